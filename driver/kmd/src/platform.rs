@@ -1,0 +1,76 @@
+//! The kernel platform: everything the driver needs from the kernel that is not a Dxgkrnl
+//! callback.
+//!
+//! Dxgkrnl callbacks (`DXGKRNL_INTERFACE`) are function pointers handed to the driver, so they
+//! are the same on Windows and under the simulated OS. What differs is the kernel itself:
+//! MMIO access, IRQL, logging. The driver logic is generic over [`Platform`]; the driver image
+//! implements it over ntoskrnl/hal for Windows, the simulated OS implements it on the host.
+//! Monomorphising (rather than a `dyn` table) keeps the ISR free of indirect calls.
+
+use core::fmt;
+use core::ptr::NonNull;
+
+/// Interrupt request levels the driver distinguishes (values as in wdm.h on x64).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Irql {
+    Passive = 0,
+    Apc = 1,
+    Dispatch = 2,
+    /// Any device IRQL (DIRQL): the ISR and `DxgkCbSynchronizeExecution` callbacks.
+    Device = 3,
+}
+
+/// Severity of a debug message; maps to `DPFLTR_*_LEVEL` under `DPFLTR_IHVVIDEO_ID`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Error = 0,
+    Warning = 1,
+    Trace = 2,
+    Info = 3,
+}
+
+/// Kernel services the driver uses directly.
+///
+/// # Safety
+/// Implementations must make the MMIO functions perform exactly one device access of the
+/// given width per call, in program order with respect to other MMIO calls on the same
+/// thread, with the ordering of a volatile access plus a full compiler fence (on x86 an
+/// uncached MMIO access is already strongly ordered).
+pub unsafe trait Platform: 'static {
+    /// Reads the 32-bit register at `offset` of a BAR mapped at `base`.
+    ///
+    /// # Safety
+    /// `base` must be a mapping returned by `DxgkCbMapMemory` for a BAR at least
+    /// `offset + 4` bytes long, and `offset` must be 4-byte aligned.
+    unsafe fn mmio_read32(base: NonNull<u8>, offset: usize) -> u32;
+    /// Writes a 32-bit register. Same contract as [`Platform::mmio_read32`].
+    ///
+    /// # Safety
+    /// As for [`Platform::mmio_read32`].
+    unsafe fn mmio_write32(base: NonNull<u8>, offset: usize, value: u32);
+    /// Reads a 64-bit register as one access (8-byte aligned `offset`).
+    ///
+    /// # Safety
+    /// As for [`Platform::mmio_read32`], with 8 bytes.
+    unsafe fn mmio_read64(base: NonNull<u8>, offset: usize) -> u64;
+    /// Writes a 64-bit register as one access (8-byte aligned `offset`).
+    ///
+    /// # Safety
+    /// As for [`Platform::mmio_read32`], with 8 bytes.
+    unsafe fn mmio_write64(base: NonNull<u8>, offset: usize, value: u64);
+
+    /// The current IRQL of the calling processor.
+    fn current_irql() -> Irql;
+
+    /// Writes a debug message (DbgPrintEx on Windows).
+    fn log(level: Level, args: fmt::Arguments<'_>);
+}
+
+/// Logs through the platform with `format_args!` syntax.
+#[macro_export]
+macro_rules! klog {
+    ($p:ty, $lvl:ident, $($arg:tt)*) => {
+        <$p as $crate::platform::Platform>::log($crate::platform::Level::$lvl, format_args!($($arg)*))
+    };
+}
