@@ -1,0 +1,158 @@
+//! The event ring: how the device tells the driver what an interrupt was about.
+//!
+//! The driver programs a ring of [`EventRecord`]s in system memory
+//! ([`crate::regs::EVENT_RING_BASE`]). For every occurrence of an interrupt cause the device
+//! writes one record at `WPTR % size`, then publishes it by incrementing
+//! [`crate::regs::EVENT_RING_WPTR`] (release), then sets the cause bit in `INT_STATUS`.
+//! When `WPTR - RPTR == size` the ring is full: the record is dropped and
+//! [`crate::regs::IntCause::EVENT_OVERFLOW`] is raised instead.
+//!
+//! ISR protocol: read `INT_STATUS`; write the bits read to `INT_ACK` *before* draining (a
+//! record published during the drain raises its bit again, so nothing is lost); read `WPTR`
+//! (acquire); consume records up to it; write `RPTR`.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// Report tag meaning "this device cannot say which fence" (no exact fence report).
+pub const NO_TAG: u64 = u64::MAX;
+
+/// Kinds of event records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum EventKind {
+    /// `arg0` report tag (or [`NO_TAG`]), `arg1` value written, `arg2` MonitoredValue address.
+    FenceSignaled = 1,
+    /// `arg0` progress value, `arg1` ring read pointer after the command.
+    Progress = 2,
+    /// `arg0` previous [`crate::engine::EngineState`], `arg1` new state.
+    EngineState = 3,
+    /// `arg0` [`FaultCode`], `arg1` faulting GPU address (0 if none), `arg2` read pointer of
+    /// the faulting packet.
+    Fault = 4,
+    /// `arg0` [`crate::engine::ResetResult`], `arg1` aborted queue, `arg2` aborted rptr.
+    ResetDone = 5,
+}
+
+impl EventKind {
+    /// Decodes a kind byte.
+    pub const fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            1 => Self::FenceSignaled,
+            2 => Self::Progress,
+            3 => Self::EngineState,
+            4 => Self::Fault,
+            5 => Self::ResetDone,
+            _ => return None,
+        })
+    }
+}
+
+/// One 32-byte record of the event ring.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct EventRecord {
+    /// [`EventKind`] as a byte.
+    pub kind: u8,
+    /// Engine the event comes from.
+    pub engine: u8,
+    /// Reserved, zero.
+    pub flags: u16,
+    /// Queue the event concerns (for fence events: the queue that was running, LOG-08), or
+    /// [`crate::queue::NO_QUEUE`].
+    pub queue_id: u32,
+    pub arg0: u64,
+    pub arg1: u64,
+    pub arg2: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<EventRecord>() == 32);
+
+impl EventRecord {
+    /// The record as four 64-bit words, in memory order (the device writes words).
+    pub fn to_words(&self) -> [u64; 4] {
+        let w0 = u64::from(self.kind)
+            | (u64::from(self.engine) << 8)
+            | (u64::from(self.flags) << 16)
+            | (u64::from(self.queue_id) << 32);
+        [w0, self.arg0, self.arg1, self.arg2]
+    }
+
+    /// Rebuilds a record from four words read from memory.
+    pub fn from_words(w: [u64; 4]) -> Self {
+        let [w0, arg0, arg1, arg2] = w;
+        Self {
+            kind: (w0 & 0xFF) as u8,
+            engine: ((w0 >> 8) & 0xFF) as u8,
+            flags: ((w0 >> 16) & 0xFFFF) as u16,
+            queue_id: (w0 >> 32) as u32,
+            arg0,
+            arg1,
+            arg2,
+        }
+    }
+}
+
+/// Why a queue faulted. A faulted queue executes nothing more until its runlist entry is
+/// replaced (the driver recreates it) or the engine is reset; other queues are unaffected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum FaultCode {
+    /// Unknown opcode.
+    BadOpcode = 1,
+    /// Length does not match the opcode, or the packet runs past the write pointer.
+    BadLength = 2,
+    /// An address outside VRAM and outside every registered system-memory window, or
+    /// misaligned.
+    BadAddress = 3,
+    /// Reserved header bits set.
+    BadHeader = 4,
+    /// An argument the opcode does not allow (unknown flag, bad size, overlapping copy).
+    BadArgument = 5,
+    /// Ring control is inconsistent (write pointer behind read pointer, or more than a ring
+    /// ahead, or misaligned).
+    BadRingControl = 6,
+    /// A LOG_WRITE to a queue that has no log of that kind.
+    NoLog = 7,
+}
+
+impl FaultCode {
+    /// Decodes a fault code.
+    pub const fn from_u32(v: u32) -> Option<Self> {
+        Some(match v {
+            1 => Self::BadOpcode,
+            2 => Self::BadLength,
+            3 => Self::BadAddress,
+            4 => Self::BadHeader,
+            5 => Self::BadArgument,
+            6 => Self::BadRingControl,
+            7 => Self::NoLog,
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_words_round_trip() {
+        let r = EventRecord {
+            kind: 1,
+            engine: 1,
+            flags: 0,
+            queue_id: 77,
+            arg0: 5,
+            arg1: 6,
+            arg2: 7,
+        };
+        assert_eq!(EventRecord::from_words(r.to_words()), r);
+        assert_eq!(
+            r.to_words().as_bytes(),
+            r.as_bytes(),
+            "word order is memory order"
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! Native-fence log buffers as the device writes them (LOG-01 .. LOG-07).
+//!
+//! The layouts are the OS's (`DXGK_NATIVE_FENCE_LOG_HEADER` and `DXGK_NATIVE_FENCE_LOG_ENTRY`
+//! in d3dukmdt.h), because Dxgkrnl reads what the GPU writes:
+//! <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>,
+//! <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_entry>.
+//!
+//! LOG_WRITE with free-running index `n` on a log of `N` entries writes entry `n % N`
+//! (overwriting unread ones: overflow is allowed, LOG-05), then stores the header's 64-bit
+//! `AtomicWraparoundAndEntryIndex` as `((n + 1) / N) << 32 | (n + 1) % N` in one atomic store.
+//! The device never lowers that value: an index that would is still written, but the
+//! header keeps the larger value (UMDs must keep indices monotonic, LOG-02).
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// Bytes in one log buffer (LOG-01).
+pub const LOG_BUFFER_SIZE: u64 = 4096;
+
+/// `DXGK_NATIVE_FENCE_LOG_TYPE`.
+pub const LOG_TYPE_WAITS: u32 = 1;
+/// `DXGK_NATIVE_FENCE_LOG_TYPE`.
+pub const LOG_TYPE_SIGNALS: u32 = 2;
+/// `DXGK_NATIVE_FENCE_LOG_OPERATION`.
+pub const OP_SIGNAL_EXECUTED: u32 = 0;
+/// `DXGK_NATIVE_FENCE_LOG_OPERATION`.
+pub const OP_WAIT_UNBLOCKED: u32 = 1;
+
+/// The log header, 40 bytes.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct LogHeader {
+    /// FirstFreeEntryIndex in the low half, WraparoundCount in the high half.
+    pub atomic_wraparound_and_entry_index: u64,
+    /// `DXGK_NATIVE_FENCE_LOG_TYPE`.
+    pub log_type: u32,
+    pub pad: u32,
+    /// Entries that follow the header.
+    pub number_of_entries: u64,
+    pub reserved: [u64; 2],
+}
+
+/// One log entry, 48 bytes.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct LogEntry {
+    pub fence_value: u64,
+    /// The user-mode D3DKMT handle of the fence (UMD payload).
+    pub h_native_fence: u32,
+    pub operation_type: u32,
+    pub reserved0: u64,
+    /// For WAIT_UNBLOCKED: when the engine first saw the unresolved wait.
+    pub fence_observed_gpu_timestamp: u64,
+    pub reserved1: u64,
+    /// When the operation completed on the GPU.
+    pub fence_end_gpu_timestamp: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<LogHeader>() == 40);
+const _: () = assert!(core::mem::size_of::<LogEntry>() == 48);
+const _: () = assert!(core::mem::offset_of!(LogHeader, number_of_entries) == 16);
+const _: () = assert!(core::mem::offset_of!(LogEntry, fence_observed_gpu_timestamp) == 24);
+const _: () = assert!(core::mem::offset_of!(LogEntry, fence_end_gpu_timestamp) == 40);
+
+/// Byte offset of the header's atomic word.
+pub const HEADER_ATOMIC: u64 = 0;
+/// Byte offset of the first entry.
+pub const ENTRIES_OFFSET: u64 = 40;
+/// Entries that fit one 4 KiB buffer: (4096 - 40) / 48 = 84.
+pub const ENTRIES_PER_BUFFER: u64 = (LOG_BUFFER_SIZE - ENTRIES_OFFSET) / 48;
+
+/// Packs FirstFreeEntryIndex and WraparoundCount.
+pub const fn pack_index(first_free: u32, wraparound: u32) -> u64 {
+    (first_free as u64) | ((wraparound as u64) << 32)
+}
+
+/// Splits the atomic word into (FirstFreeEntryIndex, WraparoundCount).
+pub const fn unpack_index(v: u64) -> (u32, u32) {
+    ((v & 0xFFFF_FFFF) as u32, (v >> 32) as u32)
+}
+
+/// Header value after writing free-running entry `n` in a log of `entries` entries, or
+/// `None` if `entries` is zero.
+pub fn header_after(n: u32, entries: u64) -> Option<u64> {
+    let next = u64::from(n).checked_add(1)?;
+    let first = next.checked_rem(entries)?;
+    let wrap = next.checked_div(entries)?;
+    Some(first | (wrap << 32))
+}
+
+/// Byte offset of entry slot for free-running index `n`, or `None` if `entries` is zero.
+pub fn entry_offset(n: u32, entries: u64) -> Option<u64> {
+    let slot = u64::from(n).checked_rem(entries)?;
+    ENTRIES_OFFSET.checked_add(slot.checked_mul(48)?)
+}
+
+impl LogEntry {
+    /// The entry as six words in memory order.
+    pub fn to_words(&self) -> [u64; 6] {
+        [
+            self.fence_value,
+            u64::from(self.h_native_fence) | (u64::from(self.operation_type) << 32),
+            self.reserved0,
+            self.fence_observed_gpu_timestamp,
+            self.reserved1,
+            self.fence_end_gpu_timestamp,
+        ]
+    }
+
+    /// Rebuilds an entry from six words.
+    pub fn from_words(w: [u64; 6]) -> Self {
+        let [fence_value, w1, reserved0, obs, reserved1, end] = w;
+        Self {
+            fence_value,
+            h_native_fence: (w1 & 0xFFFF_FFFF) as u32,
+            operation_type: (w1 >> 32) as u32,
+            reserved0,
+            fence_observed_gpu_timestamp: obs,
+            reserved1,
+            fence_end_gpu_timestamp: end,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_05_index_arithmetic_wraps_and_counts() {
+        assert_eq!(ENTRIES_PER_BUFFER, 84);
+        assert_eq!(header_after(0, 84), Some(pack_index(1, 0)));
+        assert_eq!(header_after(83, 84), Some(pack_index(0, 1)));
+        assert_eq!(header_after(84 + 5, 84), Some(pack_index(6, 1)));
+        assert_eq!(entry_offset(85, 84), Some(40 + 48));
+        assert_eq!(header_after(1, 0), None);
+    }
+
+    #[test]
+    fn entry_words_are_memory_order() {
+        let e = LogEntry {
+            fence_value: 1,
+            h_native_fence: 2,
+            operation_type: OP_WAIT_UNBLOCKED,
+            fence_observed_gpu_timestamp: 4,
+            fence_end_gpu_timestamp: 5,
+            ..Default::default()
+        };
+        assert_eq!(e.to_words().as_bytes(), e.as_bytes());
+        assert_eq!(LogEntry::from_words(e.to_words()), e);
+    }
+}

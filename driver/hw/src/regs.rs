@@ -1,0 +1,256 @@
+//! BAR0 register map.
+//!
+//! Registers have trap semantics: every read or write reaches the device at once and may have
+//! side effects (documented per register). 64-bit registers are accessed with one 64-bit
+//! access. Offsets not listed read as zero and ignore writes.
+
+use bitflags::bitflags;
+
+/// RO32: identification, always [`ID_VALUE`].
+pub const ID: usize = 0x0000;
+/// "RVGP" in little-endian ASCII.
+pub const ID_VALUE: u32 = 0x5047_5652;
+/// RO32: specification version, major in bits 31:16, minor in 15:0.
+pub const VERSION: usize = 0x0004;
+/// The version this crate describes.
+pub const VERSION_VALUE: u32 = 0x0001_0000;
+/// RO32: [`Caps`].
+pub const CAPS: usize = 0x0008;
+/// RO32: [`Config`] packed counts.
+pub const CONFIG: usize = 0x000C;
+/// RO64: bytes of local memory.
+pub const VRAM_SIZE: usize = 0x0010;
+/// RO32: frequency of [`GPU_CLOCK`] in Hz.
+pub const CLOCK_FREQ: usize = 0x0018;
+/// RO64: the GPU clock; monotonic, never goes backwards, also across engine resets.
+pub const GPU_CLOCK: usize = 0x0020;
+/// RO32: [`DeviceStatus`].
+pub const DEVICE_STATUS: usize = 0x0028;
+/// WO32: writing [`ADAPTER_RESET_KEY`] resets the whole adapter (all engines, runlists,
+/// doorbell bindings, event ring); any other value is ignored.
+pub const ADAPTER_RESET: usize = 0x002C;
+/// Key for [`ADAPTER_RESET`]: "RSET".
+pub const ADAPTER_RESET_KEY: u32 = 0x5445_5352;
+/// RW32: scratch register for bring-up tests; no side effects.
+pub const SCRATCH: usize = 0x0030;
+/// WO32: fence synchronisation (NF-07). The write returns only after every fence-signal
+/// operation that began before it has finished its conditional-interrupt decision, so a
+/// MonitoredValue the CPU stored before the write is seen by every later decision.
+pub const FENCE_SYNC: usize = 0x0034;
+/// WO32: log flush (LOG-07). Same drain as [`FENCE_SYNC`] for log-entry writes of the queue
+/// whose id is written: when the write returns, every entry that queue's header counts is in
+/// memory.
+pub const LOG_FLUSH: usize = 0x0038;
+
+/// RO32: pending interrupt causes ([`IntCause`]); the line is asserted while
+/// `INT_STATUS & INT_ENABLE != 0`.
+pub const INT_STATUS: usize = 0x0040;
+/// RW32: enabled interrupt causes.
+pub const INT_ENABLE: usize = 0x0044;
+/// W1C32: writing a bit clears that cause in [`INT_STATUS`].
+pub const INT_ACK: usize = 0x0048;
+
+/// RW64: GPU address of the event ring (system memory, 4 KiB aligned, in a registered window).
+pub const EVENT_RING_BASE: usize = 0x0050;
+/// RW32: number of records in the event ring, a power of two in 16..=65536.
+pub const EVENT_RING_SIZE: usize = 0x0058;
+/// RW32: bit 0 enables event posting. Enabling resets WPTR and RPTR to zero.
+pub const EVENT_RING_CTRL: usize = 0x005C;
+/// RO32: free-running count of records the device has written.
+pub const EVENT_RING_WPTR: usize = 0x0060;
+/// RW32: free-running count of records the driver has consumed.
+pub const EVENT_RING_RPTR: usize = 0x0064;
+
+/// Number of system-memory windows.
+pub const SYSWIN_COUNT: usize = 16;
+/// RW64 array: window `k` base at `SYSWIN_BASE + k * SYSWIN_STRIDE` (8-byte aligned).
+pub const SYSWIN_BASE: usize = 0x0200;
+/// RW64 array: window `k` size in bytes at `SYSWIN_SIZE + k * SYSWIN_STRIDE`; 0 disables it.
+pub const SYSWIN_SIZE: usize = 0x0208;
+/// Stride between windows.
+pub const SYSWIN_STRIDE: usize = 0x10;
+
+/// RW32 array: physical doorbell `i` is bound to the queue whose id is at
+/// `DOORBELL_BIND + 4 * i`; [`crate::queue::NO_QUEUE`] unbinds it. Dedicated mode only.
+pub const DOORBELL_BIND: usize = 0x0800;
+/// Most physical doorbells the register file can describe.
+pub const DOORBELL_MAX: u32 = 512;
+
+/// Base of the per-engine register blocks; engine `e` at `ENGINE_BASE + e * ENGINE_STRIDE`.
+pub const ENGINE_BASE: usize = 0x1000;
+/// Size of one engine block.
+pub const ENGINE_STRIDE: usize = 0x100;
+/// Most engines the register file can describe.
+pub const ENGINE_MAX: u32 = 16;
+
+/// Offsets inside an engine block.
+pub mod engine {
+    /// RW64: GPU address of the runlist: an array of [`crate::queue::QueueDescriptor`].
+    pub const RUNLIST_BASE: usize = 0x00;
+    /// RW32: number of descriptors in the runlist (at most [`crate::queue::RUNLIST_MAX`]).
+    pub const RUNLIST_COUNT: usize = 0x08;
+    /// WO32: writing 1 makes the CMP load the runlist atomically (it reads the descriptors
+    /// during the write). Queues that stay keep their blocked/wait state; queues that leave
+    /// stop at a command boundary before the write returns.
+    pub const RUNLIST_COMMIT: usize = 0x0C;
+    /// RO32: [`crate::engine::EngineStatus`].
+    pub const STATUS: usize = 0x10;
+    /// WO32: [`crate::engine::ENGINE_CTRL_RESET`] resets this engine only.
+    pub const CTRL: usize = 0x14;
+    /// RO32: [`crate::engine::ResetResult`] of the last reset.
+    pub const RESET_RESULT: usize = 0x18;
+    /// RO32: id of the queue that was executing when the last reset aborted it, or
+    /// [`crate::queue::NO_QUEUE`].
+    pub const RESET_QUEUE: usize = 0x1C;
+    /// RO64: ring read pointer (bytes, free-running) of the aborted command in that queue.
+    pub const RESET_RPTR: usize = 0x20;
+    /// RO32: id of the queue the engine is executing now, or [`crate::queue::NO_QUEUE`].
+    pub const CURRENT_QUEUE: usize = 0x28;
+    /// WO32: write a queue id: the CMP rescans that queue's ring control (kernel-mode
+    /// submission path, and resubmission after reset).
+    pub const QUEUE_KICK: usize = 0x2C;
+    /// RO64: total commands this engine has completed (for tests and profiling).
+    pub const COMPLETED_COMMANDS: usize = 0x30;
+}
+
+/// Offset of register `reg` in engine `e`'s block, or `None` past [`ENGINE_MAX`].
+pub const fn engine_reg(e: u32, reg: usize) -> Option<usize> {
+    if e >= ENGINE_MAX {
+        return None;
+    }
+    // Bounded by the check above: at most 0x1F00 + reg.
+    Some(
+        ENGINE_BASE
+            .wrapping_add((e as usize).wrapping_mul(ENGINE_STRIDE))
+            .wrapping_add(reg),
+    )
+}
+
+/// Offset of doorbell binding register `i`, or `None` past [`DOORBELL_MAX`].
+pub const fn doorbell_bind_reg(i: u32) -> Option<usize> {
+    if i >= DOORBELL_MAX {
+        return None;
+    }
+    Some(DOORBELL_BIND.wrapping_add((i as usize).wrapping_mul(4)))
+}
+
+/// Offsets of the base and size registers of window `k`, or `None` past [`SYSWIN_COUNT`].
+pub const fn syswin_regs(k: usize) -> Option<(usize, usize)> {
+    if k >= SYSWIN_COUNT {
+        return None;
+    }
+    let off = k.wrapping_mul(SYSWIN_STRIDE);
+    Some((SYSWIN_BASE.wrapping_add(off), SYSWIN_SIZE.wrapping_add(off)))
+}
+
+bitflags! {
+    /// [`CAPS`]: what this instance of the device implements.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Caps: u32 {
+        /// FENCE_SIGNAL/FENCE_WAIT with conditional interrupts (native fences).
+        const NATIVE_FENCE = 1 << 0;
+        /// One global doorbell: every queue rings page 0 with its queue id.
+        const GLOBAL_DOORBELL = 1 << 1;
+        /// Fence events name the queue that was running (LOG-08).
+        const OPTIMIZED_FENCE_IRQ = 1 << 2;
+        /// Engines can be reset one at a time.
+        const PER_ENGINE_RESET = 1 << 3;
+        /// 64-bit memory writes are single-copy atomic (NF-01, MF-02).
+        const ATOMIC64 = 1 << 4;
+        /// LOG_WRITE and native-fence log buffers.
+        const FENCE_LOG = 1 << 5;
+        /// Fence events identify the fence (report tag); without it every fence event
+        /// carries [`crate::event::NO_TAG`] and the driver reports "scan everything".
+        const EXACT_FENCE_REPORT = 1 << 6;
+    }
+}
+
+bitflags! {
+    /// [`DEVICE_STATUS`].
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct DeviceStatus: u32 {
+        /// The device is lost (surprise removal, fatal error): registers read all-ones
+        /// except this one, nothing executes until an adapter reset.
+        const LOST = 1 << 0;
+        /// An adapter reset is in progress.
+        const RESETTING = 1 << 1;
+    }
+}
+
+bitflags! {
+    /// Interrupt causes ([`INT_STATUS`], [`INT_ENABLE`], [`INT_ACK`]). Details of each
+    /// occurrence are in the event ring ([`crate::event`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct IntCause: u32 {
+        /// A fence signal needed an interrupt (CurrentValue > MonitoredValue, NF-03).
+        const FENCE_SIGNALED = 1 << 0;
+        /// A PROGRESS command with the interrupt flag completed (DMA completed).
+        const PROGRESS = 1 << 1;
+        /// An engine changed state (idle -> F1 request, hung).
+        const ENGINE_STATE = 1 << 2;
+        /// A queue faulted (bad command or address).
+        const FAULT = 1 << 3;
+        /// The event ring was full and at least one record was dropped: the driver must
+        /// treat fence reports as incomplete (report "scan everything").
+        const EVENT_OVERFLOW = 1 << 4;
+        /// An engine reset finished (see the engine's RESET_RESULT).
+        const RESET_DONE = 1 << 5;
+    }
+}
+
+/// [`CONFIG`] fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Engines (nodes), 1..=[`ENGINE_MAX`].
+    pub engines: u32,
+    /// Physical doorbells (pages in BAR2), 1..=[`DOORBELL_MAX`].
+    pub doorbells: u32,
+}
+
+impl Config {
+    /// Packs into the register value: engines in bits 7:0, doorbells in bits 31:16.
+    pub const fn to_reg(self) -> u32 {
+        (self.engines & 0xFF) | ((self.doorbells & 0xFFFF) << 16)
+    }
+
+    /// Unpacks the register value.
+    pub const fn from_reg(v: u32) -> Self {
+        Self {
+            engines: v & 0xFF,
+            doorbells: v >> 16,
+        }
+    }
+}
+
+const _: () = assert!(engine::COMPLETED_COMMANDS + 8 <= ENGINE_STRIDE);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn register_blocks_do_not_overlap() {
+        let last_syswin = syswin_regs(SYSWIN_COUNT - 1).unwrap().1 + 8;
+        assert!(last_syswin <= DOORBELL_BIND);
+        assert!(doorbell_bind_reg(DOORBELL_MAX - 1).unwrap() + 4 <= ENGINE_BASE);
+        assert!(engine_reg(ENGINE_MAX - 1, engine::COMPLETED_COMMANDS).unwrap() + 8 <= 0x1_0000);
+        assert_eq!(engine_reg(ENGINE_MAX, 0), None);
+        assert_eq!(doorbell_bind_reg(DOORBELL_MAX), None);
+        assert_eq!(syswin_regs(SYSWIN_COUNT), None);
+    }
+
+    #[test]
+    fn config_round_trip() {
+        let c = Config {
+            engines: 2,
+            doorbells: 16,
+        };
+        assert_eq!(Config::from_reg(c.to_reg()), c);
+    }
+
+    #[test]
+    fn magic_values_are_ascii() {
+        assert_eq!(&ID_VALUE.to_le_bytes(), b"RVGP");
+        assert_eq!(&ADAPTER_RESET_KEY.to_le_bytes(), b"RSET");
+    }
+}
