@@ -42,6 +42,11 @@ pub const FENCE_SYNC: usize = 0x0034;
 /// memory.
 pub const LOG_FLUSH: usize = 0x0038;
 
+/// WO64: the CPU changed the 64-bit fence value at this GPU address (NF-17): the CMP
+/// re-evaluates every FENCE_WAIT blocked on it before the write returns. 0 re-evaluates
+/// every blocked wait (used after `NotificationOnly` updates, NF-16).
+pub const WAIT_RESCAN: usize = 0x0070;
+
 /// RO32: pending interrupt causes ([`IntCause`]); the line is asserted while
 /// `INT_STATUS & INT_ENABLE != 0`.
 pub const INT_STATUS: usize = 0x0040;
