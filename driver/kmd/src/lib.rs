@@ -1,5 +1,10 @@
-//! rvgpu kernel-mode driver core.
+//! rvgpu kernel-mode driver core: the logic behind the DxgkDdi entry points.
+//!
+//! `no_std` + `alloc`, generic over [`platform::Platform`] so that the same code runs in the
+//! Windows image and under the simulated OS. One module per concept.
 #![cfg_attr(not(test), no_std)]
 extern crate alloc;
 
+pub mod mmio;
 pub mod platform;
+pub mod sync;

@@ -63,6 +63,18 @@ pub unsafe trait Platform: 'static {
     /// The current IRQL of the calling processor.
     fn current_irql() -> Irql;
 
+    /// Raises the calling processor to DISPATCH_LEVEL and returns the previous IRQL
+    /// (KeRaiseIrqlToDpcLevel). Called at or below DISPATCH_LEVEL.
+    fn raise_to_dispatch() -> Irql;
+
+    /// Returns to an IRQL saved by [`Platform::raise_to_dispatch`] (KeLowerIrql).
+    fn lower_irql(previous: Irql);
+
+    /// Bus address the device uses for the kernel VA `va` of memory obtained from
+    /// `DxgkCbAllocateContiguousMemory` (MmGetPhysicalAddress on Windows; with an IOMMU
+    /// remapping, Dxgkrnl's logical address), or `None` if `va` is not such memory.
+    fn bus_address(va: NonNull<u8>) -> Option<u64>;
+
     /// Writes a debug message (DbgPrintEx on Windows).
     fn log(level: Level, args: fmt::Arguments<'_>);
 }
