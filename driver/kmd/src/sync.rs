@@ -66,6 +66,12 @@ pub struct SpinGuard<'a, P: Platform, T> {
     previous: Irql,
 }
 
+impl<P: Platform, T> core::fmt::Debug for SpinGuard<'_, P, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SpinGuard").field("previous", &self.previous).finish()
+    }
+}
+
 impl<P: Platform, T> Deref for SpinGuard<'_, P, T> {
     type Target = T;
     fn deref(&self) -> &T {
