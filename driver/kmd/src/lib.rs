@@ -5,6 +5,8 @@
 #![cfg_attr(not(test), no_std)]
 extern crate alloc;
 
+pub mod dma;
+pub mod interrupt;
 pub mod mmio;
 pub mod platform;
 pub mod sync;

@@ -1,0 +1,94 @@
+//! Memory shared with the device (system memory the GPU reads and writes).
+//!
+//! The CPU and the device access these words concurrently, so every access is an atomic
+//! 64-bit operation with an explicit ordering: the device writes with single-copy atomic
+//! 64-bit stores (NF-01), and Rust's memory model forbids mixing plain and atomic accesses to
+//! the same location. On Windows these compile to plain `mov`s, the same code a C driver gets
+//! from `ReadNoFence64`/`WriteRelease64`.
+
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// A contiguous, device-visible buffer: kernel VA, bus address, size in bytes (a multiple of
+/// 8), and the Dxgkrnl handle that frees it.
+#[derive(Debug)]
+pub struct DmaBuffer {
+    va: NonNull<AtomicU64>,
+    bus: u64,
+    bytes: u64,
+    handle: usize,
+}
+
+// SAFETY: the buffer is plain memory accessed only through atomics.
+unsafe impl Send for DmaBuffer {}
+// SAFETY: as above; shared access is atomic.
+unsafe impl Sync for DmaBuffer {}
+
+impl DmaBuffer {
+    /// Wraps memory obtained from `DxgkCbAllocateContiguousMemory`.
+    ///
+    /// # Safety
+    /// `va` must be 8-byte aligned and valid for `bytes` bytes of reads and writes until the
+    /// buffer is freed through `handle`, and nothing may access it non-atomically meanwhile.
+    pub unsafe fn from_raw(va: NonNull<u8>, bus: u64, bytes: u64, handle: usize) -> Self {
+        Self { va: va.cast(), bus, bytes, handle }
+    }
+
+    /// Bus (GPU) address of byte 0.
+    pub fn bus(&self) -> u64 {
+        self.bus
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Dxgkrnl's handle for freeing.
+    pub fn handle(&self) -> usize {
+        self.handle
+    }
+
+    /// Kernel VA of byte 0.
+    pub fn va(&self) -> NonNull<u8> {
+        self.va.cast()
+    }
+
+    /// Number of 64-bit words.
+    pub fn words(&self) -> u64 {
+        self.bytes / 8
+    }
+
+    /// GPU address of the word at byte offset `off`, if inside the buffer.
+    pub fn bus_at(&self, off: u64) -> Option<u64> {
+        (off < self.bytes).then(|| self.bus.checked_add(off)).flatten()
+    }
+
+    fn word(&self, index: u64) -> Option<&AtomicU64> {
+        if index >= self.words() {
+            return None;
+        }
+        let i = usize::try_from(index).ok()?;
+        // SAFETY: `index` is inside the buffer (checked above), the buffer is valid and
+        // aligned (contract of `from_raw`), and all accesses are atomic.
+        Some(unsafe { &*self.va.as_ptr().add(i) })
+    }
+
+    /// Atomic load of word `index`; `None` past the end.
+    pub fn load(&self, index: u64, order: Ordering) -> Option<u64> {
+        self.word(index).map(|w| w.load(order))
+    }
+
+    /// Atomic store to word `index`; returns false past the end.
+    pub fn store(&self, index: u64, value: u64, order: Ordering) -> bool {
+        self.word(index).map(|w| w.store(value, order)).is_some()
+    }
+
+    /// Zeroes the whole buffer (before handing it to the device).
+    pub fn zero(&self) {
+        let mut i = 0;
+        while self.store(i, 0, Ordering::Relaxed) {
+            i = i.saturating_add(1);
+        }
+    }
+}
