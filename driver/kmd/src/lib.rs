@@ -5,6 +5,7 @@
 #![cfg_attr(not(test), no_std)]
 extern crate alloc;
 
+pub mod device;
 pub mod dma;
 pub mod interrupt;
 pub mod mmio;

@@ -1,0 +1,102 @@
+//! Bringing the GPU up and down over MMIO (docs/hardware.md "Bring-up").
+//!
+//! Nothing here knows about Dxgkrnl; `adapter` calls it with memory it obtained from the OS.
+
+use rvgpu_hw::regs::{self, Caps, Config, IntCause};
+
+use crate::mmio::Regs;
+use crate::platform::Platform;
+
+/// What the driver learnt from the device's identification registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceIdentity {
+    pub version: u32,
+    pub caps: Caps,
+    pub config: Config,
+    pub vram_size: u64,
+    pub clock_hz: u32,
+}
+
+/// Why the device cannot be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeError {
+    /// The ID register does not read "RVGP" (not our device, or it is gone: all-ones).
+    BadId(u32),
+    /// A major version this driver does not know.
+    UnsupportedVersion(u32),
+    /// The configuration registers make no sense (no engines, too many, no doorbells).
+    BadConfig(u32),
+    /// Capabilities this driver requires are missing.
+    MissingCaps(u32),
+}
+
+/// Capabilities the driver cannot work without.
+pub const REQUIRED_CAPS: Caps = Caps::ATOMIC64;
+
+/// Interrupt causes the driver handles.
+pub const ENABLED_CAUSES: IntCause = IntCause::all();
+
+/// Reads and checks the identification registers.
+pub fn probe<P: Platform>(regs: &Regs<P>) -> Result<DeviceIdentity, ProbeError> {
+    let id = regs.read32(regs::ID);
+    if id != regs::ID_VALUE {
+        return Err(ProbeError::BadId(id));
+    }
+    let version = regs.read32(regs::VERSION);
+    if version >> 16 != regs::VERSION_VALUE >> 16 {
+        return Err(ProbeError::UnsupportedVersion(version));
+    }
+    let raw_config = regs.read32(regs::CONFIG);
+    let config = Config::from_reg(raw_config);
+    let engines_ok = (1..=regs::ENGINE_MAX).contains(&config.engines);
+    let doorbells_ok = (1..=regs::DOORBELL_MAX).contains(&config.doorbells);
+    if !engines_ok || !doorbells_ok {
+        return Err(ProbeError::BadConfig(raw_config));
+    }
+    let raw_caps = regs.read32(regs::CAPS);
+    let caps = Caps::from_bits_truncate(raw_caps);
+    if !caps.contains(REQUIRED_CAPS) {
+        return Err(ProbeError::MissingCaps(raw_caps));
+    }
+    Ok(DeviceIdentity {
+        version,
+        caps,
+        config,
+        vram_size: regs.read64(regs::VRAM_SIZE),
+        clock_hz: regs.read32(regs::CLOCK_FREQ),
+    })
+}
+
+/// Registers system-memory window `k` (the device's DMA allow-list). Returns false if `k` is
+/// out of range.
+pub fn set_window<P: Platform>(regs: &Regs<P>, k: usize, base: u64, size: u64) -> bool {
+    let Some((base_reg, size_reg)) = regs::syswin_regs(k) else {
+        return false;
+    };
+    // Size last: a window is live only once it has a size, and by then its base is right.
+    regs.write64(size_reg, 0);
+    regs.write64(base_reg, base);
+    regs.write64(size_reg, size);
+    true
+}
+
+/// Quiesces the device: interrupts off, event posting off, every runlist empty, all windows
+/// closed. Used at stop and before a start reprograms everything.
+pub fn quiesce<P: Platform>(regs: &Regs<P>, engines: u32) {
+    regs.write32(regs::INT_ENABLE, 0);
+    regs.write32(regs::EVENT_RING_CTRL, 0);
+    for e in 0..engines {
+        regs.engine_write32(e, regs::engine::RUNLIST_COUNT, 0);
+        regs.engine_write32(e, regs::engine::RUNLIST_COMMIT, 1);
+    }
+    for k in 0..regs::SYSWIN_COUNT {
+        set_window(regs, k, 0, 0);
+    }
+    // Whatever was pending belongs to the previous life of the device.
+    regs.write32(regs::INT_ACK, u32::MAX);
+}
+
+/// Turns on the interrupt causes the driver handles.
+pub fn enable_interrupts<P: Platform>(regs: &Regs<P>) {
+    regs.write32(regs::INT_ENABLE, ENABLED_CAUSES.bits());
+}
