@@ -1,1 +1,170 @@
-fn main() {}
+//! Build script of the driver image (rvgpu.sys).
+//!
+//! 1. Link settings of the Windows kernel image (x86_64-pc-windows-msvc only; the host build
+//!    of this crate is a plain rlib and gets nothing). They apply to the `cdylib` the
+//!    packaging step builds (`cargo rustc -p rvgpu --profile driver --target
+//!    x86_64-pc-windows-msvc --crate-type cdylib`, see scripts/package.sh):
+//!    - `/DRIVER`, `/SUBSYSTEM:NATIVE`: a kernel-mode image;
+//!    - `/ENTRY:DriverEntry`: no CRT startup code; the kernel calls `DriverEntry` directly;
+//!    - `/NODEFAULTLIB`: no C runtime or user-mode import libraries; every import is declared
+//!      by the crate itself (`raw-dylib`, ntoskrnl.exe only);
+//!    - `/NXCOMPAT`, `/DYNAMICBASE`: NX-compatible, relocatable (HVCI and KASLR need both);
+//!    - `/DEBUG:FULL` + `/PDBALTPATH:%_PDB%`: a PDB, named in the debug directory by file
+//!      name only (`rvgpu.pdb`), not by the build machine's path;
+//!    - `/OPT:REF,ICF`: drop unreferenced code (lld's default with /DEBUG is to keep it);
+//!    - `/RELEASE`: set the PE checksum, which the kernel checks for boot-start drivers and
+//!      driver verification tools expect on every driver.
+//!
+//!    Not set: `/INTEGRITYCHECK` (FORCE_INTEGRITY). It is only required of drivers that use
+//!    ObRegisterCallbacks, PsSetCreateProcessNotifyRoutineEx and similar callbacks, which this
+//!    driver does not, and it would make the image refuse to load with a test signature on
+//!    some configurations. docs/windows.md has the details.
+//!
+//! 2. With `--features wdk-layout-check` and an installed WDK: bindgen over d3dkmddi.h and
+//!    dispmprt.h, and compile-time assertions that every `rvgpu-ddi` type has the WDK's size,
+//!    alignment and field offsets (generator: build/layout_gen.rs, unit-tested by
+//!    tests/layout_gen.rs). Without a WDK this step is skipped without a word.
+
+// Host build tooling, not kernel code: the kernel no-panic lints do not apply.
+#[allow(
+    dead_code, // parts are used only by the wdk-layout-check feature
+    clippy::string_slice,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+#[path = "build/layout_gen.rs"]
+mod layout_gen;
+
+use std::env;
+
+/// Linker arguments of the kernel image (see the module documentation for each).
+const DRIVER_LINK_ARGS: &[&str] = &[
+    "/DRIVER",
+    "/SUBSYSTEM:NATIVE,10.00",
+    "/ENTRY:DriverEntry",
+    "/NODEFAULTLIB",
+    "/NXCOMPAT",
+    "/DYNAMICBASE",
+    "/DEBUG:FULL",
+    "/PDBALTPATH:%_PDB%",
+    "/OPT:REF,ICF",
+    "/RELEASE",
+];
+
+fn main() {
+    println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=build/layout_gen.rs");
+    println!("cargo::rerun-if-env-changed=WDKContentRoot");
+    println!("cargo::rustc-check-cfg=cfg(wdk_layout_check)");
+
+    let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let target_env = env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    if target_os == "windows" && target_env == "msvc" {
+        for arg in DRIVER_LINK_ARGS {
+            // `rustc-link-arg`, not `rustc-cdylib-link-arg`: the package declares only an
+            // rlib (so host builds never try to link a no_std cdylib); the cdylib is requested
+            // on the command line, which cargo's per-crate-type variant does not see.
+            println!("cargo::rustc-link-arg={arg}");
+        }
+    }
+
+    #[cfg(feature = "wdk-layout-check")]
+    wdk::layout_check();
+}
+
+#[cfg(feature = "wdk-layout-check")]
+mod wdk {
+    //! WDK detection as windows-drivers-rs' `wdk-build` does it: `WDKContentRoot` (set by the
+    //! eWDK's LaunchBuildEnv.cmd and by VS developer prompts), then the installed kits root
+    //! from the registry, then the default install path; the newest `Include\10.*` that has
+    //! `km\d3dkmddi.h` wins.
+
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+    use std::{env, fs};
+
+    use super::layout_gen;
+
+    fn kits_root() -> Option<PathBuf> {
+        if let Some(root) = env::var_os("WDKContentRoot") {
+            return Some(PathBuf::from(root));
+        }
+        if cfg!(windows) {
+            let out = Command::new("reg")
+                .args([
+                    "query",
+                    r"HKLM\SOFTWARE\Microsoft\Windows Kits\Installed Roots",
+                    "/v",
+                    "KitsRoot10",
+                ])
+                .output()
+                .ok()?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            if let Some(path) = text
+                .lines()
+                .find(|l| l.contains("KitsRoot10"))
+                .and_then(|l| l.split("REG_SZ").nth(1))
+            {
+                return Some(PathBuf::from(path.trim()));
+            }
+            let default = PathBuf::from(r"C:\Program Files (x86)\Windows Kits\10");
+            return default.is_dir().then_some(default);
+        }
+        None
+    }
+
+    fn include_dir(root: &Path) -> Option<PathBuf> {
+        let mut versions: Vec<PathBuf> = fs::read_dir(root.join("Include"))
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("km").join("d3dkmddi.h").is_file())
+            .collect();
+        versions.sort();
+        versions.pop()
+    }
+
+    pub fn layout_check() {
+        let Some(include) = kits_root().and_then(|r| include_dir(&r)) else {
+            return; // No WDK: skip quietly.
+        };
+        let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
+        let ddi_src = manifest.join("driver").join("ddi").join("src");
+        println!("cargo::rerun-if-changed={}", ddi_src.display());
+        let header = "#include <ntddk.h>\n#include <dispmprt.h>\n#include <d3dkmddi.h>\n";
+        let bindings = bindgen::Builder::default()
+            .header_contents("rvgpu_wdk.h", header)
+            .clang_args([
+                "--target=x86_64-pc-windows-msvc".to_string(),
+                "-fms-extensions".to_string(),
+                "-fms-compatibility".to_string(),
+                "-D_AMD64_".to_string(),
+                "-D_WIN64".to_string(),
+                "-D_KERNEL_MODE".to_string(),
+                "-DDXGKDDI_INTERFACE_VERSION=0x11007".to_string(),
+                format!("-I{}", include.join("km").display()),
+                format!("-I{}", include.join("km").join("crt").display()),
+                format!("-I{}", include.join("shared").display()),
+            ])
+            .layout_tests(true)
+            .derive_debug(false)
+            .generate_comments(false)
+            .generate();
+        let bindings = match bindings {
+            Ok(b) => b.to_string(),
+            Err(e) => {
+                println!("cargo::warning=wdk-layout-check: bindgen failed on the WDK headers: {e}");
+                return;
+            }
+        };
+        let wdk = layout_gen::parse_bindgen(&bindings);
+        let ddi = layout_gen::scan_ddi_dir(&ddi_src);
+        let generated = layout_gen::generate(&wdk, &ddi, "rvgpu_ddi");
+        let out = PathBuf::from(env::var("OUT_DIR").unwrap_or_default()).join("wdk_layout.rs");
+        if fs::write(&out, generated.code).is_ok() {
+            println!("cargo::rustc-cfg=wdk_layout_check");
+        }
+        for note in generated.unchecked {
+            println!("cargo::warning=wdk-layout-check: not checked: {note}");
+        }
+    }
+}
