@@ -226,10 +226,22 @@ mod tests {
     fn null_arguments_are_rejected_before_anything_else() {
         // SAFETY: null pointers are part of each function's contract.
         unsafe {
-            assert_eq!(rvgpu_open_adapter(0, 0, ptr::null_mut()), RvgpuStatus::InvalidArgument);
-            assert_eq!(rvgpu_close_adapter(ptr::null_mut()), RvgpuStatus::InvalidArgument);
-            assert_eq!(rvgpu_submit(ptr::null_mut(), ptr::null(), 0, ptr::null_mut()), RvgpuStatus::InvalidArgument);
-            assert_eq!(rvgpu_fence_wait(ptr::null_mut(), 1, 0), RvgpuStatus::InvalidArgument);
+            assert_eq!(
+                rvgpu_open_adapter(0, 0, ptr::null_mut()),
+                RvgpuStatus::InvalidArgument
+            );
+            assert_eq!(
+                rvgpu_close_adapter(ptr::null_mut()),
+                RvgpuStatus::InvalidArgument
+            );
+            assert_eq!(
+                rvgpu_submit(ptr::null_mut(), ptr::null(), 0, ptr::null_mut()),
+                RvgpuStatus::InvalidArgument
+            );
+            assert_eq!(
+                rvgpu_fence_wait(ptr::null_mut(), 1, 0),
+                RvgpuStatus::InvalidArgument
+            );
         }
     }
 

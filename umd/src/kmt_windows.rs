@@ -92,10 +92,17 @@ pub unsafe fn call(thunk: Wddm32Thunk, args: *mut c_void) -> NTSTATUS {
 
 /// Opens an adapter by LUID; returns its D3DKMT handle.
 pub fn open_adapter(luid: LUID) -> Result<u32, NTSTATUS> {
-    let mut args = D3DKMT_OPENADAPTERFROMLUID { AdapterLuid: luid, hAdapter: 0 };
+    let mut args = D3DKMT_OPENADAPTERFROMLUID {
+        AdapterLuid: luid,
+        hAdapter: 0,
+    };
     // SAFETY: a valid, initialised argument structure on the stack.
     let status = unsafe { D3DKMTOpenAdapterFromLuid(&mut args) };
-    if status < 0 { Err(status) } else { Ok(args.hAdapter) }
+    if status < 0 {
+        Err(status)
+    } else {
+        Ok(args.hAdapter)
+    }
 }
 
 /// Closes an adapter handle from [`open_adapter`].
