@@ -17,10 +17,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// PCI identity of the emulated device (docs/hardware.md).
-// TODO(issue 3): switch to `rvgpu_hw::pci::{VENDOR_ID, DEVICE_ID}` once rvgpu-hw exports them.
-const VENDOR_ID: u16 = 0x1234;
-const DEVICE_ID: u16 = 0x5256;
+/// PCI identity of the emulated device: rvgpu-hw is the single source (docs/hardware.md).
+use rvgpu_hw::pci::{DEVICE_ID, HARDWARE_ID, VENDOR_ID};
 
 /// Display class GUID (devguid.h, GUID_DEVCLASS_DISPLAY).
 const DISPLAY_CLASS_GUID: &str = "{4d36e968-e325-11ce-bfc1-08002be10318}";
@@ -332,10 +330,18 @@ fn version_section_is_a_display_class_inf() {
 fn hardware_id_is_the_emulated_device() {
     let inf = Inf::load();
     let expected = format!("PCI\\VEN_{VENDOR_ID:04X}&DEV_{DEVICE_ID:04X}");
+    assert_eq!(
+        expected, HARDWARE_ID,
+        "rvgpu_hw::pci::HARDWARE_ID disagrees with its IDs"
+    );
     let devices = inf.devices();
     assert!(!devices.is_empty(), "no device in any models section");
     for (desc, _, ids) in &devices {
-        assert_eq!(ids, std::slice::from_ref(&expected), "hardware IDs of {desc}");
+        assert_eq!(
+            ids,
+            std::slice::from_ref(&expected),
+            "hardware IDs of {desc}"
+        );
     }
     // The decoration must be x64 and need at least Windows 11 24H2 (WDDM 3.2).
     for models in inf.models_sections() {
