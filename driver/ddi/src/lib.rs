@@ -1,1 +1,175 @@
-//! placeholder
+//! `#[repr(C)]` bindings for the subset of the WDDM kernel-mode headers (d3dkmddi.h,
+//! dispmprt.h, d3dukmdt.h, d3dkmdt.h, wdm.h/ntddk.h) that rvgpu uses, for x86_64 Windows,
+//! targeting `DXGKDDI_INTERFACE_VERSION_WDDM3_2`.
+//!
+//! Conventions:
+//! * type and field names are the C names (`DXGK_DRIVERCAPS::HighestAcceptableAddress`);
+//! * C enums are `pub type X = i32` plus `pub const` values;
+//! * anonymous C unions/structs become a field `Anonymous` (`Anonymous2`, ...) of type
+//!   `<PARENT>_0` (`_1`, ...), as in windows-rs; named members of anonymous aggregates that
+//!   need their own Rust type are named `<PARENT>_<Member>`;
+//! * C bitfield unions are `#[repr(transparent)]` words (`Value`) with one associated
+//!   [`basic::BitField`] constant per C bitfield (see [`macros`]);
+//! * function pointers are `Option<unsafe extern "system" fn(..)>` under the header's typedef
+//!   name; a slot whose signature is not bound yet uses [`basic::PFN_UNBOUND`];
+//! * every struct has a reference-page link and compile-time size/offset assertions for x86_64;
+//!   layouts that could not be checked against a header or reference page carry an
+//!   `UNVERIFIED:` comment.
+#![cfg_attr(not(test), no_std)]
+#![allow(non_snake_case, non_camel_case_types, non_upper_case_globals)]
+#![allow(clippy::upper_case_acronyms)]
+#![cfg_attr(
+    test,
+    allow(
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::panic
+    )
+)]
+
+pub mod macros;
+
+pub mod adapter;
+pub mod basic;
+pub mod dxgkrnl;
+pub mod feature;
+pub mod fence;
+pub mod init;
+pub mod interrupt;
+pub mod ntstatus;
+
+pub use basic::*;
+
+#[cfg(test)]
+mod tests {
+    use crate::adapter::*;
+    use crate::basic::BitField;
+    use crate::dxgkrnl::*;
+    use crate::feature::*;
+    use crate::interrupt::*;
+
+    /// Declared bitfields must start at bit 0, be contiguous and fill the word exactly.
+    fn check_fields(name: &str, bits: u32, fields: &[(&str, BitField)]) {
+        let mut next = 0u32;
+        for (field, f) in fields {
+            assert_eq!(
+                f.shift, next,
+                "{name}::{field} does not follow the previous field"
+            );
+            assert!(f.width > 0, "{name}::{field} has zero width");
+            next += f.width;
+        }
+        assert_eq!(next, bits, "{name}: fields do not fill the word");
+    }
+
+    #[test]
+    fn bitfields_are_contiguous() {
+        check_fields("DXGK_VIDSCHCAPS", 32, DXGK_VIDSCHCAPS::FIELDS);
+        check_fields("DXGK_VIDMMCAPS_0", 32, DXGK_VIDMMCAPS_0::FIELDS);
+        check_fields("DXGK_FLIPCAPS", 32, DXGK_FLIPCAPS::FIELDS);
+        check_fields("DXGK_POINTERFLAGS", 32, DXGK_POINTERFLAGS::FIELDS);
+        check_fields("DXGK_GAMMARAMPCAPS", 32, DXGK_GAMMARAMPCAPS::FIELDS);
+        check_fields(
+            "DXGK_COLORTRANSFORMCAPS",
+            32,
+            DXGK_COLORTRANSFORMCAPS::FIELDS,
+        );
+        check_fields(
+            "DXGK_DRIVERCAPS_MiscCaps",
+            32,
+            DXGK_DRIVERCAPS_MiscCaps::FIELDS,
+        );
+        check_fields("DXGK_HWQUEUEDFLIP_CAPS", 32, DXGK_HWQUEUEDFLIP_CAPS::FIELDS);
+        check_fields(
+            "DXGK_QUERYADAPTERINFOFLAGS",
+            32,
+            DXGK_QUERYADAPTERINFOFLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS",
+            32,
+            DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGK_ISFEATUREENABLED_RESULT_0",
+            16,
+            DXGK_ISFEATUREENABLED_RESULT_0::FIELDS,
+        );
+        check_fields(
+            "DXGKARGCB_ISFEATUREENABLED2_FLAGS",
+            32,
+            DXGKARGCB_ISFEATUREENABLED2_FLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGKCB_GETHANDLEDATAFLAGS",
+            32,
+            DXGKCB_GETHANDLEDATAFLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGKARGCB_DISCONNECTDOORBELL_FLAGS",
+            32,
+            DXGKARGCB_DISCONNECTDOORBELL_FLAGS::FIELDS,
+        );
+        // Declared without a Value member in C; only two bits are defined.
+        check_fields(
+            "DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1",
+            2,
+            DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::FIELDS,
+        );
+    }
+
+    #[test]
+    fn bitfield_helpers_round_trip() {
+        let mut caps = DXGK_VIDSCHCAPS::default();
+        caps.set(DXGK_VIDSCHCAPS::NativeGpuFence, 1);
+        assert_eq!(caps.Value, 1 << 11);
+        caps.set(DXGK_VIDSCHCAPS::HwQueuePacketCap, 0b1011);
+        assert_eq!(caps.get(DXGK_VIDSCHCAPS::HwQueuePacketCap), 0b1011);
+        assert_eq!(caps.Value, (1 << 11) | (0b1011 << 7));
+        // Out-of-range values are truncated to the field width and leave neighbours alone.
+        caps.set(DXGK_VIDSCHCAPS::HwQueuePacketCap, 0xFF);
+        assert_eq!(caps.get(DXGK_VIDSCHCAPS::HwQueuePacketCap), 0xF);
+        assert!(caps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence));
+        caps.set(DXGK_VIDSCHCAPS::NativeGpuFence, 0);
+        assert_eq!(caps.Value, 0xF << 7);
+        assert_eq!(
+            DXGK_VIDSCHCAPS::mask(DXGK_VIDSCHCAPS::Reserved),
+            0xFFFF_E000
+        );
+        let flags = DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default().with(
+            DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::EvaluateLegacyMonitoredFences,
+            1,
+        );
+        assert_eq!(flags.Value, 4);
+        let mm = DXGK_VIDMMCAPS_0::default()
+            .with(DXGK_VIDMMCAPS_0::VirtualAddressingSupported, 1)
+            .with(DXGK_VIDMMCAPS_0::GpuMmuSupported, 1);
+        assert_eq!(mm.Value, 0x60);
+        let r = DXGK_ISFEATUREENABLED_RESULT_0::from_value(0b101);
+        assert!(r.is_set(DXGK_ISFEATUREENABLED_RESULT_0::Enabled));
+        assert!(!r.is_set(DXGK_ISFEATUREENABLED_RESULT_0::KnownFeature));
+        assert!(r.is_set(DXGK_ISFEATUREENABLED_RESULT_0::SupportedByDriver));
+        let full =
+            DXGK_HWQUEUEDFLIP_CAPS::default().with(DXGK_HWQUEUEDFLIP_CAPS::Reserved, u32::MAX);
+        assert_eq!(full.Value, u32::MAX);
+    }
+
+    #[test]
+    fn interrupt_constructors() {
+        let d = DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_completed(7, 1, 0);
+        assert_eq!(d.InterruptType, DXGK_INTERRUPT_DMA_COMPLETED);
+        // SAFETY: dma_completed initialises the DmaCompleted arm.
+        let c = unsafe { d.Anonymous.DmaCompleted };
+        assert_eq!(
+            (c.SubmissionFenceId, c.NodeOrdinal, c.EngineOrdinal),
+            (7, 1, 0)
+        );
+        let n =
+            DXGKARGCB_NOTIFY_INTERRUPT_DATA::native_fence_signaled(0, 0, 0, core::ptr::null_mut());
+        assert_eq!(n.InterruptType, 19);
+        assert_eq!(DxgkServicesFeature, 7);
+        assert_eq!(DXGK_FEATURE_NATIVE_FENCE, 37);
+        assert_eq!(DXGKQAITYPE_NATIVE_FENCE_CAPS, 37);
+    }
+}

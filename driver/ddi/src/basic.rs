@@ -1,0 +1,554 @@
+//! Base Windows kernel types (ntdef.h / wdm.h / ntddk.h subset) used by the display DDIs.
+//!
+//! C enums are bound as `pub type X = i32;` plus `pub const` values (the bindgen / windows-rs
+//! convention): a value the OS passes that this crate does not know stays representable.
+//! Anonymous C unions and structs become a field named `Anonymous` (`Anonymous2`, ...) of a type
+//! named `<PARENT>_0` (`_1`, ...), the windows-rs naming convention.
+
+use core::ffi::c_void;
+
+use crate::macros::layout;
+
+/// `NTSTATUS`: a kernel status code; negative values are errors. See [`crate::ntstatus`].
+pub type NTSTATUS = i32;
+/// `BOOLEAN` (`UCHAR`): 0 is FALSE, anything else TRUE.
+pub type BOOLEAN = u8;
+/// `UCHAR`.
+pub type UCHAR = u8;
+/// `BYTE`.
+pub type BYTE = u8;
+/// `USHORT`.
+pub type USHORT = u16;
+/// `UINT16`.
+pub type UINT16 = u16;
+/// `WCHAR` (UTF-16 code unit).
+pub type WCHAR = u16;
+/// `ULONG` (32 bits on Windows).
+pub type ULONG = u32;
+/// `LONG` (32 bits on Windows).
+pub type LONG = i32;
+/// `UINT`.
+pub type UINT = u32;
+/// `INT`.
+pub type INT = i32;
+/// `DWORD`.
+pub type DWORD = u32;
+/// `UINT64`.
+pub type UINT64 = u64;
+/// `ULONG64`.
+pub type ULONG64 = u64;
+/// `ULONGLONG`.
+pub type ULONGLONG = u64;
+/// `LONGLONG`.
+pub type LONGLONG = i64;
+/// `SIZE_T`.
+pub type SIZE_T = usize;
+/// `ULONG_PTR`.
+pub type ULONG_PTR = usize;
+/// `KAFFINITY` (processor mask, pointer sized).
+pub type KAFFINITY = usize;
+/// `PVOID`.
+pub type PVOID = *mut c_void;
+/// `HANDLE`: an opaque kernel or driver handle.
+pub type HANDLE = *mut c_void;
+/// `D3DKMT_HANDLE`: a 32-bit kernel-mode thunk handle (d3dukmdt.h).
+pub type D3DKMT_HANDLE = u32;
+/// `D3DGPU_VIRTUAL_ADDRESS`: a 64-bit GPU virtual address (d3dukmdt.h).
+pub type D3DGPU_VIRTUAL_ADDRESS = u64;
+/// `D3DGPU_SIZE_T`: a 64-bit size in GPU address space (d3dukmdt.h).
+pub type D3DGPU_SIZE_T = u64;
+/// `D3DDDI_VIDEO_PRESENT_SOURCE_ID` (d3dukmdt.h).
+pub type D3DDDI_VIDEO_PRESENT_SOURCE_ID = u32;
+/// `D3DDDI_VIDEO_PRESENT_TARGET_ID` (d3dukmdt.h).
+pub type D3DDDI_VIDEO_PRESENT_TARGET_ID = u32;
+
+/// Position and width of one C bitfield inside its storage word; see [`crate::macros`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BitField {
+    /// Index of the least significant bit of the field.
+    pub shift: u32,
+    /// Number of bits.
+    pub width: u32,
+}
+
+/// The `LowPart`/`HighPart` view of [`LARGE_INTEGER`].
+///
+/// <https://learn.microsoft.com/en-us/windows/win32/api/winnt/ns-winnt-large_integer-r1>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct LARGE_INTEGER_0 {
+    /// Low 32 bits.
+    pub LowPart: u32,
+    /// High 32 bits (signed).
+    pub HighPart: i32,
+}
+layout!(LARGE_INTEGER_0, size = 8, LowPart = 0, HighPart = 4);
+
+/// `LARGE_INTEGER`: a signed 64-bit integer with 8-byte alignment.
+///
+/// <https://learn.microsoft.com/en-us/windows/win32/api/winnt/ns-winnt-large_integer-r1>
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union LARGE_INTEGER {
+    /// Split view (anonymous struct in C).
+    pub Anonymous: LARGE_INTEGER_0,
+    /// Split view (the named `u` member in C).
+    pub u: LARGE_INTEGER_0,
+    /// The whole value.
+    pub QuadPart: i64,
+}
+layout!(LARGE_INTEGER, size = 8, QuadPart = 0);
+
+impl LARGE_INTEGER {
+    /// Builds a value from its 64-bit representation.
+    pub const fn from_i64(v: i64) -> Self {
+        Self { QuadPart: v }
+    }
+
+    /// The 64-bit value.
+    pub const fn get(self) -> i64 {
+        // SAFETY: every bit pattern of the union's 8 bytes is a valid i64.
+        unsafe { self.QuadPart }
+    }
+}
+
+impl Default for LARGE_INTEGER {
+    fn default() -> Self {
+        Self { QuadPart: 0 }
+    }
+}
+
+impl core::fmt::Debug for LARGE_INTEGER {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "LARGE_INTEGER({:#x})", self.get())
+    }
+}
+
+impl PartialEq for LARGE_INTEGER {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for LARGE_INTEGER {}
+
+/// `PHYSICAL_ADDRESS`: a CPU physical address, stored as a [`LARGE_INTEGER`].
+pub type PHYSICAL_ADDRESS = LARGE_INTEGER;
+
+/// `LUID`: a locally unique identifier (the adapter LUID, for example).
+///
+/// <https://learn.microsoft.com/en-us/windows/win32/api/winnt/ns-winnt-luid>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+pub struct LUID {
+    /// Low 32 bits.
+    pub LowPart: u32,
+    /// High 32 bits.
+    pub HighPart: i32,
+}
+layout!(LUID, size = 8, LowPart = 0, HighPart = 4);
+
+/// `GUID`.
+///
+/// <https://learn.microsoft.com/en-us/windows/win32/api/guiddef/ns-guiddef-guid>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+pub struct GUID {
+    /// First 32 bits.
+    pub Data1: u32,
+    /// Next 16 bits.
+    pub Data2: u16,
+    /// Next 16 bits.
+    pub Data3: u16,
+    /// Last 8 bytes.
+    pub Data4: [u8; 8],
+}
+layout!(GUID, size = 16, Data1 = 0, Data2 = 4, Data3 = 6, Data4 = 8);
+
+/// `UNICODE_STRING`: a counted UTF-16 string (lengths in bytes, not NUL-terminated).
+///
+/// <https://learn.microsoft.com/en-us/windows/win32/api/ntdef/ns-ntdef-_unicode_string>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct UNICODE_STRING {
+    /// Length of the string in bytes.
+    pub Length: u16,
+    /// Size of the buffer in bytes.
+    pub MaximumLength: u16,
+    /// The UTF-16 buffer.
+    pub Buffer: *mut u16,
+}
+layout!(
+    UNICODE_STRING,
+    size = 16,
+    Length = 0,
+    MaximumLength = 2,
+    Buffer = 8
+);
+
+impl Default for UNICODE_STRING {
+    fn default() -> Self {
+        Self {
+            Length: 0,
+            MaximumLength: 0,
+            Buffer: core::ptr::null_mut(),
+        }
+    }
+}
+
+/// `DEVICE_OBJECT`: opaque here; the driver only passes pointers to it around.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_device_object>
+#[repr(C)]
+#[derive(Debug)]
+pub struct DEVICE_OBJECT {
+    _opaque: [u8; 0],
+}
+/// `PDEVICE_OBJECT`.
+pub type PDEVICE_OBJECT = *mut DEVICE_OBJECT;
+
+/// `DRIVER_OBJECT`: opaque here (passed to `DxgkInitialize`).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_driver_object>
+#[repr(C)]
+#[derive(Debug)]
+pub struct DRIVER_OBJECT {
+    _opaque: [u8; 0],
+}
+/// `PDRIVER_OBJECT`.
+pub type PDRIVER_OBJECT = *mut DRIVER_OBJECT;
+
+/// `PINTERFACE_REFERENCE`: increments an interface's reference count.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/nc-wdm-pinterface_reference>
+pub type PINTERFACE_REFERENCE = Option<unsafe extern "system" fn(Context: PVOID)>;
+/// `PINTERFACE_DEREFERENCE`: decrements an interface's reference count.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/nc-wdm-pinterface_dereference>
+pub type PINTERFACE_DEREFERENCE = Option<unsafe extern "system" fn(Context: PVOID)>;
+
+/// `INTERFACE`: the common header of every query-interface table (wdm.h).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_interface>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct INTERFACE {
+    /// Size of the whole interface structure in bytes.
+    pub Size: u16,
+    /// Interface version.
+    pub Version: u16,
+    /// Context passed to the reference functions.
+    pub Context: PVOID,
+    /// Reference function.
+    pub InterfaceReference: PINTERFACE_REFERENCE,
+    /// Dereference function.
+    pub InterfaceDereference: PINTERFACE_DEREFERENCE,
+}
+layout!(
+    INTERFACE,
+    size = 32,
+    Size = 0,
+    Version = 2,
+    Context = 8,
+    InterfaceReference = 16,
+    InterfaceDereference = 24
+);
+/// `PINTERFACE`.
+pub type PINTERFACE = *mut INTERFACE;
+
+/// `PKSYNCHRONIZE_ROUTINE`: a routine run synchronised with the ISR
+/// (passed to `DxgkCbSynchronizeExecution`).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/nc-wdm-ksynchronize_routine>
+pub type PKSYNCHRONIZE_ROUTINE =
+    Option<unsafe extern "system" fn(SynchronizeContext: PVOID) -> BOOLEAN>;
+
+/// `DEVICE_POWER_STATE` (wdm.h).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ne-wdm-_device_power_state>
+pub type DEVICE_POWER_STATE = i32;
+/// Unspecified power state.
+pub const PowerDeviceUnspecified: DEVICE_POWER_STATE = 0;
+/// D0 (working).
+pub const PowerDeviceD0: DEVICE_POWER_STATE = 1;
+/// D1.
+pub const PowerDeviceD1: DEVICE_POWER_STATE = 2;
+/// D2.
+pub const PowerDeviceD2: DEVICE_POWER_STATE = 3;
+/// D3 (off).
+pub const PowerDeviceD3: DEVICE_POWER_STATE = 4;
+/// Sentinel.
+pub const PowerDeviceMaximum: DEVICE_POWER_STATE = 5;
+
+/// `POWER_ACTION` (wdm.h); the values are opaque to this driver.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ne-wdm-power_action>
+pub type POWER_ACTION = i32;
+
+/// `MEMORY_CACHING_TYPE` (wdm.h).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ne-wdm-_memory_caching_type>
+pub type MEMORY_CACHING_TYPE = i32;
+/// Uncached.
+pub const MmNonCached: MEMORY_CACHING_TYPE = 0;
+/// Write-back cached.
+pub const MmCached: MEMORY_CACHING_TYPE = 1;
+/// Write-combined.
+pub const MmWriteCombined: MEMORY_CACHING_TYPE = 2;
+
+/// `INTERFACE_TYPE` (bus type of a resource list, wdm.h).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ne-wdm-_interface_type>
+pub type INTERFACE_TYPE = i32;
+/// PCI bus.
+pub const PCIBus: INTERFACE_TYPE = 5;
+
+/// `CM_RESOURCE_TYPE` values of [`CM_PARTIAL_RESOURCE_DESCRIPTOR::Type`] (wdm.h).
+pub mod cm_resource_type {
+    /// Unused descriptor.
+    pub const CmResourceTypeNull: u8 = 0;
+    /// I/O port range.
+    pub const CmResourceTypePort: u8 = 1;
+    /// Interrupt (line based or message signalled, see the flags).
+    pub const CmResourceTypeInterrupt: u8 = 2;
+    /// Memory range.
+    pub const CmResourceTypeMemory: u8 = 3;
+    /// DMA channel.
+    pub const CmResourceTypeDma: u8 = 4;
+    /// Device-private data.
+    pub const CmResourceTypeDevicePrivate: u8 = 129;
+    /// Large memory range (`Memory40`/`48`/`64`, see the flags).
+    pub const CmResourceTypeMemoryLarge: u8 = 7;
+    /// `Flags` bit of an interrupt descriptor: message-signalled.
+    pub const CM_RESOURCE_INTERRUPT_MESSAGE: u16 = 0x0002;
+}
+
+/// `u.Generic` / `u.Port` / `u.Memory` of a partial resource descriptor.
+#[repr(C, packed(4))]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE {
+    /// Start address.
+    pub Start: PHYSICAL_ADDRESS,
+    /// Length in bytes (or in the unit the `Memory40/48/64` variants imply).
+    pub Length: u32,
+}
+layout!(
+    CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
+    size = 12,
+    Start = 0,
+    Length = 8
+);
+
+/// `u.Interrupt` of a partial resource descriptor.
+#[repr(C, packed(4))]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR_INTERRUPT {
+    /// Level (without `NT_PROCESSOR_GROUPS`; with it the same 4 bytes are `USHORT Level; USHORT
+    /// Group;`).
+    pub Level: u32,
+    /// Vector.
+    pub Vector: u32,
+    /// Processor affinity.
+    pub Affinity: KAFFINITY,
+}
+layout!(
+    CM_PARTIAL_RESOURCE_DESCRIPTOR_INTERRUPT,
+    size = 16,
+    Level = 0,
+    Vector = 4,
+    Affinity = 8
+);
+
+/// `u.MessageInterrupt.Raw` of a partial resource descriptor.
+#[repr(C, packed(4))]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI_RAW {
+    /// Reserved (`Group` with `NT_PROCESSOR_GROUPS`).
+    pub Reserved: u16,
+    /// Number of messages allocated.
+    pub MessageCount: u16,
+    /// Vector.
+    pub Vector: u32,
+    /// Processor affinity.
+    pub Affinity: KAFFINITY,
+}
+layout!(
+    CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI_RAW,
+    size = 16,
+    MessageCount = 2,
+    Affinity = 8
+);
+
+/// `u.MessageInterrupt` of a partial resource descriptor.
+#[repr(C, packed(4))]
+#[derive(Clone, Copy)]
+pub union CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI {
+    /// Raw view.
+    pub Raw: CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI_RAW,
+    /// Translated view (same layout as `Interrupt`).
+    pub Translated: CM_PARTIAL_RESOURCE_DESCRIPTOR_INTERRUPT,
+}
+layout!(CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI, size = 16);
+
+impl core::fmt::Debug for CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI { .. }")
+    }
+}
+
+/// Three raw `ULONG`s (`u.Dma`, `u.DevicePrivate`, `u.BusNumber`, `u.DeviceSpecificData`, ...).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR_DATA {
+    /// The three words.
+    pub Data: [u32; 3],
+}
+layout!(CM_PARTIAL_RESOURCE_DESCRIPTOR_DATA, size = 12);
+
+/// The `u` union of [`CM_PARTIAL_RESOURCE_DESCRIPTOR`] (anonymous type in C; member names kept).
+#[repr(C, packed(4))]
+#[derive(Clone, Copy)]
+pub union CM_PARTIAL_RESOURCE_DESCRIPTOR_0 {
+    /// Generic range view.
+    pub Generic: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
+    /// I/O port range.
+    pub Port: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
+    /// Line-based interrupt.
+    pub Interrupt: CM_PARTIAL_RESOURCE_DESCRIPTOR_INTERRUPT,
+    /// Message-signalled interrupt.
+    pub MessageInterrupt: CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI,
+    /// Memory range.
+    pub Memory: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
+    /// Large memory range, length in 256-byte units.
+    pub Memory40: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
+    /// Large memory range, length in 64 KiB units.
+    pub Memory48: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
+    /// Large memory range, length in 4 GiB units.
+    pub Memory64: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
+    /// Device-private words.
+    pub DevicePrivate: CM_PARTIAL_RESOURCE_DESCRIPTOR_DATA,
+    /// Any other 12-byte variant.
+    pub Dma: CM_PARTIAL_RESOURCE_DESCRIPTOR_DATA,
+}
+layout!(CM_PARTIAL_RESOURCE_DESCRIPTOR_0, size = 16);
+
+impl core::fmt::Debug for CM_PARTIAL_RESOURCE_DESCRIPTOR_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("CM_PARTIAL_RESOURCE_DESCRIPTOR_0 { .. }")
+    }
+}
+
+/// `CM_PARTIAL_RESOURCE_DESCRIPTOR`: one hardware resource (wdm.h, declared under
+/// `#pragma pack(4)`: 20 bytes, 4-byte aligned on x64).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_cm_partial_resource_descriptor>
+#[repr(C, packed(4))]
+#[derive(Clone, Copy, Debug)]
+pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR {
+    /// A `CmResourceType*` value, see [`cm_resource_type`].
+    pub Type: u8,
+    /// Sharing disposition.
+    pub ShareDisposition: u8,
+    /// Type-specific flags.
+    pub Flags: u16,
+    /// Type-specific data.
+    pub u: CM_PARTIAL_RESOURCE_DESCRIPTOR_0,
+}
+layout!(
+    CM_PARTIAL_RESOURCE_DESCRIPTOR,
+    size = 20,
+    Type = 0,
+    ShareDisposition = 1,
+    Flags = 2,
+    u = 4
+);
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(core::mem::align_of::<CM_PARTIAL_RESOURCE_DESCRIPTOR>() == 4);
+
+/// `CM_PARTIAL_RESOURCE_LIST`: a counted list of partial descriptors (variable length; the
+/// array declared with one element is followed by `Count - 1` more).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_cm_partial_resource_list>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CM_PARTIAL_RESOURCE_LIST {
+    /// Version.
+    pub Version: u16,
+    /// Revision.
+    pub Revision: u16,
+    /// Number of descriptors.
+    pub Count: u32,
+    /// First descriptor.
+    pub PartialDescriptors: [CM_PARTIAL_RESOURCE_DESCRIPTOR; 1],
+}
+layout!(
+    CM_PARTIAL_RESOURCE_LIST,
+    size = 28,
+    Version = 0,
+    Revision = 2,
+    Count = 4,
+    PartialDescriptors = 8
+);
+
+/// `CM_FULL_RESOURCE_DESCRIPTOR`: the resources of one bus.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_cm_full_resource_descriptor>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CM_FULL_RESOURCE_DESCRIPTOR {
+    /// Bus type.
+    pub InterfaceType: INTERFACE_TYPE,
+    /// Bus number.
+    pub BusNumber: u32,
+    /// The descriptors.
+    pub PartialResourceList: CM_PARTIAL_RESOURCE_LIST,
+}
+layout!(
+    CM_FULL_RESOURCE_DESCRIPTOR,
+    size = 36,
+    InterfaceType = 0,
+    BusNumber = 4,
+    PartialResourceList = 8
+);
+
+/// `CM_RESOURCE_LIST`: the translated resources handed to the driver (variable length).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_cm_resource_list>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CM_RESOURCE_LIST {
+    /// Number of full descriptors.
+    pub Count: u32,
+    /// First full descriptor.
+    pub List: [CM_FULL_RESOURCE_DESCRIPTOR; 1],
+}
+layout!(CM_RESOURCE_LIST, size = 40, Count = 0, List = 4);
+/// `PCM_RESOURCE_LIST`.
+pub type PCM_RESOURCE_LIST = *mut CM_RESOURCE_LIST;
+
+/// Placeholder pointer type for a DDI or callback slot whose signature is not bound yet. It has
+/// the size and null representation of every C function pointer, so the table layout is exact;
+/// it must not be called.
+pub type PFN_UNBOUND = Option<unsafe extern "system" fn()>;
+
+/// A pointer-sized slot of a DDI table: a function pointer (`Option<fn>`) or a reserved `PVOID`.
+pub trait DdiSlot {
+    /// The null value.
+    const NULL: Self;
+    /// Whether the slot is non-null.
+    fn is_filled(&self) -> bool;
+}
+
+impl<F> DdiSlot for Option<F> {
+    const NULL: Self = None;
+    fn is_filled(&self) -> bool {
+        self.is_some()
+    }
+}
+
+impl DdiSlot for PVOID {
+    const NULL: Self = core::ptr::null_mut();
+    fn is_filled(&self) -> bool {
+        !self.is_null()
+    }
+}

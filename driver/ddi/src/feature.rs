@@ -1,0 +1,291 @@
+//! WDDM feature enablement: `DXGK_FEATURE_ID`, the `DxgkServicesFeature` interface
+//! ([`DXGK_FEATURE_INTERFACE`]) and the native-fence feature interface (d3dukmdt.h, d3dkmddi.h,
+//! dispmprt.h).
+//!
+//! Flow (NF-10): `DxgkCbQueryServices(DeviceHandle, DxgkServicesFeature, &mut iface)` fills a
+//! [`DXGK_FEATURE_INTERFACE`] (`Size`/`Version` set by the caller, version
+//! [`DXGK_FEATURE_INTERFACE_VERSION_1`]); `IsFeatureEnabled` with
+//! [`DXGKARGCB_ISFEATUREENABLED2`] for [`DXGK_FEATURE_NATIVE_FENCE`]; if enabled,
+//! `QueryFeatureInterface` with [`DXGKARGCB_QUERYFEATUREINTERFACE`] returns a
+//! [`DXGKCBINT_FEATURE_NATIVEFENCE_1`] whose `GetOSCaps` fills
+//! [`DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1`].
+
+use core::ffi::c_void;
+
+use crate::basic::*;
+use crate::macros::{bitfield, layout};
+
+/// `DXGK_FEATURE_ID`: a feature category in the upper 4 bits, a sub-ID in the lower 28.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-dxgk_feature_id>
+pub type DXGK_FEATURE_ID = i32;
+/// Shift of the category field of a [`DXGK_FEATURE_ID`].
+pub const DXGK_FEATURE_ID_CATEGORY_SHIFT: u32 = 28;
+/// Mask of the sub-ID field of a [`DXGK_FEATURE_ID`].
+pub const DXGK_FEATURE_ID_MASK: u32 = 0x0FFF_FFFF;
+/// Hardware-accelerated GPU scheduling (driver category).
+pub const DXGK_FEATURE_HWSCH: DXGK_FEATURE_ID = 0;
+/// Hardware flip queue.
+pub const DXGK_FEATURE_HWFLIPQUEUE: DXGK_FEATURE_ID = 1;
+/// LDA in GPU paravirtualisation.
+pub const DXGK_FEATURE_LDA_GPUPV: DXGK_FEATURE_ID = 2;
+/// KMD signals CPU events.
+pub const DXGK_FEATURE_KMD_SIGNAL_CPU_EVENT: DXGK_FEATURE_ID = 3;
+/// User-mode work submission.
+pub const DXGK_FEATURE_USER_MODE_SUBMISSION: DXGK_FEATURE_ID = 4;
+/// Share backing store with KMD.
+pub const DXGK_FEATURE_SHARE_BACKING_STORE_WITH_KMD: DXGK_FEATURE_ID = 5;
+/// Sample feature for testing.
+pub const DXGK_FEATURE_SAMPLE: DXGK_FEATURE_ID = 31;
+/// Page-based memory manager.
+pub const DXGK_FEATURE_PAGE_BASED_MEMORY_MANAGER: DXGK_FEATURE_ID = 32;
+/// Kernel-mode testing interface.
+pub const DXGK_FEATURE_KERNEL_MODE_TESTING: DXGK_FEATURE_ID = 33;
+/// 64K page-table demotion fix.
+pub const DXGK_FEATURE_64K_PT_DEMOTION_FIX: DXGK_FEATURE_ID = 34;
+/// GPU-PV present on hardware queue fix.
+pub const DXGK_FEATURE_GPUPV_PRESENT_HWQUEUE: DXGK_FEATURE_ID = 35;
+/// GPU VA with IoMmu.
+pub const DXGK_FEATURE_GPUVAIOMMU: DXGK_FEATURE_ID = 36;
+/// Native GPU fences (driver category, sub-ID 37; values from a bindgen run over WDK headers
+/// and the `DXGK_DRIVER_FEATURE` reference page).
+pub const DXGK_FEATURE_NATIVE_FENCE: DXGK_FEATURE_ID = 37;
+
+/// `DXGK_FEATURE_VERSION`: a 16-bit feature version.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_isfeatureenabled_result>
+pub type DXGK_FEATURE_VERSION = UINT16;
+
+bitfield! {
+    /// Flag half-word of [`DXGK_ISFEATUREENABLED_RESULT`] (anonymous union in C, whose other
+    /// member is `DXGK_FEATURE_VERSION Value`).
+    pub struct DXGK_ISFEATUREENABLED_RESULT_0: u16 {
+        /// The feature is enabled.
+        Enabled: 0, 1;
+        /// The OS knows the feature.
+        KnownFeature: 1, 1;
+        /// The driver supports it.
+        SupportedByDriver: 2, 1;
+        /// Supported on the current configuration.
+        SupportedOnCurrentConfig: 3, 1;
+        /// Reserved.
+        Reserved: 4, 12;
+    }
+}
+layout!(DXGK_ISFEATUREENABLED_RESULT_0, size = 2);
+
+/// `DXGK_ISFEATUREENABLED_RESULT`: answer of a feature query.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_isfeatureenabled_result>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGK_ISFEATUREENABLED_RESULT {
+    /// Negotiated version when enabled.
+    pub Version: UINT16,
+    /// Flags.
+    pub Anonymous: DXGK_ISFEATUREENABLED_RESULT_0,
+}
+layout!(
+    DXGK_ISFEATUREENABLED_RESULT,
+    size = 4,
+    Version = 0,
+    Anonymous = 2
+);
+
+bitfield! {
+    /// `DXGKARGCB_ISFEATUREENABLED2_FLAGS`: all reserved.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_isfeatureenabled2>
+    pub struct DXGKARGCB_ISFEATUREENABLED2_FLAGS: u32 {
+        /// Reserved.
+        Reserved: 0, 32;
+    }
+}
+layout!(DXGKARGCB_ISFEATUREENABLED2_FLAGS, size = 4);
+
+/// `DXGKARGCB_ISFEATUREENABLED2`: argument of `DXGK_FEATURE_INTERFACE::IsFeatureEnabled`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_isfeatureenabled2>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct DXGKARGCB_ISFEATUREENABLED2 {
+    /// Feature queried.
+    pub FeatureId: DXGK_FEATURE_ID,
+    /// Flags.
+    pub Flags: DXGKARGCB_ISFEATUREENABLED2_FLAGS,
+    /// Result.
+    pub Result: DXGK_ISFEATUREENABLED_RESULT,
+}
+layout!(
+    DXGKARGCB_ISFEATUREENABLED2,
+    size = 12,
+    FeatureId = 0,
+    Flags = 4,
+    Result = 8
+);
+
+/// `DXGKARGCB_QUERYFEATUREINTERFACE`: argument of
+/// `DXGK_FEATURE_INTERFACE::QueryFeatureInterface`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_queryfeatureinterface>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARGCB_QUERYFEATUREINTERFACE {
+    /// Feature whose interface is wanted.
+    pub FeatureId: DXGK_FEATURE_ID,
+    /// Negotiated feature version.
+    pub Version: DXGK_FEATURE_VERSION,
+    /// In: size of `Interface`; out: size written.
+    pub InterfaceSize: UINT16,
+    /// Interface buffer (e.g. a [`DXGKCBINT_FEATURE_NATIVEFENCE_1`]).
+    pub Interface: *mut c_void,
+}
+layout!(
+    DXGKARGCB_QUERYFEATUREINTERFACE,
+    size = 16,
+    FeatureId = 0,
+    Version = 4,
+    InterfaceSize = 6,
+    Interface = 8
+);
+
+/// `DXGKCB_ISFEATUREENABLED2`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_isfeatureenabled2>
+pub type DXGKCB_ISFEATUREENABLED2 = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pArgs: *mut DXGKARGCB_ISFEATUREENABLED2,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKCB_QUERYFEATUREINTERFACE`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_queryfeatureinterface>
+pub type DXGKCB_QUERYFEATUREINTERFACE = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pArgs: *mut DXGKARGCB_QUERYFEATUREINTERFACE,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGK_FEATURE_INTERFACE_VERSION_1`.
+pub const DXGK_FEATURE_INTERFACE_VERSION_1: USHORT = 1;
+
+/// `DXGK_FEATURE_INTERFACE`: returned by `DxgkCbQueryServices` for `DxgkServicesFeature`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-dxgk_feature_interface>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGK_FEATURE_INTERFACE {
+    /// Size of this structure.
+    pub Size: USHORT,
+    /// [`DXGK_FEATURE_INTERFACE_VERSION_1`].
+    pub Version: USHORT,
+    /// Interface context.
+    pub Context: PVOID,
+    /// Reference.
+    pub InterfaceReference: PINTERFACE_REFERENCE,
+    /// Dereference.
+    pub InterfaceDereference: PINTERFACE_DEREFERENCE,
+    /// Feature query.
+    pub IsFeatureEnabled: DXGKCB_ISFEATUREENABLED2,
+    /// Feature interface query.
+    pub QueryFeatureInterface: DXGKCB_QUERYFEATUREINTERFACE,
+}
+layout!(
+    DXGK_FEATURE_INTERFACE,
+    size = 48,
+    Size = 0,
+    Version = 2,
+    Context = 8,
+    InterfaceReference = 16,
+    InterfaceDereference = 24,
+    IsFeatureEnabled = 32,
+    QueryFeatureInterface = 40
+);
+
+impl Default for DXGK_FEATURE_INTERFACE {
+    /// Ready to pass to `DxgkCbQueryServices`: `Size` and `Version` set, pointers null.
+    fn default() -> Self {
+        Self {
+            Size: 48,
+            Version: DXGK_FEATURE_INTERFACE_VERSION_1,
+            Context: core::ptr::null_mut(),
+            InterfaceReference: None,
+            InterfaceDereference: None,
+            IsFeatureEnabled: None,
+            QueryFeatureInterface: None,
+        }
+    }
+}
+
+bitfield! {
+    /// `DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1`: what the OS supports for native fences.
+    ///
+    /// The C declaration is two `UINT` bitfields with no `Value` member; the word is 4 bytes.
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_feature_nativefence_caps_1>
+    pub struct DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1: u32 {
+        /// The OS can place default-type fence storage in local memory.
+        SupportOptimizedDefaultFenceType: 0, 1;
+        /// The OS supports `D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU`.
+        SupportIntraGpuFenceType: 1, 1;
+    }
+}
+layout!(DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1, size = 4);
+
+/// `DXGKCB_FEATURE_NATIVEFENCE_CAPS_1`: the OS's native-fence caps query (no adapter handle).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_feature_nativefence_caps_1>
+pub type DXGKCB_FEATURE_NATIVEFENCE_CAPS_1 =
+    Option<unsafe extern "system" fn(pArgs: *mut DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1) -> NTSTATUS>;
+
+/// `DXGKCBINT_FEATURE_NATIVEFENCE_1`: the interface returned for [`DXGK_FEATURE_NATIVE_FENCE`]
+/// version 1.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkcbint_feature_nativefence_1>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct DXGKCBINT_FEATURE_NATIVEFENCE_1 {
+    /// OS caps query.
+    pub GetOSCaps: DXGKCB_FEATURE_NATIVEFENCE_CAPS_1,
+}
+layout!(DXGKCBINT_FEATURE_NATIVEFENCE_1, size = 8, GetOSCaps = 0);
+
+/// `DXGKARGCB_QUERYFEATURESUPPORT` (WDDM 2.9 `DxgkCbQueryFeatureSupport`).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_queryfeaturesupport>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARGCB_QUERYFEATURESUPPORT {
+    /// `DxgkInterface.DeviceHandle`.
+    pub DeviceHandle: HANDLE,
+    /// Feature.
+    pub FeatureId: DXGK_FEATURE_ID,
+    /// One of the `DXGK_FEATURE_SUPPORT_*` values.
+    pub DriverSupportState: UINT,
+    /// Out: whether the driver may enable the feature.
+    pub Enabled: BOOLEAN,
+}
+layout!(
+    DXGKARGCB_QUERYFEATURESUPPORT,
+    size = 24,
+    FeatureId = 8,
+    DriverSupportState = 12,
+    Enabled = 16
+);
+
+/// Driver support state: never on.
+pub const DXGK_FEATURE_SUPPORT_ALWAYS_OFF: UINT = 0;
+/// Driver support state: experimental.
+pub const DXGK_FEATURE_SUPPORT_EXPERIMENTAL: UINT = 1;
+/// Driver support state: stable.
+pub const DXGK_FEATURE_SUPPORT_STABLE: UINT = 2;
+/// Driver support state: always on.
+pub const DXGK_FEATURE_SUPPORT_ALWAYS_ON: UINT = 3;
+
+/// `DXGKCB_QUERYFEATURESUPPORT`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_queryfeaturesupport>
+pub type DXGKCB_QUERYFEATURESUPPORT =
+    Option<unsafe extern "system" fn(pArgs: *mut DXGKARGCB_QUERYFEATURESUPPORT) -> NTSTATUS>;

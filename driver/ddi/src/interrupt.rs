@@ -1,0 +1,586 @@
+//! Interrupt notification: `DxgkCbNotifyInterrupt` argument and related enums (d3dkmddi.h).
+
+use crate::basic::*;
+use crate::macros::{bitfield, layout};
+
+/// `DXGK_INTERRUPT_TYPE`: kind of event reported with `DxgkCbNotifyInterrupt`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_interrupt_type>
+pub type DXGK_INTERRUPT_TYPE = i32;
+/// A DMA buffer completed (`DmaCompleted`).
+pub const DXGK_INTERRUPT_DMA_COMPLETED: DXGK_INTERRUPT_TYPE = 1;
+/// A preemption request completed (`DmaPreempted`).
+pub const DXGK_INTERRUPT_DMA_PREEMPTED: DXGK_INTERRUPT_TYPE = 2;
+/// CRTC vsync (`CrtcVsync`).
+pub const DXGK_INTERRUPT_CRTC_VSYNC: DXGK_INTERRUPT_TYPE = 3;
+/// A DMA buffer faulted (`DmaFaulted`).
+pub const DXGK_INTERRUPT_DMA_FAULTED: DXGK_INTERRUPT_TYPE = 4;
+/// Display-only vsync (WIN8+).
+pub const DXGK_INTERRUPT_DISPLAYONLY_VSYNC: DXGK_INTERRUPT_TYPE = 5;
+/// Display-only present progress (WIN8+).
+pub const DXGK_INTERRUPT_DISPLAYONLY_PRESENT_PROGRESS: DXGK_INTERRUPT_TYPE = 6;
+/// Vsync with multiplane overlay (WDDM 1.3+).
+pub const DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY: DXGK_INTERRUPT_TYPE = 7;
+/// Miracast chunk processed (WDDM 1.3+).
+pub const DXGK_INTERRUPT_MICACAST_CHUNK_PROCESSING_COMPLETE: DXGK_INTERRUPT_TYPE = 8;
+/// GPU page fault (WDDM 2.0+, `DmaPageFaulted`).
+pub const DXGK_INTERRUPT_DMA_PAGE_FAULTED: DXGK_INTERRUPT_TYPE = 9;
+/// Vsync with multiplane overlay 2 (WDDM 2.1+).
+pub const DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY2: DXGK_INTERRUPT_TYPE = 10;
+/// Monitored fence signaled (WDDM 2.2+).
+pub const DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED: DXGK_INTERRUPT_TYPE = 11;
+/// Hardware queue page fault (WDDM 2.2+).
+pub const DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED: DXGK_INTERRUPT_TYPE = 12;
+/// Hardware context list switch completed (WDDM 2.2+).
+pub const DXGK_INTERRUPT_HWCONTEXTLIST_SWITCH_COMPLETED: DXGK_INTERRUPT_TYPE = 13;
+/// Periodic monitored fence signaled (WDDM 2.2+).
+pub const DXGK_INTERRUPT_PERIODIC_MONITORED_FENCE_SIGNALED: DXGK_INTERRUPT_TYPE = 14;
+/// Scheduling log interrupt (WDDM 2.4+).
+pub const DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT: DXGK_INTERRUPT_TYPE = 15;
+/// GPU engine timeout (WDDM 2.4+).
+pub const DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT: DXGK_INTERRUPT_TYPE = 16;
+/// Context suspension completed (WDDM 2.4+).
+pub const DXGK_INTERRUPT_SUSPEND_CONTEXT_COMPLETED: DXGK_INTERRUPT_TYPE = 17;
+/// Vsync with multiplane overlay 3 (WDDM 2.9+).
+pub const DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY3: DXGK_INTERRUPT_TYPE = 18;
+/// Native fences signaled (WDDM 3.1+, `NativeFenceSignaled`).
+pub const DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED: DXGK_INTERRUPT_TYPE = 19;
+/// GPU engine state change (WDDM 3.1+, `EngineStateChange`).
+pub const DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE: DXGK_INTERRUPT_TYPE = 20;
+
+/// `DXGK_ENGINE_STATE`: new state reported with `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-dxgk_engine_state>
+pub type DXGK_ENGINE_STATE = i32;
+/// The engine is active.
+pub const DXGK_ENGINE_STATE_ACTIVE: DXGK_ENGINE_STATE = 0;
+/// The engine is going to the F1 power state.
+pub const DXGK_ENGINE_STATE_TRANSITION_TO_F1: DXGK_ENGINE_STATE = 1;
+/// The engine is hung.
+pub const DXGK_ENGINE_STATE_HUNG: DXGK_ENGINE_STATE = 2;
+
+bitfield! {
+    /// `DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkcb_notify_interrupt_data_flags>
+    pub struct DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS: u32 {
+        /// `CrtcVsync.PhysicalAdapterMask` is valid.
+        ValidPhysicalAdapterMask: 0, 1;
+        /// Hsync flip completion.
+        HsyncFlipCompletion: 1, 1;
+        /// With a null native-fence array: also scan legacy monitored fences.
+        EvaluateLegacyMonitoredFences: 2, 1;
+        /// Reserved.
+        Reserved: 3, 29;
+    }
+}
+layout!(DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS, size = 4);
+
+/// `DmaCompleted` arm.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted {
+    /// Fence ID of the completed DMA buffer.
+    pub SubmissionFenceId: UINT,
+    /// Node.
+    pub NodeOrdinal: UINT,
+    /// Engine (physical adapter).
+    pub EngineOrdinal: UINT,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted,
+    size = 12,
+    NodeOrdinal = 4,
+    EngineOrdinal = 8
+);
+
+/// `DmaPreempted` arm.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted {
+    /// Fence ID of the preemption request.
+    pub PreemptionFenceId: UINT,
+    /// Last fence ID that completed before preemption.
+    pub LastCompletedFenceId: UINT,
+    /// Node.
+    pub NodeOrdinal: UINT,
+    /// Engine.
+    pub EngineOrdinal: UINT,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted,
+    size = 16,
+    LastCompletedFenceId = 4,
+    NodeOrdinal = 8,
+    EngineOrdinal = 12
+);
+
+/// `DmaFaulted` arm.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted {
+    /// Fence ID of the faulting DMA buffer.
+    pub FaultedFenceId: UINT,
+    /// Fault status.
+    pub Status: NTSTATUS,
+    /// Node.
+    pub NodeOrdinal: UINT,
+    /// Engine.
+    pub EngineOrdinal: UINT,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted,
+    size = 16,
+    Status = 4,
+    NodeOrdinal = 8,
+    EngineOrdinal = 12
+);
+
+/// `CrtcVsync` arm.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsync {
+    /// Target.
+    pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
+    /// Scanned-out address.
+    pub PhysicalAddress: PHYSICAL_ADDRESS,
+    /// Physical adapter mask.
+    pub PhysicalAdapterMask: UINT,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsync,
+    size = 24,
+    PhysicalAddress = 8,
+    PhysicalAdapterMask = 16
+);
+
+/// `DisplayOnlyVsync` arm.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DisplayOnlyVsync {
+    /// Target.
+    pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
+}
+
+/// `CrtcVsyncWithMultiPlaneOverlay` arm (the info array type is opaque here).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay {
+    /// Target.
+    pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
+    /// Physical adapter mask.
+    pub PhysicalAdapterMask: UINT,
+    /// Number of entries.
+    pub MultiPlaneOverlayVsyncInfoCount: UINT,
+    /// `DXGK_MULTIPLANE_OVERLAY_VSYNC_INFO*`.
+    pub pMultiPlaneOverlayVsyncInfo: PVOID,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay,
+    size = 24,
+    pMultiPlaneOverlayVsyncInfo = 16
+);
+
+/// `DXGKARGCB_PRESENT_DISPLAYONLY_PROGRESS` (`DisplayOnlyPresentProgress` arm).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_present_displayonly_progress>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct DXGKARGCB_PRESENT_DISPLAYONLY_PROGRESS {
+    /// Source.
+    pub VidPnSourceId: D3DDDI_VIDEO_PRESENT_SOURCE_ID,
+    /// `DXGK_PRESENT_DISPLAYONLY_PROGRESS_ID` value.
+    pub ProgressId: i32,
+}
+layout!(
+    DXGKARGCB_PRESENT_DISPLAYONLY_PROGRESS,
+    size = 8,
+    ProgressId = 4
+);
+
+/// `DXGK_MIRACAST_CHUNK_INFO` (d3dukmdt.h).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_miracast_chunk_info>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct DXGK_MIRACAST_CHUNK_INFO {
+    /// `DXGK_MIRACAST_CHUNK_TYPE` value.
+    pub ChunkType: i32,
+    /// `DXGK_MIRACAST_CHUNK_ID` (a 32-bit bitfield word).
+    pub ChunkId: UINT,
+    /// Processing time.
+    pub ProcessingTime: UINT,
+    /// Encode rate.
+    pub EncodeRate: UINT,
+}
+layout!(
+    DXGK_MIRACAST_CHUNK_INFO,
+    size = 16,
+    ChunkId = 4,
+    ProcessingTime = 8,
+    EncodeRate = 12
+);
+
+/// `MiracastEncodeChunkCompleted` arm.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_MiracastEncodeChunkCompleted {
+    /// Target.
+    pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
+    /// Chunk description.
+    pub ChunkInfo: DXGK_MIRACAST_CHUNK_INFO,
+    /// Private data.
+    pub pPrivateDriverData: PVOID,
+    /// Private data size.
+    pub PrivateDataDriverSize: UINT,
+    /// Status.
+    pub Status: NTSTATUS,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_MiracastEncodeChunkCompleted,
+    size = 40,
+    ChunkInfo = 4,
+    pPrivateDriverData = 24,
+    PrivateDataDriverSize = 32,
+    Status = 36
+);
+
+/// `DmaPageFaulted` arm (WDDM 2.0+).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted {
+    /// Fence ID of the faulting packet.
+    pub FaultedFenceId: UINT,
+    /// API sequence number of the faulting primitive.
+    pub FaultedPrimitiveAPISequenceNumber: UINT64,
+    /// `DXGK_RENDER_PIPELINE_STAGE` value.
+    pub FaultedPipelineStage: i32,
+    /// Bind table entry.
+    pub FaultedBindTableEntry: UINT,
+    /// `DXGK_PAGE_FAULT_FLAGS` value.
+    pub PageFaultFlags: i32,
+    /// Faulting GPU VA.
+    pub FaultedVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+    /// Node.
+    pub NodeOrdinal: UINT,
+    /// Engine.
+    pub EngineOrdinal: UINT,
+    /// Page table level.
+    pub PageTableLevel: UINT,
+    /// `DXGK_FAULT_ERROR_CODE` (a 32-bit word).
+    pub FaultErrorCode: UINT,
+    /// Faulting process.
+    pub FaultedProcessHandle: HANDLE,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted,
+    size = 64,
+    FaultedPrimitiveAPISequenceNumber = 8,
+    FaultedPipelineStage = 16,
+    FaultedBindTableEntry = 20,
+    PageFaultFlags = 24,
+    FaultedVirtualAddress = 32,
+    NodeOrdinal = 40,
+    EngineOrdinal = 44,
+    PageTableLevel = 48,
+    FaultErrorCode = 52,
+    FaultedProcessHandle = 56
+);
+
+/// `CrtcVsyncWithMultiPlaneOverlay2` / `3` arms (WDDM 2.1+ / 2.9+).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay2 {
+    /// Target.
+    pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
+    /// Physical adapter mask.
+    pub PhysicalAdapterMask: UINT,
+    /// Number of entries.
+    pub MultiPlaneOverlayVsyncInfoCount: UINT,
+    /// `DXGK_MULTIPLANE_OVERLAY_VSYNC_INFO2*` (or `...INFO3*`).
+    pub pMultiPlaneOverlayVsyncInfo: PVOID,
+    /// GPU clock frequency.
+    pub GpuFrequency: ULONGLONG,
+    /// GPU clock counter at vsync.
+    pub GpuClockCounter: ULONGLONG,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay2,
+    size = 40,
+    pMultiPlaneOverlayVsyncInfo = 16,
+    GpuFrequency = 24,
+    GpuClockCounter = 32
+);
+
+/// `MonitoredFenceSignaled` / `SchedulingLogInterrupt` / `GpuEngineTimeout` arms.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine {
+    /// Node.
+    pub NodeOrdinal: UINT,
+    /// Engine.
+    pub EngineOrdinal: UINT,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
+    size = 8,
+    EngineOrdinal = 4
+);
+
+/// `HwContextListSwitchCompleted` arm (WDDM 2.2+).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwContextListSwitchCompleted {
+    /// Node.
+    pub NodeOrdinal: UINT,
+    /// Engine.
+    pub EngineOrdinal: UINT,
+    /// Context switch fence.
+    pub ContextSwitchFence: UINT64,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwContextListSwitchCompleted,
+    size = 16,
+    ContextSwitchFence = 8
+);
+
+/// `HwQueuePageFaulted` arm (WDDM 2.2+); the `FaultedHwQueue`/`FaultedHwContext`/
+/// `FaultedProcessHandle` union is bound as one handle.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted {
+    /// Faulting fence.
+    pub FaultedFenceId: UINT64,
+    /// Faulting GPU VA.
+    pub FaultedVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+    /// API sequence number.
+    pub FaultedPrimitiveAPISequenceNumber: UINT64,
+    /// Faulting queue, context or process (anonymous union in C).
+    pub FaultedHwQueue: HANDLE,
+    /// Node.
+    pub NodeOrdinal: UINT,
+    /// Engine.
+    pub EngineOrdinal: UINT,
+    /// `DXGK_RENDER_PIPELINE_STAGE` value.
+    pub FaultedPipelineStage: i32,
+    /// Bind table entry.
+    pub FaultedBindTableEntry: UINT,
+    /// `DXGK_PAGE_FAULT_FLAGS` value.
+    pub PageFaultFlags: i32,
+    /// Page table level.
+    pub PageTableLevel: UINT,
+    /// `DXGK_FAULT_ERROR_CODE` word.
+    pub FaultErrorCode: UINT,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted,
+    size = 64,
+    FaultedHwQueue = 24,
+    NodeOrdinal = 32,
+    EngineOrdinal = 36,
+    FaultedPipelineStage = 40,
+    FaultedBindTableEntry = 44,
+    PageFaultFlags = 48,
+    PageTableLevel = 52,
+    FaultErrorCode = 56
+);
+
+/// `PeriodicMonitoredFenceSignaled` arm (WDDM 2.2+).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_PeriodicMonitoredFenceSignaled {
+    /// Target.
+    pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
+    /// Notification ID.
+    pub NotificationID: UINT,
+}
+
+/// `SuspendContextCompleted` arm (WDDM 2.4+).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_SuspendContextCompleted {
+    /// The suspended context.
+    pub hContext: HANDLE,
+    /// Suspension fence.
+    pub ContextSuspendFence: UINT64,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_SuspendContextCompleted,
+    size = 16,
+    ContextSuspendFence = 8
+);
+
+/// `NativeFenceSignaled` arm (WDDM 3.1+).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled {
+    /// Node.
+    pub NodeOrdinal: UINT,
+    /// Engine.
+    pub EngineOrdinal: UINT,
+    /// Number of entries in `pSignaledNativeFenceArray`.
+    pub SignaledNativeFenceCount: UINT,
+    /// `hGlobalNativeFence` handles from `DxgkDdiCreateNativeFence`, or null for "scan all".
+    pub pSignaledNativeFenceArray: *mut HANDLE,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled,
+    size = 24,
+    NodeOrdinal = 0,
+    EngineOrdinal = 4,
+    SignaledNativeFenceCount = 8,
+    pSignaledNativeFenceArray = 16
+);
+
+/// `EngineStateChange` arm (WDDM 3.1+).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange {
+    /// Node.
+    pub NodeOrdinal: UINT,
+    /// Engine.
+    pub EngineOrdinal: UINT,
+    /// New state.
+    pub NewState: DXGK_ENGINE_STATE,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange,
+    size = 12,
+    EngineOrdinal = 4,
+    NewState = 8
+);
+
+/// `Reserved` arm: sizes the union.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_Reserved {
+    /// Reserved.
+    pub Reserved: [UINT; 16],
+}
+
+/// Anonymous union of [`DXGKARGCB_NOTIFY_INTERRUPT_DATA`]; the arm is chosen by
+/// `InterruptType`. All arms through WDDM 3.2 are present.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
+    /// `DXGK_INTERRUPT_DMA_COMPLETED`.
+    pub DmaCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted,
+    /// `DXGK_INTERRUPT_DMA_PREEMPTED`.
+    pub DmaPreempted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted,
+    /// `DXGK_INTERRUPT_DMA_FAULTED`.
+    pub DmaFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted,
+    /// `DXGK_INTERRUPT_CRTC_VSYNC`.
+    pub CrtcVsync: DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsync,
+    /// `DXGK_INTERRUPT_DISPLAYONLY_VSYNC`.
+    pub DisplayOnlyVsync: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DisplayOnlyVsync,
+    /// `DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY`.
+    pub CrtcVsyncWithMultiPlaneOverlay:
+        DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay,
+    /// `DXGK_INTERRUPT_DISPLAYONLY_PRESENT_PROGRESS`.
+    pub DisplayOnlyPresentProgress: DXGKARGCB_PRESENT_DISPLAYONLY_PROGRESS,
+    /// `DXGK_INTERRUPT_MICACAST_CHUNK_PROCESSING_COMPLETE`.
+    pub MiracastEncodeChunkCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_MiracastEncodeChunkCompleted,
+    /// `DXGK_INTERRUPT_DMA_PAGE_FAULTED`.
+    pub DmaPageFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted,
+    /// `DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY2`.
+    pub CrtcVsyncWithMultiPlaneOverlay2:
+        DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay2,
+    /// `DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED`.
+    pub MonitoredFenceSignaled: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
+    /// `DXGK_INTERRUPT_HWCONTEXTLIST_SWITCH_COMPLETED`.
+    pub HwContextListSwitchCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwContextListSwitchCompleted,
+    /// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED`.
+    pub HwQueuePageFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted,
+    /// `DXGK_INTERRUPT_PERIODIC_MONITORED_FENCE_SIGNALED`.
+    pub PeriodicMonitoredFenceSignaled:
+        DXGKARGCB_NOTIFY_INTERRUPT_DATA_PeriodicMonitoredFenceSignaled,
+    /// `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT`.
+    pub SchedulingLogInterrupt: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
+    /// `DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT`.
+    pub GpuEngineTimeout: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
+    /// `DXGK_INTERRUPT_SUSPEND_CONTEXT_COMPLETED`.
+    pub SuspendContextCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_SuspendContextCompleted,
+    /// `DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY3` (same layout as arm 2).
+    pub CrtcVsyncWithMultiPlaneOverlay3:
+        DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay2,
+    /// `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED`.
+    pub NativeFenceSignaled: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled,
+    /// `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE`.
+    pub EngineStateChange: DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange,
+    /// Sizes the union (64 bytes).
+    pub Reserved: DXGKARGCB_NOTIFY_INTERRUPT_DATA_Reserved,
+}
+layout!(DXGKARGCB_NOTIFY_INTERRUPT_DATA_0, size = 64);
+
+impl Default for DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
+    fn default() -> Self {
+        Self {
+            Reserved: DXGKARGCB_NOTIFY_INTERRUPT_DATA_Reserved::default(),
+        }
+    }
+}
+
+impl core::fmt::Debug for DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 { .. }")
+    }
+}
+
+/// `DXGKARGCB_NOTIFY_INTERRUPT_DATA`: argument of `DxgkCbNotifyInterrupt` (80 bytes on x64).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_notify_interrupt_data>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+    /// Which arm of `Anonymous` is valid.
+    pub InterruptType: DXGK_INTERRUPT_TYPE,
+    /// Event data.
+    pub Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0,
+    /// Flags.
+    pub Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS,
+}
+layout!(
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+    size = 80,
+    InterruptType = 0,
+    Anonymous = 8,
+    Flags = 72
+);
+
+impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+    /// A `DXGK_INTERRUPT_DMA_COMPLETED` notification.
+    pub fn dma_completed(submission_fence_id: UINT, node: UINT, engine: UINT) -> Self {
+        Self {
+            InterruptType: DXGK_INTERRUPT_DMA_COMPLETED,
+            Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
+                DmaCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted {
+                    SubmissionFenceId: submission_fence_id,
+                    NodeOrdinal: node,
+                    EngineOrdinal: engine,
+                },
+            },
+            Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),
+        }
+    }
+
+    /// A `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` notification; `fences` may be null ("scan all").
+    pub fn native_fence_signaled(
+        node: UINT,
+        engine: UINT,
+        count: UINT,
+        fences: *mut HANDLE,
+    ) -> Self {
+        Self {
+            InterruptType: DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED,
+            Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
+                NativeFenceSignaled: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled {
+                    NodeOrdinal: node,
+                    EngineOrdinal: engine,
+                    SignaledNativeFenceCount: count,
+                    pSignaledNativeFenceArray: fences,
+                },
+            },
+            Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Helper macros shared by the binding modules.
+//!
+//! [`bitfield!`] models a C "bitfield union" (`union { struct { UINT A : 1; ... }; UINT Value; }`)
+//! as a `#[repr(transparent)]` wrapper around the storage integer. The storage member keeps the
+//! C name `Value`. For every named C bitfield `X` the type gets an associated constant
+//! `X: BitField` (position and width), and the accessors `get`, `set`, `with` and `is_set` take
+//! such a constant:
+//!
+//! ```
+//! use rvgpu_ddi::adapter::DXGK_VIDSCHCAPS;
+//! let mut caps = DXGK_VIDSCHCAPS::default();
+//! caps.set(DXGK_VIDSCHCAPS::NativeGpuFence, 1);
+//! assert!(caps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence));
+//! assert_eq!(caps.Value, 1 << 11);
+//! ```
+//!
+//! Bit positions follow MSVC's rule for consecutive bitfields of one storage type: the first
+//! declared field occupies the least significant bits. Positions are written out as literals
+//! (from the header's declaration order) and the unit tests check that the declared fields are
+//! contiguous, do not overlap and fill the word.
+
+/// Declares a bitfield wrapper; see the module documentation.
+macro_rules! bitfield {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident : $ty:ty {
+            $(
+                $(#[$fmeta:meta])*
+                $field:ident : $shift:literal, $width:literal;
+            )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[repr(transparent)]
+        #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Debug)]
+        pub struct $name {
+            /// The whole bitfield word (the C `Value` member).
+            pub Value: $ty,
+        }
+
+        impl $name {
+            $(
+                $(#[$fmeta])*
+                pub const $field: $crate::basic::BitField =
+                    $crate::basic::BitField { shift: $shift, width: $width };
+            )*
+
+            /// Every named bitfield (including `Reserved` ones) in declaration order.
+            pub const FIELDS: &'static [(&'static str, $crate::basic::BitField)] =
+                &[$((stringify!($field), $crate::basic::BitField { shift: $shift, width: $width })),*];
+
+            /// Builds the wrapper from a raw word.
+            pub const fn from_value(value: $ty) -> Self {
+                Self { Value: value }
+            }
+
+            /// In-place mask of `field`.
+            pub const fn mask(field: $crate::basic::BitField) -> $ty {
+                <$ty>::MAX
+                    .wrapping_shr(<$ty>::BITS.wrapping_sub(field.width))
+                    .wrapping_shl(field.shift)
+            }
+
+            /// Value of `field`, shifted down to bit 0.
+            pub const fn get(self, field: $crate::basic::BitField) -> $ty {
+                (self.Value & Self::mask(field)).wrapping_shr(field.shift)
+            }
+
+            /// Whether `field` is non-zero.
+            pub const fn is_set(self, field: $crate::basic::BitField) -> bool {
+                self.get(field) != 0
+            }
+
+            /// Replaces `field` with `value`, truncated to the field width.
+            pub const fn set(&mut self, field: $crate::basic::BitField, value: $ty) {
+                let mask = Self::mask(field);
+                self.Value = (self.Value & !mask) | (value.wrapping_shl(field.shift) & mask);
+            }
+
+            /// Builder form of [`Self::set`].
+            #[must_use]
+            pub const fn with(mut self, field: $crate::basic::BitField, value: $ty) -> Self {
+                self.set(field, value);
+                self
+            }
+        }
+    };
+}
+
+pub(crate) use bitfield;
+
+/// Asserts (at compile time, x86_64 only) the size of a type and the offsets of named fields.
+macro_rules! layout {
+    ($ty:ty, size = $size:literal $(, $field:ident = $off:literal)* $(,)?) => {
+        #[cfg(target_pointer_width = "64")]
+        const _: () = {
+            assert!(::core::mem::size_of::<$ty>() == $size);
+            $( assert!(::core::mem::offset_of!($ty, $field) == $off); )*
+        };
+    };
+}
+
+pub(crate) use layout;
+
+/// Declares a DDI function table (`DRIVER_INITIALIZATION_DATA`, `DXGKRNL_INTERFACE`): a
+/// `#[repr(C)]` struct of header fields followed by pointer-sized slots, plus
+/// `SLOT_NAMES` (slot names in declaration order), `SLOT_CHECKS` (one "is non-null" predicate
+/// per slot, same order) and a `Default` with every slot null. Names and struct come from one
+/// list so they cannot drift apart.
+macro_rules! ddi_table {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            header {
+                $( $(#[$hmeta:meta])* $hfield:ident : $hty:ty = $hdef:expr, )*
+            }
+            slots {
+                $( $(#[$fmeta:meta])* $field:ident : $fty:ty, )*
+            }
+        }
+    ) => {
+        $(#[$meta])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug)]
+        pub struct $name {
+            $( $(#[$hmeta])* pub $hfield: $hty, )*
+            $( $(#[$fmeta])* pub $field: $fty, )*
+        }
+
+        impl $name {
+            /// Slot names in header order.
+            pub const SLOT_NAMES: &'static [&'static str] = &[$(stringify!($field)),*];
+
+            /// Number of pointer slots.
+            pub const SLOT_COUNT: usize = $name::SLOT_NAMES.len();
+
+            /// One predicate per slot (header order): whether the slot is non-null.
+            pub const SLOT_CHECKS: &'static [fn(&$name) -> bool] =
+                &[$(|t: &$name| $crate::basic::DdiSlot::is_filled(&t.$field)),*];
+
+            /// `(slot name, is non-null)` for every slot, in header order.
+            pub fn slots(&self) -> impl Iterator<Item = (&'static str, bool)> + '_ {
+                $name::SLOT_NAMES
+                    .iter()
+                    .zip($name::SLOT_CHECKS.iter())
+                    .map(move |(name, check)| (*name, check(self)))
+            }
+        }
+
+        impl Default for $name {
+            /// Header fields at their defaults, every slot null.
+            fn default() -> Self {
+                Self {
+                    $( $hfield: $hdef, )*
+                    $( $field: $crate::basic::DdiSlot::NULL, )*
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use ddi_table;
+
+/// Declares a DDI or callback pointer type whose signature is not bound yet.
+macro_rules! unbound_fn {
+    ($name:ident, $page:literal) => {
+        #[doc = concat!("`", stringify!($name), "`: signature not yet bound (placeholder type; do not call).")]
+        #[doc = ""]
+        #[doc = concat!("<", $page, ">")]
+        pub type $name = $crate::basic::PFN_UNBOUND;
+    };
+}
+
+pub(crate) use unbound_fn;

@@ -1,0 +1,103 @@
+//! `NTSTATUS` values (ntstatus.h) used by the miniport and the DDIs it implements.
+//!
+//! Values cross-checked against the windows-sys 0.61 metadata build of ntstatus.h.
+//! <https://learn.microsoft.com/en-us/openspecs/windows_protocols/ms-erref/596a1078-e883-4972-9bbc-49e60bebca55>
+#![allow(clippy::cast_possible_wrap)]
+
+use crate::basic::NTSTATUS;
+
+/// Reinterprets the documented unsigned code as the signed `NTSTATUS` type.
+const fn code(v: u32) -> NTSTATUS {
+    i32::from_ne_bytes(v.to_ne_bytes())
+}
+
+/// Success.
+pub const STATUS_SUCCESS: NTSTATUS = 0;
+/// A wait timed out (success class).
+pub const STATUS_TIMEOUT: NTSTATUS = 0x102;
+/// The operation is pending (success class).
+pub const STATUS_PENDING: NTSTATUS = 0x103;
+/// Generic failure.
+pub const STATUS_UNSUCCESSFUL: NTSTATUS = code(0xC000_0001);
+/// The requested operation is not implemented.
+pub const STATUS_NOT_IMPLEMENTED: NTSTATUS = code(0xC000_0002);
+/// Invalid information class.
+pub const STATUS_INVALID_INFO_CLASS: NTSTATUS = code(0xC000_0003);
+/// Length mismatch.
+pub const STATUS_INFO_LENGTH_MISMATCH: NTSTATUS = code(0xC000_0004);
+/// Invalid handle.
+pub const STATUS_INVALID_HANDLE: NTSTATUS = code(0xC000_0008);
+/// Invalid parameter.
+pub const STATUS_INVALID_PARAMETER: NTSTATUS = code(0xC000_000D);
+/// Not enough virtual memory or paging file quota.
+pub const STATUS_NO_MEMORY: NTSTATUS = code(0xC000_0017);
+/// Access denied.
+pub const STATUS_ACCESS_DENIED: NTSTATUS = code(0xC000_0022);
+/// The output buffer is too small.
+pub const STATUS_BUFFER_TOO_SMALL: NTSTATUS = code(0xC000_0023);
+/// Integer overflow.
+pub const STATUS_INTEGER_OVERFLOW: NTSTATUS = code(0xC000_0095);
+/// Insufficient system resources.
+pub const STATUS_INSUFFICIENT_RESOURCES: NTSTATUS = code(0xC000_009A);
+/// The device is not ready.
+pub const STATUS_DEVICE_NOT_READY: NTSTATUS = code(0xC000_00A3);
+/// The request is not supported.
+pub const STATUS_NOT_SUPPORTED: NTSTATUS = code(0xC000_00BB);
+/// The device is in a state that does not allow the request.
+pub const STATUS_INVALID_DEVICE_STATE: NTSTATUS = code(0xC000_0184);
+/// Invalid buffer size.
+pub const STATUS_INVALID_BUFFER_SIZE: NTSTATUS = code(0xC000_0206);
+/// The device has been removed.
+pub const STATUS_DEVICE_REMOVED: NTSTATUS = code(0xC000_02B6);
+/// The device stopped responding (hung).
+pub const STATUS_DEVICE_HUNG: NTSTATUS = code(0xC000_0507);
+/// The device is powered off (warning class).
+pub const STATUS_DEVICE_POWERED_OFF: NTSTATUS = code(0x8000_000F);
+
+/// Not enough DMA buffer space to complete the operation.
+pub const STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER: NTSTATUS = code(0xC01E_0001);
+/// The GPU adapter was reset.
+pub const STATUS_GRAPHICS_ADAPTER_WAS_RESET: NTSTATUS = code(0xC01E_0003);
+/// The driver model is invalid.
+pub const STATUS_GRAPHICS_INVALID_DRIVER_MODEL: NTSTATUS = code(0xC01E_0004);
+/// Driver version mismatch.
+pub const STATUS_GRAPHICS_DRIVER_MISMATCH: NTSTATUS = code(0xC01E_0009);
+/// Not enough video memory.
+pub const STATUS_GRAPHICS_NO_VIDEO_MEMORY: NTSTATUS = code(0xC01E_0100);
+/// The allocation is busy.
+pub const STATUS_GRAPHICS_ALLOCATION_BUSY: NTSTATUS = code(0xC01E_0102);
+/// Too many references.
+pub const STATUS_GRAPHICS_TOO_MANY_REFERENCES: NTSTATUS = code(0xC01E_0103);
+/// The allocation is invalid.
+pub const STATUS_GRAPHICS_ALLOCATION_INVALID: NTSTATUS = code(0xC01E_0106);
+/// A locked allocation cannot be used for rendering.
+pub const STATUS_GRAPHICS_CANT_RENDER_LOCKED_ALLOCATION: NTSTATUS = code(0xC01E_0111);
+/// The allocation was closed.
+pub const STATUS_GRAPHICS_ALLOCATION_CLOSED: NTSTATUS = code(0xC01E_0112);
+/// Invalid allocation handle.
+pub const STATUS_GRAPHICS_INVALID_ALLOCATION_HANDLE: NTSTATUS = code(0xC01E_0114);
+/// The GPU raised an exception on the device; the device must be reset.
+pub const STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE: NTSTATUS = code(0xC01E_0200);
+/// Invalid video present source.
+pub const STATUS_GRAPHICS_INVALID_VIDEO_PRESENT_SOURCE: NTSTATUS = code(0xC01E_0304);
+/// Invalid video present target.
+pub const STATUS_GRAPHICS_INVALID_VIDEO_PRESENT_TARGET: NTSTATUS = code(0xC01E_0305);
+
+/// `NT_SUCCESS()`: success and informational codes are non-negative.
+pub const fn NT_SUCCESS(status: NTSTATUS) -> bool {
+    status >= 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_have_expected_bits() {
+        assert_eq!(STATUS_UNSUCCESSFUL as u32, 0xC000_0001);
+        assert_eq!(STATUS_GRAPHICS_NO_VIDEO_MEMORY as u32, 0xC01E_0100);
+        assert!(NT_SUCCESS(STATUS_SUCCESS));
+        assert!(NT_SUCCESS(STATUS_PENDING));
+        assert!(!NT_SUCCESS(STATUS_DEVICE_REMOVED));
+    }
+}
