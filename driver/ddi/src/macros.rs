@@ -1,6 +1,6 @@
 //! Helper macros shared by the binding modules.
 //!
-//! [`bitfield!`] models a C "bitfield union" (`union { struct { UINT A : 1; ... }; UINT Value; }`)
+//! `bitfield!` models a C "bitfield union" (`union { struct { UINT A : 1; ... }; UINT Value; }`)
 //! as a `#[repr(transparent)]` wrapper around the storage integer. The storage member keeps the
 //! C name `Value`. For every named C bitfield `X` the type gets an associated constant
 //! `X: BitField` (position and width), and the accessors `get`, `set`, `with` and `is_set` take
