@@ -1,0 +1,436 @@
+//! The command processor's state: per-engine runlists, per-queue state, scheduling.
+//!
+//! Scheduling (per engine, one quantum per pass): an engine with a packet in flight (a
+//! chunked COPY/FILL, or a HANG) keeps executing it: commands are not preempted. Otherwise it
+//! picks among *runnable* queues (not faulted, unconsumed bytes, not blocked on an
+//! unsatisfied FENCE_WAIT) the highest priority, round-robin among equals, and executes one
+//! packet. A blocked queue becomes runnable again only when a fence it waits on changes: a
+//! FENCE_SIGNAL to that address from any queue or engine, or WAIT_RESCAN.
+//!
+//! The CMP sees a queue's write pointer only when told: it loads RingControl.write_ptr
+//! (Acquire) on a doorbell, a QUEUE_KICK and when the queue enters a runlist. A producer that
+//! stores `write_ptr` without ringing executes nothing (that is what UM-09's disconnected
+//! doorbell relies on).
+
+use std::sync::atomic::Ordering;
+
+use rvgpu_hw::cmd::Command;
+use rvgpu_hw::engine::EngineState;
+use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
+use rvgpu_hw::fence::wait_satisfied;
+use rvgpu_hw::queue::{QueueDescriptor, RingControl, NO_QUEUE, RUNLIST_MAX};
+use rvgpu_hw::regs::IntCause;
+
+use super::bus::Fault;
+use super::{lock, Core, EngineSnapshot, QueueSnapshot};
+
+/// A FENCE_WAIT the queue is blocked on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Wait {
+    /// Read pointer of the FENCE_WAIT packet.
+    pub(crate) rptr: u64,
+    pub(crate) addr: u64,
+    pub(crate) value: u64,
+    /// GPU time the engine first saw the wait unresolved (LOG-03).
+    pub(crate) observed: u64,
+    /// The fence changed and the re-evaluation found it satisfied: run the packet again.
+    pub(crate) wake: bool,
+}
+
+/// One runlisted hardware queue.
+#[derive(Clone, Debug)]
+pub(crate) struct Queue {
+    pub(crate) desc: QueueDescriptor,
+    /// Device read pointer (free-running bytes), published to RingControl.read_ptr after each
+    /// completed packet.
+    pub(crate) rptr: u64,
+    /// Write pointer as last loaded.
+    pub(crate) known_wptr: u64,
+    pub(crate) fault: Option<FaultCode>,
+    pub(crate) wait: Option<Wait>,
+    /// Observed timestamp of the last wait this queue completed, for the wait-log entry
+    /// that follows it.
+    pub(crate) last_wait_observed: Option<u64>,
+}
+
+impl Queue {
+    pub(crate) fn runnable(&self) -> bool {
+        self.fault.is_none()
+            && self.rptr != self.known_wptr
+            && self.wait.as_ref().is_none_or(|w| w.wake)
+    }
+
+    fn same_ring(&self, d: &QueueDescriptor) -> bool {
+        self.desc.ring_base == d.ring_base
+            && self.desc.ring_size == d.ring_size
+            && self.desc.ring_control == d.ring_control
+    }
+}
+
+/// A packet that takes more than one quantum.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum InFlight {
+    /// COPY or FILL with `done` bytes finished; `len` is the packet length in bytes.
+    Transfer {
+        queue: usize,
+        cmd: Command,
+        done: u64,
+        len: u64,
+    },
+    /// HANG since GPU time `since`.
+    Hang { queue: usize, since: u64 },
+}
+
+impl InFlight {
+    pub(crate) fn queue(&self) -> usize {
+        match *self {
+            Self::Transfer { queue, .. } | Self::Hang { queue, .. } => queue,
+        }
+    }
+}
+
+/// One engine's CMP state.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    pub(crate) queues: Vec<Queue>,
+    /// Round-robin cursor: the next index to consider first.
+    pub(crate) rr_next: usize,
+    /// Queue the engine is executing (last picked), if any.
+    pub(crate) current: Option<usize>,
+    pub(crate) inflight: Option<InFlight>,
+    pub(crate) state: EngineState,
+    /// GPU time an injected hang began.
+    pub(crate) injected_hang: Option<u64>,
+    /// Hung already reported for the current hang.
+    pub(crate) hang_reported: bool,
+    /// GPU time the engine became idle.
+    pub(crate) idle_since: Option<u64>,
+}
+
+impl Engine {
+    pub(crate) fn new() -> Self {
+        Self {
+            queues: Vec::new(),
+            rr_next: 0,
+            current: None,
+            inflight: None,
+            state: EngineState::Idle,
+            injected_hang: None,
+            hang_reported: false,
+            idle_since: None,
+        }
+    }
+
+    /// Highest-priority runnable queue, round-robin among equals.
+    pub(crate) fn pick(&mut self) -> Option<usize> {
+        let best = self
+            .queues
+            .iter()
+            .filter(|q| q.runnable())
+            .map(|q| q.desc.priority)
+            .max()?;
+        let n = self.queues.len();
+        let start = self.rr_next % n.max(1);
+        let found = (0..n).map(|k| (start + k) % n).find(|&i| {
+            self.queues
+                .get(i)
+                .is_some_and(|q| q.runnable() && q.desc.priority == best)
+        })?;
+        self.rr_next = found + 1;
+        Some(found)
+    }
+
+    pub(crate) fn has_work(&self) -> bool {
+        self.inflight.is_some()
+            || self
+                .queues
+                .iter()
+                .any(|q| q.fault.is_none() && q.rptr != q.known_wptr)
+    }
+}
+
+/// All engines.
+#[derive(Debug)]
+pub(crate) struct Cmp {
+    pub(crate) engines: Vec<Engine>,
+}
+
+impl Cmp {
+    pub(crate) fn new(engines: u32) -> Self {
+        Self {
+            engines: (0..engines).map(|_| Engine::new()).collect(),
+        }
+    }
+}
+
+impl Core {
+    fn post_commit_fault(&self, e: usize, queue_id: u32, f: Fault) {
+        self.post_event(
+            EventRecord {
+                kind: EventKind::Fault as u8,
+                engine: e as u8,
+                flags: 0,
+                queue_id,
+                arg0: f.code as u64,
+                arg1: f.addr,
+                arg2: 0,
+            },
+            IntCause::FAULT,
+        );
+    }
+
+    /// Reads the runlist programmed in RUNLIST_BASE/COUNT. An unreadable runlist is one
+    /// Fault event and an empty list; an invalid descriptor is a Fault event and is skipped;
+    /// an entry without VALID is skipped silently; a duplicate queue id is a Fault event.
+    fn read_runlist(&self, e: usize) -> Vec<QueueDescriptor> {
+        let Some(r) = self.regs.engines.get(e) else {
+            return Vec::new();
+        };
+        // Relaxed: the driver programmed these registers on this thread or before a
+        // synchronising MMIO write (the commit itself runs in the committing thread).
+        let base = r.runlist_base.load(Ordering::Relaxed);
+        let count = r.runlist_count.load(Ordering::Relaxed);
+        if count == 0 {
+            return Vec::new();
+        }
+        if count > RUNLIST_MAX {
+            self.post_commit_fault(e, NO_QUEUE, Fault::new(FaultCode::BadArgument, base));
+            return Vec::new();
+        }
+        let bytes = u64::from(count) * 128;
+        let span = match self.gpu_span(base, bytes) {
+            Ok(s) => s,
+            Err(f) => {
+                self.post_commit_fault(e, NO_QUEUE, f);
+                return Vec::new();
+            }
+        };
+        let mut out: Vec<QueueDescriptor> = Vec::new();
+        for (i, chunk) in span.as_slice().chunks_exact(16).enumerate() {
+            let mut w = [0u64; 16];
+            for (d, s) in w.iter_mut().zip(chunk) {
+                // Acquire: the descriptors were written by the driver before the commit.
+                *d = s.load(Ordering::Acquire);
+            }
+            let desc = QueueDescriptor::from_words(&w);
+            let addr = base + (i as u64) * 128;
+            match desc.validate() {
+                Ok(()) => {}
+                Err("flags") => continue,
+                Err(_) => {
+                    self.post_commit_fault(
+                        e,
+                        desc.queue_id,
+                        Fault::new(FaultCode::BadArgument, addr),
+                    );
+                    continue;
+                }
+            }
+            if desc.queue_id == NO_QUEUE || out.iter().any(|d| d.queue_id == desc.queue_id) {
+                self.post_commit_fault(e, desc.queue_id, Fault::new(FaultCode::BadArgument, addr));
+                continue;
+            }
+            out.push(desc);
+        }
+        out
+    }
+
+    /// RUNLIST_COMMIT: loads engine `e`'s runlist before returning. Queues that stay (same
+    /// id and ring) keep their state; queues that leave stop at a command boundary (a
+    /// transfer in flight finishes first; a HANG is abandoned with its rptr unchanged).
+    pub(crate) fn commit_runlist(&self, e: usize) {
+        let descs = self.read_runlist(e);
+        let mut cmp = lock(&self.cmp);
+        let Some(eng) = cmp.engines.get_mut(e) else {
+            return;
+        };
+        // Finish a transfer in flight so that every queue is at a command boundary.
+        if let Some(InFlight::Transfer { .. }) = eng.inflight {
+            while matches!(eng.inflight, Some(InFlight::Transfer { .. })) {
+                self.run_inflight(eng, e);
+            }
+        }
+        let current_id = eng
+            .current
+            .and_then(|i| eng.queues.get(i))
+            .map(|q| q.desc.queue_id);
+        let inflight_id = eng
+            .inflight
+            .and_then(|f| eng.queues.get(f.queue()))
+            .map(|q| q.desc.queue_id);
+        let mut old = std::mem::take(&mut eng.queues);
+        let mut faults = Vec::new();
+        let mut new = Vec::with_capacity(descs.len());
+        for d in descs {
+            let kept = old
+                .iter()
+                .position(|q| q.desc.queue_id == d.queue_id && q.same_ring(&d))
+                .map(|i| old.swap_remove(i));
+            let q = match kept {
+                Some(mut q) => {
+                    q.desc = d;
+                    q
+                }
+                None => {
+                    let mut q = Queue {
+                        desc: d,
+                        rptr: 0,
+                        known_wptr: 0,
+                        fault: None,
+                        wait: None,
+                        last_wait_observed: None,
+                    };
+                    // Acquire on both: the driver initialised ring contents and pointers
+                    // before committing.
+                    match (
+                        self.gpu_load(d.ring_control + RingControl::READ_PTR, Ordering::Acquire),
+                        self.gpu_load(d.ring_control + RingControl::WRITE_PTR, Ordering::Acquire),
+                    ) {
+                        (Ok(r), Ok(w)) => {
+                            q.rptr = r;
+                            q.known_wptr = w;
+                        }
+                        (Err(f), _) | (_, Err(f)) => {
+                            q.fault = Some(f.code);
+                            faults.push((d.queue_id, f));
+                        }
+                    }
+                    q
+                }
+            };
+            new.push(q);
+        }
+        eng.queues = new;
+        let find = |id: Option<u32>, qs: &[Queue]| {
+            id.and_then(|id| qs.iter().position(|q| q.desc.queue_id == id))
+        };
+        eng.current = find(current_id, &eng.queues);
+        eng.inflight = match (eng.inflight, find(inflight_id, &eng.queues)) {
+            (Some(InFlight::Hang { since, .. }), Some(queue)) => {
+                Some(InFlight::Hang { queue, since })
+            }
+            _ => None,
+        };
+        if eng.inflight.is_none() && eng.injected_hang.is_none() {
+            // A HANG abandoned by a leaving queue is no longer a hang.
+            eng.hang_reported = false;
+        }
+        eng.rr_next = 0;
+        self.publish_engine_status(&cmp);
+        drop(cmp);
+        for (id, f) in faults {
+            self.post_commit_fault(e, id, f);
+        }
+        self.kick();
+    }
+
+    /// Reloads a queue's write pointer (doorbell, QUEUE_KICK). `engine` limits the search;
+    /// returns whether a runlisted queue with that id was found.
+    pub(crate) fn rescan_queue(&self, engine: Option<usize>, queue_id: u32) -> bool {
+        let mut cmp = lock(&self.cmp);
+        let mut found = false;
+        let mut fault = None;
+        for (e, eng) in cmp.engines.iter_mut().enumerate() {
+            if engine.is_some_and(|x| x != e) {
+                continue;
+            }
+            let Some(q) = eng.queues.iter_mut().find(|q| q.desc.queue_id == queue_id) else {
+                continue;
+            };
+            found = true;
+            if q.fault.is_some() {
+                break;
+            }
+            // Acquire: pairs with the producer's Release store of write_ptr, so the packets
+            // it wrote before are visible when we read the ring.
+            match self.gpu_load(
+                q.desc.ring_control + RingControl::WRITE_PTR,
+                Ordering::Acquire,
+            ) {
+                Ok(w) => q.known_wptr = w,
+                Err(f) => {
+                    q.fault = Some(f.code);
+                    fault = Some((e, f, q.rptr));
+                }
+            }
+            break;
+        }
+        if found {
+            self.publish_engine_status(&cmp);
+        }
+        drop(cmp);
+        if let Some((e, f, rptr)) = fault {
+            self.post_fault_event(e, queue_id, f, rptr);
+        }
+        if found {
+            self.kick();
+        }
+        found
+    }
+
+    /// Re-evaluates blocked FENCE_WAITs on `addr` (0: all). A satisfied one is woken (runs
+    /// again at its queue's next turn). Called with the CMP lock held.
+    pub(crate) fn rescan_waits(&self, cmp: &mut Cmp, addr: u64) -> bool {
+        let mut woke = false;
+        for q in cmp.engines.iter_mut().flat_map(|e| e.queues.iter_mut()) {
+            let Some(w) = q.wait.as_mut() else { continue };
+            if w.wake || (addr != 0 && w.addr != addr) {
+                continue;
+            }
+            // Acquire: the fence value publishes the signaller's earlier writes to the
+            // waiter's later commands.
+            match self.mem.load(w.addr, Ordering::Acquire) {
+                Some(v) if wait_satisfied(v, w.value) => {
+                    w.wake = true;
+                    woke = true;
+                }
+                // Unreachable address now: wake it so the re-executed packet faults.
+                None => {
+                    w.wake = true;
+                    woke = true;
+                }
+                Some(_) => {}
+            }
+        }
+        woke
+    }
+
+    /// WAIT_RESCAN: re-evaluates before returning.
+    pub(crate) fn wait_rescan(&self, addr: u64) {
+        let mut cmp = lock(&self.cmp);
+        let woke = self.rescan_waits(&mut cmp, addr);
+        if woke {
+            self.publish_engine_status(&cmp);
+        }
+        drop(cmp);
+        if woke {
+            self.kick();
+        }
+    }
+
+    pub(crate) fn engine_snapshot(&self, engine: u32) -> Option<EngineSnapshot> {
+        let cmp = lock(&self.cmp);
+        let e = usize::try_from(engine).ok()?;
+        let eng = cmp.engines.get(e)?;
+        let r = self.regs.engine(engine)?;
+        Some(EngineSnapshot {
+            state: eng.state,
+            has_work: eng.has_work(),
+            completed_commands: r.completed.load(Ordering::Acquire),
+            current_queue: r.current_queue.load(Ordering::Acquire),
+            queues: eng
+                .queues
+                .iter()
+                .map(|q| QueueSnapshot {
+                    engine,
+                    queue_id: q.desc.queue_id,
+                    read_ptr: q.rptr,
+                    known_write_ptr: q.known_wptr,
+                    priority: q.desc.priority,
+                    fault: q.fault,
+                    blocked_on: q.wait.filter(|w| !w.wake).map(|w| (w.addr, w.value)),
+                })
+                .collect(),
+        })
+    }
+}

@@ -1,0 +1,213 @@
+//! Engine states (STATUS, ENGINE_STATE events), hang and idle detection, engine reset
+//! (CTRL) and adapter reset (ADAPTER_RESET).
+//!
+//! States: Active while it has a runnable queue or a packet in flight; Idle when every
+//! runlisted queue is empty, faulted or blocked; Hung when a HANG (or an injected hang) has
+//! run for `hang_detect_ticks` (ENGINE_STATE event Active->Hung); TransitionToF1 when idle for
+//! `idle_f1_ticks` (ENGINE_STATE event Idle->TransitionToF1, if enabled); Resetting during a
+//! reset (momentary: resets are synchronous).
+
+use std::sync::atomic::Ordering;
+
+use rvgpu_hw::engine::{EngineState, EngineStatus, ResetResult};
+use rvgpu_hw::event::{EventKind, EventRecord};
+use rvgpu_hw::queue::NO_QUEUE;
+use rvgpu_hw::regs::{DeviceStatus, IntCause};
+
+use super::cmp::{Cmp, Engine, InFlight};
+use super::{lock, Core};
+
+impl Core {
+    fn post_engine_state(&self, e: usize, queue_id: u32, prev: EngineState, new: EngineState) {
+        self.post_event(
+            EventRecord {
+                kind: EventKind::EngineState as u8,
+                engine: e as u8,
+                flags: 0,
+                queue_id,
+                arg0: prev as u64,
+                arg1: new as u64,
+                arg2: 0,
+            },
+            IntCause::ENGINE_STATE,
+        );
+    }
+
+    /// One quantum of engine `e`. Returns whether anything happened.
+    pub(crate) fn engine_quantum(&self, cmp: &mut Cmp, e: usize) -> bool {
+        let now = self.clock.now();
+        let Some(eng) = cmp.engines.get_mut(e) else {
+            return false;
+        };
+        let hang_since = eng.injected_hang.or(match eng.inflight {
+            Some(InFlight::Hang { since, .. }) => Some(since),
+            _ => None,
+        });
+        if let Some(since) = hang_since {
+            // A hung engine makes no progress; it only reports, once, that it is hung.
+            if !eng.hang_reported && now.saturating_sub(since) >= self.cfg.hang_detect_ticks {
+                eng.hang_reported = true;
+                let prev = eng.state;
+                eng.state = EngineState::Hung;
+                let qid = current_id(eng);
+                self.post_engine_state(e, qid, prev, EngineState::Hung);
+                return true;
+            }
+            return false;
+        }
+        if eng.inflight.is_some() {
+            self.run_inflight(eng, e);
+            return true;
+        }
+        match eng.pick() {
+            Some(qi) => {
+                eng.current = Some(qi);
+                eng.idle_since = None;
+                eng.state = EngineState::Active;
+                self.exec_packet(cmp, e, qi);
+                true
+            }
+            None => {
+                eng.current = None;
+                if eng.state == EngineState::Active || eng.state == EngineState::Hung {
+                    eng.state = EngineState::Idle;
+                }
+                let since = *eng.idle_since.get_or_insert(now);
+                let f1 = self.cfg.idle_f1_ticks;
+                if f1 > 0 && eng.state == EngineState::Idle && now.saturating_sub(since) >= f1 {
+                    eng.state = EngineState::TransitionToF1;
+                    self.post_engine_state(
+                        e,
+                        NO_QUEUE,
+                        EngineState::Idle,
+                        EngineState::TransitionToF1,
+                    );
+                    return true;
+                }
+                false
+            }
+        }
+    }
+
+    /// Mirrors engine state into STATUS and CURRENT_QUEUE.
+    pub(crate) fn publish_engine_status(&self, cmp: &Cmp) {
+        for (eng, r) in cmp.engines.iter().zip(self.regs.engines.iter()) {
+            let status = EngineStatus {
+                state: eng.state,
+                has_work: eng.has_work(),
+            };
+            // Release: a driver that sees a state change also sees the memory effects of
+            // the commands that led to it.
+            r.status.store(status.to_reg(), Ordering::Release);
+            r.current_queue.store(current_id(eng), Ordering::Release);
+        }
+    }
+
+    /// GPU ticks until the next timer-driven engine event (hang detection, F1 request).
+    pub(crate) fn next_engine_deadline(&self, cmp: &Cmp) -> Option<u64> {
+        let now = self.clock.now();
+        let mut best: Option<u64> = None;
+        let mut consider = |t: u64| best = Some(best.map_or(t, |b| b.min(t)));
+        for eng in &cmp.engines {
+            let hang_since = eng.injected_hang.or(match eng.inflight {
+                Some(InFlight::Hang { since, .. }) => Some(since),
+                _ => None,
+            });
+            if let Some(since) = hang_since {
+                if !eng.hang_reported {
+                    consider(
+                        since
+                            .saturating_add(self.cfg.hang_detect_ticks)
+                            .saturating_sub(now),
+                    );
+                }
+            } else if self.cfg.idle_f1_ticks > 0 && eng.state == EngineState::Idle {
+                let since = eng.idle_since.unwrap_or(now);
+                consider(
+                    since
+                        .saturating_add(self.cfg.idle_f1_ticks)
+                        .saturating_sub(now),
+                );
+            }
+        }
+        best
+    }
+
+    /// CTRL = RESET: resets engine `e` only (see `rvgpu_hw::engine::ResetResult`).
+    pub(crate) fn reset_engine(&self, e: usize) {
+        let Some(r) = self.regs.engines.get(e) else {
+            return;
+        };
+        let mut cmp = lock(&self.cmp);
+        let Some(eng) = cmp.engines.get_mut(e) else {
+            return;
+        };
+        let aborted = eng
+            .inflight
+            .map(|f| f.queue())
+            .or(eng.current)
+            .and_then(|i| eng.queues.get(i))
+            .map_or((NO_QUEUE, 0), |q| (q.desc.queue_id, q.rptr));
+        // Not resettable when the capability is off, under injection, or when lost.
+        let fail = !self.cfg.per_engine_reset || self.faults.take_fail_reset(e) || self.is_lost();
+        let result = if fail {
+            ResetResult::Failed
+        } else {
+            r.status.store(
+                EngineStatus {
+                    state: EngineState::Resetting,
+                    has_work: false,
+                }
+                .to_reg(),
+                Ordering::Release,
+            );
+            // Abort the packet in flight, drop the runlist and every queue's state.
+            *eng = Engine::new();
+            r.reset_queue.store(aborted.0, Ordering::Relaxed);
+            r.reset_rptr.store(aborted.1, Ordering::Relaxed);
+            ResetResult::Ok
+        };
+        // Release: RESET_QUEUE/RESET_RPTR are visible to whoever reads RESET_RESULT.
+        r.reset_result.store(result as u32, Ordering::Release);
+        self.publish_engine_status(&cmp);
+        drop(cmp);
+        self.post_event(
+            EventRecord {
+                kind: EventKind::ResetDone as u8,
+                engine: e as u8,
+                flags: 0,
+                queue_id: aborted.0,
+                arg0: result as u64,
+                arg1: u64::from(aborted.0),
+                arg2: aborted.1,
+            },
+            IntCause::RESET_DONE,
+        );
+        self.kick();
+    }
+
+    /// ADAPTER_RESET with the key: everything back to power-on except memory contents and
+    /// the GPU clock (which never goes backwards).
+    pub(crate) fn adapter_reset(&self) {
+        self.regs
+            .device_status
+            .store(DeviceStatus::RESETTING.bits(), Ordering::Release);
+        let mut cmp = lock(&self.cmp);
+        *cmp = Cmp::new(self.cfg.engines);
+        self.regs.power_on();
+        self.events.power_on();
+        self.faults.clear();
+        self.publish_engine_status(&cmp);
+        drop(cmp);
+        self.regs.device_status.store(0, Ordering::Release);
+        self.kick();
+    }
+}
+
+fn current_id(eng: &Engine) -> u32 {
+    eng.inflight
+        .map(|f| f.queue())
+        .or(eng.current)
+        .and_then(|i| eng.queues.get(i))
+        .map_or(NO_QUEUE, |q| q.desc.queue_id)
+}

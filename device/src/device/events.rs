@@ -1,0 +1,277 @@
+//! Event ring, interrupt status and the interrupt line.
+//!
+//! Posting (per `rvgpu_hw::event`): write the 32-byte record at `WPTR % size`, publish it by
+//! storing `WPTR + 1` (Release), then set the cause bit in `INT_STATUS`. A full ring (or an
+//! unusable one: bad size, unaligned or unreachable base) drops the record and raises
+//! EVENT_OVERFLOW instead. With posting disabled (EVENT_RING_CTRL bit 0 clear) only the cause
+//! bit is set.
+//!
+//! The line is level-triggered: asserted while `INT_STATUS & INT_ENABLE != 0`. It is driven
+//! by `Core::flush_irq`, which every entry point calls with no device lock held, because
+//! [`InterruptLine::set`] may run the driver's ISR synchronously and the ISR does MMIO.
+//! Concurrent callers are combined: one thread at a time drives the line and re-evaluates
+//! until no request is pending, so the last level driven always matches the last state
+//! (no stale `set(false)` after a newer `set(true)`, and no recursion deadlock if the ISR
+//! acknowledges from inside `set`).
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use rvgpu_hw::event::EventRecord;
+use rvgpu_hw::regs::IntCause;
+
+use super::faults::IrqDelay;
+use super::{lock, Core};
+
+/// The device's interrupt output, implemented by whoever plays the interrupt controller (the
+/// simulated OS). Level-triggered: the device calls `set` whenever
+/// `INT_STATUS & INT_ENABLE != 0` changes (subject to injected delays/drops), never twice in
+/// a row with the same level, and never while holding a device lock, so `set` may call
+/// back into the device (e.g. run the ISR synchronously).
+pub trait InterruptLine: Send + Sync {
+    /// The line is now `asserted` (true) or deasserted (false).
+    fn set(&self, asserted: bool);
+}
+
+/// A simple [`InterruptLine`] that records the level and counts rising edges; tests and the
+/// simulated OS can wait on it.
+#[derive(Debug, Default)]
+pub struct LatchLine {
+    state: Mutex<(bool, u64)>,
+    cv: Condvar,
+}
+
+impl LatchLine {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Current level.
+    pub fn level(&self) -> bool {
+        lock(&self.state).0
+    }
+
+    /// Rising edges seen so far.
+    pub fn rises(&self) -> u64 {
+        lock(&self.state).1
+    }
+
+    /// Waits until more than `seen` rising edges happened or `timeout` passes; returns the
+    /// edge count.
+    pub fn wait_rises_above(&self, seen: u64, timeout: Duration) -> u64 {
+        let g = lock(&self.state);
+        let (g, _) = self
+            .cv
+            .wait_timeout_while(g, timeout, |s| s.1 <= seen)
+            .unwrap_or_else(|e| e.into_inner());
+        g.1
+    }
+}
+
+impl InterruptLine for LatchLine {
+    fn set(&self, asserted: bool) {
+        let mut g = lock(&self.state);
+        if asserted && !g.0 {
+            g.1 += 1;
+        }
+        g.0 = asserted;
+        drop(g);
+        self.cv.notify_all();
+    }
+}
+
+/// Event-ring programming (EVENT_RING_BASE/SIZE/CTRL).
+#[derive(Debug, Default)]
+pub(crate) struct RingCfg {
+    pub(crate) base: u64,
+    pub(crate) size: u32,
+    pub(crate) enabled: bool,
+}
+
+#[derive(Debug)]
+enum Hold {
+    UntilPass(u64),
+    UntilInstant(Instant),
+}
+
+/// What the outside world has been told about the line.
+#[derive(Debug, Default)]
+struct LineState {
+    /// Level last passed to `set`.
+    reported: bool,
+    /// An assertion was dropped by fault injection; stays set until the cause goes away.
+    swallowed: bool,
+    /// An assertion held back by an injected delay.
+    hold: Option<Hold>,
+}
+
+pub(crate) struct Events {
+    pub(crate) ring: Mutex<RingCfg>,
+    pub(crate) wptr: AtomicU32,
+    pub(crate) rptr: AtomicU32,
+    pub(crate) status: AtomicU32,
+    pub(crate) enable: AtomicU32,
+    irq: Arc<dyn InterruptLine>,
+    line: Mutex<LineState>,
+    busy: AtomicBool,
+    redo: AtomicBool,
+}
+
+impl Events {
+    pub(crate) fn new(irq: Arc<dyn InterruptLine>) -> Self {
+        Self {
+            ring: Mutex::new(RingCfg::default()),
+            wptr: AtomicU32::new(0),
+            rptr: AtomicU32::new(0),
+            status: AtomicU32::new(0),
+            enable: AtomicU32::new(0),
+            irq,
+            line: Mutex::new(LineState::default()),
+            busy: AtomicBool::new(false),
+            redo: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn line_level(&self) -> bool {
+        lock(&self.line).reported
+    }
+
+    /// Real time until a held (delayed) assertion is due, for the CMP thread's timer.
+    pub(crate) fn hold_remaining(&self, _core: &Core) -> Option<Duration> {
+        match lock(&self.line).hold {
+            None => None,
+            Some(Hold::UntilInstant(t)) => Some(t.saturating_duration_since(Instant::now())),
+            // Step-counted holds advance with CMP passes; poll soon.
+            Some(Hold::UntilPass(_)) => Some(Duration::from_millis(1)),
+        }
+    }
+
+    /// Power-on state (ADAPTER_RESET).
+    pub(crate) fn power_on(&self) {
+        let mut r = lock(&self.ring);
+        *r = RingCfg::default();
+        self.wptr.store(0, Ordering::Release);
+        self.rptr.store(0, Ordering::Release);
+        self.status.store(0, Ordering::SeqCst);
+        self.enable.store(0, Ordering::SeqCst);
+    }
+}
+
+fn ring_size_ok(size: u32) -> bool {
+    size.is_power_of_two() && (16..=65536).contains(&size)
+}
+
+impl Core {
+    /// Posts one event record and raises `cause` (or EVENT_OVERFLOW if the record cannot be
+    /// written). Does not drive the line: the caller's entry point ends with `flush_irq`.
+    pub(crate) fn post_event(&self, rec: EventRecord, cause: IntCause) {
+        let ev = &self.events;
+        let ring = lock(&ev.ring);
+        let mut raise = cause;
+        if ring.enabled {
+            // Relaxed: WPTR is only written under the ring lock, which we hold.
+            let w = ev.wptr.load(Ordering::Relaxed);
+            // Acquire: pairs with the driver's Release store of RPTR, so its reads of the
+            // slots it consumed happen before we overwrite them.
+            let r = ev.rptr.load(Ordering::Acquire);
+            let used = u64::from(w.wrapping_sub(r));
+            let written = if !ring_size_ok(ring.size)
+                || !ring.base.is_multiple_of(rvgpu_hw::PAGE_SIZE)
+                || used >= u64::from(ring.size)
+            {
+                false
+            } else {
+                let slot = u64::from(w % ring.size) * 32;
+                match ring.base.checked_add(slot).map(|a| self.gpu_span(a, 32)) {
+                    Some(Ok(span)) => {
+                        for (d, s) in span.as_slice().iter().zip(rec.to_words()) {
+                            // Relaxed: the Release store of WPTR below publishes the record.
+                            d.store(s, Ordering::Relaxed);
+                        }
+                        ev.wptr.store(w.wrapping_add(1), Ordering::Release);
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            if !written {
+                raise = IntCause::EVENT_OVERFLOW;
+            }
+        }
+        drop(ring);
+        // SeqCst (at least Release): the ISR's W1C acknowledge is an RMW that reads this
+        // write, so a driver that clears the bit and then loads WPTR (Acquire) sees the
+        // record published above.
+        ev.status.fetch_or(raise.bits(), Ordering::SeqCst);
+    }
+
+    /// Drives the interrupt line to match `INT_STATUS & INT_ENABLE` (and fault injection).
+    /// Must be called with no device lock held.
+    pub(crate) fn flush_irq(&self) {
+        let ev = &self.events;
+        // Request a re-evaluation, then try to become the (only) deliverer. SeqCst on the
+        // flag pair: "store redo; CAS busy" here against "store busy=false; load redo" in
+        // the deliverer is a store-load pattern; either we get `busy` or the deliverer sees
+        // our request.
+        ev.redo.store(true, Ordering::SeqCst);
+        loop {
+            if ev
+                .busy
+                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+            {
+                return;
+            }
+            while ev.redo.swap(false, Ordering::SeqCst) {
+                let want = !self.is_lost()
+                    && ev.status.load(Ordering::SeqCst) & ev.enable.load(Ordering::SeqCst) != 0;
+                let action = self.decide_line(want);
+                if let Some(level) = action {
+                    ev.irq.set(level);
+                }
+            }
+            ev.busy.store(false, Ordering::SeqCst);
+            if !ev.redo.load(Ordering::SeqCst) {
+                return;
+            }
+        }
+    }
+
+    fn decide_line(&self, want: bool) -> Option<bool> {
+        let mut ls = lock(&self.events.line);
+        if !want {
+            ls.hold = None;
+            ls.swallowed = false;
+            if ls.reported {
+                ls.reported = false;
+                return Some(false);
+            }
+            return None;
+        }
+        if ls.reported || ls.swallowed {
+            return None;
+        }
+        if let Some(delay) = self.faults.irq_delay() {
+            let now_pass = self.passes.load(Ordering::Relaxed);
+            match &ls.hold {
+                None => {
+                    ls.hold = Some(match delay {
+                        IrqDelay::Steps(n) => Hold::UntilPass(now_pass.saturating_add(n)),
+                        IrqDelay::Duration(d) => Hold::UntilInstant(Instant::now() + d),
+                    });
+                    return None;
+                }
+                Some(Hold::UntilPass(p)) if now_pass < *p => return None,
+                Some(Hold::UntilInstant(t)) if Instant::now() < *t => return None,
+                Some(_) => ls.hold = None,
+            }
+        }
+        if self.faults.take_drop_next() {
+            ls.swallowed = true;
+            return None;
+        }
+        ls.reported = true;
+        Some(true)
+    }
+}

@@ -1,0 +1,463 @@
+//! Command execution: fetch, decode and run one packet of a queue.
+//!
+//! Every guest-controlled input (ring words, pointers, addresses, log headers) is checked;
+//! a bad one faults the queue (Fault event, queue stops, rptr stays at the packet), never
+//! panics and never touches another queue. Checks happen before a command's first side
+//! effect wherever possible, so a faulting command leaves memory as it was (a COPY/FILL whose
+//! memory disappears mid-way is the exception: its finished prefix stays).
+//!
+//! Orderings: the ring is read with Relaxed loads because the Acquire load of write_ptr (on
+//! the doorbell) already made the producer's packet stores visible. Every completed packet
+//! is published by a Release store of RingControl.read_ptr; results that other agents
+//! consume as "done" markers (fence values, progress fence, timestamps, log headers) are
+//! Release stores too, so the data written before them is visible to whoever sees them.
+
+use std::sync::atomic::{fence, Ordering};
+
+use rvgpu_hw::cmd::{
+    decode, decode_header, Command, LogKind, Opcode, MAX_TRANSFER, SIGNAL_ALWAYS_IRQ,
+    SIGNAL_CONDITIONAL_IRQ,
+};
+use rvgpu_hw::event::{EventKind, EventRecord, FaultCode, NO_TAG};
+use rvgpu_hw::fence::{needs_interrupt, wait_satisfied};
+use rvgpu_hw::log::{
+    entry_offset, header_after, LogEntry, ENTRIES_PER_BUFFER, HEADER_ATOMIC, LOG_BUFFER_SIZE,
+    OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED,
+};
+use rvgpu_hw::queue::{QueueDescriptor, RingControl, NO_QUEUE};
+use rvgpu_hw::regs::IntCause;
+
+use super::bus::Fault;
+use super::cmp::{Cmp, Engine, InFlight, Queue, Wait};
+use super::{lock, Core};
+
+/// Bytes of COPY/FILL work per quantum: a big transfer takes many passes (measurable time)
+/// and an engine reset can interrupt it between chunks.
+pub(crate) const CHUNK_BYTES: u64 = 4096;
+
+const _: () = assert!(MAX_TRANSFER.is_multiple_of(8));
+
+/// Where a LOG_WRITE goes, resolved and checked before anything is written.
+struct LogTarget {
+    entry_addr: u64,
+    header_addr: u64,
+    header_value: u64,
+}
+
+impl Core {
+    pub(crate) fn post_fault_event(&self, e: usize, queue_id: u32, f: Fault, rptr: u64) {
+        self.post_event(
+            EventRecord {
+                kind: EventKind::Fault as u8,
+                engine: e as u8,
+                flags: 0,
+                queue_id,
+                arg0: f.code as u64,
+                arg1: f.addr,
+                arg2: rptr,
+            },
+            IntCause::FAULT,
+        );
+    }
+
+    /// Stops queue `qi` of engine `e` with fault `f` and posts the Fault event.
+    pub(crate) fn fault_queue(&self, eng: &mut Engine, e: usize, qi: usize, f: Fault) {
+        if eng.inflight.is_some_and(|x| x.queue() == qi) {
+            eng.inflight = None;
+        }
+        let Some(q) = eng.queues.get_mut(qi) else {
+            return;
+        };
+        q.fault = Some(f.code);
+        q.wait = None;
+        let (id, rptr) = (q.desc.queue_id, q.rptr);
+        self.post_fault_event(e, id, f, rptr);
+    }
+
+    /// Completes the packet of `bytes` at the queue's rptr: advance, publish read_ptr,
+    /// count it.
+    fn complete(&self, e: usize, q: &mut Queue, bytes: u64) -> Result<(), Fault> {
+        q.rptr = q.rptr.wrapping_add(bytes);
+        // Release: the packet's effects happen-before a producer that sees the slot free.
+        self.gpu_store(
+            q.desc.ring_control.wrapping_add(RingControl::READ_PTR),
+            q.rptr,
+            Ordering::Release,
+        )?;
+        if let Some(r) = self.regs.engines.get(e) {
+            // Release: a reader of the counter sees the command's effects.
+            r.completed.fetch_add(1, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    fn ring_word(&self, d: &QueueDescriptor, ptr: u64) -> Result<u64, Fault> {
+        let off = ptr % u64::from(d.ring_size.max(1));
+        let addr = d
+            .ring_base
+            .checked_add(off)
+            .ok_or(Fault::bad_address(d.ring_base))?;
+        // Relaxed: the Acquire load of write_ptr made the producer's stores visible.
+        self.gpu_load(addr, Ordering::Relaxed)
+    }
+
+    /// Reads and decodes the packet at `rptr` with `avail` unconsumed bytes.
+    fn fetch(&self, d: &QueueDescriptor, rptr: u64, avail: u64) -> Result<(Command, u64), Fault> {
+        let h = decode_header(self.ring_word(d, rptr)?).map_err(|c| Fault::new(c, 0))?;
+        let len = u64::from(h.len) * 8;
+        if len > avail {
+            return Err(Fault::new(FaultCode::BadLength, 0));
+        }
+        if h.opcode == Opcode::Nop {
+            // Padding words are never read.
+            return Ok((Command::Nop { len: h.len }, len));
+        }
+        let words = (0..u64::from(h.len))
+            .map(|i| self.ring_word(d, rptr.wrapping_add(i * 8)))
+            .collect::<Result<Vec<u64>, Fault>>()?;
+        let cmd = decode(&words).map_err(|c| Fault::new(c, 0))?;
+        Ok((cmd, len))
+    }
+
+    /// Resolves a LOG_WRITE target; `NoLog` if the queue has no such log, `BadArgument` if
+    /// the OS-written header has an impossible entry count.
+    fn log_target(
+        &self,
+        d: &QueueDescriptor,
+        kind: LogKind,
+        index: u32,
+    ) -> Result<LogTarget, Fault> {
+        let base = match kind {
+            LogKind::Wait => d.wait_log,
+            LogKind::Signal => d.signal_log,
+        };
+        if base == 0 {
+            return Err(Fault::new(FaultCode::NoLog, 0));
+        }
+        self.gpu_check(base, LOG_BUFFER_SIZE)?;
+        // NumberOfEntries is written by the OS when it creates the buffer.
+        let n_addr = base + 16;
+        let n = self.gpu_load(n_addr, Ordering::Acquire)?;
+        if n == 0 || n > ENTRIES_PER_BUFFER {
+            return Err(Fault::new(FaultCode::BadArgument, n_addr));
+        }
+        let bad = Fault::new(FaultCode::BadArgument, n_addr);
+        let entry_addr = base + entry_offset(index, n).ok_or(bad)?;
+        let header_value = header_after(index, n).ok_or(bad)?;
+        Ok(LogTarget {
+            entry_addr,
+            header_addr: base + HEADER_ATOMIC,
+            header_value,
+        })
+    }
+
+    /// Writes a log entry, then the header's atomic word (LOG-03, LOG-07). Caller holds the
+    /// signal lock.
+    fn write_log(&self, t: &LogTarget, entry: &LogEntry) -> Result<(), Fault> {
+        let span = self.gpu_span(t.entry_addr, 48)?;
+        for (d, s) in span.as_slice().iter().zip(entry.to_words()) {
+            // Relaxed: the Release on the header below publishes the entry.
+            d.store(s, Ordering::Relaxed);
+        }
+        // One atomic store that never lowers the header (log.rs): fetch_max orders by
+        // (WraparoundCount, FirstFreeEntryIndex), which is how the value is packed.
+        self.gpu_fetch_max(t.header_addr, t.header_value, Ordering::AcqRel)?;
+        Ok(())
+    }
+
+    /// Executes the packet at queue `qi`'s read pointer.
+    pub(crate) fn exec_packet(&self, cmp: &mut Cmp, e: usize, qi: usize) {
+        if let Err(f) = self.exec_inner(cmp, e, qi) {
+            if let Some(eng) = cmp.engines.get_mut(e) {
+                self.fault_queue(eng, e, qi, f);
+            }
+        }
+    }
+
+    fn exec_inner(&self, cmp: &mut Cmp, e: usize, qi: usize) -> Result<(), Fault> {
+        let now = self.clock.now();
+        let Some(eng) = cmp.engines.get_mut(e) else {
+            return Ok(());
+        };
+        let Some(q) = eng.queues.get_mut(qi) else {
+            return Ok(());
+        };
+        let d = q.desc;
+        let rptr = q.rptr;
+        let bad_rc = Fault::new(FaultCode::BadRingControl, d.ring_control);
+        let avail = q.known_wptr.checked_sub(rptr).ok_or(bad_rc)?;
+        if avail > u64::from(d.ring_size) || !avail.is_multiple_of(8) || !rptr.is_multiple_of(8) {
+            return Err(bad_rc);
+        }
+        let (cmd, len) = self.fetch(&d, rptr, avail)?;
+        match cmd {
+            Command::Nop { .. } => self.complete(e, q, len),
+            Command::FenceSignal {
+                flags,
+                value_addr,
+                value,
+                monitored_addr,
+                report_tag,
+            } => {
+                self.gpu_check(value_addr, 8)?;
+                let cond = flags & SIGNAL_CONDITIONAL_IRQ != 0;
+                let always = flags & SIGNAL_ALWAYS_IRQ != 0;
+                if cond && !always {
+                    self.gpu_check(monitored_addr, 8)?;
+                }
+                // LOG-04: a signal-log LOG_WRITE right behind the signal is executed inside
+                // it, before the interrupt decision. Only if it is complete and valid;
+                // otherwise it runs (and faults) on its own.
+                let fused = self.peek_signal_log(&d, rptr.wrapping_add(len), avail - len);
+                {
+                    let _sig = lock(&self.signal_lock);
+                    // Release: publishes this queue's earlier work to whoever reads the value.
+                    self.gpu_store(value_addr, value, Ordering::Release)?;
+                    if let Some((t, entry, _)) = &fused {
+                        let mut entry = *entry;
+                        entry.fence_end_gpu_timestamp = self.clock.now();
+                        self.write_log(t, &entry)?;
+                    }
+                    // NF-08 / LOG-07: the CurrentValue store (and log writes) are ordered
+                    // before the MonitoredValue load. Pairs with the CPU's "store MV;
+                    // SeqCst fence; load CV": at least one side sees the other's store.
+                    fence(Ordering::SeqCst);
+                    let irq = always
+                        || (cond
+                            // Relaxed: ordered by the fence above. An unreadable
+                            // MonitoredValue interrupts: spurious is fine, missed is not.
+                            && self
+                                .mem
+                                .load(monitored_addr, Ordering::Relaxed)
+                                .is_none_or(|mv| needs_interrupt(value, mv)));
+                    if irq {
+                        self.post_event(
+                            EventRecord {
+                                kind: EventKind::FenceSignaled as u8,
+                                engine: e as u8,
+                                flags: 0,
+                                queue_id: if self.cfg.optimized_fence_irq {
+                                    d.queue_id
+                                } else {
+                                    NO_QUEUE
+                                },
+                                arg0: if self.cfg.exact_fence_report {
+                                    report_tag
+                                } else {
+                                    NO_TAG
+                                },
+                                arg1: value,
+                                arg2: monitored_addr,
+                            },
+                            IntCause::FENCE_SIGNALED,
+                        );
+                    }
+                }
+                self.complete(e, q, len)?;
+                if let Some((_, _, log_len)) = fused {
+                    self.complete(e, q, log_len)?;
+                }
+                self.rescan_waits(cmp, value_addr);
+                Ok(())
+            }
+            Command::FenceWait { addr, value } => {
+                // Acquire: the signaller's Release store published its earlier work.
+                let v = self.gpu_load(addr, Ordering::Acquire)?;
+                let observed = q
+                    .wait
+                    .filter(|w| w.rptr == rptr)
+                    .map_or(now, |w| w.observed);
+                if wait_satisfied(v, value) {
+                    q.wait = None;
+                    q.last_wait_observed = Some(observed);
+                    self.complete(e, q, len)
+                } else {
+                    q.wait = Some(Wait {
+                        rptr,
+                        addr,
+                        value,
+                        observed,
+                        wake: false,
+                    });
+                    Ok(())
+                }
+            }
+            Command::LogWrite {
+                log,
+                index,
+                fence_handle,
+                fence_value,
+            } => {
+                let t = self.log_target(&d, log, index)?;
+                let (op, observed) = match log {
+                    LogKind::Wait => (OP_WAIT_UNBLOCKED, q.last_wait_observed.unwrap_or(now)),
+                    LogKind::Signal => (OP_SIGNAL_EXECUTED, 0),
+                };
+                {
+                    // LOG_FLUSH drains log writes by taking this lock.
+                    let _sig = lock(&self.signal_lock);
+                    let entry = LogEntry {
+                        fence_value,
+                        h_native_fence: fence_handle,
+                        operation_type: op,
+                        fence_observed_gpu_timestamp: observed,
+                        fence_end_gpu_timestamp: self.clock.now(),
+                        ..Default::default()
+                    };
+                    self.write_log(&t, &entry)?;
+                }
+                self.complete(e, q, len)
+            }
+            Command::Timestamp { addr } => {
+                self.gpu_store(addr, self.clock.now(), Ordering::Release)?;
+                self.complete(e, q, len)
+            }
+            Command::Progress { irq, value } => {
+                // Release: the progress fence says "everything before is done".
+                self.gpu_store(d.progress_fence, value, Ordering::Release)?;
+                self.complete(e, q, len)?;
+                if irq {
+                    let after = q.rptr;
+                    self.post_event(
+                        EventRecord {
+                            kind: EventKind::Progress as u8,
+                            engine: e as u8,
+                            flags: 0,
+                            queue_id: d.queue_id,
+                            arg0: value,
+                            arg1: after,
+                            arg2: 0,
+                        },
+                        IntCause::PROGRESS,
+                    );
+                }
+                Ok(())
+            }
+            Command::Copy { src, dst, bytes } => {
+                self.gpu_check(src, bytes)?;
+                self.gpu_check(dst, bytes)?;
+                self.start_transfer(eng, e, qi, cmd, len);
+                Ok(())
+            }
+            Command::Fill { dst, bytes, .. } => {
+                self.gpu_check(dst, bytes)?;
+                self.start_transfer(eng, e, qi, cmd, len);
+                Ok(())
+            }
+            Command::Hang => {
+                eng.inflight = Some(InFlight::Hang {
+                    queue: qi,
+                    since: now,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// If a complete, valid signal-log LOG_WRITE starts at `ptr`, returns its target, entry
+    /// (end timestamp filled in at write time) and length.
+    fn peek_signal_log(
+        &self,
+        d: &QueueDescriptor,
+        ptr: u64,
+        avail: u64,
+    ) -> Option<(LogTarget, LogEntry, u64)> {
+        let (cmd, len) = self.fetch(d, ptr, avail).ok()?;
+        let Command::LogWrite {
+            log: LogKind::Signal,
+            index,
+            fence_handle,
+            fence_value,
+        } = cmd
+        else {
+            return None;
+        };
+        let t = self.log_target(d, LogKind::Signal, index).ok()?;
+        let entry = LogEntry {
+            fence_value,
+            h_native_fence: fence_handle,
+            operation_type: OP_SIGNAL_EXECUTED,
+            ..Default::default()
+        };
+        Some((t, entry, len))
+    }
+
+    fn start_transfer(&self, eng: &mut Engine, e: usize, qi: usize, cmd: Command, len: u64) {
+        eng.inflight = Some(InFlight::Transfer {
+            queue: qi,
+            cmd,
+            done: 0,
+            len,
+        });
+        // The first chunk runs in this quantum: a small transfer completes at once.
+        self.run_inflight(eng, e);
+    }
+
+    /// One chunk of the transfer in flight (a HANG does nothing).
+    pub(crate) fn run_inflight(&self, eng: &mut Engine, e: usize) {
+        let Some(InFlight::Transfer {
+            queue,
+            cmd,
+            done,
+            len,
+        }) = eng.inflight
+        else {
+            return;
+        };
+        let res = self.transfer_chunk(&cmd, done);
+        match res {
+            Err(f) => self.fault_queue(eng, e, queue, f),
+            Ok(None) => {
+                eng.inflight = None;
+                let r = match eng.queues.get_mut(queue) {
+                    Some(q) => self.complete(e, q, len),
+                    None => Ok(()),
+                };
+                if let Err(f) = r {
+                    self.fault_queue(eng, e, queue, f);
+                }
+            }
+            Ok(Some(done)) => {
+                eng.inflight = Some(InFlight::Transfer {
+                    queue,
+                    cmd,
+                    done,
+                    len,
+                });
+            }
+        }
+    }
+
+    /// Does up to CHUNK_BYTES of `cmd` from `done`; returns the new progress or `None` when
+    /// finished.
+    fn transfer_chunk(&self, cmd: &Command, done: u64) -> Result<Option<u64>, Fault> {
+        let total = match *cmd {
+            Command::Copy { bytes, .. } | Command::Fill { bytes, .. } => bytes,
+            _ => return Ok(None),
+        };
+        let n = CHUNK_BYTES.min(total.saturating_sub(done));
+        if n == 0 {
+            return Ok(None);
+        }
+        match *cmd {
+            Command::Copy { src, dst, .. } => {
+                let s = self.gpu_span(src + done, n)?;
+                let d = self.gpu_span(dst + done, n)?;
+                for (dw, sw) in d.as_slice().iter().zip(s.as_slice()) {
+                    // Relaxed: the packet's completion (Release on read_ptr, and any later
+                    // fence signal) publishes the data.
+                    dw.store(sw.load(Ordering::Relaxed), Ordering::Relaxed);
+                }
+            }
+            Command::Fill { dst, pattern, .. } => {
+                let d = self.gpu_span(dst + done, n)?;
+                for w in d.as_slice() {
+                    w.store(pattern, Ordering::Relaxed);
+                }
+            }
+            _ => {}
+        }
+        let done = done + n;
+        Ok(if done >= total { None } else { Some(done) })
+    }
+}

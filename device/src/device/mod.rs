@@ -1,0 +1,461 @@
+//! The device: register file, CMP, doorbells, event ring, interrupt line, resets, faults.
+//!
+//! # Structure
+//! [`Device`] is a thin owner of a shared [`Core`] plus the CMP thread handle; every concept
+//! lives in its own submodule as an `impl Core` block:
+//! - [`regs`]: register storage; [`mmio`]: BAR0 decode and trap side effects;
+//! - [`cmp`]: runlists, queue state, scheduling; [`exec`]: command execution;
+//! - [`engine`]: engine states, hang/F1 detection, engine and adapter reset;
+//! - [`doorbell`]: BAR2; [`events`]: event ring, `INT_STATUS`, line delivery;
+//! - [`clock`]: the GPU clock; [`bus`]: the GPU's window-checked view of memory;
+//! - [`faults`]: fault injection.
+//!
+//! # Locks (always taken in this order, never the reverse)
+//! 1. `cmp` (the CMP state: runlists, queues, engines). The CMP holds it for one quantum (one
+//!    packet, or one 4 KiB chunk of a COPY/FILL); MMIO side effects that touch the CMP
+//!    (RUNLIST_COMMIT, CTRL, QUEUE_KICK, WAIT_RESCAN, doorbells) take it too, which is what
+//!    makes them "synchronous, at a command boundary".
+//! 2. `signal_lock`: held by every fence signal from its CurrentValue store to its interrupt
+//!    decision, and by every log write from its entry to its header store. FENCE_SYNC and
+//!    LOG_FLUSH take and release it: when they return, every decision/log write that began
+//!    before them is finished (NF-07, LOG-07).
+//! 3. the event ring lock (in [`events`]).
+//!
+//! The interrupt line is *never* driven while any of these is held: [`InterruptLine::set`]
+//! may run the driver's ISR synchronously, and the ISR does MMIO. Posting an event only
+//! updates `INT_STATUS`; the line is recomputed by `Core::flush_irq` at the end of each entry
+//! point (MMIO access, doorbell, step), outside all locks.
+//!
+//! # Threading model
+//! [`Mode::Threaded`]: [`Device::start`] spawns ONE CMP thread that runs all engines (each
+//! pass gives every engine one quantum). It sleeps on a condvar until a doorbell, kick,
+//! commit, rescan, reset or a timer (hang detection, F1 request, delayed interrupt) needs it.
+//! [`Mode::Step`]: no thread; [`Device::step`] runs one pass of the same code on the caller's
+//! thread and advances the GPU clock by [`STEP_TICKS`], so runs are deterministic.
+
+mod bus;
+mod clock;
+mod cmp;
+mod doorbell;
+mod engine;
+mod events;
+mod exec;
+mod faults;
+mod mmio;
+mod regs;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rvgpu_hw::event::FaultCode;
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::regs::{DOORBELL_MAX, ENGINE_MAX};
+
+use crate::memory::Memory;
+
+pub use clock::STEP_TICKS;
+pub use doorbell::DoorbellStats;
+pub use events::{InterruptLine, LatchLine};
+pub use faults::IrqDelay;
+
+/// How the CMP runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// On its own thread ([`Device::start`]); the GPU clock follows real time.
+    Threaded,
+    /// Only when [`Device::step`] is called; the clock advances [`STEP_TICKS`] per step.
+    Step,
+}
+
+/// Build-time configuration of one device instance (reflected in CAPS/CONFIG/...).
+#[derive(Clone, Debug)]
+pub struct DeviceConfig {
+    /// Engines (nodes), clamped to 1..=ENGINE_MAX. Default 2 (compute, copy).
+    pub engines: u32,
+    /// Physical doorbells (BAR2 pages), clamped to 1..=DOORBELL_MAX. Default 16.
+    pub doorbells: u32,
+    /// One global doorbell (page 0, value = queue id) instead of dedicated ones.
+    pub global_doorbell: bool,
+    /// Bytes of VRAM; informational here: the `Memory` passed to [`Device::new`] decides
+    /// (build it with `Memory::new(config.vram_size)`).
+    pub vram_size: u64,
+    /// GPU clock frequency in Hz (CLOCK_FREQ).
+    pub clock_hz: u32,
+    /// Fence events carry the report tag (CAPS.EXACT_FENCE_REPORT); otherwise NO_TAG.
+    pub exact_fence_report: bool,
+    /// Fence events name the running queue (CAPS.OPTIMIZED_FENCE_IRQ, LOG-08); otherwise
+    /// NO_QUEUE.
+    pub optimized_fence_irq: bool,
+    /// Engines can be reset one at a time (CAPS.PER_ENGINE_RESET); otherwise CTRL resets fail.
+    pub per_engine_reset: bool,
+    /// GPU ticks a HANG (or injected hang) runs before the engine reports Hung.
+    pub hang_detect_ticks: u64,
+    /// GPU ticks of idleness before the engine requests F1; 0 = never.
+    pub idle_f1_ticks: u64,
+    /// Threaded or step mode.
+    pub mode: Mode,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        Self {
+            engines: 2,
+            doorbells: 16,
+            global_doorbell: false,
+            vram_size: 16 << 20,
+            clock_hz: 100_000_000,
+            exact_fence_report: true,
+            optimized_fence_irq: true,
+            per_engine_reset: true,
+            // 2 ms at 100 MHz; 200 steps in step mode.
+            hang_detect_ticks: 200_000,
+            idle_f1_ticks: 0,
+            mode: Mode::Threaded,
+        }
+    }
+}
+
+impl DeviceConfig {
+    /// Defaults in step mode (what most tests want).
+    pub fn step() -> Self {
+        Self {
+            mode: Mode::Step,
+            ..Self::default()
+        }
+    }
+
+    fn normalized(mut self) -> Self {
+        self.engines = self.engines.clamp(1, ENGINE_MAX);
+        self.doorbells = self.doorbells.clamp(1, DOORBELL_MAX);
+        self.clock_hz = self.clock_hz.max(1);
+        self
+    }
+}
+
+/// A queue as the CMP sees it (test introspection).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueSnapshot {
+    pub engine: u32,
+    pub queue_id: u32,
+    /// Device read pointer (bytes, free-running).
+    pub read_ptr: u64,
+    /// Write pointer as last loaded on a doorbell/kick/commit.
+    pub known_write_ptr: u64,
+    pub priority: u32,
+    pub fault: Option<FaultCode>,
+    /// `(address, value)` of the FENCE_WAIT the queue is blocked on, if any.
+    pub blocked_on: Option<(u64, u64)>,
+}
+
+/// An engine as the CMP sees it (test introspection).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineSnapshot {
+    pub state: rvgpu_hw::engine::EngineState,
+    pub has_work: bool,
+    pub completed_commands: u64,
+    pub current_queue: u32,
+    pub queues: Vec<QueueSnapshot>,
+}
+
+#[derive(Debug, Default)]
+struct WakeState {
+    kicked: bool,
+    stop: bool,
+}
+
+/// State shared by the `Device` handle and the CMP thread.
+pub(crate) struct Core {
+    pub(crate) cfg: DeviceConfig,
+    pub(crate) mem: Arc<Memory>,
+    pub(crate) regs: regs::Regs,
+    pub(crate) cmp: Mutex<cmp::Cmp>,
+    pub(crate) signal_lock: Mutex<()>,
+    pub(crate) events: events::Events,
+    pub(crate) clock: clock::Clock,
+    pub(crate) faults: faults::Faults,
+    pub(crate) doorbells: doorbell::Doorbells,
+    wake: Mutex<WakeState>,
+    wake_cv: Condvar,
+    /// CMP passes run so far (step mode: `step` calls); drives step-counted interrupt delays.
+    pub(crate) passes: AtomicU64,
+}
+
+/// Locks `m`, ignoring poisoning: every critical section here leaves the state consistent at
+/// each statement boundary that can panic (none should), and a test that panicked on another
+/// thread must not turn every later device access into a second panic.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Core {
+    /// Wakes the CMP thread (no-op cost in step mode).
+    pub(crate) fn kick(&self) {
+        lock(&self.wake).kicked = true;
+        self.wake_cv.notify_all();
+    }
+
+    /// One CMP pass: every engine gets one quantum. Returns whether anything happened.
+    pub(crate) fn pass(&self) -> bool {
+        self.passes.fetch_add(1, Ordering::Relaxed);
+        if self.mode() == Mode::Step {
+            self.clock.advance(STEP_TICKS);
+        }
+        let progressed = if self.is_lost() {
+            false
+        } else {
+            let mut cmp = lock(&self.cmp);
+            let mut any = false;
+            for e in 0..cmp.engines.len() {
+                any |= self.engine_quantum(&mut cmp, e);
+            }
+            self.publish_engine_status(&cmp);
+            any
+        };
+        self.flush_irq();
+        progressed
+    }
+
+    pub(crate) fn mode(&self) -> Mode {
+        self.cfg.mode
+    }
+
+    /// CMP thread body.
+    fn run(self: Arc<Self>) {
+        loop {
+            {
+                let mut w = lock(&self.wake);
+                if w.stop {
+                    return;
+                }
+                // Consume the kick *before* the pass: a kick that arrives during the pass
+                // sets it again and the wait below returns at once (no lost wake-up).
+                w.kicked = false;
+            }
+            if self.pass() {
+                continue;
+            }
+            let timeout = self.next_timer().unwrap_or(Duration::from_millis(100));
+            let mut w = lock(&self.wake);
+            if !w.kicked && !w.stop {
+                // The timeout is also a safety net: a missed kick costs latency, not a hang.
+                let (g, _) = self
+                    .wake_cv
+                    .wait_timeout(w, timeout.min(Duration::from_millis(100)))
+                    .unwrap_or_else(|e| e.into_inner());
+                w = g;
+            }
+            drop(w);
+        }
+    }
+
+    /// Time until the next timer-driven event (hang detection, F1, delayed interrupt).
+    fn next_timer(&self) -> Option<Duration> {
+        let cmp = lock(&self.cmp);
+        let ticks = self.next_engine_deadline(&cmp);
+        drop(cmp);
+        let mut best = ticks.map(|t| self.clock.ticks_to_duration(t));
+        if let Some(d) = self.events.hold_remaining(self) {
+            best = Some(best.map_or(d, |b| b.min(d)));
+        }
+        best.map(|d| d.max(Duration::from_micros(50)))
+    }
+}
+
+/// The emulated GPU. Create with [`Device::new`]; BAR0 is the [`MmioBus`] impl, BAR2 is
+/// [`Device::doorbell_write`], BAR4 is [`Memory::vram_cpu_ptr`].
+pub struct Device {
+    core: Arc<Core>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("config", &self.core.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Device {
+    /// Powers on a device over `mem`, driving `irq`. In threaded mode call [`Device::start`].
+    pub fn new(config: DeviceConfig, mem: Arc<Memory>, irq: Arc<dyn InterruptLine>) -> Arc<Self> {
+        let cfg = config.normalized();
+        let core = Core {
+            regs: regs::Regs::new(&cfg),
+            cmp: Mutex::new(cmp::Cmp::new(cfg.engines)),
+            signal_lock: Mutex::new(()),
+            events: events::Events::new(irq),
+            clock: clock::Clock::new(cfg.mode, cfg.clock_hz),
+            faults: faults::Faults::new(cfg.engines),
+            doorbells: doorbell::Doorbells::new(cfg.doorbells),
+            wake: Mutex::new(WakeState::default()),
+            wake_cv: Condvar::new(),
+            passes: AtomicU64::new(0),
+            cfg,
+            mem,
+        };
+        Arc::new(Self {
+            core: Arc::new(core),
+            thread: Mutex::new(None),
+        })
+    }
+
+    /// The configuration in effect (after clamping).
+    pub fn config(&self) -> &DeviceConfig {
+        &self.core.cfg
+    }
+
+    /// The memory this device is attached to.
+    pub fn memory(&self) -> &Arc<Memory> {
+        &self.core.mem
+    }
+
+    /// Starts the CMP thread (threaded mode; no-op in step mode or if already running).
+    pub fn start(&self) {
+        if self.core.mode() != Mode::Threaded {
+            return;
+        }
+        let mut t = lock(&self.thread);
+        if t.is_some() {
+            return;
+        }
+        lock(&self.core.wake).stop = false;
+        let core = Arc::clone(&self.core);
+        *t = std::thread::Builder::new()
+            .name("rvgpu-cmp".into())
+            .spawn(move || core.run())
+            .ok();
+    }
+
+    /// Stops and joins the CMP thread (also done on drop). The current quantum finishes.
+    pub fn stop(&self) {
+        let handle = lock(&self.thread).take();
+        if let Some(h) = handle {
+            lock(&self.core.wake).stop = true;
+            self.core.wake_cv.notify_all();
+            let _ = h.join();
+        }
+    }
+
+    /// Runs one CMP pass on the caller's thread (every engine one quantum: one packet or one
+    /// 4 KiB chunk of a transfer) and advances the step clock. Returns whether anything
+    /// happened (a packet, a chunk, an event, a state change). Meant for step mode; in
+    /// threaded mode it is safe but races with the thread for work.
+    pub fn step(&self) -> bool {
+        self.core.pass()
+    }
+
+    /// Steps until a pass does nothing or `max_steps` passes ran; returns passes run. Note
+    /// that timer-driven events (hang detection, F1) need further `step` calls: an idle or
+    /// hung engine does nothing per pass until its timer expires.
+    pub fn run_until_idle(&self, max_steps: usize) -> usize {
+        let mut n = 0;
+        while n < max_steps {
+            n += 1;
+            if !self.step() {
+                break;
+            }
+        }
+        n
+    }
+
+    /// Doorbell write (BAR2 page `page`). See [`doorbell`] docs.
+    pub fn doorbell_write(&self, page: u32, value: u64) {
+        self.core.doorbell_write(page, value);
+    }
+
+    /// Doorbell counters.
+    pub fn doorbell_stats(&self) -> DoorbellStats {
+        self.core.doorbells.stats()
+    }
+
+    /// Commands engine `engine` has completed (= its COMPLETED_COMMANDS register).
+    pub fn completed_commands(&self, engine: u32) -> u64 {
+        self.core.regs.completed(engine)
+    }
+
+    /// Snapshot of one engine and its runlisted queues.
+    pub fn engine_snapshot(&self, engine: u32) -> Option<EngineSnapshot> {
+        self.core.engine_snapshot(engine)
+    }
+
+    /// Snapshot of every runlisted queue on every engine.
+    pub fn queues(&self) -> Vec<QueueSnapshot> {
+        (0..self.core.cfg.engines)
+            .filter_map(|e| self.core.engine_snapshot(e))
+            .flat_map(|s| s.queues)
+            .collect()
+    }
+
+    /// Current GPU clock (same as reading GPU_CLOCK).
+    pub fn gpu_clock(&self) -> u64 {
+        self.core.clock.now()
+    }
+
+    /// Whether the interrupt line is asserted as last driven.
+    pub fn line_asserted(&self) -> bool {
+        self.core.events.line_level()
+    }
+
+    // ---- fault injection (see `faults`) ----
+
+    /// Hangs `engine` now: it stops executing (the current queue's next packet never
+    /// completes) until reset; after `hang_detect_ticks` it reports Hung.
+    pub fn inject_hang(&self, engine: u32) {
+        self.core.inject_hang(engine);
+    }
+
+    /// Makes the next reset of `engine` fail (RESET_RESULT Failed).
+    pub fn fail_next_reset(&self, engine: u32) {
+        self.core.faults.fail_next_reset(engine);
+    }
+
+    /// Holds every interrupt assertion back for `delay` (None: deliver at once again).
+    pub fn set_interrupt_delay(&self, delay: Option<IrqDelay>) {
+        self.core.faults.set_irq_delay(delay);
+    }
+
+    /// Swallows the next assertion of the interrupt line (a lost MSI): the line is not raised
+    /// for it, and not again until `INT_STATUS & INT_ENABLE` has gone to zero and back.
+    pub fn drop_next_interrupt(&self) {
+        self.core.faults.drop_next_irq();
+    }
+
+    /// Loses the device (surprise removal): registers read all-ones except DEVICE_STATUS,
+    /// nothing executes, doorbells are ignored, the line drops. Only ADAPTER_RESET recovers.
+    pub fn lose_device(&self) {
+        self.core.lose_device();
+    }
+
+    /// Writes `garbage` at queue `queue_id`'s current read position in its ring. Returns
+    /// false if no runlisted queue has that id or the ring is unreachable.
+    pub fn corrupt_ring(&self, queue_id: u32, garbage: u64) -> bool {
+        self.core.corrupt_ring(queue_id, garbage)
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl MmioBus for Device {
+    fn read32(&self, offset: usize) -> u32 {
+        self.core.read32(offset)
+    }
+
+    fn write32(&self, offset: usize, value: u32) {
+        self.core.write32(offset, value);
+    }
+
+    fn read64(&self, offset: usize) -> u64 {
+        self.core.read64(offset)
+    }
+
+    fn write64(&self, offset: usize, value: u64) {
+        self.core.write64(offset, value);
+    }
+}

@@ -1,0 +1,104 @@
+//! Register storage. Plain RW registers and the values the CMP publishes for the driver
+//! (STATUS, CURRENT_QUEUE, COMPLETED_COMMANDS, RESET_*) live in atomics, so reading a
+//! register never waits for the CMP. Decoding offsets and side effects are in `mmio`.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use rvgpu_hw::engine::{EngineState, EngineStatus, ResetResult};
+use rvgpu_hw::queue::NO_QUEUE;
+use rvgpu_hw::regs::SYSWIN_COUNT;
+
+use super::DeviceConfig;
+
+/// One engine's register block.
+pub(crate) struct EngineRegs {
+    pub(crate) runlist_base: AtomicU64,
+    pub(crate) runlist_count: AtomicU32,
+    pub(crate) status: AtomicU32,
+    pub(crate) reset_result: AtomicU32,
+    pub(crate) reset_queue: AtomicU32,
+    pub(crate) reset_rptr: AtomicU64,
+    pub(crate) current_queue: AtomicU32,
+    pub(crate) completed: AtomicU64,
+}
+
+impl EngineRegs {
+    fn new() -> Self {
+        let r = Self {
+            runlist_base: AtomicU64::new(0),
+            runlist_count: AtomicU32::new(0),
+            status: AtomicU32::new(0),
+            reset_result: AtomicU32::new(0),
+            reset_queue: AtomicU32::new(0),
+            reset_rptr: AtomicU64::new(0),
+            current_queue: AtomicU32::new(0),
+            completed: AtomicU64::new(0),
+        };
+        r.power_on();
+        r
+    }
+
+    pub(crate) fn power_on(&self) {
+        self.runlist_base.store(0, Ordering::Relaxed);
+        self.runlist_count.store(0, Ordering::Relaxed);
+        let idle = EngineStatus {
+            state: EngineState::Idle,
+            has_work: false,
+        };
+        self.status.store(idle.to_reg(), Ordering::Relaxed);
+        self.reset_result
+            .store(ResetResult::None as u32, Ordering::Relaxed);
+        self.reset_queue.store(NO_QUEUE, Ordering::Relaxed);
+        self.reset_rptr.store(0, Ordering::Relaxed);
+        self.current_queue.store(NO_QUEUE, Ordering::Relaxed);
+        self.completed.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The register file's storage.
+pub(crate) struct Regs {
+    pub(crate) scratch: AtomicU32,
+    pub(crate) device_status: AtomicU32,
+    pub(crate) syswin_base: [AtomicU64; SYSWIN_COUNT],
+    pub(crate) syswin_size: [AtomicU64; SYSWIN_COUNT],
+    pub(crate) doorbell_bind: Vec<AtomicU32>,
+    pub(crate) engines: Vec<EngineRegs>,
+}
+
+impl Regs {
+    pub(crate) fn new(cfg: &DeviceConfig) -> Self {
+        Self {
+            scratch: AtomicU32::new(0),
+            device_status: AtomicU32::new(0),
+            syswin_base: std::array::from_fn(|_| AtomicU64::new(0)),
+            syswin_size: std::array::from_fn(|_| AtomicU64::new(0)),
+            doorbell_bind: (0..cfg.doorbells)
+                .map(|_| AtomicU32::new(NO_QUEUE))
+                .collect(),
+            engines: (0..cfg.engines).map(|_| EngineRegs::new()).collect(),
+        }
+    }
+
+    /// Power-on values (ADAPTER_RESET). DEVICE_STATUS is handled by the reset itself.
+    pub(crate) fn power_on(&self) {
+        self.scratch.store(0, Ordering::Relaxed);
+        for w in self.syswin_base.iter().chain(self.syswin_size.iter()) {
+            w.store(0, Ordering::Relaxed);
+        }
+        for b in &self.doorbell_bind {
+            b.store(NO_QUEUE, Ordering::Relaxed);
+        }
+        for e in &self.engines {
+            e.power_on();
+        }
+    }
+
+    pub(crate) fn engine(&self, e: u32) -> Option<&EngineRegs> {
+        self.engines.get(usize::try_from(e).ok()?)
+    }
+
+    pub(crate) fn completed(&self, e: u32) -> u64 {
+        self.engine(e)
+            .map_or(0, |r| r.completed.load(Ordering::Acquire))
+    }
+}

@@ -1,0 +1,451 @@
+//! The machine's physical memory, shared by the CPU side (simulated OS, driver, UMD) and the
+//! device.
+//!
+//! Every location is an [`AtomicU64`]: the device only makes aligned 8-byte accesses
+//! (`rvgpu_hw::addr::ACCESS_ALIGN`), and 64-bit values must be single-copy atomic for CPU and
+//! GPU alike (NF-01). Backing memory with atomics makes the concurrency real and data-race
+//! free: the CPU side and the device thread access the same words with the orderings they
+//! choose, exactly as a driver does with `InterlockedXxx` against a DMA engine.
+//!
+//! Two kinds of memory:
+//! - **System RAM**: allocations handed out by [`Memory::alloc_system`] at page-aligned bus
+//!   addresses in `[SYSMEM_START, SYSMEM_LIMIT)`. Address 0 is never valid. Consecutive
+//!   allocations are separated by an unmapped guard page, so an access that runs off the end
+//!   of an allocation fails instead of silently touching a neighbour.
+//! - **VRAM**: `vram_size` bytes at GPU address [`VRAM_BASE`], also CPU-visible (BAR4).
+//!
+//! Whether the *device* may touch a system address (the SYSWIN allow-list) is the device's
+//! check, not this module's: `Memory` is the bus, not the IOMMU.
+//!
+//! CPU pointers: [`SysAlloc::cpu_ptr`] and [`Memory::vram_cpu_ptr`] give raw pointers to the
+//! atomic words. Contract for users who dereference them (the code here never does): the
+//! pointer is valid for `len` bytes while the `SysAlloc` (or a clone of it) is alive,
+//! respectively while the `Memory` is alive; every access through it must be an atomic access
+//! to an aligned 8-byte word (`AtomicU64::from_ptr` or equivalent), because the device accesses
+//! the same words concurrently. Freeing an allocation removes it from the GPU's view at once;
+//! its backing stays alive until the last handle goes, so a late device access to a freed
+//! address fails cleanly (unmapped) and a late CPU access is still memory-safe.
+
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use rvgpu_hw::addr::{SYSMEM_LIMIT, VRAM_BASE};
+use rvgpu_hw::PAGE_SIZE;
+
+/// First bus address handed out for system RAM (keeps 0 and low addresses invalid).
+pub const SYSMEM_START: u64 = 0x1000_0000;
+
+/// Word-granular backing store of one region.
+type Words = Arc<[AtomicU64]>;
+
+fn zeroed_words(bytes: u64) -> Option<Words> {
+    let n = usize::try_from(bytes / 8).ok()?;
+    Some((0..n).map(|_| AtomicU64::new(0)).collect())
+}
+
+/// A system-RAM allocation: where the device sees it (`bus_addr`) and how the CPU reaches it.
+#[derive(Clone)]
+pub struct SysAlloc {
+    /// Bus (= GPU, version 1 has no page tables) address of byte 0; page aligned, never 0.
+    pub bus_addr: u64,
+    /// Length in bytes (the request rounded up to whole pages).
+    pub len: u64,
+    words: Words,
+}
+
+impl std::fmt::Debug for SysAlloc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SysAlloc")
+            .field("bus_addr", &format_args!("{:#x}", self.bus_addr))
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl SysAlloc {
+    /// The allocation as atomic words (safe CPU-side access).
+    pub fn words(&self) -> &[AtomicU64] {
+        &self.words
+    }
+
+    /// Raw pointer to word 0, for code that works with raw pointers like a kernel driver.
+    /// See the module docs for the contract; the pointer's provenance covers all `len` bytes.
+    pub fn cpu_ptr(&self) -> NonNull<AtomicU64> {
+        NonNull::from(&*self.words).cast::<AtomicU64>()
+    }
+
+    /// Same pointer as `*mut u64` (what `AtomicU64::from_ptr` takes).
+    pub fn as_mut_ptr(&self) -> *mut u64 {
+        self.cpu_ptr().as_ptr().cast::<u64>()
+    }
+
+    /// The word at byte offset `off` (8-byte aligned, inside the allocation).
+    pub fn word(&self, off: u64) -> Option<&AtomicU64> {
+        if !off.is_multiple_of(8) {
+            return None;
+        }
+        self.words.get(usize::try_from(off / 8).ok()?)
+    }
+}
+
+/// A resolved, bounds-checked run of words (keeps its region alive while used).
+pub(crate) struct Span {
+    words: Words,
+    start: usize,
+    len: usize,
+}
+
+impl Span {
+    pub(crate) fn as_slice(&self) -> &[AtomicU64] {
+        // Bounds were checked when the span was built; `get` keeps that a non-panicking fact.
+        self.words
+            .get(self.start..self.start.saturating_add(self.len))
+            .unwrap_or(&[])
+    }
+}
+
+struct SysMap {
+    /// Start bus address -> backing words. Regions never overlap.
+    regions: BTreeMap<u64, Words>,
+    /// Next free bus address (bump allocator: freed ranges are not reused, so a stale
+    /// address keeps failing instead of aliasing a newer allocation).
+    next: u64,
+}
+
+/// Physical memory: system RAM allocations plus VRAM. `Send + Sync`; share it with `Arc`.
+pub struct Memory {
+    sys: RwLock<SysMap>,
+    vram: Words,
+    vram_size: u64,
+}
+
+impl std::fmt::Debug for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory")
+            .field("vram_size", &self.vram_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Memory {
+    /// Memory with `vram_size` bytes of VRAM (rounded down to a whole page) and no system
+    /// allocations yet.
+    pub fn new(vram_size: u64) -> Arc<Self> {
+        let vram_size = vram_size - vram_size % PAGE_SIZE;
+        let vram = zeroed_words(vram_size).unwrap_or_else(|| Arc::from(Vec::new()));
+        let vram_size = (vram.len() as u64).saturating_mul(8);
+        Arc::new(Self {
+            sys: RwLock::new(SysMap {
+                regions: BTreeMap::new(),
+                next: SYSMEM_START,
+            }),
+            vram,
+            vram_size,
+        })
+    }
+
+    /// Bytes of VRAM.
+    pub fn vram_size(&self) -> u64 {
+        self.vram_size
+    }
+
+    /// VRAM as atomic words (BAR4, safe access).
+    pub fn vram_words(&self) -> &[AtomicU64] {
+        &self.vram
+    }
+
+    /// Raw CPU pointer to VRAM byte 0 (BAR4 mapping). Valid while this `Memory` lives; see the
+    /// module docs. `None` if there is no VRAM.
+    pub fn vram_cpu_ptr(&self) -> Option<NonNull<AtomicU64>> {
+        if self.vram.is_empty() {
+            return None;
+        }
+        Some(NonNull::from(&*self.vram).cast::<AtomicU64>())
+    }
+
+    fn sys_read(&self) -> std::sync::RwLockReadGuard<'_, SysMap> {
+        // A panic while holding the lock cannot leave the map inconsistent (every mutation is
+        // a single insert/remove), so a poisoned lock is still usable.
+        self.sys.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn sys_write(&self) -> std::sync::RwLockWriteGuard<'_, SysMap> {
+        self.sys.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Allocates `bytes` of zeroed system RAM aligned to `align` (a power of two; at least a
+    /// page is used). `None` if `bytes` is 0, `align` is not a power of two, or the bus
+    /// address space below `SYSMEM_LIMIT` is exhausted.
+    pub fn alloc_system(&self, bytes: u64, align: u64) -> Option<SysAlloc> {
+        if bytes == 0 || !align.is_power_of_two() {
+            return None;
+        }
+        let align = align.max(PAGE_SIZE);
+        let len = bytes.checked_next_multiple_of(PAGE_SIZE)?;
+        let words = zeroed_words(len)?;
+        let mut map = self.sys_write();
+        let bus_addr = map.next.checked_next_multiple_of(align)?;
+        let end = bus_addr.checked_add(len)?;
+        if end > SYSMEM_LIMIT {
+            return None;
+        }
+        // One unmapped guard page after each allocation.
+        map.next = end.checked_add(PAGE_SIZE)?;
+        map.regions.insert(bus_addr, Arc::clone(&words));
+        Some(SysAlloc {
+            bus_addr,
+            len,
+            words,
+        })
+    }
+
+    /// Removes the allocation starting at `bus_addr` from the bus. Returns false if there is
+    /// none. CPU handles stay valid (memory-safe) until dropped; the device can no longer
+    /// reach the range.
+    pub fn free_system(&self, bus_addr: u64) -> bool {
+        self.sys_write().regions.remove(&bus_addr).is_some()
+    }
+
+    /// Resolves `[addr, addr + bytes)` (8-aligned, non-empty, inside one region) to a span.
+    pub(crate) fn span(&self, addr: u64, bytes: u64) -> Option<Span> {
+        if !addr.is_multiple_of(8) || !bytes.is_multiple_of(8) || bytes == 0 {
+            return None;
+        }
+        let end = addr.checked_add(bytes)?;
+        let len = usize::try_from(bytes / 8).ok()?;
+        if addr >= VRAM_BASE {
+            if end > VRAM_BASE.checked_add(self.vram_size)? {
+                return None;
+            }
+            let start = usize::try_from((addr - VRAM_BASE) / 8).ok()?;
+            return Some(Span {
+                words: Arc::clone(&self.vram),
+                start,
+                len,
+            });
+        }
+        let map = self.sys_read();
+        let (&base, words) = map.regions.range(..=addr).next_back()?;
+        let region_end = base.checked_add((words.len() as u64).checked_mul(8)?)?;
+        if end > region_end {
+            return None;
+        }
+        let start = usize::try_from((addr - base) / 8).ok()?;
+        Some(Span {
+            words: Arc::clone(words),
+            start,
+            len,
+        })
+    }
+
+    /// Runs `f` on the word at `addr` (8-aligned, mapped). The lookup lock is held only for
+    /// the duration of `f`, which must not call back into `Memory`.
+    fn with_word<R>(&self, addr: u64, f: impl FnOnce(&AtomicU64) -> R) -> Option<R> {
+        if !addr.is_multiple_of(8) {
+            return None;
+        }
+        if addr >= VRAM_BASE {
+            let idx = usize::try_from(addr.checked_sub(VRAM_BASE)? / 8).ok()?;
+            return self.vram.get(idx).map(f);
+        }
+        let map = self.sys_read();
+        let (&base, words) = map.regions.range(..=addr).next_back()?;
+        let idx = usize::try_from((addr - base) / 8).ok()?;
+        words.get(idx).map(f)
+    }
+
+    /// True if `[addr, addr + bytes)` is mapped, 8-aligned and inside one region.
+    pub fn is_mapped(&self, addr: u64, bytes: u64) -> bool {
+        self.span(addr, bytes).is_some()
+    }
+
+    /// Atomic load with `order`.
+    pub fn load(&self, addr: u64, order: Ordering) -> Option<u64> {
+        self.with_word(addr, |w| w.load(order))
+    }
+
+    /// Atomic store with `order`.
+    pub fn store(&self, addr: u64, value: u64, order: Ordering) -> Option<()> {
+        self.with_word(addr, |w| w.store(value, order))
+    }
+
+    /// Atomic `fetch_max`; returns the previous value.
+    pub fn fetch_max(&self, addr: u64, value: u64, order: Ordering) -> Option<u64> {
+        self.with_word(addr, |w| w.fetch_max(value, order))
+    }
+
+    /// Atomic `fetch_add` (wrapping); returns the previous value.
+    pub fn fetch_add(&self, addr: u64, value: u64, order: Ordering) -> Option<u64> {
+        self.with_word(addr, |w| w.fetch_add(value, order))
+    }
+
+    /// Atomic compare-exchange; `Some(Ok(prev))` on success, `Some(Err(actual))` on mismatch.
+    pub fn compare_exchange(
+        &self,
+        addr: u64,
+        current: u64,
+        new: u64,
+        order: Ordering,
+    ) -> Option<Result<u64, u64>> {
+        let failure = match order {
+            Ordering::Release | Ordering::Relaxed => Ordering::Relaxed,
+            Ordering::AcqRel | Ordering::Acquire => Ordering::Acquire,
+            _ => Ordering::SeqCst,
+        };
+        self.with_word(addr, |w| w.compare_exchange(current, new, order, failure))
+    }
+
+    /// Acquire load: what a reader of data published by the other side uses.
+    pub fn read_u64(&self, addr: u64) -> Option<u64> {
+        self.load(addr, Ordering::Acquire)
+    }
+
+    /// Release store: publishes everything the writer did before.
+    pub fn write_u64(&self, addr: u64, value: u64) -> Option<()> {
+        self.store(addr, value, Ordering::Release)
+    }
+
+    /// Reads `n` words starting at `addr` (each word atomically, Acquire; the run as a whole
+    /// is not a snapshot).
+    pub fn read_words(&self, addr: u64, n: usize) -> Option<Vec<u64>> {
+        let bytes = u64::try_from(n).ok()?.checked_mul(8)?;
+        if n == 0 {
+            return Some(Vec::new());
+        }
+        let span = self.span(addr, bytes)?;
+        Some(
+            span.as_slice()
+                .iter()
+                .map(|w| w.load(Ordering::Acquire))
+                .collect(),
+        )
+    }
+
+    /// Writes `words` starting at `addr` (each word atomically, Release). All or nothing: the
+    /// range is checked first.
+    pub fn write_words(&self, addr: u64, words: &[u64]) -> Option<()> {
+        if words.is_empty() {
+            return Some(());
+        }
+        let bytes = u64::try_from(words.len()).ok()?.checked_mul(8)?;
+        let span = self.span(addr, bytes)?;
+        for (d, s) in span.as_slice().iter().zip(words) {
+            d.store(*s, Ordering::Release);
+        }
+        Some(())
+    }
+
+    /// Writes arbitrary bytes at any alignment (read-modify-write of the covering words with
+    /// compare-exchange, so concurrent writers of *other* bytes of a word are not lost).
+    pub fn write_bytes(&self, addr: u64, data: &[u8]) -> Option<()> {
+        if data.is_empty() {
+            return Some(());
+        }
+        let len = u64::try_from(data.len()).ok()?;
+        let first = addr - addr % 8;
+        let end = addr.checked_add(len)?.checked_next_multiple_of(8)?;
+        let span = self.span(first, end - first)?;
+        for (i, w) in span.as_slice().iter().enumerate() {
+            let word_addr = first + (i as u64) * 8;
+            // Update only the bytes of this word that fall inside [addr, addr + len).
+            let _ = w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
+                let mut b = old.to_le_bytes();
+                for (k, byte) in b.iter_mut().enumerate() {
+                    let a = word_addr + k as u64;
+                    if a >= addr && a - addr < len {
+                        if let Some(v) = data.get((a - addr) as usize) {
+                            *byte = *v;
+                        }
+                    }
+                }
+                Some(u64::from_le_bytes(b))
+            });
+        }
+        Some(())
+    }
+
+    /// Reads arbitrary bytes at any alignment.
+    pub fn read_bytes(&self, addr: u64, out: &mut [u8]) -> Option<()> {
+        if out.is_empty() {
+            return Some(());
+        }
+        let len = u64::try_from(out.len()).ok()?;
+        let first = addr - addr % 8;
+        let end = addr.checked_add(len)?.checked_next_multiple_of(8)?;
+        let span = self.span(first, end - first)?;
+        for (i, w) in span.as_slice().iter().enumerate() {
+            let word_addr = first + (i as u64) * 8;
+            let b = w.load(Ordering::Acquire).to_le_bytes();
+            for (k, byte) in b.iter().enumerate() {
+                let a = word_addr + k as u64;
+                if a >= addr && a - addr < len {
+                    if let Some(o) = out.get_mut((a - addr) as usize) {
+                        *o = *byte;
+                    }
+                }
+            }
+        }
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alloc_is_page_aligned_nonzero_and_guarded() {
+        let m = Memory::new(1 << 20);
+        let a = m.alloc_system(100, 8).unwrap();
+        let b = m.alloc_system(4096, 65536).unwrap();
+        assert!(a.bus_addr >= SYSMEM_START && a.bus_addr.is_multiple_of(PAGE_SIZE));
+        assert_eq!(a.len, PAGE_SIZE);
+        assert!(b.bus_addr.is_multiple_of(65536));
+        assert!(m.read_u64(0).is_none());
+        assert!(m.read_u64(a.bus_addr + a.len).is_none(), "guard page");
+        assert!(m.read_u64(a.bus_addr + 4).is_none(), "misaligned");
+        assert!(!m.is_mapped(a.bus_addr, a.len + 8));
+        assert!(m.alloc_system(0, 8).is_none());
+        assert!(m.alloc_system(8, 3).is_none());
+    }
+
+    #[test]
+    fn cpu_and_bus_views_are_the_same_words() {
+        let m = Memory::new(1 << 20);
+        let a = m.alloc_system(4096, 4096).unwrap();
+        m.write_u64(a.bus_addr + 16, 0xDEAD).unwrap();
+        assert_eq!(a.word(16).unwrap().load(Ordering::Acquire), 0xDEAD);
+        let p = a.as_mut_ptr();
+        // SAFETY: `a` is alive, offset 3 words is inside its 4096 bytes, and the access is
+        // atomic on an aligned word, as the module contract requires.
+        let w = unsafe { AtomicU64::from_ptr(p.add(3)) };
+        w.store(7, Ordering::Release);
+        assert_eq!(m.read_u64(a.bus_addr + 24), Some(7));
+        assert!(m.free_system(a.bus_addr));
+        assert!(m.read_u64(a.bus_addr).is_none(), "freed: gone from the bus");
+        assert_eq!(
+            a.word(24).unwrap().load(Ordering::Relaxed),
+            7,
+            "CPU handle safe"
+        );
+    }
+
+    #[test]
+    fn vram_and_bytes() {
+        let m = Memory::new(1 << 20);
+        assert_eq!(m.vram_size(), 1 << 20);
+        m.write_u64(VRAM_BASE + 8, 5).unwrap();
+        assert_eq!(m.vram_words()[1].load(Ordering::Relaxed), 5);
+        assert!(m.read_u64(VRAM_BASE + (1 << 20)).is_none());
+        m.write_bytes(VRAM_BASE + 3, b"hello world").unwrap();
+        let mut out = [0u8; 11];
+        m.read_bytes(VRAM_BASE + 3, &mut out).unwrap();
+        assert_eq!(&out, b"hello world");
+        let a = VRAM_BASE + 64;
+        assert_eq!(m.fetch_max(a, 9, Ordering::AcqRel), Some(0));
+        assert_eq!(m.fetch_max(a, 3, Ordering::AcqRel), Some(9));
+        assert_eq!(m.read_words(a, 1).unwrap(), vec![9]);
+    }
+}

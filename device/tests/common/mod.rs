@@ -1,0 +1,288 @@
+//! A test-side "mini driver": what a KMD does to bring the device up and feed it, without any
+//! of the OS around it. Shared by the integration tests.
+#![allow(dead_code)]
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rvgpu_device::{Device, DeviceConfig, LatchLine, Memory, Mode, SysAlloc};
+use rvgpu_hw::cmd::Command;
+use rvgpu_hw::event::EventRecord;
+use rvgpu_hw::log::{ENTRIES_PER_BUFFER, LOG_TYPE_SIGNALS, LOG_TYPE_WAITS};
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
+use rvgpu_hw::regs::{self, IntCause};
+
+pub const EVENT_RING_SIZE: u32 = 64;
+
+pub struct Rig {
+    pub mem: Arc<Memory>,
+    pub dev: Arc<Device>,
+    pub line: Arc<LatchLine>,
+    pub arena: SysAlloc,
+    next: u64,
+    next_doorbell: u32,
+    pub event_ring: u64,
+}
+
+/// A queue as the mini driver tracks it.
+#[derive(Clone, Debug)]
+pub struct Q {
+    pub engine: u32,
+    pub desc: QueueDescriptor,
+    /// Producer write pointer (bytes, free-running).
+    pub wptr: u64,
+    pub doorbell: Option<u32>,
+}
+
+impl Q {
+    pub fn id(&self) -> u32 {
+        self.desc.queue_id
+    }
+}
+
+/// A native fence: CurrentValue and MonitoredValue on their own page.
+#[derive(Clone, Copy, Debug)]
+pub struct Fence {
+    pub cv: u64,
+    pub mv: u64,
+}
+
+impl Rig {
+    pub fn new(cfg: DeviceConfig) -> Self {
+        let mem = Memory::new(cfg.vram_size);
+        let line = LatchLine::new();
+        let threaded = cfg.mode == Mode::Threaded;
+        let dev = Device::new(cfg, Arc::clone(&mem), line.clone());
+        let arena = mem.alloc_system(8 << 20, 4096).unwrap();
+        let (b, s) = regs::syswin_regs(0).unwrap();
+        dev.write64(b, arena.bus_addr);
+        dev.write64(s, arena.len);
+        let mut rig = Self {
+            mem,
+            dev,
+            line,
+            next: arena.bus_addr,
+            arena,
+            next_doorbell: 0,
+            event_ring: 0,
+        };
+        rig.event_ring = rig.alloc(u64::from(EVENT_RING_SIZE) * 32);
+        rig.dev.write64(regs::EVENT_RING_BASE, rig.event_ring);
+        rig.dev.write32(regs::EVENT_RING_SIZE, EVENT_RING_SIZE);
+        rig.dev.write32(regs::EVENT_RING_CTRL, 1);
+        rig.dev.write32(regs::INT_ENABLE, IntCause::all().bits());
+        if threaded {
+            rig.dev.start();
+        }
+        rig
+    }
+
+    pub fn step() -> Self {
+        Self::new(DeviceConfig::step())
+    }
+
+    /// Page-aligned zeroed memory inside the registered window.
+    pub fn alloc(&mut self, bytes: u64) -> u64 {
+        let a = self.next;
+        self.next += bytes.next_multiple_of(4096);
+        assert!(
+            self.next <= self.arena.bus_addr + self.arena.len,
+            "arena full"
+        );
+        a
+    }
+
+    pub fn fence(&mut self, initial: u64) -> Fence {
+        let p = self.alloc(16);
+        let f = Fence { cv: p, mv: p + 8 };
+        self.mem.write_u64(f.cv, initial).unwrap();
+        // No waiter: MonitoredValue = u64::MAX (NF-02).
+        self.mem.write_u64(f.mv, u64::MAX).unwrap();
+        f
+    }
+
+    fn log_buffer(&mut self, log_type: u32, entries: u64) -> u64 {
+        let a = self.alloc(4096);
+        self.mem.write_u64(a + 8, u64::from(log_type)).unwrap();
+        self.mem.write_u64(a + 16, entries).unwrap();
+        a
+    }
+
+    /// A queue on `engine` with a 4 KiB ring, logs, and (dedicated mode) a bound doorbell.
+    pub fn queue(&mut self, engine: u32, id: u32) -> Q {
+        self.queue_with(engine, id, 0, 4096, ENTRIES_PER_BUFFER)
+    }
+
+    pub fn queue_with(
+        &mut self,
+        engine: u32,
+        id: u32,
+        prio: u32,
+        ring: u32,
+        log_entries: u64,
+    ) -> Q {
+        let ring_base = self.alloc(u64::from(ring));
+        let rc = self.alloc(RingControl::SIZE);
+        let progress = self.alloc(8);
+        let wait_log = self.log_buffer(LOG_TYPE_WAITS, log_entries);
+        let signal_log = self.log_buffer(LOG_TYPE_SIGNALS, log_entries);
+        let doorbell = if self.dev.config().global_doorbell {
+            Some(0)
+        } else if self.next_doorbell < self.dev.config().doorbells {
+            let d = self.next_doorbell;
+            self.next_doorbell += 1;
+            self.dev.write32(regs::doorbell_bind_reg(d).unwrap(), id);
+            Some(d)
+        } else {
+            None
+        };
+        Q {
+            engine,
+            desc: QueueDescriptor {
+                queue_id: id,
+                flags: QueueFlags::VALID.bits(),
+                ring_base,
+                ring_size: ring,
+                doorbell: doorbell.unwrap_or(NO_DOORBELL),
+                ring_control: rc,
+                progress_fence: progress,
+                wait_log,
+                signal_log,
+                priority: prio,
+                ..Default::default()
+            },
+            wptr: 0,
+            doorbell,
+        }
+    }
+
+    /// Writes a runlist for `engine` with `descs` and commits it.
+    pub fn commit_descs(&mut self, engine: u32, descs: &[QueueDescriptor]) {
+        let rl = self.alloc((descs.len().max(1) * 128) as u64);
+        for (i, d) in descs.iter().enumerate() {
+            self.mem
+                .write_words(rl + (i as u64) * 128, &d.to_words())
+                .unwrap();
+        }
+        let reg = |r| regs::engine_reg(engine, r).unwrap();
+        self.dev.write64(reg(regs::engine::RUNLIST_BASE), rl);
+        self.dev
+            .write32(reg(regs::engine::RUNLIST_COUNT), descs.len() as u32);
+        self.dev.write32(reg(regs::engine::RUNLIST_COMMIT), 1);
+    }
+
+    pub fn commit(&mut self, engine: u32, qs: &[&Q]) {
+        let descs: Vec<_> = qs.iter().map(|q| q.desc).collect();
+        self.commit_descs(engine, &descs);
+    }
+
+    /// Writes raw words at the producer pointer (wrapping), then publishes write_ptr.
+    pub fn push_words(&self, q: &mut Q, words: &[u64]) {
+        for w in words {
+            let off = q.wptr % u64::from(q.desc.ring_size);
+            self.mem
+                .store(q.desc.ring_base + off, *w, Ordering::Relaxed)
+                .unwrap();
+            q.wptr += 8;
+        }
+        // Release: publishes the packets (ring-control protocol).
+        self.mem
+            .store(
+                q.desc.ring_control + RingControl::WRITE_PTR,
+                q.wptr,
+                Ordering::Release,
+            )
+            .unwrap();
+    }
+
+    pub fn push(&self, q: &mut Q, cmds: &[Command]) {
+        let mut words = Vec::new();
+        for c in cmds {
+            let mut buf = vec![0u64; c.len()];
+            c.encode(&mut buf).unwrap();
+            words.extend(buf);
+        }
+        self.push_words(q, &words);
+    }
+
+    /// Rings the queue's doorbell (or kicks it through the engine register).
+    pub fn ring(&self, q: &Q) {
+        match q.doorbell {
+            Some(p) if self.dev.config().global_doorbell => {
+                self.dev.doorbell_write(p, u64::from(q.id()))
+            }
+            Some(p) => self.dev.doorbell_write(p, q.wptr),
+            None => self.kick(q),
+        }
+    }
+
+    pub fn kick(&self, q: &Q) {
+        self.dev.write32(
+            regs::engine_reg(q.engine, regs::engine::QUEUE_KICK).unwrap(),
+            q.id(),
+        );
+    }
+
+    pub fn submit(&self, q: &mut Q, cmds: &[Command]) {
+        self.push(q, cmds);
+        self.ring(q);
+    }
+
+    pub fn run(&self) -> usize {
+        self.dev.run_until_idle(100_000)
+    }
+
+    pub fn read_ptr(&self, q: &Q) -> u64 {
+        self.mem
+            .read_u64(q.desc.ring_control + RingControl::READ_PTR)
+            .unwrap()
+    }
+
+    /// The ISR protocol: read INT_STATUS, acknowledge those bits BEFORE draining, read WPTR,
+    /// consume records up to it, write RPTR. Returns (status bits, records).
+    pub fn isr(&self) -> (IntCause, Vec<EventRecord>) {
+        let status = self.dev.read32(regs::INT_STATUS);
+        self.dev.write32(regs::INT_ACK, status);
+        (IntCause::from_bits_retain(status), self.drain())
+    }
+
+    /// Consumes event records up to WPTR without touching INT_STATUS.
+    pub fn drain(&self) -> Vec<EventRecord> {
+        let w = self.dev.read32(regs::EVENT_RING_WPTR);
+        let mut r = self.dev.read32(regs::EVENT_RING_RPTR);
+        let mut out = Vec::new();
+        while r != w {
+            let slot = self.event_ring + u64::from(r % EVENT_RING_SIZE) * 32;
+            let words = self.mem.read_words(slot, 4).unwrap();
+            out.push(EventRecord::from_words(words.try_into().unwrap()));
+            r = r.wrapping_add(1);
+        }
+        self.dev.write32(regs::EVENT_RING_RPTR, r);
+        out
+    }
+
+    /// Threaded mode: waits (bounded) until `cond` holds.
+    pub fn wait_until(&self, what: &str, mut cond: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !cond() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    pub fn engine_reg(&self, engine: u32, r: usize) -> usize {
+        regs::engine_reg(engine, r).unwrap()
+    }
+}
+
+pub fn signal(f: Fence, value: u64, flags: u8, tag: u64) -> Command {
+    Command::FenceSignal {
+        flags,
+        value_addr: f.cv,
+        value,
+        monitored_addr: f.mv,
+        report_tag: tag,
+    }
+}
