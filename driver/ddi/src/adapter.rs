@@ -81,6 +81,27 @@ layout!(
     DockingState = 72
 );
 /// `PDXGK_DEVICE_INFO`.
+impl Default for DXGK_DEVICE_INFO {
+    /// All-zero, the state Dxgkrnl's callback fills in.
+    fn default() -> Self {
+        Self {
+            MiniportDeviceContext: core::ptr::null_mut(),
+            PhysicalDeviceObject: core::ptr::null_mut(),
+            DeviceRegistryPath: UNICODE_STRING {
+                Length: 0,
+                MaximumLength: 0,
+                Buffer: core::ptr::null_mut(),
+            },
+            TranslatedResourceList: core::ptr::null_mut(),
+            SystemMemorySize: LARGE_INTEGER { QuadPart: 0 },
+            HighestPhysicalAddress: LARGE_INTEGER { QuadPart: 0 },
+            AgpApertureBase: LARGE_INTEGER { QuadPart: 0 },
+            AgpApertureSize: 0,
+            DockingState: 0,
+        }
+    }
+}
+
 pub type PDXGK_DEVICE_INFO = *mut DXGK_DEVICE_INFO;
 
 /// `LINKED_DEVICE`: linked-adapter chain description (`DxgkDdiLinkDevice`).

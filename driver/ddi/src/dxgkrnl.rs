@@ -577,8 +577,86 @@ unbound_fn!(DXGKCB_INDICATE_CONNECTOR_CHANGE, "https://learn.microsoft.com/en-us
 unbound_fn!(DXGKCB_UNBLOCKUEFIFRAMEBUFFERRANGES, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgkrnl_interface");
 unbound_fn!(DXGKCB_ACQUIRE_POST_DISPLAY_OWNERSHIP2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_acquire_post_display_ownership2");
 unbound_fn!(DXGKCB_SETPROTECTEDSESSIONSTATUS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgkrnl_interface");
-unbound_fn!(DXGKCB_ALLOCATECONTIGUOUSMEMORY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_allocatecontiguousmemory");
-unbound_fn!(DXGKCB_FREECONTIGUOUSMEMORY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_freecontiguousmemory");
+/// `DXGKARGCB_ALLOCATECONTIGUOUSMEMORY`: in/out arguments of
+/// [`DXGKCB_ALLOCATECONTIGUOUSMEMORY`] (WDDM 2.4+). Dxgkrnl returns non-paged, physically
+/// contiguous memory already mapped for the device's IOMMU.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_allocatecontiguousmemory>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARGCB_ALLOCATECONTIGUOUSMEMORY {
+    /// Bytes to allocate.
+    pub NumberOfBytes: SIZE_T,
+    /// Lowest physical address the device accepts.
+    pub LowestAcceptableAddress: PHYSICAL_ADDRESS,
+    /// Highest physical address the device accepts.
+    pub HighestAcceptableAddress: PHYSICAL_ADDRESS,
+    /// The allocation may not cross a multiple of this (0: no constraint).
+    pub BoundaryAddressMultiple: PHYSICAL_ADDRESS,
+    /// Caching of the CPU mapping (`DXGK_MEMORY_CACHING_TYPE`, values as `MEMORY_CACHING_TYPE`).
+    pub CacheType: MEMORY_CACHING_TYPE,
+    /// Out: Dxgkrnl's handle for freeing.
+    pub hMemoryHandle: HANDLE,
+    /// Out: kernel VA of the memory.
+    pub pMemory: PVOID,
+}
+layout!(
+    DXGKARGCB_ALLOCATECONTIGUOUSMEMORY,
+    size = 56,
+    NumberOfBytes = 0,
+    LowestAcceptableAddress = 8,
+    HighestAcceptableAddress = 16,
+    BoundaryAddressMultiple = 24,
+    CacheType = 32,
+    hMemoryHandle = 40,
+    pMemory = 48
+);
+
+impl Default for DXGKARGCB_ALLOCATECONTIGUOUSMEMORY {
+    fn default() -> Self {
+        let zero = PHYSICAL_ADDRESS { QuadPart: 0 };
+        Self {
+            NumberOfBytes: 0,
+            LowestAcceptableAddress: zero,
+            HighestAcceptableAddress: zero,
+            BoundaryAddressMultiple: zero,
+            CacheType: 0,
+            hMemoryHandle: core::ptr::null_mut(),
+            pMemory: core::ptr::null_mut(),
+        }
+    }
+}
+
+/// `DXGKCB_ALLOCATECONTIGUOUSMEMORY` (PASSIVE).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_allocatecontiguousmemory>
+pub type DXGKCB_ALLOCATECONTIGUOUSMEMORY = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pAllocateContiguousMemory: *mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKARGCB_FREECONTIGUOUSMEMORY`: arguments of [`DXGKCB_FREECONTIGUOUSMEMORY`].
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_freecontiguousmemory>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARGCB_FREECONTIGUOUSMEMORY {
+    /// The handle [`DXGKCB_ALLOCATECONTIGUOUSMEMORY`] returned.
+    pub hMemoryHandle: HANDLE,
+}
+layout!(DXGKARGCB_FREECONTIGUOUSMEMORY, size = 8, hMemoryHandle = 0);
+
+/// `DXGKCB_FREECONTIGUOUSMEMORY` (PASSIVE).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_freecontiguousmemory>
+pub type DXGKCB_FREECONTIGUOUSMEMORY = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pFreeContiguousMemory: *const DXGKARGCB_FREECONTIGUOUSMEMORY,
+    ) -> NTSTATUS,
+>;
 unbound_fn!(DXGKCB_ALLOCATEPAGESFORMDL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_allocatepagesformdl");
 unbound_fn!(DXGKCB_FREEPAGESFROMMDL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_freepagesfrommdl");
 unbound_fn!(DXGKCB_PINFRAMEBUFFERFORSAVE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_pinframebufferforsave");

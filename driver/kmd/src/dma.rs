@@ -31,7 +31,12 @@ impl DmaBuffer {
     /// `va` must be 8-byte aligned and valid for `bytes` bytes of reads and writes until the
     /// buffer is freed through `handle`, and nothing may access it non-atomically meanwhile.
     pub unsafe fn from_raw(va: NonNull<u8>, bus: u64, bytes: u64, handle: usize) -> Self {
-        Self { va: va.cast(), bus, bytes, handle }
+        Self {
+            va: va.cast(),
+            bus,
+            bytes,
+            handle,
+        }
     }
 
     /// Bus (GPU) address of byte 0.
@@ -61,7 +66,9 @@ impl DmaBuffer {
 
     /// GPU address of the word at byte offset `off`, if inside the buffer.
     pub fn bus_at(&self, off: u64) -> Option<u64> {
-        (off < self.bytes).then(|| self.bus.checked_add(off)).flatten()
+        (off < self.bytes)
+            .then(|| self.bus.checked_add(off))
+            .flatten()
     }
 
     fn word(&self, index: u64) -> Option<&AtomicU64> {

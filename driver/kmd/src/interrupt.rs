@@ -20,15 +20,36 @@ use crate::platform::Platform;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceEvent {
     /// A fence signal needed an interrupt (NF-03).
-    FenceSignaled { engine: u32, queue: u32, tag: u64, value: u64, monitored_addr: u64 },
+    FenceSignaled {
+        engine: u32,
+        queue: u32,
+        tag: u64,
+        value: u64,
+        monitored_addr: u64,
+    },
     /// PROGRESS with interrupt: DMA completed up to `value` on `queue`.
     Progress { engine: u32, queue: u32, value: u64 },
     /// An engine changed state.
-    EngineState { engine: u32, old: Option<EngineState>, new: Option<EngineState> },
+    EngineState {
+        engine: u32,
+        old: Option<EngineState>,
+        new: Option<EngineState>,
+    },
     /// A queue faulted.
-    Fault { engine: u32, queue: u32, code: Option<FaultCode>, addr: u64, rptr: u64 },
+    Fault {
+        engine: u32,
+        queue: u32,
+        code: Option<FaultCode>,
+        addr: u64,
+        rptr: u64,
+    },
     /// An engine reset finished.
-    ResetDone { engine: u32, result: Option<ResetResult>, queue: u32, rptr: u64 },
+    ResetDone {
+        engine: u32,
+        result: Option<ResetResult>,
+        queue: u32,
+        rptr: u64,
+    },
 }
 
 impl DeviceEvent {
@@ -45,7 +66,11 @@ impl DeviceEvent {
                 value: r.arg1,
                 monitored_addr: r.arg2,
             },
-            EventKind::Progress => Self::Progress { engine, queue, value: r.arg0 },
+            EventKind::Progress => Self::Progress {
+                engine,
+                queue,
+                value: r.arg0,
+            },
             EventKind::EngineState => Self::EngineState {
                 engine,
                 old: small(r.arg0).and_then(EngineState::from_u32),

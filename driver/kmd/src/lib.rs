@@ -5,9 +5,17 @@
 #![cfg_attr(not(test), no_std)]
 extern crate alloc;
 
+pub mod adapter;
+pub mod caps;
+pub mod ddi;
 pub mod device;
 pub mod dma;
+pub mod dxgk;
 pub mod interrupt;
 pub mod mmio;
 pub mod platform;
+pub mod resources;
+pub mod status;
 pub mod sync;
+
+pub use ddi::initialization_data;

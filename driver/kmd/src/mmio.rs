@@ -25,7 +25,10 @@ unsafe impl<P: Platform> Sync for Regs<P> {}
 
 impl<P: Platform> core::fmt::Debug for Regs<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Regs").field("base", &self.base).field("len", &self.len).finish()
+        f.debug_struct("Regs")
+            .field("base", &self.base)
+            .field("len", &self.len)
+            .finish()
     }
 }
 
@@ -36,7 +39,11 @@ impl<P: Platform> Regs<P> {
     /// `base` must be the mapping of BAR0 returned by `DxgkCbMapMemory`, valid for `len` bytes
     /// until the adapter stops and this value is dropped.
     pub unsafe fn new(base: NonNull<u8>, len: usize) -> Self {
-        Self { base, len, _platform: PhantomData }
+        Self {
+            base,
+            len,
+            _platform: PhantomData,
+        }
     }
 
     /// `Some(offset)` if a `width`-byte access at `offset` is inside the BAR and aligned.

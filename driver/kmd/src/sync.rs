@@ -29,7 +29,11 @@ unsafe impl<P: Platform, T: Send> Send for SpinLock<P, T> {}
 impl<P: Platform, T> SpinLock<P, T> {
     /// A new unlocked lock.
     pub const fn new(value: T) -> Self {
-        Self { locked: AtomicBool::new(false), value: UnsafeCell::new(value), _platform: PhantomData }
+        Self {
+            locked: AtomicBool::new(false),
+            value: UnsafeCell::new(value),
+            _platform: PhantomData,
+        }
     }
 
     /// Acquires the lock, raising to DISPATCH_LEVEL. Must not be called above DISPATCH_LEVEL
@@ -45,7 +49,10 @@ impl<P: Platform, T> SpinLock<P, T> {
                 core::hint::spin_loop();
             }
         }
-        SpinGuard { lock: self, previous }
+        SpinGuard {
+            lock: self,
+            previous,
+        }
     }
 
     /// Mutable access without locking, through exclusive ownership.
@@ -56,7 +63,9 @@ impl<P: Platform, T> SpinLock<P, T> {
 
 impl<P: Platform, T> core::fmt::Debug for SpinLock<P, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SpinLock").field("locked", &self.locked.load(Ordering::Relaxed)).finish()
+        f.debug_struct("SpinLock")
+            .field("locked", &self.locked.load(Ordering::Relaxed))
+            .finish()
     }
 }
 
@@ -68,7 +77,9 @@ pub struct SpinGuard<'a, P: Platform, T> {
 
 impl<P: Platform, T> core::fmt::Debug for SpinGuard<'_, P, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SpinGuard").field("previous", &self.previous).finish()
+        f.debug_struct("SpinGuard")
+            .field("previous", &self.previous)
+            .finish()
     }
 }
 

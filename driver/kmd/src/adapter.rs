@@ -1,0 +1,405 @@
+//! The adapter: one per PCI function, from `DxgkDdiAddDevice` to `DxgkDdiRemoveDevice`.
+//!
+//! Concurrency model:
+//! - PnP and power DDIs arrive at PASSIVE, serialised by Dxgkrnl; `lifecycle` records where we
+//!   are and rejects calls out of order with STATUS_INVALID_DEVICE_STATE.
+//! - Everything the ISR needs is in [`Live`], published through an atomic pointer once it is
+//!   complete (Release) and unpublished under `DxgkCbSynchronizeExecution` at stop, so an ISR
+//!   either sees a whole `Live` or none, and never one being torn down.
+//! - The event ring's read pointer is ISR state: touched only at device IRQL under the
+//!   interrupt lock ([`IsrCell`]).
+
+use alloc::boxed::Box;
+use core::cell::UnsafeCell;
+use core::ffi::c_void;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+use rvgpu_ddi::interrupt::{
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange, DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+    DXGK_ENGINE_STATE_ACTIVE, DXGK_ENGINE_STATE_HUNG, DXGK_ENGINE_STATE_TRANSITION_TO_F1,
+    DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE,
+};
+use rvgpu_hw::engine::EngineState;
+
+use crate::device::{self, DeviceIdentity};
+use crate::dma::DmaBuffer;
+use crate::dxgk::Dxgk;
+use crate::interrupt::{DeviceEvent, EventRing, EVENT_RING_RECORDS};
+use crate::klog;
+use crate::mmio::Regs;
+use crate::platform::Platform;
+use crate::resources::{self, Resources};
+use crate::status::{self, Status};
+use crate::sync::SpinLock;
+
+/// Where the adapter is in its PnP life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lifecycle {
+    /// AddDevice done, not started (or stopped).
+    Added,
+    /// StartDevice succeeded.
+    Started,
+    /// RemoveDevice ran; nothing more may be called.
+    Removed,
+}
+
+/// Device power state as Dxgkrnl set it (`DEVICE_POWER_STATE`: D0 = 1 .. D3 = 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PowerState(pub i32);
+
+/// State the ISR owns. Only the ISR and routines run through `DxgkCbSynchronizeExecution` may
+/// touch it; both hold the adapter's interrupt lock at device IRQL.
+struct IsrCell(UnsafeCell<EventRing>);
+
+// SAFETY: access is serialised by the interrupt lock (see the type's doc); the ring itself is
+// plain memory plus indices.
+unsafe impl Sync for IsrCell {}
+// SAFETY: as above.
+unsafe impl Send for IsrCell {}
+
+/// What a started adapter has: the ISR's view.
+pub struct Live<P: Platform> {
+    pub dxgk: Dxgk,
+    pub regs: Regs<P>,
+    pub regs_va: NonNull<u8>,
+    pub identity: DeviceIdentity,
+    pub resources: Resources,
+    isr: IsrCell,
+}
+
+impl<P: Platform> core::fmt::Debug for Live<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Live")
+            .field("identity", &self.identity)
+            .field("resources", &self.resources)
+            .finish()
+    }
+}
+
+/// Counters for debugging (WinDbg shows them through the NatVis) and tests.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub isr_claimed: AtomicU64,
+    pub isr_unclaimed: AtomicU64,
+    pub events: AtomicU64,
+    pub unknown_events: AtomicU64,
+    pub overflows: AtomicU64,
+    pub dpcs: AtomicU64,
+    /// Events whose handling belongs to a feature not built yet (counted, not dropped
+    /// silently).
+    pub unhandled_events: AtomicU64,
+}
+
+/// The per-adapter driver object. Its address is the `MiniportDeviceContext`.
+pub struct Adapter<P: Platform> {
+    pdo: *mut c_void,
+    lifecycle: SpinLock<P, (Lifecycle, PowerState)>,
+    live: AtomicPtr<Live<P>>,
+    pub stats: Stats,
+}
+
+// SAFETY: `pdo` is an opaque OS handle never dereferenced; everything else is synchronised as
+// the module documentation describes.
+unsafe impl<P: Platform> Send for Adapter<P> {}
+// SAFETY: as above.
+unsafe impl<P: Platform> Sync for Adapter<P> {}
+
+impl<P: Platform> core::fmt::Debug for Adapter<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Adapter")
+            .field("pdo", &self.pdo)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// `DEVICE_POWER_STATE::PowerDeviceD0`.
+pub const POWER_D0: i32 = 1;
+/// `DEVICE_POWER_STATE::PowerDeviceD3`.
+pub const POWER_D3: i32 = 4;
+/// `DISPLAY_ADAPTER_HW_ID`: the device UID that means "the adapter itself".
+pub const DISPLAY_ADAPTER_HW_ID: u32 = 0xFFFF_FFFF;
+
+impl<P: Platform> Adapter<P> {
+    /// AddDevice: a new, unstarted adapter for physical device object `pdo`.
+    pub fn new(pdo: *mut c_void) -> Self {
+        Self {
+            pdo,
+            lifecycle: SpinLock::new((Lifecycle::Added, PowerState(POWER_D0))),
+            live: AtomicPtr::new(ptr::null_mut()),
+            stats: Stats::default(),
+        }
+    }
+
+    /// Current lifecycle state.
+    pub fn lifecycle(&self) -> Lifecycle {
+        self.lifecycle.lock().0
+    }
+
+    /// The started adapter, if any. The reference is valid while the adapter stays started,
+    /// which Dxgkrnl guarantees for the duration of any DDI other than StopDevice.
+    pub fn live(&self) -> Option<&Live<P>> {
+        let p = self.live.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer was published by `start` from a leaked Box and stays
+        // valid until `stop` unpublishes it under the interrupt lock and frees it; callers run
+        // inside DDIs that Dxgkrnl does not overlap with StopDevice.
+        unsafe { p.as_ref() }
+    }
+
+    /// StartDevice: discover resources, map registers, bring the device up, publish the ISR
+    /// state, enable interrupts. On failure everything acquired so far is released.
+    pub fn start(&self, dxgk: Dxgk) -> Result<(), Status> {
+        {
+            let mut l = self.lifecycle.lock();
+            if l.0 != Lifecycle::Added {
+                return Err(status::INVALID_DEVICE_STATE);
+            }
+            // Claim the transition so a concurrent (buggy) second start fails fast.
+            l.0 = Lifecycle::Started;
+        }
+        match self.bring_up(dxgk) {
+            Ok(live) => {
+                self.live.store(Box::into_raw(live), Ordering::Release);
+                if let Some(l) = self.live() {
+                    device::enable_interrupts(&l.regs);
+                    klog!(
+                        P,
+                        Info,
+                        "rvgpu: started, {} engines, {} doorbells, caps {:#x}",
+                        l.identity.config.engines,
+                        l.identity.config.doorbells,
+                        l.identity.caps.bits()
+                    );
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.lifecycle.lock().0 = Lifecycle::Added;
+                klog!(P, Error, "rvgpu: start failed: {:#x}", e.code());
+                Err(e)
+            }
+        }
+    }
+
+    fn bring_up(&self, dxgk: Dxgk) -> Result<Box<Live<P>>, Status> {
+        let info = dxgk.device_information()?;
+        // SAFETY: Dxgkrnl's DXGK_DEVICE_INFO points at a valid translated resource list.
+        let res = unsafe { resources::parse(info.TranslatedResourceList) }
+            .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
+        let va = dxgk.map_registers(res.mmio.start, res.mmio.length)?;
+        let len = usize::try_from(res.mmio.length).map_err(|_| status::INSUFFICIENT_RESOURCES)?;
+        // SAFETY: `va` maps BAR0 for `len` bytes until we unmap it in `tear_down`/below.
+        let regs = unsafe { Regs::<P>::new(va, len) };
+        let identity = match device::probe(&regs) {
+            Ok(id) => id,
+            Err(e) => {
+                klog!(P, Error, "rvgpu: probe failed: {:?}", e);
+                let _ = dxgk.unmap(va);
+                return Err(status::DEVICE_HARDWARE_ERROR);
+            }
+        };
+        device::quiesce(&regs, identity.config.engines);
+        let ring = match Self::alloc_event_ring(&dxgk, &regs) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = dxgk.unmap(va);
+                return Err(e);
+            }
+        };
+        Ok(Box::new(Live {
+            dxgk,
+            regs,
+            regs_va: va,
+            identity,
+            resources: res,
+            isr: IsrCell(UnsafeCell::new(ring)),
+        }))
+    }
+
+    fn alloc_event_ring(dxgk: &Dxgk, regs: &Regs<P>) -> Result<EventRing, Status> {
+        let bytes = u64::from(EVENT_RING_RECORDS).saturating_mul(32);
+        let (va, handle) = dxgk.allocate_contiguous(bytes)?;
+        let Some(bus) = P::bus_address(va) else {
+            let _ = dxgk.free_contiguous(handle);
+            return Err(status::INSUFFICIENT_RESOURCES);
+        };
+        // SAFETY: fresh contiguous memory of `bytes` bytes, page aligned, owned by us until
+        // freed through `handle`.
+        let buf = unsafe { DmaBuffer::from_raw(va, bus, bytes, handle) };
+        buf.zero();
+        // Window 0 is the event ring's: the device may write nothing else of ours yet.
+        device::set_window(regs, 0, bus, bytes);
+        let mut ring = EventRing::new(buf, EVENT_RING_RECORDS).ok_or(status::UNSUCCESSFUL)?;
+        ring.program(regs);
+        Ok(ring)
+    }
+
+    /// StopDevice: interrupts off, ISR state unpublished under the interrupt lock, device
+    /// quiesced, memory and mappings released.
+    pub fn stop(&self) -> Result<(), Status> {
+        {
+            let l = self.lifecycle.lock();
+            if l.0 != Lifecycle::Started {
+                return Err(status::INVALID_DEVICE_STATE);
+            }
+        }
+        let raw = self.live.load(Ordering::Acquire);
+        if raw.is_null() {
+            return Err(status::INVALID_DEVICE_STATE);
+        }
+        // SAFETY: published by `start`, still published (only `stop` clears it, and Dxgkrnl
+        // serialises StopDevice with itself).
+        let dxgk = unsafe { (*raw).dxgk };
+        // SAFETY: as above.
+        unsafe { (*raw).regs.write32(rvgpu_hw::regs::INT_ENABLE, 0) };
+        // Unpublish at device IRQL: once this returns no ISR holds or will load the pointer.
+        let ctx = ptr::from_ref(&self.live).cast_mut().cast::<c_void>();
+        // SAFETY: `unpublish::<P>` expects exactly this context: our `live` slot, which
+        // outlives the call.
+        unsafe { dxgk.synchronize(unpublish::<P>, ctx) }?;
+        // SAFETY: `raw` came from Box::into_raw in `start` and is unreachable by the ISR now.
+        let live = unsafe { Box::from_raw(raw) };
+        Self::tear_down(*live);
+        self.lifecycle.lock().0 = Lifecycle::Added;
+        Ok(())
+    }
+
+    /// Frees what `start` built; the ISR can no longer reach it.
+    fn tear_down(live: Live<P>) {
+        device::quiesce(&live.regs, live.identity.config.engines);
+        let buf = live.isr.0.into_inner().into_buffer();
+        let _ = live.dxgk.free_contiguous(buf.handle());
+        let _ = live.dxgk.unmap(live.regs_va);
+    }
+
+    /// RemoveDevice: only from Added (Dxgkrnl stops first).
+    pub fn remove(&self) -> Result<(), Status> {
+        let mut l = self.lifecycle.lock();
+        if l.0 != Lifecycle::Added {
+            return Err(status::INVALID_DEVICE_STATE);
+        }
+        l.0 = Lifecycle::Removed;
+        Ok(())
+    }
+
+    /// SetPowerState for the adapter itself.
+    pub fn set_power(&self, device_uid: u32, state: i32) -> Result<(), Status> {
+        if device_uid != DISPLAY_ADAPTER_HW_ID {
+            // A render-only adapter has no children to power.
+            return Err(status::INVALID_PARAMETER);
+        }
+        if !(POWER_D0..=POWER_D3).contains(&state) {
+            return Err(status::INVALID_PARAMETER);
+        }
+        let mut l = self.lifecycle.lock();
+        if l.0 == Lifecycle::Removed {
+            return Err(status::INVALID_DEVICE_STATE);
+        }
+        if let Some(live) = self.live() {
+            if state == POWER_D0 {
+                device::enable_interrupts(&live.regs);
+            } else {
+                live.regs.write32(rvgpu_hw::regs::INT_ENABLE, 0);
+            }
+        }
+        l.1 = PowerState(state);
+        Ok(())
+    }
+
+    /// ResetDevice: called at high IRQL before a bug check or a soft reboot; must not block or
+    /// allocate. Silences the device so it stops interrupting and DMAing.
+    pub fn reset_device(&self) {
+        if let Some(live) = self.live() {
+            live.regs.write32(rvgpu_hw::regs::INT_ENABLE, 0);
+            live.regs.write32(rvgpu_hw::regs::EVENT_RING_CTRL, 0);
+        }
+    }
+
+    /// The ISR. Returns whether the interrupt was ours.
+    pub fn interrupt(&self) -> bool {
+        let Some(live) = self.live() else {
+            self.stats.isr_unclaimed.fetch_add(1, Ordering::Relaxed);
+            return false;
+        };
+        // SAFETY: the ISR holds the interrupt lock (IsrCell's invariant).
+        let ring = unsafe { &mut *live.isr.0.get() };
+        let mut notified = false;
+        let summary = ring.service(&live.regs, |ev| {
+            self.stats.events.fetch_add(1, Ordering::Relaxed);
+            notified |= self.dispatch_event(live, ev);
+        });
+        match summary {
+            None => {
+                self.stats.isr_unclaimed.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            Some(s) => {
+                self.stats.isr_claimed.fetch_add(1, Ordering::Relaxed);
+                self.stats
+                    .unknown_events
+                    .fetch_add(u64::from(s.unknown), Ordering::Relaxed);
+                if s.overflow {
+                    self.stats.overflows.fetch_add(1, Ordering::Relaxed);
+                }
+                if notified {
+                    live.dxgk.queue_dpc();
+                }
+                true
+            }
+        }
+    }
+
+    /// Turns one device event into what Dxgkrnl must hear. Returns whether it was notified.
+    fn dispatch_event(&self, live: &Live<P>, ev: DeviceEvent) -> bool {
+        match ev {
+            DeviceEvent::EngineState {
+                engine,
+                new: Some(new),
+                ..
+            } => {
+                let state = match new {
+                    EngineState::Active => DXGK_ENGINE_STATE_ACTIVE,
+                    EngineState::TransitionToF1 => DXGK_ENGINE_STATE_TRANSITION_TO_F1,
+                    EngineState::Hung => DXGK_ENGINE_STATE_HUNG,
+                    // Idle and Resetting are device-internal; the OS has no state for them.
+                    EngineState::Idle | EngineState::Resetting => return false,
+                };
+                let mut data = DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+                    InterruptType: DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE,
+                    ..Default::default()
+                };
+                data.Anonymous.EngineStateChange =
+                    DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange {
+                        NodeOrdinal: engine,
+                        EngineOrdinal: 0,
+                        NewState: state,
+                    };
+                live.dxgk.notify_interrupt(&data);
+                true
+            }
+            // Fence, progress, fault and reset events are wired by the native-fence,
+            // submission and TDR work; until then they are counted, never silently lost.
+            _ => {
+                self.stats.unhandled_events.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    /// The DPC: lets Dxgkrnl process what the ISR notified.
+    pub fn dpc(&self) {
+        self.stats.dpcs.fetch_add(1, Ordering::Relaxed);
+        if let Some(live) = self.live() {
+            live.dxgk.notify_dpc();
+        }
+    }
+}
+
+/// Synchronised routine for `stop`: clears the published pointer at device IRQL.
+unsafe extern "system" fn unpublish<P: Platform>(ctx: *mut c_void) -> u8 {
+    // SAFETY: `stop` passes a pointer to its adapter's `live` field, alive for the call.
+    let slot = unsafe { &*ctx.cast::<AtomicPtr<Live<P>>>() };
+    slot.store(ptr::null_mut(), Ordering::Release);
+    1
+}

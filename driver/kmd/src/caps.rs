@@ -1,0 +1,73 @@
+//! `DxgkDdiQueryAdapterInfo`: what the adapter tells Dxgkrnl about itself.
+//!
+//! Reference: <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryadapterinfo>.
+
+use core::mem::size_of;
+
+use rvgpu_ddi::adapter::{
+    DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS, DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS,
+};
+use rvgpu_ddi::PHYSICAL_ADDRESS;
+
+use crate::adapter::Live;
+use crate::platform::Platform;
+use crate::status::{self, Status};
+
+/// `DXGK_DRIVERCAPS` for a render-only WDDM 3.2 adapter with hardware scheduling.
+pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
+    let mut caps = DXGK_DRIVERCAPS {
+        HighestAcceptableAddress: PHYSICAL_ADDRESS {
+            QuadPart: (rvgpu_hw::addr::SYSMEM_LIMIT - 1) as i64,
+        },
+        // The one interrupt we connect (line-based or the first MSI message).
+        InterruptMessageNumber: 0,
+        // A render-only adapter is not a VGA device.
+        SupportNonVGA: 1,
+        // Per-engine TDR is advertised once ResetEngine and friends exist (TDR-01 obliges
+        // them); until then Dxgkrnl uses the adapter-wide path.
+        SupportPerEngineTDR: 0,
+        ..Default::default()
+    };
+    caps.GpuEngineTopology.NbAsymetricProcessingNodes = live.identity.config.engines;
+    let mut sched = DXGK_VIDSCHCAPS::default();
+    sched.set(DXGK_VIDSCHCAPS::MultiEngineAware, 1);
+    sched.set(DXGK_VIDSCHCAPS::NoDmaPatching, 1);
+    sched.set(
+        DXGK_VIDSCHCAPS::No64BitAtomics,
+        u32::from(!live.identity.caps.contains(rvgpu_hw::regs::Caps::ATOMIC64)),
+    );
+    // NativeGpuFence stays clear until the native-fence feature is negotiated with the OS
+    // (NF-10): advertising it without the OS enabling the feature fails adapter start.
+    caps.SchedulingCaps = sched;
+    caps
+}
+
+/// Handles one QueryAdapterInfo request.
+pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Result<(), Status> {
+    match args.Type {
+        DXGKQAITYPE_DRIVERCAPS => {
+            let caps = driver_caps(live);
+            write_out(args, &caps)
+        }
+        // Types this adapter does not implement: Dxgkrnl treats STATUS_NOT_SUPPORTED as "not
+        // available" for optional queries.
+        _ => Err(status::NOT_SUPPORTED),
+    }
+}
+
+/// Copies `value` to the request's output buffer after checking its size.
+fn write_out<T: Copy>(args: &DXGKARG_QUERYADAPTERINFO, value: &T) -> Result<(), Status> {
+    let need = size_of::<T>();
+    let have = usize::try_from(args.OutputDataSize).map_err(|_| status::INVALID_PARAMETER)?;
+    if args.pOutputData.is_null() {
+        return Err(status::INVALID_PARAMETER);
+    }
+    if have < need {
+        return Err(status::BUFFER_TOO_SMALL);
+    }
+    // SAFETY: Dxgkrnl provides `OutputDataSize` writable bytes at `pOutputData` (checked to be
+    // at least `size_of::<T>()` above); unaligned write because the OS buffer's alignment is
+    // not promised.
+    unsafe { args.pOutputData.cast::<T>().write_unaligned(*value) };
+    Ok(())
+}

@@ -1,0 +1,282 @@
+//! The DDI entry points: `extern "system"` functions in the `DRIVER_INITIALIZATION_DATA`.
+//!
+//! Each thunk does three things only: turn the raw context into `&Adapter`, check the raw
+//! arguments (null pointers, sizes), and call the adapter. The logic lives in the modules the
+//! adapter calls. Every thunk returns an NTSTATUS (or what its signature demands) and never
+//! panics: a bad argument is STATUS_INVALID_PARAMETER.
+//!
+//! The table is monomorphised per platform: `initialization_data::<WinKernel>()` in the
+//! Windows image, `initialization_data::<SimKernel>()` under the simulated OS.
+
+use alloc::boxed::Box;
+use core::ffi::c_void;
+
+use rvgpu_ddi::adapter::{
+    DXGKARG_QUERYADAPTERINFO, DXGK_CHILD_DESCRIPTOR, DXGK_CHILD_STATUS, DXGK_DEVICE_DESCRIPTOR,
+    DXGK_EVENT_TYPE, DXGK_START_INFO, PQUERY_INTERFACE, PVIDEO_REQUEST_PACKET,
+};
+use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
+use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, DXGKDDI_INTERFACE_VERSION};
+use rvgpu_ddi::{
+    BOOLEAN, DEVICE_POWER_STATE, HANDLE, NTSTATUS, PDEVICE_OBJECT, POWER_ACTION, PVOID, UCHAR,
+    ULONG,
+};
+
+use crate::adapter::Adapter;
+use crate::caps;
+use crate::dxgk::Dxgk;
+use crate::platform::Platform;
+use crate::status::{self, to_ntstatus};
+
+/// The miniport's entry-point table for platform `P`.
+pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
+    DRIVER_INITIALIZATION_DATA {
+        Version: DXGKDDI_INTERFACE_VERSION,
+        DxgkDdiAddDevice: Some(add_device::<P>),
+        DxgkDdiStartDevice: Some(start_device::<P>),
+        DxgkDdiStopDevice: Some(stop_device::<P>),
+        DxgkDdiRemoveDevice: Some(remove_device::<P>),
+        DxgkDdiDispatchIoRequest: Some(dispatch_io_request::<P>),
+        DxgkDdiInterruptRoutine: Some(interrupt_routine::<P>),
+        DxgkDdiDpcRoutine: Some(dpc_routine::<P>),
+        DxgkDdiQueryChildRelations: Some(query_child_relations::<P>),
+        DxgkDdiQueryChildStatus: Some(query_child_status::<P>),
+        DxgkDdiQueryDeviceDescriptor: Some(query_device_descriptor::<P>),
+        DxgkDdiSetPowerState: Some(set_power_state::<P>),
+        DxgkDdiNotifyAcpiEvent: Some(notify_acpi_event::<P>),
+        DxgkDdiResetDevice: Some(reset_device::<P>),
+        DxgkDdiUnload: Some(unload),
+        DxgkDdiQueryInterface: Some(query_interface::<P>),
+        DxgkDdiControlEtwLogging: Some(control_etw_logging),
+        DxgkDdiQueryAdapterInfo: Some(query_adapter_info::<P>),
+        ..Default::default()
+    }
+}
+
+/// `MiniportDeviceContext` / `hAdapter` → adapter, or `None` for null.
+///
+/// # Safety
+/// `ctx` must be null or a context returned by [`add_device`] and not yet removed (Dxgkrnl
+/// only passes contexts we gave it).
+unsafe fn adapter<'a, P: Platform>(ctx: *const c_void) -> Option<&'a Adapter<P>> {
+    // SAFETY: per the function contract.
+    unsafe { ctx.cast::<Adapter<P>>().as_ref() }
+}
+
+/// DxgkDdiAddDevice (PASSIVE): allocate the adapter context.
+unsafe extern "system" fn add_device<P: Platform>(
+    pdo: PDEVICE_OBJECT,
+    context: *mut PVOID,
+) -> NTSTATUS {
+    if pdo.is_null() || context.is_null() {
+        return status::INVALID_PARAMETER.code();
+    }
+    let a = Box::new(Adapter::<P>::new(pdo.cast()));
+    // SAFETY: `context` is a valid out pointer (checked non-null; Dxgkrnl's contract).
+    unsafe { context.write(Box::into_raw(a).cast()) };
+    status::SUCCESS
+}
+
+/// DxgkDdiStartDevice (PASSIVE).
+unsafe extern "system" fn start_device<P: Platform>(
+    ctx: PVOID,
+    start_info: *mut DXGK_START_INFO,
+    interface: *mut DXGKRNL_INTERFACE,
+    sources: *mut ULONG,
+    children: *mut ULONG,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context.
+    let Some(a) = (unsafe { adapter::<P>(ctx) }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    if start_info.is_null() || interface.is_null() || sources.is_null() || children.is_null() {
+        return status::INVALID_PARAMETER.code();
+    }
+    // SAFETY: non-null and provided by Dxgkrnl for the duration of the call; copied.
+    let iface = unsafe { interface.read() };
+    let r = a.start(Dxgk::new(iface));
+    if r.is_ok() {
+        // Render-only: no video present sources, no child devices.
+        // SAFETY: valid out pointers (checked non-null).
+        unsafe {
+            sources.write(0);
+            children.write(0);
+        }
+    }
+    to_ntstatus(r)
+}
+
+/// DxgkDdiStopDevice (PASSIVE).
+unsafe extern "system" fn stop_device<P: Platform>(ctx: PVOID) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context.
+    match unsafe { adapter::<P>(ctx) } {
+        Some(a) => to_ntstatus(a.stop()),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiRemoveDevice (PASSIVE): frees the context.
+unsafe extern "system" fn remove_device<P: Platform>(ctx: PVOID) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context.
+    let Some(a) = (unsafe { adapter::<P>(ctx) }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    if let Err(e) = a.remove() {
+        return e.code();
+    }
+    // SAFETY: `ctx` came from Box::into_raw in add_device; Dxgkrnl calls nothing with it after
+    // RemoveDevice, and `remove` checked the adapter is stopped.
+    drop(unsafe { Box::from_raw(ctx.cast::<Adapter<P>>()) });
+    status::SUCCESS
+}
+
+/// DxgkDdiDispatchIoRequest (PASSIVE): rvgpu defines no video IOCTLs.
+unsafe extern "system" fn dispatch_io_request<P: Platform>(
+    ctx: PVOID,
+    _source: ULONG,
+    packet: PVIDEO_REQUEST_PACKET,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context.
+    if unsafe { adapter::<P>(ctx) }.is_none() || packet.is_null() {
+        return status::INVALID_PARAMETER.code();
+    }
+    status::NOT_SUPPORTED.code()
+}
+
+/// DxgkDdiInterruptRoutine (device IRQL).
+unsafe extern "system" fn interrupt_routine<P: Platform>(ctx: PVOID, _message: ULONG) -> BOOLEAN {
+    // SAFETY: Dxgkrnl passes our own context.
+    match unsafe { adapter::<P>(ctx) } {
+        Some(a) => BOOLEAN::from(a.interrupt()),
+        None => 0,
+    }
+}
+
+/// DxgkDdiDpcRoutine (DISPATCH).
+unsafe extern "system" fn dpc_routine<P: Platform>(ctx: PVOID) {
+    // SAFETY: Dxgkrnl passes our own context.
+    if let Some(a) = unsafe { adapter::<P>(ctx) } {
+        a.dpc();
+    }
+}
+
+/// DxgkDdiQueryChildRelations (PASSIVE): a render-only adapter has no children; the array
+/// Dxgkrnl passes (NumberOfChildren + 1 zeroed entries) is left as is.
+unsafe extern "system" fn query_child_relations<P: Platform>(
+    ctx: PVOID,
+    relations: *mut DXGK_CHILD_DESCRIPTOR,
+    size: ULONG,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context.
+    if unsafe { adapter::<P>(ctx) }.is_none() || relations.is_null() {
+        return status::INVALID_PARAMETER.code();
+    }
+    let need = core::mem::size_of::<DXGK_CHILD_DESCRIPTOR>();
+    if usize::try_from(size).map_or(true, |s| s < need) {
+        return status::BUFFER_TOO_SMALL.code();
+    }
+    status::SUCCESS
+}
+
+/// DxgkDdiQueryChildStatus (PASSIVE): no child UID is valid on a render-only adapter.
+unsafe extern "system" fn query_child_status<P: Platform>(
+    ctx: PVOID,
+    child: *mut DXGK_CHILD_STATUS,
+    _non_destructive: BOOLEAN,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context.
+    if unsafe { adapter::<P>(ctx) }.is_none() || child.is_null() {
+        return status::INVALID_PARAMETER.code();
+    }
+    status::INVALID_PARAMETER.code()
+}
+
+/// DxgkDdiQueryDeviceDescriptor (PASSIVE): no children, so no descriptors.
+unsafe extern "system" fn query_device_descriptor<P: Platform>(
+    ctx: PVOID,
+    _child_uid: ULONG,
+    descriptor: *mut DXGK_DEVICE_DESCRIPTOR,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context.
+    if unsafe { adapter::<P>(ctx) }.is_none() || descriptor.is_null() {
+        return status::INVALID_PARAMETER.code();
+    }
+    status::GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED.code()
+}
+
+/// DxgkDdiSetPowerState (PASSIVE).
+unsafe extern "system" fn set_power_state<P: Platform>(
+    ctx: PVOID,
+    device_uid: ULONG,
+    state: DEVICE_POWER_STATE,
+    _action: POWER_ACTION,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context.
+    match unsafe { adapter::<P>(ctx) } {
+        Some(a) => to_ntstatus(a.set_power(device_uid, state)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiNotifyAcpiEvent (PASSIVE): rvgpu has no ACPI methods or events of its own, so there
+/// is nothing to evaluate; it reports no follow-up action.
+unsafe extern "system" fn notify_acpi_event<P: Platform>(
+    ctx: PVOID,
+    _event_type: DXGK_EVENT_TYPE,
+    _event: ULONG,
+    _argument: PVOID,
+    acpi_flags: *mut ULONG,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context.
+    if unsafe { adapter::<P>(ctx) }.is_none() || acpi_flags.is_null() {
+        return status::INVALID_PARAMETER.code();
+    }
+    // SAFETY: valid out pointer (checked non-null).
+    unsafe { acpi_flags.write(0) };
+    status::SUCCESS
+}
+
+/// DxgkDdiResetDevice (any IRQL, before a bug check or soft reboot).
+unsafe extern "system" fn reset_device<P: Platform>(ctx: PVOID) {
+    // SAFETY: Dxgkrnl passes our own context.
+    if let Some(a) = unsafe { adapter::<P>(ctx) } {
+        a.reset_device();
+    }
+}
+
+/// DxgkDdiUnload (PASSIVE): the driver keeps no global state, so there is nothing to free.
+unsafe extern "system" fn unload() {}
+
+/// DxgkDdiQueryInterface (PASSIVE): rvgpu exposes no driver-defined interfaces.
+unsafe extern "system" fn query_interface<P: Platform>(
+    ctx: PVOID,
+    query: PQUERY_INTERFACE,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context.
+    if unsafe { adapter::<P>(ctx) }.is_none() || query.is_null() {
+        return status::INVALID_PARAMETER.code();
+    }
+    status::NOT_SUPPORTED.code()
+}
+
+/// DxgkDdiControlEtwLogging (PASSIVE): rvgpu logs through DbgPrintEx only for now.
+unsafe extern "system" fn control_etw_logging(_enable: BOOLEAN, _flags: ULONG, _level: UCHAR) {}
+
+/// DxgkDdiQueryAdapterInfo (PASSIVE).
+unsafe extern "system" fn query_adapter_info<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const DXGKARG_QUERYADAPTERINFO,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let Some(a) = (unsafe { adapter::<P>(h_adapter) }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    // SAFETY: Dxgkrnl's argument structure, valid for the call when non-null.
+    let Some(args) = (unsafe { args.as_ref() }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    match a.live() {
+        Some(live) => to_ntstatus(caps::query(live, args)),
+        None => status::INVALID_DEVICE_STATE.code(),
+    }
+}

@@ -1,0 +1,184 @@
+//! Calls into Dxgkrnl through the `DXGKRNL_INTERFACE` it handed to `DxgkDdiStartDevice`.
+//!
+//! One safe method per callback the driver uses. Each checks that the slot is present and
+//! turns the C conventions (out pointers, BOOLEAN) into Rust ones; the `unsafe` of calling a
+//! foreign function pointer lives here only.
+//! Reference: <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgkrnl_interface>.
+
+use core::ffi::c_void;
+use core::ptr::{self, NonNull};
+
+use rvgpu_ddi::adapter::DXGK_DEVICE_INFO;
+use rvgpu_ddi::dxgkrnl::{
+    DXGKARGCB_ALLOCATECONTIGUOUSMEMORY, DXGKARGCB_FREECONTIGUOUSMEMORY, DXGKRNL_INTERFACE,
+};
+use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
+use rvgpu_ddi::{NTSTATUS, PHYSICAL_ADDRESS};
+
+use crate::status::{self, Status};
+
+/// `MmNonCached` in `MEMORY_CACHING_TYPE`: registers are mapped uncached.
+const MM_NON_CACHED: i32 = 0;
+/// `MmCached`: contiguous system memory shared with an I/O-coherent device.
+const MM_CACHED: i32 = 1;
+
+/// The Dxgkrnl callback table of one adapter (a copy: Dxgkrnl keeps the original valid for
+/// the adapter's life, and copying it is what the WDK samples do).
+#[derive(Clone, Copy)]
+pub struct Dxgk {
+    raw: DXGKRNL_INTERFACE,
+}
+
+// SAFETY: the table holds a handle and function pointers that Dxgkrnl documents as callable
+// from any thread at the IRQL each callback allows.
+unsafe impl Send for Dxgk {}
+// SAFETY: as above.
+unsafe impl Sync for Dxgk {}
+
+impl core::fmt::Debug for Dxgk {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Dxgk")
+            .field("DeviceHandle", &self.raw.DeviceHandle)
+            .finish()
+    }
+}
+
+/// A routine run by `DxgkCbSynchronizeExecution` at device IRQL.
+pub type SyncRoutine = unsafe extern "system" fn(context: *mut c_void) -> u8;
+
+impl Dxgk {
+    /// Wraps the interface Dxgkrnl passed to StartDevice.
+    pub fn new(raw: DXGKRNL_INTERFACE) -> Self {
+        Self { raw }
+    }
+
+    /// The adapter handle Dxgkrnl knows us by.
+    pub fn device_handle(&self) -> *mut c_void {
+        self.raw.DeviceHandle
+    }
+
+    /// DxgkCbGetDeviceInformation (PASSIVE).
+    pub fn device_information(&self) -> Result<DXGK_DEVICE_INFO, Status> {
+        let f = self
+            .raw
+            .DxgkCbGetDeviceInformation
+            .ok_or(status::NOT_SUPPORTED)?;
+        let mut info = DXGK_DEVICE_INFO::default();
+        // SAFETY: a Dxgkrnl callback called with its own handle and a valid out pointer.
+        let st = unsafe { f(self.raw.DeviceHandle, &mut info) };
+        status::check(st).map(|()| info)
+    }
+
+    /// DxgkCbMapMemory for a register BAR (PASSIVE): kernel mapping, uncached.
+    pub fn map_registers(&self, start: u64, length: u64) -> Result<NonNull<u8>, Status> {
+        let f = self.raw.DxgkCbMapMemory.ok_or(status::NOT_SUPPORTED)?;
+        let len = u32::try_from(length).map_err(|_| status::INVALID_PARAMETER)?;
+        let addr = PHYSICAL_ADDRESS {
+            QuadPart: i64::try_from(start).map_err(|_| status::INVALID_PARAMETER)?,
+        };
+        let mut va: *mut c_void = ptr::null_mut();
+        // SAFETY: a Dxgkrnl callback with its own handle, a range from our resource list and
+        // a valid out pointer.
+        let st = unsafe {
+            f(
+                self.raw.DeviceHandle,
+                addr,
+                len,
+                0,
+                0,
+                MM_NON_CACHED,
+                &mut va,
+            )
+        };
+        status::check(st)?;
+        NonNull::new(va.cast()).ok_or(status::UNSUCCESSFUL)
+    }
+
+    /// DxgkCbUnmapMemory (PASSIVE).
+    pub fn unmap(&self, va: NonNull<u8>) -> Result<(), Status> {
+        let f = self.raw.DxgkCbUnmapMemory.ok_or(status::NOT_SUPPORTED)?;
+        // SAFETY: `va` came from DxgkCbMapMemory on this adapter.
+        status::check(unsafe { f(self.raw.DeviceHandle, va.as_ptr().cast()) })
+    }
+
+    /// DxgkCbAllocateContiguousMemory (PASSIVE): returns (kernel VA, Dxgkrnl handle).
+    pub fn allocate_contiguous(&self, bytes: u64) -> Result<(NonNull<u8>, usize), Status> {
+        let f = self
+            .raw
+            .DxgkCbAllocateContiguousMemory
+            .ok_or(status::NOT_SUPPORTED)?;
+        let mut args = DXGKARGCB_ALLOCATECONTIGUOUSMEMORY {
+            NumberOfBytes: usize::try_from(bytes).map_err(|_| status::INVALID_PARAMETER)?,
+            HighestAcceptableAddress: PHYSICAL_ADDRESS {
+                QuadPart: (rvgpu_hw::addr::SYSMEM_LIMIT - 1) as i64,
+            },
+            CacheType: MM_CACHED,
+            ..Default::default()
+        };
+        // SAFETY: a Dxgkrnl callback with its own handle and a valid in/out structure.
+        status::check(unsafe { f(self.raw.DeviceHandle, &mut args) })?;
+        let va = NonNull::new(args.pMemory.cast::<u8>()).ok_or(status::NO_MEMORY)?;
+        Ok((va, args.hMemoryHandle as usize))
+    }
+
+    /// DxgkCbFreeContiguousMemory (PASSIVE).
+    pub fn free_contiguous(&self, handle: usize) -> Result<(), Status> {
+        let f = self
+            .raw
+            .DxgkCbFreeContiguousMemory
+            .ok_or(status::NOT_SUPPORTED)?;
+        let args = DXGKARGCB_FREECONTIGUOUSMEMORY {
+            hMemoryHandle: handle as *mut c_void,
+        };
+        // SAFETY: the handle came from DxgkCbAllocateContiguousMemory on this adapter.
+        status::check(unsafe { f(self.raw.DeviceHandle, &args) })
+    }
+
+    /// DxgkCbNotifyInterrupt (device IRQL only: from the ISR or a synchronised routine).
+    pub fn notify_interrupt(&self, data: &DXGKARGCB_NOTIFY_INTERRUPT_DATA) {
+        if let Some(f) = self.raw.DxgkCbNotifyInterrupt {
+            // SAFETY: a Dxgkrnl callback with its own handle and a valid, initialised record
+            // that outlives the call.
+            unsafe { f(self.raw.DeviceHandle, data) }
+        }
+    }
+
+    /// DxgkCbQueueDpc (device IRQL): true if the DPC was queued (false if already queued).
+    pub fn queue_dpc(&self) -> bool {
+        match self.raw.DxgkCbQueueDpc {
+            // SAFETY: a Dxgkrnl callback with its own handle.
+            Some(f) => unsafe { f(self.raw.DeviceHandle) != 0 },
+            None => false,
+        }
+    }
+
+    /// DxgkCbNotifyDpc (DISPATCH, from the DPC routine).
+    pub fn notify_dpc(&self) {
+        if let Some(f) = self.raw.DxgkCbNotifyDpc {
+            // SAFETY: a Dxgkrnl callback with its own handle.
+            unsafe { f(self.raw.DeviceHandle) }
+        }
+    }
+
+    /// DxgkCbSynchronizeExecution: runs `routine(context)` at device IRQL, serialised with the
+    /// ISR. Returns the routine's result.
+    ///
+    /// # Safety
+    /// `routine` must be sound to call with `context`, and `context` must stay valid until
+    /// this returns.
+    pub unsafe fn synchronize(
+        &self,
+        routine: SyncRoutine,
+        context: *mut c_void,
+    ) -> Result<bool, Status> {
+        let f = self
+            .raw
+            .DxgkCbSynchronizeExecution
+            .ok_or(status::NOT_SUPPORTED)?;
+        let mut ret: u8 = 0;
+        // SAFETY: a Dxgkrnl callback with its own handle; `routine` and `context` are valid
+        // for the duration of the call (the caller's contract).
+        let st: NTSTATUS = unsafe { f(self.raw.DeviceHandle, Some(routine), context, 0, &mut ret) };
+        status::check(st).map(|()| ret != 0)
+    }
+}
