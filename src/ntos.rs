@@ -1,0 +1,172 @@
+//! The kernel routines and structures the image uses, declared here rather than taken from
+//! `windows-sys`: that crate declares some kernel routines as imports from user-mode DLLs
+//! (`DbgPrintEx` from ntdll.dll), which a driver cannot load. Every import below is from
+//! ntoskrnl.exe (by `raw-dylib`, so no import library is needed to link), and
+//! `tests/pe_images.rs` checks that the image imports from nothing else.
+//!
+//! Prototypes and constants are from the WDK headers (wdm.h, ntddk.h, ntstatus.h) as documented
+//! on learn.microsoft.com; the page of each routine is linked.
+#![allow(non_snake_case, non_camel_case_types, clippy::upper_case_acronyms)]
+
+use core::ffi::c_void;
+
+use crate::NTSTATUS;
+
+/// UNICODE_STRING (ntdef.h): counted UTF-16, lengths in bytes.
+/// <https://learn.microsoft.com/windows/win32/api/ntdef/ns-ntdef-_unicode_string>
+#[repr(C)]
+#[derive(Debug)]
+pub struct UNICODE_STRING {
+    pub Length: u16,
+    pub MaximumLength: u16,
+    pub Buffer: *const u16,
+}
+const _: () = assert!(core::mem::size_of::<UNICODE_STRING>() == 16);
+const _: () = assert!(core::mem::offset_of!(UNICODE_STRING, Buffer) == 8);
+
+/// KEVENT (wdm.h): a DISPATCHER_HEADER (24 bytes on x64) and nothing else; opaque here,
+/// initialised by `KeInitializeEvent`. 8-byte aligned.
+#[repr(C, align(8))]
+#[derive(Debug)]
+pub struct KEVENT {
+    _opaque: [u8; 24],
+}
+impl KEVENT {
+    /// Storage for `KeInitializeEvent` to initialise.
+    pub const fn zeroed() -> Self {
+        Self { _opaque: [0; 24] }
+    }
+}
+
+/// IO_STATUS_BLOCK (wdm.h): `union { NTSTATUS Status; PVOID Pointer; }; ULONG_PTR Information;`
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/ns-wdm-_io_status_block>
+#[repr(C)]
+#[derive(Debug)]
+pub struct IO_STATUS_BLOCK {
+    /// The `Status`/`Pointer` union; the status is its low 32 bits.
+    pub StatusOrPointer: usize,
+    pub Information: usize,
+}
+const _: () = assert!(core::mem::size_of::<IO_STATUS_BLOCK>() == 16);
+
+impl IO_STATUS_BLOCK {
+    pub const fn zeroed() -> Self {
+        Self {
+            StatusOrPointer: 0,
+            Information: 0,
+        }
+    }
+    /// The `Status` member of the union.
+    #[allow(clippy::cast_possible_truncation)] // NTSTATUS is the low 32 bits by definition.
+    pub fn status(&self) -> NTSTATUS {
+        self.StatusOrPointer as u32 as NTSTATUS
+    }
+}
+
+/// `POOL_FLAG_NON_PAGED` (wdm.h): non-paged, non-executable pool.
+/// <https://learn.microsoft.com/windows-hardware/drivers/kernel/pool_flags>
+pub const POOL_FLAG_NON_PAGED: u64 = 0x0000_0000_0000_0040;
+/// `FILE_ALL_ACCESS` (winnt.h): STANDARD_RIGHTS_REQUIRED | SYNCHRONIZE | 0x1FF.
+pub const FILE_ALL_ACCESS: u32 = 0x001F_01FF;
+/// `NotificationEvent` (EVENT_TYPE, wdm.h).
+pub const NOTIFICATION_EVENT: u32 = 0;
+/// `Executive` (KWAIT_REASON, wdm.h).
+pub const EXECUTIVE: u32 = 0;
+/// `KernelMode` (KPROCESSOR_MODE, wdm.h).
+pub const KERNEL_MODE: i8 = 0;
+/// `DPFLTR_IHVVIDEO_ID` (DPFLTR_TYPE, dpfilter.h): component 78 (0x4e).
+pub const DPFLTR_IHVVIDEO_ID: u32 = 78;
+
+#[link(name = "ntoskrnl.exe", kind = "raw-dylib", modifiers = "+verbatim")]
+unsafe extern "system" {
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-exallocatepool2>
+    pub fn ExAllocatePool2(Flags: u64, NumberOfBytes: usize, Tag: u32) -> *mut c_void;
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-exfreepoolwithtag>
+    pub fn ExFreePoolWithTag(P: *mut c_void, Tag: u32);
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-kebugcheckex>
+    pub fn KeBugCheckEx(
+        BugCheckCode: u32,
+        BugCheckParameter1: usize,
+        BugCheckParameter2: usize,
+        BugCheckParameter3: usize,
+        BugCheckParameter4: usize,
+    ) -> !;
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-zwloaddriver>
+    pub fn ZwLoadDriver(DriverServiceName: *const UNICODE_STRING) -> NTSTATUS;
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-iogetdeviceobjectpointer>
+    pub fn IoGetDeviceObjectPointer(
+        ObjectName: *const UNICODE_STRING,
+        DesiredAccess: u32,
+        FileObject: *mut *mut c_void,
+        DeviceObject: *mut *mut c_void,
+    ) -> NTSTATUS;
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-iobuilddeviceiocontrolrequest>
+    pub fn IoBuildDeviceIoControlRequest(
+        IoControlCode: u32,
+        DeviceObject: *mut c_void,
+        InputBuffer: *mut c_void,
+        InputBufferLength: u32,
+        OutputBuffer: *mut c_void,
+        OutputBufferLength: u32,
+        InternalDeviceIoControl: u8,
+        Event: *mut KEVENT,
+        IoStatusBlock: *mut IO_STATUS_BLOCK,
+    ) -> *mut c_void;
+    /// `IoCallDriver` is a macro over this export.
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-iocalldriver>
+    pub fn IofCallDriver(DeviceObject: *mut c_void, Irp: *mut c_void) -> NTSTATUS;
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-keinitializeevent>
+    pub fn KeInitializeEvent(Event: *mut KEVENT, Type: u32, State: u8);
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-kewaitforsingleobject>
+    pub fn KeWaitForSingleObject(
+        Object: *mut c_void,
+        WaitReason: u32,
+        WaitMode: i8,
+        Alertable: u8,
+        Timeout: *const i64,
+    ) -> NTSTATUS;
+    /// Returns the PHYSICAL_ADDRESS (a LARGE_INTEGER, returned in RAX) of a mapped address.
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/ntddk/nf-ntddk-mmgetphysicaladdress>
+    pub fn MmGetPhysicalAddress(BaseAddress: *mut c_void) -> i64;
+    /// `ObDereferenceObject` is a macro over this export.
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-obdereferenceobject>
+    pub fn ObfDereferenceObject(Object: *mut c_void) -> isize;
+}
+
+#[link(name = "ntoskrnl.exe", kind = "raw-dylib", modifiers = "+verbatim")]
+unsafe extern "C" {
+    /// Variadic, cdecl.
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-dbgprintex>
+    pub fn DbgPrintEx(ComponentId: u32, Level: u32, Format: *const u8, ...) -> u32;
+}
+
+/// Converts an ASCII string to UTF-16 at compile time (for `UNICODE_STRING` constants).
+/// Fails the build if `s` is not ASCII or is not exactly `N` bytes long.
+pub const fn ascii_utf16<const N: usize>(s: &str) -> [u16; N] {
+    assert!(s.len() == N, "length mismatch");
+    let mut out = [0u16; N];
+    let mut src = s.as_bytes();
+    let mut dst: &mut [u16] = &mut out;
+    while let ([b, src_rest @ ..], [d, dst_rest @ ..]) = (src, dst) {
+        assert!(b.is_ascii(), "UNICODE_STRING constants must be ASCII");
+        *d = *b as u16;
+        src = src_rest;
+        dst = dst_rest;
+    }
+    out
+}
+
+impl UNICODE_STRING {
+    /// A `UNICODE_STRING` over a static UTF-16 buffer (not NUL-terminated).
+    pub const fn from_static(buf: &'static [u16]) -> Self {
+        let bytes = buf.len().saturating_mul(2);
+        assert!(bytes <= u16::MAX as usize, "UNICODE_STRING too long");
+        #[allow(clippy::cast_possible_truncation)] // checked just above
+        let len = bytes as u16;
+        Self {
+            Length: len,
+            MaximumLength: len,
+            Buffer: buf.as_ptr(),
+        }
+    }
+}

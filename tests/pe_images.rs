@@ -1,0 +1,376 @@
+//! PE checks of the cross-built Windows images.
+//!
+//! Builds the package once per test binary with `scripts/package.sh` (the same command a person
+//! runs, into a temporary directory; cargo's own work goes to target/pe, apart from target/),
+//! then inspects rvgpu.sys and rvgpu_umd.dll with the `object` crate. Each check fails with
+//! what it found.
+//!
+//! Budgets (measured sizes are printed by `image_sizes_are_within_budget`; run with
+//! `--nocapture` to see them):
+//! - rvgpu.sys < 512 KiB: a display miniport of this scope is ~100-300 KiB in C; the margin
+//!   covers the driver core growing with later issues.
+//! - rvgpu_umd.dll < 256 KiB.
+
+// Host-side test code: the kernel no-panic lints do not apply.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation
+)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use object::pe;
+use object::read::pe::{ImageNtHeaders, ImageOptionalHeader, PeFile64};
+use object::{LittleEndian as LE, Object, ObjectSection};
+
+const SYS_BUDGET: u64 = 512 * 1024;
+const DLL_BUDGET: u64 = 256 * 1024;
+
+/// Modules a kernel driver may import from.
+const KERNEL_ALLOW_LIST: &[&str] = &["ntoskrnl.exe", "hal.dll"];
+/// Kernel modules a user-mode DLL must never import.
+const KERNEL_MODULES: &[&str] = &[
+    "ntoskrnl.exe",
+    "hal.dll",
+    "dxgkrnl.sys",
+    "win32k.sys",
+    "ci.dll",
+];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs scripts/package.sh once and returns the package directory.
+fn package() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("package");
+        let status = Command::new("bash")
+            .arg(root().join("scripts/package.sh"))
+            .arg(&out)
+            .env("CARGO", env!("CARGO"))
+            .current_dir(root())
+            .status()
+            .expect("run scripts/package.sh");
+        assert!(status.success(), "scripts/package.sh failed: {status}");
+        out
+    })
+}
+
+fn read(name: &str) -> Vec<u8> {
+    let path = package().join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn parse<'a>(name: &str, data: &'a [u8]) -> PeFile64<'a> {
+    PeFile64::parse(data).unwrap_or_else(|e| panic!("{name} is not a PE32+ image: {e}"))
+}
+
+fn imports(name: &str, file: &PeFile64<'_>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    if let Some(table) = file.import_table().expect("import table") {
+        let mut descriptors = table.descriptors().expect("import descriptors");
+        while let Some(d) = descriptors.next().expect("import descriptor") {
+            let dll = table.name(d.name.get(LE)).expect("import name");
+            out.insert(String::from_utf8_lossy(dll).to_ascii_lowercase());
+        }
+    }
+    eprintln!("{name} imports from: {out:?}");
+    out
+}
+
+/// `(name, RVA)` of every named export.
+///
+/// Read by hand rather than with `PeFile::exports`: rust-lld places the export directory at a
+/// 2-byte-aligned address inside .rdata, which the loader accepts but `object` 0.36 refuses
+/// (it reads the directory as an aligned struct).
+fn exports(data: &[u8], file: &PeFile64<'_>) -> Vec<(String, u64)> {
+    let Some(dir) = file.data_directory(pe::IMAGE_DIRECTORY_ENTRY_EXPORT) else {
+        return Vec::new();
+    };
+    let sections = file.section_table();
+    let at = |rva: u32| -> usize {
+        let (offset, _) = sections
+            .pe_file_range_at(rva)
+            .unwrap_or_else(|| panic!("RVA {rva:#x} is in no section"));
+        offset as usize
+    };
+    let u32_at = |off: usize| u32::from_le_bytes(data[off..off + 4].try_into().unwrap());
+    let u16_at = |off: usize| u16::from_le_bytes(data[off..off + 2].try_into().unwrap());
+    let d = at(dir.virtual_address.get(LE));
+    let functions = at(u32_at(d + 28));
+    let names = u32_at(d + 24) as usize;
+    let name_table = u32_at(d + 32);
+    let ordinal_table = u32_at(d + 36);
+    let mut out = Vec::new();
+    for i in 0..names {
+        let name_off = at(u32_at(at(name_table) + 4 * i));
+        let end = data[name_off..].iter().position(|&b| b == 0).unwrap();
+        let name = String::from_utf8_lossy(&data[name_off..name_off + end]).into_owned();
+        let ordinal = u16_at(at(ordinal_table) + 2 * i) as usize;
+        out.push((name, u64::from(u32_at(functions + 4 * ordinal))));
+    }
+    out
+}
+
+fn check_common(name: &str, file: &PeFile64<'_>) {
+    let machine = file.nt_headers().file_header().machine.get(LE);
+    assert_eq!(
+        machine,
+        pe::IMAGE_FILE_MACHINE_AMD64,
+        "{name}: machine is {machine:#x}, not AMD64"
+    );
+
+    let dll_chars = file.nt_headers().optional_header().dll_characteristics();
+    for (flag, what) in [
+        (pe::IMAGE_DLLCHARACTERISTICS_NX_COMPAT, "NX_COMPAT"),
+        (pe::IMAGE_DLLCHARACTERISTICS_DYNAMIC_BASE, "DYNAMIC_BASE"),
+    ] {
+        assert!(
+            dll_chars & flag != 0,
+            "{name}: DllCharacteristics {dll_chars:#06x} lacks {what}"
+        );
+    }
+
+    for section in file.section_table().iter() {
+        let c = section.characteristics.get(LE);
+        let sname = String::from_utf8_lossy(section.raw_name())
+            .trim_end_matches('\0')
+            .to_string();
+        assert!(
+            !(c & pe::IMAGE_SCN_MEM_WRITE != 0 && c & pe::IMAGE_SCN_MEM_EXECUTE != 0),
+            "{name}: section {sname} is both writable and executable ({c:#010x})"
+        );
+    }
+}
+
+fn check_pdb(name: &str, file: &PeFile64<'_>, pdb: &str) {
+    let info = file
+        .pdb_info()
+        .expect("debug directory")
+        .unwrap_or_else(|| panic!("{name}: no CodeView (RSDS) debug directory entry"));
+    let path = String::from_utf8_lossy(info.path()).into_owned();
+    let file_name = path.rsplit(['\\', '/']).next().unwrap_or(&path);
+    assert_eq!(file_name, pdb, "{name}: debug directory names {path:?}");
+    assert!(package().join(pdb).is_file(), "{pdb} is not in the package");
+}
+
+/// The PE checksum (as imagehlp's CheckSumMappedFile computes it).
+fn pe_checksum(data: &[u8], checksum_offset: usize) -> u32 {
+    let mut sum: u64 = 0;
+    for (i, chunk) in data.chunks(2).enumerate() {
+        let off = i * 2;
+        if off == checksum_offset || off == checksum_offset + 2 {
+            continue;
+        }
+        let word = u16::from_le_bytes([chunk[0], *chunk.get(1).unwrap_or(&0)]);
+        sum += u64::from(word);
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum = (sum & 0xffff) + (sum >> 16);
+    (sum as u32) + data.len() as u32
+}
+
+#[test]
+fn driver_image_is_a_native_kernel_driver() {
+    let data = read("rvgpu.sys");
+    let file = parse("rvgpu.sys", &data);
+    check_common("rvgpu.sys", &file);
+    let opt = file.nt_headers().optional_header();
+    assert_eq!(
+        opt.subsystem(),
+        pe::IMAGE_SUBSYSTEM_NATIVE,
+        "rvgpu.sys: subsystem {}",
+        opt.subsystem()
+    );
+
+    let entry = u64::from(opt.address_of_entry_point());
+    let exports = exports(&data, &file);
+    let driver_entry = exports
+        .iter()
+        .find(|(n, _)| n == "DriverEntry")
+        .unwrap_or_else(|| panic!("rvgpu.sys does not export DriverEntry; exports: {exports:?}"));
+    assert_eq!(
+        entry, driver_entry.1,
+        "rvgpu.sys: AddressOfEntryPoint {entry:#x} is not DriverEntry's RVA ({:#x})",
+        driver_entry.1
+    );
+}
+
+#[test]
+fn driver_image_imports_only_kernel_modules() {
+    let data = read("rvgpu.sys");
+    let file = parse("rvgpu.sys", &data);
+    let imports = imports("rvgpu.sys", &file);
+    assert!(
+        !imports.is_empty(),
+        "rvgpu.sys imports nothing (is DriverEntry linked?)"
+    );
+    let bad: Vec<_> = imports
+        .iter()
+        .filter(|m| !KERNEL_ALLOW_LIST.contains(&m.as_str()))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "rvgpu.sys imports from modules outside {KERNEL_ALLOW_LIST:?}: {bad:?}"
+    );
+}
+
+#[test]
+fn driver_image_has_pdb_and_checksum() {
+    let data = read("rvgpu.sys");
+    let file = parse("rvgpu.sys", &data);
+    check_pdb("rvgpu.sys", &file, "rvgpu.pdb");
+    // CheckSum is at offset 64 of the optional header.
+    let pe_offset = u32::from_le_bytes(data[0x3c..0x40].try_into().unwrap()) as usize;
+    let checksum_offset = pe_offset + 4 + 20 + 64;
+    let stored = u32::from_le_bytes(
+        data[checksum_offset..checksum_offset + 4]
+            .try_into()
+            .unwrap(),
+    );
+    let computed = pe_checksum(&data, checksum_offset);
+    assert_eq!(
+        stored, computed,
+        "rvgpu.sys: PE checksum {stored:#x}, computed {computed:#x}"
+    );
+}
+
+#[test]
+fn driver_image_has_code_and_no_writable_code() {
+    let data = read("rvgpu.sys");
+    let file = parse("rvgpu.sys", &data);
+    let text = file
+        .section_by_name(".text")
+        .expect("rvgpu.sys has no .text section");
+    assert!(text.size() > 0, "rvgpu.sys: empty .text");
+}
+
+#[test]
+fn umd_image_is_a_user_mode_dll_exporting_the_api() {
+    let data = read("rvgpu_umd.dll");
+    let file = parse("rvgpu_umd.dll", &data);
+    check_common("rvgpu_umd.dll", &file);
+    check_pdb("rvgpu_umd.dll", &file, "rvgpu_umd.pdb");
+    let chars = file.nt_headers().file_header().characteristics.get(LE);
+    assert!(
+        chars & pe::IMAGE_FILE_DLL != 0,
+        "rvgpu_umd.dll is not a DLL ({chars:#x})"
+    );
+    let subsystem = file.nt_headers().optional_header().subsystem();
+    assert!(
+        subsystem == pe::IMAGE_SUBSYSTEM_WINDOWS_GUI
+            || subsystem == pe::IMAGE_SUBSYSTEM_WINDOWS_CUI,
+        "rvgpu_umd.dll: subsystem {subsystem} is not a Windows user-mode one"
+    );
+
+    let exported: BTreeSet<String> = exports(&data, &file).into_iter().map(|(n, _)| n).collect();
+    let capi = std::fs::read_to_string(root().join("umd/src/capi.rs")).unwrap();
+    let api: BTreeSet<String> = capi
+        .lines()
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix("pub unsafe extern \"C\" fn ")
+                .or_else(|| l.trim().strip_prefix("pub extern \"C\" fn "))
+        })
+        .map(|l| l.split('(').next().unwrap().to_string())
+        .collect();
+    assert!(api.len() >= 9, "found only {api:?} in umd/src/capi.rs");
+    let missing: Vec<_> = api.difference(&exported).collect();
+    assert!(
+        missing.is_empty(),
+        "rvgpu_umd.dll does not export {missing:?}; exports: {exported:?}"
+    );
+
+    let imports = imports("rvgpu_umd.dll", &file);
+    let kernel: Vec<_> = imports
+        .iter()
+        .filter(|m| KERNEL_MODULES.contains(&m.as_str()) || m.ends_with(".sys"))
+        .collect();
+    assert!(
+        kernel.is_empty(),
+        "rvgpu_umd.dll imports kernel modules {kernel:?}"
+    );
+}
+
+#[test]
+fn image_sizes_are_within_budget() {
+    for (name, budget) in [("rvgpu.sys", SYS_BUDGET), ("rvgpu_umd.dll", DLL_BUDGET)] {
+        let size = std::fs::metadata(package().join(name)).unwrap().len();
+        println!(
+            "{name}: {size} bytes ({:.1} KiB), budget {} KiB",
+            size as f64 / 1024.0,
+            budget / 1024
+        );
+        assert!(
+            size < budget,
+            "{name} is {size} bytes, over its {budget}-byte budget"
+        );
+    }
+}
+
+#[test]
+fn package_folder_is_complete_and_stamped() {
+    let mut files: Vec<String> = std::fs::read_dir(package())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "rvgpu.inf",
+            "rvgpu.pdb",
+            "rvgpu.sys",
+            "rvgpu_umd.dll",
+            "rvgpu_umd.pdb"
+        ],
+        "package folder contents"
+    );
+    let inf = std::fs::read_to_string(package().join("rvgpu.inf")).unwrap();
+    let line = inf
+        .lines()
+        .find(|l| l.trim_start().starts_with("DriverVer"))
+        .expect("DriverVer line in the packaged INF");
+    let value = line.split_once('=').unwrap().1.trim();
+    let (date, version) = value
+        .split_once(',')
+        .unwrap_or_else(|| panic!("DriverVer {value:?}"));
+    let date_parts: Vec<&str> = date.split('/').collect();
+    assert!(
+        date_parts.len() == 3
+            && date_parts
+                .iter()
+                .all(|p| p.chars().all(|c| c.is_ascii_digit())),
+        "DriverVer date {date:?} is not MM/DD/YYYY"
+    );
+    let version_parts: Vec<&str> = version.split('.').collect();
+    assert!(
+        version_parts.len() == 4 && version_parts.iter().all(|p| p.parse::<u16>().is_ok()),
+        "DriverVer version {version:?} is not a.b.c.d (16-bit each)"
+    );
+    // Every file the INF copies is in the package.
+    let mut in_source = false;
+    for l in inf.lines() {
+        let l = l.split(';').next().unwrap().trim();
+        if l.starts_with('[') {
+            in_source = l.eq_ignore_ascii_case("[SourceDisksFiles]");
+            continue;
+        }
+        if in_source && !l.is_empty() {
+            let file = l.split('=').next().unwrap().trim();
+            assert!(
+                package().join(file).is_file(),
+                "the INF installs {file}, which is not in the package"
+            );
+        }
+    }
+}
