@@ -19,7 +19,8 @@
 
 use core::ffi::c_void;
 
-pub use rvgpu_ddi::{DRIVER_INITIALIZATION_DATA, NTSTATUS};
+pub use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+pub use rvgpu_ddi::NTSTATUS;
 pub use rvgpu_kmd::platform::Platform;
 
 #[cfg(target_os = "windows")]
