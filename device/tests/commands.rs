@@ -1,0 +1,728 @@
+//! One test (at least) per command, in step mode.
+mod common;
+
+use common::*;
+use rvgpu_device::{DeviceConfig, STEP_TICKS};
+use rvgpu_hw::cmd::{self, Command, LogKind, Opcode};
+use rvgpu_hw::engine::{EngineState, EngineStatus, ResetResult, ENGINE_CTRL_RESET};
+use rvgpu_hw::event::{EventKind, EventRecord, NO_TAG};
+use rvgpu_hw::log::{pack_index, LogEntry, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::queue::{RingControl, NO_QUEUE};
+use rvgpu_hw::regs::{self, IntCause};
+
+fn of_kind(evs: &[EventRecord], k: EventKind) -> Vec<EventRecord> {
+    evs.iter().copied().filter(|e| e.kind == k as u8).collect()
+}
+
+fn log_entry(rig: &Rig, log: u64, slot: u64) -> LogEntry {
+    let w = rig.mem.read_words(log + 40 + slot * 48, 6).unwrap();
+    LogEntry::from_words(w.try_into().unwrap())
+}
+
+#[test]
+fn nop_padding_is_skipped_and_counted() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    // A NOP of 5 words whose padding is garbage: padding is never decoded.
+    rig.push_words(&mut q, &[cmd::header(Opcode::Nop, 0, 5), !0, !0, !0, !0]);
+    rig.submit(&mut q, &[Command::Nop { len: 1 }, signal(f, 1, 0, 0)]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.read_ptr(&q), q.wptr);
+    assert_eq!(rig.dev.completed_commands(0), 3);
+    assert_eq!(
+        rig.dev
+            .read64(rig.engine_reg(0, regs::engine::COMPLETED_COMMANDS)),
+        3
+    );
+}
+
+#[test]
+fn packets_wrap_around_the_ring_end() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    // Smallest ring: 256 bytes = 32 words.
+    let mut q = rig.queue_with(0, 1, 0, 256, 84);
+    rig.commit(0, &[&q]);
+    // 30 words of NOP, so the 5-word signal starts at word 30 and wraps to word 0.
+    rig.submit(&mut q, &[Command::Nop { len: 30 }]);
+    rig.run();
+    rig.submit(&mut q, &[signal(f, 7, 0, 0)]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(7));
+    assert_eq!(rig.read_ptr(&q), 35 * 8, "free-running pointer");
+    // And a NOP that wraps (padding across the end).
+    rig.submit(&mut q, &[Command::Nop { len: 20 }]);
+    rig.run();
+    // Ring position is now word 23: a 12-word NOP runs across the end.
+    rig.submit(&mut q, &[Command::Nop { len: 12 }, signal(f, 8, 0, 0)]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(8));
+    assert!(rig.dev.queues()[0].fault.is_none());
+}
+
+#[test]
+fn nf_03_conditional_signal_interrupts_only_above_monitored_value() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    let mut q = rig.queue(0, 9);
+    rig.commit(0, &[&q]);
+    // No waiter: MonitoredValue = u64::MAX, no interrupt.
+    rig.submit(&mut q, &[signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 0xAA)]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(
+        rig.dev.read32(regs::INT_STATUS),
+        0,
+        "nf_03: no waiter, no interrupt"
+    );
+    assert!(!rig.line.level());
+    // A waiter for 3: MonitoredValue = 2. Signalling 2 does not interrupt, 3 does.
+    rig.mem.write_u64(f.mv, 2).unwrap();
+    rig.submit(&mut q, &[signal(f, 2, cmd::SIGNAL_CONDITIONAL_IRQ, 0xAA)]);
+    rig.run();
+    assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
+    rig.submit(&mut q, &[signal(f, 3, cmd::SIGNAL_CONDITIONAL_IRQ, 0xAA)]);
+    rig.run();
+    assert!(rig.line.level(), "nf_03: waiter, interrupt");
+    let (st, evs) = rig.isr();
+    assert_eq!(st, IntCause::FENCE_SIGNALED);
+    assert_eq!(
+        evs,
+        vec![EventRecord {
+            kind: EventKind::FenceSignaled as u8,
+            engine: 0,
+            flags: 0,
+            queue_id: 9,
+            arg0: 0xAA,
+            arg1: 3,
+            arg2: f.mv,
+        }]
+    );
+    assert!(!rig.line.level(), "acknowledged");
+}
+
+#[test]
+fn legacy_signal_always_interrupts_and_plain_signal_never() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(&mut q, &[signal(f, 1, 0, 5)]);
+    rig.run();
+    assert_eq!(rig.dev.read32(regs::INT_STATUS), 0, "no flag, no interrupt");
+    // Legacy monitored fence: interrupt even with MonitoredValue = MAX; MV not even read.
+    rig.submit(
+        &mut q,
+        &[Command::FenceSignal {
+            flags: cmd::SIGNAL_ALWAYS_IRQ,
+            value_addr: f.cv,
+            value: 2,
+            monitored_addr: 0,
+            report_tag: 5,
+        }],
+    );
+    rig.run();
+    let (_, evs) = rig.isr();
+    assert_eq!(of_kind(&evs, EventKind::FenceSignaled).len(), 1);
+    assert_eq!(evs[0].arg1, 2);
+}
+
+#[test]
+fn fence_event_without_exact_report_or_optimized_irq() {
+    let mut rig = Rig::new(DeviceConfig {
+        exact_fence_report: false,
+        optimized_fence_irq: false,
+        ..DeviceConfig::step()
+    });
+    let f = rig.fence(0);
+    rig.mem.write_u64(f.mv, 0).unwrap();
+    let mut q = rig.queue(0, 4);
+    rig.commit(0, &[&q]);
+    rig.submit(&mut q, &[signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 77)]);
+    rig.run();
+    let (_, evs) = rig.isr();
+    assert_eq!(evs[0].arg0, NO_TAG);
+    assert_eq!(evs[0].queue_id, NO_QUEUE);
+}
+
+#[test]
+fn fence_wait_released_by_another_queue_on_the_same_engine() {
+    let mut rig = Rig::step();
+    let (f, g) = (rig.fence(0), rig.fence(0));
+    let mut waiter = rig.queue(0, 1);
+    let mut signaller = rig.queue(0, 2);
+    rig.commit(0, &[&waiter, &signaller]);
+    rig.submit(
+        &mut waiter,
+        &[
+            Command::FenceWait {
+                addr: f.cv,
+                value: 5,
+            },
+            signal(g, 1, 0, 0),
+        ],
+    );
+    rig.run();
+    assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 5)));
+    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
+    // A signal below the target re-evaluates but does not release.
+    rig.submit(&mut signaller, &[signal(f, 4, 0, 0)]);
+    rig.run();
+    assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 5)));
+    rig.submit(&mut signaller, &[signal(f, 5, 0, 0)]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    assert_eq!(rig.dev.queues()[0].blocked_on, None);
+}
+
+#[test]
+fn fence_wait_released_by_another_engine() {
+    let mut rig = Rig::step();
+    let (f, g) = (rig.fence(0), rig.fence(0));
+    let mut waiter = rig.queue(0, 1);
+    let mut signaller = rig.queue(1, 2);
+    rig.commit(0, &[&waiter]);
+    rig.commit(1, &[&signaller]);
+    rig.submit(
+        &mut waiter,
+        &[
+            Command::FenceWait {
+                addr: f.cv,
+                value: 1,
+            },
+            signal(g, 1, 0, 0),
+        ],
+    );
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
+    let st = EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(0, regs::engine::STATUS)));
+    assert_eq!(
+        st.unwrap().state,
+        EngineState::Idle,
+        "blocked queue = idle engine"
+    );
+    rig.submit(&mut signaller, &[signal(f, 1, 0, 0)]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+}
+
+#[test]
+fn fence_wait_released_by_wait_rescan_after_cpu_write() {
+    let mut rig = Rig::step();
+    let (f, g) = (rig.fence(0), rig.fence(0));
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(
+        &mut q,
+        &[
+            Command::FenceWait {
+                addr: f.cv,
+                value: 3,
+            },
+            signal(g, 1, 0, 0),
+        ],
+    );
+    rig.run();
+    // A CPU write alone does not wake the CMP (no polling of shared memory)...
+    rig.mem.write_u64(f.cv, 3).unwrap();
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
+    // ...WAIT_RESCAN on another address does not either...
+    rig.dev.write64(regs::WAIT_RESCAN, g.cv);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
+    // ...WAIT_RESCAN on it does (re-evaluated before the write returns).
+    rig.dev.write64(regs::WAIT_RESCAN, f.cv);
+    assert_eq!(rig.dev.queues()[0].blocked_on, None);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    // And 0 rescans every wait.
+    rig.submit(
+        &mut q,
+        &[
+            Command::FenceWait {
+                addr: f.cv,
+                value: 4,
+            },
+            signal(g, 2, 0, 0),
+        ],
+    );
+    rig.run();
+    rig.mem.write_u64(f.cv, 4).unwrap();
+    rig.dev.write64(regs::WAIT_RESCAN, 0);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(2));
+}
+
+#[test]
+fn already_satisfied_wait_does_not_block() {
+    let mut rig = Rig::step();
+    let (f, g) = (rig.fence(10), rig.fence(0));
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(
+        &mut q,
+        &[
+            Command::FenceWait {
+                addr: f.cv,
+                value: 10,
+            },
+            signal(g, 1, 0, 0),
+        ],
+    );
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+}
+
+#[test]
+fn log_03_signal_log_entry_and_header() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    for i in 0..2u32 {
+        rig.submit(
+            &mut q,
+            &[
+                signal(f, u64::from(i) + 1, cmd::SIGNAL_CONDITIONAL_IRQ, 0),
+                Command::LogWrite {
+                    log: LogKind::Signal,
+                    index: i,
+                    fence_handle: 0x4000_0010,
+                    fence_value: u64::from(i) + 1,
+                },
+            ],
+        );
+        rig.run();
+    }
+    let e0 = log_entry(&rig, q.desc.signal_log, 0);
+    let e1 = log_entry(&rig, q.desc.signal_log, 1);
+    assert_eq!(e0.fence_value, 1);
+    assert_eq!(e1.fence_value, 2);
+    assert_eq!(e1.h_native_fence, 0x4000_0010);
+    assert_eq!(e1.operation_type, OP_SIGNAL_EXECUTED);
+    assert!(e0.fence_end_gpu_timestamp > 0);
+    assert!(
+        e1.fence_end_gpu_timestamp >= e0.fence_end_gpu_timestamp,
+        "LOG-06"
+    );
+    assert_eq!(rig.mem.read_u64(q.desc.signal_log), Some(pack_index(2, 0)));
+    assert_eq!(rig.dev.completed_commands(0), 4);
+}
+
+#[test]
+fn log_03_wait_log_entry_has_observed_timestamp() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    let mut waiter = rig.queue(0, 1);
+    let mut signaller = rig.queue(1, 2);
+    rig.commit(0, &[&waiter]);
+    rig.commit(1, &[&signaller]);
+    rig.submit(
+        &mut waiter,
+        &[
+            Command::FenceWait {
+                addr: f.cv,
+                value: 1,
+            },
+            Command::LogWrite {
+                log: LogKind::Wait,
+                index: 0,
+                fence_handle: 0x77,
+                fence_value: 1,
+            },
+        ],
+    );
+    rig.run();
+    let blocked_at = rig.dev.gpu_clock();
+    for _ in 0..10 {
+        rig.dev.step();
+    }
+    rig.submit(&mut signaller, &[signal(f, 1, 0, 0)]);
+    rig.run();
+    let e = log_entry(&rig, waiter.desc.wait_log, 0);
+    assert_eq!(e.operation_type, OP_WAIT_UNBLOCKED);
+    assert_eq!((e.h_native_fence, e.fence_value), (0x77, 1));
+    assert!(
+        e.fence_observed_gpu_timestamp <= blocked_at,
+        "first seen unresolved"
+    );
+    assert!(
+        e.fence_end_gpu_timestamp >= e.fence_observed_gpu_timestamp + 10 * STEP_TICKS,
+        "{e:?}"
+    );
+    assert_eq!(
+        rig.mem.read_u64(waiter.desc.wait_log),
+        Some(pack_index(1, 0))
+    );
+}
+
+#[test]
+fn log_05_overflow_wraps_and_counts_and_header_never_goes_down() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    let mut q = rig.queue_with(0, 1, 0, 4096, 4);
+    rig.commit(0, &[&q]);
+    for i in 0..6u32 {
+        rig.submit(
+            &mut q,
+            &[
+                signal(f, u64::from(i) + 1, 0, 0),
+                Command::LogWrite {
+                    log: LogKind::Signal,
+                    index: i,
+                    fence_handle: 1,
+                    fence_value: u64::from(i) + 1,
+                },
+            ],
+        );
+    }
+    rig.run();
+    // 6 entries in a 4-entry log: FirstFreeEntryIndex 2, WraparoundCount 1.
+    assert_eq!(rig.mem.read_u64(q.desc.signal_log), Some(pack_index(2, 1)));
+    assert_eq!(
+        log_entry(&rig, q.desc.signal_log, 1).fence_value,
+        6,
+        "overwritten"
+    );
+    assert_eq!(log_entry(&rig, q.desc.signal_log, 2).fence_value, 3);
+    // An index that would lower the header is written but the header keeps the larger value.
+    rig.submit(
+        &mut q,
+        &[Command::LogWrite {
+            log: LogKind::Signal,
+            index: 0,
+            fence_handle: 1,
+            fence_value: 99,
+        }],
+    );
+    rig.run();
+    assert_eq!(log_entry(&rig, q.desc.signal_log, 0).fence_value, 99);
+    assert_eq!(rig.mem.read_u64(q.desc.signal_log), Some(pack_index(2, 1)));
+}
+
+#[test]
+fn log_04_fence_event_visible_implies_log_in_memory() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    rig.mem.write_u64(f.mv, 0).unwrap();
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(
+        &mut q,
+        &[
+            signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 3),
+            Command::LogWrite {
+                log: LogKind::Signal,
+                index: 0,
+                fence_handle: 3,
+                fence_value: 1,
+            },
+        ],
+    );
+    // One step executes the signal and the log write together, before the decision.
+    rig.dev.step();
+    let (st, evs) = rig.isr();
+    assert!(st.contains(IntCause::FENCE_SIGNALED));
+    assert_eq!(evs.len(), 1);
+    assert_eq!(rig.mem.read_u64(q.desc.signal_log), Some(pack_index(1, 0)));
+    assert_eq!(log_entry(&rig, q.desc.signal_log, 0).fence_value, 1);
+    assert_eq!(rig.dev.completed_commands(0), 2);
+}
+
+#[test]
+fn timestamps_are_monotonic() {
+    let mut rig = Rig::step();
+    let t = rig.alloc(64);
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(
+        &mut q,
+        &[
+            Command::Timestamp { addr: t },
+            Command::Timestamp { addr: t + 8 },
+            Command::Timestamp { addr: t + 16 },
+        ],
+    );
+    rig.run();
+    let ts = rig.mem.read_words(t, 3).unwrap();
+    assert!(ts[0] > 0 && ts[0] < ts[1] && ts[1] < ts[2], "{ts:?}");
+    assert!(rig.dev.read64(regs::GPU_CLOCK) >= ts[2]);
+}
+
+#[test]
+fn progress_with_and_without_interrupt() {
+    let mut rig = Rig::step();
+    let mut q = rig.queue(0, 3);
+    rig.commit(0, &[&q]);
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: false,
+            value: 10,
+        }],
+    );
+    rig.run();
+    assert_eq!(rig.mem.read_u64(q.desc.progress_fence), Some(10));
+    assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: true,
+            value: 11,
+        }],
+    );
+    rig.run();
+    assert_eq!(rig.mem.read_u64(q.desc.progress_fence), Some(11));
+    let (st, evs) = rig.isr();
+    assert_eq!(st, IntCause::PROGRESS);
+    assert_eq!(
+        evs,
+        vec![EventRecord {
+            kind: EventKind::Progress as u8,
+            engine: 0,
+            flags: 0,
+            queue_id: 3,
+            arg0: 11,
+            arg1: q.wptr,
+            arg2: 0,
+        }]
+    );
+}
+
+#[test]
+fn copy_moves_bytes_in_chunks() {
+    let mut rig = Rig::step();
+    let src = rig.alloc(64 << 10);
+    let dst = rig.alloc(64 << 10);
+    let words: Vec<u64> = (0..8192u64).map(|i| i * 3 + 1).collect();
+    rig.mem.write_words(src, &words).unwrap();
+    let mut q = rig.queue(1, 1);
+    rig.commit(1, &[&q]);
+    rig.submit(
+        &mut q,
+        &[Command::Copy {
+            src,
+            dst,
+            bytes: 64 << 10,
+        }],
+    );
+    let steps = rig.run();
+    assert!(
+        steps >= 16,
+        "64 KiB in 4 KiB chunks takes 16 quanta, took {steps}"
+    );
+    assert_eq!(rig.mem.read_words(dst, 8192).unwrap(), words);
+    assert_eq!(rig.read_ptr(&q), q.wptr);
+    assert_eq!(rig.dev.completed_commands(1), 1);
+}
+
+#[test]
+fn copy_between_sysmem_and_vram_and_fill() {
+    let mut rig = Rig::step();
+    let src = rig.alloc(4096);
+    rig.mem.write_words(src, &[1, 2, 3, 4]).unwrap();
+    let vram = rvgpu_hw::addr::VRAM_BASE + 0x1000;
+    let mut q = rig.queue(1, 1);
+    rig.commit(1, &[&q]);
+    rig.submit(
+        &mut q,
+        &[
+            Command::Copy {
+                src,
+                dst: vram,
+                bytes: 32,
+            },
+            Command::Fill {
+                dst: vram + 32,
+                bytes: 10_000 * 8,
+                pattern: 0xABCD,
+            },
+        ],
+    );
+    rig.run();
+    assert_eq!(rig.mem.read_words(vram, 4).unwrap(), vec![1, 2, 3, 4]);
+    let filled = rig.mem.read_words(vram + 32, 10_000).unwrap();
+    assert!(filled.iter().all(|&w| w == 0xABCD));
+    assert_eq!(
+        rig.mem.read_u64(vram + 32 + 80_000),
+        Some(0),
+        "stops at the end"
+    );
+}
+
+#[test]
+fn hang_is_detected_and_engine_reset_recovers() {
+    let mut rig = Rig::new(DeviceConfig {
+        hang_detect_ticks: 5 * STEP_TICKS,
+        ..DeviceConfig::step()
+    });
+    let (f, g) = (rig.fence(0), rig.fence(0));
+    let mut q = rig.queue(0, 5);
+    let mut other = rig.queue(1, 6);
+    rig.commit(0, &[&q]);
+    rig.commit(1, &[&other]);
+    rig.submit(
+        &mut q,
+        &[signal(f, 1, 0, 0), Command::Hang, signal(f, 2, 0, 0)],
+    );
+    for _ in 0..10 {
+        rig.dev.step();
+    }
+    assert_eq!(
+        rig.mem.read_u64(f.cv),
+        Some(1),
+        "commands before the HANG ran"
+    );
+    let status = |rig: &Rig, e| {
+        EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(e, regs::engine::STATUS))).unwrap()
+    };
+    assert_eq!(status(&rig, 0).state, EngineState::Hung);
+    assert_eq!(
+        rig.dev
+            .read32(rig.engine_reg(0, regs::engine::CURRENT_QUEUE)),
+        5
+    );
+    let (st, evs) = rig.isr();
+    assert!(st.contains(IntCause::ENGINE_STATE));
+    let es = of_kind(&evs, EventKind::EngineState);
+    assert_eq!(es.len(), 1, "reported once");
+    assert_eq!(
+        (es[0].arg0, es[0].arg1),
+        (EngineState::Active as u64, EngineState::Hung as u64)
+    );
+    // The other engine is unaffected.
+    rig.submit(&mut other, &[signal(g, 1, 0, 0)]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    // Reset engine 0: HANG aborted at rptr 40 (after the 5-word signal).
+    rig.dev
+        .write32(rig.engine_reg(0, regs::engine::CTRL), ENGINE_CTRL_RESET);
+    assert_eq!(
+        rig.dev
+            .read32(rig.engine_reg(0, regs::engine::RESET_RESULT)),
+        ResetResult::Ok as u32
+    );
+    assert_eq!(
+        rig.dev.read32(rig.engine_reg(0, regs::engine::RESET_QUEUE)),
+        5
+    );
+    assert_eq!(
+        rig.dev.read64(rig.engine_reg(0, regs::engine::RESET_RPTR)),
+        40
+    );
+    assert_eq!(status(&rig, 0).state, EngineState::Idle);
+    assert!(
+        rig.dev.engine_snapshot(0).unwrap().queues.is_empty(),
+        "runlist dropped"
+    );
+    assert_eq!(
+        rig.dev.engine_snapshot(1).unwrap().queues.len(),
+        1,
+        "engine 1 untouched"
+    );
+    let (st, evs) = rig.isr();
+    assert!(st.contains(IntCause::RESET_DONE));
+    let rd = of_kind(&evs, EventKind::ResetDone);
+    assert_eq!(
+        (rd[0].arg0, rd[0].arg1, rd[0].arg2),
+        (ResetResult::Ok as u64, 5, 40)
+    );
+    assert_eq!(
+        rig.mem.read_u64(f.cv),
+        Some(1),
+        "nothing after the HANG ran"
+    );
+    // Resubmission: skip the HANG and recommit.
+    rig.mem
+        .write_u64(q.desc.ring_control + RingControl::READ_PTR, 48)
+        .unwrap();
+    rig.commit(0, &[&q]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
+}
+
+#[test]
+fn injected_hang_and_failed_reset() {
+    let mut rig = Rig::new(DeviceConfig {
+        hang_detect_ticks: 3 * STEP_TICKS,
+        ..DeviceConfig::step()
+    });
+    let f = rig.fence(0);
+    let mut q = rig.queue(1, 2);
+    rig.commit(1, &[&q]);
+    rig.dev.inject_hang(1);
+    rig.submit(&mut q, &[signal(f, 1, 0, 0)]);
+    for _ in 0..6 {
+        rig.dev.step();
+    }
+    assert_eq!(
+        rig.mem.read_u64(f.cv),
+        Some(0),
+        "a hung engine executes nothing"
+    );
+    let (_, evs) = rig.isr();
+    assert_eq!(
+        of_kind(&evs, EventKind::EngineState)[0].arg1,
+        EngineState::Hung as u64
+    );
+    rig.dev.fail_next_reset(1);
+    let ctrl = rig.engine_reg(1, regs::engine::CTRL);
+    rig.dev.write32(ctrl, ENGINE_CTRL_RESET);
+    let result = rig.engine_reg(1, regs::engine::RESET_RESULT);
+    assert_eq!(rig.dev.read32(result), ResetResult::Failed as u32);
+    let (st, evs) = rig.isr();
+    assert!(st.contains(IntCause::RESET_DONE));
+    assert_eq!(
+        of_kind(&evs, EventKind::ResetDone)[0].arg0,
+        ResetResult::Failed as u64
+    );
+    rig.dev.write32(ctrl, ENGINE_CTRL_RESET);
+    assert_eq!(rig.dev.read32(result), ResetResult::Ok as u32);
+    rig.commit(1, &[&q]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+}
+
+#[test]
+fn reset_interrupts_a_long_copy_between_chunks() {
+    let mut rig = Rig::step();
+    let src = rig.alloc(1 << 20);
+    let dst = rig.alloc(1 << 20);
+    rig.mem.write_u64(src + (1 << 20) - 8, 0x55).unwrap();
+    let mut q = rig.queue(1, 1);
+    rig.commit(1, &[&q]);
+    rig.submit(
+        &mut q,
+        &[Command::Copy {
+            src,
+            dst,
+            bytes: 1 << 20,
+        }],
+    );
+    for _ in 0..3 {
+        rig.dev.step();
+    }
+    assert!(rig.dev.engine_snapshot(1).unwrap().has_work);
+    rig.dev
+        .write32(rig.engine_reg(1, regs::engine::CTRL), ENGINE_CTRL_RESET);
+    assert_eq!(
+        rig.dev.read32(rig.engine_reg(1, regs::engine::RESET_QUEUE)),
+        1
+    );
+    assert_eq!(
+        rig.dev.read64(rig.engine_reg(1, regs::engine::RESET_RPTR)),
+        0
+    );
+    rig.run();
+    assert_eq!(
+        rig.mem.read_u64(dst + (1 << 20) - 8),
+        Some(0),
+        "copy aborted"
+    );
+    assert_eq!(rig.dev.completed_commands(1), 0);
+}
