@@ -1,0 +1,437 @@
+//! Every interrupt cause, every fault code, the ISR protocol, the line, fault injection.
+mod common;
+
+use common::*;
+use rvgpu_device::{DeviceConfig, IrqDelay, STEP_TICKS};
+use rvgpu_hw::cmd::{self, Command, LogKind, Opcode};
+use rvgpu_hw::engine::{EngineState, EngineStatus};
+use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::queue::{QueueDescriptor, RingControl};
+use rvgpu_hw::regs::{self, IntCause};
+
+fn of_kind(evs: &[EventRecord], k: EventKind) -> Vec<EventRecord> {
+    evs.iter().copied().filter(|e| e.kind == k as u8).collect()
+}
+
+/// Runs `bad` words on one queue next to a healthy queue on the same engine; returns the
+/// fault event. The healthy queue must keep running.
+fn fault_with(rig: &mut Rig, prepare: impl FnOnce(&mut Rig, &mut Q)) -> EventRecord {
+    let g = rig.fence(0);
+    let mut bad = rig.queue(0, 1);
+    let mut good = rig.queue(0, 2);
+    prepare(rig, &mut bad);
+    rig.commit(0, &[&bad, &good]);
+    rig.ring(&bad);
+    rig.run();
+    rig.submit(&mut good, &[signal(g, 1, 0, 0)]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(1), "other queue keeps running");
+    let (st, evs) = rig.isr();
+    assert!(st.contains(IntCause::FAULT));
+    let faults = of_kind(&evs, EventKind::Fault);
+    assert_eq!(faults.len(), 1, "{evs:?}");
+    assert_eq!(faults[0].queue_id, 1);
+    let snap = rig.dev.queues();
+    assert!(snap
+        .iter()
+        .find(|q| q.queue_id == 1)
+        .unwrap()
+        .fault
+        .is_some());
+    assert!(snap
+        .iter()
+        .find(|q| q.queue_id == 2)
+        .unwrap()
+        .fault
+        .is_none());
+    faults[0]
+}
+
+#[test]
+fn fault_bad_opcode() {
+    let mut rig = Rig::step();
+    let f = fault_with(&mut rig, |rig, q| {
+        rig.push(q, &[Command::Nop { len: 1 }]);
+        rig.push_words(q, &[0x1_00EE]);
+    });
+    assert_eq!(f.arg0, FaultCode::BadOpcode as u64);
+    assert_eq!(f.arg2, 8, "rptr of the faulting packet");
+}
+
+#[test]
+fn fault_bad_length_wrong_size_and_past_write_pointer() {
+    let mut rig = Rig::step();
+    let f = fault_with(&mut rig, |rig, q| {
+        rig.push_words(q, &[cmd::header(Opcode::FenceWait, 0, 2), 0]);
+    });
+    assert_eq!(f.arg0, FaultCode::BadLength as u64);
+    let mut rig = Rig::step();
+    let f = fault_with(&mut rig, |rig, q| {
+        // A 5-word signal of which only 3 words are published.
+        rig.push_words(q, &[cmd::header(Opcode::FenceSignal, 0, 5), 0, 0]);
+    });
+    assert_eq!(f.arg0, FaultCode::BadLength as u64);
+}
+
+#[test]
+fn fault_bad_address_outside_windows_and_misaligned() {
+    let mut rig = Rig::step();
+    // Real memory, but not in any registered window.
+    let outside = rig.mem.alloc_system(4096, 4096).unwrap().bus_addr;
+    let f = fault_with(&mut rig, |rig, q| {
+        rig.push(q, &[Command::Timestamp { addr: outside }]);
+    });
+    assert_eq!((f.arg0, f.arg1), (FaultCode::BadAddress as u64, outside));
+    let mut rig = Rig::step();
+    let t = rig.alloc(64) + 4;
+    let f = fault_with(&mut rig, |rig, q| {
+        rig.push(q, &[Command::Timestamp { addr: t }]);
+    });
+    assert_eq!((f.arg0, f.arg1), (FaultCode::BadAddress as u64, t));
+    let mut rig = Rig::step();
+    let f = fault_with(&mut rig, |rig, q| {
+        let vram_end = rvgpu_hw::addr::VRAM_BASE + (16 << 20);
+        rig.push(
+            q,
+            &[Command::Fill {
+                dst: vram_end - 8,
+                bytes: 16,
+                pattern: 0,
+            }],
+        );
+    });
+    assert_eq!(f.arg0, FaultCode::BadAddress as u64);
+}
+
+#[test]
+fn fault_bad_header() {
+    let mut rig = Rig::step();
+    let f = fault_with(&mut rig, |rig, q| {
+        rig.push_words(q, &[cmd::header(Opcode::Hang, 0, 1) | (1 << 40)]);
+    });
+    assert_eq!(f.arg0, FaultCode::BadHeader as u64);
+}
+
+#[test]
+fn fault_bad_argument() {
+    let mut rig = Rig::step();
+    let f = fault_with(&mut rig, |rig, q| {
+        let d = rig.alloc(64);
+        rig.push_words(q, &[cmd::header(Opcode::Fill, 0, 4), d, 12, 0]);
+    });
+    assert_eq!(f.arg0, FaultCode::BadArgument as u64);
+}
+
+#[test]
+fn fault_bad_ring_control() {
+    let mut rig = Rig::step();
+    let f = fault_with(&mut rig, |rig, q| {
+        // Write pointer more than a ring ahead of the read pointer.
+        rig.mem
+            .write_u64(q.desc.ring_control + RingControl::WRITE_PTR, 8192)
+            .unwrap();
+    });
+    assert_eq!(f.arg0, FaultCode::BadRingControl as u64);
+}
+
+#[test]
+fn fault_no_log() {
+    let mut rig = Rig::step();
+    let f = fault_with(&mut rig, |rig, q| {
+        q.desc.signal_log = 0;
+        rig.push(
+            q,
+            &[Command::LogWrite {
+                log: LogKind::Signal,
+                index: 0,
+                fence_handle: 0,
+                fence_value: 0,
+            }],
+        );
+    });
+    assert_eq!(f.arg0, FaultCode::NoLog as u64);
+}
+
+#[test]
+fn faulted_queue_stays_stopped() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.push_words(&mut q, &[0xEE]);
+    rig.submit(&mut q, &[signal(f, 1, 0, 0)]);
+    rig.run();
+    rig.ring(&q);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.read_ptr(&q), 0, "rptr stays at the faulting packet");
+}
+
+#[test]
+fn corrupt_ring_injection_faults_the_queue() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    let mut q = rig.queue(0, 3);
+    rig.commit(0, &[&q]);
+    rig.push(&mut q, &[signal(f, 1, 0, 0)]);
+    assert!(rig.dev.corrupt_ring(3, 0xFFFF_FFFF_FFFF_FFFF));
+    assert!(!rig.dev.corrupt_ring(99, 0));
+    rig.ring(&q);
+    rig.run();
+    let (_, evs) = rig.isr();
+    assert_eq!(
+        of_kind(&evs, EventKind::Fault)[0].arg0,
+        FaultCode::BadHeader as u64
+    );
+    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+}
+
+#[test]
+fn invalid_descriptor_is_skipped_with_a_fault_event() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    let mut good = rig.queue(0, 1);
+    let bad = QueueDescriptor {
+        ring_size: 100,
+        ..rig.queue(0, 2).desc
+    };
+    let invalid = QueueDescriptor {
+        flags: 0,
+        queue_id: 3,
+        ..bad
+    };
+    rig.commit_descs(0, &[bad, good.desc, invalid]);
+    let (st, evs) = rig.isr();
+    assert_eq!(st, IntCause::FAULT);
+    let faults = of_kind(&evs, EventKind::Fault);
+    assert_eq!(faults.len(), 1, "entry without VALID is skipped silently");
+    assert_eq!(
+        (faults[0].queue_id, faults[0].arg0),
+        (2, FaultCode::BadArgument as u64)
+    );
+    assert_eq!(rig.dev.queues().len(), 1);
+    rig.submit(&mut good, &[signal(f, 1, 0, 0)]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+}
+
+#[test]
+fn event_overflow_when_the_ring_is_full() {
+    let mut rig = Rig::step();
+    let mut q = rig.queue_with(0, 1, 0, 4096, 84);
+    rig.commit(0, &[&q]);
+    let n = EVENT_RING_SIZE as u64 + 6;
+    let cmds: Vec<_> = (0..n)
+        .map(|v| Command::Progress {
+            irq: true,
+            value: v,
+        })
+        .collect();
+    rig.submit(&mut q, &cmds);
+    rig.run();
+    let (st, evs) = rig.isr();
+    assert!(st.contains(IntCause::EVENT_OVERFLOW | IntCause::PROGRESS));
+    assert_eq!(evs.len(), EVENT_RING_SIZE as usize, "the rest were dropped");
+    assert_eq!(evs.last().unwrap().arg0, u64::from(EVENT_RING_SIZE) - 1);
+    assert_eq!(
+        rig.mem.read_u64(q.desc.progress_fence),
+        Some(n - 1),
+        "work not affected"
+    );
+    // Space again: records flow again, no overflow.
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: true,
+            value: 1000,
+        }],
+    );
+    rig.run();
+    let (st, evs) = rig.isr();
+    assert_eq!(st, IntCause::PROGRESS);
+    assert_eq!(evs[0].arg0, 1000);
+}
+
+#[test]
+fn isr_ack_before_drain_loses_nothing() {
+    let mut rig = Rig::step();
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: true,
+            value: 1,
+        }],
+    );
+    rig.dev.step();
+    // ISR: read status, acknowledge BEFORE draining...
+    let status = rig.dev.read32(regs::INT_STATUS);
+    rig.dev.write32(regs::INT_ACK, status);
+    assert!(!rig.line.level());
+    // ...the device posts another record during the drain...
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: true,
+            value: 2,
+        }],
+    );
+    rig.dev.step();
+    let first = rig.drain();
+    // ...and its bit is set again, so the next ISR sees it; nothing is lost.
+    assert!(rig.line.level());
+    let (st, second) = rig.isr();
+    assert_eq!(st, IntCause::PROGRESS);
+    let all: Vec<u64> = first.iter().chain(second.iter()).map(|e| e.arg0).collect();
+    assert_eq!(all, vec![1, 2]);
+}
+
+#[test]
+fn line_follows_status_and_enable() {
+    let mut rig = Rig::step();
+    rig.dev.write32(regs::INT_ENABLE, 0);
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: true,
+            value: 1,
+        }],
+    );
+    rig.run();
+    assert_eq!(rig.dev.read32(regs::INT_STATUS), IntCause::PROGRESS.bits());
+    assert!(!rig.line.level(), "masked");
+    rig.dev.write32(regs::INT_ENABLE, IntCause::PROGRESS.bits());
+    assert!(rig.line.level());
+    rig.dev.write32(regs::INT_ACK, IntCause::FAULT.bits());
+    assert!(rig.line.level(), "W1C of another bit");
+    rig.dev.write32(regs::INT_ACK, IntCause::PROGRESS.bits());
+    assert!(!rig.line.level());
+    assert_eq!(rig.line.rises(), 1);
+}
+
+#[test]
+fn injected_interrupt_delay_holds_the_assertion() {
+    let mut rig = Rig::step();
+    rig.dev.set_interrupt_delay(Some(IrqDelay::Steps(3)));
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: true,
+            value: 1,
+        }],
+    );
+    rig.dev.step();
+    assert_ne!(rig.dev.read32(regs::INT_STATUS), 0);
+    assert!(!rig.line.level(), "held");
+    rig.dev.step();
+    rig.dev.step();
+    assert!(!rig.line.level(), "still held");
+    rig.dev.step();
+    assert!(rig.line.level(), "delivered after 3 steps");
+    rig.isr();
+    rig.dev.set_interrupt_delay(None);
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: true,
+            value: 2,
+        }],
+    );
+    rig.dev.step();
+    assert!(rig.line.level(), "no delay any more");
+}
+
+#[test]
+fn injected_interrupt_drop_loses_one_assertion() {
+    let mut rig = Rig::step();
+    rig.dev.drop_next_interrupt();
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: true,
+            value: 1,
+        }],
+    );
+    rig.run();
+    assert_ne!(rig.dev.read32(regs::INT_STATUS), 0, "cause pending");
+    assert!(!rig.line.level(), "but the interrupt was lost");
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: true,
+            value: 2,
+        }],
+    );
+    rig.run();
+    assert!(
+        !rig.line.level(),
+        "no new edge while the cause stays pending"
+    );
+    // A polling driver recovers: acknowledge, and the next event interrupts again.
+    let (_, evs) = rig.isr();
+    assert_eq!(evs.len(), 2);
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: true,
+            value: 3,
+        }],
+    );
+    rig.run();
+    assert!(rig.line.level());
+}
+
+#[test]
+fn idle_engine_requests_f1_once() {
+    let mut rig = Rig::new(DeviceConfig {
+        idle_f1_ticks: 3 * STEP_TICKS,
+        ..DeviceConfig::step()
+    });
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    for _ in 0..10 {
+        rig.dev.step();
+    }
+    let (st, evs) = rig.isr();
+    assert!(st.contains(IntCause::ENGINE_STATE));
+    let es = of_kind(&evs, EventKind::EngineState);
+    assert_eq!(es.len(), 2, "one per engine, once: {es:?}");
+    assert!(es.iter().all(
+        |e| (e.arg0, e.arg1) == (EngineState::Idle as u64, EngineState::TransitionToF1 as u64)
+    ));
+    let status = |rig: &Rig| {
+        EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(0, regs::engine::STATUS)))
+            .unwrap()
+            .state
+    };
+    assert_eq!(status(&rig), EngineState::TransitionToF1);
+    rig.submit(&mut q, &[Command::Nop { len: 1 }]);
+    rig.dev.step();
+    assert_eq!(status(&rig), EngineState::Active);
+    for _ in 0..10 {
+        rig.dev.step();
+    }
+    let (_, evs) = rig.isr();
+    assert_eq!(
+        of_kind(&evs, EventKind::EngineState).len(),
+        1,
+        "engine 0 again"
+    );
+}
+
+#[test]
+fn no_f1_requests_by_default() {
+    let rig = Rig::step();
+    for _ in 0..50 {
+        rig.dev.step();
+    }
+    assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
+}
