@@ -1,0 +1,44 @@
+//! Errors of the test-facing API.
+
+use core::fmt;
+
+use rvgpu_ddi::NTSTATUS;
+
+use crate::bugcheck::BugCheck;
+use crate::state::Fault;
+
+/// Why a simulation call failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SimError {
+    /// The machine bug-checked (now or earlier): Windows would have stopped.
+    Bugcheck(BugCheck),
+    /// A DDI returned this failure status; the machine is still running.
+    DdiFailed(NTSTATUS),
+    /// The OS refused what the driver answered (for example native fences advertised while
+    /// the OS feature is disabled, NF-10); the adapter did not start.
+    Rejected(String),
+    /// The simulation cannot continue (not simulated, misuse of the API, timeout...).
+    Simulation(String),
+}
+
+impl From<Fault> for SimError {
+    fn from(f: Fault) -> Self {
+        match f {
+            Fault::BugCheck(b) => Self::Bugcheck(b),
+            Fault::Simulation(m) => Self::Simulation(m),
+        }
+    }
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Bugcheck(b) => write!(f, "bug check: {b}"),
+            Self::DdiFailed(s) => write!(f, "DDI failed: NTSTATUS {:#010x}", *s as u32),
+            Self::Rejected(m) => write!(f, "rejected by the OS: {m}"),
+            Self::Simulation(m) => write!(f, "simulation error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
