@@ -704,7 +704,7 @@ unsafe extern "system" fn native_fence_get_os_caps(
 
 /// `DxgkCbAllocateContiguousMemory` (PASSIVE): system memory from the machine's `Memory`,
 /// recorded as the driver's; the tracking handle is the VA.
-pub unsafe extern "system" fn allocate_contiguous_memory(
+unsafe extern "system" fn allocate_contiguous_memory(
     handle: HANDLE,
     args: *mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY,
 ) -> NTSTATUS {
@@ -742,7 +742,7 @@ pub unsafe extern "system" fn allocate_contiguous_memory(
 
 /// `DxgkCbFreeContiguousMemory` (PASSIVE): freeing a handle that is not a live allocation of
 /// this adapter (never allocated, or already freed) is bug check 0xC4 subtype 0x10.
-pub unsafe extern "system" fn free_contiguous_memory(
+unsafe extern "system" fn free_contiguous_memory(
     handle: HANDLE,
     args: *const DXGKARGCB_FREECONTIGUOUSMEMORY,
 ) -> NTSTATUS {

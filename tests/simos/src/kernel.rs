@@ -211,7 +211,7 @@ fn resolve(base: NonNull<u8>, offset: usize, width: usize, write: bool) -> Optio
         .filter(|w| {
             offset
                 .checked_add(width)
-                .is_some_and(|end| end <= w.len && offset % width == 0)
+                .is_some_and(|end| end <= w.len && offset.is_multiple_of(width))
         })
         .map(|w| w.kind);
     if found.is_none() {

@@ -478,6 +478,10 @@ impl Machine {
             },
         )?;
         check_status(status)?;
+        // The interrupt is connected once StartDevice succeeded (the start-time queries and a
+        // StopDevice after a refused start may already synchronise with the ISR).
+        a.connected.store(true, Ordering::Release);
+        self.wake.notify();
         let caps = match self.query_caps_raw(&a, &t) {
             Ok(c) => c,
             Err(e) => {
@@ -513,8 +517,6 @@ impl Machine {
         }
         *lock(&a.caps) = Some(caps);
         *lock(&a.life) = Life::Started;
-        a.connected.store(true, Ordering::Release);
-        self.wake.notify();
         Ok(AdapterInfo {
             sources,
             children,

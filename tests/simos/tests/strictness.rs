@@ -1,0 +1,180 @@
+//! The simulation bug-checks where Windows would.
+
+use rvgpu_simos::bugcheck::{self, vidsch, BugCheck};
+use rvgpu_simos::testing::{self, BAD_FENCE_HANDLE};
+use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, SimError};
+
+fn started(
+    mode: Mode,
+    hook: Option<fn(&mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA)>,
+) -> Machine {
+    let mut m = Machine::new(MachineConfig::single(mode));
+    let loaded = match hook {
+        Some(h) => m.load_driver_with(h),
+        None => m.load_driver(),
+    };
+    if let Err(e) = loaded.and_then(|()| m.start_adapter(0).map(|_| ())) {
+        panic!("bring-up failed: {e}");
+    }
+    m
+}
+
+/// NF-14: an ISR reporting a native fence handle the OS never handed out halts the machine
+/// with 0x119 (subtype 1, the handle, the interrupt type, its index).
+#[test]
+fn nf_14_unknown_fence_handle_in_interrupt_is_0x119() {
+    for mode in [Mode::Step, Mode::Threaded] {
+        let m = started(
+            mode,
+            Some(|t| t.DxgkDdiInterruptRoutine = Some(testing::isr_reports_unknown_fence_handle)),
+        );
+        let _ = m.raise_interrupt(0);
+        let halted = m.run_until(10, std::time::Duration::from_secs(5), |m| {
+            m.bugcheck().is_some()
+        });
+        assert!(
+            matches!(halted, Err(SimError::Bugcheck(_))),
+            "{mode:?}: {halted:?}"
+        );
+        assert_eq!(
+            m.bugcheck(),
+            Some(BugCheck::video_scheduler(
+                vidsch::DRIVER_REPORTED_INVALID_FENCE_ID,
+                BAD_FENCE_HANDLE as u64,
+                rvgpu_ddi::interrupt::DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED as u64,
+                0
+            )),
+            "{mode:?}"
+        );
+        // Halted: every later call fails with the same bug check.
+        assert!(matches!(m.query_driver_caps(0), Err(SimError::Bugcheck(b)) if b.code == 0x119));
+    }
+}
+
+/// A known handle is accepted (the check is not "reject everything").
+#[test]
+fn known_fence_handle_is_accepted_when_native_fences_are_on() {
+    let m = started(
+        Mode::Step,
+        Some(|t| t.DxgkDdiInterruptRoutine = Some(testing::isr_reports_unknown_fence_handle)),
+    );
+    m.add_native_fence_handle(0, BAD_FENCE_HANDLE);
+    let r = m.raise_interrupt(0);
+    // With the handle live, what remains is whether the adapter may report native fences at
+    // all: only if the driver advertised NativeGpuFence (NF-10).
+    let caps = m.interface(0).is_some();
+    assert!(caps);
+    match r {
+        Ok(()) => assert!(m.notifications(0).len() == 1),
+        Err(SimError::Bugcheck(b)) => {
+            assert_eq!(b.params[0], vidsch::SIM_UNKNOWN_INTERRUPT_TYPE, "{b}")
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// A DDI entered at a level Windows forbids: QueryAdapterInfo (PASSIVE) at DISPATCH is 0xA.
+#[test]
+fn ddi_at_wrong_irql_is_0xa() {
+    let m = started(Mode::Step, None);
+    let r = m.at_irql(Irql::Dispatch, |m| m.query_driver_caps(0));
+    match r {
+        Err(SimError::Bugcheck(b)) => {
+            assert_eq!(b.code, bugcheck::IRQL_NOT_LESS_OR_EQUAL);
+            assert_eq!(b.params[1], 2, "IRQL parameter");
+            assert_eq!(b.params[2], 8, "execute");
+        }
+        other => panic!("expected 0xA, got {other:?}"),
+    }
+}
+
+/// A callback called at a wrong level: a PASSIVE callback from the ISR is 0xA.
+#[test]
+fn callback_at_wrong_irql_is_0xa() {
+    let m = started(
+        Mode::Step,
+        Some(|t| t.DxgkDdiInterruptRoutine = Some(testing::isr_calls_passive_callback)),
+    );
+    let r = m.raise_interrupt(0);
+    match r {
+        Err(SimError::Bugcheck(b)) => {
+            assert_eq!(b.code, bugcheck::IRQL_NOT_LESS_OR_EQUAL, "{b}");
+            assert_eq!(b.params[1], bugcheck::kirql(Irql::Device));
+        }
+        other => panic!("expected 0xA, got {other:?}"),
+    }
+}
+
+/// Freeing contiguous memory twice is Driver Verifier's 0xC4 / 0x10 with the address.
+#[test]
+fn contiguous_memory_double_free_is_0xc4() {
+    let m = started(Mode::Step, None);
+    let Some(iface) = m.interface(0) else {
+        panic!("no interface")
+    };
+    // SAFETY: the table the simulation handed to StartDevice; the test stands in for the
+    // driver at PASSIVE_LEVEL.
+    let (s, h, p) = unsafe { testing::allocate_contiguous(&iface, 8192) };
+    assert_eq!(s, 0);
+    assert!(!p.is_null());
+    // SAFETY: as above.
+    assert_eq!(unsafe { testing::free_contiguous(&iface, h, p) }, 0);
+    assert!(m.bugcheck().is_none());
+    // SAFETY: as above; the second free is the violation under test.
+    let s2 = unsafe { testing::free_contiguous(&iface, h, p) };
+    assert!(s2 < 0);
+    assert_eq!(
+        m.bugcheck(),
+        Some(BugCheck::verifier(
+            bugcheck::verifier::FREE_BAD_ADDRESS,
+            h as usize as u64,
+            0,
+            0
+        ))
+    );
+}
+
+/// Contiguous memory has a bus address the platform resolves.
+#[test]
+fn contiguous_memory_has_a_bus_address() {
+    use rvgpu_kmd::platform::Platform;
+    let m = started(Mode::Step, None);
+    let Some(iface) = m.interface(0) else {
+        panic!("no interface")
+    };
+    // SAFETY: see `contiguous_memory_double_free_is_0xc4`.
+    let (s, h, p) = unsafe { testing::allocate_contiguous(&iface, 4096) };
+    assert_eq!(s, 0);
+    let bus = std::ptr::NonNull::new(p.cast::<u8>()).and_then(rvgpu_simos::SimKernel::bus_address);
+    assert!(bus.is_some_and(|b| b >= rvgpu_device::SYSMEM_START));
+    // SAFETY: as above.
+    assert_eq!(unsafe { testing::free_contiguous(&iface, h, p) }, 0);
+}
+
+/// An ISR that never claims a level-triggered interrupt that stays asserted is an interrupt
+/// storm: 0xF2 with the ISR address and the number of unclaimed calls.
+#[test]
+fn unclaimed_interrupt_storm_is_0xf2() {
+    unsafe extern "system" fn never_mine(_ctx: rvgpu_ddi::PVOID, _msg: u32) -> u8 {
+        0
+    }
+    let mut cfg = MachineConfig::single(Mode::Step);
+    // An idle engine requests F1 after 50 ticks; the driver enabled the cause at start, and
+    // nobody acknowledges it, so the line stays up.
+    cfg.adapters[0].device.idle_f1_ticks = 50;
+    let mut m = Machine::new(cfg);
+    let up = m
+        .load_driver_with(|t| t.DxgkDdiInterruptRoutine = Some(never_mine))
+        .and_then(|()| m.start_adapter(0).map(|_| ()));
+    if let Err(e) = up {
+        panic!("bring-up: {e}");
+    }
+    let r = m.run_steps(200);
+    match r {
+        Err(SimError::Bugcheck(b)) => {
+            assert_eq!(b.code, bugcheck::HARDWARE_INTERRUPT_STORM, "{b}");
+            assert_eq!(b.params[3], rvgpu_simos::interrupt::UNCLAIMED_STORM_LIMIT);
+        }
+        other => panic!("expected 0xF2, got {other:?}"),
+    }
+}
