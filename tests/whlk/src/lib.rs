@@ -1,1 +1,13 @@
-//! placeholder
+//! rvgpu-whlk: a WHLK-style harness for rvgpu.
+//!
+//! Named cases ([`cases::all`]) run against a [`backend::Backend`]; the default backend is the
+//! emulated GPU under the simulated OS ([`backend::sim::SimBackend`]). The binary prints a
+//! results table ([`report::table`]), can write a JUnit report ([`junit::render`]) and exits
+//! non-zero when a case fails. `cargo test` runs every case too (tests/all_cases.rs).
+
+pub mod backend;
+pub mod case;
+pub mod cases;
+pub mod junit;
+pub mod report;
+pub mod runner;

@@ -1,0 +1,149 @@
+//! `Adapter.*`: bring-up through the driver's table.
+
+use crate::backend::{Backend, ExecMode, SessionConfig};
+use crate::case::{Case, CaseResult};
+use crate::ensure;
+
+/// The cases of this area.
+pub const CASES: &[Case] = &[
+    Case {
+        name: "Adapter.StartStop",
+        requirements: &["ISSUE-2"],
+        summary: "load, start, stop, remove, unload through DRIVER_INITIALIZATION_DATA (step mode)",
+        run: start_stop_step,
+    },
+    Case {
+        name: "Adapter.StartStopThreaded",
+        requirements: &["ISSUE-2"],
+        summary: "the same life cycle with device, interrupt and DPC threads",
+        run: start_stop_threaded,
+    },
+    Case {
+        name: "Adapter.RestartAfterStop",
+        requirements: &["ISSUE-2"],
+        summary: "StartDevice again after StopDevice",
+        run: restart,
+    },
+    Case {
+        name: "Adapter.TwoAdapters",
+        requirements: &["ISSUE-2", "NF-18"],
+        summary: "an iGPU and a dGPU start and stop independently under one driver",
+        run: two_adapters,
+    },
+    Case {
+        name: "Adapter.DriverCaps",
+        requirements: &["NF-10", "TDR-02"],
+        summary:
+            "DRIVERCAPS is render-only, multi-engine, 64-bit atomics, consistent with the device",
+        run: driver_caps,
+    },
+    Case {
+        name: "Adapter.NativeFenceFeatureDisabled",
+        requirements: &["NF-10"],
+        summary: "with DXGK_FEATURE_NATIVE_FENCE off the driver starts without NativeGpuFence",
+        run: native_fence_disabled,
+    },
+];
+
+fn life_cycle(b: &dyn Backend, mode: ExecMode) -> CaseResult {
+    let mut s = b.open(&SessionConfig::new(mode))?;
+    s.load_driver()?;
+    let started = s.start_adapter(0)?;
+    ensure!(
+        started.sources == 0 && started.children == 0,
+        "render-only adapter reported {} sources and {} children",
+        started.sources,
+        started.children
+    );
+    s.stop_adapter(0)?;
+    s.remove_adapter(0)?;
+    s.unload()?;
+    ensure!(s.bugcheck().is_none(), "bug check: {:?}", s.bugcheck());
+    Ok(())
+}
+
+fn start_stop_step(b: &dyn Backend) -> CaseResult {
+    life_cycle(b, ExecMode::Step)
+}
+
+fn start_stop_threaded(b: &dyn Backend) -> CaseResult {
+    life_cycle(b, ExecMode::Threaded)
+}
+
+fn restart(b: &dyn Backend) -> CaseResult {
+    let mut s = b.open(&SessionConfig::new(ExecMode::Step))?;
+    s.load_driver()?;
+    s.start_adapter(0)?;
+    s.stop_adapter(0)?;
+    s.start_adapter(0)?;
+    s.stop_adapter(0)?;
+    s.remove_adapter(0)?;
+    s.unload()?;
+    Ok(())
+}
+
+fn two_adapters(b: &dyn Backend) -> CaseResult {
+    let mut cfg = SessionConfig::new(ExecMode::Step);
+    cfg.adapters = 2;
+    let mut s = b.open(&cfg)?;
+    ensure!(
+        s.adapter_count() == 2,
+        "expected 2 adapters, got {}",
+        s.adapter_count()
+    );
+    s.load_driver()?;
+    s.start_adapter(0)?;
+    s.start_adapter(1)?;
+    s.stop_adapter(0)?;
+    s.remove_adapter(0)?;
+    s.stop_adapter(1)?;
+    s.remove_adapter(1)?;
+    s.unload()?;
+    Ok(())
+}
+
+fn driver_caps(b: &dyn Backend) -> CaseResult {
+    let mut s = b.open(&SessionConfig::new(ExecMode::Step))?;
+    s.load_driver()?;
+    s.start_adapter(0)?;
+    let c = s.driver_caps(0)?;
+    ensure!(
+        c.nodes >= 2,
+        "GpuEngineTopology reports {} nodes, the device has 2",
+        c.nodes
+    );
+    ensure!(
+        c.multi_engine_aware,
+        "MultiEngineAware not set with {} nodes",
+        c.nodes
+    );
+    ensure!(
+        !c.no_64bit_atomics,
+        "No64BitAtomics set although the device has ATOMIC64 (NF-01)"
+    );
+    ensure!(
+        c.interrupt_message_number == 0,
+        "line-based interrupt must report message 0, got {}",
+        c.interrupt_message_number
+    );
+    let again = s.driver_caps(0)?;
+    ensure!(
+        again == c,
+        "DRIVERCAPS changed between two queries: {c:?} then {again:?}"
+    );
+    Ok(())
+}
+
+fn native_fence_disabled(b: &dyn Backend) -> CaseResult {
+    let mut cfg = SessionConfig::new(ExecMode::Step);
+    cfg.native_fence_feature = false;
+    let mut s = b.open(&cfg)?;
+    s.load_driver()?;
+    s.start_adapter(0)?;
+    let c = s.driver_caps(0)?;
+    ensure!(
+        !c.native_gpu_fence,
+        "NativeGpuFence advertised while the OS disabled native fences"
+    );
+    Ok(())
+}

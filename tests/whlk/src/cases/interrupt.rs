@@ -1,0 +1,57 @@
+//! `Adapter.InterruptPath`: device → ISR → NotifyInterrupt → DPC → NotifyDpc.
+
+use std::time::Duration;
+
+use crate::backend::{Backend, ExecMode, SessionConfig};
+use crate::case::{Case, CaseResult};
+use crate::ensure;
+
+/// `DXGK_ENGINE_STATE_TRANSITION_TO_F1`.
+const TRANSITION_TO_F1: i32 = 1;
+
+/// The cases of this area.
+pub const CASES: &[Case] = &[
+    Case {
+        name: "Adapter.InterruptPath",
+        requirements: &["UM-13"],
+        summary:
+            "an idle engine's F1 request reaches the OS as a processed ENGINE_STATE_CHANGE (step)",
+        run: step,
+    },
+    Case {
+        name: "Adapter.InterruptPathThreaded",
+        requirements: &["UM-13"],
+        summary: "the same with device, interrupt and DPC threads",
+        run: threaded,
+    },
+];
+
+fn path(b: &dyn Backend, mode: ExecMode, idle_ticks: u64) -> CaseResult {
+    let mut cfg = SessionConfig::new(mode);
+    cfg.idle_f1_ticks = idle_ticks;
+    let mut s = b.open(&cfg)?;
+    s.load_driver()?;
+    s.start_adapter(0)?;
+    let got = s.run_until(Duration::from_secs(5), &mut |s| {
+        s.engine_state_changes(0)
+            .iter()
+            .any(|c| c.new_state == TRANSITION_TO_F1)
+    })?;
+    ensure!(
+        got,
+        "no TransitionToF1 processed by the OS; saw {:?}",
+        s.engine_state_changes(0)
+    );
+    ensure!(s.bugcheck().is_none(), "bug check {:?}", s.bugcheck());
+    s.stop_adapter(0)?;
+    Ok(())
+}
+
+fn step(b: &dyn Backend) -> CaseResult {
+    path(b, ExecMode::Step, 50)
+}
+
+fn threaded(b: &dyn Backend) -> CaseResult {
+    // 50 ms at the device's 100 MHz: after the driver has enabled interrupts.
+    path(b, ExecMode::Threaded, 5_000_000)
+}

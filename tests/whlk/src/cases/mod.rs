@@ -1,0 +1,16 @@
+//! The cases, one module per area.
+
+pub mod adapter;
+pub mod interrupt;
+pub mod simulation;
+
+use crate::case::Case;
+
+/// Every case, in run order.
+pub fn all() -> Vec<Case> {
+    let mut v = Vec::new();
+    v.extend_from_slice(adapter::CASES);
+    v.extend_from_slice(interrupt::CASES);
+    v.extend_from_slice(simulation::CASES);
+    v
+}

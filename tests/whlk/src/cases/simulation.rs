@@ -1,0 +1,98 @@
+//! `Simulation.*`: the simulated OS is as strict as Windows. These run a misbehaving driver
+//! (or call it the way Windows never would) and expect the bug check Windows raises; a real
+//! backend reports them unsupported.
+
+use crate::backend::{Backend, ExecMode, Failure, Misbehaviour, SessionConfig};
+use crate::case::{Case, CaseError, CaseResult};
+use crate::ensure;
+
+/// 0x119 `VIDEO_SCHEDULER_INTERNAL_ERROR`.
+const VIDEO_SCHEDULER_INTERNAL_ERROR: u32 = 0x119;
+/// 0xA `IRQL_NOT_LESS_OR_EQUAL`.
+const IRQL_NOT_LESS_OR_EQUAL: u32 = 0xA;
+/// `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED`.
+const NATIVE_FENCE_SIGNALED: u64 = 19;
+
+/// The cases of this area.
+pub const CASES: &[Case] = &[
+    Case {
+        name: "Simulation.BugcheckOnBadFenceHandle",
+        requirements: &["NF-14", "ISSUE-2"],
+        summary:
+            "an ISR reporting an unknown native fence handle halts with 0x119 (1, handle, 19, 0)",
+        run: bad_fence_handle,
+    },
+    Case {
+        name: "Simulation.IrqlEnforcedDdi",
+        requirements: &["ISSUE-2"],
+        summary: "QueryAdapterInfo entered at DISPATCH_LEVEL halts with 0xA",
+        run: irql_ddi,
+    },
+    Case {
+        name: "Simulation.IrqlEnforcedCallback",
+        requirements: &["ISSUE-2"],
+        summary: "a PASSIVE callback called from the ISR halts with 0xA",
+        run: irql_callback,
+    },
+];
+
+fn expect_bugcheck(r: Result<(), Failure>, code: u32) -> Result<[u64; 4], CaseError> {
+    match r {
+        Err(Failure::BugCheck(b)) if b.code == code => Ok(b.params),
+        Err(Failure::BugCheck(b)) => Err(CaseError::Fail(format!("expected {code:#x}, got {b}"))),
+        Err(Failure::Unsupported(m)) => Err(CaseError::Skip(m)),
+        Err(other) => Err(CaseError::Fail(format!("expected {code:#x}, got {other}"))),
+        Ok(()) => Err(CaseError::Fail(format!(
+            "expected bug check {code:#x}, the call succeeded"
+        ))),
+    }
+}
+
+fn bad_fence_handle(b: &dyn Backend) -> CaseResult {
+    let mut cfg = SessionConfig::new(ExecMode::Step);
+    cfg.misbehaviour = Some(Misbehaviour::IsrReportsUnknownFenceHandle);
+    let mut s = b.open(&cfg)?;
+    s.load_driver()?;
+    s.start_adapter(0)?;
+    let p = expect_bugcheck(s.raise_interrupt(0), VIDEO_SCHEDULER_INTERNAL_ERROR)?;
+    ensure!(
+        p[0] == 1,
+        "subtype {:#x}, expected 0x1 (invalid fence ID)",
+        p[0]
+    );
+    ensure!(
+        p[2] == NATIVE_FENCE_SIGNALED,
+        "interrupt type parameter {:#x}",
+        p[2]
+    );
+    // A halted machine refuses everything with the same bug check.
+    let after = s.driver_caps(0).map(|_| ());
+    expect_bugcheck(after, VIDEO_SCHEDULER_INTERNAL_ERROR)?;
+    Ok(())
+}
+
+fn irql_ddi(b: &dyn Backend) -> CaseResult {
+    let mut s = b.open(&SessionConfig::new(ExecMode::Step))?;
+    s.load_driver()?;
+    s.start_adapter(0)?;
+    let p = expect_bugcheck(
+        s.driver_caps_at_dispatch(0).map(|_| ()),
+        IRQL_NOT_LESS_OR_EQUAL,
+    )?;
+    ensure!(
+        p[1] == 2,
+        "IRQL parameter {} (expected DISPATCH_LEVEL = 2)",
+        p[1]
+    );
+    Ok(())
+}
+
+fn irql_callback(b: &dyn Backend) -> CaseResult {
+    let mut cfg = SessionConfig::new(ExecMode::Step);
+    cfg.misbehaviour = Some(Misbehaviour::IsrCallsPassiveCallback);
+    let mut s = b.open(&cfg)?;
+    s.load_driver()?;
+    s.start_adapter(0)?;
+    expect_bugcheck(s.raise_interrupt(0), IRQL_NOT_LESS_OR_EQUAL)?;
+    Ok(())
+}

@@ -1,0 +1,70 @@
+//! Runs cases: filter, time, and turn panics into failures.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use crate::backend::Backend;
+use crate::case::{Case, CaseError, Outcome};
+
+/// The result of one case.
+#[derive(Clone, Debug)]
+pub struct CaseReport {
+    /// Case name.
+    pub name: &'static str,
+    /// Requirement IDs.
+    pub requirements: &'static [&'static str],
+    /// Outcome.
+    pub outcome: Outcome,
+    /// Wall-clock duration.
+    pub duration: Duration,
+}
+
+/// Cases whose name contains `filter` (all with `None`), in order.
+pub fn select<'a>(cases: &'a [Case], filter: Option<&str>) -> Vec<&'a Case> {
+    cases
+        .iter()
+        .filter(|c| filter.is_none_or(|f| c.name.contains(f)))
+        .collect()
+}
+
+/// Runs one case. A panic in the case (a bug in the harness or the simulation) is a failure
+/// with the panic message, not a crash of the run.
+pub fn run_case(case: &Case, backend: &dyn Backend) -> CaseReport {
+    let start = Instant::now();
+    let result = panic::catch_unwind(AssertUnwindSafe(|| (case.run)(backend)));
+    let outcome = match result {
+        Ok(Ok(())) => Outcome::Pass,
+        Ok(Err(CaseError::Fail(m))) => Outcome::Fail(m),
+        Ok(Err(CaseError::Skip(m))) => Outcome::Skip(m),
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".to_owned());
+            Outcome::Fail(format!("panicked: {msg}"))
+        }
+    };
+    CaseReport {
+        name: case.name,
+        requirements: case.requirements,
+        outcome,
+        duration: start.elapsed(),
+    }
+}
+
+/// Runs every selected case in order.
+pub fn run_all(cases: &[&Case], backend: &dyn Backend) -> Vec<CaseReport> {
+    cases.iter().map(|c| run_case(c, backend)).collect()
+}
+
+/// Counts (passed, failed, skipped).
+pub fn totals(reports: &[CaseReport]) -> (usize, usize, usize) {
+    reports
+        .iter()
+        .fold((0, 0, 0), |(p, f, s), r| match r.outcome {
+            Outcome::Pass => (p + 1, f, s),
+            Outcome::Fail(_) => (p, f + 1, s),
+            Outcome::Skip(_) => (p, f, s + 1),
+        })
+}
