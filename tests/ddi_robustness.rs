@@ -1,0 +1,547 @@
+//! "Every filled slot validates its arguments and returns an NTSTATUS" (issue 3, "DDI table
+//! completeness").
+//!
+//! Each filled slot of the driver's `DRIVER_INITIALIZATION_DATA` is called through the table, the
+//! way Dxgkrnl calls it, with a NULL context and/or NULL argument pointers. NTSTATUS slots must
+//! return a failure code (STATUS_INVALID_PARAMETER where the driver's thunks document it,
+//! driver/kmd/src/ddi.rs) and must not crash; void/BOOLEAN slots must simply return (the ISR
+//! returning FALSE). A coverage check makes a newly filled slot fail here until it gets a case.
+//!
+//! The lifecycle test uses the real AddDevice/RemoveDevice: an unstarted adapter refuses
+//! StopDevice with STATUS_INVALID_DEVICE_STATE and RemoveDevice frees what AddDevice allocated
+//! (checked with a per-thread allocation counter).
+//!
+//! Every raw call goes through a small safe wrapper whose `// SAFETY:` says why the arguments are
+//! acceptable to the DDI: they are NULL or point to live locals for the duration of the call.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::collections::BTreeSet;
+use std::ffi::c_void;
+use std::fmt;
+use std::ptr::{self, NonNull};
+
+use rvgpu_ddi::adapter::{
+    DxgkAcpiEvent, DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS, DXGK_CHILD_DESCRIPTOR,
+    DXGK_QUERYADAPTERINFOFLAGS,
+};
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::ntstatus::{
+    STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_PARAMETER,
+    STATUS_NOT_IMPLEMENTED, STATUS_SUCCESS,
+};
+use rvgpu_ddi::{PowerDeviceD0, PowerDeviceMaximum, NTSTATUS, PDEVICE_OBJECT, PVOID};
+use rvgpu_kmd::adapter::{Adapter, DISPLAY_ADAPTER_HW_ID};
+use rvgpu_kmd::platform::{Irql, Level, Platform};
+
+// ---------------------------------------------------------------------------------------------
+// Test platform and allocation accounting
+// ---------------------------------------------------------------------------------------------
+
+/// A platform with no device behind it. The adapter's lifecycle lock calls
+/// `raise_to_dispatch`/`lower_irql` (no-ops here); nothing in these tests maps registers, so
+/// the MMIO functions are never reached (they behave like an absent device anyway).
+#[derive(Debug)]
+struct NullPlatform;
+
+// SAFETY: the MMIO functions perform no device access at all (there is no device), which
+// trivially satisfies "at most one access per call, in program order".
+unsafe impl Platform for NullPlatform {
+    unsafe fn mmio_read32(_base: NonNull<u8>, _offset: usize) -> u32 {
+        u32::MAX
+    }
+    unsafe fn mmio_write32(_base: NonNull<u8>, _offset: usize, _value: u32) {}
+    unsafe fn mmio_read64(_base: NonNull<u8>, _offset: usize) -> u64 {
+        u64::MAX
+    }
+    unsafe fn mmio_write64(_base: NonNull<u8>, _offset: usize, _value: u64) {}
+    fn current_irql() -> Irql {
+        Irql::Passive
+    }
+    fn raise_to_dispatch() -> Irql {
+        Irql::Passive
+    }
+    fn lower_irql(_previous: Irql) {}
+    fn bus_address(_va: NonNull<u8>) -> Option<u64> {
+        None
+    }
+    fn log(level: Level, args: fmt::Arguments<'_>) {
+        eprintln!("[rvgpu {level:?}] {args}");
+    }
+}
+
+thread_local! {
+    /// Bytes allocated minus bytes freed by this thread (tests run on their own threads, so a
+    /// test sees only its own allocations).
+    static LIVE_BYTES: Cell<isize> = const { Cell::new(0) };
+}
+
+/// The system allocator, counting per thread.
+struct Counting;
+
+fn account(delta: isize) {
+    // `try_with`: during thread teardown the slot may be gone; those frees are not ours.
+    let _ = LIVE_BYTES.try_with(|c| c.set(c.get().wrapping_add(delta)));
+}
+
+fn signed(size: usize) -> isize {
+    isize::try_from(size).unwrap_or(isize::MAX)
+}
+
+// SAFETY: forwards to `System` unchanged; the bookkeeping neither allocates nor unwinds.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: same contract as ours, forwarded.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            account(signed(layout.size()));
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        account(signed(layout.size()).wrapping_neg());
+        // SAFETY: same contract as ours, forwarded.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn live_bytes() -> isize {
+    LIVE_BYTES.with(Cell::get)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Safe wrappers over the table
+// ---------------------------------------------------------------------------------------------
+
+/// The driver's table, as `DriverEntry` builds it, for the host test platform.
+fn table() -> DRIVER_INITIALIZATION_DATA {
+    rvgpu_kmd::initialization_data::<NullPlatform>()
+}
+
+/// `is NT_SUCCESS`.
+fn nt_success(s: NTSTATUS) -> bool {
+    s >= 0
+}
+
+fn show(s: NTSTATUS) -> String {
+    format!("{:#010x}", s.cast_unsigned())
+}
+
+/// Asserts `s` is a failure NTSTATUS equal to `want`.
+#[track_caller]
+fn expect_status(slot: &str, case: &str, s: NTSTATUS, want: NTSTATUS) {
+    assert!(
+        !nt_success(s),
+        "{slot} ({case}) returned success {} for bad arguments",
+        show(s)
+    );
+    assert_eq!(
+        s,
+        want,
+        "{slot} ({case}) returned {} instead of {}",
+        show(s),
+        show(want)
+    );
+}
+
+/// A context from the real AddDevice, removed (and freed) on drop.
+struct AdapterCtx {
+    ctx: PVOID,
+    d: DRIVER_INITIALIZATION_DATA,
+}
+
+impl AdapterCtx {
+    /// Calls DxgkDdiAddDevice with a fake PDO (the driver stores it, never dereferences it).
+    fn add(d: &DRIVER_INITIALIZATION_DATA, pdo_stand_in: &mut u64) -> (NTSTATUS, Option<Self>) {
+        let Some(f) = d.DxgkDdiAddDevice else {
+            return (STATUS_NOT_IMPLEMENTED, None);
+        };
+        let pdo: PDEVICE_OBJECT = ptr::from_mut(pdo_stand_in).cast();
+        let mut ctx: PVOID = ptr::null_mut();
+        // SAFETY: `pdo` is non-null and opaque to the driver (stored only); `&mut ctx` is a valid
+        // out pointer for the call.
+        let s = unsafe { f(pdo, &mut ctx) };
+        let a = (nt_success(s) && !ctx.is_null()).then_some(Self { ctx, d: *d });
+        (s, a)
+    }
+}
+
+impl Drop for AdapterCtx {
+    fn drop(&mut self) {
+        if let Some(f) = self.d.DxgkDdiRemoveDevice {
+            // SAFETY: `ctx` came from AddDevice and is removed exactly once, here.
+            let _ = unsafe { f(self.ctx) };
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------------------------
+
+/// Slots exercised by `null_arguments_fail_with_an_ntstatus_and_do_not_crash`. Every filled slot
+/// must be here (checked), so a new DDI cannot skip robustness testing.
+const COVERED: &[&str] = &[
+    "DxgkDdiAddDevice",
+    "DxgkDdiStartDevice",
+    "DxgkDdiStopDevice",
+    "DxgkDdiRemoveDevice",
+    "DxgkDdiDispatchIoRequest",
+    "DxgkDdiInterruptRoutine",
+    "DxgkDdiDpcRoutine",
+    "DxgkDdiQueryChildRelations",
+    "DxgkDdiQueryChildStatus",
+    "DxgkDdiQueryDeviceDescriptor",
+    "DxgkDdiSetPowerState",
+    "DxgkDdiNotifyAcpiEvent",
+    "DxgkDdiResetDevice",
+    "DxgkDdiUnload",
+    "DxgkDdiQueryInterface",
+    "DxgkDdiControlEtwLogging",
+    "DxgkDdiQueryAdapterInfo",
+];
+
+#[test]
+fn every_filled_slot_has_a_robustness_case() {
+    let d = table();
+    let covered: BTreeSet<_> = COVERED.iter().copied().collect();
+    let missing: Vec<_> = rvgpu_ddi::init::filled_slots(&d)
+        .filter(|&(n, set)| set && !covered.contains(n))
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "filled slots without a NULL-argument case in tests/ddi_robustness.rs: {missing:?}"
+    );
+}
+
+#[test]
+fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
+    let d = table();
+    let null = ptr::null_mut::<c_void>();
+
+    // DxgkDdiAddDevice: NULL PDO and/or NULL out pointer.
+    let f = d.DxgkDdiAddDevice.expect("AddDevice filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { f(ptr::null_mut(), ptr::null_mut()) };
+    expect_status("AddDevice", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let mut out: PVOID = null;
+    // SAFETY: NULL PDO, valid out pointer to a local.
+    let s = unsafe { f(ptr::null_mut(), &mut out) };
+    expect_status("AddDevice", "NULL PDO", s, STATUS_INVALID_PARAMETER);
+    assert!(out.is_null(), "AddDevice wrote a context despite failing");
+    let mut pdo_stand_in = 0u64;
+    let pdo: PDEVICE_OBJECT = ptr::from_mut(&mut pdo_stand_in).cast();
+    // SAFETY: non-null opaque PDO, NULL out pointer (the driver must not write through it).
+    let s = unsafe { f(pdo, ptr::null_mut()) };
+    expect_status("AddDevice", "NULL out", s, STATUS_INVALID_PARAMETER);
+
+    // DxgkDdiStartDevice: NULL context and NULL out/in pointers.
+    let f = d.DxgkDdiStartDevice.expect("StartDevice filled");
+    // SAFETY: all-NULL arguments; the driver rejects a NULL context before touching anything.
+    let s = unsafe {
+        f(
+            null,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    expect_status("StartDevice", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+
+    // DxgkDdiStopDevice / DxgkDdiRemoveDevice: NULL context.
+    let f = d.DxgkDdiStopDevice.expect("StopDevice filled");
+    // SAFETY: NULL context is the tested input.
+    let s = unsafe { f(null) };
+    expect_status("StopDevice", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+    let f = d.DxgkDdiRemoveDevice.expect("RemoveDevice filled");
+    // SAFETY: NULL context is the tested input.
+    let s = unsafe { f(null) };
+    expect_status("RemoveDevice", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+
+    // DxgkDdiDispatchIoRequest.
+    let f = d
+        .DxgkDdiDispatchIoRequest
+        .expect("DispatchIoRequest filled");
+    // SAFETY: NULL context and packet.
+    let s = unsafe { f(null, 0, ptr::null_mut()) };
+    expect_status("DispatchIoRequest", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+
+    // DxgkDdiInterruptRoutine (BOOLEAN): a NULL context is not our interrupt.
+    let f = d.DxgkDdiInterruptRoutine.expect("InterruptRoutine filled");
+    // SAFETY: NULL context is the tested input.
+    let claimed = unsafe { f(null, 0) };
+    assert_eq!(claimed, 0, "ISR claimed an interrupt for a NULL context");
+
+    // DxgkDdiDpcRoutine (void): must return.
+    let f = d.DxgkDdiDpcRoutine.expect("DpcRoutine filled");
+    // SAFETY: NULL context is the tested input.
+    unsafe { f(null) };
+
+    // DxgkDdiQueryChildRelations.
+    let f = d
+        .DxgkDdiQueryChildRelations
+        .expect("QueryChildRelations filled");
+    // SAFETY: NULL context and array.
+    let s = unsafe { f(null, ptr::null_mut(), 0) };
+    expect_status(
+        "QueryChildRelations",
+        "NULL ctx",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+
+    // DxgkDdiQueryChildStatus.
+    let f = d.DxgkDdiQueryChildStatus.expect("QueryChildStatus filled");
+    // SAFETY: NULL context and status pointer.
+    let s = unsafe { f(null, ptr::null_mut(), 0) };
+    expect_status("QueryChildStatus", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+
+    // DxgkDdiQueryDeviceDescriptor.
+    let f = d
+        .DxgkDdiQueryDeviceDescriptor
+        .expect("QueryDeviceDescriptor filled");
+    // SAFETY: NULL context and descriptor.
+    let s = unsafe { f(null, 0, ptr::null_mut()) };
+    expect_status(
+        "QueryDeviceDescriptor",
+        "NULL ctx",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+
+    // DxgkDdiSetPowerState.
+    let f = d.DxgkDdiSetPowerState.expect("SetPowerState filled");
+    // SAFETY: NULL context; the other arguments are plain values.
+    let s = unsafe { f(null, DISPLAY_ADAPTER_HW_ID, PowerDeviceD0, 0) };
+    expect_status("SetPowerState", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+
+    // DxgkDdiNotifyAcpiEvent.
+    let f = d.DxgkDdiNotifyAcpiEvent.expect("NotifyAcpiEvent filled");
+    // SAFETY: NULL context, argument and out pointer.
+    let s = unsafe { f(null, DxgkAcpiEvent, 0, null, ptr::null_mut()) };
+    expect_status("NotifyAcpiEvent", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+
+    // DxgkDdiResetDevice (void), DxgkDdiUnload (void), DxgkDdiControlEtwLogging (void).
+    let f = d.DxgkDdiResetDevice.expect("ResetDevice filled");
+    // SAFETY: NULL context is the tested input.
+    unsafe { f(null) };
+    let f = d.DxgkDdiUnload.expect("Unload filled");
+    // SAFETY: takes no arguments; rvgpu keeps no global state to free.
+    unsafe { f() };
+    let f = d
+        .DxgkDdiControlEtwLogging
+        .expect("ControlEtwLogging filled");
+    // SAFETY: plain values.
+    unsafe { f(0, 0, 0) };
+    // SAFETY: plain values.
+    unsafe { f(1, u32::MAX, u8::MAX) };
+
+    // DxgkDdiQueryInterface.
+    let f = d.DxgkDdiQueryInterface.expect("QueryInterface filled");
+    // SAFETY: NULL context and query.
+    let s = unsafe { f(null, ptr::null_mut()) };
+    expect_status("QueryInterface", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+
+    // DxgkDdiQueryAdapterInfo: NULL hAdapter and NULL argument block.
+    let f = d.DxgkDdiQueryAdapterInfo.expect("QueryAdapterInfo filled");
+    // SAFETY: NULL handle and arguments.
+    let s = unsafe { f(null, ptr::null()) };
+    expect_status(
+        "QueryAdapterInfo",
+        "NULL hAdapter",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+}
+
+/// With a real (unstarted) adapter context, the NULL *argument* pointers are what must be
+/// rejected, and bad values too.
+#[test]
+fn null_argument_pointers_with_a_live_context_fail() {
+    let d = table();
+    let mut pdo_stand_in = 0u64;
+    let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
+    assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
+    let a = a.expect("AddDevice returned a context");
+    let ctx = a.ctx;
+
+    let f = d.DxgkDdiStartDevice.expect("StartDevice filled");
+    // SAFETY: live context, NULL argument pointers (rejected before any use).
+    let s = unsafe {
+        f(
+            ctx,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    expect_status("StartDevice", "NULL args", s, STATUS_INVALID_PARAMETER);
+
+    let f = d
+        .DxgkDdiDispatchIoRequest
+        .expect("DispatchIoRequest filled");
+    // SAFETY: live context, NULL packet.
+    let s = unsafe { f(ctx, 0, ptr::null_mut()) };
+    expect_status(
+        "DispatchIoRequest",
+        "NULL packet",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+
+    let f = d
+        .DxgkDdiQueryChildRelations
+        .expect("QueryChildRelations filled");
+    // SAFETY: live context, NULL array.
+    let s = unsafe { f(ctx, ptr::null_mut(), 0) };
+    expect_status(
+        "QueryChildRelations",
+        "NULL array",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let mut one = std::mem::MaybeUninit::<DXGK_CHILD_DESCRIPTOR>::zeroed();
+    // SAFETY: live context; a valid one-entry buffer whose declared size (0) is too small.
+    let s = unsafe { f(ctx, one.as_mut_ptr(), 0) };
+    expect_status("QueryChildRelations", "size 0", s, STATUS_BUFFER_TOO_SMALL);
+
+    let f = d.DxgkDdiQueryChildStatus.expect("QueryChildStatus filled");
+    // SAFETY: live context, NULL status pointer.
+    let s = unsafe { f(ctx, ptr::null_mut(), 1) };
+    expect_status(
+        "QueryChildStatus",
+        "NULL status",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+
+    let f = d
+        .DxgkDdiQueryDeviceDescriptor
+        .expect("QueryDeviceDescriptor filled");
+    // SAFETY: live context, NULL descriptor.
+    let s = unsafe { f(ctx, 0, ptr::null_mut()) };
+    expect_status(
+        "QueryDeviceDescriptor",
+        "NULL descriptor",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+
+    let f = d.DxgkDdiSetPowerState.expect("SetPowerState filled");
+    // SAFETY: live context; a child UID a render-only adapter does not have.
+    let s = unsafe { f(ctx, 0, PowerDeviceD0, 0) };
+    expect_status("SetPowerState", "child uid 0", s, STATUS_INVALID_PARAMETER);
+    // SAFETY: live context; an out-of-range power state.
+    let s = unsafe { f(ctx, DISPLAY_ADAPTER_HW_ID, PowerDeviceMaximum, 0) };
+    expect_status(
+        "SetPowerState",
+        "PowerDeviceMaximum",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+
+    let f = d.DxgkDdiNotifyAcpiEvent.expect("NotifyAcpiEvent filled");
+    // SAFETY: live context, NULL out pointer.
+    let s = unsafe { f(ctx, DxgkAcpiEvent, 0, ptr::null_mut(), ptr::null_mut()) };
+    expect_status(
+        "NotifyAcpiEvent",
+        "NULL AcpiFlags",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+
+    let f = d.DxgkDdiQueryInterface.expect("QueryInterface filled");
+    // SAFETY: live context, NULL query.
+    let s = unsafe { f(ctx, ptr::null_mut()) };
+    expect_status("QueryInterface", "NULL query", s, STATUS_INVALID_PARAMETER);
+
+    let f = d.DxgkDdiQueryAdapterInfo.expect("QueryAdapterInfo filled");
+    // SAFETY: live context, NULL argument block.
+    let s = unsafe { f(ctx, ptr::null()) };
+    expect_status("QueryAdapterInfo", "NULL args", s, STATUS_INVALID_PARAMETER);
+    let mut out = [0u8; 64];
+    let out_len = u32::try_from(out.len()).expect("small");
+    let args = DXGKARG_QUERYADAPTERINFO {
+        Type: DXGKQAITYPE_DRIVERCAPS,
+        pInputData: ptr::null_mut(),
+        InputDataSize: 0,
+        pOutputData: out.as_mut_ptr().cast(),
+        OutputDataSize: out_len,
+        Flags: DXGK_QUERYADAPTERINFOFLAGS::from_value(0),
+        hKmdProcessHandle: ptr::null_mut(),
+    };
+    // SAFETY: live context; `args` and its output buffer are live locals for the call.
+    let s = unsafe { f(ctx, &args) };
+    expect_status(
+        "QueryAdapterInfo",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+
+    // ISR and DPC on an unstarted adapter: not our interrupt, DPC returns.
+    let f = d.DxgkDdiInterruptRoutine.expect("InterruptRoutine filled");
+    // SAFETY: live context.
+    let claimed = unsafe { f(ctx, 0) };
+    assert_eq!(
+        claimed, 0,
+        "ISR claimed an interrupt on an unstarted adapter"
+    );
+    let f = d.DxgkDdiDpcRoutine.expect("DpcRoutine filled");
+    // SAFETY: live context.
+    unsafe { f(ctx) };
+    let f = d.DxgkDdiResetDevice.expect("ResetDevice filled");
+    // SAFETY: live context.
+    unsafe { f(ctx) };
+    drop(a);
+}
+
+/// AddDevice allocates the adapter context; StopDevice on an adapter that never started is
+/// STATUS_INVALID_DEVICE_STATE; RemoveDevice succeeds and frees the context.
+#[test]
+fn add_device_then_remove_device_frees_the_adapter() {
+    let d = table();
+    let before = live_bytes();
+    let mut pdo_stand_in = 0u64;
+
+    let add = d.DxgkDdiAddDevice.expect("AddDevice filled");
+    let mut ctx: PVOID = ptr::null_mut();
+    let pdo: PDEVICE_OBJECT = ptr::from_mut(&mut pdo_stand_in).cast();
+    // SAFETY: non-null opaque PDO (stored, never dereferenced); valid out pointer.
+    let s = unsafe { add(pdo, &mut ctx) };
+    assert_eq!(s, STATUS_SUCCESS, "AddDevice: {}", show(s));
+    assert!(!ctx.is_null(), "AddDevice returned a NULL context");
+    let grown = live_bytes().wrapping_sub(before);
+    let adapter_size = signed(size_of::<Adapter<NullPlatform>>());
+    assert!(
+        grown >= adapter_size,
+        "AddDevice allocated {grown} bytes, less than an adapter ({adapter_size})"
+    );
+
+    let stop = d.DxgkDdiStopDevice.expect("StopDevice filled");
+    // SAFETY: context from AddDevice, not removed.
+    let s = unsafe { stop(ctx) };
+    assert_eq!(
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+        "StopDevice on an unstarted adapter returned {}",
+        show(s)
+    );
+
+    let remove = d.DxgkDdiRemoveDevice.expect("RemoveDevice filled");
+    // SAFETY: context from AddDevice; removed once and not used afterwards.
+    let s = unsafe { remove(ctx) };
+    assert_eq!(s, STATUS_SUCCESS, "RemoveDevice: {}", show(s));
+    assert_eq!(
+        live_bytes(),
+        before,
+        "RemoveDevice left {} bytes of the adapter allocated",
+        live_bytes().wrapping_sub(before)
+    );
+}
