@@ -1,0 +1,233 @@
+//! Doorbells (dedicated and global), QUEUE_KICK, priorities, round-robin, runlist commits,
+//! adapter reset.
+mod common;
+
+use common::*;
+use rvgpu_device::DeviceConfig;
+use rvgpu_hw::cmd::Command;
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::queue::NO_QUEUE;
+use rvgpu_hw::regs;
+
+#[test]
+fn um_02_dedicated_doorbell_rescans_the_bound_queue_only() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    let mut q = rig.queue(0, 7);
+    rig.commit(0, &[&q]);
+    let page = q.doorbell.unwrap();
+    // Published but not rung: the CMP does not poll write pointers.
+    rig.push(&mut q, &[signal(f, 1, 0, 0)]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    // Unbound page and out-of-range page: ignored, counted.
+    rig.dev.doorbell_write(page + 1, 0);
+    rig.dev.doorbell_write(1000, 0);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.dev.doorbell_stats().ignored, 2);
+    rig.dev.doorbell_write(page, 0);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    let s = rig.dev.doorbell_stats();
+    assert_eq!((s.accepted, s.per_page[page as usize]), (1, 1));
+    // Unbinding: the page no longer reaches the queue.
+    rig.dev
+        .write32(regs::doorbell_bind_reg(page).unwrap(), NO_QUEUE);
+    rig.push(&mut q, &[signal(f, 2, 0, 0)]);
+    rig.dev.doorbell_write(page, 0);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.dev.doorbell_stats().ignored, 3);
+    // QUEUE_KICK (kernel-mode submission) works without a doorbell.
+    rig.kick(&q);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
+}
+
+#[test]
+fn um_02_global_doorbell_value_names_the_queue() {
+    let mut rig = Rig::new(DeviceConfig {
+        global_doorbell: true,
+        ..DeviceConfig::step()
+    });
+    let (f, g) = (rig.fence(0), rig.fence(0));
+    let mut a = rig.queue(0, 10);
+    let mut b = rig.queue(1, 11);
+    rig.commit(0, &[&a]);
+    rig.commit(1, &[&b]);
+    rig.push(&mut a, &[signal(f, 1, 0, 0)]);
+    rig.push(&mut b, &[signal(g, 1, 0, 0)]);
+    rig.dev.doorbell_write(1, 10);
+    rig.dev.doorbell_write(0, 99);
+    rig.run();
+    assert_eq!(rig.dev.doorbell_stats().ignored, 2, "page 1 and unknown id");
+    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    rig.dev.doorbell_write(0, 11);
+    rig.run();
+    assert_eq!(
+        (rig.mem.read_u64(f.cv), rig.mem.read_u64(g.cv)),
+        (Some(0), Some(1))
+    );
+    rig.dev.doorbell_write(0, 10);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+}
+
+fn timestamps(rig: &mut Rig, q: &mut Q, n: u64) -> u64 {
+    let t = rig.alloc(8 * n);
+    let cmds: Vec<_> = (0..n)
+        .map(|i| Command::Timestamp { addr: t + 8 * i })
+        .collect();
+    rig.push(q, &cmds);
+    t
+}
+
+#[test]
+fn higher_priority_runs_first_and_equals_round_robin() {
+    let mut rig = Rig::step();
+    let mut lo = rig.queue_with(0, 1, 0, 4096, 84);
+    let mut hi = rig.queue_with(0, 2, 5, 4096, 84);
+    let mut a = rig.queue_with(1, 3, 1, 4096, 84);
+    let mut b = rig.queue_with(1, 4, 1, 4096, 84);
+    rig.commit(0, &[&lo, &hi]);
+    rig.commit(1, &[&a, &b]);
+    let tl = timestamps(&mut rig, &mut lo, 3);
+    let th = timestamps(&mut rig, &mut hi, 3);
+    let ta = timestamps(&mut rig, &mut a, 3);
+    let tb = timestamps(&mut rig, &mut b, 3);
+    for q in [&lo, &hi, &a, &b] {
+        rig.ring(q);
+    }
+    rig.run();
+    let r = |t| rig.mem.read_words(t, 3).unwrap();
+    let (l, h) = (r(tl), r(th));
+    assert!(h[2] < l[0], "high priority first: hi {h:?} lo {l:?}");
+    let (va, vb) = (r(ta), r(tb));
+    assert!(
+        va[0] < vb[0] && vb[0] < va[1] && va[1] < vb[1],
+        "round robin: {va:?} {vb:?}"
+    );
+}
+
+#[test]
+fn recommit_keeps_staying_queues_and_stops_leaving_ones() {
+    let mut rig = Rig::step();
+    let (f, g, h) = (rig.fence(0), rig.fence(0), rig.fence(0));
+    let mut stay = rig.queue(0, 1);
+    let mut leave = rig.queue(0, 2);
+    rig.commit(0, &[&stay, &leave]);
+    rig.submit(
+        &mut stay,
+        &[
+            Command::FenceWait {
+                addr: f.cv,
+                value: 1,
+            },
+            signal(g, 1, 0, 0),
+        ],
+    );
+    rig.run();
+    let obs = rig.dev.queues();
+    assert_eq!(obs[0].blocked_on, Some((f.cv, 1)));
+    rig.commit(0, &[&stay]);
+    assert_eq!(rig.dev.queues().len(), 1);
+    assert_eq!(
+        rig.dev.queues()[0].blocked_on,
+        Some((f.cv, 1)),
+        "wait state kept"
+    );
+    // The leaving queue's work does not run even when rung.
+    rig.submit(&mut leave, &[signal(h, 1, 0, 0)]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(h.cv), Some(0));
+    rig.mem.write_u64(f.cv, 1).unwrap();
+    rig.dev.write64(regs::WAIT_RESCAN, f.cv);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    // Back in the runlist: it resumes from its ring-control read pointer.
+    rig.commit(0, &[&stay, &leave]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(h.cv), Some(1));
+}
+
+#[test]
+fn commit_finishes_a_transfer_of_a_leaving_queue() {
+    let mut rig = Rig::step();
+    let src = rig.alloc(64 << 10);
+    let dst = rig.alloc(64 << 10);
+    rig.mem.write_u64(src + (64 << 10) - 8, 9).unwrap();
+    let mut q = rig.queue(1, 1);
+    rig.commit(1, &[&q]);
+    rig.submit(
+        &mut q,
+        &[Command::Copy {
+            src,
+            dst,
+            bytes: 64 << 10,
+        }],
+    );
+    rig.dev.step();
+    rig.commit(1, &[]);
+    assert_eq!(
+        rig.mem.read_u64(dst + (64 << 10) - 8),
+        Some(9),
+        "command boundary"
+    );
+    assert_eq!(rig.read_ptr(&q), q.wptr);
+}
+
+#[test]
+fn adapter_reset_returns_to_power_on_but_keeps_memory_and_clock() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(
+        &mut q,
+        &[
+            signal(f, 5, 0, 0),
+            Command::Progress {
+                irq: true,
+                value: 1,
+            },
+        ],
+    );
+    rig.run();
+    let t0 = rig.dev.read64(regs::GPU_CLOCK);
+    rig.dev
+        .write32(regs::ADAPTER_RESET, regs::ADAPTER_RESET_KEY);
+    assert!(rig.dev.queues().is_empty());
+    assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
+    assert!(!rig.line.level());
+    assert_eq!(rig.dev.read32(regs::EVENT_RING_CTRL), 0);
+    assert_eq!(
+        rig.dev
+            .read64(rig.engine_reg(0, regs::engine::COMPLETED_COMMANDS)),
+        0
+    );
+    assert_eq!(
+        rig.dev.read32(regs::doorbell_bind_reg(0).unwrap()),
+        NO_QUEUE
+    );
+    assert_eq!(rig.mem.read_u64(f.cv), Some(5), "memory kept");
+    assert!(
+        rig.dev.read64(regs::GPU_CLOCK) >= t0,
+        "clock never goes backwards"
+    );
+}
+
+#[test]
+fn bad_runlist_address_is_a_fault_and_an_empty_runlist() {
+    let rig = Rig::step();
+    let reg = |r| rig.engine_reg(0, r);
+    rig.dev.write64(reg(regs::engine::RUNLIST_BASE), 0x40);
+    rig.dev.write32(reg(regs::engine::RUNLIST_COUNT), 1);
+    rig.dev.write32(reg(regs::engine::RUNLIST_COMMIT), 1);
+    let (st, evs) = rig.isr();
+    assert_eq!(st, regs::IntCause::FAULT);
+    assert_eq!(evs[0].arg1, 0x40);
+    rig.dev.write32(reg(regs::engine::RUNLIST_COUNT), 100_000);
+    rig.dev.write32(reg(regs::engine::RUNLIST_COMMIT), 1);
+    assert!(rig.dev.queues().is_empty());
+}

@@ -1,0 +1,352 @@
+//! Threaded mode: the CMP on its own thread, racing real CPU threads. Bounded by iteration
+//! counts; timeouts are only failure guards.
+mod common;
+
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::*;
+use rvgpu_device::{DeviceConfig, IrqDelay};
+use rvgpu_hw::cmd::{self, Command, LogKind};
+use rvgpu_hw::event::EventKind;
+use rvgpu_hw::log::{unpack_index, ENTRIES_PER_BUFFER};
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::regs::{self, IntCause};
+
+fn threaded() -> Rig {
+    Rig::new(DeviceConfig::default())
+}
+
+fn guard(deadline: Instant, what: &str) {
+    assert!(Instant::now() < deadline, "timed out: {what}");
+    std::thread::yield_now();
+}
+
+/// Waits for ring space for `bytes` more.
+fn wait_space(rig: &Rig, q: &Q, bytes: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while q.wptr + bytes - rig.read_ptr(q) > u64::from(q.desc.ring_size) {
+        guard(deadline, "ring space");
+    }
+}
+
+#[test]
+fn threaded_submission_executes_and_interrupts() {
+    let mut rig = threaded();
+    let f = rig.fence(0);
+    rig.mem.write_u64(f.mv, 0).unwrap();
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(&mut q, &[signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 42)]);
+    assert!(rig.line.wait_rises_above(0, Duration::from_secs(10)) >= 1);
+    let (st, evs) = rig.isr();
+    assert!(st.contains(IntCause::FENCE_SIGNALED));
+    assert_eq!(evs[0].arg0, 42);
+    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    rig.dev.stop();
+    rig.dev.stop();
+}
+
+#[test]
+fn threaded_hang_detection_and_reset() {
+    let mut rig = Rig::new(DeviceConfig {
+        hang_detect_ticks: 100_000, // 1 ms
+        ..DeviceConfig::default()
+    });
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(&mut q, &[Command::Hang]);
+    rig.line.wait_rises_above(0, Duration::from_secs(10));
+    let (st, _) = rig.isr();
+    assert!(st.contains(IntCause::ENGINE_STATE));
+    rig.dev.write32(
+        rig.engine_reg(0, regs::engine::CTRL),
+        rvgpu_hw::engine::ENGINE_CTRL_RESET,
+    );
+    assert_eq!(
+        rig.dev.read32(rig.engine_reg(0, regs::engine::RESET_QUEUE)),
+        1
+    );
+}
+
+#[test]
+fn threaded_interrupt_delay_by_duration() {
+    let mut rig = threaded();
+    rig.dev
+        .set_interrupt_delay(Some(IrqDelay::Duration(Duration::from_millis(20))));
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    let t0 = Instant::now();
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: true,
+            value: 1,
+        }],
+    );
+    assert!(rig.line.wait_rises_above(0, Duration::from_secs(10)) >= 1);
+    assert!(t0.elapsed() >= Duration::from_millis(20));
+}
+
+#[test]
+fn nf_08_no_lost_wakeup_between_monitored_value_update_and_signal() {
+    const N: u64 = 1500;
+    let mut rig = threaded();
+    let f = rig.fence(0);
+    let mut q = rig.queue_with(0, 1, 0, 1 << 16, 84);
+    rig.commit(0, &[&q]);
+    let iter = AtomicU64::new(0);
+    let max_event = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    let (mut fast, mut slow) = (0u64, 0u64);
+    std::thread::scope(|s| {
+        let rig = &rig;
+        // ISR + DPC: records the largest signalled value it was told about.
+        s.spawn(|| {
+            let mut seen = 0;
+            while !done.load(Ordering::Acquire) {
+                seen = rig.line.wait_rises_above(seen, Duration::from_millis(1));
+                let (st, evs) = rig.isr();
+                for e in evs
+                    .iter()
+                    .filter(|e| e.kind == EventKind::FenceSignaled as u8)
+                {
+                    max_event.fetch_max(e.arg1, Ordering::AcqRel);
+                }
+                if st.contains(IntCause::EVENT_OVERFLOW) {
+                    // Records lost: the OS scans every fence instead.
+                    max_event.fetch_max(rig.mem.read_u64(f.cv).unwrap(), Ordering::AcqRel);
+                }
+            }
+        });
+        // The GPU work producer: signal t is submitted as soon as the waiter starts on t
+        // (never earlier, so no later signal can mask a lost wake-up for t). The waiter
+        // pauses a pseudo-random time before its MonitoredValue store, so that store and the
+        // device's CurrentValue store race in both orders.
+        let q = &mut q;
+        let iter = &iter;
+        s.spawn(move || {
+            for t in 1..=N {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while iter.load(Ordering::Acquire) < t {
+                    guard(deadline, "waiter");
+                }
+                wait_space(rig, q, 40);
+                rig.submit(q, &[signal(f, t, cmd::SIGNAL_CONDITIONAL_IRQ, t)]);
+            }
+        });
+        // The CPU waiter (the OS side of NF-07).
+        for t in 1..=N {
+            iter.store(t, Ordering::Release);
+            for _ in 0..(t * 7919) % 10_000 {
+                std::hint::spin_loop();
+            }
+            rig.mem.store(f.mv, t - 1, Ordering::SeqCst).unwrap();
+            fence(Ordering::SeqCst);
+            rig.dev.write32(regs::FENCE_SYNC, 1);
+            let cv = rig.mem.load(f.cv, Ordering::SeqCst).unwrap();
+            if cv >= t {
+                fast += 1;
+                // Nobody waits any more (NF-02): a stale read of this is what would lose
+                // the next wake-up.
+                rig.mem.store(f.mv, u64::MAX, Ordering::SeqCst).unwrap();
+                continue;
+            }
+            // The re-read saw CurrentValue <= MonitoredValue: the device's decision for
+            // the signal that satisfies us must have seen the new MonitoredValue, so an
+            // event must come. We do NOT re-read CurrentValue: that would hide a lost one.
+            slow += 1;
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while max_event.load(Ordering::Acquire) < t {
+                guard(deadline, &format!("lost wake-up for value {t}"));
+            }
+            rig.mem.store(f.mv, u64::MAX, Ordering::SeqCst).unwrap();
+        }
+        done.store(true, Ordering::Release);
+    });
+    assert_eq!(fast + slow, N);
+    assert!(slow > 0, "the race was exercised");
+    // Expose the split when run with --nocapture.
+    println!("nf_08: {fast} satisfied on re-read, {slow} by interrupt");
+}
+
+#[test]
+fn log_04_threaded_event_implies_log_entry_and_header_in_memory() {
+    const N: u64 = 600;
+    let mut rig = threaded();
+    let f = rig.fence(0);
+    rig.mem.write_u64(f.mv, 0).unwrap();
+    let mut q = rig.queue_with(0, 1, 0, 1 << 16, ENTRIES_PER_BUFFER);
+    rig.commit(0, &[&q]);
+    let log = q.desc.signal_log;
+    let checked = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let rig = &rig;
+        s.spawn(|| {
+            let mut seen = 0;
+            while !done.load(Ordering::Acquire) {
+                seen = rig.line.wait_rises_above(seen, Duration::from_millis(1));
+                let (_, evs) = rig.isr();
+                for e in evs
+                    .iter()
+                    .filter(|e| e.kind == EventKind::FenceSignaled as u8)
+                {
+                    let v = e.arg1;
+                    // LOG-04: value, entry, header, then the interrupt decision.
+                    assert!(rig.mem.read_u64(f.cv).unwrap() >= v);
+                    let (first, wrap) = unpack_index(rig.mem.read_u64(log).unwrap());
+                    let count = u64::from(wrap) * ENTRIES_PER_BUFFER + u64::from(first);
+                    assert!(count >= v, "header {count} behind event {v}");
+                    let slot = (v - 1) % ENTRIES_PER_BUFFER;
+                    let entry_value = rig.mem.read_u64(log + 40 + slot * 48).unwrap();
+                    assert!(
+                        entry_value >= v,
+                        "entry for {v} not written ({entry_value})"
+                    );
+                    checked.fetch_add(1, Ordering::AcqRel);
+                }
+            }
+        });
+        for v in 1..=N {
+            // Keep the event ring from overflowing: stay within 32 of the ISR.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while v > checked.load(Ordering::Acquire) + 32 {
+                guard(deadline, "isr");
+            }
+            rig.submit(
+                &mut q,
+                &[
+                    signal(f, v, cmd::SIGNAL_CONDITIONAL_IRQ, v),
+                    Command::LogWrite {
+                        log: LogKind::Signal,
+                        index: (v - 1) as u32,
+                        fence_handle: 1,
+                        fence_value: v,
+                    },
+                ],
+            );
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while checked.load(Ordering::Acquire) < N {
+            guard(deadline, "all events");
+        }
+        done.store(true, Ordering::Release);
+    });
+}
+
+#[test]
+fn log_07_log_flush_makes_counted_entries_visible() {
+    const N: u64 = 800;
+    let mut rig = threaded();
+    let mut q = rig.queue_with(0, 5, 0, 1 << 16, ENTRIES_PER_BUFFER);
+    rig.commit(0, &[&q]);
+    let log = q.desc.signal_log;
+    let done = AtomicBool::new(false);
+    let mut reads = 0u64;
+    std::thread::scope(|s| {
+        let rig = &rig;
+        let done = &done;
+        s.spawn(move || {
+            for i in 0..N {
+                rig.submit(
+                    &mut q,
+                    &[Command::LogWrite {
+                        log: LogKind::Signal,
+                        index: i as u32,
+                        fence_handle: 2,
+                        fence_value: i + 1,
+                    }],
+                );
+            }
+            done.store(true, Ordering::Release);
+        });
+        loop {
+            let finished = done.load(Ordering::Acquire);
+            // OS: read FirstFreeEntryIndex, have the KMD flush, then read the entries.
+            let (first, wrap) = unpack_index(rig.mem.load(log, Ordering::Relaxed).unwrap());
+            let count = u64::from(wrap) * ENTRIES_PER_BUFFER + u64::from(first);
+            rig.dev.write32(regs::LOG_FLUSH, 5);
+            let lo = count.saturating_sub(ENTRIES_PER_BUFFER);
+            for i in lo..count {
+                let slot = i % ENTRIES_PER_BUFFER;
+                let v = rig
+                    .mem
+                    .load(log + 40 + slot * 48, Ordering::Relaxed)
+                    .unwrap();
+                assert!(
+                    v > i,
+                    "entry {i} counted by the header but not in memory ({v})"
+                );
+            }
+            reads += 1;
+            if finished && count == N {
+                break;
+            }
+            std::thread::yield_now();
+        }
+    });
+    assert!(reads > 1);
+}
+
+#[test]
+fn isr_concurrent_with_device_loses_no_record() {
+    const N: u64 = 1000;
+    let mut rig = threaded();
+    let mut a = rig.queue(0, 1);
+    let mut b = rig.queue(1, 2);
+    rig.commit(0, &[&a]);
+    rig.commit(1, &[&b]);
+    let got = AtomicU64::new(0);
+    let sum = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let rig = &rig;
+        s.spawn(|| {
+            let mut seen = 0;
+            while !done.load(Ordering::Acquire) {
+                seen = rig.line.wait_rises_above(seen, Duration::from_millis(1));
+                let (st, evs) = rig.isr();
+                assert!(!st.contains(IntCause::EVENT_OVERFLOW));
+                for e in &evs {
+                    sum.fetch_add(e.arg0, Ordering::AcqRel);
+                }
+                got.fetch_add(evs.len() as u64, Ordering::AcqRel);
+            }
+        });
+        for v in 0..N {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while v >= got.load(Ordering::Acquire) + 24 {
+                guard(deadline, "isr");
+            }
+            let q = if v % 2 == 0 { &mut a } else { &mut b };
+            wait_space(rig, q, 16);
+            rig.submit(
+                q,
+                &[Command::Progress {
+                    irq: true,
+                    value: v,
+                }],
+            );
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while got.load(Ordering::Acquire) < N {
+            guard(deadline, "all records");
+        }
+        done.store(true, Ordering::Release);
+    });
+    assert_eq!(got.load(Ordering::Acquire), N);
+    assert_eq!(sum.load(Ordering::Acquire), N * (N - 1) / 2);
+}
+
+#[test]
+fn dropping_the_device_joins_the_cmp_thread() {
+    let mut rig = threaded();
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(&mut q, &[Command::Hang]);
+    let Rig { dev, .. } = rig;
+    let t0 = Instant::now();
+    drop(dev);
+    assert!(t0.elapsed() < Duration::from_secs(5));
+}
