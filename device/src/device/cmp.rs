@@ -283,8 +283,14 @@ impl Core {
                     // Acquire on both: the driver initialised ring contents and pointers
                     // before committing.
                     match (
-                        self.gpu_load(d.ring_control + RingControl::READ_PTR, Ordering::Acquire),
-                        self.gpu_load(d.ring_control + RingControl::WRITE_PTR, Ordering::Acquire),
+                        self.gpu_load(
+                            d.ring_control.wrapping_add(RingControl::READ_PTR),
+                            Ordering::Acquire,
+                        ),
+                        self.gpu_load(
+                            d.ring_control.wrapping_add(RingControl::WRITE_PTR),
+                            Ordering::Acquire,
+                        ),
                     ) {
                         (Ok(r), Ok(w)) => {
                             q.rptr = r;
@@ -344,7 +350,7 @@ impl Core {
             // Acquire: pairs with the producer's Release store of write_ptr, so the packets
             // it wrote before are visible when we read the ring.
             match self.gpu_load(
-                q.desc.ring_control + RingControl::WRITE_PTR,
+                q.desc.ring_control.wrapping_add(RingControl::WRITE_PTR),
                 Ordering::Acquire,
             ) {
                 Ok(w) => q.known_wptr = w,

@@ -1,6 +1,6 @@
 //! Fault injection: the ways real hardware misbehaves that the driver must survive.
 //!
-//! - hang an engine ([`Core::inject_hang`]): it stops executing until reset;
+//! - hang an engine (`Core::inject_hang`): it stops executing until reset;
 //! - fail the next reset of an engine;
 //! - delay interrupt assertions ([`IrqDelay`]) or drop the next one (a lost MSI);
 //! - lose the device (surprise removal);

@@ -1,14 +1,14 @@
 //! The device: register file, CMP, doorbells, event ring, interrupt line, resets, faults.
 //!
 //! # Structure
-//! [`Device`] is a thin owner of a shared [`Core`] plus the CMP thread handle; every concept
+//! [`Device`] is a thin owner of a shared `Core` plus the CMP thread handle; every concept
 //! lives in its own submodule as an `impl Core` block:
-//! - [`regs`]: register storage; [`mmio`]: BAR0 decode and trap side effects;
-//! - [`cmp`]: runlists, queue state, scheduling; [`exec`]: command execution;
-//! - [`engine`]: engine states, hang/F1 detection, engine and adapter reset;
-//! - [`doorbell`]: BAR2; [`events`]: event ring, `INT_STATUS`, line delivery;
-//! - [`clock`]: the GPU clock; [`bus`]: the GPU's window-checked view of memory;
-//! - [`faults`]: fault injection.
+//! - `regs`: register storage; `mmio`: BAR0 decode and trap side effects;
+//! - `cmp`: runlists, queue state, scheduling; `exec`: command execution;
+//! - `engine`: engine states, hang/F1 detection, engine and adapter reset;
+//! - `doorbell`: BAR2; `events`: event ring, `INT_STATUS`, line delivery;
+//! - `clock`: the GPU clock; `bus`: the GPU's window-checked view of memory;
+//! - `faults`: fault injection.
 //!
 //! # Locks (always taken in this order, never the reverse)
 //! 1. `cmp` (the CMP state: runlists, queues, engines). The CMP holds it for one quantum (one
@@ -19,7 +19,7 @@
 //!    decision, and by every log write from its entry to its header store. FENCE_SYNC and
 //!    LOG_FLUSH take and release it: when they return, every decision/log write that began
 //!    before them is finished (NF-07, LOG-07).
-//! 3. the event ring lock (in [`events`]).
+//! 3. the event ring lock (in `events`).
 //!
 //! The interrupt line is *never* driven while any of these is held: [`InterruptLine::set`]
 //! may run the driver's ISR synchronously, and the ISR does MMIO. Posting an event only
@@ -361,7 +361,7 @@ impl Device {
         n
     }
 
-    /// Doorbell write (BAR2 page `page`). See [`doorbell`] docs.
+    /// Doorbell write (BAR2 page `page`). See `doorbell` docs.
     pub fn doorbell_write(&self, page: u32, value: u64) {
         self.core.doorbell_write(page, value);
     }
