@@ -26,7 +26,7 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "Adapter.TwoAdapters",
-        requirements: &["ISSUE-2", "NF-18"],
+        requirements: &["ISSUE-2"],
         summary: "an iGPU and a dGPU start and stop independently under one driver",
         run: two_adapters,
     },

@@ -15,7 +15,8 @@ pub const CASES: &[Case] = &[
         name: "Adapter.InterruptPath",
         requirements: &["UM-13"],
         summary:
-            "an idle engine's F1 request reaches the OS as a processed ENGINE_STATE_CHANGE (step)",
+            "KMD side of UM-13: an idle engine's F1 request reaches the OS as a processed \
+             ENGINE_STATE_CHANGE (step); the OS's doorbell disconnect comes with user-mode submission",
         run: step,
     },
     Case {
