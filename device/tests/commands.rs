@@ -129,6 +129,11 @@ fn legacy_signal_always_interrupts_and_plain_signal_never() {
     let (_, evs) = rig.isr();
     assert_eq!(of_kind(&evs, EventKind::FenceSignaled).len(), 1);
     assert_eq!(evs[0].arg1, 2);
+    assert_eq!(
+        evs[0].flags,
+        rvgpu_hw::event::FLAG_LEGACY_SIGNAL,
+        "a legacy signal says so, so the driver can report a monitored-fence signal"
+    );
 }
 
 #[test]

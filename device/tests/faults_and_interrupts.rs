@@ -208,7 +208,7 @@ fn invalid_descriptor_is_skipped_with_a_fault_event() {
     assert_eq!(faults.len(), 1, "entry without VALID is skipped silently");
     assert_eq!(
         (faults[0].queue_id, faults[0].arg0),
-        (2, FaultCode::BadArgument as u64)
+        (2, FaultCode::BadDescriptor as u64)
     );
     assert_eq!(rig.dev.queues().len(), 1);
     rig.submit(&mut good, &[signal(f, 1, 0, 0)]);

@@ -194,7 +194,7 @@ impl Core {
             return Vec::new();
         }
         if count > RUNLIST_MAX {
-            self.post_commit_fault(e, NO_QUEUE, Fault::new(FaultCode::BadArgument, base));
+            self.post_commit_fault(e, NO_QUEUE, Fault::new(FaultCode::BadDescriptor, base));
             return Vec::new();
         }
         let bytes = u64::from(count) * 128;
@@ -221,13 +221,17 @@ impl Core {
                     self.post_commit_fault(
                         e,
                         desc.queue_id,
-                        Fault::new(FaultCode::BadArgument, addr),
+                        Fault::new(FaultCode::BadDescriptor, addr),
                     );
                     continue;
                 }
             }
             if desc.queue_id == NO_QUEUE || out.iter().any(|d| d.queue_id == desc.queue_id) {
-                self.post_commit_fault(e, desc.queue_id, Fault::new(FaultCode::BadArgument, addr));
+                self.post_commit_fault(
+                    e,
+                    desc.queue_id,
+                    Fault::new(FaultCode::BadDescriptor, addr),
+                );
                 continue;
             }
             out.push(desc);

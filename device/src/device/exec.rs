@@ -18,7 +18,7 @@ use rvgpu_hw::cmd::{
     decode, decode_header, Command, LogKind, Opcode, MAX_TRANSFER, SIGNAL_ALWAYS_IRQ,
     SIGNAL_CONDITIONAL_IRQ,
 };
-use rvgpu_hw::event::{EventKind, EventRecord, FaultCode, NO_TAG};
+use rvgpu_hw::event::{EventKind, EventRecord, FaultCode, FLAG_LEGACY_SIGNAL, NO_TAG};
 use rvgpu_hw::fence::{needs_interrupt, wait_satisfied};
 use rvgpu_hw::log::{
     entry_offset, header_after, LogEntry, ENTRIES_PER_BUFFER, HEADER_ATOMIC, LOG_BUFFER_SIZE,
@@ -235,7 +235,7 @@ impl Core {
                             EventRecord {
                                 kind: EventKind::FenceSignaled as u8,
                                 engine: e as u8,
-                                flags: 0,
+                                flags: if always { FLAG_LEGACY_SIGNAL } else { 0 },
                                 queue_id: if self.cfg.optimized_fence_irq {
                                     d.queue_id
                                 } else {

@@ -49,6 +49,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use rvgpu_hw::defaults;
 use rvgpu_hw::event::FaultCode;
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::regs::{DOORBELL_MAX, ENGINE_MAX};
@@ -101,16 +102,16 @@ pub struct DeviceConfig {
 impl Default for DeviceConfig {
     fn default() -> Self {
         Self {
-            engines: 2,
-            doorbells: 16,
+            engines: defaults::ENGINES,
+            doorbells: defaults::DOORBELLS,
             global_doorbell: false,
-            vram_size: 16 << 20,
-            clock_hz: 100_000_000,
+            vram_size: defaults::VRAM_SIZE,
+            clock_hz: defaults::CLOCK_HZ,
             exact_fence_report: true,
             optimized_fence_irq: true,
             per_engine_reset: true,
-            // 2 ms at 100 MHz; 200 steps in step mode.
-            hang_detect_ticks: 200_000,
+            // 200 steps in step mode.
+            hang_detect_ticks: defaults::HANG_DETECT_TICKS,
             idle_f1_ticks: 0,
             mode: Mode::Threaded,
         }

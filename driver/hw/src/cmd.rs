@@ -167,6 +167,13 @@ pub fn decode(words: &[u64]) -> Result<Command, FaultCode> {
         return Err(FaultCode::BadLength);
     }
     let arg = |i: usize| words.get(i).copied().ok_or(FaultCode::BadLength);
+    let flagless = !matches!(
+        h.opcode,
+        Opcode::FenceSignal | Opcode::LogWrite | Opcode::Progress
+    );
+    if flagless && h.flags != 0 {
+        return Err(FaultCode::BadArgument);
+    }
     Ok(match h.opcode {
         Opcode::Nop => Command::Nop { len: h.len },
         Opcode::FenceSignal => {
@@ -417,6 +424,12 @@ mod tests {
         assert_eq!(decode(&copy), Err(FaultCode::BadArgument), "overlap");
         let sig = [header(Opcode::FenceSignal, 0x80, 5), 0, 0, 0, 0];
         assert_eq!(decode(&sig), Err(FaultCode::BadArgument), "unknown flag");
+        let wait = [header(Opcode::FenceWait, 1, 3), 0x1000, 1];
+        assert_eq!(
+            decode(&wait),
+            Err(FaultCode::BadArgument),
+            "flags on a flagless opcode"
+        );
         assert_eq!(decode(&[]), Err(FaultCode::BadLength));
     }
 

@@ -72,8 +72,10 @@ impl EngineStatus {
 ///
 /// Semantics of a successful reset: the engine stops at once; the packet executing in the
 /// current queue is aborted (its rptr is in `RESET_RPTR`, its queue in `RESET_QUEUE`); every
-/// command before it has completed and its effects are in memory; nothing at or after it has
-/// executed. All of the engine's queues are dropped from its runlist (the driver reprograms
+/// command before it has completed and its effects are in memory; no command after it has
+/// executed. An aborted COPY or FILL may have written a prefix of its destination (it runs in
+/// chunks): software must treat the destination of an aborted transfer as undefined. With
+/// nothing executing, RESET_QUEUE reads NO_QUEUE and RESET_RPTR 0. All of the engine's queues are dropped from its runlist (the driver reprograms
 /// and commits one). Other engines are not touched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]

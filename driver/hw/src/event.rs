@@ -16,6 +16,11 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 /// Report tag meaning "this device cannot say which fence" (no exact fence report).
 pub const NO_TAG: u64 = u64::MAX;
 
+/// [`EventRecord::flags`] of a FenceSignaled record: the signal had the always-interrupt
+/// (legacy monitored fence) flag rather than the conditional one, so the driver reports it as
+/// a monitored-fence signal (MF-04) rather than a native one.
+pub const FLAG_LEGACY_SIGNAL: u16 = 1 << 0;
+
 /// Kinds of event records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -26,8 +31,9 @@ pub enum EventKind {
     Progress = 2,
     /// `arg0` previous [`crate::engine::EngineState`], `arg1` new state.
     EngineState = 3,
-    /// `arg0` [`FaultCode`], `arg1` faulting GPU address (0 if none), `arg2` read pointer of
-    /// the faulting packet.
+    /// `arg0` [`FaultCode`], `arg1` faulting GPU address (0 for decode faults, which have
+    /// none), `arg2` read pointer of the faulting packet (the queue's read pointer stays on it;
+    /// the packet had no effect).
     Fault = 4,
     /// `arg0` [`crate::engine::ResetResult`], `arg1` aborted queue, `arg2` aborted rptr.
     ResetDone = 5,
@@ -57,7 +63,7 @@ pub struct EventRecord {
     pub kind: u8,
     /// Engine the event comes from.
     pub engine: u8,
-    /// Reserved, zero.
+    /// Kind-specific flags ([`FLAG_LEGACY_SIGNAL`]); zero otherwise.
     pub flags: u16,
     /// Queue the event concerns (for fence events: the queue that was running, LOG-08), or
     /// [`crate::queue::NO_QUEUE`].
@@ -115,6 +121,11 @@ pub enum FaultCode {
     BadRingControl = 6,
     /// A LOG_WRITE to a queue that has no log of that kind.
     NoLog = 7,
+    /// A runlist entry failed [`crate::queue::QueueDescriptor::validate`], or the runlist
+    /// could not be read, or two entries share a queue id. `arg1` is the GPU address of the
+    /// bad entry (of the runlist if it could not be read); the queue id is the entry's, or
+    /// [`crate::queue::NO_QUEUE`].
+    BadDescriptor = 8,
 }
 
 impl FaultCode {
@@ -128,6 +139,7 @@ impl FaultCode {
             5 => Self::BadArgument,
             6 => Self::BadRingControl,
             7 => Self::NoLog,
+            8 => Self::BadDescriptor,
             _ => return None,
         })
     }

@@ -10,6 +10,7 @@
 
 pub mod addr;
 pub mod cmd;
+pub mod defaults;
 pub mod engine;
 pub mod event;
 pub mod fence;

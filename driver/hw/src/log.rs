@@ -10,6 +10,14 @@
 //! `AtomicWraparoundAndEntryIndex` as `((n + 1) / N) << 32 | (n + 1) % N` in one atomic store.
 //! The device never lowers that value: an index that would is still written, but the
 //! header keeps the larger value (UMDs must keep indices monotonic, LOG-02).
+//!
+//! The OS allocates each log buffer and writes its header (`Type`, `NumberOfEntries`,
+//! counters zero) before handing it to the driver (LOG-01); the device reads
+//! `NumberOfEntries` at every LOG_WRITE and faults the queue with `BadArgument` if it is 0 or
+//! more than [`ENTRIES_PER_BUFFER`], so a bad header can never make it write outside the
+//! 4 KiB buffer. Free-running indices are 32-bit: after 2^32 writes to one log the header
+//! arithmetic restarts (a queue would need over an hour at a million log writes a second);
+//! the OS sees that as a wraparound and rescans, which LOG-05 already requires it to handle.
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 

@@ -39,7 +39,10 @@ pub struct QueueDescriptor {
     pub ring_base: u64,
     /// Ring size in bytes: a power of two in [`RING_MIN`]..=[`RING_MAX`].
     pub ring_size: u32,
-    /// Physical doorbell index in dedicated mode, or [`NO_DOORBELL`].
+    /// Physical doorbell index in dedicated mode, or [`NO_DOORBELL`]. Informational (for
+    /// debugging and for the driver's own bookkeeping): the device routes a doorbell write
+    /// by [`crate::regs::DOORBELL_BIND`] only, which the driver can change without a runlist
+    /// commit (victimisation, UM-20).
     pub doorbell: u32,
     /// GPU address of the queue's [`RingControl`].
     pub ring_control: u64,
@@ -92,8 +95,9 @@ impl QueueDescriptor {
             return Err("ring_size");
         }
         let aligned = |a: u64| a.is_multiple_of(8);
-        if !aligned(self.ring_base) || !aligned(self.ring_control) || !aligned(self.progress_fence)
-        {
+        // Ring control is 64-byte aligned so that the read pointer has its own cache line.
+        let control_ok = self.ring_control.is_multiple_of(64);
+        if !aligned(self.ring_base) || !control_ok || !aligned(self.progress_fence) {
             return Err("alignment");
         }
         if self.page_table_base != 0 {

@@ -95,8 +95,11 @@ pub mod engine {
     /// RW32: number of descriptors in the runlist (at most [`crate::queue::RUNLIST_MAX`]).
     pub const RUNLIST_COUNT: usize = 0x08;
     /// WO32: writing 1 makes the CMP load the runlist atomically (it reads the descriptors
-    /// during the write). Queues that stay keep their blocked/wait state; queues that leave
-    /// stop at a command boundary before the write returns.
+    /// during the write). Queues (identified by queue id) that stay keep their read pointer
+    /// and blocked/fault state; queues that leave stop at a packet boundary before the write
+    /// returns: a COPY/FILL in progress is finished first, a HANG in progress is abandoned
+    /// (the queue's read pointer stays on it). A bad entry posts a
+    /// [`crate::event::FaultCode::BadDescriptor`] fault and is skipped.
     pub const RUNLIST_COMMIT: usize = 0x0C;
     /// RO32: [`crate::engine::EngineStatus`].
     pub const STATUS: usize = 0x10;
@@ -175,7 +178,8 @@ bitflags! {
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct DeviceStatus: u32 {
         /// The device is lost (surprise removal, fatal error): registers read all-ones
-        /// except this one, nothing executes until an adapter reset.
+        /// except this one, nothing executes until an adapter reset, and no interrupt is
+        /// raised. An ISR that reads INT_STATUS as all-ones must not claim the interrupt.
         const LOST = 1 << 0;
         /// An adapter reset is in progress.
         const RESETTING = 1 << 1;
