@@ -18,8 +18,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::ffi::c_void;
-use std::fmt;
-use std::ptr::{self, NonNull};
+use std::ptr;
 
 use rvgpu_ddi::adapter::{
     DxgkAcpiEvent, DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS, DXGK_CHILD_DESCRIPTOR,
@@ -32,43 +31,13 @@ use rvgpu_ddi::ntstatus::{
 };
 use rvgpu_ddi::{PowerDeviceD0, PowerDeviceMaximum, NTSTATUS, PDEVICE_OBJECT, PVOID};
 use rvgpu_kmd::adapter::{Adapter, DISPLAY_ADAPTER_HW_ID};
-use rvgpu_kmd::platform::{Irql, Level, Platform};
 
 // ---------------------------------------------------------------------------------------------
 // Test platform and allocation accounting
 // ---------------------------------------------------------------------------------------------
 
-/// A platform with no device behind it. The adapter's lifecycle lock calls
-/// `raise_to_dispatch`/`lower_irql` (no-ops here); nothing in these tests maps registers, so
-/// the MMIO functions are never reached (they behave like an absent device anyway).
-#[derive(Debug)]
-struct NullPlatform;
-
-// SAFETY: the MMIO functions perform no device access at all (there is no device), which
-// trivially satisfies "at most one access per call, in program order".
-unsafe impl Platform for NullPlatform {
-    unsafe fn mmio_read32(_base: NonNull<u8>, _offset: usize) -> u32 {
-        u32::MAX
-    }
-    unsafe fn mmio_write32(_base: NonNull<u8>, _offset: usize, _value: u32) {}
-    unsafe fn mmio_read64(_base: NonNull<u8>, _offset: usize) -> u64 {
-        u64::MAX
-    }
-    unsafe fn mmio_write64(_base: NonNull<u8>, _offset: usize, _value: u64) {}
-    fn current_irql() -> Irql {
-        Irql::Passive
-    }
-    fn raise_to_dispatch() -> Irql {
-        Irql::Passive
-    }
-    fn lower_irql(_previous: Irql) {}
-    fn bus_address(_va: NonNull<u8>) -> Option<u64> {
-        None
-    }
-    fn log(level: Level, args: fmt::Arguments<'_>) {
-        eprintln!("[rvgpu {level:?}] {args}");
-    }
-}
+mod common;
+use common::NullPlatform;
 
 thread_local! {
     /// Bytes allocated minus bytes freed by this thread (tests run on their own threads, so a

@@ -18,43 +18,11 @@
 //! `cargo test -p rvgpu --test ddi_table -- --nocapture` prints the filled/missing table.
 
 use std::collections::BTreeSet;
-use std::fmt;
-use std::ptr::NonNull;
 
 use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, DXGKDDI_INTERFACE_VERSION_WDDM3_2};
-use rvgpu_kmd::platform::{Irql, Level, Platform};
 
-/// A platform whose functions are never called here: only the table's function pointers are
-/// taken, no DDI runs. The bodies are harmless anyway (reads return all-ones like an absent
-/// device, writes are dropped).
-#[derive(Debug)]
-struct NullPlatform;
-
-// SAFETY: the MMIO functions perform no device access at all (there is no device), which
-// trivially satisfies "at most one access, in program order"; they are never called in this test.
-unsafe impl Platform for NullPlatform {
-    unsafe fn mmio_read32(_base: NonNull<u8>, _offset: usize) -> u32 {
-        u32::MAX
-    }
-    unsafe fn mmio_write32(_base: NonNull<u8>, _offset: usize, _value: u32) {}
-    unsafe fn mmio_read64(_base: NonNull<u8>, _offset: usize) -> u64 {
-        u64::MAX
-    }
-    unsafe fn mmio_write64(_base: NonNull<u8>, _offset: usize, _value: u64) {}
-    fn current_irql() -> Irql {
-        Irql::Passive
-    }
-    fn raise_to_dispatch() -> Irql {
-        Irql::Passive
-    }
-    fn lower_irql(_previous: Irql) {}
-    fn bus_address(_va: NonNull<u8>) -> Option<u64> {
-        None
-    }
-    fn log(level: Level, args: fmt::Arguments<'_>) {
-        eprintln!("[rvgpu {level:?}] {args}");
-    }
-}
+mod common;
+use common::NullPlatform;
 
 // Sources, named once so each entry can point at them.
 // DRIVER_INITIALIZATION_DATA reference (slot list, interface version per member):
