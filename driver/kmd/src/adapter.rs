@@ -25,6 +25,7 @@ use rvgpu_hw::engine::EngineState;
 use crate::device::{self, DeviceIdentity};
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
+use crate::features::Features;
 use crate::interrupt::{DeviceEvent, EventRing, EVENT_RING_RECORDS};
 use crate::klog;
 use crate::mmio::Regs;
@@ -61,6 +62,7 @@ unsafe impl Send for IsrCell {}
 /// What a started adapter has: the ISR's view.
 pub struct Live<P: Platform> {
     pub dxgk: Dxgk,
+    pub features: Features,
     pub regs: Regs<P>,
     pub regs_va: NonNull<u8>,
     pub identity: DeviceIdentity,
@@ -207,8 +209,12 @@ impl<P: Platform> Adapter<P> {
                 return Err(e);
             }
         };
+        // Negotiated last: nothing after it can fail, so the interface reference it takes is
+        // always released by `tear_down`.
+        let features = Features::negotiate(&dxgk);
         Ok(Box::new(Live {
             dxgk,
+            features,
             regs,
             regs_va: va,
             identity,
@@ -266,7 +272,8 @@ impl<P: Platform> Adapter<P> {
     }
 
     /// Frees what `start` built; the ISR can no longer reach it.
-    fn tear_down(live: Live<P>) {
+    fn tear_down(mut live: Live<P>) {
+        live.features.release();
         device::quiesce(&live.regs, live.identity.config.engines);
         let buf = live.isr.0.into_inner().into_buffer();
         let _ = live.dxgk.free_contiguous(buf.handle());

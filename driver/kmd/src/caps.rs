@@ -36,10 +36,30 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
         DXGK_VIDSCHCAPS::No64BitAtomics,
         u32::from(!live.identity.caps.contains(rvgpu_hw::regs::Caps::ATOMIC64)),
     );
-    // NativeGpuFence stays clear until the native-fence feature is negotiated with the OS
-    // (NF-10): advertising it without the OS enabling the feature fails adapter start.
+    sched.set(
+        DXGK_VIDSCHCAPS::NativeGpuFence,
+        u32::from(native_gpu_fence(live)),
+    );
     caps.SchedulingCaps = sched;
     caps
+}
+
+/// NF-10: native GPU fences are advertised only when the OS enabled
+/// `DXGK_FEATURE_NATIVE_FENCE` (the OS fails adapter start otherwise), the device implements
+/// them, and the driver's table provides the native-fence DDIs (advertising obliges them,
+/// NF-12). Tying the last condition to the table itself means the bit cannot get ahead of
+/// the implementation.
+pub fn native_gpu_fence<P: Platform>(live: &Live<P>) -> bool {
+    let os = live.features.native_fence.is_some();
+    let device = live
+        .identity
+        .caps
+        .contains(rvgpu_hw::regs::Caps::NATIVE_FENCE);
+    let table = crate::ddi::initialization_data::<P>();
+    let ddis = table.DxgkDdiCreateNativeFence.is_some()
+        && table.DxgkDdiUpdateMonitoredValues.is_some()
+        && table.DxgkDdiUpdateCurrentValuesFromCpu.is_some();
+    os && device && ddis
 }
 
 /// Handles one QueryAdapterInfo request.

@@ -134,6 +134,26 @@ impl Dxgk {
         status::check(unsafe { f(self.raw.DeviceHandle, &args) })
     }
 
+    /// DxgkCbQueryServices (PASSIVE): fills the interface structure at `interface`, whose
+    /// `Size` and `Version` the caller set.
+    ///
+    /// # Safety
+    /// `interface` must point to a writable interface structure of the size its header
+    /// declares, for the kind of services asked for.
+    pub unsafe fn query_services(
+        &self,
+        kind: rvgpu_ddi::dxgkrnl::DXGK_SERVICES,
+        interface: *mut rvgpu_ddi::INTERFACE,
+    ) -> Result<(), Status> {
+        let f = self.raw.DxgkCbQueryServices.ok_or(status::NOT_SUPPORTED)?;
+        if interface.is_null() {
+            return Err(status::INVALID_PARAMETER);
+        }
+        // SAFETY: a Dxgkrnl callback with its own handle and a caller-owned interface buffer
+        // whose header declares its size.
+        status::check(unsafe { f(self.raw.DeviceHandle, kind, interface) })
+    }
+
     /// DxgkCbNotifyInterrupt (device IRQL only: from the ISR or a synchronised routine).
     pub fn notify_interrupt(&self, data: &DXGKARGCB_NOTIFY_INTERRUPT_DATA) {
         if let Some(f) = self.raw.DxgkCbNotifyInterrupt {

@@ -11,6 +11,7 @@ pub mod ddi;
 pub mod device;
 pub mod dma;
 pub mod dxgk;
+pub mod features;
 pub mod interrupt;
 pub mod mmio;
 pub mod platform;

@@ -9,7 +9,7 @@
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use rvgpu_ddi::adapter::DXGK_DRIVERCAPS;
@@ -121,6 +121,13 @@ pub struct AdapterShared {
     pub mappings: Mutex<HashSet<usize>>,
     /// Native fence handles the OS handed out and has not destroyed (global handles, NF-13).
     pub native_fences: Mutex<HashSet<usize>>,
+    /// References the driver holds on the feature interface (DxgkCbQueryServices takes one,
+    /// InterfaceReference/InterfaceDereference adjust it). Must be zero once stopped.
+    pub feature_refs: AtomicI64,
+    /// Feature IDs the driver asked IsFeatureEnabled about, in order (NF-10).
+    pub features_queried: Mutex<Vec<i32>>,
+    /// Times the driver obtained the native-fence feature interface (QueryFeatureInterface).
+    pub native_fence_interface_queries: AtomicU64,
     /// The callback table handed to StartDevice.
     pub interface: Mutex<Option<SendTable<DXGKRNL_INTERFACE>>>,
     /// Driver caps read at start.
@@ -207,6 +214,9 @@ impl AdapterShared {
             contiguous: Mutex::new(HashMap::new()),
             mappings: Mutex::new(HashSet::new()),
             native_fences: Mutex::new(HashSet::new()),
+            feature_refs: AtomicI64::new(0),
+            features_queried: Mutex::new(Vec::new()),
+            native_fence_interface_queries: AtomicU64::new(0),
             interface: Mutex::new(None),
             caps: Mutex::new(None),
             stats: Stats::default(),

@@ -567,8 +567,19 @@ unsafe extern "system" fn log_etw_event(
 // ---------------------------------------------------------------------------------------------
 // Services: the feature interface (NF-10).
 
-unsafe extern "system" fn interface_reference(_context: PVOID) {}
-unsafe extern "system" fn interface_dereference(_context: PVOID) {}
+/// `InterfaceReference` of the feature interface: the context is the adapter handle.
+unsafe extern "system" fn interface_reference(context: PVOID) {
+    if let Some(a) = AdapterShared::from_handle(context) {
+        a.feature_refs.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// `InterfaceDereference` of the feature interface.
+unsafe extern "system" fn interface_dereference(context: PVOID) {
+    if let Some(a) = AdapterShared::from_handle(context) {
+        a.feature_refs.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 /// `DxgkCbQueryServices` (PASSIVE). Only `DxgkServicesFeature` is provided.
 unsafe extern "system" fn query_services(
@@ -607,6 +618,9 @@ unsafe extern "system" fn query_services(
     };
     // SAFETY: the driver declared (Size) a buffer at least this large.
     unsafe { interface.cast::<DXGK_FEATURE_INTERFACE>().write(out) };
+    // As every WDM interface provider does, the interface is referenced for the caller, who
+    // must dereference it when done.
+    a.feature_refs.fetch_add(1, Ordering::AcqRel);
     STATUS_SUCCESS
 }
 
@@ -627,6 +641,7 @@ unsafe extern "system" fn is_feature_enabled(
     }
     // SAFETY: non-null pointer to the driver's argument block.
     let args = unsafe { &mut *args };
+    lock(&a.features_queried).push(args.FeatureId);
     let enabled = args.FeatureId == DXGK_FEATURE_NATIVE_FENCE && a.os.native_fence_feature;
     let known = args.FeatureId == DXGK_FEATURE_NATIVE_FENCE;
     let mut flags = DXGK_ISFEATUREENABLED_RESULT_0::default();
@@ -674,6 +689,8 @@ unsafe extern "system" fn query_feature_interface(
                 GetOSCaps: Some(native_fence_get_os_caps),
             })
     };
+    a.native_fence_interface_queries
+        .fetch_add(1, Ordering::Relaxed);
     args.InterfaceSize = size as u16;
     STATUS_SUCCESS
 }

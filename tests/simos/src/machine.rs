@@ -308,6 +308,19 @@ impl Machine {
     }
 
     /// ISR and DPC call counts of adapter `i`.
+    /// NF-10 bookkeeping of adapter `i`: (references the driver holds on the feature
+    /// interface, feature IDs it asked IsFeatureEnabled about, times it obtained the
+    /// native-fence feature interface).
+    pub fn feature_usage(&self, i: usize) -> (i64, Vec<i32>, u64) {
+        self.adapters.get(i).map_or((0, Vec::new(), 0), |a| {
+            (
+                a.feature_refs.load(Ordering::Acquire),
+                lock(&a.features_queried).clone(),
+                a.native_fence_interface_queries.load(Ordering::Relaxed),
+            )
+        })
+    }
+
     pub fn interrupt_counts(&self, i: usize) -> (u64, u64) {
         self.adapters.get(i).map_or((0, 0), |a| {
             (

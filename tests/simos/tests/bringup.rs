@@ -155,3 +155,82 @@ fn dxgk_initialize_rejects_missing_mandatory_slot() {
     let again = m.load_driver();
     assert!(matches!(again, Err(SimError::Simulation(_))), "{again:?}");
 }
+
+/// NF-10, driver side: with the OS feature enabled the driver asks IsFeatureEnabled about
+/// DXGK_FEATURE_NATIVE_FENCE, obtains the feature interface (for GetOSCaps), holds exactly the
+/// one interface reference QueryServices gave it while started, and releases it at stop. It
+/// advertises NativeGpuFence exactly when its table carries the native-fence DDIs that the
+/// advertisement obliges (NF-12).
+#[test]
+fn nf_10_driver_negotiates_native_fence_feature_and_releases_the_interface() {
+    use rvgpu_ddi::feature::DXGK_FEATURE_NATIVE_FENCE;
+
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.native_fence_feature = true;
+    let mut m = Machine::new(cfg);
+    if let Err(e) = m.load_driver() {
+        panic!("load: {e}");
+    }
+    let info = match m.start_adapter(0) {
+        Ok(i) => i,
+        Err(e) => panic!("start: {e}"),
+    };
+    let (refs, queried, interfaces) = m.feature_usage(0);
+    assert!(
+        queried.contains(&DXGK_FEATURE_NATIVE_FENCE),
+        "the driver must ask the OS before advertising native fences: {queried:?}"
+    );
+    assert_eq!(
+        interfaces, 1,
+        "enabled feature: the driver obtains its interface once"
+    );
+    assert_eq!(refs, 1, "one reference held while started");
+
+    let table = rvgpu_kmd::initialization_data::<rvgpu_simos::kernel::SimKernel>();
+    let has_ddis = table.DxgkDdiCreateNativeFence.is_some()
+        && table.DxgkDdiUpdateMonitoredValues.is_some()
+        && table.DxgkDdiUpdateCurrentValuesFromCpu.is_some();
+    assert_eq!(
+        info.caps
+            .SchedulingCaps
+            .is_set(DXGK_VIDSCHCAPS::NativeGpuFence),
+        has_ddis,
+        "NativeGpuFence is advertised iff the OS enabled it and the DDIs exist"
+    );
+
+    if let Err(e) = m.stop_adapter(0) {
+        panic!("stop: {e}");
+    }
+    assert_eq!(
+        m.feature_usage(0).0,
+        0,
+        "the interface reference is released at stop"
+    );
+    assert_eq!(m.bugcheck(), None);
+}
+
+/// NF-10: with the OS feature disabled the driver still asks, but never requests the
+/// native-fence interface, and releases the feature interface at stop.
+#[test]
+fn nf_10_disabled_feature_is_not_used() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.native_fence_feature = false;
+    let mut m = Machine::new(cfg);
+    if let Err(e) = m.load_driver() {
+        panic!("load: {e}");
+    }
+    if let Err(e) = m.start_adapter(0) {
+        panic!("start: {e}");
+    }
+    let (refs, queried, interfaces) = m.feature_usage(0);
+    assert_eq!(queried, vec![rvgpu_ddi::feature::DXGK_FEATURE_NATIVE_FENCE]);
+    assert_eq!(
+        interfaces, 0,
+        "a disabled feature's interface is never requested"
+    );
+    assert_eq!(refs, 1);
+    if let Err(e) = m.stop_adapter(0) {
+        panic!("stop: {e}");
+    }
+    assert_eq!(m.feature_usage(0).0, 0);
+}

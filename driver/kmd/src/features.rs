@@ -1,0 +1,124 @@
+//! OS feature negotiation through the Dxgkrnl feature interface (NF-10).
+//!
+//! A WDDM 3.2 driver may advertise native GPU fences only if the OS enabled
+//! `DXGK_FEATURE_NATIVE_FENCE`; the OS fails adapter start otherwise. The sequence follows the
+//! seed's sample: `DxgkCbQueryServices(DxgkServicesFeature)` for the feature interface,
+//! `IsFeatureEnabled`, then `QueryFeatureInterface` with the negotiated version and the
+//! interface's `GetOSCaps`.
+//! Reference: <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/querying-wddm-feature-support-and-enablement>.
+
+use core::ffi::c_void;
+use core::mem::size_of;
+
+use rvgpu_ddi::feature::{
+    DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1, DXGKARGCB_ISFEATUREENABLED2,
+    DXGKARGCB_QUERYFEATUREINTERFACE, DXGKCBINT_FEATURE_NATIVEFENCE_1, DXGK_FEATURE_ID,
+    DXGK_FEATURE_INTERFACE, DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_VERSION,
+    DXGK_ISFEATUREENABLED_RESULT_0,
+};
+
+use crate::dxgk::Dxgk;
+use crate::status::{self, Status};
+
+/// The native-fence feature as negotiated with the OS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NativeFenceFeature {
+    /// Negotiated version of `DXGK_FEATURE_NATIVE_FENCE`.
+    pub version: DXGK_FEATURE_VERSION,
+    /// What the OS supports (`DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1`).
+    pub os_caps: DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1,
+}
+
+/// What the OS enabled for this adapter.
+#[derive(Debug, Default)]
+pub struct Features {
+    /// The feature interface, held (referenced) for the adapter's life.
+    interface: Option<DXGK_FEATURE_INTERFACE>,
+    /// `Some` if the OS enabled native fences and answered the interface query.
+    pub native_fence: Option<NativeFenceFeature>,
+}
+
+// SAFETY: the interface is a table of Dxgkrnl function pointers and an opaque context that
+// Dxgkrnl documents as usable from any thread at PASSIVE_LEVEL.
+unsafe impl Send for Features {}
+// SAFETY: as above; the driver only calls through it at PASSIVE_LEVEL.
+unsafe impl Sync for Features {}
+
+impl Features {
+    /// Queries the OS at StartDevice. An OS without the feature interface (older than the
+    /// features the driver needs) yields no features rather than an error: the driver then
+    /// runs without native fences, which is what the OS expects of it.
+    pub fn negotiate(dxgk: &Dxgk) -> Self {
+        let Ok(interface) = dxgk.feature_interface() else {
+            return Self::default();
+        };
+        let native_fence = Self::negotiate_native_fence(&interface);
+        Self {
+            interface: Some(interface),
+            native_fence,
+        }
+    }
+
+    fn is_enabled(i: &DXGK_FEATURE_INTERFACE, id: DXGK_FEATURE_ID) -> Option<DXGK_FEATURE_VERSION> {
+        let f = i.IsFeatureEnabled?;
+        let mut args = DXGKARGCB_ISFEATUREENABLED2 {
+            FeatureId: id,
+            ..Default::default()
+        };
+        // SAFETY: the interface's own function with its own context and a valid argument
+        // block; PASSIVE_LEVEL (StartDevice).
+        let st = unsafe { f(i.Context, &mut args) };
+        let enabled = args
+            .Result
+            .Anonymous
+            .is_set(DXGK_ISFEATUREENABLED_RESULT_0::Enabled);
+        (status::check(st).is_ok() && enabled).then_some(args.Result.Version)
+    }
+
+    fn negotiate_native_fence(i: &DXGK_FEATURE_INTERFACE) -> Option<NativeFenceFeature> {
+        let version = Self::is_enabled(i, DXGK_FEATURE_NATIVE_FENCE)?;
+        let query = i.QueryFeatureInterface?;
+        let mut table = DXGKCBINT_FEATURE_NATIVEFENCE_1::default();
+        let mut args = DXGKARGCB_QUERYFEATUREINTERFACE {
+            FeatureId: DXGK_FEATURE_NATIVE_FENCE,
+            Version: version,
+            InterfaceSize: u16::try_from(size_of::<DXGKCBINT_FEATURE_NATIVEFENCE_1>()).ok()?,
+            Interface: (&raw mut table).cast::<c_void>(),
+        };
+        // SAFETY: the interface's own function; `table` is a writable buffer of the size we
+        // declare and outlives the call.
+        let st = unsafe { query(i.Context, &mut args) };
+        status::check(st).ok()?;
+        let get_caps = table.GetOSCaps?;
+        let mut os_caps = DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::default();
+        // SAFETY: the OS-provided function with a valid out structure.
+        status::check(unsafe { get_caps(&mut os_caps) }).ok()?;
+        Some(NativeFenceFeature { version, os_caps })
+    }
+
+    /// Releases the feature interface (StopDevice).
+    pub fn release(&mut self) {
+        if let Some(i) = self.interface.take() {
+            if let Some(deref) = i.InterfaceDereference {
+                // SAFETY: balances the reference DxgkCbQueryServices took for us.
+                unsafe { deref(i.Context) };
+            }
+        }
+    }
+}
+
+impl Dxgk {
+    /// DxgkCbQueryServices(DxgkServicesFeature): the feature interface, referenced.
+    pub fn feature_interface(&self) -> Result<DXGK_FEATURE_INTERFACE, Status> {
+        let mut i = DXGK_FEATURE_INTERFACE::default();
+        // SAFETY: `i` is a DXGK_FEATURE_INTERFACE whose header (set by Default) declares its
+        // own size and version, as DxgkServicesFeature expects.
+        unsafe {
+            self.query_services(rvgpu_ddi::dxgkrnl::DxgkServicesFeature, (&raw mut i).cast())
+        }?;
+        if i.IsFeatureEnabled.is_none() {
+            return Err(status::NOT_SUPPORTED);
+        }
+        Ok(i)
+    }
+}
