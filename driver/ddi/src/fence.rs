@@ -1,7 +1,38 @@
 //! Native GPU fences and their logs (NF-, LOG-; d3dkmddi.h, d3dukmdt.h).
+//!
+//! Sources: the learn.microsoft.com reference page of each type (syntax blocks give member order
+//! and types), cross-checked against C# bindings generated from an SDK `d3dkmddi.h`
+//! (smourier/DirectN) and against the "Native GPU fence objects" design page. Every layout is
+//! asserted for x86_64 below; offsets follow from MSVC natural alignment (pointers, `HANDLE`,
+//! `UINT64` and `D3DGPU_VIRTUAL_ADDRESS` are 8-aligned, `UINT`/enums/flag words 4-aligned).
+//!
+//! Of the eight native-fence DDIs only [`PDXGKDDI_CREATENATIVEFENCE`],
+//! [`PDXGKDDI_OPENNATIVEFENCE`] and [`PDXGKDDI_CLOSENATIVEFENCE`] receive `hAdapter`; the other
+//! five ([`PDXGKDDI_DESTROYNATIVEFENCE`], [`PDXGKDDI_UPDATEMONITOREDVALUES`],
+//! [`PDXGKDDI_UPDATECURRENTVALUESFROMCPU`], [`PDXGKDDI_SETNATIVEFENCELOGBUFFER`],
+//! [`PDXGKDDI_UPDATENATIVEFENCELOGS`]) receive only their argument structure, so the driver must
+//! find its adapter through the fence or hardware-queue handle it returned earlier.
+
+use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::layout;
+use crate::macros::{bitfield, layout};
+
+/// Implements `Default` as all-zero bytes (null pointers, zero integers, empty flag words).
+macro_rules! zeroed_default {
+    ($($ty:ty),* $(,)?) => {
+        $(
+            impl Default for $ty {
+                fn default() -> Self {
+                    // SAFETY: every field of this `#[repr(C)]` type is an integer, an integer
+                    // array, a flag word, a raw pointer or a union of those; all-zero bytes is a
+                    // valid value for each (zero / null).
+                    unsafe { core::mem::zeroed() }
+                }
+            }
+        )*
+    };
+}
 
 /// `DXGK_NATIVE_FENCE_CAPS`: answer to `DXGKQAITYPE_NATIVE_FENCE_CAPS` (56 bytes on x64, which
 /// is also the output size dxgkrnl passes for this query).
@@ -30,3 +61,869 @@ layout!(
     MaximumAddress = 16,
     Reserved = 24
 );
+
+// ---------------------------------------------------------------------------------------------
+// d3dukmdt.h: fence type, per-process mapping, private-data size
+// ---------------------------------------------------------------------------------------------
+
+/// `D3DDDI_NATIVE_FENCE_PDD_SIZE`: size in bytes of the private driver data carried by
+/// [`DXGKARG_CREATENATIVEFENCE`] and [`DXGKARG_OPENNATIVEFENCE`] (the UMD's
+/// `D3DKMT_CREATENATIVEFENCE::PrivateDriverData`).
+///
+/// Value from the "Native GPU fence objects" design page (`#define D3DDDI_NATIVE_FENCE_PDD_SIZE 64`)
+/// and the SDK-generated bindings (`SizeConst = 64`).
+pub const D3DDDI_NATIVE_FENCE_PDD_SIZE: usize = 64;
+
+/// `D3DDDI_NATIVEFENCE_TYPE`: kind of native fence (storage placement and CPU access).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-d3dddi_nativefence_type>
+pub type D3DDDI_NATIVEFENCE_TYPE = i32;
+/// Full CPU and GPU interoperability; current and monitored values in system memory (or the
+/// monitored value in local memory for the "optimized" variant).
+pub const D3DDDI_NATIVEFENCE_TYPE_DEFAULT: D3DDDI_NATIVEFENCE_TYPE = 0;
+/// Engine-to-engine synchronisation only: no CPU access, no CPU wait/signal.
+pub const D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU: D3DDDI_NATIVEFENCE_TYPE = 1;
+
+/// `D3DDDI_NATIVEFENCEMAPPING`: a native fence's mappings in the caller's process (returned to
+/// user mode by `D3DKMTCreateNativeFence` / `D3DKMTOpenNativeFenceFromNtHandle`).
+///
+/// `CurrentValueCpuVa` is declared `D3DKMT_PTR(VOID*, CurrentValueCpuVa)`: a pointer widened to
+/// 64 bits, i.e. an ordinary pointer on x64. The other members are `D3DKMT_ALIGN64`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_nativefencemapping>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct D3DDDI_NATIVEFENCEMAPPING {
+    /// Read-only CPU mapping of the current value (user mode polls it).
+    pub CurrentValueCpuVa: PVOID,
+    /// Read/write GPU mapping of the current value in the process address space.
+    pub CurrentValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+    /// Read/write GPU mapping of the monitored value in the process address space.
+    pub MonitoredValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+    /// Reserved.
+    pub Reserved: [BYTE; 32],
+}
+layout!(
+    D3DDDI_NATIVEFENCEMAPPING,
+    size = 56,
+    CurrentValueCpuVa = 0,
+    CurrentValueGpuVa = 8,
+    MonitoredValueGpuVa = 16,
+    Reserved = 24
+);
+
+// ---------------------------------------------------------------------------------------------
+// Flag words (all `union { struct { UINT ... }; UINT Value; }`)
+// ---------------------------------------------------------------------------------------------
+
+bitfield! {
+    /// `DXGKARG_CREATENATIVEFENCE_FLAGS` (all bits reserved).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createnativefence_flags>
+    pub struct DXGKARG_CREATENATIVEFENCE_FLAGS: u32 {
+        /// Reserved.
+        Reserved: 0, 32;
+    }
+}
+layout!(DXGKARG_CREATENATIVEFENCE_FLAGS, size = 4);
+
+bitfield! {
+    /// `DXGK_OPENNATIVEFENCE_FLAGS` (all bits reserved).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_opennativefence_flags>
+    pub struct DXGK_OPENNATIVEFENCE_FLAGS: u32 {
+        /// Reserved.
+        Reserved: 0, 32;
+    }
+}
+layout!(DXGK_OPENNATIVEFENCE_FLAGS, size = 4);
+
+bitfield! {
+    /// `DXGK_CLOSENATIVEFENCE_FLAGS` (all bits reserved).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_closenativefence_flags>
+    pub struct DXGK_CLOSENATIVEFENCE_FLAGS: u32 {
+        /// Reserved.
+        Reserved: 0, 32;
+    }
+}
+layout!(DXGK_CLOSENATIVEFENCE_FLAGS, size = 4);
+
+bitfield! {
+    /// `DXGK_DESTROYNATIVEFENCE_FLAGS` (all bits reserved). The `DXGKARG_DESTROYNATIVEFENCE`
+    /// page's prose calls it `DXGKARG_DESTROYNATIVEFENCE_FLAGS`; its syntax block and the
+    /// flags' own page use this name.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_destroynativefence_flags>
+    pub struct DXGK_DESTROYNATIVEFENCE_FLAGS: u32 {
+        /// Reserved.
+        Reserved: 0, 32;
+    }
+}
+layout!(DXGK_DESTROYNATIVEFENCE_FLAGS, size = 4);
+
+bitfield! {
+    /// `DXGKARG_UPDATEMONITOREDVALUES_FLAGS` (all bits reserved).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatemonitoredvalues_flags>
+    pub struct DXGKARG_UPDATEMONITOREDVALUES_FLAGS: u32 {
+        /// Reserved.
+        Reserved: 0, 32;
+    }
+}
+layout!(DXGKARG_UPDATEMONITOREDVALUES_FLAGS, size = 4);
+
+bitfield! {
+    /// `DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_updatecurrentvaluesfromcpu_flags>
+    pub struct DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS: u32 {
+        /// The fence can no longer be relied on (e.g. its device is in error): the new value is
+        /// "always signaled"; GPU waits on it must pass at once and GPU signals of it must not
+        /// touch its storage.
+        AlwaysSignaled: 0, 1;
+        /// Do not write the current value: it was already updated (cross-adapter fence); only
+        /// re-scan the runlist and unblock GPU waiters now satisfied.
+        NotificationOnly: 1, 1;
+        /// Reserved.
+        Reserved: 2, 30;
+    }
+}
+layout!(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS, size = 4);
+
+bitfield! {
+    /// `DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS` (all bits reserved).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_setnativefencelogbuffer_flags>
+    pub struct DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS: u32 {
+        /// Reserved.
+        Reserved: 0, 32;
+    }
+}
+layout!(DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS, size = 4);
+
+bitfield! {
+    /// `DXGKARG_UPDATENATIVEFENCELOGS_FLAGS` (all bits reserved).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatenativefencelogs_flags>
+    pub struct DXGKARG_UPDATENATIVEFENCELOGS_FLAGS: u32 {
+        /// Reserved.
+        Reserved: 0, 32;
+    }
+}
+layout!(DXGKARG_UPDATENATIVEFENCELOGS_FLAGS, size = 4);
+
+// ---------------------------------------------------------------------------------------------
+// Create / open / close / destroy
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGKARG_CREATENATIVEFENCE`: argument of `DxgkDdiCreateNativeFence`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createnativefence>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_CREATENATIVEFENCE {
+    /// In: the dxgkrnl handle of the fence. Out: the driver's global fence handle, which
+    /// dxgkrnl passes back in later DDIs and which the driver reports in
+    /// `NativeFenceSignaled::pSignaledNativeFenceArray`.
+    pub hGlobalNativeFence: HANDLE,
+    /// In: fence type.
+    pub Type: D3DDDI_NATIVEFENCE_TYPE,
+    /// In: current value's GPU VA in the system process (only if
+    /// [`DXGK_NATIVE_FENCE_CAPS::MapToGpuSystemProcess`]).
+    pub CurrentValueSystemProcessGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+    /// In: monitored value's GPU VA in the system process (only if `MapToGpuSystemProcess`).
+    pub MonitoredValueSystemProcessGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+    /// In/out: private data from the UMD's `D3DKMTCreateNativeFence`, copied back to it.
+    pub pPrivateDriverData: [BYTE; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+    /// In: flags.
+    pub Flags: DXGKARG_CREATENATIVEFENCE_FLAGS,
+    /// Reserved.
+    pub Reserved: [BYTE; 32],
+}
+layout!(
+    DXGKARG_CREATENATIVEFENCE,
+    size = 136,
+    hGlobalNativeFence = 0,
+    Type = 8,
+    CurrentValueSystemProcessGpuVa = 16,
+    MonitoredValueSystemProcessGpuVa = 24,
+    pPrivateDriverData = 32,
+    Flags = 96,
+    Reserved = 100
+);
+
+/// `DXGKARG_OPENNATIVEFENCE`: argument of `DxgkDdiOpenNativeFence` (one per process / device
+/// that opens the fence, including the creating one).
+///
+/// UNVERIFIED: two layouts are published. The current en-us reference page (syntax generated
+/// from a recent header) has `pPrivateDriverData[D3DDDI_NATIVE_FENCE_PDD_SIZE]` between `Flags`
+/// and `Reserved` (144 bytes, bound here); the Microsoft docs source, the older localized pages
+/// and SDK-generated bindings (smourier/DirectN) have no `pPrivateDriverData` (80 bytes, see
+/// [`DXGKARG_OPENNATIVEFENCE_SIZE_WITHOUT_PDD`]). Which one the 10.0.26100 header / a 24H2
+/// dxgkrnl uses could not be confirmed. The first 44 bytes (handles, VAs, `Flags`) are the same
+/// in both; a driver must not read `pPrivateDriverData` or `Reserved` unless it knows the OS
+/// passes the larger structure.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_opennativefence>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_OPENNATIVEFENCE {
+    /// In: the driver's global handle from `DxgkDdiCreateNativeFence`.
+    pub hGlobalNativeFence: HANDLE,
+    /// In: the dxgkrnl handle of the local object. Out: the driver's local handle.
+    pub hLocalNativeFence: HANDLE,
+    /// In: driver handle of the parent device of the local object.
+    pub hDevice: HANDLE,
+    /// In: current value's GPU VA in the user process.
+    pub CurrentValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+    /// In: monitored value's GPU VA in the user process.
+    pub MonitoredValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+    /// In: flags.
+    pub Flags: DXGK_OPENNATIVEFENCE_FLAGS,
+    /// Private driver data (UNVERIFIED, see the type documentation).
+    pub pPrivateDriverData: [BYTE; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+    /// Reserved.
+    pub Reserved: [BYTE; 32],
+}
+layout!(
+    DXGKARG_OPENNATIVEFENCE,
+    size = 144,
+    hGlobalNativeFence = 0,
+    hLocalNativeFence = 8,
+    hDevice = 16,
+    CurrentValueGpuVa = 24,
+    MonitoredValueGpuVa = 32,
+    Flags = 40,
+    pPrivateDriverData = 44,
+    Reserved = 108
+);
+
+/// Size of [`DXGKARG_OPENNATIVEFENCE`] in the published variant without `pPrivateDriverData`
+/// (`Reserved` at 44, 76 bytes of members padded to 80). Not a header constant.
+pub const DXGKARG_OPENNATIVEFENCE_SIZE_WITHOUT_PDD: usize = 80;
+
+/// Bytes of [`DXGKARG_OPENNATIVEFENCE`] that both published variants share (through `Flags`).
+pub const DXGKARG_OPENNATIVEFENCE_COMMON_PREFIX: usize = 44;
+
+/// `DXGKARG_CLOSENATIVEFENCE`: argument of `DxgkDdiCloseNativeFence`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_closenativefence>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_CLOSENATIVEFENCE {
+    /// In: the driver's local handle from `DxgkDdiOpenNativeFence`.
+    pub hLocalNativeFence: HANDLE,
+    /// In: flags.
+    pub Flags: DXGK_CLOSENATIVEFENCE_FLAGS,
+    /// Reserved.
+    pub Reserved: [BYTE; 32],
+}
+layout!(
+    DXGKARG_CLOSENATIVEFENCE,
+    size = 48,
+    hLocalNativeFence = 0,
+    Flags = 8,
+    Reserved = 12
+);
+
+/// `DXGKARG_DESTROYNATIVEFENCE`: argument of `DxgkDdiDestroyNativeFence`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_destroynativefence>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_DESTROYNATIVEFENCE {
+    /// In: the driver's global handle from `DxgkDdiCreateNativeFence`.
+    pub hGlobalNativeFence: HANDLE,
+    /// In: flags.
+    pub Flags: DXGK_DESTROYNATIVEFENCE_FLAGS,
+    /// Reserved.
+    pub Reserved: [BYTE; 32],
+}
+layout!(
+    DXGKARG_DESTROYNATIVEFENCE,
+    size = 48,
+    hGlobalNativeFence = 0,
+    Flags = 8,
+    Reserved = 12
+);
+
+// ---------------------------------------------------------------------------------------------
+// Monitored / current value updates
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGKARG_UPDATEMONITOREDVALUES`: argument of `DxgkDdiUpdateMonitoredValues` (three parallel
+/// arrays of `NumFences` entries; there is no per-fence entry structure). The kernel CPU VAs are
+/// valid only for the duration of the call.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatemonitoredvalues>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_UPDATEMONITOREDVALUES {
+    /// In: `NumFences` native fence handles.
+    pub NativeFenceArray: *mut HANDLE,
+    /// In: `NumFences` new monitored values.
+    pub UpdatedValueArray: *mut UINT64,
+    /// In: `NumFences` read/write kernel CPU VAs of the monitored values.
+    pub MonitoredValueKernelCpuVa: *mut *mut c_void,
+    /// In: number of fences.
+    pub NumFences: UINT,
+    /// In: flags.
+    pub Flags: DXGKARG_UPDATEMONITOREDVALUES_FLAGS,
+    /// Reserved.
+    pub Reserved: [BYTE; 28],
+}
+layout!(
+    DXGKARG_UPDATEMONITOREDVALUES,
+    size = 64,
+    NativeFenceArray = 0,
+    UpdatedValueArray = 8,
+    MonitoredValueKernelCpuVa = 16,
+    NumFences = 24,
+    Flags = 28,
+    Reserved = 32
+);
+
+/// `DXGKARG_UPDATECURRENTVALUESFROMCPU`: argument of `DxgkDdiUpdateCurrentValuesFromCpu`
+/// (parallel arrays of `NumFences` entries; kernel CPU VAs valid only during the call).
+///
+/// Member order from the reference page, confirmed by SDK-generated bindings. (The design
+/// page's draft declaration puts `Flags` and `NumFences` first; that draft is not the header.)
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatecurrentvaluesfromcpu>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_UPDATECURRENTVALUESFROMCPU {
+    /// In: `NumFences` native fence handles.
+    pub NativeFenceArray: *mut HANDLE,
+    /// In: `NumFences` new current values.
+    pub UpdatedValueArray: *mut UINT64,
+    /// In: `NumFences` read/write kernel CPU VAs of the current values.
+    pub CurrentValueKernelCpuVa: *mut *mut c_void,
+    /// In: number of fences.
+    pub NumFences: UINT,
+    /// In: flags (`AlwaysSignaled`, `NotificationOnly`).
+    pub Flags: DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS,
+    /// Reserved.
+    pub Reserved: [BYTE; 28],
+}
+layout!(
+    DXGKARG_UPDATECURRENTVALUESFROMCPU,
+    size = 64,
+    NativeFenceArray = 0,
+    UpdatedValueArray = 8,
+    CurrentValueKernelCpuVa = 16,
+    NumFences = 24,
+    Flags = 28,
+    Reserved = 32
+);
+
+// ---------------------------------------------------------------------------------------------
+// Native fence logs (d3dukmdt.h) and their DDIs (d3dkmddi.h)
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGK_NATIVE_FENCE_LOG_TYPE`: which operations a log buffer records.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-dxgk_native_fence_log_type>
+pub type DXGK_NATIVE_FENCE_LOG_TYPE = i32;
+/// The log records waits.
+pub const DXGK_NATIVE_FENCE_LOG_TYPE_WAITS: DXGK_NATIVE_FENCE_LOG_TYPE = 1;
+/// The log records signals.
+pub const DXGK_NATIVE_FENCE_LOG_TYPE_SIGNALS: DXGK_NATIVE_FENCE_LOG_TYPE = 2;
+
+/// `DXGK_NATIVE_FENCE_LOG_OPERATION`: the operation of one log entry
+/// ([`DXGK_NATIVE_FENCE_LOG_ENTRY::OperationType`], declared `UINT` there).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-dxgk_native_fence_log_operation>
+pub type DXGK_NATIVE_FENCE_LOG_OPERATION = i32;
+/// A signal executed on the GPU.
+pub const DXGK_NATIVE_FENCE_LOG_OPERATION_SIGNAL_EXECUTED: DXGK_NATIVE_FENCE_LOG_OPERATION = 0;
+/// A wait was satisfied on the GPU.
+pub const DXGK_NATIVE_FENCE_LOG_OPERATION_WAIT_UNBLOCKED: DXGK_NATIVE_FENCE_LOG_OPERATION = 1;
+
+/// The split view of [`DXGK_NATIVE_FENCE_LOG_HEADER_0`] (anonymous struct in C).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_NATIVE_FENCE_LOG_HEADER_0_0 {
+    /// Index of the first free entry (the `LowPart` of `AtomicWraparoundAndEntryIndex`).
+    pub FirstFreeEntryIndex: u32,
+    /// Number of times the writer wrapped around (the `HighPart`).
+    pub WraparoundCount: u32,
+}
+layout!(
+    DXGK_NATIVE_FENCE_LOG_HEADER_0_0,
+    size = 8,
+    FirstFreeEntryIndex = 0,
+    WraparoundCount = 4
+);
+
+/// The anonymous union at the start of [`DXGK_NATIVE_FENCE_LOG_HEADER`]: the index and
+/// wraparound count, or both as one 64-bit word so a writer can update them atomically.
+///
+/// `AtomicWraparoundAndEntryIndex` is a `ULARGE_INTEGER` in C; it is bound as its `QuadPart`
+/// (`u64`, same size and 8-byte alignment).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGK_NATIVE_FENCE_LOG_HEADER_0 {
+    /// Split view.
+    pub Anonymous: DXGK_NATIVE_FENCE_LOG_HEADER_0_0,
+    /// Both halves as one word (`ULARGE_INTEGER::QuadPart`).
+    pub AtomicWraparoundAndEntryIndex: u64,
+}
+layout!(
+    DXGK_NATIVE_FENCE_LOG_HEADER_0,
+    size = 8,
+    Anonymous = 0,
+    AtomicWraparoundAndEntryIndex = 0
+);
+
+impl DXGK_NATIVE_FENCE_LOG_HEADER_0 {
+    /// Builds the union from its two halves.
+    pub const fn from_parts(first_free_entry_index: u32, wraparound_count: u32) -> Self {
+        Self {
+            Anonymous: DXGK_NATIVE_FENCE_LOG_HEADER_0_0 {
+                FirstFreeEntryIndex: first_free_entry_index,
+                WraparoundCount: wraparound_count,
+            },
+        }
+    }
+
+    /// Builds the union from the 64-bit word.
+    pub const fn from_u64(value: u64) -> Self {
+        Self {
+            AtomicWraparoundAndEntryIndex: value,
+        }
+    }
+
+    /// The 64-bit word.
+    pub const fn get(self) -> u64 {
+        // SAFETY: both arms cover all 8 bytes with plain integers and have no padding, so the
+        // union is always fully initialised and every bit pattern is a valid u64.
+        unsafe { self.AtomicWraparoundAndEntryIndex }
+    }
+
+    /// The split view (as C's overlay defines it).
+    pub const fn parts(self) -> DXGK_NATIVE_FENCE_LOG_HEADER_0_0 {
+        // SAFETY: as in `get`: fully initialised, every bit pattern valid for two u32.
+        unsafe { self.Anonymous }
+    }
+}
+
+impl Default for DXGK_NATIVE_FENCE_LOG_HEADER_0 {
+    fn default() -> Self {
+        Self::from_u64(0)
+    }
+}
+
+impl core::fmt::Debug for DXGK_NATIVE_FENCE_LOG_HEADER_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let p = self.parts();
+        f.debug_struct("DXGK_NATIVE_FENCE_LOG_HEADER_0")
+            .field("FirstFreeEntryIndex", &p.FirstFreeEntryIndex)
+            .field("WraparoundCount", &p.WraparoundCount)
+            .finish()
+    }
+}
+
+impl PartialEq for DXGK_NATIVE_FENCE_LOG_HEADER_0 {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for DXGK_NATIVE_FENCE_LOG_HEADER_0 {}
+
+/// `DXGK_NATIVE_FENCE_LOG_HEADER`: header of a native fence log buffer (40 bytes).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_NATIVE_FENCE_LOG_HEADER {
+    /// `FirstFreeEntryIndex` / `WraparoundCount` / `AtomicWraparoundAndEntryIndex`.
+    pub Anonymous: DXGK_NATIVE_FENCE_LOG_HEADER_0,
+    /// Waits or signals log.
+    pub Type: DXGK_NATIVE_FENCE_LOG_TYPE,
+    /// Number of entries in the buffer's `Entries` array.
+    pub NumberOfEntries: UINT64,
+    /// Reserved.
+    pub Reserved: [UINT64; 2],
+}
+layout!(
+    DXGK_NATIVE_FENCE_LOG_HEADER,
+    size = 40,
+    Anonymous = 0,
+    Type = 8,
+    NumberOfEntries = 16,
+    Reserved = 24
+);
+
+/// `DXGK_NATIVE_FENCE_LOG_ENTRY`: one logged fence operation (48 bytes).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_entry>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_NATIVE_FENCE_LOG_ENTRY {
+    /// UMD payload: the signaled / unblocked fence value.
+    pub FenceValue: UINT64,
+    /// UMD payload: the user-mode `D3DKMT_HANDLE` of the fence.
+    pub hNativeFence: D3DKMT_HANDLE,
+    /// UMD payload: a [`DXGK_NATIVE_FENCE_LOG_OPERATION`] value.
+    pub OperationType: UINT,
+    /// Reserved (alignment).
+    pub Reserved0: UINT64,
+    /// GPU payload, `WAIT_UNBLOCKED` only: when the engine first saw the unresolved wait.
+    pub FenceObservedGpuTimestamp: UINT64,
+    /// Reserved (alignment).
+    pub Reserved1: UINT64,
+    /// GPU payload: when the operation completed on the GPU.
+    pub FenceEndGpuTimestamp: UINT64,
+}
+layout!(
+    DXGK_NATIVE_FENCE_LOG_ENTRY,
+    size = 48,
+    FenceValue = 0,
+    hNativeFence = 8,
+    OperationType = 12,
+    Reserved0 = 16,
+    FenceObservedGpuTimestamp = 24,
+    Reserved1 = 32,
+    FenceEndGpuTimestamp = 40
+);
+
+/// `DXGK_NATIVE_FENCE_LOG_BUFFER`: a header followed by `Header.NumberOfEntries` entries
+/// (declared with a one-element array, so `size_of` covers one entry only; use
+/// [`Self::size_for_entries`]).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_buffer>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_NATIVE_FENCE_LOG_BUFFER {
+    /// Header.
+    pub Header: DXGK_NATIVE_FENCE_LOG_HEADER,
+    /// First entry of the variable-length array.
+    pub Entries: [DXGK_NATIVE_FENCE_LOG_ENTRY; 1],
+}
+layout!(
+    DXGK_NATIVE_FENCE_LOG_BUFFER,
+    size = 88,
+    Header = 0,
+    Entries = 40
+);
+
+impl DXGK_NATIVE_FENCE_LOG_BUFFER {
+    /// Size in bytes of the header.
+    pub const HEADER_SIZE: u64 = core::mem::size_of::<DXGK_NATIVE_FENCE_LOG_HEADER>() as u64;
+    /// Size in bytes of one entry.
+    pub const ENTRY_SIZE: u64 = core::mem::size_of::<DXGK_NATIVE_FENCE_LOG_ENTRY>() as u64;
+
+    /// Bytes occupied by a log buffer holding `entries` entries (header plus entries), or `None`
+    /// on overflow.
+    pub const fn size_for_entries(entries: u64) -> Option<u64> {
+        match entries.checked_mul(Self::ENTRY_SIZE) {
+            Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
+            None => None,
+        }
+    }
+
+    /// Byte offset of entry `index` from the start of the buffer, or `None` on overflow.
+    pub const fn entry_offset(index: u64) -> Option<u64> {
+        match index.checked_mul(Self::ENTRY_SIZE) {
+            Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
+            None => None,
+        }
+    }
+}
+
+/// `DXGKARG_SETNATIVEFENCELOGBUFFER`: argument of `DxgkDdiSetNativeFenceLogBuffer` (one call per
+/// log buffer: each hardware queue has a waits log and a signals log; the OS may replace a
+/// buffer later with another call).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_setnativefencelogbuffer>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_SETNATIVEFENCELOGBUFFER {
+    /// In: driver handle of the hardware queue the log belongs to.
+    pub hHwQueue: HANDLE,
+    /// In: number of entries in the buffer.
+    pub NumberOfEntries: UINT,
+    /// In: read/write kernel CPU VA of the buffer.
+    pub LogBufferCpuVa: *mut DXGK_NATIVE_FENCE_LOG_BUFFER,
+    /// In: read/write GPU VA of the buffer in the user process address space.
+    pub LogBufferGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+    /// In: read/write GPU VA of the buffer in the system process address space.
+    pub LogBufferSystemProcessGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+    /// In: flags.
+    pub Flags: DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS,
+    /// Reserved.
+    pub Reserved: [BYTE; 32],
+}
+layout!(
+    DXGKARG_SETNATIVEFENCELOGBUFFER,
+    size = 80,
+    hHwQueue = 0,
+    NumberOfEntries = 8,
+    LogBufferCpuVa = 16,
+    LogBufferGpuVa = 24,
+    LogBufferSystemProcessGpuVa = 32,
+    Flags = 40,
+    Reserved = 44
+);
+
+/// `DXGKARG_UPDATENATIVEFENCELOGS`: argument of `DxgkDdiUpdateNativeFenceLogs` (flush pending
+/// log writes of the listed queues, both logs each).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatenativefencelogs>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_UPDATENATIVEFENCELOGS {
+    /// In: number of handles in `hHWQueue`.
+    pub NumberOfQueues: UINT,
+    /// In: driver handles of the hardware queues.
+    pub hHWQueue: *mut HANDLE,
+    /// In: flags.
+    pub Flags: DXGKARG_UPDATENATIVEFENCELOGS_FLAGS,
+    /// Reserved.
+    pub Reserved: [BYTE; 32],
+}
+layout!(
+    DXGKARG_UPDATENATIVEFENCELOGS,
+    size = 56,
+    NumberOfQueues = 0,
+    hHWQueue = 8,
+    Flags = 16,
+    Reserved = 20
+);
+
+zeroed_default!(
+    D3DDDI_NATIVEFENCEMAPPING,
+    DXGKARG_CREATENATIVEFENCE,
+    DXGKARG_OPENNATIVEFENCE,
+    DXGKARG_CLOSENATIVEFENCE,
+    DXGKARG_DESTROYNATIVEFENCE,
+    DXGKARG_UPDATEMONITOREDVALUES,
+    DXGKARG_UPDATECURRENTVALUESFROMCPU,
+    DXGKARG_SETNATIVEFENCELOGBUFFER,
+    DXGKARG_UPDATENATIVEFENCELOGS,
+);
+
+// ---------------------------------------------------------------------------------------------
+// DDI typedefs (DRIVER_INITIALIZATION_DATA slots; re-exported from `crate::init`)
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGKDDI_CREATENATIVEFENCE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// INOUT_PDXGKARG_CREATENATIVEFENCE pCreateNativeFence)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createnativefence>
+pub type PDXGKDDI_CREATENATIVEFENCE = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pCreateNativeFence: *mut DXGKARG_CREATENATIVEFENCE,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_DESTROYNATIVEFENCE` (PASSIVE_LEVEL): `(INOUT_PDXGKARG_DESTROYNATIVEFENCE
+/// pDestroyNativeFence)`; no adapter handle.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroynativefence>
+pub type PDXGKDDI_DESTROYNATIVEFENCE = Option<
+    unsafe extern "system" fn(pDestroyNativeFence: *mut DXGKARG_DESTROYNATIVEFENCE) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_OPENNATIVEFENCE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// INOUT_PDXGKARG_OPENNATIVEFENCE pOpenNativeFence)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_opennativefence>
+pub type PDXGKDDI_OPENNATIVEFENCE = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pOpenNativeFence: *mut DXGKARG_OPENNATIVEFENCE,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_CLOSENATIVEFENCE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// INOUT_PDXGKARG_CLOSENATIVEFENCE pCloseNativeFence)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_closenativefence>
+pub type PDXGKDDI_CLOSENATIVEFENCE = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pCloseNativeFence: *mut DXGKARG_CLOSENATIVEFENCE,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_UPDATEMONITOREDVALUES` (device IRQL, at most PROFILE_LEVEL - 1; synchronised with
+/// the ISR): `(IN_CONST_PDXGKARG_UPDATEMONITOREDVALUES pUpdateMonitoredValues)`; no adapter
+/// handle.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatemonitoredvalues>
+pub type PDXGKDDI_UPDATEMONITOREDVALUES = Option<
+    unsafe extern "system" fn(
+        pUpdateMonitoredValues: *const DXGKARG_UPDATEMONITOREDVALUES,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_UPDATECURRENTVALUESFROMCPU` (DISPATCH_LEVEL):
+/// `(IN_CONST_PDXGKARG_UPDATECURRENTVALUESFROMCPU pUpdateCurrentValuesFromCpu)`; no adapter
+/// handle.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatecurrentvaluesfromcpu>
+pub type PDXGKDDI_UPDATECURRENTVALUESFROMCPU = Option<
+    unsafe extern "system" fn(
+        pUpdateCurrentValuesFromCpu: *const DXGKARG_UPDATECURRENTVALUESFROMCPU,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_SETNATIVEFENCELOGBUFFER` (DISPATCH_LEVEL):
+/// `(IN_CONST_PDXGKARG_SETNATIVEFENCELOGBUFFER pSetNativeFenceLogBuffer)`; no adapter handle.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer>
+pub type PDXGKDDI_SETNATIVEFENCELOGBUFFER = Option<
+    unsafe extern "system" fn(
+        pSetNativeFenceLogBuffer: *const DXGKARG_SETNATIVEFENCELOGBUFFER,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_UPDATENATIVEFENCELOGS` (DISPATCH_LEVEL):
+/// `(IN_CONST_PDXGKARG_UPDATENATIVEFENCELOGS pUpdateNativeFenceLog)`; no adapter handle.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatenativefencelogs>
+pub type PDXGKDDI_UPDATENATIVEFENCELOGS = Option<
+    unsafe extern "system" fn(
+        pUpdateNativeFenceLog: *const DXGKARG_UPDATENATIVEFENCELOGS,
+    ) -> NTSTATUS,
+>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::basic::BitField;
+
+    fn check_fields(name: &str, fields: &[(&str, BitField)]) {
+        let mut next = 0u32;
+        for (field, f) in fields {
+            assert_eq!(
+                f.shift, next,
+                "{name}::{field} does not follow its predecessor"
+            );
+            assert!(f.width > 0, "{name}::{field} has zero width");
+            next += f.width;
+        }
+        assert_eq!(next, 32, "{name}: fields do not fill the word");
+    }
+
+    #[test]
+    fn flag_words_are_contiguous() {
+        check_fields(
+            "DXGKARG_CREATENATIVEFENCE_FLAGS",
+            DXGKARG_CREATENATIVEFENCE_FLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGK_OPENNATIVEFENCE_FLAGS",
+            DXGK_OPENNATIVEFENCE_FLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGK_CLOSENATIVEFENCE_FLAGS",
+            DXGK_CLOSENATIVEFENCE_FLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGK_DESTROYNATIVEFENCE_FLAGS",
+            DXGK_DESTROYNATIVEFENCE_FLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGKARG_UPDATEMONITOREDVALUES_FLAGS",
+            DXGKARG_UPDATEMONITOREDVALUES_FLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS",
+            DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS",
+            DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGKARG_UPDATENATIVEFENCELOGS_FLAGS",
+            DXGKARG_UPDATENATIVEFENCELOGS_FLAGS::FIELDS,
+        );
+    }
+
+    #[test]
+    fn update_current_values_flags() {
+        let f = DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::from_value(0b10);
+        assert!(f.is_set(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::NotificationOnly));
+        assert!(!f.is_set(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::AlwaysSignaled));
+        let g = DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::default()
+            .with(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::AlwaysSignaled, 1);
+        assert_eq!(g.Value, 1);
+        assert_eq!(
+            DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::mask(
+                DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::Reserved
+            ),
+            0xFFFF_FFFC
+        );
+        // A whole-word Reserved field: mask is all ones.
+        assert_eq!(
+            DXGK_CLOSENATIVEFENCE_FLAGS::mask(DXGK_CLOSENATIVEFENCE_FLAGS::Reserved),
+            u32::MAX
+        );
+    }
+
+    #[test]
+    fn log_header_union_halves() {
+        // FirstFreeEntryIndex is the LowPart, WraparoundCount the HighPart.
+        let h = DXGK_NATIVE_FENCE_LOG_HEADER_0::from_parts(7, 3);
+        assert_eq!(h.get(), (3u64 << 32) | 7);
+        let p = DXGK_NATIVE_FENCE_LOG_HEADER_0::from_u64(0x0000_0002_0000_0010).parts();
+        assert_eq!((p.FirstFreeEntryIndex, p.WraparoundCount), (0x10, 2));
+        assert_eq!(DXGK_NATIVE_FENCE_LOG_HEADER::default().Anonymous.get(), 0);
+        assert_eq!(
+            DXGK_NATIVE_FENCE_LOG_HEADER_0::from_parts(1, 0),
+            DXGK_NATIVE_FENCE_LOG_HEADER_0::from_u64(1)
+        );
+    }
+
+    #[test]
+    fn log_buffer_sizes() {
+        assert_eq!(DXGK_NATIVE_FENCE_LOG_BUFFER::size_for_entries(0), Some(40));
+        assert_eq!(DXGK_NATIVE_FENCE_LOG_BUFFER::size_for_entries(1), Some(88));
+        // A 4 KiB log holds 84 entries.
+        assert_eq!(
+            DXGK_NATIVE_FENCE_LOG_BUFFER::size_for_entries(84),
+            Some(4072)
+        );
+        assert_eq!(DXGK_NATIVE_FENCE_LOG_BUFFER::entry_offset(2), Some(136));
+        assert_eq!(
+            DXGK_NATIVE_FENCE_LOG_BUFFER::size_for_entries(u64::MAX),
+            None
+        );
+        assert_eq!(
+            DXGK_NATIVE_FENCE_LOG_BUFFER::size_for_entries(u64::MAX / 48),
+            None
+        );
+    }
+
+    #[test]
+    fn enum_values_and_defaults() {
+        assert_eq!(D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU, 1);
+        assert_eq!(DXGK_NATIVE_FENCE_LOG_TYPE_SIGNALS, 2);
+        assert_eq!(DXGK_NATIVE_FENCE_LOG_OPERATION_WAIT_UNBLOCKED, 1);
+        let c = DXGKARG_CREATENATIVEFENCE::default();
+        assert!(c.hGlobalNativeFence.is_null());
+        assert_eq!(c.pPrivateDriverData, [0u8; D3DDDI_NATIVE_FENCE_PDD_SIZE]);
+        let u = DXGKARG_UPDATECURRENTVALUESFROMCPU::default();
+        assert_eq!((u.NumFences, u.Flags.Value), (0, 0));
+        assert!(u.CurrentValueKernelCpuVa.is_null());
+        assert!(
+            core::mem::offset_of!(DXGKARG_OPENNATIVEFENCE, pPrivateDriverData)
+                == DXGKARG_OPENNATIVEFENCE_COMMON_PREFIX
+        );
+        assert!(
+            DXGKARG_OPENNATIVEFENCE_SIZE_WITHOUT_PDD
+                < core::mem::size_of::<DXGKARG_OPENNATIVEFENCE>()
+        );
+    }
+}

@@ -14,6 +14,12 @@
 use crate::adapter::*;
 use crate::basic::*;
 use crate::dxgkrnl::DXGKRNL_INTERFACE;
+pub use crate::fence::{
+    PDXGKDDI_CLOSENATIVEFENCE, PDXGKDDI_CREATENATIVEFENCE, PDXGKDDI_DESTROYNATIVEFENCE,
+    PDXGKDDI_OPENNATIVEFENCE, PDXGKDDI_SETNATIVEFENCELOGBUFFER,
+    PDXGKDDI_UPDATECURRENTVALUESFROMCPU, PDXGKDDI_UPDATEMONITOREDVALUES,
+    PDXGKDDI_UPDATENATIVEFENCELOGS,
+};
 use crate::macros::{ddi_table, layout, unbound_fn};
 
 /// Vista.
@@ -961,10 +967,6 @@ unbound_fn!(PDXGKDDI_SETALLOCATIONBACKINGSTORE, "https://learn.microsoft.com/en-
 unbound_fn!(PDXGKDDI_CREATECPUEVENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createcpuevent");
 unbound_fn!(PDXGKDDI_DESTROYCPUEVENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroycpuevent");
 unbound_fn!(PDXGKDDI_CANCELFLIPS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_cancelflips");
-unbound_fn!(PDXGKDDI_CREATENATIVEFENCE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createnativefence");
-unbound_fn!(PDXGKDDI_DESTROYNATIVEFENCE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroynativefence");
-unbound_fn!(PDXGKDDI_UPDATEMONITOREDVALUES, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatemonitoredvalues");
-unbound_fn!(PDXGKDDI_UPDATECURRENTVALUESFROMCPU, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatecurrentvaluesfromcpu");
 unbound_fn!(PDXGKDDI_CREATEDOORBELL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createdoorbell");
 unbound_fn!(PDXGKDDI_CONNECTDOORBELL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_connectdoorbell");
 unbound_fn!(PDXGKDDI_DISCONNECTDOORBELL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_disconnectdoorbell");
@@ -984,10 +986,6 @@ unbound_fn!(PDXGKDDI_RESTOREMUTABLEMIGRATIONDATA, "https://learn.microsoft.com/e
 unbound_fn!(PDXGKDDI_WRITEVIRTUALIZEDINTERRUPT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_writevirtualizedinterrupt");
 unbound_fn!(PDXGKDDI_SETVIRTUALGPURESOURCES2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvirtualgpuresources2");
 unbound_fn!(PDXGKDDI_SETVIRTUALFUNCTIONPAUSESTATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvirtualfunctionpausestate");
-unbound_fn!(PDXGKDDI_OPENNATIVEFENCE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_opennativefence");
-unbound_fn!(PDXGKDDI_CLOSENATIVEFENCE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_closenativefence");
-unbound_fn!(PDXGKDDI_SETNATIVEFENCELOGBUFFER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer");
-unbound_fn!(PDXGKDDI_UPDATENATIVEFENCELOGS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatenativefencelogs");
 unbound_fn!(PDXGKDDI_COLLECTDBGINFO2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo2");
 unbound_fn!(PDXGKDDI_NOTIFYCONTEXTPRIORITYCHANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_notifycontextprioritychange");
 unbound_fn!(PDXGKDDI_RESETDISPLAYENGINE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resetdisplayengine");
