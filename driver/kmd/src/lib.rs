@@ -12,6 +12,7 @@ pub mod device;
 pub mod dma;
 pub mod dxgk;
 pub mod features;
+pub mod fence;
 pub mod interrupt;
 pub mod mmio;
 pub mod platform;
