@@ -1,0 +1,23 @@
+//! Exhaustive `loom` models of rvgpu's lock-free CPU/GPU protocols.
+//!
+//! The emulated device and the simulated OS are exercised by threaded tests, but a threaded
+//! test only sees the interleavings the host scheduler and the host CPU happen to produce; on
+//! x86 it can never show a store-buffering reordering a weaker GPU or a compiler may produce.
+//! These models abstract a protocol down to its atomics, locks and fences and let `loom`
+//! enumerate every interleaving and every value the C11 memory model lets each load return.
+//!
+//! `tests/nf_09_fence_protocol.rs`: the native-fence signal protocol
+//! (`rvgpu_hw::fence`, `device/src/device/exec.rs` FENCE_SIGNAL, FENCE_SYNC in
+//! `device/src/device/mmio.rs`) against the driver's `UpdateMonitoredValues` followed by the
+//! OS's resample of CurrentValue. It proves NF-09 (no lost wake-up; spurious interrupts
+//! allowed) with the device's barrier and FENCE_SYNC drain, with each of them alone, and
+//! shows by a negative control that without both a wake-up is lost.
+//!
+//! What loom does and does not model (loom 0.7): loads may return any store the model allows
+//! (so store buffering, the reordering that loses a wake-up here, is explored);
+//! `fence(SeqCst)` is modelled; `Mutex` hand-over gives happens-before. SeqCst *accesses*
+//! are treated as AcqRel (loom reports false alarms for them, pinned by a test), and
+//! load-buffering executions are not explored (a shape these protocols do not have).
+//!
+//! The library itself is empty: the models are the crate's integration tests.
+//! Run: `cargo test -p rvgpu-models`.
