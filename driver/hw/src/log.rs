@@ -15,9 +15,10 @@
 //! counters zero) before handing it to the driver (LOG-01); the device reads
 //! `NumberOfEntries` at every LOG_WRITE and faults the queue with `BadArgument` if it is 0 or
 //! more than [`ENTRIES_PER_BUFFER`], so a bad header can never make it write outside the
-//! 4 KiB buffer. Free-running indices are 32-bit: after 2^32 writes to one log the header
-//! arithmetic restarts (a queue would need over an hour at a million log writes a second);
-//! the OS sees that as a wraparound and rescans, which LOG-05 already requires it to handle.
+//! 4 KiB buffer. Free-running indices are 32-bit, and the header never goes down: after
+//! 2^32 writes to one log (over an hour at a million log writes a second) the header stops
+//! advancing. That is a known limit of version 1; the UMD must recreate the queue (and with
+//! it the log) before then.
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
