@@ -13,7 +13,7 @@ use alloc::boxed::Box;
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 
 use rvgpu_ddi::interrupt::{
     DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange, DXGKARGCB_NOTIFY_INTERRUPT_DATA,
@@ -96,6 +96,9 @@ pub struct Stats {
 /// The per-adapter driver object. Its address is the `MiniportDeviceContext`.
 pub struct Adapter<P: Platform> {
     pdo: *mut c_void,
+    /// Slot in the driver's adapter table ([`crate::globals::ADAPTERS`]), set once by
+    /// AddDevice; `u8::MAX` until then.
+    table_slot: AtomicU8,
     lifecycle: SpinLock<P, (Lifecycle, PowerState)>,
     live: AtomicPtr<Live<P>>,
     pub stats: Stats,
@@ -128,10 +131,21 @@ impl<P: Platform> Adapter<P> {
     pub fn new(pdo: *mut c_void) -> Self {
         Self {
             pdo,
+            table_slot: AtomicU8::new(u8::MAX),
             lifecycle: SpinLock::new((Lifecycle::Added, PowerState(POWER_D0))),
             live: AtomicPtr::new(ptr::null_mut()),
             stats: Stats::default(),
         }
+    }
+
+    /// Records the adapter's slot in the driver's adapter table (AddDevice).
+    pub fn set_table_slot(&self, slot: u8) {
+        self.table_slot.store(slot, Ordering::Release);
+    }
+
+    /// The adapter's slot in the driver's adapter table.
+    pub fn table_slot(&self) -> u8 {
+        self.table_slot.load(Ordering::Acquire)
     }
 
     /// Current lifecycle state.

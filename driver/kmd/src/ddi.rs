@@ -25,6 +25,7 @@ use rvgpu_ddi::{
 use crate::adapter::Adapter;
 use crate::caps;
 use crate::dxgk::Dxgk;
+use crate::globals::ADAPTERS;
 use crate::platform::Platform;
 use crate::status::{self, to_ntstatus};
 
@@ -71,9 +72,16 @@ unsafe extern "system" fn add_device<P: Platform>(
     if pdo.is_null() || context.is_null() {
         return status::INVALID_PARAMETER.code();
     }
-    let a = Box::new(Adapter::<P>::new(pdo.cast()));
+    let raw = Box::into_raw(Box::new(Adapter::<P>::new(pdo.cast())));
+    let Some(slot) = ADAPTERS.register(raw.cast_const()) else {
+        // SAFETY: `raw` came from Box::into_raw above and was published nowhere.
+        drop(unsafe { Box::from_raw(raw) });
+        return status::INSUFFICIENT_RESOURCES.code();
+    };
+    // SAFETY: `raw` is the live adapter just allocated.
+    unsafe { (*raw).set_table_slot(slot) };
     // SAFETY: `context` is a valid out pointer (checked non-null; Dxgkrnl's contract).
-    unsafe { context.write(Box::into_raw(a).cast()) };
+    unsafe { context.write(raw.cast()) };
     status::SUCCESS
 }
 
@@ -124,6 +132,8 @@ unsafe extern "system" fn remove_device<P: Platform>(ctx: PVOID) -> NTSTATUS {
     if let Err(e) = a.remove() {
         return e.code();
     }
+    // No reader can reach the adapter through the table once this returns.
+    ADAPTERS.unregister(a.table_slot());
     // SAFETY: `ctx` came from Box::into_raw in add_device; Dxgkrnl calls nothing with it after
     // RemoveDevice, and `remove` checked the adapter is stopped.
     drop(unsafe { Box::from_raw(ctx.cast::<Adapter<P>>()) });

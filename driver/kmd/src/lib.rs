@@ -13,6 +13,7 @@ pub mod dma;
 pub mod dxgk;
 pub mod features;
 pub mod fence;
+pub mod globals;
 pub mod interrupt;
 pub mod mmio;
 pub mod platform;
