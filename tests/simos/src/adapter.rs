@@ -108,6 +108,13 @@ pub struct AdapterShared {
     pub interrupt_lock: Mutex<()>,
     /// A DPC is queued.
     pub dpc_queued: AtomicBool,
+    /// The DPC gate: held while the driver's DPC routine runs (so a flush can wait for a
+    /// running DPC, as `KeFlushQueuedDpcs` does); the value says whether DPCs may run at all
+    /// (false before StartDevice and once StopDevice flushed them).
+    pub dpc_gate: Mutex<bool>,
+    /// The `DeviceHandle` is valid: from StartDevice until RemoveDevice. A callback with the
+    /// handle of a removed adapter is a use of freed Dxgkrnl memory (0x50).
+    pub handle_valid: AtomicBool,
     /// A test asked for one interrupt as on a shared line.
     forced_interrupt: AtomicBool,
     /// Reported by the ISR, waiting for `DxgkCbNotifyDpc`.
@@ -207,6 +214,8 @@ impl AdapterShared {
             connected: AtomicBool::new(false),
             interrupt_lock: Mutex::new(()),
             dpc_queued: AtomicBool::new(false),
+            dpc_gate: Mutex::new(false),
+            handle_valid: AtomicBool::new(false),
             forced_interrupt: AtomicBool::new(false),
             pending: Mutex::new(Vec::new()),
             processed: Mutex::new(Vec::new()),

@@ -56,6 +56,13 @@ pub const PAGE_FAULT_IN_NONPAGED_AREA: u32 = 0x50;
 /// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0xc4--driver-verifier-detected-violation>
 pub const DRIVER_VERIFIER_DETECTED_VIOLATION: u32 = 0xC4;
 
+/// 0xC8 `IRQL_UNEXPECTED_VALUE`: "the processor's IRQL is not what it should be at this time",
+/// typically a routine that raised IRQL (or acquired a spin lock) and returned without
+/// restoring it. Parameter 1 is `(current IRQL << 16) | (expected IRQL << 8) | UniqueValue`
+/// ([`irql_unexpected`]); parameters 2-4 depend on UniqueValue.
+/// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0xc8--irql-unexpected-value>
+pub const IRQL_UNEXPECTED_VALUE: u32 = 0xC8;
+
 /// 0xD1 `DRIVER_IRQL_NOT_LESS_OR_EQUAL`: a driver accessed pageable memory at DISPATCH_LEVEL or
 /// above. Listed for completeness; the simulation has no pageable driver memory to fault on.
 /// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0xd1--driver-irql-not-less-or-equal>
@@ -104,6 +111,24 @@ pub mod vidsch {
     pub const SIM_UNKNOWN_INTERRUPT_TYPE: u64 = 0x1000_0001;
 }
 
+/// `UniqueValue`s (low byte of parameter 1) of [`IRQL_UNEXPECTED_VALUE`].
+pub mod irql_unexpected {
+    /// 3: an interrupt's ServiceRoutine returned at another IRQL (Microsoft's value).
+    /// Parameters: (p1, the ISR, the interrupt object — the simulation passes the ISR context
+    /// because there is no KINTERRUPT on the host —, 0).
+    pub const INTERRUPT_SERVICE_ROUTINE: u64 = 0x3;
+    /// Simulation-specific: a DDI returned at another IRQL than it was called at (Windows
+    /// catches this where the calling thread next checks its IRQL; the code is the same).
+    /// Parameters: (p1, the DDI, 0, the [`crate::irql::Routine`] id).
+    pub const SIM_DDI: u64 = 0x80;
+    /// Simulation-specific: `DxgkDdiDpcRoutine` returned at another IRQL than DISPATCH_LEVEL.
+    /// Parameters: (p1, the DPC routine, the miniport context, 0).
+    pub const SIM_DPC: u64 = 0x81;
+    /// Simulation-specific: a `DxgkCbSynchronizeExecution` routine returned at another IRQL
+    /// than the interrupt's. Parameters: (p1, the routine, its context, 0).
+    pub const SIM_SYNCHRONIZE_ROUTINE: u64 = 0x82;
+}
+
 /// Parameter-1 values of [`DRIVER_VERIFIER_DETECTED_VIOLATION`] the simulation raises.
 pub mod verifier {
     /// 0x10: the driver freed an address that was not returned from an allocate call (or was
@@ -145,6 +170,26 @@ impl BugCheck {
         Self::new(DRIVER_VERIFIER_DETECTED_VIOLATION, [subtype, p2, p3, p4])
     }
 
+    /// 0xC8 for a routine that entered at `expected` and returned at `current`.
+    pub const fn irql_unexpected(
+        current: Irql,
+        expected: Irql,
+        unique: u64,
+        p2: u64,
+        p3: u64,
+        p4: u64,
+    ) -> Self {
+        Self::new(
+            IRQL_UNEXPECTED_VALUE,
+            [
+                (kirql(current) << 16) | (kirql(expected) << 8) | unique,
+                p2,
+                p3,
+                p4,
+            ],
+        )
+    }
+
     /// Name of the stop code, for messages.
     pub const fn name(&self) -> &'static str {
         match self.code {
@@ -153,6 +198,7 @@ impl BugCheck {
             PAGE_FAULT_IN_NONPAGED_AREA => "PAGE_FAULT_IN_NONPAGED_AREA",
             DRIVER_VERIFIER_DETECTED_VIOLATION => "DRIVER_VERIFIER_DETECTED_VIOLATION",
             DRIVER_IRQL_NOT_LESS_OR_EQUAL => "DRIVER_IRQL_NOT_LESS_OR_EQUAL",
+            IRQL_UNEXPECTED_VALUE => "IRQL_UNEXPECTED_VALUE",
             HARDWARE_INTERRUPT_STORM => "HARDWARE_INTERRUPT_STORM",
             VIDEO_TDR_FAILURE => "VIDEO_TDR_FAILURE",
             VIDEO_SCHEDULER_INTERNAL_ERROR => "VIDEO_SCHEDULER_INTERNAL_ERROR",

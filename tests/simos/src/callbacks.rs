@@ -43,6 +43,15 @@ fn enter(routine: Routine, handle: HANDLE, address: usize) -> Option<Arc<Adapter
         return None;
     }
     match AdapterShared::from_handle(handle) {
+        // A removed adapter's handle is freed Dxgkrnl memory: the same page fault as a handle
+        // that never existed, on the machine the adapter belonged to.
+        Some(a) if !a.handle_valid.load(Ordering::Acquire) => {
+            a.state.raise_bugcheck(BugCheck::new(
+                bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+                [handle as usize as u64, 0, address as u64, 0],
+            ));
+            None
+        }
         Some(a) if !a.state.is_halted() => Some(a),
         Some(_) => None,
         None => {
@@ -413,11 +422,27 @@ unsafe extern "system" fn synchronize_execution(
     }
     let result = {
         let _guard = lock(&a.interrupt_lock);
+        // Re-check under the lock: the interrupt may have been disconnected (or the machine
+        // halted) while this caller waited for it.
+        if a.state.is_halted() || !a.connected.load(Ordering::Acquire) {
+            return STATUS_UNSUCCESSFUL;
+        }
         let _irql = IrqlScope::enter(Irql::Device);
         let _inside = a.enter_interrupt_lock();
         // SAFETY: the driver's synchronize routine with its own context, under the interrupt
         // lock at device IRQL, as KeSynchronizeExecution runs it.
-        unsafe { routine(context) }
+        let r = unsafe { routine(context) };
+        if let Err(b) = kernel::check_return_irql(
+            Irql::Device,
+            bugcheck::irql_unexpected::SIM_SYNCHRONIZE_ROUTINE,
+            routine as usize as u64,
+            context as usize as u64,
+            0,
+        ) {
+            a.state.raise_bugcheck(b);
+            return STATUS_UNSUCCESSFUL;
+        }
+        r
     };
     if !return_value.is_null() {
         // SAFETY: the driver's out-parameter (checked non-null).

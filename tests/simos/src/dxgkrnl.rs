@@ -15,9 +15,10 @@ use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Level;
 
 use crate::adapter::DriverTable;
+use crate::bugcheck;
 use crate::error::SimError;
 use crate::irql::{self, Routine};
-use crate::kernel::{current_irql, MachineContext};
+use crate::kernel::{self, current_irql, MachineContext};
 use crate::state::MachineState;
 
 /// Slots a render-only WDDM 3.2 adapter must fill for bring-up: the PnP and interrupt entry
@@ -137,7 +138,17 @@ pub fn call_ddi<R>(
         state.raise_bugcheck(b);
         return Err(SimError::Bugcheck(b));
     }
+    let entry = current_irql();
     let r = f();
+    if let Err(b) = kernel::check_return_irql(
+        entry,
+        bugcheck::irql_unexpected::SIM_DDI,
+        address as u64,
+        0,
+        routine.id(),
+    ) {
+        state.raise_bugcheck(b);
+    }
     match state.fault() {
         Some(fault) => Err(fault.into()),
         None => Ok(r),

@@ -16,8 +16,8 @@
 //! calls them inline from [`crate::Machine::run_steps`]. Same functions, same IRQL bookkeeping.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, TryLockError};
+use std::time::{Duration, Instant};
 
 use rvgpu_device::InterruptLine;
 use rvgpu_kmd::platform::Irql;
@@ -25,8 +25,9 @@ use rvgpu_kmd::platform::Irql;
 use crate::adapter::AdapterShared;
 use crate::bugcheck::{self, BugCheck};
 use crate::irql::{self, Routine};
-use crate::kernel::{current_irql, IrqlScope, MachineContext};
+use crate::kernel::{check_return_irql, current_irql, IrqlScope, MachineContext};
 use crate::state::lock;
+use crate::state::Fault;
 
 /// Consecutive unclaimed ISR calls with the line still asserted before 0xF2.
 pub const UNCLAIMED_STORM_LIMIT: u64 = 1_000;
@@ -123,6 +124,12 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
     let _m = MachineContext::enter(a.state.clone());
     let claimed = {
         let _guard = lock(&a.interrupt_lock);
+        // Re-check under the lock: StopDevice disconnects the interrupt and then takes the
+        // lock once, so an ISR that was waiting for it must not run after the disconnect
+        // (IoDisconnectInterruptEx guarantees the ISR is not running and will not run again).
+        if a.state.is_halted() || !a.connected.load(Ordering::Acquire) {
+            return Serviced::Idle;
+        }
         let _irql = IrqlScope::enter(Irql::Device);
         let _inside = a.enter_interrupt_lock();
         if let Err(b) = irql::check(
@@ -137,7 +144,18 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
         // SAFETY: `isr` is the driver's DxgkDdiInterruptRoutine from its validated table;
         // `ctx` is the MiniportDeviceContext its AddDevice returned; we hold the interrupt lock
         // at device IRQL, as Windows calls an ISR.
-        unsafe { isr(ctx, 0) != 0 }
+        let claimed = unsafe { isr(ctx, 0) != 0 };
+        if let Err(b) = check_return_irql(
+            Irql::Device,
+            bugcheck::irql_unexpected::INTERRUPT_SERVICE_ROUTINE,
+            isr as usize as u64,
+            ctx as usize as u64,
+            0,
+        ) {
+            a.state.raise_bugcheck(b);
+            return Serviced::Ran(claimed);
+        }
+        claimed
     };
     if !forced {
         let still = a.line.asserted();
@@ -152,7 +170,26 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
 }
 
 /// Runs the adapter's DPC if one is queued. Returns whether it ran.
+///
+/// The DPC runs under the adapter's DPC gate, so [`flush_dpcs`] can wait for a DPC that is
+/// running, not only for one that is queued. A DPC still queued once the gate is closed (the
+/// adapter stopped or removed) is never delivered to the driver: that is a simulation error.
 pub fn service_dpc(a: &AdapterShared) -> bool {
+    if a.state.is_halted() || !a.dpc_queued.load(Ordering::Acquire) {
+        return false;
+    }
+    let gate = lock(&a.dpc_gate);
+    if !*gate {
+        if a.dpc_queued.swap(false, Ordering::AcqRel) {
+            a.state.raise_sim_error(format!(
+                "a DPC was queued on adapter {} after its DPCs were flushed at StopDevice \
+                 (or before StartDevice); the simulation will not call the driver's DPC for a \
+                 stopped adapter",
+                a.index
+            ));
+        }
+        return false;
+    }
     if a.state.is_halted() || !a.dpc_queued.swap(false, Ordering::AcqRel) {
         return false;
     }
@@ -170,9 +207,80 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
     }
     a.stats.dpc_calls.fetch_add(1, Ordering::Relaxed);
     // SAFETY: the driver's DxgkDdiDpcRoutine from its validated table, with its context, at
-    // DISPATCH_LEVEL, one DPC at a time (callers serialise per machine).
+    // DISPATCH_LEVEL, one DPC at a time per adapter (under the DPC gate).
     unsafe { dpc(ctx) };
+    if let Err(b) = check_return_irql(
+        Irql::Dispatch,
+        bugcheck::irql_unexpected::SIM_DPC,
+        dpc as usize as u64,
+        ctx as usize as u64,
+        0,
+    ) {
+        a.state.raise_bugcheck(b);
+    }
+    drop(gate);
     true
+}
+
+/// How long [`flush_dpcs`] waits for a queued or running DPC before it declares the
+/// simulation stuck.
+pub const DPC_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `KeFlushQueuedDpcs` for one adapter, then closes its DPC gate: returns once no DPC of the
+/// adapter is queued or running. `threaded`: the DPC thread delivers queued DPCs and this
+/// waits (a DPC that does not finish within [`DPC_FLUSH_TIMEOUT`] is a simulation error);
+/// otherwise queued DPCs run here, inline.
+pub fn flush_dpcs(a: &AdapterShared, threaded: bool) -> Result<(), Fault> {
+    if !threaded {
+        for _ in 0..10_000 {
+            if !service_dpc(a) {
+                break;
+            }
+        }
+        if let Some(f) = a.state.fault() {
+            return Err(f);
+        }
+        let mut gate = lock(&a.dpc_gate);
+        if a.dpc_queued.load(Ordering::Acquire) {
+            drop(gate);
+            let msg = format!("adapter {}: the DPC keeps queueing itself", a.index);
+            a.state.raise_sim_error(msg.clone());
+            return Err(Fault::Simulation(msg));
+        }
+        *gate = false;
+        return Ok(());
+    }
+    let deadline = Instant::now().checked_add(DPC_FLUSH_TIMEOUT);
+    loop {
+        if let Some(f) = a.state.fault() {
+            return Err(f);
+        }
+        if !a.dpc_queued.load(Ordering::Acquire) {
+            let gate = match a.dpc_gate.try_lock() {
+                Ok(g) => Some(g),
+                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            };
+            // Holding the gate: no DPC of this adapter is running; none is queued either.
+            if let Some(mut g) = gate {
+                if !a.dpc_queued.load(Ordering::Acquire) {
+                    *g = false;
+                    return Ok(());
+                }
+            }
+        }
+        if deadline.is_none_or(|d| Instant::now() >= d) {
+            let msg = format!(
+                "adapter {}: KeFlushQueuedDpcs at StopDevice did not return within {:?} (a DPC \
+                 is still queued or running)",
+                a.index, DPC_FLUSH_TIMEOUT
+            );
+            a.state.raise_sim_error(msg.clone());
+            return Err(Fault::Simulation(msg));
+        }
+        a.wake.notify();
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// The interrupt "CPU" of a threaded machine: services every adapter whose line is asserted.

@@ -21,6 +21,8 @@ use crate::bugcheck::{self, kirql, BugCheck};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[allow(clippy::enum_variant_names)] // The names are Microsoft's.
 pub enum Routine {
+    /// The driver's `DriverEntry` (`DRIVER_INITIALIZE`).
+    DriverEntry,
     // DDIs the OS calls.
     DxgkDdiAddDevice,
     DxgkDdiStartDevice,
@@ -86,6 +88,7 @@ impl Routine {
     pub const fn rule(self) -> IrqlRule {
         // The literal suffixes below are appended to `MS` by `reference_url`.
         match self {
+            Self::DriverEntry => rule(P, P, "wdm/nc-wdm-driver_initialize"),
             Self::DxgkDdiAddDevice => rule(P, P, "dispmprt/nc-dispmprt-dxgkddi_add_device"),
             Self::DxgkDdiStartDevice => rule(P, P, "dispmprt/nc-dispmprt-dxgkddi_start_device"),
             Self::DxgkDdiStopDevice => rule(P, P, "dispmprt/nc-dispmprt-dxgkddi_stop_device"),

@@ -47,6 +47,26 @@ pub fn current_irql() -> Irql {
     IRQL.with(Cell::get)
 }
 
+/// Checks that a routine the simulation called (entered at `expected`) returned at the same
+/// IRQL. On a mismatch the thread is put back to `expected` (the simulation's own bookkeeping
+/// must not inherit the driver's leak) and the 0xC8 Windows raises is returned.
+pub fn check_return_irql(
+    expected: Irql,
+    unique: u64,
+    p2: u64,
+    p3: u64,
+    p4: u64,
+) -> Result<(), BugCheck> {
+    let current = current_irql();
+    if current == expected {
+        return Ok(());
+    }
+    IRQL.with(|c| c.set(expected));
+    Err(BugCheck::irql_unexpected(
+        current, expected, unique, p2, p3, p4,
+    ))
+}
+
 /// Sets the calling thread's IRQL for the lifetime of the guard (the simulation's own
 /// transitions: entering the ISR, a DPC, a DDI).
 #[derive(Debug)]

@@ -159,9 +159,6 @@ impl std::fmt::Debug for Machine {
     }
 }
 
-/// Longest a threaded machine waits for its DPC to drain at StopDevice.
-const DPC_FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
-
 impl Machine {
     /// Builds the machine: memory, devices (started in threaded mode), interrupt and DPC
     /// threads. No driver is loaded yet.
@@ -394,9 +391,9 @@ impl Machine {
         let registry_path = (&self.registry_path.0 as *const UNICODE_STRING).cast::<c_void>();
         let state = self.state.clone();
         let _ctx = kernel::MachineContext::enter(state.clone());
-        // DriverEntry runs at PASSIVE_LEVEL like every PnP DDI.
+        // DriverEntry runs at PASSIVE_LEVEL (DRIVER_INITIALIZE).
         if let Err(b) = crate::irql::check(
-            Routine::DxgkDdiAddDevice,
+            Routine::DriverEntry,
             kernel::current_irql(),
             dxgkrnl::sim_dxgk_initialize as *const () as usize,
         ) {
@@ -415,6 +412,15 @@ impl Machine {
                 )
             }
         });
+        if let Err(b) = kernel::check_return_irql(
+            Irql::Passive,
+            bugcheck::irql_unexpected::SIM_DDI,
+            rvgpu::driver_entry::<SimKernel> as *const () as usize as u64,
+            0,
+            Routine::DriverEntry.id(),
+        ) {
+            state.raise_bugcheck(b);
+        }
         if let Some(f) = state.fault() {
             return Err(f.into());
         }
@@ -470,6 +476,9 @@ impl Machine {
         };
         let mut iface = Box::new(callbacks::interface_for(&a));
         *lock(&a.interface) = Some(crate::adapter::SendTable(*iface));
+        // From here the driver holds the DeviceHandle and may queue DPCs.
+        a.handle_valid.store(true, Ordering::Release);
+        *lock(&a.dpc_gate) = true;
         let (mut sources, mut children) = (u32::MAX, u32::MAX);
         let ctx = a.context();
         let status = call_ddi(
@@ -489,8 +498,12 @@ impl Machine {
                     )
                 }
             },
-        )?;
-        check_status(status)?;
+        );
+        if !matches!(status, Ok(s) if s >= 0) {
+            // A failed start: no DPC may run for it any more.
+            let _ = interrupt::flush_dpcs(&a, self.config.mode == Mode::Threaded);
+        }
+        check_status(status?)?;
         // The interrupt is connected once StartDevice succeeded (the start-time queries and a
         // StopDevice after a refused start may already synchronise with the ISR).
         a.connected.store(true, Ordering::Release);
@@ -603,27 +616,13 @@ impl Machine {
         // Disconnect the interrupt and flush DPCs whatever StopDevice said (IoDisconnectInterrupt
         // and KeFlushQueuedDpcs follow the stop in Dxgkrnl).
         a.connected.store(false, Ordering::Release);
+        // Any ISR that was waiting for the lock re-checks `connected` once it has it.
         drop(lock(&a.interrupt_lock));
-        self.flush_dpcs(a);
+        let flushed = interrupt::flush_dpcs(a, self.config.mode == Mode::Threaded);
         *lock(&a.life) = Life::Stopped;
-        check_status(status?)
-    }
-
-    fn flush_dpcs(&self, a: &AdapterShared) {
-        match self.config.mode {
-            Mode::Step => {
-                interrupt::service_dpc(a);
-            }
-            Mode::Threaded => {
-                let deadline = Instant::now() + DPC_FLUSH_TIMEOUT;
-                while a.dpc_queued.load(Ordering::Acquire) && Instant::now() < deadline {
-                    if self.state.is_halted() {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            }
-        }
+        let status = status?;
+        flushed?;
+        check_status(status)
     }
 
     /// StopDevice, then disconnects the interrupt and flushes DPCs.
@@ -659,6 +658,8 @@ impl Machine {
             },
         )?;
         check_status(status)?;
+        // Dxgkrnl frees the adapter: its DeviceHandle dangles from now on.
+        a.handle_valid.store(false, Ordering::Release);
         a.set_context(std::ptr::null_mut());
         *lock(&a.life) = Life::Absent;
         Ok(())
