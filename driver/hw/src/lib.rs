@@ -17,6 +17,7 @@ pub mod fence;
 pub mod log;
 pub mod mmio;
 pub mod pci;
+pub mod pdd;
 pub mod queue;
 pub mod regs;
 

@@ -8,3 +8,5 @@
 
 pub mod handles;
 pub mod registry;
+pub mod report;
+pub mod table;

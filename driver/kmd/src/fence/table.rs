@@ -1,0 +1,162 @@
+//! The adapter's native-fence objects and their lifetime rules (NF-13).
+//!
+//! Dxgkrnl creates a fence once (global handle), then opens it once per process that uses it
+//! (local handles), closes local handles as processes let go, and destroys the global object
+//! after the last close. The table enforces that order: anything else is refused with an
+//! NTSTATUS, never trusted.
+
+use alloc::collections::BTreeMap;
+
+/// One native fence as the driver knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fence {
+    /// The device report tag ([`super::registry`]).
+    pub tag: u64,
+    /// GPU (system process) address of CurrentValue.
+    pub current_gpu: u64,
+    /// GPU (system process) address of MonitoredValue.
+    pub monitored_gpu: u64,
+    /// `D3DDDI_NATIVEFENCE_TYPE`.
+    pub fence_type: i32,
+    /// Local handles open on it.
+    pub opens: u32,
+}
+
+/// Why a table operation was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableError {
+    /// The handle is already in use.
+    Exists,
+    /// No such handle.
+    Unknown,
+    /// Destroy while local handles are still open.
+    StillOpen,
+}
+
+/// Global fences by `hGlobalNativeFence`, local handles by `hLocalNativeFence`.
+#[derive(Debug, Default)]
+pub struct FenceTable {
+    globals: BTreeMap<usize, Fence>,
+    locals: BTreeMap<usize, Local>,
+}
+
+/// A process's handle on a global fence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Local {
+    pub global: usize,
+    pub device: usize,
+}
+
+impl FenceTable {
+    /// Live global fences.
+    pub fn len(&self) -> usize {
+        self.globals.len()
+    }
+
+    /// Whether no fence is live.
+    pub fn is_empty(&self) -> bool {
+        self.globals.is_empty()
+    }
+
+    /// The global fence `h`.
+    pub fn get(&self, h: usize) -> Option<&Fence> {
+        self.globals.get(&h)
+    }
+
+    /// CreateNativeFence.
+    pub fn create(&mut self, h: usize, fence: Fence) -> Result<(), TableError> {
+        if self.globals.contains_key(&h) {
+            return Err(TableError::Exists);
+        }
+        self.globals.insert(h, Fence { opens: 0, ..fence });
+        Ok(())
+    }
+
+    /// OpenNativeFence: a new local handle on global `g`.
+    pub fn open(&mut self, g: usize, local: usize, device: usize) -> Result<(), TableError> {
+        if self.locals.contains_key(&local) {
+            return Err(TableError::Exists);
+        }
+        let f = self.globals.get_mut(&g).ok_or(TableError::Unknown)?;
+        f.opens = f.opens.saturating_add(1);
+        self.locals.insert(local, Local { global: g, device });
+        Ok(())
+    }
+
+    /// CloseNativeFence: releases a local handle; the global object lives on (NF-13).
+    pub fn close(&mut self, local: usize) -> Result<Local, TableError> {
+        let l = self.locals.remove(&local).ok_or(TableError::Unknown)?;
+        if let Some(f) = self.globals.get_mut(&l.global) {
+            f.opens = f.opens.saturating_sub(1);
+        }
+        Ok(l)
+    }
+
+    /// DestroyNativeFence: only after every local handle was closed.
+    pub fn destroy(&mut self, h: usize) -> Result<Fence, TableError> {
+        let f = self.globals.get(&h).ok_or(TableError::Unknown)?;
+        if f.opens != 0 {
+            return Err(TableError::StillOpen);
+        }
+        self.globals.remove(&h).ok_or(TableError::Unknown)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fence(tag: u64) -> Fence {
+        Fence {
+            tag,
+            current_gpu: 0x1000,
+            monitored_gpu: 0x2000,
+            fence_type: 0,
+            opens: 0,
+        }
+    }
+
+    /// The seed's shared-fence walk-through: A creates and opens, B opens, A closes (the
+    /// global lives on), B closes, then the global is destroyed.
+    #[test]
+    fn nf_13_global_and_local_handle_lifetimes() {
+        let mut t = FenceTable::default();
+        t.create(0x100, fence(1)).unwrap();
+        t.open(0x100, 0xA1, 0xD1).unwrap();
+        t.open(0x100, 0xB1, 0xD2).unwrap();
+        assert_eq!(t.get(0x100).map(|f| f.opens), Some(2));
+        t.close(0xA1).unwrap();
+        assert!(t.get(0x100).is_some(), "A's close leaves the global object");
+        assert_eq!(
+            t.destroy(0x100),
+            Err(TableError::StillOpen),
+            "B still has it open"
+        );
+        t.close(0xB1).unwrap();
+        assert_eq!(t.destroy(0x100).map(|f| f.tag), Ok(1));
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn nf_13_out_of_order_calls_are_refused() {
+        let mut t = FenceTable::default();
+        assert_eq!(
+            t.open(0x100, 0xA1, 0),
+            Err(TableError::Unknown),
+            "open before create"
+        );
+        t.create(0x100, fence(1)).unwrap();
+        assert_eq!(t.create(0x100, fence(2)), Err(TableError::Exists));
+        t.open(0x100, 0xA1, 0).unwrap();
+        assert_eq!(
+            t.open(0x100, 0xA1, 0),
+            Err(TableError::Exists),
+            "local handle reused"
+        );
+        assert_eq!(t.close(0xFF), Err(TableError::Unknown));
+        t.close(0xA1).unwrap();
+        assert_eq!(t.close(0xA1), Err(TableError::Unknown), "double close");
+        t.destroy(0x100).unwrap();
+        assert_eq!(t.destroy(0x100), Err(TableError::Unknown), "double destroy");
+    }
+}
