@@ -24,12 +24,16 @@ use rvgpu_ddi::adapter::{
     DxgkAcpiEvent, DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS, DXGK_CHILD_DESCRIPTOR,
     DXGK_QUERYADAPTERINFOFLAGS,
 };
+use rvgpu_ddi::fence::{
+    DXGKARG_CREATENATIVEFENCE, DXGKARG_DESTROYNATIVEFENCE, DXGKARG_UPDATECURRENTVALUESFROMCPU,
+    DXGKARG_UPDATEMONITOREDVALUES,
+};
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::{
-    STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_PARAMETER,
-    STATUS_NOT_IMPLEMENTED, STATUS_SUCCESS,
+    STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE,
+    STATUS_INVALID_PARAMETER, STATUS_NOT_IMPLEMENTED, STATUS_SUCCESS,
 };
-use rvgpu_ddi::{PowerDeviceD0, PowerDeviceMaximum, NTSTATUS, PDEVICE_OBJECT, PVOID};
+use rvgpu_ddi::{PowerDeviceD0, PowerDeviceMaximum, HANDLE, NTSTATUS, PDEVICE_OBJECT, PVOID};
 use rvgpu_kmd::adapter::{Adapter, DISPLAY_ADAPTER_HW_ID};
 
 // ---------------------------------------------------------------------------------------------
@@ -132,6 +136,7 @@ impl AdapterCtx {
         let mut ctx: PVOID = ptr::null_mut();
         // SAFETY: `pdo` is non-null and opaque to the driver (stored only); `&mut ctx` is a valid
         // out pointer for the call.
+        // SAFETY: NULL arguments are what is being tested; the driver checks them first.
         let s = unsafe { f(pdo, &mut ctx) };
         let a = (nt_success(s) && !ctx.is_null()).then_some(Self { ctx, d: *d });
         (s, a)
@@ -171,6 +176,12 @@ const COVERED: &[&str] = &[
     "DxgkDdiQueryInterface",
     "DxgkDdiControlEtwLogging",
     "DxgkDdiQueryAdapterInfo",
+    "DxgkDdiCreateNativeFence",
+    "DxgkDdiDestroyNativeFence",
+    "DxgkDdiOpenNativeFence",
+    "DxgkDdiCloseNativeFence",
+    "DxgkDdiUpdateMonitoredValues",
+    "DxgkDdiUpdateCurrentValuesFromCpu",
 ];
 
 #[test]
@@ -326,6 +337,55 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
         s,
         STATUS_INVALID_PARAMETER,
     );
+
+    // Native-fence DDIs: NULL adapter and/or NULL argument blocks.
+    let f = d
+        .DxgkDdiCreateNativeFence
+        .expect("CreateNativeFence filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { f(null, ptr::null_mut()) };
+    expect_status(
+        "CreateNativeFence",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let f = d.DxgkDdiOpenNativeFence.expect("OpenNativeFence filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { f(null, ptr::null_mut()) };
+    expect_status("OpenNativeFence", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let f = d.DxgkDdiCloseNativeFence.expect("CloseNativeFence filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { f(null, ptr::null_mut()) };
+    expect_status(
+        "CloseNativeFence",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let f = d
+        .DxgkDdiDestroyNativeFence
+        .expect("DestroyNativeFence filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { f(ptr::null_mut()) };
+    expect_status("DestroyNativeFence", "NULL", s, STATUS_INVALID_PARAMETER);
+    let f = d
+        .DxgkDdiUpdateMonitoredValues
+        .expect("UpdateMonitoredValues filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { f(ptr::null()) };
+    expect_status("UpdateMonitoredValues", "NULL", s, STATUS_INVALID_PARAMETER);
+    let f = d
+        .DxgkDdiUpdateCurrentValuesFromCpu
+        .expect("UpdateCurrentValuesFromCpu filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { f(ptr::null()) };
+    expect_status(
+        "UpdateCurrentValuesFromCpu",
+        "NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
 }
 
 /// With a real (unstarted) adapter context, the NULL *argument* pointers are what must be
@@ -453,6 +513,92 @@ fn null_argument_pointers_with_a_live_context_fail() {
         s,
         STATUS_INVALID_DEVICE_STATE,
     );
+
+    // Native fences on an unstarted adapter (no negotiated feature): refused, nothing kept.
+    let f = d
+        .DxgkDdiCreateNativeFence
+        .expect("CreateNativeFence filled");
+    let mut create = DXGKARG_CREATENATIVEFENCE {
+        hGlobalNativeFence: 0x1000 as HANDLE,
+        CurrentValueSystemProcessGpuVa: 0x1_0000,
+        MonitoredValueSystemProcessGpuVa: 0x1_0008,
+        ..Default::default()
+    };
+    // SAFETY: live context; `create` is a live local.
+    let s = unsafe { f(ctx, &mut create) };
+    expect_status(
+        "CreateNativeFence",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    // An unknown global handle, and empty or oversized update batches.
+    let f = d
+        .DxgkDdiDestroyNativeFence
+        .expect("DestroyNativeFence filled");
+    let destroy = DXGKARG_DESTROYNATIVEFENCE {
+        hGlobalNativeFence: 0x1000 as HANDLE,
+        ..Default::default()
+    };
+    // SAFETY: a live local argument block.
+    let s = unsafe { f(ptr::from_ref(&destroy).cast_mut()) };
+    expect_status(
+        "DestroyNativeFence",
+        "unknown handle",
+        s,
+        STATUS_INVALID_HANDLE,
+    );
+    let f = d
+        .DxgkDdiUpdateMonitoredValues
+        .expect("UpdateMonitoredValues filled");
+    let mut handle: HANDLE = 0x1000 as HANDLE;
+    let mut value = 5u64;
+    let mut slot = 0u64;
+    let mut va: PVOID = ptr::from_mut(&mut slot).cast();
+    let mut update = DXGKARG_UPDATEMONITOREDVALUES {
+        NativeFenceArray: &mut handle,
+        UpdatedValueArray: &mut value,
+        MonitoredValueKernelCpuVa: &mut va,
+        NumFences: 0,
+        ..Default::default()
+    };
+    // SAFETY: live locals; NumFences 0 is what is tested.
+    let s = unsafe { f(&update) };
+    expect_status(
+        "UpdateMonitoredValues",
+        "NumFences 0",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    update.NumFences = 1;
+    // SAFETY: live locals naming one fence the driver never created.
+    let s = unsafe { f(&update) };
+    expect_status(
+        "UpdateMonitoredValues",
+        "unknown handle",
+        s,
+        STATUS_INVALID_HANDLE,
+    );
+    assert_eq!(slot, 0, "nothing may be written for a refused update");
+    let f = d
+        .DxgkDdiUpdateCurrentValuesFromCpu
+        .expect("UpdateCurrentValuesFromCpu filled");
+    let current = DXGKARG_UPDATECURRENTVALUESFROMCPU {
+        NativeFenceArray: &mut handle,
+        UpdatedValueArray: &mut value,
+        CurrentValueKernelCpuVa: &mut va,
+        NumFences: 1,
+        ..Default::default()
+    };
+    // SAFETY: live locals naming one fence the driver never created.
+    let s = unsafe { f(&current) };
+    expect_status(
+        "UpdateCurrentValuesFromCpu",
+        "unknown handle",
+        s,
+        STATUS_INVALID_HANDLE,
+    );
+    assert_eq!(slot, 0, "nothing may be written for a refused update");
 
     // ISR and DPC on an unstarted adapter: not our interrupt, DPC returns.
     let f = d.DxgkDdiInterruptRoutine.expect("InterruptRoutine filled");

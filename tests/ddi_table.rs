@@ -188,12 +188,6 @@ const KNOWN_GAPS: &[&str] = &[
     "DxgkDdiSuspendContext",
     "DxgkDdiResumeContext",
     // Native fences (issue 4) and their logs (issue 5).
-    "DxgkDdiCreateNativeFence",
-    "DxgkDdiDestroyNativeFence",
-    "DxgkDdiOpenNativeFence",
-    "DxgkDdiCloseNativeFence",
-    "DxgkDdiUpdateMonitoredValues",
-    "DxgkDdiUpdateCurrentValuesFromCpu",
     "DxgkDdiSetNativeFenceLogBuffer",
     "DxgkDdiUpdateNativeFenceLogs",
     // User-mode submission (issue 6).

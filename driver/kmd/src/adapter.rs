@@ -16,9 +16,10 @@ use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 
 use rvgpu_ddi::interrupt::{
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange, DXGKARGCB_NOTIFY_INTERRUPT_DATA,
-    DXGK_ENGINE_STATE_ACTIVE, DXGK_ENGINE_STATE_HUNG, DXGK_ENGINE_STATE_TRANSITION_TO_F1,
-    DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE,
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange, DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA, DXGK_ENGINE_STATE_ACTIVE, DXGK_ENGINE_STATE_HUNG,
+    DXGK_ENGINE_STATE_TRANSITION_TO_F1, DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE,
+    DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED,
 };
 use rvgpu_hw::engine::EngineState;
 
@@ -26,6 +27,10 @@ use crate::device::{self, DeviceIdentity};
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
 use crate::features::Features;
+use crate::fence::handles::HandleMap;
+use crate::fence::registry::Registry;
+use crate::fence::report::{Batch, Report};
+use crate::fence::table::FenceTable;
 use crate::interrupt::{DeviceEvent, EventRing, EVENT_RING_RECORDS};
 use crate::klog;
 use crate::mmio::Regs;
@@ -49,9 +54,16 @@ pub enum Lifecycle {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PowerState(pub i32);
 
-/// State the ISR owns. Only the ISR and routines run through `DxgkCbSynchronizeExecution` may
-/// touch it; both hold the adapter's interrupt lock at device IRQL.
-struct IsrCell(UnsafeCell<EventRing>);
+/// State the ISR owns: the event ring's read side and the fence tag registry.
+#[derive(Debug)]
+pub struct IsrState {
+    pub ring: EventRing,
+    pub fences: Registry,
+}
+
+/// Holds [`IsrState`]. Only the ISR and routines run through `DxgkCbSynchronizeExecution`
+/// may touch it; both hold the adapter's interrupt lock at device IRQL.
+struct IsrCell(UnsafeCell<IsrState>);
 
 // SAFETY: access is serialised by the interrupt lock (see the type's doc); the ring itself is
 // plain memory plus indices.
@@ -67,7 +79,42 @@ pub struct Live<P: Platform> {
     pub regs_va: NonNull<u8>,
     pub identity: DeviceIdentity,
     pub resources: Resources,
+    /// Native fences (PASSIVE/DISPATCH side).
+    pub fences: SpinLock<P, FenceTable>,
     isr: IsrCell,
+}
+
+impl<P: Platform> Live<P> {
+    /// Runs `f` on the ISR's state under the interrupt lock (DxgkCbSynchronizeExecution), so
+    /// it never overlaps the ISR. `f` runs at device IRQL: it must not allocate or block.
+    pub fn synchronized<F, R>(&self, f: F) -> Result<R, Status>
+    where
+        F: FnOnce(&mut IsrState) -> R,
+    {
+        struct Ctx<'a, F, R> {
+            cell: &'a IsrCell,
+            f: Option<F>,
+            out: Option<R>,
+        }
+        unsafe extern "system" fn run<F: FnOnce(&mut IsrState) -> R, R>(ctx: *mut c_void) -> u8 {
+            // SAFETY: `synchronized` passes a pointer to its own `Ctx`, alive for the call.
+            let ctx = unsafe { &mut *ctx.cast::<Ctx<'_, F, R>>() };
+            if let Some(f) = ctx.f.take() {
+                // SAFETY: we run under the interrupt lock (IsrCell's invariant).
+                ctx.out = Some(f(unsafe { &mut *ctx.cell.0.get() }));
+            }
+            1
+        }
+        let mut ctx = Ctx {
+            cell: &self.isr,
+            f: Some(f),
+            out: None,
+        };
+        let p = (&raw mut ctx).cast::<c_void>();
+        // SAFETY: `run::<F, R>` expects exactly this context, which outlives the call.
+        unsafe { self.dxgk.synchronize(run::<F, R>, p) }?;
+        ctx.out.ok_or(status::UNSUCCESSFUL)
+    }
 }
 
 impl<P: Platform> core::fmt::Debug for Live<P> {
@@ -101,6 +148,8 @@ pub struct Adapter<P: Platform> {
     table_slot: AtomicU8,
     lifecycle: SpinLock<P, (Lifecycle, PowerState)>,
     live: AtomicPtr<Live<P>>,
+    /// OS fence handle → (adapter slot, tag), for the DDIs without an adapter handle.
+    pub fence_handles: HandleMap,
     pub stats: Stats,
 }
 
@@ -119,6 +168,10 @@ impl<P: Platform> core::fmt::Debug for Adapter<P> {
     }
 }
 
+/// Native fences one adapter can hold at once (the ISR registry and the handle map are sized
+/// for it up front, since neither may allocate where they are used).
+pub const FENCES_PER_ADAPTER: u32 = 16_384;
+
 /// `DEVICE_POWER_STATE::PowerDeviceD0`.
 pub const POWER_D0: i32 = 1;
 /// `DEVICE_POWER_STATE::PowerDeviceD3`.
@@ -134,6 +187,7 @@ impl<P: Platform> Adapter<P> {
             table_slot: AtomicU8::new(u8::MAX),
             lifecycle: SpinLock::new((Lifecycle::Added, PowerState(POWER_D0))),
             live: AtomicPtr::new(ptr::null_mut()),
+            fence_handles: HandleMap::with_capacity(FENCES_PER_ADAPTER as usize),
             stats: Stats::default(),
         }
     }
@@ -233,7 +287,11 @@ impl<P: Platform> Adapter<P> {
             regs_va: va,
             identity,
             resources: res,
-            isr: IsrCell(UnsafeCell::new(ring)),
+            fences: SpinLock::new(FenceTable::default()),
+            isr: IsrCell(UnsafeCell::new(IsrState {
+                ring,
+                fences: Registry::with_capacity(FENCES_PER_ADAPTER),
+            })),
         }))
     }
 
@@ -289,7 +347,7 @@ impl<P: Platform> Adapter<P> {
     fn tear_down(mut live: Live<P>) {
         live.features.release();
         device::quiesce(&live.regs, live.identity.config.engines);
-        let buf = live.isr.0.into_inner().into_buffer();
+        let buf = live.isr.0.into_inner().ring.into_buffer();
         let _ = live.dxgk.free_contiguous(buf.handle());
         let _ = live.dxgk.unmap(live.regs_va);
     }
@@ -344,12 +402,45 @@ impl<P: Platform> Adapter<P> {
             return false;
         };
         // SAFETY: the ISR holds the interrupt lock (IsrCell's invariant).
-        let ring = unsafe { &mut *live.isr.0.get() };
+        let isr = unsafe { &mut *live.isr.0.get() };
+        let (ring, registry) = (&mut isr.ring, &isr.fences);
         let mut notified = false;
+        let mut batch = Batch::default();
+        let mut others = false;
+        let mut emit = |r: Report<'_>| notify_fences(live, r);
+        let mut fence_reports = false;
         let summary = ring.service(&live.regs, |ev| {
             self.stats.events.fetch_add(1, Ordering::Relaxed);
-            notified |= self.dispatch_event(live, ev);
+            match ev {
+                DeviceEvent::FenceSignaled {
+                    legacy: true,
+                    engine,
+                    ..
+                } => {
+                    fence_reports = true;
+                    batch.legacy(engine, &mut emit);
+                }
+                DeviceEvent::FenceSignaled {
+                    engine,
+                    tag,
+                    monitored_addr,
+                    ..
+                } => {
+                    fence_reports = true;
+                    let handle = registry.resolve(tag, monitored_addr).map(|f| f.os_handle);
+                    batch.native(engine, handle, &mut emit);
+                }
+                other => others |= self.dispatch_event(live, other),
+            }
         });
+        match &summary {
+            Some(s) if s.overflow => {
+                fence_reports = true;
+                batch.lost_events(live.identity.config.engines, &mut emit);
+            }
+            _ => batch.flush(&mut emit),
+        }
+        notified |= others || fence_reports;
         match summary {
             None => {
                 self.stats.isr_unclaimed.fetch_add(1, Ordering::Relaxed);
@@ -415,6 +506,35 @@ impl<P: Platform> Adapter<P> {
             live.dxgk.notify_dpc();
         }
     }
+}
+
+/// Hands one fence report to Dxgkrnl (device IRQL).
+fn notify_fences<P: Platform>(live: &Live<P>, r: Report<'_>) {
+    let data = match r {
+        Report::Native { engine, handles } => {
+            let (count, array) = match handles {
+                // The OS reads the array during the call; it lives on the ISR's stack.
+                Some(h) => (
+                    u32::try_from(h.len()).unwrap_or(0),
+                    h.as_ptr().cast_mut().cast::<rvgpu_ddi::HANDLE>(),
+                ),
+                None => (0, ptr::null_mut()),
+            };
+            DXGKARGCB_NOTIFY_INTERRUPT_DATA::native_fence_signaled(engine, 0, count, array)
+        }
+        Report::Legacy { engine } => {
+            let mut d = DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+                InterruptType: DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED,
+                ..Default::default()
+            };
+            d.Anonymous.MonitoredFenceSignaled = DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine {
+                NodeOrdinal: engine,
+                EngineOrdinal: 0,
+            };
+            d
+        }
+    };
+    live.dxgk.notify_interrupt(&data);
 }
 
 /// Synchronised routine for `stop`: clears the published pointer at device IRQL.

@@ -5,8 +5,10 @@
 use core::mem::size_of;
 
 use rvgpu_ddi::adapter::{
-    DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS, DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS,
+    DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS, DXGKQAITYPE_NATIVE_FENCE_CAPS,
+    DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS,
 };
+use rvgpu_ddi::fence::DXGK_NATIVE_FENCE_CAPS;
 use rvgpu_ddi::PHYSICAL_ADDRESS;
 
 use crate::adapter::Live;
@@ -67,6 +69,17 @@ pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Re
     match args.Type {
         DXGKQAITYPE_DRIVERCAPS => {
             let caps = driver_caps(live);
+            write_out(args, &caps)
+        }
+        DXGKQAITYPE_NATIVE_FENCE_CAPS if native_gpu_fence(live) => {
+            let caps = DXGK_NATIVE_FENCE_CAPS {
+                // NF-05: non-shareable fences of a process are packed at this stride.
+                MonitoredValueStride: u32::try_from(rvgpu_hw::fence::VALUE_STRIDE).unwrap_or(8),
+                // NF-11: the CMP reaches fence values through system-process GPU VAs, which
+                // the OS passes to CreateNativeFence.
+                MapToGpuSystemProcess: 1,
+                ..Default::default()
+            };
             write_out(args, &caps)
         }
         // Types this adapter does not implement: Dxgkrnl treats STATUS_NOT_SUPPORTED as "not

@@ -16,6 +16,10 @@ use rvgpu_ddi::adapter::{
     DXGK_EVENT_TYPE, DXGK_START_INFO, PQUERY_INTERFACE, PVIDEO_REQUEST_PACKET,
 };
 use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
+use rvgpu_ddi::fence::{
+    DXGKARG_CLOSENATIVEFENCE, DXGKARG_CREATENATIVEFENCE, DXGKARG_DESTROYNATIVEFENCE,
+    DXGKARG_OPENNATIVEFENCE, DXGKARG_UPDATECURRENTVALUESFROMCPU, DXGKARG_UPDATEMONITOREDVALUES,
+};
 use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, DXGKDDI_INTERFACE_VERSION};
 use rvgpu_ddi::{
     BOOLEAN, DEVICE_POWER_STATE, HANDLE, NTSTATUS, PDEVICE_OBJECT, POWER_ACTION, PVOID, UCHAR,
@@ -25,6 +29,7 @@ use rvgpu_ddi::{
 use crate::adapter::Adapter;
 use crate::caps;
 use crate::dxgk::Dxgk;
+use crate::fence;
 use crate::globals::ADAPTERS;
 use crate::platform::Platform;
 use crate::status::{self, to_ntstatus};
@@ -50,6 +55,12 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiQueryInterface: Some(query_interface::<P>),
         DxgkDdiControlEtwLogging: Some(control_etw_logging),
         DxgkDdiQueryAdapterInfo: Some(query_adapter_info::<P>),
+        DxgkDdiCreateNativeFence: Some(create_native_fence::<P>),
+        DxgkDdiDestroyNativeFence: Some(destroy_native_fence::<P>),
+        DxgkDdiOpenNativeFence: Some(open_native_fence::<P>),
+        DxgkDdiCloseNativeFence: Some(close_native_fence::<P>),
+        DxgkDdiUpdateMonitoredValues: Some(update_monitored_values::<P>),
+        DxgkDdiUpdateCurrentValuesFromCpu: Some(update_current_values_from_cpu::<P>),
         ..Default::default()
     }
 }
@@ -288,5 +299,74 @@ unsafe extern "system" fn query_adapter_info<P: Platform>(
     match a.live() {
         Some(live) => to_ntstatus(caps::query(live, args)),
         None => status::INVALID_DEVICE_STATE.code(),
+    }
+}
+
+/// DxgkDdiCreateNativeFence (PASSIVE).
+unsafe extern "system" fn create_native_fence<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut DXGKARG_CREATENATIVEFENCE,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid argument block or null.
+    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+        (Some(a), Some(args)) => to_ntstatus(fence::create(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiOpenNativeFence (PASSIVE).
+unsafe extern "system" fn open_native_fence<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut DXGKARG_OPENNATIVEFENCE,
+) -> NTSTATUS {
+    // SAFETY: as for create.
+    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+        (Some(a), Some(args)) => to_ntstatus(fence::open(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiCloseNativeFence (PASSIVE).
+unsafe extern "system" fn close_native_fence<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut DXGKARG_CLOSENATIVEFENCE,
+) -> NTSTATUS {
+    // SAFETY: as for create.
+    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+        (Some(a), Some(args)) => to_ntstatus(fence::close(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiDestroyNativeFence (PASSIVE).
+unsafe extern "system" fn destroy_native_fence<P: Platform>(
+    args: *mut DXGKARG_DESTROYNATIVEFENCE,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    match unsafe { args.as_ref() } {
+        Some(args) => to_ntstatus(fence::destroy::<P>(args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiUpdateMonitoredValues (device IRQL).
+unsafe extern "system" fn update_monitored_values<P: Platform>(
+    args: *const DXGKARG_UPDATEMONITOREDVALUES,
+) -> NTSTATUS {
+    // SAFETY: as for destroy.
+    match unsafe { args.as_ref() } {
+        Some(args) => to_ntstatus(fence::update_monitored::<P>(args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiUpdateCurrentValuesFromCpu (DISPATCH).
+unsafe extern "system" fn update_current_values_from_cpu<P: Platform>(
+    args: *const DXGKARG_UPDATECURRENTVALUESFROMCPU,
+) -> NTSTATUS {
+    // SAFETY: as for destroy.
+    match unsafe { args.as_ref() } {
+        Some(args) => to_ntstatus(fence::update_current::<P>(args)),
+        None => status::INVALID_PARAMETER.code(),
     }
 }

@@ -26,6 +26,8 @@ pub enum DeviceEvent {
         tag: u64,
         value: u64,
         monitored_addr: u64,
+        /// An always-interrupt (legacy monitored-fence) signal.
+        legacy: bool,
     },
     /// PROGRESS with interrupt: DMA completed up to `value` on `queue`.
     Progress { engine: u32, queue: u32, value: u64 },
@@ -65,6 +67,7 @@ impl DeviceEvent {
                 tag: r.arg0,
                 value: r.arg1,
                 monitored_addr: r.arg2,
+                legacy: r.flags & rvgpu_hw::event::FLAG_LEGACY_SIGNAL != 0,
             },
             EventKind::Progress => Self::Progress {
                 engine,

@@ -1,12 +1,336 @@
-//! Native GPU fences (NF-01 … NF-18): work in progress, see docs/architecture.md "Native
-//! fences".
+//! Native GPU fences (NF-01 … NF-18): the DDIs.
 //!
-//! Built so far: the ISR's tag registry ([`registry`]) and the any-IRQL map from OS handles
-//! to fences ([`handles`]). The DDIs (create, open, close,
-//! destroy, update monitored and current values) come next; until they exist the driver does
-//! not advertise `NativeGpuFence` (see `caps::native_gpu_fence`).
+//! - [`table`]: the fence objects and NF-13's handle lifetimes (PASSIVE).
+//! - [`registry`]: the ISR's report tag → OS handle map (device IRQL).
+//! - [`handles`]: the OS handle → (adapter, tag) map for DDIs without an adapter handle.
+//! - [`report`]: turning device fence events into the OS's interrupt reports.
+//!
+//! Storage belongs to the OS (NF-05, NF-06): it allocates CurrentValue and MonitoredValue,
+//! maps them into the system process for the CMP (the caps set `MapToGpuSystemProcess`), and
+//! passes their GPU addresses to create. The driver writes MonitoredValue and CurrentValue
+//! only when the OS tells it to, through the kernel CPU addresses the OS passes.
 
 pub mod handles;
 pub mod registry;
 pub mod report;
 pub mod table;
+
+use core::sync::atomic::{fence, AtomicU64, Ordering};
+
+use rvgpu_ddi::fence::{
+    D3DDDI_NATIVEFENCE_TYPE_DEFAULT, D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU, DXGKARG_CLOSENATIVEFENCE,
+    DXGKARG_CREATENATIVEFENCE, DXGKARG_DESTROYNATIVEFENCE, DXGKARG_OPENNATIVEFENCE,
+    DXGKARG_UPDATECURRENTVALUESFROMCPU, DXGKARG_UPDATEMONITOREDVALUES,
+    DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS,
+};
+use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
+use rvgpu_hw::regs;
+use zerocopy::IntoBytes;
+
+use crate::adapter::{Adapter, Live};
+use crate::globals::{ADAPTERS, MAX_ADAPTERS};
+use crate::platform::Platform;
+use crate::status::{self, Status};
+use handles::{FenceLocation, MapError};
+use registry::IsrFence;
+use table::{Fence, TableError};
+
+/// Most fences one update call may name (bounds the work done at device IRQL).
+pub const MAX_FENCES_PER_UPDATE: u32 = 4096;
+
+fn table_status(e: TableError) -> Status {
+    match e {
+        TableError::Exists => status::INVALID_PARAMETER,
+        TableError::Unknown => status::INVALID_HANDLE,
+        TableError::StillOpen => status::INVALID_DEVICE_STATE,
+    }
+}
+
+fn started<P: Platform>(a: &Adapter<P>) -> Result<&Live<P>, Status> {
+    let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+    // The OS calls the native-fence DDIs only when it enabled the feature (NF-10).
+    if live.features.native_fence.is_none() {
+        return Err(status::INVALID_DEVICE_STATE);
+    }
+    Ok(live)
+}
+
+/// DxgkDdiCreateNativeFence (PASSIVE).
+pub fn create<P: Platform>(
+    a: &Adapter<P>,
+    args: &mut DXGKARG_CREATENATIVEFENCE,
+) -> Result<(), Status> {
+    let live = started(a)?;
+    let h = args.hGlobalNativeFence as usize;
+    if h == 0 || args.Flags.Value != 0 {
+        return Err(status::INVALID_PARAMETER);
+    }
+    if args.Type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT
+        && args.Type != D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU
+    {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let cv = args.CurrentValueSystemProcessGpuVa;
+    let mv = args.MonitoredValueSystemProcessGpuVa;
+    let aligned = |va: u64| va != 0 && va.is_multiple_of(8);
+    if !aligned(cv) || !aligned(mv) || cv == mv {
+        return Err(status::INVALID_PARAMETER);
+    }
+    // The ISR must be able to name this fence before any GPU signal of it can interrupt.
+    let tag = live
+        .synchronized(|isr| {
+            isr.fences.insert(IsrFence {
+                os_handle: h,
+                monitored_gpu: mv,
+            })
+        })?
+        .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
+    let undo_tag = |live: &Live<P>| {
+        let _ = live.synchronized(|isr| isr.fences.remove(tag));
+    };
+    let loc = FenceLocation {
+        adapter: a.table_slot(),
+        tag,
+    };
+    if let Err(e) = a.fence_handles.insert(h, loc) {
+        undo_tag(live);
+        return Err(match e {
+            MapError::Duplicate | MapError::BadHandle => status::INVALID_PARAMETER,
+            MapError::Full => status::INSUFFICIENT_RESOURCES,
+        });
+    }
+    let fence = Fence {
+        tag,
+        current_gpu: cv,
+        monitored_gpu: mv,
+        fence_type: args.Type,
+        opens: 0,
+    };
+    if let Err(e) = live.fences.lock().create(h, fence) {
+        a.fence_handles.remove(h);
+        undo_tag(live);
+        return Err(table_status(e));
+    }
+    // Tell the UMD how to signal it: the report tag and the GPU addresses.
+    let pdd = NativeFencePdd {
+        magic: PDD_MAGIC,
+        version: NATIVE_FENCE_PDD_VERSION,
+        report_tag: tag,
+        current_value_gpu: cv,
+        monitored_value_gpu: mv,
+        reserved: [0; 4],
+    };
+    for (d, s) in args.pPrivateDriverData.iter_mut().zip(pdd.as_bytes()) {
+        *d = *s;
+    }
+    Ok(())
+}
+
+/// DxgkDdiOpenNativeFence (PASSIVE). Only the fields both published layouts share are read
+/// (docs/architecture.md, "Open's layout").
+pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Result<(), Status> {
+    let live = started(a)?;
+    let (g, l) = (
+        args.hGlobalNativeFence as usize,
+        args.hLocalNativeFence as usize,
+    );
+    if g == 0 || l == 0 || args.Flags.Value != 0 {
+        return Err(status::INVALID_PARAMETER);
+    }
+    live.fences
+        .lock()
+        .open(g, l, args.hDevice as usize)
+        .map_err(table_status)
+}
+
+/// DxgkDdiCloseNativeFence (PASSIVE).
+pub fn close<P: Platform>(a: &Adapter<P>, args: &DXGKARG_CLOSENATIVEFENCE) -> Result<(), Status> {
+    let live = started(a)?;
+    let l = args.hLocalNativeFence as usize;
+    if l == 0 || args.Flags.Value != 0 {
+        return Err(status::INVALID_PARAMETER);
+    }
+    live.fences
+        .lock()
+        .close(l)
+        .map(|_| ())
+        .map_err(table_status)
+}
+
+/// Finds the adapter (slot, tag) that owns OS fence handle `h`.
+fn locate<P: Platform>(h: usize) -> Option<FenceLocation> {
+    (0..MAX_ADAPTERS).find_map(|i| {
+        let slot = u8::try_from(i).ok()?;
+        ADAPTERS
+            .with(slot, |a: &Adapter<P>| a.fence_handles.get(h))
+            .flatten()
+    })
+}
+
+/// DxgkDdiDestroyNativeFence (PASSIVE): no adapter handle, found through the handle maps.
+pub fn destroy<P: Platform>(args: &DXGKARG_DESTROYNATIVEFENCE) -> Result<(), Status> {
+    let h = args.hGlobalNativeFence as usize;
+    if h == 0 || args.Flags.Value != 0 {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let loc = locate::<P>(h).ok_or(status::INVALID_HANDLE)?;
+    ADAPTERS
+        .with(loc.adapter, |a: &Adapter<P>| -> Result<(), Status> {
+            let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+            live.fences.lock().destroy(h).map_err(table_status)?;
+            // From here on the ISR can no longer name it (NF-14: never a destroyed handle).
+            live.synchronized(|isr| isr.fences.remove(loc.tag))?;
+            a.fence_handles.remove(h);
+            Ok(())
+        })
+        .unwrap_or(Err(status::INVALID_HANDLE))
+}
+
+/// Reads entry `i` of an OS-provided array of `n` entries.
+///
+/// # Safety
+/// `array` must be null or valid for `n` reads (the OS's contract for the update DDIs).
+unsafe fn entry<T: Copy>(array: *const T, n: u32, i: u32) -> Option<T> {
+    if array.is_null() || i >= n {
+        return None;
+    }
+    // SAFETY: `i < n` and the caller's contract.
+    Some(unsafe { array.add(usize::try_from(i).ok()?).read() })
+}
+
+/// Validates an OS fence-value address: non-null and 8-byte aligned.
+fn value_ptr(va: *mut core::ffi::c_void) -> Option<*const AtomicU64> {
+    (!va.is_null() && (va as usize).is_multiple_of(8)).then_some(va.cast_const().cast())
+}
+
+/// DxgkDdiUpdateMonitoredValues (device IRQL, synchronised with the ISR): NF-07.
+///
+/// Order: every new MonitoredValue is stored; a full barrier; then FENCE_SYNC on each adapter
+/// involved, which returns only when every fence-signal decision that began before it is
+/// finished. So when this returns, any CurrentValue the OS reads was either written by a
+/// signal that decided against the new MonitoredValue, or is visible to the OS's resample:
+/// no wake-up is lost (NF-09, modelled in tests/models).
+pub fn update_monitored<P: Platform>(args: &DXGKARG_UPDATEMONITOREDVALUES) -> Result<(), Status> {
+    let n = args.NumFences;
+    if n == 0 || n > MAX_FENCES_PER_UPDATE || args.Flags.Value != 0 {
+        return Err(status::INVALID_PARAMETER);
+    }
+    // Validate everything before changing anything.
+    let mut adapters: u32 = 0;
+    for i in 0..n {
+        // SAFETY: the OS passes three arrays of NumFences entries.
+        let (h, va) = unsafe {
+            (
+                entry(args.NativeFenceArray, n, i),
+                entry(args.MonitoredValueKernelCpuVa, n, i),
+            )
+        };
+        let loc = h
+            .and_then(|h| locate::<P>(h as usize))
+            .ok_or(status::INVALID_HANDLE)?;
+        va.and_then(value_ptr).ok_or(status::INVALID_PARAMETER)?;
+        // SAFETY: as above.
+        unsafe { entry(args.UpdatedValueArray, n, i) }.ok_or(status::INVALID_PARAMETER)?;
+        adapters |= 1u32.checked_shl(u32::from(loc.adapter)).unwrap_or(0);
+    }
+    for i in 0..n {
+        // SAFETY: validated above; the OS's MonitoredValue storage is ours to write here.
+        let (va, v) = unsafe {
+            (
+                entry(args.MonitoredValueKernelCpuVa, n, i),
+                entry(args.UpdatedValueArray, n, i),
+            )
+        };
+        if let (Some(p), Some(v)) = (va.and_then(value_ptr), v) {
+            // SAFETY: a valid, aligned 64-bit location the OS owns and told us to update.
+            unsafe { (*p).store(v, Ordering::Relaxed) };
+        }
+    }
+    fence(Ordering::SeqCst);
+    sync_adapters::<P>(adapters, |live| live.regs.write32(regs::FENCE_SYNC, 1));
+    Ok(())
+}
+
+/// Runs `f` on each started adapter whose slot bit is set in `mask`.
+fn sync_adapters<P: Platform>(mask: u32, f: impl Fn(&Live<P>)) {
+    for slot in 0..u8::try_from(MAX_ADAPTERS).unwrap_or(u8::MAX) {
+        if mask & 1u32.checked_shl(u32::from(slot)).unwrap_or(0) != 0 {
+            ADAPTERS.with(slot, |a: &Adapter<P>| {
+                if let Some(live) = a.live() {
+                    f(live);
+                }
+            });
+        }
+    }
+}
+
+/// DxgkDdiUpdateCurrentValuesFromCpu (DISPATCH): a CPU signal (NF-17), or with
+/// `NotificationOnly` a signal that already happened elsewhere (a cross-adapter fence, NF-16).
+/// Either way the CMP re-evaluates the GPU waits on the fence (WAIT_RESCAN), with no round
+/// trip through the OS.
+pub fn update_current<P: Platform>(
+    args: &DXGKARG_UPDATECURRENTVALUESFROMCPU,
+) -> Result<(), Status> {
+    let n = args.NumFences;
+    let flags = args.Flags;
+    type Flags = DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS;
+    let known = Flags::mask(Flags::AlwaysSignaled) | Flags::mask(Flags::NotificationOnly);
+    if n == 0 || n > MAX_FENCES_PER_UPDATE || flags.Value & !known != 0 {
+        return Err(status::INVALID_PARAMETER);
+    }
+    // AlwaysSignaled: the OS writes a value every wait satisfies; the driver stores it and
+    // rescans like any CPU signal. Not yet enforced: that later GPU signals leave such a
+    // fence's storage alone (the device has no per-fence "poisoned" state).
+    let notify_only = flags.is_set(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::NotificationOnly);
+    for i in 0..n {
+        // SAFETY: the OS passes three arrays of NumFences entries.
+        let h = unsafe { entry(args.NativeFenceArray, n, i) };
+        h.and_then(|h| locate::<P>(h as usize))
+            .ok_or(status::INVALID_HANDLE)?;
+        if !notify_only {
+            // SAFETY: as above.
+            let (va, v) = unsafe {
+                (
+                    entry(args.CurrentValueKernelCpuVa, n, i),
+                    entry(args.UpdatedValueArray, n, i),
+                )
+            };
+            va.and_then(value_ptr).ok_or(status::INVALID_PARAMETER)?;
+            v.ok_or(status::INVALID_PARAMETER)?;
+        }
+    }
+    for i in 0..n {
+        // SAFETY: validated above.
+        let h = unsafe { entry(args.NativeFenceArray, n, i) };
+        let Some(loc) = h.and_then(|h| locate::<P>(h as usize)) else {
+            continue;
+        };
+        if !notify_only {
+            // SAFETY: validated above.
+            let (va, v) = unsafe {
+                (
+                    entry(args.CurrentValueKernelCpuVa, n, i),
+                    entry(args.UpdatedValueArray, n, i),
+                )
+            };
+            if let (Some(p), Some(v)) = (va.and_then(value_ptr), v) {
+                // Release: what the CPU did before signalling is visible to a GPU waiter.
+                // SAFETY: a valid, aligned 64-bit location the OS told us to write.
+                unsafe { (*p).store(v, Ordering::Release) };
+            }
+        }
+        fence(Ordering::SeqCst);
+        ADAPTERS.with(loc.adapter, |a: &Adapter<P>| {
+            let Some(live) = a.live() else { return };
+            let gpu = live
+                .fences
+                .lock()
+                .get(h.map_or(0, |h| h as usize))
+                .map(|f| f.current_gpu);
+            if let Some(gpu) = gpu {
+                live.regs.write64(regs::WAIT_RESCAN, gpu);
+            }
+        });
+    }
+    Ok(())
+}
