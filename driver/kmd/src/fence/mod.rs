@@ -76,6 +76,9 @@ pub fn create<P: Platform>(
     if !aligned(cv) || !aligned(mv) || cv == mv {
         return Err(status::INVALID_PARAMETER);
     }
+    // The table lock serialises every writer of this adapter's fence state (the handle map
+    // requires it); the registry changes under the interrupt lock inside it.
+    let mut table = live.fences.lock();
     // The ISR must be able to name this fence before any GPU signal of it can interrupt.
     let tag = live
         .synchronized(|isr| {
@@ -106,11 +109,12 @@ pub fn create<P: Platform>(
         fence_type: args.Type,
         opens: 0,
     };
-    if let Err(e) = live.fences.lock().create(h, fence) {
+    if let Err(e) = table.create(h, fence) {
         a.fence_handles.remove(h);
         undo_tag(live);
         return Err(table_status(e));
     }
+    drop(table);
     // Tell the UMD how to signal it: the report tag and the GPU addresses.
     let pdd = NativeFencePdd {
         magic: PDD_MAGIC,
@@ -177,7 +181,9 @@ pub fn destroy<P: Platform>(args: &DXGKARG_DESTROYNATIVEFENCE) -> Result<(), Sta
     ADAPTERS
         .with(loc.adapter, |a: &Adapter<P>| -> Result<(), Status> {
             let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
-            live.fences.lock().destroy(h).map_err(table_status)?;
+            // Serialises with create (see there).
+            let mut table = live.fences.lock();
+            table.destroy(h).map_err(table_status)?;
             // From here on the ISR can no longer name it (NF-14: never a destroyed handle).
             live.synchronized(|isr| isr.fences.remove(loc.tag))?;
             a.fence_handles.remove(h);
