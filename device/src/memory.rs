@@ -114,9 +114,16 @@ struct SysMap {
     next: u64,
 }
 
+/// Default cap on live system-RAM allocations of one [`Memory`] ([`Memory::set_system_cap`]).
+pub const DEFAULT_SYSTEM_CAP: u64 = 1 << 30;
+
 /// Physical memory: system RAM allocations plus VRAM. `Send + Sync`; share it with `Arc`.
 pub struct Memory {
     sys: RwLock<SysMap>,
+    /// Most bytes of system RAM live at once (what the simulated machine has to give).
+    sys_cap: AtomicU64,
+    /// Bytes of system RAM currently allocated (not freed).
+    sys_used: AtomicU64,
     vram: Words,
     vram_size: u64,
 }
@@ -141,6 +148,8 @@ impl Memory {
                 regions: BTreeMap::new(),
                 next: SYSMEM_START,
             }),
+            sys_cap: AtomicU64::new(DEFAULT_SYSTEM_CAP),
+            sys_used: AtomicU64::new(0),
             vram,
             vram_size,
         })
@@ -175,22 +184,45 @@ impl Memory {
         self.sys.write().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Sets the most bytes of system RAM that may be allocated at once (default
+    /// [`DEFAULT_SYSTEM_CAP`]). Allocations beyond it fail, as on a machine out of memory.
+    pub fn set_system_cap(&self, bytes: u64) {
+        self.sys_cap.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Bytes of system RAM currently allocated.
+    pub fn system_used(&self) -> u64 {
+        self.sys_used.load(Ordering::Relaxed)
+    }
+
     /// Allocates `bytes` of zeroed system RAM aligned to `align` (a power of two; at least a
-    /// page is used). `None` if `bytes` is 0, `align` is not a power of two, or the bus
-    /// address space below `SYSMEM_LIMIT` is exhausted.
+    /// page is used). `None` if `bytes` is 0, `align` is not a power of two, the bus address
+    /// space below `SYSMEM_LIMIT` is exhausted, or the allocation would exceed the system cap.
+    /// Every bound is checked before any host memory is allocated.
     pub fn alloc_system(&self, bytes: u64, align: u64) -> Option<SysAlloc> {
         if bytes == 0 || !align.is_power_of_two() {
             return None;
         }
         let align = align.max(PAGE_SIZE);
         let len = bytes.checked_next_multiple_of(PAGE_SIZE)?;
-        let words = zeroed_words(len)?;
+        if len > SYSMEM_LIMIT - SYSMEM_START {
+            return None;
+        }
         let mut map = self.sys_write();
         let bus_addr = map.next.checked_next_multiple_of(align)?;
         let end = bus_addr.checked_add(len)?;
         if end > SYSMEM_LIMIT {
             return None;
         }
+        // Reserve against the cap (under the map lock, so concurrent allocations cannot both
+        // pass the check).
+        let used = self.sys_used.load(Ordering::Relaxed);
+        let total = used.checked_add(len)?;
+        if total > self.sys_cap.load(Ordering::Relaxed) {
+            return None;
+        }
+        let words = zeroed_words(len)?;
+        self.sys_used.store(total, Ordering::Relaxed);
         // One unmapped guard page after each allocation.
         map.next = end.checked_add(PAGE_SIZE)?;
         map.regions.insert(bus_addr, Arc::clone(&words));
@@ -205,7 +237,17 @@ impl Memory {
     /// none. CPU handles stay valid (memory-safe) until dropped; the device can no longer
     /// reach the range.
     pub fn free_system(&self, bus_addr: u64) -> bool {
-        self.sys_write().regions.remove(&bus_addr).is_some()
+        let mut map = self.sys_write();
+        match map.regions.remove(&bus_addr) {
+            Some(words) => {
+                let len = (words.len() as u64).saturating_mul(8);
+                let used = self.sys_used.load(Ordering::Relaxed);
+                self.sys_used
+                    .store(used.saturating_sub(len), Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Resolves `[addr, addr + bytes)` (8-aligned, non-empty, inside one region) to a span.
@@ -430,6 +472,22 @@ mod tests {
             7,
             "CPU handle safe"
         );
+    }
+
+    #[test]
+    fn system_cap_is_checked_before_allocating() {
+        let m = Memory::new(0);
+        // Far beyond the cap and the host: must fail at once, without allocating.
+        assert!(m.alloc_system(u64::MAX / 2, 8).is_none());
+        assert!(m.alloc_system(SYSMEM_LIMIT, 8).is_none());
+        assert!(m.alloc_system(DEFAULT_SYSTEM_CAP + 1, 8).is_none());
+        m.set_system_cap(3 * PAGE_SIZE);
+        let a = m.alloc_system(2 * PAGE_SIZE, 8).unwrap();
+        assert!(m.alloc_system(2 * PAGE_SIZE, 8).is_none(), "over the cap");
+        assert_eq!(m.system_used(), 2 * PAGE_SIZE);
+        assert!(m.free_system(a.bus_addr));
+        assert_eq!(m.system_used(), 0);
+        assert!(m.alloc_system(3 * PAGE_SIZE, 8).is_some());
     }
 
     #[test]

@@ -435,3 +435,52 @@ fn no_f1_requests_by_default() {
     }
     assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
 }
+
+/// A huge real-time interrupt delay does not overflow `Instant` (it simply never expires).
+#[test]
+fn huge_interrupt_delay_never_expires_and_does_not_panic() {
+    let mut rig = Rig::step();
+    rig.dev
+        .set_interrupt_delay(Some(IrqDelay::Duration(std::time::Duration::MAX)));
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: true,
+            value: 1,
+        }],
+    );
+    for _ in 0..5 {
+        rig.dev.step();
+    }
+    assert!(rig.dev.interrupt_pending());
+    assert!(!rig.line.level(), "held forever");
+}
+
+/// A frozen device (the machine around it halted) does nothing more: no execution, register
+/// reads all-ones, writes and doorbells dropped, the line no longer driven.
+#[test]
+fn frozen_device_does_nothing() {
+    let mut rig = Rig::step();
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.dev.write32(regs::SCRATCH, 5);
+    rig.dev.freeze();
+    assert!(rig.dev.is_frozen());
+    assert_eq!(rig.dev.read32(regs::SCRATCH), u32::MAX);
+    assert_eq!(rig.dev.read64(regs::SCRATCH), u64::MAX);
+    rig.dev.write32(regs::SCRATCH, 7);
+    let before = rig.dev.completed_commands(0);
+    rig.submit(
+        &mut q,
+        &[Command::Progress {
+            irq: true,
+            value: 1,
+        }],
+    );
+    assert!(!rig.dev.step(), "a frozen CMP does no work");
+    assert_eq!(rig.dev.completed_commands(0), before);
+    assert!(!rig.line.level());
+    assert!(!rig.dev.interrupt_pending());
+}

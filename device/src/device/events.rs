@@ -209,6 +209,10 @@ impl Core {
     /// Drives the interrupt line to match `INT_STATUS & INT_ENABLE` (and fault injection).
     /// Must be called with no device lock held.
     pub(crate) fn flush_irq(&self) {
+        if self.is_frozen() {
+            // A frozen device drives nothing (the line keeps its last level).
+            return;
+        }
         let ev = &self.events;
         // Request a re-evaluation, then try to become the (only) deliverer. SeqCst on the
         // flag pair: "store redo; CAS busy" here against "store busy=false; load redo" in
@@ -258,7 +262,11 @@ impl Core {
                 None => {
                     ls.hold = Some(match delay {
                         IrqDelay::Steps(n) => Hold::UntilPass(now_pass.saturating_add(n)),
-                        IrqDelay::Duration(d) => Hold::UntilInstant(Instant::now() + d),
+                        // A delay too long to represent never expires.
+                        IrqDelay::Duration(d) => match Instant::now().checked_add(d) {
+                            Some(t) => Hold::UntilInstant(t),
+                            None => Hold::UntilPass(u64::MAX),
+                        },
                     });
                     return None;
                 }

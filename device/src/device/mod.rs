@@ -44,7 +44,7 @@ mod faults;
 mod mmio;
 mod regs;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -181,6 +181,8 @@ pub(crate) struct Core {
     wake_cv: Condvar,
     /// CMP passes run so far (step mode: `step` calls); drives step-counted interrupt delays.
     pub(crate) passes: AtomicU64,
+    /// Frozen ([`Device::freeze`]): the machine around the device stopped (bug check).
+    pub(crate) frozen: AtomicBool,
 }
 
 /// Locks `m`, ignoring poisoning: every critical section here leaves the state consistent at
@@ -199,6 +201,9 @@ impl Core {
 
     /// One CMP pass: every engine gets one quantum. Returns whether anything happened.
     pub(crate) fn pass(&self) -> bool {
+        if self.is_frozen() {
+            return false;
+        }
         self.passes.fetch_add(1, Ordering::Relaxed);
         if self.mode() == Mode::Step {
             self.clock.advance(STEP_TICKS);
@@ -216,6 +221,11 @@ impl Core {
         };
         self.flush_irq();
         progressed
+    }
+
+    /// Whether [`Device::freeze`] was called. Acquire: pairs with the Release in `freeze`.
+    pub(crate) fn is_frozen(&self) -> bool {
+        self.frozen.load(Ordering::Acquire)
     }
 
     pub(crate) fn mode(&self) -> Mode {
@@ -294,6 +304,7 @@ impl Device {
             wake: Mutex::new(WakeState::default()),
             wake_cv: Condvar::new(),
             passes: AtomicU64::new(0),
+            frozen: AtomicBool::new(false),
             cfg,
             mem,
         };
@@ -362,9 +373,37 @@ impl Device {
         n
     }
 
-    /// Doorbell write (BAR2 page `page`). See `doorbell` docs.
+    /// Doorbell write (BAR2 page `page`). See `doorbell` docs. Ignored once frozen.
     pub fn doorbell_write(&self, page: u32, value: u64) {
+        if self.core.is_frozen() {
+            return;
+        }
         self.core.doorbell_write(page, value);
+    }
+
+    /// Freezes the device for good: what a halted (bug-checked) machine looks like from the
+    /// device's side. The CMP does nothing more (its thread idles; `step` is a no-op), register
+    /// reads return all-ones, register and doorbell writes are dropped, and the interrupt line
+    /// is no longer driven. Non-blocking (callable from any thread, including while another
+    /// thread is inside an MMIO access); irreversible.
+    pub fn freeze(&self) {
+        self.core.frozen.store(true, Ordering::Release);
+        self.core.kick();
+    }
+
+    /// Whether [`Device::freeze`] was called.
+    pub fn is_frozen(&self) -> bool {
+        self.core.is_frozen()
+    }
+
+    /// The device's own interrupt request level: `INT_STATUS & INT_ENABLE != 0` on a present,
+    /// unfrozen device (what the line follows, before injected delays or drops). Read without
+    /// side effects, for an OS that must tell a real assertion from a stale one.
+    pub fn interrupt_pending(&self) -> bool {
+        let ev = &self.core.events;
+        !self.core.is_frozen()
+            && !self.core.is_lost()
+            && ev.status.load(Ordering::SeqCst) & ev.enable.load(Ordering::SeqCst) != 0
     }
 
     /// Doorbell counters.
@@ -445,18 +484,28 @@ impl Drop for Device {
 
 impl MmioBus for Device {
     fn read32(&self, offset: usize) -> u32 {
+        if self.core.is_frozen() {
+            return u32::MAX;
+        }
         self.core.read32(offset)
     }
 
     fn write32(&self, offset: usize, value: u32) {
-        self.core.write32(offset, value);
+        if !self.core.is_frozen() {
+            self.core.write32(offset, value);
+        }
     }
 
     fn read64(&self, offset: usize) -> u64 {
+        if self.core.is_frozen() {
+            return u64::MAX;
+        }
         self.core.read64(offset)
     }
 
     fn write64(&self, offset: usize, value: u64) {
-        self.core.write64(offset, value);
+        if !self.core.is_frozen() {
+            self.core.write64(offset, value);
+        }
     }
 }

@@ -124,8 +124,9 @@ pub struct AdapterShared {
     next_seq: AtomicU64,
     /// Contiguous allocations by VA.
     pub contiguous: Mutex<HashMap<usize, Contiguous>>,
-    /// Live BAR mappings by VA.
-    pub mappings: Mutex<HashSet<usize>>,
+    /// Live BAR mappings: VA → number of mappings at that VA (two mappings of the same
+    /// VRAM range share a VA and need two unmaps).
+    pub mappings: Mutex<HashMap<usize, usize>>,
     /// Native fence handles the OS handed out and has not destroyed (global handles, NF-13).
     pub native_fences: Mutex<HashSet<usize>>,
     /// References the driver holds on the feature interface (DxgkCbQueryServices takes one,
@@ -147,6 +148,11 @@ pub struct AdapterShared {
     pub doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync>,
     unclaimed_run: AtomicU64,
     claimed_run: AtomicU64,
+    /// GPU clock when the current run of ISR calls with the device still requesting began
+    /// (`u64::MAX`: no run).
+    storm_since: AtomicU64,
+    /// Shortest run (GPU ticks) that counts as a storm (see [`crate::interrupt`]).
+    storm_min_ticks: u64,
 }
 
 impl std::fmt::Debug for AdapterShared {
@@ -198,6 +204,7 @@ impl AdapterShared {
             device.config().doorbells,
             device.memory().vram_size(),
         );
+        let storm_min_ticks = crate::interrupt::storm_min_ticks(device.config());
         let doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync> =
             Arc::new(crate::callbacks::DoorbellBus(Arc::downgrade(&device)));
         let a = Arc::new(Self {
@@ -221,7 +228,7 @@ impl AdapterShared {
             processed: Mutex::new(Vec::new()),
             next_seq: AtomicU64::new(0),
             contiguous: Mutex::new(HashMap::new()),
-            mappings: Mutex::new(HashSet::new()),
+            mappings: Mutex::new(HashMap::new()),
             native_fences: Mutex::new(HashSet::new()),
             feature_refs: AtomicI64::new(0),
             features_queried: Mutex::new(Vec::new()),
@@ -233,6 +240,8 @@ impl AdapterShared {
             doorbell_bus,
             unclaimed_run: AtomicU64::new(0),
             claimed_run: AtomicU64::new(0),
+            storm_since: AtomicU64::new(u64::MAX),
+            storm_min_ticks,
         });
         let mut h = lock(&HANDLES);
         h.retain(|(_, w)| w.strong_count() > 0);
@@ -303,26 +312,39 @@ impl AdapterShared {
         self.forced_interrupt.swap(false, Ordering::AcqRel)
     }
 
-    /// Storm bookkeeping after an ISR call; `Some(count)` when it is a storm.
-    pub fn storm_check(&self, claimed: bool, still_asserted: bool) -> Option<u64> {
-        if !still_asserted {
+    /// Storm bookkeeping after an ISR call: `requesting` is whether the device still requests
+    /// the interrupt after the ISR returned (its line AND its own `INT_STATUS & INT_ENABLE`,
+    /// so a line that is merely about to drop does not count), `now` the GPU clock. A storm
+    /// needs both enough consecutive calls ([`UNCLAIMED_STORM_LIMIT`] unclaimed, or
+    /// [`CLAIMED_STORM_LIMIT`] claimed) and a minimum duration of the run; `Some(count)` then.
+    pub fn storm_check(&self, claimed: bool, requesting: bool, now: u64) -> Option<u64> {
+        if !requesting {
             self.reset_storm_counters();
             return None;
         }
+        let since = match self.storm_since.load(Ordering::Relaxed) {
+            u64::MAX => {
+                self.storm_since.store(now, Ordering::Relaxed);
+                now
+            }
+            t => t,
+        };
+        let long_enough = now.saturating_sub(since) >= self.storm_min_ticks;
         if claimed {
             self.unclaimed_run.store(0, Ordering::Relaxed);
             let n = self.claimed_run.fetch_add(1, Ordering::Relaxed) + 1;
-            (n >= CLAIMED_STORM_LIMIT).then_some(n)
+            (n >= CLAIMED_STORM_LIMIT && long_enough).then_some(n)
         } else {
             let n = self.unclaimed_run.fetch_add(1, Ordering::Relaxed) + 1;
-            (n >= UNCLAIMED_STORM_LIMIT).then_some(n)
+            (n >= UNCLAIMED_STORM_LIMIT && long_enough).then_some(n)
         }
     }
 
-    /// The line dropped: no storm in progress.
+    /// The device stopped requesting: no storm in progress.
     pub fn reset_storm_counters(&self) {
         self.unclaimed_run.store(0, Ordering::Relaxed);
         self.claimed_run.store(0, Ordering::Relaxed);
+        self.storm_since.store(u64::MAX, Ordering::Relaxed);
     }
 
     /// Queues a validated notification for the next `DxgkCbNotifyDpc`.

@@ -109,6 +109,22 @@ pub mod vidsch {
     /// know, or a type it may not report on this adapter. Parameters: (0x1000_0001, interrupt
     /// type, 0, 0). Windows asserts on this in its checked scheduler; the code is ours.
     pub const SIM_UNKNOWN_INTERRUPT_TYPE: u64 = 0x1000_0001;
+    /// Simulation-specific (same range): `DxgkCbNotifyInterrupt` called by a thread that does
+    /// not hold this adapter's interrupt lock (not from its ISR or one of its
+    /// `DxgkCbSynchronizeExecution` routines — e.g. from another adapter's ISR). The OS's
+    /// interrupt-time scheduler state is only protected by that lock. Parameters:
+    /// (0x1000_0002, the DeviceHandle, the interrupt type, 0).
+    pub const SIM_NOTIFY_OUTSIDE_INTERRUPT_LOCK: u64 = 0x1000_0002;
+    /// Simulation-specific: a report names a `NodeOrdinal` the adapter does not have (not below
+    /// `DXGK_DRIVERCAPS::GpuEngineTopology.NbAsymetricProcessingNodes`; 0 nodes if the OS has
+    /// not read the caps yet). Parameters: (0x1000_0003, NodeOrdinal, node count, type).
+    pub const SIM_INVALID_NODE_ORDINAL: u64 = 0x1000_0003;
+    /// Simulation-specific: a report names an `EngineOrdinal` other than 0 (a single physical
+    /// adapter has one engine per node). Parameters: (0x1000_0004, EngineOrdinal, node, type).
+    pub const SIM_INVALID_ENGINE_ORDINAL: u64 = 0x1000_0004;
+    /// Simulation-specific: `EngineStateChange.NewState` is not a `DXGK_ENGINE_STATE` value.
+    /// Parameters: (0x1000_0005, NewState, node, type).
+    pub const SIM_INVALID_ENGINE_STATE: u64 = 0x1000_0005;
 }
 
 /// `UniqueValue`s (low byte of parameter 1) of [`IRQL_UNEXPECTED_VALUE`].

@@ -38,11 +38,18 @@ use crate::state::lock;
 /// Checks the IRQL of `routine` and resolves the handle. `None` means the machine halted (bug
 /// check recorded) and the callback must return its failure value.
 fn enter(routine: Routine, handle: HANDLE, address: usize) -> Option<Arc<AdapterShared>> {
+    let adapter = AdapterShared::from_handle(handle);
+    // A violation is recorded on the adapter's machine when the handle names one (a driver
+    // thread need not be inside a simulated call), else on the thread's current machine.
+    let raise = |b: BugCheck| match &adapter {
+        Some(a) => a.state.raise_bugcheck(b),
+        None => kernel::raise(b),
+    };
     if let Err(b) = irql::check(routine, current_irql(), address) {
-        kernel::raise(b);
+        raise(b);
         return None;
     }
-    match AdapterShared::from_handle(handle) {
+    match adapter {
         // A removed adapter's handle is freed Dxgkrnl memory: the same page fault as a handle
         // that never existed, on the machine the adapter belonged to.
         Some(a) if !a.handle_valid.load(Ordering::Acquire) => {
@@ -344,7 +351,7 @@ unsafe extern "system" fn map_memory(
         );
         return STATUS_INVALID_PARAMETER;
     };
-    lock(&a.mappings).insert(va.as_ptr() as usize);
+    *lock(&a.mappings).entry(va.as_ptr() as usize).or_insert(0) += 1;
     // SAFETY: checked non-null; the driver's out-parameter.
     unsafe { virtual_address.write(va.as_ptr().cast()) };
     STATUS_SUCCESS
@@ -362,7 +369,20 @@ unsafe extern "system" fn unmap_memory(handle: HANDLE, va: PVOID) -> NTSTATUS {
         return STATUS_UNSUCCESSFUL;
     };
     let key = va as usize;
-    if !lock(&a.mappings).remove(&key) {
+    let live = {
+        let mut maps = lock(&a.mappings);
+        match maps.get_mut(&key) {
+            Some(n) => {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    maps.remove(&key);
+                }
+                true
+            }
+            None => false,
+        }
+    };
+    if !live {
         a.state.raise_bugcheck(BugCheck::verifier(
             bugcheck::verifier::FREE_BAD_ADDRESS,
             key as u64,
@@ -378,7 +398,10 @@ unsafe extern "system" fn unmap_memory(handle: HANDLE, va: PVOID) -> NTSTATUS {
 // ---------------------------------------------------------------------------------------------
 // Interrupts and DPCs.
 
-/// `DxgkCbQueueDpc` (any IRQL): at most one DPC queued per adapter.
+/// `DxgkCbQueueDpc` (any IRQL): at most one DPC queued per adapter. Unlike
+/// `DxgkCbNotifyInterrupt` it does not require the interrupt lock: Microsoft documents it as
+/// callable at any level (it is KeInsertQueueDpc underneath), so a driver may queue its DPC
+/// from a PASSIVE thread or from the DPC itself.
 unsafe extern "system" fn queue_dpc(handle: HANDLE) -> BOOLEAN {
     let Some(a) = enter(
         Routine::DxgkCbQueueDpc,
@@ -468,11 +491,33 @@ fn decode(
         // 0x119 subtype 7: REPORT_VSYNC_ON_RENDER_ONLY_ADAPTER.
         return Err(BugCheck::video_scheduler(0x7, t as u32 as u64, 0, 0));
     }
+    // The node and engine the report names (every type the simulation decodes carries them).
+    let nodes = lock(&a.caps).map_or(0, |c| c.GpuEngineTopology.NbAsymetricProcessingNodes);
+    let check_node = |node: u32, engine: u32| -> Result<(), BugCheck> {
+        if node >= nodes {
+            return Err(BugCheck::video_scheduler(
+                vidsch::SIM_INVALID_NODE_ORDINAL,
+                u64::from(node),
+                u64::from(nodes),
+                t as u32 as u64,
+            ));
+        }
+        if engine != 0 {
+            return Err(BugCheck::video_scheduler(
+                vidsch::SIM_INVALID_ENGINE_ORDINAL,
+                u64::from(engine),
+                u64::from(node),
+                t as u32 as u64,
+            ));
+        }
+        Ok(())
+    };
     // SAFETY (all arms): `InterruptType` selects the union member the driver filled; every
     // member is plain integers and pointers, so any bit pattern is a valid value to read.
     Ok(match t {
         DXGK_INTERRUPT_DMA_COMPLETED => {
             let d = unsafe { data.Anonymous.DmaCompleted };
+            check_node(d.NodeOrdinal, d.EngineOrdinal)?;
             Notification::DmaCompleted {
                 fence_id: d.SubmissionFenceId,
                 node: d.NodeOrdinal,
@@ -481,6 +526,15 @@ fn decode(
         }
         DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE => {
             let d = unsafe { data.Anonymous.EngineStateChange };
+            check_node(d.NodeOrdinal, d.EngineOrdinal)?;
+            if !(DXGK_ENGINE_STATE_ACTIVE..=DXGK_ENGINE_STATE_HUNG).contains(&d.NewState) {
+                return Err(BugCheck::video_scheduler(
+                    vidsch::SIM_INVALID_ENGINE_STATE,
+                    d.NewState as u32 as u64,
+                    u64::from(d.NodeOrdinal),
+                    t as u32 as u64,
+                ));
+            }
             Notification::EngineStateChange {
                 node: d.NodeOrdinal,
                 engine: d.EngineOrdinal,
@@ -489,6 +543,7 @@ fn decode(
         }
         DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED => {
             let d = unsafe { data.Anonymous.NativeFenceSignaled };
+            check_node(d.NodeOrdinal, d.EngineOrdinal)?;
             let fences = if d.pSignaledNativeFenceArray.is_null() {
                 None
             } else {
@@ -533,7 +588,8 @@ fn decode(
     })
 }
 
-/// `DxgkCbNotifyInterrupt` (device IRQL): validates the report and queues it for the DPC.
+/// `DxgkCbNotifyInterrupt` (device IRQL, from this adapter's ISR or one of its synchronized
+/// routines): validates the report and queues it for the DPC.
 unsafe extern "system" fn notify_interrupt(
     handle: HANDLE,
     data: *const DXGKARGCB_NOTIFY_INTERRUPT_DATA,
@@ -554,6 +610,17 @@ unsafe extern "system" fn notify_interrupt(
     }
     // SAFETY: non-null pointer to the driver's DXGKARGCB_NOTIFY_INTERRUPT_DATA.
     let data = unsafe { data.read() };
+    if !a.holds_interrupt_lock() {
+        // At device IRQL but not inside this adapter's ISR or synchronized routine (another
+        // adapter's, say): the OS's interrupt-time state is unprotected.
+        a.state.raise_bugcheck(BugCheck::video_scheduler(
+            vidsch::SIM_NOTIFY_OUTSIDE_INTERRUPT_LOCK,
+            handle as usize as u64,
+            data.InterruptType as u32 as u64,
+            0,
+        ));
+        return;
+    }
     match decode(&a, &data) {
         Ok(n) => a.push_pending(n),
         Err(b) => a.state.raise_bugcheck(b),

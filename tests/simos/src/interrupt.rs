@@ -7,12 +7,14 @@
 //! - [`service_interrupt`]: while the adapter's interrupt is connected (after a successful
 //!   StartDevice, until StopDevice) the servicer takes the adapter's interrupt lock, switches
 //!   the thread to device IRQL and calls `DxgkDdiInterruptRoutine(ctx, 0)`. An ISR that keeps
-//!   returning FALSE while the line stays asserted, or claims it forever without clearing it,
+//!   returning FALSE while the device keeps requesting (line asserted AND the device's
+//!   `INT_STATUS & INT_ENABLE` non-zero), or claims it forever without clearing it, for at
+//!   least [`STORM_MIN_DURATION`] (threaded) / [`STORM_MIN_STEPS`] device steps (step mode),
 //!   is an interrupt storm: bug check 0xF2 `HARDWARE_INTERRUPT_STORM`.
 //! - [`service_dpc`]: a DPC the ISR queued runs next, at DISPATCH_LEVEL, one at a time per
-//!   machine.
+//!   adapter (DPCs of different adapters may run concurrently, as on Windows).
 //!
-//! Threaded mode runs these on an interrupt thread and a DPC thread per machine; step mode
+//! Threaded mode runs these on an interrupt thread and a DPC thread per adapter; step mode
 //! calls them inline from [`crate::Machine::run_steps`]. Same functions, same IRQL bookkeeping.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,11 +31,27 @@ use crate::kernel::{check_return_irql, current_irql, IrqlScope, MachineContext};
 use crate::state::lock;
 use crate::state::Fault;
 
-/// Consecutive unclaimed ISR calls with the line still asserted before 0xF2.
+/// Consecutive unclaimed ISR calls with the device still requesting before 0xF2.
 pub const UNCLAIMED_STORM_LIMIT: u64 = 1_000;
-/// Consecutive claimed ISR calls without the line ever dropping before 0xF2 (a livelock: the
-/// ISR says "mine" but never clears the cause).
+/// Consecutive claimed ISR calls without the request ever dropping before 0xF2 (a livelock:
+/// the ISR says "mine" but never clears the cause).
 pub const CLAIMED_STORM_LIMIT: u64 = 100_000;
+/// Threaded mode: shortest storm, in real time (a preempted device thread that has not yet
+/// lowered a line it was told to lower is not a storm).
+pub const STORM_MIN_DURATION: Duration = Duration::from_millis(100);
+/// Step mode: shortest storm, in device steps (the request survived this many steps of the
+/// device, so it is not a transient of one step).
+pub const STORM_MIN_STEPS: u64 = 3;
+
+/// Shortest storm in GPU clock ticks for a device with `cfg`.
+pub fn storm_min_ticks(cfg: &rvgpu_device::DeviceConfig) -> u64 {
+    match cfg.mode {
+        rvgpu_device::Mode::Step => STORM_MIN_STEPS.saturating_mul(rvgpu_device::STEP_TICKS),
+        rvgpu_device::Mode::Threaded => {
+            u64::from(cfg.clock_hz).saturating_mul(STORM_MIN_DURATION.as_millis() as u64) / 1000
+        }
+    }
+}
 
 /// A generation counter with a condvar: "something happened, look again".
 #[derive(Debug, Default)]
@@ -158,8 +176,10 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
         claimed
     };
     if !forced {
-        let still = a.line.asserted();
-        if let Some(count) = a.storm_check(claimed, still) {
+        // The device's own level, not only the line: the line may lag the device by a
+        // deliverer that has not run yet.
+        let requesting = a.line.asserted() && a.device.interrupt_pending();
+        if let Some(count) = a.storm_check(claimed, requesting, a.device.gpu_clock()) {
             a.state.raise_bugcheck(BugCheck::new(
                 bugcheck::HARDWARE_INTERRUPT_STORM,
                 [isr as usize as u64, ctx as usize as u64, 0, count],
@@ -283,33 +303,25 @@ pub fn flush_dpcs(a: &AdapterShared, threaded: bool) -> Result<(), Fault> {
     }
 }
 
-/// The interrupt "CPU" of a threaded machine: services every adapter whose line is asserted.
-pub fn interrupt_thread(adapters: Vec<Arc<AdapterShared>>, wake: Arc<Wake>, stop: Arc<AtomicBool>) {
-    let mut seen = wake.generation();
+/// The interrupt "CPU" of one adapter of a threaded machine: services its line.
+pub fn interrupt_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
+    let mut seen = a.wake.generation();
     while !stop.load(Ordering::Acquire) {
-        let mut busy = false;
-        for a in &adapters {
-            let forced = a.take_forced_interrupt();
-            if let Serviced::Ran(_) = service_interrupt(a, forced) {
-                busy = true;
-            }
+        let forced = a.take_forced_interrupt();
+        if let Serviced::Ran(_) = service_interrupt(&a, forced) {
+            continue;
         }
-        if !busy {
-            seen = wake.wait(seen, Duration::from_millis(20));
-        }
+        seen = a.wake.wait(seen, Duration::from_millis(20));
     }
 }
 
-/// The DPC thread of a threaded machine: runs queued DPCs one at a time.
-pub fn dpc_thread(adapters: Vec<Arc<AdapterShared>>, wake: Arc<Wake>, stop: Arc<AtomicBool>) {
-    let mut seen = wake.generation();
+/// The DPC thread of one adapter of a threaded machine: runs its queued DPCs one at a time.
+pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
+    let mut seen = a.wake.generation();
     while !stop.load(Ordering::Acquire) {
-        let mut busy = false;
-        for a in &adapters {
-            busy |= service_dpc(a);
+        if service_dpc(&a) {
+            continue;
         }
-        if !busy {
-            seen = wake.wait(seen, Duration::from_millis(20));
-        }
+        seen = a.wake.wait(seen, Duration::from_millis(20));
     }
 }

@@ -29,7 +29,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 use rvgpu_hw::mmio::{MmioBus, TrapWindow};
 use rvgpu_kmd::platform::{Irql, Level, Platform};
@@ -150,10 +150,26 @@ enum WindowKind {
 struct Window {
     len: usize,
     kind: WindowKind,
+    /// Live mappings at this base (two `DxgkCbMapMemory` of the same VRAM range return the
+    /// same address; each needs its own unmap).
+    refs: usize,
 }
 
 /// Live mappings, by base address. Process-wide: pointers are unique in the process.
-static WINDOWS: Mutex<BTreeMap<usize, Window>> = Mutex::new(BTreeMap::new());
+///
+/// Every MMIO access looks its pointer up here (so a stale or foreign pointer is caught, 0x50,
+/// and never dereferenced); the lookup takes only the read side, so driver threads on
+/// different adapters (or ISR and DPC) do not serialise on it. Map and unmap take the write
+/// side.
+static WINDOWS: RwLock<BTreeMap<usize, Window>> = RwLock::new(BTreeMap::new());
+
+fn windows_read() -> RwLockReadGuard<'static, BTreeMap<usize, Window>> {
+    WINDOWS.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn windows_write() -> RwLockWriteGuard<'static, BTreeMap<usize, Window>> {
+    WINDOWS.write().unwrap_or_else(|p| p.into_inner())
+}
 
 /// The device side of a trap window, held weakly so that a driver keeping a stale mapping
 /// cannot keep a dropped machine's device alive: accesses then read all-ones, like a
@@ -192,41 +208,67 @@ pub fn map_trap_window(bus: &Arc<dyn MmioBus + Send + Sync>, len: usize) -> NonN
         bus: weak,
     }));
     let base = NonNull::from(window).cast::<u8>();
-    lock(&WINDOWS).insert(
+    windows_write().insert(
         base.as_ptr() as usize,
         Window {
             len,
             kind: WindowKind::Trap(window),
+            refs: 1,
         },
     );
     base
 }
 
-/// Registers `[base, base + len)` of ordinary memory as a mapped BAR (VRAM).
+/// Registers `[base, base + len)` of ordinary memory as a mapped BAR (VRAM). Mapping a base
+/// that is already mapped adds a reference (and widens the window to the longer length).
 pub fn map_memory_window(base: NonNull<u8>, len: usize) {
-    lock(&WINDOWS).insert(
-        base.as_ptr() as usize,
-        Window {
-            len,
-            kind: WindowKind::Memory,
-        },
-    );
+    let mut w = windows_write();
+    match w.get_mut(&(base.as_ptr() as usize)) {
+        Some(win) if matches!(win.kind, WindowKind::Memory) => {
+            win.refs += 1;
+            win.len = win.len.max(len);
+        }
+        _ => {
+            w.insert(
+                base.as_ptr() as usize,
+                Window {
+                    len,
+                    kind: WindowKind::Memory,
+                    refs: 1,
+                },
+            );
+        }
+    }
 }
 
-/// Removes a mapping; `false` if `base` was not a live mapping.
+/// Drops one reference to a mapping (removing it with the last); `false` if `base` was not a
+/// live mapping.
 pub fn unmap_window(base: usize) -> bool {
-    lock(&WINDOWS).remove(&base).is_some()
+    let mut w = windows_write();
+    let Some(win) = w.get_mut(&base) else {
+        return false;
+    };
+    win.refs = win.refs.saturating_sub(1);
+    if win.refs == 0 {
+        w.remove(&base);
+    }
+    true
 }
 
 /// Whether `base` is a live mapping.
 pub fn is_mapped(base: usize) -> bool {
-    lock(&WINDOWS).contains_key(&base)
+    windows_read().contains_key(&base)
 }
 
 /// Resolves an access of `width` bytes at `base + offset`, or raises 0x50 and returns `None`.
+/// On a halted machine (the calling thread's) nothing is resolved and nothing is raised: the
+/// access reads all-ones / is dropped, as nothing runs after a bug check.
 fn resolve(base: NonNull<u8>, offset: usize, width: usize, write: bool) -> Option<WindowKind> {
+    if CURRENT.with(|c| c.borrow().as_ref().is_some_and(|m| m.is_halted())) {
+        return None;
+    }
     let b = base.as_ptr() as usize;
-    let found = lock(&WINDOWS)
+    let found = windows_read()
         .get(&b)
         .filter(|w| {
             offset
@@ -294,7 +336,8 @@ pub struct SimKernel;
 
 // SAFETY: every MMIO accessor performs exactly one device access per call (one `MmioBus` call,
 // which the device model handles synchronously, or one volatile access), in program order on
-// the calling thread; the registry lookup takes a mutex, which is a full fence.
+// the calling thread; the registry lookup takes a read lock (acquire), and the device model's
+// own accesses are SeqCst/locked, so accesses are not reordered across the trap.
 unsafe impl Platform for SimKernel {
     unsafe fn mmio_read32(base: NonNull<u8>, offset: usize) -> u32 {
         match resolve(base, offset, 4, false) {

@@ -1,5 +1,5 @@
 //! A simulated machine: one physical `Memory`, N adapters (each an emulated device), the
-//! simulated Dxgkrnl, and in threaded mode an interrupt thread and a DPC thread.
+//! simulated Dxgkrnl, and in threaded mode an interrupt thread and a DPC thread per adapter.
 //!
 //! The test-facing API: [`Machine::new`], [`Machine::load_driver`], [`Machine::start_adapter`],
 //! [`Machine::query_driver_caps`], [`Machine::stop_adapter`], [`Machine::remove_adapter`],
@@ -141,7 +141,6 @@ pub struct Machine {
     memory: Arc<Memory>,
     table: Arc<DriverTable>,
     adapters: Vec<Arc<AdapterShared>>,
-    wake: Arc<Wake>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     driver_object: Box<[u64; 4]>,
@@ -171,7 +170,6 @@ impl Machine {
             .max()
             .unwrap_or(0);
         let memory = Memory::new(vram);
-        let wake = Arc::new(Wake::default());
         let table = Arc::new(DriverTable::default());
         let device_mode = match config.mode {
             Mode::Threaded => rvgpu_device::Mode::Threaded,
@@ -182,6 +180,8 @@ impl Machine {
             .iter()
             .enumerate()
             .map(|(i, ac)| {
+                // One wake per adapter: its interrupt and DPC threads sleep on it.
+                let wake = Arc::new(Wake::default());
                 let line = Arc::new(SimLine::new(wake.clone()));
                 let dc = DeviceConfig {
                     mode: device_mode,
@@ -189,12 +189,19 @@ impl Machine {
                 };
                 let device = Device::new(dc, memory.clone(), line.clone());
                 device.start();
+                // After a bug check nothing more reaches the device.
+                let weak = Arc::downgrade(&device);
+                state.on_halt(Box::new(move || {
+                    if let Some(d) = weak.upgrade() {
+                        d.freeze();
+                    }
+                }));
                 AdapterShared::new(
                     i,
                     state.clone(),
                     device,
                     line,
-                    wake.clone(),
+                    wake,
                     ac.clone(),
                     config.os.clone(),
                     table.clone(),
@@ -204,22 +211,26 @@ impl Machine {
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         if config.mode == Mode::Threaded {
-            let (a, w, s) = (adapters.clone(), wake.clone(), stop.clone());
-            if let Ok(h) = std::thread::Builder::new()
-                .name(format!("simos-m{}-interrupt", state.id()))
-                .spawn(move || interrupt::interrupt_thread(a, w, s))
-            {
-                threads.push(h);
-            }
-            let (a, w, s) = (adapters.clone(), wake.clone(), stop.clone());
-            if let Ok(h) = std::thread::Builder::new()
-                .name(format!("simos-m{}-dpc", state.id()))
-                .spawn(move || interrupt::dpc_thread(a, w, s))
-            {
-                threads.push(h);
-            }
-            if threads.len() != 2 {
-                state.raise_sim_error("could not spawn the interrupt and DPC threads");
+            // One interrupt "CPU" and one DPC thread per adapter: Windows may run the ISRs
+            // and DPCs of different adapters concurrently on different processors
+            // (DxgkDdiDpcRoutine may run for several adapters at once), so cross-adapter races
+            // in driver state must not be hidden by a shared thread.
+            for a in &adapters {
+                let (ai, s) = (a.clone(), stop.clone());
+                let isr = std::thread::Builder::new()
+                    .name(format!("simos-m{}-a{}-interrupt", state.id(), a.index))
+                    .spawn(move || interrupt::interrupt_thread(ai, s));
+                let (ad, s) = (a.clone(), stop.clone());
+                let dpc = std::thread::Builder::new()
+                    .name(format!("simos-m{}-a{}-dpc", state.id(), a.index))
+                    .spawn(move || interrupt::dpc_thread(ad, s));
+                match (isr, dpc) {
+                    (Ok(i), Ok(d)) => threads.extend([i, d]),
+                    (i, d) => {
+                        threads.extend(i.ok().into_iter().chain(d.ok()));
+                        state.raise_sim_error("could not spawn the interrupt and DPC threads");
+                    }
+                }
             }
         }
         let path: Vec<u16> = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\rvgpu"
@@ -241,7 +252,6 @@ impl Machine {
             memory,
             table,
             adapters,
-            wake,
             stop,
             threads,
             driver_object: Box::new([0; 4]),
@@ -507,7 +517,7 @@ impl Machine {
         // The interrupt is connected once StartDevice succeeded (the start-time queries and a
         // StopDevice after a refused start may already synchronise with the ISR).
         a.connected.store(true, Ordering::Release);
-        self.wake.notify();
+        a.wake.notify();
         let caps = match self.query_caps_raw(&a, &t) {
             Ok(c) => c,
             Err(e) => {
@@ -515,6 +525,9 @@ impl Machine {
                 return Err(e);
             }
         };
+        // From here the OS knows the adapter's nodes (interrupt reports are checked against
+        // them).
+        *lock(&a.caps) = Some(caps);
         let reject =
             |why: String| -> Result<AdapterInfo, SimError> { Err(SimError::Rejected(why)) };
         let mut why = None;
@@ -709,6 +722,10 @@ impl Machine {
     /// threaded mode: on the interrupt thread.
     pub fn raise_interrupt(&self, i: usize) -> Result<(), SimError> {
         let a = self.adapter(i)?;
+        if !a.connected.load(Ordering::Acquire) {
+            // Both modes: nothing can deliver an interrupt to a disconnected ISR.
+            return Err(self.misuse(format!("adapter {i}'s interrupt is not connected")));
+        }
         match self.config.mode {
             Mode::Step => {
                 if let Serviced::Idle = interrupt::service_interrupt(a, true) {
@@ -840,15 +857,19 @@ impl Machine {
 impl Drop for Machine {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
-        self.wake.notify();
+        for a in &self.adapters {
+            a.wake.notify();
+        }
         for h in self.threads.drain(..) {
             let _ = h.join();
         }
         for a in &self.adapters {
             a.connected.store(false, Ordering::Release);
             a.device.stop();
-            for va in lock(&a.mappings).drain() {
-                kernel::unmap_window(va);
+            for (va, n) in lock(&a.mappings).drain() {
+                for _ in 0..n {
+                    kernel::unmap_window(va);
+                }
             }
             for (va, _) in lock(&a.contiguous).drain() {
                 kernel::unregister_dma(va);

@@ -33,12 +33,26 @@ pub struct LogLine {
 }
 
 /// Health and debug output of one machine.
-#[derive(Debug)]
 pub struct MachineState {
     id: u64,
     halted: AtomicBool,
     fault: Mutex<Option<Fault>>,
     log: Mutex<Vec<LogLine>>,
+    /// Run once when the machine halts (freezing the devices). Must not block or call back
+    /// into the state.
+    on_halt: Mutex<Vec<HaltHook>>,
+}
+
+/// What runs when a machine halts.
+pub type HaltHook = Box<dyn Fn() + Send + Sync>;
+
+impl std::fmt::Debug for MachineState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MachineState")
+            .field("id", &self.id)
+            .field("halted", &self.is_halted())
+            .finish_non_exhaustive()
+    }
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -57,6 +71,16 @@ impl MachineState {
             halted: AtomicBool::new(false),
             fault: Mutex::new(None),
             log: Mutex::new(Vec::new()),
+            on_halt: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Registers `hook` to run when the machine halts (at once if it already has).
+    pub fn on_halt(&self, hook: HaltHook) {
+        if self.is_halted() {
+            hook();
+        } else {
+            lock(&self.on_halt).push(hook);
         }
     }
 
@@ -102,7 +126,12 @@ impl MachineState {
         if slot.is_none() {
             *slot = Some(fault);
             self.halted.store(true, Ordering::Release);
+            drop(slot);
             self.push_log(Level::Error, text);
+            // Nothing reaches the hardware after KeBugCheckEx.
+            for hook in std::mem::take(&mut *lock(&self.on_halt)) {
+                hook();
+            }
         } else {
             self.push_log(Level::Error, format!("(after halt) {text}"));
         }

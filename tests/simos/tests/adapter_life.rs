@@ -363,3 +363,53 @@ fn dpc_returning_at_another_irql_is_0xc8() {
         other => panic!("expected 0xC8, got {other:?}"),
     }
 }
+
+static A0_DPC_RUNNING: AtomicBool = AtomicBool::new(false);
+static A1_DPC_RAN: AtomicBool = AtomicBool::new(false);
+static A0_SAW_A1: AtomicBool = AtomicBool::new(false);
+static A0_DPC_DONE: AtomicBool = AtomicBool::new(false);
+
+/// Adapter 0's DPC waits (up to 2 s) for adapter 1's DPC to run meanwhile.
+unsafe extern "system" fn dpc_waits_for_other_adapter(ctx: PVOID) {
+    let index = AdapterShared::from_context(ctx).map(|a| a.index);
+    if index == Some(1) {
+        A1_DPC_RAN.store(true, Ordering::SeqCst);
+        return;
+    }
+    A0_DPC_RUNNING.store(true, Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !A1_DPC_RAN.load(Ordering::SeqCst) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    A0_SAW_A1.store(A1_DPC_RAN.load(Ordering::SeqCst), Ordering::SeqCst);
+    A0_DPC_DONE.store(true, Ordering::SeqCst);
+}
+
+/// S1: DPCs of different adapters run concurrently (one DPC thread per adapter), as
+/// DxgkDdiDpcRoutine may on Windows; a shared DPC thread would hide cross-adapter races.
+#[test]
+fn dpcs_of_different_adapters_run_concurrently() {
+    let mut m = Machine::new(MachineConfig::igpu_dgpu(Mode::Threaded));
+    let up = m
+        .load_driver_with(|t| {
+            t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
+            t.DxgkDdiDpcRoutine = Some(dpc_waits_for_other_adapter);
+        })
+        .and_then(|()| m.start_adapter(0).map(|_| ()))
+        .and_then(|()| m.start_adapter(1).map(|_| ()));
+    if let Err(e) = up {
+        panic!("bring-up: {e}");
+    }
+    if let Err(e) = m.raise_interrupt(0) {
+        panic!("raise 0: {e}");
+    }
+    wait_for(&A0_DPC_RUNNING, "adapter 0's DPC");
+    if let Err(e) = m.raise_interrupt(1) {
+        panic!("raise 1: {e}");
+    }
+    wait_for(&A0_DPC_DONE, "adapter 0's DPC to finish");
+    assert!(
+        A0_SAW_A1.load(Ordering::SeqCst),
+        "adapter 1's DPC could not run while adapter 0's DPC was running"
+    );
+}

@@ -1,0 +1,478 @@
+//! Callback strictness: interrupt reports (lock, node, engine, state), NotifyInterrupt from
+//! the wrong level, bad UnmapMemory, ISR/SynchronizeExecution exclusion, and what stops the
+//! ISR and the DPC.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rvgpu_ddi::interrupt::*;
+use rvgpu_ddi::{BOOLEAN, PVOID};
+use rvgpu_simos::bugcheck::{self, vidsch, BugCheck};
+use rvgpu_simos::testing;
+use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
+
+thread_local! {
+    /// What `isr_reports` reports (step mode: the ISR runs on the test thread).
+    static REPORT: Cell<Option<DXGKARGCB_NOTIFY_INTERRUPT_DATA>> = const { Cell::new(None) };
+    /// The DeviceHandle `isr_reports` reports to (0: its own adapter's).
+    static REPORT_TO: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe extern "system" fn isr_reports(ctx: PVOID, _msg: u32) -> BOOLEAN {
+    let Some(iface) = testing::interface_for_context(ctx) else {
+        return 0;
+    };
+    let to = match REPORT_TO.with(Cell::get) {
+        0 => iface.DeviceHandle,
+        h => h as PVOID,
+    };
+    if let (Some(data), Some(notify)) = (REPORT.with(Cell::get), iface.DxgkCbNotifyInterrupt) {
+        // SAFETY: the OS's callback with a handle it issued and a valid report.
+        unsafe { notify(to, &data) };
+    }
+    1
+}
+
+fn step_machine(cfg: MachineConfig) -> Machine {
+    let mut m = Machine::new(cfg);
+    let up = m
+        .load_driver_with(|t| t.DxgkDdiInterruptRoutine = Some(isr_reports))
+        .and_then(|()| {
+            for i in 0..m.adapter_count() {
+                m.start_adapter(i)?;
+            }
+            Ok(())
+        });
+    if let Err(e) = up {
+        panic!("bring-up: {e}");
+    }
+    m
+}
+
+fn report(data: DXGKARGCB_NOTIFY_INTERRUPT_DATA) -> Result<(), SimError> {
+    let m = step_machine(MachineConfig::single(Mode::Step));
+    REPORT.with(|r| r.set(Some(data)));
+    let r = m.raise_interrupt(0);
+    REPORT.with(|r| r.set(None));
+    r
+}
+
+fn engine_state(node: u32, engine: u32, state: i32) -> DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+        InterruptType: DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE,
+        Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
+            EngineStateChange: DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange {
+                NodeOrdinal: node,
+                EngineOrdinal: engine,
+                NewState: state,
+            },
+        },
+        ..Default::default()
+    }
+}
+
+fn expect_0x119(r: Result<(), SimError>, subtype: u64, p2: u64, p3: u64) {
+    match r {
+        Err(SimError::Bugcheck(b)) => {
+            assert_eq!(b.code, bugcheck::VIDEO_SCHEDULER_INTERNAL_ERROR, "{b}");
+            assert_eq!(&b.params[..3], &[subtype, p2, p3], "{b}");
+        }
+        other => panic!("expected 0x119/{subtype:#x}, got {other:?}"),
+    }
+}
+
+/// S7: a valid report is accepted (the checks are not "reject everything").
+#[test]
+fn valid_reports_are_accepted() {
+    assert_eq!(
+        report(engine_state(1, 0, DXGK_ENGINE_STATE_TRANSITION_TO_F1)),
+        Ok(())
+    );
+    assert_eq!(
+        report(DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_completed(1, 0, 0)),
+        Ok(())
+    );
+}
+
+/// S7: NodeOrdinal must be below the node count the driver reported in its caps (2).
+#[test]
+fn report_with_unknown_node_is_0x119() {
+    expect_0x119(
+        report(DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_completed(1, 7, 0)),
+        vidsch::SIM_INVALID_NODE_ORDINAL,
+        7,
+        2,
+    );
+}
+
+/// S7: a single physical adapter has engine ordinal 0 only.
+#[test]
+fn report_with_nonzero_engine_ordinal_is_0x119() {
+    expect_0x119(
+        report(engine_state(0, 1, DXGK_ENGINE_STATE_ACTIVE)),
+        vidsch::SIM_INVALID_ENGINE_ORDINAL,
+        1,
+        0,
+    );
+}
+
+/// S7: NewState must be a DXGK_ENGINE_STATE.
+#[test]
+fn engine_state_change_out_of_range_is_0x119() {
+    expect_0x119(
+        report(engine_state(0, 0, 9)),
+        vidsch::SIM_INVALID_ENGINE_STATE,
+        9,
+        0,
+    );
+}
+
+/// S6: reporting on adapter 1 from adapter 0's ISR (device IRQL, but not adapter 1's
+/// interrupt lock) is caught.
+#[test]
+fn notify_interrupt_under_another_adapters_lock_is_0x119() {
+    let m = step_machine(MachineConfig::igpu_dgpu(Mode::Step));
+    let Some(other) = m.interface(1) else {
+        panic!("no interface 1")
+    };
+    REPORT.with(|r| {
+        r.set(Some(DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_completed(
+            1, 0, 0,
+        )))
+    });
+    REPORT_TO.with(|r| r.set(other.DeviceHandle as usize));
+    let r = m.raise_interrupt(0);
+    REPORT_TO.with(|r| r.set(0));
+    REPORT.with(|r| r.set(None));
+    expect_0x119(
+        r,
+        vidsch::SIM_NOTIFY_OUTSIDE_INTERRUPT_LOCK,
+        other.DeviceHandle as usize as u64,
+        u64::from(DXGK_INTERRUPT_DMA_COMPLETED as u32),
+    );
+}
+
+/// T3: DxgkCbNotifyInterrupt called from a PASSIVE thread (not from an ISR) through the real
+/// callback is 0x9 IRQL_NOT_GREATER_OR_EQUAL (below the routine's minimum, device IRQL),
+/// recorded on the adapter's machine.
+#[test]
+fn notify_interrupt_from_passive_is_0x9() {
+    let m = step_machine(MachineConfig::single(Mode::Step));
+    let Some(iface) = m.interface(0) else {
+        panic!("no interface")
+    };
+    let Some(notify) = iface.DxgkCbNotifyInterrupt else {
+        panic!("no NotifyInterrupt")
+    };
+    let data = DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_completed(1, 0, 0);
+    // SAFETY: the OS's callback with its handle and a valid report, from the wrong level.
+    unsafe { notify(iface.DeviceHandle, &data) };
+    let b = m.bugcheck();
+    assert_eq!(
+        b.map(|b| (b.code, b.params[0], b.params[1])),
+        Some((bugcheck::IRQL_NOT_GREATER_OR_EQUAL, 0, 5)),
+        "{b:?}"
+    );
+    assert!(m.pending_notifications(0).is_empty());
+}
+
+/// T3: unmapping an address that is not a live mapping is Driver Verifier 0xC4 / 0x10.
+#[test]
+fn bad_unmap_memory_is_0xc4() {
+    let m = step_machine(MachineConfig::single(Mode::Step));
+    let Some(iface) = m.interface(0) else {
+        panic!("no interface")
+    };
+    let Some(unmap) = iface.DxgkCbUnmapMemory else {
+        panic!("no UnmapMemory")
+    };
+    let bogus = 0x7777_0000usize as PVOID;
+    // SAFETY: the OS's callback; the address is checked before anything is touched.
+    let s = unsafe { unmap(iface.DeviceHandle, bogus) };
+    assert!(s < 0);
+    assert_eq!(
+        m.bugcheck(),
+        Some(BugCheck::verifier(
+            bugcheck::verifier::FREE_BAD_ADDRESS,
+            0x7777_0000,
+            0,
+            0
+        ))
+    );
+}
+
+static IN_SYNC: AtomicBool = AtomicBool::new(false);
+static SYNC_OVERLAPS: AtomicU64 = AtomicU64::new(0);
+static EXCL_ISR_CALLS: AtomicU64 = AtomicU64::new(0);
+
+unsafe extern "system" fn isr_checks_exclusion(_ctx: PVOID, _msg: u32) -> BOOLEAN {
+    EXCL_ISR_CALLS.fetch_add(1, Ordering::SeqCst);
+    if IN_SYNC.load(Ordering::SeqCst) {
+        SYNC_OVERLAPS.fetch_add(1, Ordering::SeqCst);
+    }
+    1
+}
+
+unsafe extern "system" fn sync_sets_flag(_ctx: PVOID) -> BOOLEAN {
+    IN_SYNC.store(true, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(2));
+    IN_SYNC.store(false, Ordering::SeqCst);
+    1
+}
+
+/// T3: the ISR and DxgkCbSynchronizeExecution routines are mutually exclusive (threaded: the
+/// ISR is forced repeatedly while a thread keeps running synchronized routines).
+#[test]
+fn isr_and_synchronized_routines_are_mutually_exclusive() {
+    let mut m = Machine::new(MachineConfig::single(Mode::Threaded));
+    let up = m
+        .load_driver_with(|t| t.DxgkDdiInterruptRoutine = Some(isr_checks_exclusion))
+        .and_then(|()| m.start_adapter(0).map(|_| ()));
+    if let Err(e) = up {
+        panic!("bring-up: {e}");
+    }
+    let Some(iface) = m.interface(0) else {
+        panic!("no interface")
+    };
+    let Some(sync) = iface.DxgkCbSynchronizeExecution else {
+        panic!("no SynchronizeExecution")
+    };
+    let handle = iface.DeviceHandle as usize;
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    let syncer = std::thread::spawn(move || {
+        for _ in 0..100 {
+            let mut ret: BOOLEAN = 0;
+            // SAFETY: the OS's callback with its handle, at PASSIVE.
+            let s = unsafe {
+                sync(
+                    handle as PVOID,
+                    Some(sync_sets_flag),
+                    std::ptr::null_mut(),
+                    0,
+                    &mut ret,
+                )
+            };
+            assert_eq!(s, 0);
+        }
+        d.store(true, Ordering::SeqCst);
+    });
+    while !done.load(Ordering::SeqCst) {
+        if let Err(e) = m.raise_interrupt(0) {
+            panic!("raise: {e}");
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let _ = syncer.join();
+    assert!(
+        EXCL_ISR_CALLS.load(Ordering::SeqCst) > 0,
+        "the ISR never ran"
+    );
+    assert_eq!(SYNC_OVERLAPS.load(Ordering::SeqCst), 0);
+}
+
+static COUNT_ISR: AtomicUsize = AtomicUsize::new(0);
+static COUNT_DPC: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "system" fn counting_isr(ctx: PVOID, _msg: u32) -> BOOLEAN {
+    COUNT_ISR.fetch_add(1, Ordering::SeqCst);
+    if let Some(i) = testing::interface_for_context(ctx) {
+        if let Some(q) = i.DxgkCbQueueDpc {
+            // SAFETY: the OS's callback with its handle.
+            unsafe { q(i.DeviceHandle) };
+        }
+    }
+    1
+}
+
+unsafe extern "system" fn counting_dpc(_ctx: PVOID) {
+    COUNT_DPC.fetch_add(1, Ordering::SeqCst);
+}
+
+fn settle(m: &Machine) {
+    let _ = m.run_until(0, Duration::from_millis(50), |_| false);
+}
+
+/// T3: stop, remove and a halt each stop the ISR and the DPC (threaded), and raising an
+/// interrupt on a disconnected adapter fails the same way in both modes.
+#[test]
+fn stop_remove_and_halt_stop_isr_and_dpc() {
+    for mode in [Mode::Step, Mode::Threaded] {
+        let mut m = Machine::new(MachineConfig::single(mode));
+        let up = m
+            .load_driver_with(|t| {
+                t.DxgkDdiInterruptRoutine = Some(counting_isr);
+                t.DxgkDdiDpcRoutine = Some(counting_dpc);
+            })
+            .and_then(|()| m.start_adapter(0).map(|_| ()));
+        if let Err(e) = up {
+            panic!("bring-up: {e}");
+        }
+        let Some(iface) = m.interface(0) else {
+            panic!("no interface")
+        };
+        assert_eq!(m.raise_interrupt(0), Ok(()));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while m.interrupt_counts(0).1 == 0 && Instant::now() < deadline {
+            settle(&m);
+        }
+        assert!(m.interrupt_counts(0).1 >= 1, "{mode:?}: no DPC ran");
+        if let Err(e) = m.stop_adapter(0) {
+            panic!("stop: {e}");
+        }
+        let before = m.interrupt_counts(0);
+        let r = m.raise_interrupt(0);
+        assert!(matches!(r, Err(SimError::Simulation(_))), "{mode:?}: {r:?}");
+        settle(&m);
+        assert_eq!(
+            m.interrupt_counts(0),
+            before,
+            "{mode:?}: ISR/DPC after stop"
+        );
+        if let Err(e) = m.remove_adapter(0) {
+            panic!("remove: {e}");
+        }
+        assert!(m.raise_interrupt(0).is_err());
+        settle(&m);
+        assert_eq!(
+            m.interrupt_counts(0),
+            before,
+            "{mode:?}: ISR/DPC after remove"
+        );
+
+        // Halt: start again, bug-check, and nothing runs any more.
+        if let Err(e) = m.start_adapter(0) {
+            panic!("restart: {e}");
+        }
+        let Some(iface2) = m.interface(0) else {
+            panic!("no interface")
+        };
+        if let Some(unmap) = iface2.DxgkCbUnmapMemory {
+            // SAFETY: a bad unmap, caught before anything is touched: halts the machine.
+            unsafe { unmap(iface2.DeviceHandle, 0x1234_5000usize as PVOID) };
+        }
+        assert!(m.bugcheck().is_some());
+        let before = m.interrupt_counts(0);
+        if let Some(q) = iface2.DxgkCbQueueDpc {
+            // SAFETY: the OS's callback; the machine is halted.
+            unsafe { q(iface2.DeviceHandle) };
+        }
+        assert!(matches!(m.raise_interrupt(0), Err(SimError::Bugcheck(_))));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            m.interrupt_counts(0),
+            before,
+            "{mode:?}: ISR/DPC after halt"
+        );
+        let _ = iface;
+    }
+}
+
+type MapFn = unsafe extern "system" fn(
+    rvgpu_ddi::HANDLE,
+    rvgpu_ddi::PHYSICAL_ADDRESS,
+    u32,
+    u8,
+    u8,
+    rvgpu_ddi::basic::MEMORY_CACHING_TYPE,
+    *mut PVOID,
+) -> rvgpu_ddi::NTSTATUS;
+
+fn map(f: MapFn, handle: PVOID, addr: u64, len: u32) -> (rvgpu_ddi::NTSTATUS, PVOID) {
+    let mut va: PVOID = std::ptr::null_mut();
+    // SAFETY: the OS's DxgkCbMapMemory with its handle and a valid out-pointer, at PASSIVE.
+    let s = unsafe {
+        f(
+            handle,
+            rvgpu_ddi::PHYSICAL_ADDRESS {
+                QuadPart: addr as i64,
+            },
+            len,
+            0,
+            0,
+            rvgpu_ddi::basic::MmNonCached,
+            &mut va,
+        )
+    };
+    (s, va)
+}
+
+/// S8: two mappings of the same VRAM range share a VA and are reference-counted: each unmap
+/// releases one, and only an unmap beyond them is the Verifier violation.
+#[test]
+fn bar_mappings_of_the_same_range_are_reference_counted() {
+    let m = step_machine(MachineConfig::single(Mode::Step));
+    let Some(iface) = m.interface(0) else {
+        panic!("no interface")
+    };
+    let (Some(mapf), Some(unmap)) = (iface.DxgkCbMapMemory, iface.DxgkCbUnmapMemory) else {
+        panic!("no map/unmap")
+    };
+    let vram = rvgpu_simos::resources::bar_base(0, rvgpu_hw::pci::BAR_VRAM);
+    let (s1, va1) = map(mapf, iface.DeviceHandle, vram + 0x1000, 0x1000);
+    let (s2, va2) = map(mapf, iface.DeviceHandle, vram + 0x1000, 0x2000);
+    assert_eq!((s1, s2), (0, 0));
+    assert_eq!(va1, va2, "same range, same VA");
+    // SAFETY: the OS's callback with mappings it handed out.
+    unsafe {
+        assert_eq!(unmap(iface.DeviceHandle, va1), 0);
+        assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
+        assert!(
+            rvgpu_simos::kernel::is_mapped(va1 as usize),
+            "one mapping left"
+        );
+        assert_eq!(unmap(iface.DeviceHandle, va2), 0);
+        assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
+        assert!(!rvgpu_simos::kernel::is_mapped(va1 as usize));
+        assert!(unmap(iface.DeviceHandle, va1) < 0);
+    }
+    assert_eq!(
+        m.bugcheck().map(|b| (b.code, b.params[0])),
+        Some((
+            bugcheck::DRIVER_VERIFIER_DETECTED_VIOLATION,
+            bugcheck::verifier::FREE_BAD_ADDRESS
+        ))
+    );
+}
+
+/// S10: after a bug check nothing more reaches the device: it is frozen (register reads
+/// all-ones even through a live mapping, no CMP work), and accesses through the platform do
+/// not raise again.
+#[test]
+fn nothing_reaches_the_device_after_a_bugcheck() {
+    use rvgpu_kmd::platform::Platform;
+    let m = step_machine(MachineConfig::single(Mode::Step));
+    let Some(iface) = m.interface(0) else {
+        panic!("no interface")
+    };
+    let (Some(mapf), Some(unmap)) = (iface.DxgkCbMapMemory, iface.DxgkCbUnmapMemory) else {
+        panic!("no map/unmap")
+    };
+    let bar0 = rvgpu_simos::resources::bar_base(0, rvgpu_hw::pci::BAR_MMIO);
+    let (s, va) = map(mapf, iface.DeviceHandle, bar0, 0x1000);
+    assert_eq!(s, 0);
+    let Some(base) = std::ptr::NonNull::new(va.cast::<u8>()) else {
+        panic!("null mapping")
+    };
+    // SAFETY: a live BAR0 mapping.
+    let id = unsafe { rvgpu_simos::SimKernel::mmio_read32(base, rvgpu_hw::regs::ID) };
+    assert_eq!(id, rvgpu_hw::regs::ID_VALUE);
+    // Halt the machine with a bad unmap.
+    // SAFETY: caught before anything is touched.
+    unsafe { unmap(iface.DeviceHandle, 0x4242_0000usize as PVOID) };
+    let first = m.bugcheck();
+    assert!(first.is_some());
+    let Some(dev) = m.device(0) else {
+        panic!("no device")
+    };
+    assert!(
+        dev.is_frozen(),
+        "the device must be frozen at the bug check"
+    );
+    // SAFETY: the mapping is still registered; the frozen device answers all-ones.
+    let id = unsafe { rvgpu_simos::SimKernel::mmio_read32(base, rvgpu_hw::regs::ID) };
+    assert_eq!(id, u32::MAX);
+    assert!(!dev.step());
+    assert_eq!(m.bugcheck(), first, "no second bug check");
+}
