@@ -659,17 +659,37 @@ unsafe extern "system" fn log_etw_event(
 // ---------------------------------------------------------------------------------------------
 // Services: the feature interface (NF-10).
 
-/// `InterfaceReference` of the feature interface: the context is the adapter handle.
+/// `InterfaceReference` of the feature interface (`PINTERFACE_REFERENCE`, IRQL <=
+/// DISPATCH_LEVEL): the context is the adapter handle. A context that is not a live adapter
+/// handle is 0x50, like any callback with a bad handle.
 unsafe extern "system" fn interface_reference(context: PVOID) {
-    if let Some(a) = AdapterShared::from_handle(context) {
+    if let Some(a) = enter(
+        Routine::InterfaceReference,
+        context,
+        interface_reference as *const () as usize,
+    ) {
         a.feature_refs.fetch_add(1, Ordering::AcqRel);
     }
 }
 
-/// `InterfaceDereference` of the feature interface.
+/// `InterfaceDereference` of the feature interface (IRQL <= DISPATCH_LEVEL). Dropping a
+/// reference the driver does not hold would free the interface under its other users: the
+/// count going negative is a simulation error (Windows has no bug check for it; the
+/// interface would be released early).
 unsafe extern "system" fn interface_dereference(context: PVOID) {
-    if let Some(a) = AdapterShared::from_handle(context) {
-        a.feature_refs.fetch_sub(1, Ordering::AcqRel);
+    if let Some(a) = enter(
+        Routine::InterfaceDereference,
+        context,
+        interface_dereference as *const () as usize,
+    ) {
+        if a.feature_refs.fetch_sub(1, Ordering::AcqRel) <= 0 {
+            a.feature_refs.fetch_add(1, Ordering::AcqRel);
+            a.state.raise_sim_error(format!(
+                "adapter {}: InterfaceDereference of the feature interface without a reference \
+                 (reference count would go negative)",
+                a.index
+            ));
+        }
     }
 }
 

@@ -57,6 +57,10 @@ pub enum Routine {
     DxgkCbQueryFeatureInterface,
     NativeFenceGetOSCaps,
     DxgkCbLogEtwEvent,
+    /// `INTERFACE::InterfaceReference` of an interface the OS handed out.
+    InterfaceReference,
+    /// `INTERFACE::InterfaceDereference`.
+    InterfaceDereference,
 }
 
 /// The levels a routine may run at, inclusive, and where the rule is written.
@@ -166,6 +170,9 @@ impl Routine {
             ),
             // "can be called at any IRQL".
             Self::DxgkCbLogEtwEvent => rule(P, DIRQL, "dispmprt/nc-dispmprt-dxgkcb_log_etw_event"),
+            // PINTERFACE_REFERENCE / PINTERFACE_DEREFERENCE: "IRQL <= DISPATCH_LEVEL".
+            Self::InterfaceReference => rule(P, D, "wdm/nc-wdm-pinterface_reference"),
+            Self::InterfaceDereference => rule(P, D, "wdm/nc-wdm-pinterface_dereference"),
         }
     }
 

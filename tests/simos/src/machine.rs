@@ -134,6 +134,39 @@ pub struct AdapterInfo {
     pub caps: DXGK_DRIVERCAPS,
 }
 
+/// The byte the OS pre-fills the `DXGK_DRIVERCAPS` buffer with before QueryAdapterInfo.
+pub const CAPS_FILL: u8 = 0xCD;
+
+fn bytes_of<T>(v: &T) -> &[u8] {
+    // SAFETY: reading the bytes of a live value of a plain-integer DDI struct.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+/// The DRIVERCAPS checks the simulated Dxgkrnl makes at start (a failure fails the start,
+/// [`SimError::Rejected`]): the deprecated `Reserved`/`Reserved1` blocks must be zero (Dxgkrnl
+/// would misread anything else), the adapter must have 1..=ENGINE_MAX nodes (interrupt reports
+/// are checked against that count), and a line-based interrupt is message number 0.
+pub fn validate_caps(caps: &DXGK_DRIVERCAPS) -> Result<(), String> {
+    if bytes_of(&caps.Reserved).iter().any(|b| *b != 0)
+        || bytes_of(&caps.Reserved1).iter().any(|b| *b != 0)
+    {
+        return Err("DRIVERCAPS Reserved/Reserved1 (deprecated) are not zero".into());
+    }
+    let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
+    if !(1..=rvgpu_hw::regs::ENGINE_MAX).contains(&nodes) {
+        return Err(format!(
+            "DRIVERCAPS GpuEngineTopology.NbAsymetricProcessingNodes = {nodes:#x}"
+        ));
+    }
+    if caps.InterruptMessageNumber != 0 {
+        return Err(format!(
+            "DRIVERCAPS InterruptMessageNumber = {:#x} on a line-based interrupt",
+            caps.InterruptMessageNumber
+        ));
+    }
+    Ok(())
+}
+
 /// A simulated machine. Dropping it stops its threads and devices.
 pub struct Machine {
     state: Arc<MachineState>,
@@ -314,7 +347,6 @@ impl Machine {
         &self.memory
     }
 
-    /// ISR and DPC call counts of adapter `i`.
     /// NF-10 bookkeeping of adapter `i`: (references the driver holds on the feature
     /// interface, feature IDs it asked IsFeatureEnabled about, times it obtained the
     /// native-fence feature interface).
@@ -328,6 +360,7 @@ impl Machine {
         })
     }
 
+    /// ISR and DPC call counts of adapter `i`.
     pub fn interrupt_counts(&self, i: usize) -> (u64, u64) {
         self.adapters.get(i).map_or((0, 0), |a| {
             (
@@ -530,7 +563,7 @@ impl Machine {
         *lock(&a.caps) = Some(caps);
         let reject =
             |why: String| -> Result<AdapterInfo, SimError> { Err(SimError::Rejected(why)) };
-        let mut why = None;
+        let mut why = validate_caps(&caps).err();
         if sources != 0 || children != 0 {
             why = Some(format!(
                 "render-only adapter reported {sources} video present sources and {children} children"
@@ -571,8 +604,15 @@ impl Machine {
         let q = t
             .DxgkDdiQueryAdapterInfo
             .ok_or_else(|| self.misuse("no QueryAdapterInfo".into()))?;
-        // Pre-filled with a pattern so a driver that leaves fields unset is visible in tests.
-        let mut caps = DXGK_DRIVERCAPS::default();
+        // Pre-filled with a 0xCD pattern (what an uninitialised pool buffer looks like under
+        // Verifier) so a field the driver leaves unset is visible to the checks in
+        // `validate_caps` and to tests.
+        let mut caps = std::mem::MaybeUninit::<DXGK_DRIVERCAPS>::uninit();
+        // SAFETY: writes size_of::<DXGK_DRIVERCAPS>() bytes into the MaybeUninit's storage.
+        unsafe { caps.as_mut_ptr().write_bytes(CAPS_FILL, 1) };
+        // SAFETY: DXGK_DRIVERCAPS is plain integers (no bool/enum/reference fields), so any
+        // bit pattern, 0xCD included, is a valid value.
+        let mut caps = unsafe { caps.assume_init() };
         let mut args = DXGKARG_QUERYADAPTERINFO {
             Type: DXGKQAITYPE_DRIVERCAPS,
             pInputData: std::ptr::null_mut(),
@@ -673,6 +713,20 @@ impl Machine {
         check_status(status)?;
         // Dxgkrnl frees the adapter: its DeviceHandle dangles from now on.
         a.handle_valid.store(false, Ordering::Release);
+        // What the driver still holds of this adapter can never be released now (every
+        // release needs the dead handle).
+        let mappings: usize = lock(&a.mappings).values().sum();
+        let contiguous = lock(&a.contiguous).len();
+        let refs = a.feature_refs.load(Ordering::Acquire);
+        if mappings != 0 || contiguous != 0 || refs != 0 {
+            let msg = format!(
+                "RemoveDevice of adapter {i} returned with {mappings} BAR mapping(s), \
+                 {contiguous} contiguous allocation(s) and {refs} feature-interface \
+                 reference(s) still held"
+            );
+            self.state.raise_sim_error(msg.clone());
+            return Err(SimError::Simulation(msg));
+        }
         a.set_context(std::ptr::null_mut());
         *lock(&a.life) = Life::Absent;
         Ok(())
@@ -699,10 +753,12 @@ impl Machine {
             // SAFETY: the driver's Unload, after every adapter was removed.
             unsafe { unload() }
         })?;
+        // Contiguous memory and I/O-space mappings are both tracked by Verifier's
+        // pool/allocation tracking; one still live at unload is the 0x62 leak.
         let leaked: usize = self
             .adapters
             .iter()
-            .map(|a| lock(&a.contiguous).len())
+            .map(|a| lock(&a.contiguous).len() + lock(&a.mappings).values().sum::<usize>())
             .sum();
         if leaked != 0 {
             let b = BugCheck::verifier(0x62, 0, 0, leaked as u64);

@@ -51,25 +51,38 @@ fn nf_14_unknown_fence_handle_in_interrupt_is_0x119() {
     }
 }
 
-/// A known handle is accepted (the check is not "reject everything").
+/// A known handle is accepted (the check is not "reject everything") exactly when the adapter
+/// may report native fences at all: the OS enabled the feature (it is, by default) and the
+/// driver advertised NativeGpuFence in the caps it actually reported (NF-10). Otherwise the
+/// report is of a type this adapter may not raise: 0x119 with the simulation's subtype.
 #[test]
-fn known_fence_handle_is_accepted_when_native_fences_are_on() {
+fn known_fence_handle_is_accepted_exactly_when_native_fences_are_advertised() {
+    use rvgpu_ddi::adapter::DXGK_VIDSCHCAPS;
+    use rvgpu_ddi::interrupt::DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED;
     let m = started(
         Mode::Step,
         Some(|t| t.DxgkDdiInterruptRoutine = Some(testing::isr_reports_unknown_fence_handle)),
     );
+    let caps = match m.query_driver_caps(0) {
+        Ok(c) => c,
+        Err(e) => panic!("caps: {e}"),
+    };
+    let advertised = caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence);
     m.add_native_fence_handle(0, BAD_FENCE_HANDLE);
     let r = m.raise_interrupt(0);
-    // With the handle live, what remains is whether the adapter may report native fences at
-    // all: only if the driver advertised NativeGpuFence (NF-10).
-    let caps = m.interface(0).is_some();
-    assert!(caps);
-    match r {
-        Ok(()) => assert!(m.notifications(0).len() == 1),
-        Err(SimError::Bugcheck(b)) => {
-            assert_eq!(b.params[0], vidsch::SIM_UNKNOWN_INTERRUPT_TYPE, "{b}")
-        }
-        Err(e) => panic!("{e}"),
+    if advertised {
+        assert_eq!(r, Ok(()));
+        assert_eq!(m.notifications(0).len(), 1, "{:?}", m.notifications(0));
+    } else {
+        assert_eq!(
+            r,
+            Err(SimError::Bugcheck(BugCheck::video_scheduler(
+                vidsch::SIM_UNKNOWN_INTERRUPT_TYPE,
+                DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED as u64,
+                1,
+                0
+            )))
+        );
     }
 }
 
@@ -211,4 +224,56 @@ fn storm_needs_the_device_request_and_a_minimum_duration() {
         "limit reached over the minimum duration"
     );
     assert!(m.bugcheck().is_none());
+}
+
+/// T2: the caps buffer reaches QueryAdapterInfo filled with 0xCD, so a driver that leaves
+/// fields unset is caught: here one writes only SchedulingCaps and the node count, leaving
+/// the deprecated Reserved blocks (which must be zero) as garbage: the OS fails the start.
+#[test]
+fn caps_fields_left_unset_are_visible_and_rejected() {
+    use rvgpu_ddi::adapter::{DXGKARG_QUERYADAPTERINFO, DXGK_DRIVERCAPS};
+    use rvgpu_ddi::{HANDLE, NTSTATUS};
+    unsafe extern "system" fn partial_qai(
+        _ctx: HANDLE,
+        args: *const DXGKARG_QUERYADAPTERINFO,
+    ) -> NTSTATUS {
+        // SAFETY: the OS's argument block; for DRIVERCAPS the output is a DXGK_DRIVERCAPS.
+        unsafe {
+            let caps = (*args).pOutputData.cast::<DXGK_DRIVERCAPS>();
+            (*caps).SchedulingCaps = Default::default();
+            (*caps).GpuEngineTopology.NbAsymetricProcessingNodes = 2;
+            (*caps).InterruptMessageNumber = 0;
+        }
+        0
+    }
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    if let Err(e) = m.load_driver_with(|t| t.DxgkDdiQueryAdapterInfo = Some(partial_qai)) {
+        panic!("load: {e}");
+    }
+    match m.start_adapter(0) {
+        Err(SimError::Rejected(why)) => assert!(why.contains("Reserved"), "{why}"),
+        other => panic!("expected the start to be refused, got {other:?}"),
+    }
+}
+
+/// T2: the real driver's caps pass the OS's checks and say what the device is.
+#[test]
+fn driver_caps_are_fully_initialised() {
+    let m = started(Mode::Step, None);
+    let caps = match m.query_driver_caps(0) {
+        Ok(c) => c,
+        Err(e) => panic!("caps: {e}"),
+    };
+    assert_eq!(rvgpu_simos::machine::validate_caps(&caps), Ok(()));
+    assert_eq!(caps.GpuEngineTopology.NbAsymetricProcessingNodes, 2);
+    assert_eq!(caps.InterruptMessageNumber, 0);
+    // SAFETY: PHYSICAL_ADDRESS is a union of integers; any bit pattern is valid.
+    let highest = unsafe { caps.HighestAcceptableAddress.QuadPart } as u64;
+    assert_ne!(highest, 0xCDCD_CDCD_CDCD_CDCD);
+    assert_ne!(caps.MaxAllocationListSlotId, 0xCDCD_CDCD);
+    assert_ne!(caps.SchedulingCaps.Value, 0xCDCD_CDCD);
+    assert_ne!(
+        caps.PreemptionCaps.GraphicsPreemptionGranularity as u32,
+        0xCDCD_CDCD
+    );
 }

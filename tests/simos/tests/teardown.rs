@@ -1,0 +1,167 @@
+//! What must be released by RemoveDevice and Unload, and the feature interface's reference
+//! rules (S9), plus contiguous memory limits (S4 through the callback).
+
+use rvgpu_ddi::dxgkrnl::DxgkServicesFeature;
+use rvgpu_ddi::feature::{DXGK_FEATURE_INTERFACE, DXGK_FEATURE_INTERFACE_VERSION_1};
+use rvgpu_ddi::ntstatus::{STATUS_INSUFFICIENT_RESOURCES, STATUS_NO_MEMORY};
+use rvgpu_simos::bugcheck;
+use rvgpu_simos::testing;
+use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, SimError};
+
+fn started() -> Machine {
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    if let Err(e) = m
+        .load_driver()
+        .and_then(|()| m.start_adapter(0).map(|_| ()))
+    {
+        panic!("bring-up: {e}");
+    }
+    m
+}
+
+fn feature_interface(m: &Machine) -> DXGK_FEATURE_INTERFACE {
+    let Some(iface) = m.interface(0) else {
+        panic!("no interface")
+    };
+    let Some(qs) = iface.DxgkCbQueryServices else {
+        panic!("no QueryServices")
+    };
+    let mut fi = DXGK_FEATURE_INTERFACE {
+        Size: std::mem::size_of::<DXGK_FEATURE_INTERFACE>() as u16,
+        Version: DXGK_FEATURE_INTERFACE_VERSION_1,
+        Context: std::ptr::null_mut(),
+        InterfaceReference: None,
+        InterfaceDereference: None,
+        IsFeatureEnabled: None,
+        QueryFeatureInterface: None,
+    };
+    // SAFETY: the OS's callback with its handle and a buffer of the declared size.
+    let s = unsafe {
+        qs(
+            iface.DeviceHandle,
+            DxgkServicesFeature,
+            (&mut fi as *mut DXGK_FEATURE_INTERFACE).cast(),
+        )
+    };
+    assert_eq!(s, 0);
+    fi
+}
+
+/// S9: RemoveDevice returning while the driver still holds contiguous memory of the adapter
+/// is a failure (it can never be freed: freeing needs the dead handle).
+#[test]
+fn remove_with_leaked_contiguous_memory_fails() {
+    let mut m = started();
+    let Some(iface) = m.interface(0) else {
+        panic!("no interface")
+    };
+    // SAFETY: the table the simulation handed out; the test stands in for the driver.
+    let (s, _h, _p) = unsafe { testing::allocate_contiguous(&iface, 4096) };
+    assert_eq!(s, 0);
+    if let Err(e) = m.stop_adapter(0) {
+        panic!("stop: {e}");
+    }
+    match m.remove_adapter(0) {
+        Err(SimError::Simulation(msg)) => assert!(msg.contains("1 contiguous"), "{msg}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+/// S9: RemoveDevice with a feature-interface reference still held fails.
+#[test]
+fn remove_with_a_held_interface_reference_fails() {
+    let mut m = started();
+    let _fi = feature_interface(&m); // one more reference, never released
+    if let Err(e) = m.stop_adapter(0) {
+        panic!("stop: {e}");
+    }
+    match m.remove_adapter(0) {
+        Err(SimError::Simulation(msg)) => assert!(msg.contains("1 feature-interface"), "{msg}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+/// S9: dereferencing the interface more often than referenced never goes negative: it is a
+/// failure at the call.
+#[test]
+fn interface_dereference_underflow_is_a_failure() {
+    let m = started();
+    let fi = feature_interface(&m);
+    let Some(deref) = fi.InterfaceDereference else {
+        panic!("no InterfaceDereference")
+    };
+    // SAFETY: the interface's own routine with its own context.
+    unsafe {
+        deref(fi.Context); // ours
+        deref(fi.Context); // the driver's (it will not be able to release it now)
+        assert!(m.fault().is_none(), "{:?}", m.fault());
+        deref(fi.Context); // one too many
+    }
+    assert!(
+        matches!(m.fault(), Some(SimError::Simulation(ref s)) if s.contains("negative")),
+        "{:?}",
+        m.fault()
+    );
+    assert_eq!(m.feature_usage(0).0, 0, "never negative");
+}
+
+/// S9: InterfaceReference is callable at IRQL <= DISPATCH_LEVEL only, and its context must be
+/// a live adapter handle.
+#[test]
+fn interface_reference_checks_irql_and_handle() {
+    let m = started();
+    let fi = feature_interface(&m);
+    let Some(reference) = fi.InterfaceReference else {
+        panic!("no InterfaceReference")
+    };
+    // SAFETY: the interface's routine, at device IRQL (the violation under test).
+    m.at_irql(Irql::Device, |_| unsafe { reference(fi.Context) });
+    assert_eq!(
+        m.bugcheck().map(|b| b.code),
+        Some(bugcheck::IRQL_NOT_LESS_OR_EQUAL)
+    );
+
+    let mut m = started();
+    let fi = feature_interface(&m);
+    let Some(deref) = fi.InterfaceDereference else {
+        panic!("no InterfaceDereference")
+    };
+    // SAFETY: release the test's own reference so the adapter can be removed cleanly.
+    unsafe { deref(fi.Context) };
+    let r = m.stop_adapter(0).and_then(|()| m.remove_adapter(0));
+    if let Err(e) = r {
+        panic!("down: {e}");
+    }
+    let Some(reference) = fi.InterfaceReference else {
+        panic!("no InterfaceReference")
+    };
+    // SAFETY: the interface's routine with the removed adapter's context (caught).
+    unsafe { reference(fi.Context) };
+    assert_eq!(
+        m.bugcheck().map(|b| (b.code, b.params[0])),
+        Some((
+            bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+            fi.Context as usize as u64
+        ))
+    );
+}
+
+/// S4: a huge DxgkCbAllocateContiguousMemory fails with a resource status, at once, without
+/// the host allocating anything.
+#[test]
+fn huge_contiguous_allocation_fails_cleanly() {
+    let m = started();
+    let Some(iface) = m.interface(0) else {
+        panic!("no interface")
+    };
+    for bytes in [usize::MAX / 2, 1usize << 40, (1usize << 30) + 4096] {
+        // SAFETY: the table the simulation handed out.
+        let (s, h, p) = unsafe { testing::allocate_contiguous(&iface, bytes) };
+        assert!(
+            s == STATUS_INSUFFICIENT_RESOURCES || s == STATUS_NO_MEMORY,
+            "{bytes:#x}: {s:#x}"
+        );
+        assert!(h.is_null() && p.is_null());
+    }
+    assert!(m.fault().is_none());
+}
