@@ -73,6 +73,9 @@ pub struct Stats {
     pub dpc_calls: AtomicU64,
 }
 
+/// What freed contiguous memory is filled with while in quarantine.
+pub const FREED_POISON: u64 = 0xF4EE_D0F4_EED0_F4EE;
+
 /// A contiguous allocation handed to the driver.
 #[derive(Debug)]
 pub struct Contiguous {
@@ -124,6 +127,10 @@ pub struct AdapterShared {
     next_seq: AtomicU64,
     /// Contiguous allocations by VA.
     pub contiguous: Mutex<HashMap<usize, Contiguous>>,
+    /// Freed contiguous allocations, kept alive and poisoned ([`FREED_POISON`]) so that a
+    /// driver writing through a stale pointer is caught at Unload instead of corrupting
+    /// memory someone else owns.
+    pub quarantine: Mutex<Vec<(usize, Contiguous)>>,
     /// Live BAR mappings: VA → number of mappings at that VA (two mappings of the same
     /// VRAM range share a VA and need two unmaps).
     pub mappings: Mutex<HashMap<usize, usize>>,
@@ -228,6 +235,7 @@ impl AdapterShared {
             processed: Mutex::new(Vec::new()),
             next_seq: AtomicU64::new(0),
             contiguous: Mutex::new(HashMap::new()),
+            quarantine: Mutex::new(Vec::new()),
             mappings: Mutex::new(HashMap::new()),
             native_fences: Mutex::new(HashSet::new()),
             feature_refs: AtomicI64::new(0),

@@ -68,6 +68,14 @@ pub const IRQL_UNEXPECTED_VALUE: u32 = 0xC8;
 /// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0xd1--driver-irql-not-less-or-equal>
 pub const DRIVER_IRQL_NOT_LESS_OR_EQUAL: u32 = 0xD1;
 
+/// 0xD5 `DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL`: the driver referenced memory it had freed
+/// (under Verifier's special pool a freed page is made inaccessible, so the write faults at
+/// once). The simulation cannot trap the write; it keeps freed contiguous memory poisoned and
+/// finds the write at Unload. Parameters: address referenced (the first overwritten byte),
+/// 1 (write), address that referenced (0: unknown on the host), 0.
+/// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0xd5--driver-page-fault-in-freed-special-pool>
+pub const DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL: u32 = 0xD5;
+
 /// 0xF2 `HARDWARE_INTERRUPT_STORM`: a level-triggered interrupt stays asserted and no ISR claims
 /// it (or the ISR claims it forever without clearing the source). Parameters: address of the
 /// ISR, ISR context (the miniport device context), 0 (no interrupt object on the host), number of
@@ -216,6 +224,7 @@ impl BugCheck {
             DRIVER_IRQL_NOT_LESS_OR_EQUAL => "DRIVER_IRQL_NOT_LESS_OR_EQUAL",
             IRQL_UNEXPECTED_VALUE => "IRQL_UNEXPECTED_VALUE",
             HARDWARE_INTERRUPT_STORM => "HARDWARE_INTERRUPT_STORM",
+            DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL => "DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL",
             VIDEO_TDR_FAILURE => "VIDEO_TDR_FAILURE",
             VIDEO_SCHEDULER_INTERNAL_ERROR => "VIDEO_SCHEDULER_INTERNAL_ERROR",
             VIDEO_MEMORY_MANAGEMENT_INTERNAL => "VIDEO_MEMORY_MANAGEMENT_INTERNAL",

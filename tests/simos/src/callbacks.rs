@@ -899,5 +899,11 @@ unsafe extern "system" fn free_contiguous_memory(
     };
     kernel::unregister_dma(key);
     a.device.memory().free_system(c.alloc.bus_addr);
+    // Quarantine: the backing stays alive (a stale CPU pointer is still memory-safe) and
+    // poisoned; Unload checks the poison.
+    for w in c.alloc.words() {
+        w.store(crate::adapter::FREED_POISON, Ordering::Release);
+    }
+    lock(&a.quarantine).push((key, c));
     STATUS_SUCCESS
 }

@@ -765,6 +765,26 @@ impl Machine {
             self.state.raise_bugcheck(b);
             return Err(SimError::Bugcheck(b));
         }
+        // Freed contiguous memory must still hold the poison: a write after free is what
+        // special pool catches (0xD5).
+        for a in &self.adapters {
+            let q = std::mem::take(&mut *lock(&a.quarantine));
+            for (va, c) in &q {
+                let dirty = c
+                    .alloc
+                    .words()
+                    .iter()
+                    .position(|w| w.load(Ordering::Acquire) != crate::adapter::FREED_POISON);
+                if let Some(i) = dirty {
+                    let b = BugCheck::new(
+                        bugcheck::DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL,
+                        [(va + i * 8) as u64, 1, 0, 0],
+                    );
+                    self.state.raise_bugcheck(b);
+                    return Err(SimError::Bugcheck(b));
+                }
+            }
+        }
         self.table.set(None);
         self.loaded = false;
         Ok(())
