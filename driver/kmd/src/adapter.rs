@@ -270,6 +270,17 @@ impl<P: Platform> Adapter<P> {
             }
         };
         device::quiesce(&regs, identity.config.engines);
+        // Fence storage, rings and logs are allocated by the OS anywhere in system memory, and
+        // version 1 of the device has no GPU page tables; so window 1 admits all of system
+        // memory (except page 0). This is no DMA isolation: it arrives with per-process page
+        // tables (docs/hardware.md, "Addressing").
+        let sysmem = rvgpu_hw::PAGE_SIZE;
+        device::set_window(
+            &regs,
+            1,
+            sysmem,
+            rvgpu_hw::addr::SYSMEM_LIMIT.saturating_sub(sysmem),
+        );
         let ring = match Self::alloc_event_ring(&dxgk, &regs) {
             Ok(r) => r,
             Err(e) => {
