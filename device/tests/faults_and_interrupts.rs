@@ -124,6 +124,19 @@ fn fault_bad_argument() {
 }
 
 #[test]
+fn fault_nop_with_flags() {
+    let mut rig = Rig::step();
+    let f = fault_with(&mut rig, |rig, q| {
+        rig.push_words(q, &[cmd::header(Opcode::Nop, 1, 2), 0]);
+    });
+    assert_eq!(
+        f.arg0,
+        FaultCode::BadArgument as u64,
+        "NOP has no flags: a set flag faults like on any flagless opcode"
+    );
+}
+
+#[test]
 fn fault_bad_ring_control() {
     let mut rig = Rig::step();
     let f = fault_with(&mut rig, |rig, q| {
@@ -387,6 +400,39 @@ fn injected_interrupt_drop_loses_one_assertion() {
     );
     rig.run();
     assert!(rig.line.level());
+}
+
+/// An F1 request entered while event posting was off (before the driver enabled its event
+/// ring) is reported when posting is enabled: the device posts only on entering a state, so
+/// without the re-post it would be lost for good (UM-13, KMD side).
+#[test]
+fn f1_request_entered_before_posting_is_enabled_is_reported_on_enable() {
+    let mut rig = Rig::new(DeviceConfig {
+        idle_f1_ticks: 3 * STEP_TICKS,
+        ..DeviceConfig::step()
+    });
+    rig.dev.write32(regs::EVENT_RING_CTRL, 0);
+    for _ in 0..10 {
+        rig.dev.step();
+    }
+    rig.dev.write32(regs::INT_ACK, u32::MAX);
+    assert_eq!(
+        rig.dev.read32(regs::EVENT_RING_WPTR),
+        0,
+        "nothing posted while disabled"
+    );
+    rig.dev.write32(regs::EVENT_RING_CTRL, 1);
+    let (st, evs) = rig.isr();
+    assert!(st.contains(IntCause::ENGINE_STATE));
+    let es = of_kind(&evs, EventKind::EngineState);
+    assert_eq!(
+        es.len(),
+        2,
+        "both idle engines re-post TransitionToF1: {es:?}"
+    );
+    assert!(es
+        .iter()
+        .all(|e| e.arg1 == EngineState::TransitionToF1 as u64));
 }
 
 #[test]

@@ -33,6 +33,18 @@ impl Core {
         );
     }
 
+    /// Posts an ENGINE_STATE record for every engine that is in TransitionToF1 or Hung. Run
+    /// when event posting is (re)enabled: a state entered while posting was off would
+    /// otherwise never be reported, because the device posts only on entering a state.
+    pub(crate) fn repost_engine_states(&self) {
+        let cmp = lock(&self.cmp);
+        for (e, eng) in cmp.engines.iter().enumerate() {
+            if matches!(eng.state, EngineState::TransitionToF1 | EngineState::Hung) {
+                self.post_engine_state(e, NO_QUEUE, EngineState::Active, eng.state);
+            }
+        }
+    }
+
     /// One quantum of engine `e`. Returns whether anything happened.
     pub(crate) fn engine_quantum(&self, cmp: &mut Cmp, e: usize) -> bool {
         let now = self.clock.now();

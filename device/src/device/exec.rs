@@ -109,6 +109,10 @@ impl Core {
             return Err(Fault::new(FaultCode::BadLength, 0));
         }
         if h.opcode == Opcode::Nop {
+            // NOP has no flags (cmd.rs: flags must be zero on flagless opcodes).
+            if h.flags != 0 {
+                return Err(Fault::new(FaultCode::BadArgument, 0));
+            }
             // Padding words are never read.
             return Ok((Command::Nop { len: h.len }, len));
         }

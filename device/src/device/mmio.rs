@@ -247,11 +247,17 @@ impl Core {
             Reg::EventRingBase => lock(&ev.ring).base = v,
             Reg::EventRingSize => lock(&ev.ring).size = v32,
             Reg::EventRingCtrl => {
-                let mut ring = lock(&ev.ring);
-                ring.enabled = v32 & 1 != 0;
-                if ring.enabled {
-                    ev.wptr.store(0, Ordering::Release);
-                    ev.rptr.store(0, Ordering::Release);
+                let enabled = {
+                    let mut ring = lock(&ev.ring);
+                    ring.enabled = v32 & 1 != 0;
+                    if ring.enabled {
+                        ev.wptr.store(0, Ordering::Release);
+                        ev.rptr.store(0, Ordering::Release);
+                    }
+                    ring.enabled
+                };
+                if enabled {
+                    self.repost_engine_states();
                 }
             }
             // Release: the driver's reads of consumed records happen before we reuse slots.

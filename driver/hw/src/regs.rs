@@ -59,7 +59,9 @@ pub const INT_ACK: usize = 0x0048;
 pub const EVENT_RING_BASE: usize = 0x0050;
 /// RW32: number of records in the event ring, a power of two in 16..=65536.
 pub const EVENT_RING_SIZE: usize = 0x0058;
-/// RW32: bit 0 enables event posting. Enabling resets WPTR and RPTR to zero.
+/// RW32: bit 0 enables event posting. Enabling resets WPTR and RPTR to zero and re-posts an
+/// ENGINE_STATE record for every engine in TransitionToF1 or Hung (states are posted on
+/// entry, so one entered while posting was off would otherwise never be reported).
 pub const EVENT_RING_CTRL: usize = 0x005C;
 /// RO32: free-running count of records the device has written.
 pub const EVENT_RING_WPTR: usize = 0x0060;
