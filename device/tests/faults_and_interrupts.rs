@@ -407,7 +407,7 @@ fn injected_interrupt_drop_loses_one_assertion() {
 /// without the re-post it would be lost for good (UM-13, KMD side).
 #[test]
 fn f1_request_entered_before_posting_is_enabled_is_reported_on_enable() {
-    let mut rig = Rig::new(DeviceConfig {
+    let rig = Rig::new(DeviceConfig {
         idle_f1_ticks: 3 * STEP_TICKS,
         ..DeviceConfig::step()
     });
