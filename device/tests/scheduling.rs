@@ -226,6 +226,11 @@ fn bad_runlist_address_is_a_fault_and_an_empty_runlist() {
     rig.dev.write32(reg(regs::engine::RUNLIST_COMMIT), 1);
     let (st, evs) = rig.isr();
     assert_eq!(st, regs::IntCause::FAULT);
+    assert_eq!(
+        evs[0].arg0,
+        rvgpu_hw::event::FaultCode::BadDescriptor as u64,
+        "an unreadable runlist is a bad descriptor table"
+    );
     assert_eq!(evs[0].arg1, 0x40);
     rig.dev.write32(reg(regs::engine::RUNLIST_COUNT), 100_000);
     rig.dev.write32(reg(regs::engine::RUNLIST_COMMIT), 1);

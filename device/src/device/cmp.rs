@@ -200,8 +200,9 @@ impl Core {
         let bytes = u64::from(count) * 128;
         let span = match self.gpu_span(base, bytes) {
             Ok(s) => s,
-            Err(f) => {
-                self.post_commit_fault(e, NO_QUEUE, f);
+            Err(_) => {
+                // An unreadable runlist is a bad descriptor table (event.rs, BadDescriptor).
+                self.post_commit_fault(e, NO_QUEUE, Fault::new(FaultCode::BadDescriptor, base));
                 return Vec::new();
             }
         };
