@@ -1,0 +1,177 @@
+//! Native fences on the UMD side (issue 4): what the UMD learns at create, and the GPU wait and
+//! signal commands it encodes into its command streams.
+//!
+//! The kernel driver returns a [`NativeFencePdd`] in the create call's private driver data: the
+//! fence's GPU addresses and the report tag the device needs to name the fence in its interrupt
+//! (NF-14). The bytes come through the OS from another component, so they are parsed with a
+//! layout check and validated, never cast.
+
+use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
+use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
+use zerocopy::FromBytes;
+
+/// Why private driver data is not a usable native fence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PddError {
+    /// Shorter than [`NativeFencePdd`].
+    TooShort,
+    /// Not rvgpu's (magic) or from another version of the driver.
+    WrongDriver,
+    /// An address is zero or not 8-byte aligned, or both values share one address.
+    BadAddress,
+}
+
+/// A native fence as the GPU addresses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuFence {
+    /// GPU address of CurrentValue.
+    pub current: u64,
+    /// GPU address of MonitoredValue.
+    pub monitored: u64,
+    /// The device report tag.
+    pub tag: u64,
+}
+
+impl GpuFence {
+    /// Parses the private driver data the KMD returned at create.
+    pub fn from_private_data(bytes: &[u8]) -> Result<Self, PddError> {
+        let (pdd, _) = NativeFencePdd::read_from_prefix(bytes).map_err(|_| PddError::TooShort)?;
+        if pdd.magic != PDD_MAGIC || pdd.version != NATIVE_FENCE_PDD_VERSION {
+            return Err(PddError::WrongDriver);
+        }
+        let ok = |a: u64| a != 0 && a.is_multiple_of(8);
+        let (cv, mv) = (pdd.current_value_gpu, pdd.monitored_value_gpu);
+        if !ok(cv) || !ok(mv) || cv == mv {
+            return Err(PddError::BadAddress);
+        }
+        Ok(Self {
+            current: cv,
+            monitored: mv,
+            tag: pdd.report_tag,
+        })
+    }
+
+    /// GPU signal to `value` with the conditional interrupt (NF-03): the device interrupts
+    /// only if a CPU waiter is monitoring a value below it.
+    pub fn signal(&self, value: u64) -> Command {
+        Command::FenceSignal {
+            flags: SIGNAL_CONDITIONAL_IRQ,
+            value_addr: self.current,
+            value,
+            monitored_addr: self.monitored,
+            report_tag: self.tag,
+        }
+    }
+
+    /// GPU wait until the fence reaches `value` (no CPU round trip).
+    pub fn wait(&self, value: u64) -> Command {
+        Command::FenceWait {
+            addr: self.current,
+            value,
+        }
+    }
+}
+
+/// The stream is full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamFull;
+
+/// Appends encoded commands to a caller-provided buffer of 64-bit words.
+#[derive(Debug)]
+pub struct CommandStream<'a> {
+    words: &'a mut [u64],
+    len: usize,
+}
+
+impl<'a> CommandStream<'a> {
+    /// An empty stream over `words`.
+    pub fn new(words: &'a mut [u64]) -> Self {
+        Self { words, len: 0 }
+    }
+
+    /// Appends `cmd`; on [`StreamFull`] nothing is written.
+    pub fn push(&mut self, cmd: Command) -> Result<(), StreamFull> {
+        let rest = self.words.get_mut(self.len..).ok_or(StreamFull)?;
+        let n = cmd.encode(rest).ok_or(StreamFull)?;
+        self.len = self.len.saturating_add(n);
+        Ok(())
+    }
+
+    /// The encoded words so far.
+    pub fn words(&self) -> &[u64] {
+        self.words.get(..self.len).unwrap_or(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rvgpu_hw::cmd::decode;
+    use zerocopy::IntoBytes;
+
+    fn pdd() -> NativeFencePdd {
+        NativeFencePdd {
+            magic: PDD_MAGIC,
+            version: NATIVE_FENCE_PDD_VERSION,
+            report_tag: (3 << 32) | 7,
+            current_value_gpu: 0x1000_0000,
+            monitored_value_gpu: 0x1000_1000,
+            reserved: [0; 4],
+        }
+    }
+
+    #[test]
+    fn parses_what_the_kmd_returns_and_rejects_the_rest() {
+        let good = pdd();
+        let f = GpuFence::from_private_data(good.as_bytes()).unwrap();
+        assert_eq!(
+            (f.current, f.monitored, f.tag),
+            (0x1000_0000, 0x1000_1000, (3 << 32) | 7)
+        );
+        assert_eq!(
+            GpuFence::from_private_data(&good.as_bytes()[..10]),
+            Err(PddError::TooShort)
+        );
+        let other = NativeFencePdd { magic: 0, ..good };
+        assert_eq!(
+            GpuFence::from_private_data(other.as_bytes()),
+            Err(PddError::WrongDriver)
+        );
+        let misaligned = NativeFencePdd {
+            current_value_gpu: 0x1000_0004,
+            ..good
+        };
+        assert_eq!(
+            GpuFence::from_private_data(misaligned.as_bytes()),
+            Err(PddError::BadAddress)
+        );
+        let same = NativeFencePdd {
+            monitored_value_gpu: good.current_value_gpu,
+            ..good
+        };
+        assert_eq!(
+            GpuFence::from_private_data(same.as_bytes()),
+            Err(PddError::BadAddress)
+        );
+    }
+
+    /// The commands the UMD encodes are exactly what the device decodes (same crate, same
+    /// layout): a conditional signal naming the fence's tag and MonitoredValue, and a wait.
+    #[test]
+    fn nf_03_signal_and_wait_encode_for_the_device() {
+        let f = GpuFence::from_private_data(pdd().as_bytes()).unwrap();
+        let mut buf = [0u64; 8];
+        let mut s = CommandStream::new(&mut buf);
+        s.push(f.wait(4)).unwrap();
+        s.push(f.signal(5)).unwrap();
+        assert_eq!(
+            s.push(f.signal(6)),
+            Err(StreamFull),
+            "5 + 3 words fit, 5 more do not"
+        );
+        let w = s.words();
+        assert_eq!(w.len(), 8);
+        assert_eq!(decode(&w[..3]).unwrap(), f.wait(4));
+        assert_eq!(decode(&w[3..]).unwrap(), f.signal(5));
+    }
+}
