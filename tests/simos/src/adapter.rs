@@ -136,6 +136,8 @@ pub struct AdapterShared {
     pub mappings: Mutex<HashMap<usize, usize>>,
     /// Native fence handles the OS handed out and has not destroyed (global handles, NF-13).
     pub native_fences: Mutex<HashSet<usize>>,
+    /// The OS's native-fence objects, storage and DPC work of this adapter ([`crate::fence`]).
+    pub fence_os: Mutex<crate::fence::FenceOs>,
     /// References the driver holds on the feature interface (DxgkCbQueryServices takes one,
     /// InterfaceReference/InterfaceDereference adjust it). Must be zero once stopped.
     pub feature_refs: AtomicI64,
@@ -238,6 +240,7 @@ impl AdapterShared {
             quarantine: Mutex::new(Vec::new()),
             mappings: Mutex::new(HashMap::new()),
             native_fences: Mutex::new(HashSet::new()),
+            fence_os: Mutex::new(crate::fence::FenceOs::default()),
             feature_refs: AtomicI64::new(0),
             features_queried: Mutex::new(Vec::new()),
             native_fence_interface_queries: AtomicU64::new(0),
@@ -368,6 +371,9 @@ impl AdapterShared {
     pub fn process_pending(&self) -> usize {
         let drained: Vec<Processed> = std::mem::take(&mut *lock(&self.pending));
         let n = drained.len();
+        // VidSch's DPC-time fence work is recorded here and done when the driver's DPC
+        // returns ([`crate::fence::process_dpc_work`]).
+        crate::fence::note_notifications(self, drained.iter().map(|p| &p.notification));
         lock(&self.processed).extend(drained);
         n
     }

@@ -238,6 +238,11 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
     ) {
         a.state.raise_bugcheck(b);
     }
+    // VidSch's DPC-time work on what the DPC notified (native fences, NF-04), still at
+    // DISPATCH_LEVEL and under the gate (so a DPC flush also waits for it).
+    if !a.state.is_halted() {
+        crate::fence::process_dpc_work(a);
+    }
     drop(gate);
     true
 }

@@ -40,6 +40,12 @@ pub enum Routine {
     DxgkDdiUnload,
     DxgkDdiQueryInterface,
     DxgkDdiQueryAdapterInfo,
+    DxgkDdiCreateNativeFence,
+    DxgkDdiOpenNativeFence,
+    DxgkDdiCloseNativeFence,
+    DxgkDdiDestroyNativeFence,
+    DxgkDdiUpdateMonitoredValues,
+    DxgkDdiUpdateCurrentValuesFromCpu,
     /// The driver's `SynchronizeRoutine` passed to `DxgkCbSynchronizeExecution`.
     SynchronizeRoutine,
     // Callbacks the driver calls.
@@ -130,6 +136,30 @@ impl Routine {
             Self::DxgkDdiQueryAdapterInfo => {
                 rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryadapterinfo")
             }
+            Self::DxgkDdiCreateNativeFence => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createnativefence")
+            }
+            Self::DxgkDdiOpenNativeFence => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_opennativefence")
+            }
+            Self::DxgkDdiCloseNativeFence => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_closenativefence")
+            }
+            Self::DxgkDdiDestroyNativeFence => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroynativefence")
+            }
+            // Device IRQL, synchronised with the ISR (NF-07).
+            Self::DxgkDdiUpdateMonitoredValues => rule(
+                DIRQL,
+                DIRQL,
+                "d3dkmddi/nc-d3dkmddi-dxgkddi_updatemonitoredvalues",
+            ),
+            // The OS calls it at DISPATCH_LEVEL (NF-17).
+            Self::DxgkDdiUpdateCurrentValuesFromCpu => rule(
+                D,
+                D,
+                "d3dkmddi/nc-d3dkmddi-dxgkddi_updatecurrentvaluesfromcpu",
+            ),
             Self::SynchronizeRoutine => rule(DIRQL, DIRQL, "wdm/nc-wdm-ksynchronize_routine"),
             Self::DxgkCbGetDeviceInformation => {
                 rule(P, P, "dispmprt/nc-dispmprt-dxgkcb_get_device_information")

@@ -15,6 +15,7 @@ pub mod bugcheck;
 pub mod callbacks;
 pub mod dxgkrnl;
 pub mod error;
+pub mod fence;
 pub mod interrupt;
 pub mod irql;
 pub mod kernel;
@@ -26,6 +27,7 @@ pub mod testing;
 
 pub use bugcheck::BugCheck;
 pub use error::SimError;
+pub use fence::{NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome};
 pub use kernel::SimKernel;
 pub use machine::{AdapterConfig, AdapterInfo, Machine, MachineConfig, Mode, OsConfig};
 pub use notify::{Notification, Processed};

@@ -169,7 +169,7 @@ pub fn validate_caps(caps: &DXGK_DRIVERCAPS) -> Result<(), String> {
 
 /// A simulated machine. Dropping it stops its threads and devices.
 pub struct Machine {
-    state: Arc<MachineState>,
+    pub(crate) state: Arc<MachineState>,
     config: MachineConfig,
     memory: Arc<Memory>,
     table: Arc<DriverTable>,
@@ -385,6 +385,15 @@ impl Machine {
         }
     }
 
+    pub(crate) fn adapter_shared(&self, i: usize) -> Result<&Arc<AdapterShared>, SimError> {
+        self.adapter(i)
+    }
+
+    /// One round of the step-mode machine (for blocking waits); whether anything happened.
+    pub(crate) fn round_for_wait(&self) -> bool {
+        self.round()
+    }
+
     fn adapter(&self, i: usize) -> Result<&Arc<AdapterShared>, SimError> {
         if let Some(f) = self.state.fault() {
             return Err(f.into());
@@ -579,6 +588,26 @@ impl Machine {
                     .into(),
             );
         }
+        let advertised = caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence);
+        let mut fence_caps = None;
+        if why.is_none() && advertised {
+            // NF-11: the OS asks for the native-fence caps and relies on them.
+            match crate::fence::query_caps(&a, &t) {
+                Ok(c) => match crate::fence::validate_native_fence_caps(&c) {
+                    Ok(()) => fence_caps = Some(c),
+                    Err(w) => why = Some(w),
+                },
+                Err(SimError::DdiFailed(s)) => {
+                    why = Some(format!(
+                        "DXGKQAITYPE_NATIVE_FENCE_CAPS failed ({:#010x}) with NativeGpuFence \
+                         advertised",
+                        s as u32
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        lock(&a.fence_os).caps = fence_caps;
         if let Some(w) = why {
             self.state.push_log(
                 rvgpu_kmd::platform::Level::Error,

@@ -119,3 +119,194 @@ pub unsafe fn free_contiguous(
     // SAFETY: the OS's callback with its handle and a valid argument block.
     unsafe { f(iface.DeviceHandle, &args) }
 }
+
+/// A GPU stand-in for native-fence tests.
+///
+/// **Stand-in for the submission path (issue 6).** The driver has no submission path yet and
+/// does not use runlists, so this fixture programs a one-queue runlist on one engine directly
+/// through the device's BAR0 (what the driver's submission code will do), with the ring, ring
+/// control and progress fence in system memory (reachable through the system-memory window
+/// the driver opened over all of system memory), writes commands with the
+/// [`rvgpu_hw::cmd`] encoder and kicks the queue with QUEUE_KICK. One queue per engine (a
+/// second [`gpu::GpuQueue`] on the same engine replaces the first's runlist). Remove this
+/// module when issue 6 lands and submit through the driver instead.
+pub mod gpu {
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    use rvgpu_device::{Device, SysAlloc};
+    use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
+    use rvgpu_hw::mmio::MmioBus;
+    use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
+    use rvgpu_hw::regs::{self, engine_reg};
+
+    use crate::error::SimError;
+    use crate::fence::NativeFence;
+    use crate::machine::Machine;
+
+    /// Ring size in bytes.
+    pub const RING_BYTES: u32 = 4096;
+
+    /// One hardware queue on one engine, fed by the test.
+    pub struct GpuQueue {
+        device: Arc<Device>,
+        engine: u32,
+        queue_id: u32,
+        ring: SysAlloc,
+        control: SysAlloc,
+        _runlist: SysAlloc,
+        write_ptr: u64,
+    }
+
+    impl std::fmt::Debug for GpuQueue {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("GpuQueue")
+                .field("engine", &self.engine)
+                .field("queue_id", &self.queue_id)
+                .field("write_ptr", &self.write_ptr)
+                .finish_non_exhaustive()
+        }
+    }
+
+    fn sim(msg: &str) -> SimError {
+        SimError::Simulation(format!("gpu fixture: {msg}"))
+    }
+
+    impl GpuQueue {
+        /// Programs a runlist with one queue (`queue_id`) on `engine` of adapter `adapter`.
+        pub fn new(
+            m: &Machine,
+            adapter: usize,
+            engine: u32,
+            queue_id: u32,
+        ) -> Result<Self, SimError> {
+            let device = m
+                .device(adapter)
+                .ok_or_else(|| sim("no such adapter"))?
+                .clone();
+            let mem = m.memory();
+            let ring = mem
+                .alloc_system(u64::from(RING_BYTES), 4096)
+                .ok_or_else(|| sim("no memory"))?;
+            let control = mem
+                .alloc_system(4096, 4096)
+                .ok_or_else(|| sim("no memory"))?;
+            let runlist = mem
+                .alloc_system(4096, 4096)
+                .ok_or_else(|| sim("no memory"))?;
+            let d = QueueDescriptor {
+                queue_id,
+                flags: QueueFlags::VALID.bits(),
+                ring_base: ring.bus_addr,
+                ring_size: RING_BYTES,
+                doorbell: NO_DOORBELL,
+                ring_control: control.bus_addr,
+                progress_fence: control.bus_addr + RingControl::SIZE,
+                ..Default::default()
+            };
+            mem.write_words(runlist.bus_addr, &d.to_words())
+                .ok_or_else(|| sim("runlist write"))?;
+            let reg = |r| engine_reg(engine, r).ok_or_else(|| sim("bad engine"));
+            device.write64(reg(regs::engine::RUNLIST_BASE)?, runlist.bus_addr);
+            device.write32(reg(regs::engine::RUNLIST_COUNT)?, 1);
+            device.write32(reg(regs::engine::RUNLIST_COMMIT)?, 1);
+            Ok(Self {
+                device,
+                engine,
+                queue_id,
+                ring,
+                control,
+                _runlist: runlist,
+                write_ptr: 0,
+            })
+        }
+
+        fn push(&mut self, c: Command) -> Result<(), SimError> {
+            let mut words = [0u64; 8];
+            let n = c.encode(&mut words).ok_or_else(|| sim("encode"))?;
+            let size = u64::from(RING_BYTES);
+            let read = self.read_ptr();
+            if self.write_ptr + 8 * n as u64 - read > size {
+                return Err(sim("ring full"));
+            }
+            for (i, w) in words.iter().take(n).enumerate() {
+                let off = (self.write_ptr + 8 * i as u64) % size;
+                self.ring
+                    .word(off)
+                    .ok_or_else(|| sim("ring offset"))?
+                    .store(*w, Ordering::Relaxed);
+            }
+            self.write_ptr += 8 * n as u64;
+            Ok(())
+        }
+
+        /// Queues FENCE_SIGNAL with the conditional interrupt (NF-03) for `fence`: its
+        /// CurrentValue and MonitoredValue GPU addresses and its report tag (from the private
+        /// data create returned). Call [`GpuQueue::kick`] to submit.
+        pub fn signal(&mut self, fence: &NativeFence, value: u64) -> Result<(), SimError> {
+            let p = fence.pdd();
+            self.signal_raw(
+                SIGNAL_CONDITIONAL_IRQ,
+                p.current_value_gpu,
+                value,
+                p.monitored_value_gpu,
+                p.report_tag,
+            )
+        }
+
+        /// Queues FENCE_SIGNAL with explicit arguments.
+        pub fn signal_raw(
+            &mut self,
+            flags: u8,
+            value_addr: u64,
+            value: u64,
+            monitored_addr: u64,
+            report_tag: u64,
+        ) -> Result<(), SimError> {
+            self.push(Command::FenceSignal {
+                flags,
+                value_addr,
+                value,
+                monitored_addr,
+                report_tag,
+            })
+        }
+
+        /// Queues FENCE_WAIT until `fence`'s CurrentValue >= `value`.
+        pub fn wait(&mut self, fence: &NativeFence, value: u64) -> Result<(), SimError> {
+            self.push(Command::FenceWait {
+                addr: fence.current_value_gpu(),
+                value,
+            })
+        }
+
+        /// Publishes the write pointer (release) and writes QUEUE_KICK.
+        pub fn kick(&self) -> Result<(), SimError> {
+            self.control
+                .word(RingControl::WRITE_PTR)
+                .ok_or_else(|| sim("control"))?
+                .store(self.write_ptr, Ordering::Release);
+            let r = engine_reg(self.engine, regs::engine::QUEUE_KICK)
+                .ok_or_else(|| sim("bad engine"))?;
+            self.device.write32(r, self.queue_id);
+            Ok(())
+        }
+
+        /// The CMP's read pointer (bytes consumed).
+        pub fn read_ptr(&self) -> u64 {
+            self.control
+                .word(RingControl::READ_PTR)
+                .map_or(0, |w| w.load(Ordering::Acquire))
+        }
+
+        /// Bytes submitted so far.
+        pub fn write_ptr(&self) -> u64 {
+            self.write_ptr
+        }
+
+        /// Whether the CMP consumed everything submitted.
+        pub fn drained(&self) -> bool {
+            self.read_ptr() == self.write_ptr
+        }
+    }
+}

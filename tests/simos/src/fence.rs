@@ -1,0 +1,1182 @@
+//! The OS side of native GPU fences (NF-01 … NF-17, MF-04): what Dxgkrnl/VidSch do.
+//!
+//! - **Objects and handles (NF-12, NF-13).** [`crate::Machine::create_native_fence`] allocates
+//!   CurrentValue and MonitoredValue, calls `DxgkDdiCreateNativeFence` with a process-wide
+//!   unique `hGlobalNativeFence` (a global counter: many machines share one test process and
+//!   the driver keeps a driver-wide handle map), parses the returned private data, and opens
+//!   the creating process's instance (`DxgkDdiOpenNativeFence`, `hLocalNativeFence`). Every
+//!   further process opens its own instance; destroying an instance is `Close` only, and the
+//!   last one is `Close` then `Destroy` (NF-13). The global handle is registered in the
+//!   adapter's `native_fences` set before create (so an interrupt report naming it is valid)
+//!   and removed after Destroy returned (from then on a report naming it is 0x119, NF-14).
+//! - **Storage (NF-05).** System memory (bus address = system-process GPU VA in v1, identity
+//!   mapping, what `MapToGpuSystemProcess` asks for). Non-shareable fences of one process are
+//!   packed into shared pages at the caps' `MonitoredValueStride` (CurrentValues on one page,
+//!   MonitoredValues on another: they have different protections); a shareable fence gets
+//!   pages of its own. Pages are never returned while the machine lives: a destroyed fence's
+//!   slot may still be the target of queued GPU work (Dxgkrnl defers such frees until the work
+//!   retires; the simulation defers them to the machine's end).
+//! - **MonitoredValue (NF-02, NF-04, NF-07).** Per fence the pending CPU waits; the OS value is
+//!   (lowest pending value − 1), or `u64::MAX` with none, or 0 held for a cross-adapter fence
+//!   (NF-16). Whenever it changes, `DxgkDdiUpdateMonitoredValues` runs at device IRQL under
+//!   the adapter's interrupt lock (synchronised with the ISR); after it returns the OS
+//!   resamples CurrentValue and releases satisfied waits, and repeats until the value is
+//!   stable ([`settle`]).
+//! - **Interrupts (NF-04, NF-14).** `DxgkCbNotifyDpc` records which fences a
+//!   `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` report named (or "all" for a NULL array); when the
+//!   driver's DPC returns, VidSch's DPC-time work resamples exactly those fences (or every
+//!   native fence of the adapter), releases satisfied waits and re-arms MonitoredValue
+//!   ([`process_dpc_work`]). A cross-adapter fence's new value is propagated to the other
+//!   adapters with `DxgkDdiUpdateCurrentValuesFromCpu(NotificationOnly)` (NF-16).
+//!   `DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED` (legacy monitored fences) is recorded but not
+//!   processed: the simulation has no legacy monitored fences yet.
+//! - **CPU waits (MF-04).** Event form: [`crate::Machine::wait_native_fence_event`] returns a
+//!   [`SimEvent`]. Blocking form: [`crate::Machine::wait_native_fence`]. In step mode a
+//!   blocking wait drives the machine itself (rounds of device steps, interrupts and DPCs on
+//!   the calling thread) until the wait is satisfied or a round makes no progress: an idle
+//!   machine can no longer signal the fence without the caller, so the wait times out then
+//!   (no deadlock, deterministic).
+//! - **CPU signal (NF-17).** `DxgkDdiUpdateCurrentValuesFromCpu` at DISPATCH_LEVEL, then the
+//!   satisfied CPU waits are released.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use rvgpu_ddi::adapter::{
+    DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_NATIVE_FENCE_CAPS, DXGK_QUERYADAPTERINFOFLAGS,
+};
+use rvgpu_ddi::basic::HANDLE;
+use rvgpu_ddi::fence::*;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::NTSTATUS;
+use rvgpu_device::SysAlloc;
+use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
+use rvgpu_kmd::platform::Irql;
+
+use crate::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::{call_ddi, check_status};
+use crate::error::SimError;
+use crate::irql::Routine;
+use crate::kernel::IrqlScope;
+use crate::machine::{Machine, Mode};
+use crate::notify::Notification;
+use crate::state::lock;
+
+const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+
+/// Next OS handle (global and local native-fence handles share the space). Process-wide:
+/// the driver's handle map is driver-wide and many machines run in one test process.
+/// Starts far from small integers and from [`crate::testing::BAD_FENCE_HANDLE`].
+static NEXT_HANDLE: AtomicUsize = AtomicUsize::new(0x7_0000_0000);
+
+fn next_handle() -> usize {
+    NEXT_HANDLE.fetch_add(0x10, Ordering::Relaxed)
+}
+
+/// A process of the simulated OS (owner of local handles and of packed fence pages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcessId(pub u32);
+
+/// What [`Machine::create_native_fence`] creates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NativeFenceDesc {
+    /// Initial CurrentValue.
+    pub initial: u64,
+    /// Shareable with other processes (own pages, NF-05).
+    pub shareable: bool,
+    /// `D3DDDI_NATIVEFENCE_TYPE`.
+    pub fence_type: D3DDDI_NATIVEFENCE_TYPE,
+}
+
+impl Default for NativeFenceDesc {
+    fn default() -> Self {
+        Self {
+            initial: 0,
+            shareable: false,
+            fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
+        }
+    }
+}
+
+/// How a CPU wait ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// CurrentValue reached the awaited value.
+    Satisfied,
+    /// The timeout passed (threaded) or the machine went idle (step mode).
+    TimedOut,
+    /// The fence was destroyed with the wait pending.
+    Abandoned,
+}
+
+#[derive(Debug, Default)]
+struct EventInner {
+    state: Mutex<Option<WaitOutcome>>,
+    cv: Condvar,
+}
+
+/// The event form of a CPU wait (MF-04): becomes signalled once with the wait's outcome.
+#[derive(Clone, Debug, Default)]
+pub struct SimEvent(Arc<EventInner>);
+
+impl SimEvent {
+    fn set(&self, o: WaitOutcome) {
+        let mut s = lock(&self.0.state);
+        if s.is_none() {
+            *s = Some(o);
+        }
+        self.0.cv.notify_all();
+    }
+
+    /// The outcome, if signalled.
+    pub fn outcome(&self) -> Option<WaitOutcome> {
+        *lock(&self.0.state)
+    }
+
+    /// Whether the wait was satisfied.
+    pub fn is_signaled(&self) -> bool {
+        self.outcome() == Some(WaitOutcome::Satisfied)
+    }
+
+    /// Waits up to `timeout` for the event; `None` if it is still unsignalled.
+    pub fn wait(&self, timeout: Duration) -> Option<WaitOutcome> {
+        let g = lock(&self.0.state);
+        let (g, _) = self
+            .0
+            .cv
+            .wait_timeout_while(g, timeout, |s| s.is_none())
+            .unwrap_or_else(|p| p.into_inner());
+        *g
+    }
+
+    fn same(&self, other: &SimEvent) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// One 64-bit fence value in OS-allocated system memory.
+#[derive(Clone, Debug)]
+struct Slot {
+    alloc: SysAlloc,
+    off: u64,
+}
+
+impl Slot {
+    fn gpu(&self) -> u64 {
+        self.alloc.bus_addr + self.off
+    }
+
+    fn kva(&self) -> *mut c_void {
+        // The allocation's pointer has provenance over all of it; `off` is inside it.
+        self.alloc
+            .cpu_ptr()
+            .as_ptr()
+            .cast::<u8>()
+            .wrapping_add(self.off as usize)
+            .cast()
+    }
+
+    fn load(&self) -> u64 {
+        self.alloc
+            .word(self.off)
+            .map_or(0, |w| w.load(Ordering::SeqCst))
+    }
+
+    fn store(&self, v: u64) {
+        if let Some(w) = self.alloc.word(self.off) {
+            w.store(v, Ordering::SeqCst);
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Waiter {
+    value: u64,
+    event: SimEvent,
+}
+
+#[derive(Debug)]
+struct ObjState {
+    /// Open instances: local handle → process.
+    instances: BTreeMap<usize, ProcessId>,
+    destroyed: bool,
+    waiters: Vec<Waiter>,
+    /// The MonitoredValue the OS last gave the driver.
+    mv_os: u64,
+    /// Cross-adapter: MonitoredValue held at 0 (NF-16).
+    hold_zero: bool,
+    /// Cross-adapter peers: the same fence on other adapters.
+    peers: Vec<Arc<FenceObj>>,
+    /// Last CurrentValue propagated to the peers.
+    last_propagated: u64,
+}
+
+/// The OS's native-fence object on one adapter.
+#[derive(Debug)]
+pub struct FenceObj {
+    adapter: Weak<AdapterShared>,
+    adapter_index: usize,
+    global: usize,
+    creator: ProcessId,
+    shareable: bool,
+    fence_type: D3DDDI_NATIVEFENCE_TYPE,
+    cv: Slot,
+    mv: Slot,
+    pdd: NativeFencePdd,
+    /// Serialises MonitoredValue updates and destruction of this fence.
+    settle_lock: Mutex<()>,
+    st: Mutex<ObjState>,
+}
+
+/// A process's instance of a native fence (its local handle).
+#[derive(Clone, Debug)]
+pub struct NativeFence {
+    obj: Arc<FenceObj>,
+    process: ProcessId,
+    local: usize,
+}
+
+impl NativeFence {
+    /// Adapter index.
+    pub fn adapter(&self) -> usize {
+        self.obj.adapter_index
+    }
+    /// `hGlobalNativeFence`.
+    pub fn global_handle(&self) -> usize {
+        self.obj.global
+    }
+    /// This instance's `hLocalNativeFence`.
+    pub fn local_handle(&self) -> usize {
+        self.local
+    }
+    /// Owning process of this instance.
+    pub fn process(&self) -> ProcessId {
+        self.process
+    }
+    /// Process that created the fence.
+    pub fn creator(&self) -> ProcessId {
+        self.obj.creator
+    }
+    /// Shareable?
+    pub fn shareable(&self) -> bool {
+        self.obj.shareable
+    }
+    /// `D3DDDI_NATIVEFENCE_TYPE`.
+    pub fn fence_type(&self) -> D3DDDI_NATIVEFENCE_TYPE {
+        self.obj.fence_type
+    }
+    /// System-process GPU VA of CurrentValue.
+    pub fn current_value_gpu(&self) -> u64 {
+        self.obj.cv.gpu()
+    }
+    /// System-process GPU VA of MonitoredValue.
+    pub fn monitored_value_gpu(&self) -> u64 {
+        self.obj.mv.gpu()
+    }
+    /// Kernel CPU VA of CurrentValue.
+    pub fn current_value_kernel_va(&self) -> usize {
+        self.obj.cv.kva() as usize
+    }
+    /// Kernel CPU VA of MonitoredValue.
+    pub fn monitored_value_kernel_va(&self) -> usize {
+        self.obj.mv.kva() as usize
+    }
+    /// The private driver data create returned (validated).
+    pub fn pdd(&self) -> NativeFencePdd {
+        self.obj.pdd
+    }
+    /// CurrentValue as the CPU reads it now.
+    pub fn current_value(&self) -> u64 {
+        self.obj.cv.load()
+    }
+    /// MonitoredValue as stored in memory now (what the driver wrote).
+    pub fn monitored_value(&self) -> u64 {
+        self.obj.mv.load()
+    }
+    /// Values of the pending CPU waits.
+    pub fn pending_waits(&self) -> Vec<u64> {
+        lock(&self.obj.st).waiters.iter().map(|w| w.value).collect()
+    }
+    /// Whether the OS object was destroyed.
+    pub fn is_destroyed(&self) -> bool {
+        lock(&self.obj.st).destroyed
+    }
+}
+
+#[derive(Debug)]
+struct Cursor {
+    alloc: SysAlloc,
+    next: u64,
+}
+
+/// Per-adapter native-fence state of the OS.
+#[derive(Debug, Default)]
+pub struct FenceOs {
+    /// `DXGKQAITYPE_NATIVE_FENCE_CAPS`, queried at start when the driver advertised
+    /// `NativeGpuFence`.
+    pub caps: Option<DXGK_NATIVE_FENCE_CAPS>,
+    objs: HashMap<usize, Arc<FenceObj>>,
+    /// Packed pages per (process, is-MonitoredValue).
+    cursors: HashMap<(ProcessId, bool), Cursor>,
+    /// Every fence page (kept for the machine's life, see the module docs).
+    pages: Vec<SysAlloc>,
+    work_all: bool,
+    work: BTreeSet<usize>,
+    /// DxgkDdiUpdateMonitoredValues calls.
+    pub update_monitored_calls: u64,
+    /// DxgkDdiUpdateCurrentValuesFromCpu calls.
+    pub update_current_calls: u64,
+    /// Fence resamples done at DPC time (one per fence per DPC).
+    pub dpc_resamples: u64,
+}
+
+impl FenceOs {
+    fn stride(&self) -> u64 {
+        self.caps.map_or(8, |c| u64::from(c.MonitoredValueStride))
+    }
+
+    fn alloc_slot(
+        &mut self,
+        a: &AdapterShared,
+        process: ProcessId,
+        monitored: bool,
+        shareable: bool,
+    ) -> Option<Slot> {
+        let stride = self.stride();
+        let mem = a.device.memory();
+        if shareable {
+            let alloc = mem.alloc_system(PAGE, PAGE)?;
+            self.pages.push(alloc.clone());
+            return Some(Slot { alloc, off: 0 });
+        }
+        let key = (process, monitored);
+        if let Some(c) = self.cursors.get_mut(&key) {
+            if c.next + 8 <= PAGE {
+                let s = Slot {
+                    alloc: c.alloc.clone(),
+                    off: c.next,
+                };
+                c.next += stride;
+                return Some(s);
+            }
+        }
+        let alloc = mem.alloc_system(PAGE, PAGE)?;
+        self.pages.push(alloc.clone());
+        self.cursors.insert(
+            key,
+            Cursor {
+                alloc: alloc.clone(),
+                next: stride,
+            },
+        );
+        Some(Slot { alloc, off: 0 })
+    }
+}
+
+/// Checks the caps the OS relies on: `MapToGpuSystemProcess` (the OS maps the values into the
+/// system process for the CMP and passes those VAs to create, NF-11) and a stride that is a
+/// non-zero multiple of 8 (64-bit values, NF-05), at most a page.
+pub fn validate_native_fence_caps(c: &DXGK_NATIVE_FENCE_CAPS) -> Result<(), String> {
+    if c.MapToGpuSystemProcess == 0 {
+        return Err("NATIVE_FENCE_CAPS.MapToGpuSystemProcess is not set".into());
+    }
+    let s = u64::from(c.MonitoredValueStride);
+    if s == 0 || !s.is_multiple_of(8) || s > PAGE {
+        return Err(format!(
+            "NATIVE_FENCE_CAPS.MonitoredValueStride = {s} (must be a non-zero multiple of 8)"
+        ));
+    }
+    Ok(())
+}
+
+/// `DXGKQAITYPE_NATIVE_FENCE_CAPS` (PASSIVE), at adapter start.
+pub(crate) fn query_caps(
+    a: &AdapterShared,
+    t: &DRIVER_INITIALIZATION_DATA,
+) -> Result<DXGK_NATIVE_FENCE_CAPS, SimError> {
+    let q = t
+        .DxgkDdiQueryAdapterInfo
+        .ok_or_else(|| SimError::Simulation("no QueryAdapterInfo".into()))?;
+    let mut caps = DXGK_NATIVE_FENCE_CAPS {
+        MonitoredValueStride: 0xCDCD_CDCD,
+        MapToGpuSystemProcess: 0xCD,
+        MinimumAddress: 0xCDCD_CDCD_CDCD_CDCD,
+        MaximumAddress: 0xCDCD_CDCD_CDCD_CDCD,
+        Reserved: [0xCD; 28],
+    };
+    let args = DXGKARG_QUERYADAPTERINFO {
+        Type: DXGKQAITYPE_NATIVE_FENCE_CAPS,
+        pInputData: std::ptr::null_mut(),
+        InputDataSize: 0,
+        pOutputData: (&mut caps as *mut DXGK_NATIVE_FENCE_CAPS).cast(),
+        OutputDataSize: std::mem::size_of::<DXGK_NATIVE_FENCE_CAPS>() as u32,
+        Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
+        hKmdProcessHandle: std::ptr::null_mut(),
+    };
+    let ctx = a.context();
+    let status = call_ddi(
+        &a.state,
+        Routine::DxgkDdiQueryAdapterInfo,
+        q as usize,
+        || {
+            // SAFETY: the driver's QueryAdapterInfo with its context and an output buffer of
+            // the declared size.
+            unsafe { q(ctx, &args) }
+        },
+    )?;
+    check_status(status)?;
+    Ok(caps)
+}
+
+fn table(a: &AdapterShared) -> Result<DRIVER_INITIALIZATION_DATA, SimError> {
+    a.table
+        .get()
+        .ok_or_else(|| SimError::Simulation("no driver loaded".into()))
+}
+
+fn missing(name: &str) -> SimError {
+    SimError::Simulation(format!("the driver's table has no {name}"))
+}
+
+/// `DxgkDdiUpdateMonitoredValues` for `(global, value, MonitoredValue kernel VA)` entries, at
+/// device IRQL under the adapter's interrupt lock (synchronised with the ISR, NF-07).
+fn update_monitored(
+    a: &AdapterShared,
+    entries: &[(usize, u64, *mut c_void)],
+) -> Result<(), SimError> {
+    let f = table(a)?
+        .DxgkDdiUpdateMonitoredValues
+        .ok_or_else(|| missing("DxgkDdiUpdateMonitoredValues"))?;
+    let mut handles: Vec<HANDLE> = entries.iter().map(|e| e.0 as HANDLE).collect();
+    let mut values: Vec<u64> = entries.iter().map(|e| e.1).collect();
+    let mut vas: Vec<*mut c_void> = entries.iter().map(|e| e.2).collect();
+    let args = DXGKARG_UPDATEMONITOREDVALUES {
+        NativeFenceArray: handles.as_mut_ptr(),
+        UpdatedValueArray: values.as_mut_ptr(),
+        MonitoredValueKernelCpuVa: vas.as_mut_ptr(),
+        NumFences: entries.len() as u32,
+        Flags: DXGKARG_UPDATEMONITOREDVALUES_FLAGS::default(),
+        Reserved: [0; 28],
+    };
+    let status = {
+        let _guard = lock(&a.interrupt_lock);
+        if !a.connected.load(Ordering::Acquire) {
+            return Err(SimError::Simulation(format!(
+                "adapter {}'s interrupt is not connected: no UpdateMonitoredValues",
+                a.index
+            )));
+        }
+        let _irql = IrqlScope::enter(Irql::Device);
+        let _inside = a.enter_interrupt_lock();
+        call_ddi(
+            &a.state,
+            Routine::DxgkDdiUpdateMonitoredValues,
+            f as usize,
+            || {
+                // SAFETY: the driver's DDI with three arrays of NumFences entries that live
+                // across the call; the MonitoredValue addresses are OS fence storage.
+                unsafe { f(&args) }
+            },
+        )?
+    };
+    lock(&a.fence_os).update_monitored_calls += 1;
+    check_status(status)
+}
+
+/// `DxgkDdiUpdateCurrentValuesFromCpu` at DISPATCH_LEVEL.
+fn update_current(
+    a: &AdapterShared,
+    entries: &[(usize, u64, *mut c_void)],
+    notification_only: bool,
+) -> Result<(), SimError> {
+    let f = table(a)?
+        .DxgkDdiUpdateCurrentValuesFromCpu
+        .ok_or_else(|| missing("DxgkDdiUpdateCurrentValuesFromCpu"))?;
+    let mut handles: Vec<HANDLE> = entries.iter().map(|e| e.0 as HANDLE).collect();
+    let mut values: Vec<u64> = entries.iter().map(|e| e.1).collect();
+    let mut vas: Vec<*mut c_void> = entries.iter().map(|e| e.2).collect();
+    type Flags = DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS;
+    let flags = if notification_only {
+        Flags::from_value(Flags::mask(Flags::NotificationOnly))
+    } else {
+        Flags::default()
+    };
+    let args = DXGKARG_UPDATECURRENTVALUESFROMCPU {
+        NativeFenceArray: handles.as_mut_ptr(),
+        UpdatedValueArray: values.as_mut_ptr(),
+        CurrentValueKernelCpuVa: vas.as_mut_ptr(),
+        NumFences: entries.len() as u32,
+        Flags: flags,
+        Reserved: [0; 28],
+    };
+    let status = {
+        let _irql = IrqlScope::enter(Irql::Dispatch);
+        call_ddi(
+            &a.state,
+            Routine::DxgkDdiUpdateCurrentValuesFromCpu,
+            f as usize,
+            || {
+                // SAFETY: as for update_monitored.
+                unsafe { f(&args) }
+            },
+        )?
+    };
+    lock(&a.fence_os).update_current_calls += 1;
+    check_status(status)
+}
+
+/// Releases satisfied waits and brings MonitoredValue to what the pending waits need,
+/// calling `DxgkDdiUpdateMonitoredValues` whenever it changes and resampling CurrentValue
+/// after each call (NF-02, NF-04, NF-07).
+fn settle(obj: &FenceObj) -> Result<(), SimError> {
+    let Some(a) = obj.adapter.upgrade() else {
+        return Ok(());
+    };
+    let _s = lock(&obj.settle_lock);
+    loop {
+        let update = {
+            let mut st = lock(&obj.st);
+            if st.destroyed {
+                return Ok(());
+            }
+            let cv = obj.cv.load();
+            st.waiters.retain(|w| {
+                let done = w.value <= cv;
+                if done {
+                    w.event.set(WaitOutcome::Satisfied);
+                }
+                !done
+            });
+            let desired = if st.hold_zero {
+                0
+            } else {
+                st.waiters
+                    .iter()
+                    .map(|w| w.value)
+                    .min()
+                    .map_or(u64::MAX, |v| v - 1)
+            };
+            if desired == st.mv_os {
+                None
+            } else {
+                st.mv_os = desired;
+                Some(desired)
+            }
+        };
+        match update {
+            None => return Ok(()),
+            Some(v) => update_monitored(&a, &[(obj.global, v, obj.mv.kva())])?,
+        }
+    }
+}
+
+/// Tells the other adapters of a cross-adapter fence that its CurrentValue changed
+/// (`NotificationOnly`, NF-16), then settles their waits.
+fn propagate(obj: &FenceObj) -> Result<(), SimError> {
+    let (peers, cv) = {
+        let mut st = lock(&obj.st);
+        let cv = obj.cv.load();
+        if st.peers.is_empty() || st.destroyed || cv == st.last_propagated {
+            return Ok(());
+        }
+        st.last_propagated = cv;
+        (st.peers.clone(), cv)
+    };
+    for p in peers {
+        let Some(b) = p.adapter.upgrade() else {
+            continue;
+        };
+        {
+            let _s = lock(&p.settle_lock);
+            let mut st = lock(&p.st);
+            if st.destroyed {
+                continue;
+            }
+            st.last_propagated = cv;
+            drop(st);
+            update_current(&b, &[(p.global, cv, p.cv.kva())], true)?;
+        }
+        settle(&p)?;
+    }
+    Ok(())
+}
+
+/// Records the fence work a DPC's notifications ask for (called from `DxgkCbNotifyDpc`).
+pub(crate) fn note_notifications<'a>(
+    a: &AdapterShared,
+    ns: impl Iterator<Item = &'a Notification>,
+) {
+    let mut os = lock(&a.fence_os);
+    for n in ns {
+        if let Notification::NativeFenceSignaled { fences, .. } = n {
+            match fences {
+                None => os.work_all = true,
+                Some(v) => os.work.extend(v.iter().copied()),
+            }
+        }
+    }
+}
+
+/// VidSch's DPC-time fence processing, after the driver's DPC returned (DISPATCH_LEVEL):
+/// resample the reported fences (every fence of the adapter for a NULL report), release
+/// satisfied waits, re-arm MonitoredValue (NF-04), propagate cross-adapter values (NF-16).
+pub(crate) fn process_dpc_work(a: &AdapterShared) {
+    let objs: Vec<Arc<FenceObj>> = {
+        let mut os = lock(&a.fence_os);
+        let all = std::mem::take(&mut os.work_all);
+        let set = std::mem::take(&mut os.work);
+        let v: Vec<Arc<FenceObj>> = if all {
+            os.objs.values().cloned().collect()
+        } else {
+            set.iter().filter_map(|h| os.objs.get(h).cloned()).collect()
+        };
+        os.dpc_resamples += v.len() as u64;
+        v
+    };
+    for o in objs {
+        if let Err(e) = settle(&o).and_then(|()| propagate(&o)) {
+            if !a.state.is_halted() {
+                a.state.raise_sim_error(format!(
+                    "DPC-time processing of native fence {:#x}: {e}",
+                    o.global
+                ));
+            }
+            return;
+        }
+    }
+}
+
+fn parse_pdd(b: &[u8; D3DDDI_NATIVE_FENCE_PDD_SIZE]) -> NativeFencePdd {
+    let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+    let u64_at = |o: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[o..o + 8]);
+        u64::from_le_bytes(w)
+    };
+    NativeFencePdd {
+        magic: u32_at(0),
+        version: u32_at(4),
+        report_tag: u64_at(8),
+        current_value_gpu: u64_at(16),
+        monitored_value_gpu: u64_at(24),
+        reserved: [u64_at(32), u64_at(40), u64_at(48), u64_at(56)],
+    }
+}
+
+impl Machine {
+    fn fence_adapter(&self, i: usize) -> Result<Arc<AdapterShared>, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        if *lock(&a.life) != Life::Started {
+            return Err(SimError::Simulation(format!("adapter {i} is not started")));
+        }
+        if lock(&a.fence_os).caps.is_none() {
+            return Err(SimError::Simulation(format!(
+                "adapter {i} has no native fences (NativeGpuFence not advertised)"
+            )));
+        }
+        Ok(a)
+    }
+
+    /// The native-fence caps adapter `i` answered at start.
+    pub fn native_fence_caps(&self, i: usize) -> Option<DXGK_NATIVE_FENCE_CAPS> {
+        self.adapter_shared(i)
+            .ok()
+            .and_then(|a| lock(&a.fence_os).caps)
+    }
+
+    /// (UpdateMonitoredValues calls, UpdateCurrentValuesFromCpu calls, DPC-time resamples)
+    /// on adapter `i`.
+    pub fn native_fence_counts(&self, i: usize) -> (u64, u64, u64) {
+        self.adapter_shared(i).map_or((0, 0, 0), |a| {
+            let os = lock(&a.fence_os);
+            (
+                os.update_monitored_calls,
+                os.update_current_calls,
+                os.dpc_resamples,
+            )
+        })
+    }
+
+    /// Creates a native fence on adapter `i` for `process` (NF-05, NF-11, NF-12, NF-13):
+    /// storage, `DxgkDdiCreateNativeFence`, then `DxgkDdiOpenNativeFence` for the creator.
+    pub fn create_native_fence(
+        &self,
+        i: usize,
+        process: ProcessId,
+        desc: NativeFenceDesc,
+    ) -> Result<NativeFence, SimError> {
+        let a = self.fence_adapter(i)?;
+        self.create_on(&a, process, desc, None)
+    }
+
+    fn create_on(
+        &self,
+        a: &Arc<AdapterShared>,
+        process: ProcessId,
+        desc: NativeFenceDesc,
+        shared_cv: Option<Slot>,
+    ) -> Result<NativeFence, SimError> {
+        let t = table(a)?;
+        let create = t
+            .DxgkDdiCreateNativeFence
+            .ok_or_else(|| missing("DxgkDdiCreateNativeFence"))?;
+        let open = t
+            .DxgkDdiOpenNativeFence
+            .ok_or_else(|| missing("DxgkDdiOpenNativeFence"))?;
+        let cross = shared_cv.is_some();
+        let (cv, mv) = {
+            let mut os = lock(&a.fence_os);
+            let cv = match shared_cv {
+                Some(s) => Some(s),
+                None => os.alloc_slot(a, process, false, desc.shareable),
+            };
+            let mv = os.alloc_slot(a, process, true, desc.shareable || cross);
+            match (cv, mv) {
+                (Some(c), Some(m)) => (c, m),
+                _ => {
+                    return Err(SimError::Simulation(
+                        "out of system memory for fence storage".into(),
+                    ))
+                }
+            }
+        };
+        if !cross {
+            cv.store(desc.initial);
+        }
+        let mv_init = if cross { 0 } else { u64::MAX };
+        mv.store(mv_init);
+        let global = next_handle();
+        let mut args = DXGKARG_CREATENATIVEFENCE {
+            hGlobalNativeFence: global as HANDLE,
+            Type: desc.fence_type,
+            CurrentValueSystemProcessGpuVa: cv.gpu(),
+            MonitoredValueSystemProcessGpuVa: mv.gpu(),
+            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+            Flags: DXGKARG_CREATENATIVEFENCE_FLAGS::default(),
+            Reserved: [0; 32],
+        };
+        // Registered before the call: from the moment the driver knows the handle, a report
+        // naming it is legitimate.
+        lock(&a.native_fences).insert(global);
+        let ctx = a.context();
+        let status = call_ddi(
+            &self.state,
+            Routine::DxgkDdiCreateNativeFence,
+            create as usize,
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { create(ctx, &mut args) }
+            },
+        );
+        if let Err(e) = status.and_then(check_status) {
+            lock(&a.native_fences).remove(&global);
+            return Err(e);
+        }
+        let pdd = parse_pdd(&args.pPrivateDriverData);
+        let obj = Arc::new(FenceObj {
+            adapter: Arc::downgrade(a),
+            adapter_index: a.index,
+            global,
+            creator: process,
+            shareable: desc.shareable || cross,
+            fence_type: desc.fence_type,
+            cv,
+            mv,
+            pdd,
+            settle_lock: Mutex::new(()),
+            st: Mutex::new(ObjState {
+                instances: BTreeMap::new(),
+                destroyed: false,
+                waiters: Vec::new(),
+                mv_os: mv_init,
+                hold_zero: cross,
+                peers: Vec::new(),
+                last_propagated: 0,
+            }),
+        });
+        let bad = if pdd.magic != PDD_MAGIC || pdd.version != NATIVE_FENCE_PDD_VERSION {
+            Some(format!(
+                "CreateNativeFence returned private data with magic {:#x} version {}",
+                pdd.magic, pdd.version
+            ))
+        } else if pdd.current_value_gpu != obj.cv.gpu() || pdd.monitored_value_gpu != obj.mv.gpu() {
+            Some("CreateNativeFence's private data names other fence addresses".to_string())
+        } else {
+            None
+        };
+        if let Some(msg) = bad {
+            let _ = self.destroy_global(a, &obj);
+            return Err(SimError::Simulation(msg));
+        }
+        let local = next_handle();
+        let mut oargs = DXGKARG_OPENNATIVEFENCE {
+            hGlobalNativeFence: global as HANDLE,
+            hLocalNativeFence: local as HANDLE,
+            // No DxgkDdiCreateDevice in the simulation yet: no device handle to pass.
+            hDevice: std::ptr::null_mut(),
+            CurrentValueGpuVa: obj.cv.gpu(),
+            MonitoredValueGpuVa: obj.mv.gpu(),
+            Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
+            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+            Reserved: [0; 32],
+        };
+        let r = call_ddi(
+            &self.state,
+            Routine::DxgkDdiOpenNativeFence,
+            open as usize,
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { open(ctx, &mut oargs) }
+            },
+        )
+        .and_then(check_status);
+        if let Err(e) = r {
+            let _ = self.destroy_global(a, &obj);
+            return Err(e);
+        }
+        lock(&obj.st).instances.insert(local, process);
+        lock(&a.fence_os).objs.insert(global, obj.clone());
+        Ok(NativeFence {
+            obj,
+            process,
+            local,
+        })
+    }
+
+    /// `DxgkDdiDestroyNativeFence` and the OS bookkeeping after it.
+    fn destroy_global(&self, a: &AdapterShared, obj: &FenceObj) -> Result<(), SimError> {
+        let destroy = table(a)?
+            .DxgkDdiDestroyNativeFence
+            .ok_or_else(|| missing("DxgkDdiDestroyNativeFence"))?;
+        let mut args = DXGKARG_DESTROYNATIVEFENCE {
+            hGlobalNativeFence: obj.global as HANDLE,
+            Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
+            Reserved: [0; 32],
+        };
+        let status = call_ddi(
+            &self.state,
+            Routine::DxgkDdiDestroyNativeFence,
+            destroy as usize,
+            || {
+                // SAFETY: the driver's DDI with a valid argument block.
+                unsafe { destroy(&mut args) }
+            },
+        )?;
+        check_status(status)?;
+        // The driver guarantees its ISR can no longer name it (NF-14).
+        lock(&a.native_fences).remove(&obj.global);
+        lock(&a.fence_os).objs.remove(&obj.global);
+        Ok(())
+    }
+
+    /// Opens `fence` for `process` on the same adapter (`DxgkDdiOpenNativeFence`, NF-13).
+    /// Another process may open only a shareable fence.
+    pub fn open_native_fence(
+        &self,
+        fence: &NativeFence,
+        process: ProcessId,
+    ) -> Result<NativeFence, SimError> {
+        let a = self.fence_adapter(fence.adapter())?;
+        if process != fence.obj.creator && !fence.obj.shareable {
+            return Err(SimError::Simulation(
+                "a non-shareable fence cannot be opened by another process".into(),
+            ));
+        }
+        let open = table(&a)?
+            .DxgkDdiOpenNativeFence
+            .ok_or_else(|| missing("DxgkDdiOpenNativeFence"))?;
+        let _s = lock(&fence.obj.settle_lock);
+        if lock(&fence.obj.st).destroyed {
+            return Err(SimError::Simulation("the fence was destroyed".into()));
+        }
+        let local = next_handle();
+        let mut args = DXGKARG_OPENNATIVEFENCE {
+            hGlobalNativeFence: fence.obj.global as HANDLE,
+            hLocalNativeFence: local as HANDLE,
+            hDevice: std::ptr::null_mut(),
+            CurrentValueGpuVa: fence.obj.cv.gpu(),
+            MonitoredValueGpuVa: fence.obj.mv.gpu(),
+            Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
+            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+            Reserved: [0; 32],
+        };
+        let ctx = a.context();
+        let status = call_ddi(
+            &self.state,
+            Routine::DxgkDdiOpenNativeFence,
+            open as usize,
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { open(ctx, &mut args) }
+            },
+        )?;
+        check_status(status)?;
+        lock(&fence.obj.st).instances.insert(local, process);
+        Ok(NativeFence {
+            obj: fence.obj.clone(),
+            process,
+            local,
+        })
+    }
+
+    /// Opens a shareable `D3DDDI_NATIVEFENCE_TYPE_DEFAULT` fence on another adapter (NF-16):
+    /// the OS creates the fence there too (its own global handle and MonitoredValue, the same
+    /// CurrentValue in system memory), and holds MonitoredValue at 0 on every adapter for the
+    /// fence's life, so every signal interrupts and the OS can propagate it.
+    pub fn open_native_fence_cross_adapter(
+        &self,
+        fence: &NativeFence,
+        adapter: usize,
+        process: ProcessId,
+    ) -> Result<NativeFence, SimError> {
+        if adapter == fence.adapter() {
+            return Err(SimError::Simulation(
+                "same adapter: use open_native_fence".into(),
+            ));
+        }
+        if !fence.obj.shareable || fence.obj.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
+            return Err(SimError::Simulation(
+                "cross-adapter fences are shareable D3DDDI_NATIVEFENCE_TYPE_DEFAULT fences (NF-16)"
+                    .into(),
+            ));
+        }
+        let b = self.fence_adapter(adapter)?;
+        let nb = self.create_on(
+            &b,
+            process,
+            NativeFenceDesc {
+                initial: 0,
+                shareable: true,
+                fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
+            },
+            Some(fence.obj.cv.clone()),
+        )?;
+        // Link every instance of the fence with the new one, and hold the first adapter's
+        // MonitoredValue at 0 from now on.
+        let others: Vec<Arc<FenceObj>> = {
+            let st = lock(&fence.obj.st);
+            let mut v = st.peers.clone();
+            v.push(fence.obj.clone());
+            v
+        };
+        let cv = fence.obj.cv.load();
+        for o in &others {
+            let mut st = lock(&o.st);
+            st.peers.push(nb.obj.clone());
+            st.hold_zero = true;
+            st.last_propagated = cv;
+        }
+        {
+            let mut st = lock(&nb.obj.st);
+            st.peers = others.clone();
+            st.last_propagated = cv;
+        }
+        for o in &others {
+            settle(o)?;
+        }
+        Ok(nb)
+    }
+
+    /// A process destroys its instance (NF-13): `DxgkDdiCloseNativeFence` for its local
+    /// handle; if it was the last instance, then `DxgkDdiDestroyNativeFence` for the global
+    /// handle. Pending CPU waits of a destroyed fence end [`WaitOutcome::Abandoned`]. An
+    /// instance destroyed twice is refused by the OS (the driver never sees it).
+    pub fn destroy_native_fence(&self, fence: &NativeFence) -> Result<(), SimError> {
+        let a = self.adapter_shared(fence.adapter())?.clone();
+        let close = table(&a)?
+            .DxgkDdiCloseNativeFence
+            .ok_or_else(|| missing("DxgkDdiCloseNativeFence"))?;
+        let obj = &fence.obj;
+        let _s = lock(&obj.settle_lock);
+        if !lock(&obj.st).instances.contains_key(&fence.local) {
+            return Err(SimError::Simulation(format!(
+                "local native fence handle {:#x} is not open",
+                fence.local
+            )));
+        }
+        let mut args = DXGKARG_CLOSENATIVEFENCE {
+            hLocalNativeFence: fence.local as HANDLE,
+            Flags: DXGK_CLOSENATIVEFENCE_FLAGS::default(),
+            Reserved: [0; 32],
+        };
+        let ctx = a.context();
+        let status = call_ddi(
+            &self.state,
+            Routine::DxgkDdiCloseNativeFence,
+            close as usize,
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { close(ctx, &mut args) }
+            },
+        )?;
+        check_status(status)?;
+        let last = {
+            let mut st = lock(&obj.st);
+            st.instances.remove(&fence.local);
+            st.instances.is_empty()
+        };
+        if !last {
+            return Ok(());
+        }
+        self.destroy_global(&a, obj)?;
+        let (waiters, peers) = {
+            let mut st = lock(&obj.st);
+            st.destroyed = true;
+            (
+                std::mem::take(&mut st.waiters),
+                std::mem::take(&mut st.peers),
+            )
+        };
+        for w in waiters {
+            w.event.set(WaitOutcome::Abandoned);
+        }
+        for p in peers {
+            lock(&p.st).peers.retain(|q| !Arc::ptr_eq(q, obj));
+        }
+        Ok(())
+    }
+
+    /// Raw `DxgkDdiDestroyNativeFence` for a global handle, bypassing the OS bookkeeping (tests
+    /// of the driver's refusal of out-of-order calls). Returns the driver's status.
+    pub fn ddi_destroy_native_fence(&self, global: usize) -> Result<NTSTATUS, SimError> {
+        let a = self.adapter_shared(0)?.clone();
+        let destroy = table(&a)?
+            .DxgkDdiDestroyNativeFence
+            .ok_or_else(|| missing("DxgkDdiDestroyNativeFence"))?;
+        let mut args = DXGKARG_DESTROYNATIVEFENCE {
+            hGlobalNativeFence: global as HANDLE,
+            Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
+            Reserved: [0; 32],
+        };
+        call_ddi(
+            &self.state,
+            Routine::DxgkDdiDestroyNativeFence,
+            destroy as usize,
+            || {
+                // SAFETY: the driver's DDI with a valid argument block.
+                unsafe { destroy(&mut args) }
+            },
+        )
+    }
+
+    /// Raw `DxgkDdiCloseNativeFence` on adapter `i` (see [`Machine::ddi_destroy_native_fence`]).
+    pub fn ddi_close_native_fence(&self, i: usize, local: usize) -> Result<NTSTATUS, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let close = table(&a)?
+            .DxgkDdiCloseNativeFence
+            .ok_or_else(|| missing("DxgkDdiCloseNativeFence"))?;
+        let mut args = DXGKARG_CLOSENATIVEFENCE {
+            hLocalNativeFence: local as HANDLE,
+            Flags: DXGK_CLOSENATIVEFENCE_FLAGS::default(),
+            Reserved: [0; 32],
+        };
+        let ctx = a.context();
+        call_ddi(
+            &self.state,
+            Routine::DxgkDdiCloseNativeFence,
+            close as usize,
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { close(ctx, &mut args) }
+            },
+        )
+    }
+
+    /// The event form of a CPU wait (MF-04): registers a wait for CurrentValue >= `value`,
+    /// lowers MonitoredValue if needed (NF-02, NF-07) and returns the event (already signalled
+    /// when the value has been reached).
+    pub fn wait_native_fence_event(
+        &self,
+        fence: &NativeFence,
+        value: u64,
+    ) -> Result<SimEvent, SimError> {
+        if let Some(f) = self.state.fault() {
+            return Err(f.into());
+        }
+        let ev = SimEvent::default();
+        {
+            let st = &mut *lock(&fence.obj.st);
+            if st.destroyed || !st.instances.contains_key(&fence.local) {
+                return Err(SimError::Simulation(
+                    "the fence instance is not open".into(),
+                ));
+            }
+            st.waiters.push(Waiter {
+                value,
+                event: ev.clone(),
+            });
+        }
+        settle(&fence.obj)?;
+        Ok(ev)
+    }
+
+    /// The blocking form of a CPU wait (MF-04). Threaded mode: blocks up to `timeout`. Step
+    /// mode: drives the machine (device steps, interrupts, DPCs) until the wait is satisfied
+    /// or a round makes no progress (nothing but the caller could signal the fence then:
+    /// [`WaitOutcome::TimedOut`]), `timeout` bounding the real time spent. A timed-out wait is
+    /// withdrawn (MonitoredValue rises again).
+    pub fn wait_native_fence(
+        &self,
+        fence: &NativeFence,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitOutcome, SimError> {
+        let ev = self.wait_native_fence_event(fence, value)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(o) = ev.outcome() {
+                return Ok(o);
+            }
+            if let Some(f) = self.state.fault() {
+                return Err(f.into());
+            }
+            let expired = Instant::now() >= deadline;
+            let idle = match self.config().mode {
+                Mode::Step => !self.round_for_wait(),
+                Mode::Threaded => {
+                    let _ = ev.wait(Duration::from_millis(5));
+                    false
+                }
+            };
+            if let Some(o) = ev.outcome() {
+                return Ok(o);
+            }
+            if expired || idle {
+                break;
+            }
+        }
+        // Withdraw the wait.
+        lock(&fence.obj.st).waiters.retain(|w| !w.event.same(&ev));
+        ev.set(WaitOutcome::TimedOut);
+        settle(&fence.obj)?;
+        Ok(ev.outcome().unwrap_or(WaitOutcome::TimedOut))
+    }
+
+    /// CPU signal (NF-17): `DxgkDdiUpdateCurrentValuesFromCpu(fence, value)` at DISPATCH_LEVEL
+    /// (the driver writes the value and unblocks GPU waiters), then satisfied CPU waits are
+    /// released; the other adapters of a cross-adapter fence are notified
+    /// (`NotificationOnly`, NF-16).
+    pub fn signal_native_fence_from_cpu(
+        &self,
+        fence: &NativeFence,
+        value: u64,
+    ) -> Result<(), SimError> {
+        let a = self.fence_adapter(fence.adapter())?;
+        {
+            let _s = lock(&fence.obj.settle_lock);
+            let st = lock(&fence.obj.st);
+            if st.destroyed || !st.instances.contains_key(&fence.local) {
+                return Err(SimError::Simulation(
+                    "the fence instance is not open".into(),
+                ));
+            }
+            drop(st);
+            update_current(&a, &[(fence.obj.global, value, fence.obj.cv.kva())], false)?;
+        }
+        settle(&fence.obj)?;
+        propagate(&fence.obj)
+    }
+}
