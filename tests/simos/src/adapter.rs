@@ -183,6 +183,12 @@ thread_local! {
     static IN_INTERRUPT_LOCK: Cell<usize> = const { Cell::new(0) };
 }
 
+/// Whether the calling thread holds some adapter's interrupt lock (ISR, synchronised routine
+/// or an OS call synchronised with the ISR).
+pub fn holds_any_interrupt_lock() -> bool {
+    IN_INTERRUPT_LOCK.with(|c| c.get() != 0)
+}
+
 /// Clears [`IN_INTERRUPT_LOCK`] on drop.
 #[derive(Debug)]
 pub struct InsideInterruptLock {

@@ -296,6 +296,11 @@ impl Machine {
     // -----------------------------------------------------------------------------------------
     // State.
 
+    /// The machine's id (unique in the process).
+    pub fn id(&self) -> u64 {
+        self.state.id()
+    }
+
     /// The machine's configuration.
     pub fn config(&self) -> &MachineConfig {
         &self.config

@@ -2,9 +2,14 @@
 //! (NF-02 … NF-17, MF-04). The GPU work comes from [`rvgpu_simos::testing::gpu`], the
 //! stand-in for the submission path (issue 6).
 
+use std::time::Duration;
+
+use rvgpu_ddi::fence::D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU;
 use rvgpu_simos::testing::gpu::GpuQueue;
+use rvgpu_simos::testing::spy;
 use rvgpu_simos::{
-    Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, Notification, ProcessId, SimError,
+    Irql, Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, Notification, ProcessId,
+    SimError, WaitOutcome,
 };
 
 const P1: ProcessId = ProcessId(1);
@@ -108,4 +113,380 @@ fn nf_04_gpu_signal_releases_wait_and_advances_monitored_value() {
     assert_eq!(reports, vec![Some(vec![f.global_handle()])]);
     let (isr, _) = m.interrupt_counts(0);
     assert_eq!(isr, 1, "exactly one interrupt");
+}
+
+/// NF-03: GPU signals of a fence nobody waits on raise no interrupt at all (MonitoredValue is
+/// u64::MAX); with one CPU waiter, only the signal that crosses its value interrupts.
+#[test]
+fn nf_03_no_waiter_no_interrupt_one_waiter_one_interrupt() {
+    let m = step();
+    let f = fence(&m, 0);
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    for v in 1..=40 {
+        ok(&m, q.signal(&f, v));
+    }
+    ok(&m, q.kick());
+    ok(&m, m.run_until_idle());
+    assert!(q.drained());
+    assert_eq!(f.current_value(), 40);
+    assert_eq!(m.interrupt_counts(0).0, 0, "no waiter, no interrupt");
+    assert!(fence_reports(&m, 0).is_empty());
+    // One waiter at 60: signals 41..=59 stay silent, 60 interrupts, 61..=80 are silent again
+    // (nobody waits any more).
+    let e = ok(&m, m.wait_native_fence_event(&f, 60));
+    for v in 41..=80 {
+        ok(&m, q.signal(&f, v));
+    }
+    ok(&m, q.kick());
+    ok(&m, m.run_until_idle());
+    assert!(e.is_signaled());
+    assert_eq!(m.interrupt_counts(0).0, 1, "exactly the needed interrupt");
+    assert_eq!(fence_reports(&m, 0), vec![Some(vec![f.global_handle()])]);
+    assert_eq!(f.monitored_value(), u64::MAX);
+}
+
+/// NF-05: two non-shareable fences of one process share a page at the caps' stride (for
+/// both CurrentValue and MonitoredValue); a shareable fence has pages of its own, and another
+/// process's fences are on other pages.
+#[test]
+fn nf_05_packing_per_process_and_shareable_pages() {
+    let m = step();
+    let stride = u64::from(m.native_fence_caps(0).expect("caps").MonitoredValueStride);
+    let page = |a: u64| a & !0xFFF;
+    let a = fence(&m, 0);
+    let b = fence(&m, 0);
+    assert_eq!(page(a.current_value_gpu()), page(b.current_value_gpu()));
+    assert_eq!(b.current_value_gpu() - a.current_value_gpu(), stride);
+    assert_eq!(page(a.monitored_value_gpu()), page(b.monitored_value_gpu()));
+    assert_eq!(b.monitored_value_gpu() - a.monitored_value_gpu(), stride);
+    assert_ne!(page(a.current_value_gpu()), page(a.monitored_value_gpu()));
+    let s = ok(
+        &m,
+        m.create_native_fence(
+            0,
+            P1,
+            NativeFenceDesc {
+                shareable: true,
+                ..Default::default()
+            },
+        ),
+    );
+    let c = fence(&m, 0);
+    let other = ok(&m, m.create_native_fence(0, P2, NativeFenceDesc::default()));
+    let pages_of = |f: &NativeFence| [page(f.current_value_gpu()), page(f.monitored_value_gpu())];
+    for f in [&a, &b, &c, &other] {
+        for p in pages_of(f) {
+            assert!(!pages_of(&s).contains(&p), "shareable fence shares a page");
+        }
+    }
+    assert_eq!(c.current_value_gpu() - b.current_value_gpu(), stride);
+    assert!(!pages_of(&a).contains(&page(other.current_value_gpu())));
+    // The driver got exactly these addresses (its private data echoes them).
+    assert_eq!(a.pdd().current_value_gpu, a.current_value_gpu());
+    assert_eq!(s.pdd().monitored_value_gpu, s.monitored_value_gpu());
+}
+
+const P2: ProcessId = ProcessId(2);
+
+fn spied(cfg: MachineConfig) -> Machine {
+    let n = cfg.adapters.len();
+    let mut m = Machine::new(cfg);
+    m.load_driver_with(spy::install_update_monitored_spy)
+        .expect("load");
+    for i in 0..n {
+        m.start_adapter(i).expect("start");
+    }
+    m
+}
+
+/// NF-07: every UpdateMonitoredValues runs at device IRQL under the interrupt lock; a value
+/// that arrives while the OS lowers MonitoredValue (the GPU decided against the old
+/// u64::MAX: no interrupt) is found by the resample after the call, and the wait is released
+/// without any interrupt.
+#[test]
+fn nf_07_update_at_device_irql_and_resample_after() {
+    let m = spied(MachineConfig::single(Mode::Step));
+    let f = fence(&m, 0);
+    let mem = m.memory().clone();
+    let cv = f.current_value_gpu();
+    // The GPU's write lands inside the OS's update (before the new MonitoredValue is
+    // visible to the CMP): it compared against u64::MAX and raised nothing.
+    spy::on_next_call(m.id(), move || {
+        mem.write_u64(cv, 5);
+    });
+    let e = ok(&m, m.wait_native_fence_event(&f, 5));
+    assert!(
+        e.is_signaled(),
+        "the resample after the update must release it"
+    );
+    assert_eq!(m.interrupt_counts(0).0, 0);
+    assert_eq!(
+        f.monitored_value(),
+        u64::MAX,
+        "re-armed to MAX: nobody waits"
+    );
+    let calls = spy::calls(m.id());
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0].fences, vec![(f.global_handle(), 4)]);
+    assert_eq!(calls[1].fences, vec![(f.global_handle(), u64::MAX)]);
+    // And the DPC-time updates (NF-04) follow the same rule.
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let e = ok(&m, m.wait_native_fence_event(&f, 9));
+    ok(&m, q.signal(&f, 9));
+    ok(&m, q.kick());
+    ok(&m, m.run_until_idle());
+    assert!(e.is_signaled());
+    let calls = spy::calls(m.id());
+    assert_eq!(calls.len(), 4, "{calls:?}");
+    for c in &calls {
+        assert_eq!(c.irql, Irql::Device, "{c:?}");
+        assert!(c.interrupt_lock, "{c:?}");
+    }
+}
+
+/// NF-13 through the OS API: A creates a shareable fence (Create + Open A), B opens it
+/// (Open B), A destroys its instance (Close A only: the fence lives on and still works), B
+/// destroys (Close B then Destroy). Out-of-order calls are refused: by the OS (second
+/// destroy of an instance, open after destroy, another process opening a non-shareable
+/// fence) and by the driver (Destroy while an instance is open, Close of a closed handle).
+#[test]
+fn nf_13_handle_walkthrough_and_out_of_order_refusal() {
+    let m = step();
+    let a = ok(
+        &m,
+        m.create_native_fence(
+            0,
+            P1,
+            NativeFenceDesc {
+                shareable: true,
+                ..Default::default()
+            },
+        ),
+    );
+    let b = ok(&m, m.open_native_fence(&a, P2));
+    assert_eq!(a.global_handle(), b.global_handle());
+    assert_ne!(a.local_handle(), b.local_handle());
+    // The driver refuses Destroy while instances are open.
+    let st = ok(&m, m.ddi_destroy_native_fence(a.global_handle()));
+    assert!(st < 0, "Destroy with open instances accepted: {st:#x}");
+    ok(&m, m.destroy_native_fence(&a));
+    assert!(!b.is_destroyed(), "A's destroy is Close(A) only");
+    let st = ok(&m, m.ddi_destroy_native_fence(a.global_handle()));
+    assert!(st < 0, "Destroy while B has it open accepted: {st:#x}");
+    // Still fully functional through B.
+    let e = ok(&m, m.wait_native_fence_event(&b, 3));
+    ok(&m, m.signal_native_fence_from_cpu(&b, 3));
+    assert!(e.is_signaled());
+    // The OS refuses a second destroy of A's instance.
+    assert!(matches!(
+        m.destroy_native_fence(&a),
+        Err(SimError::Simulation(_))
+    ));
+    // The driver refuses a Close of A's closed local handle.
+    let st = ok(&m, m.ddi_close_native_fence(0, a.local_handle()));
+    assert!(st < 0, "second Close accepted: {st:#x}");
+    ok(&m, m.destroy_native_fence(&b));
+    assert!(b.is_destroyed(), "B's destroy is Close(B) + Destroy");
+    let st = ok(&m, m.ddi_destroy_native_fence(a.global_handle()));
+    assert!(st < 0, "second Destroy accepted: {st:#x}");
+    assert!(m.open_native_fence(&a, P1).is_err(), "open after destroy");
+    let private = fence(&m, 0);
+    assert!(
+        m.open_native_fence(&private, P2).is_err(),
+        "another process opened a non-shareable fence"
+    );
+    assert!(m.bugcheck().is_none());
+}
+
+/// NF-14: destroying a fence whose GPU signal is still queued never produces a report naming
+/// its (now dead) handle: the signal still runs, the interrupt it raises is reported without
+/// the handle (or as NULL), and the OS does not bug-check. The waiter is abandoned.
+#[test]
+fn nf_14_destroyed_fence_with_queued_signal_no_bugcheck() {
+    let m = step();
+    let f = fence(&m, 0);
+    let keep = fence(&m, 0);
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let e = ok(&m, m.wait_native_fence_event(&f, 1));
+    assert_eq!(f.monitored_value(), 0);
+    ok(&m, q.signal(&f, 1));
+    ok(&m, q.kick());
+    ok(&m, m.destroy_native_fence(&f));
+    assert_eq!(e.outcome(), Some(WaitOutcome::Abandoned));
+    let r = m.run_until_idle();
+    assert!(r.is_ok(), "{r:?}; bugcheck {:?}", m.bugcheck());
+    assert!(q.drained());
+    assert_eq!(
+        f.current_value(),
+        1,
+        "the GPU still wrote the (deferred-free) storage"
+    );
+    assert!(
+        m.interrupt_counts(0).0 >= 1,
+        "the queued signal interrupted (its MonitoredValue was 0)"
+    );
+    for v in fence_reports(&m, 0).into_iter().flatten() {
+        assert!(!v.contains(&f.global_handle()), "destroyed handle reported");
+    }
+    // The adapter still works.
+    let e = ok(&m, m.wait_native_fence_event(&keep, 2));
+    ok(&m, q.signal(&keep, 2));
+    ok(&m, q.kick());
+    ok(&m, m.run_until_idle());
+    assert!(e.is_signaled());
+}
+
+/// NF-17: a CPU signal releases a GPU FENCE_WAIT with no CPU round trip: the blocked queue
+/// continues and its later signal lands, with no interrupt at all.
+#[test]
+fn nf_17_cpu_signal_releases_gpu_wait() {
+    let m = step();
+    let f = fence(&m, 0);
+    let g = fence(&m, 0);
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    ok(&m, q.wait(&f, 5));
+    ok(&m, q.signal(&g, 1));
+    ok(&m, q.kick());
+    ok(&m, m.run_until_idle());
+    assert!(!q.drained(), "the queue must block on the wait");
+    assert_eq!(g.current_value(), 0);
+    ok(&m, m.signal_native_fence_from_cpu(&f, 4));
+    ok(&m, m.run_until_idle());
+    assert_eq!(g.current_value(), 0, "4 < 5: still blocked");
+    ok(&m, m.signal_native_fence_from_cpu(&f, 5));
+    assert_eq!(f.current_value(), 5);
+    ok(&m, m.run_until_idle());
+    assert!(q.drained());
+    assert_eq!(g.current_value(), 1, "the signal after the wait landed");
+    assert_eq!(m.interrupt_counts(0).0, 0, "no CPU round trip");
+}
+
+/// NF-16: a cross-adapter fence (shareable, TYPE_DEFAULT) opened on the second adapter: both
+/// MonitoredValues are held at 0; a CPU signal on the first adapter is propagated with
+/// NotificationOnly and unblocks a GPU wait on the second; so does a GPU signal on the first
+/// adapter (its interrupt, then the OS's propagation). Another type is refused.
+#[test]
+fn nf_16_notification_only_unblocks_second_adapter() {
+    let m = machine(MachineConfig::igpu_dgpu(Mode::Step));
+    let shared = NativeFenceDesc {
+        shareable: true,
+        ..Default::default()
+    };
+    let f0 = ok(&m, m.create_native_fence(0, P1, shared));
+    let f1 = ok(&m, m.open_native_fence_cross_adapter(&f0, 1, P2));
+    assert_eq!(
+        f0.current_value_gpu(),
+        f1.current_value_gpu(),
+        "one CurrentValue"
+    );
+    assert_ne!(f0.global_handle(), f1.global_handle());
+    assert_eq!(f0.monitored_value(), 0, "held at 0 on the first adapter");
+    assert_eq!(f1.monitored_value(), 0, "held at 0 on the second adapter");
+    let done = ok(&m, m.create_native_fence(1, P2, NativeFenceDesc::default()));
+    let mut q1 = ok(&m, GpuQueue::new(&m, 1, 0, 1));
+    ok(&m, q1.wait(&f1, 2));
+    ok(&m, q1.signal(&done, 1));
+    ok(&m, q1.kick());
+    ok(&m, m.run_until_idle());
+    assert!(!q1.drained());
+    // CPU signal on adapter 0 → NotificationOnly on adapter 1.
+    let before = m.native_fence_counts(1).1;
+    ok(&m, m.signal_native_fence_from_cpu(&f0, 2));
+    assert!(
+        m.native_fence_counts(1).1 > before,
+        "no NotificationOnly on adapter 1"
+    );
+    ok(&m, m.run_until_idle());
+    assert!(q1.drained(), "GPU wait on adapter 1 not released");
+    assert_eq!(done.current_value(), 1);
+    // GPU signal on adapter 0 → interrupt (MonitoredValue 0) → propagation → adapter 1.
+    ok(&m, q1.wait(&f1, 3));
+    ok(&m, q1.signal(&done, 2));
+    ok(&m, q1.kick());
+    let mut q0 = ok(&m, GpuQueue::new(&m, 0, 0, 7));
+    ok(&m, q0.signal(&f0, 3));
+    ok(&m, q0.kick());
+    ok(&m, m.run_until_idle());
+    assert!(m.interrupt_counts(0).0 >= 1, "every signal interrupts");
+    assert!(q1.drained());
+    assert_eq!(done.current_value(), 2);
+    assert_eq!(f0.monitored_value(), 0);
+    assert_eq!(f1.monitored_value(), 0);
+    // Cross-adapter fences must be TYPE_DEFAULT.
+    let intra = ok(
+        &m,
+        m.create_native_fence(
+            0,
+            P1,
+            NativeFenceDesc {
+                shareable: true,
+                fence_type: D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU,
+                ..Default::default()
+            },
+        ),
+    );
+    assert!(m.open_native_fence_cross_adapter(&intra, 1, P2).is_err());
+    assert!(m.bugcheck().is_none());
+}
+
+/// MF-04 (step mode): the blocking form drives the machine until the GPU signal releases it;
+/// with nothing left to signal it times out and withdraws its wait (MonitoredValue back to
+/// MAX); the event form is signalled by the DPC.
+#[test]
+fn mf_04_blocking_and_event_waits_step() {
+    let m = step();
+    let f = fence(&m, 0);
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    ok(&m, q.signal(&f, 2));
+    ok(&m, q.kick());
+    let r = ok(&m, m.wait_native_fence(&f, 2, Duration::from_secs(5)));
+    assert_eq!(r, WaitOutcome::Satisfied);
+    let r = ok(&m, m.wait_native_fence(&f, 3, Duration::from_secs(5)));
+    assert_eq!(r, WaitOutcome::TimedOut, "nothing will signal 3");
+    assert_eq!(
+        f.monitored_value(),
+        u64::MAX,
+        "the timed-out wait is withdrawn"
+    );
+    assert!(f.pending_waits().is_empty());
+    let e = ok(&m, m.wait_native_fence_event(&f, 4));
+    assert_eq!(e.wait(Duration::ZERO), None);
+    ok(&m, q.signal(&f, 4));
+    ok(&m, q.kick());
+    ok(&m, m.run_until_idle());
+    assert_eq!(e.wait(Duration::ZERO), Some(WaitOutcome::Satisfied));
+}
+
+/// MF-04, NF-04, NF-09 (threaded: real concurrency between the CMP thread, the interrupt
+/// and DPC threads and the waiting thread): every blocking and event wait is released by the
+/// GPU signal it waits for; no wake-up is lost.
+#[test]
+fn mf_04_blocking_and_event_waits_threaded() {
+    let m = machine(MachineConfig::single(Mode::Threaded));
+    let f = fence(&m, 0);
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    for v in 1..=100u64 {
+        let ev = ok(&m, m.wait_native_fence_event(&f, 2 * v));
+        ok(&m, q.signal(&f, 2 * v - 1));
+        ok(&m, q.signal(&f, 2 * v));
+        ok(&m, q.kick());
+        if v % 2 == 0 {
+            let r = ok(&m, m.wait_native_fence(&f, 2 * v, Duration::from_secs(10)));
+            assert_eq!(r, WaitOutcome::Satisfied, "blocking wait for {}", 2 * v);
+        }
+        assert_eq!(
+            ev.wait(Duration::from_secs(10)),
+            Some(WaitOutcome::Satisfied),
+            "event wait for {}; cv {} mv {:#x}",
+            2 * v,
+            f.current_value(),
+            f.monitored_value()
+        );
+    }
+    assert!(m.bugcheck().is_none());
+    // The last waits are released; nobody waits any more.
+    assert!(m
+        .run_until(0, Duration::from_secs(5), |_| f.monitored_value()
+            == u64::MAX)
+        .unwrap_or(false));
 }
