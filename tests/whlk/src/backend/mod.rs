@@ -144,7 +144,49 @@ pub struct EngineStateChange {
     pub new_state: i32,
 }
 
+/// A native-fence instance a session handed out (one process's handle).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FenceRef(pub usize);
+
+/// A GPU queue a session set up for fence work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct QueueRef(pub usize);
+
+/// A pending CPU wait in event form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EventRef(pub usize);
+
+/// How a CPU wait ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitResult {
+    /// The value was reached.
+    Satisfied,
+    /// Timed out (step mode: the machine went idle without reaching it).
+    TimedOut,
+    /// The fence was destroyed while waiting.
+    Abandoned,
+}
+
+/// A native fence's values as the CPU reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FenceValues {
+    /// CurrentValue.
+    pub current: u64,
+    /// MonitoredValue.
+    pub monitored: u64,
+}
+
+fn unsupported<T>(what: &str) -> Result<T, Failure> {
+    Err(Failure::Unsupported(format!(
+        "{what} is not implemented by this backend"
+    )))
+}
+
 /// One machine with its adapters, for one case.
+///
+/// The native-fence methods have defaults that report [`Failure::Unsupported`]: a backend
+/// without them skips the fence cases. The GPU-queue methods stand in for a submission path
+/// (the driver has none yet, issue 6).
 pub trait Session {
     /// Number of adapters.
     fn adapter_count(&self) -> usize;
@@ -175,6 +217,96 @@ pub trait Session {
     fn engine_state_changes(&self, i: usize) -> Vec<EngineStateChange>;
     /// The bug check that halted the machine, if any.
     fn bugcheck(&self) -> Option<BugCheckInfo>;
+
+    /// ISR calls on adapter `i` so far.
+    fn interrupt_count(&self, _i: usize) -> u64 {
+        0
+    }
+    /// Step mode: runs the machine until nothing happens any more.
+    fn run_until_idle(&mut self) -> Result<(), Failure> {
+        unsupported("run_until_idle")
+    }
+    /// Creates a native fence on adapter `i` for `process`.
+    fn create_native_fence(
+        &mut self,
+        _i: usize,
+        _process: u32,
+        _initial: u64,
+        _shareable: bool,
+    ) -> Result<FenceRef, Failure> {
+        unsupported("native fences")
+    }
+    /// Opens `f` for another process on the same adapter.
+    fn open_native_fence(&mut self, _f: FenceRef, _process: u32) -> Result<FenceRef, Failure> {
+        unsupported("native fences")
+    }
+    /// Opens `f` on another adapter (cross-adapter fence, NF-16).
+    fn open_native_fence_on(
+        &mut self,
+        _f: FenceRef,
+        _adapter: usize,
+        _process: u32,
+    ) -> Result<FenceRef, Failure> {
+        unsupported("cross-adapter native fences")
+    }
+    /// The process destroys its instance.
+    fn destroy_native_fence(&mut self, _f: FenceRef) -> Result<(), Failure> {
+        unsupported("native fences")
+    }
+    /// Whether the OS object behind `f` is gone.
+    fn native_fence_destroyed(&self, _f: FenceRef) -> bool {
+        false
+    }
+    /// Calls DxgkDdiDestroyNativeFence directly for `f`'s global handle, bypassing the OS
+    /// (simulation only); the driver's NTSTATUS.
+    fn raw_destroy_native_fence(&mut self, _f: FenceRef) -> Result<i32, Failure> {
+        unsupported("raw DDI calls")
+    }
+    /// CurrentValue and MonitoredValue.
+    fn fence_values(&self, _f: FenceRef) -> Result<FenceValues, Failure> {
+        unsupported("native fences")
+    }
+    /// Registers a CPU wait in event form.
+    fn cpu_wait_event(&mut self, _f: FenceRef, _value: u64) -> Result<EventRef, Failure> {
+        unsupported("native fences")
+    }
+    /// The event's outcome, if signalled, waiting up to `timeout`.
+    fn event_result(&self, _e: EventRef, _timeout: Duration) -> Option<WaitResult> {
+        None
+    }
+    /// A blocking CPU wait.
+    fn cpu_wait(
+        &mut self,
+        _f: FenceRef,
+        _value: u64,
+        _timeout: Duration,
+    ) -> Result<WaitResult, Failure> {
+        unsupported("native fences")
+    }
+    /// A CPU signal.
+    fn cpu_signal(&mut self, _f: FenceRef, _value: u64) -> Result<(), Failure> {
+        unsupported("native fences")
+    }
+    /// A GPU queue on engine `engine` of adapter `i`.
+    fn gpu_queue(&mut self, _i: usize, _engine: u32) -> Result<QueueRef, Failure> {
+        unsupported("GPU queues")
+    }
+    /// Appends a native FENCE_SIGNAL (conditional interrupt) to the queue.
+    fn gpu_signal(&mut self, _q: QueueRef, _f: FenceRef, _value: u64) -> Result<(), Failure> {
+        unsupported("GPU queues")
+    }
+    /// Appends a FENCE_WAIT to the queue.
+    fn gpu_wait(&mut self, _q: QueueRef, _f: FenceRef, _value: u64) -> Result<(), Failure> {
+        unsupported("GPU queues")
+    }
+    /// Submits what was appended.
+    fn gpu_submit(&mut self, _q: QueueRef) -> Result<(), Failure> {
+        unsupported("GPU queues")
+    }
+    /// Whether the GPU consumed everything submitted to the queue.
+    fn gpu_queue_drained(&self, _q: QueueRef) -> bool {
+        false
+    }
 }
 
 /// Something that opens sessions.

@@ -4,11 +4,15 @@ use std::time::Duration;
 
 use rvgpu_ddi::adapter::{DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS};
 use rvgpu_simos::testing;
-use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, Notification, SimError};
+use rvgpu_simos::testing::gpu::GpuQueue;
+use rvgpu_simos::{
+    Irql, Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, Notification, ProcessId,
+    SimError, SimEvent, WaitOutcome,
+};
 
 use super::{
-    Backend, BugCheckInfo, DriverCaps, EngineStateChange, ExecMode, Failure, Misbehaviour, Session,
-    SessionConfig, StartedAdapter,
+    Backend, BugCheckInfo, DriverCaps, EngineStateChange, EventRef, ExecMode, Failure, FenceRef,
+    FenceValues, Misbehaviour, QueueRef, Session, SessionConfig, StartedAdapter, WaitResult,
 };
 
 /// The simulated backend.
@@ -37,6 +41,9 @@ impl Backend for SimBackend {
         Ok(Box::new(SimSession {
             machine: Machine::new(mc),
             misbehaviour: config.misbehaviour,
+            fences: Vec::new(),
+            events: Vec::new(),
+            queues: Vec::new(),
         }))
     }
 }
@@ -44,6 +51,43 @@ impl Backend for SimBackend {
 struct SimSession {
     machine: Machine,
     misbehaviour: Option<Misbehaviour>,
+    fences: Vec<NativeFence>,
+    events: Vec<SimEvent>,
+    queues: Vec<GpuQueue>,
+}
+
+impl SimSession {
+    fn fence(&self, f: FenceRef) -> Result<&NativeFence, Failure> {
+        self.fences
+            .get(f.0)
+            .ok_or_else(|| Failure::Backend(format!("no fence {}", f.0)))
+    }
+
+    fn add_fence(&mut self, f: NativeFence) -> FenceRef {
+        self.fences.push(f);
+        FenceRef(self.fences.len() - 1)
+    }
+
+    fn queue_and_fence(
+        &mut self,
+        q: QueueRef,
+        f: FenceRef,
+    ) -> Result<(&mut GpuQueue, NativeFence), Failure> {
+        let fence = self.fence(f)?.clone();
+        let queue = self
+            .queues
+            .get_mut(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+        Ok((queue, fence))
+    }
+}
+
+fn wait_result(o: WaitOutcome) -> WaitResult {
+    match o {
+        WaitOutcome::Satisfied => WaitResult::Satisfied,
+        WaitOutcome::TimedOut => WaitResult::TimedOut,
+        WaitOutcome::Abandoned => WaitResult::Abandoned,
+    }
 }
 
 fn failure(e: SimError) -> Failure {
@@ -171,5 +215,140 @@ impl Session for SimSession {
             code: b.code,
             params: b.params,
         })
+    }
+
+    fn interrupt_count(&self, i: usize) -> u64 {
+        self.machine.interrupt_counts(i).0
+    }
+
+    fn run_until_idle(&mut self) -> Result<(), Failure> {
+        self.machine.run_until_idle().map_err(failure)
+    }
+
+    fn create_native_fence(
+        &mut self,
+        i: usize,
+        process: u32,
+        initial: u64,
+        shareable: bool,
+    ) -> Result<FenceRef, Failure> {
+        let desc = NativeFenceDesc {
+            initial,
+            shareable,
+            ..Default::default()
+        };
+        let f = self
+            .machine
+            .create_native_fence(i, ProcessId(process), desc)
+            .map_err(failure)?;
+        Ok(self.add_fence(f))
+    }
+
+    fn open_native_fence(&mut self, f: FenceRef, process: u32) -> Result<FenceRef, Failure> {
+        let g = self
+            .machine
+            .open_native_fence(self.fence(f)?, ProcessId(process))
+            .map_err(failure)?;
+        Ok(self.add_fence(g))
+    }
+
+    fn open_native_fence_on(
+        &mut self,
+        f: FenceRef,
+        adapter: usize,
+        process: u32,
+    ) -> Result<FenceRef, Failure> {
+        let g = self
+            .machine
+            .open_native_fence_cross_adapter(self.fence(f)?, adapter, ProcessId(process))
+            .map_err(failure)?;
+        Ok(self.add_fence(g))
+    }
+
+    fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure> {
+        self.machine
+            .destroy_native_fence(self.fence(f)?)
+            .map_err(failure)
+    }
+
+    fn native_fence_destroyed(&self, f: FenceRef) -> bool {
+        self.fence(f).is_ok_and(NativeFence::is_destroyed)
+    }
+
+    fn raw_destroy_native_fence(&mut self, f: FenceRef) -> Result<i32, Failure> {
+        let g = self.fence(f)?.global_handle();
+        self.machine.ddi_destroy_native_fence(g).map_err(failure)
+    }
+
+    fn fence_values(&self, f: FenceRef) -> Result<FenceValues, Failure> {
+        let f = self.fence(f)?;
+        Ok(FenceValues {
+            current: f.current_value(),
+            monitored: f.monitored_value(),
+        })
+    }
+
+    fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure> {
+        let e = self
+            .machine
+            .wait_native_fence_event(self.fence(f)?, value)
+            .map_err(failure)?;
+        self.events.push(e);
+        Ok(EventRef(self.events.len() - 1))
+    }
+
+    fn event_result(&self, e: EventRef, timeout: Duration) -> Option<WaitResult> {
+        self.events
+            .get(e.0)
+            .and_then(|e| e.wait(timeout))
+            .map(wait_result)
+    }
+
+    fn cpu_wait(
+        &mut self,
+        f: FenceRef,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitResult, Failure> {
+        self.machine
+            .wait_native_fence(self.fence(f)?, value, timeout)
+            .map(wait_result)
+            .map_err(failure)
+    }
+
+    fn cpu_signal(&mut self, f: FenceRef, value: u64) -> Result<(), Failure> {
+        self.machine
+            .signal_native_fence_from_cpu(self.fence(f)?, value)
+            .map_err(failure)
+    }
+
+    fn gpu_queue(&mut self, i: usize, engine: u32) -> Result<QueueRef, Failure> {
+        // Queue ids only need to be unique per device.
+        let id = u32::try_from(self.queues.len() + 1).unwrap_or(u32::MAX);
+        let q = GpuQueue::new(&self.machine, i, engine, id).map_err(failure)?;
+        self.queues.push(q);
+        Ok(QueueRef(self.queues.len() - 1))
+    }
+
+    fn gpu_signal(&mut self, q: QueueRef, f: FenceRef, value: u64) -> Result<(), Failure> {
+        let (queue, fence) = self.queue_and_fence(q, f)?;
+        queue.signal(&fence, value).map_err(failure)
+    }
+
+    fn gpu_wait(&mut self, q: QueueRef, f: FenceRef, value: u64) -> Result<(), Failure> {
+        let (queue, fence) = self.queue_and_fence(q, f)?;
+        queue.wait(&fence, value).map_err(failure)
+    }
+
+    fn gpu_submit(&mut self, q: QueueRef) -> Result<(), Failure> {
+        self.queues
+            .get(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?
+            .kick()
+            .map_err(failure)
+    }
+
+    fn gpu_queue_drained(&self, q: QueueRef) -> bool {
+        self.queues.get(q.0).is_some_and(GpuQueue::drained)
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod adapter;
 pub mod interrupt;
+pub mod native_fence;
 pub mod simulation;
 
 use crate::case::Case;
@@ -11,6 +12,7 @@ pub fn all() -> Vec<Case> {
     let mut v = Vec::new();
     v.extend_from_slice(adapter::CASES);
     v.extend_from_slice(interrupt::CASES);
+    v.extend_from_slice(native_fence::CASES);
     v.extend_from_slice(simulation::CASES);
     v
 }

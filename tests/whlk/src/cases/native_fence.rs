@@ -1,0 +1,302 @@
+//! `NativeFence.*`: the OS side of native GPU fences with the driver and the GPU (NF-02 …
+//! NF-17, MF-04). GPU work goes through the session's GPU queues, a stand-in for the
+//! submission path (issue 6).
+
+use std::time::Duration;
+
+use crate::backend::{Backend, ExecMode, Session, SessionConfig, WaitResult};
+use crate::case::{Case, CaseResult};
+use crate::ensure;
+
+/// The cases of this area.
+pub const CASES: &[Case] = &[
+    Case {
+        name: "NativeFence.MonitoredValueTracksWaiters",
+        requirements: &["NF-02"],
+        summary: "MonitoredValue is u64::MAX with no waiter and the lowest pending value − 1 \
+                  with waiters, rising as waits are released",
+        run: monitored_value_tracks_waiters,
+    },
+    Case {
+        name: "NativeFence.CpuWaitGpuSignal",
+        requirements: &["NF-03", "NF-04", "NF-07"],
+        summary: "a GPU signal crossing a CPU waiter's value raises one interrupt; the DPC \
+                  releases the wait and re-arms MonitoredValue",
+        run: cpu_wait_gpu_signal,
+    },
+    Case {
+        name: "NativeFence.NoWaiterNoInterrupt",
+        requirements: &["NF-03"],
+        summary: "100 GPU signals of a fence nobody waits on raise no interrupt",
+        run: no_waiter_no_interrupt,
+    },
+    Case {
+        name: "NativeFence.HandleLifetimes",
+        requirements: &["NF-13"],
+        summary: "create + open A, open B, destroy A (close only), destroy B (close + destroy); \
+                  out-of-order destroy refused",
+        run: handle_lifetimes,
+    },
+    Case {
+        name: "NativeFence.DestroyWithQueuedSignal",
+        requirements: &["NF-14"],
+        summary: "a fence destroyed with its GPU signal still queued is never reported: no bug \
+                  check, the waiter is abandoned",
+        run: destroy_with_queued_signal,
+    },
+    Case {
+        name: "NativeFence.CpuSignalReleasesGpuWait",
+        requirements: &["NF-17"],
+        summary: "a CPU signal unblocks a GPU FENCE_WAIT with no interrupt; the queue's later \
+                  signal lands",
+        run: cpu_signal_releases_gpu_wait,
+    },
+    Case {
+        name: "NativeFence.CrossAdapterNotificationOnly",
+        requirements: &["NF-16"],
+        summary: "a cross-adapter fence holds MonitoredValue at 0 on both adapters; a CPU \
+                  signal on one unblocks a GPU wait on the other (NotificationOnly)",
+        run: cross_adapter,
+    },
+    Case {
+        name: "NativeFence.CpuWaitsThreaded",
+        requirements: &["MF-04", "NF-04", "NF-09"],
+        summary: "threaded: 50 rounds of event and blocking CPU waits released by GPU \
+                  signals; no wake-up lost",
+        run: cpu_waits_threaded,
+    },
+];
+
+fn session(
+    b: &dyn Backend,
+    mode: ExecMode,
+    adapters: usize,
+) -> Result<Box<dyn Session>, crate::case::CaseError> {
+    let mut cfg = SessionConfig::new(mode);
+    cfg.adapters = adapters;
+    let mut s = b.open(&cfg)?;
+    s.load_driver()?;
+    for i in 0..adapters {
+        s.start_adapter(i)?;
+    }
+    Ok(s)
+}
+
+fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, 1)?;
+    let f = s.create_native_fence(0, 1, 0, false)?;
+    ensure!(
+        s.fence_values(f)?.monitored == u64::MAX,
+        "MonitoredValue with no waiter"
+    );
+    let e10 = s.cpu_wait_event(f, 10)?;
+    let e5 = s.cpu_wait_event(f, 5)?;
+    let mv = s.fence_values(f)?.monitored;
+    ensure!(
+        mv == 4,
+        "MonitoredValue {mv:#x} with waiters at 5 and 10, expected 4"
+    );
+    s.cpu_signal(f, 5)?;
+    ensure!(
+        s.event_result(e5, Duration::ZERO) == Some(WaitResult::Satisfied),
+        "wait for 5 not released"
+    );
+    let mv = s.fence_values(f)?.monitored;
+    ensure!(
+        mv == 9,
+        "MonitoredValue {mv:#x} after releasing 5, expected 9"
+    );
+    s.cpu_signal(f, 10)?;
+    ensure!(
+        s.event_result(e10, Duration::ZERO) == Some(WaitResult::Satisfied),
+        "wait for 10 not released"
+    );
+    ensure!(
+        s.fence_values(f)?.monitored == u64::MAX,
+        "MonitoredValue after the last wait"
+    );
+    Ok(())
+}
+
+fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, 1)?;
+    let f = s.create_native_fence(0, 1, 0, false)?;
+    let q = s.gpu_queue(0, 0)?;
+    let e = s.cpu_wait_event(f, 3)?;
+    for v in 1..=5 {
+        s.gpu_signal(q, f, v)?;
+    }
+    s.gpu_submit(q)?;
+    s.run_until_idle()?;
+    ensure!(
+        s.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
+        "CPU wait for 3 not released; values {:?}",
+        s.fence_values(f)
+    );
+    let n = s.interrupt_count(0);
+    ensure!(n == 1, "{n} interrupts, expected exactly 1");
+    let v = s.fence_values(f)?;
+    ensure!(v.current == 5 && v.monitored == u64::MAX, "values {v:?}");
+    ensure!(s.bugcheck().is_none(), "bug check {:?}", s.bugcheck());
+    Ok(())
+}
+
+fn no_waiter_no_interrupt(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, 1)?;
+    let f = s.create_native_fence(0, 1, 0, false)?;
+    let q = s.gpu_queue(0, 0)?;
+    for v in 1..=100 {
+        s.gpu_signal(q, f, v)?;
+        if v % 50 == 0 {
+            s.gpu_submit(q)?;
+            s.run_until_idle()?;
+        }
+    }
+    ensure!(s.gpu_queue_drained(q), "queue not drained");
+    ensure!(
+        s.fence_values(f)?.current == 100,
+        "CurrentValue {:?}",
+        s.fence_values(f)
+    );
+    let n = s.interrupt_count(0);
+    ensure!(n == 0, "{n} interrupts with no waiter");
+    Ok(())
+}
+
+fn handle_lifetimes(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, 1)?;
+    let a = s.create_native_fence(0, 1, 0, true)?;
+    let bb = s.open_native_fence(a, 2)?;
+    let st = s.raw_destroy_native_fence(a)?;
+    ensure!(st < 0, "Destroy with two open instances returned {st:#x}");
+    s.destroy_native_fence(a)?;
+    ensure!(
+        !s.native_fence_destroyed(bb),
+        "A's destroy must be Close(A) only"
+    );
+    let st = s.raw_destroy_native_fence(bb)?;
+    ensure!(st < 0, "Destroy while B has it open returned {st:#x}");
+    let e = s.cpu_wait_event(bb, 1)?;
+    s.cpu_signal(bb, 1)?;
+    ensure!(
+        s.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
+        "fence unusable through B after A's destroy"
+    );
+    ensure!(
+        s.destroy_native_fence(a).is_err(),
+        "A's instance destroyed twice"
+    );
+    s.destroy_native_fence(bb)?;
+    ensure!(
+        s.native_fence_destroyed(bb),
+        "B's destroy must be Close(B) + Destroy"
+    );
+    ensure!(s.bugcheck().is_none(), "bug check {:?}", s.bugcheck());
+    Ok(())
+}
+
+fn destroy_with_queued_signal(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, 1)?;
+    let f = s.create_native_fence(0, 1, 0, false)?;
+    let q = s.gpu_queue(0, 0)?;
+    let e = s.cpu_wait_event(f, 1)?;
+    s.gpu_signal(q, f, 1)?;
+    s.gpu_submit(q)?;
+    s.destroy_native_fence(f)?;
+    ensure!(
+        s.event_result(e, Duration::ZERO) == Some(WaitResult::Abandoned),
+        "waiter of a destroyed fence not abandoned"
+    );
+    s.run_until_idle()?;
+    ensure!(s.gpu_queue_drained(q), "queue not drained");
+    ensure!(s.bugcheck().is_none(), "bug check {:?}", s.bugcheck());
+    Ok(())
+}
+
+fn cpu_signal_releases_gpu_wait(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, 1)?;
+    let f = s.create_native_fence(0, 1, 0, false)?;
+    let g = s.create_native_fence(0, 1, 0, false)?;
+    let q = s.gpu_queue(0, 0)?;
+    s.gpu_wait(q, f, 5)?;
+    s.gpu_signal(q, g, 1)?;
+    s.gpu_submit(q)?;
+    s.run_until_idle()?;
+    ensure!(
+        !s.gpu_queue_drained(q),
+        "the queue did not block on FENCE_WAIT"
+    );
+    s.cpu_signal(f, 5)?;
+    s.run_until_idle()?;
+    ensure!(
+        s.gpu_queue_drained(q),
+        "the CPU signal did not release the GPU wait"
+    );
+    ensure!(
+        s.fence_values(g)?.current == 1,
+        "the later signal did not land"
+    );
+    let n = s.interrupt_count(0);
+    ensure!(n == 0, "{n} interrupts: the release took a CPU round trip");
+    Ok(())
+}
+
+fn cross_adapter(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, 2)?;
+    let f0 = s.create_native_fence(0, 1, 0, true)?;
+    let f1 = s.open_native_fence_on(f0, 1, 2)?;
+    for (f, i) in [(f0, 0), (f1, 1)] {
+        let mv = s.fence_values(f)?.monitored;
+        ensure!(
+            mv == 0,
+            "MonitoredValue {mv:#x} on adapter {i}, expected 0 (held)"
+        );
+    }
+    let done = s.create_native_fence(1, 2, 0, false)?;
+    let q = s.gpu_queue(1, 0)?;
+    s.gpu_wait(q, f1, 2)?;
+    s.gpu_signal(q, done, 1)?;
+    s.gpu_submit(q)?;
+    s.run_until_idle()?;
+    ensure!(!s.gpu_queue_drained(q), "adapter 1's queue did not block");
+    s.cpu_signal(f0, 2)?;
+    s.run_until_idle()?;
+    ensure!(
+        s.gpu_queue_drained(q),
+        "NotificationOnly did not release adapter 1's GPU wait"
+    );
+    ensure!(
+        s.fence_values(done)?.current == 1,
+        "the later signal did not land"
+    );
+    Ok(())
+}
+
+fn cpu_waits_threaded(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Threaded, 1)?;
+    let f = s.create_native_fence(0, 1, 0, false)?;
+    let q = s.gpu_queue(0, 0)?;
+    for v in 1..=50u64 {
+        let e = s.cpu_wait_event(f, 2 * v)?;
+        s.gpu_signal(q, f, 2 * v - 1)?;
+        s.gpu_signal(q, f, 2 * v)?;
+        s.gpu_submit(q)?;
+        if v % 2 == 1 {
+            let r = s.cpu_wait(f, 2 * v, Duration::from_secs(10))?;
+            ensure!(
+                r == WaitResult::Satisfied,
+                "blocking wait for {}: {r:?}",
+                2 * v
+            );
+        }
+        let r = s.event_result(e, Duration::from_secs(10));
+        ensure!(
+            r == Some(WaitResult::Satisfied),
+            "event wait for {}: {r:?}; values {:?}",
+            2 * v,
+            s.fence_values(f)
+        );
+    }
+    ensure!(s.bugcheck().is_none(), "bug check {:?}", s.bugcheck());
+    Ok(())
+}
