@@ -66,6 +66,9 @@ use crate::notify::Notification;
 use crate::state::lock;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+const KIND_CURRENT: u8 = 0;
+const KIND_MONITORED: u8 = 1;
+const KIND_LEGACY: u8 = 2;
 
 /// Next OS handle (global and local native-fence handles share the space). Process-wide:
 /// the driver's handle map is driver-wide and many machines run in one test process.
@@ -320,11 +323,15 @@ pub struct FenceOs {
     pub caps: Option<DXGK_NATIVE_FENCE_CAPS>,
     objs: HashMap<usize, Arc<FenceObj>>,
     /// Packed pages per (process, is-MonitoredValue).
-    cursors: HashMap<(ProcessId, bool), Cursor>,
+    cursors: HashMap<(ProcessId, u8), Cursor>,
     /// Every fence page (kept for the machine's life, see the module docs).
     pages: Vec<SysAlloc>,
     work_all: bool,
     work: BTreeSet<usize>,
+    legacy: HashMap<usize, Arc<LegacyObj>>,
+    legacy_work: bool,
+    /// Legacy monitored-fence scans done at DPC time (MF-04).
+    pub legacy_scans: u64,
     /// DxgkDdiUpdateMonitoredValues calls.
     pub update_monitored_calls: u64,
     /// DxgkDdiUpdateCurrentValuesFromCpu calls.
@@ -342,7 +349,7 @@ impl FenceOs {
         &mut self,
         a: &AdapterShared,
         process: ProcessId,
-        monitored: bool,
+        kind: u8,
         shareable: bool,
     ) -> Option<Slot> {
         let stride = self.stride();
@@ -352,7 +359,7 @@ impl FenceOs {
             self.pages.push(alloc.clone());
             return Some(Slot { alloc, off: 0 });
         }
-        let key = (process, monitored);
+        let key = (process, kind);
         if let Some(c) = self.cursors.get_mut(&key) {
             if c.next + 8 <= PAGE {
                 let s = Slot {
@@ -611,11 +618,18 @@ pub(crate) fn note_notifications<'a>(
 ) {
     let mut os = lock(&a.fence_os);
     for n in ns {
-        if let Notification::NativeFenceSignaled { fences, .. } = n {
-            match fences {
+        match n {
+            Notification::NativeFenceSignaled { fences, .. } => match fences {
                 None => os.work_all = true,
                 Some(v) => os.work.extend(v.iter().copied()),
+            },
+            Notification::Other { interrupt_type }
+                if *interrupt_type
+                    == rvgpu_ddi::interrupt::DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED =>
+            {
+                os.legacy_work = true;
             }
+            _ => {}
         }
     }
 }
@@ -624,6 +638,18 @@ pub(crate) fn note_notifications<'a>(
 /// resample the reported fences (every fence of the adapter for a NULL report), release
 /// satisfied waits, re-arm MonitoredValue (NF-04), propagate cross-adapter values (NF-16).
 pub(crate) fn process_dpc_work(a: &AdapterShared) {
+    let legacy: Vec<Arc<LegacyObj>> = {
+        let mut os = lock(&a.fence_os);
+        if std::mem::take(&mut os.legacy_work) {
+            os.legacy_scans += 1;
+            os.legacy.values().cloned().collect()
+        } else {
+            Vec::new()
+        }
+    };
+    for l in legacy {
+        l.release();
+    }
     let objs: Vec<Arc<FenceObj>> = {
         let mut os = lock(&a.fence_os);
         let all = std::mem::take(&mut os.work_all);
@@ -731,9 +757,9 @@ impl Machine {
             let mut os = lock(&a.fence_os);
             let cv = match shared_cv {
                 Some(s) => Some(s),
-                None => os.alloc_slot(a, process, false, desc.shareable),
+                None => os.alloc_slot(a, process, KIND_CURRENT, desc.shareable),
             };
-            let mv = os.alloc_slot(a, process, true, desc.shareable || cross);
+            let mv = os.alloc_slot(a, process, KIND_MONITORED, desc.shareable || cross);
             match (cv, mv) {
                 (Some(c), Some(m)) => (c, m),
                 _ => {
@@ -1178,5 +1204,205 @@ impl Machine {
         }
         settle(&fence.obj)?;
         propagate(&fence.obj)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Legacy monitored fences (MF-01 … MF-04, WDDM 2.0).
+
+/// The OS's legacy monitored fence: one 64-bit value the GPU writes through its GPU VA and
+/// the CPU only reads; no driver DDI is involved (v1 maps system memory identity, so the
+/// GPU VA is the bus address).
+#[derive(Debug)]
+pub struct LegacyObj {
+    adapter_index: usize,
+    handle: usize,
+    slot: Slot,
+    st: Mutex<LegacyState>,
+}
+
+#[derive(Debug, Default)]
+struct LegacyState {
+    destroyed: bool,
+    waiters: Vec<Waiter>,
+}
+
+impl LegacyObj {
+    /// Reads the value and releases the satisfied waits (MF-04).
+    fn release(&self) {
+        let mut st = lock(&self.st);
+        let v = self.slot.load();
+        st.waiters.retain(|w| {
+            let done = w.value <= v;
+            if done {
+                w.event.set(WaitOutcome::Satisfied);
+            }
+            !done
+        });
+    }
+}
+
+/// A legacy monitored fence (`hSyncObject`).
+#[derive(Clone, Debug)]
+pub struct MonitoredFence {
+    obj: Arc<LegacyObj>,
+}
+
+impl MonitoredFence {
+    /// Adapter index.
+    pub fn adapter(&self) -> usize {
+        self.obj.adapter_index
+    }
+    /// `hSyncObject`.
+    pub fn handle(&self) -> usize {
+        self.obj.handle
+    }
+    /// The GPU VA (read/write for the GPU).
+    pub fn gpu_va(&self) -> u64 {
+        self.obj.slot.gpu()
+    }
+    /// The value, as the CPU's read-only mapping shows it.
+    pub fn value(&self) -> u64 {
+        self.obj.slot.load()
+    }
+    /// Values of the pending CPU waits.
+    pub fn pending_waits(&self) -> Vec<u64> {
+        lock(&self.obj.st).waiters.iter().map(|w| w.value).collect()
+    }
+}
+
+impl Machine {
+    /// Creates a legacy monitored fence on adapter `i` (MF-01): with or without native fences
+    /// on the adapter. The value lives in system memory, packed per process.
+    pub fn create_monitored_fence(
+        &self,
+        i: usize,
+        process: ProcessId,
+        initial: u64,
+    ) -> Result<MonitoredFence, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        if *lock(&a.life) != Life::Started {
+            return Err(SimError::Simulation(format!("adapter {i} is not started")));
+        }
+        let mut os = lock(&a.fence_os);
+        let slot = os
+            .alloc_slot(&a, process, KIND_LEGACY, false)
+            .ok_or_else(|| SimError::Simulation("out of system memory".into()))?;
+        slot.store(initial);
+        let obj = Arc::new(LegacyObj {
+            adapter_index: i,
+            handle: next_handle(),
+            slot,
+            st: Mutex::new(LegacyState::default()),
+        });
+        os.legacy.insert(obj.handle, obj.clone());
+        Ok(MonitoredFence { obj })
+    }
+
+    /// Destroys a legacy monitored fence; pending waits end [`WaitOutcome::Abandoned`].
+    pub fn destroy_monitored_fence(&self, f: &MonitoredFence) -> Result<(), SimError> {
+        let a = self.adapter_shared(f.adapter())?.clone();
+        if lock(&a.fence_os).legacy.remove(&f.obj.handle).is_none() {
+            return Err(SimError::Simulation(
+                "monitored fence already destroyed".into(),
+            ));
+        }
+        let waiters = {
+            let mut st = lock(&f.obj.st);
+            st.destroyed = true;
+            std::mem::take(&mut st.waiters)
+        };
+        for w in waiters {
+            w.event.set(WaitOutcome::Abandoned);
+        }
+        Ok(())
+    }
+
+    /// `SignalSynchronizationObjectFromCpu` (MF-01): the OS writes the value (the process never
+    /// writes it) and releases satisfied waits. Values never go backwards.
+    pub fn signal_monitored_fence_from_cpu(
+        &self,
+        f: &MonitoredFence,
+        value: u64,
+    ) -> Result<(), SimError> {
+        if let Some(e) = self.state.fault() {
+            return Err(e.into());
+        }
+        if lock(&f.obj.st).destroyed {
+            return Err(SimError::Simulation("monitored fence destroyed".into()));
+        }
+        if let Some(w) = f.obj.slot.alloc.word(f.obj.slot.off) {
+            w.fetch_max(value, Ordering::SeqCst);
+        }
+        f.obj.release();
+        Ok(())
+    }
+
+    /// Event form of a CPU wait on a legacy monitored fence (MF-04): released by the DPC-time
+    /// scan after a `DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED`, or at once if reached.
+    pub fn wait_monitored_fence_event(
+        &self,
+        f: &MonitoredFence,
+        value: u64,
+    ) -> Result<SimEvent, SimError> {
+        if let Some(e) = self.state.fault() {
+            return Err(e.into());
+        }
+        let ev = SimEvent::default();
+        {
+            let mut st = lock(&f.obj.st);
+            if st.destroyed {
+                return Err(SimError::Simulation("monitored fence destroyed".into()));
+            }
+            st.waiters.push(Waiter {
+                value,
+                event: ev.clone(),
+            });
+        }
+        f.obj.release();
+        Ok(ev)
+    }
+
+    /// Blocking form (MF-04); step mode drives the machine as
+    /// [`Machine::wait_native_fence`] does.
+    pub fn wait_monitored_fence(
+        &self,
+        f: &MonitoredFence,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitOutcome, SimError> {
+        let ev = self.wait_monitored_fence_event(f, value)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(o) = ev.outcome() {
+                return Ok(o);
+            }
+            if let Some(e) = self.state.fault() {
+                return Err(e.into());
+            }
+            let expired = Instant::now() >= deadline;
+            let idle = match self.config().mode {
+                Mode::Step => !self.round_for_wait(),
+                Mode::Threaded => {
+                    let _ = ev.wait(Duration::from_millis(5));
+                    false
+                }
+            };
+            if let Some(o) = ev.outcome() {
+                return Ok(o);
+            }
+            if expired || idle {
+                break;
+            }
+        }
+        lock(&f.obj.st).waiters.retain(|w| !w.event.same(&ev));
+        ev.set(WaitOutcome::TimedOut);
+        Ok(ev.outcome().unwrap_or(WaitOutcome::TimedOut))
+    }
+
+    /// DPC-time legacy scans on adapter `i` so far.
+    pub fn legacy_fence_scans(&self, i: usize) -> u64 {
+        self.adapter_shared(i)
+            .map_or(0, |a| lock(&a.fence_os).legacy_scans)
     }
 }

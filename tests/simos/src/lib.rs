@@ -27,7 +27,7 @@ pub mod testing;
 
 pub use bugcheck::BugCheck;
 pub use error::SimError;
-pub use fence::{NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome};
+pub use fence::{MonitoredFence, NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome};
 pub use kernel::SimKernel;
 pub use machine::{AdapterConfig, AdapterInfo, Machine, MachineConfig, Mode, OsConfig};
 pub use notify::{Notification, Processed};

@@ -135,13 +135,13 @@ pub mod gpu {
     use std::sync::Arc;
 
     use rvgpu_device::{Device, SysAlloc};
-    use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
+    use rvgpu_hw::cmd::{Command, SIGNAL_ALWAYS_IRQ, SIGNAL_CONDITIONAL_IRQ};
     use rvgpu_hw::mmio::MmioBus;
     use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
     use rvgpu_hw::regs::{self, engine_reg};
 
     use crate::error::SimError;
-    use crate::fence::NativeFence;
+    use crate::fence::{MonitoredFence, NativeFence};
     use crate::machine::Machine;
 
     /// Ring size in bytes.
@@ -252,6 +252,16 @@ pub mod gpu {
                 p.monitored_value_gpu,
                 p.report_tag,
             )
+        }
+
+        /// Queues a legacy monitored-fence signal (MF-03): FENCE_SIGNAL with
+        /// SIGNAL_ALWAYS_IRQ (every signal interrupts, MF-04).
+        pub fn signal_monitored(
+            &mut self,
+            fence: &MonitoredFence,
+            value: u64,
+        ) -> Result<(), SimError> {
+            self.signal_raw(SIGNAL_ALWAYS_IRQ, fence.gpu_va(), value, 0, 0)
         }
 
         /// Queues FENCE_SIGNAL with explicit arguments.

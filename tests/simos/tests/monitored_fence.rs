@@ -1,0 +1,91 @@
+//! Legacy monitored fences (MF-01 … MF-04) on an adapter without native fences: the OS
+//! side. GPU work comes from [`rvgpu_simos::testing::gpu`] (stand-in for issue 6).
+
+use std::time::Duration;
+
+use rvgpu_simos::testing::gpu::GpuQueue;
+use rvgpu_simos::{Machine, MachineConfig, Mode, ProcessId, SimError, WaitOutcome};
+
+fn legacy_machine(mode: Mode) -> Machine {
+    let mut cfg = MachineConfig::single(mode);
+    cfg.os.native_fence_feature = false;
+    let mut m = Machine::new(cfg);
+    m.load_driver().expect("load");
+    m.start_adapter(0).expect("start");
+    m
+}
+
+fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
+    }
+}
+
+/// MF-01: on an adapter without native fences a monitored fence is created with its initial
+/// value, a GPU VA in system memory, and the CPU signals it through the OS (values never go
+/// backwards); native fences are refused there.
+#[test]
+fn mf_01_create_and_cpu_signal_without_native_fences() {
+    let m = legacy_machine(Mode::Step);
+    assert!(m.native_fence_caps(0).is_none());
+    assert!(m
+        .create_native_fence(0, ProcessId(1), Default::default())
+        .is_err());
+    let f = ok(&m, m.create_monitored_fence(0, ProcessId(1), 7));
+    assert_eq!(f.value(), 7);
+    assert!(f.gpu_va().is_multiple_of(8) && f.gpu_va() != 0);
+    let e = ok(&m, m.wait_monitored_fence_event(&f, 9));
+    ok(&m, m.signal_monitored_fence_from_cpu(&f, 9));
+    assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
+    ok(&m, m.signal_monitored_fence_from_cpu(&f, 3));
+    assert_eq!(f.value(), 9, "a monitored fence never goes backwards");
+}
+
+/// MF-03, MF-04: every GPU signal of a legacy fence interrupts; the OS scans the monitored
+/// fences at DPC time and releases satisfied waits, in event and blocking form; a wait
+/// nothing will satisfy times out (step mode: the machine went idle).
+#[test]
+fn mf_04_legacy_waits_released_by_the_dpc_scan() {
+    let m = legacy_machine(Mode::Step);
+    let f = ok(&m, m.create_monitored_fence(0, ProcessId(1), 0));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let e = ok(&m, m.wait_monitored_fence_event(&f, 2));
+    ok(&m, q.signal_monitored(&f, 1));
+    ok(&m, q.kick());
+    ok(&m, m.run_until_idle());
+    assert_eq!(e.outcome(), None, "1 < 2");
+    let isr_one = m.interrupt_counts(0).0;
+    assert!(isr_one >= 1, "a legacy signal always interrupts");
+    assert!(m.legacy_fence_scans(0) >= 1);
+    ok(&m, q.signal_monitored(&f, 2));
+    ok(&m, q.kick());
+    ok(&m, m.run_until_idle());
+    assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
+    ok(&m, q.signal_monitored(&f, 3));
+    ok(&m, q.kick());
+    let r = ok(&m, m.wait_monitored_fence(&f, 3, Duration::from_secs(5)));
+    assert_eq!(r, WaitOutcome::Satisfied);
+    let r = ok(&m, m.wait_monitored_fence(&f, 4, Duration::from_secs(5)));
+    assert_eq!(r, WaitOutcome::TimedOut);
+    assert!(f.pending_waits().is_empty());
+    ok(&m, m.destroy_monitored_fence(&f));
+    assert!(m.destroy_monitored_fence(&f).is_err());
+    assert!(m.bugcheck().is_none());
+}
+
+/// MF-04 threaded: blocking waits released by GPU signals with real interrupt and DPC
+/// threads.
+#[test]
+fn mf_04_legacy_blocking_waits_threaded() {
+    let m = legacy_machine(Mode::Threaded);
+    let f = ok(&m, m.create_monitored_fence(0, ProcessId(1), 0));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    for v in 1..=30u64 {
+        ok(&m, q.signal_monitored(&f, v));
+        ok(&m, q.kick());
+        let r = ok(&m, m.wait_monitored_fence(&f, v, Duration::from_secs(10)));
+        assert_eq!(r, WaitOutcome::Satisfied, "wait for {v}");
+    }
+    assert!(m.bugcheck().is_none());
+}
