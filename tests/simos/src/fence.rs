@@ -195,10 +195,21 @@ impl Slot {
     }
 }
 
+/// What VidSch does when a GPU-side wait on a legacy monitored fence is satisfied: resume
+/// the software context's submission (MF-03, `WaitForSynchronizationObjectFromGpu`).
+struct Resume(Box<dyn FnOnce() + Send>);
+
+impl std::fmt::Debug for Resume {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Resume")
+    }
+}
+
 #[derive(Debug)]
 struct Waiter {
     value: u64,
     event: SimEvent,
+    resume: Option<Resume>,
 }
 
 #[derive(Debug)]
@@ -213,6 +224,9 @@ struct ObjState {
     hold_zero: bool,
     /// Cross-adapter peers: the same fence on other adapters.
     peers: Vec<Arc<FenceObj>>,
+    /// The same fence opened as a legacy monitored fence on adapters without native fences
+    /// (NF-18).
+    legacy_peers: Vec<Arc<LegacyObj>>,
     /// Last CurrentValue propagated to the peers.
     last_propagated: u64,
 }
@@ -583,15 +597,26 @@ fn settle(obj: &FenceObj) -> Result<(), SimError> {
 /// Tells the other adapters of a cross-adapter fence that its CurrentValue changed
 /// (`NotificationOnly`, NF-16), then settles their waits.
 fn propagate(obj: &FenceObj) -> Result<(), SimError> {
-    let (peers, cv) = {
+    let (peers, legacy, cv) = {
         let mut st = lock(&obj.st);
         let cv = obj.cv.load();
-        if st.peers.is_empty() || st.destroyed || cv == st.last_propagated {
+        let alone = st.peers.is_empty() && st.legacy_peers.is_empty();
+        if alone || st.destroyed || cv == st.last_propagated {
             return Ok(());
         }
         st.last_propagated = cv;
-        (st.peers.clone(), cv)
+        (st.peers.clone(), st.legacy_peers.clone(), cv)
     };
+    // An adapter without native fences observes the new value and scans its monitored-fence
+    // waits (NF-18 scenario 2a).
+    for l in legacy {
+        l.release();
+    }
+    notify_natives(&peers, cv)
+}
+
+/// `NotificationOnly` to each native instance in `peers`, then settles its waits (NF-16).
+fn notify_natives(peers: &[Arc<FenceObj>], cv: u64) -> Result<(), SimError> {
     for p in peers {
         let Some(b) = p.adapter.upgrade() else {
             continue;
@@ -606,7 +631,7 @@ fn propagate(obj: &FenceObj) -> Result<(), SimError> {
             drop(st);
             update_current(&b, &[(p.global, cv, p.cv.kva())], true)?;
         }
-        settle(&p)?;
+        settle(p)?;
     }
     Ok(())
 }
@@ -704,6 +729,33 @@ impl Machine {
             )));
         }
         Ok(a)
+    }
+
+    /// Dxgkrnl's teardown of adapter `i`'s native fences before the device goes away: every
+    /// open instance is closed and every fence destroyed (NF-13 order). Errors are returned
+    /// after trying them all.
+    pub(crate) fn destroy_all_native_fences(&self, i: usize) -> Result<(), SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
+        let mut result = Ok(());
+        for obj in objs {
+            let instances: Vec<(usize, ProcessId)> = lock(&obj.st)
+                .instances
+                .iter()
+                .map(|(l, p)| (*l, *p))
+                .collect();
+            for (local, process) in instances {
+                let f = NativeFence {
+                    obj: obj.clone(),
+                    process,
+                    local,
+                };
+                if let Err(e) = self.destroy_native_fence(&f) {
+                    result = Err(e);
+                }
+            }
+        }
+        result
     }
 
     /// The native-fence caps adapter `i` answered at start.
@@ -820,6 +872,7 @@ impl Machine {
                 mv_os: mv_init,
                 hold_zero: cross,
                 peers: Vec::new(),
+                legacy_peers: Vec::new(),
                 last_propagated: 0,
             }),
         });
@@ -1048,12 +1101,13 @@ impl Machine {
             return Ok(());
         }
         self.destroy_global(&a, obj)?;
-        let (waiters, peers) = {
+        let (waiters, peers, legacy) = {
             let mut st = lock(&obj.st);
             st.destroyed = true;
             (
                 std::mem::take(&mut st.waiters),
                 std::mem::take(&mut st.peers),
+                std::mem::take(&mut st.legacy_peers),
             )
         };
         for w in waiters {
@@ -1061,6 +1115,9 @@ impl Machine {
         }
         for p in peers {
             lock(&p.st).peers.retain(|q| !Arc::ptr_eq(q, obj));
+        }
+        for l in legacy {
+            lock(&l.st).native_peers.retain(|q| !Arc::ptr_eq(q, obj));
         }
         Ok(())
     }
@@ -1133,6 +1190,7 @@ impl Machine {
             st.waiters.push(Waiter {
                 value,
                 event: ev.clone(),
+                resume: None,
             });
         }
         settle(&fence.obj)?;
@@ -1225,20 +1283,37 @@ pub struct LegacyObj {
 struct LegacyState {
     destroyed: bool,
     waiters: Vec<Waiter>,
+    /// Native instances of the same fence on other adapters (NF-18).
+    native_peers: Vec<Arc<FenceObj>>,
 }
 
 impl LegacyObj {
-    /// Reads the value and releases the satisfied waits (MF-04).
+    /// Reads the value and releases the satisfied waits (MF-04); resumes the software
+    /// contexts whose GPU-side waits are satisfied.
     fn release(&self) {
-        let mut st = lock(&self.st);
-        let v = self.slot.load();
-        st.waiters.retain(|w| {
-            let done = w.value <= v;
-            if done {
+        let mut resumes = Vec::new();
+        {
+            let mut st = lock(&self.st);
+            let v = self.slot.load();
+            let (done, pending): (Vec<Waiter>, Vec<Waiter>) = std::mem::take(&mut st.waiters)
+                .into_iter()
+                .partition(|w| w.value <= v);
+            st.waiters = pending;
+            for w in done {
                 w.event.set(WaitOutcome::Satisfied);
+                resumes.extend(w.resume);
             }
-            !done
-        });
+        }
+        for r in resumes {
+            (r.0)();
+        }
+    }
+
+    /// The OS changed the value: release waits here and tell the native instances.
+    fn signalled(&self) -> Result<(), SimError> {
+        self.release();
+        let peers = lock(&self.st).native_peers.clone();
+        notify_natives(&peers, self.slot.load())
     }
 }
 
@@ -1307,11 +1382,17 @@ impl Machine {
                 "monitored fence already destroyed".into(),
             ));
         }
-        let waiters = {
+        let (waiters, natives) = {
             let mut st = lock(&f.obj.st);
             st.destroyed = true;
-            std::mem::take(&mut st.waiters)
+            (
+                std::mem::take(&mut st.waiters),
+                std::mem::take(&mut st.native_peers),
+            )
         };
+        for n in natives {
+            lock(&n.st).legacy_peers.retain(|l| !Arc::ptr_eq(l, &f.obj));
+        }
         for w in waiters {
             w.event.set(WaitOutcome::Abandoned);
         }
@@ -1334,8 +1415,128 @@ impl Machine {
         if let Some(w) = f.obj.slot.alloc.word(f.obj.slot.off) {
             w.fetch_max(value, Ordering::SeqCst);
         }
+        f.obj.signalled()
+    }
+
+    /// `SignalSynchronizationObjectFromGpu` (MF-03): a software packet; when it reaches the
+    /// head of its software context VidSch writes the value from the CPU. The simulation has no
+    /// software contexts yet, so the packet is at the head at once: same as a CPU signal.
+    pub fn signal_monitored_fence_from_gpu(
+        &self,
+        f: &MonitoredFence,
+        value: u64,
+    ) -> Result<(), SimError> {
+        self.signal_monitored_fence_from_cpu(f, value)
+    }
+
+    /// `WaitForSynchronizationObjectFromGpu` (MF-03): VidSch holds the waiting context until
+    /// the value is reached, then resumes it (`resume`, e.g. submitting the context's held
+    /// work). Runs `resume` at once if the value is already reached.
+    pub fn wait_monitored_fence_from_gpu(
+        &self,
+        f: &MonitoredFence,
+        value: u64,
+        resume: impl FnOnce() + Send + 'static,
+    ) -> Result<SimEvent, SimError> {
+        if let Some(e) = self.state.fault() {
+            return Err(e.into());
+        }
+        let ev = SimEvent::default();
+        {
+            let mut st = lock(&f.obj.st);
+            if st.destroyed {
+                return Err(SimError::Simulation("monitored fence destroyed".into()));
+            }
+            st.waiters.push(Waiter {
+                value,
+                event: ev.clone(),
+                resume: Some(Resume(Box::new(resume))),
+            });
+        }
         f.obj.release();
-        Ok(())
+        Ok(ev)
+    }
+
+    /// Opens a shareable TYPE_DEFAULT native fence on an adapter without native fences: it is
+    /// a regular monitored fence there (NF-18), sharing the CurrentValue storage; the native
+    /// instances hold MonitoredValue at 0 so every signal reaches the OS, which propagates it.
+    pub fn open_native_fence_as_monitored(
+        &self,
+        fence: &NativeFence,
+        adapter: usize,
+    ) -> Result<MonitoredFence, SimError> {
+        if !fence.obj.shareable || fence.obj.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
+            return Err(SimError::Simulation(
+                "only shareable TYPE_DEFAULT fences cross adapters (NF-16)".into(),
+            ));
+        }
+        let b = self.adapter_shared(adapter)?.clone();
+        if *lock(&b.life) != Life::Started {
+            return Err(SimError::Simulation(format!(
+                "adapter {adapter} is not started"
+            )));
+        }
+        if adapter == fence.adapter() || lock(&b.fence_os).caps.is_some() {
+            return Err(SimError::Simulation(format!(
+                "adapter {adapter} has native fences: open the fence as a native fence there"
+            )));
+        }
+        let natives: Vec<Arc<FenceObj>> = {
+            let st = lock(&fence.obj.st);
+            let mut v = st.peers.clone();
+            v.push(fence.obj.clone());
+            v
+        };
+        let obj = Arc::new(LegacyObj {
+            adapter_index: adapter,
+            handle: next_handle(),
+            slot: fence.obj.cv.clone(),
+            st: Mutex::new(LegacyState {
+                native_peers: natives.clone(),
+                ..LegacyState::default()
+            }),
+        });
+        lock(&b.fence_os).legacy.insert(obj.handle, obj.clone());
+        let cv = fence.obj.cv.load();
+        for n in &natives {
+            let mut st = lock(&n.st);
+            st.legacy_peers.push(obj.clone());
+            st.hold_zero = true;
+            st.last_propagated = cv;
+        }
+        for n in &natives {
+            settle(n)?;
+        }
+        Ok(MonitoredFence { obj })
+    }
+
+    /// Opens a legacy monitored fence as a native fence on an adapter that has native fences
+    /// (NF-18, the reverse direction): the OS creates the native fence there over the same
+    /// value storage, with MonitoredValue held at 0.
+    pub fn open_monitored_fence_as_native(
+        &self,
+        f: &MonitoredFence,
+        adapter: usize,
+        process: ProcessId,
+    ) -> Result<NativeFence, SimError> {
+        let b = self.fence_adapter(adapter)?;
+        let n = self.create_on(
+            &b,
+            process,
+            NativeFenceDesc {
+                initial: 0,
+                shareable: true,
+                fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
+            },
+            Some(f.obj.slot.clone()),
+        )?;
+        {
+            let mut st = lock(&n.obj.st);
+            st.legacy_peers.push(f.obj.clone());
+            st.last_propagated = f.value();
+        }
+        lock(&f.obj.st).native_peers.push(n.obj.clone());
+        Ok(n)
     }
 
     /// Event form of a CPU wait on a legacy monitored fence (MF-04): released by the DPC-time
@@ -1357,6 +1558,7 @@ impl Machine {
             st.waiters.push(Waiter {
                 value,
                 event: ev.clone(),
+                resume: None,
             });
         }
         f.obj.release();

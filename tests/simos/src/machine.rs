@@ -65,6 +65,10 @@ pub struct AdapterConfig {
     pub name: String,
     /// The emulated device (its `mode` is overridden by the machine's).
     pub device: DeviceConfig,
+    /// The OS enables `DXGK_FEATURE_NATIVE_FENCE` on this adapter (ANDed with
+    /// [`OsConfig::native_fence_feature`]): `false` makes an adapter without native fences
+    /// (the driver does not advertise them there), as the seed's scenarios 2a/2b need.
+    pub native_fence_feature: bool,
 }
 
 impl AdapterConfig {
@@ -73,6 +77,7 @@ impl AdapterConfig {
         Self {
             name: "dGPU".into(),
             device: DeviceConfig::default(),
+            native_fence_feature: true,
         }
     }
 
@@ -88,6 +93,7 @@ impl AdapterConfig {
                 optimized_fence_irq: false,
                 ..DeviceConfig::default()
             },
+            native_fence_feature: true,
         }
     }
 }
@@ -119,6 +125,17 @@ impl MachineConfig {
             mode,
             os: OsConfig::default(),
             adapters: vec![AdapterConfig::igpu(), AdapterConfig::dgpu()],
+        }
+    }
+
+    /// An iGPU without native fences and a dGPU with them (NF-18 scenarios 2a and 2b).
+    pub fn legacy_igpu_dgpu(mode: Mode) -> Self {
+        let mut igpu = AdapterConfig::igpu();
+        igpu.native_fence_feature = false;
+        Self {
+            mode,
+            os: OsConfig::default(),
+            adapters: vec![igpu, AdapterConfig::dgpu()],
         }
     }
 }
@@ -167,6 +184,38 @@ pub fn validate_caps(caps: &DXGK_DRIVERCAPS) -> Result<(), String> {
     Ok(())
 }
 
+/// The driver's adapter table is driver-wide with [`rvgpu_kmd::globals::MAX_ADAPTERS`] slots,
+/// and every machine of the test process loads the same driver: live adapters of all machines
+/// together must fit. A machine holds permits for its adapters from creation until it is
+/// dropped (after its orderly [`Machine::shutdown`]); a machine needing more than are free
+/// waits (a simulation artifact: on Windows one computer has one driver instance).
+struct AdapterPermits(usize);
+
+static LIVE_ADAPTERS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+static LIVE_ADAPTERS_CV: std::sync::Condvar = std::sync::Condvar::new();
+
+impl AdapterPermits {
+    fn acquire(n: usize) -> Self {
+        let cap = rvgpu_kmd::globals::MAX_ADAPTERS;
+        let g = lock(&LIVE_ADAPTERS);
+        let (mut g, _) = LIVE_ADAPTERS_CV
+            .wait_timeout_while(g, Duration::from_secs(120), |live| {
+                *live > 0 && *live + n > cap
+            })
+            .unwrap_or_else(|p| p.into_inner());
+        *g += n;
+        Self(n)
+    }
+}
+
+impl Drop for AdapterPermits {
+    fn drop(&mut self) {
+        let mut g = lock(&LIVE_ADAPTERS);
+        *g = g.saturating_sub(self.0);
+        LIVE_ADAPTERS_CV.notify_all();
+    }
+}
+
 /// A simulated machine. Dropping it stops its threads and devices.
 pub struct Machine {
     pub(crate) state: Arc<MachineState>,
@@ -179,6 +228,7 @@ pub struct Machine {
     driver_object: Box<[u64; 4]>,
     registry_path: Box<(UNICODE_STRING, Vec<u16>)>,
     loaded: bool,
+    _permits: AdapterPermits,
 }
 
 impl std::fmt::Debug for Machine {
@@ -195,6 +245,7 @@ impl Machine {
     /// Builds the machine: memory, devices (started in threaded mode), interrupt and DPC
     /// threads. No driver is loaded yet.
     pub fn new(config: MachineConfig) -> Self {
+        let permits = AdapterPermits::acquire(config.adapters.len());
         let state = Arc::new(MachineState::new());
         let vram = config
             .adapters
@@ -236,7 +287,10 @@ impl Machine {
                     line,
                     wake,
                     ac.clone(),
-                    config.os.clone(),
+                    OsConfig {
+                        native_fence_feature: config.os.native_fence_feature
+                            && ac.native_fence_feature,
+                    },
                     table.clone(),
                 )
             })
@@ -290,6 +344,7 @@ impl Machine {
             driver_object: Box::new([0; 4]),
             registry_path,
             loaded: false,
+            _permits: permits,
         }
     }
 
@@ -583,8 +638,7 @@ impl Machine {
                 "render-only adapter reported {sources} video present sources and {children} children"
             ));
         }
-        if caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence)
-            && !self.config.os.native_fence_feature
+        if caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence) && !a.os.native_fence_feature
         {
             // NF-10: the OS fails adapter start when the KMD advertises native fences the OS
             // did not enable.
@@ -964,8 +1018,34 @@ impl Machine {
     }
 }
 
+impl Machine {
+    /// Orderly teardown when a machine is dropped with its adapters still present: native
+    /// fences destroyed, adapters stopped and removed, as Dxgkrnl does before a device goes
+    /// away. Needed because the driver's adapter table is driver-wide (16 slots) and many
+    /// machines share one test process; a machine that halted is left as it is.
+    fn shutdown(&mut self) {
+        if !self.loaded || self.state.fault().is_some() {
+            return;
+        }
+        for i in (0..self.adapters.len()).rev() {
+            let life = *lock(&self.adapters[i].life);
+            if life == Life::Started {
+                let _ = self.destroy_all_native_fences(i);
+                if self.stop_adapter(i).is_err() {
+                    return;
+                }
+            }
+            let life = *lock(&self.adapters[i].life);
+            if matches!(life, Life::Stopped | Life::Added) && self.remove_adapter(i).is_err() {
+                return;
+            }
+        }
+    }
+}
+
 impl Drop for Machine {
     fn drop(&mut self) {
+        self.shutdown();
         self.stop.store(true, Ordering::Release);
         for a in &self.adapters {
             a.wake.notify();

@@ -147,6 +147,36 @@ pub mod gpu {
     /// Ring size in bytes.
     pub const RING_BYTES: u32 = 4096;
 
+    /// See [`GpuQueue::kicker`].
+    #[derive(Clone)]
+    pub struct Kicker {
+        device: Arc<Device>,
+        control: SysAlloc,
+        engine: u32,
+        queue_id: u32,
+        write_ptr: u64,
+    }
+
+    impl std::fmt::Debug for Kicker {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Kicker")
+                .field("queue_id", &self.queue_id)
+                .finish_non_exhaustive()
+        }
+    }
+
+    impl Kicker {
+        /// Publishes the write pointer (release) and writes QUEUE_KICK.
+        pub fn kick(&self) {
+            if let Some(w) = self.control.word(RingControl::WRITE_PTR) {
+                w.fetch_max(self.write_ptr, Ordering::Release);
+            }
+            if let Some(r) = engine_reg(self.engine, regs::engine::QUEUE_KICK) {
+                self.device.write32(r, self.queue_id);
+            }
+        }
+    }
+
     /// One hardware queue on one engine, fed by the test.
     pub struct GpuQueue {
         device: Arc<Device>,
@@ -300,6 +330,18 @@ pub mod gpu {
                 .ok_or_else(|| sim("bad engine"))?;
             self.device.write32(r, self.queue_id);
             Ok(())
+        }
+
+        /// A handle that publishes the commands written so far and kicks the queue later,
+        /// from any thread (what an OS resuming a held software context does).
+        pub fn kicker(&self) -> Kicker {
+            Kicker {
+                device: self.device.clone(),
+                control: self.control.clone(),
+                engine: self.engine,
+                queue_id: self.queue_id,
+                write_ptr: self.write_ptr,
+            }
         }
 
         /// The CMP's read pointer (bytes consumed).

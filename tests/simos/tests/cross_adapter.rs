@@ -1,5 +1,5 @@
-//! NF-18, scenario 1 of the seed's cross-adapter tables (iGPU and dGPU both with native
-//! fences): every (wait, signal) pair of the table, step by step. The fence is created on the
+//! NF-18: the seed's cross-adapter tables, every (wait, signal) pair of scenarios 1, 2a and
+//! 2b, step by step. Scenario 1: iGPU and dGPU both with native fences. The fence is created on the
 //! dGPU (adapter 1) and opened on the iGPU (adapter 0); MonitoredValue is held at 0 on both
 //! (NF-16), so the dGPU's signal interrupts and VidSch propagates it to the iGPU with
 //! `DxgkDdiUpdateCurrentValuesFromCpu(NotificationOnly)`.
@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{
-    Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, ProcessId, SimError, WaitOutcome,
+    Machine, MachineConfig, Mode, MonitoredFence, NativeFence, NativeFenceDesc, ProcessId,
+    SimError, SimEvent, WaitOutcome,
 };
 
 const IGPU: usize = 0;
@@ -158,4 +159,233 @@ fn nf_18_s1_igpu_cpu_wait_dgpu_cpu_signal() {
         r.m.wait_native_fence(&r.i, 10, Duration::from_secs(1)),
     );
     assert_eq!(w, WaitOutcome::Satisfied);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios 2a and 2b: the iGPU has no native fences (the driver does not advertise them
+// there), the dGPU has. The fence is created native on the dGPU and opened on the iGPU as a
+// regular monitored fence over the same CurrentValue.
+
+struct Rig2 {
+    m: Machine,
+    d: NativeFence,
+    i: MonitoredFence,
+}
+
+fn rig2() -> Rig2 {
+    let mut m = Machine::new(MachineConfig::legacy_igpu_dgpu(Mode::Step));
+    m.load_driver().expect("load");
+    m.start_adapter(IGPU).expect("start iGPU");
+    m.start_adapter(DGPU).expect("start dGPU");
+    assert!(
+        m.native_fence_caps(IGPU).is_none(),
+        "iGPU must lack native fences"
+    );
+    assert!(m.native_fence_caps(DGPU).is_some());
+    let d = ok(
+        &m,
+        m.create_native_fence(
+            DGPU,
+            ProcessId(1),
+            NativeFenceDesc {
+                shareable: true,
+                ..Default::default()
+            },
+        ),
+    );
+    assert!(
+        m.open_native_fence_cross_adapter(&d, IGPU, ProcessId(1))
+            .is_err(),
+        "no native fences on the iGPU"
+    );
+    let i = ok(&m, m.open_native_fence_as_monitored(&d, IGPU));
+    assert_eq!(i.gpu_va(), d.current_value_gpu(), "one CurrentValue");
+    assert_eq!(
+        d.monitored_value(),
+        0,
+        "held at 0: every dGPU signal interrupts"
+    );
+    Rig2 { m, d, i }
+}
+
+/// iGPU WaitFromGPU in scenario 2a: D3DKMTWaitForSynchronizationObjectFromGpu; VidSch holds
+/// the iGPU context (its work is written but not submitted) until the value is reached.
+fn s2a_igpu_gpu_wait(r: &Rig2) -> (GpuQueue, MonitoredFence, SimEvent) {
+    let m = &r.m;
+    let after = ok(m, m.create_monitored_fence(IGPU, ProcessId(1), 0));
+    let mut q = ok(m, GpuQueue::new(m, IGPU, 0, 1));
+    ok(m, q.signal_monitored(&after, 1));
+    let k = q.kicker();
+    let e = ok(
+        m,
+        m.wait_monitored_fence_from_gpu(&r.i, 10, move || k.kick()),
+    );
+    ok(m, m.run_until_idle());
+    assert_eq!(e.outcome(), None);
+    assert_eq!(
+        r.i.pending_waits(),
+        vec![10],
+        "tracked in the monitored-fence wait list"
+    );
+    assert_eq!(after.value(), 0, "the held context did not run");
+    (q, after, e)
+}
+
+/// NF-18 scenario 2a, iGPU WaitFromGPU – dGPU SignalFromGpu: the dGPU's signal interrupts
+/// (MV == 0), VidSch propagates it to the iGPU, observes the new value, scans its monitored
+/// wait list and resumes the software context.
+#[test]
+fn nf_18_s2a_igpu_gpu_wait_dgpu_gpu_signal() {
+    let r = rig2();
+    let (q, after, e) = s2a_igpu_gpu_wait(&r);
+    let mut dq = ok(&r.m, GpuQueue::new(&r.m, DGPU, 0, 1));
+    ok(&r.m, dq.signal(&r.d, 10));
+    ok(&r.m, dq.kick());
+    ok(&r.m, r.m.run_until_idle());
+    assert!(r.m.interrupt_counts(DGPU).0 >= 1);
+    assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
+    assert!(q.drained(), "the resumed iGPU context did not run");
+    assert_eq!(after.value(), 1);
+    assert!(r.m.bugcheck().is_none());
+}
+
+/// NF-18 scenario 2a, iGPU WaitFromGPU – dGPU SignalFromCpu.
+#[test]
+fn nf_18_s2a_igpu_gpu_wait_dgpu_cpu_signal() {
+    let r = rig2();
+    let (q, after, e) = s2a_igpu_gpu_wait(&r);
+    ok(&r.m, r.m.signal_native_fence_from_cpu(&r.d, 10));
+    ok(&r.m, r.m.run_until_idle());
+    assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
+    assert!(q.drained());
+    assert_eq!(after.value(), 1);
+}
+
+/// NF-18 scenario 2a, iGPU WaitFromCPU – dGPU SignalFromGpu: the CPU wait is in the iGPU's
+/// monitored-fence CPU wait list; the propagated signal releases it (the KEVENT).
+#[test]
+fn nf_18_s2a_igpu_cpu_wait_dgpu_gpu_signal() {
+    let r = rig2();
+    let e = ok(&r.m, r.m.wait_monitored_fence_event(&r.i, 10));
+    let mut dq = ok(&r.m, GpuQueue::new(&r.m, DGPU, 0, 1));
+    ok(&r.m, dq.signal(&r.d, 9));
+    ok(&r.m, dq.kick());
+    ok(&r.m, r.m.run_until_idle());
+    assert_eq!(e.outcome(), None, "9 < 10");
+    ok(&r.m, dq.signal(&r.d, 10));
+    ok(&r.m, dq.kick());
+    ok(&r.m, r.m.run_until_idle());
+    assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
+}
+
+/// NF-18 scenario 2a, iGPU WaitFromCPU – dGPU SignalFromCpu.
+#[test]
+fn nf_18_s2a_igpu_cpu_wait_dgpu_cpu_signal() {
+    let r = rig2();
+    let e = ok(&r.m, r.m.wait_monitored_fence_event(&r.i, 10));
+    ok(&r.m, r.m.signal_native_fence_from_cpu(&r.d, 10));
+    assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
+}
+
+/// dGPU WaitFromGpu in scenario 2b: a dGPU queue blocked on FENCE_WAIT(hFence, 10).
+fn s2b_dgpu_gpu_wait(r: &Rig2) -> (GpuQueue, NativeFence) {
+    let m = &r.m;
+    let after = ok(
+        m,
+        m.create_native_fence(DGPU, ProcessId(1), NativeFenceDesc::default()),
+    );
+    let mut q = ok(m, GpuQueue::new(m, DGPU, 0, 1));
+    ok(m, q.wait(&r.d, 10));
+    ok(m, q.signal(&after, 1));
+    ok(m, q.kick());
+    ok(m, m.run_until_idle());
+    assert!(!q.drained(), "the dGPU queue must block");
+    (q, after)
+}
+
+/// NF-18 scenario 2b, iGPU SignalFromGPU – dGPU WaitFromGpu: the software packet reaches the
+/// head, VidSch writes the value from the CPU and propagates it to the dGPU
+/// (NotificationOnly), whose KMD rescans its runlist.
+#[test]
+fn nf_18_s2b_igpu_gpu_signal_dgpu_gpu_wait() {
+    let r = rig2();
+    let (q, after) = s2b_dgpu_gpu_wait(&r);
+    let ucv = r.m.native_fence_counts(DGPU).1;
+    ok(&r.m, r.m.signal_monitored_fence_from_gpu(&r.i, 10));
+    assert_eq!(
+        r.m.native_fence_counts(DGPU).1,
+        ucv + 1,
+        "no NotificationOnly"
+    );
+    ok(&r.m, r.m.run_until_idle());
+    assert!(q.drained(), "the dGPU wait was not released");
+    assert_eq!(after.current_value(), 1);
+}
+
+/// NF-18 scenario 2b, iGPU SignalFromCPU – dGPU WaitFromGpu.
+#[test]
+fn nf_18_s2b_igpu_cpu_signal_dgpu_gpu_wait() {
+    let r = rig2();
+    let (q, after) = s2b_dgpu_gpu_wait(&r);
+    ok(&r.m, r.m.signal_monitored_fence_from_cpu(&r.i, 10));
+    ok(&r.m, r.m.run_until_idle());
+    assert!(q.drained());
+    assert_eq!(after.current_value(), 1);
+}
+
+/// NF-18 scenario 2b, iGPU SignalFromGPU – dGPU WaitFromCpu: the native CPU wait on the dGPU
+/// is released by the propagation.
+#[test]
+fn nf_18_s2b_igpu_gpu_signal_dgpu_cpu_wait() {
+    let r = rig2();
+    let e = ok(&r.m, r.m.wait_native_fence_event(&r.d, 10));
+    assert_eq!(r.d.pending_waits(), vec![10]);
+    ok(&r.m, r.m.signal_monitored_fence_from_gpu(&r.i, 10));
+    assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
+}
+
+/// NF-18 scenario 2b, iGPU SignalFromCPU – dGPU WaitFromCpu (blocking form).
+#[test]
+fn nf_18_s2b_igpu_cpu_signal_dgpu_cpu_wait() {
+    let r = rig2();
+    let e = ok(&r.m, r.m.wait_native_fence_event(&r.d, 10));
+    ok(&r.m, r.m.signal_monitored_fence_from_cpu(&r.i, 10));
+    assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
+    let w = ok(
+        &r.m,
+        r.m.wait_native_fence(&r.d, 10, Duration::from_secs(1)),
+    );
+    assert_eq!(w, WaitOutcome::Satisfied);
+}
+
+/// NF-18, the reverse: a regular monitored fence created on the iGPU opens as a native fence
+/// on the dGPU (MonitoredValue held at 0); a dGPU GPU signal releases an iGPU CPU wait and
+/// an iGPU CPU signal releases a dGPU GPU wait.
+#[test]
+fn nf_18_monitored_fence_opens_as_native() {
+    let mut m = Machine::new(MachineConfig::legacy_igpu_dgpu(Mode::Step));
+    m.load_driver().expect("load");
+    m.start_adapter(IGPU).expect("start iGPU");
+    m.start_adapter(DGPU).expect("start dGPU");
+    let i = ok(&m, m.create_monitored_fence(IGPU, ProcessId(1), 0));
+    let d = ok(&m, m.open_monitored_fence_as_native(&i, DGPU, ProcessId(1)));
+    assert_eq!(d.current_value_gpu(), i.gpu_va());
+    assert_eq!(d.monitored_value(), 0);
+    let e = ok(&m, m.wait_monitored_fence_event(&i, 5));
+    let mut dq = ok(&m, GpuQueue::new(&m, DGPU, 0, 1));
+    ok(&m, dq.signal(&d, 5));
+    ok(&m, dq.wait(&d, 6));
+    let after = ok(
+        &m,
+        m.create_native_fence(DGPU, ProcessId(1), NativeFenceDesc::default()),
+    );
+    ok(&m, dq.signal(&after, 1));
+    ok(&m, dq.kick());
+    ok(&m, m.run_until_idle());
+    assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
+    assert!(!dq.drained());
+    ok(&m, m.signal_monitored_fence_from_cpu(&i, 6));
+    ok(&m, m.run_until_idle());
+    assert!(dq.drained());
+    assert_eq!(after.current_value(), 1);
 }
