@@ -580,6 +580,9 @@ fn decode(
                 node: d.NodeOrdinal,
                 engine: d.EngineOrdinal,
                 fences,
+                evaluate_legacy: data
+                    .Flags
+                    .is_set(DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::EvaluateLegacyMonitoredFences),
             }
         }
         other => Notification::Other {

@@ -644,8 +644,17 @@ pub(crate) fn note_notifications<'a>(
     let mut os = lock(&a.fence_os);
     for n in ns {
         match n {
-            Notification::NativeFenceSignaled { fences, .. } => match fences {
-                None => os.work_all = true,
+            Notification::NativeFenceSignaled {
+                fences,
+                evaluate_legacy,
+                ..
+            } => match fences {
+                None => {
+                    os.work_all = true;
+                    // NF-14: NULL with EvaluateLegacyMonitoredFences = 1 asks for every wait,
+                    // legacy monitored-fence waits included.
+                    os.legacy_work |= *evaluate_legacy;
+                }
                 Some(v) => os.work.extend(v.iter().copied()),
             },
             Notification::Other { interrupt_type }

@@ -33,6 +33,9 @@ pub enum Notification {
         engine: u32,
         /// The reported handles, or `None` for a NULL array.
         fences: Option<Vec<usize>>,
+        /// `Flags.EvaluateLegacyMonitoredFences`: with a NULL array, scan the legacy monitored
+        /// fences too (hardware that cannot tell the two apart, NF-14).
+        evaluate_legacy: bool,
     },
     /// Another known interrupt type the simulation records without interpreting yet.
     Other {

@@ -52,6 +52,51 @@ pub unsafe extern "system" fn isr_reports_unknown_fence_handle(
     1
 }
 
+fn isr_null_report(ctx: PVOID, evaluate_legacy: bool) -> BOOLEAN {
+    let Some(iface) = interface_for_context(ctx) else {
+        return 0;
+    };
+    let mut data =
+        DXGKARGCB_NOTIFY_INTERRUPT_DATA::native_fence_signaled(0, 0, 0, std::ptr::null_mut());
+    if evaluate_legacy {
+        data.Flags = rvgpu_ddi::interrupt::DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::from_value(
+            rvgpu_ddi::interrupt::DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::mask(
+                rvgpu_ddi::interrupt::DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::EvaluateLegacyMonitoredFences,
+            ),
+        );
+    }
+    if let Some(notify) = iface.DxgkCbNotifyInterrupt {
+        // SAFETY: the OS's callback with its own handle and a valid report.
+        unsafe { notify(iface.DeviceHandle, &data) };
+    }
+    if let Some(queue) = iface.DxgkCbQueueDpc {
+        // SAFETY: as above.
+        unsafe { queue(iface.DeviceHandle) };
+    }
+    1
+}
+
+/// An ISR for hardware that cannot tell legacy and native fence signals apart: it reports
+/// `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` with a NULL array and
+/// `EvaluateLegacyMonitoredFences = 1` (NF-14) and claims the interrupt.
+///
+/// # Safety
+/// Called by the simulation as `DxgkDdiInterruptRoutine`.
+pub unsafe extern "system" fn isr_reports_null_evaluate_legacy(
+    ctx: PVOID,
+    _message_number: ULONG,
+) -> BOOLEAN {
+    isr_null_report(ctx, true)
+}
+
+/// Like [`isr_reports_null_evaluate_legacy`] without the flag: only native waits are scanned.
+///
+/// # Safety
+/// Called by the simulation as `DxgkDdiInterruptRoutine`.
+pub unsafe extern "system" fn isr_reports_null(ctx: PVOID, _message_number: ULONG) -> BOOLEAN {
+    isr_null_report(ctx, false)
+}
+
 /// An ISR that calls a PASSIVE_LEVEL callback (`DxgkCbGetDeviceInformation`) at device IRQL.
 ///
 /// # Safety

@@ -89,3 +89,44 @@ fn mf_04_legacy_blocking_waits_threaded() {
     }
     assert!(m.bugcheck().is_none());
 }
+
+fn null_report_machine(evaluate_legacy: bool) -> Machine {
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    let isr = if evaluate_legacy {
+        rvgpu_simos::testing::isr_reports_null_evaluate_legacy
+    } else {
+        rvgpu_simos::testing::isr_reports_null
+    };
+    m.load_driver_with(move |t| t.DxgkDdiInterruptRoutine = Some(isr))
+        .expect("load");
+    m.start_adapter(0).expect("start");
+    m
+}
+
+/// NF-14, MF-04: a NULL native-fence report with `EvaluateLegacyMonitoredFences = 1` makes
+/// the OS scan the legacy monitored-fence waits too; without the flag it scans only native
+/// fence waits (the legacy wait stays pending).
+#[test]
+fn nf_14_null_report_with_evaluate_legacy_scans_monitored_fences() {
+    for flag in [true, false] {
+        let m = null_report_machine(flag);
+        let legacy = ok(&m, m.create_monitored_fence(0, ProcessId(1), 0));
+        let native = ok(
+            &m,
+            m.create_native_fence(0, ProcessId(1), Default::default()),
+        );
+        let el = ok(&m, m.wait_monitored_fence_event(&legacy, 3));
+        let en = ok(&m, m.wait_native_fence_event(&native, 3));
+        // Both values change behind the OS's back (as GPU writes would).
+        m.memory().write_u64(legacy.gpu_va(), 3);
+        m.memory().write_u64(native.current_value_gpu(), 3);
+        ok(&m, m.raise_interrupt(0));
+        assert_eq!(en.outcome(), Some(WaitOutcome::Satisfied), "flag {flag}");
+        let expect = if flag {
+            Some(WaitOutcome::Satisfied)
+        } else {
+            None
+        };
+        assert_eq!(el.outcome(), expect, "flag {flag}");
+    }
+}
