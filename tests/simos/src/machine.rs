@@ -216,6 +216,17 @@ impl Drop for AdapterPermits {
     }
 }
 
+/// The driver's registry path: a `UNICODE_STRING` whose buffer points into the `Vec` beside it.
+struct RegistryPath(UNICODE_STRING, Vec<u16>);
+
+// SAFETY: the raw buffer pointer points into the owned, never-resized `Vec` of the same value
+// and is only read (by DriverEntry); sharing or moving the pair across threads is sound. This
+// lets threads of a test share a `Machine` (`&Machine` from several threads: concurrent CPU
+// waits), whose other state is already `Arc`/`Mutex`/atomics.
+unsafe impl Send for RegistryPath {}
+// SAFETY: as above.
+unsafe impl Sync for RegistryPath {}
+
 /// A simulated machine. Dropping it stops its threads and devices.
 pub struct Machine {
     pub(crate) state: Arc<MachineState>,
@@ -226,7 +237,7 @@ pub struct Machine {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     driver_object: Box<[u64; 4]>,
-    registry_path: Box<(UNICODE_STRING, Vec<u16>)>,
+    registry_path: Box<RegistryPath>,
     loaded: bool,
     _permits: AdapterPermits,
 }
@@ -324,7 +335,7 @@ impl Machine {
             .encode_utf16()
             .collect();
         let bytes = u16::try_from(path.len() * 2).unwrap_or(u16::MAX);
-        let mut registry_path = Box::new((
+        let mut registry_path = Box::new(RegistryPath(
             UNICODE_STRING {
                 Length: bytes,
                 MaximumLength: bytes,

@@ -36,7 +36,16 @@ fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
 fn gpu_signal(m: &Machine, q: &mut GpuQueue, f: &NativeFence, v: u64) {
     if q.write_ptr() - q.read_ptr() + 64 > u64::from(rvgpu_simos::testing::gpu::RING_BYTES) {
         ok(m, q.kick());
-        ok(m, m.run_until_idle());
+        match m.config().mode {
+            Mode::Step => ok(m, m.run_until_idle()),
+            Mode::Threaded => {
+                let drained = ok(
+                    m,
+                    m.run_until(0, std::time::Duration::from_secs(20), |_| q.drained()),
+                );
+                assert!(drained, "ring did not drain");
+            }
+        }
     }
     ok(m, q.signal(f, v));
 }
@@ -187,4 +196,52 @@ fn nf_04_nf_09_seeded_stress() {
     }
     // Thousands of fences (several packed pages per process, NF-05), fewer seeds.
     run(0xF3CE, 2000, 6000);
+}
+
+/// NF-07, NF-09, MF-04 threaded: four CPU threads add and withdraw waits on shared fences
+/// (each wait lowers MonitoredValue through UpdateMonitoredValues) while the GPU signals them
+/// and the interrupt and DPC threads resample: every wait whose value the GPU reaches is
+/// released.
+#[test]
+fn nf_09_threaded_concurrent_waiters() {
+    let mut m = Machine::new(MachineConfig::single(Mode::Threaded));
+    m.load_driver().expect("load");
+    m.start_adapter(0).expect("start");
+    let fences: Vec<NativeFence> = (0..4)
+        .map(|_| {
+            ok(
+                &m,
+                m.create_native_fence(0, ProcessId(1), NativeFenceDesc::default()),
+            )
+        })
+        .collect();
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    const TOP: u64 = 200;
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let (m, fences) = (&m, &fences);
+            s.spawn(move || {
+                let mut rng = Rng(0x9E37_79B9 ^ (t + 1));
+                for k in 1..=TOP / 4 {
+                    let f = &fences[rng.below(4) as usize];
+                    let v = (k * 4).min(TOP);
+                    let r = ok(
+                        m,
+                        m.wait_native_fence(f, v, std::time::Duration::from_secs(20)),
+                    );
+                    assert_eq!(r, WaitOutcome::Satisfied, "thread {t} value {v}");
+                }
+            });
+        }
+        for v in 1..=TOP {
+            for f in &fences {
+                gpu_signal(&m, &mut q, f, v);
+            }
+            ok(&m, q.kick());
+            if v % 10 == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+    });
+    assert!(m.bugcheck().is_none());
 }
