@@ -46,6 +46,8 @@ pub struct SessionConfig {
     pub idle_f1_ticks: u64,
     /// Replace part of the driver with a misbehaving one.
     pub misbehaviour: Option<Misbehaviour>,
+    /// With two adapters: the first (the iGPU) has no native fences (NF-18 scenarios 2a/2b).
+    pub legacy_igpu: bool,
 }
 
 impl SessionConfig {
@@ -57,6 +59,7 @@ impl SessionConfig {
             native_fence_feature: true,
             idle_f1_ticks: 0,
             misbehaviour: None,
+            legacy_igpu: false,
         }
     }
 }
@@ -151,6 +154,10 @@ pub struct FenceRef(pub usize);
 /// A GPU queue a session set up for fence work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct QueueRef(pub usize);
+
+/// A legacy monitored fence a session handed out (MF-01).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MonitoredRef(pub usize);
 
 /// A pending CPU wait in event form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -306,6 +313,45 @@ pub trait Session {
     /// Whether the GPU consumed everything submitted to the queue.
     fn gpu_queue_drained(&self, _q: QueueRef) -> bool {
         false
+    }
+    /// Creates a legacy monitored fence on adapter `i` (MF-01).
+    fn create_monitored_fence(
+        &mut self,
+        _i: usize,
+        _process: u32,
+        _initial: u64,
+    ) -> Result<MonitoredRef, Failure> {
+        unsupported("monitored fences")
+    }
+    /// Opens a native fence on an adapter without native fences: a monitored fence there
+    /// (NF-18).
+    fn open_native_fence_as_monitored(
+        &mut self,
+        _f: FenceRef,
+        _adapter: usize,
+    ) -> Result<MonitoredRef, Failure> {
+        unsupported("monitored fences")
+    }
+    /// The monitored fence's value.
+    fn monitored_value(&self, _f: MonitoredRef) -> Result<u64, Failure> {
+        unsupported("monitored fences")
+    }
+    /// A CPU wait on a monitored fence, event form.
+    fn monitored_wait_event(&mut self, _f: MonitoredRef, _value: u64) -> Result<EventRef, Failure> {
+        unsupported("monitored fences")
+    }
+    /// SignalSynchronizationObjectFromCpu on a monitored fence.
+    fn monitored_signal_cpu(&mut self, _f: MonitoredRef, _value: u64) -> Result<(), Failure> {
+        unsupported("monitored fences")
+    }
+    /// Appends a legacy monitored-fence signal (always interrupts) to the queue.
+    fn gpu_signal_monitored(
+        &mut self,
+        _q: QueueRef,
+        _f: MonitoredRef,
+        _value: u64,
+    ) -> Result<(), Failure> {
+        unsupported("GPU queues")
     }
 }
 

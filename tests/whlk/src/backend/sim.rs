@@ -6,13 +6,14 @@ use rvgpu_ddi::adapter::{DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS};
 use rvgpu_simos::testing;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{
-    Irql, Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, Notification, ProcessId,
-    SimError, SimEvent, WaitOutcome,
+    Irql, Machine, MachineConfig, Mode, MonitoredFence, NativeFence, NativeFenceDesc, Notification,
+    ProcessId, SimError, SimEvent, WaitOutcome,
 };
 
 use super::{
     Backend, BugCheckInfo, DriverCaps, EngineStateChange, EventRef, ExecMode, Failure, FenceRef,
-    FenceValues, Misbehaviour, QueueRef, Session, SessionConfig, StartedAdapter, WaitResult,
+    FenceValues, Misbehaviour, MonitoredRef, QueueRef, Session, SessionConfig, StartedAdapter,
+    WaitResult,
 };
 
 /// The simulated backend.
@@ -29,7 +30,9 @@ impl Backend for SimBackend {
             ExecMode::Threaded => Mode::Threaded,
             ExecMode::Step => Mode::Step,
         };
-        let mut mc = if config.adapters >= 2 {
+        let mut mc = if config.adapters >= 2 && config.legacy_igpu {
+            MachineConfig::legacy_igpu_dgpu(mode)
+        } else if config.adapters >= 2 {
             MachineConfig::igpu_dgpu(mode)
         } else {
             MachineConfig::single(mode)
@@ -42,6 +45,7 @@ impl Backend for SimBackend {
             machine: Machine::new(mc),
             misbehaviour: config.misbehaviour,
             fences: Vec::new(),
+            monitored: Vec::new(),
             events: Vec::new(),
             queues: Vec::new(),
         }))
@@ -52,11 +56,23 @@ struct SimSession {
     machine: Machine,
     misbehaviour: Option<Misbehaviour>,
     fences: Vec<NativeFence>,
+    monitored: Vec<MonitoredFence>,
     events: Vec<SimEvent>,
     queues: Vec<GpuQueue>,
 }
 
 impl SimSession {
+    fn monitored_fence(&self, f: MonitoredRef) -> Result<&MonitoredFence, Failure> {
+        self.monitored
+            .get(f.0)
+            .ok_or_else(|| Failure::Backend(format!("no monitored fence {}", f.0)))
+    }
+
+    fn add_monitored(&mut self, f: MonitoredFence) -> MonitoredRef {
+        self.monitored.push(f);
+        MonitoredRef(self.monitored.len() - 1)
+    }
+
     fn fence(&self, f: FenceRef) -> Result<&NativeFence, Failure> {
         self.fences
             .get(f.0)
@@ -350,5 +366,63 @@ impl Session for SimSession {
 
     fn gpu_queue_drained(&self, q: QueueRef) -> bool {
         self.queues.get(q.0).is_some_and(GpuQueue::drained)
+    }
+
+    fn create_monitored_fence(
+        &mut self,
+        i: usize,
+        process: u32,
+        initial: u64,
+    ) -> Result<MonitoredRef, Failure> {
+        let f = self
+            .machine
+            .create_monitored_fence(i, ProcessId(process), initial)
+            .map_err(failure)?;
+        Ok(self.add_monitored(f))
+    }
+
+    fn open_native_fence_as_monitored(
+        &mut self,
+        f: FenceRef,
+        adapter: usize,
+    ) -> Result<MonitoredRef, Failure> {
+        let m = self
+            .machine
+            .open_native_fence_as_monitored(self.fence(f)?, adapter)
+            .map_err(failure)?;
+        Ok(self.add_monitored(m))
+    }
+
+    fn monitored_value(&self, f: MonitoredRef) -> Result<u64, Failure> {
+        Ok(self.monitored_fence(f)?.value())
+    }
+
+    fn monitored_wait_event(&mut self, f: MonitoredRef, value: u64) -> Result<EventRef, Failure> {
+        let e = self
+            .machine
+            .wait_monitored_fence_event(self.monitored_fence(f)?, value)
+            .map_err(failure)?;
+        self.events.push(e);
+        Ok(EventRef(self.events.len() - 1))
+    }
+
+    fn monitored_signal_cpu(&mut self, f: MonitoredRef, value: u64) -> Result<(), Failure> {
+        self.machine
+            .signal_monitored_fence_from_cpu(self.monitored_fence(f)?, value)
+            .map_err(failure)
+    }
+
+    fn gpu_signal_monitored(
+        &mut self,
+        q: QueueRef,
+        f: MonitoredRef,
+        value: u64,
+    ) -> Result<(), Failure> {
+        let fence = self.monitored_fence(f)?.clone();
+        self.queues
+            .get_mut(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?
+            .signal_monitored(&fence, value)
+            .map_err(failure)
     }
 }

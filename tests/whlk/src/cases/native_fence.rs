@@ -59,6 +59,34 @@ pub const CASES: &[Case] = &[
         run: cross_adapter,
     },
     Case {
+        name: "NativeFence.CrossAdapterScenario1",
+        requirements: &["NF-18", "NF-16"],
+        summary: "seed table 1 (both GPUs native): iGPU GPU wait released by a dGPU GPU \
+                  signal (interrupt, NotificationOnly propagation)",
+        run: scenario1,
+    },
+    Case {
+        name: "NativeFence.CrossAdapterScenario2a",
+        requirements: &["NF-18"],
+        summary: "seed table 2a (iGPU without native fences): the fence opens as a monitored \
+                  fence on the iGPU; an iGPU CPU wait is released by a dGPU GPU signal",
+        run: scenario2a,
+    },
+    Case {
+        name: "NativeFence.CrossAdapterScenario2b",
+        requirements: &["NF-18"],
+        summary: "seed table 2b: an iGPU CPU signal of the monitored fence releases a dGPU GPU \
+                  wait (NotificationOnly)",
+        run: scenario2b,
+    },
+    Case {
+        name: "MonitoredFence.CpuWaitGpuSignal",
+        requirements: &["MF-01", "MF-03", "MF-04"],
+        summary: "adapter without native fences: legacy GPU signals always interrupt; the DPC \
+                  scan releases CPU waits; a CPU signal goes through the OS",
+        run: monitored_cpu_wait_gpu_signal,
+    },
+    Case {
         name: "NativeFence.CpuWaitsThreaded",
         requirements: &["MF-04", "NF-04", "NF-09"],
         summary: "threaded: 50 rounds of event and blocking CPU waits released by GPU \
@@ -72,8 +100,18 @@ fn session(
     mode: ExecMode,
     adapters: usize,
 ) -> Result<Box<dyn Session>, crate::case::CaseError> {
+    session_with(b, mode, adapters, |_| {})
+}
+
+fn session_with(
+    b: &dyn Backend,
+    mode: ExecMode,
+    adapters: usize,
+    tweak: impl FnOnce(&mut SessionConfig),
+) -> Result<Box<dyn Session>, crate::case::CaseError> {
     let mut cfg = SessionConfig::new(mode);
     cfg.adapters = adapters;
+    tweak(&mut cfg);
     let mut s = b.open(&cfg)?;
     s.load_driver()?;
     for i in 0..adapters {
@@ -298,5 +336,119 @@ fn cpu_waits_threaded(b: &dyn Backend) -> CaseResult {
         );
     }
     ensure!(s.bugcheck().is_none(), "bug check {:?}", s.bugcheck());
+    Ok(())
+}
+
+fn scenario1(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, 2)?;
+    let d = s.create_native_fence(1, 1, 0, true)?;
+    let i = s.open_native_fence_on(d, 0, 1)?;
+    let after = s.create_native_fence(0, 1, 0, false)?;
+    let iq = s.gpu_queue(0, 0)?;
+    s.gpu_wait(iq, i, 10)?;
+    s.gpu_signal(iq, after, 1)?;
+    s.gpu_submit(iq)?;
+    s.run_until_idle()?;
+    ensure!(!s.gpu_queue_drained(iq), "the iGPU queue did not block");
+    let dq = s.gpu_queue(1, 0)?;
+    s.gpu_signal(dq, d, 10)?;
+    s.gpu_submit(dq)?;
+    s.run_until_idle()?;
+    ensure!(
+        s.interrupt_count(1) >= 1,
+        "the dGPU signal did not interrupt (MV held at 0)"
+    );
+    ensure!(
+        s.gpu_queue_drained(iq),
+        "the iGPU GPU wait was not released"
+    );
+    ensure!(
+        s.fence_values(after)?.current == 1,
+        "the iGPU's later signal did not land"
+    );
+    Ok(())
+}
+
+fn scenario2a(b: &dyn Backend) -> CaseResult {
+    let mut s = session_with(b, ExecMode::Step, 2, |c| c.legacy_igpu = true)?;
+    let d = s.create_native_fence(1, 1, 0, true)?;
+    ensure!(
+        s.open_native_fence_on(d, 0, 1).is_err(),
+        "opened as a native fence on an adapter without native fences"
+    );
+    let i = s.open_native_fence_as_monitored(d, 0)?;
+    let e = s.monitored_wait_event(i, 10)?;
+    let dq = s.gpu_queue(1, 0)?;
+    s.gpu_signal(dq, d, 10)?;
+    s.gpu_submit(dq)?;
+    s.run_until_idle()?;
+    ensure!(
+        s.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
+        "the iGPU CPU wait was not released; value {:?}",
+        s.monitored_value(i)
+    );
+    Ok(())
+}
+
+fn scenario2b(b: &dyn Backend) -> CaseResult {
+    let mut s = session_with(b, ExecMode::Step, 2, |c| c.legacy_igpu = true)?;
+    let d = s.create_native_fence(1, 1, 0, true)?;
+    let i = s.open_native_fence_as_monitored(d, 0)?;
+    let after = s.create_native_fence(1, 1, 0, false)?;
+    let dq = s.gpu_queue(1, 0)?;
+    s.gpu_wait(dq, d, 10)?;
+    s.gpu_signal(dq, after, 1)?;
+    s.gpu_submit(dq)?;
+    s.run_until_idle()?;
+    ensure!(!s.gpu_queue_drained(dq), "the dGPU queue did not block");
+    s.monitored_signal_cpu(i, 10)?;
+    s.run_until_idle()?;
+    ensure!(
+        s.gpu_queue_drained(dq),
+        "the dGPU GPU wait was not released"
+    );
+    ensure!(
+        s.fence_values(after)?.current == 1,
+        "the later signal did not land"
+    );
+    Ok(())
+}
+
+fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
+    let mut s = session_with(b, ExecMode::Step, 1, |c| c.native_fence_feature = false)?;
+    ensure!(
+        s.create_native_fence(0, 1, 0, false).is_err(),
+        "native fence created with the feature disabled"
+    );
+    let f = s.create_monitored_fence(0, 1, 0)?;
+    let q = s.gpu_queue(0, 0)?;
+    let e = s.monitored_wait_event(f, 2)?;
+    s.gpu_signal_monitored(q, f, 1)?;
+    s.gpu_submit(q)?;
+    s.run_until_idle()?;
+    let n = s.interrupt_count(0);
+    ensure!(n >= 1, "a legacy signal did not interrupt");
+    ensure!(
+        s.event_result(e, Duration::ZERO).is_none(),
+        "released at 1 < 2"
+    );
+    s.gpu_signal_monitored(q, f, 2)?;
+    s.gpu_submit(q)?;
+    s.run_until_idle()?;
+    ensure!(
+        s.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
+        "wait for 2 not released"
+    );
+    let e = s.monitored_wait_event(f, 5)?;
+    s.monitored_signal_cpu(f, 5)?;
+    ensure!(
+        s.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
+        "CPU signal did not release the wait"
+    );
+    ensure!(
+        s.monitored_value(f)? == 5,
+        "value {:?}",
+        s.monitored_value(f)
+    );
     Ok(())
 }
