@@ -698,7 +698,9 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
     };
     for o in objs {
         if let Err(e) = settle(&o).and_then(|()| propagate(&o)) {
-            if !a.state.is_halted() {
+            // A DPC that runs while StopDevice disconnects the interrupt cannot update
+            // MonitoredValue any more; that is the stop, not a driver fault.
+            if !a.state.is_halted() && a.connected.load(Ordering::Acquire) {
                 a.state.raise_sim_error(format!(
                     "DPC-time processing of native fence {:#x}: {e}",
                     o.global

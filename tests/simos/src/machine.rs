@@ -777,13 +777,16 @@ impl Machine {
         check_status(status)
     }
 
-    /// StopDevice, then disconnects the interrupt and flushes DPCs.
+    /// StopDevice, then disconnects the interrupt and flushes DPCs. As Dxgkrnl does before a
+    /// PnP stop, the adapter's native fences are destroyed first (NF-13 order; pending CPU
+    /// waits end `Abandoned`).
     pub fn stop_adapter(&mut self, i: usize) -> Result<(), SimError> {
         let a = self.adapter(i)?.clone();
         let t = self.table()?;
         if *lock(&a.life) != Life::Started {
             return Err(self.misuse(format!("adapter {i} is not started")));
         }
+        self.destroy_all_native_fences(i)?;
         self.stop_inner(&a, &t)
     }
 
@@ -1040,11 +1043,8 @@ impl Machine {
         }
         for i in (0..self.adapters.len()).rev() {
             let life = *lock(&self.adapters[i].life);
-            if life == Life::Started {
-                let _ = self.destroy_all_native_fences(i);
-                if self.stop_adapter(i).is_err() {
-                    return;
-                }
+            if life == Life::Started && self.stop_adapter(i).is_err() {
+                return;
             }
             let life = *lock(&self.adapters[i].life);
             if matches!(life, Life::Stopped | Life::Added) && self.remove_adapter(i).is_err() {

@@ -548,3 +548,29 @@ fn nf_15_burst_of_waited_signals_none_lost() {
     assert!(lost.is_empty(), "lost wake-ups: {lost:?}");
     assert!(m.bugcheck().is_none());
 }
+
+/// NF-13 at adapter stop (threaded): stopping an adapter with live fences, pending CPU waits
+/// and GPU signals in flight destroys the fences first (Close, then Destroy): the waits end
+/// abandoned, nothing faults, and the adapter restarts with native fences.
+#[test]
+fn nf_13_stop_with_live_fences_threaded() {
+    let mut m = machine(MachineConfig::single(Mode::Threaded));
+    let f = fence(&m, 0);
+    let g = ok(&m, m.open_native_fence(&f, P1));
+    let e = ok(&m, m.wait_native_fence_event(&f, 1_000_000));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    for v in 1..=50 {
+        ok(&m, q.signal(&f, v));
+    }
+    ok(&m, q.kick());
+    let r = m.stop_adapter(0);
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(e.wait(Duration::from_secs(5)), Some(WaitOutcome::Abandoned));
+    assert!(f.is_destroyed() && g.is_destroyed());
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+    let r = m.start_adapter(0);
+    assert!(r.is_ok(), "{r:?}");
+    let h = fence(&m, 0);
+    ok(&m, m.signal_native_fence_from_cpu(&h, 1));
+    assert_eq!(h.current_value(), 1);
+}
