@@ -578,7 +578,7 @@ fn settle(obj: &FenceObj) -> Result<(), SimError> {
                     .iter()
                     .map(|w| w.value)
                     .min()
-                    .map_or(u64::MAX, |v| v - 1)
+                    .map_or(u64::MAX, |v| v.saturating_sub(1))
             };
             if desired == st.mv_os {
                 None

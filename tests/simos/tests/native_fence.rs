@@ -574,3 +574,14 @@ fn nf_13_stop_with_live_fences_threaded() {
     ok(&m, m.signal_native_fence_from_cpu(&h, 1));
     assert_eq!(h.current_value(), 1);
 }
+
+/// NF-11: the OS refuses an adapter whose native-fence caps it cannot use (stride not a
+/// multiple of 8, no MapToGpuSystemProcess) while NativeGpuFence is advertised.
+#[test]
+fn nf_11_bad_native_fence_caps_fail_the_start() {
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    m.load_driver_with(rvgpu_simos::testing::bad_caps::install_bad_native_fence_caps)
+        .expect("load");
+    let r = m.start_adapter(0);
+    assert!(matches!(r, Err(SimError::Rejected(_))), "{r:?}");
+}
