@@ -21,12 +21,12 @@
 //!   (NF-16). Whenever it changes, `DxgkDdiUpdateMonitoredValues` runs at device IRQL under
 //!   the adapter's interrupt lock (synchronised with the ISR); after it returns the OS
 //!   resamples CurrentValue and releases satisfied waits, and repeats until the value is
-//!   stable ([`settle`]).
+//!   stable (`settle`).
 //! - **Interrupts (NF-04, NF-14).** `DxgkCbNotifyDpc` records which fences a
 //!   `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` report named (or "all" for a NULL array); when the
 //!   driver's DPC returns, VidSch's DPC-time work resamples exactly those fences (or every
 //!   native fence of the adapter), releases satisfied waits and re-arms MonitoredValue
-//!   ([`process_dpc_work`]). A cross-adapter fence's new value is propagated to the other
+//!   (`process_dpc_work`). A cross-adapter fence's new value is propagated to the other
 //!   adapters with `DxgkDdiUpdateCurrentValuesFromCpu(NotificationOnly)` (NF-16).
 //!   `DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED` (legacy monitored fences) is recorded but not
 //!   processed: the simulation has no legacy monitored fences yet.
@@ -38,6 +38,19 @@
 //!   (no deadlock, deterministic).
 //! - **CPU signal (NF-17).** `DxgkDdiUpdateCurrentValuesFromCpu` at DISPATCH_LEVEL, then the
 //!   satisfied CPU waits are released.
+//! - **Cross-adapter (NF-16, NF-18).** Each adapter gets its own native-fence object (own
+//!   `hGlobalNativeFence` and MonitoredValue, the driver's handle → adapter map needs one
+//!   adapter per handle) over one CurrentValue in system memory. On an adapter without native
+//!   fences the fence is a legacy monitored fence over the same value; the reverse (a monitored
+//!   fence opened as native) works the same way. Legacy GPU-side waits
+//!   (`WaitForSynchronizationObjectFromGpu`) resume the held context through a callback; legacy
+//!   GPU signals are software packets that, with no software contexts yet, reach the head at
+//!   once.
+//!
+//! Not simulated yet: fence storage in GPU-local memory (NF-06, `INTRA_GPU` fences live in
+//! system memory here), native-fence logs (issue 5), `AlwaysSignaled`, `No64BitAtomics`
+//! (MF-02), batching several fences into one `UpdateMonitoredValues` call (each call names one
+//! fence), and real submission (issue 6; tests use [`crate::testing::gpu`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::c_void;

@@ -412,7 +412,7 @@ pub mod gpu {
 /// IRQL and whether the caller holds an interrupt lock, runs a test's one-shot "race" action
 /// (say, a GPU write of CurrentValue landing just before the new MonitoredValue is visible),
 /// then calls the real DDI. Install with [`crate::Machine::load_driver_with`] and
-/// [`install_update_monitored_spy`]; records and actions are per machine.
+/// [`spy::install_update_monitored_spy`]; records and actions are per machine.
 pub mod spy {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
@@ -506,7 +506,7 @@ pub mod spy {
 /// A QueryAdapterInfo that answers `DXGKQAITYPE_NATIVE_FENCE_CAPS` with a stride of 12 (not a
 /// multiple of 8) and without `MapToGpuSystemProcess`, and forwards everything else to the
 /// real driver: the OS must refuse the start (NF-11). Install with
-/// [`install_bad_native_fence_caps`].
+/// [`bad_caps::install_bad_native_fence_caps`].
 pub mod bad_caps {
     use std::sync::OnceLock;
 
