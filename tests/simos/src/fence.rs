@@ -49,8 +49,9 @@
 //!
 //! Not simulated yet: fence storage in GPU-local memory (NF-06, `INTRA_GPU` fences live in
 //! system memory here), native-fence logs (issue 5), `AlwaysSignaled`, `No64BitAtomics`
-//! (MF-02), batching several fences into one `UpdateMonitoredValues` call (each call names one
-//! fence), and real submission (issue 6; tests use [`crate::testing::gpu`]).
+//! (MF-02), and real submission (issue 6; tests use [`crate::testing::gpu`]). DPC-time
+//! updates are batched (one `UpdateMonitoredValues` call names every fence it re-arms); a
+//! CPU wait or signal updates its own fence only.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::c_void;
@@ -571,41 +572,68 @@ fn settle(obj: &FenceObj) -> Result<(), SimError> {
     };
     let _s = lock(&obj.settle_lock);
     loop {
-        let update = {
-            let mut st = lock(&obj.st);
-            if st.destroyed {
-                return Ok(());
-            }
-            let cv = obj.cv.load();
-            st.waiters.retain(|w| {
-                let done = w.value <= cv;
-                if done {
-                    w.event.set(WaitOutcome::Satisfied);
-                }
-                !done
-            });
-            let desired = if st.hold_zero {
-                0
-            } else {
-                st.waiters
-                    .iter()
-                    .map(|w| w.value)
-                    .min()
-                    .map_or(u64::MAX, |v| v.saturating_sub(1))
-            };
-            if desired == st.mv_os {
-                None
-            } else {
-                st.mv_os = desired;
-                Some(desired)
-            }
-        };
-        match update {
+        match resample(obj) {
             None => return Ok(()),
             Some(v) => update_monitored(&a, &[(obj.global, v, obj.mv.kva())])?,
         }
     }
 }
+
+/// One resample of `obj` (its settle lock held): releases satisfied waits and returns the new
+/// MonitoredValue the OS must give the driver, if it changed (recorded as given).
+fn resample(obj: &FenceObj) -> Option<u64> {
+    let mut st = lock(&obj.st);
+    if st.destroyed {
+        return None;
+    }
+    let cv = obj.cv.load();
+    st.waiters.retain(|w| {
+        let done = w.value <= cv;
+        if done {
+            w.event.set(WaitOutcome::Satisfied);
+        }
+        !done
+    });
+    let desired = if st.hold_zero {
+        0
+    } else {
+        st.waiters
+            .iter()
+            .map(|w| w.value)
+            .min()
+            .map_or(u64::MAX, |v| v.saturating_sub(1))
+    };
+    if desired == st.mv_os {
+        None
+    } else {
+        st.mv_os = desired;
+        Some(desired)
+    }
+}
+
+/// [`settle`] for several fences of adapter `a` at once, as VidSch does at DPC time: one
+/// `DxgkDdiUpdateMonitoredValues` call names every fence whose MonitoredValue changes, then
+/// all are resampled again. Settle locks are taken in handle order (everyone else holds at
+/// most one), so this cannot deadlock.
+fn settle_batch(a: &AdapterShared, objs: &mut [Arc<FenceObj>]) -> Result<(), SimError> {
+    objs.sort_by_key(|o| o.global);
+    let _guards: Vec<_> = objs.iter().map(|o| lock(&o.settle_lock)).collect();
+    loop {
+        let updates: Vec<(usize, u64, *mut c_void)> = objs
+            .iter()
+            .filter_map(|o| resample(o).map(|v| (o.global, v, o.mv.kva())))
+            .collect();
+        if updates.is_empty() {
+            return Ok(());
+        }
+        for chunk in updates.chunks(MAX_FENCES_PER_UPDATE) {
+            update_monitored(a, chunk)?;
+        }
+    }
+}
+
+/// Most fences the OS names in one `DxgkDdiUpdateMonitoredValues` call.
+pub const MAX_FENCES_PER_UPDATE: usize = 256;
 
 /// Tells the other adapters of a cross-adapter fence that its CurrentValue changed
 /// (`NotificationOnly`, NF-16), then settles their waits.
@@ -709,17 +737,16 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
         os.dpc_resamples += v.len() as u64;
         v
     };
-    for o in objs {
-        if let Err(e) = settle(&o).and_then(|()| propagate(&o)) {
-            // A DPC that runs while StopDevice disconnects the interrupt cannot update
-            // MonitoredValue any more; that is the stop, not a driver fault.
-            if !a.state.is_halted() && a.connected.load(Ordering::Acquire) {
-                a.state.raise_sim_error(format!(
-                    "DPC-time processing of native fence {:#x}: {e}",
-                    o.global
-                ));
-            }
-            return;
+    let mut objs = objs;
+    let r = settle_batch(a, &mut objs).and_then(|()| objs.iter().try_for_each(|o| propagate(o)));
+    if let Err(e) = r {
+        // A DPC that runs while StopDevice disconnects the interrupt cannot update
+        // MonitoredValue any more; that is the stop, not a driver fault.
+        if !a.state.is_halted() && a.connected.load(Ordering::Acquire) {
+            a.state.raise_sim_error(format!(
+                "DPC-time processing of native fences on adapter {}: {e}",
+                a.index
+            ));
         }
     }
 }

@@ -585,3 +585,47 @@ fn nf_11_bad_native_fence_caps_fail_the_start() {
     let r = m.start_adapter(0);
     assert!(matches!(r, Err(SimError::Rejected(_))), "{r:?}");
 }
+
+/// NF-04, NF-07: the DPC-time work names every re-armed fence in one UpdateMonitoredValues
+/// call (batched), at device IRQL under the interrupt lock. Four values land at once (as GPU
+/// writes would) and one NULL report ("scan everything") follows.
+#[test]
+fn nf_04_dpc_rearms_fences_in_one_batched_update() {
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    m.load_driver_with(|t| {
+        spy::install_update_monitored_spy(t);
+        t.DxgkDdiInterruptRoutine = Some(rvgpu_simos::testing::isr_reports_null);
+    })
+    .expect("load");
+    m.start_adapter(0).expect("start");
+    let fs: Vec<NativeFence> = (0..4).map(|_| fence(&m, 0)).collect();
+    let es: Vec<_> = fs
+        .iter()
+        .map(|f| ok(&m, m.wait_native_fence_event(f, 1)))
+        .collect();
+    let _later: Vec<_> = fs
+        .iter()
+        .map(|f| ok(&m, m.wait_native_fence_event(f, 5)))
+        .collect();
+    let before = spy::calls(m.id()).len();
+    for f in &fs {
+        m.memory().write_u64(f.current_value_gpu(), 1);
+    }
+    ok(&m, m.raise_interrupt(0));
+    assert!(es.iter().all(|e| e.is_signaled()));
+    for f in &fs {
+        assert_eq!(f.monitored_value(), 4, "re-armed for the wait at 5");
+    }
+    let calls = spy::calls(m.id());
+    let dpc_calls = &calls[before..];
+    assert_eq!(dpc_calls.len(), 1, "one batched update: {dpc_calls:?}");
+    let mut named: Vec<usize> = dpc_calls[0].fences.iter().map(|f| f.0).collect();
+    named.sort_unstable();
+    let mut want: Vec<usize> = fs.iter().map(NativeFence::global_handle).collect();
+    want.sort_unstable();
+    assert_eq!(named, want);
+    assert!(dpc_calls[0].fences.iter().all(|f| f.1 == 4));
+    assert!(dpc_calls
+        .iter()
+        .all(|c| c.irql == Irql::Device && c.interrupt_lock));
+}
