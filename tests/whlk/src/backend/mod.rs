@@ -269,6 +269,11 @@ pub trait Session {
     fn raw_destroy_native_fence(&mut self, _f: FenceRef) -> Result<i32, Failure> {
         unsupported("raw DDI calls")
     }
+    /// System-process GPU VAs of (CurrentValue, MonitoredValue) and the native-fence caps'
+    /// MonitoredValueStride.
+    fn fence_addresses(&self, _f: FenceRef) -> Result<(u64, u64, u32), Failure> {
+        unsupported("native fences")
+    }
     /// CurrentValue and MonitoredValue.
     fn fence_values(&self, _f: FenceRef) -> Result<FenceValues, Failure> {
         unsupported("native fences")

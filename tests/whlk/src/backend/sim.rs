@@ -296,6 +296,15 @@ impl Session for SimSession {
         self.machine.ddi_destroy_native_fence(g).map_err(failure)
     }
 
+    fn fence_addresses(&self, f: FenceRef) -> Result<(u64, u64, u32), Failure> {
+        let f = self.fence(f)?;
+        let stride = self
+            .machine
+            .native_fence_caps(f.adapter())
+            .map_or(0, |c| c.MonitoredValueStride);
+        Ok((f.current_value_gpu(), f.monitored_value_gpu(), stride))
+    }
+
     fn fence_values(&self, f: FenceRef) -> Result<FenceValues, Failure> {
         let f = self.fence(f)?;
         Ok(FenceValues {

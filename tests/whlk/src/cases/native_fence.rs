@@ -18,6 +18,13 @@ pub const CASES: &[Case] = &[
         run: monitored_value_tracks_waiters,
     },
     Case {
+        name: "NativeFence.PackedStorage",
+        requirements: &["NF-05", "NF-11"],
+        summary: "non-shareable fences of one process share pages at the caps' stride; a \
+                  shareable fence's values are on pages of their own",
+        run: packed_storage,
+    },
+    Case {
         name: "NativeFence.CpuWaitGpuSignal",
         requirements: &["NF-03", "NF-04", "NF-07"],
         summary: "a GPU signal crossing a CPU waiter's value raises one interrupt; the DPC \
@@ -449,6 +456,32 @@ fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
         s.monitored_value(f)? == 5,
         "value {:?}",
         s.monitored_value(f)
+    );
+    Ok(())
+}
+
+fn packed_storage(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, 1)?;
+    let f1 = s.create_native_fence(0, 1, 0, false)?;
+    let f2 = s.create_native_fence(0, 1, 0, false)?;
+    let sh = s.create_native_fence(0, 1, 0, true)?;
+    let (c1, m1, stride) = s.fence_addresses(f1)?;
+    let (c2, m2, _) = s.fence_addresses(f2)?;
+    let (cs, ms, _) = s.fence_addresses(sh)?;
+    let page = |a: u64| a & !0xFFF;
+    ensure!(stride != 0 && stride % 8 == 0, "stride {stride}");
+    ensure!(
+        c2 - c1 == u64::from(stride),
+        "CurrentValues {c1:#x} {c2:#x} not at the stride"
+    );
+    ensure!(
+        m2 - m1 == u64::from(stride),
+        "MonitoredValues {m1:#x} {m2:#x} not at the stride"
+    );
+    let private = [page(c1), page(m1), page(c2), page(m2)];
+    ensure!(
+        !private.contains(&page(cs)) && !private.contains(&page(ms)) && page(cs) != page(ms),
+        "a shareable fence shares a page: {cs:#x} {ms:#x} vs {private:x?}"
     );
     Ok(())
 }
