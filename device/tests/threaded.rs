@@ -350,3 +350,53 @@ fn dropping_the_device_joins_the_cmp_thread() {
     drop(dev);
     assert!(t0.elapsed() < Duration::from_secs(5));
 }
+
+/// NF-01: a fence value's 64-bit write is single-copy atomic: a CPU reading while the GPU
+/// alternates between values whose 32-bit halves both differ never sees a mix of the two.
+/// This is what lets the driver report `No64BitAtomics = 0` (the premise of MF-02); a device
+/// that wrote the halves separately would be caught here.
+#[test]
+fn nf_01_gpu_fence_writes_are_64_bit_atomic() {
+    const A: u64 = 0x0000_0001_0000_0000;
+    const B: u64 = 0x0000_0000_FFFF_FFFF;
+    let mut rig = threaded();
+    assert!(rig.dev.read32(regs::CAPS) & regs::Caps::ATOMIC64.bits() != 0);
+    let f = rig.fence(0);
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (mem, stop, cv) = (rig.mem.clone(), stop.clone(), f.cv);
+        std::thread::spawn(move || {
+            let mut seen = [0u64; 3];
+            while !stop.load(Ordering::Relaxed) {
+                match mem.load(cv, Ordering::Acquire) {
+                    Some(0) => seen[0] += 1,
+                    Some(A) => seen[1] += 1,
+                    Some(B) => seen[2] += 1,
+                    other => panic!("torn 64-bit fence value: {other:x?}"),
+                }
+            }
+            seen
+        })
+    };
+    // 100 signals (5 words, 40 bytes each) per batch fit the 4 KiB ring.
+    for batch in 0..50u64 {
+        let cmds: Vec<Command> = (0..100u64)
+            .map(|i| signal(f, if (batch + i) % 2 == 0 { A } else { B }, 0, 0))
+            .collect();
+        wait_space(&rig, &q, 100 * 40);
+        rig.submit(&mut q, &cmds);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while rig.read_ptr(&q) != q.wptr {
+        guard(deadline, "signals executed");
+    }
+    stop.store(true, Ordering::Relaxed);
+    let seen = reader.join().unwrap();
+    assert!(
+        seen[1] + seen[2] > 0,
+        "the reader overlapped the GPU's writes: {seen:?}"
+    );
+    rig.dev.stop();
+}
