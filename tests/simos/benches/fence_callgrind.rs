@@ -1,0 +1,71 @@
+//! The workload for `scripts/callgrind-fences.sh` (issue 4, "Benchmarks": instructions per
+//! `DxgkDdiUpdateMonitoredValues` call and per ISR). Not timed: run under
+//! `valgrind --tool=callgrind --toggle-collect=<driver function>` it gives the instructions
+//! executed inside the driver's function (and what it calls, OS callbacks included), which
+//! the script divides by the call counts this program prints.
+//!
+//! One step-mode dGPU machine, one native fence, then K rounds (K from `RVGPU_CALLGRIND_OPS`,
+//! default 1000) of:
+//! 1. a CPU event wait for the next value: the OS lowers MonitoredValue with one
+//!    `UpdateMonitoredValues` call (one fence);
+//! 2. a GPU FENCE_SIGNAL of that value from the stand-in queue: the conditional interrupt
+//!    fires, the ISR reports the fence (one event), the DPC releases the wait and re-arms
+//!    MonitoredValue to u64::MAX with a second `UpdateMonitoredValues` call.
+//!
+//! With `RVGPU_CALLGRIND_MODE=legacy` (the baseline for the ISR figure) the adapter has no
+//! native fences and each round is one legacy monitored-fence signal (SIGNAL_ALWAYS_IRQ): one
+//! ISR reporting one MONITORED_FENCE_SIGNALED event, no `UpdateMonitoredValues`.
+//!
+//! It prints `umv_calls=<n> isr_calls=<n>` for the whole process (the machine is fresh, so
+//! these are every call callgrind saw).
+
+use rvgpu_simos::testing::gpu::GpuQueue;
+use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc, ProcessId, SimError};
+
+fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
+    }
+}
+
+fn main() {
+    let k: u64 = std::env::var("RVGPU_CALLGRIND_OPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let legacy = std::env::var("RVGPU_CALLGRIND_MODE").is_ok_and(|s| s == "legacy");
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.native_fence_feature = !legacy;
+    let mut m = Machine::new(cfg);
+    m.load_driver().expect("load");
+    m.start_adapter(0).expect("start");
+    if legacy {
+        let f = ok(&m, m.create_monitored_fence(0, ProcessId(1), 0));
+        let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+        for v in 1..=k {
+            ok(&m, q.signal_monitored(&f, v));
+            ok(&m, q.kick());
+            ok(&m, m.run_until_idle());
+        }
+        assert_eq!(f.value(), k);
+        let isr = m.interrupt_counts(0).0;
+        println!("mode=legacy ops={k} umv_calls=0 isr_calls={isr}");
+        return;
+    }
+    let f = ok(
+        &m,
+        m.create_native_fence(0, ProcessId(1), NativeFenceDesc::default()),
+    );
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    for v in 1..=k {
+        let e = ok(&m, m.wait_native_fence_event(&f, v));
+        ok(&m, q.signal(&f, v));
+        ok(&m, q.kick());
+        ok(&m, m.run_until_idle());
+        assert!(e.is_signaled(), "wait for {v} not released");
+    }
+    let umv = m.native_fence_counts(0).0;
+    let isr = m.interrupt_counts(0).0;
+    println!("mode=native ops={k} umv_calls={umv} isr_calls={isr}");
+}

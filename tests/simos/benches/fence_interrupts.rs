@@ -1,0 +1,248 @@
+//! Interrupts per N GPU fence signals (issue 4, "Benchmarks"): a counting benchmark, not a
+//! timed one. Step mode, so every figure is deterministic (the same on every run and machine).
+//!
+//! Three configurations, measured in the same run, each on a fresh single-dGPU machine with
+//! the real driver, GPU signals coming from the stand-in queue
+//! ([`rvgpu_simos::testing::gpu::GpuQueue`]):
+//!
+//! - (a) native fence, no CPU waiter: MonitoredValue stays u64::MAX, so no signal may
+//!   interrupt (goal 0);
+//! - (b) native fence, CPU waiters arriving in batches: before every segment of
+//!   [`SEGMENT`] signals, [`BATCH`] event waits for the segment's last value are registered
+//!   (several threads waiting for the same frame); goal: at most one interrupt per released
+//!   batch;
+//! - (c) baseline: a legacy monitored fence (MF-03) on an adapter without native fences,
+//!   every signal with SIGNAL_ALWAYS_IRQ (one interrupt per signal).
+//!
+//! `cargo bench -p rvgpu-simos --bench fence_interrupts` prints the table. N defaults to
+//! 1,000,000; `RVGPU_BENCH_SIGNALS` overrides it (a quick run: `RVGPU_BENCH_SIGNALS=10000`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use rvgpu_ddi::basic::{BOOLEAN, PVOID, ULONG};
+use rvgpu_ddi::init::PDXGKDDI_INTERRUPT_ROUTINE;
+
+use rvgpu_ddi::interrupt::DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED;
+use rvgpu_simos::testing::gpu::{GpuQueue, RING_BYTES};
+use rvgpu_simos::{
+    Machine, MachineConfig, Mode, NativeFenceDesc, Notification, ProcessId, SimError, SimEvent,
+};
+
+const P1: ProcessId = ProcessId(1);
+/// Signals per segment in configuration (b).
+const SEGMENT: u64 = 1000;
+/// Waiters per batch in configuration (b).
+const BATCH: usize = 4;
+/// FENCE_SIGNAL is 5 words: this many fit the ring with room to spare.
+const PER_FILL: u64 = (RING_BYTES as u64 / 40) - 2;
+
+fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
+    }
+}
+
+static REAL_ISR: OnceLock<PDXGKDDI_INTERRUPT_ROUTINE> = OnceLock::new();
+static CLAIMED: AtomicU64 = AtomicU64::new(0);
+
+/// The driver's ISR behind a counter of the interrupts it claims.
+unsafe extern "system" fn counting_isr(ctx: PVOID, message: ULONG) -> BOOLEAN {
+    let Some(real) = REAL_ISR.get().copied().flatten() else {
+        return 0;
+    };
+    // SAFETY: the driver's own ISR, called as the OS called this one.
+    let claimed = unsafe { real(ctx, message) };
+    if claimed != 0 {
+        CLAIMED.fetch_add(1, Ordering::Relaxed);
+    }
+    claimed
+}
+
+fn machine(native: bool) -> Machine {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.native_fence_feature = native;
+    let mut m = Machine::new(cfg);
+    m.load_driver_with(|t| {
+        let _ = REAL_ISR.set(t.DxgkDdiInterruptRoutine);
+        t.DxgkDdiInterruptRoutine = Some(counting_isr);
+    })
+    .expect("load");
+    CLAIMED.store(0, Ordering::Relaxed);
+    m.start_adapter(0).expect("start");
+    m
+}
+
+/// Signals values `from..=to` through `q` in ring-sized fills, running the machine until the
+/// queue drains after each fill.
+fn signal_range(
+    m: &Machine,
+    q: &mut GpuQueue,
+    from: u64,
+    to: u64,
+    mut push: impl FnMut(&mut GpuQueue, u64) -> Result<(), SimError>,
+) {
+    let mut v = from;
+    while v <= to {
+        let end = to.min(v + PER_FILL - 1);
+        for x in v..=end {
+            ok(m, push(q, x));
+        }
+        ok(m, q.kick());
+        let drained = ok(m, m.run_until(1_000_000, Duration::ZERO, |_| q.drained()));
+        assert!(drained, "queue did not drain");
+        v = end + 1;
+    }
+    ok(m, m.run_until_idle());
+}
+
+struct Row {
+    name: &'static str,
+    isr_calls: u64,
+    claimed: u64,
+    notifications: u64,
+    released_batches: Option<u64>,
+    seconds: f64,
+}
+
+/// ISR calls, fence notifications.
+fn counts(m: &Machine) -> (u64, u64) {
+    let isr = m.interrupt_counts(0).0;
+    let n = m
+        .notifications(0)
+        .into_iter()
+        .filter(|p| match &p.notification {
+            Notification::NativeFenceSignaled { .. } => true,
+            Notification::Other { interrupt_type } => {
+                *interrupt_type == DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED
+            }
+            _ => false,
+        })
+        .count() as u64;
+    (isr, n)
+}
+
+fn native_no_waiter(n: u64) -> Row {
+    let t = Instant::now();
+    let m = machine(true);
+    let f = ok(&m, m.create_native_fence(0, P1, NativeFenceDesc::default()));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    signal_range(&m, &mut q, 1, n, |q, v| q.signal(&f, v));
+    assert_eq!(f.current_value(), n);
+    let (isr, notes) = counts(&m);
+    Row {
+        name: "(a) native fence, no CPU waiter",
+        isr_calls: isr,
+        claimed: CLAIMED.load(Ordering::Relaxed),
+        notifications: notes,
+        released_batches: None,
+        seconds: t.elapsed().as_secs_f64(),
+    }
+}
+
+fn native_batched_waiters(n: u64) -> Row {
+    let t = Instant::now();
+    let m = machine(true);
+    let f = ok(&m, m.create_native_fence(0, P1, NativeFenceDesc::default()));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut released = 0u64;
+    let mut from = 1u64;
+    while from <= n {
+        let to = n.min(from + SEGMENT - 1);
+        let batch: Vec<SimEvent> = (0..BATCH)
+            .map(|_| ok(&m, m.wait_native_fence_event(&f, to)))
+            .collect();
+        signal_range(&m, &mut q, from, to, |q, v| q.signal(&f, v));
+        assert!(
+            batch.iter().all(SimEvent::is_signaled),
+            "lost wake-up in the batch waiting for {to}"
+        );
+        released += 1;
+        from = to + 1;
+    }
+    assert_eq!(f.monitored_value(), u64::MAX, "nobody waits at the end");
+    let (isr, notes) = counts(&m);
+    Row {
+        name: "(b) native fence, batched CPU waiters",
+        isr_calls: isr,
+        claimed: CLAIMED.load(Ordering::Relaxed),
+        notifications: notes,
+        released_batches: Some(released),
+        seconds: t.elapsed().as_secs_f64(),
+    }
+}
+
+fn legacy(n: u64) -> Row {
+    let t = Instant::now();
+    let m = machine(false);
+    assert!(m.native_fence_caps(0).is_none(), "legacy adapter");
+    let f = ok(&m, m.create_monitored_fence(0, P1, 0));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    signal_range(&m, &mut q, 1, n, |q, v| q.signal_monitored(&f, v));
+    assert_eq!(f.value(), n);
+    let (isr, notes) = counts(&m);
+    Row {
+        name: "(c) legacy monitored fence (baseline)",
+        isr_calls: isr,
+        claimed: CLAIMED.load(Ordering::Relaxed),
+        notifications: notes,
+        released_batches: None,
+        seconds: t.elapsed().as_secs_f64(),
+    }
+}
+
+fn ratio(a: u64, b: u64) -> String {
+    if b == 0 {
+        "n/a".into()
+    } else {
+        format!("{:.6}", a as f64 / b as f64)
+    }
+}
+
+fn main() {
+    let n: u64 = std::env::var("RVGPU_BENCH_SIGNALS")
+        .ok()
+        .and_then(|s| s.replace(['_', ','], "").parse().ok())
+        .unwrap_or(1_000_000);
+    println!("fence_interrupts: N = {n} GPU signals per configuration (step mode, deterministic)");
+    println!(
+        "(b): a batch of {BATCH} CPU waits for the last value of every {SEGMENT}-signal segment"
+    );
+    let rows = [native_no_waiter(n), native_batched_waiters(n), legacy(n)];
+    println!();
+    println!(
+        "| configuration | ISR calls | claimed | fence notifications | per signal | released batches | ISR per batch | wall s |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &rows {
+        let (b, per_b) = match r.released_batches {
+            Some(b) => (b.to_string(), ratio(r.isr_calls, b)),
+            None => ("-".into(), "-".into()),
+        };
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} |",
+            r.name,
+            r.isr_calls,
+            r.claimed,
+            r.notifications,
+            ratio(r.isr_calls, n),
+            b,
+            per_b,
+            r.seconds
+        );
+    }
+    let c = rows[2].isr_calls;
+    println!();
+    println!(
+        "ratio ISR calls (a)/(c) = {}   (b)/(c) = {}",
+        ratio(rows[0].isr_calls, c),
+        ratio(rows[1].isr_calls, c)
+    );
+    println!(
+        "ratio notifications (a)/(c) = {}   (b)/(c) = {}",
+        ratio(rows[0].notifications, rows[2].notifications),
+        ratio(rows[1].notifications, rows[2].notifications)
+    );
+}

@@ -1,0 +1,213 @@
+//! GPU signal → blocked CPU waiter wake latency (issue 4, "Benchmarks"), criterion, threaded
+//! mode, against a bare `Mutex` + `Condvar` wake between two threads measured in the same run.
+//!
+//! Both benchmarks use one protocol: a waiter thread is handed something to wait on, says it
+//! is about to block, blocks; the bench thread gives it 200 µs to get there, takes `t0` and
+//! issues the wake; the waiter takes `t1` as soon as it returns from its wait. The figure is
+//! `t1 − t0` (the 200 µs are not measured).
+//!
+//! - `native_fence_gpu_signal`: a threaded single-dGPU machine (device CMP thread, interrupt
+//!   thread, DPC thread) with the real driver. The wait is a CPU event wait on a native fence
+//!   (MonitoredValue lowered by the OS); the FENCE_SIGNAL command is already in the stand-in
+//!   queue's ring, and `t0` is taken just before QUEUE_KICK. The wake goes CMP → conditional
+//!   interrupt → ISR → DPC → OS release of the wait → the waiter's condvar.
+//! - `bare_condvar`: the waiter blocks on a `Condvar`; `t0` is taken just before the flag is
+//!   set and `notify_one` is called (the last hop of the path above, alone).
+//!
+//! After criterion's own report it prints the median and mean of every measured wake in
+//! each benchmark and the ratio native / bare. Run with
+//! `cargo bench -p rvgpu-simos --bench fence_wake_latency`.
+
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use rvgpu_simos::testing::gpu::GpuQueue;
+use rvgpu_simos::{
+    Machine, MachineConfig, Mode, NativeFenceDesc, ProcessId, SimError, SimEvent, WaitOutcome,
+};
+
+/// How long the waiter gets to block before the wake is issued.
+const SETTLE: Duration = Duration::from_micros(200);
+
+fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
+    }
+}
+
+/// A waiter thread: receives a wait, reports it is about to block, blocks, returns `t1`.
+struct Waiter<W: Send + 'static> {
+    to: Option<Sender<W>>,
+    ready: Receiver<()>,
+    woke: Receiver<Instant>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl<W: Send + 'static> Waiter<W> {
+    fn spawn(wait: impl Fn(W) + Send + 'static) -> Self {
+        let (to, rx) = channel::<W>();
+        let (ready_tx, ready) = channel();
+        let (woke_tx, woke) = channel();
+        let thread = thread::spawn(move || {
+            for w in rx {
+                if ready_tx.send(()).is_err() {
+                    return;
+                }
+                wait(w);
+                if woke_tx.send(Instant::now()).is_err() {
+                    return;
+                }
+            }
+        });
+        Self {
+            to: Some(to),
+            ready,
+            woke,
+            thread: Some(thread),
+        }
+    }
+
+    /// Hands `w` to the waiter, waits until it is (very likely) blocked, runs `wake` (which
+    /// returns `t0`) and returns `t1 − t0`.
+    fn once(&self, w: W, wake: impl FnOnce() -> Instant) -> Duration {
+        self.to.as_ref().expect("waiter").send(w).expect("send");
+        self.ready.recv().expect("ready");
+        thread::sleep(SETTLE);
+        let t0 = wake();
+        let t1 = self.woke.recv().expect("woke");
+        t1.saturating_duration_since(t0)
+    }
+}
+
+impl<W: Send + 'static> Drop for Waiter<W> {
+    fn drop(&mut self) {
+        self.to = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Samples(Mutex<Vec<Duration>>);
+
+impl Samples {
+    fn new() -> Self {
+        Self(Mutex::new(Vec::new()))
+    }
+
+    fn push(&self, d: Duration) {
+        self.0.lock().expect("samples").push(d);
+    }
+
+    /// (median, mean, count) in µs.
+    fn stats(&self) -> (f64, f64, usize) {
+        let mut v = self.0.lock().expect("samples").clone();
+        if v.is_empty() {
+            return (0.0, 0.0, 0);
+        }
+        v.sort_unstable();
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        let median = us(v[v.len() / 2]);
+        let mean = v.iter().map(|d| us(*d)).sum::<f64>() / v.len() as f64;
+        (median, mean, v.len())
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(5))
+        .configure_from_args();
+
+    let native = Samples::new();
+    let bare = Samples::new();
+
+    {
+        let mut m = Machine::new(MachineConfig::single(Mode::Threaded));
+        m.load_driver().expect("load");
+        m.start_adapter(0).expect("start");
+        let f = ok(
+            &m,
+            m.create_native_fence(0, ProcessId(1), NativeFenceDesc::default()),
+        );
+        let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+        let waiter = Waiter::spawn(|e: SimEvent| {
+            assert_eq!(
+                e.wait(Duration::from_secs(10)),
+                Some(WaitOutcome::Satisfied)
+            );
+        });
+        let mut v = 0u64;
+        c.bench_function("fence_wake_latency/native_fence_gpu_signal", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    v += 1;
+                    let e = ok(&m, m.wait_native_fence_event(&f, v));
+                    ok(&m, q.signal(&f, v));
+                    let d = waiter.once(e, || {
+                        let t0 = Instant::now();
+                        ok(&m, q.kick());
+                        t0
+                    });
+                    native.push(d);
+                    total += d;
+                }
+                total
+            });
+        });
+        drop(waiter);
+        assert!(m.bugcheck().is_none());
+        assert!(m.fault().is_none(), "{:?}", m.fault());
+        let _ = m.stop_adapter(0);
+    }
+
+    {
+        let pair = Arc::new((Mutex::new(false), Condvar::new()));
+        let waiter = Waiter::spawn(|p: Arc<(Mutex<bool>, Condvar)>| {
+            let (lock, cv) = &*p;
+            let g = lock.lock().expect("lock");
+            let mut g = cv.wait_while(g, |set| !*set).expect("wait");
+            *g = false;
+        });
+        c.bench_function("fence_wake_latency/bare_condvar", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let d = waiter.once(pair.clone(), || {
+                        let (lock, cv) = &*pair;
+                        let t0 = Instant::now();
+                        *lock.lock().expect("lock") = true;
+                        cv.notify_one();
+                        t0
+                    });
+                    bare.push(d);
+                    total += d;
+                }
+                total
+            });
+        });
+    }
+
+    c.final_summary();
+
+    let (nm, nmean, nn) = native.stats();
+    let (bm, bmean, bn) = bare.stats();
+    println!();
+    println!("| wake | median µs | mean µs | wakes measured |");
+    println!("|---|---:|---:|---:|");
+    println!("| native fence: GPU signal → CPU waiter | {nm:.1} | {nmean:.1} | {nn} |");
+    println!("| bare Mutex+Condvar between two threads | {bm:.1} | {bmean:.1} | {bn} |");
+    if bm > 0.0 && bmean > 0.0 {
+        println!(
+            "ratio native / bare: median {:.2}, mean {:.2}",
+            nm / bm,
+            nmean / bmean
+        );
+    }
+}
