@@ -1248,22 +1248,19 @@ impl Machine {
         Ok(ev)
     }
 
-    /// The blocking form of a CPU wait (MF-04). Threaded mode: blocks up to `timeout`. Step
-    /// mode: drives the machine (device steps, interrupts, DPCs) until the wait is satisfied
-    /// or a round makes no progress (nothing but the caller could signal the fence then:
-    /// [`WaitOutcome::TimedOut`]), `timeout` bounding the real time spent. A timed-out wait is
-    /// withdrawn (MonitoredValue rises again).
-    pub fn wait_native_fence(
+    /// Waits for `ev` to settle: threaded mode blocks on it, step mode drives the machine
+    /// (device steps, interrupts, DPCs) until a round makes no progress. Returns the outcome,
+    /// or `None` when `timeout` passed or (step mode) nothing but the caller could still
+    /// satisfy the wait; the caller then withdraws its wait.
+    fn drive_wait(
         &self,
-        fence: &NativeFence,
-        value: u64,
+        ev: &SimEvent,
         timeout: Duration,
-    ) -> Result<WaitOutcome, SimError> {
-        let ev = self.wait_native_fence_event(fence, value)?;
+    ) -> Result<Option<WaitOutcome>, SimError> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(o) = ev.outcome() {
-                return Ok(o);
+                return Ok(Some(o));
             }
             if let Some(f) = self.state.fault() {
                 return Err(f.into());
@@ -1277,11 +1274,28 @@ impl Machine {
                 }
             };
             if let Some(o) = ev.outcome() {
-                return Ok(o);
+                return Ok(Some(o));
             }
             if expired || idle {
-                break;
+                return Ok(None);
             }
+        }
+    }
+
+    /// The blocking form of a CPU wait (MF-04). Threaded mode: blocks up to `timeout`. Step
+    /// mode: drives the machine (device steps, interrupts, DPCs) until the wait is satisfied
+    /// or a round makes no progress (nothing but the caller could signal the fence then:
+    /// [`WaitOutcome::TimedOut`]), `timeout` bounding the real time spent. A timed-out wait is
+    /// withdrawn (MonitoredValue rises again).
+    pub fn wait_native_fence(
+        &self,
+        fence: &NativeFence,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitOutcome, SimError> {
+        let ev = self.wait_native_fence_event(fence, value)?;
+        if let Some(o) = self.drive_wait(&ev, timeout)? {
+            return Ok(o);
         }
         // Withdraw the wait.
         lock(&fence.obj.st).waiters.retain(|w| !w.event.same(&ev));
@@ -1625,28 +1639,8 @@ impl Machine {
         timeout: Duration,
     ) -> Result<WaitOutcome, SimError> {
         let ev = self.wait_monitored_fence_event(f, value)?;
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(o) = ev.outcome() {
-                return Ok(o);
-            }
-            if let Some(e) = self.state.fault() {
-                return Err(e.into());
-            }
-            let expired = Instant::now() >= deadline;
-            let idle = match self.config().mode {
-                Mode::Step => !self.round_for_wait(),
-                Mode::Threaded => {
-                    let _ = ev.wait(Duration::from_millis(5));
-                    false
-                }
-            };
-            if let Some(o) = ev.outcome() {
-                return Ok(o);
-            }
-            if expired || idle {
-                break;
-            }
+        if let Some(o) = self.drive_wait(&ev, timeout)? {
+            return Ok(o);
         }
         lock(&f.obj.st).waiters.retain(|w| !w.event.same(&ev));
         ev.set(WaitOutcome::TimedOut);
