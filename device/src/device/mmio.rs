@@ -152,7 +152,8 @@ impl Core {
 
     fn caps(&self) -> Caps {
         let c = &self.cfg;
-        let mut caps = Caps::NATIVE_FENCE | Caps::ATOMIC64 | Caps::FENCE_LOG;
+        let mut caps = Caps::NATIVE_FENCE | Caps::FENCE_LOG;
+        caps.set(Caps::ATOMIC64, c.atomic64);
         caps.set(Caps::GLOBAL_DOORBELL, c.global_doorbell);
         caps.set(Caps::OPTIMIZED_FENCE_IRQ, c.optimized_fence_irq);
         caps.set(Caps::PER_ENGINE_RESET, c.per_engine_reset);

@@ -91,6 +91,10 @@ pub struct DeviceConfig {
     pub optimized_fence_irq: bool,
     /// Engines can be reset one at a time (CAPS.PER_ENGINE_RESET); otherwise CTRL resets fail.
     pub per_engine_reset: bool,
+    /// CAPS.ATOMIC64 is advertised. Clearing it models a GPU that cannot write 64 bits atomically
+    /// (MF-02) as far as the capability goes: the model's memory stays 64-bit atomic, so this
+    /// only tests how software reacts to the capability.
+    pub atomic64: bool,
     /// GPU ticks a HANG (or injected hang) runs before the engine reports Hung.
     pub hang_detect_ticks: u64,
     /// GPU ticks of idleness before the engine requests F1; 0 = never.
@@ -110,6 +114,7 @@ impl Default for DeviceConfig {
             exact_fence_report: true,
             optimized_fence_irq: true,
             per_engine_reset: true,
+            atomic64: true,
             // 200 steps in step mode.
             hang_detect_ticks: defaults::HANG_DETECT_TICKS,
             idle_f1_ticks: 0,

@@ -30,7 +30,9 @@ pub enum ProbeError {
     MissingCaps(u32),
 }
 
-/// Capabilities the driver cannot work without.
+/// Capabilities the driver cannot work without. 64-bit atomic fence writes (NF-01): the driver
+/// does not implement the OS's 32-bit wrap-around rules for `No64BitAtomics` GPUs (MF-02), so it
+/// refuses such a device rather than mis-report it.
 pub const REQUIRED_CAPS: Caps = Caps::ATOMIC64;
 
 /// Interrupt causes the driver handles.

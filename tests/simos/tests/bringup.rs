@@ -234,3 +234,45 @@ fn nf_10_disabled_feature_is_not_used() {
     }
     assert_eq!(m.feature_usage(0).0, 0);
 }
+
+/// MF-02: rvgpu supports only GPUs whose 64-bit fence writes are single-copy atomic (NF-01,
+/// checked by the device's torn-write test). So the driver reports `No64BitAtomics = 0` for
+/// such a device, and refuses to start on a device without the ATOMIC64 capability rather than
+/// running it with the OS's 32-bit wrap-around rules it does not implement.
+#[test]
+fn mf_02_driver_reports_64_bit_atomics_and_refuses_a_32_bit_device() {
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    if let Err(e) = m.load_driver() {
+        panic!("load: {e}");
+    }
+    match m.start_adapter(0) {
+        Ok(info) => assert!(
+            !info
+                .caps
+                .SchedulingCaps
+                .is_set(DXGK_VIDSCHCAPS::No64BitAtomics),
+            "a 64-bit atomic device must not be reported as No64BitAtomics"
+        ),
+        Err(e) => panic!("start: {e}"),
+    }
+    drop(m);
+
+    let mut cfg = MachineConfig::single(Mode::Step);
+    if let Some(a) = cfg.adapters.first_mut() {
+        a.device.atomic64 = false;
+    }
+    let mut m = Machine::new(cfg);
+    if let Err(e) = m.load_driver() {
+        panic!("load: {e}");
+    }
+    match m.start_adapter(0) {
+        Err(SimError::DdiFailed(s)) => assert_eq!(
+            s.cast_unsigned(),
+            0xC000_0483,
+            "STATUS_DEVICE_HARDWARE_ERROR for a device the driver cannot drive"
+        ),
+        Ok(_) => panic!("the driver started on a device without 64-bit atomic fence writes"),
+        Err(e) => panic!("expected a refused start, got {e}"),
+    }
+    assert_eq!(m.bugcheck(), None);
+}
