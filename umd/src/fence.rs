@@ -72,6 +72,30 @@ impl GpuFence {
     }
 }
 
+/// A legacy monitored fence (WDDM 2.0, MF-01): one 64-bit value the GPU writes through its
+/// GPU address; the OS learns of each GPU signal through an interrupt, since it keeps no
+/// MonitoredValue for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MonitoredFence {
+    /// `FenceValueGPUVirtualAddress` from the OS.
+    pub value_gpu: u64,
+}
+
+impl MonitoredFence {
+    /// MF-03: a GPU signal is a fence-write command in the stream. Every signal interrupts
+    /// (the device marks it as a legacy signal, so the driver reports a monitored-fence
+    /// interrupt and the OS scans its waits, MF-04).
+    pub fn signal(&self, value: u64) -> Command {
+        Command::FenceSignal {
+            flags: rvgpu_hw::cmd::SIGNAL_ALWAYS_IRQ,
+            value_addr: self.value_gpu,
+            value,
+            monitored_addr: 0,
+            report_tag: rvgpu_hw::event::NO_TAG,
+        }
+    }
+}
+
 /// The stream is full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamFull;
@@ -153,6 +177,31 @@ mod tests {
             GpuFence::from_private_data(same.as_bytes()),
             Err(PddError::BadAddress)
         );
+    }
+
+    /// MF-03 (the GPU-signal half): a monitored-fence signal is a fence write in the command
+    /// stream that always interrupts. (The other half, a GPU wait that the OS schedules with
+    /// WaitForSynchronizationObjectFromGpu, belongs to the kernel-mode submission path.)
+    #[test]
+    fn mf_03_monitored_fence_gpu_signal_is_an_always_interrupting_fence_write() {
+        let f = MonitoredFence {
+            value_gpu: 0x2000_0000,
+        };
+        let mut buf = [0u64; 5];
+        let mut s = CommandStream::new(&mut buf);
+        s.push(f.signal(9)).unwrap();
+        match decode(s.words()).unwrap() {
+            Command::FenceSignal {
+                flags,
+                value_addr,
+                value,
+                ..
+            } => {
+                assert_eq!(flags, rvgpu_hw::cmd::SIGNAL_ALWAYS_IRQ);
+                assert_eq!((value_addr, value), (0x2000_0000, 9));
+            }
+            other => panic!("not a fence write: {other:?}"),
+        }
     }
 
     /// The commands the UMD encodes are exactly what the device decodes (same crate, same
