@@ -1,6 +1,7 @@
-//! rvgpu user-mode driver (UMD). The ring writer and submission path come with the
-//! user-mode submission issue; for now the crate holds the C API surface (`capi`), native-fence
-//! command encoding (`fence`) and, on Windows, the D3DKMT bindings (`kmt_windows`).
+//! rvgpu user-mode driver (UMD). The doorbell and submission path come with the user-mode
+//! submission issue; for now the crate holds the C API surface (`capi`), native-fence command
+//! encoding (`fence`), the ring writer (`ring`) and, on Windows, the D3DKMT bindings
+//! (`kmt_windows`).
 //!
 //! `no_std` (+ `alloc` later) so that the DLL links for `x86_64-pc-windows-msvc` without the
 //! Windows SDK's CRT (see docs/windows.md); host tests use std.
@@ -12,3 +13,4 @@ mod dll_windows;
 pub mod fence;
 #[cfg(windows)]
 pub mod kmt_windows;
+pub mod ring;

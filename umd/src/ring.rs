@@ -1,0 +1,240 @@
+//! The UMD's ring writer (user-mode submission, UM-16/UM-19 building block).
+//!
+//! A hardware queue's ring is an array of 64-bit words the CMP reads at `ptr % size`
+//! (docs/hardware.md, "Rings"). The writer keeps a free-running byte write pointer, appends
+//! packets word by word (packets may wrap at the end of the ring), and never overwrites
+//! commands the CMP has not consumed: free space is `size - (write_ptr - read_ptr)`, from the
+//! read pointer the CMP publishes in ring control. Publishing stores the write pointer into
+//! ring control with Release ordering; ringing the doorbell afterwards is the caller's job
+//! (the doorbell write is the publication point the device acts on).
+//!
+//! The memory behind the ring differs between Windows (a mapped allocation) and the simulation
+//! (the emulated machine's memory), so it is reached through [`RingMemory`].
+
+use rvgpu_hw::cmd::Command;
+use rvgpu_hw::queue::{ring_free, RING_MAX, RING_MIN};
+
+/// Access to one ring and its ring control.
+pub trait RingMemory {
+    /// Stores `value` at word `index` of the ring (`index` < ring words).
+    fn store_word(&self, index: u64, value: u64);
+    /// Loads the CMP's read pointer from ring control (Acquire: the CMP is done with the words
+    /// before it).
+    fn load_read_ptr(&self) -> u64;
+    /// Stores the write pointer into ring control (Release: the words before it are visible
+    /// to the CMP first).
+    fn store_write_ptr(&self, value: u64);
+}
+
+/// Why a write was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingError {
+    /// Not enough free space: the caller waits for the CMP (or its progress fence) and retries.
+    Full,
+    /// Ring control is inconsistent (read pointer ahead of the write pointer, or more than a
+    /// ring behind): the queue is unusable.
+    Corrupt,
+    /// The ring size is not a power of two in `RING_MIN..=RING_MAX`.
+    BadSize,
+}
+
+/// Appends packets to one ring.
+#[derive(Debug)]
+pub struct RingWriter<M: RingMemory> {
+    mem: M,
+    size: u32,
+    write_ptr: u64,
+}
+
+impl<M: RingMemory> RingWriter<M> {
+    /// A writer for a ring of `size` bytes whose write pointer currently is `write_ptr`.
+    pub fn new(mem: M, size: u32, write_ptr: u64) -> Result<Self, RingError> {
+        if !size.is_power_of_two() || !(RING_MIN..=RING_MAX).contains(&size) {
+            return Err(RingError::BadSize);
+        }
+        if !write_ptr.is_multiple_of(8) {
+            return Err(RingError::Corrupt);
+        }
+        Ok(Self {
+            mem,
+            size,
+            write_ptr,
+        })
+    }
+
+    /// The (unpublished) write pointer.
+    pub fn write_ptr(&self) -> u64 {
+        self.write_ptr
+    }
+
+    /// Free bytes, from the CMP's current read pointer.
+    pub fn free(&self) -> Result<u64, RingError> {
+        ring_free(self.size, self.mem.load_read_ptr(), self.write_ptr).ok_or(RingError::Corrupt)
+    }
+
+    fn store(&mut self, word: u64) {
+        let words = u64::from(self.size) / 8;
+        let index = (self.write_ptr / 8) % words;
+        self.mem.store_word(index, word);
+        self.write_ptr = self.write_ptr.wrapping_add(8);
+    }
+
+    /// Appends `cmd`, or refuses with [`RingError::Full`] having written nothing.
+    pub fn push(&mut self, cmd: &Command) -> Result<(), RingError> {
+        let len = cmd.len();
+        let bytes = u64::try_from(len)
+            .map_err(|_| RingError::Full)?
+            .saturating_mul(8);
+        if bytes > self.free()? {
+            return Err(RingError::Full);
+        }
+        let mut buf = [0u64; 8];
+        match cmd.encode(&mut buf) {
+            Some(n) => {
+                for w in buf.iter().take(n) {
+                    self.store(*w);
+                }
+            }
+            // Only padding NOPs are longer than the buffer: header, then zeros.
+            None => {
+                let header = match cmd {
+                    Command::Nop { len } if *len > 0 => {
+                        rvgpu_hw::cmd::header(rvgpu_hw::cmd::Opcode::Nop, 0, *len)
+                    }
+                    _ => return Err(RingError::Full),
+                };
+                self.store(header);
+                for _ in 1..len {
+                    self.store(0);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends all of `cmds` or none of them.
+    pub fn push_all(&mut self, cmds: &[Command]) -> Result<(), RingError> {
+        let total: usize = cmds.iter().map(Command::len).sum();
+        let bytes = u64::try_from(total)
+            .map_err(|_| RingError::Full)?
+            .saturating_mul(8);
+        if bytes > self.free()? {
+            return Err(RingError::Full);
+        }
+        for c in cmds {
+            self.push(c)?;
+        }
+        Ok(())
+    }
+
+    /// Makes everything pushed so far visible to the CMP; returns the write pointer, the
+    /// value a dedicated doorbell is rung with.
+    pub fn publish(&mut self) -> u64 {
+        self.mem.store_write_ptr(self.write_ptr);
+        self.write_ptr
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::cell::RefCell;
+    use rvgpu_hw::cmd::decode;
+
+    /// Host memory standing in for the ring and ring control.
+    struct Mem {
+        words: RefCell<Vec<u64>>,
+        read_ptr: RefCell<u64>,
+        write_ptr: RefCell<u64>,
+    }
+
+    impl RingMemory for &Mem {
+        fn store_word(&self, index: u64, value: u64) {
+            self.words.borrow_mut()[index as usize] = value;
+        }
+        fn load_read_ptr(&self) -> u64 {
+            *self.read_ptr.borrow()
+        }
+        fn store_write_ptr(&self, value: u64) {
+            *self.write_ptr.borrow_mut() = value;
+        }
+    }
+
+    fn mem(size: u32) -> Mem {
+        Mem {
+            words: RefCell::new(vec![0; size as usize / 8]),
+            read_ptr: RefCell::new(0),
+            write_ptr: RefCell::new(0),
+        }
+    }
+
+    /// Reads the packet at byte pointer `ptr` as the CMP does (wrapping at the ring's end).
+    fn read_packet(m: &Mem, ptr: u64, len: usize) -> Vec<u64> {
+        let w = m.words.borrow();
+        let n = w.len() as u64;
+        (0..len as u64)
+            .map(|i| w[((ptr / 8 + i) % n) as usize])
+            .collect()
+    }
+
+    #[test]
+    fn packets_wrap_at_the_ring_end_and_decode() {
+        let m = mem(256);
+        // Start 16 bytes before the end so a 5-word signal wraps.
+        *m.read_ptr.borrow_mut() = 240;
+        let mut r = RingWriter::new(&m, 256, 240).unwrap();
+        let sig = Command::FenceSignal {
+            flags: 0,
+            value_addr: 0x1000,
+            value: 7,
+            monitored_addr: 0x2000,
+            report_tag: 1,
+        };
+        r.push(&sig).unwrap();
+        assert_eq!(r.publish(), 280);
+        assert_eq!(*m.write_ptr.borrow(), 280, "published");
+        assert_eq!(decode(&read_packet(&m, 240, 5)).unwrap(), sig);
+    }
+
+    #[test]
+    fn never_overwrites_unconsumed_commands() {
+        let m = mem(256);
+        let mut r = RingWriter::new(&m, 256, 0).unwrap();
+        let wait = Command::FenceWait {
+            addr: 0x1000,
+            value: 1,
+        };
+        for _ in 0..10 {
+            r.push(&wait).unwrap(); // 10 x 24 = 240 bytes
+        }
+        assert_eq!(r.free(), Ok(16));
+        let before = m.words.borrow().clone();
+        assert_eq!(r.push(&wait), Err(RingError::Full));
+        assert_eq!(*m.words.borrow(), before, "a refused push writes nothing");
+        assert_eq!(
+            r.push_all(&[Command::Nop { len: 1 }, wait]),
+            Err(RingError::Full)
+        );
+        assert_eq!(*m.words.borrow(), before, "all or nothing");
+        // The CMP consumes two packets: room again.
+        *m.read_ptr.borrow_mut() = 48;
+        r.push(&wait).unwrap();
+        assert_eq!(r.free(), Ok(40));
+    }
+
+    #[test]
+    fn long_nop_padding_and_corrupt_ring_control() {
+        let m = mem(256);
+        let mut r = RingWriter::new(&m, 256, 0).unwrap();
+        r.push(&Command::Nop { len: 12 }).unwrap();
+        assert_eq!(
+            decode(&read_packet(&m, 0, 12)).unwrap(),
+            Command::Nop { len: 12 }
+        );
+        *m.read_ptr.borrow_mut() = 200; // ahead of the write pointer
+        assert_eq!(r.free(), Err(RingError::Corrupt));
+        assert_eq!(r.push(&Command::Hang), Err(RingError::Corrupt));
+        assert_eq!(RingWriter::new(&m, 100, 0).err(), Some(RingError::BadSize));
+        assert_eq!(RingWriter::new(&m, 256, 4).err(), Some(RingError::Corrupt));
+    }
+}
