@@ -349,6 +349,11 @@ impl<P: Platform> Adapter<P> {
         unsafe { dxgk.synchronize(unpublish::<P>, ctx) }?;
         // SAFETY: `raw` came from Box::into_raw in `start` and is unreachable by the ISR now.
         let live = unsafe { Box::from_raw(raw) };
+        // Fences the OS left behind die with this start; their handles must not route later
+        // DDIs (or a restart's creates) to them.
+        for h in live.fences.lock().handles() {
+            self.fence_handles.remove(h);
+        }
         Self::tear_down(*live);
         self.lifecycle.lock().0 = Lifecycle::Added;
         Ok(())
@@ -447,7 +452,8 @@ impl<P: Platform> Adapter<P> {
         match &summary {
             Some(s) if s.overflow => {
                 fence_reports = true;
-                batch.lost_events(live.identity.config.engines, &mut emit);
+                let native = live.features.native_fence.is_some();
+                batch.lost_events(live.identity.config.engines, native, &mut emit);
             }
             _ => batch.flush(&mut emit),
         }

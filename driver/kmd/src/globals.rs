@@ -108,13 +108,16 @@ impl AdapterTable {
         let Some(slot) = self.slots.get(usize::from(index)) else {
             return;
         };
-        slot.ptr.store(core::ptr::null_mut(), Ordering::Relaxed);
+        // Park the slot as "claiming" (readers ignore it, `register` cannot take it) until no
+        // reader can still be reading its `type_id`; only then make it free.
+        slot.ptr.store(CLAIMING, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         // Acquire pairs with the readers' Release decrement: their use of the object happens
         // before our caller frees it.
         while slot.readers.load(Ordering::Acquire) != 0 {
             core::hint::spin_loop();
         }
+        slot.ptr.store(core::ptr::null_mut(), Ordering::Release);
     }
 }
 

@@ -1,63 +1,55 @@
-//! OS fence handle → (adapter slot, report tag), readable at any IRQL.
+//! OS fence handle → report tag, per adapter, readable at any IRQL.
 //!
 //! `DxgkDdiUpdateMonitoredValues` runs at device IRQL and `DxgkDdiDestroyNativeFence`,
 //! `DxgkDdiUpdateCurrentValuesFromCpu` get no adapter handle: the driver must map Dxgkrnl's
 //! `hGlobalNativeFence` back to its adapter without a DISPATCH spin lock and without
-//! allocating. This is a fixed-capacity open-addressed table of atomics:
+//! allocating. This is a fixed table of buckets of atomic entries:
 //!
-//! - Writers (create, destroy: PASSIVE) are serialised by the caller (a driver mutex) and
-//!   publish an entry by storing the value first and the key last (Release).
-//! - Readers (any IRQL) load the key (Acquire), then the value, then the key again: if the key
-//!   changed meanwhile the slot was reused and the read is retried, so a reader never pairs a
-//!   handle with another fence's value.
-//! - Removal leaves a tombstone so probe chains stay intact.
+//! - A handle hashes to one bucket of [`BUCKET`] entries; lookups scan that bucket only, so the
+//!   work at device IRQL is bounded, and there are no probe chains or tombstones to decay
+//!   (an earlier open-addressed version filled with tombstones under churn).
+//! - Writers (create, destroy: PASSIVE) are serialised by the caller and publish an entry by
+//!   storing the value first and the key last (Release); removal stores an empty key.
+//! - Readers load the key (Acquire), then the value, then the key again: if the key changed
+//!   meanwhile the entry was reused and the read is retried, so a reader does not pair a handle
+//!   with a value written for another key in between.
+//! - The table is sized so that a bucket overflows only with negligible probability (about two
+//!   handles per bucket on average at full capacity); an overflowing insert fails cleanly.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 const EMPTY: usize = 0;
-const TOMBSTONE: usize = usize::MAX;
 
-/// Where a fence lives: the adapter's slot in the driver's adapter table, and the fence's
-/// report tag on that adapter.
+/// Entries per bucket.
+pub const BUCKET: usize = 16;
+
+/// Where a fence lives: the adapter's slot in the driver's adapter table (known from which
+/// adapter's map matched), and the fence's full report tag on that adapter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FenceLocation {
     pub adapter: u8,
     pub tag: u64,
 }
 
-impl FenceLocation {
-    /// Tags are `generation << 32 | slot`; 24 bits of generation are kept here, the adapter
-    /// slot takes the top byte. (The registry's generations wrap well before 2^24 matters:
-    /// a stale location is still rejected by the registry's own generation check.)
-    fn pack(self) -> u64 {
-        (u64::from(self.adapter) << 56) | (self.tag & 0x00FF_FFFF_FFFF_FFFF)
-    }
-
-    fn unpack(v: u64) -> Self {
-        Self {
-            adapter: u8::try_from(v >> 56).unwrap_or(u8::MAX),
-            tag: v & 0x00FF_FFFF_FFFF_FFFF,
-        }
-    }
-}
-
-struct Slot {
+struct Entry {
     key: AtomicUsize,
     value: AtomicU64,
 }
 
-/// The table. Capacity is a power of two, fixed at creation.
+/// The table.
 pub struct HandleMap {
-    slots: Box<[Slot]>,
+    entries: Box<[Entry]>,
+    buckets: usize,
+    capacity: usize,
     live: AtomicUsize,
 }
 
 impl core::fmt::Debug for HandleMap {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("HandleMap")
-            .field("capacity", &self.slots.len())
+            .field("buckets", &self.buckets)
             .field("live", &self.live.load(Ordering::Relaxed))
             .finish()
     }
@@ -66,32 +58,35 @@ impl core::fmt::Debug for HandleMap {
 /// Why an insert failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MapError {
-    /// The handle is 0 or all-ones (reserved as markers) — not a handle Dxgkrnl hands out.
+    /// The handle is 0 (the empty marker) — not a handle Dxgkrnl hands out.
     BadHandle,
     /// The handle is already present.
     Duplicate,
-    /// No free slot within the probe limit (the table is kept at most half full).
+    /// The table holds its capacity, or the handle's bucket is full.
     Full,
 }
 
 impl HandleMap {
-    /// A table with room for `capacity` live handles (rounded up to a power of two, doubled
-    /// to keep probe chains short). Allocates once, at PASSIVE.
+    /// A table for `capacity` live handles. Allocates once, at PASSIVE.
     pub fn with_capacity(capacity: usize) -> Self {
-        let n = capacity
+        // About two handles per bucket at full capacity.
+        let buckets = capacity
+            .div_ceil(2)
             .max(1)
             .checked_next_power_of_two()
-            .unwrap_or(1 << 20)
-            .saturating_mul(2);
+            .unwrap_or(1 << 16);
+        let n = buckets.saturating_mul(BUCKET);
         let mut v = Vec::with_capacity(n);
         for _ in 0..n {
-            v.push(Slot {
+            v.push(Entry {
                 key: AtomicUsize::new(EMPTY),
                 value: AtomicU64::new(0),
             });
         }
         Self {
-            slots: v.into_boxed_slice(),
+            entries: v.into_boxed_slice(),
+            buckets,
+            capacity,
             live: AtomicUsize::new(0),
         }
     }
@@ -106,91 +101,81 @@ impl HandleMap {
         self.len() == 0
     }
 
-    fn mask(&self) -> usize {
-        self.slots.len().wrapping_sub(1)
-    }
-
-    /// Probe sequence start: handles are pointer-like (aligned), so mix before masking.
-    fn start(&self, handle: usize) -> usize {
+    /// The entries of `handle`'s bucket. Handles are pointer-like (aligned), so mix first.
+    fn bucket(&self, handle: usize) -> &[Entry] {
         let h = (handle as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        usize::try_from(h >> 32).unwrap_or(0) & self.mask()
+        let b = usize::try_from(h >> 32).unwrap_or(0) & self.buckets.wrapping_sub(1);
+        let start = b.saturating_mul(BUCKET);
+        self.entries
+            .get(start..start.saturating_add(BUCKET))
+            .unwrap_or(&[])
     }
 
-    /// Inserts `handle`. The caller serialises writers.
-    pub fn insert(&self, handle: usize, loc: FenceLocation) -> Result<(), MapError> {
-        if handle == EMPTY || handle == TOMBSTONE {
+    /// Inserts `handle` with its report `tag`. The caller serialises writers.
+    pub fn insert(&self, handle: usize, tag: u64) -> Result<(), MapError> {
+        if handle == EMPTY {
             return Err(MapError::BadHandle);
         }
         if self.get(handle).is_some() {
             return Err(MapError::Duplicate);
         }
-        if self.len().saturating_mul(2) >= self.slots.len() {
+        if self.len() >= self.capacity {
             return Err(MapError::Full);
         }
-        let mut i = self.start(handle);
-        for _ in 0..self.slots.len() {
-            let Some(slot) = self.slots.get(i) else { break };
-            let k = slot.key.load(Ordering::Relaxed);
-            if k == EMPTY || k == TOMBSTONE {
-                slot.value.store(loc.pack(), Ordering::Relaxed);
-                // Publishes the value together with the key.
-                slot.key.store(handle, Ordering::Release);
-                self.live.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
-            }
-            i = i.wrapping_add(1) & self.mask();
-        }
-        Err(MapError::Full)
+        let free = self
+            .bucket(handle)
+            .iter()
+            .find(|e| e.key.load(Ordering::Relaxed) == EMPTY);
+        let e = free.ok_or(MapError::Full)?;
+        e.value.store(tag, Ordering::Relaxed);
+        // Publishes the value together with the key.
+        e.key.store(handle, Ordering::Release);
+        self.live.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
-    /// Looks `handle` up. Lock-free and allocation-free: callable at any IRQL.
-    pub fn get(&self, handle: usize) -> Option<FenceLocation> {
-        if handle == EMPTY || handle == TOMBSTONE {
+    /// Looks `handle` up and returns its tag. Lock-free, allocation-free and bounded (one
+    /// bucket): callable at any IRQL.
+    pub fn get(&self, handle: usize) -> Option<u64> {
+        if handle == EMPTY {
             return None;
         }
-        let mut i = self.start(handle);
-        for _ in 0..self.slots.len() {
-            let slot = self.slots.get(i)?;
+        for e in self.bucket(handle) {
             loop {
-                let k = slot.key.load(Ordering::Acquire);
-                if k == EMPTY {
-                    return None;
-                }
-                if k != handle {
+                if e.key.load(Ordering::Acquire) != handle {
                     break;
                 }
-                let v = slot.value.load(Ordering::Acquire);
-                // Re-check: if the slot was removed and reused while we read, try again.
-                if slot.key.load(Ordering::Acquire) == handle {
-                    return Some(FenceLocation::unpack(v));
+                let v = e.value.load(Ordering::Acquire);
+                // Re-check: if the entry was removed and reused while we read, try again.
+                if e.key.load(Ordering::Acquire) == handle {
+                    return Some(v);
                 }
             }
-            i = i.wrapping_add(1) & self.mask();
         }
         None
     }
 
-    /// Removes `handle`; returns its location. The caller serialises writers.
-    pub fn remove(&self, handle: usize) -> Option<FenceLocation> {
-        if handle == EMPTY || handle == TOMBSTONE {
+    /// Removes `handle`; returns its tag. The caller serialises writers.
+    pub fn remove(&self, handle: usize) -> Option<u64> {
+        if handle == EMPTY {
             return None;
         }
-        let mut i = self.start(handle);
-        for _ in 0..self.slots.len() {
-            let slot = self.slots.get(i)?;
-            let k = slot.key.load(Ordering::Relaxed);
-            if k == EMPTY {
-                return None;
-            }
-            if k == handle {
-                let v = slot.value.load(Ordering::Relaxed);
-                slot.key.store(TOMBSTONE, Ordering::Release);
-                self.live.fetch_sub(1, Ordering::Relaxed);
-                return Some(FenceLocation::unpack(v));
-            }
-            i = i.wrapping_add(1) & self.mask();
-        }
-        None
+        let e = self
+            .bucket(handle)
+            .iter()
+            .find(|e| e.key.load(Ordering::Relaxed) == handle)?;
+        let v = e.value.load(Ordering::Relaxed);
+        e.key.store(EMPTY, Ordering::Release);
+        self.live.fetch_sub(1, Ordering::Relaxed);
+        Some(v)
+    }
+
+    /// Empty entries (for tests).
+    pub fn empty_entries(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.key.load(Ordering::Relaxed) == EMPTY)
+            .count()
     }
 }
 
@@ -198,8 +183,9 @@ impl HandleMap {
 mod tests {
     use super::*;
 
-    fn loc(a: u8, t: u64) -> FenceLocation {
-        FenceLocation { adapter: a, tag: t }
+    /// A tag that needs all 64 bits (generation above 2^24), as a long-lived slot has.
+    fn loc(a: u8, t: u64) -> u64 {
+        (u64::from(a) << 48) | (1 << 60) | t
     }
 
     #[test]
@@ -215,10 +201,16 @@ mod tests {
         assert_eq!(m.remove(0x1000), None, "double remove");
         assert_eq!(m.insert(0, loc(0, 0)), Err(MapError::BadHandle));
         assert_eq!(m.get(usize::MAX), None);
+        m.insert(usize::MAX, 1).unwrap();
+        assert_eq!(
+            m.get(usize::MAX),
+            Some(1),
+            "every non-zero handle value is usable"
+        );
     }
 
     #[test]
-    fn holds_its_capacity_and_reuses_tombstones() {
+    fn holds_its_capacity_and_reuses_entries() {
         let m = HandleMap::with_capacity(8);
         let handles: Vec<usize> = (1..=8).map(|i| i * 0x40).collect();
         for (i, h) in handles.iter().enumerate() {
@@ -239,6 +231,44 @@ mod tests {
     }
 
     #[test]
+    fn tags_keep_all_64_bits() {
+        let m = HandleMap::with_capacity(4);
+        let tag = (1u64 << 63) | (0xFFFF_FF01 << 32) | 7;
+        m.insert(0x40, tag).unwrap();
+        assert_eq!(m.get(0x40), Some(tag));
+        assert_eq!(m.remove(0x40), Some(tag));
+    }
+
+    /// Churn must not eat the empty slots that end probe chains (or every miss, at device
+    /// IRQL, scans the whole table).
+    #[test]
+    fn churn_keeps_empty_slots_so_misses_stay_short() {
+        let m = HandleMap::with_capacity(64);
+        for h in 1..=32usize {
+            m.insert(h * 0x1000, h as u64).unwrap();
+        }
+        for round in 0..20_000usize {
+            let h = 0x100_0000 + round * 0x40;
+            m.insert(h, 1).unwrap();
+            m.remove(h).unwrap();
+        }
+        let total = m.empty_entries() + m.len();
+        assert_eq!(m.len(), 32);
+        assert_eq!(
+            m.empty_entries(),
+            total - 32,
+            "every removed entry is empty again: nothing decays under churn"
+        );
+        for h in 1..=32usize {
+            assert_eq!(
+                m.get(h * 0x1000),
+                Some(h as u64),
+                "live entries survive reclamation"
+            );
+        }
+    }
+
+    #[test]
     fn concurrent_readers_never_see_a_foreign_value() {
         use std::sync::atomic::AtomicBool;
         use std::sync::Arc;
@@ -253,8 +283,12 @@ mod tests {
                 std::thread::spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
                         assert_eq!(m.get(0x40), Some(loc(3, 33)));
-                        if let Some(l) = m.get(0x80) {
-                            assert_eq!(l.adapter, 1, "0x80 only ever maps to adapter 1");
+                        if let Some(t) = m.get(0x80) {
+                            assert_eq!(
+                                t >> 48 & 0xFF,
+                                1,
+                                "0x80 only ever maps to adapter 1's tags"
+                            );
                         }
                     }
                 })

@@ -91,11 +91,7 @@ pub fn create<P: Platform>(
     let undo_tag = |live: &Live<P>| {
         let _ = live.synchronized(|isr| isr.fences.remove(tag));
     };
-    let loc = FenceLocation {
-        adapter: a.table_slot(),
-        tag,
-    };
-    if let Err(e) = a.fence_handles.insert(h, loc) {
+    if let Err(e) = a.fence_handles.insert(h, tag) {
         undo_tag(live);
         return Err(match e {
             MapError::Duplicate | MapError::BadHandle => status::INVALID_PARAMETER,
@@ -165,9 +161,10 @@ pub fn close<P: Platform>(a: &Adapter<P>, args: &DXGKARG_CLOSENATIVEFENCE) -> Re
 fn locate<P: Platform>(h: usize) -> Option<FenceLocation> {
     (0..MAX_ADAPTERS).find_map(|i| {
         let slot = u8::try_from(i).ok()?;
-        ADAPTERS
+        let tag = ADAPTERS
             .with(slot, |a: &Adapter<P>| a.fence_handles.get(h))
-            .flatten()
+            .flatten()?;
+        Some(FenceLocation { adapter: slot, tag })
     })
 }
 
@@ -183,9 +180,18 @@ pub fn destroy<P: Platform>(args: &DXGKARG_DESTROYNATIVEFENCE) -> Result<(), Sta
             let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
             // Serialises with create (see there).
             let mut table = live.fences.lock();
+            let fence = *table.get(h).ok_or(status::INVALID_HANDLE)?;
+            if fence.opens != 0 {
+                return Err(table_status(TableError::StillOpen));
+            }
+            // First the step that can fail: from here on the ISR can no longer name the
+            // fence (NF-14: never a destroyed handle). The table's tag is the full one.
+            let removed = live.synchronized(|isr| isr.fences.remove(fence.tag))?;
+            if removed.is_none() {
+                // The registry and the table disagree: keep the fence, report the fault.
+                return Err(status::UNSUCCESSFUL);
+            }
             table.destroy(h).map_err(table_status)?;
-            // From here on the ISR can no longer name it (NF-14: never a destroyed handle).
-            live.synchronized(|isr| isr.fences.remove(loc.tag))?;
             a.fence_handles.remove(h);
             Ok(())
         })
@@ -333,9 +339,9 @@ pub fn update_current<P: Platform>(
                 .lock()
                 .get(h.map_or(0, |h| h as usize))
                 .map(|f| f.current_gpu);
-            if let Some(gpu) = gpu {
-                live.regs.write64(regs::WAIT_RESCAN, gpu);
-            }
+            // Without the address (the fence went away meanwhile) re-evaluate every wait
+            // rather than leave a GPU waiter blocked (WAIT_RESCAN 0 = all).
+            live.regs.write64(regs::WAIT_RESCAN, gpu.unwrap_or(0));
         });
     }
     Ok(())

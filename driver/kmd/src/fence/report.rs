@@ -95,14 +95,18 @@ impl Batch {
         self.scan_all = false;
     }
 
-    /// Events may have been lost (ring overflow): every engine gets a NULL report.
-    pub fn lost_events(&mut self, engines: u32, emit: &mut impl FnMut(Report<'_>)) {
+    /// Events may have been lost (ring overflow): every engine gets a legacy report (the OS
+    /// scans its monitored fences) and, if native fences are enabled, a NULL native report.
+    pub fn lost_events(&mut self, engines: u32, native: bool, emit: &mut impl FnMut(Report<'_>)) {
         self.flush(emit);
         for engine in 0..engines {
-            emit(Report::Native {
-                engine,
-                handles: None,
-            });
+            self.legacy(engine, emit);
+            if native {
+                emit(Report::Native {
+                    engine,
+                    handles: None,
+                });
+            }
         }
     }
 }
@@ -166,16 +170,28 @@ mod tests {
             b.legacy(1, &mut e);
             b.legacy(1, &mut e);
             b.native(0, Some(0x10), &mut e);
-            b.lost_events(2, &mut e);
+            b.lost_events(2, true, &mut e);
         });
         assert_eq!(
             out,
             vec![
                 "Legacy { engine: 1 }",
                 "Native { engine: 0, handles: Some([16]) }",
+                "Legacy { engine: 0 }",
                 "Native { engine: 0, handles: None }",
                 "Native { engine: 1, handles: None }"
-            ]
+            ],
+            "lost events: every engine's legacy fences (engine 1's already reported) and \
+             native waits are scanned"
+        );
+        let out = run(|b, e| {
+            let mut e = e;
+            b.lost_events(1, false, &mut e);
+        });
+        assert_eq!(
+            out,
+            vec!["Legacy { engine: 0 }"],
+            "no native report without native fences"
         );
     }
 }

@@ -58,6 +58,11 @@ impl FenceTable {
         self.globals.is_empty()
     }
 
+    /// The global handles of every live fence.
+    pub fn handles(&self) -> impl Iterator<Item = usize> + '_ {
+        self.globals.keys().copied()
+    }
+
     /// The global fence `h`.
     pub fn get(&self, h: usize) -> Option<&Fence> {
         self.globals.get(&h)
