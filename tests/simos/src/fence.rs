@@ -579,6 +579,19 @@ fn settle(obj: &FenceObj) -> Result<(), SimError> {
     }
 }
 
+/// Takes the waits `value` satisfies out of `waiters` and signals their events; the one CPU
+/// wait rule for native and monitored fences alike (MF-04: satisfied at `>=`).
+fn release_satisfied(waiters: &mut Vec<Waiter>, value: u64) -> Vec<Waiter> {
+    let (done, pending): (Vec<Waiter>, Vec<Waiter>) = std::mem::take(waiters)
+        .into_iter()
+        .partition(|w| rvgpu_hw::fence::wait_satisfied(value, w.value));
+    *waiters = pending;
+    for w in &done {
+        w.event.set(WaitOutcome::Satisfied);
+    }
+    done
+}
+
 /// One resample of `obj` (its settle lock held): releases satisfied waits and returns the new
 /// MonitoredValue the OS must give the driver, if it changed (recorded as given).
 fn resample(obj: &FenceObj) -> Option<u64> {
@@ -586,14 +599,7 @@ fn resample(obj: &FenceObj) -> Option<u64> {
     if st.destroyed {
         return None;
     }
-    let cv = obj.cv.load();
-    st.waiters.retain(|w| {
-        let done = w.value <= cv;
-        if done {
-            w.event.set(WaitOutcome::Satisfied);
-        }
-        !done
-    });
+    release_satisfied(&mut st.waiters, obj.cv.load());
     let desired = if st.hold_zero {
         0
     } else {
@@ -1359,13 +1365,7 @@ impl LegacyObj {
         let mut resumes = Vec::new();
         {
             let mut st = lock(&self.st);
-            let v = self.slot.load();
-            let (done, pending): (Vec<Waiter>, Vec<Waiter>) = std::mem::take(&mut st.waiters)
-                .into_iter()
-                .partition(|w| w.value <= v);
-            st.waiters = pending;
-            for w in done {
-                w.event.set(WaitOutcome::Satisfied);
+            for w in release_satisfied(&mut st.waiters, self.slot.load()) {
                 resumes.extend(w.resume);
             }
         }

@@ -171,6 +171,7 @@ impl HandleMap {
     }
 
     /// Empty entries (for tests).
+    #[cfg(test)]
     pub fn empty_entries(&self) -> usize {
         self.entries
             .iter()
