@@ -1,4 +1,4 @@
-//! OS fence handle → report tag, per adapter, readable at any IRQL.
+//! OS fence handle → the fence's CurrentValue GPU address, per adapter, readable at any IRQL.
 //!
 //! `DxgkDdiUpdateMonitoredValues` runs at device IRQL and `DxgkDdiDestroyNativeFence`,
 //! `DxgkDdiUpdateCurrentValuesFromCpu` get no adapter handle: the driver must map Dxgkrnl's
@@ -26,11 +26,12 @@ const EMPTY: usize = 0;
 pub const BUCKET: usize = 16;
 
 /// Where a fence lives: the adapter's slot in the driver's adapter table (known from which
-/// adapter's map matched), and the fence's full report tag on that adapter.
+/// adapter's map matched), and the GPU address of the fence's CurrentValue (what a CPU
+/// signal asks the CMP to rescan).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FenceLocation {
     pub adapter: u8,
-    pub tag: u64,
+    pub current_gpu: u64,
 }
 
 struct Entry {
@@ -111,8 +112,9 @@ impl HandleMap {
             .unwrap_or(&[])
     }
 
-    /// Inserts `handle` with its report `tag`. The caller serialises writers.
-    pub fn insert(&self, handle: usize, tag: u64) -> Result<(), MapError> {
+    /// Inserts `handle` with its value (the CurrentValue GPU address). The caller serialises
+    /// writers.
+    pub fn insert(&self, handle: usize, value: u64) -> Result<(), MapError> {
         if handle == EMPTY {
             return Err(MapError::BadHandle);
         }
@@ -127,14 +129,14 @@ impl HandleMap {
             .iter()
             .find(|e| e.key.load(Ordering::Relaxed) == EMPTY);
         let e = free.ok_or(MapError::Full)?;
-        e.value.store(tag, Ordering::Relaxed);
+        e.value.store(value, Ordering::Relaxed);
         // Publishes the value together with the key.
         e.key.store(handle, Ordering::Release);
         self.live.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Looks `handle` up and returns its tag. Lock-free, allocation-free and bounded (one
+    /// Looks `handle` up and returns its value. Lock-free, allocation-free and bounded (one
     /// bucket): callable at any IRQL.
     pub fn get(&self, handle: usize) -> Option<u64> {
         if handle == EMPTY {
@@ -155,7 +157,7 @@ impl HandleMap {
         None
     }
 
-    /// Removes `handle`; returns its tag. The caller serialises writers.
+    /// Removes `handle`; returns its value. The caller serialises writers.
     pub fn remove(&self, handle: usize) -> Option<u64> {
         if handle == EMPTY {
             return None;
@@ -232,9 +234,9 @@ mod tests {
     }
 
     #[test]
-    fn tags_keep_all_64_bits() {
+    fn values_keep_all_64_bits() {
         let m = HandleMap::with_capacity(4);
-        let tag = (1u64 << 63) | (0xFFFF_FF01 << 32) | 7;
+        let tag = (1u64 << 63) | (0xFFFF_FF01 << 32) | 8; // any 64-bit value
         m.insert(0x40, tag).unwrap();
         assert_eq!(m.get(0x40), Some(tag));
         assert_eq!(m.remove(0x40), Some(tag));

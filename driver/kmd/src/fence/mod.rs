@@ -91,7 +91,7 @@ pub fn create<P: Platform>(
     let undo_tag = |live: &Live<P>| {
         let _ = live.synchronized(|isr| isr.fences.remove(tag));
     };
-    if let Err(e) = a.fence_handles.insert(h, tag) {
+    if let Err(e) = a.fence_handles.insert(h, cv) {
         undo_tag(live);
         return Err(match e {
             MapError::Duplicate | MapError::BadHandle => status::INVALID_PARAMETER,
@@ -161,10 +161,13 @@ pub fn close<P: Platform>(a: &Adapter<P>, args: &DXGKARG_CLOSENATIVEFENCE) -> Re
 fn locate<P: Platform>(h: usize) -> Option<FenceLocation> {
     (0..MAX_ADAPTERS).find_map(|i| {
         let slot = u8::try_from(i).ok()?;
-        let tag = ADAPTERS
+        let current_gpu = ADAPTERS
             .with(slot, |a: &Adapter<P>| a.fence_handles.get(h))
             .flatten()?;
-        Some(FenceLocation { adapter: slot, tag })
+        Some(FenceLocation {
+            adapter: slot,
+            current_gpu,
+        })
     })
 }
 
@@ -332,16 +335,11 @@ pub fn update_current<P: Platform>(
             }
         }
         fence(Ordering::SeqCst);
+        // The CMP re-evaluates the GPU waits on this fence's CurrentValue.
         ADAPTERS.with(loc.adapter, |a: &Adapter<P>| {
-            let Some(live) = a.live() else { return };
-            let gpu = live
-                .fences
-                .lock()
-                .get(h.map_or(0, |h| h as usize))
-                .map(|f| f.current_gpu);
-            // Without the address (the fence went away meanwhile) re-evaluate every wait
-            // rather than leave a GPU waiter blocked (WAIT_RESCAN 0 = all).
-            live.regs.write64(regs::WAIT_RESCAN, gpu.unwrap_or(0));
+            if let Some(live) = a.live() {
+                live.regs.write64(regs::WAIT_RESCAN, loc.current_gpu);
+            }
         });
     }
     Ok(())
