@@ -11,6 +11,7 @@ pub mod capi;
 #[cfg(all(windows, feature = "dll", not(test)))]
 mod dll_windows;
 pub mod fence;
+pub mod kmt;
 #[cfg(windows)]
 pub mod kmt_windows;
 pub mod ring;

@@ -30,3 +30,96 @@ pub struct NativeFencePdd {
 }
 
 const _: () = assert!(core::mem::size_of::<NativeFencePdd>() == 64);
+
+// ---------------------------------------------------------------------------------------------
+// User-mode submission (issue 6). docs/usermode-submission.md describes the flows.
+// ---------------------------------------------------------------------------------------------
+
+/// Version of [`HwQueuePdd`].
+pub const HW_QUEUE_PDD_VERSION: u32 = 1;
+
+/// Private data of `DxgkDdiCreateHwQueue` (32 bytes, in/out). The UMD fills the input fields;
+/// the KMD validates them and writes the output fields before it returns.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct HwQueuePdd {
+    /// [`PDD_MAGIC`] (in).
+    pub magic: u32,
+    /// [`HW_QUEUE_PDD_VERSION`] (in).
+    pub version: u32,
+    /// Scheduling priority among the engine's queues, higher runs first (in; the KMD clamps it
+    /// to [`HW_QUEUE_PRIORITY_MAX`]).
+    pub priority: u32,
+    /// The device's queue id (out): what a ring of the global doorbell writes, and what events
+    /// report.
+    pub queue_id: u32,
+    /// Engine (node ordinal) the queue runs on (out).
+    pub engine: u32,
+    /// Reserved, 0.
+    pub reserved: [u32; 3],
+}
+
+const _: () = assert!(core::mem::size_of::<HwQueuePdd>() == 32);
+
+/// Highest priority a UMD may ask for in [`HwQueuePdd::priority`].
+pub const HW_QUEUE_PRIORITY_MAX: u32 = 15;
+
+/// Version of [`DoorbellPdd`].
+pub const DOORBELL_PDD_VERSION: u32 = 1;
+
+/// What the UMD writes to the doorbell page to ring it (out field of [`DoorbellPdd`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum DoorbellValue {
+    /// Dedicated doorbells: any value rings; the UMD writes its new write pointer.
+    WritePtr = 0,
+    /// Global doorbell (`CAPS.GLOBAL_DOORBELL`): the UMD writes its queue id.
+    QueueId = 1,
+}
+
+impl DoorbellValue {
+    /// Decodes the wire value.
+    pub fn from_u32(v: u32) -> Option<Self> {
+        match v {
+            0 => Some(Self::WritePtr),
+            1 => Some(Self::QueueId),
+            _ => None,
+        }
+    }
+}
+
+/// Private data of `DxgkDdiCreateDoorbell` (64 bytes, in/out).
+///
+/// `DXGKARG_CREATEDOORBELL` hands the KMD only its own handles of the ring and ring-control
+/// allocations. With v1's identity GPU mapping (docs/hardware.md §12.2) and no VidMm segment
+/// model yet, the UMD passes the GPU addresses and ring size here; the KMD checks them
+/// against the device's rules (alignment, power-of-two size) before a queue descriptor ever
+/// holds them. A GpuMmu-based driver would take them from its allocation objects instead.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DoorbellPdd {
+    /// [`PDD_MAGIC`] (in).
+    pub magic: u32,
+    /// [`DOORBELL_PDD_VERSION`] (in).
+    pub version: u32,
+    /// GPU address of the ring (in), 8-aligned.
+    pub ring_gpu: u64,
+    /// GPU address of the `RingControl` block (in), 64-aligned.
+    pub ring_control_gpu: u64,
+    /// Ring size in bytes (in): a power of two in `queue::RING_MIN..=queue::RING_MAX`.
+    pub ring_size: u32,
+    /// [`DoorbellValue`] as `u32` (out).
+    pub ring_value: u32,
+    /// The queue id, for [`DoorbellValue::QueueId`] (out).
+    pub queue_id: u32,
+    /// Reserved, 0.
+    pub reserved0: u32,
+    /// Reserved, 0.
+    pub reserved: [u64; 3],
+}
+
+const _: () = assert!(core::mem::size_of::<DoorbellPdd>() == 64);

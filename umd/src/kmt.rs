@@ -1,0 +1,188 @@
+//! The kernel thunks the UMD calls, as one trait (issue 6).
+//!
+//! On Windows these are the D3DKMT functions of gdi32.dll (`kmt_windows`); in the simulation
+//! the simulated OS implements the trait over its Dxgkrnl model (`rvgpu_simos::kmt`). The UMD's
+//! submission logic (`submit`) is generic over it, so the same code runs against both.
+//!
+//! The trait mirrors the D3DKMT calls one to one and keeps their names; arguments are reduced
+//! to what this UMD passes. CPU mappings the OS hands out (ring, doorbell page, doorbell status,
+//! last-queued progress value, progress fence) are reached through the associated types, because
+//! on Windows they are raw pointers and in the simulation they are objects of the simulated
+//! machine.
+
+use crate::ring::RingMemory;
+
+/// A `D3DKMT_HANDLE`.
+pub type KmtHandle = u32;
+
+/// An NTSTATUS from a thunk that failed (negative values are errors).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NtStatus(pub i32);
+
+/// `D3DDDI_DOORBELLSTATUS` values the UMD reads from the doorbell status page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DoorbellStatus {
+    /// Connected: ring and go.
+    Connected,
+    /// Connected, but the KMD wants `D3DKMTNotifyWorkSubmission` after each ring.
+    ConnectedNotify,
+    /// Disconnected (victimised, F1, D3): reconnect and retry (UM-19).
+    DisconnectedRetry,
+    /// Disconnected for good (device lost): destroy and recreate, or fall back (UM-10).
+    DisconnectedAbort,
+    /// Anything else the status page holds (treated as abort).
+    Unknown(i32),
+}
+
+impl DoorbellStatus {
+    /// Decodes the raw `D3DDDI_DOORBELLSTATUS`.
+    pub fn from_raw(v: i32) -> Self {
+        match v {
+            0 => Self::Connected,
+            1 => Self::ConnectedNotify,
+            2 => Self::DisconnectedRetry,
+            3 => Self::DisconnectedAbort,
+            x => Self::Unknown(x),
+        }
+    }
+}
+
+/// CPU views of one doorbell, from `D3DKMTCreateDoorbell`.
+pub trait DoorbellCpu {
+    /// Writes `value` to `DoorbellCPUVirtualAddress` (the physical doorbell page while
+    /// connected, the OS's dummy page otherwise).
+    fn ring(&self, value: u64);
+    /// Reads `DoorbellStatusCPUVirtualAddress`.
+    fn status(&self) -> DoorbellStatus;
+    /// Stores to `HwQueueProgressFenceLastQueuedValueCPUVirtualAddress` (UM-16).
+    fn set_last_queued(&self, value: u64);
+}
+
+/// Read-only CPU view of a fence value (`HwQueueProgressFenceCPUVirtualAddress`).
+pub trait FenceCpu {
+    /// The fence's current value.
+    fn value(&self) -> u64;
+}
+
+/// A GPU-visible allocation the UMD created (ring, ring control, command buffer).
+#[derive(Debug)]
+pub struct Allocation<M> {
+    /// The D3DKMT allocation handle.
+    pub handle: KmtHandle,
+    /// Its GPU virtual address.
+    pub gpu_va: u64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// CPU access.
+    pub mem: M,
+}
+
+/// CPU access to an allocation, word by word (64-bit, naturally aligned, byte offsets).
+pub trait AllocationCpu {
+    /// Stores `value` at byte offset `offset` (Release; 8-aligned, in range; out-of-range is
+    /// ignored).
+    fn store(&self, offset: u64, value: u64);
+    /// Loads the word at byte offset `offset` (Acquire).
+    fn load(&self, offset: u64) -> u64;
+}
+
+/// What `D3DKMTCreateHwQueue` returns.
+#[derive(Debug)]
+pub struct HwQueue<F> {
+    /// The queue handle.
+    pub handle: KmtHandle,
+    /// The OS-created progress fence (a monitored fence).
+    pub progress_fence: KmtHandle,
+    /// Read-only CPU mapping of the progress fence value.
+    pub progress_cpu: F,
+    /// GPU VA of the progress fence (the KMD programs it as the queue's `progress_fence`).
+    pub progress_gpu: u64,
+}
+
+/// What `D3DKMTCreateDoorbell` returns.
+#[derive(Debug)]
+pub struct Doorbell<D> {
+    /// The doorbell handle.
+    pub handle: KmtHandle,
+    /// Doorbell page, status page and last-queued value.
+    pub cpu: D,
+}
+
+/// The D3DKMT thunks of the user-mode submission path.
+pub trait Kmt {
+    /// CPU view of an allocation.
+    type Mem: AllocationCpu + Clone;
+    /// CPU views of a doorbell.
+    type Doorbell: DoorbellCpu;
+    /// CPU view of a progress fence.
+    type Fence: FenceCpu;
+
+    /// `D3DKMTCreateContextVirtual` (a context on node `node` of the UMD's device).
+    fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus>;
+    /// `D3DKMTDestroyContext`.
+    fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus>;
+    /// `D3DKMTCreateHwQueue`; `user_mode_submission` sets
+    /// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission` (UM-05). `private_data` is in/out
+    /// ([`rvgpu_hw::pdd::HwQueuePdd`]).
+    fn create_hw_queue(
+        &self,
+        context: KmtHandle,
+        user_mode_submission: bool,
+        private_data: &mut [u8],
+    ) -> Result<HwQueue<Self::Fence>, NtStatus>;
+    /// `D3DKMTDestroyHwQueue`.
+    fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;
+    /// `D3DKMTCreateAllocation2` of a GPU-visible, CPU-mapped, resident buffer.
+    fn create_allocation(&self, size: u64) -> Result<Allocation<Self::Mem>, NtStatus>;
+    /// `D3DKMTDestroyAllocation2`.
+    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus>;
+    /// `D3DKMTCreateDoorbell`; `private_data` is in/out ([`rvgpu_hw::pdd::DoorbellPdd`]).
+    fn create_doorbell(
+        &self,
+        queue: KmtHandle,
+        ring: KmtHandle,
+        ring_control: KmtHandle,
+        private_data: &mut [u8],
+    ) -> Result<Doorbell<Self::Doorbell>, NtStatus>;
+    /// `D3DKMTConnectDoorbell`.
+    fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
+    /// `D3DKMTDestroyDoorbell`.
+    fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
+    /// `D3DKMTNotifyWorkSubmission`.
+    fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
+    /// `D3DKMTSubmitCommandToHwQueue`: the kernel-mode path (UM-01).
+    fn submit_command_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        progress_fence_value: u64,
+        command_buffer_gpu: u64,
+        command_bytes: u32,
+    ) -> Result<(), NtStatus>;
+    /// `D3DKMTWaitForSynchronizationObjectFromCpu` on one fence and value, blocking.
+    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;
+}
+
+/// Adapts an allocation's CPU view to the ring writer (ring words from offset 0 of `ring`,
+/// pointers in the `RingControl` block `control`).
+#[derive(Clone, Debug)]
+pub struct RingView<M> {
+    /// The ring allocation.
+    pub ring: M,
+    /// The ring-control allocation.
+    pub control: M,
+}
+
+impl<M: AllocationCpu> RingMemory for RingView<M> {
+    fn store_word(&self, index: u64, value: u64) {
+        if let Some(off) = index.checked_mul(8) {
+            self.ring.store(off, value);
+        }
+    }
+    fn load_read_ptr(&self) -> u64 {
+        self.control.load(rvgpu_hw::queue::RingControl::READ_PTR)
+    }
+    fn store_write_ptr(&self, value: u64) {
+        self.control
+            .store(rvgpu_hw::queue::RingControl::WRITE_PTR, value);
+    }
+}
