@@ -7,6 +7,13 @@
 //! packet. A blocked queue becomes runnable again only when a fence it waits on changes: a
 //! FENCE_SIGNAL to that address from any queue or engine, or WAIT_RESCAN.
 //!
+//! INDIRECT: a queue executing an indirect buffer keeps a cursor into it ([`Indirect`]); its
+//! ring read pointer stays on the INDIRECT packet until the buffer's last packet completes.
+//! Each packet of the buffer is one quantum, like a ring packet, so the engine may switch
+//! queues between them; the cursor survives that, a blocked FENCE_WAIT in the buffer and a
+//! commit that keeps the queue. A queue that enters a runlist has no cursor: it starts at the
+//! ring read pointer, so an interrupted INDIRECT runs its buffer again from the start.
+//!
 //! The CMP sees a queue's write pointer only when told: it loads RingControl.write_ptr
 //! (Acquire) on a doorbell, a QUEUE_KICK and when the queue enters a runlist. A producer that
 //! stores `write_ptr` without ringing executes nothing (that is what UM-09's disconnected
@@ -27,14 +34,29 @@ use super::{lock, Core, EngineSnapshot, QueueSnapshot};
 /// A FENCE_WAIT the queue is blocked on.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Wait {
-    /// Read pointer of the FENCE_WAIT packet.
+    /// Read pointer of the FENCE_WAIT packet (of the INDIRECT, for a wait in a buffer).
     pub(crate) rptr: u64,
+    /// Offset of the FENCE_WAIT in the indirect buffer, or `None` for a wait in the ring.
+    pub(crate) inner: Option<u64>,
     pub(crate) addr: u64,
     pub(crate) value: u64,
     /// GPU time the engine first saw the wait unresolved (LOG-03).
     pub(crate) observed: u64,
     /// The fence changed and the re-evaluation found it satisfied: run the packet again.
     pub(crate) wake: bool,
+}
+
+/// The indirect buffer a queue is executing (its ring read pointer is on the INDIRECT).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Indirect {
+    /// GPU address of the buffer (checked reachable when the INDIRECT started).
+    pub(crate) addr: u64,
+    /// Size of the buffer in bytes.
+    pub(crate) bytes: u64,
+    /// Offset of the next packet to execute; always < `bytes`.
+    pub(crate) off: u64,
+    /// Length in bytes of the ring's INDIRECT packet: read_ptr moves past it at the end.
+    pub(crate) len: u64,
 }
 
 /// One runlisted hardware queue.
@@ -51,6 +73,9 @@ pub(crate) struct Queue {
     /// Observed timestamp of the last wait this queue completed, for the wait-log entry
     /// that follows it.
     pub(crate) last_wait_observed: Option<u64>,
+    /// The indirect buffer being executed, if the packet at `rptr` is an INDIRECT that has
+    /// started.
+    pub(crate) indirect: Option<Indirect>,
 }
 
 impl Queue {
@@ -284,6 +309,7 @@ impl Core {
                         fault: None,
                         wait: None,
                         last_wait_observed: None,
+                        indirect: None,
                     };
                     // Acquire on both: the driver initialised ring contents and pointers
                     // before committing.
@@ -440,6 +466,7 @@ impl Core {
                     priority: q.desc.priority,
                     fault: q.fault,
                     blocked_on: q.wait.filter(|w| !w.wake).map(|w| (w.addr, w.value)),
+                    indirect: q.indirect.map(|i| (i.addr, i.off)),
                 })
                 .collect(),
         })

@@ -11,6 +11,13 @@
 //! is published by a Release store of RingControl.read_ptr; results that other agents
 //! consume as "done" markers (fence values, progress fence, timestamps, log headers) are
 //! Release stores too, so the data written before them is visible to whoever sees them.
+//!
+//! INDIRECT: packets come either from the ring (at the read pointer, wrapping) or from the
+//! queue's current indirect buffer (at its cursor, never wrapping: a packet past the end is
+//! `BadLength`). An indirect buffer is read with Relaxed loads for the same reason as the
+//! ring: its producer finished it before the submission whose write_ptr we acquired.
+//! Completing a packet of the buffer advances the cursor and counts it; completing the last
+//! one also completes the INDIRECT itself (read_ptr moves past it, counted once more).
 
 use std::sync::atomic::{fence, Ordering};
 
@@ -28,7 +35,7 @@ use rvgpu_hw::queue::{QueueDescriptor, RingControl, NO_QUEUE};
 use rvgpu_hw::regs::IntCause;
 
 use super::bus::Fault;
-use super::cmp::{Cmp, Engine, InFlight, Queue, Wait};
+use super::cmp::{Cmp, Engine, InFlight, Indirect, Queue, Wait};
 use super::{lock, Core};
 
 /// Bytes of COPY/FILL work per quantum: a big transfer takes many passes (measurable time)
@@ -36,6 +43,15 @@ use super::{lock, Core};
 pub(crate) const CHUNK_BYTES: u64 = 4096;
 
 const _: () = assert!(MAX_TRANSFER.is_multiple_of(8));
+
+/// Where the packets of a queue come from.
+#[derive(Clone, Copy, Debug)]
+enum Src {
+    /// The ring: positions are free-running read pointers (wrapping at the ring size).
+    Ring,
+    /// An indirect buffer at this GPU address: positions are byte offsets into it.
+    Buffer(u64),
+}
 
 /// Where a LOG_WRITE goes, resolved and checked before anything is written.
 struct LogTarget {
@@ -74,9 +90,30 @@ impl Core {
         self.post_fault_event(e, id, f, rptr);
     }
 
-    /// Completes the packet of `bytes` at the queue's rptr: advance, publish read_ptr,
-    /// count it.
+    fn count_completed(&self, e: usize) {
+        if let Some(r) = self.regs.engines.get(e) {
+            // Release: a reader of the counter sees the command's effects.
+            r.completed.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// Completes the packet of `bytes` at the queue's position and counts it. In the ring:
+    /// advance and publish read_ptr. In an indirect buffer: advance the cursor; after the
+    /// buffer's last packet, the INDIRECT completes too (read_ptr past it, counted).
     fn complete(&self, e: usize, q: &mut Queue, bytes: u64) -> Result<(), Fault> {
+        let bytes = match q.indirect.as_mut() {
+            Some(ind) => {
+                ind.off = ind.off.wrapping_add(bytes);
+                self.count_completed(e);
+                if ind.off < ind.bytes {
+                    return Ok(());
+                }
+                let len = ind.len;
+                q.indirect = None;
+                len
+            }
+            None => bytes,
+        };
         q.rptr = q.rptr.wrapping_add(bytes);
         // Release: the packet's effects happen-before a producer that sees the slot free.
         self.gpu_store(
@@ -84,10 +121,7 @@ impl Core {
             q.rptr,
             Ordering::Release,
         )?;
-        if let Some(r) = self.regs.engines.get(e) {
-            // Release: a reader of the counter sees the command's effects.
-            r.completed.fetch_add(1, Ordering::Release);
-        }
+        self.count_completed(e);
         Ok(())
     }
 
@@ -101,9 +135,28 @@ impl Core {
         self.gpu_load(addr, Ordering::Relaxed)
     }
 
-    /// Reads and decodes the packet at `rptr` with `avail` unconsumed bytes.
-    fn fetch(&self, d: &QueueDescriptor, rptr: u64, avail: u64) -> Result<(Command, u64), Fault> {
-        let h = decode_header(self.ring_word(d, rptr)?).map_err(|c| Fault::new(c, 0))?;
+    /// The word at position `ptr` of `src`.
+    fn src_word(&self, d: &QueueDescriptor, src: Src, ptr: u64) -> Result<u64, Fault> {
+        match src {
+            Src::Ring => self.ring_word(d, ptr),
+            Src::Buffer(base) => {
+                let addr = base.checked_add(ptr).ok_or(Fault::bad_address(base))?;
+                // Relaxed: as for the ring (see the module docs).
+                self.gpu_load(addr, Ordering::Relaxed)
+            }
+        }
+    }
+
+    /// Reads and decodes the packet at position `rptr` of `src`, with `avail` bytes left
+    /// (unconsumed ring bytes, or the rest of the indirect buffer).
+    fn fetch(
+        &self,
+        d: &QueueDescriptor,
+        src: Src,
+        rptr: u64,
+        avail: u64,
+    ) -> Result<(Command, u64), Fault> {
+        let h = decode_header(self.src_word(d, src, rptr)?).map_err(|c| Fault::new(c, 0))?;
         let len = u64::from(h.len) * 8;
         if len > avail {
             return Err(Fault::new(FaultCode::BadLength, 0));
@@ -117,7 +170,7 @@ impl Core {
             return Ok((Command::Nop { len: h.len }, len));
         }
         let words = (0..u64::from(h.len))
-            .map(|i| self.ring_word(d, rptr.wrapping_add(i * 8)))
+            .map(|i| self.src_word(d, src, rptr.wrapping_add(i * 8)))
             .collect::<Result<Vec<u64>, Fault>>()?;
         let cmd = decode(&words).map_err(|c| Fault::new(c, 0))?;
         Ok((cmd, len))
@@ -193,7 +246,14 @@ impl Core {
         if avail > u64::from(d.ring_size) || !avail.is_multiple_of(8) || !rptr.is_multiple_of(8) {
             return Err(bad_rc);
         }
-        let (cmd, len) = self.fetch(&d, rptr, avail)?;
+        // Inside an INDIRECT, the packet comes from the buffer at its cursor instead.
+        let ind = q.indirect;
+        let (src, pos, avail) = match ind {
+            Some(i) => (Src::Buffer(i.addr), i.off, i.bytes.saturating_sub(i.off)),
+            None => (Src::Ring, rptr, avail),
+        };
+        let inner = ind.map(|i| i.off);
+        let (cmd, len) = self.fetch(&d, src, pos, avail)?;
         match cmd {
             Command::Nop { .. } => self.complete(e, q, len),
             Command::FenceSignal {
@@ -212,7 +272,8 @@ impl Core {
                 // LOG-04: a signal-log LOG_WRITE right behind the signal is executed inside
                 // it, before the interrupt decision. Only if it is complete and valid;
                 // otherwise it runs (and faults) on its own.
-                let fused = self.peek_signal_log(&d, rptr.wrapping_add(len), avail - len);
+                // In a buffer, only a LOG_WRITE in the same buffer is looked at.
+                let fused = self.peek_signal_log(&d, src, pos.wrapping_add(len), avail - len);
                 {
                     let _sig = lock(&self.signal_lock);
                     // Release: publishes this queue's earlier work to whoever reads the value.
@@ -269,7 +330,7 @@ impl Core {
                 let v = self.gpu_load(addr, Ordering::Acquire)?;
                 let observed = q
                     .wait
-                    .filter(|w| w.rptr == rptr)
+                    .filter(|w| w.rptr == rptr && w.inner == inner)
                     .map_or(now, |w| w.observed);
                 if wait_satisfied(v, value) {
                     q.wait = None;
@@ -278,6 +339,7 @@ impl Core {
                 } else {
                     q.wait = Some(Wait {
                         rptr,
+                        inner,
                         addr,
                         value,
                         observed,
@@ -355,6 +417,22 @@ impl Core {
                 });
                 Ok(())
             }
+            Command::Indirect { addr, bytes } => {
+                // One level only: the ring calls a buffer, a buffer calls nothing.
+                if ind.is_some() {
+                    return Err(Fault::new(FaultCode::NestedIndirect, 0));
+                }
+                // The whole buffer must be reachable (and aligned) before it starts.
+                self.gpu_check(addr, bytes)?;
+                // Starting the buffer is this quantum; its packets run in the next ones.
+                q.indirect = Some(Indirect {
+                    addr,
+                    bytes,
+                    off: 0,
+                    len,
+                });
+                Ok(())
+            }
         }
     }
 
@@ -363,10 +441,11 @@ impl Core {
     fn peek_signal_log(
         &self,
         d: &QueueDescriptor,
+        src: Src,
         ptr: u64,
         avail: u64,
     ) -> Option<(LogTarget, LogEntry, u64)> {
-        let (cmd, len) = self.fetch(d, ptr, avail).ok()?;
+        let (cmd, len) = self.fetch(d, src, ptr, avail).ok()?;
         let Command::LogWrite {
             log: LogKind::Signal,
             index,

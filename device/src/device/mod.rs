@@ -153,6 +153,9 @@ pub struct QueueSnapshot {
     pub fault: Option<FaultCode>,
     /// `(address, value)` of the FENCE_WAIT the queue is blocked on, if any.
     pub blocked_on: Option<(u64, u64)>,
+    /// `(buffer address, offset of the next packet)` while the queue is inside an INDIRECT
+    /// (its `read_ptr` is then the INDIRECT packet's).
+    pub indirect: Option<(u64, u64)>,
 }
 
 /// An engine as the CMP sees it (test introspection).

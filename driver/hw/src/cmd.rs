@@ -37,6 +37,9 @@ pub enum Opcode {
     Fill = 0x07,
     /// Never completes; only an engine or adapter reset gets the engine past it.
     Hang = 0x08,
+    /// Executes the packets of a command buffer in memory as part of the queue ("call", like
+    /// a batch-buffer start): see [`Command::Indirect`].
+    Indirect = 0x09,
 }
 
 impl Opcode {
@@ -52,6 +55,7 @@ impl Opcode {
             0x06 => Self::Copy,
             0x07 => Self::Fill,
             0x08 => Self::Hang,
+            0x09 => Self::Indirect,
             _ => return None,
         })
     }
@@ -68,6 +72,7 @@ impl Opcode {
             Self::Copy => Some(4),
             Self::Fill => Some(4),
             Self::Hang => Some(1),
+            Self::Indirect => Some(3),
         }
     }
 }
@@ -84,6 +89,10 @@ pub const LOG_SIGNAL: u8 = 1 << 0;
 
 /// Largest COPY or FILL in bytes (keeps one command's duration bounded: 16 MiB).
 pub const MAX_TRANSFER: u64 = 16 << 20;
+
+/// Largest INDIRECT buffer in bytes (1 MiB = 131072 words). A bigger DMA buffer is split
+/// into several INDIRECT packets by the driver.
+pub const MAX_INDIRECT: u64 = 1 << 20;
 
 /// Which native-fence log a LOG_WRITE targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,6 +136,23 @@ pub enum Command {
     Fill { dst: u64, bytes: u64, pattern: u64 },
     /// Never completes.
     Hang,
+    /// Executes the `bytes` (non-zero, multiple of 8, at most [`MAX_INDIRECT`]) of packets at
+    /// `addr` (8-aligned) in order, as part of the calling queue, then continues after this
+    /// packet. The ring's read pointer stays on the INDIRECT until the whole buffer has
+    /// completed. Packets in the buffer follow the ring rules, except that they may not wrap
+    /// (a packet that runs past the buffer end faults
+    /// [`FaultCode::BadLength`](crate::event::FaultCode::BadLength)) and that an INDIRECT
+    /// inside a buffer faults
+    /// [`FaultCode::NestedIndirect`](crate::event::FaultCode::NestedIndirect) (one level
+    /// only). A bad `bytes` is a decode fault
+    /// ([`FaultCode::BadArgument`](crate::event::FaultCode::BadArgument)); a misaligned or
+    /// unreachable buffer faults
+    /// [`FaultCode::BadAddress`](crate::event::FaultCode::BadAddress) with `addr`. The
+    /// engine may switch queues between the buffer's packets, exactly as between ring
+    /// packets; the queue keeps its position in the buffer while it stays in the runlist.
+    /// A queue that (re)enters a runlist reloads its read pointer from ring control, which
+    /// still points at the INDIRECT, so the buffer restarts from its first packet.
+    Indirect { addr: u64, bytes: u64 },
 }
 
 /// A decoded header.
@@ -237,6 +263,13 @@ pub fn decode(words: &[u64]) -> Result<Command, FaultCode> {
             }
         }
         Opcode::Hang => Command::Hang,
+        Opcode::Indirect => {
+            let (addr, bytes) = (arg(1)?, arg(2)?);
+            if bytes == 0 || !bytes.is_multiple_of(8) || bytes > MAX_INDIRECT {
+                return Err(FaultCode::BadArgument);
+            }
+            Command::Indirect { addr, bytes }
+        }
     })
 }
 
@@ -259,6 +292,7 @@ impl Command {
             Self::Progress { .. } => 2,
             Self::Copy { .. } | Self::Fill { .. } => 4,
             Self::Hang => 1,
+            Self::Indirect { .. } => 3,
         }
     }
 
@@ -341,6 +375,10 @@ impl Command {
                 header(Opcode::Fill, 0, 4)
             }
             Self::Hang => header(Opcode::Hang, 0, 1),
+            Self::Indirect { addr, bytes } => {
+                put(&[addr, bytes]);
+                header(Opcode::Indirect, 0, 3)
+            }
         };
         Some(n)
     }
@@ -386,6 +424,14 @@ mod tests {
                 pattern: 0xAB,
             },
             Command::Hang,
+            Command::Indirect {
+                addr: 0x8000,
+                bytes: 64,
+            },
+            Command::Indirect {
+                addr: 0x8000,
+                bytes: MAX_INDIRECT,
+            },
         ]
     }
 
@@ -431,6 +477,52 @@ mod tests {
             "flags on a flagless opcode"
         );
         assert_eq!(decode(&[]), Err(FaultCode::BadLength));
+    }
+
+    #[test]
+    fn indirect_encoding_and_argument_checks() {
+        let ind = |flags: u8, bytes: u64| [header(Opcode::Indirect, flags, 3), 0x8000, bytes];
+        assert_eq!(Opcode::from_u8(0x09), Some(Opcode::Indirect));
+        assert_eq!(Opcode::Indirect.fixed_len(), Some(3));
+        let mut buf = [0u64; 3];
+        let c = Command::Indirect {
+            addr: 0x8000,
+            bytes: 24,
+        };
+        assert_eq!(c.encode(&mut buf), Some(3));
+        assert_eq!(buf, ind(0, 24), "header, address, size");
+        assert_eq!(
+            decode(&ind(0, 8)),
+            Ok(Command::Indirect {
+                addr: 0x8000,
+                bytes: 8
+            })
+        );
+        assert_eq!(decode(&ind(0, 0)), Err(FaultCode::BadArgument), "empty");
+        assert_eq!(
+            decode(&ind(0, 12)),
+            Err(FaultCode::BadArgument),
+            "not words"
+        );
+        assert_eq!(
+            decode(&ind(0, MAX_INDIRECT + 8)),
+            Err(FaultCode::BadArgument),
+            "too big"
+        );
+        assert_eq!(decode(&ind(1, 8)), Err(FaultCode::BadArgument), "flags");
+        assert_eq!(
+            decode_header(header(Opcode::Indirect, 0, 2)),
+            Err(FaultCode::BadLength)
+        );
+        // The address is the executor's business (alignment and reachability).
+        let odd = [header(Opcode::Indirect, 0, 3), 0x8004, 8];
+        assert_eq!(
+            decode(&odd),
+            Ok(Command::Indirect {
+                addr: 0x8004,
+                bytes: 8
+            })
+        );
     }
 
     #[test]

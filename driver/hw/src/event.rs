@@ -126,6 +126,10 @@ pub enum FaultCode {
     /// bad entry (of the runlist if it could not be read); the queue id is the entry's, or
     /// [`crate::queue::NO_QUEUE`].
     BadDescriptor = 8,
+    /// An INDIRECT packet inside an indirect buffer (INDIRECT nests one level only,
+    /// [`crate::cmd::Command::Indirect`]). `arg1` is 0; `arg2` is the read pointer of the
+    /// ring's INDIRECT packet.
+    NestedIndirect = 9,
 }
 
 impl FaultCode {
@@ -140,6 +144,7 @@ impl FaultCode {
             6 => Self::BadRingControl,
             7 => Self::NoLog,
             8 => Self::BadDescriptor,
+            9 => Self::NestedIndirect,
             _ => return None,
         })
     }
