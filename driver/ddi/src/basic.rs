@@ -29,6 +29,8 @@ pub type ULONG = u32;
 pub type LONG = i32;
 /// `UINT`.
 pub type UINT = u32;
+/// `UINT32`.
+pub type UINT32 = u32;
 /// `INT`.
 pub type INT = i32;
 /// `DWORD`.

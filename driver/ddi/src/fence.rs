@@ -16,23 +16,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, layout};
-
-/// Implements `Default` as all-zero bytes (null pointers, zero integers, empty flag words).
-macro_rules! zeroed_default {
-    ($($ty:ty),* $(,)?) => {
-        $(
-            impl Default for $ty {
-                fn default() -> Self {
-                    // SAFETY: every field of this `#[repr(C)]` type is an integer, an integer
-                    // array, a flag word, a raw pointer or a union of those; all-zero bytes is a
-                    // valid value for each (zero / null).
-                    unsafe { core::mem::zeroed() }
-                }
-            }
-        )*
-    };
-}
+use crate::macros::{bitfield, layout, zeroed_default};
 
 /// `DXGK_NATIVE_FENCE_CAPS`: answer to `DXGKQAITYPE_NATIVE_FENCE_CAPS` (56 bytes on x64, which
 /// is also the output size dxgkrnl passes for this query).

@@ -21,6 +21,14 @@ pub use crate::fence::{
     PDXGKDDI_UPDATENATIVEFENCELOGS,
 };
 use crate::macros::{ddi_table, layout, unbound_fn};
+pub use crate::submission::{
+    PDXGKDDISETPOWERCOMPONENTFSTATE, PDXGKDDI_CONNECTDOORBELL, PDXGKDDI_CREATECONTEXT,
+    PDXGKDDI_CREATEDEVICE, PDXGKDDI_CREATEDOORBELL, PDXGKDDI_CREATEHWQUEUE,
+    PDXGKDDI_DESTROYCONTEXT, PDXGKDDI_DESTROYDEVICE, PDXGKDDI_DESTROYDOORBELL,
+    PDXGKDDI_DESTROYHWQUEUE, PDXGKDDI_DISCONNECTDOORBELL, PDXGKDDI_GETNODEMETADATA,
+    PDXGKDDI_NOTIFYWORKSUBMISSION, PDXGKDDI_RESUMECONTEXT, PDXGKDDI_SUBMITCOMMANDTOHWQUEUE,
+    PDXGKDDI_SUSPENDCONTEXT,
+};
 
 /// Vista.
 pub const DXGKDDI_INTERFACE_VERSION_VISTA: ULONG = 0x1052;
@@ -223,14 +231,6 @@ pub type PDXGKDDI_RESETFROMTIMEOUT =
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_restartfromtimeout>
 pub type PDXGKDDI_RESTARTFROMTIMEOUT =
     Option<unsafe extern "system" fn(hAdapter: HANDLE) -> NTSTATUS>;
-/// `DXGKDDI_DESTROYDEVICE`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroydevice>
-pub type PDXGKDDI_DESTROYDEVICE = Option<unsafe extern "system" fn(hDevice: HANDLE) -> NTSTATUS>;
-/// `DXGKDDI_DESTROYCONTEXT`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroycontext>
-pub type PDXGKDDI_DESTROYCONTEXT = Option<unsafe extern "system" fn(hContext: HANDLE) -> NTSTATUS>;
 
 /// `(slot name, is non-null)` for every slot of `d`, in header order (192 entries).
 pub fn filled_slots(
@@ -838,7 +838,6 @@ layout!(
     DxgkDdiResetDisplayEngine = 1536,
 );
 
-unbound_fn!(PDXGKDDI_CREATEDEVICE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createdevice");
 unbound_fn!(PDXGKDDI_CREATEALLOCATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createallocation");
 unbound_fn!(PDXGKDDI_DESTROYALLOCATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyallocation");
 unbound_fn!(PDXGKDDI_DESCRIBEALLOCATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_describeallocation");
@@ -875,11 +874,9 @@ unbound_fn!(PDXGKDDI_PRESENT, "https://learn.microsoft.com/en-us/windows-hardwar
 unbound_fn!(PDXGKDDI_UPDATEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updateoverlay");
 unbound_fn!(PDXGKDDI_FLIPOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_flipoverlay");
 unbound_fn!(PDXGKDDI_DESTROYOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyoverlay");
-unbound_fn!(PDXGKDDI_CREATECONTEXT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createcontext");
 unbound_fn!(PDXGKDDI_SETDISPLAYPRIVATEDRIVERFORMAT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setdisplayprivatedriverformat");
 unbound_fn!(PDXGKDDI_RENDERKM, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_renderkm");
 unbound_fn!(PDXGKDDI_QUERYVIDPNHWCAPABILITY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryvidpnhwcapability");
-unbound_fn!(PDXGKDDISETPOWERCOMPONENTFSTATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddisetpowercomponentfstate");
 unbound_fn!(PDXGKDDI_QUERYDEPENDENTENGINEGROUP, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querydependentenginegroup");
 unbound_fn!(PDXGKDDI_QUERYENGINESTATUS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryenginestatus");
 unbound_fn!(PDXGKDDI_RESETENGINE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resetengine");
@@ -891,7 +888,6 @@ unbound_fn!(PDXGKDDI_GET_CHILD_CONTAINER_ID, "https://learn.microsoft.com/en-us/
 unbound_fn!(PDXGKDDIPOWERRUNTIMECONTROLREQUEST, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddipowerruntimecontrolrequest");
 unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddresswithmultiplaneoverlay");
 unbound_fn!(PDXGKDDI_NOTIFY_SURPRISE_REMOVAL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal");
-unbound_fn!(PDXGKDDI_GETNODEMETADATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getnodemetadata");
 unbound_fn!(PDXGKDDISETPOWERPSTATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_driver_initialization_data");
 unbound_fn!(PDXGKDDI_CONTROLINTERRUPT2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlinterrupt2");
 unbound_fn!(PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_checkmultiplaneoverlaysupport");
@@ -918,9 +914,6 @@ unbound_fn!(PDXGKDDI_CONTROLMODEBEHAVIOR, "https://learn.microsoft.com/en-us/win
 unbound_fn!(PDXGKDDI_UPDATEMONITORLINKINFO, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatemonitorlinkinfo");
 unbound_fn!(PDXGKDDI_CREATEHWCONTEXT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createhwcontext");
 unbound_fn!(PDXGKDDI_DESTROYHWCONTEXT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyhwcontext");
-unbound_fn!(PDXGKDDI_CREATEHWQUEUE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createhwqueue");
-unbound_fn!(PDXGKDDI_DESTROYHWQUEUE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyhwqueue");
-unbound_fn!(PDXGKDDI_SUBMITCOMMANDTOHWQUEUE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandtohwqueue");
 unbound_fn!(PDXGKDDI_SWITCHTOHWCONTEXTLIST, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_switchtohwcontextlist");
 unbound_fn!(PDXGKDDI_RESETHWENGINE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resethwengine");
 unbound_fn!(PDXGKDDI_CREATEPERIODICFRAMENOTIFICATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createperiodicframenotification");
@@ -942,8 +935,6 @@ unbound_fn!(PDXGKDDI_SETSCHEDULINGLOGBUFFER, "https://learn.microsoft.com/en-us/
 unbound_fn!(PDXGKDDI_SETUPPRIORITYBANDS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setupprioritybands");
 unbound_fn!(PDXGKDDI_NOTIFYFOCUSPRESENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_notifyfocuspresent");
 unbound_fn!(PDXGKDDI_SETCONTEXTSCHEDULINGPROPERTIES, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setcontextschedulingproperties");
-unbound_fn!(PDXGKDDI_SUSPENDCONTEXT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_suspendcontext");
-unbound_fn!(PDXGKDDI_RESUMECONTEXT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resumecontext");
 unbound_fn!(PDXGKDDI_SETVIRTUALMACHINEDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvirtualmachinedata");
 unbound_fn!(PDXGKDDI_BEGINEXCLUSIVEACCESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_beginexclusiveaccess");
 unbound_fn!(PDXGKDDI_ENDEXCLUSIVEACCESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_endexclusiveaccess");
@@ -967,11 +958,6 @@ unbound_fn!(PDXGKDDI_SETALLOCATIONBACKINGSTORE, "https://learn.microsoft.com/en-
 unbound_fn!(PDXGKDDI_CREATECPUEVENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createcpuevent");
 unbound_fn!(PDXGKDDI_DESTROYCPUEVENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroycpuevent");
 unbound_fn!(PDXGKDDI_CANCELFLIPS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_cancelflips");
-unbound_fn!(PDXGKDDI_CREATEDOORBELL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createdoorbell");
-unbound_fn!(PDXGKDDI_CONNECTDOORBELL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_connectdoorbell");
-unbound_fn!(PDXGKDDI_DISCONNECTDOORBELL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_disconnectdoorbell");
-unbound_fn!(PDXGKDDI_DESTROYDOORBELL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroydoorbell");
-unbound_fn!(PDXGKDDI_NOTIFYWORKSUBMISSION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_notifyworksubmission");
 unbound_fn!(PDXGKDDI_CREATEMEMORYBASIS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_creatememorybasis");
 unbound_fn!(PDXGKDDI_DESTROYMEMORYBASIS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroymemorybasis");
 unbound_fn!(PDXGKDDI_STARTDIRTYTRACKING, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_startdirtytracking");

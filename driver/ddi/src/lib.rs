@@ -38,6 +38,7 @@ pub mod fence;
 pub mod init;
 pub mod interrupt;
 pub mod ntstatus;
+pub mod submission;
 
 pub use basic::*;
 

@@ -172,3 +172,21 @@ macro_rules! unbound_fn {
 }
 
 pub(crate) use unbound_fn;
+
+/// Implements `Default` as all-zero bytes (null pointers, zero integers, empty flag words).
+macro_rules! zeroed_default {
+    ($($ty:ty),* $(,)?) => {
+        $(
+            impl Default for $ty {
+                fn default() -> Self {
+                    // SAFETY: every field of this `#[repr(C)]` type is an integer, an integer
+                    // array, a flag word, a raw pointer or a union of those; all-zero bytes is a
+                    // valid value for each (zero / null).
+                    unsafe { core::mem::zeroed() }
+                }
+            }
+        )*
+    };
+}
+
+pub(crate) use zeroed_default;

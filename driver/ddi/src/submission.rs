@@ -1,0 +1,990 @@
+//! Devices, contexts, node metadata, hardware queues and user-mode submission (doorbells):
+//! the DDIs and argument structures of issue 6 (d3dkmddi.h, d3dkmdt.h, d3dukmdt.h).
+//!
+//! Sources: the learn.microsoft.com reference page of each type (syntax blocks give member order
+//! and types; the localized copies of each page were compared with the en-us one). Offsets follow
+//! from MSVC natural alignment on x86_64 and are asserted below. Values that could not be checked
+//! against a page carry an `UNVERIFIED:` comment.
+//!
+//! **Which handle `DxgkDdiCreateHwQueue` receives.** Its first parameter, `hHwContext`, is the
+//! KMD's handle of the *context* the queue belongs to, i.e. the `hContext` the driver returned
+//! from `DxgkDdiCreateContext` (a context created with
+//! [`DXGK_CREATECONTEXTFLAGS::HwQueueSupported`] set; the user-mode side calls it the "hardware
+//! context": `D3DKMT_CREATEHWQUEUE::hHwContext` is the D3DKMT handle of such a context). It is not
+//! a handle from `DxgkDdiCreateHwContext`: that DDI (and `DxgkDdiDestroyHwContext`, both left
+//! unbound here) belongs to a different, OS-internal hardware-scheduling object. UNVERIFIED: the
+//! `DXGKDDI_CREATEHWQUEUE` page only says "the hardware context handle that the hardware queue
+//! belongs to"; the identification with `DxgkDdiCreateContext`'s handle rests on the UMD-side
+//! structures (`D3DKMT_CREATEHWQUEUE`, `D3DDDICB_CREATEHWQUEUE`, whose `hHwContext` is the
+//! context created through `pfnCreateHwContextCb` / `D3DKMTCreateContextVirtual`, which dxgkrnl
+//! turns into a `DxgkDdiCreateContext` call). A driver should accept any context handle it
+//! created and reject others.
+//!
+//! Of the doorbell DDIs only the hardware queue and doorbell handles identify the adapter: all
+//! five receive only their argument structure.
+
+use core::ffi::c_void;
+
+use crate::basic::*;
+use crate::dxgkrnl::D3DDDI_DOORBELLSTATUS;
+use crate::macros::{bitfield, layout, zeroed_default};
+
+// ---------------------------------------------------------------------------------------------
+// Devices
+// ---------------------------------------------------------------------------------------------
+
+bitfield! {
+    /// `DXGK_CREATEDEVICEFLAGS`: what kind of device `DxgkDdiCreateDevice` creates.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_createdeviceflags>
+    pub struct DXGK_CREATEDEVICEFLAGS: u32 {
+        /// The device is the system (paging) device.
+        SystemDevice: 0, 1;
+        /// The device is a GDI device (Windows 7+).
+        GdiDevice: 1, 1;
+        /// Reserved, zero.
+        Reserved: 2, 29;
+        /// Reserved (Windows 8+), zero.
+        DXGK_DEVICE_RESERVED0: 31, 1;
+    }
+}
+layout!(DXGK_CREATEDEVICEFLAGS, size = 4);
+
+/// Anonymous union of [`DXGKARG_CREATEDEVICE`]: `Flags` on input, `pInfo` (the legacy
+/// `DXGK_DEVICEINFO` output of pre-WDDM 2.0 drivers) otherwise.
+///
+/// `DXGK_DEVICEINFO` is not bound; `pInfo` is an untyped pointer.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGKARG_CREATEDEVICE_0 {
+    /// In: device creation flags.
+    pub Flags: DXGK_CREATEDEVICEFLAGS,
+    /// `DXGK_DEVICEINFO *` (not bound).
+    pub pInfo: PVOID,
+}
+layout!(DXGKARG_CREATEDEVICE_0, size = 8);
+
+impl core::fmt::Debug for DXGKARG_CREATEDEVICE_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // SAFETY: both arms are plain data; reading the pointer-sized arm reads every byte.
+        let raw = unsafe { self.pInfo };
+        f.debug_struct("DXGKARG_CREATEDEVICE_0")
+            .field("raw", &raw)
+            .finish()
+    }
+}
+
+/// `DXGKARG_CREATEDEVICE`: argument of `DxgkDdiCreateDevice`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_createdevice>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_CREATEDEVICE {
+    /// In: dxgkrnl's handle of the device (for callbacks). Out: the driver's device handle.
+    pub hDevice: HANDLE,
+    /// `Flags` / `pInfo`.
+    pub Anonymous: DXGKARG_CREATEDEVICE_0,
+    /// In: PASID of the owning process (SVM GPUs; Windows 10+).
+    pub Pasid: ULONG,
+    /// In: the driver's handle of the owning process object (Windows 10+).
+    pub hKmdProcess: HANDLE,
+}
+layout!(
+    DXGKARG_CREATEDEVICE,
+    size = 32,
+    hDevice = 0,
+    Anonymous = 8,
+    Pasid = 16,
+    hKmdProcess = 24
+);
+
+/// `DXGKDDI_CREATEDEVICE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// INOUT_PDXGKARG_CREATEDEVICE pCreateDevice)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createdevice>
+pub type PDXGKDDI_CREATEDEVICE = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pCreateDevice: *mut DXGKARG_CREATEDEVICE,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_DESTROYDEVICE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hDevice)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroydevice>
+pub type PDXGKDDI_DESTROYDEVICE = Option<unsafe extern "system" fn(hDevice: HANDLE) -> NTSTATUS>;
+
+// ---------------------------------------------------------------------------------------------
+// Contexts
+// ---------------------------------------------------------------------------------------------
+
+bitfield! {
+    /// `DXGK_CREATECONTEXTFLAGS`: what kind of context `DxgkDdiCreateContext` creates.
+    ///
+    /// UNVERIFIED: the header has several `#if` variants; the newest (bound here) has
+    /// `TestContext` and `Reserved : 26`; older interface versions end earlier with a wider
+    /// `Reserved`, which leaves the defined bit positions unchanged.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_createcontextflags>
+    pub struct DXGK_CREATECONTEXTFLAGS: u32 {
+        /// System (paging) context.
+        SystemContext: 0, 1;
+        /// GDI context (Windows 7+).
+        GdiContext: 1, 1;
+        /// The context uses GPU virtual addressing (Windows 10+).
+        VirtualAddressing: 2, 1;
+        /// Context that may reach allocations outside the video protected region (Windows 10+).
+        SystemProtectedContext: 3, 1;
+        /// The context will own hardware queues (hardware scheduling).
+        HwQueueSupported: 4, 1;
+        /// Kernel-mode test context (WDDM 3.2).
+        TestContext: 5, 1;
+        /// Reserved, zero.
+        Reserved: 6, 26;
+    }
+}
+layout!(DXGK_CREATECONTEXTFLAGS, size = 4);
+
+bitfield! {
+    /// `DXGK_CONTEXTINFO_CAPS`: optional context capabilities reported in
+    /// [`DXGK_CONTEXTINFO::Caps`] (Windows 10+).
+    ///
+    /// UNVERIFIED: member list recalled from the WDK header, not checked against the reference
+    /// page in this pass.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_contextinfo_caps>
+    pub struct DXGK_CONTEXTINFO_CAPS: u32 {
+        /// The driver manages residency for this context itself.
+        DriverManagesResidency: 0, 1;
+        /// Disable the GPU timeout (TDR) for this context.
+        DisableGpuTimeout: 1, 1;
+        /// Reserved, zero.
+        Reserved: 2, 30;
+    }
+}
+layout!(DXGK_CONTEXTINFO_CAPS, size = 4);
+
+/// `DXGK_CONTEXTINFO`: filled by the driver in `DxgkDdiCreateContext` (DMA buffer and list
+/// sizes for the legacy submission path, capabilities, paging companion node).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_contextinfo>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_CONTEXTINFO {
+    /// Initial DMA buffer size in bytes.
+    pub DmaBufferSize: UINT,
+    /// Bit set of segment ids the DMA buffer may live in.
+    pub DmaBufferSegmentSet: UINT,
+    /// Bytes of driver private data per DMA buffer (nonpaged; 0 = none).
+    pub DmaBufferPrivateDataSize: UINT,
+    /// Initial number of allocation list entries.
+    pub AllocationListSize: UINT,
+    /// Initial number of patch location list entries.
+    pub PatchLocationListSize: UINT,
+    /// Reserved, zero (Windows 7+).
+    pub Reserved: UINT,
+    /// Optional capabilities (Windows 10+).
+    pub Caps: DXGK_CONTEXTINFO_CAPS,
+    /// Engine id of the paging companion (Windows 10+).
+    pub PagingCompanionNodeId: ULONG,
+}
+layout!(
+    DXGK_CONTEXTINFO,
+    size = 32,
+    DmaBufferSize = 0,
+    DmaBufferSegmentSet = 4,
+    DmaBufferPrivateDataSize = 8,
+    AllocationListSize = 12,
+    PatchLocationListSize = 16,
+    Reserved = 20,
+    Caps = 24,
+    PagingCompanionNodeId = 28
+);
+
+/// `DXGKARG_CREATECONTEXT`: argument of `DxgkDdiCreateContext`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_createcontext>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_CREATECONTEXT {
+    /// Out: the driver's context handle (later `hContext` of `DxgkDdiDestroyContext`, and the
+    /// `hHwContext` of `DxgkDdiCreateHwQueue`; see the module documentation).
+    pub hContext: HANDLE,
+    /// In: node the context runs on.
+    pub NodeOrdinal: UINT,
+    /// In: engine within the node.
+    pub EngineAffinity: UINT,
+    /// In: creation flags.
+    pub Flags: DXGK_CREATECONTEXTFLAGS,
+    /// In: UMD private data.
+    pub pPrivateDriverData: PVOID,
+    /// In: size of `pPrivateDriverData` in bytes.
+    pub PrivateDriverDataSize: UINT,
+    /// Out: context description.
+    pub ContextInfo: DXGK_CONTEXTINFO,
+}
+layout!(
+    DXGKARG_CREATECONTEXT,
+    size = 72,
+    hContext = 0,
+    NodeOrdinal = 8,
+    EngineAffinity = 12,
+    Flags = 16,
+    pPrivateDriverData = 24,
+    PrivateDriverDataSize = 32,
+    ContextInfo = 36
+);
+
+/// `DXGKDDI_CREATECONTEXT` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hDevice,
+/// INOUT_PDXGKARG_CREATECONTEXT pCreateContext)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createcontext>
+pub type PDXGKDDI_CREATECONTEXT = Option<
+    unsafe extern "system" fn(
+        hDevice: HANDLE,
+        pCreateContext: *mut DXGKARG_CREATECONTEXT,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_DESTROYCONTEXT` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hContext)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroycontext>
+pub type PDXGKDDI_DESTROYCONTEXT = Option<unsafe extern "system" fn(hContext: HANDLE) -> NTSTATUS>;
+
+/// `DXGKARG_SUSPENDCONTEXT`: argument of `DxgkDdiSuspendContext` (preempt now, no grace period;
+/// completion is reported with the given fence value).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_suspendcontext>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_SUSPENDCONTEXT {
+    /// In: the driver's context handle.
+    pub hContext: HANDLE,
+    /// In: per-context, monotonically increasing value to report with the "context suspended"
+    /// interrupt once the preemption completed (lower-case `c` as in the header).
+    pub contextSuspendFence: UINT64,
+}
+layout!(
+    DXGKARG_SUSPENDCONTEXT,
+    size = 16,
+    hContext = 0,
+    contextSuspendFence = 8
+);
+
+/// `DXGKARG_RESUMECONTEXT`: argument of `DxgkDdiResumeContext` (contexts start resumed).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_resumecontext>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_RESUMECONTEXT {
+    /// In: the driver's context handle.
+    pub hContext: HANDLE,
+}
+layout!(DXGKARG_RESUMECONTEXT, size = 8, hContext = 0);
+
+/// `DXGKDDI_SUSPENDCONTEXT`: `(IN_CONST_HANDLE hAdapter, IN_CONST_PDXGKARG_SUSPENDCONTEXT
+/// pSuspendContext)`.
+///
+/// UNVERIFIED: parameter list taken to mirror `DXGKDDI_RESUMECONTEXT` (whose page was checked:
+/// adapter handle plus a const argument pointer); the suspend page's syntax block was not seen.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_suspendcontext>
+pub type PDXGKDDI_SUSPENDCONTEXT = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pSuspendContext: *const DXGKARG_SUSPENDCONTEXT,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_RESUMECONTEXT`: `(IN_CONST_HANDLE hAdapter, IN_CONST_PDXGKARG_RESUMECONTEXT
+/// pResumeContext)`. (The page's prose calls the first parameter "the hardware context"; the
+/// syntax names it `hAdapter`, and the context travels in the argument.)
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resumecontext>
+pub type PDXGKDDI_RESUMECONTEXT = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pResumeContext: *const DXGKARG_RESUMECONTEXT,
+    ) -> NTSTATUS,
+>;
+
+// ---------------------------------------------------------------------------------------------
+// Node metadata (d3dkmdt.h)
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGK_MAX_METADATA_NAME_LENGTH`: WCHARs in [`DXGK_NODEMETADATA::FriendlyName`].
+pub const DXGK_MAX_METADATA_NAME_LENGTH: usize = 32;
+
+/// `DXGK_ENGINE_TYPE`: kind of engine a node is.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-dxgk_engine_type>
+pub type DXGK_ENGINE_TYPE = i32;
+/// Other (give `FriendlyName`).
+pub const DXGK_ENGINE_TYPE_OTHER: DXGK_ENGINE_TYPE = 0;
+/// 3D.
+pub const DXGK_ENGINE_TYPE_3D: DXGK_ENGINE_TYPE = 1;
+/// Video decode.
+pub const DXGK_ENGINE_TYPE_VIDEO_DECODE: DXGK_ENGINE_TYPE = 2;
+/// Video encode.
+pub const DXGK_ENGINE_TYPE_VIDEO_ENCODE: DXGK_ENGINE_TYPE = 3;
+/// Video processing.
+pub const DXGK_ENGINE_TYPE_VIDEO_PROCESSING: DXGK_ENGINE_TYPE = 4;
+/// Scene assembly.
+pub const DXGK_ENGINE_TYPE_SCENE_ASSEMBLY: DXGK_ENGINE_TYPE = 5;
+/// Copy.
+pub const DXGK_ENGINE_TYPE_COPY: DXGK_ENGINE_TYPE = 6;
+/// Overlay.
+pub const DXGK_ENGINE_TYPE_OVERLAY: DXGK_ENGINE_TYPE = 7;
+/// Crypto.
+pub const DXGK_ENGINE_TYPE_CRYPTO: DXGK_ENGINE_TYPE = 8;
+/// One past the last value. UNVERIFIED: 9 per the Windows 8.1-era header (winapi's d3dkmdt);
+/// whether a later header inserts values before it was not checked.
+pub const DXGK_ENGINE_TYPE_MAX: DXGK_ENGINE_TYPE = 9;
+
+bitfield! {
+    /// `DXGK_NODEMETADATA_FLAGS` (d3dkmdt.h): engine capabilities. The user-mode submission bit
+    /// is named `UserModeSubmission` (bit 3, WDDM 3.2), not `UserModeSubmissionSupported`.
+    ///
+    /// The header's newest `#if` branch is bound (`Reserved : 11` then
+    /// `MaxInFlightHwQueueBuffers : 16`); older branches keep the same positions for the bits
+    /// they define.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_dxgk_nodemetadata_flags>
+    pub struct DXGK_NODEMETADATA_FLAGS: u32 {
+        /// Context-based scheduling model supported.
+        ContextSchedulingSupported: 0, 1;
+        /// Ring buffer fence release supported (Windows 10 1809+).
+        RingBufferFenceRelease: 1, 1;
+        /// Tracked workloads supported (Windows 10 1809+).
+        SupportTrackedWorkload: 2, 1;
+        /// User-mode work submission supported (Windows 11 24H2).
+        UserModeSubmission: 3, 1;
+        /// Kernel-mode test command buffers supported (Windows 11 24H2).
+        SupportBuildTestCommandBuffer: 4, 1;
+        /// Reserved, zero.
+        Reserved: 5, 11;
+        /// Most command buffers the hardware scheduler hands the KMD at once (0 = no limit).
+        MaxInFlightHwQueueBuffers: 16, 16;
+    }
+}
+layout!(DXGK_NODEMETADATA_FLAGS, size = 4);
+
+/// `DXGK_NODEMETADATA` (d3dkmdt.h): description of one node's engine.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_dxgk_nodemetadata>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DXGK_NODEMETADATA {
+    /// Engine type.
+    pub EngineType: DXGK_ENGINE_TYPE,
+    /// NUL-terminated UTF-16 name; required for [`DXGK_ENGINE_TYPE_OTHER`], else empty.
+    pub FriendlyName: [WCHAR; DXGK_MAX_METADATA_NAME_LENGTH],
+    /// Capability flags (WDDM 2.2+).
+    pub Flags: DXGK_NODEMETADATA_FLAGS,
+    /// Reserved.
+    pub Reserved: UINT32,
+    /// The node's engines support the GpuMmu model (WDDM 2.0+).
+    pub GpuMmuSupported: BOOLEAN,
+    /// The node's engines support the IoMmu model (WDDM 2.0+).
+    pub IoMmuSupported: BOOLEAN,
+}
+layout!(
+    DXGK_NODEMETADATA,
+    size = 80,
+    EngineType = 0,
+    FriendlyName = 4,
+    Flags = 68,
+    Reserved = 72,
+    GpuMmuSupported = 76,
+    IoMmuSupported = 77
+);
+
+/// `DXGKARG_GETNODEMETADATA`: the header's alias of [`DXGK_NODEMETADATA`], filled by
+/// `DxgkDdiGetNodeMetadata`.
+pub type DXGKARG_GETNODEMETADATA = DXGK_NODEMETADATA;
+
+/// `DXGKDDI_GETNODEMETADATA` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// UINT NodeOrdinalAndAdapterIndex, OUT_PDXGKARG_GETNODEMETADATA pGetNodeMetadata)`.
+///
+/// UNVERIFIED: parameter types from the WDK header as remembered (handle, `UINT`, pointer); the
+/// middle parameter carries the node ordinal (and, for linked adapters, the adapter index in
+/// the high 16 bits).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getnodemetadata>
+pub type PDXGKDDI_GETNODEMETADATA = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        NodeOrdinalAndAdapterIndex: UINT,
+        pGetNodeMetadata: *mut DXGKARG_GETNODEMETADATA,
+    ) -> NTSTATUS,
+>;
+
+// ---------------------------------------------------------------------------------------------
+// Hardware queues
+// ---------------------------------------------------------------------------------------------
+
+bitfield! {
+    /// `D3DDDI_CREATEHWQUEUEFLAGS` (d3dukmdt.h): hardware queue creation flags.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_createhwqueueflags>
+    pub struct D3DDDI_CREATEHWQUEUEFLAGS: u32 {
+        /// Work may run longer than the TDR limit; no GPU timeout.
+        DisableGpuTimeout: 0, 1;
+        /// Do not take part in D3D12 broadcast fence signals (Windows 10 2004+).
+        NoBroadcastSignal: 1, 1;
+        /// Do not block on D3D12 broadcast fence waits (Windows 10 2004+).
+        NoBroadcastWait: 2, 1;
+        /// Reserved for the system.
+        NoKmdAccess: 3, 1;
+        /// User-mode submission queue: work arrives only through its doorbell (WDDM 3.2).
+        UserModeSubmission: 4, 1;
+        /// The progress fence is a native fence: read
+        /// [`DXGKARG_CREATEHWQUEUE_0::hHwQueueNativeProgressFence`] (Windows 11 24H2).
+        NativeProgressFence: 5, 1;
+        /// Kernel-mode test queue (Windows 11 24H2).
+        TestQueue: 6, 1;
+        /// Reserved, zero.
+        Reserved: 7, 25;
+    }
+}
+layout!(D3DDDI_CREATEHWQUEUEFLAGS, size = 4);
+
+/// Anonymous union of [`DXGKARG_CREATEHWQUEUE`] holding the progress fence.
+///
+/// UNVERIFIED: the syntax block of the reference page still shows a plain
+/// `D3DKMT_HANDLE hHwQueueProgressFence`; the page's remarks (present in the localized copy that
+/// carries them) say that with [`D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence`] set the KMD
+/// must read `hHwQueueNativeProgressFence`, the driver handle of a native fence, instead. A
+/// driver handle is a `HANDLE`, so the union is bound as `{ D3DKMT_HANDLE; HANDLE; }`. Either
+/// way the member sits at offset 24 and [`DXGKARG_CREATEHWQUEUE`] is 48 bytes (the 4-byte
+/// handle is followed by 4 bytes of padding before the next pointer), so the layout does not
+/// depend on which declaration the header uses.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGKARG_CREATEHWQUEUE_0 {
+    /// In (`NativeProgressFence` clear): handle of the monitored fence dxgkrnl created as the
+    /// queue's progress fence.
+    pub hHwQueueProgressFence: D3DKMT_HANDLE,
+    /// In (`NativeProgressFence` set): the driver's handle of the native fence (from
+    /// `DxgkDdiCreateNativeFence`) used as the progress fence.
+    pub hHwQueueNativeProgressFence: HANDLE,
+}
+layout!(DXGKARG_CREATEHWQUEUE_0, size = 8);
+
+impl core::fmt::Debug for DXGKARG_CREATEHWQUEUE_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // SAFETY: both arms are plain data; the pointer-sized arm covers every byte.
+        let raw = unsafe { self.hHwQueueNativeProgressFence };
+        f.debug_struct("DXGKARG_CREATEHWQUEUE_0")
+            .field("raw", &raw)
+            .finish()
+    }
+}
+
+/// `DXGKARG_CREATEHWQUEUE`: argument of `DxgkDdiCreateHwQueue`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createhwqueue>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_CREATEHWQUEUE {
+    /// In: dxgkrnl's handle of the queue. Out: the driver's queue handle.
+    pub hHwQueue: HANDLE,
+    /// In: creation flags.
+    pub Flags: D3DDDI_CREATEHWQUEUEFLAGS,
+    /// In: size of `pPrivateDriverData` in bytes.
+    pub PrivateDriverDataSize: UINT,
+    /// In/out: UMD private data (the KMD may write data back).
+    pub pPrivateDriverData: PVOID,
+    /// In: progress fence (monitored or native, see the union).
+    pub Anonymous: DXGKARG_CREATEHWQUEUE_0,
+    /// In: kernel CPU VA of the progress fence's current value (read only).
+    pub HwQueueProgressFenceCPUVirtualAddress: PVOID,
+    /// In: GPU VA of the progress fence's value (read/write).
+    pub HwQueueProgressFenceGPUVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+}
+layout!(
+    DXGKARG_CREATEHWQUEUE,
+    size = 48,
+    hHwQueue = 0,
+    Flags = 8,
+    PrivateDriverDataSize = 12,
+    pPrivateDriverData = 16,
+    Anonymous = 24,
+    HwQueueProgressFenceCPUVirtualAddress = 32,
+    HwQueueProgressFenceGPUVirtualAddress = 40
+);
+
+/// `DXGKDDI_CREATEHWQUEUE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hHwContext,
+/// INOUT_PDXGKARG_CREATEHWQUEUE pCreateHwQueue)`. `hHwContext` is the driver's context handle
+/// from `DxgkDdiCreateContext` (see the module documentation).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createhwqueue>
+pub type PDXGKDDI_CREATEHWQUEUE = Option<
+    unsafe extern "system" fn(
+        hHwContext: HANDLE,
+        pCreateHwQueue: *mut DXGKARG_CREATEHWQUEUE,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_DESTROYHWQUEUE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hHwQueue)`.
+///
+/// UNVERIFIED: single-handle parameter list from the WDK header as remembered; the nc- page was
+/// not fetched in this pass.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyhwqueue>
+pub type PDXGKDDI_DESTROYHWQUEUE = Option<unsafe extern "system" fn(hHwQueue: HANDLE) -> NTSTATUS>;
+
+bitfield! {
+    /// `DXGK_SUBMITCOMMANDFLAGS`: properties of a submitted DMA buffer (zero for UMD command
+    /// buffers on hardware queues; `Present` for `DxgkDdiPresentToHwQueue` buffers).
+    ///
+    /// The header's newest `#if` branch is bound (`VirtualMachineData`, `Reserved : 23`).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_submitcommandflags>
+    pub struct DXGK_SUBMITCOMMANDFLAGS: u32 {
+        /// Paging buffer.
+        Paging: 0, 1;
+        /// Present (from `DxgkDdiPresent`).
+        Present: 1, 1;
+        /// Redirected present to a DWM shared allocation.
+        RedirectedPresent: 2, 1;
+        /// Pretend to run it: signal completion without executing (debug / perf only).
+        NullRendering: 3, 1;
+        /// Contains a flip.
+        Flip: 4, 1;
+        /// Contains a flip without a built-in vsync wait.
+        FlipWithNoWait: 5, 1;
+        /// Switch to the null context (Windows 8+).
+        ContextSwitch: 6, 1;
+        /// Resubmission after preemption.
+        Resubmission: 7, 1;
+        /// Submission from a virtual machine.
+        VirtualMachineData: 8, 1;
+        /// Reserved, zero.
+        Reserved: 9, 23;
+    }
+}
+layout!(DXGK_SUBMITCOMMANDFLAGS, size = 4);
+
+/// `DXGKARG_SUBMITCOMMANDTOHWQUEUE`: argument of `DxgkDdiSubmitCommandToHwQueue`. The private
+/// data buffer is freed when the DDI returns.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_submitcommandtohwqueue>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_SUBMITCOMMANDTOHWQUEUE {
+    /// In: the driver's queue handle.
+    pub hHwQueue: HANDLE,
+    /// In: progress fence value to signal when this buffer completes.
+    pub HwQueueProgressFenceId: UINT64,
+    /// In: GPU VA of the DMA (command) buffer.
+    pub DmaBufferVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+    /// In: size of the DMA buffer in bytes.
+    pub DmaBufferSize: UINT,
+    /// In: size of `pDmaBufferPrivateData` in bytes.
+    pub DmaBufferPrivateDataSize: UINT,
+    /// In: private data (from `pfnSubmitToHwQueueCb`, or `DxgkDdiPresent` for kernel submits).
+    pub pDmaBufferPrivateData: PVOID,
+    /// In: buffer properties.
+    pub Flags: DXGK_SUBMITCOMMANDFLAGS,
+    /// In: GPU VA of the progress fence.
+    pub HwQueueProgressFenceGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+    /// In: kernel CPU VA of the progress fence.
+    pub HwQueueProgressFenceCpuVa: PVOID,
+}
+layout!(
+    DXGKARG_SUBMITCOMMANDTOHWQUEUE,
+    size = 64,
+    hHwQueue = 0,
+    HwQueueProgressFenceId = 8,
+    DmaBufferVirtualAddress = 16,
+    DmaBufferSize = 24,
+    DmaBufferPrivateDataSize = 28,
+    pDmaBufferPrivateData = 32,
+    Flags = 40,
+    HwQueueProgressFenceGpuVa = 48,
+    HwQueueProgressFenceCpuVa = 56
+);
+
+/// `DXGKDDI_SUBMITCOMMANDTOHWQUEUE`: `(IN_CONST_PDXGKARG_SUBMITCOMMANDTOHWQUEUE
+/// pSubmitCommandToHwQueue)`; no adapter handle.
+///
+/// UNVERIFIED: single const-pointer parameter from the WDK header as remembered; the nc- page
+/// was not fetched in this pass.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandtohwqueue>
+pub type PDXGKDDI_SUBMITCOMMANDTOHWQUEUE = Option<
+    unsafe extern "system" fn(
+        pSubmitCommandToHwQueue: *const DXGKARG_SUBMITCOMMANDTOHWQUEUE,
+    ) -> NTSTATUS,
+>;
+
+// ---------------------------------------------------------------------------------------------
+// User-mode submission: capabilities and doorbells (WDDM 3.2)
+// ---------------------------------------------------------------------------------------------
+
+bitfield! {
+    /// The named anonymous union `Flags` of [`DXGK_USERMODESUBMISSION_CAPS`].
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_usermodesubmission_caps>
+    pub struct DXGK_USERMODESUBMISSION_CAPS_Flags: u32 {
+        /// The driver supports a secondary doorbell per queue.
+        SecondaryDoorbellSupported: 0, 1;
+        /// Reserved.
+        Reserved: 1, 31;
+    }
+}
+layout!(DXGK_USERMODESUBMISSION_CAPS_Flags, size = 4);
+
+/// `DXGK_USERMODESUBMISSION_CAPS`: answer to
+/// [`crate::adapter::DXGKQAITYPE_USERMODESUBMISSION_CAPS`].
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_usermodesubmission_caps>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_USERMODESUBMISSION_CAPS {
+    /// Capability flags.
+    pub Flags: DXGK_USERMODESUBMISSION_CAPS_Flags,
+    /// Size of a doorbell in bytes.
+    pub DoorbellSizeInBytes: UINT,
+    /// Size of a secondary doorbell in bytes.
+    pub SecondaryDoorbellSizeInBytes: UINT,
+    /// Reserved.
+    pub Reserved: [UCHAR; 16],
+}
+layout!(
+    DXGK_USERMODESUBMISSION_CAPS,
+    size = 28,
+    Flags = 0,
+    DoorbellSizeInBytes = 4,
+    SecondaryDoorbellSizeInBytes = 8,
+    Reserved = 12
+);
+
+bitfield! {
+    /// `DXGKARG_CREATEDOORBELL_FLAGS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createdoorbell_flags>
+    pub struct DXGKARG_CREATEDOORBELL_FLAGS: u32 {
+        /// The doorbell is being recreated for the queue with a resized ring buffer.
+        ResizeRingBufferOperation: 0, 1;
+        /// Reserved, zero.
+        Reserved: 1, 31;
+    }
+}
+layout!(DXGKARG_CREATEDOORBELL_FLAGS, size = 4);
+
+/// `DXGKARG_CREATEDOORBELL`: argument of `DxgkDdiCreateDoorbell` (create the doorbell object
+/// only; a physical doorbell is assigned later, in `DxgkDdiConnectDoorbell`).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createdoorbell>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_CREATEDOORBELL {
+    /// In: the driver's queue handle.
+    pub hHwQueue: HANDLE,
+    /// In: dxgkrnl's doorbell handle. Out: the driver's doorbell handle.
+    pub hDoorbell: HANDLE,
+    /// In: size of `PrivateDriverData` in bytes.
+    pub PrivateDriverDataSize: UINT,
+    /// In/out: private data.
+    pub PrivateDriverData: *mut c_void,
+    /// In: the driver's handle of the ring buffer allocation (GPU visible, resident).
+    pub hRingBuffer: HANDLE,
+    /// In: the driver's handle of the ring buffer control allocation (GPU visible, resident).
+    pub hRingBufferControl: HANDLE,
+    /// In: flags.
+    pub Flags: DXGKARG_CREATEDOORBELL_FLAGS,
+}
+layout!(
+    DXGKARG_CREATEDOORBELL,
+    size = 56,
+    hHwQueue = 0,
+    hDoorbell = 8,
+    PrivateDriverDataSize = 16,
+    PrivateDriverData = 24,
+    hRingBuffer = 32,
+    hRingBufferControl = 40,
+    Flags = 48
+);
+
+bitfield! {
+    /// `DXGKARG_CONNECTDOORBELL_FLAGS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_connectdoorbell_flags>
+    pub struct DXGKARG_CONNECTDOORBELL_FLAGS: u32 {
+        /// The UMD asked for a secondary CPU VA: the doorbell needs two physical addresses.
+        RequireSecondaryAddress: 0, 1;
+        /// Reserved, zero.
+        Reserved: 1, 31;
+    }
+}
+layout!(DXGKARG_CONNECTDOORBELL_FLAGS, size = 4);
+
+/// `DXGKARG_CONNECTDOORBELL`: argument of `DxgkDdiConnectDoorbell` (assign a physical doorbell
+/// and return its kernel mapping; dxgkrnl maps it into the process).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_connectdoorbell>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_CONNECTDOORBELL {
+    /// In: the driver's doorbell handle.
+    pub hDoorbell: HANDLE,
+    /// In: flags.
+    pub Flags: DXGKARG_CONNECTDOORBELL_FLAGS,
+    /// Out: kernel CPU VA of the physical doorbell.
+    pub KernelCpuVirtualAddress: *mut c_void,
+    /// Out (optional): kernel CPU VA of the secondary doorbell.
+    pub SecondaryKernelCpuVirtualAddress: *mut c_void,
+    /// Out: status for the UMD's status page: `CONNECTED` or `CONNECTED_NOTIFY_KMD` only.
+    pub Status: D3DDDI_DOORBELLSTATUS,
+}
+layout!(
+    DXGKARG_CONNECTDOORBELL,
+    size = 40,
+    hDoorbell = 0,
+    Flags = 8,
+    KernelCpuVirtualAddress = 16,
+    SecondaryKernelCpuVirtualAddress = 24,
+    Status = 32
+);
+
+bitfield! {
+    /// `DXGKARG_DISCONNECTDOORBELL_FLAGS` (all reserved).
+    ///
+    /// UNVERIFIED: taken as one reserved word like the other doorbell flag words; the flags'
+    /// own page was not fetched.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_disconnectdoorbell_flags>
+    pub struct DXGKARG_DISCONNECTDOORBELL_FLAGS: u32 {
+        /// Reserved, zero.
+        Reserved: 0, 32;
+    }
+}
+layout!(DXGKARG_DISCONNECTDOORBELL_FLAGS, size = 4);
+
+/// `DXGKARG_DISCONNECTDOORBELL`: argument of `DxgkDdiDisconnectDoorbell` (release the physical
+/// doorbell; the doorbell object stays and may be reconnected).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_disconnectdoorbell>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_DISCONNECTDOORBELL {
+    /// In: the driver's doorbell handle.
+    pub hDoorbell: HANDLE,
+    /// In: flags.
+    pub Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS,
+}
+layout!(
+    DXGKARG_DISCONNECTDOORBELL,
+    size = 16,
+    hDoorbell = 0,
+    Flags = 8
+);
+
+/// `DXGKARG_DESTROYDOORBELL`: argument of `DxgkDdiDestroyDoorbell`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_destroydoorbell>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_DESTROYDOORBELL {
+    /// In: the driver's doorbell handle.
+    pub hDoorbell: HANDLE,
+}
+layout!(DXGKARG_DESTROYDOORBELL, size = 8, hDoorbell = 0);
+
+bitfield! {
+    /// `DXGKARG_NOTIFYWORKSUBMISSION_FLAGS` (all reserved).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_notifyworksubmission_flags>
+    pub struct DXGKARG_NOTIFYWORKSUBMISSION_FLAGS: u32 {
+        /// Reserved, zero.
+        Reserved: 0, 32;
+    }
+}
+layout!(DXGKARG_NOTIFYWORKSUBMISSION_FLAGS, size = 4);
+
+/// `DXGKARG_NOTIFYWORKSUBMISSION`: argument of `DxgkDdiNotifyWorkSubmission` (the UMD rang a
+/// doorbell connected with `CONNECTED_NOTIFY_KMD` and tells the KMD).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_notifyworksubmission>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_NOTIFYWORKSUBMISSION {
+    /// In: the driver's queue handle.
+    pub hHwQueue: HANDLE,
+    /// In: flags.
+    pub Flags: DXGKARG_NOTIFYWORKSUBMISSION_FLAGS,
+}
+layout!(
+    DXGKARG_NOTIFYWORKSUBMISSION,
+    size = 16,
+    hHwQueue = 0,
+    Flags = 8
+);
+
+/// `DXGKDDI_CREATEDOORBELL` (PASSIVE_LEVEL): `(INOUT_PDXGKARG_CREATEDOORBELL pArgs)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createdoorbell>
+pub type PDXGKDDI_CREATEDOORBELL =
+    Option<unsafe extern "system" fn(pArgs: *mut DXGKARG_CREATEDOORBELL) -> NTSTATUS>;
+
+/// `DXGKDDI_CONNECTDOORBELL` (PASSIVE_LEVEL): `(INOUT_PDXGKARG_CONNECTDOORBELL pArgs)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_connectdoorbell>
+pub type PDXGKDDI_CONNECTDOORBELL =
+    Option<unsafe extern "system" fn(pArgs: *mut DXGKARG_CONNECTDOORBELL) -> NTSTATUS>;
+
+/// `DXGKDDI_DISCONNECTDOORBELL` (PASSIVE_LEVEL; must succeed):
+/// `(INOUT_PDXGKARG_DISCONNECTDOORBELL pArgs)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_disconnectdoorbell>
+pub type PDXGKDDI_DISCONNECTDOORBELL =
+    Option<unsafe extern "system" fn(pArgs: *mut DXGKARG_DISCONNECTDOORBELL) -> NTSTATUS>;
+
+/// `DXGKDDI_DESTROYDOORBELL` (PASSIVE_LEVEL; must succeed):
+/// `(INOUT_PDXGKARG_DESTROYDOORBELL pArgs)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroydoorbell>
+pub type PDXGKDDI_DESTROYDOORBELL =
+    Option<unsafe extern "system" fn(pArgs: *mut DXGKARG_DESTROYDOORBELL) -> NTSTATUS>;
+
+/// `DXGKDDI_NOTIFYWORKSUBMISSION` (PASSIVE_LEVEL; must succeed):
+/// `(INOUT_PDXGKARG_NOTIFYWORKSUBMISSION pArgs)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_notifyworksubmission>
+pub type PDXGKDDI_NOTIFYWORKSUBMISSION =
+    Option<unsafe extern "system" fn(pArgs: *mut DXGKARG_NOTIFYWORKSUBMISSION) -> NTSTATUS>;
+
+// ---------------------------------------------------------------------------------------------
+// Runtime power
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGKDDISETPOWERCOMPONENTFSTATE` (at most DISPATCH_LEVEL): `(IN_CONST_HANDLE DriverContext,
+/// UINT ComponentIndex, UINT FState)`; no argument structure. Called only if
+/// `DXGK_DRIVERCAPS::SupportRuntimePowerManagement` is set.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddisetpowercomponentfstate>
+pub type PDXGKDDISETPOWERCOMPONENTFSTATE = Option<
+    unsafe extern "system" fn(
+        DriverContext: HANDLE,
+        ComponentIndex: UINT,
+        FState: UINT,
+    ) -> NTSTATUS,
+>;
+
+zeroed_default!(
+    DXGKARG_CREATEDEVICE_0,
+    DXGKARG_CREATEDEVICE,
+    DXGKARG_CREATECONTEXT,
+    DXGKARG_SUSPENDCONTEXT,
+    DXGKARG_RESUMECONTEXT,
+    DXGK_NODEMETADATA,
+    DXGKARG_CREATEHWQUEUE_0,
+    DXGKARG_CREATEHWQUEUE,
+    DXGKARG_SUBMITCOMMANDTOHWQUEUE,
+    DXGKARG_CREATEDOORBELL,
+    DXGKARG_CONNECTDOORBELL,
+    DXGKARG_DISCONNECTDOORBELL,
+    DXGKARG_DESTROYDOORBELL,
+    DXGKARG_NOTIFYWORKSUBMISSION,
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::basic::BitField;
+
+    fn check_fields(name: &str, fields: &[(&str, BitField)]) {
+        let mut next = 0u32;
+        for (field, f) in fields {
+            assert_eq!(
+                f.shift, next,
+                "{name}::{field} does not follow its predecessor"
+            );
+            assert!(f.width > 0, "{name}::{field} has zero width");
+            next += f.width;
+        }
+        assert_eq!(next, 32, "{name}: fields do not fill the word");
+    }
+
+    #[test]
+    fn flag_words_are_contiguous() {
+        check_fields("DXGK_CREATEDEVICEFLAGS", DXGK_CREATEDEVICEFLAGS::FIELDS);
+        check_fields("DXGK_CREATECONTEXTFLAGS", DXGK_CREATECONTEXTFLAGS::FIELDS);
+        check_fields("DXGK_CONTEXTINFO_CAPS", DXGK_CONTEXTINFO_CAPS::FIELDS);
+        check_fields("DXGK_NODEMETADATA_FLAGS", DXGK_NODEMETADATA_FLAGS::FIELDS);
+        check_fields(
+            "D3DDDI_CREATEHWQUEUEFLAGS",
+            D3DDDI_CREATEHWQUEUEFLAGS::FIELDS,
+        );
+        check_fields("DXGK_SUBMITCOMMANDFLAGS", DXGK_SUBMITCOMMANDFLAGS::FIELDS);
+        check_fields(
+            "DXGK_USERMODESUBMISSION_CAPS_Flags",
+            DXGK_USERMODESUBMISSION_CAPS_Flags::FIELDS,
+        );
+        check_fields(
+            "DXGKARG_CREATEDOORBELL_FLAGS",
+            DXGKARG_CREATEDOORBELL_FLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGKARG_CONNECTDOORBELL_FLAGS",
+            DXGKARG_CONNECTDOORBELL_FLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGKARG_DISCONNECTDOORBELL_FLAGS",
+            DXGKARG_DISCONNECTDOORBELL_FLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGKARG_NOTIFYWORKSUBMISSION_FLAGS",
+            DXGKARG_NOTIFYWORKSUBMISSION_FLAGS::FIELDS,
+        );
+    }
+
+    #[test]
+    fn key_bit_positions() {
+        assert_eq!(
+            D3DDDI_CREATEHWQUEUEFLAGS::default()
+                .with(D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission, 1)
+                .Value,
+            1 << 4
+        );
+        assert_eq!(
+            D3DDDI_CREATEHWQUEUEFLAGS::default()
+                .with(D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence, 1)
+                .Value,
+            1 << 5
+        );
+        assert_eq!(
+            DXGK_NODEMETADATA_FLAGS::default()
+                .with(DXGK_NODEMETADATA_FLAGS::UserModeSubmission, 1)
+                .Value,
+            1 << 3
+        );
+        let m = DXGK_NODEMETADATA_FLAGS::default()
+            .with(DXGK_NODEMETADATA_FLAGS::MaxInFlightHwQueueBuffers, 4);
+        assert_eq!(m.Value, 4 << 16);
+        assert_eq!(
+            DXGK_CREATECONTEXTFLAGS::default()
+                .with(DXGK_CREATECONTEXTFLAGS::HwQueueSupported, 1)
+                .Value,
+            1 << 4
+        );
+    }
+
+    #[test]
+    fn defaults_are_zero() {
+        let q = DXGKARG_CREATEHWQUEUE::default();
+        assert!(q.hHwQueue.is_null());
+        // SAFETY: zeroed union; the pointer arm covers all bytes.
+        assert!(unsafe { q.Anonymous.hHwQueueNativeProgressFence }.is_null());
+        let c = DXGKARG_CONNECTDOORBELL::default();
+        assert_eq!(c.Status, crate::dxgkrnl::D3DDDI_DOORBELLSTATUS_CONNECTED);
+        let n = DXGK_NODEMETADATA::default();
+        assert_eq!(n.FriendlyName, [0u16; DXGK_MAX_METADATA_NAME_LENGTH]);
+        assert_eq!(
+            DXGK_USERMODESUBMISSION_CAPS::default().DoorbellSizeInBytes,
+            0
+        );
+    }
+}
