@@ -7,21 +7,25 @@
 //! against a page carry an `UNVERIFIED:` comment.
 //!
 //! **Which handle `DxgkDdiCreateHwQueue` receives.** Its first parameter, `hHwContext`, is the
-//! KMD's handle of the *context* the queue belongs to, i.e. the `hContext` the driver returned
-//! from `DxgkDdiCreateContext` (a context created with
-//! [`DXGK_CREATECONTEXTFLAGS::HwQueueSupported`] set; the user-mode side calls it the "hardware
-//! context": `D3DKMT_CREATEHWQUEUE::hHwContext` is the D3DKMT handle of such a context). It is not
-//! a handle from `DxgkDdiCreateHwContext`: that DDI (and `DxgkDdiDestroyHwContext`, both left
-//! unbound here) belongs to a different, OS-internal hardware-scheduling object. UNVERIFIED: the
-//! `DXGKDDI_CREATEHWQUEUE` page only says "the hardware context handle that the hardware queue
-//! belongs to"; the identification with `DxgkDdiCreateContext`'s handle rests on the UMD-side
-//! structures (`D3DKMT_CREATEHWQUEUE`, `D3DDDICB_CREATEHWQUEUE`, whose `hHwContext` is the
-//! context created through `pfnCreateHwContextCb` / `D3DKMTCreateContextVirtual`, which dxgkrnl
-//! turns into a `DxgkDdiCreateContext` call). A driver should accept any context handle it
-//! created and reject others.
+//! KMD's handle of the *context* the queue belongs to: the `hContext` the driver returned from
+//! `DxgkDdiCreateContext` (for a context created with
+//! [`DXGK_CREATECONTEXTFLAGS::HwQueueSupported`]). It is not a handle from
+//! `DxgkDdiCreateHwContext`. Evidence: the `DXGKDDI_CREATEHWQUEUE` page calls it "the hardware
+//! context handle that the hardware queue belongs to"; at the thunk level
+//! `D3DKMT_CREATEHWQUEUE::hHwContext` names that context, and Microsoft's own Linux port of
+//! dxgkrnl (drivers/hv/dxgkrnl, `dxgkio_create_hwqueue`) resolves that handle as an ordinary
+//! context object, the kind `D3DKMTCreateContextVirtual` creates and dxgkrnl backs with
+//! `DxgkDdiCreateContext`. `DxgkDdiCreateHwContext` / `DxgkDdiDestroyHwContext` (left unbound:
+//! no reference page for them was found; d3dkmddi.h declares a separate `DXGKARG_CREATEHWCONTEXT`
+//! with `D3DDDI_CREATEHWCONTEXTFLAGS` and `DXGK_HWCONTEXT_CAPS`) belong to the separate
+//! `D3DKMTCreateHwContext` path. UNVERIFIED: that a Windows dxgkrnl never passes a
+//! `DxgkDdiCreateHwContext` handle here; a driver that does not implement `DxgkDdiCreateHwContext`
+//! can only ever see its own context handles.
 //!
-//! Of the doorbell DDIs only the hardware queue and doorbell handles identify the adapter: all
-//! five receive only their argument structure.
+//! Adapter handles: `DxgkDdiCreateDevice`, `DxgkDdiGetNodeMetadata`,
+//! `DxgkDdiSubmitCommandToHwQueue`, `DxgkDdiSuspendContext` and `DxgkDdiResumeContext` receive
+//! `hAdapter`; the five doorbell DDIs, `DxgkDdiCreateContext`, `DxgkDdiCreateHwQueue` and the
+//! destroy DDIs receive only object handles or their argument structure.
 
 use core::ffi::c_void;
 
@@ -121,9 +125,9 @@ pub type PDXGKDDI_DESTROYDEVICE = Option<unsafe extern "system" fn(hDevice: HAND
 bitfield! {
     /// `DXGK_CREATECONTEXTFLAGS`: what kind of context `DxgkDdiCreateContext` creates.
     ///
-    /// UNVERIFIED: the header has several `#if` variants; the newest (bound here) has
-    /// `TestContext` and `Reserved : 26`; older interface versions end earlier with a wider
-    /// `Reserved`, which leaves the defined bit positions unchanged.
+    /// The page shows several `#if` variants; the newest (bound here) has `TestContext` and
+    /// `Reserved : 26`; older interface versions end earlier with a wider `Reserved`, which
+    /// leaves the defined bit positions unchanged.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_createcontextflags>
     pub struct DXGK_CREATECONTEXTFLAGS: u32 {
@@ -149,17 +153,16 @@ bitfield! {
     /// `DXGK_CONTEXTINFO_CAPS`: optional context capabilities reported in
     /// [`DXGK_CONTEXTINFO::Caps`] (Windows 10+).
     ///
-    /// UNVERIFIED: member list recalled from the WDK header, not checked against the reference
-    /// page in this pass.
-    ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_contextinfo_caps>
     pub struct DXGK_CONTEXTINFO_CAPS: u32 {
-        /// The driver manages residency for this context itself.
-        DriverManagesResidency: 0, 1;
-        /// Disable the GPU timeout (TDR) for this context.
-        DisableGpuTimeout: 1, 1;
-        /// Reserved, zero.
-        Reserved: 2, 30;
+        /// No memory patching is needed for this context.
+        NoPatchingRequired: 0, 1;
+        /// The driver manages memory residency itself.
+        DriverManagesResidency: 1, 1;
+        /// The context uses the IoMmu.
+        UseIoMmu: 2, 1;
+        /// Reserved.
+        Reserved: 3, 29;
     }
 }
 layout!(DXGK_CONTEXTINFO_CAPS, size = 4);
@@ -283,10 +286,9 @@ pub struct DXGKARG_RESUMECONTEXT {
 layout!(DXGKARG_RESUMECONTEXT, size = 8, hContext = 0);
 
 /// `DXGKDDI_SUSPENDCONTEXT`: `(IN_CONST_HANDLE hAdapter, IN_CONST_PDXGKARG_SUSPENDCONTEXT
-/// pSuspendContext)`.
-///
-/// UNVERIFIED: parameter list taken to mirror `DXGKDDI_RESUMECONTEXT` (whose page was checked:
-/// adapter handle plus a const argument pointer); the suspend page's syntax block was not seen.
+/// pSuspendContext)`. Returns `STATUS_SUCCESS` if already suspended, else `STATUS_PENDING` and
+/// the GPU later reports `contextSuspendFence` by interrupt. (As for resume, the page's prose
+/// describes `hAdapter` as "the hardware context"; the context travels in the argument.)
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_suspendcontext>
 pub type PDXGKDDI_SUSPENDCONTEXT = Option<
@@ -337,9 +339,12 @@ pub const DXGK_ENGINE_TYPE_COPY: DXGK_ENGINE_TYPE = 6;
 pub const DXGK_ENGINE_TYPE_OVERLAY: DXGK_ENGINE_TYPE = 7;
 /// Crypto.
 pub const DXGK_ENGINE_TYPE_CRYPTO: DXGK_ENGINE_TYPE = 8;
-/// One past the last value. UNVERIFIED: 9 per the Windows 8.1-era header (winapi's d3dkmdt);
-/// whether a later header inserts values before it was not checked.
-pub const DXGK_ENGINE_TYPE_MAX: DXGK_ENGINE_TYPE = 9;
+/// Video codec (listed on the current reference page; absent from older headers).
+pub const DXGK_ENGINE_TYPE_VIDEO_CODEC: DXGK_ENGINE_TYPE = 9;
+/// One past the last value. UNVERIFIED: 10 per the current page (implicit values, with
+/// `VIDEO_CODEC` before it); older headers and the older localized pages end at
+/// `CRYPTO`, giving 9. Do not report it as an engine type.
+pub const DXGK_ENGINE_TYPE_MAX: DXGK_ENGINE_TYPE = 10;
 
 bitfield! {
     /// `DXGK_NODEMETADATA_FLAGS` (d3dkmdt.h): engine capabilities. The user-mode submission bit
@@ -404,11 +409,10 @@ layout!(
 pub type DXGKARG_GETNODEMETADATA = DXGK_NODEMETADATA;
 
 /// `DXGKDDI_GETNODEMETADATA` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
-/// UINT NodeOrdinalAndAdapterIndex, OUT_PDXGKARG_GETNODEMETADATA pGetNodeMetadata)`.
-///
-/// UNVERIFIED: parameter types from the WDK header as remembered (handle, `UINT`, pointer); the
-/// middle parameter carries the node ordinal (and, for linked adapters, the adapter index in
-/// the high 16 bits).
+/// UINT NodeOrdinalAndAdapterIndex, OUT_PDXGKARG_GETNODEMETADATA pGetNodeMetadata)`. Must
+/// succeed for every node ordinal below the node count. The middle parameter packs the node
+/// ordinal in the low 16 bits and the physical adapter index in the high 16 bits (as
+/// `D3DKMT_NODEMETADATA::NodeOrdinalAndAdapterIndex` documents).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getnodemetadata>
 pub type PDXGKDDI_GETNODEMETADATA = Option<
@@ -528,9 +532,6 @@ pub type PDXGKDDI_CREATEHWQUEUE = Option<
 
 /// `DXGKDDI_DESTROYHWQUEUE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hHwQueue)`.
 ///
-/// UNVERIFIED: single-handle parameter list from the WDK header as remembered; the nc- page was
-/// not fetched in this pass.
-///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyhwqueue>
 pub type PDXGKDDI_DESTROYHWQUEUE = Option<unsafe extern "system" fn(hHwQueue: HANDLE) -> NTSTATUS>;
 
@@ -606,15 +607,14 @@ layout!(
     HwQueueProgressFenceCpuVa = 56
 );
 
-/// `DXGKDDI_SUBMITCOMMANDTOHWQUEUE`: `(IN_CONST_PDXGKARG_SUBMITCOMMANDTOHWQUEUE
-/// pSubmitCommandToHwQueue)`; no adapter handle.
-///
-/// UNVERIFIED: single const-pointer parameter from the WDK header as remembered; the nc- page
-/// was not fetched in this pass.
+/// `DXGKDDI_SUBMITCOMMANDTOHWQUEUE` (PASSIVE_LEVEL or DISPATCH_LEVEL; not re-entered for one
+/// queue): `(IN_CONST_HANDLE hAdapter, IN_CONST_PDXGKARG_SUBMITCOMMANDTOHWQUEUE
+/// pSubmitCommandToHwQueue)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandtohwqueue>
 pub type PDXGKDDI_SUBMITCOMMANDTOHWQUEUE = Option<
     unsafe extern "system" fn(
+        hAdapter: HANDLE,
         pSubmitCommandToHwQueue: *const DXGKARG_SUBMITCOMMANDTOHWQUEUE,
     ) -> NTSTATUS,
 >;
@@ -751,9 +751,6 @@ layout!(
 
 bitfield! {
     /// `DXGKARG_DISCONNECTDOORBELL_FLAGS` (all reserved).
-    ///
-    /// UNVERIFIED: taken as one reserved word like the other doorbell flag words; the flags'
-    /// own page was not fetched.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_disconnectdoorbell_flags>
     pub struct DXGKARG_DISCONNECTDOORBELL_FLAGS: u32 {
