@@ -1,11 +1,14 @@
-//! rvgpu user-mode driver (UMD). The doorbell and submission path come with the user-mode
-//! submission issue; for now the crate holds the C API surface (`capi`), native-fence command
-//! encoding (`fence`), the ring writer (`ring`) and, on Windows, the D3DKMT bindings
-//! (`kmt_windows`).
+//! rvgpu user-mode driver (UMD): the C API (`capi`), native-fence command encoding (`fence`),
+//! the ring writer (`ring`), the kernel-thunk trait (`kmt`), the portable user-mode and
+//! kernel-mode submission core over it (`submit`, issue 6) and, on Windows, the D3DKMT
+//! implementation of the trait (`kmt_windows`).
 //!
-//! `no_std` (+ `alloc` later) so that the DLL links for `x86_64-pc-windows-msvc` without the
-//! Windows SDK's CRT (see docs/windows.md); host tests use std.
+//! `no_std` + `alloc` so that the DLL links for `x86_64-pc-windows-msvc` without the Windows
+//! SDK's CRT (the DLL's global allocator is the process heap, `dll_windows`; see
+//! docs/windows.md); host tests use std.
 #![cfg_attr(not(test), no_std)]
+
+extern crate alloc;
 
 pub mod capi;
 #[cfg(all(windows, feature = "dll", not(test)))]
@@ -15,3 +18,4 @@ pub mod kmt;
 #[cfg(windows)]
 pub mod kmt_windows;
 pub mod ring;
+pub mod submit;

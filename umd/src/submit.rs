@@ -1,0 +1,1148 @@
+//! The portable submission core (issue 6): a user-mode hardware queue with its ring and
+//! doorbell ([`UserQueue`]), and a kernel-mode hardware queue ([`KernelQueue`], UM-01), both
+//! generic over the kernel thunks ([`Kmt`]), so the same code runs on Windows (D3DKMT,
+//! `kmt_windows`) and in the simulation (`rvgpu_simos`).
+//!
+//! docs/usermode-submission.md is the contract. In short:
+//!
+//! - [`UserQueue::new`] creates a context on a node, a hardware queue with
+//!   `UserModeSubmission` ([`HwQueuePdd`] in/out), the ring and ring-control allocations, a
+//!   doorbell ([`DoorbellPdd`]: ring GPU VAs and size in, `ring_value` and `queue_id` out), and
+//!   connects the doorbell.
+//! - [`UserQueue::submit`] follows UM-16 exactly: pick `N+1`; append the commands and
+//!   `PROGRESS(N+1)` to the ring (waiting on the progress fence while the ring is full, never
+//!   overwriting unconsumed packets); store `N+1` at the last-queued address; publish
+//!   `write_ptr` (Release); ring the doorbell with the write pointer or the queue id. Then the
+//!   UM-19 status loop: `CONNECTED` → done; `CONNECTED_NOTIFY` → `NotifyWorkSubmission`;
+//!   `DISCONNECTED_RETRY` → `ConnectDoorbell` and ring again; a failed connect (or notify) or
+//!   `DISCONNECTED_ABORT` → fall back to the kernel-mode path.
+//! - **Fallback without loss or duplication.** The doorbell is destroyed first, which takes the
+//!   queue off the runlist atomically (docs/usermode-submission.md, "Runlists"), so the ring is
+//!   quiescent: everything before the CMP's read pointer ran, nothing after it will. The
+//!   unconsumed packets between the read and write pointers are decoded and resubmitted, batch
+//!   by batch (a batch ends with its `PROGRESS`), through a second hardware queue created
+//!   without `UserModeSubmission` ([`KernelQueue`]'s machinery). Progress values stay one
+//!   sequence for the caller: a value the user-mode queue had completed is complete; a later
+//!   one maps to the kernel-mode queue's own progress value for that batch.
+//! - Device loss (UM-10): if the kernel-mode path fails too, the queue reports
+//!   [`SubmitError::Lost`] from then on; the caller drops it and creates a new one.
+//! - Teardown order: doorbell, hardware queues, allocations, context ([`UserQueue::close`]
+//!   waits for the last submitted value first; dropping does not wait).
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+
+use rvgpu_hw::cmd::{decode, decode_header, header, Command, Opcode, MAX_INDIRECT};
+use rvgpu_hw::pdd::{
+    DoorbellPdd, DoorbellValue, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
+};
+use rvgpu_hw::queue::{RingControl, RING_MAX, RING_MIN};
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::kmt::{
+    Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, Kmt,
+    KmtHandle, NtStatus, RingView,
+};
+use crate::ring::{RingError, RingWriter};
+
+/// Why a queue operation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitError {
+    /// A kernel thunk failed with this NTSTATUS.
+    Kmt(NtStatus),
+    /// Ring control is inconsistent, or the ring size is not usable.
+    Ring(RingError),
+    /// The batch cannot fit in an empty ring (user mode) or command buffer (kernel mode).
+    TooLarge,
+    /// The kernel driver's private data is not usable (wrong `ring_value`).
+    BadPrivateData,
+    /// The configuration is invalid (ring or command-buffer size).
+    BadConfig,
+    /// A command does not encode (a NOP of length 0).
+    BadCommand,
+    /// `wait` on a value that was never submitted (it would never complete).
+    NotSubmitted,
+    /// The queue is unusable (device lost and the kernel-mode path failed too, or the ring
+    /// stalled): drop it and create a new one (UM-10).
+    Lost,
+}
+
+impl From<NtStatus> for SubmitError {
+    fn from(s: NtStatus) -> Self {
+        Self::Kmt(s)
+    }
+}
+
+impl From<RingError> for SubmitError {
+    fn from(e: RingError) -> Self {
+        Self::Ring(e)
+    }
+}
+
+/// How a [`UserQueue`] currently submits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmissionPath {
+    /// Its own ring and doorbell (UM-16).
+    UserMode,
+    /// `D3DKMTSubmitCommandToHwQueue` on a second, kernel-mode queue (UM-19 fallback).
+    KernelMode,
+}
+
+/// What a queue is created with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueConfig {
+    /// Engine (node ordinal) of the context.
+    pub node: u32,
+    /// [`HwQueuePdd::priority`] (the KMD clamps it).
+    pub priority: u32,
+    /// User-mode ring size in bytes: a power of two in `RING_MIN..=RING_MAX`.
+    pub ring_size: u32,
+    /// Kernel-mode command buffer size in bytes (multiple of 8); one kernel-mode submission
+    /// is at most `min(command_buffer_size, MAX_INDIRECT)` bytes.
+    pub command_buffer_size: u64,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        Self {
+            node: 0,
+            priority: 0,
+            ring_size: 64 << 10,
+            command_buffer_size: 64 << 10,
+        }
+    }
+}
+
+/// A thunk trait object by reference is a thunk trait object (the harness can share one).
+impl<T: Kmt + ?Sized> Kmt for &T {
+    type Mem = T::Mem;
+    type Doorbell = T::Doorbell;
+    type Fence = T::Fence;
+
+    fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
+        (**self).create_context(node)
+    }
+    fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
+        (**self).destroy_context(context)
+    }
+    fn create_hw_queue(
+        &self,
+        context: KmtHandle,
+        user_mode_submission: bool,
+        private_data: &mut [u8],
+    ) -> Result<HwQueue<Self::Fence>, NtStatus> {
+        (**self).create_hw_queue(context, user_mode_submission, private_data)
+    }
+    fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+        (**self).destroy_hw_queue(queue)
+    }
+    fn create_allocation(&self, size: u64) -> Result<Allocation<Self::Mem>, NtStatus> {
+        (**self).create_allocation(size)
+    }
+    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        (**self).destroy_allocation(allocation)
+    }
+    fn create_doorbell(
+        &self,
+        queue: KmtHandle,
+        ring: KmtHandle,
+        ring_control: KmtHandle,
+        private_data: &mut [u8],
+    ) -> Result<Doorbell<Self::Doorbell>, NtStatus> {
+        (**self).create_doorbell(queue, ring, ring_control, private_data)
+    }
+    fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        (**self).connect_doorbell(doorbell)
+    }
+    fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        (**self).destroy_doorbell(doorbell)
+    }
+    fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        (**self).notify_work_submission(doorbell)
+    }
+    fn submit_command_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        progress_fence_value: u64,
+        command_buffer_gpu: u64,
+        command_bytes: u32,
+    ) -> Result<(), NtStatus> {
+        (**self).submit_command_to_hw_queue(
+            queue,
+            progress_fence_value,
+            command_buffer_gpu,
+            command_bytes,
+        )
+    }
+    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        (**self).wait_for_fence(fence, value)
+    }
+}
+
+/// Shared ownership of the thunks (the C API's queues keep their adapter's thunks alive).
+impl<T: Kmt + ?Sized> Kmt for alloc::sync::Arc<T> {
+    type Mem = T::Mem;
+    type Doorbell = T::Doorbell;
+    type Fence = T::Fence;
+
+    fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
+        (**self).create_context(node)
+    }
+    fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
+        (**self).destroy_context(context)
+    }
+    fn create_hw_queue(
+        &self,
+        context: KmtHandle,
+        user_mode_submission: bool,
+        private_data: &mut [u8],
+    ) -> Result<HwQueue<Self::Fence>, NtStatus> {
+        (**self).create_hw_queue(context, user_mode_submission, private_data)
+    }
+    fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+        (**self).destroy_hw_queue(queue)
+    }
+    fn create_allocation(&self, size: u64) -> Result<Allocation<Self::Mem>, NtStatus> {
+        (**self).create_allocation(size)
+    }
+    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        (**self).destroy_allocation(allocation)
+    }
+    fn create_doorbell(
+        &self,
+        queue: KmtHandle,
+        ring: KmtHandle,
+        ring_control: KmtHandle,
+        private_data: &mut [u8],
+    ) -> Result<Doorbell<Self::Doorbell>, NtStatus> {
+        (**self).create_doorbell(queue, ring, ring_control, private_data)
+    }
+    fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        (**self).connect_doorbell(doorbell)
+    }
+    fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        (**self).destroy_doorbell(doorbell)
+    }
+    fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        (**self).notify_work_submission(doorbell)
+    }
+    fn submit_command_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        progress_fence_value: u64,
+        command_buffer_gpu: u64,
+        command_bytes: u32,
+    ) -> Result<(), NtStatus> {
+        (**self).submit_command_to_hw_queue(
+            queue,
+            progress_fence_value,
+            command_buffer_gpu,
+            command_bytes,
+        )
+    }
+    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        (**self).wait_for_fence(fence, value)
+    }
+}
+
+/// Encoded length of `cmds` in bytes.
+fn batch_bytes(cmds: &[Command]) -> u64 {
+    let words: u64 = cmds
+        .iter()
+        .map(|c| u64::try_from(c.len()).unwrap_or(u64::MAX))
+        .fold(0, u64::saturating_add);
+    words.saturating_mul(8)
+}
+
+/// Refuses a batch with a command that does not encode.
+fn check_commands(cmds: &[Command]) -> Result<(), SubmitError> {
+    if cmds.iter().any(|c| matches!(c, Command::Nop { len: 0 })) {
+        return Err(SubmitError::BadCommand);
+    }
+    Ok(())
+}
+
+/// Calls `put` with each encoded word of `cmd` (long NOP padding included); `false` if the
+/// command does not encode (a zero-length NOP).
+fn for_each_word(cmd: &Command, mut put: impl FnMut(u64)) -> bool {
+    let mut buf = [0u64; 8];
+    match cmd.encode(&mut buf) {
+        Some(n) => {
+            for w in buf.iter().take(n) {
+                put(*w);
+            }
+            true
+        }
+        None => match cmd {
+            Command::Nop { len } if *len > 0 => {
+                put(header(Opcode::Nop, 0, *len));
+                for _ in 1..*len {
+                    put(0);
+                }
+                true
+            }
+            _ => false,
+        },
+    }
+}
+
+/// The progress packet that ends a user-mode batch: with `PROGRESS_IRQ`, so that the OS
+/// rescans its monitored fences and CPU waits on the progress fence wake.
+fn progress(value: u64) -> Command {
+    Command::Progress { irq: true, value }
+}
+
+/// Creates a hardware queue with rvgpu's private data; returns it with the queue id.
+fn create_hw_queue<K: Kmt>(
+    kmt: &K,
+    context: KmtHandle,
+    user_mode: bool,
+    priority: u32,
+) -> Result<(HwQueue<K::Fence>, u32), SubmitError> {
+    let mut pdd = HwQueuePdd {
+        magic: PDD_MAGIC,
+        version: HW_QUEUE_PDD_VERSION,
+        priority,
+        ..Default::default()
+    };
+    let q = kmt.create_hw_queue(context, user_mode, pdd.as_mut_bytes())?;
+    let queue_id = HwQueuePdd::read_from_bytes(pdd.as_bytes()).map_or(0, |p| p.queue_id);
+    Ok((q, queue_id))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel-mode path
+// ---------------------------------------------------------------------------------------------
+
+/// A kernel-mode hardware queue and its command buffer, without the thunks (its owner passes
+/// them): shared by [`KernelQueue`] and the fallback of [`UserQueue`].
+struct KernelPath<K: Kmt> {
+    queue: HwQueue<K::Fence>,
+    queue_id: u32,
+    cb: Allocation<K::Mem>,
+    /// Next free byte of the command buffer. Everything in `[0, head)` may still be read by
+    /// the GPU; the buffer is reused from 0 only after the last submission completed.
+    head: u64,
+    /// The last progress value submitted on this queue.
+    last: u64,
+}
+
+impl<K: Kmt> core::fmt::Debug for KernelPath<K> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("KernelPath")
+            .field("queue", &self.queue.handle)
+            .field("queue_id", &self.queue_id)
+            .field("command_buffer", &self.cb.handle)
+            .field("head", &self.head)
+            .field("last", &self.last)
+            .finish()
+    }
+}
+
+impl<K: Kmt> KernelPath<K> {
+    fn create(kmt: &K, context: KmtHandle, cfg: &QueueConfig) -> Result<Self, SubmitError> {
+        if cfg.command_buffer_size < 8 || !cfg.command_buffer_size.is_multiple_of(8) {
+            return Err(SubmitError::BadConfig);
+        }
+        let (queue, queue_id) = create_hw_queue(kmt, context, false, cfg.priority)?;
+        match kmt.create_allocation(cfg.command_buffer_size) {
+            Ok(cb) => Ok(Self {
+                queue,
+                queue_id,
+                cb,
+                head: 0,
+                last: 0,
+            }),
+            Err(e) => {
+                let _ = kmt.destroy_hw_queue(queue.handle);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Largest command buffer of one submission.
+    fn max_bytes(&self) -> u64 {
+        self.cb.size.min(MAX_INDIRECT)
+    }
+
+    fn completed(&self) -> u64 {
+        self.queue.progress_cpu.value()
+    }
+
+    /// One `SubmitCommandToHwQueue` with the next progress value; if the KMD refuses it (its
+    /// ring may be full) while earlier work is outstanding, waits for that work and retries
+    /// once.
+    fn submit_one(&mut self, kmt: &K, gpu: u64, bytes: u64) -> Result<u64, SubmitError> {
+        let len = u32::try_from(bytes).map_err(|_| SubmitError::TooLarge)?;
+        let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
+        if let Err(e) = kmt.submit_command_to_hw_queue(self.queue.handle, value, gpu, len) {
+            if self.completed() >= self.last {
+                return Err(e.into());
+            }
+            kmt.wait_for_fence(self.queue.progress_fence, self.last)?;
+            kmt.submit_command_to_hw_queue(self.queue.handle, value, gpu, len)?;
+        }
+        self.last = value;
+        Ok(value)
+    }
+
+    /// Copies `cmds` (no INDIRECT among them) into the command buffer and submits them.
+    fn submit_copied(&mut self, kmt: &K, cmds: &[Command]) -> Result<u64, SubmitError> {
+        let bytes = batch_bytes(cmds);
+        if bytes == 0 || bytes > self.max_bytes() {
+            return Err(SubmitError::TooLarge);
+        }
+        if self.head.saturating_add(bytes) > self.cb.size {
+            // Reuse the buffer from its start once the GPU is done with all of it.
+            if self.completed() < self.last {
+                kmt.wait_for_fence(self.queue.progress_fence, self.last)?;
+            }
+            self.head = 0;
+        }
+        let start = self.head;
+        let mut off = start;
+        for c in cmds {
+            let ok = for_each_word(c, |w| {
+                self.cb.mem.store(off, w);
+                off = off.saturating_add(8);
+            });
+            if !ok {
+                return Err(SubmitError::TooLarge);
+            }
+        }
+        self.head = off;
+        self.submit_one(kmt, self.cb.gpu_va.saturating_add(start), bytes)
+    }
+
+    /// Submits a batch: runs of plain packets are copied into the command buffer; an INDIRECT
+    /// becomes its own submission of the buffer it names (the KMD wraps every submission in an
+    /// INDIRECT, and INDIRECTs do not nest). Returns the progress value of the last
+    /// submission; an empty batch is one NOP.
+    fn submit(&mut self, kmt: &K, cmds: &[Command]) -> Result<u64, SubmitError> {
+        check_commands(cmds)?;
+        if cmds.is_empty() {
+            return self.submit_copied(kmt, &[Command::Nop { len: 1 }]);
+        }
+        // Check sizes before anything is submitted, so a refused batch submits nothing.
+        let mut run: u64 = 0;
+        for c in cmds {
+            match c {
+                Command::Indirect { bytes, .. } => {
+                    if *bytes == 0 || !bytes.is_multiple_of(8) || *bytes > MAX_INDIRECT {
+                        return Err(SubmitError::TooLarge);
+                    }
+                    run = 0;
+                }
+                other => {
+                    run = run.saturating_add(batch_bytes(core::slice::from_ref(other)));
+                    if run > self.max_bytes() {
+                        return Err(SubmitError::TooLarge);
+                    }
+                }
+            }
+        }
+        let mut last = self.last;
+        let mut start = 0usize;
+        for (i, c) in cmds.iter().enumerate() {
+            if let Command::Indirect { addr, bytes } = c {
+                if let Some(run) = cmds.get(start..i).filter(|r| !r.is_empty()) {
+                    self.submit_copied(kmt, run)?;
+                }
+                last = self.submit_one(kmt, *addr, *bytes)?;
+                start = i.saturating_add(1);
+            }
+        }
+        if let Some(run) = cmds.get(start..).filter(|r| !r.is_empty()) {
+            last = self.submit_copied(kmt, run)?;
+        }
+        Ok(last)
+    }
+
+    fn wait(&self, kmt: &K, value: u64) -> Result<(), SubmitError> {
+        if value > self.last {
+            return Err(SubmitError::NotSubmitted);
+        }
+        if self.completed() >= value {
+            return Ok(());
+        }
+        kmt.wait_for_fence(self.queue.progress_fence, value)?;
+        Ok(())
+    }
+
+    /// Queue first, then its command buffer.
+    fn destroy(&self, kmt: &K) -> Result<(), SubmitError> {
+        let q = kmt.destroy_hw_queue(self.queue.handle);
+        let a = kmt.destroy_allocation(self.cb.handle);
+        q?;
+        a?;
+        Ok(())
+    }
+}
+
+/// A kernel-mode hardware queue (UM-01): commands are copied into a command buffer and
+/// submitted with `SubmitCommandToHwQueue`; the KMD appends `PROGRESS(value)` itself. Progress
+/// values are `1, 2, ...`; a batch with INDIRECT packets takes one value per submission it
+/// needs, and [`submit`](Self::submit) returns the last.
+pub struct KernelQueue<K: Kmt> {
+    kmt: K,
+    context: KmtHandle,
+    path: KernelPath<K>,
+    closed: bool,
+}
+
+impl<K: Kmt> core::fmt::Debug for KernelQueue<K> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("KernelQueue")
+            .field("context", &self.context)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Kmt> KernelQueue<K> {
+    /// Creates a context on `config.node`, a hardware queue without `UserModeSubmission` and
+    /// a command buffer of `config.command_buffer_size` bytes.
+    pub fn new(kmt: K, config: &QueueConfig) -> Result<Self, SubmitError> {
+        let context = kmt.create_context(config.node)?;
+        match KernelPath::create(&kmt, context, config) {
+            Ok(path) => Ok(Self {
+                kmt,
+                context,
+                path,
+                closed: false,
+            }),
+            Err(e) => {
+                let _ = kmt.destroy_context(context);
+                Err(e)
+            }
+        }
+    }
+
+    /// Submits `cmds`; returns the progress value that marks their completion.
+    pub fn submit(&mut self, cmds: &[Command]) -> Result<u64, SubmitError> {
+        self.path.submit(&self.kmt, cmds)
+    }
+
+    /// Blocks until the progress fence reaches `value`.
+    pub fn wait(&self, value: u64) -> Result<(), SubmitError> {
+        self.path.wait(&self.kmt, value)
+    }
+
+    /// The progress fence's current value.
+    pub fn completed(&self) -> u64 {
+        self.path.completed()
+    }
+
+    /// The last progress value submitted.
+    pub fn last_submitted(&self) -> u64 {
+        self.path.last
+    }
+
+    /// The device's queue id (from [`HwQueuePdd`]).
+    pub fn queue_id(&self) -> u32 {
+        self.path.queue_id
+    }
+
+    /// The thunks.
+    pub fn kmt(&self) -> &K {
+        &self.kmt
+    }
+
+    /// Waits for the last submission, then destroys queue, command buffer and context.
+    pub fn close(mut self) -> Result<(), SubmitError> {
+        let waited = self.wait(self.path.last);
+        let destroyed = self.teardown();
+        waited?;
+        destroyed
+    }
+
+    fn teardown(&mut self) -> Result<(), SubmitError> {
+        if core::mem::replace(&mut self.closed, true) {
+            return Ok(());
+        }
+        let p = self.path.destroy(&self.kmt);
+        let c = self.kmt.destroy_context(self.context);
+        p?;
+        c?;
+        Ok(())
+    }
+}
+
+impl<K: Kmt> Drop for KernelQueue<K> {
+    fn drop(&mut self) {
+        let _ = self.teardown();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// User-mode queue
+// ---------------------------------------------------------------------------------------------
+
+/// How many times one submission rings again after `DISCONNECTED_RETRY` and a successful
+/// reconnect before it gives up on the doorbell and falls back (UM-19 says "repeat"; the bound
+/// only stops a livelock of two queues victimising each other forever).
+pub const MAX_RETRIES: u32 = 1024;
+
+/// How many times the back-pressure wait polls the read pointer after the progress fence
+/// showed the space free (the CMP stores `read_ptr` right after the packet's effects).
+const READ_PTR_POLLS: u32 = 1 << 20;
+
+/// The kernel-mode side after a fallback.
+struct Fallback<K: Kmt> {
+    path: KernelPath<K>,
+    /// The user-mode progress fence's value when the ring became quiescent: every value up to
+    /// it completed on the user-mode queue.
+    user_completed: u64,
+    /// `(caller's value, kernel-mode queue's value)` of batches not yet seen complete, in
+    /// submission order.
+    pending: VecDeque<(u64, u64)>,
+}
+
+impl<K: Kmt> Fallback<K> {
+    /// Drops the pending batches that completed.
+    fn prune(&mut self) {
+        let done = self.path.completed();
+        while self.pending.front().is_some_and(|&(_, phys)| phys <= done) {
+            self.pending.pop_front();
+        }
+    }
+}
+
+/// A user-mode hardware queue: its own ring, ring control and doorbell (UM-16, UM-19), with
+/// the kernel-mode fallback. See the module documentation for the protocol.
+pub struct UserQueue<K: Kmt> {
+    kmt: K,
+    config: QueueConfig,
+    context: KmtHandle,
+    queue: HwQueue<K::Fence>,
+    queue_id: u32,
+    ring: Allocation<K::Mem>,
+    control: Allocation<K::Mem>,
+    /// `None` once destroyed by a fallback.
+    doorbell: Option<Doorbell<K::Doorbell>>,
+    ring_value: DoorbellValue,
+    writer: RingWriter<RingView<K::Mem>>,
+    /// The last progress value picked (N).
+    last: u64,
+    /// `(progress value, write pointer after its PROGRESS)` of batches in the ring that the
+    /// CMP may not have consumed yet.
+    in_flight: VecDeque<(u64, u64)>,
+    /// The doorbell could not be connected at creation: fall back at the first submission.
+    connect_failed: bool,
+    fallback: Option<Fallback<K>>,
+    lost: bool,
+    closed: bool,
+}
+
+/// What [`UserQueue::new`] created so far, destroyed in reverse if a later step fails.
+struct Partial<'a, K: Kmt> {
+    kmt: &'a K,
+    context: Option<KmtHandle>,
+    queue: Option<KmtHandle>,
+    allocations: [Option<KmtHandle>; 2],
+    doorbell: Option<KmtHandle>,
+}
+
+impl<K: Kmt> Partial<'_, K> {
+    fn disarm(&mut self) {
+        self.context = None;
+        self.queue = None;
+        self.allocations = [None, None];
+        self.doorbell = None;
+    }
+}
+
+impl<K: Kmt> Drop for Partial<'_, K> {
+    fn drop(&mut self) {
+        if let Some(d) = self.doorbell {
+            let _ = self.kmt.destroy_doorbell(d);
+        }
+        if let Some(q) = self.queue {
+            let _ = self.kmt.destroy_hw_queue(q);
+        }
+        for a in self.allocations.iter().flatten() {
+            let _ = self.kmt.destroy_allocation(*a);
+        }
+        if let Some(c) = self.context {
+            let _ = self.kmt.destroy_context(c);
+        }
+    }
+}
+
+impl<K: Kmt> core::fmt::Debug for UserQueue<K> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("UserQueue")
+            .field("context", &self.context)
+            .field("queue", &self.queue.handle)
+            .field("queue_id", &self.queue_id)
+            .field("doorbell", &self.doorbell.as_ref().map(|d| d.handle))
+            .field("ring_value", &self.ring_value)
+            .field("write_ptr", &self.writer.write_ptr())
+            .field("last", &self.last)
+            .field("path", &self.path())
+            .field("kernel_path", &self.fallback.as_ref().map(|f| &f.path))
+            .field("lost", &self.lost)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Kmt> UserQueue<K> {
+    /// Creates context, user-mode hardware queue, ring and ring control, and doorbell, and
+    /// connects the doorbell. A failed connect (or a doorbell that reads
+    /// `DISCONNECTED_ABORT`) is not an error: the queue then submits through the kernel-mode
+    /// path from its first submission on (UM-19).
+    pub fn new(kmt: K, config: &QueueConfig) -> Result<Self, SubmitError> {
+        let size = config.ring_size;
+        if !size.is_power_of_two() || !(RING_MIN..=RING_MAX).contains(&size) {
+            return Err(SubmitError::BadConfig);
+        }
+        let mut partial = Partial {
+            kmt: &kmt,
+            context: None,
+            queue: None,
+            allocations: [None, None],
+            doorbell: None,
+        };
+        let context = kmt.create_context(config.node)?;
+        partial.context = Some(context);
+        let (queue, queue_id) = create_hw_queue(&kmt, context, true, config.priority)?;
+        partial.queue = Some(queue.handle);
+        let ring = kmt.create_allocation(u64::from(size))?;
+        partial.allocations[0] = Some(ring.handle);
+        let control = kmt.create_allocation(RingControl::SIZE)?;
+        partial.allocations[1] = Some(control.handle);
+        // Fresh ring control: both pointers at 0 (the allocation need not be zeroed).
+        control.mem.store(RingControl::WRITE_PTR, 0);
+        control.mem.store(RingControl::READ_PTR, 0);
+
+        let mut pdd = DoorbellPdd {
+            magic: PDD_MAGIC,
+            version: DOORBELL_PDD_VERSION,
+            ring_gpu: ring.gpu_va,
+            ring_control_gpu: control.gpu_va,
+            ring_size: size,
+            ..Default::default()
+        };
+        let doorbell = kmt.create_doorbell(
+            queue.handle,
+            ring.handle,
+            control.handle,
+            pdd.as_mut_bytes(),
+        )?;
+        partial.doorbell = Some(doorbell.handle);
+        let ring_value =
+            DoorbellValue::from_u32(pdd.ring_value).ok_or(SubmitError::BadPrivateData)?;
+        // The global doorbell is rung with the id the doorbell's private data names.
+        let queue_id = match ring_value {
+            DoorbellValue::QueueId => pdd.queue_id,
+            DoorbellValue::WritePtr => queue_id,
+        };
+        let view = RingView {
+            ring: ring.mem.clone(),
+            control: control.mem.clone(),
+        };
+        let writer = RingWriter::new(view, size, 0)?;
+
+        let connect_failed = kmt.connect_doorbell(doorbell.handle).is_err()
+            || matches!(
+                doorbell.cpu.status(),
+                DoorbellStatus::DisconnectedAbort | DoorbellStatus::Unknown(_)
+            );
+        partial.disarm();
+        drop(partial);
+        Ok(Self {
+            kmt,
+            config: *config,
+            context,
+            queue,
+            queue_id,
+            ring,
+            control,
+            doorbell: Some(doorbell),
+            ring_value,
+            writer,
+            last: 0,
+            in_flight: VecDeque::new(),
+            connect_failed,
+            fallback: None,
+            lost: false,
+            closed: false,
+        })
+    }
+
+    /// Submits `cmds` (UM-16, UM-19); returns the progress value that marks their completion.
+    pub fn submit(&mut self, cmds: &[Command]) -> Result<u64, SubmitError> {
+        if self.lost {
+            return Err(SubmitError::Lost);
+        }
+        check_commands(cmds)?;
+        if self.connect_failed && self.fallback.is_none() {
+            self.fall_back()?;
+        }
+        if self.fallback.is_some() {
+            return self.submit_kernel(cmds);
+        }
+        let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
+        let bytes = batch_bytes(cmds).saturating_add(batch_bytes(&[progress(value)]));
+        if bytes > u64::from(self.config.ring_size) {
+            return Err(SubmitError::TooLarge);
+        }
+        // Back-pressure: never overwrite unconsumed packets.
+        loop {
+            if self.writer.free()? >= bytes {
+                break;
+            }
+            self.wait_for_space(bytes)?;
+            if self.fallback.is_some() {
+                return self.submit_kernel(cmds);
+            }
+        }
+        // UM-16 1: N+1. 2: the commands and PROGRESS(N+1) into the ring.
+        self.last = value;
+        let pushed = cmds
+            .iter()
+            .chain(core::iter::once(&progress(value)))
+            .try_for_each(|c| self.writer.push(c));
+        if let Err(e) = pushed {
+            // Only a ring control that changed under us (the free space was checked).
+            self.lost = true;
+            return Err(e.into());
+        }
+        let end = self.writer.write_ptr();
+        self.in_flight.push_back((value, end));
+        let doorbell = self.doorbell.as_ref().ok_or(SubmitError::Lost)?;
+        // 3: the last-queued value where the OS reads it.
+        doorbell.cpu.set_last_queued(value);
+        // 4: write_ptr (Release). 5 and the status loop: ring_and_check.
+        self.writer.publish();
+        self.ring_and_check()?;
+        Ok(value)
+    }
+
+    /// The doorbell value of this queue's ring.
+    fn ring_word(&self) -> u64 {
+        match self.ring_value {
+            DoorbellValue::WritePtr => self.writer.write_ptr(),
+            DoorbellValue::QueueId => u64::from(self.queue_id),
+        }
+    }
+
+    /// UM-16 step 5 and the UM-19 status loop; falls back when the doorbell cannot be used.
+    fn ring_and_check(&mut self) -> Result<(), SubmitError> {
+        let word = self.ring_word();
+        let mut retries = 0u32;
+        let usable = loop {
+            let Some(db) = self.doorbell.as_ref() else {
+                return Err(SubmitError::Lost);
+            };
+            db.cpu.ring(word);
+            match db.cpu.status() {
+                DoorbellStatus::Connected => break true,
+                DoorbellStatus::ConnectedNotify => {
+                    break self.kmt.notify_work_submission(db.handle).is_ok()
+                }
+                DoorbellStatus::DisconnectedRetry => {
+                    if retries >= MAX_RETRIES || self.kmt.connect_doorbell(db.handle).is_err() {
+                        break false;
+                    }
+                    retries = retries.saturating_add(1);
+                }
+                DoorbellStatus::DisconnectedAbort | DoorbellStatus::Unknown(_) => break false,
+            }
+        };
+        if usable {
+            Ok(())
+        } else {
+            self.fall_back()
+        }
+    }
+
+    /// The ring lacks `bytes`: make sure the CMP knows about the work in it (ring again through
+    /// the status loop), wait on the progress fence for the oldest batch whose consumption
+    /// frees enough, and let the read pointer catch up.
+    fn wait_for_space(&mut self, bytes: u64) -> Result<(), SubmitError> {
+        self.prune_in_flight();
+        let need_read = self
+            .writer
+            .write_ptr()
+            .saturating_add(bytes)
+            .saturating_sub(u64::from(self.config.ring_size));
+        let Some(&(target, _)) = self.in_flight.iter().find(|(_, end)| *end >= need_read) else {
+            return Err(SubmitError::Ring(RingError::Corrupt));
+        };
+        self.ring_and_check()?;
+        if self.fallback.is_some() {
+            return Ok(());
+        }
+        if self.queue.progress_cpu.value() < target {
+            self.kmt.wait_for_fence(self.queue.progress_fence, target)?;
+        }
+        for _ in 0..READ_PTR_POLLS {
+            if self.writer.free()? >= bytes {
+                self.prune_in_flight();
+                return Ok(());
+            }
+            core::hint::spin_loop();
+        }
+        // The fence says the space is free but the read pointer never got there.
+        self.lost = true;
+        Err(SubmitError::Lost)
+    }
+
+    fn prune_in_flight(&mut self) {
+        let read = self.writer_read_ptr();
+        while self.in_flight.front().is_some_and(|&(_, end)| end <= read) {
+            self.in_flight.pop_front();
+        }
+    }
+
+    fn writer_read_ptr(&self) -> u64 {
+        self.control.mem.load(RingControl::READ_PTR)
+    }
+
+    /// UM-19 fallback: destroy the doorbell (the queue leaves the runlist: the ring is
+    /// quiescent), then resubmit every unconsumed batch through a kernel-mode queue.
+    fn fall_back(&mut self) -> Result<(), SubmitError> {
+        if self.fallback.is_some() {
+            return Ok(());
+        }
+        if let Some(db) = self.doorbell.take() {
+            if self.kmt.destroy_doorbell(db.handle).is_err() {
+                // The queue may still be in the runlist: resubmitting could run work twice.
+                self.lost = true;
+                return Err(SubmitError::Lost);
+            }
+        }
+        let user_completed = self.queue.progress_cpu.value();
+        let batches = match self.unconsumed_batches() {
+            Ok(b) => b,
+            Err(e) => {
+                self.lost = true;
+                return Err(e);
+            }
+        };
+        let path = match KernelPath::create(&self.kmt, self.context, &self.config) {
+            Ok(p) => p,
+            Err(e) => {
+                self.lost = true;
+                return Err(e);
+            }
+        };
+        let mut fb = Fallback {
+            path,
+            user_completed,
+            pending: VecDeque::new(),
+        };
+        let mut result = Ok(());
+        for (value, cmds) in &batches {
+            match fb.path.submit(&self.kmt, cmds) {
+                Ok(phys) => fb.pending.push_back((*value, phys)),
+                Err(e) => {
+                    self.lost = true;
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.in_flight.clear();
+        self.fallback = Some(fb);
+        result
+    }
+
+    /// Decodes the packets between the read and write pointers of the (quiescent) ring into
+    /// batches, each with the progress value of its closing PROGRESS packet.
+    #[allow(clippy::type_complexity)]
+    fn unconsumed_batches(&self) -> Result<Vec<(u64, Vec<Command>)>, SubmitError> {
+        let corrupt = SubmitError::Ring(RingError::Corrupt);
+        let size = u64::from(self.config.ring_size);
+        let words = size / 8;
+        let mut ptr = self.writer_read_ptr();
+        let end = self.writer.write_ptr();
+        if ptr > end || end - ptr > size || !ptr.is_multiple_of(8) {
+            return Err(corrupt);
+        }
+        let ring = &self.ring.mem;
+        let word_at = |p: u64| ring.load(((p / 8) % words) * 8);
+        let mut batches = Vec::new();
+        let mut current = Vec::new();
+        while ptr < end {
+            let h = decode_header(word_at(ptr)).map_err(|_| corrupt)?;
+            let len = u64::from(h.len);
+            let mut packet = Vec::with_capacity(usize::from(h.len));
+            for i in 0..len {
+                packet.push(word_at(ptr.saturating_add(i.saturating_mul(8))));
+            }
+            let cmd = decode(&packet).map_err(|_| corrupt)?;
+            ptr = ptr.saturating_add(len.saturating_mul(8));
+            match cmd {
+                Command::Progress { value, .. } => {
+                    batches.push((value, core::mem::take(&mut current)));
+                }
+                other => current.push(other),
+            }
+        }
+        if ptr != end || !current.is_empty() {
+            return Err(corrupt);
+        }
+        Ok(batches)
+    }
+
+    fn submit_kernel(&mut self, cmds: &[Command]) -> Result<u64, SubmitError> {
+        let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
+        let Some(fb) = self.fallback.as_mut() else {
+            return Err(SubmitError::Lost);
+        };
+        fb.prune();
+        let phys = match fb.path.submit(&self.kmt, cmds) {
+            Ok(p) => p,
+            Err(SubmitError::TooLarge) => return Err(SubmitError::TooLarge),
+            Err(e) => {
+                // UM-10: the kernel-mode path failed as well; the caller recreates the queue.
+                self.lost = true;
+                return Err(e);
+            }
+        };
+        fb.pending.push_back((value, phys));
+        self.last = value;
+        Ok(value)
+    }
+
+    /// Blocks until the work of progress value `value` (from [`submit`](Self::submit)) has
+    /// completed.
+    pub fn wait(&self, value: u64) -> Result<(), SubmitError> {
+        if value > self.last {
+            return Err(SubmitError::NotSubmitted);
+        }
+        match &self.fallback {
+            None => {
+                if self.queue.progress_cpu.value() < value {
+                    self.kmt.wait_for_fence(self.queue.progress_fence, value)?;
+                }
+                Ok(())
+            }
+            Some(fb) => {
+                if value <= fb.user_completed {
+                    return Ok(());
+                }
+                // The first pending batch at or after `value` completes after it.
+                match fb.pending.iter().find(|(logical, _)| *logical >= value) {
+                    Some(&(_, phys)) => fb.path.wait(&self.kmt, phys),
+                    None => Ok(()), // pruned: complete
+                }
+            }
+        }
+    }
+
+    /// The highest progress value known complete (non-blocking).
+    pub fn completed(&self) -> u64 {
+        match &self.fallback {
+            None => self.queue.progress_cpu.value().min(self.last),
+            Some(fb) => {
+                let done = fb.path.completed();
+                let mut known = fb.user_completed.min(self.last);
+                for &(logical, phys) in &fb.pending {
+                    if phys > done {
+                        return known;
+                    }
+                    known = logical;
+                }
+                self.last
+            }
+        }
+    }
+
+    /// The last progress value submitted.
+    pub fn last_submitted(&self) -> u64 {
+        self.last
+    }
+
+    /// Which path submissions currently take.
+    pub fn path(&self) -> SubmissionPath {
+        if self.fallback.is_some() || self.connect_failed {
+            SubmissionPath::KernelMode
+        } else {
+            SubmissionPath::UserMode
+        }
+    }
+
+    /// True once the queue is unusable (UM-10): drop it and create a new one.
+    pub fn is_lost(&self) -> bool {
+        self.lost
+    }
+
+    /// The device's queue id of the user-mode queue.
+    pub fn queue_id(&self) -> u32 {
+        self.queue_id
+    }
+
+    /// What a ring of this queue's doorbell writes.
+    pub fn ring_value(&self) -> DoorbellValue {
+        self.ring_value
+    }
+
+    /// The user-mode queue's progress fence handle.
+    pub fn progress_fence(&self) -> KmtHandle {
+        self.queue.progress_fence
+    }
+
+    /// The configuration it was created with.
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    /// The thunks.
+    pub fn kmt(&self) -> &K {
+        &self.kmt
+    }
+
+    /// Normal close (UM-17 from the UMD's side): waits for the last submitted value (unless
+    /// the queue is lost), then destroys doorbell, queues, allocations and context.
+    pub fn close(mut self) -> Result<(), SubmitError> {
+        let waited = if self.lost || self.last == 0 {
+            Ok(())
+        } else {
+            self.wait(self.last)
+        };
+        let destroyed = self.teardown();
+        waited?;
+        destroyed
+    }
+
+    /// Doorbell, hardware queues, allocations, context; every step is attempted, the first
+    /// failure is reported.
+    fn teardown(&mut self) -> Result<(), SubmitError> {
+        if core::mem::replace(&mut self.closed, true) {
+            return Ok(());
+        }
+        let mut first: Result<(), SubmitError> = Ok(());
+        let mut note = |r: Result<(), NtStatus>| {
+            if let (Err(e), Ok(())) = (r, &first) {
+                first = Err(SubmitError::Kmt(e));
+            }
+        };
+        if let Some(db) = self.doorbell.take() {
+            note(self.kmt.destroy_doorbell(db.handle));
+        }
+        note(self.kmt.destroy_hw_queue(self.queue.handle));
+        if let Some(fb) = &self.fallback {
+            note(self.kmt.destroy_hw_queue(fb.path.queue.handle));
+        }
+        note(self.kmt.destroy_allocation(self.ring.handle));
+        note(self.kmt.destroy_allocation(self.control.handle));
+        if let Some(fb) = &self.fallback {
+            note(self.kmt.destroy_allocation(fb.path.cb.handle));
+        }
+        note(self.kmt.destroy_context(self.context));
+        first
+    }
+}
+
+impl<K: Kmt> Drop for UserQueue<K> {
+    fn drop(&mut self) {
+        let _ = self.teardown();
+    }
+}
+
+#[cfg(test)]
+#[path = "submit_tests.rs"]
+mod tests;
