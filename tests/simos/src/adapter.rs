@@ -155,6 +155,14 @@ pub struct AdapterShared {
     pub resources: Box<crate::resources::Resources>,
     /// BAR2 as an MMIO bus (doorbell writes), kept alive for trap windows onto it.
     pub doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync>,
+    /// Live `DxgkCbMapMemory` mappings of BAR2: base VA -> length (UM-09: a connected
+    /// doorbell's kernel VA must lie in one).
+    pub doorbell_windows: Mutex<std::collections::BTreeMap<usize, usize>>,
+    /// The OS's user-mode submission objects ([`crate::ums`]).
+    pub ums: Mutex<crate::ums::UmsOs>,
+    /// Serialises the OS's user-mode submission sequences (never held across a wait; the
+    /// `DxgkCbDisconnectDoorbell` callback does not take it).
+    pub ums_seq: Mutex<()>,
     unclaimed_run: AtomicU64,
     claimed_run: AtomicU64,
     /// GPU clock when the current run of ISR calls with the device still requesting began
@@ -181,6 +189,14 @@ static CONTEXTS: Mutex<Vec<(usize, Weak<AdapterShared>)>> = Mutex::new(Vec::new(
 thread_local! {
     /// Adapter whose interrupt lock this thread holds (address), 0 if none.
     static IN_INTERRUPT_LOCK: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Every live adapter of every machine in the process.
+pub fn all_adapters() -> Vec<Arc<AdapterShared>> {
+    lock(&HANDLES)
+        .iter()
+        .filter_map(|(_, w)| w.upgrade())
+        .collect()
 }
 
 /// Whether the calling thread holds some adapter's interrupt lock (ISR, synchronised routine
@@ -255,6 +271,9 @@ impl AdapterShared {
             stats: Stats::default(),
             resources,
             doorbell_bus,
+            doorbell_windows: Mutex::new(std::collections::BTreeMap::new()),
+            ums: Mutex::new(crate::ums::UmsOs::default()),
+            ums_seq: Mutex::new(()),
             unclaimed_run: AtomicU64::new(0),
             claimed_run: AtomicU64::new(0),
             storm_since: AtomicU64::new(u64::MAX),
@@ -380,6 +399,14 @@ impl AdapterShared {
         // VidSch's DPC-time fence work is recorded here and done when the driver's DPC
         // returns ([`crate::fence::process_dpc_work`]).
         crate::fence::note_notifications(self, drained.iter().map(|p| &p.notification));
+        for p in &drained {
+            if let Notification::EngineStateChange {
+                node, new_state, ..
+            } = p.notification
+            {
+                crate::ums::note_engine_state(self, node, new_state);
+            }
+        }
         lock(&self.processed).extend(drained);
         n
     }

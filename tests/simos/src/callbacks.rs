@@ -229,9 +229,8 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
         DxgkCbDestroyPhysicalMemoryObject, DxgkCbMapPhysicalMemory, DxgkCbUnmapPhysicalMemory,
         DxgkCbAllocateAdl, DxgkCbFreeAdl, DxgkCbOpenPhysicalMemoryObject,
         DxgkCbClosePhysicalMemoryObject, DxgkCbPinFrameBufferForSave2,
-        // Comes with user-mode submission (UM-09, UM-15).
-        DxgkCbDisconnectDoorbell,
     );
+    i.DxgkCbDisconnectDoorbell = Some(disconnect_doorbell);
     i
 }
 
@@ -333,7 +332,9 @@ unsafe extern "system" fn map_memory(
         let bus: Arc<dyn MmioBus + Send + Sync> = a.device.clone();
         kernel::map_trap_window(&bus, len as usize)
     } else if addr == resources::bar_base(idx, pci::BAR_DOORBELL) && len <= doorbells {
-        kernel::map_trap_window(&a.doorbell_bus, len as usize)
+        let va = kernel::map_trap_window(&a.doorbell_bus, len as usize);
+        lock(&a.doorbell_windows).insert(va.as_ptr() as usize, len as usize);
+        va
     } else if within(resources::bar_base(idx, pci::BAR_VRAM), vram) {
         let off = addr - resources::bar_base(idx, pci::BAR_VRAM);
         let Some(base) = a.device.memory().vram_cpu_ptr() else {
@@ -390,6 +391,10 @@ unsafe extern "system" fn unmap_memory(handle: HANDLE, va: PVOID) -> NTSTATUS {
             0,
         ));
         return STATUS_INVALID_PARAMETER;
+    }
+    if !lock(&a.mappings).contains_key(&key) {
+        // BAR2 trap windows are never shared, so the last unmap of the base ends it.
+        lock(&a.doorbell_windows).remove(&key);
     }
     kernel::unmap_window(key);
     STATUS_SUCCESS
@@ -909,4 +914,20 @@ unsafe extern "system" fn free_contiguous_memory(
     }
     lock(&a.quarantine).push((key, c));
     STATUS_SUCCESS
+}
+
+// ---------------------------------------------------------------------------------------------
+// User-mode submission.
+
+/// `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL): the KMD takes a connected doorbell away from its
+/// queue (victimisation, UM-09/UM-20). The OS points the doorbell's CPU VA at the dummy page
+/// and writes the reason to its status page ([`crate::ums`]). No adapter handle: the doorbell
+/// and queue handles identify it.
+unsafe extern "system" fn disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
+    crate::ums::cb_disconnect_doorbell(args)
+}
+
+/// Code address of the `DxgkCbDisconnectDoorbell` callback (bug-check parameters).
+pub(crate) fn disconnect_doorbell_address() -> usize {
+    disconnect_doorbell as *const () as usize
 }

@@ -1405,6 +1405,10 @@ impl MonitoredFence {
     pub fn value(&self) -> u64 {
         self.obj.slot.load()
     }
+    /// Kernel CPU VA of the value (what `DXGKARG_CREATEHWQUEUE` passes for a progress fence).
+    pub fn kernel_va(&self) -> usize {
+        self.obj.slot.kva() as usize
+    }
     /// Values of the pending CPU waits.
     pub fn pending_waits(&self) -> Vec<u64> {
         lock(&self.obj.st).waiters.iter().map(|w| w.value).collect()

@@ -330,3 +330,17 @@ pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
         seen = a.wake.wait(seen, Duration::from_millis(20));
     }
 }
+
+/// VidSch's PASSIVE worker of one adapter of a threaded machine: runs the work the DPC queued
+/// (engine F1 transitions, UM-13) at PASSIVE_LEVEL.
+pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
+    let mut seen = a.wake.generation();
+    while !stop.load(Ordering::Acquire) {
+        if crate::ums::has_work(&a) {
+            let _m = MachineContext::enter(a.state.clone());
+            crate::ums::run_passive_work(&a);
+            continue;
+        }
+        seen = a.wake.wait(seen, Duration::from_millis(20));
+    }
+}

@@ -46,6 +46,23 @@ pub enum Routine {
     DxgkDdiDestroyNativeFence,
     DxgkDdiUpdateMonitoredValues,
     DxgkDdiUpdateCurrentValuesFromCpu,
+    // User-mode submission (issue 6): devices, contexts, queues, doorbells, power.
+    DxgkDdiGetNodeMetadata,
+    DxgkDdiCreateDevice,
+    DxgkDdiDestroyDevice,
+    DxgkDdiCreateContext,
+    DxgkDdiDestroyContext,
+    DxgkDdiSuspendContext,
+    DxgkDdiResumeContext,
+    DxgkDdiCreateHwQueue,
+    DxgkDdiDestroyHwQueue,
+    DxgkDdiSubmitCommandToHwQueue,
+    DxgkDdiCreateDoorbell,
+    DxgkDdiConnectDoorbell,
+    DxgkDdiDisconnectDoorbell,
+    DxgkDdiDestroyDoorbell,
+    DxgkDdiNotifyWorkSubmission,
+    DxgkDdiSetPowerComponentFState,
     /// The driver's `SynchronizeRoutine` passed to `DxgkCbSynchronizeExecution`.
     SynchronizeRoutine,
     // Callbacks the driver calls.
@@ -63,6 +80,7 @@ pub enum Routine {
     DxgkCbQueryFeatureInterface,
     NativeFenceGetOSCaps,
     DxgkCbLogEtwEvent,
+    DxgkCbDisconnectDoorbell,
     /// `INTERFACE::InterfaceReference` of an interface the OS handed out.
     InterfaceReference,
     /// `INTERFACE::InterfaceDereference`.
@@ -160,6 +178,49 @@ impl Routine {
                 D,
                 "d3dkmddi/nc-d3dkmddi-dxgkddi_updatecurrentvaluesfromcpu",
             ),
+            Self::DxgkDdiGetNodeMetadata => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_getnodemetadata")
+            }
+            Self::DxgkDdiCreateDevice => rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createdevice"),
+            Self::DxgkDdiDestroyDevice => rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroydevice"),
+            Self::DxgkDdiCreateContext => rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createcontext"),
+            Self::DxgkDdiDestroyContext => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroycontext")
+            }
+            // The reference pages of Suspend/ResumeContext give no IRQL; VidSch calls them from
+            // its scheduler worker thread at PASSIVE_LEVEL, which is what the simulation allows
+            // (a driver that relies on more is outside anything documented).
+            Self::DxgkDdiSuspendContext => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_suspendcontext")
+            }
+            Self::DxgkDdiResumeContext => rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_resumecontext"),
+            Self::DxgkDdiCreateHwQueue => rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createhwqueue"),
+            Self::DxgkDdiDestroyHwQueue => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroyhwqueue")
+            }
+            // "PASSIVE_LEVEL or DISPATCH_LEVEL".
+            Self::DxgkDdiSubmitCommandToHwQueue => {
+                rule(P, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandtohwqueue")
+            }
+            Self::DxgkDdiCreateDoorbell => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createdoorbell")
+            }
+            Self::DxgkDdiConnectDoorbell => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_connectdoorbell")
+            }
+            Self::DxgkDdiDisconnectDoorbell => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_disconnectdoorbell")
+            }
+            Self::DxgkDdiDestroyDoorbell => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroydoorbell")
+            }
+            Self::DxgkDdiNotifyWorkSubmission => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_notifyworksubmission")
+            }
+            // "<= DISPATCH_LEVEL".
+            Self::DxgkDdiSetPowerComponentFState => {
+                rule(P, D, "d3dkmddi/nc-d3dkmddi-dxgkddisetpowercomponentfstate")
+            }
             Self::SynchronizeRoutine => rule(DIRQL, DIRQL, "wdm/nc-wdm-ksynchronize_routine"),
             Self::DxgkCbGetDeviceInformation => {
                 rule(P, P, "dispmprt/nc-dispmprt-dxgkcb_get_device_information")
@@ -200,6 +261,9 @@ impl Routine {
             ),
             // "can be called at any IRQL".
             Self::DxgkCbLogEtwEvent => rule(P, DIRQL, "dispmprt/nc-dispmprt-dxgkcb_log_etw_event"),
+            Self::DxgkCbDisconnectDoorbell => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_disconnectdoorbell")
+            }
             // PINTERFACE_REFERENCE / PINTERFACE_DEREFERENCE: "IRQL <= DISPATCH_LEVEL".
             Self::InterfaceReference => rule(P, D, "wdm/nc-wdm-pinterface_reference"),
             Self::InterfaceDereference => rule(P, D, "wdm/nc-wdm-pinterface_dereference"),

@@ -19,11 +19,13 @@ pub mod fence;
 pub mod interrupt;
 pub mod irql;
 pub mod kernel;
+pub mod kmt;
 pub mod machine;
 pub mod notify;
 pub mod resources;
 pub mod state;
 pub mod testing;
+pub mod ums;
 
 pub use bugcheck::BugCheck;
 pub use error::SimError;
@@ -33,3 +35,4 @@ pub use machine::{AdapterConfig, AdapterInfo, Machine, MachineConfig, Mode, OsCo
 pub use notify::{Notification, Processed};
 pub use rvgpu_kmd::platform::Irql;
 pub use state::{Fault, LogLine};
+pub use ums::{DoorbellInfo, DoorbellState, Power, UmsEvent, UmsProcess};

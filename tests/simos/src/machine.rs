@@ -48,12 +48,20 @@ pub enum Mode {
 pub struct OsConfig {
     /// `DXGK_FEATURE_NATIVE_FENCE` enabled (NF-10).
     pub native_fence_feature: bool,
+    /// IRQL the OS calls `DxgkDdiSubmitCommandToHwQueue` at. Microsoft allows PASSIVE_LEVEL or
+    /// DISPATCH_LEVEL; the default is the stricter DISPATCH_LEVEL (a driver must cope with it).
+    pub submit_irql: Irql,
+    /// How long blocking D3DKMT waits (and a normal exit's wait for a queue) wait in threaded
+    /// mode before they fail.
+    pub wait_timeout: Duration,
 }
 
 impl Default for OsConfig {
     fn default() -> Self {
         Self {
             native_fence_feature: true,
+            submit_irql: Irql::Dispatch,
+            wait_timeout: crate::ums::DEFAULT_WAIT,
         }
     }
 }
@@ -301,6 +309,7 @@ impl Machine {
                     OsConfig {
                         native_fence_feature: config.os.native_fence_feature
                             && ac.native_fence_feature,
+                        ..config.os.clone()
                     },
                     table.clone(),
                 )
@@ -322,11 +331,18 @@ impl Machine {
                 let dpc = std::thread::Builder::new()
                     .name(format!("simos-m{}-a{}-dpc", state.id(), a.index))
                     .spawn(move || interrupt::dpc_thread(ad, s));
-                match (isr, dpc) {
-                    (Ok(i), Ok(d)) => threads.extend([i, d]),
-                    (i, d) => {
-                        threads.extend(i.ok().into_iter().chain(d.ok()));
-                        state.raise_sim_error("could not spawn the interrupt and DPC threads");
+                // VidSch's PASSIVE worker (F1 transitions, UM-13).
+                let (aw, s) = (a.clone(), stop.clone());
+                let worker = std::thread::Builder::new()
+                    .name(format!("simos-m{}-a{}-worker", state.id(), a.index))
+                    .spawn(move || interrupt::worker_thread(aw, s));
+                match (isr, dpc, worker) {
+                    (Ok(i), Ok(d), Ok(w)) => threads.extend([i, d, w]),
+                    (i, d, w) => {
+                        threads.extend(i.ok().into_iter().chain(d.ok()).chain(w.ok()));
+                        state.raise_sim_error(
+                            "could not spawn the interrupt, DPC and worker threads",
+                        );
                     }
                 }
             }
@@ -370,6 +386,11 @@ impl Machine {
     /// The machine's configuration.
     pub fn config(&self) -> &MachineConfig {
         &self.config
+    }
+
+    /// The OS switches.
+    pub fn os_config(&self) -> &OsConfig {
+        &self.config.os
     }
 
     /// Number of adapters.
@@ -678,6 +699,14 @@ impl Machine {
             }
         }
         lock(&a.fence_os).caps = fence_caps;
+        if why.is_none() {
+            // UM-03, UM-04: node metadata for every node and the user-mode submission caps.
+            match crate::ums::query_at_start(&a, &t, &caps) {
+                Ok(()) => {}
+                Err(SimError::Rejected(w)) => why = Some(w),
+                Err(e) => return Err(e),
+            }
+        }
         if let Some(w) = why {
             self.state.push_log(
                 rvgpu_kmd::platform::Level::Error,
@@ -786,6 +815,8 @@ impl Machine {
         if *lock(&a.life) != Life::Started {
             return Err(self.misuse(format!("adapter {i} is not started")));
         }
+        // Processes go first (their devices are torn down as abnormal exits), then fences.
+        self.destroy_all_devices(i)?;
         self.destroy_all_native_fences(i)?;
         self.stop_inner(&a, &t)
     }
@@ -817,6 +848,16 @@ impl Machine {
         a.handle_valid.store(false, Ordering::Release);
         // What the driver still holds of this adapter can never be released now (every
         // release needs the dead handle).
+        let (devices, contexts, queues, doorbells, allocations) = crate::ums::live_counts(&a);
+        if devices + contexts + queues + doorbells + allocations != 0 {
+            let msg = format!(
+                "RemoveDevice of adapter {i} with user-mode submission objects alive: {devices} \
+                 device(s), {contexts} context(s), {queues} queue(s), {doorbells} doorbell(s), \
+                 {allocations} allocation(s)"
+            );
+            self.state.raise_sim_error(msg.clone());
+            return Err(SimError::Simulation(msg));
+        }
         let mappings: usize = lock(&a.mappings).values().sum();
         let contiguous = lock(&a.contiguous).len();
         let refs = a.feature_refs.load(Ordering::Acquire);
@@ -949,6 +990,10 @@ impl Machine {
             }
         }
         progress |= self.service_dpcs();
+        // VidSch's PASSIVE work (this thread is back at PASSIVE_LEVEL).
+        for a in &self.adapters {
+            progress |= crate::ums::run_passive_work(a);
+        }
         progress
     }
 

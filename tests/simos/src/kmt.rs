@@ -1,0 +1,261 @@
+//! The D3DKMT thunks of a simulated process: an implementation of [`rvgpu_umd::kmt::Kmt`] over
+//! the simulated Dxgkrnl ([`crate::ums`]), so the real UMD code runs against the simulated OS
+//! and the real KMD.
+//!
+//! Each thunk does what Dxgkrnl does for it (handle checks, UM-03/UM-04/UM-05 rules, the OS
+//! sequences of connect and power) and calls the KMD's DDIs; a failure the OS or the KMD
+//! returns comes back as the NTSTATUS. If the machine halts (bug check or simulation error), a
+//! thunk returns `STATUS_UNSUCCESSFUL` and the test sees the fault from the machine.
+//!
+//! CPU views: allocations are the memory itself ([`SimMem`], 64-bit atomic words, so the UMD's
+//! stores and the GPU's reads are data-race free); the doorbell page is the OS mapping object
+//! ([`SimDoorbell`]: dummy page or physical doorbell, UM-09); the progress fence is a read-only
+//! view of the OS's monitored fence ([`SimFence`]).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_UNSUCCESSFUL};
+use rvgpu_device::SysAlloc;
+use rvgpu_umd::kmt::{
+    Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, Kmt,
+    KmtHandle, NtStatus,
+};
+
+use crate::adapter::AdapterShared;
+use crate::error::SimError;
+use crate::fence::{MonitoredFence, WaitOutcome};
+use crate::machine::Machine;
+use crate::ums::{self, DoorbellCpuState, UmsProcess};
+
+/// `STATUS_IO_TIMEOUT`: a blocking wait that timed out (threaded mode) or could never be
+/// satisfied (step mode: the machine went idle).
+pub const STATUS_IO_TIMEOUT: i32 = 0xC000_00B5_u32 as i32;
+
+fn status(e: SimError) -> NtStatus {
+    match e {
+        SimError::DdiFailed(s) => NtStatus(s),
+        _ => NtStatus(STATUS_UNSUCCESSFUL),
+    }
+}
+
+/// CPU view of an allocation: its memory, word by word.
+#[derive(Clone, Debug)]
+pub struct SimMem {
+    alloc: SysAlloc,
+}
+
+impl SimMem {
+    /// The allocation.
+    pub fn alloc(&self) -> &SysAlloc {
+        &self.alloc
+    }
+}
+
+impl AllocationCpu for SimMem {
+    fn store(&self, offset: u64, value: u64) {
+        if let Some(w) = self.alloc.word(offset) {
+            w.store(value, Ordering::Release);
+        }
+    }
+    fn load(&self, offset: u64) -> u64 {
+        self.alloc
+            .word(offset)
+            .map_or(0, |w| w.load(Ordering::Acquire))
+    }
+}
+
+/// CPU views of a doorbell: the OS mapping object, its status page and the queue's
+/// last-queued progress value.
+#[derive(Clone, Debug)]
+pub struct SimDoorbell {
+    cpu: Arc<DoorbellCpuState>,
+}
+
+impl SimDoorbell {
+    /// The OS object behind the views (tests: where the mapping points, write counts).
+    pub fn state(&self) -> &Arc<DoorbellCpuState> {
+        &self.cpu
+    }
+}
+
+impl DoorbellCpu for SimDoorbell {
+    fn ring(&self, value: u64) {
+        self.cpu.ring(value);
+    }
+    fn status(&self) -> DoorbellStatus {
+        DoorbellStatus::from_raw(self.cpu.status())
+    }
+    fn set_last_queued(&self, value: u64) {
+        self.cpu.set_last_queued(value);
+    }
+}
+
+/// Read-only CPU view of a progress fence.
+#[derive(Clone, Debug)]
+pub struct SimFence {
+    fence: MonitoredFence,
+}
+
+impl FenceCpu for SimFence {
+    fn value(&self) -> u64 {
+        self.fence.value()
+    }
+}
+
+/// The D3DKMT thunks of one simulated process (its D3D device on one adapter).
+#[derive(Clone, Copy, Debug)]
+pub struct SimKmt<'m> {
+    m: &'m Machine,
+    p: UmsProcess,
+}
+
+impl<'m> SimKmt<'m> {
+    /// The thunks of `p` on machine `m` (see [`Machine::kmt`]).
+    pub fn new(m: &'m Machine, p: UmsProcess) -> Self {
+        Self { m, p }
+    }
+
+    /// The process.
+    pub fn process(&self) -> UmsProcess {
+        self.p
+    }
+
+    /// The machine.
+    pub fn machine(&self) -> &'m Machine {
+        self.m
+    }
+
+    fn adapter(&self) -> Result<Arc<AdapterShared>, NtStatus> {
+        self.m
+            .adapter_shared(self.p.adapter)
+            .map(Arc::clone)
+            .map_err(status)
+    }
+}
+
+impl Kmt for SimKmt<'_> {
+    type Mem = SimMem;
+    type Doorbell = SimDoorbell;
+    type Fence = SimFence;
+
+    fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
+        let a = self.adapter()?;
+        ums::create_context(&a, self.p.device, node).map_err(status)
+    }
+
+    fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        ums::destroy_context_thunk(&a, self.p.device, context).map_err(status)
+    }
+
+    fn create_hw_queue(
+        &self,
+        context: KmtHandle,
+        user_mode_submission: bool,
+        private_data: &mut [u8],
+    ) -> Result<HwQueue<SimFence>, NtStatus> {
+        let a = self.adapter()?;
+        let q = ums::create_hw_queue(
+            self.m,
+            &a,
+            self.p.device,
+            context,
+            user_mode_submission,
+            private_data,
+        )
+        .map_err(status)?;
+        Ok(HwQueue {
+            handle: q.handle,
+            progress_fence: q.fence,
+            progress_gpu: q.progress.gpu_va(),
+            progress_cpu: SimFence { fence: q.progress },
+        })
+    }
+
+    fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        ums::destroy_hw_queue_thunk(self.m, &a, self.p.device, queue).map_err(status)
+    }
+
+    fn create_allocation(&self, size: u64) -> Result<Allocation<SimMem>, NtStatus> {
+        let a = self.adapter()?;
+        let (handle, alloc) = ums::create_allocation(&a, self.p.device, size).map_err(status)?;
+        Ok(Allocation {
+            handle,
+            gpu_va: alloc.bus_addr,
+            size: alloc.len,
+            mem: SimMem { alloc },
+        })
+    }
+
+    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        ums::destroy_allocation(&a, self.p.device, allocation).map_err(status)
+    }
+
+    fn create_doorbell(
+        &self,
+        queue: KmtHandle,
+        ring: KmtHandle,
+        ring_control: KmtHandle,
+        private_data: &mut [u8],
+    ) -> Result<Doorbell<SimDoorbell>, NtStatus> {
+        let a = self.adapter()?;
+        let d = ums::create_doorbell(&a, self.p.device, queue, ring, ring_control, private_data)
+            .map_err(status)?;
+        Ok(Doorbell {
+            handle: d.handle,
+            cpu: SimDoorbell { cpu: d.cpu },
+        })
+    }
+
+    fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        ums::connect_doorbell(&a, self.p.device, doorbell).map_err(status)
+    }
+
+    fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        ums::destroy_doorbell_thunk(&a, self.p.device, doorbell).map_err(status)
+    }
+
+    fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        ums::notify_work_submission(&a, self.p.device, doorbell).map_err(status)
+    }
+
+    fn submit_command_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        progress_fence_value: u64,
+        command_buffer_gpu: u64,
+        command_bytes: u32,
+    ) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        ums::submit_command(
+            self.m,
+            &a,
+            self.p.device,
+            queue,
+            progress_fence_value,
+            command_buffer_gpu,
+            command_bytes,
+        )
+        .map_err(status)
+    }
+
+    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        let f = ums::fence_of(&a, fence).ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
+        match self
+            .m
+            .wait_monitored_fence(&f, value, self.m.os_config().wait_timeout)
+            .map_err(status)?
+        {
+            WaitOutcome::Satisfied => Ok(()),
+            WaitOutcome::TimedOut => Err(NtStatus(STATUS_IO_TIMEOUT)),
+            WaitOutcome::Abandoned => Err(NtStatus(rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED)),
+        }
+    }
+}

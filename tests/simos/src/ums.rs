@@ -1,0 +1,2325 @@
+//! The OS side of user-mode work submission (issue 6, UM-01 … UM-22): what Dxgkrnl/VidSch do
+//! for processes, D3D devices, contexts, hardware queues, allocations and doorbells.
+//!
+//! **Objects.** A simulated process ([`UmsProcess`]) owns one D3D device on one adapter
+//! (`DxgkDdiCreateDevice`). Through its [`crate::kmt::SimKmt`] (the D3DKMT thunks the real UMD
+//! calls) it creates contexts (`DxgkDdiCreateContext` on a node), hardware queues
+//! (`DxgkDdiCreateHwQueue`, each with an OS-created progress fence: a legacy monitored fence,
+//! [`crate::fence`]), allocations (GPU-visible, CPU-mapped system memory from the machine's
+//! `Memory`; `DxgkDdiCreateAllocation` is not bound, so the allocation object is the OS's own
+//! and the handle the KMD receives for it in `DXGKARG_CREATEDOORBELL` is the OS kernel handle)
+//! and doorbells (`DxgkDdiCreateDoorbell`). Every object has a D3DKMT handle (what the UMD holds),
+//! an OS kernel handle (what the KMD receives as input, e.g. `hDoorbell` on input of create) and
+//! the KMD's handle (what the KMD returned; checked non-null and unique among the adapter's live
+//! objects of that kind).
+//!
+//! **What is enforced** (a violation by the UMD is an error status; by the KMD a simulation
+//! error or a bug check, never leniency):
+//! - UM-03/UM-04: at adapter start the OS calls `DxgkDdiGetNodeMetadata` for every node and
+//!   `DXGKQAITYPE_USERMODESUBMISSION_CAPS`; a user-mode queue may only be created on a node that
+//!   reported `UserModeSubmission`, and a doorbell only for such a queue, and only if the caps
+//!   reported a doorbell size (`STATUS_NOT_SUPPORTED` otherwise). A node claiming user-mode
+//!   submission without usable caps fails the start.
+//! - UM-05: `D3DKMTSubmitCommandToHwQueue` on a user-mode queue is refused by the OS
+//!   (`STATUS_INVALID_PARAMETER`); [`Machine::ddi_submit_command_to_hw_queue`] bypasses the OS
+//!   check to prove the KMD refuses it too. Progress values must increase.
+//! - UM-07: each doorbell holds a reference on its ring and ring-control allocations; a
+//!   `D3DKMTDestroyAllocation2` of a referenced allocation closes the UMD's handle but the
+//!   memory lives until the doorbell is destroyed; the OS frees the UMD's remaining allocations
+//!   itself only when the device is destroyed.
+//! - UM-08: the ring's CPU view is the allocation's memory, independent of the doorbell state.
+//! - UM-09: the doorbell CPU VA the UMD writes is an OS mapping object: a dummy page of
+//!   `DoorbellSizeInBytes` until connect, the physical doorbell (BAR2 page) after connect, the
+//!   dummy page again after any disconnect. The KMD's `KernelCpuVirtualAddress` must lie
+//!   page-aligned inside a live `DxgkCbMapMemory` mapping of BAR2 (else a simulation error
+//!   naming the address); the process mapping is of the physical page, as on Windows, not of
+//!   the KMD's mapping. The connect status must be `CONNECTED` or `CONNECTED_NOTIFY_KMD`.
+//! - `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL, [`crate::irql`]): the reason must be one of the
+//!   `DISCONNECTED_*` values and the handles must name a live doorbell and its queue, else the
+//!   callback returns `STATUS_INVALID_PARAMETER` (what Windows documents) and the machine halts
+//!   with a simulation error naming the driver bug. Disconnecting an already disconnected
+//!   doorbell succeeds. Handles: the binding calls them the driver's handles while Microsoft's
+//!   create page says the KMD "can store the input handle" (the OS's): the simulation accepts
+//!   either pair, but both handles of one kind (UNVERIFIED which one Windows uses).
+//! - Doorbell DDIs are only called in the right state: Connect on a disconnected doorbell,
+//!   Disconnect on a connected one, NotifyWorkSubmission on a connected one (otherwise the ping
+//!   is dropped: the work is collected at reconnect). Disconnect, Destroy and
+//!   NotifyWorkSubmission must succeed (a failure is a simulation error).
+//! - Destroy order: a queue with a doorbell, a context with queues, cannot be destroyed
+//!   (`STATUS_INVALID_PARAMETER` to the UMD); the OS's own teardowns go doorbell, queue,
+//!   allocations, context, device. After `DxgkDdiDestroyHwQueue` returns, the queue id the KMD
+//!   reported in its private data must no longer be in any committed runlist (a simulation
+//!   check of the hardware: a queue left behind is a leak). A started adapter's devices are torn
+//!   down (abnormal exit) before StopDevice; RemoveDevice with live devices is an error.
+//! - UM-13: on `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE` with `TransitionToF1` VidSch (a PASSIVE
+//!   worker: the adapter's worker thread, or the step loop) disconnects every connected doorbell
+//!   of that node (`DISCONNECTED_RETRY`) and sets the node's power component to F1
+//!   (`DxgkDdiSetPowerComponentFState(node, 1)` when the driver fills the slot and reports
+//!   `SupportRuntimePowerManagement`; component index = node ordinal). A connect on that node
+//!   sets F0 first.
+//! - UM-14: [`Machine::power_down`] suspends every context, disconnects every doorbell
+//!   (`DISCONNECTED_RETRY`), then `SetPowerState(D3)`; a connect (or a kernel-mode submit, or
+//!   an exit that must wait) in D3 powers up (`SetPowerState(D0)`), connects, then resumes the
+//!   contexts the power-down suspended.
+//! - UM-17: [`Machine::exit_process`]: per queue disconnect, wait for the last-queued progress
+//!   value (a queue that never completes is a simulation error), destroy doorbell, queue,
+//!   allocations, context, device.
+//! - UM-18: [`Machine::kill_process`]: device in error, suspend each context, disconnect each
+//!   doorbell, destroy everything without waiting.
+//! - UM-10: [`Machine::device_lost`]: every doorbell of the adapter ends `DISCONNECTED_ABORT`
+//!   (connected ones are disconnected first); an aborted doorbell cannot be reconnected
+//!   (`STATUS_DEVICE_REMOVED`): the UMD destroys and recreates it.
+//!
+//! Every OS step is recorded as a [`UmsEvent`] ([`Machine::ums_events`]) so tests can check
+//! sequences in order.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use rvgpu_ddi::adapter::{
+    DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_USERMODESUBMISSION_CAPS, DXGK_QUERYADAPTERINFOFLAGS,
+};
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::dxgkrnl::*;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::interrupt::DXGK_ENGINE_STATE_TRANSITION_TO_F1;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_ddi::submission::*;
+use rvgpu_device::SysAlloc;
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::pdd::{HwQueuePdd, PDD_MAGIC};
+use rvgpu_kmd::platform::Irql;
+use zerocopy::FromBytes;
+
+use crate::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::call_ddi;
+use crate::error::SimError;
+use crate::fence::{MonitoredFence, ProcessId, WaitOutcome};
+use crate::irql::Routine;
+use crate::kernel::{current_irql, IrqlScope};
+use crate::machine::Machine;
+use crate::state::lock;
+
+const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+
+/// `DISPLAY_ADAPTER_HW_ID`: the device UID SetPowerState uses for the adapter itself.
+pub const DISPLAY_ADAPTER_HW_ID: u32 = 0xFFFF_FFFF;
+/// `PowerActionNone`: runtime (not system-wide) power transitions.
+pub const POWER_ACTION_NONE: POWER_ACTION = 0;
+
+/// A D3DKMT handle (what the UMD holds).
+pub type KmtHandle = u32;
+
+/// D3DKMT handles: process-wide unique (many machines share the test process).
+static NEXT_HANDLE: AtomicU32 = AtomicU32::new(0x4000_0100);
+/// Processes.
+static NEXT_PROCESS: AtomicU32 = AtomicU32::new(0x1000);
+
+fn new_handle() -> KmtHandle {
+    NEXT_HANDLE.fetch_add(4, Ordering::Relaxed)
+}
+
+/// The OS kernel handle of the object with D3DKMT handle `h` (what the KMD gets as input).
+pub fn kernel_handle(h: KmtHandle) -> usize {
+    0x7D00_0000_0000usize | ((h as usize) << 4)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events.
+
+/// One OS step, recorded in order per adapter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UmsEvent {
+    /// `DxgkDdiCreateDevice` succeeded.
+    CreateDevice { device: KmtHandle },
+    /// `DxgkDdiCreateContext` succeeded.
+    CreateContext { context: KmtHandle, node: u32 },
+    /// `DxgkDdiCreateHwQueue` succeeded.
+    CreateHwQueue {
+        queue: KmtHandle,
+        user_mode: bool,
+        queue_id: Option<u32>,
+    },
+    /// `DxgkDdiCreateDoorbell` succeeded.
+    CreateDoorbell { doorbell: KmtHandle },
+    /// `DxgkDdiConnectDoorbell` succeeded: the doorbell's CPU VA now maps physical `page`.
+    ConnectDoorbell {
+        doorbell: KmtHandle,
+        page: u32,
+        status: D3DDDI_DOORBELLSTATUS,
+    },
+    /// `DxgkDdiConnectDoorbell` failed.
+    ConnectFailed {
+        doorbell: KmtHandle,
+        status: NTSTATUS,
+    },
+    /// The KMD called `DxgkCbDisconnectDoorbell`; `was_connected`: the OS mapping was physical
+    /// and is now the dummy page.
+    CallbackDisconnect {
+        doorbell: KmtHandle,
+        reason: D3DDDI_DOORBELLSTATUS,
+        was_connected: bool,
+    },
+    /// The OS called `DxgkDdiDisconnectDoorbell` and pointed the CPU VA at the dummy page.
+    DisconnectDoorbell {
+        doorbell: KmtHandle,
+        reason: D3DDDI_DOORBELLSTATUS,
+    },
+    /// An already disconnected doorbell was marked aborted (device loss).
+    Aborted { doorbell: KmtHandle },
+    /// `DxgkDdiNotifyWorkSubmission`.
+    NotifyWorkSubmission { doorbell: KmtHandle },
+    /// `DxgkDdiSubmitCommandToHwQueue` succeeded.
+    Submit { queue: KmtHandle, value: u64 },
+    /// `DxgkDdiDestroyDoorbell`.
+    DestroyDoorbell { doorbell: KmtHandle },
+    /// `DxgkDdiDestroyHwQueue`.
+    DestroyHwQueue { queue: KmtHandle },
+    /// An allocation's memory was freed.
+    FreeAllocation { allocation: KmtHandle },
+    /// `DxgkDdiDestroyContext`.
+    DestroyContext { context: KmtHandle },
+    /// `DxgkDdiDestroyDevice`.
+    DestroyDevice { device: KmtHandle },
+    /// `DxgkDdiSuspendContext`.
+    SuspendContext { context: KmtHandle, fence: u64 },
+    /// `DxgkDdiResumeContext`.
+    ResumeContext { context: KmtHandle },
+    /// `DxgkDdiSetPowerState` (`state` is a `DEVICE_POWER_STATE`).
+    SetPowerState { state: DEVICE_POWER_STATE },
+    /// The node's power component changed F-state (`called`: `DxgkDdiSetPowerComponentFState`
+    /// was called; false when the driver does not do runtime power management).
+    SetFState {
+        node: u32,
+        fstate: u32,
+        called: bool,
+    },
+    /// An engine-state change the DPC reported (`DXGK_ENGINE_STATE`).
+    EngineState { node: u32, state: i32 },
+    /// Normal exit waited for a queue's last queued progress value.
+    WaitedIdle { queue: KmtHandle, value: u64 },
+    /// The device was marked in error (abnormal exit).
+    DeviceError { device: KmtHandle },
+}
+
+// ---------------------------------------------------------------------------------------------
+// The doorbell's CPU-visible state (what the process maps).
+
+/// The dummy page a disconnected doorbell's CPU VA points at.
+#[derive(Debug)]
+struct DummyPage {
+    words: Vec<AtomicU64>,
+}
+
+#[derive(Clone)]
+enum Mapping {
+    Dummy,
+    Physical {
+        page: u32,
+        bus: Weak<dyn MmioBus + Send + Sync>,
+    },
+}
+
+/// The process-visible side of a doorbell: the doorbell CPU VA (a remappable mapping), the
+/// status page, and the queue's last-queued progress value.
+pub struct DoorbellCpuState {
+    mapping: Mutex<Mapping>,
+    dummy: DummyPage,
+    status: AtomicI32,
+    last_queued: Arc<AtomicU64>,
+    dummy_writes: AtomicU64,
+    physical_writes: AtomicU64,
+}
+
+impl std::fmt::Debug for DoorbellCpuState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DoorbellCpuState")
+            .field("status", &self.status.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl DoorbellCpuState {
+    /// A store to `DoorbellCPUVirtualAddress`: lands on the physical doorbell while mapped,
+    /// on the dummy page otherwise. The mapping is held for the store, so once the OS has
+    /// pointed the VA at the dummy page no later store reaches the physical page (what the
+    /// TLB shoot-down of a remap guarantees on Windows).
+    pub fn ring(&self, value: u64) {
+        let m = lock(&self.mapping);
+        match &*m {
+            Mapping::Dummy => {
+                if let Some(w) = self.dummy.words.first() {
+                    w.store(value, Ordering::Release);
+                }
+                self.dummy_writes.fetch_add(1, Ordering::Relaxed);
+            }
+            Mapping::Physical { page, bus } => {
+                if let Some(b) = bus.upgrade() {
+                    b.write64(*page as usize * PAGE as usize, value);
+                }
+                self.physical_writes.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// `*DoorbellStatusCPUVirtualAddress`.
+    pub fn status(&self) -> D3DDDI_DOORBELLSTATUS {
+        self.status.load(Ordering::Acquire)
+    }
+
+    /// Store to `HwQueueProgressFenceLastQueuedValueCPUVirtualAddress`.
+    pub fn set_last_queued(&self, v: u64) {
+        self.last_queued.store(v, Ordering::Release);
+    }
+
+    /// The physical page the CPU VA maps now (`None`: the dummy page).
+    pub fn mapped_page(&self) -> Option<u32> {
+        match &*lock(&self.mapping) {
+            Mapping::Dummy => None,
+            Mapping::Physical { page, .. } => Some(*page),
+        }
+    }
+
+    /// (stores that landed on the dummy page, stores that reached a physical doorbell).
+    pub fn write_counts(&self) -> (u64, u64) {
+        (
+            self.dummy_writes.load(Ordering::Relaxed),
+            self.physical_writes.load(Ordering::Relaxed),
+        )
+    }
+
+    fn to_dummy(&self) {
+        *lock(&self.mapping) = Mapping::Dummy;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// OS objects.
+
+/// Doorbell connection state as the OS sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DoorbellState {
+    /// Created or disconnected (`DISCONNECTED_RETRY` on the status page).
+    Disconnected,
+    /// Connected to physical doorbell `page`.
+    Connected {
+        /// BAR2 page.
+        page: u32,
+    },
+    /// Disconnected for good (`DISCONNECTED_ABORT`).
+    Aborted,
+}
+
+#[derive(Debug)]
+struct DeviceObj {
+    kmd: usize,
+    process: ProcessId,
+    in_error: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Suspended {
+    No,
+    /// By a power-down (resumed at power-up).
+    Power,
+    /// By an abnormal exit (never resumed).
+    Exit,
+}
+
+#[derive(Debug)]
+struct ContextObj {
+    handle: KmtHandle,
+    kmd: usize,
+    device: KmtHandle,
+    node: u32,
+    suspended: Suspended,
+    suspend_fence: u64,
+}
+
+#[derive(Debug)]
+struct QueueObj {
+    handle: KmtHandle,
+    kmd: usize,
+    device: KmtHandle,
+    context: KmtHandle,
+    node: u32,
+    user_mode: bool,
+    fence: KmtHandle,
+    progress: MonitoredFence,
+    /// User-mode queues: the UMD's `HwQueueProgressFenceLastQueuedValue` cell; kernel-mode
+    /// queues: the last value the OS submitted.
+    last_queued: Arc<AtomicU64>,
+    doorbell: Option<KmtHandle>,
+    queue_id: Option<u32>,
+    submit_lock: Arc<Mutex<()>>,
+}
+
+#[derive(Debug)]
+struct AllocObj {
+    device: KmtHandle,
+    alloc: SysAlloc,
+    /// Doorbells holding a reference (UM-07).
+    refs: u32,
+    /// The UMD destroyed its handle; the memory waits for the references.
+    closed: bool,
+}
+
+#[derive(Debug)]
+struct DoorbellObj {
+    handle: KmtHandle,
+    kmd: usize,
+    device: KmtHandle,
+    queue: KmtHandle,
+    ring: KmtHandle,
+    control: KmtHandle,
+    state: DoorbellState,
+    cpu: Arc<DoorbellCpuState>,
+}
+
+/// Power state of the adapter as the OS drives it (UM-14).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Power {
+    /// D0.
+    D0,
+    /// D3 (after [`Machine::power_down`]).
+    D3,
+}
+
+/// Per-adapter user-mode submission state of the OS.
+#[derive(Debug)]
+pub struct UmsOs {
+    /// `DxgkDdiGetNodeMetadata` per node, from adapter start (empty without the DDI).
+    pub node_metadata: Vec<DXGK_NODEMETADATA>,
+    /// `DXGKQAITYPE_USERMODESUBMISSION_CAPS` from adapter start, if answered.
+    pub caps: Option<DXGK_USERMODESUBMISSION_CAPS>,
+    /// `DXGK_DRIVERCAPS::SupportRuntimePowerManagement`.
+    runtime_pm: bool,
+    power: Power,
+    fstate: Vec<u32>,
+    devices: BTreeMap<KmtHandle, DeviceObj>,
+    contexts: BTreeMap<KmtHandle, ContextObj>,
+    queues: BTreeMap<KmtHandle, QueueObj>,
+    allocations: BTreeMap<KmtHandle, AllocObj>,
+    doorbells: BTreeMap<KmtHandle, DoorbellObj>,
+    fences: BTreeMap<KmtHandle, MonitoredFence>,
+    events: Vec<UmsEvent>,
+    /// PASSIVE work the DPC queued (engine F1 requests).
+    work: VecDeque<u32>,
+}
+
+impl Default for UmsOs {
+    fn default() -> Self {
+        Self {
+            node_metadata: Vec::new(),
+            caps: None,
+            runtime_pm: false,
+            power: Power::D0,
+            fstate: Vec::new(),
+            devices: BTreeMap::new(),
+            contexts: BTreeMap::new(),
+            queues: BTreeMap::new(),
+            allocations: BTreeMap::new(),
+            doorbells: BTreeMap::new(),
+            fences: BTreeMap::new(),
+            events: Vec::new(),
+            work: VecDeque::new(),
+        }
+    }
+}
+
+impl UmsOs {
+    fn node_ums(&self, node: u32) -> bool {
+        self.node_metadata
+            .get(node as usize)
+            .is_some_and(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission))
+    }
+
+    fn doorbell_size(&self) -> Option<u32> {
+        self.caps.map(|c| c.DoorbellSizeInBytes).filter(|s| *s != 0)
+    }
+}
+
+/// A simulated process with its D3D device on one adapter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UmsProcess {
+    /// Adapter index.
+    pub adapter: usize,
+    /// Process id.
+    pub pid: ProcessId,
+    /// The D3D device's D3DKMT handle.
+    pub device: KmtHandle,
+}
+
+/// What the OS knows of a doorbell (tests).
+#[derive(Clone, Debug)]
+pub struct DoorbellInfo {
+    /// State.
+    pub state: DoorbellState,
+    /// The status page.
+    pub status: D3DDDI_DOORBELLSTATUS,
+    /// Physical page the process mapping points at (`None`: dummy page).
+    pub mapped_page: Option<u32>,
+    /// The KMD's handle.
+    pub kmd_handle: usize,
+    /// The OS kernel handle.
+    pub os_handle: usize,
+    /// Its queue.
+    pub queue: KmtHandle,
+    /// (stores to the dummy page, stores to a physical doorbell).
+    pub writes: (u64, u64),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calling the driver.
+
+thread_local! {
+    /// The adapter whose DDI this thread is inside (resolves ambiguous callback handles).
+    static IN_DDI: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+struct InDdi(usize);
+impl InDdi {
+    fn enter(a: &AdapterShared) -> Self {
+        Self(IN_DDI.with(|c| c.replace(a as *const AdapterShared as usize)))
+    }
+}
+impl Drop for InDdi {
+    fn drop(&mut self) {
+        IN_DDI.with(|c| c.set(self.0));
+    }
+}
+
+fn table(a: &AdapterShared) -> Result<DRIVER_INITIALIZATION_DATA, SimError> {
+    a.table
+        .get()
+        .ok_or_else(|| SimError::Simulation("no driver loaded".into()))
+}
+
+/// A thunk whose DDI the driver does not implement: `STATUS_NOT_SUPPORTED` to the UMD.
+fn not_supported<T>() -> Result<T, SimError> {
+    Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED))
+}
+
+/// Calls a DDI at `irql` (the OS's choice for the routine) inside the machine's context.
+fn call<R>(
+    a: &AdapterShared,
+    routine: Routine,
+    addr: usize,
+    irql: Irql,
+    f: impl FnOnce() -> R,
+) -> Result<R, SimError> {
+    let _i = IrqlScope::enter(irql);
+    let _d = InDdi::enter(a);
+    call_ddi(&a.state, routine, addr, f)
+}
+
+fn sim_err(a: &AdapterShared, msg: String) -> SimError {
+    a.state.raise_sim_error(msg.clone());
+    SimError::Simulation(msg)
+}
+
+/// A DDI documented "must succeed" failed: the driver's bug.
+fn must_succeed(a: &AdapterShared, name: &str, status: NTSTATUS) -> Result<(), SimError> {
+    if NT_SUCCESS(status) {
+        Ok(())
+    } else {
+        Err(sim_err(
+            a,
+            format!(
+                "driver bug: {name} must succeed and returned {:#010x}",
+                status as u32
+            ),
+        ))
+    }
+}
+
+fn check(status: NTSTATUS) -> Result<(), SimError> {
+    if NT_SUCCESS(status) {
+        Ok(())
+    } else {
+        Err(SimError::DdiFailed(status))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adapter start: node metadata and caps (UM-03, UM-04).
+
+/// Queries `DxgkDdiGetNodeMetadata` for every node and `DXGKQAITYPE_USERMODESUBMISSION_CAPS`.
+/// `Err(SimError::Rejected)` when the answers are inconsistent (a node claims user-mode
+/// submission without usable caps, or GetNodeMetadata fails for a valid node).
+pub(crate) fn query_at_start(
+    a: &AdapterShared,
+    t: &DRIVER_INITIALIZATION_DATA,
+    caps: &rvgpu_ddi::adapter::DXGK_DRIVERCAPS,
+) -> Result<(), SimError> {
+    let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
+    let mut metadata = Vec::new();
+    if let Some(get) = t.DxgkDdiGetNodeMetadata {
+        let ctx = a.context();
+        for node in 0..nodes {
+            // SAFETY: DXGK_NODEMETADATA is plain data; the 0xCD fill shows unset fields.
+            let mut md: DXGK_NODEMETADATA = unsafe { std::mem::zeroed() };
+            // SAFETY: writes size_of bytes into a live value of plain data.
+            unsafe {
+                (&mut md as *mut DXGK_NODEMETADATA)
+                    .cast::<u8>()
+                    .write_bytes(0xCD, std::mem::size_of::<DXGK_NODEMETADATA>())
+            };
+            let status = call(
+                a,
+                Routine::DxgkDdiGetNodeMetadata,
+                get as usize,
+                Irql::Passive,
+                || {
+                    // SAFETY: the driver's DDI with its context, a valid node and an out buffer.
+                    unsafe { get(ctx, node, &mut md) }
+                },
+            )?;
+            if !NT_SUCCESS(status) {
+                return Err(SimError::Rejected(format!(
+                    "DxgkDdiGetNodeMetadata(node {node}) failed ({:#010x}); it must succeed for \
+                     every node",
+                    status as u32
+                )));
+            }
+            metadata.push(md);
+        }
+    }
+    let claims = metadata
+        .iter()
+        .any(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission));
+    let mut ums_caps = None;
+    if let Some(q) = t.DxgkDdiQueryAdapterInfo {
+        let mut c = DXGK_USERMODESUBMISSION_CAPS {
+            Flags: DXGK_USERMODESUBMISSION_CAPS_Flags::from_value(0xCDCD_CDCD),
+            DoorbellSizeInBytes: 0xCDCD_CDCD,
+            SecondaryDoorbellSizeInBytes: 0xCDCD_CDCD,
+            Reserved: [0xCD; 16],
+        };
+        let args = DXGKARG_QUERYADAPTERINFO {
+            Type: DXGKQAITYPE_USERMODESUBMISSION_CAPS,
+            pInputData: std::ptr::null_mut(),
+            InputDataSize: 0,
+            pOutputData: (&mut c as *mut DXGK_USERMODESUBMISSION_CAPS).cast(),
+            OutputDataSize: std::mem::size_of::<DXGK_USERMODESUBMISSION_CAPS>() as u32,
+            Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
+            hKmdProcessHandle: std::ptr::null_mut(),
+        };
+        let ctx = a.context();
+        let status = call(
+            a,
+            Routine::DxgkDdiQueryAdapterInfo,
+            q as usize,
+            Irql::Passive,
+            || {
+                // SAFETY: the driver's QueryAdapterInfo with an output buffer of the size given.
+                unsafe { q(ctx, &args) }
+            },
+        )?;
+        if NT_SUCCESS(status) {
+            ums_caps = Some(c);
+        }
+    }
+    if claims {
+        match ums_caps {
+            None => {
+                return Err(SimError::Rejected(
+                    "a node reports UserModeSubmission but DXGKQAITYPE_USERMODESUBMISSION_CAPS \
+                     failed (UM-04)"
+                        .into(),
+                ))
+            }
+            Some(c) if c.DoorbellSizeInBytes == 0 || u64::from(c.DoorbellSizeInBytes) > PAGE => {
+                return Err(SimError::Rejected(format!(
+                    "USERMODESUBMISSION_CAPS.DoorbellSizeInBytes = {:#x}: must be 1..=4096 (one \
+                     BAR2 page per doorbell, UM-04)",
+                    c.DoorbellSizeInBytes
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    let mut os = lock(&a.ums);
+    os.node_metadata = metadata;
+    os.caps = ums_caps;
+    os.runtime_pm = caps.SupportRuntimePowerManagement != 0;
+    os.power = Power::D0;
+    os.fstate = vec![0; nodes as usize];
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// DxgkCbDisconnectDoorbell and the DPC's engine-state work.
+
+/// The adapters of the calling thread's machine whose OS knows `handle` as a doorbell (KMD or
+/// OS handle); the adapter whose DDI the thread is inside first.
+fn find_doorbell_adapters(handle: usize) -> Vec<Arc<AdapterShared>> {
+    let me = crate::kernel::current_machine().map(|m| m.id());
+    let inside = IN_DDI.with(std::cell::Cell::get);
+    let mut v: Vec<Arc<AdapterShared>> = crate::adapter::all_adapters()
+        .into_iter()
+        .filter(|a| Some(a.state.id()) == me)
+        .filter(|a| {
+            lock(&a.ums)
+                .doorbells
+                .values()
+                .any(|d| d.kmd == handle || kernel_handle(d.handle) == handle)
+        })
+        .collect();
+    v.sort_by_key(|a| (Arc::as_ptr(a) as usize != inside) as u8);
+    v
+}
+
+/// `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL).
+pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
+    let addr = crate::callbacks::disconnect_doorbell_address();
+    if let Err(b) = crate::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr) {
+        crate::kernel::raise(b);
+        return STATUS_UNSUCCESSFUL;
+    }
+    if args.is_null() {
+        crate::kernel::raise(crate::BugCheck::new(
+            crate::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+            [0, 0, addr as u64, 0],
+        ));
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: non-null pointer to the driver's argument block.
+    let args = unsafe { args.read() };
+    let (hq, hd) = (args.hHwQueue as usize, args.hDoorbell as usize);
+    let reason = args.DisconnectReason;
+    let fail = |msg: String| {
+        match crate::kernel::current_machine() {
+            Some(m) => m.raise_sim_error(format!("driver bug: DxgkCbDisconnectDoorbell: {msg}")),
+            None => eprintln!("rvgpu-simos: DxgkCbDisconnectDoorbell outside a machine: {msg}"),
+        }
+        STATUS_INVALID_PARAMETER
+    };
+    if reason != D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY
+        && reason != D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT
+    {
+        return fail(format!(
+            "DisconnectReason = {reason} is not a D3DDDI_DOORBELLSTATUS_DISCONNECTED_* value"
+        ));
+    }
+    let Some(a) = find_doorbell_adapters(hd).into_iter().next() else {
+        return fail(format!(
+            "hDoorbell = {hd:#x} is not a live doorbell (neither a handle the driver returned \
+             from DxgkDdiCreateDoorbell nor the OS handle it was given)"
+        ));
+    };
+    let mut os = lock(&a.ums);
+    let found = os.doorbells.values().find_map(|d| {
+        let q = os.queues.get(&d.queue)?;
+        let kmd_pair = d.kmd == hd && q.kmd == hq;
+        let os_pair = kernel_handle(d.handle) == hd && kernel_handle(q.handle) == hq;
+        (kmd_pair || os_pair).then_some(d.handle)
+    });
+    let Some(h) = found else {
+        drop(os);
+        return fail(format!(
+            "hHwQueue = {hq:#x} is not the queue of doorbell {hd:#x} (both handles must be the \
+             driver's, or both the OS's, of one doorbell and its queue)"
+        ));
+    };
+    let Some(d) = os.doorbells.get_mut(&h) else {
+        return STATUS_INVALID_PARAMETER;
+    };
+    let was_connected = matches!(d.state, DoorbellState::Connected { .. });
+    d.cpu.to_dummy();
+    match d.state {
+        DoorbellState::Aborted => {}
+        _ if reason == D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT => {
+            d.state = DoorbellState::Aborted;
+            d.cpu.status.store(reason, Ordering::Release);
+        }
+        _ => {
+            d.state = DoorbellState::Disconnected;
+            d.cpu.status.store(reason, Ordering::Release);
+        }
+    }
+    os.events.push(UmsEvent::CallbackDisconnect {
+        doorbell: h,
+        reason,
+        was_connected,
+    });
+    STATUS_SUCCESS
+}
+
+/// Records what the DPC reported (called from `DxgkCbNotifyDpc`, DISPATCH_LEVEL): F1 requests
+/// become PASSIVE work for VidSch's worker.
+pub(crate) fn note_engine_state(a: &AdapterShared, node: u32, state: i32) {
+    let mut os = lock(&a.ums);
+    os.events.push(UmsEvent::EngineState { node, state });
+    if state == DXGK_ENGINE_STATE_TRANSITION_TO_F1 {
+        os.work.push_back(node);
+        drop(os);
+        a.wake.notify();
+    }
+}
+
+/// Whether PASSIVE work is pending.
+pub(crate) fn has_work(a: &AdapterShared) -> bool {
+    !lock(&a.ums).work.is_empty()
+}
+
+/// VidSch's PASSIVE worker: runs the queued F1 transitions (UM-13). Returns whether it did
+/// anything.
+pub(crate) fn run_passive_work(a: &AdapterShared) -> bool {
+    let mut did = false;
+    loop {
+        if a.state.is_halted() || *lock(&a.life) != Life::Started {
+            return did;
+        }
+        let Some(node) = lock(&a.ums).work.pop_front() else {
+            return did;
+        };
+        did = true;
+        let _seq = lock(&a.ums_seq);
+        if let Err(e) = engine_to_f1(a, node) {
+            if !a.state.is_halted() {
+                a.state
+                    .raise_sim_error(format!("engine {node} F1 transition failed: {e}"));
+            }
+            return did;
+        }
+    }
+}
+
+fn engine_to_f1(a: &AdapterShared, node: u32) -> Result<(), SimError> {
+    let targets: Vec<KmtHandle> = {
+        let os = lock(&a.ums);
+        if os.fstate.get(node as usize).copied() == Some(1) {
+            // Already in F1 (no doorbell of the node was connected since).
+        }
+        os.doorbells
+            .values()
+            .filter(|d| matches!(d.state, DoorbellState::Connected { .. }))
+            .filter(|d| os.queues.get(&d.queue).is_some_and(|q| q.node == node))
+            .map(|d| d.handle)
+            .collect()
+    };
+    for d in targets {
+        os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
+    }
+    set_fstate(a, node, 1)
+}
+
+/// Sets the node's power component F-state (calls the DDI when the driver does runtime power
+/// management).
+fn set_fstate(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), SimError> {
+    let (current, runtime_pm) = {
+        let os = lock(&a.ums);
+        (os.fstate.get(node as usize).copied(), os.runtime_pm)
+    };
+    if current == Some(fstate) || current.is_none() {
+        return Ok(());
+    }
+    let f = table(a)?.DxgkDdiSetPowerComponentFState;
+    let called = match (f, runtime_pm) {
+        (Some(f), true) => {
+            let ctx = a.context();
+            let status = call(
+                a,
+                Routine::DxgkDdiSetPowerComponentFState,
+                f as usize,
+                Irql::Passive,
+                || {
+                    // SAFETY: the driver's DDI with its context, a component and an F-state.
+                    unsafe { f(ctx, node, fstate) }
+                },
+            )?;
+            check(status)?;
+            true
+        }
+        _ => false,
+    };
+    let mut os = lock(&a.ums);
+    if let Some(s) = os.fstate.get_mut(node as usize) {
+        *s = fstate;
+    }
+    os.events.push(UmsEvent::SetFState {
+        node,
+        fstate,
+        called,
+    });
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// OS sequences on an adapter (callers hold `ums_seq`).
+
+/// `DxgkDdiDisconnectDoorbell` for a connected doorbell, then the dummy page and `reason`.
+fn os_disconnect(
+    a: &AdapterShared,
+    h: KmtHandle,
+    reason: D3DDDI_DOORBELLSTATUS,
+) -> Result<(), SimError> {
+    let kmd = {
+        let os = lock(&a.ums);
+        match os.doorbells.get(&h) {
+            Some(d) if matches!(d.state, DoorbellState::Connected { .. }) => d.kmd,
+            _ => return Ok(()),
+        }
+    };
+    let f = table(a)?.DxgkDdiDisconnectDoorbell.ok_or_else(|| {
+        sim_err(
+            a,
+            "driver has doorbells but no DxgkDdiDisconnectDoorbell".into(),
+        )
+    })?;
+    let mut args = DXGKARG_DISCONNECTDOORBELL {
+        hDoorbell: kmd as HANDLE,
+        Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS::default(),
+    };
+    let status = call(
+        a,
+        Routine::DxgkDdiDisconnectDoorbell,
+        f as usize,
+        Irql::Passive,
+        || {
+            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
+            unsafe { f(&mut args) }
+        },
+    )?;
+    must_succeed(a, "DxgkDdiDisconnectDoorbell", status)?;
+    let mut os = lock(&a.ums);
+    if let Some(d) = os.doorbells.get_mut(&h) {
+        d.cpu.to_dummy();
+        if d.state != DoorbellState::Aborted {
+            d.state = if reason == D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT {
+                DoorbellState::Aborted
+            } else {
+                DoorbellState::Disconnected
+            };
+            d.cpu.status.store(reason, Ordering::Release);
+        }
+    }
+    os.events.push(UmsEvent::DisconnectDoorbell {
+        doorbell: h,
+        reason,
+    });
+    Ok(())
+}
+
+fn set_power_state(a: &AdapterShared, state: DEVICE_POWER_STATE) -> Result<(), SimError> {
+    let f = table(a)?
+        .DxgkDdiSetPowerState
+        .ok_or_else(|| SimError::Simulation("no DxgkDdiSetPowerState".into()))?;
+    let ctx = a.context();
+    let status = call(
+        a,
+        Routine::DxgkDdiSetPowerState,
+        f as usize,
+        Irql::Passive,
+        || {
+            // SAFETY: the driver's DDI with its context and the adapter's device UID.
+            unsafe { f(ctx, DISPLAY_ADAPTER_HW_ID, state, POWER_ACTION_NONE) }
+        },
+    )?;
+    check(status)?;
+    let mut os = lock(&a.ums);
+    os.power = if state == PowerDeviceD0 {
+        Power::D0
+    } else {
+        Power::D3
+    };
+    os.events.push(UmsEvent::SetPowerState { state });
+    Ok(())
+}
+
+fn suspend_context(a: &AdapterShared, h: KmtHandle, why: Suspended) -> Result<(), SimError> {
+    let (kmd, fence) = {
+        let mut os = lock(&a.ums);
+        let Some(c) = os.contexts.get_mut(&h) else {
+            return Ok(());
+        };
+        if c.suspended != Suspended::No {
+            return Ok(());
+        }
+        c.suspend_fence += 1;
+        (c.kmd, c.suspend_fence)
+    };
+    let f = table(a)?.DxgkDdiSuspendContext.ok_or_else(|| {
+        sim_err(
+            a,
+            "driver has hardware queues but no DxgkDdiSuspendContext".into(),
+        )
+    })?;
+    let args = DXGKARG_SUSPENDCONTEXT {
+        hContext: kmd as HANDLE,
+        contextSuspendFence: fence,
+    };
+    let ctx = a.context();
+    let status = call(
+        a,
+        Routine::DxgkDdiSuspendContext,
+        f as usize,
+        Irql::Passive,
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { f(ctx, &args) }
+        },
+    )?;
+    if status == STATUS_PENDING {
+        return Err(sim_err(
+            a,
+            "DxgkDdiSuspendContext returned STATUS_PENDING: completion through a \
+             context-suspended interrupt is not simulated (the design commits the runlist \
+             synchronously)"
+                .into(),
+        ));
+    }
+    check(status)?;
+    let mut os = lock(&a.ums);
+    if let Some(c) = os.contexts.get_mut(&h) {
+        c.suspended = why;
+    }
+    os.events
+        .push(UmsEvent::SuspendContext { context: h, fence });
+    Ok(())
+}
+
+fn resume_context(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
+    let kmd = {
+        let os = lock(&a.ums);
+        match os.contexts.get(&h) {
+            Some(c) if c.suspended == Suspended::Power => c.kmd,
+            _ => return Ok(()),
+        }
+    };
+    let f = table(a)?.DxgkDdiResumeContext.ok_or_else(|| {
+        sim_err(
+            a,
+            "driver has hardware queues but no DxgkDdiResumeContext".into(),
+        )
+    })?;
+    let args = DXGKARG_RESUMECONTEXT {
+        hContext: kmd as HANDLE,
+    };
+    let ctx = a.context();
+    let status = call(
+        a,
+        Routine::DxgkDdiResumeContext,
+        f as usize,
+        Irql::Passive,
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { f(ctx, &args) }
+        },
+    )?;
+    check(status)?;
+    let mut os = lock(&a.ums);
+    if let Some(c) = os.contexts.get_mut(&h) {
+        c.suspended = Suspended::No;
+    }
+    os.events.push(UmsEvent::ResumeContext { context: h });
+    Ok(())
+}
+
+/// D3 → D0 and the contexts the power-down suspended resumed (UM-14), if in D3.
+fn power_up_if_needed(a: &AdapterShared) -> Result<(), SimError> {
+    if lock(&a.ums).power == Power::D0 {
+        return Ok(());
+    }
+    set_power_state(a, PowerDeviceD0)
+}
+
+fn resume_power_suspended(a: &AdapterShared) -> Result<(), SimError> {
+    let ctxs: Vec<KmtHandle> = lock(&a.ums)
+        .contexts
+        .values()
+        .filter(|c| c.suspended == Suspended::Power)
+        .map(|c| c.handle)
+        .collect();
+    for c in ctxs {
+        resume_context(a, c)?;
+    }
+    Ok(())
+}
+
+/// Translates the KMD's doorbell kernel VA into a BAR2 page (UM-09).
+fn doorbell_page(a: &AdapterShared, kva: usize) -> Result<u32, String> {
+    let windows = lock(&a.doorbell_windows);
+    let Some((&base, &len)) = windows.range(..=kva).next_back() else {
+        return Err(format!(
+            "KernelCpuVirtualAddress {kva:#x} is not inside any live DxgkCbMapMemory mapping of \
+             the doorbell BAR (BAR2)"
+        ));
+    };
+    let off = kva - base;
+    if off >= len {
+        return Err(format!(
+            "KernelCpuVirtualAddress {kva:#x} is past the end of the BAR2 mapping at {base:#x} \
+             ({len:#x} bytes)"
+        ));
+    }
+    if !(off as u64).is_multiple_of(PAGE) {
+        return Err(format!(
+            "KernelCpuVirtualAddress {kva:#x} is not page-aligned in the BAR2 mapping at \
+             {base:#x} (offset {off:#x})"
+        ));
+    }
+    let page = (off as u64 / PAGE) as u32;
+    if page >= a.device.config().doorbells {
+        return Err(format!(
+            "KernelCpuVirtualAddress {kva:#x} is doorbell page {page}, the device has {}",
+            a.device.config().doorbells
+        ));
+    }
+    Ok(page)
+}
+
+/// `D3DKMTConnectDoorbell` (UM-09, UM-13, UM-14).
+fn connect(a: &AdapterShared, device: KmtHandle, h: KmtHandle) -> Result<(), SimError> {
+    let _seq = lock(&a.ums_seq);
+    let (kmd, node) = {
+        let os = lock(&a.ums);
+        let d = os
+            .doorbells
+            .get(&h)
+            .filter(|d| d.device == device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if os.devices.get(&device).is_none_or(|dv| dv.in_error) {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        match d.state {
+            DoorbellState::Aborted => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+            DoorbellState::Connected { .. } => return Ok(()),
+            DoorbellState::Disconnected => {}
+        }
+        let node = os.queues.get(&d.queue).map_or(0, |q| q.node);
+        (d.kmd, node)
+    };
+    let woke = lock(&a.ums).power == Power::D3;
+    power_up_if_needed(a)?;
+    set_fstate(a, node, 0)?;
+    let f = table(a)?.DxgkDdiConnectDoorbell.ok_or_else(|| {
+        sim_err(
+            a,
+            "driver created a doorbell but has no DxgkDdiConnectDoorbell".into(),
+        )
+    })?;
+    let mut args = DXGKARG_CONNECTDOORBELL {
+        hDoorbell: kmd as HANDLE,
+        Flags: DXGKARG_CONNECTDOORBELL_FLAGS::default(),
+        KernelCpuVirtualAddress: std::ptr::null_mut(),
+        SecondaryKernelCpuVirtualAddress: std::ptr::null_mut(),
+        Status: -1,
+    };
+    let status = call(
+        a,
+        Routine::DxgkDdiConnectDoorbell,
+        f as usize,
+        Irql::Passive,
+        || {
+            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
+            unsafe { f(&mut args) }
+        },
+    )?;
+    let result = if NT_SUCCESS(status) {
+        if args.Status != D3DDDI_DOORBELLSTATUS_CONNECTED
+            && args.Status != D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD
+        {
+            return Err(sim_err(
+                a,
+                format!(
+                    "driver bug: DxgkDdiConnectDoorbell succeeded with Status = {} (only \
+                     CONNECTED or CONNECTED_NOTIFY_KMD are allowed)",
+                    args.Status
+                ),
+            ));
+        }
+        let page = doorbell_page(a, args.KernelCpuVirtualAddress as usize)
+            .map_err(|m| sim_err(a, format!("driver bug: DxgkDdiConnectDoorbell: {m}")))?;
+        let mut os = lock(&a.ums);
+        let bus = Arc::downgrade(&a.doorbell_bus);
+        if let Some(d) = os.doorbells.get_mut(&h) {
+            *lock(&d.cpu.mapping) = Mapping::Physical { page, bus };
+            d.cpu.status.store(args.Status, Ordering::Release);
+            d.state = DoorbellState::Connected { page };
+        }
+        os.events.push(UmsEvent::ConnectDoorbell {
+            doorbell: h,
+            page,
+            status: args.Status,
+        });
+        Ok(())
+    } else {
+        lock(&a.ums).events.push(UmsEvent::ConnectFailed {
+            doorbell: h,
+            status,
+        });
+        Err(SimError::DdiFailed(status))
+    };
+    if woke {
+        resume_power_suspended(a)?;
+    }
+    result
+}
+
+/// Destroys a doorbell (`DxgkDdiDestroyDoorbell`) and drops its allocation references.
+fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
+    let kmd = match lock(&a.ums).doorbells.get(&h) {
+        Some(d) => d.kmd,
+        None => return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE)),
+    };
+    let f = table(a)?.DxgkDdiDestroyDoorbell.ok_or_else(|| {
+        sim_err(
+            a,
+            "driver created a doorbell but has no DxgkDdiDestroyDoorbell".into(),
+        )
+    })?;
+    let mut args = DXGKARG_DESTROYDOORBELL {
+        hDoorbell: kmd as HANDLE,
+    };
+    let status = call(
+        a,
+        Routine::DxgkDdiDestroyDoorbell,
+        f as usize,
+        Irql::Passive,
+        || {
+            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
+            unsafe { f(&mut args) }
+        },
+    )?;
+    must_succeed(a, "DxgkDdiDestroyDoorbell", status)?;
+    let mut os = lock(&a.ums);
+    let Some(d) = os.doorbells.remove(&h) else {
+        return Ok(());
+    };
+    d.cpu.to_dummy();
+    d.cpu
+        .status
+        .store(D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, Ordering::Release);
+    if let Some(q) = os.queues.get_mut(&d.queue) {
+        q.doorbell = None;
+    }
+    os.events.push(UmsEvent::DestroyDoorbell { doorbell: h });
+    for alloc in [d.ring, d.control] {
+        release_alloc(a, &mut os, alloc);
+    }
+    Ok(())
+}
+
+/// Drops one doorbell reference; frees the memory if the UMD already closed its handle.
+fn release_alloc(a: &AdapterShared, os: &mut UmsOs, h: KmtHandle) {
+    let free = match os.allocations.get_mut(&h) {
+        Some(al) => {
+            al.refs = al.refs.saturating_sub(1);
+            al.refs == 0 && al.closed
+        }
+        None => false,
+    };
+    if free {
+        free_alloc(a, os, h);
+    }
+}
+
+fn free_alloc(a: &AdapterShared, os: &mut UmsOs, h: KmtHandle) {
+    if let Some(al) = os.allocations.remove(&h) {
+        a.device.memory().free_system(al.alloc.bus_addr);
+        os.events.push(UmsEvent::FreeAllocation { allocation: h });
+    }
+}
+
+fn destroy_hw_queue(m: &Machine, a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
+    let (kmd, queue_id, fence, fence_h, lock_q) = {
+        let os = lock(&a.ums);
+        let q = os
+            .queues
+            .get(&h)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if q.doorbell.is_some() {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        (
+            q.kmd,
+            q.queue_id,
+            q.progress.clone(),
+            q.fence,
+            q.submit_lock.clone(),
+        )
+    };
+    let _q = lock(&lock_q);
+    let f = table(a)?.DxgkDdiDestroyHwQueue.ok_or_else(|| {
+        sim_err(
+            a,
+            "driver created a queue but has no DxgkDdiDestroyHwQueue".into(),
+        )
+    })?;
+    let status = call(
+        a,
+        Routine::DxgkDdiDestroyHwQueue,
+        f as usize,
+        Irql::Passive,
+        || {
+            // SAFETY: the driver's DDI with its queue handle.
+            unsafe { f(kmd as HANDLE) }
+        },
+    )?;
+    must_succeed(a, "DxgkDdiDestroyHwQueue", status)?;
+    {
+        let mut os = lock(&a.ums);
+        os.queues.remove(&h);
+        os.fences.remove(&fence_h);
+        os.events.push(UmsEvent::DestroyHwQueue { queue: h });
+    }
+    if let Some(id) = queue_id {
+        if a.device.queues().iter().any(|s| s.queue_id == id) {
+            return Err(sim_err(
+                a,
+                format!(
+                    "driver bug: queue id {id} is still in a committed runlist after \
+                     DxgkDdiDestroyHwQueue returned (the queue leaked into the hardware)"
+                ),
+            ));
+        }
+    }
+    m.destroy_monitored_fence(&fence)
+}
+
+fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
+    let kmd = {
+        let os = lock(&a.ums);
+        let c = os
+            .contexts
+            .get(&h)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if os.queues.values().any(|q| q.context == h) {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        c.kmd
+    };
+    let f = table(a)?.DxgkDdiDestroyContext.ok_or_else(|| {
+        sim_err(
+            a,
+            "driver created a context but has no DxgkDdiDestroyContext".into(),
+        )
+    })?;
+    let status = call(
+        a,
+        Routine::DxgkDdiDestroyContext,
+        f as usize,
+        Irql::Passive,
+        || {
+            // SAFETY: the driver's DDI with its context handle.
+            unsafe { f(kmd as HANDLE) }
+        },
+    )?;
+    must_succeed(a, "DxgkDdiDestroyContext", status)?;
+    let mut os = lock(&a.ums);
+    os.contexts.remove(&h);
+    os.events.push(UmsEvent::DestroyContext { context: h });
+    Ok(())
+}
+
+/// Destroys everything of `device` in order, then the device; `wait`: normal exit (UM-17),
+/// else abnormal (UM-18: in error, contexts suspended first, no waits).
+fn teardown(m: &Machine, a: &AdapterShared, device: KmtHandle, wait: bool) -> Result<(), SimError> {
+    if !wait {
+        let _seq = lock(&a.ums_seq);
+        let ctxs: Vec<KmtHandle> = {
+            let mut os = lock(&a.ums);
+            let Some(d) = os.devices.get_mut(&device) else {
+                return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+            };
+            d.in_error = true;
+            os.events.push(UmsEvent::DeviceError { device });
+            os.contexts
+                .values()
+                .filter(|c| c.device == device)
+                .map(|c| c.handle)
+                .collect()
+        };
+        for c in ctxs {
+            let state = lock(&a.ums).contexts.get(&c).map(|c| c.suspended);
+            if state == Some(Suspended::Power) {
+                // Already off the runlist; it must never be resumed now.
+                if let Some(cx) = lock(&a.ums).contexts.get_mut(&c) {
+                    cx.suspended = Suspended::Exit;
+                }
+            } else {
+                suspend_context(a, c, Suspended::Exit)?;
+            }
+        }
+    }
+    let queues: Vec<KmtHandle> = lock(&a.ums)
+        .queues
+        .values()
+        .filter(|q| q.device == device)
+        .map(|q| q.handle)
+        .collect();
+    for q in queues {
+        let doorbell = lock(&a.ums).queues.get(&q).and_then(|q| q.doorbell);
+        if let Some(d) = doorbell {
+            let _seq = lock(&a.ums_seq);
+            os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
+        }
+        if wait {
+            wait_queue_idle(m, a, q)?;
+        }
+        let _seq = lock(&a.ums_seq);
+        if let Some(d) = doorbell {
+            destroy_doorbell(a, d)?;
+        }
+        destroy_hw_queue(m, a, q)?;
+    }
+    let _seq = lock(&a.ums_seq);
+    {
+        let mut os = lock(&a.ums);
+        let allocs: Vec<KmtHandle> = os
+            .allocations
+            .iter()
+            .filter(|(_, al)| al.device == device)
+            .map(|(h, _)| *h)
+            .collect();
+        for h in allocs {
+            free_alloc(a, &mut os, h);
+        }
+    }
+    let ctxs: Vec<KmtHandle> = lock(&a.ums)
+        .contexts
+        .values()
+        .filter(|c| c.device == device)
+        .map(|c| c.handle)
+        .collect();
+    for c in ctxs {
+        destroy_context(a, c)?;
+    }
+    let kmd = lock(&a.ums)
+        .devices
+        .get(&device)
+        .map(|d| d.kmd)
+        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+    let f = table(a)?.DxgkDdiDestroyDevice.ok_or_else(|| {
+        sim_err(
+            a,
+            "driver created a device but has no DxgkDdiDestroyDevice".into(),
+        )
+    })?;
+    let status = call(
+        a,
+        Routine::DxgkDdiDestroyDevice,
+        f as usize,
+        Irql::Passive,
+        || {
+            // SAFETY: the driver's DDI with its device handle.
+            unsafe { f(kmd as HANDLE) }
+        },
+    )?;
+    must_succeed(a, "DxgkDdiDestroyDevice", status)?;
+    let mut os = lock(&a.ums);
+    os.devices.remove(&device);
+    os.events.push(UmsEvent::DestroyDevice { device });
+    Ok(())
+}
+
+/// UM-17 step 2: waits until the queue's progress fence reaches its last queued value.
+fn wait_queue_idle(m: &Machine, a: &AdapterShared, q: KmtHandle) -> Result<(), SimError> {
+    let (fence, last) = {
+        let os = lock(&a.ums);
+        let Some(q) = os.queues.get(&q) else {
+            return Ok(());
+        };
+        (q.progress.clone(), q.last_queued.load(Ordering::Acquire))
+    };
+    if fence.value() >= last {
+        lock(&a.ums).events.push(UmsEvent::WaitedIdle {
+            queue: q,
+            value: last,
+        });
+        return Ok(());
+    }
+    {
+        let _seq = lock(&a.ums_seq);
+        if lock(&a.ums).power == Power::D3 {
+            power_up_if_needed(a)?;
+            resume_power_suspended(a)?;
+        }
+    }
+    match m.wait_monitored_fence(&fence, last, m.os_config().wait_timeout)? {
+        WaitOutcome::Satisfied => {
+            lock(&a.ums).events.push(UmsEvent::WaitedIdle {
+                queue: q,
+                value: last,
+            });
+            Ok(())
+        }
+        o => Err(sim_err(
+            a,
+            format!(
+                "normal process exit: queue {q:#x} never completed its last queued progress \
+                 value {last} (fence at {}, wait {o:?})",
+                fence.value()
+            ),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Machine API.
+
+impl Machine {
+    fn ums_adapter(&self, i: usize) -> Result<Arc<AdapterShared>, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        if *lock(&a.life) != Life::Started {
+            return Err(SimError::Simulation(format!("adapter {i} is not started")));
+        }
+        Ok(a)
+    }
+
+    /// The node metadata adapter `i` reported at start (UM-03).
+    pub fn node_metadata(&self, i: usize) -> Vec<DXGK_NODEMETADATA> {
+        self.adapter_shared(i)
+            .map_or_else(|_| Vec::new(), |a| lock(&a.ums).node_metadata.clone())
+    }
+
+    /// `DXGK_USERMODESUBMISSION_CAPS` adapter `i` reported at start (UM-04).
+    pub fn usermode_submission_caps(&self, i: usize) -> Option<DXGK_USERMODESUBMISSION_CAPS> {
+        self.adapter_shared(i).ok().and_then(|a| lock(&a.ums).caps)
+    }
+
+    /// Every OS step of user-mode submission on adapter `i`, in order.
+    pub fn ums_events(&self, i: usize) -> Vec<UmsEvent> {
+        self.adapter_shared(i)
+            .map_or_else(|_| Vec::new(), |a| lock(&a.ums).events.clone())
+    }
+
+    /// Forgets the recorded events of adapter `i`.
+    pub fn clear_ums_events(&self, i: usize) {
+        if let Ok(a) = self.adapter_shared(i) {
+            lock(&a.ums).events.clear();
+        }
+    }
+
+    /// The OS's view of a doorbell.
+    pub fn doorbell_info(&self, i: usize, doorbell: KmtHandle) -> Option<DoorbellInfo> {
+        let a = self.adapter_shared(i).ok()?;
+        let os = lock(&a.ums);
+        let d = os.doorbells.get(&doorbell)?;
+        Some(DoorbellInfo {
+            state: d.state,
+            status: d.cpu.status(),
+            mapped_page: d.cpu.mapped_page(),
+            kmd_handle: d.kmd,
+            os_handle: kernel_handle(d.handle),
+            queue: d.queue,
+            writes: d.cpu.write_counts(),
+        })
+    }
+
+    /// The queue id the KMD reported for a hardware queue (from `HwQueuePdd`).
+    pub fn hw_queue_id(&self, i: usize, queue: KmtHandle) -> Option<u32> {
+        let a = self.adapter_shared(i).ok()?;
+        let os = lock(&a.ums);
+        os.queues.get(&queue).and_then(|q| q.queue_id)
+    }
+
+    /// UM-16: (last queued progress value, completed progress value) of a queue; the queue
+    /// has work while the first is ahead.
+    pub fn hw_queue_progress(&self, i: usize, queue: KmtHandle) -> Option<(u64, u64)> {
+        let a = self.adapter_shared(i).ok()?;
+        let os = lock(&a.ums);
+        os.queues
+            .get(&queue)
+            .map(|q| (q.last_queued.load(Ordering::Acquire), q.progress.value()))
+    }
+
+    /// UM-16: whether the OS sees work pending on the queue.
+    pub fn hw_queue_has_work(&self, i: usize, queue: KmtHandle) -> bool {
+        self.hw_queue_progress(i, queue).is_some_and(|(l, c)| l > c)
+    }
+
+    /// Adapter `i`'s power state as the OS drove it.
+    pub fn power_state(&self, i: usize) -> Option<Power> {
+        self.adapter_shared(i).ok().map(|a| lock(&a.ums).power)
+    }
+
+    /// F-state of node `node`'s power component (0 = F0).
+    pub fn engine_fstate(&self, i: usize, node: u32) -> Option<u32> {
+        let a = self.adapter_shared(i).ok()?;
+        let os = lock(&a.ums);
+        os.fstate.get(node as usize).copied()
+    }
+
+    /// Runs VidSch's PASSIVE work (F1 transitions) now, on the calling thread; threaded
+    /// machines also run it on each adapter's worker thread, step machines in every round.
+    pub fn run_os_work(&self) -> Result<(), SimError> {
+        for i in 0..self.config().adapters.len() {
+            let a = self.adapter_shared(i)?.clone();
+            run_passive_work(&a);
+        }
+        match self.state.fault() {
+            Some(f) => Err(f.into()),
+            None => Ok(()),
+        }
+    }
+
+    /// A new process with a D3D device on adapter `i` (`DxgkDdiCreateDevice`).
+    pub fn create_process(&self, i: usize) -> Result<UmsProcess, SimError> {
+        let a = self.ums_adapter(i)?;
+        let f = table(&a)?
+            .DxgkDdiCreateDevice
+            .map_or_else(not_supported, Ok)?;
+        let pid = ProcessId(NEXT_PROCESS.fetch_add(1, Ordering::Relaxed));
+        let h = new_handle();
+        let mut args = DXGKARG_CREATEDEVICE {
+            hDevice: kernel_handle(h) as HANDLE,
+            Anonymous: DXGKARG_CREATEDEVICE_0 {
+                Flags: DXGK_CREATEDEVICEFLAGS::default(),
+            },
+            Pasid: 0,
+            hKmdProcess: std::ptr::null_mut(),
+        };
+        let ctx = a.context();
+        let status = call(
+            &a,
+            Routine::DxgkDdiCreateDevice,
+            f as usize,
+            Irql::Passive,
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { f(ctx, &mut args) }
+            },
+        )?;
+        check(status)?;
+        let kmd = args.hDevice as usize;
+        {
+            let mut os = lock(&a.ums);
+            check_kmd_handle(
+                &a,
+                "DxgkDdiCreateDevice",
+                "hDevice",
+                kmd,
+                os.devices.values().map(|d| d.kmd),
+            )?;
+            os.devices.insert(
+                h,
+                DeviceObj {
+                    kmd,
+                    process: pid,
+                    in_error: false,
+                },
+            );
+            os.events.push(UmsEvent::CreateDevice { device: h });
+        }
+        Ok(UmsProcess {
+            adapter: i,
+            pid,
+            device: h,
+        })
+    }
+
+    /// The D3DKMT thunks of `p` (what its UMD calls).
+    pub fn kmt(&self, p: &UmsProcess) -> crate::kmt::SimKmt<'_> {
+        crate::kmt::SimKmt::new(self, *p)
+    }
+
+    /// UM-17: normal process exit. Per queue: disconnect the doorbell, wait for the last
+    /// queued progress value, destroy doorbell and queue; then the allocations, contexts and
+    /// the device.
+    pub fn exit_process(&self, p: &UmsProcess) -> Result<(), SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        teardown(self, &a, p.device, true)
+    }
+
+    /// UM-18: abnormal process exit. The device is marked in error, every context suspended,
+    /// every doorbell disconnected, everything destroyed without waiting.
+    pub fn kill_process(&self, p: &UmsProcess) -> Result<(), SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        teardown(self, &a, p.device, false)
+    }
+
+    /// UM-14: D0 → D3: every context suspended, every doorbell disconnected
+    /// (`DISCONNECTED_RETRY`), then `DxgkDdiSetPowerState(D3)`.
+    pub fn power_down(&self, i: usize) -> Result<(), SimError> {
+        let a = self.ums_adapter(i)?;
+        let _seq = lock(&a.ums_seq);
+        if lock(&a.ums).power == Power::D3 {
+            return Ok(());
+        }
+        let ctxs: Vec<KmtHandle> = lock(&a.ums).contexts.keys().copied().collect();
+        for c in ctxs {
+            suspend_context(&a, c, Suspended::Power)?;
+        }
+        let dbs: Vec<KmtHandle> = lock(&a.ums).doorbells.keys().copied().collect();
+        for d in dbs {
+            os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
+        }
+        set_power_state(&a, PowerDeviceD3)
+    }
+
+    /// D3 → D0 without a connect (resumes the contexts the power-down suspended).
+    pub fn power_up(&self, i: usize) -> Result<(), SimError> {
+        let a = self.ums_adapter(i)?;
+        let _seq = lock(&a.ums_seq);
+        if lock(&a.ums).power == Power::D0 {
+            return Ok(());
+        }
+        power_up_if_needed(&a)?;
+        resume_power_suspended(&a)
+    }
+
+    /// UM-10: device loss. Every doorbell of adapter `i` ends `DISCONNECTED_ABORT` (connected
+    /// ones are disconnected through the KMD first) and cannot be reconnected.
+    pub fn device_lost(&self, i: usize) -> Result<(), SimError> {
+        let a = self.ums_adapter(i)?;
+        let _seq = lock(&a.ums_seq);
+        let dbs: Vec<KmtHandle> = lock(&a.ums).doorbells.keys().copied().collect();
+        for d in dbs {
+            os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
+            let mut os = lock(&a.ums);
+            if let Some(db) = os.doorbells.get_mut(&d) {
+                if db.state != DoorbellState::Aborted {
+                    db.state = DoorbellState::Aborted;
+                    db.cpu.to_dummy();
+                    db.cpu
+                        .status
+                        .store(D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, Ordering::Release);
+                    os.events.push(UmsEvent::Aborted { doorbell: d });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Raw `DxgkDdiSubmitCommandToHwQueue` on `queue`, bypassing the OS's UM-05 check (tests
+    /// proving the KMD refuses kernel-mode submission on a user-mode queue). Returns the
+    /// driver's status.
+    pub fn ddi_submit_command_to_hw_queue(
+        &self,
+        p: &UmsProcess,
+        queue: KmtHandle,
+        value: u64,
+        gpu: u64,
+        bytes: u32,
+    ) -> Result<NTSTATUS, SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        submit_raw(self, &a, p.device, queue, value, gpu, bytes)
+    }
+
+    /// Dxgkrnl's teardown of adapter `i`'s processes before a PnP stop (abnormal exits).
+    pub(crate) fn destroy_all_devices(&self, i: usize) -> Result<(), SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let devices: Vec<KmtHandle> = lock(&a.ums).devices.keys().copied().collect();
+        for d in devices {
+            teardown(self, &a, d, false)?;
+        }
+        Ok(())
+    }
+}
+
+/// The handle a create DDI returned: non-null and not the handle of another live object of
+/// the same kind (the OS could not tell them apart).
+fn check_kmd_handle(
+    a: &AdapterShared,
+    ddi: &str,
+    field: &str,
+    kmd: usize,
+    live: impl Iterator<Item = usize>,
+) -> Result<(), SimError> {
+    if kmd == 0 {
+        return Err(sim_err(
+            a,
+            format!("driver bug: {ddi} succeeded with a NULL {field}"),
+        ));
+    }
+    let mut live = live;
+    if live.any(|h| h == kmd) {
+        return Err(sim_err(
+            a,
+            format!(
+                "driver bug: {ddi} returned {field} = {kmd:#x}, the handle of another live \
+                 object of the same kind"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The thunks' OS side (used by `crate::kmt`).
+
+pub(crate) fn create_context(
+    a: &AdapterShared,
+    device: KmtHandle,
+    node: u32,
+) -> Result<KmtHandle, SimError> {
+    let kmd_device = {
+        let os = lock(&a.ums);
+        let d = os
+            .devices
+            .get(&device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if d.in_error {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        let nodes = lock(&a.caps).map_or(0, |c| c.GpuEngineTopology.NbAsymetricProcessingNodes);
+        if node >= nodes {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        d.kmd
+    };
+    let f = table(a)?
+        .DxgkDdiCreateContext
+        .map_or_else(not_supported, Ok)?;
+    let h = new_handle();
+    let mut args = DXGKARG_CREATECONTEXT {
+        hContext: std::ptr::null_mut(),
+        NodeOrdinal: node,
+        EngineAffinity: 1,
+        Flags: DXGK_CREATECONTEXTFLAGS::default()
+            .with(DXGK_CREATECONTEXTFLAGS::HwQueueSupported, 1),
+        pPrivateDriverData: std::ptr::null_mut(),
+        PrivateDriverDataSize: 0,
+        ContextInfo: DXGK_CONTEXTINFO::default(),
+    };
+    let _seq = lock(&a.ums_seq);
+    let status = call(
+        a,
+        Routine::DxgkDdiCreateContext,
+        f as usize,
+        Irql::Passive,
+        || {
+            // SAFETY: the driver's DDI with its device handle and a valid argument block.
+            unsafe { f(kmd_device as HANDLE, &mut args) }
+        },
+    )?;
+    check(status)?;
+    let kmd = args.hContext as usize;
+    let mut os = lock(&a.ums);
+    check_kmd_handle(
+        a,
+        "DxgkDdiCreateContext",
+        "hContext",
+        kmd,
+        os.contexts.values().map(|c| c.kmd),
+    )?;
+    // A context created while the adapter is in D3 starts suspended in effect; the KMD is
+    // told nothing (it has no queues yet), so the OS treats it as running.
+    os.contexts.insert(
+        h,
+        ContextObj {
+            handle: h,
+            kmd,
+            device,
+            node,
+            suspended: Suspended::No,
+            suspend_fence: 0,
+        },
+    );
+    os.events.push(UmsEvent::CreateContext { context: h, node });
+    Ok(h)
+}
+
+pub(crate) fn destroy_context_thunk(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let _seq = lock(&a.ums_seq);
+    if lock(&a.ums)
+        .contexts
+        .get(&h)
+        .is_none_or(|c| c.device != device)
+    {
+        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+    }
+    destroy_context(a, h)
+}
+
+/// What `D3DKMTCreateHwQueue` returns.
+pub(crate) struct CreatedQueue {
+    pub handle: KmtHandle,
+    pub fence: KmtHandle,
+    pub progress: MonitoredFence,
+}
+
+pub(crate) fn create_hw_queue(
+    m: &Machine,
+    a: &AdapterShared,
+    device: KmtHandle,
+    context: KmtHandle,
+    user_mode: bool,
+    pdd: &mut [u8],
+) -> Result<CreatedQueue, SimError> {
+    let (kmd_ctx, node, pid) = {
+        let os = lock(&a.ums);
+        let c = os
+            .contexts
+            .get(&context)
+            .filter(|c| c.device == device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        let d = os
+            .devices
+            .get(&device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if d.in_error {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        if user_mode && (!os.node_ums(c.node) || os.doorbell_size().is_none()) {
+            // UM-03/UM-04: user-mode queues only on capable nodes of a capable adapter.
+            return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
+        }
+        (c.kmd, c.node, d.process)
+    };
+    let f = table(a)?
+        .DxgkDdiCreateHwQueue
+        .map_or_else(not_supported, Ok)?;
+    let progress = m.create_monitored_fence(a.index, pid, 0)?;
+    let h = new_handle();
+    let fence_h = new_handle();
+    let mut args = DXGKARG_CREATEHWQUEUE {
+        hHwQueue: kernel_handle(h) as HANDLE,
+        Flags: D3DDDI_CREATEHWQUEUEFLAGS::default().with(
+            D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission,
+            u32::from(user_mode),
+        ),
+        PrivateDriverDataSize: pdd.len() as u32,
+        pPrivateDriverData: if pdd.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            pdd.as_mut_ptr().cast()
+        },
+        Anonymous: DXGKARG_CREATEHWQUEUE_0 {
+            hHwQueueNativeProgressFence: std::ptr::null_mut(),
+        },
+        HwQueueProgressFenceCPUVirtualAddress: progress.kernel_va() as PVOID,
+        HwQueueProgressFenceGPUVirtualAddress: progress.gpu_va(),
+    };
+    args.Anonymous.hHwQueueProgressFence = fence_h;
+    let seq = lock(&a.ums_seq);
+    let status = call(
+        a,
+        Routine::DxgkDdiCreateHwQueue,
+        f as usize,
+        Irql::Passive,
+        || {
+            // SAFETY: the driver's DDI with its context handle and a valid argument block whose
+            // private data buffer lives across the call.
+            unsafe { f(kmd_ctx as HANDLE, &mut args) }
+        },
+    );
+    let status = match status {
+        Ok(s) => s,
+        Err(e) => {
+            drop(seq);
+            let _ = m.destroy_monitored_fence(&progress);
+            return Err(e);
+        }
+    };
+    if !NT_SUCCESS(status) {
+        drop(seq);
+        m.destroy_monitored_fence(&progress)?;
+        return Err(SimError::DdiFailed(status));
+    }
+    let kmd = args.hHwQueue as usize;
+    let queue_id = HwQueuePdd::read_from_bytes(pdd)
+        .ok()
+        .filter(|p| p.magic == PDD_MAGIC)
+        .map(|p| p.queue_id);
+    let mut os = lock(&a.ums);
+    check_kmd_handle(
+        a,
+        "DxgkDdiCreateHwQueue",
+        "hHwQueue",
+        kmd,
+        os.queues.values().map(|q| q.kmd),
+    )?;
+    os.queues.insert(
+        h,
+        QueueObj {
+            handle: h,
+            kmd,
+            device,
+            context,
+            node,
+            user_mode,
+            fence: fence_h,
+            progress: progress.clone(),
+            last_queued: Arc::new(AtomicU64::new(0)),
+            doorbell: None,
+            queue_id,
+            submit_lock: Arc::new(Mutex::new(())),
+        },
+    );
+    os.fences.insert(fence_h, progress.clone());
+    os.events.push(UmsEvent::CreateHwQueue {
+        queue: h,
+        user_mode,
+        queue_id,
+    });
+    Ok(CreatedQueue {
+        handle: h,
+        fence: fence_h,
+        progress,
+    })
+}
+
+pub(crate) fn destroy_hw_queue_thunk(
+    m: &Machine,
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let _seq = lock(&a.ums_seq);
+    if lock(&a.ums)
+        .queues
+        .get(&h)
+        .is_none_or(|q| q.device != device)
+    {
+        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+    }
+    destroy_hw_queue(m, a, h)
+}
+
+pub(crate) fn create_allocation(
+    a: &AdapterShared,
+    device: KmtHandle,
+    size: u64,
+) -> Result<(KmtHandle, SysAlloc), SimError> {
+    let mut os = lock(&a.ums);
+    match os.devices.get(&device) {
+        None => return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE)),
+        Some(d) if d.in_error => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+        Some(_) => {}
+    }
+    let alloc = a
+        .device
+        .memory()
+        .alloc_system(size, PAGE)
+        .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
+    let h = new_handle();
+    os.allocations.insert(
+        h,
+        AllocObj {
+            device,
+            alloc: alloc.clone(),
+            refs: 0,
+            closed: false,
+        },
+    );
+    Ok((h, alloc))
+}
+
+pub(crate) fn destroy_allocation(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let _seq = lock(&a.ums_seq);
+    let mut os = lock(&a.ums);
+    let Some(al) = os
+        .allocations
+        .get_mut(&h)
+        .filter(|al| al.device == device && !al.closed)
+    else {
+        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+    };
+    if al.refs > 0 {
+        // UM-07: a live doorbell holds it; the memory goes with the last reference.
+        al.closed = true;
+        return Ok(());
+    }
+    free_alloc(a, &mut os, h);
+    Ok(())
+}
+
+/// What `D3DKMTCreateDoorbell` returns.
+pub(crate) struct CreatedDoorbell {
+    pub handle: KmtHandle,
+    pub cpu: Arc<DoorbellCpuState>,
+}
+
+pub(crate) fn create_doorbell(
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+    ring: KmtHandle,
+    control: KmtHandle,
+    pdd: &mut [u8],
+) -> Result<CreatedDoorbell, SimError> {
+    let _seq = lock(&a.ums_seq);
+    let (kmd_queue, size, last_queued) = {
+        let os = lock(&a.ums);
+        let q = os
+            .queues
+            .get(&queue)
+            .filter(|q| q.device == device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if os.devices.get(&device).is_none_or(|d| d.in_error) {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        // UM-03, UM-04, UM-05.
+        let Some(size) = os.doorbell_size() else {
+            return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
+        };
+        if !q.user_mode || !os.node_ums(q.node) {
+            return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
+        }
+        if q.doorbell.is_some() {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        for h in [ring, control] {
+            if os
+                .allocations
+                .get(&h)
+                .is_none_or(|al| al.device != device || al.closed)
+            {
+                return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+            }
+        }
+        (q.kmd, size, q.last_queued.clone())
+    };
+    let f = table(a)?
+        .DxgkDdiCreateDoorbell
+        .map_or_else(not_supported, Ok)?;
+    let h = new_handle();
+    let mut args = DXGKARG_CREATEDOORBELL {
+        hHwQueue: kmd_queue as HANDLE,
+        hDoorbell: kernel_handle(h) as HANDLE,
+        PrivateDriverDataSize: pdd.len() as u32,
+        PrivateDriverData: if pdd.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            pdd.as_mut_ptr().cast::<c_void>()
+        },
+        hRingBuffer: kernel_handle(ring) as HANDLE,
+        hRingBufferControl: kernel_handle(control) as HANDLE,
+        Flags: DXGKARG_CREATEDOORBELL_FLAGS::default(),
+    };
+    let status = call(
+        a,
+        Routine::DxgkDdiCreateDoorbell,
+        f as usize,
+        Irql::Passive,
+        || {
+            // SAFETY: the driver's DDI with a valid argument block whose private data buffer
+            // lives across the call.
+            unsafe { f(&mut args) }
+        },
+    )?;
+    check(status)?;
+    let kmd = args.hDoorbell as usize;
+    let mut os = lock(&a.ums);
+    check_kmd_handle(
+        a,
+        "DxgkDdiCreateDoorbell",
+        "hDoorbell",
+        kmd,
+        os.doorbells.values().map(|d| d.kmd),
+    )?;
+    let cpu = Arc::new(DoorbellCpuState {
+        mapping: Mutex::new(Mapping::Dummy),
+        dummy: DummyPage {
+            words: (0..(size as usize).div_ceil(8))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        },
+        status: AtomicI32::new(D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY),
+        last_queued,
+        dummy_writes: AtomicU64::new(0),
+        physical_writes: AtomicU64::new(0),
+    });
+    for al in [ring, control] {
+        if let Some(x) = os.allocations.get_mut(&al) {
+            x.refs += 1;
+        }
+    }
+    if let Some(q) = os.queues.get_mut(&queue) {
+        q.doorbell = Some(h);
+    }
+    os.doorbells.insert(
+        h,
+        DoorbellObj {
+            handle: h,
+            kmd,
+            device,
+            queue,
+            ring,
+            control,
+            state: DoorbellState::Disconnected,
+            cpu: cpu.clone(),
+        },
+    );
+    os.events.push(UmsEvent::CreateDoorbell { doorbell: h });
+    Ok(CreatedDoorbell { handle: h, cpu })
+}
+
+pub(crate) fn connect_doorbell(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    connect(a, device, h)
+}
+
+pub(crate) fn destroy_doorbell_thunk(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let _seq = lock(&a.ums_seq);
+    if lock(&a.ums)
+        .doorbells
+        .get(&h)
+        .is_none_or(|d| d.device != device)
+    {
+        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+    }
+    destroy_doorbell(a, h)
+}
+
+pub(crate) fn notify_work_submission(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let _seq = lock(&a.ums_seq);
+    let kmd_queue = {
+        let os = lock(&a.ums);
+        let d = os
+            .doorbells
+            .get(&h)
+            .filter(|d| d.device == device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if !matches!(d.state, DoorbellState::Connected { .. }) {
+            // Not connected: nothing to tell the KMD; the work is collected at reconnect.
+            return Ok(());
+        }
+        os.queues.get(&d.queue).map_or(0, |q| q.kmd)
+    };
+    let f = table(a)?
+        .DxgkDdiNotifyWorkSubmission
+        .map_or_else(not_supported, Ok)?;
+    let mut args = DXGKARG_NOTIFYWORKSUBMISSION {
+        hHwQueue: kmd_queue as HANDLE,
+        Flags: DXGKARG_NOTIFYWORKSUBMISSION_FLAGS::default(),
+    };
+    let status = call(
+        a,
+        Routine::DxgkDdiNotifyWorkSubmission,
+        f as usize,
+        Irql::Passive,
+        || {
+            // SAFETY: the driver's DDI with a valid argument block naming its queue.
+            unsafe { f(&mut args) }
+        },
+    )?;
+    must_succeed(a, "DxgkDdiNotifyWorkSubmission", status)?;
+    lock(&a.ums)
+        .events
+        .push(UmsEvent::NotifyWorkSubmission { doorbell: h });
+    Ok(())
+}
+
+fn submit_raw(
+    m: &Machine,
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+    value: u64,
+    gpu: u64,
+    bytes: u32,
+) -> Result<NTSTATUS, SimError> {
+    let (kmd, progress, lock_q) = {
+        let os = lock(&a.ums);
+        let q = os
+            .queues
+            .get(&queue)
+            .filter(|q| q.device == device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        (q.kmd, q.progress.clone(), q.submit_lock.clone())
+    };
+    let _q = lock(&lock_q);
+    let f = table(a)?
+        .DxgkDdiSubmitCommandToHwQueue
+        .map_or_else(not_supported, Ok)?;
+    let args = DXGKARG_SUBMITCOMMANDTOHWQUEUE {
+        hHwQueue: kmd as HANDLE,
+        HwQueueProgressFenceId: value,
+        DmaBufferVirtualAddress: gpu,
+        DmaBufferSize: bytes,
+        DmaBufferPrivateDataSize: 0,
+        pDmaBufferPrivateData: std::ptr::null_mut(),
+        Flags: DXGK_SUBMITCOMMANDFLAGS::default(),
+        HwQueueProgressFenceGpuVa: progress.gpu_va(),
+        HwQueueProgressFenceCpuVa: progress.kernel_va() as PVOID,
+    };
+    let irql = m.os_config().submit_irql;
+    let ctx = a.context();
+    call(
+        a,
+        Routine::DxgkDdiSubmitCommandToHwQueue,
+        f as usize,
+        irql,
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block naming its
+            // queue.
+            unsafe { f(ctx, &args) }
+        },
+    )
+}
+
+pub(crate) fn submit_command(
+    m: &Machine,
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+    value: u64,
+    gpu: u64,
+    bytes: u32,
+) -> Result<(), SimError> {
+    let last = {
+        let os = lock(&a.ums);
+        let q = os
+            .queues
+            .get(&queue)
+            .filter(|q| q.device == device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if os.devices.get(&device).is_none_or(|d| d.in_error) {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        if q.user_mode {
+            // UM-05: user-mode queues have no kernel-mode path.
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        q.last_queued.clone()
+    };
+    if value <= last.load(Ordering::Acquire) {
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    if lock(&a.ums).power == Power::D3 {
+        let _seq = lock(&a.ums_seq);
+        power_up_if_needed(a)?;
+        resume_power_suspended(a)?;
+    }
+    let status = submit_raw(m, a, device, queue, value, gpu, bytes)?;
+    check(status)?;
+    last.fetch_max(value, Ordering::AcqRel);
+    lock(&a.ums).events.push(UmsEvent::Submit { queue, value });
+    Ok(())
+}
+
+pub(crate) fn fence_of(a: &AdapterShared, h: KmtHandle) -> Option<MonitoredFence> {
+    lock(&a.ums).fences.get(&h).cloned()
+}
+
+/// Live user-mode objects on the adapter (devices, contexts, queues, doorbells, allocations).
+pub(crate) fn live_counts(a: &AdapterShared) -> (usize, usize, usize, usize, usize) {
+    let os = lock(&a.ums);
+    (
+        os.devices.len(),
+        os.contexts.len(),
+        os.queues.len(),
+        os.doorbells.len(),
+        os.allocations.len(),
+    )
+}
+
+/// How long a blocking thunk wait waits by default.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
