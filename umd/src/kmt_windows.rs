@@ -1,27 +1,155 @@
-//! D3DKMT thunks the UMD uses on Windows.
+//! The kernel thunks on Windows: [`WinKmt`] implements [`Kmt`] over the D3DKMT functions of
+//! gdi32.dll, so the portable submission core (`submit`) runs over the real OS.
 //!
-//! The thunks up to WDDM 3.1 (D3DKMTOpenAdapterFromLuid, D3DKMTCreateDevice,
-//! D3DKMTCreateHwQueue, D3DKMTSubmitCommandToHwQueue, ...) come from `windows-sys`
-//! (`Wdk::Graphics::Direct3D`, imported from gdi32.dll). The WDDM 3.2 user-mode submission
-//! thunks (D3DKMTCreateDoorbell, D3DKMTConnectDoorbell, D3DKMTDestroyDoorbell,
-//! D3DKMTNotifyWorkSubmission) are not in windows-sys 0.61; they are looked up at run time in
-//! gdi32.dll with GetProcAddress rather than imported, so that the DLL still loads on a
-//! Windows without them (pre-24H2) and reports "not supported" instead of failing to load.
-//! Their parameter structures (D3DKMT_CREATE_DOORBELL, ...) are defined with the user-mode
-//! submission issue; here they are opaque.
+//! **Status, honestly.** This module is only *compiled* in this repository (by the
+//! `x86_64-pc-windows-msvc` cross-build of rvgpu_umd.dll, scripts/package.sh); it has never run.
+//! It runs only on Windows 11 24H2 or later (WDDM 3.2) with the rvgpu KMD installed, and even
+//! there allocation creation cannot succeed yet: [`WinKmt::create_allocation`] needs the KMD's
+//! `DxgkDdiCreateAllocation` and a GPU virtual address for the allocation, which the v1 KMD does
+//! not provide (identity GPU addressing, no VidMm segment model: docs/usermode-submission.md,
+//! "Private driver data"). The simulated OS (`rvgpu_simos`) implements the same trait and is
+//! where the submission logic is exercised.
+//!
+//! **Where the thunks come from.**
+//! - Up to WDDM 3.1 (`D3DKMTOpenAdapterFromLuid`, `D3DKMTCreateDevice`,
+//!   `D3DKMTCreateContextVirtual`, `D3DKMTCreateHwQueue`, `D3DKMTSubmitCommandToHwQueue`,
+//!   `D3DKMTCreateAllocation2`, `D3DKMTLock2`, `D3DKMTMakeResident`,
+//!   `D3DKMTCreatePagingQueue`, `D3DKMTWaitForSynchronizationObjectFromCpu`, ...): `windows-sys`
+//!   (`Wdk::Graphics::Direct3D`, imported from gdi32.dll through windows-link's raw-dylib).
+//! - The WDDM 3.2 user-mode submission thunks (`D3DKMTCreateDoorbell`, `D3DKMTConnectDoorbell`,
+//!   `D3DKMTDestroyDoorbell`, `D3DKMTNotifyWorkSubmission`) are **not functions in windows-sys
+//!   0.61**, and the structures it has under those names are an older prerelease layout:
+//!   its `D3DKMT_CREATE_DOORBELL` lacks `HwQueueProgressFenceLastQueuedValueCPUVirtualAddress`
+//!   and `hDoorbell`, and its connect/destroy/notify structures name `hHwQueue` where the
+//!   released header has `hDoorbell`. The structures are therefore declared here from
+//!   learn.microsoft.com (URLs on each, sizes asserted), and the functions are looked up at run
+//!   time with `GetProcAddress` in gdi32.dll rather than imported, so that the DLL still loads
+//!   on a Windows without them (pre-24H2) and reports `STATUS_NOT_SUPPORTED` instead of failing
+//!   to load.
+//!
+//! **CPU views** are raw pointers the OS returned (ring and ring control through `Lock2`,
+//! doorbell page, doorbell status page, last-queued value, progress fence). Every access is
+//! atomic or volatile, 8-byte aligned, and bounds-checked where a size is known.
 
 use core::ffi::c_void;
+use core::ptr;
+use core::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
 
 pub use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCloseAdapter, D3DKMTCreateDevice, D3DKMTCreateHwQueue, D3DKMTDestroyDevice,
     D3DKMTDestroyHwQueue, D3DKMTOpenAdapterFromLuid, D3DKMTSubmitCommandToHwQueue,
     D3DKMT_CLOSEADAPTER, D3DKMT_OPENADAPTERFROMLUID,
 };
-use windows_sys::Win32::Foundation::{LUID, NTSTATUS};
-use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleW, GetProcAddress, LoadLibraryW};
+use windows_sys::Wdk::Graphics::Direct3D::{
+    D3DKMTCreateAllocation2, D3DKMTCreateContextVirtual, D3DKMTCreatePagingQueue,
+    D3DKMTDestroyAllocation2, D3DKMTDestroyContext, D3DKMTDestroyPagingQueue, D3DKMTLock2,
+    D3DKMTMakeResident, D3DKMTUnlock2, D3DKMTWaitForSynchronizationObjectFromCpu,
+    D3DDDI_ALLOCATIONINFO2, D3DDDI_DESTROYPAGINGQUEUE, D3DDDI_MAKERESIDENT,
+    D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DKMT_CLIENTHINT_UNKNOWN, D3DKMT_CREATEALLOCATION,
+    D3DKMT_CREATECONTEXTVIRTUAL, D3DKMT_CREATEDEVICE, D3DKMT_CREATEHWQUEUE,
+    D3DKMT_CREATEPAGINGQUEUE, D3DKMT_DESTROYALLOCATION2, D3DKMT_DESTROYCONTEXT,
+    D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYHWQUEUE, D3DKMT_LOCK2, D3DKMT_SUBMITCOMMANDTOHWQUEUE,
+    D3DKMT_UNLOCK2, D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
+};
+use windows_sys::Win32::Foundation::{LUID, NTSTATUS, STATUS_PENDING};
+
+use crate::kmt::{
+    Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, Kmt,
+    KmtHandle, NtStatus,
+};
 
 /// `NTSTATUS` values this module returns itself.
-const STATUS_NOT_SUPPORTED: NTSTATUS = 0xC000_00BB_u32 as NTSTATUS;
+pub const STATUS_NOT_SUPPORTED: NTSTATUS = 0xC000_00BB_u32 as NTSTATUS;
+/// The OS returned something unusable (a null or misaligned CPU address).
+pub const STATUS_INVALID_PARAMETER: NTSTATUS = 0xC000_000D_u32 as NTSTATUS;
+
+fn check(status: NTSTATUS) -> Result<(), NtStatus> {
+    if status < 0 {
+        Err(NtStatus(status))
+    } else {
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// WDDM 3.2 doorbell thunks: structures (released d3dkmthk.h layout) and run-time lookup
+// ---------------------------------------------------------------------------------------------
+
+/// `D3DKMT_CREATE_DOORBELL`:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_create_doorbell>
+/// (`D3DKMT_PTR` members are plain pointers on x64.)
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dkmtCreateDoorbell {
+    pub hHwQueue: u32,
+    pub hRingBuffer: u32,
+    pub hRingBufferControl: u32,
+    /// `D3DKMT_CREATE_DOORBELL_FLAGS` (bit 0 RequireSecondaryCpuVA, bit 1
+    /// ResizeRingBufferOperation):
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_create_doorbell_flags>
+    pub Flags: u32,
+    pub PrivateDriverDataSize: u32,
+    pub PrivateDriverData: *mut c_void,
+    pub DoorbellCPUVirtualAddress: *mut c_void,
+    pub DoorbellSecondaryCPUVirtualAddress: *mut c_void,
+    pub DoorbellStatusCPUVirtualAddress: *mut c_void,
+    pub HwQueueProgressFenceLastQueuedValueCPUVirtualAddress: *mut c_void,
+    pub hDoorbell: u32,
+}
+
+/// `D3DKMT_CONNECT_DOORBELL` (`Flags` is `D3DKMT_CONNECT_DOORBELL_FLAGS`, all reserved):
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_connect_doorbell>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dkmtConnectDoorbell {
+    pub hDoorbell: u32,
+    pub Flags: u32,
+}
+
+/// `D3DKMT_DESTROY_DOORBELL`:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_destroy_doorbell>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dkmtDestroyDoorbell {
+    pub hDoorbell: u32,
+}
+
+/// `D3DKMT_NOTIFY_WORK_SUBMISSION` (`Flags` is `D3DKMT_NOTIFY_WORK_SUBMISSION_FLAGS`, all
+/// reserved):
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_notify_work_submission>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dkmtNotifyWorkSubmission {
+    pub hDoorbell: u32,
+    pub Flags: u32,
+}
+
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<D3dkmtCreateDoorbell>() == 72);
+    assert!(align_of::<D3dkmtCreateDoorbell>() == 8);
+    assert!(offset_of!(D3dkmtCreateDoorbell, PrivateDriverData) == 24);
+    assert!(offset_of!(D3dkmtCreateDoorbell, DoorbellStatusCPUVirtualAddress) == 48);
+    assert!(
+        offset_of!(
+            D3dkmtCreateDoorbell,
+            HwQueueProgressFenceLastQueuedValueCPUVirtualAddress
+        ) == 56
+    );
+    assert!(offset_of!(D3dkmtCreateDoorbell, hDoorbell) == 64);
+    assert!(size_of::<D3dkmtConnectDoorbell>() == 8);
+    assert!(size_of::<D3dkmtDestroyDoorbell>() == 4);
+    assert!(size_of::<D3dkmtNotifyWorkSubmission>() == 8);
+};
+
+/// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission` (bit 4):
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_createhwqueueflags>
+pub const CREATEHWQUEUE_USER_MODE_SUBMISSION: u32 = 1 << 4;
 
 /// A WDDM 3.2 thunk: `NTSTATUS (APIENTRY *)(ARGS *)`.
 pub type Thunk = unsafe extern "system" fn(args: *mut c_void) -> NTSTATUS;
@@ -44,6 +172,10 @@ impl Wddm32Thunk {
             Self::NotifyWorkSubmission => c"D3DKMTNotifyWorkSubmission",
         }
     }
+
+    const fn index(self) -> usize {
+        self as usize
+    }
 }
 
 /// "gdi32.dll" as UTF-16, NUL-terminated.
@@ -61,8 +193,19 @@ const GDI32: [u16; 10] = {
     out
 };
 
-/// Looks up a WDDM 3.2 thunk in gdi32.dll; `None` on a Windows that does not have it.
-pub fn lookup(thunk: Wddm32Thunk) -> Option<Thunk> {
+/// Looked-up thunks: null = not looked up yet, [`MISSING`] = this Windows lacks it.
+static THUNKS: [AtomicPtr<c_void>; 4] = [
+    AtomicPtr::new(ptr::null_mut()),
+    AtomicPtr::new(ptr::null_mut()),
+    AtomicPtr::new(ptr::null_mut()),
+    AtomicPtr::new(ptr::null_mut()),
+];
+const MISSING: *mut c_void = ptr::dangling_mut::<c_void>();
+
+fn lookup_uncached(thunk: Wddm32Thunk) -> Option<Thunk> {
+    use windows_sys::Win32::System::LibraryLoader::{
+        GetModuleHandleW, GetProcAddress, LoadLibraryW,
+    };
     // SAFETY: NUL-terminated UTF-16 module name; GetModuleHandleW takes no reference.
     let mut module = unsafe { GetModuleHandleW(GDI32.as_ptr()) };
     if module.is_null() {
@@ -76,6 +219,27 @@ pub fn lookup(thunk: Wddm32Thunk) -> Option<Thunk> {
     let proc = unsafe { GetProcAddress(module, thunk.name().as_ptr().cast()) }?;
     // SAFETY: every D3DKMT thunk has the signature `NTSTATUS APIENTRY f(ARGS *)`.
     Some(unsafe { core::mem::transmute::<unsafe extern "system" fn() -> isize, Thunk>(proc) })
+}
+
+/// Looks up a WDDM 3.2 thunk in gdi32.dll (once per process); `None` on a Windows that does
+/// not have it.
+pub fn lookup(thunk: Wddm32Thunk) -> Option<Thunk> {
+    let slot = THUNKS.get(thunk.index())?;
+    let cached = slot.load(Ordering::Acquire);
+    if cached == MISSING {
+        return None;
+    }
+    if !cached.is_null() {
+        // SAFETY: only ever stored from a `Thunk` below (function pointers and data pointers
+        // have the same size and representation on Windows targets).
+        return Some(unsafe { core::mem::transmute::<*mut c_void, Thunk>(cached) });
+    }
+    let found = lookup_uncached(thunk);
+    slot.store(
+        found.map_or(MISSING, |f| f as *mut c_void),
+        Ordering::Release,
+    );
+    found
 }
 
 /// Calls a WDDM 3.2 thunk, or returns STATUS_NOT_SUPPORTED if this Windows lacks it.
@@ -110,4 +274,429 @@ pub fn close_adapter(adapter: u32) -> NTSTATUS {
     let args = D3DKMT_CLOSEADAPTER { hAdapter: adapter };
     // SAFETY: a valid argument structure; D3DKMT validates the handle.
     unsafe { D3DKMTCloseAdapter(&args) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU views
+// ---------------------------------------------------------------------------------------------
+
+/// CPU view of an allocation: the `Lock2` mapping.
+#[derive(Clone, Debug)]
+pub struct WinMem {
+    base: *mut u64,
+    size: u64,
+}
+
+impl WinMem {
+    /// The word at byte `offset`, if 8-aligned and in range.
+    fn word(&self, offset: u64) -> Option<&AtomicU64> {
+        if !offset.is_multiple_of(8) || offset.checked_add(8)? > self.size {
+            return None;
+        }
+        let index = usize::try_from(offset / 8).ok()?;
+        // SAFETY: `base` is the 8-aligned CPU mapping of `size` bytes that `Lock2` returned
+        // (checked at creation) and stays mapped until the allocation is destroyed, which the
+        // submission core does only after its last access; `index` is in range (checked
+        // above); the GPU and this process access the words only atomically.
+        Some(unsafe { AtomicU64::from_ptr(self.base.add(index)) })
+    }
+}
+
+impl AllocationCpu for WinMem {
+    fn store(&self, offset: u64, value: u64) {
+        if let Some(w) = self.word(offset) {
+            w.store(value, Ordering::Release);
+        }
+    }
+    fn load(&self, offset: u64) -> u64 {
+        self.word(offset).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+}
+
+/// CPU views of a doorbell: the doorbell page, the status page and the last-queued value.
+#[derive(Debug)]
+pub struct WinDoorbell {
+    doorbell: *mut u64,
+    status: *const i32,
+    last_queued: *mut u64,
+}
+
+impl DoorbellCpu for WinDoorbell {
+    fn ring(&self, value: u64) {
+        // The write pointer was stored with Release; the doorbell page may be write-combining,
+        // so fence before the doorbell write (hardware.md 8.5, P3 before P4) and after it (the
+        // status read that follows must not pass it).
+        fence(Ordering::SeqCst);
+        // SAFETY: `DoorbellCPUVirtualAddress` from D3DKMTCreateDoorbell: a writable mapping
+        // (physical doorbell or the OS's dummy page) that lives until D3DKMTDestroyDoorbell,
+        // which the submission core calls only after its last ring; checked non-null and
+        // 8-aligned at creation. Volatile: a device register write.
+        unsafe { ptr::write_volatile(self.doorbell, value) };
+        fence(Ordering::SeqCst);
+    }
+
+    fn status(&self) -> DoorbellStatus {
+        // SAFETY: `DoorbellStatusCPUVirtualAddress`, a read-only OS page holding a
+        // D3DDDI_DOORBELLSTATUS (32-bit enum) that lives as long as the doorbell; checked
+        // non-null and aligned at creation. Volatile: the OS changes it asynchronously.
+        DoorbellStatus::from_raw(unsafe { ptr::read_volatile(self.status) })
+    }
+
+    fn set_last_queued(&self, value: u64) {
+        // SAFETY: `HwQueueProgressFenceLastQueuedValueCPUVirtualAddress`, a writable 64-bit
+        // OS location that lives as long as the doorbell; checked non-null and 8-aligned at
+        // creation; the OS reads it concurrently, so the store is atomic.
+        unsafe { AtomicU64::from_ptr(self.last_queued) }.store(value, Ordering::Release);
+    }
+}
+
+/// Read-only CPU view of a progress fence.
+#[derive(Debug)]
+pub struct WinFence {
+    value: *const u64,
+}
+
+impl FenceCpu for WinFence {
+    fn value(&self) -> u64 {
+        // SAFETY: `HwQueueProgressFenceCPUVirtualAddress`, a read-only 8-aligned OS mapping of
+        // the fence value that lives as long as the queue (checked at creation). An atomic
+        // load of a lock-free size is allowed on read-only memory.
+        unsafe { AtomicU64::from_ptr(self.value.cast_mut()) }.load(Ordering::Acquire)
+    }
+}
+
+fn aligned<T>(p: *mut c_void) -> Option<*mut T> {
+    (!p.is_null() && (p as usize).is_multiple_of(core::mem::align_of::<T>())).then_some(p.cast())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The thunks
+// ---------------------------------------------------------------------------------------------
+
+/// One D3D device on one adapter, with the paging queue used to make allocations resident.
+#[derive(Debug)]
+pub struct WinKmt {
+    adapter: u32,
+    device: u32,
+    paging_queue: u32,
+    paging_fence: u32,
+}
+
+impl WinKmt {
+    /// Opens the adapter with `luid`, creates a device and a paging queue on it.
+    pub fn open(luid: LUID) -> Result<Self, NtStatus> {
+        let adapter = open_adapter(luid).map_err(NtStatus)?;
+        let mut dev = D3DKMT_CREATEDEVICE::default();
+        dev.Anonymous.hAdapter = adapter;
+        // SAFETY: a valid, initialised argument structure on the stack.
+        if let Err(e) = check(unsafe { D3DKMTCreateDevice(&mut dev) }) {
+            close_adapter(adapter);
+            return Err(e);
+        }
+        let mut pq = D3DKMT_CREATEPAGINGQUEUE {
+            hDevice: dev.hDevice,
+            Priority: D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL,
+            ..Default::default()
+        };
+        // SAFETY: as above.
+        if let Err(e) = check(unsafe { D3DKMTCreatePagingQueue(&mut pq) }) {
+            let d = D3DKMT_DESTROYDEVICE {
+                hDevice: dev.hDevice,
+            };
+            // SAFETY: the device just created.
+            unsafe { D3DKMTDestroyDevice(&d) };
+            close_adapter(adapter);
+            return Err(e);
+        }
+        Ok(Self {
+            adapter,
+            device: dev.hDevice,
+            paging_queue: pq.hPagingQueue,
+            paging_fence: pq.hSyncObject,
+        })
+    }
+
+    /// The D3DKMT device handle.
+    pub fn device(&self) -> u32 {
+        self.device
+    }
+
+    fn wait(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        let args = D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU {
+            hDevice: self.device,
+            ObjectCount: 1,
+            ObjectHandleArray: &fence,
+            FenceValueArray: &value,
+            // Null event: the call blocks until the fence reaches the value.
+            hAsyncEvent: ptr::null_mut(),
+            ..Default::default()
+        };
+        // SAFETY: the arrays point to one handle and one value on this stack frame.
+        check(unsafe { D3DKMTWaitForSynchronizationObjectFromCpu(&args) })
+    }
+
+    fn destroy_alloc(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        let unlock = D3DKMT_UNLOCK2 {
+            hDevice: self.device,
+            hAllocation: allocation,
+        };
+        // SAFETY: valid argument structure; unlocking an unlocked allocation only fails.
+        let _ = unsafe { D3DKMTUnlock2(&unlock) };
+        let args = D3DKMT_DESTROYALLOCATION2 {
+            hDevice: self.device,
+            phAllocationList: &allocation,
+            AllocationCount: 1,
+            ..Default::default()
+        };
+        // SAFETY: the list points to one handle on this stack frame.
+        check(unsafe { D3DKMTDestroyAllocation2(&args) })
+    }
+}
+
+impl Drop for WinKmt {
+    fn drop(&mut self) {
+        let mut pq = D3DDDI_DESTROYPAGINGQUEUE {
+            hPagingQueue: self.paging_queue,
+        };
+        // SAFETY: handles this object created; each destroyed once, here.
+        unsafe { D3DKMTDestroyPagingQueue(&mut pq) };
+        let d = D3DKMT_DESTROYDEVICE {
+            hDevice: self.device,
+        };
+        // SAFETY: as above.
+        unsafe { D3DKMTDestroyDevice(&d) };
+        close_adapter(self.adapter);
+    }
+}
+
+impl Kmt for WinKmt {
+    type Mem = WinMem;
+    type Doorbell = WinDoorbell;
+    type Fence = WinFence;
+
+    fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
+        let mut args = D3DKMT_CREATECONTEXTVIRTUAL {
+            hDevice: self.device,
+            NodeOrdinal: node,
+            // 0: the node's default engine.
+            EngineAffinity: 0,
+            ClientHint: D3DKMT_CLIENTHINT_UNKNOWN,
+            ..Default::default()
+        };
+        // SAFETY: a valid argument structure; the thunk writes `hContext` back (the header
+        // declares the parameter const, so the pointer is derived from a mutable borrow).
+        check(unsafe { D3DKMTCreateContextVirtual(ptr::addr_of_mut!(args).cast_const()) })?;
+        Ok(args.hContext)
+    }
+
+    fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
+        let args = D3DKMT_DESTROYCONTEXT { hContext: context };
+        // SAFETY: valid argument structure; D3DKMT validates the handle.
+        check(unsafe { D3DKMTDestroyContext(&args) })
+    }
+
+    fn create_hw_queue(
+        &self,
+        context: KmtHandle,
+        user_mode_submission: bool,
+        private_data: &mut [u8],
+    ) -> Result<HwQueue<WinFence>, NtStatus> {
+        let mut args = D3DKMT_CREATEHWQUEUE {
+            hHwContext: context,
+            PrivateDriverDataSize: u32::try_from(private_data.len())
+                .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
+            pPrivateDriverData: private_data.as_mut_ptr().cast(),
+            ..Default::default()
+        };
+        args.Flags.Anonymous.Value = if user_mode_submission {
+            CREATEHWQUEUE_USER_MODE_SUBMISSION
+        } else {
+            0
+        };
+        // SAFETY: valid argument structure; the private data buffer is live and writable for
+        // its length during the call (in/out).
+        check(unsafe { D3DKMTCreateHwQueue(&mut args) })?;
+        let Some(value) = aligned::<u64>(args.HwQueueProgressFenceCPUVirtualAddress) else {
+            let d = D3DKMT_DESTROYHWQUEUE {
+                hHwQueue: args.hHwQueue,
+            };
+            // SAFETY: the queue just created.
+            unsafe { D3DKMTDestroyHwQueue(&d) };
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        };
+        Ok(HwQueue {
+            handle: args.hHwQueue,
+            progress_fence: args.hHwQueueProgressFence,
+            progress_cpu: WinFence {
+                value: value.cast_const(),
+            },
+            progress_gpu: args.HwQueueProgressFenceGPUVirtualAddress,
+        })
+    }
+
+    fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+        let args = D3DKMT_DESTROYHWQUEUE { hHwQueue: queue };
+        // SAFETY: valid argument structure; D3DKMT validates the handle.
+        check(unsafe { D3DKMTDestroyHwQueue(&args) })
+    }
+
+    /// `D3DKMTCreateAllocation2` without private driver data, then `D3DKMTMakeResident` (waiting
+    /// on the paging fence if the OS returns `STATUS_PENDING`), then `D3DKMTLock2` for the CPU
+    /// mapping. Needs an OS-assigned GPU VA in `D3DDDI_ALLOCATIONINFO2::GpuVirtualAddress`;
+    /// without one (the v1 KMD, see the module documentation) it returns
+    /// `STATUS_NOT_SUPPORTED`.
+    fn create_allocation(&self, size: u64) -> Result<Allocation<WinMem>, NtStatus> {
+        let mut info = D3DDDI_ALLOCATIONINFO2::default();
+        let mut args = D3DKMT_CREATEALLOCATION {
+            hDevice: self.device,
+            NumAllocations: 1,
+            ..Default::default()
+        };
+        args.Anonymous2.pAllocationInfo2 = &mut info;
+        // SAFETY: valid argument structure; `info` outlives the call and receives the handle
+        // and GPU VA.
+        check(unsafe { D3DKMTCreateAllocation2(&mut args) })?;
+        let handle = info.hAllocation;
+        let fail = |e: NtStatus| {
+            let _ = self.destroy_alloc(handle);
+            Err(e)
+        };
+        let gpu_va = info.GpuVirtualAddress;
+        if gpu_va == 0 || !gpu_va.is_multiple_of(64) {
+            return fail(NtStatus(STATUS_NOT_SUPPORTED));
+        }
+        let mut res = D3DDDI_MAKERESIDENT {
+            hPagingQueue: self.paging_queue,
+            NumAllocations: 1,
+            AllocationList: &handle,
+            ..Default::default()
+        };
+        // SAFETY: the list points to one handle on this stack frame.
+        let st = unsafe { D3DKMTMakeResident(&mut res) };
+        if st == STATUS_PENDING {
+            if let Err(e) = self.wait(self.paging_fence, res.PagingFenceValue) {
+                return fail(e);
+            }
+        } else if let Err(e) = check(st) {
+            return fail(e);
+        }
+        let mut lock = D3DKMT_LOCK2 {
+            hDevice: self.device,
+            hAllocation: handle,
+            ..Default::default()
+        };
+        // SAFETY: valid argument structure; the OS writes `pData`.
+        if let Err(e) = check(unsafe { D3DKMTLock2(&mut lock) }) {
+            return fail(e);
+        }
+        let Some(base) = aligned::<u64>(lock.pData) else {
+            return fail(NtStatus(STATUS_INVALID_PARAMETER));
+        };
+        Ok(Allocation {
+            handle,
+            gpu_va,
+            size,
+            mem: WinMem { base, size },
+        })
+    }
+
+    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        self.destroy_alloc(allocation)
+    }
+
+    fn create_doorbell(
+        &self,
+        queue: KmtHandle,
+        ring: KmtHandle,
+        ring_control: KmtHandle,
+        private_data: &mut [u8],
+    ) -> Result<Doorbell<WinDoorbell>, NtStatus> {
+        let mut args = D3dkmtCreateDoorbell {
+            hHwQueue: queue,
+            hRingBuffer: ring,
+            hRingBufferControl: ring_control,
+            Flags: 0,
+            PrivateDriverDataSize: u32::try_from(private_data.len())
+                .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
+            PrivateDriverData: private_data.as_mut_ptr().cast(),
+            DoorbellCPUVirtualAddress: ptr::null_mut(),
+            DoorbellSecondaryCPUVirtualAddress: ptr::null_mut(),
+            DoorbellStatusCPUVirtualAddress: ptr::null_mut(),
+            HwQueueProgressFenceLastQueuedValueCPUVirtualAddress: ptr::null_mut(),
+            hDoorbell: 0,
+        };
+        // SAFETY: the released D3DKMT_CREATE_DOORBELL layout (asserted above); the private
+        // data buffer is live and writable for its length during the call.
+        check(unsafe { call(Wddm32Thunk::CreateDoorbell, ptr::addr_of_mut!(args).cast()) })?;
+        let views = (
+            aligned::<u64>(args.DoorbellCPUVirtualAddress),
+            aligned::<i32>(args.DoorbellStatusCPUVirtualAddress),
+            aligned::<u64>(args.HwQueueProgressFenceLastQueuedValueCPUVirtualAddress),
+        );
+        let (Some(doorbell), Some(status), Some(last_queued)) = views else {
+            let _ = self.destroy_doorbell(args.hDoorbell);
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        };
+        Ok(Doorbell {
+            handle: args.hDoorbell,
+            cpu: WinDoorbell {
+                doorbell,
+                status: status.cast_const(),
+                last_queued,
+            },
+        })
+    }
+
+    fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        let mut args = D3dkmtConnectDoorbell {
+            hDoorbell: doorbell,
+            Flags: 0,
+        };
+        // SAFETY: the D3DKMT_CONNECT_DOORBELL layout (asserted above).
+        check(unsafe { call(Wddm32Thunk::ConnectDoorbell, ptr::addr_of_mut!(args).cast()) })
+    }
+
+    fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        let mut args = D3dkmtDestroyDoorbell {
+            hDoorbell: doorbell,
+        };
+        // SAFETY: the D3DKMT_DESTROY_DOORBELL layout (asserted above).
+        check(unsafe { call(Wddm32Thunk::DestroyDoorbell, ptr::addr_of_mut!(args).cast()) })
+    }
+
+    fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        let mut args = D3dkmtNotifyWorkSubmission {
+            hDoorbell: doorbell,
+            Flags: 0,
+        };
+        // SAFETY: the D3DKMT_NOTIFY_WORK_SUBMISSION layout (asserted above).
+        check(unsafe {
+            call(
+                Wddm32Thunk::NotifyWorkSubmission,
+                ptr::addr_of_mut!(args).cast(),
+            )
+        })
+    }
+
+    fn submit_command_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        progress_fence_value: u64,
+        command_buffer_gpu: u64,
+        command_bytes: u32,
+    ) -> Result<(), NtStatus> {
+        let args = D3DKMT_SUBMITCOMMANDTOHWQUEUE {
+            hHwQueue: queue,
+            HwQueueProgressFenceId: progress_fence_value,
+            CommandBuffer: command_buffer_gpu,
+            CommandLength: command_bytes,
+            ..Default::default()
+        };
+        // SAFETY: valid argument structure without private data or primaries.
+        check(unsafe { D3DKMTSubmitCommandToHwQueue(&args) })
+    }
+
+    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        self.wait(fence, value)
+    }
 }
