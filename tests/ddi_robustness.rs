@@ -33,6 +33,12 @@ use rvgpu_ddi::ntstatus::{
     STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_DEVICE_STATE, STATUS_INVALID_HANDLE,
     STATUS_INVALID_PARAMETER, STATUS_NOT_IMPLEMENTED, STATUS_SUCCESS,
 };
+use rvgpu_ddi::submission::{
+    DXGKARG_CONNECTDOORBELL, DXGKARG_CREATECONTEXT, DXGKARG_CREATEDEVICE, DXGKARG_CREATEDOORBELL,
+    DXGKARG_CREATEHWQUEUE, DXGKARG_DESTROYDOORBELL, DXGKARG_DISCONNECTDOORBELL,
+    DXGKARG_NOTIFYWORKSUBMISSION, DXGKARG_RESUMECONTEXT, DXGKARG_SUBMITCOMMANDTOHWQUEUE,
+    DXGKARG_SUSPENDCONTEXT, DXGK_NODEMETADATA,
+};
 use rvgpu_ddi::{PowerDeviceD0, PowerDeviceMaximum, HANDLE, NTSTATUS, PDEVICE_OBJECT, PVOID};
 use rvgpu_kmd::adapter::{Adapter, DISPLAY_ADAPTER_HW_ID};
 
@@ -182,6 +188,21 @@ const COVERED: &[&str] = &[
     "DxgkDdiCloseNativeFence",
     "DxgkDdiUpdateMonitoredValues",
     "DxgkDdiUpdateCurrentValuesFromCpu",
+    "DxgkDdiCreateDevice",
+    "DxgkDdiDestroyDevice",
+    "DxgkDdiCreateContext",
+    "DxgkDdiDestroyContext",
+    "DxgkDdiGetNodeMetadata",
+    "DxgkDdiSuspendContext",
+    "DxgkDdiResumeContext",
+    "DxgkDdiCreateHwQueue",
+    "DxgkDdiDestroyHwQueue",
+    "DxgkDdiSubmitCommandToHwQueue",
+    "DxgkDdiCreateDoorbell",
+    "DxgkDdiConnectDoorbell",
+    "DxgkDdiDisconnectDoorbell",
+    "DxgkDdiDestroyDoorbell",
+    "DxgkDdiNotifyWorkSubmission",
 ];
 
 #[test]
@@ -386,6 +407,257 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
         s,
         STATUS_INVALID_PARAMETER,
     );
+
+    // Devices, contexts, hardware queues, doorbells: NULL adapter, NULL argument blocks, and
+    // NULL object handles (which the driver decodes, never dereferences).
+    let f = d.DxgkDdiCreateDevice.expect("CreateDevice filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { f(null, ptr::null_mut()) };
+    expect_status("CreateDevice", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let f = d.DxgkDdiDestroyDevice.expect("DestroyDevice filled");
+    // SAFETY: a NULL handle is decoded, not dereferenced.
+    let s = unsafe { f(null) };
+    expect_status("DestroyDevice", "NULL", s, STATUS_INVALID_HANDLE);
+    let f = d.DxgkDdiCreateContext.expect("CreateContext filled");
+    // SAFETY: NULL arguments are what is being tested.
+    let s = unsafe { f(null, ptr::null_mut()) };
+    expect_status("CreateContext", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let f = d.DxgkDdiDestroyContext.expect("DestroyContext filled");
+    // SAFETY: a NULL handle is decoded, not dereferenced.
+    let s = unsafe { f(null) };
+    expect_status("DestroyContext", "NULL", s, STATUS_INVALID_HANDLE);
+    let f = d.DxgkDdiGetNodeMetadata.expect("GetNodeMetadata filled");
+    // SAFETY: NULL arguments are what is being tested.
+    let s = unsafe { f(null, 0, ptr::null_mut()) };
+    expect_status("GetNodeMetadata", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let f = d.DxgkDdiSuspendContext.expect("SuspendContext filled");
+    // SAFETY: NULL arguments are what is being tested.
+    let s = unsafe { f(null, ptr::null()) };
+    expect_status("SuspendContext", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let f = d.DxgkDdiResumeContext.expect("ResumeContext filled");
+    // SAFETY: NULL arguments are what is being tested.
+    let s = unsafe { f(null, ptr::null()) };
+    expect_status("ResumeContext", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let f = d.DxgkDdiCreateHwQueue.expect("CreateHwQueue filled");
+    // SAFETY: NULL arguments are what is being tested.
+    let s = unsafe { f(null, ptr::null_mut()) };
+    expect_status("CreateHwQueue", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let mut queue = DXGKARG_CREATEHWQUEUE::default();
+    // SAFETY: NULL context handle (decoded, not dereferenced), a live local argument block.
+    let s = unsafe { f(null, &mut queue) };
+    expect_status("CreateHwQueue", "NULL hHwContext", s, STATUS_INVALID_HANDLE);
+    let f = d.DxgkDdiDestroyHwQueue.expect("DestroyHwQueue filled");
+    // SAFETY: a NULL handle is decoded, not dereferenced.
+    let s = unsafe { f(null) };
+    expect_status("DestroyHwQueue", "NULL", s, STATUS_INVALID_HANDLE);
+    let f = d
+        .DxgkDdiSubmitCommandToHwQueue
+        .expect("SubmitCommandToHwQueue filled");
+    // SAFETY: NULL arguments are what is being tested.
+    let s = unsafe { f(null, ptr::null()) };
+    expect_status(
+        "SubmitCommandToHwQueue",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let f = d.DxgkDdiCreateDoorbell.expect("CreateDoorbell filled");
+    // SAFETY: NULL arguments are what is being tested.
+    let s = unsafe { f(ptr::null_mut()) };
+    expect_status("CreateDoorbell", "NULL", s, STATUS_INVALID_PARAMETER);
+    let mut create = DXGKARG_CREATEDOORBELL::default();
+    // SAFETY: a live local argument block naming a NULL queue.
+    let s = unsafe { f(&mut create) };
+    expect_status("CreateDoorbell", "NULL hHwQueue", s, STATUS_INVALID_HANDLE);
+    let f = d.DxgkDdiConnectDoorbell.expect("ConnectDoorbell filled");
+    // SAFETY: NULL arguments are what is being tested.
+    let s = unsafe { f(ptr::null_mut()) };
+    expect_status("ConnectDoorbell", "NULL", s, STATUS_INVALID_PARAMETER);
+    let mut connect = DXGKARG_CONNECTDOORBELL::default();
+    // SAFETY: a live local argument block naming a NULL doorbell.
+    let s = unsafe { f(&mut connect) };
+    expect_status(
+        "ConnectDoorbell",
+        "NULL hDoorbell",
+        s,
+        STATUS_INVALID_HANDLE,
+    );
+    assert!(
+        connect.KernelCpuVirtualAddress.is_null(),
+        "a refused connect returned an address"
+    );
+    let f = d
+        .DxgkDdiDisconnectDoorbell
+        .expect("DisconnectDoorbell filled");
+    // SAFETY: NULL arguments are what is being tested.
+    let s = unsafe { f(ptr::null_mut()) };
+    expect_status("DisconnectDoorbell", "NULL", s, STATUS_INVALID_PARAMETER);
+    let mut disconnect = DXGKARG_DISCONNECTDOORBELL::default();
+    // SAFETY: a live local argument block naming a NULL doorbell.
+    let s = unsafe { f(&mut disconnect) };
+    expect_status(
+        "DisconnectDoorbell",
+        "NULL hDoorbell",
+        s,
+        STATUS_INVALID_HANDLE,
+    );
+    let f = d.DxgkDdiDestroyDoorbell.expect("DestroyDoorbell filled");
+    // SAFETY: NULL arguments are what is being tested.
+    let s = unsafe { f(ptr::null_mut()) };
+    expect_status("DestroyDoorbell", "NULL", s, STATUS_INVALID_PARAMETER);
+    let mut destroy = DXGKARG_DESTROYDOORBELL::default();
+    // SAFETY: a live local argument block naming a NULL doorbell.
+    let s = unsafe { f(&mut destroy) };
+    expect_status(
+        "DestroyDoorbell",
+        "NULL hDoorbell",
+        s,
+        STATUS_INVALID_HANDLE,
+    );
+    let f = d
+        .DxgkDdiNotifyWorkSubmission
+        .expect("NotifyWorkSubmission filled");
+    // SAFETY: NULL arguments are what is being tested.
+    let s = unsafe { f(ptr::null_mut()) };
+    expect_status("NotifyWorkSubmission", "NULL", s, STATUS_INVALID_PARAMETER);
+    let mut notify = DXGKARG_NOTIFYWORKSUBMISSION::default();
+    // SAFETY: a live local argument block naming a NULL queue.
+    let s = unsafe { f(&mut notify) };
+    expect_status(
+        "NotifyWorkSubmission",
+        "NULL hHwQueue",
+        s,
+        STATUS_INVALID_HANDLE,
+    );
+}
+
+/// Handles that look plausible but name nothing (garbage values, other kinds, handles built
+/// for adapter slots that hold no started adapter) are refused with STATUS_INVALID_HANDLE by
+/// every object-handle DDI: handles are decoded and looked up, never dereferenced.
+#[test]
+fn garbage_object_handles_are_invalid_handles() {
+    let d = table();
+    let junk: Vec<HANDLE> = [
+        1usize,
+        0x1000,
+        0xDEAD_BEEF,
+        usize::MAX,
+        // Adapter slot 0, kind 1..=4, sequence 1: well-formed, but no started adapter.
+        (1usize << 56) | (1 << 52) | 1,
+        (1usize << 56) | (2 << 52) | 1,
+        (1usize << 56) | (3 << 52) | 1,
+        (1usize << 56) | (4 << 52) | 1,
+        (16usize << 56) | (3 << 52) | 7,
+    ]
+    .into_iter()
+    .map(ptr::without_provenance_mut::<c_void>)
+    .collect();
+    for &h in &junk {
+        let case = format!("{h:p}");
+        let f = d.DxgkDdiDestroyDevice.expect("filled");
+        // SAFETY: the handle is decoded, never dereferenced.
+        expect_status(
+            "DestroyDevice",
+            &case,
+            unsafe { f(h) },
+            STATUS_INVALID_HANDLE,
+        );
+        let f = d.DxgkDdiDestroyContext.expect("filled");
+        // SAFETY: as above.
+        expect_status(
+            "DestroyContext",
+            &case,
+            unsafe { f(h) },
+            STATUS_INVALID_HANDLE,
+        );
+        let f = d.DxgkDdiDestroyHwQueue.expect("filled");
+        // SAFETY: as above.
+        expect_status(
+            "DestroyHwQueue",
+            &case,
+            unsafe { f(h) },
+            STATUS_INVALID_HANDLE,
+        );
+        let f = d.DxgkDdiCreateContext.expect("filled");
+        let mut ctx = DXGKARG_CREATECONTEXT::default();
+        // SAFETY: as above, with a live local argument block.
+        expect_status(
+            "CreateContext",
+            &case,
+            unsafe { f(h, &mut ctx) },
+            STATUS_INVALID_HANDLE,
+        );
+        assert!(ctx.hContext.is_null(), "a refused create returned a handle");
+        let f = d.DxgkDdiCreateHwQueue.expect("filled");
+        let mut q = DXGKARG_CREATEHWQUEUE {
+            HwQueueProgressFenceGPUVirtualAddress: 0x1_0000,
+            ..Default::default()
+        };
+        // SAFETY: as above.
+        expect_status(
+            "CreateHwQueue",
+            &case,
+            unsafe { f(h, &mut q) },
+            STATUS_INVALID_HANDLE,
+        );
+        let f = d.DxgkDdiCreateDoorbell.expect("filled");
+        let mut c = DXGKARG_CREATEDOORBELL {
+            hHwQueue: h,
+            ..Default::default()
+        };
+        // SAFETY: as above.
+        expect_status(
+            "CreateDoorbell",
+            &case,
+            unsafe { f(&mut c) },
+            STATUS_INVALID_HANDLE,
+        );
+        let f = d.DxgkDdiConnectDoorbell.expect("filled");
+        let mut c = DXGKARG_CONNECTDOORBELL {
+            hDoorbell: h,
+            ..Default::default()
+        };
+        // SAFETY: as above.
+        expect_status(
+            "ConnectDoorbell",
+            &case,
+            unsafe { f(&mut c) },
+            STATUS_INVALID_HANDLE,
+        );
+        let f = d.DxgkDdiDisconnectDoorbell.expect("filled");
+        let mut c = DXGKARG_DISCONNECTDOORBELL {
+            hDoorbell: h,
+            ..Default::default()
+        };
+        // SAFETY: as above.
+        expect_status(
+            "DisconnectDoorbell",
+            &case,
+            unsafe { f(&mut c) },
+            STATUS_INVALID_HANDLE,
+        );
+        let f = d.DxgkDdiDestroyDoorbell.expect("filled");
+        let mut c = DXGKARG_DESTROYDOORBELL { hDoorbell: h };
+        // SAFETY: as above.
+        expect_status(
+            "DestroyDoorbell",
+            &case,
+            unsafe { f(&mut c) },
+            STATUS_INVALID_HANDLE,
+        );
+        let f = d.DxgkDdiNotifyWorkSubmission.expect("filled");
+        let mut c = DXGKARG_NOTIFYWORKSUBMISSION {
+            hHwQueue: h,
+            ..Default::default()
+        };
+        // SAFETY: as above.
+        expect_status(
+            "NotifyWorkSubmission",
+            &case,
+            unsafe { f(&mut c) },
+            STATUS_INVALID_HANDLE,
+        );
+    }
 }
 
 /// With a real (unstarted) adapter context, the NULL *argument* pointers are what must be
@@ -599,6 +871,88 @@ fn null_argument_pointers_with_a_live_context_fail() {
         STATUS_INVALID_HANDLE,
     );
     assert_eq!(slot, 0, "nothing may be written for a refused update");
+
+    // Devices, node metadata, suspend/resume and submission on an unstarted adapter: refused.
+    let f = d.DxgkDdiCreateDevice.expect("CreateDevice filled");
+    let mut dev = DXGKARG_CREATEDEVICE {
+        hDevice: 0x2000 as HANDLE,
+        ..Default::default()
+    };
+    // SAFETY: live context; `dev` is a live local.
+    let s = unsafe { f(ctx, &mut dev) };
+    expect_status(
+        "CreateDevice",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    assert_eq!(
+        dev.hDevice, 0x2000 as HANDLE,
+        "refused create changed hDevice"
+    );
+    let f = d.DxgkDdiGetNodeMetadata.expect("GetNodeMetadata filled");
+    // SAFETY: live context, NULL out pointer.
+    let s = unsafe { f(ctx, 0, ptr::null_mut()) };
+    expect_status("GetNodeMetadata", "NULL out", s, STATUS_INVALID_PARAMETER);
+    let mut md = DXGK_NODEMETADATA::default();
+    // SAFETY: live context; `md` is a live local.
+    let s = unsafe { f(ctx, 0, &mut md) };
+    expect_status(
+        "GetNodeMetadata",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    let f = d.DxgkDdiSuspendContext.expect("SuspendContext filled");
+    let suspend = DXGKARG_SUSPENDCONTEXT {
+        hContext: 0x1000 as HANDLE,
+        contextSuspendFence: 1,
+    };
+    // SAFETY: live context; `suspend` is a live local naming a context that does not exist.
+    let s = unsafe { f(ctx, &suspend) };
+    expect_status(
+        "SuspendContext",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    let f = d.DxgkDdiResumeContext.expect("ResumeContext filled");
+    let resume = DXGKARG_RESUMECONTEXT {
+        hContext: 0x1000 as HANDLE,
+    };
+    // SAFETY: as above.
+    let s = unsafe { f(ctx, &resume) };
+    expect_status(
+        "ResumeContext",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    let f = d
+        .DxgkDdiSubmitCommandToHwQueue
+        .expect("SubmitCommandToHwQueue filled");
+    // SAFETY: live context, NULL argument block.
+    let s = unsafe { f(ctx, ptr::null()) };
+    expect_status(
+        "SubmitCommandToHwQueue",
+        "NULL args",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let submit = DXGKARG_SUBMITCOMMANDTOHWQUEUE {
+        hHwQueue: 0x1000 as HANDLE,
+        DmaBufferVirtualAddress: 0x10_0000,
+        DmaBufferSize: 4096,
+        ..Default::default()
+    };
+    // SAFETY: live context; `submit` is a live local naming a garbage queue handle.
+    let s = unsafe { f(ctx, &submit) };
+    expect_status(
+        "SubmitCommandToHwQueue",
+        "garbage hHwQueue",
+        s,
+        STATUS_INVALID_HANDLE,
+    );
 
     // ISR and DPC on an unstarted adapter: not our interrupt, DPC returns.
     let f = d.DxgkDdiInterruptRoutine.expect("InterruptRoutine filled");

@@ -148,8 +148,6 @@ const MANDATORY: &[(&str, &str)] = &[
 /// closes them; docs/ddi-status.md has the same list with requirement IDs.
 const KNOWN_GAPS: &[&str] = &[
     // Render set (issue 6 kernel-mode path, with issue 4 for allocations that back fences).
-    "DxgkDdiCreateDevice",
-    "DxgkDdiDestroyDevice",
     "DxgkDdiCreateAllocation",
     "DxgkDdiDestroyAllocation",
     "DxgkDdiDescribeAllocation",
@@ -161,9 +159,6 @@ const KNOWN_GAPS: &[&str] = &[
     "DxgkDdiSubmitCommandVirtual",
     "DxgkDdiPreemptCommand",
     "DxgkDdiQueryCurrentFence",
-    "DxgkDdiCreateContext",
-    "DxgkDdiDestroyContext",
-    "DxgkDdiGetNodeMetadata",
     "DxgkDdiCalibrateGpuClock",
     // TDR (issue 7).
     "DxgkDdiResetFromTimeout",
@@ -177,25 +172,15 @@ const KNOWN_GAPS: &[&str] = &[
     "DxgkDdiDestroyProcess",
     "DxgkDdiCreateHwContext",
     "DxgkDdiDestroyHwContext",
-    "DxgkDdiCreateHwQueue",
-    "DxgkDdiDestroyHwQueue",
-    "DxgkDdiSubmitCommandToHwQueue",
     "DxgkDdiSwitchToHwContextList",
     "DxgkDdiResetHwEngine",
     "DxgkDdiSetContextSchedulingProperties",
     "DxgkDdiSetupPriorityBands",
     "DxgkDdiSetSchedulingLogBuffer",
-    "DxgkDdiSuspendContext",
-    "DxgkDdiResumeContext",
     // Native fences (issue 4) and their logs (issue 5).
     "DxgkDdiSetNativeFenceLogBuffer",
     "DxgkDdiUpdateNativeFenceLogs",
     // User-mode submission (issue 6).
-    "DxgkDdiCreateDoorbell",
-    "DxgkDdiConnectDoorbell",
-    "DxgkDdiDisconnectDoorbell",
-    "DxgkDdiDestroyDoorbell",
-    "DxgkDdiNotifyWorkSubmission",
     "DxgkDdiSetPowerComponentFState",
     "DxgkDdiPowerRuntimeControlRequest",
 ];

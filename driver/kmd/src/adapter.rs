@@ -36,6 +36,8 @@ use crate::klog;
 use crate::mmio::Regs;
 use crate::platform::Platform;
 use crate::resources::{self, Resources};
+use crate::runlist;
+use crate::sched::{Handle, Kind, Sched};
 use crate::status::{self, Status};
 use crate::sync::SpinLock;
 
@@ -81,6 +83,11 @@ pub struct Live<P: Platform> {
     pub resources: Resources,
     /// Native fences (PASSIVE/DISPATCH side).
     pub fences: SpinLock<P, FenceTable>,
+    /// BAR2 (doorbell aperture) as mapped by `DxgkCbMapMemory`; `None` if the adapter has
+    /// no doorbell BAR (user-mode queues then cannot connect).
+    pub doorbell_va: Option<NonNull<u8>>,
+    /// Devices, contexts, hardware queues, doorbells and runlists (see [`crate::sched`]).
+    pub sched: SpinLock<P, Sched>,
     isr: IsrCell,
 }
 
@@ -148,6 +155,9 @@ pub struct Adapter<P: Platform> {
     table_slot: AtomicU8,
     lifecycle: SpinLock<P, (Lifecycle, PowerState)>,
     live: AtomicPtr<Live<P>>,
+    /// Sequence numbers of KMD handles ([`crate::sched::Handle`]): never reused, even across
+    /// restarts, so a stale handle cannot name a new object.
+    next_handle: AtomicU64,
     /// OS fence handle → (adapter slot, tag), for the DDIs without an adapter handle.
     pub fence_handles: HandleMap,
     pub stats: Stats,
@@ -187,6 +197,7 @@ impl<P: Platform> Adapter<P> {
             table_slot: AtomicU8::new(u8::MAX),
             lifecycle: SpinLock::new((Lifecycle::Added, PowerState(POWER_D0))),
             live: AtomicPtr::new(ptr::null_mut()),
+            next_handle: AtomicU64::new(1),
             fence_handles: HandleMap::with_capacity(FENCES_PER_ADAPTER as usize),
             stats: Stats::default(),
         }
@@ -200,6 +211,12 @@ impl<P: Platform> Adapter<P> {
     /// The adapter's slot in the driver's adapter table.
     pub fn table_slot(&self) -> u8 {
         self.table_slot.load(Ordering::Acquire)
+    }
+
+    /// A new KMD handle of `kind` for an object of this adapter.
+    pub fn new_handle(&self, kind: Kind) -> Result<Handle, Status> {
+        let seq = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        Handle::new(self.table_slot(), kind, seq).ok_or(status::INSUFFICIENT_RESOURCES)
     }
 
     /// Current lifecycle state.
@@ -281,13 +298,39 @@ impl<P: Platform> Adapter<P> {
             sysmem,
             rvgpu_hw::addr::SYSMEM_LIMIT.saturating_sub(sysmem),
         );
-        let ring = match Self::alloc_event_ring(&dxgk, &regs) {
+        device::unbind_doorbells(&regs, identity.config.doorbells);
+        // Memory first, the event ring (which the device starts writing) last: a failure
+        // before it leaves the device nothing of ours to touch.
+        let runlists = match runlist::alloc::<P>(&dxgk, identity.config.engines) {
             Ok(r) => r,
             Err(e) => {
                 let _ = dxgk.unmap(va);
                 return Err(e);
             }
         };
+        let doorbell_va = match Self::map_doorbells(&dxgk, &res, identity.config.doorbells) {
+            Ok(v) => v,
+            Err(e) => {
+                runlist::free(&dxgk, runlists);
+                let _ = dxgk.unmap(va);
+                return Err(e);
+            }
+        };
+        let ring = match Self::alloc_event_ring(&dxgk, &regs) {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(d) = doorbell_va {
+                    let _ = dxgk.unmap(d);
+                }
+                runlist::free(&dxgk, runlists);
+                let _ = dxgk.unmap(va);
+                return Err(e);
+            }
+        };
+        let global = identity
+            .caps
+            .contains(rvgpu_hw::regs::Caps::GLOBAL_DOORBELL);
+        let sched = Sched::new(identity.config.doorbells, global, runlists);
         // Negotiated last: nothing after it can fail, so the interface reference it takes is
         // always released by `tear_down`.
         let features = Features::negotiate(&dxgk);
@@ -299,11 +342,28 @@ impl<P: Platform> Adapter<P> {
             identity,
             resources: res,
             fences: SpinLock::new(FenceTable::default()),
+            doorbell_va,
+            sched: SpinLock::new(sched),
             isr: IsrCell(UnsafeCell::new(IsrState {
                 ring,
                 fences: Registry::with_capacity(FENCES_PER_ADAPTER),
             })),
         }))
+    }
+
+    /// Maps BAR2, the doorbell aperture, the way BAR0 is mapped (uncached kernel mapping):
+    /// `doorbells` pages, or as much of them as the BAR holds. `None` if there is no BAR2.
+    fn map_doorbells(
+        dxgk: &Dxgk,
+        res: &Resources,
+        doorbells: u32,
+    ) -> Result<Option<NonNull<u8>>, Status> {
+        let want = u64::from(doorbells).saturating_mul(rvgpu_hw::PAGE_SIZE);
+        let len = res.doorbells.length.min(want);
+        if len < rvgpu_hw::PAGE_SIZE {
+            return Ok(None);
+        }
+        dxgk.map_registers(res.doorbells.start, len).map(Some)
     }
 
     fn alloc_event_ring(dxgk: &Dxgk, regs: &Regs<P>) -> Result<EventRing, Status> {
@@ -359,10 +419,26 @@ impl<P: Platform> Adapter<P> {
         Ok(())
     }
 
-    /// Frees what `start` built; the ISR can no longer reach it.
+    /// Frees what `start` built; the ISR can no longer reach it. Objects the OS did not
+    /// destroy die here: the device is quiesced first (every runlist empty, every doorbell
+    /// unbound), so nothing reads their memory any more.
     fn tear_down(mut live: Live<P>) {
         live.features.release();
         device::quiesce(&live.regs, live.identity.config.engines);
+        device::unbind_doorbells(&live.regs, live.identity.config.doorbells);
+        let sched = core::mem::replace(
+            live.sched.get_mut(),
+            Sched::new(0, false, alloc::vec::Vec::new()),
+        );
+        for q in sched.queues.into_values() {
+            if let Some(k) = q.kernel {
+                let _ = live.dxgk.free_contiguous(k.buf.handle());
+            }
+        }
+        runlist::free(&live.dxgk, sched.runlists);
+        if let Some(va) = live.doorbell_va.take() {
+            let _ = live.dxgk.unmap(va);
+        }
         let buf = live.isr.0.into_inner().ring.into_buffer();
         let _ = live.dxgk.free_contiguous(buf.handle());
         let _ = live.dxgk.unmap(live.regs_va);
@@ -445,6 +521,16 @@ impl<P: Platform> Adapter<P> {
                     fence_reports = true;
                     let handle = registry.resolve(tag, monitored_addr).map(|f| f.os_handle);
                     batch.native(engine, handle, &mut emit);
+                }
+                // DMA completed (a PROGRESS with interrupt): the OS reads the queue's progress
+                // fence, a monitored fence, on this node. A native progress fence is covered
+                // by a "scan everything" native report (spurious is allowed, missed is not).
+                DeviceEvent::Progress { engine, .. } => {
+                    fence_reports = true;
+                    batch.legacy(engine, &mut emit);
+                    if live.features.native_fence.is_some() {
+                        batch.native(engine, None, &mut emit);
+                    }
                 }
                 other => others |= self.dispatch_event(live, other),
             }

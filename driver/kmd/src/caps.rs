@@ -6,10 +6,16 @@ use core::mem::size_of;
 
 use rvgpu_ddi::adapter::{
     DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS, DXGKQAITYPE_NATIVE_FENCE_CAPS,
-    DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS,
+    DXGKQAITYPE_USERMODESUBMISSION_CAPS, DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS,
 };
 use rvgpu_ddi::fence::DXGK_NATIVE_FENCE_CAPS;
+use rvgpu_ddi::submission::{
+    DXGK_ENGINE_TYPE, DXGK_ENGINE_TYPE_3D, DXGK_ENGINE_TYPE_COPY, DXGK_ENGINE_TYPE_OTHER,
+    DXGK_MAX_METADATA_NAME_LENGTH, DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS,
+    DXGK_USERMODESUBMISSION_CAPS,
+};
 use rvgpu_ddi::PHYSICAL_ADDRESS;
+use rvgpu_hw::engine::{ENGINE_COMPUTE, ENGINE_COPY};
 
 use crate::adapter::Live;
 use crate::platform::Platform;
@@ -43,6 +49,13 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
         u32::from(native_gpu_fence(live)),
     );
     caps.SchedulingCaps = sched;
+    // What hardware queues would further need, and why it is not reported:
+    // - MemoryManagementCaps: the queue DDIs take GPU virtual addresses (DMA buffer, progress
+    //   fence, rings), which v1 treats as bus addresses (identity, docs/hardware.md 12.2).
+    //   That is neither the GpuMmu nor the IoMmu model, and VirtualAddressingSupported
+    //   obliges one of them (with their DDIs), so no VA bit is claimed.
+    // - HwQueuePacketCap, ContextSchedulingSupported (node metadata): hardware flip queues
+    //   and the OS-driven HW-context runlist (DxgkDdiSwitchToHwContextList) are not built.
     caps
 }
 
@@ -82,10 +95,62 @@ pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Re
             };
             write_out(args, &caps)
         }
+        // UM-04: the OS maps a dummy page of this size before connect and after disconnect.
+        DXGKQAITYPE_USERMODESUBMISSION_CAPS => write_out(args, &usermode_submission_caps()),
         // Types this adapter does not implement: Dxgkrnl treats STATUS_NOT_SUPPORTED as "not
         // available" for optional queries.
         _ => Err(status::NOT_SUPPORTED),
     }
+}
+
+/// `DXGK_USERMODESUBMISSION_CAPS`: a doorbell is one BAR2 page (hardware.md 2, UM-04); no
+/// secondary doorbells.
+pub fn usermode_submission_caps() -> DXGK_USERMODESUBMISSION_CAPS {
+    DXGK_USERMODESUBMISSION_CAPS {
+        DoorbellSizeInBytes: u32::try_from(rvgpu_hw::PAGE_SIZE).unwrap_or(4096),
+        ..Default::default()
+    }
+}
+
+/// The engine type of engine `e`: engine 0 is the render (compute) node, engine 1 copy, and
+/// engines 2 and up more compute-class engines, which WDDM has no type for ("Other" with a
+/// name) (hardware.md 4.1).
+pub fn engine_type(e: u32) -> (DXGK_ENGINE_TYPE, &'static str) {
+    match e {
+        ENGINE_COMPUTE => (DXGK_ENGINE_TYPE_3D, ""),
+        ENGINE_COPY => (DXGK_ENGINE_TYPE_COPY, ""),
+        _ => (DXGK_ENGINE_TYPE_OTHER, "Compute"),
+    }
+}
+
+/// DxgkDdiGetNodeMetadata (PASSIVE): the low 16 bits of `node_and_adapter` are the node
+/// (engine), the high 16 bits the physical adapter index, which is always 0 (one physical
+/// adapter). Every node can ring user-mode queues through a doorbell (UM-03).
+pub fn node_metadata<P: Platform>(
+    live: &Live<P>,
+    node_and_adapter: u32,
+) -> Result<DXGK_NODEMETADATA, Status> {
+    let node = node_and_adapter & 0xFFFF;
+    if node_and_adapter >> 16 != 0 || node >= live.identity.config.engines {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let (engine_type, name) = engine_type(node);
+    let mut md = DXGK_NODEMETADATA {
+        EngineType: engine_type,
+        ..Default::default()
+    };
+    let mut chars = name.encode_utf16();
+    // Keep the last WCHAR for the terminating NUL.
+    for slot in md
+        .FriendlyName
+        .iter_mut()
+        .take(DXGK_MAX_METADATA_NAME_LENGTH.saturating_sub(1))
+    {
+        *slot = chars.next().unwrap_or(0);
+    }
+    md.Flags =
+        DXGK_NODEMETADATA_FLAGS::default().with(DXGK_NODEMETADATA_FLAGS::UserModeSubmission, 1);
+    Ok(md)
 }
 
 /// Copies `value` to the request's output buffer after checking its size.

@@ -21,18 +21,28 @@ use rvgpu_ddi::fence::{
     DXGKARG_OPENNATIVEFENCE, DXGKARG_UPDATECURRENTVALUESFROMCPU, DXGKARG_UPDATEMONITOREDVALUES,
 };
 use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, DXGKDDI_INTERFACE_VERSION};
+use rvgpu_ddi::submission::{
+    DXGKARG_CONNECTDOORBELL, DXGKARG_CREATECONTEXT, DXGKARG_CREATEDEVICE, DXGKARG_CREATEDOORBELL,
+    DXGKARG_CREATEHWQUEUE, DXGKARG_DESTROYDOORBELL, DXGKARG_DISCONNECTDOORBELL,
+    DXGKARG_GETNODEMETADATA, DXGKARG_NOTIFYWORKSUBMISSION, DXGKARG_RESUMECONTEXT,
+    DXGKARG_SUBMITCOMMANDTOHWQUEUE, DXGKARG_SUSPENDCONTEXT,
+};
 use rvgpu_ddi::{
     BOOLEAN, DEVICE_POWER_STATE, HANDLE, NTSTATUS, PDEVICE_OBJECT, POWER_ACTION, PVOID, UCHAR,
-    ULONG,
+    UINT, ULONG,
 };
 
 use crate::adapter::Adapter;
 use crate::caps;
+use crate::context;
+use crate::doorbell;
 use crate::dxgk::Dxgk;
 use crate::fence;
 use crate::globals::ADAPTERS;
+use crate::hwqueue;
 use crate::platform::Platform;
 use crate::status::{self, to_ntstatus};
+use crate::submit;
 
 /// The miniport's entry-point table for platform `P`.
 pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
@@ -61,6 +71,21 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiCloseNativeFence: Some(close_native_fence::<P>),
         DxgkDdiUpdateMonitoredValues: Some(update_monitored_values::<P>),
         DxgkDdiUpdateCurrentValuesFromCpu: Some(update_current_values_from_cpu::<P>),
+        DxgkDdiCreateDevice: Some(create_device::<P>),
+        DxgkDdiDestroyDevice: Some(destroy_device::<P>),
+        DxgkDdiCreateContext: Some(create_context::<P>),
+        DxgkDdiDestroyContext: Some(destroy_context::<P>),
+        DxgkDdiGetNodeMetadata: Some(get_node_metadata::<P>),
+        DxgkDdiSuspendContext: Some(suspend_context::<P>),
+        DxgkDdiResumeContext: Some(resume_context::<P>),
+        DxgkDdiCreateHwQueue: Some(create_hw_queue::<P>),
+        DxgkDdiDestroyHwQueue: Some(destroy_hw_queue::<P>),
+        DxgkDdiSubmitCommandToHwQueue: Some(submit_command_to_hw_queue::<P>),
+        DxgkDdiCreateDoorbell: Some(create_doorbell::<P>),
+        DxgkDdiConnectDoorbell: Some(connect_doorbell::<P>),
+        DxgkDdiDisconnectDoorbell: Some(disconnect_doorbell::<P>),
+        DxgkDdiDestroyDoorbell: Some(destroy_doorbell::<P>),
+        DxgkDdiNotifyWorkSubmission: Some(notify_work_submission::<P>),
         ..Default::default()
     }
 }
@@ -367,6 +392,175 @@ unsafe extern "system" fn update_current_values_from_cpu<P: Platform>(
     // SAFETY: as for destroy.
     match unsafe { args.as_ref() } {
         Some(args) => to_ntstatus(fence::update_current::<P>(args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Devices, contexts, hardware queues and doorbells (issue 6). Handles other than hAdapter are
+// numbers the driver decodes and looks up (crate::sched), so a bad one is an NTSTATUS.
+// ---------------------------------------------------------------------------------------------
+
+/// DxgkDdiCreateDevice (PASSIVE).
+unsafe extern "system" fn create_device<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut DXGKARG_CREATEDEVICE,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid argument block or null.
+    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+        (Some(a), Some(args)) => to_ntstatus(context::create_device(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiDestroyDevice (PASSIVE).
+unsafe extern "system" fn destroy_device<P: Platform>(h_device: HANDLE) -> NTSTATUS {
+    to_ntstatus(context::destroy_device::<P>(h_device))
+}
+
+/// DxgkDdiCreateContext (PASSIVE).
+unsafe extern "system" fn create_context<P: Platform>(
+    h_device: HANDLE,
+    args: *mut DXGKARG_CREATECONTEXT,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    match unsafe { args.as_mut() } {
+        Some(args) => to_ntstatus(context::create_context::<P>(h_device, args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiDestroyContext (PASSIVE).
+unsafe extern "system" fn destroy_context<P: Platform>(h_context: HANDLE) -> NTSTATUS {
+    to_ntstatus(context::destroy_context::<P>(h_context))
+}
+
+/// DxgkDdiGetNodeMetadata (PASSIVE).
+unsafe extern "system" fn get_node_metadata<P: Platform>(
+    h_adapter: HANDLE,
+    node_and_adapter: UINT,
+    out: *mut DXGKARG_GETNODEMETADATA,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid out block or null.
+    let (Some(a), Some(out)) = (unsafe { (adapter::<P>(h_adapter), out.as_mut()) }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    let Some(live) = a.live() else {
+        return status::INVALID_DEVICE_STATE.code();
+    };
+    match caps::node_metadata(live, node_and_adapter) {
+        Ok(md) => {
+            *out = md;
+            status::SUCCESS
+        }
+        Err(e) => e.code(),
+    }
+}
+
+/// DxgkDdiSuspendContext (PASSIVE).
+unsafe extern "system" fn suspend_context<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const DXGKARG_SUSPENDCONTEXT,
+) -> NTSTATUS {
+    // SAFETY: as for create_device.
+    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+        (Some(a), Some(args)) => to_ntstatus(context::suspend_context(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiResumeContext (PASSIVE).
+unsafe extern "system" fn resume_context<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const DXGKARG_RESUMECONTEXT,
+) -> NTSTATUS {
+    // SAFETY: as for create_device.
+    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+        (Some(a), Some(args)) => to_ntstatus(context::resume_context(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiCreateHwQueue (PASSIVE): `h_context` is our context handle.
+unsafe extern "system" fn create_hw_queue<P: Platform>(
+    h_context: HANDLE,
+    args: *mut DXGKARG_CREATEHWQUEUE,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    match unsafe { args.as_mut() } {
+        Some(args) => to_ntstatus(hwqueue::create::<P>(h_context, args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiDestroyHwQueue (PASSIVE).
+unsafe extern "system" fn destroy_hw_queue<P: Platform>(h_queue: HANDLE) -> NTSTATUS {
+    to_ntstatus(hwqueue::destroy::<P>(h_queue))
+}
+
+/// DxgkDdiSubmitCommandToHwQueue (PASSIVE).
+unsafe extern "system" fn submit_command_to_hw_queue<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const DXGKARG_SUBMITCOMMANDTOHWQUEUE,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid argument block or null.
+    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+        (Some(a), Some(args)) => to_ntstatus(submit::submit(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiCreateDoorbell (PASSIVE).
+unsafe extern "system" fn create_doorbell<P: Platform>(
+    args: *mut DXGKARG_CREATEDOORBELL,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    match unsafe { args.as_mut() } {
+        Some(args) => to_ntstatus(doorbell::create::<P>(args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiConnectDoorbell (PASSIVE).
+unsafe extern "system" fn connect_doorbell<P: Platform>(
+    args: *mut DXGKARG_CONNECTDOORBELL,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    match unsafe { args.as_mut() } {
+        Some(args) => to_ntstatus(doorbell::connect::<P>(args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiDisconnectDoorbell (PASSIVE).
+unsafe extern "system" fn disconnect_doorbell<P: Platform>(
+    args: *mut DXGKARG_DISCONNECTDOORBELL,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    match unsafe { args.as_ref() } {
+        Some(args) => to_ntstatus(doorbell::disconnect::<P>(args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiDestroyDoorbell (PASSIVE).
+unsafe extern "system" fn destroy_doorbell<P: Platform>(
+    args: *mut DXGKARG_DESTROYDOORBELL,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    match unsafe { args.as_ref() } {
+        Some(args) => to_ntstatus(doorbell::destroy::<P>(args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiNotifyWorkSubmission (PASSIVE).
+unsafe extern "system" fn notify_work_submission<P: Platform>(
+    args: *mut DXGKARG_NOTIFYWORKSUBMISSION,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    match unsafe { args.as_ref() } {
+        Some(args) => to_ntstatus(doorbell::notify_work_submission::<P>(args)),
         None => status::INVALID_PARAMETER.code(),
     }
 }

@@ -98,6 +98,16 @@ pub fn quiesce<P: Platform>(regs: &Regs<P>, engines: u32) {
     regs.write32(regs::INT_ACK, u32::MAX);
 }
 
+/// Unbinds every physical doorbell (`DOORBELL_BIND[i]` = `NO_QUEUE`): at start, nothing of a
+/// previous life rings; at stop, nothing rings queues that are gone.
+pub fn unbind_doorbells<P: Platform>(regs: &Regs<P>, doorbells: u32) {
+    for i in 0..doorbells {
+        if let Some(off) = regs::doorbell_bind_reg(i) {
+            regs.write32(off, rvgpu_hw::queue::NO_QUEUE);
+        }
+    }
+}
+
 /// Turns on the interrupt causes the driver handles.
 pub fn enable_interrupts<P: Platform>(regs: &Regs<P>) {
     regs.write32(regs::INT_ENABLE, ENABLED_CAUSES.bits());

@@ -10,7 +10,8 @@ use core::ptr::{self, NonNull};
 
 use rvgpu_ddi::adapter::DXGK_DEVICE_INFO;
 use rvgpu_ddi::dxgkrnl::{
-    DXGKARGCB_ALLOCATECONTIGUOUSMEMORY, DXGKARGCB_FREECONTIGUOUSMEMORY, DXGKRNL_INTERFACE,
+    D3DDDI_DOORBELLSTATUS, DXGKARGCB_ALLOCATECONTIGUOUSMEMORY, DXGKARGCB_DISCONNECTDOORBELL,
+    DXGKARGCB_DISCONNECTDOORBELL_FLAGS, DXGKARGCB_FREECONTIGUOUSMEMORY, DXGKRNL_INTERFACE,
 };
 use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
 use rvgpu_ddi::{NTSTATUS, PHYSICAL_ADDRESS};
@@ -132,6 +133,32 @@ impl Dxgk {
         };
         // SAFETY: the handle came from DxgkCbAllocateContiguousMemory on this adapter.
         status::check(unsafe { f(self.raw.DeviceHandle, &args) })
+    }
+
+    /// DxgkCbDisconnectDoorbell (PASSIVE: call it with no spin lock held): tells Dxgkrnl
+    /// that the KMD took a doorbell away (victimisation); Dxgkrnl points the UMD's doorbell
+    /// VA at a dummy page and writes `reason` to its status page (UM-09). The handles are
+    /// Dxgkrnl's own (the input values of CreateHwQueue's `hHwQueue` and CreateDoorbell's
+    /// `hDoorbell`).
+    pub fn disconnect_doorbell(
+        &self,
+        os_queue: usize,
+        os_doorbell: usize,
+        reason: D3DDDI_DOORBELLSTATUS,
+    ) -> Result<(), Status> {
+        let f = self
+            .raw
+            .DxgkCbDisconnectDoorbell
+            .ok_or(status::NOT_SUPPORTED)?;
+        let mut args = DXGKARGCB_DISCONNECTDOORBELL {
+            hHwQueue: ptr::without_provenance_mut(os_queue),
+            hDoorbell: ptr::without_provenance_mut(os_doorbell),
+            Flags: DXGKARGCB_DISCONNECTDOORBELL_FLAGS::default(),
+            DisconnectReason: reason,
+        };
+        // SAFETY: a Dxgkrnl callback with a valid, initialised argument block that outlives
+        // the call.
+        status::check(unsafe { f(&mut args) })
     }
 
     /// DxgkCbQueryServices (PASSIVE): fills the interface structure at `interface`, whose

@@ -7,18 +7,24 @@ extern crate alloc;
 
 pub mod adapter;
 pub mod caps;
+pub mod context;
 pub mod ddi;
 pub mod device;
 pub mod dma;
+pub mod doorbell;
 pub mod dxgk;
 pub mod features;
 pub mod fence;
 pub mod globals;
+pub mod hwqueue;
 pub mod interrupt;
 pub mod mmio;
 pub mod platform;
 pub mod resources;
+pub mod runlist;
+pub mod sched;
 pub mod status;
+pub mod submit;
 pub mod sync;
 
 pub use ddi::initialization_data;

@@ -1,0 +1,218 @@
+//! D3D devices and contexts (`DxgkDdiCreateDevice` … `DxgkDdiResumeContext`).
+//!
+//! A device is a process's D3D device; a context runs on one engine (`NodeOrdinal`) and owns
+//! hardware queues (docs/usermode-submission.md, "Objects"). The driver keeps only what the
+//! scheduler needs: which device a context belongs to, its engine, and whether it is
+//! suspended. Suspending a context takes its queues off the engine's runlist (UM-11, UM-14,
+//! UM-18): when `RUNLIST_COMMIT` returns, nothing of theirs executes any more. Doorbells stay
+//! connected and rings stay written; resuming puts the queues back and the CMP loads their
+//! write pointers, picking up what was written meanwhile (UM-12).
+//!
+//! Destruction follows Dxgkrnl's order (doorbells, queues, contexts, device): destroying an
+//! object that still has children is refused with `STATUS_INVALID_DEVICE_STATE` rather than
+//! leaving children that point at nothing.
+
+use rvgpu_ddi::submission::{
+    DXGKARG_CREATECONTEXT, DXGKARG_CREATEDEVICE, DXGKARG_RESUMECONTEXT, DXGKARG_SUSPENDCONTEXT,
+    DXGK_CONTEXTINFO, DXGK_CREATECONTEXTFLAGS, DXGK_CREATEDEVICEFLAGS,
+};
+use rvgpu_ddi::HANDLE;
+
+use crate::adapter::{Adapter, Live};
+use crate::platform::Platform;
+use crate::runlist;
+use crate::sched::{self, Handle, Kind, Sched};
+use crate::status::{self, Status};
+
+/// A D3D device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Device {
+    /// Dxgkrnl's handle of the device.
+    pub os_handle: usize,
+    /// The system (paging) device.
+    pub system: bool,
+}
+
+/// A GPU context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Context {
+    /// The owning device.
+    pub device: Handle,
+    /// Engine (node ordinal) its queues run on.
+    pub engine: u32,
+    /// Suspended contexts' queues are not in the runlist.
+    pub suspended: bool,
+}
+
+/// DMA buffer size reported for the legacy (non-HW-queue) submission path. Contexts of this
+/// driver submit through hardware queues; the value only has to be a sane page multiple.
+pub const LEGACY_DMA_BUFFER_SIZE: u32 = 64 * 1024;
+
+/// Most devices one adapter keeps (bounds the tables an untrusted caller can grow).
+pub const MAX_DEVICES: usize = 4096;
+/// Most contexts one adapter keeps.
+pub const MAX_CONTEXTS: usize = 16_384;
+
+fn started<P: Platform>(a: &Adapter<P>) -> Result<&Live<P>, Status> {
+    a.live().ok_or(status::INVALID_DEVICE_STATE)
+}
+
+/// DxgkDdiCreateDevice (PASSIVE).
+pub fn create_device<P: Platform>(
+    a: &Adapter<P>,
+    args: &mut DXGKARG_CREATEDEVICE,
+) -> Result<(), Status> {
+    let live = started(a)?;
+    // SAFETY: on input the union holds the flags word (the pointer arm is an output of
+    // pre-WDDM 2.0 drivers); both arms are plain data, so reading the flags is always defined.
+    let flags = unsafe { args.Anonymous.Flags };
+    let known = DXGK_CREATEDEVICEFLAGS::default()
+        .with(DXGK_CREATEDEVICEFLAGS::SystemDevice, 1)
+        .with(DXGK_CREATEDEVICEFLAGS::GdiDevice, 1);
+    if flags.Value & !known.Value != 0 {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let h = a.new_handle(Kind::Device)?;
+    let mut s = live.sched.lock();
+    if s.devices.len() >= MAX_DEVICES {
+        return Err(status::INSUFFICIENT_RESOURCES);
+    }
+    s.devices.insert(
+        h,
+        Device {
+            os_handle: args.hDevice.addr(),
+            system: flags.is_set(DXGK_CREATEDEVICEFLAGS::SystemDevice),
+        },
+    );
+    drop(s);
+    args.hDevice = h.as_handle();
+    Ok(())
+}
+
+/// DxgkDdiDestroyDevice (PASSIVE): only once its contexts are gone.
+pub fn destroy_device<P: Platform>(h_device: HANDLE) -> Result<(), Status> {
+    sched::with_adapter::<P, _>(h_device, Kind::Device, |_, live, h| {
+        let mut s = live.sched.lock();
+        if !s.devices.contains_key(&h) {
+            return Err(status::INVALID_HANDLE);
+        }
+        if s.contexts.values().any(|c| c.device == h) {
+            return Err(status::INVALID_DEVICE_STATE);
+        }
+        s.devices.remove(&h);
+        Ok(())
+    })
+}
+
+/// DxgkDdiCreateContext (PASSIVE): `NodeOrdinal` is the engine.
+pub fn create_context<P: Platform>(
+    h_device: HANDLE,
+    args: &mut DXGKARG_CREATECONTEXT,
+) -> Result<(), Status> {
+    sched::with_adapter::<P, _>(h_device, Kind::Device, |a, live, device| {
+        let known = DXGK_CREATECONTEXTFLAGS::default()
+            .with(DXGK_CREATECONTEXTFLAGS::SystemContext, 1)
+            .with(DXGK_CREATECONTEXTFLAGS::GdiContext, 1)
+            .with(DXGK_CREATECONTEXTFLAGS::VirtualAddressing, 1)
+            .with(DXGK_CREATECONTEXTFLAGS::SystemProtectedContext, 1)
+            .with(DXGK_CREATECONTEXTFLAGS::HwQueueSupported, 1)
+            .with(DXGK_CREATECONTEXTFLAGS::TestContext, 1);
+        if args.Flags.Value & !known.Value != 0 {
+            return Err(status::INVALID_PARAMETER);
+        }
+        if args.NodeOrdinal >= live.identity.config.engines {
+            return Err(status::INVALID_PARAMETER);
+        }
+        // One physical adapter: the only engine within a node is EngineOrdinal 0, affinity
+        // bit 0 (docs/hardware.md 4.1). 0 is accepted as "unspecified".
+        if args.EngineAffinity > 1 {
+            return Err(status::INVALID_PARAMETER);
+        }
+        // No context private data is defined; a size without a buffer is a broken call.
+        if args.PrivateDriverDataSize != 0 && args.pPrivateDriverData.is_null() {
+            return Err(status::INVALID_PARAMETER);
+        }
+        let h = a.new_handle(Kind::Context)?;
+        let mut s = live.sched.lock();
+        if !s.devices.contains_key(&device) {
+            return Err(status::INVALID_HANDLE);
+        }
+        if s.contexts.len() >= MAX_CONTEXTS {
+            return Err(status::INSUFFICIENT_RESOURCES);
+        }
+        s.contexts.insert(
+            h,
+            Context {
+                device,
+                engine: args.NodeOrdinal,
+                suspended: false,
+            },
+        );
+        drop(s);
+        args.hContext = h.as_handle();
+        args.ContextInfo = DXGK_CONTEXTINFO {
+            DmaBufferSize: LEGACY_DMA_BUFFER_SIZE,
+            ..Default::default()
+        };
+        Ok(())
+    })
+}
+
+/// DxgkDdiDestroyContext (PASSIVE): only once its hardware queues are gone.
+pub fn destroy_context<P: Platform>(h_context: HANDLE) -> Result<(), Status> {
+    sched::with_adapter::<P, _>(h_context, Kind::Context, |_, live, h| {
+        let mut s = live.sched.lock();
+        if !s.contexts.contains_key(&h) {
+            return Err(status::INVALID_HANDLE);
+        }
+        if s.queues.values().any(|q| q.context == h) {
+            return Err(status::INVALID_DEVICE_STATE);
+        }
+        s.contexts.remove(&h);
+        Ok(())
+    })
+}
+
+/// Sets a context's suspended state and recommits its engine's runlist if that changed.
+fn set_suspended<P: Platform>(
+    a: &Adapter<P>,
+    h_context: HANDLE,
+    suspended: bool,
+) -> Result<(), Status> {
+    let live = started(a)?;
+    let h = Handle::decode(h_context, Kind::Context).ok_or(status::INVALID_HANDLE)?;
+    if h.slot() != a.table_slot() {
+        return Err(status::INVALID_HANDLE);
+    }
+    let mut s = live.sched.lock();
+    let ctx = s.contexts.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
+    if ctx.suspended == suspended {
+        return Ok(());
+    }
+    ctx.suspended = suspended;
+    let engine = ctx.engine;
+    recommit(live, &s, engine)
+}
+
+/// Rewrites and commits `engine`'s runlist from `s` (caller holds the scheduler lock).
+pub fn recommit<P: Platform>(live: &Live<P>, s: &Sched, engine: u32) -> Result<(), Status> {
+    runlist::commit(&live.regs, s, engine).map(|_| ())
+}
+
+/// DxgkDdiSuspendContext (PASSIVE): the context's queues leave the runlist; when this returns
+/// none of them executes (UM-11). Doorbells stay connected.
+pub fn suspend_context<P: Platform>(
+    a: &Adapter<P>,
+    args: &DXGKARG_SUSPENDCONTEXT,
+) -> Result<(), Status> {
+    set_suspended(a, args.hContext, true)
+}
+
+/// DxgkDdiResumeContext (PASSIVE): the queues re-enter the runlist and the CMP reloads their
+/// write pointers (UM-12).
+pub fn resume_context<P: Platform>(
+    a: &Adapter<P>,
+    args: &DXGKARG_RESUMECONTEXT,
+) -> Result<(), Status> {
+    set_suspended(a, args.hContext, false)
+}

@@ -1,0 +1,573 @@
+//! Doorbells: the five doorbell DDIs of user-mode submission (UM-02, UM-15, UM-20, UM-21;
+//! docs/usermode-submission.md, "Doorbells").
+//!
+//! - `CreateDoorbell` takes the UMD's ring from [`DoorbellPdd`] (checked against the device's
+//!   rules) and puts the queue in its engine's runlist. No physical doorbell yet.
+//! - `ConnectDoorbell` assigns a physical doorbell. **Dedicated mode**: a free one if there is
+//!   one, else the *least recently connected* one is victimised ([`Physical::choose`]): it is
+//!   taken from its owner and unbound (`DOORBELL_BIND[i]` = `NO_QUEUE`) under the scheduler
+//!   lock, `DxgkCbDisconnectDoorbell(DISCONNECTED_RETRY)` is called with no lock held (it is
+//!   PASSIVE_LEVEL), and the page is bound to the new queue under the lock again. The slot is
+//!   marked pending meanwhile, so no other connect takes it, and the victim is already marked
+//!   disconnected, so a concurrent destroy or reconnect of the victim does not touch the slot.
+//!   **Global mode** (`CAPS.GLOBAL_DOORBELL`): every doorbell is page 0, nothing is bound and
+//!   nothing victimised. Either way the DDI returns the kernel VA of the page in the BAR2
+//!   mapping, status `CONNECTED`, and then kicks the queue to collect work written while it
+//!   had no doorbell (hardware.md 5.5).
+//! - `DisconnectDoorbell` (OS-initiated) unbinds and frees the physical doorbell; the queue
+//!   stays in the runlist. `DestroyDoorbell` disconnects if needed and takes the queue off the
+//!   runlist; the ring is the UMD's and may be freed afterwards.
+//! - `NotifyWorkSubmission` kicks the queue.
+//!
+//! A stale user mapping rings nothing: the device ignores unbound pages (hardware.md 5.5).
+
+use alloc::vec::Vec;
+use core::ptr::NonNull;
+
+use rvgpu_ddi::dxgkrnl::{
+    D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+};
+use rvgpu_ddi::submission::{
+    DXGKARG_CONNECTDOORBELL, DXGKARG_CREATEDOORBELL, DXGKARG_CREATEDOORBELL_FLAGS,
+    DXGKARG_DESTROYDOORBELL, DXGKARG_DISCONNECTDOORBELL, DXGKARG_NOTIFYWORKSUBMISSION,
+};
+use rvgpu_hw::pdd::{DoorbellPdd, DoorbellValue, DOORBELL_PDD_VERSION, PDD_MAGIC};
+use rvgpu_hw::queue::{RingControl, NO_QUEUE, RING_MAX, RING_MIN};
+use rvgpu_hw::regs;
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::adapter::Live;
+use crate::context::recommit;
+use crate::hwqueue::Ring;
+use crate::klog;
+use crate::platform::Platform;
+use crate::sched::{self, Handle, Kind, Sched};
+use crate::status::{self, Status};
+
+/// A doorbell object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Doorbell {
+    /// Dxgkrnl's handle of the doorbell (what `DxgkCbDisconnectDoorbell` names).
+    pub os_handle: usize,
+    /// The queue it rings.
+    pub queue: Handle,
+    /// The physical doorbell (BAR2 page) it is connected to, if any.
+    pub physical: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Slot {
+    /// The doorbell connected (or being connected) to this page.
+    owner: Option<Handle>,
+    /// When it was connected (a logical clock): the smallest is the least recently connected.
+    stamp: u64,
+    /// A connect is between victimising the old owner and binding the new one.
+    pending: bool,
+}
+
+/// The physical doorbells of one adapter.
+#[derive(Debug)]
+pub struct Physical {
+    global: bool,
+    slots: Vec<Slot>,
+    clock: u64,
+}
+
+/// Where a connect will put its doorbell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Page `i` is free.
+    Free(u32),
+    /// Page `i` is taken from doorbell `victim`, the least recently connected one.
+    Victim(u32, Handle),
+}
+
+impl Physical {
+    /// `count` physical doorbells; `global`: every doorbell shares page 0.
+    pub fn new(count: u32, global: bool) -> Self {
+        let n = if global { 0 } else { count };
+        Self {
+            global,
+            slots: (0..n).map(|_| Slot::default()).collect(),
+            clock: 0,
+        }
+    }
+
+    /// Global doorbell mode.
+    pub fn is_global(&self) -> bool {
+        self.global
+    }
+
+    /// The lowest free page, else the page of the least recently connected doorbell (pages
+    /// with a connect in flight are never chosen). `None` when every page is pending, or in
+    /// global mode.
+    pub fn choose(&self) -> Option<Choice> {
+        let idx = |i: usize| u32::try_from(i).ok();
+        if let Some(i) = self
+            .slots
+            .iter()
+            .position(|s| s.owner.is_none() && !s.pending)
+        {
+            return idx(i).map(Choice::Free);
+        }
+        let (i, s) = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.pending)
+            .min_by_key(|(_, s)| s.stamp)?;
+        Some(Choice::Victim(idx(i)?, s.owner?))
+    }
+
+    fn slot_mut(&mut self, i: u32) -> Option<&mut Slot> {
+        self.slots.get_mut(usize::try_from(i).ok()?)
+    }
+
+    /// Gives page `i` to `owner`; `pending` while the old owner is being told.
+    pub fn claim(&mut self, i: u32, owner: Handle, pending: bool) {
+        self.clock = self.clock.saturating_add(1);
+        let stamp = self.clock;
+        if let Some(s) = self.slot_mut(i) {
+            *s = Slot {
+                owner: Some(owner),
+                stamp,
+                pending,
+            };
+        }
+    }
+
+    /// Frees page `i` if `owner` holds it. Returns whether it did.
+    pub fn release(&mut self, i: u32, owner: Handle) -> bool {
+        match self.slot_mut(i) {
+            Some(s) if s.owner == Some(owner) => {
+                *s = Slot::default();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The doorbell holding page `i` (and whether a connect is pending on it).
+    pub fn owner(&self, i: u32) -> Option<(Handle, bool)> {
+        let s = self.slots.get(usize::try_from(i).ok()?)?;
+        s.owner.map(|o| (o, s.pending))
+    }
+}
+
+/// Writes `DOORBELL_BIND[i]`.
+fn bind<P: Platform>(live: &Live<P>, i: u32, queue_id: u32) {
+    if let Some(off) = regs::doorbell_bind_reg(i) {
+        live.regs.write32(off, queue_id);
+    }
+}
+
+/// Reads and checks the UMD's ring description.
+fn read_pdd(args: &DXGKARG_CREATEDOORBELL, vram: u64) -> Result<(DoorbellPdd, Ring), Status> {
+    let len = usize::try_from(args.PrivateDriverDataSize).map_err(|_| status::INVALID_PARAMETER)?;
+    let p = NonNull::new(args.PrivateDriverData.cast::<u8>()).ok_or(status::INVALID_PARAMETER)?;
+    if len < size_of::<DoorbellPdd>() {
+        return Err(status::INVALID_PARAMETER);
+    }
+    // SAFETY: Dxgkrnl passes `PrivateDriverDataSize` readable bytes at `PrivateDriverData`
+    // for the duration of the call.
+    let bytes = unsafe { core::slice::from_raw_parts(p.as_ptr(), size_of::<DoorbellPdd>()) };
+    let pdd = DoorbellPdd::read_from_bytes(bytes).map_err(|_| status::INVALID_PARAMETER)?;
+    if pdd.magic != PDD_MAGIC
+        || pdd.version != DOORBELL_PDD_VERSION
+        || pdd.reserved0 != 0
+        || pdd.reserved != [0; 3]
+    {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let ring = Ring {
+        base: pdd.ring_gpu,
+        size: pdd.ring_size,
+        control: pdd.ring_control_gpu,
+    };
+    check_ring(&ring, vram)?;
+    Ok((pdd, ring))
+}
+
+/// The device's rules for a ring (hardware.md 5.1, 12.1): a power-of-two size in range,
+/// an 8-aligned base, a 64-aligned control block, both reachable and not overlapping.
+pub fn check_ring(r: &Ring, vram: u64) -> Result<(), Status> {
+    let bad = Err(status::INVALID_PARAMETER);
+    if !r.size.is_power_of_two() || !(RING_MIN..=RING_MAX).contains(&r.size) {
+        return bad;
+    }
+    if r.base == 0 || !r.base.is_multiple_of(8) || r.control == 0 || !r.control.is_multiple_of(64) {
+        return bad;
+    }
+    let size = u64::from(r.size);
+    let classify = rvgpu_hw::addr::classify;
+    if classify(r.base, size, vram).is_none()
+        || classify(r.control, RingControl::SIZE, vram).is_none()
+    {
+        return bad;
+    }
+    let (Some(ring_end), Some(ctl_end)) = (
+        r.base.checked_add(size),
+        r.control.checked_add(RingControl::SIZE),
+    ) else {
+        return bad;
+    };
+    if r.base < ctl_end && r.control < ring_end {
+        return bad;
+    }
+    Ok(())
+}
+
+/// DxgkDdiCreateDoorbell (PASSIVE).
+pub fn create<P: Platform>(args: &mut DXGKARG_CREATEDOORBELL) -> Result<(), Status> {
+    sched::with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |a, live, qh| {
+        if args.hDoorbell.is_null() || args.Flags.get(DXGKARG_CREATEDOORBELL_FLAGS::Reserved) != 0 {
+            return Err(status::INVALID_PARAMETER);
+        }
+        let resize = args
+            .Flags
+            .is_set(DXGKARG_CREATEDOORBELL_FLAGS::ResizeRingBufferOperation);
+        let (mut pdd, ring) = read_pdd(args, live.identity.vram_size)?;
+        let h = a.new_handle(Kind::Doorbell)?;
+        let mut s = live.sched.lock();
+        let q = s.queues.get(&qh).ok_or(status::INVALID_HANDLE)?;
+        if !q.user_mode {
+            return Err(status::INVALID_PARAMETER);
+        }
+        if q.doorbell.is_some() && !resize {
+            return Err(status::INVALID_DEVICE_STATE);
+        }
+        let (engine, queue_id) = (q.engine, q.id);
+        s.doorbells.insert(
+            h,
+            Doorbell {
+                os_handle: args.hDoorbell.addr(),
+                queue: qh,
+                physical: None,
+            },
+        );
+        if let Some(q) = s.queues.get_mut(&qh) {
+            // With ResizeRingBufferOperation an older doorbell object of the queue stays
+            // until the OS destroys it, detached: the queue now runs the new ring.
+            q.doorbell = Some(h);
+            q.ring = Some(ring);
+        }
+        if let Err(e) = recommit(live, &s, engine) {
+            s.doorbells.remove(&h);
+            if let Some(q) = s.queues.get_mut(&qh) {
+                q.doorbell = None;
+                q.ring = None;
+            }
+            let _ = recommit(live, &s, engine);
+            return Err(e);
+        }
+        let global = s.physical.is_global();
+        drop(s);
+        pdd.ring_value = if global {
+            DoorbellValue::QueueId as u32
+        } else {
+            DoorbellValue::WritePtr as u32
+        };
+        pdd.queue_id = queue_id;
+        if let Some(p) = NonNull::new(args.PrivateDriverData.cast::<u8>()) {
+            // SAFETY: `read_pdd` checked the buffer holds a whole `DoorbellPdd`; it is
+            // writable (in/out) for the duration of the call.
+            let out =
+                unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), size_of::<DoorbellPdd>()) };
+            out.copy_from_slice(pdd.as_bytes());
+        }
+        args.hDoorbell = h.as_handle();
+        Ok(())
+    })
+}
+
+/// What a victimising connect must tell Dxgkrnl, gathered under the lock.
+struct VictimCall {
+    os_queue: usize,
+    os_doorbell: usize,
+}
+
+/// Takes its page from `victim` under the lock: the victim is marked disconnected and the
+/// page unbound, so from here on the victim can neither ring it nor release it.
+fn take_from(s: &mut Sched, victim: Handle) -> Option<VictimCall> {
+    let v = s.doorbells.get_mut(&victim)?;
+    v.physical = None;
+    let os_doorbell = v.os_handle;
+    let queue = v.queue;
+    let os_queue = s.queues.get(&queue).map_or(0, |q| q.os_handle);
+    Some(VictimCall {
+        os_queue,
+        os_doorbell,
+    })
+}
+
+/// DxgkDdiConnectDoorbell (PASSIVE).
+pub fn connect<P: Platform>(args: &mut DXGKARG_CONNECTDOORBELL) -> Result<(), Status> {
+    sched::with_adapter::<P, _>(args.hDoorbell, Kind::Doorbell, |_, live, h| {
+        if args.Flags.Value != 0 {
+            // No secondary doorbells (the caps do not offer them).
+            return Err(status::NOT_SUPPORTED);
+        }
+        let base = live.doorbell_va.ok_or(status::INSUFFICIENT_RESOURCES)?;
+        let page = connect_page(live, h)?;
+        let off = u64::from(page).saturating_mul(rvgpu_hw::PAGE_SIZE);
+        let off = usize::try_from(off).map_err(|_| status::INVALID_PARAMETER)?;
+        // An address inside our BAR2 mapping, handed to Dxgkrnl (never dereferenced here).
+        args.KernelCpuVirtualAddress = base.as_ptr().wrapping_add(off).cast();
+        args.SecondaryKernelCpuVirtualAddress = core::ptr::null_mut();
+        args.Status = D3DDDI_DOORBELLSTATUS_CONNECTED;
+        // Collect work the UMD published while the queue had no doorbell (hardware.md 5.5).
+        let s = live.sched.lock();
+        if let Some(q) = s.doorbells.get(&h).and_then(|d| s.queues.get(&d.queue)) {
+            live.regs
+                .engine_write32(q.engine, regs::engine::QUEUE_KICK, q.id);
+        }
+        Ok(())
+    })
+}
+
+/// Connects doorbell `h` and returns its page (the victimisation protocol of the module
+/// documentation).
+fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<u32, Status> {
+    let mut s = live.sched.lock();
+    let d = *s.doorbells.get(&h).ok_or(status::INVALID_HANDLE)?;
+    let queue_id = s
+        .queues
+        .get(&d.queue)
+        .map(|q| q.id)
+        .ok_or(status::INVALID_HANDLE)?;
+    if let Some(page) = d.physical {
+        return Ok(page);
+    }
+    if s.physical.is_global() {
+        if let Some(d) = s.doorbells.get_mut(&h) {
+            d.physical = Some(0);
+        }
+        return Ok(0);
+    }
+    let (page, call) = match s.physical.choose() {
+        None => return Err(status::INSUFFICIENT_RESOURCES),
+        Some(Choice::Free(i)) => {
+            s.physical.claim(i, h, false);
+            bind(live, i, queue_id);
+            if let Some(d) = s.doorbells.get_mut(&h) {
+                d.physical = Some(i);
+            }
+            return Ok(i);
+        }
+        Some(Choice::Victim(i, victim)) => {
+            let call = take_from(&mut s, victim);
+            s.physical.claim(i, h, true);
+            bind(live, i, NO_QUEUE);
+            (i, call)
+        }
+    };
+    drop(s);
+    // No KMD lock held: DxgkCbDisconnectDoorbell is PASSIVE_LEVEL.
+    if let Some(c) = call {
+        let r = live.dxgk.disconnect_doorbell(
+            c.os_queue,
+            c.os_doorbell,
+            D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+        );
+        if let Err(e) = r {
+            // The victim is disconnected on our side whatever Dxgkrnl says; its UMD finds out
+            // at its next ring (which the unbound page ignores) or reconnect.
+            klog!(
+                P,
+                Warning,
+                "rvgpu: DxgkCbDisconnectDoorbell failed: {:#x}",
+                e.code()
+            );
+        }
+    }
+    let mut s = live.sched.lock();
+    let ours = s.physical.owner(page) == Some((h, true));
+    let current = s.doorbells.get(&h).map(|d| d.physical);
+    match (ours, current) {
+        // Still ours and still wanted: bind it.
+        (true, Some(None)) => {
+            let queue_id = s
+                .doorbells
+                .get(&h)
+                .and_then(|d| s.queues.get(&d.queue))
+                .map_or(queue_id, |q| q.id);
+            s.physical.claim(page, h, false);
+            bind(live, page, queue_id);
+            if let Some(d) = s.doorbells.get_mut(&h) {
+                d.physical = Some(page);
+            }
+            Ok(page)
+        }
+        // A concurrent connect of the same doorbell won: keep its page, free ours.
+        (true, Some(Some(other))) => {
+            s.physical.release(page, h);
+            Ok(other)
+        }
+        // Destroyed meanwhile.
+        (true, None) => {
+            s.physical.release(page, h);
+            Err(status::INVALID_HANDLE)
+        }
+        (false, Some(Some(other))) => Ok(other),
+        (false, _) => Err(status::INVALID_HANDLE),
+    }
+}
+
+/// Releases doorbell `h`'s physical doorbell, if it has one (caller holds the lock).
+fn disconnect_locked<P: Platform>(live: &Live<P>, s: &mut Sched, h: Handle) {
+    let Some(page) = s.doorbells.get(&h).and_then(|d| d.physical) else {
+        return;
+    };
+    if !s.physical.is_global() && s.physical.release(page, h) {
+        bind(live, page, NO_QUEUE);
+    }
+    if let Some(d) = s.doorbells.get_mut(&h) {
+        d.physical = None;
+    }
+}
+
+/// DxgkDdiDisconnectDoorbell (PASSIVE; succeeds for every doorbell of ours).
+pub fn disconnect<P: Platform>(args: &DXGKARG_DISCONNECTDOORBELL) -> Result<(), Status> {
+    sched::with_adapter::<P, _>(args.hDoorbell, Kind::Doorbell, |_, live, h| {
+        let mut s = live.sched.lock();
+        if !s.doorbells.contains_key(&h) {
+            return Err(status::INVALID_HANDLE);
+        }
+        disconnect_locked(live, &mut s, h);
+        Ok(())
+    })
+}
+
+/// DxgkDdiDestroyDoorbell (PASSIVE; succeeds for every doorbell of ours): disconnects, and the
+/// queue leaves the runlist before this returns (its ring may be freed afterwards).
+pub fn destroy<P: Platform>(args: &DXGKARG_DESTROYDOORBELL) -> Result<(), Status> {
+    sched::with_adapter::<P, _>(args.hDoorbell, Kind::Doorbell, |_, live, h| {
+        let mut s = live.sched.lock();
+        let d = *s.doorbells.get(&h).ok_or(status::INVALID_HANDLE)?;
+        disconnect_locked(live, &mut s, h);
+        s.doorbells.remove(&h);
+        let engine = match s.queues.get_mut(&d.queue) {
+            Some(q) if q.doorbell == Some(h) => {
+                q.doorbell = None;
+                q.ring = None;
+                Some(q.engine)
+            }
+            _ => None,
+        };
+        if let Some(e) = engine {
+            // Only shrinks the runlist, which cannot fail for lack of room.
+            let _ = recommit(live, &s, e);
+        }
+        Ok(())
+    })
+}
+
+/// DxgkDdiNotifyWorkSubmission (PASSIVE): the UMD rang a `CONNECTED_NOTIFY` doorbell.
+pub fn notify_work_submission<P: Platform>(
+    args: &DXGKARG_NOTIFYWORKSUBMISSION,
+) -> Result<(), Status> {
+    sched::with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |_, live, h| {
+        let s = live.sched.lock();
+        let q = s.queues.get(&h).ok_or(status::INVALID_HANDLE)?;
+        if !q.user_mode {
+            return Err(status::INVALID_PARAMETER);
+        }
+        live.regs
+            .engine_write32(q.engine, regs::engine::QUEUE_KICK, q.id);
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db(n: u64) -> Handle {
+        Handle::new(0, Kind::Doorbell, n).unwrap()
+    }
+
+    #[test]
+    fn free_pages_first_lowest_index() {
+        let mut p = Physical::new(3, false);
+        assert_eq!(p.choose(), Some(Choice::Free(0)));
+        p.claim(0, db(1), false);
+        assert_eq!(p.choose(), Some(Choice::Free(1)));
+        p.claim(1, db(2), false);
+        p.claim(2, db(3), false);
+        assert!(p.release(1, db(2)));
+        assert!(!p.release(1, db(2)), "only the owner releases");
+        assert_eq!(p.choose(), Some(Choice::Free(1)));
+    }
+
+    #[test]
+    fn victim_is_the_least_recently_connected() {
+        let mut p = Physical::new(2, false);
+        p.claim(0, db(1), false);
+        p.claim(1, db(2), false);
+        assert_eq!(p.choose(), Some(Choice::Victim(0, db(1))));
+        // db(3) takes page 0 from db(1): now db(2) is the oldest.
+        p.claim(0, db(3), false);
+        assert_eq!(p.choose(), Some(Choice::Victim(1, db(2))));
+        // db(2) reconnects elsewhere... page 1 is reclaimed by db(4): db(3) is oldest again.
+        p.claim(1, db(4), false);
+        assert_eq!(p.choose(), Some(Choice::Victim(0, db(3))));
+    }
+
+    #[test]
+    fn pending_pages_are_never_chosen() {
+        let mut p = Physical::new(2, false);
+        p.claim(0, db(1), true);
+        assert_eq!(p.choose(), Some(Choice::Free(1)));
+        p.claim(1, db(2), false);
+        assert_eq!(
+            p.choose(),
+            Some(Choice::Victim(1, db(2))),
+            "page 0 is pending"
+        );
+        p.claim(1, db(3), true);
+        assert_eq!(p.choose(), None, "every page has a connect in flight");
+        assert_eq!(p.owner(0), Some((db(1), true)));
+    }
+
+    #[test]
+    fn global_mode_has_no_slots() {
+        let p = Physical::new(16, true);
+        assert!(p.is_global());
+        assert_eq!(p.choose(), None);
+    }
+
+    #[test]
+    fn ring_rules() {
+        let ok = Ring {
+            base: 0x10_0000,
+            size: 4096,
+            control: 0x20_0000,
+        };
+        let vram = 16 << 20;
+        assert_eq!(check_ring(&ok, vram), Ok(()));
+        let bad = |r: Ring| assert!(check_ring(&r, vram).is_err(), "{r:?}");
+        bad(Ring { size: 100, ..ok });
+        bad(Ring { size: 128, ..ok });
+        bad(Ring { base: 0, ..ok });
+        bad(Ring {
+            base: 0x10_0004,
+            ..ok
+        });
+        bad(Ring {
+            control: 0x20_0008,
+            ..ok
+        });
+        bad(Ring {
+            control: 0x10_0800,
+            ..ok
+        });
+        bad(Ring {
+            base: rvgpu_hw::addr::SYSMEM_LIMIT - 8,
+            ..ok
+        });
+        bad(Ring {
+            base: u64::MAX - 7,
+            ..ok
+        });
+    }
+}

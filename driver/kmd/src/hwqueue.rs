@@ -1,0 +1,441 @@
+//! Hardware queues (`DxgkDdiCreateHwQueue`, `DxgkDdiDestroyHwQueue`).
+//!
+//! A queue belongs to a context and runs on its engine. The KMD chooses its device queue id
+//! ([`QueueIds`]: unique on the adapter across engines, never `NO_QUEUE`, hardware.md B18),
+//! takes the priority from [`HwQueuePdd`] and programs the progress fence's GPU VA as the
+//! descriptor's `progress_fence`, so `PROGRESS` in the ring writes it (UM-16).
+//!
+//! Two kinds (UM-01, UM-05):
+//! - **kernel-mode** queues get a ring and ring control the KMD allocates
+//!   (`DxgkCbAllocateContiguousMemory`, like the event ring) and are runnable from creation;
+//!   `DxgkDdiSubmitCommandToHwQueue` feeds them ([`crate::submit`]).
+//! - **user-mode** queues (`D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission`) have no ring until
+//!   `DxgkDdiCreateDoorbell` hands over the UMD's ([`crate::doorbell`]); they refuse
+//!   kernel-mode submission.
+//!
+//! The queue descriptor is rebuilt from this state at every runlist commit
+//! ([`crate::runlist`]).
+
+use alloc::collections::BTreeSet;
+use core::ptr::NonNull;
+use core::sync::atomic::Ordering;
+
+use rvgpu_ddi::submission::{D3DDDI_CREATEHWQUEUEFLAGS, DXGKARG_CREATEHWQUEUE};
+use rvgpu_ddi::HANDLE;
+use rvgpu_hw::pdd::{HwQueuePdd, HW_QUEUE_PDD_VERSION, HW_QUEUE_PRIORITY_MAX, PDD_MAGIC};
+use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_QUEUE};
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::dma::DmaBuffer;
+use crate::dxgk::Dxgk;
+use crate::platform::Platform;
+use crate::runlist::{self, RUNLIST_CAPACITY};
+use crate::sched::{self, Handle, Kind};
+use crate::status::{self, Status};
+
+/// A ring as the device sees it (GPU addresses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ring {
+    pub base: u64,
+    /// Bytes: a power of two in `RING_MIN..=RING_MAX`.
+    pub size: u32,
+    /// GPU address of the `RingControl` block (64-aligned).
+    pub control: u64,
+}
+
+/// The ring of a kernel-mode queue: one contiguous allocation, the ring first and the ring
+/// control block right after it.
+#[derive(Debug)]
+pub struct KernelRing {
+    pub buf: DmaBuffer,
+    /// Ring bytes ([`KERNEL_RING_BYTES`]).
+    pub size: u32,
+    /// The producer's write pointer (free-running bytes); the copy in ring control is
+    /// published from it.
+    pub write_ptr: u64,
+}
+
+/// Ring size of a kernel-mode queue: room for about 400 submissions of one INDIRECT and one
+/// PROGRESS each.
+pub const KERNEL_RING_BYTES: u32 = 16 * 1024;
+
+impl KernelRing {
+    /// The ring as the device sees it.
+    pub fn ring(&self) -> Ring {
+        Ring {
+            base: self.buf.bus(),
+            size: self.size,
+            control: self.buf.bus().saturating_add(u64::from(self.size)),
+        }
+    }
+
+    /// Word index of ring-control field `offset` in the buffer.
+    pub fn control_word(&self, offset: u64) -> u64 {
+        u64::from(self.size).saturating_add(offset) / 8
+    }
+
+    /// The CMP's read pointer (acquire: pairs with its release store after each packet).
+    pub fn read_ptr(&self) -> Option<u64> {
+        self.buf
+            .load(self.control_word(RingControl::READ_PTR), Ordering::Acquire)
+    }
+}
+
+/// A hardware queue.
+#[derive(Debug)]
+pub struct HwQueue {
+    /// Dxgkrnl's handle of the queue (what `DxgkCbDisconnectDoorbell` names).
+    pub os_handle: usize,
+    pub context: Handle,
+    pub engine: u32,
+    /// Device queue id.
+    pub id: u32,
+    pub priority: u32,
+    /// Created with `UserModeSubmission`.
+    pub user_mode: bool,
+    /// GPU VA of the progress fence value.
+    pub progress_gpu: u64,
+    /// The ring the descriptor names; `None` for a user-mode queue without a doorbell.
+    pub ring: Option<Ring>,
+    /// The KMD-owned ring of a kernel-mode queue.
+    pub kernel: Option<KernelRing>,
+    /// The doorbell whose ring this queue runs (user-mode queues).
+    pub doorbell: Option<Handle>,
+}
+
+impl HwQueue {
+    /// The runlist entry, with `doorbell` as the (informational) physical doorbell index.
+    pub fn descriptor(&self, doorbell: u32) -> Option<QueueDescriptor> {
+        let ring = self.ring?;
+        let mut flags = QueueFlags::VALID;
+        if self.user_mode {
+            flags |= QueueFlags::USER_MODE;
+        }
+        Some(QueueDescriptor {
+            queue_id: self.id,
+            flags: flags.bits(),
+            ring_base: ring.base,
+            ring_size: ring.size,
+            doorbell,
+            ring_control: ring.control,
+            progress_fence: self.progress_gpu,
+            priority: self.priority,
+            ..Default::default()
+        })
+    }
+}
+
+/// Queue ids of one adapter: unique across engines, never `NO_QUEUE`, handed out round-robin
+/// so that a freed id is reused as late as possible (its descriptor left the runlist at the
+/// commit before it was freed, and events naming it drain long before the ids wrap).
+#[derive(Debug)]
+pub struct QueueIds {
+    next: u32,
+    limit: u32,
+    used: BTreeSet<u32>,
+}
+
+/// Queue ids are below this (far more than the runlists can hold; well under `NO_QUEUE`).
+pub const QUEUE_ID_LIMIT: u32 = 1 << 16;
+
+impl Default for QueueIds {
+    fn default() -> Self {
+        Self::with_limit(QUEUE_ID_LIMIT)
+    }
+}
+
+impl QueueIds {
+    /// Ids in `0..limit` (`NO_QUEUE` = `u32::MAX` is never in that range).
+    pub fn with_limit(limit: u32) -> Self {
+        Self {
+            next: 0,
+            limit,
+            used: BTreeSet::new(),
+        }
+    }
+
+    /// The next free id after the last one handed out, or `None` if all are in use.
+    pub fn alloc(&mut self) -> Option<u32> {
+        if self.limit == 0 || self.used.len() >= usize::try_from(self.limit).ok()? {
+            return None;
+        }
+        for _ in 0..self.limit {
+            let id = self.next;
+            self.next = id.checked_add(1).filter(|n| *n < self.limit).unwrap_or(0);
+            if id != NO_QUEUE && self.used.insert(id) {
+                return Some(id);
+            }
+        }
+        None
+    }
+
+    /// Returns `id` (after its queue left the runlist).
+    pub fn free(&mut self, id: u32) {
+        self.used.remove(&id);
+    }
+
+    /// Ids in use.
+    pub fn in_use(&self) -> usize {
+        self.used.len()
+    }
+}
+
+/// Reads the UMD's [`HwQueuePdd`], if any: no private data means priority 0 and nothing to
+/// return; otherwise it must be a valid rvgpu block.
+fn read_pdd(args: &DXGKARG_CREATEHWQUEUE) -> Result<Option<HwQueuePdd>, Status> {
+    if args.PrivateDriverDataSize == 0 {
+        return Ok(None);
+    }
+    let len = usize::try_from(args.PrivateDriverDataSize).map_err(|_| status::INVALID_PARAMETER)?;
+    let p = NonNull::new(args.pPrivateDriverData.cast::<u8>()).ok_or(status::INVALID_PARAMETER)?;
+    if len < size_of::<HwQueuePdd>() {
+        return Err(status::INVALID_PARAMETER);
+    }
+    // SAFETY: Dxgkrnl passes `PrivateDriverDataSize` readable bytes at `pPrivateDriverData`
+    // (a kernel copy of the UMD's buffer) for the duration of the call.
+    let bytes = unsafe { core::slice::from_raw_parts(p.as_ptr(), size_of::<HwQueuePdd>()) };
+    let pdd = HwQueuePdd::read_from_bytes(bytes).map_err(|_| status::INVALID_PARAMETER)?;
+    if pdd.magic != PDD_MAGIC || pdd.version != HW_QUEUE_PDD_VERSION || pdd.reserved != [0; 3] {
+        return Err(status::INVALID_PARAMETER);
+    }
+    Ok(Some(pdd))
+}
+
+/// Writes the outputs back into the UMD's private data.
+fn write_pdd(args: &DXGKARG_CREATEHWQUEUE, pdd: &HwQueuePdd) {
+    if let Some(p) = NonNull::new(args.pPrivateDriverData.cast::<u8>()) {
+        // SAFETY: `read_pdd` checked the buffer holds at least a whole `HwQueuePdd`; the
+        // buffer is writable (in/out) for the duration of the call.
+        let out = unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), size_of::<HwQueuePdd>()) };
+        out.copy_from_slice(pdd.as_bytes());
+    }
+}
+
+/// Allocates and zeroes a kernel-mode queue's ring and ring control (PASSIVE).
+fn alloc_kernel_ring<P: Platform>(dxgk: &Dxgk) -> Result<KernelRing, Status> {
+    let bytes = u64::from(KERNEL_RING_BYTES).saturating_add(rvgpu_hw::PAGE_SIZE);
+    let (va, handle) = dxgk.allocate_contiguous(bytes)?;
+    let Some(bus) = P::bus_address(va) else {
+        let _ = dxgk.free_contiguous(handle);
+        return Err(status::INSUFFICIENT_RESOURCES);
+    };
+    // SAFETY: fresh contiguous memory of `bytes` bytes, page aligned, owned by us until freed
+    // through `handle`.
+    let buf = unsafe { DmaBuffer::from_raw(va, bus, bytes, handle) };
+    buf.zero();
+    Ok(KernelRing {
+        buf,
+        size: KERNEL_RING_BYTES,
+        write_ptr: 0,
+    })
+}
+
+/// DxgkDdiCreateHwQueue (PASSIVE). `h_context` is the driver's context handle.
+pub fn create<P: Platform>(
+    h_context: HANDLE,
+    args: &mut DXGKARG_CREATEHWQUEUE,
+) -> Result<(), Status> {
+    sched::with_adapter::<P, _>(h_context, Kind::Context, |a, live, context| {
+        let known = D3DDDI_CREATEHWQUEUEFLAGS::mask(D3DDDI_CREATEHWQUEUEFLAGS::Reserved);
+        if args.Flags.Value & known != 0 {
+            return Err(status::INVALID_PARAMETER);
+        }
+        let user_mode = args
+            .Flags
+            .is_set(D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission);
+        let progress_gpu = args.HwQueueProgressFenceGPUVirtualAddress;
+        if progress_gpu == 0 || !progress_gpu.is_multiple_of(rvgpu_hw::addr::ACCESS_ALIGN) {
+            return Err(status::INVALID_PARAMETER);
+        }
+        let pdd = read_pdd(args)?;
+        let priority = pdd.map_or(0, |p| p.priority.min(HW_QUEUE_PRIORITY_MAX));
+        let h = a.new_handle(Kind::Queue)?;
+        // PASSIVE work first: the kernel ring is allocated before the lock is taken.
+        let kernel = if user_mode {
+            None
+        } else {
+            Some(alloc_kernel_ring::<P>(&live.dxgk)?)
+        };
+        let result = {
+            let mut s = live.sched.lock();
+            insert(
+                &mut s,
+                live,
+                context,
+                h,
+                args.hHwQueue,
+                user_mode,
+                priority,
+                progress_gpu,
+                kernel,
+            )
+        };
+        let (id, engine) = match result {
+            Ok(v) => v,
+            Err((e, kernel)) => {
+                if let Some(k) = kernel {
+                    let _ = live.dxgk.free_contiguous(k.buf.handle());
+                }
+                return Err(e);
+            }
+        };
+        if let Some(mut p) = pdd {
+            p.queue_id = id;
+            p.engine = engine;
+            write_pdd(args, &p);
+        }
+        args.hHwQueue = h.as_handle();
+        Ok(())
+    })
+}
+
+/// The locked part of create: checks the context and capacity, takes an id, inserts the
+/// queue and (kernel-mode) commits it. On failure the kernel ring is handed back for freeing.
+#[allow(clippy::too_many_arguments)]
+fn insert<P: Platform>(
+    s: &mut crate::sched::Sched,
+    live: &crate::adapter::Live<P>,
+    context: Handle,
+    h: Handle,
+    os_handle: HANDLE,
+    user_mode: bool,
+    priority: u32,
+    progress_gpu: u64,
+    kernel: Option<KernelRing>,
+) -> Result<(u32, u32), (Status, Option<KernelRing>)> {
+    let Some(engine) = s.contexts.get(&context).map(|c| c.engine) else {
+        return Err((status::INVALID_HANDLE, kernel));
+    };
+    let on_engine = s.queues.values().filter(|q| q.engine == engine).count();
+    if on_engine >= usize::try_from(RUNLIST_CAPACITY).unwrap_or(0) {
+        return Err((status::INSUFFICIENT_RESOURCES, kernel));
+    }
+    let Some(id) = s.ids.alloc() else {
+        return Err((status::INSUFFICIENT_RESOURCES, kernel));
+    };
+    let ring = kernel.as_ref().map(KernelRing::ring);
+    s.queues.insert(
+        h,
+        HwQueue {
+            os_handle: os_handle.addr(),
+            context,
+            engine,
+            id,
+            priority,
+            user_mode,
+            progress_gpu,
+            ring,
+            kernel,
+            doorbell: None,
+        },
+    );
+    if ring.is_some() {
+        if let Err(e) = runlist::commit(&live.regs, s, engine) {
+            let kernel = s.queues.remove(&h).and_then(|q| q.kernel);
+            s.ids.free(id);
+            let _ = runlist::commit(&live.regs, s, engine);
+            return Err((e, kernel));
+        }
+    }
+    Ok((id, engine))
+}
+
+/// DxgkDdiDestroyHwQueue (PASSIVE): only once its doorbell is gone. The queue leaves the
+/// runlist before its ring is freed.
+pub fn destroy<P: Platform>(h_queue: HANDLE) -> Result<(), Status> {
+    sched::with_adapter::<P, _>(h_queue, Kind::Queue, |_, live, h| {
+        let kernel = {
+            let mut s = live.sched.lock();
+            let q = s.queues.get(&h).ok_or(status::INVALID_HANDLE)?;
+            if q.doorbell.is_some() {
+                return Err(status::INVALID_DEVICE_STATE);
+            }
+            let was_runnable = s.runnable(q);
+            let Some(q) = s.queues.remove(&h) else {
+                return Err(status::INVALID_HANDLE);
+            };
+            if was_runnable {
+                // Commit failure cannot happen with a removed entry (the list only shrinks);
+                // the id is freed after the queue has left the device either way.
+                let _ = runlist::commit(&live.regs, &s, q.engine);
+            }
+            s.ids.free(q.id);
+            q.kernel
+        };
+        if let Some(k) = kernel {
+            let _ = live.dxgk.free_contiguous(k.buf.handle());
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rvgpu_hw::queue::NO_DOORBELL;
+
+    #[test]
+    fn ids_are_unique_never_no_queue_and_reused_late() {
+        let mut ids = QueueIds::with_limit(4);
+        let a: Vec<u32> = (0..4).map(|_| ids.alloc().unwrap()).collect();
+        assert_eq!(a, vec![0, 1, 2, 3]);
+        assert_eq!(ids.alloc(), None, "exhausted");
+        ids.free(1);
+        assert_eq!(ids.alloc(), Some(1), "the only free id");
+        ids.free(2);
+        ids.free(0);
+        // Round-robin: after 1 comes 2, not the lower 0.
+        assert_eq!(ids.alloc(), Some(2));
+        assert_eq!(ids.alloc(), Some(0));
+        assert_eq!(ids.in_use(), 4);
+    }
+
+    #[test]
+    fn ids_skip_ones_in_use_after_wrapping() {
+        let mut ids = QueueIds::with_limit(3);
+        assert_eq!(ids.alloc(), Some(0));
+        assert_eq!(ids.alloc(), Some(1));
+        ids.free(0);
+        assert_eq!(ids.alloc(), Some(2));
+        assert_eq!(ids.alloc(), Some(0), "wraps to the freed id");
+        assert_eq!(ids.alloc(), None);
+    }
+
+    #[test]
+    fn no_queue_is_never_handed_out() {
+        let mut ids = QueueIds::with_limit(u32::MAX);
+        ids.next = NO_QUEUE - 1;
+        assert_eq!(ids.alloc(), Some(NO_QUEUE - 1));
+        assert_eq!(ids.alloc(), Some(0), "wraps before NO_QUEUE");
+        assert_eq!(QueueIds::default().limit, QUEUE_ID_LIMIT);
+    }
+
+    #[test]
+    fn descriptor_of_a_ringless_queue_is_none() {
+        let mut q = HwQueue {
+            os_handle: 1,
+            context: Handle::new(0, Kind::Context, 1).unwrap(),
+            engine: 1,
+            id: 7,
+            priority: 3,
+            user_mode: true,
+            progress_gpu: 0x8000,
+            ring: None,
+            kernel: None,
+            doorbell: None,
+        };
+        assert_eq!(q.descriptor(NO_DOORBELL), None);
+        q.ring = Some(Ring {
+            base: 0x1_0000,
+            size: 4096,
+            control: 0x2_0000,
+        });
+        let d = q.descriptor(2).unwrap();
+        assert_eq!(d.validate(), Ok(()));
+        assert_eq!(d.queue_id, 7);
+        assert_eq!(d.flags, (QueueFlags::VALID | QueueFlags::USER_MODE).bits());
+        assert_eq!(d.progress_fence, 0x8000);
+        assert_eq!(d.priority, 3);
+        assert_eq!(d.doorbell, 2);
+    }
+}

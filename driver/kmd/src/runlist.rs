@@ -1,0 +1,242 @@
+//! Runlists: one buffer of queue descriptors per engine (docs/hardware.md 5.2).
+//!
+//! The buffers are allocated at start (contiguous memory, inside system window 1) and written
+//! only under the scheduler lock. Whenever the set of runnable queues of an engine changes
+//! (a kernel-mode queue created or destroyed, a doorbell created or destroyed, a context
+//! suspended or resumed) the whole runlist is rebuilt from the scheduler state and committed:
+//! `RUNLIST_BASE`, `RUNLIST_COUNT`, `RUNLIST_COMMIT` = 1. The commit is atomic and synchronous:
+//! when the write returns, queues that left execute nothing more, so their rings may be freed,
+//! and the buffer may be rewritten for the next commit.
+
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+
+use rvgpu_hw::queue::{QueueDescriptor, NO_DOORBELL, RUNLIST_MAX};
+use rvgpu_hw::regs;
+
+use crate::dma::DmaBuffer;
+use crate::dxgk::Dxgk;
+use crate::mmio::Regs;
+use crate::platform::Platform;
+use crate::sched::Sched;
+use crate::status::{self, Status};
+
+/// Descriptors per runlist buffer: the most queues one engine may have (creation beyond it is
+/// refused). 256 × 128 bytes = 32 KiB per engine.
+pub const RUNLIST_CAPACITY: u32 = 256;
+const _: () = assert!(RUNLIST_CAPACITY <= RUNLIST_MAX);
+
+/// Bytes of a descriptor.
+const DESC_BYTES: u64 = size_of::<QueueDescriptor>() as u64;
+/// Words of a descriptor.
+const DESC_WORDS: u64 = DESC_BYTES / 8;
+
+/// Allocates one zeroed runlist buffer per engine (PASSIVE). On failure nothing is kept.
+pub fn alloc<P: Platform>(dxgk: &Dxgk, engines: u32) -> Result<Vec<DmaBuffer>, Status> {
+    let bytes = u64::from(RUNLIST_CAPACITY).saturating_mul(DESC_BYTES);
+    let mut out = Vec::new();
+    for _ in 0..engines {
+        let buf = match dxgk.allocate_contiguous(bytes) {
+            Ok((va, handle)) => match P::bus_address(va) {
+                // SAFETY: fresh contiguous memory of `bytes` bytes, page aligned, owned by us
+                // until freed through `handle`.
+                Some(bus) => unsafe { DmaBuffer::from_raw(va, bus, bytes, handle) },
+                None => {
+                    let _ = dxgk.free_contiguous(handle);
+                    free(dxgk, out);
+                    return Err(status::INSUFFICIENT_RESOURCES);
+                }
+            },
+            Err(e) => {
+                free(dxgk, out);
+                return Err(e);
+            }
+        };
+        buf.zero();
+        out.push(buf);
+    }
+    Ok(out)
+}
+
+/// Frees runlist buffers (PASSIVE; the device must no longer be told to read them).
+pub fn free(dxgk: &Dxgk, bufs: Vec<DmaBuffer>) {
+    for b in bufs {
+        let _ = dxgk.free_contiguous(b.handle());
+    }
+}
+
+/// The descriptors `engine`'s runlist holds now, in order (at most [`RUNLIST_CAPACITY`]).
+pub fn build(s: &Sched, engine: u32) -> impl Iterator<Item = QueueDescriptor> + '_ {
+    s.runlist_entries(engine)
+        .filter_map(|q| {
+            let doorbell = q
+                .doorbell
+                .and_then(|d| s.doorbells.get(&d))
+                .and_then(|d| d.physical)
+                .unwrap_or(NO_DOORBELL);
+            q.descriptor(doorbell)
+        })
+        .take(usize::try_from(RUNLIST_CAPACITY).unwrap_or(0))
+}
+
+/// Rewrites `engine`'s runlist buffer from `s` and commits it. Returns the number of
+/// descriptors committed. The caller holds the scheduler lock (it owns `s`).
+pub fn commit<P: Platform>(regs: &Regs<P>, s: &Sched, engine: u32) -> Result<u32, Status> {
+    let buf = s
+        .runlists
+        .get(usize::try_from(engine).map_err(|_| status::INVALID_PARAMETER)?)
+        .ok_or(status::INVALID_PARAMETER)?;
+    let mut count: u32 = 0;
+    for d in build(s, engine) {
+        let base = u64::from(count).saturating_mul(DESC_WORDS);
+        for (i, w) in d.to_words().iter().enumerate() {
+            let idx = base.saturating_add(i as u64);
+            if !buf.store(idx, *w, Ordering::Relaxed) {
+                return Err(status::INSUFFICIENT_RESOURCES);
+            }
+        }
+        count = count.saturating_add(1);
+    }
+    // The device reads the descriptors during the COMMIT write; the MMIO write is ordered
+    // after the stores above (Release, then the platform's MMIO barrier).
+    core::sync::atomic::fence(Ordering::Release);
+    regs.engine_write64(engine, regs::engine::RUNLIST_BASE, buf.bus());
+    regs.engine_write32(engine, regs::engine::RUNLIST_COUNT, count);
+    regs.engine_write32(engine, regs::engine::RUNLIST_COMMIT, 1);
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::{Context, Device};
+    use crate::doorbell::Doorbell;
+    use crate::hwqueue::{HwQueue, Ring};
+    use crate::sched::{Handle, Kind};
+
+    fn h(kind: Kind, n: u64) -> Handle {
+        Handle::new(0, kind, n).unwrap()
+    }
+
+    fn ring(n: u64) -> Ring {
+        Ring {
+            base: n.wrapping_mul(0x10_0000),
+            size: 4096,
+            control: n.wrapping_mul(0x10_0000).wrapping_add(0x8_0000),
+        }
+    }
+
+    fn queue(ctx: u64, engine: u32, id: u32, ring: Option<Ring>, user: bool) -> HwQueue {
+        HwQueue {
+            os_handle: 0,
+            context: h(Kind::Context, ctx),
+            engine,
+            id,
+            priority: 0,
+            user_mode: user,
+            progress_gpu: 0x9000,
+            ring,
+            kernel: None,
+            doorbell: None,
+        }
+    }
+
+    /// Two contexts on engine 0 (one suspended later), one on engine 1.
+    fn state() -> Sched {
+        let mut s = Sched::new(4, false, Vec::new());
+        let dev = h(Kind::Device, 1);
+        s.devices.insert(
+            dev,
+            Device {
+                os_handle: 1,
+                system: false,
+            },
+        );
+        for (n, engine) in [(1, 0), (2, 0), (3, 1)] {
+            s.contexts.insert(
+                h(Kind::Context, n),
+                Context {
+                    device: dev,
+                    engine,
+                    suspended: false,
+                },
+            );
+        }
+        s.queues
+            .insert(h(Kind::Queue, 10), queue(1, 0, 5, Some(ring(1)), false));
+        s.queues
+            .insert(h(Kind::Queue, 11), queue(2, 0, 6, Some(ring(2)), false));
+        // A user-mode queue without a doorbell has no ring: not runnable.
+        s.queues
+            .insert(h(Kind::Queue, 12), queue(2, 0, 7, None, true));
+        s.queues
+            .insert(h(Kind::Queue, 13), queue(3, 1, 8, Some(ring(3)), false));
+        s
+    }
+
+    fn ids(s: &Sched, engine: u32) -> Vec<u32> {
+        build(s, engine).map(|d| d.queue_id).collect()
+    }
+
+    #[test]
+    fn runnable_queues_of_the_engine_only() {
+        let s = state();
+        assert_eq!(ids(&s, 0), vec![5, 6]);
+        assert_eq!(ids(&s, 1), vec![8]);
+        assert_eq!(ids(&s, 2), Vec::<u32>::new());
+        for d in build(&s, 0) {
+            assert_eq!(d.validate(), Ok(()));
+            assert_eq!(
+                d.doorbell, NO_DOORBELL,
+                "kernel-mode queues have no doorbell"
+            );
+        }
+    }
+
+    #[test]
+    fn suspended_contexts_leave_and_resumed_ones_return() {
+        let mut s = state();
+        s.contexts.get_mut(&h(Kind::Context, 2)).unwrap().suspended = true;
+        assert_eq!(ids(&s, 0), vec![5]);
+        assert_eq!(ids(&s, 1), vec![8], "other engines are untouched");
+        s.contexts.get_mut(&h(Kind::Context, 2)).unwrap().suspended = false;
+        assert_eq!(ids(&s, 0), vec![5, 6]);
+    }
+
+    #[test]
+    fn a_doorbell_gives_a_user_queue_its_ring_and_names_its_page() {
+        let mut s = state();
+        let db = h(Kind::Doorbell, 20);
+        let q = s.queues.get_mut(&h(Kind::Queue, 12)).unwrap();
+        q.ring = Some(ring(4));
+        q.doorbell = Some(db);
+        s.doorbells.insert(
+            db,
+            Doorbell {
+                os_handle: 2,
+                queue: h(Kind::Queue, 12),
+                physical: Some(3),
+            },
+        );
+        assert_eq!(ids(&s, 0), vec![5, 6, 7]);
+        let d = build(&s, 0).find(|d| d.queue_id == 7).unwrap();
+        assert_eq!(d.doorbell, 3);
+        assert_eq!(
+            d.flags,
+            (rvgpu_hw::queue::QueueFlags::VALID | rvgpu_hw::queue::QueueFlags::USER_MODE).bits()
+        );
+    }
+
+    #[test]
+    fn the_runlist_never_exceeds_its_capacity() {
+        let mut s = state();
+        for n in 100..u64::from(RUNLIST_CAPACITY).wrapping_add(105) {
+            let id = u32::try_from(n).unwrap();
+            s.queues.insert(
+                h(Kind::Queue, n.wrapping_mul(10)),
+                queue(3, 1, id, Some(ring(n)), false),
+            );
+        }
+        assert_eq!(build(&s, 1).count(), RUNLIST_CAPACITY as usize);
+    }
+}

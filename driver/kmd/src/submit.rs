@@ -1,0 +1,274 @@
+//! Kernel-mode submission: `DxgkDdiSubmitCommandToHwQueue` (UM-01, docs/hardware.md 5.6).
+//!
+//! The KMD appends to the queue's own ring `INDIRECT(DmaBufferVirtualAddress, DmaBufferSize)`
+//! (split into several INDIRECTs of at most `cmd::MAX_INDIRECT` bytes for a bigger buffer)
+//! and `PROGRESS(PROGRESS_IRQ, HwQueueProgressFenceId)`, stores `write_ptr` with release
+//! ordering and writes the queue id to the engine's `QUEUE_KICK` (hardware.md 8.5, P1..P4).
+//! The PROGRESS makes the device post a `Progress` event, which the ISR reports as a
+//! monitored-fence signal so the OS reads the progress fence.
+//!
+//! Nothing blocks: a ring without room for the whole submission refuses it with an NTSTATUS
+//! (the OS resubmits once earlier work has completed); a user-mode queue refuses it with
+//! `STATUS_INVALID_PARAMETER` (UM-05). Submissions to one queue are serialised by the
+//! scheduler lock, which also keeps the queue alive while its ring is written.
+
+use core::sync::atomic::Ordering;
+
+use rvgpu_ddi::submission::{DXGKARG_SUBMITCOMMANDTOHWQUEUE, DXGK_SUBMITCOMMANDFLAGS};
+use rvgpu_hw::cmd::{Command, MAX_INDIRECT};
+use rvgpu_hw::queue::{ring_free, RingControl};
+use rvgpu_hw::regs;
+
+use crate::adapter::Adapter;
+use crate::hwqueue::KernelRing;
+use crate::platform::Platform;
+use crate::sched::{Handle, Kind};
+use crate::status::{self, Status};
+
+/// Largest DMA buffer accepted in one submission (16 INDIRECTs).
+pub const MAX_SUBMIT_BYTES: u64 = 16 * MAX_INDIRECT;
+
+/// Words of the longest submission: 16 INDIRECTs and a PROGRESS.
+const MAX_WORDS: usize = 16 * 3 + 2;
+
+/// The INDIRECT packet for `bytes` at `addr`.
+fn indirect(addr: u64, bytes: u64) -> Command {
+    Command::Indirect { addr, bytes }
+}
+
+/// Encodes a submission into `out`: INDIRECTs covering `[addr, addr + bytes)` (none when
+/// `null_rendering`), then the PROGRESS. Returns the number of words.
+pub fn encode(
+    addr: u64,
+    bytes: u64,
+    fence: u64,
+    null_rendering: bool,
+    out: &mut [u64],
+) -> Option<usize> {
+    let mut n = 0usize;
+    if !null_rendering {
+        let mut off = 0u64;
+        while off < bytes {
+            let chunk = bytes.saturating_sub(off).min(MAX_INDIRECT);
+            let at = addr.checked_add(off)?;
+            n = n.checked_add(indirect(at, chunk).encode(out.get_mut(n..)?)?)?;
+            off = off.checked_add(chunk)?;
+        }
+    }
+    let progress = Command::Progress {
+        irq: true,
+        value: fence,
+    };
+    n.checked_add(progress.encode(out.get_mut(n..)?)?)
+}
+
+/// Appends `words` to the kernel ring and publishes them (release store of `write_ptr`).
+/// Refuses, writing nothing, when the ring lacks room.
+pub fn append(k: &mut KernelRing, words: &[u64]) -> Result<(), Status> {
+    let need = u64::try_from(words.len())
+        .ok()
+        .and_then(|w| w.checked_mul(8))
+        .ok_or(status::INVALID_PARAMETER)?;
+    let read = k.read_ptr().ok_or(status::DEVICE_HARDWARE_ERROR)?;
+    // Inconsistent pointers mean the CMP's read pointer is not ours to trust: refuse rather
+    // than overwrite unconsumed commands.
+    let free = ring_free(k.size, read, k.write_ptr).ok_or(status::DEVICE_HARDWARE_ERROR)?;
+    if free < need {
+        return Err(status::INSUFFICIENT_RESOURCES);
+    }
+    let ring_words = u64::from(k.size) / 8;
+    let start = k.write_ptr / 8;
+    for (i, w) in words.iter().enumerate() {
+        let idx = start
+            .checked_add(i as u64)
+            .and_then(|x| x.checked_rem(ring_words))
+            .ok_or(status::INVALID_PARAMETER)?;
+        k.buf.store(idx, *w, Ordering::Relaxed);
+    }
+    let new = k
+        .write_ptr
+        .checked_add(need)
+        .ok_or(status::INVALID_PARAMETER)?;
+    // P3: the packets are visible before the new write pointer.
+    k.buf.store(
+        k.control_word(RingControl::WRITE_PTR),
+        new,
+        Ordering::Release,
+    );
+    k.write_ptr = new;
+    Ok(())
+}
+
+/// DxgkDdiSubmitCommandToHwQueue (PASSIVE).
+pub fn submit<P: Platform>(
+    a: &Adapter<P>,
+    args: &DXGKARG_SUBMITCOMMANDTOHWQUEUE,
+) -> Result<(), Status> {
+    let h = Handle::decode(args.hHwQueue, Kind::Queue).ok_or(status::INVALID_HANDLE)?;
+    if h.slot() != a.table_slot() {
+        return Err(status::INVALID_HANDLE);
+    }
+    let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+    {
+        let addr = args.DmaBufferVirtualAddress;
+        let bytes = u64::from(args.DmaBufferSize);
+        let align = rvgpu_hw::addr::ACCESS_ALIGN;
+        if addr == 0 || !addr.is_multiple_of(align) || addr.checked_add(bytes).is_none() {
+            return Err(status::INVALID_PARAMETER);
+        }
+        if bytes == 0 || !bytes.is_multiple_of(align) || bytes > MAX_SUBMIT_BYTES {
+            return Err(status::INVALID_PARAMETER);
+        }
+        if args.DmaBufferPrivateDataSize != 0 && args.pDmaBufferPrivateData.is_null() {
+            return Err(status::INVALID_PARAMETER);
+        }
+        if args.Flags.get(DXGK_SUBMITCOMMANDFLAGS::Reserved) != 0 {
+            return Err(status::INVALID_PARAMETER);
+        }
+        let null_rendering = args.Flags.is_set(DXGK_SUBMITCOMMANDFLAGS::NullRendering);
+        let mut words = [0u64; MAX_WORDS];
+        let n = encode(
+            addr,
+            bytes,
+            args.HwQueueProgressFenceId,
+            null_rendering,
+            &mut words,
+        )
+        .ok_or(status::INVALID_PARAMETER)?;
+        let packets = words.get(..n).ok_or(status::INVALID_PARAMETER)?;
+        let mut s = live.sched.lock();
+        let q = s.queues.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
+        if q.user_mode {
+            // UM-05: user-mode queues are fed through their doorbell only.
+            return Err(status::INVALID_PARAMETER);
+        }
+        let (engine, id) = (q.engine, q.id);
+        let k = q.kernel.as_mut().ok_or(status::INVALID_DEVICE_STATE)?;
+        append(k, packets)?;
+        // P4: the CMP loads write_ptr before this write returns (a suspended queue picks it
+        // up when it re-enters the runlist).
+        live.regs
+            .engine_write32(engine, regs::engine::QUEUE_KICK, id);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rvgpu_hw::cmd::decode;
+
+    #[test]
+    fn small_buffer_is_one_indirect_and_a_progress() {
+        let mut w = [0u64; MAX_WORDS];
+        let n = encode(0x10_0000, 4096, 9, false, &mut w).unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(
+            decode(&w[..3]),
+            Ok(Command::Indirect {
+                addr: 0x10_0000,
+                bytes: 4096
+            })
+        );
+        assert_eq!(
+            decode(&w[3..5]),
+            Ok(Command::Progress {
+                irq: true,
+                value: 9
+            })
+        );
+    }
+
+    #[test]
+    fn big_buffer_is_split_at_max_indirect() {
+        let mut w = [0u64; MAX_WORDS];
+        let bytes = 2 * MAX_INDIRECT + 8;
+        let n = encode(0x1000, bytes, 1, false, &mut w).unwrap();
+        assert_eq!(n, 3 * 3 + 2);
+        let chunks: Vec<_> = (0..3)
+            .map(|i| decode(&w[i * 3..i * 3 + 3]).unwrap())
+            .collect();
+        assert_eq!(
+            chunks,
+            vec![
+                Command::Indirect {
+                    addr: 0x1000,
+                    bytes: MAX_INDIRECT
+                },
+                Command::Indirect {
+                    addr: 0x1000 + MAX_INDIRECT,
+                    bytes: MAX_INDIRECT
+                },
+                Command::Indirect {
+                    addr: 0x1000 + 2 * MAX_INDIRECT,
+                    bytes: 8
+                },
+            ]
+        );
+        let n = encode(0x1000, MAX_SUBMIT_BYTES, 1, false, &mut w).unwrap();
+        assert_eq!(n, MAX_WORDS, "the largest submission fits the stack buffer");
+    }
+
+    /// A kernel ring over leaked host memory (bus address = a made-up value; only the CPU
+    /// side is exercised).
+    fn host_ring(size: u32) -> KernelRing {
+        let words = (size as usize).saturating_add(4096) / 8;
+        let mem: &'static mut [u64] = Box::leak(vec![0u64; words].into_boxed_slice());
+        let va = core::ptr::NonNull::new(mem.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: leaked (never freed), 8-aligned, `words * 8` bytes, accessed atomically only.
+        let buf = unsafe {
+            crate::dma::DmaBuffer::from_raw(va, 0x10_0000, (words as u64).saturating_mul(8), 0)
+        };
+        KernelRing {
+            buf,
+            size,
+            write_ptr: 0,
+        }
+    }
+
+    #[test]
+    fn append_wraps_publishes_and_refuses_when_full() {
+        let mut k = host_ring(256);
+        let packet = [1u64, 2, 3, 4, 5];
+        let set_read = |k: &KernelRing, v: u64| {
+            k.buf
+                .store(k.control_word(RingControl::READ_PTR), v, Ordering::Release);
+        };
+        // 6 packets of 40 bytes fit in 256; the 7th does not.
+        for _ in 0..6 {
+            append(&mut k, &packet).unwrap();
+        }
+        assert_eq!(k.write_ptr, 240);
+        assert_eq!(append(&mut k, &packet), Err(status::INSUFFICIENT_RESOURCES));
+        assert_eq!(k.write_ptr, 240, "a refused submission writes nothing");
+        let published = k
+            .buf
+            .load(k.control_word(RingControl::WRITE_PTR), Ordering::Acquire);
+        assert_eq!(published, Some(240));
+        // The CMP consumed two packets: the next one wraps around the ring end.
+        set_read(&k, 80);
+        append(&mut k, &packet).unwrap();
+        assert_eq!(k.write_ptr, 280);
+        assert_eq!(
+            k.buf.load(30, Ordering::Relaxed),
+            Some(1),
+            "words 30, 31 at the end"
+        );
+        assert_eq!(k.buf.load(31, Ordering::Relaxed), Some(2));
+        assert_eq!(
+            k.buf.load(0, Ordering::Relaxed),
+            Some(3),
+            "then from the start"
+        );
+        assert_eq!(k.buf.load(2, Ordering::Relaxed), Some(5));
+        // A read pointer ahead of the write pointer is never trusted.
+        set_read(&k, 1000);
+        assert_eq!(append(&mut k, &packet), Err(status::DEVICE_HARDWARE_ERROR));
+    }
+
+    #[test]
+    fn null_rendering_only_signals_progress() {
+        let mut w = [0u64; MAX_WORDS];
+        assert_eq!(encode(0x1000, 64, 5, true, &mut w), Some(2));
+    }
+}
