@@ -458,14 +458,20 @@ impl<K: Kmt> KernelPath<K> {
         Ok(last)
     }
 
-    fn wait(&self, kmt: &K, value: u64) -> Result<(), SubmitError> {
+    fn wait_target(&self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError> {
         if value > self.last {
             return Err(SubmitError::NotSubmitted);
         }
         if self.completed() >= value {
-            return Ok(());
+            return Ok(None);
         }
-        kmt.wait_for_fence(self.queue.progress_fence, value)?;
+        Ok(Some((self.queue.progress_fence, value)))
+    }
+
+    fn wait(&self, kmt: &K, value: u64) -> Result<(), SubmitError> {
+        if let Some((fence, v)) = self.wait_target(value)? {
+            kmt.wait_for_fence(fence, v)?;
+        }
         Ok(())
     }
 
@@ -526,6 +532,12 @@ impl<K: Kmt> KernelQueue<K> {
     /// Blocks until the progress fence reaches `value`.
     pub fn wait(&self, value: u64) -> Result<(), SubmitError> {
         self.path.wait(&self.kmt, value)
+    }
+
+    /// What to wait on for `value`: `None` if it completed, else the progress fence and the
+    /// value it must reach (for callers that wait with a timeout themselves).
+    pub fn wait_target(&self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError> {
+        self.path.wait_target(value)
     }
 
     /// The progress fence's current value.
@@ -1010,24 +1022,31 @@ impl<K: Kmt> UserQueue<K> {
     /// Blocks until the work of progress value `value` (from [`submit`](Self::submit)) has
     /// completed.
     pub fn wait(&self, value: u64) -> Result<(), SubmitError> {
+        if let Some((fence, v)) = self.wait_target(value)? {
+            self.kmt.wait_for_fence(fence, v)?;
+        }
+        Ok(())
+    }
+
+    /// What to wait on for progress value `value`: `None` if it completed, else the fence
+    /// (the user-mode queue's, or after a fallback the kernel-mode queue's) and the value it
+    /// must reach. For callers that wait with a timeout themselves (the C API).
+    pub fn wait_target(&self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError> {
         if value > self.last {
             return Err(SubmitError::NotSubmitted);
         }
         match &self.fallback {
-            None => {
-                if self.queue.progress_cpu.value() < value {
-                    self.kmt.wait_for_fence(self.queue.progress_fence, value)?;
-                }
-                Ok(())
-            }
+            None => Ok((self.queue.progress_cpu.value() < value)
+                .then_some((self.queue.progress_fence, value))),
             Some(fb) => {
                 if value <= fb.user_completed {
-                    return Ok(());
+                    return Ok(None);
                 }
-                // The first pending batch at or after `value` completes after it.
+                // The first pending batch at or after `value` completes after it; none left:
+                // pruned, so complete.
                 match fb.pending.iter().find(|(logical, _)| *logical >= value) {
-                    Some(&(_, phys)) => fb.path.wait(&self.kmt, phys),
-                    None => Ok(()), // pruned: complete
+                    Some(&(_, phys)) => fb.path.wait_target(phys),
+                    None => Ok(None),
                 }
             }
         }

@@ -794,6 +794,7 @@ fn um_19_connect_failure_at_creation_falls_back() {
     let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
     assert_eq!(q.path(), SubmissionPath::KernelMode);
     m.clear_log();
+    m.w().auto = false;
     assert_eq!(q.submit(&[fill(1)]).unwrap(), 1);
     assert_eq!(q.submit(&[fill(2)]).unwrap(), 2);
     assert!(
@@ -802,7 +803,22 @@ fn um_19_connect_failure_at_creation_falls_back() {
             .any(|e| matches!(e, Ev::RingWord(..) | Ev::Doorbell(_))),
         "nothing went through the ring"
     );
+    let kernel_queue = m
+        .log()
+        .iter()
+        .find_map(|e| match e {
+            Ev::CreateHwQueue {
+                handle,
+                user_mode: false,
+            } => Some(*handle),
+            _ => None,
+        })
+        .unwrap();
+    let kernel_fence = m.0.borrow().queues[&kernel_queue].fence;
+    assert_eq!(q.wait_target(2), Ok(Some((kernel_fence, 2))));
+    assert_eq!(q.completed(), 0);
     q.wait(2).unwrap();
+    assert_eq!(q.completed(), 2);
     assert_eq!(fills(&m), vec![(false, 1), (false, 2)]);
     m.check();
 }
@@ -853,6 +869,24 @@ fn um_19_abort_resubmits_only_unconsumed_packets() {
     m.w().auto = true;
     let d = q.submit(&[fill(6)]).unwrap();
     assert_eq!((a, b, c, d), (1, 2, 3, 4));
+    let kernel_fence = m
+        .log()
+        .iter()
+        .find_map(|e| match e {
+            Ev::KmSubmit { queue, .. } => Some(m.0.borrow().queues[queue].fence),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        q.wait_target(a),
+        Ok(None),
+        "completed on the user-mode queue"
+    );
+    assert_eq!(q.wait_target(5), Err(SubmitError::NotSubmitted));
+    // Batch 2 was resubmitted as an empty batch (its FILL 3 had run), batch 3 and 4 follow:
+    // kernel-mode values 1, 2, 3, all complete (the mock runs them at once).
+    assert_eq!(q.wait_target(d), Ok(None));
+    assert!(m.0.borrow().fences[&kernel_fence] == 3);
     q.wait(b).unwrap();
     q.wait(d).unwrap();
     assert_eq!(q.completed(), 4);
