@@ -1,15 +1,40 @@
 //! The UMD's C API, exported by rvgpu_umd.dll and declared in `umd/include/rvgpu_umd.h`
-//! (tests/umd_header.rs checks that the two agree).
+//! (tests/umd_header.rs checks that the two agree; tests/pe_images.rs that the DLL exports
+//! every function here).
 //!
-//! Status: the entry points exist, validate their arguments and are exported; the work behind
-//! them (open the adapter through D3DKMT, create hardware queues and doorbells, write the ring,
-//! native fences) is the user-mode submission issue's. Until then every call that would need
-//! it returns [`RvgpuStatus::NotImplemented`] after argument validation; it never pretends to
-//! succeed. `rvgpu_status_string` is complete.
+//! Status (issue 6):
+//! - **On Windows** the calls are implemented (`capi_windows`): an adapter is a
+//!   [`WinKmt`](crate::kmt_windows::WinKmt) (adapter, D3D device, paging queue); a queue is the
+//!   portable [`UserQueue`](crate::submit::UserQueue) over it (user-mode submission with the
+//!   kernel-mode fallback); `rvgpu_submit` parses the packets and submits them;
+//!   `rvgpu_queue_wait` waits on a progress value; fences are native fences
+//!   (`D3DKMTCreateNativeFence`), signalled and waited from the CPU. This is compiled by the
+//!   Windows cross-build only and has never run; queue creation cannot succeed yet on a real
+//!   system because the v1 KMD gives allocations no GPU virtual address (kmt_windows.rs), so
+//!   `rvgpu_create_queue` returns the failing thunk's status mapped to an [`RvgpuStatus`]
+//!   (`NotImplemented` for `STATUS_NOT_SUPPORTED`).
+//! - **Elsewhere** (the host build, used by tests) there is no D3DKMT: `rvgpu_open_adapter`
+//!   returns [`RvgpuStatus::NotImplemented`] after argument validation, so no adapter, queue or
+//!   fence handle can exist, and the other calls validate their arguments and return
+//!   `NotImplemented` too. The portable core is tested directly (`submit`) and through the
+//!   simulated OS.
+//!
+//! Command streams are rvgpu packets (docs/hardware.md, "Command set"): 64-bit words, each
+//! passed as two 32-bit dwords, low half first; they are decoded and validated before anything
+//! is written ([`parse_commands`]).
+//!
+//! Threading: adapters and fences may be used from any thread; one queue must not be used by
+//! two threads at the same time.
 #![allow(clippy::missing_safety_doc)] // each function documents its contract as "Safety" below
 
+use alloc::vec::Vec;
 use core::ffi::c_char;
 use core::ptr;
+
+use rvgpu_hw::cmd::{decode, decode_header, Command};
+
+#[cfg(windows)]
+use crate::capi_windows as imp;
 
 /// Result of every API call.
 #[repr(C)]
@@ -27,6 +52,8 @@ pub enum RvgpuStatus {
     Timeout = 4,
     /// Out of memory.
     OutOfMemory = 5,
+    /// A kernel thunk failed for another reason.
+    KernelError = 6,
 }
 
 /// Opaque adapter handle.
@@ -46,6 +73,79 @@ pub struct RvgpuQueue {
 #[derive(Debug)]
 pub struct RvgpuFence {
     _private: [u8; 0],
+}
+
+/// Decodes a command stream of `dwords` (pairs forming little-endian 64-bit words) into
+/// packets; `InvalidArgument` if the count is odd or a packet is malformed or cut short.
+pub fn parse_commands(dwords: &[u32]) -> Result<Vec<Command>, RvgpuStatus> {
+    if !dwords.len().is_multiple_of(2) {
+        return Err(RvgpuStatus::InvalidArgument);
+    }
+    let words: Vec<u64> = dwords
+        .chunks_exact(2)
+        .map(|p| match p {
+            [lo, hi] => u64::from(*lo) | (u64::from(*hi) << 32),
+            _ => 0,
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut i = 0usize;
+    while let Some(&first) = words.get(i) {
+        let h = decode_header(first).map_err(|_| RvgpuStatus::InvalidArgument)?;
+        let end = i
+            .checked_add(usize::from(h.len))
+            .ok_or(RvgpuStatus::InvalidArgument)?;
+        let packet = words.get(i..end).ok_or(RvgpuStatus::InvalidArgument)?;
+        out.push(decode(packet).map_err(|_| RvgpuStatus::InvalidArgument)?);
+        i = end;
+    }
+    Ok(out)
+}
+
+/// No D3DKMT off Windows: nothing can be opened, so no handle ever reaches the other calls.
+#[cfg(not(windows))]
+mod imp {
+    use super::{Command, RvgpuAdapter, RvgpuFence, RvgpuQueue, RvgpuStatus};
+
+    const NO: RvgpuStatus = RvgpuStatus::NotImplemented;
+
+    pub fn open_adapter(_low: u32, _high: i32) -> Result<*mut RvgpuAdapter, RvgpuStatus> {
+        Err(NO)
+    }
+    pub unsafe fn close_adapter(_a: *mut RvgpuAdapter) -> RvgpuStatus {
+        NO
+    }
+    pub unsafe fn create_queue(
+        _a: *mut RvgpuAdapter,
+        _node: u32,
+        _priority: u32,
+    ) -> Result<*mut RvgpuQueue, RvgpuStatus> {
+        Err(NO)
+    }
+    pub unsafe fn destroy_queue(_q: *mut RvgpuQueue) -> RvgpuStatus {
+        NO
+    }
+    pub unsafe fn submit(_q: *mut RvgpuQueue, _cmds: &[Command]) -> Result<u64, RvgpuStatus> {
+        Err(NO)
+    }
+    pub unsafe fn queue_wait(_q: *mut RvgpuQueue, _value: u64, _timeout_ns: u64) -> RvgpuStatus {
+        NO
+    }
+    pub unsafe fn fence_create(
+        _a: *mut RvgpuAdapter,
+        _initial: u64,
+    ) -> Result<*mut RvgpuFence, RvgpuStatus> {
+        Err(NO)
+    }
+    pub unsafe fn fence_signal(_f: *mut RvgpuFence, _value: u64) -> RvgpuStatus {
+        NO
+    }
+    pub unsafe fn fence_wait(_f: *mut RvgpuFence, _value: u64, _timeout_ns: u64) -> RvgpuStatus {
+        NO
+    }
+    pub unsafe fn fence_destroy(_f: *mut RvgpuFence) -> RvgpuStatus {
+        NO
+    }
 }
 
 /// Clears an out-pointer if it is non-null; reports whether it was.
@@ -71,15 +171,22 @@ pub unsafe extern "C" fn rvgpu_open_adapter(
     luid_high: i32,
     out_adapter: *mut *mut RvgpuAdapter,
 ) -> RvgpuStatus {
-    let _ = (luid_low, luid_high);
     // SAFETY: forwarded caller contract.
     if !unsafe { clear_out(out_adapter) } {
         return RvgpuStatus::InvalidArgument;
     }
-    RvgpuStatus::NotImplemented
+    match imp::open_adapter(luid_low, luid_high) {
+        Ok(a) => {
+            // SAFETY: checked non-null above; writable per the caller's contract.
+            unsafe { out_adapter.write(a) };
+            RvgpuStatus::Ok
+        }
+        Err(e) => e,
+    }
 }
 
-/// Closes an adapter opened by `rvgpu_open_adapter`.
+/// Closes an adapter opened by `rvgpu_open_adapter`. Queues and fences created on it stay
+/// usable until destroyed (they hold the device).
 ///
 /// # Safety
 /// `adapter` must be null or a handle from `rvgpu_open_adapter` not yet closed.
@@ -88,7 +195,8 @@ pub unsafe extern "C" fn rvgpu_close_adapter(adapter: *mut RvgpuAdapter) -> Rvgp
     if adapter.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    RvgpuStatus::NotImplemented
+    // SAFETY: a live adapter handle per the caller's contract.
+    unsafe { imp::close_adapter(adapter) }
 }
 
 /// Creates a hardware queue on engine `node` with the given priority.
@@ -102,15 +210,23 @@ pub unsafe extern "C" fn rvgpu_create_queue(
     priority: u32,
     out_queue: *mut *mut RvgpuQueue,
 ) -> RvgpuStatus {
-    let _ = (node, priority);
     // SAFETY: forwarded caller contract.
     if !unsafe { clear_out(out_queue) } || adapter.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    RvgpuStatus::NotImplemented
+    // SAFETY: a live adapter handle per the caller's contract.
+    match unsafe { imp::create_queue(adapter, node, priority) } {
+        Ok(q) => {
+            // SAFETY: checked non-null above; writable per the caller's contract.
+            unsafe { out_queue.write(q) };
+            RvgpuStatus::Ok
+        }
+        Err(e) => e,
+    }
 }
 
-/// Destroys a hardware queue.
+/// Waits for the queue's submitted work to complete, then destroys it (doorbell, queues,
+/// allocations, context). The handle is invalid afterwards, whatever the status.
 ///
 /// # Safety
 /// `queue` must be null or a live queue handle.
@@ -119,11 +235,15 @@ pub unsafe extern "C" fn rvgpu_destroy_queue(queue: *mut RvgpuQueue) -> RvgpuSta
     if queue.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    RvgpuStatus::NotImplemented
+    // SAFETY: a live queue handle per the caller's contract.
+    unsafe { imp::destroy_queue(queue) }
 }
 
-/// Writes `dword_count` command dwords into the queue's ring and rings its doorbell; on
-/// success `*out_progress` is the progress-fence value that marks their completion.
+/// Submits `dword_count` command dwords (rvgpu packets, 64-bit words low dword first): they are
+/// validated, written to the queue's ring and the doorbell is rung (or, after a fallback, they
+/// go through the kernel-mode queue). On success `*out_progress` is the progress value that
+/// marks their completion (`rvgpu_queue_wait`). `RVGPU_STATUS_DEVICE_LOST`: destroy the queue
+/// and create a new one.
 ///
 /// # Safety
 /// `queue` must be a live queue handle, `commands` valid for reading `dword_count` dwords,
@@ -140,7 +260,39 @@ pub unsafe extern "C" fn rvgpu_submit(
     }
     // SAFETY: non-null and writable per the caller's contract.
     unsafe { out_progress.write(0) };
-    RvgpuStatus::NotImplemented
+    // SAFETY: non-null and readable for `dword_count` dwords per the caller's contract.
+    let dwords = unsafe { core::slice::from_raw_parts(commands, dword_count) };
+    let cmds = match parse_commands(dwords) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    // SAFETY: a live queue handle per the caller's contract.
+    match unsafe { imp::submit(queue, &cmds) } {
+        Ok(v) => {
+            // SAFETY: as above.
+            unsafe { out_progress.write(v) };
+            RvgpuStatus::Ok
+        }
+        Err(e) => e,
+    }
+}
+
+/// Waits on the CPU until the work of progress value `value` (from `rvgpu_submit`) completed,
+/// or `timeout_ns` elapses (`0`: poll; `UINT64_MAX`: forever).
+///
+/// # Safety
+/// `queue` must be null or a live queue handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_queue_wait(
+    queue: *mut RvgpuQueue,
+    value: u64,
+    timeout_ns: u64,
+) -> RvgpuStatus {
+    if queue.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    // SAFETY: a live queue handle per the caller's contract.
+    unsafe { imp::queue_wait(queue, value, timeout_ns) }
 }
 
 /// Creates a native fence with an initial value.
@@ -153,12 +305,19 @@ pub unsafe extern "C" fn rvgpu_fence_create(
     initial_value: u64,
     out_fence: *mut *mut RvgpuFence,
 ) -> RvgpuStatus {
-    let _ = initial_value;
     // SAFETY: forwarded caller contract.
     if !unsafe { clear_out(out_fence) } || adapter.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    RvgpuStatus::NotImplemented
+    // SAFETY: a live adapter handle per the caller's contract.
+    match unsafe { imp::fence_create(adapter, initial_value) } {
+        Ok(f) => {
+            // SAFETY: checked non-null above; writable per the caller's contract.
+            unsafe { out_fence.write(f) };
+            RvgpuStatus::Ok
+        }
+        Err(e) => e,
+    }
 }
 
 /// Signals `fence` to `value` from the CPU.
@@ -167,15 +326,15 @@ pub unsafe extern "C" fn rvgpu_fence_create(
 /// `fence` must be null or a live fence handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_fence_signal(fence: *mut RvgpuFence, value: u64) -> RvgpuStatus {
-    let _ = value;
     if fence.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    RvgpuStatus::NotImplemented
+    // SAFETY: a live fence handle per the caller's contract.
+    unsafe { imp::fence_signal(fence, value) }
 }
 
 /// Waits on the CPU until `fence` reaches `value` or `timeout_ns` elapses
-/// (`UINT64_MAX` = forever).
+/// (`0`: poll; `UINT64_MAX`: forever).
 ///
 /// # Safety
 /// `fence` must be null or a live fence handle.
@@ -185,11 +344,11 @@ pub unsafe extern "C" fn rvgpu_fence_wait(
     value: u64,
     timeout_ns: u64,
 ) -> RvgpuStatus {
-    let _ = (value, timeout_ns);
     if fence.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    RvgpuStatus::NotImplemented
+    // SAFETY: a live fence handle per the caller's contract.
+    unsafe { imp::fence_wait(fence, value, timeout_ns) }
 }
 
 /// Destroys a native fence.
@@ -201,7 +360,8 @@ pub unsafe extern "C" fn rvgpu_fence_destroy(fence: *mut RvgpuFence) -> RvgpuSta
     if fence.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    RvgpuStatus::NotImplemented
+    // SAFETY: a live fence handle per the caller's contract.
+    unsafe { imp::fence_destroy(fence) }
 }
 
 /// A static, NUL-terminated English name for a status.
@@ -214,6 +374,7 @@ pub extern "C" fn rvgpu_status_string(status: RvgpuStatus) -> *const c_char {
         RvgpuStatus::DeviceLost => c"device lost",
         RvgpuStatus::Timeout => c"timeout",
         RvgpuStatus::OutOfMemory => c"out of memory",
+        RvgpuStatus::KernelError => c"kernel call failed",
     };
     s.as_ptr()
 }
@@ -246,7 +407,62 @@ mod tests {
     }
 
     #[test]
+    fn command_streams_are_decoded_and_validated() {
+        use rvgpu_hw::cmd::Command;
+        let fill = Command::Fill {
+            dst: 0x1000,
+            bytes: 8,
+            pattern: 0x1122_3344_5566_7788,
+        };
+        let mut words = [0u64; 6];
+        fill.encode(&mut words[..4]).unwrap();
+        Command::Timestamp { addr: 0x2000 }
+            .encode(&mut words[4..])
+            .unwrap();
+        let dwords: Vec<u32> = words
+            .iter()
+            .flat_map(|w| [*w as u32, (*w >> 32) as u32])
+            .collect();
+        assert_eq!(
+            parse_commands(&dwords).unwrap(),
+            vec![fill, Command::Timestamp { addr: 0x2000 }]
+        );
+        assert_eq!(
+            parse_commands(&dwords[..11]),
+            Err(RvgpuStatus::InvalidArgument),
+            "odd dword count"
+        );
+        assert_eq!(
+            parse_commands(&dwords[..10]),
+            Err(RvgpuStatus::InvalidArgument),
+            "packet cut short"
+        );
+        assert_eq!(
+            parse_commands(&[0xFF, 0]),
+            Err(RvgpuStatus::InvalidArgument),
+            "bad opcode"
+        );
+        // A NULL queue is refused before the stream is looked at.
+        let mut progress = 7u64;
+        // SAFETY: valid stream and out-pointer; the null queue is part of the contract.
+        let st = unsafe {
+            rvgpu_submit(
+                ptr::null_mut(),
+                dwords.as_ptr(),
+                dwords.len(),
+                &mut progress,
+            )
+        };
+        assert_eq!(st, RvgpuStatus::InvalidArgument);
+        // SAFETY: null is part of the contract.
+        let st = unsafe { rvgpu_queue_wait(ptr::null_mut(), 1, 0) };
+        assert_eq!(st, RvgpuStatus::InvalidArgument);
+    }
+
+    #[test]
+    #[cfg(not(windows))]
     fn unimplemented_calls_say_so_and_clear_outputs() {
+        // Off Windows there is no D3DKMT to open an adapter with.
         let mut adapter: *mut RvgpuAdapter = 8 as *mut RvgpuAdapter;
         // SAFETY: `adapter` is a valid out-pointer.
         let st = unsafe { rvgpu_open_adapter(1, 0, &mut adapter) };

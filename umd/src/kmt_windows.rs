@@ -42,14 +42,16 @@ pub use windows_sys::Wdk::Graphics::Direct3D::{
 };
 use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCreateAllocation2, D3DKMTCreateContextVirtual, D3DKMTCreatePagingQueue,
-    D3DKMTDestroyAllocation2, D3DKMTDestroyContext, D3DKMTDestroyPagingQueue, D3DKMTLock2,
-    D3DKMTMakeResident, D3DKMTUnlock2, D3DKMTWaitForSynchronizationObjectFromCpu,
-    D3DDDI_ALLOCATIONINFO2, D3DDDI_DESTROYPAGINGQUEUE, D3DDDI_MAKERESIDENT,
-    D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DKMT_CLIENTHINT_UNKNOWN, D3DKMT_CREATEALLOCATION,
-    D3DKMT_CREATECONTEXTVIRTUAL, D3DKMT_CREATEDEVICE, D3DKMT_CREATEHWQUEUE,
-    D3DKMT_CREATEPAGINGQUEUE, D3DKMT_DESTROYALLOCATION2, D3DKMT_DESTROYCONTEXT,
-    D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYHWQUEUE, D3DKMT_LOCK2, D3DKMT_SUBMITCOMMANDTOHWQUEUE,
-    D3DKMT_UNLOCK2, D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
+    D3DKMTDestroyAllocation2, D3DKMTDestroyContext, D3DKMTDestroyPagingQueue,
+    D3DKMTDestroySynchronizationObject, D3DKMTLock2, D3DKMTMakeResident,
+    D3DKMTSignalSynchronizationObjectFromCpu, D3DKMTUnlock2,
+    D3DKMTWaitForSynchronizationObjectFromCpu, D3DDDI_ALLOCATIONINFO2, D3DDDI_DESTROYPAGINGQUEUE,
+    D3DDDI_MAKERESIDENT, D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DKMT_CLIENTHINT_UNKNOWN,
+    D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL, D3DKMT_CREATEDEVICE,
+    D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE, D3DKMT_DESTROYALLOCATION2,
+    D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYHWQUEUE,
+    D3DKMT_DESTROYSYNCHRONIZATIONOBJECT, D3DKMT_LOCK2, D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
+    D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_UNLOCK2, D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
 };
 use windows_sys::Win32::Foundation::{LUID, NTSTATUS, STATUS_PENDING};
 
@@ -62,6 +64,8 @@ use crate::kmt::{
 pub const STATUS_NOT_SUPPORTED: NTSTATUS = 0xC000_00BB_u32 as NTSTATUS;
 /// The OS returned something unusable (a null or misaligned CPU address).
 pub const STATUS_INVALID_PARAMETER: NTSTATUS = 0xC000_000D_u32 as NTSTATUS;
+/// An event could not be created.
+pub const STATUS_INSUFFICIENT_RESOURCES: NTSTATUS = 0xC000_009A_u32 as NTSTATUS;
 
 fn check(status: NTSTATUS) -> Result<(), NtStatus> {
     if status < 0 {
@@ -128,6 +132,55 @@ pub struct D3dkmtNotifyWorkSubmission {
     pub Flags: u32,
 }
 
+/// `D3DDDI_NATIVEFENCEMAPPING`:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_nativefencemapping>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dddiNativeFenceMapping {
+    pub CurrentValueCpuVa: *mut c_void,
+    pub CurrentValueGpuVa: u64,
+    pub MonitoredValueGpuVa: u64,
+    pub Reserved: [u8; 32],
+}
+
+/// `D3DDDI_NATIVEFENCEINFO`:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_nativefenceinfo>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dddiNativeFenceInfo {
+    pub InitialFenceValue: u64,
+    pub EngineAffinity: u32,
+    /// `D3DDDI_NATIVEFENCE_TYPE` (0 = `D3DDDI_NATIVEFENCE_TYPE_DEFAULT`).
+    pub Type: i32,
+    /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`.
+    pub Flags: u32,
+    pub NativeFenceMapping: D3dddiNativeFenceMapping,
+    pub Reserved: [u8; 28],
+}
+
+/// `D3DDDI_NATIVE_FENCE_PDD_SIZE` (rvgpu_ddi::fence has the same value, from the design page).
+pub const NATIVE_FENCE_PDD_SIZE: usize = 64;
+
+/// `D3DKMT_CREATENATIVEFENCE`:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_createnativefence>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dkmtCreateNativeFence {
+    pub hDevice: u32,
+    pub hSyncObject: u32,
+    pub PrivateDriverData: [u8; NATIVE_FENCE_PDD_SIZE],
+    pub Info: D3dddiNativeFenceInfo,
+    /// `D3DKMT_CREATENATIVEFENCE_FLAGS`.
+    pub Flags: u32,
+    pub Reserved: [u8; 28],
+}
+
+// Sizes and offsets below are computed from the documented member lists under the x64 C
+// layout rules (`D3DKMT_ALIGN64` members 8-aligned); no Windows SDK header was available here
+// to compare against.
 #[cfg(target_pointer_width = "64")]
 const _: () = {
     use core::mem::{align_of, offset_of, size_of};
@@ -145,6 +198,12 @@ const _: () = {
     assert!(size_of::<D3dkmtConnectDoorbell>() == 8);
     assert!(size_of::<D3dkmtDestroyDoorbell>() == 4);
     assert!(size_of::<D3dkmtNotifyWorkSubmission>() == 8);
+    assert!(size_of::<D3dddiNativeFenceMapping>() == 56);
+    assert!(offset_of!(D3dddiNativeFenceInfo, NativeFenceMapping) == 24);
+    assert!(size_of::<D3dddiNativeFenceInfo>() == 112);
+    assert!(offset_of!(D3dkmtCreateNativeFence, Info) == 72);
+    assert!(offset_of!(D3dkmtCreateNativeFence, Flags) == 184);
+    assert!(size_of::<D3dkmtCreateNativeFence>() == 216);
 };
 
 /// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission` (bit 4):
@@ -154,13 +213,16 @@ pub const CREATEHWQUEUE_USER_MODE_SUBMISSION: u32 = 1 << 4;
 /// A WDDM 3.2 thunk: `NTSTATUS (APIENTRY *)(ARGS *)`.
 pub type Thunk = unsafe extern "system" fn(args: *mut c_void) -> NTSTATUS;
 
-/// The WDDM 3.2 thunks looked up by name.
+/// The thunks looked up by name (the WDDM 3.2 ones windows-sys 0.61 lacks).
 #[derive(Debug, Clone, Copy)]
 pub enum Wddm32Thunk {
     CreateDoorbell,
     ConnectDoorbell,
     DestroyDoorbell,
     NotifyWorkSubmission,
+    /// `D3DKMTCreateNativeFence` (24H2): not a function in windows-sys 0.61 either, and its
+    /// `D3DKMT_CREATENATIVEFENCE` there is a prerelease layout.
+    CreateNativeFence,
 }
 
 impl Wddm32Thunk {
@@ -170,6 +232,7 @@ impl Wddm32Thunk {
             Self::ConnectDoorbell => c"D3DKMTConnectDoorbell",
             Self::DestroyDoorbell => c"D3DKMTDestroyDoorbell",
             Self::NotifyWorkSubmission => c"D3DKMTNotifyWorkSubmission",
+            Self::CreateNativeFence => c"D3DKMTCreateNativeFence",
         }
     }
 
@@ -194,7 +257,8 @@ const GDI32: [u16; 10] = {
 };
 
 /// Looked-up thunks: null = not looked up yet, [`MISSING`] = this Windows lacks it.
-static THUNKS: [AtomicPtr<c_void>; 4] = [
+static THUNKS: [AtomicPtr<c_void>; 5] = [
+    AtomicPtr::new(ptr::null_mut()),
     AtomicPtr::new(ptr::null_mut()),
     AtomicPtr::new(ptr::null_mut()),
     AtomicPtr::new(ptr::null_mut()),
@@ -450,6 +514,151 @@ impl WinKmt {
         };
         // SAFETY: the list points to one handle on this stack frame.
         check(unsafe { D3DKMTDestroyAllocation2(&args) })
+    }
+}
+
+/// How a wait with a timeout ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// The fence reached the value.
+    Reached,
+    /// The timeout elapsed first.
+    TimedOut,
+}
+
+/// A native fence created with `D3DKMTCreateNativeFence` (the C API's `RvgpuFence`).
+#[derive(Debug)]
+pub struct WinNativeFence {
+    /// The sync object handle.
+    pub handle: KmtHandle,
+    /// The CurrentValue CPU mapping (read-only).
+    current: *const u64,
+    /// What the KMD returned in the private data (`rvgpu_hw::pdd::NativeFencePdd`).
+    pub private_data: [u8; NATIVE_FENCE_PDD_SIZE],
+}
+
+impl WinNativeFence {
+    /// The fence's current value.
+    pub fn value(&self) -> u64 {
+        // SAFETY: `CurrentValueCpuVa` from D3DKMTCreateNativeFence: a read-only 8-aligned
+        // mapping (checked at creation) that lives until the sync object is destroyed, which
+        // consumes this object. Atomic load of a lock-free size on read-only memory.
+        unsafe { AtomicU64::from_ptr(self.current.cast_mut()) }.load(Ordering::Acquire)
+    }
+}
+
+/// Milliseconds for `WaitForSingleObject`: `timeout_ns` rounded up, below `INFINITE`.
+fn timeout_ms(timeout_ns: u64) -> u32 {
+    let ms = timeout_ns.div_ceil(1_000_000);
+    u32::try_from(ms).unwrap_or(u32::MAX - 1).min(u32::MAX - 1)
+}
+
+impl WinKmt {
+    /// Waits until `fence` reaches `value` or `timeout_ns` elapses (`u64::MAX`: no timeout):
+    /// `D3DKMTWaitForSynchronizationObjectFromCpu` with an event, then `WaitForSingleObject`.
+    pub fn wait_timeout(
+        &self,
+        fence: KmtHandle,
+        value: u64,
+        timeout_ns: u64,
+    ) -> Result<WaitOutcome, NtStatus> {
+        use windows_sys::Win32::Foundation::{CloseHandle, WAIT_OBJECT_0, WAIT_TIMEOUT};
+        use windows_sys::Win32::System::Threading::{CreateEventW, WaitForSingleObject};
+        if timeout_ns == u64::MAX {
+            return self.wait(fence, value).map(|()| WaitOutcome::Reached);
+        }
+        // SAFETY: default security, manual reset, initially non-signalled, unnamed.
+        let event = unsafe { CreateEventW(ptr::null(), 1, 0, ptr::null()) };
+        if event.is_null() {
+            return Err(NtStatus(STATUS_INSUFFICIENT_RESOURCES));
+        }
+        let args = D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU {
+            hDevice: self.device,
+            ObjectCount: 1,
+            ObjectHandleArray: &fence,
+            FenceValueArray: &value,
+            hAsyncEvent: event,
+            ..Default::default()
+        };
+        // SAFETY: the arrays point to one handle and one value on this stack frame; with an
+        // event the call returns at once and the OS signals the event later (it holds its own
+        // reference to it).
+        let registered = check(unsafe { D3DKMTWaitForSynchronizationObjectFromCpu(&args) });
+        let outcome = registered.and_then(|()| {
+            // SAFETY: a valid event handle owned by this function.
+            match unsafe { WaitForSingleObject(event, timeout_ms(timeout_ns)) } {
+                WAIT_OBJECT_0 => Ok(WaitOutcome::Reached),
+                WAIT_TIMEOUT => Ok(WaitOutcome::TimedOut),
+                _ => Err(NtStatus(STATUS_INVALID_PARAMETER)),
+            }
+        });
+        // SAFETY: the event created above, closed once.
+        unsafe { CloseHandle(event) };
+        outcome
+    }
+
+    /// `D3DKMTCreateNativeFence` of a default-type native fence (sysmem CurrentValue and
+    /// MonitoredValue), with `initial_value`.
+    pub fn create_native_fence(&self, initial_value: u64) -> Result<WinNativeFence, NtStatus> {
+        let mut args = D3dkmtCreateNativeFence {
+            hDevice: self.device,
+            hSyncObject: 0,
+            PrivateDriverData: [0; NATIVE_FENCE_PDD_SIZE],
+            Info: D3dddiNativeFenceInfo {
+                InitialFenceValue: initial_value,
+                EngineAffinity: 0,
+                Type: 0,
+                Flags: 0,
+                NativeFenceMapping: D3dddiNativeFenceMapping {
+                    CurrentValueCpuVa: ptr::null_mut(),
+                    CurrentValueGpuVa: 0,
+                    MonitoredValueGpuVa: 0,
+                    Reserved: [0; 32],
+                },
+                Reserved: [0; 28],
+            },
+            Flags: 0,
+            Reserved: [0; 28],
+        };
+        // SAFETY: the released D3DKMT_CREATENATIVEFENCE layout (asserted above), on this stack
+        // frame.
+        check(unsafe {
+            call(
+                Wddm32Thunk::CreateNativeFence,
+                ptr::addr_of_mut!(args).cast(),
+            )
+        })?;
+        let Some(current) = aligned::<u64>(args.Info.NativeFenceMapping.CurrentValueCpuVa) else {
+            let _ = self.destroy_sync_object(args.hSyncObject);
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        };
+        Ok(WinNativeFence {
+            handle: args.hSyncObject,
+            current: current.cast_const(),
+            private_data: args.PrivateDriverData,
+        })
+    }
+
+    /// `D3DKMTSignalSynchronizationObjectFromCpu` of one fence to `value`.
+    pub fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        let args = D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU {
+            hDevice: self.device,
+            ObjectCount: 1,
+            ObjectHandleArray: &fence,
+            FenceValueArray: &value,
+            ..Default::default()
+        };
+        // SAFETY: the arrays point to one handle and one value on this stack frame.
+        check(unsafe { D3DKMTSignalSynchronizationObjectFromCpu(&args) })
+    }
+
+    /// `D3DKMTDestroySynchronizationObject`.
+    pub fn destroy_sync_object(&self, object: KmtHandle) -> Result<(), NtStatus> {
+        let args = D3DKMT_DESTROYSYNCHRONIZATIONOBJECT {
+            hSyncObject: object,
+        };
+        // SAFETY: valid argument structure; D3DKMT validates the handle.
+        check(unsafe { D3DKMTDestroySynchronizationObject(&args) })
     }
 }
 

@@ -11,6 +11,8 @@
 extern crate alloc;
 
 pub mod capi;
+#[cfg(windows)]
+mod capi_windows;
 #[cfg(all(windows, feature = "dll", not(test)))]
 mod dll_windows;
 pub mod fence;
