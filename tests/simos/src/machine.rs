@@ -1070,6 +1070,12 @@ impl Machine {
         }
     }
 
+    /// Makes this machine the calling thread's current machine until the guard drops (tests
+    /// that call a callback from the `DXGKRNL_INTERFACE` as driver code would).
+    pub fn enter_context(&self) -> kernel::MachineContext {
+        kernel::MachineContext::enter(self.state.clone())
+    }
+
     /// Runs `f` on the calling thread at `irql` (tests that check IRQL enforcement).
     pub fn at_irql<R>(&self, irql: Irql, f: impl FnOnce(&Self) -> R) -> R {
         let _g = IrqlScope::enter(irql);

@@ -1041,6 +1041,20 @@ fn resume_power_suspended(a: &AdapterShared) -> Result<(), SimError> {
     Ok(())
 }
 
+/// `DOORBELL_BIND[page]` as the device holds it (`None` in global-doorbell mode). A read of a
+/// register by the simulation (no side effects): the hardware check behind the doorbell DDIs.
+fn bound_queue(a: &AdapterShared, page: u32) -> Option<u32> {
+    if a.device.config().global_doorbell {
+        return None;
+    }
+    let reg = rvgpu_hw::regs::doorbell_bind_reg(page)?;
+    Some(a.device.read32(reg))
+}
+
+// A physical doorbell the KMD released (disconnect, destroy) may stay bound to its old queue
+// until it is given to another doorbell: nothing can ring it any more (the only process mapping
+// is the OS's, now the dummy page), so Windows cannot tell and the simulation does not check.
+
 /// Translates the KMD's doorbell kernel VA into a BAR2 page (UM-09).
 fn doorbell_page(a: &AdapterShared, kva: usize) -> Result<u32, String> {
     let windows = lock(&a.doorbell_windows);
@@ -1135,6 +1149,25 @@ fn connect(a: &AdapterShared, device: KmtHandle, h: KmtHandle) -> Result<(), Sim
         }
         let page = doorbell_page(a, args.KernelCpuVirtualAddress as usize)
             .map_err(|m| sim_err(a, format!("driver bug: DxgkDdiConnectDoorbell: {m}")))?;
+        let queue_id = {
+            let os = lock(&a.ums);
+            os.doorbells
+                .get(&h)
+                .and_then(|d| os.queues.get(&d.queue))
+                .and_then(|q| q.queue_id)
+        };
+        if let (Some(bound), Some(id)) = (bound_queue(a, page), queue_id) {
+            if bound != id {
+                return Err(sim_err(
+                    a,
+                    format!(
+                        "driver bug: DxgkDdiConnectDoorbell returned physical doorbell {page} \
+                         but DOORBELL_BIND[{page}] = {bound:#x}, not the queue's id {id} (UM-15: \
+                         connect wires doorbell and queue together)"
+                    ),
+                ));
+            }
+        }
         let mut os = lock(&a.ums);
         let bus = Arc::downgrade(&a.doorbell_bus);
         if let Some(d) = os.doorbells.get_mut(&h) {
@@ -1651,6 +1684,35 @@ impl Machine {
             os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
         }
         set_power_state(&a, PowerDeviceD3)
+    }
+
+    /// `DxgkDdiSuspendContext` on one context of `p` (what VidSch does to move its memory,
+    /// UM-11). Its doorbells stay connected; the KMD takes its queues off the runlist.
+    pub fn suspend_context(&self, p: &UmsProcess, context: KmtHandle) -> Result<(), SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        let _seq = lock(&a.ums_seq);
+        if lock(&a.ums)
+            .contexts
+            .get(&context)
+            .is_none_or(|c| c.device != p.device)
+        {
+            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+        }
+        suspend_context(&a, context, Suspended::Power)
+    }
+
+    /// `DxgkDdiResumeContext` on a context [`Machine::suspend_context`] suspended (UM-12).
+    pub fn resume_context(&self, p: &UmsProcess, context: KmtHandle) -> Result<(), SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        let _seq = lock(&a.ums_seq);
+        if lock(&a.ums)
+            .contexts
+            .get(&context)
+            .is_none_or(|c| c.device != p.device)
+        {
+            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+        }
+        resume_context(&a, context)
     }
 
     /// D3 → D0 without a connect (resumes the contexts the power-down suspended).

@@ -1,0 +1,1123 @@
+//! User-mode work submission (issue 6, UM-01 … UM-22) end to end: the real UMD
+//! (`rvgpu_umd::submit`) through the simulated D3DKMT thunks (`rvgpu_simos::kmt`) against the
+//! simulated Dxgkrnl (`rvgpu_simos::ums`), the real KMD and the emulated GPU. One test per
+//! requirement that can be proven here, named after it.
+
+use std::time::Duration;
+
+use rvgpu_ddi::dxgkrnl::{
+    D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD,
+    D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+};
+use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
+use rvgpu_hw::cmd::Command;
+use rvgpu_hw::pdd::{
+    DoorbellPdd, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
+};
+use rvgpu_hw::queue::RingControl;
+use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
+use rvgpu_simos::{
+    AdapterConfig, DoorbellState, Machine, MachineConfig, Mode, Power, SimError, UmsEvent,
+    UmsProcess,
+};
+use rvgpu_umd::kmt::{
+    Allocation, AllocationCpu, Doorbell, DoorbellCpu, FenceCpu, HwQueue, Kmt, NtStatus,
+};
+use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, UserQueue};
+use zerocopy::IntoBytes;
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures.
+
+fn machine_with(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
+    let mut cfg = MachineConfig::single(mode);
+    f(&mut cfg.adapters[0]);
+    let mut m = Machine::new(cfg);
+    m.load_driver().expect("load");
+    if let Err(e) = m.start_adapter(0) {
+        panic!("start: {e}; log {:#?}", m.driver_log());
+    }
+    m
+}
+
+fn machine(mode: Mode, doorbells: u32) -> Machine {
+    machine_with(mode, |a| a.device.doorbells = doorbells)
+}
+
+fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
+    }
+}
+
+fn okk<T, E: std::fmt::Debug>(m: &Machine, r: Result<T, E>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!(
+            "{e:?}; machine fault {:?}; log {:#?}",
+            m.fault(),
+            m.driver_log()
+        ),
+    }
+}
+
+fn config(node: u32) -> QueueConfig {
+    QueueConfig {
+        node,
+        ring_size: 4096,
+        command_buffer_size: 4096,
+        ..QueueConfig::default()
+    }
+}
+
+/// A target buffer the GPU fills and the test reads.
+fn target(m: &Machine, k: &SimKmt<'_>) -> Allocation<SimMem> {
+    okk(m, k.create_allocation(4096))
+}
+
+fn fill(t: &Allocation<SimMem>, pattern: u64) -> Command {
+    Command::Fill {
+        dst: t.gpu_va,
+        bytes: 64,
+        pattern,
+    }
+}
+
+/// A user-mode queue built from the thunks directly (the walk-through needs each step).
+struct RawQueue {
+    context: u32,
+    queue: HwQueue<SimFence>,
+    queue_id: u32,
+    ring: Allocation<SimMem>,
+    control: Allocation<SimMem>,
+    doorbell: Doorbell<SimDoorbell>,
+    pdd: DoorbellPdd,
+}
+
+fn raw_queue(m: &Machine, k: &SimKmt<'_>, node: u32) -> RawQueue {
+    let context = okk(m, k.create_context(node));
+    let mut qp = HwQueuePdd {
+        magic: PDD_MAGIC,
+        version: HW_QUEUE_PDD_VERSION,
+        ..Default::default()
+    };
+    let queue = okk(m, k.create_hw_queue(context, true, qp.as_mut_bytes()));
+    let ring = okk(m, k.create_allocation(4096));
+    let control = okk(m, k.create_allocation(RingControl::SIZE));
+    let mut pdd = DoorbellPdd {
+        magic: PDD_MAGIC,
+        version: DOORBELL_PDD_VERSION,
+        ring_gpu: ring.gpu_va,
+        ring_control_gpu: control.gpu_va,
+        ring_size: 4096,
+        ..Default::default()
+    };
+    let doorbell = okk(
+        m,
+        k.create_doorbell(
+            queue.handle,
+            ring.handle,
+            control.handle,
+            pdd.as_mut_bytes(),
+        ),
+    );
+    RawQueue {
+        context,
+        queue,
+        queue_id: qp.queue_id,
+        ring,
+        control,
+        doorbell,
+        pdd,
+    }
+}
+
+fn events_of(m: &Machine) -> Vec<UmsEvent> {
+    m.ums_events(0)
+}
+
+fn position(ev: &[UmsEvent], p: impl Fn(&UmsEvent) -> bool) -> Option<usize> {
+    ev.iter().position(p)
+}
+
+fn no_fault(m: &Machine) {
+    assert!(
+        m.fault().is_none(),
+        "machine fault {:?}; log {:#?}",
+        m.fault(),
+        m.driver_log()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// UM-03, UM-04: discovery.
+
+/// UM-03: the OS asks `DxgkDdiGetNodeMetadata` for every node at start; user-mode queues (and
+/// so doorbells) are allowed exactly on the nodes that report `UserModeSubmission`.
+#[test]
+fn um_03_node_metadata_gates_user_mode_queues() {
+    let m = machine(Mode::Step, 4);
+    let nodes = okk(&m, m.query_driver_caps(0))
+        .GpuEngineTopology
+        .NbAsymetricProcessingNodes;
+    let md = m.node_metadata(0);
+    assert_eq!(md.len(), nodes as usize, "metadata for every node");
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    for (node, md) in md.iter().enumerate() {
+        let ums = md.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission);
+        let ctx = okk(&m, k.create_context(node as u32));
+        let mut qp = HwQueuePdd {
+            magic: PDD_MAGIC,
+            version: HW_QUEUE_PDD_VERSION,
+            ..Default::default()
+        };
+        let r = k.create_hw_queue(ctx, true, qp.as_mut_bytes());
+        if ums {
+            let q = okk(&m, r);
+            okk(&m, k.destroy_hw_queue(q.handle));
+        } else {
+            assert_eq!(r.err(), Some(NtStatus(STATUS_NOT_SUPPORTED)));
+        }
+        okk(&m, k.destroy_context(ctx));
+    }
+    assert!(
+        md.iter()
+            .any(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission)),
+        "rvgpu supports user-mode submission on its engines"
+    );
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+/// UM-04: `DXGKQAITYPE_USERMODESUBMISSION_CAPS` reports the doorbell size; the OS's dummy page
+/// is that size, and a doorbell is only created for a user-mode queue (a kernel-mode queue's
+/// doorbell is refused: UM-05's other half).
+#[test]
+fn um_04_doorbell_size_from_caps_and_doorbells_only_for_user_mode_queues() {
+    let m = machine(Mode::Step, 4);
+    let caps = m
+        .usermode_submission_caps(0)
+        .expect("USERMODESUBMISSION_CAPS answered");
+    assert!(caps.DoorbellSizeInBytes > 0 && caps.DoorbellSizeInBytes <= 4096);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let ctx = okk(&m, k.create_context(0));
+    let mut qp = HwQueuePdd {
+        magic: PDD_MAGIC,
+        version: HW_QUEUE_PDD_VERSION,
+        ..Default::default()
+    };
+    let kq = okk(&m, k.create_hw_queue(ctx, false, qp.as_mut_bytes()));
+    let ring = okk(&m, k.create_allocation(4096));
+    let control = okk(&m, k.create_allocation(RingControl::SIZE));
+    let mut pdd = DoorbellPdd {
+        magic: PDD_MAGIC,
+        version: DOORBELL_PDD_VERSION,
+        ring_gpu: ring.gpu_va,
+        ring_control_gpu: control.gpu_va,
+        ring_size: 4096,
+        ..Default::default()
+    };
+    let r = k.create_doorbell(kq.handle, ring.handle, control.handle, pdd.as_mut_bytes());
+    assert_eq!(r.err(), Some(NtStatus(STATUS_NOT_SUPPORTED)));
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UM-01, UM-05: the two paths.
+
+/// UM-01: a user-mode queue and a kernel-mode queue run on the same engine at the same time,
+/// and both complete their work.
+#[test]
+fn um_01_user_and_kernel_mode_submission_together() {
+    let m = machine(Mode::Step, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut uq = okk(&m, UserQueue::new(k, &config(0)));
+    let mut kq = okk(&m, KernelQueue::new(k, &config(0)));
+    assert_eq!(uq.path(), SubmissionPath::UserMode);
+    let mut last = (0, 0);
+    for i in 0..8u64 {
+        last.0 = okk(&m, uq.submit(&[fill(&t, i)]));
+        last.1 = okk(
+            &m,
+            kq.submit(&[Command::Fill {
+                dst: t.gpu_va + 2048,
+                bytes: 64,
+                pattern: i,
+            }]),
+        );
+    }
+    okk(&m, uq.wait(last.0));
+    okk(&m, kq.wait(last.1));
+    assert_eq!(
+        uq.path(),
+        SubmissionPath::UserMode,
+        "no fallback was needed"
+    );
+    assert_eq!(t.mem.load(0), 7);
+    assert_eq!(t.mem.load(2048), 7);
+    okk(&m, uq.close());
+    okk(&m, kq.close());
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+/// UM-05: a queue created with `UserModeSubmission` has no kernel-mode path: the OS refuses
+/// `D3DKMTSubmitCommandToHwQueue` on it, and so does the KMD when reached directly.
+#[test]
+fn um_05_user_mode_queue_refuses_kernel_submission() {
+    let m = machine(Mode::Step, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let q = raw_queue(&m, &k, 0);
+    let r = k.submit_command_to_hw_queue(q.queue.handle, 1, t.gpu_va, 64);
+    assert_eq!(r.err(), Some(NtStatus(STATUS_INVALID_PARAMETER)), "the OS");
+    let s = ok(
+        &m,
+        m.ddi_submit_command_to_hw_queue(&p, q.queue.handle, 1, t.gpu_va, 64),
+    );
+    assert!(s < 0, "the KMD must refuse too, returned {s:#x}");
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UM-07, UM-08, UM-09: allocations and the doorbell mapping.
+
+/// UM-07: the doorbell holds references on its ring and ring-control allocations: the UMD's
+/// destroy closes its handle but the memory stays on the bus until the doorbell goes; an
+/// allocation the UMD never destroyed is destroyed by the OS at device destruction.
+#[test]
+fn um_07_doorbell_holds_its_ring_allocations() {
+    let m = machine(Mode::Step, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let q = raw_queue(&m, &k, 0);
+    okk(&m, k.destroy_allocation(q.ring.handle));
+    assert!(
+        m.memory().is_mapped(q.ring.gpu_va, 4096),
+        "the ring stays while the doorbell lives"
+    );
+    assert!(
+        k.destroy_allocation(q.ring.handle).is_err(),
+        "the UMD's handle is closed"
+    );
+    okk(&m, k.destroy_doorbell(q.doorbell.handle));
+    assert!(
+        !m.memory().is_mapped(q.ring.gpu_va, 4096),
+        "freed with the last reference"
+    );
+    assert!(
+        m.memory().is_mapped(q.control.gpu_va, RingControl::SIZE),
+        "ring control was not destroyed by the UMD: it stays"
+    );
+    okk(&m, k.destroy_hw_queue(q.queue.handle));
+    okk(&m, k.destroy_context(q.context));
+    ok(&m, m.exit_process(&p));
+    assert!(
+        !m.memory().is_mapped(q.control.gpu_va, RingControl::SIZE),
+        "the OS destroys what is left at device destruction"
+    );
+    no_fault(&m);
+}
+
+/// UM-08, UM-09: the ring's CPU view works whatever the doorbell state; the doorbell CPU VA
+/// is the dummy page before connect and after the KMD's `DxgkCbDisconnectDoorbell`, and the
+/// physical doorbell in between. Work written while disconnected runs after reconnect.
+#[test]
+fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
+    let m = machine(Mode::Step, 1);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let a = raw_queue(&m, &k, 0);
+    let info = m.doorbell_info(0, a.doorbell.handle).unwrap();
+    assert_eq!(info.state, DoorbellState::Disconnected);
+    assert_eq!(info.status, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY);
+    assert_eq!(info.mapped_page, None, "dummy page before connect");
+    a.doorbell.cpu.ring(1);
+    assert_eq!(
+        m.doorbell_info(0, a.doorbell.handle).unwrap().writes,
+        (1, 0)
+    );
+    okk(&m, k.connect_doorbell(a.doorbell.handle));
+    assert_eq!(
+        m.doorbell_info(0, a.doorbell.handle).unwrap().mapped_page,
+        Some(0)
+    );
+    // A second queue takes the only physical doorbell: the first is victimised.
+    let b = raw_queue(&m, &k, 0);
+    okk(&m, k.connect_doorbell(b.doorbell.handle));
+    let info = m.doorbell_info(0, a.doorbell.handle).unwrap();
+    assert_eq!(
+        info.mapped_page, None,
+        "dummy page after the disconnect callback"
+    );
+    assert_eq!(info.status, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY);
+    // UM-08: the ring is still the UMD's to write.
+    let mut w = [0u64; 8];
+    let n = fill(&t, 0xAB).encode(&mut w).unwrap();
+    for (i, word) in w.iter().take(n).enumerate() {
+        a.ring.mem.store(8 * i as u64, *word);
+    }
+    let n2 = Command::Progress {
+        irq: true,
+        value: 1,
+    }
+    .encode(&mut w)
+    .unwrap();
+    for (i, word) in w.iter().take(n2).enumerate() {
+        a.ring.mem.store(8 * (n + i) as u64, *word);
+    }
+    a.doorbell.cpu.set_last_queued(1);
+    a.control
+        .mem
+        .store(RingControl::WRITE_PTR, 8 * (n + n2) as u64);
+    let before = m.doorbell_info(0, a.doorbell.handle).unwrap().writes;
+    a.doorbell.cpu.ring(8 * (n + n2) as u64);
+    let after = m.doorbell_info(0, a.doorbell.handle).unwrap().writes;
+    assert_eq!(after.0, before.0 + 1, "the ring landed on the dummy page");
+    assert_eq!(after.1, before.1);
+    // Reconnect (victimising b) and the work written meanwhile runs.
+    okk(&m, k.connect_doorbell(a.doorbell.handle));
+    a.doorbell.cpu.ring(8 * (n + n2) as u64);
+    okk(&m, k.wait_for_fence(a.queue.progress_fence, 1));
+    assert_eq!(t.mem.load(0), 0xAB);
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UM-10: device loss.
+
+/// UM-10: on device loss every doorbell goes to `DISCONNECTED_ABORT` and cannot be
+/// reconnected; the UMD's queue falls back to the kernel-mode path (or the caller recreates
+/// it) and its work still completes.
+#[test]
+fn um_10_device_loss_aborts_every_doorbell() {
+    let m = machine(Mode::Step, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let raw = raw_queue(&m, &k, 0);
+    okk(&m, k.connect_doorbell(raw.doorbell.handle));
+    let mut uq = okk(&m, UserQueue::new(k, &config(0)));
+    let v = okk(&m, uq.submit(&[fill(&t, 1)]));
+    okk(&m, uq.wait(v));
+    ok(&m, m.device_lost(0));
+    let info = m.doorbell_info(0, raw.doorbell.handle).unwrap();
+    assert_eq!(info.state, DoorbellState::Aborted);
+    assert_eq!(info.status, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT);
+    assert_eq!(info.mapped_page, None);
+    assert_eq!(
+        k.connect_doorbell(raw.doorbell.handle).err(),
+        Some(NtStatus(STATUS_DEVICE_REMOVED))
+    );
+    let v = okk(&m, uq.submit(&[fill(&t, 2)]));
+    assert_eq!(
+        uq.path(),
+        SubmissionPath::KernelMode,
+        "UM-19 fallback after ABORT"
+    );
+    okk(&m, uq.wait(v));
+    assert_eq!(t.mem.load(0), 2);
+    drop(uq);
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UM-13: F1.
+
+/// UM-13: an idle engine asks for F1 (`DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE`,
+/// TransitionToF1): the OS disconnects every doorbell of that engine (`DISCONNECTED_RETRY`),
+/// leaves the other engine's alone, and moves the node's power component to F1; the next
+/// submission reconnects, which brings the node back to F0, and the work completes.
+#[test]
+fn um_13_f1_disconnects_the_engines_doorbells() {
+    let m = machine_with(Mode::Step, |a| {
+        a.device.doorbells = 4;
+        a.device.idle_f1_ticks = 20_000;
+    });
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
+    let v = okk(&m, q0.submit(&[fill(&t, 1)]));
+    okk(&m, q0.wait(v));
+    let e1 = raw_queue(&m, &k, 1);
+    okk(&m, k.connect_doorbell(e1.doorbell.handle));
+    ok(&m, m.run_steps(200));
+    let ev = events_of(&m);
+    let doorbells: Vec<u32> = ev
+        .iter()
+        .filter_map(|e| match e {
+            UmsEvent::CreateDoorbell { doorbell } => Some(*doorbell),
+            _ => None,
+        })
+        .collect();
+    let (d0, d1) = (doorbells[0], e1.doorbell.handle);
+    // Each engine's F1 request disconnects exactly that engine's doorbells, then moves its
+    // power component to F1 (engine 1, never used, may idle first).
+    for (node, mine, other) in [(0u32, d0, d1), (1, d1, d0)] {
+        let f1 = position(&ev, |e| *e == UmsEvent::EngineState { node, state: 1 })
+            .unwrap_or_else(|| panic!("engine {node} reported TransitionToF1: {ev:#?}"));
+        let fs = position(
+            &ev,
+            |e| matches!(e, UmsEvent::SetFState { node: n, fstate: 1, .. } if *n == node),
+        )
+        .unwrap_or_else(|| panic!("node {node} went to F1: {ev:#?}"));
+        let between = &ev[f1..fs];
+        assert!(
+            between.contains(&UmsEvent::DisconnectDoorbell {
+                doorbell: mine,
+                reason: D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+            }),
+            "report, disconnect, then F1 (node {node}): {ev:#?}"
+        );
+        assert!(
+            !between.iter().any(
+                |e| matches!(e, UmsEvent::DisconnectDoorbell { doorbell, .. } if *doorbell == other)
+            ),
+            "the other engine's doorbell is not touched (node {node}): {ev:#?}"
+        );
+        assert_eq!(m.engine_fstate(0, node), Some(1));
+    }
+    assert_eq!(
+        m.doorbell_info(0, d0).unwrap().status,
+        D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY
+    );
+    let v = okk(&m, q0.submit(&[fill(&t, 2)]));
+    assert_eq!(
+        m.engine_fstate(0, 0),
+        Some(0),
+        "the reconnect brought F0 back"
+    );
+    okk(&m, q0.wait(v));
+    assert_eq!(t.mem.load(0), 2);
+    assert_eq!(q0.path(), SubmissionPath::UserMode);
+    drop(q0);
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UM-14: D3.
+
+/// UM-14: D0→D3 suspends every context, disconnects every doorbell (`DISCONNECTED_RETRY`),
+/// then sets D3; a submission in D3 reconnects, which powers up (D0), connects, and resumes
+/// the contexts; the work written meanwhile completes.
+#[test]
+fn um_14_d3_suspends_disconnects_and_a_connect_wakes_the_gpu() {
+    let m = machine(Mode::Step, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
+    let mut q1 = okk(&m, UserQueue::new(k, &config(1)));
+    let v = okk(&m, q0.submit(&[fill(&t, 1)]));
+    okk(&m, q0.wait(v));
+    m.clear_ums_events(0);
+    ok(&m, m.power_down(0));
+    assert_eq!(m.power_state(0), Some(Power::D3));
+    let ev = events_of(&m);
+    let suspends: Vec<usize> = ev
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, UmsEvent::SuspendContext { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    let discs: Vec<usize> = ev
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, UmsEvent::DisconnectDoorbell { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    let d3 = position(&ev, |e| matches!(e, UmsEvent::SetPowerState { state: 4 })).unwrap();
+    assert_eq!(suspends.len(), 2, "{ev:#?}");
+    assert_eq!(discs.len(), 2, "{ev:#?}");
+    assert!(suspends.iter().max() < discs.iter().min() && discs.iter().max() < Some(&d3));
+    m.clear_ums_events(0);
+    let v = okk(
+        &m,
+        q1.submit(&[Command::Fill {
+            dst: t.gpu_va + 1024,
+            bytes: 64,
+            pattern: 5,
+        }]),
+    );
+    let ev = events_of(&m);
+    let d0 = position(&ev, |e| matches!(e, UmsEvent::SetPowerState { state: 1 })).unwrap();
+    let conn = position(&ev, |e| matches!(e, UmsEvent::ConnectDoorbell { .. })).unwrap();
+    let resume = position(&ev, |e| matches!(e, UmsEvent::ResumeContext { .. })).unwrap();
+    assert!(d0 < conn && conn < resume, "D0, connect, resume: {ev:#?}");
+    assert_eq!(
+        ev.iter()
+            .filter(|e| matches!(e, UmsEvent::ResumeContext { .. }))
+            .count(),
+        2,
+        "every context the power-down suspended is resumed"
+    );
+    okk(&m, q1.wait(v));
+    assert_eq!(t.mem.load(1024), 5);
+    let v = okk(&m, q0.submit(&[fill(&t, 6)]));
+    okk(&m, q0.wait(v));
+    assert_eq!(t.mem.load(0), 6);
+    drop((q0, q1));
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UM-11, UM-12: suspend and resume.
+
+/// Writes `cmds` then `PROGRESS(value)` into a raw queue's ring at byte `at` (no wrap), stores
+/// the last-queued value and publishes the write pointer; returns the new write pointer.
+fn write_ring(q: &RawQueue, at: u64, cmds: &[Command], value: u64) -> u64 {
+    let mut off = at;
+    let progress = Command::Progress { irq: true, value };
+    for c in cmds.iter().chain(std::iter::once(&progress)) {
+        let mut w = [0u64; 8];
+        let n = c.encode(&mut w).unwrap();
+        for word in w.iter().take(n) {
+            q.ring.mem.store(off, *word);
+            off += 8;
+        }
+    }
+    q.doorbell.cpu.set_last_queued(value);
+    q.control.mem.store(RingControl::WRITE_PTR, off);
+    off
+}
+
+/// UM-11, UM-12: a suspended context's doorbell stays connected and its ring stays writable;
+/// the work the UMD writes and rings meanwhile does not run until the context is resumed, and
+/// then it does (the CMP picks up the new write pointer).
+#[test]
+fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
+    let m = machine(Mode::Step, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let q = raw_queue(&m, &k, 0);
+    okk(&m, k.connect_doorbell(q.doorbell.handle));
+    let wp = write_ring(&q, 0, &[fill(&t, 1)], 1);
+    q.doorbell.cpu.ring(wp);
+    okk(&m, k.wait_for_fence(q.queue.progress_fence, 1));
+    ok(&m, m.suspend_context(&p, q.context));
+    let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
+    assert!(
+        matches!(info.state, DoorbellState::Connected { .. }),
+        "UM-11"
+    );
+    assert!(
+        info.status == D3DDDI_DOORBELLSTATUS_CONNECTED
+            || info.status == D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD
+    );
+    assert!(
+        m.device(0)
+            .unwrap()
+            .queues()
+            .iter()
+            .all(|s| s.queue_id != q.queue_id),
+        "the suspended context's queue left the runlist"
+    );
+    let wp = write_ring(&q, wp, &[fill(&t, 2)], 2);
+    q.doorbell.cpu.ring(wp);
+    ok(&m, m.run_until_idle());
+    assert_eq!(
+        q.queue.progress_cpu.value(),
+        1,
+        "nothing runs while suspended"
+    );
+    assert_eq!(t.mem.load(0), 1);
+    ok(&m, m.resume_context(&p, q.context));
+    okk(&m, k.wait_for_fence(q.queue.progress_fence, 2));
+    assert_eq!(
+        t.mem.load(0),
+        2,
+        "UM-12: the work written meanwhile ran after resume"
+    );
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UM-06, UM-15: the doorbell thunks and DDIs.
+
+/// UM-06, UM-15: create, connect (the physical doorbell the KMD returns is bound to the
+/// queue), NotifyWorkSubmission (the KMD kicks the queue: work published without ringing
+/// runs), destroy.
+#[test]
+fn um_15_doorbell_ddis_and_notify_work_submission() {
+    let m = machine(Mode::Step, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let q = raw_queue(&m, &k, 0);
+    okk(&m, k.connect_doorbell(q.doorbell.handle));
+    let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
+    let DoorbellState::Connected { page } = info.state else {
+        panic!("not connected: {info:?}");
+    };
+    assert!(page < 4);
+    let wp = write_ring(&q, 0, &[fill(&t, 9)], 1);
+    okk(&m, k.notify_work_submission(q.doorbell.handle));
+    assert!(events_of(&m).contains(&UmsEvent::NotifyWorkSubmission {
+        doorbell: q.doorbell.handle
+    }));
+    okk(&m, k.wait_for_fence(q.queue.progress_fence, 1));
+    assert_eq!(t.mem.load(0), 9);
+    let _ = wp;
+    okk(&m, k.destroy_doorbell(q.doorbell.handle));
+    assert!(m.doorbell_info(0, q.doorbell.handle).is_none());
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UM-16, UM-17, UM-18: progress fence and process exit.
+
+/// UM-16: the UMD stores N+1 at the last-queued address before it rings; the OS sees the
+/// queue has work until the GPU writes N+1 to the progress fence.
+#[test]
+fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
+    let m = machine(Mode::Step, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut q = okk(&m, UserQueue::new(k, &config(0)));
+    let queue = match events_of(&m).iter().rev().find(|e| {
+        matches!(
+            e,
+            UmsEvent::CreateHwQueue {
+                user_mode: true,
+                ..
+            }
+        )
+    }) {
+        Some(UmsEvent::CreateHwQueue { queue, .. }) => *queue,
+        _ => panic!("no user-mode queue created"),
+    };
+    let v = okk(&m, q.submit(&[fill(&t, 1), fill(&t, 2)]));
+    assert_eq!(m.hw_queue_progress(0, queue), Some((v, 0)));
+    assert!(m.hw_queue_has_work(0, queue));
+    okk(&m, q.wait(v));
+    assert!(!m.hw_queue_has_work(0, queue));
+    assert_eq!(m.hw_queue_progress(0, queue), Some((v, v)));
+    drop(q);
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+/// UM-17: normal exit: per queue the doorbell is disconnected, the OS waits for the last
+/// queued progress value, then destroys doorbell and queue; allocations, contexts and the
+/// device follow. The queue has left the runlist when its destroy returns.
+#[test]
+fn um_17_normal_exit_disconnects_waits_then_destroys() {
+    let m = machine(Mode::Step, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut q = okk(&m, UserQueue::new(k, &config(0)));
+    let mut last = 0;
+    for i in 0..16 {
+        last = okk(&m, q.submit(&[fill(&t, i)]));
+    }
+    let qid = q.queue_id();
+    std::mem::forget(q); // the process dies with the queue open
+    m.clear_ums_events(0);
+    ok(&m, m.exit_process(&p));
+    let ev = events_of(&m);
+    let disc = position(&ev, |e| matches!(e, UmsEvent::DisconnectDoorbell { .. })).unwrap();
+    let wait = position(
+        &ev,
+        |e| matches!(e, UmsEvent::WaitedIdle { value, .. } if *value == last),
+    )
+    .expect("waited for the last queued value");
+    let ddb = position(&ev, |e| matches!(e, UmsEvent::DestroyDoorbell { .. })).unwrap();
+    let dq = position(&ev, |e| matches!(e, UmsEvent::DestroyHwQueue { .. })).unwrap();
+    let free = position(&ev, |e| matches!(e, UmsEvent::FreeAllocation { .. })).unwrap();
+    let dc = position(&ev, |e| matches!(e, UmsEvent::DestroyContext { .. })).unwrap();
+    let dd = position(&ev, |e| matches!(e, UmsEvent::DestroyDevice { .. })).unwrap();
+    assert!(
+        disc < wait && wait < ddb && ddb < dq && dq < free && free < dc && dc < dd,
+        "{ev:#?}"
+    );
+    assert!(!ev
+        .iter()
+        .any(|e| matches!(e, UmsEvent::SuspendContext { .. })));
+    assert_eq!(t.mem.load(0), 15, "all work ran before the teardown");
+    assert!(m
+        .device(0)
+        .unwrap()
+        .queues()
+        .iter()
+        .all(|s| s.queue_id != qid));
+    no_fault(&m);
+}
+
+/// UM-18: abnormal exit: the device is marked in error, every context suspended (off the
+/// runlist at once) before any doorbell is disconnected, and everything is destroyed without
+/// waiting for pending work.
+#[test]
+fn um_18_abnormal_exit_suspends_first_and_does_not_wait() {
+    let m = machine(Mode::Step, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut q = okk(&m, UserQueue::new(k, &config(0)));
+    // Work that never finishes: the exit must not wait for it.
+    okk(
+        &m,
+        q.submit(&[Command::FenceWait {
+            addr: t.gpu_va + 512,
+            value: 1,
+        }]),
+    );
+    let qid = q.queue_id();
+    std::mem::forget(q);
+    m.clear_ums_events(0);
+    ok(&m, m.kill_process(&p));
+    let ev = events_of(&m);
+    let err = position(&ev, |e| matches!(e, UmsEvent::DeviceError { .. })).unwrap();
+    let sus = position(&ev, |e| matches!(e, UmsEvent::SuspendContext { .. })).unwrap();
+    let disc = position(&ev, |e| matches!(e, UmsEvent::DisconnectDoorbell { .. })).unwrap();
+    let dd = position(&ev, |e| matches!(e, UmsEvent::DestroyDevice { .. })).unwrap();
+    assert!(err < sus && sus < disc && disc < dd, "{ev:#?}");
+    assert!(!ev.iter().any(|e| matches!(e, UmsEvent::WaitedIdle { .. })));
+    assert!(m
+        .device(0)
+        .unwrap()
+        .queues()
+        .iter()
+        .all(|s| s.queue_id != qid));
+    ok(&m, m.run_until_idle());
+    no_fault(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UM-19, UM-20, UM-21: doorbell virtualisation.
+
+/// UM-20: the seed's walk-through with one physical doorbell, step by step.
+#[test]
+fn um_20_victimisation_walkthrough() {
+    let m = machine(Mode::Step, 1);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    // 1. hDoorbell1 on hHwQueue1 is connected to the one physical doorbell: CONNECTED.
+    let q1 = raw_queue(&m, &k, 0);
+    okk(&m, k.connect_doorbell(q1.doorbell.handle));
+    let d1 = m.doorbell_info(0, q1.doorbell.handle).unwrap();
+    assert_eq!(d1.state, DoorbellState::Connected { page: 0 });
+    assert_eq!(d1.mapped_page, Some(0));
+    assert!(
+        d1.status == D3DDDI_DOORBELLSTATUS_CONNECTED
+            || d1.status == D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD
+    );
+    // 2. CreateDoorbell for hHwQueue2: no physical doorbell yet, status RETRY; hDoorbell1
+    //    keeps the physical doorbell.
+    m.clear_ums_events(0);
+    let q2 = raw_queue(&m, &k, 0);
+    let d2 = m.doorbell_info(0, q2.doorbell.handle).unwrap();
+    assert_eq!(d2.state, DoorbellState::Disconnected);
+    assert_eq!(d2.status, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY);
+    assert_eq!(d2.mapped_page, None);
+    assert_eq!(
+        m.doorbell_info(0, q1.doorbell.handle).unwrap().mapped_page,
+        Some(0)
+    );
+    assert!(!events_of(&m)
+        .iter()
+        .any(|e| matches!(e, UmsEvent::CallbackDisconnect { .. })));
+    // 3. ConnectDoorbell(hDoorbell2): the KMD victimises hDoorbell1 through
+    //    DxgkCbDisconnectDoorbell (the OS points its VA at the dummy page and writes RETRY)
+    //    before it returns the physical doorbell for hDoorbell2, which becomes CONNECTED.
+    m.clear_ums_events(0);
+    okk(&m, k.connect_doorbell(q2.doorbell.handle));
+    let ev = events_of(&m);
+    let cb = position(&ev, |e| {
+        *e == UmsEvent::CallbackDisconnect {
+            doorbell: q1.doorbell.handle,
+            reason: D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+            was_connected: true,
+        }
+    })
+    .expect("hDoorbell1 victimised through the callback");
+    let conn = position(&ev, |e| {
+        matches!(e, UmsEvent::ConnectDoorbell { doorbell, page: 0, .. } if *doorbell == q2.doorbell.handle)
+    })
+    .expect("hDoorbell2 connected to the physical doorbell");
+    assert!(cb < conn, "{ev:#?}");
+    let d1 = m.doorbell_info(0, q1.doorbell.handle).unwrap();
+    assert_eq!(d1.mapped_page, None);
+    assert_eq!(d1.status, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY);
+    let d2 = m.doorbell_info(0, q2.doorbell.handle).unwrap();
+    assert_eq!(d2.state, DoorbellState::Connected { page: 0 });
+    assert_eq!(d2.mapped_page, Some(0));
+    // The hardware agrees: a ring through hDoorbell1's VA lands on the dummy page, one
+    // through hDoorbell2's reaches physical doorbell 0.
+    let dev = m.device(0).unwrap();
+    let before = dev.doorbell_stats().per_page[0];
+    q1.doorbell.cpu.ring(0);
+    assert_eq!(dev.doorbell_stats().per_page[0], before);
+    q2.doorbell.cpu.ring(0);
+    assert_eq!(dev.doorbell_stats().per_page[0], before + 1);
+    let _ = (&q1.pdd, q1.queue_id, q2.queue_id);
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+/// UM-19, UM-20 end to end: three user-mode queues share one physical doorbell; each
+/// submission victimises another queue's doorbell, the UMD sees RETRY, reconnects and rings
+/// again, and all work completes on the user-mode path.
+#[test]
+fn um_19_three_queues_one_doorbell_all_work_completes() {
+    let m = machine(Mode::Step, 1);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut qs: Vec<_> = (0..3)
+        .map(|_| okk(&m, UserQueue::new(k, &config(0))))
+        .collect();
+    let mut last = [0; 3];
+    for round in 0..5u64 {
+        for (i, q) in qs.iter_mut().enumerate() {
+            last[i] = okk(
+                &m,
+                q.submit(&[Command::Fill {
+                    dst: t.gpu_va + 256 * i as u64,
+                    bytes: 64,
+                    pattern: round * 10 + i as u64,
+                }]),
+            );
+        }
+    }
+    for (i, q) in qs.iter().enumerate() {
+        okk(&m, q.wait(last[i]));
+        assert_eq!(q.path(), SubmissionPath::UserMode);
+        assert_eq!(t.mem.load(256 * i as u64), 40 + i as u64);
+    }
+    assert!(events_of(&m)
+        .iter()
+        .any(|e| matches!(e, UmsEvent::CallbackDisconnect { .. })));
+    drop(qs);
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+/// UM-21: with a global doorbell every doorbell connects to the same physical doorbell and
+/// nothing is victimised.
+#[test]
+fn um_21_global_doorbell_no_victimisation() {
+    let m = machine_with(Mode::Step, |a| {
+        a.device.doorbells = 1;
+        a.device.global_doorbell = true;
+    });
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut qs: Vec<_> = (0..3)
+        .map(|_| okk(&m, UserQueue::new(k, &config(0))))
+        .collect();
+    let mut last = [0; 3];
+    for (i, q) in qs.iter_mut().enumerate() {
+        last[i] = okk(
+            &m,
+            q.submit(&[Command::Fill {
+                dst: t.gpu_va + 256 * i as u64,
+                bytes: 64,
+                pattern: 7 + i as u64,
+            }]),
+        );
+    }
+    for (i, q) in qs.iter().enumerate() {
+        okk(&m, q.wait(last[i]));
+        assert_eq!(t.mem.load(256 * i as u64), 7 + i as u64);
+    }
+    let ev = events_of(&m);
+    assert!(!ev
+        .iter()
+        .any(|e| matches!(e, UmsEvent::CallbackDisconnect { .. })));
+    let pages: Vec<u32> = ev
+        .iter()
+        .filter_map(|e| match e {
+            UmsEvent::ConnectDoorbell { page, .. } => Some(*page),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pages, vec![0, 0, 0]);
+    drop(qs);
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threaded.
+
+/// UM-01, UM-19 threaded: two processes, each with user-mode queues on both engines and
+/// fewer physical doorbells than queues, submit from their own threads; everything completes.
+#[test]
+fn um_19_threaded_two_processes_share_two_doorbells() {
+    let m = machine(Mode::Threaded, 2);
+    let procs: Vec<UmsProcess> = (0..2).map(|_| ok(&m, m.create_process(0))).collect();
+    std::thread::scope(|s| {
+        for p in &procs {
+            let m = &m;
+            s.spawn(move || {
+                let k = m.kmt(p);
+                let t = target(m, &k);
+                let mut qs: Vec<_> = (0..2)
+                    .map(|node| okk(m, UserQueue::new(k, &config(node))))
+                    .collect();
+                let mut last = [0u64; 2];
+                for i in 0..50u64 {
+                    for (n, q) in qs.iter_mut().enumerate() {
+                        last[n] = okk(
+                            m,
+                            q.submit(&[Command::Fill {
+                                dst: t.gpu_va + 512 * n as u64,
+                                bytes: 64,
+                                pattern: i,
+                            }]),
+                        );
+                    }
+                }
+                for (n, q) in qs.iter().enumerate() {
+                    okk(m, q.wait(last[n]));
+                    assert_eq!(t.mem.load(512 * n as u64), 49);
+                }
+            });
+        }
+    });
+    for p in &procs {
+        ok(&m, m.exit_process(p));
+    }
+    let _ = Duration::from_secs(0);
+    no_fault(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The OS's own strictness.
+
+/// `DxgkCbDisconnectDoorbell` is PASSIVE_LEVEL: a driver calling it at DISPATCH_LEVEL gets
+/// 0xA, as on Windows; a bad handle or reason is the driver's bug: `STATUS_INVALID_PARAMETER`
+/// and the machine halts naming it.
+#[test]
+fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
+    use rvgpu_ddi::dxgkrnl::{DXGKARGCB_DISCONNECTDOORBELL, DXGKARGCB_DISCONNECTDOORBELL_FLAGS};
+    use rvgpu_simos::Irql;
+
+    // Bad reason.
+    let m = machine(Mode::Step, 2);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let q = raw_queue(&m, &k, 0);
+    okk(&m, k.connect_doorbell(q.doorbell.handle));
+    let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
+    let cb = m.interface(0).unwrap().DxgkCbDisconnectDoorbell.unwrap();
+    let queue_kmd = {
+        // The KMD's queue handle is not exposed; the OS handles are accepted as a pair.
+        rvgpu_simos::ums::kernel_handle(q.queue.handle)
+    };
+    let mut args = DXGKARGCB_DISCONNECTDOORBELL {
+        hHwQueue: queue_kmd as _,
+        hDoorbell: info.os_handle as _,
+        Flags: DXGKARGCB_DISCONNECTDOORBELL_FLAGS::default(),
+        DisconnectReason: D3DDDI_DOORBELLSTATUS_CONNECTED,
+    };
+    let s = {
+        let _c = m.enter_context();
+        // SAFETY: the OS's callback with a valid argument block.
+        unsafe { cb(&mut args) }
+    };
+    assert_eq!(s, STATUS_INVALID_PARAMETER);
+    assert!(
+        matches!(m.fault(), Some(SimError::Simulation(msg)) if msg.contains("DisconnectReason"))
+    );
+    drop(m);
+
+    // A good call at DISPATCH_LEVEL: 0xA.
+    let m = machine(Mode::Step, 2);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let q = raw_queue(&m, &k, 0);
+    okk(&m, k.connect_doorbell(q.doorbell.handle));
+    let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
+    let cb = m.interface(0).unwrap().DxgkCbDisconnectDoorbell.unwrap();
+    let mut args = DXGKARGCB_DISCONNECTDOORBELL {
+        hHwQueue: rvgpu_simos::ums::kernel_handle(q.queue.handle) as _,
+        hDoorbell: info.os_handle as _,
+        Flags: DXGKARGCB_DISCONNECTDOORBELL_FLAGS::default(),
+        DisconnectReason: D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+    };
+    m.at_irql(Irql::Dispatch, |m| {
+        let _c = m.enter_context();
+        // SAFETY: the OS's callback with a valid argument block.
+        unsafe { cb(&mut args) }
+    });
+    assert_eq!(m.bugcheck().map(|b| b.code), Some(0xA));
+    drop(m);
+
+    // A good call at PASSIVE_LEVEL succeeds, and again on the disconnected doorbell.
+    let m = machine(Mode::Step, 2);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let q = raw_queue(&m, &k, 0);
+    okk(&m, k.connect_doorbell(q.doorbell.handle));
+    let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
+    let cb = m.interface(0).unwrap().DxgkCbDisconnectDoorbell.unwrap();
+    let mut args = DXGKARGCB_DISCONNECTDOORBELL {
+        hHwQueue: rvgpu_simos::ums::kernel_handle(q.queue.handle) as _,
+        hDoorbell: info.os_handle as _,
+        Flags: DXGKARGCB_DISCONNECTDOORBELL_FLAGS::default(),
+        DisconnectReason: D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+    };
+    for _ in 0..2 {
+        let _c = m.enter_context();
+        // SAFETY: the OS's callback with a valid argument block.
+        let s = unsafe { cb(&mut args) };
+        assert_eq!(s, 0);
+    }
+    let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
+    assert_eq!(info.mapped_page, None);
+    assert_eq!(info.status, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY);
+    // Bad handle.
+    args.hDoorbell = 0x1234 as _;
+    let s = {
+        let _c = m.enter_context();
+        // SAFETY: the OS's callback with a valid argument block.
+        unsafe { cb(&mut args) }
+    };
+    assert_eq!(s, STATUS_INVALID_PARAMETER);
+    assert!(matches!(m.fault(), Some(SimError::Simulation(msg)) if msg.contains("hDoorbell")));
+}
+
+/// The OS enforces destroy order against the UMD: a queue with a doorbell, a context with a
+/// queue, cannot be destroyed.
+#[test]
+fn destroy_order_is_enforced() {
+    let m = machine(Mode::Step, 2);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let q = raw_queue(&m, &k, 0);
+    assert_eq!(
+        k.destroy_hw_queue(q.queue.handle).err(),
+        Some(NtStatus(STATUS_INVALID_PARAMETER))
+    );
+    assert_eq!(
+        k.destroy_context(q.context).err(),
+        Some(NtStatus(STATUS_INVALID_PARAMETER))
+    );
+    okk(&m, k.destroy_doorbell(q.doorbell.handle));
+    okk(&m, k.destroy_hw_queue(q.queue.handle));
+    okk(&m, k.destroy_context(q.context));
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
