@@ -24,7 +24,11 @@
 //!   without `UserModeSubmission` ([`KernelQueue`]'s machinery). Progress values stay one
 //!   sequence for the caller: a value the user-mode queue had completed is complete; a later
 //!   one maps to the kernel-mode queue's own progress value for that batch.
-//! - Device loss (UM-10): if the kernel-mode path fails too, the queue reports
+//!   An INDIRECT the CMP had started is resubmitted whole (the read pointer stays on it until
+//!   its buffer completes), which is what the hardware itself does when a queue re-enters a
+//!   runlist; the packets the UMD writes for a caller's commands are otherwise not repeated.
+//! - Device loss (UM-10): if the kernel-mode path fails too, or the progress fence reads a
+//!   value the queue never wrote (the OS's device-removed value), the queue reports
 //!   [`SubmitError::Lost`] from then on; the caller drops it and creates a new one.
 //! - Teardown order: doorbell, hardware queues, allocations, context ([`UserQueue::close`]
 //!   waits for the last submitted value first; dropping does not wait).
@@ -926,6 +930,12 @@ impl<K: Kmt> UserQueue<K> {
             }
         }
         let user_completed = self.queue.progress_cpu.value();
+        if user_completed > self.last {
+            // Not a value this queue wrote: the OS reports the device removed this way (as
+            // D3D12 fences read UINT64_MAX then). What ran is unknown: recreate (UM-10).
+            self.lost = true;
+            return Err(SubmitError::Lost);
+        }
         let batches = match self.unconsumed_batches() {
             Ok(b) => b,
             Err(e) => {

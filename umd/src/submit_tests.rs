@@ -1067,6 +1067,22 @@ fn um_10_device_lost_then_recreate() {
     m.check();
 }
 
+/// UM-10: after device removal the OS may report the progress fence as UINT64_MAX; the
+/// fallback must not take that as "everything ran" and go on silently.
+#[test]
+fn um_10_removed_fence_value_is_device_loss() {
+    let m = Mock::new();
+    m.w().auto = false;
+    let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
+    q.submit(&[fill(1)]).unwrap();
+    let f = q.progress_fence();
+    m.w().fences.insert(f, u64::MAX);
+    m.w().status_script = [DoorbellStatus::DisconnectedAbort].into();
+    assert_eq!(q.submit(&[fill(2)]), Err(SubmitError::Lost));
+    assert!(q.is_lost());
+    assert!(fills(&m).is_empty());
+}
+
 /// UM-17 (the UMD's part): close waits for the last value, then destroys doorbell, queues,
 /// allocations, context in that order.
 #[test]
