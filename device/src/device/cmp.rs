@@ -14,6 +14,10 @@
 //! commit that keeps the queue. A queue that enters a runlist has no cursor: it starts at the
 //! ring read pointer, so an interrupted INDIRECT runs its buffer again from the start.
 //!
+//! Engine reset (`engine.rs`): only the queue with a packet in flight leaves; the others keep
+//! all of the above (cursor, wait, fault) and the engine is *held*, running nothing, until
+//! the next RUNLIST_COMMIT, which then applies the ordinary stay/leave/enter rules.
+//!
 //! The CMP sees a queue's write pointer only when told: it loads RingControl.write_ptr
 //! (Acquire) on a doorbell, a QUEUE_KICK and when the queue enters a runlist. A producer that
 //! stores `write_ptr` without ringing executes nothing (that is what UM-09's disconnected
@@ -130,6 +134,9 @@ pub(crate) struct Engine {
     pub(crate) hang_reported: bool,
     /// GPU time the engine became idle.
     pub(crate) idle_since: Option<u64>,
+    /// Held after a successful engine reset: runs nothing until the next RUNLIST_COMMIT
+    /// (STATUS bit 9). Write pointers and wait wake-ups are still recorded meanwhile.
+    pub(crate) held: bool,
 }
 
 impl Engine {
@@ -143,7 +150,38 @@ impl Engine {
             injected_hang: None,
             hang_reported: false,
             idle_since: None,
+            held: false,
         }
+    }
+
+    /// The queue that is *executing* in the engine-reset sense: the one with a packet in
+    /// flight (a COPY/FILL between chunks or a HANG, in the ring or inside a started
+    /// INDIRECT). A queue that is only between packets, blocked, or the last one picked is
+    /// not executing.
+    pub(crate) fn executing(&self) -> Option<usize> {
+        self.inflight
+            .map(|f| f.queue())
+            .filter(|&i| i < self.queues.len())
+    }
+
+    /// A successful engine reset: aborts the packet in flight, takes its queue (`aborted`)
+    /// out of the loaded runlist, clears an injected hang and holds the engine. Every other
+    /// queue keeps its read pointer, indirect cursor, wait and fault state.
+    pub(crate) fn reset(&mut self, aborted: Option<usize>) {
+        self.inflight = None;
+        if let Some(i) = aborted.filter(|&i| i < self.queues.len()) {
+            self.queues.remove(i);
+            // Keep the round-robin turn on the queue that was next.
+            if i < self.rr_next {
+                self.rr_next -= 1;
+            }
+        }
+        self.current = None;
+        self.injected_hang = None;
+        self.hang_reported = false;
+        self.state = EngineState::Idle;
+        self.idle_since = None;
+        self.held = true;
     }
 
     /// Highest-priority runnable queue, round-robin among equals.
@@ -353,6 +391,8 @@ impl Core {
             eng.hang_reported = false;
         }
         eng.rr_next = 0;
+        // Any commit (even of an empty or unreadable runlist) ends an engine reset's hold.
+        eng.held = false;
         self.publish_engine_status(&cmp);
         drop(cmp);
         for (id, f) in faults {
@@ -453,6 +493,7 @@ impl Core {
         Some(EngineSnapshot {
             state: eng.state,
             has_work: eng.has_work(),
+            held: eng.held,
             completed_commands: r.completed.load(Ordering::Acquire),
             current_queue: r.current_queue.load(Ordering::Acquire),
             queues: eng

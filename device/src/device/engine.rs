@@ -6,6 +6,11 @@
 //! run for `hang_detect_ticks` (ENGINE_STATE event Active->Hung); TransitionToF1 when idle for
 //! `idle_f1_ticks` (ENGINE_STATE event Idle->TransitionToF1, if enabled); Resetting during a
 //! reset (momentary: resets are synchronous).
+//!
+//! Engine reset (CTRL): only the queue with a packet in flight is aborted and leaves the
+//! runlist; the other queues keep their state, and the engine is *held* (Idle, STATUS bit 9):
+//! it runs nothing, detects no idleness for F1, until the next RUNLIST_COMMIT. Doorbells,
+//! kicks and wait wake-ups still update the held engine's queues, so nothing is lost.
 
 use std::sync::atomic::Ordering;
 
@@ -67,6 +72,11 @@ impl Core {
             }
             return false;
         }
+        if eng.held {
+            // After an engine reset: nothing runs until the driver commits a runlist.
+            eng.current = None;
+            return false;
+        }
         if eng.inflight.is_some() {
             self.run_inflight(eng, e);
             return true;
@@ -107,6 +117,7 @@ impl Core {
             let status = EngineStatus {
                 state: eng.state,
                 has_work: eng.has_work(),
+                held: eng.held,
             };
             // Release: a driver that sees a state change also sees the memory effects of
             // the commands that led to it.
@@ -133,7 +144,7 @@ impl Core {
                             .saturating_sub(now),
                     );
                 }
-            } else if self.cfg.idle_f1_ticks > 0 && eng.state == EngineState::Idle {
+            } else if self.cfg.idle_f1_ticks > 0 && eng.state == EngineState::Idle && !eng.held {
                 let since = eng.idle_since.unwrap_or(now);
                 consider(
                     since
@@ -146,6 +157,11 @@ impl Core {
     }
 
     /// CTRL = RESET: resets engine `e` only (see `rvgpu_hw::engine::ResetResult`).
+    ///
+    /// The queue with a packet in flight (if any) is aborted and leaves the loaded runlist;
+    /// its `ring_control.read_ptr` is already the aborted packet's (it is stored after every
+    /// completed ring packet). Every other queue stays as it is, and the engine is held until
+    /// the next RUNLIST_COMMIT. A failed reset changes nothing but RESET_RESULT.
     pub(crate) fn reset_engine(&self, e: usize) {
         let Some(r) = self.regs.engines.get(e) else {
             return;
@@ -154,10 +170,8 @@ impl Core {
         let Some(eng) = cmp.engines.get_mut(e) else {
             return;
         };
-        let aborted = eng
-            .inflight
-            .map(|f| f.queue())
-            .or(eng.current)
+        let executing = eng.executing();
+        let aborted = executing
             .and_then(|i| eng.queues.get(i))
             .map_or((NO_QUEUE, 0), |q| (q.desc.queue_id, q.rptr));
         // Not resettable when the capability is off, under injection, or when lost.
@@ -169,12 +183,13 @@ impl Core {
                 EngineStatus {
                     state: EngineState::Resetting,
                     has_work: false,
+                    held: false,
                 }
                 .to_reg(),
                 Ordering::Release,
             );
-            // Abort the packet in flight, drop the runlist and every queue's state.
-            *eng = Engine::new();
+            // Abort the packet in flight and drop its queue; hold the engine.
+            eng.reset(executing);
             r.reset_queue.store(aborted.0, Ordering::Relaxed);
             r.reset_rptr.store(aborted.1, Ordering::Relaxed);
             ResetResult::Ok

@@ -163,6 +163,8 @@ pub struct QueueSnapshot {
 pub struct EngineSnapshot {
     pub state: rvgpu_hw::engine::EngineState,
     pub has_work: bool,
+    /// Held after an engine reset until the next RUNLIST_COMMIT (STATUS bit 9).
+    pub held: bool,
     pub completed_commands: u64,
     pub current_queue: u32,
     pub queues: Vec<QueueSnapshot>,

@@ -44,6 +44,7 @@ impl EngineRegs {
         let idle = EngineStatus {
             state: EngineState::Idle,
             has_work: false,
+            held: false,
         };
         self.status.store(idle.to_reg(), Ordering::Relaxed);
         self.reset_result

@@ -101,18 +101,23 @@ pub mod engine {
     /// and blocked/fault state; queues that leave stop at a packet boundary before the write
     /// returns: a COPY/FILL in progress is finished first, a HANG in progress is abandoned
     /// (the queue's read pointer stays on it). A bad entry posts a
-    /// [`crate::event::FaultCode::BadDescriptor`] fault and is skipped.
+    /// [`crate::event::FaultCode::BadDescriptor`] fault and is skipped. A commit also ends
+    /// the hold that follows an engine reset ([`crate::engine::STATUS_HELD`]).
     pub const RUNLIST_COMMIT: usize = 0x0C;
-    /// RO32: [`crate::engine::EngineStatus`].
+    /// RO32: [`crate::engine::EngineStatus`]: state (bits 3:0), `has_work` (bit 8), `held`
+    /// (bit 9, [`crate::engine::STATUS_HELD`]).
     pub const STATUS: usize = 0x10;
-    /// WO32: [`crate::engine::ENGINE_CTRL_RESET`] resets this engine only.
+    /// WO32: [`crate::engine::ENGINE_CTRL_RESET`] resets this engine only: the packet in
+    /// flight is aborted and its queue leaves the runlist, every other queue keeps its state,
+    /// and the engine is held until the next `RUNLIST_COMMIT` ([`crate::engine::ResetResult`]).
     pub const CTRL: usize = 0x14;
     /// RO32: [`crate::engine::ResetResult`] of the last reset.
     pub const RESET_RESULT: usize = 0x18;
-    /// RO32: id of the queue that was executing when the last reset aborted it, or
-    /// [`crate::queue::NO_QUEUE`].
+    /// RO32: id of the queue whose packet was in flight when the last successful reset
+    /// aborted it, or [`crate::queue::NO_QUEUE`] if no packet was in flight.
     pub const RESET_QUEUE: usize = 0x1C;
-    /// RO64: ring read pointer (bytes, free-running) of the aborted command in that queue.
+    /// RO64: ring read pointer (bytes, free-running) of the aborted command in that queue
+    /// (the INDIRECT's, for a packet inside an indirect buffer); 0 if nothing was aborted.
     pub const RESET_RPTR: usize = 0x20;
     /// RO32: id of the queue the engine is executing now, or [`crate::queue::NO_QUEUE`].
     pub const CURRENT_QUEUE: usize = 0x28;
