@@ -620,10 +620,13 @@ fn hang_is_detected_and_engine_reset_recovers() {
         rig.dev.read64(rig.engine_reg(0, regs::engine::RESET_RPTR)),
         40
     );
-    assert_eq!(status(&rig, 0).state, EngineState::Idle);
+    // Idle and held until the next commit (D1); the aborted queue left the runlist (it
+    // was the only one; other queues would stay, see engine_reset.rs).
+    let s = status(&rig, 0);
+    assert_eq!((s.state, s.held), (EngineState::Idle, true));
     assert!(
         rig.dev.engine_snapshot(0).unwrap().queues.is_empty(),
-        "runlist dropped"
+        "the aborted queue left"
     );
     assert_eq!(
         rig.dev.engine_snapshot(1).unwrap().queues.len(),
@@ -688,6 +691,20 @@ fn injected_hang_and_failed_reset() {
     );
     rig.dev.write32(ctrl, ENGINE_CTRL_RESET);
     assert_eq!(rig.dev.read32(result), ResetResult::Ok as u32);
+    // An injected hang has no packet in flight: no queue is named and none leaves (D2);
+    // the queue stays with the write pointer its doorbell loaded, and the commit that ends
+    // the hold keeps it.
+    assert_eq!(
+        rig.dev.read32(rig.engine_reg(1, regs::engine::RESET_QUEUE)),
+        NO_QUEUE
+    );
+    let s = rig.dev.engine_snapshot(1).unwrap();
+    assert!(s.held);
+    assert_eq!(s.queues[0].known_write_ptr, q.wptr);
+    for _ in 0..5 {
+        rig.dev.step();
+    }
+    assert_eq!(rig.mem.read_u64(f.cv), Some(0), "held");
     rig.commit(1, &[&q]);
     rig.run();
     assert_eq!(rig.mem.read_u64(f.cv), Some(1));
