@@ -160,9 +160,13 @@ pub struct AdapterShared {
     pub doorbell_windows: Mutex<std::collections::BTreeMap<usize, usize>>,
     /// The OS's user-mode submission objects ([`crate::ums`]).
     pub ums: Mutex<crate::ums::UmsOs>,
-    /// Serialises the OS's user-mode submission sequences (never held across a wait; the
-    /// `DxgkCbDisconnectDoorbell` callback does not take it).
-    pub ums_seq: Mutex<()>,
+    /// The OS's user-mode submission lock: thunks of one process take it shared (plus their
+    /// device's lock), adapter-wide sequences (power, F1, device loss) exclusively, so
+    /// different processes reach the KMD concurrently as on Windows. Never held across a
+    /// wait; the `DxgkCbDisconnectDoorbell` callback does not take it.
+    pub ums_seq: std::sync::RwLock<()>,
+    /// Serialises power-component F-state changes (one caller per component at a time).
+    pub ums_fstate: Mutex<()>,
     unclaimed_run: AtomicU64,
     claimed_run: AtomicU64,
     /// GPU clock when the current run of ISR calls with the device still requesting began
@@ -273,7 +277,8 @@ impl AdapterShared {
             doorbell_bus,
             doorbell_windows: Mutex::new(std::collections::BTreeMap::new()),
             ums: Mutex::new(crate::ums::UmsOs::default()),
-            ums_seq: Mutex::new(()),
+            ums_seq: std::sync::RwLock::new(()),
+            ums_fstate: Mutex::new(()),
             unclaimed_run: AtomicU64::new(0),
             claimed_run: AtomicU64::new(0),
             storm_since: AtomicU64::new(u64::MAX),

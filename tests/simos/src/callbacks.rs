@@ -497,7 +497,13 @@ fn decode(
         return Err(BugCheck::video_scheduler(0x7, t as u32 as u64, 0, 0));
     }
     // The node and engine the report names (every type the simulation decodes carries them).
-    let nodes = lock(&a.caps).map_or(0, |c| c.GpuEngineTopology.NbAsymetricProcessingNodes);
+    // Between StartDevice's return (the interrupt is connected) and the OS's DRIVERCAPS
+    // query the OS does not know the node count yet: an idle engine may already ask for F1
+    // then. Until the caps are read the report is checked against the architectural maximum
+    // (what `validate_caps` allows); the exact count applies from then on.
+    let nodes = lock(&a.caps).map_or(rvgpu_hw::regs::ENGINE_MAX, |c| {
+        c.GpuEngineTopology.NbAsymetricProcessingNodes
+    });
     let check_node = |node: u32, engine: u32| -> Result<(), BugCheck> {
         if node >= nodes {
             return Err(BugCheck::video_scheduler(

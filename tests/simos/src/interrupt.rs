@@ -338,8 +338,9 @@ pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Acquire) {
         if crate::ums::has_work(&a) {
             let _m = MachineContext::enter(a.state.clone());
-            crate::ums::run_passive_work(&a);
-            continue;
+            if crate::ums::run_passive_work(&a) {
+                continue;
+            }
         }
         seen = a.wake.wait(seen, Duration::from_millis(20));
     }

@@ -316,6 +316,8 @@ pub enum DoorbellState {
 #[derive(Debug)]
 struct DeviceObj {
     kmd: usize,
+    /// Serialises the thunks of this device (Dxgkrnl's per-device lock).
+    lock: Arc<Mutex<()>>,
     process: ProcessId,
     in_error: bool,
 }
@@ -376,6 +378,9 @@ struct DoorbellObj {
     ring: KmtHandle,
     control: KmtHandle,
     state: DoorbellState,
+    /// A `DxgkDdiConnectDoorbell` is in flight: `Some(None)`; the KMD disconnected the
+    /// doorbell (callback) before the OS committed that connect: `Some(Some(reason))`.
+    connecting: Option<Option<D3DDDI_DOORBELLSTATUS>>,
     cpu: Arc<DoorbellCpuState>,
 }
 
@@ -406,6 +411,9 @@ pub struct UmsOs {
     doorbells: BTreeMap<KmtHandle, DoorbellObj>,
     fences: BTreeMap<KmtHandle, MonitoredFence>,
     events: Vec<UmsEvent>,
+    /// Handles (the KMD's and the OS kernel handle) of destroyed doorbells -> D3DKMT handle,
+    /// for the callback's diagnostics (a handle used after its destroy returned).
+    destroyed_doorbells: std::collections::HashMap<usize, KmtHandle>,
     /// PASSIVE work the DPC queued (engine F1 requests).
     work: VecDeque<u32>,
 }
@@ -425,6 +433,7 @@ impl Default for UmsOs {
             doorbells: BTreeMap::new(),
             fences: BTreeMap::new(),
             events: Vec::new(),
+            destroyed_doorbells: std::collections::HashMap::new(),
             work: VecDeque::new(),
         }
     }
@@ -514,6 +523,38 @@ fn call<R>(
     let _i = IrqlScope::enter(irql);
     let _d = InDdi::enter(a);
     call_ddi(&a.state, routine, addr, f)
+}
+
+/// The adapter-wide side of [`AdapterShared::ums_seq`] (power, F1, device loss).
+fn exclusive(a: &AdapterShared) -> std::sync::RwLockWriteGuard<'_, ()> {
+    a.ums_seq.write().unwrap_or_else(|p| p.into_inner())
+}
+
+fn shared(a: &AdapterShared) -> std::sync::RwLockReadGuard<'_, ()> {
+    a.ums_seq.read().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A device's thunk lock (see [`DeviceObj::lock`]).
+fn device_lock(a: &AdapterShared, device: KmtHandle) -> Result<Arc<Mutex<()>>, SimError> {
+    lock(&a.ums)
+        .devices
+        .get(&device)
+        .map(|d| d.lock.clone())
+        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
+}
+
+/// Held by a thunk: the adapter lock shared, then the device's lock.
+struct DevGuard<'a> {
+    _device: std::sync::MutexGuard<'a, ()>,
+    _adapter: std::sync::RwLockReadGuard<'a, ()>,
+}
+
+fn dev_guard<'a>(a: &'a AdapterShared, dl: &'a Mutex<()>) -> DevGuard<'a> {
+    let adapter = shared(a);
+    DevGuard {
+        _device: lock(dl),
+        _adapter: adapter,
+    }
 }
 
 fn sim_err(a: &AdapterShared, msg: String) -> SimError {
@@ -673,6 +714,40 @@ fn find_doorbell_adapters(handle: usize) -> Vec<Arc<AdapterShared>> {
     v
 }
 
+/// The D3DKMT handle of a destroyed doorbell `handle` named, on the calling thread's machine.
+fn destroyed_doorbell(handle: usize) -> Option<KmtHandle> {
+    let me = crate::kernel::current_machine().map(|m| m.id());
+    crate::adapter::all_adapters()
+        .into_iter()
+        .filter(|a| Some(a.state.id()) == me)
+        .find_map(|a| lock(&a.ums).destroyed_doorbells.get(&handle).copied())
+}
+
+type TestHook = Box<dyn FnOnce() + Send>;
+
+/// One-shot actions to run at the start of the next `DxgkCbDisconnectDoorbell` on a machine
+/// (tests that need an exact interleaving, e.g. a destroy racing a victimisation).
+static CALLBACK_HOOKS: Mutex<Vec<(u64, TestHook)>> = Mutex::new(Vec::new());
+
+/// Runs `f` at the start of the next `DxgkCbDisconnectDoorbell` on machine `machine_id`, on
+/// the thread the driver calls it from, before the OS looks at the arguments.
+pub fn before_next_disconnect_callback(machine_id: u64, f: impl FnOnce() + Send + 'static) {
+    lock(&CALLBACK_HOOKS).push((machine_id, Box::new(f)));
+}
+
+fn run_test_hook() {
+    let Some(id) = crate::kernel::current_machine().map(|m| m.id()) else {
+        return;
+    };
+    let hook = {
+        let mut h = lock(&CALLBACK_HOOKS);
+        h.iter().position(|(m, _)| *m == id).map(|i| h.remove(i).1)
+    };
+    if let Some(f) = hook {
+        f();
+    }
+}
+
 /// `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL).
 pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
     let addr = crate::callbacks::disconnect_doorbell_address();
@@ -705,7 +780,16 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
             "DisconnectReason = {reason} is not a D3DDDI_DOORBELLSTATUS_DISCONNECTED_* value"
         ));
     }
+    run_test_hook();
     let Some(a) = find_doorbell_adapters(hd).into_iter().next() else {
+        if let Some(dead) = destroyed_doorbell(hd) {
+            return fail(format!(
+                "hDoorbell = {hd:#x} names doorbell {dead:#x}, whose DxgkDdiDestroyDoorbell \
+                 already returned: the driver used the handle after the object was destroyed \
+                 (on Windows a freed Dxgkrnl object, or a reused handle naming another \
+                 doorbell)"
+            ));
+        }
         return fail(format!(
             "hDoorbell = {hd:#x} is not a live doorbell (neither a handle the driver returned \
              from DxgkDdiCreateDoorbell nor the OS handle it was given)"
@@ -728,7 +812,13 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
     let Some(d) = os.doorbells.get_mut(&h) else {
         return STATUS_INVALID_PARAMETER;
     };
-    let was_connected = matches!(d.state, DoorbellState::Connected { .. });
+    let was_connected =
+        matches!(d.state, DoorbellState::Connected { .. }) || d.connecting.is_some();
+    if let Some(c) = d.connecting.as_mut() {
+        // A connect of this doorbell returned from the KMD but the OS has not mapped it yet:
+        // the OS will not map it (another doorbell took the page meanwhile).
+        *c = Some(reason);
+    }
     d.cpu.to_dummy();
     match d.state {
         DoorbellState::Aborted => {}
@@ -771,6 +861,7 @@ pub(crate) fn has_work(a: &AdapterShared) -> bool {
 pub(crate) fn run_passive_work(a: &AdapterShared) -> bool {
     let mut did = false;
     loop {
+        // Work queued while the adapter is still starting waits for the start to finish.
         if a.state.is_halted() || *lock(&a.life) != Life::Started {
             return did;
         }
@@ -778,7 +869,7 @@ pub(crate) fn run_passive_work(a: &AdapterShared) -> bool {
             return did;
         };
         did = true;
-        let _seq = lock(&a.ums_seq);
+        let _x = exclusive(a);
         if let Err(e) = engine_to_f1(a, node) {
             if !a.state.is_halted() {
                 a.state
@@ -811,6 +902,7 @@ fn engine_to_f1(a: &AdapterShared, node: u32) -> Result<(), SimError> {
 /// Sets the node's power component F-state (calls the DDI when the driver does runtime power
 /// management).
 fn set_fstate(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), SimError> {
+    let _f = lock(&a.ums_fstate);
     let (current, runtime_pm) = {
         let os = lock(&a.ums);
         (os.fstate.get(node as usize).copied(), os.runtime_pm)
@@ -850,7 +942,8 @@ fn set_fstate(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), SimError>
 }
 
 // ---------------------------------------------------------------------------------------------
-// OS sequences on an adapter (callers hold `ums_seq`).
+// OS sequences on an adapter (callers hold `ums_seq`: exclusive, or shared with the device's
+// lock).
 
 /// `DxgkDdiDisconnectDoorbell` for a connected doorbell, then the dummy page and `reason`.
 fn os_disconnect(
@@ -1087,9 +1180,27 @@ fn doorbell_page(a: &AdapterShared, kva: usize) -> Result<u32, String> {
     Ok(page)
 }
 
-/// `D3DKMTConnectDoorbell` (UM-09, UM-13, UM-14).
+/// `D3DKMTConnectDoorbell` (UM-09, UM-13, UM-14). In D3 the whole sequence (D0, connect,
+/// resume) runs with the adapter lock exclusive; otherwise shared, with the device's lock.
 fn connect(a: &AdapterShared, device: KmtHandle, h: KmtHandle) -> Result<(), SimError> {
-    let _seq = lock(&a.ums_seq);
+    let dl = device_lock(a, device)?;
+    loop {
+        if lock(&a.ums).power == Power::D3 {
+            let _x = exclusive(a);
+            if lock(&a.ums).power != Power::D3 {
+                continue;
+            }
+            return connect_locked(a, device, h);
+        }
+        let _g = dev_guard(a, &dl);
+        if lock(&a.ums).power == Power::D3 {
+            continue;
+        }
+        return connect_locked(a, device, h);
+    }
+}
+
+fn connect_locked(a: &AdapterShared, device: KmtHandle, h: KmtHandle) -> Result<(), SimError> {
     let (kmd, node) = {
         let os = lock(&a.ums);
         let d = os
@@ -1108,6 +1219,17 @@ fn connect(a: &AdapterShared, device: KmtHandle, h: KmtHandle) -> Result<(), Sim
         let node = os.queues.get(&d.queue).map_or(0, |q| q.node);
         (d.kmd, node)
     };
+    if let Some(d) = lock(&a.ums).doorbells.get_mut(&h) {
+        d.connecting = Some(None);
+    }
+    let r = connect_ddi(a, h, kmd, node);
+    if let Some(d) = lock(&a.ums).doorbells.get_mut(&h) {
+        d.connecting = None;
+    }
+    r
+}
+
+fn connect_ddi(a: &AdapterShared, h: KmtHandle, kmd: usize, node: u32) -> Result<(), SimError> {
     let woke = lock(&a.ums).power == Power::D3;
     power_up_if_needed(a)?;
     set_fstate(a, node, 0)?;
@@ -1149,13 +1271,33 @@ fn connect(a: &AdapterShared, device: KmtHandle, h: KmtHandle) -> Result<(), Sim
         }
         let page = doorbell_page(a, args.KernelCpuVirtualAddress as usize)
             .map_err(|m| sim_err(a, format!("driver bug: DxgkDdiConnectDoorbell: {m}")))?;
-        let queue_id = {
-            let os = lock(&a.ums);
-            os.doorbells
-                .get(&h)
-                .and_then(|d| os.queues.get(&d.queue))
-                .and_then(|q| q.queue_id)
+        // Checked and committed under the OS lock: a concurrent connect of another doorbell
+        // that takes this page calls DxgkCbDisconnectDoorbell (which takes this lock) before it
+        // rebinds the page, so either that callback is already recorded here or the page is
+        // still bound to this queue.
+        let mut os = lock(&a.ums);
+        let (queue_id, superseded) = match os.doorbells.get(&h) {
+            Some(d) => (
+                os.queues.get(&d.queue).and_then(|q| q.queue_id),
+                d.connecting.flatten(),
+            ),
+            None => (None, None),
         };
+        if let Some(reason) = superseded {
+            // Victimised between the KMD's return and the OS's mapping: stays on the dummy
+            // page with the callback's status; the UMD reads it and reconnects.
+            os.events.push(UmsEvent::ConnectDoorbell {
+                doorbell: h,
+                page,
+                status: args.Status,
+            });
+            let _ = reason;
+            drop(os);
+            if woke {
+                resume_power_suspended(a)?;
+            }
+            return Ok(());
+        }
         if let (Some(bound), Some(id)) = (bound_queue(a, page), queue_id) {
             if bound != id {
                 return Err(sim_err(
@@ -1168,7 +1310,6 @@ fn connect(a: &AdapterShared, device: KmtHandle, h: KmtHandle) -> Result<(), Sim
                 ));
             }
         }
-        let mut os = lock(&a.ums);
         let bus = Arc::downgrade(&a.doorbell_bus);
         if let Some(d) = os.doorbells.get_mut(&h) {
             *lock(&d.cpu.mapping) = Mapping::Physical { page, bus };
@@ -1224,6 +1365,8 @@ fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
     let Some(d) = os.doorbells.remove(&h) else {
         return Ok(());
     };
+    os.destroyed_doorbells.insert(d.kmd, h);
+    os.destroyed_doorbells.insert(kernel_handle(h), h);
     d.cpu.to_dummy();
     d.cpu
         .status
@@ -1353,8 +1496,9 @@ fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
 /// Destroys everything of `device` in order, then the device; `wait`: normal exit (UM-17),
 /// else abnormal (UM-18: in error, contexts suspended first, no waits).
 fn teardown(m: &Machine, a: &AdapterShared, device: KmtHandle, wait: bool) -> Result<(), SimError> {
+    let dl = device_lock(a, device)?;
     if !wait {
-        let _seq = lock(&a.ums_seq);
+        let _g = dev_guard(a, &dl);
         let ctxs: Vec<KmtHandle> = {
             let mut os = lock(&a.ums);
             let Some(d) = os.devices.get_mut(&device) else {
@@ -1389,19 +1533,19 @@ fn teardown(m: &Machine, a: &AdapterShared, device: KmtHandle, wait: bool) -> Re
     for q in queues {
         let doorbell = lock(&a.ums).queues.get(&q).and_then(|q| q.doorbell);
         if let Some(d) = doorbell {
-            let _seq = lock(&a.ums_seq);
+            let _g = dev_guard(a, &dl);
             os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
         }
         if wait {
             wait_queue_idle(m, a, q)?;
         }
-        let _seq = lock(&a.ums_seq);
+        let _g = dev_guard(a, &dl);
         if let Some(d) = doorbell {
             destroy_doorbell(a, d)?;
         }
         destroy_hw_queue(m, a, q)?;
     }
-    let _seq = lock(&a.ums_seq);
+    let _g = dev_guard(a, &dl);
     {
         let mut os = lock(&a.ums);
         let allocs: Vec<KmtHandle> = os
@@ -1468,7 +1612,7 @@ fn wait_queue_idle(m: &Machine, a: &AdapterShared, q: KmtHandle) -> Result<(), S
         return Ok(());
     }
     {
-        let _seq = lock(&a.ums_seq);
+        let _x = exclusive(a);
         if lock(&a.ums).power == Power::D3 {
             power_up_if_needed(a)?;
             resume_power_suspended(a)?;
@@ -1634,6 +1778,7 @@ impl Machine {
                 h,
                 DeviceObj {
                     kmd,
+                    lock: Arc::new(Mutex::new(())),
                     process: pid,
                     in_error: false,
                 },
@@ -1671,7 +1816,7 @@ impl Machine {
     /// (`DISCONNECTED_RETRY`), then `DxgkDdiSetPowerState(D3)`.
     pub fn power_down(&self, i: usize) -> Result<(), SimError> {
         let a = self.ums_adapter(i)?;
-        let _seq = lock(&a.ums_seq);
+        let _x = exclusive(&a);
         if lock(&a.ums).power == Power::D3 {
             return Ok(());
         }
@@ -1690,7 +1835,8 @@ impl Machine {
     /// UM-11). Its doorbells stay connected; the KMD takes its queues off the runlist.
     pub fn suspend_context(&self, p: &UmsProcess, context: KmtHandle) -> Result<(), SimError> {
         let a = self.ums_adapter(p.adapter)?;
-        let _seq = lock(&a.ums_seq);
+        let dl = device_lock(&a, p.device)?;
+        let _g = dev_guard(&a, &dl);
         if lock(&a.ums)
             .contexts
             .get(&context)
@@ -1704,7 +1850,8 @@ impl Machine {
     /// `DxgkDdiResumeContext` on a context [`Machine::suspend_context`] suspended (UM-12).
     pub fn resume_context(&self, p: &UmsProcess, context: KmtHandle) -> Result<(), SimError> {
         let a = self.ums_adapter(p.adapter)?;
-        let _seq = lock(&a.ums_seq);
+        let dl = device_lock(&a, p.device)?;
+        let _g = dev_guard(&a, &dl);
         if lock(&a.ums)
             .contexts
             .get(&context)
@@ -1718,7 +1865,7 @@ impl Machine {
     /// D3 → D0 without a connect (resumes the contexts the power-down suspended).
     pub fn power_up(&self, i: usize) -> Result<(), SimError> {
         let a = self.ums_adapter(i)?;
-        let _seq = lock(&a.ums_seq);
+        let _x = exclusive(&a);
         if lock(&a.ums).power == Power::D0 {
             return Ok(());
         }
@@ -1730,7 +1877,7 @@ impl Machine {
     /// ones are disconnected through the KMD first) and cannot be reconnected.
     pub fn device_lost(&self, i: usize) -> Result<(), SimError> {
         let a = self.ums_adapter(i)?;
-        let _seq = lock(&a.ums_seq);
+        let _x = exclusive(&a);
         let dbs: Vec<KmtHandle> = lock(&a.ums).doorbells.keys().copied().collect();
         for d in dbs {
             os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
@@ -1840,7 +1987,8 @@ pub(crate) fn create_context(
         PrivateDriverDataSize: 0,
         ContextInfo: DXGK_CONTEXTINFO::default(),
     };
-    let _seq = lock(&a.ums_seq);
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
     let status = call(
         a,
         Routine::DxgkDdiCreateContext,
@@ -1883,7 +2031,8 @@ pub(crate) fn destroy_context_thunk(
     device: KmtHandle,
     h: KmtHandle,
 ) -> Result<(), SimError> {
-    let _seq = lock(&a.ums_seq);
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
     if lock(&a.ums)
         .contexts
         .get(&h)
@@ -1954,7 +2103,8 @@ pub(crate) fn create_hw_queue(
         HwQueueProgressFenceGPUVirtualAddress: progress.gpu_va(),
     };
     args.Anonymous.hHwQueueProgressFence = fence_h;
-    let seq = lock(&a.ums_seq);
+    let dl = device_lock(a, device)?;
+    let seq = dev_guard(a, &dl);
     let status = call(
         a,
         Routine::DxgkDdiCreateHwQueue,
@@ -2028,7 +2178,8 @@ pub(crate) fn destroy_hw_queue_thunk(
     device: KmtHandle,
     h: KmtHandle,
 ) -> Result<(), SimError> {
-    let _seq = lock(&a.ums_seq);
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
     if lock(&a.ums)
         .queues
         .get(&h)
@@ -2073,7 +2224,8 @@ pub(crate) fn destroy_allocation(
     device: KmtHandle,
     h: KmtHandle,
 ) -> Result<(), SimError> {
-    let _seq = lock(&a.ums_seq);
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
     let mut os = lock(&a.ums);
     let Some(al) = os
         .allocations
@@ -2105,7 +2257,8 @@ pub(crate) fn create_doorbell(
     control: KmtHandle,
     pdd: &mut [u8],
 ) -> Result<CreatedDoorbell, SimError> {
-    let _seq = lock(&a.ums_seq);
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
     let (kmd_queue, size, last_queued) = {
         let os = lock(&a.ums);
         let q = os
@@ -2205,6 +2358,7 @@ pub(crate) fn create_doorbell(
             ring,
             control,
             state: DoorbellState::Disconnected,
+            connecting: None,
             cpu: cpu.clone(),
         },
     );
@@ -2225,7 +2379,8 @@ pub(crate) fn destroy_doorbell_thunk(
     device: KmtHandle,
     h: KmtHandle,
 ) -> Result<(), SimError> {
-    let _seq = lock(&a.ums_seq);
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
     if lock(&a.ums)
         .doorbells
         .get(&h)
@@ -2241,7 +2396,8 @@ pub(crate) fn notify_work_submission(
     device: KmtHandle,
     h: KmtHandle,
 ) -> Result<(), SimError> {
-    let _seq = lock(&a.ums_seq);
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
     let kmd_queue = {
         let os = lock(&a.ums);
         let d = os
@@ -2356,7 +2512,7 @@ pub(crate) fn submit_command(
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
     if lock(&a.ums).power == Power::D3 {
-        let _seq = lock(&a.ums_seq);
+        let _x = exclusive(a);
         power_up_if_needed(a)?;
         resume_power_suspended(a)?;
     }

@@ -1121,3 +1121,140 @@ fn destroy_order_is_enforced() {
     ok(&m, m.exit_process(&p));
     no_fault(&m);
 }
+
+/// UM-20 threaded: three processes churn user-mode queues (create, submit, wait, close) on
+/// both engines with one physical doorbell, so connects of one process victimise doorbells of
+/// another while that one submits, reconnects or destroys; every batch completes with the
+/// right result and nothing faults.
+#[test]
+#[ignore = "KMD bug: a victimisation's DxgkCbDisconnectDoorbell can name a doorbell whose \
+            DxgkDdiDestroyDoorbell already returned (the KMD drops its lock before the callback \
+            and DestroyDoorbell does not wait for it); deterministic repro: \
+            um_20_destroy_racing_victimisation_never_uses_a_dead_handle"]
+fn um_20_threaded_churn_across_processes_one_doorbell() {
+    let m = machine(Mode::Threaded, 1);
+    let procs: Vec<UmsProcess> = (0..3).map(|_| ok(&m, m.create_process(0))).collect();
+    std::thread::scope(|s| {
+        for (pi, p) in procs.iter().enumerate() {
+            let m = &m;
+            s.spawn(move || {
+                let k = m.kmt(p);
+                let t = target(m, &k);
+                for round in 0..20u64 {
+                    let node = ((round + pi as u64) % 2) as u32;
+                    let mut q = okk(m, UserQueue::new(k, &config(node)));
+                    let mut last = 0;
+                    for i in 0..4u64 {
+                        last = okk(m, q.submit(&[fill(&t, round * 100 + i)]));
+                    }
+                    okk(m, q.wait(last));
+                    assert_eq!(t.mem.load(0), round * 100 + 3);
+                    okk(m, q.close());
+                }
+            });
+        }
+    });
+    for p in &procs {
+        ok(&m, m.exit_process(p));
+    }
+    assert!(events_of(&m)
+        .iter()
+        .any(|e| matches!(e, UmsEvent::CallbackDisconnect { .. })));
+    no_fault(&m);
+}
+
+/// UM-13 threaded: engines idle between bursts and ask for F1 (about 2 ms); the worker
+/// disconnects their doorbells while the processes keep submitting, reconnecting and waiting;
+/// all work completes.
+#[test]
+fn um_13_threaded_f1_while_submitting() {
+    let m = machine_with(Mode::Threaded, |a| {
+        a.device.doorbells = 2;
+        a.device.idle_f1_ticks = 200_000;
+    });
+    let procs: Vec<UmsProcess> = (0..2).map(|_| ok(&m, m.create_process(0))).collect();
+    std::thread::scope(|s| {
+        for (pi, p) in procs.iter().enumerate() {
+            let m = &m;
+            s.spawn(move || {
+                let k = m.kmt(p);
+                let t = target(m, &k);
+                let mut q = okk(m, UserQueue::new(k, &config(pi as u32 % 2)));
+                for i in 0..15u64 {
+                    let v = okk(m, q.submit(&[fill(&t, i)]));
+                    okk(m, q.wait(v));
+                    assert_eq!(t.mem.load(0), i);
+                    std::thread::sleep(Duration::from_millis(3));
+                }
+                okk(m, q.close());
+            });
+        }
+    });
+    for p in &procs {
+        ok(&m, m.exit_process(p));
+    }
+    let ev = events_of(&m);
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, UmsEvent::SetFState { fstate: 1, .. })),
+        "an engine went to F1"
+    );
+    no_fault(&m);
+}
+
+/// UM-20 race, deterministic: process A's connect victimises process B's doorbell; B destroys
+/// that doorbell exactly while the KMD is between choosing the victim and calling
+/// `DxgkCbDisconnectDoorbell` (the KMD holds no lock there). Once `DxgkDdiDestroyDoorbell` has
+/// returned the KMD must not name the doorbell again: on Windows its handle is a freed Dxgkrnl
+/// object or, reused, another doorbell.
+#[test]
+#[ignore = "KMD bug: the victimisation callback is issued with the handles of a doorbell \
+            whose DxgkDdiDestroyDoorbell already returned (DestroyDoorbell does not wait for \
+            the in-flight callback); the simulation stops with a driver-bug error"]
+fn um_20_destroy_racing_victimisation_never_uses_a_dead_handle() {
+    let m = machine(Mode::Step, 1);
+    let pa = ok(&m, m.create_process(0));
+    let pb = ok(&m, m.create_process(0));
+    let (ka, kb) = (m.kmt(&pa), m.kmt(&pb));
+    let qb = raw_queue(&m, &kb, 0);
+    okk(&m, kb.connect_doorbell(qb.doorbell.handle));
+    let qa = raw_queue(&m, &ka, 0);
+    let victim = qb.doorbell.handle;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done2 = done.clone();
+    let destroyer = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let destroyer2 = destroyer.clone();
+    // The hook must be 'static; the machine outlives the connect that runs it and the
+    // destroying thread (joined below).
+    let machine_ptr = &m as *const Machine as usize;
+    rvgpu_simos::ums::before_next_disconnect_callback(m.id(), move || {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            // SAFETY: `m` is alive until this thread is joined at the end of the test.
+            let m = unsafe { &*(machine_ptr as *const Machine) };
+            let r = m.kmt(&pb).destroy_doorbell(victim);
+            let _ = tx.send(());
+            r
+        });
+        // A driver that makes the destroy wait for its in-flight callback blocks the destroy
+        // here; a driver that does not lets it return before the callback is looked at.
+        let _ = rx.recv_timeout(Duration::from_millis(300));
+        *destroyer2.lock().unwrap() = Some(t);
+        done2.store(true, std::sync::atomic::Ordering::Release);
+    });
+    let r = ka.connect_doorbell(qa.doorbell.handle);
+    assert!(
+        done.load(std::sync::atomic::Ordering::Acquire),
+        "the hook ran"
+    );
+    no_fault(&m);
+    okk(&m, r);
+    assert!(m.doorbell_info(0, victim).is_none(), "destroyed");
+    assert!(matches!(
+        m.doorbell_info(0, qa.doorbell.handle).unwrap().state,
+        DoorbellState::Connected { page: 0 }
+    ));
+    ok(&m, m.exit_process(&pa));
+    ok(&m, m.exit_process(&pb));
+    no_fault(&m);
+}
