@@ -209,6 +209,18 @@ pub struct DEVICE_OBJECT {
 /// `PDEVICE_OBJECT`.
 pub type PDEVICE_OBJECT = *mut DEVICE_OBJECT;
 
+/// `MDL`: a memory descriptor list; opaque here (the driver reads it only through kernel
+/// routines such as `MmGetMdlPfnArray`).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_mdl>
+#[repr(C)]
+#[derive(Debug)]
+pub struct MDL {
+    _opaque: [u8; 0],
+}
+/// `PMDL`.
+pub type PMDL = *mut MDL;
+
 /// `DRIVER_OBJECT`: opaque here (passed to `DxgkInitialize`).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_driver_object>

@@ -310,6 +310,66 @@ layout!(
 pub type DXGKCB_DISCONNECTDOORBELL =
     Option<unsafe extern "system" fn(pArgs: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS>;
 
+bitfield! {
+    /// `DXGK_INVALIDATEHWCONTEXTFLAGS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_invalidatehwcontextflags>
+    pub struct DXGK_INVALIDATEHWCONTEXTFLAGS: u32 {
+        /// 0: this context caused the engine hang; 1: it did not, but the hang (or the reset)
+        /// damaged it and it must be reset too.
+        CollateralDamage: 0, 1;
+        /// Reserved.
+        Reserved: 1, 31;
+    }
+}
+layout!(DXGK_INVALIDATEHWCONTEXTFLAGS, size = 4);
+
+/// `DXGKARGCB_INVALIDATEHWCONTEXT`: argument of `DxgkCbInvalidateHwContext`. Unlike most
+/// callbacks, the adapter handle travels inside the structure.
+///
+/// UNVERIFIED: which handle `hHwContext` is. The page says "the Dxgkrnl-assigned value for the
+/// context that was passed to `DxgkDdiCreateContext`", but `DXGKARG_CREATECONTEXT::hContext` is
+/// documented as an output (the driver's handle) and no Dxgkrnl context handle is passed to
+/// `DxgkDdiCreateContext`; whether Dxgkrnl expects its own handle (learned elsewhere) or the
+/// driver's context handle is open (docs/tdr.md Q2).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_invalidatehwcontext>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARGCB_INVALIDATEHWCONTEXT {
+    /// The adapter handle (`DXGKRNL_INTERFACE::DeviceHandle`).
+    pub hAdapter: HANDLE,
+    /// The context to invalidate (see the UNVERIFIED note above).
+    pub hHwContext: HANDLE,
+    /// Primary cause or collateral damage.
+    pub Flags: DXGK_INVALIDATEHWCONTEXTFLAGS,
+}
+layout!(
+    DXGKARGCB_INVALIDATEHWCONTEXT,
+    size = 24,
+    hAdapter = 0,
+    hHwContext = 8,
+    Flags = 16
+);
+
+impl Default for DXGKARGCB_INVALIDATEHWCONTEXT {
+    fn default() -> Self {
+        Self {
+            hAdapter: core::ptr::null_mut(),
+            hHwContext: core::ptr::null_mut(),
+            Flags: DXGK_INVALIDATEHWCONTEXTFLAGS::default(),
+        }
+    }
+}
+
+/// `DXGKCB_INVALIDATEHWCONTEXT` (PASSIVE_LEVEL; WDDM 2.2+):
+/// `(IN_CONST_PDXGKARGCB_INVALIDATEHWCONTEXT)`. Tells Dxgkrnl that a context's state is lost
+/// after an engine reset; the OS puts its device in error and submits nothing more from it.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_invalidatehwcontext>
+pub type DXGKCB_INVALIDATEHWCONTEXT =
+    Option<unsafe extern "system" fn(pArgs: *const DXGKARGCB_INVALIDATEHWCONTEXT) -> NTSTATUS>;
+
 ddi_table! {
     /// `DXGKRNL_INTERFACE`: the Dxgkrnl callbacks handed to `DxgkDdiStartDevice` (dispmprt.h):
     /// `Size`, `Version`, `DeviceHandle` and 70 callback pointers through WDDM 3.1's
@@ -572,7 +632,6 @@ unbound_fn!(DXGKCB_RELEASEHANDLEDATA, "https://learn.microsoft.com/en-us/windows
 unbound_fn!(DXGKCB_HARDWARECONTENTPROTECTIONTEARDOWN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_hardwarecontentprotectionteardown");
 unbound_fn!(DXGKCB_MULTIPLANEOVERLAYDISABLED, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_multiplaneoverlaydisabled");
 unbound_fn!(DXGKCB_DXGKCB_MITIGATEDRANGEUPDATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgkrnl_interface");
-unbound_fn!(DXGKCB_INVALIDATEHWCONTEXT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgkrnl_interface");
 unbound_fn!(DXGKCB_INDICATE_CONNECTOR_CHANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_indicate_connector_change");
 unbound_fn!(DXGKCB_UNBLOCKUEFIFRAMEBUFFERRANGES, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgkrnl_interface");
 unbound_fn!(DXGKCB_ACQUIRE_POST_DISPLAY_OWNERSHIP2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_acquire_post_display_ownership2");

@@ -29,6 +29,11 @@ pub use crate::submission::{
     PDXGKDDI_NOTIFYWORKSUBMISSION, PDXGKDDI_RESUMECONTEXT, PDXGKDDI_SUBMITCOMMANDTOHWQUEUE,
     PDXGKDDI_SUSPENDCONTEXT,
 };
+pub use crate::tdr::{
+    PDXGKDDI_BUILDPAGINGBUFFER, PDXGKDDI_COLLECTDBGINFO, PDXGKDDI_PREEMPTCOMMAND,
+    PDXGKDDI_QUERYCURRENTFENCE, PDXGKDDI_QUERYDEPENDENTENGINEGROUP, PDXGKDDI_QUERYENGINESTATUS,
+    PDXGKDDI_RESETENGINE, PDXGKDDI_SUBMITCOMMAND, PDXGKDDI_SUBMITCOMMANDVIRTUAL,
+};
 
 /// Vista.
 pub const DXGKDDI_INTERFACE_VERSION_VISTA: ULONG = 0x1052;
@@ -845,15 +850,10 @@ unbound_fn!(PDXGKDDI_GETSTANDARDALLOCATIONDRIVERDATA, "https://learn.microsoft.c
 unbound_fn!(PDXGKDDI_ACQUIRESWIZZLINGRANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_acquireswizzlingrange");
 unbound_fn!(PDXGKDDI_RELEASESWIZZLINGRANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_releaseswizzlingrange");
 unbound_fn!(PDXGKDDI_PATCH, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_patch");
-unbound_fn!(PDXGKDDI_SUBMITCOMMAND, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommand");
-unbound_fn!(PDXGKDDI_PREEMPTCOMMAND, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_preemptcommand");
-unbound_fn!(PDXGKDDI_BUILDPAGINGBUFFER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_buildpagingbuffer");
 unbound_fn!(PDXGKDDI_SETPALETTE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setpalette");
 unbound_fn!(PDXGKDDI_SETPOINTERPOSITION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setpointerposition");
 unbound_fn!(PDXGKDDI_SETPOINTERSHAPE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setpointershape");
 unbound_fn!(PDXGKDDI_ESCAPE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_escape");
-unbound_fn!(PDXGKDDI_COLLECTDBGINFO, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo");
-unbound_fn!(PDXGKDDI_QUERYCURRENTFENCE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querycurrentfence");
 unbound_fn!(PDXGKDDI_ISSUPPORTEDVIDPN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_issupportedvidpn");
 unbound_fn!(PDXGKDDI_RECOMMENDFUNCTIONALVIDPN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_recommendfunctionalvidpn");
 unbound_fn!(PDXGKDDI_ENUMVIDPNCOFUNCMODALITY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_enumvidpncofuncmodality");
@@ -877,9 +877,6 @@ unbound_fn!(PDXGKDDI_DESTROYOVERLAY, "https://learn.microsoft.com/en-us/windows-
 unbound_fn!(PDXGKDDI_SETDISPLAYPRIVATEDRIVERFORMAT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setdisplayprivatedriverformat");
 unbound_fn!(PDXGKDDI_RENDERKM, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_renderkm");
 unbound_fn!(PDXGKDDI_QUERYVIDPNHWCAPABILITY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryvidpnhwcapability");
-unbound_fn!(PDXGKDDI_QUERYDEPENDENTENGINEGROUP, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querydependentenginegroup");
-unbound_fn!(PDXGKDDI_QUERYENGINESTATUS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryenginestatus");
-unbound_fn!(PDXGKDDI_RESETENGINE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resetengine");
 unbound_fn!(PDXGKDDI_STOP_DEVICE_AND_RELEASE_POST_DISPLAY_OWNERSHIP, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_stop_device_and_release_post_display_ownership");
 unbound_fn!(PDXGKDDI_SYSTEM_DISPLAY_ENABLE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_system_display_enable");
 unbound_fn!(PDXGKDDI_SYSTEM_DISPLAY_WRITE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_system_display_write");
@@ -894,7 +891,6 @@ unbound_fn!(PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT, "https://learn.microsoft.com
 unbound_fn!(PDXGKDDI_CALIBRATEGPUCLOCK, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock");
 unbound_fn!(PDXGKDDI_FORMATHISTORYBUFFER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_formathistorybuffer");
 unbound_fn!(PDXGKDDI_RENDERGDI, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_rendergdi");
-unbound_fn!(PDXGKDDI_SUBMITCOMMANDVIRTUAL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual");
 unbound_fn!(PDXGKDDI_SETROOTPAGETABLE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setrootpagetable");
 unbound_fn!(PDXGKDDI_GETROOTPAGETABLESIZE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getrootpagetablesize");
 unbound_fn!(PDXGKDDI_MAPCPUHOSTAPERTURE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_mapcpuhostaperture");

@@ -563,6 +563,60 @@ impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
         }
     }
 
+    /// A `DXGK_INTERRUPT_DMA_PREEMPTED` notification: the preemption request `preemption_fence_id`
+    /// completed and `last_completed_fence_id` is the last DMA buffer that finished (was not
+    /// preempted).
+    pub fn dma_preempted(
+        preemption_fence_id: UINT,
+        last_completed_fence_id: UINT,
+        node: UINT,
+        engine: UINT,
+    ) -> Self {
+        Self {
+            InterruptType: DXGK_INTERRUPT_DMA_PREEMPTED,
+            Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
+                DmaPreempted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted {
+                    PreemptionFenceId: preemption_fence_id,
+                    LastCompletedFenceId: last_completed_fence_id,
+                    NodeOrdinal: node,
+                    EngineOrdinal: engine,
+                },
+            },
+            Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),
+        }
+    }
+
+    /// A `DXGK_INTERRUPT_DMA_FAULTED` notification for the DMA buffer `faulted_fence_id`.
+    pub fn dma_faulted(faulted_fence_id: UINT, status: NTSTATUS, node: UINT, engine: UINT) -> Self {
+        Self {
+            InterruptType: DXGK_INTERRUPT_DMA_FAULTED,
+            Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
+                DmaFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted {
+                    FaultedFenceId: faulted_fence_id,
+                    Status: status,
+                    NodeOrdinal: node,
+                    EngineOrdinal: engine,
+                },
+            },
+            Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),
+        }
+    }
+
+    /// A `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE` notification.
+    pub fn engine_state_change(node: UINT, engine: UINT, new_state: DXGK_ENGINE_STATE) -> Self {
+        Self {
+            InterruptType: DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE,
+            Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
+                EngineStateChange: DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange {
+                    NodeOrdinal: node,
+                    EngineOrdinal: engine,
+                    NewState: new_state,
+                },
+            },
+            Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),
+        }
+    }
+
     /// A `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` notification; `fences` may be null ("scan all").
     pub fn native_fence_signaled(
         node: UINT,

@@ -39,6 +39,7 @@ pub mod init;
 pub mod interrupt;
 pub mod ntstatus;
 pub mod submission;
+pub mod tdr;
 
 pub use basic::*;
 
@@ -108,6 +109,11 @@ mod tests {
             DXGKCB_GETHANDLEDATAFLAGS::FIELDS,
         );
         check_fields(
+            "DXGK_INVALIDATEHWCONTEXTFLAGS",
+            32,
+            DXGK_INVALIDATEHWCONTEXTFLAGS::FIELDS,
+        );
+        check_fields(
             "DXGKARGCB_DISCONNECTDOORBELL_FLAGS",
             32,
             DXGKARGCB_DISCONNECTDOORBELL_FLAGS::FIELDS,
@@ -166,6 +172,25 @@ mod tests {
             (c.SubmissionFenceId, c.NodeOrdinal, c.EngineOrdinal),
             (7, 1, 0)
         );
+        let p = DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_preempted(9, 8, 1, 0);
+        assert_eq!(p.InterruptType, DXGK_INTERRUPT_DMA_PREEMPTED);
+        // SAFETY: dma_preempted initialises the DmaPreempted arm.
+        let pa = unsafe { p.Anonymous.DmaPreempted };
+        assert_eq!(
+            (
+                pa.PreemptionFenceId,
+                pa.LastCompletedFenceId,
+                pa.NodeOrdinal
+            ),
+            (9, 8, 1)
+        );
+        let f = DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_faulted(5, -1, 0, 0);
+        assert_eq!(f.InterruptType, DXGK_INTERRUPT_DMA_FAULTED);
+        // SAFETY: dma_faulted initialises the DmaFaulted arm.
+        assert_eq!(unsafe { f.Anonymous.DmaFaulted }.FaultedFenceId, 5);
+        let e = DXGKARGCB_NOTIFY_INTERRUPT_DATA::engine_state_change(1, 0, DXGK_ENGINE_STATE_HUNG);
+        // SAFETY: engine_state_change initialises the EngineStateChange arm.
+        assert_eq!(unsafe { e.Anonymous.EngineStateChange }.NewState, 2);
         let n =
             DXGKARGCB_NOTIFY_INTERRUPT_DATA::native_fence_signaled(0, 0, 0, core::ptr::null_mut());
         assert_eq!(n.InterruptType, 19);

@@ -1,0 +1,874 @@
+//! Timeout detection and recovery (issue 7): the Windows 8 per-engine reset DDIs, the debug
+//! report DDI, and the legacy (OS-scheduled, "node ring") submission path that TDR resets —
+//! `DxgkDdiSubmitCommand`, `DxgkDdiSubmitCommandVirtual`, `DxgkDdiPreemptCommand`,
+//! `DxgkDdiQueryCurrentFence` and `DxgkDdiBuildPagingBuffer` (d3dkmddi.h, d3dukmdt.h).
+//!
+//! `DxgkDdiResetFromTimeout` / `DxgkDdiRestartFromTimeout` (`(hAdapter)` only, PASSIVE_LEVEL)
+//! were already bound in [`crate::init`]; `DxgkCbInvalidateHwContext` lives with the other
+//! callbacks in [`crate::dxgkrnl`]; the `DmaCompleted` / `DmaPreempted` / `DmaFaulted` interrupt
+//! arms are in [`crate::interrupt`]; `DXGK_DRIVERCAPS::SupportPerEngineTDR` and
+//! `PreemptionCaps` in [`crate::adapter`].
+//!
+//! Sources: the learn.microsoft.com reference page of each type and DDI (syntax blocks give
+//! member order and types). `DXGKARG_BUILDPAGINGBUFFER` was additionally checked against two
+//! public copies of the d3dkmddi.h declaration (the union ends with
+//! `struct { UINT Reserved[64]; } Reserved;`, followed by `hSystemContext`,
+//! `DmaBufferGpuVirtualAddress`, `DmaBufferWriteOffset`) and an SDK-generated layout table that
+//! gives the same offsets (union at 0x28, `hSystemContext` at 0x128, 0x140 bytes). Offsets
+//! elsewhere follow from MSVC natural alignment on x86_64 and are asserted below.
+//!
+//! Pointer mutability follows the header's parameter typedefs: `IN_CONST_P…` is `*const`,
+//! `INOUT_P…` / `IN_P…` is `*mut` (the driver writes `LastAbortedFenceId`, `EngineStatus`,
+//! `DependentNodeOrdinalMask`, `CurrentFence`, and updates `pDmaBuffer` / `MultipassOffset`).
+
+use crate::basic::*;
+use crate::macros::{bitfield, layout, zeroed_default};
+use crate::submission::DXGK_SUBMITCOMMANDFLAGS;
+
+// ---------------------------------------------------------------------------------------------
+// Per-engine reset (Windows 8 TDR)
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGKARG_QUERYDEPENDENTENGINEGROUP`: which nodes a reset of one node also resets.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_querydependentenginegroup>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_QUERYDEPENDENTENGINEGROUP {
+    /// In: the node being asked about.
+    pub NodeOrdinal: UINT,
+    /// In: the physical adapter (LDA index) the node belongs to; the same for every dependent
+    /// node.
+    pub EngineOrdinal: UINT,
+    /// Out: bit `n` set for every node `n` a reset of `NodeOrdinal` affects, including
+    /// `NodeOrdinal` itself.
+    pub DependentNodeOrdinalMask: ULONGLONG,
+}
+layout!(
+    DXGKARG_QUERYDEPENDENTENGINEGROUP,
+    size = 16,
+    NodeOrdinal = 0,
+    EngineOrdinal = 4,
+    DependentNodeOrdinalMask = 8
+);
+
+/// `DXGKDDI_QUERYDEPENDENTENGINEGROUP` (PASSIVE_LEVEL, first-level synchronisation; must
+/// succeed): `(IN_CONST_HANDLE hAdapter, INOUT_DXGKARG_QUERYDEPENDENTENGINEGROUP
+/// pQueryDependentEngineGroup)`. Called before each `DxgkDdiResetEngine`.
+///
+/// The parameter typedef has no `P` in its name and one version of the page calls it "a value
+/// of type `DXGKARG_QUERYDEPENDENTENGINEGROUP`", but it is a pointer: the structure page lists
+/// the typedef as `*INOUT_DXGKARG_QUERYDEPENDENTENGINEGROUP`, the current function page says
+/// "[in/out] A `DXGKARG_QUERYDEPENDENTENGINEGROUP` structure", Microsoft's sample render-only
+/// drivers take `DXGKARG_QUERYDEPENDENTENGINEGROUP*`, and the driver must write the mask back.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querydependentenginegroup>
+pub type PDXGKDDI_QUERYDEPENDENTENGINEGROUP = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pQueryDependentEngineGroup: *mut DXGKARG_QUERYDEPENDENTENGINEGROUP,
+    ) -> NTSTATUS,
+>;
+
+bitfield! {
+    /// `DXGK_ENGINESTATUS`: whether a node is making progress.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_enginestatus>
+    pub struct DXGK_ENGINESTATUS: u32 {
+        /// 1: the node is making progress; 0: it does not respond.
+        Responsive: 0, 1;
+        /// Reserved, zero.
+        Reserved: 1, 31;
+    }
+}
+layout!(DXGK_ENGINESTATUS, size = 4);
+
+/// `DXGKARG_QUERYENGINESTATUS`: argument of `DxgkDdiQueryEngineStatus`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_queryenginestatus>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_QUERYENGINESTATUS {
+    /// In: node.
+    pub NodeOrdinal: UINT,
+    /// In: physical adapter (LDA index).
+    pub EngineOrdinal: UINT,
+    /// Out: progress of the node.
+    pub EngineStatus: DXGK_ENGINESTATUS,
+}
+layout!(
+    DXGKARG_QUERYENGINESTATUS,
+    size = 12,
+    NodeOrdinal = 0,
+    EngineOrdinal = 4,
+    EngineStatus = 8
+);
+
+/// `DXGKDDI_QUERYENGINESTATUS` (PASSIVE_LEVEL, first-level synchronisation; should always
+/// succeed): `(IN_CONST_HANDLE hAdapter, INOUT_PDXGKARG_QUERYENGINESTATUS pQueryEngineStatus)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryenginestatus>
+pub type PDXGKDDI_QUERYENGINESTATUS = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pQueryEngineStatus: *mut DXGKARG_QUERYENGINESTATUS,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKARG_RESETENGINE`: argument of `DxgkDdiResetEngine`. There is no "last completed"
+/// output: only the fence ID of the last packet aborted mid-execution.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_resetengine>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_RESETENGINE {
+    /// In: node to reset.
+    pub NodeOrdinal: UINT,
+    /// In: physical adapter (LDA index).
+    pub EngineOrdinal: UINT,
+    /// Out: fence ID of the last packet aborted in the middle of execution.
+    pub LastAbortedFenceId: UINT,
+}
+layout!(
+    DXGKARG_RESETENGINE,
+    size = 12,
+    NodeOrdinal = 0,
+    EngineOrdinal = 4,
+    LastAbortedFenceId = 8
+);
+
+/// `DXGKDDI_RESETENGINE` (PASSIVE_LEVEL, first-level synchronisation, pageable):
+/// `(IN_CONST_HANDLE hAdapter, INOUT_PDXGKARG_RESETENGINE pResetEngine)`. Returns only once the
+/// reset is done, nothing remains queued in hardware for the node and the node accepts new
+/// packets.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resetengine>
+pub type PDXGKDDI_RESETENGINE = Option<
+    unsafe extern "system" fn(hAdapter: HANDLE, pResetEngine: *mut DXGKARG_RESETENGINE) -> NTSTATUS,
+>;
+
+/// `VIDEO_TDR_TIMEOUT_DETECTED`: [`DXGKARG_COLLECTDBGINFO::Reason`] for an adapter-wide
+/// (logical adapter) reset; also bug check 0x117.
+pub const VIDEO_TDR_TIMEOUT_DETECTED: UINT = 0x117;
+/// `VIDEO_ENGINE_TIMEOUT_DETECTED`: [`DXGKARG_COLLECTDBGINFO::Reason`] for a reset of one or
+/// more nodes (Windows 8+); also bug check 0x141.
+pub const VIDEO_ENGINE_TIMEOUT_DETECTED: UINT = 0x141;
+
+/// `DXGKARG_COLLECTDBGINFO_EXT`: optional extra debug-report data the driver may fill.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_collectdbginfo_ext>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_COLLECTDBGINFO_EXT {
+    /// Out (optional): key for online crash analysis bucketing.
+    pub BucketingKey: UINT,
+    /// Out (optional): execution offset within the current DMA buffer.
+    pub CurrentDmaBufferOffset: UINT,
+    /// Reserved.
+    pub Reserved2: UINT,
+    /// Reserved.
+    pub Reserved3: UINT,
+    /// Reserved.
+    pub Reserved4: UINT,
+    /// Reserved.
+    pub Reserved5: UINT,
+    /// Reserved.
+    pub Reserved6: UINT,
+    /// Reserved.
+    pub Reserved7: UINT,
+}
+layout!(
+    DXGKARG_COLLECTDBGINFO_EXT,
+    size = 32,
+    BucketingKey = 0,
+    CurrentDmaBufferOffset = 4,
+    Reserved2 = 8,
+    Reserved7 = 28
+);
+
+/// `DXGKARG_COLLECTDBGINFO`: argument of `DxgkDdiCollectDbgInfo`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_collectdbginfo>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_COLLECTDBGINFO {
+    /// In: bug check code the report is for ([`VIDEO_TDR_TIMEOUT_DETECTED`],
+    /// [`VIDEO_ENGINE_TIMEOUT_DETECTED`], or another).
+    pub Reason: UINT,
+    /// Out: buffer receiving the driver's debug information.
+    pub pBuffer: PVOID,
+    /// In: most bytes the driver may write to `pBuffer`.
+    pub BufferSize: SIZE_T,
+    /// Out (optional): OS-allocated extension the driver may fill.
+    pub pExtension: *mut DXGKARG_COLLECTDBGINFO_EXT,
+}
+layout!(
+    DXGKARG_COLLECTDBGINFO,
+    size = 32,
+    Reason = 0,
+    pBuffer = 8,
+    BufferSize = 16,
+    pExtension = 24
+);
+
+/// `DXGKDDI_COLLECTDBGINFO`: `(IN_CONST_HANDLE hAdapter, IN_CONST_PDXGKARG_COLLECTDBGINFO
+/// pCollectDbgInfo)`. Zero-level synchronisation (may run concurrently with any other DDI);
+/// IRQL undefined in general, PASSIVE_LEVEL for the two TDR reasons. Returns `STATUS_SUCCESS`,
+/// `STATUS_NO_MEMORY` or `STATUS_UNSUCCESSFUL`. The structure is `const`; the driver writes
+/// only through `pBuffer` and `pExtension`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo>
+pub type PDXGKDDI_COLLECTDBGINFO = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pCollectDbgInfo: *const DXGKARG_COLLECTDBGINFO,
+    ) -> NTSTATUS,
+>;
+
+// ---------------------------------------------------------------------------------------------
+// Legacy (OS-scheduled) submission
+// ---------------------------------------------------------------------------------------------
+
+/// `D3DDDI_FLIPINTERVAL_TYPE` (d3dukmdt.h): vsyncs between flips (implicit values 0..=5).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-d3dddi_flipinterval_type>
+pub type D3DDDI_FLIPINTERVAL_TYPE = i32;
+/// Flip at once, no vsync wait.
+pub const D3DDDI_FLIPINTERVAL_IMMEDIATE: D3DDDI_FLIPINTERVAL_TYPE = 0;
+/// Every vsync.
+pub const D3DDDI_FLIPINTERVAL_ONE: D3DDDI_FLIPINTERVAL_TYPE = 1;
+/// Every second vsync.
+pub const D3DDDI_FLIPINTERVAL_TWO: D3DDDI_FLIPINTERVAL_TYPE = 2;
+/// Every third vsync.
+pub const D3DDDI_FLIPINTERVAL_THREE: D3DDDI_FLIPINTERVAL_TYPE = 3;
+/// Every fourth vsync.
+pub const D3DDDI_FLIPINTERVAL_FOUR: D3DDDI_FLIPINTERVAL_TYPE = 4;
+/// Immediate, tearing allowed.
+pub const D3DDDI_FLIPINTERVAL_IMMEDIATE_ALLOW_TEARING: D3DDDI_FLIPINTERVAL_TYPE = 5;
+
+/// Anonymous union of [`DXGKARG_SUBMITCOMMAND`]: the submitting device (drivers that do not
+/// create contexts) or context (drivers that do). Null for some paging submissions (and rvgpu's
+/// node ring treats null as the system context).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGKARG_SUBMITCOMMAND_0 {
+    /// Driver device handle (non-context-aware drivers).
+    pub hDevice: HANDLE,
+    /// Driver context handle (context-aware drivers).
+    pub hContext: HANDLE,
+}
+layout!(DXGKARG_SUBMITCOMMAND_0, size = 8);
+
+impl core::fmt::Debug for DXGKARG_SUBMITCOMMAND_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // SAFETY: both arms are a HANDLE; either reads every byte.
+        let raw = unsafe { self.hContext };
+        f.debug_struct("DXGKARG_SUBMITCOMMAND_0")
+            .field("hContext", &raw)
+            .finish()
+    }
+}
+
+/// `DXGKARG_SUBMITCOMMAND`: a DMA buffer (physical addressing) handed to `DxgkDdiSubmitCommand`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_submitcommand>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_SUBMITCOMMAND {
+    /// `hDevice` / `hContext`.
+    pub Anonymous: DXGKARG_SUBMITCOMMAND_0,
+    /// Segment the DMA buffer is paged into; 0 = contiguous system memory.
+    pub DmaBufferSegmentId: UINT,
+    /// Physical address of the DMA buffer.
+    pub DmaBufferPhysicalAddress: PHYSICAL_ADDRESS,
+    /// Size of the DMA buffer in bytes.
+    pub DmaBufferSize: UINT,
+    /// Offset of the first byte to execute.
+    pub DmaBufferSubmissionStartOffset: UINT,
+    /// Offset one past the last byte to execute.
+    pub DmaBufferSubmissionEndOffset: UINT,
+    /// Driver private data of the DMA buffer.
+    pub pDmaBufferPrivateData: PVOID,
+    /// Size of the private data in bytes.
+    pub DmaBufferPrivateDataSize: UINT,
+    /// Offset of the private data belonging to this submission.
+    pub DmaBufferPrivateDataSubmissionStartOffset: UINT,
+    /// End offset of that private data.
+    pub DmaBufferPrivateDataSubmissionEndOffset: UINT,
+    /// Fence ID to report with `DmaCompleted` when this buffer finishes.
+    pub SubmissionFenceId: UINT,
+    /// Flip source (valid with `Flags.Flip` / `FlipWithNoWait`).
+    pub VidPnSourceId: D3DDDI_VIDEO_PRESENT_SOURCE_ID,
+    /// Flip interval (valid with `Flags.Flip`).
+    pub FlipInterval: D3DDDI_FLIPINTERVAL_TYPE,
+    /// `Paging`, `Resubmission`, `NullRendering`, ...
+    pub Flags: DXGK_SUBMITCOMMANDFLAGS,
+    /// Physical adapter (LDA index).
+    pub EngineOrdinal: UINT,
+    /// GPU VA of the DMA buffer (WDDM 2.0+).
+    pub DmaBufferVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+    /// Node to execute on (WDDM 2.0+).
+    pub NodeOrdinal: UINT,
+}
+layout!(
+    DXGKARG_SUBMITCOMMAND,
+    size = 96,
+    Anonymous = 0,
+    DmaBufferSegmentId = 8,
+    DmaBufferPhysicalAddress = 16,
+    DmaBufferSize = 24,
+    DmaBufferSubmissionStartOffset = 28,
+    DmaBufferSubmissionEndOffset = 32,
+    pDmaBufferPrivateData = 40,
+    DmaBufferPrivateDataSize = 48,
+    DmaBufferPrivateDataSubmissionStartOffset = 52,
+    DmaBufferPrivateDataSubmissionEndOffset = 56,
+    SubmissionFenceId = 60,
+    VidPnSourceId = 64,
+    FlipInterval = 68,
+    Flags = 72,
+    EngineOrdinal = 76,
+    DmaBufferVirtualAddress = 80,
+    NodeOrdinal = 88
+);
+
+/// `DXGKDDI_SUBMITCOMMAND` (DISPATCH_LEVEL, non-pageable): `(IN_CONST_HANDLE hAdapter,
+/// IN_CONST_PDXGKARG_SUBMITCOMMAND pSubmitCommand)`. Any error status makes the OS bug check
+/// 0x119 with first parameter 0x2.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommand>
+pub type PDXGKDDI_SUBMITCOMMAND = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pSubmitCommand: *const DXGKARG_SUBMITCOMMAND,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKARG_SUBMITCOMMANDVIRTUAL`: a DMA buffer of a GPU-VA context handed to
+/// `DxgkDdiSubmitCommandVirtual`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_submitcommandvirtual>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_SUBMITCOMMANDVIRTUAL {
+    /// The driver's context handle (from `DxgkDdiCreateContext`).
+    pub hContext: HANDLE,
+    /// GPU VA of the DMA buffer in the submitting process's address space.
+    pub DmaBufferVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+    /// Size of the DMA buffer in bytes.
+    pub DmaBufferSize: UINT,
+    /// Driver private data.
+    pub pDmaBufferPrivateData: PVOID,
+    /// Size of the private data buffer in bytes (`DXGK_CONTEXTINFO::DmaBufferPrivateDataSize`).
+    pub DmaBufferPrivateDataSize: UINT,
+    /// Bytes of private data the UMD actually supplied.
+    pub DmaBufferUmdPrivateDataSize: UINT,
+    /// Fence ID to report with `DmaCompleted` when this buffer finishes.
+    pub SubmissionFenceId: UINT,
+    /// Flip source (valid with `Flags.Flip` / `FlipWithNoWait`).
+    pub VidPnSourceId: D3DDDI_VIDEO_PRESENT_SOURCE_ID,
+    /// Flip interval (valid with `Flags.Flip`).
+    pub FlipInterval: D3DDDI_FLIPINTERVAL_TYPE,
+    /// Submission flags.
+    pub Flags: DXGK_SUBMITCOMMANDFLAGS,
+    /// Reserved for future use per the page (physical adapter index).
+    pub EngineOrdinal: UINT,
+    /// Node the context was created for.
+    pub NodeOrdinal: UINT,
+}
+layout!(
+    DXGKARG_SUBMITCOMMANDVIRTUAL,
+    size = 64,
+    hContext = 0,
+    DmaBufferVirtualAddress = 8,
+    DmaBufferSize = 16,
+    pDmaBufferPrivateData = 24,
+    DmaBufferPrivateDataSize = 32,
+    DmaBufferUmdPrivateDataSize = 36,
+    SubmissionFenceId = 40,
+    VidPnSourceId = 44,
+    FlipInterval = 48,
+    Flags = 52,
+    EngineOrdinal = 56,
+    NodeOrdinal = 60
+);
+
+/// `DXGKDDI_SUBMITCOMMANDVIRTUAL`: `(IN_CONST_HANDLE hAdapter,
+/// IN_CONST_PDXGKARG_SUBMITCOMMANDVIRTUAL pSubmitCommand)`. Unlike `DxgkDdiSubmitCommand` it may
+/// return `STATUS_INVALID_PARAMETER` for a malformed buffer (the OS puts the device in error and
+/// treats `SubmissionFenceId` as completed once earlier packets finish); any other error is a
+/// bug check.
+///
+/// UNVERIFIED: the IRQL. The reference page gives none. A public copy of a WDDM 2.x-era
+/// d3dkmddi.h annotates it `_IRQL_requires_(PASSIVE_LEVEL)` (the same copy gives
+/// `DxgkDdiSubmitCommand` and `DxgkDdiPreemptCommand` `DISPATCH_LEVEL`); not checked against a
+/// WDDM 3.2 header. An implementation that is also safe at DISPATCH_LEVEL is correct either way.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual>
+pub type PDXGKDDI_SUBMITCOMMANDVIRTUAL = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pSubmitCommand: *const DXGKARG_SUBMITCOMMANDVIRTUAL,
+    ) -> NTSTATUS,
+>;
+
+bitfield! {
+    /// `DXGK_PREEMPTCOMMANDFLAGS` (no flags defined).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_preemptcommandflags>
+    pub struct DXGK_PREEMPTCOMMANDFLAGS: u32 {
+        /// Reserved, zero.
+        Reserved: 0, 32;
+    }
+}
+layout!(DXGK_PREEMPTCOMMANDFLAGS, size = 4);
+
+/// `DXGKARG_PREEMPTCOMMAND`: argument of `DxgkDdiPreemptCommand`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_preemptcommand>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_PREEMPTCOMMAND {
+    /// Fence ID to report with `DmaPreempted` once the preemption is done.
+    pub PreemptionFenceId: UINT,
+    /// Node.
+    pub NodeOrdinal: UINT,
+    /// Engine (physical adapter).
+    pub EngineOrdinal: UINT,
+    /// Flags (none defined).
+    pub Flags: DXGK_PREEMPTCOMMANDFLAGS,
+}
+layout!(
+    DXGKARG_PREEMPTCOMMAND,
+    size = 16,
+    PreemptionFenceId = 0,
+    NodeOrdinal = 4,
+    EngineOrdinal = 8,
+    Flags = 12
+);
+
+/// `DXGKDDI_PREEMPTCOMMAND` (DISPATCH_LEVEL, non-pageable): `(IN_CONST_HANDLE hAdapter,
+/// IN_CONST_PDXGKARG_PREEMPTCOMMAND pPreemptCommand)`. Any error status is bug check 0x119 /
+/// 0x2. If everything submitted already completed and was reported, the driver reports the
+/// preemption itself (`DmaPreempted` from a synchronised routine) instead of queuing a fence.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_preemptcommand>
+pub type PDXGKDDI_PREEMPTCOMMAND = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pPreemptCommand: *const DXGKARG_PREEMPTCOMMAND,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKARG_QUERYCURRENTFENCE`: argument of `DxgkDdiQueryCurrentFence`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_querycurrentfence>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_QUERYCURRENTFENCE {
+    /// Out: latest completed submission fence ID of the node.
+    pub CurrentFence: UINT,
+    /// In: node.
+    pub NodeOrdinal: UINT,
+    /// In: engine within the node.
+    pub EngineOrdinal: UINT,
+}
+layout!(
+    DXGKARG_QUERYCURRENTFENCE,
+    size = 12,
+    CurrentFence = 0,
+    NodeOrdinal = 4,
+    EngineOrdinal = 8
+);
+
+/// `DXGKDDI_QUERYCURRENTFENCE`: `(IN_CONST_HANDLE hAdapter, INOUT_PDXGKARG_QUERYCURRENTFENCE
+/// pCurrentFence)`. Before returning, a fence that completed but was not yet reported must be
+/// reported with `DxgkCbNotifyInterrupt` (from a routine synchronised with the ISR).
+///
+/// UNVERIFIED: the IRQL and synchronisation level. The reference page states neither; a
+/// public copy of a WDDM 2.x-era d3dkmddi.h annotates it `_IRQL_requires_(PASSIVE_LEVEL)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querycurrentfence>
+pub type PDXGKDDI_QUERYCURRENTFENCE = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pCurrentFence: *mut DXGKARG_QUERYCURRENTFENCE,
+    ) -> NTSTATUS,
+>;
+
+// ---------------------------------------------------------------------------------------------
+// Paging buffers
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGK_BUILDPAGINGBUFFER_OPERATION`: [`DXGKARG_BUILDPAGINGBUFFER::Operation`].
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_buildpagingbuffer_operation>
+pub type DXGK_BUILDPAGINGBUFFER_OPERATION = i32;
+/// Move allocation content ([`DXGKARG_BUILDPAGINGBUFFER_0::Transfer`]).
+pub const DXGK_OPERATION_TRANSFER: DXGK_BUILDPAGINGBUFFER_OPERATION = 0;
+/// Fill with a 32-bit pattern ([`DXGKARG_BUILDPAGINGBUFFER_0::Fill`]).
+pub const DXGK_OPERATION_FILL: DXGK_BUILDPAGINGBUFFER_OPERATION = 1;
+/// Allocation discarded from a segment.
+pub const DXGK_OPERATION_DISCARD_CONTENT: DXGK_BUILDPAGINGBUFFER_OPERATION = 2;
+/// Read a physical address.
+pub const DXGK_OPERATION_READ_PHYSICAL: DXGK_BUILDPAGINGBUFFER_OPERATION = 3;
+/// Write a physical address.
+pub const DXGK_OPERATION_WRITE_PHYSICAL: DXGK_BUILDPAGINGBUFFER_OPERATION = 4;
+/// Map an MDL into an aperture segment.
+pub const DXGK_OPERATION_MAP_APERTURE_SEGMENT: DXGK_BUILDPAGINGBUFFER_OPERATION = 5;
+/// Unmap an aperture segment range.
+pub const DXGK_OPERATION_UNMAP_APERTURE_SEGMENT: DXGK_BUILDPAGINGBUFFER_OPERATION = 6;
+/// Transfer through the alternate (lock) VA.
+pub const DXGK_OPERATION_SPECIAL_LOCK_TRANSFER: DXGK_BUILDPAGINGBUFFER_OPERATION = 7;
+/// Transfer by GPU VA.
+pub const DXGK_OPERATION_VIRTUAL_TRANSFER: DXGK_BUILDPAGINGBUFFER_OPERATION = 8;
+/// Fill by GPU VA.
+pub const DXGK_OPERATION_VIRTUAL_FILL: DXGK_BUILDPAGINGBUFFER_OPERATION = 9;
+/// Initialise a context allocation (Windows 8+).
+pub const DXGK_OPERATION_INIT_CONTEXT_RESOURCE: DXGK_BUILDPAGINGBUFFER_OPERATION = 10;
+/// Update a page table (WDDM 2.0+).
+pub const DXGK_OPERATION_UPDATE_PAGE_TABLE: DXGK_BUILDPAGINGBUFFER_OPERATION = 11;
+/// Flush TLBs of a root page table (WDDM 2.0+).
+pub const DXGK_OPERATION_FLUSH_TLB: DXGK_BUILDPAGINGBUFFER_OPERATION = 12;
+/// Update a context or device allocation (WDDM 2.0+).
+pub const DXGK_OPERATION_UPDATE_CONTEXT_ALLOCATION: DXGK_BUILDPAGINGBUFFER_OPERATION = 13;
+/// Copy page table entries (WDDM 2.0+).
+pub const DXGK_OPERATION_COPY_PAGE_TABLE_ENTRIES: DXGK_BUILDPAGINGBUFFER_OPERATION = 14;
+/// Allocation residency changed (WDDM 2.0+).
+pub const DXGK_OPERATION_NOTIFY_RESIDENCY: DXGK_BUILDPAGINGBUFFER_OPERATION = 15;
+/// Signal a monitored fence (WDDM 2.2+).
+pub const DXGK_OPERATION_SIGNAL_MONITORED_FENCE: DXGK_BUILDPAGINGBUFFER_OPERATION = 16;
+/// Map an ADL into an aperture segment (WDDM 3.0+).
+pub const DXGK_OPERATION_MAP_APERTURE_SEGMENT2: DXGK_BUILDPAGINGBUFFER_OPERATION = 17;
+/// Fence residency changed (WDDM 2.9+).
+pub const DXGK_OPERATION_NOTIFY_FENCE_RESIDENCY: DXGK_BUILDPAGINGBUFFER_OPERATION = 18;
+/// WDDM 3.2.
+pub const DXGK_OPERATION_MAP_MMU: DXGK_BUILDPAGINGBUFFER_OPERATION = 19;
+/// WDDM 3.2.
+pub const DXGK_OPERATION_UNMAP_MMU: DXGK_BUILDPAGINGBUFFER_OPERATION = 20;
+/// WDDM 3.2.
+pub const DXGK_OPERATION_NOTIFY_RESIDENCY2: DXGK_BUILDPAGINGBUFFER_OPERATION = 21;
+/// Allocation notification (WDDM 3.2).
+pub const DXGK_OPERATION_NOTIFY_ALLOC: DXGK_BUILDPAGINGBUFFER_OPERATION = 22;
+
+bitfield! {
+    /// `DXGK_TRANSFERFLAGS`: kind of transfer in [`DXGKARG_BUILDPAGINGBUFFER_Transfer::Flags`].
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_transferflags>
+    pub struct DXGK_TRANSFERFLAGS: u32 {
+        /// Swizzle source to destination.
+        Swizzle: 0, 1;
+        /// Unswizzle source to destination.
+        Unswizzle: 1, 1;
+        /// No GPU work references the allocation until the call returns.
+        AllocationIsIdle: 2, 1;
+        /// First part of a split transfer.
+        TransferStart: 3, 1;
+        /// Last part of a split transfer.
+        TransferEnd: 4, 1;
+        /// Reserved, zero.
+        Reserved: 5, 27;
+    }
+}
+layout!(DXGK_TRANSFERFLAGS, size = 4);
+
+/// Anonymous union of [`DXGKARG_BUILDPAGINGBUFFER_Transfer_Source`]: segment address or MDL.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
+    /// Segment address (segment offset + segment base) when `SegmentId != 0`.
+    pub SegmentAddress: LARGE_INTEGER,
+    /// System-memory pages when `SegmentId == 0`.
+    pub pMdl: PMDL,
+}
+layout!(DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0, size = 8);
+
+impl core::fmt::Debug for DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // SAFETY: both arms are 8 bytes of plain data; the integer arm reads every byte.
+        let raw = unsafe { self.SegmentAddress }.get();
+        write!(f, "DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0({raw:#x})")
+    }
+}
+
+/// `Transfer.Source` (and, with the same anonymous layout, `Transfer.Destination`) of
+/// [`DXGKARG_BUILDPAGINGBUFFER`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
+    /// Segment, or 0 when the location is an MDL.
+    pub SegmentId: UINT,
+    /// `SegmentAddress` / `pMdl`.
+    pub Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0,
+}
+layout!(
+    DXGKARG_BUILDPAGINGBUFFER_Transfer_Source,
+    size = 16,
+    SegmentId = 0,
+    Anonymous = 8
+);
+
+/// `Transfer.Destination`: declared in C as a separate anonymous struct identical to
+/// [`DXGKARG_BUILDPAGINGBUFFER_Transfer_Source`].
+pub type DXGKARG_BUILDPAGINGBUFFER_Transfer_Destination = DXGKARG_BUILDPAGINGBUFFER_Transfer_Source;
+
+/// `Transfer` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`] ([`DXGK_OPERATION_TRANSFER`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_BUILDPAGINGBUFFER_Transfer {
+    /// Driver allocation handle (from `DxgkDdiCreateAllocation`).
+    pub hAllocation: HANDLE,
+    /// Offset of the first transferred page within the allocation (segment locations only;
+    /// the same on every pass of a split transfer).
+    pub TransferOffset: UINT,
+    /// Bytes to transfer.
+    pub TransferSize: SIZE_T,
+    /// Source location.
+    pub Source: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source,
+    /// Destination location.
+    pub Destination: DXGKARG_BUILDPAGINGBUFFER_Transfer_Destination,
+    /// Transfer kind.
+    pub Flags: DXGK_TRANSFERFLAGS,
+    /// First system page of the current pass within the MDL (`MmGetMdlPfnArray(pMdl)[MdlOffset]`).
+    pub MdlOffset: UINT,
+}
+layout!(
+    DXGKARG_BUILDPAGINGBUFFER_Transfer,
+    size = 64,
+    hAllocation = 0,
+    TransferOffset = 8,
+    TransferSize = 16,
+    Source = 24,
+    Destination = 40,
+    Flags = 56,
+    MdlOffset = 60
+);
+
+/// `Fill.Destination` of [`DXGKARG_BUILDPAGINGBUFFER`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
+    /// Segment to fill in.
+    pub SegmentId: UINT,
+    /// Segment address (segment offset + segment base).
+    pub SegmentAddress: LARGE_INTEGER,
+}
+layout!(
+    DXGKARG_BUILDPAGINGBUFFER_Fill_Destination,
+    size = 16,
+    SegmentId = 0,
+    SegmentAddress = 8
+);
+
+/// `Fill` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`] ([`DXGK_OPERATION_FILL`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_BUILDPAGINGBUFFER_Fill {
+    /// Driver allocation handle.
+    pub hAllocation: HANDLE,
+    /// Bytes to fill.
+    pub FillSize: SIZE_T,
+    /// 32-bit pattern.
+    pub FillPattern: UINT,
+    /// Where to fill.
+    pub Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination,
+}
+layout!(
+    DXGKARG_BUILDPAGINGBUFFER_Fill,
+    size = 40,
+    hAllocation = 0,
+    FillSize = 8,
+    FillPattern = 16,
+    Destination = 24
+);
+
+/// The `Reserved` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`] (`struct { UINT Reserved[64]; }`):
+/// sizes the union, and is the raw view of every arm not bound here.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DXGKARG_BUILDPAGINGBUFFER_Reserved {
+    /// The union's 256 bytes.
+    pub Reserved: [UINT; 64],
+}
+layout!(DXGKARG_BUILDPAGINGBUFFER_Reserved, size = 256);
+
+/// Anonymous per-operation union of [`DXGKARG_BUILDPAGINGBUFFER`] (256 bytes, 8-aligned).
+///
+/// Only the arms rvgpu's paging path uses are typed (`Transfer`, `Fill`); `DiscardContent`,
+/// `ReadPhysical`, `WritePhysical`, `MapApertureSegment`, `UnmapApertureSegment`,
+/// `SpecialLockTransfer`, `InitContextResource`, `TransferVirtual`, `FillVirtual`,
+/// `UpdatePageTable`, `FlushTlb`, `CopyPageTableEntries`, `UpdateContextAllocation`,
+/// `NotifyResidency`, `SignalMonitoredFence`, `MapApertureSegment2` and the WDDM 3.2 arms are
+/// reachable only as raw words through `Reserved`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGKARG_BUILDPAGINGBUFFER_0 {
+    /// [`DXGK_OPERATION_TRANSFER`].
+    pub Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer,
+    /// [`DXGK_OPERATION_FILL`].
+    pub Fill: DXGKARG_BUILDPAGINGBUFFER_Fill,
+    /// Raw view; sizes the union.
+    pub Reserved: DXGKARG_BUILDPAGINGBUFFER_Reserved,
+}
+layout!(DXGKARG_BUILDPAGINGBUFFER_0, size = 256);
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(core::mem::align_of::<DXGKARG_BUILDPAGINGBUFFER_0>() == 8);
+
+impl core::fmt::Debug for DXGKARG_BUILDPAGINGBUFFER_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("DXGKARG_BUILDPAGINGBUFFER_0 { .. }")
+    }
+}
+
+/// `DXGKARG_BUILDPAGINGBUFFER`: argument of `DxgkDdiBuildPagingBuffer` (320 bytes on x64).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_buildpagingbuffer>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_BUILDPAGINGBUFFER {
+    /// In/out: first free byte of the paging buffer; the driver advances it past what it wrote.
+    pub pDmaBuffer: PVOID,
+    /// In/out: bytes available at `pDmaBuffer`.
+    pub DmaSize: UINT,
+    /// In/out: driver private data of the paging buffer.
+    pub pDmaBufferPrivateData: PVOID,
+    /// In/out: bytes left in the private data.
+    pub DmaBufferPrivateDataSize: UINT,
+    /// In: which arm of `Anonymous` is valid.
+    pub Operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
+    /// In/out: driver progress across passes of a split operation (0 on the first pass).
+    pub MultipassOffset: UINT,
+    /// In: per-operation data.
+    pub Anonymous: DXGKARG_BUILDPAGINGBUFFER_0,
+    /// In: the system context of the paging operation.
+    pub hSystemContext: HANDLE,
+    /// In: GPU VA of the paging buffer (WDDM 2.0+).
+    pub DmaBufferGpuVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+    /// In: offset of `pDmaBuffer` from the start of the paging buffer (WDDM 2.0+).
+    pub DmaBufferWriteOffset: UINT,
+}
+layout!(
+    DXGKARG_BUILDPAGINGBUFFER,
+    size = 320,
+    pDmaBuffer = 0,
+    DmaSize = 8,
+    pDmaBufferPrivateData = 16,
+    DmaBufferPrivateDataSize = 24,
+    Operation = 28,
+    MultipassOffset = 32,
+    Anonymous = 40,
+    hSystemContext = 296,
+    DmaBufferGpuVirtualAddress = 304,
+    DmaBufferWriteOffset = 312
+);
+
+/// `DXGKDDI_BUILDPAGINGBUFFER` (PASSIVE_LEVEL per the `_IRQL_requires_` of two public header
+/// copies; the reference page states no IRQL; first-level synchronisation): `(IN_CONST_HANDLE hAdapter, IN_PDXGKARG_BUILDPAGINGBUFFER
+/// pBuildPagingBuffer)`. Returns `STATUS_SUCCESS`, `STATUS_GRAPHICS_ALLOCATION_BUSY` or
+/// `STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER` (call again with a new buffer; `MultipassOffset`
+/// carries the progress).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_buildpagingbuffer>
+pub type PDXGKDDI_BUILDPAGINGBUFFER = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pBuildPagingBuffer: *mut DXGKARG_BUILDPAGINGBUFFER,
+    ) -> NTSTATUS,
+>;
+
+zeroed_default!(
+    DXGKARG_COLLECTDBGINFO,
+    DXGKARG_SUBMITCOMMAND_0,
+    DXGKARG_SUBMITCOMMAND,
+    DXGKARG_SUBMITCOMMANDVIRTUAL,
+    DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0,
+    DXGKARG_BUILDPAGINGBUFFER_Transfer_Source,
+    DXGKARG_BUILDPAGINGBUFFER_Transfer,
+    DXGKARG_BUILDPAGINGBUFFER_Fill_Destination,
+    DXGKARG_BUILDPAGINGBUFFER_Fill,
+    DXGKARG_BUILDPAGINGBUFFER_Reserved,
+    DXGKARG_BUILDPAGINGBUFFER_0,
+    DXGKARG_BUILDPAGINGBUFFER,
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::basic::BitField;
+
+    fn check_fields(name: &str, fields: &[(&str, BitField)]) {
+        let mut next = 0u32;
+        for (field, f) in fields {
+            assert_eq!(
+                f.shift, next,
+                "{name}::{field} does not follow its predecessor"
+            );
+            assert!(f.width > 0, "{name}::{field} has zero width");
+            next += f.width;
+        }
+        assert_eq!(next, 32, "{name}: fields do not fill the word");
+    }
+
+    #[test]
+    fn flag_words_are_contiguous() {
+        check_fields("DXGK_ENGINESTATUS", DXGK_ENGINESTATUS::FIELDS);
+        check_fields("DXGK_PREEMPTCOMMANDFLAGS", DXGK_PREEMPTCOMMANDFLAGS::FIELDS);
+        check_fields("DXGK_TRANSFERFLAGS", DXGK_TRANSFERFLAGS::FIELDS);
+    }
+
+    #[test]
+    fn key_bits_and_values() {
+        assert_eq!(
+            DXGK_ENGINESTATUS::default()
+                .with(DXGK_ENGINESTATUS::Responsive, 1)
+                .Value,
+            1
+        );
+        assert_eq!(
+            DXGK_TRANSFERFLAGS::default()
+                .with(DXGK_TRANSFERFLAGS::TransferEnd, 1)
+                .Value,
+            0x10
+        );
+        assert_eq!(VIDEO_TDR_TIMEOUT_DETECTED, 0x117);
+        assert_eq!(VIDEO_ENGINE_TIMEOUT_DETECTED, 0x141);
+        assert_eq!(DXGK_OPERATION_FILL, 1);
+        assert_eq!(DXGK_OPERATION_NOTIFY_ALLOC, 22);
+    }
+
+    #[test]
+    fn paging_arms_share_the_union() {
+        let mut a = DXGKARG_BUILDPAGINGBUFFER {
+            Operation: DXGK_OPERATION_FILL,
+            ..Default::default()
+        };
+        a.Anonymous.Fill = DXGKARG_BUILDPAGINGBUFFER_Fill {
+            hAllocation: core::ptr::null_mut(),
+            FillSize: 0x1000,
+            FillPattern: 0xDEAD_BEEF,
+            Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
+                SegmentId: 1,
+                SegmentAddress: LARGE_INTEGER::from_i64(0x20_0000),
+            },
+        };
+        // SAFETY: the union was zeroed and then the Fill arm written; Reserved is plain words.
+        let raw = unsafe { a.Anonymous.Reserved.Reserved };
+        // FillSize at union offset 8, FillPattern at 16, Destination.SegmentId at 24,
+        // Destination.SegmentAddress at 32 (words 2, 4, 6, 8).
+        assert_eq!(raw[2], 0x1000);
+        assert_eq!(raw[4], 0xDEAD_BEEF);
+        assert_eq!(raw[6], 1);
+        assert_eq!(raw[8], 0x20_0000);
+        assert!(raw[10..].iter().all(|w| *w == 0));
+    }
+
+    #[test]
+    fn submit_defaults_are_zero() {
+        let s = DXGKARG_SUBMITCOMMAND::default();
+        // SAFETY: zeroed union of two HANDLE arms.
+        assert!(unsafe { s.Anonymous.hContext }.is_null());
+        assert_eq!(s.Flags.Value, 0);
+        assert_eq!(DXGKARG_SUBMITCOMMANDVIRTUAL::default().SubmissionFenceId, 0);
+        assert!(DXGKARG_COLLECTDBGINFO::default().pExtension.is_null());
+    }
+}
