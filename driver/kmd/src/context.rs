@@ -200,7 +200,9 @@ pub fn recommit<P: Platform>(live: &Live<P>, s: &Sched, engine: u32) -> Result<(
 }
 
 /// DxgkDdiSuspendContext (PASSIVE): the context's queues leave the runlist; when this returns
-/// none of them executes (UM-11). Doorbells stay connected.
+/// none of them executes (UM-11). Doorbells stay connected. The runlist commit is synchronous
+/// (hardware.md 5.2), so the context is suspended when this returns: `STATUS_SUCCESS`, never
+/// `STATUS_PENDING`, and no "context suspended" interrupt with `contextSuspendFence` is owed.
 pub fn suspend_context<P: Platform>(
     a: &Adapter<P>,
     args: &DXGKARG_SUSPENDCONTEXT,

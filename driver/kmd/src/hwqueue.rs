@@ -256,20 +256,21 @@ pub fn create<P: Platform>(
         } else {
             Some(alloc_kernel_ring::<P>(&live.dxgk)?)
         };
-        let result = {
-            let mut s = live.sched.lock();
-            insert(
-                &mut s,
-                live,
-                context,
-                h,
-                args.hHwQueue,
-                user_mode,
-                priority,
-                progress_gpu,
-                kernel,
-            )
+        let ring = kernel.as_ref().map(KernelRing::ring);
+        let queue = HwQueue {
+            os_handle: args.hHwQueue.addr(),
+            context,
+            // Engine and id are filled in under the lock, from the context and the allocator.
+            engine: 0,
+            id: NO_QUEUE,
+            priority,
+            user_mode,
+            progress_gpu,
+            ring,
+            kernel,
+            doorbell: None,
         };
+        let result = insert(&mut live.sched.lock(), live, h, queue);
         let (id, engine) = match result {
             Ok(v) => v,
             Err((e, kernel)) => {
@@ -289,47 +290,30 @@ pub fn create<P: Platform>(
     })
 }
 
-/// The locked part of create: checks the context and capacity, takes an id, inserts the
-/// queue and (kernel-mode) commits it. On failure the kernel ring is handed back for freeing.
-#[allow(clippy::too_many_arguments)]
+/// The locked part of create: checks the context and the engine's capacity, takes an id,
+/// inserts the queue and (kernel-mode) commits its engine's runlist. On failure the kernel
+/// ring is handed back for freeing (outside the lock).
 fn insert<P: Platform>(
     s: &mut crate::sched::Sched,
     live: &crate::adapter::Live<P>,
-    context: Handle,
     h: Handle,
-    os_handle: HANDLE,
-    user_mode: bool,
-    priority: u32,
-    progress_gpu: u64,
-    kernel: Option<KernelRing>,
+    mut queue: HwQueue,
 ) -> Result<(u32, u32), (Status, Option<KernelRing>)> {
-    let Some(engine) = s.contexts.get(&context).map(|c| c.engine) else {
-        return Err((status::INVALID_HANDLE, kernel));
+    let Some(engine) = s.contexts.get(&queue.context).map(|c| c.engine) else {
+        return Err((status::INVALID_HANDLE, queue.kernel));
     };
     let on_engine = s.queues.values().filter(|q| q.engine == engine).count();
     if on_engine >= usize::try_from(RUNLIST_CAPACITY).unwrap_or(0) {
-        return Err((status::INSUFFICIENT_RESOURCES, kernel));
+        return Err((status::INSUFFICIENT_RESOURCES, queue.kernel));
     }
     let Some(id) = s.ids.alloc() else {
-        return Err((status::INSUFFICIENT_RESOURCES, kernel));
+        return Err((status::INSUFFICIENT_RESOURCES, queue.kernel));
     };
-    let ring = kernel.as_ref().map(KernelRing::ring);
-    s.queues.insert(
-        h,
-        HwQueue {
-            os_handle: os_handle.addr(),
-            context,
-            engine,
-            id,
-            priority,
-            user_mode,
-            progress_gpu,
-            ring,
-            kernel,
-            doorbell: None,
-        },
-    );
-    if ring.is_some() {
+    queue.engine = engine;
+    queue.id = id;
+    let runnable = queue.ring.is_some();
+    s.queues.insert(h, queue);
+    if runnable {
         if let Err(e) = runlist::commit(&live.regs, s, engine) {
             let kernel = s.queues.remove(&h).and_then(|q| q.kernel);
             s.ids.free(id);
