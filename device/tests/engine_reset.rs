@@ -299,6 +299,46 @@ fn um_10_wait_satisfied_while_held_runs_after_the_commit() {
     assert_eq!(rig.read_ptr(&a), a.wptr);
 }
 
+/// UM-10: an innocent queue's fault state is kept too: a queue that faulted before the reset
+/// is still faulted after the reset and the recommit (it does not run its bad packet again and
+/// post a second Fault); only replacing its entry clears the fault (5.2).
+#[test]
+fn um_10_faulted_innocent_queue_stays_faulted() {
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    let mut a = rig.queue(0, 1);
+    let mut b = rig.queue(0, 2);
+    rig.commit(0, &[&a, &b]);
+    rig.push_words(&mut a, &[0xEE]); // bad opcode
+    rig.ring(&a);
+    rig.submit(&mut b, &[Command::Hang]);
+    steps(&rig, 3);
+    let (_, evs) = rig.isr();
+    assert_eq!(of_kind(&evs, EventKind::Fault).len(), 1);
+    assert_eq!(reset(&rig, 0), (ResetResult::Ok as u32, 2, 0));
+    rig.commit(0, &[&a]);
+    rig.submit(&mut a, &[signal(f, 1, 0, 0)]);
+    steps(&rig, 10);
+    let sa = snap(&rig, 1).unwrap();
+    assert_eq!(
+        (sa.read_ptr, sa.fault.is_some()),
+        (0, true),
+        "still faulted"
+    );
+    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    let (_, evs) = rig.isr();
+    assert!(
+        of_kind(&evs, EventKind::Fault).is_empty(),
+        "no second fault"
+    );
+    // Replacing the entry (leave, then enter) clears it; the driver first skips the bad word.
+    rig.commit(0, &[]);
+    set_read_ptr(&rig, &a, 8);
+    rig.commit(0, &[&a]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+}
+
 /// UM-10, TDR-05 recovery: the held engine runs nothing until RUNLIST_COMMIT, but doorbell
 /// rings and QUEUE_KICKs that arrive before the commit load the write pointer, so the work
 /// they announce runs after a commit that keeps the queues (a staying queue does not reload
