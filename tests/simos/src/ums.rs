@@ -803,10 +803,27 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
         (kmd_pair || os_pair).then_some(d.handle)
     });
     let Some(h) = found else {
+        // Re-checked under this lock: the doorbell may have been destroyed since the search.
+        let dead = os.destroyed_doorbells.get(&hd).copied();
+        let its_queue = os
+            .doorbells
+            .values()
+            .find(|d| d.kmd == hd || kernel_handle(d.handle) == hd)
+            .and_then(|d| os.queues.get(&d.queue))
+            .map(|q| (kernel_handle(q.handle), q.kmd));
         drop(os);
+        if let Some(dead) = dead {
+            return fail(format!(
+                "hDoorbell = {hd:#x} names doorbell {dead:#x}, whose DxgkDdiDestroyDoorbell \
+                 already returned: the driver used the handle after the object was destroyed \
+                 (on Windows a freed Dxgkrnl object, or a reused handle naming another \
+                 doorbell)"
+            ));
+        }
         return fail(format!(
-            "hHwQueue = {hq:#x} is not the queue of doorbell {hd:#x} (both handles must be the \
-             driver's, or both the OS's, of one doorbell and its queue)"
+            "hHwQueue = {hq:#x} is not the queue of doorbell {hd:#x} (its queue's handles are \
+             {its_queue:x?} (OS, driver); both handles must be the driver's, or both the OS's, \
+             of one doorbell and its queue)"
         ));
     };
     let Some(d) = os.doorbells.get_mut(&h) else {

@@ -1258,3 +1258,59 @@ fn um_20_destroy_racing_victimisation_never_uses_a_dead_handle() {
     ok(&m, m.exit_process(&pb));
     no_fault(&m);
 }
+
+/// UM-16, UM-19: far more submissions than the ring holds: the UMD wraps the ring and waits on
+/// the progress fence for room; the KMD and device follow; the OS's last-queued value tracks
+/// every batch and all of them complete, in order.
+#[test]
+fn um_16_ring_wraps_many_times() {
+    let m = machine(Mode::Step, 2);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut q = okk(&m, UserQueue::new(k, &config(0)));
+    let mut last = 0;
+    for i in 0..400u64 {
+        last = okk(&m, q.submit(&[fill(&t, i)]));
+    }
+    okk(&m, q.wait(last));
+    assert_eq!(t.mem.load(0), 399);
+    assert_eq!(q.path(), SubmissionPath::UserMode);
+    drop(q);
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+/// The OS tears live processes down (abnormal exits) before a PnP stop; the adapter then
+/// stops, is removed and the driver unloads with nothing leaked.
+#[test]
+fn stop_with_live_processes_tears_them_down_without_leaks() {
+    let mut m = machine(Mode::Step, 1);
+    {
+        let procs: Vec<UmsProcess> = (0..2).map(|_| ok(&m, m.create_process(0))).collect();
+        for p in &procs {
+            let k = m.kmt(p);
+            let t = target(&m, &k);
+            let mut q = okk(&m, UserQueue::new(k, &config(0)));
+            okk(&m, q.submit(&[fill(&t, 1)]));
+            let mut kq = okk(&m, KernelQueue::new(k, &config(1)));
+            okk(&m, kq.submit(&[fill(&t, 2)]));
+            std::mem::forget(q);
+            std::mem::forget(kq);
+        }
+    }
+    let r = m.stop_adapter(0);
+    ok(&m, r);
+    let ev = events_of(&m);
+    assert_eq!(
+        ev.iter()
+            .filter(|e| matches!(e, UmsEvent::DestroyDevice { .. }))
+            .count(),
+        2
+    );
+    let r = m.remove_adapter(0);
+    ok(&m, r);
+    let r = m.unload();
+    ok(&m, r);
+    no_fault(&m);
+}
