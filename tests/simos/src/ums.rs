@@ -283,6 +283,11 @@ impl DoorbellCpuState {
         }
     }
 
+    /// Size in bytes of the dummy page (the caps' `DoorbellSizeInBytes`, UM-04).
+    pub fn dummy_size(&self) -> usize {
+        self.dummy.words.len() * 8
+    }
+
     /// (stores that landed on the dummy page, stores that reached a physical doorbell).
     pub fn write_counts(&self) -> (u64, u64) {
         (

@@ -223,8 +223,60 @@ fn um_04_doorbell_size_from_caps_and_doorbells_only_for_user_mode_queues() {
     };
     let r = k.create_doorbell(kq.handle, ring.handle, control.handle, pdd.as_mut_bytes());
     assert_eq!(r.err(), Some(NtStatus(STATUS_NOT_SUPPORTED)));
+    let q = raw_queue(&m, &k, 0);
+    assert_eq!(
+        q.doorbell.cpu.state().dummy_size(),
+        (caps.DoorbellSizeInBytes as usize).div_ceil(8) * 8,
+        "the dummy page has the doorbell's size"
+    );
     ok(&m, m.exit_process(&p));
     no_fault(&m);
+}
+
+/// UM-03 (the OS's side): a node whose metadata lacks `UserModeSubmission` gets no user-mode
+/// queues (`STATUS_NOT_SUPPORTED`) but kernel-mode ones; the other node keeps both.
+#[test]
+fn um_03_os_refuses_user_mode_queues_on_a_node_without_the_flag() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.adapters[0].device.doorbells = 4;
+    let mut m = Machine::new(cfg);
+    m.load_driver_with(rvgpu_simos::testing::ums_caps::install_node1_without_ums)
+        .expect("load");
+    m.start_adapter(0).expect("start");
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let ctx = okk(&m, k.create_context(1));
+    let mut qp = HwQueuePdd {
+        magic: PDD_MAGIC,
+        version: HW_QUEUE_PDD_VERSION,
+        ..Default::default()
+    };
+    assert_eq!(
+        k.create_hw_queue(ctx, true, qp.as_mut_bytes()).err(),
+        Some(NtStatus(STATUS_NOT_SUPPORTED))
+    );
+    let kq = okk(&m, k.create_hw_queue(ctx, false, qp.as_mut_bytes()));
+    okk(&m, k.destroy_hw_queue(kq.handle));
+    okk(&m, k.destroy_context(ctx));
+    let q0 = raw_queue(&m, &k, 0);
+    let _ = q0;
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+/// UM-04 (the OS's side): nodes that claim user-mode submission while
+/// `DXGKQAITYPE_USERMODESUBMISSION_CAPS` fails make the OS refuse the start (it could not size
+/// the dummy page).
+#[test]
+fn um_04_start_refused_without_usermode_submission_caps() {
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    m.load_driver_with(rvgpu_simos::testing::ums_caps::install_failing_ums_caps)
+        .expect("load");
+    match m.start_adapter(0) {
+        Err(SimError::Rejected(why)) => assert!(why.contains("UM-04"), "{why}"),
+        other => panic!("start not refused: {other:?}"),
+    }
+    assert!(m.bugcheck().is_none());
 }
 
 // ---------------------------------------------------------------------------------------------
