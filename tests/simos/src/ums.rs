@@ -1918,6 +1918,33 @@ impl Machine {
         Ok(())
     }
 
+    /// UM-10, device removed: [`Machine::device_lost`], then every D3D device on adapter `i` is
+    /// in error (its thunks return `STATUS_DEVICE_REMOVED`, only destruction works) and every
+    /// progress fence reads `u64::MAX`, releasing its waiters (what D3D12 fences read after a
+    /// removal; UNVERIFIED that Dxgkrnl itself writes the maximum rather than the runtime).
+    pub fn device_removed(&self, i: usize) -> Result<(), SimError> {
+        self.device_lost(i)?;
+        let a = self.ums_adapter(i)?;
+        let fences: Vec<MonitoredFence> = {
+            let _x = exclusive(&a);
+            let mut os = lock(&a.ums);
+            let devices: Vec<KmtHandle> = os.devices.keys().copied().collect();
+            for d in devices {
+                if let Some(dv) = os.devices.get_mut(&d) {
+                    if !dv.in_error {
+                        dv.in_error = true;
+                        os.events.push(UmsEvent::DeviceError { device: d });
+                    }
+                }
+            }
+            os.fences.values().cloned().collect()
+        };
+        for f in fences {
+            self.signal_monitored_fence_from_cpu(&f, u64::MAX)?;
+        }
+        Ok(())
+    }
+
     /// Raw `DxgkDdiSubmitCommandToHwQueue` on `queue`, bypassing the OS's UM-05 check (tests
     /// proving the KMD refuses kernel-mode submission on a user-mode queue). Returns the
     /// driver's status.

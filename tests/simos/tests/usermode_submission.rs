@@ -485,6 +485,40 @@ fn um_10_device_loss_aborts_every_doorbell() {
     no_fault(&m);
 }
 
+/// UM-10, device removed: doorbells abort, progress fences read the maximum (waiters are
+/// released), the device's thunks fail; the UMD's queue reports itself lost, and a new process
+/// (a new D3D device) recreates queue, doorbell and ring and works.
+#[test]
+fn um_10_device_removed_queue_lost_and_recreated() {
+    let m = machine(Mode::Step, 2);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut q = okk(&m, UserQueue::new(k, &config(0)));
+    let v = okk(&m, q.submit(&[fill(&t, 1)]));
+    okk(&m, q.wait(v));
+    ok(&m, m.device_removed(0));
+    assert!(q.submit(&[fill(&t, 2)]).is_err() || q.is_lost());
+    assert!(q.is_lost(), "UM-10: the queue reports device loss");
+    assert_eq!(
+        k.create_context(0).err(),
+        Some(NtStatus(STATUS_DEVICE_REMOVED))
+    );
+    drop(q);
+    ok(&m, m.kill_process(&p));
+    let p2 = ok(&m, m.create_process(0));
+    let k2 = m.kmt(&p2);
+    let t2 = target(&m, &k2);
+    let mut q2 = okk(&m, UserQueue::new(k2, &config(0)));
+    let v = okk(&m, q2.submit(&[fill(&t2, 3)]));
+    okk(&m, q2.wait(v));
+    assert_eq!(t2.mem.load(0), 3);
+    assert_eq!(q2.path(), SubmissionPath::UserMode);
+    drop(q2);
+    ok(&m, m.exit_process(&p2));
+    no_fault(&m);
+}
+
 // ---------------------------------------------------------------------------------------------
 // UM-13: F1.
 
