@@ -101,7 +101,8 @@ impl EventRecord {
 }
 
 /// Why a queue faulted. A faulted queue executes nothing more until its runlist entry is
-/// replaced (the driver recreates it) or the engine is reset; other queues are unaffected.
+/// replaced (the driver recreates it) or the adapter is reset; an engine reset keeps the fault
+/// (docs/hardware.md 10.1). Other queues are unaffected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum FaultCode {

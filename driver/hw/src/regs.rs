@@ -12,8 +12,9 @@ pub const ID: usize = 0x0000;
 pub const ID_VALUE: u32 = 0x5047_5652;
 /// RO32: specification version, major in bits 31:16, minor in 15:0.
 pub const VERSION: usize = 0x0004;
-/// The version this crate describes.
-pub const VERSION_VALUE: u32 = 0x0001_0000;
+/// The version this crate describes: 1.1 (1.0 plus INDIRECT and the engine reset that keeps
+/// innocent queues and holds the engine).
+pub const VERSION_VALUE: u32 = 0x0001_0001;
 /// RO32: [`Caps`].
 pub const CAPS: usize = 0x0008;
 /// RO32: [`Config`] packed counts.
