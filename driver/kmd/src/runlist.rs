@@ -216,6 +216,7 @@ mod tests {
                 os_handle: 2,
                 queue: h(Kind::Queue, 12),
                 physical: Some(3),
+                callbacks: 0,
             },
         );
         assert_eq!(ids(&s, 0), vec![5, 6, 7]);
