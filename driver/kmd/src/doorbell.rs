@@ -36,6 +36,9 @@
 //! the OS can close that window (remap and write the status before calling the DDI): with that
 //! order a threaded F1 test never lost work in 100 runs, with the documented order it did in
 //! about 1 run of 40.
+//! Likewise the OS must write the status before it points the VA at the dummy page (in the
+//! callback as well): a ring on the dummy page followed by a `CONNECTED` read is lost whatever
+//! the KMD does (docs/usermode-submission.md, "Status before dummy page").
 //!
 //! **Destroy waits for a callback in flight.** The callback is made with no lock held, so the
 //! victim's `DestroyDoorbell` can run meanwhile. Once it has returned the KMD must never name
