@@ -332,6 +332,8 @@ enum Suspended {
     No,
     /// By a power-down (resumed at power-up).
     Power,
+    /// By [`Machine::suspend_context`] (resumed by [`Machine::resume_context`]).
+    Os,
     /// By an abnormal exit (never resumed).
     Exit,
 }
@@ -1098,11 +1100,11 @@ fn suspend_context(a: &AdapterShared, h: KmtHandle, why: Suspended) -> Result<()
     Ok(())
 }
 
-fn resume_context(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
+fn resume_context(a: &AdapterShared, h: KmtHandle, why: Suspended) -> Result<(), SimError> {
     let kmd = {
         let os = lock(&a.ums);
         match os.contexts.get(&h) {
-            Some(c) if c.suspended == Suspended::Power => c.kmd,
+            Some(c) if c.suspended == why => c.kmd,
             _ => return Ok(()),
         }
     };
@@ -1151,9 +1153,21 @@ fn resume_power_suspended(a: &AdapterShared) -> Result<(), SimError> {
         .map(|c| c.handle)
         .collect();
     for c in ctxs {
-        resume_context(a, c)?;
+        resume_context(a, c, Suspended::Power)?;
     }
     Ok(())
+}
+
+/// UM-16: whether any queue of the adapter has work the OS has not seen complete: its last
+/// queued progress value is ahead of the progress fence, or a CPU wait on the fence is still
+/// pending (VidSch learns of completion through the DPC's fence processing, not by reading the
+/// value: a signal whose interrupt has not been processed yet is not complete for it, and a
+/// power-down now would leave that wait behind a disabled interrupt).
+fn pending_work(a: &AdapterShared) -> bool {
+    lock(&a.ums).queues.values().any(|q| {
+        q.last_queued.load(Ordering::Acquire) > q.progress.value()
+            || !q.progress.pending_waits().is_empty()
+    })
 }
 
 /// `DOORBELL_BIND[page]` as the device holds it (`None` in global-doorbell mode). A read of a
@@ -1836,11 +1850,20 @@ impl Machine {
 
     /// UM-14: D0 → D3: every context suspended, every doorbell disconnected
     /// (`DISCONNECTED_RETRY`), then `DxgkDdiSetPowerState(D3)`.
-    pub fn power_down(&self, i: usize) -> Result<(), SimError> {
+    ///
+    /// A runtime power-down of an idle GPU: the OS uses the progress fences (UM-16) to see that
+    /// no queue has work, before it starts and again once every doorbell is disconnected (work
+    /// rung before the disconnect had its last-queued value stored first). With work pending
+    /// it backs out (contexts resumed; the doorbells stay disconnected, their UMDs reconnect)
+    /// and returns `false`.
+    pub fn power_down(&self, i: usize) -> Result<bool, SimError> {
         let a = self.ums_adapter(i)?;
         let _x = exclusive(&a);
         if lock(&a.ums).power == Power::D3 {
-            return Ok(());
+            return Ok(true);
+        }
+        if pending_work(&a) {
+            return Ok(false);
         }
         let ctxs: Vec<KmtHandle> = lock(&a.ums).contexts.keys().copied().collect();
         for c in ctxs {
@@ -1850,7 +1873,12 @@ impl Machine {
         for d in dbs {
             os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
         }
-        set_power_state(&a, PowerDeviceD3)
+        if pending_work(&a) {
+            resume_power_suspended(&a)?;
+            return Ok(false);
+        }
+        set_power_state(&a, PowerDeviceD3)?;
+        Ok(true)
     }
 
     /// `DxgkDdiSuspendContext` on one context of `p` (what VidSch does to move its memory,
@@ -1866,7 +1894,7 @@ impl Machine {
         {
             return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
         }
-        suspend_context(&a, context, Suspended::Power)
+        suspend_context(&a, context, Suspended::Os)
     }
 
     /// `DxgkDdiResumeContext` on a context [`Machine::suspend_context`] suspended (UM-12).
@@ -1881,7 +1909,7 @@ impl Machine {
         {
             return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
         }
-        resume_context(&a, context)
+        resume_context(&a, context, Suspended::Os)
     }
 
     /// D3 → D0 without a connect (resumes the contexts the power-down suspended).

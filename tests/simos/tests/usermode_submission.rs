@@ -611,7 +611,7 @@ fn um_14_d3_suspends_disconnects_and_a_connect_wakes_the_gpu() {
     let v = okk(&m, q0.submit(&[fill(&t, 1)]));
     okk(&m, q0.wait(v));
     m.clear_ums_events(0);
-    ok(&m, m.power_down(0));
+    assert!(ok(&m, m.power_down(0)), "idle: powered down");
     assert_eq!(m.power_state(0), Some(Power::D3));
     let ev = events_of(&m);
     let suspends: Vec<usize> = ev
@@ -1398,5 +1398,60 @@ fn stop_with_live_processes_tears_them_down_without_leaks() {
     ok(&m, r);
     let r = m.unload();
     ok(&m, r);
+    no_fault(&m);
+}
+
+/// UM-14 threaded: the OS tries to power the adapter down again and again while two
+/// processes submit and wait; it does so only when no queue has work the OS has not seen
+/// complete (UM-16), every reconnect powers it up and resumes the contexts, and all work
+/// completes.
+#[test]
+fn um_14_threaded_power_down_while_submitting() {
+    let m = machine(Mode::Threaded, 4);
+    let procs: Vec<UmsProcess> = (0..2).map(|_| ok(&m, m.create_process(0))).collect();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = procs
+            .iter()
+            .enumerate()
+            .map(|(pi, p)| {
+                let m = &m;
+                s.spawn(move || {
+                    let k = m.kmt(p);
+                    let t = target(m, &k);
+                    let mut q = okk(m, UserQueue::new(k, &config(pi as u32 % 2)));
+                    for i in 0..40u64 {
+                        let v = okk(m, q.submit(&[fill(&t, i)]));
+                        okk(m, q.wait(v));
+                        assert_eq!(t.mem.load(0), i);
+                        // Idle windows for the runtime power-down.
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    okk(m, q.close());
+                })
+            })
+            .collect();
+        let m = &m;
+        let stop = &stop;
+        s.spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                let _ = ok(m, m.power_down(0));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        for w in workers {
+            w.join().expect("worker");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Release);
+    });
+    let ev = events_of(&m);
+    let downs = ev
+        .iter()
+        .filter(|e| matches!(e, UmsEvent::SetPowerState { state: 4 }))
+        .count();
+    assert!(downs > 0, "the adapter went to D3");
+    for p in &procs {
+        ok(&m, m.exit_process(p));
+    }
     no_fault(&m);
 }
