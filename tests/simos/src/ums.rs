@@ -843,7 +843,10 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
         // the OS will not map it (another doorbell took the page meanwhile).
         *c = Some(reason);
     }
-    d.cpu.to_dummy();
+    // The status before the dummy page: a ring between the two still reaches the physical
+    // doorbell (the KMD rebinds it only after this callback returns) and the UMD then reads
+    // the reason; the other order would let a ring land on the dummy page and the UMD read
+    // CONNECTED afterwards (a lost submission).
     match d.state {
         DoorbellState::Aborted => {}
         _ if reason == D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT => {
@@ -855,6 +858,7 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
             d.cpu.status.store(reason, Ordering::Release);
         }
     }
+    d.cpu.to_dummy();
     os.events.push(UmsEvent::CallbackDisconnect {
         doorbell: h,
         reason,
@@ -969,7 +973,16 @@ fn set_fstate(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), SimError>
 // OS sequences on an adapter (callers hold `ums_seq`: exclusive, or shared with the device's
 // lock).
 
-/// `DxgkDdiDisconnectDoorbell` for a connected doorbell, then the dummy page and `reason`.
+/// An OS-initiated disconnect of a connected doorbell: the status page gets `reason`, the CPU
+/// VA the dummy page, then `DxgkDdiDisconnectDoorbell`.
+///
+/// Microsoft describes the remap and the status write as happening on return from the DDI.
+/// With that order a UMD that rings after the KMD unbound the page and before the OS wrote the
+/// status hits an unbound page, then reads `CONNECTED`: its work is lost, whatever the KMD
+/// does (the page must be free when the DDI returns). The simulation uses the lossless order
+/// instead: status first (a ring through the still-physical VA still reaches the still-bound
+/// queue, and the UMD then reconnects harmlessly), then the dummy page, then the DDI. The KMD
+/// cannot observe the difference.
 fn os_disconnect(
     a: &AdapterShared,
     h: KmtHandle,
@@ -978,7 +991,11 @@ fn os_disconnect(
     let kmd = {
         let os = lock(&a.ums);
         match os.doorbells.get(&h) {
-            Some(d) if matches!(d.state, DoorbellState::Connected { .. }) => d.kmd,
+            Some(d) if matches!(d.state, DoorbellState::Connected { .. }) => {
+                d.cpu.status.store(reason, Ordering::Release);
+                d.cpu.to_dummy();
+                d.kmd
+            }
             _ => return Ok(()),
         }
     };
@@ -1005,14 +1022,12 @@ fn os_disconnect(
     must_succeed(a, "DxgkDdiDisconnectDoorbell", status)?;
     let mut os = lock(&a.ums);
     if let Some(d) = os.doorbells.get_mut(&h) {
-        d.cpu.to_dummy();
         if d.state != DoorbellState::Aborted {
             d.state = if reason == D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT {
                 DoorbellState::Aborted
             } else {
                 DoorbellState::Disconnected
             };
-            d.cpu.status.store(reason, Ordering::Release);
         }
     }
     os.events.push(UmsEvent::DisconnectDoorbell {
@@ -1403,10 +1418,10 @@ fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
     };
     os.destroyed_doorbells.insert(d.kmd, h);
     os.destroyed_doorbells.insert(kernel_handle(h), h);
-    d.cpu.to_dummy();
     d.cpu
         .status
         .store(D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, Ordering::Release);
+    d.cpu.to_dummy();
     if let Some(q) = os.queues.get_mut(&d.queue) {
         q.doorbell = None;
     }
@@ -1935,10 +1950,10 @@ impl Machine {
             if let Some(db) = os.doorbells.get_mut(&d) {
                 if db.state != DoorbellState::Aborted {
                     db.state = DoorbellState::Aborted;
-                    db.cpu.to_dummy();
                     db.cpu
                         .status
                         .store(D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, Ordering::Release);
+                    db.cpu.to_dummy();
                     os.events.push(UmsEvent::Aborted { doorbell: d });
                 }
             }

@@ -1213,10 +1213,6 @@ fn destroy_order_is_enforced() {
 /// another while that one submits, reconnects or destroys; every batch completes with the
 /// right result and nothing faults.
 #[test]
-#[ignore = "KMD bug: a victimisation's DxgkCbDisconnectDoorbell can name a doorbell whose \
-            DxgkDdiDestroyDoorbell already returned (the KMD drops its lock before the callback \
-            and DestroyDoorbell does not wait for it); deterministic repro: \
-            um_20_destroy_racing_victimisation_never_uses_a_dead_handle"]
 fn um_20_threaded_churn_across_processes_one_doorbell() {
     let m = machine(Mode::Threaded, 1);
     let procs: Vec<UmsProcess> = (0..3).map(|_| ok(&m, m.create_process(0))).collect();
@@ -1294,9 +1290,6 @@ fn um_13_threaded_f1_while_submitting() {
 /// returned the KMD must not name the doorbell again: on Windows its handle is a freed Dxgkrnl
 /// object or, reused, another doorbell.
 #[test]
-#[ignore = "KMD bug: the victimisation callback is issued with the handles of a doorbell \
-            whose DxgkDdiDestroyDoorbell already returned (DestroyDoorbell does not wait for \
-            the in-flight callback); the simulation stops with a driver-bug error"]
 fn um_20_destroy_racing_victimisation_never_uses_a_dead_handle() {
     let m = machine(Mode::Step, 1);
     let pa = ok(&m, m.create_process(0));
