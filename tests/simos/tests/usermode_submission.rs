@@ -1448,3 +1448,34 @@ fn um_14_threaded_power_down_while_submitting() {
     }
     no_fault(&m);
 }
+
+/// UM-11: the KMD may victimise a suspended queue's doorbell; the UMD reconnects (while the
+/// context is still suspended) and keeps writing, and that work runs once the context resumes.
+#[test]
+fn um_11_suspended_queue_victimised_reconnects_and_runs_after_resume() {
+    let m = machine(Mode::Step, 1);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let a = raw_queue(&m, &k, 0);
+    okk(&m, k.connect_doorbell(a.doorbell.handle));
+    ok(&m, m.suspend_context(&p, a.context));
+    let b = raw_queue(&m, &k, 1);
+    okk(&m, k.connect_doorbell(b.doorbell.handle));
+    assert_eq!(
+        m.doorbell_info(0, a.doorbell.handle).unwrap().status,
+        D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+        "the suspended queue's doorbell was victimised"
+    );
+    let wp = write_ring(&a, 0, &[fill(&t, 0x11)], 1);
+    a.doorbell.cpu.ring(wp);
+    okk(&m, k.connect_doorbell(a.doorbell.handle));
+    a.doorbell.cpu.ring(wp);
+    ok(&m, m.run_until_idle());
+    assert_eq!(a.queue.progress_cpu.value(), 0, "suspended: nothing ran");
+    ok(&m, m.resume_context(&p, a.context));
+    okk(&m, k.wait_for_fence(a.queue.progress_fence, 1));
+    assert_eq!(t.mem.load(0), 0x11);
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
