@@ -49,7 +49,8 @@
 //!
 //! Not simulated yet: fence storage in GPU-local memory (NF-06, `INTRA_GPU` fences live in
 //! system memory here), native-fence logs (issue 5), `AlwaysSignaled`, `No64BitAtomics`
-//! (MF-02), and real submission (issue 6; tests use [`crate::testing::gpu`]). DPC-time
+//! (MF-02). GPU work in the fence tests still comes from the stand-in
+//! [`crate::testing::gpu`] (real submission now exists, [`crate::ums`]). DPC-time
 //! updates are batched (one `UpdateMonitoredValues` call names every fence it re-arms); a
 //! CPU wait or signal updates its own fence only.
 

@@ -33,7 +33,10 @@
 //!   dummy page again after any disconnect. The KMD's `KernelCpuVirtualAddress` must lie
 //!   page-aligned inside a live `DxgkCbMapMemory` mapping of BAR2 (else a simulation error
 //!   naming the address); the process mapping is of the physical page, as on Windows, not of
-//!   the KMD's mapping. The connect status must be `CONNECTED` or `CONNECTED_NOTIFY_KMD`.
+//!   the KMD's mapping. The connect status must be `CONNECTED` or `CONNECTED_NOTIFY_KMD`, and
+//!   (dedicated model) `DOORBELL_BIND[page]` must name the queue when the connect returns.
+//!   Every disconnect writes the status before the dummy page; an OS-initiated one does both
+//!   before `DxgkDdiDisconnectDoorbell` (lossless; the documented after-return order is not).
 //! - `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL, [`crate::irql`]): the reason must be one of the
 //!   `DISCONNECTED_*` values and the handles must name a live doorbell and its queue, else the
 //!   callback returns `STATUS_INVALID_PARAMETER` (what Windows documents) and the machine halts
@@ -57,10 +60,14 @@
 //!   (`DxgkDdiSetPowerComponentFState(node, 1)` when the driver fills the slot and reports
 //!   `SupportRuntimePowerManagement`; component index = node ordinal). A connect on that node
 //!   sets F0 first.
-//! - UM-14: [`Machine::power_down`] suspends every context, disconnects every doorbell
+//! - UM-14: [`Machine::power_down`] (runtime, only when no queue has work the OS has not seen
+//!   complete, UM-16) suspends every context, disconnects every doorbell
 //!   (`DISCONNECTED_RETRY`), then `SetPowerState(D3)`; a connect (or a kernel-mode submit, or
 //!   an exit that must wait) in D3 powers up (`SetPowerState(D0)`), connects, then resumes the
 //!   contexts the power-down suspended.
+//! - Locking: a process's thunks are serialised by its device's lock and take the adapter's
+//!   `ums_seq` shared, so processes reach the KMD concurrently; power, F1 and device loss take
+//!   it exclusively. Nothing is held across a wait, and the callback takes neither.
 //! - UM-17: [`Machine::exit_process`]: per queue disconnect, wait for the last-queued progress
 //!   value (a queue that never completes is a simulation error), destroy doorbell, queue,
 //!   allocations, context, device.
@@ -910,10 +917,9 @@ pub(crate) fn run_passive_work(a: &AdapterShared) -> bool {
 
 fn engine_to_f1(a: &AdapterShared, node: u32) -> Result<(), SimError> {
     let targets: Vec<KmtHandle> = {
+        // A node already in F1 has no connected doorbell (a connect sets F0 first); a
+        // repeated request finds nothing to disconnect and leaves the F-state as it is.
         let os = lock(&a.ums);
-        if os.fstate.get(node as usize).copied() == Some(1) {
-            // Already in F1 (no doorbell of the node was connected since).
-        }
         os.doorbells
             .values()
             .filter(|d| matches!(d.state, DoorbellState::Connected { .. }))
@@ -1334,7 +1340,7 @@ fn connect_ddi(a: &AdapterShared, h: KmtHandle, kmd: usize, node: u32) -> Result
             ),
             None => (None, None),
         };
-        if let Some(reason) = superseded {
+        if superseded.is_some() {
             // Victimised between the KMD's return and the OS's mapping: stays on the dummy
             // page with the callback's status; the UMD reads it and reconnects.
             os.events.push(UmsEvent::ConnectDoorbell {
@@ -1342,7 +1348,6 @@ fn connect_ddi(a: &AdapterShared, h: KmtHandle, kmd: usize, node: u32) -> Result
                 page,
                 status: args.Status,
             });
-            let _ = reason;
             drop(os);
             if woke {
                 resume_power_suspended(a)?;
