@@ -1767,6 +1767,13 @@ impl Machine {
         self.hw_queue_progress(i, queue).is_some_and(|(l, c)| l > c)
     }
 
+    /// Contiguous allocations the driver holds on adapter `i` now (leak checks around a
+    /// process's life).
+    pub fn contiguous_allocations(&self, i: usize) -> usize {
+        self.adapter_shared(i)
+            .map_or(0, |a| lock(&a.contiguous).len())
+    }
+
     /// Adapter `i`'s power state as the OS drove it.
     pub fn power_state(&self, i: usize) -> Option<Power> {
         self.adapter_shared(i).ok().map(|a| lock(&a.ums).power)

@@ -1479,3 +1479,47 @@ fn um_11_suspended_queue_victimised_reconnects_and_runs_after_resume() {
     ok(&m, m.exit_process(&p));
     no_fault(&m);
 }
+
+/// UM-17, leak check: after a process with user-mode and kernel-mode queues on both engines
+/// exits, the KMD holds no more contiguous memory than before it started and no queue of it
+/// is in a runlist.
+#[test]
+fn um_17_exit_leaves_no_kmd_memory_or_runlist_entries() {
+    let m = machine(Mode::Step, 2);
+    let before = m.contiguous_allocations(0);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut ids = Vec::new();
+    for node in 0..2 {
+        let mut uq = okk(&m, UserQueue::new(k, &config(node)));
+        let mut kq = okk(&m, KernelQueue::new(k, &config(node)));
+        let v = okk(&m, uq.submit(&[fill(&t, 1)]));
+        let w = okk(&m, kq.submit(&[fill(&t, 2)]));
+        okk(&m, uq.wait(v));
+        okk(&m, kq.wait(w));
+        ids.push(uq.queue_id());
+        ids.push(kq.queue_id());
+        std::mem::forget(uq);
+        std::mem::forget(kq);
+    }
+    assert!(m.contiguous_allocations(0) >= before);
+    ok(&m, m.exit_process(&p));
+    assert_eq!(
+        m.contiguous_allocations(0),
+        before,
+        "the KMD freed what it allocated for the process's queues"
+    );
+    let live: Vec<u32> = m
+        .device(0)
+        .unwrap()
+        .queues()
+        .iter()
+        .map(|s| s.queue_id)
+        .collect();
+    assert!(
+        ids.iter().all(|id| !live.contains(id)),
+        "{ids:?} vs {live:?}"
+    );
+    no_fault(&m);
+}
