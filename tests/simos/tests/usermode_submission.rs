@@ -1523,3 +1523,44 @@ fn um_17_exit_leaves_no_kmd_memory_or_runlist_entries() {
     );
     no_fault(&m);
 }
+
+/// UM-11 (kernel-mode side) and UM-14: a kernel-mode submission to a suspended context is
+/// accepted and runs after resume; a kernel-mode submission in D3 powers the adapter up and
+/// runs.
+#[test]
+fn um_11_14_kernel_mode_submission_while_suspended_and_in_d3() {
+    let m = machine(Mode::Step, 2);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut kq = okk(&m, KernelQueue::new(k, &config(0)));
+    let v = okk(&m, kq.submit(&[fill(&t, 1)]));
+    okk(&m, kq.wait(v));
+    let ctx = events_of(&m)
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            UmsEvent::CreateContext { context, .. } => Some(*context),
+            _ => None,
+        })
+        .unwrap();
+    ok(&m, m.suspend_context(&p, ctx));
+    let v = okk(&m, kq.submit(&[fill(&t, 2)]));
+    ok(&m, m.run_until_idle());
+    assert_eq!(kq.completed(), v - 1, "nothing runs while suspended");
+    ok(&m, m.resume_context(&p, ctx));
+    okk(&m, kq.wait(v));
+    assert_eq!(t.mem.load(0), 2);
+    assert!(ok(&m, m.power_down(0)));
+    let v = okk(&m, kq.submit(&[fill(&t, 3)]));
+    assert_eq!(
+        m.power_state(0),
+        Some(Power::D0),
+        "the submission woke the GPU"
+    );
+    okk(&m, kq.wait(v));
+    assert_eq!(t.mem.load(0), 3);
+    drop(kq);
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
