@@ -135,8 +135,10 @@ pub struct QueueIds {
     used: BTreeSet<u32>,
 }
 
-/// Queue ids are below this (far more than the runlists can hold; well under `NO_QUEUE`).
-pub const QUEUE_ID_LIMIT: u32 = 1 << 16;
+/// Queue ids are below this: twice what the runlists of two engines hold, well under
+/// `NO_QUEUE`, and small enough that a table indexed by queue id (the ISR's queue lookup for
+/// log-based fence reports, docs/logs.md) stays a few pages.
+pub const QUEUE_ID_LIMIT: u32 = 4096;
 
 impl Default for QueueIds {
     fn default() -> Self {
