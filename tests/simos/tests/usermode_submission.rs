@@ -1326,8 +1326,11 @@ fn um_20_destroy_racing_victimisation_never_uses_a_dead_handle() {
         done.load(std::sync::atomic::Ordering::Acquire),
         "the hook ran"
     );
+    let t = destroyer.lock().unwrap().take().expect("destroy started");
+    let destroyed = t.join().expect("destroy thread");
     no_fault(&m);
     okk(&m, r);
+    okk(&m, destroyed);
     assert!(m.doorbell_info(0, victim).is_none(), "destroyed");
     assert!(matches!(
         m.doorbell_info(0, qa.doorbell.handle).unwrap().state,
