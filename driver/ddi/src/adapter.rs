@@ -1066,3 +1066,31 @@ layout!(
     MaxHwQueuedFlips = 580,
     HwQueuedFlipCaps = 584
 );
+
+/// `DXGKARG_CALIBRATEGPUCLOCK`: output of `DxgkDdiCalibrateGpuClock`, one GPU clock sample
+/// taken as close as possible to one CPU (QueryPerformanceCounter) sample.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock>
+/// names the three members in its remarks (`GpuClockCounter`, `CpuClockCounter`; `GpuFrequency`
+/// on the structure's page). UNVERIFIED: the member order and the absence of further members
+/// (no syntax block was found); the order is that of the documented user-mode twin
+/// `D3D12DDI_GPUCLOCKDATA_0054` (`GpuFrequency`, `GpuClockCounter`, `CpuClockCounter`,
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3d12umddi/ns-d3d12umddi-d3d12ddi_gpuclockdata_0054>).
+/// `build.rs`'s bindgen check settles it on a WDK machine (docs/logs.md §9.2).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_CALIBRATEGPUCLOCK {
+    /// Out: frequency of the GPU clock in Hz.
+    pub GpuFrequency: UINT64,
+    /// Out: the GPU clock counter.
+    pub GpuClockCounter: UINT64,
+    /// Out: the CPU clock (QueryPerformanceCounter) taken at the same moment.
+    pub CpuClockCounter: UINT64,
+}
+layout!(
+    DXGKARG_CALIBRATEGPUCLOCK,
+    size = 24,
+    GpuFrequency = 0,
+    GpuClockCounter = 8,
+    CpuClockCounter = 16
+);

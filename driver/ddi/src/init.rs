@@ -226,6 +226,18 @@ pub type PDXGKDDI_QUERYADAPTERINFO = Option<
         pQueryAdapterInfo: *const DXGKARG_QUERYADAPTERINFO,
     ) -> NTSTATUS,
 >;
+/// `DXGKDDI_CALIBRATEGPUCLOCK` (DISPATCH_LEVEL): `(IN_CONST_HANDLE hAdapter, IN UINT32
+/// NodeOrdinal, IN UINT32 EngineOrdinal, OUT_PDXGKARG_CALIBRATEGPUCLOCK pClockCalibration)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock>
+pub type PDXGKDDI_CALIBRATEGPUCLOCK = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        NodeOrdinal: UINT,
+        EngineOrdinal: UINT,
+        pClockCalibration: *mut DXGKARG_CALIBRATEGPUCLOCK,
+    ) -> NTSTATUS,
+>;
 /// `DXGKDDI_RESETFROMTIMEOUT`: adapter-wide TDR reset.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resetfromtimeout>
@@ -888,7 +900,6 @@ unbound_fn!(PDXGKDDI_NOTIFY_SURPRISE_REMOVAL, "https://learn.microsoft.com/en-us
 unbound_fn!(PDXGKDDISETPOWERPSTATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_driver_initialization_data");
 unbound_fn!(PDXGKDDI_CONTROLINTERRUPT2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlinterrupt2");
 unbound_fn!(PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_checkmultiplaneoverlaysupport");
-unbound_fn!(PDXGKDDI_CALIBRATEGPUCLOCK, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock");
 unbound_fn!(PDXGKDDI_FORMATHISTORYBUFFER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_formathistorybuffer");
 unbound_fn!(PDXGKDDI_RENDERGDI, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_rendergdi");
 unbound_fn!(PDXGKDDI_SETROOTPAGETABLE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setrootpagetable");

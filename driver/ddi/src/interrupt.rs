@@ -421,15 +421,25 @@ pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled {
     /// Number of entries in `pSignaledNativeFenceArray`.
     pub SignaledNativeFenceCount: UINT,
     /// `hGlobalNativeFence` handles from `DxgkDdiCreateNativeFence`, or null for "scan all".
+    /// The OS reads it only when `DXGK_VIDSCHCAPS::OptimizedNativeFenceSignaledInterrupt` is
+    /// FALSE.
     pub pSignaledNativeFenceArray: *mut HANDLE,
+    /// KMD handle of the hardware queue whose signal log holds the signals (LOG-08), or null
+    /// for "read the logs of every queue on this engine". The OS reads it only when
+    /// `OptimizedNativeFenceSignaledInterrupt` is TRUE. Documented in the structure page's
+    /// source (MicrosoftDocs/windows-driver-docs-ddi,
+    /// `wdk-ddi-src/content/d3dkmddi/ns-d3dkmddi-_dxgkargcb_notify_interrupt_data.md`);
+    /// UNVERIFIED which WDK's d3dkmddi.h first has it (docs/logs.md §9.1).
+    pub hHWQueue: HANDLE,
 }
 layout!(
     DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled,
-    size = 24,
+    size = 32,
     NodeOrdinal = 0,
     EngineOrdinal = 4,
     SignaledNativeFenceCount = 8,
-    pSignaledNativeFenceArray = 16
+    pSignaledNativeFenceArray = 16,
+    hHWQueue = 24
 );
 
 /// `EngineStateChange` arm (WDDM 3.1+).
@@ -632,6 +642,26 @@ impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
                     EngineOrdinal: engine,
                     SignaledNativeFenceCount: count,
                     pSignaledNativeFenceArray: fences,
+                    hHWQueue: core::ptr::null_mut(),
+                },
+            },
+            Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),
+        }
+    }
+
+    /// A `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` notification in the optimized form (LOG-08):
+    /// `h_hw_queue` names the queue whose signal log to read, or is null for "every queue on
+    /// this engine". The fence array is left null/0 (the OS does not read it in this mode).
+    pub fn native_fence_signaled_queue(node: UINT, engine: UINT, h_hw_queue: HANDLE) -> Self {
+        Self {
+            InterruptType: DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED,
+            Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
+                NativeFenceSignaled: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled {
+                    NodeOrdinal: node,
+                    EngineOrdinal: engine,
+                    SignaledNativeFenceCount: 0,
+                    pSignaledNativeFenceArray: core::ptr::null_mut(),
+                    hHWQueue: h_hw_queue,
                 },
             },
             Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),

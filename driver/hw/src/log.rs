@@ -100,6 +100,17 @@ pub fn header_after(n: u32, entries: u64) -> Option<u64> {
     Some(first | (wrap << 32))
 }
 
+/// The free-running number of entries written to a log of `entries` entries whose header word
+/// reads `header`: `WraparoundCount * entries + FirstFreeEntryIndex`, i.e. `n + 1` after writing
+/// free-running index `n` (docs/logs.md §2), whatever way `entries` splits it. Saturates at
+/// `u64::MAX` (cannot happen for a header the device wrote: both halves are 32-bit).
+pub fn header_count(header: u64, entries: u64) -> u64 {
+    let (first, wrap) = unpack_index(header);
+    u64::from(wrap)
+        .saturating_mul(entries)
+        .saturating_add(u64::from(first))
+}
+
 /// Byte offset of entry slot for free-running index `n`, or `None` if `entries` is zero.
 pub fn entry_offset(n: u32, entries: u64) -> Option<u64> {
     let slot = u64::from(n).checked_rem(entries)?;
@@ -146,6 +157,18 @@ mod tests {
         assert_eq!(header_after(84 + 5, 84), Some(pack_index(6, 1)));
         assert_eq!(entry_offset(85, 84), Some(40 + 48));
         assert_eq!(header_after(1, 0), None);
+    }
+
+    #[test]
+    fn log_05_header_count_is_entries_written() {
+        for entries in [1u64, 4, 84] {
+            assert_eq!(header_count(0, entries), 0);
+            for n in [0u32, 1, 3, 83, 84, 85, 1000] {
+                let h = header_after(n, entries).unwrap();
+                assert_eq!(header_count(h, entries), u64::from(n) + 1, "n {n} N {entries}");
+            }
+        }
+        assert_eq!(header_count(pack_index(u32::MAX, u32::MAX), u64::MAX), u64::MAX);
     }
 
     #[test]
