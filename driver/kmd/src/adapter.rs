@@ -61,6 +61,8 @@ pub struct PowerState(pub i32);
 pub struct IsrState {
     pub ring: EventRing,
     pub fences: Registry,
+    /// The node rings (legacy submission path, docs/tdr.md §3.2): interrupt lock only.
+    pub nodes: crate::node::NodeRings,
 }
 
 /// Holds [`IsrState`]. Only the ISR and routines run through `DxgkCbSynchronizeExecution`
@@ -330,7 +332,24 @@ impl<P: Platform> Adapter<P> {
         let global = identity
             .caps
             .contains(rvgpu_hw::regs::Caps::GLOBAL_DOORBELL);
-        let sched = Sched::new(identity.config.doorbells, global, runlists);
+        let mut sched = Sched::new(identity.config.doorbells, global, runlists);
+        // Node rings (docs/tdr.md §3.2): allocated and entered in every engine's runlist
+        // before anything else can be, so OS-scheduled work always has its queue.
+        let nodes =
+            match crate::node::bring_up::<P>(&dxgk, &regs, &mut sched, identity.config.engines) {
+                Ok(n) => n,
+                Err(e) => {
+                    // The device was told about the event ring: stop it before freeing.
+                    regs.write32(rvgpu_hw::regs::EVENT_RING_CTRL, 0);
+                    let _ = dxgk.free_contiguous(ring.into_buffer().handle());
+                    if let Some(d) = doorbell_va {
+                        let _ = dxgk.unmap(d);
+                    }
+                    runlist::free(&dxgk, core::mem::take(&mut sched.runlists));
+                    let _ = dxgk.unmap(va);
+                    return Err(e);
+                }
+            };
         // Negotiated last: nothing after it can fail, so the interface reference it takes is
         // always released by `tear_down`.
         let features = Features::negotiate(&dxgk);
@@ -347,6 +366,7 @@ impl<P: Platform> Adapter<P> {
             isr: IsrCell(UnsafeCell::new(IsrState {
                 ring,
                 fences: Registry::with_capacity(FENCES_PER_ADAPTER),
+                nodes,
             })),
         }))
     }
@@ -439,7 +459,10 @@ impl<P: Platform> Adapter<P> {
         if let Some(va) = live.doorbell_va.take() {
             let _ = live.dxgk.unmap(va);
         }
-        let buf = live.isr.0.into_inner().ring.into_buffer();
+        let isr = live.isr.0.into_inner();
+        let mut nodes = isr.nodes;
+        nodes.free(&live.dxgk, &mut crate::hwqueue::QueueIds::default());
+        let buf = isr.ring.into_buffer();
         let _ = live.dxgk.free_contiguous(buf.handle());
         let _ = live.dxgk.unmap(live.regs_va);
     }

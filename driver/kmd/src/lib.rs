@@ -19,6 +19,7 @@ pub mod globals;
 pub mod hwqueue;
 pub mod interrupt;
 pub mod mmio;
+pub mod node;
 pub mod platform;
 pub mod resources;
 pub mod runlist;

@@ -26,6 +26,10 @@ use crate::status::{self, Status};
 /// has 1,024 user-mode queues on one adapter.
 pub const RUNLIST_CAPACITY: u32 = 1024;
 const _: () = assert!(RUNLIST_CAPACITY <= RUNLIST_MAX);
+/// Descriptors per runlist buffer: the node ring (docs/tdr.md §3.2, always first) and
+/// [`RUNLIST_CAPACITY`] hardware queues.
+pub const RUNLIST_ENTRIES: u32 = RUNLIST_CAPACITY + 1;
+const _: () = assert!(RUNLIST_ENTRIES <= RUNLIST_MAX);
 
 /// Bytes of a descriptor.
 const DESC_BYTES: u64 = size_of::<QueueDescriptor>() as u64;
@@ -34,7 +38,7 @@ const DESC_WORDS: u64 = DESC_BYTES / 8;
 
 /// Allocates one zeroed runlist buffer per engine (PASSIVE). On failure nothing is kept.
 pub fn alloc<P: Platform>(dxgk: &Dxgk, engines: u32) -> Result<Vec<DmaBuffer>, Status> {
-    let bytes = u64::from(RUNLIST_CAPACITY).saturating_mul(DESC_BYTES);
+    let bytes = u64::from(RUNLIST_ENTRIES).saturating_mul(DESC_BYTES);
     let mut out = Vec::new();
     for _ in 0..engines {
         let buf = match dxgk.allocate_contiguous(bytes) {
@@ -66,9 +70,12 @@ pub fn free(dxgk: &Dxgk, bufs: Vec<DmaBuffer>) {
     }
 }
 
-/// The descriptors `engine`'s runlist holds now, in order (at most [`RUNLIST_CAPACITY`]).
+/// The descriptors `engine`'s runlist holds now, in order: the engine's node ring first
+/// (unless parked by a reset, docs/tdr.md §3.2/§3.4), then at most [`RUNLIST_CAPACITY`]
+/// hardware queues.
 pub fn build(s: &Sched, engine: u32) -> impl Iterator<Item = QueueDescriptor> + '_ {
-    s.runlist_entries(engine)
+    let queues = s
+        .runlist_entries(engine)
         .filter_map(|q| {
             let doorbell = q
                 .doorbell
@@ -77,7 +84,8 @@ pub fn build(s: &Sched, engine: u32) -> impl Iterator<Item = QueueDescriptor> + 
                 .unwrap_or(NO_DOORBELL);
             q.descriptor(doorbell)
         })
-        .take(usize::try_from(RUNLIST_CAPACITY).unwrap_or(0))
+        .take(usize::try_from(RUNLIST_CAPACITY).unwrap_or(0));
+    s.nodes.entry(engine).into_iter().chain(queues)
 }
 
 /// Rewrites `engine`'s runlist buffer from `s` and commits it. Returns the number of

@@ -115,6 +115,8 @@ pub struct Sched {
     pub physical: Physical,
     /// One runlist buffer per engine (allocated at start, written only under the lock).
     pub runlists: Vec<DmaBuffer>,
+    /// Node-ring descriptors, first in each engine's runlist (docs/tdr.md §3.2).
+    pub nodes: crate::node::NodeSlots,
 }
 
 impl Sched {
@@ -129,6 +131,7 @@ impl Sched {
             ids: QueueIds::default(),
             physical: Physical::new(doorbells, global),
             runlists,
+            nodes: crate::node::NodeSlots::default(),
         }
     }
 

@@ -1,0 +1,968 @@
+//! Node rings: the OS-scheduled ("legacy") submission path of every engine (docs/tdr.md §0.1,
+//! §3.2, §3.3; TDR-03, TDR-04, TDR-06, TDR-07).
+//!
+//! Per node (engine) the KMD owns one kernel ring, a hardware queue of its own that sits
+//! **first** in the engine's runlist at a priority above every HW queue
+//! ([`NODE_RING_PRIORITY`]). It is fed only by `DxgkDdiSubmitCommand` (paging buffers built by
+//! [`crate::paging`]) and `DxgkDdiSubmitCommandVirtual`. Each DMA buffer becomes
+//! `INDIRECT(buffer)… + PROGRESS(PROGRESS_IRQ, SubmissionFenceId)`; the ring's progress fence
+//! is a KMD-owned word `F`, so `F` is the node's last completed fence ID and the ISR reports
+//! `DXGK_INTERRUPT_DMA_COMPLETED` from the `Progress` event ([`on_event`]).
+//!
+//! Fence bookkeeping (TDR-04), per node:
+//! - `S`, last submitted: the highest `SubmissionFenceId` appended (IDs must increase);
+//! - `C`, last completed: what the KMD reported. It advances **only** when a PROGRESS ran (the
+//!   device runs a PROGRESS after an INDIRECT only if the buffer completed uninterrupted,
+//!   hardware.md §6.2), after a successful ResetEngine to the returned `LastAbortedFenceId`
+//!   ([`NodeRings::drain`]), and on an adapter reset to `S` ([`NodeRings::drain_all_completed`]);
+//! - `F`, the fence word the device writes (what PROGRESS wrote last).
+//!
+//! Locking. The node state is written at DISPATCH (the submit DDIs) and read at device IRQL
+//! (ISR, ResetEngine's snapshot), so [`NodeRings`] lives in [`IsrState`] and is touched only
+//! under the interrupt lock: in the ISR or through [`Live::synchronized`]. Appending a
+//! submission's words (≤ 50) happens inside that routine too. The scheduler lock is never taken
+//! inside it (lock order: sched lock → interrupt lock). The descriptor of a node ring
+//! (ring, control, fence addresses, id) is fixed at start and copied into
+//! [`crate::sched::Sched::nodes`], so [`crate::runlist::build`] reads it without the interrupt
+//! lock.
+//!
+//! Preemption is a drain (docs/tdr.md §3.3): the device has no mid-packet preemption, so
+//! `DxgkDdiPreemptCommand` reports `DmaPreempted` at once when nothing is pending and otherwise
+//! when the ring has drained; a hung ring never drains and the OS's preemption timeout starts
+//! the TDR.
+
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+
+use rvgpu_ddi::interrupt::{
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted, DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted,
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted, DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+    DXGK_INTERRUPT_DMA_COMPLETED, DXGK_INTERRUPT_DMA_FAULTED, DXGK_INTERRUPT_DMA_PREEMPTED,
+};
+use rvgpu_ddi::submission::DXGK_SUBMITCOMMANDFLAGS;
+use rvgpu_ddi::tdr::{
+    DXGKARG_PREEMPTCOMMAND, DXGKARG_QUERYCURRENTFENCE, DXGKARG_SUBMITCOMMAND,
+    DXGKARG_SUBMITCOMMANDVIRTUAL,
+};
+use rvgpu_ddi::NTSTATUS;
+use rvgpu_hw::pdd::HW_QUEUE_PRIORITY_MAX;
+use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
+use rvgpu_hw::regs;
+
+use crate::adapter::{Adapter, IsrState, Live};
+use crate::dma::DmaBuffer;
+use crate::dxgk::Dxgk;
+use crate::hwqueue::{KernelRing, QueueIds};
+use crate::interrupt::DeviceEvent;
+use crate::platform::Platform;
+use crate::sched::{Handle, Kind};
+use crate::status::{self, Status};
+use crate::submit::{self, MAX_SUBMIT_BYTES};
+
+/// Ring bytes of a node ring: 64 KiB, about 1,600 one-INDIRECT submissions.
+pub const NODE_RING_BYTES: u32 = 64 * 1024;
+/// Submissions one node ring tracks at once (fixed capacity, allocated at start: nothing is
+/// allocated at DIRQL). The simulated OS keeps at most 256 DMA buffers in flight per node;
+/// Windows' limit is UNVERIFIED (docs/tdr.md Q5).
+pub const NODE_PENDING_MAX: usize = 1024;
+/// Descriptor priority of a node ring: above every HW queue's (docs/tdr.md §3.2).
+pub const NODE_RING_PRIORITY: u32 = HW_QUEUE_PRIORITY_MAX + 1;
+/// Byte offset of the fence word `F` behind the ring and its ring control.
+const FENCE_OFFSET: u64 = NODE_RING_BYTES as u64 + RingControl::SIZE;
+/// Bytes of one node ring's allocation: ring, ring control, fence word (rounded to a page).
+const NODE_ALLOC_BYTES: u64 = NODE_RING_BYTES as u64 + rvgpu_hw::PAGE_SIZE;
+/// Words of the longest submission: 16 INDIRECTs and a PROGRESS.
+const MAX_WORDS: usize = 16 * 3 + 2;
+
+/// `STATUS_ILLEGAL_INSTRUCTION`, reported in `DmaFaulted` for a faulting node-ring packet
+/// (the status value is rvgpu's choice, UNVERIFIED: docs/tdr.md Q5).
+pub const DMA_FAULT_STATUS: NTSTATUS = 0xC000_001D_u32 as NTSTATUS;
+
+/// One submission on a node ring, in submission order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pending {
+    /// `SubmissionFenceId`.
+    pub fence: u32,
+    /// Ring position (free-running bytes) of its first word.
+    pub start: u64,
+    /// Ring position one past its PROGRESS.
+    pub end: u64,
+    /// `DXGK_SUBMITCOMMANDFLAGS::Paging` (TDR-03, TDR-08).
+    pub paging: bool,
+    /// The KMD context it was submitted on (`None`: system / null context).
+    pub context: Option<Handle>,
+}
+
+/// Fixed-capacity FIFO of [`Pending`] (no allocation after construction).
+#[derive(Debug)]
+struct PendingQueue {
+    slots: Vec<Pending>,
+    head: usize,
+    len: usize,
+}
+
+impl PendingQueue {
+    fn with_capacity(n: usize) -> Self {
+        let mut slots = Vec::new();
+        slots.resize(n, Pending::default());
+        Self {
+            slots,
+            head: 0,
+            len: 0,
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn is_full(&self) -> bool {
+        self.len >= self.capacity()
+    }
+
+    fn index(&self, i: usize) -> Option<usize> {
+        let cap = self.capacity();
+        if i >= self.len || cap == 0 {
+            return None;
+        }
+        self.head.checked_add(i)?.checked_rem(cap)
+    }
+
+    fn get(&self, i: usize) -> Option<&Pending> {
+        self.slots.get(self.index(i)?)
+    }
+
+    fn front(&self) -> Option<&Pending> {
+        self.get(0)
+    }
+
+    fn push(&mut self, p: Pending) -> bool {
+        let cap = self.capacity();
+        if self.len >= cap {
+            return false;
+        }
+        let Some(i) = self
+            .head
+            .checked_add(self.len)
+            .and_then(|x| x.checked_rem(cap))
+        else {
+            return false;
+        };
+        match self.slots.get_mut(i) {
+            Some(s) => *s = p,
+            None => return false,
+        }
+        self.len = self.len.saturating_add(1);
+        true
+    }
+
+    fn pop(&mut self) -> Option<Pending> {
+        let p = *self.front()?;
+        let cap = self.capacity();
+        self.head = self
+            .head
+            .checked_add(1)
+            .and_then(|x| x.checked_rem(cap))
+            .unwrap_or(0);
+        self.len = self.len.saturating_sub(1);
+        Some(p)
+    }
+
+    fn clear(&mut self) {
+        self.head = 0;
+        self.len = 0;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Pending> + '_ {
+        (0..self.len).filter_map(move |i| self.get(i))
+    }
+}
+
+/// The per-node fence bookkeeping of TDR-03/04, independent of ring memory (unit-tested alone).
+#[derive(Debug)]
+pub struct NodeFences {
+    pending: PendingQueue,
+    /// `S`: last submitted fence ID.
+    last_submitted: u32,
+    /// `C`: last completed fence ID as reported to the OS.
+    last_completed: u32,
+    /// `PreemptionFenceId` awaiting the drain.
+    preempt: Option<u32>,
+}
+
+/// What one completion did (returned by [`NodeFences::complete`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Completion {
+    /// `DmaCompleted` to report with this fence ID (`C` advanced to it).
+    pub completed: Option<u32>,
+    /// `DmaPreempted(PreemptionFenceId, C)` to report (the ring drained).
+    pub preempted: Option<(u32, u32)>,
+}
+
+impl NodeFences {
+    /// Empty bookkeeping with room for `capacity` pending submissions.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            pending: PendingQueue::with_capacity(capacity),
+            last_submitted: 0,
+            last_completed: 0,
+            preempt: None,
+        }
+    }
+
+    /// `S`.
+    pub fn last_submitted(&self) -> u32 {
+        self.last_submitted
+    }
+
+    /// `C`.
+    pub fn last_completed(&self) -> u32 {
+        self.last_completed
+    }
+
+    /// Submissions appended and not completed.
+    pub fn pending_count(&self) -> usize {
+        self.pending.len
+    }
+
+    /// A preemption request waiting for the drain.
+    pub fn preempt_pending(&self) -> Option<u32> {
+        self.preempt
+    }
+
+    /// Checks that `p` may be recorded: fence ID above `S` (the OS assigns increasing IDs;
+    /// a resubmission after a reset starts above `LastAbortedFenceId`, which `drain` made `S`)
+    /// and room left.
+    pub fn check_submit(&self, fence: u32) -> Result<(), Status> {
+        if fence <= self.last_submitted {
+            return Err(status::INVALID_PARAMETER);
+        }
+        if self.pending.is_full() {
+            return Err(status::INSUFFICIENT_RESOURCES);
+        }
+        Ok(())
+    }
+
+    /// Records an appended submission (`S := p.fence`).
+    pub fn submitted(&mut self, p: Pending) -> Result<(), Status> {
+        self.check_submit(p.fence)?;
+        if !self.pending.push(p) {
+            return Err(status::INSUFFICIENT_RESOURCES);
+        }
+        self.last_submitted = p.fence;
+        Ok(())
+    }
+
+    /// A PROGRESS of this node wrote `value` (TDR-04): retires the pending submissions up to
+    /// it; `C` advances only to an ID that was submitted and is above `C` (a record older than
+    /// a reset, or a value never submitted, is stale and ignored).
+    pub fn complete(&mut self, value: u64) -> Completion {
+        let mut out = Completion::default();
+        let Ok(value) = u32::try_from(value) else {
+            return out;
+        };
+        if value <= self.last_completed || value > self.last_submitted {
+            return out;
+        }
+        while self.pending.front().is_some_and(|p| p.fence <= value) {
+            let _ = self.pending.pop();
+        }
+        self.last_completed = value;
+        out.completed = Some(value);
+        if self.pending.len == 0 {
+            if let Some(id) = self.preempt.take() {
+                out.preempted = Some((id, self.last_completed));
+            }
+        }
+        out
+    }
+
+    /// PreemptCommand: `Some((id, C))` to report at once when nothing is pending; else the
+    /// request is stored for the drain (a newer request replaces an older one).
+    pub fn preempt(&mut self, id: u32) -> Option<(u32, u32)> {
+        if self.pending.len == 0 {
+            self.preempt = None;
+            Some((id, self.last_completed))
+        } else {
+            self.preempt = Some(id);
+            None
+        }
+    }
+
+    /// The pending submission whose ring bytes contain `rptr` (free-running position).
+    pub fn pending_at(&self, rptr: u64) -> Option<Pending> {
+        self.pending
+            .iter()
+            .find(|p| p.start <= rptr && rptr < p.end)
+            .copied()
+    }
+
+    /// Pending submissions, oldest first.
+    pub fn pending(&self) -> impl Iterator<Item = &Pending> + '_ {
+        self.pending.iter()
+    }
+
+    /// After a successful ResetEngine (docs/tdr.md §3.4 step 4): nothing pending, `C := S :=
+    /// last_aborted`, no preemption outstanding.
+    pub fn reset_to(&mut self, last_aborted: u32) {
+        self.pending.clear();
+        self.last_completed = last_aborted;
+        self.last_submitted = last_aborted;
+        self.preempt = None;
+    }
+
+    /// After an adapter reset: everything submitted counts as completed, `C := S` (TDR-04).
+    pub fn all_completed(&mut self) {
+        self.pending.clear();
+        self.last_completed = self.last_submitted;
+        self.preempt = None;
+    }
+}
+
+/// One node's ring (one per engine).
+#[derive(Debug)]
+pub struct NodeRing {
+    /// Engine (node ordinal).
+    pub engine: u32,
+    /// Device queue id (from [`QueueIds`] at start; never freed while started).
+    pub queue_id: u32,
+    /// Ring, ring control and (at [`FENCE_OFFSET`]) the fence word `F`.
+    pub ring: KernelRing,
+    pub fences: NodeFences,
+}
+
+impl NodeRing {
+    /// Word index of `F` in the ring's buffer.
+    const FENCE_WORD: u64 = FENCE_OFFSET / 8;
+
+    /// GPU address of `F` (the descriptor's `progress_fence`).
+    pub fn fence_gpu(&self) -> u64 {
+        self.ring.buf.bus().saturating_add(FENCE_OFFSET)
+    }
+
+    /// `F` as the device last wrote it (acquire); `None` if the buffer is too small (never).
+    pub fn fence_value(&self) -> Option<u64> {
+        self.ring.buf.load(Self::FENCE_WORD, Ordering::Acquire)
+    }
+
+    fn set_fence(&self, v: u32) {
+        let _ = self
+            .ring
+            .buf
+            .store(Self::FENCE_WORD, u64::from(v), Ordering::Release);
+    }
+
+    /// The runlist entry (fixed for the ring's life).
+    pub fn descriptor(&self) -> QueueDescriptor {
+        let r = self.ring.ring();
+        QueueDescriptor {
+            queue_id: self.queue_id,
+            flags: QueueFlags::VALID.bits(),
+            ring_base: r.base,
+            ring_size: r.size,
+            doorbell: NO_DOORBELL,
+            ring_control: r.control,
+            progress_fence: self.fence_gpu(),
+            priority: NODE_RING_PRIORITY,
+            ..Default::default()
+        }
+    }
+
+    /// Appends one submission's words and records it. Refuses, writing nothing, if the fence
+    /// ID does not increase or there is no room (ring or pending table).
+    fn append(
+        &mut self,
+        words: &[u64],
+        fence: u32,
+        paging: bool,
+        context: Option<Handle>,
+    ) -> Result<(), Status> {
+        self.fences.check_submit(fence)?;
+        let start = self.ring.write_ptr;
+        submit::append(&mut self.ring, words)?;
+        self.fences.submitted(Pending {
+            fence,
+            start,
+            end: self.ring.write_ptr,
+            paging,
+            context,
+        })
+    }
+
+    /// Sets the ring control's read pointer to the write pointer: the ring is empty when the
+    /// queue next enters a runlist. Only meaningful while the ring is out of the runlist (the
+    /// CMP's own read pointer is authoritative for a loaded queue, hardware.md M16).
+    fn empty_ring(&self) {
+        let _ = self.ring.buf.store(
+            self.ring.control_word(RingControl::READ_PTR),
+            self.ring.write_ptr,
+            Ordering::Release,
+        );
+    }
+}
+
+/// The node rings of one adapter, indexed by node ordinal. Lives in [`IsrState`]: every method
+/// runs under the interrupt lock (ISR or [`Live::synchronized`]).
+#[derive(Debug, Default)]
+pub struct NodeRings {
+    rings: Vec<NodeRing>,
+}
+
+/// The runlist-side view of the node rings: descriptors fixed at start (read under the
+/// scheduler lock by [`crate::runlist::build`]) and which nodes' rings are parked out of their
+/// runlist (ResetEngine's leave/re-enter, docs/tdr.md §3.4 step 4).
+#[derive(Clone, Debug, Default)]
+pub struct NodeSlots {
+    descriptors: Vec<QueueDescriptor>,
+    parked: u64,
+}
+
+impl NodeSlots {
+    /// The node ring's descriptor for `engine`'s runlist, unless parked or absent.
+    pub fn entry(&self, engine: u32) -> Option<QueueDescriptor> {
+        if engine < 64 && self.parked & (1u64 << engine) != 0 {
+            return None;
+        }
+        self.descriptors.get(usize::try_from(engine).ok()?).copied()
+    }
+
+    /// Takes `engine`'s node ring out of (`true`) or back into (`false`) its runlist from the
+    /// next commit on. The caller holds the scheduler lock and commits.
+    pub fn set_parked(&mut self, engine: u32, parked: bool) {
+        if engine >= 64 {
+            return;
+        }
+        let bit = 1u64 << engine;
+        if parked {
+            self.parked |= bit;
+        } else {
+            self.parked &= !bit;
+        }
+    }
+
+    /// The node ring's queue id on `engine`.
+    pub fn queue_id(&self, engine: u32) -> Option<u32> {
+        self.descriptors
+            .get(usize::try_from(engine).ok()?)
+            .map(|d| d.queue_id)
+    }
+}
+
+impl NodeRings {
+    /// Allocates one node ring per engine (PASSIVE, bring-up): contiguous memory for ring,
+    /// ring control and fence word, zeroed, and a queue id from `ids`. On failure nothing is
+    /// kept.
+    pub fn alloc<P: Platform>(
+        dxgk: &Dxgk,
+        engines: u32,
+        ids: &mut QueueIds,
+    ) -> Result<Self, Status> {
+        let mut out = Self::default();
+        for engine in 0..engines {
+            let ring = match Self::alloc_one::<P>(dxgk, engine, ids) {
+                Ok(r) => r,
+                Err(e) => {
+                    out.free(dxgk, ids);
+                    return Err(e);
+                }
+            };
+            out.rings.push(ring);
+        }
+        Ok(out)
+    }
+
+    fn alloc_one<P: Platform>(
+        dxgk: &Dxgk,
+        engine: u32,
+        ids: &mut QueueIds,
+    ) -> Result<NodeRing, Status> {
+        let id = ids.alloc().ok_or(status::INSUFFICIENT_RESOURCES)?;
+        let (va, handle) = match dxgk.allocate_contiguous(NODE_ALLOC_BYTES) {
+            Ok(v) => v,
+            Err(e) => {
+                ids.free(id);
+                return Err(e);
+            }
+        };
+        let Some(bus) = P::bus_address(va) else {
+            let _ = dxgk.free_contiguous(handle);
+            ids.free(id);
+            return Err(status::INSUFFICIENT_RESOURCES);
+        };
+        // SAFETY: fresh contiguous memory of NODE_ALLOC_BYTES bytes, page aligned, owned by us
+        // until freed through `handle`, accessed only atomically.
+        let buf = unsafe { DmaBuffer::from_raw(va, bus, NODE_ALLOC_BYTES, handle) };
+        buf.zero();
+        Ok(NodeRing {
+            engine,
+            queue_id: id,
+            ring: KernelRing {
+                buf,
+                size: NODE_RING_BYTES,
+                write_ptr: 0,
+            },
+            fences: NodeFences::new(NODE_PENDING_MAX),
+        })
+    }
+
+    /// Frees every ring (PASSIVE; the device must no longer run them: runlists quiesced) and
+    /// returns their queue ids to `ids`.
+    pub fn free(&mut self, dxgk: &Dxgk, ids: &mut QueueIds) {
+        for r in self.rings.drain(..) {
+            ids.free(r.queue_id);
+            let _ = dxgk.free_contiguous(r.ring.buf.handle());
+        }
+    }
+
+    /// The descriptors for the runlists (see [`NodeSlots`]).
+    pub fn slots(&self) -> NodeSlots {
+        NodeSlots {
+            descriptors: self.rings.iter().map(NodeRing::descriptor).collect(),
+            parked: 0,
+        }
+    }
+
+    /// Number of node rings (= engines).
+    pub fn len(&self) -> usize {
+        self.rings.len()
+    }
+
+    /// Whether there are none (adapter not started).
+    pub fn is_empty(&self) -> bool {
+        self.rings.is_empty()
+    }
+
+    /// Node `node`'s ring.
+    pub fn get(&self, node: u32) -> Option<&NodeRing> {
+        self.rings.get(usize::try_from(node).ok()?)
+    }
+
+    /// Node `node`'s ring, mutable.
+    pub fn get_mut(&mut self, node: u32) -> Option<&mut NodeRing> {
+        self.rings.get_mut(usize::try_from(node).ok()?)
+    }
+
+    /// The node whose ring has device queue id `queue_id`.
+    pub fn node_of_queue(&self, queue_id: u32) -> Option<u32> {
+        self.rings
+            .iter()
+            .find(|r| r.queue_id == queue_id)
+            .map(|r| r.engine)
+    }
+
+    /// `(S, C, F)` of `node` (TDR-05 step 4 snapshot, ResetEngine step 3): last submitted,
+    /// last completed as reported, and the fence word the device wrote (low 32 bits). `None`
+    /// for an unknown node.
+    pub fn snapshot(&self, node: u32) -> Option<(u32, u32, u32)> {
+        let r = self.get(node)?;
+        let f = r.fence_value()?;
+        // Only IDs the OS submitted are ever written (PROGRESS values are u32 fence IDs).
+        let f = u32::try_from(f).unwrap_or(u32::MAX);
+        Some((r.fences.last_submitted, r.fences.last_completed, f))
+    }
+
+    /// The fence ID of the pending submission whose ring bytes contain `rptr` (the device's
+    /// `RESET_RPTR`, a free-running byte position), if any (docs/tdr.md §3.4 table, row 1).
+    pub fn pending_fence_at(&self, node: u32, rptr: u64) -> Option<u32> {
+        self.pending_at(node, rptr).map(|p| p.fence)
+    }
+
+    /// The whole pending record at `rptr` (paging flag and owner for TDR-08 / UM-10).
+    pub fn pending_at(&self, node: u32, rptr: u64) -> Option<Pending> {
+        self.get(node)?.fences.pending_at(rptr)
+    }
+
+    /// After a successful ResetEngine on `node` (docs/tdr.md §3.4 step 4): pending cleared,
+    /// `F := C := S := last_aborted`, preemption request dropped, and the ring control's
+    /// `read_ptr := write_ptr` so the ring is empty when it re-enters the runlist. The caller
+    /// has committed `node`'s runlist without the node ring ([`NodeSlots::set_parked`]) before
+    /// and recommits with it after. Returns false for an unknown node.
+    pub fn drain(&mut self, node: u32, last_aborted: u32) -> bool {
+        let Some(r) = self.get_mut(node) else {
+            return false;
+        };
+        r.fences.reset_to(last_aborted);
+        r.set_fence(last_aborted);
+        r.empty_ring();
+        true
+    }
+
+    /// After an adapter reset (ResetFromTimeout): every node's pending submissions count as
+    /// completed, `F := C := S` (TDR-04), no preemption outstanding, rings emptied.
+    pub fn drain_all_completed(&mut self) {
+        for r in &mut self.rings {
+            r.fences.all_completed();
+            r.set_fence(r.fences.last_submitted);
+            r.empty_ring();
+        }
+    }
+
+    /// ISR hook: handles `ev` if it belongs to a node ring (a `Progress` or `Fault` record
+    /// naming a node ring's queue id), emitting `DmaCompleted` / `DmaPreempted` /
+    /// `DmaFaulted`. Returns whether the event was a node ring's (the caller must then not
+    /// treat it as a HW-queue event).
+    pub fn on_event(
+        &mut self,
+        ev: DeviceEvent,
+        emit: &mut dyn FnMut(&DXGKARGCB_NOTIFY_INTERRUPT_DATA),
+    ) -> bool {
+        match ev {
+            DeviceEvent::Progress { queue, value, .. } => {
+                let Some(node) = self.node_of_queue(queue) else {
+                    return false;
+                };
+                if let Some(r) = self.get_mut(node) {
+                    let c = r.fences.complete(value);
+                    report(node, c, emit);
+                }
+                true
+            }
+            DeviceEvent::Fault { queue, rptr, .. } => {
+                let Some(node) = self.node_of_queue(queue) else {
+                    return false;
+                };
+                if let Some(r) = self.get(node) {
+                    // The faulting packet's fence; between packets the next one to run.
+                    let fence = r
+                        .fences
+                        .pending_at(rptr)
+                        .or_else(|| r.fences.pending.front().copied())
+                        .map(|p| p.fence);
+                    if let Some(fence) = fence {
+                        emit(&dma_faulted(fence, DMA_FAULT_STATUS, node));
+                    }
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// ISR hook for a lost-events overflow: reads `F` of every node and reports
+    /// `DmaCompleted(F)` where it is ahead of `C`.
+    pub fn lost_events(&mut self, emit: &mut dyn FnMut(&DXGKARGCB_NOTIFY_INTERRUPT_DATA)) {
+        for r in &mut self.rings {
+            if let Some(f) = r.fence_value() {
+                let c = r.fences.complete(f);
+                report(r.engine, c, emit);
+            }
+        }
+    }
+
+    /// Reads `F` of `node` and reports it if ahead of `C` (QueryCurrentFence). Returns `C`.
+    fn catch_up(
+        &mut self,
+        node: u32,
+        emit: &mut dyn FnMut(&DXGKARGCB_NOTIFY_INTERRUPT_DATA),
+    ) -> Option<u32> {
+        let r = self.get_mut(node)?;
+        let f = r.fence_value()?;
+        let c = r.fences.complete(f);
+        report(node, c, emit);
+        Some(r.fences.last_completed)
+    }
+}
+
+/// ISR hook (docs/tdr.md §7): `node::on_event(&mut IsrState, DeviceEvent, emit) -> bool`; see
+/// [`NodeRings::on_event`].
+pub fn on_event(
+    isr: &mut IsrState,
+    ev: DeviceEvent,
+    emit: &mut dyn FnMut(&DXGKARGCB_NOTIFY_INTERRUPT_DATA),
+) -> bool {
+    isr.nodes.on_event(ev, emit)
+}
+
+fn report(node: u32, c: Completion, emit: &mut dyn FnMut(&DXGKARGCB_NOTIFY_INTERRUPT_DATA)) {
+    if let Some(id) = c.completed {
+        emit(&dma_completed(id, node));
+    }
+    if let Some((id, last)) = c.preempted {
+        emit(&dma_preempted(id, last, node));
+    }
+}
+
+fn dma_completed(id: u32, node: u32) -> DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+    let mut d = DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+        InterruptType: DXGK_INTERRUPT_DMA_COMPLETED,
+        ..Default::default()
+    };
+    d.Anonymous.DmaCompleted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted {
+        SubmissionFenceId: id,
+        NodeOrdinal: node,
+        EngineOrdinal: 0,
+    };
+    d
+}
+
+fn dma_preempted(id: u32, last: u32, node: u32) -> DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+    let mut d = DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+        InterruptType: DXGK_INTERRUPT_DMA_PREEMPTED,
+        ..Default::default()
+    };
+    d.Anonymous.DmaPreempted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted {
+        PreemptionFenceId: id,
+        LastCompletedFenceId: last,
+        NodeOrdinal: node,
+        EngineOrdinal: 0,
+    };
+    d
+}
+
+fn dma_faulted(id: u32, st: NTSTATUS, node: u32) -> DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+    let mut d = DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+        InterruptType: DXGK_INTERRUPT_DMA_FAULTED,
+        ..Default::default()
+    };
+    d.Anonymous.DmaFaulted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted {
+        FaultedFenceId: id,
+        Status: st,
+        NodeOrdinal: node,
+        EngineOrdinal: 0,
+    };
+    d
+}
+
+/// Bring-up step (StartDevice, PASSIVE): allocates the node rings, records their descriptors in
+/// `sched` and commits every engine's runlist so each node ring is loaded (first entry) before
+/// the OS can submit. On failure nothing is kept.
+pub fn bring_up<P: Platform>(
+    dxgk: &Dxgk,
+    regs: &crate::mmio::Regs<P>,
+    sched: &mut crate::sched::Sched,
+    engines: u32,
+) -> Result<NodeRings, Status> {
+    let mut nodes = NodeRings::alloc::<P>(dxgk, engines, &mut sched.ids)?;
+    sched.nodes = nodes.slots();
+    for engine in 0..engines {
+        if let Err(e) = crate::runlist::commit(regs, sched, engine) {
+            sched.nodes = NodeSlots::default();
+            crate::device::quiesce(regs, engines);
+            nodes.free(dxgk, &mut sched.ids);
+            return Err(e);
+        }
+    }
+    Ok(nodes)
+}
+
+/// Validated node ordinal of a started adapter (`EngineOrdinal` must be 0: one engine per
+/// node, docs/tdr.md TDR-02).
+fn node_of<P: Platform>(live: &Live<P>, node: u32, engine_ordinal: u32) -> Result<u32, Status> {
+    if node >= live.identity.config.engines || engine_ordinal != 0 {
+        return Err(status::INVALID_PARAMETER);
+    }
+    Ok(node)
+}
+
+/// The KMD context `raw` names on this adapter and node, or `None` for a null handle.
+fn context_on<P: Platform>(
+    a: &Adapter<P>,
+    live: &Live<P>,
+    raw: rvgpu_ddi::HANDLE,
+    node: u32,
+) -> Result<Option<Handle>, Status> {
+    if raw.is_null() {
+        return Ok(None);
+    }
+    let h = Handle::decode(raw, Kind::Context).ok_or(status::INVALID_HANDLE)?;
+    if h.slot() != a.table_slot() {
+        return Err(status::INVALID_HANDLE);
+    }
+    let s = live.sched.lock();
+    let c = s.contexts.get(&h).ok_or(status::INVALID_HANDLE)?;
+    if c.engine != node {
+        return Err(status::INVALID_PARAMETER);
+    }
+    Ok(Some(h))
+}
+
+/// Checks a DMA range (`addr`, `bytes`): 8-aligned, inside the address space, at most
+/// [`MAX_SUBMIT_BYTES`]; an empty range needs no address.
+fn check_range(addr: u64, bytes: u64) -> Result<(), Status> {
+    let align = rvgpu_hw::addr::ACCESS_ALIGN;
+    if bytes > MAX_SUBMIT_BYTES || !bytes.is_multiple_of(align) {
+        return Err(status::INVALID_PARAMETER);
+    }
+    if bytes != 0 && (addr == 0 || !addr.is_multiple_of(align) || addr.checked_add(bytes).is_none())
+    {
+        return Err(status::INVALID_PARAMETER);
+    }
+    Ok(())
+}
+
+/// Encodes and appends one DMA buffer to `node`'s ring under the interrupt lock, then kicks
+/// the ring's queue (hardware.md 8.5, P1..P4).
+fn push<P: Platform>(
+    live: &Live<P>,
+    node: u32,
+    addr: u64,
+    bytes: u64,
+    fence: u32,
+    flags: DXGK_SUBMITCOMMANDFLAGS,
+    context: Option<Handle>,
+) -> Result<(), Status> {
+    if flags.get(DXGK_SUBMITCOMMANDFLAGS::Reserved) != 0 {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let null = flags.is_set(DXGK_SUBMITCOMMANDFLAGS::NullRendering) || bytes == 0;
+    let paging = flags.is_set(DXGK_SUBMITCOMMANDFLAGS::Paging);
+    let mut words = [0u64; MAX_WORDS];
+    let n = submit::encode(addr, bytes, u64::from(fence), null, &mut words)
+        .ok_or(status::INVALID_PARAMETER)?;
+    let packets = words.get(..n).ok_or(status::INVALID_PARAMETER)?;
+    let queue_id = live.synchronized(|isr| {
+        let r = isr.nodes.get_mut(node).ok_or(status::INVALID_PARAMETER)?;
+        r.append(packets, fence, paging, context)?;
+        Ok::<u32, Status>(r.queue_id)
+    })??;
+    live.regs
+        .engine_write32(node, regs::engine::QUEUE_KICK, queue_id);
+    Ok(())
+}
+
+/// DxgkDdiSubmitCommand (DISPATCH_LEVEL; an error status is bug check 0x119 / 0x2, so the only
+/// errors are malformed arguments and a full ring, which the OS's in-flight limit prevents).
+/// The DMA buffer `[DmaBufferPhysicalAddress + DmaBufferSubmissionStartOffset,
+/// … + DmaBufferSubmissionEndOffset)` (contiguous system memory, identity addressing in v1)
+/// becomes INDIRECTs + `PROGRESS(IRQ, SubmissionFenceId)` on the node ring; `Flags.Paging`
+/// is recorded for TDR-03/08. `hContext` null = the system context.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommand>
+pub fn submit_command<P: Platform>(
+    a: &Adapter<P>,
+    args: &DXGKARG_SUBMITCOMMAND,
+) -> Result<(), Status> {
+    let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+    let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let (start, end) = (
+        args.DmaBufferSubmissionStartOffset,
+        args.DmaBufferSubmissionEndOffset,
+    );
+    if start > end || end > args.DmaBufferSize {
+        return Err(status::INVALID_PARAMETER);
+    }
+    if args.DmaBufferPrivateDataSize != 0 && args.pDmaBufferPrivateData.is_null() {
+        return Err(status::INVALID_PARAMETER);
+    }
+    // SAFETY: PHYSICAL_ADDRESS is a LARGE_INTEGER; every arm covers the same 8 bytes.
+    let phys = unsafe { args.DmaBufferPhysicalAddress.QuadPart };
+    let base = u64::try_from(phys).map_err(|_| status::INVALID_PARAMETER)?;
+    let bytes = u64::from(end.saturating_sub(start));
+    let addr = base
+        .checked_add(u64::from(start))
+        .ok_or(status::INVALID_PARAMETER)?;
+    check_range(addr, bytes)?;
+    // SAFETY: both union arms are a HANDLE; rvgpu is context-aware, so it is `hContext`.
+    let raw = unsafe { args.Anonymous.hContext };
+    let context = context_on(a, live, raw, node)?;
+    push(
+        live,
+        node,
+        addr,
+        bytes,
+        args.SubmissionFenceId,
+        args.Flags,
+        context,
+    )
+}
+
+/// DxgkDdiSubmitCommandVirtual (DISPATCH-safe; the page gives no IRQL, UNVERIFIED: docs/tdr.md
+/// Q5). The DMA buffer at `DmaBufferVirtualAddress` (identity GPU VA in v1) of context
+/// `hContext` on its node becomes INDIRECTs + `PROGRESS(IRQ, SubmissionFenceId)` on the node
+/// ring. A malformed buffer is `STATUS_INVALID_PARAMETER` (the page allows it for this DDI).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual>
+pub fn submit_command_virtual<P: Platform>(
+    a: &Adapter<P>,
+    args: &DXGKARG_SUBMITCOMMANDVIRTUAL,
+) -> Result<(), Status> {
+    let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+    let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    if args.hContext.is_null() {
+        return Err(status::INVALID_HANDLE);
+    }
+    if args.DmaBufferPrivateDataSize != 0 && args.pDmaBufferPrivateData.is_null() {
+        return Err(status::INVALID_PARAMETER);
+    }
+    if args.DmaBufferUmdPrivateDataSize > args.DmaBufferPrivateDataSize {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let bytes = u64::from(args.DmaBufferSize);
+    let addr = args.DmaBufferVirtualAddress;
+    check_range(addr, bytes)?;
+    let context = context_on(a, live, args.hContext, node)?;
+    push(
+        live,
+        node,
+        addr,
+        bytes,
+        args.SubmissionFenceId,
+        args.Flags,
+        context,
+    )
+}
+
+/// DxgkDdiPreemptCommand (DISPATCH_LEVEL; an error is bug check 0x119 / 0x2). Preemption is a
+/// drain (docs/tdr.md §3.3): with nothing pending, `DmaPreempted(PreemptionFenceId, C)` is
+/// reported at once from a routine synchronised with the ISR (the page's special case);
+/// otherwise the ISR reports it when the ring has drained.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_preemptcommand>
+pub fn preempt_command<P: Platform>(
+    a: &Adapter<P>,
+    args: &DXGKARG_PREEMPTCOMMAND,
+) -> Result<(), Status> {
+    let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+    let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    if args
+        .Flags
+        .get(rvgpu_ddi::tdr::DXGK_PREEMPTCOMMANDFLAGS::Reserved)
+        != 0
+    {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let dxgk = live.dxgk;
+    let id = args.PreemptionFenceId;
+    let reported = live.synchronized(|isr| {
+        let r = isr.nodes.get_mut(node).ok_or(status::INVALID_PARAMETER)?;
+        let now = r.fences.preempt(id);
+        if let Some((id, last)) = now {
+            dxgk.notify_interrupt(&dma_preempted(id, last, node));
+        }
+        Ok::<bool, Status>(now.is_some())
+    })??;
+    if reported {
+        let _ = dxgk.queue_dpc();
+    }
+    Ok(())
+}
+
+/// DxgkDdiQueryCurrentFence (PASSIVE per the public header, UNVERIFIED; safe at DISPATCH).
+/// Reads `F`; a completion not reported yet is reported first (`DmaCompleted` from a routine
+/// synchronised with the ISR, as the page requires); returns the node's last completed fence
+/// ID.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querycurrentfence>
+pub fn query_current_fence<P: Platform>(
+    a: &Adapter<P>,
+    args: &mut DXGKARG_QUERYCURRENTFENCE,
+) -> Result<(), Status> {
+    let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+    let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let dxgk = live.dxgk;
+    let mut notified = false;
+    let current = live.synchronized(|isr| {
+        let mut emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| {
+            notified = true;
+            dxgk.notify_interrupt(d);
+        };
+        isr.nodes
+            .catch_up(node, &mut emit)
+            .ok_or(status::INVALID_PARAMETER)
+    })??;
+    if notified {
+        let _ = dxgk.queue_dpc();
+    }
+    args.CurrentFence = current;
+    Ok(())
+}
