@@ -9,6 +9,7 @@
 //! a skip with the reason.
 
 pub mod sim;
+mod sim_kmt;
 
 use std::fmt;
 use std::time::Duration;
@@ -48,6 +49,12 @@ pub struct SessionConfig {
     pub misbehaviour: Option<Misbehaviour>,
     /// With two adapters: the first (the iGPU) has no native fences (NF-18 scenarios 2a/2b).
     pub legacy_igpu: bool,
+    /// Physical doorbells of each adapter's device (`None`: the device's default). Fewer
+    /// doorbells than user-mode queues forces victimisation (UM-20).
+    pub doorbells: Option<u32>,
+    /// The device's global doorbell mode: every queue rings one shared doorbell with its
+    /// queue id (UM-21).
+    pub global_doorbell: bool,
 }
 
 impl SessionConfig {
@@ -60,6 +67,8 @@ impl SessionConfig {
             idle_f1_ticks: 0,
             misbehaviour: None,
             legacy_igpu: false,
+            doorbells: None,
+            global_doorbell: false,
         }
     }
 }
@@ -183,6 +192,242 @@ pub struct FenceValues {
     pub monitored: u64,
 }
 
+// ---------------------------------------------------------------------------------------------
+// User-mode submission (issue 6, UM-01 … UM-22).
+
+/// A process a session opened: one D3D device on one adapter (`D3DKMTCreateDevice`; the
+/// simulation gives each its own process id).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ProcessRef(pub usize);
+
+/// A GPU-visible buffer of a process, readable and writable by the CPU (an allocation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BufferRef(pub usize);
+
+/// A hardware queue created through the UMD's submission core (`rvgpu_umd::submit`): a
+/// `UserQueue` (context, user-mode queue, ring, doorbell, kernel-mode fallback) or a
+/// `KernelQueue`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct UmQueueRef(pub usize);
+
+/// How a queue submits: its own ring and doorbell, or `D3DKMTSubmitCommandToHwQueue`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitPath {
+    /// User-mode queue: ring + doorbell (UM-16).
+    UserMode,
+    /// Kernel-mode queue, or a user-mode queue after its UM-19 fallback.
+    KernelMode,
+}
+
+/// One GPU operation of a batch, in terms of the process's buffers (the device's FILL, COPY
+/// and FENCE_WAIT packets; a real backend encodes the same packets through the same UMD).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// Fill `bytes` (multiple of 8) at `offset` of `dst` with `pattern`.
+    Fill {
+        /// Buffer.
+        dst: BufferRef,
+        /// Byte offset.
+        offset: u64,
+        /// Length.
+        bytes: u64,
+        /// 64-bit pattern.
+        pattern: u64,
+    },
+    /// Copy `bytes` (multiple of 8, ranges disjoint) between buffers.
+    Copy {
+        /// Source buffer.
+        src: BufferRef,
+        /// Source offset.
+        src_offset: u64,
+        /// Destination buffer.
+        dst: BufferRef,
+        /// Destination offset.
+        dst_offset: u64,
+        /// Length.
+        bytes: u64,
+    },
+    /// The queue waits until the u64 at `offset` of `buffer` is at least `value`.
+    WaitAtLeast {
+        /// Buffer.
+        buffer: BufferRef,
+        /// Byte offset.
+        offset: u64,
+        /// Value.
+        value: u64,
+    },
+}
+
+/// A doorbell's status page (`D3DDDI_DOORBELLSTATUS`) as the UMD reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DoorbellStatus {
+    /// `CONNECTED`.
+    Connected,
+    /// `CONNECTED_NOTIFY_KMD`.
+    ConnectedNotify,
+    /// `DISCONNECTED_RETRY`.
+    DisconnectedRetry,
+    /// `DISCONNECTED_ABORT`.
+    DisconnectedAbort,
+    /// Anything else.
+    Other(i32),
+}
+
+impl DoorbellStatus {
+    /// Connected (with or without notify).
+    pub fn is_connected(self) -> bool {
+        matches!(self, Self::Connected | Self::ConnectedNotify)
+    }
+}
+
+/// What the UMD knows of a queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UmQueueInfo {
+    /// The path submissions take now.
+    pub path: SubmitPath,
+    /// The queue is unusable (device removed, UM-10): recreate it.
+    pub lost: bool,
+    /// Last progress value submitted.
+    pub last_submitted: u64,
+    /// Highest progress value known complete.
+    pub completed: u64,
+    /// The device's queue id (from the KMD's private data).
+    pub queue_id: u32,
+    /// Whether the queue is in its engine's runlist now (`None`: the backend cannot see
+    /// runlists; a Windows backend cannot).
+    pub scheduled: Option<bool>,
+}
+
+/// What the adapter reported for user-mode submission at start (UM-03, UM-04).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubmissionCaps {
+    /// Per node: `DXGK_NODEMETADATA::Flags.UserModeSubmission`.
+    pub user_mode_nodes: Vec<bool>,
+    /// `DXGK_USERMODESUBMISSION_CAPS::DoorbellSizeInBytes`, if answered.
+    pub doorbell_size: Option<u32>,
+}
+
+/// Adapter power as the OS drove it (UM-13, UM-14).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PowerStatus {
+    /// The adapter is in D3.
+    pub d3: bool,
+    /// Per node: its power component's F-state (0 = F0).
+    pub node_fstates: Vec<u32>,
+}
+
+/// How a process ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessEnd {
+    /// Normal exit (UM-17): per queue disconnect, wait for the last queued value, destroy.
+    Normal,
+    /// Abnormal exit (UM-18): device in error, contexts suspended, no waiting.
+    Abnormal,
+}
+
+/// A device loss (UM-10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceLoss {
+    /// Every doorbell is aborted (`DISCONNECTED_ABORT`); the adapter keeps running, so the
+    /// kernel-mode path still works.
+    DoorbellsAborted,
+    /// The device is removed: doorbells aborted, every D3D device in error, progress fences
+    /// released; processes must recreate everything.
+    Removed,
+}
+
+/// One OS step of user-mode submission, in order (the simulated Dxgkrnl's record; queues
+/// named by the session's refs where the object belongs to one, `None` otherwise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OsEvent {
+    /// `DxgkDdiCreateDoorbell`.
+    CreateDoorbell { queue: Option<UmQueueRef> },
+    /// `DxgkDdiConnectDoorbell` succeeded: the doorbell VA maps physical doorbell `page`.
+    Connect {
+        queue: Option<UmQueueRef>,
+        page: u32,
+    },
+    /// `DxgkDdiConnectDoorbell` failed.
+    ConnectFailed {
+        queue: Option<UmQueueRef>,
+        status: i32,
+    },
+    /// The KMD called `DxgkCbDisconnectDoorbell` (victimisation).
+    VictimCallback {
+        queue: Option<UmQueueRef>,
+        reason: DoorbellStatus,
+    },
+    /// The OS called `DxgkDdiDisconnectDoorbell` (F1, D3, exit, device loss).
+    OsDisconnect {
+        queue: Option<UmQueueRef>,
+        reason: DoorbellStatus,
+    },
+    /// `DxgkDdiNotifyWorkSubmission`.
+    Notify { queue: Option<UmQueueRef> },
+    /// `DxgkDdiSubmitCommandToHwQueue`.
+    KernelSubmit {
+        queue: Option<UmQueueRef>,
+        value: u64,
+    },
+    /// Normal exit waited for the queue's last queued progress value.
+    WaitedIdle {
+        queue: Option<UmQueueRef>,
+        value: u64,
+    },
+    /// `DxgkDdiDestroyDoorbell`.
+    DestroyDoorbell { queue: Option<UmQueueRef> },
+    /// `DxgkDdiDestroyHwQueue`.
+    DestroyHwQueue { queue: Option<UmQueueRef> },
+    /// An allocation's memory was freed.
+    FreeAllocation,
+    /// `DxgkDdiSuspendContext` (of the context behind `queue`).
+    SuspendContext { queue: Option<UmQueueRef> },
+    /// `DxgkDdiResumeContext`.
+    ResumeContext { queue: Option<UmQueueRef> },
+    /// `DxgkDdiDestroyContext`.
+    DestroyContext { queue: Option<UmQueueRef> },
+    /// `DxgkDdiSetPowerState` to D3 (`true`) or D0.
+    SetPowerState { d3: bool },
+    /// A node's power component changed F-state.
+    SetFState { node: u32, fstate: u32 },
+    /// An engine-state change the OS processed.
+    EngineState { node: u32, state: i32 },
+    /// The process's device was marked in error.
+    DeviceError { process: Option<ProcessRef> },
+    /// `DxgkDdiDestroyDevice`.
+    DestroyDevice { process: Option<ProcessRef> },
+    /// Any other step (creation of devices, contexts, queues; aborts of idle doorbells).
+    Other,
+}
+
+/// One thread of [`Session::churn`]: `rounds` times, create a user-mode queue on `node` for
+/// `process`, submit `batches_per_round` batches of `work` (in order, round after round),
+/// wait for the last, close the queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChurnLane {
+    /// The process.
+    pub process: ProcessRef,
+    /// Node of every queue.
+    pub node: u32,
+    /// Queues created one after another.
+    pub rounds: u32,
+    /// Batches per queue.
+    pub batches_per_round: u32,
+    /// `rounds * batches_per_round` batches.
+    pub work: Vec<Vec<Work>>,
+}
+
+/// What a [`ChurnLane`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChurnReport {
+    /// Rounds that submitted, waited and closed without error.
+    pub rounds_done: u32,
+    /// Rounds whose queue ended on the kernel-mode path (UM-19 fallback).
+    pub kernel_mode_rounds: u32,
+    /// The first error, if any.
+    pub error: Option<String>,
+}
+
 fn unsupported<T>(what: &str) -> Result<T, Failure> {
     Err(Failure::Unsupported(format!(
         "{what} is not implemented by this backend"
@@ -193,7 +438,8 @@ fn unsupported<T>(what: &str) -> Result<T, Failure> {
 ///
 /// The native-fence methods have defaults that report [`Failure::Unsupported`]: a backend
 /// without them skips the fence cases. The GPU-queue methods stand in for a submission path
-/// (the driver has none yet, issue 6).
+/// (they predate issue 6 and write the device's queues directly). The user-mode submission
+/// methods go through the UMD's submission core and the OS's D3DKMT thunks.
 pub trait Session {
     /// Number of adapters.
     fn adapter_count(&self) -> usize;
@@ -357,6 +603,148 @@ pub trait Session {
         _value: u64,
     ) -> Result<(), Failure> {
         unsupported("GPU queues")
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // User-mode submission (issue 6). A Windows backend implements these with D3DKMT and the
+    // same UMD core (`rvgpu_umd::submit` over `kmt_windows`) unless the method says
+    // "simulation only".
+
+    /// What adapter `i` reported at start: node metadata and `USERMODESUBMISSION_CAPS`
+    /// (Windows: `D3DKMTQueryAdapterInfo` with `KMTQAITYPE_NODEMETADATA`; the doorbell size
+    /// is what the UMD's doorbell mapping has).
+    fn submission_caps(&mut self, _i: usize) -> Result<SubmissionCaps, Failure> {
+        unsupported("user-mode submission")
+    }
+    /// Opens a process (its D3D device) on adapter `i`.
+    fn open_process(&mut self, _i: usize) -> Result<ProcessRef, Failure> {
+        unsupported("user-mode submission")
+    }
+    /// Ends the process: normal (UM-17) or abnormal (UM-18) exit, with its queues still open
+    /// (the OS tears them down). Windows: a child process that returns or is terminated.
+    fn end_process(&mut self, _p: ProcessRef, _how: ProcessEnd) -> Result<(), Failure> {
+        unsupported("user-mode submission")
+    }
+    /// A GPU-visible buffer of `bytes` bytes for `p`, zeroed.
+    fn create_buffer(&mut self, _p: ProcessRef, _bytes: u64) -> Result<BufferRef, Failure> {
+        unsupported("user-mode submission")
+    }
+    /// The u64 at `offset` of `b`, read by the CPU.
+    fn read_buffer(&self, _b: BufferRef, _offset: u64) -> Result<u64, Failure> {
+        unsupported("user-mode submission")
+    }
+    /// Stores `value` at `offset` of `b` from the CPU; a GPU wait on it re-evaluates (as after
+    /// a CPU fence signal).
+    fn write_buffer(&mut self, _b: BufferRef, _offset: u64, _value: u64) -> Result<(), Failure> {
+        unsupported("user-mode submission")
+    }
+    /// A hardware queue of `p` on `node`: a user-mode queue (`UserQueue`: context, queue,
+    /// ring, doorbell, connected) or a kernel-mode queue (`KernelQueue`).
+    fn create_queue(
+        &mut self,
+        _p: ProcessRef,
+        _node: u32,
+        _kind: SubmitPath,
+    ) -> Result<UmQueueRef, Failure> {
+        unsupported("user-mode submission")
+    }
+    /// Submits one batch; returns the progress value that marks its completion (UM-16).
+    fn submit(&mut self, _q: UmQueueRef, _work: &[Work]) -> Result<u64, Failure> {
+        unsupported("user-mode submission")
+    }
+    /// Waits until the queue's progress reaches `value` (the OS's wait timeout; step mode:
+    /// until the machine goes idle). `Abandoned`: the device was removed.
+    fn wait_progress(&mut self, _q: UmQueueRef, _value: u64) -> Result<WaitResult, Failure> {
+        unsupported("user-mode submission")
+    }
+    /// The UMD's view of the queue.
+    fn queue_info(&self, _q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
+        unsupported("user-mode submission")
+    }
+    /// The UMD closes the queue normally (waits for its last value, destroys doorbell,
+    /// queues, allocations, context).
+    fn close_queue(&mut self, _q: UmQueueRef) -> Result<(), Failure> {
+        unsupported("user-mode submission")
+    }
+    /// The user-mode queue's doorbell status page.
+    fn doorbell_status(&self, _q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
+        unsupported("user-mode submission")
+    }
+    /// Where the doorbell's CPU VA points: `Some(page)` the physical doorbell, `None` the
+    /// OS's dummy page (UM-09). Simulation only.
+    fn doorbell_mapping(&self, _q: UmQueueRef) -> Result<Option<u32>, Failure> {
+        unsupported("doorbell mappings")
+    }
+    /// Submits `work` to the user-mode queue's own hardware queue with
+    /// `D3DKMTSubmitCommandToHwQueue` (which UM-05 forbids), or with `direct_ddi` straight to
+    /// `DxgkDdiSubmitCommandToHwQueue`, bypassing the OS's check (simulation only). Returns the
+    /// NTSTATUS.
+    fn kernel_submit_on_user_queue(
+        &mut self,
+        _q: UmQueueRef,
+        _work: &[Work],
+        _direct_ddi: bool,
+    ) -> Result<i32, Failure> {
+        unsupported("user-mode submission")
+    }
+    /// The UMD destroys its handles to the user-mode queue's ring and ring-control
+    /// allocations while the doorbell lives (UM-07; `D3DKMTDestroyAllocation2`). The queue
+    /// keeps working; a second call fails with the NTSTATUS of the closed handle.
+    fn release_ring_handles(&mut self, _q: UmQueueRef) -> Result<(), Failure> {
+        unsupported("user-mode submission")
+    }
+    /// Whether the queue's ring and ring-control memory is still allocated (UM-07).
+    /// Simulation only.
+    fn ring_resident(&self, _q: UmQueueRef) -> Result<bool, Failure> {
+        unsupported("ring residency")
+    }
+    /// The OS suspends (`DxgkDdiSuspendContext`) every context of `p` (UM-11). Simulation
+    /// only: no D3DKMT call does this.
+    fn suspend_process(&mut self, _p: ProcessRef) -> Result<(), Failure> {
+        unsupported("suspending contexts")
+    }
+    /// The OS resumes what [`Session::suspend_process`] suspended (UM-12). Simulation only.
+    fn resume_process(&mut self, _p: ProcessRef) -> Result<(), Failure> {
+        unsupported("resuming contexts")
+    }
+    /// Lets node `node` of adapter `i` idle until it has requested F1 and the OS has moved
+    /// it to F1 (UM-13), up to `budget`; whether it did. The simulation needs
+    /// [`SessionConfig::idle_f1_ticks`]; Windows idles the engine on its own schedule.
+    fn await_engine_f1(
+        &mut self,
+        _i: usize,
+        _node: u32,
+        _budget: Duration,
+    ) -> Result<bool, Failure> {
+        unsupported("engine F1")
+    }
+    /// Runtime power-down of adapter `i` to D3 if idle (UM-14); whether it powered down.
+    /// Simulation only (Windows decides by itself).
+    fn power_down(&mut self, _i: usize) -> Result<bool, Failure> {
+        unsupported("power transitions")
+    }
+    /// D3 → D0 without a submission. Simulation only.
+    fn power_up(&mut self, _i: usize) -> Result<(), Failure> {
+        unsupported("power transitions")
+    }
+    /// Adapter power and node F-states. Simulation only.
+    fn power_status(&self, _i: usize) -> Result<PowerStatus, Failure> {
+        unsupported("power status")
+    }
+    /// Device loss on adapter `i` (UM-10). Simulation only (a Windows backend could force a
+    /// TDR with `dxcap -forcetdr` for something close to `Removed`).
+    fn device_loss(&mut self, _i: usize, _how: DeviceLoss) -> Result<(), Failure> {
+        unsupported("device loss")
+    }
+    /// The OS steps of user-mode submission on adapter `i` so far, in order. Simulation only
+    /// (Windows: some of it is in Dxgkrnl's ETW events).
+    fn os_events(&self, _i: usize) -> Result<Vec<OsEvent>, Failure> {
+        unsupported("OS event traces")
+    }
+    /// Runs `lanes` at the same time, one thread each (see [`ChurnLane`]); step-mode
+    /// sessions run them one after another.
+    fn churn(&mut self, _lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        unsupported("user-mode submission")
     }
 }
 

@@ -1,19 +1,37 @@
 //! The default backend: the emulated GPU under the simulated OS (rvgpu-simos), in-process.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rvgpu_ddi::adapter::{DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS};
+use rvgpu_ddi::basic::PowerDeviceD3;
+use rvgpu_ddi::dxgkrnl::{
+    D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD,
+    D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+};
+use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
+use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
+use rvgpu_hw::cmd::Command;
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::regs;
+use rvgpu_simos::kmt::{SimMem, STATUS_IO_TIMEOUT};
 use rvgpu_simos::testing;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{
     Irql, Machine, MachineConfig, Mode, MonitoredFence, NativeFence, NativeFenceDesc, Notification,
-    ProcessId, SimError, SimEvent, WaitOutcome,
+    Power, ProcessId, SimError, SimEvent, UmsEvent, UmsProcess, WaitOutcome,
 };
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, KmtHandle, NtStatus};
+use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, SubmitError, UserQueue};
 
+use super::sim_kmt::{self, Created, SessKmt};
 use super::{
-    Backend, BugCheckInfo, DriverCaps, EngineStateChange, EventRef, ExecMode, Failure, FenceRef,
-    FenceValues, Misbehaviour, MonitoredRef, QueueRef, Session, SessionConfig, StartedAdapter,
-    WaitResult,
+    Backend, BufferRef, BugCheckInfo, ChurnLane, ChurnReport, DeviceLoss, DoorbellStatus,
+    DriverCaps, EngineStateChange, EventRef, ExecMode, Failure, FenceRef, FenceValues,
+    Misbehaviour, MonitoredRef, OsEvent, PowerStatus, ProcessEnd, ProcessRef, QueueRef, Session,
+    SessionConfig, StartedAdapter, SubmissionCaps, SubmitPath, UmQueueInfo, UmQueueRef, WaitResult,
+    Work,
 };
 
 /// The simulated backend.
@@ -40,9 +58,18 @@ impl Backend for SimBackend {
         mc.os.native_fence_feature = config.native_fence_feature;
         for a in &mut mc.adapters {
             a.device.idle_f1_ticks = config.idle_f1_ticks;
+            if let Some(n) = config.doorbells {
+                a.device.doorbells = n;
+            }
+            a.device.global_doorbell = config.global_doorbell;
         }
         Ok(Box::new(SimSession {
-            machine: Machine::new(mc),
+            machine: Arc::new(Machine::new(mc)),
+            idle_f1: config.idle_f1_ticks > 0,
+            processes: Vec::new(),
+            buffers: Vec::new(),
+            um_queues: Vec::new(),
+            suspended: Vec::new(),
             misbehaviour: config.misbehaviour,
             fences: Vec::new(),
             monitored: Vec::new(),
@@ -53,7 +80,15 @@ impl Backend for SimBackend {
 }
 
 struct SimSession {
-    machine: Machine,
+    /// Shared with the UMD objects of `um_queues` (their thunks); the few `&mut` machine
+    /// operations (driver and adapter life cycle) drop those first.
+    machine: Arc<Machine>,
+    idle_f1: bool,
+    processes: Vec<UmsProcess>,
+    buffers: Vec<Allocation<SimMem>>,
+    um_queues: Vec<SimUmQueue>,
+    /// Contexts `suspend_process` suspended: (process index, context).
+    suspended: Vec<(usize, KmtHandle)>,
     misbehaviour: Option<Misbehaviour>,
     fences: Vec<NativeFence>,
     monitored: Vec<MonitoredFence>,
@@ -61,7 +96,239 @@ struct SimSession {
     queues: Vec<GpuQueue>,
 }
 
+/// A harness queue: the UMD's object while the process lives.
+enum UmdQueue {
+    User(Box<UserQueue<SessKmt>>),
+    Kernel(KernelQueue<SessKmt>),
+}
+
+struct SimUmQueue {
+    process: usize,
+    /// `None` once closed or its process ended.
+    q: Option<UmdQueue>,
+    rec: Arc<Mutex<Created>>,
+    /// The last [`UmQueueInfo`] while `q` was there.
+    info: UmQueueInfo,
+}
+
+impl UmdQueue {
+    fn info(&self) -> UmQueueInfo {
+        match self {
+            Self::User(q) => UmQueueInfo {
+                path: match q.path() {
+                    SubmissionPath::UserMode => SubmitPath::UserMode,
+                    SubmissionPath::KernelMode => SubmitPath::KernelMode,
+                },
+                lost: q.is_lost(),
+                last_submitted: q.last_submitted(),
+                completed: q.completed(),
+                queue_id: q.queue_id(),
+                scheduled: None,
+            },
+            Self::Kernel(q) => UmQueueInfo {
+                path: SubmitPath::KernelMode,
+                lost: false,
+                last_submitted: q.last_submitted(),
+                completed: q.completed(),
+                queue_id: q.queue_id(),
+                scheduled: None,
+            },
+        }
+    }
+}
+
+/// The queue configuration of every harness queue: small rings, so long runs wrap.
+fn queue_config(node: u32) -> QueueConfig {
+    QueueConfig {
+        node,
+        ring_size: 4096,
+        command_buffer_size: 4096,
+        ..QueueConfig::default()
+    }
+}
+
+fn doorbell_status(raw: i32) -> DoorbellStatus {
+    match raw {
+        D3DDDI_DOORBELLSTATUS_CONNECTED => DoorbellStatus::Connected,
+        D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD => DoorbellStatus::ConnectedNotify,
+        D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY => DoorbellStatus::DisconnectedRetry,
+        D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT => DoorbellStatus::DisconnectedAbort,
+        other => DoorbellStatus::Other(other),
+    }
+}
+
+/// A UMD error as a failure; a machine fault (bug check, driver bug) takes precedence.
+fn umd_failure(m: &Machine, e: SubmitError) -> Failure {
+    if let Some(f) = m.fault() {
+        return failure(f);
+    }
+    match e {
+        SubmitError::Kmt(NtStatus(s)) => Failure::DdiFailed(s),
+        other => Failure::Backend(format!("UMD: {other:?}")),
+    }
+}
+
+fn wait_outcome(m: &Machine, r: Result<(), SubmitError>) -> Result<WaitResult, Failure> {
+    match r {
+        Ok(()) => Ok(WaitResult::Satisfied),
+        Err(SubmitError::Kmt(NtStatus(STATUS_IO_TIMEOUT))) if m.fault().is_none() => {
+            Ok(WaitResult::TimedOut)
+        }
+        Err(SubmitError::Kmt(NtStatus(STATUS_DEVICE_REMOVED))) if m.fault().is_none() => {
+            Ok(WaitResult::Abandoned)
+        }
+        Err(e) => Err(umd_failure(m, e)),
+    }
+}
+
+/// One churn lane on the calling thread.
+fn churn_lane(
+    m: &Arc<Machine>,
+    p: UmsProcess,
+    lane: &ChurnLane,
+    cmds: &[Vec<Command>],
+) -> ChurnReport {
+    let mut report = ChurnReport {
+        rounds_done: 0,
+        kernel_mode_rounds: 0,
+        error: None,
+    };
+    let per = lane.batches_per_round as usize;
+    let err = |e: SubmitError| format!("{:?}", umd_failure(m, e));
+    for round in 0..lane.rounds as usize {
+        let r = (|| -> Result<bool, String> {
+            let mut q = UserQueue::new(SessKmt::new(m.clone(), p), &queue_config(lane.node))
+                .map_err(err)?;
+            let mut last = 0;
+            for batch in cmds.iter().skip(round * per).take(per) {
+                last = q.submit(batch).map_err(err)?;
+            }
+            if last > 0 {
+                q.wait(last).map_err(err)?;
+            }
+            let kernel = q.path() == SubmissionPath::KernelMode;
+            q.close().map_err(err)?;
+            Ok(kernel)
+        })();
+        match r {
+            Ok(kernel) => {
+                report.rounds_done += 1;
+                report.kernel_mode_rounds += u32::from(kernel);
+            }
+            Err(e) => {
+                report.error = Some(format!("round {round}: {e}"));
+                break;
+            }
+        }
+    }
+    report
+}
+
 impl SimSession {
+    /// The machine for the driver and adapter life cycle, which needs it exclusively: the
+    /// UMD objects the harness still holds are dropped first (their teardown of objects the
+    /// OS already destroyed fails harmlessly).
+    fn machine_mut(&mut self) -> Result<&mut Machine, Failure> {
+        if Arc::get_mut(&mut self.machine).is_none() {
+            for q in &mut self.um_queues {
+                q.q = None;
+            }
+        }
+        Arc::get_mut(&mut self.machine)
+            .ok_or_else(|| Failure::Backend("the machine is still shared".into()))
+    }
+
+    fn process(&self, p: ProcessRef) -> Result<UmsProcess, Failure> {
+        self.processes
+            .get(p.0)
+            .copied()
+            .ok_or_else(|| Failure::Backend(format!("no process {}", p.0)))
+    }
+
+    fn buffer(&self, b: BufferRef) -> Result<&Allocation<SimMem>, Failure> {
+        self.buffers
+            .get(b.0)
+            .ok_or_else(|| Failure::Backend(format!("no buffer {}", b.0)))
+    }
+
+    fn um_queue(&self, q: UmQueueRef) -> Result<&SimUmQueue, Failure> {
+        self.um_queues
+            .get(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))
+    }
+
+    fn live_queue(&mut self, q: UmQueueRef) -> Result<&mut UmdQueue, Failure> {
+        self.um_queues
+            .get_mut(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?
+            .q
+            .as_mut()
+            .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))
+    }
+
+    fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
+        let a = self.buffer(b)?;
+        if offset.checked_add(bytes).is_none_or(|end| end > a.size) {
+            return Err(Failure::Backend(format!(
+                "{bytes} bytes at {offset:#x} are outside buffer {} ({} bytes)",
+                b.0, a.size
+            )));
+        }
+        Ok(a.gpu_va + offset)
+    }
+
+    fn encode(&self, work: &[Work]) -> Result<Vec<Command>, Failure> {
+        work.iter()
+            .map(|w| {
+                Ok(match *w {
+                    Work::Fill {
+                        dst,
+                        offset,
+                        bytes,
+                        pattern,
+                    } => Command::Fill {
+                        dst: self.address(dst, offset, bytes)?,
+                        bytes,
+                        pattern,
+                    },
+                    Work::Copy {
+                        src,
+                        src_offset,
+                        dst,
+                        dst_offset,
+                        bytes,
+                    } => Command::Copy {
+                        src: self.address(src, src_offset, bytes)?,
+                        dst: self.address(dst, dst_offset, bytes)?,
+                        bytes,
+                    },
+                    Work::WaitAtLeast {
+                        buffer,
+                        offset,
+                        value,
+                    } => Command::FenceWait {
+                        addr: self.address(buffer, offset, 8)?,
+                        value,
+                    },
+                })
+            })
+            .collect()
+    }
+
+    fn adapter_of(&self, q: &SimUmQueue) -> usize {
+        self.processes.get(q.process).map_or(0, |p| p.adapter)
+    }
+
+    fn scheduled(&self, adapter: usize, queue_id: u32) -> Option<bool> {
+        self.machine
+            .device(adapter)
+            .map(|d| d.queues().iter().any(|s| s.queue_id == queue_id))
+    }
+
+    fn check_fault(&self) -> Result<(), Failure> {
+        self.machine.fault().map_or(Ok(()), |f| Err(failure(f)))
+    }
+
     fn monitored_fence(&self, f: MonitoredRef) -> Result<&MonitoredFence, Failure> {
         self.monitored
             .get(f.0)
@@ -137,14 +404,14 @@ impl Session for SimSession {
     }
 
     fn load_driver(&mut self) -> Result<(), Failure> {
-        match self.misbehaviour {
-            None => self.machine.load_driver(),
-            Some(Misbehaviour::IsrReportsUnknownFenceHandle) => {
-                self.machine.load_driver_with(|t| {
-                    t.DxgkDdiInterruptRoutine = Some(testing::isr_reports_unknown_fence_handle)
-                })
-            }
-            Some(Misbehaviour::IsrCallsPassiveCallback) => self.machine.load_driver_with(|t| {
+        let misbehaviour = self.misbehaviour;
+        let m = self.machine_mut()?;
+        match misbehaviour {
+            None => m.load_driver(),
+            Some(Misbehaviour::IsrReportsUnknownFenceHandle) => m.load_driver_with(|t| {
+                t.DxgkDdiInterruptRoutine = Some(testing::isr_reports_unknown_fence_handle)
+            }),
+            Some(Misbehaviour::IsrCallsPassiveCallback) => m.load_driver_with(|t| {
                 t.DxgkDdiInterruptRoutine = Some(testing::isr_calls_passive_callback)
             }),
         }
@@ -152,7 +419,7 @@ impl Session for SimSession {
     }
 
     fn start_adapter(&mut self, i: usize) -> Result<StartedAdapter, Failure> {
-        let info = self.machine.start_adapter(i).map_err(failure)?;
+        let info = self.machine_mut()?.start_adapter(i).map_err(failure)?;
         Ok(StartedAdapter {
             sources: info.sources,
             children: info.children,
@@ -174,15 +441,15 @@ impl Session for SimSession {
     }
 
     fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
-        self.machine.stop_adapter(i).map_err(failure)
+        self.machine_mut()?.stop_adapter(i).map_err(failure)
     }
 
     fn remove_adapter(&mut self, i: usize) -> Result<(), Failure> {
-        self.machine.remove_adapter(i).map_err(failure)
+        self.machine_mut()?.remove_adapter(i).map_err(failure)
     }
 
     fn unload(&mut self) -> Result<(), Failure> {
-        self.machine.unload().map_err(failure)
+        self.machine_mut()?.unload().map_err(failure)
     }
 
     fn raise_interrupt(&mut self, i: usize) -> Result<(), Failure> {
@@ -433,5 +700,446 @@ impl Session for SimSession {
             .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?
             .signal_monitored(&fence, value)
             .map_err(failure)
+    }
+
+    fn submission_caps(&mut self, i: usize) -> Result<SubmissionCaps, Failure> {
+        Ok(SubmissionCaps {
+            user_mode_nodes: self
+                .machine
+                .node_metadata(i)
+                .iter()
+                .map(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission))
+                .collect(),
+            doorbell_size: self
+                .machine
+                .usermode_submission_caps(i)
+                .map(|c| c.DoorbellSizeInBytes),
+        })
+    }
+
+    fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
+        let p = self.machine.create_process(i).map_err(failure)?;
+        self.processes.push(p);
+        Ok(ProcessRef(self.processes.len() - 1))
+    }
+
+    fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
+        let up = self.process(p)?;
+        match how {
+            ProcessEnd::Normal => self.machine.exit_process(&up),
+            ProcessEnd::Abnormal => self.machine.kill_process(&up),
+        }
+        .map_err(failure)?;
+        // The process is gone with its UMD: drop the UMD's objects (their teardown finds
+        // nothing left to destroy).
+        for q in self.um_queues.iter_mut().filter(|q| q.process == p.0) {
+            if let Some(u) = q.q.take() {
+                q.info = u.info();
+            }
+        }
+        self.suspended.retain(|(pi, _)| *pi != p.0);
+        self.check_fault()
+    }
+
+    fn create_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
+        let up = self.process(p)?;
+        let a = self
+            .machine
+            .kmt(&up)
+            .create_allocation(bytes)
+            .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
+        for off in (0..a.size).step_by(8) {
+            a.mem.store(off, 0);
+        }
+        self.buffers.push(a);
+        Ok(BufferRef(self.buffers.len() - 1))
+    }
+
+    fn read_buffer(&self, b: BufferRef, offset: u64) -> Result<u64, Failure> {
+        self.address(b, offset, 8)?;
+        Ok(self.buffer(b)?.mem.load(offset))
+    }
+
+    fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
+        let addr = self.address(b, offset, 8)?;
+        self.buffer(b)?.mem.store(offset, value);
+        // A FENCE_WAIT blocked on this word re-evaluates (what the OS's CPU signal does on
+        // this device: WAIT_RESCAN with the address).
+        for i in 0..self.machine.adapter_count() {
+            if let Some(d) = self.machine.device(i) {
+                d.write64(regs::WAIT_RESCAN, addr);
+            }
+        }
+        self.check_fault()
+    }
+
+    fn create_queue(
+        &mut self,
+        p: ProcessRef,
+        node: u32,
+        kind: SubmitPath,
+    ) -> Result<UmQueueRef, Failure> {
+        let up = self.process(p)?;
+        let kmt = SessKmt::new(self.machine.clone(), up);
+        let rec = kmt.record();
+        let cfg = queue_config(node);
+        let q = match kind {
+            SubmitPath::UserMode => UserQueue::new(kmt, &cfg).map(|q| UmdQueue::User(Box::new(q))),
+            SubmitPath::KernelMode => KernelQueue::new(kmt, &cfg).map(UmdQueue::Kernel),
+        }
+        .map_err(|e| umd_failure(&self.machine, e))?;
+        self.um_queues.push(SimUmQueue {
+            process: p.0,
+            info: q.info(),
+            q: Some(q),
+            rec,
+        });
+        Ok(UmQueueRef(self.um_queues.len() - 1))
+    }
+
+    fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
+        let cmds = self.encode(work)?;
+        let m = self.machine.clone();
+        let r = match self.live_queue(q)? {
+            UmdQueue::User(u) => u.submit(&cmds),
+            UmdQueue::Kernel(k) => k.submit(&cmds),
+        };
+        let v = r.map_err(|e| umd_failure(&m, e))?;
+        self.check_fault()?;
+        Ok(v)
+    }
+
+    fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
+        let m = self.machine.clone();
+        let r = match self.live_queue(q)? {
+            UmdQueue::User(u) => u.wait(value),
+            UmdQueue::Kernel(k) => k.wait(value),
+        };
+        wait_outcome(&m, r)
+    }
+
+    fn queue_info(&self, q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
+        let sq = self.um_queue(q)?;
+        let mut info = sq.q.as_ref().map_or(sq.info, UmdQueue::info);
+        info.scheduled = self.scheduled(self.adapter_of(sq), info.queue_id);
+        Ok(info)
+    }
+
+    fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
+        let m = self.machine.clone();
+        let sq = self
+            .um_queues
+            .get_mut(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+        let u =
+            sq.q.take()
+                .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
+        sq.info = u.info();
+        match u {
+            UmdQueue::User(u) => u.close(),
+            UmdQueue::Kernel(k) => k.close(),
+        }
+        .map_err(|e| umd_failure(&m, e))?;
+        self.check_fault()
+    }
+
+    fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
+        let sq = self.um_queue(q)?;
+        let db = sim_kmt::lock(&sq.rec).doorbell;
+        db.and_then(|d| self.machine.doorbell_info(self.adapter_of(sq), d))
+            .map(|i| doorbell_status(i.status))
+            .ok_or_else(|| {
+                Failure::Backend(format!(
+                    "queue {} has no doorbell (kernel-mode queue, fallen back, or destroyed)",
+                    q.0
+                ))
+            })
+    }
+
+    fn doorbell_mapping(&self, q: UmQueueRef) -> Result<Option<u32>, Failure> {
+        let sq = self.um_queue(q)?;
+        let db = sim_kmt::lock(&sq.rec).doorbell;
+        db.and_then(|d| self.machine.doorbell_info(self.adapter_of(sq), d))
+            .map(|i| i.mapped_page)
+            .ok_or_else(|| Failure::Backend(format!("queue {} has no doorbell", q.0)))
+    }
+
+    fn kernel_submit_on_user_queue(
+        &mut self,
+        q: UmQueueRef,
+        work: &[Work],
+        direct_ddi: bool,
+    ) -> Result<i32, Failure> {
+        let cmds = self.encode(work)?;
+        let sq = self.um_queue(q)?;
+        let up = self.process(ProcessRef(sq.process))?;
+        let handle = sim_kmt::lock(&sq.rec)
+            .hw_queues
+            .iter()
+            .find(|(_, user)| *user)
+            .map(|(h, _)| *h)
+            .ok_or_else(|| Failure::Backend(format!("queue {} is not a user-mode queue", q.0)))?;
+        let value = self.queue_info(q)?.last_submitted + 1;
+        let k = self.machine.kmt(&up);
+        let cb = k
+            .create_allocation(4096)
+            .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
+        let mut off = 0u64;
+        for c in &cmds {
+            let mut w = [0u64; 8];
+            let n = c
+                .encode(&mut w)
+                .ok_or_else(|| Failure::Backend(format!("cannot encode {c:?}")))?;
+            for word in w.iter().take(n) {
+                cb.mem.store(off, *word);
+                off += 8;
+            }
+        }
+        let bytes = u32::try_from(off).unwrap_or(u32::MAX);
+        let status = if direct_ddi {
+            self.machine
+                .ddi_submit_command_to_hw_queue(&up, handle, value, cb.gpu_va, bytes)
+                .map_err(failure)?
+        } else {
+            match k.submit_command_to_hw_queue(handle, value, cb.gpu_va, bytes) {
+                Ok(()) => 0,
+                Err(NtStatus(s)) => s,
+            }
+        };
+        if status < 0 {
+            // Refused: nothing references the command buffer.
+            let _ = k.destroy_allocation(cb.handle);
+        }
+        self.check_fault()?;
+        Ok(status)
+    }
+
+    fn release_ring_handles(&mut self, q: UmQueueRef) -> Result<(), Failure> {
+        let sq = self.um_queue(q)?;
+        let up = self.process(ProcessRef(sq.process))?;
+        let (ring, control) = sim_kmt::lock(&sq.rec)
+            .ring
+            .ok_or_else(|| Failure::Backend(format!("queue {} has no ring", q.0)))?;
+        let k = self.machine.kmt(&up);
+        for h in [ring, control] {
+            k.destroy_allocation(h)
+                .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
+            sim_kmt::lock(&sq.rec).released.push(h);
+        }
+        self.check_fault()
+    }
+
+    fn ring_resident(&self, q: UmQueueRef) -> Result<bool, Failure> {
+        let sq = self.um_queue(q)?;
+        let rec = sim_kmt::lock(&sq.rec);
+        let (ring, control) = rec
+            .ring
+            .ok_or_else(|| Failure::Backend(format!("queue {} has no ring", q.0)))?;
+        let mem = self.machine.memory();
+        Ok([ring, control].iter().all(|h| {
+            rec.allocations
+                .get(h)
+                .is_some_and(|&(gpu, size)| mem.is_mapped(gpu, size))
+        }))
+    }
+
+    fn suspend_process(&mut self, p: ProcessRef) -> Result<(), Failure> {
+        let up = self.process(p)?;
+        let contexts: Vec<KmtHandle> = self
+            .um_queues
+            .iter()
+            .filter(|q| q.process == p.0 && q.q.is_some())
+            .flat_map(|q| sim_kmt::lock(&q.rec).contexts.clone())
+            .collect();
+        for c in contexts {
+            self.machine.suspend_context(&up, c).map_err(failure)?;
+            self.suspended.push((p.0, c));
+        }
+        self.check_fault()
+    }
+
+    fn resume_process(&mut self, p: ProcessRef) -> Result<(), Failure> {
+        let up = self.process(p)?;
+        let mine: Vec<KmtHandle> = self
+            .suspended
+            .iter()
+            .filter(|(pi, _)| *pi == p.0)
+            .map(|(_, c)| *c)
+            .collect();
+        self.suspended.retain(|(pi, _)| *pi != p.0);
+        for c in mine {
+            self.machine.resume_context(&up, c).map_err(failure)?;
+        }
+        self.check_fault()
+    }
+
+    fn await_engine_f1(&mut self, i: usize, node: u32, budget: Duration) -> Result<bool, Failure> {
+        if !self.idle_f1 {
+            return Err(Failure::Unsupported(
+                "the simulated engines request F1 only with SessionConfig::idle_f1_ticks set"
+                    .into(),
+            ));
+        }
+        let rounds = usize::try_from(budget.as_micros() / 10).unwrap_or(usize::MAX);
+        self.machine
+            .run_until(rounds, budget, |m| m.engine_fstate(i, node) == Some(1))
+            .map_err(failure)
+    }
+
+    fn power_down(&mut self, i: usize) -> Result<bool, Failure> {
+        self.machine.power_down(i).map_err(failure)
+    }
+
+    fn power_up(&mut self, i: usize) -> Result<(), Failure> {
+        self.machine.power_up(i).map_err(failure)
+    }
+
+    fn power_status(&self, i: usize) -> Result<PowerStatus, Failure> {
+        let power = self
+            .machine
+            .power_state(i)
+            .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?;
+        let nodes = u32::try_from(self.machine.node_metadata(i).len()).unwrap_or(0);
+        Ok(PowerStatus {
+            d3: power == Power::D3,
+            node_fstates: (0..nodes)
+                .map(|n| self.machine.engine_fstate(i, n).unwrap_or(0))
+                .collect(),
+        })
+    }
+
+    fn device_loss(&mut self, i: usize, how: DeviceLoss) -> Result<(), Failure> {
+        match how {
+            DeviceLoss::DoorbellsAborted => self.machine.device_lost(i),
+            DeviceLoss::Removed => self.machine.device_removed(i),
+        }
+        .map_err(failure)?;
+        self.check_fault()
+    }
+
+    fn os_events(&self, i: usize) -> Result<Vec<OsEvent>, Failure> {
+        let mut owner: HashMap<KmtHandle, UmQueueRef> = HashMap::new();
+        for (qi, q) in self.um_queues.iter().enumerate() {
+            let r = sim_kmt::lock(&q.rec);
+            let hs = r
+                .contexts
+                .iter()
+                .chain(r.hw_queues.iter().map(|(h, _)| h))
+                .chain(r.doorbell.iter());
+            for h in hs {
+                owner.insert(*h, UmQueueRef(qi));
+            }
+        }
+        let procs: HashMap<KmtHandle, ProcessRef> = self
+            .processes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.device, ProcessRef(i)))
+            .collect();
+        let q = |h: &KmtHandle| owner.get(h).copied();
+        let p = |h: &KmtHandle| procs.get(h).copied();
+        Ok(self
+            .machine
+            .ums_events(i)
+            .iter()
+            .map(|e| match e {
+                UmsEvent::CreateDoorbell { doorbell } => {
+                    OsEvent::CreateDoorbell { queue: q(doorbell) }
+                }
+                UmsEvent::ConnectDoorbell { doorbell, page, .. } => OsEvent::Connect {
+                    queue: q(doorbell),
+                    page: *page,
+                },
+                UmsEvent::ConnectFailed { doorbell, status } => OsEvent::ConnectFailed {
+                    queue: q(doorbell),
+                    status: *status,
+                },
+                UmsEvent::CallbackDisconnect {
+                    doorbell, reason, ..
+                } => OsEvent::VictimCallback {
+                    queue: q(doorbell),
+                    reason: doorbell_status(*reason),
+                },
+                UmsEvent::DisconnectDoorbell { doorbell, reason } => OsEvent::OsDisconnect {
+                    queue: q(doorbell),
+                    reason: doorbell_status(*reason),
+                },
+                UmsEvent::NotifyWorkSubmission { doorbell } => {
+                    OsEvent::Notify { queue: q(doorbell) }
+                }
+                UmsEvent::Submit { queue, value } => OsEvent::KernelSubmit {
+                    queue: q(queue),
+                    value: *value,
+                },
+                UmsEvent::WaitedIdle { queue, value } => OsEvent::WaitedIdle {
+                    queue: q(queue),
+                    value: *value,
+                },
+                UmsEvent::DestroyDoorbell { doorbell } => {
+                    OsEvent::DestroyDoorbell { queue: q(doorbell) }
+                }
+                UmsEvent::DestroyHwQueue { queue } => OsEvent::DestroyHwQueue { queue: q(queue) },
+                UmsEvent::FreeAllocation { .. } => OsEvent::FreeAllocation,
+                UmsEvent::SuspendContext { context, .. } => {
+                    OsEvent::SuspendContext { queue: q(context) }
+                }
+                UmsEvent::ResumeContext { context } => OsEvent::ResumeContext { queue: q(context) },
+                UmsEvent::DestroyContext { context } => {
+                    OsEvent::DestroyContext { queue: q(context) }
+                }
+                UmsEvent::SetPowerState { state } => OsEvent::SetPowerState {
+                    d3: *state == PowerDeviceD3,
+                },
+                UmsEvent::SetFState { node, fstate, .. } => OsEvent::SetFState {
+                    node: *node,
+                    fstate: *fstate,
+                },
+                UmsEvent::EngineState { node, state } => OsEvent::EngineState {
+                    node: *node,
+                    state: *state,
+                },
+                UmsEvent::DeviceError { device } => OsEvent::DeviceError { process: p(device) },
+                UmsEvent::DestroyDevice { device } => OsEvent::DestroyDevice { process: p(device) },
+                _ => OsEvent::Other,
+            })
+            .collect())
+    }
+
+    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        let mut jobs = Vec::with_capacity(lanes.len());
+        for lane in lanes {
+            let p = self.process(lane.process)?;
+            let cmds = lane
+                .work
+                .iter()
+                .map(|w| self.encode(w))
+                .collect::<Result<Vec<_>, _>>()?;
+            jobs.push((p, lane, cmds));
+        }
+        let m = &self.machine;
+        let reports = if self.machine.config().mode == Mode::Threaded {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = jobs
+                    .iter()
+                    .map(|(p, lane, cmds)| s.spawn(move || churn_lane(m, *p, lane, cmds)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| ChurnReport {
+                            rounds_done: 0,
+                            kernel_mode_rounds: 0,
+                            error: Some("lane thread panicked".into()),
+                        })
+                    })
+                    .collect()
+            })
+        } else {
+            jobs.iter()
+                .map(|(p, lane, cmds)| churn_lane(m, *p, lane, cmds))
+                .collect()
+        };
+        self.check_fault()?;
+        Ok(reports)
     }
 }

@@ -4,6 +4,7 @@ pub mod adapter;
 pub mod interrupt;
 pub mod native_fence;
 pub mod simulation;
+pub mod usermode_submission;
 
 use crate::case::Case;
 
@@ -14,5 +15,6 @@ pub fn all() -> Vec<Case> {
     v.extend_from_slice(interrupt::CASES);
     v.extend_from_slice(native_fence::CASES);
     v.extend_from_slice(simulation::CASES);
+    v.extend_from_slice(usermode_submission::CASES);
     v
 }

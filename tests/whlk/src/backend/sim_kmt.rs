@@ -1,0 +1,171 @@
+//! The D3DKMT thunks the simulated backend gives the UMD core: `rvgpu_simos::kmt::SimKmt`
+//! behind a shared machine (so `UserQueue`/`KernelQueue` can live in the session next to the
+//! machine, and move to worker threads), recording what the UMD created for each queue (its
+//! context, hardware queues, ring allocations and doorbell: the handles the OS names in its
+//! events and that the session's probes need).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
+use rvgpu_simos::{Machine, UmsProcess};
+use rvgpu_umd::kmt::{Allocation, Doorbell, HwQueue, Kmt, KmtHandle, NtStatus};
+
+/// What the UMD created through one [`SessKmt`] (one harness queue).
+#[derive(Debug, Default)]
+pub(crate) struct Created {
+    /// Contexts.
+    pub contexts: Vec<KmtHandle>,
+    /// Hardware queues and whether each is user-mode.
+    pub hw_queues: Vec<(KmtHandle, bool)>,
+    /// Allocations: handle → (GPU VA, size).
+    pub allocations: HashMap<KmtHandle, (u64, u64)>,
+    /// The doorbell (the last one created).
+    pub doorbell: Option<KmtHandle>,
+    /// Ring and ring-control allocation handles of that doorbell.
+    pub ring: Option<(KmtHandle, KmtHandle)>,
+    /// Allocations the harness destroyed behind the UMD's back (UM-07 probe); the UMD's
+    /// own later destroy of them is answered with success.
+    pub released: Vec<KmtHandle>,
+}
+
+/// Thunks of one process for one harness queue.
+#[derive(Clone)]
+pub(crate) struct SessKmt {
+    m: Arc<Machine>,
+    p: UmsProcess,
+    rec: Arc<Mutex<Created>>,
+}
+
+impl fmt::Debug for SessKmt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessKmt")
+            .field("process", &self.p)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn lock(rec: &Mutex<Created>) -> MutexGuard<'_, Created> {
+    rec.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl SessKmt {
+    pub(crate) fn new(m: Arc<Machine>, p: UmsProcess) -> Self {
+        Self {
+            m,
+            p,
+            rec: Arc::new(Mutex::new(Created::default())),
+        }
+    }
+
+    pub(crate) fn record(&self) -> Arc<Mutex<Created>> {
+        self.rec.clone()
+    }
+
+    fn k(&self) -> SimKmt<'_> {
+        self.m.kmt(&self.p)
+    }
+}
+
+impl Kmt for SessKmt {
+    type Mem = SimMem;
+    type Doorbell = SimDoorbell;
+    type Fence = SimFence;
+
+    fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
+        let h = self.k().create_context(node)?;
+        lock(&self.rec).contexts.push(h);
+        Ok(h)
+    }
+
+    fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
+        self.k().destroy_context(context)
+    }
+
+    fn create_hw_queue(
+        &self,
+        context: KmtHandle,
+        user_mode_submission: bool,
+        private_data: &mut [u8],
+    ) -> Result<HwQueue<SimFence>, NtStatus> {
+        let q = self
+            .k()
+            .create_hw_queue(context, user_mode_submission, private_data)?;
+        lock(&self.rec)
+            .hw_queues
+            .push((q.handle, user_mode_submission));
+        Ok(q)
+    }
+
+    fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+        self.k().destroy_hw_queue(queue)
+    }
+
+    fn create_allocation(&self, size: u64) -> Result<Allocation<SimMem>, NtStatus> {
+        let a = self.k().create_allocation(size)?;
+        lock(&self.rec)
+            .allocations
+            .insert(a.handle, (a.gpu_va, a.size));
+        Ok(a)
+    }
+
+    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        {
+            let mut r = lock(&self.rec);
+            if let Some(i) = r.released.iter().position(|h| *h == allocation) {
+                r.released.swap_remove(i);
+                return Ok(());
+            }
+        }
+        self.k().destroy_allocation(allocation)
+    }
+
+    fn create_doorbell(
+        &self,
+        queue: KmtHandle,
+        ring: KmtHandle,
+        ring_control: KmtHandle,
+        private_data: &mut [u8],
+    ) -> Result<Doorbell<SimDoorbell>, NtStatus> {
+        let d = self
+            .k()
+            .create_doorbell(queue, ring, ring_control, private_data)?;
+        let mut r = lock(&self.rec);
+        r.doorbell = Some(d.handle);
+        r.ring = Some((ring, ring_control));
+        Ok(d)
+    }
+
+    fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        self.k().connect_doorbell(doorbell)
+    }
+
+    fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        self.k().destroy_doorbell(doorbell)
+    }
+
+    fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        self.k().notify_work_submission(doorbell)
+    }
+
+    fn submit_command_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        progress_fence_value: u64,
+        command_buffer_gpu: u64,
+        command_bytes: u32,
+    ) -> Result<(), NtStatus> {
+        self.k().submit_command_to_hw_queue(
+            queue,
+            progress_fence_value,
+            command_buffer_gpu,
+            command_bytes,
+        )
+    }
+
+    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        self.k().wait_for_fence(fence, value)
+    }
+}
