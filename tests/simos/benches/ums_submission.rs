@@ -25,7 +25,10 @@
 //! that every batch completed and restarts the clock (`iter_custom`).
 //!
 //! After criterion's report it prints ns per submission for both (median of the per-sample
-//! means, and the mean over all measured submissions) and the ratio user / kernel. Run with
+//! means, and the mean over all measured submissions) and the ratio user / kernel; then it
+//! measures both again interleaved (alternating chunks of [`CHUNK`] submissions, ABBA order,
+//! so that other load on the machine hits both alike) and prints the median per-chunk figures
+//! and the median of the per-round ratios. Run with
 //! `cargo bench -p rvgpu-simos --bench ums_submission`.
 
 use std::hint::black_box;
@@ -43,6 +46,8 @@ use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, UserQueue};
 /// ring; INDIRECT + PROGRESS is 40 bytes of the KMD's 16 KiB ring; a FILL is 32 bytes of the
 /// 64 KiB command buffer: 128 fit all three with a wide margin.
 const CHUNK: u64 = 128;
+/// Rounds of the interleaved measurement after criterion's.
+const INTERLEAVED_ROUNDS: usize = 2000;
 /// Criterion samples per benchmark (the last this many `iter_custom` calls are the samples).
 const SAMPLES: usize = 50;
 
@@ -137,6 +142,7 @@ fn main() {
     }
     let user = Samples::new();
     let kernel = Samples::new();
+    let mut interleaved: Vec<(f64, f64)> = Vec::new();
     {
         let p = ok(&m, m.create_process(0));
         let k: SimKmt<'_> = m.kmt(&p);
@@ -195,6 +201,46 @@ fn main() {
             });
         });
 
+        // The same two measurements interleaved (ABBA order, chunks of CHUNK submissions), so
+        // that a change of load on the machine hits both alike.
+        for round in 0..INTERLEAVED_ROUNDS {
+            let user_chunk = |uq: &mut UserQueue<SimKmt<'_>>| {
+                timed_chunks(
+                    &m,
+                    uq,
+                    CHUNK,
+                    |uq| {
+                        if let Err(e) = uq.submit(black_box(&user_batch)) {
+                            panic!("user-mode submit: {e:?}");
+                        }
+                    },
+                    |uq| assert_eq!(uq.completed(), uq.last_submitted()),
+                )
+            };
+            let kernel_chunk = |kq: &mut KernelQueue<SimKmt<'_>>| {
+                timed_chunks(
+                    &m,
+                    kq,
+                    CHUNK,
+                    |kq| {
+                        if let Err(e) = kq.submit(black_box(&kernel_batch)) {
+                            panic!("kernel-mode submit: {e:?}");
+                        }
+                    },
+                    |kq| assert_eq!(kq.completed(), kq.last_submitted()),
+                )
+            };
+            let (u, k) = if round % 2 == 0 {
+                let u = user_chunk(&mut uq);
+                (u, kernel_chunk(&mut kq))
+            } else {
+                let k = kernel_chunk(&mut kq);
+                (user_chunk(&mut uq), k)
+            };
+            let ns = |d: Duration| d.as_secs_f64() * 1e9 / CHUNK as f64;
+            interleaved.push((ns(u), ns(k)));
+        }
+
         okk(&m, uq.close());
         okk(&m, kq.close());
         okk(&m, k.destroy_allocation(target.handle));
@@ -224,4 +270,18 @@ fn main() {
             kmean / umean
         );
     }
+    let mut us: Vec<f64> = interleaved.iter().map(|p| p.0).collect();
+    let mut ks: Vec<f64> = interleaved.iter().map(|p| p.1).collect();
+    let mut rs: Vec<f64> = interleaved.iter().map(|p| p.0 / p.1).collect();
+    let (mu, mk, mr) = (median(&mut us), median(&mut ks), median(&mut rs));
+    println!(
+        "interleaved, {INTERLEAVED_ROUNDS} rounds of {CHUNK} submissions each: user {mu:.0} ns, \
+         kernel {mk:.0} ns (medians), median per-round ratio user / kernel {mr:.3}"
+    );
+}
+
+/// Median of `v` (sorted in place).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }

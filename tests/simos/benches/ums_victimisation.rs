@@ -21,7 +21,9 @@
 //! Nothing is submitted, so the GPU has nothing to run; step mode keeps the device, interrupt
 //! and DPC threads out of the measured region. After criterion's report it prints µs per
 //! connect (median of the per-sample means, mean over all measured connects) and the ratio
-//! victimising / free. Run with `cargo bench -p rvgpu-simos --bench ums_victimisation`.
+//! victimising / free; then it measures both again interleaved (alternating chunks of 64
+//! connects, ABBA order, so that other load on the machine hits both alike) and prints the
+//! median per-chunk figures and the median of the per-round ratios. Run with `cargo bench -p rvgpu-simos --bench ums_victimisation`.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -32,12 +34,14 @@ use rvgpu_hw::pdd::{
 };
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimKmt, SimMem};
-use rvgpu_simos::{DoorbellState, Machine, MachineConfig, Mode, SimError, UmsEvent};
+use rvgpu_simos::{DoorbellState, Machine, MachineConfig, Mode, SimError, UmsEvent, UmsProcess};
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, KmtHandle};
 use zerocopy::IntoBytes;
 
 /// User-mode queues (doorbells) in both benchmarks.
 const QUEUES: usize = 64;
+/// Rounds of the interleaved measurement after criterion's.
+const INTERLEAVED_ROUNDS: usize = 2000;
 /// Criterion samples per benchmark (the last this many `iter_custom` calls are the samples).
 const SAMPLES: usize = 50;
 
@@ -155,95 +159,108 @@ fn connected(m: &Machine, h: KmtHandle) -> bool {
     )
 }
 
-fn victimising(c: &mut Criterion, samples: &Samples) {
-    let m = machine(1);
-    {
-        let p = ok(&m, m.create_process(0));
-        let k = m.kmt(&p);
-        let qs: Vec<RawQueue> = (0..QUEUES).map(|_| raw_queue(&m, &k)).collect();
-        // The first connect finds the page free: not measured.
-        okk(&m, k.connect_doorbell(qs[0].doorbell));
-        let mut next = 1usize;
-        c.bench_function("ums_victimisation/victimising", |b| {
-            b.iter_custom(|iters| {
-                let t0 = Instant::now();
-                for _ in 0..iters {
-                    let h = qs[next].doorbell;
-                    if let Err(e) = k.connect_doorbell(h) {
-                        panic!("connect: {e:?}; fault {:?}", m.fault());
-                    }
-                    next = (next + 1) % QUEUES;
-                }
-                let d = t0.elapsed();
-                // The last connect took the page from the queue before it.
-                let last = qs[(next + QUEUES - 1) % QUEUES].doorbell;
-                let prev = qs[(next + QUEUES - 2) % QUEUES].doorbell;
-                assert!(connected(&m, last) && (iters < 2 || !connected(&m, prev)));
-                m.clear_ums_events(0);
-                samples.push(iters, d);
-                d
-            });
-        });
-        // Every measured connect victimised exactly one doorbell (spot check on a fresh run).
-        m.clear_ums_events(0);
-        okk(&m, k.connect_doorbell(qs[next].doorbell));
-        let callbacks = m
-            .ums_events(0)
-            .iter()
-            .filter(|e| matches!(e, UmsEvent::CallbackDisconnect { .. }))
-            .count();
-        assert_eq!(callbacks, 1, "{:#?}", m.ums_events(0));
-        drop(qs);
-        ok(&m, m.exit_process(&p));
-    }
-    assert!(m.fault().is_none(), "{:?}", m.fault());
+fn callbacks(m: &Machine) -> usize {
+    m.ums_events(0)
+        .iter()
+        .filter(|e| matches!(e, UmsEvent::CallbackDisconnect { .. }))
+        .count()
 }
 
-fn free_doorbell(c: &mut Criterion, samples: &Samples) {
-    let m = machine(QUEUES as u32);
-    {
-        let p = ok(&m, m.create_process(0));
+/// One machine's process with its [`QUEUES`] queues, and whose doorbell connects next.
+struct Rig<'m> {
+    m: &'m Machine,
+    p: UmsProcess,
+    k: SimKmt<'m>,
+    qs: Vec<RawQueue>,
+    next: usize,
+    /// The first (unvictimising) connect of [`Rig::victimising`] was made.
+    started: bool,
+}
+
+impl<'m> Rig<'m> {
+    fn new(m: &'m Machine) -> Self {
+        let p = ok(m, m.create_process(0));
         let k = m.kmt(&p);
-        let mut qs: Vec<RawQueue> = (0..QUEUES).map(|_| raw_queue(&m, &k)).collect();
-        let mut next = 0usize;
-        c.bench_function("ums_victimisation/free_doorbell", |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                let mut left = iters;
-                while left > 0 {
-                    if next == QUEUES {
-                        // All connected: destroy and recreate the doorbells (not measured).
-                        for q in &mut qs {
-                            okk(&m, k.destroy_doorbell(q.doorbell));
-                            q.doorbell = create_doorbell(&m, &k, q);
-                        }
-                        m.clear_ums_events(0);
-                        next = 0;
-                    }
-                    let n = left.min((QUEUES - next) as u64);
-                    let t0 = Instant::now();
-                    for _ in 0..n {
-                        if let Err(e) = k.connect_doorbell(qs[next].doorbell) {
-                            panic!("connect: {e:?}; fault {:?}", m.fault());
-                        }
-                        next += 1;
-                    }
-                    total += t0.elapsed();
-                    left -= n;
-                }
-                assert!(connected(&m, qs[next - 1].doorbell));
-                samples.push(iters, total);
-                total
-            });
-        });
-        assert!(!m
-            .ums_events(0)
-            .iter()
-            .any(|e| matches!(e, UmsEvent::CallbackDisconnect { .. })));
-        drop(qs);
-        ok(&m, m.exit_process(&p));
+        let qs = (0..QUEUES).map(|_| raw_queue(m, &k)).collect();
+        Self {
+            m,
+            p,
+            k,
+            qs,
+            next: 0,
+            started: false,
+        }
     }
-    assert!(m.fault().is_none(), "{:?}", m.fault());
+
+    fn connect(&self, i: usize) {
+        if let Err(e) = self.k.connect_doorbell(self.qs[i].doorbell) {
+            panic!("connect: {e:?}; fault {:?}", self.m.fault());
+        }
+    }
+
+    /// One physical doorbell: `n` round-robin connects, each victimising the previous owner;
+    /// returns the time they took.
+    fn victimising(&mut self, n: u64) -> Duration {
+        if !self.started {
+            // The very first connect finds the page free: not measured.
+            self.connect(0);
+            self.next = 1;
+            self.started = true;
+        }
+        let t0 = Instant::now();
+        for _ in 0..n {
+            self.connect(self.next);
+            self.next = (self.next + 1) % QUEUES;
+        }
+        let d = t0.elapsed();
+        // The last connect took the page from the queue before it.
+        let last = self.qs[(self.next + QUEUES - 1) % QUEUES].doorbell;
+        let prev = self.qs[(self.next + QUEUES - 2) % QUEUES].doorbell;
+        assert!(connected(self.m, last) && !connected(self.m, prev));
+        self.m.clear_ums_events(0);
+        d
+    }
+
+    /// [`QUEUES`] physical doorbells: `n` connects that each find a free one; destroys and
+    /// recreates the doorbells (not measured) whenever all are connected.
+    fn free(&mut self, n: u64) -> Duration {
+        let mut total = Duration::ZERO;
+        let mut left = n;
+        while left > 0 {
+            if self.next == QUEUES {
+                for q in &mut self.qs {
+                    okk(self.m, self.k.destroy_doorbell(q.doorbell));
+                    q.doorbell = create_doorbell(self.m, &self.k, q);
+                }
+                assert_eq!(callbacks(self.m), 0, "nothing victimised");
+                self.m.clear_ums_events(0);
+                self.next = 0;
+            }
+            let c = left.min((QUEUES - self.next) as u64);
+            let t0 = Instant::now();
+            for _ in 0..c {
+                self.connect(self.next);
+                self.next += 1;
+            }
+            total += t0.elapsed();
+            left -= c;
+        }
+        assert!(connected(self.m, self.qs[self.next - 1].doorbell));
+        total
+    }
+
+    fn finish(self) {
+        let m = self.m;
+        drop(self.qs);
+        ok(m, m.exit_process(&self.p));
+        assert!(m.fault().is_none(), "{:?}", m.fault());
+    }
+}
+
+/// Median of `v` (sorted in place).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
 fn main() {
@@ -252,11 +269,56 @@ fn main() {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4))
         .configure_from_args();
+    let one = machine(1);
+    let many = machine(QUEUES as u32);
+    let mut victim_rig = Rig::new(&one);
+    let mut free_rig = Rig::new(&many);
     let victim = Samples::new();
     let free = Samples::new();
-    victimising(&mut c, &victim);
-    free_doorbell(&mut c, &free);
+
+    c.bench_function("ums_victimisation/victimising", |b| {
+        b.iter_custom(|iters| {
+            let d = victim_rig.victimising(iters);
+            victim.push(iters, d);
+            d
+        });
+    });
+    c.bench_function("ums_victimisation/free_doorbell", |b| {
+        b.iter_custom(|iters| {
+            let d = free_rig.free(iters);
+            free.push(iters, d);
+            d
+        });
+    });
     c.final_summary();
+
+    // The same two measurements interleaved (ABBA order, chunks of QUEUES connects), so that a
+    // change of load on the machine hits both alike: per-chunk µs per connect, and the median
+    // of the per-round ratios.
+    let (mut iv, mut ifr, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..INTERLEAVED_ROUNDS {
+        let n = QUEUES as u64;
+        let (v, f) = if round % 2 == 0 {
+            let v = victim_rig.victimising(n);
+            (v, free_rig.free(n))
+        } else {
+            let f = free_rig.free(n);
+            (victim_rig.victimising(n), f)
+        };
+        let (v, f) = (
+            v.as_secs_f64() * 1e6 / n as f64,
+            f.as_secs_f64() * 1e6 / n as f64,
+        );
+        iv.push(v);
+        ifr.push(f);
+        ratios.push(v / f);
+    }
+    // Every victimising connect made exactly one callback (spot check).
+    one.clear_ums_events(0);
+    victim_rig.connect(victim_rig.next);
+    assert_eq!(callbacks(&one), 1, "{:#?}", one.ums_events(0));
+    victim_rig.finish();
+    free_rig.finish();
 
     let (vm, vmean, vn) = victim.stats();
     let (fm, fmean, fn_) = free.stats();
@@ -269,9 +331,14 @@ fn main() {
     println!("| a free physical doorbell (baseline) | {fm:.2} | {fmean:.2} | {fn_} |");
     if fm > 0.0 && fmean > 0.0 {
         println!(
-            "ratio victimising / free: median {:.2}, mean {:.2}",
+            "ratio victimising / free (criterion samples): median {:.2}, mean {:.2}",
             vm / fm,
             vmean / fmean
         );
     }
+    let (mv, mf, mr) = (median(&mut iv), median(&mut ifr), median(&mut ratios));
+    println!(
+        "interleaved, {INTERLEAVED_ROUNDS} rounds of {QUEUES} connects each: victimising \
+         {mv:.2} µs, free {mf:.2} µs (medians), median per-round ratio {mr:.2}"
+    );
 }
