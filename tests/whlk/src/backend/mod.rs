@@ -7,6 +7,15 @@
 //! cannot do (fault injection into the kernel, stepping the device, reading a bug check that
 //! rebooted the machine) it reports as [`Failure::Unsupported`], and the runner turns that into
 //! a skip with the reason.
+//!
+//! User-mode submission (issue 6) is in the same trait: processes, buffers, queues made by the
+//! UMD's submission core (`rvgpu_umd::submit`: `UserQueue`, `KernelQueue`), batches of
+//! [`Work`], doorbell status, and the OS-side events a case provokes (suspend, F1, D3, exits,
+//! device loss). The simulated backend runs the real UMD through `rvgpu_simos::kmt::SimKmt`; a
+//! Windows backend would run the same UMD over `kmt_windows`. What only a simulation can do
+//! (suspend a process, force D3 or a device loss, read the doorbell mapping, the runlist, ring
+//! residency or the OS's event trace) says so on the method; cases leave out the checks whose
+//! observation is unsupported where the rest still proves something.
 
 pub mod sim;
 mod sim_kmt;

@@ -1,4 +1,9 @@
 //! The default backend: the emulated GPU under the simulated OS (rvgpu-simos), in-process.
+//!
+//! User-mode submission runs the real UMD core (`UserQueue`, `KernelQueue`) over the simulated
+//! thunks ([`super::sim_kmt::SessKmt`], which shares the machine through an `Arc` so the UMD's
+//! objects can live in the session and move to churn threads). Observations map to simos's
+//! test accessors (`doorbell_info`, `ums_events`, the device's runlists, `Memory::is_mapped`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -132,8 +132,8 @@ pub const CASES: &[Case] = &[
     Case {
         name: "UserModeSubmission.ThreadedChurn",
         requirements: &["UM-19", "UM-20"],
-        summary: "threaded: 3 processes x 2 engines churn queues on 2 doorbells; every \
-                  batch runs exactly once, doorbells are victimised",
+        summary: "threaded: 3 processes x 2 engines churn queues on 2 doorbells next to 3 \
+                  long-lived queues; every batch runs exactly once, doorbells are victimised",
         run: threaded_churn,
     },
 ];
@@ -289,6 +289,20 @@ fn mark(s: &dyn Session) -> Result<usize, Failure> {
     Ok(s.os_events(0)?.len())
 }
 
+/// `Ok(None)` when the backend cannot make this observation (a simulation-only probe): the
+/// checks on it are left out and the case goes on with the rest.
+fn observe<T>(r: Result<T, Failure>) -> Result<Option<T>, Failure> {
+    match r {
+        Err(Failure::Unsupported(_)) => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+/// The OS trace since an optional mark (see [`observe`]).
+fn trace(s: &dyn Session, mark: Option<usize>) -> Result<Option<Vec<OsEvent>>, Failure> {
+    mark.map_or(Ok(None), |m| events_since(s, m).map(Some))
+}
+
 fn user_queue(s: &mut dyn Session, p: ProcessRef, node: u32) -> Result<UmQueueRef, Failure> {
     s.create_queue(p, node, SubmitPath::UserMode)
 }
@@ -382,7 +396,7 @@ fn both_paths_together(b: &dyn Backend) -> CaseResult {
     let tk = Tickets::new(&mut *s, buf, 1024, 16)?;
     let uq = user_queue(&mut *s, p, 0)?;
     let kq = s.create_queue(p, 0, SubmitPath::KernelMode)?;
-    let m = mark(&*s)?;
+    let m = observe(mark(&*s))?;
     let (mut lu, mut lk) = (0, 0);
     for k in 0..16 {
         lu = s.submit(uq, &tu.batch(k))?;
@@ -394,23 +408,24 @@ fn both_paths_together(b: &dyn Backend) -> CaseResult {
     tk.check(&*s, 16, "kernel-mode queue")?;
     expect_path(&*s, uq, SubmitPath::UserMode, "user-mode queue")?;
     expect_path(&*s, kq, SubmitPath::KernelMode, "kernel-mode queue")?;
-    let ev = events_since(&*s, m)?;
-    let ks = count(
-        &ev,
-        |e| matches!(e, OsEvent::KernelSubmit { queue, .. } if *queue == Some(kq)),
-    );
-    let us = count(
-        &ev,
-        |e| matches!(e, OsEvent::KernelSubmit { queue, .. } if *queue == Some(uq)),
-    );
-    ensure!(
-        ks == 16,
-        "{ks} kernel submissions of the kernel-mode queue, expected 16"
-    );
-    ensure!(
-        us == 0,
-        "the user-mode queue went through the kernel {us} times"
-    );
+    if let Some(ev) = trace(&*s, m)? {
+        let ks = count(
+            &ev,
+            |e| matches!(e, OsEvent::KernelSubmit { queue, .. } if *queue == Some(kq)),
+        );
+        let us = count(
+            &ev,
+            |e| matches!(e, OsEvent::KernelSubmit { queue, .. } if *queue == Some(uq)),
+        );
+        ensure!(
+            ks == 16,
+            "{ks} kernel submissions of the kernel-mode queue, expected 16"
+        );
+        ensure!(
+            us == 0,
+            "the user-mode queue went through the kernel {us} times"
+        );
+    }
     s.close_queue(uq)?;
     s.close_queue(kq)?;
     s.end_process(p, ProcessEnd::Normal)?;
@@ -429,11 +444,11 @@ fn user_queue_refuses_kernel_path(b: &dyn Backend) -> CaseResult {
          STATUS_INVALID_PARAMETER",
         st as u32
     );
-    let st = s.kernel_submit_on_user_queue(q, &[fill(t, 8, 0xBAD)], true)?;
+    let direct = observe(s.kernel_submit_on_user_queue(q, &[fill(t, 8, 0xBAD)], true))?;
     ensure!(
-        st < 0,
+        direct.is_none_or(|st| st < 0),
         "the KMD accepted DxgkDdiSubmitCommandToHwQueue on a user-mode queue ({:#010x})",
-        st as u32
+        direct.unwrap_or(0) as u32
     );
     settle(&mut *s)?;
     ensure!(
@@ -633,7 +648,7 @@ fn reconnect_and_retry(b: &dyn Backend) -> CaseResult {
         let t = Tickets::new(&mut *s, buf, 512 * i, 5)?;
         qs.push((user_queue(&mut *s, p, 0)?, t, 0));
     }
-    let m = mark(&*s)?;
+    let m = observe(mark(&*s))?;
     for k in 0..5 {
         for (q, t, last) in &mut qs {
             *last = s.submit(*q, &t.batch(k))?;
@@ -644,33 +659,35 @@ fn reconnect_and_retry(b: &dyn Backend) -> CaseResult {
         t.check(&*s, 5, &format!("queue {i}"))?;
         expect_path(&*s, *q, SubmitPath::UserMode, &format!("queue {i}"))?;
     }
-    let ev = events_since(&*s, m)?;
-    let victims = count(&ev, |e| matches!(e, OsEvent::VictimCallback { .. }));
-    let connects = count(&ev, |e| matches!(e, OsEvent::Connect { .. }));
-    // Round-robin over three queues on one doorbell: every submission but the very first
-    // finds its doorbell victimised.
-    ensure!(
-        victims >= 14,
-        "{victims} victimisations for 15 alternating submissions"
-    );
-    ensure!(
-        connects >= 14,
-        "{connects} reconnects for 15 alternating submissions"
-    );
+    if let Some(ev) = trace(&*s, m)? {
+        let victims = count(&ev, |e| matches!(e, OsEvent::VictimCallback { .. }));
+        let connects = count(&ev, |e| matches!(e, OsEvent::Connect { .. }));
+        // Round-robin over three queues on one doorbell: every submission but the very first
+        // finds its doorbell victimised.
+        ensure!(
+            victims >= 14,
+            "{victims} victimisations for 15 alternating submissions"
+        );
+        ensure!(
+            connects >= 14,
+            "{connects} reconnects for 15 alternating submissions"
+        );
+    }
     // UM-09: one doorbell maps the physical page; the others map the dummy page with RETRY.
     let mut mapped = 0;
     for (q, _, _) in &qs {
-        match s.doorbell_mapping(*q)? {
-            Some(0) => {
+        match observe(s.doorbell_mapping(*q))? {
+            None => {}
+            Some(Some(0)) => {
                 mapped += 1;
                 expect_status(&*s, *q, DoorbellStatus::Connected, "the connected doorbell")?;
             }
-            None => expect_status(&*s, *q, DoorbellStatus::DisconnectedRetry, "a victim")?,
+            Some(None) => expect_status(&*s, *q, DoorbellStatus::DisconnectedRetry, "a victim")?,
             other => ensure!(false, "a doorbell maps {other:?}"),
         }
     }
     ensure!(
-        mapped == 1,
+        mapped <= 1,
         "{mapped} doorbells map the one physical doorbell"
     );
     s.end_process(p, ProcessEnd::Normal)?;
@@ -684,7 +701,7 @@ fn global_doorbell(b: &dyn Backend) -> CaseResult {
     })?;
     let p = s.open_process(0)?;
     let buf = s.create_buffer(p, BUF)?;
-    let m = mark(&*s)?;
+    let m = observe(mark(&*s))?;
     let mut qs = Vec::new();
     for i in 0..3u64 {
         let t = Tickets::new(&mut *s, buf, 512 * i, 4)?;
@@ -699,29 +716,30 @@ fn global_doorbell(b: &dyn Backend) -> CaseResult {
         wait(&mut *s, *q, *last, "global doorbell")?;
         t.check(&*s, 4, &format!("queue {i}"))?;
         expect_status(&*s, *q, DoorbellStatus::Connected, &format!("queue {i}"))?;
-        let map = s.doorbell_mapping(*q)?;
+        let map = observe(s.doorbell_mapping(*q))?;
         ensure!(
-            map == Some(0),
+            map.is_none_or(|m| m == Some(0)),
             "queue {i}'s doorbell maps {map:?}, expected the global page 0"
         );
     }
-    let ev = events_since(&*s, m)?;
-    let victims = count(&ev, |e| matches!(e, OsEvent::VictimCallback { .. }));
-    ensure!(
-        victims == 0,
-        "{victims} victimisations with a global doorbell"
-    );
-    let pages: Vec<u32> = ev
-        .iter()
-        .filter_map(|e| match e {
-            OsEvent::Connect { page, .. } => Some(*page),
-            _ => None,
-        })
-        .collect();
-    ensure!(
-        pages == [0, 0, 0],
-        "connects to pages {pages:?}, expected [0, 0, 0]"
-    );
+    if let Some(ev) = trace(&*s, m)? {
+        let victims = count(&ev, |e| matches!(e, OsEvent::VictimCallback { .. }));
+        ensure!(
+            victims == 0,
+            "{victims} victimisations with a global doorbell"
+        );
+        let pages: Vec<u32> = ev
+            .iter()
+            .filter_map(|e| match e {
+                OsEvent::Connect { page, .. } => Some(*page),
+                _ => None,
+            })
+            .collect();
+        ensure!(
+            pages == [0, 0, 0],
+            "connects to pages {pages:?}, expected [0, 0, 0]"
+        );
+    }
     s.end_process(p, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
@@ -1157,7 +1175,7 @@ fn ring_allocations_referenced(b: &dyn Backend) -> CaseResult {
         ),
     }
     ensure!(
-        s.ring_resident(q)?,
+        observe(s.ring_resident(q))? != Some(false),
         "UM-07: the ring was freed while its doorbell lives"
     );
     // UM-08: the ring keeps working, also through wraps and while victimised.
@@ -1170,12 +1188,12 @@ fn ring_allocations_referenced(b: &dyn Backend) -> CaseResult {
     t.check(&*s, 80, "released ring")?;
     expect_path(&*s, q, SubmitPath::UserMode, "released ring")?;
     ensure!(
-        s.ring_resident(q)?,
+        observe(s.ring_resident(q))? != Some(false),
         "UM-07: ring freed before the queue was destroyed"
     );
     s.close_queue(q)?;
     ensure!(
-        !s.ring_resident(q)?,
+        observe(s.ring_resident(q))? != Some(true),
         "UM-07: the ring outlived its doorbell"
     );
     s.close_queue(other)?;
@@ -1193,9 +1211,15 @@ fn threaded_churn(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Threaded, doorbells(2))?;
     let mut lanes = Vec::new();
     let mut tickets = Vec::new();
+    let mut residents = Vec::new();
     for _ in 0..3 {
         let p = s.open_process(0)?;
         let buf = s.create_buffer(p, BUF)?;
+        // A queue that lives through the churn: with three of them on two doorbells, both
+        // physical doorbells are bound when the churn starts, so its first connect must
+        // victimise one.
+        let t = Tickets::new(&mut *s, buf, 2048, 2)?;
+        residents.push((user_queue(&mut *s, p, 0)?, t));
         for node in 0..2u32 {
             let t = Tickets::new(&mut *s, buf, 1024 * u64::from(node), n)?;
             lanes.push(ChurnLane {
@@ -1208,7 +1232,7 @@ fn threaded_churn(b: &dyn Backend) -> CaseResult {
             tickets.push((p, node, t));
         }
     }
-    let m = mark(&*s)?;
+    let m = observe(mark(&*s))?;
     let reports = s.churn(&lanes)?;
     for ((p, node, t), r) in tickets.iter().zip(&reports) {
         ensure!(
@@ -1219,12 +1243,20 @@ fn threaded_churn(b: &dyn Backend) -> CaseResult {
         );
         t.check(&*s, n, &format!("{p:?} node {node}"))?;
     }
-    let ev = events_since(&*s, m)?;
-    let victims = count(&ev, |e| matches!(e, OsEvent::VictimCallback { .. }));
-    ensure!(
-        victims > 0,
-        "6 concurrent queues on 2 doorbells, yet no victimisation"
-    );
+    // The long-lived queues were victimised meanwhile: they reconnect and their work runs.
+    for (i, (q, t)) in residents.iter().enumerate() {
+        let v = submit_tickets(&mut *s, *q, t, 0..2)?;
+        wait(&mut *s, *q, v, "long-lived queue")?;
+        t.check(&*s, 2, &format!("long-lived queue {i}"))?;
+        expect_path(&*s, *q, SubmitPath::UserMode, "long-lived queue")?;
+    }
+    if let Some(ev) = trace(&*s, m)? {
+        let victims = count(&ev, |e| matches!(e, OsEvent::VictimCallback { .. }));
+        ensure!(
+            victims > 0,
+            "9 queues on 2 doorbells, yet no victimisation during the churn"
+        );
+    }
     for (p, _, _) in tickets.iter().step_by(2) {
         s.end_process(*p, ProcessEnd::Normal)?;
     }
