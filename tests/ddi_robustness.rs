@@ -203,6 +203,11 @@ const COVERED: &[&str] = &[
     "DxgkDdiDisconnectDoorbell",
     "DxgkDdiDestroyDoorbell",
     "DxgkDdiNotifyWorkSubmission",
+    "DxgkDdiSubmitCommand",
+    "DxgkDdiSubmitCommandVirtual",
+    "DxgkDdiPreemptCommand",
+    "DxgkDdiQueryCurrentFence",
+    "DxgkDdiBuildPagingBuffer",
 ];
 
 #[test]
@@ -1013,4 +1018,169 @@ fn add_device_then_remove_device_frees_the_adapter() {
         "RemoveDevice left {} bytes of the adapter allocated",
         live_bytes().wrapping_sub(before)
     );
+}
+
+/// The node-ring DDIs (issue 7, docs/tdr.md §3.3; TDR-03/04/05): NULL adapter and NULL
+/// argument blocks are STATUS_INVALID_PARAMETER; on a live but unstarted adapter a well-formed
+/// block is STATUS_INVALID_DEVICE_STATE and no output is written. (SubmitCommand and
+/// PreemptCommand errors are bug check 0x119/0x2 on Windows; the OS never sends these.)
+#[test]
+fn node_ring_ddis_validate_their_arguments() {
+    use rvgpu_ddi::tdr::{
+        DXGKARG_BUILDPAGINGBUFFER, DXGKARG_PREEMPTCOMMAND, DXGKARG_QUERYCURRENTFENCE,
+        DXGKARG_SUBMITCOMMAND, DXGKARG_SUBMITCOMMANDVIRTUAL, DXGK_OPERATION_FILL,
+    };
+    let d = table();
+    let null: HANDLE = ptr::null_mut();
+    let submit = d.DxgkDdiSubmitCommand.expect("SubmitCommand filled");
+    let virt = d
+        .DxgkDdiSubmitCommandVirtual
+        .expect("SubmitCommandVirtual filled");
+    let preempt = d.DxgkDdiPreemptCommand.expect("PreemptCommand filled");
+    let fence = d
+        .DxgkDdiQueryCurrentFence
+        .expect("QueryCurrentFence filled");
+    let paging = d
+        .DxgkDdiBuildPagingBuffer
+        .expect("BuildPagingBuffer filled");
+
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { submit(null, ptr::null()) };
+    expect_status("SubmitCommand", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    // SAFETY: as above.
+    let s = unsafe { virt(null, ptr::null()) };
+    expect_status(
+        "SubmitCommandVirtual",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    // SAFETY: as above.
+    let s = unsafe { preempt(null, ptr::null()) };
+    expect_status("PreemptCommand", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    // SAFETY: as above.
+    let s = unsafe { fence(null, ptr::null_mut()) };
+    expect_status(
+        "QueryCurrentFence",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    // SAFETY: as above.
+    let s = unsafe { paging(null, ptr::null_mut()) };
+    expect_status(
+        "BuildPagingBuffer",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let mut qcf = DXGKARG_QUERYCURRENTFENCE::default();
+    // SAFETY: NULL adapter, a live local argument block.
+    let s = unsafe { fence(null, &mut qcf) };
+    expect_status(
+        "QueryCurrentFence",
+        "NULL hAdapter",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+
+    let mut pdo_stand_in = 0u64;
+    let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
+    assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
+    let a = a.expect("AddDevice returned a context");
+    let ctx = a.ctx;
+    // SAFETY: live context, NULL argument blocks.
+    let s = unsafe { submit(ctx, ptr::null()) };
+    expect_status("SubmitCommand", "NULL args", s, STATUS_INVALID_PARAMETER);
+    // SAFETY: as above.
+    let s = unsafe { virt(ctx, ptr::null()) };
+    expect_status(
+        "SubmitCommandVirtual",
+        "NULL args",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    // SAFETY: as above.
+    let s = unsafe { preempt(ctx, ptr::null()) };
+    expect_status("PreemptCommand", "NULL args", s, STATUS_INVALID_PARAMETER);
+    // SAFETY: as above.
+    let s = unsafe { fence(ctx, ptr::null_mut()) };
+    expect_status(
+        "QueryCurrentFence",
+        "NULL args",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    // SAFETY: as above.
+    let s = unsafe { paging(ctx, ptr::null_mut()) };
+    expect_status(
+        "BuildPagingBuffer",
+        "NULL args",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+
+    let sc = DXGKARG_SUBMITCOMMAND {
+        SubmissionFenceId: 1,
+        ..Default::default()
+    };
+    // SAFETY: live context; `sc` is a live local.
+    let s = unsafe { submit(ctx, &sc) };
+    expect_status(
+        "SubmitCommand",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    let sv = DXGKARG_SUBMITCOMMANDVIRTUAL {
+        SubmissionFenceId: 1,
+        ..Default::default()
+    };
+    // SAFETY: as above.
+    let s = unsafe { virt(ctx, &sv) };
+    expect_status(
+        "SubmitCommandVirtual",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    let pc = DXGKARG_PREEMPTCOMMAND::default();
+    // SAFETY: as above.
+    let s = unsafe { preempt(ctx, &pc) };
+    expect_status(
+        "PreemptCommand",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    let mut qcf = DXGKARG_QUERYCURRENTFENCE {
+        CurrentFence: 0xDEAD,
+        ..Default::default()
+    };
+    // SAFETY: as above.
+    let s = unsafe { fence(ctx, &mut qcf) };
+    expect_status(
+        "QueryCurrentFence",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    assert_eq!(qcf.CurrentFence, 0xDEAD, "refused query wrote a fence");
+    let mut words = [0u64; 8];
+    let mut bp = DXGKARG_BUILDPAGINGBUFFER {
+        pDmaBuffer: words.as_mut_ptr().cast(),
+        DmaSize: 64,
+        Operation: DXGK_OPERATION_FILL,
+        ..Default::default()
+    };
+    // SAFETY: live context; `bp` and the buffer it names are live locals.
+    let s = unsafe { paging(ctx, &mut bp) };
+    expect_status(
+        "BuildPagingBuffer",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    assert_eq!(words, [0u64; 8], "refused build wrote the buffer");
+    drop(a);
 }

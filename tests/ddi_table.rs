@@ -154,11 +154,6 @@ const KNOWN_GAPS: &[&str] = &[
     "DxgkDdiGetStandardAllocationDriverData",
     "DxgkDdiOpenAllocation",
     "DxgkDdiCloseAllocation",
-    "DxgkDdiBuildPagingBuffer",
-    "DxgkDdiSubmitCommand",
-    "DxgkDdiSubmitCommandVirtual",
-    "DxgkDdiPreemptCommand",
-    "DxgkDdiQueryCurrentFence",
     "DxgkDdiCalibrateGpuClock",
     // TDR (issue 7).
     "DxgkDdiResetFromTimeout",

@@ -86,6 +86,11 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiDisconnectDoorbell: Some(disconnect_doorbell::<P>),
         DxgkDdiDestroyDoorbell: Some(destroy_doorbell::<P>),
         DxgkDdiNotifyWorkSubmission: Some(notify_work_submission::<P>),
+        DxgkDdiSubmitCommand: Some(submit_command::<P>),
+        DxgkDdiSubmitCommandVirtual: Some(submit_command_virtual::<P>),
+        DxgkDdiPreemptCommand: Some(preempt_command::<P>),
+        DxgkDdiQueryCurrentFence: Some(query_current_fence::<P>),
+        DxgkDdiBuildPagingBuffer: Some(build_paging_buffer::<P>),
         ..Default::default()
     }
 }
@@ -562,5 +567,70 @@ unsafe extern "system" fn notify_work_submission<P: Platform>(
     match unsafe { args.as_ref() } {
         Some(args) => to_ntstatus(doorbell::notify_work_submission::<P>(args)),
         None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Node rings: OS-scheduled submission, preemption, paging (issue 7, docs/tdr.md §3.3;
+// crate::node, crate::paging). IRQLs from each DDI's Microsoft page, cited there.
+// ---------------------------------------------------------------------------------------------
+
+/// DxgkDdiSubmitCommand (DISPATCH_LEVEL; an error status is bug check 0x119 / 0x2).
+unsafe extern "system" fn submit_command<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const rvgpu_ddi::tdr::DXGKARG_SUBMITCOMMAND,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid argument block or null.
+    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+        (Some(a), Some(args)) => to_ntstatus(crate::node::submit_command(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiSubmitCommandVirtual (IRQL not on the page; DISPATCH-safe).
+unsafe extern "system" fn submit_command_virtual<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const rvgpu_ddi::tdr::DXGKARG_SUBMITCOMMANDVIRTUAL,
+) -> NTSTATUS {
+    // SAFETY: as for submit_command.
+    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+        (Some(a), Some(args)) => to_ntstatus(crate::node::submit_command_virtual(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiPreemptCommand (DISPATCH_LEVEL; an error status is bug check 0x119 / 0x2).
+unsafe extern "system" fn preempt_command<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const rvgpu_ddi::tdr::DXGKARG_PREEMPTCOMMAND,
+) -> NTSTATUS {
+    // SAFETY: as for submit_command.
+    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+        (Some(a), Some(args)) => to_ntstatus(crate::node::preempt_command(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiQueryCurrentFence (IRQL not on the page; DISPATCH-safe).
+unsafe extern "system" fn query_current_fence<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut rvgpu_ddi::tdr::DXGKARG_QUERYCURRENTFENCE,
+) -> NTSTATUS {
+    // SAFETY: as for submit_command.
+    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+        (Some(a), Some(args)) => to_ntstatus(crate::node::query_current_fence(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiBuildPagingBuffer (PASSIVE per the public headers).
+unsafe extern "system" fn build_paging_buffer<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut rvgpu_ddi::tdr::DXGKARG_BUILDPAGINGBUFFER,
+) -> NTSTATUS {
+    // SAFETY: as for submit_command.
+    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+        (Some(a), Some(args)) => crate::paging::build_paging_buffer(a, args),
+        _ => status::INVALID_PARAMETER.code(),
     }
 }

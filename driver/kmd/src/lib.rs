@@ -20,6 +20,7 @@ pub mod hwqueue;
 pub mod interrupt;
 pub mod mmio;
 pub mod node;
+pub mod paging;
 pub mod platform;
 pub mod resources;
 pub mod runlist;

@@ -966,3 +966,388 @@ pub fn query_current_fence<P: Platform>(
     args.CurrentFence = current;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rvgpu_hw::cmd::{decode, Command};
+
+    fn pending(fence: u32, start: u64, end: u64) -> Pending {
+        Pending {
+            fence,
+            start,
+            end,
+            paging: false,
+            context: None,
+        }
+    }
+
+    /// A node ring over leaked host memory (bus address made up; only the CPU side runs).
+    fn host_ring(engine: u32, queue_id: u32, size: u32, capacity: usize) -> NodeRing {
+        let bytes = u64::from(size) + rvgpu_hw::PAGE_SIZE;
+        let words = usize::try_from(bytes / 8).unwrap();
+        let mem: &'static mut [u64] = Box::leak(vec![0u64; words].into_boxed_slice());
+        let va = core::ptr::NonNull::new(mem.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: leaked (never freed), 8-aligned, `bytes` long, accessed atomically only.
+        let buf = unsafe { DmaBuffer::from_raw(va, 0x40_0000, bytes, 0) };
+        NodeRing {
+            engine,
+            queue_id,
+            ring: KernelRing {
+                buf,
+                size,
+                write_ptr: 0,
+            },
+            fences: NodeFences::new(capacity),
+        }
+    }
+
+    fn rings(n: u32) -> NodeRings {
+        NodeRings {
+            rings: (0..n)
+                .map(|e| host_ring(e, 100u32.wrapping_add(e), NODE_RING_BYTES, NODE_PENDING_MAX))
+                .collect(),
+        }
+    }
+
+    fn words(addr: u64, bytes: u64, fence: u32) -> Vec<u64> {
+        let mut w = [0u64; MAX_WORDS];
+        let n = submit::encode(addr, bytes, u64::from(fence), false, &mut w).unwrap();
+        w[..n].to_vec()
+    }
+
+    /// The CMP ran a PROGRESS: the fence word holds `v`, and the ISR sees the event.
+    fn progress(r: &mut NodeRings, node: u32, v: u64) -> Vec<DXGKARGCB_NOTIFY_INTERRUPT_DATA> {
+        let ring = r.get(node).unwrap();
+        ring.ring
+            .buf
+            .store(NodeRing::FENCE_WORD, v, Ordering::Release);
+        let queue = ring.queue_id;
+        let mut out = Vec::new();
+        let ev = DeviceEvent::Progress {
+            engine: node,
+            queue,
+            value: v,
+        };
+        assert!(r.on_event(ev, &mut |d| out.push(*d)));
+        out
+    }
+
+    fn completed(d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA) -> (u32, u32) {
+        assert_eq!(d.InterruptType, DXGK_INTERRUPT_DMA_COMPLETED);
+        // SAFETY: the type says DmaCompleted.
+        let c = unsafe { d.Anonymous.DmaCompleted };
+        (c.SubmissionFenceId, c.NodeOrdinal)
+    }
+
+    /// TDR-04: C advances only on a PROGRESS of a submitted ID above C; S follows the appends.
+    #[test]
+    fn tdr_04_last_completed_advances_only_on_completion() {
+        let mut f = NodeFences::new(8);
+        for id in [5, 6, 9] {
+            f.submitted(pending(id, 0, 0)).unwrap();
+        }
+        assert_eq!((f.last_submitted(), f.last_completed()), (9, 0));
+        assert_eq!(f.complete(6).completed, Some(6));
+        assert_eq!(f.pending_count(), 1, "5 and 6 retired together");
+        assert_eq!(
+            f.complete(6),
+            Completion::default(),
+            "a repeated value is stale"
+        );
+        assert_eq!(
+            f.complete(4),
+            Completion::default(),
+            "an older value is stale"
+        );
+        assert_eq!(f.complete(10), Completion::default(), "never submitted");
+        assert_eq!(f.complete(u64::from(u32::MAX) + 1), Completion::default());
+        assert_eq!(f.last_completed(), 6);
+        assert_eq!(f.complete(9).completed, Some(9));
+        assert_eq!((f.last_submitted(), f.last_completed()), (9, 9));
+    }
+
+    /// TDR-04: fence IDs must increase; a full table refuses without recording.
+    #[test]
+    fn tdr_04_submission_ids_increase_and_capacity_is_fixed() {
+        let mut f = NodeFences::new(2);
+        f.submitted(pending(3, 0, 40)).unwrap();
+        assert_eq!(
+            f.submitted(pending(3, 40, 80)),
+            Err(status::INVALID_PARAMETER)
+        );
+        assert_eq!(
+            f.submitted(pending(2, 40, 80)),
+            Err(status::INVALID_PARAMETER)
+        );
+        f.submitted(pending(4, 40, 80)).unwrap();
+        assert_eq!(
+            f.submitted(pending(5, 80, 120)),
+            Err(status::INSUFFICIENT_RESOURCES)
+        );
+        assert_eq!(f.last_submitted(), 4);
+        // Retiring frees a slot; the FIFO wraps inside its fixed storage.
+        assert_eq!(f.complete(3).completed, Some(3));
+        f.submitted(pending(5, 80, 120)).unwrap();
+        let ids: Vec<u32> = f.pending().map(|p| p.fence).collect();
+        assert_eq!(ids, vec![4, 5]);
+    }
+
+    /// TDR-04/TDR-06: after ResetEngine C = S = LastAborted (the OS resubmits above it, paging
+    /// packets with their original IDs); after an adapter reset C = S.
+    #[test]
+    fn tdr_04_reset_engine_and_adapter_reset_set_last_completed() {
+        let mut f = NodeFences::new(8);
+        for id in 1..=4 {
+            f.submitted(pending(id, 0, 0)).unwrap();
+        }
+        f.complete(1);
+        f.reset_to(2);
+        assert_eq!(
+            (f.last_submitted(), f.last_completed(), f.pending_count()),
+            (2, 2, 0)
+        );
+        f.submitted(pending(3, 0, 0)).unwrap();
+        f.submitted(pending(4, 0, 0)).unwrap();
+        assert_eq!(f.complete(3).completed, Some(3));
+        f.all_completed();
+        assert_eq!(
+            (f.last_submitted(), f.last_completed(), f.pending_count()),
+            (4, 4, 0)
+        );
+    }
+
+    /// TDR-05 preemption is a drain: reported at once when idle, else when the ring drains,
+    /// with the last completed ID.
+    #[test]
+    fn tdr_05_preemption_reports_after_drain() {
+        let mut f = NodeFences::new(8);
+        assert_eq!(f.preempt(50), Some((50, 0)), "idle: at once");
+        f.submitted(pending(1, 0, 0)).unwrap();
+        f.submitted(pending(2, 0, 0)).unwrap();
+        assert_eq!(f.preempt(51), None);
+        assert_eq!(f.preempt_pending(), Some(51));
+        let c = f.complete(1);
+        assert_eq!((c.completed, c.preempted), (Some(1), None));
+        let c = f.complete(2);
+        assert_eq!((c.completed, c.preempted), (Some(2), Some((51, 2))));
+        assert_eq!(f.preempt_pending(), None);
+        f.submitted(pending(3, 0, 0)).unwrap();
+        f.preempt(52);
+        f.reset_to(3);
+        assert_eq!(f.preempt_pending(), None, "a reset drops the request");
+    }
+
+    /// TDR-06 row 1/2: the pending submission containing RESET_RPTR, none between packets.
+    #[test]
+    fn tdr_06_pending_fence_at_read_pointer() {
+        let mut r = rings(2);
+        for (id, bytes) in [
+            (7u32, 4096u64),
+            (8, 8),
+            (9, 3 * rvgpu_hw::cmd::MAX_INDIRECT),
+        ] {
+            r.get_mut(1)
+                .unwrap()
+                .append(&words(0x10_0000, bytes, id), id, id == 8, None)
+                .unwrap();
+        }
+        // 7: 5 words [0, 40); 8: [40, 80); 9: 3 INDIRECTs + PROGRESS = 11 words [80, 168).
+        assert_eq!(r.pending_fence_at(1, 0), Some(7));
+        assert_eq!(r.pending_fence_at(1, 39), Some(7));
+        assert_eq!(r.pending_fence_at(1, 40), Some(8));
+        assert!(r.pending_at(1, 40).unwrap().paging);
+        assert_eq!(r.pending_fence_at(1, 104), Some(9), "second INDIRECT of 9");
+        assert_eq!(r.pending_fence_at(1, 168), None, "past the last packet");
+        assert_eq!(r.pending_fence_at(0, 0), None, "other node");
+        assert_eq!(r.pending_fence_at(5, 0), None, "no such node");
+        progress(&mut r, 1, 8);
+        assert_eq!(r.pending_fence_at(1, 0), None, "retired");
+        assert_eq!(r.pending_fence_at(1, 80), Some(9));
+    }
+
+    /// Ring encoding: each DMA buffer is INDIRECT(s) + PROGRESS(IRQ, fence), published.
+    #[test]
+    fn tdr_03_ring_holds_indirect_then_progress() {
+        let mut r = rings(1);
+        let n = r.get_mut(0).unwrap();
+        n.append(&words(0x20_0000, 256, 3), 3, false, None).unwrap();
+        let w: Vec<u64> = (0..5)
+            .map(|i| n.ring.buf.load(i, Ordering::Relaxed).unwrap())
+            .collect();
+        assert_eq!(
+            decode(&w[..3]),
+            Ok(Command::Indirect {
+                addr: 0x20_0000,
+                bytes: 256
+            })
+        );
+        assert_eq!(
+            decode(&w[3..]),
+            Ok(Command::Progress {
+                irq: true,
+                value: 3
+            })
+        );
+        let published = n.ring.buf.load(
+            n.ring.control_word(RingControl::WRITE_PTR),
+            Ordering::Acquire,
+        );
+        assert_eq!(published, Some(40));
+        let d = n.descriptor();
+        assert_eq!(d.validate(), Ok(()));
+        assert_eq!(d.priority, NODE_RING_PRIORITY);
+        assert!(d.priority > HW_QUEUE_PRIORITY_MAX);
+        assert_eq!(d.progress_fence, 0x40_0000 + FENCE_OFFSET);
+        assert_eq!(d.doorbell, NO_DOORBELL);
+    }
+
+    /// A full ring refuses without recording; after the CMP consumed, appends wrap.
+    #[test]
+    fn ring_full_refuses_then_wraps() {
+        let mut n = host_ring(0, 1, 256, 64);
+        let set_read = |n: &NodeRing, v: u64| {
+            n.ring.buf.store(
+                n.ring.control_word(RingControl::READ_PTR),
+                v,
+                Ordering::Release,
+            );
+        };
+        for id in 1..=6 {
+            n.append(&words(0x1000, 8, id), id, false, None).unwrap();
+        }
+        assert_eq!(
+            n.append(&words(0x1000, 8, 7), 7, false, None),
+            Err(status::INSUFFICIENT_RESOURCES)
+        );
+        assert_eq!(n.fences.last_submitted(), 6, "nothing recorded");
+        assert_eq!(n.fences.pending_count(), 6);
+        set_read(&n, 80);
+        n.fences.complete(2);
+        n.append(&words(0x1000, 8, 7), 7, false, None).unwrap();
+        assert_eq!(n.fences.pending_at(250).map(|p| p.fence), Some(7));
+        assert_eq!(n.fences.pending_at(279).map(|p| p.fence), Some(7));
+        assert_eq!(n.ring.write_ptr, 280);
+    }
+
+    /// The ISR reports DMA_COMPLETED with the node's fence ID; events of other queues are not
+    /// the node ring's; a fault names the pending packet at the read pointer.
+    #[test]
+    fn tdr_04_isr_reports_dma_completed_and_faulted() {
+        let mut r = rings(2);
+        r.get_mut(0)
+            .unwrap()
+            .append(&words(0x1000, 8, 11), 11, false, None)
+            .unwrap();
+        r.get_mut(0)
+            .unwrap()
+            .append(&words(0x1000, 8, 12), 12, false, None)
+            .unwrap();
+        let out = progress(&mut r, 0, 11);
+        assert_eq!(out.iter().map(completed).collect::<Vec<_>>(), vec![(11, 0)]);
+        assert_eq!(r.snapshot(0), Some((12, 11, 11)));
+        // A HW queue's progress is not ours.
+        let other = DeviceEvent::Progress {
+            engine: 0,
+            queue: 7,
+            value: 12,
+        };
+        assert!(!r.on_event(other, &mut |_| panic!("nothing to report")));
+        // Stale (older) progress: consumed, nothing reported.
+        assert!(progress(&mut r, 0, 11).is_empty());
+        let mut out = Vec::new();
+        let fault = DeviceEvent::Fault {
+            engine: 0,
+            queue: 100,
+            code: None,
+            addr: 0,
+            rptr: 40,
+        };
+        assert!(r.on_event(fault, &mut |d| out.push(*d)));
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].InterruptType, DXGK_INTERRUPT_DMA_FAULTED);
+        // SAFETY: the type says DmaFaulted.
+        let f = unsafe { out[0].Anonymous.DmaFaulted };
+        assert_eq!(
+            (f.FaultedFenceId, f.Status, f.NodeOrdinal),
+            (12, DMA_FAULT_STATUS, 0)
+        );
+    }
+
+    /// After an event-ring overflow the fence words are read and missed completions reported.
+    #[test]
+    fn lost_events_report_from_the_fence_word() {
+        let mut r = rings(2);
+        for node in 0..2 {
+            r.get_mut(node)
+                .unwrap()
+                .append(&words(0x1000, 8, 4), 4, false, None)
+                .unwrap();
+        }
+        r.get(1)
+            .unwrap()
+            .ring
+            .buf
+            .store(NodeRing::FENCE_WORD, 4, Ordering::Release);
+        let mut out = Vec::new();
+        r.lost_events(&mut |d| out.push(*d));
+        assert_eq!(out.iter().map(completed).collect::<Vec<_>>(), vec![(4, 1)]);
+        let mut out = Vec::new();
+        assert_eq!(r.catch_up(1, &mut |d| out.push(*d)), Some(4));
+        assert!(out.is_empty(), "already reported");
+    }
+
+    /// TDR-04/TDR-06: drain sets F = C = S = LastAborted and empties the ring; drain_all sets
+    /// F = C = S.
+    #[test]
+    fn tdr_04_drain_and_drain_all_completed() {
+        let mut r = rings(2);
+        for id in 1..=3 {
+            r.get_mut(0)
+                .unwrap()
+                .append(&words(0x1000, 8, id), id, id == 2, None)
+                .unwrap();
+            r.get_mut(1)
+                .unwrap()
+                .append(&words(0x1000, 8, id), id, false, None)
+                .unwrap();
+        }
+        progress(&mut r, 0, 1);
+        assert_eq!(r.snapshot(0), Some((3, 1, 1)));
+        assert!(r.drain(0, 2));
+        assert_eq!(r.snapshot(0), Some((2, 2, 2)));
+        let n = r.get(0).unwrap();
+        assert_eq!(
+            n.ring.read_ptr(),
+            Some(n.ring.write_ptr),
+            "ring empty on re-entry"
+        );
+        assert_eq!(n.fences.pending_count(), 0);
+        assert!(!r.drain(9, 0), "unknown node");
+        r.drain_all_completed();
+        assert_eq!(r.snapshot(0), Some((2, 2, 2)));
+        assert_eq!(r.snapshot(1), Some((3, 3, 3)));
+        // Resubmission after the reset: IDs above the new S are accepted again.
+        r.get_mut(0)
+            .unwrap()
+            .append(&words(0x1000, 8, 3), 3, true, None)
+            .unwrap();
+        assert_eq!(r.snapshot(0), Some((3, 2, 2)));
+    }
+
+    /// Runlist side: the node ring's descriptor unless parked.
+    #[test]
+    fn slots_park_and_unpark() {
+        let r = rings(2);
+        let mut s = r.slots();
+        assert_eq!(s.entry(1).map(|d| d.queue_id), Some(101));
+        assert_eq!(s.queue_id(0), Some(100));
+        s.set_parked(1, true);
+        assert_eq!(s.entry(1), None);
+        assert_eq!(s.entry(0).map(|d| d.queue_id), Some(100));
+        s.set_parked(1, false);
+        assert_eq!(s.entry(1).map(|d| d.queue_id), Some(101));
+        assert_eq!(s.entry(2), None);
+        assert_eq!(r.node_of_queue(101), Some(1));
+    }
+}
