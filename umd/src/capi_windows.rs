@@ -8,6 +8,7 @@ use rvgpu_hw::cmd::Command;
 use windows_sys::Win32::Foundation::LUID;
 
 use crate::capi::{RvgpuAdapter, RvgpuFence, RvgpuQueue, RvgpuStatus};
+use crate::etw_windows::EtwFenceTrace;
 use crate::kmt::NtStatus;
 use crate::kmt_windows::{WaitOutcome, WinKmt, WinNativeFence};
 use crate::submit::{QueueConfig, SubmitError, UserQueue};
@@ -102,7 +103,12 @@ pub unsafe fn create_queue(
         priority,
         ..QueueConfig::default()
     };
-    let queue = UserQueue::new(adapter.kmt.clone(), &config).map_err(from_submit)?;
+    let mut queue = UserQueue::new(adapter.kmt.clone(), &config).map_err(from_submit)?;
+    // The "native fence queued" ETW events (docs/logs.md §5) of `submit_ops`; `rvgpu_submit`
+    // passes packets, so the C API itself does not produce any yet.
+    if let Some(t) = EtwFenceTrace::register() {
+        queue.set_fence_trace(Some(Arc::new(t)));
+    }
     Ok(Box::into_raw(Box::new(Queue { queue })).cast())
 }
 
@@ -142,7 +148,10 @@ pub unsafe fn fence_create(
 ) -> Result<*mut RvgpuFence, RvgpuStatus> {
     // SAFETY: a live adapter (caller contract); only shared access.
     let adapter = unsafe { &*a.cast::<Adapter>() };
-    let fence = adapter.kmt.create_native_fence(initial).map_err(from_nt)?;
+    let fence = adapter
+        .kmt
+        .create_native_fence_mapped(initial)
+        .map_err(from_nt)?;
     let kmt = adapter.kmt.clone();
     Ok(Box::into_raw(Box::new(Fence { kmt, fence })).cast())
 }

@@ -10,6 +10,8 @@ use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
 use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
 use zerocopy::FromBytes;
 
+use crate::kmt::KmtHandle;
+
 /// Why private driver data is not a usable native fence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PddError {
@@ -69,6 +71,40 @@ impl GpuFence {
             addr: self.current,
             value,
         }
+    }
+}
+
+/// A native fence as the UMD holds it (issue 5, docs/logs.md §5): the process's D3DKMT handle,
+/// which LOG_WRITE records as the log entry's `hNativeFence` (LOG-03), and the GPU addresses.
+/// Returned by [`Kmt::create_native_fence`](crate::kmt::Kmt::create_native_fence) and
+/// [`Kmt::open_native_fence`](crate::kmt::Kmt::open_native_fence).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NativeFence {
+    /// The D3DKMT handle of the fence in this process (`hSyncObject`).
+    pub kmt: KmtHandle,
+    /// Its GPU addresses and report tag.
+    pub gpu: GpuFence,
+}
+
+impl NativeFence {
+    /// The fence `kmt` with the private driver data the KMD returned for it.
+    pub fn from_private_data(kmt: KmtHandle, bytes: &[u8]) -> Result<Self, PddError> {
+        Ok(Self {
+            kmt,
+            gpu: GpuFence::from_private_data(bytes)?,
+        })
+    }
+
+    /// GPU signal to `value` (conditional interrupt, NF-03). Without its LOG_WRITE: use
+    /// [`Op::Signal`](crate::fencelog::Op::Signal) to get both (LOG-02).
+    pub fn signal(&self, value: u64) -> Command {
+        self.gpu.signal(value)
+    }
+
+    /// GPU wait until the fence reaches `value`. Without its LOG_WRITE: use
+    /// [`Op::Wait`](crate::fencelog::Op::Wait) to get both (LOG-02).
+    pub fn wait(&self, value: u64) -> Command {
+        self.gpu.wait(value)
     }
 }
 

@@ -10,6 +10,7 @@
 //! on Windows they are raw pointers and in the simulation they are objects of the simulated
 //! machine.
 
+use crate::fence::NativeFence;
 use crate::ring::RingMemory;
 
 /// A `D3DKMT_HANDLE`.
@@ -18,6 +19,9 @@ pub type KmtHandle = u32;
 /// An NTSTATUS from a thunk that failed (negative values are errors).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NtStatus(pub i32);
+
+/// `STATUS_NOT_SUPPORTED`: what the default bodies of the optional thunks return.
+pub const STATUS_NOT_SUPPORTED: NtStatus = NtStatus(0xC000_00BB_u32 as i32);
 
 /// `D3DDDI_DOORBELLSTATUS` values the UMD reads from the doorbell status page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,6 +164,43 @@ pub trait Kmt {
     ) -> Result<(), NtStatus>;
     /// `D3DKMTWaitForSynchronizationObjectFromCpu` on one fence and value, blocking.
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;
+
+    // Issue 5 (native fence logs, docs/logs.md §5). Default bodies keep every implementation
+    // compiling; an implementation that supports logs and the timeline overrides them.
+
+    /// `D3DKMTCreateNativeFence` of a default-type native fence on the UMD's device with
+    /// `initial_value`: its D3DKMT handle (the `hNativeFence` a LOG_WRITE records) and its GPU
+    /// addresses from the KMD's private data. Default: `STATUS_NOT_SUPPORTED`.
+    fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
+        let _ = initial_value;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// Opens a native fence another process shared: `shared` is the NT handle
+    /// (`D3DKMTOpenNativeFenceFromNtHandle` on Windows) or the simulated OS's equivalent token.
+    /// Returns this process's handle and the GPU addresses. Default: `STATUS_NOT_SUPPORTED`.
+    fn open_native_fence(&self, shared: u64) -> Result<NativeFence, NtStatus> {
+        let _ = shared;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// `D3DKMTDestroySynchronizationObject` of a native fence from
+    /// [`create_native_fence`](Self::create_native_fence) / [`open_native_fence`](Self::open_native_fence).
+    /// Default: `STATUS_NOT_SUPPORTED`.
+    fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
+        let _ = fence;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// The CPU timestamp of the "queued" event (`QueuedOp::qpc`): `QueryPerformanceCounter` on
+    /// Windows, `rvgpu_simos::qpc()` in the simulation, so that it is on the clock the KMD's
+    /// `DxgkDdiCalibrateGpuClock` reports. Default: 0 (no clock; the timeline then has no
+    /// queued times).
+    fn cpu_timestamp(&self) -> u64 {
+        0
+    }
+    /// Ticks per second of [`cpu_timestamp`](Self::cpu_timestamp)
+    /// (`QueryPerformanceFrequency`; 10 MHz in the simulation). Default: 0 (no clock).
+    fn cpu_timestamp_frequency(&self) -> u64 {
+        0
+    }
 }
 
 /// Adapts an allocation's CPU view to the ring writer (ring words from offset 0 of `ring`,

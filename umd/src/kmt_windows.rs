@@ -55,6 +55,7 @@ use windows_sys::Wdk::Graphics::Direct3D::{
 };
 use windows_sys::Win32::Foundation::{LUID, NTSTATUS, STATUS_PENDING};
 
+use crate::fence::NativeFence;
 use crate::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, Kmt,
     KmtHandle, NtStatus,
@@ -598,8 +599,12 @@ impl WinKmt {
     }
 
     /// `D3DKMTCreateNativeFence` of a default-type native fence (sysmem CurrentValue and
-    /// MonitoredValue), with `initial_value`.
-    pub fn create_native_fence(&self, initial_value: u64) -> Result<WinNativeFence, NtStatus> {
+    /// MonitoredValue), with `initial_value`, keeping the CurrentValue CPU mapping (the C API's
+    /// fences). [`Kmt::create_native_fence`] is the same call without the mapping.
+    pub fn create_native_fence_mapped(
+        &self,
+        initial_value: u64,
+    ) -> Result<WinNativeFence, NtStatus> {
         let mut args = D3dkmtCreateNativeFence {
             hDevice: self.device,
             hSyncObject: 0,
@@ -907,5 +912,52 @@ impl Kmt for WinKmt {
 
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         self.wait(fence, value)
+    }
+
+    /// `D3DKMTCreateNativeFence` ([`WinKmt::create_native_fence_mapped`]); the KMD's private
+    /// data must parse as rvgpu's (`GpuFence::from_private_data`), else the fence is destroyed
+    /// again and `STATUS_INVALID_PARAMETER` returned.
+    fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
+        let f = self.create_native_fence_mapped(initial_value)?;
+        match NativeFence::from_private_data(f.handle, &f.private_data) {
+            Ok(n) => Ok(n),
+            Err(_) => {
+                let _ = self.destroy_sync_object(f.handle);
+                Err(NtStatus(STATUS_INVALID_PARAMETER))
+            }
+        }
+    }
+
+    // `open_native_fence` keeps the trait's default (STATUS_NOT_SUPPORTED): the layout of
+    // `D3DKMT_OPENNATIVEFENCEFROMNTHANDLE` has not been checked here.
+
+    /// `D3DKMTDestroySynchronizationObject`.
+    fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
+        self.destroy_sync_object(fence)
+    }
+
+    /// `QueryPerformanceCounter` (the clock `DxgkDdiCalibrateGpuClock` reports the CPU side
+    /// in); 0 if it fails (it does not on Windows XP and later).
+    fn cpu_timestamp(&self) -> u64 {
+        let mut count: i64 = 0;
+        // SAFETY: a writable i64 on this stack frame.
+        let ok =
+            unsafe { windows_sys::Win32::System::Performance::QueryPerformanceCounter(&mut count) };
+        if ok == 0 {
+            return 0;
+        }
+        u64::try_from(count).unwrap_or(0)
+    }
+
+    /// `QueryPerformanceFrequency`.
+    fn cpu_timestamp_frequency(&self) -> u64 {
+        let mut hz: i64 = 0;
+        // SAFETY: a writable i64 on this stack frame.
+        let ok =
+            unsafe { windows_sys::Win32::System::Performance::QueryPerformanceFrequency(&mut hz) };
+        if ok == 0 {
+            return 0;
+        }
+        u64::try_from(hz).unwrap_or(0)
     }
 }

@@ -1,4 +1,5 @@
-//! rvgpu user-mode driver (UMD): the C API (`capi`), native-fence command encoding (`fence`),
+//! rvgpu user-mode driver (UMD): the C API (`capi`), native-fence command encoding (`fence`)
+//! and fence logging with its "queued" events (`fencelog`, issue 5),
 //! the ring writer (`ring`), the kernel-thunk trait (`kmt`), the portable user-mode and
 //! kernel-mode submission core over it (`submit`, issue 6) and, on Windows, the D3DKMT
 //! implementation of the trait (`kmt_windows`).
@@ -15,7 +16,10 @@ pub mod capi;
 mod capi_windows;
 #[cfg(all(windows, feature = "dll", not(test)))]
 mod dll_windows;
+#[cfg(windows)]
+pub mod etw_windows;
 pub mod fence;
+pub mod fencelog;
 pub mod kmt;
 #[cfg(windows)]
 pub mod kmt_windows;

@@ -32,8 +32,15 @@
 //!   [`SubmitError::Lost`] from then on; the caller drops it and creates a new one.
 //! - Teardown order: doorbell, hardware queues, allocations, context ([`UserQueue::close`]
 //!   waits for the last submitted value first; dropping does not wait).
+//! - **Native fence logs** (issue 5, docs/logs.md §5, `fencelog`): [`UserQueue::submit_ops`]
+//!   expands native-fence signals and waits into their packet and a LOG_WRITE with the next
+//!   index of the queue's wait or signal log, published in the same write-pointer update, and
+//!   reports each operation's "queued" event to the caller's [`FenceTrace`]. Kernel-mode queues
+//!   have no logs: [`KernelQueue::submit_ops`] emits no LOG_WRITE, and the fallback drops the
+//!   LOG_WRITEs of what it resubmits and of everything submitted after it.
 
 use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rvgpu_hw::cmd::{decode, decode_header, header, Command, Opcode, MAX_INDIRECT};
@@ -43,6 +50,10 @@ use rvgpu_hw::pdd::{
 use rvgpu_hw::queue::{RingControl, RING_MAX, RING_MIN};
 use zerocopy::{FromBytes, IntoBytes};
 
+use crate::fence::NativeFence;
+use crate::fencelog::{
+    expand, has_log_writes, without_log_writes, Expanded, FenceTrace, LogCursor, Op,
+};
 use crate::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, Kmt,
     KmtHandle, NtStatus, RingView,
@@ -181,6 +192,21 @@ impl<T: Kmt + ?Sized> Kmt for &T {
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         (**self).wait_for_fence(fence, value)
     }
+    fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
+        (**self).create_native_fence(initial_value)
+    }
+    fn open_native_fence(&self, shared: u64) -> Result<NativeFence, NtStatus> {
+        (**self).open_native_fence(shared)
+    }
+    fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
+        (**self).destroy_native_fence(fence)
+    }
+    fn cpu_timestamp(&self) -> u64 {
+        (**self).cpu_timestamp()
+    }
+    fn cpu_timestamp_frequency(&self) -> u64 {
+        (**self).cpu_timestamp_frequency()
+    }
 }
 
 /// Shared ownership of the thunks (the C API's queues keep their adapter's thunks alive).
@@ -247,6 +273,21 @@ impl<T: Kmt + ?Sized> Kmt for alloc::sync::Arc<T> {
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         (**self).wait_for_fence(fence, value)
     }
+    fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
+        (**self).create_native_fence(initial_value)
+    }
+    fn open_native_fence(&self, shared: u64) -> Result<NativeFence, NtStatus> {
+        (**self).open_native_fence(shared)
+    }
+    fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
+        (**self).destroy_native_fence(fence)
+    }
+    fn cpu_timestamp(&self) -> u64 {
+        (**self).cpu_timestamp()
+    }
+    fn cpu_timestamp_frequency(&self) -> u64 {
+        (**self).cpu_timestamp_frequency()
+    }
 }
 
 /// Encoded length of `cmds` in bytes.
@@ -294,6 +335,35 @@ fn for_each_word(cmd: &Command, mut put: impl FnMut(u64)) -> bool {
 /// rescans its monitored fences and CPU waits on the progress fence wake.
 fn progress(value: u64) -> Command {
     Command::Progress { irq: true, value }
+}
+
+/// The CPU timestamp of a batch's "queued" events: read only when someone listens.
+fn trace_timestamp<K: Kmt>(kmt: &K, trace: Option<&Arc<dyn FenceTrace>>) -> u64 {
+    if trace.is_some() {
+        kmt.cpu_timestamp()
+    } else {
+        0
+    }
+}
+
+/// [`expand`] with the queue's errors.
+fn expand_ops(
+    ops: &[Op<'_>],
+    cursor: LogCursor,
+    logged: bool,
+    queue_id: u32,
+    qpc: u64,
+) -> Result<Expanded, SubmitError> {
+    expand(ops, cursor, logged, queue_id, qpc).map_err(|_| SubmitError::BadCommand)
+}
+
+/// Sends the "queued" events of a submitted batch, in order.
+fn report(trace: Option<&Arc<dyn FenceTrace>>, ops: &[crate::fencelog::QueuedOp]) {
+    if let Some(t) = trace {
+        for op in ops {
+            t.queued(op);
+        }
+    }
 }
 
 /// Creates a hardware queue with rvgpu's private data; returns it with the queue id.
@@ -497,6 +567,7 @@ pub struct KernelQueue<K: Kmt> {
     kmt: K,
     context: KmtHandle,
     path: KernelPath<K>,
+    trace: Option<Arc<dyn FenceTrace>>,
     closed: bool,
 }
 
@@ -519,6 +590,7 @@ impl<K: Kmt> KernelQueue<K> {
                 kmt,
                 context,
                 path,
+                trace: None,
                 closed: false,
             }),
             Err(e) => {
@@ -528,9 +600,27 @@ impl<K: Kmt> KernelQueue<K> {
         }
     }
 
-    /// Submits `cmds`; returns the progress value that marks their completion.
+    /// Submits `cmds`; returns the progress value that marks their completion. The commands
+    /// go to the GPU as they are: a LOG_WRITE among them faults the queue (`NoLog`: kernel-mode
+    /// queues have no logs).
     pub fn submit(&mut self, cmds: &[Command]) -> Result<u64, SubmitError> {
         self.path.submit(&self.kmt, cmds)
+    }
+
+    /// Submits native-fence operations and packets (docs/logs.md §5). A kernel-mode queue has
+    /// no logs, so no LOG_WRITE is emitted; each signal and wait is still reported to the
+    /// [`FenceTrace`] (with `logged: false`) once the batch is submitted.
+    pub fn submit_ops(&mut self, ops: &[Op<'_>]) -> Result<u64, SubmitError> {
+        let qpc = trace_timestamp(&self.kmt, self.trace.as_ref());
+        let e = expand_ops(ops, LogCursor::new(), false, self.path.queue_id, qpc)?;
+        let value = self.path.submit(&self.kmt, &e.cmds)?;
+        report(self.trace.as_ref(), &e.ops);
+        Ok(value)
+    }
+
+    /// Installs (or with `None` removes) the receiver of the "queued" events.
+    pub fn set_fence_trace(&mut self, trace: Option<Arc<dyn FenceTrace>>) {
+        self.trace = trace;
     }
 
     /// Blocks until the progress fence reaches `value`.
@@ -646,6 +736,10 @@ pub struct UserQueue<K: Kmt> {
     /// The doorbell could not be connected at creation: fall back at the first submission.
     connect_failed: bool,
     fallback: Option<Fallback<K>>,
+    /// The next index of the user-mode queue's wait and signal logs (LOG-02).
+    cursor: LogCursor,
+    /// Receiver of the "queued" events.
+    trace: Option<Arc<dyn FenceTrace>>,
     lost: bool,
     closed: bool,
 }
@@ -781,13 +875,90 @@ impl<K: Kmt> UserQueue<K> {
             in_flight: VecDeque::new(),
             connect_failed,
             fallback: None,
+            cursor: LogCursor::new(),
+            trace: None,
             lost: false,
             closed: false,
         })
     }
 
     /// Submits `cmds` (UM-16, UM-19); returns the progress value that marks their completion.
+    ///
+    /// The commands are written as they are; the caller then owns any LOG_WRITE among them
+    /// (use [`submit_ops`](Self::submit_ops) to have the queue log native-fence operations).
+    /// After a fallback to the kernel-mode path, LOG_WRITEs are dropped (that queue has no
+    /// logs).
     pub fn submit(&mut self, cmds: &[Command]) -> Result<u64, SubmitError> {
+        self.submit_batch(cmds).map(|(value, _)| value)
+    }
+
+    /// Submits native-fence operations and packets as one batch (docs/logs.md §5, LOG-02,
+    /// LOG-04); returns the progress value that marks their completion.
+    ///
+    /// On the user-mode path each [`Op::Signal`] becomes `FENCE_SIGNAL` (conditional
+    /// interrupt) immediately followed by the signal-log `LOG_WRITE` with the log's next index,
+    /// each [`Op::Wait`] `FENCE_WAIT` followed by the wait-log `LOG_WRITE`; the batch is
+    /// published with one write-pointer update. The indices are committed only if the batch
+    /// went into the ring: a refused batch (`TooLarge`, `BadCommand`, a lost queue) uses none.
+    /// After the fallback to the kernel-mode path no LOG_WRITE is emitted and the events say
+    /// `logged: false`. Each signal and wait is reported to the [`FenceTrace`], in order, after
+    /// the submission returned.
+    pub fn submit_ops(&mut self, ops: &[Op<'_>]) -> Result<u64, SubmitError> {
+        if self.lost {
+            return Err(SubmitError::Lost);
+        }
+        if self.connect_failed && self.fallback.is_none() {
+            self.fall_back()?;
+        }
+        let qpc = trace_timestamp(&self.kmt, self.trace.as_ref());
+        let user_mode = self.fallback.is_none();
+        let queue_id = self.carrier_queue_id();
+        let mut e = expand_ops(ops, self.cursor, user_mode, queue_id, qpc)?;
+        let (value, path) = self.submit_batch(&e.cmds)?;
+        if path == SubmissionPath::UserMode {
+            self.cursor = e.cursor;
+        } else if user_mode {
+            // Fell back before the batch reached the ring: it went to the kernel-mode queue
+            // without its LOG_WRITEs.
+            let id = self.carrier_queue_id();
+            for op in &mut e.ops {
+                *op = crate::fencelog::QueuedOp {
+                    queue_id: id,
+                    index: 0,
+                    logged: false,
+                    ..*op
+                };
+            }
+        }
+        report(self.trace.as_ref(), &e.ops);
+        Ok(value)
+    }
+
+    /// Installs (or with `None` removes) the receiver of the "queued" events.
+    pub fn set_fence_trace(&mut self, trace: Option<Arc<dyn FenceTrace>>) {
+        self.trace = trace;
+    }
+
+    /// The next indices of the user-mode queue's logs.
+    pub fn log_cursor(&self) -> LogCursor {
+        self.cursor
+    }
+
+    /// Test hook: start the logs elsewhere (index wrap tests).
+    #[cfg(test)]
+    pub(crate) fn set_log_cursor(&mut self, cursor: LogCursor) {
+        self.cursor = cursor;
+    }
+
+    /// The device queue id of the queue that currently carries submissions.
+    fn carrier_queue_id(&self) -> u32 {
+        self.fallback
+            .as_ref()
+            .map_or(self.queue_id, |fb| fb.path.queue_id)
+    }
+
+    /// [`submit`](Self::submit), also saying which path carried the batch.
+    fn submit_batch(&mut self, cmds: &[Command]) -> Result<(u64, SubmissionPath), SubmitError> {
         if self.lost {
             return Err(SubmitError::Lost);
         }
@@ -796,7 +967,7 @@ impl<K: Kmt> UserQueue<K> {
             self.fall_back()?;
         }
         if self.fallback.is_some() {
-            return self.submit_kernel(cmds);
+            return self.submit_kernel_path(cmds);
         }
         let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
         let bytes = batch_bytes(cmds).saturating_add(batch_bytes(&[progress(value)]));
@@ -810,7 +981,7 @@ impl<K: Kmt> UserQueue<K> {
             }
             self.wait_for_space(bytes)?;
             if self.fallback.is_some() {
-                return self.submit_kernel(cmds);
+                return self.submit_kernel_path(cmds);
             }
         }
         // UM-16 1: N+1. 2: the commands and PROGRESS(N+1) into the ring.
@@ -832,7 +1003,15 @@ impl<K: Kmt> UserQueue<K> {
         // 4: write_ptr (Release). 5 and the status loop: ring_and_check.
         self.writer.publish();
         self.ring_and_check()?;
-        Ok(value)
+        Ok((value, SubmissionPath::UserMode))
+    }
+
+    fn submit_kernel_path(
+        &mut self,
+        cmds: &[Command],
+    ) -> Result<(u64, SubmissionPath), SubmitError> {
+        self.submit_kernel(cmds)
+            .map(|value| (value, SubmissionPath::KernelMode))
     }
 
     /// The doorbell value of this queue's ring.
@@ -957,7 +1136,10 @@ impl<K: Kmt> UserQueue<K> {
         };
         let mut result = Ok(());
         for (value, cmds) in &batches {
-            match fb.path.submit(&self.kmt, cmds) {
+            // The kernel-mode queue has no logs: the LOG_WRITEs stay behind (their entries
+            // are simply never written; the OS's cursor does not need them).
+            let cmds = without_log_writes(cmds);
+            match fb.path.submit(&self.kmt, &cmds) {
                 Ok(phys) => fb.pending.push_back((*value, phys)),
                 Err(e) => {
                     self.lost = true;
@@ -1015,6 +1197,13 @@ impl<K: Kmt> UserQueue<K> {
             return Err(SubmitError::Lost);
         };
         fb.prune();
+        let stripped;
+        let cmds = if has_log_writes(cmds) {
+            stripped = without_log_writes(cmds);
+            &stripped[..]
+        } else {
+            cmds
+        };
         let phys = match fb.path.submit(&self.kmt, cmds) {
             Ok(p) => p,
             Err(SubmitError::TooLarge) => return Err(SubmitError::TooLarge),
