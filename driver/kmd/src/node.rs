@@ -73,6 +73,8 @@ const FENCE_OFFSET: u64 = NODE_RING_BYTES as u64 + RingControl::SIZE;
 const NODE_ALLOC_BYTES: u64 = NODE_RING_BYTES as u64 + rvgpu_hw::PAGE_SIZE;
 /// Words of the longest submission: 16 INDIRECTs and a PROGRESS.
 const MAX_WORDS: usize = 16 * 3 + 2;
+// `NodeSlots::parked` is a 64-bit mask indexed by engine.
+const _: () = assert!(rvgpu_hw::regs::ENGINE_MAX <= 64);
 
 /// `STATUS_ILLEGAL_INSTRUCTION`, reported in `DmaFaulted` for a faulting node-ring packet
 /// (the status value is rvgpu's choice, UNVERIFIED: docs/tdr.md Q5).
@@ -846,7 +848,15 @@ pub fn submit_command<P: Platform>(
     }
     // SAFETY: PHYSICAL_ADDRESS is a LARGE_INTEGER; every arm covers the same 8 bytes.
     let phys = unsafe { args.DmaBufferPhysicalAddress.QuadPart };
-    let base = u64::try_from(phys).map_err(|_| status::INVALID_PARAMETER)?;
+    let phys = u64::try_from(phys).map_err(|_| status::INVALID_PARAMETER)?;
+    // The physical address (paging buffers live in contiguous system memory); an OS that
+    // passes only the GPU VA (WDDM 2.0 member) gets it used instead: identical in v1's identity
+    // addressing.
+    let base = if phys != 0 {
+        phys
+    } else {
+        args.DmaBufferVirtualAddress
+    };
     let bytes = u64::from(end.saturating_sub(start));
     let addr = base
         .checked_add(u64::from(start))
