@@ -420,6 +420,14 @@ pub struct NodeSlots {
 }
 
 impl NodeSlots {
+    /// Slots for the given descriptors, indexed by engine, none parked.
+    pub fn new(descriptors: Vec<QueueDescriptor>) -> Self {
+        Self {
+            descriptors,
+            parked: 0,
+        }
+    }
+
     /// The node ring's descriptor for `engine`'s runlist, unless parked or absent.
     pub fn entry(&self, engine: u32) -> Option<QueueDescriptor> {
         if engine < 64 && self.parked & (1u64 << engine) != 0 {
@@ -518,10 +526,7 @@ impl NodeRings {
 
     /// The descriptors for the runlists (see [`NodeSlots`]).
     pub fn slots(&self) -> NodeSlots {
-        NodeSlots {
-            descriptors: self.rings.iter().map(NodeRing::descriptor).collect(),
-            parked: 0,
-        }
+        NodeSlots::new(self.rings.iter().map(NodeRing::descriptor).collect())
     }
 
     /// Number of node rings (= engines).

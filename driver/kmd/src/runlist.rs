@@ -249,4 +249,46 @@ mod tests {
         }
         assert_eq!(build(&s, 1).count(), RUNLIST_CAPACITY as usize);
     }
+
+    /// docs/tdr.md §3.2: each engine's node ring is the first entry of its runlist, at a
+    /// priority above every HW queue; a parked node ring (ResetEngine's leave commit) is left
+    /// out and the HW queues keep their order.
+    #[test]
+    fn tdr_node_ring_is_first_in_each_runlist_unless_parked() {
+        let mut s = state();
+        let node = |id: u32| QueueDescriptor {
+            queue_id: id,
+            flags: rvgpu_hw::queue::QueueFlags::VALID.bits(),
+            ring_base: 0x100_0000,
+            ring_size: 4096,
+            doorbell: NO_DOORBELL,
+            ring_control: 0x100_1000,
+            progress_fence: 0x100_1080,
+            priority: crate::node::NODE_RING_PRIORITY,
+            ..Default::default()
+        };
+        s.nodes = crate::node::NodeSlots::new(vec![node(900), node(901)]);
+        assert_eq!(ids(&s, 0), vec![900, 5, 6]);
+        assert_eq!(ids(&s, 1), vec![901, 8]);
+        s.nodes.set_parked(0, true);
+        assert_eq!(ids(&s, 0), vec![5, 6]);
+        assert_eq!(
+            ids(&s, 1),
+            vec![901, 8],
+            "other engines keep their node ring"
+        );
+        s.nodes.set_parked(0, false);
+        assert_eq!(ids(&s, 0), vec![900, 5, 6]);
+        // A full runlist still has the node ring first and RUNLIST_CAPACITY HW queues.
+        for n in 100..u64::from(RUNLIST_CAPACITY).wrapping_add(105) {
+            let id = u32::try_from(n).unwrap();
+            s.queues.insert(
+                h(Kind::Queue, n.wrapping_mul(10)),
+                queue(3, 1, id, Some(ring(n)), false),
+            );
+        }
+        let all = ids(&s, 1);
+        assert_eq!(all.first(), Some(&901));
+        assert_eq!(all.len(), RUNLIST_ENTRIES as usize);
+    }
 }
