@@ -817,11 +817,22 @@ fn push<P: Platform>(
     let n = submit::encode(addr, bytes, u64::from(fence), null, &mut words)
         .ok_or(status::INVALID_PARAMETER)?;
     let packets = words.get(..n).ok_or(status::INVALID_PARAMETER)?;
-    let queue_id = live.synchronized(|isr| {
+    let appended = live.synchronized(|isr| {
         let r = isr.nodes.get_mut(node).ok_or(status::INVALID_PARAMETER)?;
         r.append(packets, fence, paging, context)?;
         Ok::<u32, Status>(r.queue_id)
-    })??;
+    })?;
+    let queue_id = appended.inspect_err(|e| {
+        // On Windows this status is bug check 0x119 / 0x2: say why first.
+        crate::klog!(
+            P,
+            Error,
+            "rvgpu: node {} refused fence {} (last submitted or ring full): {:#x}",
+            node,
+            fence,
+            e.code()
+        );
+    })?;
     live.regs
         .engine_write32(node, regs::engine::QUEUE_KICK, queue_id);
     Ok(())
