@@ -128,6 +128,10 @@ unsafe extern "system" {
     /// Returns the PHYSICAL_ADDRESS (a LARGE_INTEGER, returned in RAX) of a mapped address.
     /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/ntddk/nf-ntddk-mmgetphysicaladdress>
     pub fn MmGetPhysicalAddress(BaseAddress: *mut c_void) -> i64;
+    /// Returns the performance counter (a LARGE_INTEGER, returned in RAX) and, when
+    /// `PerformanceFrequency` is non-null, stores its frequency in Hz there. Any IRQL.
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-kequeryperformancecounter>
+    pub fn KeQueryPerformanceCounter(PerformanceFrequency: *mut i64) -> i64;
     /// `ObDereferenceObject` is a macro over this export.
     /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-obdereferenceobject>
     pub fn ObfDereferenceObject(Object: *mut c_void) -> isize;

@@ -208,6 +208,9 @@ const COVERED: &[&str] = &[
     "DxgkDdiPreemptCommand",
     "DxgkDdiQueryCurrentFence",
     "DxgkDdiBuildPagingBuffer",
+    "DxgkDdiSetNativeFenceLogBuffer",
+    "DxgkDdiUpdateNativeFenceLogs",
+    "DxgkDdiCalibrateGpuClock",
 ];
 
 #[test]
@@ -1183,4 +1186,152 @@ fn node_ring_ddis_validate_their_arguments() {
     );
     assert_eq!(words, [0u64; 8], "refused build wrote the buffer");
     drop(a);
+}
+
+/// Native fence logs and GPU clock calibration (issue 5, docs/logs.md §3): NULL argument
+/// blocks, NULL/unaligned log CPU VAs, bad headers and entry counts (LOG-01), empty and NULL
+/// queue arrays (LOG-07), garbage queue handles, and calibration of a NULL or unstarted
+/// adapter. Handles are decoded and looked up, never dereferenced; the log header is read only
+/// after its pointer passed the null/alignment checks.
+#[test]
+fn log_01_log_07_native_fence_log_and_clock_arguments() {
+    use rvgpu_ddi::adapter::DXGKARG_CALIBRATEGPUCLOCK;
+    use rvgpu_ddi::fence::{
+        DXGKARG_SETNATIVEFENCELOGBUFFER, DXGKARG_UPDATENATIVEFENCELOGS,
+        DXGK_NATIVE_FENCE_LOG_BUFFER,
+    };
+    let d = table();
+    let junk = 0x0300_0000_0000_0001usize as HANDLE; // adapter slot 2, queue kind, seq 1
+
+    let f = d
+        .DxgkDdiSetNativeFenceLogBuffer
+        .expect("SetNativeFenceLogBuffer filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { f(ptr::null()) };
+    expect_status(
+        "SetNativeFenceLogBuffer",
+        "NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    // A whole 4 KiB log buffer with the header the OS writes (Type = SIGNALS, 84 entries).
+    let mut buf = vec![0u64; 512];
+    buf[1] = 2;
+    buf[2] = 84;
+    let cpu = buf.as_mut_ptr().cast::<DXGK_NATIVE_FENCE_LOG_BUFFER>();
+    let base = DXGKARG_SETNATIVEFENCELOGBUFFER {
+        hHwQueue: junk,
+        NumberOfEntries: 84,
+        LogBufferCpuVa: cpu,
+        LogBufferGpuVa: 0x10_0000,
+        LogBufferSystemProcessGpuVa: 0x10_0000,
+        ..Default::default()
+    };
+    let cases = [
+        (
+            "NULL LogBufferCpuVa",
+            DXGKARG_SETNATIVEFENCELOGBUFFER {
+                LogBufferCpuVa: ptr::null_mut(),
+                ..base
+            },
+            STATUS_INVALID_PARAMETER,
+        ),
+        (
+            "unaligned LogBufferCpuVa",
+            DXGKARG_SETNATIVEFENCELOGBUFFER {
+                LogBufferCpuVa: cpu.cast::<u8>().wrapping_add(4).cast(),
+                ..base
+            },
+            STATUS_INVALID_PARAMETER,
+        ),
+        ("garbage hHwQueue", base, STATUS_INVALID_HANDLE),
+        (
+            "NULL hHwQueue",
+            DXGKARG_SETNATIVEFENCELOGBUFFER {
+                hHwQueue: ptr::null_mut(),
+                ..base
+            },
+            STATUS_INVALID_HANDLE,
+        ),
+    ];
+    for (case, args, want) in cases {
+        // SAFETY: `args` is a live local; its CPU VA is NULL, unaligned (rejected unread) or
+        // `buf`, alive for the call.
+        let s = unsafe { f(&args) };
+        expect_status("SetNativeFenceLogBuffer", case, s, want);
+    }
+    assert_eq!(buf[0], 0, "a refused call wrote the log header");
+
+    let f = d
+        .DxgkDdiUpdateNativeFenceLogs
+        .expect("UpdateNativeFenceLogs filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { f(ptr::null()) };
+    expect_status("UpdateNativeFenceLogs", "NULL", s, STATUS_INVALID_PARAMETER);
+    let none = DXGKARG_UPDATENATIVEFENCELOGS::default();
+    // SAFETY: a live local naming no queue.
+    let s = unsafe { f(&none) };
+    assert_eq!(
+        s, STATUS_SUCCESS,
+        "UpdateNativeFenceLogs with 0 queues: nothing to flush"
+    );
+    let null_array = DXGKARG_UPDATENATIVEFENCELOGS {
+        NumberOfQueues: 1,
+        ..Default::default()
+    };
+    // SAFETY: a live local whose NULL array is rejected unread.
+    let s = unsafe { f(&null_array) };
+    expect_status(
+        "UpdateNativeFenceLogs",
+        "NULL hHWQueue",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let mut queues = [junk, ptr::null_mut(), 0x1234usize as HANDLE];
+    let garbage = DXGKARG_UPDATENATIVEFENCELOGS {
+        NumberOfQueues: 3,
+        hHWQueue: queues.as_mut_ptr(),
+        ..Default::default()
+    };
+    // SAFETY: a live local naming three handles in a live local array.
+    let s = unsafe { f(&garbage) };
+    expect_status(
+        "UpdateNativeFenceLogs",
+        "garbage handles",
+        s,
+        STATUS_INVALID_HANDLE,
+    );
+
+    let f = d
+        .DxgkDdiCalibrateGpuClock
+        .expect("CalibrateGpuClock filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { f(ptr::null_mut(), 0, 0, ptr::null_mut()) };
+    expect_status(
+        "CalibrateGpuClock",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let mut pdo_stand_in = 0u64;
+    let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
+    assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
+    let a = a.expect("AddDevice returned a context");
+    // SAFETY: live context, NULL out pointer.
+    let s = unsafe { f(a.ctx, 0, 0, ptr::null_mut()) };
+    expect_status("CalibrateGpuClock", "NULL out", s, STATUS_INVALID_PARAMETER);
+    let mut out = DXGKARG_CALIBRATEGPUCLOCK::default();
+    // SAFETY: live context; `out` is a live local.
+    let s = unsafe { f(a.ctx, 0, 0, &mut out) };
+    expect_status(
+        "CalibrateGpuClock",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    assert_eq!(
+        out,
+        DXGKARG_CALIBRATEGPUCLOCK::default(),
+        "refused call wrote its output"
+    );
 }

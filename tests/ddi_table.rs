@@ -154,7 +154,6 @@ const KNOWN_GAPS: &[&str] = &[
     "DxgkDdiGetStandardAllocationDriverData",
     "DxgkDdiOpenAllocation",
     "DxgkDdiCloseAllocation",
-    "DxgkDdiCalibrateGpuClock",
     // TDR (issue 7).
     "DxgkDdiResetFromTimeout",
     "DxgkDdiRestartFromTimeout",
@@ -172,9 +171,6 @@ const KNOWN_GAPS: &[&str] = &[
     "DxgkDdiSetContextSchedulingProperties",
     "DxgkDdiSetupPriorityBands",
     "DxgkDdiSetSchedulingLogBuffer",
-    // Native fences (issue 4) and their logs (issue 5).
-    "DxgkDdiSetNativeFenceLogBuffer",
-    "DxgkDdiUpdateNativeFenceLogs",
     // User-mode submission (issue 6).
     "DxgkDdiSetPowerComponentFState",
     "DxgkDdiPowerRuntimeControlRequest",
@@ -347,9 +343,8 @@ fn lists_name_real_slots_and_are_consistent() {
     }
 }
 
-/// NF-12: the native-fence DDIs the driver must implement. The six fence DDIs are filled; the
-/// two log DDIs are known gaps until native-fence logs (issue 5) land, and then this test forces
-/// the change.
+/// NF-12: the native-fence DDIs the driver must implement: the six fence DDIs and, since issue
+/// 5, the two log DDIs (LOG-01, LOG-07, LOG-09).
 #[test]
 fn nf_12_native_fence_ddis_filled_and_log_ddis_tracked() {
     let d = rvgpu_kmd::initialization_data::<NullPlatform>();
@@ -371,9 +366,7 @@ fn nf_12_native_fence_ddis_filled_and_log_ddis_tracked() {
         "DxgkDdiSetNativeFenceLogBuffer",
         "DxgkDdiUpdateNativeFenceLogs",
     ] {
-        assert!(
-            filled.contains(ddi) || KNOWN_GAPS.contains(&ddi),
-            "{ddi} is neither filled nor a tracked gap"
-        );
+        assert!(filled.contains(ddi), "{ddi} is not filled (LOG-09)");
+        assert!(!KNOWN_GAPS.contains(&ddi), "{ddi} is filled: not a gap");
     }
 }

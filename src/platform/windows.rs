@@ -143,6 +143,17 @@ unsafe impl Platform for WinKernel {
         u64::try_from(pa).ok().filter(|&pa| pa != 0)
     }
 
+    fn query_performance_counter() -> (u64, u64) {
+        let mut freq: i64 = 0;
+        // SAFETY: KeQueryPerformanceCounter may be called at any IRQL; `freq` is a valid
+        // out pointer for the call. Both values are non-negative by definition.
+        let count = unsafe { ntos::KeQueryPerformanceCounter(&raw mut freq) };
+        (
+            u64::try_from(count).unwrap_or(0),
+            u64::try_from(freq).unwrap_or(0),
+        )
+    }
+
     fn log(level: Level, args: fmt::Arguments<'_>) {
         let mut buf = LogBuffer::new();
         // Truncation is the only possible failure and is handled inside `write_str`.

@@ -35,4 +35,11 @@ unsafe impl Platform for NullPlatform {
     fn log(level: Level, args: fmt::Arguments<'_>) {
         eprintln!("[rvgpu {level:?}] {args}");
     }
+    /// 10 MHz ticks since the first call (the frequency Windows reports on most machines).
+    fn query_performance_counter() -> (u64, u64) {
+        static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        let t = EPOCH.get_or_init(std::time::Instant::now).elapsed();
+        let ticks = u64::try_from(t.as_nanos() / 100).unwrap_or(u64::MAX);
+        (ticks, 10_000_000)
+    }
 }

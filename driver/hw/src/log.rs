@@ -165,10 +165,17 @@ mod tests {
             assert_eq!(header_count(0, entries), 0);
             for n in [0u32, 1, 3, 83, 84, 85, 1000] {
                 let h = header_after(n, entries).unwrap();
-                assert_eq!(header_count(h, entries), u64::from(n) + 1, "n {n} N {entries}");
+                assert_eq!(
+                    header_count(h, entries),
+                    u64::from(n) + 1,
+                    "n {n} N {entries}"
+                );
             }
         }
-        assert_eq!(header_count(pack_index(u32::MAX, u32::MAX), u64::MAX), u64::MAX);
+        assert_eq!(
+            header_count(pack_index(u32::MAX, u32::MAX), u64::MAX),
+            u64::MAX
+        );
     }
 
     #[test]

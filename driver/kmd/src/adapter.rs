@@ -17,9 +17,9 @@ use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 
 use rvgpu_ddi::interrupt::{
     DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange, DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA, DXGK_ENGINE_STATE_ACTIVE, DXGK_ENGINE_STATE_HUNG,
-    DXGK_ENGINE_STATE_TRANSITION_TO_F1, DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE,
-    DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED,
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA, DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS, DXGK_ENGINE_STATE_ACTIVE,
+    DXGK_ENGINE_STATE_HUNG, DXGK_ENGINE_STATE_TRANSITION_TO_F1,
+    DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE, DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED,
 };
 use rvgpu_hw::engine::EngineState;
 
@@ -90,6 +90,11 @@ pub struct Live<P: Platform> {
     pub doorbell_va: Option<NonNull<u8>>,
     /// Devices, contexts, hardware queues, doorbells and runlists (see [`crate::sched`]).
     pub sched: SpinLock<P, Sched>,
+    /// The ISR's queue id → queue handle table (LOG-08, [`crate::log::QueueIrqTable`]).
+    pub queue_irq: crate::log::QueueIrqTable,
+    /// Fence interrupts are reported per hardware queue (LOG-08; set at start from
+    /// [`crate::caps::optimized_fence_irq`], never changed while started).
+    pub optimized_fence_irq: bool,
     isr: IsrCell,
 }
 
@@ -248,7 +253,8 @@ impl<P: Platform> Adapter<P> {
             l.0 = Lifecycle::Started;
         }
         match self.bring_up(dxgk) {
-            Ok(live) => {
+            Ok(mut live) => {
+                live.optimized_fence_irq = crate::caps::optimized_fence_irq(&live);
                 self.live.store(Box::into_raw(live), Ordering::Release);
                 if let Some(l) = self.live() {
                     device::enable_interrupts(&l.regs);
@@ -363,6 +369,8 @@ impl<P: Platform> Adapter<P> {
             fences: SpinLock::new(FenceTable::default()),
             doorbell_va,
             sched: SpinLock::new(sched),
+            queue_irq: crate::log::QueueIrqTable::for_adapter(identity.config.engines),
+            optimized_fence_irq: false,
             isr: IsrCell(UnsafeCell::new(IsrState {
                 ring,
                 fences: Registry::with_capacity(FENCES_PER_ADAPTER),
@@ -520,7 +528,11 @@ impl<P: Platform> Adapter<P> {
         let isr = unsafe { &mut *live.isr.0.get() };
         let (ring, registry) = (&mut isr.ring, &isr.fences);
         let mut notified = false;
-        let mut batch = Batch::default();
+        let mut batch = if live.optimized_fence_irq {
+            Batch::optimized()
+        } else {
+            Batch::default()
+        };
         let mut others = false;
         let mut emit = |r: Report<'_>| notify_fences(live, r);
         let mut fence_reports = false;
@@ -534,6 +546,24 @@ impl<P: Platform> Adapter<P> {
                 } => {
                     fence_reports = true;
                     batch.legacy(engine, &mut emit);
+                }
+                DeviceEvent::FenceSignaled { engine, queue, .. } if live.optimized_fence_irq => {
+                    // LOG-08: name the queue that ran the signal; its signal log has the entry
+                    // (LOG-04). Otherwise NULL, plus a full scan if a log read could miss it.
+                    fence_reports = true;
+                    let slot = self.table_slot();
+                    let (hw_queue, evaluate) = match live.queue_irq.lookup(slot, queue) {
+                        crate::log::QueueLookup::Named(h) => (Some(h.as_handle().addr()), false),
+                        crate::log::QueueLookup::Logless => (None, true),
+                        // An anonymous event: a full scan only if some queue of the
+                        // engine has no logs. An id outside the table (a node ring, or a
+                        // queue destroyed since) may have run any signal: full scan.
+                        crate::log::QueueLookup::Unknown if queue == rvgpu_hw::queue::NO_QUEUE => {
+                            (None, live.queue_irq.engine_has_logless(engine))
+                        }
+                        crate::log::QueueLookup::Unknown => (None, true),
+                    };
+                    batch.native_queue(engine, hw_queue, evaluate, &mut emit);
                 }
                 DeviceEvent::FenceSignaled {
                     engine,
@@ -647,6 +677,21 @@ fn notify_fences<P: Platform>(live: &Live<P>, r: Report<'_>) {
                 None => (0, ptr::null_mut()),
             };
             DXGKARGCB_NOTIFY_INTERRUPT_DATA::native_fence_signaled(engine, 0, count, array)
+        }
+        Report::NativeQueue {
+            engine,
+            hw_queue,
+            evaluate_all,
+        } => {
+            let h = hw_queue.map_or(ptr::null_mut(), ptr::without_provenance_mut);
+            let mut d = DXGKARGCB_NOTIFY_INTERRUPT_DATA::native_fence_signaled_queue(engine, 0, h);
+            if evaluate_all {
+                d.Flags.set(
+                    DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::EvaluateLegacyMonitoredFences,
+                    1,
+                );
+            }
+            d
         }
         Report::Legacy { engine } => {
             let mut d = DXGKARGCB_NOTIFY_INTERRUPT_DATA {

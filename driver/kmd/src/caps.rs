@@ -48,6 +48,11 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
         DXGK_VIDSCHCAPS::NativeGpuFence,
         u32::from(native_gpu_fence(live)),
     );
+    // LOG-08: fence interrupts name the hardware queue whose signal log to read.
+    sched.set(
+        DXGK_VIDSCHCAPS::OptimizedNativeFenceSignaledInterrupt,
+        u32::from(live.optimized_fence_irq),
+    );
     caps.SchedulingCaps = sched;
     // What hardware queues would further need, and why it is not reported:
     // - MemoryManagementCaps: the queue DDIs take GPU virtual addresses (DMA buffer, progress
@@ -74,7 +79,24 @@ pub fn native_gpu_fence<P: Platform>(live: &Live<P>) -> bool {
     let ddis = table.DxgkDdiCreateNativeFence.is_some()
         && table.DxgkDdiUpdateMonitoredValues.is_some()
         && table.DxgkDdiUpdateCurrentValuesFromCpu.is_some();
-    os && device && ddis
+    os && device && ddis && log_ddis(&table)
+}
+
+/// LOG-09: native fences oblige the two log DDIs (the OS gives every user-mode queue both
+/// logs), so the native-fence bit requires them in the table.
+pub fn log_ddis(table: &rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA) -> bool {
+    table.DxgkDdiSetNativeFenceLogBuffer.is_some() && table.DxgkDdiUpdateNativeFenceLogs.is_some()
+}
+
+/// LOG-08: per-queue fence interrupts need the device cap (events name the running queue),
+/// the device's log writes (`FENCE_LOG`), native fences advertised (with the log DDIs) and
+/// the driver's switch ([`crate::log::ENABLE_OPTIMIZED_FENCE_IRQ`]).
+pub fn optimized_fence_irq<P: Platform>(live: &Live<P>) -> bool {
+    let caps = live.identity.caps;
+    crate::log::ENABLE_OPTIMIZED_FENCE_IRQ
+        && caps.contains(rvgpu_hw::regs::Caps::OPTIMIZED_FENCE_IRQ)
+        && caps.contains(rvgpu_hw::regs::Caps::FENCE_LOG)
+        && native_gpu_fence(live)
 }
 
 /// Handles one QueryAdapterInfo request.

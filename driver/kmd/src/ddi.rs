@@ -86,6 +86,9 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiDisconnectDoorbell: Some(disconnect_doorbell::<P>),
         DxgkDdiDestroyDoorbell: Some(destroy_doorbell::<P>),
         DxgkDdiNotifyWorkSubmission: Some(notify_work_submission::<P>),
+        DxgkDdiSetNativeFenceLogBuffer: Some(set_native_fence_log_buffer::<P>),
+        DxgkDdiUpdateNativeFenceLogs: Some(update_native_fence_logs::<P>),
+        DxgkDdiCalibrateGpuClock: Some(calibrate_gpu_clock::<P>),
         DxgkDdiSubmitCommand: Some(submit_command::<P>),
         DxgkDdiSubmitCommandVirtual: Some(submit_command_virtual::<P>),
         DxgkDdiPreemptCommand: Some(preempt_command::<P>),
@@ -631,6 +634,46 @@ unsafe extern "system" fn build_paging_buffer<P: Platform>(
     // SAFETY: as for submit_command.
     match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
         (Some(a), Some(args)) => crate::paging::build_paging_buffer(a, args),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Native fence logs and GPU clock calibration (issue 5, docs/logs.md §3).
+// ---------------------------------------------------------------------------------------------
+
+/// DxgkDdiSetNativeFenceLogBuffer (DISPATCH_LEVEL, LOG-01).
+unsafe extern "system" fn set_native_fence_log_buffer<P: Platform>(
+    args: *const rvgpu_ddi::fence::DXGKARG_SETNATIVEFENCELOGBUFFER,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    match unsafe { args.as_ref() } {
+        Some(args) => to_ntstatus(crate::log::set_log_buffer::<P>(args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiUpdateNativeFenceLogs (DISPATCH_LEVEL, LOG-07).
+unsafe extern "system" fn update_native_fence_logs<P: Platform>(
+    args: *const rvgpu_ddi::fence::DXGKARG_UPDATENATIVEFENCELOGS,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    match unsafe { args.as_ref() } {
+        Some(args) => to_ntstatus(crate::log::update_logs::<P>(args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiCalibrateGpuClock (DISPATCH_LEVEL).
+unsafe extern "system" fn calibrate_gpu_clock<P: Platform>(
+    h_adapter: HANDLE,
+    node: UINT,
+    engine: UINT,
+    out: *mut rvgpu_ddi::adapter::DXGKARG_CALIBRATEGPUCLOCK,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid out block or null.
+    match unsafe { (adapter::<P>(h_adapter), out.as_mut()) } {
+        (Some(a), Some(out)) => to_ntstatus(crate::clock::calibrate(a, node, engine, out)),
         _ => status::INVALID_PARAMETER.code(),
     }
 }

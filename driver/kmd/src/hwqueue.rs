@@ -101,6 +101,8 @@ pub struct HwQueue {
     pub kernel: Option<KernelRing>,
     /// The doorbell whose ring this queue runs (user-mode queues).
     pub doorbell: Option<Handle>,
+    /// Native fence logs set by the OS (LOG-01); the descriptor carries their addresses.
+    pub logs: crate::log::QueueLogs,
 }
 
 impl HwQueue {
@@ -119,6 +121,8 @@ impl HwQueue {
             doorbell,
             ring_control: ring.control,
             progress_fence: self.progress_gpu,
+            wait_log: self.logs.descriptor_fields().0,
+            signal_log: self.logs.descriptor_fields().1,
             priority: self.priority,
             ..Default::default()
         })
@@ -271,6 +275,7 @@ pub fn create<P: Platform>(
             ring,
             kernel,
             doorbell: None,
+            logs: crate::log::QueueLogs::default(),
         };
         let result = insert(&mut live.sched.lock(), live, h, queue);
         let (id, engine) = match result {
@@ -315,9 +320,13 @@ fn insert<P: Platform>(
     queue.id = id;
     let runnable = queue.ring.is_some();
     s.queues.insert(h, queue);
+    // The ISR may name the queue from now on (LOG-08); no logs yet.
+    live.queue_irq.insert(id, crate::log::seq_of(h), engine);
     if runnable {
         if let Err(e) = runlist::commit(&live.regs, s, engine) {
             let kernel = s.queues.remove(&h).and_then(|q| q.kernel);
+            // Never committed, so no event can name it: a plain clear is enough.
+            live.queue_irq.remove(id, engine);
             s.ids.free(id);
             let _ = runlist::commit(&live.regs, s, engine);
             return Err((e, kernel));
@@ -330,7 +339,7 @@ fn insert<P: Platform>(
 /// runlist before its ring is freed.
 pub fn destroy<P: Platform>(h_queue: HANDLE) -> Result<(), Status> {
     sched::with_adapter::<P, _>(h_queue, Kind::Queue, |_, live, h| {
-        let kernel = {
+        let (kernel, id, engine) = {
             let mut s = live.sched.lock();
             let q = s.queues.get(&h).ok_or(status::INVALID_HANDLE)?;
             if q.doorbell.is_some() {
@@ -345,9 +354,13 @@ pub fn destroy<P: Platform>(h_queue: HANDLE) -> Result<(), Status> {
                 // the id is freed after the queue has left the device either way.
                 let _ = runlist::commit(&live.regs, &s, q.engine);
             }
-            s.ids.free(q.id);
-            q.kernel
+            (q.kernel, q.id, q.engine)
         };
+        // LOG-08: the ISR's table entry is cleared under the interrupt lock, so no ISR still
+        // holds this queue's handle when we return (and the OS frees the queue); the id is
+        // reused only after that.
+        crate::log::clear_queue_irq(live, id, engine);
+        live.sched.lock().ids.free(id);
         if let Some(k) = kernel {
             let _ = live.dxgk.free_contiguous(k.buf.handle());
         }
@@ -409,6 +422,7 @@ mod tests {
             ring: None,
             kernel: None,
             doorbell: None,
+            logs: crate::log::QueueLogs::default(),
         };
         assert_eq!(q.descriptor(NO_DOORBELL), None);
         q.ring = Some(Ring {
@@ -423,5 +437,18 @@ mod tests {
         assert_eq!(d.progress_fence, 0x8000);
         assert_eq!(d.priority, 3);
         assert_eq!(d.doorbell, 2);
+        assert_eq!((d.wait_log, d.signal_log), (0, 0), "no logs set");
+        // LOG-01: the logs the OS set are in the descriptor the next commit writes.
+        q.logs.wait = Some(crate::log::LogBuf {
+            gpu: 0x3_0000,
+            entries: 84,
+        });
+        q.logs.signal = Some(crate::log::LogBuf {
+            gpu: 0x4_0000,
+            entries: 84,
+        });
+        let d = q.descriptor(2).unwrap();
+        assert_eq!((d.wait_log, d.signal_log), (0x3_0000, 0x4_0000));
+        assert_eq!(d.validate(), Ok(()));
     }
 }

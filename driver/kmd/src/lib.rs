@@ -7,6 +7,7 @@ extern crate alloc;
 
 pub mod adapter;
 pub mod caps;
+pub mod clock;
 pub mod context;
 pub mod ddi;
 pub mod device;
@@ -18,6 +19,7 @@ pub mod fence;
 pub mod globals;
 pub mod hwqueue;
 pub mod interrupt;
+pub mod log;
 pub mod mmio;
 pub mod node;
 pub mod paging;

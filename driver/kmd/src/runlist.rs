@@ -147,6 +147,7 @@ mod tests {
             ring,
             kernel: None,
             doorbell: None,
+            logs: crate::log::QueueLogs::default(),
         }
     }
 

@@ -23,6 +23,22 @@ pub enum Report<'a> {
     },
     /// A legacy monitored fence was signalled on `engine` (MF-04).
     Legacy { engine: u32 },
+    /// Optimized form (LOG-08, `OptimizedNativeFenceSignaledInterrupt`): read the signal log
+    /// of `hw_queue` (a KMD queue handle), or of every queue on `engine` when `None`;
+    /// `evaluate_all` also asks the OS to scan every waiter (`EvaluateLegacyMonitoredFences`).
+    NativeQueue {
+        engine: u32,
+        hw_queue: Option<usize>,
+        evaluate_all: bool,
+    },
+}
+
+/// A pending optimized report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pending {
+    engine: u32,
+    hw_queue: Option<usize>,
+    evaluate_all: bool,
 }
 
 /// Accumulates one ISR pass's fence events.
@@ -34,6 +50,13 @@ pub struct Batch {
     scan_all: bool,
     /// Engines that already got a legacy report in this pass (bit per engine).
     legacy_done: u32,
+    /// Per-queue reports (LOG-08) instead of fence arrays.
+    optimized: bool,
+    pending: Option<Pending>,
+    /// Engines that already got a NULL queue report in this pass, and those whose NULL
+    /// report also asked for a full scan (bit per engine).
+    null_done: u32,
+    null_eval_done: u32,
 }
 
 impl Default for Batch {
@@ -44,11 +67,62 @@ impl Default for Batch {
             len: 0,
             scan_all: false,
             legacy_done: 0,
+            optimized: false,
+            pending: None,
+            null_done: 0,
+            null_eval_done: 0,
         }
     }
 }
 
 impl Batch {
+    /// A batch in the optimized form (LOG-08): native events become [`Report::NativeQueue`].
+    pub fn optimized() -> Self {
+        Self {
+            optimized: true,
+            ..Self::default()
+        }
+    }
+
+    /// A native-fence event on `engine` in the optimized form: `hw_queue` is the KMD handle
+    /// of the queue that ran the signal if it has both logs, else `None` (read every queue's
+    /// log on the engine), with `evaluate_all` when a log read could miss the signal.
+    /// Consecutive events of one queue merge; a NULL report of an engine absorbs the later
+    /// events of that engine in this pass (the OS reads the logs after the ISR).
+    pub fn native_queue(
+        &mut self,
+        engine: u32,
+        hw_queue: Option<usize>,
+        evaluate_all: bool,
+        emit: &mut impl FnMut(Report<'_>),
+    ) {
+        let bit = 1u32.checked_shl(engine).unwrap_or(0);
+        let covered = |done: u32| bit != 0 && done & bit != 0;
+        if covered(self.null_eval_done) || (!evaluate_all && covered(self.null_done)) {
+            return;
+        }
+        if let Some(p) = self.pending.as_mut() {
+            if p.engine == engine && (p.hw_queue.is_none() || p.hw_queue == hw_queue) {
+                p.evaluate_all |= evaluate_all;
+                return;
+            }
+            if p.engine == engine && hw_queue.is_none() {
+                // A NULL report covers the named queue it would replace.
+                *p = Pending {
+                    engine,
+                    hw_queue: None,
+                    evaluate_all,
+                };
+                return;
+            }
+        }
+        self.flush(emit);
+        self.pending = Some(Pending {
+            engine,
+            hw_queue,
+            evaluate_all,
+        });
+    }
     /// A native-fence event on `engine`, resolved to an OS handle if the tag was valid.
     pub fn native(
         &mut self,
@@ -56,6 +130,11 @@ impl Batch {
         handle: Option<usize>,
         emit: &mut impl FnMut(Report<'_>),
     ) {
+        if self.optimized {
+            // No queue to name: every log of the engine and every waiter.
+            self.native_queue(engine, None, true, emit);
+            return;
+        }
         if self.engine != Some(engine) {
             self.flush(emit);
             self.engine = Some(engine);
@@ -83,6 +162,20 @@ impl Batch {
 
     /// Emits the pending native report, if any.
     pub fn flush(&mut self, emit: &mut impl FnMut(Report<'_>)) {
+        if let Some(p) = self.pending.take() {
+            if p.hw_queue.is_none() {
+                let bit = 1u32.checked_shl(p.engine).unwrap_or(0);
+                self.null_done |= bit;
+                if p.evaluate_all {
+                    self.null_eval_done |= bit;
+                }
+            }
+            emit(Report::NativeQueue {
+                engine: p.engine,
+                hw_queue: p.hw_queue,
+                evaluate_all: p.evaluate_all,
+            });
+        }
         if let Some(engine) = self.engine.take() {
             let handles = if self.scan_all {
                 None
@@ -101,7 +194,11 @@ impl Batch {
         self.flush(emit);
         for engine in 0..engines {
             self.legacy(engine, emit);
-            if native {
+            if native && self.optimized {
+                // Every node: NULL hHWQueue and a scan of every waiter (docs/logs.md §3.4).
+                self.native_queue(engine, None, true, emit);
+                self.flush(emit);
+            } else if native {
                 emit(Report::Native {
                     engine,
                     handles: None,
@@ -159,6 +256,95 @@ mod tests {
             vec![
                 "Native { engine: 0, handles: None }",
                 "Native { engine: 1, handles: None }"
+            ]
+        );
+    }
+
+    fn run_opt(f: impl FnOnce(&mut Batch, &mut dyn FnMut(Report<'_>))) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut b = Batch::optimized();
+        let mut emit = |r: Report<'_>| out.push(format!("{r:?}"));
+        f(&mut b, &mut emit);
+        out
+    }
+
+    #[test]
+    fn log_08_isr_names_running_queue() {
+        // The seed's E1–E4: one interrupt for four signals of queue A → one report naming A.
+        let out = run_opt(|b, e| {
+            let mut e = e;
+            b.native_queue(0, Some(0xA), false, &mut e);
+            b.native_queue(0, Some(0xA), false, &mut e);
+            b.native_queue(0, Some(0xB), false, &mut e);
+            b.native_queue(1, Some(0xC), false, &mut e);
+            b.flush(&mut e);
+        });
+        assert_eq!(
+            out,
+            vec![
+                "NativeQueue { engine: 0, hw_queue: Some(10), evaluate_all: false }",
+                "NativeQueue { engine: 0, hw_queue: Some(11), evaluate_all: false }",
+                "NativeQueue { engine: 1, hw_queue: Some(12), evaluate_all: false }",
+            ],
+            "one notification per queue, consecutive records merged"
+        );
+    }
+
+    #[test]
+    fn log_08_isr_reports_null_for_logless_or_unknown_queue() {
+        let out = run_opt(|b, e| {
+            let mut e = e;
+            // Unknown id on an engine whose queues all have logs: NULL, no scan.
+            b.native_queue(0, None, false, &mut e);
+            // Later records of engine 0 are covered by the pending NULL.
+            b.native_queue(0, Some(0xA), false, &mut e);
+            b.native_queue(1, Some(0xB), false, &mut e);
+            // Engine 0 again: already covered by the NULL report of this pass.
+            b.native_queue(0, Some(0xA), false, &mut e);
+            // A log-less queue on engine 0: NULL + scan of every waiter (escalates).
+            b.native_queue(0, None, true, &mut e);
+            b.native_queue(0, None, true, &mut e);
+            // A progress event goes through `native`: NULL + scan.
+            b.native(1, Some(0x99), &mut e);
+            b.flush(&mut e);
+        });
+        assert_eq!(
+            out,
+            vec![
+                "NativeQueue { engine: 0, hw_queue: None, evaluate_all: false }",
+                "NativeQueue { engine: 1, hw_queue: Some(11), evaluate_all: false }",
+                "NativeQueue { engine: 0, hw_queue: None, evaluate_all: true }",
+                "NativeQueue { engine: 1, hw_queue: None, evaluate_all: true }",
+            ]
+        );
+        // A named report followed by a NULL one of the same engine becomes that NULL.
+        let out = run_opt(|b, e| {
+            let mut e = e;
+            b.native_queue(0, Some(0xA), false, &mut e);
+            b.native_queue(0, None, true, &mut e);
+            b.flush(&mut e);
+        });
+        assert_eq!(
+            out,
+            vec!["NativeQueue { engine: 0, hw_queue: None, evaluate_all: true }"]
+        );
+    }
+
+    #[test]
+    fn log_08_lost_events_report_null_and_scan_on_every_node() {
+        let out = run_opt(|b, e| {
+            let mut e = e;
+            b.native_queue(0, Some(0xA), false, &mut e);
+            b.lost_events(2, true, &mut e);
+        });
+        assert_eq!(
+            out,
+            vec![
+                "NativeQueue { engine: 0, hw_queue: Some(10), evaluate_all: false }",
+                "Legacy { engine: 0 }",
+                "NativeQueue { engine: 0, hw_queue: None, evaluate_all: true }",
+                "Legacy { engine: 1 }",
+                "NativeQueue { engine: 1, hw_queue: None, evaluate_all: true }",
             ]
         );
     }

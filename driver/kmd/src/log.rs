@@ -1,0 +1,575 @@
+//! Native fence log buffers (issue 5, LOG-01 … LOG-09; design: docs/logs.md §3).
+//!
+//! - `DxgkDdiSetNativeFenceLogBuffer` ([`set_log_buffer`], DISPATCH_LEVEL,
+//!   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer>):
+//!   the OS hands over the wait or the signal log of a hardware queue. The KMD stores the
+//!   system-process GPU VA in the queue ([`QueueLogs`]); the queue descriptor carries it to
+//!   the device (`wait_log` / `signal_log`, hardware.md 5.3), so a running queue's runlist is
+//!   recommitted and the queue's logs flushed (`LOG_FLUSH`) before the call returns: after
+//!   it the device never writes the old buffer (the OS may "destroy and recreate" a log,
+//!   which is the same call with a new address).
+//! - `DxgkDdiUpdateNativeFenceLogs` ([`update_logs`], DISPATCH_LEVEL,
+//!   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatenativefencelogs>):
+//!   one `LOG_FLUSH` per listed queue, the CPU-side barrier of LOG-07 (hardware.md 8.4).
+//! - [`QueueIrqTable`]: the ISR's lock-free queue id → KMD queue handle map for the optimized
+//!   native-fence interrupt (LOG-08).
+//!
+//! Which log a call is for: the argument has no type, so the OS-written header's `Type` says
+//! (docs/logs.md §9.4). The KMD keeps no CPU pointer to a log; it reads the header only during
+//! the call.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use rvgpu_ddi::fence::{
+    DXGKARG_SETNATIVEFENCELOGBUFFER, DXGKARG_UPDATENATIVEFENCELOGS, DXGK_NATIVE_FENCE_LOG_BUFFER,
+};
+use rvgpu_ddi::HANDLE;
+use rvgpu_hw::log::{ENTRIES_PER_BUFFER, LOG_BUFFER_SIZE, LOG_TYPE_SIGNALS, LOG_TYPE_WAITS};
+use rvgpu_hw::queue::NO_QUEUE;
+use rvgpu_hw::regs;
+
+use crate::adapter::{Adapter, Live};
+use crate::globals::ADAPTERS;
+use crate::hwqueue::QUEUE_ID_LIMIT;
+use crate::platform::Platform;
+use crate::runlist;
+use crate::sched::{self, Handle, Kind};
+use crate::status::{self, Status};
+
+/// Switch for the optimized native-fence interrupt (LOG-08). The device cap, the KMD's ISR
+/// path and the `hHWQueue` binding are all in place; the cap is still kept off because the
+/// simulated OS reads only the fence array so far (it ignores `hHWQueue`, docs/logs.md §4.2 is
+/// E2's work) and its native-fence tests expect named arrays on the dGPU configuration.
+/// Turn on together with the OS's log drain.
+pub const ENABLE_OPTIMIZED_FENCE_IRQ: bool = false;
+
+/// Which of a queue's two logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogKind {
+    /// `DXGK_NATIVE_FENCE_LOG_TYPE_WAITS`.
+    Wait,
+    /// `DXGK_NATIVE_FENCE_LOG_TYPE_SIGNALS`.
+    Signal,
+}
+
+impl LogKind {
+    /// From the header's `Type`; `None` for anything else.
+    pub fn from_type(t: u32) -> Option<Self> {
+        match t {
+            LOG_TYPE_WAITS => Some(Self::Wait),
+            LOG_TYPE_SIGNALS => Some(Self::Signal),
+            _ => None,
+        }
+    }
+}
+
+/// One log buffer as the device sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogBuf {
+    /// `LogBufferSystemProcessGpuVa`.
+    pub gpu: u64,
+    /// `NumberOfEntries`.
+    pub entries: u32,
+}
+
+/// A queue's logs (none until the OS sets them; kernel-mode queues never get any).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueLogs {
+    pub wait: Option<LogBuf>,
+    pub signal: Option<LogBuf>,
+}
+
+impl QueueLogs {
+    /// Both logs set: signals of this queue are found in its signal log (LOG-08).
+    pub fn complete(&self) -> bool {
+        self.wait.is_some() && self.signal.is_some()
+    }
+
+    /// Replaces the log of `kind`.
+    pub fn set(&mut self, kind: LogKind, buf: LogBuf) {
+        match kind {
+            LogKind::Wait => self.wait = Some(buf),
+            LogKind::Signal => self.signal = Some(buf),
+        }
+    }
+
+    /// Descriptor fields `(wait_log, signal_log)`, 0 when unset.
+    pub fn descriptor_fields(&self) -> (u64, u64) {
+        (
+            self.wait.map_or(0, |b| b.gpu),
+            self.signal.map_or(0, |b| b.gpu),
+        )
+    }
+}
+
+/// What the OS-initialised header says (read through `LogBufferCpuVa` during the call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeaderView {
+    pub log_type: u32,
+    pub number_of_entries: u64,
+}
+
+/// LOG-01 argument checks that need no lock: entry count (1..=84, equal to the header's),
+/// header type, and the system-process GPU VA (non-zero, 8-aligned, the whole 4 KiB buffer
+/// reachable by the device: system memory above page 0, or local memory). `Flags` is
+/// reserved and ignored (a later OS may set bits); `LogBufferGpuVa` (the process VA) is not
+/// used by the device.
+pub fn validate(
+    number_of_entries: u32,
+    header: HeaderView,
+    gpu: u64,
+    vram_size: u64,
+) -> Result<(LogKind, LogBuf), Status> {
+    let kind = LogKind::from_type(header.log_type).ok_or(status::INVALID_PARAMETER)?;
+    let n = u64::from(number_of_entries);
+    if n == 0 || n > ENTRIES_PER_BUFFER || n != header.number_of_entries {
+        return Err(status::INVALID_PARAMETER);
+    }
+    if gpu == 0 || !gpu.is_multiple_of(rvgpu_hw::addr::ACCESS_ALIGN) {
+        return Err(status::INVALID_PARAMETER);
+    }
+    match rvgpu_hw::addr::classify(gpu, LOG_BUFFER_SIZE, vram_size) {
+        // Window 1 admits system memory from page 1 up (adapter bring-up).
+        Some(rvgpu_hw::addr::Target::System(a)) if a >= rvgpu_hw::PAGE_SIZE => {}
+        Some(rvgpu_hw::addr::Target::Local(_)) => {}
+        _ => return Err(status::INVALID_PARAMETER),
+    }
+    Ok((
+        kind,
+        LogBuf {
+            gpu,
+            entries: number_of_entries,
+        },
+    ))
+}
+
+/// Reads the header through the OS's CPU VA: null or unaligned is INVALID_PARAMETER.
+///
+/// # Safety
+/// A non-null `p` must point at a readable `DXGK_NATIVE_FENCE_LOG_BUFFER` header (the OS's
+/// contract for `LogBufferCpuVa` during the call).
+unsafe fn read_header(p: *const DXGK_NATIVE_FENCE_LOG_BUFFER) -> Result<HeaderView, Status> {
+    if p.is_null() || !p.addr().is_multiple_of(8) {
+        return Err(status::INVALID_PARAMETER);
+    }
+    // SAFETY: non-null and aligned (checked), readable per the function contract. Volatile:
+    // the buffer is shared with the OS and the device.
+    let (log_type, number_of_entries) = unsafe {
+        (
+            core::ptr::read_volatile(&raw const (*p).Header.Type),
+            core::ptr::read_volatile(&raw const (*p).Header.NumberOfEntries),
+        )
+    };
+    Ok(HeaderView {
+        log_type: u32::try_from(log_type).unwrap_or(u32::MAX),
+        number_of_entries,
+    })
+}
+
+/// DxgkDdiSetNativeFenceLogBuffer (DISPATCH_LEVEL; LOG-01, LOG-09). Any failure leaves the
+/// queue unchanged.
+pub fn set_log_buffer<P: Platform>(args: &DXGKARG_SETNATIVEFENCELOGBUFFER) -> Result<(), Status> {
+    // SAFETY: `LogBufferCpuVa` is the OS's kernel mapping of the buffer, valid for the call.
+    let header = unsafe { read_header(args.LogBufferCpuVa) }?;
+    sched::with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |_, live, h| {
+        let (kind, buf) = validate(
+            args.NumberOfEntries,
+            header,
+            args.LogBufferSystemProcessGpuVa,
+            live.identity.vram_size,
+        )?;
+        let flush = {
+            let mut s = live.sched.lock();
+            let q = s.queues.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
+            let previous = q.logs;
+            q.logs.set(kind, buf);
+            let (id, engine, complete) = (q.id, q.engine, q.logs.complete());
+            let runnable = s.queues.get(&h).is_some_and(|q| s.runnable(q));
+            if runnable {
+                // The queue keeps its id and ring; the device uses the new address from its
+                // next packet (hardware.md M14). The commit holds the CMP, so no packet is
+                // mid-flight with the old descriptor when it returns.
+                if let Err(e) = runlist::commit(&live.regs, &s, engine) {
+                    if let Some(q) = s.queues.get_mut(&h) {
+                        q.logs = previous;
+                    }
+                    let _ = runlist::commit(&live.regs, &s, engine);
+                    return Err(e);
+                }
+            }
+            if complete && !previous.complete() {
+                live.queue_irq.logs_complete(id, seq_of(h), engine);
+            }
+            runnable.then_some(id)
+        };
+        if let Some(id) = flush {
+            // No write to the old buffer can still be in flight when we return.
+            live.regs.write32(regs::LOG_FLUSH, id);
+        }
+        Ok(())
+    })
+}
+
+/// DxgkDdiUpdateNativeFenceLogs (DISPATCH_LEVEL; LOG-07): one `LOG_FLUSH` per listed queue
+/// (consecutive duplicates once). Unknown handles make the call return INVALID_HANDLE after
+/// the valid ones were flushed.
+pub fn update_logs<P: Platform>(args: &DXGKARG_UPDATENATIVEFENCELOGS) -> Result<(), Status> {
+    if args.NumberOfQueues == 0 {
+        return Ok(());
+    }
+    if args.hHWQueue.is_null() {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let n = usize::try_from(args.NumberOfQueues).map_err(|_| status::INVALID_PARAMETER)?;
+    // SAFETY: the OS passes `NumberOfQueues` handles at the non-null `hHWQueue` for the call.
+    let handles = unsafe { core::slice::from_raw_parts(args.hHWQueue.cast_const(), n) };
+    let mut result = Ok(());
+    let mut rest = handles;
+    while let Some(first) = rest.first() {
+        // One run of handles naming the same adapter slot: one lock acquisition.
+        let slot = Handle::decode(*first, Kind::Queue).map(Handle::slot);
+        let run = rest
+            .iter()
+            .take_while(|h| Handle::decode(**h, Kind::Queue).map(Handle::slot) == slot)
+            .count()
+            .max(1);
+        let (this, next) = rest.split_at(run.min(rest.len()));
+        rest = next;
+        let r = match slot {
+            Some(slot) => ADAPTERS
+                .with(slot, |a: &Adapter<P>| match a.live() {
+                    Some(live) => flush_run(live, this),
+                    None => Err(status::INVALID_HANDLE),
+                })
+                .unwrap_or(Err(status::INVALID_HANDLE)),
+            None => Err(status::INVALID_HANDLE),
+        };
+        if r.is_err() {
+            result = r;
+        }
+    }
+    result
+}
+
+/// Flushes the queues of one adapter named by `handles` (the scheduler lock is held while the
+/// flush registers are written, so no queue id is freed and reused in between).
+fn flush_run<P: Platform>(live: &Live<P>, handles: &[HANDLE]) -> Result<(), Status> {
+    let s = live.sched.lock();
+    let mut result = Ok(());
+    let ids = handles.iter().map(|raw| {
+        Handle::decode(*raw, Kind::Queue)
+            .and_then(|h| s.queues.get(&h))
+            .map(|q| q.id)
+    });
+    for id in dedup_ids(ids) {
+        match id {
+            Some(id) => live.regs.write32(regs::LOG_FLUSH, id),
+            None => result = Err(status::INVALID_HANDLE),
+        }
+    }
+    result
+}
+
+/// Drops consecutive repeats of the same queue id (unknown handles are kept).
+pub fn dedup_ids(ids: impl Iterator<Item = Option<u32>>) -> impl Iterator<Item = Option<u32>> {
+    let mut last: Option<u32> = None;
+    ids.filter(move |id| match id {
+        Some(v) if last == Some(*v) => false,
+        Some(v) => {
+            last = Some(*v);
+            true
+        }
+        None => true,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ISR's queue table (LOG-08)
+// ---------------------------------------------------------------------------------------------
+
+const VALID: u64 = 1 << 63;
+const HAS_LOGS: u64 = 1 << 62;
+/// Bits 51:0 of a KMD handle: its sequence number (crate::sched).
+const SEQ_MASK: u64 = (1 << 52) - 1;
+
+/// The sequence number of a KMD handle.
+pub fn seq_of(h: Handle) -> u64 {
+    h.raw() & SEQ_MASK
+}
+
+/// What the ISR learns about a queue id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueLookup {
+    /// A live queue with both logs: report this KMD handle.
+    Named(Handle),
+    /// A live queue without both logs (kernel-mode, or logs not yet set).
+    Logless,
+    /// `NO_QUEUE`, out of range, or no queue with this id.
+    Unknown,
+}
+
+/// Queue id → KMD queue handle, read lock-free by the ISR.
+///
+/// One `AtomicU64` per queue id (ids are below [`QUEUE_ID_LIMIT`]): 0 = empty, else bit 63
+/// valid, bit 62 both logs set, bits 51:0 the handle's sequence number. Written with release
+/// stores under the scheduler lock (create, SetNativeFenceLogBuffer); cleared through
+/// `DxgkCbSynchronizeExecution` at destroy ([`clear_queue_irq`]), so an ISR that read an
+/// entry has finished reporting it before the OS can free the queue. Per engine, a count of
+/// table entries without both logs decides whether a NULL report must also ask the OS to
+/// scan every waiter (docs/logs.md §3.4).
+#[derive(Debug)]
+pub struct QueueIrqTable {
+    slots: Box<[AtomicU64]>,
+    logless: Box<[AtomicU32]>,
+}
+
+impl QueueIrqTable {
+    /// A table for ids below `ids` on `engines` engines (allocated at start, PASSIVE).
+    pub fn new(ids: u32, engines: u32) -> Self {
+        let slots: Vec<AtomicU64> = (0..ids).map(|_| AtomicU64::new(0)).collect();
+        let logless: Vec<AtomicU32> = (0..engines).map(|_| AtomicU32::new(0)).collect();
+        Self {
+            slots: slots.into_boxed_slice(),
+            logless: logless.into_boxed_slice(),
+        }
+    }
+
+    /// The default size: every queue id the allocator hands out.
+    pub fn for_adapter(engines: u32) -> Self {
+        Self::new(QUEUE_ID_LIMIT, engines)
+    }
+
+    fn slot(&self, id: u32) -> Option<&AtomicU64> {
+        if id == NO_QUEUE {
+            return None;
+        }
+        self.slots.get(usize::try_from(id).ok()?)
+    }
+
+    fn logless_of(&self, engine: u32) -> Option<&AtomicU32> {
+        self.logless.get(usize::try_from(engine).ok()?)
+    }
+
+    /// A queue was created (under the scheduler lock): valid, no logs yet.
+    pub fn insert(&self, id: u32, seq: u64, engine: u32) {
+        if let Some(s) = self.slot(id) {
+            s.store(VALID | (seq & SEQ_MASK), Ordering::Release);
+            if let Some(c) = self.logless_of(engine) {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The queue's second log was set (under the scheduler lock).
+    pub fn logs_complete(&self, id: u32, seq: u64, engine: u32) {
+        if let Some(s) = self.slot(id) {
+            let old = s.swap(VALID | HAS_LOGS | (seq & SEQ_MASK), Ordering::Release);
+            if old & VALID != 0 && old & HAS_LOGS == 0 {
+                if let Some(c) = self.logless_of(engine) {
+                    let _ =
+                        c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+                }
+            }
+        }
+    }
+
+    /// Clears `id` (at destroy, inside `DxgkCbSynchronizeExecution`).
+    pub fn remove(&self, id: u32, engine: u32) {
+        if let Some(s) = self.slot(id) {
+            let old = s.swap(0, Ordering::Release);
+            if old & VALID != 0 && old & HAS_LOGS == 0 {
+                if let Some(c) = self.logless_of(engine) {
+                    let _ =
+                        c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+                }
+            }
+        }
+    }
+
+    /// ISR lookup of the queue that ran a signal (device IRQL, lock-free).
+    pub fn lookup(&self, adapter_slot: u8, id: u32) -> QueueLookup {
+        let Some(s) = self.slot(id) else {
+            return QueueLookup::Unknown;
+        };
+        let v = s.load(Ordering::Acquire);
+        if v & VALID == 0 {
+            return QueueLookup::Unknown;
+        }
+        if v & HAS_LOGS == 0 {
+            return QueueLookup::Logless;
+        }
+        match Handle::new(adapter_slot, Kind::Queue, v & SEQ_MASK) {
+            Some(h) => QueueLookup::Named(h),
+            None => QueueLookup::Unknown,
+        }
+    }
+
+    /// Whether `engine` has a queue whose signals a log read would miss.
+    pub fn engine_has_logless(&self, engine: u32) -> bool {
+        self.logless_of(engine)
+            .is_none_or(|c| c.load(Ordering::Relaxed) != 0)
+    }
+}
+
+/// Clears queue `id`'s ISR table entry inside `DxgkCbSynchronizeExecution` (DestroyHwQueue,
+/// PASSIVE, after the queue left its runlist): when this returns, no ISR is between reading
+/// the entry and reporting its handle. If the callback fails (it does not on Windows), the
+/// entry is cleared anyway; a report naming a queue being destroyed is then possible but only
+/// for an ISR that started before the destroy.
+pub fn clear_queue_irq<P: Platform>(live: &Live<P>, id: u32, engine: u32) {
+    let table = &live.queue_irq;
+    if live.synchronized(|_| table.remove(id, engine)).is_err() {
+        table.remove(id, engine);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+
+    fn hdr(t: u32, n: u64) -> HeaderView {
+        HeaderView {
+            log_type: t,
+            number_of_entries: n,
+        }
+    }
+
+    #[test]
+    fn log_01_set_stores_by_header_type_and_programs_descriptor() {
+        let (k, b) = validate(84, hdr(LOG_TYPE_WAITS, 84), 0x10_0000, 0).unwrap();
+        assert_eq!(k, LogKind::Wait);
+        let (k2, b2) = validate(4, hdr(LOG_TYPE_SIGNALS, 4), 0x20_0000, 0).unwrap();
+        assert_eq!(k2, LogKind::Signal);
+        let mut logs = QueueLogs::default();
+        assert_eq!(logs.descriptor_fields(), (0, 0), "unset logs program 0");
+        logs.set(k, b);
+        assert!(!logs.complete());
+        logs.set(k2, b2);
+        assert!(logs.complete());
+        assert_eq!(logs.descriptor_fields(), (0x10_0000, 0x20_0000));
+        // Recreate: a second call for the same type replaces the address.
+        let (k3, b3) = validate(84, hdr(LOG_TYPE_SIGNALS, 84), 0x30_0000, 0).unwrap();
+        logs.set(k3, b3);
+        assert_eq!(logs.descriptor_fields(), (0x10_0000, 0x30_0000));
+        assert_eq!(logs.signal.unwrap().entries, 84);
+        // Local memory is reachable too.
+        let vram = rvgpu_hw::addr::VRAM_BASE;
+        assert!(validate(84, hdr(LOG_TYPE_WAITS, 84), vram, 1 << 20).is_ok());
+    }
+
+    #[test]
+    fn log_01_set_rejects_bad_arguments() {
+        let bad = status::INVALID_PARAMETER;
+        let ok = |n: u32, h: HeaderView, g: u64| validate(n, h, g, 1 << 20);
+        assert_eq!(ok(84, hdr(0, 84), 0x10_0000).unwrap_err(), bad, "Type 0");
+        assert_eq!(ok(84, hdr(3, 84), 0x10_0000).unwrap_err(), bad, "Type 3");
+        assert_eq!(ok(0, hdr(1, 0), 0x10_0000).unwrap_err(), bad, "0 entries");
+        assert_eq!(
+            ok(85, hdr(1, 85), 0x10_0000).unwrap_err(),
+            bad,
+            "85 entries"
+        );
+        assert_eq!(
+            ok(84, hdr(1, 83), 0x10_0000).unwrap_err(),
+            bad,
+            "count != header"
+        );
+        assert_eq!(ok(84, hdr(1, 84), 0).unwrap_err(), bad, "GPU VA 0");
+        assert_eq!(ok(84, hdr(1, 84), 0x10_0004).unwrap_err(), bad, "unaligned");
+        assert_eq!(
+            ok(84, hdr(1, 84), 8).unwrap_err(),
+            bad,
+            "page 0 is outside window 1"
+        );
+        let limit = rvgpu_hw::addr::SYSMEM_LIMIT;
+        assert_eq!(
+            ok(84, hdr(1, 84), limit - PAGE / 2).unwrap_err(),
+            bad,
+            "straddles"
+        );
+        let past_vram = rvgpu_hw::addr::VRAM_BASE + (1 << 20);
+        assert_eq!(ok(84, hdr(1, 84), past_vram).unwrap_err(), bad, "past VRAM");
+        // The CPU VA checks (null, unaligned) come before any lock.
+        // SAFETY: null and unaligned pointers are rejected without being read.
+        unsafe {
+            assert_eq!(read_header(core::ptr::null()).unwrap_err(), bad);
+            let p = core::ptr::without_provenance::<DXGK_NATIVE_FENCE_LOG_BUFFER>(0x1004);
+            assert_eq!(read_header(p).unwrap_err(), bad);
+        }
+    }
+
+    #[test]
+    fn log_01_header_is_read_through_the_cpu_va() {
+        let mut words = [0u64; 8];
+        words[1] = u64::from(LOG_TYPE_SIGNALS);
+        words[2] = 84;
+        let p = words.as_ptr().cast::<DXGK_NATIVE_FENCE_LOG_BUFFER>();
+        // SAFETY: `words` holds a whole 40-byte header, 8-aligned.
+        let h = unsafe { read_header(p) }.unwrap();
+        assert_eq!(h, hdr(LOG_TYPE_SIGNALS, 84));
+    }
+
+    #[test]
+    fn log_09_native_fence_cap_requires_log_ddis() {
+        use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+        use rvgpu_ddi::NTSTATUS;
+        unsafe extern "system" fn set(_: *const DXGKARG_SETNATIVEFENCELOGBUFFER) -> NTSTATUS {
+            0
+        }
+        unsafe extern "system" fn update(_: *const DXGKARG_UPDATENATIVEFENCELOGS) -> NTSTATUS {
+            0
+        }
+        let mut t = DRIVER_INITIALIZATION_DATA::default();
+        assert!(!crate::caps::log_ddis(&t));
+        t.DxgkDdiSetNativeFenceLogBuffer = Some(set);
+        assert!(!crate::caps::log_ddis(&t), "both log DDIs are needed");
+        t.DxgkDdiUpdateNativeFenceLogs = Some(update);
+        assert!(crate::caps::log_ddis(&t));
+    }
+
+    #[test]
+    fn log_07_update_writes_one_flush_per_listed_queue() {
+        let ids = [Some(3), Some(3), None, Some(5), Some(3)];
+        let out: Vec<_> = dedup_ids(ids.into_iter()).collect();
+        assert_eq!(out, vec![Some(3), None, Some(5), Some(3)]);
+    }
+
+    #[test]
+    fn log_08_queue_table_names_queues_with_both_logs() {
+        let t = QueueIrqTable::new(16, 2);
+        let h = Handle::new(2, Kind::Queue, 77).unwrap();
+        assert_eq!(t.lookup(2, 5), QueueLookup::Unknown);
+        assert!(!t.engine_has_logless(1));
+        t.insert(5, seq_of(h), 1);
+        assert_eq!(t.lookup(2, 5), QueueLookup::Logless);
+        assert!(t.engine_has_logless(1));
+        assert!(!t.engine_has_logless(0));
+        t.logs_complete(5, seq_of(h), 1);
+        assert_eq!(t.lookup(2, 5), QueueLookup::Named(h));
+        assert_eq!(
+            QueueLookup::Named(h),
+            QueueLookup::Named(Handle::decode(h.as_handle(), Kind::Queue).unwrap())
+        );
+        assert!(!t.engine_has_logless(1), "the queue has its logs now");
+        t.logs_complete(5, seq_of(h), 1);
+        assert!(!t.engine_has_logless(1), "a recreate does not count twice");
+        t.remove(5, 1);
+        assert_eq!(t.lookup(2, 5), QueueLookup::Unknown);
+        assert_eq!(t.lookup(2, NO_QUEUE), QueueLookup::Unknown);
+        assert_eq!(t.lookup(2, 16), QueueLookup::Unknown, "out of range");
+        // A log-less queue destroyed: the engine count goes back down.
+        t.insert(6, 9, 0);
+        assert!(t.engine_has_logless(0));
+        t.remove(6, 0);
+        assert!(!t.engine_has_logless(0));
+        assert!(t.engine_has_logless(7), "unknown engine: assume the worst");
+        assert_eq!(
+            QueueIrqTable::for_adapter(1).slots.len(),
+            QUEUE_ID_LIMIT as usize
+        );
+    }
+}
