@@ -269,6 +269,9 @@ fn flush_run<P: Platform>(live: &Live<P>, handles: &[HANDLE]) -> Result<(), Stat
             None => result = Err(status::INVALID_HANDLE),
         }
     }
+    // LOG-07: the flushes returned, so every counted entry is in memory; the caller's reads
+    // of the entries must not be hoisted above them.
+    core::sync::atomic::fence(Ordering::SeqCst);
     result
 }
 
