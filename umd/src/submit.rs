@@ -996,6 +996,9 @@ impl<K: Kmt> UserQueue<K> {
             return Err(e.into());
         }
         let end = self.writer.write_ptr();
+        // Drop batches the CMP has consumed, so the list stays bounded by what the ring holds
+        // (an application that waits with `wait()` never makes the ring fill up).
+        self.prune_in_flight();
         self.in_flight.push_back((value, end));
         let doorbell = self.doorbell.as_ref().ok_or(SubmitError::Lost)?;
         // 3: the last-queued value where the OS reads it.
