@@ -39,6 +39,10 @@ use rvgpu_ddi::submission::{
     DXGKARG_NOTIFYWORKSUBMISSION, DXGKARG_RESUMECONTEXT, DXGKARG_SUBMITCOMMANDTOHWQUEUE,
     DXGKARG_SUSPENDCONTEXT, DXGK_NODEMETADATA,
 };
+use rvgpu_ddi::tdr::{
+    DXGKARG_COLLECTDBGINFO, DXGKARG_QUERYDEPENDENTENGINEGROUP, DXGKARG_QUERYENGINESTATUS,
+    DXGKARG_RESETENGINE, VIDEO_ENGINE_TIMEOUT_DETECTED,
+};
 use rvgpu_ddi::{PowerDeviceD0, PowerDeviceMaximum, HANDLE, NTSTATUS, PDEVICE_OBJECT, PVOID};
 use rvgpu_kmd::adapter::{Adapter, DISPLAY_ADAPTER_HW_ID};
 
@@ -203,6 +207,12 @@ const COVERED: &[&str] = &[
     "DxgkDdiDisconnectDoorbell",
     "DxgkDdiDestroyDoorbell",
     "DxgkDdiNotifyWorkSubmission",
+    "DxgkDdiQueryDependentEngineGroup",
+    "DxgkDdiQueryEngineStatus",
+    "DxgkDdiResetEngine",
+    "DxgkDdiCollectDbgInfo",
+    "DxgkDdiResetFromTimeout",
+    "DxgkDdiRestartFromTimeout",
     "DxgkDdiSubmitCommand",
     "DxgkDdiSubmitCommandVirtual",
     "DxgkDdiPreemptCommand",
@@ -415,6 +425,52 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
         s,
         STATUS_INVALID_PARAMETER,
     );
+
+    // TDR (TDR-01, TDR-09): NULL adapter and/or NULL argument blocks.
+    let f = d
+        .DxgkDdiQueryDependentEngineGroup
+        .expect("QueryDependentEngineGroup filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { f(null, ptr::null_mut()) };
+    expect_status(
+        "QueryDependentEngineGroup",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let f = d
+        .DxgkDdiQueryEngineStatus
+        .expect("QueryEngineStatus filled");
+    // SAFETY: as above.
+    let s = unsafe { f(null, ptr::null_mut()) };
+    expect_status(
+        "QueryEngineStatus",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let f = d.DxgkDdiResetEngine.expect("ResetEngine filled");
+    // SAFETY: as above.
+    let s = unsafe { f(null, ptr::null_mut()) };
+    expect_status("ResetEngine", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let mut reset = DXGKARG_RESETENGINE::default();
+    // SAFETY: NULL adapter, a live local argument block.
+    let s = unsafe { f(null, &mut reset) };
+    expect_status("ResetEngine", "NULL hAdapter", s, STATUS_INVALID_PARAMETER);
+    let f = d.DxgkDdiCollectDbgInfo.expect("CollectDbgInfo filled");
+    // SAFETY: as above.
+    let s = unsafe { f(null, ptr::null()) };
+    expect_status("CollectDbgInfo", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let f = d.DxgkDdiResetFromTimeout.expect("ResetFromTimeout filled");
+    // SAFETY: NULL context is the tested input.
+    let s = unsafe { f(null) };
+    expect_status("ResetFromTimeout", "NULL", s, STATUS_INVALID_PARAMETER);
+    let f = d
+        .DxgkDdiRestartFromTimeout
+        .expect("RestartFromTimeout filled");
+    // SAFETY: NULL context is the tested input.
+    let s = unsafe { f(null) };
+    expect_status("RestartFromTimeout", "NULL", s, STATUS_INVALID_PARAMETER);
 
     // Devices, contexts, hardware queues, doorbells: NULL adapter, NULL argument blocks, and
     // NULL object handles (which the driver decodes, never dereferences).
@@ -960,6 +1016,141 @@ fn null_argument_pointers_with_a_live_context_fail() {
         "garbage hHwQueue",
         s,
         STATUS_INVALID_HANDLE,
+    );
+
+    // TDR DDIs on an unstarted adapter: NULL blocks refused, then "not started"; nothing
+    // written to the outputs. CollectDbgInfo (level 0, any time) still answers, bounded.
+    let f = d
+        .DxgkDdiQueryDependentEngineGroup
+        .expect("QueryDependentEngineGroup filled");
+    // SAFETY: live context, NULL argument block.
+    let s = unsafe { f(ctx, ptr::null_mut()) };
+    expect_status(
+        "QueryDependentEngineGroup",
+        "NULL args",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let mut group = DXGKARG_QUERYDEPENDENTENGINEGROUP::default();
+    // SAFETY: live context; `group` is a live local.
+    let s = unsafe { f(ctx, &mut group) };
+    expect_status(
+        "QueryDependentEngineGroup",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    assert_eq!(
+        group.DependentNodeOrdinalMask, 0,
+        "refused query wrote a mask"
+    );
+    let f = d
+        .DxgkDdiQueryEngineStatus
+        .expect("QueryEngineStatus filled");
+    // SAFETY: live context, NULL argument block.
+    let s = unsafe { f(ctx, ptr::null_mut()) };
+    expect_status(
+        "QueryEngineStatus",
+        "NULL args",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let mut status = DXGKARG_QUERYENGINESTATUS::default();
+    // SAFETY: live context; `status` is a live local.
+    let s = unsafe { f(ctx, &mut status) };
+    expect_status(
+        "QueryEngineStatus",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    let f = d.DxgkDdiResetEngine.expect("ResetEngine filled");
+    // SAFETY: live context, NULL argument block.
+    let s = unsafe { f(ctx, ptr::null_mut()) };
+    expect_status("ResetEngine", "NULL args", s, STATUS_INVALID_PARAMETER);
+    let mut reset = DXGKARG_RESETENGINE {
+        NodeOrdinal: 0,
+        EngineOrdinal: 0,
+        LastAbortedFenceId: 0xDEAD,
+    };
+    // SAFETY: live context; `reset` is a live local.
+    let s = unsafe { f(ctx, &mut reset) };
+    expect_status(
+        "ResetEngine",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    assert_eq!(
+        reset.LastAbortedFenceId, 0xDEAD,
+        "refused reset wrote an ID"
+    );
+    let f = d.DxgkDdiCollectDbgInfo.expect("CollectDbgInfo filled");
+    // SAFETY: live context, NULL argument block.
+    let s = unsafe { f(ctx, ptr::null()) };
+    expect_status("CollectDbgInfo", "NULL args", s, STATUS_INVALID_PARAMETER);
+    let mut dbg = DXGKARG_COLLECTDBGINFO {
+        Reason: VIDEO_ENGINE_TIMEOUT_DETECTED,
+        pBuffer: ptr::null_mut(),
+        BufferSize: 64,
+        pExtension: ptr::null_mut(),
+    };
+    // SAFETY: live context; a size without a buffer (refused before any write).
+    let s = unsafe { f(ctx, &dbg) };
+    expect_status(
+        "CollectDbgInfo",
+        "NULL pBuffer",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let mut text = [0xAAu8; 24];
+    dbg.pBuffer = text.as_mut_ptr().cast();
+    dbg.BufferSize = 16;
+    // SAFETY: live context; 16 writable bytes of a 24-byte local.
+    let s = unsafe { f(ctx, &dbg) };
+    assert_eq!(
+        s,
+        STATUS_SUCCESS,
+        "CollectDbgInfo on an unstarted adapter: {}",
+        show(s)
+    );
+    assert!(
+        text[..16].contains(&0),
+        "the report is NUL-terminated inside BufferSize"
+    );
+    assert!(
+        text[16..].iter().all(|b| *b == 0xAA),
+        "wrote past BufferSize"
+    );
+    dbg.BufferSize = 0;
+    dbg.pBuffer = ptr::null_mut();
+    // SAFETY: live context; nothing may be written.
+    let s = unsafe { f(ctx, &dbg) };
+    assert_eq!(
+        s,
+        STATUS_SUCCESS,
+        "CollectDbgInfo with BufferSize 0: {}",
+        show(s)
+    );
+    let f = d.DxgkDdiResetFromTimeout.expect("ResetFromTimeout filled");
+    // SAFETY: live context.
+    let s = unsafe { f(ctx) };
+    expect_status(
+        "ResetFromTimeout",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+    let f = d
+        .DxgkDdiRestartFromTimeout
+        .expect("RestartFromTimeout filled");
+    // SAFETY: live context.
+    let s = unsafe { f(ctx) };
+    expect_status(
+        "RestartFromTimeout",
+        "unstarted adapter",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
     );
 
     // ISR and DPC on an unstarted adapter: not our interrupt, DPC returns.

@@ -114,7 +114,6 @@ const MANDATORY: &[(&str, &str)] = &[
     ("DxgkDdiDestroyHwQueue", "HWS: pairs with CreateHwQueue; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyhwqueue"),
     ("DxgkDdiSubmitCommandToHwQueue", "HWS + UM-01: kernel-mode submission to a HW queue, kept beside user-mode submission; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandtohwqueue"),
     ("DxgkDdiSwitchToHwContextList", "HWS: the OS's per-engine runlist (first/second context); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_switchtohwcontextlist"),
-    ("DxgkDdiResetHwEngine", "HWS: engine reset while hardware scheduling is on (TDR with HWS); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resethwengine"),
     ("DxgkDdiSetContextSchedulingProperties", "HWS: priority band/quantum per HW context; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setcontextschedulingproperties"),
     ("DxgkDdiSetupPriorityBands", "HWS: called 'after adapter startup and before scheduling the first GPU work item' (reference page); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setupprioritybands"),
     ("DxgkDdiSetSchedulingLogBuffer", "HWS: the per-node scheduling log the OS hands the GPU; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setschedulinglogbuffer"),
@@ -154,20 +153,12 @@ const KNOWN_GAPS: &[&str] = &[
     "DxgkDdiGetStandardAllocationDriverData",
     "DxgkDdiOpenAllocation",
     "DxgkDdiCloseAllocation",
-    // TDR (issue 7).
-    "DxgkDdiResetFromTimeout",
-    "DxgkDdiRestartFromTimeout",
-    "DxgkDdiCollectDbgInfo",
-    "DxgkDdiQueryDependentEngineGroup",
-    "DxgkDdiQueryEngineStatus",
-    "DxgkDdiResetEngine",
     // Hardware scheduling (issue 6).
     "DxgkDdiCreateProcess",
     "DxgkDdiDestroyProcess",
     "DxgkDdiCreateHwContext",
     "DxgkDdiDestroyHwContext",
     "DxgkDdiSwitchToHwContextList",
-    "DxgkDdiResetHwEngine",
     "DxgkDdiSetContextSchedulingProperties",
     "DxgkDdiSetupPriorityBands",
     "DxgkDdiSetSchedulingLogBuffer",
@@ -195,6 +186,7 @@ const NOT_MANDATORY: &[(&str, &str)] = &[
     ("DxgkDdiEscape", "private UMD-to-KMD channel; nothing requires it"),
     ("DxgkDdiCreateCpuEvent", "optional feature DXGK_FEATURE_KMD_SIGNAL_CPU_EVENT; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_feature_id"),
     ("DxgkDdiFormatHistoryBuffer", "optional GPUView history-buffer formatting"),
+    ("DxgkDdiResetHwEngine", "TDR with hardware scheduling (with DxgkDdiResumeHwEngine): rvgpu does not enable DXGK_FEATURE_HWSCH, so Dxgkrnl resets engines through the Windows 8 per-engine path (DxgkDdiResetEngine, filled) and the adapter-wide pair; the reset core is DDI-agnostic so an HWS face can be added (docs/tdr.md section 0, Q1, Q9); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resethwengine"),
     ("DxgkDdiIsSupportedVidPn", "display-specific (all VidPn, pointer, palette, overlay and MPO slots): render-only returns null for display DDIs (feature-caps page)"),
 ];
 
@@ -369,4 +361,33 @@ fn nf_12_native_fence_ddis_filled_and_log_ddis_tracked() {
         assert!(filled.contains(ddi), "{ddi} is not filled (LOG-09)");
         assert!(!KNOWN_GAPS.contains(&ddi), "{ddi} is filled: not a gap");
     }
+}
+
+/// TDR-01: the four DDIs `SupportPerEngineTDR` obliges (QueryDependentEngineGroup,
+/// QueryEngineStatus, ResetEngine, level-0 CollectDbgInfo) and the adapter-wide pair are filled,
+/// and the driver's advertisement rule (`rvgpu_kmd::reset::per_engine_tdr_for`) sets the bit
+/// for a device with `PER_ENGINE_RESET` only.
+#[test]
+fn tdr_01_per_engine_tdr_ddis_filled_and_cap_gated_on_the_device() {
+    use rvgpu_hw::regs::Caps;
+    let set = filled(&table());
+    for ddi in [
+        "DxgkDdiQueryDependentEngineGroup",
+        "DxgkDdiQueryEngineStatus",
+        "DxgkDdiResetEngine",
+        "DxgkDdiCollectDbgInfo",
+        "DxgkDdiResetFromTimeout",
+        "DxgkDdiRestartFromTimeout",
+    ] {
+        assert!(set.contains(ddi), "{ddi} is not filled");
+    }
+    assert!(rvgpu_kmd::reset::per_engine_tdr_for::<NullPlatform>(
+        Caps::ATOMIC64 | Caps::PER_ENGINE_RESET
+    ));
+    assert!(
+        !rvgpu_kmd::reset::per_engine_tdr_for::<NullPlatform>(Caps::ATOMIC64),
+        "a device without per-engine reset gets the adapter-wide path only (TDR-09)"
+    );
+    // The HWS engine-reset pair stays unfilled: HWS is not negotiated (docs/tdr.md §0, Q9).
+    assert!(!set.contains("DxgkDdiResumeHwEngine"));
 }

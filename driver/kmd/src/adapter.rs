@@ -168,6 +168,8 @@ pub struct Adapter<P: Platform> {
     /// OS fence handle → (adapter slot, tag), for the DDIs without an adapter handle.
     pub fence_handles: HandleMap,
     pub stats: Stats,
+    /// TDR diagnostics (reset results, counters): atomics, read by CollectDbgInfo lock-free.
+    pub tdr: crate::reset::TdrLog,
 }
 
 // SAFETY: `pdo` is an opaque OS handle never dereferenced; everything else is synchronised as
@@ -207,6 +209,7 @@ impl<P: Platform> Adapter<P> {
             next_handle: AtomicU64::new(1),
             fence_handles: HandleMap::with_capacity(FENCES_PER_ADAPTER as usize),
             stats: Stats::default(),
+            tdr: crate::reset::TdrLog::default(),
         }
     }
 
@@ -526,7 +529,9 @@ impl<P: Platform> Adapter<P> {
         };
         // SAFETY: the ISR holds the interrupt lock (IsrCell's invariant).
         let isr = unsafe { &mut *live.isr.0.get() };
-        let (ring, registry) = (&mut isr.ring, &isr.fences);
+        let (ring, registry, nodes) = (&mut isr.ring, &isr.fences, &mut isr.nodes);
+        // Node-ring reports (DmaCompleted / DmaPreempted / DmaFaulted, docs/tdr.md §3.3).
+        let mut node_emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| live.dxgk.notify_interrupt(d);
         let mut notified = false;
         let mut batch = if live.optimized_fence_irq {
             Batch::optimized()
@@ -538,6 +543,12 @@ impl<P: Platform> Adapter<P> {
         let mut fence_reports = false;
         let summary = ring.service(&live.regs, |ev| {
             self.stats.events.fetch_add(1, Ordering::Relaxed);
+            // A Progress or Fault record of a node ring is the legacy path's (TDR-04): it is
+            // reported as DMA completion / fault, not as a hardware queue's progress.
+            if nodes.on_event(ev, &mut node_emit) {
+                others = true;
+                return;
+            }
             match ev {
                 DeviceEvent::FenceSignaled {
                     legacy: true,
@@ -591,6 +602,8 @@ impl<P: Platform> Adapter<P> {
         match &summary {
             Some(s) if s.overflow => {
                 fence_reports = true;
+                // Lost records may include node-ring completions: report F where it is ahead.
+                nodes.lost_events(&mut node_emit);
                 let native = live.features.native_fence.is_some();
                 batch.lost_events(live.identity.config.engines, native, &mut emit);
             }
@@ -645,6 +658,17 @@ impl<P: Platform> Adapter<P> {
                     };
                 live.dxgk.notify_interrupt(&data);
                 true
+            }
+            // The end of an engine reset (hardware.md 7.1: internal to the KMD; ResetEngine
+            // reads RESET_* itself): recorded for CollectDbgInfo, nothing to tell the OS.
+            DeviceEvent::ResetDone {
+                engine,
+                result,
+                queue,
+                rptr,
+            } => {
+                self.tdr.reset_done(engine, result, queue, rptr);
+                false
             }
             // Fence, progress, fault and reset events are wired by the native-fence,
             // submission and TDR work; until then they are counted, never silently lost.

@@ -31,9 +31,9 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
         InterruptMessageNumber: 0,
         // A render-only adapter is not a VGA device.
         SupportNonVGA: 1,
-        // Per-engine TDR is advertised once ResetEngine and friends exist (TDR-01 obliges
-        // them); until then Dxgkrnl uses the adapter-wide path.
-        SupportPerEngineTDR: 0,
+        // TDR-01: only with the device's PER_ENGINE_RESET and the four DDIs it obliges in the
+        // table (crate::reset::per_engine_tdr); otherwise Dxgkrnl uses the adapter-wide path.
+        SupportPerEngineTDR: u8::from(crate::reset::per_engine_tdr(live)),
         ..Default::default()
     };
     caps.GpuEngineTopology.NbAsymetricProcessingNodes = live.identity.config.engines;

@@ -31,6 +31,9 @@ pub struct Device {
     pub os_handle: usize,
     /// The system (paging) device.
     pub system: bool,
+    /// Put in error by the KMD after one of its hardware queues hung an engine
+    /// (`DxgkDdiResetEngine`, UM-10): none of its queues is in a runlist any more.
+    pub in_error: bool,
 }
 
 /// A GPU context.
@@ -42,6 +45,9 @@ pub struct Context {
     pub engine: u32,
     /// Suspended contexts' queues are not in the runlist.
     pub suspended: bool,
+    /// The input value of `DXGKARG_CREATECONTEXT::hContext` (0 if the OS passed none): what
+    /// `DxgkCbInvalidateHwContext` names (docs/tdr.md Q2, UNVERIFIED).
+    pub os_handle: usize,
 }
 
 /// DMA buffer size reported for the legacy (non-HW-queue) submission path. Contexts of this
@@ -82,6 +88,7 @@ pub fn create_device<P: Platform>(
         Device {
             os_handle: args.hDevice.addr(),
             system: flags.is_set(DXGK_CREATEDEVICEFLAGS::SystemDevice),
+            in_error: false,
         },
     );
     drop(s);
@@ -146,6 +153,7 @@ pub fn create_context<P: Platform>(
                 device,
                 engine: args.NodeOrdinal,
                 suspended: false,
+                os_handle: args.hContext.addr(),
             },
         );
         drop(s);

@@ -86,6 +86,12 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiDisconnectDoorbell: Some(disconnect_doorbell::<P>),
         DxgkDdiDestroyDoorbell: Some(destroy_doorbell::<P>),
         DxgkDdiNotifyWorkSubmission: Some(notify_work_submission::<P>),
+        DxgkDdiQueryDependentEngineGroup: Some(query_dependent_engine_group::<P>),
+        DxgkDdiQueryEngineStatus: Some(query_engine_status::<P>),
+        DxgkDdiResetEngine: Some(reset_engine::<P>),
+        DxgkDdiCollectDbgInfo: Some(collect_dbg_info::<P>),
+        DxgkDdiResetFromTimeout: Some(reset_from_timeout::<P>),
+        DxgkDdiRestartFromTimeout: Some(restart_from_timeout::<P>),
         DxgkDdiSetNativeFenceLogBuffer: Some(set_native_fence_log_buffer::<P>),
         DxgkDdiUpdateNativeFenceLogs: Some(update_native_fence_logs::<P>),
         DxgkDdiCalibrateGpuClock: Some(calibrate_gpu_clock::<P>),
@@ -675,5 +681,76 @@ unsafe extern "system" fn calibrate_gpu_clock<P: Platform>(
     match unsafe { (adapter::<P>(h_adapter), out.as_mut()) } {
         (Some(a), Some(out)) => to_ntstatus(crate::clock::calibrate(a, node, engine, out)),
         _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TDR (issue 7, docs/tdr.md §3.4; crate::reset, crate::dbginfo). IRQL and synchronisation
+// levels are on each function's Microsoft page, cited in crate::reset.
+// ---------------------------------------------------------------------------------------------
+
+/// DxgkDdiQueryDependentEngineGroup (PASSIVE, first level).
+unsafe extern "system" fn query_dependent_engine_group<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut rvgpu_ddi::tdr::DXGKARG_QUERYDEPENDENTENGINEGROUP,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid argument block or null.
+    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+        (Some(a), Some(args)) => to_ntstatus(crate::reset::query_dependent_engine_group(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiQueryEngineStatus (PASSIVE, first level).
+unsafe extern "system" fn query_engine_status<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut rvgpu_ddi::tdr::DXGKARG_QUERYENGINESTATUS,
+) -> NTSTATUS {
+    // SAFETY: as for query_dependent_engine_group.
+    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+        (Some(a), Some(args)) => to_ntstatus(crate::reset::query_engine_status(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiResetEngine (PASSIVE, first level).
+unsafe extern "system" fn reset_engine<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut rvgpu_ddi::tdr::DXGKARG_RESETENGINE,
+) -> NTSTATUS {
+    // SAFETY: as for query_dependent_engine_group.
+    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+        (Some(a), Some(args)) => to_ntstatus(crate::reset::reset_engine(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiCollectDbgInfo (level 0; PASSIVE for the TDR reasons, any IRQL otherwise).
+unsafe extern "system" fn collect_dbg_info<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const rvgpu_ddi::tdr::DXGKARG_COLLECTDBGINFO,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid argument block or null.
+    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+        (Some(a), Some(args)) => to_ntstatus(crate::dbginfo::collect(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiResetFromTimeout (PASSIVE; no other DDI except the F-state power DDIs runs).
+unsafe extern "system" fn reset_from_timeout<P: Platform>(h_adapter: HANDLE) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    match unsafe { adapter::<P>(h_adapter) } {
+        Some(a) => to_ntstatus(crate::reset::reset_from_timeout(a)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiRestartFromTimeout (PASSIVE).
+unsafe extern "system" fn restart_from_timeout<P: Platform>(h_adapter: HANDLE) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    match unsafe { adapter::<P>(h_adapter) } {
+        Some(a) => to_ntstatus(crate::reset::restart_from_timeout(a)),
+        None => status::INVALID_PARAMETER.code(),
     }
 }

@@ -161,6 +161,27 @@ impl Dxgk {
         status::check(unsafe { f(&mut args) })
     }
 
+    /// DxgkCbInvalidateHwContext (PASSIVE: call it with no spin lock held): tells Dxgkrnl that
+    /// the context `h_context` caused an engine hang and lost its state in the reset; the OS
+    /// puts its device in error and submits nothing more from it (docs/tdr.md §3.4 step 5,
+    /// UM-10). `CollateralDamage` = 0 (primary cause). Which handle Dxgkrnl expects is
+    /// UNVERIFIED (docs/tdr.md Q2).
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_invalidatehwcontext>
+    pub fn invalidate_hw_context(&self, h_context: usize) -> Result<(), Status> {
+        let f = self
+            .raw
+            .DxgkCbInvalidateHwContext
+            .ok_or(status::NOT_SUPPORTED)?;
+        let args = rvgpu_ddi::dxgkrnl::DXGKARGCB_INVALIDATEHWCONTEXT {
+            hAdapter: self.raw.DeviceHandle,
+            hHwContext: ptr::without_provenance_mut(h_context),
+            Flags: rvgpu_ddi::dxgkrnl::DXGK_INVALIDATEHWCONTEXTFLAGS::default(),
+        };
+        // SAFETY: a Dxgkrnl callback with a valid, initialised argument block that outlives
+        // the call.
+        status::check(unsafe { f(&args) })
+    }
+
     /// DxgkCbQueryServices (PASSIVE): fills the interface structure at `interface`, whose
     /// `Size` and `Version` the caller set.
     ///

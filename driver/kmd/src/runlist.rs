@@ -160,6 +160,7 @@ mod tests {
             Device {
                 os_handle: 1,
                 system: false,
+                in_error: false,
             },
         );
         for (n, engine) in [(1, 0), (2, 0), (3, 1)] {
@@ -169,6 +170,7 @@ mod tests {
                     device: dev,
                     engine,
                     suspended: false,
+                    os_handle: 0,
                 },
             );
         }

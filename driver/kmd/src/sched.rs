@@ -136,10 +136,13 @@ impl Sched {
     }
 
     /// Whether queue `q` belongs in its engine's runlist: it has a ring (kernel-mode queues
-    /// from creation, user-mode queues while they have a doorbell) and its context is not
-    /// suspended.
+    /// from creation, user-mode queues while they have a doorbell), its context is not
+    /// suspended and its device is not in error (a queue of it hung an engine, UM-10).
     pub fn runnable(&self, q: &HwQueue) -> bool {
-        q.ring.is_some() && self.contexts.get(&q.context).is_some_and(|c| !c.suspended)
+        q.ring.is_some()
+            && self.contexts.get(&q.context).is_some_and(|c| {
+                !c.suspended && !self.devices.get(&c.device).is_some_and(|d| d.in_error)
+            })
     }
 
     /// Queues on `engine` that belong in its runlist, in handle (creation) order.
