@@ -1842,3 +1842,19 @@ fn log_thunks_forward_through_references() {
         "the default body"
     );
 }
+
+/// UM-16: the list of batches the CMP may not have consumed stays bounded by the ring, even
+/// when the ring never fills (the device consumes each batch when rung).
+#[test]
+fn um_16_in_flight_stays_bounded_when_the_ring_never_fills() {
+    let m = Mock::new();
+    let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
+    for n in 1..=5_000u64 {
+        q.submit(&[fill(n)]).unwrap();
+        assert!(
+            q.in_flight.len() <= 2,
+            "in_flight grew to {} after {n} consumed submissions",
+            q.in_flight.len()
+        );
+    }
+}
