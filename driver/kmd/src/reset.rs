@@ -703,6 +703,92 @@ mod tests {
         }
     }
 
+    /// UM-10: the device owning the aborted hardware queue goes in error; its queues on every
+    /// engine stop being runnable (they leave at the recommit) and the engines to recommit are
+    /// returned; the other process's queues stay runnable; the guilty context is named by its
+    /// OS handle (or the KMD handle when the OS passed none).
+    #[test]
+    fn um_10_blame_errors_only_the_guilty_device() {
+        use crate::context::{Context, Device};
+        use crate::hwqueue::{HwQueue, Ring};
+        use crate::sched::Kind;
+        let h = |k, n| Handle::new(0, k, n).unwrap();
+        let mut s = Sched::new(4, false, alloc::vec::Vec::new());
+        let (guilty_dev, innocent_dev) = (h(Kind::Device, 1), h(Kind::Device, 2));
+        for d in [guilty_dev, innocent_dev] {
+            s.devices.insert(
+                d,
+                Device {
+                    os_handle: 0,
+                    system: false,
+                    in_error: false,
+                },
+            );
+        }
+        // Contexts: 10 (guilty, engine 0, OS handle 0x77), 11 (guilty, engine 1, no OS
+        // handle), 12 (innocent, engine 0).
+        for (n, device, engine, os) in [
+            (10, guilty_dev, 0, 0x77),
+            (11, guilty_dev, 1, 0),
+            (12, innocent_dev, 0, 0x99),
+        ] {
+            s.contexts.insert(
+                h(Kind::Context, n),
+                Context {
+                    device,
+                    engine,
+                    suspended: false,
+                    os_handle: os,
+                },
+            );
+        }
+        let ring = Ring {
+            base: 0x10_0000,
+            size: 4096,
+            control: 0x20_0000,
+        };
+        for (n, ctx, engine, id) in [(20, 10, 0, 5), (21, 11, 1, 6), (22, 12, 0, 7)] {
+            s.queues.insert(
+                h(Kind::Queue, n),
+                HwQueue {
+                    os_handle: 0,
+                    context: h(Kind::Context, ctx),
+                    engine,
+                    id,
+                    priority: 0,
+                    user_mode: true,
+                    progress_gpu: 0x9000,
+                    ring: Some(ring),
+                    kernel: None,
+                    doorbell: None,
+                    logs: crate::log::QueueLogs::default(),
+                },
+            );
+        }
+        assert_eq!(blame(&mut s, 1, 5), None, "queue 5 is on engine 0, not 1");
+        assert_eq!(blame(&mut s, 0, 1234), None, "unknown queue id");
+        assert!(!s.devices.values().any(|d| d.in_error));
+        let (g, engines) = blame(&mut s, 0, 5).unwrap();
+        assert_eq!(g.handle, 0x77);
+        assert_eq!(
+            engines, 0b11,
+            "the guilty device has queues on engines 0 and 1"
+        );
+        assert!(s.devices[&guilty_dev].in_error);
+        assert!(!s.devices[&innocent_dev].in_error);
+        let runnable: alloc::vec::Vec<u32> = s
+            .queues
+            .values()
+            .filter(|q| s.runnable(q))
+            .map(|q| q.id)
+            .collect();
+        assert_eq!(runnable, [7], "only the innocent process's queue stays");
+        // A context created without an OS handle is named by the KMD's handle.
+        s.devices.get_mut(&guilty_dev).unwrap().in_error = false;
+        let (g, _) = blame(&mut s, 1, 6).unwrap();
+        assert_eq!(g.handle as u64, h(Kind::Context, 11).raw());
+    }
+
     #[test]
     fn responsive_unless_hung_or_unreadable() {
         let st = |state, held| {
