@@ -8,9 +8,10 @@
 //! default 1000) of:
 //! 1. a CPU event wait for the next value: the OS lowers MonitoredValue with one
 //!    `UpdateMonitoredValues` call (one fence);
-//! 2. a GPU FENCE_SIGNAL of that value from the stand-in queue: the conditional interrupt
-//!    fires, the ISR reports the fence (one event), the DPC releases the wait and re-arms
-//!    MonitoredValue to u64::MAX with a second `UpdateMonitoredValues` call.
+//! 2. a GPU FENCE_SIGNAL of that value from a user-mode queue (`testing::gpu::GpuQueue`, rung
+//!    through its doorbell): the conditional interrupt fires, the ISR reports the fence (one
+//!    event), the DPC releases the wait and re-arms MonitoredValue to u64::MAX with a second
+//!    `UpdateMonitoredValues` call.
 //!
 //! With `RVGPU_CALLGRIND_MODE=legacy` (the baseline for the ISR figure) the adapter has no
 //! native fences and each round is one legacy monitored-fence signal (SIGNAL_ALWAYS_IRQ): one
@@ -42,7 +43,7 @@ fn main() {
     m.start_adapter(0).expect("start");
     if legacy {
         let f = ok(&m, m.create_monitored_fence(0, ProcessId(1), 0));
-        let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+        let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
         for v in 1..=k {
             ok(&m, q.signal_monitored(&f, v));
             ok(&m, q.kick());
@@ -57,7 +58,7 @@ fn main() {
         &m,
         m.create_native_fence(0, ProcessId(1), NativeFenceDesc::default()),
     );
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     for v in 1..=k {
         let e = ok(&m, m.wait_native_fence_event(&f, v));
         ok(&m, q.signal(&f, v));

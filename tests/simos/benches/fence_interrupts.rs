@@ -2,8 +2,9 @@
 //! timed one. Step mode, so every figure is deterministic (the same on every run and machine).
 //!
 //! Three configurations, measured in the same run, each on a fresh single-dGPU machine with
-//! the real driver, GPU signals coming from the stand-in queue
-//! ([`rvgpu_simos::testing::gpu::GpuQueue`]):
+//! the real driver, GPU signals coming from a user-mode hardware queue of a simulated process
+//! ([`rvgpu_simos::testing::gpu::GpuQueue`]: the KMD's runlist, the test's ring writes and
+//! doorbell rings, no PROGRESS packets, so every interrupt is a fence signal's):
 //!
 //! - (a) native fence, no CPU waiter: MonitoredValue stays u64::MAX, so no signal may
 //!   interrupt (goal 0);
@@ -128,7 +129,7 @@ fn native_no_waiter(n: u64) -> Row {
     let t = Instant::now();
     let m = machine(true);
     let f = ok(&m, m.create_native_fence(0, P1, NativeFenceDesc::default()));
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     signal_range(&m, &mut q, 1, n, |q, v| q.signal(&f, v));
     assert_eq!(f.current_value(), n);
     let (isr, notes) = counts(&m);
@@ -146,7 +147,7 @@ fn native_batched_waiters(n: u64) -> Row {
     let t = Instant::now();
     let m = machine(true);
     let f = ok(&m, m.create_native_fence(0, P1, NativeFenceDesc::default()));
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let mut released = 0u64;
     let mut from = 1u64;
     while from <= n {
@@ -179,7 +180,7 @@ fn legacy(n: u64) -> Row {
     let m = machine(false);
     assert!(m.native_fence_caps(0).is_none(), "legacy adapter");
     let f = ok(&m, m.create_monitored_fence(0, P1, 0));
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     signal_range(&m, &mut q, 1, n, |q, v| q.signal_monitored(&f, v));
     assert_eq!(f.value(), n);
     let (isr, notes) = counts(&m);

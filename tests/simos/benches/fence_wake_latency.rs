@@ -8,8 +8,9 @@
 //!
 //! - `native_fence_gpu_signal`: a threaded single-dGPU machine (device CMP thread, interrupt
 //!   thread, DPC thread) with the real driver. The wait is a CPU event wait on a native fence
-//!   (MonitoredValue lowered by the OS); the FENCE_SIGNAL command is already in the stand-in
-//!   queue's ring, and `t0` is taken just before QUEUE_KICK. The wake goes CMP → conditional
+//!   (MonitoredValue lowered by the OS); the FENCE_SIGNAL command is already in the ring of a
+//!   user-mode queue ([`rvgpu_simos::testing::gpu::GpuQueue`]), and `t0` is taken just before
+//!   the kick (publish `write_ptr`, ring the doorbell). The wake goes CMP → conditional
 //!   interrupt → ISR → DPC → OS release of the wait → the waiter's condvar.
 //! - `bare_condvar`: the waiter blocks on a `Condvar`; `t0` is taken just before the flag is
 //!   set and `notify_one` is called (the last hop of the path above, alone).
@@ -135,7 +136,7 @@ fn main() {
             &m,
             m.create_native_fence(0, ProcessId(1), NativeFenceDesc::default()),
         );
-        let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+        let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
         let waiter = Waiter::spawn(|e: SimEvent| {
             assert_eq!(
                 e.wait(Duration::from_secs(10)),

@@ -49,8 +49,8 @@
 //!
 //! Not simulated yet: fence storage in GPU-local memory (NF-06, `INTRA_GPU` fences live in
 //! system memory here), native-fence logs (issue 5), `AlwaysSignaled`, `No64BitAtomics`
-//! (MF-02). GPU work in the fence tests still comes from the stand-in
-//! [`crate::testing::gpu`] (real submission now exists, [`crate::ums`]). DPC-time
+//! (MF-02). GPU work in the fence tests comes from [`crate::testing::gpu`]: user-mode
+//! hardware queues of simulated processes ([`crate::ums`]) whose rings the tests write. DPC-time
 //! updates are batched (one `UpdateMonitoredValues` call names every fence it re-arms); a
 //! CPU wait or signal updates its own fence only.
 

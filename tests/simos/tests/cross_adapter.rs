@@ -63,7 +63,7 @@ fn igpu_gpu_wait(r: &Rig) -> (GpuQueue, NativeFence) {
         m,
         m.create_native_fence(IGPU, ProcessId(1), NativeFenceDesc::default()),
     );
-    let mut q = ok(m, GpuQueue::new(m, IGPU, 0, 1));
+    let mut q = ok(m, GpuQueue::new(m, IGPU, 0));
     // "The UMD inserts a wait for hFence CurrentValue == 10 in the command buffer."
     ok(m, q.wait(&r.i, 10));
     ok(m, q.signal(&after, 1));
@@ -75,7 +75,7 @@ fn igpu_gpu_wait(r: &Rig) -> (GpuQueue, NativeFence) {
 
 fn dgpu_gpu_signal(r: &Rig) {
     let m = &r.m;
-    let mut q = ok(m, GpuQueue::new(m, DGPU, 0, 1));
+    let mut q = ok(m, GpuQueue::new(m, DGPU, 0));
     // "The UMD inserts a signal hFence CurrentValue = 10 in the command buffer."
     ok(m, q.signal(&r.d, 10));
     ok(m, q.kick());
@@ -213,7 +213,7 @@ fn rig2() -> Rig2 {
 fn s2a_igpu_gpu_wait(r: &Rig2) -> (GpuQueue, MonitoredFence, SimEvent) {
     let m = &r.m;
     let after = ok(m, m.create_monitored_fence(IGPU, ProcessId(1), 0));
-    let mut q = ok(m, GpuQueue::new(m, IGPU, 0, 1));
+    let mut q = ok(m, GpuQueue::new(m, IGPU, 0));
     ok(m, q.signal_monitored(&after, 1));
     let k = q.kicker();
     let e = ok(
@@ -238,7 +238,7 @@ fn s2a_igpu_gpu_wait(r: &Rig2) -> (GpuQueue, MonitoredFence, SimEvent) {
 fn nf_18_s2a_igpu_gpu_wait_dgpu_gpu_signal() {
     let r = rig2();
     let (q, after, e) = s2a_igpu_gpu_wait(&r);
-    let mut dq = ok(&r.m, GpuQueue::new(&r.m, DGPU, 0, 1));
+    let mut dq = ok(&r.m, GpuQueue::new(&r.m, DGPU, 0));
     ok(&r.m, dq.signal(&r.d, 10));
     ok(&r.m, dq.kick());
     ok(&r.m, r.m.run_until_idle());
@@ -267,7 +267,7 @@ fn nf_18_s2a_igpu_gpu_wait_dgpu_cpu_signal() {
 fn nf_18_s2a_igpu_cpu_wait_dgpu_gpu_signal() {
     let r = rig2();
     let e = ok(&r.m, r.m.wait_monitored_fence_event(&r.i, 10));
-    let mut dq = ok(&r.m, GpuQueue::new(&r.m, DGPU, 0, 1));
+    let mut dq = ok(&r.m, GpuQueue::new(&r.m, DGPU, 0));
     ok(&r.m, dq.signal(&r.d, 9));
     ok(&r.m, dq.kick());
     ok(&r.m, r.m.run_until_idle());
@@ -294,7 +294,7 @@ fn s2b_dgpu_gpu_wait(r: &Rig2) -> (GpuQueue, NativeFence) {
         m,
         m.create_native_fence(DGPU, ProcessId(1), NativeFenceDesc::default()),
     );
-    let mut q = ok(m, GpuQueue::new(m, DGPU, 0, 1));
+    let mut q = ok(m, GpuQueue::new(m, DGPU, 0));
     ok(m, q.wait(&r.d, 10));
     ok(m, q.signal(&after, 1));
     ok(m, q.kick());
@@ -372,7 +372,7 @@ fn nf_18_monitored_fence_opens_as_native() {
     assert_eq!(d.current_value_gpu(), i.gpu_va());
     assert_eq!(d.monitored_value(), 0);
     let e = ok(&m, m.wait_monitored_fence_event(&i, 5));
-    let mut dq = ok(&m, GpuQueue::new(&m, DGPU, 0, 1));
+    let mut dq = ok(&m, GpuQueue::new(&m, DGPU, 0));
     ok(&m, dq.signal(&d, 5));
     ok(&m, dq.wait(&d, 6));
     let after = ok(

@@ -1,5 +1,6 @@
 //! Legacy monitored fences (MF-01 … MF-04) on an adapter without native fences: the OS
-//! side. GPU work comes from [`rvgpu_simos::testing::gpu`] (stand-in for issue 6).
+//! side. GPU work comes from [`rvgpu_simos::testing::gpu`] (a user-mode hardware queue of a
+//! simulated process, submitted through the KMD's runlist and a doorbell).
 
 use std::time::Duration;
 
@@ -49,7 +50,7 @@ fn mf_01_create_and_cpu_signal_without_native_fences() {
 fn mf_04_legacy_waits_released_by_the_dpc_scan() {
     let m = legacy_machine(Mode::Step);
     let f = ok(&m, m.create_monitored_fence(0, ProcessId(1), 0));
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let e = ok(&m, m.wait_monitored_fence_event(&f, 2));
     ok(&m, q.signal_monitored(&f, 1));
     ok(&m, q.kick());
@@ -80,7 +81,7 @@ fn mf_04_legacy_waits_released_by_the_dpc_scan() {
 fn mf_04_legacy_blocking_waits_threaded() {
     let m = legacy_machine(Mode::Threaded);
     let f = ok(&m, m.create_monitored_fence(0, ProcessId(1), 0));
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     for v in 1..=30u64 {
         ok(&m, q.signal_monitored(&f, v));
         ok(&m, q.kick());

@@ -1,16 +1,19 @@
 //! Native GPU fences, OS side, end to end through the real driver and the emulated GPU
-//! (NF-02 … NF-17, MF-04). The GPU work comes from [`rvgpu_simos::testing::gpu`], the
-//! stand-in for the submission path (issue 6).
+//! (NF-02 … NF-17, MF-04). The GPU work comes from [`rvgpu_simos::testing::gpu`]: user-mode
+//! hardware queues of simulated processes, created through the OS and the KMD, whose rings
+//! the tests write and whose doorbells they ring.
 
 use std::time::Duration;
 
 use rvgpu_ddi::fence::D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU;
+use rvgpu_hw::cmd::Command;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::testing::spy;
 use rvgpu_simos::{
     Irql, Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, Notification, ProcessId,
     SimError, WaitOutcome,
 };
+use rvgpu_umd::submit::{QueueConfig, UserQueue};
 
 const P1: ProcessId = ProcessId(1);
 
@@ -98,7 +101,7 @@ fn nf_02_monitored_value_tracks_lowest_waiter() {
 fn nf_04_gpu_signal_releases_wait_and_advances_monitored_value() {
     let m = step();
     let f = fence(&m, 0);
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let e3 = ok(&m, m.wait_native_fence_event(&f, 3));
     let e9 = ok(&m, m.wait_native_fence_event(&f, 9));
     assert_eq!(f.monitored_value(), 2);
@@ -121,7 +124,7 @@ fn nf_04_gpu_signal_releases_wait_and_advances_monitored_value() {
 fn nf_03_no_waiter_no_interrupt_one_waiter_one_interrupt() {
     let m = step();
     let f = fence(&m, 0);
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     for v in 1..=40 {
         ok(&m, q.signal(&f, v));
     }
@@ -230,7 +233,7 @@ fn nf_07_update_at_device_irql_and_resample_after() {
     assert_eq!(calls[0].fences, vec![(f.global_handle(), 4)]);
     assert_eq!(calls[1].fences, vec![(f.global_handle(), u64::MAX)]);
     // And the DPC-time updates (NF-04) follow the same rule.
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let e = ok(&m, m.wait_native_fence_event(&f, 9));
     ok(&m, q.signal(&f, 9));
     ok(&m, q.kick());
@@ -306,7 +309,7 @@ fn nf_14_destroyed_fence_with_queued_signal_no_bugcheck() {
     let m = step();
     let f = fence(&m, 0);
     let keep = fence(&m, 0);
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let e = ok(&m, m.wait_native_fence_event(&f, 1));
     assert_eq!(f.monitored_value(), 0);
     ok(&m, q.signal(&f, 1));
@@ -343,7 +346,7 @@ fn nf_17_cpu_signal_releases_gpu_wait() {
     let m = step();
     let f = fence(&m, 0);
     let g = fence(&m, 0);
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     ok(&m, q.wait(&f, 5));
     ok(&m, q.signal(&g, 1));
     ok(&m, q.kick());
@@ -383,7 +386,7 @@ fn nf_16_notification_only_unblocks_second_adapter() {
     assert_eq!(f0.monitored_value(), 0, "held at 0 on the first adapter");
     assert_eq!(f1.monitored_value(), 0, "held at 0 on the second adapter");
     let done = ok(&m, m.create_native_fence(1, P2, NativeFenceDesc::default()));
-    let mut q1 = ok(&m, GpuQueue::new(&m, 1, 0, 1));
+    let mut q1 = ok(&m, GpuQueue::new(&m, 1, 0));
     ok(&m, q1.wait(&f1, 2));
     ok(&m, q1.signal(&done, 1));
     ok(&m, q1.kick());
@@ -403,7 +406,7 @@ fn nf_16_notification_only_unblocks_second_adapter() {
     ok(&m, q1.wait(&f1, 3));
     ok(&m, q1.signal(&done, 2));
     ok(&m, q1.kick());
-    let mut q0 = ok(&m, GpuQueue::new(&m, 0, 0, 7));
+    let mut q0 = ok(&m, GpuQueue::new(&m, 0, 0));
     ok(&m, q0.signal(&f0, 3));
     ok(&m, q0.kick());
     ok(&m, m.run_until_idle());
@@ -436,7 +439,7 @@ fn nf_16_notification_only_unblocks_second_adapter() {
 fn mf_04_blocking_and_event_waits_step() {
     let m = step();
     let f = fence(&m, 0);
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     ok(&m, q.signal(&f, 2));
     ok(&m, q.kick());
     let r = ok(&m, m.wait_native_fence(&f, 2, Duration::from_secs(5)));
@@ -464,7 +467,7 @@ fn mf_04_blocking_and_event_waits_step() {
 fn mf_04_blocking_and_event_waits_threaded() {
     let m = machine(MachineConfig::single(Mode::Threaded));
     let f = fence(&m, 0);
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     for v in 1..=100u64 {
         let ev = ok(&m, m.wait_native_fence_event(&f, 2 * v));
         ok(&m, q.signal(&f, 2 * v - 1));
@@ -500,7 +503,7 @@ fn nf_15_inexact_device_reports_null_and_the_scan_releases() {
     let other = ok(&m, m.create_native_fence(0, P1, NativeFenceDesc::default()));
     let e = ok(&m, m.wait_native_fence_event(&f, 1));
     let eo = ok(&m, m.wait_native_fence_event(&other, 1));
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     ok(&m, q.signal(&f, 1));
     ok(&m, q.kick());
     ok(&m, m.run_until_idle());
@@ -528,7 +531,7 @@ fn nf_15_burst_of_waited_signals_none_lost() {
         .iter()
         .map(|f| ok(&m, m.wait_native_fence_event(f, 1)))
         .collect();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     for chunk in fences.chunks(96) {
         let drained = ok(&m, m.run_until(10_000, Duration::ZERO, |_| q.drained()));
         assert!(drained);
@@ -558,7 +561,7 @@ fn nf_13_stop_with_live_fences_threaded() {
     let f = fence(&m, 0);
     let g = ok(&m, m.open_native_fence(&f, P1));
     let e = ok(&m, m.wait_native_fence_event(&f, 1_000_000));
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     for v in 1..=50 {
         ok(&m, q.signal(&f, v));
     }
@@ -628,4 +631,64 @@ fn nf_04_dpc_rearms_fences_in_one_batched_update() {
     assert!(dpc_calls
         .iter()
         .all(|c| c.irql == Irql::Device && c.interrupt_lock));
+}
+
+/// The fixture's queues are the KMD's own: queues of other processes on the same engine
+/// (each a runlist commit by the KMD: the UMD's user-mode queue and a second fixture queue)
+/// leave them in the runlist, and all of them run. (The fixture used to program the runlist
+/// itself, so the KMD's next commit dropped it.)
+#[test]
+fn gpu_fixture_queues_share_the_engine_with_the_kmds_queues() {
+    let m = step();
+    let f = fence(&m, 0);
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let p = ok(&m, m.create_process(0));
+    let cfg = QueueConfig {
+        ring_size: 4096,
+        command_buffer_size: 4096,
+        ..QueueConfig::default()
+    };
+    let mut uq = UserQueue::new(m.kmt(&p), &cfg).expect("UMD user-mode queue");
+    let mut q2 = ok(&m, GpuQueue::new(&m, 0, 0));
+    let ids = [q.queue_id(), uq.queue_id(), q2.queue_id()];
+    assert!(
+        ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2],
+        "{ids:?}"
+    );
+    let runlist: Vec<u32> = m
+        .device(0)
+        .expect("device")
+        .queues()
+        .iter()
+        .map(|s| s.queue_id)
+        .collect();
+    for id in ids {
+        assert!(
+            runlist.contains(&id),
+            "queue {id} not in the runlist {runlist:?}"
+        );
+    }
+    let e = ok(&m, m.wait_native_fence_event(&f, 2));
+    ok(&m, q.signal(&f, 1));
+    ok(&m, q.kick());
+    let v = uq.submit(&[Command::Nop { len: 1 }]).expect("submit");
+    ok(&m, q2.wait(&f, 1));
+    ok(&m, q2.signal(&f, 2));
+    ok(&m, q2.kick());
+    ok(&m, m.run_until_idle());
+    assert!(q.drained() && q2.drained());
+    assert!(e.is_signaled());
+    assert_eq!(f.current_value(), 2);
+    assert!(uq.completed() >= v, "the UMD's queue did not run");
+    uq.close().expect("close");
+    ok(&m, m.exit_process(&q2.process()));
+    ok(&m, q.signal(&f, 3));
+    ok(&m, q.kick());
+    ok(&m, m.run_until_idle());
+    assert_eq!(
+        f.current_value(),
+        3,
+        "the fixture queue fell out of the runlist"
+    );
+    assert!(m.bugcheck().is_none());
 }

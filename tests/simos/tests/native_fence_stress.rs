@@ -115,8 +115,8 @@ fn run(seed: u64, nfences: usize, steps: usize) {
         })
         .collect();
     let mut queues = [
-        ok(&m, GpuQueue::new(&m, 0, 0, 1)),
-        ok(&m, GpuQueue::new(&m, 0, 1, 2)),
+        ok(&m, GpuQueue::new(&m, 0, 0)),
+        ok(&m, GpuQueue::new(&m, 0, 1)),
     ];
     let mut waits: Vec<(usize, u64, SimEvent)> = Vec::new();
     for _ in 0..steps {
@@ -215,7 +215,7 @@ fn nf_09_threaded_concurrent_waiters() {
             )
         })
         .collect();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0, 1));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     const TOP: u64 = 200;
     std::thread::scope(|s| {
         for t in 0..4u64 {
