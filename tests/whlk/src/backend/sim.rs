@@ -620,9 +620,8 @@ impl Session for SimSession {
     }
 
     fn gpu_queue(&mut self, i: usize, engine: u32) -> Result<QueueRef, Failure> {
-        // Queue ids only need to be unique per device.
-        let id = u32::try_from(self.queues.len() + 1).unwrap_or(u32::MAX);
-        let q = GpuQueue::new(&self.machine, i, engine, id).map_err(failure)?;
+        // A user-mode queue of its own process; the KMD picks the queue id.
+        let q = GpuQueue::new(&self.machine, i, engine).map_err(failure)?;
         self.queues.push(q);
         Ok(QueueRef(self.queues.len() - 1))
     }
