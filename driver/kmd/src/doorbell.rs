@@ -370,6 +370,13 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<u32, Status> {
         .get(&d.queue)
         .map(|q| q.id)
         .ok_or(status::INVALID_HANDLE)?;
+    // UM-10: a device put in error by an engine reset gets no doorbell page again.
+    if s.queues
+        .get(&d.queue)
+        .is_some_and(|q| crate::reset::device_in_error(&s, q))
+    {
+        return Err(status::DEVICE_REMOVED);
+    }
     if let Some(page) = d.physical {
         return Ok(page);
     }

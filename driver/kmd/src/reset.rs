@@ -363,15 +363,26 @@ fn blame(s: &mut Sched, node: u32, queue: u32) -> Option<(Guilty, u64)> {
     Some((guilty, engines))
 }
 
+/// Whether queue `q`'s D3D device was put in error by an engine reset (UM-10): its doorbell
+/// connects and kernel-mode submissions are refused with `STATUS_DEVICE_REMOVED`.
+pub fn device_in_error(s: &Sched, q: &crate::hwqueue::HwQueue) -> bool {
+    s.contexts
+        .get(&q.context)
+        .and_then(|c| s.devices.get(&c.device))
+        .is_some_and(|d| d.in_error)
+}
+
 /// DxgkDdiResetEngine (PASSIVE, first level; docs/tdr.md §3.4).
 ///
-/// 1. Validate; reset the engine (`CTRL`), `RESET_RESULT ≠ Ok` → error, nothing changed.
-/// 2. Under the scheduler lock: park the node ring and commit (the node ring leaves; this
-///    commit also ends the engine's hold, and innocent queues — kept by the device with their
-///    read pointers and indirect cursors — continue).
-/// 3. Inside `synchronized`: `(S, C, F)`, [`last_aborted`], drain the node ring
+/// 1. Validate; under the scheduler lock reset the engine (`CTRL`); `RESET_RESULT ≠ Ok` →
+///    error, nothing changed.
+/// 2. A hardware queue named by `RESET_QUEUE` → its device in error (UM-10), before any
+///    commit lists its queues again.
+/// 3. Park the node ring and commit (the node ring leaves; this commit also ends the engine's
+///    hold, and innocent queues — kept by the device with their read pointers and indirect
+///    cursors — continue).
+/// 4. Inside `synchronized`: `(S, C, F)`, [`last_aborted`], drain the node ring
 ///    (`F := C := S := LastAborted`, ring control `read_ptr := write_ptr`).
-/// 4. A hardware queue named by `RESET_QUEUE` → its device in error (UM-10).
 /// 5. Unpark and commit: the node ring enters empty; the errored device's queues are left out
 ///    on every engine they were on.
 /// 6. Lock released: `DxgkCbInvalidateHwContext(guilty context)` (PASSIVE).
@@ -398,11 +409,21 @@ pub fn reset_engine<P: Platform>(
                 return Err(e);
             }
         };
-        // Step 2: the node ring leaves (it is reloaded from ring control when it re-enters).
+        // Step 2: a hardware queue named by RESET_QUEUE puts its device in error first, so
+        // that none of its queues is listed by the commits below (the aborted queue itself
+        // was dropped by the device; listed again it would re-enter at its HANG).
+        let node_queue = s.nodes.queue_id(node);
+        let blamed = if answer.queue != NO_QUEUE && Some(answer.queue) != node_queue {
+            blame(&mut s, node, answer.queue)
+        } else {
+            None
+        };
+        // Step 3: the node ring leaves (it is reloaded from ring control when it re-enters).
+        // This commit ends the hold: innocent queues continue where they were.
         s.nodes.set_parked(node, true);
         let parked = runlist::commit(&live.regs, &s, node);
-        // Step 3.
-        let node_queue = s.nodes.queue_id(node);
+        // Step 4: F is stable here (the engine was held until the commit above, and the node
+        // ring is out of the runlist since).
         let last = live.synchronized(|isr| {
             let n = isr.nodes.snapshot(node).map_or(
                 NodeFences {
@@ -429,12 +450,6 @@ pub fn reset_engine<P: Platform>(
             isr.nodes.drain(node, last);
             last
         });
-        // Step 4.
-        let blamed = if answer.queue != NO_QUEUE && Some(answer.queue) != node_queue {
-            blame(&mut s, node, answer.queue)
-        } else {
-            None
-        };
         // Step 5: always, even if something above failed: the engine must not stay held
         // and the node ring must not stay parked.
         s.nodes.set_parked(node, false);
@@ -783,6 +798,13 @@ mod tests {
             .map(|q| q.id)
             .collect();
         assert_eq!(runnable, [7], "only the innocent process's queue stays");
+        let errored: alloc::vec::Vec<u32> = s
+            .queues
+            .values()
+            .filter(|q| device_in_error(&s, q))
+            .map(|q| q.id)
+            .collect();
+        assert_eq!(errored, [5, 6], "connect and submit refused for these");
         // A context created without an OS handle is named by the KMD's handle.
         s.devices.get_mut(&guilty_dev).unwrap().in_error = false;
         let (g, _) = blame(&mut s, 1, 6).unwrap();

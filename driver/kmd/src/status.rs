@@ -29,6 +29,9 @@ pub const INVALID_HANDLE: Status = st(0xC000_0008);
 pub const DEVICE_NOT_READY: Status = st(0xC000_00A3);
 pub const DEVICE_HARDWARE_ERROR: Status = st(0xC000_0483);
 pub const INSUFFICIENT_RESOURCES: Status = st(0xC000_009A);
+/// STATUS_DEVICE_REMOVED: the object's D3D device is in error after an engine reset (UM-10;
+/// the code is rvgpu's choice, docs/tdr.md Q5).
+pub const DEVICE_REMOVED: Status = st(0xC000_02B6);
 /// STATUS_GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED: a render-only adapter has no children.
 pub const GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED: Status = st(0xC01E_0487);
 

@@ -137,6 +137,13 @@ pub fn submit<P: Platform>(
         .ok_or(status::INVALID_PARAMETER)?;
         let packets = words.get(..n).ok_or(status::INVALID_PARAMETER)?;
         let mut s = live.sched.lock();
+        // UM-10: nothing more from a device put in error by an engine reset.
+        if s.queues
+            .get(&h)
+            .is_some_and(|q| crate::reset::device_in_error(&s, q))
+        {
+            return Err(status::DEVICE_REMOVED);
+        }
         let q = s.queues.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
         if q.user_mode {
             // UM-05: user-mode queues are fed through their doorbell only.
