@@ -413,6 +413,8 @@ impl AdapterShared {
             }
         }
         lock(&self.processed).extend(drained);
+        // VidSch's DMA fence bookkeeping (crate::tdr).
+        crate::tdr::dpc_process(self);
         n
     }
 }

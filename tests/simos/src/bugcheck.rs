@@ -108,6 +108,11 @@ pub mod vidsch {
     /// more specific subtype is documented. Parameters: (0x1, the bad handle, the interrupt
     /// type, the index of the handle in the reported array).
     pub const DRIVER_REPORTED_INVALID_FENCE_ID: u64 = 0x1;
+    /// `DRIVER_SUBMIT_FAILED` (0x2): the driver failed a command submission
+    /// (`DxgkDdiSubmitCommand`, `DxgkDdiPreemptCommand`: "an error status is bug check 0x119
+    /// subtype 0x2", docs/tdr.md §2). Parameters: (0x2, the NTSTATUS, node ordinal, fence ID) —
+    /// parameters 2-4 are the simulation's choice.
+    pub const DRIVER_SUBMIT_FAILED: u64 = 0x2;
     /// `REPORTED_INVALID_ABORTED_FENCE`: after a successful engine reset the driver reported a
     /// LastAbortedFenceId outside [last completed, last submitted] (TDR-06): (0xA, aborted,
     /// completed, internal).

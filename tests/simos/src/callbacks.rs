@@ -231,6 +231,8 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
         DxgkCbClosePhysicalMemoryObject, DxgkCbPinFrameBufferForSave2,
     );
     i.DxgkCbDisconnectDoorbell = Some(disconnect_doorbell);
+    // TDR (issue 7): the guilty context of an engine reset (crate::tdr).
+    i.DxgkCbInvalidateHwContext = Some(crate::tdr::cb_invalidate_hw_context);
     i
 }
 
@@ -636,7 +638,11 @@ unsafe extern "system" fn notify_interrupt(
         return;
     }
     match decode(&a, &data) {
-        Ok(n) => a.push_pending(n),
+        Ok(n) => {
+            // Node reports for VidSch's kernel-mode scheduling and TDR (crate::tdr).
+            crate::tdr::isr_report(&a, &data);
+            a.push_pending(n)
+        }
         Err(b) => a.state.raise_bugcheck(b),
     }
 }

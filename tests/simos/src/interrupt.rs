@@ -342,6 +342,10 @@ pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
                 continue;
             }
         }
+        // TDR detection and recovery (crate::tdr; opt-in per adapter).
+        if crate::tdr::run_passive(&a) {
+            continue;
+        }
         seen = a.wake.wait(seen, Duration::from_millis(20));
     }
 }

@@ -85,6 +85,19 @@ pub enum Routine {
     InterfaceReference,
     /// `INTERFACE::InterfaceDereference`.
     InterfaceDereference,
+    // Legacy (kernel-mode) scheduling and TDR (issue 7, docs/tdr.md §2).
+    DxgkDdiSubmitCommand,
+    DxgkDdiSubmitCommandVirtual,
+    DxgkDdiPreemptCommand,
+    DxgkDdiQueryCurrentFence,
+    DxgkDdiBuildPagingBuffer,
+    DxgkDdiQueryDependentEngineGroup,
+    DxgkDdiQueryEngineStatus,
+    DxgkDdiResetEngine,
+    DxgkDdiCollectDbgInfo,
+    DxgkDdiResetFromTimeout,
+    DxgkDdiRestartFromTimeout,
+    DxgkCbInvalidateHwContext,
 }
 
 /// The levels a routine may run at, inclusive, and where the rule is written.
@@ -267,6 +280,47 @@ impl Routine {
             // PINTERFACE_REFERENCE / PINTERFACE_DEREFERENCE: "IRQL <= DISPATCH_LEVEL".
             Self::InterfaceReference => rule(P, D, "wdm/nc-wdm-pinterface_reference"),
             Self::InterfaceDereference => rule(P, D, "wdm/nc-wdm-pinterface_dereference"),
+            // "DISPATCH_LEVEL"; an error status is bug check 0x119 subtype 0x2.
+            Self::DxgkDdiSubmitCommand => rule(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommand"),
+            // The page gives no IRQL (UNVERIFIED, docs/tdr.md Q5); VidSch submits from its
+            // DPC-level scheduler like SubmitCommand, so at most DISPATCH_LEVEL.
+            Self::DxgkDdiSubmitCommandVirtual => {
+                rule(P, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual")
+            }
+            Self::DxgkDdiPreemptCommand => {
+                rule(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_preemptcommand")
+            }
+            // PASSIVE per the public header (UNVERIFIED, docs/tdr.md Q5).
+            Self::DxgkDdiQueryCurrentFence => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_querycurrentfence")
+            }
+            // PASSIVE per the public header (UNVERIFIED, docs/tdr.md Q5).
+            Self::DxgkDdiBuildPagingBuffer => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_buildpagingbuffer")
+            }
+            Self::DxgkDdiQueryDependentEngineGroup => rule(
+                P,
+                P,
+                "d3dkmddi/nc-d3dkmddi-dxgkddi_querydependentenginegroup",
+            ),
+            Self::DxgkDdiQueryEngineStatus => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryenginestatus")
+            }
+            Self::DxgkDdiResetEngine => rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_resetengine"),
+            // Any IRQL in general; PASSIVE_LEVEL for the two timeout reasons (the only ones the
+            // simulation passes).
+            Self::DxgkDdiCollectDbgInfo => {
+                rule(P, DIRQL, "d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo")
+            }
+            Self::DxgkDdiResetFromTimeout => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_resetfromtimeout")
+            }
+            Self::DxgkDdiRestartFromTimeout => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_restartfromtimeout")
+            }
+            Self::DxgkCbInvalidateHwContext => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_invalidatehwcontext")
+            }
         }
     }
 

@@ -20,11 +20,14 @@ pub mod interrupt;
 pub mod irql;
 pub mod kernel;
 pub mod kmt;
+pub mod legacy;
 pub mod machine;
 pub mod notify;
 pub mod resources;
 pub mod state;
+pub mod tdr;
 pub mod testing;
+pub mod testing_tdr;
 pub mod ums;
 
 pub use bugcheck::BugCheck;
@@ -35,4 +38,5 @@ pub use machine::{AdapterConfig, AdapterInfo, Machine, MachineConfig, Mode, OsCo
 pub use notify::{Notification, Processed};
 pub use rvgpu_kmd::platform::Irql;
 pub use state::{Fault, LogLine};
+pub use tdr::{Cause, TdrConfig, TdrEvent, TdrReason};
 pub use ums::{DoorbellInfo, DoorbellState, Power, UmsEvent, UmsProcess};

@@ -665,6 +665,10 @@ impl Machine {
         let reject =
             |why: String| -> Result<AdapterInfo, SimError> { Err(SimError::Rejected(why)) };
         let mut why = validate_caps(&caps).err();
+        if why.is_none() {
+            // TDR-01: SupportPerEngineTDR needs the four per-engine TDR DDIs.
+            why = crate::tdr::validate_caps(&caps, &t).err();
+        }
         if sources != 0 || children != 0 {
             why = Some(format!(
                 "render-only adapter reported {sources} video present sources and {children} children"
@@ -993,6 +997,8 @@ impl Machine {
         // VidSch's PASSIVE work (this thread is back at PASSIVE_LEVEL).
         for a in &self.adapters {
             progress |= crate::ums::run_passive_work(a);
+            // TDR detection and recovery (crate::tdr; opt-in per adapter).
+            progress |= crate::tdr::run_passive(a);
         }
         progress
     }

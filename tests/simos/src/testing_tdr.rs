@@ -1,0 +1,62 @@
+//! Test-only misbehaving TDR DDIs (issue 7): table hooks for [`crate::Machine::load_driver_with`]
+//! that wrap the driver's real routine and break its contract, to prove the simulated OS
+//! catches it (docs/tdr.md §5.4). Kept apart from `testing.rs` (the `gpu` stand-in).
+
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::tdr::DXGKARG_RESETENGINE;
+
+/// How the wrapped `DxgkDdiResetEngine` misreports `LastAbortedFenceId`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Misreport {
+    /// The driver's value plus n (after a hang of the last packet: S + n).
+    Plus(u32),
+    /// The driver's value minus n (when it is the last completed ID: C - n).
+    Minus(u32),
+}
+
+type ResetFn = unsafe extern "system" fn(HANDLE, *mut DXGKARG_RESETENGINE) -> NTSTATUS;
+
+/// The driver's real routine (the same function for every machine of the process).
+static REAL: AtomicUsize = AtomicUsize::new(0);
+/// The offset the wrapper applies. Process-wide: tests that use it run their machines one
+/// after another inside one test function.
+static DELTA: AtomicI64 = AtomicI64::new(0);
+
+unsafe extern "system" fn misreporting_reset_engine(
+    ctx: HANDLE,
+    args: *mut DXGKARG_RESETENGINE,
+) -> NTSTATUS {
+    let real = REAL.load(Ordering::Acquire);
+    if real == 0 || args.is_null() {
+        return rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
+    }
+    // SAFETY: `real` is the driver's DxgkDdiResetEngine saved from its validated table.
+    let f: ResetFn = unsafe { std::mem::transmute::<usize, ResetFn>(real) };
+    // SAFETY: the OS's context and argument block, passed through.
+    let st = unsafe { f(ctx, args) };
+    if st >= 0 {
+        // SAFETY: non-null argument block owned by the caller for the call.
+        let a = unsafe { &mut *args };
+        let d = DELTA.load(Ordering::Acquire);
+        a.LastAbortedFenceId = (i64::from(a.LastAbortedFenceId) + d) as u32;
+    }
+    st
+}
+
+/// Replaces `DxgkDdiResetEngine` with a wrapper that misreports `LastAbortedFenceId`.
+pub fn misreport_aborted(t: &mut DRIVER_INITIALIZATION_DATA, how: Misreport) {
+    if let Some(f) = t.DxgkDdiResetEngine {
+        REAL.store(f as usize, Ordering::Release);
+    }
+    DELTA.store(
+        match how {
+            Misreport::Plus(n) => i64::from(n),
+            Misreport::Minus(n) => -i64::from(n),
+        },
+        Ordering::Release,
+    );
+    t.DxgkDdiResetEngine = Some(misreporting_reset_engine);
+}
