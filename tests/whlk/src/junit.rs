@@ -107,18 +107,21 @@ mod tests {
                 requirements: &["ISSUE-2"],
                 outcome: Outcome::Pass,
                 duration: Duration::from_millis(3),
+                timelines: Vec::new(),
             },
             CaseReport {
                 name: "Simulation.X",
                 requirements: &[],
                 outcome: Outcome::Fail("bad <thing>".into()),
                 duration: Duration::ZERO,
+                timelines: Vec::new(),
             },
             CaseReport {
                 name: "Plain",
                 requirements: &[],
                 outcome: Outcome::Skip("no".into()),
                 duration: Duration::ZERO,
+                timelines: Vec::new(),
             },
         ];
         let x = render("sim", &reports);

@@ -11,3 +11,4 @@ pub mod cases;
 pub mod junit;
 pub mod report;
 pub mod runner;
+pub mod timeline;

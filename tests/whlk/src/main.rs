@@ -2,7 +2,11 @@
 //!
 //! ```text
 //! rvgpu-whlk [--backend sim] [--filter SUBSTR] [--list] [--junit PATH]
+//!             [--timeline PATH | --no-timeline] [--timeline-svg PATH]
 //! ```
+//! The run writes the GPU timeline of the cases that produce native-fence operations (Chrome
+//! trace-event JSON for ui.perfetto.dev or chrome://tracing; `rvgpu_whlk::timeline`) to
+//! `target/rvgpu-timeline.json` unless `--no-timeline`, and prints the path after the table.
 //! Exits 0 when no case failed, 1 when one did, 2 on a usage or I/O error.
 
 use std::process::ExitCode;
@@ -11,7 +15,7 @@ use clap::{Parser, ValueEnum};
 
 use rvgpu_whlk::backend::sim::SimBackend;
 use rvgpu_whlk::backend::Backend;
-use rvgpu_whlk::{cases, junit, report, runner};
+use rvgpu_whlk::{cases, junit, report, runner, timeline};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum BackendKind {
@@ -37,6 +41,62 @@ struct Cli {
     /// Also write a JUnit XML report here.
     #[arg(long, value_name = "PATH")]
     junit: Option<std::path::PathBuf>,
+    /// Where to write the GPU timeline (Chrome trace-event JSON: open it in
+    /// https://ui.perfetto.dev or chrome://tracing).
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "target/rvgpu-timeline.json"
+    )]
+    timeline: std::path::PathBuf,
+    /// Do not write the GPU timeline.
+    #[arg(long, conflicts_with_all = ["timeline", "timeline_svg"])]
+    no_timeline: bool,
+    /// Also draw the timeline as an SVG picture here.
+    #[arg(long, value_name = "PATH")]
+    timeline_svg: Option<std::path::PathBuf>,
+}
+
+/// Writes `text` to `path`, creating its directory.
+fn write_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, text)
+}
+
+/// Writes the run's timeline file (and the SVG); returns false on an I/O error.
+fn write_timeline(cli: &Cli, reports: &[runner::CaseReport]) -> bool {
+    let timelines: Vec<timeline::Timeline> = reports
+        .iter()
+        .flat_map(|r| r.timelines.iter().cloned())
+        .collect();
+    if timelines.is_empty() {
+        println!(
+            "GPU timeline: not written, no selected case produced native-fence operations \
+             (Logs.Timeline filtered out or skipped)"
+        );
+        return true;
+    }
+    let ops: usize = timelines.iter().map(|t| t.ops.len()).sum();
+    let mut outputs = vec![(cli.timeline.clone(), timeline::to_json(&timelines))];
+    if let Some(svg) = &cli.timeline_svg {
+        outputs.push((svg.clone(), timeline::to_svg(&timelines, 1600)));
+    }
+    for (path, text) in outputs {
+        if let Err(e) = write_file(&path, &text) {
+            eprintln!("rvgpu-whlk: cannot write {}: {e}", path.display());
+            return false;
+        }
+        let shown = std::fs::canonicalize(&path).unwrap_or(path);
+        println!(
+            "GPU timeline ({ops} fence operations from {} case(s)): {}",
+            timelines.len(),
+            shown.display()
+        );
+    }
+    println!("  open it in https://ui.perfetto.dev or chrome://tracing");
+    true
 }
 
 fn main() -> ExitCode {
@@ -68,6 +128,9 @@ fn main() -> ExitCode {
             eprintln!("rvgpu-whlk: cannot write {}: {e}", path.display());
             return ExitCode::from(2);
         }
+    }
+    if !cli.no_timeline && !write_timeline(&cli, &reports) {
+        return ExitCode::from(2);
     }
     let (_, failed, _) = runner::totals(&reports);
     if failed == 0 {

@@ -1,10 +1,24 @@
-//! Runs cases: filter, time, and turn panics into failures.
+//! Runs cases: filter, time, and turn panics into failures; collects the GPU timelines cases
+//! attach ([`attach_timeline`]).
 
+use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crate::backend::Backend;
 use crate::case::{Case, CaseError, Outcome};
+use crate::timeline::Timeline;
+
+thread_local! {
+    /// Timelines attached by the case running on this thread.
+    static TIMELINES: RefCell<Vec<Timeline>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Hands a case's fence timeline to the runner (call from the case body's thread): it ends up
+/// in the case's [`CaseReport::timelines`] and in the run's timeline file.
+pub fn attach_timeline(t: Timeline) {
+    TIMELINES.with(|v| v.borrow_mut().push(t));
+}
 
 /// The result of one case.
 #[derive(Clone, Debug)]
@@ -17,6 +31,8 @@ pub struct CaseReport {
     pub outcome: Outcome,
     /// Wall-clock duration.
     pub duration: Duration,
+    /// GPU timelines the case attached (also when it failed afterwards).
+    pub timelines: Vec<Timeline>,
 }
 
 /// Cases whose name contains `filter` (all with `None`), in order.
@@ -30,6 +46,7 @@ pub fn select<'a>(cases: &'a [Case], filter: Option<&str>) -> Vec<&'a Case> {
 /// Runs one case. A panic in the case (a bug in the harness or the simulation) is a failure
 /// with the panic message, not a crash of the run.
 pub fn run_case(case: &Case, backend: &dyn Backend) -> CaseReport {
+    TIMELINES.with(|v| v.borrow_mut().clear());
     let start = Instant::now();
     let result = panic::catch_unwind(AssertUnwindSafe(|| (case.run)(backend)));
     let outcome = match result {
@@ -50,6 +67,7 @@ pub fn run_case(case: &Case, backend: &dyn Backend) -> CaseReport {
         requirements: case.requirements,
         outcome,
         duration: start.elapsed(),
+        timelines: TIMELINES.with(|v| std::mem::take(&mut *v.borrow_mut())),
     }
 }
 

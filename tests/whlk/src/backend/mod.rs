@@ -64,6 +64,9 @@ pub struct SessionConfig {
     /// The device's global doorbell mode: every queue rings one shared doorbell with its
     /// queue id (UM-21).
     pub global_doorbell: bool,
+    /// Entries of every native fence log the OS creates (`None`: the OS's default, 84; a
+    /// small number forces overflows, LOG-05).
+    pub log_entries: Option<u64>,
 }
 
 impl SessionConfig {
@@ -78,6 +81,7 @@ impl SessionConfig {
             legacy_igpu: false,
             doorbells: None,
             global_doorbell: false,
+            log_entries: None,
         }
     }
 }
@@ -407,6 +411,57 @@ pub enum OsEvent {
     DestroyDevice { process: Option<ProcessRef> },
     /// Any other step (creation of devices, contexts, queues; aborts of idle doorbells).
     Other,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Native fence logs and the GPU timeline (issue 5, LOG-01 … LOG-09, docs/logs.md §6.4).
+
+/// A native fence a process made through the UMD (`Kmt::create_native_fence`): its D3DKMT
+/// handle is what the queue's LOG_WRITEs record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct UmFenceRef(pub usize);
+
+/// One item of a batch for [`Session::submit_fence_ops`] (the UMD's `fencelog::Op`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FenceWork {
+    /// A packet.
+    Work(Work),
+    /// GPU signal of the fence to the value (conditional interrupt), logged in the signal log.
+    Signal(UmFenceRef, u64),
+    /// GPU wait until the fence reaches the value, logged in the wait log.
+    Wait(UmFenceRef, u64),
+}
+
+/// Which log of a hardware queue.
+pub use crate::timeline::OpKind as LogKind;
+
+/// A hardware queue's logs as the OS set them (LOG-01, LOG-09): entries of each, `None` when
+/// the log is not set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueLogs {
+    /// The wait log's `NumberOfEntries`.
+    pub wait_entries: Option<u64>,
+    /// The signal log's `NumberOfEntries`.
+    pub signal_entries: Option<u64>,
+}
+
+/// What the OS counted of its log drains on one adapter (docs/logs.md §4.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogCounters {
+    /// DPC-time drains that read at least one header.
+    pub drains: u64,
+    /// Entries read and validated.
+    pub entries_read: u64,
+    /// `DxgkDdiUpdateNativeFenceLogs` calls (LOG-07).
+    pub update_calls: u64,
+    /// Overflows detected (LOG-05).
+    pub overflows: u64,
+    /// Entries lost to overflows.
+    pub entries_lost: u64,
+    /// Entries that failed validation.
+    pub bad_entries: u64,
+    /// Fallback scans of every fence of a device.
+    pub fallback_scans: u64,
 }
 
 /// One thread of [`Session::churn`]: `rounds` times, create a user-mode queue on `node` for
@@ -754,6 +809,66 @@ pub trait Session {
     /// sessions run them one after another.
     fn churn(&mut self, _lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
         unsupported("user-mode submission")
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Native fence logs and the timeline (issue 5). A Windows backend could create the fences
+    // and submit (D3DKMTCreateNativeFence, the same UMD core); the OS's log drain, its counters
+    // and the joined trace are simulation only (on Windows GPUView shows Dxgkrnl's own events).
+
+    /// Starts recording the run's fence timeline: the OS's log entries and calibrations, and
+    /// the UMD's "queued" events of every queue (also those created later).
+    fn trace_fences(&mut self) -> Result<(), Failure> {
+        unsupported("fence timelines")
+    }
+    /// A native fence of process `p` made through the UMD, starting at `initial`.
+    fn create_um_fence(&mut self, _p: ProcessRef, _initial: u64) -> Result<UmFenceRef, Failure> {
+        unsupported("UMD native fences")
+    }
+    /// Opens `f` (shared) in process `p`: that process's handle to the same fence.
+    fn open_um_fence(&mut self, _f: UmFenceRef, _p: ProcessRef) -> Result<UmFenceRef, Failure> {
+        unsupported("UMD native fences")
+    }
+    /// Submits one batch of packets and native-fence operations to the queue (the UMD's
+    /// `submit_ops`); returns the progress value that marks its completion.
+    fn submit_fence_ops(&mut self, _q: UmQueueRef, _ops: &[FenceWork]) -> Result<u64, Failure> {
+        unsupported("UMD native fences")
+    }
+    /// A blocking CPU wait for `f` to reach `value`.
+    fn wait_um_fence(
+        &mut self,
+        _f: UmFenceRef,
+        _value: u64,
+        _timeout: Duration,
+    ) -> Result<WaitResult, Failure> {
+        unsupported("UMD native fences")
+    }
+    /// The fence's CurrentValue.
+    fn um_fence_value(&self, _f: UmFenceRef) -> Result<u64, Failure> {
+        unsupported("UMD native fences")
+    }
+    /// The recorded fence operations joined (docs/logs.md §6.1) with the calibration samples,
+    /// labelled `label`. Simulation only.
+    fn fence_timeline(&self, _label: &str) -> Result<crate::timeline::Timeline, Failure> {
+        unsupported("fence timelines")
+    }
+    /// The queue's logs as the OS set them. Simulation only.
+    fn queue_logs(&self, _q: UmQueueRef) -> Result<QueueLogs, Failure> {
+        unsupported("native fence logs")
+    }
+    /// The OS's log counters of adapter `i`. Simulation only.
+    fn log_counters(&self, _i: usize) -> Result<LogCounters, Failure> {
+        unsupported("native fence logs")
+    }
+    /// The OS moves the queue's `kind` log to a new buffer of `entries` entries while the
+    /// queue runs (the simulated Dxgkrnl's recreate, LOG-01). Simulation only.
+    fn recreate_queue_log(
+        &mut self,
+        _q: UmQueueRef,
+        _kind: LogKind,
+        _entries: u64,
+    ) -> Result<(), Failure> {
+        unsupported("native fence logs")
     }
 }
 

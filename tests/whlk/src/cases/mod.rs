@@ -2,6 +2,7 @@
 
 pub mod adapter;
 pub mod interrupt;
+pub mod logs;
 pub mod native_fence;
 pub mod simulation;
 pub mod usermode_submission;
@@ -16,5 +17,6 @@ pub fn all() -> Vec<Case> {
     v.extend_from_slice(native_fence::CASES);
     v.extend_from_slice(simulation::CASES);
     v.extend_from_slice(usermode_submission::CASES);
+    v.extend_from_slice(logs::CASES);
     v
 }

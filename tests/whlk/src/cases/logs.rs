@@ -1,0 +1,441 @@
+//! `Logs.*`: native fence logs and the GPU timeline (issue 5, LOG-01 … LOG-09,
+//! docs/logs.md §6.4, §7), one case per requirement group, named after it.
+//!
+//! Work goes through the UMD (`submit_ops`: every GPU wait and signal followed by its
+//! LOG_WRITE), the OS drains the logs at DPC time, and the session's recorder joins the UMD's
+//! "queued" events with the log entries (docs/logs.md §6.1). The cases that trace hand their
+//! timeline to the runner ([`runner::attach_timeline`]), which writes the run's timeline file.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::backend::{
+    Backend, ExecMode, FenceWork, LogKind, ProcessRef, Session, SessionConfig, SubmitPath,
+    UmFenceRef, UmQueueRef, WaitResult, Work,
+};
+use crate::case::{Case, CaseError, CaseResult};
+use crate::ensure;
+use crate::runner;
+use crate::timeline::{FenceOp, Timeline};
+
+/// The OS's default log size: entries that fit one 4 KiB buffer (`rvgpu_hw::log`).
+const DEFAULT_LOG_ENTRIES: u64 = 84;
+/// CPU wait timeout.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// The cases of this area.
+pub const CASES: &[Case] = &[
+    Case {
+        name: "Logs.EveryUserQueueHasBothLogs",
+        requirements: &["LOG-01", "LOG-09"],
+        summary: "the OS sets a wait and a signal log (84 entries, or the configured size) on \
+                  every user-mode queue at creation, none on a kernel-mode queue",
+        run: every_user_queue_has_both_logs,
+    },
+    Case {
+        name: "Logs.CpuWaitReleasedFromSignalLog",
+        requirements: &["LOG-03", "LOG-07", "LOG-08"],
+        summary: "a CPU wait is released from the signal log: the OS flushed the named queue \
+                  (UpdateNativeFenceLogs), read the entry (fence, value, SIGNAL_EXECUTED) and \
+                  needed no fallback scan",
+        run: cpu_wait_released_from_signal_log,
+    },
+    Case {
+        name: "Logs.OverflowFallsBackToScan",
+        requirements: &["LOG-05"],
+        summary: "4-entry logs, 10 signals before anyone reads: the OS detects the overflow, \
+                  reports the lost entries, scans the fences, and the CPU wait is released",
+        run: overflow_falls_back_to_scan,
+    },
+    Case {
+        name: "Logs.RecreateLogMidRun",
+        requirements: &["LOG-01", "LOG-02"],
+        summary: "the OS moves a running queue's signal log to a 16-entry buffer: every \
+                  operation before and after is logged exactly once, indices continue",
+        run: recreate_log_mid_run,
+    },
+    Case {
+        name: "Logs.Timeline",
+        requirements: &["LOG-02", "LOG-03", "LOG-06", "ISSUE-5-TIMELINE"],
+        summary: "threaded, 2 processes x 2 queues on 2 engines, ~200 waits and signals in a \
+                  producer/consumer chain with CPU waits: every operation queued and logged \
+                  once, consecutive indices, monotonic GPU times, causal mapping; the run's \
+                  timeline file",
+        run: timeline,
+    },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures.
+
+fn session(
+    b: &dyn Backend,
+    mode: ExecMode,
+    tweak: impl FnOnce(&mut SessionConfig),
+) -> Result<Box<dyn Session>, CaseError> {
+    let mut cfg = SessionConfig::new(mode);
+    tweak(&mut cfg);
+    let mut s = b.open(&cfg)?;
+    s.load_driver()?;
+    s.start_adapter(0)?;
+    Ok(s)
+}
+
+fn kind_name(k: LogKind) -> &'static str {
+    match k {
+        LogKind::Wait => "wait",
+        LogKind::Signal => "signal",
+    }
+}
+
+/// The operations of `tl` per (queue, log), in index order.
+fn per_log(tl: &Timeline) -> BTreeMap<(u32, LogKind), Vec<FenceOp>> {
+    let mut m: BTreeMap<(u32, LogKind), Vec<FenceOp>> = BTreeMap::new();
+    for op in &tl.ops {
+        m.entry((op.queue_id, op.kind)).or_default().push(*op);
+    }
+    for v in m.values_mut() {
+        v.sort_by_key(|o| o.index);
+    }
+    m
+}
+
+/// LOG-02, LOG-03, LOG-06 and §6.2 on a joined timeline: every operation was queued and
+/// logged, without mismatch; each log's indices run `0..n` without gaps; non-zero GPU end
+/// times never go backwards within a log; a wait's observed time is not after its end; the
+/// mapped GPU end is not before the CPU queued time.
+fn check_joined(tl: &Timeline) -> CaseResult {
+    for op in &tl.ops {
+        let what = format!(
+            "queue {} {} #{} (fence {:#x} value {})",
+            op.queue_id,
+            kind_name(op.kind),
+            op.index,
+            op.fence,
+            op.value
+        );
+        ensure!(op.queued_qpc.is_some(), "{what}: logged but never queued");
+        ensure!(
+            op.end_gpu.is_some(),
+            "{what}: queued but its log entry was never read"
+        );
+        ensure!(
+            !op.mismatch,
+            "LOG-03: {what}: the log entry's fence or value differs from the queued one"
+        );
+        if let (Some(o), Some(e)) = (op.observed_gpu, op.end_gpu) {
+            ensure!(
+                o == 0 || e == 0 || o <= e,
+                "LOG-06: {what}: observed GPU time {o} after its end {e}"
+            );
+        }
+    }
+    for ((q, k), ops) in per_log(tl) {
+        let mut last_end = 0;
+        for (i, op) in ops.iter().enumerate() {
+            ensure!(
+                u64::from(op.index) == i as u64,
+                "LOG-02: queue {q} {} log: entry {i} has index {} (indices must run 0, 1, 2…)",
+                kind_name(k),
+                op.index
+            );
+            let end = op.end_gpu.unwrap_or(0);
+            ensure!(
+                end == 0 || end >= last_end,
+                "LOG-06: queue {q} {} log: entry {} ends at GPU time {end}, before {last_end}",
+                kind_name(k),
+                op.index
+            );
+            last_end = last_end.max(end);
+        }
+    }
+    let v = tl.causality_violations();
+    ensure!(v.is_empty(), "causality: {}", v.join("; "));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases.
+
+fn every_user_queue_has_both_logs(b: &dyn Backend) -> CaseResult {
+    for entries in [None, Some(16)] {
+        let mut s = session(b, ExecMode::Step, |c| c.log_entries = entries)?;
+        let p = s.open_process(0)?;
+        let want = Some(entries.unwrap_or(DEFAULT_LOG_ENTRIES));
+        let nodes = s.submission_caps(0)?.user_mode_nodes;
+        for (node, um) in nodes.iter().enumerate() {
+            if !um {
+                continue;
+            }
+            let q = s.create_queue(p, node as u32, SubmitPath::UserMode)?;
+            let logs = s.queue_logs(q)?;
+            ensure!(
+                logs.wait_entries == want && logs.signal_entries == want,
+                "LOG-01/LOG-09: user-mode queue on node {node}: wait log {:?}, signal log {:?} \
+                 entries (expected {want:?} each)",
+                logs.wait_entries,
+                logs.signal_entries
+            );
+        }
+        let k = s.create_queue(p, 0, SubmitPath::KernelMode)?;
+        let logs = s.queue_logs(k)?;
+        ensure!(
+            logs.wait_entries.is_none() && logs.signal_entries.is_none(),
+            "kernel-mode queue has logs: {logs:?} (the OS gives kernel-mode queues none)"
+        );
+    }
+    Ok(())
+}
+
+fn cpu_wait_released_from_signal_log(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, |_| {})?;
+    s.trace_fences()?;
+    let p = s.open_process(0)?;
+    let q = s.create_queue(p, 0, SubmitPath::UserMode)?;
+    let f = s.create_um_fence(p, 0)?;
+    let before = s.log_counters(0)?;
+    // Step mode: nothing runs until the wait lets the machine run, so the wait is registered
+    // before the GPU signals and the signal needs its interrupt.
+    s.submit_fence_ops(q, &[FenceWork::Signal(f, 7)])?;
+    let r = s.wait_um_fence(f, 7, WAIT)?;
+    ensure!(r == WaitResult::Satisfied, "CPU wait ended {r:?}");
+    let c = s.log_counters(0)?;
+    ensure!(
+        c.update_calls > before.update_calls,
+        "LOG-07: the OS never called UpdateNativeFenceLogs before reading ({c:?})"
+    );
+    ensure!(
+        c.entries_read > before.entries_read,
+        "LOG-08: no log entry was read for the named queue ({c:?})"
+    );
+    ensure!(
+        c.fallback_scans == before.fallback_scans && c.overflows == 0 && c.bad_entries == 0,
+        "the release needed a fallback, or entries were bad or lost: {c:?}"
+    );
+    s.close_queue(q)?;
+    let tl = s.fence_timeline("Logs.CpuWaitReleasedFromSignalLog")?;
+    let ops: Vec<&FenceOp> = tl.ops.iter().filter(|o| o.fence != 0).collect();
+    ensure!(
+        ops.len() == 1 && ops[0].kind == LogKind::Signal && ops[0].value == 7,
+        "LOG-03: expected one signal entry of value 7, got {ops:?}"
+    );
+    check_joined(&tl)?;
+    Ok(())
+}
+
+fn overflow_falls_back_to_scan(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, |c| c.log_entries = Some(4))?;
+    s.trace_fences()?;
+    let p = s.open_process(0)?;
+    let q = s.create_queue(p, 0, SubmitPath::UserMode)?;
+    let f = s.create_um_fence(p, 0)?;
+    let g = s.create_um_fence(p, 0)?;
+    // Ten signals nobody waits for: no interrupt, nobody reads, the 4-entry log laps.
+    let ops: Vec<FenceWork> = (1..=10).map(|v| FenceWork::Signal(f, v)).collect();
+    s.submit_fence_ops(q, &ops)?;
+    s.run_until_idle()?;
+    ensure!(
+        s.um_fence_value(f)? == 10,
+        "the ten signals did not run (value {})",
+        s.um_fence_value(f)?
+    );
+    // One signal with a waiter: the interrupt names the queue, the OS finds 11 entries
+    // written since its cursor in a 4-entry log.
+    s.submit_fence_ops(q, &[FenceWork::Signal(g, 1)])?;
+    let r = s.wait_um_fence(g, 1, WAIT)?;
+    ensure!(r == WaitResult::Satisfied, "CPU wait ended {r:?}");
+    let c = s.log_counters(0)?;
+    ensure!(
+        c.overflows >= 1 && c.entries_lost >= 7,
+        "LOG-05: 11 entries in a 4-entry log, but overflows {} and entries lost {} (expected \
+         ≥ 1 and ≥ 7): {c:?}",
+        c.overflows,
+        c.entries_lost
+    );
+    ensure!(
+        c.fallback_scans >= 1,
+        "LOG-05: an overflow must make the OS scan the device's fences: {c:?}"
+    );
+    s.close_queue(q)?;
+    let tl = s.fence_timeline("Logs.OverflowFallsBackToScan")?;
+    let lost = tl
+        .ops
+        .iter()
+        .filter(|o| o.kind == LogKind::Signal && o.end_gpu.is_none())
+        .count();
+    ensure!(
+        lost >= 7,
+        "the timeline shows {lost} signal operations without a GPU record (expected ≥ 7)"
+    );
+    ensure!(
+        !tl.markers.is_empty(),
+        "the timeline has no overflow marker"
+    );
+    runner::attach_timeline(tl);
+    Ok(())
+}
+
+fn recreate_log_mid_run(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, |_| {})?;
+    s.trace_fences()?;
+    let p = s.open_process(0)?;
+    let q = s.create_queue(p, 0, SubmitPath::UserMode)?;
+    let f = s.create_um_fence(p, 0)?;
+    for v in 1..=3 {
+        s.submit_fence_ops(q, &[FenceWork::Signal(f, v)])?;
+    }
+    ensure!(
+        s.wait_um_fence(f, 3, WAIT)? == WaitResult::Satisfied,
+        "first half did not run"
+    );
+    s.recreate_queue_log(q, LogKind::Signal, 16)?;
+    let logs = s.queue_logs(q)?;
+    ensure!(
+        logs.signal_entries == Some(16),
+        "LOG-01: after the move the signal log has {:?} entries (expected 16)",
+        logs.signal_entries
+    );
+    for v in 4..=6 {
+        s.submit_fence_ops(q, &[FenceWork::Signal(f, v)])?;
+    }
+    ensure!(
+        s.wait_um_fence(f, 6, WAIT)? == WaitResult::Satisfied,
+        "second half did not run"
+    );
+    s.close_queue(q)?;
+    let tl = s.fence_timeline("Logs.RecreateLogMidRun")?;
+    let signals: Vec<(u32, u64)> = tl
+        .ops
+        .iter()
+        .filter(|o| o.kind == LogKind::Signal && o.fence != 0)
+        .map(|o| (o.index, o.value))
+        .collect();
+    ensure!(
+        signals == (0..6).map(|i| (i, u64::from(i) + 1)).collect::<Vec<_>>(),
+        "LOG-01/LOG-02: signal log across the move: {signals:?} (expected indices 0..5 with \
+         values 1..6)"
+    );
+    check_joined(&tl)?;
+    Ok(())
+}
+
+/// One process of the chain: queue `a` (node 0) produces, queue `b` (node 1, or 0 on a
+/// single-engine adapter) consumes.
+struct Lane {
+    a: UmQueueRef,
+    b: UmQueueRef,
+    /// a → b.
+    fa: UmFenceRef,
+    /// b → CPU.
+    fb: UmFenceRef,
+    buf: crate::backend::BufferRef,
+    last: [u64; 2],
+}
+
+fn timeline(b: &dyn Backend) -> CaseResult {
+    const ROUNDS: u64 = 34; // 2 processes x 34 rounds x 3 operations = 204
+    let mut s = session(b, ExecMode::Threaded, |_| {})?;
+    s.trace_fences()?;
+    let nodes = s.submission_caps(0)?.user_mode_nodes;
+    let second = nodes
+        .iter()
+        .enumerate()
+        .skip(1)
+        .find(|(_, um)| **um)
+        .map_or(0, |(n, _)| n as u32);
+    let mut lanes = Vec::new();
+    let mut procs: Vec<ProcessRef> = Vec::new();
+    for _ in 0..2 {
+        let p = s.open_process(0)?;
+        procs.push(p);
+        let a = s.create_queue(p, 0, SubmitPath::UserMode)?;
+        let bq = s.create_queue(p, second, SubmitPath::UserMode)?;
+        let fa = s.create_um_fence(p, 0)?;
+        let fb = s.create_um_fence(p, 0)?;
+        let buf = s.create_buffer(p, 4096)?;
+        lanes.push(Lane {
+            a,
+            b: bq,
+            fa,
+            fb,
+            buf,
+            last: [0; 2],
+        });
+    }
+    for k in 1..=ROUNDS {
+        for l in &mut lanes {
+            let buf = l.buf;
+            let fill = |off: u64| {
+                FenceWork::Work(Work::Fill {
+                    dst: buf,
+                    offset: off,
+                    bytes: 1024,
+                    pattern: k,
+                })
+            };
+            // Consumer first, so its wait is usually in the GPU before the producer signals.
+            l.last[1] = s.submit_fence_ops(
+                l.b,
+                &[
+                    FenceWork::Wait(l.fa, k),
+                    fill(2048),
+                    FenceWork::Signal(l.fb, k),
+                ],
+            )?;
+            l.last[0] = s.submit_fence_ops(l.a, &[fill(0), FenceWork::Signal(l.fa, k)])?;
+        }
+        if k % 5 == 0 || k == ROUNDS {
+            for l in &lanes {
+                let r = s.wait_um_fence(l.fb, k, WAIT)?;
+                ensure!(
+                    r == WaitResult::Satisfied,
+                    "CPU wait for round {k} ended {r:?}"
+                );
+            }
+        }
+    }
+    for l in &lanes {
+        for (q, v) in [(l.a, l.last[0]), (l.b, l.last[1])] {
+            let r = s.wait_progress(q, v)?;
+            ensure!(r == WaitResult::Satisfied, "queue did not finish: {r:?}");
+        }
+        ensure!(
+            s.um_fence_value(l.fa)? == ROUNDS && s.um_fence_value(l.fb)? == ROUNDS,
+            "fences did not reach {ROUNDS}"
+        );
+    }
+    // Destroying the queues makes the OS drain their logs one last time.
+    for l in &lanes {
+        s.close_queue(l.a)?;
+        s.close_queue(l.b)?;
+    }
+    let tl = s.fence_timeline("Logs.Timeline")?;
+    let want = 2 * ROUNDS as usize * 3;
+    ensure!(
+        tl.ops.len() == want,
+        "{} operations in the timeline, {want} submitted",
+        tl.ops.len()
+    );
+    ensure!(
+        tl.queues.len() >= 4,
+        "{} queues in the timeline, expected 4",
+        tl.queues.len()
+    );
+    ensure!(
+        !tl.calibrations.is_empty(),
+        "no GPU clock calibration sample: GPU times cannot be mapped"
+    );
+    check_joined(&tl)?;
+    // The chain's values per log: signals of fa on a, waits on fa and signals of fb on b, each
+    // 1..=ROUNDS in index order.
+    for ((q, k), ops) in per_log(&tl) {
+        let values: Vec<u64> = ops.iter().map(|o| o.value).collect();
+        ensure!(
+            values == (1..=ROUNDS).collect::<Vec<_>>(),
+            "LOG-03: queue {q} {} log values {values:?}",
+            kind_name(k)
+        );
+    }
+    runner::attach_timeline(tl);
+    Ok(())
+}
