@@ -557,7 +557,37 @@ fn decode(
         DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED => {
             let d = unsafe { data.Anonymous.NativeFenceSignaled };
             check_node(d.NodeOrdinal, d.EngineOrdinal)?;
-            let fences = if d.pSignaledNativeFenceArray.is_null() {
+            // Issue 5 (LOG-08): with the optimized cap the OS reads hHWQueue only.
+            let optimized = lock(&a.caps).is_some_and(|c| {
+                c.SchedulingCaps
+                    .is_set(DXGK_VIDSCHCAPS::OptimizedNativeFenceSignaledInterrupt)
+            });
+            let hw_queue = if optimized && !d.hHWQueue.is_null() {
+                let h = d.hHWQueue as usize;
+                let table = lock(&a.fence_os).logs.clone();
+                match table.check_isr_queue(h, d.NodeOrdinal) {
+                    crate::fencelog::IsrQueue::Ok => Some(h),
+                    crate::fencelog::IsrQueue::Unknown => {
+                        return Err(BugCheck::video_scheduler(
+                            vidsch::SIM_INVALID_HW_QUEUE,
+                            h as u64,
+                            u64::from(d.NodeOrdinal),
+                            u64::MAX,
+                        ))
+                    }
+                    crate::fencelog::IsrQueue::WrongNode(n) => {
+                        return Err(BugCheck::video_scheduler(
+                            vidsch::SIM_INVALID_HW_QUEUE,
+                            h as u64,
+                            u64::from(d.NodeOrdinal),
+                            u64::from(n),
+                        ))
+                    }
+                }
+            } else {
+                None
+            };
+            let fences = if optimized || d.pSignaledNativeFenceArray.is_null() {
                 None
             } else {
                 let n = d.SignaledNativeFenceCount as usize;
@@ -596,6 +626,8 @@ fn decode(
                 evaluate_legacy: data
                     .Flags
                     .is_set(DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::EvaluateLegacyMonitoredFences),
+                optimized,
+                hw_queue,
             }
         }
         other => Notification::Other {

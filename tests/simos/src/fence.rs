@@ -79,6 +79,7 @@ use crate::kernel::IrqlScope;
 use crate::machine::{Machine, Mode};
 use crate::notify::Notification;
 use crate::state::lock;
+use crate::trace::ReleaseVia;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 const KIND_CURRENT: u8 = 0;
@@ -134,6 +135,28 @@ pub enum WaitOutcome {
 struct EventInner {
     state: Mutex<Option<WaitOutcome>>,
     cv: Condvar,
+    /// How a satisfied wait was released (issue 5, docs/logs.md §4.3).
+    via: Mutex<Option<ReleaseVia>>,
+}
+
+thread_local! {
+    /// How waits released on this thread right now are attributed ([`ViaScope`]).
+    static VIA: std::cell::Cell<ReleaseVia> = const { std::cell::Cell::new(ReleaseVia::Resample) };
+}
+
+/// Attributes the waits released on this thread while it lives to `via`.
+struct ViaScope(ReleaseVia);
+
+impl ViaScope {
+    fn enter(via: ReleaseVia) -> Self {
+        Self(VIA.with(|c| c.replace(via)))
+    }
+}
+
+impl Drop for ViaScope {
+    fn drop(&mut self) {
+        VIA.with(|c| c.set(self.0));
+    }
 }
 
 /// The event form of a CPU wait (MF-04): becomes signalled once with the wait's outcome.
@@ -152,6 +175,11 @@ impl SimEvent {
     /// The outcome, if signalled.
     pub fn outcome(&self) -> Option<WaitOutcome> {
         *lock(&self.0.state)
+    }
+
+    /// How a satisfied wait was released (`None` until it is; issue 5).
+    pub fn released_via(&self) -> Option<ReleaseVia> {
+        *lock(&self.0.via)
     }
 
     /// Whether the wait was satisfied.
@@ -237,6 +265,9 @@ struct ObjState {
     mv_os: u64,
     /// Cross-adapter: MonitoredValue held at 0 (NF-16).
     hold_zero: bool,
+    /// D3DKMT handles of this fence (issue 5: a log entry names the fence by one), with the
+    /// process that holds each.
+    kmt_handles: Vec<(u32, ProcessId)>,
     /// Cross-adapter peers: the same fence on other adapters.
     peers: Vec<Arc<FenceObj>>,
     /// The same fence opened as a legacy monitored fence on adapters without native fences
@@ -367,6 +398,22 @@ pub struct FenceOs {
     pub update_current_calls: u64,
     /// Fence resamples done at DPC time (one per fence per DPC).
     pub dpc_resamples: u64,
+    /// Issue 5: every hardware queue of the adapter with its logs ([`crate::fencelog`]).
+    pub(crate) logs: Arc<crate::fencelog::LogTable>,
+    /// Issue 5: the log drain's counters.
+    pub log_counters: crate::fencelog::LogCounters,
+    /// Issue 5: what the DPC's notifications ask the log drain to read.
+    log_req: crate::fencelog::DrainRequest,
+    /// Issue 5: the OS's trace sink.
+    pub(crate) trace: crate::trace::SinkSlot,
+    /// Issue 5: D3DKMT handle → the process's instance: how a log entry's `hNativeFence`
+    /// resolves (the instance's process must be the queue's).
+    kmt: HashMap<u32, NativeFence>,
+    /// Issue 5: last GPU counter CalibrateGpuClock returned, and when it was called.
+    pub(crate) last_gpu_clock: u64,
+    pub(crate) last_calibration: Option<Instant>,
+    /// Issue 5: the KMD handles the last `DxgkDdiUpdateNativeFenceLogs` named (tests).
+    pub(crate) last_log_update: Vec<usize>,
 }
 
 impl FenceOs {
@@ -587,7 +634,9 @@ fn release_satisfied(waiters: &mut Vec<Waiter>, value: u64) -> Vec<Waiter> {
         .into_iter()
         .partition(|w| rvgpu_hw::fence::wait_satisfied(value, w.value));
     *waiters = pending;
+    let via = VIA.with(|c| c.get());
     for w in &done {
+        *lock(&w.event.0.via) = Some(via);
         w.event.set(WaitOutcome::Satisfied);
     }
     done
@@ -600,7 +649,10 @@ fn resample(obj: &FenceObj) -> Option<u64> {
     if st.destroyed {
         return None;
     }
-    release_satisfied(&mut st.waiters, obj.cv.load());
+    let done = release_satisfied(&mut st.waiters, obj.cv.load());
+    if !done.is_empty() {
+        trace_released(obj, &st, &done);
+    }
     let desired = if st.hold_zero {
         0
     } else {
@@ -615,6 +667,43 @@ fn resample(obj: &FenceObj) -> Option<u64> {
     } else {
         st.mv_os = desired;
         Some(desired)
+    }
+}
+
+/// Reports released waits to the adapter's trace sink (issue 5).
+fn trace_released(obj: &FenceObj, st: &ObjState, done: &[Waiter]) {
+    let Some(a) = obj.adapter.upgrade() else {
+        return;
+    };
+    let Some(sink) = lock(&a.fence_os).trace.0.clone() else {
+        return;
+    };
+    let (fence_kmt, process) = st.kmt_handles.first().copied().unwrap_or((0, obj.creator));
+    let via = VIA.with(|c| c.get());
+    let now = crate::trace::qpc();
+    for w in done {
+        sink.event(&crate::trace::TraceEvent::WaitReleased {
+            adapter: obj.adapter_index,
+            fence_kmt,
+            process,
+            value: w.value,
+            via,
+            qpc: now,
+        });
+    }
+}
+
+/// Issue 5: a SIGNAL_EXECUTED log entry proves the fence reached `value` (fence values only
+/// grow): releases the waits with target `<= value`, attributed to the entry.
+fn release_from_log(obj: &FenceObj, value: u64, via: ReleaseVia) {
+    let _v = ViaScope::enter(via);
+    let mut st = lock(&obj.st);
+    if st.destroyed {
+        return;
+    }
+    let done = release_satisfied(&mut st.waiters, value);
+    if !done.is_empty() {
+        trace_released(obj, &st, &done);
     }
 }
 
@@ -693,6 +782,31 @@ pub(crate) fn note_notifications<'a>(
     for n in ns {
         match n {
             Notification::NativeFenceSignaled {
+                node,
+                optimized: true,
+                hw_queue,
+                evaluate_legacy,
+                ..
+            } => {
+                // LOG-08: with the optimized cap the OS reads hHWQueue, not the array.
+                match hw_queue {
+                    Some(h) => {
+                        os.log_req.named.insert(*h);
+                    }
+                    None if *evaluate_legacy => {
+                        // NULL + EvaluateLegacyMonitoredFences: every waiter (nflags); the
+                        // engine's logs are read too, for the timeline.
+                        os.work_all = true;
+                        os.legacy_work = true;
+                        os.log_req.engines.insert(*node);
+                    }
+                    None => {
+                        os.log_req.engines.insert(*node);
+                    }
+                }
+            }
+            Notification::NativeFenceSignaled {
+                node,
                 fences,
                 evaluate_legacy,
                 ..
@@ -702,8 +816,14 @@ pub(crate) fn note_notifications<'a>(
                     // NF-14: NULL with EvaluateLegacyMonitoredFences = 1 asks for every wait,
                     // legacy monitored-fence waits included.
                     os.legacy_work |= *evaluate_legacy;
+                    // Issue 5 without the optimized cap: the engine's logs are read for the
+                    // timeline (releases from the scan or the logs, whichever comes first).
+                    os.log_req.engines.insert(*node);
                 }
-                Some(v) => os.work.extend(v.iter().copied()),
+                Some(v) => {
+                    os.work.extend(v.iter().copied());
+                    os.log_req.engines.insert(*node);
+                }
             },
             Notification::Other { interrupt_type }
                 if *interrupt_type
@@ -732,9 +852,22 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
     for l in legacy {
         l.release();
     }
-    let objs: Vec<Arc<FenceObj>> = {
+    // Issue 5: the log drain (docs/logs.md §4.2), releases from signal entries first.
+    let req = std::mem::take(&mut lock(&a.fence_os).log_req);
+    let mut from_logs: Vec<Arc<FenceObj>> = Vec::new();
+    let mut log_scan = false;
+    if !req.is_empty() {
+        match log_drain(a, &req, &[]) {
+            Ok((objs, scan)) => {
+                from_logs = objs;
+                log_scan = scan;
+            }
+            Err(_) => return,
+        }
+    }
+    let objs: (Vec<Arc<FenceObj>>, bool) = {
         let mut os = lock(&a.fence_os);
-        let all = std::mem::take(&mut os.work_all);
+        let all = std::mem::take(&mut os.work_all) || log_scan;
         let set = std::mem::take(&mut os.work);
         let v: Vec<Arc<FenceObj>> = if all {
             os.objs.values().cloned().collect()
@@ -742,9 +875,19 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
             set.iter().filter_map(|h| os.objs.get(h).cloned()).collect()
         };
         os.dpc_resamples += v.len() as u64;
-        v
+        (v, all)
     };
-    let mut objs = objs;
+    let (mut objs, all) = objs;
+    for o in from_logs {
+        if !objs.iter().any(|x| Arc::ptr_eq(x, &o)) {
+            objs.push(o);
+        }
+    }
+    let _via = ViaScope::enter(if all {
+        ReleaseVia::Scan
+    } else {
+        ReleaseVia::Resample
+    });
     let r = settle_batch(a, &mut objs).and_then(|()| objs.iter().try_for_each(|o| propagate(o)));
     if let Err(e) = r {
         // A DPC that runs while StopDevice disconnects the interrupt cannot update
@@ -754,6 +897,93 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
                 "DPC-time processing of native fences on adapter {}: {e}",
                 a.index
             ));
+        }
+    }
+}
+
+/// Runs the log drain and applies its releases: returns the fences whose waits changed (to be
+/// re-armed) and whether a fallback scan of every fence is due.
+pub(crate) fn log_drain(
+    a: &AdapterShared,
+    req: &crate::fencelog::DrainRequest,
+    forced: &[Arc<crate::fencelog::QueueLog>],
+) -> Result<(Vec<Arc<FenceObj>>, bool), SimError> {
+    let table = lock(&a.fence_os).logs.clone();
+    let _serial = lock(&table.drain_lock);
+    log_drain_locked(a, req, forced)
+}
+
+/// [`log_drain`] with the adapter's drain lock held by the caller.
+pub(crate) fn log_drain_locked(
+    a: &AdapterShared,
+    req: &crate::fencelog::DrainRequest,
+    forced: &[Arc<crate::fencelog::QueueLog>],
+) -> Result<(Vec<Arc<FenceObj>>, bool), SimError> {
+    maybe_calibrate(a);
+    let d = crate::fencelog::drain(a, req, forced)?;
+    let mut scan = d.scan_all;
+    let mut touched: Vec<Arc<FenceObj>> = Vec::new();
+    for s in &d.signals {
+        let obj = {
+            let os = lock(&a.fence_os);
+            os.kmt
+                .get(&s.handle)
+                .filter(|f| f.process == s.process)
+                .map(|f| f.obj.clone())
+        };
+        match obj {
+            Some(o) => {
+                release_from_log(
+                    &o,
+                    s.value,
+                    ReleaseVia::Log {
+                        queue_id: s.queue_id,
+                        kind: crate::trace::LogKind::Signal,
+                        index: s.index,
+                    },
+                );
+                if !touched.iter().any(|x| Arc::ptr_eq(x, &o)) {
+                    touched.push(o);
+                }
+            }
+            // A handle that does not resolve (a fence created without a D3DKMT handle, or a
+            // UMD payload error): fall back to the scan.
+            None => scan = true,
+        }
+    }
+    if scan && !d.scan_all {
+        lock(&a.fence_os).log_counters.log_fallback_scans += 1;
+    }
+    Ok((touched, scan))
+}
+
+/// Calibrates the GPU clock of every node when due (§4.6): every drain in step mode (the GPU
+/// clock advances per step there), at most every 30 ms of real time in threaded mode.
+fn maybe_calibrate(a: &AdapterShared) {
+    let due = {
+        let os = lock(&a.fence_os);
+        if os.trace.0.is_none() {
+            false
+        } else {
+            match (a.device.config().mode, os.last_calibration) {
+                (_, None) => true,
+                (rvgpu_device::Mode::Step, _) => true,
+                (_, Some(t)) => t.elapsed() >= Duration::from_millis(30),
+            }
+        }
+    };
+    if !due
+        || a.table
+            .get()
+            .and_then(|t| t.DxgkDdiCalibrateGpuClock)
+            .is_none()
+    {
+        return;
+    }
+    let nodes = lock(&a.caps).map_or(1, |c| c.GpuEngineTopology.NbAsymetricProcessingNodes);
+    for node in 0..nodes {
+        if crate::fencelog::calibrate(a, node).is_err() {
+            return;
         }
     }
 }
@@ -929,6 +1159,7 @@ impl Machine {
                 waiters: Vec::new(),
                 mv_os: mv_init,
                 hold_zero: cross,
+                kmt_handles: Vec::new(),
                 peers: Vec::new(),
                 legacy_peers: Vec::new(),
                 last_propagated: 0,
@@ -1251,7 +1482,10 @@ impl Machine {
                 resume: None,
             });
         }
-        settle(&fence.obj)?;
+        {
+            let _via = ViaScope::enter(ReleaseVia::Immediate);
+            settle(&fence.obj)?;
+        }
         Ok(ev)
     }
 
@@ -1332,7 +1566,10 @@ impl Machine {
             drop(st);
             update_current(&a, &[(fence.obj.global, value, fence.obj.cv.kva())], false)?;
         }
-        settle(&fence.obj)?;
+        {
+            let _via = ViaScope::enter(ReleaseVia::CpuSignal);
+            settle(&fence.obj)?;
+        }
         propagate(&fence.obj)
     }
 }
@@ -1656,5 +1893,151 @@ impl Machine {
     pub fn legacy_fence_scans(&self, i: usize) -> u64 {
         self.adapter_shared(i)
             .map_or(0, |a| lock(&a.fence_os).legacy_scans)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 5: native fence logs, D3DKMT handles of native fences, the trace sink.
+
+/// Settles `objs` after a log drain (re-arm MonitoredValue, resample), attributing the releases
+/// of the resample to `Scan` when `scan` (every fence of the adapter is then settled).
+pub(crate) fn settle_after_drain(
+    a: &AdapterShared,
+    objs: Vec<Arc<FenceObj>>,
+    scan: bool,
+) -> Result<(), SimError> {
+    let mut objs = objs;
+    if scan {
+        let all: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
+        for o in all {
+            if !objs.iter().any(|x| Arc::ptr_eq(x, &o)) {
+                objs.push(o);
+            }
+        }
+    }
+    let _via = ViaScope::enter(if scan {
+        ReleaseVia::Scan
+    } else {
+        ReleaseVia::Resample
+    });
+    settle_batch(a, &mut objs)?;
+    objs.iter().try_for_each(|o| propagate(o))
+}
+
+impl Machine {
+    /// Installs the OS's trace sink on every adapter (docs/logs.md §4.7). With a sink the OS
+    /// also calibrates the GPU clock at log drains (§4.6).
+    pub fn set_trace_sink(&self, s: Arc<dyn crate::trace::TraceSink>) {
+        for i in 0.. {
+            let Ok(a) = self.adapter_shared(i) else {
+                break;
+            };
+            lock(&a.fence_os).trace = crate::trace::SinkSlot(Some(s.clone()));
+        }
+    }
+
+    /// The KMD queue handles the last `DxgkDdiUpdateNativeFenceLogs` on adapter `i` named.
+    pub fn last_log_update(&self, i: usize) -> Vec<usize> {
+        self.adapter_shared(i).map_or_else(
+            |_| Vec::new(),
+            |a| lock(&a.fence_os).last_log_update.clone(),
+        )
+    }
+
+    /// The KMD handle of the hardware queue with device queue id `queue_id` on adapter `i`.
+    pub fn hw_queue_kmd_by_id(&self, i: usize, queue_id: u32) -> Option<usize> {
+        let a = self.adapter_shared(i).ok()?;
+        let t = lock(&a.fence_os).logs.clone();
+        let q = t.all().into_iter().find(|q| q.queue_id == queue_id)?;
+        Some(q.kmd)
+    }
+
+    /// Whether adapter `i`'s driver advertised `OptimizedNativeFenceSignaledInterrupt`
+    /// (LOG-08: the OS then reads `hHWQueue`, not the fence array).
+    pub fn optimized_fence_irq(&self, i: usize) -> bool {
+        self.adapter_shared(i).is_ok_and(|a| {
+            lock(&a.caps).is_some_and(|c| {
+                c.SchedulingCaps.is_set(
+                    rvgpu_ddi::adapter::DXGK_VIDSCHCAPS::OptimizedNativeFenceSignaledInterrupt,
+                )
+            })
+        })
+    }
+
+    /// Adapter `i`'s queue table of the log machinery (tests of the ISR-time check).
+    pub fn log_table(&self, i: usize) -> Option<Arc<crate::fencelog::LogTable>> {
+        let a = self.adapter_shared(i).ok()?;
+        let t = lock(&a.fence_os).logs.clone();
+        Some(t)
+    }
+
+    /// The log drain's counters on adapter `i`.
+    pub fn log_counters(&self, i: usize) -> crate::fencelog::LogCounters {
+        self.adapter_shared(i)
+            .map_or_else(|_| Default::default(), |a| lock(&a.fence_os).log_counters)
+    }
+
+    /// Gives `fence` (this process's instance) a D3DKMT handle, the `hNativeFence` a LOG_WRITE
+    /// records (what `D3DKMTCreateNativeFence` returns to the process). Returns the handle.
+    pub fn native_fence_kmt_handle(&self, fence: &NativeFence) -> Result<u32, SimError> {
+        let a = self.fence_adapter(fence.adapter())?;
+        let h = crate::ums::new_kmt_handle();
+        lock(&fence.obj.st).kmt_handles.push((h, fence.process));
+        lock(&a.fence_os).kmt.insert(h, fence.clone());
+        Ok(h)
+    }
+
+    /// The instance with D3DKMT handle `h` on adapter `i`.
+    pub fn native_fence_by_kmt(&self, i: usize, h: u32) -> Option<NativeFence> {
+        let a = self.adapter_shared(i).ok()?;
+        let f = lock(&a.fence_os).kmt.get(&h).cloned();
+        f
+    }
+
+    /// Forgets D3DKMT handle `h` (before the instance is destroyed); returns its instance.
+    pub(crate) fn take_native_fence_kmt(&self, i: usize, h: u32) -> Option<NativeFence> {
+        let a = self.adapter_shared(i).ok()?;
+        let f = lock(&a.fence_os).kmt.remove(&h)?;
+        lock(&f.obj.st).kmt_handles.retain(|(k, _)| *k != h);
+        Some(f)
+    }
+
+    /// Runs the DPC-time log drain of adapter `i` outside a DPC (benchmarks, tests): reads the
+    /// logs of the queues with KMD handles `named` and of every queue on `engines`, calls
+    /// `DxgkDdiUpdateNativeFenceLogs` for those with new entries, releases waits, falls back
+    /// to a scan when needed, re-arms MonitoredValue.
+    pub fn drain_native_fence_logs(
+        &self,
+        i: usize,
+        named: &[usize],
+        engines: &[u32],
+    ) -> Result<(), SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let req = crate::fencelog::DrainRequest {
+            named: named.iter().copied().collect(),
+            engines: engines.iter().copied().collect(),
+        };
+        let (objs, scan) = log_drain(&a, &req, &[])?;
+        settle_after_drain(&a, objs, scan)
+    }
+
+    /// The non-optimized baseline: resample every native fence of adapter `i` (what a NULL
+    /// report costs the OS), releasing and re-arming as the DPC does.
+    pub fn scan_native_fences(&self, i: usize) -> Result<(), SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let n = lock(&a.fence_os).objs.len() as u64;
+        lock(&a.fence_os).dpc_resamples += n;
+        settle_after_drain(&a, Vec::new(), true)
+    }
+
+    /// `DxgkDdiCalibrateGpuClock(node, 0)` on adapter `i` with the OS's checks (§4.6):
+    /// `(gpu_hz, gpu, cpu, bracket)`.
+    pub fn calibrate_gpu_clock(
+        &self,
+        i: usize,
+        node: u32,
+    ) -> Result<(u64, u64, u64, u64), SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        crate::fencelog::calibrate(&a, node)
     }
 }

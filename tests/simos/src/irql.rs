@@ -98,6 +98,10 @@ pub enum Routine {
     DxgkDdiResetFromTimeout,
     DxgkDdiRestartFromTimeout,
     DxgkCbInvalidateHwContext,
+    // Native fence logs and GPU clock (issue 5).
+    DxgkDdiSetNativeFenceLogBuffer,
+    DxgkDdiUpdateNativeFenceLogs,
+    DxgkDdiCalibrateGpuClock,
 }
 
 /// The levels a routine may run at, inclusive, and where the rule is written.
@@ -320,6 +324,16 @@ impl Routine {
             }
             Self::DxgkCbInvalidateHwContext => {
                 rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_invalidatehwcontext")
+            }
+            // Issue 5: the OS calls the three at DISPATCH_LEVEL (docs/logs.md §3.6, §9.3).
+            Self::DxgkDdiSetNativeFenceLogBuffer => {
+                rule(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer")
+            }
+            Self::DxgkDdiUpdateNativeFenceLogs => {
+                rule(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_updatenativefencelogs")
+            }
+            Self::DxgkDdiCalibrateGpuClock => {
+                rule(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock")
             }
         }
     }

@@ -437,6 +437,12 @@ unsafe impl Platform for SimKernel {
         dma_bus_address(va.as_ptr() as usize)
     }
 
+    /// Issue 5: the simulation's QPC ([`crate::trace::qpc`], 10 MHz), the clock the UMD's
+    /// queued events use too.
+    fn query_performance_counter() -> (u64, u64) {
+        (crate::trace::qpc(), crate::trace::QPC_HZ)
+    }
+
     fn log(level: Level, args: fmt::Arguments<'_>) {
         let text = fmt::format(args);
         match current_machine() {

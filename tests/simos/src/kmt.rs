@@ -24,9 +24,11 @@ use rvgpu_umd::kmt::{
 
 use crate::adapter::AdapterShared;
 use crate::error::SimError;
-use crate::fence::{MonitoredFence, WaitOutcome};
+use crate::fence::{MonitoredFence, NativeFence, NativeFenceDesc, WaitOutcome};
 use crate::machine::Machine;
 use crate::ums::{self, DoorbellCpuState, UmsProcess};
+use rvgpu_umd::fence::NativeFence as UmdNativeFence;
+use zerocopy::IntoBytes;
 
 /// `STATUS_IO_TIMEOUT`: a blocking wait that timed out (threaded mode) or could never be
 /// satisfied (step mode: the machine went idle).
@@ -124,6 +126,17 @@ impl<'m> SimKmt<'m> {
     /// The machine.
     pub fn machine(&self) -> &'m Machine {
         self.m
+    }
+
+    /// Gives `f` a D3DKMT handle and builds the UMD's view of it.
+    fn with_kmt_handle(&self, f: NativeFence) -> Result<UmdNativeFence, NtStatus> {
+        let h = self.m.native_fence_kmt_handle(&f).map_err(status)?;
+        let pdd = f.pdd();
+        UmdNativeFence::from_private_data(h, pdd.as_bytes()).map_err(|_| {
+            let _ = self.m.take_native_fence_kmt(self.p.adapter, h);
+            let _ = self.m.destroy_native_fence(&f);
+            NtStatus(STATUS_UNSUCCESSFUL)
+        })
     }
 
     fn adapter(&self) -> Result<Arc<AdapterShared>, NtStatus> {
@@ -243,6 +256,55 @@ impl Kmt for SimKmt<'_> {
             command_bytes,
         )
         .map_err(status)
+    }
+
+    // Issue 5 (docs/logs.md §4.7, §5): native fences with a D3DKMT handle, the CPU clock.
+
+    fn create_native_fence(&self, initial_value: u64) -> Result<UmdNativeFence, NtStatus> {
+        let f = self
+            .m
+            .create_native_fence(
+                self.p.adapter,
+                self.p.pid,
+                NativeFenceDesc {
+                    initial: initial_value,
+                    // Shareable so that another process can open it by its handle.
+                    shareable: true,
+                    ..NativeFenceDesc::default()
+                },
+            )
+            .map_err(status)?;
+        self.with_kmt_handle(f)
+    }
+
+    fn open_native_fence(&self, shared: u64) -> Result<UmdNativeFence, NtStatus> {
+        let h = u32::try_from(shared).map_err(|_| NtStatus(STATUS_INVALID_HANDLE))?;
+        let f = self
+            .m
+            .native_fence_by_kmt(self.p.adapter, h)
+            .ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
+        let mine = self.m.open_native_fence(&f, self.p.pid).map_err(status)?;
+        self.with_kmt_handle(mine)
+    }
+
+    fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
+        match self.m.native_fence_by_kmt(self.p.adapter, fence) {
+            Some(f) if f.process() == self.p.pid => {}
+            _ => return Err(NtStatus(STATUS_INVALID_HANDLE)),
+        }
+        let f = self
+            .m
+            .take_native_fence_kmt(self.p.adapter, fence)
+            .ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
+        self.m.destroy_native_fence(&f).map_err(status)
+    }
+
+    fn cpu_timestamp(&self) -> u64 {
+        crate::trace::qpc()
+    }
+
+    fn cpu_timestamp_frequency(&self) -> u64 {
+        crate::trace::QPC_HZ
     }
 
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {

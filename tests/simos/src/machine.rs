@@ -54,6 +54,9 @@ pub struct OsConfig {
     /// How long blocking D3DKMT waits (and a normal exit's wait for a queue) wait in threaded
     /// mode before they fail.
     pub wait_timeout: Duration,
+    /// Issue 5: `NumberOfEntries` of the wait and signal logs the OS gives every user-mode
+    /// queue (default 84, a full 4 KiB buffer; tests use 4 to force overflows, LOG-05).
+    pub log_entries: u64,
 }
 
 impl Default for OsConfig {
@@ -62,6 +65,7 @@ impl Default for OsConfig {
             native_fence_feature: true,
             submit_irql: Irql::Dispatch,
             wait_timeout: crate::ums::DEFAULT_WAIT,
+            log_entries: crate::fencelog::DEFAULT_LOG_ENTRIES,
         }
     }
 }

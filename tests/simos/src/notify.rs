@@ -36,6 +36,12 @@ pub enum Notification {
         /// `Flags.EvaluateLegacyMonitoredFences`: with a NULL array, scan the legacy monitored
         /// fences too (hardware that cannot tell the two apart, NF-14).
         evaluate_legacy: bool,
+        /// Issue 5 (LOG-08): the adapter advertised `OptimizedNativeFenceSignaledInterrupt`,
+        /// so the OS read `hHWQueue` and ignored the array (`fences` is then `None`).
+        optimized: bool,
+        /// The non-NULL `hHWQueue` (read only when `optimized`): the queue whose signal log to
+        /// read; `None` = every queue on the engine.
+        hw_queue: Option<usize>,
     },
     /// Another known interrupt type the simulation records without interpreting yet.
     Other {

@@ -129,6 +129,11 @@ fn new_handle() -> KmtHandle {
     NEXT_HANDLE.fetch_add(4, Ordering::Relaxed)
 }
 
+/// A new D3DKMT handle (issue 5: native fences get one from the same space).
+pub(crate) fn new_kmt_handle() -> KmtHandle {
+    new_handle()
+}
+
 /// The OS kernel handle of the object with D3DKMT handle `h` (what the KMD gets as input).
 pub fn kernel_handle(h: KmtHandle) -> usize {
     0x7D00_0000_0000usize | ((h as usize) << 4)
@@ -1477,6 +1482,8 @@ fn destroy_hw_queue(m: &Machine, a: &AdapterShared, h: KmtHandle) -> Result<(), 
         )
     };
     let _q = lock(&lock_q);
+    // Issue 5: the queue is off the runlist; read what its logs still hold.
+    crate::fencelog::queue_destroying(a, kmd)?;
     let f = table(a)?.DxgkDdiDestroyHwQueue.ok_or_else(|| {
         sim_err(
             a,
@@ -1494,6 +1501,7 @@ fn destroy_hw_queue(m: &Machine, a: &AdapterShared, h: KmtHandle) -> Result<(), 
         },
     )?;
     must_succeed(a, "DxgkDdiDestroyHwQueue", status)?;
+    crate::fencelog::queue_destroyed(a, kmd)?;
     {
         let mut os = lock(&a.ums);
         os.queues.remove(&h);
@@ -1743,6 +1751,53 @@ impl Machine {
             queue: d.queue,
             writes: d.cpu.write_counts(),
         })
+    }
+
+    /// The KMD's handle of `queue` (`hHWQueue` in the optimized interrupt, issue 5).
+    pub fn hw_queue_kmd_handle(&self, i: usize, queue: KmtHandle) -> Option<usize> {
+        let a = self.adapter_shared(i).ok()?;
+        let os = lock(&a.ums);
+        os.queues.get(&queue).map(|q| q.kmd)
+    }
+
+    /// Issue 5 (LOG-01): Dxgkrnl moves the `kind` log of `queue` to a new buffer of `entries`
+    /// entries while the queue runs (see [`crate::fencelog`]).
+    pub fn recreate_hw_queue_log(
+        &self,
+        p: &UmsProcess,
+        queue: KmtHandle,
+        kind: crate::fencelog::LogKind,
+        entries: u64,
+    ) -> Result<(), SimError> {
+        let a = self.adapter_shared(p.adapter)?.clone();
+        let kmd = {
+            let os = lock(&a.ums);
+            os.queues
+                .get(&queue)
+                .filter(|q| q.device == p.device)
+                .map(|q| q.kmd)
+                .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?
+        };
+        crate::fencelog::recreate(&a, kmd, kind, entries)
+    }
+
+    /// Issue 5: the OS's log state of `queue`'s `kind` log: `(gpu, entries, cursor, last_end,
+    /// generation)`.
+    pub fn hw_queue_log(
+        &self,
+        i: usize,
+        queue: KmtHandle,
+        kind: crate::fencelog::LogKind,
+    ) -> Option<(u64, u64, u64, u64, u32)> {
+        let a = self.adapter_shared(i).ok()?;
+        let kmd = lock(&a.ums).queues.get(&queue).map(|q| q.kmd)?;
+        let q = lock(&a.fence_os).logs.get(kmd)?;
+        crate::fencelog::log_view(&q, kind)
+    }
+
+    /// Issue 5: every retired (recreated) log buffer of adapter `i` still holds its poison.
+    pub fn check_retired_logs(&self, i: usize) -> Result<(), SimError> {
+        crate::fencelog::check_all_retired(self.adapter_shared(i)?)
     }
 
     /// The queue id the KMD reported for a hardware queue (from `HwQueuePdd`).
@@ -2269,6 +2324,13 @@ pub(crate) fn create_hw_queue(
         user_mode,
         queue_id,
     });
+    drop(os);
+    // Issue 5 (LOG-01, LOG-09): both logs of a user-mode queue, before the UMD can use it; a
+    // failure fails the creation.
+    if let Err(e) = crate::fencelog::queue_created(a, kmd, queue_id, node, pid, user_mode) {
+        let _ = destroy_hw_queue(m, a, h);
+        return Err(e);
+    }
     Ok(CreatedQueue {
         handle: h,
         fence: fence_h,
