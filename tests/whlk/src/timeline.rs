@@ -258,6 +258,10 @@ impl ClockMap {
 struct Track {
     pid: u64,
     name: String,
+    /// `HWQueue q · engine n` (the SVG's first label line).
+    short: String,
+    /// `<case> · adapter a` (the SVG's second label line).
+    sub: String,
     group: usize,
     adapter: usize,
     queue_id: u32,
@@ -339,6 +343,8 @@ fn layout(timelines: &[Timeline]) -> Layout {
                         "{} · HWQueue {queue_id} · engine {engine} · adapter {adapter}",
                         tl.label
                     ),
+                    short: format!("HWQueue {queue_id} · engine {engine}"),
+                    sub: format!("{} · adapter {adapter}", tl.label),
                     group,
                     adapter,
                     queue_id,
@@ -732,7 +738,7 @@ fn tick_step(span: f64) -> f64 {
 /// queued time to the GPU end time and stacked where they overlap, and a GPU row (stalls grey,
 /// signals as ticks); a time axis and a legend. `width` in pixels.
 pub fn to_svg(timelines: &[Timeline], width: u32) -> String {
-    const LABEL_W: f64 = 300.0;
+    const LABEL_W: f64 = 230.0;
     const ROW_H: f64 = 9.0;
     const TOP: f64 = 56.0;
     let l = layout(timelines);
@@ -832,11 +838,15 @@ pub fn to_svg(timelines: &[Timeline], width: u32) -> String {
         }
         y += ROW_H + 2.0;
         rows_total += ROW_H + 2.0;
+        let mid = lane_top + rows_total / 2.0;
         let _ = writeln!(
             body,
-            r##"<text x="8" y="{:.1}" font-size="11" fill="#222">{}</text>"##,
-            lane_top + rows_total / 2.0 + 4.0,
-            xml(&t.name)
+            r##"<text x="8" y="{:.1}" font-size="11" fill="#222">{}<title>{}</title></text><text x="8" y="{:.1}" font-size="9" fill="#666">{}</text>"##,
+            mid - 1.0,
+            xml(&t.short),
+            xml(&t.name),
+            mid + 10.0,
+            xml(&t.sub)
         );
         let _ = writeln!(
             body,

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
 use rvgpu_simos::{Machine, UmsProcess};
+use rvgpu_umd::fence::NativeFence as UmdNativeFence;
 use rvgpu_umd::kmt::{Allocation, Doorbell, HwQueue, Kmt, KmtHandle, NtStatus};
 
 /// What the UMD created through one [`SessKmt`] (one harness queue).
@@ -167,5 +168,26 @@ impl Kmt for SessKmt {
 
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         self.k().wait_for_fence(fence, value)
+    }
+
+    fn create_native_fence(&self, initial_value: u64) -> Result<UmdNativeFence, NtStatus> {
+        self.k().create_native_fence(initial_value)
+    }
+
+    fn open_native_fence(&self, shared: u64) -> Result<UmdNativeFence, NtStatus> {
+        self.k().open_native_fence(shared)
+    }
+
+    fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
+        self.k().destroy_native_fence(fence)
+    }
+
+    /// The "queued" events' clock: the simulation's QPC, the clock the KMD calibrates against.
+    fn cpu_timestamp(&self) -> u64 {
+        self.k().cpu_timestamp()
+    }
+
+    fn cpu_timestamp_frequency(&self) -> u64 {
+        self.k().cpu_timestamp_frequency()
     }
 }

@@ -3,8 +3,10 @@
 //!
 //! Work goes through the UMD (`submit_ops`: every GPU wait and signal followed by its
 //! LOG_WRITE), the OS drains the logs at DPC time, and the session's recorder joins the UMD's
-//! "queued" events with the log entries (docs/logs.md §6.1). The cases that trace hand their
-//! timeline to the runner ([`runner::attach_timeline`]), which writes the run's timeline file.
+//! "queued" events with the log entries (docs/logs.md §6.1). `Logs.Timeline` hands its
+//! timeline to the runner ([`runner::attach_timeline`]), which writes the run's timeline file;
+//! the step-mode cases do not (their GPU clock advances per machine step, so their GPU times
+//! do not map to CPU times).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -102,9 +104,11 @@ fn per_log(tl: &Timeline) -> BTreeMap<(u32, LogKind), Vec<FenceOp>> {
 
 /// LOG-02, LOG-03, LOG-06 and §6.2 on a joined timeline: every operation was queued and
 /// logged, without mismatch; each log's indices run `0..n` without gaps; non-zero GPU end
-/// times never go backwards within a log; a wait's observed time is not after its end; the
-/// mapped GPU end is not before the CPU queued time.
-fn check_joined(tl: &Timeline) -> CaseResult {
+/// times never go backwards within a log; a wait's observed time is not after its end; with
+/// `causal`, the mapped GPU end is not before the CPU queued time. Causality only means
+/// something in threaded mode: in step mode the GPU clock advances per machine step, not with
+/// real time, so interpolating between calibration samples does not give CPU times.
+fn check_joined(tl: &Timeline, causal: bool) -> CaseResult {
     for op in &tl.ops {
         let what = format!(
             "queue {} {} #{} (fence {:#x} value {})",
@@ -149,8 +153,10 @@ fn check_joined(tl: &Timeline) -> CaseResult {
             last_end = last_end.max(end);
         }
     }
-    let v = tl.causality_violations();
-    ensure!(v.is_empty(), "causality: {}", v.join("; "));
+    if causal {
+        let v = tl.causality_violations();
+        ensure!(v.is_empty(), "causality: {}", v.join("; "));
+    }
     Ok(())
 }
 
@@ -219,7 +225,7 @@ fn cpu_wait_released_from_signal_log(b: &dyn Backend) -> CaseResult {
         ops.len() == 1 && ops[0].kind == LogKind::Signal && ops[0].value == 7,
         "LOG-03: expected one signal entry of value 7, got {ops:?}"
     );
-    check_joined(&tl)?;
+    check_joined(&tl, false)?;
     Ok(())
 }
 
@@ -268,10 +274,11 @@ fn overflow_falls_back_to_scan(b: &dyn Backend) -> CaseResult {
         "the timeline shows {lost} signal operations without a GPU record (expected ≥ 7)"
     );
     ensure!(
-        !tl.markers.is_empty(),
+        tl.markers.iter().any(|m| m.text.contains("overflow")),
         "the timeline has no overflow marker"
     );
-    runner::attach_timeline(tl);
+    // Step mode: GPU times do not map to CPU times (see `check_joined`), so this case's
+    // timeline does not go into the run's file.
     Ok(())
 }
 
@@ -315,7 +322,7 @@ fn recreate_log_mid_run(b: &dyn Backend) -> CaseResult {
         "LOG-01/LOG-02: signal log across the move: {signals:?} (expected indices 0..5 with \
          values 1..6)"
     );
-    check_joined(&tl)?;
+    check_joined(&tl, false)?;
     Ok(())
 }
 
@@ -425,7 +432,7 @@ fn timeline(b: &dyn Backend) -> CaseResult {
         !tl.calibrations.is_empty(),
         "no GPU clock calibration sample: GPU times cannot be mapped"
     );
-    check_joined(&tl)?;
+    check_joined(&tl, true)?;
     // The chain's values per log: signals of fa on a, waits on fa and signals of fb on b, each
     // 1..=ROUNDS in index order.
     for ((q, k), ops) in per_log(&tl) {
