@@ -3,7 +3,10 @@
 //! Named cases ([`cases::all`]) run against a [`backend::Backend`]; the default backend is the
 //! emulated GPU under the simulated OS ([`backend::sim::SimBackend`]). The binary prints a
 //! results table ([`report::table`]), can write a JUnit report ([`junit::render`]) and exits
-//! non-zero when a case fails. `cargo test` runs every case too (tests/all_cases.rs).
+//! non-zero when a case fails. `cargo test` runs every case too (tests/all_cases.rs). Cases that
+//! record native-fence operations attach a [`timeline::Timeline`]
+//! ([`runner::attach_timeline`]); the binary writes them as one Chrome trace-event file
+//! (`target/rvgpu-timeline.json` by default, [`timeline::to_json`]).
 
 pub mod backend;
 pub mod case;

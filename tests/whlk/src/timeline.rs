@@ -15,10 +15,11 @@
 //! are microseconds since the earliest event of the whole file (float, ns precision).
 //!
 //! **File** (§6.3, object form of the Trace Event Format):
-//! - one trace "process" per hardware queue, `pid = 1_000_000 · (group + 1) + 10_000 · adapter
-//!   + queue_id` (group = the case's position in the file; docs/logs.md's `1000 · (adapter +
-//!   1) + queue_id` collides once queue ids reach 1000, which the KMD allows up to 4096),
-//!   named `"<case> · HWQueue <id> · engine <node> · adapter <a>"` and sorted by that order;
+//! - one trace "process" per hardware queue, with
+//!   `pid = 1_000_000 · (group + 1) + 10_000 · adapter + queue_id`
+//!   (group = the case's position in the file; docs/logs.md's `1000 · (adapter + 1) + queue_id`
+//!   collides once queue ids reach 1000, which the KMD allows up to 4096), named
+//!   `"<case> · HWQueue <id> · engine <node> · adapter <a>"` and sorted by that order;
 //! - per operation an async pair `b`/`e` (`cat` `fence`, name `wait` or `signal`, its own
 //!   `id`) from the CPU queued time to the GPU end time. Async events, because the boxes of
 //!   one queue overlap without nesting, which `X`/`B`/`E` slices must not do (Perfetto issue
