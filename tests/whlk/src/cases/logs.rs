@@ -43,6 +43,12 @@ pub const CASES: &[Case] = &[
         run: cpu_wait_released_from_signal_log,
     },
     Case {
+        name: "Logs.SharedFenceHandlesPerProcess",
+        requirements: &["LOG-03"],
+        summary: "a fence shared by two processes: each queue's log entry names the fence by                   its own process's D3DKMT handle; the consumer's GPU wait is released by the                   producer's signal",
+        run: shared_fence_handles_per_process,
+    },
+    Case {
         name: "Logs.OverflowFallsBackToScan",
         requirements: &["LOG-05"],
         summary: "4-entry logs, 10 signals before anyone reads: the OS detects the overflow, \
@@ -226,6 +232,58 @@ fn cpu_wait_released_from_signal_log(b: &dyn Backend) -> CaseResult {
         "LOG-03: expected one signal entry of value 7, got {ops:?}"
     );
     check_joined(&tl, false)?;
+    Ok(())
+}
+
+fn shared_fence_handles_per_process(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, |_| {})?;
+    s.trace_fences()?;
+    let pa = s.open_process(0)?;
+    let pb = s.open_process(0)?;
+    let qa = s.create_queue(pa, 0, SubmitPath::UserMode)?;
+    let qb = s.create_queue(pb, 0, SubmitPath::UserMode)?;
+    let fa = s.create_um_fence(pa, 0)?;
+    let fb = s.open_um_fence(fa, pb)?;
+    let done = s.create_um_fence(pb, 0)?;
+    // B waits on the GPU for A's signal, then signals `done` for the CPU.
+    s.submit_fence_ops(qb, &[FenceWork::Wait(fb, 3), FenceWork::Signal(done, 1)])?;
+    s.submit_fence_ops(qa, &[FenceWork::Signal(fa, 3)])?;
+    let r = s.wait_um_fence(done, 1, WAIT)?;
+    ensure!(
+        r == WaitResult::Satisfied,
+        "B's chain did not finish: {r:?}"
+    );
+    ensure!(
+        s.um_fence_value(fb)? == 3,
+        "B's instance reads {}",
+        s.um_fence_value(fb)?
+    );
+    s.close_queue(qa)?;
+    s.close_queue(qb)?;
+    let tl = s.fence_timeline("Logs.SharedFenceHandlesPerProcess")?;
+    check_joined(&tl, false)?;
+    let signal_a: Vec<u32> = tl
+        .ops
+        .iter()
+        .filter(|o| o.kind == LogKind::Signal && o.value == 3)
+        .map(|o| o.fence)
+        .collect();
+    let wait_b: Vec<u32> = tl
+        .ops
+        .iter()
+        .filter(|o| o.kind == LogKind::Wait)
+        .map(|o| o.fence)
+        .collect();
+    ensure!(
+        signal_a.len() == 1 && wait_b.len() == 1,
+        "expected one signal of value 3 and one wait, got {signal_a:?} and {wait_b:?}"
+    );
+    ensure!(
+        signal_a != wait_b,
+        "LOG-03: both entries name handle {:#x}: each process's entry must carry that \
+         process's own handle of the shared fence",
+        signal_a[0]
+    );
     Ok(())
 }
 
