@@ -236,6 +236,9 @@ pub(crate) struct NodeSched {
     pub last_change: u64,
     pub hung: bool,
     pub faulted: Option<u32>,
+    /// The fence of the `DmaFaulted` being recovered: that packet is dropped with its device
+    /// in error, never resubmitted (it would fault again).
+    pub faulted_fence: Option<u32>,
     pub preempt: Option<(u32, u64)>,
     pub preempted: Option<(u32, u32)>,
     /// Per hardware queue: (completed value last seen, when it last moved).
@@ -602,6 +605,7 @@ pub(crate) fn run_passive(a: &AdapterShared) -> bool {
         // Triggers.
         let mut cause = None;
         if let Some(f) = n.faulted.take() {
+            n.faulted_fence = Some(f);
             cause = Some(Cause::Faulted { fence: f });
         } else if std::mem::take(&mut n.hung) {
             cause = Some(Cause::EngineHung);
@@ -901,6 +905,19 @@ pub(crate) fn recover_node(
         h(&a.device);
         lock(&sh.os).events.push(TdrEvent::Paused { node });
         *lock(&sh.pause) = Some(h);
+        if step {
+            // Interrupts keep arriving while VidSch prepares the reset (threaded mode: the
+            // interrupt thread): the node's reports are recorded as ignored.
+            for _ in 0..1000 {
+                if !matches!(
+                    crate::interrupt::service_interrupt(a, false),
+                    crate::interrupt::Serviced::Ran(_)
+                ) {
+                    break;
+                }
+            }
+            while crate::interrupt::service_dpc(a) {}
+        }
     }
     // Step 8: ResetEngine for each node of the mask, in ordinal order (only with
     // SupportPerEngineTDR; otherwise the adapter-wide path).
@@ -987,6 +1004,28 @@ pub(crate) fn recover_node(
                 ));
             }
         }
+        // UM-10 postcondition: no queue of a device the KMD invalidated is left in a runlist.
+        for q in ums::tdr_queues(a) {
+            let Some(id) = q.queue_id else { continue };
+            if !invalidated.contains(&q.device) {
+                continue;
+            }
+            let listed = (0..nodes).any(|e| {
+                a.device
+                    .engine_snapshot(e)
+                    .is_some_and(|s| s.queues.iter().any(|x| x.queue_id == id))
+            });
+            if listed {
+                return Err(sim_err(
+                    a,
+                    format!(
+                        "driver bug: queue {id} of device {:#x}, invalidated by \
+                         DxgkDdiResetEngine(node {rn}), is still in a runlist (UM-10)",
+                        q.device
+                    ),
+                ));
+            }
+        }
         errored.extend(invalidated.iter().copied());
         // Step 10: retire, find the aborted packet, resubmit the rest.
         let mut os = lock(&sh.os);
@@ -999,11 +1038,13 @@ pub(crate) fn recover_node(
                 freed.push(p.dma.bus_addr);
             }
         }
+        let faulted = n.faulted_fence.take();
         let aborted = if la > c_snap_rn {
             n.pending.remove(&la)
         } else {
             None
-        };
+        }
+        .or_else(|| faulted.and_then(|f| n.pending.remove(&f)));
         n.c = la;
         n.last_change = 0;
         n.hung = false;

@@ -559,6 +559,14 @@ fn tdr_07_completed_between_snapshot_and_reset() {
     assert!(ev
         .iter()
         .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == p.device)));
+    // TDR-05: the completion interrupt that arrived between the snapshot and the reset was
+    // recorded as ignored, not processed.
+    assert!(
+        ev.iter().any(
+            |e| matches!(e, TdrEvent::IgnoredInterrupt { node: 0, fence, .. } if *fence == id)
+        ),
+        "{ev:#?}"
+    );
     assert_eq!(big.mem.load((4 << 20) - 8), 0x77, "the FILL did complete");
     assert_eq!(m.legacy_fences(0, 0), (id, id));
     ok(&m, m.run_steps(50));
@@ -961,6 +969,78 @@ fn tdr_reset_under_user_mode_traffic() {
         "figure: user-mode traffic: {} + {} submissions of other processes across the reset, \
          lost 0, duplicated 0",
         per_node[0], per_node[1]
+    );
+    no_fault(&m);
+}
+
+/// A DMA buffer that faults (FILL to an address outside memory): `DmaFaulted` starts a TDR,
+/// the faulting packet is dropped with its device in error, the packet queued behind it (of
+/// another process) runs.
+#[test]
+fn tdr_dma_faulted_recovers() {
+    let m = tdr_machine(Mode::Step, |_| {});
+    let bad = ok(&m, m.create_process(0));
+    let good = ok(&m, m.create_process(0));
+    let (kb, kg) = (m.kmt(&bad), m.kmt(&good));
+    let cb = okk(&m, kb.create_context(0));
+    let cg = okk(&m, kg.create_context(0));
+    let tg = okk(&m, kg.create_allocation(4096));
+    let f = ok(
+        &m,
+        m.submit_legacy(
+            &bad,
+            cb,
+            &[Command::Fill {
+                dst: 0xF000_0000_0000,
+                bytes: 8,
+                pattern: 1,
+            }],
+        ),
+    );
+    let g = ok(&m, m.submit_legacy(&good, cg, &[fill(&tg, 0, 0x44)]));
+    run_until(&m, "recovered", |m| resets(m) == 1 && all_done(m, 0));
+    let ev = m.tdr_events(0);
+    assert!(
+        ev.iter().any(|e| matches!(e, TdrEvent::Detected { node: 0, cause: Cause::Faulted { fence } } if *fence == f)),
+        "{ev:#?}"
+    );
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == bad.device)));
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, TdrEvent::Resubmitted { old, paging: false, .. } if *old == g)));
+    assert_eq!(tg.mem.load(0), 0x44);
+    no_fault(&m);
+}
+
+/// UM-18: a process killed while its HANG runs: nothing of it runs after teardown, no TDR
+/// errors another device, and the engine serves the others.
+#[test]
+fn tdr_hang_on_killed_process() {
+    let m = tdr_machine(Mode::Step, |_| {});
+    let h = ok(&m, m.create_process(0));
+    let o = ok(&m, m.create_process(0));
+    let ko = m.kmt(&o);
+    let to = okk(&m, ko.create_allocation(4096));
+    let mut oq = okk(&m, UserQueue::new(ko, &ucfg(0)));
+    {
+        let kh = m.kmt(&h);
+        let mut hq = okk(&m, UserQueue::new(kh, &ucfg(0)));
+        okk(&m, hq.submit(&[Command::Hang]));
+        ok(&m, m.run_steps(5));
+        std::mem::forget(hq);
+    }
+    ok(&m, m.kill_process(&h));
+    let v = okk(&m, oq.submit(&[fill(&to, 0, 0x55)]));
+    run_until(&m, "other process runs", |_| oq.completed() >= v);
+    ok(&m, m.run_steps(500));
+    assert_eq!(to.mem.load(0), 0x55);
+    let ev = m.tdr_events(0);
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == o.device)),
+        "{ev:#?}"
     );
     no_fault(&m);
 }
