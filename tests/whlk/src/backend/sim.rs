@@ -24,7 +24,7 @@ use rvgpu_hw::regs;
 use rvgpu_simos::kmt::{SimMem, STATUS_IO_TIMEOUT};
 use rvgpu_simos::testing;
 use rvgpu_simos::testing::gpu::GpuQueue;
-use rvgpu_simos::trace::{Recorder, TraceEvent, QPC_HZ};
+use rvgpu_simos::trace::{Recorder, ReleaseVia, TraceEvent, QPC_HZ};
 use rvgpu_simos::{
     Irql, Machine, MachineConfig, Mode, MonitoredFence, NativeFence, NativeFenceDesc, Notification,
     Power, ProcessId, SimError, SimEvent, UmsEvent, UmsProcess, WaitOutcome,
@@ -564,6 +564,21 @@ fn recorded_timeline(rec: &Recorder, label: &str) -> Timeline {
                     });
                 }
             }
+            TraceEvent::WaitReleased {
+                adapter,
+                fence_kmt,
+                value,
+                via: ReleaseVia::Scan,
+                qpc,
+                ..
+            } => tl.markers.push(Marker {
+                adapter,
+                queue_id: None,
+                qpc,
+                text: format!(
+                    "CPU wait F{fence_kmt:#x}≥{value} released by a fallback scan of every fence"
+                ),
+            }),
             _ => {}
         }
     }
