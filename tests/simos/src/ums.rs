@@ -1795,6 +1795,21 @@ impl Machine {
         crate::fencelog::log_view(&q, kind)
     }
 
+    /// Issue 5: the current `kind` log buffer of `queue` (tests and benchmarks write entries
+    /// into it with [`crate::fencelog::Producer`], as the device does).
+    pub fn hw_queue_log_buffer(
+        &self,
+        i: usize,
+        queue: KmtHandle,
+        kind: crate::fencelog::LogKind,
+    ) -> Option<crate::fencelog::LogBuffer> {
+        let a = self.adapter_shared(i).ok()?;
+        let kmd = lock(&a.ums).queues.get(&queue).map(|q| q.kmd)?;
+        let q = lock(&a.fence_os).logs.get(kmd)?;
+        let mut g = lock(&q.logs);
+        Some(g.as_mut()?.get_mut(kind).buf.clone())
+    }
+
     /// Issue 5: every retired (recreated) log buffer of adapter `i` still holds its poison.
     pub fn check_retired_logs(&self, i: usize) -> Result<(), SimError> {
         crate::fencelog::check_all_retired(self.adapter_shared(i)?)
