@@ -51,7 +51,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use rvgpu_ddi::basic::*;
@@ -344,7 +344,13 @@ pub(crate) struct TdrShared {
 }
 
 type Key = (u64, usize);
-static REGISTRY: Mutex<Vec<(Key, Arc<TdrShared>)>> = Mutex::new(Vec::new());
+/// Per (machine id, adapter index); an entry goes when its machine's state is gone (pruned
+/// at the next registration), so the DMA buffers it holds do not outlive the machine.
+type Registry = HashMap<Key, (Weak<crate::state::MachineState>, Arc<TdrShared>)>;
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+/// Registered adapters (a DPC of a machine that never used TDR or kernel-mode submission
+/// does not even take the registry lock).
+static REGISTERED: AtomicUsize = AtomicUsize::new(0);
 static ENABLED: AtomicUsize = AtomicUsize::new(0);
 
 fn key(a: &AdapterShared) -> Key {
@@ -354,25 +360,30 @@ fn key(a: &AdapterShared) -> Key {
 /// The TDR state of `a`, created on first use.
 pub(crate) fn shared(a: &AdapterShared) -> Arc<TdrShared> {
     let k = key(a);
-    let mut r = lock(&REGISTRY);
-    if let Some((_, s)) = r.iter().find(|(kk, _)| *kk == k) {
+    let mut g = lock(&REGISTRY);
+    let r = g.get_or_insert_with(HashMap::new);
+    if let Some((_, s)) = r.get(&k) {
         return s.clone();
     }
+    r.retain(|_, (w, _)| w.strong_count() > 0);
     let s = Arc::new(TdrShared {
         os: Mutex::new(TdrOs::new()),
         pause: Mutex::new(None),
         gate: RwLock::new(()),
         recovering: Mutex::new(()),
     });
-    r.push((k, s.clone()));
+    r.insert(k, (Arc::downgrade(&a.state), s.clone()));
+    REGISTERED.store(r.len(), Ordering::Release);
     s
 }
 
 fn existing(a: &AdapterShared) -> Option<Arc<TdrShared>> {
-    let k = key(a);
+    if REGISTERED.load(Ordering::Acquire) == 0 {
+        return None;
+    }
     lock(&REGISTRY)
-        .iter()
-        .find(|(kk, _)| *kk == k)
+        .as_ref()
+        .and_then(|r| r.get(&key(a)))
         .map(|(_, s)| s.clone())
 }
 
@@ -419,7 +430,12 @@ pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DA
         }
         _ => return,
     };
-    let sh = shared(a);
+    // A node report of an adapter that never used kernel-mode submission or TDR still needs
+    // its state (a Hung report arms detection once TDR is enabled).
+    let sh = match existing(a) {
+        Some(s) => s,
+        None => shared(a),
+    };
     let mut os = lock(&sh.os);
     if os.node(node).ignore_irq {
         os.events.push(TdrEvent::IgnoredInterrupt {
@@ -525,22 +541,20 @@ pub(crate) unsafe extern "system" fn cb_invalidate_hw_context(
         return STATUS_UNSUCCESSFUL;
     }
     let sh = shared(&a);
-    let mut os = lock(&sh.os);
-    if os.in_reset.is_none() {
-        drop(os);
+    if lock(&sh.os).in_reset.is_none() {
         a.state.raise_sim_error(
             "driver bug: DxgkCbInvalidateHwContext outside DxgkDdiResetEngine (docs/tdr.md §5.4)",
         );
         return STATUS_INVALID_PARAMETER;
     }
     let Some(device) = ums::tdr_device_of_context(&a, args.hHwContext as usize) else {
-        drop(os);
         a.state.raise_sim_error(format!(
             "driver bug: DxgkCbInvalidateHwContext with unknown context {:#x}",
             args.hHwContext as usize
         ));
         return STATUS_INVALID_PARAMETER;
     };
+    let mut os = lock(&sh.os);
     os.invalidated.push(device);
     os.events.push(TdrEvent::Invalidated { device });
     STATUS_SUCCESS

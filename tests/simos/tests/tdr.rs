@@ -1044,3 +1044,155 @@ fn tdr_hang_on_killed_process() {
     );
     no_fault(&m);
 }
+
+/// Threaded: 4 processes on their own threads, each with a user-mode queue on both nodes,
+/// submit three FILLs per submission (run as an indirect buffer by the UMD) continuously while
+/// a fifth process hangs node 0. Every submission of the four completes exactly once: every
+/// marker written, COMPLETED_COMMANDS exact per node (an innocent queue caught mid-buffer by
+/// the reset would re-run packets and overshoot).
+#[test]
+fn tdr_reset_under_user_mode_traffic_threaded() {
+    // Each queue submits at least N, and keeps going until the reset is over (at most MAX).
+    const N: u64 = 200;
+    const MAX: u64 = 20_000;
+    let m = machine_with(Mode::Threaded, |a| a.device.doorbells = 16);
+    ok(
+        &m,
+        m.enable_tdr(
+            0,
+            TdrConfig {
+                timeout: Duration::from_millis(50),
+                preempt_timeout: Duration::from_millis(5),
+                ..TdrConfig::default()
+            },
+        ),
+    );
+    let procs: Vec<_> = (0..4).map(|_| ok(&m, m.create_process(0))).collect();
+    // Commands per three-FILL submission, per node (calibration).
+    let cal = ok(&m, m.create_process(0));
+    let kc = m.kmt(&cal);
+    let tc = okk(&m, kc.create_allocation(4096));
+    let per: Vec<u64> = (0..2)
+        .map(|node| {
+            let mut q = okk(&m, UserQueue::new(kc, &ucfg(node)));
+            let d = m.device(0).unwrap();
+            let before = d.completed_commands(node);
+            let v = okk(
+                &m,
+                q.submit(&[fill(&tc, 0, 1), fill(&tc, 8, 2), fill(&tc, 16, 3)]),
+            );
+            run_until(&m, "calibrate", |_| q.completed() >= v);
+            let n = d.completed_commands(node) - before;
+            okk(&m, q.close());
+            n
+        })
+        .collect();
+    let base: Vec<u64> = (0..2)
+        .map(|n| m.device(0).unwrap().completed_commands(n))
+        .collect();
+    let guilty = ok(&m, m.create_process(0));
+    let targets: Vec<_> = procs
+        .iter()
+        .map(|p| okk(&m, m.kmt(p).create_allocation(2 * 3 * 8 * MAX)))
+        .collect();
+    let counts = std::thread::scope(|s| {
+        let mut workers = Vec::new();
+        for (i, p) in procs.iter().enumerate() {
+            let (m, t) = (&m, &targets[i]);
+            workers.push(s.spawn(move || {
+                let k = m.kmt(p);
+                let mut qs = [
+                    okk(m, UserQueue::new(k, &ucfg(0))),
+                    okk(m, UserQueue::new(k, &ucfg(1))),
+                ];
+                let mut n = 0u64;
+                let mut seen: Option<u64> = None;
+                let errored = || {
+                    m.tdr_events(0)
+                        .iter()
+                        .any(|e| matches!(e, TdrEvent::DeviceError { .. }))
+                };
+                // Before the hang, during detection and reset, and 50 submissions after.
+                while n < MAX && seen.is_none_or(|k| n < k + 50) {
+                    if seen.is_none() && n >= N && errored() {
+                        seen = Some(n);
+                    }
+                    for (node, q) in qs.iter_mut().enumerate() {
+                        while q.last_submitted() - q.completed() > 16 {
+                            std::thread::sleep(Duration::from_micros(50));
+                        }
+                        let slot = (node as u64 * MAX + n) * 3;
+                        let pat =
+                            |j: u64| ((i as u64) << 40) | ((node as u64) << 32) | (n << 4) | j;
+                        okk(
+                            m,
+                            q.submit(&[
+                                fill(t, 8 * slot, pat(0)),
+                                fill(t, 8 * (slot + 1), pat(1)),
+                                fill(t, 8 * (slot + 2), pat(2)),
+                            ]),
+                        );
+                    }
+                    n += 1;
+                }
+                for q in &qs {
+                    let last = q.last_submitted();
+                    let t0 = std::time::Instant::now();
+                    while q.completed() < last && t0.elapsed() < Duration::from_secs(20) {
+                        std::thread::sleep(Duration::from_micros(100));
+                    }
+                    assert_eq!(q.completed(), last, "process {i} queue drained");
+                }
+                for q in qs {
+                    okk(m, q.close());
+                }
+                n
+            }));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        let mut gq = okk(&m, UserQueue::new(m.kmt(&guilty), &ucfg(0)));
+        okk(&m, gq.submit(&[Command::Hang]));
+        let counts: Vec<u64> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+        std::mem::forget(gq);
+        counts
+    });
+    assert_eq!(resets(&m), 1, "{:#?}", m.tdr_events(0));
+    for (i, t) in targets.iter().enumerate() {
+        for node in 0..2u64 {
+            for n in 0..counts[i] {
+                for j in 0..3 {
+                    let slot = (node * MAX + n) * 3 + j;
+                    let want = ((i as u64) << 40) | (node << 32) | (n << 4) | j;
+                    assert_eq!(
+                        t.mem.load(8 * slot),
+                        want,
+                        "process {i} node {node} #{n}.{j}"
+                    );
+                }
+            }
+        }
+    }
+    for node in 0..2usize {
+        let done = m.device(0).unwrap().completed_commands(node as u32) - base[node];
+        let total: u64 = counts.iter().sum();
+        assert_eq!(
+            done,
+            per[node] * total,
+            "node {node}: none lost, none twice (per {per:?}, counts {counts:?})"
+        );
+    }
+    let ev = m.tdr_events(0);
+    for p in &procs {
+        assert!(!ev
+            .iter()
+            .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == p.device)));
+    }
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == guilty.device)));
+    println!(
+        "figure: threaded user-mode traffic across the reset: {counts:?} submissions per queue \
+         pair, lost 0, duplicated 0"
+    );
+    no_fault(&m);
+}
