@@ -218,6 +218,7 @@ fn submit_new(m: &Machine, a: &AdapterShared, node: u32, mut p: Packet) -> Resul
     let sh = tdr::shared(a);
     wait_for_room(m, &sh, node)?;
     let _g = sh.gate.read().unwrap_or_else(|e| e.into_inner());
+    let _order = lock(&sh.submit);
     if p.device.is_some_and(|d| ums::tdr_device_in_error(a, d)) {
         a.device.memory().free_system(p.dma.bus_addr);
         return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));

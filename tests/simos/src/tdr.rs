@@ -339,6 +339,9 @@ pub(crate) struct TdrShared {
     pause: Mutex<Option<PauseHook>>,
     /// Kernel-mode submissions hold it shared; a recovery holds it exclusively.
     pub gate: RwLock<()>,
+    /// VidSch's submission path: a fence ID is assigned and `DxgkDdiSubmitCommand` called
+    /// under it, so IDs reach the driver in increasing order (taken after `gate`).
+    pub submit: Mutex<()>,
     /// One recovery at a time.
     recovering: Mutex<()>,
 }
@@ -370,6 +373,7 @@ pub(crate) fn shared(a: &AdapterShared) -> Arc<TdrShared> {
         os: Mutex::new(TdrOs::new()),
         pause: Mutex::new(None),
         gate: RwLock::new(()),
+        submit: Mutex::new(()),
         recovering: Mutex::new(()),
     });
     r.insert(k, (Arc::downgrade(&a.state), s.clone()));
@@ -644,7 +648,12 @@ pub(crate) fn run_passive(a: &AdapterShared) -> bool {
         os.events.push(TdrEvent::Detected { node, cause });
         let n = os.node(node);
         if n.s > n.c {
-            // Preemption attempt (step 2) with a new fence ID.
+            // Preemption attempt (step 2) with a new fence ID, in submission order (under
+            // the submission lock, taken before the state lock).
+            drop(os);
+            let _order = lock(&sh.submit);
+            let mut os = lock(&sh.os);
+            let n = os.node(node);
             let id = n.next_id;
             n.next_id = n.next_id.wrapping_add(1).max(1);
             n.preempt = Some((id, now));
