@@ -1268,3 +1268,51 @@ fn tdr_legacy_threaded_submitters() {
     assert!(done.windows(2).all(|w| w[0] < w[1]), "retired in order");
     no_fault(&m);
 }
+
+/// Repeated recoveries: kernel-mode hangs on node 1 and node 0 (16 engines: node 15), a
+/// user-mode hang, another kernel-mode hang on the same node: each is recovered, the node
+/// ring takes new work after each (its ring state after a drain is reusable).
+#[test]
+fn tdr_repeated_resets_on_every_kind() {
+    let m = tdr_machine(Mode::Step, |a| a.device.engines = 16);
+    let mut expected = 0;
+    for (node, user) in [
+        (1u32, false),
+        (0, false),
+        (15, false),
+        (0, true),
+        (0, false),
+    ] {
+        let h = ok(&m, m.create_process(0));
+        let kh = m.kmt(&h);
+        let mut uq = None;
+        if user {
+            let mut q = okk(&m, UserQueue::new(kh, &ucfg(node)));
+            okk(&m, q.submit(&[Command::Hang]));
+            uq = Some(q);
+        } else {
+            let c = okk(&m, kh.create_context(node));
+            ok(&m, m.submit_legacy(&h, c, &[Command::Hang]));
+        }
+        expected += 1;
+        run_until(&m, "reset", |m| resets(m) == expected);
+        std::mem::forget(uq);
+        let o = ok(&m, m.create_process(0));
+        let ko = m.kmt(&o);
+        let c = okk(&m, ko.create_context(node));
+        let t = okk(&m, ko.create_allocation(4096));
+        ok(&m, m.submit_legacy(&o, c, &[fill(&t, 0, 0xAB)]));
+        run_until(&m, "new work", |m| all_done(m, node));
+        assert_eq!(
+            t.mem.load(0),
+            0xAB,
+            "node {node} runs after reset {expected}"
+        );
+        assert!(m
+            .tdr_events(0)
+            .iter()
+            .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == h.device)));
+    }
+    assert_eq!(adapter_resets(&m), 0);
+    no_fault(&m);
+}
