@@ -1016,6 +1016,21 @@ pub(crate) fn recover_node(
         }
         if let Some(e) = a.device.engine_snapshot(rn) {
             use rvgpu_hw::engine::EngineState;
+            // §3.4 step 6: the node ring (the descriptor above every hardware-queue priority)
+            // is empty once ResetEngine returns: nothing of the aborted work is left to run.
+            let node_ring_busy = e.queues.iter().any(|q| {
+                q.priority > rvgpu_hw::pdd::HW_QUEUE_PRIORITY_MAX
+                    && (q.read_ptr != q.known_write_ptr || q.indirect.is_some())
+            });
+            if node_ring_busy {
+                return Err(sim_err(
+                    a,
+                    format!(
+                        "driver bug: after DxgkDdiResetEngine(node {rn}) the node ring still \
+                         holds work (docs/tdr.md §3.4 step 6)"
+                    ),
+                ));
+            }
             if e.held || e.state == EngineState::Resetting {
                 return Err(sim_err(
                     a,

@@ -226,6 +226,15 @@ fn tdr_05_sequence_step_mode() {
     assert_eq!(t.mem.load(0), 7);
     let hang = ok(&m, m.submit_legacy(&p, ctx, &[Command::Hang]));
     assert_eq!(hang, f1 + 1);
+    // The node ring is in the runlist above every hardware-queue priority (the OS's node-ring
+    // postcondition after ResetEngine relies on finding it).
+    let e = m.device(0).unwrap().engine_snapshot(0).unwrap();
+    assert!(
+        e.queues
+            .iter()
+            .any(|q| q.priority > rvgpu_hw::pdd::HW_QUEUE_PRIORITY_MAX),
+        "{e:?}"
+    );
     run_until(&m, "engine reset", |m| resets(m) == 1);
     let ev = m.tdr_events(0);
     let order = [
@@ -266,8 +275,9 @@ fn tdr_05_sequence_step_mode() {
     );
     assert!(!ev.iter().any(|e| matches!(e, TdrEvent::Preempted { .. })));
     assert_eq!(m.tdr_reason(0), Some(TdrReason::EngineTimeout));
-    // TDR-04: last completed = LastAbortedFenceId after the reset.
+    // TDR-04: last completed = LastAbortedFenceId after the reset, in the OS and the KMD.
     assert_eq!(m.legacy_fences(0, 0), (hang, hang));
+    assert_eq!(ok(&m, m.query_current_fence(0, 0)), hang);
     // The errored device submits nothing more; another process runs on the node.
     assert_eq!(
         m.submit_legacy(&p, ctx, &[fill(&t, 0, 8)]).err(),
@@ -665,6 +675,11 @@ fn tdr_09_failed_reset_falls_back() {
         Some(TdrReason::EngineTimeoutPromotedToAdapterReset)
     );
     assert_eq!(m.legacy_fences(0, 0), (hang, hang), "TDR-04: C = S");
+    assert_eq!(
+        ok(&m, m.query_current_fence(0, 0)),
+        hang,
+        "the KMD's C = S too"
+    );
     assert!(ev
         .iter()
         .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == p.device)));
