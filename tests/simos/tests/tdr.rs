@@ -1331,3 +1331,99 @@ fn tdr_repeated_resets_on_every_kind() {
     assert_eq!(adapter_resets(&m), 0);
     no_fault(&m);
 }
+
+/// D1 through the OS: an innocent user-mode queue is part-way through its indirect buffer on
+/// the engine when the guilty queue's HANG is reset (checked in the pause hook, just before
+/// ResetEngine); it continues from the next packet: every FILL runs exactly once.
+#[test]
+fn tdr_reset_same_engine_mid_indirect() {
+    const FILLS: u64 = 24;
+    // The default timeout (300 rounds): the innocent's one long submission must not itself
+    // look hung (with 40 rounds the OS rightly reset it first: a DMA buffer that runs longer
+    // than the timeout is a TDR, as on Windows).
+    let m = machine_with(Mode::Step, |_| {});
+    ok(&m, m.enable_tdr(0, TdrConfig::default()));
+    let inn = ok(&m, m.create_process(0));
+    let ki = m.kmt(&inn);
+    const REGION: u64 = 16 * 1024;
+    let t = okk(&m, ki.create_allocation(FILLS * REGION));
+    let mut iq = okk(&m, UserQueue::new(ki, &ucfg(0)));
+    let per = commands_per_fill(&m, &mut iq, &t, 0) - 1;
+    let iq_id = iq.queue_id();
+    let mid = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let seen = mid.clone();
+    ok(
+        &m,
+        m.set_tdr_pause(
+            0,
+            Some(move |d: &std::sync::Arc<rvgpu_device::Device>| {
+                let q = d
+                    .engine_snapshot(0)
+                    .and_then(|e| e.queues.into_iter().find(|q| q.queue_id == iq_id));
+                *seen.lock().unwrap() = q.map(|q| q.indirect.is_some());
+            }),
+        ),
+    );
+    let base = m.device(0).unwrap().completed_commands(0);
+    // Each FILL is 4 chunks of 4 KiB: several steps, so the HANG is picked between two.
+    let cmds: Vec<Command> = (0..FILLS)
+        .map(|i| Command::Fill {
+            dst: t.gpu_va + REGION * i,
+            bytes: REGION,
+            pattern: 0x100 + i,
+        })
+        .collect();
+    // The FILLs go into an indirect buffer of the process; the ring gets one INDIRECT.
+    let ib = okk(&m, ki.create_allocation(4096));
+    let mut words = Vec::new();
+    for c in &cmds {
+        let mut w = [0u64; 8];
+        let n = c.encode(&mut w).unwrap();
+        words.extend_from_slice(&w[..n]);
+    }
+    for (k, w) in words.iter().enumerate() {
+        ib.mem.store(8 * k as u64, *w);
+    }
+    let v = okk(
+        &m,
+        iq.submit(&[Command::Indirect {
+            addr: ib.gpu_va,
+            bytes: 8 * words.len() as u64,
+        }]),
+    );
+    // Let a few FILLs run, then hang the engine from another process.
+    let d = m.device(0).unwrap().clone();
+    for _ in 0..100 {
+        ok(&m, m.run_steps(1));
+        if d.completed_commands(0) - base >= 3 {
+            break;
+        }
+    }
+    let g = ok(&m, m.create_process(0));
+    let mut gq = okk(&m, UserQueue::new(m.kmt(&g), &ucfg(0)));
+    okk(&m, gq.submit(&[Command::Hang]));
+    run_until(&m, "reset", |m| resets(m) == 1);
+    std::mem::forget(gq);
+    run_until(&m, "innocent done", |_| iq.completed() >= v);
+    assert_eq!(
+        *mid.lock().unwrap(),
+        Some(true),
+        "the innocent queue was inside its indirect buffer at the reset"
+    );
+    for i in 0..FILLS {
+        assert_eq!(t.mem.load(REGION * i), 0x100 + i, "FILL {i}");
+        assert_eq!(
+            t.mem.load(REGION * i + REGION - 8),
+            0x100 + i,
+            "FILL {i} end"
+        );
+    }
+    let done = d.completed_commands(0) - base;
+    // PROGRESS (`per`), the FILLs, and the INDIRECT itself once its buffer completed.
+    assert_eq!(
+        done,
+        per + FILLS + 1,
+        "every packet once ({per} + {FILLS} FILLs + 1 INDIRECT)"
+    );
+    no_fault(&m);
+}
