@@ -933,6 +933,18 @@ pub(crate) fn log_drain_locked(
         };
         match obj {
             Some(o) => {
+                // LOG-04: the value is written before its entry, so an entry can never be
+                // ahead of the fence (values only grow).
+                let cv = o.cv.load();
+                if cv < s.value {
+                    let m = format!(
+                        "LOG-04: queue id {} signal entry {} says fence {:#x} = {} but its \
+                         CurrentValue is {cv} (entry published before the value)",
+                        s.queue_id, s.index, s.handle, s.value
+                    );
+                    a.state.raise_sim_error(m.clone());
+                    return Err(SimError::Simulation(m));
+                }
                 release_from_log(
                     &o,
                     s.value,
@@ -1933,6 +1945,11 @@ impl Machine {
                 break;
             };
             lock(&a.fence_os).trace = crate::trace::SinkSlot(Some(s.clone()));
+            // A first calibration sample per node (docs/logs.md §4.6), when the adapter runs.
+            if *lock(&a.life) == Life::Started {
+                let a = a.clone();
+                maybe_calibrate(&a);
+            }
         }
     }
 
