@@ -1427,3 +1427,46 @@ fn tdr_reset_same_engine_mid_indirect() {
     );
     no_fault(&m);
 }
+
+/// docs/tdr.md Q7, documented behaviour: a user-mode queue blocked on a GPU wait that is never
+/// satisfied (a GPU-side deadlock, not a hang) counts as a timeout of its progress fence: the
+/// OS resets the engine and puts that device in error; another queue on the engine runs on.
+#[test]
+fn tdr_q7_blocked_wait_counts_as_timeout() {
+    let m = tdr_machine(Mode::Step, |_| {});
+    let w = ok(&m, m.create_process(0));
+    let kw = m.kmt(&w);
+    let never = okk(&m, kw.create_allocation(4096));
+    let mut wq = okk(&m, UserQueue::new(kw, &ucfg(0)));
+    okk(
+        &m,
+        wq.submit(&[Command::FenceWait {
+            addr: never.gpu_va,
+            value: 1,
+        }]),
+    );
+    let o = ok(&m, m.create_process(0));
+    let ko = m.kmt(&o);
+    let t = okk(&m, ko.create_allocation(4096));
+    let mut oq = okk(&m, UserQueue::new(ko, &ucfg(0)));
+    run_until(&m, "reset", |m| resets(m) == 1);
+    let ev = m.tdr_events(0);
+    assert!(
+        ev.iter().any(|e| matches!(
+            e,
+            TdrEvent::Detected {
+                node: 0,
+                cause: Cause::HwQueueStalled { .. }
+            }
+        )),
+        "{ev:#?}"
+    );
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == w.device)));
+    let v = okk(&m, oq.submit(&[fill(&t, 0, 0x99)]));
+    run_until(&m, "other queue", |_| oq.completed() >= v);
+    assert_eq!(t.mem.load(0), 0x99);
+    std::mem::forget(wq);
+    no_fault(&m);
+}
