@@ -301,7 +301,9 @@ impl Core {
                                 kind: EventKind::FenceSignaled as u8,
                                 engine: e as u8,
                                 flags: if always { FLAG_LEGACY_SIGNAL } else { 0 },
-                                queue_id: if self.cfg.optimized_fence_irq {
+                                queue_id: if self.cfg.optimized_fence_irq
+                                    && !self.faults.anonymous_fence_events()
+                                {
                                     d.queue_id
                                 } else {
                                     NO_QUEUE

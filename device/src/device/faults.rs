@@ -4,7 +4,10 @@
 //! - fail the next reset of an engine;
 //! - delay interrupt assertions ([`IrqDelay`]) or drop the next one (a lost MSI);
 //! - lose the device (surprise removal);
-//! - corrupt a queue's ring at its read pointer.
+//! - corrupt a queue's ring at its read pointer;
+//! - anonymous fence events: FENCE_SIGNALED records carry `NO_QUEUE` although the device
+//!   has `CAPS.OPTIMIZED_FENCE_IRQ` (issue 5, docs/logs.md §4.8: the driver must then report
+//!   NULL `hHWQueue`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -27,6 +30,7 @@ pub(crate) struct Faults {
     fail_reset: Vec<AtomicBool>,
     irq_delay: Mutex<Option<IrqDelay>>,
     drop_next: AtomicBool,
+    anonymous_fence_events: AtomicBool,
 }
 
 impl Faults {
@@ -35,6 +39,7 @@ impl Faults {
             fail_reset: (0..engines).map(|_| AtomicBool::new(false)).collect(),
             irq_delay: Mutex::new(None),
             drop_next: AtomicBool::new(false),
+            anonymous_fence_events: AtomicBool::new(false),
         }
     }
 
@@ -68,6 +73,14 @@ impl Faults {
 
     pub(crate) fn take_drop_next(&self) -> bool {
         self.drop_next.swap(false, Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_anonymous_fence_events(&self, on: bool) {
+        self.anonymous_fence_events.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn anonymous_fence_events(&self) -> bool {
+        self.anonymous_fence_events.load(Ordering::Relaxed)
     }
 
     /// Clears every injection (ADAPTER_RESET).

@@ -467,6 +467,12 @@ impl Device {
         self.core.faults.set_irq_delay(delay);
     }
 
+    /// Issue 5 fault injection: FENCE_SIGNALED event records carry `NO_QUEUE` instead of the
+    /// running queue's id even with `CAPS.OPTIMIZED_FENCE_IRQ` (until turned off again).
+    pub fn set_anonymous_fence_events(&self, on: bool) {
+        self.core.faults.set_anonymous_fence_events(on);
+    }
+
     /// Swallows the next assertion of the interrupt line (a lost MSI): the line is not raised
     /// for it, and not again until `INT_STATUS & INT_ENABLE` has gone to zero and back.
     pub fn drop_next_interrupt(&self) {

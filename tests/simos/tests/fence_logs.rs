@@ -690,14 +690,20 @@ fn log_08_seed_example_e1_e4() {
     let (f2, f2o) = fence(&m, &k);
     let (g, go) = fence(&m, &k);
     let (hold, holdo) = fence(&m, &k);
+    let (hold_b, hold_bo) = fence(&m, &k);
+    let (hold_c, hold_co) = fence(&m, &k);
     let (v1, v2, v3) = (10, 20, 30);
     let w1 = wait(&m, &f1o, v1);
     let w2 = wait(&m, &f1o, v2);
     let w3 = wait(&m, &f2o, v3);
     let w4 = wait(&m, &f2o, v3 + 1);
     let wg = wait(&m, &go, 1);
+    let wg2 = wait(&m, &go, 2);
+    // B: G = 1 (plain), stall; later G = 2 (conditional), stall.
     let mut bb = signal_raw(&g, 1, 0, 0).to_vec();
-    bb.push(hold.wait(1));
+    bb.push(hold_b.wait(1));
+    bb.extend(signal_raw(&g, 2, rvgpu_hw::cmd::SIGNAL_CONDITIONAL_IRQ, 1));
+    bb.push(hold_c.wait(1));
     okk(&m, b.submit(&bb));
     idle(&m);
     assert_eq!(go.current_value(), 1);
@@ -782,7 +788,56 @@ fn log_08_seed_example_e1_e4() {
         );
     }
     eprintln!("E1-E4 notifications (node, optimized, hHWQueue, array): {notes:?}");
+    // Second half (§4.8): fence events without a queue id (device injection), B's conditional
+    // signal of G: with the cap the ISR reports NULL hHWQueue (no Evaluate flag: every queue
+    // of the engine has logs) and the OS reads A's and B's logs; WG2 is released from B's
+    // entry 1.
+    m.device(0).unwrap().set_anonymous_fence_events(true);
+    let before = m.notifications(0).len();
+    okk(&m, m.signal_native_fence_from_cpu(&hold_bo, 1));
+    idle(&m);
+    let notes2: Vec<_> = m.notifications(0)[before..]
+        .iter()
+        .filter_map(|p| match &p.notification {
+            rvgpu_simos::Notification::NativeFenceSignaled {
+                node,
+                optimized,
+                hw_queue,
+                evaluate_legacy,
+                ..
+            } => Some((*node, *optimized, *hw_queue, *evaluate_legacy)),
+            _ => None,
+        })
+        .collect();
+    eprintln!("E1-E4 second half: {notes2:?}");
+    assert_eq!(notes2.len(), 1, "{notes2:?}");
+    if optimized_cap(&m) {
+        assert_eq!(notes2[0], (0, true, None, false));
+        assert_eq!(
+            m.last_log_update(0),
+            vec![m.hw_queue_kmd_by_id(0, b.queue_id()).unwrap()]
+        );
+        assert_eq!(
+            wg.released_via(),
+            Some(ReleaseVia::Log {
+                queue_id: b.queue_id(),
+                kind: LogKind::Signal,
+                index: 0
+            })
+        );
+    }
+    assert_eq!(
+        wg2.released_via(),
+        Some(ReleaseVia::Log {
+            queue_id: b.queue_id(),
+            kind: LogKind::Signal,
+            index: 1
+        })
+    );
+    assert!(!w4.is_signaled());
+    m.device(0).unwrap().set_anonymous_fence_events(false);
     okk(&m, m.signal_native_fence_from_cpu(&holdo, 1));
+    okk(&m, m.signal_native_fence_from_cpu(&hold_co, 1));
     idle(&m);
     assert!(wg.is_signaled());
     assert!(m.fault().is_none());
