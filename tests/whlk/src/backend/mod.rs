@@ -16,6 +16,13 @@
 //! (suspend a process, force D3 or a device loss, read the doorbell mapping, the runlist, ring
 //! residency or the OS's event trace) says so on the method; cases leave out the checks whose
 //! observation is unsupported where the rest still proves something.
+//!
+//! Timeout detection and recovery (issue 7) is in the same trait: kernel-mode contexts and DMA
+//! buffers (`DxgkDdiSubmitCommand`), the HANG packet ([`Work::Hang`]), and observations of the
+//! OS's recovery. Submitting work, hanging an engine with a HANG packet and seeing the guilty
+//! device refused while other work completes could run on Windows through D3DKMT; injecting
+//! faults (hangs mid-buffer, failing resets, paging, a forced TDR, the TDR-07 pause), calling
+//! TDR DDIs directly and reading VidSch's fence IDs or recovery steps are simulation only.
 
 pub mod sim;
 mod sim_kmt;
@@ -41,6 +48,13 @@ pub enum Misbehaviour {
     IsrReportsUnknownFenceHandle,
     /// The ISR calls a PASSIVE_LEVEL callback (`DxgkCbAllocateContiguousMemory`) at DIRQL.
     IsrCallsPassiveCallback,
+    /// `DxgkDdiResetEngine` adds this to the `LastAbortedFenceId` the real routine reports
+    /// (TDR-06: `+1` after a hang of the last packet is S + 1, `-1` after a hardware-queue
+    /// hang is C − 1). Process-wide in the simulation: sessions using it run one at a time.
+    ResetEngineMisreportsAbortedFence(i32),
+    /// The driver's table lacks `DxgkDdiResetEngine` while its caps say
+    /// `SupportPerEngineTDR` (TDR-01: the OS must refuse the start).
+    NoResetEngineDdi,
 }
 
 /// What a case needs from a session.
@@ -67,6 +81,11 @@ pub struct SessionConfig {
     /// Entries of every native fence log the OS creates (`None`: the OS's default, 84; a
     /// small number forces overflows, LOG-05).
     pub log_entries: Option<u64>,
+    /// Engines (= nodes) of each adapter's device (`None`: the device's default, 2; TDR-02).
+    pub engines: Option<u32>,
+    /// Whether the device has `CAPS.PER_ENGINE_RESET` (`None`: the default, yes; TDR-01,
+    /// TDR-09 without per-engine reset).
+    pub per_engine_reset: Option<bool>,
 }
 
 impl SessionConfig {
@@ -82,6 +101,8 @@ impl SessionConfig {
             doorbells: None,
             global_doorbell: false,
             log_entries: None,
+            engines: None,
+            per_engine_reset: None,
         }
     }
 }
@@ -269,6 +290,9 @@ pub enum Work {
         /// Value.
         value: u64,
     },
+    /// The device's HANG packet: the engine stops at it and reports itself hung; only a reset
+    /// gets past it (TDR cases). A real backend encodes the same packet through the same UMD.
+    Hang,
 }
 
 /// A doorbell's status page (`D3DDDI_DOORBELLSTATUS`) as the UMD reads it.
@@ -488,6 +512,180 @@ pub struct ChurnReport {
     pub rounds_done: u32,
     /// Rounds whose queue ended on the kernel-mode path (UM-19 fallback).
     pub kernel_mode_rounds: u32,
+    /// The first error, if any.
+    pub error: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timeout detection and recovery (issue 7, TDR-01 … TDR-09, UM-10; docs/tdr.md).
+
+/// A kernel-mode ("legacy") context of a process on one node (`D3DKMTCreateContext` without
+/// hardware queues): its DMA buffers go through `DxgkDdiSubmitCommand` with VidSch's fence IDs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ContextRef(pub usize);
+
+/// TDR timing of a session ([`Session::enable_tdr`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TdrTimeouts {
+    /// Step mode: rounds without progress before a timeout.
+    pub timeout_steps: u64,
+    /// Threaded mode: time without progress before a timeout.
+    pub timeout: Duration,
+    /// Step mode: rounds to wait for `DmaPreempted`.
+    pub preempt_steps: u64,
+    /// Threaded mode: time to wait for `DmaPreempted`.
+    pub preempt_timeout: Duration,
+}
+
+impl TdrTimeouts {
+    /// Short timeouts for cases: 40 rounds / 50 ms, preemption 5 rounds / 5 ms.
+    pub fn fast() -> Self {
+        Self {
+            timeout_steps: 40,
+            timeout: Duration::from_millis(50),
+            preempt_steps: 5,
+            preempt_timeout: Duration::from_millis(5),
+        }
+    }
+}
+
+/// What started a TDR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TdrCause {
+    /// Kernel-mode DMA buffers in flight and no completion for the timeout.
+    DmaTimeout,
+    /// A hardware queue's progress fence did not move for the timeout (UM-16).
+    QueueStalled,
+    /// The engine reported itself hung (`EngineStateChange(HUNG)`).
+    EngineHung,
+    /// `DmaFaulted` with this fence ID.
+    Faulted(u32),
+}
+
+/// One step of the OS's detection and recovery, in order (docs/tdr.md §5; devices named by
+/// the session's processes where they are one of them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TdrStep {
+    /// A timeout (or hang report) on `node`.
+    Detected { node: u32, cause: TdrCause },
+    /// `DxgkDdiPreemptCommand(fence)`.
+    PreemptRequested { node: u32, fence: u32 },
+    /// `DmaPreempted` arrived in time: no TDR.
+    Preempted {
+        node: u32,
+        fence: u32,
+        last_completed: u32,
+    },
+    /// The preemption timed out (or was not attempted).
+    Timeout { node: u32 },
+    /// `DxgkDdiCollectDbgInfo(reason)`; `bytes` of text.
+    CollectDbgInfo { reason: u32, bytes: usize },
+    /// The atomic snapshot of (S, C) at device IRQL.
+    Snapshot {
+        node: u32,
+        submitted: u32,
+        completed: u32,
+    },
+    /// The work completed before the snapshot: no reset.
+    NothingToReset { node: u32 },
+    /// DPCs flushed.
+    DpcFlushed { node: u32 },
+    /// `DxgkDdiQueryDependentEngineGroup`.
+    DependentGroup { node: u32, mask: u64 },
+    /// `DxgkDdiQueryEngineStatus`.
+    EngineStatus { node: u32, responsive: bool },
+    /// The session's pause hook ran ([`Session::complete_before_reset`]).
+    Paused { node: u32 },
+    /// A report of `node` arrived while its interrupts were ignored.
+    IgnoredInterrupt { node: u32, fence: u32 },
+    /// `DxgkDdiResetEngine` returned.
+    ResetEngine {
+        node: u32,
+        status: i32,
+        last_aborted: u32,
+    },
+    /// `DxgkCbInvalidateHwContext` named a context of this process's device.
+    Invalidated { process: Option<ProcessRef> },
+    /// Fence IDs the reset retired as completed.
+    Retired { node: u32, fences: Vec<u32> },
+    /// The aborted DMA buffer.
+    Aborted { node: u32, fence: u32, paging: bool },
+    /// A DMA buffer resubmitted (`old == new` for paging buffers, TDR-03).
+    Resubmitted {
+        node: u32,
+        old: u32,
+        new: u32,
+        paging: bool,
+    },
+    /// A process's device put in error (UM-10).
+    DeviceError {
+        process: Option<ProcessRef>,
+        doorbells_aborted: usize,
+    },
+    /// `DxgkDdiResetFromTimeout` succeeded; the reason (`TdrEngineTimeoutPromotedToAdapterReset`
+    /// = 9).
+    AdapterReset { reason: u32 },
+    /// `DxgkDdiRestartFromTimeout` succeeded.
+    Restarted,
+    /// The node runs again.
+    Recovered { node: u32 },
+    /// Any other step (text for messages).
+    Other(String),
+}
+
+/// An engine as the device shows it (simulation only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineProbe {
+    /// The engine has work.
+    pub has_work: bool,
+    /// Some queue of the engine is inside an INDIRECT buffer (a DMA buffer part-way).
+    pub mid_buffer: bool,
+    /// `COMPLETED_COMMANDS` of the engine.
+    pub completed_commands: u64,
+}
+
+/// What [`Session::collect_dbg_info_under_reset`] saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DbgInfoRace {
+    /// `DxgkDdiCollectDbgInfo` calls that returned while the reset was pending.
+    pub calls: usize,
+    /// Shortest and longest text.
+    pub min_len: usize,
+    /// Longest text.
+    pub max_len: usize,
+    /// `QueryAdapterInfo` calls that returned meanwhile.
+    pub caps_queries: usize,
+}
+
+/// One thread of [`Session::stream`]: submits `batches` to an existing queue, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamLane {
+    /// The queue (taken by the thread for the call).
+    pub queue: UmQueueRef,
+    /// Batches, in order.
+    pub batches: Vec<Vec<Work>>,
+    /// Wait this long before the first submission.
+    pub start_after: Duration,
+    /// At most this many submitted batches not yet complete (0: no limit).
+    pub max_in_flight: u64,
+    /// Stop early: once at least `min_batches` are submitted and the adapter has recovered
+    /// from a TDR, submit this many more and stop (`None`: submit every batch). A backend that
+    /// cannot observe recoveries submits every batch.
+    pub stop_after_recovery: Option<(usize, usize)>,
+    /// Wait for the last submitted batch before returning.
+    pub wait: bool,
+}
+
+/// What a [`StreamLane`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamReport {
+    /// Batches submitted.
+    pub submitted: usize,
+    /// The progress value of the last one (0: none).
+    pub last_value: u64,
+    /// Batches submitted when the lane first saw the adapter recovered from a TDR (lanes with
+    /// `stop_after_recovery` only; `None`: it never did).
+    pub recovered_at: Option<usize>,
     /// The first error, if any.
     pub error: Option<String>,
 }
@@ -869,6 +1067,114 @@ pub trait Session {
         _entries: u64,
     ) -> Result<(), Failure> {
         unsupported("native fence logs")
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Timeout detection and recovery (issue 7). On Windows TDR is always on: "submit work,
+    // hang an engine with a HANG packet, observe recovery (the guilty device's submissions
+    // refused, its doorbells aborted) and that other work completes" can run through D3DKMT
+    // with the same UMD and `dxgkrnl`'s own TDR. Everything that injects a fault into the
+    // device or the OS, calls a TDR DDI directly, or reads the OS's fence IDs or its recovery
+    // steps is simulation only and says so.
+
+    /// Turns TDR on for adapter `i` with these timeouts (the simulation's TDR is opt-in per
+    /// adapter). A Windows backend returns `Ok` and ignores the values (TDR is always on;
+    /// `TdrDelay` is a registry setting).
+    fn enable_tdr(&mut self, _i: usize, _t: TdrTimeouts) -> Result<(), Failure> {
+        unsupported("TDR")
+    }
+    /// A kernel-mode context of `p` on `node` (`D3DKMTCreateContext`, TDR-02: the node must be
+    /// one of the adapter's).
+    fn create_context(&mut self, _p: ProcessRef, _node: u32) -> Result<ContextRef, Failure> {
+        unsupported("kernel-mode contexts")
+    }
+    /// Submits `work` as one DMA buffer of the context (`DxgkDdiSubmitCommand`); returns
+    /// VidSch's fence ID. A Windows backend (`D3DKMTRender`) has no fence ID to return and
+    /// returns 0. A device in error: `DdiFailed(STATUS_DEVICE_REMOVED)`.
+    fn submit_dma(&mut self, _c: ContextRef, _work: &[Work]) -> Result<u32, Failure> {
+        unsupported("kernel-mode DMA buffers")
+    }
+    /// VidMm pages in `bytes` at `offset` of `b` with a FILL of the 32-bit `pattern` built by
+    /// `DxgkDdiBuildPagingBuffer` and submitted as paging buffers on `node`; returns their
+    /// fence IDs. Simulation only.
+    fn page_in(
+        &mut self,
+        _b: BufferRef,
+        _node: u32,
+        _offset: u64,
+        _bytes: u64,
+        _pattern: u32,
+    ) -> Result<Vec<u32>, Failure> {
+        unsupported("paging buffers")
+    }
+    /// The OS's recovery steps on adapter `i` so far. Simulation only.
+    fn tdr_steps(&self, _i: usize) -> Result<Vec<TdrStep>, Failure> {
+        unsupported("TDR step traces")
+    }
+    /// The reason of the last recovery (1 engine timeout, 2 adapter timeout, 9
+    /// `TdrEngineTimeoutPromotedToAdapterReset`). Simulation only.
+    fn tdr_reason(&self, _i: usize) -> Result<Option<u32>, Failure> {
+        unsupported("TDR reasons")
+    }
+    /// (engine resets, adapter resets) recovered on adapter `i`. Simulation only.
+    fn tdr_recoveries(&self, _i: usize) -> Result<(u64, u64), Failure> {
+        unsupported("TDR counters")
+    }
+    /// The OS's (last submitted, last completed) fence IDs of `node` (TDR-04). Simulation only.
+    fn dma_fences(&self, _i: usize, _node: u32) -> Result<(u32, u32), Failure> {
+        unsupported("VidSch fence IDs")
+    }
+    /// Every fence ID retired on adapter `i` as (node, id), in order. Simulation only.
+    fn retired_fences(&self, _i: usize) -> Result<Vec<(u32, u32)>, Failure> {
+        unsupported("VidSch fence IDs")
+    }
+    /// `DxgkDdiQueryCurrentFence(node)`: the KMD's last completed fence ID. Simulation only.
+    fn current_fence(&mut self, _i: usize, _node: u32) -> Result<u32, Failure> {
+        unsupported("direct DDI calls")
+    }
+    /// `DxgkDdiQueryDependentEngineGroup(node)`. Simulation only.
+    fn dependent_engine_group(&mut self, _i: usize, _node: u32) -> Result<u64, Failure> {
+        unsupported("direct DDI calls")
+    }
+    /// `DxgkDdiCollectDbgInfo(reason)` at PASSIVE_LEVEL; the text. Simulation only.
+    fn collect_dbg_info(&mut self, _i: usize, _reason: u32) -> Result<String, Failure> {
+        unsupported("direct DDI calls")
+    }
+    /// TDR-01 level 0, threaded sessions with TDR enabled: one thread calls
+    /// `DxgkDdiCollectDbgInfo(0x141)` in a loop and another `QueryAdapterInfo(DRIVERCAPS)` while
+    /// a HANG submitted on `node` (kernel-mode path) is detected and reset. Simulation only.
+    fn collect_dbg_info_under_reset(
+        &mut self,
+        _i: usize,
+        _node: u32,
+    ) -> Result<DbgInfoRace, Failure> {
+        unsupported("direct DDI calls")
+    }
+    /// The device's engine `node` hangs now, wherever it is (mid DMA buffer). Simulation only.
+    fn inject_hang(&mut self, _i: usize, _node: u32) -> Result<(), Failure> {
+        unsupported("hang injection")
+    }
+    /// The device's next reset of engine `node` fails (TDR-09). Simulation only.
+    fn fail_next_reset(&mut self, _i: usize, _node: u32) -> Result<(), Failure> {
+        unsupported("reset failure injection")
+    }
+    /// Runs the TDR sequence on `node` now, as if its timeout had expired. Simulation only.
+    fn force_tdr(&mut self, _i: usize, _node: u32) -> Result<(), Failure> {
+        unsupported("forced TDRs")
+    }
+    /// Arms the TDR-07 race on adapter `i`: between the OS's snapshot and
+    /// `DxgkDdiResetEngine` engine `node` runs until it has no work. Simulation only.
+    fn complete_before_reset(&mut self, _i: usize, _node: u32) -> Result<(), Failure> {
+        unsupported("TDR pause hooks")
+    }
+    /// Engine `node` as the device shows it. Simulation only.
+    fn engine_probe(&self, _i: usize, _node: u32) -> Result<EngineProbe, Failure> {
+        unsupported("engine probes")
+    }
+    /// Runs `lanes` at the same time on existing queues, one thread each ([`StreamLane`]);
+    /// step-mode sessions run them one after another.
+    fn stream(&mut self, _lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
+        unsupported("streams")
     }
 }
 

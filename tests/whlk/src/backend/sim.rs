@@ -17,6 +17,7 @@ use rvgpu_ddi::dxgkrnl::{
 };
 use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
+use rvgpu_ddi::tdr::VIDEO_ENGINE_TIMEOUT_DETECTED;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::cmd::LogKind as HwLogKind;
 use rvgpu_hw::mmio::MmioBus;
@@ -24,10 +25,12 @@ use rvgpu_hw::regs;
 use rvgpu_simos::kmt::{SimMem, STATUS_IO_TIMEOUT};
 use rvgpu_simos::testing;
 use rvgpu_simos::testing::gpu::GpuQueue;
+use rvgpu_simos::testing_tdr::{self, Misreport};
 use rvgpu_simos::trace::{Recorder, ReleaseVia, TraceEvent, QPC_HZ};
 use rvgpu_simos::{
-    Irql, Machine, MachineConfig, Mode, MonitoredFence, NativeFence, NativeFenceDesc, Notification,
-    Power, ProcessId, SimError, SimEvent, UmsEvent, UmsProcess, WaitOutcome,
+    Cause, Irql, Machine, MachineConfig, Mode, MonitoredFence, NativeFence, NativeFenceDesc,
+    Notification, Power, ProcessId, SimError, SimEvent, TdrConfig, TdrEvent, UmsEvent, UmsProcess,
+    WaitOutcome,
 };
 use rvgpu_umd::fence::NativeFence as UmdNativeFence;
 use rvgpu_umd::fencelog::{FenceTrace, Op};
@@ -41,6 +44,9 @@ use super::{
     LogCounters, LogKind, Misbehaviour, MonitoredRef, OsEvent, PowerStatus, ProcessEnd, ProcessRef,
     QueueLogs, QueueRef, Session, SessionConfig, StartedAdapter, SubmissionCaps, SubmitPath,
     UmFenceRef, UmQueueInfo, UmQueueRef, WaitResult, Work,
+};
+use super::{
+    ContextRef, DbgInfoRace, EngineProbe, StreamLane, StreamReport, TdrCause, TdrStep, TdrTimeouts,
 };
 use crate::timeline::{Calibration, FenceOp, Marker, OpKind, QueueTrack, Timeline};
 
@@ -71,6 +77,12 @@ impl Backend for SimBackend {
         }
         for a in &mut mc.adapters {
             a.device.idle_f1_ticks = config.idle_f1_ticks;
+            if let Some(n) = config.engines {
+                a.device.engines = n;
+            }
+            if let Some(r) = config.per_engine_reset {
+                a.device.per_engine_reset = r;
+            }
             if let Some(n) = config.doorbells {
                 a.device.doorbells = n;
             }
@@ -81,6 +93,7 @@ impl Backend for SimBackend {
             idle_f1: config.idle_f1_ticks > 0,
             processes: Vec::new(),
             buffers: Vec::new(),
+            buffer_process: Vec::new(),
             um_queues: Vec::new(),
             suspended: Vec::new(),
             misbehaviour: config.misbehaviour,
@@ -90,6 +103,7 @@ impl Backend for SimBackend {
             queues: Vec::new(),
             recorder: None,
             um_fences: Vec::new(),
+            contexts: Vec::new(),
         }))
     }
 }
@@ -101,6 +115,8 @@ struct SimSession {
     idle_f1: bool,
     processes: Vec<UmsProcess>,
     buffers: Vec<Allocation<SimMem>>,
+    /// The process index of each buffer.
+    buffer_process: Vec<usize>,
     um_queues: Vec<SimUmQueue>,
     /// Contexts `suspend_process` suspended: (process index, context).
     suspended: Vec<(usize, KmtHandle)>,
@@ -112,6 +128,8 @@ struct SimSession {
     /// The fence timeline's recorder once [`Session::trace_fences`] ran.
     recorder: Option<Arc<Recorder>>,
     um_fences: Vec<SimUmFence>,
+    /// Kernel-mode contexts: (process index, context handle).
+    contexts: Vec<(usize, KmtHandle)>,
 }
 
 /// A native fence made through the UMD thunks: the UMD's view (D3DKMT handle, GPU addresses)
@@ -137,6 +155,27 @@ struct SimUmQueue {
 }
 
 impl UmdQueue {
+    fn submit(&mut self, cmds: &[Command]) -> Result<u64, SubmitError> {
+        match self {
+            Self::User(q) => q.submit(cmds),
+            Self::Kernel(q) => q.submit(cmds),
+        }
+    }
+
+    fn wait(&mut self, value: u64) -> Result<(), SubmitError> {
+        match self {
+            Self::User(q) => q.wait(value),
+            Self::Kernel(q) => q.wait(value),
+        }
+    }
+
+    fn progress(&self) -> (u64, u64) {
+        match self {
+            Self::User(q) => (q.last_submitted(), q.completed()),
+            Self::Kernel(q) => (q.last_submitted(), q.completed()),
+        }
+    }
+
     fn set_fence_trace(&mut self, t: Option<Arc<dyn FenceTrace>>) {
         match self {
             Self::User(q) => q.set_fence_trace(t),
@@ -342,6 +381,7 @@ impl SimSession {
                         addr: self.address(buffer, offset, 8)?,
                         value,
                     },
+                    Work::Hang => Command::Hang,
                 })
             })
             .collect()
@@ -618,6 +658,170 @@ fn caps(c: &DXGK_DRIVERCAPS) -> DriverCaps {
     }
 }
 
+/// The simulation's TDR step as the harness's, with devices named by the session's processes.
+fn tdr_step(e: TdrEvent, process: &dyn Fn(KmtHandle) -> Option<ProcessRef>) -> TdrStep {
+    match e {
+        TdrEvent::Detected { node, cause } => TdrStep::Detected {
+            node,
+            cause: match cause {
+                Cause::DmaTimeout => TdrCause::DmaTimeout,
+                Cause::HwQueueStalled { .. } => TdrCause::QueueStalled,
+                Cause::EngineHung => TdrCause::EngineHung,
+                Cause::Faulted { fence } => TdrCause::Faulted(fence),
+            },
+        },
+        TdrEvent::PreemptRequested { node, fence } => TdrStep::PreemptRequested { node, fence },
+        TdrEvent::Preempted {
+            node,
+            fence,
+            last_completed,
+        } => TdrStep::Preempted {
+            node,
+            fence,
+            last_completed,
+        },
+        TdrEvent::Timeout { node } => TdrStep::Timeout { node },
+        TdrEvent::CollectDbgInfo { reason, bytes } => TdrStep::CollectDbgInfo { reason, bytes },
+        TdrEvent::Snapshot {
+            node,
+            submitted,
+            completed,
+        } => TdrStep::Snapshot {
+            node,
+            submitted,
+            completed,
+        },
+        TdrEvent::NothingToReset { node } => TdrStep::NothingToReset { node },
+        TdrEvent::DpcFlushed { node } => TdrStep::DpcFlushed { node },
+        TdrEvent::DependentGroup { node, mask } => TdrStep::DependentGroup { node, mask },
+        TdrEvent::EngineStatus { node, responsive } => TdrStep::EngineStatus { node, responsive },
+        TdrEvent::Paused { node } => TdrStep::Paused { node },
+        TdrEvent::IgnoredInterrupt { node, fence, .. } => TdrStep::IgnoredInterrupt { node, fence },
+        TdrEvent::ResetEngine {
+            node,
+            status,
+            last_aborted,
+        } => TdrStep::ResetEngine {
+            node,
+            status,
+            last_aborted,
+        },
+        TdrEvent::Invalidated { device } => TdrStep::Invalidated {
+            process: process(device),
+        },
+        TdrEvent::Retired { node, fences } => TdrStep::Retired { node, fences },
+        TdrEvent::Aborted {
+            node,
+            fence,
+            paging,
+        } => TdrStep::Aborted {
+            node,
+            fence,
+            paging,
+        },
+        TdrEvent::Resubmitted {
+            node,
+            old,
+            new,
+            paging,
+        } => TdrStep::Resubmitted {
+            node,
+            old,
+            new,
+            paging,
+        },
+        TdrEvent::DeviceError {
+            device,
+            doorbells_aborted,
+        } => TdrStep::DeviceError {
+            process: process(device),
+            doorbells_aborted,
+        },
+        TdrEvent::AdapterReset { reason } => TdrStep::AdapterReset {
+            reason: reason as u32,
+        },
+        TdrEvent::Restarted => TdrStep::Restarted,
+        TdrEvent::Recovered { node } => TdrStep::Recovered { node },
+        other => TdrStep::Other(format!("{other:?}")),
+    }
+}
+
+/// One [`StreamLane`] on the calling thread, on the queue it took.
+fn stream_lane(
+    m: &Machine,
+    lane: &StreamLane,
+    cmds: &[Vec<Command>],
+    adapter: usize,
+    q: &mut UmdQueue,
+) -> StreamReport {
+    let step = m.config().mode == Mode::Step;
+    if !step {
+        std::thread::sleep(lane.start_after);
+    }
+    let mut rep = StreamReport {
+        submitted: 0,
+        last_value: 0,
+        recovered_at: None,
+        error: None,
+    };
+    for batch in cmds {
+        if let Some((min, more)) = lane.stop_after_recovery {
+            if rep.recovered_at.is_none() && rep.submitted >= min && m.tdr_counts(adapter) != (0, 0)
+            {
+                rep.recovered_at = Some(rep.submitted);
+            }
+            if rep.recovered_at.is_some_and(|r| rep.submitted >= r + more) {
+                break;
+            }
+        }
+        if lane.max_in_flight > 0 {
+            let t0 = std::time::Instant::now();
+            loop {
+                let (last, done) = q.progress();
+                if last.saturating_sub(done) < lane.max_in_flight {
+                    break;
+                }
+                if t0.elapsed() > Duration::from_secs(20) {
+                    rep.error = Some(format!(
+                        "batch {}: {} batches in flight for 20 s",
+                        rep.submitted,
+                        last - done
+                    ));
+                    return rep;
+                }
+                if step {
+                    if let Err(e) = m.run_steps(1) {
+                        rep.error = Some(format!("{:?}", failure(e)));
+                        return rep;
+                    }
+                } else {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+        }
+        match q.submit(batch) {
+            Ok(v) => {
+                rep.submitted += 1;
+                rep.last_value = v;
+            }
+            Err(e) => {
+                rep.error = Some(format!("batch {}: {:?}", rep.submitted, umd_failure(m, e)));
+                return rep;
+            }
+        }
+    }
+    if lane.wait && rep.last_value > 0 {
+        if let Err(e) = q.wait(rep.last_value) {
+            rep.error = Some(format!(
+                "waiting for {}: {:?}",
+                rep.last_value,
+                umd_failure(m, e)
+            ));
+        }
+    }
+    rep
+}
+
 impl Session for SimSession {
     fn adapter_count(&self) -> usize {
         self.machine.adapter_count()
@@ -634,6 +838,19 @@ impl Session for SimSession {
             Some(Misbehaviour::IsrCallsPassiveCallback) => m.load_driver_with(|t| {
                 t.DxgkDdiInterruptRoutine = Some(testing::isr_calls_passive_callback)
             }),
+            Some(Misbehaviour::ResetEngineMisreportsAbortedFence(d)) => {
+                m.load_driver_with(move |t| {
+                    let how = if d >= 0 {
+                        Misreport::Plus(d.unsigned_abs())
+                    } else {
+                        Misreport::Minus(d.unsigned_abs())
+                    };
+                    testing_tdr::misreport_aborted(t, how);
+                })
+            }
+            Some(Misbehaviour::NoResetEngineDdi) => {
+                m.load_driver_with(|t| t.DxgkDdiResetEngine = None)
+            }
         }
         .map_err(failure)
     }
@@ -971,6 +1188,7 @@ impl Session for SimSession {
             a.mem.store(off, 0);
         }
         self.buffers.push(a);
+        self.buffer_process.push(p.0);
         Ok(BufferRef(self.buffers.len() - 1))
     }
 
@@ -1494,5 +1712,274 @@ impl Session for SimSession {
             .recreate_hw_queue_log(&up, h, hw_kind(kind), entries)
             .map_err(failure)?;
         self.check_fault()
+    }
+
+    fn enable_tdr(&mut self, i: usize, t: TdrTimeouts) -> Result<(), Failure> {
+        self.machine
+            .enable_tdr(
+                i,
+                TdrConfig {
+                    timeout_steps: t.timeout_steps,
+                    timeout: t.timeout,
+                    preempt_steps: t.preempt_steps,
+                    preempt_timeout: t.preempt_timeout,
+                    ..TdrConfig::default()
+                },
+            )
+            .map_err(failure)
+    }
+
+    fn create_context(&mut self, p: ProcessRef, node: u32) -> Result<ContextRef, Failure> {
+        let up = self.process(p)?;
+        let h = self
+            .machine
+            .kmt(&up)
+            .create_context(node)
+            .map_err(|NtStatus(s)| self.machine.fault().map_or(Failure::DdiFailed(s), failure))?;
+        self.contexts.push((p.0, h));
+        Ok(ContextRef(self.contexts.len() - 1))
+    }
+
+    fn submit_dma(&mut self, c: ContextRef, work: &[Work]) -> Result<u32, Failure> {
+        let (pi, h) = *self
+            .contexts
+            .get(c.0)
+            .ok_or_else(|| Failure::Backend(format!("no context {}", c.0)))?;
+        let up = self.process(ProcessRef(pi))?;
+        let cmds = self.encode(work)?;
+        self.machine.submit_legacy(&up, h, &cmds).map_err(failure)
+    }
+
+    fn page_in(
+        &mut self,
+        b: BufferRef,
+        node: u32,
+        offset: u64,
+        bytes: u64,
+        pattern: u32,
+    ) -> Result<Vec<u32>, Failure> {
+        let va = self.address(b, offset, bytes)?;
+        let pi = self.buffer_process[b.0];
+        let up = self.process(ProcessRef(pi))?;
+        self.machine
+            .page_in(&up, node, va, bytes, pattern)
+            .map_err(failure)
+    }
+
+    fn tdr_steps(&self, i: usize) -> Result<Vec<TdrStep>, Failure> {
+        let procs: HashMap<KmtHandle, ProcessRef> = self
+            .processes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.device, ProcessRef(i)))
+            .collect();
+        let by = |h: KmtHandle| procs.get(&h).copied();
+        Ok(self
+            .machine
+            .tdr_events(i)
+            .into_iter()
+            .map(|e| tdr_step(e, &by))
+            .collect())
+    }
+
+    fn tdr_reason(&self, i: usize) -> Result<Option<u32>, Failure> {
+        Ok(self.machine.tdr_reason(i).map(|r| r as u32))
+    }
+
+    fn tdr_recoveries(&self, i: usize) -> Result<(u64, u64), Failure> {
+        Ok(self.machine.tdr_counts(i))
+    }
+
+    fn dma_fences(&self, i: usize, node: u32) -> Result<(u32, u32), Failure> {
+        Ok(self.machine.legacy_fences(i, node))
+    }
+
+    fn retired_fences(&self, i: usize) -> Result<Vec<(u32, u32)>, Failure> {
+        Ok(self.machine.legacy_completed(i))
+    }
+
+    fn current_fence(&mut self, i: usize, node: u32) -> Result<u32, Failure> {
+        self.machine.query_current_fence(i, node).map_err(failure)
+    }
+
+    fn dependent_engine_group(&mut self, i: usize, node: u32) -> Result<u64, Failure> {
+        self.machine
+            .query_dependent_engine_group(i, node)
+            .map_err(failure)
+    }
+
+    fn collect_dbg_info(&mut self, i: usize, reason: u32) -> Result<String, Failure> {
+        self.machine.collect_dbg_info(i, reason).map_err(failure)
+    }
+
+    fn collect_dbg_info_under_reset(
+        &mut self,
+        i: usize,
+        node: u32,
+    ) -> Result<DbgInfoRace, Failure> {
+        if self.machine.config().mode != Mode::Threaded {
+            return Err(Failure::Backend(
+                "collect_dbg_info_under_reset needs a threaded session".into(),
+            ));
+        }
+        let m = &*self.machine;
+        let p = m.create_process(i).map_err(failure)?;
+        let ctx = m
+            .kmt(&p)
+            .create_context(node)
+            .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
+        let before = m.tdr_counts(i).0;
+        let reset = |m: &Machine| m.tdr_counts(i).0 > before;
+        let (race, caps, held) = std::thread::scope(|sc| {
+            let collector = sc.spawn(|| {
+                let mut r = DbgInfoRace {
+                    calls: 0,
+                    min_len: usize::MAX,
+                    max_len: 0,
+                    caps_queries: 0,
+                };
+                while !reset(m) && r.calls < 100_000 {
+                    let t = m.collect_dbg_info(i, VIDEO_ENGINE_TIMEOUT_DETECTED)?;
+                    r.calls += 1;
+                    r.min_len = r.min_len.min(t.len());
+                    r.max_len = r.max_len.max(t.len());
+                }
+                Ok::<_, SimError>(r)
+            });
+            let caps = sc.spawn(|| {
+                let mut n = 0usize;
+                for _ in 0..200 {
+                    m.query_driver_caps(i)?;
+                    n += 1;
+                }
+                Ok::<_, SimError>(n)
+            });
+            let held = m
+                .submit_legacy(&p, ctx, &[Command::Hang])
+                .and_then(|_| m.run_until(0, Duration::from_secs(10), reset));
+            let join = |h: std::thread::ScopedJoinHandle<'_, Result<usize, SimError>>| {
+                h.join()
+                    .unwrap_or_else(|_| Err(SimError::Simulation("a DDI thread panicked".into())))
+            };
+            let race = collector.join().unwrap_or_else(|_| {
+                Err(SimError::Simulation("the collector thread panicked".into()))
+            });
+            (race, join(caps), held)
+        });
+        self.processes.push(p);
+        let mut race = race.map_err(failure)?;
+        race.caps_queries = caps.map_err(failure)?;
+        if !held.map_err(failure)? {
+            return Err(Failure::Backend(
+                "the HANG was not reset within 10 s".into(),
+            ));
+        }
+        self.check_fault()?;
+        Ok(race)
+    }
+
+    fn inject_hang(&mut self, i: usize, node: u32) -> Result<(), Failure> {
+        self.machine
+            .device(i)
+            .ok_or_else(|| Failure::Backend(format!("no device {i}")))?
+            .inject_hang(node);
+        Ok(())
+    }
+
+    fn fail_next_reset(&mut self, i: usize, node: u32) -> Result<(), Failure> {
+        self.machine
+            .device(i)
+            .ok_or_else(|| Failure::Backend(format!("no device {i}")))?
+            .fail_next_reset(node);
+        Ok(())
+    }
+
+    fn force_tdr(&mut self, i: usize, node: u32) -> Result<(), Failure> {
+        self.machine.force_tdr(i, node).map_err(failure)
+    }
+
+    fn complete_before_reset(&mut self, i: usize, node: u32) -> Result<(), Failure> {
+        self.machine
+            .set_tdr_pause(
+                i,
+                Some(move |d: &Arc<rvgpu_device::Device>| {
+                    for _ in 0..1_000_000 {
+                        if !d.engine_snapshot(node).is_some_and(|e| e.has_work) {
+                            break;
+                        }
+                        d.step();
+                    }
+                }),
+            )
+            .map_err(failure)
+    }
+
+    fn engine_probe(&self, i: usize, node: u32) -> Result<EngineProbe, Failure> {
+        let d = self
+            .machine
+            .device(i)
+            .ok_or_else(|| Failure::Backend(format!("no device {i}")))?;
+        let e = d
+            .engine_snapshot(node)
+            .ok_or_else(|| Failure::Backend(format!("no engine {node}")))?;
+        Ok(EngineProbe {
+            has_work: e.has_work,
+            mid_buffer: e.queues.iter().any(|q| q.indirect.is_some()),
+            completed_commands: d.completed_commands(node),
+        })
+    }
+
+    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
+        let mut jobs = Vec::with_capacity(lanes.len());
+        for (k, lane) in lanes.iter().enumerate() {
+            let sq = self.um_queue(lane.queue)?;
+            if sq.q.is_none() || lanes[..k].iter().any(|l| l.queue == lane.queue) {
+                return Err(Failure::Backend(format!(
+                    "stream: queue {} is closed or in two lanes",
+                    lane.queue.0
+                )));
+            }
+            let cmds = lane
+                .batches
+                .iter()
+                .map(|w| self.encode(w))
+                .collect::<Result<Vec<_>, _>>()?;
+            jobs.push((lane, cmds, self.adapter_of(sq)));
+        }
+        let mut taken: Vec<UmdQueue> = lanes
+            .iter()
+            .filter_map(|l| self.um_queues[l.queue.0].q.take())
+            .collect();
+        let m = &*self.machine;
+        let reports: Vec<StreamReport> = if m.config().mode == Mode::Threaded {
+            std::thread::scope(|sc| {
+                let handles: Vec<_> = jobs
+                    .iter()
+                    .zip(taken.iter_mut())
+                    .map(|((lane, cmds, a), q)| sc.spawn(move || stream_lane(m, lane, cmds, *a, q)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| StreamReport {
+                            submitted: 0,
+                            last_value: 0,
+                            recovered_at: None,
+                            error: Some("lane thread panicked".into()),
+                        })
+                    })
+                    .collect()
+            })
+        } else {
+            jobs.iter()
+                .zip(taken.iter_mut())
+                .map(|((lane, cmds, a), q)| stream_lane(m, lane, cmds, *a, q))
+                .collect()
+        };
+        for (lane, q) in lanes.iter().zip(taken) {
+            self.um_queues[lane.queue.0].q = Some(q);
+        }
+        self.check_fault()?;
+        Ok(reports)
     }
 }

@@ -5,6 +5,7 @@ pub mod interrupt;
 pub mod logs;
 pub mod native_fence;
 pub mod simulation;
+pub mod tdr;
 pub mod usermode_submission;
 
 use crate::case::Case;
@@ -18,5 +19,6 @@ pub fn all() -> Vec<Case> {
     v.extend_from_slice(simulation::CASES);
     v.extend_from_slice(usermode_submission::CASES);
     v.extend_from_slice(logs::CASES);
+    v.extend_from_slice(tdr::CASES);
     v
 }
