@@ -9,8 +9,13 @@
 //!   last one is `Close` then `Destroy` (NF-13). The global handle is registered in the
 //!   adapter's `native_fences` set before create (so an interrupt report naming it is valid)
 //!   and removed after Destroy returned (from then on a report naming it is 0x119, NF-14).
-//! - **Storage (NF-05).** System memory (bus address = system-process GPU VA in v1, identity
-//!   mapping, what `MapToGpuSystemProcess` asks for). Non-shareable fences of one process are
+//! - **Storage (NF-05, NF-06).** Placed by type (docs/architecture.md, "Native fences: design
+//!   notes"): `D3DDDI_NATIVEFENCE_TYPE_DEFAULT` and cross-adapter fences in system memory (bus
+//!   address = system-process GPU VA in v1, identity mapping, what `MapToGpuSystemProcess` asks
+//!   for); `D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU` fences, CurrentValue and MonitoredValue, in local
+//!   memory (VidMm's part: pages from the top of VRAM, GPU address `VRAM_BASE` + offset, kernel
+//!   CPU address in the BAR4 view; freed when the fence is destroyed). `INTRA_GPU` fences have
+//!   no CPU wait or signal (the OS refuses both) and are never cross-adapter. Non-shareable fences of one process are
 //!   packed into shared pages at the caps' `MonitoredValueStride` (CurrentValues on one page,
 //!   MonitoredValues on another: they have different protections); a shareable fence gets
 //!   pages of its own. Pages are never returned while the machine lives: a destroyed fence's
@@ -47,8 +52,8 @@
 //!   GPU signals are software packets that, with no software contexts yet, reach the head at
 //!   once.
 //!
-//! Not simulated yet: fence storage in GPU-local memory (NF-06, `INTRA_GPU` fences live in
-//! system memory here), native-fence logs (issue 5), `AlwaysSignaled`, `No64BitAtomics`
+//! Not simulated yet: VidMm's segments (the local pages stand in for the segments a driver
+//! names for `D3DKMDT_STANDARDALLOCATION_FENCESTORAGE`), `AlwaysSignaled`, `No64BitAtomics`
 //! (MF-02). GPU work in the fence tests comes from [`crate::testing::gpu`]: user-mode
 //! hardware queues of simulated processes ([`crate::ums`]) whose rings the tests write. DPC-time
 //! updates are batched (one `UpdateMonitoredValues` call names every fence it re-arms); a
@@ -67,7 +72,7 @@ use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::fence::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::NTSTATUS;
-use rvgpu_device::SysAlloc;
+use rvgpu_device::{Memory, SysAlloc};
 use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
 
@@ -85,6 +90,9 @@ const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 const KIND_CURRENT: u8 = 0;
 const KIND_MONITORED: u8 = 1;
 const KIND_LEGACY: u8 = 2;
+/// Most of VRAM the OS takes for local fence pages (NF-06): the top half, the rest stays free
+/// for whatever else tests place in VRAM.
+const LOCAL_FENCE_VRAM_DIVISOR: u64 = 2;
 
 /// Next OS handle (global and local native-fence handles share the space). Process-wide:
 /// the driver's handle map is driver-wide and many machines run in one test process.
@@ -238,6 +246,89 @@ impl Slot {
     }
 }
 
+/// One 64-bit fence value in local memory (NF-06): VRAM page `page` (byte offset), `off` in it.
+#[derive(Clone, Debug)]
+struct LocalSlot {
+    mem: Arc<Memory>,
+    page: u64,
+    off: u64,
+}
+
+impl LocalSlot {
+    fn vram_off(&self) -> u64 {
+        self.page + self.off
+    }
+
+    fn word(&self) -> Option<&std::sync::atomic::AtomicU64> {
+        self.mem
+            .vram_words()
+            .get(usize::try_from(self.vram_off() / 8).ok()?)
+    }
+}
+
+/// Where a native fence value lives (NF-06).
+#[derive(Clone, Debug)]
+enum Value {
+    System(Slot),
+    Local(LocalSlot),
+}
+
+impl Value {
+    fn gpu(&self) -> u64 {
+        match self {
+            Self::System(s) => s.gpu(),
+            Self::Local(l) => rvgpu_hw::addr::VRAM_BASE + l.vram_off(),
+        }
+    }
+
+    /// The kernel CPU address: for local memory, the BAR4 view of the same bytes.
+    fn kva(&self) -> *mut c_void {
+        match self {
+            Self::System(s) => s.kva(),
+            Self::Local(l) => l.mem.vram_cpu_ptr().map_or(std::ptr::null_mut(), |p| {
+                p.as_ptr()
+                    .cast::<u8>()
+                    .wrapping_add(l.vram_off() as usize)
+                    .cast()
+            }),
+        }
+    }
+
+    fn load(&self) -> u64 {
+        match self {
+            Self::System(s) => s.load(),
+            Self::Local(l) => l.word().map_or(0, |w| w.load(Ordering::SeqCst)),
+        }
+    }
+
+    fn store(&self, v: u64) {
+        match self {
+            Self::System(s) => s.store(v),
+            Self::Local(l) => {
+                if let Some(w) = l.word() {
+                    w.store(v, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+
+    fn is_local(&self) -> bool {
+        matches!(self, Self::Local(_))
+    }
+
+    /// The system-memory slot, or the simulation error for a local value where only system
+    /// memory may be (NF-06, NF-16: a value shared across adapters is in system memory).
+    fn system(&self, what: &str) -> Result<&Slot, SimError> {
+        match self {
+            Self::System(s) => Ok(s),
+            Self::Local(_) => Err(SimError::Simulation(format!(
+                "NF-06/NF-16: {what} needs the fence's CurrentValue in system memory, but it is \
+                 in local memory"
+            ))),
+        }
+    }
+}
+
 /// What VidSch does when a GPU-side wait on a legacy monitored fence is satisfied: resume
 /// the software context's submission (MF-03, `WaitForSynchronizationObjectFromGpu`).
 struct Resume(Box<dyn FnOnce() + Send>);
@@ -286,8 +377,8 @@ pub struct FenceObj {
     creator: ProcessId,
     shareable: bool,
     fence_type: D3DDDI_NATIVEFENCE_TYPE,
-    cv: Slot,
-    mv: Slot,
+    cv: Value,
+    mv: Value,
     pdd: NativeFencePdd,
     /// Serialises MonitoredValue updates and destruction of this fence.
     settle_lock: Mutex<()>,
@@ -340,6 +431,16 @@ impl NativeFence {
         self.obj.mv.gpu()
     }
     /// Kernel CPU VA of CurrentValue.
+    /// CurrentValue lives in local memory (NF-06).
+    pub fn current_value_is_local(&self) -> bool {
+        self.obj.cv.is_local()
+    }
+
+    /// MonitoredValue lives in local memory (NF-06).
+    pub fn monitored_value_is_local(&self) -> bool {
+        self.obj.mv.is_local()
+    }
+
     pub fn current_value_kernel_va(&self) -> usize {
         self.obj.cv.kva() as usize
     }
@@ -386,6 +487,8 @@ pub struct FenceOs {
     cursors: HashMap<(ProcessId, u8), Cursor>,
     /// Every fence page (kept for the machine's life, see the module docs).
     pages: Vec<SysAlloc>,
+    /// Local-memory fence pages (NF-06).
+    local: LocalPages,
     work_all: bool,
     work: BTreeSet<usize>,
     legacy: HashMap<usize, Arc<LegacyObj>>,
@@ -456,6 +559,116 @@ impl FenceOs {
             },
         );
         Some(Slot { alloc, off: 0 })
+    }
+
+    /// A value for a fence of `fence_type` (NF-06): `INTRA_GPU` values in local memory, every
+    /// other fence's in system memory.
+    fn alloc_value(
+        &mut self,
+        a: &AdapterShared,
+        process: ProcessId,
+        kind: u8,
+        shareable: bool,
+        fence_type: D3DDDI_NATIVEFENCE_TYPE,
+    ) -> Option<Value> {
+        if fence_type == D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU {
+            let stride = self.stride();
+            // Kinds 0/1 for system pages, 3/4 for local ones (separate cursors anyway).
+            self.local
+                .alloc(a.device.memory(), process, kind, shareable, stride)
+                .map(Value::Local)
+        } else {
+            self.alloc_slot(a, process, kind, shareable)
+                .map(Value::System)
+        }
+    }
+
+    fn release_value(&mut self, v: &Value) {
+        if let Value::Local(l) = v {
+            self.local.release(l);
+        }
+    }
+}
+
+/// VidMm's local-memory fence pages (NF-06): whole VRAM pages taken from the top of VRAM
+/// down (at most the top 1/[`LOCAL_FENCE_VRAM_DIVISOR`]), packed per process like system
+/// pages, returned when their last fence is destroyed.
+#[derive(Debug, Default)]
+struct LocalPages {
+    /// Lowest page offset handed out so far (`None`: none yet).
+    low: Option<u64>,
+    free: Vec<u64>,
+    /// Live values per page.
+    live: HashMap<u64, u32>,
+    /// Packed pages per (process, kind): (page, next offset).
+    cursors: HashMap<(ProcessId, u8), (u64, u64)>,
+}
+
+impl LocalPages {
+    fn page(&mut self, mem: &Memory) -> Option<u64> {
+        if let Some(p) = self.free.pop() {
+            return Some(p);
+        }
+        let size = mem.vram_size();
+        let floor = size - size / LOCAL_FENCE_VRAM_DIVISOR;
+        let p = self.low.unwrap_or(size).checked_sub(PAGE)?;
+        if p < floor {
+            return None;
+        }
+        self.low = Some(p);
+        Some(p)
+    }
+
+    fn alloc(
+        &mut self,
+        mem: &Arc<Memory>,
+        process: ProcessId,
+        kind: u8,
+        shareable: bool,
+        stride: u64,
+    ) -> Option<LocalSlot> {
+        let key = (process, kind);
+        let (page, off) = match self.cursors.get_mut(&key) {
+            Some((page, next)) if !shareable && *next + 8 <= PAGE => {
+                let off = *next;
+                *next += stride;
+                (*page, off)
+            }
+            _ => {
+                let page = self.page(mem)?;
+                // A reused page holds a destroyed fence's values.
+                for w in mem
+                    .vram_words()
+                    .iter()
+                    .skip(usize::try_from(page / 8).ok()?)
+                    .take(usize::try_from(PAGE / 8).ok()?)
+                {
+                    w.store(0, Ordering::SeqCst);
+                }
+                if !shareable {
+                    self.cursors.insert(key, (page, stride));
+                }
+                (page, 0)
+            }
+        };
+        *self.live.entry(page).or_insert(0) += 1;
+        Some(LocalSlot {
+            mem: mem.clone(),
+            page,
+            off,
+        })
+    }
+
+    fn release(&mut self, slot: &LocalSlot) {
+        let Some(n) = self.live.get_mut(&slot.page) else {
+            return;
+        };
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            self.live.remove(&slot.page);
+            self.cursors.retain(|_, (p, _)| *p != slot.page);
+            self.free.push(slot.page);
+        }
     }
 }
 
@@ -1000,6 +1213,18 @@ fn maybe_calibrate(a: &AdapterShared) {
     }
 }
 
+/// `D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU` fences have no CPU wait or signal: the OS refuses both
+/// (Microsoft's D3DDDI_NATIVEFENCE_TYPE and D3DKMTCreateNativeFence references: no UM/KM CPU
+/// access to their values, which live in local memory, NF-06).
+fn no_cpu_access(fence: &NativeFence, what: &str) -> Result<(), SimError> {
+    if fence.obj.fence_type == D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU {
+        return Err(SimError::Simulation(format!(
+            "NF-06: CPU {what} on a D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU fence (no CPU access)"
+        )));
+    }
+    Ok(())
+}
+
 fn parse_pdd(b: &[u8; D3DDDI_NATIVE_FENCE_PDD_SIZE]) -> NativeFencePdd {
     let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
     let u64_at = |o: usize| {
@@ -1058,6 +1283,12 @@ impl Machine {
         result
     }
 
+    /// Local-memory (VRAM) fence pages in use on adapter `i` (NF-06).
+    pub fn native_fence_local_pages(&self, i: usize) -> usize {
+        self.adapter_shared(i)
+            .map_or(0, |a| lock(&a.fence_os).local.live.len())
+    }
+
     /// The native-fence caps adapter `i` answered at start.
     pub fn native_fence_caps(&self, i: usize) -> Option<DXGK_NATIVE_FENCE_CAPS> {
         self.adapter_shared(i)
@@ -1105,19 +1336,33 @@ impl Machine {
             .DxgkDdiOpenNativeFence
             .ok_or_else(|| missing("DxgkDdiOpenNativeFence"))?;
         let cross = shared_cv.is_some();
+        if cross && desc.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
+            return Err(SimError::Simulation(
+                "NF-16: a cross-adapter fence is D3DDDI_NATIVEFENCE_TYPE_DEFAULT".into(),
+            ));
+        }
         let (cv, mv) = {
             let mut os = lock(&a.fence_os);
             let cv = match shared_cv {
-                Some(s) => Some(s),
-                None => os.alloc_slot(a, process, KIND_CURRENT, desc.shareable),
+                Some(s) => Some(Value::System(s)),
+                None => os.alloc_value(a, process, KIND_CURRENT, desc.shareable, desc.fence_type),
             };
-            let mv = os.alloc_slot(a, process, KIND_MONITORED, desc.shareable || cross);
+            let mv = os.alloc_value(
+                a,
+                process,
+                KIND_MONITORED,
+                desc.shareable || cross,
+                desc.fence_type,
+            );
             match (cv, mv) {
                 (Some(c), Some(m)) => (c, m),
-                _ => {
+                (c, m) => {
+                    for v in c.iter().chain(m.iter()) {
+                        os.release_value(v);
+                    }
                     return Err(SimError::Simulation(
-                        "out of system memory for fence storage".into(),
-                    ))
+                        "out of memory for fence storage".into(),
+                    ));
                 }
             }
         };
@@ -1151,6 +1396,9 @@ impl Machine {
         );
         if let Err(e) = status.and_then(check_status) {
             lock(&a.native_fences).remove(&global);
+            let mut os = lock(&a.fence_os);
+            os.release_value(&cv);
+            os.release_value(&mv);
             return Err(e);
         }
         let pdd = parse_pdd(&args.pPrivateDriverData);
@@ -1248,7 +1496,11 @@ impl Machine {
         check_status(status)?;
         // The driver guarantees its ISR can no longer name it (NF-14).
         lock(&a.native_fences).remove(&obj.global);
-        lock(&a.fence_os).objs.remove(&obj.global);
+        let mut os = lock(&a.fence_os);
+        os.objs.remove(&obj.global);
+        // Local pages go back with the fence (NF-06); system pages stay (module docs).
+        os.release_value(&obj.cv);
+        os.release_value(&obj.mv);
         Ok(())
     }
 
@@ -1332,7 +1584,7 @@ impl Machine {
                 shareable: true,
                 fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
             },
-            Some(fence.obj.cv.clone()),
+            Some(fence.obj.cv.system("a cross-adapter fence")?.clone()),
         )?;
         // Link every instance of the fence with the new one, and hold the first adapter's
         // MonitoredValue at 0 from now on.
@@ -1423,6 +1675,48 @@ impl Machine {
         Ok(())
     }
 
+    /// Raw `DxgkDdiCreateNativeFence` on adapter `i` with storage at the given GPU addresses,
+    /// bypassing the OS's placement (tests of the driver's NF-06 check). A fence the driver
+    /// accepts is destroyed again at once. Returns the driver's create status.
+    pub fn ddi_create_native_fence_at(
+        &self,
+        i: usize,
+        fence_type: D3DDDI_NATIVEFENCE_TYPE,
+        current_gpu: u64,
+        monitored_gpu: u64,
+    ) -> Result<NTSTATUS, SimError> {
+        let a = self.fence_adapter(i)?;
+        let create = table(&a)?
+            .DxgkDdiCreateNativeFence
+            .ok_or_else(|| missing("DxgkDdiCreateNativeFence"))?;
+        let global = next_handle();
+        let mut args = DXGKARG_CREATENATIVEFENCE {
+            hGlobalNativeFence: global as HANDLE,
+            Type: fence_type,
+            CurrentValueSystemProcessGpuVa: current_gpu,
+            MonitoredValueSystemProcessGpuVa: monitored_gpu,
+            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+            Flags: DXGKARG_CREATENATIVEFENCE_FLAGS::default(),
+            Reserved: [0; 32],
+        };
+        lock(&a.native_fences).insert(global);
+        let ctx = a.context();
+        let status = call_ddi(
+            &self.state,
+            Routine::DxgkDdiCreateNativeFence,
+            create as usize,
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { create(ctx, &mut args) }
+            },
+        );
+        if matches!(status, Ok(s) if s >= 0) {
+            let _ = self.ddi_destroy_native_fence(global);
+        }
+        lock(&a.native_fences).remove(&global);
+        status
+    }
+
     /// Raw `DxgkDdiDestroyNativeFence` for a global handle, bypassing the OS bookkeeping (tests
     /// of the driver's refusal of out-of-order calls). Returns the driver's status.
     pub fn ddi_destroy_native_fence(&self, global: usize) -> Result<NTSTATUS, SimError> {
@@ -1480,6 +1774,7 @@ impl Machine {
         if let Some(f) = self.state.fault() {
             return Err(f.into());
         }
+        no_cpu_access(fence, "wait")?;
         let ev = SimEvent::default();
         {
             let st = &mut *lock(&fence.obj.st);
@@ -1566,6 +1861,7 @@ impl Machine {
         fence: &NativeFence,
         value: u64,
     ) -> Result<(), SimError> {
+        no_cpu_access(fence, "signal")?;
         let a = self.fence_adapter(fence.adapter())?;
         {
             let _s = lock(&fence.obj.settle_lock);
@@ -1800,6 +2096,11 @@ impl Machine {
                 "adapter {adapter} has native fences: open the fence as a native fence there"
             )));
         }
+        let slot = fence
+            .obj
+            .cv
+            .system("a fence opened on another adapter")?
+            .clone();
         let natives: Vec<Arc<FenceObj>> = {
             let st = lock(&fence.obj.st);
             let mut v = st.peers.clone();
@@ -1809,7 +2110,7 @@ impl Machine {
         let obj = Arc::new(LegacyObj {
             adapter_index: adapter,
             handle: next_handle(),
-            slot: fence.obj.cv.clone(),
+            slot,
             st: Mutex::new(LegacyState {
                 native_peers: natives.clone(),
                 ..LegacyState::default()

@@ -5,22 +5,26 @@
 //! - [`handles`]: the OS handle → (adapter, tag) map for DDIs without an adapter handle.
 //! - [`report`]: turning device fence events into the OS's interrupt reports.
 //!
-//! Storage belongs to the OS (NF-05, NF-06): it allocates CurrentValue and MonitoredValue,
-//! maps them into the system process for the CMP (the caps set `MapToGpuSystemProcess`), and
-//! passes their GPU addresses to create. The driver writes MonitoredValue and CurrentValue
-//! only when the OS tells it to, through the kernel CPU addresses the OS passes.
+//! - [`storage`]: where a fence's values may live by type (NF-06, NF-16), checked at create.
+//!
+//! Storage belongs to the OS (NF-05, NF-06): it allocates CurrentValue and MonitoredValue
+//! (system memory, or local memory for `INTRA_GPU` fences), maps them into the system process
+//! for the CMP (the caps set `MapToGpuSystemProcess`), and passes their GPU addresses to
+//! create. The driver writes MonitoredValue and CurrentValue only when the OS tells it to,
+//! through the kernel CPU addresses the OS passes.
 
 pub mod handles;
 pub mod registry;
 pub mod report;
+pub mod storage;
 pub mod table;
 
 use core::sync::atomic::{fence, AtomicU64, Ordering};
 
+use rvgpu_ddi::feature::DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1;
 use rvgpu_ddi::fence::{
-    D3DDDI_NATIVEFENCE_TYPE_DEFAULT, D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU, DXGKARG_CLOSENATIVEFENCE,
-    DXGKARG_CREATENATIVEFENCE, DXGKARG_DESTROYNATIVEFENCE, DXGKARG_OPENNATIVEFENCE,
-    DXGKARG_UPDATECURRENTVALUESFROMCPU, DXGKARG_UPDATEMONITOREDVALUES,
+    DXGKARG_CLOSENATIVEFENCE, DXGKARG_CREATENATIVEFENCE, DXGKARG_DESTROYNATIVEFENCE,
+    DXGKARG_OPENNATIVEFENCE, DXGKARG_UPDATECURRENTVALUESFROMCPU, DXGKARG_UPDATEMONITOREDVALUES,
     DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS,
 };
 use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
@@ -65,17 +69,21 @@ pub fn create<P: Platform>(
     if h == 0 || args.Flags.Value != 0 {
         return Err(status::INVALID_PARAMETER);
     }
-    if args.Type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT
-        && args.Type != D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU
-    {
-        return Err(status::INVALID_PARAMETER);
-    }
     let cv = args.CurrentValueSystemProcessGpuVa;
     let mv = args.MonitoredValueSystemProcessGpuVa;
-    let aligned = |va: u64| va != 0 && va.is_multiple_of(8);
-    if !aligned(cv) || !aligned(mv) || cv == mv {
-        return Err(status::INVALID_PARAMETER);
-    }
+    // NF-06/NF-16: the values must be where the fence's type allows (fence::storage).
+    let optimized_default = live.features.native_fence.as_ref().is_some_and(|f| {
+        f.os_caps
+            .is_set(DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::SupportOptimizedDefaultFenceType)
+    });
+    storage::check(
+        args.Type,
+        cv,
+        mv,
+        live.identity.vram_size,
+        optimized_default,
+    )
+    .map_err(|_| status::INVALID_PARAMETER)?;
     // The table lock serialises every writer of this adapter's fence state (the handle map
     // requires it); the registry changes under the interrupt lock inside it.
     let mut table = live.fences.lock();
