@@ -391,3 +391,32 @@ fn tdr_01_per_engine_tdr_ddis_filled_and_cap_gated_on_the_device() {
     // The HWS engine-reset pair stays unfilled: HWS is not negotiated (docs/tdr.md §0, Q9).
     assert!(!set.contains("DxgkDdiResumeHwEngine"));
 }
+
+/// UM-22: presentation is not part of user-mode submission, and rvgpu is render-only: none of
+/// the present paths (a present blt, a present through a hardware queue, overlay or flip
+/// presents) is in the table, while the user-mode submission DDIs are.
+#[test]
+fn um_22_no_presentation_ddis_beside_user_mode_submission() {
+    let d = table();
+    let f = filled(&d);
+    for present in [
+        "DxgkDdiPresent",
+        "DxgkDdiPresentToHwQueue",
+        "DxgkDdiPostMultiPlaneOverlayPresent",
+        "DxgkDdiSetInterruptTargetPresentId",
+    ] {
+        assert!(
+            !f.contains(present),
+            "{present} is filled in a render-only driver"
+        );
+    }
+    for ums in [
+        "DxgkDdiCreateDoorbell",
+        "DxgkDdiConnectDoorbell",
+        "DxgkDdiDisconnectDoorbell",
+        "DxgkDdiDestroyDoorbell",
+        "DxgkDdiNotifyWorkSubmission",
+    ] {
+        assert!(f.contains(ums), "{ums} is missing");
+    }
+}
