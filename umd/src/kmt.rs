@@ -165,6 +165,33 @@ pub trait Kmt {
     /// `D3DKMTWaitForSynchronizationObjectFromCpu` on one fence and value, blocking.
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;
 
+    // MF-03, the OS-scheduled half: GPU waits and software signal packets on a kernel-mode
+    // hardware queue, scheduled by the OS (no packet in the command stream). Default bodies keep
+    // every implementation compiling.
+
+    /// `D3DKMTSubmitWaitForSyncObjectsToHwQueue`: every submission to `queue` after this call
+    /// waits (the OS does not give it to the KMD) until each monitored fence reaches its value.
+    /// Returns at once. Default: `STATUS_NOT_SUPPORTED`.
+    fn submit_wait_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        let _ = (queue, fences);
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// `D3DKMTSubmitSignalSyncObjectsToHwQueue` with `queue` as its one broadcast queue: the OS
+    /// signals each monitored fence to its value once every submission made to `queue` before
+    /// this call completed. Returns at once. Default: `STATUS_NOT_SUPPORTED`.
+    fn submit_signal_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        let _ = (queue, fences);
+        Err(STATUS_NOT_SUPPORTED)
+    }
+
     // Issue 5 (native fence logs, docs/logs.md §5). Default bodies keep every implementation
     // compiling; an implementation that supports logs and the timeline overrides them.
 

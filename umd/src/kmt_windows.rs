@@ -44,14 +44,17 @@ use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCreateAllocation2, D3DKMTCreateContextVirtual, D3DKMTCreatePagingQueue,
     D3DKMTDestroyAllocation2, D3DKMTDestroyContext, D3DKMTDestroyPagingQueue,
     D3DKMTDestroySynchronizationObject, D3DKMTLock2, D3DKMTMakeResident,
-    D3DKMTSignalSynchronizationObjectFromCpu, D3DKMTUnlock2,
+    D3DKMTSignalSynchronizationObjectFromCpu, D3DKMTSubmitSignalSyncObjectsToHwQueue,
+    D3DKMTSubmitWaitForSyncObjectsToHwQueue, D3DKMTUnlock2,
     D3DKMTWaitForSynchronizationObjectFromCpu, D3DDDI_ALLOCATIONINFO2, D3DDDI_DESTROYPAGINGQUEUE,
     D3DDDI_MAKERESIDENT, D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DKMT_CLIENTHINT_UNKNOWN,
     D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL, D3DKMT_CREATEDEVICE,
     D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE, D3DKMT_DESTROYALLOCATION2,
     D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYHWQUEUE,
     D3DKMT_DESTROYSYNCHRONIZATIONOBJECT, D3DKMT_LOCK2, D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
-    D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_UNLOCK2, D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
+    D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
+    D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE, D3DKMT_UNLOCK2,
+    D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
 };
 use windows_sys::Win32::Foundation::{LUID, NTSTATUS, STATUS_PENDING};
 
@@ -60,6 +63,22 @@ use crate::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, Kmt,
     KmtHandle, NtStatus,
 };
+
+/// Objects per `D3DKMTSubmit{Wait,Signal}...ToHwQueue` call (stack arrays; more are split).
+const SYNC_CHUNK: usize = 16;
+
+/// Handle and value arrays of at most [`SYNC_CHUNK`] objects, and their count.
+fn sync_arrays(chunk: &[(KmtHandle, u64)]) -> ([u32; SYNC_CHUNK], [u64; SYNC_CHUNK], u32) {
+    let mut handles = [0u32; SYNC_CHUNK];
+    let mut values = [0u64; SYNC_CHUNK];
+    let mut n = 0u32;
+    for ((h, v), (dh, dv)) in chunk.iter().zip(handles.iter_mut().zip(values.iter_mut())) {
+        *dh = *h;
+        *dv = *v;
+        n += 1;
+    }
+    (handles, values, n)
+}
 
 /// `NTSTATUS` values this module returns itself.
 pub const STATUS_NOT_SUPPORTED: NTSTATUS = 0xC000_00BB_u32 as NTSTATUS;
@@ -912,6 +931,61 @@ impl Kmt for WinKmt {
 
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         self.wait(fence, value)
+    }
+
+    /// `D3DKMTSubmitWaitForSyncObjectsToHwQueue` (windows-sys; MF-03): the objects go in
+    /// chunks of [`SYNC_CHUNK`] (waiting on each chunk in turn is waiting on all).
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitwaitforsyncobjectstohwqueue>
+    fn submit_wait_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        if fences.is_empty() {
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        }
+        for chunk in fences.chunks(SYNC_CHUNK) {
+            let (handles, values, n) = sync_arrays(chunk);
+            let args = D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE {
+                hHwQueue: queue,
+                ObjectCount: n,
+                ObjectHandleArray: handles.as_ptr(),
+                FenceValueArray: values.as_ptr(),
+            };
+            // SAFETY: valid argument structure; both arrays hold `n` entries and live across
+            // the call.
+            check(unsafe { D3DKMTSubmitWaitForSyncObjectsToHwQueue(&args) })?;
+        }
+        Ok(())
+    }
+
+    /// `D3DKMTSubmitSignalSyncObjectsToHwQueue` (windows-sys; MF-03). The structure has no
+    /// `hHwQueue`: the queue is the one entry of `BroadcastHwQueueArray`; `Flags` zero.
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitsignalsyncobjectstohwqueue>
+    fn submit_signal_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        if fences.is_empty() {
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        }
+        let queues = [queue];
+        for chunk in fences.chunks(SYNC_CHUNK) {
+            let (handles, values, n) = sync_arrays(chunk);
+            let args = D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE {
+                BroadcastHwQueueCount: 1,
+                BroadcastHwQueueArray: queues.as_ptr(),
+                ObjectCount: n,
+                ObjectHandleArray: handles.as_ptr(),
+                FenceValueArray: values.as_ptr(),
+                ..Default::default()
+            };
+            // SAFETY: valid argument structure; the arrays hold 1 and `n` entries and live
+            // across the call.
+            check(unsafe { D3DKMTSubmitSignalSyncObjectsToHwQueue(&args) })?;
+        }
+        Ok(())
     }
 
     /// `D3DKMTCreateNativeFence` ([`WinKmt::create_native_fence_mapped`]); the KMD's private

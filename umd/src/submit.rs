@@ -192,6 +192,20 @@ impl<T: Kmt + ?Sized> Kmt for &T {
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         (**self).wait_for_fence(fence, value)
     }
+    fn submit_wait_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        (**self).submit_wait_to_hw_queue(queue, fences)
+    }
+    fn submit_signal_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        (**self).submit_signal_to_hw_queue(queue, fences)
+    }
     fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
         (**self).create_native_fence(initial_value)
     }
@@ -272,6 +286,20 @@ impl<T: Kmt + ?Sized> Kmt for alloc::sync::Arc<T> {
     }
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         (**self).wait_for_fence(fence, value)
+    }
+    fn submit_wait_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        (**self).submit_wait_to_hw_queue(queue, fences)
+    }
+    fn submit_signal_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        (**self).submit_signal_to_hw_queue(queue, fences)
     }
     fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
         (**self).create_native_fence(initial_value)
@@ -642,6 +670,51 @@ impl<K: Kmt> KernelQueue<K> {
     /// The last progress value submitted.
     pub fn last_submitted(&self) -> u64 {
         self.path.last
+    }
+
+    /// MF-03 GPU wait, OS-scheduled: every batch submitted after this call waits until
+    /// `fence` (a monitored fence's D3DKMT handle) reaches `value`
+    /// (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`, the hardware-queue form of
+    /// `WaitForSynchronizationObjectFromGpu`). Returns at once.
+    ///
+    /// MF-03 asks the UMD to flush its pending work first. This queue has none: every
+    /// [`submit`](Self::submit) hands its batch to the OS before it returns (a command buffer is
+    /// never kept back), so the batches before the wait are already ahead of it in the OS's
+    /// list and the flush is the thunk alone. The wait holds only later work of this queue; the
+    /// GPU is not blocked, and a CPU [`wait`](Self::wait) on a value submitted behind an
+    /// unsatisfied GPU wait blocks until it is satisfied (as does a command-buffer wrap, which
+    /// waits for the queue's last submission).
+    pub fn gpu_wait_monitored(&mut self, fence: KmtHandle, value: u64) -> Result<(), SubmitError> {
+        self.kmt
+            .submit_wait_to_hw_queue(self.path.queue.handle, &[(fence, value)])?;
+        Ok(())
+    }
+
+    /// MF-03 GPU signal for an engine that cannot write the fence through its VA: a software
+    /// signal packet (`D3DKMTSubmitSignalSyncObjectsToHwQueue`, the hardware-queue form of
+    /// `SignalSynchronizationObjectFromGpu`): the OS sets `fence` to `value` once every batch
+    /// submitted before this call completed. Returns at once. An engine that can write the
+    /// fence signals it in the stream instead: `Command::FenceSignal` to the fence's GPU VA in a
+    /// [`submit`](Self::submit) batch (the fence-write command).
+    pub fn gpu_signal_monitored_os(
+        &mut self,
+        fence: KmtHandle,
+        value: u64,
+    ) -> Result<(), SubmitError> {
+        self.kmt
+            .submit_signal_to_hw_queue(self.path.queue.handle, &[(fence, value)])?;
+        Ok(())
+    }
+
+    /// The kernel-mode hardware queue's D3DKMT handle.
+    pub fn queue_handle(&self) -> KmtHandle {
+        self.path.queue.handle
+    }
+
+    /// The queue's progress fence (a monitored fence's D3DKMT handle: another queue may wait
+    /// on it with [`gpu_wait_monitored`](Self::gpu_wait_monitored)).
+    pub fn progress_fence(&self) -> KmtHandle {
+        self.path.queue.progress_fence
     }
 
     /// The device's queue id (from [`HwQueuePdd`]).

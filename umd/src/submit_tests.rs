@@ -56,6 +56,16 @@ enum Ev {
     },
     /// `cpu_timestamp` was read and returned this.
     CpuTimestamp(u64),
+    /// `D3DKMTSubmitWaitForSyncObjectsToHwQueue` (MF-03).
+    GpuWait {
+        queue: KmtHandle,
+        fences: Vec<(KmtHandle, u64)>,
+    },
+    /// `D3DKMTSubmitSignalSyncObjectsToHwQueue` (MF-03).
+    GpuSignal {
+        queue: KmtHandle,
+        fences: Vec<(KmtHandle, u64)>,
+    },
 }
 
 #[derive(Debug)]
@@ -577,6 +587,36 @@ impl Kmt for Mock {
                 command_bytes,
             ));
         }
+        Ok(())
+    }
+    fn submit_wait_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        let mut w = self.w();
+        if w.queues.get(&queue).is_none_or(|q| q.user_mode) {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        w.log.push(Ev::GpuWait {
+            queue,
+            fences: fences.to_vec(),
+        });
+        Ok(())
+    }
+    fn submit_signal_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        let mut w = self.w();
+        if w.queues.get(&queue).is_none_or(|q| q.user_mode) {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        w.log.push(Ev::GpuSignal {
+            queue,
+            fences: fences.to_vec(),
+        });
         Ok(())
     }
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
@@ -1857,4 +1897,165 @@ fn um_16_in_flight_stays_bounded_when_the_ring_never_fills() {
             q.in_flight.len()
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// MF-03: OS-scheduled GPU waits and signal packets on a kernel-mode queue.
+
+/// MF-03: a GPU wait and a software signal packet are one thunk each, in submission order on
+/// the queue's handle; the "flush" before the wait is no call at all (every earlier batch was
+/// already handed to the OS by its own `submit`), and neither blocks the CPU (no CPU wait).
+#[test]
+fn mf_03_kernel_queue_gpu_wait_and_signal_are_thunks_in_order() {
+    let m = Mock::new();
+    let mut q = KernelQueue::new(&m, &QueueConfig::default()).unwrap();
+    let qh = q.queue_handle();
+    m.clear_log();
+    assert_eq!(q.submit(&[fill(1)]).unwrap(), 1);
+    q.gpu_wait_monitored(0x77, 5).unwrap();
+    assert_eq!(q.submit(&[fill(2)]).unwrap(), 2);
+    q.gpu_signal_monitored_os(0x78, 9).unwrap();
+    let log: Vec<Ev> = m
+        .log()
+        .into_iter()
+        .map(|e| match e {
+            Ev::KmSubmit { queue, value, .. } => Ev::KmSubmit {
+                queue,
+                value,
+                gpu: 0,
+                bytes: 0,
+            },
+            e => e,
+        })
+        .collect();
+    let km = |value| Ev::KmSubmit {
+        queue: qh,
+        value,
+        gpu: 0,
+        bytes: 0,
+    };
+    assert_eq!(
+        log,
+        vec![
+            km(1),
+            Ev::GpuWait {
+                queue: qh,
+                fences: vec![(0x77, 5)]
+            },
+            km(2),
+            Ev::GpuSignal {
+                queue: qh,
+                fences: vec![(0x78, 9)]
+            },
+        ]
+    );
+    // Another queue can wait on this queue's progress fence.
+    assert_ne!(q.progress_fence(), 0);
+    q.close().unwrap();
+    m.check();
+}
+
+/// MF-03: a thunk failure is the caller's error, and nothing is submitted for it.
+#[test]
+fn mf_03_gpu_wait_failure_is_reported() {
+    let m = Mock::new();
+    let mut q = KernelQueue::new(&m, &QueueConfig::default()).unwrap();
+    m.w().queues.get_mut(&q.queue_handle()).unwrap().user_mode = true;
+    assert_eq!(
+        q.gpu_wait_monitored(1, 1),
+        Err(SubmitError::Kmt(STATUS_INVALID_PARAMETER))
+    );
+    assert_eq!(
+        q.gpu_signal_monitored_os(1, 1),
+        Err(SubmitError::Kmt(STATUS_INVALID_PARAMETER))
+    );
+    m.w().queues.get_mut(&q.queue_handle()).unwrap().user_mode = false;
+}
+
+/// Thunks that implement only the required methods: the MF-03 defaults.
+struct NoMf03(Mock);
+
+impl Kmt for NoMf03 {
+    type Mem = MockMem;
+    type Doorbell = MockDoorbell;
+    type Fence = MockFence;
+    fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
+        self.0.create_context(node)
+    }
+    fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
+        self.0.destroy_context(context)
+    }
+    fn create_hw_queue(
+        &self,
+        context: KmtHandle,
+        user_mode_submission: bool,
+        private_data: &mut [u8],
+    ) -> Result<HwQueue<MockFence>, NtStatus> {
+        self.0
+            .create_hw_queue(context, user_mode_submission, private_data)
+    }
+    fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+        self.0.destroy_hw_queue(queue)
+    }
+    fn create_allocation(&self, size: u64) -> Result<Allocation<MockMem>, NtStatus> {
+        self.0.create_allocation(size)
+    }
+    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        self.0.destroy_allocation(allocation)
+    }
+    fn create_doorbell(
+        &self,
+        queue: KmtHandle,
+        ring: KmtHandle,
+        ring_control: KmtHandle,
+        private_data: &mut [u8],
+    ) -> Result<Doorbell<MockDoorbell>, NtStatus> {
+        self.0
+            .create_doorbell(queue, ring, ring_control, private_data)
+    }
+    fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        self.0.connect_doorbell(doorbell)
+    }
+    fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        self.0.destroy_doorbell(doorbell)
+    }
+    fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        self.0.notify_work_submission(doorbell)
+    }
+    fn submit_command_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        progress_fence_value: u64,
+        command_buffer_gpu: u64,
+        command_bytes: u32,
+    ) -> Result<(), NtStatus> {
+        self.0.submit_command_to_hw_queue(
+            queue,
+            progress_fence_value,
+            command_buffer_gpu,
+            command_bytes,
+        )
+    }
+    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        self.0.wait_for_fence(fence, value)
+    }
+}
+
+/// MF-03: thunks without the hardware-queue sync calls report `STATUS_NOT_SUPPORTED`, through a
+/// reference and an `Arc` as well (the forwarding impls forward them).
+#[test]
+fn mf_03_default_thunks_are_not_supported() {
+    let k = NoMf03(Mock::new());
+    let mut q = KernelQueue::new(&k, &QueueConfig::default()).unwrap();
+    let ns = Err(SubmitError::Kmt(crate::kmt::STATUS_NOT_SUPPORTED));
+    assert_eq!(q.gpu_wait_monitored(1, 1), ns);
+    assert_eq!(q.gpu_signal_monitored_os(1, 1), ns);
+    q.close().unwrap();
+    let m = Mock::new();
+    // The test is single-threaded; the Arc is only the forwarding impl under test.
+    #[allow(clippy::arc_with_non_send_sync)]
+    let a = Arc::new(m.clone());
+    let mut q = KernelQueue::new(a, &QueueConfig::default()).unwrap();
+    q.gpu_wait_monitored(1, 1).unwrap();
+    assert!(matches!(m.log().last(), Some(Ev::GpuWait { .. })));
 }

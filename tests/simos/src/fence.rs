@@ -1961,6 +1961,36 @@ impl MonitoredFence {
     }
 }
 
+// MF-03, OS-scheduled hardware-queue packets (`crate::ums`): VidSch's PASSIVE worker signals
+// and un-waits without a `Machine`.
+impl MonitoredFence {
+    /// The OS writes `value` (never backwards) and releases satisfied waits: what
+    /// [`Machine::signal_monitored_fence_from_cpu`] does, for a software signal packet.
+    pub(crate) fn os_signal(&self, value: u64) -> Result<(), SimError> {
+        if lock(&self.obj.st).destroyed {
+            return Err(SimError::Simulation("monitored fence destroyed".into()));
+        }
+        if let Some(w) = self.obj.slot.alloc.word(self.obj.slot.off) {
+            w.fetch_max(value, Ordering::SeqCst);
+        }
+        self.obj.signalled()
+    }
+
+    /// Drops a GPU-side wait ([`Machine::wait_monitored_fence_from_gpu`]) that is still pending:
+    /// its resume never runs and its event ends [`WaitOutcome::Abandoned`].
+    pub(crate) fn cancel_gpu_wait(&self, ev: &SimEvent) {
+        let removed = {
+            let mut st = lock(&self.obj.st);
+            let before = st.waiters.len();
+            st.waiters.retain(|w| !w.event.same(ev));
+            st.waiters.len() != before
+        };
+        if removed {
+            ev.set(WaitOutcome::Abandoned);
+        }
+    }
+}
+
 impl Machine {
     /// Creates a legacy monitored fence on adapter `i` (MF-01): with or without native fences
     /// on the adapter. The value lives in system memory, packed per process.

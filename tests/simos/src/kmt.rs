@@ -145,6 +145,35 @@ impl<'m> SimKmt<'m> {
             .map(Arc::clone)
             .map_err(status)
     }
+
+    /// `D3DKMTCreateSynchronizationObject2` of a `D3DDDI_MONITORED_FENCE` (MF-01) with
+    /// `initial`: its D3DKMT handle (what the MF-03 thunks and
+    /// [`Kmt::wait_for_fence`] take) and the OS object (CPU view, GPU VA, CPU signal through
+    /// [`Machine::signal_monitored_fence_from_cpu`]).
+    pub fn create_monitored_fence(
+        &self,
+        initial: u64,
+    ) -> Result<(KmtHandle, MonitoredFence), NtStatus> {
+        let a = self.adapter()?;
+        ums::create_sync_fence(self.m, &a, self.p.device, initial).map_err(status)
+    }
+
+    /// `D3DKMTDestroySynchronizationObject` of a fence from
+    /// [`create_monitored_fence`](Self::create_monitored_fence); pending CPU waits end
+    /// abandoned, GPU waits no longer hold their queues.
+    pub fn destroy_monitored_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        ums::destroy_sync_fence(self.m, &a, fence).map_err(status)
+    }
+
+    /// `D3DKMTSignalSynchronizationObjectFromCpu` on a fence with a D3DKMT handle.
+    pub fn signal_fence_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        let f = ums::fence_of(&a, fence).ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
+        self.m
+            .signal_monitored_fence_from_cpu(&f, value)
+            .map_err(status)
+    }
 }
 
 impl Kmt for SimKmt<'_> {
@@ -305,6 +334,26 @@ impl Kmt for SimKmt<'_> {
 
     fn cpu_timestamp_frequency(&self) -> u64 {
         crate::trace::QPC_HZ
+    }
+
+    // MF-03: OS-scheduled GPU waits and signals on kernel-mode hardware queues.
+
+    fn submit_wait_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        ums::submit_wait_to_hw_queue(self.m, &a, self.p.device, queue, fences).map_err(status)
+    }
+
+    fn submit_signal_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        ums::submit_signal_to_hw_queue(self.m, &a, self.p.device, queue, fences).map_err(status)
     }
 
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
