@@ -587,14 +587,14 @@ impl<P: Platform> Adapter<P> {
                     batch.native(engine, handle, &mut emit);
                 }
                 // DMA completed (a PROGRESS with interrupt): the OS reads the queue's progress
-                // fence, a monitored fence, on this node. A native progress fence is covered
-                // by a "scan everything" native report (spurious is allowed, missed is not).
-                DeviceEvent::Progress { engine, .. } => {
+                // fence on this node (monitored-fence report). Only a queue created with
+                // NativeProgressFence (or one no longer in the table) also needs a "scan
+                // everything" native report: the progress write is in no log.
+                DeviceEvent::Progress { engine, queue, .. } => {
                     fence_reports = true;
-                    batch.legacy(engine, &mut emit);
-                    if live.features.native_fence.is_some() {
-                        batch.native(engine, None, &mut emit);
-                    }
+                    let native = live.features.native_fence.is_some()
+                        && live.queue_irq.progress_is_native(queue);
+                    batch.progress(engine, native, &mut emit);
                 }
                 other => others |= self.dispatch_event(live, other),
             }

@@ -88,13 +88,13 @@ pub fn log_ddis(table: &rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA) -> bool {
     table.DxgkDdiSetNativeFenceLogBuffer.is_some() && table.DxgkDdiUpdateNativeFenceLogs.is_some()
 }
 
-/// LOG-08: per-queue fence interrupts need the device cap (events name the running queue),
-/// the device's log writes (`FENCE_LOG`), native fences advertised (with the log DDIs) and
-/// the driver's switch ([`crate::log::ENABLE_OPTIMIZED_FENCE_IRQ`]).
+/// LOG-08 (docs/logs.md §3.1): per-queue fence interrupts need the device cap (events name
+/// the running queue), the device's log writes (`FENCE_LOG`) and native fences advertised
+/// (with the log DDIs). A device without `CAPS.OPTIMIZED_FENCE_IRQ` gets the fence-array
+/// reports of NF-14/NF-15.
 pub fn optimized_fence_irq<P: Platform>(live: &Live<P>) -> bool {
     let caps = live.identity.caps;
-    crate::log::ENABLE_OPTIMIZED_FENCE_IRQ
-        && caps.contains(rvgpu_hw::regs::Caps::OPTIMIZED_FENCE_IRQ)
+    caps.contains(rvgpu_hw::regs::Caps::OPTIMIZED_FENCE_IRQ)
         && caps.contains(rvgpu_hw::regs::Caps::FENCE_LOG)
         && native_gpu_fence(live)
 }

@@ -95,6 +95,11 @@ pub struct HwQueue {
     pub user_mode: bool,
     /// GPU VA of the progress fence value.
     pub progress_gpu: u64,
+    /// Created with `D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence`: the progress fence is a
+    /// native fence, so a `PROGRESS` event may satisfy native-fence waits and needs a
+    /// native-fence report besides the monitored-fence one (the ISR learns it from the queue
+    /// table, [`crate::log::QueueIrqTable::progress_is_native`]).
+    pub native_progress: bool,
     /// The ring the descriptor names; `None` for a user-mode queue without a doorbell.
     pub ring: Option<Ring>,
     /// The KMD-owned ring of a kernel-mode queue.
@@ -249,6 +254,9 @@ pub fn create<P: Platform>(
         let user_mode = args
             .Flags
             .is_set(D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission);
+        let native_progress = args
+            .Flags
+            .is_set(D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence);
         let progress_gpu = args.HwQueueProgressFenceGPUVirtualAddress;
         if progress_gpu == 0 || !progress_gpu.is_multiple_of(rvgpu_hw::addr::ACCESS_ALIGN) {
             return Err(status::INVALID_PARAMETER);
@@ -272,6 +280,7 @@ pub fn create<P: Platform>(
             priority,
             user_mode,
             progress_gpu,
+            native_progress,
             ring,
             kernel,
             doorbell: None,
@@ -318,10 +327,12 @@ fn insert<P: Platform>(
     };
     queue.engine = engine;
     queue.id = id;
+    let queue_native_progress = queue.native_progress;
     let runnable = queue.ring.is_some();
     s.queues.insert(h, queue);
     // The ISR may name the queue from now on (LOG-08); no logs yet.
-    live.queue_irq.insert(id, crate::log::seq_of(h), engine);
+    live.queue_irq
+        .insert(id, crate::log::seq_of(h), engine, queue_native_progress);
     if runnable {
         if let Err(e) = runlist::commit(&live.regs, s, engine) {
             let kernel = s.queues.remove(&h).and_then(|q| q.kernel);
@@ -419,6 +430,7 @@ mod tests {
             priority: 3,
             user_mode: true,
             progress_gpu: 0x8000,
+            native_progress: false,
             ring: None,
             kernel: None,
             doorbell: None,

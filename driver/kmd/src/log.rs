@@ -38,13 +38,6 @@ use crate::runlist;
 use crate::sched::{self, Handle, Kind};
 use crate::status::{self, Status};
 
-/// Switch for the optimized native-fence interrupt (LOG-08). The device cap, the KMD's ISR
-/// path and the `hHWQueue` binding are all in place; the cap is still kept off because the
-/// simulated OS reads only the fence array so far (it ignores `hHWQueue`, docs/logs.md §4.2 is
-/// E2's work) and its native-fence tests expect named arrays on the dGPU configuration.
-/// Turn on together with the OS's log drain.
-pub const ENABLE_OPTIMIZED_FENCE_IRQ: bool = false;
-
 /// Which of a queue's two logs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogKind {
@@ -294,6 +287,8 @@ pub fn dedup_ids(ids: impl Iterator<Item = Option<u32>>) -> impl Iterator<Item =
 
 const VALID: u64 = 1 << 63;
 const HAS_LOGS: u64 = 1 << 62;
+/// The queue's progress fence is a native fence (`NativeProgressFence` at create).
+const NATIVE_PROGRESS: u64 = 1 << 61;
 /// Bits 51:0 of a KMD handle: its sequence number (crate::sched).
 const SEQ_MASK: u64 = (1 << 52) - 1;
 
@@ -316,7 +311,8 @@ pub enum QueueLookup {
 /// Queue id → KMD queue handle, read lock-free by the ISR.
 ///
 /// One `AtomicU64` per queue id (ids are below [`QUEUE_ID_LIMIT`]): 0 = empty, else bit 63
-/// valid, bit 62 both logs set, bits 51:0 the handle's sequence number. Written with release
+/// valid, bit 62 both logs set, bit 61 native progress fence, bits 51:0 the handle's sequence
+/// number. Written with release
 /// stores under the scheduler lock (create, SetNativeFenceLogBuffer); cleared through
 /// `DxgkCbSynchronizeExecution` at destroy ([`clear_queue_irq`]), so an ISR that read an
 /// entry has finished reporting it before the OS can free the queue. Per engine, a count of
@@ -355,10 +351,13 @@ impl QueueIrqTable {
         self.logless.get(usize::try_from(engine).ok()?)
     }
 
-    /// A queue was created (under the scheduler lock): valid, no logs yet.
-    pub fn insert(&self, id: u32, seq: u64, engine: u32) {
+    /// A queue was created (under the scheduler lock): valid, no logs yet; `native_progress`
+    /// when its progress fence is a native fence (decides whether its `PROGRESS` events need
+    /// a native-fence report, [`Self::progress_is_native`]).
+    pub fn insert(&self, id: u32, seq: u64, engine: u32, native_progress: bool) {
         if let Some(s) = self.slot(id) {
-            s.store(VALID | (seq & SEQ_MASK), Ordering::Release);
+            let np = if native_progress { NATIVE_PROGRESS } else { 0 };
+            s.store(VALID | np | (seq & SEQ_MASK), Ordering::Release);
             if let Some(c) = self.logless_of(engine) {
                 c.fetch_add(1, Ordering::Relaxed);
             }
@@ -368,7 +367,11 @@ impl QueueIrqTable {
     /// The queue's second log was set (under the scheduler lock).
     pub fn logs_complete(&self, id: u32, seq: u64, engine: u32) {
         if let Some(s) = self.slot(id) {
-            let old = s.swap(VALID | HAS_LOGS | (seq & SEQ_MASK), Ordering::Release);
+            // Keeps the native-progress bit set at create.
+            let (Ok(old) | Err(old)) =
+                s.fetch_update(Ordering::Release, Ordering::Relaxed, |old| {
+                    Some(VALID | HAS_LOGS | (old & NATIVE_PROGRESS) | (seq & SEQ_MASK))
+                });
             if old & VALID != 0 && old & HAS_LOGS == 0 {
                 if let Some(c) = self.logless_of(engine) {
                     let _ =
@@ -407,6 +410,19 @@ impl QueueIrqTable {
             Some(h) => QueueLookup::Named(h),
             None => QueueLookup::Unknown,
         }
+    }
+
+    /// ISR: whether a `PROGRESS` event of queue `id` may have signalled a native fence. `false`
+    /// only for a live queue whose progress fence is a monitored fence (its completion needs
+    /// the monitored-fence report alone); `true` for a native progress fence and, since a
+    /// missed signal is worse than a spurious report, for an id not in the table (a queue
+    /// destroyed since the event was posted).
+    pub fn progress_is_native(&self, id: u32) -> bool {
+        let Some(s) = self.slot(id) else {
+            return true;
+        };
+        let v = s.load(Ordering::Acquire);
+        v & VALID == 0 || v & NATIVE_PROGRESS != 0
     }
 
     /// Whether `engine` has a queue whose signals a log read would miss.
@@ -547,7 +563,7 @@ mod tests {
         let h = Handle::new(2, Kind::Queue, 77).unwrap();
         assert_eq!(t.lookup(2, 5), QueueLookup::Unknown);
         assert!(!t.engine_has_logless(1));
-        t.insert(5, seq_of(h), 1);
+        t.insert(5, seq_of(h), 1, false);
         assert_eq!(t.lookup(2, 5), QueueLookup::Logless);
         assert!(t.engine_has_logless(1));
         assert!(!t.engine_has_logless(0));
@@ -565,7 +581,7 @@ mod tests {
         assert_eq!(t.lookup(2, NO_QUEUE), QueueLookup::Unknown);
         assert_eq!(t.lookup(2, 16), QueueLookup::Unknown, "out of range");
         // A log-less queue destroyed: the engine count goes back down.
-        t.insert(6, 9, 0);
+        t.insert(6, 9, 0, false);
         assert!(t.engine_has_logless(0));
         t.remove(6, 0);
         assert!(!t.engine_has_logless(0));
@@ -574,5 +590,34 @@ mod tests {
             QueueIrqTable::for_adapter(1).slots.len(),
             QUEUE_ID_LIMIT as usize
         );
+    }
+
+    #[test]
+    fn log_08_progress_needs_a_native_report_only_for_a_native_progress_fence() {
+        let t = QueueIrqTable::new(16, 1);
+        let h = Handle::new(2, Kind::Queue, 77).unwrap();
+        // A queue whose progress fence is a monitored fence: its PROGRESS events need no
+        // native-fence report, with or without logs.
+        t.insert(3, seq_of(h), 0, false);
+        assert!(!t.progress_is_native(3));
+        t.logs_complete(3, seq_of(h), 0);
+        assert!(!t.progress_is_native(3));
+        assert_eq!(t.lookup(2, 3), QueueLookup::Named(h));
+        // NativeProgressFence at create: the bit survives the logs being set (and recreated).
+        let h2 = Handle::new(2, Kind::Queue, 78).unwrap();
+        t.insert(4, seq_of(h2), 0, true);
+        assert!(t.progress_is_native(4));
+        assert_eq!(t.lookup(2, 4), QueueLookup::Logless);
+        t.logs_complete(4, seq_of(h2), 0);
+        t.logs_complete(4, seq_of(h2), 0);
+        assert!(t.progress_is_native(4));
+        assert_eq!(t.lookup(2, 4), QueueLookup::Named(h2));
+        assert!(!t.engine_has_logless(0));
+        // Not in the table (destroyed since the event was posted, NO_QUEUE, out of range):
+        // a spurious report rather than a missed one.
+        t.remove(3, 0);
+        assert!(t.progress_is_native(3));
+        assert!(t.progress_is_native(NO_QUEUE));
+        assert!(t.progress_is_native(16));
     }
 }

@@ -773,6 +773,7 @@ mod tests {
                     priority: 0,
                     user_mode: true,
                     progress_gpu: 0x9000,
+                    native_progress: false,
                     ring: Some(ring),
                     kernel: None,
                     doorbell: None,

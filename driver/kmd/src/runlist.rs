@@ -144,6 +144,7 @@ mod tests {
             priority: 0,
             user_mode: user,
             progress_gpu: 0x9000,
+            native_progress: false,
             ring,
             kernel: None,
             doorbell: None,

@@ -91,8 +91,15 @@ fn mf_04_legacy_blocking_waits_threaded() {
     assert!(m.bugcheck().is_none());
 }
 
+/// A stand-in ISR reporting a NULL native-fence array, on a device without
+/// `CAPS.OPTIMIZED_FENCE_IRQ` (NF-14's array form: with the cap the OS reads `hHWQueue`
+/// instead of the array, LOG-08).
 fn null_report_machine(evaluate_legacy: bool) -> Machine {
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    let mut cfg = MachineConfig::single(Mode::Step);
+    for a in &mut cfg.adapters {
+        a.device.optimized_fence_irq = false;
+    }
+    let mut m = Machine::new(cfg);
     let isr = if evaluate_legacy {
         rvgpu_simos::testing::isr_reports_null_evaluate_legacy
     } else {

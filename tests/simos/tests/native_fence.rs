@@ -31,6 +31,21 @@ fn step() -> Machine {
     machine(MachineConfig::single(Mode::Step))
 }
 
+/// One dGPU without `CAPS.OPTIMIZED_FENCE_IRQ`: the KMD reports native fences in the
+/// `pSignaledNativeFenceArray` of NF-14/NF-15 (named handles or NULL), not per queue (LOG-08,
+/// covered by `fence_logs.rs` on the default device).
+fn array_reports(mode: Mode) -> MachineConfig {
+    let mut cfg = MachineConfig::single(mode);
+    for a in &mut cfg.adapters {
+        a.device.optimized_fence_irq = false;
+    }
+    cfg
+}
+
+fn step_array_reports() -> Machine {
+    machine(array_reports(Mode::Step))
+}
+
 fn fence(m: &Machine, initial: u64) -> NativeFence {
     m.create_native_fence(
         0,
@@ -96,10 +111,11 @@ fn nf_02_monitored_value_tracks_lowest_waiter() {
 }
 
 /// NF-03, NF-04: a GPU signal with a CPU waiter raises exactly the interrupt needed; the DPC
-/// releases the wait and advances MonitoredValue.
+/// releases the wait and advances MonitoredValue. Device without the optimized cap: the
+/// report names the fence in its array.
 #[test]
 fn nf_04_gpu_signal_releases_wait_and_advances_monitored_value() {
-    let m = step();
+    let m = step_array_reports();
     let f = fence(&m, 0);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let e3 = ok(&m, m.wait_native_fence_event(&f, 3));
@@ -120,9 +136,10 @@ fn nf_04_gpu_signal_releases_wait_and_advances_monitored_value() {
 
 /// NF-03: GPU signals of a fence nobody waits on raise no interrupt at all (MonitoredValue is
 /// u64::MAX); with one CPU waiter, only the signal that crosses its value interrupts.
+/// Device without the optimized cap: the report names the fence in its array.
 #[test]
 fn nf_03_no_waiter_no_interrupt_one_waiter_one_interrupt() {
-    let m = step();
+    let m = step_array_reports();
     let f = fence(&m, 0);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     for v in 1..=40 {
@@ -591,10 +608,12 @@ fn nf_11_bad_native_fence_caps_fail_the_start() {
 
 /// NF-04, NF-07: the DPC-time work names every re-armed fence in one UpdateMonitoredValues
 /// call (batched), at device IRQL under the interrupt lock. Four values land at once (as GPU
-/// writes would) and one NULL report ("scan everything") follows.
+/// writes would) and one NULL report ("scan everything") follows. Device without the
+/// optimized cap: the stand-in ISR's NULL fence array is what the OS reads (with the cap it
+/// would read `hHWQueue` and ignore the array).
 #[test]
 fn nf_04_dpc_rearms_fences_in_one_batched_update() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    let mut m = Machine::new(array_reports(Mode::Step));
     m.load_driver_with(|t| {
         spy::install_update_monitored_spy(t);
         t.DxgkDdiInterruptRoutine = Some(rvgpu_simos::testing::isr_reports_null);

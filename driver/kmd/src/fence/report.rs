@@ -160,6 +160,24 @@ impl Batch {
         }
     }
 
+    /// A `PROGRESS` event (a batch completed) of a hardware queue on `engine`: the OS reads
+    /// the queue's progress fence, so a monitored progress fence needs the legacy report
+    /// only. `native_progress` (the queue's progress fence is a native fence, or the queue is
+    /// not known any more) adds a NULL native report: the write is in no signal log and no
+    /// fence array can name it. Reporting it for every batch would make the OS read every
+    /// log of the engine (and, with LOG-08, resample native fences) at every completion.
+    pub fn progress(
+        &mut self,
+        engine: u32,
+        native_progress: bool,
+        emit: &mut impl FnMut(Report<'_>),
+    ) {
+        self.legacy(engine, emit);
+        if native_progress {
+            self.native(engine, None, emit);
+        }
+    }
+
     /// Emits the pending native report, if any.
     pub fn flush(&mut self, emit: &mut impl FnMut(Report<'_>)) {
         if let Some(p) = self.pending.take() {
@@ -345,6 +363,64 @@ mod tests {
                 "NativeQueue { engine: 0, hw_queue: None, evaluate_all: true }",
                 "Legacy { engine: 1 }",
                 "NativeQueue { engine: 1, hw_queue: None, evaluate_all: true }",
+            ]
+        );
+    }
+
+    #[test]
+    fn progress_reports_native_only_for_a_native_progress_fence() {
+        // 1,000 batch completions of queues with monitored progress fences, interleaved on
+        // two engines, in one pass and in one pass each: legacy reports only, no NULL native.
+        for optimized in [false, true] {
+            let mut out: Vec<String> = Vec::new();
+            let mut emit = |r: Report<'_>| out.push(format!("{r:?}"));
+            let mut one = if optimized {
+                Batch::optimized()
+            } else {
+                Batch::default()
+            };
+            for i in 0..1000u32 {
+                one.progress(i % 2, false, &mut emit);
+                let mut pass = if optimized {
+                    Batch::optimized()
+                } else {
+                    Batch::default()
+                };
+                pass.progress(i % 2, false, &mut emit);
+                pass.flush(&mut emit);
+            }
+            one.flush(&mut emit);
+            assert!(
+                out.iter().all(|r| r.starts_with("Legacy")),
+                "optimized={optimized}: no native report without a native progress fence"
+            );
+            assert_eq!(out.len(), 1002, "one legacy report per engine per pass");
+        }
+        // A native progress fence: the legacy report and a NULL native one (a scan of every
+        // waiter with LOG-08: the write is in no signal log).
+        let out = run(|b, e| {
+            let mut e = e;
+            b.progress(0, true, &mut e);
+            b.progress(0, false, &mut e);
+            b.flush(&mut e);
+        });
+        assert_eq!(
+            out,
+            vec![
+                "Legacy { engine: 0 }",
+                "Native { engine: 0, handles: None }"
+            ]
+        );
+        let out = run_opt(|b, e| {
+            let mut e = e;
+            b.progress(1, true, &mut e);
+            b.flush(&mut e);
+        });
+        assert_eq!(
+            out,
+            vec![
+                "Legacy { engine: 1 }",
+                "NativeQueue { engine: 1, hw_queue: None, evaluate_all: true }"
             ]
         );
     }

@@ -51,6 +51,11 @@ fn expect_bugcheck(r: Result<(), Failure>, code: u32) -> Result<[u64; 4], CaseEr
 fn bad_fence_handle(b: &dyn Backend) -> CaseResult {
     let mut cfg = SessionConfig::new(ExecMode::Step);
     cfg.misbehaviour = Some(Misbehaviour::IsrReportsUnknownFenceHandle);
+    // The bad handle travels in `pSignaledNativeFenceArray`, which the OS reads only on an
+    // adapter without `OptimizedNativeFenceSignaledInterrupt` (LOG-08: with it the OS reads
+    // `hHWQueue` and ignores the array). Adapter 0 of the two-adapter session is the iGPU,
+    // whose device has no `CAPS.OPTIMIZED_FENCE_IRQ`.
+    cfg.adapters = 2;
     let mut s = b.open(&cfg)?;
     s.load_driver()?;
     s.start_adapter(0)?;
