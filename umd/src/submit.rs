@@ -128,195 +128,116 @@ impl Default for QueueConfig {
     }
 }
 
-/// A thunk trait object by reference is a thunk trait object (the harness can share one).
-impl<T: Kmt + ?Sized> Kmt for &T {
-    type Mem = T::Mem;
-    type Doorbell = T::Doorbell;
-    type Fence = T::Fence;
+/// Implements [`Kmt`] for a pointer to thunks by forwarding every call to the pointee. One list
+/// for both pointer kinds, so a thunk added to the trait cannot be forwarded by one and silently
+/// fall back to the trait's default in the other.
+macro_rules! forward_kmt {
+    ($(#[$doc:meta])* $ptr:ty) => {
+        $(#[$doc])*
+        impl<T: Kmt + ?Sized> Kmt for $ptr {
+            type Mem = T::Mem;
+            type Doorbell = T::Doorbell;
+            type Fence = T::Fence;
 
-    fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
-        (**self).create_context(node)
-    }
-    fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
-        (**self).destroy_context(context)
-    }
-    fn create_hw_queue(
-        &self,
-        context: KmtHandle,
-        user_mode_submission: bool,
-        private_data: &mut [u8],
-    ) -> Result<HwQueue<Self::Fence>, NtStatus> {
-        (**self).create_hw_queue(context, user_mode_submission, private_data)
-    }
-    fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
-        (**self).destroy_hw_queue(queue)
-    }
-    fn create_allocation(&self, size: u64) -> Result<Allocation<Self::Mem>, NtStatus> {
-        (**self).create_allocation(size)
-    }
-    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
-        (**self).destroy_allocation(allocation)
-    }
-    fn create_doorbell(
-        &self,
-        queue: KmtHandle,
-        ring: KmtHandle,
-        ring_control: KmtHandle,
-        private_data: &mut [u8],
-    ) -> Result<Doorbell<Self::Doorbell>, NtStatus> {
-        (**self).create_doorbell(queue, ring, ring_control, private_data)
-    }
-    fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        (**self).connect_doorbell(doorbell)
-    }
-    fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        (**self).destroy_doorbell(doorbell)
-    }
-    fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        (**self).notify_work_submission(doorbell)
-    }
-    fn submit_command_to_hw_queue(
-        &self,
-        queue: KmtHandle,
-        progress_fence_value: u64,
-        command_buffer_gpu: u64,
-        command_bytes: u32,
-    ) -> Result<(), NtStatus> {
-        (**self).submit_command_to_hw_queue(
-            queue,
-            progress_fence_value,
-            command_buffer_gpu,
-            command_bytes,
-        )
-    }
-    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
-        (**self).wait_for_fence(fence, value)
-    }
-    fn submit_wait_to_hw_queue(
-        &self,
-        queue: KmtHandle,
-        fences: &[(KmtHandle, u64)],
-    ) -> Result<(), NtStatus> {
-        (**self).submit_wait_to_hw_queue(queue, fences)
-    }
-    fn submit_signal_to_hw_queue(
-        &self,
-        queue: KmtHandle,
-        fences: &[(KmtHandle, u64)],
-    ) -> Result<(), NtStatus> {
-        (**self).submit_signal_to_hw_queue(queue, fences)
-    }
-    fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
-        (**self).create_native_fence(initial_value)
-    }
-    fn open_native_fence(&self, shared: u64) -> Result<NativeFence, NtStatus> {
-        (**self).open_native_fence(shared)
-    }
-    fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
-        (**self).destroy_native_fence(fence)
-    }
-    fn cpu_timestamp(&self) -> u64 {
-        (**self).cpu_timestamp()
-    }
-    fn cpu_timestamp_frequency(&self) -> u64 {
-        (**self).cpu_timestamp_frequency()
-    }
+            fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
+                (**self).create_context(node)
+            }
+            fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
+                (**self).destroy_context(context)
+            }
+            fn create_hw_queue(
+                &self,
+                context: KmtHandle,
+                user_mode_submission: bool,
+                private_data: &mut [u8],
+            ) -> Result<HwQueue<Self::Fence>, NtStatus> {
+                (**self).create_hw_queue(context, user_mode_submission, private_data)
+            }
+            fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+                (**self).destroy_hw_queue(queue)
+            }
+            fn create_allocation(&self, size: u64) -> Result<Allocation<Self::Mem>, NtStatus> {
+                (**self).create_allocation(size)
+            }
+            fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+                (**self).destroy_allocation(allocation)
+            }
+            fn create_doorbell(
+                &self,
+                queue: KmtHandle,
+                ring: KmtHandle,
+                ring_control: KmtHandle,
+                private_data: &mut [u8],
+            ) -> Result<Doorbell<Self::Doorbell>, NtStatus> {
+                (**self).create_doorbell(queue, ring, ring_control, private_data)
+            }
+            fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+                (**self).connect_doorbell(doorbell)
+            }
+            fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+                (**self).destroy_doorbell(doorbell)
+            }
+            fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+                (**self).notify_work_submission(doorbell)
+            }
+            fn submit_command_to_hw_queue(
+                &self,
+                queue: KmtHandle,
+                progress_fence_value: u64,
+                command_buffer_gpu: u64,
+                command_bytes: u32,
+            ) -> Result<(), NtStatus> {
+                (**self).submit_command_to_hw_queue(
+                    queue,
+                    progress_fence_value,
+                    command_buffer_gpu,
+                    command_bytes,
+                )
+            }
+            fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+                (**self).wait_for_fence(fence, value)
+            }
+            fn submit_wait_to_hw_queue(
+                &self,
+                queue: KmtHandle,
+                fences: &[(KmtHandle, u64)],
+            ) -> Result<(), NtStatus> {
+                (**self).submit_wait_to_hw_queue(queue, fences)
+            }
+            fn submit_signal_to_hw_queue(
+                &self,
+                queue: KmtHandle,
+                fences: &[(KmtHandle, u64)],
+            ) -> Result<(), NtStatus> {
+                (**self).submit_signal_to_hw_queue(queue, fences)
+            }
+            fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
+                (**self).create_native_fence(initial_value)
+            }
+            fn open_native_fence(&self, shared: u64) -> Result<NativeFence, NtStatus> {
+                (**self).open_native_fence(shared)
+            }
+            fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
+                (**self).destroy_native_fence(fence)
+            }
+            fn cpu_timestamp(&self) -> u64 {
+                (**self).cpu_timestamp()
+            }
+            fn cpu_timestamp_frequency(&self) -> u64 {
+                (**self).cpu_timestamp_frequency()
+            }
+        }
+    };
 }
 
-/// Shared ownership of the thunks (the C API's queues keep their adapter's thunks alive).
-impl<T: Kmt + ?Sized> Kmt for alloc::sync::Arc<T> {
-    type Mem = T::Mem;
-    type Doorbell = T::Doorbell;
-    type Fence = T::Fence;
-
-    fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
-        (**self).create_context(node)
-    }
-    fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
-        (**self).destroy_context(context)
-    }
-    fn create_hw_queue(
-        &self,
-        context: KmtHandle,
-        user_mode_submission: bool,
-        private_data: &mut [u8],
-    ) -> Result<HwQueue<Self::Fence>, NtStatus> {
-        (**self).create_hw_queue(context, user_mode_submission, private_data)
-    }
-    fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
-        (**self).destroy_hw_queue(queue)
-    }
-    fn create_allocation(&self, size: u64) -> Result<Allocation<Self::Mem>, NtStatus> {
-        (**self).create_allocation(size)
-    }
-    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
-        (**self).destroy_allocation(allocation)
-    }
-    fn create_doorbell(
-        &self,
-        queue: KmtHandle,
-        ring: KmtHandle,
-        ring_control: KmtHandle,
-        private_data: &mut [u8],
-    ) -> Result<Doorbell<Self::Doorbell>, NtStatus> {
-        (**self).create_doorbell(queue, ring, ring_control, private_data)
-    }
-    fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        (**self).connect_doorbell(doorbell)
-    }
-    fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        (**self).destroy_doorbell(doorbell)
-    }
-    fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        (**self).notify_work_submission(doorbell)
-    }
-    fn submit_command_to_hw_queue(
-        &self,
-        queue: KmtHandle,
-        progress_fence_value: u64,
-        command_buffer_gpu: u64,
-        command_bytes: u32,
-    ) -> Result<(), NtStatus> {
-        (**self).submit_command_to_hw_queue(
-            queue,
-            progress_fence_value,
-            command_buffer_gpu,
-            command_bytes,
-        )
-    }
-    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
-        (**self).wait_for_fence(fence, value)
-    }
-    fn submit_wait_to_hw_queue(
-        &self,
-        queue: KmtHandle,
-        fences: &[(KmtHandle, u64)],
-    ) -> Result<(), NtStatus> {
-        (**self).submit_wait_to_hw_queue(queue, fences)
-    }
-    fn submit_signal_to_hw_queue(
-        &self,
-        queue: KmtHandle,
-        fences: &[(KmtHandle, u64)],
-    ) -> Result<(), NtStatus> {
-        (**self).submit_signal_to_hw_queue(queue, fences)
-    }
-    fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
-        (**self).create_native_fence(initial_value)
-    }
-    fn open_native_fence(&self, shared: u64) -> Result<NativeFence, NtStatus> {
-        (**self).open_native_fence(shared)
-    }
-    fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
-        (**self).destroy_native_fence(fence)
-    }
-    fn cpu_timestamp(&self) -> u64 {
-        (**self).cpu_timestamp()
-    }
-    fn cpu_timestamp_frequency(&self) -> u64 {
-        (**self).cpu_timestamp_frequency()
-    }
-}
+forward_kmt!(
+    /// A thunk trait object by reference is a thunk trait object (the harness can share one).
+    &T
+);
+forward_kmt!(
+    /// Shared ownership of the thunks (the C API's queues keep their adapter's thunks alive).
+    alloc::sync::Arc<T>
+);
 
 /// Encoded length of `cmds` in bytes.
 fn batch_bytes(cmds: &[Command]) -> u64 {
