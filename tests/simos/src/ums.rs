@@ -1527,6 +1527,27 @@ fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
         },
     )?;
     must_succeed(a, "DxgkDdiDestroyDoorbell", status)?;
+    // Once the doorbell is gone the OS drops its references on the ring and ring control (UM-07)
+    // and the UMD may free them: a queue still in a runlist would have the CMP read freed
+    // memory at its next kick or commit.
+    let queue_id = {
+        let os = lock(&a.ums);
+        os.doorbells
+            .get(&h)
+            .and_then(|d| os.queues.get(&d.queue))
+            .and_then(|q| q.queue_id)
+    };
+    if let Some(id) = queue_id {
+        if a.device.queues().iter().any(|s| s.queue_id == id) {
+            return Err(sim_err(
+                a,
+                format!(
+                    "driver bug: queue id {id} is still in a committed runlist after \
+                     DxgkDdiDestroyDoorbell returned (its ring may be freed now, UM-07)"
+                ),
+            ));
+        }
+    }
     let mut os = lock(&a.ums);
     let Some(d) = os.doorbells.remove(&h) else {
         return Ok(());
