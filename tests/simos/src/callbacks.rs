@@ -860,7 +860,8 @@ unsafe extern "system" fn query_feature_interface(
 }
 
 /// `DXGKCBINT_FEATURE_NATIVEFENCE_1::GetOSCaps` (PASSIVE). The simulated OS keeps default
-/// fences in system memory and has no intra-GPU fence type, so both caps are 0.
+/// fences in system memory (`SupportOptimizedDefaultFenceType` = 0) and supports the intra-GPU
+/// fence type, whose values it places in VRAM (NF-06), so `SupportIntraGpuFenceType` = 1.
 unsafe extern "system" fn native_fence_get_os_caps(
     args: *mut DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1,
 ) -> NTSTATUS {
@@ -876,7 +877,12 @@ unsafe extern "system" fn native_fence_get_os_caps(
         return STATUS_INVALID_PARAMETER;
     }
     // SAFETY: non-null out-parameter.
-    unsafe { args.write(DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::default()) };
+    unsafe {
+        args.write(DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::default().with(
+            DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::SupportIntraGpuFenceType,
+            1,
+        ))
+    };
     STATUS_SUCCESS
 }
 
