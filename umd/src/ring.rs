@@ -11,8 +11,33 @@
 //! The memory behind the ring differs between Windows (a mapped allocation) and the simulation
 //! (the emulated machine's memory), so it is reached through [`RingMemory`].
 
-use rvgpu_hw::cmd::Command;
+use rvgpu_hw::cmd::{header, Command, Opcode};
 use rvgpu_hw::queue::{ring_free, RING_MAX, RING_MIN};
+
+/// Calls `put` with each encoded word of `cmd` (long NOP padding included); `false` if the
+/// command does not encode (a zero-length NOP).
+pub(crate) fn for_each_word(cmd: &Command, mut put: impl FnMut(u64)) -> bool {
+    let mut buf = [0u64; 8];
+    match cmd.encode(&mut buf) {
+        Some(n) => {
+            for w in buf.iter().take(n) {
+                put(*w);
+            }
+            true
+        }
+        // Only padding NOPs are longer than the buffer: header, then zeros.
+        None => match cmd {
+            Command::Nop { len } if *len > 0 => {
+                put(header(Opcode::Nop, 0, *len));
+                for _ in 1..*len {
+                    put(0);
+                }
+                true
+            }
+            _ => false,
+        },
+    }
+}
 
 /// Access to one ring and its ring control.
 pub trait RingMemory {
@@ -81,38 +106,10 @@ impl<M: RingMemory> RingWriter<M> {
 
     /// Appends `cmd`, or refuses with [`RingError::Full`] having written nothing.
     pub fn push(&mut self, cmd: &Command) -> Result<(), RingError> {
-        let len = cmd.len();
-        let bytes = u64::try_from(len)
-            .map_err(|_| RingError::Full)?
-            .saturating_mul(8);
-        if bytes > self.free()? {
-            return Err(RingError::Full);
-        }
-        let mut buf = [0u64; 8];
-        match cmd.encode(&mut buf) {
-            Some(n) => {
-                for w in buf.iter().take(n) {
-                    self.store(*w);
-                }
-            }
-            // Only padding NOPs are longer than the buffer: header, then zeros.
-            None => {
-                let header = match cmd {
-                    Command::Nop { len } if *len > 0 => {
-                        rvgpu_hw::cmd::header(rvgpu_hw::cmd::Opcode::Nop, 0, *len)
-                    }
-                    _ => return Err(RingError::Full),
-                };
-                self.store(header);
-                for _ in 1..len {
-                    self.store(0);
-                }
-            }
-        }
-        Ok(())
+        self.push_all(core::slice::from_ref(cmd))
     }
 
-    /// Appends all of `cmds` or none of them.
+    /// Appends all of `cmds` or none of them (the read pointer is read once).
     pub fn push_all(&mut self, cmds: &[Command]) -> Result<(), RingError> {
         let total: usize = cmds.iter().map(Command::len).sum();
         let bytes = u64::try_from(total)
@@ -121,8 +118,11 @@ impl<M: RingMemory> RingWriter<M> {
         if bytes > self.free()? {
             return Err(RingError::Full);
         }
+        if cmds.iter().any(|c| matches!(c, Command::Nop { len: 0 })) {
+            return Err(RingError::Full);
+        }
         for c in cmds {
-            self.push(c)?;
+            for_each_word(c, |w| self.store(w));
         }
         Ok(())
     }

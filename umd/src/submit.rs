@@ -43,7 +43,7 @@ use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use rvgpu_hw::cmd::{decode, decode_header, header, Command, Opcode, MAX_INDIRECT};
+use rvgpu_hw::cmd::{decode, decode_header, Command, MAX_INDIRECT};
 use rvgpu_hw::pdd::{
     DoorbellPdd, DoorbellValue, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
 };
@@ -58,7 +58,7 @@ use crate::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, Kmt,
     KmtHandle, NtStatus, RingView,
 };
-use crate::ring::{RingError, RingWriter};
+use crate::ring::{for_each_word, RingError, RingWriter};
 
 /// Why a queue operation failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,30 +254,6 @@ fn check_commands(cmds: &[Command]) -> Result<(), SubmitError> {
         return Err(SubmitError::BadCommand);
     }
     Ok(())
-}
-
-/// Calls `put` with each encoded word of `cmd` (long NOP padding included); `false` if the
-/// command does not encode (a zero-length NOP).
-fn for_each_word(cmd: &Command, mut put: impl FnMut(u64)) -> bool {
-    let mut buf = [0u64; 8];
-    match cmd.encode(&mut buf) {
-        Some(n) => {
-            for w in buf.iter().take(n) {
-                put(*w);
-            }
-            true
-        }
-        None => match cmd {
-            Command::Nop { len } if *len > 0 => {
-                put(header(Opcode::Nop, 0, *len));
-                for _ in 1..*len {
-                    put(0);
-                }
-                true
-            }
-            _ => false,
-        },
-    }
 }
 
 /// The progress packet that ends a user-mode batch: with `PROGRESS_IRQ`, so that the OS
@@ -980,10 +956,10 @@ impl<K: Kmt> UserQueue<K> {
         }
         // UM-16 1: N+1. 2: the commands and PROGRESS(N+1) into the ring.
         self.last = value;
-        let pushed = cmds
-            .iter()
-            .chain(core::iter::once(&progress(value)))
-            .try_for_each(|c| self.writer.push(c));
+        let pushed = self
+            .writer
+            .push_all(cmds)
+            .and_then(|()| self.writer.push(&progress(value)));
         if let Err(e) = pushed {
             // Only a ring control that changed under us (the free space was checked).
             self.lost = true;
