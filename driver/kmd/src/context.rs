@@ -21,7 +21,7 @@ use rvgpu_ddi::HANDLE;
 use crate::adapter::{Adapter, Live};
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{self, Handle, Kind, Sched};
+use crate::sched::{self, Handle, Kind};
 use crate::status::{self, Status};
 
 /// A D3D device.
@@ -199,12 +199,7 @@ fn set_suspended<P: Platform>(
     }
     ctx.suspended = suspended;
     let engine = ctx.engine;
-    recommit(live, &s, engine)
-}
-
-/// Rewrites and commits `engine`'s runlist from `s` (caller holds the scheduler lock).
-pub fn recommit<P: Platform>(live: &Live<P>, s: &Sched, engine: u32) -> Result<(), Status> {
-    runlist::commit(&live.regs, s, engine).map(|_| ())
+    runlist::commit(&live.regs, &s, engine).map(|_| ())
 }
 
 /// DxgkDdiSuspendContext (PASSIVE): the context's queues leave the runlist; when this returns

@@ -65,10 +65,10 @@ use rvgpu_hw::regs;
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::adapter::Live;
-use crate::context::recommit;
 use crate::hwqueue::Ring;
 use crate::klog;
 use crate::platform::Platform;
+use crate::runlist;
 use crate::sched::{self, Handle, Kind, Sched};
 use crate::status::{self, Status};
 
@@ -281,13 +281,13 @@ pub fn create<P: Platform>(args: &mut DXGKARG_CREATEDOORBELL) -> Result<(), Stat
             q.doorbell = Some(h);
             q.ring = Some(ring);
         }
-        if let Err(e) = recommit(live, &s, engine) {
+        if let Err(e) = runlist::commit(&live.regs, &s, engine) {
             s.doorbells.remove(&h);
             if let Some(q) = s.queues.get_mut(&qh) {
                 q.doorbell = None;
                 q.ring = None;
             }
-            let _ = recommit(live, &s, engine);
+            let _ = runlist::commit(&live.regs, &s, engine);
             return Err(e);
         }
         let global = s.physical.is_global();
@@ -521,7 +521,7 @@ pub fn destroy<P: Platform>(args: &DXGKARG_DESTROYDOORBELL) -> Result<(), Status
         };
         if let Some(e) = engine {
             // Only shrinks the runlist, which cannot fail for lack of room.
-            let _ = recommit(live, &s, e);
+            let _ = runlist::commit(&live.regs, &s, e);
         }
         Ok(())
     })
