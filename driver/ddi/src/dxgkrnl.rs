@@ -14,7 +14,7 @@ use crate::adapter::{PDXGK_CHILD_STATUS, PDXGK_DEVICE_INFO};
 use crate::basic::*;
 use crate::feature::DXGKCB_QUERYFEATURESUPPORT;
 use crate::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
-use crate::macros::{bitfield, ddi_table, layout, unbound_fn};
+use crate::macros::{bitfield, ddi_table, layout, unbound_fn, zeroed_default};
 
 /// `DXGK_SERVICES`: interfaces obtainable with `DxgkCbQueryServices`.
 ///
@@ -352,15 +352,7 @@ layout!(
     Flags = 16
 );
 
-impl Default for DXGKARGCB_INVALIDATEHWCONTEXT {
-    fn default() -> Self {
-        Self {
-            hAdapter: core::ptr::null_mut(),
-            hHwContext: core::ptr::null_mut(),
-            Flags: DXGK_INVALIDATEHWCONTEXTFLAGS::default(),
-        }
-    }
-}
+zeroed_default!(DXGKARGCB_INVALIDATEHWCONTEXT);
 
 /// `DXGKCB_INVALIDATEHWCONTEXT` (PASSIVE_LEVEL; WDDM 2.2+):
 /// `(IN_CONST_PDXGKARGCB_INVALIDATEHWCONTEXT)`. Tells Dxgkrnl that a context's state is lost
@@ -671,20 +663,7 @@ layout!(
     pMemory = 48
 );
 
-impl Default for DXGKARGCB_ALLOCATECONTIGUOUSMEMORY {
-    fn default() -> Self {
-        let zero = PHYSICAL_ADDRESS { QuadPart: 0 };
-        Self {
-            NumberOfBytes: 0,
-            LowestAcceptableAddress: zero,
-            HighestAcceptableAddress: zero,
-            BoundaryAddressMultiple: zero,
-            CacheType: 0,
-            hMemoryHandle: core::ptr::null_mut(),
-            pMemory: core::ptr::null_mut(),
-        }
-    }
-}
+zeroed_default!(DXGKARGCB_ALLOCATECONTIGUOUSMEMORY);
 
 /// `DXGKCB_ALLOCATECONTIGUOUSMEMORY` (PASSIVE).
 ///
