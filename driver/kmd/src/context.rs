@@ -188,10 +188,7 @@ fn set_suspended<P: Platform>(
     suspended: bool,
 ) -> Result<(), Status> {
     let live = started(a)?;
-    let h = Handle::decode(h_context, Kind::Context).ok_or(status::INVALID_HANDLE)?;
-    if h.slot() != a.table_slot() {
-        return Err(status::INVALID_HANDLE);
-    }
+    let h = Handle::decode_on(h_context, Kind::Context, a.table_slot())?;
     let mut s = live.sched.lock();
     let ctx = s.contexts.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
     if ctx.suspended == suspended {

@@ -771,10 +771,7 @@ fn context_on<P: Platform>(
     if raw.is_null() {
         return Ok(None);
     }
-    let h = Handle::decode(raw, Kind::Context).ok_or(status::INVALID_HANDLE)?;
-    if h.slot() != a.table_slot() {
-        return Err(status::INVALID_HANDLE);
-    }
+    let h = Handle::decode_on(raw, Kind::Context, a.table_slot())?;
     let s = live.sched.lock();
     let c = s.contexts.get(&h).ok_or(status::INVALID_HANDLE)?;
     if c.engine != node {

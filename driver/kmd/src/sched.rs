@@ -88,6 +88,14 @@ impl Handle {
         (slot != 0 && k == kind && v & SEQ_MASK != 0).then_some(Self(v))
     }
 
+    /// Decodes a raw handle of the expected kind that names the adapter in `slot`; anything
+    /// else is `STATUS_INVALID_HANDLE` (for DDIs that already know their adapter).
+    pub fn decode_on(raw: HANDLE, kind: Kind, slot: u8) -> Result<Self, Status> {
+        Self::decode(raw, kind)
+            .filter(|h| h.slot() == slot)
+            .ok_or(status::INVALID_HANDLE)
+    }
+
     /// The adapter-table slot the handle names.
     pub fn slot(self) -> u8 {
         u8::try_from((self.0 >> SLOT_SHIFT).saturating_sub(1)).unwrap_or(u8::MAX)

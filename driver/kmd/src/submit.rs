@@ -104,10 +104,7 @@ pub fn submit<P: Platform>(
     a: &Adapter<P>,
     args: &DXGKARG_SUBMITCOMMANDTOHWQUEUE,
 ) -> Result<(), Status> {
-    let h = Handle::decode(args.hHwQueue, Kind::Queue).ok_or(status::INVALID_HANDLE)?;
-    if h.slot() != a.table_slot() {
-        return Err(status::INVALID_HANDLE);
-    }
+    let h = Handle::decode_on(args.hHwQueue, Kind::Queue, a.table_slot())?;
     let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
     {
         let addr = args.DmaBufferVirtualAddress;
