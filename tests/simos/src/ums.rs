@@ -686,6 +686,25 @@ fn sim_err(a: &AdapterShared, msg: String) -> SimError {
 }
 
 /// A DDI documented "must succeed" failed: the driver's bug.
+/// Calls a `DxgkDdiDestroy*` that takes only the KMD's handle of a `what` (device, context,
+/// hardware queue) at PASSIVE_LEVEL. The driver created the object, so the DDI must exist, and
+/// it must succeed; either failure is a simulation error.
+fn destroy_kmd_object(
+    a: &AdapterShared,
+    routine: Routine,
+    what: &str,
+    f: Option<unsafe extern "system" fn(HANDLE) -> NTSTATUS>,
+    kmd: usize,
+) -> Result<(), SimError> {
+    let name = format!("{routine:?}");
+    let f = f.ok_or_else(|| sim_err(a, format!("driver created a {what} but has no {name}")))?;
+    let status = call(a, routine, f as usize, Irql::Passive, || {
+        // SAFETY: the driver's DDI with its own handle of the object.
+        unsafe { f(kmd as HANDLE) }
+    })?;
+    must_succeed(a, &name, status)
+}
+
 fn must_succeed(a: &AdapterShared, name: &str, status: NTSTATUS) -> Result<(), SimError> {
     if NT_SUCCESS(status) {
         Ok(())
@@ -1612,23 +1631,8 @@ fn destroy_hw_queue(m: &Machine, a: &AdapterShared, h: KmtHandle) -> Result<(), 
     let _q = lock(&lock_q);
     // Issue 5: the queue is off the runlist; read what its logs still hold.
     crate::fencelog::queue_destroying(a, kmd)?;
-    let f = table(a)?.DxgkDdiDestroyHwQueue.ok_or_else(|| {
-        sim_err(
-            a,
-            "driver created a queue but has no DxgkDdiDestroyHwQueue".into(),
-        )
-    })?;
-    let status = call(
-        a,
-        Routine::DxgkDdiDestroyHwQueue,
-        f as usize,
-        Irql::Passive,
-        || {
-            // SAFETY: the driver's DDI with its queue handle.
-            unsafe { f(kmd as HANDLE) }
-        },
-    )?;
-    must_succeed(a, "DxgkDdiDestroyHwQueue", status)?;
+    let f = table(a)?.DxgkDdiDestroyHwQueue;
+    destroy_kmd_object(a, Routine::DxgkDdiDestroyHwQueue, "queue", f, kmd)?;
     crate::fencelog::queue_destroyed(a, kmd)?;
     {
         let mut os = lock(&a.ums);
@@ -1665,23 +1669,8 @@ fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
         }
         c.kmd
     };
-    let f = table(a)?.DxgkDdiDestroyContext.ok_or_else(|| {
-        sim_err(
-            a,
-            "driver created a context but has no DxgkDdiDestroyContext".into(),
-        )
-    })?;
-    let status = call(
-        a,
-        Routine::DxgkDdiDestroyContext,
-        f as usize,
-        Irql::Passive,
-        || {
-            // SAFETY: the driver's DDI with its context handle.
-            unsafe { f(kmd as HANDLE) }
-        },
-    )?;
-    must_succeed(a, "DxgkDdiDestroyContext", status)?;
+    let f = table(a)?.DxgkDdiDestroyContext;
+    destroy_kmd_object(a, Routine::DxgkDdiDestroyContext, "context", f, kmd)?;
     let mut os = lock(&a.ums);
     os.contexts.remove(&h);
     os.events.push(UmsEvent::DestroyContext { context: h });
@@ -1767,23 +1756,8 @@ fn teardown(m: &Machine, a: &AdapterShared, device: KmtHandle, wait: bool) -> Re
         .get(&device)
         .map(|d| d.kmd)
         .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-    let f = table(a)?.DxgkDdiDestroyDevice.ok_or_else(|| {
-        sim_err(
-            a,
-            "driver created a device but has no DxgkDdiDestroyDevice".into(),
-        )
-    })?;
-    let status = call(
-        a,
-        Routine::DxgkDdiDestroyDevice,
-        f as usize,
-        Irql::Passive,
-        || {
-            // SAFETY: the driver's DDI with its device handle.
-            unsafe { f(kmd as HANDLE) }
-        },
-    )?;
-    must_succeed(a, "DxgkDdiDestroyDevice", status)?;
+    let f = table(a)?.DxgkDdiDestroyDevice;
+    destroy_kmd_object(a, Routine::DxgkDdiDestroyDevice, "device", f, kmd)?;
     let mut os = lock(&a.ums);
     os.devices.remove(&device);
     os.events.push(UmsEvent::DestroyDevice { device });
