@@ -118,10 +118,9 @@ fn submit_packet(
         || {
             // SAFETY: the driver's DDI with its context and a valid argument block; the DMA
             // buffer stays allocated until the fence ID is retired.
-            unsafe { f(a.context(), &args) }
+            unsafe { f(ctx, &args) }
         },
     )?;
-    let _ = ctx;
     if !NT_SUCCESS(status) {
         let b = BugCheck::video_scheduler(
             vidsch::DRIVER_SUBMIT_FAILED,

@@ -1120,7 +1120,7 @@ pub(crate) fn recover_node(
         }
         resubmit.push((rn, rest));
     }
-    if invalidated_none_and_stalled(sh, &errored, stalled) {
+    if invalidated_none_and_stalled(&errored, stalled) {
         if let Some(q) = stalled.filter(|q| *q != 0) {
             if let Some(tq) = ums::tdr_queues(a).iter().find(|x| x.handle == q) {
                 errored.insert(tq.device);
@@ -1208,12 +1208,7 @@ pub(crate) fn recover_node(
     error_devices(a, sh, &errored)
 }
 
-fn invalidated_none_and_stalled(
-    sh: &TdrShared,
-    errored: &BTreeSet<KmtHandle>,
-    stalled: Option<KmtHandle>,
-) -> bool {
-    let _ = sh;
+fn invalidated_none_and_stalled(errored: &BTreeSet<KmtHandle>, stalled: Option<KmtHandle>) -> bool {
     errored.is_empty() && stalled.is_some()
 }
 
