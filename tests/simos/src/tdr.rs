@@ -533,11 +533,25 @@ pub(crate) unsafe extern "system" fn cb_invalidate_hw_context(
 ) -> NTSTATUS {
     let addr = cb_invalidate_hw_context as *const () as usize;
     if args.is_null() {
+        // Dxgkrnl reads the argument block: a NULL pointer faults in the kernel.
+        crate::kernel::raise(BugCheck::new(
+            bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+            [0, 0, addr as u64, 0],
+        ));
         return STATUS_INVALID_PARAMETER;
     }
     // SAFETY: non-null pointer to the driver's argument block.
     let args = unsafe { args.read() };
     let Some(a) = AdapterShared::from_handle(args.hAdapter) else {
+        let msg = format!(
+            "driver bug: DxgkCbInvalidateHwContext with hAdapter = {:#x}, not the handle the \
+             OS passed to DxgkDdiStartDevice",
+            args.hAdapter as usize
+        );
+        match crate::kernel::current_machine() {
+            Some(m) => m.raise_sim_error(msg),
+            None => eprintln!("rvgpu-simos: {msg} (outside a machine)"),
+        }
         return STATUS_INVALID_PARAMETER;
     };
     if let Err(b) = irql::check(Routine::DxgkCbInvalidateHwContext, current_irql(), addr) {
