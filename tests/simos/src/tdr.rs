@@ -799,6 +799,12 @@ fn flush_dpcs(a: &AdapterShared, step: bool) -> Result<(), SimError> {
                 break;
             }
         }
+        if !a.state.is_halted() && a.dpc_queued.load(Ordering::Acquire) {
+            return Err(sim_err(
+                a,
+                format!("adapter {}: TDR: the DPC keeps queueing itself", a.index),
+            ));
+        }
         return Ok(());
     }
     let deadline = Instant::now() + Duration::from_secs(5);
