@@ -532,7 +532,6 @@ impl<P: Platform> Adapter<P> {
         let (ring, registry, nodes) = (&mut isr.ring, &isr.fences, &mut isr.nodes);
         // Node-ring reports (DmaCompleted / DmaPreempted / DmaFaulted, docs/tdr.md §3.3).
         let mut node_emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| live.dxgk.notify_interrupt(d);
-        let mut notified = false;
         let mut batch = if live.optimized_fence_irq {
             Batch::optimized()
         } else {
@@ -609,7 +608,7 @@ impl<P: Platform> Adapter<P> {
             }
             _ => batch.flush(&mut emit),
         }
-        notified |= others || fence_reports;
+        let notified = others || fence_reports;
         match summary {
             None => {
                 self.stats.isr_unclaimed.fetch_add(1, Ordering::Relaxed);
