@@ -749,9 +749,13 @@ fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
 
 /// `DxgkDdiCollectDbgInfo(reason)` at PASSIVE with a 4 KiB buffer and a guard after it.
 fn collect_dbg_info(a: &AdapterShared, sh: &TdrShared, reason: u32) -> Result<(), SimError> {
-    let Some(f) = table(a)?.DxgkDdiCollectDbgInfo else {
-        return Ok(());
-    };
+    // A WDDM KMD must implement it; skipping it would hide a missing DDI from every TDR test.
+    let f = table(a)?.DxgkDdiCollectDbgInfo.ok_or_else(|| {
+        sim_err(
+            a,
+            format!("driver bug: TDR ({reason:#x}) but the driver has no DxgkDdiCollectDbgInfo"),
+        )
+    })?;
     const SIZE: usize = 4096;
     const GUARD: u8 = 0xA5;
     let mut buf = vec![GUARD; SIZE + 64];
