@@ -244,6 +244,11 @@ impl<P: Platform> Adapter<P> {
         unsafe { p.as_ref() }
     }
 
+    /// The started adapter, or `STATUS_INVALID_DEVICE_STATE` (for DDIs that need one).
+    pub fn started(&self) -> Result<&Live<P>, Status> {
+        self.live().ok_or(status::INVALID_DEVICE_STATE)
+    }
+
     /// StartDevice: discover resources, map registers, bring the device up, publish the ISR
     /// state, enable interrupts. On failure everything acquired so far is released.
     pub fn start(&self, dxgk: Dxgk) -> Result<(), Status> {

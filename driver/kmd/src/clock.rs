@@ -45,7 +45,7 @@ pub fn calibrate<P: Platform>(
     engine_ordinal: u32,
     out: &mut DXGKARG_CALIBRATEGPUCLOCK,
 ) -> Result<(), Status> {
-    let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+    let live = a.started()?;
     if node >= live.identity.config.engines || engine_ordinal != 0 {
         return Err(status::INVALID_PARAMETER);
     }

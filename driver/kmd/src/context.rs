@@ -18,7 +18,7 @@ use rvgpu_ddi::submission::{
 };
 use rvgpu_ddi::HANDLE;
 
-use crate::adapter::{Adapter, Live};
+use crate::adapter::Adapter;
 use crate::platform::Platform;
 use crate::runlist;
 use crate::sched::{self, Handle, Kind};
@@ -59,16 +59,12 @@ pub const MAX_DEVICES: usize = 4096;
 /// Most contexts one adapter keeps.
 pub const MAX_CONTEXTS: usize = 16_384;
 
-fn started<P: Platform>(a: &Adapter<P>) -> Result<&Live<P>, Status> {
-    a.live().ok_or(status::INVALID_DEVICE_STATE)
-}
-
 /// DxgkDdiCreateDevice (PASSIVE).
 pub fn create_device<P: Platform>(
     a: &Adapter<P>,
     args: &mut DXGKARG_CREATEDEVICE,
 ) -> Result<(), Status> {
-    let live = started(a)?;
+    let live = a.started()?;
     // SAFETY: on input the union holds the flags word (the pointer arm is an output of
     // pre-WDDM 2.0 drivers); both arms are plain data, so reading the flags is always defined.
     let flags = unsafe { args.Anonymous.Flags };
@@ -187,7 +183,7 @@ fn set_suspended<P: Platform>(
     h_context: HANDLE,
     suspended: bool,
 ) -> Result<(), Status> {
-    let live = started(a)?;
+    let live = a.started()?;
     let h = Handle::decode_on(h_context, Kind::Context, a.table_slot())?;
     let mut s = live.sched.lock();
     let ctx = s.contexts.get_mut(&h).ok_or(status::INVALID_HANDLE)?;

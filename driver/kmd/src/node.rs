@@ -847,7 +847,7 @@ pub fn submit_command<P: Platform>(
     a: &Adapter<P>,
     args: &DXGKARG_SUBMITCOMMAND,
 ) -> Result<(), Status> {
-    let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+    let live = a.started()?;
     let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
     let (start, end) = (
         args.DmaBufferSubmissionStartOffset,
@@ -899,7 +899,7 @@ pub fn submit_command_virtual<P: Platform>(
     a: &Adapter<P>,
     args: &DXGKARG_SUBMITCOMMANDVIRTUAL,
 ) -> Result<(), Status> {
-    let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+    let live = a.started()?;
     let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
     if args.hContext.is_null() {
         return Err(status::INVALID_HANDLE);
@@ -935,7 +935,7 @@ pub fn preempt_command<P: Platform>(
     a: &Adapter<P>,
     args: &DXGKARG_PREEMPTCOMMAND,
 ) -> Result<(), Status> {
-    let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+    let live = a.started()?;
     let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
     if args
         .Flags
@@ -970,7 +970,7 @@ pub fn query_current_fence<P: Platform>(
     a: &Adapter<P>,
     args: &mut DXGKARG_QUERYCURRENTFENCE,
 ) -> Result<(), Status> {
-    let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+    let live = a.started()?;
     let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
     let dxgk = live.dxgk;
     let mut notified = false;

@@ -235,10 +235,6 @@ pub fn per_engine_tdr_rule(
 // The DDIs
 // ---------------------------------------------------------------------------------------------
 
-fn started<P: Platform>(a: &Adapter<P>) -> Result<&Live<P>, Status> {
-    a.live().ok_or(status::INVALID_DEVICE_STATE)
-}
-
 /// Checks `(NodeOrdinal, EngineOrdinal)`: a node of this adapter, and physical adapter 0 (one
 /// physical adapter, TDR-02).
 fn check_node<P: Platform>(live: &Live<P>, node: u32, engine: u32) -> Result<u32, Status> {
@@ -261,7 +257,7 @@ pub fn query_dependent_engine_group<P: Platform>(
     a: &Adapter<P>,
     args: &mut DXGKARG_QUERYDEPENDENTENGINEGROUP,
 ) -> Result<(), Status> {
-    let live = started(a)?;
+    let live = a.started()?;
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
     args.DependentNodeOrdinalMask = dependent_mask(node).ok_or(status::INVALID_PARAMETER)?;
     Ok(())
@@ -281,7 +277,7 @@ pub fn query_engine_status<P: Platform>(
     a: &Adapter<P>,
     args: &mut DXGKARG_QUERYENGINESTATUS,
 ) -> Result<(), Status> {
-    let live = started(a)?;
+    let live = a.started()?;
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
     let raw = live.regs.engine_read32(node, regs::engine::STATUS);
     args.EngineStatus = DXGK_ENGINESTATUS::default()
@@ -390,7 +386,7 @@ pub fn reset_engine<P: Platform>(
     a: &Adapter<P>,
     args: &mut DXGKARG_RESETENGINE,
 ) -> Result<(), Status> {
-    let live = started(a)?;
+    let live = a.started()?;
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
     let (last, guilty) = {
         let mut s = live.sched.lock();
@@ -508,7 +504,7 @@ const ADAPTER_RESET_POLLS: u32 = 1_000_000;
 /// Failure means the OS bug checks (0x116), so the only error is a device that does not come
 /// out of reset.
 pub fn reset_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
-    let live = started(a)?;
+    let live = a.started()?;
     let regs = &live.regs;
     regs.write32(regs::INT_ENABLE, 0);
     regs.write32(regs::ADAPTER_RESET, regs::ADAPTER_RESET_KEY);
@@ -553,7 +549,7 @@ pub fn reset_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
 /// connected doorbells whose device is not in error, every engine's runlist (node ring first),
 /// then `QUEUE_KICK` of every queue in a runlist.
 pub fn restart_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
-    let live = started(a)?;
+    let live = a.started()?;
     let regs = &live.regs;
     let sysmem = rvgpu_hw::PAGE_SIZE;
     device::set_window(

@@ -105,7 +105,7 @@ pub fn submit<P: Platform>(
     args: &DXGKARG_SUBMITCOMMANDTOHWQUEUE,
 ) -> Result<(), Status> {
     let h = Handle::decode_on(args.hHwQueue, Kind::Queue, a.table_slot())?;
-    let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+    let live = a.started()?;
     {
         let addr = args.DmaBufferVirtualAddress;
         let bytes = u64::from(args.DmaBufferSize);

@@ -51,7 +51,7 @@ fn table_status(e: TableError) -> Status {
 }
 
 fn started<P: Platform>(a: &Adapter<P>) -> Result<&Live<P>, Status> {
-    let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+    let live = a.started()?;
     // The OS calls the native-fence DDIs only when it enabled the feature (NF-10).
     if live.features.native_fence.is_none() {
         return Err(status::INVALID_DEVICE_STATE);
@@ -188,7 +188,7 @@ pub fn destroy<P: Platform>(args: &DXGKARG_DESTROYNATIVEFENCE) -> Result<(), Sta
     let loc = locate::<P>(h).ok_or(status::INVALID_HANDLE)?;
     ADAPTERS
         .with(loc.adapter, |a: &Adapter<P>| -> Result<(), Status> {
-            let live = a.live().ok_or(status::INVALID_DEVICE_STATE)?;
+            let live = a.started()?;
             // Serialises with create (see there).
             let mut table = live.fences.lock();
             let fence = *table.get(h).ok_or(status::INVALID_HANDLE)?;
