@@ -782,7 +782,7 @@ fn context_on<P: Platform>(
 
 /// Checks a DMA range (`addr`, `bytes`): 8-aligned, inside the address space, at most
 /// [`MAX_SUBMIT_BYTES`]; an empty range needs no address.
-fn check_range(addr: u64, bytes: u64) -> Result<(), Status> {
+pub(crate) fn check_range(addr: u64, bytes: u64) -> Result<(), Status> {
     let align = rvgpu_hw::addr::ACCESS_ALIGN;
     if bytes > MAX_SUBMIT_BYTES || !bytes.is_multiple_of(align) {
         return Err(status::INVALID_PARAMETER);

@@ -109,13 +109,10 @@ pub fn submit<P: Platform>(
     {
         let addr = args.DmaBufferVirtualAddress;
         let bytes = u64::from(args.DmaBufferSize);
-        let align = rvgpu_hw::addr::ACCESS_ALIGN;
-        if addr == 0 || !addr.is_multiple_of(align) || addr.checked_add(bytes).is_none() {
+        if bytes == 0 {
             return Err(status::INVALID_PARAMETER);
         }
-        if bytes == 0 || !bytes.is_multiple_of(align) || bytes > MAX_SUBMIT_BYTES {
-            return Err(status::INVALID_PARAMETER);
-        }
+        crate::node::check_range(addr, bytes)?;
         if args.DmaBufferPrivateDataSize != 0 && args.pDmaBufferPrivateData.is_null() {
             return Err(status::INVALID_PARAMETER);
         }
