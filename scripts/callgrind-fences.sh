@@ -2,7 +2,7 @@
 # Instructions per DxgkDdiUpdateMonitoredValues call and per ISR (issue 4, "Benchmarks"),
 # counted by callgrind (repeatable: the same numbers on every run of the same build).
 #
-# Runs the bench binary tests/simos/benches/fence_callgrind.rs under
+# Runs the bench binary simos/benches/fence_callgrind.rs under
 #   valgrind --tool=callgrind --toggle-collect='rvgpu_kmd::ddi::<function>*'
 # so that only instructions executed inside the driver's DDI (inclusive: everything it calls,
 # the OS callbacks it makes included) are counted. Each figure comes from two runs, K and 2K

@@ -3,7 +3,7 @@
 # (issue 6, "Benchmarks"), counted by callgrind (repeatable: the same numbers on every run of
 # the same build). Modelled on scripts/callgrind-fences.sh.
 #
-# Runs the bench binary tests/simos/benches/ums_callgrind.rs under
+# Runs the bench binary simos/benches/ums_callgrind.rs under
 #   valgrind --tool=callgrind --toggle-collect=<function>
 # so that only instructions executed inside that function (inclusive: everything it calls) are
 # counted. Each figure comes from two runs, K and 2K operations:
