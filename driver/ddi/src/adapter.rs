@@ -1067,30 +1067,51 @@ layout!(
     HwQueuedFlipCaps = 584
 );
 
-/// `DXGKARG_CALIBRATEGPUCLOCK`: output of `DxgkDdiCalibrateGpuClock`, one GPU clock sample
-/// taken as close as possible to one CPU (QueryPerformanceCounter) sample.
+bitfield! {
+    /// `DXGK_GPUCLOCKDATA_FLAGS` (d3dkmdt.h, WDDM 2.4+).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_dxgk_gpuclockdata_flags>
+    pub struct DXGK_GPUCLOCKDATA_FLAGS: u32 {
+        /// The GPU counter was read from the context management processor's clock.
+        ContextManagementProcessor: 0, 1;
+        /// Reserved.
+        Reserved: 1, 31;
+    }
+}
+layout!(DXGK_GPUCLOCKDATA_FLAGS, size = 4);
+
+/// `DXGK_GPUCLOCKDATA` (d3dkmdt.h; `DXGKARG_CALIBRATEGPUCLOCK` is its typedef): output of
+/// `DxgkDdiCalibrateGpuClock`, one GPU clock sample taken as close as possible to one CPU
+/// (QueryPerformanceCounter) sample.
 ///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock>
-/// names the three members in its remarks (`GpuClockCounter`, `CpuClockCounter`; `GpuFrequency`
-/// on the structure's page). UNVERIFIED: the member order and the absence of further members
-/// (no syntax block was found); the order is that of the documented user-mode twin
-/// `D3D12DDI_GPUCLOCKDATA_0054` (`GpuFrequency`, `GpuClockCounter`, `CpuClockCounter`,
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3d12umddi/ns-d3d12umddi-d3d12ddi_gpuclockdata_0054>).
-/// `build.rs`'s bindgen check settles it on a WDK machine (docs/logs.md §9.2).
-#[repr(C)]
+/// Checked against the 10.0.22621 headers: the three counters, then `Flags` (WDDM 2.4+), all
+/// inside d3dkmdt.h's `#pragma pack(push, 1)`, so 28 bytes with no tail padding (a 32-byte
+/// write would run past the OS's buffer).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_dxgk_gpuclockdata>
+#[repr(C, packed(1))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_CALIBRATEGPUCLOCK {
+pub struct DXGK_GPUCLOCKDATA {
     /// Out: frequency of the GPU clock in Hz.
     pub GpuFrequency: UINT64,
     /// Out: the GPU clock counter.
     pub GpuClockCounter: UINT64,
     /// Out: the CPU clock (QueryPerformanceCounter) taken at the same moment.
     pub CpuClockCounter: UINT64,
+    /// Out: how the GPU counter was taken.
+    pub Flags: DXGK_GPUCLOCKDATA_FLAGS,
 }
 layout!(
-    DXGKARG_CALIBRATEGPUCLOCK,
-    size = 24,
+    DXGK_GPUCLOCKDATA,
+    size = 28,
     GpuFrequency = 0,
     GpuClockCounter = 8,
-    CpuClockCounter = 16
+    CpuClockCounter = 16,
+    Flags = 24
 );
+const _: () = assert!(core::mem::align_of::<DXGK_GPUCLOCKDATA>() == 1);
+
+/// `DXGKARG_CALIBRATEGPUCLOCK`: the header's typedef of [`DXGK_GPUCLOCKDATA`].
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock>
+pub type DXGKARG_CALIBRATEGPUCLOCK = DXGK_GPUCLOCKDATA;

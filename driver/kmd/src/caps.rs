@@ -157,21 +157,24 @@ pub fn node_metadata<P: Platform>(
         return Err(status::INVALID_PARAMETER);
     }
     let (engine_type, name) = engine_type(node);
-    let mut md = DXGK_NODEMETADATA {
-        EngineType: engine_type,
-        ..Default::default()
-    };
+    // DXGK_NODEMETADATA is packed (74 bytes): build the name apart and store it by value, as
+    // no reference into the struct may be taken.
+    let mut friendly = [0u16; DXGK_MAX_METADATA_NAME_LENGTH];
     let mut chars = name.encode_utf16();
     // Keep the last WCHAR for the terminating NUL.
-    for slot in md
-        .FriendlyName
+    for slot in friendly
         .iter_mut()
         .take(DXGK_MAX_METADATA_NAME_LENGTH.saturating_sub(1))
     {
         *slot = chars.next().unwrap_or(0);
     }
-    md.Flags =
-        DXGK_NODEMETADATA_FLAGS::default().with(DXGK_NODEMETADATA_FLAGS::UserModeSubmission, 1);
+    let md = DXGK_NODEMETADATA {
+        EngineType: engine_type,
+        FriendlyName: friendly,
+        Flags: DXGK_NODEMETADATA_FLAGS::default()
+            .with(DXGK_NODEMETADATA_FLAGS::UserModeSubmission, 1),
+        ..Default::default()
+    };
     Ok(md)
 }
 
