@@ -771,8 +771,16 @@ impl Default for DXGK_GPUENGINETOPOLOGY {
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_drivercaps>
 pub type DXGK_WDDMVERSION = i32;
-// UNVERIFIED: the DXGKDDI_WDDMv* numeric values were not checked against a header copy; the
-// field is documented as reserved (zero) for WIN7+ drivers, so they are not bound.
+/// WDDM 2.9 (values through 3.1 checked against the 10.0.22621 d3dkmddi.h).
+pub const DXGKDDI_WDDMv2_9: DXGK_WDDMVERSION = 0x2900;
+/// WDDM 3.0.
+pub const DXGKDDI_WDDMv3_0: DXGK_WDDMVERSION = 0x3000;
+/// WDDM 3.1.
+pub const DXGKDDI_WDDMv3_1: DXGK_WDDMVERSION = 0x3100;
+/// WDDM 3.2 (Windows 11 24H2): the enumeration's pattern (major in the high byte, minor in
+/// the next nibble), and the value WDDM 3.2 drivers built with the 10.0.26100 WDK report.
+// wdk-layout-check: skip: 10.0.22621 ends at DXGKDDI_WDDMv3_1
+pub const DXGKDDI_WDDMv3_2: DXGK_WDDMVERSION = 0x3200;
 
 /// `DXGK_VIRTUALADDRESSCAPS_DEPRECATED`: reserved (`DXGK_DRIVERCAPS::Reserved`).
 ///
@@ -875,7 +883,8 @@ pub const D3DKMDT_COMPUTE_PREEMPTION_THREAD_GROUP_BOUNDARY: D3DKMDT_COMPUTE_PREE
 pub const D3DKMDT_COMPUTE_PREEMPTION_THREAD_BOUNDARY: D3DKMDT_COMPUTE_PREEMPTION_GRANULARITY = 400;
 /// Shader boundary.
 pub const D3DKMDT_COMPUTE_PREEMPTION_SHADER_BOUNDARY: D3DKMDT_COMPUTE_PREEMPTION_GRANULARITY = 500;
-// UNVERIFIED: the granularity values 100..500 were not checked against a header copy.
+// The granularity values 0..500 are checked against the 10.0.22621 d3dkmdt.h by the layout
+// check (build.rs).
 
 /// `D3DKMDT_PREEMPTION_CAPS` (d3dkmdt.h).
 ///

@@ -29,8 +29,20 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
         },
         // The one interrupt we connect (line-based or the first MSI message).
         InterruptMessageNumber: 0,
-        // A render-only adapter is not a VGA device.
-        SupportNonVGA: 1,
+        // SupportNonVGA is for display adapters that are not VGA-compatible; a render-only
+        // adapter has no display, so the flag stays 0 (Microsoft's render-only caps table).
+        SupportNonVGA: 0,
+        // The WDDM level the driver implements (interface DXGKDDI_INTERFACE_VERSION_WDDM3_2).
+        WDDMVersion: rvgpu_ddi::adapter::DXGKDDI_WDDMv3_2,
+        // The device finishes the packet (or 4 KiB COPY/FILL chunk) in flight and never
+        // resumes inside a DMA buffer it was switched away from (docs/hardware.md M12), so the
+        // honest granularity is the DMA buffer boundary for both graphics and compute.
+        PreemptionCaps: rvgpu_ddi::adapter::D3DKMDT_PREEMPTION_CAPS {
+            GraphicsPreemptionGranularity:
+                rvgpu_ddi::adapter::D3DKMDT_GRAPHICS_PREEMPTION_DMA_BUFFER_BOUNDARY,
+            ComputePreemptionGranularity:
+                rvgpu_ddi::adapter::D3DKMDT_COMPUTE_PREEMPTION_DMA_BUFFER_BOUNDARY,
+        },
         // TDR-01: only with the device's PER_ENGINE_RESET and the four DDIs it obliges in the
         // table (crate::reset::per_engine_tdr); otherwise Dxgkrnl uses the adapter-wide path.
         SupportPerEngineTDR: u8::from(crate::reset::per_engine_tdr(live)),
