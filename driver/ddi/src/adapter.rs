@@ -471,9 +471,9 @@ pub const DXGKQAITYPE_IOMMU_CAPS: DXGK_QUERYADAPTERINFOTYPE = 35;
 pub const DXGKQAITYPE_HARDWARERESERVEDRANGES2: DXGK_QUERYADAPTERINFOTYPE = 36;
 /// [`crate::fence::DXGK_NATIVE_FENCE_CAPS`] (WDDM 3.1/3.2).
 pub const DXGKQAITYPE_NATIVE_FENCE_CAPS: DXGK_QUERYADAPTERINFOTYPE = 37;
-// UNVERIFIED: 38 for USERMODESUBMISSION_CAPS and 39.. for the WDDM 3.2 entries rest on the
-// enumerator order (implicit values on the reference page) and a ReactOS reconstruction of
-// d3dkmddi.h; 37 for NATIVE_FENCE_CAPS is also corroborated by dxgkrnl's own query.
+// 0..38 are checked against the 10.0.22621 d3dkmddi.h by the layout check. UNVERIFIED: 39..
+// for the WDDM 3.2 entries rest on the enumerator order (implicit values on the reference
+// page) and a ReactOS reconstruction of d3dkmddi.h.
 /// `DXGK_USERMODESUBMISSION_CAPS` (WDDM 3.1/3.2).
 pub const DXGKQAITYPE_USERMODESUBMISSION_CAPS: DXGK_QUERYADAPTERINFOTYPE = 38;
 /// Dirty-bit tracking caps (WDDM 3.2).
@@ -1124,3 +1124,93 @@ const _: () = assert!(core::mem::align_of::<DXGK_GPUCLOCKDATA>() == 1);
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock>
 pub type DXGKARG_CALIBRATEGPUCLOCK = DXGK_GPUCLOCKDATA;
+
+// ---------------------------------------------------------------------------------------------
+// QueryAdapterInfo answers asked for before DxgkDdiStartDevice, and the history buffer precision
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGK_WDDMDEVICECAPSIN`: input of `DXGKQAITYPE_WDDMDEVICECAPS` (the `DXGKRNL_INTERFACE`
+/// version the OS will pass to StartDevice).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_wddmdevicecapsin>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_WDDMDEVICECAPSIN {
+    /// `DXGKRNL_INTERFACE::Version` of the coming StartDevice.
+    pub DxgkrnlInterfaceVersion: ULONG,
+}
+layout!(DXGK_WDDMDEVICECAPSIN, size = 4, DxgkrnlInterfaceVersion = 0);
+
+/// `DXGK_WDDMDEVICECAPS`: answer to `DXGKQAITYPE_WDDMDEVICECAPS`, which the OS sends after
+/// AddDevice and before StartDevice.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_wddmdevicecaps>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_WDDMDEVICECAPS {
+    /// Same value as [`DXGK_DRIVERCAPS::WDDMVersion`].
+    pub WDDMVersion: DXGK_WDDMVERSION,
+}
+layout!(DXGK_WDDMDEVICECAPS, size = 4, WDDMVersion = 0);
+
+/// `DXGK_PHYSICAL_MEMORY_CAPS`: answer to `DXGKQAITYPE_PHYSICAL_MEMORY_CAPS` (WDDM 2.9+).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_physical_memory_caps>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DXGK_PHYSICAL_MEMORY_CAPS {
+    /// Highest physical address the device can reach.
+    pub HighestVisibleAddress: PHYSICAL_ADDRESS,
+}
+layout!(
+    DXGK_PHYSICAL_MEMORY_CAPS,
+    size = 8,
+    HighestVisibleAddress = 0
+);
+
+bitfield! {
+    /// `DXGK_IOMMU_CAPS`: answer to `DXGKQAITYPE_IOMMU_CAPS` (WDDM 2.9+), which the OS sends
+    /// after AddDevice and before StartDevice. Later pages add `GpuVaIommuRequired` and
+    /// `GpuVaIommuGlobalRequired` at bits 3 and 4 (reserved in 10.0.22621).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_iommu_caps>
+    pub struct DXGK_IOMMU_CAPS: u32 {
+        /// The driver maps its memory through the IOMMU callbacks (isolation).
+        IommuIsolationSupported: 0, 1;
+        /// The device must not start without an IOMMU domain.
+        IommuIsolationRequired: 1, 1;
+        /// The driver supports linear (not only 1:1) DMA remapping.
+        DmaRemappingSupported: 2, 1;
+        /// Reserved.
+        Reserved: 3, 29;
+    }
+}
+layout!(DXGK_IOMMU_CAPS, size = 4);
+
+/// `DXGK_QUERYHISTORYBUFFERPRECISIONIN`: optional input of
+/// `DXGKQAITYPE_HISTORYBUFFERPRECISION`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_queryhistorybufferprecisionin>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_QUERYHISTORYBUFFERPRECISIONIN {
+    /// Physical adapter (0 without linked adapters).
+    pub PhysicalAdapterIndex: UINT,
+}
+layout!(
+    DXGK_QUERYHISTORYBUFFERPRECISIONIN,
+    size = 4,
+    PhysicalAdapterIndex = 0
+);
+
+/// `DXGKARG_HISTORYBUFFERPRECISION`: answer to `DXGKQAITYPE_HISTORYBUFFERPRECISION`, the
+/// number of valid bits (32..=64) in the GPU timestamps the driver writes to history buffers.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_historybufferprecision>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_HISTORYBUFFERPRECISION {
+    /// Valid timestamp bits.
+    pub PrecisionBits: UINT32,
+}
+layout!(DXGKARG_HISTORYBUFFERPRECISION, size = 4, PrecisionBits = 0);
