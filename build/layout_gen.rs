@@ -473,7 +473,22 @@ pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
 pub fn scan_ddi_consts(module: &str, text: &str) -> Vec<DdiConst> {
     let mut out = Vec::new();
     let mut skip = None;
-    for line in text.lines() {
+    let mut lines = text.lines();
+    while let Some(first) = lines.next() {
+        // rustfmt wraps long constants after `=`: join the statement up to its `;`.
+        let mut joined;
+        let mut line = first;
+        if line.starts_with("pub const ") && !line.contains(';') {
+            joined = line.to_string();
+            for more in lines.by_ref() {
+                joined.push(' ');
+                joined.push_str(more.trim());
+                if more.contains(';') {
+                    break;
+                }
+            }
+            line = joined.as_str();
+        }
         let trimmed = line.trim();
         if let Some(CheckMode::Skip(why)) = parse_marker(trimmed) {
             skip = Some(why);
