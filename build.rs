@@ -20,10 +20,12 @@
 //!    driver does not, and it would make the image refuse to load with a test signature on
 //!    some configurations. docs/windows.md has the details.
 //!
-//! 2. With `--features wdk-layout-check` and an installed WDK: bindgen over d3dkmddi.h and
-//!    dispmprt.h, and compile-time assertions that every `rvgpu-ddi` type has the WDK's size,
-//!    alignment and field offsets (generator: build/layout_gen.rs, unit-tested by
-//!    tests/layout_gen.rs). Without a WDK this step is skipped without a word.
+//! 2. With `--features wdk-layout-check` and Microsoft's headers (`RVGPU_WDK_INCLUDE`, else an
+//!    installed WDK): bindgen over dispmprt.h and d3dkmddi.h, and compile-time assertions that
+//!    every `rvgpu-ddi` type and integer constant has the headers' size, alignment, field
+//!    offsets and value (generator: build/layout_gen.rs, unit-tested by tests/layout_gen.rs;
+//!    docs/windows.md, "Layouts checked against Microsoft's headers"). Without headers this
+//!    step is skipped without a word.
 
 // Host build tooling, not kernel code: the kernel no-panic lints do not apply.
 #[allow(
