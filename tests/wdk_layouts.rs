@@ -10,6 +10,14 @@
 //! * `DXGK_MIRACAST_CHUNK_INFO::ChunkId` is 64-bit at 8 (24 bytes), which moves the rest of the
 //!   Miracast arm of `DXGKARGCB_NOTIFY_INTERRUPT_DATA`.
 
+// Host-side test code: the kernel no-panic lints do not apply.
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
 use core::mem::{align_of, offset_of, size_of};
 
 use rvgpu_ddi::adapter::{DXGKARG_CALIBRATEGPUCLOCK, DXGK_GPUCLOCKDATA, DXGK_GPUCLOCKDATA_FLAGS};

@@ -983,7 +983,9 @@ mod tests {
         let c = DXGKARG_CONNECTDOORBELL::default();
         assert_eq!(c.Status, crate::dxgkrnl::D3DDDI_DOORBELLSTATUS_CONNECTED);
         let n = DXGK_NODEMETADATA::default();
-        assert_eq!(n.FriendlyName, [0u16; DXGK_MAX_METADATA_NAME_LENGTH]);
+        // Packed: copy the field out before comparing (no reference into the struct).
+        let name = n.FriendlyName;
+        assert_eq!(name, [0u16; DXGK_MAX_METADATA_NAME_LENGTH]);
         assert_eq!(
             DXGK_USERMODESUBMISSION_CAPS::default().DoorbellSizeInBytes,
             0

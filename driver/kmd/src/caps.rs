@@ -340,6 +340,7 @@ fn write_out<T: Copy>(args: &DXGKARG_QUERYADAPTERINFO, value: &T) -> Result<(), 
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
     use rvgpu_ddi::adapter::{DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGK_QUERYADAPTERINFOFLAGS};
