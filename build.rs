@@ -20,10 +20,12 @@
 //!    driver does not, and it would make the image refuse to load with a test signature on
 //!    some configurations. docs/windows.md has the details.
 //!
-//! 2. With `--features wdk-layout-check` and an installed WDK: bindgen over d3dkmddi.h and
-//!    dispmprt.h, and compile-time assertions that every `rvgpu-ddi` type has the WDK's size,
-//!    alignment and field offsets (generator: build/layout_gen.rs, unit-tested by
-//!    tests/layout_gen.rs). Without a WDK this step is skipped without a word.
+//! 2. With `--features wdk-layout-check` and Microsoft's headers (`RVGPU_WDK_INCLUDE`, else an
+//!    installed WDK): bindgen over dispmprt.h and d3dkmddi.h, and compile-time assertions that
+//!    every `rvgpu-ddi` type and integer constant has the headers' size, alignment, field
+//!    offsets and value (generator: build/layout_gen.rs, unit-tested by tests/layout_gen.rs;
+//!    docs/windows.md, "Layouts checked against Microsoft's headers"). Without headers this
+//!    step is skipped without a word.
 
 // Host build tooling, not kernel code: the kernel no-panic lints do not apply.
 #[allow(
@@ -55,6 +57,7 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=build/layout_gen.rs");
     println!("cargo::rerun-if-env-changed=WDKContentRoot");
+    println!("cargo::rerun-if-env-changed=RVGPU_WDK_INCLUDE");
     println!("cargo::rustc-check-cfg=cfg(wdk_layout_check)");
 
     let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
@@ -74,10 +77,12 @@ fn main() {
 
 #[cfg(feature = "wdk-layout-check")]
 mod wdk {
-    //! WDK detection as windows-drivers-rs' `wdk-build` does it: `WDKContentRoot` (set by the
-    //! eWDK's LaunchBuildEnv.cmd and by VS developer prompts), then the installed kits root
+    //! Header root: `RVGPU_WDK_INCLUDE` if set (a directory holding `km`, `shared`, `um` and
+    //! `ucrt`, i.e. one `Include\10.x` of a kit or an extracted copy of one; on any host).
+    //! Else WDK detection as windows-drivers-rs' `wdk-build` does it: `WDKContentRoot` (set by
+    //! the eWDK's LaunchBuildEnv.cmd and by VS developer prompts), then the installed kits root
     //! from the registry, then the default install path; the newest `Include\10.*` that has
-    //! `km\d3dkmddi.h` wins.
+    //! `km\d3dkmddi.h` wins (d3dkmddi.h lives in `shared` in newer kits, `km` in older).
 
     use std::path::{Path, PathBuf};
     use std::process::Command;
@@ -113,19 +118,38 @@ mod wdk {
         None
     }
 
+    fn has_ddi_header(include: &Path) -> bool {
+        ["km", "shared"]
+            .iter()
+            .any(|d| include.join(d).join("d3dkmddi.h").is_file())
+    }
+
     fn include_dir(root: &Path) -> Option<PathBuf> {
         let mut versions: Vec<PathBuf> = fs::read_dir(root.join("Include"))
             .ok()?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.join("km").join("d3dkmddi.h").is_file())
+            .filter(|p| has_ddi_header(p))
             .collect();
         versions.sort();
         versions.pop()
     }
 
     pub fn layout_check() {
-        let Some(include) = kits_root().and_then(|r| include_dir(&r)) else {
-            return; // No WDK: skip quietly.
+        let explicit = env::var_os("RVGPU_WDK_INCLUDE").map(PathBuf::from);
+        let include = match explicit {
+            Some(dir) if has_ddi_header(&dir) => dir,
+            Some(dir) => {
+                // Asked for explicitly: say why nothing is checked instead of passing quietly.
+                println!(
+                    "cargo::warning=wdk-layout-check: RVGPU_WDK_INCLUDE={} has no km/ or shared/ d3dkmddi.h",
+                    dir.display()
+                );
+                return;
+            }
+            None => match kits_root().and_then(|r| include_dir(&r)) {
+                Some(dir) => dir,
+                None => return, // No WDK: skip quietly.
+            },
         };
         let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
         let ddi_src = manifest.join("driver").join("ddi").join("src");
@@ -146,6 +170,8 @@ mod wdk {
                 format!("-I{}", include.join("shared").display()),
             ])
             .layout_tests(true)
+            // Enumerators under their own names, as rvgpu-ddi declares them.
+            .prepend_enum_name(false)
             .derive_debug(false)
             .generate_comments(false)
             .generate();
@@ -156,15 +182,50 @@ mod wdk {
                 return;
             }
         };
+        let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap_or_default());
+        // Kept for reading when an assertion fails (what bindgen made of the headers).
+        let _ = fs::write(out_dir.join("wdk_bindings.rs"), &bindings);
         let wdk = layout_gen::parse_bindgen(&bindings);
-        let ddi = layout_gen::scan_ddi_dir(&ddi_src);
-        let generated = layout_gen::generate(&wdk, &ddi, "rvgpu_ddi");
-        let out = PathBuf::from(env::var("OUT_DIR").unwrap_or_default()).join("wdk_layout.rs");
-        if fs::write(&out, generated.code).is_ok() {
+        let (ddi, consts) = layout_gen::scan_ddi_dir(&ddi_src);
+        let mut generated = layout_gen::generate(&wdk, &ddi, "rvgpu_ddi");
+        let missing = layout_gen::generate_consts(&wdk, &consts, "rvgpu_ddi", &mut generated);
+        let mut report = format!(
+            "headers: {}\nassertions: {}\n\n# compared types ({})\n",
+            include.display(),
+            generated.assertions,
+            generated.checked.len()
+        );
+        for line in &generated.checked {
+            report.push_str(line);
+            report.push('\n');
+        }
+        report.push_str(&format!(
+            "\n# not compared ({})\n",
+            generated.unchecked.len()
+        ));
+        for line in &generated.unchecked {
+            report.push_str(line);
+            report.push('\n');
+        }
+        report.push_str(&format!(
+            "\n# constants not in these headers ({})\n",
+            missing.len()
+        ));
+        for line in &missing {
+            report.push_str(line);
+            report.push('\n');
+        }
+        let _ = fs::write(out_dir.join("wdk_layout_report.txt"), report);
+        if fs::write(out_dir.join("wdk_layout.rs"), generated.code).is_ok() {
             println!("cargo::rustc-cfg=wdk_layout_check");
         }
-        for note in generated.unchecked {
-            println!("cargo::warning=wdk-layout-check: not checked: {note}");
-        }
+        println!(
+            "cargo::warning=wdk-layout-check: {} assertions over {} types; {} items not compared \
+             (list: {})",
+            generated.assertions,
+            generated.checked.len(),
+            generated.unchecked.len(),
+            out_dir.join("wdk_layout_report.txt").display()
+        );
     }
 }

@@ -41,6 +41,12 @@ pub struct WdkLayouts {
     pub types: BTreeMap<String, TypeLayout>,
     /// `pub type A = B;` with B a plain identifier.
     pub aliases: BTreeMap<String, String>,
+    /// `pub const NAME: T = <integer>;` (enumerators with `prepend_enum_name(false)`, and
+    /// `#define`d integers).
+    pub consts: BTreeMap<String, i128>,
+    /// Per struct or union: field name -> the field's type when that type is a plain
+    /// identifier (used to find bindgen's names of nested anonymous aggregates).
+    pub field_types: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl WdkLayouts {
@@ -57,16 +63,99 @@ impl WdkLayouts {
             }
         }
         let tag = format!("_{name}");
-        self.types
-            .get_key_value(tag.as_str())
-            .map(|(k, v)| (k.as_str(), v))
+        if let Some((k, v)) = self.types.get_key_value(tag.as_str()) {
+            return Some((k.as_str(), v));
+        }
+        self.find_nested(name)
+    }
+
+    /// The bindgen name of a type reached by name alone (directly, alias, `_NAME`).
+    fn find_direct(&self, name: &str) -> Option<String> {
+        let mut current = name;
+        for _ in 0..8 {
+            if self.types.contains_key(current) {
+                return Some(current.to_string());
+            }
+            match self.aliases.get(current) {
+                Some(next) => current = next,
+                None => break,
+            }
+        }
+        let tag = format!("_{name}");
+        self.types.contains_key(tag.as_str()).then_some(tag)
+    }
+
+    /// rvgpu-ddi names nested aggregates `<PARENT>_<N>` (the N+1-th anonymous member, as
+    /// windows-rs does) and `<PARENT>_<Member>` (the type of a named member, looked for in
+    /// PARENT and its anonymous members). bindgen names them `<parent>__bindgen_ty_<K>`;
+    /// follow the parent's field types to find which.
+    fn find_nested(&self, name: &str) -> Option<(&str, &TypeLayout)> {
+        let parts: Vec<&str> = name.split('_').collect();
+        for split in (1..parts.len()).rev() {
+            let parent = parts[..split].join("_");
+            let Some(mut current) = self.find_direct(&parent) else {
+                continue;
+            };
+            let mut rest = &parts[split..];
+            let mut ok = true;
+            while !rest.is_empty() {
+                let next = if let Ok(n) = rest[0].parse::<u32>() {
+                    rest = &rest[1..];
+                    self.member_type(&current, &format!("__bindgen_anon_{}", n + 1))
+                } else {
+                    // A member name may itself contain '_': take the shortest that matches.
+                    let mut found = None;
+                    for take in 1..=rest.len() {
+                        let member = rest[..take].join("_");
+                        if let Some(t) = self.member_type_deep(&current, &member) {
+                            found = Some(t);
+                            rest = &rest[take..];
+                            break;
+                        }
+                    }
+                    found
+                };
+                match next {
+                    Some(t) => current = t,
+                    None => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if ok {
+                return self
+                    .types
+                    .get_key_value(current.as_str())
+                    .map(|(k, v)| (k.as_str(), v));
+            }
+        }
+        None
+    }
+
+    fn member_type(&self, ty: &str, member: &str) -> Option<String> {
+        self.field_types.get(ty)?.get(member).cloned()
+    }
+
+    /// A named member of `ty` or of one of its anonymous members (any depth).
+    fn member_type_deep(&self, ty: &str, member: &str) -> Option<String> {
+        if let Some(t) = self.member_type(ty, member) {
+            return Some(t);
+        }
+        let fields = self.field_types.get(ty)?;
+        fields
+            .iter()
+            .filter(|(k, _)| k.starts_with("__bindgen_anon_"))
+            .find_map(|(_, t)| self.member_type_deep(t, member))
     }
 }
 
 /// Parses the layout tests and type aliases out of bindgen's output.
 pub fn parse_bindgen(text: &str) -> WdkLayouts {
     let mut out = WdkLayouts::default();
-    let mut rest = text;
+    // rustfmt wraps long labels as `[\n    "label",\n]`: fold that back to `["label"]`.
+    let folded = fold_labels(text);
+    let mut rest = folded.as_str();
     while let Some(start) = rest.find("[\"") {
         let after = &rest[start + 2..];
         let Some(end) = after.find("\"]") else { break };
@@ -106,6 +195,111 @@ pub fn parse_bindgen(text: &str) -> WdkLayouts {
             out.aliases.insert(name.to_string(), target.to_string());
         }
     }
+    // Constants may be wrapped after `=`: take each statement up to its `;`.
+    let mut rest = text;
+    while let Some(start) = rest.find("pub const ") {
+        let stmt = &rest[start + "pub const ".len()..];
+        let end = stmt.find(';').unwrap_or(stmt.len());
+        let def = &stmt[..end];
+        rest = &stmt[end..];
+        let Some((name, tail)) = def.split_once(':') else {
+            continue;
+        };
+        let Some((_, value)) = tail.split_once('=') else {
+            continue;
+        };
+        if let (true, Some(v)) = (is_ident(name.trim()), parse_int(value)) {
+            out.consts.insert(name.trim().to_string(), v);
+        }
+    }
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(name) = current.as_ref() {
+            if line.starts_with('}') {
+                current = None;
+                continue;
+            }
+            if let Some((field, ty)) = line.strip_prefix("pub ").and_then(|f| f.split_once(':')) {
+                let ty = ty.trim().trim_end_matches(',').trim();
+                if is_ident(field.trim()) && is_ident(ty) {
+                    out.field_types
+                        .entry(name.clone())
+                        .or_default()
+                        .insert(field.trim().to_string(), ty.to_string());
+                }
+            }
+            continue;
+        }
+        let decl = line
+            .strip_prefix("pub struct ")
+            .or_else(|| line.strip_prefix("pub union "));
+        if let Some(decl) = decl {
+            if let Some(name) = decl.strip_suffix('{').map(str::trim) {
+                if is_ident(name) {
+                    current = Some(name.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// An integer literal as Rust or C writes it: decimal or 0x hex, optional `-`, `_`
+/// separators and a type suffix (`65540u32`, `0x1_0004`, `-1i32`).
+pub fn parse_int(text: &str) -> Option<i128> {
+    let text = text.trim();
+    let (neg, body) = match text.strip_prefix('-') {
+        Some(b) => (true, b.trim()),
+        None => (false, text),
+    };
+    let body: String = body.chars().filter(|c| *c != '_').collect();
+    let (radix, digits) = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        Some(h) => (16, h),
+        None => (10, body.as_str()),
+    };
+    let end = digits
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(digits.len());
+    let (num, suffix) = digits.split_at(end);
+    if num.is_empty()
+        || !(suffix.is_empty()
+            || [
+                "u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize",
+            ]
+            .contains(&suffix))
+    {
+        return None;
+    }
+    let v = i128::from_str_radix(num, radix).ok()?;
+    Some(if neg { -v } else { v })
+}
+
+/// Undoes rustfmt's wrapping of layout-test labels: `[` + whitespace + `"` becomes `["`, and
+/// `"` + optional `,` + whitespace + `]` becomes `"]`.
+fn fold_labels(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '[' || c == '"' {
+            let mut skipped = String::new();
+            while let Some(&n) = chars.peek() {
+                if n.is_whitespace() || (c == '"' && n == ',' && !skipped.contains(',')) {
+                    skipped.push(n);
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            let next = chars.peek().copied();
+            let fold = skipped.contains('\n')
+                && ((c == '[' && next == Some('"')) || (c == '"' && next == Some(']')));
+            if !fold {
+                out.push_str(&skipped);
+            }
+        }
+    }
     out
 }
 
@@ -130,6 +324,21 @@ fn is_ident(s: &str) -> bool {
         && !s.starts_with(|c: char| c.is_ascii_digit())
 }
 
+/// How a DDI type is to be compared, from a `// wdk-layout-check: <mode>: <why>` line comment
+/// between its doc comment and its declaration.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum CheckMode {
+    /// Size, alignment and every named field.
+    #[default]
+    Full,
+    /// Not compared (e.g. the header version at hand has a pre-release layout); the reason is
+    /// reported.
+    Skip(String),
+    /// The header's type is a prefix of ours (e.g. a DDI table that a newer interface version
+    /// extends): common fields are compared and our size must be at least the header's.
+    Prefix(String),
+}
+
 /// A `#[repr(C)]` struct or union of the DDI crate: where it is and its public fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DdiType {
@@ -137,28 +346,85 @@ pub struct DdiType {
     pub module: String,
     pub name: String,
     pub fields: Vec<String>,
+    /// Declared only to be pointed at (`_opaque: [u8; 0]`): no layout to compare.
+    pub opaque: bool,
+    pub mode: CheckMode,
 }
 
-/// Finds the `#[repr(C)]` structs and unions with named fields in one source file.
+/// An integer `pub const` of the DDI crate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DdiConst {
+    pub module: String,
+    pub name: String,
+    pub value: i128,
+    /// Set by a `// wdk-layout-check: skip: <why>` line above it.
+    pub skip: Option<String>,
+}
+
+fn parse_marker(line: &str) -> Option<CheckMode> {
+    let rest = line
+        .strip_prefix("//")?
+        .trim()
+        .strip_prefix("wdk-layout-check:")?;
+    let (mode, why) = rest.split_once(':').unwrap_or((rest, ""));
+    let why = why.trim().to_string();
+    match mode.trim() {
+        "skip" => Some(CheckMode::Skip(why)),
+        "prefix" => Some(CheckMode::Prefix(why)),
+        _ => None,
+    }
+}
+
+/// Finds the `#[repr(C)]` structs and unions with named fields in one source file, including
+/// the tables declared through `ddi_table!` (a `header { .. }` and a `slots { .. }` list).
 pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
     let mut out = Vec::new();
     let mut repr_c = false;
+    let mut in_table_macro = false;
+    let mut mode = CheckMode::Full;
     let mut current: Option<DdiType> = None;
+    let mut depth = 0usize;
+    let mut table_fields = false;
     for raw in text.lines() {
         let line = raw.trim();
         if let Some(ty) = current.as_mut() {
             if line.starts_with('}') {
-                out.extend(current.take());
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    out.extend(current.take());
+                    table_fields = false;
+                }
                 continue;
             }
-            if let Some(field) = line.strip_prefix("pub ") {
-                if let Some((name, _)) = field.split_once(':') {
-                    let name = name.trim();
-                    if is_ident(name) {
-                        ty.fields.push(name.to_string());
-                    }
+            if table_fields && line.ends_with('{') {
+                depth += 1;
+                continue;
+            }
+            if line.starts_with("_opaque") {
+                ty.opaque = true;
+                continue;
+            }
+            let field = match line.strip_prefix("pub ") {
+                Some(f) => Some(f),
+                None if table_fields && !line.starts_with("//") && !line.starts_with("#[") => {
+                    Some(line)
+                }
+                None => None,
+            };
+            if let Some((name, _)) = field.and_then(|f| f.split_once(':')) {
+                let name = name.trim();
+                if is_ident(name) {
+                    ty.fields.push(name.to_string());
                 }
             }
+            continue;
+        }
+        if let Some(m) = parse_marker(line) {
+            mode = m;
+            continue;
+        }
+        if line.starts_with("ddi_table!") {
+            in_table_macro = true;
             continue;
         }
         if line.starts_with("#[repr(C") {
@@ -171,7 +437,7 @@ pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
         let decl = line
             .strip_prefix("pub struct ")
             .or_else(|| line.strip_prefix("pub union "));
-        if let (true, Some(decl)) = (repr_c, decl) {
+        if let (true, Some(decl)) = (repr_c || in_table_macro, decl) {
             let name: String = decl
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
@@ -183,23 +449,86 @@ pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
                     module: module.to_string(),
                     name,
                     fields: Vec::new(),
+                    opaque: false,
+                    mode: std::mem::take(&mut mode),
                 };
                 if rest.ends_with('}') {
                     out.push(ty);
                 } else {
                     current = Some(ty);
+                    depth = 1;
+                    table_fields = in_table_macro;
                 }
             }
         }
         repr_c = false;
+        in_table_macro = false;
+        mode = CheckMode::Full;
+    }
+    out
+}
+
+/// Finds the integer `pub const`s of one source file (`pub const NAME: T = <literal>;` on one
+/// line; anything else, e.g. an expression, is left out).
+pub fn scan_ddi_consts(module: &str, text: &str) -> Vec<DdiConst> {
+    let mut out = Vec::new();
+    let mut skip = None;
+    let mut lines = text.lines();
+    while let Some(first) = lines.next() {
+        // rustfmt wraps long constants after `=`: join the statement up to its `;`.
+        let mut joined;
+        let mut line = first;
+        if line.starts_with("pub const ") && !line.contains(';') {
+            joined = line.to_string();
+            for more in lines.by_ref() {
+                joined.push(' ');
+                joined.push_str(more.trim());
+                if more.contains(';') {
+                    break;
+                }
+            }
+            line = joined.as_str();
+        }
+        let trimmed = line.trim();
+        if let Some(CheckMode::Skip(why)) = parse_marker(trimmed) {
+            skip = Some(why);
+            continue;
+        }
+        if trimmed.starts_with("//") || trimmed.starts_with("#[") {
+            continue;
+        }
+        // Top-level items only (not associated constants inside an `impl` or a module).
+        let Some(def) = line.strip_prefix("pub const ") else {
+            skip = None;
+            continue;
+        };
+        let skip = skip.take();
+        let Some((name, rest)) = def.split_once(':') else {
+            continue;
+        };
+        let Some((_, value)) = rest.split_once('=') else {
+            continue;
+        };
+        let Some(value) = value.trim().strip_suffix(';') else {
+            continue;
+        };
+        if let (true, Some(value)) = (is_ident(name.trim()), parse_int(value)) {
+            out.push(DdiConst {
+                module: module.to_string(),
+                name: name.trim().to_string(),
+                value,
+                skip,
+            });
+        }
     }
     out
 }
 
 /// Scans a crate's `src` directory (module paths from file paths: `lib.rs` is the root,
 /// `a.rs` and `a/mod.rs` are `a`, `a/b.rs` is `a::b`).
-pub fn scan_ddi_dir(src: &Path) -> Vec<DdiType> {
+pub fn scan_ddi_dir(src: &Path) -> (Vec<DdiType>, Vec<DdiConst>) {
     let mut out = Vec::new();
+    let mut consts = Vec::new();
     let mut stack = vec![src.to_path_buf()];
     while let Some(dir) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -227,10 +556,11 @@ pub fn scan_ddi_dir(src: &Path) -> Vec<DdiType> {
             }
             if let Ok(text) = std::fs::read_to_string(&path) {
                 out.extend(scan_ddi_source(&parts.join("::"), &text));
+                consts.extend(scan_ddi_consts(&parts.join("::"), &text));
             }
         }
     }
-    out
+    (out, consts)
 }
 
 /// Generator output.
@@ -240,9 +570,21 @@ pub struct Generated {
     pub code: String,
     /// Number of assertions emitted.
     pub assertions: usize,
+    /// Types compared (at least one assertion), as `path = WDK name`.
+    pub checked: Vec<String>,
     /// What could not be checked, and why (no WDK type of that name, a field bindgen did not
-    /// name, ...).
+    /// name, a skip marker, ...).
     pub unchecked: Vec<String>,
+}
+
+/// bindgen's name for a field: rvgpu-ddi's `Anonymous`/`AnonymousN` are bindgen's
+/// `__bindgen_anon_1`/`__bindgen_anon_N`.
+fn bindgen_field_name(field: &str) -> String {
+    match field.strip_prefix("Anonymous") {
+        Some("") => "__bindgen_anon_1".to_string(),
+        Some(n) if n.chars().all(|c| c.is_ascii_digit()) => format!("__bindgen_anon_{n}"),
+        _ => field.to_string(),
+    }
 }
 
 /// Emits the assertions for every DDI type that has a WDK counterpart.
@@ -258,6 +600,15 @@ pub fn generate(wdk: &WdkLayouts, ddi: &[DdiType], crate_name: &str) -> Generate
         } else {
             format!("::{crate_name}::{}::{}", ty.module, ty.name)
         };
+        if ty.opaque {
+            g.unchecked
+                .push(format!("{path}: opaque (only pointers to it are used)"));
+            continue;
+        }
+        if let CheckMode::Skip(why) = &ty.mode {
+            g.unchecked.push(format!("{path}: skipped: {why}"));
+            continue;
+        }
         let Some((wdk_name, layout)) = wdk.find(&ty.name) else {
             g.unchecked.push(format!(
                 "{path}: no WDK type named {} or _{}",
@@ -265,12 +616,21 @@ pub fn generate(wdk: &WdkLayouts, ddi: &[DdiType], crate_name: &str) -> Generate
             ));
             continue;
         };
+        let before = g.assertions;
         if let Some(size) = layout.size {
-            let _ = writeln!(
-                g.code,
-                "const _: () = assert!(::core::mem::size_of::<{path}>() == {size}, \
-                 \"{path}: size differs from the WDK's {wdk_name} ({size})\");"
-            );
+            if let CheckMode::Prefix(_) = ty.mode {
+                let _ = writeln!(
+                    g.code,
+                    "const _: () = assert!(::core::mem::size_of::<{path}>() >= {size}, \
+                     \"{path}: smaller than the WDK's {wdk_name} ({size})\");"
+                );
+            } else {
+                let _ = writeln!(
+                    g.code,
+                    "const _: () = assert!(::core::mem::size_of::<{path}>() == {size}, \
+                     \"{path}: size differs from the WDK's {wdk_name} ({size})\");"
+                );
+            }
             g.assertions += 1;
         }
         if let Some(align) = layout.align {
@@ -282,7 +642,7 @@ pub fn generate(wdk: &WdkLayouts, ddi: &[DdiType], crate_name: &str) -> Generate
             g.assertions += 1;
         }
         for field in &ty.fields {
-            match layout.fields.get(field) {
+            match layout.fields.get(&bindgen_field_name(field)) {
                 Some(offset) => {
                     let _ = writeln!(
                         g.code,
@@ -291,11 +651,53 @@ pub fn generate(wdk: &WdkLayouts, ddi: &[DdiType], crate_name: &str) -> Generate
                     );
                     g.assertions += 1;
                 }
-                None => g.unchecked.push(format!(
-                    "{path}::{field}: {wdk_name} has no field of that name (anonymous union?)"
-                )),
+                None => g.unchecked.push(match &ty.mode {
+                    CheckMode::Prefix(why) => {
+                        format!("{path}::{field}: not in the WDK's {wdk_name} ({why})")
+                    }
+                    _ => format!(
+                        "{path}::{field}: {wdk_name} has no field of that name (anonymous union?)"
+                    ),
+                }),
             }
+        }
+        if g.assertions > before {
+            g.checked.push(format!("{path} = {wdk_name}"));
         }
     }
     g
+}
+
+/// Emits an equality assertion for every DDI integer constant the headers also define;
+/// returns the names of those they do not define (WDDM 3.2 additions, rvgpu's own).
+pub fn generate_consts(
+    wdk: &WdkLayouts,
+    consts: &[DdiConst],
+    crate_name: &str,
+    g: &mut Generated,
+) -> Vec<String> {
+    let mut missing = Vec::new();
+    for c in consts {
+        let path = if c.module.is_empty() {
+            format!("::{crate_name}::{}", c.name)
+        } else {
+            format!("::{crate_name}::{}::{}", c.module, c.name)
+        };
+        if let Some(why) = &c.skip {
+            g.unchecked.push(format!("{path}: skipped: {why}"));
+            continue;
+        }
+        match wdk.consts.get(&c.name) {
+            Some(v) => {
+                let _ = writeln!(
+                    g.code,
+                    "const _: () = assert!({path} as i128 == {v}, \
+                     \"{path}: value differs from the WDK's ({v})\");"
+                );
+                g.assertions += 1;
+            }
+            None => missing.push(path),
+        }
+    }
+    missing
 }

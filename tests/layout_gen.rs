@@ -15,7 +15,10 @@
 #[path = "../build/layout_gen.rs"]
 mod layout_gen;
 
-use layout_gen::{generate, parse_bindgen, scan_ddi_source};
+use layout_gen::{
+    generate, generate_consts, parse_bindgen, parse_int, scan_ddi_consts, scan_ddi_source,
+    CheckMode,
+};
 
 /// What bindgen 0.73 emits for two small WDK structures (formatted by rustfmt, hence the
 /// split offset lines), plus the typedef aliases.
@@ -203,4 +206,191 @@ fn emitted_numbers_match_rust_layouts() {
     assert!(g
         .code
         .contains(&format!("size_of::<::x::PAIR>() == {}", size_of::<PAIR>())));
+}
+
+/// rustfmt's wrapped forms of bindgen output: a label split over lines, a constant whose value
+/// is on the next line, and nested anonymous aggregates reached through field types.
+const BINDGEN_WRAPPED: &str = r#"
+#[repr(C)]
+pub struct _OUTER {
+    pub Kind: UINT,
+    pub __bindgen_anon_1: _OUTER__bindgen_ty_1,
+}
+#[repr(C)]
+pub union _OUTER__bindgen_ty_1 {
+    pub Small: _OUTER__bindgen_ty_1__bindgen_ty_1,
+    pub Value: u64,
+}
+#[repr(C)]
+pub struct _OUTER__bindgen_ty_1__bindgen_ty_1 {
+    pub A: UINT,
+    pub B: UINT,
+}
+const _: () = {
+    ["Size of _OUTER"][::std::mem::size_of::<_OUTER>() - 16usize];
+    ["Offset of field: _OUTER::__bindgen_anon_1"]
+        [::std::mem::offset_of!(_OUTER, __bindgen_anon_1) - 8usize];
+    ["Size of _OUTER__bindgen_ty_1"][::std::mem::size_of::<_OUTER__bindgen_ty_1>() - 8usize];
+    ["Size of _OUTER__bindgen_ty_1__bindgen_ty_1"]
+        [::std::mem::size_of::<_OUTER__bindgen_ty_1__bindgen_ty_1>() - 8usize];
+    [
+        "Offset of field: _OUTER__bindgen_ty_1__bindgen_ty_1::B",
+    ][::std::mem::offset_of!(
+        _OUTER__bindgen_ty_1__bindgen_ty_1,
+        B
+    ) - 4usize];
+};
+pub type OUTER = _OUTER;
+pub const SOME_VERY_LONG_ENUMERATOR_NAME: _SOME_VERY_LONG_ENUM_TYPE_NAME =
+    400;
+pub const HEX_DEFINE: u32 = 65540;
+"#;
+
+#[test]
+fn parses_wrapped_labels_constants_and_nested_names() {
+    let wdk = parse_bindgen(BINDGEN_WRAPPED);
+    assert_eq!(
+        wdk.types["_OUTER__bindgen_ty_1__bindgen_ty_1"].fields["B"],
+        4
+    );
+    assert_eq!(wdk.consts["SOME_VERY_LONG_ENUMERATOR_NAME"], 400);
+    assert_eq!(wdk.consts["HEX_DEFINE"], 0x10004);
+    // rvgpu-ddi's names: OUTER_0 is the first anonymous member, OUTER_Small a named member of
+    // it.
+    assert_eq!(wdk.find("OUTER_0").unwrap().0, "_OUTER__bindgen_ty_1");
+    assert_eq!(
+        wdk.find("OUTER_Small").unwrap().0,
+        "_OUTER__bindgen_ty_1__bindgen_ty_1"
+    );
+    assert!(wdk.find("OUTER_Missing").is_none());
+}
+
+#[test]
+fn parses_integer_literals() {
+    assert_eq!(parse_int("65540u32"), Some(65540));
+    assert_eq!(parse_int("0x1_0004"), Some(0x10004));
+    assert_eq!(parse_int("-1i32"), Some(-1));
+    assert_eq!(parse_int(" 400 "), Some(400));
+    assert_eq!(parse_int("1 << 3"), None);
+    assert_eq!(parse_int("FOO"), None);
+}
+
+const DDI_MARKED: &str = r#"
+/// Anonymous member mapping.
+#[repr(C)]
+pub struct OUTER {
+    pub Kind: UINT,
+    pub Anonymous: OUTER_0,
+}
+
+/// Follows a newer header than the one checked.
+// wdk-layout-check: skip: pre-release layout in that header
+#[repr(C)]
+pub struct SKIPPED {
+    pub x: u32,
+}
+
+/// Opaque.
+#[repr(C)]
+pub struct OPAQUE_OBJECT {
+    _opaque: [u8; 0],
+}
+
+ddi_table! {
+    /// A table macro.
+    // wdk-layout-check: prefix: newer slots follow
+    pub struct TABLE {
+        header {
+            /// Version.
+            Version: ULONG = 0,
+        }
+        slots {
+            /// First slot.
+            SlotA: PFN,
+            SlotB: PFN,
+        }
+    }
+}
+
+/// Value check.
+pub const HEX_DEFINE: u32 = 0x1_0004;
+/// Wrapped.
+pub const SOME_VERY_LONG_ENUMERATOR_NAME: SOME_VERY_LONG_ENUM_TYPE_NAME =
+    400;
+// wdk-layout-check: skip: newer enumerator
+pub const NEWER: u32 = 7;
+pub const RVGPU_OWN: u32 = 1;
+impl X {
+    pub const ASSOCIATED: u32 = 3;
+}
+"#;
+
+#[test]
+fn scans_markers_opaque_types_and_ddi_tables() {
+    let ddi = scan_ddi_source("m", DDI_MARKED);
+    let names: Vec<&str> = ddi.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["OUTER", "SKIPPED", "OPAQUE_OBJECT", "TABLE"]);
+    assert!(matches!(ddi[1].mode, CheckMode::Skip(_)));
+    assert!(ddi[2].opaque);
+    assert!(matches!(ddi[3].mode, CheckMode::Prefix(_)));
+    assert_eq!(ddi[3].fields, ["Version", "SlotA", "SlotB"]);
+    assert_eq!(ddi[0].mode, CheckMode::Full);
+
+    let wdk = parse_bindgen(BINDGEN_WRAPPED);
+    let g = generate(&wdk, &ddi, "x");
+    // OUTER::Anonymous is bindgen's __bindgen_anon_1 at 8.
+    assert!(
+        g.code.contains("offset_of!(::x::m::OUTER, Anonymous) == 8"),
+        "{}",
+        g.code
+    );
+    let unchecked = g.unchecked.join("\n");
+    assert!(
+        unchecked.contains("SKIPPED: skipped: pre-release"),
+        "{unchecked}"
+    );
+    assert!(unchecked.contains("OPAQUE_OBJECT: opaque"), "{unchecked}");
+}
+
+#[test]
+fn prefix_types_assert_at_least_the_header_size() {
+    let wdk = parse_bindgen(
+        "[\"Size of _TABLE\"][::std::mem::size_of::<_TABLE>() - 16usize];\n\
+         [\"Offset of field: _TABLE::SlotA\"][::std::mem::offset_of!(_TABLE, SlotA) - 8usize];\n",
+    );
+    let ddi = scan_ddi_source("", DDI_MARKED);
+    let g = generate(&wdk, &ddi, "x");
+    assert!(
+        g.code.contains("size_of::<::x::TABLE>() >= 16"),
+        "{}",
+        g.code
+    );
+    assert!(g.code.contains("offset_of!(::x::TABLE, SlotA) == 8"));
+    assert!(g
+        .unchecked
+        .iter()
+        .any(|u| u.contains("TABLE::SlotB: not in the WDK's _TABLE (newer slots follow)")));
+}
+
+#[test]
+fn compares_top_level_integer_constants() {
+    let consts = scan_ddi_consts("m", DDI_MARKED);
+    let names: Vec<&str> = consts.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "HEX_DEFINE",
+            "SOME_VERY_LONG_ENUMERATOR_NAME",
+            "NEWER",
+            "RVGPU_OWN"
+        ]
+    );
+    assert!(consts[2].skip.is_some());
+    let wdk = parse_bindgen(BINDGEN_WRAPPED);
+    let mut g = layout_gen::Generated::default();
+    let missing = generate_consts(&wdk, &consts, "x", &mut g);
+    assert_eq!(missing, ["::x::m::RVGPU_OWN"]);
+    assert_eq!(g.assertions, 2);
+    assert!(g.code.contains("::x::m::HEX_DEFINE as i128 == 65540"));
+    assert!(g.unchecked.iter().any(|u| u.contains("NEWER: skipped")));
 }

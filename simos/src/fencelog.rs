@@ -712,6 +712,7 @@ pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), S
         GpuFrequency: 0,
         GpuClockCounter: 0,
         CpuClockCounter: 0,
+        Flags: Default::default(),
     };
     let ctx = a.context();
     let q0 = qpc();
@@ -730,25 +731,31 @@ pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), S
     let q1 = qpc();
     crate::dxgkrnl::check_status(status)?;
     let hz = u64::from(a.device.config().clock_hz);
-    let err = if args.GpuFrequency != hz {
+    // DXGK_GPUCLOCKDATA is packed: copy the fields out before formatting them.
+    let (gpu_frequency, gpu_counter, cpu_counter) = (
+        args.GpuFrequency,
+        args.GpuClockCounter,
+        args.CpuClockCounter,
+    );
+    let err = if gpu_frequency != hz {
         Some(format!(
             "CalibrateGpuClock: GpuFrequency {} but CLOCK_FREQ is {hz}",
-            args.GpuFrequency
+            gpu_frequency
         ))
-    } else if !(q0..=q1).contains(&args.CpuClockCounter) {
+    } else if !(q0..=q1).contains(&cpu_counter) {
         Some(format!(
             "CalibrateGpuClock: CpuClockCounter {} outside the call [{q0}, {q1}]",
-            args.CpuClockCounter
+            cpu_counter
         ))
     } else {
         let mut os = lock(&a.fence_os);
-        if args.GpuClockCounter < os.last_gpu_clock {
+        if gpu_counter < os.last_gpu_clock {
             Some(format!(
                 "CalibrateGpuClock: GPU counter went backwards ({} < {})",
-                args.GpuClockCounter, os.last_gpu_clock
+                gpu_counter, os.last_gpu_clock
             ))
         } else {
-            os.last_gpu_clock = args.GpuClockCounter;
+            os.last_gpu_clock = gpu_counter;
             os.last_calibration = Some(std::time::Instant::now());
             None
         }

@@ -701,7 +701,9 @@ pub mod ums_caps {
         if node == 1 {
             // SAFETY: the OS's output buffer (or null).
             if let Some(md) = unsafe { out.as_mut() } {
-                md.Flags.set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission, 0);
+                md.Flags = md
+                    .Flags
+                    .with(DXGK_NODEMETADATA_FLAGS::UserModeSubmission, 0);
             }
         }
         s

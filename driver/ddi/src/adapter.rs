@@ -471,9 +471,9 @@ pub const DXGKQAITYPE_IOMMU_CAPS: DXGK_QUERYADAPTERINFOTYPE = 35;
 pub const DXGKQAITYPE_HARDWARERESERVEDRANGES2: DXGK_QUERYADAPTERINFOTYPE = 36;
 /// [`crate::fence::DXGK_NATIVE_FENCE_CAPS`] (WDDM 3.1/3.2).
 pub const DXGKQAITYPE_NATIVE_FENCE_CAPS: DXGK_QUERYADAPTERINFOTYPE = 37;
-// UNVERIFIED: 38 for USERMODESUBMISSION_CAPS and 39.. for the WDDM 3.2 entries rest on the
-// enumerator order (implicit values on the reference page) and a ReactOS reconstruction of
-// d3dkmddi.h; 37 for NATIVE_FENCE_CAPS is also corroborated by dxgkrnl's own query.
+// 0..38 are checked against the 10.0.22621 d3dkmddi.h by the layout check. UNVERIFIED: 39..
+// for the WDDM 3.2 entries rest on the enumerator order (implicit values on the reference
+// page) and a ReactOS reconstruction of d3dkmddi.h.
 /// `DXGK_USERMODESUBMISSION_CAPS` (WDDM 3.1/3.2).
 pub const DXGKQAITYPE_USERMODESUBMISSION_CAPS: DXGK_QUERYADAPTERINFOTYPE = 38;
 /// Dirty-bit tracking caps (WDDM 3.2).
@@ -771,8 +771,16 @@ impl Default for DXGK_GPUENGINETOPOLOGY {
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_drivercaps>
 pub type DXGK_WDDMVERSION = i32;
-// UNVERIFIED: the DXGKDDI_WDDMv* numeric values were not checked against a header copy; the
-// field is documented as reserved (zero) for WIN7+ drivers, so they are not bound.
+/// WDDM 2.9 (values through 3.1 checked against the 10.0.22621 d3dkmddi.h).
+pub const DXGKDDI_WDDMv2_9: DXGK_WDDMVERSION = 0x2900;
+/// WDDM 3.0.
+pub const DXGKDDI_WDDMv3_0: DXGK_WDDMVERSION = 0x3000;
+/// WDDM 3.1.
+pub const DXGKDDI_WDDMv3_1: DXGK_WDDMVERSION = 0x3100;
+/// WDDM 3.2 (Windows 11 24H2): the enumeration's pattern (major in the high byte, minor in
+/// the next nibble), and the value WDDM 3.2 drivers built with the 10.0.26100 WDK report.
+// wdk-layout-check: skip: 10.0.22621 ends at DXGKDDI_WDDMv3_1
+pub const DXGKDDI_WDDMv3_2: DXGK_WDDMVERSION = 0x3200;
 
 /// `DXGK_VIRTUALADDRESSCAPS_DEPRECATED`: reserved (`DXGK_DRIVERCAPS::Reserved`).
 ///
@@ -875,7 +883,8 @@ pub const D3DKMDT_COMPUTE_PREEMPTION_THREAD_GROUP_BOUNDARY: D3DKMDT_COMPUTE_PREE
 pub const D3DKMDT_COMPUTE_PREEMPTION_THREAD_BOUNDARY: D3DKMDT_COMPUTE_PREEMPTION_GRANULARITY = 400;
 /// Shader boundary.
 pub const D3DKMDT_COMPUTE_PREEMPTION_SHADER_BOUNDARY: D3DKMDT_COMPUTE_PREEMPTION_GRANULARITY = 500;
-// UNVERIFIED: the granularity values 100..500 were not checked against a header copy.
+// The granularity values 0..500 are checked against the 10.0.22621 d3dkmdt.h by the layout
+// check (build.rs).
 
 /// `D3DKMDT_PREEMPTION_CAPS` (d3dkmdt.h).
 ///
@@ -1067,30 +1076,141 @@ layout!(
     HwQueuedFlipCaps = 584
 );
 
-/// `DXGKARG_CALIBRATEGPUCLOCK`: output of `DxgkDdiCalibrateGpuClock`, one GPU clock sample
-/// taken as close as possible to one CPU (QueryPerformanceCounter) sample.
+bitfield! {
+    /// `DXGK_GPUCLOCKDATA_FLAGS` (d3dkmdt.h, WDDM 2.4+).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_dxgk_gpuclockdata_flags>
+    pub struct DXGK_GPUCLOCKDATA_FLAGS: u32 {
+        /// The GPU counter was read from the context management processor's clock.
+        ContextManagementProcessor: 0, 1;
+        /// Reserved.
+        Reserved: 1, 31;
+    }
+}
+layout!(DXGK_GPUCLOCKDATA_FLAGS, size = 4);
+
+/// `DXGK_GPUCLOCKDATA` (d3dkmdt.h; `DXGKARG_CALIBRATEGPUCLOCK` is its typedef): output of
+/// `DxgkDdiCalibrateGpuClock`, one GPU clock sample taken as close as possible to one CPU
+/// (QueryPerformanceCounter) sample.
 ///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock>
-/// names the three members in its remarks (`GpuClockCounter`, `CpuClockCounter`; `GpuFrequency`
-/// on the structure's page). UNVERIFIED: the member order and the absence of further members
-/// (no syntax block was found); the order is that of the documented user-mode twin
-/// `D3D12DDI_GPUCLOCKDATA_0054` (`GpuFrequency`, `GpuClockCounter`, `CpuClockCounter`,
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3d12umddi/ns-d3d12umddi-d3d12ddi_gpuclockdata_0054>).
-/// `build.rs`'s bindgen check settles it on a WDK machine (docs/logs.md §9.2).
-#[repr(C)]
+/// Checked against the 10.0.22621 headers: the three counters, then `Flags` (WDDM 2.4+), all
+/// inside d3dkmdt.h's `#pragma pack(push, 1)`, so 28 bytes with no tail padding (a 32-byte
+/// write would run past the OS's buffer).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_dxgk_gpuclockdata>
+#[repr(C, packed(1))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_CALIBRATEGPUCLOCK {
+pub struct DXGK_GPUCLOCKDATA {
     /// Out: frequency of the GPU clock in Hz.
     pub GpuFrequency: UINT64,
     /// Out: the GPU clock counter.
     pub GpuClockCounter: UINT64,
     /// Out: the CPU clock (QueryPerformanceCounter) taken at the same moment.
     pub CpuClockCounter: UINT64,
+    /// Out: how the GPU counter was taken.
+    pub Flags: DXGK_GPUCLOCKDATA_FLAGS,
 }
 layout!(
-    DXGKARG_CALIBRATEGPUCLOCK,
-    size = 24,
+    DXGK_GPUCLOCKDATA,
+    size = 28,
     GpuFrequency = 0,
     GpuClockCounter = 8,
-    CpuClockCounter = 16
+    CpuClockCounter = 16,
+    Flags = 24
 );
+const _: () = assert!(core::mem::align_of::<DXGK_GPUCLOCKDATA>() == 1);
+
+/// `DXGKARG_CALIBRATEGPUCLOCK`: the header's typedef of [`DXGK_GPUCLOCKDATA`].
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock>
+pub type DXGKARG_CALIBRATEGPUCLOCK = DXGK_GPUCLOCKDATA;
+
+// ---------------------------------------------------------------------------------------------
+// QueryAdapterInfo answers asked for before DxgkDdiStartDevice, and the history buffer precision
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGK_WDDMDEVICECAPSIN`: input of `DXGKQAITYPE_WDDMDEVICECAPS` (the `DXGKRNL_INTERFACE`
+/// version the OS will pass to StartDevice).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_wddmdevicecapsin>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_WDDMDEVICECAPSIN {
+    /// `DXGKRNL_INTERFACE::Version` of the coming StartDevice.
+    pub DxgkrnlInterfaceVersion: ULONG,
+}
+layout!(DXGK_WDDMDEVICECAPSIN, size = 4, DxgkrnlInterfaceVersion = 0);
+
+/// `DXGK_WDDMDEVICECAPS`: answer to `DXGKQAITYPE_WDDMDEVICECAPS`, which the OS sends after
+/// AddDevice and before StartDevice.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_wddmdevicecaps>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_WDDMDEVICECAPS {
+    /// Same value as [`DXGK_DRIVERCAPS::WDDMVersion`].
+    pub WDDMVersion: DXGK_WDDMVERSION,
+}
+layout!(DXGK_WDDMDEVICECAPS, size = 4, WDDMVersion = 0);
+
+/// `DXGK_PHYSICAL_MEMORY_CAPS`: answer to `DXGKQAITYPE_PHYSICAL_MEMORY_CAPS` (WDDM 2.9+).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_physical_memory_caps>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DXGK_PHYSICAL_MEMORY_CAPS {
+    /// Highest physical address the device can reach.
+    pub HighestVisibleAddress: PHYSICAL_ADDRESS,
+}
+layout!(
+    DXGK_PHYSICAL_MEMORY_CAPS,
+    size = 8,
+    HighestVisibleAddress = 0
+);
+
+bitfield! {
+    /// `DXGK_IOMMU_CAPS`: answer to `DXGKQAITYPE_IOMMU_CAPS` (WDDM 2.9+), which the OS sends
+    /// after AddDevice and before StartDevice. Later pages add `GpuVaIommuRequired` and
+    /// `GpuVaIommuGlobalRequired` at bits 3 and 4 (reserved in 10.0.22621).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_iommu_caps>
+    pub struct DXGK_IOMMU_CAPS: u32 {
+        /// The driver maps its memory through the IOMMU callbacks (isolation).
+        IommuIsolationSupported: 0, 1;
+        /// The device must not start without an IOMMU domain.
+        IommuIsolationRequired: 1, 1;
+        /// The driver supports linear (not only 1:1) DMA remapping.
+        DmaRemappingSupported: 2, 1;
+        /// Reserved.
+        Reserved: 3, 29;
+    }
+}
+layout!(DXGK_IOMMU_CAPS, size = 4);
+
+/// `DXGK_QUERYHISTORYBUFFERPRECISIONIN`: optional input of
+/// `DXGKQAITYPE_HISTORYBUFFERPRECISION`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_queryhistorybufferprecisionin>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_QUERYHISTORYBUFFERPRECISIONIN {
+    /// Physical adapter (0 without linked adapters).
+    pub PhysicalAdapterIndex: UINT,
+}
+layout!(
+    DXGK_QUERYHISTORYBUFFERPRECISIONIN,
+    size = 4,
+    PhysicalAdapterIndex = 0
+);
+
+/// `DXGKARG_HISTORYBUFFERPRECISION`: answer to `DXGKQAITYPE_HISTORYBUFFERPRECISION`, the
+/// number of valid bits (32..=64) in the GPU timestamps the driver writes to history buffers.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_historybufferprecision>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_HISTORYBUFFERPRECISION {
+    /// Valid timestamp bits.
+    pub PrecisionBits: UINT32,
+}
+layout!(DXGKARG_HISTORYBUFFERPRECISION, size = 4, PrecisionBits = 0);

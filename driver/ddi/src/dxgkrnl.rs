@@ -284,6 +284,7 @@ layout!(DXGKARGCB_DISCONNECTDOORBELL_FLAGS, size = 4);
 /// `DXGKARGCB_DISCONNECTDOORBELL`: argument of `DxgkCbDisconnectDoorbell`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_disconnectdoorbell>
+// wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DXGKARGCB_DISCONNECTDOORBELL {

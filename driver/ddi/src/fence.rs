@@ -22,6 +22,7 @@ use crate::macros::{bitfield, layout, zeroed_default};
 /// is also the output size dxgkrnl passes for this query).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_native_fence_caps>
+// wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DXGK_NATIVE_FENCE_CAPS {
@@ -75,6 +76,7 @@ pub const D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU: D3DDDI_NATIVEFENCE_TYPE = 1;
 /// 64 bits, i.e. an ordinary pointer on x64. The other members are `D3DKMT_ALIGN64`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_nativefencemapping>
+// wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct D3DDDI_NATIVEFENCEMAPPING {
@@ -204,6 +206,7 @@ layout!(DXGKARG_UPDATENATIVEFENCELOGS_FLAGS, size = 4);
 /// `DXGKARG_CREATENATIVEFENCE`: argument of `DxgkDdiCreateNativeFence`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createnativefence>
+// wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DXGKARG_CREATENATIVEFENCE {
@@ -341,6 +344,7 @@ layout!(
 /// valid only for the duration of the call.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatemonitoredvalues>
+// wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DXGKARG_UPDATEMONITOREDVALUES {

@@ -263,6 +263,7 @@ ddi_table! {
     /// order. A missing or misplaced slot shifts every later one, so each offset is asserted.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_driver_initialization_data>
+    // wdk-layout-check: prefix: WDDM 3.2 slots follow the 10.0.22621 header's last member
     pub struct DRIVER_INITIALIZATION_DATA {
         header {
             /// Interface version the driver implements, e.g. [`DXGKDDI_INTERFACE_VERSION_WDDM3_2`].

@@ -206,8 +206,9 @@ layout!(
 pub struct DXGK_MIRACAST_CHUNK_INFO {
     /// `DXGK_MIRACAST_CHUNK_TYPE` value.
     pub ChunkType: i32,
-    /// `DXGK_MIRACAST_CHUNK_ID` (a 32-bit bitfield word).
-    pub ChunkId: UINT,
+    /// `DXGK_MIRACAST_CHUNK_ID`: a 64-bit bitfield word (`FrameNumber` : 40, `PartNumber` :
+    /// 24), hence 8-aligned at offset 8.
+    pub ChunkId: UINT64,
     /// Processing time.
     pub ProcessingTime: UINT,
     /// Encode rate.
@@ -215,10 +216,10 @@ pub struct DXGK_MIRACAST_CHUNK_INFO {
 }
 layout!(
     DXGK_MIRACAST_CHUNK_INFO,
-    size = 16,
-    ChunkId = 4,
-    ProcessingTime = 8,
-    EncodeRate = 12
+    size = 24,
+    ChunkId = 8,
+    ProcessingTime = 16,
+    EncodeRate = 20
 );
 
 /// `MiracastEncodeChunkCompleted` arm.
@@ -238,11 +239,11 @@ pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_MiracastEncodeChunkCompleted {
 }
 layout!(
     DXGKARGCB_NOTIFY_INTERRUPT_DATA_MiracastEncodeChunkCompleted,
-    size = 40,
-    ChunkInfo = 4,
-    pPrivateDriverData = 24,
-    PrivateDataDriverSize = 32,
-    Status = 36
+    size = 48,
+    ChunkInfo = 8,
+    pPrivateDriverData = 32,
+    PrivateDataDriverSize = 40,
+    Status = 44
 );
 
 /// `DmaPageFaulted` arm (WDDM 2.0+).
@@ -411,6 +412,7 @@ layout!(
 );
 
 /// `NativeFenceSignaled` arm (WDDM 3.1+).
+// wdk-layout-check: prefix: WDDM 3.2 (24H2) appends hHWQueue to the 10.0.22621 arm
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled {

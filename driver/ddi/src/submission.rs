@@ -341,9 +341,10 @@ pub const DXGK_ENGINE_TYPE_OVERLAY: DXGK_ENGINE_TYPE = 7;
 pub const DXGK_ENGINE_TYPE_CRYPTO: DXGK_ENGINE_TYPE = 8;
 /// Video codec (listed on the current reference page; absent from older headers).
 pub const DXGK_ENGINE_TYPE_VIDEO_CODEC: DXGK_ENGINE_TYPE = 9;
-/// One past the last value. UNVERIFIED: 10 per the current page (implicit values, with
-/// `VIDEO_CODEC` before it); older headers and the older localized pages end at
-/// `CRYPTO`, giving 9. Do not report it as an engine type.
+/// One past the last value: 10 per the current page (implicit values, with `VIDEO_CODEC`
+/// before it). The 10.0.22621 header ends at `CRYPTO`, giving 9. Do not report it as an
+/// engine type.
+// wdk-layout-check: skip: 22621 predates DXGK_ENGINE_TYPE_VIDEO_CODEC (its MAX is 9)
 pub const DXGK_ENGINE_TYPE_MAX: DXGK_ENGINE_TYPE = 10;
 
 bitfield! {
@@ -376,18 +377,22 @@ layout!(DXGK_NODEMETADATA_FLAGS, size = 4);
 
 /// `DXGK_NODEMETADATA` (d3dkmdt.h): description of one node's engine.
 ///
+/// d3dkmdt.h declares it inside `#pragma pack(push, 1)`: 74 bytes, no tail padding, so
+/// `Flags` sits at 68 and the two BOOLEANs at 72 and 73. Dxgkrnl keeps one of these per node in
+/// an array with a 74-byte stride, so writing a padded (76- or 80-byte) value would overwrite
+/// the next node's entry. Packed here too: fields are read and written by value (no
+/// references into the struct).
+///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_dxgk_nodemetadata>
-#[repr(C)]
+#[repr(C, packed(1))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DXGK_NODEMETADATA {
     /// Engine type.
     pub EngineType: DXGK_ENGINE_TYPE,
     /// NUL-terminated UTF-16 name; required for [`DXGK_ENGINE_TYPE_OTHER`], else empty.
     pub FriendlyName: [WCHAR; DXGK_MAX_METADATA_NAME_LENGTH],
-    /// Capability flags (WDDM 2.2+).
+    /// Capability flags (WDDM 2.2+; the same four bytes are `Reserved` before 2.2).
     pub Flags: DXGK_NODEMETADATA_FLAGS,
-    /// Reserved.
-    pub Reserved: UINT32,
     /// The node's engines support the GpuMmu model (WDDM 2.0+).
     pub GpuMmuSupported: BOOLEAN,
     /// The node's engines support the IoMmu model (WDDM 2.0+).
@@ -395,14 +400,14 @@ pub struct DXGK_NODEMETADATA {
 }
 layout!(
     DXGK_NODEMETADATA,
-    size = 80,
+    size = 74,
     EngineType = 0,
     FriendlyName = 4,
     Flags = 68,
-    Reserved = 72,
-    GpuMmuSupported = 76,
-    IoMmuSupported = 77
+    GpuMmuSupported = 72,
+    IoMmuSupported = 73
 );
+const _: () = assert!(core::mem::align_of::<DXGK_NODEMETADATA>() == 1);
 
 /// `DXGKARG_GETNODEMETADATA`: the header's alias of [`DXGK_NODEMETADATA`], filled by
 /// `DxgkDdiGetNodeMetadata`.
@@ -978,7 +983,9 @@ mod tests {
         let c = DXGKARG_CONNECTDOORBELL::default();
         assert_eq!(c.Status, crate::dxgkrnl::D3DDDI_DOORBELLSTATUS_CONNECTED);
         let n = DXGK_NODEMETADATA::default();
-        assert_eq!(n.FriendlyName, [0u16; DXGK_MAX_METADATA_NAME_LENGTH]);
+        // Packed: copy the field out before comparing (no reference into the struct).
+        let name = n.FriendlyName;
+        assert_eq!(name, [0u16; DXGK_MAX_METADATA_NAME_LENGTH]);
         assert_eq!(
             DXGK_USERMODESUBMISSION_CAPS::default().DoorbellSizeInBytes,
             0

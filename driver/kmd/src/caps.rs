@@ -29,14 +29,32 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
         },
         // The one interrupt we connect (line-based or the first MSI message).
         InterruptMessageNumber: 0,
-        // A render-only adapter is not a VGA device.
-        SupportNonVGA: 1,
+        // SupportNonVGA is for display adapters that are not VGA-compatible; a render-only
+        // adapter has no display, so the flag stays 0 (Microsoft's render-only caps table).
+        SupportNonVGA: 0,
+        // The WDDM level the driver implements (interface DXGKDDI_INTERFACE_VERSION_WDDM3_2).
+        WDDMVersion: WDDM_VERSION,
+        // The device finishes the packet (or 4 KiB COPY/FILL chunk) in flight and never
+        // resumes inside a DMA buffer it was switched away from (docs/hardware.md M12), so the
+        // honest granularity is the DMA buffer boundary for both graphics and compute.
+        PreemptionCaps: rvgpu_ddi::adapter::D3DKMDT_PREEMPTION_CAPS {
+            GraphicsPreemptionGranularity:
+                rvgpu_ddi::adapter::D3DKMDT_GRAPHICS_PREEMPTION_DMA_BUFFER_BOUNDARY,
+            ComputePreemptionGranularity:
+                rvgpu_ddi::adapter::D3DKMDT_COMPUTE_PREEMPTION_DMA_BUFFER_BOUNDARY,
+        },
         // TDR-01: only with the device's PER_ENGINE_RESET and the four DDIs it obliges in the
         // table (crate::reset::per_engine_tdr); otherwise Dxgkrnl uses the adapter-wide path.
         SupportPerEngineTDR: u8::from(crate::reset::per_engine_tdr(live)),
         ..Default::default()
     };
     caps.GpuEngineTopology.NbAsymetricProcessingNodes = live.identity.config.engines;
+    // Microsoft's WDDM feature-caps table ("WDDM driver and feature caps") marks
+    // FlipOnVSyncMmIo mandatory for render-only drivers as well as full ones since Windows 8.
+    // With no VidPN source no flip is ever requested, so the cap promises nothing the
+    // adapter would have to perform.
+    caps.FlipCaps = rvgpu_ddi::adapter::DXGK_FLIPCAPS::default()
+        .with(rvgpu_ddi::adapter::DXGK_FLIPCAPS::FlipOnVSyncMmIo, 1);
     let mut sched = DXGK_VIDSCHCAPS::default();
     sched.set(DXGK_VIDSCHCAPS::MultiEngineAware, 1);
     sched.set(DXGK_VIDSCHCAPS::NoDmaPatching, 1);
@@ -99,13 +117,139 @@ pub fn optimized_fence_irq<P: Platform>(live: &Live<P>) -> bool {
         && native_gpu_fence(live)
 }
 
+/// The sizes `DXGK_DRIVERCAPS` has had on x64, one per interface-version step of d3dkmddi.h
+/// (each `#if DXGKDDI_INTERFACE_VERSION >= ...` block appends members): the end of the last
+/// member of that step, rounded up to the structure's 8-byte alignment. An OS built for an
+/// older interface passes its own, smaller size; the answer is then the prefix of ours that
+/// its layout has.
+pub const DRIVERCAPS_SIZES: [usize; 8] = {
+    const fn round8(n: usize) -> usize {
+        n.next_multiple_of(8)
+    }
+    use core::mem::offset_of;
+    [
+        // WDDM 1.0 (Vista): through GpuEngineTopology.
+        round8(offset_of!(DXGK_DRIVERCAPS, WDDMVersion)),
+        // WIN7: + WDDMVersion, Reserved, Reserved1.
+        round8(offset_of!(DXGK_DRIVERCAPS, PreemptionCaps)),
+        // WIN8: + PreemptionCaps .. SupportSurpriseRemovalInHibernation.
+        round8(offset_of!(DXGK_DRIVERCAPS, HybridDiscrete)),
+        // WDDM 1.3: + HybridDiscrete, MaxOverlayPlanes.
+        round8(offset_of!(DXGK_DRIVERCAPS, HybridIntegrated)),
+        // WDDM 2.0: + HybridIntegrated .. SupportSurpriseRemoval.
+        round8(offset_of!(
+            DXGK_DRIVERCAPS,
+            SupportMultiPlaneOverlayImmediateFlip
+        )),
+        // WDDM 2.1: + the MPO flip members.
+        round8(offset_of!(DXGK_DRIVERCAPS, MiscCaps)),
+        // WDDM 2.4: + MiscCaps.
+        round8(offset_of!(DXGK_DRIVERCAPS, MaxHwQueuedFlips)),
+        // WDDM 2.9 and later (3.0, 3.1, 3.2): + MaxHwQueuedFlips, HwQueuedFlipCaps.
+        size_of::<DXGK_DRIVERCAPS>(),
+    ]
+};
+
+/// Writes `caps` into a DRIVERCAPS request: the whole structure when the buffer holds it,
+/// else the prefix of the largest layout (see [`DRIVERCAPS_SIZES`]) that fits, as an OS of that
+/// interface version reads exactly that many bytes. A buffer smaller than the WDDM 1.0 layout
+/// is refused with STATUS_BUFFER_TOO_SMALL.
+pub fn write_driver_caps(
+    args: &DXGKARG_QUERYADAPTERINFO,
+    caps: &DXGK_DRIVERCAPS,
+) -> Result<(), Status> {
+    let have = usize::try_from(args.OutputDataSize).map_err(|_| status::INVALID_PARAMETER)?;
+    if args.pOutputData.is_null() {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let Some(len) = DRIVERCAPS_SIZES.iter().rev().copied().find(|n| *n <= have) else {
+        return Err(status::BUFFER_TOO_SMALL);
+    };
+    let whole = size_of::<DXGK_DRIVERCAPS>();
+    let len = len.min(whole);
+    // SAFETY: `caps` is a live value of `whole` bytes and `len <= whole`; Dxgkrnl provides
+    // `OutputDataSize >= len` writable bytes at `pOutputData` (checked above); the regions do
+    // not overlap (ours is a local); byte copies need no alignment.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            (caps as *const DXGK_DRIVERCAPS).cast::<u8>(),
+            args.pOutputData.cast::<u8>(),
+            len,
+        );
+    }
+    Ok(())
+}
+
+/// The WDDM level reported in DRIVERCAPS and in the pre-start WDDMDEVICECAPS.
+pub const WDDM_VERSION: rvgpu_ddi::adapter::DXGK_WDDMVERSION = rvgpu_ddi::adapter::DXGKDDI_WDDMv3_2;
+
+/// QueryAdapterInfo types that Dxgkrnl sends after AddDevice and before StartDevice (their
+/// reference pages say so). They are answered without the device: from constants of the
+/// driver and of the hardware's address map. Other types return `None`.
+pub fn query_pre_start(args: &DXGKARG_QUERYADAPTERINFO) -> Option<Result<(), Status>> {
+    use rvgpu_ddi::adapter::{
+        DXGKQAITYPE_IOMMU_CAPS, DXGKQAITYPE_PHYSICAL_MEMORY_CAPS, DXGKQAITYPE_WDDMDEVICECAPS,
+        DXGK_IOMMU_CAPS, DXGK_PHYSICAL_MEMORY_CAPS, DXGK_WDDMDEVICECAPS,
+    };
+    Some(match args.Type {
+        DXGKQAITYPE_WDDMDEVICECAPS => write_out(
+            args,
+            &DXGK_WDDMDEVICECAPS {
+                WDDMVersion: WDDM_VERSION,
+            },
+        ),
+        // The device reaches system memory below SYSMEM_LIMIT only (hardware.md, address map).
+        DXGKQAITYPE_PHYSICAL_MEMORY_CAPS => write_out(
+            args,
+            &DXGK_PHYSICAL_MEMORY_CAPS {
+                HighestVisibleAddress: PHYSICAL_ADDRESS {
+                    QuadPart: (rvgpu_hw::addr::SYSMEM_LIMIT - 1) as i64,
+                },
+            },
+        ),
+        // No IOMMU isolation or DMA remapping: the driver programs bus addresses directly and
+        // does not use the IOMMU callbacks (MemoryManagementCaps claims neither model either,
+        // and Dxgkrnl expects the two to agree).
+        DXGKQAITYPE_IOMMU_CAPS => write_out(args, &DXGK_IOMMU_CAPS::default()),
+        _ => return None,
+    })
+}
+
+/// `DXGKQAITYPE_HISTORYBUFFERPRECISION`: history buffer timestamps are reads of the device's
+/// 64-bit GPU_CLOCK counter, so all 64 bits are valid. The optional input names a physical
+/// adapter, which must be 0 (no linked adapters).
+pub fn history_buffer_precision(args: &DXGKARG_QUERYADAPTERINFO) -> Result<(), Status> {
+    use rvgpu_ddi::adapter::{DXGKARG_HISTORYBUFFERPRECISION, DXGK_QUERYHISTORYBUFFERPRECISIONIN};
+    if !args.pInputData.is_null() {
+        let need = size_of::<DXGK_QUERYHISTORYBUFFERPRECISIONIN>();
+        if usize::try_from(args.InputDataSize).map_or(true, |n| n < need) {
+            return Err(status::INVALID_PARAMETER);
+        }
+        // SAFETY: the OS's input block of at least `need` bytes (checked above); read unaligned
+        // as its alignment is not promised.
+        let input = unsafe {
+            args.pInputData
+                .cast::<DXGK_QUERYHISTORYBUFFERPRECISIONIN>()
+                .read_unaligned()
+        };
+        if input.PhysicalAdapterIndex != 0 {
+            return Err(status::INVALID_PARAMETER);
+        }
+    }
+    write_out(args, &DXGKARG_HISTORYBUFFERPRECISION { PrecisionBits: 64 })
+}
+
 /// Handles one QueryAdapterInfo request.
 pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Result<(), Status> {
+    if let Some(answer) = query_pre_start(args) {
+        return answer;
+    }
     match args.Type {
         DXGKQAITYPE_DRIVERCAPS => {
             let caps = driver_caps(live);
-            write_out(args, &caps)
+            write_driver_caps(args, &caps)
         }
+        rvgpu_ddi::adapter::DXGKQAITYPE_HISTORYBUFFERPRECISION => history_buffer_precision(args),
         DXGKQAITYPE_NATIVE_FENCE_CAPS if native_gpu_fence(live) => {
             let caps = DXGK_NATIVE_FENCE_CAPS {
                 // NF-05: non-shareable fences of a process are packed at this stride.
@@ -157,21 +301,24 @@ pub fn node_metadata<P: Platform>(
         return Err(status::INVALID_PARAMETER);
     }
     let (engine_type, name) = engine_type(node);
-    let mut md = DXGK_NODEMETADATA {
-        EngineType: engine_type,
-        ..Default::default()
-    };
+    // DXGK_NODEMETADATA is packed (74 bytes): build the name apart and store it by value, as
+    // no reference into the struct may be taken.
+    let mut friendly = [0u16; DXGK_MAX_METADATA_NAME_LENGTH];
     let mut chars = name.encode_utf16();
     // Keep the last WCHAR for the terminating NUL.
-    for slot in md
-        .FriendlyName
+    for slot in friendly
         .iter_mut()
         .take(DXGK_MAX_METADATA_NAME_LENGTH.saturating_sub(1))
     {
         *slot = chars.next().unwrap_or(0);
     }
-    md.Flags =
-        DXGK_NODEMETADATA_FLAGS::default().with(DXGK_NODEMETADATA_FLAGS::UserModeSubmission, 1);
+    let md = DXGK_NODEMETADATA {
+        EngineType: engine_type,
+        FriendlyName: friendly,
+        Flags: DXGK_NODEMETADATA_FLAGS::default()
+            .with(DXGK_NODEMETADATA_FLAGS::UserModeSubmission, 1),
+        ..Default::default()
+    };
     Ok(md)
 }
 
@@ -190,4 +337,101 @@ fn write_out<T: Copy>(args: &DXGKARG_QUERYADAPTERINFO, value: &T) -> Result<(), 
     // not promised.
     unsafe { args.pOutputData.cast::<T>().write_unaligned(*value) };
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
+mod tests {
+    use super::*;
+    use rvgpu_ddi::adapter::{DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGK_QUERYADAPTERINFOFLAGS};
+
+    fn args(ty: u32, out: &mut [u8], input: Option<&mut [u8]>) -> DXGKARG_QUERYADAPTERINFO {
+        let (p_in, n_in) = match input {
+            Some(i) => (i.as_mut_ptr().cast(), u32::try_from(i.len()).unwrap()),
+            None => (core::ptr::null_mut(), 0),
+        };
+        DXGKARG_QUERYADAPTERINFO {
+            Type: ty as _,
+            pInputData: p_in,
+            InputDataSize: n_in,
+            pOutputData: out.as_mut_ptr().cast(),
+            OutputDataSize: u32::try_from(out.len()).unwrap(),
+            Flags: DXGK_QUERYADAPTERINFOFLAGS::from_value(0),
+            hKmdProcessHandle: core::ptr::null_mut(),
+        }
+    }
+
+    /// sizeof(DXGK_DRIVERCAPS) on x64 as clang computes it from the 10.0.22621 d3dkmddi.h with
+    /// DXGKDDI_INTERFACE_VERSION set to Vista, WIN7, WIN8, WDDM 1.3, 2.0, 2.1, 2.4 and 2.9
+    /// (3.0 and 3.1 add nothing): docs/windows.md has the command.
+    #[test]
+    fn drivercaps_sizes_per_interface_version() {
+        assert_eq!(DRIVERCAPS_SIZES, [336, 528, 544, 552, 576, 576, 584, 592]);
+        assert_eq!(DRIVERCAPS_SIZES[7], size_of::<DXGK_DRIVERCAPS>());
+    }
+
+    /// An OS of an older interface version passes its smaller DRIVERCAPS: it gets the prefix of
+    /// our answer that its layout has, and nothing past it is written.
+    #[test]
+    fn drivercaps_answer_fits_the_buffer_the_os_passes() {
+        let caps = DXGK_DRIVERCAPS {
+            WDDMVersion: WDDM_VERSION,
+            MaxHwQueuedFlips: 7,
+            ..Default::default()
+        };
+        let whole = size_of::<DXGK_DRIVERCAPS>();
+        // The WDDM 2.4-2.8 layout (no MaxHwQueuedFlips / HwQueuedFlipCaps) plus guard bytes.
+        let len = DRIVERCAPS_SIZES[6];
+        let mut buf = vec![0xEEu8; whole + 8];
+        let mut a = args(DXGKQAITYPE_DRIVERCAPS as u32, &mut buf[..len], None);
+        a.OutputDataSize = u32::try_from(len).unwrap();
+        assert_eq!(write_driver_caps(&a, &caps), Ok(()));
+        let wv = core::mem::offset_of!(DXGK_DRIVERCAPS, WDDMVersion);
+        assert_eq!(
+            i32::from_le_bytes(buf[wv..wv + 4].try_into().unwrap()),
+            WDDM_VERSION
+        );
+        assert!(buf[len..].iter().all(|b| *b == 0xEE), "wrote past {len}");
+        // The whole structure when the buffer holds it (a larger one is not filled further).
+        let mut buf = vec![0xEEu8; whole + 8];
+        let a = args(DXGKQAITYPE_DRIVERCAPS as u32, &mut buf, None);
+        assert_eq!(write_driver_caps(&a, &caps), Ok(()));
+        let mh = core::mem::offset_of!(DXGK_DRIVERCAPS, MaxHwQueuedFlips);
+        assert_eq!(buf[mh], 7);
+        assert!(buf[whole..].iter().all(|b| *b == 0xEE));
+        // A size between two steps gets the smaller step; below the first step is refused.
+        let mut buf = vec![0xEEu8; DRIVERCAPS_SIZES[1] + 3];
+        let a = args(DXGKQAITYPE_DRIVERCAPS as u32, &mut buf, None);
+        assert_eq!(write_driver_caps(&a, &caps), Ok(()));
+        assert!(buf[DRIVERCAPS_SIZES[1]..].iter().all(|b| *b == 0xEE));
+        let mut buf = vec![0u8; DRIVERCAPS_SIZES[0] - 1];
+        let a = args(DXGKQAITYPE_DRIVERCAPS as u32, &mut buf, None);
+        assert_eq!(write_driver_caps(&a, &caps), Err(status::BUFFER_TOO_SMALL));
+    }
+
+    #[test]
+    fn history_buffer_precision_is_64_bits() {
+        let mut out = [0u8; 4];
+        let a = args(DXGKQAITYPE_HISTORYBUFFERPRECISION as u32, &mut out, None);
+        assert_eq!(history_buffer_precision(&a), Ok(()));
+        assert_eq!(u32::from_le_bytes(out), 64);
+        let mut out = [0u8; 4];
+        let mut input = 0u32.to_le_bytes();
+        let a = args(
+            DXGKQAITYPE_HISTORYBUFFERPRECISION as u32,
+            &mut out,
+            Some(&mut input),
+        );
+        assert_eq!(history_buffer_precision(&a), Ok(()));
+        let mut input = 1u32.to_le_bytes();
+        let a = args(
+            DXGKQAITYPE_HISTORYBUFFERPRECISION as u32,
+            &mut out,
+            Some(&mut input),
+        );
+        assert_eq!(history_buffer_precision(&a), Err(status::INVALID_PARAMETER));
+        let mut small = [0u8; 3];
+        let a = args(DXGKQAITYPE_HISTORYBUFFERPRECISION as u32, &mut small, None);
+        assert_eq!(history_buffer_precision(&a), Err(status::BUFFER_TOO_SMALL));
+    }
 }

@@ -61,6 +61,8 @@ pub fn calibrate<P: Platform>(
         GpuFrequency: u64::from(live.identity.clock_hz),
         GpuClockCounter: g,
         CpuClockCounter: cpu,
+        // Read through the memory-mapped register, not a context management processor.
+        Flags: Default::default(),
     };
     Ok(())
 }
@@ -88,6 +90,7 @@ mod tests {
 
     #[test]
     fn calibration_output_layout() {
-        assert_eq!(size_of::<DXGKARG_CALIBRATEGPUCLOCK>(), 24);
+        // d3dkmdt.h packs DXGK_GPUCLOCKDATA: three counters and Flags, no tail padding.
+        assert_eq!(size_of::<DXGKARG_CALIBRATEGPUCLOCK>(), 28);
     }
 }

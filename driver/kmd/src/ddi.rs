@@ -337,7 +337,11 @@ unsafe extern "system" fn query_adapter_info<P: Platform>(
     };
     match a.live() {
         Some(live) => to_ntstatus(caps::query(live, args)),
-        None => status::INVALID_DEVICE_STATE.code(),
+        // Before StartDevice only the types Dxgkrnl sends at that stage have an answer.
+        None => match caps::query_pre_start(args) {
+            Some(answer) => to_ntstatus(answer),
+            None => status::INVALID_DEVICE_STATE.code(),
+        },
     }
 }
 
