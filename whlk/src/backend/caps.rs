@@ -375,7 +375,7 @@ pub trait UserModeSubmission {
 
     /// Lets node `node` of adapter `i` idle until it has requested F1 and the OS has moved
     /// it to F1 (UM-13), up to `budget`; whether it did. The simulation needs
-    /// [`SessionConfig::idle_f1_ticks`]; Windows idles the engine on its own schedule.
+    /// [`SessionConfig::idle_f1_ticks`](super::SessionConfig::idle_f1_ticks); Windows idles the engine on its own schedule.
     fn await_engine_f1(&mut self, i: usize, node: u32, budget: Duration) -> Result<bool, Failure>;
 
     /// Runs `lanes` at the same time, one thread each (see [`ChurnLane`]); step-mode
@@ -544,7 +544,7 @@ pub trait OsControl {
 
 /// Faults injected into the device or the driver: a shared-line interrupt, hangs, failing
 /// resets, forced TDRs, the TDR-07 pause, and the misbehaving drivers of
-/// [`SessionConfig::misbehaviour`] (a backend without this capability refuses such a
+/// [`SessionConfig::misbehaviour`](super::SessionConfig::misbehaviour) (a backend without this capability refuses such a
 /// configuration). Simulation only.
 pub trait FaultInjection {
     /// Raises one interrupt on adapter `i`'s line as a shared line would (simulation only).
@@ -591,7 +591,7 @@ pub trait DirectDdi {
         -> Result<DbgInfoRace, Failure>;
 }
 
-/// Deterministic stepping ([`ExecMode::Step`]): run the machine until nothing happens any more.
+/// Deterministic stepping ([`ExecMode::Step`](super::ExecMode::Step)): run the machine until nothing happens any more.
 /// Simulation only (a real backend ignores the mode).
 pub trait StepMode {
     /// Step mode: runs the machine until nothing happens any more.

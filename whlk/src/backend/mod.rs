@@ -669,7 +669,7 @@ pub struct DbgInfoRace {
     pub caps_queries: usize,
 }
 
-/// One thread of [`Session::stream`]: submits `batches` to an existing queue, in order.
+/// One thread of [`UserModeSubmission::stream`]: submits `batches` to an existing queue, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamLane {
     /// The queue (taken by the thread for the call).
@@ -871,7 +871,7 @@ pub(crate) fn used() -> Capabilities {
 
 fn reach<T>(cap: Capability, found: Option<T>) -> Result<T, Failure> {
     USED.with(|u| u.set(u.get().with(cap)));
-    found.ok_or_else(|| Failure::Unsupported(format!("the {cap} capability")))
+    found.ok_or_else(|| Failure::Unsupported(format!("the backend lacks the {cap} capability")))
 }
 
 /// How cases reach a session's capabilities: `Err(Unsupported)` when the backend lacks it (the

@@ -11,13 +11,12 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_simos::{Irql, Machine, Mode, Notification, Power, SimError, UmsEvent};
 use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 
-use super::kmt::{self};
+use super::kmt;
 use super::{caps, doorbell_status, failure, SimSession};
-use crate::backend::DbgInfoRace;
 use crate::backend::{
-    BufferRef, BugCheckInfo, BugChecks, DeviceLoss, DirectDdi, DriverCaps, EngineStateChange,
-    Failure, FaultInjection, FenceRef, OsControl, OsEvent, OsTrace, PowerStatus, ProcessRef,
-    StepMode, UmQueueRef,
+    BufferRef, BugCheckInfo, BugChecks, DbgInfoRace, DeviceLoss, DirectDdi, DriverCaps,
+    EngineStateChange, Failure, FaultInjection, FenceRef, OsControl, OsEvent, OsTrace, PowerStatus,
+    ProcessRef, StepMode, UmQueueRef,
 };
 
 impl OsTrace for SimSession {

@@ -1,9 +1,15 @@
 //! The default backend: the emulated GPU under the simulated OS (rvgpu-simos), in-process.
 //!
 //! User-mode submission runs the real UMD core (`UserQueue`, `KernelQueue`) over the simulated
-//! thunks ([`kmt::SessKmt`], which shares the machine through an `Arc` so the UMD's
+//! thunks (`kmt::SessKmt`, which shares the machine through an `Arc` so the UMD's
 //! objects can live in the session and move to churn threads). Observations map to simos's
 //! test accessors (`doorbell_info`, `ums_events`, the device's runlists, `Memory::is_mapped`).
+//!
+//! This module has the backend, the session's state and its life cycle; each capability's
+//! implementation is in its own file: `fences` (native and monitored fences, cross-adapter),
+//! `usermode` (user-mode submission), `logs` (UMD fences, fence logs, the timeline), `tdr`
+//! (TDR and its trace), `control` (the simulation-only traces, controls, fault injection,
+//! direct DDI calls, step mode, bug checks); `kmt` has the thunks the UMD runs on.
 
 mod control;
 mod fences;
@@ -250,8 +256,6 @@ fn wait_outcome(m: &Machine, r: Result<(), SubmitError>) -> Result<WaitResult, F
         Err(e) => Err(umd_failure(m, e)),
     }
 }
-
-/// One churn lane on the calling thread.
 
 impl SimSession {
     /// The machine for the driver and adapter life cycle, which needs it exclusively: the

@@ -7,8 +7,10 @@ use rvgpu_simos::{Cause, TdrConfig, TdrEvent};
 use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 
 use super::{failure, SimSession};
-use crate::backend::{ContextRef, EngineProbe, TdrCause, TdrStep, TdrTimeouts};
-use crate::backend::{Failure, ProcessRef, Tdr, TdrTrace, Work};
+use crate::backend::{
+    ContextRef, EngineProbe, Failure, ProcessRef, Tdr, TdrCause, TdrStep, TdrTimeouts, TdrTrace,
+    Work,
+};
 
 /// The simulation's TDR step as the harness's, with devices named by the session's processes.
 fn tdr_step(e: TdrEvent, process: &dyn Fn(KmtHandle) -> Option<ProcessRef>) -> TdrStep {

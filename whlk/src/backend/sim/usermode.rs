@@ -18,11 +18,12 @@ use super::{
     UmdQueue,
 };
 use crate::backend::{
-    BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, ProcessEnd, ProcessRef,
-    SubmissionCaps, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
+    BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, ProcessEnd, ProcessRef, StreamLane,
+    StreamReport, SubmissionCaps, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission,
+    WaitResult, Work,
 };
-use crate::backend::{StreamLane, StreamReport};
 
+/// One churn lane on the calling thread.
 fn churn_lane(
     m: &Arc<Machine>,
     p: UmsProcess,
