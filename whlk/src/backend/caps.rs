@@ -358,15 +358,9 @@ pub trait UserModeSubmission {
     fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure>;
 
     /// Submits `work` to the user-mode queue's own hardware queue with
-    /// `D3DKMTSubmitCommandToHwQueue` (which UM-05 forbids), or with `direct_ddi` straight to
-    /// `DxgkDdiSubmitCommandToHwQueue`, bypassing the OS's check (simulation only). Returns the
-    /// NTSTATUS.
-    fn kernel_submit_on_user_queue(
-        &mut self,
-        q: UmQueueRef,
-        work: &[Work],
-        direct_ddi: bool,
-    ) -> Result<i32, Failure>;
+    /// `D3DKMTSubmitCommandToHwQueue`, which UM-05 forbids; returns the NTSTATUS.
+    fn kernel_submit_on_user_queue(&mut self, q: UmQueueRef, work: &[Work])
+        -> Result<i32, Failure>;
 
     /// The UMD destroys its handles to the user-mode queue's ring and ring-control
     /// allocations while the doorbell lives (UM-07; `D3DKMTDestroyAllocation2`). The queue
@@ -574,6 +568,10 @@ pub trait DirectDdi {
     /// Calls DxgkDdiDestroyNativeFence directly for `f`'s global handle, bypassing the OS
     /// (simulation only); the driver's NTSTATUS.
     fn raw_destroy_native_fence(&mut self, f: FenceRef) -> Result<i32, Failure>;
+
+    /// Submits `work` to the user-mode queue's own hardware queue straight through
+    /// `DxgkDdiSubmitCommandToHwQueue`, bypassing the OS's UM-05 check; the KMD's NTSTATUS.
+    fn ddi_submit_on_user_queue(&mut self, q: UmQueueRef, work: &[Work]) -> Result<i32, Failure>;
 
     /// `DxgkDdiQueryCurrentFence(node)`: the KMD's last completed fence ID. Simulation only.
     fn current_fence(&mut self, i: usize, node: u32) -> Result<u32, Failure>;

@@ -73,6 +73,11 @@ pub struct SessionConfig {
     /// Physical doorbells of each adapter's device (`None`: the device's default). Fewer
     /// doorbells than user-mode queues forces victimisation (UM-20).
     pub doorbells: Option<u32>,
+    /// At least this many physical doorbells on each adapter's device, so that this many
+    /// user-mode queues never have to share (`None`: no minimum). Unlike `doorbells` it does
+    /// not ask for a particular machine: a backend whose device has fewer refuses the session
+    /// as unsupported. The simulation builds exactly this many (unless `doorbells` is set).
+    pub min_doorbells: Option<u32>,
     /// The device's global doorbell mode: every queue rings one shared doorbell with its
     /// queue id (UM-21).
     pub global_doorbell: bool,
@@ -97,6 +102,7 @@ impl SessionConfig {
             misbehaviour: None,
             legacy_igpu: false,
             doorbells: None,
+            min_doorbells: None,
             global_doorbell: false,
             log_entries: None,
             engines: None,

@@ -205,11 +205,7 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-10"],
         summary: "a user-mode HANG: the guilty device's doorbells DISCONNECTED_ABORT, its \
                   submissions refused; the other device never disconnected; a new process works",
-        needs: &[
-            Capability::UserModeSubmission,
-            Capability::Tdr,
-            Capability::ConfiguredMachine,
-        ],
+        needs: &[Capability::UserModeSubmission, Capability::Tdr],
         optional: &[
             Capability::TdrTrace,
             Capability::OsTrace,
@@ -222,11 +218,7 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-10", "TDR-05"],
         summary: "threaded: 4 processes x 2 engines submit continuously while a fifth hangs \
                   node 0; every innocent batch runs exactly once, traffic continues past the reset",
-        needs: &[
-            Capability::UserModeSubmission,
-            Capability::Tdr,
-            Capability::ConfiguredMachine,
-        ],
+        needs: &[Capability::UserModeSubmission, Capability::Tdr],
         optional: &[Capability::TdrTrace, Capability::BugChecks],
         run: user_mode_traffic_survives,
     },
@@ -1076,7 +1068,7 @@ fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
 }
 
 fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
-    let mut s = tdr_session(b, TdrTimeouts::fast(), |c| c.doorbells = Some(8))?;
+    let mut s = tdr_session(b, TdrTimeouts::fast(), |c| c.min_doorbells = Some(8))?;
     let h = s.ums()?.open_process(0)?;
     let o = s.ums()?.open_process(0)?;
     let to = s.ums()?.create_buffer(o, BUF)?;
@@ -1172,7 +1164,7 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
     const MAX: u64 = 20_000;
     const MIN: usize = 20;
     const AFTER: usize = 50;
-    let mut s = session(b, ExecMode::Threaded, |c| c.doorbells = Some(16))?;
+    let mut s = session(b, ExecMode::Threaded, |c| c.min_doorbells = Some(16))?;
     s.tdr()?.enable_tdr(0, TdrTimeouts::fast())?;
     // Commands per three-FILL submission, per node (calibration).
     let cal = s.ums()?.open_process(0)?;

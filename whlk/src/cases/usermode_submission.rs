@@ -37,10 +37,7 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-03", "UM-04"],
         summary: "node metadata for every node, a doorbell size in 1..=4096; user-mode queues \
                   exactly on the nodes that report UserModeSubmission, kernel-mode on all",
-        needs: &[
-            Capability::UserModeSubmission,
-            Capability::ConfiguredMachine,
-        ],
+        needs: &[Capability::UserModeSubmission],
         optional: &[Capability::BugChecks],
         run: node_metadata_and_caps,
     },
@@ -49,10 +46,7 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-01"],
         summary: "a user-mode and a kernel-mode queue on one engine run interleaved batches \
                   exactly once each; only the kernel-mode queue goes through the kernel",
-        needs: &[
-            Capability::UserModeSubmission,
-            Capability::ConfiguredMachine,
-        ],
+        needs: &[Capability::UserModeSubmission],
         optional: &[Capability::OsTrace, Capability::BugChecks],
         run: both_paths_together,
     },
@@ -61,11 +55,8 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-05"],
         summary: "SubmitCommandToHwQueue on a user-mode queue is refused by the OS \
                   (INVALID_PARAMETER) and by the KMD; nothing runs; the queue still works",
-        needs: &[
-            Capability::UserModeSubmission,
-            Capability::ConfiguredMachine,
-        ],
-        optional: &[Capability::BugChecks],
+        needs: &[Capability::UserModeSubmission],
+        optional: &[Capability::DirectDdi, Capability::BugChecks],
         run: user_queue_refuses_kernel_path,
     },
     Case {
@@ -73,10 +64,7 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-16"],
         summary: "progress values 1, 2, 3…; nothing completes behind a closed gate; 250 \
                   batches through a 4 KiB ring run exactly once, in order",
-        needs: &[
-            Capability::UserModeSubmission,
-            Capability::ConfiguredMachine,
-        ],
+        needs: &[Capability::UserModeSubmission],
         optional: &[Capability::BugChecks],
         run: submit_order_and_progress_fence,
     },
@@ -228,8 +216,14 @@ pub const CASES: &[Case] = &[
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
 
+/// Exactly `n` doorbells (fewer than the queues: victimisation).
 fn doorbells(n: u32) -> impl FnOnce(&mut SessionConfig) {
     move |c| c.doorbells = Some(n)
+}
+
+/// At least `n` doorbells: the case's queues never share one.
+fn enough_doorbells(n: u32) -> impl FnOnce(&mut SessionConfig) {
+    move |c| c.min_doorbells = Some(n)
 }
 
 /// A ticket sequence in `buf` at byte `base`: the counter cell, then one slot per batch.
@@ -374,7 +368,7 @@ fn expect_status(s: &dyn Session, q: UmQueueRef, want: DoorbellStatus, what: &st
 // UM-03, UM-04.
 
 fn node_metadata_and_caps(b: &dyn Backend) -> CaseResult {
-    let mut s = session(b, ExecMode::Step, doorbells(4))?;
+    let mut s = session(b, ExecMode::Step, enough_doorbells(4))?;
     let nodes = s.driver_caps(0)?.nodes;
     let caps = s.ums()?.submission_caps(0)?;
     ensure!(
@@ -436,7 +430,7 @@ fn node_metadata_and_caps(b: &dyn Backend) -> CaseResult {
 // UM-01, UM-05.
 
 fn both_paths_together(b: &dyn Backend) -> CaseResult {
-    let mut s = session(b, ExecMode::Step, doorbells(4))?;
+    let mut s = session(b, ExecMode::Step, enough_doorbells(4))?;
     let p = s.ums()?.open_process(0)?;
     let buf = s.ums()?.create_buffer(p, BUF)?;
     let tu = Tickets::new(&mut *s, buf, 0, 16)?;
@@ -480,13 +474,13 @@ fn both_paths_together(b: &dyn Backend) -> CaseResult {
 }
 
 fn user_queue_refuses_kernel_path(b: &dyn Backend) -> CaseResult {
-    let mut s = session(b, ExecMode::Step, doorbells(4))?;
+    let mut s = session(b, ExecMode::Step, enough_doorbells(4))?;
     let p = s.ums()?.open_process(0)?;
     let t = s.ums()?.create_buffer(p, BUF)?;
     let q = user_queue(&mut *s, p, 0)?;
     let st = s
         .ums()?
-        .kernel_submit_on_user_queue(q, &[fill(t, 0, 0xBAD)], false)?;
+        .kernel_submit_on_user_queue(q, &[fill(t, 0, 0xBAD)])?;
     ensure!(
         st == STATUS_INVALID_PARAMETER,
         "D3DKMTSubmitCommandToHwQueue on a user-mode queue returned {:#010x}, expected \
@@ -494,8 +488,8 @@ fn user_queue_refuses_kernel_path(b: &dyn Backend) -> CaseResult {
         st as u32
     );
     let direct = observe(
-        s.ums()
-            .and_then(|x| x.kernel_submit_on_user_queue(q, &[fill(t, 8, 0xBAD)], true)),
+        s.direct_ddi()
+            .and_then(|d| d.ddi_submit_on_user_queue(q, &[fill(t, 8, 0xBAD)])),
     )?;
     ensure!(
         direct.is_none_or(|st| st < 0),
@@ -523,7 +517,7 @@ fn user_queue_refuses_kernel_path(b: &dyn Backend) -> CaseResult {
 // UM-16.
 
 fn submit_order_and_progress_fence(b: &dyn Backend) -> CaseResult {
-    let mut s = session(b, ExecMode::Step, doorbells(4))?;
+    let mut s = session(b, ExecMode::Step, enough_doorbells(4))?;
     let p = s.ums()?.open_process(0)?;
     let buf = s.ums()?.create_buffer(p, BUF)?;
     let gate = s.ums()?.create_buffer(p, BUF)?;

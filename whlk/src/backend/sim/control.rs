@@ -16,7 +16,7 @@ use super::{caps, doorbell_status, failure, SimSession};
 use crate::backend::{
     BufferRef, BugCheckInfo, BugChecks, DbgInfoRace, DeviceLoss, DirectDdi, DriverCaps,
     EngineStateChange, Failure, FaultInjection, FenceRef, OsControl, OsEvent, OsTrace, PowerStatus,
-    ProcessRef, StepMode, UmQueueRef,
+    ProcessRef, StepMode, UmQueueRef, Work,
 };
 
 impl OsTrace for SimSession {
@@ -276,6 +276,10 @@ impl FaultInjection for SimSession {
 }
 
 impl DirectDdi for SimSession {
+    fn ddi_submit_on_user_queue(&mut self, q: UmQueueRef, work: &[Work]) -> Result<i32, Failure> {
+        self.submit_on_user_queue(q, work, true)
+    }
+
     fn driver_caps_at_dispatch(&mut self, i: usize) -> Result<DriverCaps, Failure> {
         self.machine
             .at_irql(Irql::Dispatch, |m| m.query_driver_caps(i))

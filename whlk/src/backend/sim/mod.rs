@@ -88,7 +88,7 @@ impl Backend for SimBackend {
             if let Some(r) = config.per_engine_reset {
                 a.device.per_engine_reset = r;
             }
-            if let Some(n) = config.doorbells {
+            if let Some(n) = config.doorbells.or(config.min_doorbells) {
                 a.device.doorbells = n;
             }
             a.device.global_doorbell = config.global_doorbell;

@@ -306,50 +306,8 @@ impl UserModeSubmission for SimSession {
         &mut self,
         q: UmQueueRef,
         work: &[Work],
-        direct_ddi: bool,
     ) -> Result<i32, Failure> {
-        let cmds = self.encode(work)?;
-        let sq = self.um_queue(q)?;
-        let up = self.process(ProcessRef(sq.process))?;
-        let handle = kmt::lock(&sq.rec)
-            .hw_queues
-            .iter()
-            .find(|(_, user)| *user)
-            .map(|(h, _)| *h)
-            .ok_or_else(|| Failure::Backend(format!("queue {} is not a user-mode queue", q.0)))?;
-        let value = self.queue_info(q)?.last_submitted + 1;
-        let k = self.machine.kmt(&up);
-        let cb = k
-            .create_allocation(4096)
-            .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
-        let mut off = 0u64;
-        for c in &cmds {
-            let mut w = [0u64; 8];
-            let n = c
-                .encode(&mut w)
-                .ok_or_else(|| Failure::Backend(format!("cannot encode {c:?}")))?;
-            for word in w.iter().take(n) {
-                cb.mem.store(off, *word);
-                off += 8;
-            }
-        }
-        let bytes = u32::try_from(off).unwrap_or(u32::MAX);
-        let status = if direct_ddi {
-            self.machine
-                .ddi_submit_command_to_hw_queue(&up, handle, value, cb.gpu_va, bytes)
-                .map_err(failure)?
-        } else {
-            match k.submit_command_to_hw_queue(handle, value, cb.gpu_va, bytes) {
-                Ok(()) => 0,
-                Err(NtStatus(s)) => s,
-            }
-        };
-        if status < 0 {
-            // Refused: nothing references the command buffer.
-            let _ = k.destroy_allocation(cb.handle);
-        }
-        self.check_fault()?;
-        Ok(status)
+        self.submit_on_user_queue(q, work, false)
     }
 
     fn release_ring_handles(&mut self, q: UmQueueRef) -> Result<(), Failure> {
@@ -470,5 +428,59 @@ impl UserModeSubmission for SimSession {
         }
         self.check_fault()?;
         Ok(reports)
+    }
+}
+
+impl SimSession {
+    /// `work` as one command buffer on the user-mode queue's own hardware queue: through
+    /// the thunk, or with `direct_ddi` straight to the DDI. The NTSTATUS.
+    pub(super) fn submit_on_user_queue(
+        &mut self,
+        q: UmQueueRef,
+        work: &[Work],
+        direct_ddi: bool,
+    ) -> Result<i32, Failure> {
+        let cmds = self.encode(work)?;
+        let sq = self.um_queue(q)?;
+        let up = self.process(ProcessRef(sq.process))?;
+        let handle = kmt::lock(&sq.rec)
+            .hw_queues
+            .iter()
+            .find(|(_, user)| *user)
+            .map(|(h, _)| *h)
+            .ok_or_else(|| Failure::Backend(format!("queue {} is not a user-mode queue", q.0)))?;
+        let value = self.queue_info(q)?.last_submitted + 1;
+        let k = self.machine.kmt(&up);
+        let cb = k
+            .create_allocation(4096)
+            .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
+        let mut off = 0u64;
+        for c in &cmds {
+            let mut w = [0u64; 8];
+            let n = c
+                .encode(&mut w)
+                .ok_or_else(|| Failure::Backend(format!("cannot encode {c:?}")))?;
+            for word in w.iter().take(n) {
+                cb.mem.store(off, *word);
+                off += 8;
+            }
+        }
+        let bytes = u32::try_from(off).unwrap_or(u32::MAX);
+        let status = if direct_ddi {
+            self.machine
+                .ddi_submit_command_to_hw_queue(&up, handle, value, cb.gpu_va, bytes)
+                .map_err(failure)?
+        } else {
+            match k.submit_command_to_hw_queue(handle, value, cb.gpu_va, bytes) {
+                Ok(()) => 0,
+                Err(NtStatus(s)) => s,
+            }
+        };
+        if status < 0 {
+            // Refused: nothing references the command buffer.
+            let _ = k.destroy_allocation(cb.handle);
+        }
+        self.check_fault()?;
+        Ok(status)
     }
 }
