@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::backend::{Backend, Failure};
+use crate::backend::{Backend, Capability, Failure};
 
 /// How a case ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,6 +84,13 @@ pub struct Case {
     pub requirements: &'static [&'static str],
     /// One line on what it checks.
     pub summary: &'static str,
+    /// Capabilities the case cannot run without: on a backend lacking one the runner skips
+    /// it (with the reason) without opening a session.
+    pub needs: &'static [Capability],
+    /// Capabilities the case uses when the backend has them, leaving out those checks
+    /// otherwise (simulation-only observations). Every capability a case reaches must be in
+    /// `needs` or here; the runner fails a case that reached an undeclared one.
+    pub optional: &'static [Capability],
     /// The body.
     pub run: fn(&dyn Backend) -> CaseResult,
 }
@@ -93,6 +100,8 @@ impl fmt::Debug for Case {
         f.debug_struct("Case")
             .field("name", &self.name)
             .field("requirements", &self.requirements)
+            .field("needs", &self.needs)
+            .field("optional", &self.optional)
             .finish_non_exhaustive()
     }
 }

@@ -1,9 +1,12 @@
 //! rvgpu-whlk: a WHLK-style harness for rvgpu.
 //!
 //! Named cases ([`cases::all`]) run against a [`backend::Backend`]; the default backend is the
-//! emulated GPU under the simulated OS ([`backend::sim::SimBackend`]). The binary prints a
-//! results table ([`report::table`]), can write a JUnit report ([`junit::render`]) and exits
-//! non-zero when a case fails. `cargo test` runs every case too (tests/all_cases.rs). Cases that
+//! emulated GPU under the simulated OS ([`backend::sim::SimBackend`]). Beyond the adapter life
+//! cycle a backend has capabilities ([`backend::Capability`], one trait each); a case declares
+//! the ones it needs, and the runner skips it on a backend without one ([`runner::run_case`]).
+//! `--requirement ID` selects the cases proving a requirement ([`runner::select_by`]). The
+//! binary prints a results table ([`report::table`]), can write a JUnit report
+//! ([`junit::render`]) and exits non-zero when a case fails. `cargo test` runs every case too (tests/all_cases.rs). Cases that
 //! record native-fence operations attach a [`timeline::Timeline`]
 //! ([`runner::attach_timeline`]); the binary writes them as one Chrome trace-event file
 //! (`target/rvgpu-timeline.json` by default, [`timeline::to_json`]).

@@ -1,9 +1,12 @@
 //! `rvgpu-whlk`: runs the named cases and prints the results table.
 //!
 //! ```text
-//! rvgpu-whlk [--backend sim] [--filter SUBSTR] [--list] [--junit PATH]
-//!             [--timeline PATH | --no-timeline] [--timeline-svg PATH]
+//! rvgpu-whlk [--backend sim] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
+//!             [--junit PATH] [--timeline PATH | --no-timeline] [--timeline-svg PATH]
 //! ```
+//! `--requirement` (repeatable, or a comma list) keeps the cases whose requirement list names
+//! one of the IDs; an ID no case names is a usage error listing the known IDs. A case needing a
+//! capability the backend lacks is reported as skipped with the reason.
 //! The run writes the GPU timeline of the cases that produce native-fence operations (Chrome
 //! trace-event JSON for ui.perfetto.dev or chrome://tracing; `rvgpu_whlk::timeline`) to
 //! `target/rvgpu-timeline.json` unless `--no-timeline`, and prints the path after the table.
@@ -35,6 +38,9 @@ struct Cli {
     /// Only cases whose name contains this text.
     #[arg(long)]
     filter: Option<String>,
+    /// Only cases that prove this requirement ID (e.g. UM-20); repeatable or a comma list.
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    requirement: Vec<String>,
     /// List the cases (name, requirements, summary) and exit.
     #[arg(long)]
     list: bool,
@@ -102,7 +108,13 @@ fn write_timeline(cli: &Cli, reports: &[runner::CaseReport]) -> bool {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let all = cases::all();
-    let selected = runner::select(&all, cli.filter.as_deref());
+    let selected = match runner::select_by(&all, cli.filter.as_deref(), &cli.requirement) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rvgpu-whlk: {e}");
+            return ExitCode::from(2);
+        }
+    };
     if cli.list {
         for c in &selected {
             println!(
@@ -115,7 +127,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if selected.is_empty() {
-        eprintln!("rvgpu-whlk: no case matches the filter");
+        eprintln!("rvgpu-whlk: no case matches the filter and requirements");
         return ExitCode::from(2);
     }
     let backend: Box<dyn Backend> = match cli.backend {
@@ -137,5 +149,25 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requirement_is_repeatable_and_a_comma_list() {
+        let cli = Cli::try_parse_from([
+            "rvgpu-whlk",
+            "--requirement",
+            "UM-20,TDR-05",
+            "--requirement",
+            "NF-02",
+        ])
+        .expect("valid command line");
+        assert_eq!(cli.requirement, ["UM-20", "TDR-05", "NF-02"]);
+        let none = Cli::try_parse_from(["rvgpu-whlk"]).expect("valid command line");
+        assert!(none.requirement.is_empty());
     }
 }

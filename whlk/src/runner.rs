@@ -1,11 +1,11 @@
-//! Runs cases: filter, time, and turn panics into failures; collects the GPU timelines cases
-//! attach ([`attach_timeline`]).
+//! Runs cases: select (by name and requirement), skip what the backend cannot run, time, and
+//! turn panics into failures; collects the GPU timelines cases attach ([`attach_timeline`]).
 
 use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use crate::backend::Backend;
+use crate::backend::{self, Backend, Capabilities};
 use crate::case::{Case, CaseError, Outcome};
 use crate::timeline::Timeline;
 
@@ -43,13 +43,84 @@ pub fn select<'a>(cases: &'a [Case], filter: Option<&str>) -> Vec<&'a Case> {
         .collect()
 }
 
-/// Runs one case. A panic in the case (a bug in the harness or the simulation) is a failure
-/// with the panic message, not a crash of the run.
+/// Every requirement ID some case names, sorted.
+pub fn known_requirements(cases: &[Case]) -> Vec<&'static str> {
+    let mut ids: Vec<&'static str> = cases
+        .iter()
+        .flat_map(|c| c.requirements.iter().copied())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// [`select`], then, when `requirements` is not empty, only the cases whose requirement list
+/// names one of them. An ID no case names is an error that lists the known IDs.
+pub fn select_by<'a>(
+    cases: &'a [Case],
+    filter: Option<&str>,
+    requirements: &[String],
+) -> Result<Vec<&'a Case>, String> {
+    let known = known_requirements(cases);
+    let unknown: Vec<&str> = requirements
+        .iter()
+        .map(String::as_str)
+        .filter(|r| !known.contains(r))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(format!(
+            "unknown requirement ID(s) {}; known: {}",
+            unknown.join(", "),
+            known.join(" ")
+        ));
+    }
+    Ok(select(cases, filter)
+        .into_iter()
+        .filter(|c| {
+            requirements.is_empty()
+                || c.requirements
+                    .iter()
+                    .any(|id| requirements.iter().any(|r| r == id))
+        })
+        .collect())
+}
+
+/// Why `backend` cannot run `case`, if it cannot: the capabilities it lacks.
+pub fn missing(case: &Case, backend: &dyn Backend) -> Option<String> {
+    let lacks = Capabilities::of(case.needs).difference(backend.capabilities());
+    (!lacks.is_empty()).then(|| {
+        format!(
+            "needs capability {lacks}, which backend {} lacks",
+            backend.name()
+        )
+    })
+}
+
+/// Runs one case. A case needing a capability the backend lacks is skipped without opening a
+/// session. A panic in the case (a bug in the harness or the simulation) is a failure with the
+/// panic message, not a crash of the run. A case that passes after reaching a capability it
+/// does not declare fails: its declaration would let it run (and then skip part-way) on a
+/// backend without it.
 pub fn run_case(case: &Case, backend: &dyn Backend) -> CaseReport {
     TIMELINES.with(|v| v.borrow_mut().clear());
     let start = Instant::now();
+    if let Some(reason) = missing(case, backend) {
+        return CaseReport {
+            name: case.name,
+            requirements: case.requirements,
+            outcome: Outcome::Skip(reason),
+            duration: start.elapsed(),
+            timelines: Vec::new(),
+        };
+    }
+    backend::reset_used();
     let result = panic::catch_unwind(AssertUnwindSafe(|| (case.run)(backend)));
+    let undeclared = backend::used()
+        .difference(Capabilities::of(case.needs).union(Capabilities::of(case.optional)));
     let outcome = match result {
+        Ok(Ok(())) if !undeclared.is_empty() => Outcome::Fail(format!(
+            "the case reached capability {undeclared}, which it does not declare"
+        )),
         Ok(Ok(())) => Outcome::Pass,
         Ok(Err(CaseError::Fail(m))) => Outcome::Fail(m),
         Ok(Err(CaseError::Skip(m))) => Outcome::Skip(m),
@@ -85,4 +156,202 @@ pub fn totals(reports: &[CaseReport]) -> (usize, usize, usize) {
             Outcome::Fail(_) => (p, f + 1, s),
             Outcome::Skip(_) => (p, f, s + 1),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::backend::{Capability, DriverCaps, Failure, Session, SessionConfig, StartedAdapter};
+    use crate::cases;
+
+    /// A backend with the given capabilities whose sessions do nothing: enough to see what the
+    /// runner does before and after a case body. It never implements a capability trait, so
+    /// a case that reaches one gets `Unsupported`.
+    struct Fake(Capabilities);
+
+    struct FakeSession;
+
+    impl Session for FakeSession {
+        fn adapter_count(&self) -> usize {
+            1
+        }
+        fn load_driver(&mut self) -> Result<(), Failure> {
+            Ok(())
+        }
+        fn start_adapter(&mut self, _i: usize) -> Result<StartedAdapter, Failure> {
+            Ok(StartedAdapter {
+                sources: 0,
+                children: 0,
+            })
+        }
+        fn driver_caps(&mut self, _i: usize) -> Result<DriverCaps, Failure> {
+            Err(Failure::Unsupported("fake driver caps".into()))
+        }
+        fn stop_adapter(&mut self, _i: usize) -> Result<(), Failure> {
+            Ok(())
+        }
+        fn remove_adapter(&mut self, _i: usize) -> Result<(), Failure> {
+            Ok(())
+        }
+        fn unload(&mut self) -> Result<(), Failure> {
+            Ok(())
+        }
+        fn run_until(
+            &mut self,
+            _budget: Duration,
+            _done: &mut dyn FnMut(&dyn Session) -> bool,
+        ) -> Result<bool, Failure> {
+            Ok(false)
+        }
+    }
+
+    impl Backend for Fake {
+        fn name(&self) -> &'static str {
+            "fake"
+        }
+        fn capabilities(&self) -> Capabilities {
+            self.0
+        }
+        fn open_session(&self, _config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
+            Ok(Box::new(FakeSession))
+        }
+    }
+
+    fn ids(v: &[&Case]) -> Vec<&'static str> {
+        v.iter().map(|c| c.name).collect()
+    }
+
+    #[test]
+    fn requirement_selects_exactly_the_cases_naming_it() {
+        let all = cases::all();
+        for id in ["UM-20", "TDR-05", "NF-10"] {
+            let got = select_by(&all, None, &[id.to_owned()]).expect("known ID");
+            let want: Vec<&'static str> = all
+                .iter()
+                .filter(|c| c.requirements.contains(&id))
+                .map(|c| c.name)
+                .collect();
+            assert!(!want.is_empty(), "{id} names no case");
+            assert_eq!(ids(&got), want, "{id}");
+        }
+        assert_eq!(
+            ids(&select_by(&all, None, &["UM-20".into()]).expect("known ID")),
+            [
+                "UserModeSubmission.DoorbellVictimisationWalkthrough",
+                "UserModeSubmission.ThreadedChurn"
+            ]
+        );
+        // Several IDs: the union, in run order; with a filter: both must hold.
+        let two = select_by(&all, None, &["UM-20".into(), "UM-21".into()]).expect("known");
+        assert_eq!(two.len(), 3);
+        let filtered = select_by(&all, Some("Churn"), &["UM-20".into()]).expect("known");
+        assert_eq!(ids(&filtered), ["UserModeSubmission.ThreadedChurn"]);
+        // No ID: every case the filter keeps.
+        assert_eq!(select_by(&all, None, &[]).expect("no ID").len(), all.len());
+    }
+
+    #[test]
+    fn unknown_requirement_lists_the_known_ones() {
+        let all = cases::all();
+        let e =
+            select_by(&all, None, &["UM-20".into(), "XX-99".into()]).expect_err("XX-99 is unknown");
+        assert!(e.contains("XX-99"), "{e}");
+        assert!(!e.contains("UM-20,"), "a known ID reported unknown: {e}");
+        for id in known_requirements(&all) {
+            assert!(e.contains(id), "{id} missing from {e}");
+        }
+    }
+
+    #[test]
+    fn a_case_needing_a_missing_capability_is_skipped_with_the_reason() {
+        let all = cases::all();
+        let lacks = Capability::UserModeSubmission;
+        let fake = Fake(Capabilities::all().without(lacks));
+        let mut skipped = 0;
+        for c in all.iter().filter(|c| c.needs.contains(&lacks)) {
+            let r = run_case(c, &fake);
+            assert_eq!(
+                r.outcome,
+                Outcome::Skip(
+                    "needs capability UserModeSubmission, which backend fake lacks".into()
+                ),
+                "{}",
+                c.name
+            );
+            skipped += 1;
+        }
+        assert!(
+            skipped >= 20,
+            "only {skipped} cases need user-mode submission"
+        );
+        // The table and the JUnit report show them as skipped, with the reason.
+        let selected = select_by(&all, None, &["UM-20".into()]).expect("known ID");
+        let reports = run_all(&selected, &fake);
+        let table = crate::report::table(fake.name(), &reports);
+        assert!(table.contains("skip"), "{table}");
+        assert!(table.contains("0 passed, 0 failed, 2 skipped"), "{table}");
+        assert!(
+            table.contains("needs capability UserModeSubmission"),
+            "{table}"
+        );
+        let xml = crate::junit::render(fake.name(), &reports);
+        assert!(
+            xml.contains(
+                r#"<skipped message="needs capability UserModeSubmission, which backend fake lacks"/>"#
+            ),
+            "{xml}"
+        );
+        assert!(xml.contains(r#"tests="2" failures="0" errors="0" skipped="2""#));
+    }
+
+    #[test]
+    fn a_case_reaching_an_undeclared_capability_fails() {
+        fn sneaky(b: &dyn Backend) -> crate::case::CaseResult {
+            let mut s = b.open(&SessionConfig::new(crate::backend::ExecMode::Step))?;
+            // Tolerates the absence, as an optional observation would.
+            let _ = s.fences().map(|_| ());
+            Ok(())
+        }
+        fn declared(b: &dyn Backend) -> crate::case::CaseResult {
+            let s = b.open(&SessionConfig::new(crate::backend::ExecMode::Step))?;
+            let _ = s.fences_ref().map(|_| ());
+            Ok(())
+        }
+        let mut case = Case {
+            name: "Test.Sneaky",
+            requirements: &[],
+            summary: "",
+            needs: &[],
+            optional: &[],
+            run: sneaky,
+        };
+        let fake = Fake(Capabilities::NONE);
+        assert_eq!(
+            run_case(&case, &fake).outcome,
+            Outcome::Fail("the case reached capability Fences, which it does not declare".into())
+        );
+        case.run = declared;
+        case.optional = &[Capability::Fences];
+        assert_eq!(run_case(&case, &fake).outcome, Outcome::Pass);
+        // A configuration the backend cannot build is reached through `open`.
+        fn configured(b: &dyn Backend) -> crate::case::CaseResult {
+            let mut cfg = SessionConfig::new(crate::backend::ExecMode::Step);
+            cfg.doorbells = Some(1);
+            b.open(&cfg)?;
+            Ok(())
+        }
+        case.run = configured;
+        case.optional = &[];
+        assert_eq!(
+            run_case(&case, &fake).outcome,
+            Outcome::Skip("the backend lacks the ConfiguredMachine capability".into())
+        );
+        case.needs = &[Capability::ConfiguredMachine];
+        assert_eq!(
+            run_case(&case, &fake).outcome,
+            Outcome::Skip("needs capability ConfiguredMachine, which backend fake lacks".into())
+        );
+    }
 }

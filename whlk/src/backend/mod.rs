@@ -2,33 +2,34 @@
 //!
 //! A case never talks to the simulated OS directly: it opens a [`Session`] (one machine with
 //! its adapters, fresh for each case) on a [`Backend`] and uses the abstract adapter API below.
-//! The default backend is [`sim::SimBackend`], the emulated GPU under the simulated OS. A
-//! Windows backend (the installed driver through D3DKMT) implements the same traits; what it
-//! cannot do (fault injection into the kernel, stepping the device, reading a bug check that
-//! rebooted the machine) it reports as [`Failure::Unsupported`], and the runner turns that into
-//! a skip with the reason.
+//! The default backend is [`sim::SimBackend`], the emulated GPU under the simulated OS.
 //!
-//! User-mode submission (issue 6) is in the same trait: processes, buffers, queues made by the
-//! UMD's submission core (`rvgpu_umd::submit`: `UserQueue`, `KernelQueue`), batches of
-//! [`Work`], doorbell status, and the OS-side events a case provokes (suspend, F1, D3, exits,
-//! device loss). The simulated backend runs the real UMD through `rvgpu_simos::kmt::SimKmt`; a
-//! Windows backend would run the same UMD over `kmt_windows`. What only a simulation can do
-//! (suspend a process, force D3 or a device loss, read the doorbell mapping, the runlist, ring
-//! residency or the OS's event trace) says so on the method; cases leave out the checks whose
-//! observation is unsupported where the rest still proves something.
-//!
-//! Timeout detection and recovery (issue 7) is in the same trait: kernel-mode contexts and DMA
-//! buffers (`DxgkDdiSubmitCommand`), the HANG packet ([`Work::Hang`]), and observations of the
-//! OS's recovery. Submitting work, hanging an engine with a HANG packet and seeing the guilty
-//! device refused while other work completes could run on Windows through D3DKMT; injecting
-//! faults (hangs mid-buffer, failing resets, paging, a forced TDR, the TDR-07 pause), calling
-//! TDR DDIs directly and reading VidSch's fence IDs or recovery steps are simulation only.
+//! A session always has the driver and adapter life cycle; everything else is a capability
+//! trait ([`caps`]): fences, cross-adapter fences, user-mode submission (issue 6: processes,
+//! buffers, queues made by the UMD's submission core), UMD native fences and the OS's fence
+//! logs (issue 5), TDR as a client sees it and the OS's record of it (issue 7), and the
+//! simulation-only controls and observations (OS traces, OS controls, fault injection, direct
+//! DDI calls, step mode, bug checks). A Windows backend (the installed driver through D3DKMT)
+//! implements the traits it can and lists them in [`Backend::capabilities`]; the runner skips
+//! a case that needs one it lacks, with the reason. Within a trait, a method it cannot honour
+//! still reports [`Failure::Unsupported`], and cases leave out the checks of observations that
+//! are optional for them (`Case::optional`).
 
+pub mod caps;
+pub mod restricted;
+mod session;
 pub mod sim;
-mod sim_kmt;
 
 use std::fmt;
 use std::time::Duration;
+
+pub(crate) use session::{reset_used, used};
+pub use session::{Backend, Session};
+
+pub use caps::{
+    BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi, FaultInjection, FenceLogs,
+    Fences, OsControl, OsTrace, StepMode, Tdr, TdrTrace, UmdFences, UserModeSubmission,
+};
 
 /// How the simulated device and OS run. A real backend ignores it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +76,11 @@ pub struct SessionConfig {
     /// Physical doorbells of each adapter's device (`None`: the device's default). Fewer
     /// doorbells than user-mode queues forces victimisation (UM-20).
     pub doorbells: Option<u32>,
+    /// At least this many physical doorbells on each adapter's device, so that this many
+    /// user-mode queues never have to share (`None`: no minimum). Unlike `doorbells` it does
+    /// not ask for a particular machine: a backend whose device has fewer refuses the session
+    /// as unsupported. The simulation builds exactly this many (unless `doorbells` is set).
+    pub min_doorbells: Option<u32>,
     /// The device's global doorbell mode: every queue rings one shared doorbell with its
     /// queue id (UM-21).
     pub global_doorbell: bool,
@@ -99,11 +105,26 @@ impl SessionConfig {
             misbehaviour: None,
             legacy_igpu: false,
             doorbells: None,
+            min_doorbells: None,
             global_doorbell: false,
             log_entries: None,
             engines: None,
             per_engine_reset: None,
         }
+    }
+
+    /// Whether the configuration asks for a particular device or OS setting (anything but
+    /// the mode, the number of adapters and a misbehaviour differs from [`SessionConfig::new`]):
+    /// only a backend that builds its machine can honour it.
+    pub fn configures_machine(&self) -> bool {
+        !self.native_fence_feature
+            || self.idle_f1_ticks != 0
+            || self.legacy_igpu
+            || self.doorbells.is_some()
+            || self.global_doorbell
+            || self.log_entries.is_some()
+            || self.engines.is_some()
+            || self.per_engine_reset.is_some()
     }
 }
 
@@ -445,7 +466,7 @@ pub enum OsEvent {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct UmFenceRef(pub usize);
 
-/// One item of a batch for [`Session::submit_fence_ops`] (the UMD's `fencelog::Op`).
+/// One item of a batch for [`UmdFences::submit_fence_ops`] (the UMD's `fencelog::Op`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FenceWork {
     /// A packet.
@@ -488,7 +509,7 @@ pub struct LogCounters {
     pub fallback_scans: u64,
 }
 
-/// One thread of [`Session::churn`]: `rounds` times, create a user-mode queue on `node` for
+/// One thread of [`UserModeSubmission::churn`]: `rounds` times, create a user-mode queue on `node` for
 /// `process`, submit `batches_per_round` batches of `work` (in order, round after round),
 /// wait for the last, close the queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -524,7 +545,7 @@ pub struct ChurnReport {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ContextRef(pub usize);
 
-/// TDR timing of a session ([`Session::enable_tdr`]).
+/// TDR timing of a session ([`Tdr::enable_tdr`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TdrTimeouts {
     /// Step mode: rounds without progress before a timeout.
@@ -594,7 +615,7 @@ pub enum TdrStep {
     DependentGroup { node: u32, mask: u64 },
     /// `DxgkDdiQueryEngineStatus`.
     EngineStatus { node: u32, responsive: bool },
-    /// The session's pause hook ran ([`Session::complete_before_reset`]).
+    /// The session's pause hook ran ([`FaultInjection::complete_before_reset`]).
     Paused { node: u32 },
     /// A report of `node` arrived while its interrupts were ignored.
     IgnoredInterrupt { node: u32, fence: u32 },
@@ -644,7 +665,7 @@ pub struct EngineProbe {
     pub completed_commands: u64,
 }
 
-/// What [`Session::collect_dbg_info_under_reset`] saw.
+/// What [`DirectDdi::collect_dbg_info_under_reset`] saw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DbgInfoRace {
     /// `DxgkDdiCollectDbgInfo` calls that returned while the reset was pending.
@@ -657,7 +678,7 @@ pub struct DbgInfoRace {
     pub caps_queries: usize,
 }
 
-/// One thread of [`Session::stream`]: submits `batches` to an existing queue, in order.
+/// One thread of [`UserModeSubmission::stream`]: submits `batches` to an existing queue, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamLane {
     /// The queue (taken by the thread for the call).
@@ -688,500 +709,4 @@ pub struct StreamReport {
     pub recovered_at: Option<usize>,
     /// The first error, if any.
     pub error: Option<String>,
-}
-
-fn unsupported<T>(what: &str) -> Result<T, Failure> {
-    Err(Failure::Unsupported(format!(
-        "{what} is not implemented by this backend"
-    )))
-}
-
-/// One machine with its adapters, for one case.
-///
-/// The native-fence methods have defaults that report [`Failure::Unsupported`]: a backend
-/// without them skips the fence cases. The GPU-queue methods stand in for a submission path
-/// (they predate issue 6 and write the device's queues directly). The user-mode submission
-/// methods go through the UMD's submission core and the OS's D3DKMT thunks.
-pub trait Session {
-    /// Number of adapters.
-    fn adapter_count(&self) -> usize;
-    /// Loads the driver (DriverEntry → DxgkInitialize).
-    fn load_driver(&mut self) -> Result<(), Failure>;
-    /// Adds and starts adapter `i` (AddDevice, StartDevice, the start-time adapter queries).
-    fn start_adapter(&mut self, i: usize) -> Result<StartedAdapter, Failure>;
-    /// Queries `DXGKQAITYPE_DRIVERCAPS` on a started adapter.
-    fn driver_caps(&mut self, i: usize) -> Result<DriverCaps, Failure>;
-    /// Queries `DXGKQAITYPE_DRIVERCAPS` from a thread at DISPATCH_LEVEL, which Windows never
-    /// does (simulation only: proves the OS side enforces IRQL rules).
-    fn driver_caps_at_dispatch(&mut self, i: usize) -> Result<DriverCaps, Failure>;
-    /// Stops adapter `i`.
-    fn stop_adapter(&mut self, i: usize) -> Result<(), Failure>;
-    /// Removes adapter `i`.
-    fn remove_adapter(&mut self, i: usize) -> Result<(), Failure>;
-    /// Unloads the driver.
-    fn unload(&mut self) -> Result<(), Failure>;
-    /// Raises one interrupt on adapter `i`'s line as a shared line would (simulation only).
-    fn raise_interrupt(&mut self, i: usize) -> Result<(), Failure>;
-    /// Lets the device, the ISR and DPCs run until `done` holds or `budget` passes.
-    fn run_until(
-        &mut self,
-        budget: Duration,
-        done: &mut dyn FnMut(&dyn Session) -> bool,
-    ) -> Result<bool, Failure>;
-    /// Engine state changes the OS processed on adapter `i`, in order.
-    fn engine_state_changes(&self, i: usize) -> Vec<EngineStateChange>;
-    /// The bug check that halted the machine, if any.
-    fn bugcheck(&self) -> Option<BugCheckInfo>;
-
-    /// ISR calls on adapter `i` so far.
-    fn interrupt_count(&self, _i: usize) -> u64 {
-        0
-    }
-    /// Step mode: runs the machine until nothing happens any more.
-    fn run_until_idle(&mut self) -> Result<(), Failure> {
-        unsupported("run_until_idle")
-    }
-    /// Creates a native fence on adapter `i` for `process`.
-    fn create_native_fence(
-        &mut self,
-        _i: usize,
-        _process: u32,
-        _initial: u64,
-        _shareable: bool,
-    ) -> Result<FenceRef, Failure> {
-        unsupported("native fences")
-    }
-    /// Opens `f` for another process on the same adapter.
-    fn open_native_fence(&mut self, _f: FenceRef, _process: u32) -> Result<FenceRef, Failure> {
-        unsupported("native fences")
-    }
-    /// Opens `f` on another adapter (cross-adapter fence, NF-16).
-    fn open_native_fence_on(
-        &mut self,
-        _f: FenceRef,
-        _adapter: usize,
-        _process: u32,
-    ) -> Result<FenceRef, Failure> {
-        unsupported("cross-adapter native fences")
-    }
-    /// The process destroys its instance.
-    fn destroy_native_fence(&mut self, _f: FenceRef) -> Result<(), Failure> {
-        unsupported("native fences")
-    }
-    /// Whether the OS object behind `f` is gone.
-    fn native_fence_destroyed(&self, _f: FenceRef) -> bool {
-        false
-    }
-    /// Calls DxgkDdiDestroyNativeFence directly for `f`'s global handle, bypassing the OS
-    /// (simulation only); the driver's NTSTATUS.
-    fn raw_destroy_native_fence(&mut self, _f: FenceRef) -> Result<i32, Failure> {
-        unsupported("raw DDI calls")
-    }
-    /// System-process GPU VAs of (CurrentValue, MonitoredValue) and the native-fence caps'
-    /// MonitoredValueStride.
-    fn fence_addresses(&self, _f: FenceRef) -> Result<(u64, u64, u32), Failure> {
-        unsupported("native fences")
-    }
-    /// CurrentValue and MonitoredValue.
-    fn fence_values(&self, _f: FenceRef) -> Result<FenceValues, Failure> {
-        unsupported("native fences")
-    }
-    /// Registers a CPU wait in event form.
-    fn cpu_wait_event(&mut self, _f: FenceRef, _value: u64) -> Result<EventRef, Failure> {
-        unsupported("native fences")
-    }
-    /// The event's outcome, if signalled, waiting up to `timeout`.
-    fn event_result(&self, _e: EventRef, _timeout: Duration) -> Option<WaitResult> {
-        None
-    }
-    /// A blocking CPU wait.
-    fn cpu_wait(
-        &mut self,
-        _f: FenceRef,
-        _value: u64,
-        _timeout: Duration,
-    ) -> Result<WaitResult, Failure> {
-        unsupported("native fences")
-    }
-    /// A CPU signal.
-    fn cpu_signal(&mut self, _f: FenceRef, _value: u64) -> Result<(), Failure> {
-        unsupported("native fences")
-    }
-    /// A GPU queue on engine `engine` of adapter `i`.
-    fn gpu_queue(&mut self, _i: usize, _engine: u32) -> Result<QueueRef, Failure> {
-        unsupported("GPU queues")
-    }
-    /// Appends a native FENCE_SIGNAL (conditional interrupt) to the queue.
-    fn gpu_signal(&mut self, _q: QueueRef, _f: FenceRef, _value: u64) -> Result<(), Failure> {
-        unsupported("GPU queues")
-    }
-    /// Appends a FENCE_WAIT to the queue.
-    fn gpu_wait(&mut self, _q: QueueRef, _f: FenceRef, _value: u64) -> Result<(), Failure> {
-        unsupported("GPU queues")
-    }
-    /// Submits what was appended.
-    fn gpu_submit(&mut self, _q: QueueRef) -> Result<(), Failure> {
-        unsupported("GPU queues")
-    }
-    /// Whether the GPU consumed everything submitted to the queue.
-    fn gpu_queue_drained(&self, _q: QueueRef) -> bool {
-        false
-    }
-    /// Creates a legacy monitored fence on adapter `i` (MF-01).
-    fn create_monitored_fence(
-        &mut self,
-        _i: usize,
-        _process: u32,
-        _initial: u64,
-    ) -> Result<MonitoredRef, Failure> {
-        unsupported("monitored fences")
-    }
-    /// Opens a native fence on an adapter without native fences: a monitored fence there
-    /// (NF-18).
-    fn open_native_fence_as_monitored(
-        &mut self,
-        _f: FenceRef,
-        _adapter: usize,
-    ) -> Result<MonitoredRef, Failure> {
-        unsupported("monitored fences")
-    }
-    /// The monitored fence's value.
-    fn monitored_value(&self, _f: MonitoredRef) -> Result<u64, Failure> {
-        unsupported("monitored fences")
-    }
-    /// A CPU wait on a monitored fence, event form.
-    fn monitored_wait_event(&mut self, _f: MonitoredRef, _value: u64) -> Result<EventRef, Failure> {
-        unsupported("monitored fences")
-    }
-    /// SignalSynchronizationObjectFromCpu on a monitored fence.
-    fn monitored_signal_cpu(&mut self, _f: MonitoredRef, _value: u64) -> Result<(), Failure> {
-        unsupported("monitored fences")
-    }
-    /// Appends a legacy monitored-fence signal (always interrupts) to the queue.
-    fn gpu_signal_monitored(
-        &mut self,
-        _q: QueueRef,
-        _f: MonitoredRef,
-        _value: u64,
-    ) -> Result<(), Failure> {
-        unsupported("GPU queues")
-    }
-
-    // -----------------------------------------------------------------------------------------
-    // User-mode submission (issue 6). A Windows backend implements these with D3DKMT and the
-    // same UMD core (`rvgpu_umd::submit` over `kmt_windows`) unless the method says
-    // "simulation only".
-
-    /// What adapter `i` reported at start: node metadata and `USERMODESUBMISSION_CAPS`
-    /// (Windows: `D3DKMTQueryAdapterInfo` with `KMTQAITYPE_NODEMETADATA`; the doorbell size
-    /// is what the UMD's doorbell mapping has).
-    fn submission_caps(&mut self, _i: usize) -> Result<SubmissionCaps, Failure> {
-        unsupported("user-mode submission")
-    }
-    /// Opens a process (its D3D device) on adapter `i`.
-    fn open_process(&mut self, _i: usize) -> Result<ProcessRef, Failure> {
-        unsupported("user-mode submission")
-    }
-    /// Ends the process: normal (UM-17) or abnormal (UM-18) exit, with its queues still open
-    /// (the OS tears them down). Windows: a child process that returns or is terminated.
-    fn end_process(&mut self, _p: ProcessRef, _how: ProcessEnd) -> Result<(), Failure> {
-        unsupported("user-mode submission")
-    }
-    /// A GPU-visible buffer of `bytes` bytes for `p`, zeroed.
-    fn create_buffer(&mut self, _p: ProcessRef, _bytes: u64) -> Result<BufferRef, Failure> {
-        unsupported("user-mode submission")
-    }
-    /// The u64 at `offset` of `b`, read by the CPU.
-    fn read_buffer(&self, _b: BufferRef, _offset: u64) -> Result<u64, Failure> {
-        unsupported("user-mode submission")
-    }
-    /// Stores `value` at `offset` of `b` from the CPU; a GPU wait on it re-evaluates (as after
-    /// a CPU fence signal).
-    fn write_buffer(&mut self, _b: BufferRef, _offset: u64, _value: u64) -> Result<(), Failure> {
-        unsupported("user-mode submission")
-    }
-    /// A hardware queue of `p` on `node`: a user-mode queue (`UserQueue`: context, queue,
-    /// ring, doorbell, connected) or a kernel-mode queue (`KernelQueue`).
-    fn create_queue(
-        &mut self,
-        _p: ProcessRef,
-        _node: u32,
-        _kind: SubmitPath,
-    ) -> Result<UmQueueRef, Failure> {
-        unsupported("user-mode submission")
-    }
-    /// Submits one batch; returns the progress value that marks its completion (UM-16).
-    fn submit(&mut self, _q: UmQueueRef, _work: &[Work]) -> Result<u64, Failure> {
-        unsupported("user-mode submission")
-    }
-    /// Waits until the queue's progress reaches `value` (the OS's wait timeout; step mode:
-    /// until the machine goes idle). `Abandoned`: the device was removed.
-    fn wait_progress(&mut self, _q: UmQueueRef, _value: u64) -> Result<WaitResult, Failure> {
-        unsupported("user-mode submission")
-    }
-    /// The UMD's view of the queue.
-    fn queue_info(&self, _q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
-        unsupported("user-mode submission")
-    }
-    /// The UMD closes the queue normally (waits for its last value, destroys doorbell,
-    /// queues, allocations, context).
-    fn close_queue(&mut self, _q: UmQueueRef) -> Result<(), Failure> {
-        unsupported("user-mode submission")
-    }
-    /// The user-mode queue's doorbell status page.
-    fn doorbell_status(&self, _q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
-        unsupported("user-mode submission")
-    }
-    /// Where the doorbell's CPU VA points: `Some(page)` the physical doorbell, `None` the
-    /// OS's dummy page (UM-09). Simulation only.
-    fn doorbell_mapping(&self, _q: UmQueueRef) -> Result<Option<u32>, Failure> {
-        unsupported("doorbell mappings")
-    }
-    /// Submits `work` to the user-mode queue's own hardware queue with
-    /// `D3DKMTSubmitCommandToHwQueue` (which UM-05 forbids), or with `direct_ddi` straight to
-    /// `DxgkDdiSubmitCommandToHwQueue`, bypassing the OS's check (simulation only). Returns the
-    /// NTSTATUS.
-    fn kernel_submit_on_user_queue(
-        &mut self,
-        _q: UmQueueRef,
-        _work: &[Work],
-        _direct_ddi: bool,
-    ) -> Result<i32, Failure> {
-        unsupported("user-mode submission")
-    }
-    /// The UMD destroys its handles to the user-mode queue's ring and ring-control
-    /// allocations while the doorbell lives (UM-07; `D3DKMTDestroyAllocation2`). The queue
-    /// keeps working; a second call fails with the NTSTATUS of the closed handle.
-    fn release_ring_handles(&mut self, _q: UmQueueRef) -> Result<(), Failure> {
-        unsupported("user-mode submission")
-    }
-    /// Whether the queue's ring and ring-control memory is still allocated (UM-07).
-    /// Simulation only.
-    fn ring_resident(&self, _q: UmQueueRef) -> Result<bool, Failure> {
-        unsupported("ring residency")
-    }
-    /// The OS suspends (`DxgkDdiSuspendContext`) every context of `p` (UM-11). Simulation
-    /// only: no D3DKMT call does this.
-    fn suspend_process(&mut self, _p: ProcessRef) -> Result<(), Failure> {
-        unsupported("suspending contexts")
-    }
-    /// The OS resumes what [`Session::suspend_process`] suspended (UM-12). Simulation only.
-    fn resume_process(&mut self, _p: ProcessRef) -> Result<(), Failure> {
-        unsupported("resuming contexts")
-    }
-    /// Lets node `node` of adapter `i` idle until it has requested F1 and the OS has moved
-    /// it to F1 (UM-13), up to `budget`; whether it did. The simulation needs
-    /// [`SessionConfig::idle_f1_ticks`]; Windows idles the engine on its own schedule.
-    fn await_engine_f1(
-        &mut self,
-        _i: usize,
-        _node: u32,
-        _budget: Duration,
-    ) -> Result<bool, Failure> {
-        unsupported("engine F1")
-    }
-    /// Runtime power-down of adapter `i` to D3 if idle (UM-14); whether it powered down.
-    /// Simulation only (Windows decides by itself).
-    fn power_down(&mut self, _i: usize) -> Result<bool, Failure> {
-        unsupported("power transitions")
-    }
-    /// D3 → D0 without a submission. Simulation only.
-    fn power_up(&mut self, _i: usize) -> Result<(), Failure> {
-        unsupported("power transitions")
-    }
-    /// Adapter power and node F-states. Simulation only.
-    fn power_status(&self, _i: usize) -> Result<PowerStatus, Failure> {
-        unsupported("power status")
-    }
-    /// Device loss on adapter `i` (UM-10). Simulation only (a Windows backend could force a
-    /// TDR with `dxcap -forcetdr` for something close to `Removed`).
-    fn device_loss(&mut self, _i: usize, _how: DeviceLoss) -> Result<(), Failure> {
-        unsupported("device loss")
-    }
-    /// The OS steps of user-mode submission on adapter `i` so far, in order. Simulation only
-    /// (Windows: some of it is in Dxgkrnl's ETW events).
-    fn os_events(&self, _i: usize) -> Result<Vec<OsEvent>, Failure> {
-        unsupported("OS event traces")
-    }
-    /// Runs `lanes` at the same time, one thread each (see [`ChurnLane`]); step-mode
-    /// sessions run them one after another.
-    fn churn(&mut self, _lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
-        unsupported("user-mode submission")
-    }
-
-    // -----------------------------------------------------------------------------------------
-    // Native fence logs and the timeline (issue 5). A Windows backend could create the fences
-    // and submit (D3DKMTCreateNativeFence, the same UMD core); the OS's log drain, its counters
-    // and the joined trace are simulation only (on Windows GPUView shows Dxgkrnl's own events).
-
-    /// Starts recording the run's fence timeline: the OS's log entries and calibrations, and
-    /// the UMD's "queued" events of every queue (also those created later).
-    fn trace_fences(&mut self) -> Result<(), Failure> {
-        unsupported("fence timelines")
-    }
-    /// A native fence of process `p` made through the UMD, starting at `initial`.
-    fn create_um_fence(&mut self, _p: ProcessRef, _initial: u64) -> Result<UmFenceRef, Failure> {
-        unsupported("UMD native fences")
-    }
-    /// Opens `f` (shared) in process `p`: that process's handle to the same fence.
-    fn open_um_fence(&mut self, _f: UmFenceRef, _p: ProcessRef) -> Result<UmFenceRef, Failure> {
-        unsupported("UMD native fences")
-    }
-    /// Submits one batch of packets and native-fence operations to the queue (the UMD's
-    /// `submit_ops`); returns the progress value that marks its completion.
-    fn submit_fence_ops(&mut self, _q: UmQueueRef, _ops: &[FenceWork]) -> Result<u64, Failure> {
-        unsupported("UMD native fences")
-    }
-    /// A blocking CPU wait for `f` to reach `value`.
-    fn wait_um_fence(
-        &mut self,
-        _f: UmFenceRef,
-        _value: u64,
-        _timeout: Duration,
-    ) -> Result<WaitResult, Failure> {
-        unsupported("UMD native fences")
-    }
-    /// The fence's CurrentValue.
-    fn um_fence_value(&self, _f: UmFenceRef) -> Result<u64, Failure> {
-        unsupported("UMD native fences")
-    }
-    /// The recorded fence operations joined (docs/logs.md §6.1) with the calibration samples,
-    /// labelled `label`. Simulation only.
-    fn fence_timeline(&self, _label: &str) -> Result<crate::timeline::Timeline, Failure> {
-        unsupported("fence timelines")
-    }
-    /// The queue's logs as the OS set them. Simulation only.
-    fn queue_logs(&self, _q: UmQueueRef) -> Result<QueueLogs, Failure> {
-        unsupported("native fence logs")
-    }
-    /// The OS's log counters of adapter `i`. Simulation only.
-    fn log_counters(&self, _i: usize) -> Result<LogCounters, Failure> {
-        unsupported("native fence logs")
-    }
-    /// The OS moves the queue's `kind` log to a new buffer of `entries` entries while the
-    /// queue runs (the simulated Dxgkrnl's recreate, LOG-01). Simulation only.
-    fn recreate_queue_log(
-        &mut self,
-        _q: UmQueueRef,
-        _kind: LogKind,
-        _entries: u64,
-    ) -> Result<(), Failure> {
-        unsupported("native fence logs")
-    }
-
-    // -----------------------------------------------------------------------------------------
-    // Timeout detection and recovery (issue 7). On Windows TDR is always on: "submit work,
-    // hang an engine with a HANG packet, observe recovery (the guilty device's submissions
-    // refused, its doorbells aborted) and that other work completes" can run through D3DKMT
-    // with the same UMD and `dxgkrnl`'s own TDR. Everything that injects a fault into the
-    // device or the OS, calls a TDR DDI directly, or reads the OS's fence IDs or its recovery
-    // steps is simulation only and says so.
-
-    /// Turns TDR on for adapter `i` with these timeouts (the simulation's TDR is opt-in per
-    /// adapter). A Windows backend returns `Ok` and ignores the values (TDR is always on;
-    /// `TdrDelay` is a registry setting).
-    fn enable_tdr(&mut self, _i: usize, _t: TdrTimeouts) -> Result<(), Failure> {
-        unsupported("TDR")
-    }
-    /// A kernel-mode context of `p` on `node` (`D3DKMTCreateContext`, TDR-02: the node must be
-    /// one of the adapter's).
-    fn create_context(&mut self, _p: ProcessRef, _node: u32) -> Result<ContextRef, Failure> {
-        unsupported("kernel-mode contexts")
-    }
-    /// Submits `work` as one DMA buffer of the context (`DxgkDdiSubmitCommand`); returns
-    /// VidSch's fence ID. A Windows backend (`D3DKMTRender`) has no fence ID to return and
-    /// returns 0. A device in error: `DdiFailed(STATUS_DEVICE_REMOVED)`.
-    fn submit_dma(&mut self, _c: ContextRef, _work: &[Work]) -> Result<u32, Failure> {
-        unsupported("kernel-mode DMA buffers")
-    }
-    /// VidMm pages in `bytes` at `offset` of `b` with a FILL of the 32-bit `pattern` built by
-    /// `DxgkDdiBuildPagingBuffer` and submitted as paging buffers on `node`; returns their
-    /// fence IDs. Simulation only.
-    fn page_in(
-        &mut self,
-        _b: BufferRef,
-        _node: u32,
-        _offset: u64,
-        _bytes: u64,
-        _pattern: u32,
-    ) -> Result<Vec<u32>, Failure> {
-        unsupported("paging buffers")
-    }
-    /// The OS's recovery steps on adapter `i` so far. Simulation only.
-    fn tdr_steps(&self, _i: usize) -> Result<Vec<TdrStep>, Failure> {
-        unsupported("TDR step traces")
-    }
-    /// The reason of the last recovery (1 engine timeout, 2 adapter timeout, 9
-    /// `TdrEngineTimeoutPromotedToAdapterReset`). Simulation only.
-    fn tdr_reason(&self, _i: usize) -> Result<Option<u32>, Failure> {
-        unsupported("TDR reasons")
-    }
-    /// (engine resets, adapter resets) recovered on adapter `i`. Simulation only.
-    fn tdr_recoveries(&self, _i: usize) -> Result<(u64, u64), Failure> {
-        unsupported("TDR counters")
-    }
-    /// The OS's (last submitted, last completed) fence IDs of `node` (TDR-04). Simulation only.
-    fn dma_fences(&self, _i: usize, _node: u32) -> Result<(u32, u32), Failure> {
-        unsupported("VidSch fence IDs")
-    }
-    /// Every fence ID retired on adapter `i` as (node, id), in order. Simulation only.
-    fn retired_fences(&self, _i: usize) -> Result<Vec<(u32, u32)>, Failure> {
-        unsupported("VidSch fence IDs")
-    }
-    /// `DxgkDdiQueryCurrentFence(node)`: the KMD's last completed fence ID. Simulation only.
-    fn current_fence(&mut self, _i: usize, _node: u32) -> Result<u32, Failure> {
-        unsupported("direct DDI calls")
-    }
-    /// `DxgkDdiQueryDependentEngineGroup(node)`. Simulation only.
-    fn dependent_engine_group(&mut self, _i: usize, _node: u32) -> Result<u64, Failure> {
-        unsupported("direct DDI calls")
-    }
-    /// `DxgkDdiCollectDbgInfo(reason)` at PASSIVE_LEVEL; the text. Simulation only.
-    fn collect_dbg_info(&mut self, _i: usize, _reason: u32) -> Result<String, Failure> {
-        unsupported("direct DDI calls")
-    }
-    /// TDR-01 level 0, threaded sessions with TDR enabled: one thread calls
-    /// `DxgkDdiCollectDbgInfo(0x141)` in a loop and another `QueryAdapterInfo(DRIVERCAPS)` while
-    /// a HANG submitted on `node` (kernel-mode path) is detected and reset. Simulation only.
-    fn collect_dbg_info_under_reset(
-        &mut self,
-        _i: usize,
-        _node: u32,
-    ) -> Result<DbgInfoRace, Failure> {
-        unsupported("direct DDI calls")
-    }
-    /// The device's engine `node` hangs now, wherever it is (mid DMA buffer). Simulation only.
-    fn inject_hang(&mut self, _i: usize, _node: u32) -> Result<(), Failure> {
-        unsupported("hang injection")
-    }
-    /// The device's next reset of engine `node` fails (TDR-09). Simulation only.
-    fn fail_next_reset(&mut self, _i: usize, _node: u32) -> Result<(), Failure> {
-        unsupported("reset failure injection")
-    }
-    /// Runs the TDR sequence on `node` now, as if its timeout had expired. Simulation only.
-    fn force_tdr(&mut self, _i: usize, _node: u32) -> Result<(), Failure> {
-        unsupported("forced TDRs")
-    }
-    /// Arms the TDR-07 race on adapter `i`: between the OS's snapshot and
-    /// `DxgkDdiResetEngine` engine `node` runs until it has no work. Simulation only.
-    fn complete_before_reset(&mut self, _i: usize, _node: u32) -> Result<(), Failure> {
-        unsupported("TDR pause hooks")
-    }
-    /// Engine `node` as the device shows it. Simulation only.
-    fn engine_probe(&self, _i: usize, _node: u32) -> Result<EngineProbe, Failure> {
-        unsupported("engine probes")
-    }
-    /// Runs `lanes` at the same time on existing queues, one thread each ([`StreamLane`]);
-    /// step-mode sessions run them one after another.
-    fn stream(&mut self, _lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
-        unsupported("streams")
-    }
-}
-
-/// Something that opens sessions.
-pub trait Backend: Send + Sync {
-    /// Name shown in reports (`sim`, later `windows`).
-    fn name(&self) -> &'static str;
-    /// Opens a fresh session.
-    fn open(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure>;
 }

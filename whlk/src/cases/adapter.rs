@@ -1,8 +1,10 @@
 //! `Adapter.*`: bring-up through the driver's table.
 
-use crate::backend::{Backend, ExecMode, SessionConfig};
+use crate::backend::{Backend, Capability, ExecMode, SessionConfig};
 use crate::case::{Case, CaseResult};
 use crate::ensure;
+
+use super::common::no_fault;
 
 /// The cases of this area.
 pub const CASES: &[Case] = &[
@@ -10,24 +12,32 @@ pub const CASES: &[Case] = &[
         name: "Adapter.StartStop",
         requirements: &["ISSUE-2"],
         summary: "load, start, stop, remove, unload through DRIVER_INITIALIZATION_DATA (step mode)",
+        needs: &[],
+        optional: &[Capability::BugChecks],
         run: start_stop_step,
     },
     Case {
         name: "Adapter.StartStopThreaded",
         requirements: &["ISSUE-2"],
         summary: "the same life cycle with device, interrupt and DPC threads",
+        needs: &[],
+        optional: &[Capability::BugChecks],
         run: start_stop_threaded,
     },
     Case {
         name: "Adapter.RestartAfterStop",
         requirements: &["ISSUE-2"],
         summary: "StartDevice again after StopDevice",
+        needs: &[],
+        optional: &[],
         run: restart,
     },
     Case {
         name: "Adapter.TwoAdapters",
         requirements: &["ISSUE-2"],
         summary: "an iGPU and a dGPU start and stop independently under one driver",
+        needs: &[],
+        optional: &[],
         run: two_adapters,
     },
     Case {
@@ -35,12 +45,16 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-10", "TDR-02"],
         summary:
             "DRIVERCAPS is render-only, multi-engine, 64-bit atomics, consistent with the device",
+        needs: &[],
+        optional: &[],
         run: driver_caps,
     },
     Case {
         name: "Adapter.NativeFenceFeatureDisabled",
         requirements: &["NF-10"],
         summary: "with DXGK_FEATURE_NATIVE_FENCE off the driver starts without NativeGpuFence",
+        needs: &[Capability::ConfiguredMachine],
+        optional: &[],
         run: native_fence_disabled,
     },
 ];
@@ -58,7 +72,7 @@ fn life_cycle(b: &dyn Backend, mode: ExecMode) -> CaseResult {
     s.stop_adapter(0)?;
     s.remove_adapter(0)?;
     s.unload()?;
-    ensure!(s.bugcheck().is_none(), "bug check: {:?}", s.bugcheck());
+    no_fault(&*s)?;
     Ok(())
 }
 

@@ -2,9 +2,11 @@
 
 use std::time::Duration;
 
-use crate::backend::{Backend, ExecMode, SessionConfig};
+use crate::backend::{Backend, Capability, ExecMode, SessionConfig};
 use crate::case::{Case, CaseResult};
 use crate::ensure;
+
+use super::common::no_fault;
 
 /// `DXGK_ENGINE_STATE_TRANSITION_TO_F1`.
 const TRANSITION_TO_F1: i32 = 1;
@@ -17,12 +19,16 @@ pub const CASES: &[Case] = &[
         summary:
             "KMD side of UM-13: an idle engine's F1 request reaches the OS as a processed \
              ENGINE_STATE_CHANGE (step); the OS's doorbell disconnect comes with user-mode submission",
+        needs: &[Capability::OsTrace, Capability::ConfiguredMachine],
+        optional: &[Capability::BugChecks],
         run: step,
     },
     Case {
         name: "Adapter.InterruptPathThreaded",
         requirements: &["UM-13"],
         summary: "the same with device, interrupt and DPC threads",
+        needs: &[Capability::OsTrace, Capability::ConfiguredMachine],
+        optional: &[Capability::BugChecks],
         run: threaded,
     },
 ];
@@ -34,16 +40,18 @@ fn path(b: &dyn Backend, mode: ExecMode, idle_ticks: u64) -> CaseResult {
     s.load_driver()?;
     s.start_adapter(0)?;
     let got = s.run_until(Duration::from_secs(5), &mut |s| {
-        s.engine_state_changes(0)
-            .iter()
-            .any(|c| c.new_state == TRANSITION_TO_F1)
+        s.os_trace_ref().is_ok_and(|t| {
+            t.engine_state_changes(0)
+                .iter()
+                .any(|c| c.new_state == TRANSITION_TO_F1)
+        })
     })?;
     ensure!(
         got,
         "no TransitionToF1 processed by the OS; saw {:?}",
-        s.engine_state_changes(0)
+        s.os_trace_ref()?.engine_state_changes(0)
     );
-    ensure!(s.bugcheck().is_none(), "bug check {:?}", s.bugcheck());
+    no_fault(&*s)?;
     s.stop_adapter(0)?;
     Ok(())
 }

@@ -12,11 +12,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::backend::{
-    Backend, ExecMode, FenceWork, LogKind, ProcessRef, Session, SessionConfig, SubmitPath,
-    UmFenceRef, UmQueueRef, WaitResult, Work,
+    Backend, Capability, ExecMode, FenceWork, LogKind, ProcessRef, SubmitPath, UmFenceRef,
+    UmQueueRef, WaitResult, Work,
 };
-use crate::case::{Case, CaseError, CaseResult};
+use crate::case::{Case, CaseResult};
 use crate::ensure;
+
+use super::common::session;
 use crate::runner;
 use crate::timeline::{FenceOp, Timeline};
 
@@ -32,6 +34,8 @@ pub const CASES: &[Case] = &[
         requirements: &["LOG-01", "LOG-09"],
         summary: "the OS sets a wait and a signal log (84 entries, or the configured size) on \
                   every user-mode queue at creation, none on a kernel-mode queue",
+        needs: &[Capability::UserModeSubmission, Capability::FenceLogs, Capability::ConfiguredMachine],
+        optional: &[],
         run: every_user_queue_has_both_logs,
     },
     Case {
@@ -40,12 +44,16 @@ pub const CASES: &[Case] = &[
         summary: "a CPU wait is released from the signal log: the OS flushed the named queue \
                   (UpdateNativeFenceLogs), read the entry (fence, value, SIGNAL_EXECUTED) and \
                   needed no fallback scan",
+        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs],
+        optional: &[],
         run: cpu_wait_released_from_signal_log,
     },
     Case {
         name: "Logs.SharedFenceHandlesPerProcess",
         requirements: &["LOG-03"],
         summary: "a fence shared by two processes: each queue's log entry names the fence by                   its own process's D3DKMT handle; the consumer's GPU wait is released by the                   producer's signal",
+        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs],
+        optional: &[],
         run: shared_fence_handles_per_process,
     },
     Case {
@@ -53,6 +61,8 @@ pub const CASES: &[Case] = &[
         requirements: &["LOG-05"],
         summary: "4-entry logs, 10 signals before anyone reads: the OS detects the overflow, \
                   reports the lost entries, scans the fences, and the CPU wait is released",
+        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::StepMode, Capability::ConfiguredMachine],
+        optional: &[],
         run: overflow_falls_back_to_scan,
     },
     Case {
@@ -60,6 +70,8 @@ pub const CASES: &[Case] = &[
         requirements: &["LOG-01", "LOG-02"],
         summary: "the OS moves a running queue's signal log to a 16-entry buffer: every \
                   operation before and after is logged exactly once, indices continue",
+        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs],
+        optional: &[],
         run: recreate_log_mid_run,
     },
     Case {
@@ -69,25 +81,14 @@ pub const CASES: &[Case] = &[
                   producer/consumer chain with CPU waits: every operation queued and logged \
                   once, consecutive indices, monotonic GPU times, causal mapping; the run's \
                   timeline file",
+        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs],
+        optional: &[],
         run: timeline,
     },
 ];
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
-
-fn session(
-    b: &dyn Backend,
-    mode: ExecMode,
-    tweak: impl FnOnce(&mut SessionConfig),
-) -> Result<Box<dyn Session>, CaseError> {
-    let mut cfg = SessionConfig::new(mode);
-    tweak(&mut cfg);
-    let mut s = b.open(&cfg)?;
-    s.load_driver()?;
-    s.start_adapter(0)?;
-    Ok(s)
-}
 
 fn kind_name(k: LogKind) -> &'static str {
     match k {
@@ -172,15 +173,17 @@ fn check_joined(tl: &Timeline, causal: bool) -> CaseResult {
 fn every_user_queue_has_both_logs(b: &dyn Backend) -> CaseResult {
     for entries in [None, Some(16)] {
         let mut s = session(b, ExecMode::Step, |c| c.log_entries = entries)?;
-        let p = s.open_process(0)?;
+        let p = s.ums()?.open_process(0)?;
         let want = Some(entries.unwrap_or(DEFAULT_LOG_ENTRIES));
-        let nodes = s.submission_caps(0)?.user_mode_nodes;
+        let nodes = s.ums()?.submission_caps(0)?.user_mode_nodes;
         for (node, um) in nodes.iter().enumerate() {
             if !um {
                 continue;
             }
-            let q = s.create_queue(p, node as u32, SubmitPath::UserMode)?;
-            let logs = s.queue_logs(q)?;
+            let q = s
+                .ums()?
+                .create_queue(p, node as u32, SubmitPath::UserMode)?;
+            let logs = s.fence_logs_ref()?.queue_logs(q)?;
             ensure!(
                 logs.wait_entries == want && logs.signal_entries == want,
                 "LOG-01/LOG-09: user-mode queue on node {node}: wait log {:?}, signal log {:?} \
@@ -189,8 +192,8 @@ fn every_user_queue_has_both_logs(b: &dyn Backend) -> CaseResult {
                 logs.signal_entries
             );
         }
-        let k = s.create_queue(p, 0, SubmitPath::KernelMode)?;
-        let logs = s.queue_logs(k)?;
+        let k = s.ums()?.create_queue(p, 0, SubmitPath::KernelMode)?;
+        let logs = s.fence_logs_ref()?.queue_logs(k)?;
         ensure!(
             logs.wait_entries.is_none() && logs.signal_entries.is_none(),
             "kernel-mode queue has logs: {logs:?} (the OS gives kernel-mode queues none)"
@@ -201,17 +204,18 @@ fn every_user_queue_has_both_logs(b: &dyn Backend) -> CaseResult {
 
 fn cpu_wait_released_from_signal_log(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, |_| {})?;
-    s.trace_fences()?;
-    let p = s.open_process(0)?;
-    let q = s.create_queue(p, 0, SubmitPath::UserMode)?;
-    let f = s.create_um_fence(p, 0)?;
-    let before = s.log_counters(0)?;
+    s.fence_logs()?.trace_fences()?;
+    let p = s.ums()?.open_process(0)?;
+    let q = s.ums()?.create_queue(p, 0, SubmitPath::UserMode)?;
+    let f = s.umd_fences()?.create_um_fence(p, 0)?;
+    let before = s.fence_logs_ref()?.log_counters(0)?;
     // Step mode: nothing runs until the wait lets the machine run, so the wait is registered
     // before the GPU signals and the signal needs its interrupt.
-    s.submit_fence_ops(q, &[FenceWork::Signal(f, 7)])?;
-    let r = s.wait_um_fence(f, 7, WAIT)?;
+    s.umd_fences()?
+        .submit_fence_ops(q, &[FenceWork::Signal(f, 7)])?;
+    let r = s.umd_fences()?.wait_um_fence(f, 7, WAIT)?;
     ensure!(r == WaitResult::Satisfied, "CPU wait ended {r:?}");
-    let c = s.log_counters(0)?;
+    let c = s.fence_logs_ref()?.log_counters(0)?;
     ensure!(
         c.update_calls > before.update_calls,
         "LOG-07: the OS never called UpdateNativeFenceLogs before reading ({c:?})"
@@ -224,8 +228,10 @@ fn cpu_wait_released_from_signal_log(b: &dyn Backend) -> CaseResult {
         c.fallback_scans == before.fallback_scans && c.overflows == 0 && c.bad_entries == 0,
         "the release needed a fallback, or entries were bad or lost: {c:?}"
     );
-    s.close_queue(q)?;
-    let tl = s.fence_timeline("Logs.CpuWaitReleasedFromSignalLog")?;
+    s.ums()?.close_queue(q)?;
+    let tl = s
+        .fence_logs_ref()?
+        .fence_timeline("Logs.CpuWaitReleasedFromSignalLog")?;
     let ops: Vec<&FenceOp> = tl.ops.iter().filter(|o| o.fence != 0).collect();
     ensure!(
         ops.len() == 1 && ops[0].kind == LogKind::Signal && ops[0].value == 7,
@@ -237,30 +243,34 @@ fn cpu_wait_released_from_signal_log(b: &dyn Backend) -> CaseResult {
 
 fn shared_fence_handles_per_process(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, |_| {})?;
-    s.trace_fences()?;
-    let pa = s.open_process(0)?;
-    let pb = s.open_process(0)?;
-    let qa = s.create_queue(pa, 0, SubmitPath::UserMode)?;
-    let qb = s.create_queue(pb, 0, SubmitPath::UserMode)?;
-    let fa = s.create_um_fence(pa, 0)?;
-    let fb = s.open_um_fence(fa, pb)?;
-    let done = s.create_um_fence(pb, 0)?;
+    s.fence_logs()?.trace_fences()?;
+    let pa = s.ums()?.open_process(0)?;
+    let pb = s.ums()?.open_process(0)?;
+    let qa = s.ums()?.create_queue(pa, 0, SubmitPath::UserMode)?;
+    let qb = s.ums()?.create_queue(pb, 0, SubmitPath::UserMode)?;
+    let fa = s.umd_fences()?.create_um_fence(pa, 0)?;
+    let fb = s.umd_fences()?.open_um_fence(fa, pb)?;
+    let done = s.umd_fences()?.create_um_fence(pb, 0)?;
     // B waits on the GPU for A's signal, then signals `done` for the CPU.
-    s.submit_fence_ops(qb, &[FenceWork::Wait(fb, 3), FenceWork::Signal(done, 1)])?;
-    s.submit_fence_ops(qa, &[FenceWork::Signal(fa, 3)])?;
-    let r = s.wait_um_fence(done, 1, WAIT)?;
+    s.umd_fences()?
+        .submit_fence_ops(qb, &[FenceWork::Wait(fb, 3), FenceWork::Signal(done, 1)])?;
+    s.umd_fences()?
+        .submit_fence_ops(qa, &[FenceWork::Signal(fa, 3)])?;
+    let r = s.umd_fences()?.wait_um_fence(done, 1, WAIT)?;
     ensure!(
         r == WaitResult::Satisfied,
         "B's chain did not finish: {r:?}"
     );
     ensure!(
-        s.um_fence_value(fb)? == 3,
+        s.umd_fences_ref()?.um_fence_value(fb)? == 3,
         "B's instance reads {}",
-        s.um_fence_value(fb)?
+        s.umd_fences_ref()?.um_fence_value(fb)?
     );
-    s.close_queue(qa)?;
-    s.close_queue(qb)?;
-    let tl = s.fence_timeline("Logs.SharedFenceHandlesPerProcess")?;
+    s.ums()?.close_queue(qa)?;
+    s.ums()?.close_queue(qb)?;
+    let tl = s
+        .fence_logs_ref()?
+        .fence_timeline("Logs.SharedFenceHandlesPerProcess")?;
     check_joined(&tl, false)?;
     let signal_a: Vec<u32> = tl
         .ops
@@ -289,26 +299,27 @@ fn shared_fence_handles_per_process(b: &dyn Backend) -> CaseResult {
 
 fn overflow_falls_back_to_scan(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, |c| c.log_entries = Some(4))?;
-    s.trace_fences()?;
-    let p = s.open_process(0)?;
-    let q = s.create_queue(p, 0, SubmitPath::UserMode)?;
-    let f = s.create_um_fence(p, 0)?;
-    let g = s.create_um_fence(p, 0)?;
+    s.fence_logs()?.trace_fences()?;
+    let p = s.ums()?.open_process(0)?;
+    let q = s.ums()?.create_queue(p, 0, SubmitPath::UserMode)?;
+    let f = s.umd_fences()?.create_um_fence(p, 0)?;
+    let g = s.umd_fences()?.create_um_fence(p, 0)?;
     // Ten signals nobody waits for: no interrupt, nobody reads, the 4-entry log laps.
     let ops: Vec<FenceWork> = (1..=10).map(|v| FenceWork::Signal(f, v)).collect();
-    s.submit_fence_ops(q, &ops)?;
-    s.run_until_idle()?;
+    s.umd_fences()?.submit_fence_ops(q, &ops)?;
+    s.step()?.run_until_idle()?;
     ensure!(
-        s.um_fence_value(f)? == 10,
+        s.umd_fences_ref()?.um_fence_value(f)? == 10,
         "the ten signals did not run (value {})",
-        s.um_fence_value(f)?
+        s.umd_fences_ref()?.um_fence_value(f)?
     );
     // One signal with a waiter: the interrupt names the queue, the OS finds 11 entries
     // written since its cursor in a 4-entry log.
-    s.submit_fence_ops(q, &[FenceWork::Signal(g, 1)])?;
-    let r = s.wait_um_fence(g, 1, WAIT)?;
+    s.umd_fences()?
+        .submit_fence_ops(q, &[FenceWork::Signal(g, 1)])?;
+    let r = s.umd_fences()?.wait_um_fence(g, 1, WAIT)?;
     ensure!(r == WaitResult::Satisfied, "CPU wait ended {r:?}");
-    let c = s.log_counters(0)?;
+    let c = s.fence_logs_ref()?.log_counters(0)?;
     ensure!(
         c.overflows >= 1 && c.entries_lost >= 7,
         "LOG-05: 11 entries in a 4-entry log, but overflows {} and entries lost {} (expected \
@@ -320,8 +331,10 @@ fn overflow_falls_back_to_scan(b: &dyn Backend) -> CaseResult {
         c.fallback_scans >= 1,
         "LOG-05: an overflow must make the OS scan the device's fences: {c:?}"
     );
-    s.close_queue(q)?;
-    let tl = s.fence_timeline("Logs.OverflowFallsBackToScan")?;
+    s.ums()?.close_queue(q)?;
+    let tl = s
+        .fence_logs_ref()?
+        .fence_timeline("Logs.OverflowFallsBackToScan")?;
     let lost = tl
         .ops
         .iter()
@@ -342,33 +355,37 @@ fn overflow_falls_back_to_scan(b: &dyn Backend) -> CaseResult {
 
 fn recreate_log_mid_run(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, |_| {})?;
-    s.trace_fences()?;
-    let p = s.open_process(0)?;
-    let q = s.create_queue(p, 0, SubmitPath::UserMode)?;
-    let f = s.create_um_fence(p, 0)?;
+    s.fence_logs()?.trace_fences()?;
+    let p = s.ums()?.open_process(0)?;
+    let q = s.ums()?.create_queue(p, 0, SubmitPath::UserMode)?;
+    let f = s.umd_fences()?.create_um_fence(p, 0)?;
     for v in 1..=3 {
-        s.submit_fence_ops(q, &[FenceWork::Signal(f, v)])?;
+        s.umd_fences()?
+            .submit_fence_ops(q, &[FenceWork::Signal(f, v)])?;
     }
     ensure!(
-        s.wait_um_fence(f, 3, WAIT)? == WaitResult::Satisfied,
+        s.umd_fences()?.wait_um_fence(f, 3, WAIT)? == WaitResult::Satisfied,
         "first half did not run"
     );
-    s.recreate_queue_log(q, LogKind::Signal, 16)?;
-    let logs = s.queue_logs(q)?;
+    s.fence_logs()?.recreate_queue_log(q, LogKind::Signal, 16)?;
+    let logs = s.fence_logs_ref()?.queue_logs(q)?;
     ensure!(
         logs.signal_entries == Some(16),
         "LOG-01: after the move the signal log has {:?} entries (expected 16)",
         logs.signal_entries
     );
     for v in 4..=6 {
-        s.submit_fence_ops(q, &[FenceWork::Signal(f, v)])?;
+        s.umd_fences()?
+            .submit_fence_ops(q, &[FenceWork::Signal(f, v)])?;
     }
     ensure!(
-        s.wait_um_fence(f, 6, WAIT)? == WaitResult::Satisfied,
+        s.umd_fences()?.wait_um_fence(f, 6, WAIT)? == WaitResult::Satisfied,
         "second half did not run"
     );
-    s.close_queue(q)?;
-    let tl = s.fence_timeline("Logs.RecreateLogMidRun")?;
+    s.ums()?.close_queue(q)?;
+    let tl = s
+        .fence_logs_ref()?
+        .fence_timeline("Logs.RecreateLogMidRun")?;
     let signals: Vec<(u32, u64)> = tl
         .ops
         .iter()
@@ -400,8 +417,8 @@ struct Lane {
 fn timeline(b: &dyn Backend) -> CaseResult {
     const ROUNDS: u64 = 34; // 2 processes x 34 rounds x 3 operations = 204
     let mut s = session(b, ExecMode::Threaded, |_| {})?;
-    s.trace_fences()?;
-    let nodes = s.submission_caps(0)?.user_mode_nodes;
+    s.fence_logs()?.trace_fences()?;
+    let nodes = s.ums()?.submission_caps(0)?.user_mode_nodes;
     let second = nodes
         .iter()
         .enumerate()
@@ -411,13 +428,13 @@ fn timeline(b: &dyn Backend) -> CaseResult {
     let mut lanes = Vec::new();
     let mut procs: Vec<ProcessRef> = Vec::new();
     for _ in 0..2 {
-        let p = s.open_process(0)?;
+        let p = s.ums()?.open_process(0)?;
         procs.push(p);
-        let a = s.create_queue(p, 0, SubmitPath::UserMode)?;
-        let bq = s.create_queue(p, second, SubmitPath::UserMode)?;
-        let fa = s.create_um_fence(p, 0)?;
-        let fb = s.create_um_fence(p, 0)?;
-        let buf = s.create_buffer(p, 4096)?;
+        let a = s.ums()?.create_queue(p, 0, SubmitPath::UserMode)?;
+        let bq = s.ums()?.create_queue(p, second, SubmitPath::UserMode)?;
+        let fa = s.umd_fences()?.create_um_fence(p, 0)?;
+        let fb = s.umd_fences()?.create_um_fence(p, 0)?;
+        let buf = s.ums()?.create_buffer(p, 4096)?;
         lanes.push(Lane {
             a,
             b: bq,
@@ -439,7 +456,7 @@ fn timeline(b: &dyn Backend) -> CaseResult {
                 })
             };
             // Consumer first, so its wait is usually in the GPU before the producer signals.
-            l.last[1] = s.submit_fence_ops(
+            l.last[1] = s.umd_fences()?.submit_fence_ops(
                 l.b,
                 &[
                     FenceWork::Wait(l.fa, k),
@@ -447,11 +464,13 @@ fn timeline(b: &dyn Backend) -> CaseResult {
                     FenceWork::Signal(l.fb, k),
                 ],
             )?;
-            l.last[0] = s.submit_fence_ops(l.a, &[fill(0), FenceWork::Signal(l.fa, k)])?;
+            l.last[0] = s
+                .umd_fences()?
+                .submit_fence_ops(l.a, &[fill(0), FenceWork::Signal(l.fa, k)])?;
         }
         if k % 5 == 0 || k == ROUNDS {
             for l in &lanes {
-                let r = s.wait_um_fence(l.fb, k, WAIT)?;
+                let r = s.umd_fences()?.wait_um_fence(l.fb, k, WAIT)?;
                 ensure!(
                     r == WaitResult::Satisfied,
                     "CPU wait for round {k} ended {r:?}"
@@ -461,20 +480,21 @@ fn timeline(b: &dyn Backend) -> CaseResult {
     }
     for l in &lanes {
         for (q, v) in [(l.a, l.last[0]), (l.b, l.last[1])] {
-            let r = s.wait_progress(q, v)?;
+            let r = s.ums()?.wait_progress(q, v)?;
             ensure!(r == WaitResult::Satisfied, "queue did not finish: {r:?}");
         }
         ensure!(
-            s.um_fence_value(l.fa)? == ROUNDS && s.um_fence_value(l.fb)? == ROUNDS,
+            s.umd_fences_ref()?.um_fence_value(l.fa)? == ROUNDS
+                && s.umd_fences_ref()?.um_fence_value(l.fb)? == ROUNDS,
             "fences did not reach {ROUNDS}"
         );
     }
     // Destroying the queues makes the OS drain their logs one last time.
     for l in &lanes {
-        s.close_queue(l.a)?;
-        s.close_queue(l.b)?;
+        s.ums()?.close_queue(l.a)?;
+        s.ums()?.close_queue(l.b)?;
     }
-    let tl = s.fence_timeline("Logs.Timeline")?;
+    let tl = s.fence_logs_ref()?.fence_timeline("Logs.Timeline")?;
     let want = 2 * ROUNDS as usize * 3;
     ensure!(
         tl.ops.len() == want,

@@ -1,6 +1,7 @@
 //! The cases, one module per area.
 
 pub mod adapter;
+mod common;
 pub mod interrupt;
 pub mod logs;
 pub mod native_fence;

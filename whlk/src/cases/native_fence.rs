@@ -4,9 +4,11 @@
 
 use std::time::Duration;
 
-use crate::backend::{Backend, ExecMode, Session, SessionConfig, WaitResult};
+use crate::backend::{Backend, Capability, ExecMode, Session, SessionConfig, WaitResult};
 use crate::case::{Case, CaseResult};
 use crate::ensure;
+
+use super::common::no_fault;
 
 /// The cases of this area.
 pub const CASES: &[Case] = &[
@@ -15,6 +17,8 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-02"],
         summary: "MonitoredValue is u64::MAX with no waiter and the lowest pending value − 1 \
                   with waiters, rising as waits are released",
+        needs: &[Capability::Fences],
+        optional: &[],
         run: monitored_value_tracks_waiters,
     },
     Case {
@@ -22,6 +26,8 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-05", "NF-11"],
         summary: "non-shareable fences of one process share pages at the caps' stride; a \
                   shareable fence's values are on pages of their own",
+        needs: &[Capability::Fences],
+        optional: &[],
         run: packed_storage,
     },
     Case {
@@ -29,12 +35,24 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-03", "NF-04", "NF-07"],
         summary: "a GPU signal crossing a CPU waiter's value raises one interrupt; the DPC \
                   releases the wait and re-arms MonitoredValue",
+        needs: &[
+            Capability::Fences,
+            Capability::OsTrace,
+            Capability::StepMode,
+        ],
+        optional: &[Capability::BugChecks],
         run: cpu_wait_gpu_signal,
     },
     Case {
         name: "NativeFence.NoWaiterNoInterrupt",
         requirements: &["NF-03"],
         summary: "100 GPU signals of a fence nobody waits on raise no interrupt",
+        needs: &[
+            Capability::Fences,
+            Capability::OsTrace,
+            Capability::StepMode,
+        ],
+        optional: &[],
         run: no_waiter_no_interrupt,
     },
     Case {
@@ -42,6 +60,8 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-13"],
         summary: "create + open A, open B, destroy A (close only), destroy B (close + destroy); \
                   out-of-order destroy refused",
+        needs: &[Capability::Fences, Capability::DirectDdi],
+        optional: &[Capability::BugChecks],
         run: handle_lifetimes,
     },
     Case {
@@ -49,6 +69,8 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-14"],
         summary: "a fence destroyed with its GPU signal still queued is never reported: no bug \
                   check, the waiter is abandoned",
+        needs: &[Capability::Fences, Capability::StepMode],
+        optional: &[Capability::BugChecks],
         run: destroy_with_queued_signal,
     },
     Case {
@@ -56,6 +78,12 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-17"],
         summary: "a CPU signal unblocks a GPU FENCE_WAIT with no interrupt; the queue's later \
                   signal lands",
+        needs: &[
+            Capability::Fences,
+            Capability::OsTrace,
+            Capability::StepMode,
+        ],
+        optional: &[],
         run: cpu_signal_releases_gpu_wait,
     },
     Case {
@@ -63,6 +91,12 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-16"],
         summary: "a cross-adapter fence holds MonitoredValue at 0 on both adapters; a CPU \
                   signal on one unblocks a GPU wait on the other (NotificationOnly)",
+        needs: &[
+            Capability::Fences,
+            Capability::CrossAdapterFences,
+            Capability::StepMode,
+        ],
+        optional: &[],
         run: cross_adapter,
     },
     Case {
@@ -70,6 +104,13 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-18", "NF-16"],
         summary: "seed table 1 (both GPUs native): iGPU GPU wait released by a dGPU GPU \
                   signal (interrupt, NotificationOnly propagation)",
+        needs: &[
+            Capability::Fences,
+            Capability::CrossAdapterFences,
+            Capability::OsTrace,
+            Capability::StepMode,
+        ],
+        optional: &[],
         run: scenario1,
     },
     Case {
@@ -77,6 +118,13 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-18"],
         summary: "seed table 2a (iGPU without native fences): the fence opens as a monitored \
                   fence on the iGPU; an iGPU CPU wait is released by a dGPU GPU signal",
+        needs: &[
+            Capability::Fences,
+            Capability::CrossAdapterFences,
+            Capability::StepMode,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[],
         run: scenario2a,
     },
     Case {
@@ -84,6 +132,13 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-18"],
         summary: "seed table 2b: an iGPU CPU signal of the monitored fence releases a dGPU GPU \
                   wait (NotificationOnly)",
+        needs: &[
+            Capability::Fences,
+            Capability::CrossAdapterFences,
+            Capability::StepMode,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[],
         run: scenario2b,
     },
     Case {
@@ -91,6 +146,13 @@ pub const CASES: &[Case] = &[
         requirements: &["MF-01", "MF-03", "MF-04"],
         summary: "adapter without native fences: legacy GPU signals always interrupt; the DPC \
                   scan releases CPU waits; a CPU signal goes through the OS",
+        needs: &[
+            Capability::Fences,
+            Capability::OsTrace,
+            Capability::StepMode,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[],
         run: monitored_cpu_wait_gpu_signal,
     },
     Case {
@@ -98,6 +160,8 @@ pub const CASES: &[Case] = &[
         requirements: &["MF-04", "NF-04", "NF-09"],
         summary: "threaded: 50 rounds of event and blocking CPU waits released by GPU \
                   signals; no wake-up lost",
+        needs: &[Capability::Fences],
+        optional: &[Capability::BugChecks],
         run: cpu_waits_threaded,
     },
 ];
@@ -129,35 +193,35 @@ fn session_with(
 
 fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let f = s.create_native_fence(0, 1, 0, false)?;
+    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
     ensure!(
-        s.fence_values(f)?.monitored == u64::MAX,
+        s.fences_ref()?.fence_values(f)?.monitored == u64::MAX,
         "MonitoredValue with no waiter"
     );
-    let e10 = s.cpu_wait_event(f, 10)?;
-    let e5 = s.cpu_wait_event(f, 5)?;
-    let mv = s.fence_values(f)?.monitored;
+    let e10 = s.fences()?.cpu_wait_event(f, 10)?;
+    let e5 = s.fences()?.cpu_wait_event(f, 5)?;
+    let mv = s.fences_ref()?.fence_values(f)?.monitored;
     ensure!(
         mv == 4,
         "MonitoredValue {mv:#x} with waiters at 5 and 10, expected 4"
     );
-    s.cpu_signal(f, 5)?;
+    s.fences()?.cpu_signal(f, 5)?;
     ensure!(
-        s.event_result(e5, Duration::ZERO) == Some(WaitResult::Satisfied),
+        s.fences_ref()?.event_result(e5, Duration::ZERO) == Some(WaitResult::Satisfied),
         "wait for 5 not released"
     );
-    let mv = s.fence_values(f)?.monitored;
+    let mv = s.fences_ref()?.fence_values(f)?.monitored;
     ensure!(
         mv == 9,
         "MonitoredValue {mv:#x} after releasing 5, expected 9"
     );
-    s.cpu_signal(f, 10)?;
+    s.fences()?.cpu_signal(f, 10)?;
     ensure!(
-        s.event_result(e10, Duration::ZERO) == Some(WaitResult::Satisfied),
+        s.fences_ref()?.event_result(e10, Duration::ZERO) == Some(WaitResult::Satisfied),
         "wait for 10 not released"
     );
     ensure!(
-        s.fence_values(f)?.monitored == u64::MAX,
+        s.fences_ref()?.fence_values(f)?.monitored == u64::MAX,
         "MonitoredValue after the last wait"
     );
     Ok(())
@@ -165,153 +229,156 @@ fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
 
 fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let f = s.create_native_fence(0, 1, 0, false)?;
-    let q = s.gpu_queue(0, 0)?;
-    let e = s.cpu_wait_event(f, 3)?;
+    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let q = s.fences()?.gpu_queue(0, 0)?;
+    let e = s.fences()?.cpu_wait_event(f, 3)?;
     for v in 1..=5 {
-        s.gpu_signal(q, f, v)?;
+        s.fences()?.gpu_signal(q, f, v)?;
     }
-    s.gpu_submit(q)?;
-    s.run_until_idle()?;
+    s.fences()?.gpu_submit(q)?;
+    s.step()?.run_until_idle()?;
     ensure!(
-        s.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
+        s.fences_ref()?.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
         "CPU wait for 3 not released; values {:?}",
-        s.fence_values(f)
+        s.fences_ref()?.fence_values(f)
     );
-    let n = s.interrupt_count(0);
+    let n = s.os_trace_ref()?.interrupt_count(0);
     ensure!(n == 1, "{n} interrupts, expected exactly 1");
-    let v = s.fence_values(f)?;
+    let v = s.fences_ref()?.fence_values(f)?;
     ensure!(v.current == 5 && v.monitored == u64::MAX, "values {v:?}");
-    ensure!(s.bugcheck().is_none(), "bug check {:?}", s.bugcheck());
+    no_fault(&*s)?;
     Ok(())
 }
 
 fn no_waiter_no_interrupt(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let f = s.create_native_fence(0, 1, 0, false)?;
-    let q = s.gpu_queue(0, 0)?;
+    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let q = s.fences()?.gpu_queue(0, 0)?;
     for v in 1..=100 {
-        s.gpu_signal(q, f, v)?;
+        s.fences()?.gpu_signal(q, f, v)?;
         if v % 50 == 0 {
-            s.gpu_submit(q)?;
-            s.run_until_idle()?;
+            s.fences()?.gpu_submit(q)?;
+            s.step()?.run_until_idle()?;
         }
     }
-    ensure!(s.gpu_queue_drained(q), "queue not drained");
+    ensure!(s.fences_ref()?.gpu_queue_drained(q), "queue not drained");
     ensure!(
-        s.fence_values(f)?.current == 100,
+        s.fences_ref()?.fence_values(f)?.current == 100,
         "CurrentValue {:?}",
-        s.fence_values(f)
+        s.fences_ref()?.fence_values(f)
     );
-    let n = s.interrupt_count(0);
+    let n = s.os_trace_ref()?.interrupt_count(0);
     ensure!(n == 0, "{n} interrupts with no waiter");
     Ok(())
 }
 
 fn handle_lifetimes(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let a = s.create_native_fence(0, 1, 0, true)?;
-    let bb = s.open_native_fence(a, 2)?;
-    let st = s.raw_destroy_native_fence(a)?;
+    let a = s.fences()?.create_native_fence(0, 1, 0, true)?;
+    let bb = s.fences()?.open_native_fence(a, 2)?;
+    let st = s.direct_ddi()?.raw_destroy_native_fence(a)?;
     ensure!(st < 0, "Destroy with two open instances returned {st:#x}");
-    s.destroy_native_fence(a)?;
+    s.fences()?.destroy_native_fence(a)?;
     ensure!(
-        !s.native_fence_destroyed(bb),
+        !s.fences_ref()?.native_fence_destroyed(bb),
         "A's destroy must be Close(A) only"
     );
-    let st = s.raw_destroy_native_fence(bb)?;
+    let st = s.direct_ddi()?.raw_destroy_native_fence(bb)?;
     ensure!(st < 0, "Destroy while B has it open returned {st:#x}");
-    let e = s.cpu_wait_event(bb, 1)?;
-    s.cpu_signal(bb, 1)?;
+    let e = s.fences()?.cpu_wait_event(bb, 1)?;
+    s.fences()?.cpu_signal(bb, 1)?;
     ensure!(
-        s.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
+        s.fences_ref()?.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
         "fence unusable through B after A's destroy"
     );
     ensure!(
-        s.destroy_native_fence(a).is_err(),
+        s.fences()?.destroy_native_fence(a).is_err(),
         "A's instance destroyed twice"
     );
-    s.destroy_native_fence(bb)?;
+    s.fences()?.destroy_native_fence(bb)?;
     ensure!(
-        s.native_fence_destroyed(bb),
+        s.fences_ref()?.native_fence_destroyed(bb),
         "B's destroy must be Close(B) + Destroy"
     );
-    ensure!(s.bugcheck().is_none(), "bug check {:?}", s.bugcheck());
+    no_fault(&*s)?;
     Ok(())
 }
 
 fn destroy_with_queued_signal(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let f = s.create_native_fence(0, 1, 0, false)?;
-    let q = s.gpu_queue(0, 0)?;
-    let e = s.cpu_wait_event(f, 1)?;
-    s.gpu_signal(q, f, 1)?;
-    s.gpu_submit(q)?;
-    s.destroy_native_fence(f)?;
+    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let q = s.fences()?.gpu_queue(0, 0)?;
+    let e = s.fences()?.cpu_wait_event(f, 1)?;
+    s.fences()?.gpu_signal(q, f, 1)?;
+    s.fences()?.gpu_submit(q)?;
+    s.fences()?.destroy_native_fence(f)?;
     ensure!(
-        s.event_result(e, Duration::ZERO) == Some(WaitResult::Abandoned),
+        s.fences_ref()?.event_result(e, Duration::ZERO) == Some(WaitResult::Abandoned),
         "waiter of a destroyed fence not abandoned"
     );
-    s.run_until_idle()?;
-    ensure!(s.gpu_queue_drained(q), "queue not drained");
-    ensure!(s.bugcheck().is_none(), "bug check {:?}", s.bugcheck());
+    s.step()?.run_until_idle()?;
+    ensure!(s.fences_ref()?.gpu_queue_drained(q), "queue not drained");
+    no_fault(&*s)?;
     Ok(())
 }
 
 fn cpu_signal_releases_gpu_wait(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let f = s.create_native_fence(0, 1, 0, false)?;
-    let g = s.create_native_fence(0, 1, 0, false)?;
-    let q = s.gpu_queue(0, 0)?;
-    s.gpu_wait(q, f, 5)?;
-    s.gpu_signal(q, g, 1)?;
-    s.gpu_submit(q)?;
-    s.run_until_idle()?;
+    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let g = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let q = s.fences()?.gpu_queue(0, 0)?;
+    s.fences()?.gpu_wait(q, f, 5)?;
+    s.fences()?.gpu_signal(q, g, 1)?;
+    s.fences()?.gpu_submit(q)?;
+    s.step()?.run_until_idle()?;
     ensure!(
-        !s.gpu_queue_drained(q),
+        !s.fences_ref()?.gpu_queue_drained(q),
         "the queue did not block on FENCE_WAIT"
     );
-    s.cpu_signal(f, 5)?;
-    s.run_until_idle()?;
+    s.fences()?.cpu_signal(f, 5)?;
+    s.step()?.run_until_idle()?;
     ensure!(
-        s.gpu_queue_drained(q),
+        s.fences_ref()?.gpu_queue_drained(q),
         "the CPU signal did not release the GPU wait"
     );
     ensure!(
-        s.fence_values(g)?.current == 1,
+        s.fences_ref()?.fence_values(g)?.current == 1,
         "the later signal did not land"
     );
-    let n = s.interrupt_count(0);
+    let n = s.os_trace_ref()?.interrupt_count(0);
     ensure!(n == 0, "{n} interrupts: the release took a CPU round trip");
     Ok(())
 }
 
 fn cross_adapter(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 2)?;
-    let f0 = s.create_native_fence(0, 1, 0, true)?;
-    let f1 = s.open_native_fence_on(f0, 1, 2)?;
+    let f0 = s.fences()?.create_native_fence(0, 1, 0, true)?;
+    let f1 = s.cross_adapter()?.open_native_fence_on(f0, 1, 2)?;
     for (f, i) in [(f0, 0), (f1, 1)] {
-        let mv = s.fence_values(f)?.monitored;
+        let mv = s.fences_ref()?.fence_values(f)?.monitored;
         ensure!(
             mv == 0,
             "MonitoredValue {mv:#x} on adapter {i}, expected 0 (held)"
         );
     }
-    let done = s.create_native_fence(1, 2, 0, false)?;
-    let q = s.gpu_queue(1, 0)?;
-    s.gpu_wait(q, f1, 2)?;
-    s.gpu_signal(q, done, 1)?;
-    s.gpu_submit(q)?;
-    s.run_until_idle()?;
-    ensure!(!s.gpu_queue_drained(q), "adapter 1's queue did not block");
-    s.cpu_signal(f0, 2)?;
-    s.run_until_idle()?;
+    let done = s.fences()?.create_native_fence(1, 2, 0, false)?;
+    let q = s.fences()?.gpu_queue(1, 0)?;
+    s.fences()?.gpu_wait(q, f1, 2)?;
+    s.fences()?.gpu_signal(q, done, 1)?;
+    s.fences()?.gpu_submit(q)?;
+    s.step()?.run_until_idle()?;
     ensure!(
-        s.gpu_queue_drained(q),
+        !s.fences_ref()?.gpu_queue_drained(q),
+        "adapter 1's queue did not block"
+    );
+    s.fences()?.cpu_signal(f0, 2)?;
+    s.step()?.run_until_idle()?;
+    ensure!(
+        s.fences_ref()?.gpu_queue_drained(q),
         "NotificationOnly did not release adapter 1's GPU wait"
     );
     ensure!(
-        s.fence_values(done)?.current == 1,
+        s.fences_ref()?.fence_values(done)?.current == 1,
         "the later signal did not land"
     );
     Ok(())
@@ -319,58 +386,61 @@ fn cross_adapter(b: &dyn Backend) -> CaseResult {
 
 fn cpu_waits_threaded(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Threaded, 1)?;
-    let f = s.create_native_fence(0, 1, 0, false)?;
-    let q = s.gpu_queue(0, 0)?;
+    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let q = s.fences()?.gpu_queue(0, 0)?;
     for v in 1..=50u64 {
-        let e = s.cpu_wait_event(f, 2 * v)?;
-        s.gpu_signal(q, f, 2 * v - 1)?;
-        s.gpu_signal(q, f, 2 * v)?;
-        s.gpu_submit(q)?;
+        let e = s.fences()?.cpu_wait_event(f, 2 * v)?;
+        s.fences()?.gpu_signal(q, f, 2 * v - 1)?;
+        s.fences()?.gpu_signal(q, f, 2 * v)?;
+        s.fences()?.gpu_submit(q)?;
         if v % 2 == 1 {
-            let r = s.cpu_wait(f, 2 * v, Duration::from_secs(10))?;
+            let r = s.fences()?.cpu_wait(f, 2 * v, Duration::from_secs(10))?;
             ensure!(
                 r == WaitResult::Satisfied,
                 "blocking wait for {}: {r:?}",
                 2 * v
             );
         }
-        let r = s.event_result(e, Duration::from_secs(10));
+        let r = s.fences_ref()?.event_result(e, Duration::from_secs(10));
         ensure!(
             r == Some(WaitResult::Satisfied),
             "event wait for {}: {r:?}; values {:?}",
             2 * v,
-            s.fence_values(f)
+            s.fences_ref()?.fence_values(f)
         );
     }
-    ensure!(s.bugcheck().is_none(), "bug check {:?}", s.bugcheck());
+    no_fault(&*s)?;
     Ok(())
 }
 
 fn scenario1(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 2)?;
-    let d = s.create_native_fence(1, 1, 0, true)?;
-    let i = s.open_native_fence_on(d, 0, 1)?;
-    let after = s.create_native_fence(0, 1, 0, false)?;
-    let iq = s.gpu_queue(0, 0)?;
-    s.gpu_wait(iq, i, 10)?;
-    s.gpu_signal(iq, after, 1)?;
-    s.gpu_submit(iq)?;
-    s.run_until_idle()?;
-    ensure!(!s.gpu_queue_drained(iq), "the iGPU queue did not block");
-    let dq = s.gpu_queue(1, 0)?;
-    s.gpu_signal(dq, d, 10)?;
-    s.gpu_submit(dq)?;
-    s.run_until_idle()?;
+    let d = s.fences()?.create_native_fence(1, 1, 0, true)?;
+    let i = s.cross_adapter()?.open_native_fence_on(d, 0, 1)?;
+    let after = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let iq = s.fences()?.gpu_queue(0, 0)?;
+    s.fences()?.gpu_wait(iq, i, 10)?;
+    s.fences()?.gpu_signal(iq, after, 1)?;
+    s.fences()?.gpu_submit(iq)?;
+    s.step()?.run_until_idle()?;
     ensure!(
-        s.interrupt_count(1) >= 1,
+        !s.fences_ref()?.gpu_queue_drained(iq),
+        "the iGPU queue did not block"
+    );
+    let dq = s.fences()?.gpu_queue(1, 0)?;
+    s.fences()?.gpu_signal(dq, d, 10)?;
+    s.fences()?.gpu_submit(dq)?;
+    s.step()?.run_until_idle()?;
+    ensure!(
+        s.os_trace_ref()?.interrupt_count(1) >= 1,
         "the dGPU signal did not interrupt (MV held at 0)"
     );
     ensure!(
-        s.gpu_queue_drained(iq),
+        s.fences_ref()?.gpu_queue_drained(iq),
         "the iGPU GPU wait was not released"
     );
     ensure!(
-        s.fence_values(after)?.current == 1,
+        s.fences_ref()?.fence_values(after)?.current == 1,
         "the iGPU's later signal did not land"
     );
     Ok(())
@@ -378,44 +448,47 @@ fn scenario1(b: &dyn Backend) -> CaseResult {
 
 fn scenario2a(b: &dyn Backend) -> CaseResult {
     let mut s = session_with(b, ExecMode::Step, 2, |c| c.legacy_igpu = true)?;
-    let d = s.create_native_fence(1, 1, 0, true)?;
+    let d = s.fences()?.create_native_fence(1, 1, 0, true)?;
     ensure!(
-        s.open_native_fence_on(d, 0, 1).is_err(),
+        s.cross_adapter()?.open_native_fence_on(d, 0, 1).is_err(),
         "opened as a native fence on an adapter without native fences"
     );
-    let i = s.open_native_fence_as_monitored(d, 0)?;
-    let e = s.monitored_wait_event(i, 10)?;
-    let dq = s.gpu_queue(1, 0)?;
-    s.gpu_signal(dq, d, 10)?;
-    s.gpu_submit(dq)?;
-    s.run_until_idle()?;
+    let i = s.cross_adapter()?.open_native_fence_as_monitored(d, 0)?;
+    let e = s.fences()?.monitored_wait_event(i, 10)?;
+    let dq = s.fences()?.gpu_queue(1, 0)?;
+    s.fences()?.gpu_signal(dq, d, 10)?;
+    s.fences()?.gpu_submit(dq)?;
+    s.step()?.run_until_idle()?;
     ensure!(
-        s.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
+        s.fences_ref()?.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
         "the iGPU CPU wait was not released; value {:?}",
-        s.monitored_value(i)
+        s.fences_ref()?.monitored_value(i)
     );
     Ok(())
 }
 
 fn scenario2b(b: &dyn Backend) -> CaseResult {
     let mut s = session_with(b, ExecMode::Step, 2, |c| c.legacy_igpu = true)?;
-    let d = s.create_native_fence(1, 1, 0, true)?;
-    let i = s.open_native_fence_as_monitored(d, 0)?;
-    let after = s.create_native_fence(1, 1, 0, false)?;
-    let dq = s.gpu_queue(1, 0)?;
-    s.gpu_wait(dq, d, 10)?;
-    s.gpu_signal(dq, after, 1)?;
-    s.gpu_submit(dq)?;
-    s.run_until_idle()?;
-    ensure!(!s.gpu_queue_drained(dq), "the dGPU queue did not block");
-    s.monitored_signal_cpu(i, 10)?;
-    s.run_until_idle()?;
+    let d = s.fences()?.create_native_fence(1, 1, 0, true)?;
+    let i = s.cross_adapter()?.open_native_fence_as_monitored(d, 0)?;
+    let after = s.fences()?.create_native_fence(1, 1, 0, false)?;
+    let dq = s.fences()?.gpu_queue(1, 0)?;
+    s.fences()?.gpu_wait(dq, d, 10)?;
+    s.fences()?.gpu_signal(dq, after, 1)?;
+    s.fences()?.gpu_submit(dq)?;
+    s.step()?.run_until_idle()?;
     ensure!(
-        s.gpu_queue_drained(dq),
+        !s.fences_ref()?.gpu_queue_drained(dq),
+        "the dGPU queue did not block"
+    );
+    s.fences()?.monitored_signal_cpu(i, 10)?;
+    s.step()?.run_until_idle()?;
+    ensure!(
+        s.fences_ref()?.gpu_queue_drained(dq),
         "the dGPU GPU wait was not released"
     );
     ensure!(
-        s.fence_values(after)?.current == 1,
+        s.fences_ref()?.fence_values(after)?.current == 1,
         "the later signal did not land"
     );
     Ok(())
@@ -424,50 +497,50 @@ fn scenario2b(b: &dyn Backend) -> CaseResult {
 fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
     let mut s = session_with(b, ExecMode::Step, 1, |c| c.native_fence_feature = false)?;
     ensure!(
-        s.create_native_fence(0, 1, 0, false).is_err(),
+        s.fences()?.create_native_fence(0, 1, 0, false).is_err(),
         "native fence created with the feature disabled"
     );
-    let f = s.create_monitored_fence(0, 1, 0)?;
-    let q = s.gpu_queue(0, 0)?;
-    let e = s.monitored_wait_event(f, 2)?;
-    s.gpu_signal_monitored(q, f, 1)?;
-    s.gpu_submit(q)?;
-    s.run_until_idle()?;
-    let n = s.interrupt_count(0);
+    let f = s.fences()?.create_monitored_fence(0, 1, 0)?;
+    let q = s.fences()?.gpu_queue(0, 0)?;
+    let e = s.fences()?.monitored_wait_event(f, 2)?;
+    s.fences()?.gpu_signal_monitored(q, f, 1)?;
+    s.fences()?.gpu_submit(q)?;
+    s.step()?.run_until_idle()?;
+    let n = s.os_trace_ref()?.interrupt_count(0);
     ensure!(n >= 1, "a legacy signal did not interrupt");
     ensure!(
-        s.event_result(e, Duration::ZERO).is_none(),
+        s.fences_ref()?.event_result(e, Duration::ZERO).is_none(),
         "released at 1 < 2"
     );
-    s.gpu_signal_monitored(q, f, 2)?;
-    s.gpu_submit(q)?;
-    s.run_until_idle()?;
+    s.fences()?.gpu_signal_monitored(q, f, 2)?;
+    s.fences()?.gpu_submit(q)?;
+    s.step()?.run_until_idle()?;
     ensure!(
-        s.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
+        s.fences_ref()?.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
         "wait for 2 not released"
     );
-    let e = s.monitored_wait_event(f, 5)?;
-    s.monitored_signal_cpu(f, 5)?;
+    let e = s.fences()?.monitored_wait_event(f, 5)?;
+    s.fences()?.monitored_signal_cpu(f, 5)?;
     ensure!(
-        s.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
+        s.fences_ref()?.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
         "CPU signal did not release the wait"
     );
     ensure!(
-        s.monitored_value(f)? == 5,
+        s.fences_ref()?.monitored_value(f)? == 5,
         "value {:?}",
-        s.monitored_value(f)
+        s.fences_ref()?.monitored_value(f)
     );
     Ok(())
 }
 
 fn packed_storage(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let f1 = s.create_native_fence(0, 1, 0, false)?;
-    let f2 = s.create_native_fence(0, 1, 0, false)?;
-    let sh = s.create_native_fence(0, 1, 0, true)?;
-    let (c1, m1, stride) = s.fence_addresses(f1)?;
-    let (c2, m2, _) = s.fence_addresses(f2)?;
-    let (cs, ms, _) = s.fence_addresses(sh)?;
+    let f1 = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let f2 = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let sh = s.fences()?.create_native_fence(0, 1, 0, true)?;
+    let (c1, m1, stride) = s.fences_ref()?.fence_addresses(f1)?;
+    let (c2, m2, _) = s.fences_ref()?.fence_addresses(f2)?;
+    let (cs, ms, _) = s.fences_ref()?.fence_addresses(sh)?;
     let page = |a: u64| a & !0xFFF;
     ensure!(stride != 0 && stride % 8 == 0, "stride {stride}");
     ensure!(

@@ -2,7 +2,7 @@
 //! (or call it the way Windows never would) and expect the bug check Windows raises; a real
 //! backend reports them unsupported.
 
-use crate::backend::{Backend, ExecMode, Failure, Misbehaviour, SessionConfig};
+use crate::backend::{Backend, Capability, ExecMode, Failure, Misbehaviour, SessionConfig};
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
 
@@ -20,18 +20,24 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-14", "ISSUE-2"],
         summary:
             "an ISR reporting an unknown native fence handle halts with 0x119 (1, handle, 19, 0)",
+        needs: &[Capability::FaultInjection, Capability::BugChecks],
+        optional: &[],
         run: bad_fence_handle,
     },
     Case {
         name: "Simulation.IrqlEnforcedDdi",
         requirements: &["ISSUE-2"],
         summary: "QueryAdapterInfo entered at DISPATCH_LEVEL halts with 0xA",
+        needs: &[Capability::DirectDdi, Capability::BugChecks],
+        optional: &[],
         run: irql_ddi,
     },
     Case {
         name: "Simulation.IrqlEnforcedCallback",
         requirements: &["ISSUE-2"],
         summary: "a PASSIVE callback called from the ISR halts with 0xA",
+        needs: &[Capability::FaultInjection, Capability::BugChecks],
+        optional: &[],
         run: irql_callback,
     },
 ];
@@ -59,7 +65,10 @@ fn bad_fence_handle(b: &dyn Backend) -> CaseResult {
     let mut s = b.open(&cfg)?;
     s.load_driver()?;
     s.start_adapter(0)?;
-    let p = expect_bugcheck(s.raise_interrupt(0), VIDEO_SCHEDULER_INTERNAL_ERROR)?;
+    let p = expect_bugcheck(
+        s.faults()?.raise_interrupt(0),
+        VIDEO_SCHEDULER_INTERNAL_ERROR,
+    )?;
     ensure!(
         p[0] == 1,
         "subtype {:#x}, expected 0x1 (invalid fence ID)",
@@ -81,7 +90,7 @@ fn irql_ddi(b: &dyn Backend) -> CaseResult {
     s.load_driver()?;
     s.start_adapter(0)?;
     let p = expect_bugcheck(
-        s.driver_caps_at_dispatch(0).map(|_| ()),
+        s.direct_ddi()?.driver_caps_at_dispatch(0).map(|_| ()),
         IRQL_NOT_LESS_OR_EQUAL,
     )?;
     ensure!(
@@ -98,6 +107,6 @@ fn irql_callback(b: &dyn Backend) -> CaseResult {
     let mut s = b.open(&cfg)?;
     s.load_driver()?;
     s.start_adapter(0)?;
-    expect_bugcheck(s.raise_interrupt(0), IRQL_NOT_LESS_OR_EQUAL)?;
+    expect_bugcheck(s.faults()?.raise_interrupt(0), IRQL_NOT_LESS_OR_EQUAL)?;
     Ok(())
 }

@@ -12,12 +12,14 @@
 use std::time::Duration;
 
 use crate::backend::{
-    Backend, BufferRef, DoorbellStatus, ExecMode, Failure, Misbehaviour, OsEvent, ProcessRef,
-    Session, SessionConfig, StreamLane, SubmitPath, TdrCause, TdrStep, TdrTimeouts, UmQueueRef,
-    WaitResult, Work,
+    Backend, BufferRef, Capability, DoorbellStatus, ExecMode, Failure, Misbehaviour, OsEvent,
+    ProcessRef, Session, SessionConfig, StreamLane, SubmitPath, TdrCause, TdrStep, TdrTimeouts,
+    UmQueueRef, Work,
 };
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
+
+use super::common::{fill, no_fault, observe, pos, session, wait};
 
 /// 0x119 `VIDEO_SCHEDULER_INTERNAL_ERROR`.
 const VIDEO_SCHEDULER_INTERNAL_ERROR: u32 = 0x119;
@@ -44,6 +46,8 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-01"],
         summary: "SupportPerEngineTDR set with PER_ENGINE_RESET, clear without; a table without \
                   DxgkDdiResetEngine that claims it is refused at start",
+        needs: &[Capability::FaultInjection, Capability::ConfiguredMachine],
+        optional: &[],
         run: per_engine_caps,
     },
     Case {
@@ -51,6 +55,8 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-01"],
         summary: "threaded: CollectDbgInfo(0x141) in a loop beside QueryAdapterInfo while a \
                   HANG is detected and reset; no deadlock, bounded non-empty text",
+        needs: &[Capability::Tdr, Capability::TdrTrace, Capability::DirectDdi],
+        optional: &[Capability::BugChecks],
         run: collect_dbg_info_level_zero,
     },
     Case {
@@ -58,6 +64,14 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-02"],
         summary: "1, 2 and 16 engines: one node each, dependent group 1 << n, a context and a \
                   DMA buffer run on every node",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::Tdr,
+            Capability::TdrTrace,
+            Capability::DirectDdi,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[Capability::BugChecks],
         run: nodes_and_affinity,
     },
     Case {
@@ -65,6 +79,13 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-03"],
         summary: "a render hang with two paging buffers and a render buffer behind it: paging \
                   resubmitted first with their IDs, in order; the render buffer gets an ID > S",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::Tdr,
+            Capability::TdrTrace,
+            Capability::OsControl,
+        ],
+        optional: &[Capability::BugChecks],
         run: paging_resubmit_order,
     },
     Case {
@@ -72,6 +93,14 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-04"],
         summary: "C advances only on completion; DmaPreempted carries C; C = LastAborted after \
                   an engine reset, C = S after an adapter reset, in the OS and the KMD",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::Tdr,
+            Capability::TdrTrace,
+            Capability::FaultInjection,
+            Capability::DirectDdi,
+        ],
+        optional: &[Capability::BugChecks],
         run: last_completed_fence,
     },
     Case {
@@ -80,6 +109,13 @@ pub const CASES: &[Case] = &[
         summary: "nothing in flight: no ResetEngine; a HANG: detect, preempt, timeout, \
                   CollectDbgInfo, snapshot, DPC flush, group, status, ResetEngine, recover, \
                   device error, in that order; the node runs new work",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::Tdr,
+            Capability::TdrTrace,
+            Capability::FaultInjection,
+        ],
+        optional: &[Capability::BugChecks],
         run: reset_sequence,
     },
     Case {
@@ -87,6 +123,12 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-06"],
         summary: "every ResetEngine's LastAbortedFenceId lies in the snapshot's [C, S]: the \
                   hung DMA buffer's ID, then C for a hardware-queue hang (context invalidated)",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::Tdr,
+            Capability::TdrTrace,
+        ],
+        optional: &[Capability::BugChecks],
         run: aborted_fence_in_range,
     },
     Case {
@@ -94,6 +136,14 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-06"],
         summary: "a ResetEngine reporting S + 1, then C - 1, halts with 0x119 (0xA, \
                   LastAborted, C, node)",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::Tdr,
+            Capability::TdrTrace,
+            Capability::FaultInjection,
+            Capability::BugChecks,
+        ],
+        optional: &[],
         run: bugcheck_on_bad_aborted_fence,
     },
     Case {
@@ -101,6 +151,13 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-07"],
         summary: "the long FILL completes between snapshot and ResetEngine: LastAborted = S, \
                   its interrupt ignored, its device still in error",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::Tdr,
+            Capability::TdrTrace,
+            Capability::FaultInjection,
+        ],
+        optional: &[Capability::BugChecks],
         run: completed_before_reset,
     },
     Case {
@@ -108,6 +165,14 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-08", "TDR-09"],
         summary: "a hang mid paging FILL: adapter reset with reason 9, the paged allocation's \
                   owner in error, an idle process pages in and runs new work",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::Tdr,
+            Capability::TdrTrace,
+            Capability::OsControl,
+            Capability::FaultInjection,
+        ],
+        optional: &[Capability::BugChecks],
         run: paging_promotes_adapter_reset,
     },
     Case {
@@ -115,6 +180,15 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-09"],
         summary: "ResetEngine fails: ResetFromTimeout, RestartFromTimeout, reason 9, C = S, \
                   both engines run; without PER_ENGINE_RESET only the adapter path (reason 2)",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::Tdr,
+            Capability::TdrTrace,
+            Capability::FaultInjection,
+            Capability::DirectDdi,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[Capability::BugChecks],
         run: reset_fails_promoted,
     },
     Case {
@@ -122,6 +196,8 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-05", "UM-10"],
         summary: "a user-mode HANG on node 0: the copy queue on node 1 submits and completes \
                   through detection and reset; none lost, none twice; the guilty queue refused",
+        needs: &[Capability::UserModeSubmission, Capability::Tdr],
+        optional: &[Capability::TdrTrace, Capability::BugChecks],
         run: compute_hang_copy_runs,
     },
     Case {
@@ -129,6 +205,12 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-10"],
         summary: "a user-mode HANG: the guilty device's doorbells DISCONNECTED_ABORT, its \
                   submissions refused; the other device never disconnected; a new process works",
+        needs: &[Capability::UserModeSubmission, Capability::Tdr],
+        optional: &[
+            Capability::TdrTrace,
+            Capability::OsTrace,
+            Capability::BugChecks,
+        ],
         run: guilty_device_aborted,
     },
     Case {
@@ -136,25 +218,14 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-10", "TDR-05"],
         summary: "threaded: 4 processes x 2 engines submit continuously while a fifth hangs \
                   node 0; every innocent batch runs exactly once, traffic continues past the reset",
+        needs: &[Capability::UserModeSubmission, Capability::Tdr],
+        optional: &[Capability::TdrTrace, Capability::BugChecks],
         run: user_mode_traffic_survives,
     },
 ];
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
-
-fn session(
-    b: &dyn Backend,
-    mode: ExecMode,
-    tweak: impl FnOnce(&mut SessionConfig),
-) -> Result<Box<dyn Session>, CaseError> {
-    let mut cfg = SessionConfig::new(mode);
-    tweak(&mut cfg);
-    let mut s = b.open(&cfg)?;
-    s.load_driver()?;
-    s.start_adapter(0)?;
-    Ok(s)
-}
 
 /// A step-mode session with TDR on (`t`).
 fn tdr_session(
@@ -163,17 +234,8 @@ fn tdr_session(
     tweak: impl FnOnce(&mut SessionConfig),
 ) -> Result<Box<dyn Session>, CaseError> {
     let mut s = session(b, ExecMode::Step, tweak)?;
-    s.enable_tdr(0, t)?;
+    s.tdr()?.enable_tdr(0, t)?;
     Ok(s)
-}
-
-fn fill(dst: BufferRef, offset: u64, pattern: u64) -> Work {
-    Work::Fill {
-        dst,
-        offset,
-        bytes: 8,
-        pattern,
-    }
 }
 
 /// Runs until `done` holds (within `budget`), or fails naming `what` with the TDR steps.
@@ -193,23 +255,27 @@ fn until(
 }
 
 fn steps_or_none(s: &dyn Session) -> Vec<TdrStep> {
-    s.tdr_steps(0).unwrap_or_default()
+    s.tdr_trace_ref()
+        .and_then(|t| t.tdr_steps(0))
+        .unwrap_or_default()
 }
 
 fn resets(s: &dyn Session) -> u64 {
-    s.tdr_recoveries(0).map_or(0, |r| r.0)
+    s.tdr_trace_ref()
+        .and_then(|t| t.tdr_recoveries(0))
+        .map_or(0, |r| r.0)
 }
 
 fn adapter_resets(s: &dyn Session) -> u64 {
-    s.tdr_recoveries(0).map_or(0, |r| r.1)
+    s.tdr_trace_ref()
+        .and_then(|t| t.tdr_recoveries(0))
+        .map_or(0, |r| r.1)
 }
 
 fn all_done(s: &dyn Session, node: u32) -> bool {
-    s.dma_fences(0, node).is_ok_and(|(sub, c)| sub == c)
-}
-
-fn pos(ev: &[TdrStep], p: impl Fn(&TdrStep) -> bool) -> Option<usize> {
-    ev.iter().position(p)
+    s.tdr_trace_ref()
+        .and_then(|t| t.dma_fences(0, node))
+        .is_ok_and(|(sub, c)| sub == c)
 }
 
 fn errored(ev: &[TdrStep], p: ProcessRef) -> bool {
@@ -217,32 +283,10 @@ fn errored(ev: &[TdrStep], p: ProcessRef) -> bool {
         .any(|e| matches!(e, TdrStep::DeviceError { process, .. } if *process == Some(p)))
 }
 
-fn no_fault(s: &dyn Session) -> CaseResult {
-    ensure!(s.bugcheck().is_none(), "bug check: {:?}", s.bugcheck());
-    Ok(())
-}
-
-/// `Ok(None)` when the backend cannot make this observation (see usermode_submission.rs).
-fn observe<T>(r: Result<T, Failure>) -> Result<Option<T>, Failure> {
-    match r {
-        Err(Failure::Unsupported(_)) => Ok(None),
-        other => other.map(Some),
-    }
-}
-
-fn wait(s: &mut dyn Session, q: UmQueueRef, v: u64, what: &str) -> CaseResult {
-    let r = s.wait_progress(q, v)?;
-    ensure!(
-        r == WaitResult::Satisfied,
-        "{what}: waiting for progress {v} ended {r:?}"
-    );
-    Ok(())
-}
-
 /// The guilty queue is unusable after the reset: its submission is refused or it is lost.
 fn guilty_refused(s: &mut dyn Session, q: UmQueueRef, b: BufferRef, what: &str) -> CaseResult {
-    let r = s.submit(q, &[fill(b, 0, 0xBAD)]);
-    let lost = s.queue_info(q)?.lost;
+    let r = s.ums()?.submit(q, &[fill(b, 0, 0xBAD)]);
+    let lost = s.ums_ref()?.queue_info(q)?.lost;
     ensure!(
         r.is_err() || lost,
         "{what}: the guilty queue still submits after the reset ({r:?})"
@@ -281,16 +325,16 @@ fn per_engine_caps(b: &dyn Backend) -> CaseResult {
 
 fn collect_dbg_info_level_zero(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Threaded, |_| {})?;
-    s.enable_tdr(0, TdrTimeouts::fast())?;
+    s.tdr()?.enable_tdr(0, TdrTimeouts::fast())?;
     for reason in [VIDEO_TDR_TIMEOUT_DETECTED, VIDEO_ENGINE_TIMEOUT_DETECTED] {
-        let t = s.collect_dbg_info(0, reason)?;
+        let t = s.direct_ddi()?.collect_dbg_info(0, reason)?;
         ensure!(
             !t.is_empty() && t.len() < 4096,
             "CollectDbgInfo({reason:#x}) outside a TDR returned {} bytes",
             t.len()
         );
     }
-    let r = s.collect_dbg_info_under_reset(0, 0)?;
+    let r = s.direct_ddi()?.collect_dbg_info_under_reset(0, 0)?;
     ensure!(
         r.calls > 0,
         "no CollectDbgInfo call returned while the reset was pending"
@@ -306,7 +350,7 @@ fn collect_dbg_info_level_zero(b: &dyn Backend) -> CaseResult {
         "{} of 200 QueryAdapterInfo calls returned",
         r.caps_queries
     );
-    let ev = s.tdr_steps(0)?;
+    let ev = s.tdr_trace_ref()?.tdr_steps(0)?;
     ensure!(
         ev.iter().any(|e| matches!(
             e,
@@ -314,7 +358,11 @@ fn collect_dbg_info_level_zero(b: &dyn Backend) -> CaseResult {
         )),
         "the OS's own CollectDbgInfo(0x141) of the reset is missing or empty: {ev:?}"
     );
-    ensure!(resets(&*s) == 1, "resets {:?}", s.tdr_recoveries(0));
+    ensure!(
+        resets(&*s) == 1,
+        "resets {:?}",
+        s.tdr_trace_ref()?.tdr_recoveries(0)
+    );
     no_fault(&*s)
 }
 
@@ -327,24 +375,25 @@ fn nodes_and_affinity(b: &dyn Backend) -> CaseResult {
             "{engines} engines: DRIVERCAPS reports {} nodes",
             caps.nodes
         );
-        let p = s.open_process(0)?;
-        let t = s.create_buffer(p, BUF)?;
+        let p = s.ums()?.open_process(0)?;
+        let t = s.ums()?.create_buffer(p, BUF)?;
         for n in 0..engines {
-            let mask = s.dependent_engine_group(0, n)?;
+            let mask = s.direct_ddi()?.dependent_engine_group(0, n)?;
             ensure!(
                 mask == 1u64 << n,
                 "{engines} engines: node {n}'s dependent group {mask:#x}, expected {:#x}",
                 1u64 << n
             );
-            let c = s.create_context(p, n)?;
-            s.submit_dma(c, &[fill(t, 8 * u64::from(n), 0x100 + u64::from(n))])?;
+            let c = s.tdr()?.create_context(p, n)?;
+            s.tdr()?
+                .submit_dma(c, &[fill(t, 8 * u64::from(n), 0x100 + u64::from(n))])?;
         }
         let nodes = engines;
         until(&mut *s, STEP, "DMA buffers on every node", |s| {
             (0..nodes).all(|n| all_done(s, n))
         })?;
         for n in 0..engines {
-            let got = s.read_buffer(t, 8 * u64::from(n))?;
+            let got = s.ums_ref()?.read_buffer(t, 8 * u64::from(n))?;
             ensure!(
                 got == 0x100 + u64::from(n),
                 "{engines} engines: node {n}'s DMA buffer did not run ({got:#x})"
@@ -360,15 +409,19 @@ fn nodes_and_affinity(b: &dyn Backend) -> CaseResult {
 
 fn paging_resubmit_order(b: &dyn Backend) -> CaseResult {
     let mut s = tdr_session(b, TdrTimeouts::fast(), |_| {})?;
-    let (a, pb, c) = (s.open_process(0)?, s.open_process(0)?, s.open_process(0)?);
-    let ca = s.create_context(a, 0)?;
-    let cc = s.create_context(c, 0)?;
-    let tb = s.create_buffer(pb, 8192)?;
-    let tc = s.create_buffer(c, BUF)?;
-    let hang = s.submit_dma(ca, &[Work::Hang])?;
-    let p1 = s.page_in(tb, 0, 0, 4096, 0x11)?;
-    let p2 = s.page_in(tb, 0, 4096, 4096, 0x22)?;
-    let r = s.submit_dma(cc, &[fill(tc, 0, 0x33)])?;
+    let (a, pb, c) = (
+        s.ums()?.open_process(0)?,
+        s.ums()?.open_process(0)?,
+        s.ums()?.open_process(0)?,
+    );
+    let ca = s.tdr()?.create_context(a, 0)?;
+    let cc = s.tdr()?.create_context(c, 0)?;
+    let tb = s.ums()?.create_buffer(pb, 8192)?;
+    let tc = s.ums()?.create_buffer(c, BUF)?;
+    let hang = s.tdr()?.submit_dma(ca, &[Work::Hang])?;
+    let p1 = s.os_control()?.page_in(tb, 0, 0, 4096, 0x11)?;
+    let p2 = s.os_control()?.page_in(tb, 0, 4096, 4096, 0x22)?;
+    let r = s.tdr()?.submit_dma(cc, &[fill(tc, 0, 0x33)])?;
     ensure!(
         p1.len() == 1 && p2.len() == 1,
         "one paging buffer per page-in expected: {p1:?} {p2:?}"
@@ -381,7 +434,7 @@ fn paging_resubmit_order(b: &dyn Backend) -> CaseResult {
     until(&mut *s, STEP, "reset and resubmission", |s| {
         resets(s) == 1 && all_done(s, 0)
     })?;
-    let ev = s.tdr_steps(0)?;
+    let ev = s.tdr_trace_ref()?.tdr_steps(0)?;
     let resub: Vec<(u32, u32, bool)> = ev
         .iter()
         .filter_map(|e| match e {
@@ -401,6 +454,7 @@ fn paging_resubmit_order(b: &dyn Backend) -> CaseResult {
         "the render buffer last with a new ID > S ({r}): {resub:?}"
     );
     let done: Vec<u32> = s
+        .tdr_trace_ref()?
         .retired_fences(0)?
         .into_iter()
         .filter(|(n, id)| *n == 0 && *id > hang)
@@ -412,11 +466,11 @@ fn paging_resubmit_order(b: &dyn Backend) -> CaseResult {
         resub[2].1
     );
     for (off, want) in [(0, 0x11_0000_0011u64), (4096, 0x22_0000_0022)] {
-        let got = s.read_buffer(tb, off)?;
+        let got = s.ums_ref()?.read_buffer(tb, off)?;
         ensure!(got == want, "paged-in memory at {off}: {got:#x}");
     }
     ensure!(
-        s.read_buffer(tc, 0)? == 0x33,
+        s.ums_ref()?.read_buffer(tc, 0)? == 0x33,
         "the resubmitted render buffer did not run"
     );
     no_fault(&*s)
@@ -433,23 +487,26 @@ fn last_completed_fence(b: &dyn Backend) -> CaseResult {
         },
         |_| {},
     )?;
-    let p = s.open_process(0)?;
-    let ctx = s.create_context(p, 0)?;
-    let t = s.create_buffer(p, BUF)?;
-    let big = s.create_buffer(p, 1 << 20)?;
-    let f1 = s.submit_dma(ctx, &[fill(t, 0, 1)])?;
-    let before = s.dma_fences(0, 0)?;
+    let p = s.ums()?.open_process(0)?;
+    let ctx = s.tdr()?.create_context(p, 0)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
+    let big = s.ums()?.create_buffer(p, 1 << 20)?;
+    let f1 = s.tdr()?.submit_dma(ctx, &[fill(t, 0, 1)])?;
+    let before = s.tdr_trace_ref()?.dma_fences(0, 0)?;
     ensure!(
         before == (f1, 0),
         "before it ran: (S, C) = {before:?}, expected ({f1}, 0)"
     );
     until(&mut *s, STEP, "first DMA buffer", |s| all_done(s, 0))?;
-    ensure!(s.dma_fences(0, 0)? == (f1, f1), "C did not reach {f1}");
     ensure!(
-        s.current_fence(0, 0)? == f1,
+        s.tdr_trace_ref()?.dma_fences(0, 0)? == (f1, f1),
+        "C did not reach {f1}"
+    );
+    ensure!(
+        s.direct_ddi()?.current_fence(0, 0)? == f1,
         "the KMD's current fence is not {f1}"
     );
-    let f2 = s.submit_dma(
+    let f2 = s.tdr()?.submit_dma(
         ctx,
         &[Work::Fill {
             dst: big,
@@ -459,7 +516,7 @@ fn last_completed_fence(b: &dyn Backend) -> CaseResult {
         }],
     )?;
     until(&mut *s, STEP, "slow DMA buffer", |s| all_done(s, 0))?;
-    let ev = s.tdr_steps(0)?;
+    let ev = s.tdr_trace_ref()?.tdr_steps(0)?;
     let pre = ev.iter().rev().find_map(|e| match e {
         TdrStep::Preempted { last_completed, .. } => Some(*last_completed),
         _ => None,
@@ -472,51 +529,57 @@ fn last_completed_fence(b: &dyn Backend) -> CaseResult {
     drop(s);
     // Engine reset: C = LastAborted; adapter reset: C = S.
     let mut s = tdr_session(b, TdrTimeouts::fast(), |_| {})?;
-    let p = s.open_process(0)?;
-    let ctx = s.create_context(p, 0)?;
-    let hang = s.submit_dma(ctx, &[Work::Hang])?;
+    let p = s.ums()?.open_process(0)?;
+    let ctx = s.tdr()?.create_context(p, 0)?;
+    let hang = s.tdr()?.submit_dma(ctx, &[Work::Hang])?;
     until(&mut *s, STEP, "engine reset", |s| resets(s) == 1)?;
-    let la = s.tdr_steps(0)?.iter().find_map(|e| match e {
-        TdrStep::ResetEngine { last_aborted, .. } => Some(*last_aborted),
-        _ => None,
-    });
+    let la = s
+        .tdr_trace_ref()?
+        .tdr_steps(0)?
+        .iter()
+        .find_map(|e| match e {
+            TdrStep::ResetEngine { last_aborted, .. } => Some(*last_aborted),
+            _ => None,
+        });
     ensure!(la == Some(hang), "LastAborted {la:?}, expected {hang}");
     ensure!(
-        s.dma_fences(0, 0)? == (hang, hang) && s.current_fence(0, 0)? == hang,
+        s.tdr_trace_ref()?.dma_fences(0, 0)? == (hang, hang)
+            && s.direct_ddi()?.current_fence(0, 0)? == hang,
         "after the engine reset: OS (S, C) {:?}, KMD C {}; expected C = LastAborted = {hang}",
-        s.dma_fences(0, 0)?,
-        s.current_fence(0, 0)?
+        s.tdr_trace_ref()?.dma_fences(0, 0)?,
+        s.direct_ddi()?.current_fence(0, 0)?
     );
-    let q = s.open_process(0)?;
-    let cq = s.create_context(q, 0)?;
-    let t = s.create_buffer(q, BUF)?;
-    s.fail_next_reset(0, 0)?;
-    let f = s.submit_dma(cq, &[fill(t, 0, 1)])?;
-    let h2 = s.submit_dma(cq, &[Work::Hang])?;
+    let q = s.ums()?.open_process(0)?;
+    let cq = s.tdr()?.create_context(q, 0)?;
+    let t = s.ums()?.create_buffer(q, BUF)?;
+    s.faults()?.fail_next_reset(0, 0)?;
+    let f = s.tdr()?.submit_dma(cq, &[fill(t, 0, 1)])?;
+    let h2 = s.tdr()?.submit_dma(cq, &[Work::Hang])?;
     until(&mut *s, STEP, "adapter reset", |s| adapter_resets(s) == 1)?;
     ensure!(
-        s.retired_fences(0)?.contains(&(0, f)),
+        s.tdr_trace_ref()?.retired_fences(0)?.contains(&(0, f)),
         "{f} completed before the hang but was not retired"
     );
     ensure!(
-        s.dma_fences(0, 0)? == (h2, h2) && s.current_fence(0, 0)? == h2,
+        s.tdr_trace_ref()?.dma_fences(0, 0)? == (h2, h2)
+            && s.direct_ddi()?.current_fence(0, 0)? == h2,
         "after the adapter reset: OS (S, C) {:?}, KMD C {}; expected C = S = {h2}",
-        s.dma_fences(0, 0)?,
-        s.current_fence(0, 0)?
+        s.tdr_trace_ref()?.dma_fences(0, 0)?,
+        s.direct_ddi()?.current_fence(0, 0)?
     );
     no_fault(&*s)
 }
 
 fn reset_sequence(b: &dyn Backend) -> CaseResult {
     let mut s = tdr_session(b, TdrTimeouts::fast(), |_| {})?;
-    let p = s.open_process(0)?;
-    let ctx = s.create_context(p, 0)?;
-    let t = s.create_buffer(p, BUF)?;
-    let f1 = s.submit_dma(ctx, &[fill(t, 0, 7)])?;
+    let p = s.ums()?.open_process(0)?;
+    let ctx = s.tdr()?.create_context(p, 0)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
+    let f1 = s.tdr()?.submit_dma(ctx, &[fill(t, 0, 7)])?;
     until(&mut *s, STEP, "first fill", |s| all_done(s, 0))?;
     // Nothing in flight: the sequence stops after the snapshot.
-    s.force_tdr(0, 0)?;
-    let ev = s.tdr_steps(0)?;
+    s.faults()?.force_tdr(0, 0)?;
+    let ev = s.tdr_trace_ref()?.tdr_steps(0)?;
     ensure!(
         ev.contains(&TdrStep::NothingToReset { node: 0 })
             && !ev.iter().any(|e| matches!(e, TdrStep::ResetEngine { .. }))
@@ -524,10 +587,15 @@ fn reset_sequence(b: &dyn Backend) -> CaseResult {
         "forced TDR with nothing in flight reset the engine: {ev:?}"
     );
     let mark = ev.len();
-    let hang = s.submit_dma(ctx, &[Work::Hang])?;
+    let hang = s.tdr()?.submit_dma(ctx, &[Work::Hang])?;
     ensure!(hang == f1 + 1, "hang fence {hang}, expected {}", f1 + 1);
     until(&mut *s, STEP, "engine reset", |s| resets(s) == 1)?;
-    let ev: Vec<TdrStep> = s.tdr_steps(0)?.into_iter().skip(mark).collect();
+    let ev: Vec<TdrStep> = s
+        .tdr_trace_ref()?
+        .tdr_steps(0)?
+        .into_iter()
+        .skip(mark)
+        .collect();
     let order = [
         pos(&ev, |e| matches!(e, TdrStep::Detected { node: 0, .. })),
         pos(&ev, |e| {
@@ -582,31 +650,31 @@ fn reset_sequence(b: &dyn Backend) -> CaseResult {
         !ev.iter().any(|e| matches!(e, TdrStep::Preempted { .. })),
         "a HANG was preempted: {ev:?}"
     );
-    let reason = s.tdr_reason(0)?;
+    let reason = s.tdr_trace_ref()?.tdr_reason(0)?;
     ensure!(
         reason == Some(REASON_ENGINE_TIMEOUT),
         "reason {reason:?}, expected engine timeout"
     );
     // The errored device submits nothing more; another process runs on the node.
-    match s.submit_dma(ctx, &[fill(t, 0, 8)]) {
+    match s.tdr()?.submit_dma(ctx, &[fill(t, 0, 8)]) {
         Err(Failure::DdiFailed(STATUS_DEVICE_REMOVED)) => {}
         other => ensure!(
             false,
             "the guilty device's submission returned {other:?}, expected DEVICE_REMOVED"
         ),
     }
-    let q = s.open_process(0)?;
-    let cq = s.create_context(q, 0)?;
-    let tq = s.create_buffer(q, BUF)?;
-    let id = s.submit_dma(cq, &[fill(tq, 0, 9)])?;
+    let q = s.ums()?.open_process(0)?;
+    let cq = s.tdr()?.create_context(q, 0)?;
+    let tq = s.ums()?.create_buffer(q, BUF)?;
+    let id = s.tdr()?.submit_dma(cq, &[fill(tq, 0, 9)])?;
     ensure!(id > hang, "new fence ID {id} not above {hang}");
     until(&mut *s, STEP, "new work", |s| all_done(s, 0))?;
     ensure!(
-        s.read_buffer(tq, 0)? == 9,
+        s.ums_ref()?.read_buffer(tq, 0)? == 9,
         "new work after the reset did not run"
     );
     ensure!(
-        s.read_buffer(t, 0)? == 7,
+        s.ums_ref()?.read_buffer(t, 0)? == 7,
         "the refused submission of the guilty device ran"
     );
     no_fault(&*s)
@@ -617,20 +685,20 @@ fn reset_sequence(b: &dyn Backend) -> CaseResult {
 
 fn aborted_fence_in_range(b: &dyn Backend) -> CaseResult {
     let mut s = tdr_session(b, TdrTimeouts::fast(), |_| {})?;
-    let p = s.open_process(0)?;
-    let ctx = s.create_context(p, 0)?;
-    let t = s.create_buffer(p, BUF)?;
-    let f1 = s.submit_dma(ctx, &[fill(t, 0, 1)])?;
+    let p = s.ums()?.open_process(0)?;
+    let ctx = s.tdr()?.create_context(p, 0)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
+    let f1 = s.tdr()?.submit_dma(ctx, &[fill(t, 0, 1)])?;
     until(&mut *s, STEP, "fill", |s| all_done(s, 0))?;
     // Row 1: the node ring's DMA buffer hangs: LastAborted = its ID.
-    let hang = s.submit_dma(ctx, &[Work::Hang])?;
+    let hang = s.tdr()?.submit_dma(ctx, &[Work::Hang])?;
     until(&mut *s, STEP, "first reset", |s| resets(s) == 1)?;
     // Row 2: a hardware queue hangs with nothing of the node ring in flight: LastAborted = C.
-    let h = s.open_process(0)?;
-    let hq = s.create_queue(h, 0, SubmitPath::UserMode)?;
-    s.submit(hq, &[Work::Hang])?;
+    let h = s.ums()?.open_process(0)?;
+    let hq = s.ums()?.create_queue(h, 0, SubmitPath::UserMode)?;
+    s.ums()?.submit(hq, &[Work::Hang])?;
     until(&mut *s, STEP, "second reset", |s| resets(s) == 2)?;
-    let ev = s.tdr_steps(0)?;
+    let ev = s.tdr_trace_ref()?.tdr_steps(0)?;
     let mut snap = None;
     let mut seen = Vec::new();
     for e in &ev {
@@ -667,16 +735,16 @@ fn aborted_fence_in_range(b: &dyn Backend) -> CaseResult {
         "both guilty devices in error expected: {ev:?}"
     );
     ensure!(
-        s.dma_fences(0, 0)? == (hang, hang),
+        s.tdr_trace_ref()?.dma_fences(0, 0)? == (hang, hang),
         "(S, C) {:?}",
-        s.dma_fences(0, 0)?
+        s.tdr_trace_ref()?.dma_fences(0, 0)?
     );
     no_fault(&*s)
 }
 
 fn expect_0x119_a(s: &mut dyn Session, c: u64, la: u64, what: &str) -> CaseResult {
     let r = s.run_until(STEP, &mut |_| false);
-    let bc = s.bugcheck().ok_or_else(|| {
+    let bc = s.bug_checks_ref()?.bugcheck().ok_or_else(|| {
         CaseError::Fail(format!(
             "{what}: no bug check (run ended {r:?}); steps {:?}",
             steps_or_none(s)
@@ -701,24 +769,24 @@ fn bugcheck_on_bad_aborted_fence(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, |c| {
         c.misbehaviour = Some(Misbehaviour::ResetEngineMisreportsAbortedFence(1));
     })?;
-    s.enable_tdr(0, TdrTimeouts::fast())?;
-    let p = s.open_process(0)?;
-    let ctx = s.create_context(p, 0)?;
-    let hang = s.submit_dma(ctx, &[Work::Hang])?;
+    s.tdr()?.enable_tdr(0, TdrTimeouts::fast())?;
+    let p = s.ums()?.open_process(0)?;
+    let ctx = s.tdr()?.create_context(p, 0)?;
+    let hang = s.tdr()?.submit_dma(ctx, &[Work::Hang])?;
     expect_0x119_a(&mut *s, 0, u64::from(hang) + 1, "S + 1")?;
     drop(s);
     // C - 1 after a hardware-queue hang (LastAborted would be C).
     let mut s = session(b, ExecMode::Step, |c| {
         c.misbehaviour = Some(Misbehaviour::ResetEngineMisreportsAbortedFence(-1));
     })?;
-    s.enable_tdr(0, TdrTimeouts::fast())?;
-    let p = s.open_process(0)?;
-    let ctx = s.create_context(p, 0)?;
-    let t = s.create_buffer(p, BUF)?;
-    let f1 = s.submit_dma(ctx, &[fill(t, 0, 1)])?;
+    s.tdr()?.enable_tdr(0, TdrTimeouts::fast())?;
+    let p = s.ums()?.open_process(0)?;
+    let ctx = s.tdr()?.create_context(p, 0)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
+    let f1 = s.tdr()?.submit_dma(ctx, &[fill(t, 0, 1)])?;
     until(&mut *s, STEP, "fill", |s| all_done(s, 0))?;
-    let q = s.create_queue(p, 0, SubmitPath::UserMode)?;
-    s.submit(q, &[Work::Hang])?;
+    let q = s.ums()?.create_queue(p, 0, SubmitPath::UserMode)?;
+    s.ums()?.submit(q, &[Work::Hang])?;
     expect_0x119_a(&mut *s, u64::from(f1), u64::from(f1) - 1, "C - 1")
 }
 
@@ -732,11 +800,11 @@ fn completed_before_reset(b: &dyn Backend) -> CaseResult {
         },
         |_| {},
     )?;
-    let p = s.open_process(0)?;
-    let ctx = s.create_context(p, 0)?;
-    let big = s.create_buffer(p, 4 << 20)?;
-    s.complete_before_reset(0, 0)?;
-    let id = s.submit_dma(
+    let p = s.ums()?.open_process(0)?;
+    let ctx = s.tdr()?.create_context(p, 0)?;
+    let big = s.ums()?.create_buffer(p, 4 << 20)?;
+    s.faults()?.complete_before_reset(0, 0)?;
+    let id = s.tdr()?.submit_dma(
         ctx,
         &[Work::Fill {
             dst: big,
@@ -746,7 +814,7 @@ fn completed_before_reset(b: &dyn Backend) -> CaseResult {
         }],
     )?;
     until(&mut *s, STEP, "reset", |s| resets(s) == 1)?;
-    let ev = s.tdr_steps(0)?;
+    let ev = s.tdr_trace_ref()?.tdr_steps(0)?;
     ensure!(
         ev.contains(&TdrStep::Paused { node: 0 }),
         "the pause hook did not run: {ev:?}"
@@ -776,13 +844,13 @@ fn completed_before_reset(b: &dyn Backend) -> CaseResult {
         "the device of the completed-but-aborted buffer is not in error: {ev:?}"
     );
     ensure!(
-        s.read_buffer(big, (4 << 20) - 8)? == 0x77,
+        s.ums_ref()?.read_buffer(big, (4 << 20) - 8)? == 0x77,
         "the FILL did not complete"
     );
     ensure!(
-        s.dma_fences(0, 0)? == (id, id),
+        s.tdr_trace_ref()?.dma_fences(0, 0)? == (id, id),
         "(S, C) {:?}",
-        s.dma_fences(0, 0)?
+        s.tdr_trace_ref()?.dma_fences(0, 0)?
     );
     s.run_until(Duration::from_micros(500), &mut |_| false)?;
     no_fault(&*s)
@@ -793,17 +861,19 @@ fn completed_before_reset(b: &dyn Backend) -> CaseResult {
 
 fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
     let mut s = tdr_session(b, TdrTimeouts::fast(), |_| {})?;
-    let owner = s.open_process(0)?;
-    let idle = s.open_process(0)?;
-    let big = s.create_buffer(owner, 4 << 20)?;
-    let ids = s.page_in(big, 0, 0, 4 << 20, 0x5A)?;
+    let owner = s.ums()?.open_process(0)?;
+    let idle = s.ums()?.open_process(0)?;
+    let big = s.ums()?.create_buffer(owner, 4 << 20)?;
+    let ids = s.os_control()?.page_in(big, 0, 0, 4 << 20, 0x5A)?;
     ensure!(!ids.is_empty(), "the page-in submitted nothing");
     until(&mut *s, STEP, "paging FILL part-way", |s| {
-        s.engine_probe(0, 0).is_ok_and(|e| e.mid_buffer)
+        s.tdr_trace_ref()
+            .and_then(|t| t.engine_probe(0, 0))
+            .is_ok_and(|e| e.mid_buffer)
     })?;
-    s.inject_hang(0, 0)?;
+    s.faults()?.inject_hang(0, 0)?;
     until(&mut *s, STEP, "adapter reset", |s| adapter_resets(s) == 1)?;
-    let ev = s.tdr_steps(0)?;
+    let ev = s.tdr_trace_ref()?.tdr_steps(0)?;
     ensure!(
         ev.iter().any(|e| matches!(
             e,
@@ -821,7 +891,7 @@ fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
         }) && ev.contains(&TdrStep::Restarted),
         "no ResetFromTimeout (reason 9) and RestartFromTimeout: {ev:?}"
     );
-    let reason = s.tdr_reason(0)?;
+    let reason = s.tdr_trace_ref()?.tdr_reason(0)?;
     ensure!(
         reason == Some(REASON_PROMOTED),
         "reason {reason:?}, expected 9"
@@ -833,13 +903,14 @@ fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
     ensure!(!errored(&ev, idle), "the idle process was put in error");
     ensure!(all_done(&*s, 0), "TDR-04: C != S after the adapter reset");
     // The system context (paging) and the idle process run new work.
-    let ti = s.create_buffer(idle, 8192)?;
-    let ci = s.create_context(idle, 0)?;
-    s.page_in(ti, 0, 0, 4096, 0x66)?;
-    s.submit_dma(ci, &[fill(ti, 4096, 0x67)])?;
+    let ti = s.ums()?.create_buffer(idle, 8192)?;
+    let ci = s.tdr()?.create_context(idle, 0)?;
+    s.os_control()?.page_in(ti, 0, 0, 4096, 0x66)?;
+    s.tdr()?.submit_dma(ci, &[fill(ti, 4096, 0x67)])?;
     until(&mut *s, STEP, "new work", |s| all_done(s, 0))?;
     ensure!(
-        s.read_buffer(ti, 0)? == 0x66_0000_0066 && s.read_buffer(ti, 4096)? == 0x67,
+        s.ums_ref()?.read_buffer(ti, 0)? == 0x66_0000_0066
+            && s.ums_ref()?.read_buffer(ti, 4096)? == 0x67,
         "new paging and render work after the adapter reset did not run"
     );
     no_fault(&*s)
@@ -847,12 +918,12 @@ fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
 
 fn reset_fails_promoted(b: &dyn Backend) -> CaseResult {
     let mut s = tdr_session(b, TdrTimeouts::fast(), |_| {})?;
-    let p = s.open_process(0)?;
-    let ctx = s.create_context(p, 0)?;
-    s.fail_next_reset(0, 0)?;
-    let hang = s.submit_dma(ctx, &[Work::Hang])?;
+    let p = s.ums()?.open_process(0)?;
+    let ctx = s.tdr()?.create_context(p, 0)?;
+    s.faults()?.fail_next_reset(0, 0)?;
+    let hang = s.tdr()?.submit_dma(ctx, &[Work::Hang])?;
     until(&mut *s, STEP, "adapter reset", |s| adapter_resets(s) == 1)?;
-    let ev = s.tdr_steps(0)?;
+    let ev = s.tdr_trace_ref()?.tdr_steps(0)?;
     let failed = pos(
         &ev,
         |e| matches!(e, TdrStep::ResetEngine { node: 0, status, .. } if *status < 0),
@@ -863,48 +934,56 @@ fn reset_fails_promoted(b: &dyn Backend) -> CaseResult {
         matches!((failed, reset, restart), (Some(a), Some(b), Some(c)) if a < b && b < c),
         "failed ResetEngine < ResetFromTimeout < RestartFromTimeout expected: {ev:?}"
     );
-    let reason = s.tdr_reason(0)?;
+    let reason = s.tdr_trace_ref()?.tdr_reason(0)?;
     ensure!(
         reason == Some(REASON_PROMOTED),
         "reason {reason:?}, expected 9"
     );
     ensure!(
-        s.dma_fences(0, 0)? == (hang, hang) && s.current_fence(0, 0)? == hang,
+        s.tdr_trace_ref()?.dma_fences(0, 0)? == (hang, hang)
+            && s.direct_ddi()?.current_fence(0, 0)? == hang,
         "C = S = {hang} expected in the OS and the KMD"
     );
     ensure!(errored(&ev, p), "the guilty device is not in error");
-    let q = s.open_process(0)?;
-    let t = s.create_buffer(q, BUF)?;
+    let q = s.ums()?.open_process(0)?;
+    let t = s.ums()?.create_buffer(q, BUF)?;
     for node in 0..2u32 {
-        let c = s.create_context(q, node)?;
-        s.submit_dma(c, &[fill(t, 8 * u64::from(node), 0x90 + u64::from(node))])?;
+        let c = s.tdr()?.create_context(q, node)?;
+        s.tdr()?
+            .submit_dma(c, &[fill(t, 8 * u64::from(node), 0x90 + u64::from(node))])?;
     }
     until(&mut *s, STEP, "both engines", |s| {
         all_done(s, 0) && all_done(s, 1)
     })?;
     ensure!(
-        (s.read_buffer(t, 0)?, s.read_buffer(t, 8)?) == (0x90, 0x91),
+        (
+            s.ums_ref()?.read_buffer(t, 0)?,
+            s.ums_ref()?.read_buffer(t, 8)?
+        ) == (0x90, 0x91),
         "new work on both engines after the adapter reset did not run"
     );
     no_fault(&*s)?;
     drop(s);
     // No per-engine reset at all: only the adapter-wide path.
     let mut s = tdr_session(b, TdrTimeouts::fast(), |c| c.per_engine_reset = Some(false))?;
-    let p = s.open_process(0)?;
-    let ctx = s.create_context(p, 0)?;
-    let hang = s.submit_dma(ctx, &[Work::Hang])?;
+    let p = s.ums()?.open_process(0)?;
+    let ctx = s.tdr()?.create_context(p, 0)?;
+    let hang = s.tdr()?.submit_dma(ctx, &[Work::Hang])?;
     until(&mut *s, STEP, "adapter reset", |s| adapter_resets(s) == 1)?;
-    let ev = s.tdr_steps(0)?;
+    let ev = s.tdr_trace_ref()?.tdr_steps(0)?;
     ensure!(
         !ev.iter().any(|e| matches!(e, TdrStep::ResetEngine { .. })),
         "ResetEngine called on an adapter without SupportPerEngineTDR: {ev:?}"
     );
-    let reason = s.tdr_reason(0)?;
+    let reason = s.tdr_trace_ref()?.tdr_reason(0)?;
     ensure!(
         reason == Some(REASON_ADAPTER_TIMEOUT),
         "reason {reason:?}, expected adapter timeout"
     );
-    ensure!(s.dma_fences(0, 0)? == (hang, hang), "C = S expected");
+    ensure!(
+        s.tdr_trace_ref()?.dma_fences(0, 0)? == (hang, hang),
+        "C = S expected"
+    );
     no_fault(&*s)
 }
 
@@ -914,25 +993,25 @@ fn reset_fails_promoted(b: &dyn Backend) -> CaseResult {
 fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
     const MAX: u64 = 4000;
     let mut s = tdr_session(b, TdrTimeouts::fast(), |_| {})?;
-    let h = s.open_process(0)?;
-    let c = s.open_process(0)?;
-    let t = s.create_buffer(c, 8 * MAX)?;
-    let th = s.create_buffer(h, BUF)?;
-    let copy = s.create_queue(c, 1, SubmitPath::UserMode)?;
+    let h = s.ums()?.open_process(0)?;
+    let c = s.ums()?.open_process(0)?;
+    let t = s.ums()?.create_buffer(c, 8 * MAX)?;
+    let th = s.ums()?.create_buffer(h, BUF)?;
+    let copy = s.ums()?.create_queue(c, 1, SubmitPath::UserMode)?;
     // Commands per one-FILL submission on the copy node (calibration).
-    let before = observe(s.engine_probe(0, 1))?;
-    let v = s.submit(copy, &[fill(t, 0, 0)])?;
+    let before = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, 1)))?;
+    let v = s.ums()?.submit(copy, &[fill(t, 0, 0)])?;
     wait(&mut *s, copy, v, "calibration")?;
-    let after = observe(s.engine_probe(0, 1))?;
+    let after = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, 1)))?;
     let per = before
         .zip(after)
         .map(|(a, z)| z.completed_commands - a.completed_commands);
-    let base = observe(s.engine_probe(0, 1))?;
-    let hq = s.create_queue(h, 0, SubmitPath::UserMode)?;
-    s.submit(hq, &[Work::Hang])?;
+    let base = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, 1)))?;
+    let hq = s.ums()?.create_queue(h, 0, SubmitPath::UserMode)?;
+    s.ums()?.submit(hq, &[Work::Hang])?;
     let (mut n, mut during) = (0u64, 0u64);
     loop {
-        let rec = observe(s.tdr_recoveries(0))?;
+        let rec = observe(s.tdr_trace_ref().and_then(|x| x.tdr_recoveries(0)))?;
         let recovered = rec.is_some_and(|r| r.0 > 0);
         if !recovered {
             during = n;
@@ -945,7 +1024,7 @@ fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
         if enough || n >= MAX {
             break;
         }
-        let v = s.submit(copy, &[fill(t, 8 * n, n + 1)])?;
+        let v = s.ums()?.submit(copy, &[fill(t, 8 * n, n + 1)])?;
         ensure!(v == n + 2, "copy submission {n} got progress value {v}");
         n += 1;
         s.run_until(Duration::from_micros(10), &mut |_| false)?;
@@ -953,20 +1032,24 @@ fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
     ensure!(n < MAX, "no recovery within {MAX} copy submissions");
     wait(&mut *s, copy, n + 1, "copy queue drained")?;
     for i in 0..n {
-        let got = s.read_buffer(t, 8 * i)?;
+        let got = s.ums_ref()?.read_buffer(t, 8 * i)?;
         ensure!(
             got == i + 1,
             "copy marker {i} reads {got:#x}: a submission was lost or ran late"
         );
     }
-    if let (Some(per), Some(base), Some(now)) = (per, base, observe(s.engine_probe(0, 1))?) {
+    if let (Some(per), Some(base), Some(now)) = (
+        per,
+        base,
+        observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, 1)))?,
+    ) {
         let done = now.completed_commands - base.completed_commands;
         ensure!(
             done == per * n,
             "copy engine completed {done} commands for {n} submissions of {per}: lost or repeated"
         );
     }
-    if let Some(ev) = observe(s.tdr_steps(0))? {
+    if let Some(ev) = observe(s.tdr_trace_ref().and_then(|x| x.tdr_steps(0)))? {
         ensure!(
             ev.iter().any(|e| matches!(
                 e,
@@ -985,36 +1068,41 @@ fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
 }
 
 fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
-    let mut s = tdr_session(b, TdrTimeouts::fast(), |c| c.doorbells = Some(8))?;
-    let h = s.open_process(0)?;
-    let o = s.open_process(0)?;
-    let to = s.create_buffer(o, BUF)?;
-    let th = s.create_buffer(h, BUF)?;
-    let oq0 = s.create_queue(o, 0, SubmitPath::UserMode)?;
-    let oq1 = s.create_queue(o, 1, SubmitPath::UserMode)?;
-    let hq = s.create_queue(h, 0, SubmitPath::UserMode)?;
-    let hq1 = s.create_queue(h, 1, SubmitPath::UserMode)?;
-    let v = s.submit(hq1, &[fill(th, 8, 1)])?;
+    let mut s = tdr_session(b, TdrTimeouts::fast(), |c| c.min_doorbells = Some(8))?;
+    let h = s.ums()?.open_process(0)?;
+    let o = s.ums()?.open_process(0)?;
+    let to = s.ums()?.create_buffer(o, BUF)?;
+    let th = s.ums()?.create_buffer(h, BUF)?;
+    let oq0 = s.ums()?.create_queue(o, 0, SubmitPath::UserMode)?;
+    let oq1 = s.ums()?.create_queue(o, 1, SubmitPath::UserMode)?;
+    let hq = s.ums()?.create_queue(h, 0, SubmitPath::UserMode)?;
+    let hq1 = s.ums()?.create_queue(h, 1, SubmitPath::UserMode)?;
+    let v = s.ums()?.submit(hq1, &[fill(th, 8, 1)])?;
     wait(&mut *s, hq1, v, "guilty process warm-up")?;
-    let v = s.submit(oq0, &[fill(to, 0, 1)])?;
+    let v = s.ums()?.submit(oq0, &[fill(to, 0, 1)])?;
     wait(&mut *s, oq0, v, "other process warm-up")?;
-    let mark = observe(s.os_events(0))?.map(|e| e.len());
-    s.submit(hq, &[Work::Hang])?;
-    let v = s.submit(oq1, &[fill(to, 8, 2)])?;
+    let mark = observe(s.os_trace_ref().and_then(|x| x.os_events(0)))?.map(|e| e.len());
+    s.ums()?.submit(hq, &[Work::Hang])?;
+    let v = s.ums()?.submit(oq1, &[fill(to, 8, 2)])?;
     wait(&mut *s, oq1, v, "the other process during the hang")?;
     // Recovered once the guilty device's doorbells are aborted.
     until(&mut *s, STEP, "guilty doorbells aborted", |s| {
-        s.doorbell_status(hq) == Ok(DoorbellStatus::DisconnectedAbort)
+        s.ums_ref().and_then(|u| u.doorbell_status(hq)) == Ok(DoorbellStatus::DisconnectedAbort)
     })?;
     for q in [hq, hq1] {
-        let st = s.doorbell_status(q)?;
+        let st = s.ums_ref()?.doorbell_status(q)?;
         ensure!(
             st == DoorbellStatus::DisconnectedAbort,
             "guilty queue {q:?}'s doorbell is {st:?}"
         );
     }
     if let Some(m) = mark {
-        let ev: Vec<OsEvent> = s.os_events(0)?.into_iter().skip(m).collect();
+        let ev: Vec<OsEvent> = s
+            .os_trace_ref()?
+            .os_events(0)?
+            .into_iter()
+            .skip(m)
+            .collect();
         for q in [hq, hq1] {
             ensure!(
                 ev.contains(&OsEvent::OsDisconnect {
@@ -1033,7 +1121,7 @@ fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
             "the other process's doorbells were disconnected: {ev:?}"
         );
     }
-    if let Some(ev) = observe(s.tdr_steps(0))? {
+    if let Some(ev) = observe(s.tdr_trace_ref().and_then(|x| x.tdr_steps(0)))? {
         ensure!(
             errored(&ev, h) && !errored(&ev, o),
             "device errors: guilty only expected: {ev:?}"
@@ -1041,28 +1129,31 @@ fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
     }
     guilty_refused(&mut *s, hq1, th, "UM-10")?;
     for q in [oq0, oq1] {
-        let st = s.doorbell_status(q)?;
+        let st = s.ums_ref()?.doorbell_status(q)?;
         ensure!(
             st.is_connected(),
             "the other process's doorbell {q:?} is {st:?}"
         );
     }
-    let a = s.submit(oq0, &[fill(to, 16, 3)])?;
-    let c = s.submit(oq1, &[fill(to, 24, 4)])?;
+    let a = s.ums()?.submit(oq0, &[fill(to, 16, 3)])?;
+    let c = s.ums()?.submit(oq1, &[fill(to, 24, 4)])?;
     wait(&mut *s, oq0, a, "other process after the reset")?;
     wait(&mut *s, oq1, c, "other process after the reset")?;
     ensure!(
-        (s.read_buffer(to, 16)?, s.read_buffer(to, 24)?) == (3, 4),
+        (
+            s.ums_ref()?.read_buffer(to, 16)?,
+            s.ums_ref()?.read_buffer(to, 24)?
+        ) == (3, 4),
         "the other process's work after the reset did not run"
     );
     // The guilty process recreates its device (a new process here) and works.
-    let h2 = s.open_process(0)?;
-    let t2 = s.create_buffer(h2, BUF)?;
-    let q2 = s.create_queue(h2, 0, SubmitPath::UserMode)?;
-    let v = s.submit(q2, &[fill(t2, 0, 5)])?;
+    let h2 = s.ums()?.open_process(0)?;
+    let t2 = s.ums()?.create_buffer(h2, BUF)?;
+    let q2 = s.ums()?.create_queue(h2, 0, SubmitPath::UserMode)?;
+    let v = s.ums()?.submit(q2, &[fill(t2, 0, 5)])?;
     wait(&mut *s, q2, v, "recreated device")?;
     ensure!(
-        s.read_buffer(t2, 0)? == 5,
+        s.ums_ref()?.read_buffer(t2, 0)? == 5,
         "the recreated device's work did not run"
     );
     no_fault(&*s)
@@ -1073,35 +1164,39 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
     const MAX: u64 = 20_000;
     const MIN: usize = 20;
     const AFTER: usize = 50;
-    let mut s = session(b, ExecMode::Threaded, |c| c.doorbells = Some(16))?;
-    s.enable_tdr(0, TdrTimeouts::fast())?;
+    let mut s = session(b, ExecMode::Threaded, |c| c.min_doorbells = Some(16))?;
+    s.tdr()?.enable_tdr(0, TdrTimeouts::fast())?;
     // Commands per three-FILL submission, per node (calibration).
-    let cal = s.open_process(0)?;
-    let tc = s.create_buffer(cal, BUF)?;
+    let cal = s.ums()?.open_process(0)?;
+    let tc = s.ums()?.create_buffer(cal, BUF)?;
     let mut per = Vec::new();
     for node in 0..2u32 {
-        let q = s.create_queue(cal, node, SubmitPath::UserMode)?;
-        let before = observe(s.engine_probe(0, node))?;
-        let v = s.submit(q, &[fill(tc, 0, 1), fill(tc, 8, 2), fill(tc, 16, 3)])?;
+        let q = s.ums()?.create_queue(cal, node, SubmitPath::UserMode)?;
+        let before = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, node)))?;
+        let v = s
+            .ums()?
+            .submit(q, &[fill(tc, 0, 1), fill(tc, 8, 2), fill(tc, 16, 3)])?;
         wait(&mut *s, q, v, "calibration")?;
-        let after = observe(s.engine_probe(0, node))?;
+        let after = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, node)))?;
         per.push(
             before
                 .zip(after)
                 .map(|(a, z)| z.completed_commands - a.completed_commands),
         );
-        s.close_queue(q)?;
+        s.ums()?.close_queue(q)?;
     }
     let base: Vec<_> = (0..2)
-        .map(|n| observe(s.engine_probe(0, n)))
+        .map(|n| observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, n))))
         .collect::<Result<_, _>>()?;
     let mut lanes = Vec::new();
     let mut owners = Vec::new();
     for i in 0..PROCS {
-        let p = s.open_process(0)?;
-        let t = s.create_buffer(p, 2 * 3 * 8 * MAX)?;
+        let p = s.ums()?.open_process(0)?;
+        let t = s.ums()?.create_buffer(p, 2 * 3 * 8 * MAX)?;
         for node in 0..2u64 {
-            let q = s.create_queue(p, node as u32, SubmitPath::UserMode)?;
+            let q = s
+                .ums()?
+                .create_queue(p, node as u32, SubmitPath::UserMode)?;
             let batches = (0..MAX)
                 .map(|n| {
                     let slot = (node * MAX + n) * 3;
@@ -1120,8 +1215,8 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
             owners.push((i, node, p, t));
         }
     }
-    let guilty = s.open_process(0)?;
-    let gq = s.create_queue(guilty, 0, SubmitPath::UserMode)?;
+    let guilty = s.ums()?.open_process(0)?;
+    let gq = s.ums()?.create_queue(guilty, 0, SubmitPath::UserMode)?;
     lanes.push(StreamLane {
         queue: gq,
         batches: vec![vec![Work::Hang]],
@@ -1130,8 +1225,8 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
         stop_after_recovery: None,
         wait: false,
     });
-    let reports = s.stream(&lanes)?;
-    let recoveries = observe(s.tdr_recoveries(0))?;
+    let reports = s.ums()?.stream(&lanes)?;
+    let recoveries = observe(s.tdr_trace_ref().and_then(|x| x.tdr_recoveries(0)))?;
     if let Some(r) = recoveries {
         ensure!(
             r == (1, 0),
@@ -1158,7 +1253,7 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
         for n in 0..r.submitted as u64 {
             for j in 0..3 {
                 let slot = (node * MAX + n) * 3 + j;
-                let got = s.read_buffer(*t, 8 * slot)?;
+                let got = s.ums_ref()?.read_buffer(*t, 8 * slot)?;
                 let want = (i << 40) | (node << 32) | (n << 4) | j;
                 ensure!(
                     got == want,
@@ -1169,7 +1264,10 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
         total[*node as usize] += r.submitted as u64;
     }
     for node in 0..2usize {
-        let now = observe(s.engine_probe(0, node as u32))?;
+        let now = observe(
+            s.tdr_trace_ref()
+                .and_then(|x| x.engine_probe(0, node as u32)),
+        )?;
         if let (Some(per), Some(base), Some(now)) = (per[node], base[node], now) {
             let done = now.completed_commands - base.completed_commands;
             ensure!(
@@ -1179,7 +1277,7 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
             );
         }
     }
-    if let Some(ev) = observe(s.tdr_steps(0))? {
+    if let Some(ev) = observe(s.tdr_trace_ref().and_then(|x| x.tdr_steps(0)))? {
         ensure!(errored(&ev, guilty), "the hanging process is not in error");
         for (i, _, p, _) in owners.iter().step_by(2) {
             ensure!(!errored(&ev, *p), "innocent process {i} was put in error");

@@ -11,11 +11,13 @@
 use std::time::Duration;
 
 use crate::backend::{
-    Backend, BufferRef, ChurnLane, DeviceLoss, DoorbellStatus, ExecMode, Failure, OsEvent,
-    ProcessEnd, ProcessRef, Session, SessionConfig, SubmitPath, UmQueueRef, WaitResult, Work,
+    Backend, BufferRef, Capability, ChurnLane, DeviceLoss, DoorbellStatus, ExecMode, Failure,
+    OsEvent, ProcessEnd, ProcessRef, Session, SessionConfig, SubmitPath, UmQueueRef, Work,
 };
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
+
+use super::common::{fill, no_fault, observe, pos, session, wait};
 
 /// `STATUS_NOT_SUPPORTED`.
 const STATUS_NOT_SUPPORTED: i32 = 0xC000_00BB_u32 as i32;
@@ -35,6 +37,8 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-03", "UM-04"],
         summary: "node metadata for every node, a doorbell size in 1..=4096; user-mode queues \
                   exactly on the nodes that report UserModeSubmission, kernel-mode on all",
+        needs: &[Capability::UserModeSubmission],
+        optional: &[Capability::BugChecks],
         run: node_metadata_and_caps,
     },
     Case {
@@ -42,6 +46,8 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-01"],
         summary: "a user-mode and a kernel-mode queue on one engine run interleaved batches \
                   exactly once each; only the kernel-mode queue goes through the kernel",
+        needs: &[Capability::UserModeSubmission],
+        optional: &[Capability::OsTrace, Capability::BugChecks],
         run: both_paths_together,
     },
     Case {
@@ -49,6 +55,8 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-05"],
         summary: "SubmitCommandToHwQueue on a user-mode queue is refused by the OS \
                   (INVALID_PARAMETER) and by the KMD; nothing runs; the queue still works",
+        needs: &[Capability::UserModeSubmission],
+        optional: &[Capability::DirectDdi, Capability::BugChecks],
         run: user_queue_refuses_kernel_path,
     },
     Case {
@@ -56,6 +64,8 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-16"],
         summary: "progress values 1, 2, 3…; nothing completes behind a closed gate; 250 \
                   batches through a 4 KiB ring run exactly once, in order",
+        needs: &[Capability::UserModeSubmission],
+        optional: &[Capability::BugChecks],
         run: submit_order_and_progress_fence,
     },
     Case {
@@ -64,6 +74,12 @@ pub const CASES: &[Case] = &[
         summary: "one physical doorbell, the seed's steps in order: connect 1; create + \
                   connect 2 victimises 1 (callback, RETRY, dummy page) before 2 maps page 0; \
                   1's submission reconnects, victimising 2; all work once",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::OsTrace,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[Capability::BugChecks],
         run: victimisation_walkthrough,
     },
     Case {
@@ -71,6 +87,11 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-19", "UM-09"],
         summary: "three queues, one doorbell: every submission reconnects after RETRY and \
                   rings again, all on the user-mode path; losers map the dummy page",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[Capability::OsTrace, Capability::BugChecks],
         run: reconnect_and_retry,
     },
     Case {
@@ -78,6 +99,11 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-21"],
         summary: "global doorbell: three queues connect to page 0 at once, nobody is \
                   victimised, all work runs",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[Capability::OsTrace, Capability::BugChecks],
         run: global_doorbell,
     },
     Case {
@@ -85,6 +111,13 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-11", "UM-12"],
         summary: "suspended: doorbell stays connected, queues leave the runlist, new work \
                   (user and kernel mode) waits; resumed: it runs, once",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::OsTrace,
+            Capability::OsControl,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[Capability::BugChecks],
         run: suspend_resume,
     },
     Case {
@@ -92,6 +125,12 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-13"],
         summary: "an idle engine's F1 request: the OS disconnects that engine's doorbells \
                   (RETRY), not the other's, then F1; the next submission brings F0 back",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::OsTrace,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[Capability::BugChecks],
         run: engine_f1,
     },
     Case {
@@ -99,6 +138,13 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-14", "UM-16"],
         summary: "no D3 while a queue has work; idle: suspend all, disconnect all, D3; a \
                   submission: D0, connect, resume, work runs",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::OsTrace,
+            Capability::OsControl,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[Capability::BugChecks],
         run: d3_and_back,
     },
     Case {
@@ -106,6 +152,12 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-17"],
         summary: "exit with queues open: disconnect, wait for the last queued value, destroy \
                   doorbell, queue, allocations, context, device; all work ran",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::OsTrace,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[Capability::BugChecks],
         run: normal_exit,
     },
     Case {
@@ -113,6 +165,12 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-18"],
         summary: "kill: device in error, suspend before disconnect, no waiting; nothing of \
                   the process runs afterwards; another process is unaffected",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::OsTrace,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[Capability::BugChecks],
         run: abnormal_exit,
     },
     Case {
@@ -120,6 +178,13 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-10", "UM-19"],
         summary: "doorbells aborted: ABORT status, the queue falls back to the kernel-mode \
                   path without losing work; removed: the queue is lost, a new process works",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::OsTrace,
+            Capability::OsControl,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[Capability::BugChecks],
         run: device_loss_aborts_and_recreate,
     },
     Case {
@@ -127,6 +192,11 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-07", "UM-08"],
         summary: "the doorbell holds the ring: the UMD's handles closed, the ring stays and \
                   keeps running work (also while victimised) until the queue is destroyed",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[Capability::OsTrace, Capability::BugChecks],
         run: ring_allocations_referenced,
     },
     Case {
@@ -134,6 +204,11 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-19", "UM-20"],
         summary: "threaded: 3 processes x 2 engines churn queues on 2 doorbells next to 3 \
                   long-lived queues; every batch runs exactly once, doorbells are victimised",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::ConfiguredMachine,
+        ],
+        optional: &[Capability::OsTrace, Capability::BugChecks],
         run: threaded_churn,
     },
 ];
@@ -141,30 +216,14 @@ pub const CASES: &[Case] = &[
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
 
-fn session(
-    b: &dyn Backend,
-    mode: ExecMode,
-    tweak: impl FnOnce(&mut SessionConfig),
-) -> Result<Box<dyn Session>, CaseError> {
-    let mut cfg = SessionConfig::new(mode);
-    tweak(&mut cfg);
-    let mut s = b.open(&cfg)?;
-    s.load_driver()?;
-    s.start_adapter(0)?;
-    Ok(s)
-}
-
+/// Exactly `n` doorbells (fewer than the queues: victimisation).
 fn doorbells(n: u32) -> impl FnOnce(&mut SessionConfig) {
     move |c| c.doorbells = Some(n)
 }
 
-fn fill(dst: BufferRef, offset: u64, pattern: u64) -> Work {
-    Work::Fill {
-        dst,
-        offset,
-        bytes: 8,
-        pattern,
-    }
+/// At least `n` doorbells: the case's queues never share one.
+fn enough_doorbells(n: u32) -> impl FnOnce(&mut SessionConfig) {
+    move |c| c.min_doorbells = Some(n)
 }
 
 /// A ticket sequence in `buf` at byte `base`: the counter cell, then one slot per batch.
@@ -178,9 +237,9 @@ struct Tickets {
 impl Tickets {
     /// Sets the counter to 0 and every slot to the sentinel.
     fn new(s: &mut dyn Session, buf: BufferRef, base: u64, count: u64) -> Result<Self, Failure> {
-        s.write_buffer(buf, base, 0)?;
+        s.ums()?.write_buffer(buf, base, 0)?;
         for k in 0..count {
-            s.write_buffer(buf, base + 8 * (k + 1), UNWRITTEN)?;
+            s.ums()?.write_buffer(buf, base + 8 * (k + 1), UNWRITTEN)?;
         }
         Ok(Self { buf, base, count })
     }
@@ -202,7 +261,9 @@ impl Tickets {
     /// Batches `0..n` ran exactly once, in order, and nothing after them.
     fn check(&self, s: &dyn Session, n: u64, what: &str) -> CaseResult {
         for k in 0..self.count {
-            let got = s.read_buffer(self.buf, self.base + 8 * (k + 1))?;
+            let got = s
+                .ums_ref()?
+                .read_buffer(self.buf, self.base + 8 * (k + 1))?;
             let want = if k < n { k } else { UNWRITTEN };
             ensure!(
                 got == want,
@@ -220,7 +281,7 @@ impl Tickets {
                 }
             );
         }
-        let counter = s.read_buffer(self.buf, self.base)?;
+        let counter = s.ums_ref()?.read_buffer(self.buf, self.base)?;
         ensure!(
             counter == n,
             "{what}: ticket counter {counter}, expected {n}"
@@ -246,19 +307,9 @@ fn submit_tickets(
 ) -> Result<u64, Failure> {
     let mut last = 0;
     for k in range {
-        last = s.submit(q, &t.batch(k))?;
+        last = s.ums()?.submit(q, &t.batch(k))?;
     }
     Ok(last)
-}
-
-fn wait(s: &mut dyn Session, q: UmQueueRef, v: u64, what: &str) -> CaseResult {
-    let r = s.wait_progress(q, v)?;
-    ensure!(
-        r == WaitResult::Satisfied,
-        "{what}: waiting for progress {v} ended {r:?} (completed {})",
-        s.queue_info(q)?.completed
-    );
-    Ok(())
 }
 
 /// Lets the machine run a little (step: 300 rounds; threaded: 3 ms) for work that must NOT
@@ -268,34 +319,20 @@ fn settle(s: &mut dyn Session) -> CaseResult {
     Ok(())
 }
 
-fn no_fault(s: &dyn Session) -> CaseResult {
-    ensure!(s.bugcheck().is_none(), "bug check: {:?}", s.bugcheck());
-    Ok(())
-}
-
-fn pos(ev: &[OsEvent], p: impl Fn(&OsEvent) -> bool) -> Option<usize> {
-    ev.iter().position(p)
-}
-
 fn count(ev: &[OsEvent], p: impl Fn(&OsEvent) -> bool) -> usize {
     ev.iter().filter(|e| p(e)).count()
 }
 
 fn events_since(s: &dyn Session, mark: usize) -> Result<Vec<OsEvent>, Failure> {
-    Ok(s.os_events(0)?.into_iter().skip(mark).collect())
+    Ok(s.os_trace_ref()?
+        .os_events(0)?
+        .into_iter()
+        .skip(mark)
+        .collect())
 }
 
 fn mark(s: &dyn Session) -> Result<usize, Failure> {
-    Ok(s.os_events(0)?.len())
-}
-
-/// `Ok(None)` when the backend cannot make this observation (a simulation-only probe): the
-/// checks on it are left out and the case goes on with the rest.
-fn observe<T>(r: Result<T, Failure>) -> Result<Option<T>, Failure> {
-    match r {
-        Err(Failure::Unsupported(_)) => Ok(None),
-        other => other.map(Some),
-    }
+    Ok(s.os_trace_ref()?.os_events(0)?.len())
 }
 
 /// The OS trace since an optional mark (see [`observe`]).
@@ -304,11 +341,11 @@ fn trace(s: &dyn Session, mark: Option<usize>) -> Result<Option<Vec<OsEvent>>, F
 }
 
 fn user_queue(s: &mut dyn Session, p: ProcessRef, node: u32) -> Result<UmQueueRef, Failure> {
-    s.create_queue(p, node, SubmitPath::UserMode)
+    s.ums()?.create_queue(p, node, SubmitPath::UserMode)
 }
 
 fn expect_path(s: &dyn Session, q: UmQueueRef, path: SubmitPath, what: &str) -> CaseResult {
-    let got = s.queue_info(q)?.path;
+    let got = s.ums_ref()?.queue_info(q)?.path;
     ensure!(
         got == path,
         "{what}: queue submits on {got:?}, expected {path:?}"
@@ -317,7 +354,7 @@ fn expect_path(s: &dyn Session, q: UmQueueRef, path: SubmitPath, what: &str) -> 
 }
 
 fn expect_status(s: &dyn Session, q: UmQueueRef, want: DoorbellStatus, what: &str) -> CaseResult {
-    let got = s.doorbell_status(q)?;
+    let got = s.ums_ref()?.doorbell_status(q)?;
     let ok = if want == DoorbellStatus::Connected {
         got.is_connected()
     } else {
@@ -331,9 +368,9 @@ fn expect_status(s: &dyn Session, q: UmQueueRef, want: DoorbellStatus, what: &st
 // UM-03, UM-04.
 
 fn node_metadata_and_caps(b: &dyn Backend) -> CaseResult {
-    let mut s = session(b, ExecMode::Step, doorbells(4))?;
+    let mut s = session(b, ExecMode::Step, enough_doorbells(4))?;
     let nodes = s.driver_caps(0)?.nodes;
-    let caps = s.submission_caps(0)?;
+    let caps = s.ums()?.submission_caps(0)?;
     ensure!(
         caps.user_mode_nodes.len() == nodes as usize,
         "node metadata for {} nodes, DRIVERCAPS reports {nodes}",
@@ -348,12 +385,14 @@ fn node_metadata_and_caps(b: &dyn Backend) -> CaseResult {
         size.is_some_and(|z| (1..=4096).contains(&z)),
         "USERMODESUBMISSION_CAPS doorbell size {size:?}, must be 1..=4096"
     );
-    let p = s.open_process(0)?;
-    let t = s.create_buffer(p, BUF)?;
+    let p = s.ums()?.open_process(0)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
     for (node, ums) in caps.user_mode_nodes.iter().enumerate() {
         let node = node as u32;
-        let kq = s.create_queue(p, node, SubmitPath::KernelMode)?;
-        let v = s.submit(kq, &[fill(t, 8 * u64::from(node), 0x100 + u64::from(node))])?;
+        let kq = s.ums()?.create_queue(p, node, SubmitPath::KernelMode)?;
+        let v = s
+            .ums()?
+            .submit(kq, &[fill(t, 8 * u64::from(node), 0x100 + u64::from(node))])?;
         wait(&mut *s, kq, v, "kernel-mode queue")?;
         match user_queue(&mut *s, p, node) {
             Ok(q) => {
@@ -363,9 +402,11 @@ fn node_metadata_and_caps(b: &dyn Backend) -> CaseResult {
                 );
                 expect_path(&*s, q, SubmitPath::UserMode, "new user-mode queue")?;
                 expect_status(&*s, q, DoorbellStatus::Connected, "new user-mode queue")?;
-                let v = s.submit(q, &[fill(t, 64 + 8 * u64::from(node), 0x200)])?;
+                let v = s
+                    .ums()?
+                    .submit(q, &[fill(t, 64 + 8 * u64::from(node), 0x200)])?;
                 wait(&mut *s, q, v, "user-mode queue")?;
-                s.close_queue(q)?;
+                s.ums()?.close_queue(q)?;
             }
             Err(Failure::DdiFailed(STATUS_NOT_SUPPORTED)) => {
                 ensure!(
@@ -375,13 +416,13 @@ fn node_metadata_and_caps(b: &dyn Backend) -> CaseResult {
             }
             Err(e) => return Err(e.into()),
         }
-        s.close_queue(kq)?;
+        s.ums()?.close_queue(kq)?;
         ensure!(
-            s.read_buffer(t, 8 * u64::from(node))? == 0x100 + u64::from(node),
+            s.ums_ref()?.read_buffer(t, 8 * u64::from(node))? == 0x100 + u64::from(node),
             "node {node}: kernel-mode work did not run"
         );
     }
-    s.end_process(p, ProcessEnd::Normal)?;
+    s.ums()?.end_process(p, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
 
@@ -389,18 +430,18 @@ fn node_metadata_and_caps(b: &dyn Backend) -> CaseResult {
 // UM-01, UM-05.
 
 fn both_paths_together(b: &dyn Backend) -> CaseResult {
-    let mut s = session(b, ExecMode::Step, doorbells(4))?;
-    let p = s.open_process(0)?;
-    let buf = s.create_buffer(p, BUF)?;
+    let mut s = session(b, ExecMode::Step, enough_doorbells(4))?;
+    let p = s.ums()?.open_process(0)?;
+    let buf = s.ums()?.create_buffer(p, BUF)?;
     let tu = Tickets::new(&mut *s, buf, 0, 16)?;
     let tk = Tickets::new(&mut *s, buf, 1024, 16)?;
     let uq = user_queue(&mut *s, p, 0)?;
-    let kq = s.create_queue(p, 0, SubmitPath::KernelMode)?;
+    let kq = s.ums()?.create_queue(p, 0, SubmitPath::KernelMode)?;
     let m = observe(mark(&*s))?;
     let (mut lu, mut lk) = (0, 0);
     for k in 0..16 {
-        lu = s.submit(uq, &tu.batch(k))?;
-        lk = s.submit(kq, &tk.batch(k))?;
+        lu = s.ums()?.submit(uq, &tu.batch(k))?;
+        lk = s.ums()?.submit(kq, &tk.batch(k))?;
     }
     wait(&mut *s, uq, lu, "user-mode queue")?;
     wait(&mut *s, kq, lk, "kernel-mode queue")?;
@@ -426,25 +467,30 @@ fn both_paths_together(b: &dyn Backend) -> CaseResult {
             "the user-mode queue went through the kernel {us} times"
         );
     }
-    s.close_queue(uq)?;
-    s.close_queue(kq)?;
-    s.end_process(p, ProcessEnd::Normal)?;
+    s.ums()?.close_queue(uq)?;
+    s.ums()?.close_queue(kq)?;
+    s.ums()?.end_process(p, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
 
 fn user_queue_refuses_kernel_path(b: &dyn Backend) -> CaseResult {
-    let mut s = session(b, ExecMode::Step, doorbells(4))?;
-    let p = s.open_process(0)?;
-    let t = s.create_buffer(p, BUF)?;
+    let mut s = session(b, ExecMode::Step, enough_doorbells(4))?;
+    let p = s.ums()?.open_process(0)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
     let q = user_queue(&mut *s, p, 0)?;
-    let st = s.kernel_submit_on_user_queue(q, &[fill(t, 0, 0xBAD)], false)?;
+    let st = s
+        .ums()?
+        .kernel_submit_on_user_queue(q, &[fill(t, 0, 0xBAD)])?;
     ensure!(
         st == STATUS_INVALID_PARAMETER,
         "D3DKMTSubmitCommandToHwQueue on a user-mode queue returned {:#010x}, expected \
          STATUS_INVALID_PARAMETER",
         st as u32
     );
-    let direct = observe(s.kernel_submit_on_user_queue(q, &[fill(t, 8, 0xBAD)], true))?;
+    let direct = observe(
+        s.direct_ddi()
+            .and_then(|d| d.ddi_submit_on_user_queue(q, &[fill(t, 8, 0xBAD)])),
+    )?;
     ensure!(
         direct.is_none_or(|st| st < 0),
         "the KMD accepted DxgkDdiSubmitCommandToHwQueue on a user-mode queue ({:#010x})",
@@ -452,18 +498,18 @@ fn user_queue_refuses_kernel_path(b: &dyn Backend) -> CaseResult {
     );
     settle(&mut *s)?;
     ensure!(
-        s.read_buffer(t, 0)? == 0 && s.read_buffer(t, 8)? == 0,
+        s.ums_ref()?.read_buffer(t, 0)? == 0 && s.ums_ref()?.read_buffer(t, 8)? == 0,
         "refused kernel-mode work ran"
     );
-    let v = s.submit(q, &[fill(t, 16, 0x600D)])?;
+    let v = s.ums()?.submit(q, &[fill(t, 16, 0x600D)])?;
     ensure!(v == 1, "first user-mode progress value {v}, expected 1");
     wait(&mut *s, q, v, "user-mode queue after the refusals")?;
     ensure!(
-        s.read_buffer(t, 16)? == 0x600D,
+        s.ums_ref()?.read_buffer(t, 16)? == 0x600D,
         "user-mode work did not run"
     );
-    s.close_queue(q)?;
-    s.end_process(p, ProcessEnd::Normal)?;
+    s.ums()?.close_queue(q)?;
+    s.ums()?.end_process(p, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
 
@@ -471,14 +517,14 @@ fn user_queue_refuses_kernel_path(b: &dyn Backend) -> CaseResult {
 // UM-16.
 
 fn submit_order_and_progress_fence(b: &dyn Backend) -> CaseResult {
-    let mut s = session(b, ExecMode::Step, doorbells(4))?;
-    let p = s.open_process(0)?;
-    let buf = s.create_buffer(p, BUF)?;
-    let gate = s.create_buffer(p, BUF)?;
+    let mut s = session(b, ExecMode::Step, enough_doorbells(4))?;
+    let p = s.ums()?.open_process(0)?;
+    let buf = s.ums()?.create_buffer(p, BUF)?;
+    let gate = s.ums()?.create_buffer(p, BUF)?;
     let t = Tickets::new(&mut *s, buf, 0, 250)?;
     let q = user_queue(&mut *s, p, 0)?;
     // Behind a closed gate: values are handed out in order, nothing completes.
-    let g = s.submit(
+    let g = s.ums()?.submit(
         q,
         &[Work::WaitAtLeast {
             buffer: gate,
@@ -488,7 +534,7 @@ fn submit_order_and_progress_fence(b: &dyn Backend) -> CaseResult {
     )?;
     ensure!(g == 1, "first progress value {g}, expected 1");
     for k in 0..10 {
-        let v = s.submit(q, &t.batch(k))?;
+        let v = s.ums()?.submit(q, &t.batch(k))?;
         ensure!(
             v == k + 2,
             "batch {k} got progress value {v}, expected {}",
@@ -496,7 +542,7 @@ fn submit_order_and_progress_fence(b: &dyn Backend) -> CaseResult {
         );
     }
     settle(&mut *s)?;
-    let info = s.queue_info(q)?;
+    let info = s.ums_ref()?.queue_info(q)?;
     ensure!(
         info.last_submitted == 11 && info.completed == 0,
         "behind the gate: last submitted {}, completed {} (expected 11, 0)",
@@ -504,7 +550,7 @@ fn submit_order_and_progress_fence(b: &dyn Backend) -> CaseResult {
         info.completed
     );
     t.check(&*s, 0, "behind the gate")?;
-    s.write_buffer(gate, 0, 1)?;
+    s.ums()?.write_buffer(gate, 0, 1)?;
     wait(&mut *s, q, 11, "after opening the gate")?;
     t.check(&*s, 10, "after opening the gate")?;
     // Many more than the 4 KiB ring holds: the UMD wraps and waits for room.
@@ -512,15 +558,15 @@ fn submit_order_and_progress_fence(b: &dyn Backend) -> CaseResult {
     ensure!(last == 251, "last progress value {last}, expected 251");
     wait(&mut *s, q, last, "250 batches")?;
     t.check(&*s, 250, "250 batches")?;
-    let info = s.queue_info(q)?;
+    let info = s.ums_ref()?.queue_info(q)?;
     ensure!(
         info.completed == 251,
         "completed {} after the wait",
         info.completed
     );
     expect_path(&*s, q, SubmitPath::UserMode, "after 250 batches")?;
-    s.close_queue(q)?;
-    s.end_process(p, ProcessEnd::Normal)?;
+    s.ums()?.close_queue(q)?;
+    s.ums()?.end_process(p, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
 
@@ -529,15 +575,15 @@ fn submit_order_and_progress_fence(b: &dyn Backend) -> CaseResult {
 
 fn victimisation_walkthrough(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(1))?;
-    let p = s.open_process(0)?;
-    let buf = s.create_buffer(p, BUF)?;
+    let p = s.ums()?.open_process(0)?;
+    let buf = s.ums()?.create_buffer(p, BUF)?;
     let t1 = Tickets::new(&mut *s, buf, 0, 4)?;
     let t2 = Tickets::new(&mut *s, buf, 512, 4)?;
     // 1. Queue 1's doorbell connects to the only physical doorbell.
     let m0 = mark(&*s)?;
     let q1 = user_queue(&mut *s, p, 0)?;
     expect_status(&*s, q1, DoorbellStatus::Connected, "step 1, doorbell 1")?;
-    let map1 = s.doorbell_mapping(q1)?;
+    let map1 = s.os_trace_ref()?.doorbell_mapping(q1)?;
     ensure!(
         map1 == Some(0),
         "step 1: doorbell 1 maps {map1:?}, expected physical page 0"
@@ -588,12 +634,12 @@ fn victimisation_walkthrough(b: &dyn Backend) -> CaseResult {
         "step 3, doorbell 1",
     )?;
     ensure!(
-        s.doorbell_mapping(q1)?.is_none(),
+        s.os_trace_ref()?.doorbell_mapping(q1)?.is_none(),
         "step 3: doorbell 1 still maps the physical page"
     );
     expect_status(&*s, q2, DoorbellStatus::Connected, "step 3, doorbell 2")?;
     ensure!(
-        s.doorbell_mapping(q2)? == Some(0),
+        s.os_trace_ref()?.doorbell_mapping(q2)? == Some(0),
         "step 3: doorbell 2 does not map page 0"
     );
     // 4. Queue 1 submits: it reads RETRY, reconnects (victimising 2) and rings again.
@@ -635,14 +681,14 @@ fn victimisation_walkthrough(b: &dyn Backend) -> CaseResult {
     for q in [q1, q2] {
         expect_path(&*s, q, SubmitPath::UserMode, "after the walk-through")?;
     }
-    s.end_process(p, ProcessEnd::Normal)?;
+    s.ums()?.end_process(p, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
 
 fn reconnect_and_retry(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(1))?;
-    let p = s.open_process(0)?;
-    let buf = s.create_buffer(p, BUF)?;
+    let p = s.ums()?.open_process(0)?;
+    let buf = s.ums()?.create_buffer(p, BUF)?;
     let mut qs = Vec::new();
     for i in 0..3u64 {
         let t = Tickets::new(&mut *s, buf, 512 * i, 5)?;
@@ -651,7 +697,7 @@ fn reconnect_and_retry(b: &dyn Backend) -> CaseResult {
     let m = observe(mark(&*s))?;
     for k in 0..5 {
         for (q, t, last) in &mut qs {
-            *last = s.submit(*q, &t.batch(k))?;
+            *last = s.ums()?.submit(*q, &t.batch(k))?;
         }
     }
     for (i, (q, t, last)) in qs.iter().enumerate() {
@@ -676,7 +722,7 @@ fn reconnect_and_retry(b: &dyn Backend) -> CaseResult {
     // UM-09: one doorbell maps the physical page; the others map the dummy page with RETRY.
     let mut mapped = 0;
     for (q, _, _) in &qs {
-        match observe(s.doorbell_mapping(*q))? {
+        match observe(s.os_trace_ref().and_then(|x| x.doorbell_mapping(*q)))? {
             None => {}
             Some(Some(0)) => {
                 mapped += 1;
@@ -690,7 +736,7 @@ fn reconnect_and_retry(b: &dyn Backend) -> CaseResult {
         mapped <= 1,
         "{mapped} doorbells map the one physical doorbell"
     );
-    s.end_process(p, ProcessEnd::Normal)?;
+    s.ums()?.end_process(p, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
 
@@ -699,8 +745,8 @@ fn global_doorbell(b: &dyn Backend) -> CaseResult {
         c.doorbells = Some(1);
         c.global_doorbell = true;
     })?;
-    let p = s.open_process(0)?;
-    let buf = s.create_buffer(p, BUF)?;
+    let p = s.ums()?.open_process(0)?;
+    let buf = s.ums()?.create_buffer(p, BUF)?;
     let m = observe(mark(&*s))?;
     let mut qs = Vec::new();
     for i in 0..3u64 {
@@ -709,14 +755,14 @@ fn global_doorbell(b: &dyn Backend) -> CaseResult {
     }
     for k in 0..4 {
         for (q, t, last) in &mut qs {
-            *last = s.submit(*q, &t.batch(k))?;
+            *last = s.ums()?.submit(*q, &t.batch(k))?;
         }
     }
     for (i, (q, t, last)) in qs.iter().enumerate() {
         wait(&mut *s, *q, *last, "global doorbell")?;
         t.check(&*s, 4, &format!("queue {i}"))?;
         expect_status(&*s, *q, DoorbellStatus::Connected, &format!("queue {i}"))?;
-        let map = observe(s.doorbell_mapping(*q))?;
+        let map = observe(s.os_trace_ref().and_then(|x| x.doorbell_mapping(*q)))?;
         ensure!(
             map.is_none_or(|m| m == Some(0)),
             "queue {i}'s doorbell maps {map:?}, expected the global page 0"
@@ -740,7 +786,7 @@ fn global_doorbell(b: &dyn Backend) -> CaseResult {
             "connects to pages {pages:?}, expected [0, 0, 0]"
         );
     }
-    s.end_process(p, ProcessEnd::Normal)?;
+    s.ums()?.end_process(p, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
 
@@ -749,21 +795,21 @@ fn global_doorbell(b: &dyn Backend) -> CaseResult {
 
 fn suspend_resume(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(4))?;
-    let p = s.open_process(0)?;
-    let buf = s.create_buffer(p, BUF)?;
+    let p = s.ums()?.open_process(0)?;
+    let buf = s.ums()?.create_buffer(p, BUF)?;
     let tu = Tickets::new(&mut *s, buf, 0, 3)?;
     let tk = Tickets::new(&mut *s, buf, 512, 3)?;
     let uq = user_queue(&mut *s, p, 0)?;
-    let kq = s.create_queue(p, 1, SubmitPath::KernelMode)?;
-    let v = s.submit(uq, &tu.batch(0))?;
-    let w = s.submit(kq, &tk.batch(0))?;
+    let kq = s.ums()?.create_queue(p, 1, SubmitPath::KernelMode)?;
+    let v = s.ums()?.submit(uq, &tu.batch(0))?;
+    let w = s.ums()?.submit(kq, &tk.batch(0))?;
     wait(&mut *s, uq, v, "before suspend")?;
     wait(&mut *s, kq, w, "before suspend")?;
     let m = mark(&*s)?;
-    s.suspend_process(p)?;
+    s.os_control()?.suspend_process(p)?;
     expect_status(&*s, uq, DoorbellStatus::Connected, "UM-11: suspended")?;
     for q in [uq, kq] {
-        let sch = s.queue_info(q)?.scheduled;
+        let sch = s.ums_ref()?.queue_info(q)?.scheduled;
         ensure!(
             sch != Some(true),
             "UM-11: suspended queue {q:?} is still in the runlist"
@@ -775,12 +821,12 @@ fn suspend_resume(b: &dyn Backend) -> CaseResult {
     tu.check(&*s, 1, "UM-11: user-mode work while suspended")?;
     tk.check(&*s, 1, "UM-11: kernel-mode work while suspended")?;
     expect_path(&*s, uq, SubmitPath::UserMode, "while suspended")?;
-    s.resume_process(p)?;
+    s.os_control()?.resume_process(p)?;
     wait(&mut *s, uq, v, "UM-12: after resume")?;
     wait(&mut *s, kq, w, "UM-12: after resume")?;
     tu.check(&*s, 3, "UM-12: user-mode work after resume")?;
     tk.check(&*s, 3, "UM-12: kernel-mode work after resume")?;
-    let sch = s.queue_info(uq)?.scheduled;
+    let sch = s.ums_ref()?.queue_info(uq)?.scheduled;
     ensure!(
         sch != Some(false),
         "UM-12: resumed queue not back in the runlist"
@@ -796,7 +842,7 @@ fn suspend_resume(b: &dyn Backend) -> CaseResult {
         !ev.iter().any(|e| matches!(e, OsEvent::OsDisconnect { .. })),
         "UM-11: suspend disconnected a doorbell: {ev:?}"
     );
-    s.end_process(p, ProcessEnd::Normal)?;
+    s.ums()?.end_process(p, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
 
@@ -805,17 +851,21 @@ fn engine_f1(b: &dyn Backend) -> CaseResult {
         c.doorbells = Some(4);
         c.idle_f1_ticks = 20_000;
     })?;
-    let p = s.open_process(0)?;
-    let t = s.create_buffer(p, BUF)?;
+    let p = s.ums()?.open_process(0)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
     let q0 = user_queue(&mut *s, p, 0)?;
     let q1 = user_queue(&mut *s, p, 1)?;
-    let v = s.submit(q1, &[fill(t, 8, 1)])?;
+    let v = s.ums()?.submit(q1, &[fill(t, 8, 1)])?;
     wait(&mut *s, q1, v, "engine 1")?;
-    let v = s.submit(q0, &[fill(t, 0, 1)])?;
+    let v = s.ums()?.submit(q0, &[fill(t, 0, 1)])?;
     wait(&mut *s, q0, v, "engine 0")?;
-    let f1 = s.await_engine_f1(0, 0, Duration::from_millis(50))?;
-    ensure!(f1, "engine 0 never went to F1: {:?}", s.power_status(0)?);
-    let ev = s.os_events(0)?;
+    let f1 = s.ums()?.await_engine_f1(0, 0, Duration::from_millis(50))?;
+    ensure!(
+        f1,
+        "engine 0 never went to F1: {:?}",
+        s.os_trace_ref()?.power_status(0)?
+    );
+    let ev = s.os_trace_ref()?.os_events(0)?;
     let fs = ev
         .iter()
         .rposition(|e| *e == OsEvent::SetFState { node: 0, fstate: 1 })
@@ -844,28 +894,36 @@ fn engine_f1(b: &dyn Backend) -> CaseResult {
         "engine 1's doorbell was disconnected for engine 0's F1: {between:?}"
     );
     expect_status(&*s, q0, DoorbellStatus::DisconnectedRetry, "after F1")?;
-    let v = s.submit(q0, &[fill(t, 0, 2)])?;
-    let fstate = s.power_status(0)?.node_fstates.first().copied();
+    let v = s.ums()?.submit(q0, &[fill(t, 0, 2)])?;
+    let fstate = s
+        .os_trace_ref()?
+        .power_status(0)?
+        .node_fstates
+        .first()
+        .copied();
     ensure!(
         fstate == Some(0),
         "the reconnect left node 0 in F{fstate:?}"
     );
     wait(&mut *s, q0, v, "after F1")?;
-    ensure!(s.read_buffer(t, 0)? == 2, "work after F1 did not run");
+    ensure!(
+        s.ums_ref()?.read_buffer(t, 0)? == 2,
+        "work after F1 did not run"
+    );
     expect_path(&*s, q0, SubmitPath::UserMode, "after F1")?;
-    s.end_process(p, ProcessEnd::Normal)?;
+    s.ums()?.end_process(p, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
 
 fn d3_and_back(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(4))?;
-    let p = s.open_process(0)?;
-    let t = s.create_buffer(p, BUF)?;
-    let gate = s.create_buffer(p, BUF)?;
+    let p = s.ums()?.open_process(0)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
+    let gate = s.ums()?.create_buffer(p, BUF)?;
     let q0 = user_queue(&mut *s, p, 0)?;
     let q1 = user_queue(&mut *s, p, 1)?;
     // UM-16: work the OS has not seen complete keeps the GPU up.
-    let g = s.submit(
+    let g = s.ums()?.submit(
         q0,
         &[
             Work::WaitAtLeast {
@@ -876,20 +934,23 @@ fn d3_and_back(b: &dyn Backend) -> CaseResult {
             fill(t, 0, 1),
         ],
     )?;
-    let down = s.power_down(0)?;
+    let down = s.os_control()?.power_down(0)?;
     ensure!(
-        !down && !s.power_status(0)?.d3,
+        !down && !s.os_trace_ref()?.power_status(0)?.d3,
         "powered down with work pending"
     );
-    s.write_buffer(gate, 0, 1)?;
+    s.ums()?.write_buffer(gate, 0, 1)?;
     wait(&mut *s, q0, g, "gated work")?;
-    let v = s.submit(q1, &[fill(t, 8, 1)])?;
+    let v = s.ums()?.submit(q1, &[fill(t, 8, 1)])?;
     wait(&mut *s, q1, v, "engine 1")?;
     // Idle: suspend every context, disconnect every doorbell, then D3.
     let m = mark(&*s)?;
-    ensure!(s.power_down(0)?, "idle adapter did not power down");
     ensure!(
-        s.power_status(0)?.d3,
+        s.os_control()?.power_down(0)?,
+        "idle adapter did not power down"
+    );
+    ensure!(
+        s.os_trace_ref()?.power_status(0)?.d3,
         "power_down returned true but the adapter is not in D3"
     );
     let ev = events_since(&*s, m)?;
@@ -924,9 +985,9 @@ fn d3_and_back(b: &dyn Backend) -> CaseResult {
     }
     // A submission in D3: D0, connect, resume, then the work runs.
     let m = mark(&*s)?;
-    let v = s.submit(q1, &[fill(t, 8, 2)])?;
+    let v = s.ums()?.submit(q1, &[fill(t, 8, 2)])?;
     ensure!(
-        !s.power_status(0)?.d3,
+        !s.os_trace_ref()?.power_status(0)?.d3,
         "the submission did not power the adapter up"
     );
     let ev = events_since(&*s, m)?;
@@ -946,13 +1007,13 @@ fn d3_and_back(b: &dyn Backend) -> CaseResult {
         "{resumed} contexts resumed, the power-down suspended 2"
     );
     wait(&mut *s, q1, v, "after D3")?;
-    let v = s.submit(q0, &[fill(t, 0, 2)])?;
+    let v = s.ums()?.submit(q0, &[fill(t, 0, 2)])?;
     wait(&mut *s, q0, v, "after D3")?;
     ensure!(
-        s.read_buffer(t, 0)? == 2 && s.read_buffer(t, 8)? == 2,
+        s.ums_ref()?.read_buffer(t, 0)? == 2 && s.ums_ref()?.read_buffer(t, 8)? == 2,
         "work after D3 did not run"
     );
-    s.end_process(p, ProcessEnd::Normal)?;
+    s.ums()?.end_process(p, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
 
@@ -961,16 +1022,16 @@ fn d3_and_back(b: &dyn Backend) -> CaseResult {
 
 fn normal_exit(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(4))?;
-    let p = s.open_process(0)?;
-    let buf = s.create_buffer(p, BUF)?;
+    let p = s.ums()?.open_process(0)?;
+    let buf = s.ums()?.create_buffer(p, BUF)?;
     let tu = Tickets::new(&mut *s, buf, 0, 16)?;
     let tk = Tickets::new(&mut *s, buf, 1024, 4)?;
     let uq = user_queue(&mut *s, p, 0)?;
-    let kq = s.create_queue(p, 1, SubmitPath::KernelMode)?;
+    let kq = s.ums()?.create_queue(p, 1, SubmitPath::KernelMode)?;
     let last = submit_tickets(&mut *s, uq, &tu, 0..16)?;
     submit_tickets(&mut *s, kq, &tk, 0..4)?;
     let m = mark(&*s)?;
-    s.end_process(p, ProcessEnd::Normal)?;
+    s.ums()?.end_process(p, ProcessEnd::Normal)?;
     let ev = events_since(&*s, m)?;
     let steps = [
         pos(
@@ -1004,7 +1065,7 @@ fn normal_exit(b: &dyn Backend) -> CaseResult {
     tu.check(&*s, 16, "user-mode work before the exit")?;
     tk.check(&*s, 4, "kernel-mode work before the exit")?;
     for q in [uq, kq] {
-        let sch = s.queue_info(q)?.scheduled;
+        let sch = s.ums_ref()?.queue_info(q)?.scheduled;
         ensure!(
             sch != Some(true),
             "queue {q:?} is still in a runlist after the exit"
@@ -1015,14 +1076,14 @@ fn normal_exit(b: &dyn Backend) -> CaseResult {
 
 fn abnormal_exit(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(4))?;
-    let victim = s.open_process(0)?;
-    let other = s.open_process(0)?;
+    let victim = s.ums()?.open_process(0)?;
+    let other = s.ums()?.open_process(0)?;
     // The killed process's work waits on a gate in the other process's memory.
-    let buf = s.create_buffer(other, BUF)?;
+    let buf = s.ums()?.create_buffer(other, BUF)?;
     let q = user_queue(&mut *s, victim, 0)?;
-    let kq = s.create_queue(victim, 1, SubmitPath::KernelMode)?;
+    let kq = s.ums()?.create_queue(victim, 1, SubmitPath::KernelMode)?;
     let oq = user_queue(&mut *s, other, 0)?;
-    s.submit(
+    s.ums()?.submit(
         q,
         &[
             Work::WaitAtLeast {
@@ -1033,7 +1094,7 @@ fn abnormal_exit(b: &dyn Backend) -> CaseResult {
             fill(buf, 8, 0xDEAD),
         ],
     )?;
-    s.submit(
+    s.ums()?.submit(
         kq,
         &[
             Work::WaitAtLeast {
@@ -1046,7 +1107,7 @@ fn abnormal_exit(b: &dyn Backend) -> CaseResult {
     )?;
     settle(&mut *s)?;
     let m = mark(&*s)?;
-    s.end_process(victim, ProcessEnd::Abnormal)?;
+    s.ums()?.end_process(victim, ProcessEnd::Abnormal)?;
     let ev = events_since(&*s, m)?;
     let err = pos(&ev, |e| {
         *e == OsEvent::DeviceError {
@@ -1077,40 +1138,41 @@ fn abnormal_exit(b: &dyn Backend) -> CaseResult {
         "the other process's doorbell was disconnected: {ev:?}"
     );
     // Open the gate: nothing of the killed process may run any more.
-    s.write_buffer(buf, 0, 1)?;
+    s.ums()?.write_buffer(buf, 0, 1)?;
     settle(&mut *s)?;
     ensure!(
-        s.read_buffer(buf, 8)? == 0 && s.read_buffer(buf, 16)? == 0,
+        s.ums_ref()?.read_buffer(buf, 8)? == 0 && s.ums_ref()?.read_buffer(buf, 16)? == 0,
         "work of the killed process ran after the exit"
     );
     for qq in [q, kq] {
-        let sch = s.queue_info(qq)?.scheduled;
+        let sch = s.ums_ref()?.queue_info(qq)?.scheduled;
         ensure!(
             sch != Some(true),
             "a queue of the killed process is still in a runlist"
         );
     }
     expect_status(&*s, oq, DoorbellStatus::Connected, "the other process")?;
-    let v = s.submit(oq, &[fill(buf, 24, 7)])?;
+    let v = s.ums()?.submit(oq, &[fill(buf, 24, 7)])?;
     wait(&mut *s, oq, v, "the other process")?;
     ensure!(
-        s.read_buffer(buf, 24)? == 7,
+        s.ums_ref()?.read_buffer(buf, 24)? == 7,
         "the other process's work did not run"
     );
-    s.end_process(other, ProcessEnd::Normal)?;
+    s.ums()?.end_process(other, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
 
 fn device_loss_aborts_and_recreate(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(4))?;
-    let p = s.open_process(0)?;
-    let buf = s.create_buffer(p, BUF)?;
+    let p = s.ums()?.open_process(0)?;
+    let buf = s.ums()?.create_buffer(p, BUF)?;
     let t = Tickets::new(&mut *s, buf, 0, 6)?;
     let q = user_queue(&mut *s, p, 0)?;
     let v = submit_tickets(&mut *s, q, &t, 0..2)?;
     wait(&mut *s, q, v, "before the loss")?;
     let m = mark(&*s)?;
-    s.device_loss(0, DeviceLoss::DoorbellsAborted)?;
+    s.os_control()?
+        .device_loss(0, DeviceLoss::DoorbellsAborted)?;
     expect_status(
         &*s,
         q,
@@ -1118,7 +1180,7 @@ fn device_loss_aborts_and_recreate(b: &dyn Backend) -> CaseResult {
         "after device loss",
     )?;
     ensure!(
-        s.doorbell_mapping(q)?.is_none(),
+        s.os_trace_ref()?.doorbell_mapping(q)?.is_none(),
         "an aborted doorbell still maps the physical page"
     );
     let ev = events_since(&*s, m)?;
@@ -1135,23 +1197,23 @@ fn device_loss_aborts_and_recreate(b: &dyn Backend) -> CaseResult {
     wait(&mut *s, q, v, "on the kernel-mode path")?;
     t.check(&*s, 4, "across the fallback")?;
     // Removal: the queue is lost; a new process recreates everything.
-    s.device_loss(0, DeviceLoss::Removed)?;
-    let r = s.submit(q, &t.batch(4));
-    let info = s.queue_info(q)?;
+    s.os_control()?.device_loss(0, DeviceLoss::Removed)?;
+    let r = s.ums()?.submit(q, &t.batch(4));
+    let info = s.ums_ref()?.queue_info(q)?;
     ensure!(
         info.lost,
         "after removal the queue is not lost (submit returned {r:?})"
     );
-    s.end_process(p, ProcessEnd::Abnormal)?;
-    let p2 = s.open_process(0)?;
-    let buf2 = s.create_buffer(p2, BUF)?;
+    s.ums()?.end_process(p, ProcessEnd::Abnormal)?;
+    let p2 = s.ums()?.open_process(0)?;
+    let buf2 = s.ums()?.create_buffer(p2, BUF)?;
     let t2 = Tickets::new(&mut *s, buf2, 0, 3)?;
     let q2 = user_queue(&mut *s, p2, 0)?;
     let v = submit_tickets(&mut *s, q2, &t2, 0..3)?;
     wait(&mut *s, q2, v, "recreated queue")?;
     t2.check(&*s, 3, "recreated queue")?;
     expect_path(&*s, q2, SubmitPath::UserMode, "recreated queue")?;
-    s.end_process(p2, ProcessEnd::Normal)?;
+    s.ums()?.end_process(p2, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
 
@@ -1160,14 +1222,14 @@ fn device_loss_aborts_and_recreate(b: &dyn Backend) -> CaseResult {
 
 fn ring_allocations_referenced(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(1))?;
-    let p = s.open_process(0)?;
-    let buf = s.create_buffer(p, BUF)?;
+    let p = s.ums()?.open_process(0)?;
+    let buf = s.ums()?.create_buffer(p, BUF)?;
     let t = Tickets::new(&mut *s, buf, 0, 80)?;
     let q = user_queue(&mut *s, p, 0)?;
-    let v = s.submit(q, &t.batch(0))?;
+    let v = s.ums()?.submit(q, &t.batch(0))?;
     wait(&mut *s, q, v, "before releasing the ring")?;
-    s.release_ring_handles(q)?;
-    match s.release_ring_handles(q) {
+    s.ums()?.release_ring_handles(q)?;
+    match s.ums()?.release_ring_handles(q) {
         Err(Failure::DdiFailed(_)) => {}
         other => ensure!(
             false,
@@ -1175,7 +1237,7 @@ fn ring_allocations_referenced(b: &dyn Backend) -> CaseResult {
         ),
     }
     ensure!(
-        observe(s.ring_resident(q))? != Some(false),
+        observe(s.os_trace_ref().and_then(|x| x.ring_resident(q)))? != Some(false),
         "UM-07: the ring was freed while its doorbell lives"
     );
     // UM-08: the ring keeps working, also through wraps and while victimised.
@@ -1188,16 +1250,16 @@ fn ring_allocations_referenced(b: &dyn Backend) -> CaseResult {
     t.check(&*s, 80, "released ring")?;
     expect_path(&*s, q, SubmitPath::UserMode, "released ring")?;
     ensure!(
-        observe(s.ring_resident(q))? != Some(false),
+        observe(s.os_trace_ref().and_then(|x| x.ring_resident(q)))? != Some(false),
         "UM-07: ring freed before the queue was destroyed"
     );
-    s.close_queue(q)?;
+    s.ums()?.close_queue(q)?;
     ensure!(
-        observe(s.ring_resident(q))? != Some(true),
+        observe(s.os_trace_ref().and_then(|x| x.ring_resident(q)))? != Some(true),
         "UM-07: the ring outlived its doorbell"
     );
-    s.close_queue(other)?;
-    s.end_process(p, ProcessEnd::Normal)?;
+    s.ums()?.close_queue(other)?;
+    s.ums()?.end_process(p, ProcessEnd::Normal)?;
     no_fault(&*s)
 }
 
@@ -1213,8 +1275,8 @@ fn threaded_churn(b: &dyn Backend) -> CaseResult {
     let mut tickets = Vec::new();
     let mut residents = Vec::new();
     for _ in 0..3 {
-        let p = s.open_process(0)?;
-        let buf = s.create_buffer(p, BUF)?;
+        let p = s.ums()?.open_process(0)?;
+        let buf = s.ums()?.create_buffer(p, BUF)?;
         // A queue that lives through the churn: with three of them on two doorbells, both
         // physical doorbells are bound when the churn starts, so its first connect must
         // victimise one.
@@ -1233,7 +1295,7 @@ fn threaded_churn(b: &dyn Backend) -> CaseResult {
         }
     }
     let m = observe(mark(&*s))?;
-    let reports = s.churn(&lanes)?;
+    let reports = s.ums()?.churn(&lanes)?;
     for ((p, node, t), r) in tickets.iter().zip(&reports) {
         ensure!(
             r.error.is_none() && r.rounds_done == ROUNDS,
@@ -1258,7 +1320,7 @@ fn threaded_churn(b: &dyn Backend) -> CaseResult {
         );
     }
     for (p, _, _) in tickets.iter().step_by(2) {
-        s.end_process(*p, ProcessEnd::Normal)?;
+        s.ums()?.end_process(*p, ProcessEnd::Normal)?;
     }
     no_fault(&*s)
 }

@@ -1,0 +1,205 @@
+//! [`Fences`] and [`CrossAdapterFences`] of the simulated backend: the OS's native and
+//! monitored fence objects, CPU waits and signals, and GPU queues written directly.
+
+use std::time::Duration;
+
+use rvgpu_simos::testing::gpu::GpuQueue;
+use rvgpu_simos::{NativeFence, NativeFenceDesc, ProcessId};
+
+use super::{failure, wait_result, SimSession};
+use crate::backend::{
+    CrossAdapterFences, EventRef, Failure, FenceRef, FenceValues, Fences, MonitoredRef, QueueRef,
+    WaitResult,
+};
+
+impl Fences for SimSession {
+    fn create_native_fence(
+        &mut self,
+        i: usize,
+        process: u32,
+        initial: u64,
+        shareable: bool,
+    ) -> Result<FenceRef, Failure> {
+        let desc = NativeFenceDesc {
+            initial,
+            shareable,
+            ..Default::default()
+        };
+        let f = self
+            .machine
+            .create_native_fence(i, ProcessId(process), desc)
+            .map_err(failure)?;
+        Ok(self.add_fence(f))
+    }
+
+    fn open_native_fence(&mut self, f: FenceRef, process: u32) -> Result<FenceRef, Failure> {
+        let g = self
+            .machine
+            .open_native_fence(self.fence(f)?, ProcessId(process))
+            .map_err(failure)?;
+        Ok(self.add_fence(g))
+    }
+
+    fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure> {
+        self.machine
+            .destroy_native_fence(self.fence(f)?)
+            .map_err(failure)
+    }
+
+    fn native_fence_destroyed(&self, f: FenceRef) -> bool {
+        self.fence(f).is_ok_and(NativeFence::is_destroyed)
+    }
+
+    fn fence_addresses(&self, f: FenceRef) -> Result<(u64, u64, u32), Failure> {
+        let f = self.fence(f)?;
+        let stride = self
+            .machine
+            .native_fence_caps(f.adapter())
+            .map_or(0, |c| c.MonitoredValueStride);
+        Ok((f.current_value_gpu(), f.monitored_value_gpu(), stride))
+    }
+
+    fn fence_values(&self, f: FenceRef) -> Result<FenceValues, Failure> {
+        let f = self.fence(f)?;
+        Ok(FenceValues {
+            current: f.current_value(),
+            monitored: f.monitored_value(),
+        })
+    }
+
+    fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure> {
+        let e = self
+            .machine
+            .wait_native_fence_event(self.fence(f)?, value)
+            .map_err(failure)?;
+        self.events.push(e);
+        Ok(EventRef(self.events.len() - 1))
+    }
+
+    fn event_result(&self, e: EventRef, timeout: Duration) -> Option<WaitResult> {
+        self.events
+            .get(e.0)
+            .and_then(|e| e.wait(timeout))
+            .map(wait_result)
+    }
+
+    fn cpu_wait(
+        &mut self,
+        f: FenceRef,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitResult, Failure> {
+        self.machine
+            .wait_native_fence(self.fence(f)?, value, timeout)
+            .map(wait_result)
+            .map_err(failure)
+    }
+
+    fn cpu_signal(&mut self, f: FenceRef, value: u64) -> Result<(), Failure> {
+        self.machine
+            .signal_native_fence_from_cpu(self.fence(f)?, value)
+            .map_err(failure)
+    }
+
+    fn gpu_queue(&mut self, i: usize, engine: u32) -> Result<QueueRef, Failure> {
+        // A user-mode queue of its own process; the KMD picks the queue id.
+        let q = GpuQueue::new(&self.machine, i, engine).map_err(failure)?;
+        self.queues.push(q);
+        Ok(QueueRef(self.queues.len() - 1))
+    }
+
+    fn gpu_signal(&mut self, q: QueueRef, f: FenceRef, value: u64) -> Result<(), Failure> {
+        let (queue, fence) = self.queue_and_fence(q, f)?;
+        queue.signal(&fence, value).map_err(failure)
+    }
+
+    fn gpu_wait(&mut self, q: QueueRef, f: FenceRef, value: u64) -> Result<(), Failure> {
+        let (queue, fence) = self.queue_and_fence(q, f)?;
+        queue.wait(&fence, value).map_err(failure)
+    }
+
+    fn gpu_submit(&mut self, q: QueueRef) -> Result<(), Failure> {
+        self.queues
+            .get(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?
+            .kick()
+            .map_err(failure)
+    }
+
+    fn gpu_queue_drained(&self, q: QueueRef) -> bool {
+        self.queues.get(q.0).is_some_and(GpuQueue::drained)
+    }
+
+    fn create_monitored_fence(
+        &mut self,
+        i: usize,
+        process: u32,
+        initial: u64,
+    ) -> Result<MonitoredRef, Failure> {
+        let f = self
+            .machine
+            .create_monitored_fence(i, ProcessId(process), initial)
+            .map_err(failure)?;
+        Ok(self.add_monitored(f))
+    }
+
+    fn monitored_value(&self, f: MonitoredRef) -> Result<u64, Failure> {
+        Ok(self.monitored_fence(f)?.value())
+    }
+
+    fn monitored_wait_event(&mut self, f: MonitoredRef, value: u64) -> Result<EventRef, Failure> {
+        let e = self
+            .machine
+            .wait_monitored_fence_event(self.monitored_fence(f)?, value)
+            .map_err(failure)?;
+        self.events.push(e);
+        Ok(EventRef(self.events.len() - 1))
+    }
+
+    fn monitored_signal_cpu(&mut self, f: MonitoredRef, value: u64) -> Result<(), Failure> {
+        self.machine
+            .signal_monitored_fence_from_cpu(self.monitored_fence(f)?, value)
+            .map_err(failure)
+    }
+
+    fn gpu_signal_monitored(
+        &mut self,
+        q: QueueRef,
+        f: MonitoredRef,
+        value: u64,
+    ) -> Result<(), Failure> {
+        let fence = self.monitored_fence(f)?.clone();
+        self.queues
+            .get_mut(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?
+            .signal_monitored(&fence, value)
+            .map_err(failure)
+    }
+}
+
+impl CrossAdapterFences for SimSession {
+    fn open_native_fence_on(
+        &mut self,
+        f: FenceRef,
+        adapter: usize,
+        process: u32,
+    ) -> Result<FenceRef, Failure> {
+        let g = self
+            .machine
+            .open_native_fence_cross_adapter(self.fence(f)?, adapter, ProcessId(process))
+            .map_err(failure)?;
+        Ok(self.add_fence(g))
+    }
+
+    fn open_native_fence_as_monitored(
+        &mut self,
+        f: FenceRef,
+        adapter: usize,
+    ) -> Result<MonitoredRef, Failure> {
+        let m = self
+            .machine
+            .open_native_fence_as_monitored(self.fence(f)?, adapter)
+            .map_err(failure)?;
+        Ok(self.add_monitored(m))
+    }
+}

@@ -1,0 +1,291 @@
+//! [`UmdFences`] and [`FenceLogs`] of the simulated backend: UMD native fences, the OS's
+//! log drain record joined into a [`Timeline`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rvgpu_hw::cmd::LogKind as HwLogKind;
+use rvgpu_simos::trace::{Recorder, QPC_HZ};
+use rvgpu_simos::{ReleaseVia, TraceEvent};
+use rvgpu_umd::fencelog::Op;
+use rvgpu_umd::kmt::Kmt;
+
+use super::{failure, umd_failure, wait_result, SimSession, UmdQueue};
+use crate::backend::{
+    Failure, FenceLogs, FenceWork, LogCounters, LogKind, ProcessRef, QueueLogs, UmFenceRef,
+    UmQueueRef, UmdFences, WaitResult,
+};
+use crate::timeline::{Calibration, FenceOp, Marker, OpKind, QueueTrack, Timeline};
+
+fn hw_kind(k: LogKind) -> HwLogKind {
+    match k {
+        LogKind::Wait => HwLogKind::Wait,
+        LogKind::Signal => HwLogKind::Signal,
+    }
+}
+
+fn op_kind(k: HwLogKind) -> OpKind {
+    match k {
+        HwLogKind::Wait => OpKind::Wait,
+        HwLogKind::Signal => OpKind::Signal,
+    }
+}
+
+/// The recorder's data as a [`Timeline`]: the joined operations (docs/logs.md §6.1), the
+/// queues, the calibration samples, and markers for lost entries and moved logs (at the
+/// queued time of the nearest operation of that log: the OS's events carry no time).
+fn recorded_timeline(rec: &Recorder, label: &str) -> Timeline {
+    let mut tl = Timeline::new(label, QPC_HZ);
+    let ops = rec.operations();
+    tl.ops = ops
+        .iter()
+        .map(|o| FenceOp {
+            adapter: o.adapter,
+            queue_id: o.queue_id,
+            kind: op_kind(o.kind),
+            index: o.index,
+            fence: o.fence,
+            value: o.value,
+            queued_qpc: o.queued_qpc,
+            observed_gpu: o.observed_gpu,
+            end_gpu: o.end_gpu,
+            mismatch: o.mismatch,
+        })
+        .collect();
+    // When something happened to log (adapter, queue, kind) around free-running index `at`.
+    let when = |adapter: usize, queue_id: u32, kind: HwLogKind, at: u64| -> Option<u64> {
+        let of_log = || {
+            ops.iter()
+                .filter(move |o| o.adapter == adapter && o.queue_id == queue_id && o.kind == kind)
+        };
+        of_log()
+            .filter(|o| u64::from(o.index) >= at)
+            .filter_map(|o| o.queued_qpc)
+            .min()
+            .or_else(|| of_log().filter_map(|o| o.queued_qpc).max())
+    };
+    let log_name = |k: HwLogKind| match k {
+        HwLogKind::Wait => "wait",
+        HwLogKind::Signal => "signal",
+    };
+    for e in rec.events() {
+        match e {
+            TraceEvent::QueueCreated {
+                adapter,
+                queue_id,
+                node,
+                process,
+                ..
+            } => tl.queues.push(QueueTrack {
+                adapter,
+                queue_id,
+                node,
+                process: Some(u64::from(process.0)),
+            }),
+            TraceEvent::Calibration {
+                adapter,
+                gpu_hz,
+                gpu,
+                cpu,
+                bracket,
+                ..
+            } => tl.calibrations.push(Calibration {
+                adapter,
+                gpu_hz,
+                gpu,
+                cpu,
+                bracket,
+            }),
+            TraceEvent::LogLost {
+                adapter,
+                queue_id,
+                kind,
+                from,
+                to,
+            } => {
+                if let Some(qpc) = when(adapter, queue_id, kind, from) {
+                    tl.markers.push(Marker {
+                        adapter,
+                        queue_id: Some(queue_id),
+                        qpc,
+                        text: format!(
+                            "{} log overflow: entries {from}..{to} lost ({})",
+                            log_name(kind),
+                            to.saturating_sub(from)
+                        ),
+                    });
+                }
+            }
+            TraceEvent::LogRecreated {
+                adapter,
+                queue_id,
+                kind,
+                at,
+                entries,
+            } => {
+                if let Some(qpc) = when(adapter, queue_id, kind, at) {
+                    tl.markers.push(Marker {
+                        adapter,
+                        queue_id: Some(queue_id),
+                        qpc,
+                        text: format!(
+                            "{} log moved to a new buffer of {entries} entries from index {at}",
+                            log_name(kind)
+                        ),
+                    });
+                }
+            }
+            TraceEvent::WaitReleased {
+                adapter,
+                fence_kmt,
+                value,
+                via: ReleaseVia::Scan,
+                qpc,
+                ..
+            } => tl.markers.push(Marker {
+                adapter,
+                queue_id: None,
+                qpc,
+                text: format!(
+                    "CPU wait F{fence_kmt:#x}≥{value} released by a fallback scan of every fence"
+                ),
+            }),
+            _ => {}
+        }
+    }
+    tl
+}
+
+impl UmdFences for SimSession {
+    fn create_um_fence(&mut self, p: ProcessRef, initial: u64) -> Result<UmFenceRef, Failure> {
+        let up = self.process(p)?;
+        let r = self.machine.kmt(&up).create_native_fence(initial);
+        self.add_um_fence(up, r)
+    }
+
+    fn open_um_fence(&mut self, f: UmFenceRef, p: ProcessRef) -> Result<UmFenceRef, Failure> {
+        let shared = u64::from(self.um_fence(f)?.umd.kmt);
+        let up = self.process(p)?;
+        let r = self.machine.kmt(&up).open_native_fence(shared);
+        self.add_um_fence(up, r)
+    }
+
+    fn submit_fence_ops(&mut self, q: UmQueueRef, ops: &[FenceWork]) -> Result<u64, Failure> {
+        // Resolve everything first: the ops borrow the fences, the queue is borrowed mutably.
+        let mut fences = Vec::new();
+        let mut cmds = Vec::new();
+        for o in ops {
+            match *o {
+                FenceWork::Work(w) => cmds.extend(self.encode(&[w])?),
+                FenceWork::Signal(f, _) | FenceWork::Wait(f, _) => {
+                    fences.push(self.um_fence(f)?.umd);
+                }
+            }
+        }
+        let (mut ci, mut fi) = (cmds.iter(), fences.iter());
+        let mut list: Vec<Op<'_>> = Vec::with_capacity(ops.len());
+        for o in ops {
+            let item = match *o {
+                FenceWork::Work(_) => ci.next().copied().map(Op::Cmd),
+                FenceWork::Signal(_, v) => fi.next().map(|f| Op::Signal(f, v)),
+                FenceWork::Wait(_, v) => fi.next().map(|f| Op::Wait(f, v)),
+            };
+            list.push(item.ok_or_else(|| Failure::Backend("fence op encoding".into()))?);
+        }
+        let m = self.machine.clone();
+        let r = match self.live_queue(q)? {
+            UmdQueue::User(u) => u.submit_ops(&list),
+            UmdQueue::Kernel(k) => k.submit_ops(&list),
+        };
+        let v = r.map_err(|e| umd_failure(&m, e))?;
+        self.check_fault()?;
+        Ok(v)
+    }
+
+    fn wait_um_fence(
+        &mut self,
+        f: UmFenceRef,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitResult, Failure> {
+        let os = self.um_fence(f)?.os.clone();
+        let r = self
+            .machine
+            .wait_native_fence(&os, value, timeout)
+            .map(wait_result)
+            .map_err(failure)?;
+        self.check_fault()?;
+        Ok(r)
+    }
+
+    fn um_fence_value(&self, f: UmFenceRef) -> Result<u64, Failure> {
+        Ok(self.um_fence(f)?.os.current_value())
+    }
+}
+
+impl FenceLogs for SimSession {
+    fn trace_fences(&mut self) -> Result<(), Failure> {
+        let rec = Recorder::new();
+        self.machine.set_trace_sink(rec.clone());
+        for q in &mut self.um_queues {
+            let adapter = self.processes.get(q.process).map_or(0, |p| p.adapter);
+            if let Some(u) = &mut q.q {
+                u.set_fence_trace(Some(Arc::new(rec.for_adapter(adapter))));
+            }
+        }
+        self.recorder = Some(rec);
+        // A first sample now: the OS calibrates at start, before the recorder was there.
+        self.calibrate_all();
+        self.check_fault()
+    }
+
+    fn fence_timeline(&self, label: &str) -> Result<Timeline, Failure> {
+        let rec = self.recorder.as_ref().ok_or_else(|| {
+            Failure::Backend("fence_timeline before trace_fences: nothing was recorded".into())
+        })?;
+        // A last sample, so that every GPU time of the run lies between two samples.
+        self.calibrate_all();
+        self.check_fault()?;
+        Ok(recorded_timeline(rec, label))
+    }
+
+    fn queue_logs(&self, q: UmQueueRef) -> Result<QueueLogs, Failure> {
+        let (adapter, h) = self.hw_queue_handle(q)?;
+        let entries = |k| {
+            self.machine
+                .hw_queue_log(adapter, h, hw_kind(k))
+                .map(|(_, entries, ..)| entries)
+        };
+        Ok(QueueLogs {
+            wait_entries: entries(LogKind::Wait),
+            signal_entries: entries(LogKind::Signal),
+        })
+    }
+
+    fn log_counters(&self, i: usize) -> Result<LogCounters, Failure> {
+        let c = self.machine.log_counters(i);
+        Ok(LogCounters {
+            drains: c.log_drains,
+            entries_read: c.log_entries_read,
+            update_calls: c.log_update_calls,
+            overflows: c.log_overflows,
+            entries_lost: c.log_entries_lost,
+            bad_entries: c.log_bad_entries,
+            fallback_scans: c.log_fallback_scans,
+        })
+    }
+
+    fn recreate_queue_log(
+        &mut self,
+        q: UmQueueRef,
+        kind: LogKind,
+        entries: u64,
+    ) -> Result<(), Failure> {
+        let (_, h) = self.hw_queue_handle(q)?;
+        let up = self.process(ProcessRef(self.um_queue(q)?.process))?;
+        self.machine
+            .recreate_hw_queue_log(&up, h, hw_kind(kind), entries)
+            .map_err(failure)?;
+        self.check_fault()
+    }
+}

@@ -1,0 +1,640 @@
+//! The default backend: the emulated GPU under the simulated OS (rvgpu-simos), in-process.
+//!
+//! User-mode submission runs the real UMD core (`UserQueue`, `KernelQueue`) over the simulated
+//! thunks (`kmt::SessKmt`, which shares the machine through an `Arc` so the UMD's
+//! objects can live in the session and move to churn threads). Observations map to simos's
+//! test accessors (`doorbell_info`, `ums_events`, the device's runlists, `Memory::is_mapped`).
+//!
+//! This module has the backend, the session's state and its life cycle; each capability's
+//! implementation is in its own file: `fences` (native and monitored fences, cross-adapter),
+//! `usermode` (user-mode submission), `logs` (UMD fences, fence logs, the timeline), `tdr`
+//! (TDR and its trace), `control` (the simulation-only traces, controls, fault injection,
+//! direct DDI calls, step mode, bug checks); `kmt` has the thunks the UMD runs on.
+
+mod control;
+mod fences;
+mod kmt;
+mod logs;
+mod tdr;
+mod usermode;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rvgpu_ddi::adapter::{DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS};
+use rvgpu_ddi::dxgkrnl::{
+    D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD,
+    D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+};
+use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
+use rvgpu_hw::cmd::Command;
+use rvgpu_simos::kmt::{SimMem, STATUS_IO_TIMEOUT};
+use rvgpu_simos::testing;
+use rvgpu_simos::testing::gpu::GpuQueue;
+use rvgpu_simos::testing_tdr::{self, Misreport};
+use rvgpu_simos::trace::Recorder;
+use rvgpu_simos::{
+    Machine, MachineConfig, Mode, MonitoredFence, NativeFence, SimError, SimEvent, UmsProcess,
+    WaitOutcome,
+};
+use rvgpu_umd::fence::NativeFence as UmdNativeFence;
+use rvgpu_umd::fencelog::FenceTrace;
+use rvgpu_umd::kmt::{Allocation, KmtHandle, NtStatus};
+use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, SubmitError, UserQueue};
+
+use self::kmt::{Created, SessKmt};
+use super::{
+    Backend, BufferRef, BugCheckInfo, BugChecks, Capabilities, CrossAdapterFences, DirectDdi,
+    DoorbellStatus, DriverCaps, ExecMode, Failure, FaultInjection, FenceLogs, FenceRef, Fences,
+    Misbehaviour, MonitoredRef, OsControl, OsTrace, ProcessRef, QueueRef, Session, SessionConfig,
+    StartedAdapter, StepMode, SubmitPath, Tdr, TdrTrace, UmFenceRef, UmQueueInfo, UmQueueRef,
+    UmdFences, UserModeSubmission, WaitResult, Work,
+};
+
+/// The simulated backend.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SimBackend;
+
+impl Backend for SimBackend {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
+    }
+
+    fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
+        let mode = match config.mode {
+            ExecMode::Threaded => Mode::Threaded,
+            ExecMode::Step => Mode::Step,
+        };
+        let mut mc = if config.adapters >= 2 && config.legacy_igpu {
+            MachineConfig::legacy_igpu_dgpu(mode)
+        } else if config.adapters >= 2 {
+            MachineConfig::igpu_dgpu(mode)
+        } else {
+            MachineConfig::single(mode)
+        };
+        mc.os.native_fence_feature = config.native_fence_feature;
+        if let Some(n) = config.log_entries {
+            mc.os.log_entries = n;
+        }
+        for a in &mut mc.adapters {
+            a.device.idle_f1_ticks = config.idle_f1_ticks;
+            if let Some(n) = config.engines {
+                a.device.engines = n;
+            }
+            if let Some(r) = config.per_engine_reset {
+                a.device.per_engine_reset = r;
+            }
+            if let Some(n) = config.doorbells.or(config.min_doorbells) {
+                a.device.doorbells = n;
+            }
+            a.device.global_doorbell = config.global_doorbell;
+        }
+        Ok(Box::new(SimSession {
+            machine: Arc::new(Machine::new(mc)),
+            idle_f1: config.idle_f1_ticks > 0,
+            processes: Vec::new(),
+            buffers: Vec::new(),
+            buffer_process: Vec::new(),
+            um_queues: Vec::new(),
+            suspended: Vec::new(),
+            misbehaviour: config.misbehaviour,
+            fences: Vec::new(),
+            monitored: Vec::new(),
+            events: Vec::new(),
+            queues: Vec::new(),
+            recorder: None,
+            um_fences: Vec::new(),
+            contexts: Vec::new(),
+        }))
+    }
+}
+
+struct SimSession {
+    /// Shared with the UMD objects of `um_queues` (their thunks); the few `&mut` machine
+    /// operations (driver and adapter life cycle) drop those first.
+    machine: Arc<Machine>,
+    idle_f1: bool,
+    processes: Vec<UmsProcess>,
+    buffers: Vec<Allocation<SimMem>>,
+    /// The process index of each buffer.
+    buffer_process: Vec<usize>,
+    um_queues: Vec<SimUmQueue>,
+    /// Contexts `suspend_process` suspended: (process index, context).
+    suspended: Vec<(usize, KmtHandle)>,
+    misbehaviour: Option<Misbehaviour>,
+    fences: Vec<NativeFence>,
+    monitored: Vec<MonitoredFence>,
+    events: Vec<SimEvent>,
+    queues: Vec<GpuQueue>,
+    /// The fence timeline's recorder once [`FenceLogs::trace_fences`] ran.
+    recorder: Option<Arc<Recorder>>,
+    um_fences: Vec<SimUmFence>,
+    /// Kernel-mode contexts: (process index, context handle).
+    contexts: Vec<(usize, KmtHandle)>,
+}
+
+/// A native fence made through the UMD thunks: the UMD's view (D3DKMT handle, GPU addresses)
+/// and the OS object behind it (for CPU waits and values).
+struct SimUmFence {
+    umd: UmdNativeFence,
+    os: NativeFence,
+}
+
+/// A harness queue: the UMD's object while the process lives.
+enum UmdQueue {
+    User(Box<UserQueue<SessKmt>>),
+    Kernel(KernelQueue<SessKmt>),
+}
+
+struct SimUmQueue {
+    process: usize,
+    /// `None` once closed or its process ended.
+    q: Option<UmdQueue>,
+    rec: Arc<Mutex<Created>>,
+    /// The last [`UmQueueInfo`] while `q` was there.
+    info: UmQueueInfo,
+}
+
+impl UmdQueue {
+    fn submit(&mut self, cmds: &[Command]) -> Result<u64, SubmitError> {
+        match self {
+            Self::User(q) => q.submit(cmds),
+            Self::Kernel(q) => q.submit(cmds),
+        }
+    }
+
+    fn wait(&mut self, value: u64) -> Result<(), SubmitError> {
+        match self {
+            Self::User(q) => q.wait(value),
+            Self::Kernel(q) => q.wait(value),
+        }
+    }
+
+    fn progress(&self) -> (u64, u64) {
+        match self {
+            Self::User(q) => (q.last_submitted(), q.completed()),
+            Self::Kernel(q) => (q.last_submitted(), q.completed()),
+        }
+    }
+
+    fn set_fence_trace(&mut self, t: Option<Arc<dyn FenceTrace>>) {
+        match self {
+            Self::User(q) => q.set_fence_trace(t),
+            Self::Kernel(q) => q.set_fence_trace(t),
+        }
+    }
+
+    fn info(&self) -> UmQueueInfo {
+        match self {
+            Self::User(q) => UmQueueInfo {
+                path: match q.path() {
+                    SubmissionPath::UserMode => SubmitPath::UserMode,
+                    SubmissionPath::KernelMode => SubmitPath::KernelMode,
+                },
+                lost: q.is_lost(),
+                last_submitted: q.last_submitted(),
+                completed: q.completed(),
+                queue_id: q.queue_id(),
+                scheduled: None,
+            },
+            Self::Kernel(q) => UmQueueInfo {
+                path: SubmitPath::KernelMode,
+                lost: false,
+                last_submitted: q.last_submitted(),
+                completed: q.completed(),
+                queue_id: q.queue_id(),
+                scheduled: None,
+            },
+        }
+    }
+}
+
+/// The queue configuration of every harness queue: small rings, so long runs wrap.
+fn queue_config(node: u32) -> QueueConfig {
+    QueueConfig {
+        node,
+        ring_size: 4096,
+        command_buffer_size: 4096,
+        ..QueueConfig::default()
+    }
+}
+
+fn doorbell_status(raw: i32) -> DoorbellStatus {
+    match raw {
+        D3DDDI_DOORBELLSTATUS_CONNECTED => DoorbellStatus::Connected,
+        D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD => DoorbellStatus::ConnectedNotify,
+        D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY => DoorbellStatus::DisconnectedRetry,
+        D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT => DoorbellStatus::DisconnectedAbort,
+        other => DoorbellStatus::Other(other),
+    }
+}
+
+/// A UMD error as a failure; a machine fault (bug check, driver bug) takes precedence.
+fn umd_failure(m: &Machine, e: SubmitError) -> Failure {
+    if let Some(f) = m.fault() {
+        return failure(f);
+    }
+    match e {
+        SubmitError::Kmt(NtStatus(s)) => Failure::DdiFailed(s),
+        other => Failure::Backend(format!("UMD: {other:?}")),
+    }
+}
+
+fn wait_outcome(m: &Machine, r: Result<(), SubmitError>) -> Result<WaitResult, Failure> {
+    match r {
+        Ok(()) => Ok(WaitResult::Satisfied),
+        Err(SubmitError::Kmt(NtStatus(STATUS_IO_TIMEOUT))) if m.fault().is_none() => {
+            Ok(WaitResult::TimedOut)
+        }
+        Err(SubmitError::Kmt(NtStatus(STATUS_DEVICE_REMOVED))) if m.fault().is_none() => {
+            Ok(WaitResult::Abandoned)
+        }
+        Err(e) => Err(umd_failure(m, e)),
+    }
+}
+
+impl SimSession {
+    /// The machine for the driver and adapter life cycle, which needs it exclusively: the
+    /// UMD objects the harness still holds are dropped first (their teardown of objects the
+    /// OS already destroyed fails harmlessly).
+    fn machine_mut(&mut self) -> Result<&mut Machine, Failure> {
+        if Arc::get_mut(&mut self.machine).is_none() {
+            for q in &mut self.um_queues {
+                q.q = None;
+            }
+        }
+        Arc::get_mut(&mut self.machine)
+            .ok_or_else(|| Failure::Backend("the machine is still shared".into()))
+    }
+
+    fn process(&self, p: ProcessRef) -> Result<UmsProcess, Failure> {
+        self.processes
+            .get(p.0)
+            .copied()
+            .ok_or_else(|| Failure::Backend(format!("no process {}", p.0)))
+    }
+
+    fn buffer(&self, b: BufferRef) -> Result<&Allocation<SimMem>, Failure> {
+        self.buffers
+            .get(b.0)
+            .ok_or_else(|| Failure::Backend(format!("no buffer {}", b.0)))
+    }
+
+    fn um_queue(&self, q: UmQueueRef) -> Result<&SimUmQueue, Failure> {
+        self.um_queues
+            .get(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))
+    }
+
+    fn live_queue(&mut self, q: UmQueueRef) -> Result<&mut UmdQueue, Failure> {
+        self.um_queues
+            .get_mut(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?
+            .q
+            .as_mut()
+            .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))
+    }
+
+    fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
+        let a = self.buffer(b)?;
+        if offset.checked_add(bytes).is_none_or(|end| end > a.size) {
+            return Err(Failure::Backend(format!(
+                "{bytes} bytes at {offset:#x} are outside buffer {} ({} bytes)",
+                b.0, a.size
+            )));
+        }
+        Ok(a.gpu_va + offset)
+    }
+
+    fn encode(&self, work: &[Work]) -> Result<Vec<Command>, Failure> {
+        work.iter()
+            .map(|w| {
+                Ok(match *w {
+                    Work::Fill {
+                        dst,
+                        offset,
+                        bytes,
+                        pattern,
+                    } => Command::Fill {
+                        dst: self.address(dst, offset, bytes)?,
+                        bytes,
+                        pattern,
+                    },
+                    Work::Copy {
+                        src,
+                        src_offset,
+                        dst,
+                        dst_offset,
+                        bytes,
+                    } => Command::Copy {
+                        src: self.address(src, src_offset, bytes)?,
+                        dst: self.address(dst, dst_offset, bytes)?,
+                        bytes,
+                    },
+                    Work::WaitAtLeast {
+                        buffer,
+                        offset,
+                        value,
+                    } => Command::FenceWait {
+                        addr: self.address(buffer, offset, 8)?,
+                        value,
+                    },
+                    Work::Hang => Command::Hang,
+                })
+            })
+            .collect()
+    }
+
+    fn adapter_of(&self, q: &SimUmQueue) -> usize {
+        self.processes.get(q.process).map_or(0, |p| p.adapter)
+    }
+
+    fn scheduled(&self, adapter: usize, queue_id: u32) -> Option<bool> {
+        self.machine
+            .device(adapter)
+            .map(|d| d.queues().iter().any(|s| s.queue_id == queue_id))
+    }
+
+    fn check_fault(&self) -> Result<(), Failure> {
+        self.machine.fault().map_or(Ok(()), |f| Err(failure(f)))
+    }
+
+    fn um_fence(&self, f: UmFenceRef) -> Result<&SimUmFence, Failure> {
+        self.um_fences
+            .get(f.0)
+            .ok_or_else(|| Failure::Backend(format!("no UMD fence {}", f.0)))
+    }
+
+    /// A native fence the UMD thunks made (or opened) in `up`, with its OS object.
+    fn add_um_fence(
+        &mut self,
+        up: UmsProcess,
+        r: Result<UmdNativeFence, NtStatus>,
+    ) -> Result<UmFenceRef, Failure> {
+        let umd =
+            r.map_err(|NtStatus(s)| self.machine.fault().map_or(Failure::DdiFailed(s), failure))?;
+        let os = self
+            .machine
+            .native_fence_by_kmt(up.adapter, umd.kmt)
+            .ok_or_else(|| {
+                Failure::Backend(format!(
+                    "the OS has no fence for D3DKMT handle {:#x}",
+                    umd.kmt
+                ))
+            })?;
+        self.um_fences.push(SimUmFence { umd, os });
+        Ok(UmFenceRef(self.um_fences.len() - 1))
+    }
+
+    /// The KMD-visible hardware queue handle behind a harness queue (the user-mode one of a
+    /// `UserQueue`, else the kernel-mode one) and its adapter.
+    fn hw_queue_handle(&self, q: UmQueueRef) -> Result<(usize, KmtHandle), Failure> {
+        let sq = self.um_queue(q)?;
+        let rec = kmt::lock(&sq.rec);
+        let h = rec
+            .hw_queues
+            .iter()
+            .find(|(_, user)| *user)
+            .or_else(|| rec.hw_queues.first())
+            .map(|(h, _)| *h)
+            .ok_or_else(|| Failure::Backend(format!("queue {} has no hardware queue", q.0)))?;
+        Ok((self.adapter_of(sq), h))
+    }
+
+    /// One calibration sample per adapter now (the recorder sees it as an event).
+    fn calibrate_all(&self) {
+        for i in 0..self.machine.adapter_count() {
+            let _ = self.machine.calibrate_gpu_clock(i, 0);
+        }
+    }
+
+    fn monitored_fence(&self, f: MonitoredRef) -> Result<&MonitoredFence, Failure> {
+        self.monitored
+            .get(f.0)
+            .ok_or_else(|| Failure::Backend(format!("no monitored fence {}", f.0)))
+    }
+
+    fn add_monitored(&mut self, f: MonitoredFence) -> MonitoredRef {
+        self.monitored.push(f);
+        MonitoredRef(self.monitored.len() - 1)
+    }
+
+    fn fence(&self, f: FenceRef) -> Result<&NativeFence, Failure> {
+        self.fences
+            .get(f.0)
+            .ok_or_else(|| Failure::Backend(format!("no fence {}", f.0)))
+    }
+
+    fn add_fence(&mut self, f: NativeFence) -> FenceRef {
+        self.fences.push(f);
+        FenceRef(self.fences.len() - 1)
+    }
+
+    fn queue_and_fence(
+        &mut self,
+        q: QueueRef,
+        f: FenceRef,
+    ) -> Result<(&mut GpuQueue, NativeFence), Failure> {
+        let fence = self.fence(f)?.clone();
+        let queue = self
+            .queues
+            .get_mut(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+        Ok((queue, fence))
+    }
+}
+
+fn wait_result(o: WaitOutcome) -> WaitResult {
+    match o {
+        WaitOutcome::Satisfied => WaitResult::Satisfied,
+        WaitOutcome::TimedOut => WaitResult::TimedOut,
+        WaitOutcome::Abandoned => WaitResult::Abandoned,
+    }
+}
+
+fn failure(e: SimError) -> Failure {
+    match e {
+        SimError::Bugcheck(b) => Failure::BugCheck(BugCheckInfo {
+            code: b.code,
+            params: b.params,
+        }),
+        SimError::DdiFailed(s) => Failure::DdiFailed(s),
+        SimError::Rejected(m) => Failure::Backend(format!("start refused by the OS: {m}")),
+        SimError::Simulation(m) => Failure::Backend(m),
+    }
+}
+
+fn caps(c: &DXGK_DRIVERCAPS) -> DriverCaps {
+    let s = c.SchedulingCaps;
+    DriverCaps {
+        multi_engine_aware: s.is_set(DXGK_VIDSCHCAPS::MultiEngineAware),
+        native_gpu_fence: s.is_set(DXGK_VIDSCHCAPS::NativeGpuFence),
+        no_64bit_atomics: s.is_set(DXGK_VIDSCHCAPS::No64BitAtomics),
+        nodes: c.GpuEngineTopology.NbAsymetricProcessingNodes,
+        per_engine_tdr: c.SupportPerEngineTDR != 0,
+        interrupt_message_number: c.InterruptMessageNumber,
+        paging_node: c.MemoryManagementCaps.PagingNode,
+    }
+}
+
+impl Session for SimSession {
+    fn adapter_count(&self) -> usize {
+        self.machine.adapter_count()
+    }
+
+    fn load_driver(&mut self) -> Result<(), Failure> {
+        let misbehaviour = self.misbehaviour;
+        let m = self.machine_mut()?;
+        match misbehaviour {
+            None => m.load_driver(),
+            Some(Misbehaviour::IsrReportsUnknownFenceHandle) => m.load_driver_with(|t| {
+                t.DxgkDdiInterruptRoutine = Some(testing::isr_reports_unknown_fence_handle)
+            }),
+            Some(Misbehaviour::IsrCallsPassiveCallback) => m.load_driver_with(|t| {
+                t.DxgkDdiInterruptRoutine = Some(testing::isr_calls_passive_callback)
+            }),
+            Some(Misbehaviour::ResetEngineMisreportsAbortedFence(d)) => {
+                m.load_driver_with(move |t| {
+                    let how = if d >= 0 {
+                        Misreport::Plus(d.unsigned_abs())
+                    } else {
+                        Misreport::Minus(d.unsigned_abs())
+                    };
+                    testing_tdr::misreport_aborted(t, how);
+                })
+            }
+            Some(Misbehaviour::NoResetEngineDdi) => {
+                m.load_driver_with(|t| t.DxgkDdiResetEngine = None)
+            }
+        }
+        .map_err(failure)
+    }
+
+    fn start_adapter(&mut self, i: usize) -> Result<StartedAdapter, Failure> {
+        let info = self.machine_mut()?.start_adapter(i).map_err(failure)?;
+        Ok(StartedAdapter {
+            sources: info.sources,
+            children: info.children,
+        })
+    }
+
+    fn driver_caps(&mut self, i: usize) -> Result<DriverCaps, Failure> {
+        self.machine
+            .query_driver_caps(i)
+            .map(|c| caps(&c))
+            .map_err(failure)
+    }
+
+    fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
+        self.machine_mut()?.stop_adapter(i).map_err(failure)
+    }
+
+    fn remove_adapter(&mut self, i: usize) -> Result<(), Failure> {
+        self.machine_mut()?.remove_adapter(i).map_err(failure)
+    }
+
+    fn unload(&mut self) -> Result<(), Failure> {
+        self.machine_mut()?.unload().map_err(failure)
+    }
+
+    fn run_until(
+        &mut self,
+        budget: Duration,
+        done: &mut dyn FnMut(&dyn Session) -> bool,
+    ) -> Result<bool, Failure> {
+        // Step mode: one round per 10 µs of budget (rounds are cheap and deterministic).
+        let rounds = usize::try_from(budget.as_micros() / 10).unwrap_or(usize::MAX);
+        let mut held = false;
+        let r = {
+            let this: &SimSession = self;
+            this.machine.run_until(rounds, budget, |_| {
+                held = done(this);
+                held
+            })
+        };
+        r.map_err(failure)
+    }
+
+    fn as_fences(&mut self) -> Option<&mut dyn Fences> {
+        Some(self)
+    }
+    fn as_fences_ref(&self) -> Option<&dyn Fences> {
+        Some(self)
+    }
+    fn as_cross_adapter(&mut self) -> Option<&mut dyn CrossAdapterFences> {
+        Some(self)
+    }
+    fn as_cross_adapter_ref(&self) -> Option<&dyn CrossAdapterFences> {
+        Some(self)
+    }
+    fn as_ums(&mut self) -> Option<&mut dyn UserModeSubmission> {
+        Some(self)
+    }
+    fn as_ums_ref(&self) -> Option<&dyn UserModeSubmission> {
+        Some(self)
+    }
+    fn as_umd_fences(&mut self) -> Option<&mut dyn UmdFences> {
+        Some(self)
+    }
+    fn as_umd_fences_ref(&self) -> Option<&dyn UmdFences> {
+        Some(self)
+    }
+    fn as_fence_logs(&mut self) -> Option<&mut dyn FenceLogs> {
+        Some(self)
+    }
+    fn as_fence_logs_ref(&self) -> Option<&dyn FenceLogs> {
+        Some(self)
+    }
+    fn as_tdr(&mut self) -> Option<&mut dyn Tdr> {
+        Some(self)
+    }
+    fn as_tdr_ref(&self) -> Option<&dyn Tdr> {
+        Some(self)
+    }
+    fn as_tdr_trace(&mut self) -> Option<&mut dyn TdrTrace> {
+        Some(self)
+    }
+    fn as_tdr_trace_ref(&self) -> Option<&dyn TdrTrace> {
+        Some(self)
+    }
+    fn as_os_trace(&mut self) -> Option<&mut dyn OsTrace> {
+        Some(self)
+    }
+    fn as_os_trace_ref(&self) -> Option<&dyn OsTrace> {
+        Some(self)
+    }
+    fn as_os_control(&mut self) -> Option<&mut dyn OsControl> {
+        Some(self)
+    }
+    fn as_os_control_ref(&self) -> Option<&dyn OsControl> {
+        Some(self)
+    }
+    fn as_faults(&mut self) -> Option<&mut dyn FaultInjection> {
+        Some(self)
+    }
+    fn as_faults_ref(&self) -> Option<&dyn FaultInjection> {
+        Some(self)
+    }
+    fn as_direct_ddi(&mut self) -> Option<&mut dyn DirectDdi> {
+        Some(self)
+    }
+    fn as_direct_ddi_ref(&self) -> Option<&dyn DirectDdi> {
+        Some(self)
+    }
+    fn as_step(&mut self) -> Option<&mut dyn StepMode> {
+        Some(self)
+    }
+    fn as_step_ref(&self) -> Option<&dyn StepMode> {
+        Some(self)
+    }
+    fn as_bug_checks(&mut self) -> Option<&mut dyn BugChecks> {
+        Some(self)
+    }
+    fn as_bug_checks_ref(&self) -> Option<&dyn BugChecks> {
+        Some(self)
+    }
+}

@@ -1,0 +1,188 @@
+//! [`Tdr`] and [`TdrTrace`] of the simulated backend: TDR configuration, kernel-mode contexts
+//! and DMA buffers, and the OS's recovery record.
+
+use std::collections::HashMap;
+
+use rvgpu_simos::{Cause, TdrConfig, TdrEvent};
+use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
+
+use super::{failure, SimSession};
+use crate::backend::{
+    ContextRef, EngineProbe, Failure, ProcessRef, Tdr, TdrCause, TdrStep, TdrTimeouts, TdrTrace,
+    Work,
+};
+
+/// The simulation's TDR step as the harness's, with devices named by the session's processes.
+fn tdr_step(e: TdrEvent, process: &dyn Fn(KmtHandle) -> Option<ProcessRef>) -> TdrStep {
+    match e {
+        TdrEvent::Detected { node, cause } => TdrStep::Detected {
+            node,
+            cause: match cause {
+                Cause::DmaTimeout => TdrCause::DmaTimeout,
+                Cause::HwQueueStalled { .. } => TdrCause::QueueStalled,
+                Cause::EngineHung => TdrCause::EngineHung,
+                Cause::Faulted { fence } => TdrCause::Faulted(fence),
+            },
+        },
+        TdrEvent::PreemptRequested { node, fence } => TdrStep::PreemptRequested { node, fence },
+        TdrEvent::Preempted {
+            node,
+            fence,
+            last_completed,
+        } => TdrStep::Preempted {
+            node,
+            fence,
+            last_completed,
+        },
+        TdrEvent::Timeout { node } => TdrStep::Timeout { node },
+        TdrEvent::CollectDbgInfo { reason, bytes } => TdrStep::CollectDbgInfo { reason, bytes },
+        TdrEvent::Snapshot {
+            node,
+            submitted,
+            completed,
+        } => TdrStep::Snapshot {
+            node,
+            submitted,
+            completed,
+        },
+        TdrEvent::NothingToReset { node } => TdrStep::NothingToReset { node },
+        TdrEvent::DpcFlushed { node } => TdrStep::DpcFlushed { node },
+        TdrEvent::DependentGroup { node, mask } => TdrStep::DependentGroup { node, mask },
+        TdrEvent::EngineStatus { node, responsive } => TdrStep::EngineStatus { node, responsive },
+        TdrEvent::Paused { node } => TdrStep::Paused { node },
+        TdrEvent::IgnoredInterrupt { node, fence, .. } => TdrStep::IgnoredInterrupt { node, fence },
+        TdrEvent::ResetEngine {
+            node,
+            status,
+            last_aborted,
+        } => TdrStep::ResetEngine {
+            node,
+            status,
+            last_aborted,
+        },
+        TdrEvent::Invalidated { device } => TdrStep::Invalidated {
+            process: process(device),
+        },
+        TdrEvent::Retired { node, fences } => TdrStep::Retired { node, fences },
+        TdrEvent::Aborted {
+            node,
+            fence,
+            paging,
+        } => TdrStep::Aborted {
+            node,
+            fence,
+            paging,
+        },
+        TdrEvent::Resubmitted {
+            node,
+            old,
+            new,
+            paging,
+        } => TdrStep::Resubmitted {
+            node,
+            old,
+            new,
+            paging,
+        },
+        TdrEvent::DeviceError {
+            device,
+            doorbells_aborted,
+        } => TdrStep::DeviceError {
+            process: process(device),
+            doorbells_aborted,
+        },
+        TdrEvent::AdapterReset { reason } => TdrStep::AdapterReset {
+            reason: reason as u32,
+        },
+        TdrEvent::Restarted => TdrStep::Restarted,
+        TdrEvent::Recovered { node } => TdrStep::Recovered { node },
+        other => TdrStep::Other(format!("{other:?}")),
+    }
+}
+
+impl Tdr for SimSession {
+    fn enable_tdr(&mut self, i: usize, t: TdrTimeouts) -> Result<(), Failure> {
+        self.machine
+            .enable_tdr(
+                i,
+                TdrConfig {
+                    timeout_steps: t.timeout_steps,
+                    timeout: t.timeout,
+                    preempt_steps: t.preempt_steps,
+                    preempt_timeout: t.preempt_timeout,
+                    ..TdrConfig::default()
+                },
+            )
+            .map_err(failure)
+    }
+
+    fn create_context(&mut self, p: ProcessRef, node: u32) -> Result<ContextRef, Failure> {
+        let up = self.process(p)?;
+        let h = self
+            .machine
+            .kmt(&up)
+            .create_context(node)
+            .map_err(|NtStatus(s)| self.machine.fault().map_or(Failure::DdiFailed(s), failure))?;
+        self.contexts.push((p.0, h));
+        Ok(ContextRef(self.contexts.len() - 1))
+    }
+
+    fn submit_dma(&mut self, c: ContextRef, work: &[Work]) -> Result<u32, Failure> {
+        let (pi, h) = *self
+            .contexts
+            .get(c.0)
+            .ok_or_else(|| Failure::Backend(format!("no context {}", c.0)))?;
+        let up = self.process(ProcessRef(pi))?;
+        let cmds = self.encode(work)?;
+        self.machine.submit_legacy(&up, h, &cmds).map_err(failure)
+    }
+}
+
+impl TdrTrace for SimSession {
+    fn tdr_steps(&self, i: usize) -> Result<Vec<TdrStep>, Failure> {
+        let procs: HashMap<KmtHandle, ProcessRef> = self
+            .processes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.device, ProcessRef(i)))
+            .collect();
+        let by = |h: KmtHandle| procs.get(&h).copied();
+        Ok(self
+            .machine
+            .tdr_events(i)
+            .into_iter()
+            .map(|e| tdr_step(e, &by))
+            .collect())
+    }
+
+    fn tdr_reason(&self, i: usize) -> Result<Option<u32>, Failure> {
+        Ok(self.machine.tdr_reason(i).map(|r| r as u32))
+    }
+
+    fn tdr_recoveries(&self, i: usize) -> Result<(u64, u64), Failure> {
+        Ok(self.machine.tdr_counts(i))
+    }
+
+    fn dma_fences(&self, i: usize, node: u32) -> Result<(u32, u32), Failure> {
+        Ok(self.machine.legacy_fences(i, node))
+    }
+
+    fn retired_fences(&self, i: usize) -> Result<Vec<(u32, u32)>, Failure> {
+        Ok(self.machine.legacy_completed(i))
+    }
+
+    fn engine_probe(&self, i: usize, node: u32) -> Result<EngineProbe, Failure> {
+        let d = self
+            .machine
+            .device(i)
+            .ok_or_else(|| Failure::Backend(format!("no device {i}")))?;
+        let e = d
+            .engine_snapshot(node)
+            .ok_or_else(|| Failure::Backend(format!("no engine {node}")))?;
+        Ok(EngineProbe {
+            has_work: e.has_work,
+            mid_buffer: e.queues.iter().any(|q| q.indirect.is_some()),
+            completed_commands: d.completed_commands(node),
+        })
+    }
+}

@@ -1,0 +1,486 @@
+//! [`UserModeSubmission`] of the simulated backend: the real UMD core (`UserQueue`,
+//! `KernelQueue`) over the session's thunks, and the churn and stream threads.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
+use rvgpu_hw::cmd::Command;
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::regs;
+use rvgpu_simos::{Machine, Mode, UmsProcess};
+use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};
+use rvgpu_umd::submit::{KernelQueue, SubmissionPath, SubmitError, UserQueue};
+
+use super::kmt::{self, SessKmt};
+use super::{
+    doorbell_status, failure, queue_config, umd_failure, wait_outcome, SimSession, SimUmQueue,
+    UmdQueue,
+};
+use crate::backend::{
+    BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, ProcessEnd, ProcessRef, StreamLane,
+    StreamReport, SubmissionCaps, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission,
+    WaitResult, Work,
+};
+
+/// One churn lane on the calling thread.
+fn churn_lane(
+    m: &Arc<Machine>,
+    p: UmsProcess,
+    lane: &ChurnLane,
+    cmds: &[Vec<Command>],
+) -> ChurnReport {
+    let mut report = ChurnReport {
+        rounds_done: 0,
+        kernel_mode_rounds: 0,
+        error: None,
+    };
+    let per = lane.batches_per_round as usize;
+    let err = |e: SubmitError| format!("{:?}", umd_failure(m, e));
+    for round in 0..lane.rounds as usize {
+        let r = (|| -> Result<bool, String> {
+            let mut q = UserQueue::new(SessKmt::new(m.clone(), p), &queue_config(lane.node))
+                .map_err(err)?;
+            let mut last = 0;
+            for batch in cmds.iter().skip(round * per).take(per) {
+                last = q.submit(batch).map_err(err)?;
+            }
+            if last > 0 {
+                q.wait(last).map_err(err)?;
+            }
+            let kernel = q.path() == SubmissionPath::KernelMode;
+            q.close().map_err(err)?;
+            Ok(kernel)
+        })();
+        match r {
+            Ok(kernel) => {
+                report.rounds_done += 1;
+                report.kernel_mode_rounds += u32::from(kernel);
+            }
+            Err(e) => {
+                report.error = Some(format!("round {round}: {e}"));
+                break;
+            }
+        }
+    }
+    report
+}
+
+/// One [`StreamLane`] on the calling thread, on the queue it took.
+fn stream_lane(
+    m: &Machine,
+    lane: &StreamLane,
+    cmds: &[Vec<Command>],
+    adapter: usize,
+    q: &mut UmdQueue,
+) -> StreamReport {
+    let step = m.config().mode == Mode::Step;
+    if !step {
+        std::thread::sleep(lane.start_after);
+    }
+    let mut rep = StreamReport {
+        submitted: 0,
+        last_value: 0,
+        recovered_at: None,
+        error: None,
+    };
+    for batch in cmds {
+        if let Some((min, more)) = lane.stop_after_recovery {
+            if rep.recovered_at.is_none() && rep.submitted >= min && m.tdr_counts(adapter) != (0, 0)
+            {
+                rep.recovered_at = Some(rep.submitted);
+            }
+            if rep.recovered_at.is_some_and(|r| rep.submitted >= r + more) {
+                break;
+            }
+        }
+        if lane.max_in_flight > 0 {
+            let t0 = std::time::Instant::now();
+            loop {
+                let (last, done) = q.progress();
+                if last.saturating_sub(done) < lane.max_in_flight {
+                    break;
+                }
+                if t0.elapsed() > Duration::from_secs(20) {
+                    rep.error = Some(format!(
+                        "batch {}: {} batches in flight for 20 s",
+                        rep.submitted,
+                        last - done
+                    ));
+                    return rep;
+                }
+                if step {
+                    if let Err(e) = m.run_steps(1) {
+                        rep.error = Some(format!("{:?}", failure(e)));
+                        return rep;
+                    }
+                } else {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+        }
+        match q.submit(batch) {
+            Ok(v) => {
+                rep.submitted += 1;
+                rep.last_value = v;
+            }
+            Err(e) => {
+                rep.error = Some(format!("batch {}: {:?}", rep.submitted, umd_failure(m, e)));
+                return rep;
+            }
+        }
+    }
+    if lane.wait && rep.last_value > 0 {
+        if let Err(e) = q.wait(rep.last_value) {
+            rep.error = Some(format!(
+                "waiting for {}: {:?}",
+                rep.last_value,
+                umd_failure(m, e)
+            ));
+        }
+    }
+    rep
+}
+
+impl UserModeSubmission for SimSession {
+    fn submission_caps(&mut self, i: usize) -> Result<SubmissionCaps, Failure> {
+        Ok(SubmissionCaps {
+            user_mode_nodes: self
+                .machine
+                .node_metadata(i)
+                .iter()
+                .map(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission))
+                .collect(),
+            doorbell_size: self
+                .machine
+                .usermode_submission_caps(i)
+                .map(|c| c.DoorbellSizeInBytes),
+        })
+    }
+
+    fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
+        let p = self.machine.create_process(i).map_err(failure)?;
+        self.processes.push(p);
+        Ok(ProcessRef(self.processes.len() - 1))
+    }
+
+    fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
+        let up = self.process(p)?;
+        match how {
+            ProcessEnd::Normal => self.machine.exit_process(&up),
+            ProcessEnd::Abnormal => self.machine.kill_process(&up),
+        }
+        .map_err(failure)?;
+        // The process is gone with its UMD: drop the UMD's objects (their teardown finds
+        // nothing left to destroy).
+        for q in self.um_queues.iter_mut().filter(|q| q.process == p.0) {
+            if let Some(u) = q.q.take() {
+                q.info = u.info();
+            }
+        }
+        self.suspended.retain(|(pi, _)| *pi != p.0);
+        self.check_fault()
+    }
+
+    fn create_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
+        let up = self.process(p)?;
+        let a = self
+            .machine
+            .kmt(&up)
+            .create_allocation(bytes)
+            .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
+        for off in (0..a.size).step_by(8) {
+            a.mem.store(off, 0);
+        }
+        self.buffers.push(a);
+        self.buffer_process.push(p.0);
+        Ok(BufferRef(self.buffers.len() - 1))
+    }
+
+    fn read_buffer(&self, b: BufferRef, offset: u64) -> Result<u64, Failure> {
+        self.address(b, offset, 8)?;
+        Ok(self.buffer(b)?.mem.load(offset))
+    }
+
+    fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
+        let addr = self.address(b, offset, 8)?;
+        self.buffer(b)?.mem.store(offset, value);
+        // A FENCE_WAIT blocked on this word re-evaluates (what the OS's CPU signal does on
+        // this device: WAIT_RESCAN with the address).
+        for i in 0..self.machine.adapter_count() {
+            if let Some(d) = self.machine.device(i) {
+                d.write64(regs::WAIT_RESCAN, addr);
+            }
+        }
+        self.check_fault()
+    }
+
+    fn create_queue(
+        &mut self,
+        p: ProcessRef,
+        node: u32,
+        kind: SubmitPath,
+    ) -> Result<UmQueueRef, Failure> {
+        let up = self.process(p)?;
+        let kmt = SessKmt::new(self.machine.clone(), up);
+        let rec = kmt.record();
+        let cfg = queue_config(node);
+        let q = match kind {
+            SubmitPath::UserMode => UserQueue::new(kmt, &cfg).map(|q| UmdQueue::User(Box::new(q))),
+            SubmitPath::KernelMode => KernelQueue::new(kmt, &cfg).map(UmdQueue::Kernel),
+        }
+        .map_err(|e| umd_failure(&self.machine, e))?;
+        let mut q = q;
+        if let Some(r) = &self.recorder {
+            q.set_fence_trace(Some(Arc::new(r.for_adapter(up.adapter))));
+        }
+        self.um_queues.push(SimUmQueue {
+            process: p.0,
+            info: q.info(),
+            q: Some(q),
+            rec,
+        });
+        Ok(UmQueueRef(self.um_queues.len() - 1))
+    }
+
+    fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
+        let cmds = self.encode(work)?;
+        let m = self.machine.clone();
+        let r = match self.live_queue(q)? {
+            UmdQueue::User(u) => u.submit(&cmds),
+            UmdQueue::Kernel(k) => k.submit(&cmds),
+        };
+        let v = r.map_err(|e| umd_failure(&m, e))?;
+        self.check_fault()?;
+        Ok(v)
+    }
+
+    fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
+        let m = self.machine.clone();
+        let r = match self.live_queue(q)? {
+            UmdQueue::User(u) => u.wait(value),
+            UmdQueue::Kernel(k) => k.wait(value),
+        };
+        wait_outcome(&m, r)
+    }
+
+    fn queue_info(&self, q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
+        let sq = self.um_queue(q)?;
+        let mut info = sq.q.as_ref().map_or(sq.info, UmdQueue::info);
+        info.scheduled = self.scheduled(self.adapter_of(sq), info.queue_id);
+        Ok(info)
+    }
+
+    fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
+        let m = self.machine.clone();
+        let sq = self
+            .um_queues
+            .get_mut(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+        let u =
+            sq.q.take()
+                .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
+        sq.info = u.info();
+        match u {
+            UmdQueue::User(u) => u.close(),
+            UmdQueue::Kernel(k) => k.close(),
+        }
+        .map_err(|e| umd_failure(&m, e))?;
+        self.check_fault()
+    }
+
+    fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
+        let sq = self.um_queue(q)?;
+        let db = kmt::lock(&sq.rec).doorbell;
+        db.and_then(|d| self.machine.doorbell_info(self.adapter_of(sq), d))
+            .map(|i| doorbell_status(i.status))
+            .ok_or_else(|| {
+                Failure::Backend(format!(
+                    "queue {} has no doorbell (kernel-mode queue, fallen back, or destroyed)",
+                    q.0
+                ))
+            })
+    }
+
+    fn kernel_submit_on_user_queue(
+        &mut self,
+        q: UmQueueRef,
+        work: &[Work],
+    ) -> Result<i32, Failure> {
+        self.submit_on_user_queue(q, work, false)
+    }
+
+    fn release_ring_handles(&mut self, q: UmQueueRef) -> Result<(), Failure> {
+        let sq = self.um_queue(q)?;
+        let up = self.process(ProcessRef(sq.process))?;
+        let (ring, control) = kmt::lock(&sq.rec)
+            .ring
+            .ok_or_else(|| Failure::Backend(format!("queue {} has no ring", q.0)))?;
+        let k = self.machine.kmt(&up);
+        for h in [ring, control] {
+            k.destroy_allocation(h)
+                .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
+            kmt::lock(&sq.rec).released.push(h);
+        }
+        self.check_fault()
+    }
+
+    fn await_engine_f1(&mut self, i: usize, node: u32, budget: Duration) -> Result<bool, Failure> {
+        if !self.idle_f1 {
+            return Err(Failure::Unsupported(
+                "the simulated engines request F1 only with SessionConfig::idle_f1_ticks set"
+                    .into(),
+            ));
+        }
+        let rounds = usize::try_from(budget.as_micros() / 10).unwrap_or(usize::MAX);
+        self.machine
+            .run_until(rounds, budget, |m| m.engine_fstate(i, node) == Some(1))
+            .map_err(failure)
+    }
+
+    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        let mut jobs = Vec::with_capacity(lanes.len());
+        for lane in lanes {
+            let p = self.process(lane.process)?;
+            let cmds = lane
+                .work
+                .iter()
+                .map(|w| self.encode(w))
+                .collect::<Result<Vec<_>, _>>()?;
+            jobs.push((p, lane, cmds));
+        }
+        let m = &self.machine;
+        let reports = if self.machine.config().mode == Mode::Threaded {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = jobs
+                    .iter()
+                    .map(|(p, lane, cmds)| s.spawn(move || churn_lane(m, *p, lane, cmds)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| ChurnReport {
+                            rounds_done: 0,
+                            kernel_mode_rounds: 0,
+                            error: Some("lane thread panicked".into()),
+                        })
+                    })
+                    .collect()
+            })
+        } else {
+            jobs.iter()
+                .map(|(p, lane, cmds)| churn_lane(m, *p, lane, cmds))
+                .collect()
+        };
+        self.check_fault()?;
+        Ok(reports)
+    }
+
+    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
+        let mut jobs = Vec::with_capacity(lanes.len());
+        for (k, lane) in lanes.iter().enumerate() {
+            let sq = self.um_queue(lane.queue)?;
+            if sq.q.is_none() || lanes[..k].iter().any(|l| l.queue == lane.queue) {
+                return Err(Failure::Backend(format!(
+                    "stream: queue {} is closed or in two lanes",
+                    lane.queue.0
+                )));
+            }
+            let cmds = lane
+                .batches
+                .iter()
+                .map(|w| self.encode(w))
+                .collect::<Result<Vec<_>, _>>()?;
+            jobs.push((lane, cmds, self.adapter_of(sq)));
+        }
+        let mut taken: Vec<UmdQueue> = lanes
+            .iter()
+            .filter_map(|l| self.um_queues[l.queue.0].q.take())
+            .collect();
+        let m = &*self.machine;
+        let reports: Vec<StreamReport> = if m.config().mode == Mode::Threaded {
+            std::thread::scope(|sc| {
+                let handles: Vec<_> = jobs
+                    .iter()
+                    .zip(taken.iter_mut())
+                    .map(|((lane, cmds, a), q)| sc.spawn(move || stream_lane(m, lane, cmds, *a, q)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| StreamReport {
+                            submitted: 0,
+                            last_value: 0,
+                            recovered_at: None,
+                            error: Some("lane thread panicked".into()),
+                        })
+                    })
+                    .collect()
+            })
+        } else {
+            jobs.iter()
+                .zip(taken.iter_mut())
+                .map(|((lane, cmds, a), q)| stream_lane(m, lane, cmds, *a, q))
+                .collect()
+        };
+        for (lane, q) in lanes.iter().zip(taken) {
+            self.um_queues[lane.queue.0].q = Some(q);
+        }
+        self.check_fault()?;
+        Ok(reports)
+    }
+}
+
+impl SimSession {
+    /// `work` as one command buffer on the user-mode queue's own hardware queue: through
+    /// the thunk, or with `direct_ddi` straight to the DDI. The NTSTATUS.
+    pub(super) fn submit_on_user_queue(
+        &mut self,
+        q: UmQueueRef,
+        work: &[Work],
+        direct_ddi: bool,
+    ) -> Result<i32, Failure> {
+        let cmds = self.encode(work)?;
+        let sq = self.um_queue(q)?;
+        let up = self.process(ProcessRef(sq.process))?;
+        let handle = kmt::lock(&sq.rec)
+            .hw_queues
+            .iter()
+            .find(|(_, user)| *user)
+            .map(|(h, _)| *h)
+            .ok_or_else(|| Failure::Backend(format!("queue {} is not a user-mode queue", q.0)))?;
+        let value = self.queue_info(q)?.last_submitted + 1;
+        let k = self.machine.kmt(&up);
+        let cb = k
+            .create_allocation(4096)
+            .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
+        let mut off = 0u64;
+        for c in &cmds {
+            let mut w = [0u64; 8];
+            let n = c
+                .encode(&mut w)
+                .ok_or_else(|| Failure::Backend(format!("cannot encode {c:?}")))?;
+            for word in w.iter().take(n) {
+                cb.mem.store(off, *word);
+                off += 8;
+            }
+        }
+        let bytes = u32::try_from(off).unwrap_or(u32::MAX);
+        let status = if direct_ddi {
+            self.machine
+                .ddi_submit_command_to_hw_queue(&up, handle, value, cb.gpu_va, bytes)
+                .map_err(failure)?
+        } else {
+            match k.submit_command_to_hw_queue(handle, value, cb.gpu_va, bytes) {
+                Ok(()) => 0,
+                Err(NtStatus(s)) => s,
+            }
+        };
+        if status < 0 {
+            // Refused: nothing references the command buffer.
+            let _ = k.destroy_allocation(cb.handle);
+        }
+        self.check_fault()?;
+        Ok(status)
+    }
+}

@@ -1,0 +1,66 @@
+//! Fixtures shared by the case modules (one copy each).
+
+use crate::backend::{
+    Backend, BufferRef, ExecMode, Failure, Session, SessionConfig, UmQueueRef, WaitResult, Work,
+};
+use crate::case::{CaseError, CaseResult};
+use crate::ensure;
+
+/// Opens a session configured by `tweak`, loads the driver and starts adapter 0.
+pub(crate) fn session(
+    b: &dyn Backend,
+    mode: ExecMode,
+    tweak: impl FnOnce(&mut SessionConfig),
+) -> Result<Box<dyn Session>, CaseError> {
+    let mut cfg = SessionConfig::new(mode);
+    tweak(&mut cfg);
+    let mut s = b.open(&cfg)?;
+    s.load_driver()?;
+    s.start_adapter(0)?;
+    Ok(s)
+}
+
+/// A FILL of one u64.
+pub(crate) fn fill(dst: BufferRef, offset: u64, pattern: u64) -> Work {
+    Work::Fill {
+        dst,
+        offset,
+        bytes: 8,
+        pattern,
+    }
+}
+
+/// Fails on a bug check, where the backend can observe one (a Windows machine that
+/// bug-checked does not come back to report it).
+pub(crate) fn no_fault(s: &dyn Session) -> CaseResult {
+    if let Some(bc) = observe(s.bug_checks_ref().map(|b| b.bugcheck()))?.flatten() {
+        return Err(CaseError::Fail(format!("bug check: {bc}")));
+    }
+    Ok(())
+}
+
+/// `Ok(None)` when the backend cannot make this observation (a simulation-only probe): the
+/// checks on it are left out and the case goes on with the rest. The capability goes into the
+/// case's `optional` list.
+pub(crate) fn observe<T>(r: Result<T, Failure>) -> Result<Option<T>, Failure> {
+    match r {
+        Err(Failure::Unsupported(_)) => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+/// Waits for progress `v` of `q`; anything but `Satisfied` fails naming `what`.
+pub(crate) fn wait(s: &mut dyn Session, q: UmQueueRef, v: u64, what: &str) -> CaseResult {
+    let r = s.ums()?.wait_progress(q, v)?;
+    ensure!(
+        r == WaitResult::Satisfied,
+        "{what}: waiting for progress {v} ended {r:?} (completed {})",
+        s.ums_ref()?.queue_info(q)?.completed
+    );
+    Ok(())
+}
+
+/// The index of the first event matching `p`.
+pub(crate) fn pos<T>(ev: &[T], p: impl Fn(&T) -> bool) -> Option<usize> {
+    ev.iter().position(p)
+}

@@ -1,0 +1,96 @@
+//! Capabilities end to end: the simulated backend has every one it lists, and the same cases
+//! on a backend that can do less (the sim backend with capabilities hidden) skip or pass, never
+//! fail, with the optional observations left out.
+
+use rvgpu_whlk::backend::restricted::Restricted;
+use rvgpu_whlk::backend::sim::SimBackend;
+use rvgpu_whlk::backend::{Backend, Capability, ExecMode, Failure, Session, SessionConfig};
+use rvgpu_whlk::case::{Case, Outcome};
+use rvgpu_whlk::{cases, runner};
+
+fn reach(s: &mut dyn Session, c: Capability) -> Result<(), Failure> {
+    match c {
+        Capability::Fences => s.fences().map(|_| ()),
+        Capability::CrossAdapterFences => s.cross_adapter().map(|_| ()),
+        Capability::UserModeSubmission => s.ums().map(|_| ()),
+        Capability::UmdFences => s.umd_fences().map(|_| ()),
+        Capability::FenceLogs => s.fence_logs().map(|_| ()),
+        Capability::Tdr => s.tdr().map(|_| ()),
+        Capability::TdrTrace => s.tdr_trace().map(|_| ()),
+        Capability::OsTrace => s.os_trace().map(|_| ()),
+        Capability::OsControl => s.os_control().map(|_| ()),
+        Capability::FaultInjection => s.faults().map(|_| ()),
+        Capability::DirectDdi => s.direct_ddi().map(|_| ()),
+        Capability::StepMode => s.step().map(|_| ()),
+        Capability::BugChecks => s.bug_checks().map(|_| ()),
+        // Not a session trait: checked when the session opens.
+        Capability::ConfiguredMachine => Ok(()),
+    }
+}
+
+#[test]
+fn sim_sessions_have_every_listed_capability() {
+    let b: &dyn Backend = &SimBackend;
+    assert_eq!(b.capabilities().iter().count(), Capability::ALL.len());
+    let mut s = b
+        .open(&SessionConfig::new(ExecMode::Step))
+        .expect("session");
+    for c in b.capabilities().iter() {
+        assert!(reach(&mut *s, c).is_ok(), "sim lists {c} but lacks it");
+    }
+}
+
+fn case(name: &str) -> Case {
+    cases::all()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no case {name}"))
+}
+
+#[test]
+fn hidden_capability_skips_or_leaves_out_optional_checks() {
+    let b = Restricted::without(SimBackend, &[Capability::OsTrace]);
+    let needs = case("UserModeSubmission.EngineF1");
+    assert!(needs.needs.contains(&Capability::OsTrace));
+    assert_eq!(
+        runner::run_case(&needs, &b).outcome,
+        Outcome::Skip("needs capability OsTrace, which backend sim lacks".into())
+    );
+    let optional = case("UserModeSubmission.GlobalDoorbell");
+    assert!(optional.optional.contains(&Capability::OsTrace));
+    assert_eq!(runner::run_case(&optional, &b).outcome, Outcome::Pass);
+}
+
+/// What a Windows backend could have at most: every case passes or is skipped, none fails.
+#[test]
+fn a_windows_like_backend_skips_or_passes_every_case() {
+    let hidden: Vec<Capability> = Capability::ALL
+        .iter()
+        .copied()
+        .filter(|c| !c.windows_possible())
+        .collect();
+    let b = Restricted::without(SimBackend, &hidden);
+    let all = cases::all();
+    let reports = runner::run_all(&runner::select(&all, None), &b);
+    let failed: Vec<String> = reports
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Fail(_)))
+        .map(|r| format!("{}: {}", r.name, r.outcome.reason()))
+        .collect();
+    assert!(failed.is_empty(), "failed cases:\n{}", failed.join("\n"));
+    let (passed, _, skipped) = runner::totals(&reports);
+    assert!(
+        passed > 0 && skipped > 0,
+        "{passed} passed, {skipped} skipped"
+    );
+    for (r, c) in reports.iter().zip(&all) {
+        let lacks = c.needs.iter().any(|n| hidden.contains(n));
+        assert_eq!(
+            matches!(r.outcome, Outcome::Skip(_)),
+            lacks,
+            "{}: {:?}",
+            c.name,
+            r.outcome
+        );
+    }
+}
