@@ -10,36 +10,25 @@
 //! Strictness: where Windows would bug-check, the machine halts with the same code and
 //! parameters ([`bugcheck`]); the test sees `Err(SimError::Bugcheck(..))` from every call.
 
-pub mod adapter;
-pub mod bugcheck;
-pub mod callbacks;
 pub mod dxgkrnl;
 pub mod error;
-pub mod fence;
-pub mod fencelog;
-pub mod interrupt;
-pub mod irql;
-pub mod kernel;
 pub mod kmt;
-pub mod legacy;
 pub mod machine;
-pub mod notify;
-pub mod resources;
-pub mod state;
-pub mod tdr;
+pub mod sync;
 pub mod testing;
-pub mod testing_tdr;
-pub mod trace;
 pub mod ums;
+pub mod vidsch;
 
-pub use bugcheck::BugCheck;
+pub use dxgkrnl::bugcheck::BugCheck;
+pub use dxgkrnl::kernel::SimKernel;
+pub use dxgkrnl::notify::{Notification, Processed};
+pub use dxgkrnl::state::{Fault, LogLine};
 pub use error::SimError;
-pub use fence::{MonitoredFence, NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome};
-pub use kernel::SimKernel;
 pub use machine::{AdapterConfig, AdapterInfo, Machine, MachineConfig, Mode, OsConfig};
-pub use notify::{Notification, Processed};
 pub use rvgpu_kmd::platform::Irql;
-pub use state::{Fault, LogLine};
-pub use tdr::{Cause, TdrConfig, TdrEvent, TdrReason};
-pub use trace::{qpc, ReleaseVia, TraceEvent, TraceSink};
+pub use sync::fence::{
+    MonitoredFence, NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome,
+};
+pub use sync::trace::{qpc, ReleaseVia, TraceEvent, TraceSink};
 pub use ums::{DoorbellInfo, DoorbellState, Power, UmsEvent, UmsProcess};
+pub use vidsch::tdr::{Cause, TdrConfig, TdrEvent, TdrReason};

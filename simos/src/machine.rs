@@ -21,17 +21,17 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_device::{Device, DeviceConfig, Memory};
 use rvgpu_kmd::platform::Irql;
 
-use crate::adapter::{AdapterShared, DriverTable, Life};
-use crate::bugcheck::{self, BugCheck};
-use crate::callbacks;
-use crate::dxgkrnl::{self, call_ddi, check_status, TableHook};
+use crate::dxgkrnl::adapter::{AdapterShared, DriverTable, Life};
+use crate::dxgkrnl::bugcheck::{self, BugCheck};
+use crate::dxgkrnl::callbacks;
+use crate::dxgkrnl::interrupt::{self, Serviced, SimLine, Wake};
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::kernel::{self, IrqlScope, SimKernel};
+use crate::dxgkrnl::load::{self as dxgkrnl, call_ddi, check_status, TableHook};
+use crate::dxgkrnl::notify::Processed;
+use crate::dxgkrnl::resources::{self, opaque};
+use crate::dxgkrnl::state::{lock, LogLine, MachineState};
 use crate::error::SimError;
-use crate::interrupt::{self, Serviced, SimLine, Wake};
-use crate::irql::Routine;
-use crate::kernel::{self, IrqlScope, SimKernel};
-use crate::notify::Processed;
-use crate::resources::{self, opaque};
-use crate::state::{lock, LogLine, MachineState};
 
 /// How the machine runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,7 +65,7 @@ impl Default for OsConfig {
             native_fence_feature: true,
             submit_irql: Irql::Dispatch,
             wait_timeout: crate::ums::DEFAULT_WAIT,
-            log_entries: crate::fencelog::DEFAULT_LOG_ENTRIES,
+            log_entries: crate::sync::fencelog::DEFAULT_LOG_ENTRIES,
         }
     }
 }
@@ -540,7 +540,7 @@ impl Machine {
         let state = self.state.clone();
         let _ctx = kernel::MachineContext::enter(state.clone());
         // DriverEntry runs at PASSIVE_LEVEL (DRIVER_INITIALIZE).
-        if let Err(b) = crate::irql::check(
+        if let Err(b) = crate::dxgkrnl::irql::check(
             Routine::DriverEntry,
             kernel::current_irql(),
             dxgkrnl::sim_dxgk_initialize as *const () as usize,
@@ -623,7 +623,7 @@ impl Machine {
             },
         };
         let mut iface = Box::new(callbacks::interface_for(&a));
-        *lock(&a.interface) = Some(crate::adapter::SendTable(*iface));
+        *lock(&a.interface) = Some(crate::dxgkrnl::adapter::SendTable(*iface));
         // From here the driver holds the DeviceHandle and may queue DPCs.
         a.handle_valid.store(true, Ordering::Release);
         *lock(&a.dpc_gate) = true;
@@ -671,7 +671,7 @@ impl Machine {
         let mut why = validate_caps(&caps).err();
         if why.is_none() {
             // TDR-01: SupportPerEngineTDR needs the four per-engine TDR DDIs.
-            why = crate::tdr::validate_caps(&caps, &t).err();
+            why = crate::vidsch::tdr::validate_caps(&caps, &t).err();
         }
         if sources != 0 || children != 0 {
             why = Some(format!(
@@ -691,8 +691,8 @@ impl Machine {
         let mut fence_caps = None;
         if why.is_none() && advertised {
             // NF-11: the OS asks for the native-fence caps and relies on them.
-            match crate::fence::query_caps(&a, &t) {
-                Ok(c) => match crate::fence::validate_native_fence_caps(&c) {
+            match crate::sync::fence::query_caps(&a, &t) {
+                Ok(c) => match crate::sync::fence::validate_native_fence_caps(&c) {
                     Ok(()) => fence_caps = Some(c),
                     Err(w) => why = Some(w),
                 },
@@ -921,11 +921,9 @@ impl Machine {
         for a in &self.adapters {
             let q = std::mem::take(&mut *lock(&a.quarantine));
             for (va, c) in &q {
-                let dirty = c
-                    .alloc
-                    .words()
-                    .iter()
-                    .position(|w| w.load(Ordering::Acquire) != crate::adapter::FREED_POISON);
+                let dirty = c.alloc.words().iter().position(|w| {
+                    w.load(Ordering::Acquire) != crate::dxgkrnl::adapter::FREED_POISON
+                });
                 if let Some(i) = dirty {
                     let b = BugCheck::new(
                         bugcheck::DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL,
@@ -1001,8 +999,8 @@ impl Machine {
         // VidSch's PASSIVE work (this thread is back at PASSIVE_LEVEL).
         for a in &self.adapters {
             progress |= crate::ums::run_passive_work(a);
-            // TDR detection and recovery (crate::tdr; opt-in per adapter).
-            progress |= crate::tdr::run_passive(a);
+            // TDR detection and recovery (crate::vidsch::tdr; opt-in per adapter).
+            progress |= crate::vidsch::tdr::run_passive(a);
         }
         progress
     }

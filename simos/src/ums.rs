@@ -5,7 +5,7 @@
 //! (`DxgkDdiCreateDevice`). Through its [`crate::kmt::SimKmt`] (the D3DKMT thunks the real UMD
 //! calls) it creates contexts (`DxgkDdiCreateContext` on a node), hardware queues
 //! (`DxgkDdiCreateHwQueue`, each with an OS-created progress fence: a legacy monitored fence,
-//! [`crate::fence`]), allocations (GPU-visible, CPU-mapped system memory from the machine's
+//! [`crate::sync::fence`]), allocations (GPU-visible, CPU-mapped system memory from the machine's
 //! `Memory`; `DxgkDdiCreateAllocation` is not bound, so the allocation object is the OS's own
 //! and the handle the KMD receives for it in `DXGKARG_CREATEDOORBELL` is the OS kernel handle)
 //! and doorbells (`DxgkDdiCreateDoorbell`). Every object has a D3DKMT handle (what the UMD holds),
@@ -37,7 +37,7 @@
 //!   (dedicated model) `DOORBELL_BIND[page]` must name the queue when the connect returns.
 //!   Every disconnect writes the status before the dummy page; an OS-initiated one does both
 //!   before `DxgkDdiDisconnectDoorbell` (lossless; the documented after-return order is not).
-//! - `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL, [`crate::irql`]): the reason must be one of the
+//! - `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL, [`crate::dxgkrnl::irql`]): the reason must be one of the
 //!   `DISCONNECTED_*` values and the handles must name a live doorbell and its queue, else the
 //!   callback returns `STATUS_INVALID_PARAMETER` (what Windows documents) and the machine halts
 //!   with a simulation error naming the driver bug. Disconnecting an already disconnected
@@ -101,14 +101,14 @@ use rvgpu_hw::pdd::{HwQueuePdd, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
 use zerocopy::FromBytes;
 
-use crate::adapter::{AdapterShared, Life};
-use crate::dxgkrnl::call_ddi;
+use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::kernel::{current_irql, IrqlScope};
+use crate::dxgkrnl::load::call_ddi;
+use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
-use crate::fence::{MonitoredFence, ProcessId, SimEvent, WaitOutcome};
-use crate::irql::Routine;
-use crate::kernel::{current_irql, IrqlScope};
 use crate::machine::Machine;
-use crate::state::lock;
+use crate::sync::fence::{MonitoredFence, ProcessId, SimEvent, WaitOutcome};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
@@ -840,9 +840,9 @@ pub(crate) fn query_at_start(
 /// The adapters of the calling thread's machine whose OS knows `handle` as a doorbell (KMD or
 /// OS handle); the adapter whose DDI the thread is inside first.
 fn find_doorbell_adapters(handle: usize) -> Vec<Arc<AdapterShared>> {
-    let me = crate::kernel::current_machine().map(|m| m.id());
+    let me = crate::dxgkrnl::kernel::current_machine().map(|m| m.id());
     let inside = IN_DDI.with(std::cell::Cell::get);
-    let mut v: Vec<Arc<AdapterShared>> = crate::adapter::all_adapters()
+    let mut v: Vec<Arc<AdapterShared>> = crate::dxgkrnl::adapter::all_adapters()
         .into_iter()
         .filter(|a| Some(a.state.id()) == me)
         .filter(|a| {
@@ -858,8 +858,8 @@ fn find_doorbell_adapters(handle: usize) -> Vec<Arc<AdapterShared>> {
 
 /// The D3DKMT handle of a destroyed doorbell `handle` named, on the calling thread's machine.
 fn destroyed_doorbell(handle: usize) -> Option<KmtHandle> {
-    let me = crate::kernel::current_machine().map(|m| m.id());
-    crate::adapter::all_adapters()
+    let me = crate::dxgkrnl::kernel::current_machine().map(|m| m.id());
+    crate::dxgkrnl::adapter::all_adapters()
         .into_iter()
         .filter(|a| Some(a.state.id()) == me)
         .find_map(|a| lock(&a.ums).destroyed_doorbells.get(&handle).copied())
@@ -878,7 +878,7 @@ pub fn before_next_disconnect_callback(machine_id: u64, f: impl FnOnce() + Send 
 }
 
 fn run_test_hook() {
-    let Some(id) = crate::kernel::current_machine().map(|m| m.id()) else {
+    let Some(id) = crate::dxgkrnl::kernel::current_machine().map(|m| m.id()) else {
         return;
     };
     let hook = {
@@ -892,14 +892,16 @@ fn run_test_hook() {
 
 /// `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL).
 pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
-    let addr = crate::callbacks::disconnect_doorbell_address();
-    if let Err(b) = crate::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr) {
-        crate::kernel::raise(b);
+    let addr = crate::dxgkrnl::callbacks::disconnect_doorbell_address();
+    if let Err(b) =
+        crate::dxgkrnl::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr)
+    {
+        crate::dxgkrnl::kernel::raise(b);
         return STATUS_UNSUCCESSFUL;
     }
     if args.is_null() {
-        crate::kernel::raise(crate::BugCheck::new(
-            crate::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+        crate::dxgkrnl::kernel::raise(crate::BugCheck::new(
+            crate::dxgkrnl::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
             [0, 0, addr as u64, 0],
         ));
         return STATUS_INVALID_PARAMETER;
@@ -909,7 +911,7 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
     let (hq, hd) = (args.hHwQueue as usize, args.hDoorbell as usize);
     let reason = args.DisconnectReason;
     let fail = |msg: String| {
-        match crate::kernel::current_machine() {
+        match crate::dxgkrnl::kernel::current_machine() {
             Some(m) => m.raise_sim_error(format!("driver bug: DxgkCbDisconnectDoorbell: {msg}")),
             None => eprintln!("rvgpu-simos: DxgkCbDisconnectDoorbell outside a machine: {msg}"),
         }
@@ -1630,10 +1632,10 @@ fn destroy_hw_queue(m: &Machine, a: &AdapterShared, h: KmtHandle) -> Result<(), 
     drop_held_work(a, h);
     let _q = lock(&lock_q);
     // Issue 5: the queue is off the runlist; read what its logs still hold.
-    crate::fencelog::queue_destroying(a, kmd)?;
+    crate::sync::fencelog::queue_destroying(a, kmd)?;
     let f = table(a)?.DxgkDdiDestroyHwQueue;
     destroy_kmd_object(a, Routine::DxgkDdiDestroyHwQueue, "queue", f, kmd)?;
-    crate::fencelog::queue_destroyed(a, kmd)?;
+    crate::sync::fencelog::queue_destroyed(a, kmd)?;
     {
         let mut os = lock(&a.ums);
         os.queues.remove(&h);
@@ -1866,12 +1868,12 @@ impl Machine {
     }
 
     /// Issue 5 (LOG-01): Dxgkrnl moves the `kind` log of `queue` to a new buffer of `entries`
-    /// entries while the queue runs (see [`crate::fencelog`]).
+    /// entries while the queue runs (see [`crate::sync::fencelog`]).
     pub fn recreate_hw_queue_log(
         &self,
         p: &UmsProcess,
         queue: KmtHandle,
-        kind: crate::fencelog::LogKind,
+        kind: crate::sync::fencelog::LogKind,
         entries: u64,
     ) -> Result<(), SimError> {
         let a = self.adapter_shared(p.adapter)?.clone();
@@ -1883,7 +1885,7 @@ impl Machine {
                 .map(|q| q.kmd)
                 .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?
         };
-        crate::fencelog::recreate(&a, kmd, kind, entries)
+        crate::sync::fencelog::recreate(&a, kmd, kind, entries)
     }
 
     /// Issue 5: the OS's log state of `queue`'s `kind` log: `(gpu, entries, cursor, last_end,
@@ -1892,22 +1894,22 @@ impl Machine {
         &self,
         i: usize,
         queue: KmtHandle,
-        kind: crate::fencelog::LogKind,
+        kind: crate::sync::fencelog::LogKind,
     ) -> Option<(u64, u64, u64, u64, u32)> {
         let a = self.adapter_shared(i).ok()?;
         let kmd = lock(&a.ums).queues.get(&queue).map(|q| q.kmd)?;
         let q = lock(&a.fence_os).logs.get(kmd)?;
-        crate::fencelog::log_view(&q, kind)
+        crate::sync::fencelog::log_view(&q, kind)
     }
 
     /// Issue 5: the current `kind` log buffer of `queue` (tests and benchmarks write entries
-    /// into it with [`crate::fencelog::Producer`], as the device does).
+    /// into it with [`crate::sync::fencelog::Producer`], as the device does).
     pub fn hw_queue_log_buffer(
         &self,
         i: usize,
         queue: KmtHandle,
-        kind: crate::fencelog::LogKind,
-    ) -> Option<crate::fencelog::LogBuffer> {
+        kind: crate::sync::fencelog::LogKind,
+    ) -> Option<crate::sync::fencelog::LogBuffer> {
         let a = self.adapter_shared(i).ok()?;
         let kmd = lock(&a.ums).queues.get(&queue).map(|q| q.kmd)?;
         let q = lock(&a.fence_os).logs.get(kmd)?;
@@ -1917,7 +1919,7 @@ impl Machine {
 
     /// Issue 5: every retired (recreated) log buffer of adapter `i` still holds its poison.
     pub fn check_retired_logs(&self, i: usize) -> Result<(), SimError> {
-        crate::fencelog::check_all_retired(self.adapter_shared(i)?)
+        crate::sync::fencelog::check_all_retired(self.adapter_shared(i)?)
     }
 
     /// The queue id the KMD reported for a hardware queue (from `HwQueuePdd`).
@@ -2448,7 +2450,7 @@ pub(crate) fn create_hw_queue(
     drop(os);
     // Issue 5 (LOG-01, LOG-09): both logs of a user-mode queue, before the UMD can use it; a
     // failure fails the creation.
-    if let Err(e) = crate::fencelog::queue_created(a, kmd, queue_id, node, pid, user_mode) {
+    if let Err(e) = crate::sync::fencelog::queue_created(a, kmd, queue_id, node, pid, user_mode) {
         let _ = destroy_hw_queue(m, a, h);
         return Err(e);
     }
@@ -2877,7 +2879,7 @@ pub(crate) fn live_counts(a: &AdapterShared) -> (usize, usize, usize, usize, usi
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 
 // ---------------------------------------------------------------------------------------------
-// TDR hooks (issue 7, docs/tdr.md §5; used by `crate::tdr` and `crate::legacy`).
+// TDR hooks (issue 7, docs/tdr.md §5; used by `crate::vidsch::tdr` and `crate::vidsch::legacy`).
 
 /// A hardware queue as the TDR watchdog sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_ddi::tdr::VIDEO_ENGINE_TIMEOUT_DETECTED;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::kmt::{SimKmt, SimMem};
-use rvgpu_simos::testing_tdr::{self, Misreport};
+use rvgpu_simos::testing::tdr::{self as testing_tdr, Misreport};
 use rvgpu_simos::{
     AdapterConfig, Cause, Machine, MachineConfig, Mode, SimError, TdrConfig, TdrEvent, TdrReason,
     UmsEvent,

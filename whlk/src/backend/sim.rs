@@ -23,10 +23,10 @@ use rvgpu_hw::cmd::LogKind as HwLogKind;
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::regs;
 use rvgpu_simos::kmt::{SimMem, STATUS_IO_TIMEOUT};
+use rvgpu_simos::sync::trace::{Recorder, ReleaseVia, TraceEvent, QPC_HZ};
 use rvgpu_simos::testing;
 use rvgpu_simos::testing::gpu::GpuQueue;
-use rvgpu_simos::testing_tdr::{self, Misreport};
-use rvgpu_simos::trace::{Recorder, ReleaseVia, TraceEvent, QPC_HZ};
+use rvgpu_simos::testing::tdr::{self as testing_tdr, Misreport};
 use rvgpu_simos::{
     Cause, Irql, Machine, MachineConfig, Mode, MonitoredFence, NativeFence, NativeFenceDesc,
     Notification, Power, ProcessId, SimError, SimEvent, TdrConfig, TdrEvent, UmsEvent, UmsProcess,

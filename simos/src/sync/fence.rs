@@ -76,15 +76,15 @@ use rvgpu_device::{Memory, SysAlloc};
 use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
 
-use crate::adapter::{AdapterShared, Life};
-use crate::dxgkrnl::{call_ddi, check_status};
+use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::kernel::IrqlScope;
+use crate::dxgkrnl::load::{call_ddi, check_status};
+use crate::dxgkrnl::notify::Notification;
+use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
-use crate::irql::Routine;
-use crate::kernel::IrqlScope;
 use crate::machine::{Machine, Mode};
-use crate::notify::Notification;
-use crate::state::lock;
-use crate::trace::ReleaseVia;
+use crate::sync::trace::ReleaseVia;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 const KIND_CURRENT: u8 = 0;
@@ -501,14 +501,14 @@ pub struct FenceOs {
     pub update_current_calls: u64,
     /// Fence resamples done at DPC time (one per fence per DPC).
     pub dpc_resamples: u64,
-    /// Issue 5: every hardware queue of the adapter with its logs ([`crate::fencelog`]).
-    pub(crate) logs: Arc<crate::fencelog::LogTable>,
+    /// Issue 5: every hardware queue of the adapter with its logs ([`crate::sync::fencelog`]).
+    pub(crate) logs: Arc<crate::sync::fencelog::LogTable>,
     /// Issue 5: the log drain's counters.
-    pub log_counters: crate::fencelog::LogCounters,
+    pub log_counters: crate::sync::fencelog::LogCounters,
     /// Issue 5: what the DPC's notifications ask the log drain to read.
-    log_req: crate::fencelog::DrainRequest,
+    log_req: crate::sync::fencelog::DrainRequest,
     /// Issue 5: the OS's trace sink.
-    pub(crate) trace: crate::trace::SinkSlot,
+    pub(crate) trace: crate::sync::trace::SinkSlot,
     /// Issue 5: D3DKMT handle → the process's instance: how a log entry's `hNativeFence`
     /// resolves (the instance's process must be the queue's).
     kmt: HashMap<u32, NativeFence>,
@@ -893,9 +893,9 @@ fn trace_released(obj: &FenceObj, st: &ObjState, done: &[Waiter]) {
     };
     let (fence_kmt, process) = st.kmt_handles.first().copied().unwrap_or((0, obj.creator));
     let via = VIA.with(|c| c.get());
-    let now = crate::trace::qpc();
+    let now = crate::sync::trace::qpc();
     for w in done {
-        sink.event(&crate::trace::TraceEvent::WaitReleased {
+        sink.event(&crate::sync::trace::TraceEvent::WaitReleased {
             adapter: obj.adapter_index,
             fence_kmt,
             process,
@@ -1118,8 +1118,8 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
 /// re-armed) and whether a fallback scan of every fence is due.
 pub(crate) fn log_drain(
     a: &AdapterShared,
-    req: &crate::fencelog::DrainRequest,
-    forced: &[Arc<crate::fencelog::QueueLog>],
+    req: &crate::sync::fencelog::DrainRequest,
+    forced: &[Arc<crate::sync::fencelog::QueueLog>],
 ) -> Result<(Vec<Arc<FenceObj>>, bool), SimError> {
     let table = lock(&a.fence_os).logs.clone();
     let _serial = lock(&table.drain_lock);
@@ -1129,11 +1129,11 @@ pub(crate) fn log_drain(
 /// [`log_drain`] with the adapter's drain lock held by the caller.
 pub(crate) fn log_drain_locked(
     a: &AdapterShared,
-    req: &crate::fencelog::DrainRequest,
-    forced: &[Arc<crate::fencelog::QueueLog>],
+    req: &crate::sync::fencelog::DrainRequest,
+    forced: &[Arc<crate::sync::fencelog::QueueLog>],
 ) -> Result<(Vec<Arc<FenceObj>>, bool), SimError> {
     maybe_calibrate(a);
-    let d = crate::fencelog::drain(a, req, forced)?;
+    let d = crate::sync::fencelog::drain(a, req, forced)?;
     let mut scan = d.scan_all;
     let mut touched: Vec<Arc<FenceObj>> = Vec::new();
     for s in &d.signals {
@@ -1163,7 +1163,7 @@ pub(crate) fn log_drain_locked(
                     s.value,
                     ReleaseVia::Log {
                         queue_id: s.queue_id,
-                        kind: crate::trace::LogKind::Signal,
+                        kind: crate::sync::trace::LogKind::Signal,
                         index: s.index,
                     },
                 );
@@ -1207,7 +1207,7 @@ fn maybe_calibrate(a: &AdapterShared) {
     }
     let nodes = lock(&a.caps).map_or(1, |c| c.GpuEngineTopology.NbAsymetricProcessingNodes);
     for node in 0..nodes {
-        if crate::fencelog::calibrate(a, node).is_err() {
+        if crate::sync::fencelog::calibrate(a, node).is_err() {
             return;
         }
     }
@@ -2270,12 +2270,12 @@ pub(crate) fn settle_after_drain(
 impl Machine {
     /// Installs the OS's trace sink on every adapter (docs/logs.md §4.7). With a sink the OS
     /// also calibrates the GPU clock at log drains (§4.6).
-    pub fn set_trace_sink(&self, s: Arc<dyn crate::trace::TraceSink>) {
+    pub fn set_trace_sink(&self, s: Arc<dyn crate::sync::trace::TraceSink>) {
         for i in 0.. {
             let Ok(a) = self.adapter_shared(i) else {
                 break;
             };
-            lock(&a.fence_os).trace = crate::trace::SinkSlot(Some(s.clone()));
+            lock(&a.fence_os).trace = crate::sync::trace::SinkSlot(Some(s.clone()));
             // A first calibration sample per node (docs/logs.md §4.6), when the adapter runs.
             if *lock(&a.life) == Life::Started {
                 let a = a.clone();
@@ -2313,14 +2313,14 @@ impl Machine {
     }
 
     /// Adapter `i`'s queue table of the log machinery (tests of the ISR-time check).
-    pub fn log_table(&self, i: usize) -> Option<Arc<crate::fencelog::LogTable>> {
+    pub fn log_table(&self, i: usize) -> Option<Arc<crate::sync::fencelog::LogTable>> {
         let a = self.adapter_shared(i).ok()?;
         let t = lock(&a.fence_os).logs.clone();
         Some(t)
     }
 
     /// The log drain's counters on adapter `i`.
-    pub fn log_counters(&self, i: usize) -> crate::fencelog::LogCounters {
+    pub fn log_counters(&self, i: usize) -> crate::sync::fencelog::LogCounters {
         self.adapter_shared(i)
             .map_or_else(|_| Default::default(), |a| lock(&a.fence_os).log_counters)
     }
@@ -2361,7 +2361,7 @@ impl Machine {
         engines: &[u32],
     ) -> Result<(), SimError> {
         let a = self.adapter_shared(i)?.clone();
-        let req = crate::fencelog::DrainRequest {
+        let req = crate::sync::fencelog::DrainRequest {
             named: named.iter().copied().collect(),
             engines: engines.iter().copied().collect(),
         };
@@ -2386,6 +2386,6 @@ impl Machine {
         node: u32,
     ) -> Result<(u64, u64, u64, u64), SimError> {
         let a = self.adapter_shared(i)?.clone();
-        crate::fencelog::calibrate(&a, node)
+        crate::sync::fencelog::calibrate(&a, node)
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! **Scheduling state** (per adapter, [`TdrOs`]): per node the OS's own `(S, C)` — last
 //! submitted and last completed fence ID of the kernel-mode ("legacy") path of
-//! [`crate::legacy`] — with every DMA buffer in flight ([`Packet`]: fence ID, paging flag,
+//! [`crate::vidsch::legacy`] — with every DMA buffer in flight ([`Packet`]: fence ID, paging flag,
 //! owning device, devices owning the allocations it references, its DMA buffer). Interrupt
 //! reports of the node (`DMA_COMPLETED`, `DMA_PREEMPTED`, `DMA_FAULTED`, `ENGINE_STATE_CHANGE`
 //! to `HUNG`) are captured at ISR time ([`isr_report`], under the adapter's interrupt lock) and
@@ -63,14 +63,14 @@ use rvgpu_ddi::tdr::*;
 use rvgpu_device::{Device, SysAlloc};
 use rvgpu_kmd::platform::Irql;
 
-use crate::adapter::AdapterShared;
-use crate::bugcheck::{self, vidsch, BugCheck};
-use crate::dxgkrnl::call_ddi;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
+use crate::dxgkrnl::irql::{self, Routine};
+use crate::dxgkrnl::kernel::{current_irql, IrqlScope, MachineContext};
+use crate::dxgkrnl::load::call_ddi;
+use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
-use crate::irql::{self, Routine};
-use crate::kernel::{current_irql, IrqlScope, MachineContext};
 use crate::machine::{Machine, Mode};
-use crate::state::lock;
 use crate::ums::{self, KmtHandle};
 
 /// Why the OS reset (docs/tdr.md §5.1). Only 9's value is from the seed; the others are the
@@ -349,7 +349,7 @@ pub(crate) struct TdrShared {
 type Key = (u64, usize);
 /// Per (machine id, adapter index); an entry goes when its machine's state is gone (pruned
 /// at the next registration), so the DMA buffers it holds do not outlive the machine.
-type Registry = HashMap<Key, (Weak<crate::state::MachineState>, Arc<TdrShared>)>;
+type Registry = HashMap<Key, (Weak<crate::dxgkrnl::state::MachineState>, Arc<TdrShared>)>;
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 /// Registered adapters (a DPC of a machine that never used TDR or kernel-mode submission
 /// does not even take the registry lock).
@@ -534,7 +534,7 @@ pub(crate) unsafe extern "system" fn cb_invalidate_hw_context(
     let addr = cb_invalidate_hw_context as *const () as usize;
     if args.is_null() {
         // Dxgkrnl reads the argument block: a NULL pointer faults in the kernel.
-        crate::kernel::raise(BugCheck::new(
+        crate::dxgkrnl::kernel::raise(BugCheck::new(
             bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
             [0, 0, addr as u64, 0],
         ));
@@ -548,7 +548,7 @@ pub(crate) unsafe extern "system" fn cb_invalidate_hw_context(
              OS passed to DxgkDdiStartDevice",
             args.hAdapter as usize
         );
-        match crate::kernel::current_machine() {
+        match crate::dxgkrnl::kernel::current_machine() {
             Some(m) => m.raise_sim_error(msg),
             None => eprintln!("rvgpu-simos: {msg} (outside a machine)"),
         }
@@ -799,7 +799,7 @@ fn collect_dbg_info(a: &AdapterShared, sh: &TdrShared, reason: u32) -> Result<()
 fn flush_dpcs(a: &AdapterShared, step: bool) -> Result<(), SimError> {
     if step {
         for _ in 0..10_000 {
-            if !crate::interrupt::service_dpc(a) {
+            if !crate::dxgkrnl::interrupt::service_dpc(a) {
                 break;
             }
         }
@@ -957,13 +957,13 @@ pub(crate) fn recover_node(
             // interrupt thread): the node's reports are recorded as ignored.
             for _ in 0..1000 {
                 if !matches!(
-                    crate::interrupt::service_interrupt(a, false),
-                    crate::interrupt::Serviced::Ran(_)
+                    crate::dxgkrnl::interrupt::service_interrupt(a, false),
+                    crate::dxgkrnl::interrupt::Serviced::Ran(_)
                 ) {
                     break;
                 }
             }
-            while crate::interrupt::service_dpc(a) {}
+            while crate::dxgkrnl::interrupt::service_dpc(a) {}
         }
     }
     // Step 8: ResetEngine for each node of the mask, in ordinal order (only with
@@ -1180,7 +1180,7 @@ pub(crate) fn recover_node(
         let (paging, render): (Vec<Packet>, Vec<Packet>) = rest.into_iter().partition(|p| p.paging);
         for p in paging {
             let old = p.id;
-            crate::legacy::resubmit(a, sh, rn, p, None)?;
+            crate::vidsch::legacy::resubmit(a, sh, rn, p, None)?;
             lock(&sh.os).events.push(TdrEvent::Resubmitted {
                 node: rn,
                 old,
@@ -1207,7 +1207,7 @@ pub(crate) fn recover_node(
                 n.next_id = n.next_id.wrapping_add(1).max(1);
                 id
             };
-            crate::legacy::resubmit(a, sh, rn, p, Some(new))?;
+            crate::vidsch::legacy::resubmit(a, sh, rn, p, Some(new))?;
             lock(&sh.os).events.push(TdrEvent::Resubmitted {
                 node: rn,
                 old,
@@ -1475,7 +1475,7 @@ impl Machine {
                 unsafe { f(ctx, &mut g) }
             },
         )?;
-        crate::dxgkrnl::check_status(st)?;
+        crate::dxgkrnl::load::check_status(st)?;
         Ok(g.DependentNodeOrdinalMask)
     }
 
@@ -1505,7 +1505,7 @@ impl Machine {
                 unsafe { f(ctx, &args) }
             },
         )?;
-        crate::dxgkrnl::check_status(st)?;
+        crate::dxgkrnl::load::check_status(st)?;
         let n = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
         Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
     }

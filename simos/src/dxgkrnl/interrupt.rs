@@ -24,12 +24,12 @@ use std::time::{Duration, Instant};
 use rvgpu_device::InterruptLine;
 use rvgpu_kmd::platform::Irql;
 
-use crate::adapter::AdapterShared;
-use crate::bugcheck::{self, BugCheck};
-use crate::irql::{self, Routine};
-use crate::kernel::{check_return_irql, current_irql, IrqlScope, MachineContext};
-use crate::state::lock;
-use crate::state::Fault;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::bugcheck::{self, BugCheck};
+use crate::dxgkrnl::irql::{self, Routine};
+use crate::dxgkrnl::kernel::{check_return_irql, current_irql, IrqlScope, MachineContext};
+use crate::dxgkrnl::state::lock;
+use crate::dxgkrnl::state::Fault;
 
 /// Consecutive unclaimed ISR calls with the device still requesting before 0xF2.
 pub const UNCLAIMED_STORM_LIMIT: u64 = 1_000;
@@ -241,7 +241,7 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
     // VidSch's DPC-time work on what the DPC notified (native fences, NF-04), still at
     // DISPATCH_LEVEL and under the gate (so a DPC flush also waits for it).
     if !a.state.is_halted() {
-        crate::fence::process_dpc_work(a);
+        crate::sync::fence::process_dpc_work(a);
     }
     drop(gate);
     true
@@ -342,8 +342,8 @@ pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
                 continue;
             }
         }
-        // TDR detection and recovery (crate::tdr; opt-in per adapter).
-        if crate::tdr::run_passive(&a) {
+        // TDR detection and recovery (crate::vidsch::tdr; opt-in per adapter).
+        if crate::vidsch::tdr::run_passive(&a) {
             continue;
         }
         seen = a.wake.wait(seen, Duration::from_millis(20));

@@ -7,6 +7,8 @@
 //! the OS gave it, found here by context because a replaced slot has no driver state of its
 //! own).
 
+pub mod tdr;
+
 use std::ffi::c_void;
 
 use rvgpu_ddi::basic::*;
@@ -16,8 +18,8 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
 use rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
 
-use crate::adapter::AdapterShared;
-use crate::state::lock;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::state::lock;
 
 /// A native fence handle the OS never hands out.
 pub const BAD_FENCE_HANDLE: usize = 0x0BAD_F00D;
@@ -202,10 +204,10 @@ pub mod gpu {
     use rvgpu_umd::kmt::KmtHandle;
     use zerocopy::IntoBytes;
 
-    use crate::adapter::AdapterShared;
+    use crate::dxgkrnl::adapter::AdapterShared;
     use crate::error::SimError;
-    use crate::fence::{MonitoredFence, NativeFence};
     use crate::machine::Machine;
+    use crate::sync::fence::{MonitoredFence, NativeFence};
     use crate::ums::{self, DoorbellCpuState, UmsProcess};
     use crate::Irql;
 
@@ -295,7 +297,7 @@ pub mod gpu {
         /// it only rings, so work rung on a disconnected doorbell runs at the queue's next
         /// connect. A failure shows as the machine's fault.
         pub fn kick(&self) {
-            let passive = crate::kernel::current_irql() == Irql::Passive;
+            let passive = crate::dxgkrnl::kernel::current_irql() == Irql::Passive;
             let _ = self.bell.ring(self.write_ptr, passive);
         }
     }
@@ -534,7 +536,7 @@ pub mod spy {
     use rvgpu_ddi::NTSTATUS;
     use rvgpu_kmd::platform::Irql;
 
-    use crate::state::lock;
+    use crate::dxgkrnl::state::lock;
 
     /// One observed call.
     #[derive(Clone, Debug, PartialEq, Eq)]
@@ -579,7 +581,7 @@ pub mod spy {
     unsafe extern "system" fn spy_update_monitored(
         args: *const DXGKARG_UPDATEMONITOREDVALUES,
     ) -> NTSTATUS {
-        let id = crate::kernel::current_machine().map_or(u64::MAX, |s| s.id());
+        let id = crate::dxgkrnl::kernel::current_machine().map_or(u64::MAX, |s| s.id());
         let mut fences = Vec::new();
         // SAFETY: the OS's argument block (or null) with NumFences-entry arrays.
         if let Some(a) = unsafe { args.as_ref() } {
@@ -597,8 +599,8 @@ pub mod spy {
         lock(&CALLS).push((
             id,
             UpdateMonitoredCall {
-                irql: crate::kernel::current_irql(),
-                interrupt_lock: crate::adapter::holds_any_interrupt_lock(),
+                irql: crate::dxgkrnl::kernel::current_irql(),
+                interrupt_lock: crate::dxgkrnl::adapter::holds_any_interrupt_lock(),
                 fences,
             },
         ));

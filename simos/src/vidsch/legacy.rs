@@ -12,9 +12,9 @@
 //! - `DxgkDdiSubmitCommand` runs at DISPATCH_LEVEL; an error status is bug check 0x119 / 0x2
 //!   (`DRIVER_SUBMIT_FAILED`). `DxgkDdiBuildPagingBuffer` runs at PASSIVE_LEVEL (UNVERIFIED).
 //! - Submissions of a device in error are refused (`STATUS_DEVICE_REMOVED`), and every
-//!   submission waits while a recovery holds the node's gate ([`crate::tdr`]).
+//!   submission waits while a recovery holds the node's gate ([`crate::vidsch::tdr`]).
 //!
-//! Completion, preemption and fault reports are processed by [`crate::tdr`] (ISR/DPC time).
+//! Completion, preemption and fault reports are processed by [`crate::vidsch::tdr`] (ISR/DPC time).
 
 use std::time::{Duration, Instant};
 
@@ -25,14 +25,14 @@ use rvgpu_ddi::tdr::*;
 use rvgpu_hw::cmd::Command;
 use rvgpu_kmd::platform::Irql;
 
-use crate::adapter::AdapterShared;
-use crate::bugcheck::{vidsch, BugCheck};
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::bugcheck::{vidsch, BugCheck};
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
-use crate::irql::Routine;
 use crate::machine::{Machine, Mode};
-use crate::state::lock;
-use crate::tdr::{self, Packet, TdrShared};
 use crate::ums::{self, KmtHandle, UmsProcess};
+use crate::vidsch::tdr::{self, Packet, TdrShared};
 
 /// Kernel-mode DMA buffers in flight per node (docs/tdr.md §3.2: the KMD's ring holds 1024).
 pub const IN_FLIGHT_LIMIT: u32 = 256;
@@ -466,7 +466,7 @@ impl Machine {
                 unsafe { f(ctx, &mut args) }
             },
         )?;
-        crate::dxgkrnl::check_status(st)?;
+        crate::dxgkrnl::load::check_status(st)?;
         Ok(args.CurrentFence)
     }
 }

@@ -10,12 +10,12 @@
 //! - *below* the lowest allowed level (say `DxgkCbNotifyInterrupt` outside the ISR):
 //!   [`IRQL_NOT_GREATER_OR_EQUAL`] (0x9).
 //!
-//! [`IRQL_NOT_LESS_OR_EQUAL`]: crate::bugcheck::IRQL_NOT_LESS_OR_EQUAL
-//! [`IRQL_NOT_GREATER_OR_EQUAL`]: crate::bugcheck::IRQL_NOT_GREATER_OR_EQUAL
+//! [`IRQL_NOT_LESS_OR_EQUAL`]: crate::dxgkrnl::bugcheck::IRQL_NOT_LESS_OR_EQUAL
+//! [`IRQL_NOT_GREATER_OR_EQUAL`]: crate::dxgkrnl::bugcheck::IRQL_NOT_GREATER_OR_EQUAL
 
 use rvgpu_kmd::platform::Irql;
 
-use crate::bugcheck::{self, kirql, BugCheck};
+use crate::dxgkrnl::bugcheck::{self, kirql, BugCheck};
 
 /// A routine whose IRQL the simulation checks: a DDI (OS → driver) or a callback (driver → OS).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

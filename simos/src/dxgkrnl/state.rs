@@ -2,7 +2,7 @@
 //!
 //! Shared by every thread of one simulated machine (test threads, the interrupt "CPU", the DPC
 //! thread) and reachable from kernel services through the thread's current context
-//! ([`crate::kernel::MachineContext`]). Once halted, a machine stays halted: the first fault is
+//! ([`crate::dxgkrnl::kernel::MachineContext`]). Once halted, a machine stays halted: the first fault is
 //! the one reported, later ones are only logged, because on Windows nothing runs after
 //! `KeBugCheckEx`.
 
@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use rvgpu_kmd::platform::Level;
 
-use crate::bugcheck::BugCheck;
+use crate::dxgkrnl::bugcheck::BugCheck;
 
 /// Why a machine halted.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! Every slot the bindings have is filled: the callbacks bring-up needs are simulated below;
 //! every other slot points at a stub that halts the machine with "callback X not simulated"
 //! (never a silent success). Each simulated callback first checks the caller's IRQL against
-//! [`crate::irql`] and resolves `DeviceHandle` through the adapter registry; an unknown handle
+//! [`crate::dxgkrnl::irql`] and resolves `DeviceHandle` through the adapter registry; an unknown handle
 //! is what Dxgkrnl would dereference as garbage: bug check 0x50.
 //!
 //! Callbacks never unwind into the driver: a violation records the bug check and the callback
@@ -24,13 +24,13 @@ use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::pci;
 use rvgpu_kmd::platform::Irql;
 
-use crate::adapter::{AdapterShared, Contiguous};
-use crate::bugcheck::{self, vidsch, BugCheck};
-use crate::irql::{self, Routine};
-use crate::kernel::{self, current_irql, current_machine, IrqlScope};
-use crate::notify::{self, Notification};
-use crate::resources;
-use crate::state::lock;
+use crate::dxgkrnl::adapter::{AdapterShared, Contiguous};
+use crate::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
+use crate::dxgkrnl::irql::{self, Routine};
+use crate::dxgkrnl::kernel::{self, current_irql, current_machine, IrqlScope};
+use crate::dxgkrnl::notify::{self, Notification};
+use crate::dxgkrnl::resources;
+use crate::dxgkrnl::state::lock;
 
 // ---------------------------------------------------------------------------------------------
 // Entry checks.
@@ -231,8 +231,8 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
         DxgkCbClosePhysicalMemoryObject, DxgkCbPinFrameBufferForSave2,
     );
     i.DxgkCbDisconnectDoorbell = Some(disconnect_doorbell);
-    // TDR (issue 7): the guilty context of an engine reset (crate::tdr).
-    i.DxgkCbInvalidateHwContext = Some(crate::tdr::cb_invalidate_hw_context);
+    // TDR (issue 7): the guilty context of an engine reset (crate::vidsch::tdr).
+    i.DxgkCbInvalidateHwContext = Some(crate::vidsch::tdr::cb_invalidate_hw_context);
     i
 }
 
@@ -566,8 +566,8 @@ fn decode(
                 let h = d.hHWQueue as usize;
                 let table = lock(&a.fence_os).logs.clone();
                 match table.check_isr_queue(h, d.NodeOrdinal) {
-                    crate::fencelog::IsrQueue::Ok => Some(h),
-                    crate::fencelog::IsrQueue::Unknown => {
+                    crate::sync::fencelog::IsrQueue::Ok => Some(h),
+                    crate::sync::fencelog::IsrQueue::Unknown => {
                         return Err(BugCheck::video_scheduler(
                             vidsch::SIM_INVALID_HW_QUEUE,
                             h as u64,
@@ -575,7 +575,7 @@ fn decode(
                             u64::MAX,
                         ))
                     }
-                    crate::fencelog::IsrQueue::WrongNode(n) => {
+                    crate::sync::fencelog::IsrQueue::WrongNode(n) => {
                         return Err(BugCheck::video_scheduler(
                             vidsch::SIM_INVALID_HW_QUEUE,
                             h as u64,
@@ -671,8 +671,8 @@ unsafe extern "system" fn notify_interrupt(
     }
     match decode(&a, &data) {
         Ok(n) => {
-            // Node reports for VidSch's kernel-mode scheduling and TDR (crate::tdr).
-            crate::tdr::isr_report(&a, &data);
+            // Node reports for VidSch's kernel-mode scheduling and TDR (crate::vidsch::tdr).
+            crate::vidsch::tdr::isr_report(&a, &data);
             a.push_pending(n)
         }
         Err(b) => a.state.raise_bugcheck(b),
@@ -960,7 +960,7 @@ unsafe extern "system" fn free_contiguous_memory(
     // Quarantine: the backing stays alive (a stale CPU pointer is still memory-safe) and
     // poisoned; Unload checks the poison.
     for w in c.alloc.words() {
-        w.store(crate::adapter::FREED_POISON, Ordering::Release);
+        w.store(crate::dxgkrnl::adapter::FREED_POISON, Ordering::Release);
     }
     lock(&a.quarantine).push((key, c));
     STATUS_SUCCESS

@@ -14,12 +14,12 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Level;
 
-use crate::adapter::DriverTable;
-use crate::bugcheck;
+use crate::dxgkrnl::adapter::DriverTable;
+use crate::dxgkrnl::bugcheck;
+use crate::dxgkrnl::irql::{self, Routine};
+use crate::dxgkrnl::kernel::{self, current_irql, MachineContext};
+use crate::dxgkrnl::state::MachineState;
 use crate::error::SimError;
-use crate::irql::{self, Routine};
-use crate::kernel::{self, current_irql, MachineContext};
-use crate::state::MachineState;
 
 /// Slots a render-only WDDM 3.2 adapter must fill for bring-up: the PnP and interrupt entry
 /// points of `DRIVER_INITIALIZATION_DATA`

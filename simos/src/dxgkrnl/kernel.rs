@@ -34,8 +34,8 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use rvgpu_hw::mmio::{MmioBus, TrapWindow};
 use rvgpu_kmd::platform::{Irql, Level, Platform};
 
-use crate::bugcheck::{self, kirql, BugCheck};
-use crate::state::{lock, MachineState};
+use crate::dxgkrnl::bugcheck::{self, kirql, BugCheck};
+use crate::dxgkrnl::state::{lock, MachineState};
 
 thread_local! {
     static IRQL: Cell<Irql> = const { Cell::new(Irql::Passive) };
@@ -437,10 +437,10 @@ unsafe impl Platform for SimKernel {
         dma_bus_address(va.as_ptr() as usize)
     }
 
-    /// Issue 5: the simulation's QPC ([`crate::trace::qpc`], 10 MHz), the clock the UMD's
+    /// Issue 5: the simulation's QPC ([`crate::sync::trace::qpc`], 10 MHz), the clock the UMD's
     /// queued events use too.
     fn query_performance_counter() -> (u64, u64) {
-        (crate::trace::qpc(), crate::trace::QPC_HZ)
+        (crate::sync::trace::qpc(), crate::sync::trace::QPC_HZ)
     }
 
     fn log(level: Level, args: fmt::Arguments<'_>) {

@@ -17,10 +17,10 @@ use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_device::{Device, SysAlloc};
 
-use crate::interrupt::{SimLine, Wake, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
+use crate::dxgkrnl::interrupt::{SimLine, Wake, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
+use crate::dxgkrnl::notify::{Notification, Processed};
+use crate::dxgkrnl::state::{lock, MachineState};
 use crate::machine::{AdapterConfig, OsConfig};
-use crate::notify::{Notification, Processed};
-use crate::state::{lock, MachineState};
 
 /// The driver's table as copied by the simulated `DxgkInitialize`, shared by the machine and
 /// its adapters.
@@ -136,8 +136,8 @@ pub struct AdapterShared {
     pub mappings: Mutex<HashMap<usize, usize>>,
     /// Native fence handles the OS handed out and has not destroyed (global handles, NF-13).
     pub native_fences: Mutex<HashSet<usize>>,
-    /// The OS's native-fence objects, storage and DPC work of this adapter ([`crate::fence`]).
-    pub fence_os: Mutex<crate::fence::FenceOs>,
+    /// The OS's native-fence objects, storage and DPC work of this adapter ([`crate::sync::fence`]).
+    pub fence_os: Mutex<crate::sync::fence::FenceOs>,
     /// References the driver holds on the feature interface (DxgkCbQueryServices takes one,
     /// InterfaceReference/InterfaceDereference adjust it). Must be zero once stopped.
     pub feature_refs: AtomicI64,
@@ -152,7 +152,7 @@ pub struct AdapterShared {
     /// Counters.
     pub stats: Stats,
     /// Resources the driver gets pointers into (never moves).
-    pub resources: Box<crate::resources::Resources>,
+    pub resources: Box<crate::dxgkrnl::resources::Resources>,
     /// BAR2 as an MMIO bus (doorbell writes), kept alive for trap windows onto it.
     pub doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync>,
     /// Live `DxgkCbMapMemory` mappings of BAR2: base VA -> length (UM-09: a connected
@@ -172,7 +172,7 @@ pub struct AdapterShared {
     /// GPU clock when the current run of ISR calls with the device still requesting began
     /// (`u64::MAX`: no run).
     storm_since: AtomicU64,
-    /// Shortest run (GPU ticks) that counts as a storm (see [`crate::interrupt`]).
+    /// Shortest run (GPU ticks) that counts as a storm (see [`crate::dxgkrnl::interrupt`]).
     storm_min_ticks: u64,
 }
 
@@ -234,14 +234,15 @@ impl AdapterShared {
         os: OsConfig,
         table: Arc<DriverTable>,
     ) -> Arc<Self> {
-        let resources = crate::resources::Resources::new(
+        let resources = crate::dxgkrnl::resources::Resources::new(
             index,
             device.config().doorbells,
             device.memory().vram_size(),
         );
-        let storm_min_ticks = crate::interrupt::storm_min_ticks(device.config());
-        let doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync> =
-            Arc::new(crate::callbacks::DoorbellBus(Arc::downgrade(&device)));
+        let storm_min_ticks = crate::dxgkrnl::interrupt::storm_min_ticks(device.config());
+        let doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync> = Arc::new(
+            crate::dxgkrnl::callbacks::DoorbellBus(Arc::downgrade(&device)),
+        );
         let a = Arc::new(Self {
             index,
             state,
@@ -266,7 +267,7 @@ impl AdapterShared {
             quarantine: Mutex::new(Vec::new()),
             mappings: Mutex::new(HashMap::new()),
             native_fences: Mutex::new(HashSet::new()),
-            fence_os: Mutex::new(crate::fence::FenceOs::default()),
+            fence_os: Mutex::new(crate::sync::fence::FenceOs::default()),
             feature_refs: AtomicI64::new(0),
             features_queried: Mutex::new(Vec::new()),
             native_fence_interface_queries: AtomicU64::new(0),
@@ -402,8 +403,8 @@ impl AdapterShared {
         let drained: Vec<Processed> = std::mem::take(&mut *lock(&self.pending));
         let n = drained.len();
         // VidSch's DPC-time fence work is recorded here and done when the driver's DPC
-        // returns ([`crate::fence::process_dpc_work`]).
-        crate::fence::note_notifications(self, drained.iter().map(|p| &p.notification));
+        // returns ([`crate::sync::fence::process_dpc_work`]).
+        crate::sync::fence::note_notifications(self, drained.iter().map(|p| &p.notification));
         for p in &drained {
             if let Notification::EngineStateChange {
                 node, new_state, ..
@@ -413,8 +414,8 @@ impl AdapterShared {
             }
         }
         lock(&self.processed).extend(drained);
-        // VidSch's DMA fence bookkeeping (crate::tdr).
-        crate::tdr::dpc_process(self);
+        // VidSch's DMA fence bookkeeping (crate::vidsch::tdr).
+        crate::vidsch::tdr::dpc_process(self);
         n
     }
 }

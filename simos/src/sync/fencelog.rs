@@ -22,14 +22,14 @@
 //!   backwards per log, zero and repeats allowed, LOG-06 — backwards is a simulation error),
 //!   reported as [`TraceEvent::LogEntry`], and each SIGNAL_EXECUTED entry `(h, v)` releases
 //!   the CPU waits of fence `h` (the queue's process's D3DKMT handle) with target `≤ v`
-//!   ([`crate::trace::ReleaseVia::Log`]). Fallbacks to resampling every native fence of the
-//!   adapter ([`crate::trace::ReleaseVia::Scan`]): overflow or dropped entries, a bad entry,
+//!   ([`crate::sync::trace::ReleaseVia::Log`]). Fallbacks to resampling every native fence of the
+//!   adapter ([`crate::sync::trace::ReleaseVia::Scan`]): overflow or dropped entries, a bad entry,
 //!   a handle that does not resolve, a named queue whose signal log had no new entry.
 //! - **Optimized interrupt (LOG-08).** With `OptimizedNativeFenceSignaledInterrupt` the OS
 //!   reads `hHWQueue` and ignores the fence array; at ISR time a non-NULL `hHWQueue` must be a
 //!   live queue of the adapter on the reported node ([`LogTable::check_isr_queue`], else bug
 //!   check 0x119 with the simulation's subtype
-//!   [`crate::bugcheck::vidsch::SIM_INVALID_HW_QUEUE`]). Without the cap `hHWQueue` is not read.
+//!   [`crate::dxgkrnl::bugcheck::vidsch::SIM_INVALID_HW_QUEUE`]). Without the cap `hHWQueue` is not read.
 //!
 //! [`LogState`] is pure (memory words only) so it can be unit-tested and benchmarked with
 //! synthetic buffers; [`Producer`] writes entries and headers exactly as the device does.
@@ -54,14 +54,14 @@ use rvgpu_kmd::platform::Irql;
 
 pub use rvgpu_hw::cmd::LogKind;
 
-use crate::adapter::AdapterShared;
-use crate::dxgkrnl::call_ddi;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::kernel::IrqlScope;
+use crate::dxgkrnl::load::call_ddi;
+use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
-use crate::fence::ProcessId;
-use crate::irql::Routine;
-use crate::kernel::IrqlScope;
-use crate::state::lock;
-use crate::trace::{qpc, TraceEvent};
+use crate::sync::fence::ProcessId;
+use crate::sync::trace::{qpc, TraceEvent};
 
 /// Entries per log the OS allocates by default (a full 4 KiB buffer).
 pub const DEFAULT_LOG_ENTRIES: u64 = ENTRIES_PER_BUFFER;
@@ -728,7 +728,7 @@ pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), S
         )?
     };
     let q1 = qpc();
-    crate::dxgkrnl::check_status(status)?;
+    crate::dxgkrnl::load::check_status(status)?;
     let hz = u64::from(a.device.config().clock_hz);
     let err = if args.GpuFrequency != hz {
         Some(format!(
@@ -871,8 +871,8 @@ pub(crate) fn queue_destroying(a: &AdapterShared, kmd: usize) -> Result<(), SimE
     if lock(&q.logs).is_none() {
         return Ok(());
     }
-    let (objs, scan) = crate::fence::log_drain(a, &DrainRequest::default(), &[q])?;
-    crate::fence::settle_after_drain(a, objs, scan)
+    let (objs, scan) = crate::sync::fence::log_drain(a, &DrainRequest::default(), &[q])?;
+    crate::sync::fence::settle_after_drain(a, objs, scan)
 }
 
 /// After `DxgkDdiDestroyHwQueue` returned: forgets the queue and frees its logs. A retired
@@ -928,7 +928,7 @@ pub(crate) fn recreate(
     }
     let serial = lock(&table.drain_lock);
     let forced = [q.clone()];
-    let (objs, scan) = crate::fence::log_drain_locked(a, &DrainRequest::default(), &forced)?;
+    let (objs, scan) = crate::sync::fence::log_drain_locked(a, &DrainRequest::default(), &forced)?;
     let new = alloc_log(a, kind, entries)?;
     match set_log_buffer(a, kmd, &new) {
         Ok(0) => {}
@@ -941,7 +941,8 @@ pub(crate) fn recreate(
             return Err(e);
         }
     }
-    let (objs2, scan2) = crate::fence::log_drain_locked(a, &DrainRequest::default(), &forced)?;
+    let (objs2, scan2) =
+        crate::sync::fence::log_drain_locked(a, &DrainRequest::default(), &forced)?;
     let at = {
         let mut g = lock(&q.logs);
         let l = g
@@ -973,7 +974,7 @@ pub(crate) fn recreate(
     );
     let mut all = objs;
     all.extend(objs2);
-    crate::fence::settle_after_drain(a, all, scan || scan2)
+    crate::sync::fence::settle_after_drain(a, all, scan || scan2)
 }
 
 /// Checks every retired log buffer of adapter `a` (machine end, tests).
