@@ -24,10 +24,11 @@ use rvgpu_kmd::platform::Irql;
 use crate::dxgkrnl::adapter::{AdapterShared, DriverTable, Life};
 use crate::dxgkrnl::bugcheck::{self, BugCheck};
 use crate::dxgkrnl::callbacks;
+use crate::dxgkrnl::ddi::{self, check_status, At};
 use crate::dxgkrnl::interrupt::{self, Serviced, SimLine, Wake};
 use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::kernel::{self, IrqlScope, SimKernel};
-use crate::dxgkrnl::load::{self as dxgkrnl, call_ddi, check_status, TableHook};
+use crate::dxgkrnl::load::{self as dxgkrnl, TableHook};
 use crate::dxgkrnl::notify::Processed;
 use crate::dxgkrnl::resources::{self, opaque};
 use crate::dxgkrnl::state::{lock, LogLine, MachineState};
@@ -595,10 +596,16 @@ impl Machine {
                 .ok_or_else(|| self.misuse("no AddDevice".into()))?;
             let pdo = a.resources.pdo();
             let mut ctx: *mut c_void = std::ptr::null_mut();
-            let status = call_ddi(&self.state, Routine::DxgkDdiAddDevice, add as usize, || {
-                // SAFETY: the driver's AddDevice with a PDO stand-in and an out-pointer.
-                unsafe { add(pdo, &mut ctx) }
-            })?;
+            let status = ddi::call(
+                &a,
+                Routine::DxgkDdiAddDevice,
+                add as usize,
+                At::Caller,
+                || {
+                    // SAFETY: the driver's AddDevice with a PDO stand-in and an out-pointer.
+                    unsafe { add(pdo, &mut ctx) }
+                },
+            )?;
             check_status(status)?;
             if ctx.is_null() {
                 return Err(self.misuse("AddDevice succeeded with a NULL context".into()));
@@ -629,10 +636,11 @@ impl Machine {
         *lock(&a.dpc_gate) = true;
         let (mut sources, mut children) = (u32::MAX, u32::MAX);
         let ctx = a.context();
-        let status = call_ddi(
-            &self.state,
+        let status = ddi::call(
+            &a,
             Routine::DxgkDdiStartDevice,
             start as usize,
+            At::Caller,
             || {
                 // SAFETY: the driver's StartDevice with its context and valid pointers to our
                 // start info, callback table and out-parameters, all live during the call.
@@ -759,10 +767,11 @@ impl Machine {
             hKmdProcessHandle: std::ptr::null_mut(),
         };
         let ctx = a.context();
-        let status = call_ddi(
-            &self.state,
+        let status = ddi::call(
+            a,
             Routine::DxgkDdiQueryAdapterInfo,
             q as usize,
+            At::Caller,
             || {
                 // SAFETY: the driver's QueryAdapterInfo with its context and a valid argument block
                 // whose output buffer is a DXGK_DRIVERCAPS of the declared size.
@@ -793,10 +802,11 @@ impl Machine {
             .DxgkDdiStopDevice
             .ok_or_else(|| self.misuse("no StopDevice".into()))?;
         let ctx = a.context();
-        let status = call_ddi(
-            &self.state,
+        let status = ddi::call(
+            a,
             Routine::DxgkDdiStopDevice,
             stop as usize,
+            At::Caller,
             || {
                 // SAFETY: the driver's StopDevice with its context.
                 unsafe { stop(ctx) }
@@ -841,10 +851,11 @@ impl Machine {
             .DxgkDdiRemoveDevice
             .ok_or_else(|| self.misuse("no RemoveDevice".into()))?;
         let ctx = a.context();
-        let status = call_ddi(
-            &self.state,
+        let status = ddi::call(
+            &a,
             Routine::DxgkDdiRemoveDevice,
             remove as usize,
+            At::Caller,
             || {
                 // SAFETY: the driver's RemoveDevice with its context; nothing calls the driver for
                 // this adapter afterwards.
@@ -900,7 +911,7 @@ impl Machine {
         let unload = t
             .DxgkDdiUnload
             .ok_or_else(|| self.misuse("no Unload".into()))?;
-        call_ddi(&self.state, Routine::DxgkDdiUnload, unload as usize, || {
+        ddi::call_driver(&self.state, Routine::DxgkDdiUnload, unload as usize, || {
             // SAFETY: the driver's Unload, after every adapter was removed.
             unsafe { unload() }
         })?;

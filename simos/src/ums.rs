@@ -102,9 +102,9 @@ use rvgpu_kmd::platform::Irql;
 use zerocopy::FromBytes;
 
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::kernel::{current_irql, IrqlScope};
-use crate::dxgkrnl::load::call_ddi;
+use crate::dxgkrnl::kernel::current_irql;
 use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
 use crate::machine::Machine;
@@ -607,47 +607,6 @@ pub struct DoorbellInfo {
 // ---------------------------------------------------------------------------------------------
 // Calling the driver.
 
-thread_local! {
-    /// The adapter whose DDI this thread is inside (resolves ambiguous callback handles).
-    static IN_DDI: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-struct InDdi(usize);
-impl InDdi {
-    fn enter(a: &AdapterShared) -> Self {
-        Self(IN_DDI.with(|c| c.replace(a as *const AdapterShared as usize)))
-    }
-}
-impl Drop for InDdi {
-    fn drop(&mut self) {
-        IN_DDI.with(|c| c.set(self.0));
-    }
-}
-
-fn table(a: &AdapterShared) -> Result<DRIVER_INITIALIZATION_DATA, SimError> {
-    a.table
-        .get()
-        .ok_or_else(|| SimError::Simulation("no driver loaded".into()))
-}
-
-/// A thunk whose DDI the driver does not implement: `STATUS_NOT_SUPPORTED` to the UMD.
-fn not_supported<T>() -> Result<T, SimError> {
-    Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED))
-}
-
-/// Calls a DDI at `irql` (the OS's choice for the routine) inside the machine's context.
-fn call<R>(
-    a: &AdapterShared,
-    routine: Routine,
-    addr: usize,
-    irql: Irql,
-    f: impl FnOnce() -> R,
-) -> Result<R, SimError> {
-    let _i = IrqlScope::enter(irql);
-    let _d = InDdi::enter(a);
-    call_ddi(&a.state, routine, addr, f)
-}
-
 /// The adapter-wide side of [`AdapterShared::ums_seq`] (power, F1, device loss).
 fn exclusive(a: &AdapterShared) -> std::sync::RwLockWriteGuard<'_, ()> {
     a.ums_seq.write().unwrap_or_else(|p| p.into_inner())
@@ -680,12 +639,6 @@ fn dev_guard<'a>(a: &'a AdapterShared, dl: &'a Mutex<()>) -> DevGuard<'a> {
     }
 }
 
-fn sim_err(a: &AdapterShared, msg: String) -> SimError {
-    a.state.raise_sim_error(msg.clone());
-    SimError::Simulation(msg)
-}
-
-/// A DDI documented "must succeed" failed: the driver's bug.
 /// Calls a `DxgkDdiDestroy*` that takes only the KMD's handle of a `what` (device, context,
 /// hardware queue) at PASSIVE_LEVEL. The driver created the object, so the DDI must exist, and
 /// it must succeed; either failure is a simulation error.
@@ -698,33 +651,11 @@ fn destroy_kmd_object(
 ) -> Result<(), SimError> {
     let name = format!("{routine:?}");
     let f = f.ok_or_else(|| sim_err(a, format!("driver created a {what} but has no {name}")))?;
-    let status = call(a, routine, f as usize, Irql::Passive, || {
+    let status = ddi::call(a, routine, f as usize, At::Level(Irql::Passive), || {
         // SAFETY: the driver's DDI with its own handle of the object.
         unsafe { f(kmd as HANDLE) }
     })?;
     must_succeed(a, &name, status)
-}
-
-fn must_succeed(a: &AdapterShared, name: &str, status: NTSTATUS) -> Result<(), SimError> {
-    if NT_SUCCESS(status) {
-        Ok(())
-    } else {
-        Err(sim_err(
-            a,
-            format!(
-                "driver bug: {name} must succeed and returned {:#010x}",
-                status as u32
-            ),
-        ))
-    }
-}
-
-fn check(status: NTSTATUS) -> Result<(), SimError> {
-    if NT_SUCCESS(status) {
-        Ok(())
-    } else {
-        Err(SimError::DdiFailed(status))
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -751,11 +682,11 @@ pub(crate) fn query_at_start(
                     .cast::<u8>()
                     .write_bytes(0xCD, std::mem::size_of::<DXGK_NODEMETADATA>())
             };
-            let status = call(
+            let status = ddi::call(
                 a,
                 Routine::DxgkDdiGetNodeMetadata,
                 get as usize,
-                Irql::Passive,
+                At::Level(Irql::Passive),
                 || {
                     // SAFETY: the driver's DDI with its context, a valid node and an out buffer.
                     unsafe { get(ctx, node, &mut md) }
@@ -792,11 +723,11 @@ pub(crate) fn query_at_start(
             hKmdProcessHandle: std::ptr::null_mut(),
         };
         let ctx = a.context();
-        let status = call(
+        let status = ddi::call(
             a,
             Routine::DxgkDdiQueryAdapterInfo,
             q as usize,
-            Irql::Passive,
+            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's QueryAdapterInfo with an output buffer of the size given.
                 unsafe { q(ctx, &args) }
@@ -841,7 +772,7 @@ pub(crate) fn query_at_start(
 /// OS handle); the adapter whose DDI the thread is inside first.
 fn find_doorbell_adapters(handle: usize) -> Vec<Arc<AdapterShared>> {
     let me = crate::dxgkrnl::kernel::current_machine().map(|m| m.id());
-    let inside = IN_DDI.with(std::cell::Cell::get);
+    let inside = ddi::inside();
     let mut v: Vec<Arc<AdapterShared>> = crate::dxgkrnl::adapter::all_adapters()
         .into_iter()
         .filter(|a| Some(a.state.id()) == me)
@@ -1079,17 +1010,17 @@ fn set_fstate(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), SimError>
     let called = match (f, runtime_pm) {
         (Some(f), true) => {
             let ctx = a.context();
-            let status = call(
+            let status = ddi::call(
                 a,
                 Routine::DxgkDdiSetPowerComponentFState,
                 f as usize,
-                Irql::Passive,
+                At::Level(Irql::Passive),
                 || {
                     // SAFETY: the driver's DDI with its context, a component and an F-state.
                     unsafe { f(ctx, node, fstate) }
                 },
             )?;
-            check(status)?;
+            check_status(status)?;
             true
         }
         _ => false,
@@ -1146,11 +1077,11 @@ fn os_disconnect(
         hDoorbell: kmd as HANDLE,
         Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS::default(),
     };
-    let status = call(
+    let status = ddi::call(
         a,
         Routine::DxgkDdiDisconnectDoorbell,
         f as usize,
-        Irql::Passive,
+        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
             unsafe { f(&mut args) }
@@ -1179,17 +1110,17 @@ fn set_power_state(a: &AdapterShared, state: DEVICE_POWER_STATE) -> Result<(), S
         .DxgkDdiSetPowerState
         .ok_or_else(|| SimError::Simulation("no DxgkDdiSetPowerState".into()))?;
     let ctx = a.context();
-    let status = call(
+    let status = ddi::call(
         a,
         Routine::DxgkDdiSetPowerState,
         f as usize,
-        Irql::Passive,
+        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with its context and the adapter's device UID.
             unsafe { f(ctx, DISPLAY_ADAPTER_HW_ID, state, POWER_ACTION_NONE) }
         },
     )?;
-    check(status)?;
+    check_status(status)?;
     let mut os = lock(&a.ums);
     os.power = if state == PowerDeviceD0 {
         Power::D0
@@ -1223,11 +1154,11 @@ fn suspend_context(a: &AdapterShared, h: KmtHandle, why: Suspended) -> Result<()
         contextSuspendFence: fence,
     };
     let ctx = a.context();
-    let status = call(
+    let status = ddi::call(
         a,
         Routine::DxgkDdiSuspendContext,
         f as usize,
-        Irql::Passive,
+        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with its context and a valid argument block.
             unsafe { f(ctx, &args) }
@@ -1242,7 +1173,7 @@ fn suspend_context(a: &AdapterShared, h: KmtHandle, why: Suspended) -> Result<()
                 .into(),
         ));
     }
-    check(status)?;
+    check_status(status)?;
     let mut os = lock(&a.ums);
     if let Some(c) = os.contexts.get_mut(&h) {
         c.suspended = why;
@@ -1270,17 +1201,17 @@ fn resume_context(a: &AdapterShared, h: KmtHandle, why: Suspended) -> Result<(),
         hContext: kmd as HANDLE,
     };
     let ctx = a.context();
-    let status = call(
+    let status = ddi::call(
         a,
         Routine::DxgkDdiResumeContext,
         f as usize,
-        Irql::Passive,
+        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with its context and a valid argument block.
             unsafe { f(ctx, &args) }
         },
     )?;
-    check(status)?;
+    check_status(status)?;
     let mut os = lock(&a.ums);
     if let Some(c) = os.contexts.get_mut(&h) {
         c.suspended = Suspended::No;
@@ -1434,11 +1365,11 @@ fn connect_ddi(a: &AdapterShared, h: KmtHandle, kmd: usize, node: u32) -> Result
         SecondaryKernelCpuVirtualAddress: std::ptr::null_mut(),
         Status: -1,
     };
-    let status = call(
+    let status = ddi::call(
         a,
         Routine::DxgkDdiConnectDoorbell,
         f as usize,
-        Irql::Passive,
+        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
             unsafe { f(&mut args) }
@@ -1537,11 +1468,11 @@ fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
     let mut args = DXGKARG_DESTROYDOORBELL {
         hDoorbell: kmd as HANDLE,
     };
-    let status = call(
+    let status = ddi::call(
         a,
         Routine::DxgkDdiDestroyDoorbell,
         f as usize,
-        Irql::Passive,
+        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
             unsafe { f(&mut args) }
@@ -1993,17 +1924,17 @@ impl Machine {
             hKmdProcess: std::ptr::null_mut(),
         };
         let ctx = a.context();
-        let status = call(
+        let status = ddi::call(
             &a,
             Routine::DxgkDdiCreateDevice,
             f as usize,
-            Irql::Passive,
+            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's DDI with its context and a valid argument block.
                 unsafe { f(ctx, &mut args) }
             },
         )?;
-        check(status)?;
+        check_status(status)?;
         let kmd = args.hDevice as usize;
         {
             let mut os = lock(&a.ums);
@@ -2270,17 +2201,17 @@ pub(crate) fn create_context(
     };
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
-    let status = call(
+    let status = ddi::call(
         a,
         Routine::DxgkDdiCreateContext,
         f as usize,
-        Irql::Passive,
+        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with its device handle and a valid argument block.
             unsafe { f(kmd_device as HANDLE, &mut args) }
         },
     )?;
-    check(status)?;
+    check_status(status)?;
     let kmd = args.hContext as usize;
     let mut os = lock(&a.ums);
     check_kmd_handle(
@@ -2386,11 +2317,11 @@ pub(crate) fn create_hw_queue(
     args.Anonymous.hHwQueueProgressFence = fence_h;
     let dl = device_lock(a, device)?;
     let seq = dev_guard(a, &dl);
-    let status = call(
+    let status = ddi::call(
         a,
         Routine::DxgkDdiCreateHwQueue,
         f as usize,
-        Irql::Passive,
+        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with its context handle and a valid argument block whose
             // private data buffer lives across the call.
@@ -2596,18 +2527,18 @@ pub(crate) fn create_doorbell(
         hRingBufferControl: kernel_handle(control) as HANDLE,
         Flags: DXGKARG_CREATEDOORBELL_FLAGS::default(),
     };
-    let status = call(
+    let status = ddi::call(
         a,
         Routine::DxgkDdiCreateDoorbell,
         f as usize,
-        Irql::Passive,
+        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with a valid argument block whose private data buffer
             // lives across the call.
             unsafe { f(&mut args) }
         },
     )?;
-    check(status)?;
+    check_status(status)?;
     let kmd = args.hDoorbell as usize;
     let mut os = lock(&a.ums);
     check_kmd_handle(
@@ -2707,11 +2638,11 @@ pub(crate) fn notify_work_submission(
         hHwQueue: kmd_queue as HANDLE,
         Flags: DXGKARG_NOTIFYWORKSUBMISSION_FLAGS::default(),
     };
-    let status = call(
+    let status = ddi::call(
         a,
         Routine::DxgkDdiNotifyWorkSubmission,
         f as usize,
-        Irql::Passive,
+        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with a valid argument block naming its queue.
             unsafe { f(&mut args) }
@@ -2780,11 +2711,11 @@ fn submit_raw_at(
         HwQueueProgressFenceCpuVa: progress.kernel_va() as PVOID,
     };
     let ctx = a.context();
-    call(
+    ddi::call(
         a,
         Routine::DxgkDdiSubmitCommandToHwQueue,
         f as usize,
-        irql,
+        At::Level(irql),
         || {
             // SAFETY: the driver's DDI with its context and a valid argument block naming its
             // queue.
@@ -2849,7 +2780,7 @@ pub(crate) fn submit_command(
         resume_power_suspended(a)?;
     }
     let status = submit_raw(m, a, device, queue, value, gpu, bytes)?;
-    check(status)?;
+    check_status(status)?;
     last.fetch_max(value, Ordering::AcqRel);
     {
         let mut st = lock(&sched.st);

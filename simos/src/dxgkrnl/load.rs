@@ -1,9 +1,8 @@
-//! The simulated Dxgkrnl's entry side: `DxgkInitialize` and the calls into the driver's table.
+//! Driver load: the simulated `DxgkInitialize`.
 //!
 //! `DxgkInitialize` validates and copies the table (as Dxgkrnl does: the driver's table lives on
 //! DriverEntry's stack). Every later call goes through the copy with real DXGKARG structures,
-//! wrapped by [`call_ddi`]: refuse when the machine is halted, check the IRQL rule, enter the
-//! machine's context, call, and look at the machine again when the driver returns.
+//! through [`super::ddi`].
 
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -15,11 +14,7 @@ use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Level;
 
 use crate::dxgkrnl::adapter::DriverTable;
-use crate::dxgkrnl::bugcheck;
-use crate::dxgkrnl::irql::{self, Routine};
-use crate::dxgkrnl::kernel::{self, current_irql, MachineContext};
 use crate::dxgkrnl::state::MachineState;
-use crate::error::SimError;
 
 /// Slots a render-only WDDM 3.2 adapter must fill for bring-up: the PnP and interrupt entry
 /// points of `DRIVER_INITIALIZATION_DATA`
@@ -119,47 +114,4 @@ pub unsafe extern "system" fn sim_dxgk_initialize(
     }
     loading.table.set(Some(table));
     STATUS_SUCCESS
-}
-
-/// Calls into the driver: refuses on a halted machine, enforces the IRQL rule of `routine`
-/// (`address` is the DDI's code address, for the bug-check parameters), runs `f` in the
-/// machine's context and reports a halt that happened during the call.
-pub fn call_ddi<R>(
-    state: &Arc<MachineState>,
-    routine: Routine,
-    address: usize,
-    f: impl FnOnce() -> R,
-) -> Result<R, SimError> {
-    if let Some(fault) = state.fault() {
-        return Err(fault.into());
-    }
-    let _ctx = MachineContext::enter(state.clone());
-    if let Err(b) = irql::check(routine, current_irql(), address) {
-        state.raise_bugcheck(b);
-        return Err(SimError::Bugcheck(b));
-    }
-    let entry = current_irql();
-    let r = f();
-    if let Err(b) = kernel::check_return_irql(
-        entry,
-        bugcheck::irql_unexpected::SIM_DDI,
-        address as u64,
-        0,
-        routine.id(),
-    ) {
-        state.raise_bugcheck(b);
-    }
-    match state.fault() {
-        Some(fault) => Err(fault.into()),
-        None => Ok(r),
-    }
-}
-
-/// Turns a DDI status into a result.
-pub fn check_status(status: NTSTATUS) -> Result<(), SimError> {
-    if NT_SUCCESS(status) {
-        Ok(())
-    } else {
-        Err(SimError::DdiFailed(status))
-    }
 }

@@ -5,6 +5,7 @@
 pub mod adapter;
 pub mod bugcheck;
 pub mod callbacks;
+pub mod ddi;
 pub mod interrupt;
 pub mod irql;
 pub mod kernel;

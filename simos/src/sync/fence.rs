@@ -77,9 +77,8 @@ use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::ddi::{self, check_status, missing, table, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::kernel::IrqlScope;
-use crate::dxgkrnl::load::{call_ddi, check_status};
 use crate::dxgkrnl::notify::Notification;
 use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
@@ -713,10 +712,11 @@ pub(crate) fn query_caps(
         hKmdProcessHandle: std::ptr::null_mut(),
     };
     let ctx = a.context();
-    let status = call_ddi(
-        &a.state,
+    let status = ddi::call(
+        &a,
         Routine::DxgkDdiQueryAdapterInfo,
         q as usize,
+        At::Caller,
         || {
             // SAFETY: the driver's QueryAdapterInfo with its context and an output buffer of
             // the declared size.
@@ -725,16 +725,6 @@ pub(crate) fn query_caps(
     )?;
     check_status(status)?;
     Ok(caps)
-}
-
-fn table(a: &AdapterShared) -> Result<DRIVER_INITIALIZATION_DATA, SimError> {
-    a.table
-        .get()
-        .ok_or_else(|| SimError::Simulation("no driver loaded".into()))
-}
-
-fn missing(name: &str) -> SimError {
-    SimError::Simulation(format!("the driver's table has no {name}"))
 }
 
 /// `DxgkDdiUpdateMonitoredValues` for `(global, value, MonitoredValue kernel VA)` entries, at
@@ -765,12 +755,12 @@ fn update_monitored(
                 a.index
             )));
         }
-        let _irql = IrqlScope::enter(Irql::Device);
         let _inside = a.enter_interrupt_lock();
-        call_ddi(
-            &a.state,
+        ddi::call(
+            a,
             Routine::DxgkDdiUpdateMonitoredValues,
             f as usize,
+            At::Level(Irql::Device),
             || {
                 // SAFETY: the driver's DDI with three arrays of NumFences entries that live
                 // across the call; the MonitoredValue addresses are OS fence storage.
@@ -809,11 +799,11 @@ fn update_current(
         Reserved: [0; 28],
     };
     let status = {
-        let _irql = IrqlScope::enter(Irql::Dispatch);
-        call_ddi(
-            &a.state,
+        ddi::call(
+            a,
             Routine::DxgkDdiUpdateCurrentValuesFromCpu,
             f as usize,
+            At::Level(Irql::Dispatch),
             || {
                 // SAFETY: as for update_monitored.
                 unsafe { f(&args) }
@@ -1385,10 +1375,11 @@ impl Machine {
         // naming it is legitimate.
         lock(&a.native_fences).insert(global);
         let ctx = a.context();
-        let status = call_ddi(
-            &self.state,
+        let status = ddi::call(
+            &a,
             Routine::DxgkDdiCreateNativeFence,
             create as usize,
+            At::Caller,
             || {
                 // SAFETY: the driver's DDI with its context and a valid argument block.
                 unsafe { create(ctx, &mut args) }
@@ -1451,10 +1442,11 @@ impl Machine {
             pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
             Reserved: [0; 32],
         };
-        let r = call_ddi(
-            &self.state,
+        let r = ddi::call(
+            &a,
             Routine::DxgkDdiOpenNativeFence,
             open as usize,
+            At::Caller,
             || {
                 // SAFETY: the driver's DDI with its context and a valid argument block.
                 unsafe { open(ctx, &mut oargs) }
@@ -1484,10 +1476,11 @@ impl Machine {
             Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
             Reserved: [0; 32],
         };
-        let status = call_ddi(
-            &self.state,
+        let status = ddi::call(
+            &a,
             Routine::DxgkDdiDestroyNativeFence,
             destroy as usize,
+            At::Caller,
             || {
                 // SAFETY: the driver's DDI with a valid argument block.
                 unsafe { destroy(&mut args) }
@@ -1536,10 +1529,11 @@ impl Machine {
             Reserved: [0; 32],
         };
         let ctx = a.context();
-        let status = call_ddi(
-            &self.state,
+        let status = ddi::call(
+            &a,
             Routine::DxgkDdiOpenNativeFence,
             open as usize,
+            At::Caller,
             || {
                 // SAFETY: the driver's DDI with its context and a valid argument block.
                 unsafe { open(ctx, &mut args) }
@@ -1635,10 +1629,11 @@ impl Machine {
             Reserved: [0; 32],
         };
         let ctx = a.context();
-        let status = call_ddi(
-            &self.state,
+        let status = ddi::call(
+            &a,
             Routine::DxgkDdiCloseNativeFence,
             close as usize,
+            At::Caller,
             || {
                 // SAFETY: the driver's DDI with its context and a valid argument block.
                 unsafe { close(ctx, &mut args) }
@@ -1701,10 +1696,11 @@ impl Machine {
         };
         lock(&a.native_fences).insert(global);
         let ctx = a.context();
-        let status = call_ddi(
-            &self.state,
+        let status = ddi::call(
+            &a,
             Routine::DxgkDdiCreateNativeFence,
             create as usize,
+            At::Caller,
             || {
                 // SAFETY: the driver's DDI with its context and a valid argument block.
                 unsafe { create(ctx, &mut args) }
@@ -1729,10 +1725,11 @@ impl Machine {
             Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
             Reserved: [0; 32],
         };
-        call_ddi(
-            &self.state,
+        ddi::call(
+            &a,
             Routine::DxgkDdiDestroyNativeFence,
             destroy as usize,
+            At::Caller,
             || {
                 // SAFETY: the driver's DDI with a valid argument block.
                 unsafe { destroy(&mut args) }
@@ -1752,10 +1749,11 @@ impl Machine {
             Reserved: [0; 32],
         };
         let ctx = a.context();
-        call_ddi(
-            &self.state,
+        ddi::call(
+            &a,
             Routine::DxgkDdiCloseNativeFence,
             close as usize,
+            At::Caller,
             || {
                 // SAFETY: the driver's DDI with its context and a valid argument block.
                 unsafe { close(ctx, &mut args) }

@@ -55,9 +55,8 @@ use rvgpu_kmd::platform::Irql;
 pub use rvgpu_hw::cmd::LogKind;
 
 use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::kernel::IrqlScope;
-use crate::dxgkrnl::load::call_ddi;
 use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
 use crate::sync::fence::ProcessId;
@@ -483,11 +482,11 @@ pub fn update_logs(a: &AdapterShared, handles: &[usize]) -> Result<NTSTATUS, Sim
         Flags: DXGKARG_UPDATENATIVEFENCELOGS_FLAGS::default(),
         Reserved: [0; 32],
     };
-    let _irql = IrqlScope::enter(Irql::Dispatch);
-    call_ddi(
-        &a.state,
+    ddi::call(
+        a,
         Routine::DxgkDdiUpdateNativeFenceLogs,
         f as usize,
+        At::Level(Irql::Dispatch),
         || {
             // SAFETY: the driver's DDI with an argument block whose handle array lives across
             // the call.
@@ -516,11 +515,11 @@ pub fn set_log_buffer(
         Flags: DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS::default(),
         Reserved: [0; 32],
     };
-    let _irql = IrqlScope::enter(Irql::Dispatch);
-    call_ddi(
-        &a.state,
+    ddi::call(
+        a,
         Routine::DxgkDdiSetNativeFenceLogBuffer,
         f as usize,
+        At::Level(Irql::Dispatch),
         || {
             // SAFETY: the driver's DDI with a valid argument block; the buffer is OS memory
             // that lives for the machine's life.
@@ -716,11 +715,11 @@ pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), S
     let ctx = a.context();
     let q0 = qpc();
     let status = {
-        let _irql = IrqlScope::enter(Irql::Dispatch);
-        call_ddi(
-            &a.state,
+        ddi::call(
+            a,
             Routine::DxgkDdiCalibrateGpuClock,
             f as usize,
+            At::Level(Irql::Dispatch),
             || {
                 // SAFETY: the driver's DDI with its context and a valid output block.
                 unsafe { f(ctx, node, 0, &mut args) }
@@ -728,7 +727,7 @@ pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), S
         )?
     };
     let q1 = qpc();
-    crate::dxgkrnl::load::check_status(status)?;
+    crate::dxgkrnl::ddi::check_status(status)?;
     let hz = u64::from(a.device.config().clock_hz);
     let err = if args.GpuFrequency != hz {
         Some(format!(

@@ -27,6 +27,7 @@ use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bugcheck::{vidsch, BugCheck};
+use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
@@ -110,11 +111,11 @@ fn submit_packet(
         n.pending.insert(id, p);
     }
     let ctx = a.context();
-    let status = tdr::call(
+    let status = ddi::call(
         a,
         Routine::DxgkDdiSubmitCommand,
         f as usize,
-        Irql::Dispatch,
+        At::Level(Irql::Dispatch),
         || {
             // SAFETY: the driver's DDI with its context and a valid argument block; the DMA
             // buffer stays allocated until the fence ID is retired.
@@ -365,11 +366,11 @@ impl Machine {
                 DmaBufferWriteOffset: 0,
             };
             let ctx = a.context();
-            let st = tdr::call(
+            let st = ddi::call(
                 &a,
                 Routine::DxgkDdiBuildPagingBuffer,
                 f as usize,
-                Irql::Passive,
+                At::Level(Irql::Passive),
                 || {
                     // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize
                     // bytes and a valid argument block.
@@ -456,17 +457,17 @@ impl Machine {
             EngineOrdinal: 0,
         };
         let ctx = a.context();
-        let st = tdr::call(
+        let st = ddi::call(
             &a,
             Routine::DxgkDdiQueryCurrentFence,
             f as usize,
-            Irql::Passive,
+            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's DDI with its context and a valid argument block.
                 unsafe { f(ctx, &mut args) }
             },
         )?;
-        crate::dxgkrnl::load::check_status(st)?;
+        ddi::check_status(st)?;
         Ok(args.CurrentFence)
     }
 }

@@ -65,9 +65,9 @@ use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
+use crate::dxgkrnl::ddi::{self, check_status, sim_err, table, At};
 use crate::dxgkrnl::irql::{self, Routine};
-use crate::dxgkrnl::kernel::{current_irql, IrqlScope, MachineContext};
-use crate::dxgkrnl::load::call_ddi;
+use crate::dxgkrnl::kernel::{current_irql, IrqlScope};
 use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
 use crate::machine::{Machine, Mode};
@@ -689,30 +689,6 @@ pub(crate) fn run_passive(a: &AdapterShared) -> bool {
     false
 }
 
-fn table(a: &AdapterShared) -> Result<DRIVER_INITIALIZATION_DATA, SimError> {
-    a.table
-        .get()
-        .ok_or_else(|| SimError::Simulation("no driver loaded".into()))
-}
-
-fn sim_err(a: &AdapterShared, msg: String) -> SimError {
-    a.state.raise_sim_error(msg.clone());
-    SimError::Simulation(msg)
-}
-
-/// Calls a DDI at `irql` inside the machine's context.
-pub(crate) fn call<R>(
-    a: &AdapterShared,
-    routine: Routine,
-    addr: usize,
-    irql: Irql,
-    f: impl FnOnce() -> R,
-) -> Result<R, SimError> {
-    let _m = MachineContext::enter(a.state.clone());
-    let _i = IrqlScope::enter(irql);
-    call_ddi(&a.state, routine, addr, f)
-}
-
 fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
     let f = table(a)?
         .DxgkDdiPreemptCommand
@@ -724,11 +700,11 @@ fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
         Flags: DXGK_PREEMPTCOMMANDFLAGS::default(),
     };
     let ctx = a.context();
-    let status = call(
+    let status = ddi::call(
         a,
         Routine::DxgkDdiPreemptCommand,
         f as usize,
-        Irql::Dispatch,
+        At::Level(Irql::Dispatch),
         || {
             // SAFETY: the driver's DDI with its context and a valid argument block.
             unsafe { f(ctx, &args) }
@@ -767,11 +743,11 @@ fn collect_dbg_info(a: &AdapterShared, sh: &TdrShared, reason: u32) -> Result<()
         pExtension: &mut ext,
     };
     let ctx = a.context();
-    let status = call(
+    let status = ddi::call(
         a,
         Routine::DxgkDdiCollectDbgInfo,
         f as usize,
-        Irql::Passive,
+        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
             unsafe { f(ctx, &args) }
@@ -887,11 +863,11 @@ pub(crate) fn recover_node(
         EngineOrdinal: 0,
         DependentNodeOrdinalMask: 0,
     };
-    let st = call(
+    let st = ddi::call(
         a,
         Routine::DxgkDdiQueryDependentEngineGroup,
         qdeg as usize,
-        Irql::Passive,
+        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with its context and a valid argument block.
             unsafe { qdeg(ctx, &mut g) }
@@ -922,11 +898,11 @@ pub(crate) fn recover_node(
             EngineOrdinal: 0,
             EngineStatus: DXGK_ENGINESTATUS::default(),
         };
-        let st = call(
+        let st = ddi::call(
             a,
             Routine::DxgkDdiQueryEngineStatus,
             qes as usize,
-            Irql::Passive,
+            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's DDI with its context and a valid argument block.
                 unsafe { qes(ctx, &mut q) }
@@ -993,11 +969,11 @@ pub(crate) fn recover_node(
             EngineOrdinal: 0,
             LastAbortedFenceId: 0,
         };
-        let st = call(
+        let st = ddi::call(
             a,
             Routine::DxgkDdiResetEngine,
             reset as usize,
-            Irql::Passive,
+            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's DDI with its context and a valid argument block.
                 unsafe { reset(ctx, &mut r) }
@@ -1285,11 +1261,11 @@ pub(crate) fn adapter_reset(
         let rft = t
             .DxgkDdiResetFromTimeout
             .ok_or_else(|| fail(0, STATUS_NOT_SUPPORTED))?;
-        let st = call(
+        let st = ddi::call(
             a,
             Routine::DxgkDdiResetFromTimeout,
             rft as usize,
-            Irql::Passive,
+            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's DDI with its context.
                 unsafe { rft(ctx) }
@@ -1336,11 +1312,11 @@ pub(crate) fn adapter_reset(
         let rst = t
             .DxgkDdiRestartFromTimeout
             .ok_or_else(|| fail(0, STATUS_NOT_SUPPORTED))?;
-        let st = call(
+        let st = ddi::call(
             a,
             Routine::DxgkDdiRestartFromTimeout,
             rst as usize,
-            Irql::Passive,
+            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's DDI with its context.
                 unsafe { rst(ctx) }
@@ -1465,17 +1441,17 @@ impl Machine {
             DependentNodeOrdinalMask: 0,
         };
         let ctx = a.context();
-        let st = call(
+        let st = ddi::call(
             &a,
             Routine::DxgkDdiQueryDependentEngineGroup,
             f as usize,
-            Irql::Passive,
+            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's DDI with its context and a valid argument block.
                 unsafe { f(ctx, &mut g) }
             },
         )?;
-        crate::dxgkrnl::load::check_status(st)?;
+        check_status(st)?;
         Ok(g.DependentNodeOrdinalMask)
     }
 
@@ -1495,17 +1471,17 @@ impl Machine {
             pExtension: &mut ext,
         };
         let ctx = a.context();
-        let st = call(
+        let st = ddi::call(
             &a,
             Routine::DxgkDdiCollectDbgInfo,
             f as usize,
-            Irql::Passive,
+            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
                 unsafe { f(ctx, &args) }
             },
         )?;
-        crate::dxgkrnl::load::check_status(st)?;
+        check_status(st)?;
         let n = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
         Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
     }
