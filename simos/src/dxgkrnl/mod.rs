@@ -11,5 +11,6 @@ pub mod irql;
 pub mod kernel;
 pub mod load;
 pub mod notify;
+pub mod pnp;
 pub mod resources;
 pub mod state;
