@@ -17,6 +17,7 @@ pub mod machine;
 pub mod sync;
 pub mod testing;
 pub mod ums;
+pub mod vidmm;
 pub mod vidsch;
 
 pub use dxgkrnl::bugcheck::BugCheck;

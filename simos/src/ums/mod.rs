@@ -80,7 +80,6 @@
 //! Every OS step is recorded as a [`UmsEvent`] ([`Machine::ums_events`]) so tests can check
 //! sequences in order.
 
-mod allocation;
 mod context;
 mod disconnect;
 mod doorbell;
@@ -93,7 +92,6 @@ mod power;
 mod process;
 mod start;
 
-pub(crate) use self::allocation::*;
 pub(crate) use self::context::*;
 pub use self::disconnect::*;
 pub(crate) use self::doorbell::*;
@@ -104,6 +102,7 @@ pub(crate) use self::loss::*;
 pub use self::mapping::*;
 pub(crate) use self::power::*;
 pub(crate) use self::start::*;
+pub(crate) use crate::vidmm::allocation::*;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::c_void;
@@ -120,7 +119,6 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::interrupt::DXGK_ENGINE_STATE_TRANSITION_TO_F1;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::submission::*;
-use rvgpu_device::SysAlloc;
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::pdd::{HwQueuePdd, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
@@ -150,7 +148,7 @@ static NEXT_HANDLE: AtomicU32 = AtomicU32::new(0x4000_0100);
 /// Processes.
 static NEXT_PROCESS: AtomicU32 = AtomicU32::new(0x1000);
 
-fn new_handle() -> KmtHandle {
+pub(crate) fn new_handle() -> KmtHandle {
     NEXT_HANDLE.fetch_add(4, Ordering::Relaxed)
 }
 
@@ -179,12 +177,12 @@ pub enum DoorbellState {
 }
 
 #[derive(Debug)]
-struct DeviceObj {
+pub(crate) struct DeviceObj {
     kmd: usize,
     /// Serialises the thunks of this device (Dxgkrnl's per-device lock).
     lock: Arc<Mutex<()>>,
     process: ProcessId,
-    in_error: bool,
+    pub(super) in_error: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -299,16 +297,6 @@ struct HwqSchedState {
 }
 
 #[derive(Debug)]
-struct AllocObj {
-    device: KmtHandle,
-    alloc: SysAlloc,
-    /// Doorbells holding a reference (UM-07).
-    refs: u32,
-    /// The UMD destroyed its handle; the memory waits for the references.
-    closed: bool,
-}
-
-#[derive(Debug)]
 struct DoorbellObj {
     handle: KmtHandle,
     kmd: usize,
@@ -343,13 +331,13 @@ pub struct UmsOs {
     runtime_pm: bool,
     power: Power,
     fstate: Vec<u32>,
-    devices: BTreeMap<KmtHandle, DeviceObj>,
+    pub(super) devices: BTreeMap<KmtHandle, DeviceObj>,
     contexts: BTreeMap<KmtHandle, ContextObj>,
     queues: BTreeMap<KmtHandle, QueueObj>,
-    allocations: BTreeMap<KmtHandle, AllocObj>,
+    pub(super) allocations: BTreeMap<KmtHandle, AllocObj>,
     doorbells: BTreeMap<KmtHandle, DoorbellObj>,
     fences: BTreeMap<KmtHandle, MonitoredFence>,
-    events: Vec<UmsEvent>,
+    pub(super) events: Vec<UmsEvent>,
     /// Handles (the KMD's and the OS kernel handle) of destroyed doorbells -> D3DKMT handle,
     /// for the callback's diagnostics (a handle used after its destroy returned).
     destroyed_doorbells: std::collections::HashMap<usize, KmtHandle>,
@@ -430,7 +418,10 @@ fn shared(a: &AdapterShared) -> std::sync::RwLockReadGuard<'_, ()> {
 }
 
 /// A device's thunk lock (see [`DeviceObj::lock`]).
-fn device_lock(a: &AdapterShared, device: KmtHandle) -> Result<Arc<Mutex<()>>, SimError> {
+pub(crate) fn device_lock(
+    a: &AdapterShared,
+    device: KmtHandle,
+) -> Result<Arc<Mutex<()>>, SimError> {
     lock(&a.ums)
         .devices
         .get(&device)
@@ -439,12 +430,12 @@ fn device_lock(a: &AdapterShared, device: KmtHandle) -> Result<Arc<Mutex<()>>, S
 }
 
 /// Held by a thunk: the adapter lock shared, then the device's lock.
-struct DevGuard<'a> {
+pub(crate) struct DevGuard<'a> {
     _device: std::sync::MutexGuard<'a, ()>,
     _adapter: std::sync::RwLockReadGuard<'a, ()>,
 }
 
-fn dev_guard<'a>(a: &'a AdapterShared, dl: &'a Mutex<()>) -> DevGuard<'a> {
+pub(crate) fn dev_guard<'a>(a: &'a AdapterShared, dl: &'a Mutex<()>) -> DevGuard<'a> {
     let adapter = shared(a);
     DevGuard {
         _device: lock(dl),

@@ -9,15 +9,14 @@
 //! Callbacks never unwind into the driver: a violation records the bug check and the callback
 //! returns an error status (or FALSE / nothing).
 
-mod contiguous;
 mod device;
 mod feature;
 mod interrupt;
 
-use self::contiguous::*;
 pub use self::device::*;
 use self::feature::*;
 use self::interrupt::*;
+use crate::vidmm::contiguous::{allocate_contiguous_memory, free_contiguous_memory};
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -34,7 +33,7 @@ use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::pci;
 use rvgpu_kmd::platform::Irql;
 
-use crate::dxgkrnl::adapter::{AdapterShared, Contiguous};
+use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
 use crate::dxgkrnl::irql::{self, Routine};
 use crate::dxgkrnl::kernel::{self, current_irql, current_machine, IrqlScope};
@@ -47,7 +46,11 @@ use crate::dxgkrnl::state::lock;
 
 /// Checks the IRQL of `routine` and resolves the handle. `None` means the machine halted (bug
 /// check recorded) and the callback must return its failure value.
-fn enter(routine: Routine, handle: HANDLE, address: usize) -> Option<Arc<AdapterShared>> {
+pub(crate) fn enter(
+    routine: Routine,
+    handle: HANDLE,
+    address: usize,
+) -> Option<Arc<AdapterShared>> {
     let adapter = AdapterShared::from_handle(handle);
     // A violation is recorded on the adapter's machine when the handle names one (a driver
     // thread need not be inside a simulated call), else on the thread's current machine.

@@ -1,9 +1,28 @@
-//! Allocations.
+//! Allocations of user-mode processes: GPU-visible, CPU-mapped system memory, created and
+//! destroyed through the thunks, kept alive by the doorbells that reference them (UM-07).
 
-use super::*;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_device::SysAlloc;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+use crate::ums::{dev_guard, device_lock, new_handle, KmtHandle, UmsEvent, UmsOs};
+
+const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+
+#[derive(Debug)]
+pub(crate) struct AllocObj {
+    pub(crate) device: KmtHandle,
+    pub(crate) alloc: SysAlloc,
+    /// Doorbells holding a reference (UM-07).
+    pub(crate) refs: u32,
+    /// The UMD destroyed its handle; the memory waits for the references.
+    pub(crate) closed: bool,
+}
 
 /// Drops one doorbell reference; frees the memory if the UMD already closed its handle.
-pub(super) fn release_alloc(a: &AdapterShared, os: &mut UmsOs, h: KmtHandle) {
+pub(crate) fn release_alloc(a: &AdapterShared, os: &mut UmsOs, h: KmtHandle) {
     let free = match os.allocations.get_mut(&h) {
         Some(al) => {
             al.refs = al.refs.saturating_sub(1);
@@ -16,19 +35,10 @@ pub(super) fn release_alloc(a: &AdapterShared, os: &mut UmsOs, h: KmtHandle) {
     }
 }
 
-pub(super) fn free_alloc(a: &AdapterShared, os: &mut UmsOs, h: KmtHandle) {
+pub(crate) fn free_alloc(a: &AdapterShared, os: &mut UmsOs, h: KmtHandle) {
     if let Some(al) = os.allocations.remove(&h) {
         a.device.memory().free_system(al.alloc.bus_addr);
         os.events.push(UmsEvent::FreeAllocation { allocation: h });
-    }
-}
-
-impl Machine {
-    /// Contiguous allocations the driver holds on adapter `i` now (leak checks around a
-    /// process's life).
-    pub fn contiguous_allocations(&self, i: usize) -> usize {
-        self.adapter_shared(i)
-            .map_or(0, |a| lock(&a.contiguous).len())
     }
 }
 

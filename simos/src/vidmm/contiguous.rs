@@ -1,10 +1,24 @@
-//! Contiguous memory: `DxgkCbAllocateContiguousMemory`, `DxgkCbFreeContiguousMemory`.
+//! Contiguous memory: `DxgkCbAllocateContiguousMemory` and `DxgkCbFreeContiguousMemory` (VidMm
+//! behind the Dxgkrnl callbacks), and the count tests check for leaks.
 
-use super::*;
+use std::sync::atomic::Ordering;
+
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::dxgkrnl::*;
+use rvgpu_ddi::ntstatus::*;
+
+use crate::dxgkrnl::adapter::Contiguous;
+use crate::dxgkrnl::bugcheck::{self, BugCheck};
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::kernel;
+use crate::dxgkrnl::state::lock;
+
+use crate::dxgkrnl::callbacks::enter;
+use crate::machine::Machine;
 
 /// `DxgkCbAllocateContiguousMemory` (PASSIVE): system memory from the machine's `Memory`,
 /// recorded as the driver's; the tracking handle is the VA.
-pub(super) unsafe extern "system" fn allocate_contiguous_memory(
+pub(crate) unsafe extern "system" fn allocate_contiguous_memory(
     handle: HANDLE,
     args: *mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY,
 ) -> NTSTATUS {
@@ -42,7 +56,7 @@ pub(super) unsafe extern "system" fn allocate_contiguous_memory(
 
 /// `DxgkCbFreeContiguousMemory` (PASSIVE): freeing a handle that is not a live allocation of
 /// this adapter (never allocated, or already freed) is bug check 0xC4 subtype 0x10.
-pub(super) unsafe extern "system" fn free_contiguous_memory(
+pub(crate) unsafe extern "system" fn free_contiguous_memory(
     handle: HANDLE,
     args: *const DXGKARGCB_FREECONTIGUOUSMEMORY,
 ) -> NTSTATUS {
@@ -77,4 +91,13 @@ pub(super) unsafe extern "system" fn free_contiguous_memory(
     }
     lock(&a.quarantine).push((key, c));
     STATUS_SUCCESS
+}
+
+impl Machine {
+    /// Contiguous allocations the driver holds on adapter `i` now (leak checks around a
+    /// process's life).
+    pub fn contiguous_allocations(&self, i: usize) -> usize {
+        self.adapter_shared(i)
+            .map_or(0, |a| lock(&a.contiguous).len())
+    }
 }
