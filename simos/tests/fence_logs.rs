@@ -4,6 +4,9 @@
 //! overflow fallback), the real KMD and the emulated GPU. Pure drain cases (overwrite during a
 //! read, timestamps) are unit tests in `rvgpu_simos::sync::fencelog`.
 
+mod common;
+
+use common::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -20,7 +23,7 @@ use rvgpu_simos::{
 use rvgpu_umd::fence::NativeFence as UmdFence;
 use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::Kmt;
-use rvgpu_umd::submit::{KernelQueue, QueueConfig, UserQueue};
+use rvgpu_umd::submit::{KernelQueue, UserQueue};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
@@ -28,36 +31,11 @@ use rvgpu_umd::submit::{KernelQueue, QueueConfig, UserQueue};
 fn machine_with(mode: Mode, f: impl FnOnce(&mut MachineConfig)) -> Machine {
     let mut cfg = MachineConfig::single(mode);
     f(&mut cfg);
-    let mut m = Machine::new(cfg);
-    m.load_driver().expect("load");
-    if let Err(e) = m.start_adapter(0) {
-        panic!("start: {e}; log {:#?}", m.driver_log());
-    }
-    m
+    started(cfg)
 }
 
 fn machine(mode: Mode) -> Machine {
     machine_with(mode, |_| {})
-}
-
-fn okk<T, E: std::fmt::Debug>(m: &Machine, r: Result<T, E>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!(
-            "{e:?}; machine fault {:?}; log {:#?}",
-            m.fault(),
-            m.driver_log()
-        ),
-    }
-}
-
-fn config(node: u32) -> QueueConfig {
-    QueueConfig {
-        node,
-        ring_size: 4096,
-        command_buffer_size: 4096,
-        ..QueueConfig::default()
-    }
 }
 
 fn process(m: &Machine) -> UmsProcess {
