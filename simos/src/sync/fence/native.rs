@@ -164,7 +164,7 @@ impl Machine {
         lock(&a.native_fences).insert(global);
         let ctx = a.context();
         let status = ddi::call(
-            &a,
+            a,
             Routine::DxgkDdiCreateNativeFence,
             create as usize,
             At::Caller,
@@ -231,7 +231,7 @@ impl Machine {
             Reserved: [0; 32],
         };
         let r = ddi::call(
-            &a,
+            a,
             Routine::DxgkDdiOpenNativeFence,
             open as usize,
             At::Caller,
@@ -265,7 +265,7 @@ impl Machine {
             Reserved: [0; 32],
         };
         let status = ddi::call(
-            &a,
+            a,
             Routine::DxgkDdiDestroyNativeFence,
             destroy as usize,
             At::Caller,

@@ -45,7 +45,7 @@ pub(crate) fn query_caps(
     };
     let ctx = a.context();
     let status = ddi::call(
-        &a,
+        a,
         Routine::DxgkDdiQueryAdapterInfo,
         q as usize,
         At::Caller,
