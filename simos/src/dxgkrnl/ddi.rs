@@ -9,6 +9,10 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
+use rvgpu_ddi::adapter::{
+    DXGKARG_QUERYADAPTERINFO, DXGK_QUERYADAPTERINFOFLAGS, DXGK_QUERYADAPTERINFOTYPE,
+};
+use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
@@ -155,4 +159,30 @@ pub(crate) fn must_succeed(
             ),
         ))
     }
+}
+
+/// `DxgkDdiQueryAdapterInfo` of type `ty` into `out` at `at`; returns the driver's status. The
+/// caller pre-fills `out` (a 0xCD pattern) so a field the driver leaves unset stays visible.
+pub(crate) fn query_adapter_info<T>(
+    a: &AdapterShared,
+    q: unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS,
+    ty: DXGK_QUERYADAPTERINFOTYPE,
+    at: At,
+    out: &mut T,
+) -> Result<NTSTATUS, SimError> {
+    let args = DXGKARG_QUERYADAPTERINFO {
+        Type: ty,
+        pInputData: std::ptr::null_mut(),
+        InputDataSize: 0,
+        pOutputData: (out as *mut T).cast(),
+        OutputDataSize: std::mem::size_of::<T>() as u32,
+        Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
+        hKmdProcessHandle: std::ptr::null_mut(),
+    };
+    let ctx = a.context();
+    call(a, Routine::DxgkDdiQueryAdapterInfo, q as usize, at, || {
+        // SAFETY: the driver's QueryAdapterInfo with its context and an output buffer of the
+        // declared size that outlives the call.
+        unsafe { q(ctx, &args) }
+    })
 }

@@ -72,7 +72,7 @@ impl Machine {
         self.load_driver_inner(Some(Box::new(hook)))
     }
 
-    pub(crate) fn load_driver_inner(&mut self, hook: Option<TableHook>) -> Result<(), SimError> {
+    fn load_driver_inner(&mut self, hook: Option<TableHook>) -> Result<(), SimError> {
         if let Some(f) = self.state.fault() {
             return Err(f.into());
         }
@@ -283,7 +283,7 @@ impl Machine {
         })
     }
 
-    pub(crate) fn query_caps_raw(
+    fn query_caps_raw(
         &self,
         a: &AdapterShared,
         t: &DRIVER_INITIALIZATION_DATA,
@@ -300,28 +300,7 @@ impl Machine {
         // SAFETY: DXGK_DRIVERCAPS is plain integers (no bool/enum/reference fields), so any
         // bit pattern, 0xCD included, is a valid value.
         let mut caps = unsafe { caps.assume_init() };
-        let mut args = DXGKARG_QUERYADAPTERINFO {
-            Type: DXGKQAITYPE_DRIVERCAPS,
-            pInputData: std::ptr::null_mut(),
-            InputDataSize: 0,
-            pOutputData: (&mut caps as *mut DXGK_DRIVERCAPS).cast(),
-            OutputDataSize: std::mem::size_of::<DXGK_DRIVERCAPS>() as u32,
-            Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
-            hKmdProcessHandle: std::ptr::null_mut(),
-        };
-        let ctx = a.context();
-        let status = ddi::call(
-            a,
-            Routine::DxgkDdiQueryAdapterInfo,
-            q as usize,
-            At::Caller,
-            || {
-                // SAFETY: the driver's QueryAdapterInfo with its context and a valid argument block
-                // whose output buffer is a DXGK_DRIVERCAPS of the declared size.
-                unsafe { q(ctx, &args) }
-            },
-        )?;
-        let _ = &mut args;
+        let status = ddi::query_adapter_info(a, q, DXGKQAITYPE_DRIVERCAPS, At::Caller, &mut caps)?;
         check_status(status)?;
         Ok(caps)
     }
@@ -336,7 +315,7 @@ impl Machine {
         self.query_caps_raw(a, &t)
     }
 
-    pub(crate) fn stop_inner(
+    fn stop_inner(
         &self,
         a: &AdapterShared,
         t: &DRIVER_INITIALIZATION_DATA,

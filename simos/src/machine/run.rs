@@ -32,7 +32,7 @@ impl Machine {
         }
     }
 
-    pub(crate) fn service_dpcs(&self) -> bool {
+    fn service_dpcs(&self) -> bool {
         let mut ran = false;
         for a in &self.adapters {
             ran |= interrupt::service_dpc(a);
@@ -42,7 +42,7 @@ impl Machine {
 
     /// One round: every device steps once, interrupts are serviced until the lines drop, DPCs
     /// run. Returns whether anything happened.
-    pub(crate) fn round(&self) -> bool {
+    pub(super) fn round(&self) -> bool {
         let mut progress = false;
         for a in &self.adapters {
             progress |= a.device.step();
@@ -132,7 +132,7 @@ impl Machine {
         }
     }
 
-    pub(crate) fn require_step(&self) -> Result<(), SimError> {
+    fn require_step(&self) -> Result<(), SimError> {
         if self.config.mode == Mode::Step {
             Ok(())
         } else {

@@ -110,9 +110,7 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use rvgpu_ddi::adapter::{
-    DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_USERMODESUBMISSION_CAPS, DXGK_QUERYADAPTERINFOFLAGS,
-};
+use rvgpu_ddi::adapter::DXGKQAITYPE_USERMODESUBMISSION_CAPS;
 use rvgpu_ddi::basic::*;
 use rvgpu_ddi::dxgkrnl::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;

@@ -54,25 +54,12 @@ pub(crate) fn query_at_start(
             SecondaryDoorbellSizeInBytes: 0xCDCD_CDCD,
             Reserved: [0xCD; 16],
         };
-        let args = DXGKARG_QUERYADAPTERINFO {
-            Type: DXGKQAITYPE_USERMODESUBMISSION_CAPS,
-            pInputData: std::ptr::null_mut(),
-            InputDataSize: 0,
-            pOutputData: (&mut c as *mut DXGK_USERMODESUBMISSION_CAPS).cast(),
-            OutputDataSize: std::mem::size_of::<DXGK_USERMODESUBMISSION_CAPS>() as u32,
-            Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
-            hKmdProcessHandle: std::ptr::null_mut(),
-        };
-        let ctx = a.context();
-        let status = ddi::call(
+        let status = ddi::query_adapter_info(
             a,
-            Routine::DxgkDdiQueryAdapterInfo,
-            q as usize,
+            q,
+            DXGKQAITYPE_USERMODESUBMISSION_CAPS,
             At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's QueryAdapterInfo with an output buffer of the size given.
-                unsafe { q(ctx, &args) }
-            },
+            &mut c,
         )?;
         if NT_SUCCESS(status) {
             ums_caps = Some(c);

@@ -81,9 +81,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use rvgpu_ddi::adapter::{
-    DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_NATIVE_FENCE_CAPS, DXGK_QUERYADAPTERINFOFLAGS,
-};
+use rvgpu_ddi::adapter::DXGKQAITYPE_NATIVE_FENCE_CAPS;
 use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::fence::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;

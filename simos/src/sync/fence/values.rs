@@ -34,27 +34,8 @@ pub(crate) fn query_caps(
         MaximumAddress: 0xCDCD_CDCD_CDCD_CDCD,
         Reserved: [0xCD; 28],
     };
-    let args = DXGKARG_QUERYADAPTERINFO {
-        Type: DXGKQAITYPE_NATIVE_FENCE_CAPS,
-        pInputData: std::ptr::null_mut(),
-        InputDataSize: 0,
-        pOutputData: (&mut caps as *mut DXGK_NATIVE_FENCE_CAPS).cast(),
-        OutputDataSize: std::mem::size_of::<DXGK_NATIVE_FENCE_CAPS>() as u32,
-        Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
-        hKmdProcessHandle: std::ptr::null_mut(),
-    };
-    let ctx = a.context();
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiQueryAdapterInfo,
-        q as usize,
-        At::Caller,
-        || {
-            // SAFETY: the driver's QueryAdapterInfo with its context and an output buffer of
-            // the declared size.
-            unsafe { q(ctx, &args) }
-        },
-    )?;
+    let status =
+        ddi::query_adapter_info(a, q, DXGKQAITYPE_NATIVE_FENCE_CAPS, At::Caller, &mut caps)?;
     check_status(status)?;
     Ok(caps)
 }
