@@ -20,15 +20,12 @@
 //! It prints `umv_calls=<n> isr_calls=<n>` for the whole process (the machine is fresh, so
 //! these are every call callgrind saw).
 
-use rvgpu_simos::testing::gpu::GpuQueue;
-use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc, ProcessId, SimError};
+#[path = "../tests/common/mod.rs"]
+mod common;
 
-fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
-    }
-}
+use common::*;
+use rvgpu_simos::testing::gpu::GpuQueue;
+use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc, ProcessId};
 
 fn main() {
     let k: u64 = std::env::var("RVGPU_CALLGRIND_OPS")

@@ -18,6 +18,10 @@
 //! `cargo bench -p rvgpu-simos --bench fence_interrupts` prints the table. N defaults to
 //! 1,000,000; `RVGPU_BENCH_SIGNALS` overrides it (a quick run: `RVGPU_BENCH_SIGNALS=10000`).
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -38,13 +42,6 @@ const SEGMENT: u64 = 1000;
 const BATCH: usize = 4;
 /// FENCE_SIGNAL is 5 words: this many fit the ring with room to spare.
 const PER_FILL: u64 = (RING_BYTES as u64 / 40) - 2;
-
-fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
-    }
-}
 
 static REAL_ISR: OnceLock<PDXGKDDI_INTERRUPT_ROUTINE> = OnceLock::new();
 static CLAIMED: AtomicU64 = AtomicU64::new(0);

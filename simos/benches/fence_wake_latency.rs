@@ -19,6 +19,10 @@
 //! each benchmark and the ratio native / bare. Run with
 //! `cargo bench -p rvgpu-simos --bench fence_wake_latency`.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::*;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -27,18 +31,11 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{
-    Machine, MachineConfig, Mode, NativeFenceDesc, ProcessId, SimError, SimEvent, WaitOutcome,
+    Machine, MachineConfig, Mode, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome,
 };
 
 /// How long the waiter gets to block before the wake is issued.
 const SETTLE: Duration = Duration::from_micros(200);
-
-fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
-    }
-}
 
 /// A waiter thread: receives a wait, reports it is about to block, blocks, returns `t1`.
 struct Waiter<W: Send + 'static> {

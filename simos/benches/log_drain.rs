@@ -6,7 +6,7 @@
 //! holds Q real KMD queues (`D3DKMTCreateHwQueue`: both logs set by the OS through
 //! `DxgkDdiSetNativeFenceLogBuffer`; no doorbell, so no runlist), spread over the 4 engines, 4
 //! native fences per queue, each with a pending CPU wait that no measured entry satisfies (so
-//! every iteration does the same work). A synthetic producer ([`rvgpu_simos::fencelog::
+//! every iteration does the same work). A synthetic producer ([`rvgpu_simos::sync::fencelog::
 //! Producer`]) writes entries and headers exactly as the device does; only OS-side work is
 //! timed, including the real `DxgkDdiUpdateNativeFenceLogs` through the DDI table, the entry
 //! reads and validation, the handle lookups and the re-arm of each touched fence
@@ -33,7 +33,7 @@ use criterion::Criterion;
 use rvgpu_hw::cmd::LogKind;
 use rvgpu_hw::log::{LogEntry, OP_SIGNAL_EXECUTED};
 use rvgpu_hw::pdd::{HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
-use rvgpu_simos::fencelog::{LogBuffer, Producer};
+use rvgpu_simos::sync::fencelog::{LogBuffer, Producer};
 use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFence, SimEvent};
 use rvgpu_umd::kmt::Kmt;
 use zerocopy::IntoBytes;

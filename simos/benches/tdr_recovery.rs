@@ -10,28 +10,21 @@
 //!   queue on node 1 submitting continuously; its submissions lost/duplicated during recovery
 //!   and its completion rate during recovery vs. steady state.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::*;
 use std::time::{Duration, Instant};
 
 use rvgpu_hw::cmd::Command;
-use rvgpu_simos::kmt::SimMem;
 use rvgpu_simos::{Machine, MachineConfig, Mode, TdrConfig, TdrEvent};
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt};
+use rvgpu_umd::kmt::{AllocationCpu, Kmt};
 use rvgpu_umd::submit::{QueueConfig, UserQueue};
 
 fn machine(mode: Mode, tdr: TdrConfig) -> Machine {
-    let mut m = Machine::new(MachineConfig::single(mode));
-    m.load_driver().expect("load");
-    m.start_adapter(0).expect("start");
+    let m = started(MachineConfig::single(mode));
     m.enable_tdr(0, tdr).expect("tdr");
     m
-}
-
-fn fill(t: &Allocation<SimMem>, off: u64, pattern: u64) -> Command {
-    Command::Fill {
-        dst: t.gpu_va + off,
-        bytes: 8,
-        pattern,
-    }
 }
 
 fn has(ev: &[TdrEvent], p: impl Fn(&TdrEvent) -> bool) -> bool {

@@ -22,97 +22,18 @@
 //! (`ddi_calls`: calls of the KMD DDI the mode exercises, as the OS counted them from the
 //! workload's point of view: one per kernel submission, one per connect).
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::*;
 use rvgpu_hw::cmd::Command;
-use rvgpu_hw::pdd::{
-    DoorbellPdd, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
-};
-use rvgpu_hw::queue::RingControl;
-use rvgpu_simos::kmt::{SimKmt, SimMem};
-use rvgpu_simos::{Machine, MachineConfig, Mode, SimError, UmsEvent};
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, KmtHandle};
+use rvgpu_simos::kmt::SimKmt;
+use rvgpu_simos::{Machine, Mode, UmsEvent};
+use rvgpu_umd::kmt::{Kmt, KmtHandle};
 use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, UserQueue};
-use zerocopy::IntoBytes;
 
 const CHUNK: u64 = 128;
 const QUEUES: usize = 64;
-
-fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
-    }
-}
-
-fn okk<T, E: std::fmt::Debug>(m: &Machine, r: Result<T, E>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!(
-            "{e:?}; machine fault {:?}; log {:#?}",
-            m.fault(),
-            m.driver_log()
-        ),
-    }
-}
-
-fn machine(doorbells: u32) -> Machine {
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.adapters[0].device.doorbells = doorbells;
-    let mut m = Machine::new(cfg);
-    m.load_driver().expect("load");
-    if let Err(e) = m.start_adapter(0) {
-        panic!("start: {e}; log {:#?}", m.driver_log());
-    }
-    m
-}
-
-struct RawQueue {
-    queue: KmtHandle,
-    ring: Allocation<SimMem>,
-    control: Allocation<SimMem>,
-    doorbell: KmtHandle,
-}
-
-fn create_doorbell(m: &Machine, k: &SimKmt<'_>, q: &RawQueue) -> KmtHandle {
-    let mut pdd = DoorbellPdd {
-        magic: PDD_MAGIC,
-        version: DOORBELL_PDD_VERSION,
-        ring_gpu: q.ring.gpu_va,
-        ring_control_gpu: q.control.gpu_va,
-        ring_size: 4096,
-        ..Default::default()
-    };
-    okk(
-        m,
-        k.create_doorbell(q.queue, q.ring.handle, q.control.handle, pdd.as_mut_bytes()),
-    )
-    .handle
-}
-
-fn raw_queues(m: &Machine, k: &SimKmt<'_>) -> Vec<RawQueue> {
-    (0..QUEUES)
-        .map(|_| {
-            let context = okk(m, k.create_context(0));
-            let mut qp = HwQueuePdd {
-                magic: PDD_MAGIC,
-                version: HW_QUEUE_PDD_VERSION,
-                ..Default::default()
-            };
-            let queue = okk(m, k.create_hw_queue(context, true, qp.as_mut_bytes())).handle;
-            let ring = okk(m, k.create_allocation(4096));
-            let control = okk(m, k.create_allocation(RingControl::SIZE));
-            control.mem.store(RingControl::WRITE_PTR, 0);
-            control.mem.store(RingControl::READ_PTR, 0);
-            let mut q = RawQueue {
-                queue,
-                ring,
-                control,
-                doorbell: 0,
-            };
-            q.doorbell = create_doorbell(m, k, &q);
-            q
-        })
-        .collect()
-}
 
 // The measured calls, each behind a function of its own that the script toggles collection
 // on (`ums_callgrind::cg_*`): `KernelQueue::submit` is inlined into its caller, so it has no
@@ -160,7 +81,7 @@ fn main() {
     let (mut submits, mut connects, mut ddi_calls) = (0u64, 0u64, 0u64);
     match mode.as_str() {
         "user" | "kernel" => {
-            let m = machine(4);
+            let m = with_doorbells(Mode::Step, 4);
             let p = ok(&m, m.create_process(0));
             let k = m.kmt(&p);
             let t = okk(&m, k.create_allocation(4096));
@@ -205,10 +126,10 @@ fn main() {
             assert!(m.fault().is_none(), "{:?}", m.fault());
         }
         "victim" => {
-            let m = machine(1);
+            let m = with_doorbells(Mode::Step, 1);
             let p = ok(&m, m.create_process(0));
             let k = m.kmt(&p);
-            let qs = raw_queues(&m, &k);
+            let qs = (0..QUEUES).map(|_| raw_queue(&m, &k)).collect::<Vec<_>>();
             // First connect: the page is free (counted in ddi_calls, not in connects; the
             // script's K/2K difference cancels it).
             okk(&m, k.connect_doorbell(qs[0].doorbell));
@@ -227,10 +148,10 @@ fn main() {
             assert!(m.fault().is_none(), "{:?}", m.fault());
         }
         "free" => {
-            let m = machine(QUEUES as u32);
+            let m = with_doorbells(Mode::Step, QUEUES as u32);
             let p = ok(&m, m.create_process(0));
             let k = m.kmt(&p);
-            let mut qs = raw_queues(&m, &k);
+            let mut qs = (0..QUEUES).map(|_| raw_queue(&m, &k)).collect::<Vec<_>>();
             let mut next = 0usize;
             for _ in 0..k_ops {
                 if next == QUEUES {

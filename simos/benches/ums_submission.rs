@@ -31,14 +31,17 @@
 //! and the median of the per-round ratios. Run with
 //! `cargo bench -p rvgpu-simos --bench ums_submission`.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::*;
 use std::hint::black_box;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::kmt::SimKmt;
-use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
+use rvgpu_simos::{Machine, MachineConfig, Mode};
 use rvgpu_umd::kmt::Kmt;
 use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, UserQueue};
 
@@ -50,55 +53,6 @@ const CHUNK: u64 = 128;
 const INTERLEAVED_ROUNDS: usize = 2000;
 /// Criterion samples per benchmark (the last this many `iter_custom` calls are the samples).
 const SAMPLES: usize = 50;
-
-fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
-    }
-}
-
-fn okk<T, E: std::fmt::Debug>(m: &Machine, r: Result<T, E>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!(
-            "{e:?}; machine fault {:?}; log {:#?}",
-            m.fault(),
-            m.driver_log()
-        ),
-    }
-}
-
-/// `(iterations, time)` of every `iter_custom` call.
-struct Samples(Mutex<Vec<(u64, Duration)>>);
-
-impl Samples {
-    fn new() -> Self {
-        Self(Mutex::new(Vec::new()))
-    }
-
-    fn push(&self, iters: u64, d: Duration) {
-        self.0.lock().expect("samples").push((iters, d));
-    }
-
-    /// (median of the per-sample ns per iteration, mean ns per iteration, iterations) over
-    /// the last [`SAMPLES`] calls (criterion's measurement; earlier calls are its warm-up).
-    fn stats(&self) -> (f64, f64, u64) {
-        let v = self.0.lock().expect("samples");
-        let s = &v[v.len().saturating_sub(SAMPLES)..];
-        if s.is_empty() {
-            return (0.0, 0.0, 0);
-        }
-        let mut per: Vec<f64> = s
-            .iter()
-            .map(|(n, d)| d.as_secs_f64() * 1e9 / (*n).max(1) as f64)
-            .collect();
-        per.sort_by(f64::total_cmp);
-        let iters: u64 = s.iter().map(|(n, _)| n).sum();
-        let total: f64 = s.iter().map(|(_, d)| d.as_secs_f64()).sum();
-        (per[per.len() / 2], total * 1e9 / iters as f64, iters)
-    }
-}
 
 /// Runs `n` submissions in chunks of [`CHUNK`], timing only the submissions; between chunks
 /// runs the machine until idle and checks with `check` that everything completed.
@@ -252,8 +206,8 @@ fn main() {
 
     c.final_summary();
 
-    let (um, umean, un) = user.stats();
-    let (km, kmean, kn) = kernel.stats();
+    let (um, umean, un) = user.stats(SAMPLES, 1e9);
+    let (km, kmean, kn) = kernel.stats(SAMPLES, 1e9);
     println!();
     println!("| submission of one FILL (step mode) | median ns | mean ns | submissions measured |");
     println!("|---|---:|---:|---:|");

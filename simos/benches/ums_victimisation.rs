@@ -25,18 +25,16 @@
 //! connects, ABBA order, so that other load on the machine hits both alike) and prints the
 //! median per-chunk figures and the median of the per-round ratios. Run with `cargo bench -p rvgpu-simos --bench ums_victimisation`.
 
-use std::sync::Mutex;
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::*;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use rvgpu_hw::pdd::{
-    DoorbellPdd, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
-};
-use rvgpu_hw::queue::RingControl;
-use rvgpu_simos::kmt::{SimKmt, SimMem};
-use rvgpu_simos::{DoorbellState, Machine, MachineConfig, Mode, SimError, UmsEvent, UmsProcess};
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, KmtHandle};
-use zerocopy::IntoBytes;
+use rvgpu_simos::kmt::SimKmt;
+use rvgpu_simos::{DoorbellState, Machine, Mode, UmsEvent, UmsProcess};
+use rvgpu_umd::kmt::{Kmt, KmtHandle};
 
 /// User-mode queues (doorbells) in both benchmarks.
 const QUEUES: usize = 64;
@@ -44,113 +42,6 @@ const QUEUES: usize = 64;
 const INTERLEAVED_ROUNDS: usize = 2000;
 /// Criterion samples per benchmark (the last this many `iter_custom` calls are the samples).
 const SAMPLES: usize = 50;
-
-fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
-    }
-}
-
-fn okk<T, E: std::fmt::Debug>(m: &Machine, r: Result<T, E>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!(
-            "{e:?}; machine fault {:?}; log {:#?}",
-            m.fault(),
-            m.driver_log()
-        ),
-    }
-}
-
-fn machine(doorbells: u32) -> Machine {
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.adapters[0].device.doorbells = doorbells;
-    let mut m = Machine::new(cfg);
-    m.load_driver().expect("load");
-    if let Err(e) = m.start_adapter(0) {
-        panic!("start: {e}; log {:#?}", m.driver_log());
-    }
-    m
-}
-
-/// A user-mode queue built from the thunks: its doorbell is created, not connected.
-struct RawQueue {
-    queue: KmtHandle,
-    ring: Allocation<SimMem>,
-    control: Allocation<SimMem>,
-    doorbell: KmtHandle,
-}
-
-fn create_doorbell(m: &Machine, k: &SimKmt<'_>, q: &RawQueue) -> KmtHandle {
-    let mut pdd = DoorbellPdd {
-        magic: PDD_MAGIC,
-        version: DOORBELL_PDD_VERSION,
-        ring_gpu: q.ring.gpu_va,
-        ring_control_gpu: q.control.gpu_va,
-        ring_size: 4096,
-        ..Default::default()
-    };
-    okk(
-        m,
-        k.create_doorbell(q.queue, q.ring.handle, q.control.handle, pdd.as_mut_bytes()),
-    )
-    .handle
-}
-
-fn raw_queue(m: &Machine, k: &SimKmt<'_>) -> RawQueue {
-    let context = okk(m, k.create_context(0));
-    let mut qp = HwQueuePdd {
-        magic: PDD_MAGIC,
-        version: HW_QUEUE_PDD_VERSION,
-        ..Default::default()
-    };
-    let queue = okk(m, k.create_hw_queue(context, true, qp.as_mut_bytes())).handle;
-    let ring = okk(m, k.create_allocation(4096));
-    let control = okk(m, k.create_allocation(RingControl::SIZE));
-    // Fresh ring control: both pointers at 0.
-    control.mem.store(RingControl::WRITE_PTR, 0);
-    control.mem.store(RingControl::READ_PTR, 0);
-    let mut q = RawQueue {
-        queue,
-        ring,
-        control,
-        doorbell: 0,
-    };
-    q.doorbell = create_doorbell(m, k, &q);
-    q
-}
-
-/// `(iterations, time)` of every `iter_custom` call.
-struct Samples(Mutex<Vec<(u64, Duration)>>);
-
-impl Samples {
-    fn new() -> Self {
-        Self(Mutex::new(Vec::new()))
-    }
-
-    fn push(&self, iters: u64, d: Duration) {
-        self.0.lock().expect("samples").push((iters, d));
-    }
-
-    /// (median of the per-sample µs per iteration, mean µs per iteration, iterations) over
-    /// the last [`SAMPLES`] calls (criterion's measurement; earlier calls are its warm-up).
-    fn stats(&self) -> (f64, f64, u64) {
-        let v = self.0.lock().expect("samples");
-        let s = &v[v.len().saturating_sub(SAMPLES)..];
-        if s.is_empty() {
-            return (0.0, 0.0, 0);
-        }
-        let mut per: Vec<f64> = s
-            .iter()
-            .map(|(n, d)| d.as_secs_f64() * 1e6 / (*n).max(1) as f64)
-            .collect();
-        per.sort_by(f64::total_cmp);
-        let iters: u64 = s.iter().map(|(n, _)| n).sum();
-        let total: f64 = s.iter().map(|(_, d)| d.as_secs_f64()).sum();
-        (per[per.len() / 2], total * 1e6 / iters as f64, iters)
-    }
-}
 
 fn connected(m: &Machine, h: KmtHandle) -> bool {
     matches!(
@@ -269,8 +160,8 @@ fn main() {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4))
         .configure_from_args();
-    let one = machine(1);
-    let many = machine(QUEUES as u32);
+    let one = with_doorbells(Mode::Step, 1);
+    let many = with_doorbells(Mode::Step, QUEUES as u32);
     let mut victim_rig = Rig::new(&one);
     let mut free_rig = Rig::new(&many);
     let victim = Samples::new();
@@ -320,8 +211,8 @@ fn main() {
     victim_rig.finish();
     free_rig.finish();
 
-    let (vm, vmean, vn) = victim.stats();
-    let (fm, fmean, fn_) = free.stats();
+    let (vm, vmean, vn) = victim.stats(SAMPLES, 1e6);
+    let (fm, fmean, fn_) = free.stats(SAMPLES, 1e6);
     println!();
     println!("| D3DKMTConnectDoorbell (step mode) | median µs | mean µs | connects measured |");
     println!("|---|---:|---:|---:|");

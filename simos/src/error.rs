@@ -4,8 +4,8 @@ use core::fmt;
 
 use rvgpu_ddi::NTSTATUS;
 
-use crate::bugcheck::BugCheck;
-use crate::state::Fault;
+use crate::dxgkrnl::bugcheck::BugCheck;
+use crate::dxgkrnl::state::Fault;
 
 /// Why a simulation call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -22,10 +22,10 @@ use rvgpu_umd::kmt::{
     KmtHandle, NtStatus,
 };
 
-use crate::adapter::AdapterShared;
+use crate::dxgkrnl::adapter::AdapterShared;
 use crate::error::SimError;
-use crate::fence::{MonitoredFence, NativeFence, NativeFenceDesc, WaitOutcome};
 use crate::machine::Machine;
+use crate::sync::fence::{MonitoredFence, NativeFence, NativeFenceDesc, WaitOutcome};
 use crate::ums::{self, DoorbellCpuState, UmsProcess};
 use rvgpu_umd::fence::NativeFence as UmdNativeFence;
 use zerocopy::IntoBytes;
@@ -329,11 +329,11 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn cpu_timestamp(&self) -> u64 {
-        crate::trace::qpc()
+        crate::sync::trace::qpc()
     }
 
     fn cpu_timestamp_frequency(&self) -> u64 {
-        crate::trace::QPC_HZ
+        crate::sync::trace::QPC_HZ
     }
 
     // MF-03: OS-scheduled GPU waits and signals on kernel-mode hardware queues.

@@ -1,45 +1,42 @@
 //! rvgpu-simos: the simulated Windows graphics kernel that runs the rvgpu driver on the host.
 //!
 //! A [`Machine`] is one physical memory, N emulated adapters and a simulated Dxgkrnl that calls
-//! the driver exactly the way Windows does: `DriverEntry` → [`dxgkrnl::sim_dxgk_initialize`]
+//! the driver exactly the way Windows does: `DriverEntry` → [`dxgkrnl::load::sim_dxgk_initialize`]
 //! (the table is validated and copied), then every DDI through that table with real DXGKARG
-//! structures, at the IRQL Windows uses ([`irql`]), with a [`callbacks`] table behind
-//! `DXGKRNL_INTERFACE`, interrupts and DPCs serviced by dedicated threads or inline
-//! ([`interrupt`]), and the host kernel [`kernel::SimKernel`] as the driver's `Platform`.
+//! structures ([`dxgkrnl::ddi`]), at the IRQL Windows uses ([`dxgkrnl::irql`]), with a
+//! [`dxgkrnl::callbacks`] table behind `DXGKRNL_INTERFACE`, interrupts and DPCs serviced by
+//! dedicated threads or inline ([`dxgkrnl::interrupt`]), and the host kernel
+//! [`dxgkrnl::kernel::SimKernel`] as the driver's `Platform`.
+//!
+//! Modules follow the Windows components they stand for: [`dxgkrnl`] (the graphics kernel's
+//! core), [`vidsch`] (scheduling and TDR), [`vidmm`] (memory), [`sync`] (fences and fence logs),
+//! [`ums`] (user-mode submission), [`kmt`] (the D3DKMT thunks); [`machine`] ties them into one
+//! machine and [`testing`] holds driver stand-ins for tests.
 //!
 //! Strictness: where Windows would bug-check, the machine halts with the same code and
-//! parameters ([`bugcheck`]); the test sees `Err(SimError::Bugcheck(..))` from every call.
+//! parameters ([`dxgkrnl::bugcheck`]); the test sees `Err(SimError::Bugcheck(..))` from every
+//! call.
 
-pub mod adapter;
-pub mod bugcheck;
-pub mod callbacks;
 pub mod dxgkrnl;
 pub mod error;
-pub mod fence;
-pub mod fencelog;
-pub mod interrupt;
-pub mod irql;
-pub mod kernel;
 pub mod kmt;
-pub mod legacy;
 pub mod machine;
-pub mod notify;
-pub mod resources;
-pub mod state;
-pub mod tdr;
+pub mod sync;
 pub mod testing;
-pub mod testing_tdr;
-pub mod trace;
 pub mod ums;
+pub mod vidmm;
+pub mod vidsch;
 
-pub use bugcheck::BugCheck;
+pub use dxgkrnl::bugcheck::BugCheck;
+pub use dxgkrnl::kernel::SimKernel;
+pub use dxgkrnl::notify::{Notification, Processed};
+pub use dxgkrnl::state::{Fault, LogLine};
 pub use error::SimError;
-pub use fence::{MonitoredFence, NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome};
-pub use kernel::SimKernel;
 pub use machine::{AdapterConfig, AdapterInfo, Machine, MachineConfig, Mode, OsConfig};
-pub use notify::{Notification, Processed};
 pub use rvgpu_kmd::platform::Irql;
-pub use state::{Fault, LogLine};
-pub use tdr::{Cause, TdrConfig, TdrEvent, TdrReason};
-pub use trace::{qpc, ReleaseVia, TraceEvent, TraceSink};
+pub use sync::fence::{
+    MonitoredFence, NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome,
+};
+pub use sync::trace::{qpc, ReleaseVia, TraceEvent, TraceSink};
 pub use ums::{DoorbellInfo, DoorbellState, Power, UmsEvent, UmsProcess};
+pub use vidsch::tdr::{Cause, TdrConfig, TdrEvent, TdrReason};

@@ -10,9 +10,9 @@ use rvgpu_ddi::adapter::{DXGKARG_QUERYADAPTERINFO, DXGK_DEVICE_INFO};
 use rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
 use rvgpu_ddi::{BOOLEAN, HANDLE, NTSTATUS, PVOID};
 use rvgpu_kmd::platform::Platform;
-use rvgpu_simos::adapter::AdapterShared;
-use rvgpu_simos::bugcheck::{self, irql_unexpected, BugCheck};
-use rvgpu_simos::irql::Routine;
+use rvgpu_simos::dxgkrnl::adapter::AdapterShared;
+use rvgpu_simos::dxgkrnl::bugcheck::{self, irql_unexpected, BugCheck};
+use rvgpu_simos::dxgkrnl::irql::Routine;
 use rvgpu_simos::testing;
 use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, SimError, SimKernel};
 
@@ -301,7 +301,7 @@ fn ddi_returning_at_raised_irql_is_0xc8() {
         "{r:?}"
     );
     assert_eq!(expected.params[0], 0x0002_0080);
-    assert_eq!(rvgpu_simos::kernel::current_irql(), Irql::Passive);
+    assert_eq!(rvgpu_simos::dxgkrnl::kernel::current_irql(), Irql::Passive);
 }
 
 unsafe extern "system" fn isr_leaves_at_passive(_ctx: PVOID, _msg: u32) -> BOOLEAN {

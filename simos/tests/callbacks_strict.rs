@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rvgpu_ddi::interrupt::*;
 use rvgpu_ddi::{BOOLEAN, PVOID};
-use rvgpu_simos::bugcheck::{self, vidsch, BugCheck};
+use rvgpu_simos::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
 use rvgpu_simos::testing;
 use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
 
@@ -409,7 +409,7 @@ fn bar_mappings_of_the_same_range_are_reference_counted() {
     let (Some(mapf), Some(unmap)) = (iface.DxgkCbMapMemory, iface.DxgkCbUnmapMemory) else {
         panic!("no map/unmap")
     };
-    let vram = rvgpu_simos::resources::bar_base(0, rvgpu_hw::pci::BAR_VRAM);
+    let vram = rvgpu_simos::dxgkrnl::resources::bar_base(0, rvgpu_hw::pci::BAR_VRAM);
     let (s1, va1) = map(mapf, iface.DeviceHandle, vram + 0x1000, 0x1000);
     let (s2, va2) = map(mapf, iface.DeviceHandle, vram + 0x1000, 0x2000);
     assert_eq!((s1, s2), (0, 0));
@@ -419,12 +419,12 @@ fn bar_mappings_of_the_same_range_are_reference_counted() {
         assert_eq!(unmap(iface.DeviceHandle, va1), 0);
         assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
         assert!(
-            rvgpu_simos::kernel::is_mapped(va1 as usize),
+            rvgpu_simos::dxgkrnl::kernel::is_mapped(va1 as usize),
             "one mapping left"
         );
         assert_eq!(unmap(iface.DeviceHandle, va2), 0);
         assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
-        assert!(!rvgpu_simos::kernel::is_mapped(va1 as usize));
+        assert!(!rvgpu_simos::dxgkrnl::kernel::is_mapped(va1 as usize));
         assert!(unmap(iface.DeviceHandle, va1) < 0);
     }
     assert_eq!(
@@ -449,7 +449,7 @@ fn nothing_reaches_the_device_after_a_bugcheck() {
     let (Some(mapf), Some(unmap)) = (iface.DxgkCbMapMemory, iface.DxgkCbUnmapMemory) else {
         panic!("no map/unmap")
     };
-    let bar0 = rvgpu_simos::resources::bar_base(0, rvgpu_hw::pci::BAR_MMIO);
+    let bar0 = rvgpu_simos::dxgkrnl::resources::bar_base(0, rvgpu_hw::pci::BAR_MMIO);
     let (s, va) = map(mapf, iface.DeviceHandle, bar0, 0x1000);
     assert_eq!(s, 0);
     let Some(base) = std::ptr::NonNull::new(va.cast::<u8>()) else {

@@ -4,23 +4,19 @@
 //! (NF-16), so the dGPU's signal interrupts and VidSch propagates it to the iGPU with
 //! `DxgkDdiUpdateCurrentValuesFromCpu(NotificationOnly)`.
 
+mod common;
+
+use common::*;
 use std::time::Duration;
 
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{
     Machine, MachineConfig, Mode, MonitoredFence, NativeFence, NativeFenceDesc, ProcessId,
-    SimError, SimEvent, WaitOutcome,
+    SimEvent, WaitOutcome,
 };
 
 const IGPU: usize = 0;
 const DGPU: usize = 1;
-
-fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
-    }
-}
 
 struct Rig {
     m: Machine,

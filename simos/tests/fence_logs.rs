@@ -2,17 +2,20 @@
 //! packets where a test needs exact control), the simulated D3DKMT thunks and Dxgkrnl (log
 //! buffers, DPC-time drain, `DxgkDdiUpdateNativeFenceLogs`, releases from signal entries,
 //! overflow fallback), the real KMD and the emulated GPU. Pure drain cases (overwrite during a
-//! read, timestamps) are unit tests in `rvgpu_simos::fencelog`.
+//! read, timestamps) are unit tests in `rvgpu_simos::sync::fencelog`.
 
+mod common;
+
+use common::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use rvgpu_hw::cmd::{Command, LogKind};
 use rvgpu_hw::log::{LogEntry, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
-use rvgpu_simos::fencelog::{LogCounters, Producer};
-use rvgpu_simos::irql::Routine;
+use rvgpu_simos::dxgkrnl::irql::Routine;
 use rvgpu_simos::kmt::SimKmt;
-use rvgpu_simos::trace::{Recorder, TraceEvent};
+use rvgpu_simos::sync::fencelog::{LogCounters, Producer};
+use rvgpu_simos::sync::trace::{Recorder, TraceEvent};
 use rvgpu_simos::{
     AdapterConfig, Machine, MachineConfig, Mode, NativeFence, ReleaseVia, SimError, SimEvent,
     UmsEvent, UmsProcess,
@@ -20,7 +23,7 @@ use rvgpu_simos::{
 use rvgpu_umd::fence::NativeFence as UmdFence;
 use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::Kmt;
-use rvgpu_umd::submit::{KernelQueue, QueueConfig, UserQueue};
+use rvgpu_umd::submit::{KernelQueue, UserQueue};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
@@ -28,36 +31,11 @@ use rvgpu_umd::submit::{KernelQueue, QueueConfig, UserQueue};
 fn machine_with(mode: Mode, f: impl FnOnce(&mut MachineConfig)) -> Machine {
     let mut cfg = MachineConfig::single(mode);
     f(&mut cfg);
-    let mut m = Machine::new(cfg);
-    m.load_driver().expect("load");
-    if let Err(e) = m.start_adapter(0) {
-        panic!("start: {e}; log {:#?}", m.driver_log());
-    }
-    m
+    started(cfg)
 }
 
 fn machine(mode: Mode) -> Machine {
     machine_with(mode, |_| {})
-}
-
-fn okk<T, E: std::fmt::Debug>(m: &Machine, r: Result<T, E>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!(
-            "{e:?}; machine fault {:?}; log {:#?}",
-            m.fault(),
-            m.driver_log()
-        ),
-    }
-}
-
-fn config(node: u32) -> QueueConfig {
-    QueueConfig {
-        node,
-        ring_size: 4096,
-        command_buffer_size: 4096,
-        ..QueueConfig::default()
-    }
 }
 
 fn process(m: &Machine) -> UmsProcess {
@@ -918,7 +896,7 @@ fn log_08_unknown_hwqueue_is_rejected_by_the_isr_check() {
     let ka = m.hw_queue_kmd_by_id(0, a.queue_id()).unwrap();
     let t = m.log_table(0).unwrap();
 
-    use rvgpu_simos::fencelog::IsrQueue;
+    use rvgpu_simos::sync::fencelog::IsrQueue;
     assert_eq!(t.check_isr_queue(ka, 0), IsrQueue::Ok);
     assert_eq!(t.check_isr_queue(ka, 1), IsrQueue::WrongNode(0));
     assert_eq!(t.check_isr_queue(ka ^ 0x1000, 0), IsrQueue::Unknown);

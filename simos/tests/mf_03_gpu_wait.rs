@@ -12,41 +12,21 @@
 //!   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitwaitforsyncobjectstohwqueue>,
 //!   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitsignalsyncobjectstohwqueue>.
 
+mod common;
+
+use common::*;
 use rvgpu_hw::cmd::Command;
-use rvgpu_simos::kmt::{SimKmt, SimMem};
+use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::ums::{HeldWork, UmsEvent};
-use rvgpu_simos::{Machine, MachineConfig, Mode, SimError, WaitOutcome};
+use rvgpu_simos::{Machine, MachineConfig, Mode, WaitOutcome};
 use rvgpu_umd::fence::MonitoredFence as UmdMonitoredFence;
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, KmtHandle, NtStatus};
+use rvgpu_umd::kmt::{AllocationCpu, Kmt, KmtHandle, NtStatus};
 use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmitError};
 
 const STATUS_INVALID_PARAMETER: NtStatus = NtStatus(0xC000_000D_u32 as i32);
 
 fn machine(mode: Mode) -> Machine {
-    let mut m = Machine::new(MachineConfig::single(mode));
-    m.load_driver().expect("load");
-    if let Err(e) = m.start_adapter(0) {
-        panic!("start: {e}; log {:#?}", m.driver_log());
-    }
-    m
-}
-
-fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
-    }
-}
-
-fn okk<T, E: std::fmt::Debug>(m: &Machine, r: Result<T, E>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!(
-            "{e:?}; machine fault {:?}; log {:#?}",
-            m.fault(),
-            m.driver_log()
-        ),
-    }
+    started(MachineConfig::single(mode))
 }
 
 fn config() -> QueueConfig {
@@ -54,14 +34,6 @@ fn config() -> QueueConfig {
         node: 0,
         command_buffer_size: 4096,
         ..QueueConfig::default()
-    }
-}
-
-fn fill(t: &Allocation<SimMem>, off: u64, pattern: u64) -> Command {
-    Command::Fill {
-        dst: t.gpu_va + off,
-        bytes: 8,
-        pattern,
     }
 }
 

@@ -2,10 +2,13 @@
 //! side. GPU work comes from [`rvgpu_simos::testing::gpu`] (a user-mode hardware queue of a
 //! simulated process, submitted through the KMD's runlist and a doorbell).
 
+mod common;
+
+use common::*;
 use std::time::Duration;
 
 use rvgpu_simos::testing::gpu::GpuQueue;
-use rvgpu_simos::{Machine, MachineConfig, Mode, ProcessId, SimError, WaitOutcome};
+use rvgpu_simos::{Machine, MachineConfig, Mode, ProcessId, WaitOutcome};
 
 fn legacy_machine(mode: Mode) -> Machine {
     let mut cfg = MachineConfig::single(mode);
@@ -14,13 +17,6 @@ fn legacy_machine(mode: Mode) -> Machine {
     m.load_driver().expect("load");
     m.start_adapter(0).expect("start");
     m
-}
-
-fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
-    }
 }
 
 /// MF-01: on an adapter without native fences a monitored fence is created with its initial

@@ -3,6 +3,9 @@
 //! hardware queues of simulated processes, created through the OS and the KMD, whose rings
 //! the tests write and whose doorbells they ring.
 
+mod common;
+
+use common::*;
 use std::time::Duration;
 
 use rvgpu_ddi::fence::D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU;
@@ -17,18 +20,8 @@ use rvgpu_umd::submit::{QueueConfig, UserQueue};
 
 const P1: ProcessId = ProcessId(1);
 
-fn machine(cfg: MachineConfig) -> Machine {
-    let n = cfg.adapters.len();
-    let mut m = Machine::new(cfg);
-    m.load_driver().expect("load");
-    for i in 0..n {
-        m.start_adapter(i).expect("start");
-    }
-    m
-}
-
 fn step() -> Machine {
-    machine(MachineConfig::single(Mode::Step))
+    started(MachineConfig::single(Mode::Step))
 }
 
 /// One dGPU without `CAPS.OPTIMIZED_FENCE_IRQ`: the KMD reports native fences in the
@@ -43,7 +36,7 @@ fn array_reports(mode: Mode) -> MachineConfig {
 }
 
 fn step_array_reports() -> Machine {
-    machine(array_reports(Mode::Step))
+    started(array_reports(Mode::Step))
 }
 
 fn fence(m: &Machine, initial: u64) -> NativeFence {
@@ -66,13 +59,6 @@ fn fence_reports(m: &Machine, i: usize) -> Vec<Option<Vec<usize>>> {
             _ => None,
         })
         .collect()
-}
-
-fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
-    }
 }
 
 /// NF-11: the OS queried the native-fence caps at start and kept them (stride 8, mapped to the
@@ -387,7 +373,7 @@ fn nf_17_cpu_signal_releases_gpu_wait() {
 /// adapter (its interrupt, then the OS's propagation). Another type is refused.
 #[test]
 fn nf_16_notification_only_unblocks_second_adapter() {
-    let m = machine(MachineConfig::igpu_dgpu(Mode::Step));
+    let m = started(MachineConfig::igpu_dgpu(Mode::Step));
     let shared = NativeFenceDesc {
         shareable: true,
         ..Default::default()
@@ -482,7 +468,7 @@ fn mf_04_blocking_and_event_waits_step() {
 /// GPU signal it waits for; no wake-up is lost.
 #[test]
 fn mf_04_blocking_and_event_waits_threaded() {
-    let m = machine(MachineConfig::single(Mode::Threaded));
+    let m = started(MachineConfig::single(Mode::Threaded));
     let f = fence(&m, 0);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     for v in 1..=100u64 {
@@ -515,7 +501,7 @@ fn mf_04_blocking_and_event_waits_threaded() {
 /// fence carries a NULL array (scan everything), and the scan releases the wait.
 #[test]
 fn nf_15_inexact_device_reports_null_and_the_scan_releases() {
-    let m = machine(MachineConfig::igpu_dgpu(Mode::Step));
+    let m = started(MachineConfig::igpu_dgpu(Mode::Step));
     let f = ok(&m, m.create_native_fence(0, P1, NativeFenceDesc::default()));
     let other = ok(&m, m.create_native_fence(0, P1, NativeFenceDesc::default()));
     let e = ok(&m, m.wait_native_fence_event(&f, 1));
@@ -574,7 +560,7 @@ fn nf_15_burst_of_waited_signals_none_lost() {
 /// abandoned, nothing faults, and the adapter restarts with native fences.
 #[test]
 fn nf_13_stop_with_live_fences_threaded() {
-    let mut m = machine(MachineConfig::single(Mode::Threaded));
+    let mut m = started(MachineConfig::single(Mode::Threaded));
     let f = fence(&m, 0);
     let g = ok(&m, m.open_native_fence(&f, P1));
     let e = ok(&m, m.wait_native_fence_event(&f, 1_000_000));

@@ -4,33 +4,13 @@
 //! released exactly when its value has been reached (none lost, none early), MonitoredValue
 //! is (lowest pending − 1) or u64::MAX, and signals with no CPU waiter raise no interrupt.
 
+mod common;
+
+use common::*;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{
-    Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, ProcessId, SimError, SimEvent,
-    WaitOutcome,
+    Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome,
 };
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
-    }
-}
 
 /// Queues a signal; a full ring is drained first (kick, run until idle).
 fn gpu_signal(m: &Machine, q: &mut GpuQueue, f: &NativeFence, v: u64) {

@@ -9,9 +9,12 @@
 //! sets `NativeProgressFence`), so the native-progress-fence case is covered by the KMD's
 //! unit tests (`fence::report` and `log`), not here.
 
+mod common;
+
+use common::*;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::{AdapterConfig, Machine, MachineConfig, Mode, Notification};
-use rvgpu_umd::submit::{QueueConfig, UserQueue};
+use rvgpu_umd::submit::UserQueue;
 
 const BATCHES: u64 = 1000;
 
@@ -20,21 +23,7 @@ fn machine(mode: Mode, optimized: bool) -> Machine {
     let mut a = AdapterConfig::dgpu();
     a.device.optimized_fence_irq = optimized;
     cfg.adapters = vec![a];
-    let mut m = Machine::new(cfg);
-    m.load_driver().expect("load");
-    if let Err(e) = m.start_adapter(0) {
-        panic!("start: {e}; log {:#?}", m.driver_log());
-    }
-    m
-}
-
-fn config(node: u32) -> QueueConfig {
-    QueueConfig {
-        node,
-        ring_size: 4096,
-        command_buffer_size: 4096,
-        ..QueueConfig::default()
-    }
+    started(cfg)
 }
 
 /// `(native-fence notifications, monitored-fence notifications)` processed so far.

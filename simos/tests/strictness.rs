@@ -1,6 +1,6 @@
 //! The simulation bug-checks where Windows would.
 
-use rvgpu_simos::bugcheck::{self, vidsch, BugCheck};
+use rvgpu_simos::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
 use rvgpu_simos::testing::{self, BAD_FENCE_HANDLE};
 use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, SimError};
 
@@ -201,7 +201,7 @@ fn unclaimed_interrupt_storm_is_0xf2() {
             assert_eq!(b.code, bugcheck::HARDWARE_INTERRUPT_STORM, "{b}");
             // At least the limit of consecutive unclaimed calls, over several device steps.
             assert!(
-                b.params[3] >= rvgpu_simos::interrupt::UNCLAIMED_STORM_LIMIT,
+                b.params[3] >= rvgpu_simos::dxgkrnl::interrupt::UNCLAIMED_STORM_LIMIT,
                 "{b}"
             );
         }
@@ -214,12 +214,13 @@ fn unclaimed_interrupt_storm_is_0xf2() {
 /// away resets the run, and a run that lasts is.
 #[test]
 fn storm_needs_the_device_request_and_a_minimum_duration() {
-    use rvgpu_simos::interrupt::{STORM_MIN_STEPS, UNCLAIMED_STORM_LIMIT};
+    use rvgpu_simos::dxgkrnl::interrupt::{STORM_MIN_STEPS, UNCLAIMED_STORM_LIMIT};
     let m = started(Mode::Step, None);
     let Some(iface) = m.interface(0) else {
         panic!("no interface")
     };
-    let Some(a) = rvgpu_simos::adapter::AdapterShared::from_handle(iface.DeviceHandle) else {
+    let Some(a) = rvgpu_simos::dxgkrnl::adapter::AdapterShared::from_handle(iface.DeviceHandle)
+    else {
         panic!("no adapter")
     };
     for _ in 0..5 * UNCLAIMED_STORM_LIMIT {
@@ -277,7 +278,7 @@ fn driver_caps_are_fully_initialised() {
         Ok(c) => c,
         Err(e) => panic!("caps: {e}"),
     };
-    assert_eq!(rvgpu_simos::machine::validate_caps(&caps), Ok(()));
+    assert_eq!(rvgpu_simos::dxgkrnl::pnp::validate_caps(&caps), Ok(()));
     assert_eq!(caps.GpuEngineTopology.NbAsymetricProcessingNodes, 2);
     assert_eq!(caps.InterruptMessageNumber, 0);
     // SAFETY: PHYSICAL_ADDRESS is a union of integers; any bit pattern is valid.

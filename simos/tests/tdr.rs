@@ -2,6 +2,9 @@
 //! VidSch/VidMm of `rvgpu_simos::{legacy, tdr}` against the real KMD and the emulated GPU.
 //! Test names carry the requirement ID (docs/tdr.md §6).
 
+mod common;
+
+use common::*;
 use std::time::Duration;
 
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
@@ -9,7 +12,7 @@ use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_ddi::tdr::VIDEO_ENGINE_TIMEOUT_DETECTED;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::kmt::{SimKmt, SimMem};
-use rvgpu_simos::testing_tdr::{self, Misreport};
+use rvgpu_simos::testing::tdr::{self as testing_tdr, Misreport};
 use rvgpu_simos::{
     AdapterConfig, Cause, Machine, MachineConfig, Mode, SimError, TdrConfig, TdrEvent, TdrReason,
     UmsEvent,
@@ -19,17 +22,6 @@ use rvgpu_umd::submit::{QueueConfig, UserQueue};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
-
-fn machine_with(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
-    let mut cfg = MachineConfig::single(mode);
-    f(&mut cfg.adapters[0]);
-    let mut m = Machine::new(cfg);
-    m.load_driver().expect("load");
-    if let Err(e) = m.start_adapter(0) {
-        panic!("start: {e}; log {:#?}", m.driver_log());
-    }
-    m
-}
 
 /// Step-mode TDR settings for tests: a short DMA timeout and preemption wait.
 fn fast() -> TdrConfig {
@@ -44,43 +36,6 @@ fn tdr_machine(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
     let m = machine_with(mode, f);
     ok(&m, m.enable_tdr(0, fast()));
     m
-}
-
-fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}; tdr {:#?}; log {:#?}", m.tdr_events(0), m.driver_log()),
-    }
-}
-
-fn okk<T, E: std::fmt::Debug>(m: &Machine, r: Result<T, E>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!(
-            "{e:?}; machine fault {:?}; tdr {:#?}; log {:#?}",
-            m.fault(),
-            m.tdr_events(0),
-            m.driver_log()
-        ),
-    }
-}
-
-fn no_fault(m: &Machine) {
-    assert!(
-        m.fault().is_none(),
-        "machine fault {:?}; tdr {:#?}; log {:#?}",
-        m.fault(),
-        m.tdr_events(0),
-        m.driver_log()
-    );
-}
-
-fn fill(t: &Allocation<SimMem>, off: u64, pattern: u64) -> Command {
-    Command::Fill {
-        dst: t.gpu_va + off,
-        bytes: 8,
-        pattern,
-    }
 }
 
 fn ucfg(node: u32) -> QueueConfig {

@@ -31,6 +31,9 @@
 //! seconds in a debug build). The seed and scale are printed on failure. The threaded variant
 //! is smaller and not reproducible by seed (thread timing), but reports its seed too.
 
+mod common;
+
+use common::*;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -54,21 +57,6 @@ const RING: u32 = 1024;
 const BATCH: u64 = 80;
 /// A slot value no submission writes.
 const SENTINEL: u64 = u64::MAX;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn env_u64(name: &str, default: u64) -> u64 {
     match std::env::var(name) {

@@ -3,6 +3,9 @@
 //! simulated Dxgkrnl (`rvgpu_simos::ums`), the real KMD and the emulated GPU. One test per
 //! requirement that can be proven here, named after it.
 
+mod common;
+
+use common::*;
 use std::time::Duration;
 
 use rvgpu_ddi::dxgkrnl::{
@@ -18,59 +21,16 @@ use rvgpu_hw::pdd::{
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
 use rvgpu_simos::{
-    AdapterConfig, DoorbellState, Machine, MachineConfig, Mode, Power, SimError, UmsEvent,
-    UmsProcess,
+    DoorbellState, Machine, MachineConfig, Mode, Power, SimError, UmsEvent, UmsProcess,
 };
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, FenceCpu, HwQueue, Kmt, NtStatus,
 };
-use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, UserQueue};
+use rvgpu_umd::submit::{KernelQueue, SubmissionPath, UserQueue};
 use zerocopy::IntoBytes;
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
-
-fn machine_with(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
-    let mut cfg = MachineConfig::single(mode);
-    f(&mut cfg.adapters[0]);
-    let mut m = Machine::new(cfg);
-    m.load_driver().expect("load");
-    if let Err(e) = m.start_adapter(0) {
-        panic!("start: {e}; log {:#?}", m.driver_log());
-    }
-    m
-}
-
-fn machine(mode: Mode, doorbells: u32) -> Machine {
-    machine_with(mode, |a| a.device.doorbells = doorbells)
-}
-
-fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}; log {:#?}", m.driver_log()),
-    }
-}
-
-fn okk<T, E: std::fmt::Debug>(m: &Machine, r: Result<T, E>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!(
-            "{e:?}; machine fault {:?}; log {:#?}",
-            m.fault(),
-            m.driver_log()
-        ),
-    }
-}
-
-fn config(node: u32) -> QueueConfig {
-    QueueConfig {
-        node,
-        ring_size: 4096,
-        command_buffer_size: 4096,
-        ..QueueConfig::default()
-    }
-}
 
 /// A target buffer the GPU fills and the test reads.
 fn target(m: &Machine, k: &SimKmt<'_>) -> Allocation<SimMem> {
@@ -142,15 +102,6 @@ fn position(ev: &[UmsEvent], p: impl Fn(&UmsEvent) -> bool) -> Option<usize> {
     ev.iter().position(p)
 }
 
-fn no_fault(m: &Machine) {
-    assert!(
-        m.fault().is_none(),
-        "machine fault {:?}; log {:#?}",
-        m.fault(),
-        m.driver_log()
-    );
-}
-
 // ---------------------------------------------------------------------------------------------
 // UM-03, UM-04: discovery.
 
@@ -158,7 +109,7 @@ fn no_fault(m: &Machine) {
 /// so doorbells) are allowed exactly on the nodes that report `UserModeSubmission`.
 #[test]
 fn um_03_node_metadata_gates_user_mode_queues() {
-    let m = machine(Mode::Step, 4);
+    let m = with_doorbells(Mode::Step, 4);
     let nodes = okk(&m, m.query_driver_caps(0))
         .GpuEngineTopology
         .NbAsymetricProcessingNodes;
@@ -197,7 +148,7 @@ fn um_03_node_metadata_gates_user_mode_queues() {
 /// doorbell is refused: UM-05's other half).
 #[test]
 fn um_04_doorbell_size_from_caps_and_doorbells_only_for_user_mode_queues() {
-    let m = machine(Mode::Step, 4);
+    let m = with_doorbells(Mode::Step, 4);
     let caps = m
         .usermode_submission_caps(0)
         .expect("USERMODESUBMISSION_CAPS answered");
@@ -286,7 +237,7 @@ fn um_04_start_refused_without_usermode_submission_caps() {
 /// and both complete their work.
 #[test]
 fn um_01_user_and_kernel_mode_submission_together() {
-    let m = machine(Mode::Step, 4);
+    let m = with_doorbells(Mode::Step, 4);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -324,7 +275,7 @@ fn um_01_user_and_kernel_mode_submission_together() {
 /// `D3DKMTSubmitCommandToHwQueue` on it, and so does the KMD when reached directly.
 #[test]
 fn um_05_user_mode_queue_refuses_kernel_submission() {
-    let m = machine(Mode::Step, 4);
+    let m = with_doorbells(Mode::Step, 4);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -348,7 +299,7 @@ fn um_05_user_mode_queue_refuses_kernel_submission() {
 /// allocation the UMD never destroyed is destroyed by the OS at device destruction.
 #[test]
 fn um_07_doorbell_holds_its_ring_allocations() {
-    let m = machine(Mode::Step, 4);
+    let m = with_doorbells(Mode::Step, 4);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let q = raw_queue(&m, &k, 0);
@@ -385,7 +336,7 @@ fn um_07_doorbell_holds_its_ring_allocations() {
 /// physical doorbell in between. Work written while disconnected runs after reconnect.
 #[test]
 fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
-    let m = machine(Mode::Step, 1);
+    let m = with_doorbells(Mode::Step, 1);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -454,7 +405,7 @@ fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
 /// it) and its work still completes.
 #[test]
 fn um_10_device_loss_aborts_every_doorbell() {
-    let m = machine(Mode::Step, 4);
+    let m = with_doorbells(Mode::Step, 4);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -490,7 +441,7 @@ fn um_10_device_loss_aborts_every_doorbell() {
 /// (a new D3D device) recreates queue, doorbell and ring and works.
 #[test]
 fn um_10_device_removed_queue_lost_and_recreated() {
-    let m = machine(Mode::Step, 2);
+    let m = with_doorbells(Mode::Step, 2);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -602,7 +553,7 @@ fn um_13_f1_disconnects_the_engines_doorbells() {
 /// the contexts; the work written meanwhile completes.
 #[test]
 fn um_14_d3_suspends_disconnects_and_a_connect_wakes_the_gpu() {
-    let m = machine(Mode::Step, 4);
+    let m = with_doorbells(Mode::Step, 4);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -687,7 +638,7 @@ fn write_ring(q: &RawQueue, at: u64, cmds: &[Command], value: u64) -> u64 {
 /// then it does (the CMP picks up the new write pointer).
 #[test]
 fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
-    let m = machine(Mode::Step, 4);
+    let m = with_doorbells(Mode::Step, 4);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -742,7 +693,7 @@ fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
 /// runs), destroy.
 #[test]
 fn um_15_doorbell_ddis_and_notify_work_submission() {
-    let m = machine(Mode::Step, 4);
+    let m = with_doorbells(Mode::Step, 4);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -774,7 +725,7 @@ fn um_15_doorbell_ddis_and_notify_work_submission() {
 /// queue has work until the GPU writes N+1 to the progress fence.
 #[test]
 fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
-    let m = machine(Mode::Step, 4);
+    let m = with_doorbells(Mode::Step, 4);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -807,7 +758,7 @@ fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
 /// device follow. The queue has left the runlist when its destroy returns.
 #[test]
 fn um_17_normal_exit_disconnects_waits_then_destroys() {
-    let m = machine(Mode::Step, 4);
+    let m = with_doorbells(Mode::Step, 4);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -854,7 +805,7 @@ fn um_17_normal_exit_disconnects_waits_then_destroys() {
 /// waiting for pending work.
 #[test]
 fn um_18_abnormal_exit_suspends_first_and_does_not_wait() {
-    let m = machine(Mode::Step, 4);
+    let m = with_doorbells(Mode::Step, 4);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -894,7 +845,7 @@ fn um_18_abnormal_exit_suspends_first_and_does_not_wait() {
 /// UM-20: the seed's walk-through with one physical doorbell, step by step.
 #[test]
 fn um_20_victimisation_walkthrough() {
-    let m = machine(Mode::Step, 1);
+    let m = with_doorbells(Mode::Step, 1);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     // 1. hDoorbell1 on hHwQueue1 is connected to the one physical doorbell: CONNECTED.
@@ -965,7 +916,7 @@ fn um_20_victimisation_walkthrough() {
 /// again, and all work completes on the user-mode path.
 #[test]
 fn um_19_three_queues_one_doorbell_all_work_completes() {
-    let m = machine(Mode::Step, 1);
+    let m = with_doorbells(Mode::Step, 1);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -1051,7 +1002,7 @@ fn um_21_global_doorbell_no_victimisation() {
 /// fewer physical doorbells than queues, submit from their own threads; everything completes.
 #[test]
 fn um_19_threaded_two_processes_share_two_doorbells() {
-    let m = machine(Mode::Threaded, 2);
+    let m = with_doorbells(Mode::Threaded, 2);
     let procs: Vec<UmsProcess> = (0..2).map(|_| ok(&m, m.create_process(0))).collect();
     std::thread::scope(|s| {
         for p in &procs {
@@ -1101,7 +1052,7 @@ fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
     use rvgpu_simos::Irql;
 
     // Bad reason.
-    let m = machine(Mode::Step, 2);
+    let m = with_doorbells(Mode::Step, 2);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let q = raw_queue(&m, &k, 0);
@@ -1130,7 +1081,7 @@ fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
     drop(m);
 
     // A good call at DISPATCH_LEVEL: 0xA.
-    let m = machine(Mode::Step, 2);
+    let m = with_doorbells(Mode::Step, 2);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let q = raw_queue(&m, &k, 0);
@@ -1152,7 +1103,7 @@ fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
     drop(m);
 
     // A good call at PASSIVE_LEVEL succeeds, and again on the disconnected doorbell.
-    let m = machine(Mode::Step, 2);
+    let m = with_doorbells(Mode::Step, 2);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let q = raw_queue(&m, &k, 0);
@@ -1189,7 +1140,7 @@ fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
 /// queue, cannot be destroyed.
 #[test]
 fn destroy_order_is_enforced() {
-    let m = machine(Mode::Step, 2);
+    let m = with_doorbells(Mode::Step, 2);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let q = raw_queue(&m, &k, 0);
@@ -1214,7 +1165,7 @@ fn destroy_order_is_enforced() {
 /// right result and nothing faults.
 #[test]
 fn um_20_threaded_churn_across_processes_one_doorbell() {
-    let m = machine(Mode::Threaded, 1);
+    let m = with_doorbells(Mode::Threaded, 1);
     let procs: Vec<UmsProcess> = (0..3).map(|_| ok(&m, m.create_process(0))).collect();
     std::thread::scope(|s| {
         for (pi, p) in procs.iter().enumerate() {
@@ -1291,7 +1242,7 @@ fn um_13_threaded_f1_while_submitting() {
 /// object or, reused, another doorbell.
 #[test]
 fn um_20_destroy_racing_victimisation_never_uses_a_dead_handle() {
-    let m = machine(Mode::Step, 1);
+    let m = with_doorbells(Mode::Step, 1);
     let pa = ok(&m, m.create_process(0));
     let pb = ok(&m, m.create_process(0));
     let (ka, kb) = (m.kmt(&pa), m.kmt(&pb));
@@ -1346,7 +1297,7 @@ fn um_20_destroy_racing_victimisation_never_uses_a_dead_handle() {
 /// every batch and all of them complete, in order.
 #[test]
 fn um_16_ring_wraps_many_times() {
-    let m = machine(Mode::Step, 2);
+    let m = with_doorbells(Mode::Step, 2);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -1367,7 +1318,7 @@ fn um_16_ring_wraps_many_times() {
 /// stops, is removed and the driver unloads with nothing leaked.
 #[test]
 fn stop_with_live_processes_tears_them_down_without_leaks() {
-    let mut m = machine(Mode::Step, 1);
+    let mut m = with_doorbells(Mode::Step, 1);
     {
         let procs: Vec<UmsProcess> = (0..2).map(|_| ok(&m, m.create_process(0))).collect();
         for p in &procs {
@@ -1403,7 +1354,7 @@ fn stop_with_live_processes_tears_them_down_without_leaks() {
 /// completes.
 #[test]
 fn um_14_threaded_power_down_while_submitting() {
-    let m = machine(Mode::Threaded, 4);
+    let m = with_doorbells(Mode::Threaded, 4);
     let procs: Vec<UmsProcess> = (0..2).map(|_| ok(&m, m.create_process(0))).collect();
     let stop = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -1456,7 +1407,7 @@ fn um_14_threaded_power_down_while_submitting() {
 /// context is still suspended) and keeps writing, and that work runs once the context resumes.
 #[test]
 fn um_11_suspended_queue_victimised_reconnects_and_runs_after_resume() {
-    let m = machine(Mode::Step, 1);
+    let m = with_doorbells(Mode::Step, 1);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);
@@ -1488,7 +1439,7 @@ fn um_11_suspended_queue_victimised_reconnects_and_runs_after_resume() {
 /// is in a runlist.
 #[test]
 fn um_17_exit_leaves_no_kmd_memory_or_runlist_entries() {
-    let m = machine(Mode::Step, 2);
+    let m = with_doorbells(Mode::Step, 2);
     let before = m.contiguous_allocations(0);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
@@ -1532,7 +1483,7 @@ fn um_17_exit_leaves_no_kmd_memory_or_runlist_entries() {
 /// runs.
 #[test]
 fn um_11_14_kernel_mode_submission_while_suspended_and_in_d3() {
-    let m = machine(Mode::Step, 2);
+    let m = with_doorbells(Mode::Step, 2);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let t = target(&m, &k);

@@ -29,10 +29,10 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::kmt::{SimMem, STATUS_IO_TIMEOUT};
+use rvgpu_simos::sync::trace::Recorder;
 use rvgpu_simos::testing;
 use rvgpu_simos::testing::gpu::GpuQueue;
-use rvgpu_simos::testing_tdr::{self, Misreport};
-use rvgpu_simos::trace::Recorder;
+use rvgpu_simos::testing::tdr::{self as testing_tdr, Misreport};
 use rvgpu_simos::{
     Machine, MachineConfig, Mode, MonitoredFence, NativeFence, SimError, SimEvent, UmsProcess,
     WaitOutcome,

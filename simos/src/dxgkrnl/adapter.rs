@@ -1,0 +1,421 @@
+//! One simulated adapter: the emulated device plus everything Dxgkrnl keeps per adapter
+//! (miniport context, interrupt connection and lock, queued DPC, notifications, contiguous
+//! allocations, BAR mappings, native fence handles, the callback table handed to the driver).
+//!
+//! The `DeviceHandle` the driver gets in `DXGKRNL_INTERFACE` is the address of the
+//! [`AdapterShared`]; callbacks turn it back into the adapter through a process-wide registry
+//! (never by dereferencing a handle the driver passes), so a bad handle is caught.
+
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use rvgpu_ddi::adapter::DXGK_DRIVERCAPS;
+use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_device::{Device, SysAlloc};
+
+use crate::dxgkrnl::interrupt::{SimLine, Wake, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
+use crate::dxgkrnl::notify::{Notification, Processed};
+use crate::dxgkrnl::state::{lock, MachineState};
+use crate::machine::{AdapterConfig, OsConfig};
+
+/// The driver's table as copied by the simulated `DxgkInitialize`, shared by the machine and
+/// its adapters.
+#[derive(Debug, Default)]
+pub struct DriverTable {
+    table: Mutex<Option<SendTable<DRIVER_INITIALIZATION_DATA>>>,
+}
+
+impl DriverTable {
+    /// A copy of the table (function pointers are `Copy`), if a driver registered one.
+    pub fn get(&self) -> Option<DRIVER_INITIALIZATION_DATA> {
+        lock(&self.table).map(|t| t.0)
+    }
+
+    /// Installs the table.
+    pub fn set(&self, t: Option<DRIVER_INITIALIZATION_DATA>) {
+        *lock(&self.table) = t.map(SendTable);
+    }
+}
+
+/// Where an adapter is in its PnP life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Life {
+    /// No AddDevice yet (or after RemoveDevice).
+    Absent,
+    /// AddDevice succeeded.
+    Added,
+    /// StartDevice succeeded.
+    Started,
+    /// StopDevice returned.
+    Stopped,
+}
+
+/// A table of raw pointers (function pointers and the adapter handle) that the simulation
+/// shares between its threads. The pointers are process-global addresses, valid on any
+/// thread; nothing in the table is thread-affine.
+#[derive(Clone, Copy, Debug)]
+pub struct SendTable<T>(pub T);
+// SAFETY: see the type's documentation: plain addresses, no thread-affine state.
+unsafe impl<T> Send for SendTable<T> {}
+// SAFETY: as above; readers only copy the table.
+unsafe impl<T> Sync for SendTable<T> {}
+
+/// Counters tests can read.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// ISR calls.
+    pub isr_calls: AtomicU64,
+    /// DPC calls.
+    pub dpc_calls: AtomicU64,
+}
+
+/// What freed contiguous memory is filled with while in quarantine.
+pub const FREED_POISON: u64 = 0xF4EE_D0F4_EED0_F4EE;
+
+/// A contiguous allocation handed to the driver.
+#[derive(Debug)]
+pub struct Contiguous {
+    /// The memory (kept alive while the driver owns it).
+    pub alloc: SysAlloc,
+}
+
+/// Per-adapter OS state. Shared between the machine, the interrupt/DPC threads and the
+/// callbacks.
+pub struct AdapterShared {
+    /// Index in the machine.
+    pub index: usize,
+    /// The machine's health.
+    pub state: Arc<MachineState>,
+    /// The emulated device.
+    pub device: Arc<Device>,
+    /// Its interrupt line.
+    pub line: Arc<SimLine>,
+    /// Wakes the interrupt and DPC threads.
+    pub wake: Arc<Wake>,
+    /// Configuration.
+    pub config: AdapterConfig,
+    /// OS switches.
+    pub os: OsConfig,
+    /// The driver's table.
+    pub table: Arc<DriverTable>,
+    context: AtomicPtr<c_void>,
+    /// PnP state.
+    pub life: Mutex<Life>,
+    /// Interrupt connected (after StartDevice, until StopDevice).
+    pub connected: AtomicBool,
+    /// The interrupt spin lock the ISR and SynchronizeExecution routines run under.
+    pub interrupt_lock: Mutex<()>,
+    /// A DPC is queued.
+    pub dpc_queued: AtomicBool,
+    /// The DPC gate: held while the driver's DPC routine runs (so a flush can wait for a
+    /// running DPC, as `KeFlushQueuedDpcs` does); the value says whether DPCs may run at all
+    /// (false before StartDevice and once StopDevice flushed them).
+    pub dpc_gate: Mutex<bool>,
+    /// The `DeviceHandle` is valid: from StartDevice until RemoveDevice. A callback with the
+    /// handle of a removed adapter is a use of freed Dxgkrnl memory (0x50).
+    pub handle_valid: AtomicBool,
+    /// A test asked for one interrupt as on a shared line.
+    forced_interrupt: AtomicBool,
+    /// Reported by the ISR, waiting for `DxgkCbNotifyDpc`.
+    pub pending: Mutex<Vec<Processed>>,
+    /// Processed by `DxgkCbNotifyDpc`, in order.
+    pub processed: Mutex<Vec<Processed>>,
+    next_seq: AtomicU64,
+    /// Contiguous allocations by VA.
+    pub contiguous: Mutex<HashMap<usize, Contiguous>>,
+    /// Freed contiguous allocations, kept alive and poisoned ([`FREED_POISON`]) so that a
+    /// driver writing through a stale pointer is caught at Unload instead of corrupting
+    /// memory someone else owns.
+    pub quarantine: Mutex<Vec<(usize, Contiguous)>>,
+    /// Live BAR mappings: VA → number of mappings at that VA (two mappings of the same
+    /// VRAM range share a VA and need two unmaps).
+    pub mappings: Mutex<HashMap<usize, usize>>,
+    /// Native fence handles the OS handed out and has not destroyed (global handles, NF-13).
+    pub native_fences: Mutex<HashSet<usize>>,
+    /// The OS's native-fence objects, storage and DPC work of this adapter ([`crate::sync::fence`]).
+    pub fence_os: Mutex<crate::sync::fence::FenceOs>,
+    /// References the driver holds on the feature interface (DxgkCbQueryServices takes one,
+    /// InterfaceReference/InterfaceDereference adjust it). Must be zero once stopped.
+    pub feature_refs: AtomicI64,
+    /// Feature IDs the driver asked IsFeatureEnabled about, in order (NF-10).
+    pub features_queried: Mutex<Vec<i32>>,
+    /// Times the driver obtained the native-fence feature interface (QueryFeatureInterface).
+    pub native_fence_interface_queries: AtomicU64,
+    /// The callback table handed to StartDevice.
+    pub interface: Mutex<Option<SendTable<DXGKRNL_INTERFACE>>>,
+    /// Driver caps read at start.
+    pub caps: Mutex<Option<DXGK_DRIVERCAPS>>,
+    /// Counters.
+    pub stats: Stats,
+    /// Resources the driver gets pointers into (never moves).
+    pub resources: Box<crate::dxgkrnl::resources::Resources>,
+    /// BAR2 as an MMIO bus (doorbell writes), kept alive for trap windows onto it.
+    pub doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync>,
+    /// Live `DxgkCbMapMemory` mappings of BAR2: base VA -> length (UM-09: a connected
+    /// doorbell's kernel VA must lie in one).
+    pub doorbell_windows: Mutex<std::collections::BTreeMap<usize, usize>>,
+    /// The OS's user-mode submission objects ([`crate::ums`]).
+    pub ums: Mutex<crate::ums::UmsOs>,
+    /// The OS's user-mode submission lock: thunks of one process take it shared (plus their
+    /// device's lock), adapter-wide sequences (power, F1, device loss) exclusively, so
+    /// different processes reach the KMD concurrently as on Windows. Never held across a
+    /// wait; the `DxgkCbDisconnectDoorbell` callback does not take it.
+    pub ums_seq: std::sync::RwLock<()>,
+    /// Serialises power-component F-state changes (one caller per component at a time).
+    pub ums_fstate: Mutex<()>,
+    unclaimed_run: AtomicU64,
+    claimed_run: AtomicU64,
+    /// GPU clock when the current run of ISR calls with the device still requesting began
+    /// (`u64::MAX`: no run).
+    storm_since: AtomicU64,
+    /// Shortest run (GPU ticks) that counts as a storm (see [`crate::dxgkrnl::interrupt`]).
+    storm_min_ticks: u64,
+}
+
+impl std::fmt::Debug for AdapterShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdapterShared")
+            .field("index", &self.index)
+            .field("life", &*lock(&self.life))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Live adapters by `DeviceHandle`.
+static HANDLES: Mutex<Vec<(usize, Weak<AdapterShared>)>> = Mutex::new(Vec::new());
+/// Adapters by MiniportDeviceContext (for test hooks standing in for driver code).
+static CONTEXTS: Mutex<Vec<(usize, Weak<AdapterShared>)>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// Adapter whose interrupt lock this thread holds (address), 0 if none.
+    static IN_INTERRUPT_LOCK: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Every live adapter of every machine in the process.
+pub fn all_adapters() -> Vec<Arc<AdapterShared>> {
+    lock(&HANDLES)
+        .iter()
+        .filter_map(|(_, w)| w.upgrade())
+        .collect()
+}
+
+/// Whether the calling thread holds some adapter's interrupt lock (ISR, synchronised routine
+/// or an OS call synchronised with the ISR).
+pub fn holds_any_interrupt_lock() -> bool {
+    IN_INTERRUPT_LOCK.with(|c| c.get() != 0)
+}
+
+/// Clears [`IN_INTERRUPT_LOCK`] on drop.
+#[derive(Debug)]
+pub struct InsideInterruptLock {
+    previous: usize,
+}
+
+impl Drop for InsideInterruptLock {
+    fn drop(&mut self) {
+        IN_INTERRUPT_LOCK.with(|c| c.set(self.previous));
+    }
+}
+
+impl AdapterShared {
+    /// A new adapter (registered under its handle).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        index: usize,
+        state: Arc<MachineState>,
+        device: Arc<Device>,
+        line: Arc<SimLine>,
+        wake: Arc<Wake>,
+        config: AdapterConfig,
+        os: OsConfig,
+        table: Arc<DriverTable>,
+    ) -> Arc<Self> {
+        let resources = crate::dxgkrnl::resources::Resources::new(
+            index,
+            device.config().doorbells,
+            device.memory().vram_size(),
+        );
+        let storm_min_ticks = crate::dxgkrnl::interrupt::storm_min_ticks(device.config());
+        let doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync> = Arc::new(
+            crate::dxgkrnl::callbacks::DoorbellBus(Arc::downgrade(&device)),
+        );
+        let a = Arc::new(Self {
+            index,
+            state,
+            device,
+            line,
+            wake,
+            config,
+            os,
+            table,
+            context: AtomicPtr::new(std::ptr::null_mut()),
+            life: Mutex::new(Life::Absent),
+            connected: AtomicBool::new(false),
+            interrupt_lock: Mutex::new(()),
+            dpc_queued: AtomicBool::new(false),
+            dpc_gate: Mutex::new(false),
+            handle_valid: AtomicBool::new(false),
+            forced_interrupt: AtomicBool::new(false),
+            pending: Mutex::new(Vec::new()),
+            processed: Mutex::new(Vec::new()),
+            next_seq: AtomicU64::new(0),
+            contiguous: Mutex::new(HashMap::new()),
+            quarantine: Mutex::new(Vec::new()),
+            mappings: Mutex::new(HashMap::new()),
+            native_fences: Mutex::new(HashSet::new()),
+            fence_os: Mutex::new(crate::sync::fence::FenceOs::default()),
+            feature_refs: AtomicI64::new(0),
+            features_queried: Mutex::new(Vec::new()),
+            native_fence_interface_queries: AtomicU64::new(0),
+            interface: Mutex::new(None),
+            caps: Mutex::new(None),
+            stats: Stats::default(),
+            resources,
+            doorbell_bus,
+            doorbell_windows: Mutex::new(std::collections::BTreeMap::new()),
+            ums: Mutex::new(crate::ums::UmsOs::default()),
+            ums_seq: std::sync::RwLock::new(()),
+            ums_fstate: Mutex::new(()),
+            unclaimed_run: AtomicU64::new(0),
+            claimed_run: AtomicU64::new(0),
+            storm_since: AtomicU64::new(u64::MAX),
+            storm_min_ticks,
+        });
+        let mut h = lock(&HANDLES);
+        h.retain(|(_, w)| w.strong_count() > 0);
+        h.push((a.handle() as usize, Arc::downgrade(&a)));
+        a
+    }
+
+    /// The `DeviceHandle` given to the driver.
+    pub fn handle(self: &Arc<Self>) -> *mut c_void {
+        Arc::as_ptr(self).cast_mut().cast()
+    }
+
+    /// The adapter behind a `DeviceHandle`, if it is a live one.
+    pub fn from_handle(h: *mut c_void) -> Option<Arc<Self>> {
+        let h = h as usize;
+        lock(&HANDLES)
+            .iter()
+            .find(|(k, _)| *k == h)
+            .and_then(|(_, w)| w.upgrade())
+    }
+
+    /// The adapter whose miniport context is `ctx`.
+    pub fn from_context(ctx: *mut c_void) -> Option<Arc<Self>> {
+        let c = ctx as usize;
+        lock(&CONTEXTS)
+            .iter()
+            .find(|(k, _)| *k == c)
+            .and_then(|(_, w)| w.upgrade())
+    }
+
+    /// MiniportDeviceContext from AddDevice.
+    pub fn context(&self) -> *mut c_void {
+        self.context.load(Ordering::Acquire)
+    }
+
+    /// Records the MiniportDeviceContext.
+    pub fn set_context(self: &Arc<Self>, ctx: *mut c_void) {
+        self.context.store(ctx, Ordering::Release);
+        let mut c = lock(&CONTEXTS);
+        c.retain(|(_, w)| w.strong_count() > 0);
+        if !ctx.is_null() {
+            c.push((ctx as usize, Arc::downgrade(self)));
+        }
+    }
+
+    /// Marks the calling thread as holding this adapter's interrupt lock.
+    pub fn enter_interrupt_lock(&self) -> InsideInterruptLock {
+        let me = self as *const Self as usize;
+        InsideInterruptLock {
+            previous: IN_INTERRUPT_LOCK.with(|c| c.replace(me)),
+        }
+    }
+
+    /// Whether the calling thread holds this adapter's interrupt lock (ISR or synchronised
+    /// routine).
+    pub fn holds_interrupt_lock(&self) -> bool {
+        IN_INTERRUPT_LOCK.with(|c| c.get() == self as *const Self as usize)
+    }
+
+    /// Asks the interrupt servicer for one ISR call regardless of the line.
+    pub fn force_interrupt(&self) {
+        self.forced_interrupt.store(true, Ordering::Release);
+        self.wake.notify();
+    }
+
+    /// Takes a pending forced interrupt.
+    pub fn take_forced_interrupt(&self) -> bool {
+        self.forced_interrupt.swap(false, Ordering::AcqRel)
+    }
+
+    /// Storm bookkeeping after an ISR call: `requesting` is whether the device still requests
+    /// the interrupt after the ISR returned (its line AND its own `INT_STATUS & INT_ENABLE`,
+    /// so a line that is merely about to drop does not count), `now` the GPU clock. A storm
+    /// needs both enough consecutive calls ([`UNCLAIMED_STORM_LIMIT`] unclaimed, or
+    /// [`CLAIMED_STORM_LIMIT`] claimed) and a minimum duration of the run; `Some(count)` then.
+    pub fn storm_check(&self, claimed: bool, requesting: bool, now: u64) -> Option<u64> {
+        if !requesting {
+            self.reset_storm_counters();
+            return None;
+        }
+        let since = match self.storm_since.load(Ordering::Relaxed) {
+            u64::MAX => {
+                self.storm_since.store(now, Ordering::Relaxed);
+                now
+            }
+            t => t,
+        };
+        let long_enough = now.saturating_sub(since) >= self.storm_min_ticks;
+        if claimed {
+            self.unclaimed_run.store(0, Ordering::Relaxed);
+            let n = self.claimed_run.fetch_add(1, Ordering::Relaxed) + 1;
+            (n >= CLAIMED_STORM_LIMIT && long_enough).then_some(n)
+        } else {
+            let n = self.unclaimed_run.fetch_add(1, Ordering::Relaxed) + 1;
+            (n >= UNCLAIMED_STORM_LIMIT && long_enough).then_some(n)
+        }
+    }
+
+    /// The device stopped requesting: no storm in progress.
+    pub fn reset_storm_counters(&self) {
+        self.unclaimed_run.store(0, Ordering::Relaxed);
+        self.claimed_run.store(0, Ordering::Relaxed);
+        self.storm_since.store(u64::MAX, Ordering::Relaxed);
+    }
+
+    /// Queues a validated notification for the next `DxgkCbNotifyDpc`.
+    pub fn push_pending(&self, n: Notification) {
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        lock(&self.pending).push(Processed {
+            seq,
+            notification: n,
+        });
+    }
+
+    /// Moves every pending notification to the processed log (what VidSch does at DPC time).
+    pub fn process_pending(&self) -> usize {
+        let drained: Vec<Processed> = std::mem::take(&mut *lock(&self.pending));
+        let n = drained.len();
+        // VidSch's DPC-time fence work is recorded here and done when the driver's DPC
+        // returns ([`crate::sync::fence::process_dpc_work`]).
+        crate::sync::fence::note_notifications(self, drained.iter().map(|p| &p.notification));
+        for p in &drained {
+            if let Notification::EngineStateChange {
+                node, new_state, ..
+            } = p.notification
+            {
+                crate::ums::note_engine_state(self, node, new_state);
+            }
+        }
+        lock(&self.processed).extend(drained);
+        // VidSch's DMA fence bookkeeping (crate::vidsch::tdr).
+        crate::vidsch::tdr::dpc_process(self);
+        n
+    }
+}

@@ -1,0 +1,167 @@
+//! Device information and BAR mappings: `DxgkCbGetDeviceInformation`, `DxgkCbMapMemory`,
+//! `DxgkCbUnmapMemory`.
+
+use super::*;
+
+/// `DxgkCbGetDeviceInformation` (PASSIVE).
+pub(super) unsafe extern "system" fn get_device_information(
+    handle: HANDLE,
+    info: PDXGK_DEVICE_INFO,
+) -> NTSTATUS {
+    let Some(a) = enter(
+        Routine::DxgkCbGetDeviceInformation,
+        handle,
+        get_device_information as *const () as usize,
+    ) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    if info.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    let r = &a.resources;
+    let out = DXGK_DEVICE_INFO {
+        MiniportDeviceContext: a.context(),
+        PhysicalDeviceObject: r.pdo(),
+        DeviceRegistryPath: r.registry_path_string(),
+        TranslatedResourceList: r.list_ptr(),
+        SystemMemorySize: LARGE_INTEGER::from_i64(16 << 30),
+        HighestPhysicalAddress: LARGE_INTEGER::from_i64((rvgpu_hw::addr::SYSMEM_LIMIT - 1) as i64),
+        AgpApertureBase: LARGE_INTEGER::from_i64(0),
+        AgpApertureSize: 0,
+        DockingState: DockStateUnsupported,
+    };
+    // SAFETY: the driver passes a pointer to its DXGK_DEVICE_INFO (checked non-null); writing
+    // a whole value is what the callback is for.
+    unsafe { info.write(out) };
+    STATUS_SUCCESS
+}
+
+/// BAR2 seen as an MMIO bus: 32/64-bit writes at `page * 4096` ring doorbell `page`.
+pub struct DoorbellBus(pub Weak<Device>);
+
+impl MmioBus for DoorbellBus {
+    fn read32(&self, _offset: usize) -> u32 {
+        0
+    }
+    fn write32(&self, offset: usize, value: u32) {
+        self.write64(offset, u64::from(value));
+    }
+    fn read64(&self, _offset: usize) -> u64 {
+        0
+    }
+    fn write64(&self, offset: usize, value: u64) {
+        if let (Some(d), Ok(page)) = (
+            self.0.upgrade(),
+            u32::try_from(offset / rvgpu_hw::PAGE_SIZE as usize),
+        ) {
+            d.doorbell_write(page, value);
+        }
+    }
+}
+
+/// `DxgkCbMapMemory` (PASSIVE): maps a range of one of the adapter's BARs. BAR0 and BAR2 must
+/// be mapped from their start (the trap window is the BAR); BAR4 may be mapped at any offset.
+pub(super) unsafe extern "system" fn map_memory(
+    handle: HANDLE,
+    translated: PHYSICAL_ADDRESS,
+    length: ULONG,
+    in_io_space: BOOLEAN,
+    map_to_user_mode: BOOLEAN,
+    _cache: MEMORY_CACHING_TYPE,
+    virtual_address: *mut PVOID,
+) -> NTSTATUS {
+    let Some(a) = enter(
+        Routine::DxgkCbMapMemory,
+        handle,
+        map_memory as *const () as usize,
+    ) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    if virtual_address.is_null() || length == 0 || in_io_space != 0 {
+        return STATUS_INVALID_PARAMETER;
+    }
+    if map_to_user_mode != 0 {
+        // User-mode mappings come with user-mode submission (doorbell pages, UM-09).
+        a.state
+            .raise_sim_error("DxgkCbMapMemory with MapToUserMode is not simulated");
+        return STATUS_NOT_SUPPORTED;
+    }
+    let addr = translated.get() as u64;
+    let len = u64::from(length);
+    let idx = a.index;
+    let doorbells = u64::from(a.device.config().doorbells) * rvgpu_hw::PAGE_SIZE;
+    let vram = a.device.memory().vram_size();
+    let within = |base: u64, size: u64| {
+        addr >= base && addr.checked_add(len).is_some_and(|e| e <= base + size)
+    };
+    let va = if addr == resources::bar_base(idx, pci::BAR_MMIO) && len <= pci::MMIO_SIZE {
+        let bus: Arc<dyn MmioBus + Send + Sync> = a.device.clone();
+        kernel::map_trap_window(&bus, len as usize)
+    } else if addr == resources::bar_base(idx, pci::BAR_DOORBELL) && len <= doorbells {
+        let va = kernel::map_trap_window(&a.doorbell_bus, len as usize);
+        lock(&a.doorbell_windows).insert(va.as_ptr() as usize, len as usize);
+        va
+    } else if within(resources::bar_base(idx, pci::BAR_VRAM), vram) {
+        let off = addr - resources::bar_base(idx, pci::BAR_VRAM);
+        let Some(base) = a.device.memory().vram_cpu_ptr() else {
+            return STATUS_INVALID_PARAMETER;
+        };
+        // SAFETY: `off + len <= vram` (checked by `within`), so the pointer stays inside the
+        // VRAM backing, which lives as long as the machine's `Memory`.
+        let p = unsafe { base.cast::<u8>().add(off as usize) };
+        kernel::map_memory_window(p, len as usize);
+        p
+    } else {
+        a.state.push_log(
+            rvgpu_kmd::platform::Level::Error,
+            format!("DxgkCbMapMemory: {addr:#x}+{len:#x} is not inside a BAR of adapter {idx}"),
+        );
+        return STATUS_INVALID_PARAMETER;
+    };
+    *lock(&a.mappings).entry(va.as_ptr() as usize).or_insert(0) += 1;
+    // SAFETY: checked non-null; the driver's out-parameter.
+    unsafe { virtual_address.write(va.as_ptr().cast()) };
+    STATUS_SUCCESS
+}
+
+/// `DxgkCbUnmapMemory` (PASSIVE). Unmapping an address that is not a live mapping of this
+/// adapter is what MmUnmapIoSpace under Driver Verifier rejects: 0xC4 with the "freeing an
+/// address not returned by an allocate call" subtype.
+pub(super) unsafe extern "system" fn unmap_memory(handle: HANDLE, va: PVOID) -> NTSTATUS {
+    let Some(a) = enter(
+        Routine::DxgkCbUnmapMemory,
+        handle,
+        unmap_memory as *const () as usize,
+    ) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    let key = va as usize;
+    let live = {
+        let mut maps = lock(&a.mappings);
+        match maps.get_mut(&key) {
+            Some(n) => {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    maps.remove(&key);
+                }
+                true
+            }
+            None => false,
+        }
+    };
+    if !live {
+        a.state.raise_bugcheck(BugCheck::verifier(
+            bugcheck::verifier::FREE_BAD_ADDRESS,
+            key as u64,
+            0,
+            0,
+        ));
+        return STATUS_INVALID_PARAMETER;
+    }
+    if !lock(&a.mappings).contains_key(&key) {
+        // BAR2 trap windows are never shared, so the last unmap of the base ends it.
+        lock(&a.doorbell_windows).remove(&key);
+    }
+    kernel::unmap_window(key);
+    STATUS_SUCCESS
+}

@@ -1,0 +1,178 @@
+//! `DxgkCbQueryServices` and the feature interface behind it (NF-10).
+
+use super::*;
+
+/// `InterfaceReference` of the feature interface (`PINTERFACE_REFERENCE`, IRQL <=
+/// DISPATCH_LEVEL): the context is the adapter handle. A context that is not a live adapter
+/// handle is 0x50, like any callback with a bad handle.
+pub(super) unsafe extern "system" fn interface_reference(context: PVOID) {
+    if let Some(a) = enter(
+        Routine::InterfaceReference,
+        context,
+        interface_reference as *const () as usize,
+    ) {
+        a.feature_refs.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// `InterfaceDereference` of the feature interface (IRQL <= DISPATCH_LEVEL). Dropping a
+/// reference the driver does not hold would free the interface under its other users: the
+/// count going negative is a simulation error (Windows has no bug check for it; the
+/// interface would be released early).
+pub(super) unsafe extern "system" fn interface_dereference(context: PVOID) {
+    if let Some(a) = enter(
+        Routine::InterfaceDereference,
+        context,
+        interface_dereference as *const () as usize,
+    ) {
+        if a.feature_refs.fetch_sub(1, Ordering::AcqRel) <= 0 {
+            a.feature_refs.fetch_add(1, Ordering::AcqRel);
+            a.state.raise_sim_error(format!(
+                "adapter {}: InterfaceDereference of the feature interface without a reference \
+                 (reference count would go negative)",
+                a.index
+            ));
+        }
+    }
+}
+
+/// `DxgkCbQueryServices` (PASSIVE). Only `DxgkServicesFeature` is provided.
+pub(super) unsafe extern "system" fn query_services(
+    handle: HANDLE,
+    services: DXGK_SERVICES,
+    interface: PINTERFACE,
+) -> NTSTATUS {
+    let Some(a) = enter(
+        Routine::DxgkCbQueryServices,
+        handle,
+        query_services as *const () as usize,
+    ) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    if interface.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    if services != DxgkServicesFeature {
+        return STATUS_NOT_SUPPORTED;
+    }
+    // SAFETY: non-null; the driver passes at least an INTERFACE header.
+    let header = unsafe { interface.read() };
+    if usize::from(header.Size) < std::mem::size_of::<DXGK_FEATURE_INTERFACE>()
+        || header.Version != DXGK_FEATURE_INTERFACE_VERSION_1
+    {
+        return STATUS_INVALID_PARAMETER;
+    }
+    let out = DXGK_FEATURE_INTERFACE {
+        Size: std::mem::size_of::<DXGK_FEATURE_INTERFACE>() as USHORT,
+        Version: DXGK_FEATURE_INTERFACE_VERSION_1,
+        Context: a.handle(),
+        InterfaceReference: Some(interface_reference),
+        InterfaceDereference: Some(interface_dereference),
+        IsFeatureEnabled: Some(is_feature_enabled),
+        QueryFeatureInterface: Some(query_feature_interface),
+    };
+    // SAFETY: the driver declared (Size) a buffer at least this large.
+    unsafe { interface.cast::<DXGK_FEATURE_INTERFACE>().write(out) };
+    // As every WDM interface provider does, the interface is referenced for the caller, who
+    // must dereference it when done.
+    a.feature_refs.fetch_add(1, Ordering::AcqRel);
+    STATUS_SUCCESS
+}
+
+/// `DXGK_FEATURE_INTERFACE::IsFeatureEnabled` (PASSIVE).
+pub(super) unsafe extern "system" fn is_feature_enabled(
+    handle: HANDLE,
+    args: *mut DXGKARGCB_ISFEATUREENABLED2,
+) -> NTSTATUS {
+    let Some(a) = enter(
+        Routine::DxgkCbIsFeatureEnabled,
+        handle,
+        is_feature_enabled as *const () as usize,
+    ) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    if args.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: non-null pointer to the driver's argument block.
+    let args = unsafe { &mut *args };
+    lock(&a.features_queried).push(args.FeatureId);
+    let enabled = args.FeatureId == DXGK_FEATURE_NATIVE_FENCE && a.os.native_fence_feature;
+    let known = args.FeatureId == DXGK_FEATURE_NATIVE_FENCE;
+    let mut flags = DXGK_ISFEATUREENABLED_RESULT_0::default();
+    flags.set(DXGK_ISFEATUREENABLED_RESULT_0::Enabled, u16::from(enabled));
+    flags.set(
+        DXGK_ISFEATUREENABLED_RESULT_0::KnownFeature,
+        u16::from(known),
+    );
+    args.Result = DXGK_ISFEATUREENABLED_RESULT {
+        Version: u16::from(enabled),
+        Anonymous: flags,
+    };
+    STATUS_SUCCESS
+}
+
+/// `DXGK_FEATURE_INTERFACE::QueryFeatureInterface` (PASSIVE): native fence version 1 only.
+pub(super) unsafe extern "system" fn query_feature_interface(
+    handle: HANDLE,
+    args: *mut DXGKARGCB_QUERYFEATUREINTERFACE,
+) -> NTSTATUS {
+    let Some(a) = enter(
+        Routine::DxgkCbQueryFeatureInterface,
+        handle,
+        query_feature_interface as *const () as usize,
+    ) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    if args.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: non-null pointer to the driver's argument block.
+    let args = unsafe { &mut *args };
+    if args.FeatureId != DXGK_FEATURE_NATIVE_FENCE || !a.os.native_fence_feature {
+        return STATUS_NOT_SUPPORTED;
+    }
+    let size = std::mem::size_of::<DXGKCBINT_FEATURE_NATIVEFENCE_1>();
+    if args.Version != 1 || usize::from(args.InterfaceSize) < size || args.Interface.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: the driver's buffer of at least `size` bytes (checked above).
+    unsafe {
+        args.Interface
+            .cast::<DXGKCBINT_FEATURE_NATIVEFENCE_1>()
+            .write(DXGKCBINT_FEATURE_NATIVEFENCE_1 {
+                GetOSCaps: Some(native_fence_get_os_caps),
+            })
+    };
+    a.native_fence_interface_queries
+        .fetch_add(1, Ordering::Relaxed);
+    args.InterfaceSize = size as u16;
+    STATUS_SUCCESS
+}
+
+/// `DXGKCBINT_FEATURE_NATIVEFENCE_1::GetOSCaps` (PASSIVE). The simulated OS keeps default
+/// fences in system memory (`SupportOptimizedDefaultFenceType` = 0) and supports the intra-GPU
+/// fence type, whose values it places in VRAM (NF-06), so `SupportIntraGpuFenceType` = 1.
+pub(super) unsafe extern "system" fn native_fence_get_os_caps(
+    args: *mut DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1,
+) -> NTSTATUS {
+    if let Err(b) = irql::check(
+        Routine::NativeFenceGetOSCaps,
+        current_irql(),
+        native_fence_get_os_caps as *const () as usize,
+    ) {
+        kernel::raise(b);
+        return STATUS_UNSUCCESSFUL;
+    }
+    if args.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: non-null out-parameter.
+    unsafe {
+        args.write(DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::default().with(
+            DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::SupportIntraGpuFenceType,
+            1,
+        ))
+    };
+    STATUS_SUCCESS
+}

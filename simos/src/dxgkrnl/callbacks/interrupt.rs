@@ -1,0 +1,307 @@
+//! Interrupts and DPCs: `DxgkCbNotifyInterrupt` (with the report checks), `DxgkCbQueueDpc`,
+//! `DxgkCbNotifyDpc`, `DxgkCbSynchronizeExecution`, `DxgkCbLogEtwEvent`.
+
+use super::*;
+
+/// `DxgkCbQueueDpc` (any IRQL): at most one DPC queued per adapter. Unlike
+/// `DxgkCbNotifyInterrupt` it does not require the interrupt lock: Microsoft documents it as
+/// callable at any level (it is KeInsertQueueDpc underneath), so a driver may queue its DPC
+/// from a PASSIVE thread or from the DPC itself.
+pub(super) unsafe extern "system" fn queue_dpc(handle: HANDLE) -> BOOLEAN {
+    let Some(a) = enter(
+        Routine::DxgkCbQueueDpc,
+        handle,
+        queue_dpc as *const () as usize,
+    ) else {
+        return 0;
+    };
+    if a.dpc_queued.swap(true, Ordering::AcqRel) {
+        return 0;
+    }
+    a.wake.notify();
+    1
+}
+
+/// `DxgkCbSynchronizeExecution` (<= DISPATCH): runs the routine under the interrupt lock at
+/// device IRQL and returns its BOOLEAN.
+pub(super) unsafe extern "system" fn synchronize_execution(
+    handle: HANDLE,
+    routine: PKSYNCHRONIZE_ROUTINE,
+    context: PVOID,
+    message_number: ULONG,
+    return_value: *mut BOOLEAN,
+) -> NTSTATUS {
+    let Some(a) = enter(
+        Routine::DxgkCbSynchronizeExecution,
+        handle,
+        synchronize_execution as *const () as usize,
+    ) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    let Some(routine) = routine else {
+        return STATUS_INVALID_PARAMETER;
+    };
+    if message_number != 0 {
+        // Line-based interrupt: the message number must be zero.
+        return STATUS_INVALID_PARAMETER;
+    }
+    if !a.connected.load(Ordering::Acquire) {
+        return STATUS_UNSUCCESSFUL;
+    }
+    let result = {
+        let _guard = lock(&a.interrupt_lock);
+        // Re-check under the lock: the interrupt may have been disconnected (or the machine
+        // halted) while this caller waited for it.
+        if a.state.is_halted() || !a.connected.load(Ordering::Acquire) {
+            return STATUS_UNSUCCESSFUL;
+        }
+        let _irql = IrqlScope::enter(Irql::Device);
+        let _inside = a.enter_interrupt_lock();
+        // SAFETY: the driver's synchronize routine with its own context, under the interrupt
+        // lock at device IRQL, as KeSynchronizeExecution runs it.
+        let r = unsafe { routine(context) };
+        if let Err(b) = kernel::check_return_irql(
+            Irql::Device,
+            bugcheck::irql_unexpected::SIM_SYNCHRONIZE_ROUTINE,
+            routine as usize as u64,
+            context as usize as u64,
+            0,
+        ) {
+            a.state.raise_bugcheck(b);
+            return STATUS_UNSUCCESSFUL;
+        }
+        r
+    };
+    if !return_value.is_null() {
+        // SAFETY: the driver's out-parameter (checked non-null).
+        unsafe { return_value.write(result) };
+    }
+    STATUS_SUCCESS
+}
+
+pub(super) fn decode(
+    a: &AdapterShared,
+    data: &DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+) -> Result<Notification, BugCheck> {
+    let t = data.InterruptType;
+    if !notify::is_known_type(t) {
+        return Err(BugCheck::video_scheduler(
+            vidsch::SIM_UNKNOWN_INTERRUPT_TYPE,
+            t as u32 as u64,
+            0,
+            0,
+        ));
+    }
+    if !notify::allowed_on_render_only(t) {
+        // 0x119 subtype 7: REPORT_VSYNC_ON_RENDER_ONLY_ADAPTER.
+        return Err(BugCheck::video_scheduler(0x7, t as u32 as u64, 0, 0));
+    }
+    // The node and engine the report names (every type the simulation decodes carries them).
+    // Between StartDevice's return (the interrupt is connected) and the OS's DRIVERCAPS
+    // query the OS does not know the node count yet: an idle engine may already ask for F1
+    // then. Until the caps are read the report is checked against the architectural maximum
+    // (what `validate_caps` allows); the exact count applies from then on.
+    let nodes = lock(&a.caps).map_or(rvgpu_hw::regs::ENGINE_MAX, |c| {
+        c.GpuEngineTopology.NbAsymetricProcessingNodes
+    });
+    let check_node = |node: u32, engine: u32| -> Result<(), BugCheck> {
+        if node >= nodes {
+            return Err(BugCheck::video_scheduler(
+                vidsch::SIM_INVALID_NODE_ORDINAL,
+                u64::from(node),
+                u64::from(nodes),
+                t as u32 as u64,
+            ));
+        }
+        if engine != 0 {
+            return Err(BugCheck::video_scheduler(
+                vidsch::SIM_INVALID_ENGINE_ORDINAL,
+                u64::from(engine),
+                u64::from(node),
+                t as u32 as u64,
+            ));
+        }
+        Ok(())
+    };
+    // SAFETY (all arms): `InterruptType` selects the union member the driver filled; every
+    // member is plain integers and pointers, so any bit pattern is a valid value to read.
+    Ok(match t {
+        DXGK_INTERRUPT_DMA_COMPLETED => {
+            let d = unsafe { data.Anonymous.DmaCompleted };
+            check_node(d.NodeOrdinal, d.EngineOrdinal)?;
+            Notification::DmaCompleted {
+                fence_id: d.SubmissionFenceId,
+                node: d.NodeOrdinal,
+                engine: d.EngineOrdinal,
+            }
+        }
+        DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE => {
+            let d = unsafe { data.Anonymous.EngineStateChange };
+            check_node(d.NodeOrdinal, d.EngineOrdinal)?;
+            if !(DXGK_ENGINE_STATE_ACTIVE..=DXGK_ENGINE_STATE_HUNG).contains(&d.NewState) {
+                return Err(BugCheck::video_scheduler(
+                    vidsch::SIM_INVALID_ENGINE_STATE,
+                    d.NewState as u32 as u64,
+                    u64::from(d.NodeOrdinal),
+                    t as u32 as u64,
+                ));
+            }
+            Notification::EngineStateChange {
+                node: d.NodeOrdinal,
+                engine: d.EngineOrdinal,
+                new_state: d.NewState,
+            }
+        }
+        DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED => {
+            let d = unsafe { data.Anonymous.NativeFenceSignaled };
+            check_node(d.NodeOrdinal, d.EngineOrdinal)?;
+            // Issue 5 (LOG-08): with the optimized cap the OS reads hHWQueue only.
+            let optimized = lock(&a.caps).is_some_and(|c| {
+                c.SchedulingCaps
+                    .is_set(DXGK_VIDSCHCAPS::OptimizedNativeFenceSignaledInterrupt)
+            });
+            let hw_queue = if optimized && !d.hHWQueue.is_null() {
+                let h = d.hHWQueue as usize;
+                let table = lock(&a.fence_os).logs.clone();
+                match table.check_isr_queue(h, d.NodeOrdinal) {
+                    crate::sync::fencelog::IsrQueue::Ok => Some(h),
+                    crate::sync::fencelog::IsrQueue::Unknown => {
+                        return Err(BugCheck::video_scheduler(
+                            vidsch::SIM_INVALID_HW_QUEUE,
+                            h as u64,
+                            u64::from(d.NodeOrdinal),
+                            u64::MAX,
+                        ))
+                    }
+                    crate::sync::fencelog::IsrQueue::WrongNode(n) => {
+                        return Err(BugCheck::video_scheduler(
+                            vidsch::SIM_INVALID_HW_QUEUE,
+                            h as u64,
+                            u64::from(d.NodeOrdinal),
+                            u64::from(n),
+                        ))
+                    }
+                }
+            } else {
+                None
+            };
+            let fences = if optimized || d.pSignaledNativeFenceArray.is_null() {
+                None
+            } else {
+                let n = d.SignaledNativeFenceCount as usize;
+                // SAFETY: the driver reports `n` handles at this non-null address (the DDI's
+                // contract); the OS reads them at ISR time.
+                let handles = unsafe { std::slice::from_raw_parts(d.pSignaledNativeFenceArray, n) };
+                let live = lock(&a.native_fences);
+                for (i, h) in handles.iter().enumerate() {
+                    if !live.contains(&(*h as usize)) {
+                        return Err(BugCheck::video_scheduler(
+                            vidsch::DRIVER_REPORTED_INVALID_FENCE_ID,
+                            *h as usize as u64,
+                            t as u32 as u64,
+                            i as u64,
+                        ));
+                    }
+                }
+                Some(handles.iter().map(|h| *h as usize).collect())
+            };
+            let advertised = lock(&a.caps)
+                .is_some_and(|c| c.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence));
+            if !a.os.native_fence_feature || !advertised {
+                // The OS never enabled native fences on this adapter (NF-10): the report is
+                // of a type this adapter may not raise.
+                return Err(BugCheck::video_scheduler(
+                    vidsch::SIM_UNKNOWN_INTERRUPT_TYPE,
+                    t as u32 as u64,
+                    1,
+                    0,
+                ));
+            }
+            Notification::NativeFenceSignaled {
+                node: d.NodeOrdinal,
+                engine: d.EngineOrdinal,
+                fences,
+                evaluate_legacy: data
+                    .Flags
+                    .is_set(DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::EvaluateLegacyMonitoredFences),
+                optimized,
+                hw_queue,
+            }
+        }
+        other => Notification::Other {
+            interrupt_type: other,
+        },
+    })
+}
+
+/// `DxgkCbNotifyInterrupt` (device IRQL, from this adapter's ISR or one of its synchronized
+/// routines): validates the report and queues it for the DPC.
+pub(super) unsafe extern "system" fn notify_interrupt(
+    handle: HANDLE,
+    data: *const DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+) {
+    let Some(a) = enter(
+        Routine::DxgkCbNotifyInterrupt,
+        handle,
+        notify_interrupt as *const () as usize,
+    ) else {
+        return;
+    };
+    if data.is_null() {
+        a.state.raise_bugcheck(BugCheck::new(
+            bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+            [0, 0, notify_interrupt as *const () as usize as u64, 0],
+        ));
+        return;
+    }
+    // SAFETY: non-null pointer to the driver's DXGKARGCB_NOTIFY_INTERRUPT_DATA.
+    let data = unsafe { data.read() };
+    if !a.holds_interrupt_lock() {
+        // At device IRQL but not inside this adapter's ISR or synchronized routine (another
+        // adapter's, say): the OS's interrupt-time state is unprotected.
+        a.state.raise_bugcheck(BugCheck::video_scheduler(
+            vidsch::SIM_NOTIFY_OUTSIDE_INTERRUPT_LOCK,
+            handle as usize as u64,
+            data.InterruptType as u32 as u64,
+            0,
+        ));
+        return;
+    }
+    match decode(&a, &data) {
+        Ok(n) => {
+            // Node reports for VidSch's kernel-mode scheduling and TDR (crate::vidsch::tdr).
+            crate::vidsch::tdr::isr_report(&a, &data);
+            a.push_pending(n)
+        }
+        Err(b) => a.state.raise_bugcheck(b),
+    }
+}
+
+/// `DxgkCbNotifyDpc` (DISPATCH): the OS processes what the ISR reported.
+pub(super) unsafe extern "system" fn notify_dpc(handle: HANDLE) {
+    let Some(a) = enter(
+        Routine::DxgkCbNotifyDpc,
+        handle,
+        notify_dpc as *const () as usize,
+    ) else {
+        return;
+    };
+    a.process_pending();
+}
+
+/// `DxgkCbLogEtwEvent` (any IRQL): with no ETW session listening, Windows drops the event;
+/// the simulation does the same, after the IRQL check.
+pub(super) unsafe extern "system" fn log_etw_event(
+    _guid: *const GUID,
+    _type: UCHAR,
+    _size: USHORT,
+    _buffer: PVOID,
+) {
+    if let Err(b) = irql::check(
+        Routine::DxgkCbLogEtwEvent,
+        current_irql(),
+        log_etw_event as *const () as usize,
+    ) {
+        kernel::raise(b);
+    }
+}

@@ -1,0 +1,266 @@
+//! The `DXGKRNL_INTERFACE` the simulated Dxgkrnl hands to `DxgkDdiStartDevice`.
+//!
+//! Every slot the bindings have is filled: the callbacks bring-up needs are simulated below;
+//! every other slot points at a stub that halts the machine with "callback X not simulated"
+//! (never a silent success). Each simulated callback first checks the caller's IRQL against
+//! [`crate::dxgkrnl::irql`] and resolves `DeviceHandle` through the adapter registry; an unknown handle
+//! is what Dxgkrnl would dereference as garbage: bug check 0x50.
+//!
+//! Callbacks never unwind into the driver: a violation records the bug check and the callback
+//! returns an error status (or FALSE / nothing).
+
+mod device;
+mod feature;
+mod interrupt;
+
+pub use self::device::*;
+use self::feature::*;
+use self::interrupt::*;
+use crate::vidmm::contiguous::{allocate_contiguous_memory, free_contiguous_memory};
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+
+use rvgpu_ddi::adapter::*;
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::dxgkrnl::*;
+use rvgpu_ddi::feature::*;
+use rvgpu_ddi::init::DXGKDDI_INTERFACE_VERSION_WDDM3_2;
+use rvgpu_ddi::interrupt::*;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_device::Device;
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::pci;
+use rvgpu_kmd::platform::Irql;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
+use crate::dxgkrnl::irql::{self, Routine};
+use crate::dxgkrnl::kernel::{self, current_irql, current_machine, IrqlScope};
+use crate::dxgkrnl::notify::{self, Notification};
+use crate::dxgkrnl::resources;
+use crate::dxgkrnl::state::lock;
+
+// ---------------------------------------------------------------------------------------------
+// Entry checks.
+
+/// Checks the IRQL of `routine` and resolves the handle. `None` means the machine halted (bug
+/// check recorded) and the callback must return its failure value.
+pub(crate) fn enter(
+    routine: Routine,
+    handle: HANDLE,
+    address: usize,
+) -> Option<Arc<AdapterShared>> {
+    let adapter = AdapterShared::from_handle(handle);
+    // A violation is recorded on the adapter's machine when the handle names one (a driver
+    // thread need not be inside a simulated call), else on the thread's current machine.
+    let raise = |b: BugCheck| match &adapter {
+        Some(a) => a.state.raise_bugcheck(b),
+        None => kernel::raise(b),
+    };
+    if let Err(b) = irql::check(routine, current_irql(), address) {
+        raise(b);
+        return None;
+    }
+    match adapter {
+        // A removed adapter's handle is freed Dxgkrnl memory: the same page fault as a handle
+        // that never existed, on the machine the adapter belonged to.
+        Some(a) if !a.handle_valid.load(Ordering::Acquire) => {
+            a.state.raise_bugcheck(BugCheck::new(
+                bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+                [handle as usize as u64, 0, address as u64, 0],
+            ));
+            None
+        }
+        Some(a) if !a.state.is_halted() => Some(a),
+        Some(_) => None,
+        None => {
+            kernel::raise(BugCheck::new(
+                bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+                [handle as usize as u64, 0, address as u64, 0],
+            ));
+            None
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stubs for callbacks the simulation does not implement.
+
+/// What a stub returns to the driver.
+pub trait FailValue {
+    /// The failure value.
+    fn fail() -> Self;
+}
+impl FailValue for () {
+    fn fail() -> Self {}
+}
+impl FailValue for NTSTATUS {
+    fn fail() -> Self {
+        STATUS_NOT_IMPLEMENTED
+    }
+}
+impl FailValue for BOOLEAN {
+    fn fail() -> Self {
+        0
+    }
+}
+impl FailValue for u32 {
+    fn fail() -> Self {
+        0
+    }
+}
+impl FailValue for u64 {
+    fn fail() -> Self {
+        0
+    }
+}
+impl<T> FailValue for *mut T {
+    fn fail() -> Self {
+        std::ptr::null_mut()
+    }
+}
+
+fn not_simulated(id: usize) {
+    let name = DXGKRNL_INTERFACE::SLOT_NAMES
+        .get(id)
+        .copied()
+        .unwrap_or("<unknown slot>");
+    let msg = format!("callback {name} not simulated");
+    match current_machine() {
+        Some(m) => m.raise_sim_error(msg),
+        None => eprintln!("rvgpu-simos: {msg} (no current machine)"),
+    }
+}
+
+/// Builds a "not simulated" stub of a callback slot's exact type.
+pub trait NotSimulated: Sized {
+    /// The stub for slot number `ID` of `DXGKRNL_INTERFACE::SLOT_NAMES`.
+    fn stub<const ID: usize>() -> Self;
+}
+
+macro_rules! stub_arity {
+    ($f:ident; $($a:ident),*) => {
+        #[allow(non_snake_case, clippy::too_many_arguments)]
+        unsafe extern "system" fn $f<const ID: usize, $($a,)* R: FailValue>($(_: $a),*) -> R {
+            not_simulated(ID);
+            R::fail()
+        }
+        impl<$($a,)* R: FailValue> NotSimulated for Option<unsafe extern "system" fn($($a),*) -> R> {
+            fn stub<const ID: usize>() -> Self {
+                Some($f::<ID, $($a,)* R>)
+            }
+        }
+    };
+}
+stub_arity!(stub0;);
+stub_arity!(stub1; A);
+stub_arity!(stub2; A, B);
+stub_arity!(stub3; A, B, C);
+stub_arity!(stub4; A, B, C, D);
+stub_arity!(stub5; A, B, C, D, E);
+stub_arity!(stub6; A, B, C, D, E, F);
+stub_arity!(stub7; A, B, C, D, E, F, G);
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Index of a slot in `DXGKRNL_INTERFACE::SLOT_NAMES` (a compile error for an unknown name).
+const fn slot_id(name: &str) -> usize {
+    let names = DXGKRNL_INTERFACE::SLOT_NAMES;
+    let mut i = 0;
+    while i < names.len() {
+        if str_eq(names[i], name) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("unknown DXGKRNL_INTERFACE slot")
+}
+
+macro_rules! not_simulated_slots {
+    ($iface:ident; $($field:ident),* $(,)?) => {
+        $( $iface.$field = NotSimulated::stub::<{ slot_id(stringify!($field)) }>(); )*
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table.
+
+/// The callback table for adapter `a`.
+pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
+    let mut i = DXGKRNL_INTERFACE {
+        Size: std::mem::size_of::<DXGKRNL_INTERFACE>() as ULONG,
+        Version: DXGKDDI_INTERFACE_VERSION_WDDM3_2,
+        DeviceHandle: a.handle(),
+        ..DXGKRNL_INTERFACE::default()
+    };
+    i.DxgkCbGetDeviceInformation = Some(get_device_information);
+    i.DxgkCbMapMemory = Some(map_memory);
+    i.DxgkCbUnmapMemory = Some(unmap_memory);
+    i.DxgkCbQueueDpc = Some(queue_dpc);
+    i.DxgkCbQueryServices = Some(query_services);
+    i.DxgkCbSynchronizeExecution = Some(synchronize_execution);
+    i.DxgkCbNotifyInterrupt = Some(notify_interrupt);
+    i.DxgkCbNotifyDpc = Some(notify_dpc);
+    i.DxgkCbLogEtwEvent = Some(log_etw_event);
+    i.DxgkCbAllocateContiguousMemory = Some(allocate_contiguous_memory);
+    i.DxgkCbFreeContiguousMemory = Some(free_contiguous_memory);
+    not_simulated_slots!(i;
+        DxgkCbEvalAcpiMethod, DxgkCbIndicateChildStatus, DxgkCbReadDeviceSpace,
+        DxgkCbWriteDeviceSpace, DxgkCbIsDevicePresent, DxgkCbGetHandleData,
+        DxgkCbGetHandleParent, DxgkCbEnumHandleChildren, DxgkCbQueryVidPnInterface,
+        DxgkCbQueryMonitorInterface, DxgkCbGetCaptureAddress, DxgkCbExcludeAdapterAccess,
+        DxgkCbCreateContextAllocation, DxgkCbDestroyContextAllocation,
+        DxgkCbSetPowerComponentActive, DxgkCbSetPowerComponentIdle,
+        DxgkCbAcquirePostDisplayOwnership, DxgkCbPowerRuntimeControlRequest,
+        DxgkCbSetPowerComponentLatency, DxgkCbSetPowerComponentResidency,
+        DxgkCbCompleteFStateTransition, DxgkCbCompletePStateTransition,
+        DxgkCbMapContextAllocation, DxgkCbUpdateContextAllocation,
+        DxgkCbReserveGpuVirtualAddressRange, DxgkCbAcquireHandleData, DxgkCbReleaseHandleData,
+        DxgkCbHardwareContentProtectionTeardown, DxgkCbMultiPlaneOverlayDisabled,
+        DxgkCbMitigatedRangeUpdate, DxgkCbInvalidateHwContext, DxgkCbIndicateConnectorChange,
+        DxgkCbUnblockUEFIFrameBufferRanges, DxgkCbAcquirePostDisplayOwnership2,
+        DxgkCbSetProtectedSessionStatus, DxgkCbAllocatePagesForMdl, DxgkCbFreePagesFromMdl,
+        DxgkCbPinFrameBufferForSave, DxgkCbUnpinFrameBufferForSave,
+        DxgkCbMapFrameBufferPointer, DxgkCbUnmapFrameBufferPointer, DxgkCbMapMdlToIoMmu,
+        DxgkCbUnmapMdlFromIoMmu, DxgkCbReportDiagnostic, DxgkCbSignalEvent,
+        DxgkCbIsFeatureEnabled, DxgkCbSaveMemoryForHotUpdate, DxgkCbNotifyCursorSupportChange,
+        DxgkCbQueryFeatureSupport, DxgkCbCreatePhysicalMemoryObject,
+        DxgkCbDestroyPhysicalMemoryObject, DxgkCbMapPhysicalMemory, DxgkCbUnmapPhysicalMemory,
+        DxgkCbAllocateAdl, DxgkCbFreeAdl, DxgkCbOpenPhysicalMemoryObject,
+        DxgkCbClosePhysicalMemoryObject, DxgkCbPinFrameBufferForSave2,
+    );
+    i.DxgkCbDisconnectDoorbell = Some(disconnect_doorbell);
+    // TDR (issue 7): the guilty context of an engine reset (crate::vidsch::tdr).
+    i.DxgkCbInvalidateHwContext = Some(crate::vidsch::tdr::cb_invalidate_hw_context);
+    i
+}
+
+// ---------------------------------------------------------------------------------------------
+// User-mode submission.
+
+/// `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL): the KMD takes a connected doorbell away from its
+/// queue (victimisation, UM-09/UM-20). The OS points the doorbell's CPU VA at the dummy page
+/// and writes the reason to its status page ([`crate::ums`]). No adapter handle: the doorbell
+/// and queue handles identify it.
+unsafe extern "system" fn disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
+    crate::ums::cb_disconnect_doorbell(args)
+}
+
+/// Code address of the `DxgkCbDisconnectDoorbell` callback (bug-check parameters).
+pub(crate) fn disconnect_doorbell_address() -> usize {
+    disconnect_doorbell as *const () as usize
+}

@@ -1,0 +1,188 @@
+//! The one way the simulated Dxgkrnl calls a DDI of the driver's table.
+//!
+//! [`call`] sets the IRQL the DDI runs at, marks the adapter whose DDI the thread is inside,
+//! refuses on a halted machine, enforces the routine's IRQL rule on entry, calls, and checks the
+//! IRQL on return (0xC8 on a mismatch). The slot lookup stays with the caller (its message and
+//! the point where a missing slot is noticed differ per DDI); the status helpers below map what
+//! the DDI returned.
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use rvgpu_ddi::adapter::{
+    DXGKARG_QUERYADAPTERINFO, DXGK_QUERYADAPTERINFOFLAGS, DXGK_QUERYADAPTERINFOTYPE,
+};
+use rvgpu_ddi::basic::HANDLE;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_ddi::NTSTATUS;
+use rvgpu_kmd::platform::Irql;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::bugcheck;
+use crate::dxgkrnl::irql::{self, Routine};
+use crate::dxgkrnl::kernel::{self, current_irql, IrqlScope, MachineContext};
+use crate::dxgkrnl::state::MachineState;
+use crate::error::SimError;
+
+/// The IRQL the OS calls a DDI at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum At {
+    /// The calling thread's level: PnP DDIs on the test thread, where a test may call at the
+    /// wrong level on purpose to see the entry check fire.
+    Caller,
+    /// The level Windows calls this DDI at from this call site.
+    Level(Irql),
+}
+
+thread_local! {
+    /// The adapter whose DDI this thread is inside (resolves ambiguous callback handles).
+    static IN_DDI: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The adapter whose DDI the calling thread is inside, as an address (0: none).
+pub(crate) fn inside() -> usize {
+    IN_DDI.with(Cell::get)
+}
+
+struct InDdi(usize);
+
+impl InDdi {
+    fn enter(a: &AdapterShared) -> Self {
+        Self(IN_DDI.with(|c| c.replace(a as *const AdapterShared as usize)))
+    }
+}
+
+impl Drop for InDdi {
+    fn drop(&mut self) {
+        IN_DDI.with(|c| c.set(self.0));
+    }
+}
+
+/// Calls a DDI of adapter `a` at `at` (`address` is the DDI's code address, for the bug-check
+/// parameters).
+pub fn call<R>(
+    a: &AdapterShared,
+    routine: Routine,
+    address: usize,
+    at: At,
+    f: impl FnOnce() -> R,
+) -> Result<R, SimError> {
+    let _irql = match at {
+        At::Caller => None,
+        At::Level(l) => Some(IrqlScope::enter(l)),
+    };
+    let _inside = InDdi::enter(a);
+    call_driver(&a.state, routine, address, f)
+}
+
+/// Calls a driver-wide DDI (no adapter: `DxgkDdiUnload`) at the caller's IRQL: refuses on a
+/// halted machine, enforces the IRQL rule of `routine`, runs `f` in the machine's context and
+/// reports a halt that happened during the call.
+pub fn call_driver<R>(
+    state: &Arc<MachineState>,
+    routine: Routine,
+    address: usize,
+    f: impl FnOnce() -> R,
+) -> Result<R, SimError> {
+    if let Some(fault) = state.fault() {
+        return Err(fault.into());
+    }
+    let _ctx = MachineContext::enter(state.clone());
+    if let Err(b) = irql::check(routine, current_irql(), address) {
+        state.raise_bugcheck(b);
+        return Err(SimError::Bugcheck(b));
+    }
+    let entry = current_irql();
+    let r = f();
+    if let Err(b) = kernel::check_return_irql(
+        entry,
+        bugcheck::irql_unexpected::SIM_DDI,
+        address as u64,
+        0,
+        routine.id(),
+    ) {
+        state.raise_bugcheck(b);
+    }
+    match state.fault() {
+        Some(fault) => Err(fault.into()),
+        None => Ok(r),
+    }
+}
+
+/// The adapter's copy of the driver's table.
+pub(crate) fn table(a: &AdapterShared) -> Result<DRIVER_INITIALIZATION_DATA, SimError> {
+    a.table
+        .get()
+        .ok_or_else(|| SimError::Simulation("no driver loaded".into()))
+}
+
+/// A slot the OS needs is empty (no halt: the caller reports it).
+pub(crate) fn missing(name: &str) -> SimError {
+    SimError::Simulation(format!("the driver's table has no {name}"))
+}
+
+/// A thunk whose DDI the driver does not implement: `STATUS_NOT_SUPPORTED` to the caller.
+pub(crate) fn not_supported<T>() -> Result<T, SimError> {
+    Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED))
+}
+
+/// Halts the machine with a simulation error (the driver broke a rule the OS relies on).
+pub(crate) fn sim_err(a: &AdapterShared, msg: String) -> SimError {
+    a.state.raise_sim_error(msg.clone());
+    SimError::Simulation(msg)
+}
+
+/// Turns a DDI status into a result: a failure goes back to the caller.
+pub fn check_status(status: NTSTATUS) -> Result<(), SimError> {
+    if NT_SUCCESS(status) {
+        Ok(())
+    } else {
+        Err(SimError::DdiFailed(status))
+    }
+}
+
+/// A DDI documented "must succeed" failed: the driver's bug, a simulation error.
+pub(crate) fn must_succeed(
+    a: &AdapterShared,
+    name: &str,
+    status: NTSTATUS,
+) -> Result<(), SimError> {
+    if NT_SUCCESS(status) {
+        Ok(())
+    } else {
+        Err(sim_err(
+            a,
+            format!(
+                "driver bug: {name} must succeed and returned {:#010x}",
+                status as u32
+            ),
+        ))
+    }
+}
+
+/// `DxgkDdiQueryAdapterInfo` of type `ty` into `out` at `at`; returns the driver's status. The
+/// caller pre-fills `out` (a 0xCD pattern) so a field the driver leaves unset stays visible.
+pub(crate) fn query_adapter_info<T>(
+    a: &AdapterShared,
+    q: unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS,
+    ty: DXGK_QUERYADAPTERINFOTYPE,
+    at: At,
+    out: &mut T,
+) -> Result<NTSTATUS, SimError> {
+    let args = DXGKARG_QUERYADAPTERINFO {
+        Type: ty,
+        pInputData: std::ptr::null_mut(),
+        InputDataSize: 0,
+        pOutputData: (out as *mut T).cast(),
+        OutputDataSize: std::mem::size_of::<T>() as u32,
+        Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
+        hKmdProcessHandle: std::ptr::null_mut(),
+    };
+    let ctx = a.context();
+    call(a, Routine::DxgkDdiQueryAdapterInfo, q as usize, at, || {
+        // SAFETY: the driver's QueryAdapterInfo with its context and an output buffer of the
+        // declared size that outlives the call.
+        unsafe { q(ctx, &args) }
+    })
+}

@@ -1,0 +1,351 @@
+//! Interrupts and DPCs: the device's level-triggered line, the interrupt "CPU" and the DPC
+//! thread, and the service functions both modes share.
+//!
+//! - The device drives a [`SimLine`]; asserting it only wakes the servicer (the device may
+//!   drive the line from inside an MMIO access the driver makes, even from the ISR itself, so
+//!   the ISR is never run synchronously from `set`).
+//! - [`service_interrupt`]: while the adapter's interrupt is connected (after a successful
+//!   StartDevice, until StopDevice) the servicer takes the adapter's interrupt lock, switches
+//!   the thread to device IRQL and calls `DxgkDdiInterruptRoutine(ctx, 0)`. An ISR that keeps
+//!   returning FALSE while the device keeps requesting (line asserted AND the device's
+//!   `INT_STATUS & INT_ENABLE` non-zero), or claims it forever without clearing it, for at
+//!   least [`STORM_MIN_DURATION`] (threaded) / [`STORM_MIN_STEPS`] device steps (step mode),
+//!   is an interrupt storm: bug check 0xF2 `HARDWARE_INTERRUPT_STORM`.
+//! - [`service_dpc`]: a DPC the ISR queued runs next, at DISPATCH_LEVEL, one at a time per
+//!   adapter (DPCs of different adapters may run concurrently, as on Windows).
+//!
+//! Threaded mode runs these on an interrupt thread and a DPC thread per adapter; step mode
+//! calls them inline from [`crate::Machine::run_steps`]. Same functions, same IRQL bookkeeping.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, TryLockError};
+use std::time::{Duration, Instant};
+
+use rvgpu_device::InterruptLine;
+use rvgpu_kmd::platform::Irql;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::bugcheck::{self, BugCheck};
+use crate::dxgkrnl::irql::{self, Routine};
+use crate::dxgkrnl::kernel::{check_return_irql, current_irql, IrqlScope, MachineContext};
+use crate::dxgkrnl::state::lock;
+use crate::dxgkrnl::state::Fault;
+
+/// Consecutive unclaimed ISR calls with the device still requesting before 0xF2.
+pub const UNCLAIMED_STORM_LIMIT: u64 = 1_000;
+/// Consecutive claimed ISR calls without the request ever dropping before 0xF2 (a livelock:
+/// the ISR says "mine" but never clears the cause).
+pub const CLAIMED_STORM_LIMIT: u64 = 100_000;
+/// Threaded mode: shortest storm, in real time (a preempted device thread that has not yet
+/// lowered a line it was told to lower is not a storm).
+pub const STORM_MIN_DURATION: Duration = Duration::from_millis(100);
+/// Step mode: shortest storm, in device steps (the request survived this many steps of the
+/// device, so it is not a transient of one step).
+pub const STORM_MIN_STEPS: u64 = 3;
+
+/// Shortest storm in GPU clock ticks for a device with `cfg`.
+pub fn storm_min_ticks(cfg: &rvgpu_device::DeviceConfig) -> u64 {
+    match cfg.mode {
+        rvgpu_device::Mode::Step => STORM_MIN_STEPS.saturating_mul(rvgpu_device::STEP_TICKS),
+        rvgpu_device::Mode::Threaded => {
+            u64::from(cfg.clock_hz).saturating_mul(STORM_MIN_DURATION.as_millis() as u64) / 1000
+        }
+    }
+}
+
+/// A generation counter with a condvar: "something happened, look again".
+#[derive(Debug, Default)]
+pub struct Wake {
+    generation: Mutex<u64>,
+    cv: Condvar,
+}
+
+impl Wake {
+    /// Bumps the generation and wakes every waiter.
+    pub fn notify(&self) {
+        *lock(&self.generation) += 1;
+        self.cv.notify_all();
+    }
+
+    /// Current generation.
+    pub fn generation(&self) -> u64 {
+        *lock(&self.generation)
+    }
+
+    /// Waits until the generation differs from `seen` or `timeout` passes.
+    pub fn wait(&self, seen: u64, timeout: Duration) -> u64 {
+        let g = lock(&self.generation);
+        let (g, _) = self
+            .cv
+            .wait_timeout_while(g, timeout, |g| *g == seen)
+            .unwrap_or_else(|p| p.into_inner());
+        *g
+    }
+}
+
+/// The adapter's interrupt line as the device drives it.
+#[derive(Debug)]
+pub struct SimLine {
+    asserted: AtomicBool,
+    wake: Arc<Wake>,
+}
+
+impl SimLine {
+    /// A deasserted line that wakes `wake` when asserted.
+    pub fn new(wake: Arc<Wake>) -> Self {
+        Self {
+            asserted: AtomicBool::new(false),
+            wake,
+        }
+    }
+
+    /// Current level.
+    pub fn asserted(&self) -> bool {
+        self.asserted.load(Ordering::Acquire)
+    }
+}
+
+impl InterruptLine for SimLine {
+    fn set(&self, asserted: bool) {
+        self.asserted.store(asserted, Ordering::Release);
+        if asserted {
+            self.wake.notify();
+        }
+    }
+}
+
+/// What one interrupt service did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Serviced {
+    /// Nothing to do (not connected, halted, line low and no forced interrupt).
+    Idle,
+    /// The ISR ran and returned this.
+    Ran(bool),
+}
+
+/// Runs the ISR once if the adapter's interrupt is connected and the line is asserted (or
+/// `forced`: a test raising one interrupt as on a shared line). Checks for storms.
+pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
+    if a.state.is_halted() || !a.connected.load(Ordering::Acquire) {
+        return Serviced::Idle;
+    }
+    if !forced && !a.line.asserted() {
+        a.reset_storm_counters();
+        return Serviced::Idle;
+    }
+    let Some(isr) = a.table.get().and_then(|t| t.DxgkDdiInterruptRoutine) else {
+        a.state
+            .raise_sim_error("interrupt connected but DxgkDdiInterruptRoutine is null");
+        return Serviced::Idle;
+    };
+    let ctx = a.context();
+    let _m = MachineContext::enter(a.state.clone());
+    let claimed = {
+        let _guard = lock(&a.interrupt_lock);
+        // Re-check under the lock: StopDevice disconnects the interrupt and then takes the
+        // lock once, so an ISR that was waiting for it must not run after the disconnect
+        // (IoDisconnectInterruptEx guarantees the ISR is not running and will not run again).
+        if a.state.is_halted() || !a.connected.load(Ordering::Acquire) {
+            return Serviced::Idle;
+        }
+        let _irql = IrqlScope::enter(Irql::Device);
+        let _inside = a.enter_interrupt_lock();
+        if let Err(b) = irql::check(
+            Routine::DxgkDdiInterruptRoutine,
+            current_irql(),
+            isr as usize,
+        ) {
+            a.state.raise_bugcheck(b);
+            return Serviced::Idle;
+        }
+        a.stats.isr_calls.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: `isr` is the driver's DxgkDdiInterruptRoutine from its validated table;
+        // `ctx` is the MiniportDeviceContext its AddDevice returned; we hold the interrupt lock
+        // at device IRQL, as Windows calls an ISR.
+        let claimed = unsafe { isr(ctx, 0) != 0 };
+        if let Err(b) = check_return_irql(
+            Irql::Device,
+            bugcheck::irql_unexpected::INTERRUPT_SERVICE_ROUTINE,
+            isr as usize as u64,
+            ctx as usize as u64,
+            0,
+        ) {
+            a.state.raise_bugcheck(b);
+            return Serviced::Ran(claimed);
+        }
+        claimed
+    };
+    if !forced {
+        // The device's own level, not only the line: the line may lag the device by a
+        // deliverer that has not run yet.
+        let requesting = a.line.asserted() && a.device.interrupt_pending();
+        if let Some(count) = a.storm_check(claimed, requesting, a.device.gpu_clock()) {
+            a.state.raise_bugcheck(BugCheck::new(
+                bugcheck::HARDWARE_INTERRUPT_STORM,
+                [isr as usize as u64, ctx as usize as u64, 0, count],
+            ));
+        }
+    }
+    Serviced::Ran(claimed)
+}
+
+/// Runs the adapter's DPC if one is queued. Returns whether it ran.
+///
+/// The DPC runs under the adapter's DPC gate, so [`flush_dpcs`] can wait for a DPC that is
+/// running, not only for one that is queued. A DPC still queued once the gate is closed (the
+/// adapter stopped or removed) is never delivered to the driver: that is a simulation error.
+pub fn service_dpc(a: &AdapterShared) -> bool {
+    if a.state.is_halted() || !a.dpc_queued.load(Ordering::Acquire) {
+        return false;
+    }
+    let gate = lock(&a.dpc_gate);
+    if !*gate {
+        if a.dpc_queued.swap(false, Ordering::AcqRel) {
+            a.state.raise_sim_error(format!(
+                "a DPC was queued on adapter {} after its DPCs were flushed at StopDevice \
+                 (or before StartDevice); the simulation will not call the driver's DPC for a \
+                 stopped adapter",
+                a.index
+            ));
+        }
+        return false;
+    }
+    if a.state.is_halted() || !a.dpc_queued.swap(false, Ordering::AcqRel) {
+        return false;
+    }
+    let Some(dpc) = a.table.get().and_then(|t| t.DxgkDdiDpcRoutine) else {
+        a.state
+            .raise_sim_error("DPC queued but DxgkDdiDpcRoutine is null");
+        return false;
+    };
+    let ctx = a.context();
+    let _m = MachineContext::enter(a.state.clone());
+    let _irql = IrqlScope::enter(Irql::Dispatch);
+    if let Err(b) = irql::check(Routine::DxgkDdiDpcRoutine, current_irql(), dpc as usize) {
+        a.state.raise_bugcheck(b);
+        return false;
+    }
+    a.stats.dpc_calls.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: the driver's DxgkDdiDpcRoutine from its validated table, with its context, at
+    // DISPATCH_LEVEL, one DPC at a time per adapter (under the DPC gate).
+    unsafe { dpc(ctx) };
+    if let Err(b) = check_return_irql(
+        Irql::Dispatch,
+        bugcheck::irql_unexpected::SIM_DPC,
+        dpc as usize as u64,
+        ctx as usize as u64,
+        0,
+    ) {
+        a.state.raise_bugcheck(b);
+    }
+    // VidSch's DPC-time work on what the DPC notified (native fences, NF-04), still at
+    // DISPATCH_LEVEL and under the gate (so a DPC flush also waits for it).
+    if !a.state.is_halted() {
+        crate::sync::fence::process_dpc_work(a);
+    }
+    drop(gate);
+    true
+}
+
+/// How long [`flush_dpcs`] waits for a queued or running DPC before it declares the
+/// simulation stuck.
+pub const DPC_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `KeFlushQueuedDpcs` for one adapter, then closes its DPC gate: returns once no DPC of the
+/// adapter is queued or running. `threaded`: the DPC thread delivers queued DPCs and this
+/// waits (a DPC that does not finish within [`DPC_FLUSH_TIMEOUT`] is a simulation error);
+/// otherwise queued DPCs run here, inline.
+pub fn flush_dpcs(a: &AdapterShared, threaded: bool) -> Result<(), Fault> {
+    if !threaded {
+        for _ in 0..10_000 {
+            if !service_dpc(a) {
+                break;
+            }
+        }
+        if let Some(f) = a.state.fault() {
+            return Err(f);
+        }
+        let mut gate = lock(&a.dpc_gate);
+        if a.dpc_queued.load(Ordering::Acquire) {
+            drop(gate);
+            let msg = format!("adapter {}: the DPC keeps queueing itself", a.index);
+            a.state.raise_sim_error(msg.clone());
+            return Err(Fault::Simulation(msg));
+        }
+        *gate = false;
+        return Ok(());
+    }
+    let deadline = Instant::now().checked_add(DPC_FLUSH_TIMEOUT);
+    loop {
+        if let Some(f) = a.state.fault() {
+            return Err(f);
+        }
+        if !a.dpc_queued.load(Ordering::Acquire) {
+            let gate = match a.dpc_gate.try_lock() {
+                Ok(g) => Some(g),
+                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            };
+            // Holding the gate: no DPC of this adapter is running; none is queued either.
+            if let Some(mut g) = gate {
+                if !a.dpc_queued.load(Ordering::Acquire) {
+                    *g = false;
+                    return Ok(());
+                }
+            }
+        }
+        if deadline.is_none_or(|d| Instant::now() >= d) {
+            let msg = format!(
+                "adapter {}: KeFlushQueuedDpcs at StopDevice did not return within {:?} (a DPC \
+                 is still queued or running)",
+                a.index, DPC_FLUSH_TIMEOUT
+            );
+            a.state.raise_sim_error(msg.clone());
+            return Err(Fault::Simulation(msg));
+        }
+        a.wake.notify();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The interrupt "CPU" of one adapter of a threaded machine: services its line.
+pub fn interrupt_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
+    let mut seen = a.wake.generation();
+    while !stop.load(Ordering::Acquire) {
+        let forced = a.take_forced_interrupt();
+        if let Serviced::Ran(_) = service_interrupt(&a, forced) {
+            continue;
+        }
+        seen = a.wake.wait(seen, Duration::from_millis(20));
+    }
+}
+
+/// The DPC thread of one adapter of a threaded machine: runs its queued DPCs one at a time.
+pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
+    let mut seen = a.wake.generation();
+    while !stop.load(Ordering::Acquire) {
+        if service_dpc(&a) {
+            continue;
+        }
+        seen = a.wake.wait(seen, Duration::from_millis(20));
+    }
+}
+
+/// VidSch's PASSIVE worker of one adapter of a threaded machine: runs the work the DPC queued
+/// (engine F1 transitions, UM-13) at PASSIVE_LEVEL.
+pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
+    let mut seen = a.wake.generation();
+    while !stop.load(Ordering::Acquire) {
+        if crate::ums::has_work(&a) {
+            let _m = MachineContext::enter(a.state.clone());
+            if crate::ums::run_passive_work(&a) {
+                continue;
+            }
+        }
+        // TDR detection and recovery (crate::vidsch::tdr; opt-in per adapter).
+        if crate::vidsch::tdr::run_passive(&a) {
+            continue;
+        }
+        seen = a.wake.wait(seen, Duration::from_millis(20));
+    }
+}

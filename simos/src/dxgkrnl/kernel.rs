@@ -1,0 +1,532 @@
+//! The host kernel: [`SimKernel`], the simulation's [`Platform`] for the driver.
+//!
+//! What ntoskrnl/hal give the driver on Windows, done on the host:
+//! - **MMIO**: `DxgkCbMapMemory` hands the driver, for BAR0, a pointer to a
+//!   [`TrapWindow`]; the accessors here look the pointer up in the process-wide window registry
+//!   (so an unknown pointer is never dereferenced), check the magic, and call the device's
+//!   [`MmioBus`]: every access reaches the device model at once (trap semantics). Windows onto
+//!   ordinary memory (BAR4, VRAM) are accessed with volatile loads and stores. An access through
+//!   a pointer that is not a live mapping, or past its end, is bug check 0x50
+//!   `PAGE_FAULT_IN_NONPAGED_AREA`.
+//! - **IRQL**: a thread-local the simulation sets for each call it makes into the driver
+//!   (PASSIVE for ordinary DDIs on test threads, DISPATCH in DPCs, DIRQL in the ISR and in
+//!   `SynchronizeExecution` routines). [`Platform::raise_to_dispatch`] from above DISPATCH_LEVEL
+//!   and [`Platform::lower_irql`] to a higher level are Driver Verifier violations 0xC4/0x30 and
+//!   0xC4/0x31 (the simulation runs the driver as WHLK does, under Verifier; without it Windows
+//!   raises 0x9 and 0xA for the same mistakes).
+//! - **Bus addresses**: [`Platform::bus_address`] looks the VA up in the process-wide registry
+//!   of contiguous memory the simulated Dxgkrnl handed out (machines run in parallel test
+//!   threads; VAs are unique process-wide, so one registry serves all of them).
+//! - **DbgPrint**: captured per machine ([`crate::Machine::driver_log`]), and echoed to stderr
+//!   when `RVGPU_SIM_LOG` is set.
+//!
+//! A violation never unwinds through the driver (it is `extern "system"` code and may not be
+//! unwound): the service records the bug check on the thread's current machine and returns a
+//! harmless value; the DDI wrapper that called the driver sees the halted machine when the
+//! driver returns.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
+
+use rvgpu_hw::mmio::{MmioBus, TrapWindow};
+use rvgpu_kmd::platform::{Irql, Level, Platform};
+
+use crate::dxgkrnl::bugcheck::{self, kirql, BugCheck};
+use crate::dxgkrnl::state::{lock, MachineState};
+
+thread_local! {
+    static IRQL: Cell<Irql> = const { Cell::new(Irql::Passive) };
+    static CURRENT: RefCell<Option<Arc<MachineState>>> = const { RefCell::new(None) };
+}
+
+/// The IRQL of the calling (simulated) processor.
+pub fn current_irql() -> Irql {
+    IRQL.with(Cell::get)
+}
+
+/// Checks that a routine the simulation called (entered at `expected`) returned at the same
+/// IRQL. On a mismatch the thread is put back to `expected` (the simulation's own bookkeeping
+/// must not inherit the driver's leak) and the 0xC8 Windows raises is returned.
+pub fn check_return_irql(
+    expected: Irql,
+    unique: u64,
+    p2: u64,
+    p3: u64,
+    p4: u64,
+) -> Result<(), BugCheck> {
+    let current = current_irql();
+    if current == expected {
+        return Ok(());
+    }
+    IRQL.with(|c| c.set(expected));
+    Err(BugCheck::irql_unexpected(
+        current, expected, unique, p2, p3, p4,
+    ))
+}
+
+/// Sets the calling thread's IRQL for the lifetime of the guard (the simulation's own
+/// transitions: entering the ISR, a DPC, a DDI).
+#[derive(Debug)]
+pub struct IrqlScope {
+    previous: Irql,
+}
+
+impl IrqlScope {
+    /// Switches the thread to `irql` until the guard drops.
+    pub fn enter(irql: Irql) -> Self {
+        let previous = IRQL.with(|c| c.replace(irql));
+        Self { previous }
+    }
+}
+
+impl Drop for IrqlScope {
+    fn drop(&mut self) {
+        IRQL.with(|c| c.set(self.previous));
+    }
+}
+
+/// Makes a machine the calling thread's current machine for the lifetime of the guard, so
+/// kernel services and callbacks called without (or with a bad) adapter handle know whom to
+/// bug-check.
+#[derive(Debug)]
+pub struct MachineContext {
+    previous: Option<Arc<MachineState>>,
+}
+
+impl MachineContext {
+    /// Enters `state`'s context.
+    pub fn enter(state: Arc<MachineState>) -> Self {
+        let previous = CURRENT.with(|c| c.replace(Some(state)));
+        Self { previous }
+    }
+}
+
+impl Drop for MachineContext {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        CURRENT.with(|c| *c.borrow_mut() = previous);
+    }
+}
+
+/// The calling thread's current machine.
+pub fn current_machine() -> Option<Arc<MachineState>> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// Faults raised on threads that had no current machine (a test calling driver code directly).
+static ORPHAN_FAULTS: Mutex<Vec<BugCheck>> = Mutex::new(Vec::new());
+
+/// Records a bug check on the current machine (or in the orphan list).
+pub fn raise(b: BugCheck) {
+    match current_machine() {
+        Some(m) => m.raise_bugcheck(b),
+        None => {
+            eprintln!("rvgpu-simos: bug check outside any machine: {b}");
+            lock(&ORPHAN_FAULTS).push(b);
+        }
+    }
+}
+
+/// Bug checks raised on threads without a current machine.
+pub fn orphan_bugchecks() -> Vec<BugCheck> {
+    lock(&ORPHAN_FAULTS).clone()
+}
+
+// ---------------------------------------------------------------------------------------------
+// BAR windows.
+
+/// What a mapped BAR pointer points at.
+#[derive(Clone, Copy)]
+enum WindowKind {
+    /// A register BAR: the pointer is a leaked [`TrapWindow`].
+    Trap(&'static TrapWindow),
+    /// Plain memory (VRAM through BAR4): volatile accesses at the pointer.
+    Memory,
+}
+
+struct Window {
+    len: usize,
+    kind: WindowKind,
+    /// Live mappings at this base (two `DxgkCbMapMemory` of the same VRAM range return the
+    /// same address; each needs its own unmap).
+    refs: usize,
+}
+
+/// Live mappings, by base address. Process-wide: pointers are unique in the process.
+///
+/// Every MMIO access looks its pointer up here (so a stale or foreign pointer is caught, 0x50,
+/// and never dereferenced); the lookup takes only the read side, so driver threads on
+/// different adapters (or ISR and DPC) do not serialise on it. Map and unmap take the write
+/// side.
+static WINDOWS: RwLock<BTreeMap<usize, Window>> = RwLock::new(BTreeMap::new());
+
+fn windows_read() -> RwLockReadGuard<'static, BTreeMap<usize, Window>> {
+    WINDOWS.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn windows_write() -> RwLockWriteGuard<'static, BTreeMap<usize, Window>> {
+    WINDOWS.write().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The device side of a trap window, held weakly so that a driver keeping a stale mapping
+/// cannot keep a dropped machine's device alive: accesses then read all-ones, like a
+/// surprise-removed device.
+struct WeakBus(Weak<dyn MmioBus + Send + Sync>);
+
+impl MmioBus for WeakBus {
+    fn read32(&self, offset: usize) -> u32 {
+        self.0.upgrade().map_or(u32::MAX, |b| b.read32(offset))
+    }
+    fn write32(&self, offset: usize, value: u32) {
+        if let Some(b) = self.0.upgrade() {
+            b.write32(offset, value);
+        }
+    }
+    fn read64(&self, offset: usize) -> u64 {
+        self.0.upgrade().map_or(u64::MAX, |b| b.read64(offset))
+    }
+    fn write64(&self, offset: usize, value: u64) {
+        if let Some(b) = self.0.upgrade() {
+            b.write64(offset, value);
+        }
+    }
+}
+
+/// Creates and registers a trap window of `len` bytes onto `bus`; returns the pointer the
+/// driver gets from `DxgkCbMapMemory`.
+///
+/// The window and its bus reference are leaked on purpose (a few dozen bytes per mapping): a
+/// driver that keeps a stale pointer after `DxgkCbUnmapMemory` must not make the host touch
+/// freed memory. Accesses go through the registry first, so a stale pointer is caught there.
+pub fn map_trap_window(bus: &Arc<dyn MmioBus + Send + Sync>, len: usize) -> NonNull<u8> {
+    let weak: &'static WeakBus = Box::leak(Box::new(WeakBus(Arc::downgrade(bus))));
+    let window: &'static TrapWindow = Box::leak(Box::new(TrapWindow {
+        magic: TrapWindow::MAGIC,
+        bus: weak,
+    }));
+    let base = NonNull::from(window).cast::<u8>();
+    windows_write().insert(
+        base.as_ptr() as usize,
+        Window {
+            len,
+            kind: WindowKind::Trap(window),
+            refs: 1,
+        },
+    );
+    base
+}
+
+/// Registers `[base, base + len)` of ordinary memory as a mapped BAR (VRAM). Mapping a base
+/// that is already mapped adds a reference (and widens the window to the longer length).
+pub fn map_memory_window(base: NonNull<u8>, len: usize) {
+    let mut w = windows_write();
+    match w.get_mut(&(base.as_ptr() as usize)) {
+        Some(win) if matches!(win.kind, WindowKind::Memory) => {
+            win.refs += 1;
+            win.len = win.len.max(len);
+        }
+        _ => {
+            w.insert(
+                base.as_ptr() as usize,
+                Window {
+                    len,
+                    kind: WindowKind::Memory,
+                    refs: 1,
+                },
+            );
+        }
+    }
+}
+
+/// Drops one reference to a mapping (removing it with the last); `false` if `base` was not a
+/// live mapping.
+pub fn unmap_window(base: usize) -> bool {
+    let mut w = windows_write();
+    let Some(win) = w.get_mut(&base) else {
+        return false;
+    };
+    win.refs = win.refs.saturating_sub(1);
+    if win.refs == 0 {
+        w.remove(&base);
+    }
+    true
+}
+
+/// Whether `base` is a live mapping.
+pub fn is_mapped(base: usize) -> bool {
+    windows_read().contains_key(&base)
+}
+
+/// Resolves an access of `width` bytes at `base + offset`, or raises 0x50 and returns `None`.
+/// On a halted machine (the calling thread's) nothing is resolved and nothing is raised: the
+/// access reads all-ones / is dropped, as nothing runs after a bug check.
+fn resolve(base: NonNull<u8>, offset: usize, width: usize, write: bool) -> Option<WindowKind> {
+    if CURRENT.with(|c| c.borrow().as_ref().is_some_and(|m| m.is_halted())) {
+        return None;
+    }
+    let b = base.as_ptr() as usize;
+    let found = windows_read()
+        .get(&b)
+        .filter(|w| {
+            offset
+                .checked_add(width)
+                .is_some_and(|end| end <= w.len && offset.is_multiple_of(width))
+        })
+        .map(|w| w.kind);
+    if found.is_none() {
+        raise(BugCheck::new(
+            bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+            [
+                b.wrapping_add(offset) as u64,
+                if write { 2 } else { 0 },
+                0,
+                0,
+            ],
+        ));
+    }
+    found
+}
+
+fn trap(window: &'static TrapWindow) -> Option<&'static dyn MmioBus> {
+    if window.magic == TrapWindow::MAGIC {
+        Some(window.bus)
+    } else {
+        // Only registered windows get here and they are never written after creation; a bad
+        // magic means host memory corruption, which is worth a loud simulation error.
+        if let Some(m) = current_machine() {
+            m.raise_sim_error("trap window with a corrupted magic");
+        }
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Contiguous memory bus addresses.
+
+/// Contiguous allocations handed out by every machine: VA → (length, bus address).
+static DMA: Mutex<BTreeMap<usize, (usize, u64)>> = Mutex::new(BTreeMap::new());
+
+/// Records that `[va, va + len)` is contiguous memory at bus address `bus`.
+pub fn register_dma(va: usize, len: usize, bus: u64) {
+    lock(&DMA).insert(va, (len, bus));
+}
+
+/// Forgets an allocation registered with [`register_dma`].
+pub fn unregister_dma(va: usize) {
+    lock(&DMA).remove(&va);
+}
+
+/// Bus address of `va` if it lies in a registered allocation.
+pub fn dma_bus_address(va: usize) -> Option<u64> {
+    let map = lock(&DMA);
+    let (&start, &(len, bus)) = map.range(..=va).next_back()?;
+    let off = va.checked_sub(start)?;
+    (off < len).then(|| bus.wrapping_add(off as u64))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The platform.
+
+/// The simulation's kernel; the `P` the driver is instantiated with under the simulated OS.
+#[derive(Debug)]
+pub struct SimKernel;
+
+// SAFETY: every MMIO accessor performs exactly one device access per call (one `MmioBus` call,
+// which the device model handles synchronously, or one volatile access), in program order on
+// the calling thread; the registry lookup takes a read lock (acquire), and the device model's
+// own accesses are SeqCst/locked, so accesses are not reordered across the trap.
+unsafe impl Platform for SimKernel {
+    unsafe fn mmio_read32(base: NonNull<u8>, offset: usize) -> u32 {
+        match resolve(base, offset, 4, false) {
+            Some(WindowKind::Trap(w)) => trap(w).map_or(u32::MAX, |b| b.read32(offset)),
+            // SAFETY: `resolve` checked that [base+offset, +4) lies in a live registered
+            // memory window, aligned.
+            Some(WindowKind::Memory) => unsafe {
+                base.as_ptr().add(offset).cast::<u32>().read_volatile()
+            },
+            None => u32::MAX,
+        }
+    }
+
+    unsafe fn mmio_write32(base: NonNull<u8>, offset: usize, value: u32) {
+        match resolve(base, offset, 4, true) {
+            Some(WindowKind::Trap(w)) => {
+                if let Some(b) = trap(w) {
+                    b.write32(offset, value);
+                }
+            }
+            // SAFETY: as in `mmio_read32`.
+            Some(WindowKind::Memory) => unsafe {
+                base.as_ptr()
+                    .add(offset)
+                    .cast::<u32>()
+                    .write_volatile(value)
+            },
+            None => {}
+        }
+    }
+
+    unsafe fn mmio_read64(base: NonNull<u8>, offset: usize) -> u64 {
+        match resolve(base, offset, 8, false) {
+            Some(WindowKind::Trap(w)) => trap(w).map_or(u64::MAX, |b| b.read64(offset)),
+            // SAFETY: as in `mmio_read32`, 8 bytes.
+            Some(WindowKind::Memory) => unsafe {
+                base.as_ptr().add(offset).cast::<u64>().read_volatile()
+            },
+            None => u64::MAX,
+        }
+    }
+
+    unsafe fn mmio_write64(base: NonNull<u8>, offset: usize, value: u64) {
+        match resolve(base, offset, 8, true) {
+            Some(WindowKind::Trap(w)) => {
+                if let Some(b) = trap(w) {
+                    b.write64(offset, value);
+                }
+            }
+            // SAFETY: as in `mmio_read32`, 8 bytes.
+            Some(WindowKind::Memory) => unsafe {
+                base.as_ptr()
+                    .add(offset)
+                    .cast::<u64>()
+                    .write_volatile(value)
+            },
+            None => {}
+        }
+    }
+
+    fn current_irql() -> Irql {
+        current_irql()
+    }
+
+    fn raise_to_dispatch() -> Irql {
+        let current = current_irql();
+        if current > Irql::Dispatch {
+            raise(BugCheck::verifier(
+                bugcheck::verifier::RAISE_IRQL_LOWER,
+                kirql(current),
+                kirql(Irql::Dispatch),
+                0,
+            ));
+            // Leave the level alone: the machine is halted, and the matching lower_irql must
+            // not make things worse.
+            return current;
+        }
+        IRQL.with(|c| c.set(Irql::Dispatch));
+        current
+    }
+
+    fn lower_irql(previous: Irql) {
+        let current = current_irql();
+        if previous > current {
+            raise(BugCheck::verifier(
+                bugcheck::verifier::LOWER_IRQL_HIGHER,
+                kirql(current),
+                kirql(previous),
+                0,
+            ));
+            return;
+        }
+        IRQL.with(|c| c.set(previous));
+    }
+
+    fn bus_address(va: NonNull<u8>) -> Option<u64> {
+        dma_bus_address(va.as_ptr() as usize)
+    }
+
+    /// Issue 5: the simulation's QPC ([`crate::sync::trace::qpc`], 10 MHz), the clock the UMD's
+    /// queued events use too.
+    fn query_performance_counter() -> (u64, u64) {
+        (crate::sync::trace::qpc(), crate::sync::trace::QPC_HZ)
+    }
+
+    fn log(level: Level, args: fmt::Arguments<'_>) {
+        let text = fmt::format(args);
+        match current_machine() {
+            Some(m) => m.push_log(level, text),
+            None => {
+                if std::env::var_os("RVGPU_SIM_LOG").is_some() {
+                    eprintln!("[no machine {level:?}] {text}");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    struct Regs(AtomicU32);
+    impl MmioBus for Regs {
+        fn read32(&self, _offset: usize) -> u32 {
+            self.0.load(Ordering::SeqCst)
+        }
+        fn write32(&self, _offset: usize, value: u32) {
+            self.0.store(value, Ordering::SeqCst);
+        }
+        fn read64(&self, _offset: usize) -> u64 {
+            0
+        }
+        fn write64(&self, _offset: usize, _value: u64) {}
+    }
+
+    #[test]
+    fn trap_window_reaches_the_bus_and_unmapped_access_bugchecks() {
+        let state = Arc::new(MachineState::new());
+        let _ctx = MachineContext::enter(state.clone());
+        let bus: Arc<dyn MmioBus + Send + Sync> = Arc::new(Regs(AtomicU32::new(0)));
+        let base = map_trap_window(&bus, 0x100);
+        // SAFETY: `base` is a live trap window of 0x100 bytes.
+        unsafe {
+            SimKernel::mmio_write32(base, 0x10, 77);
+            assert_eq!(SimKernel::mmio_read32(base, 0x10), 77);
+        }
+        assert!(state.fault().is_none());
+        assert!(unmap_window(base.as_ptr() as usize));
+        // SAFETY: the simulation catches the stale pointer before any dereference.
+        let v = unsafe { SimKernel::mmio_read32(base, 0x10) };
+        assert_eq!(v, u32::MAX);
+        assert_eq!(
+            state.bugcheck().map(|b| b.code),
+            Some(bugcheck::PAGE_FAULT_IN_NONPAGED_AREA)
+        );
+    }
+
+    #[test]
+    fn irql_raise_and_lower() {
+        let state = Arc::new(MachineState::new());
+        let _ctx = MachineContext::enter(state.clone());
+        let old = SimKernel::raise_to_dispatch();
+        assert_eq!(old, Irql::Passive);
+        assert_eq!(current_irql(), Irql::Dispatch);
+        SimKernel::lower_irql(old);
+        assert_eq!(current_irql(), Irql::Passive);
+        assert!(state.fault().is_none());
+        {
+            let _isr = IrqlScope::enter(Irql::Device);
+            SimKernel::raise_to_dispatch();
+        }
+        let b = state.bugcheck().map(|b| (b.code, b.params[0]));
+        assert_eq!(
+            b,
+            Some((
+                bugcheck::DRIVER_VERIFIER_DETECTED_VIOLATION,
+                bugcheck::verifier::RAISE_IRQL_LOWER
+            ))
+        );
+    }
+
+    #[test]
+    fn dma_lookup_is_by_range() {
+        register_dma(0x7000_0000, 0x2000, 0x1_0000);
+        assert_eq!(dma_bus_address(0x7000_0010), Some(0x1_0010));
+        assert_eq!(dma_bus_address(0x7000_2000), None);
+        unregister_dma(0x7000_0000);
+        assert_eq!(dma_bus_address(0x7000_0010), None);
+    }
+}

@@ -1,0 +1,16 @@
+//! Dxgkrnl, the DirectX graphics kernel: driver load (`DxgkInitialize`), adapter life (PnP),
+//! the one way the OS calls a DDI, the IRQL model, interrupts and DPCs, bug checks, the
+//! `DXGKRNL_INTERFACE` callbacks and the host kernel the driver runs on ([`kernel::SimKernel`]).
+
+pub mod adapter;
+pub mod bugcheck;
+pub mod callbacks;
+pub mod ddi;
+pub mod interrupt;
+pub mod irql;
+pub mod kernel;
+pub mod load;
+pub mod notify;
+pub mod pnp;
+pub mod resources;
+pub mod state;

@@ -1,0 +1,474 @@
+//! Driver and adapter life as the PnP manager and Dxgkrnl drive it: DriverEntry, AddDevice,
+//! StartDevice (with the caps check), StopDevice, RemoveDevice, Unload.
+
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+
+use rvgpu_ddi::adapter::*;
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_kmd::platform::Irql;
+
+use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::bugcheck::{self, BugCheck};
+use crate::dxgkrnl::callbacks;
+use crate::dxgkrnl::ddi::{self, check_status, At};
+use crate::dxgkrnl::interrupt;
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::kernel::{self, SimKernel};
+use crate::dxgkrnl::load::{self, TableHook};
+use crate::dxgkrnl::resources::opaque;
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+use crate::machine::{AdapterInfo, Machine, Mode};
+
+/// The byte the OS pre-fills the `DXGK_DRIVERCAPS` buffer with before QueryAdapterInfo.
+pub const CAPS_FILL: u8 = 0xCD;
+
+fn bytes_of<T>(v: &T) -> &[u8] {
+    // SAFETY: reading the bytes of a live value of a plain-integer DDI struct.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+/// The DRIVERCAPS checks the simulated Dxgkrnl makes at start (a failure fails the start,
+/// [`SimError::Rejected`]): the deprecated `Reserved`/`Reserved1` blocks must be zero (Dxgkrnl
+/// would misread anything else), the adapter must have 1..=ENGINE_MAX nodes (interrupt reports
+/// are checked against that count), and a line-based interrupt is message number 0.
+pub fn validate_caps(caps: &DXGK_DRIVERCAPS) -> Result<(), String> {
+    if bytes_of(&caps.Reserved).iter().any(|b| *b != 0)
+        || bytes_of(&caps.Reserved1).iter().any(|b| *b != 0)
+    {
+        return Err("DRIVERCAPS Reserved/Reserved1 (deprecated) are not zero".into());
+    }
+    let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
+    if !(1..=rvgpu_hw::regs::ENGINE_MAX).contains(&nodes) {
+        return Err(format!(
+            "DRIVERCAPS GpuEngineTopology.NbAsymetricProcessingNodes = {nodes:#x}"
+        ));
+    }
+    if caps.InterruptMessageNumber != 0 {
+        return Err(format!(
+            "DRIVERCAPS InterruptMessageNumber = {:#x} on a line-based interrupt",
+            caps.InterruptMessageNumber
+        ));
+    }
+    Ok(())
+}
+
+impl Machine {
+    /// DriverEntry through `rvgpu::driver_entry::<SimKernel>` with the simulated
+    /// `DxgkInitialize`.
+    pub fn load_driver(&mut self) -> Result<(), SimError> {
+        self.load_driver_inner(None)
+    }
+
+    /// Like [`Machine::load_driver`], then lets `hook` rewrite the validated table: a test
+    /// can replace a slot with a misbehaving routine (e.g. an ISR reporting an unknown fence
+    /// handle) to prove the OS side catches it.
+    pub fn load_driver_with(
+        &mut self,
+        hook: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
+    ) -> Result<(), SimError> {
+        self.load_driver_inner(Some(Box::new(hook)))
+    }
+
+    fn load_driver_inner(&mut self, hook: Option<TableHook>) -> Result<(), SimError> {
+        if let Some(f) = self.state.fault() {
+            return Err(f.into());
+        }
+        if self.loaded {
+            return Err(self.misuse("driver already loaded".into()));
+        }
+        let driver_object = opaque(&self.driver_object);
+        let registry_path = (&self.registry_path.0 as *const UNICODE_STRING).cast::<c_void>();
+        let state = self.state.clone();
+        let _ctx = kernel::MachineContext::enter(state.clone());
+        // DriverEntry runs at PASSIVE_LEVEL (DRIVER_INITIALIZE).
+        if let Err(b) = crate::dxgkrnl::irql::check(
+            Routine::DriverEntry,
+            kernel::current_irql(),
+            load::sim_dxgk_initialize as *const () as usize,
+        ) {
+            state.raise_bugcheck(b);
+            return Err(SimError::Bugcheck(b));
+        }
+        let status = load::with_loading(state.clone(), self.table.clone(), hook, || {
+            // SAFETY: the pointers are stable, non-null stand-ins for the DRIVER_OBJECT and
+            // the registry path (the driver only passes them on), and sim_dxgk_initialize
+            // accepts any valid table pointer.
+            unsafe {
+                rvgpu::driver_entry::<SimKernel>(
+                    driver_object,
+                    registry_path,
+                    load::sim_dxgk_initialize,
+                )
+            }
+        });
+        if let Err(b) = kernel::check_return_irql(
+            Irql::Passive,
+            bugcheck::irql_unexpected::SIM_DDI,
+            rvgpu::driver_entry::<SimKernel> as *const () as usize as u64,
+            0,
+            Routine::DriverEntry.id(),
+        ) {
+            state.raise_bugcheck(b);
+        }
+        if let Some(f) = state.fault() {
+            return Err(f.into());
+        }
+        check_status(status)?;
+        if self.table.get().is_none() {
+            return Err(self.misuse("DriverEntry succeeded without calling DxgkInitialize".into()));
+        }
+        self.loaded = true;
+        Ok(())
+    }
+
+    /// AddDevice (first start), StartDevice, the start-time adapter queries, then connects the
+    /// interrupt.
+    pub fn start_adapter(&mut self, i: usize) -> Result<AdapterInfo, SimError> {
+        let a = self.adapter(i)?.clone();
+        let t = self.table()?;
+        let life = *lock(&a.life);
+        if life == Life::Started {
+            return Err(self.misuse(format!("adapter {i} already started")));
+        }
+        if life == Life::Absent {
+            let add = t
+                .DxgkDdiAddDevice
+                .ok_or_else(|| self.misuse("no AddDevice".into()))?;
+            let pdo = a.resources.pdo();
+            let mut ctx: *mut c_void = std::ptr::null_mut();
+            let status = ddi::call(
+                &a,
+                Routine::DxgkDdiAddDevice,
+                add as usize,
+                At::Caller,
+                || {
+                    // SAFETY: the driver's AddDevice with a PDO stand-in and an out-pointer.
+                    unsafe { add(pdo, &mut ctx) }
+                },
+            )?;
+            check_status(status)?;
+            if ctx.is_null() {
+                return Err(self.misuse("AddDevice succeeded with a NULL context".into()));
+            }
+            a.set_context(ctx);
+            *lock(&a.life) = Life::Added;
+        }
+        let start = t
+            .DxgkDdiStartDevice
+            .ok_or_else(|| self.misuse("no StartDevice".into()))?;
+        let mut start_info = DXGK_START_INFO {
+            RequiredDmaQueueEntry: 0,
+            AdapterGuid: GUID {
+                Data1: 0x5256_A0A0,
+                Data2: 0,
+                Data3: 0x4000,
+                Data4: [0x80, 0, 0, 0, 0, 0, 0, i as u8],
+            },
+            AdapterLuid: LUID {
+                LowPart: 0x1000 + i as u32,
+                HighPart: 0,
+            },
+        };
+        let mut iface = Box::new(callbacks::interface_for(&a));
+        *lock(&a.interface) = Some(crate::dxgkrnl::adapter::SendTable(*iface));
+        // From here the driver holds the DeviceHandle and may queue DPCs.
+        a.handle_valid.store(true, Ordering::Release);
+        *lock(&a.dpc_gate) = true;
+        let (mut sources, mut children) = (u32::MAX, u32::MAX);
+        let ctx = a.context();
+        let status = ddi::call(
+            &a,
+            Routine::DxgkDdiStartDevice,
+            start as usize,
+            At::Caller,
+            || {
+                // SAFETY: the driver's StartDevice with its context and valid pointers to our
+                // start info, callback table and out-parameters, all live during the call.
+                unsafe {
+                    start(
+                        ctx,
+                        &mut start_info,
+                        &mut *iface,
+                        &mut sources,
+                        &mut children,
+                    )
+                }
+            },
+        );
+        if !matches!(status, Ok(s) if s >= 0) {
+            // A failed start: no DPC may run for it any more.
+            let _ = interrupt::flush_dpcs(&a, self.config.mode == Mode::Threaded);
+        }
+        check_status(status?)?;
+        // The interrupt is connected once StartDevice succeeded (the start-time queries and a
+        // StopDevice after a refused start may already synchronise with the ISR).
+        a.connected.store(true, Ordering::Release);
+        a.wake.notify();
+        let caps = match self.query_caps_raw(&a, &t) {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = self.stop_inner(&a, &t);
+                return Err(e);
+            }
+        };
+        // From here the OS knows the adapter's nodes (interrupt reports are checked against
+        // them).
+        *lock(&a.caps) = Some(caps);
+        let reject =
+            |why: String| -> Result<AdapterInfo, SimError> { Err(SimError::Rejected(why)) };
+        let mut why = validate_caps(&caps).err();
+        if why.is_none() {
+            // TDR-01: SupportPerEngineTDR needs the four per-engine TDR DDIs.
+            why = crate::vidsch::tdr::validate_caps(&caps, &t).err();
+        }
+        if sources != 0 || children != 0 {
+            why = Some(format!(
+                "render-only adapter reported {sources} video present sources and {children} children"
+            ));
+        }
+        if caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence) && !a.os.native_fence_feature
+        {
+            // NF-10: the OS fails adapter start when the KMD advertises native fences the OS
+            // did not enable.
+            why = Some(
+                "NativeGpuFence advertised while DXGK_FEATURE_NATIVE_FENCE is disabled (NF-10)"
+                    .into(),
+            );
+        }
+        let advertised = caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence);
+        let mut fence_caps = None;
+        if why.is_none() && advertised {
+            // NF-11: the OS asks for the native-fence caps and relies on them.
+            match crate::sync::fence::query_caps(&a, &t) {
+                Ok(c) => match crate::sync::fence::validate_native_fence_caps(&c) {
+                    Ok(()) => fence_caps = Some(c),
+                    Err(w) => why = Some(w),
+                },
+                Err(SimError::DdiFailed(s)) => {
+                    why = Some(format!(
+                        "DXGKQAITYPE_NATIVE_FENCE_CAPS failed ({:#010x}) with NativeGpuFence \
+                         advertised",
+                        s as u32
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        lock(&a.fence_os).caps = fence_caps;
+        if why.is_none() {
+            // UM-03, UM-04: node metadata for every node and the user-mode submission caps.
+            match crate::ums::query_at_start(&a, &t, &caps) {
+                Ok(()) => {}
+                Err(SimError::Rejected(w)) => why = Some(w),
+                Err(e) => return Err(e),
+            }
+        }
+        if let Some(w) = why {
+            self.state.push_log(
+                rvgpu_kmd::platform::Level::Error,
+                format!("start rejected: {w}"),
+            );
+            self.stop_inner(&a, &t)?;
+            return reject(w);
+        }
+        *lock(&a.caps) = Some(caps);
+        *lock(&a.life) = Life::Started;
+        Ok(AdapterInfo {
+            sources,
+            children,
+            caps,
+        })
+    }
+
+    fn query_caps_raw(
+        &self,
+        a: &AdapterShared,
+        t: &DRIVER_INITIALIZATION_DATA,
+    ) -> Result<DXGK_DRIVERCAPS, SimError> {
+        let q = t
+            .DxgkDdiQueryAdapterInfo
+            .ok_or_else(|| self.misuse("no QueryAdapterInfo".into()))?;
+        // Pre-filled with a 0xCD pattern (what an uninitialised pool buffer looks like under
+        // Verifier) so a field the driver leaves unset is visible to the checks in
+        // `validate_caps` and to tests.
+        let mut caps = std::mem::MaybeUninit::<DXGK_DRIVERCAPS>::uninit();
+        // SAFETY: writes size_of::<DXGK_DRIVERCAPS>() bytes into the MaybeUninit's storage.
+        unsafe { caps.as_mut_ptr().write_bytes(CAPS_FILL, 1) };
+        // SAFETY: DXGK_DRIVERCAPS is plain integers (no bool/enum/reference fields), so any
+        // bit pattern, 0xCD included, is a valid value.
+        let mut caps = unsafe { caps.assume_init() };
+        let status = ddi::query_adapter_info(a, q, DXGKQAITYPE_DRIVERCAPS, At::Caller, &mut caps)?;
+        check_status(status)?;
+        Ok(caps)
+    }
+
+    /// `DXGKQAITYPE_DRIVERCAPS` on a started adapter, at the calling thread's IRQL.
+    pub fn query_driver_caps(&self, i: usize) -> Result<DXGK_DRIVERCAPS, SimError> {
+        let a = self.adapter(i)?;
+        let t = self.table()?;
+        if *lock(&a.life) != Life::Started {
+            return Err(self.misuse(format!("adapter {i} is not started")));
+        }
+        self.query_caps_raw(a, &t)
+    }
+
+    fn stop_inner(
+        &self,
+        a: &AdapterShared,
+        t: &DRIVER_INITIALIZATION_DATA,
+    ) -> Result<(), SimError> {
+        let stop = t
+            .DxgkDdiStopDevice
+            .ok_or_else(|| self.misuse("no StopDevice".into()))?;
+        let ctx = a.context();
+        let status = ddi::call(
+            a,
+            Routine::DxgkDdiStopDevice,
+            stop as usize,
+            At::Caller,
+            || {
+                // SAFETY: the driver's StopDevice with its context.
+                unsafe { stop(ctx) }
+            },
+        );
+        // Disconnect the interrupt and flush DPCs whatever StopDevice said (IoDisconnectInterrupt
+        // and KeFlushQueuedDpcs follow the stop in Dxgkrnl).
+        a.connected.store(false, Ordering::Release);
+        // Any ISR that was waiting for the lock re-checks `connected` once it has it.
+        drop(lock(&a.interrupt_lock));
+        let flushed = interrupt::flush_dpcs(a, self.config.mode == Mode::Threaded);
+        *lock(&a.life) = Life::Stopped;
+        let status = status?;
+        flushed?;
+        check_status(status)
+    }
+
+    /// StopDevice, then disconnects the interrupt and flushes DPCs. As Dxgkrnl does before a
+    /// PnP stop, the adapter's native fences are destroyed first (NF-13 order; pending CPU
+    /// waits end `Abandoned`).
+    pub fn stop_adapter(&mut self, i: usize) -> Result<(), SimError> {
+        let a = self.adapter(i)?.clone();
+        let t = self.table()?;
+        if *lock(&a.life) != Life::Started {
+            return Err(self.misuse(format!("adapter {i} is not started")));
+        }
+        // Processes go first (their devices are torn down as abnormal exits), then fences.
+        self.destroy_all_devices(i)?;
+        self.destroy_all_native_fences(i)?;
+        self.stop_inner(&a, &t)
+    }
+
+    /// RemoveDevice on a stopped (or added, never started) adapter.
+    pub fn remove_adapter(&mut self, i: usize) -> Result<(), SimError> {
+        let a = self.adapter(i)?.clone();
+        let t = self.table()?;
+        let life = *lock(&a.life);
+        if !matches!(life, Life::Stopped | Life::Added) {
+            return Err(self.misuse(format!("adapter {i} is {life:?}, not stopped")));
+        }
+        let remove = t
+            .DxgkDdiRemoveDevice
+            .ok_or_else(|| self.misuse("no RemoveDevice".into()))?;
+        let ctx = a.context();
+        let status = ddi::call(
+            &a,
+            Routine::DxgkDdiRemoveDevice,
+            remove as usize,
+            At::Caller,
+            || {
+                // SAFETY: the driver's RemoveDevice with its context; nothing calls the driver for
+                // this adapter afterwards.
+                unsafe { remove(ctx) }
+            },
+        )?;
+        check_status(status)?;
+        // Dxgkrnl frees the adapter: its DeviceHandle dangles from now on.
+        a.handle_valid.store(false, Ordering::Release);
+        // What the driver still holds of this adapter can never be released now (every
+        // release needs the dead handle).
+        let (devices, contexts, queues, doorbells, allocations) = crate::ums::live_counts(&a);
+        if devices + contexts + queues + doorbells + allocations != 0 {
+            let msg = format!(
+                "RemoveDevice of adapter {i} with user-mode submission objects alive: {devices} \
+                 device(s), {contexts} context(s), {queues} queue(s), {doorbells} doorbell(s), \
+                 {allocations} allocation(s)"
+            );
+            self.state.raise_sim_error(msg.clone());
+            return Err(SimError::Simulation(msg));
+        }
+        let mappings: usize = lock(&a.mappings).values().sum();
+        let contiguous = lock(&a.contiguous).len();
+        let refs = a.feature_refs.load(Ordering::Acquire);
+        if mappings != 0 || contiguous != 0 || refs != 0 {
+            let msg = format!(
+                "RemoveDevice of adapter {i} returned with {mappings} BAR mapping(s), \
+                 {contiguous} contiguous allocation(s) and {refs} feature-interface \
+                 reference(s) still held"
+            );
+            self.state.raise_sim_error(msg.clone());
+            return Err(SimError::Simulation(msg));
+        }
+        a.set_context(std::ptr::null_mut());
+        *lock(&a.life) = Life::Absent;
+        Ok(())
+    }
+
+    /// DxgkDdiUnload once every adapter is removed. Contiguous memory the driver still owns
+    /// is a leak Driver Verifier reports at unload: 0xC4 subtype 0x62.
+    pub fn unload(&mut self) -> Result<(), SimError> {
+        if let Some(f) = self.state.fault() {
+            return Err(f.into());
+        }
+        let t = self.table()?;
+        if let Some(a) = self
+            .adapters
+            .iter()
+            .find(|a| *lock(&a.life) != Life::Absent)
+        {
+            return Err(self.misuse(format!("Unload with adapter {} still present", a.index)));
+        }
+        let unload = t
+            .DxgkDdiUnload
+            .ok_or_else(|| self.misuse("no Unload".into()))?;
+        ddi::call_driver(&self.state, Routine::DxgkDdiUnload, unload as usize, || {
+            // SAFETY: the driver's Unload, after every adapter was removed.
+            unsafe { unload() }
+        })?;
+        // Contiguous memory and I/O-space mappings are both tracked by Verifier's
+        // pool/allocation tracking; one still live at unload is the 0x62 leak.
+        let leaked: usize = self
+            .adapters
+            .iter()
+            .map(|a| lock(&a.contiguous).len() + lock(&a.mappings).values().sum::<usize>())
+            .sum();
+        if leaked != 0 {
+            let b = BugCheck::verifier(0x62, 0, 0, leaked as u64);
+            self.state.raise_bugcheck(b);
+            return Err(SimError::Bugcheck(b));
+        }
+        // Freed contiguous memory must still hold the poison: a write after free is what
+        // special pool catches (0xD5).
+        for a in &self.adapters {
+            let q = std::mem::take(&mut *lock(&a.quarantine));
+            for (va, c) in &q {
+                let dirty = c.alloc.words().iter().position(|w| {
+                    w.load(Ordering::Acquire) != crate::dxgkrnl::adapter::FREED_POISON
+                });
+                if let Some(i) = dirty {
+                    let b = BugCheck::new(
+                        bugcheck::DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL,
+                        [(va + i * 8) as u64, 1, 0, 0],
+                    );
+                    self.state.raise_bugcheck(b);
+                    return Err(SimError::Bugcheck(b));
+                }
+            }
+        }
+        self.table.set(None);
+        self.loaded = false;
+        Ok(())
+    }
+}

@@ -1,0 +1,158 @@
+//! The machine's health: running, or halted by a bug check or a simulation error.
+//!
+//! Shared by every thread of one simulated machine (test threads, the interrupt "CPU", the DPC
+//! thread) and reachable from kernel services through the thread's current context
+//! ([`crate::dxgkrnl::kernel::MachineContext`]). Once halted, a machine stays halted: the first fault is
+//! the one reported, later ones are only logged, because on Windows nothing runs after
+//! `KeBugCheckEx`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use rvgpu_kmd::platform::Level;
+
+use crate::dxgkrnl::bugcheck::BugCheck;
+
+/// Why a machine halted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Windows would have bug-checked.
+    BugCheck(BugCheck),
+    /// The simulation met something it cannot model or a rule of its own was broken (for
+    /// example a callback it does not simulate); the test fails with this message.
+    Simulation(String),
+}
+
+/// One line of the driver's debug output (DbgPrintEx).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogLine {
+    /// Severity.
+    pub level: Level,
+    /// The message.
+    pub text: String,
+}
+
+/// Health and debug output of one machine.
+pub struct MachineState {
+    id: u64,
+    halted: AtomicBool,
+    fault: Mutex<Option<Fault>>,
+    log: Mutex<Vec<LogLine>>,
+    /// Run once when the machine halts (freezing the devices). Must not block or call back
+    /// into the state.
+    on_halt: Mutex<Vec<HaltHook>>,
+}
+
+/// What runs when a machine halts.
+pub type HaltHook = Box<dyn Fn() + Send + Sync>;
+
+impl std::fmt::Debug for MachineState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MachineState")
+            .field("id", &self.id)
+            .field("halted", &self.is_halted())
+            .finish_non_exhaustive()
+    }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Locks a mutex, recovering the data if a thread panicked while holding it: a panic is already
+/// a test failure, and the simulation must still be able to report what it recorded.
+pub(crate) fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl MachineState {
+    /// A running machine.
+    pub fn new() -> Self {
+        Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            halted: AtomicBool::new(false),
+            fault: Mutex::new(None),
+            log: Mutex::new(Vec::new()),
+            on_halt: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Registers `hook` to run when the machine halts (at once if it already has).
+    pub fn on_halt(&self, hook: HaltHook) {
+        if self.is_halted() {
+            hook();
+        } else {
+            lock(&self.on_halt).push(hook);
+        }
+    }
+
+    /// Process-unique id (for messages).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether the machine has halted. Acquire: a thread that sees `true` also sees the fault.
+    pub fn is_halted(&self) -> bool {
+        self.halted.load(Ordering::Acquire)
+    }
+
+    /// The fault that halted the machine, if any.
+    pub fn fault(&self) -> Option<Fault> {
+        lock(&self.fault).clone()
+    }
+
+    /// The bug check that halted the machine, if it was one.
+    pub fn bugcheck(&self) -> Option<BugCheck> {
+        match self.fault() {
+            Some(Fault::BugCheck(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Records a bug check and halts (the first fault wins).
+    pub fn raise_bugcheck(&self, b: BugCheck) {
+        self.halt(Fault::BugCheck(b));
+    }
+
+    /// Records a simulation error and halts (the first fault wins).
+    pub fn raise_sim_error(&self, msg: impl Into<String>) {
+        self.halt(Fault::Simulation(msg.into()));
+    }
+
+    fn halt(&self, fault: Fault) {
+        let mut slot = lock(&self.fault);
+        let text = match &fault {
+            Fault::BugCheck(b) => format!("*** STOP: {b}"),
+            Fault::Simulation(m) => format!("*** SIMULATION ERROR: {m}"),
+        };
+        if slot.is_none() {
+            *slot = Some(fault);
+            self.halted.store(true, Ordering::Release);
+            drop(slot);
+            self.push_log(Level::Error, text);
+            // Nothing reaches the hardware after KeBugCheckEx.
+            for hook in std::mem::take(&mut *lock(&self.on_halt)) {
+                hook();
+            }
+        } else {
+            self.push_log(Level::Error, format!("(after halt) {text}"));
+        }
+    }
+
+    /// Appends a line to the captured debug output (and to stderr with `RVGPU_SIM_LOG` set).
+    pub fn push_log(&self, level: Level, text: String) {
+        if std::env::var_os("RVGPU_SIM_LOG").is_some() {
+            eprintln!("[m{} {:?}] {}", self.id, level, text);
+        }
+        lock(&self.log).push(LogLine { level, text });
+    }
+
+    /// Everything logged so far.
+    pub fn log(&self) -> Vec<LogLine> {
+        lock(&self.log).clone()
+    }
+}
+
+impl Default for MachineState {
+    fn default() -> Self {
+        Self::new()
+    }
+}

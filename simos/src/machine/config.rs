@@ -1,0 +1,133 @@
+//! What a machine is built from: the mode (threaded or step), the OS settings, the adapters.
+
+use super::*;
+
+/// How the machine runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Device CMP threads, an interrupt thread and a DPC thread; DDIs from test threads.
+    Threaded,
+    /// No threads: [`Machine::run_steps`] / [`Machine::run_until_idle`] step the devices and
+    /// service interrupts and DPCs on the calling thread.
+    Step,
+}
+
+/// OS feature switches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OsConfig {
+    /// `DXGK_FEATURE_NATIVE_FENCE` enabled (NF-10).
+    pub native_fence_feature: bool,
+    /// IRQL the OS calls `DxgkDdiSubmitCommandToHwQueue` at. Microsoft allows PASSIVE_LEVEL or
+    /// DISPATCH_LEVEL; the default is the stricter DISPATCH_LEVEL (a driver must cope with it).
+    pub submit_irql: Irql,
+    /// How long blocking D3DKMT waits (and a normal exit's wait for a queue) wait in threaded
+    /// mode before they fail.
+    pub wait_timeout: Duration,
+    /// Issue 5: `NumberOfEntries` of the wait and signal logs the OS gives every user-mode
+    /// queue (default 84, a full 4 KiB buffer; tests use 4 to force overflows, LOG-05).
+    pub log_entries: u64,
+}
+
+impl Default for OsConfig {
+    fn default() -> Self {
+        Self {
+            native_fence_feature: true,
+            submit_irql: Irql::Dispatch,
+            wait_timeout: crate::ums::DEFAULT_WAIT,
+            log_entries: crate::sync::fencelog::DEFAULT_LOG_ENTRIES,
+        }
+    }
+}
+
+/// One adapter.
+#[derive(Clone, Debug)]
+pub struct AdapterConfig {
+    /// Name for messages.
+    pub name: String,
+    /// The emulated device (its `mode` is overridden by the machine's).
+    pub device: DeviceConfig,
+    /// The OS enables `DXGK_FEATURE_NATIVE_FENCE` on this adapter (ANDed with
+    /// [`OsConfig::native_fence_feature`]): `false` makes an adapter without native fences
+    /// (the driver does not advertise them there), as the seed's scenarios 2a/2b need.
+    pub native_fence_feature: bool,
+}
+
+impl AdapterConfig {
+    /// The default device: a discrete GPU with exact fence reports.
+    pub fn dgpu() -> Self {
+        Self {
+            name: "dGPU".into(),
+            device: DeviceConfig::default(),
+            native_fence_feature: true,
+        }
+    }
+
+    /// An integrated-style device: one engine, no exact fence reports (every fence interrupt
+    /// means "scan everything").
+    pub fn igpu() -> Self {
+        Self {
+            name: "iGPU".into(),
+            device: DeviceConfig {
+                engines: 1,
+                doorbells: 4,
+                exact_fence_report: false,
+                optimized_fence_irq: false,
+                ..DeviceConfig::default()
+            },
+            native_fence_feature: true,
+        }
+    }
+}
+
+/// A machine's configuration.
+#[derive(Clone, Debug)]
+pub struct MachineConfig {
+    /// Threaded or step.
+    pub mode: Mode,
+    /// OS switches.
+    pub os: OsConfig,
+    /// Adapters, in PnP order.
+    pub adapters: Vec<AdapterConfig>,
+}
+
+impl MachineConfig {
+    /// One dGPU.
+    pub fn single(mode: Mode) -> Self {
+        Self {
+            mode,
+            os: OsConfig::default(),
+            adapters: vec![AdapterConfig::dgpu()],
+        }
+    }
+
+    /// An iGPU and a dGPU (cross-adapter scenarios, NF-16/NF-18).
+    pub fn igpu_dgpu(mode: Mode) -> Self {
+        Self {
+            mode,
+            os: OsConfig::default(),
+            adapters: vec![AdapterConfig::igpu(), AdapterConfig::dgpu()],
+        }
+    }
+
+    /// An iGPU without native fences and a dGPU with them (NF-18 scenarios 2a and 2b).
+    pub fn legacy_igpu_dgpu(mode: Mode) -> Self {
+        let mut igpu = AdapterConfig::igpu();
+        igpu.native_fence_feature = false;
+        Self {
+            mode,
+            os: OsConfig::default(),
+            adapters: vec![igpu, AdapterConfig::dgpu()],
+        }
+    }
+}
+
+/// What a started adapter reported.
+#[derive(Clone, Copy, Debug)]
+pub struct AdapterInfo {
+    /// `NumberOfVideoPresentSources` from StartDevice.
+    pub sources: u32,
+    /// `NumberOfChildren` from StartDevice.
+    pub children: u32,
+    /// `DXGKQAITYPE_DRIVERCAPS`.
+    pub caps: DXGK_DRIVERCAPS,
+}

@@ -1,0 +1,400 @@
+//! A simulated machine: one physical `Memory`, N adapters (each an emulated device), the
+//! simulated Dxgkrnl, and in threaded mode an interrupt thread and a DPC thread per adapter.
+//!
+//! The test-facing API: [`Machine::new`], [`Machine::load_driver`], [`Machine::start_adapter`],
+//! [`Machine::query_driver_caps`], [`Machine::stop_adapter`], [`Machine::remove_adapter`],
+//! [`Machine::unload`], [`Machine::bugcheck`], [`Machine::notifications`],
+//! [`Machine::driver_log`], [`Machine::device`], and in step mode [`Machine::run_until_idle`]
+//! / [`Machine::run_steps`]. Every call returns `Err(SimError::Bugcheck)` once the machine has
+//! bug-checked.
+
+mod config;
+mod run;
+
+pub use self::config::*;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rvgpu_ddi::adapter::*;
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_device::{Device, DeviceConfig, Memory};
+use rvgpu_kmd::platform::Irql;
+
+use crate::dxgkrnl::adapter::{AdapterShared, DriverTable, Life};
+use crate::dxgkrnl::bugcheck::BugCheck;
+use crate::dxgkrnl::interrupt::{self, Serviced, SimLine, Wake};
+use crate::dxgkrnl::kernel::{self, IrqlScope};
+use crate::dxgkrnl::notify::Processed;
+use crate::dxgkrnl::state::{lock, LogLine, MachineState};
+use crate::error::SimError;
+
+/// The driver's adapter table is driver-wide with [`rvgpu_kmd::globals::MAX_ADAPTERS`] slots,
+/// and every machine of the test process loads the same driver: live adapters of all machines
+/// together must fit. A machine holds permits for its adapters from creation until it is
+/// dropped (after its orderly [`Machine::shutdown`]); a machine needing more than are free
+/// waits (a simulation artifact: on Windows one computer has one driver instance).
+struct AdapterPermits(usize);
+
+static LIVE_ADAPTERS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+static LIVE_ADAPTERS_CV: std::sync::Condvar = std::sync::Condvar::new();
+
+impl AdapterPermits {
+    fn acquire(n: usize) -> Self {
+        let cap = rvgpu_kmd::globals::MAX_ADAPTERS;
+        let g = lock(&LIVE_ADAPTERS);
+        let (mut g, _) = LIVE_ADAPTERS_CV
+            .wait_timeout_while(g, Duration::from_secs(120), |live| {
+                *live > 0 && *live + n > cap
+            })
+            .unwrap_or_else(|p| p.into_inner());
+        *g += n;
+        Self(n)
+    }
+}
+
+impl Drop for AdapterPermits {
+    fn drop(&mut self) {
+        let mut g = lock(&LIVE_ADAPTERS);
+        *g = g.saturating_sub(self.0);
+        LIVE_ADAPTERS_CV.notify_all();
+    }
+}
+
+/// The driver's registry path: a `UNICODE_STRING` whose buffer points into the `Vec` beside it.
+pub(crate) struct RegistryPath(pub(crate) UNICODE_STRING, Vec<u16>);
+
+// SAFETY: the raw buffer pointer points into the owned, never-resized `Vec` of the same value
+// and is only read (by DriverEntry); sharing or moving the pair across threads is sound. This
+// lets threads of a test share a `Machine` (`&Machine` from several threads: concurrent CPU
+// waits), whose other state is already `Arc`/`Mutex`/atomics.
+unsafe impl Send for RegistryPath {}
+// SAFETY: as above.
+unsafe impl Sync for RegistryPath {}
+
+/// A simulated machine. Dropping it stops its threads and devices.
+pub struct Machine {
+    pub(crate) state: Arc<MachineState>,
+    pub(crate) config: MachineConfig,
+    pub(crate) memory: Arc<Memory>,
+    pub(crate) table: Arc<DriverTable>,
+    pub(crate) adapters: Vec<Arc<AdapterShared>>,
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) threads: Vec<JoinHandle<()>>,
+    pub(crate) driver_object: Box<[u64; 4]>,
+    pub(crate) registry_path: Box<RegistryPath>,
+    pub(crate) loaded: bool,
+    _permits: AdapterPermits,
+}
+
+impl std::fmt::Debug for Machine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Machine")
+            .field("id", &self.state.id())
+            .field("mode", &self.config.mode)
+            .field("adapters", &self.adapters.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Machine {
+    /// Builds the machine: memory, devices (started in threaded mode), interrupt and DPC
+    /// threads. No driver is loaded yet.
+    pub fn new(config: MachineConfig) -> Self {
+        let permits = AdapterPermits::acquire(config.adapters.len());
+        let state = Arc::new(MachineState::new());
+        let vram = config
+            .adapters
+            .iter()
+            .map(|a| a.device.vram_size)
+            .max()
+            .unwrap_or(0);
+        let memory = Memory::new(vram);
+        let table = Arc::new(DriverTable::default());
+        let device_mode = match config.mode {
+            Mode::Threaded => rvgpu_device::Mode::Threaded,
+            Mode::Step => rvgpu_device::Mode::Step,
+        };
+        let adapters: Vec<Arc<AdapterShared>> = config
+            .adapters
+            .iter()
+            .enumerate()
+            .map(|(i, ac)| {
+                // One wake per adapter: its interrupt and DPC threads sleep on it.
+                let wake = Arc::new(Wake::default());
+                let line = Arc::new(SimLine::new(wake.clone()));
+                let dc = DeviceConfig {
+                    mode: device_mode,
+                    ..ac.device.clone()
+                };
+                let device = Device::new(dc, memory.clone(), line.clone());
+                device.start();
+                // After a bug check nothing more reaches the device.
+                let weak = Arc::downgrade(&device);
+                state.on_halt(Box::new(move || {
+                    if let Some(d) = weak.upgrade() {
+                        d.freeze();
+                    }
+                }));
+                AdapterShared::new(
+                    i,
+                    state.clone(),
+                    device,
+                    line,
+                    wake,
+                    ac.clone(),
+                    OsConfig {
+                        native_fence_feature: config.os.native_fence_feature
+                            && ac.native_fence_feature,
+                        ..config.os.clone()
+                    },
+                    table.clone(),
+                )
+            })
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        if config.mode == Mode::Threaded {
+            // One interrupt "CPU" and one DPC thread per adapter: Windows may run the ISRs
+            // and DPCs of different adapters concurrently on different processors
+            // (DxgkDdiDpcRoutine may run for several adapters at once), so cross-adapter races
+            // in driver state must not be hidden by a shared thread.
+            for a in &adapters {
+                let (ai, s) = (a.clone(), stop.clone());
+                let isr = std::thread::Builder::new()
+                    .name(format!("simos-m{}-a{}-interrupt", state.id(), a.index))
+                    .spawn(move || interrupt::interrupt_thread(ai, s));
+                let (ad, s) = (a.clone(), stop.clone());
+                let dpc = std::thread::Builder::new()
+                    .name(format!("simos-m{}-a{}-dpc", state.id(), a.index))
+                    .spawn(move || interrupt::dpc_thread(ad, s));
+                // VidSch's PASSIVE worker (F1 transitions, UM-13).
+                let (aw, s) = (a.clone(), stop.clone());
+                let worker = std::thread::Builder::new()
+                    .name(format!("simos-m{}-a{}-worker", state.id(), a.index))
+                    .spawn(move || interrupt::worker_thread(aw, s));
+                match (isr, dpc, worker) {
+                    (Ok(i), Ok(d), Ok(w)) => threads.extend([i, d, w]),
+                    (i, d, w) => {
+                        threads.extend(i.ok().into_iter().chain(d.ok()).chain(w.ok()));
+                        state.raise_sim_error(
+                            "could not spawn the interrupt, DPC and worker threads",
+                        );
+                    }
+                }
+            }
+        }
+        let path: Vec<u16> = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\rvgpu"
+            .encode_utf16()
+            .collect();
+        let bytes = u16::try_from(path.len() * 2).unwrap_or(u16::MAX);
+        let mut registry_path = Box::new(RegistryPath(
+            UNICODE_STRING {
+                Length: bytes,
+                MaximumLength: bytes,
+                Buffer: std::ptr::null_mut(),
+            },
+            path,
+        ));
+        registry_path.0.Buffer = registry_path.1.as_mut_ptr();
+        Self {
+            state,
+            config,
+            memory,
+            table,
+            adapters,
+            stop,
+            threads,
+            driver_object: Box::new([0; 4]),
+            registry_path,
+            loaded: false,
+            _permits: permits,
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // State.
+
+    /// The machine's id (unique in the process).
+    pub fn id(&self) -> u64 {
+        self.state.id()
+    }
+
+    /// The machine's configuration.
+    pub fn config(&self) -> &MachineConfig {
+        &self.config
+    }
+
+    /// The OS switches.
+    pub fn os_config(&self) -> &OsConfig {
+        &self.config.os
+    }
+
+    /// Number of adapters.
+    pub fn adapter_count(&self) -> usize {
+        self.adapters.len()
+    }
+
+    /// The bug check that halted the machine, if any.
+    pub fn bugcheck(&self) -> Option<BugCheck> {
+        self.state.bugcheck()
+    }
+
+    /// Whatever halted the machine (bug check or simulation error).
+    pub fn fault(&self) -> Option<SimError> {
+        self.state.fault().map(SimError::from)
+    }
+
+    /// The driver's debug output (and the simulation's own error lines).
+    pub fn driver_log(&self) -> Vec<LogLine> {
+        self.state.log()
+    }
+
+    /// Notifications the OS processed (through `DxgkCbNotifyDpc`) on adapter `i`, in order.
+    pub fn notifications(&self, i: usize) -> Vec<Processed> {
+        self.adapters
+            .get(i)
+            .map(|a| lock(&a.processed).clone())
+            .unwrap_or_default()
+    }
+
+    /// Notifications reported by the ISR but not yet processed by a DPC.
+    pub fn pending_notifications(&self, i: usize) -> Vec<Processed> {
+        self.adapters
+            .get(i)
+            .map(|a| lock(&a.pending).clone())
+            .unwrap_or_default()
+    }
+
+    /// Adapter `i`'s device (fault injection, snapshots).
+    pub fn device(&self, i: usize) -> Option<&Arc<Device>> {
+        self.adapters.get(i).map(|a| &a.device)
+    }
+
+    /// The machine's physical memory.
+    pub fn memory(&self) -> &Arc<Memory> {
+        &self.memory
+    }
+
+    /// NF-10 bookkeeping of adapter `i`: (references the driver holds on the feature
+    /// interface, feature IDs it asked IsFeatureEnabled about, times it obtained the
+    /// native-fence feature interface).
+    pub fn feature_usage(&self, i: usize) -> (i64, Vec<i32>, u64) {
+        self.adapters.get(i).map_or((0, Vec::new(), 0), |a| {
+            (
+                a.feature_refs.load(Ordering::Acquire),
+                lock(&a.features_queried).clone(),
+                a.native_fence_interface_queries.load(Ordering::Relaxed),
+            )
+        })
+    }
+
+    /// ISR and DPC call counts of adapter `i`.
+    pub fn interrupt_counts(&self, i: usize) -> (u64, u64) {
+        self.adapters.get(i).map_or((0, 0), |a| {
+            (
+                a.stats.isr_calls.load(Ordering::Relaxed),
+                a.stats.dpc_calls.load(Ordering::Relaxed),
+            )
+        })
+    }
+
+    /// The callback table handed to adapter `i`'s StartDevice.
+    pub fn interface(&self, i: usize) -> Option<DXGKRNL_INTERFACE> {
+        self.adapters
+            .get(i)
+            .and_then(|a| lock(&a.interface).map(|t| t.0))
+    }
+
+    /// Registers `handle` as a live native fence of adapter `i` (what CreateNativeFence will
+    /// do when native fences land).
+    pub fn add_native_fence_handle(&self, i: usize, handle: usize) {
+        if let Some(a) = self.adapters.get(i) {
+            lock(&a.native_fences).insert(handle);
+        }
+    }
+
+    pub(crate) fn adapter_shared(&self, i: usize) -> Result<&Arc<AdapterShared>, SimError> {
+        self.adapter(i)
+    }
+
+    /// One round of the step-mode machine (for blocking waits); whether anything happened.
+    pub(crate) fn round_for_wait(&self) -> bool {
+        self.round()
+    }
+
+    pub(crate) fn adapter(&self, i: usize) -> Result<&Arc<AdapterShared>, SimError> {
+        if let Some(f) = self.state.fault() {
+            return Err(f.into());
+        }
+        self.adapters
+            .get(i)
+            .ok_or_else(|| SimError::Simulation(format!("no adapter {i}")))
+    }
+
+    pub(crate) fn table(&self) -> Result<DRIVER_INITIALIZATION_DATA, SimError> {
+        self.table
+            .get()
+            .ok_or_else(|| SimError::Simulation("no driver loaded".into()))
+    }
+
+    pub(crate) fn misuse(&self, msg: String) -> SimError {
+        SimError::Simulation(msg)
+    }
+}
+
+impl Machine {
+    /// Orderly teardown when a machine is dropped with its adapters still present: native
+    /// fences destroyed, adapters stopped and removed, as Dxgkrnl does before a device goes
+    /// away. Needed because the driver's adapter table is driver-wide (16 slots) and many
+    /// machines share one test process; a machine that halted is left as it is.
+    fn shutdown(&mut self) {
+        if !self.loaded || self.state.fault().is_some() {
+            return;
+        }
+        for i in (0..self.adapters.len()).rev() {
+            let life = *lock(&self.adapters[i].life);
+            if life == Life::Started && self.stop_adapter(i).is_err() {
+                return;
+            }
+            let life = *lock(&self.adapters[i].life);
+            if matches!(life, Life::Stopped | Life::Added) && self.remove_adapter(i).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for Machine {
+    fn drop(&mut self) {
+        self.shutdown();
+        self.stop.store(true, Ordering::Release);
+        for a in &self.adapters {
+            a.wake.notify();
+        }
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+        for a in &self.adapters {
+            a.connected.store(false, Ordering::Release);
+            a.device.stop();
+            for (va, n) in lock(&a.mappings).drain() {
+                for _ in 0..n {
+                    kernel::unmap_window(va);
+                }
+            }
+            for (va, _) in lock(&a.contiguous).drain() {
+                kernel::unregister_dma(va);
+            }
+        }
+    }
+}
+
+/// Checks helpers for bug-check codes in tests.
+pub fn is_bugcheck(e: &SimError, code: u32) -> bool {
+    matches!(e, SimError::Bugcheck(b) if b.code == code)
+}

@@ -1,0 +1,154 @@
+//! Running a machine: forced interrupts, step-mode rounds (device steps, interrupts and DPCs
+//! on the calling thread), and the thread context and IRQL helpers tests use.
+
+use super::*;
+
+impl Machine {
+    /// Raises one interrupt on adapter `i` regardless of the device (as another device on a
+    /// shared line would): the ISR runs once. Step mode: inline (with any DPC it queues);
+    /// threaded mode: on the interrupt thread.
+    pub fn raise_interrupt(&self, i: usize) -> Result<(), SimError> {
+        let a = self.adapter(i)?;
+        if !a.connected.load(Ordering::Acquire) {
+            // Both modes: nothing can deliver an interrupt to a disconnected ISR.
+            return Err(self.misuse(format!("adapter {i}'s interrupt is not connected")));
+        }
+        match self.config.mode {
+            Mode::Step => {
+                if let Serviced::Idle = interrupt::service_interrupt(a, true) {
+                    if !self.state.is_halted() {
+                        return Err(
+                            self.misuse(format!("adapter {i}'s interrupt is not connected"))
+                        );
+                    }
+                }
+                self.service_dpcs();
+            }
+            Mode::Threaded => a.force_interrupt(),
+        }
+        match self.state.fault() {
+            Some(f) => Err(f.into()),
+            None => Ok(()),
+        }
+    }
+
+    fn service_dpcs(&self) -> bool {
+        let mut ran = false;
+        for a in &self.adapters {
+            ran |= interrupt::service_dpc(a);
+        }
+        ran
+    }
+
+    /// One round: every device steps once, interrupts are serviced until the lines drop, DPCs
+    /// run. Returns whether anything happened.
+    pub(super) fn round(&self) -> bool {
+        let mut progress = false;
+        for a in &self.adapters {
+            progress |= a.device.step();
+        }
+        for a in &self.adapters {
+            let mut n = 0u32;
+            while let Serviced::Ran(_) = interrupt::service_interrupt(a, false) {
+                progress = true;
+                n += 1;
+                if self.state.is_halted() || n > 10_000 {
+                    break;
+                }
+            }
+        }
+        progress |= self.service_dpcs();
+        // VidSch's PASSIVE work (this thread is back at PASSIVE_LEVEL).
+        for a in &self.adapters {
+            progress |= crate::ums::run_passive_work(a);
+            // TDR detection and recovery (crate::vidsch::tdr; opt-in per adapter).
+            progress |= crate::vidsch::tdr::run_passive(a);
+        }
+        progress
+    }
+
+    /// Step mode: runs `n` rounds (device step, interrupts, DPCs) whether or not anything
+    /// happens (timers such as F1 requests need rounds without work).
+    pub fn run_steps(&self, n: usize) -> Result<(), SimError> {
+        self.require_step()?;
+        for _ in 0..n {
+            self.round();
+            if let Some(f) = self.state.fault() {
+                return Err(f.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Step mode: runs rounds until one does nothing (at most 100 000).
+    pub fn run_until_idle(&self) -> Result<(), SimError> {
+        self.require_step()?;
+        for _ in 0..100_000 {
+            let progress = self.round();
+            if let Some(f) = self.state.fault() {
+                return Err(f.into());
+            }
+            if !progress {
+                return Ok(());
+            }
+        }
+        Err(SimError::Simulation(
+            "machine did not go idle in 100000 rounds".into(),
+        ))
+    }
+
+    /// Runs until `done(self)` holds: step mode steps up to `max_rounds`; threaded mode polls
+    /// until `timeout`. Returns whether it held.
+    pub fn run_until(
+        &self,
+        max_rounds: usize,
+        timeout: Duration,
+        mut done: impl FnMut(&Self) -> bool,
+    ) -> Result<bool, SimError> {
+        let deadline = Instant::now() + timeout;
+        let mut rounds = 0;
+        loop {
+            if let Some(f) = self.state.fault() {
+                return Err(f.into());
+            }
+            if done(self) {
+                return Ok(true);
+            }
+            match self.config.mode {
+                Mode::Step => {
+                    if rounds >= max_rounds {
+                        return Ok(false);
+                    }
+                    rounds += 1;
+                    self.round();
+                }
+                Mode::Threaded => {
+                    if Instant::now() >= deadline {
+                        return Ok(false);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+    }
+
+    fn require_step(&self) -> Result<(), SimError> {
+        if self.config.mode == Mode::Step {
+            Ok(())
+        } else {
+            Err(self.misuse("only step-mode machines are stepped".into()))
+        }
+    }
+
+    /// Makes this machine the calling thread's current machine until the guard drops (tests
+    /// that call a callback from the `DXGKRNL_INTERFACE` as driver code would).
+    pub fn enter_context(&self) -> kernel::MachineContext {
+        kernel::MachineContext::enter(self.state.clone())
+    }
+
+    /// Runs `f` on the calling thread at `irql` (tests that check IRQL enforcement).
+    pub fn at_irql<R>(&self, irql: Irql, f: impl FnOnce(&Self) -> R) -> R {
+        let _g = IrqlScope::enter(irql);
+        f(self)
+    }
+}

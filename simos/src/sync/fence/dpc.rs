@@ -1,0 +1,243 @@
+//! VidSch's DPC-time fence work: what a DPC's notifications named, the resample after the
+//! driver's DPC returns (NF-04, NF-14), and the native fence log drain it triggers.
+
+use super::*;
+
+/// Records the fence work a DPC's notifications ask for (called from `DxgkCbNotifyDpc`).
+pub(crate) fn note_notifications<'a>(
+    a: &AdapterShared,
+    ns: impl Iterator<Item = &'a Notification>,
+) {
+    let mut os = lock(&a.fence_os);
+    for n in ns {
+        match n {
+            Notification::NativeFenceSignaled {
+                node,
+                optimized: true,
+                hw_queue,
+                evaluate_legacy,
+                ..
+            } => {
+                // LOG-08: with the optimized cap the OS reads hHWQueue, not the array.
+                match hw_queue {
+                    Some(h) => {
+                        os.log_req.named.insert(*h);
+                    }
+                    None if *evaluate_legacy => {
+                        // NULL + EvaluateLegacyMonitoredFences: every waiter (nflags); the
+                        // engine's logs are read too, for the timeline.
+                        os.work_all = true;
+                        os.legacy_work = true;
+                        os.log_req.engines.insert(*node);
+                    }
+                    None => {
+                        os.log_req.engines.insert(*node);
+                    }
+                }
+            }
+            Notification::NativeFenceSignaled {
+                node,
+                fences,
+                evaluate_legacy,
+                ..
+            } => match fences {
+                None => {
+                    os.work_all = true;
+                    // NF-14: NULL with EvaluateLegacyMonitoredFences = 1 asks for every wait,
+                    // legacy monitored-fence waits included.
+                    os.legacy_work |= *evaluate_legacy;
+                    // Issue 5 without the optimized cap: the engine's logs are read for the
+                    // timeline (releases from the scan or the logs, whichever comes first).
+                    os.log_req.engines.insert(*node);
+                }
+                Some(v) => {
+                    os.work.extend(v.iter().copied());
+                    os.log_req.engines.insert(*node);
+                }
+            },
+            Notification::Other { interrupt_type }
+                if *interrupt_type
+                    == rvgpu_ddi::interrupt::DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED =>
+            {
+                os.legacy_work = true;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// VidSch's DPC-time fence processing, after the driver's DPC returned (DISPATCH_LEVEL):
+/// resample the reported fences (every fence of the adapter for a NULL report), release
+/// satisfied waits, re-arm MonitoredValue (NF-04), propagate cross-adapter values (NF-16).
+pub(crate) fn process_dpc_work(a: &AdapterShared) {
+    let legacy: Vec<Arc<LegacyObj>> = {
+        let mut os = lock(&a.fence_os);
+        if std::mem::take(&mut os.legacy_work) {
+            os.legacy_scans += 1;
+            os.legacy.values().cloned().collect()
+        } else {
+            Vec::new()
+        }
+    };
+    for l in legacy {
+        l.release();
+    }
+    // Issue 5: the log drain (docs/logs.md §4.2), releases from signal entries first.
+    let req = std::mem::take(&mut lock(&a.fence_os).log_req);
+    let mut from_logs: Vec<Arc<FenceObj>> = Vec::new();
+    let mut log_scan = false;
+    if !req.is_empty() {
+        match log_drain(a, &req, &[]) {
+            Ok((objs, scan)) => {
+                from_logs = objs;
+                log_scan = scan;
+            }
+            Err(_) => return,
+        }
+    }
+    let objs: (Vec<Arc<FenceObj>>, bool) = {
+        let mut os = lock(&a.fence_os);
+        let all = std::mem::take(&mut os.work_all) || log_scan;
+        let set = std::mem::take(&mut os.work);
+        let v: Vec<Arc<FenceObj>> = if all {
+            os.objs.values().cloned().collect()
+        } else {
+            set.iter().filter_map(|h| os.objs.get(h).cloned()).collect()
+        };
+        os.dpc_resamples += v.len() as u64;
+        (v, all)
+    };
+    let (mut objs, all) = objs;
+    for o in from_logs {
+        if !objs.iter().any(|x| Arc::ptr_eq(x, &o)) {
+            objs.push(o);
+        }
+    }
+    let _via = ViaScope::enter(if all {
+        ReleaseVia::Scan
+    } else {
+        ReleaseVia::Resample
+    });
+    let r = settle_batch(a, &mut objs).and_then(|()| objs.iter().try_for_each(|o| propagate(o)));
+    if let Err(e) = r {
+        // A DPC that runs while StopDevice disconnects the interrupt cannot update
+        // MonitoredValue any more; that is the stop, not a driver fault.
+        if !a.state.is_halted() && a.connected.load(Ordering::Acquire) {
+            a.state.raise_sim_error(format!(
+                "DPC-time processing of native fences on adapter {}: {e}",
+                a.index
+            ));
+        }
+    }
+}
+
+/// Runs the log drain and applies its releases: returns the fences whose waits changed (to be
+/// re-armed) and whether a fallback scan of every fence is due.
+pub(crate) fn log_drain(
+    a: &AdapterShared,
+    req: &crate::sync::fencelog::DrainRequest,
+    forced: &[Arc<crate::sync::fencelog::QueueLog>],
+) -> Result<(Vec<Arc<FenceObj>>, bool), SimError> {
+    let table = lock(&a.fence_os).logs.clone();
+    let _serial = lock(&table.drain_lock);
+    log_drain_locked(a, req, forced)
+}
+
+/// [`log_drain`] with the adapter's drain lock held by the caller.
+pub(crate) fn log_drain_locked(
+    a: &AdapterShared,
+    req: &crate::sync::fencelog::DrainRequest,
+    forced: &[Arc<crate::sync::fencelog::QueueLog>],
+) -> Result<(Vec<Arc<FenceObj>>, bool), SimError> {
+    maybe_calibrate(a);
+    let d = crate::sync::fencelog::drain(a, req, forced)?;
+    let mut scan = d.scan_all;
+    let mut touched: Vec<Arc<FenceObj>> = Vec::new();
+    for s in &d.signals {
+        let obj = {
+            let os = lock(&a.fence_os);
+            os.kmt
+                .get(&s.handle)
+                .filter(|f| f.process == s.process)
+                .map(|f| f.obj.clone())
+        };
+        match obj {
+            Some(o) => {
+                // LOG-04: the value is written before its entry, so an entry can never be
+                // ahead of the fence (values only grow).
+                let cv = o.cv.load();
+                if cv < s.value {
+                    let m = format!(
+                        "LOG-04: queue id {} signal entry {} says fence {:#x} = {} but its \
+                         CurrentValue is {cv} (entry published before the value)",
+                        s.queue_id, s.index, s.handle, s.value
+                    );
+                    a.state.raise_sim_error(m.clone());
+                    return Err(SimError::Simulation(m));
+                }
+                release_from_log(
+                    &o,
+                    s.value,
+                    ReleaseVia::Log {
+                        queue_id: s.queue_id,
+                        kind: crate::sync::trace::LogKind::Signal,
+                        index: s.index,
+                    },
+                );
+                if !touched.iter().any(|x| Arc::ptr_eq(x, &o)) {
+                    touched.push(o);
+                }
+            }
+            // A handle that does not resolve (a fence created without a D3DKMT handle, or a
+            // UMD payload error): fall back to the scan.
+            None => scan = true,
+        }
+    }
+    if scan && !d.scan_all {
+        lock(&a.fence_os).log_counters.log_fallback_scans += 1;
+    }
+    Ok((touched, scan))
+}
+
+/// Calibrates the GPU clock of every node when due (§4.6): every drain in step mode (the GPU
+/// clock advances per step there), at most every 30 ms of real time in threaded mode.
+pub(super) fn maybe_calibrate(a: &AdapterShared) {
+    let due = {
+        let os = lock(&a.fence_os);
+        if os.trace.0.is_none() {
+            false
+        } else {
+            match (a.device.config().mode, os.last_calibration) {
+                (_, None) => true,
+                (rvgpu_device::Mode::Step, _) => true,
+                (_, Some(t)) => t.elapsed() >= Duration::from_millis(30),
+            }
+        }
+    };
+    if !due
+        || a.table
+            .get()
+            .and_then(|t| t.DxgkDdiCalibrateGpuClock)
+            .is_none()
+    {
+        return;
+    }
+    let nodes = lock(&a.caps).map_or(1, |c| c.GpuEngineTopology.NbAsymetricProcessingNodes);
+    for node in 0..nodes {
+        if crate::sync::fencelog::calibrate(a, node).is_err() {
+            return;
+        }
+    }
+}
+
+/// `D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU` fences have no CPU wait or signal: the OS refuses both
+/// (Microsoft's D3DDDI_NATIVEFENCE_TYPE and D3DKMTCreateNativeFence references: no UM/KM CPU
+/// access to their values, which live in local memory, NF-06).
+pub(super) fn no_cpu_access(fence: &NativeFence, what: &str) -> Result<(), SimError> {
+    if fence.obj.fence_type == D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU {
+        return Err(SimError::Simulation(format!(
+            "NF-06: CPU {what} on a D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU fence (no CPU access)"
+        )));
+    }
+    Ok(())
+}

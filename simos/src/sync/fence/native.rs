@@ -1,0 +1,551 @@
+//! Native fence objects through their life (NF-12, NF-13): create, open (also across
+//! adapters), close and destroy, and the raw DDI forms the strictness tests call.
+
+use super::*;
+
+pub(super) fn parse_pdd(b: &[u8; D3DDDI_NATIVE_FENCE_PDD_SIZE]) -> NativeFencePdd {
+    let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+    let u64_at = |o: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[o..o + 8]);
+        u64::from_le_bytes(w)
+    };
+    NativeFencePdd {
+        magic: u32_at(0),
+        version: u32_at(4),
+        report_tag: u64_at(8),
+        current_value_gpu: u64_at(16),
+        monitored_value_gpu: u64_at(24),
+        reserved: [u64_at(32), u64_at(40), u64_at(48), u64_at(56)],
+    }
+}
+
+impl Machine {
+    pub(super) fn fence_adapter(&self, i: usize) -> Result<Arc<AdapterShared>, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        if *lock(&a.life) != Life::Started {
+            return Err(SimError::Simulation(format!("adapter {i} is not started")));
+        }
+        if lock(&a.fence_os).caps.is_none() {
+            return Err(SimError::Simulation(format!(
+                "adapter {i} has no native fences (NativeGpuFence not advertised)"
+            )));
+        }
+        Ok(a)
+    }
+
+    /// Dxgkrnl's teardown of adapter `i`'s native fences before the device goes away: every
+    /// open instance is closed and every fence destroyed (NF-13 order). Errors are returned
+    /// after trying them all.
+    pub(crate) fn destroy_all_native_fences(&self, i: usize) -> Result<(), SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
+        let mut result = Ok(());
+        for obj in objs {
+            let instances: Vec<(usize, ProcessId)> = lock(&obj.st)
+                .instances
+                .iter()
+                .map(|(l, p)| (*l, *p))
+                .collect();
+            for (local, process) in instances {
+                let f = NativeFence {
+                    obj: obj.clone(),
+                    process,
+                    local,
+                };
+                if let Err(e) = self.destroy_native_fence(&f) {
+                    result = Err(e);
+                }
+            }
+        }
+        result
+    }
+
+    /// Local-memory (VRAM) fence pages in use on adapter `i` (NF-06).
+    pub fn native_fence_local_pages(&self, i: usize) -> usize {
+        self.adapter_shared(i)
+            .map_or(0, |a| lock(&a.fence_os).local.live.len())
+    }
+
+    /// The native-fence caps adapter `i` answered at start.
+    pub fn native_fence_caps(&self, i: usize) -> Option<DXGK_NATIVE_FENCE_CAPS> {
+        self.adapter_shared(i)
+            .ok()
+            .and_then(|a| lock(&a.fence_os).caps)
+    }
+
+    /// (UpdateMonitoredValues calls, UpdateCurrentValuesFromCpu calls, DPC-time resamples)
+    /// on adapter `i`.
+    pub fn native_fence_counts(&self, i: usize) -> (u64, u64, u64) {
+        self.adapter_shared(i).map_or((0, 0, 0), |a| {
+            let os = lock(&a.fence_os);
+            (
+                os.update_monitored_calls,
+                os.update_current_calls,
+                os.dpc_resamples,
+            )
+        })
+    }
+
+    /// Creates a native fence on adapter `i` for `process` (NF-05, NF-11, NF-12, NF-13):
+    /// storage, `DxgkDdiCreateNativeFence`, then `DxgkDdiOpenNativeFence` for the creator.
+    pub fn create_native_fence(
+        &self,
+        i: usize,
+        process: ProcessId,
+        desc: NativeFenceDesc,
+    ) -> Result<NativeFence, SimError> {
+        let a = self.fence_adapter(i)?;
+        self.create_on(&a, process, desc, None)
+    }
+
+    pub(super) fn create_on(
+        &self,
+        a: &Arc<AdapterShared>,
+        process: ProcessId,
+        desc: NativeFenceDesc,
+        shared_cv: Option<Slot>,
+    ) -> Result<NativeFence, SimError> {
+        let t = table(a)?;
+        let create = t
+            .DxgkDdiCreateNativeFence
+            .ok_or_else(|| missing("DxgkDdiCreateNativeFence"))?;
+        let open = t
+            .DxgkDdiOpenNativeFence
+            .ok_or_else(|| missing("DxgkDdiOpenNativeFence"))?;
+        let cross = shared_cv.is_some();
+        if cross && desc.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
+            return Err(SimError::Simulation(
+                "NF-16: a cross-adapter fence is D3DDDI_NATIVEFENCE_TYPE_DEFAULT".into(),
+            ));
+        }
+        let (cv, mv) = {
+            let mut os = lock(&a.fence_os);
+            let cv = match shared_cv {
+                Some(s) => Some(Value::System(s)),
+                None => os.alloc_value(a, process, KIND_CURRENT, desc.shareable, desc.fence_type),
+            };
+            let mv = os.alloc_value(
+                a,
+                process,
+                KIND_MONITORED,
+                desc.shareable || cross,
+                desc.fence_type,
+            );
+            match (cv, mv) {
+                (Some(c), Some(m)) => (c, m),
+                (c, m) => {
+                    for v in c.iter().chain(m.iter()) {
+                        os.release_value(v);
+                    }
+                    return Err(SimError::Simulation(
+                        "out of memory for fence storage".into(),
+                    ));
+                }
+            }
+        };
+        if !cross {
+            cv.store(desc.initial);
+        }
+        let mv_init = if cross { 0 } else { u64::MAX };
+        mv.store(mv_init);
+        let global = next_handle();
+        let mut args = DXGKARG_CREATENATIVEFENCE {
+            hGlobalNativeFence: global as HANDLE,
+            Type: desc.fence_type,
+            CurrentValueSystemProcessGpuVa: cv.gpu(),
+            MonitoredValueSystemProcessGpuVa: mv.gpu(),
+            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+            Flags: DXGKARG_CREATENATIVEFENCE_FLAGS::default(),
+            Reserved: [0; 32],
+        };
+        // Registered before the call: from the moment the driver knows the handle, a report
+        // naming it is legitimate.
+        lock(&a.native_fences).insert(global);
+        let ctx = a.context();
+        let status = ddi::call(
+            a,
+            Routine::DxgkDdiCreateNativeFence,
+            create as usize,
+            At::Caller,
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { create(ctx, &mut args) }
+            },
+        );
+        if let Err(e) = status.and_then(check_status) {
+            lock(&a.native_fences).remove(&global);
+            let mut os = lock(&a.fence_os);
+            os.release_value(&cv);
+            os.release_value(&mv);
+            return Err(e);
+        }
+        let pdd = parse_pdd(&args.pPrivateDriverData);
+        let obj = Arc::new(FenceObj {
+            adapter: Arc::downgrade(a),
+            adapter_index: a.index,
+            global,
+            creator: process,
+            shareable: desc.shareable || cross,
+            fence_type: desc.fence_type,
+            cv,
+            mv,
+            pdd,
+            settle_lock: Mutex::new(()),
+            st: Mutex::new(ObjState {
+                instances: BTreeMap::new(),
+                destroyed: false,
+                waiters: Vec::new(),
+                mv_os: mv_init,
+                hold_zero: cross,
+                kmt_handles: Vec::new(),
+                peers: Vec::new(),
+                legacy_peers: Vec::new(),
+                last_propagated: 0,
+            }),
+        });
+        let bad = if pdd.magic != PDD_MAGIC || pdd.version != NATIVE_FENCE_PDD_VERSION {
+            Some(format!(
+                "CreateNativeFence returned private data with magic {:#x} version {}",
+                pdd.magic, pdd.version
+            ))
+        } else if pdd.current_value_gpu != obj.cv.gpu() || pdd.monitored_value_gpu != obj.mv.gpu() {
+            Some("CreateNativeFence's private data names other fence addresses".to_string())
+        } else {
+            None
+        };
+        if let Some(msg) = bad {
+            let _ = self.destroy_global(a, &obj);
+            return Err(SimError::Simulation(msg));
+        }
+        let local = next_handle();
+        let mut oargs = DXGKARG_OPENNATIVEFENCE {
+            hGlobalNativeFence: global as HANDLE,
+            hLocalNativeFence: local as HANDLE,
+            // No DxgkDdiCreateDevice in the simulation yet: no device handle to pass.
+            hDevice: std::ptr::null_mut(),
+            CurrentValueGpuVa: obj.cv.gpu(),
+            MonitoredValueGpuVa: obj.mv.gpu(),
+            Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
+            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+            Reserved: [0; 32],
+        };
+        let r = ddi::call(
+            a,
+            Routine::DxgkDdiOpenNativeFence,
+            open as usize,
+            At::Caller,
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { open(ctx, &mut oargs) }
+            },
+        )
+        .and_then(check_status);
+        if let Err(e) = r {
+            let _ = self.destroy_global(a, &obj);
+            return Err(e);
+        }
+        lock(&obj.st).instances.insert(local, process);
+        lock(&a.fence_os).objs.insert(global, obj.clone());
+        Ok(NativeFence {
+            obj,
+            process,
+            local,
+        })
+    }
+
+    /// `DxgkDdiDestroyNativeFence` and the OS bookkeeping after it.
+    pub(super) fn destroy_global(&self, a: &AdapterShared, obj: &FenceObj) -> Result<(), SimError> {
+        let destroy = table(a)?
+            .DxgkDdiDestroyNativeFence
+            .ok_or_else(|| missing("DxgkDdiDestroyNativeFence"))?;
+        let mut args = DXGKARG_DESTROYNATIVEFENCE {
+            hGlobalNativeFence: obj.global as HANDLE,
+            Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
+            Reserved: [0; 32],
+        };
+        let status = ddi::call(
+            a,
+            Routine::DxgkDdiDestroyNativeFence,
+            destroy as usize,
+            At::Caller,
+            || {
+                // SAFETY: the driver's DDI with a valid argument block.
+                unsafe { destroy(&mut args) }
+            },
+        )?;
+        check_status(status)?;
+        // The driver guarantees its ISR can no longer name it (NF-14).
+        lock(&a.native_fences).remove(&obj.global);
+        let mut os = lock(&a.fence_os);
+        os.objs.remove(&obj.global);
+        // Local pages go back with the fence (NF-06); system pages stay (module docs).
+        os.release_value(&obj.cv);
+        os.release_value(&obj.mv);
+        Ok(())
+    }
+
+    /// Opens `fence` for `process` on the same adapter (`DxgkDdiOpenNativeFence`, NF-13).
+    /// Another process may open only a shareable fence.
+    pub fn open_native_fence(
+        &self,
+        fence: &NativeFence,
+        process: ProcessId,
+    ) -> Result<NativeFence, SimError> {
+        let a = self.fence_adapter(fence.adapter())?;
+        if process != fence.obj.creator && !fence.obj.shareable {
+            return Err(SimError::Simulation(
+                "a non-shareable fence cannot be opened by another process".into(),
+            ));
+        }
+        let open = table(&a)?
+            .DxgkDdiOpenNativeFence
+            .ok_or_else(|| missing("DxgkDdiOpenNativeFence"))?;
+        let _s = lock(&fence.obj.settle_lock);
+        if lock(&fence.obj.st).destroyed {
+            return Err(SimError::Simulation("the fence was destroyed".into()));
+        }
+        let local = next_handle();
+        let mut args = DXGKARG_OPENNATIVEFENCE {
+            hGlobalNativeFence: fence.obj.global as HANDLE,
+            hLocalNativeFence: local as HANDLE,
+            hDevice: std::ptr::null_mut(),
+            CurrentValueGpuVa: fence.obj.cv.gpu(),
+            MonitoredValueGpuVa: fence.obj.mv.gpu(),
+            Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
+            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+            Reserved: [0; 32],
+        };
+        let ctx = a.context();
+        let status = ddi::call(
+            &a,
+            Routine::DxgkDdiOpenNativeFence,
+            open as usize,
+            At::Caller,
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { open(ctx, &mut args) }
+            },
+        )?;
+        check_status(status)?;
+        lock(&fence.obj.st).instances.insert(local, process);
+        Ok(NativeFence {
+            obj: fence.obj.clone(),
+            process,
+            local,
+        })
+    }
+
+    /// Opens a shareable `D3DDDI_NATIVEFENCE_TYPE_DEFAULT` fence on another adapter (NF-16):
+    /// the OS creates the fence there too (its own global handle and MonitoredValue, the same
+    /// CurrentValue in system memory), and holds MonitoredValue at 0 on every adapter for the
+    /// fence's life, so every signal interrupts and the OS can propagate it.
+    pub fn open_native_fence_cross_adapter(
+        &self,
+        fence: &NativeFence,
+        adapter: usize,
+        process: ProcessId,
+    ) -> Result<NativeFence, SimError> {
+        if adapter == fence.adapter() {
+            return Err(SimError::Simulation(
+                "same adapter: use open_native_fence".into(),
+            ));
+        }
+        if !fence.obj.shareable || fence.obj.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
+            return Err(SimError::Simulation(
+                "cross-adapter fences are shareable D3DDDI_NATIVEFENCE_TYPE_DEFAULT fences (NF-16)"
+                    .into(),
+            ));
+        }
+        let b = self.fence_adapter(adapter)?;
+        let nb = self.create_on(
+            &b,
+            process,
+            NativeFenceDesc {
+                initial: 0,
+                shareable: true,
+                fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
+            },
+            Some(fence.obj.cv.system("a cross-adapter fence")?.clone()),
+        )?;
+        // Link every instance of the fence with the new one, and hold the first adapter's
+        // MonitoredValue at 0 from now on.
+        let others: Vec<Arc<FenceObj>> = {
+            let st = lock(&fence.obj.st);
+            let mut v = st.peers.clone();
+            v.push(fence.obj.clone());
+            v
+        };
+        let cv = fence.obj.cv.load();
+        for o in &others {
+            let mut st = lock(&o.st);
+            st.peers.push(nb.obj.clone());
+            st.hold_zero = true;
+            st.last_propagated = cv;
+        }
+        {
+            let mut st = lock(&nb.obj.st);
+            st.peers = others.clone();
+            st.last_propagated = cv;
+        }
+        for o in &others {
+            settle(o)?;
+        }
+        Ok(nb)
+    }
+
+    /// A process destroys its instance (NF-13): `DxgkDdiCloseNativeFence` for its local
+    /// handle; if it was the last instance, then `DxgkDdiDestroyNativeFence` for the global
+    /// handle. Pending CPU waits of a destroyed fence end [`WaitOutcome::Abandoned`]. An
+    /// instance destroyed twice is refused by the OS (the driver never sees it).
+    pub fn destroy_native_fence(&self, fence: &NativeFence) -> Result<(), SimError> {
+        let a = self.adapter_shared(fence.adapter())?.clone();
+        let close = table(&a)?
+            .DxgkDdiCloseNativeFence
+            .ok_or_else(|| missing("DxgkDdiCloseNativeFence"))?;
+        let obj = &fence.obj;
+        let _s = lock(&obj.settle_lock);
+        if !lock(&obj.st).instances.contains_key(&fence.local) {
+            return Err(SimError::Simulation(format!(
+                "local native fence handle {:#x} is not open",
+                fence.local
+            )));
+        }
+        let mut args = DXGKARG_CLOSENATIVEFENCE {
+            hLocalNativeFence: fence.local as HANDLE,
+            Flags: DXGK_CLOSENATIVEFENCE_FLAGS::default(),
+            Reserved: [0; 32],
+        };
+        let ctx = a.context();
+        let status = ddi::call(
+            &a,
+            Routine::DxgkDdiCloseNativeFence,
+            close as usize,
+            At::Caller,
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { close(ctx, &mut args) }
+            },
+        )?;
+        check_status(status)?;
+        let last = {
+            let mut st = lock(&obj.st);
+            st.instances.remove(&fence.local);
+            st.instances.is_empty()
+        };
+        if !last {
+            return Ok(());
+        }
+        self.destroy_global(&a, obj)?;
+        let (waiters, peers, legacy) = {
+            let mut st = lock(&obj.st);
+            st.destroyed = true;
+            (
+                std::mem::take(&mut st.waiters),
+                std::mem::take(&mut st.peers),
+                std::mem::take(&mut st.legacy_peers),
+            )
+        };
+        for w in waiters {
+            w.event.set(WaitOutcome::Abandoned);
+        }
+        for p in peers {
+            lock(&p.st).peers.retain(|q| !Arc::ptr_eq(q, obj));
+        }
+        for l in legacy {
+            lock(&l.st).native_peers.retain(|q| !Arc::ptr_eq(q, obj));
+        }
+        Ok(())
+    }
+
+    /// Raw `DxgkDdiCreateNativeFence` on adapter `i` with storage at the given GPU addresses,
+    /// bypassing the OS's placement (tests of the driver's NF-06 check). A fence the driver
+    /// accepts is destroyed again at once. Returns the driver's create status.
+    pub fn ddi_create_native_fence_at(
+        &self,
+        i: usize,
+        fence_type: D3DDDI_NATIVEFENCE_TYPE,
+        current_gpu: u64,
+        monitored_gpu: u64,
+    ) -> Result<NTSTATUS, SimError> {
+        let a = self.fence_adapter(i)?;
+        let create = table(&a)?
+            .DxgkDdiCreateNativeFence
+            .ok_or_else(|| missing("DxgkDdiCreateNativeFence"))?;
+        let global = next_handle();
+        let mut args = DXGKARG_CREATENATIVEFENCE {
+            hGlobalNativeFence: global as HANDLE,
+            Type: fence_type,
+            CurrentValueSystemProcessGpuVa: current_gpu,
+            MonitoredValueSystemProcessGpuVa: monitored_gpu,
+            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+            Flags: DXGKARG_CREATENATIVEFENCE_FLAGS::default(),
+            Reserved: [0; 32],
+        };
+        lock(&a.native_fences).insert(global);
+        let ctx = a.context();
+        let status = ddi::call(
+            &a,
+            Routine::DxgkDdiCreateNativeFence,
+            create as usize,
+            At::Caller,
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { create(ctx, &mut args) }
+            },
+        );
+        if matches!(status, Ok(s) if s >= 0) {
+            let _ = self.ddi_destroy_native_fence(global);
+        }
+        lock(&a.native_fences).remove(&global);
+        status
+    }
+
+    /// Raw `DxgkDdiDestroyNativeFence` for a global handle, bypassing the OS bookkeeping (tests
+    /// of the driver's refusal of out-of-order calls). Returns the driver's status.
+    pub fn ddi_destroy_native_fence(&self, global: usize) -> Result<NTSTATUS, SimError> {
+        let a = self.adapter_shared(0)?.clone();
+        let destroy = table(&a)?
+            .DxgkDdiDestroyNativeFence
+            .ok_or_else(|| missing("DxgkDdiDestroyNativeFence"))?;
+        let mut args = DXGKARG_DESTROYNATIVEFENCE {
+            hGlobalNativeFence: global as HANDLE,
+            Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
+            Reserved: [0; 32],
+        };
+        ddi::call(
+            &a,
+            Routine::DxgkDdiDestroyNativeFence,
+            destroy as usize,
+            At::Caller,
+            || {
+                // SAFETY: the driver's DDI with a valid argument block.
+                unsafe { destroy(&mut args) }
+            },
+        )
+    }
+
+    /// Raw `DxgkDdiCloseNativeFence` on adapter `i` (see [`Machine::ddi_destroy_native_fence`]).
+    pub fn ddi_close_native_fence(&self, i: usize, local: usize) -> Result<NTSTATUS, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let close = table(&a)?
+            .DxgkDdiCloseNativeFence
+            .ok_or_else(|| missing("DxgkDdiCloseNativeFence"))?;
+        let mut args = DXGKARG_CLOSENATIVEFENCE {
+            hLocalNativeFence: local as HANDLE,
+            Flags: DXGK_CLOSENATIVEFENCE_FLAGS::default(),
+            Reserved: [0; 32],
+        };
+        let ctx = a.context();
+        ddi::call(
+            &a,
+            Routine::DxgkDdiCloseNativeFence,
+            close as usize,
+            At::Caller,
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { close(ctx, &mut args) }
+            },
+        )
+    }
+}

@@ -1,0 +1,166 @@
+//! Releasing satisfied waits and re-arming MonitoredValue (NF-02, NF-07), and propagating a
+//! cross-adapter fence's value to the other adapters (NF-16).
+
+use super::*;
+
+/// Releases satisfied waits and brings MonitoredValue to what the pending waits need,
+/// calling `DxgkDdiUpdateMonitoredValues` whenever it changes and resampling CurrentValue
+/// after each call (NF-02, NF-04, NF-07).
+pub(super) fn settle(obj: &FenceObj) -> Result<(), SimError> {
+    let Some(a) = obj.adapter.upgrade() else {
+        return Ok(());
+    };
+    let _s = lock(&obj.settle_lock);
+    loop {
+        match resample(obj) {
+            None => return Ok(()),
+            Some(v) => update_monitored(&a, &[(obj.global, v, obj.mv.kva())])?,
+        }
+    }
+}
+
+/// Takes the waits `value` satisfies out of `waiters` and signals their events; the one CPU
+/// wait rule for native and monitored fences alike (MF-04: satisfied at `>=`).
+pub(super) fn release_satisfied(waiters: &mut Vec<Waiter>, value: u64) -> Vec<Waiter> {
+    let (done, pending): (Vec<Waiter>, Vec<Waiter>) = std::mem::take(waiters)
+        .into_iter()
+        .partition(|w| rvgpu_hw::fence::wait_satisfied(value, w.value));
+    *waiters = pending;
+    let via = VIA.with(|c| c.get());
+    for w in &done {
+        *lock(&w.event.0.via) = Some(via);
+        w.event.set(WaitOutcome::Satisfied);
+    }
+    done
+}
+
+/// One resample of `obj` (its settle lock held): releases satisfied waits and returns the new
+/// MonitoredValue the OS must give the driver, if it changed (recorded as given).
+pub(super) fn resample(obj: &FenceObj) -> Option<u64> {
+    let mut st = lock(&obj.st);
+    if st.destroyed {
+        return None;
+    }
+    let done = release_satisfied(&mut st.waiters, obj.cv.load());
+    if !done.is_empty() {
+        trace_released(obj, &st, &done);
+    }
+    let desired = if st.hold_zero {
+        0
+    } else {
+        st.waiters
+            .iter()
+            .map(|w| w.value)
+            .min()
+            .map_or(u64::MAX, |v| v.saturating_sub(1))
+    };
+    if desired == st.mv_os {
+        None
+    } else {
+        st.mv_os = desired;
+        Some(desired)
+    }
+}
+
+/// Reports released waits to the adapter's trace sink (issue 5).
+pub(super) fn trace_released(obj: &FenceObj, st: &ObjState, done: &[Waiter]) {
+    let Some(a) = obj.adapter.upgrade() else {
+        return;
+    };
+    let Some(sink) = lock(&a.fence_os).trace.0.clone() else {
+        return;
+    };
+    let (fence_kmt, process) = st.kmt_handles.first().copied().unwrap_or((0, obj.creator));
+    let via = VIA.with(|c| c.get());
+    let now = crate::sync::trace::qpc();
+    for w in done {
+        sink.event(&crate::sync::trace::TraceEvent::WaitReleased {
+            adapter: obj.adapter_index,
+            fence_kmt,
+            process,
+            value: w.value,
+            via,
+            qpc: now,
+        });
+    }
+}
+
+/// Issue 5: a SIGNAL_EXECUTED log entry proves the fence reached `value` (fence values only
+/// grow): releases the waits with target `<= value`, attributed to the entry.
+pub(super) fn release_from_log(obj: &FenceObj, value: u64, via: ReleaseVia) {
+    let _v = ViaScope::enter(via);
+    let mut st = lock(&obj.st);
+    if st.destroyed {
+        return;
+    }
+    let done = release_satisfied(&mut st.waiters, value);
+    if !done.is_empty() {
+        trace_released(obj, &st, &done);
+    }
+}
+
+/// [`settle`] for several fences of adapter `a` at once, as VidSch does at DPC time: one
+/// `DxgkDdiUpdateMonitoredValues` call names every fence whose MonitoredValue changes, then
+/// all are resampled again. Settle locks are taken in handle order (everyone else holds at
+/// most one), so this cannot deadlock.
+pub(super) fn settle_batch(a: &AdapterShared, objs: &mut [Arc<FenceObj>]) -> Result<(), SimError> {
+    objs.sort_by_key(|o| o.global);
+    let _guards: Vec<_> = objs.iter().map(|o| lock(&o.settle_lock)).collect();
+    loop {
+        let updates: Vec<(usize, u64, *mut c_void)> = objs
+            .iter()
+            .filter_map(|o| resample(o).map(|v| (o.global, v, o.mv.kva())))
+            .collect();
+        if updates.is_empty() {
+            return Ok(());
+        }
+        for chunk in updates.chunks(MAX_FENCES_PER_UPDATE) {
+            update_monitored(a, chunk)?;
+        }
+    }
+}
+
+/// Most fences the OS names in one `DxgkDdiUpdateMonitoredValues` call.
+pub const MAX_FENCES_PER_UPDATE: usize = 256;
+
+/// Tells the other adapters of a cross-adapter fence that its CurrentValue changed
+/// (`NotificationOnly`, NF-16), then settles their waits.
+pub(super) fn propagate(obj: &FenceObj) -> Result<(), SimError> {
+    let (peers, legacy, cv) = {
+        let mut st = lock(&obj.st);
+        let cv = obj.cv.load();
+        let alone = st.peers.is_empty() && st.legacy_peers.is_empty();
+        if alone || st.destroyed || cv == st.last_propagated {
+            return Ok(());
+        }
+        st.last_propagated = cv;
+        (st.peers.clone(), st.legacy_peers.clone(), cv)
+    };
+    // An adapter without native fences observes the new value and scans its monitored-fence
+    // waits (NF-18 scenario 2a).
+    for l in legacy {
+        l.release();
+    }
+    notify_natives(&peers, cv)
+}
+
+/// `NotificationOnly` to each native instance in `peers`, then settles its waits (NF-16).
+pub(super) fn notify_natives(peers: &[Arc<FenceObj>], cv: u64) -> Result<(), SimError> {
+    for p in peers {
+        let Some(b) = p.adapter.upgrade() else {
+            continue;
+        };
+        {
+            let _s = lock(&p.settle_lock);
+            let mut st = lock(&p.st);
+            if st.destroyed {
+                continue;
+            }
+            st.last_propagated = cv;
+            drop(st);
+            update_current(&b, &[(p.global, cv, p.cv.kva())], true)?;
+        }
+        settle(p)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,123 @@
+//! CPU waits on native fences (MF-04) in event and blocking form, and CPU signals (NF-17).
+
+use super::*;
+
+impl Machine {
+    /// The event form of a CPU wait (MF-04): registers a wait for CurrentValue >= `value`,
+    /// lowers MonitoredValue if needed (NF-02, NF-07) and returns the event (already signalled
+    /// when the value has been reached).
+    pub fn wait_native_fence_event(
+        &self,
+        fence: &NativeFence,
+        value: u64,
+    ) -> Result<SimEvent, SimError> {
+        if let Some(f) = self.state.fault() {
+            return Err(f.into());
+        }
+        no_cpu_access(fence, "wait")?;
+        let ev = SimEvent::default();
+        {
+            let st = &mut *lock(&fence.obj.st);
+            if st.destroyed || !st.instances.contains_key(&fence.local) {
+                return Err(SimError::Simulation(
+                    "the fence instance is not open".into(),
+                ));
+            }
+            st.waiters.push(Waiter {
+                value,
+                event: ev.clone(),
+                resume: None,
+            });
+        }
+        {
+            let _via = ViaScope::enter(ReleaseVia::Immediate);
+            settle(&fence.obj)?;
+        }
+        Ok(ev)
+    }
+
+    /// Waits for `ev` to settle: threaded mode blocks on it, step mode drives the machine
+    /// (device steps, interrupts, DPCs) until a round makes no progress. Returns the outcome,
+    /// or `None` when `timeout` passed or (step mode) nothing but the caller could still
+    /// satisfy the wait; the caller then withdraws its wait.
+    pub(super) fn drive_wait(
+        &self,
+        ev: &SimEvent,
+        timeout: Duration,
+    ) -> Result<Option<WaitOutcome>, SimError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(o) = ev.outcome() {
+                return Ok(Some(o));
+            }
+            if let Some(f) = self.state.fault() {
+                return Err(f.into());
+            }
+            let expired = Instant::now() >= deadline;
+            let idle = match self.config().mode {
+                Mode::Step => !self.round_for_wait(),
+                Mode::Threaded => {
+                    let _ = ev.wait(Duration::from_millis(5));
+                    false
+                }
+            };
+            if let Some(o) = ev.outcome() {
+                return Ok(Some(o));
+            }
+            if expired || idle {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// The blocking form of a CPU wait (MF-04). Threaded mode: blocks up to `timeout`. Step
+    /// mode: drives the machine (device steps, interrupts, DPCs) until the wait is satisfied
+    /// or a round makes no progress (nothing but the caller could signal the fence then:
+    /// [`WaitOutcome::TimedOut`]), `timeout` bounding the real time spent. A timed-out wait is
+    /// withdrawn (MonitoredValue rises again).
+    pub fn wait_native_fence(
+        &self,
+        fence: &NativeFence,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitOutcome, SimError> {
+        let ev = self.wait_native_fence_event(fence, value)?;
+        if let Some(o) = self.drive_wait(&ev, timeout)? {
+            return Ok(o);
+        }
+        // Withdraw the wait.
+        lock(&fence.obj.st).waiters.retain(|w| !w.event.same(&ev));
+        ev.set(WaitOutcome::TimedOut);
+        settle(&fence.obj)?;
+        Ok(ev.outcome().unwrap_or(WaitOutcome::TimedOut))
+    }
+
+    /// CPU signal (NF-17): `DxgkDdiUpdateCurrentValuesFromCpu(fence, value)` at DISPATCH_LEVEL
+    /// (the driver writes the value and unblocks GPU waiters), then satisfied CPU waits are
+    /// released; the other adapters of a cross-adapter fence are notified
+    /// (`NotificationOnly`, NF-16).
+    pub fn signal_native_fence_from_cpu(
+        &self,
+        fence: &NativeFence,
+        value: u64,
+    ) -> Result<(), SimError> {
+        no_cpu_access(fence, "signal")?;
+        let a = self.fence_adapter(fence.adapter())?;
+        {
+            let _s = lock(&fence.obj.settle_lock);
+            let st = lock(&fence.obj.st);
+            if st.destroyed || !st.instances.contains_key(&fence.local) {
+                return Err(SimError::Simulation(
+                    "the fence instance is not open".into(),
+                ));
+            }
+            drop(st);
+            update_current(&a, &[(fence.obj.global, value, fence.obj.cv.kva())], false)?;
+        }
+        {
+            let _via = ViaScope::enter(ReleaseVia::CpuSignal);
+            settle(&fence.obj)?;
+        }
+        propagate(&fence.obj)
+    }
+}

@@ -1,0 +1,316 @@
+//! The log DDIs (`DxgkDdiUpdateNativeFenceLogs`, `DxgkDdiSetNativeFenceLogBuffer`,
+//! `DxgkDdiCalibrateGpuClock`) and the drain that reads new entries at DPC time.
+
+use super::*;
+
+/// `DxgkDdiUpdateNativeFenceLogs` for `handles` at DISPATCH_LEVEL; returns the driver's status.
+pub fn update_logs(a: &AdapterShared, handles: &[usize]) -> Result<NTSTATUS, SimError> {
+    let f = a
+        .table
+        .get()
+        .and_then(|t| t.DxgkDdiUpdateNativeFenceLogs)
+        .ok_or_else(|| SimError::Simulation("no DxgkDdiUpdateNativeFenceLogs".into()))?;
+    let mut hs: Vec<HANDLE> = handles.iter().map(|h| *h as HANDLE).collect();
+    let args = DXGKARG_UPDATENATIVEFENCELOGS {
+        NumberOfQueues: hs.len() as u32,
+        hHWQueue: hs.as_mut_ptr(),
+        Flags: DXGKARG_UPDATENATIVEFENCELOGS_FLAGS::default(),
+        Reserved: [0; 32],
+    };
+    ddi::call(
+        a,
+        Routine::DxgkDdiUpdateNativeFenceLogs,
+        f as usize,
+        At::Level(Irql::Dispatch),
+        || {
+            // SAFETY: the driver's DDI with an argument block whose handle array lives across
+            // the call.
+            unsafe { f(&args) }
+        },
+    )
+}
+
+/// `DxgkDdiSetNativeFenceLogBuffer` for `buf` of queue `kmd` at DISPATCH_LEVEL.
+pub fn set_log_buffer(
+    a: &AdapterShared,
+    kmd: usize,
+    buf: &LogBuffer,
+) -> Result<NTSTATUS, SimError> {
+    let f = a
+        .table
+        .get()
+        .and_then(|t| t.DxgkDdiSetNativeFenceLogBuffer)
+        .ok_or_else(|| SimError::Simulation("no DxgkDdiSetNativeFenceLogBuffer".into()))?;
+    let args = DXGKARG_SETNATIVEFENCELOGBUFFER {
+        hHwQueue: kmd as HANDLE,
+        NumberOfEntries: u32::try_from(buf.entries()).unwrap_or(u32::MAX),
+        LogBufferCpuVa: buf.kva(),
+        LogBufferGpuVa: buf.gpu(),
+        LogBufferSystemProcessGpuVa: buf.gpu(),
+        Flags: DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS::default(),
+        Reserved: [0; 32],
+    };
+    ddi::call(
+        a,
+        Routine::DxgkDdiSetNativeFenceLogBuffer,
+        f as usize,
+        At::Level(Irql::Dispatch),
+        || {
+            // SAFETY: the driver's DDI with a valid argument block; the buffer is OS memory
+            // that lives for the machine's life.
+            unsafe { f(&args) }
+        },
+    )
+}
+
+pub(super) fn emit(a: &AdapterShared, e: TraceEvent) {
+    let sink = lock(&a.fence_os).trace.0.clone();
+    if let Some(s) = sink {
+        s.event(&e);
+    }
+}
+
+pub(super) fn bump(a: &AdapterShared, f: impl FnOnce(&mut LogCounters)) {
+    f(&mut lock(&a.fence_os).log_counters);
+}
+
+/// The DPC-time drain (§4.2) of adapter `a`. `forced` queues are read whatever the request
+/// says (recreate, destroy). Returns the signals seen and whether a fallback scan is due.
+pub fn drain(
+    a: &AdapterShared,
+    req: &DrainRequest,
+    forced: &[Arc<QueueLog>],
+) -> Result<Drained, SimError> {
+    let table = lock(&a.fence_os).logs.clone();
+    let mut cands: BTreeMap<usize, Arc<QueueLog>> = BTreeMap::new();
+    let mut named_missing = false;
+    for h in &req.named {
+        match table.get(*h) {
+            Some(q) => {
+                cands.insert(*h, q);
+            }
+            None => named_missing = true,
+        }
+    }
+    if !req.engines.is_empty() {
+        for q in table.all() {
+            if req.engines.contains(&q.node) {
+                cands.insert(q.kmd, q);
+            }
+        }
+    }
+    for q in forced {
+        cands.insert(q.kmd, q.clone());
+    }
+    let mut out = Drained {
+        scan_all: named_missing,
+        ..Drained::default()
+    };
+    // Phase 1: headers.
+    let mut dirty: Vec<(Arc<QueueLog>, Option<u64>, Option<u64>)> = Vec::new();
+    let mut headers = 0u64;
+    for q in cands.values() {
+        let g = lock(&q.logs);
+        let Some(l) = g.as_ref() else {
+            continue;
+        };
+        headers += 2;
+        let w = l.wait.peek().map_err(|m| sim(a, q, m))?;
+        let s = l.signal.peek().map_err(|m| sim(a, q, m))?;
+        if s.is_none() && req.named.contains(&q.kmd) {
+            // A named queue without a new signal entry: the signal that interrupted is not in
+            // its log (index wrap, a KMD mistake): scan (§9.8).
+            out.scan_all = true;
+        }
+        if w.is_some() || s.is_some() {
+            dirty.push((q.clone(), w, s));
+        }
+    }
+    if headers == 0 && dirty.is_empty() {
+        if out.scan_all {
+            bump(a, |c| c.log_fallback_scans += 1);
+        }
+        return Ok(out);
+    }
+    bump(a, |c| {
+        c.log_drains += 1;
+        c.log_headers_read += headers;
+    });
+    if dirty.is_empty() {
+        if out.scan_all {
+            bump(a, |c| c.log_fallback_scans += 1);
+        }
+        return Ok(out);
+    }
+    // LOG-07: one flush naming every dirty queue, before any entry is read.
+    let handles: Vec<usize> = dirty.iter().map(|d| d.0.kmd).collect();
+    let status = update_logs(a, &handles)?;
+    {
+        let mut os = lock(&a.fence_os);
+        os.log_counters.log_update_calls += 1;
+        os.last_log_update = handles.clone();
+    }
+    if status != 0 {
+        let m = format!(
+            "DxgkDdiUpdateNativeFenceLogs({handles:#x?}) returned {status:#x} for live queues"
+        );
+        a.state.raise_sim_error(m.clone());
+        return Err(SimError::Simulation(m));
+    }
+    // Phase 2: entries up to the pre-flush counts.
+    let mut counters = LogCounters::default();
+    let mut events = Vec::new();
+    for (q, w, s) in dirty {
+        let mut g = lock(&q.logs);
+        let Some(l) = g.as_mut() else {
+            continue;
+        };
+        for (kind, c0) in [(LogKind::Wait, w), (LogKind::Signal, s)] {
+            let Some(c0) = c0 else {
+                continue;
+            };
+            let r = l.get_mut(kind).read(c0).map_err(|m| sim(a, &q, m))?;
+            if let Some((from, to)) = r.lost {
+                counters.log_overflows += 1;
+                counters.log_entries_lost += to - from;
+                out.scan_all = true;
+                events.push(TraceEvent::LogLost {
+                    adapter: a.index,
+                    queue_id: q.queue_id,
+                    kind,
+                    from,
+                    to,
+                });
+            }
+            if !r.bad.is_empty() {
+                counters.log_bad_entries += r.bad.len() as u64;
+                out.scan_all = true;
+            }
+            counters.log_entries_read += r.entries.len() as u64;
+            for (index, entry) in r.entries {
+                events.push(TraceEvent::LogEntry {
+                    adapter: a.index,
+                    queue_id: q.queue_id,
+                    kind,
+                    index,
+                    entry,
+                });
+                if kind == LogKind::Signal {
+                    out.signals.push(SignalSeen {
+                        process: q.process,
+                        handle: entry.h_native_fence,
+                        value: entry.fence_value,
+                        queue_id: q.queue_id,
+                        index,
+                    });
+                }
+            }
+        }
+    }
+    if out.scan_all {
+        counters.log_fallback_scans += 1;
+    }
+    bump(a, |c| {
+        c.log_entries_read += counters.log_entries_read;
+        c.log_overflows += counters.log_overflows;
+        c.log_entries_lost += counters.log_entries_lost;
+        c.log_bad_entries += counters.log_bad_entries;
+        c.log_fallback_scans += counters.log_fallback_scans;
+    });
+    for e in events {
+        emit(a, e);
+    }
+    Ok(out)
+}
+
+pub(super) fn sim(a: &AdapterShared, q: &QueueLog, m: String) -> SimError {
+    let m = format!(
+        "adapter {} queue id {} ({:#x}): {m}",
+        a.index, q.queue_id, q.kmd
+    );
+    a.state.raise_sim_error(m.clone());
+    SimError::Simulation(m)
+}
+
+/// One `DxgkDdiCalibrateGpuClock(node, 0)` at DISPATCH_LEVEL with the OS's checks (§4.6):
+/// `q_before ≤ CpuClockCounter ≤ q_after`, `GpuFrequency` = the device's `CLOCK_FREQ`, the
+/// GPU counter never below the adapter's previous answer. Emits [`TraceEvent::Calibration`].
+/// Returns `(gpu_hz, gpu, cpu, bracket)`.
+pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), SimError> {
+    let f = a
+        .table
+        .get()
+        .and_then(|t| t.DxgkDdiCalibrateGpuClock)
+        .ok_or_else(|| SimError::Simulation("no DxgkDdiCalibrateGpuClock".into()))?;
+    let mut args = rvgpu_ddi::adapter::DXGKARG_CALIBRATEGPUCLOCK {
+        GpuFrequency: 0,
+        GpuClockCounter: 0,
+        CpuClockCounter: 0,
+        Flags: Default::default(),
+    };
+    let ctx = a.context();
+    let q0 = qpc();
+    let status = {
+        ddi::call(
+            a,
+            Routine::DxgkDdiCalibrateGpuClock,
+            f as usize,
+            At::Level(Irql::Dispatch),
+            || {
+                // SAFETY: the driver's DDI with its context and a valid output block.
+                unsafe { f(ctx, node, 0, &mut args) }
+            },
+        )?
+    };
+    let q1 = qpc();
+    crate::dxgkrnl::ddi::check_status(status)?;
+    let hz = u64::from(a.device.config().clock_hz);
+    // DXGK_GPUCLOCKDATA is packed: copy the fields out before formatting them.
+    let (gpu_frequency, gpu_counter, cpu_counter) = (
+        args.GpuFrequency,
+        args.GpuClockCounter,
+        args.CpuClockCounter,
+    );
+    let err = if gpu_frequency != hz {
+        Some(format!(
+            "CalibrateGpuClock: GpuFrequency {gpu_frequency} but CLOCK_FREQ is {hz}"
+        ))
+    } else if !(q0..=q1).contains(&cpu_counter) {
+        Some(format!(
+            "CalibrateGpuClock: CpuClockCounter {cpu_counter} outside the call [{q0}, {q1}]"
+        ))
+    } else {
+        let mut os = lock(&a.fence_os);
+        if gpu_counter < os.last_gpu_clock {
+            Some(format!(
+                "CalibrateGpuClock: GPU counter went backwards ({gpu_counter} < {})",
+                os.last_gpu_clock
+            ))
+        } else {
+            os.last_gpu_clock = gpu_counter;
+            os.last_calibration = Some(std::time::Instant::now());
+            None
+        }
+    };
+    if let Some(m) = err {
+        a.state.raise_sim_error(m.clone());
+        return Err(SimError::Simulation(m));
+    }
+    emit(
+        a,
+        TraceEvent::Calibration {
+            adapter: a.index,
+            node,
+            gpu_hz: args.GpuFrequency,
+            gpu: args.GpuClockCounter,
+            cpu: args.CpuClockCounter,
+            bracket: q1 - q0,
+        },
+    );
+    Ok((
+        args.GpuFrequency,
+        args.GpuClockCounter,
+        args.CpuClockCounter,
+        q1 - q0,
+    ))
+}

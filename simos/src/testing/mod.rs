@@ -1,0 +1,173 @@
+//! Misbehaving-driver parts and driver stand-ins for tests, and a minimal user-mode driver
+//! that feeds GPU work to the fence tests ([`gpu`]).
+//!
+//! A test proves the OS side catches what Windows catches by running the real driver with one
+//! slot replaced ([`crate::Machine::load_driver_with`]) by a routine from here. These routines
+//! are "driver code": they use only what a driver has (its context and the `DXGKRNL_INTERFACE`
+//! the OS gave it, found here by context because a replaced slot has no driver state of its
+//! own).
+
+pub mod bad_caps;
+pub mod gpu;
+pub mod spy;
+pub mod tdr;
+pub mod ums_caps;
+
+use std::ffi::c_void;
+
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::dxgkrnl::{
+    DXGKARGCB_ALLOCATECONTIGUOUSMEMORY, DXGKARGCB_FREECONTIGUOUSMEMORY, DXGKRNL_INTERFACE,
+};
+use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
+use rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::state::lock;
+
+/// A native fence handle the OS never hands out.
+pub const BAD_FENCE_HANDLE: usize = 0x0BAD_F00D;
+
+/// The callback table the OS gave the adapter whose MiniportDeviceContext is `ctx`.
+pub fn interface_for_context(ctx: *mut c_void) -> Option<DXGKRNL_INTERFACE> {
+    AdapterShared::from_context(ctx).and_then(|a| lock(&a.interface).map(|t| t.0))
+}
+
+/// An ISR that reports `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` naming [`BAD_FENCE_HANDLE`]
+/// and claims the interrupt. Windows bug-checks 0x119 on it (NF-14).
+///
+/// # Safety
+/// Called by the simulation as `DxgkDdiInterruptRoutine`.
+pub unsafe extern "system" fn isr_reports_unknown_fence_handle(
+    ctx: PVOID,
+    _message_number: ULONG,
+) -> BOOLEAN {
+    let Some(iface) = interface_for_context(ctx) else {
+        return 0;
+    };
+    let mut handles: [HANDLE; 1] = [BAD_FENCE_HANDLE as HANDLE];
+    let data =
+        DXGKARGCB_NOTIFY_INTERRUPT_DATA::native_fence_signaled(0, 0, 1, handles.as_mut_ptr());
+    if let Some(notify) = iface.DxgkCbNotifyInterrupt {
+        // SAFETY: the OS's callback with its own handle and a valid report.
+        unsafe { notify(iface.DeviceHandle, &data) };
+    }
+    if let Some(queue) = iface.DxgkCbQueueDpc {
+        // SAFETY: as above.
+        unsafe { queue(iface.DeviceHandle) };
+    }
+    1
+}
+
+fn isr_null_report(ctx: PVOID, evaluate_legacy: bool) -> BOOLEAN {
+    let Some(iface) = interface_for_context(ctx) else {
+        return 0;
+    };
+    let mut data =
+        DXGKARGCB_NOTIFY_INTERRUPT_DATA::native_fence_signaled(0, 0, 0, std::ptr::null_mut());
+    if evaluate_legacy {
+        data.Flags = rvgpu_ddi::interrupt::DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::from_value(
+            rvgpu_ddi::interrupt::DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::mask(
+                rvgpu_ddi::interrupt::DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::EvaluateLegacyMonitoredFences,
+            ),
+        );
+    }
+    if let Some(notify) = iface.DxgkCbNotifyInterrupt {
+        // SAFETY: the OS's callback with its own handle and a valid report.
+        unsafe { notify(iface.DeviceHandle, &data) };
+    }
+    if let Some(queue) = iface.DxgkCbQueueDpc {
+        // SAFETY: as above.
+        unsafe { queue(iface.DeviceHandle) };
+    }
+    1
+}
+
+/// An ISR for hardware that cannot tell legacy and native fence signals apart: it reports
+/// `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` with a NULL array and
+/// `EvaluateLegacyMonitoredFences = 1` (NF-14) and claims the interrupt.
+///
+/// # Safety
+/// Called by the simulation as `DxgkDdiInterruptRoutine`.
+pub unsafe extern "system" fn isr_reports_null_evaluate_legacy(
+    ctx: PVOID,
+    _message_number: ULONG,
+) -> BOOLEAN {
+    isr_null_report(ctx, true)
+}
+
+/// Like [`isr_reports_null_evaluate_legacy`] without the flag: only native waits are scanned.
+///
+/// # Safety
+/// Called by the simulation as `DxgkDdiInterruptRoutine`.
+pub unsafe extern "system" fn isr_reports_null(ctx: PVOID, _message_number: ULONG) -> BOOLEAN {
+    isr_null_report(ctx, false)
+}
+
+/// An ISR that calls a PASSIVE_LEVEL callback (`DxgkCbGetDeviceInformation`) at device IRQL.
+///
+/// # Safety
+/// Called by the simulation as `DxgkDdiInterruptRoutine`.
+pub unsafe extern "system" fn isr_calls_passive_callback(
+    ctx: PVOID,
+    _message_number: ULONG,
+) -> BOOLEAN {
+    let Some(iface) = interface_for_context(ctx) else {
+        return 0;
+    };
+    if let Some(get) = iface.DxgkCbGetDeviceInformation {
+        let mut info = rvgpu_ddi::adapter::DXGK_DEVICE_INFO::default();
+        // SAFETY: the OS's callback with its own handle and a valid out-structure.
+        unsafe { get(iface.DeviceHandle, &mut info) };
+    }
+    1
+}
+
+/// Calls `DxgkCbAllocateContiguousMemory` as a driver would; returns (status, handle, memory).
+///
+/// # Safety
+/// `iface` must be a table the simulation handed out.
+pub unsafe fn allocate_contiguous(
+    iface: &DXGKRNL_INTERFACE,
+    bytes: usize,
+) -> (NTSTATUS, HANDLE, PVOID) {
+    let Some(f) = iface.DxgkCbAllocateContiguousMemory else {
+        return (
+            STATUS_NOT_IMPLEMENTED,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        );
+    };
+    let mut args = DXGKARGCB_ALLOCATECONTIGUOUSMEMORY {
+        NumberOfBytes: bytes,
+        LowestAcceptableAddress: LARGE_INTEGER::from_i64(0),
+        HighestAcceptableAddress: LARGE_INTEGER::from_i64(-1),
+        BoundaryAddressMultiple: LARGE_INTEGER::from_i64(0),
+        CacheType: MmCached,
+        hMemoryHandle: std::ptr::null_mut(),
+        pMemory: std::ptr::null_mut(),
+    };
+    // SAFETY: the OS's callback with its handle and a valid argument block.
+    let s = unsafe { f(iface.DeviceHandle, &mut args) };
+    (s, args.hMemoryHandle, args.pMemory)
+}
+
+/// Calls `DxgkCbFreeContiguousMemory` as a driver would.
+///
+/// # Safety
+/// `iface` must be a table the simulation handed out.
+pub unsafe fn free_contiguous(
+    iface: &DXGKRNL_INTERFACE,
+    handle: HANDLE,
+    memory: PVOID,
+) -> NTSTATUS {
+    let Some(f) = iface.DxgkCbFreeContiguousMemory else {
+        return STATUS_NOT_IMPLEMENTED;
+    };
+    let _ = memory;
+    let args = DXGKARGCB_FREECONTIGUOUSMEMORY {
+        hMemoryHandle: handle,
+    };
+    // SAFETY: the OS's callback with its handle and a valid argument block.
+    unsafe { f(iface.DeviceHandle, &args) }
+}

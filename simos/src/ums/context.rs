@@ -1,0 +1,113 @@
+//! D3D contexts on a node (`DxgkDdiCreateContext`, `DxgkDdiDestroyContext`).
+
+use super::*;
+
+pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
+    let kmd = {
+        let os = lock(&a.ums);
+        let c = os
+            .contexts
+            .get(&h)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if os.queues.values().any(|q| q.context == h) {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        c.kmd
+    };
+    let f = table(a)?.DxgkDdiDestroyContext;
+    destroy_kmd_object(a, Routine::DxgkDdiDestroyContext, "context", f, kmd)?;
+    let mut os = lock(&a.ums);
+    os.contexts.remove(&h);
+    os.events.push(UmsEvent::DestroyContext { context: h });
+    Ok(())
+}
+
+pub(crate) fn create_context(
+    a: &AdapterShared,
+    device: KmtHandle,
+    node: u32,
+) -> Result<KmtHandle, SimError> {
+    let kmd_device = {
+        let os = lock(&a.ums);
+        let d = os
+            .devices
+            .get(&device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if d.in_error {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        let nodes = lock(&a.caps).map_or(0, |c| c.GpuEngineTopology.NbAsymetricProcessingNodes);
+        if node >= nodes {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        d.kmd
+    };
+    let f = table(a)?
+        .DxgkDdiCreateContext
+        .map_or_else(not_supported, Ok)?;
+    let h = new_handle();
+    let mut args = DXGKARG_CREATECONTEXT {
+        hContext: std::ptr::null_mut(),
+        NodeOrdinal: node,
+        EngineAffinity: 1,
+        Flags: DXGK_CREATECONTEXTFLAGS::default()
+            .with(DXGK_CREATECONTEXTFLAGS::HwQueueSupported, 1),
+        pPrivateDriverData: std::ptr::null_mut(),
+        PrivateDriverDataSize: 0,
+        ContextInfo: DXGK_CONTEXTINFO::default(),
+    };
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiCreateContext,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its device handle and a valid argument block.
+            unsafe { f(kmd_device as HANDLE, &mut args) }
+        },
+    )?;
+    check_status(status)?;
+    let kmd = args.hContext as usize;
+    let mut os = lock(&a.ums);
+    check_kmd_handle(
+        a,
+        "DxgkDdiCreateContext",
+        "hContext",
+        kmd,
+        os.contexts.values().map(|c| c.kmd),
+    )?;
+    // A context created while the adapter is in D3 starts suspended in effect; the KMD is
+    // told nothing (it has no queues yet), so the OS treats it as running.
+    os.contexts.insert(
+        h,
+        ContextObj {
+            handle: h,
+            kmd,
+            device,
+            node,
+            suspended: Suspended::No,
+            suspend_fence: 0,
+        },
+    );
+    os.events.push(UmsEvent::CreateContext { context: h, node });
+    Ok(h)
+}
+
+pub(crate) fn destroy_context_thunk(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
+    if lock(&a.ums)
+        .contexts
+        .get(&h)
+        .is_none_or(|c| c.device != device)
+    {
+        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+    }
+    destroy_context(a, h)
+}

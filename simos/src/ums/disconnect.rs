@@ -1,0 +1,170 @@
+//! `DxgkCbDisconnectDoorbell`, the callback a KMD disconnects a doorbell with.
+
+use super::*;
+
+/// The adapters of the calling thread's machine whose OS knows `handle` as a doorbell (KMD or
+/// OS handle); the adapter whose DDI the thread is inside first.
+pub(super) fn find_doorbell_adapters(handle: usize) -> Vec<Arc<AdapterShared>> {
+    let me = crate::dxgkrnl::kernel::current_machine().map(|m| m.id());
+    let inside = ddi::inside();
+    let mut v: Vec<Arc<AdapterShared>> = crate::dxgkrnl::adapter::all_adapters()
+        .into_iter()
+        .filter(|a| Some(a.state.id()) == me)
+        .filter(|a| {
+            lock(&a.ums)
+                .doorbells
+                .values()
+                .any(|d| d.kmd == handle || kernel_handle(d.handle) == handle)
+        })
+        .collect();
+    v.sort_by_key(|a| (Arc::as_ptr(a) as usize != inside) as u8);
+    v
+}
+
+/// The D3DKMT handle of a destroyed doorbell `handle` named, on the calling thread's machine.
+pub(super) fn destroyed_doorbell(handle: usize) -> Option<KmtHandle> {
+    let me = crate::dxgkrnl::kernel::current_machine().map(|m| m.id());
+    crate::dxgkrnl::adapter::all_adapters()
+        .into_iter()
+        .filter(|a| Some(a.state.id()) == me)
+        .find_map(|a| lock(&a.ums).destroyed_doorbells.get(&handle).copied())
+}
+
+pub(super) type TestHook = Box<dyn FnOnce() + Send>;
+
+/// One-shot actions to run at the start of the next `DxgkCbDisconnectDoorbell` on a machine
+/// (tests that need an exact interleaving, e.g. a destroy racing a victimisation).
+pub(super) static CALLBACK_HOOKS: Mutex<Vec<(u64, TestHook)>> = Mutex::new(Vec::new());
+
+/// Runs `f` at the start of the next `DxgkCbDisconnectDoorbell` on machine `machine_id`, on
+/// the thread the driver calls it from, before the OS looks at the arguments.
+pub fn before_next_disconnect_callback(machine_id: u64, f: impl FnOnce() + Send + 'static) {
+    lock(&CALLBACK_HOOKS).push((machine_id, Box::new(f)));
+}
+
+pub(super) fn run_test_hook() {
+    let Some(id) = crate::dxgkrnl::kernel::current_machine().map(|m| m.id()) else {
+        return;
+    };
+    let hook = {
+        let mut h = lock(&CALLBACK_HOOKS);
+        h.iter().position(|(m, _)| *m == id).map(|i| h.remove(i).1)
+    };
+    if let Some(f) = hook {
+        f();
+    }
+}
+
+/// `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL).
+pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
+    let addr = crate::dxgkrnl::callbacks::disconnect_doorbell_address();
+    if let Err(b) =
+        crate::dxgkrnl::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr)
+    {
+        crate::dxgkrnl::kernel::raise(b);
+        return STATUS_UNSUCCESSFUL;
+    }
+    if args.is_null() {
+        crate::dxgkrnl::kernel::raise(crate::BugCheck::new(
+            crate::dxgkrnl::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+            [0, 0, addr as u64, 0],
+        ));
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: non-null pointer to the driver's argument block.
+    let args = unsafe { args.read() };
+    let (hq, hd) = (args.hHwQueue as usize, args.hDoorbell as usize);
+    let reason = args.DisconnectReason;
+    let fail = |msg: String| {
+        match crate::dxgkrnl::kernel::current_machine() {
+            Some(m) => m.raise_sim_error(format!("driver bug: DxgkCbDisconnectDoorbell: {msg}")),
+            None => eprintln!("rvgpu-simos: DxgkCbDisconnectDoorbell outside a machine: {msg}"),
+        }
+        STATUS_INVALID_PARAMETER
+    };
+    if reason != D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY
+        && reason != D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT
+    {
+        return fail(format!(
+            "DisconnectReason = {reason} is not a D3DDDI_DOORBELLSTATUS_DISCONNECTED_* value"
+        ));
+    }
+    run_test_hook();
+    let Some(a) = find_doorbell_adapters(hd).into_iter().next() else {
+        if let Some(dead) = destroyed_doorbell(hd) {
+            return fail(format!(
+                "hDoorbell = {hd:#x} names doorbell {dead:#x}, whose DxgkDdiDestroyDoorbell \
+                 already returned: the driver used the handle after the object was destroyed \
+                 (on Windows a freed Dxgkrnl object, or a reused handle naming another \
+                 doorbell)"
+            ));
+        }
+        return fail(format!(
+            "hDoorbell = {hd:#x} is not a live doorbell (neither a handle the driver returned \
+             from DxgkDdiCreateDoorbell nor the OS handle it was given)"
+        ));
+    };
+    let mut os = lock(&a.ums);
+    let found = os.doorbells.values().find_map(|d| {
+        let q = os.queues.get(&d.queue)?;
+        let kmd_pair = d.kmd == hd && q.kmd == hq;
+        let os_pair = kernel_handle(d.handle) == hd && kernel_handle(q.handle) == hq;
+        (kmd_pair || os_pair).then_some(d.handle)
+    });
+    let Some(h) = found else {
+        // Re-checked under this lock: the doorbell may have been destroyed since the search.
+        let dead = os.destroyed_doorbells.get(&hd).copied();
+        let its_queue = os
+            .doorbells
+            .values()
+            .find(|d| d.kmd == hd || kernel_handle(d.handle) == hd)
+            .and_then(|d| os.queues.get(&d.queue))
+            .map(|q| (kernel_handle(q.handle), q.kmd));
+        drop(os);
+        if let Some(dead) = dead {
+            return fail(format!(
+                "hDoorbell = {hd:#x} names doorbell {dead:#x}, whose DxgkDdiDestroyDoorbell \
+                 already returned: the driver used the handle after the object was destroyed \
+                 (on Windows a freed Dxgkrnl object, or a reused handle naming another \
+                 doorbell)"
+            ));
+        }
+        return fail(format!(
+            "hHwQueue = {hq:#x} is not the queue of doorbell {hd:#x} (its queue's handles are \
+             {its_queue:x?} (OS, driver); both handles must be the driver's, or both the OS's, \
+             of one doorbell and its queue)"
+        ));
+    };
+    let Some(d) = os.doorbells.get_mut(&h) else {
+        return STATUS_INVALID_PARAMETER;
+    };
+    let was_connected =
+        matches!(d.state, DoorbellState::Connected { .. }) || d.connecting.is_some();
+    if let Some(c) = d.connecting.as_mut() {
+        // A connect of this doorbell returned from the KMD but the OS has not mapped it yet:
+        // the OS will not map it (another doorbell took the page meanwhile).
+        *c = Some(reason);
+    }
+    // The status before the dummy page: a ring between the two still reaches the physical
+    // doorbell (the KMD rebinds it only after this callback returns) and the UMD then reads
+    // the reason; the other order would let a ring land on the dummy page and the UMD read
+    // CONNECTED afterwards (a lost submission).
+    match d.state {
+        DoorbellState::Aborted => {}
+        _ if reason == D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT => {
+            d.state = DoorbellState::Aborted;
+            d.cpu.status.store(reason, Ordering::Release);
+        }
+        _ => {
+            d.state = DoorbellState::Disconnected;
+            d.cpu.status.store(reason, Ordering::Release);
+        }
+    }
+    d.cpu.to_dummy();
+    os.events.push(UmsEvent::CallbackDisconnect {
+        doorbell: h,
+        reason,
+        was_connected,
+    });
+    STATUS_SUCCESS
+}

@@ -1,0 +1,554 @@
+//! Doorbells: create, connect (with the BAR2 and binding checks of UM-09), OS-initiated
+//! disconnect, destroy, and the work-submission ping.
+
+use super::*;
+
+/// An OS-initiated disconnect of a connected doorbell: the status page gets `reason`, the CPU
+/// VA the dummy page, then `DxgkDdiDisconnectDoorbell`.
+///
+/// Microsoft describes the remap and the status write as happening on return from the DDI.
+/// With that order a UMD that rings after the KMD unbound the page and before the OS wrote the
+/// status hits an unbound page, then reads `CONNECTED`: its work is lost, whatever the KMD
+/// does (the page must be free when the DDI returns). The simulation uses the lossless order
+/// instead: status first (a ring through the still-physical VA still reaches the still-bound
+/// queue, and the UMD then reconnects harmlessly), then the dummy page, then the DDI. The KMD
+/// cannot observe the difference.
+pub(super) fn os_disconnect(
+    a: &AdapterShared,
+    h: KmtHandle,
+    reason: D3DDDI_DOORBELLSTATUS,
+) -> Result<(), SimError> {
+    let kmd = {
+        let os = lock(&a.ums);
+        match os.doorbells.get(&h) {
+            Some(d) if matches!(d.state, DoorbellState::Connected { .. }) => {
+                d.cpu.status.store(reason, Ordering::Release);
+                d.cpu.to_dummy();
+                d.kmd
+            }
+            _ => return Ok(()),
+        }
+    };
+    let f = table(a)?.DxgkDdiDisconnectDoorbell.ok_or_else(|| {
+        sim_err(
+            a,
+            "driver has doorbells but no DxgkDdiDisconnectDoorbell".into(),
+        )
+    })?;
+    let mut args = DXGKARG_DISCONNECTDOORBELL {
+        hDoorbell: kmd as HANDLE,
+        Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS::default(),
+    };
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiDisconnectDoorbell,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
+            unsafe { f(&mut args) }
+        },
+    )?;
+    must_succeed(a, "DxgkDdiDisconnectDoorbell", status)?;
+    let mut os = lock(&a.ums);
+    if let Some(d) = os.doorbells.get_mut(&h) {
+        if d.state != DoorbellState::Aborted {
+            d.state = if reason == D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT {
+                DoorbellState::Aborted
+            } else {
+                DoorbellState::Disconnected
+            };
+        }
+    }
+    os.events.push(UmsEvent::DisconnectDoorbell {
+        doorbell: h,
+        reason,
+    });
+    Ok(())
+}
+
+/// `DOORBELL_BIND[page]` as the device holds it (`None` in global-doorbell mode). A read of a
+/// register by the simulation (no side effects): the hardware check behind the doorbell DDIs.
+pub(super) fn bound_queue(a: &AdapterShared, page: u32) -> Option<u32> {
+    if a.device.config().global_doorbell {
+        return None;
+    }
+    let reg = rvgpu_hw::regs::doorbell_bind_reg(page)?;
+    Some(a.device.read32(reg))
+}
+
+// A physical doorbell the KMD released (disconnect, destroy) may stay bound to its old queue
+// until it is given to another doorbell: nothing can ring it any more (the only process mapping
+// is the OS's, now the dummy page), so Windows cannot tell and the simulation does not check.
+
+/// Translates the KMD's doorbell kernel VA into a BAR2 page (UM-09).
+pub(super) fn doorbell_page(a: &AdapterShared, kva: usize) -> Result<u32, String> {
+    let windows = lock(&a.doorbell_windows);
+    let Some((&base, &len)) = windows.range(..=kva).next_back() else {
+        return Err(format!(
+            "KernelCpuVirtualAddress {kva:#x} is not inside any live DxgkCbMapMemory mapping of \
+             the doorbell BAR (BAR2)"
+        ));
+    };
+    let off = kva - base;
+    if off >= len {
+        return Err(format!(
+            "KernelCpuVirtualAddress {kva:#x} is past the end of the BAR2 mapping at {base:#x} \
+             ({len:#x} bytes)"
+        ));
+    }
+    if !(off as u64).is_multiple_of(PAGE) {
+        return Err(format!(
+            "KernelCpuVirtualAddress {kva:#x} is not page-aligned in the BAR2 mapping at \
+             {base:#x} (offset {off:#x})"
+        ));
+    }
+    let page = (off as u64 / PAGE) as u32;
+    if page >= a.device.config().doorbells {
+        return Err(format!(
+            "KernelCpuVirtualAddress {kva:#x} is doorbell page {page}, the device has {}",
+            a.device.config().doorbells
+        ));
+    }
+    Ok(page)
+}
+
+/// `D3DKMTConnectDoorbell` (UM-09, UM-13, UM-14). In D3 the whole sequence (D0, connect,
+/// resume) runs with the adapter lock exclusive; otherwise shared, with the device's lock.
+pub(super) fn connect(a: &AdapterShared, device: KmtHandle, h: KmtHandle) -> Result<(), SimError> {
+    let dl = device_lock(a, device)?;
+    loop {
+        if lock(&a.ums).power == Power::D3 {
+            let _x = exclusive(a);
+            if lock(&a.ums).power != Power::D3 {
+                continue;
+            }
+            return connect_locked(a, device, h);
+        }
+        let _g = dev_guard(a, &dl);
+        if lock(&a.ums).power == Power::D3 {
+            continue;
+        }
+        return connect_locked(a, device, h);
+    }
+}
+
+pub(super) fn connect_locked(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let (kmd, node) = {
+        let os = lock(&a.ums);
+        let d = os
+            .doorbells
+            .get(&h)
+            .filter(|d| d.device == device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if os.devices.get(&device).is_none_or(|dv| dv.in_error) {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        match d.state {
+            DoorbellState::Aborted => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+            DoorbellState::Connected { .. } => return Ok(()),
+            DoorbellState::Disconnected => {}
+        }
+        let node = os.queues.get(&d.queue).map_or(0, |q| q.node);
+        (d.kmd, node)
+    };
+    if let Some(d) = lock(&a.ums).doorbells.get_mut(&h) {
+        d.connecting = Some(None);
+    }
+    let r = connect_ddi(a, h, kmd, node);
+    if let Some(d) = lock(&a.ums).doorbells.get_mut(&h) {
+        d.connecting = None;
+    }
+    r
+}
+
+pub(super) fn connect_ddi(
+    a: &AdapterShared,
+    h: KmtHandle,
+    kmd: usize,
+    node: u32,
+) -> Result<(), SimError> {
+    let woke = lock(&a.ums).power == Power::D3;
+    power_up_if_needed(a)?;
+    set_fstate(a, node, 0)?;
+    let f = table(a)?.DxgkDdiConnectDoorbell.ok_or_else(|| {
+        sim_err(
+            a,
+            "driver created a doorbell but has no DxgkDdiConnectDoorbell".into(),
+        )
+    })?;
+    let mut args = DXGKARG_CONNECTDOORBELL {
+        hDoorbell: kmd as HANDLE,
+        Flags: DXGKARG_CONNECTDOORBELL_FLAGS::default(),
+        KernelCpuVirtualAddress: std::ptr::null_mut(),
+        SecondaryKernelCpuVirtualAddress: std::ptr::null_mut(),
+        Status: -1,
+    };
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiConnectDoorbell,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
+            unsafe { f(&mut args) }
+        },
+    )?;
+    let result = if NT_SUCCESS(status) {
+        if args.Status != D3DDDI_DOORBELLSTATUS_CONNECTED
+            && args.Status != D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD
+        {
+            return Err(sim_err(
+                a,
+                format!(
+                    "driver bug: DxgkDdiConnectDoorbell succeeded with Status = {} (only \
+                     CONNECTED or CONNECTED_NOTIFY_KMD are allowed)",
+                    args.Status
+                ),
+            ));
+        }
+        let page = doorbell_page(a, args.KernelCpuVirtualAddress as usize)
+            .map_err(|m| sim_err(a, format!("driver bug: DxgkDdiConnectDoorbell: {m}")))?;
+        // Checked and committed under the OS lock: a concurrent connect of another doorbell
+        // that takes this page calls DxgkCbDisconnectDoorbell (which takes this lock) before it
+        // rebinds the page, so either that callback is already recorded here or the page is
+        // still bound to this queue.
+        let mut os = lock(&a.ums);
+        let (queue_id, superseded) = match os.doorbells.get(&h) {
+            Some(d) => (
+                os.queues.get(&d.queue).and_then(|q| q.queue_id),
+                d.connecting.flatten(),
+            ),
+            None => (None, None),
+        };
+        if superseded.is_some() {
+            // Victimised between the KMD's return and the OS's mapping: stays on the dummy
+            // page with the callback's status; the UMD reads it and reconnects.
+            os.events.push(UmsEvent::ConnectDoorbell {
+                doorbell: h,
+                page,
+                status: args.Status,
+            });
+            drop(os);
+            if woke {
+                resume_power_suspended(a)?;
+            }
+            return Ok(());
+        }
+        if let (Some(bound), Some(id)) = (bound_queue(a, page), queue_id) {
+            if bound != id {
+                return Err(sim_err(
+                    a,
+                    format!(
+                        "driver bug: DxgkDdiConnectDoorbell returned physical doorbell {page} \
+                         but DOORBELL_BIND[{page}] = {bound:#x}, not the queue's id {id} (UM-15: \
+                         connect wires doorbell and queue together)"
+                    ),
+                ));
+            }
+        }
+        let bus = Arc::downgrade(&a.doorbell_bus);
+        if let Some(d) = os.doorbells.get_mut(&h) {
+            *lock(&d.cpu.mapping) = Mapping::Physical { page, bus };
+            d.cpu.status.store(args.Status, Ordering::Release);
+            d.state = DoorbellState::Connected { page };
+        }
+        os.events.push(UmsEvent::ConnectDoorbell {
+            doorbell: h,
+            page,
+            status: args.Status,
+        });
+        Ok(())
+    } else {
+        lock(&a.ums).events.push(UmsEvent::ConnectFailed {
+            doorbell: h,
+            status,
+        });
+        Err(SimError::DdiFailed(status))
+    };
+    if woke {
+        resume_power_suspended(a)?;
+    }
+    result
+}
+
+/// Destroys a doorbell (`DxgkDdiDestroyDoorbell`) and drops its allocation references.
+pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
+    let kmd = match lock(&a.ums).doorbells.get(&h) {
+        Some(d) => d.kmd,
+        None => return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE)),
+    };
+    let f = table(a)?.DxgkDdiDestroyDoorbell.ok_or_else(|| {
+        sim_err(
+            a,
+            "driver created a doorbell but has no DxgkDdiDestroyDoorbell".into(),
+        )
+    })?;
+    let mut args = DXGKARG_DESTROYDOORBELL {
+        hDoorbell: kmd as HANDLE,
+    };
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiDestroyDoorbell,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
+            unsafe { f(&mut args) }
+        },
+    )?;
+    must_succeed(a, "DxgkDdiDestroyDoorbell", status)?;
+    // Once the doorbell is gone the OS drops its references on the ring and ring control (UM-07)
+    // and the UMD may free them: a queue still in a runlist would have the CMP read freed
+    // memory at its next kick or commit.
+    let queue_id = {
+        let os = lock(&a.ums);
+        os.doorbells
+            .get(&h)
+            .and_then(|d| os.queues.get(&d.queue))
+            .and_then(|q| q.queue_id)
+    };
+    if let Some(id) = queue_id {
+        if a.device.queues().iter().any(|s| s.queue_id == id) {
+            return Err(sim_err(
+                a,
+                format!(
+                    "driver bug: queue id {id} is still in a committed runlist after \
+                     DxgkDdiDestroyDoorbell returned (its ring may be freed now, UM-07)"
+                ),
+            ));
+        }
+    }
+    let mut os = lock(&a.ums);
+    let Some(d) = os.doorbells.remove(&h) else {
+        return Ok(());
+    };
+    os.destroyed_doorbells.insert(d.kmd, h);
+    os.destroyed_doorbells.insert(kernel_handle(h), h);
+    d.cpu
+        .status
+        .store(D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, Ordering::Release);
+    d.cpu.to_dummy();
+    if let Some(q) = os.queues.get_mut(&d.queue) {
+        q.doorbell = None;
+    }
+    os.events.push(UmsEvent::DestroyDoorbell { doorbell: h });
+    for alloc in [d.ring, d.control] {
+        release_alloc(a, &mut os, alloc);
+    }
+    Ok(())
+}
+
+impl Machine {
+    /// The OS's view of a doorbell.
+    pub fn doorbell_info(&self, i: usize, doorbell: KmtHandle) -> Option<DoorbellInfo> {
+        let a = self.adapter_shared(i).ok()?;
+        let os = lock(&a.ums);
+        let d = os.doorbells.get(&doorbell)?;
+        Some(DoorbellInfo {
+            state: d.state,
+            status: d.cpu.status(),
+            mapped_page: d.cpu.mapped_page(),
+            kmd_handle: d.kmd,
+            os_handle: kernel_handle(d.handle),
+            queue: d.queue,
+            writes: d.cpu.write_counts(),
+        })
+    }
+}
+
+/// What `D3DKMTCreateDoorbell` returns.
+pub(crate) struct CreatedDoorbell {
+    pub handle: KmtHandle,
+    pub cpu: Arc<DoorbellCpuState>,
+}
+
+pub(crate) fn create_doorbell(
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+    ring: KmtHandle,
+    control: KmtHandle,
+    pdd: &mut [u8],
+) -> Result<CreatedDoorbell, SimError> {
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
+    let (kmd_queue, size, last_queued) = {
+        let os = lock(&a.ums);
+        let q = os
+            .queues
+            .get(&queue)
+            .filter(|q| q.device == device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if os.devices.get(&device).is_none_or(|d| d.in_error) {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        // UM-03, UM-04, UM-05.
+        let Some(size) = os.doorbell_size() else {
+            return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
+        };
+        if !q.user_mode || !os.node_ums(q.node) {
+            return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
+        }
+        if q.doorbell.is_some() {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        for h in [ring, control] {
+            if os
+                .allocations
+                .get(&h)
+                .is_none_or(|al| al.device != device || al.closed)
+            {
+                return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+            }
+        }
+        (q.kmd, size, q.last_queued.clone())
+    };
+    let f = table(a)?
+        .DxgkDdiCreateDoorbell
+        .map_or_else(not_supported, Ok)?;
+    let h = new_handle();
+    let mut args = DXGKARG_CREATEDOORBELL {
+        hHwQueue: kmd_queue as HANDLE,
+        hDoorbell: kernel_handle(h) as HANDLE,
+        PrivateDriverDataSize: pdd.len() as u32,
+        PrivateDriverData: if pdd.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            pdd.as_mut_ptr().cast::<c_void>()
+        },
+        hRingBuffer: kernel_handle(ring) as HANDLE,
+        hRingBufferControl: kernel_handle(control) as HANDLE,
+        Flags: DXGKARG_CREATEDOORBELL_FLAGS::default(),
+    };
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiCreateDoorbell,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with a valid argument block whose private data buffer
+            // lives across the call.
+            unsafe { f(&mut args) }
+        },
+    )?;
+    check_status(status)?;
+    let kmd = args.hDoorbell as usize;
+    let mut os = lock(&a.ums);
+    check_kmd_handle(
+        a,
+        "DxgkDdiCreateDoorbell",
+        "hDoorbell",
+        kmd,
+        os.doorbells.values().map(|d| d.kmd),
+    )?;
+    let cpu = Arc::new(DoorbellCpuState {
+        mapping: Mutex::new(Mapping::Dummy),
+        dummy: DummyPage {
+            words: (0..(size as usize).div_ceil(8))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        },
+        status: AtomicI32::new(D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY),
+        last_queued,
+        dummy_writes: AtomicU64::new(0),
+        physical_writes: AtomicU64::new(0),
+    });
+    for al in [ring, control] {
+        if let Some(x) = os.allocations.get_mut(&al) {
+            x.refs += 1;
+        }
+    }
+    if let Some(q) = os.queues.get_mut(&queue) {
+        q.doorbell = Some(h);
+    }
+    os.doorbells.insert(
+        h,
+        DoorbellObj {
+            handle: h,
+            kmd,
+            device,
+            queue,
+            ring,
+            control,
+            state: DoorbellState::Disconnected,
+            connecting: None,
+            cpu: cpu.clone(),
+        },
+    );
+    os.events.push(UmsEvent::CreateDoorbell { doorbell: h });
+    Ok(CreatedDoorbell { handle: h, cpu })
+}
+
+pub(crate) fn connect_doorbell(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    connect(a, device, h)
+}
+
+pub(crate) fn destroy_doorbell_thunk(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
+    if lock(&a.ums)
+        .doorbells
+        .get(&h)
+        .is_none_or(|d| d.device != device)
+    {
+        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+    }
+    destroy_doorbell(a, h)
+}
+
+pub(crate) fn notify_work_submission(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
+    let kmd_queue = {
+        let os = lock(&a.ums);
+        let d = os
+            .doorbells
+            .get(&h)
+            .filter(|d| d.device == device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if !matches!(d.state, DoorbellState::Connected { .. }) {
+            // Not connected: nothing to tell the KMD; the work is collected at reconnect.
+            return Ok(());
+        }
+        os.queues.get(&d.queue).map_or(0, |q| q.kmd)
+    };
+    let f = table(a)?
+        .DxgkDdiNotifyWorkSubmission
+        .map_or_else(not_supported, Ok)?;
+    let mut args = DXGKARG_NOTIFYWORKSUBMISSION {
+        hHwQueue: kmd_queue as HANDLE,
+        Flags: DXGKARG_NOTIFYWORKSUBMISSION_FLAGS::default(),
+    };
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiNotifyWorkSubmission,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with a valid argument block naming its queue.
+            unsafe { f(&mut args) }
+        },
+    )?;
+    must_succeed(a, "DxgkDdiNotifyWorkSubmission", status)?;
+    lock(&a.ums)
+        .events
+        .push(UmsEvent::NotifyWorkSubmission { doorbell: h });
+    Ok(())
+}

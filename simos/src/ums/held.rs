@@ -1,0 +1,420 @@
+//! Held work (MF-03): OS-scheduled GPU waits and signal packets on kernel-mode hardware queues
+//! (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`, `D3DKMTSubmitSignalSyncObjectsToHwQueue`).
+//!
+//! Each kernel-mode queue has an OS-side ordered list ([`HwqSched`]). A GPU wait entry holds every
+//! later entry (the OS does not call `DxgkDdiSubmitCommandToHwQueue` for held submissions) until
+//! its fence reaches the value; the wait is a VidSch-side waiter on the legacy monitored fence
+//! ([`Machine::wait_monitored_fence_from_gpu`]), released by the same DPC-time scan that releases
+//! CPU waits, or by a CPU signal, or by another queue's signal packet; its resume only kicks the
+//! queue, and VidSch's PASSIVE worker (the adapter's worker thread, or the step loop) submits the
+//! held work in order. A signal entry, once at the head (every earlier wait satisfied, every
+//! earlier submission handed to the KMD), signals its fences from the OS (what
+//! `SignalSynchronizationObjectFromCpu` does) as soon as the queue's progress fence reaches the
+//! last value accepted before it (every earlier submission completed); it does not hold later
+//! work. Nothing in the driver is involved beyond the submissions themselves.
+
+use super::*;
+
+/// Returns a resume for a VidSch-side waiter: kicks `sched` and wakes the worker.
+pub(super) fn kicker(a: &AdapterShared, sched: &Arc<HwqSched>) -> impl FnOnce() + Send + 'static {
+    let w = Arc::downgrade(sched);
+    let wake = a.wake.clone();
+    move || {
+        if let Some(s) = w.upgrade() {
+            s.kicked.store(true, Ordering::Release);
+            wake.notify();
+        }
+    }
+}
+
+/// What the OS knows of a kernel-mode queue's held work (tests).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeldWork {
+    /// Submissions the OS holds (not yet given to the KMD).
+    pub submissions: usize,
+    /// GPU waits not yet satisfied at or behind the head.
+    pub waits: usize,
+    /// Signal packets not yet signalled (held, or waiting for earlier work to complete).
+    pub signals: usize,
+}
+
+/// The queue's objects a MF-03 thunk checks: (sched, progress fence).
+pub(super) fn mf03_queue(
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+) -> Result<(Arc<HwqSched>, MonitoredFence), SimError> {
+    let os = lock(&a.ums);
+    let q = os
+        .queues
+        .get(&queue)
+        .filter(|q| q.device == device)
+        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+    if os.devices.get(&device).is_none_or(|d| d.in_error) {
+        return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+    }
+    if q.user_mode {
+        // A user-mode queue synchronises in its ring (native fences); the OS has no list
+        // for it (UNVERIFIED what Windows returns; the docs list STATUS_INVALID_PARAMETER).
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    Ok((q.sched.clone(), q.progress.clone()))
+}
+
+/// The monitored fences behind D3DKMT handles; `signal`: progress fences are refused (only
+/// the OS signals them).
+pub(super) fn mf03_fences(
+    a: &AdapterShared,
+    objects: &[(KmtHandle, u64)],
+    signal: bool,
+) -> Result<Vec<(MonitoredFence, KmtHandle, u64)>, SimError> {
+    if objects.is_empty() {
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    let os = lock(&a.ums);
+    objects
+        .iter()
+        .map(|&(h, v)| {
+            if signal && os.queues.values().any(|q| q.fence == h) {
+                return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+            }
+            os.fences
+                .get(&h)
+                .map(|f| (f.clone(), h, v))
+                .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))
+        })
+        .collect()
+}
+
+/// `D3DKMTSubmitWaitForSyncObjectsToHwQueue`: one GPU wait entry per object, in order.
+pub(crate) fn submit_wait_to_hw_queue(
+    m: &Machine,
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+    objects: &[(KmtHandle, u64)],
+) -> Result<(), SimError> {
+    let (sched, _) = mf03_queue(a, device, queue)?;
+    let fences = mf03_fences(a, objects, false)?;
+    for (fence, handle, value) in fences {
+        let event = m.wait_monitored_fence_from_gpu(&fence, value, kicker(a, &sched))?;
+        lock(&sched.st).list.push_back(Pending::Wait {
+            fence,
+            handle,
+            value,
+            event,
+        });
+        lock(&a.ums).events.push(UmsEvent::GpuWaitQueued {
+            queue,
+            fence: handle,
+            value,
+        });
+    }
+    pump(a, queue)
+}
+
+/// `D3DKMTSubmitSignalSyncObjectsToHwQueue` on one queue (the `BroadcastHwQueueArray` of one):
+/// one signal packet for all the objects.
+pub(crate) fn submit_signal_to_hw_queue(
+    m: &Machine,
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+    objects: &[(KmtHandle, u64)],
+) -> Result<(), SimError> {
+    let (sched, progress) = mf03_queue(a, device, queue)?;
+    let fences = mf03_fences(a, objects, true)?;
+    let after = lock(&sched.st).accepted;
+    let event = if progress.value() < after {
+        Some(m.wait_monitored_fence_from_gpu(&progress, after, kicker(a, &sched))?)
+    } else {
+        None
+    };
+    lock(&sched.st).list.push_back(Pending::Signal(Signal {
+        fences,
+        after,
+        event,
+    }));
+    pump(a, queue)
+}
+
+/// The OS signals a signal packet's fences (its earlier submissions completed).
+pub(super) fn fire(a: &AdapterShared, queue: KmtHandle, s: Signal) {
+    for (f, h, v) in s.fences {
+        // A fence destroyed meanwhile has nobody left to release.
+        if f.os_signal(v).is_ok() {
+            lock(&a.ums).events.push(UmsEvent::GpuSignal {
+                queue,
+                fence: h,
+                value: v,
+            });
+        }
+    }
+}
+
+pub(super) enum PumpStep {
+    Blocked,
+    Released(KmtHandle, u64),
+    Fire(Signal),
+    Submit { value: u64, gpu: u64, bytes: u32 },
+}
+
+/// Moves a kernel-mode queue's OS-side list forward as far as it can: satisfied waits are
+/// dropped, signal packets at the head are armed (or signalled), submissions at the head go to
+/// the KMD in order. Runs on the thunk's thread or VidSch's worker, never at DPC time.
+pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> {
+    let Some((sched, progress, last, device)) = ({
+        let os = lock(&a.ums);
+        os.queues.get(&queue).map(|q| {
+            (
+                q.sched.clone(),
+                q.progress.clone(),
+                q.last_queued.clone(),
+                q.device,
+            )
+        })
+    }) else {
+        return Ok(());
+    };
+    let _p = lock(&sched.pump);
+    loop {
+        let ready: Vec<Signal> = {
+            let mut st = lock(&sched.st);
+            if st.dead {
+                return Ok(());
+            }
+            let done = progress.value();
+            let (ready, keep) = std::mem::take(&mut st.armed)
+                .into_iter()
+                .partition(|s| s.after <= done);
+            st.armed = keep;
+            ready
+        };
+        for s in ready {
+            fire(a, queue, s);
+        }
+        let step = {
+            let mut st = lock(&sched.st);
+            match st.list.front() {
+                None => PumpStep::Blocked,
+                Some(Pending::Wait {
+                    fence,
+                    handle,
+                    value,
+                    event,
+                }) => {
+                    if rvgpu_hw::fence::wait_satisfied(fence.value(), *value)
+                        || event.outcome() == Some(WaitOutcome::Abandoned)
+                    {
+                        // A wait on a fence destroyed meanwhile no longer holds the queue
+                        // (UNVERIFIED against Windows).
+                        let r = PumpStep::Released(*handle, *value);
+                        st.list.pop_front();
+                        r
+                    } else {
+                        PumpStep::Blocked
+                    }
+                }
+                Some(Pending::Signal(_)) => match st.list.pop_front() {
+                    Some(Pending::Signal(s)) if s.after <= progress.value() => PumpStep::Fire(s),
+                    Some(Pending::Signal(s)) => {
+                        st.armed.push(s);
+                        continue;
+                    }
+                    _ => PumpStep::Blocked,
+                },
+                Some(&Pending::Submit { value, gpu, bytes }) => {
+                    if st.retry_at.is_some_and(|v| progress.value() < v) {
+                        PumpStep::Blocked
+                    } else {
+                        st.retry_at = None;
+                        PumpStep::Submit { value, gpu, bytes }
+                    }
+                }
+            }
+        };
+        match step {
+            PumpStep::Blocked => return Ok(()),
+            PumpStep::Released(fence, value) => {
+                lock(&a.ums).events.push(UmsEvent::GpuWaitReleased {
+                    queue,
+                    fence,
+                    value,
+                });
+            }
+            PumpStep::Fire(s) => fire(a, queue, s),
+            PumpStep::Submit { value, gpu, bytes } => {
+                if tdr_device_in_error(a, device) {
+                    // Device removed: held work is discarded.
+                    lock(&sched.st).list.pop_front();
+                    continue;
+                }
+                if lock(&a.ums).power == Power::D3 {
+                    let _x = exclusive(a);
+                    power_up_if_needed(a)?;
+                    resume_power_suspended(a)?;
+                }
+                let status = submit_raw_at(a, device, queue, value, gpu, bytes, a.os.submit_irql)?;
+                if NT_SUCCESS(status) {
+                    lock(&sched.st).list.pop_front();
+                    last.fetch_max(value, Ordering::AcqRel);
+                    lock(&a.ums).events.push(UmsEvent::Submit { queue, value });
+                } else if progress.value() < last.load(Ordering::Acquire) {
+                    // The KMD's ring is full: resubmit once earlier work completed.
+                    lock(&sched.st).retry_at = Some(last.load(Ordering::Acquire));
+                    return Ok(());
+                } else {
+                    lock(&sched.st).list.pop_front();
+                    return Err(sim_err(
+                        a,
+                        format!(
+                            "driver refused held submission {value} of queue {queue:#x} with \
+                             nothing in flight: {:#010x}",
+                            status as u32
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// VidSch's worker: pumps the kicked queues (and the ones whose ring-full retry is due).
+pub(super) fn run_hwq_work(a: &AdapterShared) -> bool {
+    if a.state.is_halted() || *lock(&a.life) != Life::Started {
+        return false;
+    }
+    let due: Vec<KmtHandle> = {
+        let os = lock(&a.ums);
+        os.queues
+            .values()
+            .filter(|q| q.sched.due(&q.progress, true))
+            .map(|q| q.handle)
+            .collect()
+    };
+    for q in &due {
+        if let Err(e) = pump(a, *q) {
+            if !a.state.is_halted() {
+                a.state
+                    .raise_sim_error(format!("queue {q:#x}: held work failed: {e}"));
+            }
+            break;
+        }
+    }
+    !due.is_empty()
+}
+
+/// The queue is being destroyed: its held submissions never reach the KMD, its GPU waits and
+/// pending signal packets are dropped (their VidSch-side waiters cancelled).
+pub(super) fn drop_held_work(a: &AdapterShared, h: KmtHandle) {
+    let Some((sched, progress)) = lock(&a.ums)
+        .queues
+        .get(&h)
+        .map(|q| (q.sched.clone(), q.progress.clone()))
+    else {
+        return;
+    };
+    let (list, armed) = {
+        let mut st = lock(&sched.st);
+        st.dead = true;
+        st.retry_at = None;
+        (std::mem::take(&mut st.list), std::mem::take(&mut st.armed))
+    };
+    let (mut submissions, mut waits, mut signals) = (0, 0, 0);
+    let mut drop_signal = |s: Signal| {
+        signals += 1;
+        if let Some(ev) = s.event {
+            progress.cancel_gpu_wait(&ev);
+        }
+    };
+    for e in list {
+        match e {
+            Pending::Submit { .. } => submissions += 1,
+            Pending::Wait { fence, event, .. } => {
+                waits += 1;
+                fence.cancel_gpu_wait(&event);
+            }
+            Pending::Signal(s) => drop_signal(s),
+        }
+    }
+    for s in armed {
+        drop_signal(s);
+    }
+    if submissions + waits + signals > 0 {
+        lock(&a.ums).events.push(UmsEvent::HeldWorkDropped {
+            queue: h,
+            submissions,
+            waits,
+            signals,
+        });
+    }
+}
+
+/// A legacy monitored fence of `device`'s process with a D3DKMT handle (the handle the MF-03
+/// thunks and `D3DKMTWaitForSynchronizationObjectFromCpu` take).
+pub(crate) fn create_sync_fence(
+    m: &Machine,
+    a: &AdapterShared,
+    device: KmtHandle,
+    initial: u64,
+) -> Result<(KmtHandle, MonitoredFence), SimError> {
+    let pid = lock(&a.ums)
+        .devices
+        .get(&device)
+        .map(|d| d.process)
+        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+    let f = m.create_monitored_fence(a.index, pid, initial)?;
+    let h = new_handle();
+    lock(&a.ums).fences.insert(h, f.clone());
+    Ok((h, f))
+}
+
+/// Destroys a fence from [`create_sync_fence`] (not a progress fence).
+pub(crate) fn destroy_sync_fence(
+    m: &Machine,
+    a: &AdapterShared,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let f = {
+        let mut os = lock(&a.ums);
+        if os.queues.values().any(|q| q.fence == h) {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        os.fences
+            .remove(&h)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?
+    };
+    let r = m.destroy_monitored_fence(&f);
+    kick_all(a);
+    r
+}
+
+/// A fence went away: every queue's list is looked at again (a GPU wait on a destroyed fence
+/// no longer holds its queue; UNVERIFIED what Windows does with such a wait).
+pub(super) fn kick_all(a: &AdapterShared) {
+    for q in lock(&a.ums).queues.values() {
+        q.sched.kicked.store(true, Ordering::Release);
+    }
+    a.wake.notify();
+}
+
+impl Machine {
+    /// MF-03: the OS-side held work of kernel-mode queue `queue` on adapter `i`.
+    pub fn hw_queue_held(&self, i: usize, queue: KmtHandle) -> Option<HeldWork> {
+        let a = self.adapter_shared(i).ok()?.clone();
+        let sched = lock(&a.ums).queues.get(&queue)?.sched.clone();
+        let st = lock(&sched.st);
+        let mut h = HeldWork {
+            signals: st.armed.len(),
+            ..HeldWork::default()
+        };
+        for e in &st.list {
+            match e {
+                Pending::Submit { .. } => h.submissions += 1,
+                Pending::Wait { .. } => h.waits += 1,
+                Pending::Signal(_) => h.signals += 1,
+            }
+        }
+        Some(h)
+    }
+}

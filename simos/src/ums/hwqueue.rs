@@ -1,0 +1,450 @@
+//! Hardware queues: create, destroy, the progress fence, kernel-mode submission and the queue's
+//! native fence logs.
+
+use super::*;
+
+pub(super) fn destroy_hw_queue(
+    m: &Machine,
+    a: &AdapterShared,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let (kmd, queue_id, fence, fence_h, lock_q) = {
+        let os = lock(&a.ums);
+        let q = os
+            .queues
+            .get(&h)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if q.doorbell.is_some() {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        (
+            q.kmd,
+            q.queue_id,
+            q.progress.clone(),
+            q.fence,
+            q.submit_lock.clone(),
+        )
+    };
+    // MF-03: held work never reaches the KMD; the queue's GPU waits are dropped.
+    drop_held_work(a, h);
+    let _q = lock(&lock_q);
+    // Issue 5: the queue is off the runlist; read what its logs still hold.
+    crate::sync::fencelog::queue_destroying(a, kmd)?;
+    let f = table(a)?.DxgkDdiDestroyHwQueue;
+    destroy_kmd_object(a, Routine::DxgkDdiDestroyHwQueue, "queue", f, kmd)?;
+    crate::sync::fencelog::queue_destroyed(a, kmd)?;
+    {
+        let mut os = lock(&a.ums);
+        os.queues.remove(&h);
+        os.fences.remove(&fence_h);
+        os.events.push(UmsEvent::DestroyHwQueue { queue: h });
+    }
+    if let Some(id) = queue_id {
+        if a.device.queues().iter().any(|s| s.queue_id == id) {
+            return Err(sim_err(
+                a,
+                format!(
+                    "driver bug: queue id {id} is still in a committed runlist after \
+                     DxgkDdiDestroyHwQueue returned (the queue leaked into the hardware)"
+                ),
+            ));
+        }
+    }
+    let r = m.destroy_monitored_fence(&fence);
+    // MF-03: another queue's GPU wait on this progress fence no longer holds it.
+    kick_all(a);
+    r
+}
+
+impl Machine {
+    /// The KMD's handle of `queue` (`hHWQueue` in the optimized interrupt, issue 5).
+    pub fn hw_queue_kmd_handle(&self, i: usize, queue: KmtHandle) -> Option<usize> {
+        let a = self.adapter_shared(i).ok()?;
+        let os = lock(&a.ums);
+        os.queues.get(&queue).map(|q| q.kmd)
+    }
+
+    /// Issue 5 (LOG-01): Dxgkrnl moves the `kind` log of `queue` to a new buffer of `entries`
+    /// entries while the queue runs (see [`crate::sync::fencelog`]).
+    pub fn recreate_hw_queue_log(
+        &self,
+        p: &UmsProcess,
+        queue: KmtHandle,
+        kind: crate::sync::fencelog::LogKind,
+        entries: u64,
+    ) -> Result<(), SimError> {
+        let a = self.adapter_shared(p.adapter)?.clone();
+        let kmd = {
+            let os = lock(&a.ums);
+            os.queues
+                .get(&queue)
+                .filter(|q| q.device == p.device)
+                .map(|q| q.kmd)
+                .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?
+        };
+        crate::sync::fencelog::recreate(&a, kmd, kind, entries)
+    }
+
+    /// Issue 5: the OS's log state of `queue`'s `kind` log: `(gpu, entries, cursor, last_end,
+    /// generation)`.
+    pub fn hw_queue_log(
+        &self,
+        i: usize,
+        queue: KmtHandle,
+        kind: crate::sync::fencelog::LogKind,
+    ) -> Option<(u64, u64, u64, u64, u32)> {
+        let a = self.adapter_shared(i).ok()?;
+        let kmd = lock(&a.ums).queues.get(&queue).map(|q| q.kmd)?;
+        let q = lock(&a.fence_os).logs.get(kmd)?;
+        crate::sync::fencelog::log_view(&q, kind)
+    }
+
+    /// Issue 5: the current `kind` log buffer of `queue` (tests and benchmarks write entries
+    /// into it with [`crate::sync::fencelog::Producer`], as the device does).
+    pub fn hw_queue_log_buffer(
+        &self,
+        i: usize,
+        queue: KmtHandle,
+        kind: crate::sync::fencelog::LogKind,
+    ) -> Option<crate::sync::fencelog::LogBuffer> {
+        let a = self.adapter_shared(i).ok()?;
+        let kmd = lock(&a.ums).queues.get(&queue).map(|q| q.kmd)?;
+        let q = lock(&a.fence_os).logs.get(kmd)?;
+        let mut g = lock(&q.logs);
+        Some(g.as_mut()?.get_mut(kind).buf.clone())
+    }
+
+    /// Issue 5: every retired (recreated) log buffer of adapter `i` still holds its poison.
+    pub fn check_retired_logs(&self, i: usize) -> Result<(), SimError> {
+        crate::sync::fencelog::check_all_retired(self.adapter_shared(i)?)
+    }
+
+    /// The queue id the KMD reported for a hardware queue (from `HwQueuePdd`).
+    pub fn hw_queue_id(&self, i: usize, queue: KmtHandle) -> Option<u32> {
+        let a = self.adapter_shared(i).ok()?;
+        let os = lock(&a.ums);
+        os.queues.get(&queue).and_then(|q| q.queue_id)
+    }
+
+    /// UM-16: (last queued progress value, completed progress value) of a queue; the queue
+    /// has work while the first is ahead.
+    pub fn hw_queue_progress(&self, i: usize, queue: KmtHandle) -> Option<(u64, u64)> {
+        let a = self.adapter_shared(i).ok()?;
+        let os = lock(&a.ums);
+        os.queues
+            .get(&queue)
+            .map(|q| (q.last_queued.load(Ordering::Acquire), q.progress.value()))
+    }
+
+    /// UM-16: whether the OS sees work pending on the queue.
+    pub fn hw_queue_has_work(&self, i: usize, queue: KmtHandle) -> bool {
+        self.hw_queue_progress(i, queue).is_some_and(|(l, c)| l > c)
+    }
+}
+
+/// What `D3DKMTCreateHwQueue` returns.
+pub(crate) struct CreatedQueue {
+    pub handle: KmtHandle,
+    pub fence: KmtHandle,
+    pub progress: MonitoredFence,
+}
+
+pub(crate) fn create_hw_queue(
+    m: &Machine,
+    a: &AdapterShared,
+    device: KmtHandle,
+    context: KmtHandle,
+    user_mode: bool,
+    pdd: &mut [u8],
+) -> Result<CreatedQueue, SimError> {
+    let (kmd_ctx, node, pid) = {
+        let os = lock(&a.ums);
+        let c = os
+            .contexts
+            .get(&context)
+            .filter(|c| c.device == device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        let d = os
+            .devices
+            .get(&device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if d.in_error {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        if user_mode && (!os.node_ums(c.node) || os.doorbell_size().is_none()) {
+            // UM-03/UM-04: user-mode queues only on capable nodes of a capable adapter.
+            return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
+        }
+        (c.kmd, c.node, d.process)
+    };
+    let f = table(a)?
+        .DxgkDdiCreateHwQueue
+        .map_or_else(not_supported, Ok)?;
+    let progress = m.create_monitored_fence(a.index, pid, 0)?;
+    let h = new_handle();
+    let fence_h = new_handle();
+    let mut args = DXGKARG_CREATEHWQUEUE {
+        hHwQueue: kernel_handle(h) as HANDLE,
+        Flags: D3DDDI_CREATEHWQUEUEFLAGS::default().with(
+            D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission,
+            u32::from(user_mode),
+        ),
+        PrivateDriverDataSize: pdd.len() as u32,
+        pPrivateDriverData: if pdd.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            pdd.as_mut_ptr().cast()
+        },
+        Anonymous: DXGKARG_CREATEHWQUEUE_0 {
+            hHwQueueNativeProgressFence: std::ptr::null_mut(),
+        },
+        HwQueueProgressFenceCPUVirtualAddress: progress.kernel_va() as PVOID,
+        HwQueueProgressFenceGPUVirtualAddress: progress.gpu_va(),
+    };
+    args.Anonymous.hHwQueueProgressFence = fence_h;
+    let dl = device_lock(a, device)?;
+    let seq = dev_guard(a, &dl);
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiCreateHwQueue,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context handle and a valid argument block whose
+            // private data buffer lives across the call.
+            unsafe { f(kmd_ctx as HANDLE, &mut args) }
+        },
+    );
+    let status = match status {
+        Ok(s) => s,
+        Err(e) => {
+            drop(seq);
+            let _ = m.destroy_monitored_fence(&progress);
+            return Err(e);
+        }
+    };
+    if !NT_SUCCESS(status) {
+        drop(seq);
+        m.destroy_monitored_fence(&progress)?;
+        return Err(SimError::DdiFailed(status));
+    }
+    let kmd = args.hHwQueue as usize;
+    let queue_id = HwQueuePdd::read_from_bytes(pdd)
+        .ok()
+        .filter(|p| p.magic == PDD_MAGIC)
+        .map(|p| p.queue_id);
+    let mut os = lock(&a.ums);
+    check_kmd_handle(
+        a,
+        "DxgkDdiCreateHwQueue",
+        "hHwQueue",
+        kmd,
+        os.queues.values().map(|q| q.kmd),
+    )?;
+    os.queues.insert(
+        h,
+        QueueObj {
+            handle: h,
+            kmd,
+            device,
+            context,
+            node,
+            user_mode,
+            fence: fence_h,
+            progress: progress.clone(),
+            last_queued: Arc::new(AtomicU64::new(0)),
+            doorbell: None,
+            queue_id,
+            submit_lock: Arc::new(Mutex::new(())),
+            sched: Arc::new(HwqSched::default()),
+        },
+    );
+    os.fences.insert(fence_h, progress.clone());
+    os.events.push(UmsEvent::CreateHwQueue {
+        queue: h,
+        user_mode,
+        queue_id,
+    });
+    drop(os);
+    // Issue 5 (LOG-01, LOG-09): both logs of a user-mode queue, before the UMD can use it; a
+    // failure fails the creation.
+    if let Err(e) = crate::sync::fencelog::queue_created(a, kmd, queue_id, node, pid, user_mode) {
+        let _ = destroy_hw_queue(m, a, h);
+        return Err(e);
+    }
+    Ok(CreatedQueue {
+        handle: h,
+        fence: fence_h,
+        progress,
+    })
+}
+
+pub(crate) fn destroy_hw_queue_thunk(
+    m: &Machine,
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
+    if lock(&a.ums)
+        .queues
+        .get(&h)
+        .is_none_or(|q| q.device != device)
+    {
+        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+    }
+    destroy_hw_queue(m, a, h)
+}
+
+impl Machine {
+    /// Raw `DxgkDdiSubmitCommandToHwQueue` on `queue`, bypassing the OS's UM-05 check (tests
+    /// proving the KMD refuses kernel-mode submission on a user-mode queue). Returns the
+    /// driver's status.
+    pub fn ddi_submit_command_to_hw_queue(
+        &self,
+        p: &UmsProcess,
+        queue: KmtHandle,
+        value: u64,
+        gpu: u64,
+        bytes: u32,
+    ) -> Result<NTSTATUS, SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        submit_raw(self, &a, p.device, queue, value, gpu, bytes)
+    }
+}
+
+pub(super) fn submit_raw(
+    m: &Machine,
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+    value: u64,
+    gpu: u64,
+    bytes: u32,
+) -> Result<NTSTATUS, SimError> {
+    submit_raw_at(
+        a,
+        device,
+        queue,
+        value,
+        gpu,
+        bytes,
+        m.os_config().submit_irql,
+    )
+}
+
+/// [`submit_raw`] at `irql` (VidSch's worker has no `Machine`: it uses the adapter's copy of
+/// the OS configuration).
+pub(super) fn submit_raw_at(
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+    value: u64,
+    gpu: u64,
+    bytes: u32,
+    irql: Irql,
+) -> Result<NTSTATUS, SimError> {
+    let (kmd, progress, lock_q) = {
+        let os = lock(&a.ums);
+        let q = os
+            .queues
+            .get(&queue)
+            .filter(|q| q.device == device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        (q.kmd, q.progress.clone(), q.submit_lock.clone())
+    };
+    let _q = lock(&lock_q);
+    let f = table(a)?
+        .DxgkDdiSubmitCommandToHwQueue
+        .map_or_else(not_supported, Ok)?;
+    let args = DXGKARG_SUBMITCOMMANDTOHWQUEUE {
+        hHwQueue: kmd as HANDLE,
+        HwQueueProgressFenceId: value,
+        DmaBufferVirtualAddress: gpu,
+        DmaBufferSize: bytes,
+        DmaBufferPrivateDataSize: 0,
+        pDmaBufferPrivateData: std::ptr::null_mut(),
+        Flags: DXGK_SUBMITCOMMANDFLAGS::default(),
+        HwQueueProgressFenceGpuVa: progress.gpu_va(),
+        HwQueueProgressFenceCpuVa: progress.kernel_va() as PVOID,
+    };
+    let ctx = a.context();
+    ddi::call(
+        a,
+        Routine::DxgkDdiSubmitCommandToHwQueue,
+        f as usize,
+        At::Level(irql),
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block naming its
+            // queue.
+            unsafe { f(ctx, &args) }
+        },
+    )
+}
+
+pub(crate) fn submit_command(
+    m: &Machine,
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+    value: u64,
+    gpu: u64,
+    bytes: u32,
+) -> Result<(), SimError> {
+    let (last, sched) = {
+        let os = lock(&a.ums);
+        let q = os
+            .queues
+            .get(&queue)
+            .filter(|q| q.device == device)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if os.devices.get(&device).is_none_or(|d| d.in_error) {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        if q.user_mode {
+            // UM-05: user-mode queues have no kernel-mode path.
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        (q.last_queued.clone(), q.sched.clone())
+    };
+    if value <= last.load(Ordering::Acquire) {
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    {
+        // MF-03: behind a pending GPU wait (or other held work) the OS holds the submission.
+        let mut st = lock(&sched.st);
+        if value <= st.accepted {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        if !st.list.is_empty() {
+            st.accepted = value;
+            st.list.push_back(Pending::Submit { value, gpu, bytes });
+            drop(st);
+            lock(&a.ums)
+                .events
+                .push(UmsEvent::SubmitHeld { queue, value });
+            return Ok(());
+        }
+    }
+    // The pump lock keeps a direct submission behind one VidSch's worker is making.
+    let _p = lock(&sched.pump);
+    if !lock(&sched.st).list.is_empty() {
+        drop(_p);
+        return submit_command(m, a, device, queue, value, gpu, bytes);
+    }
+    if lock(&a.ums).power == Power::D3 {
+        let _x = exclusive(a);
+        power_up_if_needed(a)?;
+        resume_power_suspended(a)?;
+    }
+    let status = submit_raw(m, a, device, queue, value, gpu, bytes)?;
+    check_status(status)?;
+    last.fetch_max(value, Ordering::AcqRel);
+    {
+        let mut st = lock(&sched.st);
+        st.accepted = st.accepted.max(value);
+    }
+    lock(&a.ums).events.push(UmsEvent::Submit { queue, value });
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! Device loss (UM-10) and what TDR recovery needs from this layer: the queues, contexts and
+//! devices it resets or puts in error.
+
+use super::*;
+
+impl Machine {
+    /// UM-10: device loss. Every doorbell of adapter `i` ends `DISCONNECTED_ABORT` (connected
+    /// ones are disconnected through the KMD first) and cannot be reconnected.
+    pub fn device_lost(&self, i: usize) -> Result<(), SimError> {
+        let a = self.ums_adapter(i)?;
+        let _x = exclusive(&a);
+        let dbs: Vec<KmtHandle> = lock(&a.ums).doorbells.keys().copied().collect();
+        for d in dbs {
+            os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
+            let mut os = lock(&a.ums);
+            if let Some(db) = os.doorbells.get_mut(&d) {
+                if db.state != DoorbellState::Aborted {
+                    db.state = DoorbellState::Aborted;
+                    db.cpu
+                        .status
+                        .store(D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, Ordering::Release);
+                    db.cpu.to_dummy();
+                    os.events.push(UmsEvent::Aborted { doorbell: d });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// UM-10, device removed: [`Machine::device_lost`], then every D3D device on adapter `i` is
+    /// in error (its thunks return `STATUS_DEVICE_REMOVED`, only destruction works) and every
+    /// progress fence reads `u64::MAX`, releasing its waiters (what D3D12 fences read after a
+    /// removal; UNVERIFIED that Dxgkrnl itself writes the maximum rather than the runtime).
+    pub fn device_removed(&self, i: usize) -> Result<(), SimError> {
+        self.device_lost(i)?;
+        let a = self.ums_adapter(i)?;
+        let fences: Vec<MonitoredFence> = {
+            let _x = exclusive(&a);
+            let mut os = lock(&a.ums);
+            let devices: Vec<KmtHandle> = os.devices.keys().copied().collect();
+            for d in devices {
+                if let Some(dv) = os.devices.get_mut(&d) {
+                    if !dv.in_error {
+                        dv.in_error = true;
+                        os.events.push(UmsEvent::DeviceError { device: d });
+                    }
+                }
+            }
+            os.fences.values().cloned().collect()
+        };
+        for f in fences {
+            self.signal_monitored_fence_from_cpu(&f, u64::MAX)?;
+        }
+        Ok(())
+    }
+}
+
+/// A hardware queue as the TDR watchdog sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TdrQueue {
+    pub handle: KmtHandle,
+    pub device: KmtHandle,
+    pub node: u32,
+    pub queue_id: Option<u32>,
+    pub last_queued: u64,
+    pub completed: u64,
+    pub suspended: bool,
+    /// Its device is in error (its work will never complete; not watched).
+    pub device_in_error: bool,
+}
+
+/// Every hardware queue of the adapter with its progress (UM-16 view).
+pub(crate) fn tdr_queues(a: &AdapterShared) -> Vec<TdrQueue> {
+    let os = lock(&a.ums);
+    os.queues
+        .values()
+        .map(|q| TdrQueue {
+            handle: q.handle,
+            device: q.device,
+            node: q.node,
+            queue_id: q.queue_id,
+            last_queued: q.last_queued.load(Ordering::Acquire),
+            completed: q.progress.value(),
+            suspended: os
+                .contexts
+                .get(&q.context)
+                .is_some_and(|c| c.suspended != Suspended::No),
+            device_in_error: os.devices.get(&q.device).is_none_or(|d| d.in_error),
+        })
+        .collect()
+}
+
+/// `(KMD context handle, node, device, device in error)` of context `ctx`.
+pub(crate) fn tdr_context(
+    a: &AdapterShared,
+    ctx: KmtHandle,
+) -> Option<(usize, u32, KmtHandle, bool)> {
+    let os = lock(&a.ums);
+    let c = os.contexts.get(&ctx)?;
+    let in_error = os.devices.get(&c.device).is_none_or(|d| d.in_error);
+    Some((c.kmd, c.node, c.device, in_error))
+}
+
+/// The device of the context a `DxgkCbInvalidateHwContext` names: the OS kernel handle of
+/// the context or the KMD's handle (docs/tdr.md Q2: either is accepted).
+pub(crate) fn tdr_device_of_context(a: &AdapterShared, handle: usize) -> Option<KmtHandle> {
+    if handle == 0 {
+        return None;
+    }
+    let os = lock(&a.ums);
+    os.contexts
+        .values()
+        .find(|c| c.kmd == handle || kernel_handle(c.handle) == handle)
+        .map(|c| c.device)
+}
+
+/// Whether device `device` is in error (or gone).
+pub(crate) fn tdr_device_in_error(a: &AdapterShared, device: KmtHandle) -> bool {
+    lock(&a.ums).devices.get(&device).is_none_or(|d| d.in_error)
+}
+
+/// The devices of the adapter.
+pub(crate) fn tdr_devices(a: &AdapterShared) -> Vec<KmtHandle> {
+    lock(&a.ums).devices.keys().copied().collect()
+}
+
+/// UM-10 for one device after a TDR: the device is in error (thunks return
+/// `STATUS_DEVICE_REMOVED`), every doorbell of it is disconnected with `DISCONNECTED_ABORT`
+/// (status first, then the dummy page, then `DxgkDdiDisconnectDoorbell`); other devices are
+/// not touched. Returns the aborted doorbells.
+pub(crate) fn tdr_device_error(
+    a: &AdapterShared,
+    device: KmtHandle,
+) -> Result<Vec<KmtHandle>, SimError> {
+    let dbs: Vec<KmtHandle> = {
+        let mut os = lock(&a.ums);
+        match os.devices.get_mut(&device) {
+            Some(d) => d.in_error = true,
+            None => return Ok(Vec::new()),
+        }
+        os.doorbells
+            .values()
+            .filter(|d| d.device == device)
+            .map(|d| d.handle)
+            .collect()
+    };
+    for d in &dbs {
+        os_disconnect(a, *d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
+        let mut os = lock(&a.ums);
+        if let Some(db) = os.doorbells.get_mut(d) {
+            if db.state != DoorbellState::Aborted {
+                db.state = DoorbellState::Aborted;
+                db.cpu
+                    .status
+                    .store(D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, Ordering::Release);
+                db.cpu.to_dummy();
+                os.events.push(UmsEvent::Aborted { doorbell: *d });
+            }
+        }
+    }
+    Ok(dbs)
+}
+
+/// The adapter-wide lock (power, F1, device loss, and an adapter-wide TDR) held exclusively.
+pub(crate) fn tdr_exclusive(a: &AdapterShared) -> std::sync::RwLockWriteGuard<'_, ()> {
+    exclusive(a)
+}

@@ -1,0 +1,508 @@
+//! The OS side of user-mode work submission (issue 6, UM-01 … UM-22): what Dxgkrnl/VidSch do
+//! for processes, D3D devices, contexts, hardware queues, allocations and doorbells.
+//!
+//! **Objects.** A simulated process ([`UmsProcess`]) owns one D3D device on one adapter
+//! (`DxgkDdiCreateDevice`). Through its [`crate::kmt::SimKmt`] (the D3DKMT thunks the real UMD
+//! calls) it creates contexts (`DxgkDdiCreateContext` on a node), hardware queues
+//! (`DxgkDdiCreateHwQueue`, each with an OS-created progress fence: a legacy monitored fence,
+//! [`crate::sync::fence`]), allocations (GPU-visible, CPU-mapped system memory from the machine's
+//! `Memory`; `DxgkDdiCreateAllocation` is not bound, so the allocation object is the OS's own
+//! and the handle the KMD receives for it in `DXGKARG_CREATEDOORBELL` is the OS kernel handle)
+//! and doorbells (`DxgkDdiCreateDoorbell`). Every object has a D3DKMT handle (what the UMD holds),
+//! an OS kernel handle (what the KMD receives as input, e.g. `hDoorbell` on input of create) and
+//! the KMD's handle (what the KMD returned; checked non-null and unique among the adapter's live
+//! objects of that kind).
+//!
+//! **What is enforced** (a violation by the UMD is an error status; by the KMD a simulation
+//! error or a bug check, never leniency):
+//! - UM-03/UM-04: at adapter start the OS calls `DxgkDdiGetNodeMetadata` for every node and
+//!   `DXGKQAITYPE_USERMODESUBMISSION_CAPS`; a user-mode queue may only be created on a node that
+//!   reported `UserModeSubmission`, and a doorbell only for such a queue, and only if the caps
+//!   reported a doorbell size (`STATUS_NOT_SUPPORTED` otherwise). A node claiming user-mode
+//!   submission without usable caps fails the start.
+//! - UM-05: `D3DKMTSubmitCommandToHwQueue` on a user-mode queue is refused by the OS
+//!   (`STATUS_INVALID_PARAMETER`); [`Machine::ddi_submit_command_to_hw_queue`] bypasses the OS
+//!   check to prove the KMD refuses it too. Progress values must increase.
+//! - UM-07: each doorbell holds a reference on its ring and ring-control allocations; a
+//!   `D3DKMTDestroyAllocation2` of a referenced allocation closes the UMD's handle but the
+//!   memory lives until the doorbell is destroyed; the OS frees the UMD's remaining allocations
+//!   itself only when the device is destroyed.
+//! - UM-08: the ring's CPU view is the allocation's memory, independent of the doorbell state.
+//! - UM-09: the doorbell CPU VA the UMD writes is an OS mapping object: a dummy page of
+//!   `DoorbellSizeInBytes` until connect, the physical doorbell (BAR2 page) after connect, the
+//!   dummy page again after any disconnect. The KMD's `KernelCpuVirtualAddress` must lie
+//!   page-aligned inside a live `DxgkCbMapMemory` mapping of BAR2 (else a simulation error
+//!   naming the address); the process mapping is of the physical page, as on Windows, not of
+//!   the KMD's mapping. The connect status must be `CONNECTED` or `CONNECTED_NOTIFY_KMD`, and
+//!   (dedicated model) `DOORBELL_BIND[page]` must name the queue when the connect returns.
+//!   Every disconnect writes the status before the dummy page; an OS-initiated one does both
+//!   before `DxgkDdiDisconnectDoorbell` (lossless; the documented after-return order is not).
+//! - `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL, [`crate::dxgkrnl::irql`]): the reason must be one of the
+//!   `DISCONNECTED_*` values and the handles must name a live doorbell and its queue, else the
+//!   callback returns `STATUS_INVALID_PARAMETER` (what Windows documents) and the machine halts
+//!   with a simulation error naming the driver bug. Disconnecting an already disconnected
+//!   doorbell succeeds. Handles: the binding calls them the driver's handles while Microsoft's
+//!   create page says the KMD "can store the input handle" (the OS's): the simulation accepts
+//!   either pair, but both handles of one kind (UNVERIFIED which one Windows uses).
+//! - Doorbell DDIs are only called in the right state: Connect on a disconnected doorbell,
+//!   Disconnect on a connected one, NotifyWorkSubmission on a connected one (otherwise the ping
+//!   is dropped: the work is collected at reconnect). Disconnect, Destroy and
+//!   NotifyWorkSubmission must succeed (a failure is a simulation error).
+//! - Destroy order: a queue with a doorbell, a context with queues, cannot be destroyed
+//!   (`STATUS_INVALID_PARAMETER` to the UMD); the OS's own teardowns go doorbell, queue,
+//!   allocations, context, device. After `DxgkDdiDestroyHwQueue` returns, the queue id the KMD
+//!   reported in its private data must no longer be in any committed runlist (a simulation
+//!   check of the hardware: a queue left behind is a leak). A started adapter's devices are torn
+//!   down (abnormal exit) before StopDevice; RemoveDevice with live devices is an error.
+//! - UM-13: on `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE` with `TransitionToF1` VidSch (a PASSIVE
+//!   worker: the adapter's worker thread, or the step loop) disconnects every connected doorbell
+//!   of that node (`DISCONNECTED_RETRY`) and sets the node's power component to F1
+//!   (`DxgkDdiSetPowerComponentFState(node, 1)` when the driver fills the slot and reports
+//!   `SupportRuntimePowerManagement`; component index = node ordinal). A connect on that node
+//!   sets F0 first.
+//! - UM-14: [`Machine::power_down`] (runtime, only when no queue has work the OS has not seen
+//!   complete, UM-16) suspends every context, disconnects every doorbell
+//!   (`DISCONNECTED_RETRY`), then `SetPowerState(D3)`; a connect (or a kernel-mode submit, or
+//!   an exit that must wait) in D3 powers up (`SetPowerState(D0)`), connects, then resumes the
+//!   contexts the power-down suspended.
+//! - Locking: a process's thunks are serialised by its device's lock and take the adapter's
+//!   `ums_seq` shared, so processes reach the KMD concurrently; power, F1 and device loss take
+//!   it exclusively. Nothing is held across a wait, and the callback takes neither.
+//! - UM-17: [`Machine::exit_process`]: per queue disconnect, wait for the last-queued progress
+//!   value (a queue that never completes is a simulation error), destroy doorbell, queue,
+//!   allocations, context, device.
+//! - UM-18: [`Machine::kill_process`]: device in error, suspend each context, disconnect each
+//!   doorbell, destroy everything without waiting.
+//! - UM-10: [`Machine::device_lost`]: every doorbell of the adapter ends `DISCONNECTED_ABORT`
+//!   (connected ones are disconnected first); an aborted doorbell cannot be reconnected
+//!   (`STATUS_DEVICE_REMOVED`): the UMD destroys and recreates it.
+//!
+//! Every OS step is recorded as a [`UmsEvent`] ([`Machine::ums_events`]) so tests can check
+//! sequences in order.
+
+mod context;
+mod disconnect;
+mod doorbell;
+mod events;
+mod held;
+mod hwqueue;
+mod loss;
+mod mapping;
+mod power;
+mod process;
+mod start;
+
+pub(crate) use self::context::*;
+pub use self::disconnect::*;
+pub(crate) use self::doorbell::*;
+pub use self::events::*;
+pub use self::held::*;
+pub(crate) use self::hwqueue::*;
+pub(crate) use self::loss::*;
+pub use self::mapping::*;
+pub(crate) use self::power::*;
+pub(crate) use self::start::*;
+pub(crate) use crate::vidmm::allocation::*;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use rvgpu_ddi::adapter::DXGKQAITYPE_USERMODESUBMISSION_CAPS;
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::dxgkrnl::*;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::interrupt::DXGK_ENGINE_STATE_TRANSITION_TO_F1;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_ddi::submission::*;
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::pdd::{HwQueuePdd, PDD_MAGIC};
+use rvgpu_kmd::platform::Irql;
+use zerocopy::FromBytes;
+
+use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table, At};
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::kernel::current_irql;
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+use crate::machine::Machine;
+use crate::sync::fence::{MonitoredFence, ProcessId, SimEvent, WaitOutcome};
+
+const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+
+/// `DISPLAY_ADAPTER_HW_ID`: the device UID SetPowerState uses for the adapter itself.
+pub const DISPLAY_ADAPTER_HW_ID: u32 = 0xFFFF_FFFF;
+/// `PowerActionNone`: runtime (not system-wide) power transitions.
+pub const POWER_ACTION_NONE: POWER_ACTION = 0;
+
+/// A D3DKMT handle (what the UMD holds).
+pub type KmtHandle = u32;
+
+/// D3DKMT handles: process-wide unique (many machines share the test process).
+static NEXT_HANDLE: AtomicU32 = AtomicU32::new(0x4000_0100);
+/// Processes.
+static NEXT_PROCESS: AtomicU32 = AtomicU32::new(0x1000);
+
+pub(crate) fn new_handle() -> KmtHandle {
+    NEXT_HANDLE.fetch_add(4, Ordering::Relaxed)
+}
+
+/// A new D3DKMT handle (issue 5: native fences get one from the same space).
+pub(crate) fn new_kmt_handle() -> KmtHandle {
+    new_handle()
+}
+
+/// The OS kernel handle of the object with D3DKMT handle `h` (what the KMD gets as input).
+pub fn kernel_handle(h: KmtHandle) -> usize {
+    0x7D00_0000_0000usize | ((h as usize) << 4)
+}
+
+/// Doorbell connection state as the OS sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DoorbellState {
+    /// Created or disconnected (`DISCONNECTED_RETRY` on the status page).
+    Disconnected,
+    /// Connected to physical doorbell `page`.
+    Connected {
+        /// BAR2 page.
+        page: u32,
+    },
+    /// Disconnected for good (`DISCONNECTED_ABORT`).
+    Aborted,
+}
+
+#[derive(Debug)]
+pub(crate) struct DeviceObj {
+    kmd: usize,
+    /// Serialises the thunks of this device (Dxgkrnl's per-device lock).
+    lock: Arc<Mutex<()>>,
+    process: ProcessId,
+    pub(super) in_error: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Suspended {
+    No,
+    /// By a power-down (resumed at power-up).
+    Power,
+    /// By [`Machine::suspend_context`] (resumed by [`Machine::resume_context`]).
+    Os,
+    /// By an abnormal exit (never resumed).
+    Exit,
+}
+
+#[derive(Debug)]
+struct ContextObj {
+    handle: KmtHandle,
+    kmd: usize,
+    device: KmtHandle,
+    node: u32,
+    suspended: Suspended,
+    suspend_fence: u64,
+}
+
+#[derive(Debug)]
+struct QueueObj {
+    handle: KmtHandle,
+    kmd: usize,
+    device: KmtHandle,
+    context: KmtHandle,
+    node: u32,
+    user_mode: bool,
+    fence: KmtHandle,
+    progress: MonitoredFence,
+    /// User-mode queues: the UMD's `HwQueueProgressFenceLastQueuedValue` cell; kernel-mode
+    /// queues: the last value the OS submitted.
+    last_queued: Arc<AtomicU64>,
+    doorbell: Option<KmtHandle>,
+    queue_id: Option<u32>,
+    submit_lock: Arc<Mutex<()>>,
+    /// MF-03: the OS-side list of this kernel-mode queue (GPU waits, held submissions, signal
+    /// packets).
+    sched: Arc<HwqSched>,
+}
+
+/// One entry of a kernel-mode queue's OS-side list (MF-03).
+#[derive(Debug)]
+enum Pending {
+    /// A `SubmitCommandToHwQueue` the OS holds behind an earlier GPU wait.
+    Submit { value: u64, gpu: u64, bytes: u32 },
+    /// A GPU wait (`SubmitWaitForSyncObjectsToHwQueue`, one entry per object): holds every later
+    /// entry until `fence` reaches `value`. `event` is the VidSch-side waiter on the fence
+    /// (its resume queues [`pump`] on VidSch's worker).
+    Wait {
+        fence: MonitoredFence,
+        handle: KmtHandle,
+        value: u64,
+        event: SimEvent,
+    },
+    /// A signal packet (`SubmitSignalSyncObjectsToHwQueue`).
+    Signal(Signal),
+}
+
+/// A signal packet: signals `fences` once the queue's progress fence reaches `after` (the last
+/// progress value accepted before it: every earlier submission completed).
+#[derive(Debug)]
+struct Signal {
+    fences: Vec<(MonitoredFence, KmtHandle, u64)>,
+    after: u64,
+    /// The waiter on the progress fence for `after` (if it had not been reached).
+    event: Option<SimEvent>,
+}
+
+/// The OS-side scheduling state of one kernel-mode queue (MF-03).
+#[derive(Debug, Default)]
+struct HwqSched {
+    /// Serialises [`pump`] runs (the thunk's thread and VidSch's worker): entries reach the KMD
+    /// in order.
+    pump: Mutex<()>,
+    /// A GPU wait or a signal's predecessors were satisfied: VidSch's worker pumps the queue.
+    kicked: std::sync::atomic::AtomicBool,
+    st: Mutex<HwqSchedState>,
+}
+
+impl HwqSched {
+    /// Whether VidSch's worker has something to do for this queue (`take`: clears the kick).
+    fn due(&self, progress: &MonitoredFence, take: bool) -> bool {
+        let kicked = if take {
+            self.kicked.swap(false, Ordering::AcqRel)
+        } else {
+            self.kicked.load(Ordering::Acquire)
+        };
+        kicked
+            || lock(&self.st)
+                .retry_at
+                .is_some_and(|v| progress.value() >= v)
+    }
+}
+
+#[derive(Debug, Default)]
+struct HwqSchedState {
+    list: VecDeque<Pending>,
+    /// Signals at the head of the list whose earlier submissions are with the KMD but not
+    /// complete; they do not hold later work.
+    armed: Vec<Signal>,
+    /// The last progress value the OS accepted for the queue (submitted or held).
+    accepted: u64,
+    /// A held submission the KMD refused (its ring was full) is retried once the queue's
+    /// progress fence reaches this value (the worker polls it).
+    retry_at: Option<u64>,
+    /// The queue is being destroyed: nothing more goes to the KMD.
+    dead: bool,
+}
+
+#[derive(Debug)]
+struct DoorbellObj {
+    handle: KmtHandle,
+    kmd: usize,
+    device: KmtHandle,
+    queue: KmtHandle,
+    ring: KmtHandle,
+    control: KmtHandle,
+    state: DoorbellState,
+    /// A `DxgkDdiConnectDoorbell` is in flight: `Some(None)`; the KMD disconnected the
+    /// doorbell (callback) before the OS committed that connect: `Some(Some(reason))`.
+    connecting: Option<Option<D3DDDI_DOORBELLSTATUS>>,
+    cpu: Arc<DoorbellCpuState>,
+}
+
+/// Power state of the adapter as the OS drives it (UM-14).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Power {
+    /// D0.
+    D0,
+    /// D3 (after [`Machine::power_down`]).
+    D3,
+}
+
+/// Per-adapter user-mode submission state of the OS.
+#[derive(Debug)]
+pub struct UmsOs {
+    /// `DxgkDdiGetNodeMetadata` per node, from adapter start (empty without the DDI).
+    pub node_metadata: Vec<DXGK_NODEMETADATA>,
+    /// `DXGKQAITYPE_USERMODESUBMISSION_CAPS` from adapter start, if answered.
+    pub caps: Option<DXGK_USERMODESUBMISSION_CAPS>,
+    /// `DXGK_DRIVERCAPS::SupportRuntimePowerManagement`.
+    runtime_pm: bool,
+    power: Power,
+    fstate: Vec<u32>,
+    pub(super) devices: BTreeMap<KmtHandle, DeviceObj>,
+    contexts: BTreeMap<KmtHandle, ContextObj>,
+    queues: BTreeMap<KmtHandle, QueueObj>,
+    pub(super) allocations: BTreeMap<KmtHandle, AllocObj>,
+    doorbells: BTreeMap<KmtHandle, DoorbellObj>,
+    fences: BTreeMap<KmtHandle, MonitoredFence>,
+    pub(super) events: Vec<UmsEvent>,
+    /// Handles (the KMD's and the OS kernel handle) of destroyed doorbells -> D3DKMT handle,
+    /// for the callback's diagnostics (a handle used after its destroy returned).
+    destroyed_doorbells: std::collections::HashMap<usize, KmtHandle>,
+    /// PASSIVE work the DPC queued (engine F1 requests).
+    work: VecDeque<u32>,
+}
+
+impl Default for UmsOs {
+    fn default() -> Self {
+        Self {
+            node_metadata: Vec::new(),
+            caps: None,
+            runtime_pm: false,
+            power: Power::D0,
+            fstate: Vec::new(),
+            devices: BTreeMap::new(),
+            contexts: BTreeMap::new(),
+            queues: BTreeMap::new(),
+            allocations: BTreeMap::new(),
+            doorbells: BTreeMap::new(),
+            fences: BTreeMap::new(),
+            events: Vec::new(),
+            destroyed_doorbells: std::collections::HashMap::new(),
+            work: VecDeque::new(),
+        }
+    }
+}
+
+impl UmsOs {
+    fn node_ums(&self, node: u32) -> bool {
+        self.node_metadata
+            .get(node as usize)
+            .is_some_and(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission))
+    }
+
+    fn doorbell_size(&self) -> Option<u32> {
+        self.caps.map(|c| c.DoorbellSizeInBytes).filter(|s| *s != 0)
+    }
+}
+
+/// A simulated process with its D3D device on one adapter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UmsProcess {
+    /// Adapter index.
+    pub adapter: usize,
+    /// Process id.
+    pub pid: ProcessId,
+    /// The D3D device's D3DKMT handle.
+    pub device: KmtHandle,
+}
+
+/// What the OS knows of a doorbell (tests).
+#[derive(Clone, Debug)]
+pub struct DoorbellInfo {
+    /// State.
+    pub state: DoorbellState,
+    /// The status page.
+    pub status: D3DDDI_DOORBELLSTATUS,
+    /// Physical page the process mapping points at (`None`: dummy page).
+    pub mapped_page: Option<u32>,
+    /// The KMD's handle.
+    pub kmd_handle: usize,
+    /// The OS kernel handle.
+    pub os_handle: usize,
+    /// Its queue.
+    pub queue: KmtHandle,
+    /// (stores to the dummy page, stores to a physical doorbell).
+    pub writes: (u64, u64),
+}
+
+/// The adapter-wide side of [`AdapterShared::ums_seq`] (power, F1, device loss).
+fn exclusive(a: &AdapterShared) -> std::sync::RwLockWriteGuard<'_, ()> {
+    a.ums_seq.write().unwrap_or_else(|p| p.into_inner())
+}
+
+fn shared(a: &AdapterShared) -> std::sync::RwLockReadGuard<'_, ()> {
+    a.ums_seq.read().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A device's thunk lock (see [`DeviceObj::lock`]).
+pub(crate) fn device_lock(
+    a: &AdapterShared,
+    device: KmtHandle,
+) -> Result<Arc<Mutex<()>>, SimError> {
+    lock(&a.ums)
+        .devices
+        .get(&device)
+        .map(|d| d.lock.clone())
+        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
+}
+
+/// Held by a thunk: the adapter lock shared, then the device's lock.
+pub(crate) struct DevGuard<'a> {
+    _device: std::sync::MutexGuard<'a, ()>,
+    _adapter: std::sync::RwLockReadGuard<'a, ()>,
+}
+
+pub(crate) fn dev_guard<'a>(a: &'a AdapterShared, dl: &'a Mutex<()>) -> DevGuard<'a> {
+    let adapter = shared(a);
+    DevGuard {
+        _device: lock(dl),
+        _adapter: adapter,
+    }
+}
+
+/// Calls a `DxgkDdiDestroy*` that takes only the KMD's handle of a `what` (device, context,
+/// hardware queue) at PASSIVE_LEVEL. The driver created the object, so the DDI must exist, and
+/// it must succeed; either failure is a simulation error.
+fn destroy_kmd_object(
+    a: &AdapterShared,
+    routine: Routine,
+    what: &str,
+    f: Option<unsafe extern "system" fn(HANDLE) -> NTSTATUS>,
+    kmd: usize,
+) -> Result<(), SimError> {
+    let name = format!("{routine:?}");
+    let f = f.ok_or_else(|| sim_err(a, format!("driver created a {what} but has no {name}")))?;
+    let status = ddi::call(a, routine, f as usize, At::Level(Irql::Passive), || {
+        // SAFETY: the driver's DDI with its own handle of the object.
+        unsafe { f(kmd as HANDLE) }
+    })?;
+    must_succeed(a, &name, status)
+}
+
+/// The handle a create DDI returned: non-null and not the handle of another live object of
+/// the same kind (the OS could not tell them apart).
+fn check_kmd_handle(
+    a: &AdapterShared,
+    ddi: &str,
+    field: &str,
+    kmd: usize,
+    live: impl Iterator<Item = usize>,
+) -> Result<(), SimError> {
+    if kmd == 0 {
+        return Err(sim_err(
+            a,
+            format!("driver bug: {ddi} succeeded with a NULL {field}"),
+        ));
+    }
+    let mut live = live;
+    if live.any(|h| h == kmd) {
+        return Err(sim_err(
+            a,
+            format!(
+                "driver bug: {ddi} returned {field} = {kmd:#x}, the handle of another live \
+                 object of the same kind"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn fence_of(a: &AdapterShared, h: KmtHandle) -> Option<MonitoredFence> {
+    lock(&a.ums).fences.get(&h).cloned()
+}
+
+/// Live user-mode objects on the adapter (devices, contexts, queues, doorbells, allocations).
+pub(crate) fn live_counts(a: &AdapterShared) -> (usize, usize, usize, usize, usize) {
+    let os = lock(&a.ums);
+    (
+        os.devices.len(),
+        os.contexts.len(),
+        os.queues.len(),
+        os.doorbells.len(),
+        os.allocations.len(),
+    )
+}
+
+/// How long a blocking thunk wait waits by default.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);

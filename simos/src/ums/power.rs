@@ -1,0 +1,369 @@
+//! Power for user-mode submission: engine F1 transitions (UM-13, VidSch's PASSIVE worker) and
+//! the adapter's D3 power-down and power-up with context suspend and resume (UM-14, UM-16).
+
+use super::*;
+
+/// Records what the DPC reported (called from `DxgkCbNotifyDpc`, DISPATCH_LEVEL): F1 requests
+/// become PASSIVE work for VidSch's worker.
+pub(crate) fn note_engine_state(a: &AdapterShared, node: u32, state: i32) {
+    let mut os = lock(&a.ums);
+    os.events.push(UmsEvent::EngineState { node, state });
+    if state == DXGK_ENGINE_STATE_TRANSITION_TO_F1 {
+        os.work.push_back(node);
+        drop(os);
+        a.wake.notify();
+    }
+}
+
+/// Whether PASSIVE work is pending.
+pub(crate) fn has_work(a: &AdapterShared) -> bool {
+    let os = lock(&a.ums);
+    !os.work.is_empty() || os.queues.values().any(|q| q.sched.due(&q.progress, false))
+}
+
+/// VidSch's PASSIVE worker: runs the queued F1 transitions (UM-13). Returns whether it did
+/// anything.
+pub(crate) fn run_passive_work(a: &AdapterShared) -> bool {
+    let mut did = run_hwq_work(a);
+    loop {
+        // Work queued while the adapter is still starting waits for the start to finish.
+        if a.state.is_halted() || *lock(&a.life) != Life::Started {
+            return did;
+        }
+        let Some(node) = lock(&a.ums).work.pop_front() else {
+            return did;
+        };
+        did = true;
+        let _x = exclusive(a);
+        if let Err(e) = engine_to_f1(a, node) {
+            if !a.state.is_halted() {
+                a.state
+                    .raise_sim_error(format!("engine {node} F1 transition failed: {e}"));
+            }
+            return did;
+        }
+    }
+}
+
+pub(super) fn engine_to_f1(a: &AdapterShared, node: u32) -> Result<(), SimError> {
+    let targets: Vec<KmtHandle> = {
+        // A node already in F1 has no connected doorbell (a connect sets F0 first); a
+        // repeated request finds nothing to disconnect and leaves the F-state as it is.
+        let os = lock(&a.ums);
+        os.doorbells
+            .values()
+            .filter(|d| matches!(d.state, DoorbellState::Connected { .. }))
+            .filter(|d| os.queues.get(&d.queue).is_some_and(|q| q.node == node))
+            .map(|d| d.handle)
+            .collect()
+    };
+    for d in targets {
+        os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
+    }
+    set_fstate(a, node, 1)
+}
+
+/// Sets the node's power component F-state (calls the DDI when the driver does runtime power
+/// management).
+pub(super) fn set_fstate(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), SimError> {
+    let _f = lock(&a.ums_fstate);
+    let (current, runtime_pm) = {
+        let os = lock(&a.ums);
+        (os.fstate.get(node as usize).copied(), os.runtime_pm)
+    };
+    if current == Some(fstate) || current.is_none() {
+        return Ok(());
+    }
+    let f = table(a)?.DxgkDdiSetPowerComponentFState;
+    let called = match (f, runtime_pm) {
+        (Some(f), true) => {
+            let ctx = a.context();
+            let status = ddi::call(
+                a,
+                Routine::DxgkDdiSetPowerComponentFState,
+                f as usize,
+                At::Level(Irql::Passive),
+                || {
+                    // SAFETY: the driver's DDI with its context, a component and an F-state.
+                    unsafe { f(ctx, node, fstate) }
+                },
+            )?;
+            check_status(status)?;
+            true
+        }
+        _ => false,
+    };
+    let mut os = lock(&a.ums);
+    if let Some(s) = os.fstate.get_mut(node as usize) {
+        *s = fstate;
+    }
+    os.events.push(UmsEvent::SetFState {
+        node,
+        fstate,
+        called,
+    });
+    Ok(())
+}
+
+pub(super) fn set_power_state(
+    a: &AdapterShared,
+    state: DEVICE_POWER_STATE,
+) -> Result<(), SimError> {
+    let f = table(a)?
+        .DxgkDdiSetPowerState
+        .ok_or_else(|| SimError::Simulation("no DxgkDdiSetPowerState".into()))?;
+    let ctx = a.context();
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiSetPowerState,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context and the adapter's device UID.
+            unsafe { f(ctx, DISPLAY_ADAPTER_HW_ID, state, POWER_ACTION_NONE) }
+        },
+    )?;
+    check_status(status)?;
+    let mut os = lock(&a.ums);
+    os.power = if state == PowerDeviceD0 {
+        Power::D0
+    } else {
+        Power::D3
+    };
+    os.events.push(UmsEvent::SetPowerState { state });
+    Ok(())
+}
+
+pub(super) fn suspend_context(
+    a: &AdapterShared,
+    h: KmtHandle,
+    why: Suspended,
+) -> Result<(), SimError> {
+    let (kmd, fence) = {
+        let mut os = lock(&a.ums);
+        let Some(c) = os.contexts.get_mut(&h) else {
+            return Ok(());
+        };
+        if c.suspended != Suspended::No {
+            return Ok(());
+        }
+        c.suspend_fence += 1;
+        (c.kmd, c.suspend_fence)
+    };
+    let f = table(a)?.DxgkDdiSuspendContext.ok_or_else(|| {
+        sim_err(
+            a,
+            "driver has hardware queues but no DxgkDdiSuspendContext".into(),
+        )
+    })?;
+    let args = DXGKARG_SUSPENDCONTEXT {
+        hContext: kmd as HANDLE,
+        contextSuspendFence: fence,
+    };
+    let ctx = a.context();
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiSuspendContext,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { f(ctx, &args) }
+        },
+    )?;
+    if status == STATUS_PENDING {
+        return Err(sim_err(
+            a,
+            "DxgkDdiSuspendContext returned STATUS_PENDING: completion through a \
+             context-suspended interrupt is not simulated (the design commits the runlist \
+             synchronously)"
+                .into(),
+        ));
+    }
+    check_status(status)?;
+    let mut os = lock(&a.ums);
+    if let Some(c) = os.contexts.get_mut(&h) {
+        c.suspended = why;
+    }
+    os.events
+        .push(UmsEvent::SuspendContext { context: h, fence });
+    Ok(())
+}
+
+pub(super) fn resume_context(
+    a: &AdapterShared,
+    h: KmtHandle,
+    why: Suspended,
+) -> Result<(), SimError> {
+    let kmd = {
+        let os = lock(&a.ums);
+        match os.contexts.get(&h) {
+            Some(c) if c.suspended == why => c.kmd,
+            _ => return Ok(()),
+        }
+    };
+    let f = table(a)?.DxgkDdiResumeContext.ok_or_else(|| {
+        sim_err(
+            a,
+            "driver has hardware queues but no DxgkDdiResumeContext".into(),
+        )
+    })?;
+    let args = DXGKARG_RESUMECONTEXT {
+        hContext: kmd as HANDLE,
+    };
+    let ctx = a.context();
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiResumeContext,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { f(ctx, &args) }
+        },
+    )?;
+    check_status(status)?;
+    let mut os = lock(&a.ums);
+    if let Some(c) = os.contexts.get_mut(&h) {
+        c.suspended = Suspended::No;
+    }
+    os.events.push(UmsEvent::ResumeContext { context: h });
+    Ok(())
+}
+
+/// D3 → D0 and the contexts the power-down suspended resumed (UM-14), if in D3.
+pub(super) fn power_up_if_needed(a: &AdapterShared) -> Result<(), SimError> {
+    if lock(&a.ums).power == Power::D0 {
+        return Ok(());
+    }
+    set_power_state(a, PowerDeviceD0)
+}
+
+pub(super) fn resume_power_suspended(a: &AdapterShared) -> Result<(), SimError> {
+    let ctxs: Vec<KmtHandle> = lock(&a.ums)
+        .contexts
+        .values()
+        .filter(|c| c.suspended == Suspended::Power)
+        .map(|c| c.handle)
+        .collect();
+    for c in ctxs {
+        resume_context(a, c, Suspended::Power)?;
+    }
+    Ok(())
+}
+
+/// UM-16: whether any queue of the adapter has work the OS has not seen complete: its last
+/// queued progress value is ahead of the progress fence, or a CPU wait on the fence is still
+/// pending (VidSch learns of completion through the DPC's fence processing, not by reading the
+/// value: a signal whose interrupt has not been processed yet is not complete for it, and a
+/// power-down now would leave that wait behind a disabled interrupt).
+pub(super) fn pending_work(a: &AdapterShared) -> bool {
+    lock(&a.ums).queues.values().any(|q| {
+        q.last_queued.load(Ordering::Acquire) > q.progress.value()
+            || !q.progress.pending_waits().is_empty()
+    })
+}
+
+impl Machine {
+    /// Adapter `i`'s power state as the OS drove it.
+    pub fn power_state(&self, i: usize) -> Option<Power> {
+        self.adapter_shared(i).ok().map(|a| lock(&a.ums).power)
+    }
+
+    /// F-state of node `node`'s power component (0 = F0).
+    pub fn engine_fstate(&self, i: usize, node: u32) -> Option<u32> {
+        let a = self.adapter_shared(i).ok()?;
+        let os = lock(&a.ums);
+        os.fstate.get(node as usize).copied()
+    }
+
+    /// Runs VidSch's PASSIVE work (F1 transitions) now, on the calling thread; threaded
+    /// machines also run it on each adapter's worker thread, step machines in every round.
+    pub fn run_os_work(&self) -> Result<(), SimError> {
+        for i in 0..self.config().adapters.len() {
+            let a = self.adapter_shared(i)?.clone();
+            run_passive_work(&a);
+        }
+        match self.state.fault() {
+            Some(f) => Err(f.into()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Machine {
+    /// UM-14: D0 → D3: every context suspended, every doorbell disconnected
+    /// (`DISCONNECTED_RETRY`), then `DxgkDdiSetPowerState(D3)`.
+    ///
+    /// A runtime power-down of an idle GPU: the OS uses the progress fences (UM-16) to see that
+    /// no queue has work, before it starts and again once every doorbell is disconnected (work
+    /// rung before the disconnect had its last-queued value stored first). With work pending
+    /// it backs out (contexts resumed; the doorbells stay disconnected, their UMDs reconnect)
+    /// and returns `false`.
+    pub fn power_down(&self, i: usize) -> Result<bool, SimError> {
+        let a = self.ums_adapter(i)?;
+        let _x = exclusive(&a);
+        if lock(&a.ums).power == Power::D3 {
+            return Ok(true);
+        }
+        if pending_work(&a) {
+            return Ok(false);
+        }
+        let ctxs: Vec<KmtHandle> = lock(&a.ums).contexts.keys().copied().collect();
+        for c in ctxs {
+            suspend_context(&a, c, Suspended::Power)?;
+        }
+        let dbs: Vec<KmtHandle> = lock(&a.ums).doorbells.keys().copied().collect();
+        for d in dbs {
+            os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
+        }
+        if pending_work(&a) {
+            resume_power_suspended(&a)?;
+            return Ok(false);
+        }
+        set_power_state(&a, PowerDeviceD3)?;
+        Ok(true)
+    }
+
+    /// `DxgkDdiSuspendContext` on one context of `p` (what VidSch does to move its memory,
+    /// UM-11). Its doorbells stay connected; the KMD takes its queues off the runlist.
+    pub fn suspend_context(&self, p: &UmsProcess, context: KmtHandle) -> Result<(), SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        let dl = device_lock(&a, p.device)?;
+        let _g = dev_guard(&a, &dl);
+        if lock(&a.ums)
+            .contexts
+            .get(&context)
+            .is_none_or(|c| c.device != p.device)
+        {
+            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+        }
+        suspend_context(&a, context, Suspended::Os)
+    }
+
+    /// `DxgkDdiResumeContext` on a context [`Machine::suspend_context`] suspended (UM-12).
+    pub fn resume_context(&self, p: &UmsProcess, context: KmtHandle) -> Result<(), SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        let dl = device_lock(&a, p.device)?;
+        let _g = dev_guard(&a, &dl);
+        if lock(&a.ums)
+            .contexts
+            .get(&context)
+            .is_none_or(|c| c.device != p.device)
+        {
+            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+        }
+        resume_context(&a, context, Suspended::Os)
+    }
+
+    /// D3 → D0 without a connect (resumes the contexts the power-down suspended).
+    pub fn power_up(&self, i: usize) -> Result<(), SimError> {
+        let a = self.ums_adapter(i)?;
+        let _x = exclusive(&a);
+        if lock(&a.ums).power == Power::D0 {
+            return Ok(());
+        }
+        power_up_if_needed(&a)?;
+        resume_power_suspended(&a)
+    }
+}

@@ -1,0 +1,242 @@
+//! Processes and their D3D device: create, orderly exit (UM-17), kill (UM-18), and the
+//! teardown the OS does before an adapter stops.
+
+use super::*;
+
+/// Destroys everything of `device` in order, then the device; `wait`: normal exit (UM-17),
+/// else abnormal (UM-18: in error, contexts suspended first, no waits).
+pub(super) fn teardown(
+    m: &Machine,
+    a: &AdapterShared,
+    device: KmtHandle,
+    wait: bool,
+) -> Result<(), SimError> {
+    let dl = device_lock(a, device)?;
+    if !wait {
+        let _g = dev_guard(a, &dl);
+        let ctxs: Vec<KmtHandle> = {
+            let mut os = lock(&a.ums);
+            let Some(d) = os.devices.get_mut(&device) else {
+                return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+            };
+            d.in_error = true;
+            os.events.push(UmsEvent::DeviceError { device });
+            os.contexts
+                .values()
+                .filter(|c| c.device == device)
+                .map(|c| c.handle)
+                .collect()
+        };
+        for c in ctxs {
+            let state = lock(&a.ums).contexts.get(&c).map(|c| c.suspended);
+            if state == Some(Suspended::Power) {
+                // Already off the runlist; it must never be resumed now.
+                if let Some(cx) = lock(&a.ums).contexts.get_mut(&c) {
+                    cx.suspended = Suspended::Exit;
+                }
+            } else {
+                suspend_context(a, c, Suspended::Exit)?;
+            }
+        }
+    }
+    let queues: Vec<KmtHandle> = lock(&a.ums)
+        .queues
+        .values()
+        .filter(|q| q.device == device)
+        .map(|q| q.handle)
+        .collect();
+    for q in queues {
+        let doorbell = lock(&a.ums).queues.get(&q).and_then(|q| q.doorbell);
+        if let Some(d) = doorbell {
+            let _g = dev_guard(a, &dl);
+            os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
+        }
+        if wait {
+            wait_queue_idle(m, a, q)?;
+        }
+        let _g = dev_guard(a, &dl);
+        if let Some(d) = doorbell {
+            destroy_doorbell(a, d)?;
+        }
+        destroy_hw_queue(m, a, q)?;
+    }
+    let _g = dev_guard(a, &dl);
+    {
+        let mut os = lock(&a.ums);
+        let allocs: Vec<KmtHandle> = os
+            .allocations
+            .iter()
+            .filter(|(_, al)| al.device == device)
+            .map(|(h, _)| *h)
+            .collect();
+        for h in allocs {
+            free_alloc(a, &mut os, h);
+        }
+    }
+    let ctxs: Vec<KmtHandle> = lock(&a.ums)
+        .contexts
+        .values()
+        .filter(|c| c.device == device)
+        .map(|c| c.handle)
+        .collect();
+    for c in ctxs {
+        destroy_context(a, c)?;
+    }
+    let kmd = lock(&a.ums)
+        .devices
+        .get(&device)
+        .map(|d| d.kmd)
+        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+    let f = table(a)?.DxgkDdiDestroyDevice;
+    destroy_kmd_object(a, Routine::DxgkDdiDestroyDevice, "device", f, kmd)?;
+    let mut os = lock(&a.ums);
+    os.devices.remove(&device);
+    os.events.push(UmsEvent::DestroyDevice { device });
+    Ok(())
+}
+
+/// UM-17 step 2: waits until the queue's progress fence reaches its last queued value.
+pub(super) fn wait_queue_idle(
+    m: &Machine,
+    a: &AdapterShared,
+    q: KmtHandle,
+) -> Result<(), SimError> {
+    let (fence, last) = {
+        let os = lock(&a.ums);
+        let Some(q) = os.queues.get(&q) else {
+            return Ok(());
+        };
+        (q.progress.clone(), q.last_queued.load(Ordering::Acquire))
+    };
+    if fence.value() >= last {
+        lock(&a.ums).events.push(UmsEvent::WaitedIdle {
+            queue: q,
+            value: last,
+        });
+        return Ok(());
+    }
+    {
+        let _x = exclusive(a);
+        if lock(&a.ums).power == Power::D3 {
+            power_up_if_needed(a)?;
+            resume_power_suspended(a)?;
+        }
+    }
+    match m.wait_monitored_fence(&fence, last, m.os_config().wait_timeout)? {
+        WaitOutcome::Satisfied => {
+            lock(&a.ums).events.push(UmsEvent::WaitedIdle {
+                queue: q,
+                value: last,
+            });
+            Ok(())
+        }
+        o => Err(sim_err(
+            a,
+            format!(
+                "normal process exit: queue {q:#x} never completed its last queued progress \
+                 value {last} (fence at {}, wait {o:?})",
+                fence.value()
+            ),
+        )),
+    }
+}
+
+impl Machine {
+    pub(super) fn ums_adapter(&self, i: usize) -> Result<Arc<AdapterShared>, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        if *lock(&a.life) != Life::Started {
+            return Err(SimError::Simulation(format!("adapter {i} is not started")));
+        }
+        Ok(a)
+    }
+}
+
+impl Machine {
+    /// A new process with a D3D device on adapter `i` (`DxgkDdiCreateDevice`).
+    pub fn create_process(&self, i: usize) -> Result<UmsProcess, SimError> {
+        let a = self.ums_adapter(i)?;
+        let f = table(&a)?
+            .DxgkDdiCreateDevice
+            .map_or_else(not_supported, Ok)?;
+        let pid = ProcessId(NEXT_PROCESS.fetch_add(1, Ordering::Relaxed));
+        let h = new_handle();
+        let mut args = DXGKARG_CREATEDEVICE {
+            hDevice: kernel_handle(h) as HANDLE,
+            Anonymous: DXGKARG_CREATEDEVICE_0 {
+                Flags: DXGK_CREATEDEVICEFLAGS::default(),
+            },
+            Pasid: 0,
+            hKmdProcess: std::ptr::null_mut(),
+        };
+        let ctx = a.context();
+        let status = ddi::call(
+            &a,
+            Routine::DxgkDdiCreateDevice,
+            f as usize,
+            At::Level(Irql::Passive),
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { f(ctx, &mut args) }
+            },
+        )?;
+        check_status(status)?;
+        let kmd = args.hDevice as usize;
+        {
+            let mut os = lock(&a.ums);
+            check_kmd_handle(
+                &a,
+                "DxgkDdiCreateDevice",
+                "hDevice",
+                kmd,
+                os.devices.values().map(|d| d.kmd),
+            )?;
+            os.devices.insert(
+                h,
+                DeviceObj {
+                    kmd,
+                    lock: Arc::new(Mutex::new(())),
+                    process: pid,
+                    in_error: false,
+                },
+            );
+            os.events.push(UmsEvent::CreateDevice { device: h });
+        }
+        Ok(UmsProcess {
+            adapter: i,
+            pid,
+            device: h,
+        })
+    }
+
+    /// The D3DKMT thunks of `p` (what its UMD calls).
+    pub fn kmt(&self, p: &UmsProcess) -> crate::kmt::SimKmt<'_> {
+        crate::kmt::SimKmt::new(self, *p)
+    }
+
+    /// UM-17: normal process exit. Per queue: disconnect the doorbell, wait for the last
+    /// queued progress value, destroy doorbell and queue; then the allocations, contexts and
+    /// the device.
+    pub fn exit_process(&self, p: &UmsProcess) -> Result<(), SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        teardown(self, &a, p.device, true)
+    }
+
+    /// UM-18: abnormal process exit. The device is marked in error, every context suspended,
+    /// every doorbell disconnected, everything destroyed without waiting.
+    pub fn kill_process(&self, p: &UmsProcess) -> Result<(), SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        teardown(self, &a, p.device, false)
+    }
+}
+
+impl Machine {
+    /// Dxgkrnl's teardown of adapter `i`'s processes before a PnP stop (abnormal exits).
+    pub(crate) fn destroy_all_devices(&self, i: usize) -> Result<(), SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let devices: Vec<KmtHandle> = lock(&a.ums).devices.keys().copied().collect();
+        for d in devices {
+            teardown(self, &a, d, false)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,107 @@
+//! Adapter start for user-mode submission: node metadata and the submission caps (UM-03, UM-04).
+
+use super::*;
+
+/// Queries `DxgkDdiGetNodeMetadata` for every node and `DXGKQAITYPE_USERMODESUBMISSION_CAPS`.
+/// `Err(SimError::Rejected)` when the answers are inconsistent (a node claims user-mode
+/// submission without usable caps, or GetNodeMetadata fails for a valid node).
+pub(crate) fn query_at_start(
+    a: &AdapterShared,
+    t: &DRIVER_INITIALIZATION_DATA,
+    caps: &rvgpu_ddi::adapter::DXGK_DRIVERCAPS,
+) -> Result<(), SimError> {
+    let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
+    let mut metadata = Vec::new();
+    if let Some(get) = t.DxgkDdiGetNodeMetadata {
+        let ctx = a.context();
+        for node in 0..nodes {
+            // SAFETY: DXGK_NODEMETADATA is plain data; the 0xCD fill shows unset fields.
+            let mut md: DXGK_NODEMETADATA = unsafe { std::mem::zeroed() };
+            // SAFETY: writes size_of bytes into a live value of plain data.
+            unsafe {
+                (&mut md as *mut DXGK_NODEMETADATA)
+                    .cast::<u8>()
+                    .write_bytes(0xCD, std::mem::size_of::<DXGK_NODEMETADATA>())
+            };
+            let status = ddi::call(
+                a,
+                Routine::DxgkDdiGetNodeMetadata,
+                get as usize,
+                At::Level(Irql::Passive),
+                || {
+                    // SAFETY: the driver's DDI with its context, a valid node and an out buffer.
+                    unsafe { get(ctx, node, &mut md) }
+                },
+            )?;
+            if !NT_SUCCESS(status) {
+                return Err(SimError::Rejected(format!(
+                    "DxgkDdiGetNodeMetadata(node {node}) failed ({:#010x}); it must succeed for \
+                     every node",
+                    status as u32
+                )));
+            }
+            metadata.push(md);
+        }
+    }
+    let claims = metadata
+        .iter()
+        .any(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission));
+    let mut ums_caps = None;
+    if let Some(q) = t.DxgkDdiQueryAdapterInfo {
+        let mut c = DXGK_USERMODESUBMISSION_CAPS {
+            Flags: DXGK_USERMODESUBMISSION_CAPS_Flags::from_value(0xCDCD_CDCD),
+            DoorbellSizeInBytes: 0xCDCD_CDCD,
+            SecondaryDoorbellSizeInBytes: 0xCDCD_CDCD,
+            Reserved: [0xCD; 16],
+        };
+        let status = ddi::query_adapter_info(
+            a,
+            q,
+            DXGKQAITYPE_USERMODESUBMISSION_CAPS,
+            At::Level(Irql::Passive),
+            &mut c,
+        )?;
+        if NT_SUCCESS(status) {
+            ums_caps = Some(c);
+        }
+    }
+    if claims {
+        match ums_caps {
+            None => {
+                return Err(SimError::Rejected(
+                    "a node reports UserModeSubmission but DXGKQAITYPE_USERMODESUBMISSION_CAPS \
+                     failed (UM-04)"
+                        .into(),
+                ))
+            }
+            Some(c) if c.DoorbellSizeInBytes == 0 || u64::from(c.DoorbellSizeInBytes) > PAGE => {
+                return Err(SimError::Rejected(format!(
+                    "USERMODESUBMISSION_CAPS.DoorbellSizeInBytes = {:#x}: must be 1..=4096 (one \
+                     BAR2 page per doorbell, UM-04)",
+                    c.DoorbellSizeInBytes
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    let mut os = lock(&a.ums);
+    os.node_metadata = metadata;
+    os.caps = ums_caps;
+    os.runtime_pm = caps.SupportRuntimePowerManagement != 0;
+    os.power = Power::D0;
+    os.fstate = vec![0; nodes as usize];
+    Ok(())
+}
+
+impl Machine {
+    /// The node metadata adapter `i` reported at start (UM-03).
+    pub fn node_metadata(&self, i: usize) -> Vec<DXGK_NODEMETADATA> {
+        self.adapter_shared(i)
+            .map_or_else(|_| Vec::new(), |a| lock(&a.ums).node_metadata.clone())
+    }
+
+    /// `DXGK_USERMODESUBMISSION_CAPS` adapter `i` reported at start (UM-04).
+    pub fn usermode_submission_caps(&self, i: usize) -> Option<DXGK_USERMODESUBMISSION_CAPS> {
+        self.adapter_shared(i).ok().and_then(|a| lock(&a.ums).caps)
+    }
+}

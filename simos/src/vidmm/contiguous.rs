@@ -1,0 +1,103 @@
+//! Contiguous memory: `DxgkCbAllocateContiguousMemory` and `DxgkCbFreeContiguousMemory` (VidMm
+//! behind the Dxgkrnl callbacks), and the count tests check for leaks.
+
+use std::sync::atomic::Ordering;
+
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::dxgkrnl::*;
+use rvgpu_ddi::ntstatus::*;
+
+use crate::dxgkrnl::adapter::Contiguous;
+use crate::dxgkrnl::bugcheck::{self, BugCheck};
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::kernel;
+use crate::dxgkrnl::state::lock;
+
+use crate::dxgkrnl::callbacks::enter;
+use crate::machine::Machine;
+
+/// `DxgkCbAllocateContiguousMemory` (PASSIVE): system memory from the machine's `Memory`,
+/// recorded as the driver's; the tracking handle is the VA.
+pub(crate) unsafe extern "system" fn allocate_contiguous_memory(
+    handle: HANDLE,
+    args: *mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY,
+) -> NTSTATUS {
+    let Some(a) = enter(
+        Routine::DxgkCbAllocateContiguousMemory,
+        handle,
+        allocate_contiguous_memory as *const () as usize,
+    ) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    if args.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: non-null pointer to the driver's argument block.
+    let args = unsafe { &mut *args };
+    let Some(alloc) = a
+        .device
+        .memory()
+        .alloc_system(args.NumberOfBytes as u64, rvgpu_hw::PAGE_SIZE)
+    else {
+        return STATUS_INSUFFICIENT_RESOURCES;
+    };
+    let highest = args.HighestAcceptableAddress.get() as u64;
+    if highest != 0 && alloc.bus_addr + alloc.len - 1 > highest {
+        a.device.memory().free_system(alloc.bus_addr);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    let va = alloc.cpu_ptr().as_ptr() as usize;
+    kernel::register_dma(va, alloc.len as usize, alloc.bus_addr);
+    args.hMemoryHandle = va as HANDLE;
+    args.pMemory = va as PVOID;
+    lock(&a.contiguous).insert(va, Contiguous { alloc });
+    STATUS_SUCCESS
+}
+
+/// `DxgkCbFreeContiguousMemory` (PASSIVE): freeing a handle that is not a live allocation of
+/// this adapter (never allocated, or already freed) is bug check 0xC4 subtype 0x10.
+pub(crate) unsafe extern "system" fn free_contiguous_memory(
+    handle: HANDLE,
+    args: *const DXGKARGCB_FREECONTIGUOUSMEMORY,
+) -> NTSTATUS {
+    let Some(a) = enter(
+        Routine::DxgkCbFreeContiguousMemory,
+        handle,
+        free_contiguous_memory as *const () as usize,
+    ) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    if args.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: non-null pointer to the driver's argument block.
+    let args = unsafe { args.read() };
+    let key = args.hMemoryHandle as usize;
+    let Some(c) = lock(&a.contiguous).remove(&key) else {
+        a.state.raise_bugcheck(BugCheck::verifier(
+            bugcheck::verifier::FREE_BAD_ADDRESS,
+            key as u64,
+            0,
+            0,
+        ));
+        return STATUS_INVALID_PARAMETER;
+    };
+    kernel::unregister_dma(key);
+    a.device.memory().free_system(c.alloc.bus_addr);
+    // Quarantine: the backing stays alive (a stale CPU pointer is still memory-safe) and
+    // poisoned; Unload checks the poison.
+    for w in c.alloc.words() {
+        w.store(crate::dxgkrnl::adapter::FREED_POISON, Ordering::Release);
+    }
+    lock(&a.quarantine).push((key, c));
+    STATUS_SUCCESS
+}
+
+impl Machine {
+    /// Contiguous allocations the driver holds on adapter `i` now (leak checks around a
+    /// process's life).
+    pub fn contiguous_allocations(&self, i: usize) -> usize {
+        self.adapter_shared(i)
+            .map_or(0, |a| lock(&a.contiguous).len())
+    }
+}

@@ -1,0 +1,162 @@
+//! VidMm's paging: paging buffers built by `DxgkDdiBuildPagingBuffer` (FILL, TRANSFER) and
+//! submitted on the system context with `Flags.Paging` through the kernel-mode path of
+//! [`crate::vidsch::legacy`]. `DxgkDdiBuildPagingBuffer` runs at PASSIVE_LEVEL (UNVERIFIED).
+
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_ddi::tdr::*;
+use rvgpu_kmd::platform::Irql;
+
+use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::irql::Routine;
+use crate::error::SimError;
+use crate::machine::Machine;
+use crate::ums::{KmtHandle, UmsProcess};
+use crate::vidsch::legacy::{new_packet, submit_new};
+
+/// Paging buffer size VidMm hands to `DxgkDdiBuildPagingBuffer` (one pass; a multipass build
+/// submits each pass as its own paging buffer).
+pub const PAGING_BUFFER_BYTES: u32 = 4096;
+
+impl Machine {
+    /// VidMm pages in `bytes` at `gpu_va` of an allocation of process `p`: a FILL with
+    /// `pattern` built by `DxgkDdiBuildPagingBuffer` and submitted with `Flags.Paging` on the
+    /// system context of `node`. Returns the fence IDs (one per pass).
+    pub fn page_in(
+        &self,
+        p: &UmsProcess,
+        node: u32,
+        gpu_va: u64,
+        bytes: u64,
+        pattern: u32,
+    ) -> Result<Vec<u32>, SimError> {
+        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
+            Fill: DXGKARG_BUILDPAGINGBUFFER_Fill {
+                hAllocation: 0x10 as HANDLE,
+                FillSize: bytes as SIZE_T,
+                FillPattern: pattern,
+                Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
+                    SegmentId: 1,
+                    SegmentAddress: LARGE_INTEGER {
+                        QuadPart: gpu_va as i64,
+                    },
+                },
+            },
+        };
+        self.paging(
+            p.adapter,
+            node,
+            DXGK_OPERATION_FILL,
+            &mut op,
+            vec![p.device],
+        )
+    }
+
+    /// VidMm moves `bytes` from `src` to `dst` (segment to segment) for `owners`: a TRANSFER
+    /// built by `DxgkDdiBuildPagingBuffer`, submitted with `Flags.Paging` on the system
+    /// context of `node`.
+    pub fn page_transfer(
+        &self,
+        i: usize,
+        node: u32,
+        src: u64,
+        dst: u64,
+        bytes: u64,
+        owners: Vec<KmtHandle>,
+    ) -> Result<Vec<u32>, SimError> {
+        let side = |addr: u64| DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
+            SegmentId: 1,
+            Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
+                SegmentAddress: LARGE_INTEGER {
+                    QuadPart: addr as i64,
+                },
+            },
+        };
+        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
+            Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer {
+                hAllocation: 0x10 as HANDLE,
+                TransferOffset: 0,
+                TransferSize: bytes as SIZE_T,
+                Source: side(src),
+                Destination: side(dst),
+                Flags: DXGK_TRANSFERFLAGS::default(),
+                MdlOffset: 0,
+            },
+        };
+        self.paging(i, node, DXGK_OPERATION_TRANSFER, &mut op, owners)
+    }
+
+    fn paging(
+        &self,
+        i: usize,
+        node: u32,
+        operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
+        op: &mut DXGKARG_BUILDPAGINGBUFFER_0,
+        owners: Vec<KmtHandle>,
+    ) -> Result<Vec<u32>, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let f = a
+            .table
+            .get()
+            .and_then(|t| t.DxgkDdiBuildPagingBuffer)
+            .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
+        let mut ids = Vec::new();
+        let mut multipass = 0u32;
+        for _pass in 0..4096 {
+            let mut buf = vec![0u64; (PAGING_BUFFER_BYTES / 8) as usize];
+            let mut args = DXGKARG_BUILDPAGINGBUFFER {
+                pDmaBuffer: buf.as_mut_ptr().cast(),
+                DmaSize: PAGING_BUFFER_BYTES,
+                pDmaBufferPrivateData: std::ptr::null_mut(),
+                DmaBufferPrivateDataSize: 0,
+                Operation: operation,
+                MultipassOffset: multipass,
+                Anonymous: *op,
+                hSystemContext: std::ptr::null_mut(),
+                DmaBufferGpuVirtualAddress: 0,
+                DmaBufferWriteOffset: 0,
+            };
+            let ctx = a.context();
+            let st = ddi::call(
+                &a,
+                Routine::DxgkDdiBuildPagingBuffer,
+                f as usize,
+                At::Level(Irql::Passive),
+                || {
+                    // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize
+                    // bytes and a valid argument block.
+                    unsafe { f(ctx, &mut args) }
+                },
+            )?;
+            let more = st == STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER;
+            if !NT_SUCCESS(st) && !more {
+                return Err(SimError::DdiFailed(st));
+            }
+            let written = (args.DmaBufferWriteOffset / 8) as usize;
+            if written > buf.len() {
+                let msg = format!(
+                    "driver bug: DxgkDdiBuildPagingBuffer wrote {} bytes into a {} byte buffer",
+                    args.DmaBufferWriteOffset, PAGING_BUFFER_BYTES
+                );
+                a.state.raise_sim_error(msg.clone());
+                return Err(SimError::Simulation(msg));
+            }
+            if written > 0 {
+                let pk = new_packet(&a, &buf[..written], true, None, 0, owners.clone())?;
+                ids.push(submit_new(self, &a, node, pk)?);
+            }
+            if !more {
+                return Ok(ids);
+            }
+            if args.MultipassOffset <= multipass && written == 0 {
+                return Err(SimError::Simulation(
+                    "DxgkDdiBuildPagingBuffer made no progress".into(),
+                ));
+            }
+            multipass = args.MultipassOffset;
+        }
+        Err(SimError::Simulation(
+            "paging operation needs too many passes".into(),
+        ))
+    }
+}

@@ -1,0 +1,333 @@
+//! The legacy (kernel-mode) VidSch path of issue 7 (docs/tdr.md §5.1): DMA buffers submitted
+//! per node through `DxgkDdiSubmitCommand` with increasing `SubmissionFenceId`s, and a minimal
+//! submission path VidMm's paging buffers ([`crate::vidmm::paging`]) take with `Flags.Paging` on
+//! the system context.
+//!
+//! - DMA buffers live in contiguous system memory of the machine (`Memory::alloc_system`);
+//!   `DmaBufferPhysicalAddress` and `DmaBufferVirtualAddress` are the same bus address (v1's
+//!   identity addressing). A buffer is freed when its fence ID is retired.
+//! - Fence IDs are per node, u32, +1 per submission, never reused (wrap is out of scope, Q5).
+//!   In flight per node at most [`IN_FLIGHT_LIMIT`]: a submission beyond it waits (step mode:
+//!   rounds; threaded: polls) for completions.
+//! - `DxgkDdiSubmitCommand` runs at DISPATCH_LEVEL; an error status is bug check 0x119 / 0x2
+//!   (`DRIVER_SUBMIT_FAILED`).
+//! - Submissions of a device in error are refused (`STATUS_DEVICE_REMOVED`), and every
+//!   submission waits while a recovery holds the node's gate ([`crate::vidsch::tdr`]).
+//!
+//! Completion, preemption and fault reports are processed by [`crate::vidsch::tdr`] (ISR/DPC time).
+
+use std::time::{Duration, Instant};
+
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_ddi::submission::DXGK_SUBMITCOMMANDFLAGS;
+use rvgpu_ddi::tdr::*;
+use rvgpu_hw::cmd::Command;
+use rvgpu_kmd::platform::Irql;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::bugcheck::{vidsch, BugCheck};
+use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+use crate::machine::{Machine, Mode};
+use crate::ums::{self, KmtHandle, UmsProcess};
+use crate::vidsch::tdr::{self, Packet, TdrShared};
+
+/// Kernel-mode DMA buffers in flight per node (docs/tdr.md §3.2: the KMD's ring holds 1024).
+pub const IN_FLIGHT_LIMIT: u32 = 256;
+
+pub(crate) fn encode(cmds: &[Command]) -> Result<Vec<u64>, SimError> {
+    let mut words = Vec::new();
+    for c in cmds {
+        let mut w = [0u64; 16];
+        let n = c
+            .encode(&mut w)
+            .ok_or_else(|| SimError::Simulation(format!("cannot encode {c:?}")))?;
+        words.extend_from_slice(&w[..n]);
+    }
+    Ok(words)
+}
+
+/// Submits `p` with fence ID `id` through `DxgkDdiSubmitCommand` (DISPATCH_LEVEL) and records
+/// it as in flight. The caller holds the gate (shared, or exclusively during a recovery).
+fn submit_packet(
+    a: &AdapterShared,
+    sh: &TdrShared,
+    node: u32,
+    p: Packet,
+    resubmission: bool,
+) -> Result<u32, SimError> {
+    let f = a
+        .table
+        .get()
+        .and_then(|t| t.DxgkDdiSubmitCommand)
+        .ok_or_else(|| SimError::Simulation("driver has no DxgkDdiSubmitCommand".into()))?;
+    let mut flags = DXGK_SUBMITCOMMANDFLAGS::default();
+    if p.paging {
+        flags = flags.with(DXGK_SUBMITCOMMANDFLAGS::Paging, 1);
+    }
+    if resubmission {
+        flags = flags.with(DXGK_SUBMITCOMMANDFLAGS::Resubmission, 1);
+    }
+    let args = DXGKARG_SUBMITCOMMAND {
+        Anonymous: DXGKARG_SUBMITCOMMAND_0 {
+            hContext: p.context_kmd as HANDLE,
+        },
+        DmaBufferSegmentId: 0,
+        DmaBufferPhysicalAddress: LARGE_INTEGER {
+            QuadPart: p.dma.bus_addr as i64,
+        },
+        DmaBufferSize: p.dma.len as u32,
+        DmaBufferSubmissionStartOffset: 0,
+        DmaBufferSubmissionEndOffset: p.bytes,
+        pDmaBufferPrivateData: std::ptr::null_mut(),
+        DmaBufferPrivateDataSize: 0,
+        DmaBufferPrivateDataSubmissionStartOffset: 0,
+        DmaBufferPrivateDataSubmissionEndOffset: 0,
+        SubmissionFenceId: p.id,
+        VidPnSourceId: 0,
+        FlipInterval: D3DDDI_FLIPINTERVAL_IMMEDIATE,
+        Flags: flags,
+        EngineOrdinal: 0,
+        DmaBufferVirtualAddress: p.dma.bus_addr,
+        NodeOrdinal: node,
+    };
+    let id = p.id;
+    {
+        // Recorded before the call: the completion may be reported before it returns.
+        let mut os = lock(&sh.os);
+        let now = os.now();
+        let n = os.node(node);
+        if n.s == n.c {
+            n.last_change = now;
+        }
+        n.s = n.s.max(id);
+        n.pending.insert(id, p);
+    }
+    let ctx = a.context();
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiSubmitCommand,
+        f as usize,
+        At::Level(Irql::Dispatch),
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block; the DMA
+            // buffer stays allocated until the fence ID is retired.
+            unsafe { f(ctx, &args) }
+        },
+    )?;
+    if !NT_SUCCESS(status) {
+        let b = BugCheck::video_scheduler(
+            vidsch::DRIVER_SUBMIT_FAILED,
+            status as u32 as u64,
+            u64::from(node),
+            u64::from(id),
+        );
+        a.state.raise_bugcheck(b);
+        return Err(SimError::Bugcheck(b));
+    }
+    Ok(id)
+}
+
+/// Resubmits a packet after an engine reset (TDR-03): `new = None` keeps its ID (paging).
+pub(crate) fn resubmit(
+    a: &AdapterShared,
+    sh: &TdrShared,
+    node: u32,
+    mut p: Packet,
+    new: Option<u32>,
+) -> Result<(), SimError> {
+    if let Some(id) = new {
+        p.id = id;
+    }
+    submit_packet(a, sh, node, p, true).map(|_| ())
+}
+
+fn wait_for_room(m: &Machine, sh: &TdrShared, node: u32) -> Result<(), SimError> {
+    let deadline = Instant::now() + m.os_config().wait_timeout;
+    loop {
+        {
+            let mut os = lock(&sh.os);
+            let n = os.node(node);
+            if n.s.wrapping_sub(n.c) < IN_FLIGHT_LIMIT {
+                return Ok(());
+            }
+        }
+        if let Some(f) = m.fault() {
+            return Err(f);
+        }
+        match m.config().mode {
+            Mode::Step => {
+                if !m.round_for_wait() && Instant::now() >= deadline {
+                    return Err(SimError::Simulation(format!(
+                        "node {node}: {IN_FLIGHT_LIMIT} DMA buffers in flight and none completes"
+                    )));
+                }
+            }
+            Mode::Threaded => {
+                if Instant::now() >= deadline {
+                    return Err(SimError::Simulation(format!(
+                        "node {node}: {IN_FLIGHT_LIMIT} DMA buffers in flight and none completes"
+                    )));
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    }
+}
+
+pub(crate) fn new_packet(
+    a: &AdapterShared,
+    words: &[u64],
+    paging: bool,
+    device: Option<KmtHandle>,
+    context_kmd: usize,
+    owners: Vec<KmtHandle>,
+) -> Result<Packet, SimError> {
+    let bytes = (words.len() * 8).max(8) as u64;
+    let dma = a
+        .device
+        .memory()
+        .alloc_system(
+            bytes.next_multiple_of(rvgpu_hw::PAGE_SIZE),
+            rvgpu_hw::PAGE_SIZE,
+        )
+        .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
+    a.device
+        .memory()
+        .write_words(dma.bus_addr, words)
+        .ok_or_else(|| SimError::Simulation("DMA buffer write failed".into()))?;
+    Ok(Packet {
+        id: 0,
+        paging,
+        device,
+        context_kmd,
+        owners,
+        dma,
+        bytes: (words.len() * 8) as u32,
+    })
+}
+
+pub(crate) fn submit_new(
+    m: &Machine,
+    a: &AdapterShared,
+    node: u32,
+    mut p: Packet,
+) -> Result<u32, SimError> {
+    let sh = tdr::shared(a);
+    wait_for_room(m, &sh, node)?;
+    let _g = sh.gate.read().unwrap_or_else(|e| e.into_inner());
+    let _order = lock(&sh.submit);
+    if p.device.is_some_and(|d| ums::tdr_device_in_error(a, d)) {
+        a.device.memory().free_system(p.dma.bus_addr);
+        return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+    }
+    p.id = {
+        let mut os = lock(&sh.os);
+        let n = os.node(node);
+        let id = n.next_id;
+        n.next_id = n.next_id.wrapping_add(1).max(1);
+        id
+    };
+    let r = submit_packet(a, &sh, node, p, false);
+    match m.fault() {
+        Some(f) => Err(f),
+        None => r,
+    }
+}
+
+impl Machine {
+    /// Submits `cmds` as one DMA buffer of process `p`'s context `context` (created with
+    /// `D3DKMTCreateContext` on a node) through `DxgkDdiSubmitCommand`. Returns the fence ID.
+    pub fn submit_legacy(
+        &self,
+        p: &UmsProcess,
+        context: KmtHandle,
+        cmds: &[Command],
+    ) -> Result<u32, SimError> {
+        let a = self.adapter_shared(p.adapter)?.clone();
+        let (kmd, node, device, in_error) =
+            ums::tdr_context(&a, context).ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if device != p.device {
+            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+        }
+        if in_error {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        let words = encode(cmds)?;
+        let pk = new_packet(&a, &words, false, Some(device), kmd, Vec::new())?;
+        submit_new(self, &a, node, pk)
+    }
+
+    /// Submits `cmds` on the system context of adapter `i`, node `node` (no owning device).
+    pub fn submit_system(&self, i: usize, node: u32, cmds: &[Command]) -> Result<u32, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let words = encode(cmds)?;
+        let pk = new_packet(&a, &words, false, None, 0, Vec::new())?;
+        submit_new(self, &a, node, pk)
+    }
+
+    /// The OS's `(last submitted, last completed)` fence IDs of `node` (TDR-04).
+    pub fn legacy_fences(&self, i: usize, node: u32) -> (u32, u32) {
+        self.adapter_shared(i).map_or((0, 0), |a| {
+            let sh = tdr::shared(a);
+            let mut os = lock(&sh.os);
+            let n = os.node(node);
+            (n.s, n.c)
+        })
+    }
+
+    /// Every retired fence ID of adapter `i` as `(node, id)`, in order (completions and IDs a
+    /// reset retired).
+    pub fn legacy_completed(&self, i: usize) -> Vec<(u32, u32)> {
+        self.adapter_shared(i)
+            .map(|a| lock(&tdr::shared(a).os).completed.clone())
+            .unwrap_or_default()
+    }
+
+    /// Kernel-mode DMA buffers in flight on `node`: `(fence ID, paging, device)`.
+    pub fn legacy_in_flight(&self, i: usize, node: u32) -> Vec<(u32, bool, Option<KmtHandle>)> {
+        self.adapter_shared(i).map_or_else(
+            |_| Vec::new(),
+            |a| {
+                let sh = tdr::shared(a);
+                let mut os = lock(&sh.os);
+                os.node(node)
+                    .pending
+                    .values()
+                    .map(|p| (p.id, p.paging, p.device))
+                    .collect()
+            },
+        )
+    }
+
+    /// `DxgkDdiQueryCurrentFence(node)` at PASSIVE_LEVEL (UNVERIFIED level).
+    pub fn query_current_fence(&self, i: usize, node: u32) -> Result<u32, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let f = a
+            .table
+            .get()
+            .and_then(|t| t.DxgkDdiQueryCurrentFence)
+            .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
+        let mut args = DXGKARG_QUERYCURRENTFENCE {
+            CurrentFence: 0,
+            NodeOrdinal: node,
+            EngineOrdinal: 0,
+        };
+        let ctx = a.context();
+        let st = ddi::call(
+            &a,
+            Routine::DxgkDdiQueryCurrentFence,
+            f as usize,
+            At::Level(Irql::Passive),
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { f(ctx, &mut args) }
+            },
+        )?;
+        ddi::check_status(st)?;
+        Ok(args.CurrentFence)
+    }
+}

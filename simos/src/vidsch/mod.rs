@@ -1,0 +1,5 @@
+//! VidSch, the GPU scheduler inside Dxgkrnl: kernel-mode (OS-scheduled) submission and
+//! timeout detection and recovery (TDR).
+
+pub mod legacy;
+pub mod tdr;

@@ -1,0 +1,167 @@
+//! The TDR caps check at start and the test-facing TDR API of [`Machine`].
+
+use super::*;
+
+/// TDR-01: `SupportPerEngineTDR` set with any of the four per-engine DDIs null fails the
+/// adapter start (the OS would call a null pointer).
+pub(crate) fn validate_caps(
+    caps: &rvgpu_ddi::adapter::DXGK_DRIVERCAPS,
+    t: &DRIVER_INITIALIZATION_DATA,
+) -> Result<(), String> {
+    if caps.SupportPerEngineTDR == 0 {
+        return Ok(());
+    }
+    let missing: Vec<&str> = [
+        (
+            "DxgkDdiQueryDependentEngineGroup",
+            t.DxgkDdiQueryDependentEngineGroup.is_some(),
+        ),
+        (
+            "DxgkDdiQueryEngineStatus",
+            t.DxgkDdiQueryEngineStatus.is_some(),
+        ),
+        ("DxgkDdiResetEngine", t.DxgkDdiResetEngine.is_some()),
+        ("DxgkDdiCollectDbgInfo", t.DxgkDdiCollectDbgInfo.is_some()),
+    ]
+    .into_iter()
+    .filter(|(_, ok)| !ok)
+    .map(|(n, _)| n)
+    .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "SupportPerEngineTDR = 1 without {} (TDR-01)",
+            missing.join(", ")
+        ))
+    }
+}
+
+impl Machine {
+    /// Turns TDR on for adapter `i` with `config` (off by default, see the module doc).
+    pub fn enable_tdr(&self, i: usize, config: TdrConfig) -> Result<(), SimError> {
+        let a = self.adapter_shared(i)?;
+        let sh = shared(a);
+        let mut os = lock(&sh.os);
+        if !os.enabled {
+            ENABLED.fetch_add(1, Ordering::AcqRel);
+        }
+        os.enabled = true;
+        os.step = self.config().mode == Mode::Step;
+        os.config = config;
+        let now = os.now();
+        for n in os.nodes.iter_mut() {
+            n.last_change = now;
+        }
+        Ok(())
+    }
+
+    /// Every TDR step on adapter `i`, in order.
+    pub fn tdr_events(&self, i: usize) -> Vec<TdrEvent> {
+        self.adapter_shared(i)
+            .map(|a| lock(&shared(a).os).events.clone())
+            .unwrap_or_default()
+    }
+
+    /// The reason of the last recovery on adapter `i` (TDR-09: 9 after a promotion).
+    pub fn tdr_reason(&self, i: usize) -> Option<TdrReason> {
+        self.adapter_shared(i)
+            .ok()
+            .and_then(|a| lock(&shared(a).os).reason)
+    }
+
+    /// (engine resets, adapter resets) recovered on adapter `i`.
+    pub fn tdr_counts(&self, i: usize) -> (u64, u64) {
+        self.adapter_shared(i).map_or((0, 0), |a| {
+            let sh = shared(a);
+            let os = lock(&sh.os);
+            (os.resets, os.adapter_resets)
+        })
+    }
+
+    /// A hook the TDR sequence runs between the snapshot and `DxgkDdiResetEngine` (after the
+    /// DPC flush and the dependent-group query): TDR-07 steps the device in it.
+    pub fn set_tdr_pause(
+        &self,
+        i: usize,
+        hook: Option<impl FnMut(&Arc<Device>) + Send + 'static>,
+    ) -> Result<(), SimError> {
+        let a = self.adapter_shared(i)?;
+        *lock(&shared(a).pause) = hook.map(|h| Box::new(h) as PauseHook);
+        Ok(())
+    }
+
+    /// `DxgkDdiQueryDependentEngineGroup(node)` at PASSIVE_LEVEL (TDR-02).
+    pub fn query_dependent_engine_group(&self, i: usize, node: u32) -> Result<u64, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let f = table(&a)?
+            .DxgkDdiQueryDependentEngineGroup
+            .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
+        let mut g = DXGKARG_QUERYDEPENDENTENGINEGROUP {
+            NodeOrdinal: node,
+            EngineOrdinal: 0,
+            DependentNodeOrdinalMask: 0,
+        };
+        let ctx = a.context();
+        let st = ddi::call(
+            &a,
+            Routine::DxgkDdiQueryDependentEngineGroup,
+            f as usize,
+            At::Level(Irql::Passive),
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { f(ctx, &mut g) }
+            },
+        )?;
+        check_status(st)?;
+        Ok(g.DependentNodeOrdinalMask)
+    }
+
+    /// `DxgkDdiCollectDbgInfo(reason)` at PASSIVE_LEVEL from the calling thread (TDR-01's
+    /// level-0 test runs it beside other DDIs); returns the text up to the first NUL.
+    pub fn collect_dbg_info(&self, i: usize, reason: u32) -> Result<String, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let f = table(&a)?
+            .DxgkDdiCollectDbgInfo
+            .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
+        let mut buf = vec![0u8; 4096];
+        let mut ext = DXGKARG_COLLECTDBGINFO_EXT::default();
+        let args = DXGKARG_COLLECTDBGINFO {
+            Reason: reason,
+            pBuffer: buf.as_mut_ptr().cast(),
+            BufferSize: buf.len(),
+            pExtension: &mut ext,
+        };
+        let ctx = a.context();
+        let st = ddi::call(
+            &a,
+            Routine::DxgkDdiCollectDbgInfo,
+            f as usize,
+            At::Level(Irql::Passive),
+            || {
+                // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
+                unsafe { f(ctx, &args) }
+            },
+        )?;
+        check_status(st)?;
+        let n = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+    }
+
+    /// Runs the TDR sequence on `node` now, as if its timeout had expired (no preemption
+    /// attempt). For tests of the sequence itself.
+    pub fn force_tdr(&self, i: usize, node: u32) -> Result<(), SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let sh = shared(&a);
+        let _one = lock(&sh.recovering);
+        lock(&sh.os).events.push(TdrEvent::Detected {
+            node,
+            cause: Cause::DmaTimeout,
+        });
+        let r = recover_node(&a, &sh, node, None);
+        match self.fault() {
+            Some(f) => Err(f),
+            None => r,
+        }
+    }
+}

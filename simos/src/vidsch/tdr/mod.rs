@@ -1,0 +1,402 @@
+//! Timeout detection and recovery: the VidSch side of issue 7 (docs/tdr.md §5, TDR-01 … TDR-09,
+//! UM-10).
+//!
+//! **Scheduling state** (per adapter, [`TdrOs`]): per node the OS's own `(S, C)` — last
+//! submitted and last completed fence ID of the kernel-mode ("legacy") path of
+//! [`crate::vidsch::legacy`] — with every DMA buffer in flight ([`Packet`]: fence ID, paging flag,
+//! owning device, devices owning the allocations it references, its DMA buffer). Interrupt
+//! reports of the node (`DMA_COMPLETED`, `DMA_PREEMPTED`, `DMA_FAULTED`, `ENGINE_STATE_CHANGE`
+//! to `HUNG`) are captured at ISR time ([`isr_report`], under the adapter's interrupt lock) and
+//! processed at DPC time ([`dpc_process`]): a completion ID above S or below C is bug check
+//! 0x119 / 0x1; `DmaPreempted.LastCompletedFenceId` must equal the OS's C (else 0x119 / 0x1).
+//!
+//! **Detection** (VidSch's PASSIVE worker: the adapter's worker thread, or the step loop;
+//! [`run_passive`]): a node with `S > C` and no completion for the timeout; a hardware queue
+//! (kernel- or user-mode) of the node that is not suspended, has `last_queued > completed` and
+//! whose progress fence has not moved for the timeout (UM-16; a queue blocked on a GPU wait
+//! counts too, docs/tdr.md Q7); an `EngineStateChange(HUNG)` (immediate); a `DmaFaulted`.
+//! TDR is **opt-in per adapter** ([`Machine::enable_tdr`]): the fence and user-mode submission
+//! tests park queues on purpose and must keep their meaning. Windows' TDR is always on.
+//!
+//! **The TDR-05 sequence** ([`recover_node`]): preemption attempt (`DxgkDdiPreemptCommand`,
+//! DISPATCH; only when the node has kernel-mode DMA buffers in flight: hardware queues are not
+//! preempted through it) → preemption timeout → `DxgkDdiCollectDbgInfo(0x141)` (PASSIVE,
+//! output bounded by `BufferSize`, checked with a guard) → **snapshot** under the adapter's
+//! interrupt lock of `(S, C)` and `ignore_irq` set for the node: from here its reports are
+//! recorded as ignored, not processed (other nodes unaffected) → nothing to reset if `S == C`
+//! and no queue of the node is stalled → **DPC flush** → `DxgkDdiQueryDependentEngineGroup`
+//! (mask must contain the node and no bit ≥ node count) and `DxgkDdiQueryEngineStatus` → the
+//! test's pause hook ([`Machine::set_tdr_pause`], TDR-07) → `DxgkDdiResetEngine` per node of the
+//! mask → **check**: `LastAbortedFenceId ∉ [C, S]` is bug check 0x119 (0xA, LastAborted, C,
+//! node) (TDR-06); the engine must not be left held or resetting → **recover**: IDs up to
+//! LastAborted are retired, the aborted packet's device (if `LastAborted > C` at the snapshot,
+//! which includes the TDR-07 race) is put in error; an aborted **paging** packet promotes to
+//! the adapter-wide path (TDR-08) with the owners of its allocations in error; devices named by
+//! `DxgkCbInvalidateHwContext` (only accepted during `DxgkDdiResetEngine`), and the device of a
+//! stalled hardware queue when the KMD named none, are put in error; the rest is resubmitted:
+//! paging packets first with their original IDs and `Flags.Resubmission` (TDR-03), then render
+//! packets of non-errored devices with new IDs `> S`; errored devices' packets are dropped.
+//! UM-10: every doorbell of an errored device goes `DISCONNECTED_ABORT`; nothing happens to
+//! other devices.
+//!
+//! **Adapter-wide path** ([`adapter_reset`], docs/tdr.md §5.3): `CollectDbgInfo(0x117)`, every
+//! user-mode submission thunk and kernel-mode submission gated, `DxgkDdiResetFromTimeout`
+//! (failure: bug check 0x116), every node `C := S` with its in-flight packets dropped and their
+//! devices (and every device with a hardware queue behind its last-queued value) in error,
+//! `DxgkDdiRestartFromTimeout` (failure: 0x116), UM-10 for the errored devices. Entered from a
+//! failed `DxgkDdiResetEngine` (TDR-09) or an aborted paging packet (TDR-08): reason
+//! `EngineTimeoutPromotedToAdapterReset` (9) is recorded.
+//!
+//! Every step is a [`TdrEvent`] ([`Machine::tdr_events`]).
+
+mod control;
+mod recovery;
+mod report;
+mod watchdog;
+
+pub(crate) use self::control::*;
+pub(crate) use self::recovery::*;
+pub(crate) use self::report::*;
+pub(crate) use self::watchdog::*;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::dxgkrnl::DXGKARGCB_INVALIDATEHWCONTEXT;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::interrupt::*;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_ddi::tdr::*;
+use rvgpu_device::{Device, SysAlloc};
+use rvgpu_kmd::platform::Irql;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
+use crate::dxgkrnl::ddi::{self, check_status, sim_err, table, At};
+use crate::dxgkrnl::irql::{self, Routine};
+use crate::dxgkrnl::kernel::{current_irql, IrqlScope};
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+use crate::machine::{Machine, Mode};
+use crate::ums::{self, KmtHandle};
+
+/// Why the OS reset (docs/tdr.md §5.1). Only 9's value is from the seed; the others are the
+/// simulation's (UNVERIFIED).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum TdrReason {
+    /// A per-engine reset recovered the timeout.
+    EngineTimeout = 1,
+    /// The adapter has no per-engine reset (`SupportPerEngineTDR = 0`): adapter-wide reset.
+    AdapterTimeout = 2,
+    /// `TdrEngineTimeoutPromotedToAdapterReset`: the engine reset failed (TDR-09) or aborted a
+    /// paging packet (TDR-08).
+    EngineTimeoutPromotedToAdapterReset = 9,
+}
+
+/// What triggered a TDR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// Kernel-mode DMA buffers in flight and no completion for the timeout.
+    DmaTimeout,
+    /// A hardware queue's progress fence did not move for the timeout (UM-16).
+    HwQueueStalled {
+        /// The queue's D3DKMT handle.
+        queue: KmtHandle,
+    },
+    /// `EngineStateChange(NewState = HUNG)`.
+    EngineHung,
+    /// `DmaFaulted` on the node.
+    Faulted {
+        /// The faulted fence ID.
+        fence: u32,
+    },
+}
+
+/// One step of detection and recovery, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TdrEvent {
+    /// A timeout (or hang report) was detected on `node`.
+    Detected { node: u32, cause: Cause },
+    /// `DxgkDdiPreemptCommand(fence)`.
+    PreemptRequested { node: u32, fence: u32 },
+    /// `DmaPreempted` arrived in time: no TDR.
+    Preempted {
+        node: u32,
+        fence: u32,
+        last_completed: u32,
+    },
+    /// The preemption timed out (or was not attempted): this is a TDR.
+    Timeout { node: u32 },
+    /// `DxgkDdiCollectDbgInfo(reason)`; `bytes` up to the first NUL.
+    CollectDbgInfo { reason: u32, bytes: usize },
+    /// The atomic snapshot at device IRQL.
+    Snapshot {
+        node: u32,
+        submitted: u32,
+        completed: u32,
+    },
+    /// Nothing to reset (the work completed before the snapshot).
+    NothingToReset { node: u32 },
+    /// DPCs flushed.
+    DpcFlushed { node: u32 },
+    /// `DxgkDdiQueryDependentEngineGroup`.
+    DependentGroup { node: u32, mask: u64 },
+    /// `DxgkDdiQueryEngineStatus`.
+    EngineStatus { node: u32, responsive: bool },
+    /// The test's pause hook ran.
+    Paused { node: u32 },
+    /// A report of `node` arrived while its interrupts were ignored.
+    IgnoredInterrupt {
+        node: u32,
+        interrupt_type: DXGK_INTERRUPT_TYPE,
+        fence: u32,
+    },
+    /// `DxgkDdiResetEngine` returned.
+    ResetEngine {
+        node: u32,
+        status: NTSTATUS,
+        last_aborted: u32,
+    },
+    /// `DxgkCbInvalidateHwContext` named a context of `device`.
+    Invalidated { device: KmtHandle },
+    /// Packets retired by the reset (completed, their interrupts ignored or pending).
+    Retired { node: u32, fences: Vec<u32> },
+    /// The aborted packet.
+    Aborted { node: u32, fence: u32, paging: bool },
+    /// A packet resubmitted (`old` = `new` for paging packets, TDR-03).
+    Resubmitted {
+        node: u32,
+        old: u32,
+        new: u32,
+        paging: bool,
+    },
+    /// A packet of an errored device dropped.
+    Dropped { node: u32, fence: u32 },
+    /// A device put in error (UM-10).
+    DeviceError {
+        device: KmtHandle,
+        doorbells_aborted: usize,
+    },
+    /// `DxgkDdiResetFromTimeout` returned successfully.
+    AdapterReset { reason: TdrReason },
+    /// `DxgkDdiRestartFromTimeout` returned successfully.
+    Restarted,
+    /// The node runs again.
+    Recovered { node: u32 },
+}
+
+/// TDR settings of one adapter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TdrConfig {
+    /// Step mode: rounds without progress before a timeout (> the device's 200-step hang
+    /// detection, docs/tdr.md §5.1).
+    pub timeout_steps: u64,
+    /// Threaded mode: time without progress before a timeout.
+    pub timeout: Duration,
+    /// Step mode: rounds to wait for `DmaPreempted`.
+    pub preempt_steps: u64,
+    /// Threaded mode: time to wait for `DmaPreempted`.
+    pub preempt_timeout: Duration,
+    /// Watch hardware queues' progress fences (UM-16) as well as DMA fences.
+    pub watch_hw_queues: bool,
+}
+
+impl Default for TdrConfig {
+    fn default() -> Self {
+        Self {
+            timeout_steps: 300,
+            timeout: Duration::from_millis(200),
+            preempt_steps: 20,
+            preempt_timeout: Duration::from_millis(20),
+            watch_hw_queues: true,
+        }
+    }
+}
+
+/// A kernel-mode DMA buffer in flight.
+#[derive(Clone, Debug)]
+pub struct Packet {
+    /// Fence ID.
+    pub id: u32,
+    /// `Flags.Paging`.
+    pub paging: bool,
+    /// The submitting device (`None`: the system context).
+    pub device: Option<KmtHandle>,
+    /// The KMD's context handle (0: system context).
+    pub context_kmd: usize,
+    /// Devices owning the allocations it references (paging: TDR-08).
+    pub owners: Vec<KmtHandle>,
+    /// The DMA buffer (contiguous system memory).
+    pub dma: SysAlloc,
+    /// Bytes of commands in it.
+    pub bytes: u32,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct NodeSched {
+    pub next_id: u32,
+    pub pending: BTreeMap<u32, Packet>,
+    pub s: u32,
+    pub c: u32,
+    pub ignore_irq: bool,
+    pub last_change: u64,
+    pub hung: bool,
+    pub faulted: Option<u32>,
+    /// The fence of the `DmaFaulted` being recovered: that packet is dropped with its device
+    /// in error, never resubmitted (it would fault again).
+    pub faulted_fence: Option<u32>,
+    pub preempt: Option<(u32, u64)>,
+    pub preempted: Option<(u32, u32)>,
+    /// Per hardware queue: (completed value last seen, when it last moved).
+    pub watch: HashMap<KmtHandle, (u64, u64)>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Report {
+    Completed(u32),
+    Preempted(u32, u32),
+    Faulted(u32),
+    Hung,
+}
+
+/// The OS's TDR and kernel-mode scheduling state of one adapter.
+#[derive(Debug)]
+pub(crate) struct TdrOs {
+    pub enabled: bool,
+    pub step: bool,
+    pub config: TdrConfig,
+    pub start: Instant,
+    pub rounds: u64,
+    pub nodes: Vec<NodeSched>,
+    isr: Vec<(u32, Report)>,
+    pub events: Vec<TdrEvent>,
+    pub reason: Option<TdrReason>,
+    /// Every retired fence per node, in order (completions and reset retirements).
+    pub completed: Vec<(u32, u32)>,
+    /// `DxgkCbInvalidateHwContext` accepted now (inside `DxgkDdiResetEngine`).
+    in_reset: Option<u32>,
+    invalidated: Vec<KmtHandle>,
+    pub resets: u64,
+    pub adapter_resets: u64,
+}
+
+impl TdrOs {
+    fn new() -> Self {
+        Self {
+            enabled: false,
+            step: true,
+            config: TdrConfig::default(),
+            start: Instant::now(),
+            rounds: 0,
+            nodes: Vec::new(),
+            isr: Vec::new(),
+            events: Vec::new(),
+            reason: None,
+            completed: Vec::new(),
+            in_reset: None,
+            invalidated: Vec::new(),
+            resets: 0,
+            adapter_resets: 0,
+        }
+    }
+
+    pub fn now(&self) -> u64 {
+        if self.step {
+            self.rounds
+        } else {
+            self.start.elapsed().as_millis() as u64
+        }
+    }
+
+    fn timeout(&self) -> u64 {
+        if self.step {
+            self.config.timeout_steps
+        } else {
+            self.config.timeout.as_millis() as u64
+        }
+    }
+
+    fn preempt_timeout(&self) -> u64 {
+        if self.step {
+            self.config.preempt_steps
+        } else {
+            self.config.preempt_timeout.as_millis() as u64
+        }
+    }
+
+    pub fn node(&mut self, n: u32) -> &mut NodeSched {
+        let i = n as usize;
+        if self.nodes.len() <= i {
+            self.nodes.resize_with(i + 1, || NodeSched {
+                next_id: 1,
+                ..NodeSched::default()
+            });
+        }
+        &mut self.nodes[i]
+    }
+}
+
+/// What a test's pause hook gets: the adapter's device (step it to reproduce TDR-07).
+pub type PauseHook = Box<dyn FnMut(&Arc<Device>) + Send>;
+
+/// Per-adapter TDR state with its locks.
+pub(crate) struct TdrShared {
+    pub os: Mutex<TdrOs>,
+    pause: Mutex<Option<PauseHook>>,
+    /// Kernel-mode submissions hold it shared; a recovery holds it exclusively.
+    pub gate: RwLock<()>,
+    /// VidSch's submission path: a fence ID is assigned and `DxgkDdiSubmitCommand` called
+    /// under it, so IDs reach the driver in increasing order (taken after `gate`).
+    pub submit: Mutex<()>,
+    /// One recovery at a time.
+    recovering: Mutex<()>,
+}
+
+type Key = (u64, usize);
+/// Per (machine id, adapter index); an entry goes when its machine's state is gone (pruned
+/// at the next registration), so the DMA buffers it holds do not outlive the machine.
+type Registry = HashMap<Key, (Weak<crate::dxgkrnl::state::MachineState>, Arc<TdrShared>)>;
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+/// Registered adapters (a DPC of a machine that never used TDR or kernel-mode submission
+/// does not even take the registry lock).
+static REGISTERED: AtomicUsize = AtomicUsize::new(0);
+static ENABLED: AtomicUsize = AtomicUsize::new(0);
+
+fn key(a: &AdapterShared) -> Key {
+    (a.state.id(), a.index)
+}
+
+/// The TDR state of `a`, created on first use.
+pub(crate) fn shared(a: &AdapterShared) -> Arc<TdrShared> {
+    let k = key(a);
+    let mut g = lock(&REGISTRY);
+    let r = g.get_or_insert_with(HashMap::new);
+    if let Some((_, s)) = r.get(&k) {
+        return s.clone();
+    }
+    r.retain(|_, (w, _)| w.strong_count() > 0);
+    let s = Arc::new(TdrShared {
+        os: Mutex::new(TdrOs::new()),
+        pause: Mutex::new(None),
+        gate: RwLock::new(()),
+        submit: Mutex::new(()),
+        recovering: Mutex::new(()),
+    });
+    r.insert(k, (Arc::downgrade(&a.state), s.clone()));
+    REGISTERED.store(r.len(), Ordering::Release);
+    s
+}
+
+fn existing(a: &AdapterShared) -> Option<Arc<TdrShared>> {
+    if REGISTERED.load(Ordering::Acquire) == 0 {
+        return None;
+    }
+    lock(&REGISTRY)
+        .as_ref()
+        .and_then(|r| r.get(&key(a)))
+        .map(|(_, s)| s.clone())
+}

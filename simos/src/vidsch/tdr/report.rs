@@ -1,0 +1,185 @@
+//! TDR at ISR and DPC time: node reports recorded under the interrupt lock, processed when the
+//! driver's DPC returns; and `DxgkCbInvalidateHwContext` during a reset.
+
+use super::*;
+
+/// Called by `DxgkCbNotifyInterrupt` (device IRQL, interrupt lock held) with a validated
+/// report: node reports are captured for [`dpc_process`], or recorded as ignored while the
+/// node's snapshot is taken.
+pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DATA) {
+    // SAFETY (all arms): `InterruptType` selects the union member the driver filled (already
+    // validated by `decode`); every member is plain data.
+    let (node, report, fence) = match data.InterruptType {
+        DXGK_INTERRUPT_DMA_COMPLETED => {
+            let d = unsafe { data.Anonymous.DmaCompleted };
+            (
+                d.NodeOrdinal,
+                Report::Completed(d.SubmissionFenceId),
+                d.SubmissionFenceId,
+            )
+        }
+        DXGK_INTERRUPT_DMA_PREEMPTED => {
+            let d = unsafe { data.Anonymous.DmaPreempted };
+            (
+                d.NodeOrdinal,
+                Report::Preempted(d.PreemptionFenceId, d.LastCompletedFenceId),
+                d.PreemptionFenceId,
+            )
+        }
+        DXGK_INTERRUPT_DMA_FAULTED => {
+            let d = unsafe { data.Anonymous.DmaFaulted };
+            (
+                d.NodeOrdinal,
+                Report::Faulted(d.FaultedFenceId),
+                d.FaultedFenceId,
+            )
+        }
+        DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE => {
+            let d = unsafe { data.Anonymous.EngineStateChange };
+            if d.NewState != DXGK_ENGINE_STATE_HUNG {
+                return;
+            }
+            (d.NodeOrdinal, Report::Hung, 0)
+        }
+        _ => return,
+    };
+    // A node report of an adapter that never used kernel-mode submission or TDR still needs
+    // its state (a Hung report arms detection once TDR is enabled).
+    let sh = match existing(a) {
+        Some(s) => s,
+        None => shared(a),
+    };
+    let mut os = lock(&sh.os);
+    if os.node(node).ignore_irq {
+        os.events.push(TdrEvent::IgnoredInterrupt {
+            node,
+            interrupt_type: data.InterruptType,
+            fence,
+        });
+        return;
+    }
+    os.isr.push((node, report));
+}
+
+/// VidSch's DPC-time processing of the captured node reports (from `DxgkCbNotifyDpc`).
+pub(crate) fn dpc_process(a: &AdapterShared) {
+    let Some(sh) = existing(a) else { return };
+    let mut os = lock(&sh.os);
+    let reports = std::mem::take(&mut os.isr);
+    let mut freed = Vec::new();
+    for (node, r) in reports {
+        let now = os.now();
+        match r {
+            Report::Completed(id) => {
+                let n = os.node(node);
+                if id > n.s || id < n.c {
+                    let (c, s) = (n.c, n.s);
+                    drop(os);
+                    a.state.push_log(
+                        rvgpu_kmd::platform::Level::Error,
+                        format!("DmaCompleted({id}) on node {node} outside [C={c}, S={s}]"),
+                    );
+                    a.state.raise_bugcheck(BugCheck::video_scheduler(
+                        vidsch::DRIVER_REPORTED_INVALID_FENCE_ID,
+                        u64::from(id),
+                        DXGK_INTERRUPT_DMA_COMPLETED as u32 as u64,
+                        u64::from(node),
+                    ));
+                    return;
+                }
+                n.c = id;
+                n.last_change = now;
+                let done: Vec<u32> = n.pending.range(..=id).map(|(k, _)| *k).collect();
+                for k in &done {
+                    if let Some(p) = n.pending.remove(k) {
+                        freed.push(p.dma.bus_addr);
+                    }
+                }
+                os.completed.extend(done.iter().map(|k| (node, *k)));
+            }
+            Report::Preempted(id, last) => {
+                let n = os.node(node);
+                if last != n.c {
+                    let c = n.c;
+                    drop(os);
+                    a.state.push_log(
+                        rvgpu_kmd::platform::Level::Error,
+                        format!(
+                            "DmaPreempted({id}) on node {node}: LastCompletedFenceId {last} \
+                             but the OS's last completed is {c}"
+                        ),
+                    );
+                    a.state.raise_bugcheck(BugCheck::video_scheduler(
+                        vidsch::DRIVER_REPORTED_INVALID_FENCE_ID,
+                        u64::from(last),
+                        DXGK_INTERRUPT_DMA_PREEMPTED as u32 as u64,
+                        u64::from(node),
+                    ));
+                    return;
+                }
+                n.preempted = Some((id, last));
+            }
+            Report::Faulted(id) => os.node(node).faulted = Some(id),
+            Report::Hung => os.node(node).hung = true,
+        }
+    }
+    drop(os);
+    let mem = a.device.memory();
+    for b in freed {
+        mem.free_system(b);
+    }
+}
+
+/// `DxgkCbInvalidateHwContext` (PASSIVE_LEVEL): accepted only while this adapter is inside
+/// `DxgkDdiResetEngine`, for a context the OS knows (its kernel handle or the KMD's, Q2);
+/// anything else is a simulation error naming the driver bug. The context's device goes to
+/// error when the reset returns.
+pub(crate) unsafe extern "system" fn cb_invalidate_hw_context(
+    args: *const DXGKARGCB_INVALIDATEHWCONTEXT,
+) -> NTSTATUS {
+    let addr = cb_invalidate_hw_context as *const () as usize;
+    if args.is_null() {
+        // Dxgkrnl reads the argument block: a NULL pointer faults in the kernel.
+        crate::dxgkrnl::kernel::raise(BugCheck::new(
+            bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+            [0, 0, addr as u64, 0],
+        ));
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: non-null pointer to the driver's argument block.
+    let args = unsafe { args.read() };
+    let Some(a) = AdapterShared::from_handle(args.hAdapter) else {
+        let msg = format!(
+            "driver bug: DxgkCbInvalidateHwContext with hAdapter = {:#x}, not the handle the \
+             OS passed to DxgkDdiStartDevice",
+            args.hAdapter as usize
+        );
+        match crate::dxgkrnl::kernel::current_machine() {
+            Some(m) => m.raise_sim_error(msg),
+            None => eprintln!("rvgpu-simos: {msg} (outside a machine)"),
+        }
+        return STATUS_INVALID_PARAMETER;
+    };
+    if let Err(b) = irql::check(Routine::DxgkCbInvalidateHwContext, current_irql(), addr) {
+        a.state.raise_bugcheck(b);
+        return STATUS_UNSUCCESSFUL;
+    }
+    let sh = shared(&a);
+    if lock(&sh.os).in_reset.is_none() {
+        a.state.raise_sim_error(
+            "driver bug: DxgkCbInvalidateHwContext outside DxgkDdiResetEngine (docs/tdr.md §5.4)",
+        );
+        return STATUS_INVALID_PARAMETER;
+    }
+    let Some(device) = ums::tdr_device_of_context(&a, args.hHwContext as usize) else {
+        a.state.raise_sim_error(format!(
+            "driver bug: DxgkCbInvalidateHwContext with unknown context {:#x}",
+            args.hHwContext as usize
+        ));
+        return STATUS_INVALID_PARAMETER;
+    };
+    let mut os = lock(&sh.os);
+    os.invalidated.push(device);
+    os.events.push(TdrEvent::Invalidated { device });
+    STATUS_SUCCESS
+}

@@ -1,0 +1,235 @@
+//! VidSch's PASSIVE TDR worker: detection, the preemption timer, and the DDIs recovery starts
+//! with (preempt, collect debug info) plus the DPC flush it waits on.
+
+use super::*;
+
+/// VidSch's TDR work for one adapter: detection, the preemption timer, recovery. Returns
+/// whether it did anything. Step mode: called once per round (the round counter is the clock).
+pub(crate) fn run_passive(a: &AdapterShared) -> bool {
+    if ENABLED.load(Ordering::Acquire) == 0 || a.state.is_halted() {
+        return false;
+    }
+    let Some(sh) = existing(a) else { return false };
+    let Ok(_one) = sh.recovering.try_lock() else {
+        return false;
+    };
+    let mut os = lock(&sh.os);
+    if !os.enabled {
+        return false;
+    }
+    if os.step {
+        os.rounds += 1;
+    }
+    let now = os.now();
+    let timeout = os.timeout();
+    let preempt_timeout = os.preempt_timeout();
+    let watch = os.config.watch_hw_queues;
+    drop(os);
+    let queues = if watch {
+        ums::tdr_queues(a)
+    } else {
+        Vec::new()
+    };
+    let mut os = lock(&sh.os);
+    let nodes = lock(&a.caps).map_or(0, |c| c.GpuEngineTopology.NbAsymetricProcessingNodes);
+    for node in 0..nodes {
+        let n = os.node(node);
+        // A pending preemption: acknowledged, or timed out.
+        if let Some((id, since)) = n.preempt {
+            if let Some((pid, last)) = n.preempted.take() {
+                if pid == id {
+                    n.preempt = None;
+                    n.last_change = now;
+                    os.events.push(TdrEvent::Preempted {
+                        node,
+                        fence: id,
+                        last_completed: last,
+                    });
+                    return true;
+                }
+            }
+            if now.saturating_sub(since) >= preempt_timeout {
+                n.preempt = None;
+                drop(os);
+                let _ = recover_node(a, &sh, node, None);
+                return true;
+            }
+            continue;
+        }
+        // Triggers.
+        let mut cause = None;
+        if let Some(f) = n.faulted.take() {
+            n.faulted_fence = Some(f);
+            cause = Some(Cause::Faulted { fence: f });
+        } else if std::mem::take(&mut n.hung) {
+            cause = Some(Cause::EngineHung);
+        } else if n.s > n.c && now.saturating_sub(n.last_change) >= timeout {
+            cause = Some(Cause::DmaTimeout);
+        } else {
+            for q in queues.iter().filter(|q| q.node == node) {
+                let busy = !q.suspended && !q.device_in_error && q.last_queued > q.completed;
+                let e = n.watch.entry(q.handle).or_insert((q.completed, now));
+                if !busy || e.0 != q.completed {
+                    *e = (q.completed, now);
+                    continue;
+                }
+                if now.saturating_sub(e.1) >= timeout {
+                    *e = (q.completed, now);
+                    cause = Some(Cause::HwQueueStalled { queue: q.handle });
+                    break;
+                }
+            }
+        }
+        let Some(cause) = cause else { continue };
+        os.events.push(TdrEvent::Detected { node, cause });
+        let n = os.node(node);
+        if n.s > n.c {
+            // Preemption attempt (step 2) with a new fence ID, in submission order (under
+            // the submission lock, taken before the state lock).
+            drop(os);
+            let _order = lock(&sh.submit);
+            let mut os = lock(&sh.os);
+            let n = os.node(node);
+            let id = n.next_id;
+            n.next_id = n.next_id.wrapping_add(1).max(1);
+            n.preempt = Some((id, now));
+            n.preempted = None;
+            os.events
+                .push(TdrEvent::PreemptRequested { node, fence: id });
+            drop(os);
+            let _ = preempt(a, node, id);
+            return true;
+        }
+        drop(os);
+        let stalled = match cause {
+            Cause::HwQueueStalled { queue } => Some(queue),
+            _ => None,
+        };
+        let _ = recover_node(a, &sh, node, stalled.or(Some(0)));
+        return true;
+    }
+    false
+}
+
+pub(super) fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
+    let f = table(a)?
+        .DxgkDdiPreemptCommand
+        .ok_or_else(|| sim_err(a, "no DxgkDdiPreemptCommand".into()))?;
+    let args = DXGKARG_PREEMPTCOMMAND {
+        PreemptionFenceId: id,
+        NodeOrdinal: node,
+        EngineOrdinal: 0,
+        Flags: DXGK_PREEMPTCOMMANDFLAGS::default(),
+    };
+    let ctx = a.context();
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiPreemptCommand,
+        f as usize,
+        At::Level(Irql::Dispatch),
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { f(ctx, &args) }
+        },
+    )?;
+    if !NT_SUCCESS(status) {
+        let b = BugCheck::video_scheduler(
+            vidsch::DRIVER_SUBMIT_FAILED,
+            status as u32 as u64,
+            u64::from(node),
+            u64::from(id),
+        );
+        a.state.raise_bugcheck(b);
+        return Err(SimError::Bugcheck(b));
+    }
+    Ok(())
+}
+
+/// `DxgkDdiCollectDbgInfo(reason)` at PASSIVE with a 4 KiB buffer and a guard after it.
+pub(super) fn collect_dbg_info(
+    a: &AdapterShared,
+    sh: &TdrShared,
+    reason: u32,
+) -> Result<(), SimError> {
+    // A WDDM KMD must implement it; skipping it would hide a missing DDI from every TDR test.
+    let f = table(a)?.DxgkDdiCollectDbgInfo.ok_or_else(|| {
+        sim_err(
+            a,
+            format!("driver bug: TDR ({reason:#x}) but the driver has no DxgkDdiCollectDbgInfo"),
+        )
+    })?;
+    const SIZE: usize = 4096;
+    const GUARD: u8 = 0xA5;
+    let mut buf = vec![GUARD; SIZE + 64];
+    let mut ext = DXGKARG_COLLECTDBGINFO_EXT::default();
+    let args = DXGKARG_COLLECTDBGINFO {
+        Reason: reason,
+        pBuffer: buf.as_mut_ptr().cast(),
+        BufferSize: SIZE,
+        pExtension: &mut ext,
+    };
+    let ctx = a.context();
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiCollectDbgInfo,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
+            unsafe { f(ctx, &args) }
+        },
+    )?;
+    if buf[SIZE..].iter().any(|b| *b != GUARD) {
+        return Err(sim_err(
+            a,
+            format!("driver bug: DxgkDdiCollectDbgInfo({reason:#x}) wrote past BufferSize"),
+        ));
+    }
+    let bytes = if NT_SUCCESS(status) {
+        buf[..SIZE].iter().position(|b| *b == 0).unwrap_or(SIZE)
+    } else {
+        0
+    };
+    lock(&sh.os)
+        .events
+        .push(TdrEvent::CollectDbgInfo { reason, bytes });
+    Ok(())
+}
+
+/// Waits until no DPC of the adapter is queued or running (`KeFlushQueuedDpcs`), without
+/// closing its gate. Step mode: runs queued DPCs inline.
+pub(super) fn flush_dpcs(a: &AdapterShared, step: bool) -> Result<(), SimError> {
+    if step {
+        for _ in 0..10_000 {
+            if !crate::dxgkrnl::interrupt::service_dpc(a) {
+                break;
+            }
+        }
+        if !a.state.is_halted() && a.dpc_queued.load(Ordering::Acquire) {
+            return Err(sim_err(
+                a,
+                format!("adapter {}: TDR: the DPC keeps queueing itself", a.index),
+            ));
+        }
+        return Ok(());
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if !a.dpc_queued.load(Ordering::Acquire) {
+            if let Ok(g) = a.dpc_gate.try_lock() {
+                if !a.dpc_queued.load(Ordering::Acquire) {
+                    drop(g);
+                    return Ok(());
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(sim_err(
+                a,
+                "TDR: the DPC flush did not finish in 5 s".into(),
+            ));
+        }
+        a.wake.notify();
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}

@@ -1,0 +1,197 @@
+//! Fixtures shared by the simulated OS's tests and benches (benches include this file with
+//! `#[path]`): machines that are loaded and started, result checks that fail with the driver's
+//! log, a seeded random source, and the queue settings and commands several tests use.
+//!
+//! Each test binary uses a subset, hence `dead_code` is allowed here.
+#![allow(dead_code)]
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rvgpu_hw::cmd::Command;
+use rvgpu_hw::pdd::{
+    DoorbellPdd, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
+};
+use rvgpu_hw::queue::RingControl;
+use rvgpu_simos::kmt::{SimKmt, SimMem};
+use rvgpu_simos::{AdapterConfig, Machine, MachineConfig, Mode, SimError};
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, KmtHandle};
+use rvgpu_umd::submit::QueueConfig;
+use zerocopy::IntoBytes;
+
+/// A machine built from `cfg` with the driver loaded and every adapter started.
+pub fn started(cfg: MachineConfig) -> Machine {
+    let n = cfg.adapters.len();
+    let mut m = Machine::new(cfg);
+    m.load_driver().expect("load");
+    for i in 0..n {
+        if let Err(e) = m.start_adapter(i) {
+            panic!("start {i}: {e}; log {:#?}", m.driver_log());
+        }
+    }
+    m
+}
+
+/// A started single-adapter machine whose adapter `f` adjusts first.
+pub fn machine_with(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
+    let mut cfg = MachineConfig::single(mode);
+    f(&mut cfg.adapters[0]);
+    started(cfg)
+}
+
+/// What the machine has to say when a check fails: its fault, TDR events (if any) and log.
+fn diagnostics(m: &Machine) -> String {
+    let tdr = m.tdr_events(0);
+    let tdr = if tdr.is_empty() {
+        String::new()
+    } else {
+        format!("; tdr {tdr:#?}")
+    };
+    format!(
+        "machine fault {:?}{tdr}; log {:#?}",
+        m.fault(),
+        m.driver_log()
+    )
+}
+
+/// The value of a simulated-OS call, or a panic with the error and the machine's state.
+pub fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}; {}", diagnostics(m)),
+    }
+}
+
+/// [`ok`] for any error type (UMD and thunk results).
+pub fn okk<T, E: std::fmt::Debug>(m: &Machine, r: Result<T, E>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e:?}; {}", diagnostics(m)),
+    }
+}
+
+/// Asserts that the machine has neither bug-checked nor hit a simulation error.
+pub fn no_fault(m: &Machine) {
+    assert!(m.fault().is_none(), "{}", diagnostics(m));
+}
+
+/// A seeded xorshift64* source: stress runs are reproducible from their seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A queue on `node` with a 4 KiB ring and 4 KiB command buffers.
+pub fn config(node: u32) -> QueueConfig {
+    QueueConfig {
+        node,
+        ring_size: 4096,
+        command_buffer_size: 4096,
+        ..QueueConfig::default()
+    }
+}
+
+/// A GPU write of `pattern` to the 8 bytes at `off` in `t`.
+pub fn fill(t: &Allocation<SimMem>, off: u64, pattern: u64) -> Command {
+    Command::Fill {
+        dst: t.gpu_va + off,
+        bytes: 8,
+        pattern,
+    }
+}
+
+/// A started single-adapter machine with `doorbells` physical doorbells.
+pub fn with_doorbells(mode: Mode, doorbells: u32) -> Machine {
+    machine_with(mode, |a| a.device.doorbells = doorbells)
+}
+
+/// A user-mode queue built from the thunks: its doorbell is created, not connected.
+pub struct RawQueue {
+    pub queue: KmtHandle,
+    pub ring: Allocation<SimMem>,
+    pub control: Allocation<SimMem>,
+    pub doorbell: KmtHandle,
+}
+
+/// A doorbell for `q`'s ring (4 KiB) and ring control.
+pub fn create_doorbell(m: &Machine, k: &SimKmt<'_>, q: &RawQueue) -> KmtHandle {
+    let mut pdd = DoorbellPdd {
+        magic: PDD_MAGIC,
+        version: DOORBELL_PDD_VERSION,
+        ring_gpu: q.ring.gpu_va,
+        ring_control_gpu: q.control.gpu_va,
+        ring_size: 4096,
+        ..Default::default()
+    };
+    okk(
+        m,
+        k.create_doorbell(q.queue, q.ring.handle, q.control.handle, pdd.as_mut_bytes()),
+    )
+    .handle
+}
+
+/// A context on node 0 with a user-mode queue, its ring and ring control, and a doorbell.
+pub fn raw_queue(m: &Machine, k: &SimKmt<'_>) -> RawQueue {
+    let context = okk(m, k.create_context(0));
+    let mut qp = HwQueuePdd {
+        magic: PDD_MAGIC,
+        version: HW_QUEUE_PDD_VERSION,
+        ..Default::default()
+    };
+    let queue = okk(m, k.create_hw_queue(context, true, qp.as_mut_bytes())).handle;
+    let ring = okk(m, k.create_allocation(4096));
+    let control = okk(m, k.create_allocation(RingControl::SIZE));
+    // Fresh ring control: both pointers at 0.
+    control.mem.store(RingControl::WRITE_PTR, 0);
+    control.mem.store(RingControl::READ_PTR, 0);
+    let mut q = RawQueue {
+        queue,
+        ring,
+        control,
+        doorbell: 0,
+    };
+    q.doorbell = create_doorbell(m, k, &q);
+    q
+}
+
+/// `(iterations, time)` of every criterion `iter_custom` call.
+pub struct Samples(Mutex<Vec<(u64, Duration)>>);
+
+impl Samples {
+    pub fn new() -> Self {
+        Self(Mutex::new(Vec::new()))
+    }
+
+    pub fn push(&self, iters: u64, d: Duration) {
+        self.0.lock().expect("samples").push((iters, d));
+    }
+
+    /// (median of the per-sample time per iteration, mean time per iteration, iterations) over
+    /// the last `last` calls (criterion's measurement; earlier calls are its warm-up), times in
+    /// `1/per_second` seconds (1e6: µs, 1e9: ns).
+    pub fn stats(&self, last: usize, per_second: f64) -> (f64, f64, u64) {
+        let v = self.0.lock().expect("samples");
+        let s = &v[v.len().saturating_sub(last)..];
+        if s.is_empty() {
+            return (0.0, 0.0, 0);
+        }
+        let mut per: Vec<f64> = s
+            .iter()
+            .map(|(n, d)| d.as_secs_f64() * per_second / (*n).max(1) as f64)
+            .collect();
+        per.sort_by(f64::total_cmp);
+        let iters: u64 = s.iter().map(|(n, _)| n).sum();
+        let total: f64 = s.iter().map(|(_, d)| d.as_secs_f64()).sum();
+        (per[per.len() / 2], total * per_second / iters as f64, iters)
+    }
+}
