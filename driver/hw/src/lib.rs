@@ -19,6 +19,8 @@ pub mod mmio;
 pub mod pci;
 pub mod pdd;
 pub mod queue;
+#[macro_use]
+pub mod register;
 pub mod regs;
 
 /// Size of a GPU page and of one doorbell page.

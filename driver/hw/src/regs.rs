@@ -6,84 +6,20 @@
 
 use bitflags::bitflags;
 
-/// RO32: identification, always [`ID_VALUE`].
-pub const ID: usize = 0x0000;
-/// "RVGP" in little-endian ASCII.
+/// "RVGP" in little-endian ASCII: the value of [`ID`].
 pub const ID_VALUE: u32 = 0x5047_5652;
-/// RO32: specification version, major in bits 31:16, minor in 15:0.
-pub const VERSION: usize = 0x0004;
-/// The version this crate describes: 1.1 (1.0 plus INDIRECT and the engine reset that keeps
-/// innocent queues and holds the engine).
+/// The [`VERSION`] this crate describes: 1.1 (1.0 plus INDIRECT and the engine reset that
+/// keeps innocent queues and holds the engine).
 pub const VERSION_VALUE: u32 = 0x0001_0001;
-/// RO32: [`Caps`].
-pub const CAPS: usize = 0x0008;
-/// RO32: [`Config`] packed counts.
-pub const CONFIG: usize = 0x000C;
-/// RO64: bytes of local memory.
-pub const VRAM_SIZE: usize = 0x0010;
-/// RO32: frequency of [`GPU_CLOCK`] in Hz.
-pub const CLOCK_FREQ: usize = 0x0018;
-/// RO64: the GPU clock; monotonic, never goes backwards, also across engine resets.
-pub const GPU_CLOCK: usize = 0x0020;
-/// RO32: [`DeviceStatus`].
-pub const DEVICE_STATUS: usize = 0x0028;
-/// WO32: writing [`ADAPTER_RESET_KEY`] resets the whole adapter (all engines, runlists,
-/// doorbell bindings, event ring); any other value is ignored.
-pub const ADAPTER_RESET: usize = 0x002C;
 /// Key for [`ADAPTER_RESET`]: "RSET".
 pub const ADAPTER_RESET_KEY: u32 = 0x5445_5352;
-/// RW32: scratch register for bring-up tests; no side effects.
-pub const SCRATCH: usize = 0x0030;
-/// WO32: fence synchronisation (NF-07). The write returns only after every fence-signal
-/// operation that began before it has finished its conditional-interrupt decision, so a
-/// MonitoredValue the CPU stored before the write is seen by every later decision.
-pub const FENCE_SYNC: usize = 0x0034;
-/// WO32: log flush (LOG-07). Same drain as [`FENCE_SYNC`] for log-entry writes of the queue
-/// whose id is written: when the write returns, every entry that queue's header counts is in
-/// memory.
-pub const LOG_FLUSH: usize = 0x0038;
-
-/// WO64: the CPU changed the 64-bit fence value at this GPU address (NF-17): the CMP
-/// re-evaluates every FENCE_WAIT blocked on it before the write returns. 0 re-evaluates
-/// every blocked wait (used after `NotificationOnly` updates, NF-16).
-pub const WAIT_RESCAN: usize = 0x0070;
-
-/// RO32: pending interrupt causes ([`IntCause`]); the line is asserted while
-/// `INT_STATUS & INT_ENABLE != 0`.
-pub const INT_STATUS: usize = 0x0040;
-/// RW32: enabled interrupt causes.
-pub const INT_ENABLE: usize = 0x0044;
-/// W1C32: writing a bit clears that cause in [`INT_STATUS`].
-pub const INT_ACK: usize = 0x0048;
-
-/// RW64: GPU address of the event ring (system memory, 4 KiB aligned, in a registered window).
-pub const EVENT_RING_BASE: usize = 0x0050;
-/// RW32: number of records in the event ring, a power of two in 16..=65536.
-pub const EVENT_RING_SIZE: usize = 0x0058;
-/// RW32: bit 0 enables event posting. Enabling resets WPTR and RPTR to zero and re-posts an
-/// ENGINE_STATE record for every engine in TransitionToF1 or Hung (states are posted on
-/// entry, so one entered while posting was off would otherwise never be reported).
-pub const EVENT_RING_CTRL: usize = 0x005C;
-/// RO32: free-running count of records the device has written.
-pub const EVENT_RING_WPTR: usize = 0x0060;
-/// RW32: free-running count of records the driver has consumed.
-pub const EVENT_RING_RPTR: usize = 0x0064;
 
 /// Number of system-memory windows.
 pub const SYSWIN_COUNT: usize = 16;
-/// RW64 array: window `k` base at `SYSWIN_BASE + k * SYSWIN_STRIDE` (8-byte aligned).
-pub const SYSWIN_BASE: usize = 0x0200;
-/// RW64 array: window `k` size in bytes at `SYSWIN_SIZE + k * SYSWIN_STRIDE`; 0 disables it.
-pub const SYSWIN_SIZE: usize = 0x0208;
 /// Stride between windows.
 pub const SYSWIN_STRIDE: usize = 0x10;
-
-/// RW32 array: physical doorbell `i` is bound to the queue whose id is at
-/// `DOORBELL_BIND + 4 * i`; [`crate::queue::NO_QUEUE`] unbinds it. Dedicated mode only.
-pub const DOORBELL_BIND: usize = 0x0800;
 /// Most physical doorbells the register file can describe.
 pub const DOORBELL_MAX: u32 = 512;
-
 /// Base of the per-engine register blocks; engine `e` at `ENGINE_BASE + e * ENGINE_STRIDE`.
 pub const ENGINE_BASE: usize = 0x1000;
 /// Size of one engine block.
@@ -91,42 +27,167 @@ pub const ENGINE_STRIDE: usize = 0x100;
 /// Most engines the register file can describe.
 pub const ENGINE_MAX: u32 = 16;
 
-/// Offsets inside an engine block.
-pub mod engine {
-    /// RW64: GPU address of the runlist: an array of [`crate::queue::QueueDescriptor`].
-    pub const RUNLIST_BASE: usize = 0x00;
-    /// RW32: number of descriptors in the runlist (at most [`crate::queue::RUNLIST_MAX`]).
-    pub const RUNLIST_COUNT: usize = 0x08;
-    /// WO32: writing 1 makes the CMP load the runlist atomically (it reads the descriptors
-    /// during the write). Queues (identified by queue id) that stay keep their read pointer
-    /// and blocked/fault state; queues that leave stop at a packet boundary before the write
-    /// returns: a COPY/FILL in progress is finished first, a HANG in progress is abandoned
-    /// (the queue's read pointer stays on it). A bad entry posts a
+// The register map: the one declaration of every register's offset, width, access type and
+// fields (docs/hardware.md section 3 is its prose). Engine registers are arrays over
+// `ENGINE_MAX` engine blocks; `engine::*` below are their offsets inside a block.
+crate::register! {
+    /// RO32: identification, always [`ID_VALUE`].
+    ID => Id(u32, RO) @ 0x0000;
+    /// RO32: specification version, major in bits 31:16, minor in 15:0.
+    VERSION => Version(u32, RO) {
+        /// Major version: a driver refuses one it does not know.
+        major, with_major: 31:16,
+        /// Minor version.
+        minor, with_minor: 15:0,
+    } @ 0x0004;
+    /// RO32: [`Caps`].
+    CAPS => CapsReg(u32, RO) @ 0x0008;
+    /// RO32: [`Config`] packed counts.
+    CONFIG => ConfigReg(u32, RO) {
+        /// Engines (nodes).
+        engines, with_engines: 7:0,
+        /// Physical doorbells.
+        doorbells, with_doorbells: 31:16,
+    } @ 0x000C;
+    /// RO64: bytes of local memory.
+    VRAM_SIZE => VramSize(u64, RO) @ 0x0010;
+    /// RO32: frequency of [`GPU_CLOCK`] in Hz.
+    CLOCK_FREQ => ClockFreq(u32, RO) @ 0x0018;
+    /// RO64: the GPU clock; monotonic, never goes backwards, also across engine resets.
+    GPU_CLOCK => GpuClock(u64, RO) @ 0x0020;
+    /// RO32: [`DeviceStatus`].
+    DEVICE_STATUS => DeviceStatusReg(u32, RO) @ 0x0028;
+    /// WO32: writing [`ADAPTER_RESET_KEY`] resets the whole adapter (all engines, runlists,
+    /// doorbell bindings, event ring); any other value is ignored.
+    ADAPTER_RESET => AdapterReset(u32, WO) @ 0x002C;
+    /// RW32: scratch register for bring-up tests; no side effects.
+    SCRATCH => Scratch(u32, RW) @ 0x0030;
+    /// WO32: fence synchronisation (NF-07). The write returns only after every fence-signal
+    /// operation that began before it has finished its conditional-interrupt decision, so a
+    /// MonitoredValue the CPU stored before the write is seen by every later decision.
+    FENCE_SYNC => FenceSync(u32, WO) @ 0x0034;
+    /// WO32: log flush (LOG-07). Same drain as [`FENCE_SYNC`] for log-entry writes of the
+    /// queue whose id is written: when the write returns, every entry that queue's header
+    /// counts is in memory.
+    LOG_FLUSH => LogFlush(u32, WO) @ 0x0038;
+    /// RO32: pending interrupt causes ([`IntCause`]); the line is asserted while
+    /// `INT_STATUS & INT_ENABLE != 0`.
+    INT_STATUS => IntStatus(u32, RO) @ 0x0040;
+    /// RW32: enabled interrupt causes.
+    INT_ENABLE => IntEnable(u32, RW) @ 0x0044;
+    /// W1C32: writing a bit clears that cause in [`INT_STATUS`].
+    INT_ACK => IntAck(u32, W1C) @ 0x0048;
+    /// RW64: GPU address of the event ring (system memory, 4 KiB aligned, in a registered
+    /// window).
+    EVENT_RING_BASE => EventRingBase(u64, RW) @ 0x0050;
+    /// RW32: number of records in the event ring, a power of two in 16..=65536.
+    EVENT_RING_SIZE => EventRingSize(u32, RW) @ 0x0058;
+    /// RW32: bit 0 enables event posting. Enabling resets WPTR and RPTR to zero and re-posts
+    /// an ENGINE_STATE record for every engine in TransitionToF1 or Hung (states are posted on
+    /// entry, so one entered while posting was off would otherwise never be reported).
+    EVENT_RING_CTRL => EventRingCtrl(u32, RW) {
+        /// Event posting is on.
+        enable, with_enable: 0:0,
+    } @ 0x005C;
+    /// RO32: free-running count of records the device has written.
+    EVENT_RING_WPTR => EventRingWptr(u32, RO) @ 0x0060;
+    /// RW32: free-running count of records the driver has consumed.
+    EVENT_RING_RPTR => EventRingRptr(u32, RW) @ 0x0064;
+    /// WO64: the CPU changed the 64-bit fence value at this GPU address (NF-17): the CMP
+    /// re-evaluates every FENCE_WAIT blocked on it before the write returns. 0 re-evaluates
+    /// every blocked wait (used after `NotificationOnly` updates, NF-16).
+    WAIT_RESCAN => WaitRescan(u64, WO) @ 0x0070;
+    /// RW64 array: window `k` base at `SYSWIN_BASE + k * SYSWIN_STRIDE` (8-byte aligned).
+    SYSWIN_BASE [SYSWIN_COUNT as u32; SYSWIN_STRIDE] => SyswinBase(u64, RW) @ 0x0200;
+    /// RW64 array: window `k` size in bytes at `SYSWIN_SIZE + k * SYSWIN_STRIDE`; 0 disables
+    /// it.
+    SYSWIN_SIZE [SYSWIN_COUNT as u32; SYSWIN_STRIDE] => SyswinSize(u64, RW) @ 0x0208;
+    /// RW32 array: physical doorbell `i` is bound to the queue whose id is at
+    /// `DOORBELL_BIND + 4 * i`; [`crate::queue::NO_QUEUE`] unbinds it. Dedicated mode only.
+    DOORBELL_BIND [DOORBELL_MAX; 4] => DoorbellBind(u32, RW) @ 0x0800;
+
+    /// RW64 per engine: GPU address of the runlist: an array of
+    /// [`crate::queue::QueueDescriptor`].
+    ENGINE_RUNLIST_BASE [ENGINE_MAX; ENGINE_STRIDE] => RunlistBase(u64, RW) @ ENGINE_BASE;
+    /// RW32 per engine: number of descriptors in the runlist (at most
+    /// [`crate::queue::RUNLIST_MAX`]).
+    ENGINE_RUNLIST_COUNT [ENGINE_MAX; ENGINE_STRIDE] => RunlistCount(u32, RW)
+        @ ENGINE_BASE + 0x08;
+    /// WO32 per engine: writing 1 makes the CMP load the runlist atomically (it reads the
+    /// descriptors during the write). Queues (identified by queue id) that stay keep their
+    /// read pointer and blocked/fault state; queues that leave stop at a packet boundary
+    /// before the write returns: a COPY/FILL in progress is finished first, a HANG in progress
+    /// is abandoned (the queue's read pointer stays on it). A bad entry posts a
     /// [`crate::event::FaultCode::BadDescriptor`] fault and is skipped. A commit also ends
     /// the hold that follows an engine reset ([`crate::engine::STATUS_HELD`]).
-    pub const RUNLIST_COMMIT: usize = 0x0C;
-    /// RO32: [`crate::engine::EngineStatus`]: state (bits 3:0), `has_work` (bit 8), `held`
-    /// (bit 9, [`crate::engine::STATUS_HELD`]).
-    pub const STATUS: usize = 0x10;
-    /// WO32: [`crate::engine::ENGINE_CTRL_RESET`] resets this engine only: the packet in
-    /// flight is aborted and its queue leaves the runlist, every other queue keeps its state,
-    /// and the engine is held until the next `RUNLIST_COMMIT` ([`crate::engine::ResetResult`]).
-    pub const CTRL: usize = 0x14;
-    /// RO32: [`crate::engine::ResetResult`] of the last reset.
-    pub const RESET_RESULT: usize = 0x18;
-    /// RO32: id of the queue whose packet was in flight when the last successful reset
-    /// aborted it, or [`crate::queue::NO_QUEUE`] if no packet was in flight.
-    pub const RESET_QUEUE: usize = 0x1C;
-    /// RO64: ring read pointer (bytes, free-running) of the aborted command in that queue
-    /// (the INDIRECT's, for a packet inside an indirect buffer); 0 if nothing was aborted.
-    pub const RESET_RPTR: usize = 0x20;
-    /// RO32: id of the queue the engine is executing now, or [`crate::queue::NO_QUEUE`].
-    pub const CURRENT_QUEUE: usize = 0x28;
-    /// WO32: write a queue id: the CMP rescans that queue's ring control (kernel-mode
-    /// submission path, and resubmission after reset).
-    pub const QUEUE_KICK: usize = 0x2C;
-    /// RO64: total commands this engine has completed (for tests and profiling).
-    pub const COMPLETED_COMMANDS: usize = 0x30;
+    ENGINE_RUNLIST_COMMIT [ENGINE_MAX; ENGINE_STRIDE] => RunlistCommit(u32, WO)
+        @ ENGINE_BASE + 0x0C;
+    /// RO32 per engine: [`crate::engine::EngineStatus`]: state (bits 3:0), `has_work`
+    /// (bit 8), `held` (bit 9, [`crate::engine::STATUS_HELD`]).
+    ENGINE_STATUS [ENGINE_MAX; ENGINE_STRIDE] => EngineStatusReg(u32, RO) {
+        /// [`crate::engine::EngineState`] value.
+        state, with_state: 3:0,
+        /// Some runlisted queue has unconsumed commands, or a packet is in flight.
+        has_work, with_has_work: 8:8,
+        /// Held after an engine reset until the next runlist commit.
+        held, with_held: 9:9,
+    } @ ENGINE_BASE + 0x10;
+    /// WO32 per engine: [`crate::engine::ENGINE_CTRL_RESET`] resets this engine only: the
+    /// packet in flight is aborted and its queue leaves the runlist, every other queue keeps
+    /// its state, and the engine is held until the next `RUNLIST_COMMIT`
+    /// ([`crate::engine::ResetResult`]).
+    ENGINE_CTRL [ENGINE_MAX; ENGINE_STRIDE] => EngineCtrl(u32, WO) @ ENGINE_BASE + 0x14;
+    /// RO32 per engine: [`crate::engine::ResetResult`] of the last reset.
+    ENGINE_RESET_RESULT [ENGINE_MAX; ENGINE_STRIDE] => ResetResultReg(u32, RO)
+        @ ENGINE_BASE + 0x18;
+    /// RO32 per engine: id of the queue whose packet was in flight when the last successful
+    /// reset aborted it, or [`crate::queue::NO_QUEUE`] if no packet was in flight.
+    ENGINE_RESET_QUEUE [ENGINE_MAX; ENGINE_STRIDE] => ResetQueue(u32, RO)
+        @ ENGINE_BASE + 0x1C;
+    /// RO64 per engine: ring read pointer (bytes, free-running) of the aborted command in
+    /// that queue (the INDIRECT's, for a packet inside an indirect buffer); 0 if nothing was
+    /// aborted.
+    ENGINE_RESET_RPTR [ENGINE_MAX; ENGINE_STRIDE] => ResetRptr(u64, RO) @ ENGINE_BASE + 0x20;
+    /// RO32 per engine: id of the queue the engine is executing now, or
+    /// [`crate::queue::NO_QUEUE`].
+    ENGINE_CURRENT_QUEUE [ENGINE_MAX; ENGINE_STRIDE] => CurrentQueue(u32, RO)
+        @ ENGINE_BASE + 0x28;
+    /// WO32 per engine: write a queue id: the CMP rescans that queue's ring control
+    /// (kernel-mode submission path, and resubmission after reset).
+    ENGINE_QUEUE_KICK [ENGINE_MAX; ENGINE_STRIDE] => QueueKick(u32, WO) @ ENGINE_BASE + 0x2C;
+    /// RO64 per engine: total commands this engine has completed (for tests and profiling).
+    ENGINE_COMPLETED_COMMANDS [ENGINE_MAX; ENGINE_STRIDE] => CompletedCommands(u64, RO)
+        @ ENGINE_BASE + 0x30;
+}
+
+/// Offsets inside an engine block, derived from the declarations above (for code that
+/// addresses a block by engine number and register, [`engine_reg`]).
+pub mod engine {
+    use super::ENGINE_BASE;
+
+    /// [`super::ENGINE_RUNLIST_BASE`] inside the block.
+    pub const RUNLIST_BASE: usize = super::ENGINE_RUNLIST_BASE.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_RUNLIST_COUNT`] inside the block.
+    pub const RUNLIST_COUNT: usize = super::ENGINE_RUNLIST_COUNT.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_RUNLIST_COMMIT`] inside the block.
+    pub const RUNLIST_COMMIT: usize = super::ENGINE_RUNLIST_COMMIT.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_STATUS`] inside the block.
+    pub const STATUS: usize = super::ENGINE_STATUS.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_CTRL`] inside the block.
+    pub const CTRL: usize = super::ENGINE_CTRL.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_RESET_RESULT`] inside the block.
+    pub const RESET_RESULT: usize = super::ENGINE_RESET_RESULT.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_RESET_QUEUE`] inside the block.
+    pub const RESET_QUEUE: usize = super::ENGINE_RESET_QUEUE.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_RESET_RPTR`] inside the block.
+    pub const RESET_RPTR: usize = super::ENGINE_RESET_RPTR.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_CURRENT_QUEUE`] inside the block.
+    pub const CURRENT_QUEUE: usize = super::ENGINE_CURRENT_QUEUE.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_QUEUE_KICK`] inside the block.
+    pub const QUEUE_KICK: usize = super::ENGINE_QUEUE_KICK.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_COMPLETED_COMMANDS`] inside the block.
+    pub const COMPLETED_COMMANDS: usize =
+        super::ENGINE_COMPLETED_COMMANDS.wrapping_sub(ENGINE_BASE);
 }
 
 /// Offset of register `reg` in engine `e`'s block, or `None` past [`ENGINE_MAX`].
@@ -144,10 +205,7 @@ pub const fn engine_reg(e: u32, reg: usize) -> Option<usize> {
 
 /// Offset of doorbell binding register `i`, or `None` past [`DOORBELL_MAX`].
 pub const fn doorbell_bind_reg(i: u32) -> Option<usize> {
-    if i >= DOORBELL_MAX {
-        return None;
-    }
-    Some(DOORBELL_BIND.wrapping_add((i as usize).wrapping_mul(4)))
+    <DoorbellBind as crate::register::Register>::DECL.offset_of(i)
 }
 
 /// Offsets of the base and size registers of window `k`, or `None` past [`SYSWIN_COUNT`].
@@ -155,8 +213,15 @@ pub const fn syswin_regs(k: usize) -> Option<(usize, usize)> {
     if k >= SYSWIN_COUNT {
         return None;
     }
-    let off = k.wrapping_mul(SYSWIN_STRIDE);
-    Some((SYSWIN_BASE.wrapping_add(off), SYSWIN_SIZE.wrapping_add(off)))
+    // k < SYSWIN_COUNT = 16.
+    let k = k as u32;
+    match (
+        <SyswinBase as crate::register::Register>::DECL.offset_of(k),
+        <SyswinSize as crate::register::Register>::DECL.offset_of(k),
+    ) {
+        (Some(base), Some(size)) => Some((base, size)),
+        _ => None,
+    }
 }
 
 bitflags! {
@@ -227,14 +292,18 @@ pub struct Config {
 impl Config {
     /// Packs into the register value: engines in bits 7:0, doorbells in bits 31:16.
     pub const fn to_reg(self) -> u32 {
-        (self.engines & 0xFF) | ((self.doorbells & 0xFFFF) << 16)
+        ConfigReg::new(0)
+            .with_engines(self.engines)
+            .with_doorbells(self.doorbells)
+            .raw()
     }
 
     /// Unpacks the register value.
     pub const fn from_reg(v: u32) -> Self {
+        let r = ConfigReg::new(v);
         Self {
-            engines: v & 0xFF,
-            doorbells: v >> 16,
+            engines: r.engines(),
+            doorbells: r.doorbells(),
         }
     }
 }
@@ -254,6 +323,40 @@ mod tests {
         assert_eq!(engine_reg(ENGINE_MAX, 0), None);
         assert_eq!(doorbell_bind_reg(DOORBELL_MAX), None);
         assert_eq!(syswin_regs(SYSWIN_COUNT), None);
+    }
+
+    #[test]
+    fn declarations_do_not_overlap_and_decode_back() {
+        use crate::register::Width;
+        let mut spans = std::vec::Vec::new();
+        for id in ALL {
+            let d = id.decl();
+            assert!(d.count >= 1 && (d.count == 1) == (d.stride == 0), "{}", d.name);
+            for i in 0..d.count {
+                let off = d.offset_of(i).unwrap();
+                assert_eq!(off % d.width.bytes(), 0, "{} aligned", d.name);
+                assert!(off + d.width.bytes() <= 0x1_0000, "{} inside BAR0", d.name);
+                assert_eq!(lookup(off), Some((*id, i)), "{}[{i}]", d.name);
+                spans.push((off, off + d.width.bytes(), d.name));
+            }
+            assert_eq!(d.offset_of(d.count), None);
+        }
+        spans.sort();
+        for w in spans.windows(2) {
+            assert!(w[0].1 <= w[1].0, "{} overlaps {}", w[0].2, w[1].2);
+        }
+        assert_eq!(RegId::GpuClock.decl().width, Width::W64);
+        assert_eq!(RegId::IntAck.decl().access, crate::register::Access::W1C);
+        assert_eq!(lookup(GPU_CLOCK + 4), None, "high half is not a register start");
+    }
+
+    #[test]
+    fn fields_round_trip() {
+        let s = EngineStatusReg::new(0).with_state(3).with_held(1);
+        assert_eq!(s.raw(), 0x203);
+        assert_eq!((s.state(), s.has_work(), s.held()), (3, 0, 1));
+        assert_eq!(ConfigReg::new(0x0010_0002).doorbells(), 16);
+        assert_eq!(Version::new(VERSION_VALUE).major(), 1);
     }
 
     #[test]
