@@ -12,142 +12,42 @@
 use std::sync::atomic::Ordering;
 
 use rvgpu_hw::engine::ENGINE_CTRL_RESET;
-use rvgpu_hw::regs::{self, engine as er, Caps, Config};
+use rvgpu_hw::register::{RegDecl, Width};
+use rvgpu_hw::regs::{self, Caps, Config, RegId};
 
 use super::{lock, Core};
 
-/// A decoded register.
+/// A decoded register: which declaration governs the offset, and which instance (the window,
+/// doorbell or engine; 0 for a single register).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Reg {
-    Id,
-    Version,
-    Caps,
-    Config,
-    VramSize,
-    ClockFreq,
-    GpuClock,
-    DeviceStatus,
-    AdapterReset,
-    Scratch,
-    FenceSync,
-    LogFlush,
-    WaitRescan,
-    IntStatus,
-    IntEnable,
-    IntAck,
-    EventRingBase,
-    EventRingSize,
-    EventRingCtrl,
-    EventRingWptr,
-    EventRingRptr,
-    SyswinBase(usize),
-    SyswinSize(usize),
-    DoorbellBind(usize),
-    Engine(usize, EngReg),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum EngReg {
-    RunlistBase,
-    RunlistCount,
-    RunlistCommit,
-    Status,
-    Ctrl,
-    ResetResult,
-    ResetQueue,
-    ResetRptr,
-    CurrentQueue,
-    QueueKick,
-    CompletedCommands,
+struct Reg {
+    id: RegId,
+    index: usize,
 }
 
 impl Reg {
+    /// Width and access type come from the declaration in `rvgpu_hw::regs`.
+    fn decl(self) -> RegDecl {
+        self.id.decl()
+    }
+
     fn is64(self) -> bool {
-        matches!(
-            self,
-            Reg::VramSize
-                | Reg::GpuClock
-                | Reg::WaitRescan
-                | Reg::EventRingBase
-                | Reg::SyswinBase(_)
-                | Reg::SyswinSize(_)
-                | Reg::Engine(
-                    _,
-                    EngReg::RunlistBase | EngReg::ResetRptr | EngReg::CompletedCommands
-                )
-        )
+        self.decl().width == Width::W64
     }
 }
 
 impl Core {
-    /// Decodes the register that starts at `off`, for this device's configuration.
+    /// Decodes the register that starts at `off`, for this device's configuration: the
+    /// declared arrays are cut to the doorbells and engines this instance has.
     fn decode(&self, off: usize) -> Option<Reg> {
-        Some(match off {
-            regs::ID => Reg::Id,
-            regs::VERSION => Reg::Version,
-            regs::CAPS => Reg::Caps,
-            regs::CONFIG => Reg::Config,
-            regs::VRAM_SIZE => Reg::VramSize,
-            regs::CLOCK_FREQ => Reg::ClockFreq,
-            regs::GPU_CLOCK => Reg::GpuClock,
-            regs::DEVICE_STATUS => Reg::DeviceStatus,
-            regs::ADAPTER_RESET => Reg::AdapterReset,
-            regs::SCRATCH => Reg::Scratch,
-            regs::FENCE_SYNC => Reg::FenceSync,
-            regs::LOG_FLUSH => Reg::LogFlush,
-            regs::WAIT_RESCAN => Reg::WaitRescan,
-            regs::INT_STATUS => Reg::IntStatus,
-            regs::INT_ENABLE => Reg::IntEnable,
-            regs::INT_ACK => Reg::IntAck,
-            regs::EVENT_RING_BASE => Reg::EventRingBase,
-            regs::EVENT_RING_SIZE => Reg::EventRingSize,
-            regs::EVENT_RING_CTRL => Reg::EventRingCtrl,
-            regs::EVENT_RING_WPTR => Reg::EventRingWptr,
-            regs::EVENT_RING_RPTR => Reg::EventRingRptr,
-            o if (regs::SYSWIN_BASE..regs::DOORBELL_BIND).contains(&o) => {
-                let rel = o - regs::SYSWIN_BASE;
-                let k = rel / regs::SYSWIN_STRIDE;
-                if k >= regs::SYSWIN_COUNT {
-                    return None;
-                }
-                match rel % regs::SYSWIN_STRIDE {
-                    0 => Reg::SyswinBase(k),
-                    8 => Reg::SyswinSize(k),
-                    _ => return None,
-                }
-            }
-            o if (regs::DOORBELL_BIND..regs::ENGINE_BASE).contains(&o) => {
-                let rel = o - regs::DOORBELL_BIND;
-                let i = rel / 4;
-                if !rel.is_multiple_of(4) || i >= self.regs.doorbell_bind.len() {
-                    return None;
-                }
-                Reg::DoorbellBind(i)
-            }
-            o if o >= regs::ENGINE_BASE => {
-                let rel = o - regs::ENGINE_BASE;
-                let e = rel / regs::ENGINE_STRIDE;
-                if e >= self.regs.engines.len() {
-                    return None;
-                }
-                let r = match rel % regs::ENGINE_STRIDE {
-                    er::RUNLIST_BASE => EngReg::RunlistBase,
-                    er::RUNLIST_COUNT => EngReg::RunlistCount,
-                    er::RUNLIST_COMMIT => EngReg::RunlistCommit,
-                    er::STATUS => EngReg::Status,
-                    er::CTRL => EngReg::Ctrl,
-                    er::RESET_RESULT => EngReg::ResetResult,
-                    er::RESET_QUEUE => EngReg::ResetQueue,
-                    er::RESET_RPTR => EngReg::ResetRptr,
-                    er::CURRENT_QUEUE => EngReg::CurrentQueue,
-                    er::QUEUE_KICK => EngReg::QueueKick,
-                    er::COMPLETED_COMMANDS => EngReg::CompletedCommands,
-                    _ => return None,
-                };
-                Reg::Engine(e, r)
-            }
-            _ => return None,
-        })
+        let (id, index) = regs::lookup(off)?;
+        let index = usize::try_from(index).ok()?;
+        let present = match id {
+            RegId::DoorbellBind => self.regs.doorbell_bind.len(),
+            id if id.decl().offset >= regs::ENGINE_BASE => self.regs.engines.len(),
+            _ => usize::MAX,
+        };
+        (index < present).then_some(Reg { id, index })
     }
 
     fn caps(&self) -> Caps {
@@ -161,93 +61,104 @@ impl Core {
         caps
     }
 
-    /// Full value of a register (reads have no side effects on this device).
+    /// Full value of a register (reads have no side effects on this device). A register its
+    /// declaration does not make readable (WO, W1C) reads 0.
     fn read_reg(&self, reg: Reg) -> u64 {
+        if !reg.decl().access.readable() {
+            return 0;
+        }
         let r = &self.regs;
         let ev = &self.events;
-        match reg {
-            Reg::Id => u64::from(regs::ID_VALUE),
-            Reg::Version => u64::from(regs::VERSION_VALUE),
-            Reg::Caps => u64::from(self.caps().bits()),
-            Reg::Config => u64::from(
+        let i = reg.index;
+        match reg.id {
+            RegId::Id => u64::from(regs::ID_VALUE),
+            RegId::Version => u64::from(regs::VERSION_VALUE),
+            RegId::CapsReg => u64::from(self.caps().bits()),
+            RegId::ConfigReg => u64::from(
                 Config {
                     engines: self.cfg.engines,
                     doorbells: self.cfg.doorbells,
                 }
                 .to_reg(),
             ),
-            Reg::VramSize => self.mem.vram_size(),
-            Reg::ClockFreq => u64::from(self.cfg.clock_hz),
-            Reg::GpuClock => self.clock.now(),
-            Reg::DeviceStatus => u64::from(r.device_status.load(Ordering::Acquire)),
-            Reg::Scratch => u64::from(r.scratch.load(Ordering::Relaxed)),
+            RegId::VramSize => self.mem.vram_size(),
+            RegId::ClockFreq => u64::from(self.cfg.clock_hz),
+            RegId::GpuClock => self.clock.now(),
+            RegId::DeviceStatusReg => u64::from(r.device_status.load(Ordering::Acquire)),
+            RegId::Scratch => u64::from(r.scratch.load(Ordering::Relaxed)),
             // Acquire: a driver that reads a cause bit sees the record published before it.
-            Reg::IntStatus => u64::from(ev.status.load(Ordering::Acquire)),
-            Reg::IntEnable => u64::from(ev.enable.load(Ordering::Relaxed)),
-            Reg::EventRingBase => lock(&ev.ring).base,
-            Reg::EventRingSize => u64::from(lock(&ev.ring).size),
-            Reg::EventRingCtrl => u64::from(lock(&ev.ring).enabled),
+            RegId::IntStatus => u64::from(ev.status.load(Ordering::Acquire)),
+            RegId::IntEnable => u64::from(ev.enable.load(Ordering::Relaxed)),
+            RegId::EventRingBase => lock(&ev.ring).base,
+            RegId::EventRingSize => u64::from(lock(&ev.ring).size),
+            RegId::EventRingCtrl => u64::from(lock(&ev.ring).enabled),
             // Acquire: pairs with the Release publish in post_event (the ISR protocol).
-            Reg::EventRingWptr => u64::from(ev.wptr.load(Ordering::Acquire)),
-            Reg::EventRingRptr => u64::from(ev.rptr.load(Ordering::Acquire)),
-            Reg::SyswinBase(k) => r
+            RegId::EventRingWptr => u64::from(ev.wptr.load(Ordering::Acquire)),
+            RegId::EventRingRptr => u64::from(ev.rptr.load(Ordering::Acquire)),
+            RegId::SyswinBase => r
                 .syswin_base
-                .get(k)
+                .get(i)
                 .map_or(0, |w| w.load(Ordering::Relaxed)),
-            Reg::SyswinSize(k) => r
+            RegId::SyswinSize => r
                 .syswin_size
-                .get(k)
+                .get(i)
                 .map_or(0, |w| w.load(Ordering::Relaxed)),
-            Reg::DoorbellBind(i) => r
+            RegId::DoorbellBind => r
                 .doorbell_bind
                 .get(i)
                 .map_or(0, |b| u64::from(b.load(Ordering::Acquire))),
-            Reg::Engine(e, er) => {
-                let Some(x) = r.engines.get(e) else { return 0 };
-                match er {
-                    EngReg::RunlistBase => x.runlist_base.load(Ordering::Relaxed),
-                    EngReg::RunlistCount => u64::from(x.runlist_count.load(Ordering::Relaxed)),
+            id => {
+                let Some(x) = r.engines.get(i) else { return 0 };
+                match id {
+                    RegId::RunlistBase => x.runlist_base.load(Ordering::Relaxed),
+                    RegId::RunlistCount => u64::from(x.runlist_count.load(Ordering::Relaxed)),
                     // Acquire on everything the CMP publishes: its memory effects are visible
                     // to a driver that saw the register change.
-                    EngReg::Status => u64::from(x.status.load(Ordering::Acquire)),
-                    EngReg::ResetResult => u64::from(x.reset_result.load(Ordering::Acquire)),
-                    EngReg::ResetQueue => u64::from(x.reset_queue.load(Ordering::Acquire)),
-                    EngReg::ResetRptr => x.reset_rptr.load(Ordering::Acquire),
-                    EngReg::CurrentQueue => u64::from(x.current_queue.load(Ordering::Acquire)),
-                    EngReg::CompletedCommands => x.completed.load(Ordering::Acquire),
-                    EngReg::RunlistCommit | EngReg::Ctrl | EngReg::QueueKick => 0,
+                    RegId::EngineStatusReg => u64::from(x.status.load(Ordering::Acquire)),
+                    RegId::ResetResultReg => u64::from(x.reset_result.load(Ordering::Acquire)),
+                    RegId::ResetQueue => u64::from(x.reset_queue.load(Ordering::Acquire)),
+                    RegId::ResetRptr => x.reset_rptr.load(Ordering::Acquire),
+                    RegId::CurrentQueue => u64::from(x.current_queue.load(Ordering::Acquire)),
+                    RegId::CompletedCommands => x.completed.load(Ordering::Acquire),
+                    // Not readable (filtered above) or not an engine register.
+                    _ => 0,
                 }
             }
-            Reg::AdapterReset | Reg::FenceSync | Reg::LogFlush | Reg::WaitRescan | Reg::IntAck => 0,
         }
     }
 
-    /// Writes a register (full-width value) and runs its side effects.
+    /// Writes a register (full-width value) and runs its side effects. A write to a register
+    /// its declaration does not make writable (RO) is dropped.
     fn write_reg(&self, reg: Reg, v: u64) {
         let r = &self.regs;
         let ev = &self.events;
         let v32 = v as u32;
-        if self.is_lost() && reg != Reg::AdapterReset {
+        if self.is_lost() && reg.id != RegId::AdapterReset {
             return;
         }
-        match reg {
-            Reg::AdapterReset if v32 == regs::ADAPTER_RESET_KEY => self.adapter_reset(),
-            Reg::Scratch => r.scratch.store(v32, Ordering::Relaxed),
-            Reg::FenceSync | Reg::LogFlush => {
+        if !reg.decl().access.writable() {
+            return;
+        }
+        let i = reg.index;
+        match reg.id {
+            RegId::AdapterReset if v32 == regs::ADAPTER_RESET_KEY => self.adapter_reset(),
+            RegId::Scratch => r.scratch.store(v32, Ordering::Relaxed),
+            RegId::FenceSync | RegId::LogFlush => {
                 // Drain: every signal decision / log write that holds the lock now finishes
                 // before we get it; later ones see whatever the CPU stored before this write
                 // (the lock hand-over orders them).
                 drop(lock(&self.signal_lock));
             }
-            Reg::WaitRescan => self.wait_rescan(v),
-            Reg::IntEnable => ev.enable.store(v32, Ordering::SeqCst),
-            Reg::IntAck => {
-                // AcqRel: synchronises with the posting fetch_or (see post_event).
+            RegId::WaitRescan => self.wait_rescan(v),
+            RegId::IntEnable => ev.enable.store(v32, Ordering::SeqCst),
+            RegId::IntAck => {
+                // W1C: the written 1 bits clear those causes in INT_STATUS. AcqRel:
+                // synchronises with the posting fetch_or (see post_event).
                 ev.status.fetch_and(!v32, Ordering::AcqRel);
             }
-            Reg::EventRingBase => lock(&ev.ring).base = v,
-            Reg::EventRingSize => lock(&ev.ring).size = v32,
-            Reg::EventRingCtrl => {
+            RegId::EventRingBase => lock(&ev.ring).base = v,
+            RegId::EventRingSize => lock(&ev.ring).size = v32,
+            RegId::EventRingCtrl => {
                 let enabled = {
                     let mut ring = lock(&ev.ring);
                     ring.enabled = v32 & 1 != 0;
@@ -262,36 +173,35 @@ impl Core {
                 }
             }
             // Release: the driver's reads of consumed records happen before we reuse slots.
-            Reg::EventRingRptr => ev.rptr.store(v32, Ordering::Release),
-            Reg::SyswinBase(k) => {
-                if let Some(w) = r.syswin_base.get(k) {
+            RegId::EventRingRptr => ev.rptr.store(v32, Ordering::Release),
+            RegId::SyswinBase => {
+                if let Some(w) = r.syswin_base.get(i) {
                     w.store(v, Ordering::Relaxed);
                 }
             }
-            Reg::SyswinSize(k) => {
-                if let Some(w) = r.syswin_size.get(k) {
+            RegId::SyswinSize => {
+                if let Some(w) = r.syswin_size.get(i) {
                     w.store(v, Ordering::Relaxed);
                 }
             }
-            Reg::DoorbellBind(i) => {
+            RegId::DoorbellBind => {
                 if let Some(b) = r.doorbell_bind.get(i) {
                     b.store(v32, Ordering::Release);
                 }
             }
-            Reg::Engine(e, er) => {
-                let Some(x) = r.engines.get(e) else { return };
-                match er {
-                    EngReg::RunlistBase => x.runlist_base.store(v, Ordering::Relaxed),
-                    EngReg::RunlistCount => x.runlist_count.store(v32, Ordering::Relaxed),
-                    EngReg::RunlistCommit if v32 == 1 => self.commit_runlist(e),
-                    EngReg::Ctrl if v32 == ENGINE_CTRL_RESET => self.reset_engine(e),
-                    EngReg::QueueKick => {
-                        self.rescan_queue(Some(e), v32);
+            id => {
+                let Some(x) = r.engines.get(i) else { return };
+                match id {
+                    RegId::RunlistBase => x.runlist_base.store(v, Ordering::Relaxed),
+                    RegId::RunlistCount => x.runlist_count.store(v32, Ordering::Relaxed),
+                    RegId::RunlistCommit if v32 == 1 => self.commit_runlist(i),
+                    RegId::EngineCtrl if v32 == ENGINE_CTRL_RESET => self.reset_engine(i),
+                    RegId::QueueKick => {
+                        self.rescan_queue(Some(i), v32);
                     }
                     _ => {}
                 }
             }
-            _ => {}
         }
     }
 
@@ -329,14 +239,17 @@ impl Core {
     pub(crate) fn write32(&self, off: usize, value: u32) {
         if off.is_multiple_of(4) {
             match self.decode(off) {
-                Some(Reg::WaitRescan) => {}
+                Some(Reg {
+                    id: RegId::WaitRescan,
+                    ..
+                }) => {}
                 Some(reg) if reg.is64() => {
                     let old = self.read_reg(reg);
                     self.write_reg(reg, (old & !0xFFFF_FFFF) | u64::from(value));
                 }
                 Some(reg) => self.write_reg(reg, u64::from(value)),
                 None => match off.checked_sub(4).and_then(|o| self.decode(o)) {
-                    Some(reg) if reg.is64() && reg != Reg::WaitRescan => {
+                    Some(reg) if reg.is64() && reg.id != RegId::WaitRescan => {
                         let old = self.read_reg(reg);
                         self.write_reg(reg, (old & 0xFFFF_FFFF) | (u64::from(value) << 32));
                     }

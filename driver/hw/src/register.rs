@@ -98,14 +98,16 @@ impl RegDecl {
         if self.stride == 0 {
             return if rel == 0 { Some(0) } else { None };
         }
-        if rel % self.stride != 0 {
+        // stride != 0 here, so neither operation fails.
+        let (Some(0), Some(i)) = (rel.checked_rem(self.stride), rel.checked_div(self.stride))
+        else {
             return None;
-        }
-        let i = rel / self.stride;
+        };
         if i >= self.count as usize {
             return None;
         }
-        // i < count, a u32.
+        // i < count, which is a u32.
+        #[allow(clippy::cast_possible_truncation)]
         Some(i as u32)
     }
 }

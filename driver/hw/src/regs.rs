@@ -14,8 +14,8 @@ pub const VERSION_VALUE: u32 = 0x0001_0001;
 /// Key for [`ADAPTER_RESET`]: "RSET".
 pub const ADAPTER_RESET_KEY: u32 = 0x5445_5352;
 
-/// Number of system-memory windows.
-pub const SYSWIN_COUNT: usize = 16;
+/// Number of system-memory windows (the length of [`SYSWIN_BASE`] / [`SYSWIN_SIZE`]).
+pub const SYSWIN_COUNT: usize = <SyswinBase as crate::register::Register>::DECL.count as usize;
 /// Stride between windows.
 pub const SYSWIN_STRIDE: usize = 0x10;
 /// Most physical doorbells the register file can describe.
@@ -98,10 +98,10 @@ crate::register! {
     /// every blocked wait (used after `NotificationOnly` updates, NF-16).
     WAIT_RESCAN => WaitRescan(u64, WO) @ 0x0070;
     /// RW64 array: window `k` base at `SYSWIN_BASE + k * SYSWIN_STRIDE` (8-byte aligned).
-    SYSWIN_BASE [SYSWIN_COUNT as u32; SYSWIN_STRIDE] => SyswinBase(u64, RW) @ 0x0200;
+    SYSWIN_BASE [16; SYSWIN_STRIDE] => SyswinBase(u64, RW) @ 0x0200;
     /// RW64 array: window `k` size in bytes at `SYSWIN_SIZE + k * SYSWIN_STRIDE`; 0 disables
     /// it.
-    SYSWIN_SIZE [SYSWIN_COUNT as u32; SYSWIN_STRIDE] => SyswinSize(u64, RW) @ 0x0208;
+    SYSWIN_SIZE [16; SYSWIN_STRIDE] => SyswinSize(u64, RW) @ 0x0208;
     /// RW32 array: physical doorbell `i` is bound to the queue whose id is at
     /// `DOORBELL_BIND + 4 * i`; [`crate::queue::NO_QUEUE`] unbinds it. Dedicated mode only.
     DOORBELL_BIND [DOORBELL_MAX; 4] => DoorbellBind(u32, RW) @ 0x0800;
@@ -209,12 +209,8 @@ pub const fn doorbell_bind_reg(i: u32) -> Option<usize> {
 }
 
 /// Offsets of the base and size registers of window `k`, or `None` past [`SYSWIN_COUNT`].
-pub const fn syswin_regs(k: usize) -> Option<(usize, usize)> {
-    if k >= SYSWIN_COUNT {
-        return None;
-    }
-    // k < SYSWIN_COUNT = 16.
-    let k = k as u32;
+pub fn syswin_regs(k: usize) -> Option<(usize, usize)> {
+    let k = u32::try_from(k).ok()?;
     match (
         <SyswinBase as crate::register::Register>::DECL.offset_of(k),
         <SyswinSize as crate::register::Register>::DECL.offset_of(k),
@@ -331,7 +327,11 @@ mod tests {
         let mut spans = std::vec::Vec::new();
         for id in ALL {
             let d = id.decl();
-            assert!(d.count >= 1 && (d.count == 1) == (d.stride == 0), "{}", d.name);
+            assert!(
+                d.count >= 1 && (d.count == 1) == (d.stride == 0),
+                "{}",
+                d.name
+            );
             for i in 0..d.count {
                 let off = d.offset_of(i).unwrap();
                 assert_eq!(off % d.width.bytes(), 0, "{} aligned", d.name);
@@ -347,7 +347,11 @@ mod tests {
         }
         assert_eq!(RegId::GpuClock.decl().width, Width::W64);
         assert_eq!(RegId::IntAck.decl().access, crate::register::Access::W1C);
-        assert_eq!(lookup(GPU_CLOCK + 4), None, "high half is not a register start");
+        assert_eq!(
+            lookup(GPU_CLOCK + 4),
+            None,
+            "high half is not a register start"
+        );
     }
 
     #[test]

@@ -354,7 +354,7 @@ impl<P: Platform> Adapter<P> {
                 Ok(n) => n,
                 Err(e) => {
                     // The device was told about the event ring: stop it before freeing.
-                    regs.write32(rvgpu_hw::regs::EVENT_RING_CTRL, 0);
+                    regs.write(rvgpu_hw::regs::EventRingCtrl::new(0));
                     let _ = dxgk.free_contiguous(ring.into_buffer().handle());
                     if let Some(d) = doorbell_va {
                         let _ = dxgk.unmap(d);
@@ -437,7 +437,7 @@ impl<P: Platform> Adapter<P> {
         // serialises StopDevice with itself).
         let dxgk = unsafe { (*raw).dxgk };
         // SAFETY: as above.
-        unsafe { (*raw).regs.write32(rvgpu_hw::regs::INT_ENABLE, 0) };
+        unsafe { (*raw).regs.write(rvgpu_hw::regs::IntEnable::new(0)) };
         // Unpublish at device IRQL: once this returns no ISR holds or will load the pointer.
         let ctx = ptr::from_ref(&self.live).cast_mut().cast::<c_void>();
         // SAFETY: `unpublish::<P>` expects exactly this context: our `live` slot, which
@@ -510,7 +510,7 @@ impl<P: Platform> Adapter<P> {
             if state == POWER_D0 {
                 device::enable_interrupts(&live.regs);
             } else {
-                live.regs.write32(rvgpu_hw::regs::INT_ENABLE, 0);
+                live.regs.write(rvgpu_hw::regs::IntEnable::new(0));
             }
         }
         l.1 = PowerState(state);
@@ -521,8 +521,8 @@ impl<P: Platform> Adapter<P> {
     /// allocate. Silences the device so it stops interrupting and DMAing.
     pub fn reset_device(&self) {
         if let Some(live) = self.live() {
-            live.regs.write32(rvgpu_hw::regs::INT_ENABLE, 0);
-            live.regs.write32(rvgpu_hw::regs::EVENT_RING_CTRL, 0);
+            live.regs.write(rvgpu_hw::regs::IntEnable::new(0));
+            live.regs.write(rvgpu_hw::regs::EventRingCtrl::new(0));
         }
     }
 

@@ -55,7 +55,7 @@ pub fn calibrate<P: Platform>(
     }
     let (g, cpu, _) = sample(
         || P::query_performance_counter().0,
-        || live.regs.read64(regs::GPU_CLOCK),
+        || live.regs.read::<regs::GpuClock>().raw(),
     );
     *out = DXGKARG_CALIBRATEGPUCLOCK {
         GpuFrequency: u64::from(live.identity.clock_hz),

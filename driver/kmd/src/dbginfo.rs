@@ -91,7 +91,7 @@ pub fn report<P: Platform>(a: &Adapter<P>, reason: u32, out: &mut impl Write) ->
     writeln!(
         out,
         "rvgpu reason={reason:#x} status={:#x} engines={engines}",
-        r.read32(regs::DEVICE_STATUS)
+        r.read::<regs::DeviceStatusReg>().raw()
     )?;
     let t = &a.tdr;
     writeln!(
@@ -106,12 +106,12 @@ pub fn report<P: Platform>(a: &Adapter<P>, reason: u32, out: &mut impl Write) ->
         write!(
             out,
             "e{e} status={:#x} current={:#x} done={:#x} reset_result={} reset_queue={:#x} reset_rptr={:#x}",
-            r.engine_read32(e, regs::engine::STATUS),
-            r.engine_read32(e, regs::engine::CURRENT_QUEUE),
-            r.engine_read64(e, regs::engine::COMPLETED_COMMANDS),
-            r.engine_read32(e, regs::engine::RESET_RESULT),
-            r.engine_read32(e, regs::engine::RESET_QUEUE),
-            r.engine_read64(e, regs::engine::RESET_RPTR),
+            r.read_at::<regs::EngineStatusReg>(e).raw(),
+            r.read_at::<regs::CurrentQueue>(e).raw(),
+            r.read_at::<regs::CompletedCommands>(e).raw(),
+            r.read_at::<regs::ResetResultReg>(e).raw(),
+            r.read_at::<regs::ResetQueue>(e).raw(),
+            r.read_at::<regs::ResetRptr>(e).raw(),
         )?;
         match t.last_reset_done(e) {
             Some(d) => write!(out, " last_done={}/{:#x}/{:#x}", d.result, d.queue, d.rptr)?,

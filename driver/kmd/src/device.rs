@@ -40,22 +40,22 @@ pub const ENABLED_CAUSES: IntCause = IntCause::all();
 
 /// Reads and checks the identification registers.
 pub fn probe<P: Platform>(regs: &Regs<P>) -> Result<DeviceIdentity, ProbeError> {
-    let id = regs.read32(regs::ID);
+    let id = regs.read::<regs::Id>().raw();
     if id != regs::ID_VALUE {
         return Err(ProbeError::BadId(id));
     }
-    let version = regs.read32(regs::VERSION);
+    let version = regs.read::<regs::Version>().raw();
     if version >> 16 != regs::VERSION_VALUE >> 16 {
         return Err(ProbeError::UnsupportedVersion(version));
     }
-    let raw_config = regs.read32(regs::CONFIG);
+    let raw_config = regs.read::<regs::ConfigReg>().raw();
     let config = Config::from_reg(raw_config);
     let engines_ok = (1..=regs::ENGINE_MAX).contains(&config.engines);
     let doorbells_ok = (1..=regs::DOORBELL_MAX).contains(&config.doorbells);
     if !engines_ok || !doorbells_ok {
         return Err(ProbeError::BadConfig(raw_config));
     }
-    let raw_caps = regs.read32(regs::CAPS);
+    let raw_caps = regs.read::<regs::CapsReg>().raw();
     let caps = Caps::from_bits_truncate(raw_caps);
     if !caps.contains(REQUIRED_CAPS) {
         return Err(ProbeError::MissingCaps(raw_caps));
@@ -64,51 +64,49 @@ pub fn probe<P: Platform>(regs: &Regs<P>) -> Result<DeviceIdentity, ProbeError> 
         version,
         caps,
         config,
-        vram_size: regs.read64(regs::VRAM_SIZE),
-        clock_hz: regs.read32(regs::CLOCK_FREQ),
+        vram_size: regs.read::<regs::VramSize>().raw(),
+        clock_hz: regs.read::<regs::ClockFreq>().raw(),
     })
 }
 
 /// Registers system-memory window `k` (the device's DMA allow-list). Returns false if `k` is
 /// out of range.
 pub fn set_window<P: Platform>(regs: &Regs<P>, k: usize, base: u64, size: u64) -> bool {
-    let Some((base_reg, size_reg)) = regs::syswin_regs(k) else {
+    let (Some(_), Ok(k)) = (regs::syswin_regs(k), u32::try_from(k)) else {
         return false;
     };
     // Size last: a window is live only once it has a size, and by then its base is right.
-    regs.write64(size_reg, 0);
-    regs.write64(base_reg, base);
-    regs.write64(size_reg, size);
+    regs.write_at(k, regs::SyswinSize::new(0));
+    regs.write_at(k, regs::SyswinBase::new(base));
+    regs.write_at(k, regs::SyswinSize::new(size));
     true
 }
 
 /// Quiesces the device: interrupts off, event posting off, every runlist empty, all windows
 /// closed. Used at stop and before a start reprograms everything.
 pub fn quiesce<P: Platform>(regs: &Regs<P>, engines: u32) {
-    regs.write32(regs::INT_ENABLE, 0);
-    regs.write32(regs::EVENT_RING_CTRL, 0);
+    regs.write(regs::IntEnable::new(0));
+    regs.write(regs::EventRingCtrl::new(0));
     for e in 0..engines {
-        regs.engine_write32(e, regs::engine::RUNLIST_COUNT, 0);
-        regs.engine_write32(e, regs::engine::RUNLIST_COMMIT, 1);
+        regs.write_at(e, regs::RunlistCount::new(0));
+        regs.write_at(e, regs::RunlistCommit::new(1));
     }
     for k in 0..regs::SYSWIN_COUNT {
         set_window(regs, k, 0, 0);
     }
     // Whatever was pending belongs to the previous life of the device.
-    regs.write32(regs::INT_ACK, u32::MAX);
+    regs.write(regs::IntAck::new(u32::MAX));
 }
 
 /// Unbinds every physical doorbell (`DOORBELL_BIND[i]` = `NO_QUEUE`): at start, nothing of a
 /// previous life rings; at stop, nothing rings queues that are gone.
 pub fn unbind_doorbells<P: Platform>(regs: &Regs<P>, doorbells: u32) {
     for i in 0..doorbells {
-        if let Some(off) = regs::doorbell_bind_reg(i) {
-            regs.write32(off, rvgpu_hw::queue::NO_QUEUE);
-        }
+        regs.write_at(i, regs::DoorbellBind::new(rvgpu_hw::queue::NO_QUEUE));
     }
 }
 
 /// Turns on the interrupt causes the driver handles.
 pub fn enable_interrupts<P: Platform>(regs: &Regs<P>) {
-    regs.write32(regs::INT_ENABLE, ENABLED_CAUSES.bits());
+    regs.write(regs::IntEnable::new(ENABLED_CAUSES.bits()));
 }

@@ -185,9 +185,7 @@ impl Physical {
 
 /// Writes `DOORBELL_BIND[i]` (under the scheduler lock).
 fn bind<P: Platform>(live: &Live<P>, i: u32, queue_id: u32) {
-    if let Some(off) = regs::doorbell_bind_reg(i) {
-        live.regs.write32(off, queue_id);
-    }
+    live.regs.write_at(i, regs::DoorbellBind::new(queue_id));
 }
 
 /// Reads and checks the UMD's ring description.
@@ -353,8 +351,7 @@ pub fn connect<P: Platform>(args: &mut DXGKARG_CONNECTDOORBELL) -> Result<(), St
         // Collect work the UMD published while the queue had no doorbell (hardware.md 5.5).
         let s = live.sched.lock();
         if let Some(q) = s.doorbells.get(&h).and_then(|d| s.queues.get(&d.queue)) {
-            live.regs
-                .engine_write32(q.engine, regs::engine::QUEUE_KICK, q.id);
+            live.regs.write_at(q.engine, regs::QueueKick::new(q.id));
         }
         Ok(())
     })
@@ -485,8 +482,7 @@ pub fn disconnect<P: Platform>(args: &DXGKARG_DISCONNECTDOORBELL) -> Result<(), 
         // again for that work. A ring after the kick and before Dxgkrnl's remap is still
         // lost (module doc, "OS-initiated disconnects").
         if let Some(q) = s.queues.get(&queue) {
-            live.regs
-                .engine_write32(q.engine, regs::engine::QUEUE_KICK, q.id);
+            live.regs.write_at(q.engine, regs::QueueKick::new(q.id));
         }
         Ok(())
     })
@@ -537,8 +533,7 @@ pub fn notify_work_submission<P: Platform>(
         if !q.user_mode {
             return Err(status::INVALID_PARAMETER);
         }
-        live.regs
-            .engine_write32(q.engine, regs::engine::QUEUE_KICK, q.id);
+        live.regs.write_at(q.engine, regs::QueueKick::new(q.id));
         Ok(())
     })
 }

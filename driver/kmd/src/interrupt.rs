@@ -144,9 +144,9 @@ impl EventRing {
     /// Programs the device's event-ring registers and enables posting (resets pointers).
     pub fn program<P: Platform>(&mut self, regs: &Regs<P>) {
         self.rptr = 0;
-        regs.write64(regs::EVENT_RING_BASE, self.buf.bus());
-        regs.write32(regs::EVENT_RING_SIZE, self.size);
-        regs.write32(regs::EVENT_RING_CTRL, 1);
+        regs.write(regs::EventRingBase::new(self.buf.bus()));
+        regs.write(regs::EventRingSize::new(self.size));
+        regs.write(regs::EventRingCtrl::new(1));
     }
 
     /// Runs the ISR protocol: returns `None` if the interrupt is not ours (no cause pending,
@@ -157,18 +157,18 @@ impl EventRing {
         regs: &Regs<P>,
         mut on_event: impl FnMut(DeviceEvent),
     ) -> Option<IsrSummary> {
-        let status = regs.read32(regs::INT_STATUS);
+        let status = regs.read::<regs::IntStatus>().raw();
         if status == 0 || status == u32::MAX {
             return None;
         }
         // Ack first: anything posted from here on raises its cause again.
-        regs.write32(regs::INT_ACK, status);
+        regs.write(regs::IntAck::new(status));
         let mut summary = IsrSummary {
             causes: status,
             overflow: IntCause::from_bits_retain(status).contains(IntCause::EVENT_OVERFLOW),
             ..Default::default()
         };
-        let wptr = regs.read32(regs::EVENT_RING_WPTR);
+        let wptr = regs.read::<regs::EventRingWptr>().raw();
         // The WPTR read is the device's release point; order record reads after it.
         fence(Ordering::Acquire);
         let pending = wptr.wrapping_sub(self.rptr);
@@ -192,7 +192,7 @@ impl EventRing {
             summary.records = summary.records.saturating_add(1);
             self.rptr = self.rptr.wrapping_add(1);
         }
-        regs.write32(regs::EVENT_RING_RPTR, self.rptr);
+        regs.write(regs::EventRingRptr::new(self.rptr));
         Some(summary)
     }
 }

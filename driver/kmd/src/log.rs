@@ -199,7 +199,7 @@ pub fn set_log_buffer<P: Platform>(args: &DXGKARG_SETNATIVEFENCELOGBUFFER) -> Re
         };
         if let Some(id) = flush {
             // No write to the old buffer can still be in flight when we return.
-            live.regs.write32(regs::LOG_FLUSH, id);
+            live.regs.write(regs::LogFlush::new(id));
         }
         Ok(())
     })
@@ -258,7 +258,7 @@ fn flush_run<P: Platform>(live: &Live<P>, handles: &[HANDLE]) -> Result<(), Stat
     });
     for id in dedup_ids(ids) {
         match id {
-            Some(id) => live.regs.write32(regs::LOG_FLUSH, id),
+            Some(id) => live.regs.write(regs::LogFlush::new(id)),
             None => result = Err(status::INVALID_HANDLE),
         }
     }

@@ -6,7 +6,7 @@
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use rvgpu_hw::regs;
+use rvgpu_hw::register::{Fixed, Indexed, Readable, RegRaw, Register, Width, Writable};
 
 use crate::platform::Platform;
 
@@ -52,62 +52,56 @@ impl<P: Platform> Regs<P> {
         (end <= self.len && offset.is_multiple_of(width)).then_some(offset)
     }
 
-    /// Reads a 32-bit register; an out-of-range offset reads as all-ones (like a dead device).
-    pub fn read32(&self, offset: usize) -> u32 {
-        match self.check(offset, 4) {
-            // SAFETY: `check` keeps the access inside the mapping and aligned (contract of
-            // `new`).
-            Some(off) => unsafe { P::mmio_read32(self.base, off) },
-            None => u32::MAX,
+    /// One access of `R`'s declared width at `offset`; an offset outside the BAR (or none)
+    /// reads as all-ones, like a dead device.
+    fn read_raw<R: Register>(&self, offset: Option<usize>) -> R {
+        let width = R::DECL.width;
+        let Some(off) = offset.and_then(|o| self.check(o, width.bytes())) else {
+            return R::from_raw(<R::Raw as RegRaw>::ONES);
+        };
+        let value = match width {
+            // SAFETY: `check` keeps the access inside the mapping and aligned to its width
+            // (contract of `new`).
+            Width::W32 => u64::from(unsafe { P::mmio_read32(self.base, off) }),
+            // SAFETY: as above.
+            Width::W64 => unsafe { P::mmio_read64(self.base, off) },
+        };
+        R::from_raw(<R::Raw as RegRaw>::from_u64(value))
+    }
+
+    /// One access of `R`'s declared width at `offset`; an offset outside the BAR is dropped.
+    fn write_raw<R: Register>(&self, offset: Option<usize>, value: R) {
+        let width = R::DECL.width;
+        let Some(off) = offset.and_then(|o| self.check(o, width.bytes())) else {
+            return;
+        };
+        let value = value.into_raw().to_u64();
+        match width {
+            // SAFETY: as in `read_raw`.
+            Width::W32 => unsafe { P::mmio_write32(self.base, off, RegRaw::from_u64(value)) },
+            // SAFETY: as in `read_raw`.
+            Width::W64 => unsafe { P::mmio_write64(self.base, off, value) },
         }
     }
 
-    /// Writes a 32-bit register; an out-of-range offset is dropped.
-    pub fn write32(&self, offset: usize, value: u32) {
-        if let Some(off) = self.check(offset, 4) {
-            // SAFETY: as in `read32`.
-            unsafe { P::mmio_write32(self.base, off, value) }
-        }
+    /// Reads register `R` at its declared width.
+    pub fn read<R: Fixed + Readable>(&self) -> R {
+        self.read_raw(Some(R::DECL.offset))
     }
 
-    /// Reads a 64-bit register as one access.
-    pub fn read64(&self, offset: usize) -> u64 {
-        match self.check(offset, 8) {
-            // SAFETY: as in `read32`.
-            Some(off) => unsafe { P::mmio_read64(self.base, off) },
-            None => u64::MAX,
-        }
+    /// Writes register `R` at its declared width.
+    pub fn write<R: Fixed + Writable>(&self, value: R) {
+        self.write_raw(Some(R::DECL.offset), value);
     }
 
-    /// Writes a 64-bit register as one access.
-    pub fn write64(&self, offset: usize, value: u64) {
-        if let Some(off) = self.check(offset, 8) {
-            // SAFETY: as in `read32`.
-            unsafe { P::mmio_write64(self.base, off, value) }
-        }
+    /// Reads instance `i` of register array `R` (an engine's register, a doorbell binding, a
+    /// window); past the last instance it reads as all-ones.
+    pub fn read_at<R: Indexed + Readable>(&self, i: u32) -> R {
+        self.read_raw(R::DECL.offset_of(i))
     }
 
-    /// Reads a register of engine `e`.
-    pub fn engine_read32(&self, e: u32, reg: usize) -> u32 {
-        regs::engine_reg(e, reg).map_or(u32::MAX, |off| self.read32(off))
-    }
-
-    /// Writes a 32-bit register of engine `e`.
-    pub fn engine_write32(&self, e: u32, reg: usize, value: u32) {
-        if let Some(off) = regs::engine_reg(e, reg) {
-            self.write32(off, value);
-        }
-    }
-
-    /// Reads a 64-bit register of engine `e`.
-    pub fn engine_read64(&self, e: u32, reg: usize) -> u64 {
-        regs::engine_reg(e, reg).map_or(u64::MAX, |off| self.read64(off))
-    }
-
-    /// Writes a 64-bit register of engine `e`.
-    pub fn engine_write64(&self, e: u32, reg: usize, value: u64) {
-        if let Some(off) = regs::engine_reg(e, reg) {
-            self.write64(off, value);
-        }
+    /// Writes instance `i` of register array `R`; past the last instance it is dropped.
+    pub fn write_at<R: Indexed + Writable>(&self, i: u32, value: R) {
+        self.write_raw(R::DECL.offset_of(i), value);
     }
 }

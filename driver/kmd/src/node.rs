@@ -830,8 +830,7 @@ fn push<P: Platform>(
             e.code()
         );
     })?;
-    live.regs
-        .engine_write32(node, regs::engine::QUEUE_KICK, queue_id);
+    live.regs.write_at(node, regs::QueueKick::new(queue_id));
     Ok(())
 }
 

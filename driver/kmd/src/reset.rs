@@ -279,7 +279,7 @@ pub fn query_engine_status<P: Platform>(
 ) -> Result<(), Status> {
     let live = a.started()?;
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
-    let raw = live.regs.engine_read32(node, regs::engine::STATUS);
+    let raw = live.regs.read_at::<regs::EngineStatusReg>(node).raw();
     args.EngineStatus = DXGK_ENGINESTATUS::default()
         .with(DXGK_ENGINESTATUS::Responsive, u32::from(responsive(raw)));
     Ok(())
@@ -300,17 +300,17 @@ fn reset_hw<P: Platform>(live: &Live<P>, node: u32) -> Result<DeviceAnswer, Stat
         return Err(status::NOT_SUPPORTED);
     }
     live.regs
-        .engine_write32(node, regs::engine::CTRL, ENGINE_CTRL_RESET);
+        .write_at(node, regs::EngineCtrl::new(ENGINE_CTRL_RESET));
     // The reset is synchronous (hardware.md 10.1, M19); a portable driver would wait for
     // STATUS.state ≠ Resetting, which the model never shows after the write returns.
-    let result = live.regs.engine_read32(node, regs::engine::RESET_RESULT);
+    let result = live.regs.read_at::<regs::ResetResultReg>(node).raw();
     fence(Ordering::Acquire);
     if ResetResult::from_u32(result) != Some(ResetResult::Ok) {
         return Err(status::DEVICE_HARDWARE_ERROR);
     }
     Ok(DeviceAnswer {
-        queue: live.regs.engine_read32(node, regs::engine::RESET_QUEUE),
-        rptr: live.regs.engine_read64(node, regs::engine::RESET_RPTR),
+        queue: live.regs.read_at::<regs::ResetQueue>(node).raw(),
+        rptr: live.regs.read_at::<regs::ResetRptr>(node).raw(),
     })
 }
 
@@ -506,11 +506,11 @@ const ADAPTER_RESET_POLLS: u32 = 1_000_000;
 pub fn reset_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
     let live = a.started()?;
     let regs = &live.regs;
-    regs.write32(regs::INT_ENABLE, 0);
-    regs.write32(regs::ADAPTER_RESET, regs::ADAPTER_RESET_KEY);
+    regs.write(regs::IntEnable::new(0));
+    regs.write(regs::AdapterReset::new(regs::ADAPTER_RESET_KEY));
     let mut polls = 0u32;
     loop {
-        let st = DeviceStatus::from_bits_retain(regs.read32(regs::DEVICE_STATUS));
+        let st = DeviceStatus::from_bits_retain(regs.read::<regs::DeviceStatusReg>().raw());
         if !st.contains(DeviceStatus::RESETTING) {
             if st.contains(DeviceStatus::LOST) {
                 return Err(status::DEVICE_HARDWARE_ERROR);
@@ -564,7 +564,7 @@ pub fn restart_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
         device::set_window(regs, 0, bus, bytes);
         isr.ring.program(regs);
     })?;
-    regs.write32(regs::INT_ACK, u32::MAX);
+    regs.write(regs::IntAck::new(u32::MAX));
     device::enable_interrupts(regs);
     let s = live.sched.lock();
     if !s.physical.is_global() {
@@ -575,9 +575,7 @@ pub fn restart_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
             if !s.runnable(q) {
                 continue;
             }
-            if let Some(off) = regs::doorbell_bind_reg(i) {
-                regs.write32(off, q.id);
-            }
+            regs.write_at(i, regs::DoorbellBind::new(q.id));
         }
     }
     let mut result = Ok(());
@@ -587,7 +585,7 @@ pub fn restart_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
         }
     }
     for q in s.queues.values().filter(|q| s.runnable(q)) {
-        regs.engine_write32(q.engine, regs::engine::QUEUE_KICK, q.id);
+        regs.write_at(q.engine, regs::QueueKick::new(q.id));
     }
     drop(s);
     result.map(|_| ())

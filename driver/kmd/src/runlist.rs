@@ -109,9 +109,9 @@ pub fn commit<P: Platform>(regs: &Regs<P>, s: &Sched, engine: u32) -> Result<u32
     // The device reads the descriptors during the COMMIT write; the MMIO write is ordered
     // after the stores above (Release, then the platform's MMIO barrier).
     core::sync::atomic::fence(Ordering::Release);
-    regs.engine_write64(engine, regs::engine::RUNLIST_BASE, buf.bus());
-    regs.engine_write32(engine, regs::engine::RUNLIST_COUNT, count);
-    regs.engine_write32(engine, regs::engine::RUNLIST_COMMIT, 1);
+    regs.write_at(engine, regs::RunlistBase::new(buf.bus()));
+    regs.write_at(engine, regs::RunlistCount::new(count));
+    regs.write_at(engine, regs::RunlistCommit::new(1));
     Ok(count)
 }
 

@@ -148,8 +148,7 @@ pub fn submit<P: Platform>(
         append(k, packets)?;
         // P4: the CMP loads write_ptr before this write returns (a suspended queue picks it
         // up when it re-enters the runlist).
-        live.regs
-            .engine_write32(engine, regs::engine::QUEUE_KICK, id);
+        live.regs.write_at(engine, regs::QueueKick::new(id));
         Ok(())
     }
 }

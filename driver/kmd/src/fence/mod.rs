@@ -270,7 +270,7 @@ pub fn update_monitored<P: Platform>(args: &DXGKARG_UPDATEMONITOREDVALUES) -> Re
         }
     }
     fence(Ordering::SeqCst);
-    sync_adapters::<P>(adapters, |live| live.regs.write32(regs::FENCE_SYNC, 1));
+    sync_adapters::<P>(adapters, |live| live.regs.write(regs::FenceSync::new(1)));
     Ok(())
 }
 
@@ -346,7 +346,7 @@ pub fn update_current<P: Platform>(
         // The CMP re-evaluates the GPU waits on this fence's CurrentValue.
         ADAPTERS.with(loc.adapter, |a: &Adapter<P>| {
             if let Some(live) = a.live() {
-                live.regs.write64(regs::WAIT_RESCAN, loc.current_gpu);
+                live.regs.write(regs::WaitRescan::new(loc.current_gpu));
             }
         });
     }
