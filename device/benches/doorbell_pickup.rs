@@ -68,11 +68,11 @@ impl Bench {
         let d = QueueDescriptor {
             queue_id: 7,
             flags: QueueFlags::VALID.bits() | QueueFlags::USER_MODE.bits(),
-            ring_base: ring,
+            ring_base: rvgpu_hw::addr::GpuVa::new(ring),
             ring_size: RING,
             doorbell: 0,
-            ring_control: control,
-            progress_fence: progress,
+            ring_control: rvgpu_hw::addr::GpuVa::new(control),
+            progress_fence: rvgpu_hw::addr::GpuVa::new(progress),
             ..Default::default()
         };
         mem.write_words(runlist, &d.to_words()).expect("runlist");

@@ -304,8 +304,8 @@ fn log_03_signal_log_entry_and_header() {
         );
         rig.run();
     }
-    let e0 = log_entry(&rig, q.desc.signal_log, 0);
-    let e1 = log_entry(&rig, q.desc.signal_log, 1);
+    let e0 = log_entry(&rig, q.desc.signal_log.get(), 0);
+    let e1 = log_entry(&rig, q.desc.signal_log.get(), 1);
     assert_eq!(e0.fence_value, 1);
     assert_eq!(e1.fence_value, 2);
     assert_eq!(e1.h_native_fence, 0x4000_0010);
@@ -315,7 +315,10 @@ fn log_03_signal_log_entry_and_header() {
         e1.fence_end_gpu_timestamp >= e0.fence_end_gpu_timestamp,
         "LOG-06"
     );
-    assert_eq!(rig.mem.read_u64(q.desc.signal_log), Some(pack_index(2, 0)));
+    assert_eq!(
+        rig.mem.read_u64(q.desc.signal_log.get()),
+        Some(pack_index(2, 0))
+    );
     assert_eq!(rig.dev.completed_commands(0), 4);
 }
 
@@ -349,7 +352,7 @@ fn log_03_wait_log_entry_has_observed_timestamp() {
     }
     rig.submit(&mut signaller, &[signal(f, 1, 0, 0)]);
     rig.run();
-    let e = log_entry(&rig, waiter.desc.wait_log, 0);
+    let e = log_entry(&rig, waiter.desc.wait_log.get(), 0);
     assert_eq!(e.operation_type, OP_WAIT_UNBLOCKED);
     assert_eq!((e.h_native_fence, e.fence_value), (0x77, 1));
     assert!(
@@ -361,7 +364,7 @@ fn log_03_wait_log_entry_has_observed_timestamp() {
         "{e:?}"
     );
     assert_eq!(
-        rig.mem.read_u64(waiter.desc.wait_log),
+        rig.mem.read_u64(waiter.desc.wait_log.get()),
         Some(pack_index(1, 0))
     );
 }
@@ -388,13 +391,16 @@ fn log_05_overflow_wraps_and_counts_and_header_never_goes_down() {
     }
     rig.run();
     // 6 entries in a 4-entry log: FirstFreeEntryIndex 2, WraparoundCount 1.
-    assert_eq!(rig.mem.read_u64(q.desc.signal_log), Some(pack_index(2, 1)));
     assert_eq!(
-        log_entry(&rig, q.desc.signal_log, 1).fence_value,
+        rig.mem.read_u64(q.desc.signal_log.get()),
+        Some(pack_index(2, 1))
+    );
+    assert_eq!(
+        log_entry(&rig, q.desc.signal_log.get(), 1).fence_value,
         6,
         "overwritten"
     );
-    assert_eq!(log_entry(&rig, q.desc.signal_log, 2).fence_value, 3);
+    assert_eq!(log_entry(&rig, q.desc.signal_log.get(), 2).fence_value, 3);
     // An index that would lower the header is written but the header keeps the larger value.
     rig.submit(
         &mut q,
@@ -406,8 +412,11 @@ fn log_05_overflow_wraps_and_counts_and_header_never_goes_down() {
         }],
     );
     rig.run();
-    assert_eq!(log_entry(&rig, q.desc.signal_log, 0).fence_value, 99);
-    assert_eq!(rig.mem.read_u64(q.desc.signal_log), Some(pack_index(2, 1)));
+    assert_eq!(log_entry(&rig, q.desc.signal_log.get(), 0).fence_value, 99);
+    assert_eq!(
+        rig.mem.read_u64(q.desc.signal_log.get()),
+        Some(pack_index(2, 1))
+    );
 }
 
 #[test]
@@ -434,8 +443,11 @@ fn log_04_fence_event_visible_implies_log_in_memory() {
     let (st, evs) = rig.isr();
     assert!(st.contains(IntCause::FENCE_SIGNALED));
     assert_eq!(evs.len(), 1);
-    assert_eq!(rig.mem.read_u64(q.desc.signal_log), Some(pack_index(1, 0)));
-    assert_eq!(log_entry(&rig, q.desc.signal_log, 0).fence_value, 1);
+    assert_eq!(
+        rig.mem.read_u64(q.desc.signal_log.get()),
+        Some(pack_index(1, 0))
+    );
+    assert_eq!(log_entry(&rig, q.desc.signal_log.get(), 0).fence_value, 1);
     assert_eq!(rig.dev.completed_commands(0), 2);
 }
 
@@ -472,7 +484,7 @@ fn progress_with_and_without_interrupt() {
         }],
     );
     rig.run();
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence), Some(10));
+    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(10));
     assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
     rig.submit(
         &mut q,
@@ -482,7 +494,7 @@ fn progress_with_and_without_interrupt() {
         }],
     );
     rig.run();
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence), Some(11));
+    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(11));
     let (st, evs) = rig.isr();
     assert_eq!(st, IntCause::PROGRESS);
     assert_eq!(
@@ -647,7 +659,7 @@ fn hang_is_detected_and_engine_reset_recovers() {
     );
     // Resubmission: skip the HANG and recommit.
     rig.mem
-        .write_u64(q.desc.ring_control + RingControl::READ_PTR, 48)
+        .write_u64(q.desc.ring_control.get() + RingControl::READ_PTR, 48)
         .unwrap();
     rig.commit(0, &[&q]);
     rig.run();

@@ -100,7 +100,7 @@ fn reset(rig: &Rig, e: u32) -> (u32, u32, u64) {
 
 fn set_read_ptr(rig: &Rig, q: &Q, v: u64) {
     rig.mem
-        .write_u64(q.desc.ring_control + RingControl::READ_PTR, v)
+        .write_u64(q.desc.ring_control.get() + RingControl::READ_PTR, v)
         .unwrap();
 }
 
@@ -179,7 +179,7 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
     rig.run();
     assert_eq!(rig.mem.read_u64(f.cv), Some(4));
     assert_eq!(rig.mem.read_u64(h.cv), Some(1));
-    assert_eq!(rig.mem.read_u64(a.desc.progress_fence), Some(7));
+    assert_eq!(rig.mem.read_u64(a.desc.progress_fence.get()), Some(7));
     assert_eq!(rig.read_ptr(&a), a.wptr);
     let (_, evs) = rig.isr();
     assert_eq!(
@@ -259,7 +259,7 @@ fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
     rig.run();
     assert_eq!(rig.mem.read_u64(f.cv), Some(1), "released by the signal");
     assert_eq!(rig.read_ptr(&a), a.wptr);
-    let w = rig.mem.read_words(a.desc.wait_log + 40, 6).unwrap();
+    let w = rig.mem.read_words(a.desc.wait_log.get() + 40, 6).unwrap();
     let e = LogEntry::from_words(w.try_into().unwrap());
     assert_eq!(
         e.fence_observed_gpu_timestamp, t0,
@@ -450,7 +450,7 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
     );
     // Four chunks, then the PROGRESS: A completes everything it has.
     steps(&rig, 5);
-    assert_eq!(rig.mem.read_u64(a.desc.progress_fence), Some(1));
+    assert_eq!(rig.mem.read_u64(a.desc.progress_fence.get()), Some(1));
     assert_eq!(current_queue(&rig, 0), 1, "last picked, nothing in flight");
 
     assert_eq!(reset(&rig, 0), (ResetResult::Ok as u32, NO_QUEUE, 0));
@@ -473,7 +473,7 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
     rig.mem.write_u64(g.cv, 1).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, g.cv);
     rig.run();
-    assert_eq!(rig.mem.read_u64(b.desc.progress_fence), Some(5));
+    assert_eq!(rig.mem.read_u64(b.desc.progress_fence.get()), Some(5));
     let (_, evs) = rig.isr();
     assert_eq!(signals_of(&evs, h), [2], "the buffer continued, no restart");
     // B: 2 signals + wait + INDIRECT + PROGRESS; A: FILL + PROGRESS.
@@ -516,8 +516,12 @@ fn tdr_06_hang_inside_an_indirect_aborts_only_that_queue() {
     set_read_ptr(&rig, &g, g.wptr);
     rig.commit(0, &[&g, &i]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.desc.progress_fence), Some(0), "aborted");
-    assert_eq!(rig.mem.read_u64(i.desc.progress_fence), Some(5));
+    assert_eq!(
+        rig.mem.read_u64(g.desc.progress_fence.get()),
+        Some(0),
+        "aborted"
+    );
+    assert_eq!(rig.mem.read_u64(i.desc.progress_fence.get()), Some(5));
     let (_, evs) = rig.isr();
     assert_eq!(signals_of(&evs, f), [1]);
     assert_eq!(signals_of(&evs, h), [1, 2, 3, 4]);
@@ -787,11 +791,11 @@ fn um_10_threaded_reset_keeps_innocent_queue_and_other_engine_running() {
         std::thread::sleep(Duration::from_millis(1));
     }
     assert!(status(&rig, 0).held);
-    assert_eq!(rig.mem.read_u64(a.desc.progress_fence), Some(24));
+    assert_eq!(rig.mem.read_u64(a.desc.progress_fence.get()), Some(24));
 
     rig.commit(0, &[&a]);
     rig.wait_until("A done", || {
-        rig.mem.read_u64(a.desc.progress_fence) == Some(50) && rig.read_ptr(&a) == a.wptr
+        rig.mem.read_u64(a.desc.progress_fence.get()) == Some(50) && rig.read_ptr(&a) == a.wptr
     });
     rig.wait_until("progress events", || {
         collect(&rig, &mut progress);

@@ -142,7 +142,7 @@ fn fault_bad_ring_control() {
     let f = fault_with(&mut rig, |rig, q| {
         // Write pointer more than a ring ahead of the read pointer.
         rig.mem
-            .write_u64(q.desc.ring_control + RingControl::WRITE_PTR, 8192)
+            .write_u64(q.desc.ring_control.get() + RingControl::WRITE_PTR, 8192)
             .unwrap();
     });
     assert_eq!(f.arg0, FaultCode::BadRingControl as u64);
@@ -152,7 +152,7 @@ fn fault_bad_ring_control() {
 fn fault_no_log() {
     let mut rig = Rig::step();
     let f = fault_with(&mut rig, |rig, q| {
-        q.desc.signal_log = 0;
+        q.desc.signal_log = rvgpu_hw::addr::GpuVa::NULL;
         rig.push(
             q,
             &[Command::LogWrite {
@@ -248,7 +248,7 @@ fn event_overflow_when_the_ring_is_full() {
     assert_eq!(evs.len(), EVENT_RING_SIZE as usize, "the rest were dropped");
     assert_eq!(evs.last().unwrap().arg0, u64::from(EVENT_RING_SIZE) - 1);
     assert_eq!(
-        rig.mem.read_u64(q.desc.progress_fence),
+        rig.mem.read_u64(q.desc.progress_fence.get()),
         Some(n - 1),
         "work not affected"
     );

@@ -103,7 +103,7 @@ fn um_01_indirect_runs_the_buffer_in_order_then_moves_past_it() {
     step(&rig);
     assert_eq!(rig.mem.read_u64(ts), Some(rig.dev.gpu_clock()));
     step(&rig);
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence), Some(5));
+    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(5));
     let (_, evs) = rig.isr();
     let p = of_kind(&evs, EventKind::Progress);
     assert_eq!(
@@ -137,7 +137,7 @@ fn um_01_indirect_runs_the_buffer_in_order_then_moves_past_it() {
     // The ring goes on after the INDIRECT.
     step(&rig);
     assert_eq!(rig.read_ptr(&q), q.wptr);
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence), Some(7));
+    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(7));
     let (_, evs) = rig.isr();
     let p = of_kind(&evs, EventKind::Progress);
     assert_eq!((p[0].arg0, p[0].arg1), (7, 40));
@@ -228,7 +228,7 @@ fn um_01_fence_wait_in_a_buffer_blocks_until_another_queue_signals() {
     assert_eq!(rig.read_ptr(&q1), q1.wptr);
     let s = snap(&rig, 1);
     assert_eq!((s.blocked_on, s.indirect, s.fault), (None, None, None));
-    let e = log_entry(&rig, q1.desc.wait_log, 0);
+    let e = log_entry(&rig, q1.desc.wait_log.get(), 0);
     assert_eq!(e.operation_type, OP_WAIT_UNBLOCKED);
     assert_eq!((e.h_native_fence, e.fence_value), (0x77, 5));
     assert_eq!(e.fence_observed_gpu_timestamp, first, "first evaluation");
@@ -346,7 +346,7 @@ fn um_01_queue_that_leaves_and_reenters_restarts_the_buffer() {
     rig.dev.write64(regs::WAIT_RESCAN, g.cv);
     rig.run();
     assert_eq!(rig.mem.read_u64(f.cv), Some(2));
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence), Some(9));
+    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(9));
     assert_eq!(rig.read_ptr(&q), q.wptr);
     assert_eq!(rig.dev.completed_commands(0), 1 + 4 + 1);
 }
@@ -406,7 +406,7 @@ fn um_01_signal_log_lookahead_stays_inside_the_buffer() {
         "signal + its log: one unit, buffer done"
     );
     assert_eq!(rig.dev.completed_commands(0), 3);
-    let e = log_entry(&rig, q.desc.signal_log, 0);
+    let e = log_entry(&rig, q.desc.signal_log.get(), 0);
     assert_eq!((e.operation_type, e.fence_value), (OP_SIGNAL_EXECUTED, 1));
 
     let buf2 = buffer(&mut rig, &[signal(f, 2, 0, 0)]);
@@ -418,10 +418,10 @@ fn um_01_signal_log_lookahead_stays_inside_the_buffer() {
         48,
         "the INDIRECT completed, the LOG_WRITE not yet"
     );
-    assert_eq!(log_entry(&rig, q.desc.signal_log, 1).fence_value, 0);
+    assert_eq!(log_entry(&rig, q.desc.signal_log.get(), 1).fence_value, 0);
     rig.dev.step();
     assert_eq!(rig.read_ptr(&q), q.wptr);
-    assert_eq!(log_entry(&rig, q.desc.signal_log, 1).fence_value, 2);
+    assert_eq!(log_entry(&rig, q.desc.signal_log.get(), 1).fence_value, 2);
 }
 
 /// Submits `words` after a NOP (so the INDIRECT is at read pointer 8), runs, and returns the
@@ -542,7 +542,7 @@ fn um_01_nested_indirect_faults() {
     assert_eq!(FaultCode::from_u32(9), Some(FaultCode::NestedIndirect));
     assert_eq!(rig.mem.read_u64(f.cv), Some(1));
     assert_eq!(rig.mem.read_u64(g.cv), Some(0));
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence), Some(0));
+    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(0));
     assert_eq!(snap(&rig, 1).indirect, Some((buf.0, 40)));
     assert_eq!(rig.dev.completed_commands(0), 2, "NOP + signal");
 }
@@ -627,7 +627,7 @@ fn um_01_engine_reset_inside_a_buffer_reports_the_indirect() {
     assert_eq!(rig.mem.read_u64(f.cv), Some(1), "from the first packet");
     rig.run();
     assert_eq!(rig.mem.read_u64(f.cv), Some(2));
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence), Some(9));
+    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(9));
     assert_eq!(rig.read_ptr(&q), q.wptr);
 }
 
@@ -657,7 +657,7 @@ fn um_01_threaded_kernel_mode_submissions_through_indirect() {
         rig.submit(&mut q, &[indirect(buf), progress_irq(i)]);
     }
     rig.wait_until("last fence id", || {
-        rig.mem.read_u64(q.desc.progress_fence) == Some(50)
+        rig.mem.read_u64(q.desc.progress_fence.get()) == Some(50)
     });
     rig.wait_until("read_ptr", || rig.read_ptr(&q) == q.wptr);
     assert_eq!(rig.mem.read_u64(f.cv), Some(50));

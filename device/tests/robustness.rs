@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use rvgpu_hw::addr::{BusAddr, GpuVa};
 use rvgpu_hw::cmd::{self, Opcode};
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl};
@@ -49,7 +50,10 @@ fn garbage_rings_fault_but_never_panic() {
         if round % 5 == 0 {
             // Inconsistent ring control.
             rig.mem
-                .write_u64(q.desc.ring_control + RingControl::WRITE_PTR, rnd.next())
+                .write_u64(
+                    q.desc.ring_control.get() + RingControl::WRITE_PTR,
+                    rnd.next(),
+                )
                 .unwrap();
         }
         rig.ring(&q);
@@ -83,10 +87,10 @@ fn garbage_descriptors_never_panic() {
         let mut d = QueueDescriptor::from_words(&w);
         d.flags |= QueueFlags::VALID.bits();
         d.ring_size = 4096;
-        d.ring_base &= !7;
-        d.ring_control = u64::MAX - 7 - (rnd.next() % 64) * 8;
-        d.progress_fence &= !7;
-        d.page_table_base = 0;
+        d.ring_base = GpuVa::new(d.ring_base.get() & !7);
+        d.ring_control = GpuVa::new(u64::MAX - 7 - (rnd.next() % 64) * 8);
+        d.progress_fence = GpuVa::new(d.progress_fence.get() & !7);
+        d.page_table_base = BusAddr::NULL;
         rig.commit_descs(0, &[d]);
         rig.dev.doorbell_write(0, 0);
         rig.dev

@@ -178,7 +178,7 @@ fn log_04_threaded_event_implies_log_entry_and_header_in_memory() {
     rig.mem.write_u64(f.mv, 0).unwrap();
     let mut q = rig.queue_with(0, 1, 0, 1 << 16, ENTRIES_PER_BUFFER);
     rig.commit(0, &[&q]);
-    let log = q.desc.signal_log;
+    let log = q.desc.signal_log.get();
     let checked = AtomicU64::new(0);
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -241,7 +241,7 @@ fn log_07_log_flush_makes_counted_entries_visible() {
     let mut rig = threaded();
     let mut q = rig.queue_with(0, 5, 0, 1 << 16, ENTRIES_PER_BUFFER);
     rig.commit(0, &[&q]);
-    let log = q.desc.signal_log;
+    let log = q.desc.signal_log.get();
     let done = AtomicBool::new(false);
     let mut reads = 0u64;
     std::thread::scope(|s| {

@@ -135,12 +135,15 @@ unsafe impl Platform for WinKernel {
         }
     }
 
-    fn bus_address(va: NonNull<u8>) -> Option<u64> {
+    fn bus_address(va: NonNull<u8>) -> Option<rvgpu_hw::addr::BusAddr> {
         // SAFETY: MmGetPhysicalAddress accepts any address at IRQL <= DISPATCH_LEVEL and
         // returns 0 for one that is not mapped; no memory is touched. Without DMA remapping
         // (the configuration this driver declares) the physical address is the bus address.
         let pa = unsafe { ntos::MmGetPhysicalAddress(va.as_ptr().cast()) };
-        u64::try_from(pa).ok().filter(|&pa| pa != 0)
+        u64::try_from(pa)
+            .ok()
+            .filter(|&pa| pa != 0)
+            .map(rvgpu_hw::addr::BusAddr::new)
     }
 
     fn query_performance_counter() -> (u64, u64) {

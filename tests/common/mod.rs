@@ -29,7 +29,7 @@ unsafe impl Platform for NullPlatform {
         Irql::Passive
     }
     fn lower_irql(_previous: Irql) {}
-    fn bus_address(_va: NonNull<u8>) -> Option<u64> {
+    fn bus_address(_va: NonNull<u8>) -> Option<rvgpu_hw::addr::BusAddr> {
         None
     }
     fn log(level: Level, args: fmt::Arguments<'_>) {

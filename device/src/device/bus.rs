@@ -7,25 +7,25 @@
 
 use std::sync::atomic::Ordering;
 
-use rvgpu_hw::addr::{classify, Target, ACCESS_ALIGN};
+use rvgpu_hw::addr::{classify, BusAddr, GpuVa, Target, ACCESS_ALIGN};
 use rvgpu_hw::event::FaultCode;
 
 use super::Core;
 use crate::memory::Span;
 
-/// A queue fault: what went wrong and at which GPU address (0 if none).
+/// A queue fault: what went wrong and at which GPU address (null if none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Fault {
     pub(crate) code: FaultCode,
-    pub(crate) addr: u64,
+    pub(crate) addr: GpuVa,
 }
 
 impl Fault {
-    pub(crate) fn new(code: FaultCode, addr: u64) -> Self {
+    pub(crate) fn new(code: FaultCode, addr: GpuVa) -> Self {
         Self { code, addr }
     }
 
-    pub(crate) fn bad_address(addr: u64) -> Self {
+    pub(crate) fn bad_address(addr: GpuVa) -> Self {
         Self::new(FaultCode::BadAddress, addr)
     }
 }
@@ -33,9 +33,9 @@ impl Fault {
 impl Core {
     /// Checks that the device may access `[addr, addr + bytes)`: aligned, and in VRAM or
     /// inside one registered system-memory window.
-    pub(crate) fn gpu_check(&self, addr: u64, bytes: u64) -> Result<(), Fault> {
+    pub(crate) fn gpu_check(&self, addr: GpuVa, bytes: u64) -> Result<(), Fault> {
         let bad = Fault::bad_address(addr);
-        if !addr.is_multiple_of(ACCESS_ALIGN) || !bytes.is_multiple_of(ACCESS_ALIGN) {
+        if !addr.is_aligned(ACCESS_ALIGN) || !bytes.is_multiple_of(ACCESS_ALIGN) {
             return Err(bad);
         }
         match classify(addr, bytes, self.mem.vram_size()).ok_or(bad)? {
@@ -51,7 +51,7 @@ impl Core {
                         // Relaxed: window registers are plain configuration; the driver
                         // programs them before it submits work that uses them, and the
                         // submission (doorbell/commit) is the synchronising operation.
-                        let base = b.load(Ordering::Relaxed);
+                        let base = BusAddr::new(b.load(Ordering::Relaxed));
                         let size = s.load(Ordering::Relaxed);
                         size != 0 && a >= base && base.checked_add(size).is_some_and(|e| end <= e)
                     });
@@ -64,33 +64,46 @@ impl Core {
         }
     }
 
-    pub(crate) fn gpu_load(&self, addr: u64, order: Ordering) -> Result<u64, Fault> {
-        self.gpu_check(addr, 8)?;
-        self.mem.load(addr, order).ok_or(Fault::bad_address(addr))
-    }
-
-    pub(crate) fn gpu_store(&self, addr: u64, value: u64, order: Ordering) -> Result<(), Fault> {
+    pub(crate) fn gpu_load(&self, addr: GpuVa, order: Ordering) -> Result<u64, Fault> {
         self.gpu_check(addr, 8)?;
         self.mem
-            .store(addr, value, order)
+            .load(addr.get(), order)
+            .ok_or(Fault::bad_address(addr))
+    }
+
+    pub(crate) fn gpu_store(&self, addr: GpuVa, value: u64, order: Ordering) -> Result<(), Fault> {
+        self.gpu_check(addr, 8)?;
+        self.mem
+            .store(addr.get(), value, order)
             .ok_or(Fault::bad_address(addr))
     }
 
     pub(crate) fn gpu_fetch_max(
         &self,
-        addr: u64,
+        addr: GpuVa,
         value: u64,
         order: Ordering,
     ) -> Result<u64, Fault> {
         self.gpu_check(addr, 8)?;
         self.mem
-            .fetch_max(addr, value, order)
+            .fetch_max(addr.get(), value, order)
             .ok_or(Fault::bad_address(addr))
     }
 
     /// A checked run of words for bulk work (COPY/FILL chunks, ring and record writes).
-    pub(crate) fn gpu_span(&self, addr: u64, bytes: u64) -> Result<Span, Fault> {
+    pub(crate) fn gpu_span(&self, addr: GpuVa, bytes: u64) -> Result<Span, Fault> {
         self.gpu_check(addr, bytes)?;
-        self.mem.span(addr, bytes).ok_or(Fault::bad_address(addr))
+        self.mem
+            .span(addr.get(), bytes)
+            .ok_or(Fault::bad_address(addr))
     }
+}
+
+/// The address of a ring-control field. Descriptors are validated with a 64-byte aligned
+/// ring control, so adding a field offset (< 64) cannot overflow; if it ever did, the
+/// all-ones address faults like any unreachable one.
+pub(crate) fn ctl(ring_control: GpuVa, field: u64) -> GpuVa {
+    ring_control
+        .checked_add(field)
+        .unwrap_or(GpuVa::new(u64::MAX))
 }

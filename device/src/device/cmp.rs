@@ -32,7 +32,9 @@ use rvgpu_hw::fence::wait_satisfied;
 use rvgpu_hw::queue::{QueueDescriptor, RingControl, NO_QUEUE, RUNLIST_MAX};
 use rvgpu_hw::regs::IntCause;
 
-use super::bus::Fault;
+use rvgpu_hw::addr::GpuVa;
+
+use super::bus::{ctl, Fault};
 use super::{lock, Core, EngineSnapshot, QueueSnapshot};
 
 /// A FENCE_WAIT the queue is blocked on.
@@ -42,7 +44,7 @@ pub(crate) struct Wait {
     pub(crate) rptr: u64,
     /// Offset of the FENCE_WAIT in the indirect buffer, or `None` for a wait in the ring.
     pub(crate) inner: Option<u64>,
-    pub(crate) addr: u64,
+    pub(crate) addr: GpuVa,
     pub(crate) value: u64,
     /// GPU time the engine first saw the wait unresolved (LOG-03).
     pub(crate) observed: u64,
@@ -54,7 +56,7 @@ pub(crate) struct Wait {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Indirect {
     /// GPU address of the buffer (checked reachable when the INDIRECT started).
-    pub(crate) addr: u64,
+    pub(crate) addr: GpuVa,
     /// Size of the buffer in bytes.
     pub(crate) bytes: u64,
     /// Offset of the next packet to execute; always < `bytes`.
@@ -235,7 +237,7 @@ impl Core {
                 flags: 0,
                 queue_id,
                 arg0: f.code as u64,
-                arg1: f.addr,
+                arg1: f.addr.get(),
                 arg2: 0,
             },
             IntCause::FAULT,
@@ -251,7 +253,7 @@ impl Core {
         };
         // Relaxed: the driver programmed these registers on this thread or before a
         // synchronising MMIO write (the commit itself runs in the committing thread).
-        let base = r.runlist_base.load(Ordering::Relaxed);
+        let base = GpuVa::new(r.runlist_base.load(Ordering::Relaxed));
         let count = r.runlist_count.load(Ordering::Relaxed);
         if count == 0 {
             return Vec::new();
@@ -277,7 +279,8 @@ impl Core {
                 *d = s.load(Ordering::Acquire);
             }
             let desc = QueueDescriptor::from_words(&w);
-            let addr = base + (i as u64) * 128;
+            // Inside the span read above, so no overflow.
+            let addr = base.checked_add((i as u64) * 128).unwrap_or(base);
             match desc.validate() {
                 Ok(()) => {}
                 Err("flags") => continue,
@@ -353,11 +356,11 @@ impl Core {
                     // before committing.
                     match (
                         self.gpu_load(
-                            d.ring_control.wrapping_add(RingControl::READ_PTR),
+                            ctl(d.ring_control, RingControl::READ_PTR),
                             Ordering::Acquire,
                         ),
                         self.gpu_load(
-                            d.ring_control.wrapping_add(RingControl::WRITE_PTR),
+                            ctl(d.ring_control, RingControl::WRITE_PTR),
                             Ordering::Acquire,
                         ),
                     ) {
@@ -421,7 +424,7 @@ impl Core {
             // Acquire: pairs with the producer's Release store of write_ptr, so the packets
             // it wrote before are visible when we read the ring.
             match self.gpu_load(
-                q.desc.ring_control.wrapping_add(RingControl::WRITE_PTR),
+                ctl(q.desc.ring_control, RingControl::WRITE_PTR),
                 Ordering::Acquire,
             ) {
                 Ok(w) => q.known_wptr = w,
@@ -447,16 +450,16 @@ impl Core {
 
     /// Re-evaluates blocked FENCE_WAITs on `addr` (0: all). A satisfied one is woken (runs
     /// again at its queue's next turn). Called with the CMP lock held.
-    pub(crate) fn rescan_waits(&self, cmp: &mut Cmp, addr: u64) -> bool {
+    pub(crate) fn rescan_waits(&self, cmp: &mut Cmp, addr: GpuVa) -> bool {
         let mut woke = false;
         for q in cmp.engines.iter_mut().flat_map(|e| e.queues.iter_mut()) {
             let Some(w) = q.wait.as_mut() else { continue };
-            if w.wake || (addr != 0 && w.addr != addr) {
+            if w.wake || (!addr.is_null() && w.addr != addr) {
                 continue;
             }
             // Acquire: the fence value publishes the signaller's earlier writes to the
             // waiter's later commands.
-            match self.mem.load(w.addr, Ordering::Acquire) {
+            match self.mem.load(w.addr.get(), Ordering::Acquire) {
                 Some(v) if wait_satisfied(v, w.value) => {
                     w.wake = true;
                     woke = true;
@@ -473,7 +476,7 @@ impl Core {
     }
 
     /// WAIT_RESCAN: re-evaluates before returning.
-    pub(crate) fn wait_rescan(&self, addr: u64) {
+    pub(crate) fn wait_rescan(&self, addr: GpuVa) {
         let mut cmp = lock(&self.cmp);
         let woke = self.rescan_waits(&mut cmp, addr);
         if woke {
@@ -506,8 +509,8 @@ impl Core {
                     known_write_ptr: q.known_wptr,
                     priority: q.desc.priority,
                     fault: q.fault,
-                    blocked_on: q.wait.filter(|w| !w.wake).map(|w| (w.addr, w.value)),
-                    indirect: q.indirect.map(|i| (i.addr, i.off)),
+                    blocked_on: q.wait.filter(|w| !w.wake).map(|w| (w.addr.get(), w.value)),
+                    indirect: q.indirect.map(|i| (i.addr.get(), i.off)),
                 })
                 .collect(),
         })

@@ -14,6 +14,7 @@
 //! (no stale `set(false)` after a newer `set(true)`, and no recursion deadlock if the ISR
 //! acknowledges from inside `set`).
 
+use rvgpu_hw::addr::GpuVa;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -183,7 +184,11 @@ impl Core {
                 false
             } else {
                 let slot = u64::from(w % ring.size) * 32;
-                match ring.base.checked_add(slot).map(|a| self.gpu_span(a, 32)) {
+                match ring
+                    .base
+                    .checked_add(slot)
+                    .map(|a| self.gpu_span(GpuVa::new(a), 32))
+                {
                     Some(Ok(span)) => {
                         for (d, s) in span.as_slice().iter().zip(rec.to_words()) {
                             // Relaxed: the Release store of WPTR below publishes the record.

@@ -34,7 +34,9 @@ use rvgpu_hw::log::{
 use rvgpu_hw::queue::{QueueDescriptor, RingControl, NO_QUEUE};
 use rvgpu_hw::regs::IntCause;
 
-use super::bus::Fault;
+use rvgpu_hw::addr::GpuVa;
+
+use super::bus::{ctl, Fault};
 use super::cmp::{Cmp, Engine, InFlight, Indirect, Queue, Wait};
 use super::{lock, Core};
 
@@ -50,13 +52,13 @@ enum Src {
     /// The ring: positions are free-running read pointers (wrapping at the ring size).
     Ring,
     /// An indirect buffer at this GPU address: positions are byte offsets into it.
-    Buffer(u64),
+    Buffer(GpuVa),
 }
 
 /// Where a LOG_WRITE goes, resolved and checked before anything is written.
 struct LogTarget {
-    entry_addr: u64,
-    header_addr: u64,
+    entry_addr: GpuVa,
+    header_addr: GpuVa,
     header_value: u64,
 }
 
@@ -69,7 +71,7 @@ impl Core {
                 flags: 0,
                 queue_id,
                 arg0: f.code as u64,
-                arg1: f.addr,
+                arg1: f.addr.get(),
                 arg2: rptr,
             },
             IntCause::FAULT,
@@ -117,7 +119,7 @@ impl Core {
         q.rptr = q.rptr.wrapping_add(bytes);
         // Release: the packet's effects happen-before a producer that sees the slot free.
         self.gpu_store(
-            q.desc.ring_control.wrapping_add(RingControl::READ_PTR),
+            ctl(q.desc.ring_control, RingControl::READ_PTR),
             q.rptr,
             Ordering::Release,
         )?;
@@ -156,15 +158,16 @@ impl Core {
         rptr: u64,
         avail: u64,
     ) -> Result<(Command, u64), Fault> {
-        let h = decode_header(self.src_word(d, src, rptr)?).map_err(|c| Fault::new(c, 0))?;
+        let h =
+            decode_header(self.src_word(d, src, rptr)?).map_err(|c| Fault::new(c, GpuVa::NULL))?;
         let len = u64::from(h.len) * 8;
         if len > avail {
-            return Err(Fault::new(FaultCode::BadLength, 0));
+            return Err(Fault::new(FaultCode::BadLength, GpuVa::NULL));
         }
         if h.opcode == Opcode::Nop {
             // NOP has no flags (cmd.rs: flags must be zero on flagless opcodes).
             if h.flags != 0 {
-                return Err(Fault::new(FaultCode::BadArgument, 0));
+                return Err(Fault::new(FaultCode::BadArgument, GpuVa::NULL));
             }
             // Padding words are never read.
             return Ok((Command::Nop { len: h.len }, len));
@@ -172,7 +175,7 @@ impl Core {
         let words = (0..u64::from(h.len))
             .map(|i| self.src_word(d, src, rptr.wrapping_add(i * 8)))
             .collect::<Result<Vec<u64>, Fault>>()?;
-        let cmd = decode(&words).map_err(|c| Fault::new(c, 0))?;
+        let cmd = decode(&words).map_err(|c| Fault::new(c, GpuVa::NULL))?;
         Ok((cmd, len))
     }
 
@@ -188,22 +191,24 @@ impl Core {
             LogKind::Wait => d.wait_log,
             LogKind::Signal => d.signal_log,
         };
-        if base == 0 {
-            return Err(Fault::new(FaultCode::NoLog, 0));
+        if base.is_null() {
+            return Err(Fault::new(FaultCode::NoLog, GpuVa::NULL));
         }
         self.gpu_check(base, LOG_BUFFER_SIZE)?;
         // NumberOfEntries is written by the OS when it creates the buffer.
-        let n_addr = base + 16;
+        // gpu_check above: the whole buffer is addressable, so these offsets cannot overflow.
+        let at = |off: u64| base.checked_add(off).unwrap_or(base);
+        let n_addr = at(16);
         let n = self.gpu_load(n_addr, Ordering::Acquire)?;
         if n == 0 || n > ENTRIES_PER_BUFFER {
             return Err(Fault::new(FaultCode::BadArgument, n_addr));
         }
         let bad = Fault::new(FaultCode::BadArgument, n_addr);
-        let entry_addr = base + entry_offset(index, n).ok_or(bad)?;
+        let entry_addr = at(entry_offset(index, n).ok_or(bad)?);
         let header_value = header_after(index, n).ok_or(bad)?;
         Ok(LogTarget {
             entry_addr,
-            header_addr: base + HEADER_ATOMIC,
+            header_addr: at(HEADER_ATOMIC),
             header_value,
         })
     }
@@ -263,6 +268,8 @@ impl Core {
                 monitored_addr,
                 report_tag,
             } => {
+                let (value_addr, monitored_addr) =
+                    (GpuVa::new(value_addr), GpuVa::new(monitored_addr));
                 self.gpu_check(value_addr, 8)?;
                 let cond = flags & SIGNAL_CONDITIONAL_IRQ != 0;
                 let always = flags & SIGNAL_ALWAYS_IRQ != 0;
@@ -293,7 +300,7 @@ impl Core {
                             // MonitoredValue interrupts: spurious is fine, missed is not.
                             && self
                                 .mem
-                                .load(monitored_addr, Ordering::Relaxed)
+                                .load(monitored_addr.get(), Ordering::Relaxed)
                                 .is_none_or(|mv| needs_interrupt(value, mv)));
                     if irq {
                         self.post_event(
@@ -314,7 +321,7 @@ impl Core {
                                     NO_TAG
                                 },
                                 arg1: value,
-                                arg2: monitored_addr,
+                                arg2: monitored_addr.get(),
                             },
                             IntCause::FENCE_SIGNALED,
                         );
@@ -328,6 +335,7 @@ impl Core {
                 Ok(())
             }
             Command::FenceWait { addr, value } => {
+                let addr = GpuVa::new(addr);
                 // Acquire: the signaller's Release store published its earlier work.
                 let v = self.gpu_load(addr, Ordering::Acquire)?;
                 let observed = q
@@ -377,6 +385,7 @@ impl Core {
                 self.complete(e, q, len)
             }
             Command::Timestamp { addr } => {
+                let addr = GpuVa::new(addr);
                 self.gpu_store(addr, self.clock.now(), Ordering::Release)?;
                 self.complete(e, q, len)
             }
@@ -402,13 +411,13 @@ impl Core {
                 Ok(())
             }
             Command::Copy { src, dst, bytes } => {
-                self.gpu_check(src, bytes)?;
-                self.gpu_check(dst, bytes)?;
+                self.gpu_check(GpuVa::new(src), bytes)?;
+                self.gpu_check(GpuVa::new(dst), bytes)?;
                 self.start_transfer(eng, e, qi, cmd, len);
                 Ok(())
             }
             Command::Fill { dst, bytes, .. } => {
-                self.gpu_check(dst, bytes)?;
+                self.gpu_check(GpuVa::new(dst), bytes)?;
                 self.start_transfer(eng, e, qi, cmd, len);
                 Ok(())
             }
@@ -420,9 +429,10 @@ impl Core {
                 Ok(())
             }
             Command::Indirect { addr, bytes } => {
+                let addr = GpuVa::new(addr);
                 // One level only: the ring calls a buffer, a buffer calls nothing.
                 if ind.is_some() {
-                    return Err(Fault::new(FaultCode::NestedIndirect, 0));
+                    return Err(Fault::new(FaultCode::NestedIndirect, GpuVa::NULL));
                 }
                 // The whole buffer must be reachable (and aligned) before it starts.
                 self.gpu_check(addr, bytes)?;
@@ -526,8 +536,8 @@ impl Core {
         }
         match *cmd {
             Command::Copy { src, dst, .. } => {
-                let s = self.gpu_span(src + done, n)?;
-                let d = self.gpu_span(dst + done, n)?;
+                let s = self.gpu_span(GpuVa::new(src + done), n)?;
+                let d = self.gpu_span(GpuVa::new(dst + done), n)?;
                 for (dw, sw) in d.as_slice().iter().zip(s.as_slice()) {
                     // Relaxed: the packet's completion (Release on read_ptr, and any later
                     // fence signal) publishes the data.
@@ -535,7 +545,7 @@ impl Core {
                 }
             }
             Command::Fill { dst, pattern, .. } => {
-                let d = self.gpu_span(dst + done, n)?;
+                let d = self.gpu_span(GpuVa::new(dst + done), n)?;
                 for w in d.as_slice() {
                     w.store(pattern, Ordering::Relaxed);
                 }

@@ -131,7 +131,7 @@ impl Core {
             return false;
         };
         let pos = q.rptr % u64::from(q.desc.ring_size.max(1));
-        let addr = q.desc.ring_base.wrapping_add(pos);
+        let addr = q.desc.ring_base.get().wrapping_add(pos);
         // Through the plain bus, not the window check: corruption comes from outside.
         self.mem.store(addr, garbage, Ordering::Release).is_some()
     }

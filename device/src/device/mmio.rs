@@ -11,6 +11,7 @@
 
 use std::sync::atomic::Ordering;
 
+use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::engine::ENGINE_CTRL_RESET;
 use rvgpu_hw::register::{RegDecl, Width};
 use rvgpu_hw::regs::{self, Caps, Config, RegId};
@@ -149,7 +150,7 @@ impl Core {
                 // (the lock hand-over orders them).
                 drop(lock(&self.signal_lock));
             }
-            RegId::WaitRescan => self.wait_rescan(v),
+            RegId::WaitRescan => self.wait_rescan(GpuVa::new(v)),
             RegId::IntEnable => ev.enable.store(v32, Ordering::SeqCst),
             RegId::IntAck => {
                 // W1C: the written 1 bits clear those causes in INT_STATUS. AcqRel:

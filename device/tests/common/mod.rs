@@ -2,6 +2,7 @@
 //! of the OS around it. Shared by the integration tests.
 #![allow(dead_code)]
 
+use rvgpu_hw::addr::GpuVa;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -143,13 +144,13 @@ impl Rig {
             desc: QueueDescriptor {
                 queue_id: id,
                 flags: QueueFlags::VALID.bits(),
-                ring_base,
+                ring_base: GpuVa::new(ring_base),
                 ring_size: ring,
                 doorbell: doorbell.unwrap_or(NO_DOORBELL),
-                ring_control: rc,
-                progress_fence: progress,
-                wait_log,
-                signal_log,
+                ring_control: GpuVa::new(rc),
+                progress_fence: GpuVa::new(progress),
+                wait_log: GpuVa::new(wait_log),
+                signal_log: GpuVa::new(signal_log),
                 priority: prio,
                 ..Default::default()
             },
@@ -183,14 +184,14 @@ impl Rig {
         for w in words {
             let off = q.wptr % u64::from(q.desc.ring_size);
             self.mem
-                .store(q.desc.ring_base + off, *w, Ordering::Relaxed)
+                .store(q.desc.ring_base.get() + off, *w, Ordering::Relaxed)
                 .unwrap();
             q.wptr += 8;
         }
         // Release: publishes the packets (ring-control protocol).
         self.mem
             .store(
-                q.desc.ring_control + RingControl::WRITE_PTR,
+                q.desc.ring_control.get() + RingControl::WRITE_PTR,
                 q.wptr,
                 Ordering::Release,
             )
@@ -236,7 +237,7 @@ impl Rig {
 
     pub fn read_ptr(&self, q: &Q) -> u64 {
         self.mem
-            .read_u64(q.desc.ring_control + RingControl::READ_PTR)
+            .read_u64(q.desc.ring_control.get() + RingControl::READ_PTR)
             .unwrap()
     }
 

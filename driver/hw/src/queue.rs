@@ -1,5 +1,6 @@
 //! Hardware queues: runlist entries (queue descriptors) and ring control.
 
+use crate::addr::{BusAddr, GpuVa};
 use bitflags::bitflags;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -36,7 +37,7 @@ pub struct QueueDescriptor {
     /// [`QueueFlags`].
     pub flags: u32,
     /// GPU address of the ring (8-byte aligned).
-    pub ring_base: u64,
+    pub ring_base: GpuVa,
     /// Ring size in bytes: a power of two in [`RING_MIN`]..=[`RING_MAX`].
     pub ring_size: u32,
     /// Physical doorbell index in dedicated mode, or [`NO_DOORBELL`]. Informational (for
@@ -45,19 +46,19 @@ pub struct QueueDescriptor {
     /// commit (victimisation, UM-20).
     pub doorbell: u32,
     /// GPU address of the queue's [`RingControl`].
-    pub ring_control: u64,
+    pub ring_control: GpuVa,
     /// GPU address of the 64-bit progress fence PROGRESS writes.
-    pub progress_fence: u64,
+    pub progress_fence: GpuVa,
     /// GPU address of the wait log buffer (LOG-01), 0 if none.
-    pub wait_log: u64,
+    pub wait_log: GpuVa,
     /// GPU address of the signal log buffer, 0 if none.
-    pub signal_log: u64,
+    pub signal_log: GpuVa,
     /// Higher runs first among runnable queues of one engine; equal priorities round-robin.
     pub priority: u32,
     /// Process (GPU address space) id; reserved for page tables, informational in v1.
     pub process_id: u32,
     /// Root of the queue's GPU page tables; must be 0 (identity) in v1.
-    pub page_table_base: u64,
+    pub page_table_base: BusAddr,
     pub reserved: [u64; 7],
 }
 
@@ -94,13 +95,13 @@ impl QueueDescriptor {
         if !self.ring_size.is_power_of_two() || !(RING_MIN..=RING_MAX).contains(&self.ring_size) {
             return Err("ring_size");
         }
-        let aligned = |a: u64| a.is_multiple_of(8);
+        let aligned = |a: GpuVa| a.is_aligned(8);
         // Ring control is 64-byte aligned so that the read pointer has its own cache line.
-        let control_ok = self.ring_control.is_multiple_of(64);
+        let control_ok = self.ring_control.is_aligned(64);
         if !aligned(self.ring_base) || !control_ok || !aligned(self.progress_fence) {
             return Err("alignment");
         }
-        if self.page_table_base != 0 {
+        if !self.page_table_base.is_null() {
             return Err("page_table_base");
         }
         Ok(())
@@ -143,11 +144,11 @@ mod tests {
         let d = QueueDescriptor {
             queue_id: 3,
             flags: QueueFlags::VALID.bits(),
-            ring_base: 0x1000,
+            ring_base: GpuVa::new(0x1000),
             ring_size: 4096,
             doorbell: 2,
-            ring_control: 0x3000,
-            progress_fence: 0x4000,
+            ring_control: GpuVa::new(0x3000),
+            progress_fence: GpuVa::new(0x4000),
             priority: 1,
             ..Default::default()
         };

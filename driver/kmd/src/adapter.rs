@@ -307,12 +307,12 @@ impl<P: Platform> Adapter<P> {
         // version 1 of the device has no GPU page tables; so window 1 admits all of system
         // memory (except page 0). This is no DMA isolation: it arrives with per-process page
         // tables (docs/hardware.md, "Addressing").
-        let sysmem = rvgpu_hw::PAGE_SIZE;
+        let sysmem = rvgpu_hw::addr::BusAddr::new(rvgpu_hw::PAGE_SIZE);
         device::set_window(
             &regs,
             1,
             sysmem,
-            rvgpu_hw::addr::SYSMEM_LIMIT.saturating_sub(sysmem),
+            rvgpu_hw::addr::SYSMEM_LIMIT.saturating_sub(sysmem.get()),
         );
         device::unbind_doorbells(&regs, identity.config.doorbells);
         // Memory first, the event ring (which the device starts writing) last: a failure
@@ -587,7 +587,9 @@ impl<P: Platform> Adapter<P> {
                     ..
                 } => {
                     fence_reports = true;
-                    let handle = registry.resolve(tag, monitored_addr).map(|f| f.os_handle);
+                    let handle = registry
+                        .resolve(tag, rvgpu_hw::addr::GpuVa::new(monitored_addr))
+                        .map(|f| f.os_handle);
                     batch.native(engine, handle, &mut emit);
                 }
                 // DMA completed (a PROGRESS with interrupt): the OS reads the queue's progress

@@ -2,6 +2,7 @@
 //!
 //! Nothing here knows about Dxgkrnl; `adapter` calls it with memory it obtained from the OS.
 
+use rvgpu_hw::addr::BusAddr;
 use rvgpu_hw::regs::{self, Caps, Config, IntCause};
 
 use crate::mmio::Regs;
@@ -71,13 +72,13 @@ pub fn probe<P: Platform>(regs: &Regs<P>) -> Result<DeviceIdentity, ProbeError> 
 
 /// Registers system-memory window `k` (the device's DMA allow-list). Returns false if `k` is
 /// out of range.
-pub fn set_window<P: Platform>(regs: &Regs<P>, k: usize, base: u64, size: u64) -> bool {
+pub fn set_window<P: Platform>(regs: &Regs<P>, k: usize, base: BusAddr, size: u64) -> bool {
     let (Some(_), Ok(k)) = (regs::syswin_regs(k), u32::try_from(k)) else {
         return false;
     };
     // Size last: a window is live only once it has a size, and by then its base is right.
     regs.write_at(k, regs::SyswinSize::new(0));
-    regs.write_at(k, regs::SyswinBase::new(base));
+    regs.write_at(k, regs::SyswinBase::new(base.get()));
     regs.write_at(k, regs::SyswinSize::new(size));
     true
 }
@@ -92,7 +93,7 @@ pub fn quiesce<P: Platform>(regs: &Regs<P>, engines: u32) {
         regs.write_at(e, regs::RunlistCommit::new(1));
     }
     for k in 0..regs::SYSWIN_COUNT {
-        set_window(regs, k, 0, 0);
+        set_window(regs, k, BusAddr::NULL, 0);
     }
     // Whatever was pending belongs to the previous life of the device.
     regs.write(regs::IntAck::new(u32::MAX));

@@ -9,12 +9,14 @@
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use rvgpu_hw::addr::{BusAddr, GpuVa};
+
 /// A contiguous, device-visible buffer: kernel VA, bus address, size in bytes (a multiple of
 /// 8), and the Dxgkrnl handle that frees it.
 #[derive(Debug)]
 pub struct DmaBuffer {
     va: NonNull<AtomicU64>,
-    bus: u64,
+    bus: BusAddr,
     bytes: u64,
     handle: usize,
 }
@@ -30,7 +32,7 @@ impl DmaBuffer {
     /// # Safety
     /// `va` must be 8-byte aligned and valid for `bytes` bytes of reads and writes until the
     /// buffer is freed through `handle`, and nothing may access it non-atomically meanwhile.
-    pub unsafe fn from_raw(va: NonNull<u8>, bus: u64, bytes: u64, handle: usize) -> Self {
+    pub unsafe fn from_raw(va: NonNull<u8>, bus: BusAddr, bytes: u64, handle: usize) -> Self {
         Self {
             va: va.cast(),
             bus,
@@ -39,9 +41,14 @@ impl DmaBuffer {
         }
     }
 
-    /// Bus (GPU) address of byte 0.
-    pub fn bus(&self) -> u64 {
+    /// Bus address of byte 0.
+    pub fn bus(&self) -> BusAddr {
         self.bus
+    }
+
+    /// GPU address of byte 0 (the device reaches the buffer through the identity mapping).
+    pub fn gpu(&self) -> GpuVa {
+        self.bus.identity_va()
     }
 
     /// Size in bytes.
@@ -64,10 +71,10 @@ impl DmaBuffer {
         self.bytes / 8
     }
 
-    /// GPU address of the word at byte offset `off`, if inside the buffer.
-    pub fn bus_at(&self, off: u64) -> Option<u64> {
+    /// GPU address of the byte at offset `off`, if inside the buffer.
+    pub fn gpu_at(&self, off: u64) -> Option<GpuVa> {
         (off < self.bytes)
-            .then(|| self.bus.checked_add(off))
+            .then(|| self.gpu().checked_add(off))
             .flatten()
     }
 

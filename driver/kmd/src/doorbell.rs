@@ -51,6 +51,7 @@
 
 use alloc::vec::Vec;
 use core::ptr::NonNull;
+use rvgpu_hw::addr::GpuVa;
 
 use rvgpu_ddi::dxgkrnl::{
     D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
@@ -207,9 +208,9 @@ fn read_pdd(args: &DXGKARG_CREATEDOORBELL, vram: u64) -> Result<(DoorbellPdd, Ri
         return Err(status::INVALID_PARAMETER);
     }
     let ring = Ring {
-        base: pdd.ring_gpu,
+        base: GpuVa::new(pdd.ring_gpu),
         size: pdd.ring_size,
-        control: pdd.ring_control_gpu,
+        control: GpuVa::new(pdd.ring_control_gpu),
     };
     check_ring(&ring, vram)?;
     Ok((pdd, ring))
@@ -222,7 +223,8 @@ pub fn check_ring(r: &Ring, vram: u64) -> Result<(), Status> {
     if !r.size.is_power_of_two() || !(RING_MIN..=RING_MAX).contains(&r.size) {
         return bad;
     }
-    if r.base == 0 || !r.base.is_multiple_of(8) || r.control == 0 || !r.control.is_multiple_of(64) {
+    if r.base.is_null() || !r.base.is_aligned(8) || r.control.is_null() || !r.control.is_aligned(64)
+    {
         return bad;
     }
     let size = u64::from(r.size);
@@ -599,34 +601,37 @@ mod tests {
     #[test]
     fn ring_rules() {
         let ok = Ring {
-            base: 0x10_0000,
+            base: rvgpu_hw::addr::GpuVa::new(0x10_0000),
             size: 4096,
-            control: 0x20_0000,
+            control: rvgpu_hw::addr::GpuVa::new(0x20_0000),
         };
         let vram = 16 << 20;
         assert_eq!(check_ring(&ok, vram), Ok(()));
         let bad = |r: Ring| assert!(check_ring(&r, vram).is_err(), "{r:?}");
         bad(Ring { size: 100, ..ok });
         bad(Ring { size: 128, ..ok });
-        bad(Ring { base: 0, ..ok });
         bad(Ring {
-            base: 0x10_0004,
+            base: rvgpu_hw::addr::GpuVa::new(0),
             ..ok
         });
         bad(Ring {
-            control: 0x20_0008,
+            base: rvgpu_hw::addr::GpuVa::new(0x10_0004),
             ..ok
         });
         bad(Ring {
-            control: 0x10_0800,
+            control: rvgpu_hw::addr::GpuVa::new(0x20_0008),
             ..ok
         });
         bad(Ring {
-            base: rvgpu_hw::addr::SYSMEM_LIMIT - 8,
+            control: rvgpu_hw::addr::GpuVa::new(0x10_0800),
             ..ok
         });
         bad(Ring {
-            base: u64::MAX - 7,
+            base: rvgpu_hw::addr::GpuVa::new(rvgpu_hw::addr::SYSMEM_LIMIT - 8),
+            ..ok
+        });
+        bad(Ring {
+            base: rvgpu_hw::addr::GpuVa::new(u64::MAX - 7),
             ..ok
         });
     }

@@ -19,6 +19,7 @@
 use alloc::collections::BTreeSet;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
+use rvgpu_hw::addr::GpuVa;
 
 use rvgpu_ddi::submission::{D3DDDI_CREATEHWQUEUEFLAGS, DXGKARG_CREATEHWQUEUE};
 use rvgpu_ddi::HANDLE;
@@ -36,11 +37,11 @@ use crate::status::{self, Status};
 /// A ring as the device sees it (GPU addresses).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ring {
-    pub base: u64,
+    pub base: GpuVa,
     /// Bytes: a power of two in `RING_MIN..=RING_MAX`.
     pub size: u32,
     /// GPU address of the `RingControl` block (64-aligned).
-    pub control: u64,
+    pub control: GpuVa,
 }
 
 /// The ring of a kernel-mode queue: one contiguous allocation, the ring first and the ring
@@ -63,9 +64,10 @@ impl KernelRing {
     /// The ring as the device sees it.
     pub fn ring(&self) -> Ring {
         Ring {
-            base: self.buf.bus(),
+            base: self.buf.gpu(),
             size: self.size,
-            control: self.buf.bus().saturating_add(u64::from(self.size)),
+            // The control block follows the ring inside the same buffer (never past it).
+            control: self.buf.gpu_at(u64::from(self.size)).unwrap_or(GpuVa::NULL),
         }
     }
 
@@ -94,7 +96,7 @@ pub struct HwQueue {
     /// Created with `UserModeSubmission`.
     pub user_mode: bool,
     /// GPU VA of the progress fence value.
-    pub progress_gpu: u64,
+    pub progress_gpu: GpuVa,
     /// Created with `D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence`: the progress fence is a
     /// native fence, so a `PROGRESS` event may satisfy native-fence waits and needs a
     /// native-fence report besides the monitored-fence one (the ISR learns it from the queue
@@ -257,8 +259,8 @@ pub fn create<P: Platform>(
         let native_progress = args
             .Flags
             .is_set(D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence);
-        let progress_gpu = args.HwQueueProgressFenceGPUVirtualAddress;
-        if progress_gpu == 0 || !progress_gpu.is_multiple_of(rvgpu_hw::addr::ACCESS_ALIGN) {
+        let progress_gpu = GpuVa::new(args.HwQueueProgressFenceGPUVirtualAddress);
+        if progress_gpu.is_null() || !progress_gpu.is_aligned(rvgpu_hw::addr::ACCESS_ALIGN) {
             return Err(status::INVALID_PARAMETER);
         }
         let pdd = read_pdd(args)?;
@@ -429,7 +431,7 @@ mod tests {
             id: 7,
             priority: 3,
             user_mode: true,
-            progress_gpu: 0x8000,
+            progress_gpu: rvgpu_hw::addr::GpuVa::new(0x8000),
             native_progress: false,
             ring: None,
             kernel: None,
@@ -438,29 +440,33 @@ mod tests {
         };
         assert_eq!(q.descriptor(NO_DOORBELL), None);
         q.ring = Some(Ring {
-            base: 0x1_0000,
+            base: rvgpu_hw::addr::GpuVa::new(0x1_0000),
             size: 4096,
-            control: 0x2_0000,
+            control: rvgpu_hw::addr::GpuVa::new(0x2_0000),
         });
         let d = q.descriptor(2).unwrap();
         assert_eq!(d.validate(), Ok(()));
         assert_eq!(d.queue_id, 7);
         assert_eq!(d.flags, (QueueFlags::VALID | QueueFlags::USER_MODE).bits());
-        assert_eq!(d.progress_fence, 0x8000);
+        assert_eq!(d.progress_fence.get(), 0x8000);
         assert_eq!(d.priority, 3);
         assert_eq!(d.doorbell, 2);
-        assert_eq!((d.wait_log, d.signal_log), (0, 0), "no logs set");
+        assert_eq!(
+            (d.wait_log.get(), d.signal_log.get()),
+            (0, 0),
+            "no logs set"
+        );
         // LOG-01: the logs the OS set are in the descriptor the next commit writes.
         q.logs.wait = Some(crate::log::LogBuf {
-            gpu: 0x3_0000,
+            gpu: rvgpu_hw::addr::GpuVa::new(0x3_0000),
             entries: 84,
         });
         q.logs.signal = Some(crate::log::LogBuf {
-            gpu: 0x4_0000,
+            gpu: rvgpu_hw::addr::GpuVa::new(0x4_0000),
             entries: 84,
         });
         let d = q.descriptor(2).unwrap();
-        assert_eq!((d.wait_log, d.signal_log), (0x3_0000, 0x4_0000));
+        assert_eq!((d.wait_log.get(), d.signal_log.get()), (0x3_0000, 0x4_0000));
         assert_eq!(d.validate(), Ok(()));
     }
 }

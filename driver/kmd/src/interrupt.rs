@@ -144,7 +144,7 @@ impl EventRing {
     /// Programs the device's event-ring registers and enables posting (resets pointers).
     pub fn program<P: Platform>(&mut self, regs: &Regs<P>) {
         self.rptr = 0;
-        regs.write(regs::EventRingBase::new(self.buf.bus()));
+        regs.write(regs::EventRingBase::new(self.buf.gpu().get()));
         regs.write(regs::EventRingSize::new(self.size));
         regs.write(regs::EventRingCtrl::new(1));
     }

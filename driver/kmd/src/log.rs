@@ -21,6 +21,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use rvgpu_hw::addr::GpuVa;
 
 use rvgpu_ddi::fence::{
     DXGKARG_SETNATIVEFENCELOGBUFFER, DXGKARG_UPDATENATIVEFENCELOGS, DXGK_NATIVE_FENCE_LOG_BUFFER,
@@ -62,7 +63,7 @@ impl LogKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogBuf {
     /// `LogBufferSystemProcessGpuVa`.
-    pub gpu: u64,
+    pub gpu: GpuVa,
     /// `NumberOfEntries`.
     pub entries: u32,
 }
@@ -89,10 +90,10 @@ impl QueueLogs {
     }
 
     /// Descriptor fields `(wait_log, signal_log)`, 0 when unset.
-    pub fn descriptor_fields(&self) -> (u64, u64) {
+    pub fn descriptor_fields(&self) -> (GpuVa, GpuVa) {
         (
-            self.wait.map_or(0, |b| b.gpu),
-            self.signal.map_or(0, |b| b.gpu),
+            self.wait.map_or(GpuVa::NULL, |b| b.gpu),
+            self.signal.map_or(GpuVa::NULL, |b| b.gpu),
         )
     }
 }
@@ -112,7 +113,7 @@ pub struct HeaderView {
 pub fn validate(
     number_of_entries: u32,
     header: HeaderView,
-    gpu: u64,
+    gpu: GpuVa,
     vram_size: u64,
 ) -> Result<(LogKind, LogBuf), Status> {
     let kind = LogKind::from_type(header.log_type).ok_or(status::INVALID_PARAMETER)?;
@@ -120,12 +121,12 @@ pub fn validate(
     if n == 0 || n > ENTRIES_PER_BUFFER || n != header.number_of_entries {
         return Err(status::INVALID_PARAMETER);
     }
-    if gpu == 0 || !gpu.is_multiple_of(rvgpu_hw::addr::ACCESS_ALIGN) {
+    if gpu.is_null() || !gpu.is_aligned(rvgpu_hw::addr::ACCESS_ALIGN) {
         return Err(status::INVALID_PARAMETER);
     }
     match rvgpu_hw::addr::classify(gpu, LOG_BUFFER_SIZE, vram_size) {
         // Window 1 admits system memory from page 1 up (adapter bring-up).
-        Some(rvgpu_hw::addr::Target::System(a)) if a >= rvgpu_hw::PAGE_SIZE => {}
+        Some(rvgpu_hw::addr::Target::System(a)) if a.get() >= rvgpu_hw::PAGE_SIZE => {}
         Some(rvgpu_hw::addr::Target::Local(_)) => {}
         _ => return Err(status::INVALID_PARAMETER),
     }
@@ -170,7 +171,7 @@ pub fn set_log_buffer<P: Platform>(args: &DXGKARG_SETNATIVEFENCELOGBUFFER) -> Re
         let (kind, buf) = validate(
             args.NumberOfEntries,
             header,
-            args.LogBufferSystemProcessGpuVa,
+            GpuVa::new(args.LogBufferSystemProcessGpuVa),
             live.identity.vram_size,
         )?;
         let flush = {
@@ -448,6 +449,20 @@ pub fn clear_queue_irq<P: Platform>(live: &Live<P>, id: u32, engine: u32) {
 mod tests {
     use super::*;
 
+    /// `validate` with a raw GPU address, as the OS passes it.
+    fn validate(
+        n: u32,
+        h: HeaderView,
+        gpu: u64,
+        vram_size: u64,
+    ) -> Result<(LogKind, LogBuf), Status> {
+        super::validate(n, h, GpuVa::new(gpu), vram_size)
+    }
+
+    fn raw((w, s): (GpuVa, GpuVa)) -> (u64, u64) {
+        (w.get(), s.get())
+    }
+
     const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
     fn hdr(t: u32, n: u64) -> HeaderView {
@@ -464,16 +479,20 @@ mod tests {
         let (k2, b2) = validate(4, hdr(LOG_TYPE_SIGNALS, 4), 0x20_0000, 0).unwrap();
         assert_eq!(k2, LogKind::Signal);
         let mut logs = QueueLogs::default();
-        assert_eq!(logs.descriptor_fields(), (0, 0), "unset logs program 0");
+        assert_eq!(
+            raw(logs.descriptor_fields()),
+            (0, 0),
+            "unset logs program 0"
+        );
         logs.set(k, b);
         assert!(!logs.complete());
         logs.set(k2, b2);
         assert!(logs.complete());
-        assert_eq!(logs.descriptor_fields(), (0x10_0000, 0x20_0000));
+        assert_eq!(raw(logs.descriptor_fields()), (0x10_0000, 0x20_0000));
         // Recreate: a second call for the same type replaces the address.
         let (k3, b3) = validate(84, hdr(LOG_TYPE_SIGNALS, 84), 0x30_0000, 0).unwrap();
         logs.set(k3, b3);
-        assert_eq!(logs.descriptor_fields(), (0x10_0000, 0x30_0000));
+        assert_eq!(raw(logs.descriptor_fields()), (0x10_0000, 0x30_0000));
         assert_eq!(logs.signal.unwrap().entries, 84);
         // Local memory is reachable too.
         let vram = rvgpu_hw::addr::VRAM_BASE;

@@ -33,6 +33,7 @@
 
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
+use rvgpu_hw::addr::{BusAddr, GpuVa};
 
 use rvgpu_ddi::interrupt::{
     DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted, DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted,
@@ -338,8 +339,9 @@ impl NodeRing {
     const FENCE_WORD: u64 = FENCE_OFFSET / 8;
 
     /// GPU address of `F` (the descriptor's `progress_fence`).
-    pub fn fence_gpu(&self) -> u64 {
-        self.ring.buf.bus().saturating_add(FENCE_OFFSET)
+    pub fn fence_gpu(&self) -> GpuVa {
+        // FENCE_OFFSET is inside every node allocation.
+        self.ring.buf.gpu_at(FENCE_OFFSET).unwrap_or(GpuVa::NULL)
     }
 
     /// `F` as the device last wrote it (acquire); `None` if the buffer is too small (never).
@@ -782,12 +784,13 @@ fn context_on<P: Platform>(
 
 /// Checks a DMA range (`addr`, `bytes`): 8-aligned, inside the address space, at most
 /// [`MAX_SUBMIT_BYTES`]; an empty range needs no address.
-pub(crate) fn check_range(addr: u64, bytes: u64) -> Result<(), Status> {
+pub(crate) fn check_range(addr: GpuVa, bytes: u64) -> Result<(), Status> {
     let align = rvgpu_hw::addr::ACCESS_ALIGN;
     if bytes > MAX_SUBMIT_BYTES || !bytes.is_multiple_of(align) {
         return Err(status::INVALID_PARAMETER);
     }
-    if bytes != 0 && (addr == 0 || !addr.is_multiple_of(align) || addr.checked_add(bytes).is_none())
+    if bytes != 0
+        && (addr.is_null() || !addr.is_aligned(align) || addr.checked_add(bytes).is_none())
     {
         return Err(status::INVALID_PARAMETER);
     }
@@ -799,7 +802,7 @@ pub(crate) fn check_range(addr: u64, bytes: u64) -> Result<(), Status> {
 fn push<P: Platform>(
     live: &Live<P>,
     node: u32,
-    addr: u64,
+    addr: GpuVa,
     bytes: u64,
     fence: u32,
     flags: DXGK_SUBMITCOMMANDFLAGS,
@@ -860,14 +863,14 @@ pub fn submit_command<P: Platform>(
     }
     // SAFETY: PHYSICAL_ADDRESS is a LARGE_INTEGER; every arm covers the same 8 bytes.
     let phys = unsafe { args.DmaBufferPhysicalAddress.QuadPart };
-    let phys = u64::try_from(phys).map_err(|_| status::INVALID_PARAMETER)?;
+    let phys = BusAddr::new(u64::try_from(phys).map_err(|_| status::INVALID_PARAMETER)?);
     // The physical address (paging buffers live in contiguous system memory); an OS that
     // passes only the GPU VA (WDDM 2.0 member) gets it used instead: identical in v1's identity
     // addressing.
-    let base = if phys != 0 {
-        phys
+    let base = if !phys.is_null() {
+        phys.identity_va()
     } else {
-        args.DmaBufferVirtualAddress
+        GpuVa::new(args.DmaBufferVirtualAddress)
     };
     let bytes = u64::from(end.saturating_sub(start));
     let addr = base
@@ -910,7 +913,7 @@ pub fn submit_command_virtual<P: Platform>(
         return Err(status::INVALID_PARAMETER);
     }
     let bytes = u64::from(args.DmaBufferSize);
-    let addr = args.DmaBufferVirtualAddress;
+    let addr = GpuVa::new(args.DmaBufferVirtualAddress);
     check_range(addr, bytes)?;
     let context = context_on(a, live, args.hContext, node)?;
     push(
@@ -1011,7 +1014,7 @@ mod tests {
         let mem: &'static mut [u64] = Box::leak(vec![0u64; words].into_boxed_slice());
         let va = core::ptr::NonNull::new(mem.as_mut_ptr().cast::<u8>()).unwrap();
         // SAFETY: leaked (never freed), 8-aligned, `bytes` long, accessed atomically only.
-        let buf = unsafe { DmaBuffer::from_raw(va, 0x40_0000, bytes, 0) };
+        let buf = unsafe { DmaBuffer::from_raw(va, BusAddr::new(0x40_0000), bytes, 0) };
         NodeRing {
             engine,
             queue_id,
@@ -1034,7 +1037,7 @@ mod tests {
 
     fn words(addr: u64, bytes: u64, fence: u32) -> Vec<u64> {
         let mut w = [0u64; MAX_WORDS];
-        let n = submit::encode(addr, bytes, u64::from(fence), false, &mut w).unwrap();
+        let n = submit::encode(GpuVa::new(addr), bytes, u64::from(fence), false, &mut w).unwrap();
         w[..n].to_vec()
     }
 
@@ -1220,7 +1223,7 @@ mod tests {
         assert_eq!(d.validate(), Ok(()));
         assert_eq!(d.priority, NODE_RING_PRIORITY);
         assert!(d.priority > HW_QUEUE_PRIORITY_MAX);
-        assert_eq!(d.progress_fence, 0x40_0000 + FENCE_OFFSET);
+        assert_eq!(d.progress_fence.get(), 0x40_0000 + FENCE_OFFSET);
         assert_eq!(d.doorbell, NO_DOORBELL);
     }
 

@@ -73,7 +73,7 @@ pub unsafe trait Platform: 'static {
     /// Bus address the device uses for the kernel VA `va` of memory obtained from
     /// `DxgkCbAllocateContiguousMemory` (MmGetPhysicalAddress on Windows; with an IOMMU
     /// remapping, Dxgkrnl's logical address), or `None` if `va` is not such memory.
-    fn bus_address(va: NonNull<u8>) -> Option<u64>;
+    fn bus_address(va: NonNull<u8>) -> Option<rvgpu_hw::addr::BusAddr>;
 
     /// Writes a debug message (DbgPrintEx on Windows).
     fn log(level: Level, args: fmt::Arguments<'_>);

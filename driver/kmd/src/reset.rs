@@ -551,12 +551,12 @@ pub fn reset_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
 pub fn restart_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
     let live = a.started()?;
     let regs = &live.regs;
-    let sysmem = rvgpu_hw::PAGE_SIZE;
+    let sysmem = rvgpu_hw::addr::BusAddr::new(rvgpu_hw::PAGE_SIZE);
     device::set_window(
         regs,
         1,
         sysmem,
-        rvgpu_hw::addr::SYSMEM_LIMIT.saturating_sub(sysmem),
+        rvgpu_hw::addr::SYSMEM_LIMIT.saturating_sub(sysmem.get()),
     );
     device::unbind_doorbells(regs, live.identity.config.doorbells);
     live.synchronized(|isr| {
@@ -752,9 +752,9 @@ mod tests {
             );
         }
         let ring = Ring {
-            base: 0x10_0000,
+            base: rvgpu_hw::addr::GpuVa::new(0x10_0000),
             size: 4096,
-            control: 0x20_0000,
+            control: rvgpu_hw::addr::GpuVa::new(0x20_0000),
         };
         for (n, ctx, engine, id) in [(20, 10, 0, 5), (21, 11, 1, 6), (22, 12, 0, 7)] {
             s.queues.insert(
@@ -766,7 +766,7 @@ mod tests {
                     id,
                     priority: 0,
                     user_mode: true,
-                    progress_gpu: 0x9000,
+                    progress_gpu: rvgpu_hw::addr::GpuVa::new(0x9000),
                     native_progress: false,
                     ring: Some(ring),
                     kernel: None,

@@ -109,7 +109,7 @@ pub fn commit<P: Platform>(regs: &Regs<P>, s: &Sched, engine: u32) -> Result<u32
     // The device reads the descriptors during the COMMIT write; the MMIO write is ordered
     // after the stores above (Release, then the platform's MMIO barrier).
     core::sync::atomic::fence(Ordering::Release);
-    regs.write_at(engine, regs::RunlistBase::new(buf.bus()));
+    regs.write_at(engine, regs::RunlistBase::new(buf.gpu().get()));
     regs.write_at(engine, regs::RunlistCount::new(count));
     regs.write_at(engine, regs::RunlistCommit::new(1));
     Ok(count)
@@ -129,9 +129,9 @@ mod tests {
 
     fn ring(n: u64) -> Ring {
         Ring {
-            base: n.wrapping_mul(0x10_0000),
+            base: rvgpu_hw::addr::GpuVa::new(n.wrapping_mul(0x10_0000)),
             size: 4096,
-            control: n.wrapping_mul(0x10_0000).wrapping_add(0x8_0000),
+            control: rvgpu_hw::addr::GpuVa::new(n.wrapping_mul(0x10_0000).wrapping_add(0x8_0000)),
         }
     }
 
@@ -143,7 +143,7 @@ mod tests {
             id,
             priority: 0,
             user_mode: user,
-            progress_gpu: 0x9000,
+            progress_gpu: rvgpu_hw::addr::GpuVa::new(0x9000),
             native_progress: false,
             ring,
             kernel: None,
@@ -263,11 +263,11 @@ mod tests {
         let node = |id: u32| QueueDescriptor {
             queue_id: id,
             flags: rvgpu_hw::queue::QueueFlags::VALID.bits(),
-            ring_base: 0x100_0000,
+            ring_base: rvgpu_hw::addr::GpuVa::new(0x100_0000),
             ring_size: 4096,
             doorbell: NO_DOORBELL,
-            ring_control: 0x100_1000,
-            progress_fence: 0x100_1080,
+            ring_control: rvgpu_hw::addr::GpuVa::new(0x100_1000),
+            progress_fence: rvgpu_hw::addr::GpuVa::new(0x100_1080),
             priority: crate::node::NODE_RING_PRIORITY,
             ..Default::default()
         };

@@ -13,6 +13,7 @@
 //! scheduler lock, which also keeps the queue alive while its ring is written.
 
 use core::sync::atomic::Ordering;
+use rvgpu_hw::addr::GpuVa;
 
 use rvgpu_ddi::submission::{DXGKARG_SUBMITCOMMANDTOHWQUEUE, DXGK_SUBMITCOMMANDFLAGS};
 use rvgpu_hw::cmd::{Command, MAX_INDIRECT};
@@ -32,14 +33,17 @@ pub const MAX_SUBMIT_BYTES: u64 = 16 * MAX_INDIRECT;
 const MAX_WORDS: usize = 16 * 3 + 2;
 
 /// The INDIRECT packet for `bytes` at `addr`.
-fn indirect(addr: u64, bytes: u64) -> Command {
-    Command::Indirect { addr, bytes }
+fn indirect(addr: GpuVa, bytes: u64) -> Command {
+    Command::Indirect {
+        addr: addr.get(),
+        bytes,
+    }
 }
 
 /// Encodes a submission into `out`: INDIRECTs covering `[addr, addr + bytes)` (none when
 /// `null_rendering`), then the PROGRESS. Returns the number of words.
 pub fn encode(
-    addr: u64,
+    addr: GpuVa,
     bytes: u64,
     fence: u64,
     null_rendering: bool,
@@ -107,7 +111,7 @@ pub fn submit<P: Platform>(
     let h = Handle::decode_on(args.hHwQueue, Kind::Queue, a.table_slot())?;
     let live = a.started()?;
     {
-        let addr = args.DmaBufferVirtualAddress;
+        let addr = GpuVa::new(args.DmaBufferVirtualAddress);
         let bytes = u64::from(args.DmaBufferSize);
         if bytes == 0 {
             return Err(status::INVALID_PARAMETER);
@@ -156,6 +160,11 @@ pub fn submit<P: Platform>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `encode` with a raw GPU address.
+    fn encode(addr: u64, bytes: u64, fence: u64, null: bool, out: &mut [u64]) -> Option<usize> {
+        super::encode(GpuVa::new(addr), bytes, fence, null, out)
+    }
     use rvgpu_hw::cmd::decode;
 
     #[test]
@@ -217,7 +226,12 @@ mod tests {
         let va = core::ptr::NonNull::new(mem.as_mut_ptr().cast::<u8>()).unwrap();
         // SAFETY: leaked (never freed), 8-aligned, `words * 8` bytes, accessed atomically only.
         let buf = unsafe {
-            crate::dma::DmaBuffer::from_raw(va, 0x10_0000, (words as u64).saturating_mul(8), 0)
+            crate::dma::DmaBuffer::from_raw(
+                va,
+                rvgpu_hw::addr::BusAddr::new(0x10_0000),
+                (words as u64).saturating_mul(8),
+                0,
+            )
         };
         KernelRing {
             buf,

@@ -19,6 +19,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use rvgpu_hw::addr::GpuVa;
 
 const EMPTY: usize = 0;
 
@@ -31,7 +32,7 @@ pub const BUCKET: usize = 16;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FenceLocation {
     pub adapter: u8,
-    pub current_gpu: u64,
+    pub current_gpu: GpuVa,
 }
 
 struct Entry {

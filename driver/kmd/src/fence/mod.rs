@@ -20,6 +20,7 @@ pub mod storage;
 pub mod table;
 
 use core::sync::atomic::{fence, AtomicU64, Ordering};
+use rvgpu_hw::addr::GpuVa;
 
 use rvgpu_ddi::feature::DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1;
 use rvgpu_ddi::fence::{
@@ -69,8 +70,8 @@ pub fn create<P: Platform>(
     if h == 0 || args.Flags.Value != 0 {
         return Err(status::INVALID_PARAMETER);
     }
-    let cv = args.CurrentValueSystemProcessGpuVa;
-    let mv = args.MonitoredValueSystemProcessGpuVa;
+    let cv = GpuVa::new(args.CurrentValueSystemProcessGpuVa);
+    let mv = GpuVa::new(args.MonitoredValueSystemProcessGpuVa);
     // NF-06/NF-16: the values must be where the fence's type allows (fence::storage).
     let optimized_default = live.features.native_fence.as_ref().is_some_and(|f| {
         f.os_caps
@@ -99,7 +100,7 @@ pub fn create<P: Platform>(
     let undo_tag = |live: &Live<P>| {
         let _ = live.synchronized(|isr| isr.fences.remove(tag));
     };
-    if let Err(e) = a.fence_handles.insert(h, cv) {
+    if let Err(e) = a.fence_handles.insert(h, cv.get()) {
         undo_tag(live);
         return Err(match e {
             MapError::Duplicate | MapError::BadHandle => status::INVALID_PARAMETER,
@@ -124,8 +125,8 @@ pub fn create<P: Platform>(
         magic: PDD_MAGIC,
         version: NATIVE_FENCE_PDD_VERSION,
         report_tag: tag,
-        current_value_gpu: cv,
-        monitored_value_gpu: mv,
+        current_value_gpu: cv.get(),
+        monitored_value_gpu: mv.get(),
         reserved: [0; 4],
     };
     for (d, s) in args.pPrivateDriverData.iter_mut().zip(pdd.as_bytes()) {
@@ -171,7 +172,8 @@ fn locate<P: Platform>(h: usize) -> Option<FenceLocation> {
         let slot = u8::try_from(i).ok()?;
         let current_gpu = ADAPTERS
             .with(slot, |a: &Adapter<P>| a.fence_handles.get(h))
-            .flatten()?;
+            .flatten()
+            .map(GpuVa::new)?;
         Some(FenceLocation {
             adapter: slot,
             current_gpu,
@@ -346,7 +348,8 @@ pub fn update_current<P: Platform>(
         // The CMP re-evaluates the GPU waits on this fence's CurrentValue.
         ADAPTERS.with(loc.adapter, |a: &Adapter<P>| {
             if let Some(live) = a.live() {
-                live.regs.write(regs::WaitRescan::new(loc.current_gpu));
+                live.regs
+                    .write(regs::WaitRescan::new(loc.current_gpu.get()));
             }
         });
     }

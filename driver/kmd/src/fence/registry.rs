@@ -13,6 +13,7 @@
 //! when the slot is reused.
 
 use alloc::vec::Vec;
+use rvgpu_hw::addr::GpuVa;
 
 /// What the ISR needs to report a fence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,7 +22,7 @@ pub struct IsrFence {
     pub os_handle: usize,
     /// GPU address of the fence's MonitoredValue on this adapter; a report whose address
     /// differs is not this fence's (a forged tag) and is not trusted.
-    pub monitored_gpu: u64,
+    pub monitored_gpu: GpuVa,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -86,7 +87,7 @@ impl Registry {
 
     /// Resolves a tag reported by the device. `None` for a stale, forged or out-of-range
     /// tag, or when the reported MonitoredValue address is not the fence's.
-    pub fn resolve(&self, tag: u64, monitored_gpu: u64) -> Option<IsrFence> {
+    pub fn resolve(&self, tag: u64, monitored_gpu: GpuVa) -> Option<IsrFence> {
         let (generation, index) = split(tag);
         let slot = self.slots.get(usize::try_from(index).ok()?)?;
         let f = slot.fence?;
@@ -131,7 +132,7 @@ mod tests {
     fn f(h: usize) -> IsrFence {
         IsrFence {
             os_handle: h,
-            monitored_gpu: 0x1000_u64.wrapping_add((h as u64).wrapping_mul(8)),
+            monitored_gpu: GpuVa::new(0x1000_u64.wrapping_add((h as u64).wrapping_mul(8))),
         }
     }
 
@@ -158,7 +159,7 @@ mod tests {
         let mut r = Registry::with_capacity(4);
         let t = r.insert(f(7)).unwrap();
         assert_eq!(
-            r.resolve(t, 0xdead),
+            r.resolve(t, rvgpu_hw::addr::GpuVa::new(0xdead)),
             None,
             "MonitoredValue address mismatch"
         );
@@ -167,8 +168,12 @@ mod tests {
             None,
             "wrong generation"
         );
-        assert_eq!(r.resolve(u64::MAX, 0), None);
-        assert_eq!(r.resolve(0, 0), None, "generation 0 is never issued");
+        assert_eq!(r.resolve(u64::MAX, rvgpu_hw::addr::GpuVa::NULL), None);
+        assert_eq!(
+            r.resolve(0, rvgpu_hw::addr::GpuVa::NULL),
+            None,
+            "generation 0 is never issued"
+        );
     }
 
     #[test]

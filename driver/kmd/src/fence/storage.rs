@@ -16,7 +16,7 @@
 use rvgpu_ddi::fence::{
     D3DDDI_NATIVEFENCE_TYPE, D3DDDI_NATIVEFENCE_TYPE_DEFAULT, D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU,
 };
-use rvgpu_hw::addr::{classify, Target};
+use rvgpu_hw::addr::{classify, GpuVa, Target};
 
 /// Where one 64-bit fence value lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,8 +41,8 @@ pub enum PlacementError {
 }
 
 /// Where the 8 bytes at GPU address `va` live, for a VRAM of `vram_size` bytes.
-pub fn placement(va: u64, vram_size: u64) -> Option<Placement> {
-    if va == 0 || !va.is_multiple_of(8) {
+pub fn placement(va: GpuVa, vram_size: u64) -> Option<Placement> {
+    if va.is_null() || !va.is_aligned(8) {
         return None;
     }
     match classify(va, 8, vram_size)? {
@@ -55,8 +55,8 @@ pub fn placement(va: u64, vram_size: u64) -> Option<Placement> {
 /// `SupportOptimizedDefaultFenceType`. Returns where (CurrentValue, MonitoredValue) live.
 pub fn check(
     fence_type: D3DDDI_NATIVEFENCE_TYPE,
-    current: u64,
-    monitored: u64,
+    current: GpuVa,
+    monitored: GpuVa,
     vram_size: u64,
     optimized_default: bool,
 ) -> Result<(Placement, Placement), PlacementError> {
@@ -83,6 +83,23 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `check` with raw addresses, as the OS passes them.
+    fn check(
+        t: D3DDDI_NATIVEFENCE_TYPE,
+        current: u64,
+        monitored: u64,
+        vram_size: u64,
+        optimized_default: bool,
+    ) -> Result<(Placement, Placement), PlacementError> {
+        super::check(
+            t,
+            GpuVa::new(current),
+            GpuVa::new(monitored),
+            vram_size,
+            optimized_default,
+        )
+    }
     use rvgpu_hw::addr::VRAM_BASE;
 
     const VRAM: u64 = 16 << 20;

@@ -6,6 +6,7 @@
 //! NTSTATUS, never trusted.
 
 use alloc::collections::BTreeMap;
+use rvgpu_hw::addr::GpuVa;
 
 /// One native fence as the driver knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,9 +14,9 @@ pub struct Fence {
     /// The device report tag ([`super::registry`]).
     pub tag: u64,
     /// GPU (system process) address of CurrentValue.
-    pub current_gpu: u64,
+    pub current_gpu: GpuVa,
     /// GPU (system process) address of MonitoredValue.
-    pub monitored_gpu: u64,
+    pub monitored_gpu: GpuVa,
     /// `D3DDDI_NATIVEFENCE_TYPE`.
     pub fence_type: i32,
     /// Local handles open on it.
@@ -114,8 +115,8 @@ mod tests {
     fn fence(tag: u64) -> Fence {
         Fence {
             tag,
-            current_gpu: 0x1000,
-            monitored_gpu: 0x2000,
+            current_gpu: GpuVa::new(0x1000),
+            monitored_gpu: GpuVa::new(0x2000),
             fence_type: 0,
             opens: 0,
         }
