@@ -96,7 +96,7 @@ pub unsafe fn driver_entry<P: Platform>(
         rvgpu_kmd::klog!(P, Error, "DriverEntry: null DriverObject or RegistryPath");
         return status::INVALID_PARAMETER;
     }
-    let init_data = rvgpu_kmd::ddi::initialization_data::<P>();
+    let init_data = rvgpu_kmd::initialization_data::<P>();
     rvgpu_kmd::klog!(
         P,
         Trace,

@@ -44,7 +44,7 @@ use rvgpu_ddi::tdr::{
     DXGKARG_RESETENGINE, VIDEO_ENGINE_TIMEOUT_DETECTED,
 };
 use rvgpu_ddi::{PowerDeviceD0, PowerDeviceMaximum, HANDLE, NTSTATUS, PDEVICE_OBJECT, PVOID};
-use rvgpu_kmd::adapter::{Adapter, DISPLAY_ADAPTER_HW_ID};
+use rvgpu_kmd::{Adapter, DISPLAY_ADAPTER_HW_ID};
 
 // ---------------------------------------------------------------------------------------------
 // Test platform and allocation accounting

@@ -365,7 +365,7 @@ fn nf_12_native_fence_ddis_filled_and_log_ddis_tracked() {
 
 /// TDR-01: the four DDIs `SupportPerEngineTDR` obliges (QueryDependentEngineGroup,
 /// QueryEngineStatus, ResetEngine, level-0 CollectDbgInfo) and the adapter-wide pair are filled,
-/// and the driver's advertisement rule (`rvgpu_kmd::reset::per_engine_tdr_for`) sets the bit
+/// and the driver's advertisement rule (`rvgpu_kmd::per_engine_tdr_for`) sets the bit
 /// for a device with `PER_ENGINE_RESET` only.
 #[test]
 fn tdr_01_per_engine_tdr_ddis_filled_and_cap_gated_on_the_device() {
@@ -381,11 +381,11 @@ fn tdr_01_per_engine_tdr_ddis_filled_and_cap_gated_on_the_device() {
     ] {
         assert!(set.contains(ddi), "{ddi} is not filled");
     }
-    assert!(rvgpu_kmd::reset::per_engine_tdr_for::<NullPlatform>(
+    assert!(rvgpu_kmd::per_engine_tdr_for::<NullPlatform>(
         Caps::ATOMIC64 | Caps::PER_ENGINE_RESET
     ));
     assert!(
-        !rvgpu_kmd::reset::per_engine_tdr_for::<NullPlatform>(Caps::ATOMIC64),
+        !rvgpu_kmd::per_engine_tdr_for::<NullPlatform>(Caps::ATOMIC64),
         "a device without per-engine reset gets the adapter-wide path only (TDR-09)"
     );
     // The HWS engine-reset pair stays unfilled: HWS is not negotiated (docs/tdr.md §0, Q9).

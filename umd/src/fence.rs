@@ -6,6 +6,7 @@
 //! (NF-14). The bytes come through the OS from another component, so they are parsed with a
 //! layout check and validated, never cast.
 
+use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
 use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
 use zerocopy::FromBytes;
@@ -27,9 +28,9 @@ pub enum PddError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GpuFence {
     /// GPU address of CurrentValue.
-    pub current: u64,
+    pub current: GpuVa,
     /// GPU address of MonitoredValue.
-    pub monitored: u64,
+    pub monitored: GpuVa,
     /// The device report tag.
     pub tag: u64,
 }
@@ -41,8 +42,11 @@ impl GpuFence {
         if pdd.magic != PDD_MAGIC || pdd.version != NATIVE_FENCE_PDD_VERSION {
             return Err(PddError::WrongDriver);
         }
-        let ok = |a: u64| a != 0 && a.is_multiple_of(8);
-        let (cv, mv) = (pdd.current_value_gpu, pdd.monitored_value_gpu);
+        let ok = |a: GpuVa| !a.is_null() && a.is_aligned(8);
+        let (cv, mv) = (
+            GpuVa::new(pdd.current_value_gpu),
+            GpuVa::new(pdd.monitored_value_gpu),
+        );
         if !ok(cv) || !ok(mv) || cv == mv {
             return Err(PddError::BadAddress);
         }
@@ -58,9 +62,9 @@ impl GpuFence {
     pub fn signal(&self, value: u64) -> Command {
         Command::FenceSignal {
             flags: SIGNAL_CONDITIONAL_IRQ,
-            value_addr: self.current,
+            value_addr: self.current.get(),
             value,
-            monitored_addr: self.monitored,
+            monitored_addr: self.monitored.get(),
             report_tag: self.tag,
         }
     }
@@ -68,7 +72,7 @@ impl GpuFence {
     /// GPU wait until the fence reaches `value` (no CPU round trip).
     pub fn wait(&self, value: u64) -> Command {
         Command::FenceWait {
-            addr: self.current,
+            addr: self.current.get(),
             value,
         }
     }
@@ -185,7 +189,7 @@ mod tests {
         let good = pdd();
         let f = GpuFence::from_private_data(good.as_bytes()).unwrap();
         assert_eq!(
-            (f.current, f.monitored, f.tag),
+            (f.current.get(), f.monitored.get(), f.tag),
             (0x1000_0000, 0x1000_1000, (3 << 32) | 7)
         );
         assert_eq!(

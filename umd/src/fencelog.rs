@@ -213,8 +213,8 @@ mod tests {
         NativeFence {
             kmt,
             gpu: GpuFence {
-                current: 0x1000 * u64::from(kmt),
-                monitored: 0x1000 * u64::from(kmt) + 8,
+                current: rvgpu_hw::addr::GpuVa::new(0x1000 * u64::from(kmt)),
+                monitored: rvgpu_hw::addr::GpuVa::new(0x1000 * u64::from(kmt) + 8),
                 tag: u64::from(kmt),
             },
         }

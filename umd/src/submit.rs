@@ -43,6 +43,7 @@ use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{decode, decode_header, Command, MAX_INDIRECT};
 use rvgpu_hw::pdd::{
     DoorbellPdd, DoorbellValue, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
@@ -371,8 +372,10 @@ impl<K: Kmt> KernelPath<K> {
     /// One `SubmitCommandToHwQueue` with the next progress value; if the KMD refuses it (its
     /// ring may be full) while earlier work is outstanding, waits for that work and retries
     /// once.
-    fn submit_one(&mut self, kmt: &K, gpu: u64, bytes: u64) -> Result<u64, SubmitError> {
+    fn submit_one(&mut self, kmt: &K, gpu: GpuVa, bytes: u64) -> Result<u64, SubmitError> {
         let len = u32::try_from(bytes).map_err(|_| SubmitError::TooLarge)?;
+        // The D3DKMT layer takes the raw address.
+        let gpu = gpu.get();
         let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
         if let Err(e) = kmt.submit_command_to_hw_queue(self.queue.handle, value, gpu, len) {
             if self.completed() >= self.last {
@@ -410,7 +413,11 @@ impl<K: Kmt> KernelPath<K> {
             }
         }
         self.head = off;
-        self.submit_one(kmt, self.cb.gpu_va.saturating_add(start), bytes)
+        // The command buffer's own address plus an offset inside it.
+        let at = GpuVa::new(self.cb.gpu_va)
+            .checked_add(start)
+            .ok_or(SubmitError::TooLarge)?;
+        self.submit_one(kmt, at, bytes)
     }
 
     /// Submits a batch: runs of plain packets are copied into the command buffer; an INDIRECT
@@ -447,7 +454,7 @@ impl<K: Kmt> KernelPath<K> {
                 if let Some(run) = cmds.get(start..i).filter(|r| !r.is_empty()) {
                     self.submit_copied(kmt, run)?;
                 }
-                last = self.submit_one(kmt, *addr, *bytes)?;
+                last = self.submit_one(kmt, GpuVa::new(*addr), *bytes)?;
                 start = i.saturating_add(1);
             }
         }

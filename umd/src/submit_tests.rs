@@ -637,8 +637,8 @@ impl Kmt for Mock {
         Ok(NativeFence {
             kmt: h,
             gpu: crate::fence::GpuFence {
-                current: 0xE000_0000 + u64::from(h) * 16,
-                monitored: 0xE000_0008 + u64::from(h) * 16,
+                current: rvgpu_hw::addr::GpuVa::new(0xE000_0000 + u64::from(h) * 16),
+                monitored: rvgpu_hw::addr::GpuVa::new(0xE000_0008 + u64::from(h) * 16),
                 tag: u64::from(h),
             },
         })

@@ -43,12 +43,14 @@ impl<'a> Truncating<'a> {
         Self { buf, len: 0 }
     }
 
-    /// Bytes written so far.
+    /// Bytes written so far (tests inspect it).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether nothing was written.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -5,32 +5,38 @@
 #![cfg_attr(not(test), no_std)]
 extern crate alloc;
 
-pub mod adapter;
-pub mod caps;
-pub mod clock;
-pub mod context;
-pub mod dbginfo;
-pub mod ddi;
-pub mod device;
-pub mod dma;
-pub mod doorbell;
-pub mod dxgk;
-pub mod features;
-pub mod fence;
-pub mod globals;
-pub mod hwqueue;
-pub mod interrupt;
-pub mod log;
-pub mod mmio;
-pub mod node;
-pub mod paging;
+mod adapter;
+mod caps;
+mod clock;
+mod context;
+mod dbginfo;
+mod ddi;
+mod device;
+mod dma;
+mod doorbell;
+mod dxgk;
+mod features;
+mod fence;
+mod globals;
+mod hwqueue;
+mod interrupt;
+mod log;
+mod mmio;
+mod node;
+mod paging;
 pub mod platform;
-pub mod reset;
-pub mod resources;
-pub mod runlist;
-pub mod sched;
-pub mod status;
-pub mod submit;
-pub mod sync;
+mod reset;
+mod resources;
+mod runlist;
+mod sched;
+mod status;
+mod submit;
+mod sync;
 
+// The crate's surface: the platform contract (implemented by the image and the simulated
+// OS), the DRIVER_INITIALIZATION_DATA the image hands to Dxgkrnl, and the few items the
+// simulated OS and the tests need. Everything else is reached only through the DDI table.
+pub use adapter::{Adapter, DISPLAY_ADAPTER_HW_ID};
 pub use ddi::initialization_data;
+pub use globals::MAX_ADAPTERS;
+pub use reset::per_engine_tdr_for;

@@ -7,7 +7,7 @@
 //! [`crate::paging`]) and `DxgkDdiSubmitCommandVirtual`. Each DMA buffer becomes
 //! `INDIRECT(buffer)… + PROGRESS(PROGRESS_IRQ, SubmissionFenceId)`; the ring's progress fence
 //! is a KMD-owned word `F`, so `F` is the node's last completed fence ID and the ISR reports
-//! `DXGK_INTERRUPT_DMA_COMPLETED` from the `Progress` event ([`on_event`]).
+//! `DXGK_INTERRUPT_DMA_COMPLETED` from the `Progress` event ([`NodeRings::on_event`]).
 //!
 //! Fence bookkeeping (TDR-04), per node:
 //! - `S`, last submitted: the highest `SubmissionFenceId` appended (IDs must increase);
@@ -50,7 +50,7 @@ use rvgpu_hw::pdd::HW_QUEUE_PRIORITY_MAX;
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
 use rvgpu_hw::regs;
 
-use crate::adapter::{Adapter, IsrState, Live};
+use crate::adapter::{Adapter, Live};
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
 use crate::hwqueue::{KernelRing, QueueIds};
@@ -670,16 +670,6 @@ impl NodeRings {
         report(node, c, emit);
         Some(r.fences.last_completed)
     }
-}
-
-/// ISR hook (docs/tdr.md §7): `node::on_event(&mut IsrState, DeviceEvent, emit) -> bool`; see
-/// [`NodeRings::on_event`].
-pub fn on_event(
-    isr: &mut IsrState,
-    ev: DeviceEvent,
-    emit: &mut dyn FnMut(&DXGKARGCB_NOTIFY_INTERRUPT_DATA),
-) -> bool {
-    isr.nodes.on_event(ev, emit)
 }
 
 fn report(node: u32, c: Completion, emit: &mut dyn FnMut(&DXGKARGCB_NOTIFY_INTERRUPT_DATA)) {
