@@ -155,11 +155,10 @@ unsafe extern "system" fn start_device<P: Platform>(
     let r = a.start(Dxgk::new(iface));
     if r.is_ok() {
         // Render-only: no video present sources, no child devices.
-        // SAFETY: valid out pointers (checked non-null).
-        unsafe {
-            sources.write(0);
-            children.write(0);
-        }
+        // SAFETY: a valid out pointer (checked non-null).
+        unsafe { sources.write(0) };
+        // SAFETY: as above.
+        unsafe { children.write(0) };
     }
     to_ntstatus(r)
 }
@@ -350,8 +349,11 @@ unsafe extern "system" fn create_native_fence<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_CREATENATIVEFENCE,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid argument block or null.
-    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_mut() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(fence::create(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -362,8 +364,11 @@ unsafe extern "system" fn open_native_fence<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_OPENNATIVEFENCE,
 ) -> NTSTATUS {
-    // SAFETY: as for create.
-    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(fence::open(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -374,8 +379,11 @@ unsafe extern "system" fn close_native_fence<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_CLOSENATIVEFENCE,
 ) -> NTSTATUS {
-    // SAFETY: as for create.
-    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(fence::close(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -398,7 +406,18 @@ unsafe extern "system" fn update_monitored_values<P: Platform>(
 ) -> NTSTATUS {
     // SAFETY: as for destroy.
     match unsafe { args.as_ref() } {
-        Some(args) => to_ntstatus(fence::update_monitored::<P>(args)),
+        Some(args) => {
+            // SAFETY: the OS passes three arrays of NumFences entries, valid for the call.
+            let arrays = unsafe {
+                fence::FenceArrays::new(
+                    args.NativeFenceArray,
+                    args.UpdatedValueArray,
+                    args.MonitoredValueKernelCpuVa,
+                    args.NumFences,
+                )
+            };
+            to_ntstatus(fence::update_monitored::<P>(args, &arrays))
+        }
         None => status::INVALID_PARAMETER.code(),
     }
 }
@@ -409,7 +428,18 @@ unsafe extern "system" fn update_current_values_from_cpu<P: Platform>(
 ) -> NTSTATUS {
     // SAFETY: as for destroy.
     match unsafe { args.as_ref() } {
-        Some(args) => to_ntstatus(fence::update_current::<P>(args)),
+        Some(args) => {
+            // SAFETY: the OS passes three arrays of NumFences entries, valid for the call.
+            let arrays = unsafe {
+                fence::FenceArrays::new(
+                    args.NativeFenceArray,
+                    args.UpdatedValueArray,
+                    args.CurrentValueKernelCpuVa,
+                    args.NumFences,
+                )
+            };
+            to_ntstatus(fence::update_current::<P>(args, &arrays))
+        }
         None => status::INVALID_PARAMETER.code(),
     }
 }
@@ -424,8 +454,11 @@ unsafe extern "system" fn create_device<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_CREATEDEVICE,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid argument block or null.
-    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_mut() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(context::create_device(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -459,8 +492,11 @@ unsafe extern "system" fn get_node_metadata<P: Platform>(
     node_and_adapter: UINT,
     out: *mut DXGKARG_GETNODEMETADATA,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid out block or null.
-    let (Some(a), Some(out)) = (unsafe { (adapter::<P>(h_adapter), out.as_mut()) }) else {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's out block, valid for the call when non-null.
+    let out = unsafe { out.as_mut() };
+    let (Some(a), Some(out)) = (a, out) else {
         return status::INVALID_PARAMETER.code();
     };
     let Some(live) = a.live() else {
@@ -480,8 +516,11 @@ unsafe extern "system" fn suspend_context<P: Platform>(
     h_adapter: HANDLE,
     args: *const DXGKARG_SUSPENDCONTEXT,
 ) -> NTSTATUS {
-    // SAFETY: as for create_device.
-    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(context::suspend_context(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -492,8 +531,11 @@ unsafe extern "system" fn resume_context<P: Platform>(
     h_adapter: HANDLE,
     args: *const DXGKARG_RESUMECONTEXT,
 ) -> NTSTATUS {
-    // SAFETY: as for create_device.
-    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(context::resume_context(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -521,8 +563,11 @@ unsafe extern "system" fn submit_command_to_hw_queue<P: Platform>(
     h_adapter: HANDLE,
     args: *const DXGKARG_SUBMITCOMMANDTOHWQUEUE,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid argument block or null.
-    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(submit::submit(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -593,8 +638,11 @@ unsafe extern "system" fn submit_command<P: Platform>(
     h_adapter: HANDLE,
     args: *const rvgpu_ddi::tdr::DXGKARG_SUBMITCOMMAND,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid argument block or null.
-    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(crate::node::submit_command(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -605,8 +653,11 @@ unsafe extern "system" fn submit_command_virtual<P: Platform>(
     h_adapter: HANDLE,
     args: *const rvgpu_ddi::tdr::DXGKARG_SUBMITCOMMANDVIRTUAL,
 ) -> NTSTATUS {
-    // SAFETY: as for submit_command.
-    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(crate::node::submit_command_virtual(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -617,8 +668,11 @@ unsafe extern "system" fn preempt_command<P: Platform>(
     h_adapter: HANDLE,
     args: *const rvgpu_ddi::tdr::DXGKARG_PREEMPTCOMMAND,
 ) -> NTSTATUS {
-    // SAFETY: as for submit_command.
-    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(crate::node::preempt_command(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -629,8 +683,11 @@ unsafe extern "system" fn query_current_fence<P: Platform>(
     h_adapter: HANDLE,
     args: *mut rvgpu_ddi::tdr::DXGKARG_QUERYCURRENTFENCE,
 ) -> NTSTATUS {
-    // SAFETY: as for submit_command.
-    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_mut() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(crate::node::query_current_fence(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -641,8 +698,11 @@ unsafe extern "system" fn build_paging_buffer<P: Platform>(
     h_adapter: HANDLE,
     args: *mut rvgpu_ddi::tdr::DXGKARG_BUILDPAGINGBUFFER,
 ) -> NTSTATUS {
-    // SAFETY: as for submit_command.
-    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_mut() };
+    match (a, args) {
         (Some(a), Some(args)) => crate::paging::build_paging_buffer(a, args),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -681,8 +741,11 @@ unsafe extern "system" fn calibrate_gpu_clock<P: Platform>(
     engine: UINT,
     out: *mut rvgpu_ddi::adapter::DXGKARG_CALIBRATEGPUCLOCK,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid out block or null.
-    match unsafe { (adapter::<P>(h_adapter), out.as_mut()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let out = unsafe { out.as_mut() };
+    match (a, out) {
         (Some(a), Some(out)) => to_ntstatus(crate::clock::calibrate(a, node, engine, out)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -698,8 +761,11 @@ unsafe extern "system" fn query_dependent_engine_group<P: Platform>(
     h_adapter: HANDLE,
     args: *mut rvgpu_ddi::tdr::DXGKARG_QUERYDEPENDENTENGINEGROUP,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid argument block or null.
-    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_mut() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(crate::reset::query_dependent_engine_group(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -710,8 +776,11 @@ unsafe extern "system" fn query_engine_status<P: Platform>(
     h_adapter: HANDLE,
     args: *mut rvgpu_ddi::tdr::DXGKARG_QUERYENGINESTATUS,
 ) -> NTSTATUS {
-    // SAFETY: as for query_dependent_engine_group.
-    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_mut() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(crate::reset::query_engine_status(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -722,8 +791,11 @@ unsafe extern "system" fn reset_engine<P: Platform>(
     h_adapter: HANDLE,
     args: *mut rvgpu_ddi::tdr::DXGKARG_RESETENGINE,
 ) -> NTSTATUS {
-    // SAFETY: as for query_dependent_engine_group.
-    match unsafe { (adapter::<P>(h_adapter), args.as_mut()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_mut() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(crate::reset::reset_engine(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
@@ -734,8 +806,11 @@ unsafe extern "system" fn collect_dbg_info<P: Platform>(
     h_adapter: HANDLE,
     args: *const rvgpu_ddi::tdr::DXGKARG_COLLECTDBGINFO,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl passes our own context as hAdapter, and a valid argument block or null.
-    match unsafe { (adapter::<P>(h_adapter), args.as_ref()) } {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(crate::dbginfo::collect(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }

@@ -83,9 +83,11 @@ impl DmaBuffer {
             return None;
         }
         let i = usize::try_from(index).ok()?;
-        // SAFETY: `index` is inside the buffer (checked above), the buffer is valid and
-        // aligned (contract of `from_raw`), and all accesses are atomic.
-        Some(unsafe { &*self.va.as_ptr().add(i) })
+        // SAFETY: `index` is inside the buffer (checked above), so the offset stays inside
+        // the allocation (contract of `from_raw`).
+        let p = unsafe { self.va.as_ptr().add(i) };
+        // SAFETY: `p` is a valid, aligned word of the buffer, and all accesses are atomic.
+        Some(unsafe { &*p })
     }
 
     /// Atomic load of word `index`; `None` past the end.

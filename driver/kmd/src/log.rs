@@ -148,14 +148,16 @@ unsafe fn read_header(p: *const DXGK_NATIVE_FENCE_LOG_BUFFER) -> Result<HeaderVi
     if p.is_null() || !p.addr().is_multiple_of(8) {
         return Err(status::INVALID_PARAMETER);
     }
-    // SAFETY: non-null and aligned (checked), readable per the function contract. Volatile:
-    // the buffer is shared with the OS and the device.
-    let (log_type, number_of_entries) = unsafe {
-        (
-            core::ptr::read_volatile(&raw const (*p).Header.Type),
-            core::ptr::read_volatile(&raw const (*p).Header.NumberOfEntries),
-        )
-    };
+    // SAFETY: non-null and aligned (checked), and pointing at a header (the function
+    // contract), so the field projections stay inside it.
+    let ty = unsafe { &raw const (*p).Header.Type };
+    // SAFETY: as above.
+    let n = unsafe { &raw const (*p).Header.NumberOfEntries };
+    // SAFETY: readable per the function contract. Volatile: the buffer is shared with the OS
+    // and the device.
+    let log_type = unsafe { core::ptr::read_volatile(ty) };
+    // SAFETY: as above.
+    let number_of_entries = unsafe { core::ptr::read_volatile(n) };
     Ok(HeaderView {
         log_type: u32::try_from(log_type).unwrap_or(u32::MAX),
         number_of_entries,
@@ -533,11 +535,10 @@ mod tests {
         assert_eq!(ok(84, hdr(1, 84), past_vram).unwrap_err(), bad, "past VRAM");
         // The CPU VA checks (null, unaligned) come before any lock.
         // SAFETY: null and unaligned pointers are rejected without being read.
-        unsafe {
-            assert_eq!(read_header(core::ptr::null()).unwrap_err(), bad);
-            let p = core::ptr::without_provenance::<DXGK_NATIVE_FENCE_LOG_BUFFER>(0x1004);
-            assert_eq!(read_header(p).unwrap_err(), bad);
-        }
+        assert_eq!(unsafe { read_header(core::ptr::null()) }.unwrap_err(), bad);
+        let p = core::ptr::without_provenance::<DXGK_NATIVE_FENCE_LOG_BUFFER>(0x1004);
+        // SAFETY: as above.
+        assert_eq!(unsafe { read_header(p) }.unwrap_err(), bad);
     }
 
     #[test]

@@ -159,12 +159,13 @@ fn operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> Result<Op, NTSTATUS> {
             }
             // SAFETY: with a non-zero SegmentId the union holds SegmentAddress (the page);
             // both arms are 8 bytes of plain data.
-            let (src, dst) = unsafe {
-                (
-                    t.Source.Anonymous.SegmentAddress.QuadPart,
-                    t.Destination.Anonymous.SegmentAddress.QuadPart,
-                )
-            };
+            let src = unsafe { t.Source.Anonymous.SegmentAddress };
+            // SAFETY: as above.
+            let dst = unsafe { t.Destination.Anonymous.SegmentAddress };
+            // SAFETY: LARGE_INTEGER's arms cover the same 8 bytes of plain data.
+            let src = unsafe { src.QuadPart };
+            // SAFETY: as above.
+            let dst = unsafe { dst.QuadPart };
             let off = u64::from(t.TransferOffset);
             let add = |a: u64| a.checked_add(off).ok_or(status::INVALID_PARAMETER.code());
             Ok(Op::Copy {

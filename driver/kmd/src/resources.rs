@@ -57,6 +57,17 @@ pub enum ResourceError {
     NoInterrupt,
 }
 
+/// Reads a plain-data `T` at byte offset `off` of `base`, unaligned (the list is packed).
+///
+/// # Safety
+/// `base + off` must be inside one allocation and valid for reading a `T`.
+unsafe fn read_at<T: Copy>(base: *const u8, off: usize) -> T {
+    // SAFETY: inside the allocation (the caller's contract).
+    let p = unsafe { base.add(off) };
+    // SAFETY: valid for reading a `T` (the caller's contract); unaligned read.
+    unsafe { p.cast::<T>().read_unaligned() }
+}
+
 /// Parses the translated resource list.
 ///
 /// Memory ranges are assigned in order of appearance: the first one at least
@@ -73,11 +84,7 @@ pub unsafe fn parse(list: *const CM_RESOURCE_LIST) -> Result<Resources, Resource
     let base = list.cast::<u8>();
     // SAFETY: `list` is valid for at least its Count field (contract above); read_unaligned
     // because the structure may be packed.
-    let full_count = unsafe {
-        base.add(offset_of!(CM_RESOURCE_LIST, Count))
-            .cast::<u32>()
-            .read_unaligned()
-    };
+    let full_count = unsafe { read_at::<u32>(base, offset_of!(CM_RESOURCE_LIST, Count)) };
     if full_count > MAX_FULL {
         return Err(ResourceError::TooMany);
     }
@@ -93,7 +100,7 @@ pub unsafe fn parse(list: *const CM_RESOURCE_LIST) -> Result<Resources, Resource
             .checked_add(offset_of!(CM_PARTIAL_RESOURCE_LIST, Count))
             .ok_or(ResourceError::TooMany)?;
         // SAFETY: inside the list as described by its counts (contract above).
-        let partial_count = unsafe { base.add(count_off).cast::<u32>().read_unaligned() };
+        let partial_count = unsafe { read_at::<u32>(base, count_off) };
         if partial_count > MAX_PARTIAL {
             return Err(ResourceError::TooMany);
         }
@@ -103,11 +110,7 @@ pub unsafe fn parse(list: *const CM_RESOURCE_LIST) -> Result<Resources, Resource
         for _ in 0..partial_count {
             // SAFETY: inside the list as described by its counts; unaligned read of a packed
             // plain-data structure.
-            let d = unsafe {
-                base.add(desc_off)
-                    .cast::<CM_PARTIAL_RESOURCE_DESCRIPTOR>()
-                    .read_unaligned()
-            };
+            let d = unsafe { read_at::<CM_PARTIAL_RESOURCE_DESCRIPTOR>(base, desc_off) };
             match d.Type {
                 TYPE_MEMORY | TYPE_MEMORY_LARGE => {
                     // SAFETY: for memory types the union holds a range (all variants share

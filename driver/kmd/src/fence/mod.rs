@@ -28,6 +28,7 @@ use rvgpu_ddi::fence::{
     DXGKARG_OPENNATIVEFENCE, DXGKARG_UPDATECURRENTVALUESFROMCPU, DXGKARG_UPDATEMONITOREDVALUES,
     DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS,
 };
+use rvgpu_ddi::HANDLE;
 use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::regs;
 use zerocopy::IntoBytes;
@@ -211,16 +212,66 @@ pub fn destroy<P: Platform>(args: &DXGKARG_DESTROYNATIVEFENCE) -> Result<(), Sta
         .unwrap_or(Err(status::INVALID_HANDLE))
 }
 
-/// Reads entry `i` of an OS-provided array of `n` entries.
+/// The three parallel arrays of an update DDI (handles, new values, kernel CPU addresses of
+/// the values to store), as slices. An array is `None` if the OS passed null, or if the count
+/// is out of range (the DDI refuses that count before it looks at any array).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FenceArrays<'a> {
+    handles: Option<&'a [HANDLE]>,
+    updated: Option<&'a [u64]>,
+    values_cpu: Option<&'a [*mut core::ffi::c_void]>,
+}
+
+impl<'a> FenceArrays<'a> {
+    /// Wraps the arrays of an update DDI of `n` fences.
+    ///
+    /// # Safety
+    /// Each pointer must be null or valid for reads of `n` properly aligned entries for `'a`
+    /// (the OS's contract for DxgkDdiUpdateMonitoredValues and
+    /// DxgkDdiUpdateCurrentValuesFromCpu).
+    pub(crate) unsafe fn new(
+        handles: *const HANDLE,
+        updated: *const u64,
+        values_cpu: *const *mut core::ffi::c_void,
+        n: u32,
+    ) -> Self {
+        // SAFETY: the caller's contract, for each array.
+        let handles = unsafe { os_array(handles, n) };
+        // SAFETY: as above.
+        let updated = unsafe { os_array(updated, n) };
+        // SAFETY: as above.
+        let values_cpu = unsafe { os_array(values_cpu, n) };
+        Self {
+            handles,
+            updated,
+            values_cpu,
+        }
+    }
+
+    fn handle(&self, i: u32) -> Option<HANDLE> {
+        self.handles?.get(usize::try_from(i).ok()?).copied()
+    }
+
+    fn updated(&self, i: u32) -> Option<u64> {
+        self.updated?.get(usize::try_from(i).ok()?).copied()
+    }
+
+    fn value_cpu(&self, i: u32) -> Option<*mut core::ffi::c_void> {
+        self.values_cpu?.get(usize::try_from(i).ok()?).copied()
+    }
+}
+
+/// An OS array of `n` entries as a slice; `None` for null or a count the DDIs refuse.
 ///
 /// # Safety
-/// `array` must be null or valid for `n` reads (the OS's contract for the update DDIs).
-unsafe fn entry<T: Copy>(array: *const T, n: u32, i: u32) -> Option<T> {
-    if array.is_null() || i >= n {
+/// `array` must be null or valid for reads of `n` properly aligned entries for `'a`.
+unsafe fn os_array<'a, T>(array: *const T, n: u32) -> Option<&'a [T]> {
+    if array.is_null() || n == 0 || n > MAX_FENCES_PER_UPDATE {
         return None;
     }
-    // SAFETY: `i < n` and the caller's contract.
-    Some(unsafe { array.add(usize::try_from(i).ok()?).read() })
+    let len = usize::try_from(n).ok()?;
+    // SAFETY: non-null, and valid and aligned for `len` entries (the caller's contract).
+    Some(unsafe { core::slice::from_raw_parts(array, len) })
 }
 
 /// Validates an OS fence-value address: non-null and 8-byte aligned.
@@ -235,7 +286,10 @@ fn value_ptr(va: *mut core::ffi::c_void) -> Option<*const AtomicU64> {
 /// finished. So when this returns, any CurrentValue the OS reads was either written by a
 /// signal that decided against the new MonitoredValue, or is visible to the OS's resample:
 /// no wake-up is lost (NF-09, modelled in tests/models).
-pub fn update_monitored<P: Platform>(args: &DXGKARG_UPDATEMONITOREDVALUES) -> Result<(), Status> {
+pub(crate) fn update_monitored<P: Platform>(
+    args: &DXGKARG_UPDATEMONITOREDVALUES,
+    arrays: &FenceArrays<'_>,
+) -> Result<(), Status> {
     let n = args.NumFences;
     if n == 0 || n > MAX_FENCES_PER_UPDATE || args.Flags.Value != 0 {
         return Err(status::INVALID_PARAMETER);
@@ -243,31 +297,19 @@ pub fn update_monitored<P: Platform>(args: &DXGKARG_UPDATEMONITOREDVALUES) -> Re
     // Validate everything before changing anything.
     let mut adapters: u32 = 0;
     for i in 0..n {
-        // SAFETY: the OS passes three arrays of NumFences entries.
-        let (h, va) = unsafe {
-            (
-                entry(args.NativeFenceArray, n, i),
-                entry(args.MonitoredValueKernelCpuVa, n, i),
-            )
-        };
+        let (h, va) = (arrays.handle(i), arrays.value_cpu(i));
         let loc = h
             .and_then(|h| locate::<P>(h as usize))
             .ok_or(status::INVALID_HANDLE)?;
         va.and_then(value_ptr).ok_or(status::INVALID_PARAMETER)?;
-        // SAFETY: as above.
-        unsafe { entry(args.UpdatedValueArray, n, i) }.ok_or(status::INVALID_PARAMETER)?;
+        arrays.updated(i).ok_or(status::INVALID_PARAMETER)?;
         adapters |= 1u32.checked_shl(u32::from(loc.adapter)).unwrap_or(0);
     }
     for i in 0..n {
-        // SAFETY: validated above; the OS's MonitoredValue storage is ours to write here.
-        let (va, v) = unsafe {
-            (
-                entry(args.MonitoredValueKernelCpuVa, n, i),
-                entry(args.UpdatedValueArray, n, i),
-            )
-        };
+        let (va, v) = (arrays.value_cpu(i), arrays.updated(i));
         if let (Some(p), Some(v)) = (va.and_then(value_ptr), v) {
-            // SAFETY: a valid, aligned 64-bit location the OS owns and told us to update.
+            // SAFETY: validated above: a valid, aligned 64-bit location the OS owns and told
+            // us to update (its MonitoredValue storage is ours to write here).
             unsafe { (*p).store(v, Ordering::Relaxed) };
         }
     }
@@ -293,8 +335,9 @@ fn sync_adapters<P: Platform>(mask: u32, f: impl Fn(&Live<P>)) {
 /// `NotificationOnly` a signal that already happened elsewhere (a cross-adapter fence, NF-16).
 /// Either way the CMP re-evaluates the GPU waits on the fence (WAIT_RESCAN), with no round
 /// trip through the OS.
-pub fn update_current<P: Platform>(
+pub(crate) fn update_current<P: Platform>(
     args: &DXGKARG_UPDATECURRENTVALUESFROMCPU,
+    arrays: &FenceArrays<'_>,
 ) -> Result<(), Status> {
     let n = args.NumFences;
     let flags = args.Flags;
@@ -308,36 +351,22 @@ pub fn update_current<P: Platform>(
     // fence's storage alone (the device has no per-fence "poisoned" state).
     let notify_only = flags.is_set(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::NotificationOnly);
     for i in 0..n {
-        // SAFETY: the OS passes three arrays of NumFences entries.
-        let h = unsafe { entry(args.NativeFenceArray, n, i) };
+        let h = arrays.handle(i);
         h.and_then(|h| locate::<P>(h as usize))
             .ok_or(status::INVALID_HANDLE)?;
         if !notify_only {
-            // SAFETY: as above.
-            let (va, v) = unsafe {
-                (
-                    entry(args.CurrentValueKernelCpuVa, n, i),
-                    entry(args.UpdatedValueArray, n, i),
-                )
-            };
+            let (va, v) = (arrays.value_cpu(i), arrays.updated(i));
             va.and_then(value_ptr).ok_or(status::INVALID_PARAMETER)?;
             v.ok_or(status::INVALID_PARAMETER)?;
         }
     }
     for i in 0..n {
-        // SAFETY: validated above.
-        let h = unsafe { entry(args.NativeFenceArray, n, i) };
+        let h = arrays.handle(i);
         let Some(loc) = h.and_then(|h| locate::<P>(h as usize)) else {
             continue;
         };
         if !notify_only {
-            // SAFETY: validated above.
-            let (va, v) = unsafe {
-                (
-                    entry(args.CurrentValueKernelCpuVa, n, i),
-                    entry(args.UpdatedValueArray, n, i),
-                )
-            };
+            let (va, v) = (arrays.value_cpu(i), arrays.updated(i));
             if let (Some(p), Some(v)) = (va.and_then(value_ptr), v) {
                 // Release: what the CPU did before signalling is visible to a GPU waiter.
                 // SAFETY: a valid, aligned 64-bit location the OS told us to write.
