@@ -66,9 +66,11 @@ unsafe impl Platform for WinKernel {
     #[inline(always)]
     unsafe fn mmio_read32(base: NonNull<u8>, offset: usize) -> u32 {
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
-        // SAFETY: the caller guarantees `base` maps a BAR of at least `offset + 4` bytes and
-        // `offset` is 4-byte aligned (trait contract), so the pointer is in bounds and aligned.
-        let v = unsafe { base.as_ptr().add(offset).cast::<u32>().read_volatile() };
+        // SAFETY: the caller guarantees `base` maps a BAR of at least `offset + 4` bytes
+        // (trait contract), so the offset stays inside the mapping.
+        let p = unsafe { base.as_ptr().add(offset) }.cast::<u32>();
+        // SAFETY: in bounds (above) and 4-byte aligned `offset` (trait contract).
+        let v = unsafe { p.read_volatile() };
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
         v
     }
@@ -77,21 +79,20 @@ unsafe impl Platform for WinKernel {
     unsafe fn mmio_write32(base: NonNull<u8>, offset: usize, value: u32) {
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
         // SAFETY: as for `mmio_read32`.
-        unsafe {
-            base.as_ptr()
-                .add(offset)
-                .cast::<u32>()
-                .write_volatile(value)
-        };
+        let p = unsafe { base.as_ptr().add(offset) }.cast::<u32>();
+        // SAFETY: as for `mmio_read32`.
+        unsafe { p.write_volatile(value) };
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
     }
 
     #[inline(always)]
     unsafe fn mmio_read64(base: NonNull<u8>, offset: usize) -> u64 {
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
-        // SAFETY: BAR of at least `offset + 8` bytes, 8-byte aligned `offset` (trait contract);
-        // an aligned 64-bit `mov` is a single access on x64.
-        let v = unsafe { base.as_ptr().add(offset).cast::<u64>().read_volatile() };
+        // SAFETY: BAR of at least `offset + 8` bytes (trait contract): in bounds.
+        let p = unsafe { base.as_ptr().add(offset) }.cast::<u64>();
+        // SAFETY: in bounds, 8-byte aligned `offset` (trait contract); an aligned 64-bit
+        // `mov` is a single access on x64.
+        let v = unsafe { p.read_volatile() };
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
         v
     }
@@ -100,12 +101,9 @@ unsafe impl Platform for WinKernel {
     unsafe fn mmio_write64(base: NonNull<u8>, offset: usize, value: u64) {
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
         // SAFETY: as for `mmio_read64`.
-        unsafe {
-            base.as_ptr()
-                .add(offset)
-                .cast::<u64>()
-                .write_volatile(value)
-        };
+        let p = unsafe { base.as_ptr().add(offset) }.cast::<u64>();
+        // SAFETY: as for `mmio_read64`.
+        unsafe { p.write_volatile(value) };
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
     }
 
