@@ -386,24 +386,17 @@ mod tests {
     #[test]
     fn null_arguments_are_rejected_before_anything_else() {
         // SAFETY: null pointers are part of each function's contract.
-        unsafe {
-            assert_eq!(
-                rvgpu_open_adapter(0, 0, ptr::null_mut()),
-                RvgpuStatus::InvalidArgument
-            );
-            assert_eq!(
-                rvgpu_close_adapter(ptr::null_mut()),
-                RvgpuStatus::InvalidArgument
-            );
-            assert_eq!(
-                rvgpu_submit(ptr::null_mut(), ptr::null(), 0, ptr::null_mut()),
-                RvgpuStatus::InvalidArgument
-            );
-            assert_eq!(
-                rvgpu_fence_wait(ptr::null_mut(), 1, 0),
-                RvgpuStatus::InvalidArgument
-            );
-        }
+        let open = unsafe { rvgpu_open_adapter(0, 0, ptr::null_mut()) };
+        assert_eq!(open, RvgpuStatus::InvalidArgument);
+        // SAFETY: as above.
+        let close = unsafe { rvgpu_close_adapter(ptr::null_mut()) };
+        assert_eq!(close, RvgpuStatus::InvalidArgument);
+        // SAFETY: as above.
+        let submit = unsafe { rvgpu_submit(ptr::null_mut(), ptr::null(), 0, ptr::null_mut()) };
+        assert_eq!(submit, RvgpuStatus::InvalidArgument);
+        // SAFETY: as above.
+        let wait = unsafe { rvgpu_fence_wait(ptr::null_mut(), 1, 0) };
+        assert_eq!(wait, RvgpuStatus::InvalidArgument);
     }
 
     #[test]

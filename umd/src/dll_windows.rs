@@ -21,8 +21,10 @@ unsafe impl GlobalAlloc for ProcessHeap {
         if layout.align() > HEAP_ALIGNMENT {
             return core::ptr::null_mut();
         }
+        // SAFETY: GetProcessHeap has no preconditions.
+        let heap = unsafe { GetProcessHeap() };
         // SAFETY: the process heap is always valid; any size is accepted.
-        unsafe { HeapAlloc(GetProcessHeap(), 0, layout.size()) }.cast()
+        unsafe { HeapAlloc(heap, 0, layout.size()) }.cast()
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
@@ -30,12 +32,16 @@ unsafe impl GlobalAlloc for ProcessHeap {
             return core::ptr::null_mut();
         }
         // SAFETY: as for `alloc`.
-        unsafe { HeapAlloc(GetProcessHeap(), HEAP_ZERO_MEMORY, layout.size()) }.cast()
+        let heap = unsafe { GetProcessHeap() };
+        // SAFETY: as for `alloc`.
+        unsafe { HeapAlloc(heap, HEAP_ZERO_MEMORY, layout.size()) }.cast()
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        // SAFETY: as for `alloc`.
+        let heap = unsafe { GetProcessHeap() };
         // SAFETY: `ptr` came from `alloc` on the same heap (caller contract).
-        unsafe { HeapFree(GetProcessHeap(), 0, ptr.cast()) };
+        unsafe { HeapFree(heap, 0, ptr.cast()) };
     }
 }
 

@@ -378,11 +378,13 @@ impl WinMem {
             return None;
         }
         let index = usize::try_from(offset / 8).ok()?;
-        // SAFETY: `base` is the 8-aligned CPU mapping of `size` bytes that `Lock2` returned
-        // (checked at creation) and stays mapped until the allocation is destroyed, which the
-        // submission core does only after its last access; `index` is in range (checked
-        // above); the GPU and this process access the words only atomically.
-        Some(unsafe { AtomicU64::from_ptr(self.base.add(index)) })
+        // SAFETY: `base` is the CPU mapping of `size` bytes that `Lock2` returned and `index`
+        // is in range (checked above), so the word stays inside the mapping.
+        let p = unsafe { self.base.add(index) };
+        // SAFETY: `p` is 8-aligned (checked at creation) and stays mapped until the
+        // allocation is destroyed, which the submission core does only after its last access;
+        // the GPU and this process access the words only atomically.
+        Some(unsafe { AtomicU64::from_ptr(p) })
     }
 }
 
