@@ -587,9 +587,7 @@ impl<P: Platform> Adapter<P> {
                     ..
                 } => {
                     fence_reports = true;
-                    let handle = registry
-                        .resolve(tag, rvgpu_hw::addr::GpuVa::new(monitored_addr))
-                        .map(|f| f.os_handle);
+                    let handle = registry.resolve(tag, monitored_addr).map(|f| f.os_handle);
                     batch.native(engine, handle, &mut emit);
                 }
                 // DMA completed (a PROGRESS with interrupt): the OS reads the queue's progress

@@ -7,6 +7,7 @@
 //! is counted and skipped; a write pointer more than a ring ahead is treated as an overflow.
 
 use core::sync::atomic::{fence, Ordering};
+use rvgpu_hw::addr::GpuVa;
 
 use rvgpu_hw::engine::{EngineState, ResetResult};
 use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
@@ -25,7 +26,7 @@ pub enum DeviceEvent {
         queue: u32,
         tag: u64,
         value: u64,
-        monitored_addr: u64,
+        monitored_addr: GpuVa,
         /// An always-interrupt (legacy monitored-fence) signal.
         legacy: bool,
     },
@@ -42,7 +43,7 @@ pub enum DeviceEvent {
         engine: u32,
         queue: u32,
         code: Option<FaultCode>,
-        addr: u64,
+        addr: GpuVa,
         rptr: u64,
     },
     /// An engine reset finished.
@@ -66,7 +67,7 @@ impl DeviceEvent {
                 queue,
                 tag: r.arg0,
                 value: r.arg1,
-                monitored_addr: r.arg2,
+                monitored_addr: GpuVa::new(r.arg2),
                 legacy: r.flags & rvgpu_hw::event::FLAG_LEGACY_SIGNAL != 0,
             },
             EventKind::Progress => Self::Progress {
@@ -83,7 +84,7 @@ impl DeviceEvent {
                 engine,
                 queue,
                 code: small(r.arg0).and_then(FaultCode::from_u32),
-                addr: r.arg1,
+                addr: GpuVa::new(r.arg1),
                 rptr: r.arg2,
             },
             EventKind::ResetDone => Self::ResetDone {

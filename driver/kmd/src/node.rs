@@ -1275,7 +1275,7 @@ mod tests {
             engine: 0,
             queue: 100,
             code: None,
-            addr: 0,
+            addr: GpuVa::NULL,
             rptr: 40,
         };
         assert!(r.on_event(fault, &mut |d| out.push(*d)));

@@ -28,6 +28,7 @@ use rvgpu_ddi::tdr::{
     DXGKARG_BUILDPAGINGBUFFER, DXGK_OPERATION_FILL, DXGK_OPERATION_TRANSFER, DXGK_TRANSFERFLAGS,
 };
 use rvgpu_ddi::NTSTATUS;
+use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{Command, MAX_TRANSFER};
 
 use crate::adapter::Adapter;
@@ -41,9 +42,13 @@ const PACKET_WORDS: usize = 4;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
     /// Fill `bytes` at `dst` with the 64-bit `pattern`.
-    Fill { dst: u64, bytes: u64, pattern: u64 },
+    Fill {
+        dst: GpuVa,
+        bytes: u64,
+        pattern: u64,
+    },
     /// Copy `bytes` from `src` to `dst`.
-    Copy { src: u64, dst: u64, bytes: u64 },
+    Copy { src: GpuVa, dst: GpuVa, bytes: u64 },
 }
 
 impl Op {
@@ -68,13 +73,13 @@ impl Op {
         }
         Some(match *self {
             Op::Fill { dst, pattern, .. } => Command::Fill {
-                dst: dst.checked_add(off)?,
+                dst: dst.checked_add(off)?.get(),
                 bytes: len,
                 pattern,
             },
             Op::Copy { src, dst, .. } => Command::Copy {
-                src: src.checked_add(off)?,
-                dst: dst.checked_add(off)?,
+                src: src.checked_add(off)?.get(),
+                dst: dst.checked_add(off)?.get(),
                 bytes: len,
             },
         })
@@ -83,8 +88,8 @@ impl Op {
     /// Checks what the device checks: 8-aligned addresses and sizes, no wrap, not empty.
     fn validate(&self) -> Result<(), Status> {
         let a = rvgpu_hw::addr::ACCESS_ALIGN;
-        let ok = |addr: u64, bytes: u64| {
-            addr != 0 && addr.is_multiple_of(a) && addr.checked_add(bytes).is_some()
+        let ok = |addr: GpuVa, bytes: u64| {
+            !addr.is_null() && addr.is_aligned(a) && addr.checked_add(bytes).is_some()
         };
         let bytes = self.bytes();
         if bytes == 0 || !bytes.is_multiple_of(a) {
@@ -125,7 +130,12 @@ pub fn encode(op: &Op, first: u64, out: &mut [u64]) -> (usize, u64) {
 
 /// Reads the operation out of the argument (only Fill and segment-to-segment Transfer).
 fn operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> Result<Op, NTSTATUS> {
-    let addr = |v: i64| u64::try_from(v).map_err(|_| status::INVALID_PARAMETER.code());
+    // A segment address from the OS: the GPU address of the page (identity in v1).
+    let addr = |v: i64| {
+        u64::try_from(v)
+            .map(GpuVa::new)
+            .map_err(|_| status::INVALID_PARAMETER.code())
+    };
     match args.Operation {
         DXGK_OPERATION_FILL => {
             // SAFETY: `Operation` says the Fill arm is the valid one; it is plain data.
@@ -167,7 +177,7 @@ fn operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> Result<Op, NTSTATUS> {
             // SAFETY: as above.
             let dst = unsafe { dst.QuadPart };
             let off = u64::from(t.TransferOffset);
-            let add = |a: u64| a.checked_add(off).ok_or(status::INVALID_PARAMETER.code());
+            let add = |a: GpuVa| a.checked_add(off).ok_or(status::INVALID_PARAMETER.code());
             Ok(Op::Copy {
                 src: add(addr(src)?)?,
                 dst: add(addr(dst)?)?,
@@ -243,7 +253,7 @@ mod tests {
     #[test]
     fn tdr_03_fill_is_fill_packets() {
         let op = Op::Fill {
-            dst: 0x10_0000,
+            dst: GpuVa::new(0x10_0000),
             bytes: 4096,
             pattern: 0xABCD_0123_ABCD_0123,
         };
@@ -263,8 +273,8 @@ mod tests {
     #[test]
     fn tdr_03_transfer_splits_at_max_transfer() {
         let op = Op::Copy {
-            src: 0x1000,
-            dst: 0x8000_0000,
+            src: GpuVa::new(0x1000),
+            dst: GpuVa::new(0x8000_0000),
             bytes: 2 * MAX_TRANSFER + 64,
         };
         assert_eq!(op.chunks(), 3);
@@ -297,7 +307,7 @@ mod tests {
     #[test]
     fn tdr_03_multipass_resumes_where_it_stopped() {
         let op = Op::Fill {
-            dst: 0x10_0000,
+            dst: GpuVa::new(0x10_0000),
             bytes: 3 * MAX_TRANSFER,
             pattern: 7,
         };
@@ -325,28 +335,28 @@ mod tests {
     fn malformed_operations_are_refused() {
         let bad = [
             Op::Fill {
-                dst: 0x1000,
+                dst: GpuVa::new(0x1000),
                 bytes: 12,
                 pattern: 0,
             },
             Op::Fill {
-                dst: 0x1004,
+                dst: GpuVa::new(0x1004),
                 bytes: 8,
                 pattern: 0,
             },
             Op::Fill {
-                dst: 0,
+                dst: GpuVa::new(0),
                 bytes: 8,
                 pattern: 0,
             },
             Op::Fill {
-                dst: 0x1000,
+                dst: GpuVa::new(0x1000),
                 bytes: 0,
                 pattern: 0,
             },
             Op::Copy {
-                src: u64::MAX - 7,
-                dst: 0x1000,
+                src: GpuVa::new(u64::MAX - 7),
+                dst: GpuVa::new(0x1000),
                 bytes: 16,
             },
         ];
