@@ -114,6 +114,24 @@ unsafe fn adapter<'a, P: Platform>(ctx: *const c_void) -> Option<&'a Adapter<P>>
     unsafe { ctx.cast::<Adapter<P>>().as_ref() }
 }
 
+/// A DDI's in/out private driver data as bytes: `Some(&mut [])` when the size is 0, `None`
+/// when the pointer is null with a non-zero size.
+///
+/// # Safety
+/// A non-null `p` must be valid for reads and writes of `len` bytes for `'a` (Dxgkrnl's
+/// contract for the private data of a call), and nothing else may access it meanwhile.
+unsafe fn private_data<'a>(p: *mut c_void, len: UINT) -> Option<&'a mut [u8]> {
+    let len = usize::try_from(len).ok()?;
+    if len == 0 {
+        return Some(&mut []);
+    }
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: non-null and valid for `len` bytes (the function contract).
+    Some(unsafe { core::slice::from_raw_parts_mut(p.cast::<u8>(), len) })
+}
+
 /// DxgkDdiAddDevice (PASSIVE): allocate the adapter context.
 unsafe extern "system" fn add_device<P: Platform>(
     pdo: PDEVICE_OBJECT,
@@ -548,7 +566,12 @@ unsafe extern "system" fn create_hw_queue<P: Platform>(
 ) -> NTSTATUS {
     // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
     match unsafe { args.as_mut() } {
-        Some(args) => to_ntstatus(hwqueue::create::<P>(h_context, args)),
+        Some(args) => {
+            // SAFETY: Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
+            // `pPrivateDriverData` (a kernel copy of the UMD's buffer) for the call.
+            let data = unsafe { private_data(args.pPrivateDriverData, args.PrivateDriverDataSize) };
+            to_ntstatus(hwqueue::create::<P>(h_context, args, data))
+        }
         None => status::INVALID_PARAMETER.code(),
     }
 }
@@ -579,7 +602,12 @@ unsafe extern "system" fn create_doorbell<P: Platform>(
 ) -> NTSTATUS {
     // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
     match unsafe { args.as_mut() } {
-        Some(args) => to_ntstatus(doorbell::create::<P>(args)),
+        Some(args) => {
+            // SAFETY: Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
+            // `PrivateDriverData` for the call.
+            let data = unsafe { private_data(args.PrivateDriverData, args.PrivateDriverDataSize) };
+            to_ntstatus(doorbell::create::<P>(args, data))
+        }
         None => status::INVALID_PARAMETER.code(),
     }
 }

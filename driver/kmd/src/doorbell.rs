@@ -50,7 +50,6 @@
 //! A stale user mapping rings nothing: the device ignores unbound pages (hardware.md 5.5).
 
 use alloc::vec::Vec;
-use core::ptr::NonNull;
 use rvgpu_hw::addr::GpuVa;
 
 use rvgpu_ddi::dxgkrnl::{
@@ -190,15 +189,10 @@ fn bind<P: Platform>(live: &Live<P>, i: u32, queue_id: u32) {
 }
 
 /// Reads and checks the UMD's ring description.
-fn read_pdd(args: &DXGKARG_CREATEDOORBELL, vram: u64) -> Result<(DoorbellPdd, Ring), Status> {
-    let len = usize::try_from(args.PrivateDriverDataSize).map_err(|_| status::INVALID_PARAMETER)?;
-    let p = NonNull::new(args.PrivateDriverData.cast::<u8>()).ok_or(status::INVALID_PARAMETER)?;
-    if len < size_of::<DoorbellPdd>() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    // SAFETY: Dxgkrnl passes `PrivateDriverDataSize` readable bytes at `PrivateDriverData`
-    // for the duration of the call.
-    let bytes = unsafe { core::slice::from_raw_parts(p.as_ptr(), size_of::<DoorbellPdd>()) };
+fn read_pdd(data: Option<&[u8]>, vram: u64) -> Result<(DoorbellPdd, Ring), Status> {
+    let bytes = data
+        .and_then(|d| d.get(..size_of::<DoorbellPdd>()))
+        .ok_or(status::INVALID_PARAMETER)?;
     let pdd = DoorbellPdd::read_from_bytes(bytes).map_err(|_| status::INVALID_PARAMETER)?;
     if pdd.magic != PDD_MAGIC
         || pdd.version != DOORBELL_PDD_VERSION
@@ -247,7 +241,10 @@ pub fn check_ring(r: &Ring, vram: u64) -> Result<(), Status> {
 }
 
 /// DxgkDdiCreateDoorbell (PASSIVE).
-pub fn create<P: Platform>(args: &mut DXGKARG_CREATEDOORBELL) -> Result<(), Status> {
+pub(crate) fn create<P: Platform>(
+    args: &mut DXGKARG_CREATEDOORBELL,
+    data: Option<&mut [u8]>,
+) -> Result<(), Status> {
     sched::with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |a, live, qh| {
         if args.hDoorbell.is_null() || args.Flags.get(DXGKARG_CREATEDOORBELL_FLAGS::Reserved) != 0 {
             return Err(status::INVALID_PARAMETER);
@@ -255,7 +252,7 @@ pub fn create<P: Platform>(args: &mut DXGKARG_CREATEDOORBELL) -> Result<(), Stat
         let resize = args
             .Flags
             .is_set(DXGKARG_CREATEDOORBELL_FLAGS::ResizeRingBufferOperation);
-        let (mut pdd, ring) = read_pdd(args, live.identity.vram_size)?;
+        let (mut pdd, ring) = read_pdd(data.as_deref(), live.identity.vram_size)?;
         let h = a.new_handle(Kind::Doorbell)?;
         let mut s = live.sched.lock();
         let q = s.queues.get(&qh).ok_or(status::INVALID_HANDLE)?;
@@ -298,11 +295,8 @@ pub fn create<P: Platform>(args: &mut DXGKARG_CREATEDOORBELL) -> Result<(), Stat
             DoorbellValue::WritePtr as u32
         };
         pdd.queue_id = queue_id;
-        if let Some(p) = NonNull::new(args.PrivateDriverData.cast::<u8>()) {
-            // SAFETY: `read_pdd` checked the buffer holds a whole `DoorbellPdd`; it is
-            // writable (in/out) for the duration of the call.
-            let out =
-                unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), size_of::<DoorbellPdd>()) };
+        // `read_pdd` checked the buffer holds a whole `DoorbellPdd`; it is in/out.
+        if let Some(out) = data.and_then(|d| d.get_mut(..size_of::<DoorbellPdd>())) {
             out.copy_from_slice(pdd.as_bytes());
         }
         args.hDoorbell = h.as_handle();

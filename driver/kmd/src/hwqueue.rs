@@ -17,7 +17,6 @@
 //! ([`crate::runlist`]).
 
 use alloc::collections::BTreeSet;
-use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
 use rvgpu_hw::addr::GpuVa;
 
@@ -195,18 +194,14 @@ impl QueueIds {
 
 /// Reads the UMD's [`HwQueuePdd`], if any: no private data means priority 0 and nothing to
 /// return; otherwise it must be a valid rvgpu block.
-fn read_pdd(args: &DXGKARG_CREATEHWQUEUE) -> Result<Option<HwQueuePdd>, Status> {
-    if args.PrivateDriverDataSize == 0 {
+fn read_pdd(data: Option<&[u8]>) -> Result<Option<HwQueuePdd>, Status> {
+    let data = data.ok_or(status::INVALID_PARAMETER)?;
+    if data.is_empty() {
         return Ok(None);
     }
-    let len = usize::try_from(args.PrivateDriverDataSize).map_err(|_| status::INVALID_PARAMETER)?;
-    let p = NonNull::new(args.pPrivateDriverData.cast::<u8>()).ok_or(status::INVALID_PARAMETER)?;
-    if len < size_of::<HwQueuePdd>() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    // SAFETY: Dxgkrnl passes `PrivateDriverDataSize` readable bytes at `pPrivateDriverData`
-    // (a kernel copy of the UMD's buffer) for the duration of the call.
-    let bytes = unsafe { core::slice::from_raw_parts(p.as_ptr(), size_of::<HwQueuePdd>()) };
+    let bytes = data
+        .get(..size_of::<HwQueuePdd>())
+        .ok_or(status::INVALID_PARAMETER)?;
     let pdd = HwQueuePdd::read_from_bytes(bytes).map_err(|_| status::INVALID_PARAMETER)?;
     if pdd.magic != PDD_MAGIC || pdd.version != HW_QUEUE_PDD_VERSION || pdd.reserved != [0; 3] {
         return Err(status::INVALID_PARAMETER);
@@ -215,11 +210,9 @@ fn read_pdd(args: &DXGKARG_CREATEHWQUEUE) -> Result<Option<HwQueuePdd>, Status> 
 }
 
 /// Writes the outputs back into the UMD's private data.
-fn write_pdd(args: &DXGKARG_CREATEHWQUEUE, pdd: &HwQueuePdd) {
-    if let Some(p) = NonNull::new(args.pPrivateDriverData.cast::<u8>()) {
-        // SAFETY: `read_pdd` checked the buffer holds at least a whole `HwQueuePdd`; the
-        // buffer is writable (in/out) for the duration of the call.
-        let out = unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), size_of::<HwQueuePdd>()) };
+fn write_pdd(data: Option<&mut [u8]>, pdd: &HwQueuePdd) {
+    // `read_pdd` checked the buffer holds at least a whole `HwQueuePdd`; it is in/out.
+    if let Some(out) = data.and_then(|d| d.get_mut(..size_of::<HwQueuePdd>())) {
         out.copy_from_slice(pdd.as_bytes());
     }
 }
@@ -244,9 +237,10 @@ fn alloc_kernel_ring<P: Platform>(dxgk: &Dxgk) -> Result<KernelRing, Status> {
 }
 
 /// DxgkDdiCreateHwQueue (PASSIVE). `h_context` is the driver's context handle.
-pub fn create<P: Platform>(
+pub(crate) fn create<P: Platform>(
     h_context: HANDLE,
     args: &mut DXGKARG_CREATEHWQUEUE,
+    data: Option<&mut [u8]>,
 ) -> Result<(), Status> {
     sched::with_adapter::<P, _>(h_context, Kind::Context, |a, live, context| {
         let known = D3DDDI_CREATEHWQUEUEFLAGS::mask(D3DDDI_CREATEHWQUEUEFLAGS::Reserved);
@@ -263,7 +257,7 @@ pub fn create<P: Platform>(
         if progress_gpu.is_null() || !progress_gpu.is_aligned(rvgpu_hw::addr::ACCESS_ALIGN) {
             return Err(status::INVALID_PARAMETER);
         }
-        let pdd = read_pdd(args)?;
+        let pdd = read_pdd(data.as_deref())?;
         let priority = pdd.map_or(0, |p| p.priority.min(HW_QUEUE_PRIORITY_MAX));
         let h = a.new_handle(Kind::Queue)?;
         // PASSIVE work first: the kernel ring is allocated before the lock is taken.
@@ -301,7 +295,7 @@ pub fn create<P: Platform>(
         if let Some(mut p) = pdd {
             p.queue_id = id;
             p.engine = engine;
-            write_pdd(args, &p);
+            write_pdd(data, &p);
         }
         args.hHwQueue = h.as_handle();
         Ok(())
