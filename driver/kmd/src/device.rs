@@ -45,10 +45,11 @@ pub fn probe<P: Platform>(regs: &Regs<P>) -> Result<DeviceIdentity, ProbeError> 
     if id != regs::ID_VALUE {
         return Err(ProbeError::BadId(id));
     }
-    let version = regs.read::<regs::Version>().raw();
-    if version >> 16 != regs::VERSION_VALUE >> 16 {
-        return Err(ProbeError::UnsupportedVersion(version));
+    let version = regs.read::<regs::Version>();
+    if version.major() != regs::Version::new(regs::VERSION_VALUE).major() {
+        return Err(ProbeError::UnsupportedVersion(version.raw()));
     }
+    let version = version.raw();
     let raw_config = regs.read::<regs::ConfigReg>().raw();
     let config = Config::from_reg(raw_config);
     let engines_ok = (1..=regs::ENGINE_MAX).contains(&config.engines);
