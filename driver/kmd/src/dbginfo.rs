@@ -125,18 +125,17 @@ pub fn report<P: Platform>(a: &Adapter<P>, reason: u32, out: &mut impl Write) ->
 }
 
 /// DxgkDdiCollectDbgInfo (level 0; PASSIVE for 0x117/0x141, any IRQL otherwise).
-pub fn collect<P: Platform>(a: &Adapter<P>, args: &DXGKARG_COLLECTDBGINFO) -> Result<(), Status> {
-    if args.BufferSize == 0 {
+/// `buf` is the OS's `pBuffer`/`BufferSize` (`None`: null with a non-zero size).
+pub(crate) fn collect<P: Platform>(
+    a: &Adapter<P>,
+    args: &DXGKARG_COLLECTDBGINFO,
+    buf: Option<&mut [u8]>,
+) -> Result<(), Status> {
+    let buf = buf.ok_or(status::INVALID_PARAMETER)?;
+    if buf.is_empty() {
         // Nothing can be written; the OS simply gets no driver text.
         return Ok(());
     }
-    if args.pBuffer.is_null() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    // SAFETY: Dxgkrnl provides `BufferSize` writable bytes at `pBuffer` for the duration of
-    // the call (DXGKARG_COLLECTDBGINFO: "the maximum size, in bytes, to copy to the buffer").
-    let buf =
-        unsafe { core::slice::from_raw_parts_mut(args.pBuffer.cast::<u8>(), args.BufferSize) };
     let mut w = Truncating::new(buf);
     // Truncation is not an error: the writer never fails.
     let _ = report(a, args.Reason, &mut w);

@@ -122,6 +122,16 @@ unsafe fn adapter<'a, P: Platform>(ctx: *const c_void) -> Option<&'a Adapter<P>>
 /// contract for the private data of a call), and nothing else may access it meanwhile.
 unsafe fn private_data<'a>(p: *mut c_void, len: UINT) -> Option<&'a mut [u8]> {
     let len = usize::try_from(len).ok()?;
+    // SAFETY: the function contract.
+    unsafe { os_buffer(p, len) }
+}
+
+/// An OS-provided buffer of `len` bytes as a slice: `Some(&mut [])` when `len` is 0, `None`
+/// when the pointer is null with a non-zero length.
+///
+/// # Safety
+/// As for [`private_data`].
+unsafe fn os_buffer<'a>(p: *mut c_void, len: usize) -> Option<&'a mut [u8]> {
     if len == 0 {
         return Some(&mut []);
     }
@@ -839,7 +849,12 @@ unsafe extern "system" fn collect_dbg_info<P: Platform>(
     // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
     let args = unsafe { args.as_ref() };
     match (a, args) {
-        (Some(a), Some(args)) => to_ntstatus(crate::dbginfo::collect(a, args)),
+        (Some(a), Some(args)) => {
+            // SAFETY: Dxgkrnl provides `BufferSize` writable bytes at `pBuffer` for the call
+            // (DXGKARG_COLLECTDBGINFO: "the maximum size, in bytes, to copy to the buffer").
+            let buf = unsafe { os_buffer(args.pBuffer, args.BufferSize) };
+            to_ntstatus(crate::dbginfo::collect(a, args, buf))
+        }
         _ => status::INVALID_PARAMETER.code(),
     }
 }
