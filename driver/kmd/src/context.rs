@@ -65,9 +65,7 @@ pub fn create_device<P: Platform>(
     args: &mut DXGKARG_CREATEDEVICE,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    // SAFETY: on input the union holds the flags word (the pointer arm is an output of
-    // pre-WDDM 2.0 drivers); both arms are plain data, so reading the flags is always defined.
-    let flags = unsafe { args.Anonymous.Flags };
+    let flags = crate::args::create_device_flags(args);
     let known = DXGK_CREATEDEVICEFLAGS::default()
         .with(DXGK_CREATEDEVICEFLAGS::SystemDevice, 1)
         .with(DXGK_CREATEDEVICEFLAGS::GdiDevice, 1);

@@ -6,6 +6,7 @@
 extern crate alloc;
 
 mod adapter;
+mod args;
 mod caps;
 mod clock;
 mod context;

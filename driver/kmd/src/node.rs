@@ -851,8 +851,7 @@ pub fn submit_command<P: Platform>(
     if args.DmaBufferPrivateDataSize != 0 && args.pDmaBufferPrivateData.is_null() {
         return Err(status::INVALID_PARAMETER);
     }
-    // SAFETY: PHYSICAL_ADDRESS is a LARGE_INTEGER; every arm covers the same 8 bytes.
-    let phys = unsafe { args.DmaBufferPhysicalAddress.QuadPart };
+    let phys = crate::args::quad(&args.DmaBufferPhysicalAddress);
     let phys = BusAddr::new(u64::try_from(phys).map_err(|_| status::INVALID_PARAMETER)?);
     // The physical address (paging buffers live in contiguous system memory); an OS that
     // passes only the GPU VA (WDDM 2.0 member) gets it used instead: identical in v1's identity
@@ -867,8 +866,7 @@ pub fn submit_command<P: Platform>(
         .checked_add(u64::from(start))
         .ok_or(status::INVALID_PARAMETER)?;
     check_range(addr, bytes)?;
-    // SAFETY: both union arms are a HANDLE; rvgpu is context-aware, so it is `hContext`.
-    let raw = unsafe { args.Anonymous.hContext };
+    let raw = crate::args::submit_context(args);
     let context = context_on(a, live, raw, node)?;
     push(
         live,

@@ -24,14 +24,13 @@
 //! <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_buildpagingbuffer>
 
 use rvgpu_ddi::ntstatus::{STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER, STATUS_NOT_SUPPORTED};
-use rvgpu_ddi::tdr::{
-    DXGKARG_BUILDPAGINGBUFFER, DXGK_OPERATION_FILL, DXGK_OPERATION_TRANSFER, DXGK_TRANSFERFLAGS,
-};
+use rvgpu_ddi::tdr::{DXGKARG_BUILDPAGINGBUFFER, DXGK_TRANSFERFLAGS};
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{Command, MAX_TRANSFER};
 
 use crate::adapter::Adapter;
+use crate::args::PagingOperation;
 use crate::platform::Platform;
 use crate::status::{self, Status};
 
@@ -136,15 +135,12 @@ fn operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> Result<Op, NTSTATUS> {
             .map(GpuVa::new)
             .map_err(|_| status::INVALID_PARAMETER.code())
     };
-    match args.Operation {
-        DXGK_OPERATION_FILL => {
-            // SAFETY: `Operation` says the Fill arm is the valid one; it is plain data.
-            let f = unsafe { args.Anonymous.Fill };
+    match crate::args::paging_operation(args) {
+        PagingOperation::Fill(f) => {
             if f.Destination.SegmentId == 0 {
                 return Err(status::INVALID_PARAMETER.code());
             }
-            // SAFETY: LARGE_INTEGER's arms cover the same 8 bytes of plain data.
-            let dst = addr(unsafe { f.Destination.SegmentAddress.QuadPart })?;
+            let dst = addr(crate::args::quad(&f.Destination.SegmentAddress))?;
             let bytes = u64::try_from(f.FillSize).map_err(|_| status::INVALID_PARAMETER.code())?;
             let p = u64::from(f.FillPattern);
             Ok(Op::Fill {
@@ -153,9 +149,7 @@ fn operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> Result<Op, NTSTATUS> {
                 pattern: (p << 32) | p,
             })
         }
-        DXGK_OPERATION_TRANSFER => {
-            // SAFETY: `Operation` says the Transfer arm is the valid one; it is plain data.
-            let t = unsafe { args.Anonymous.Transfer };
+        PagingOperation::Transfer(t) => {
             let special = DXGK_TRANSFERFLAGS::default()
                 .with(DXGK_TRANSFERFLAGS::Swizzle, 1)
                 .with(DXGK_TRANSFERFLAGS::Unswizzle, 1);
@@ -164,18 +158,12 @@ fn operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> Result<Op, NTSTATUS> {
                 return Err(STATUS_NOT_SUPPORTED);
             }
             // An MDL side (system memory) needs the MDL's page list: not in v1.
-            if t.Source.SegmentId == 0 || t.Destination.SegmentId == 0 {
+            let (Some(src), Some(dst)) = (
+                crate::args::segment_address(&t.Source),
+                crate::args::segment_address(&t.Destination),
+            ) else {
                 return Err(STATUS_NOT_SUPPORTED);
-            }
-            // SAFETY: with a non-zero SegmentId the union holds SegmentAddress (the page);
-            // both arms are 8 bytes of plain data.
-            let src = unsafe { t.Source.Anonymous.SegmentAddress };
-            // SAFETY: as above.
-            let dst = unsafe { t.Destination.Anonymous.SegmentAddress };
-            // SAFETY: LARGE_INTEGER's arms cover the same 8 bytes of plain data.
-            let src = unsafe { src.QuadPart };
-            // SAFETY: as above.
-            let dst = unsafe { dst.QuadPart };
+            };
             let off = u64::from(t.TransferOffset);
             let add = |a: GpuVa| a.checked_add(off).ok_or(status::INVALID_PARAMETER.code());
             Ok(Op::Copy {
@@ -185,7 +173,7 @@ fn operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> Result<Op, NTSTATUS> {
                     .map_err(|_| status::INVALID_PARAMETER.code())?,
             })
         }
-        _ => Err(STATUS_NOT_SUPPORTED),
+        PagingOperation::Other => Err(STATUS_NOT_SUPPORTED),
     }
 }
 

@@ -1,0 +1,70 @@
+//! Safe reads of the unions in Dxgkrnl's argument blocks.
+//!
+//! Each accessor says once which arm is live and why reading it is defined; the rest of the
+//! driver takes plain values. (Arrays and buffers the OS passes by pointer become slices in the
+//! DDI thunks, `crate::ddi`.)
+
+use rvgpu_ddi::submission::{DXGKARG_CREATEDEVICE, DXGK_CREATEDEVICEFLAGS};
+use rvgpu_ddi::tdr::{
+    DXGKARG_BUILDPAGINGBUFFER_Fill, DXGKARG_BUILDPAGINGBUFFER_Transfer,
+    DXGKARG_BUILDPAGINGBUFFER_Transfer_Source, DXGKARG_BUILDPAGINGBUFFER, DXGKARG_SUBMITCOMMAND,
+    DXGK_OPERATION_FILL, DXGK_OPERATION_TRANSFER,
+};
+use rvgpu_ddi::{HANDLE, LARGE_INTEGER};
+
+/// The 64-bit value of a `LARGE_INTEGER`.
+pub(crate) fn quad(v: &LARGE_INTEGER) -> i64 {
+    // SAFETY: every arm of LARGE_INTEGER covers the same 8 bytes of plain data.
+    unsafe { v.QuadPart }
+}
+
+/// `hContext` of a DxgkDdiSubmitCommand: rvgpu is context-aware, so that is the live arm.
+pub(crate) fn submit_context(args: &DXGKARG_SUBMITCOMMAND) -> HANDLE {
+    // SAFETY: both arms are a HANDLE (plain data of the same size).
+    unsafe { args.Anonymous.hContext }
+}
+
+/// The creation flags of a DxgkDdiCreateDevice.
+pub(crate) fn create_device_flags(args: &DXGKARG_CREATEDEVICE) -> DXGK_CREATEDEVICEFLAGS {
+    // SAFETY: on input the union holds the flags word (the pointer arm is an output of
+    // pre-WDDM 2.0 drivers); both arms are plain data, so reading the flags is always defined.
+    unsafe { args.Anonymous.Flags }
+}
+
+/// The arm of a DxgkDdiBuildPagingBuffer that its `Operation` names (the ones rvgpu builds).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum PagingOperation {
+    /// `DXGK_OPERATION_FILL`.
+    Fill(DXGKARG_BUILDPAGINGBUFFER_Fill),
+    /// `DXGK_OPERATION_TRANSFER`.
+    Transfer(DXGKARG_BUILDPAGINGBUFFER_Transfer),
+    /// Any other operation.
+    Other,
+}
+
+/// Reads the arm `Operation` says is live.
+pub(crate) fn paging_operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> PagingOperation {
+    match args.Operation {
+        DXGK_OPERATION_FILL => {
+            // SAFETY: `Operation` says the Fill arm is the valid one; it is plain data.
+            PagingOperation::Fill(unsafe { args.Anonymous.Fill })
+        }
+        DXGK_OPERATION_TRANSFER => {
+            // SAFETY: `Operation` says the Transfer arm is the valid one; it is plain data.
+            PagingOperation::Transfer(unsafe { args.Anonymous.Transfer })
+        }
+        _ => PagingOperation::Other,
+    }
+}
+
+/// The segment address of one side of a transfer, if it is a segment (`SegmentId != 0`); an
+/// MDL side (system memory) is `None`.
+pub(crate) fn segment_address(side: &DXGKARG_BUILDPAGINGBUFFER_Transfer_Source) -> Option<i64> {
+    if side.SegmentId == 0 {
+        return None;
+    }
+    // SAFETY: with a non-zero SegmentId the union holds SegmentAddress (the page); both arms
+    // are 8 bytes of plain data.
+    let a = unsafe { side.Anonymous.SegmentAddress };
+    Some(quad(&a))
+}
