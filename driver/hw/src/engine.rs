@@ -4,6 +4,8 @@
 //! the adapter, a WDDM *node*; there is one physical adapter, so every node has
 //! EngineOrdinal 0 (TDR-02).
 
+use crate::regs::EngineStatusReg;
+
 /// Engine 0: compute (the render node in WDDM terms).
 pub const ENGINE_COMPUTE: u32 = 0;
 /// Engine 1: copy.
@@ -45,16 +47,16 @@ impl EngineState {
 }
 
 /// `STATUS` bits 3:0: the [`EngineState`].
-pub const STATUS_STATE_MASK: u32 = 0xF;
+pub const STATUS_STATE_MASK: u32 = EngineStatusReg::new(0).with_state(u32::MAX).raw();
 /// `STATUS` bit 8: some runlisted queue has unconsumed commands (or a packet is in flight).
-pub const STATUS_HAS_WORK: u32 = 1 << 8;
+pub const STATUS_HAS_WORK: u32 = EngineStatusReg::new(0).with_has_work(1).raw();
 /// `STATUS` bit 9: the engine is *held* after a successful per-engine reset
 /// ([`ENGINE_CTRL_RESET`]). A held engine executes nothing; doorbells and `QUEUE_KICK` still
 /// load write pointers, and fence signals from other engines and `WAIT_RESCAN` still wake its
 /// queues' waits, but nothing runs until the next `RUNLIST_COMMIT` (value 1), which ends the
 /// hold ([`crate::regs::engine::RUNLIST_COMMIT`]). The state reads `Idle` while held. An
 /// adapter reset also ends it.
-pub const STATUS_HELD: u32 = 1 << 9;
+pub const STATUS_HELD: u32 = EngineStatusReg::new(0).with_held(1).raw();
 
 /// `STATUS` register: state in bits 3:0 ([`STATUS_STATE_MASK`]), `has_work` in bit 8
 /// ([`STATUS_HAS_WORK`]), `held` in bit 9 ([`STATUS_HELD`]); other bits read 0.
@@ -154,5 +156,17 @@ mod tests {
         assert_eq!(held.to_reg(), 0x3 | STATUS_HAS_WORK | STATUS_HELD);
         assert_eq!(held.to_reg(), 0x303);
         assert_eq!(EngineStatus::from_reg(held.to_reg()), Some(held));
+    }
+}
+
+#[cfg(test)]
+mod status_bits {
+    use super::*;
+
+    #[test]
+    fn status_bits_come_from_the_declaration() {
+        assert_eq!(STATUS_STATE_MASK, 0xF);
+        assert_eq!(STATUS_HAS_WORK, 1 << 8);
+        assert_eq!(STATUS_HELD, 1 << 9);
     }
 }
