@@ -172,7 +172,7 @@ fn contiguous_memory_has_a_bus_address() {
     let (s, h, p) = unsafe { testing::allocate_contiguous(&iface, 4096) };
     assert_eq!(s, 0);
     let bus = std::ptr::NonNull::new(p.cast::<u8>()).and_then(rvgpu_simos::SimKernel::bus_address);
-    assert!(bus.is_some_and(|b| b >= rvgpu_device::SYSMEM_START));
+    assert!(bus.is_some_and(|b| b.get() >= rvgpu_device::SYSMEM_START));
     // SAFETY: as above.
     assert_eq!(unsafe { testing::free_contiguous(&iface, h, p) }, 0);
 }

@@ -433,8 +433,8 @@ unsafe impl Platform for SimKernel {
         IRQL.with(|c| c.set(previous));
     }
 
-    fn bus_address(va: NonNull<u8>) -> Option<u64> {
-        dma_bus_address(va.as_ptr() as usize)
+    fn bus_address(va: NonNull<u8>) -> Option<rvgpu_hw::addr::BusAddr> {
+        dma_bus_address(va.as_ptr() as usize).map(rvgpu_hw::addr::BusAddr::new)
     }
 
     /// Issue 5: the simulation's QPC ([`crate::sync::trace::qpc`], 10 MHz), the clock the UMD's

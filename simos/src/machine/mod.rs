@@ -33,7 +33,7 @@ use crate::dxgkrnl::notify::Processed;
 use crate::dxgkrnl::state::{lock, LogLine, MachineState};
 use crate::error::SimError;
 
-/// The driver's adapter table is driver-wide with [`rvgpu_kmd::globals::MAX_ADAPTERS`] slots,
+/// The driver's adapter table is driver-wide with [`rvgpu_kmd::MAX_ADAPTERS`] slots,
 /// and every machine of the test process loads the same driver: live adapters of all machines
 /// together must fit. A machine holds permits for its adapters from creation until it is
 /// dropped (after its orderly [`Machine::shutdown`]); a machine needing more than are free
@@ -45,7 +45,7 @@ static LIVE_ADAPTERS_CV: std::sync::Condvar = std::sync::Condvar::new();
 
 impl AdapterPermits {
     fn acquire(n: usize) -> Self {
-        let cap = rvgpu_kmd::globals::MAX_ADAPTERS;
+        let cap = rvgpu_kmd::MAX_ADAPTERS;
         let g = lock(&LIVE_ADAPTERS);
         let (mut g, _) = LIVE_ADAPTERS_CV
             .wait_timeout_while(g, Duration::from_secs(120), |live| {
