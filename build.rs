@@ -59,10 +59,15 @@ fn main() {
     println!("cargo::rerun-if-env-changed=WDKContentRoot");
     println!("cargo::rerun-if-env-changed=RVGPU_WDK_INCLUDE");
     println!("cargo::rustc-check-cfg=cfg(wdk_layout_check)");
+    println!("cargo::rustc-check-cfg=cfg(kernel_image)");
 
     let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let target_env = env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
     if target_os == "windows" && target_env == "msvc" {
+        // The driver image is built for the MSVC target only. Other Windows targets (the
+        // harness executable, x86_64-pc-windows-gnu) link this crate as a plain user-mode
+        // library: no kernel runtime, no ntoskrnl imports.
+        println!("cargo::rustc-cfg=kernel_image");
         for arg in DRIVER_LINK_ARGS {
             // `rustc-link-arg`, not `rustc-cdylib-link-arg`: the package declares only an
             // rlib (so host builds never try to link a no_std cdylib); the cdylib is requested
