@@ -5,8 +5,13 @@
 #   scripts/package.sh [OUT_DIR]        (default: package/)
 #
 # OUT_DIR/ gets rvgpu.sys, rvgpu.pdb, rvgpu_umd.dll, rvgpu_umd.pdb and rvgpu.inf with DriverVer
-# stamped (date of the last commit, or today; version from Cargo.toml). Signing and the
-# catalog need Windows (cargo make package-windows, docs/windows.md).
+# stamped (date of the last commit, or today; version from Cargo.toml), and the harness for a
+# test machine, rvgpu-whlk.exe (docs/test-machine.md). Signing and the catalog need Windows
+# (cargo make package-windows, docs/windows.md).
+#
+# The harness is a std program, so it needs a C runtime to link against: it is built for
+# x86_64-pc-windows-gnu with Debian's mingw-w64 (gcc-mingw-w64-x86-64), which links against
+# the system msvcrt.dll. The MSVC CRT (the msvc target's) cannot be had on Linux.
 #
 # Environment: CARGO (cargo to use), RVGPU_TARGET_DIR (default target/pe, kept apart from
 # target/ so it does not contend with other cargo runs), RVGPU_DRIVER_DATE (MM/DD/YYYY).
@@ -35,12 +40,28 @@ common=(--profile driver --target "$target" --target-dir "$target_dir"
     -C link-arg=/NODEFAULTLIB -C link-arg=/NOENTRY -C link-arg=/DEBUG:FULL \
     -C link-arg=/PDBALTPATH:%_PDB% -C link-arg=/OPT:REF,ICF)
 
+# Harness executable: the same crate as `cargo run -p rvgpu-whlk`, with the Windows backend.
+exe_target=x86_64-pc-windows-gnu
+if ! command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1; then
+    echo "package.sh: x86_64-w64-mingw32-gcc not found; install gcc-mingw-w64-x86-64 (the linker and C runtime for rvgpu-whlk.exe)" >&2
+    exit 1
+fi
+if command -v rustup >/dev/null 2>&1; then
+    (cd "$root" && rustup target list --installed | grep -qx "$exe_target") \
+        || (cd "$root" && rustup target add "$exe_target")
+fi
+(cd "$root" && "$cargo" build -p rvgpu-whlk --bin rvgpu-whlk --profile harness \
+    --target "$exe_target" --target-dir "$target_dir" \
+    --config "target.$exe_target.linker=\"x86_64-w64-mingw32-gcc\"")
+
 mkdir -p "$out"
-rm -f "$out"/rvgpu.sys "$out"/rvgpu.pdb "$out"/rvgpu_umd.dll "$out"/rvgpu_umd.pdb "$out"/rvgpu.inf
+rm -f "$out"/rvgpu.sys "$out"/rvgpu.pdb "$out"/rvgpu_umd.dll "$out"/rvgpu_umd.pdb "$out"/rvgpu.inf \
+    "$out"/rvgpu-whlk.exe
 cp "$bin/rvgpu.dll" "$out/rvgpu.sys"
 cp "$bin/rvgpu.pdb" "$out/rvgpu.pdb"
 cp "$bin/rvgpu_umd.dll" "$out/rvgpu_umd.dll"
 cp "$bin/rvgpu_umd.pdb" "$out/rvgpu_umd.pdb"
+cp "$target_dir/$exe_target/harness/rvgpu-whlk.exe" "$out/rvgpu-whlk.exe"
 
 # DriverVer = MM/DD/YYYY,a.b.c.d: the date, and the crate version with a 0 build number.
 version="$(sed -n 's/^version *= *"\([0-9.]*\)".*/\1/p' "$root/Cargo.toml" | head -n1)"

@@ -2,7 +2,7 @@
 //!
 //! Builds the package once per test binary with `scripts/package.sh` (the same command a person
 //! runs, into a temporary directory; cargo's own work goes to target/pe, apart from target/),
-//! then inspects rvgpu.sys and rvgpu_umd.dll with the `object` crate. Each check fails with
+//! then inspects rvgpu.sys, rvgpu_umd.dll and rvgpu-whlk.exe with the `object` crate. Each check fails with
 //! what it found.
 //!
 //! Budgets (measured sizes are printed by `image_sizes_are_within_budget`; run with
@@ -10,6 +10,7 @@
 //! - rvgpu.sys < 512 KiB: a display miniport of this scope is ~100-300 KiB in C; the margin
 //!   covers the driver core growing with later issues.
 //! - rvgpu_umd.dll < 256 KiB.
+//! - rvgpu-whlk.exe < 12 MiB (it embeds the simulation as well as the Windows backend).
 
 // Host-side test code: the kernel no-panic lints do not apply.
 #![allow(
@@ -32,6 +33,30 @@ use object::{LittleEndian as LE, Object, ObjectSection};
 
 const SYS_BUDGET: u64 = 512 * 1024;
 const DLL_BUDGET: u64 = 256 * 1024;
+/// The harness carries the whole simulation too (`--backend sim` works on Windows); ~5 MiB.
+const EXE_BUDGET: u64 = 12 * 1024 * 1024;
+
+/// What the harness may import: user-mode system DLLs (the C runtime mingw links against is
+/// the system msvcrt.dll), and gdi32 for the D3DKMT thunks. Compared case-insensitively.
+const EXE_ALLOW_LIST: &[&str] = &[
+    "kernel32.dll",
+    "ntdll.dll",
+    "advapi32.dll",
+    "userenv.dll",
+    "ws2_32.dll",
+    "bcryptprimitives.dll",
+    "msvcrt.dll",
+    "gdi32.dll",
+];
+/// API-set contracts the Rust standard library uses (forwarded to kernel32/kernelbase).
+const EXE_API_SETS: &str = "api-ms-win-core-";
+/// Debug C runtimes, which are not redistributable and not on a test machine.
+const DEBUG_CRTS: &[&str] = &[
+    "msvcrtd.dll",
+    "ucrtbased.dll",
+    "vcruntime140d.dll",
+    "msvcp140d.dll",
+];
 
 /// Modules a kernel driver may import from.
 const KERNEL_ALLOW_LIST: &[&str] = &["ntoskrnl.exe", "hal.dll"];
@@ -302,8 +327,54 @@ fn umd_image_is_a_user_mode_dll_exporting_the_api() {
 }
 
 #[test]
+fn harness_exe_is_a_console_program_with_user_mode_imports() {
+    let data = read("rvgpu-whlk.exe");
+    let file = parse("rvgpu-whlk.exe", &data);
+    check_common("rvgpu-whlk.exe", &file);
+    let chars = file.nt_headers().file_header().characteristics.get(LE);
+    assert!(
+        chars & pe::IMAGE_FILE_DLL == 0 && chars & pe::IMAGE_FILE_EXECUTABLE_IMAGE != 0,
+        "rvgpu-whlk.exe is not an executable ({chars:#x})"
+    );
+    let subsystem = file.nt_headers().optional_header().subsystem();
+    assert_eq!(
+        subsystem,
+        pe::IMAGE_SUBSYSTEM_WINDOWS_CUI,
+        "rvgpu-whlk.exe: subsystem {subsystem} is not the console"
+    );
+    let imports: BTreeSet<String> = imports("rvgpu-whlk.exe", &file)
+        .into_iter()
+        .map(|m| m.to_ascii_lowercase())
+        .collect();
+    let debug: Vec<_> = imports
+        .iter()
+        .filter(|m| DEBUG_CRTS.contains(&m.as_str()))
+        .collect();
+    assert!(
+        debug.is_empty(),
+        "rvgpu-whlk.exe imports a debug CRT: {debug:?}"
+    );
+    let other: Vec<_> = imports
+        .iter()
+        .filter(|m| !EXE_ALLOW_LIST.contains(&m.as_str()) && !m.starts_with(EXE_API_SETS))
+        .collect();
+    assert!(
+        other.is_empty(),
+        "rvgpu-whlk.exe imports modules outside the user-mode allow-list: {other:?} (all: {imports:?})"
+    );
+    assert!(
+        imports.contains("gdi32.dll"),
+        "rvgpu-whlk.exe does not import gdi32.dll, so its D3DKMT backend is not linked: {imports:?}"
+    );
+}
+
+#[test]
 fn image_sizes_are_within_budget() {
-    for (name, budget) in [("rvgpu.sys", SYS_BUDGET), ("rvgpu_umd.dll", DLL_BUDGET)] {
+    for (name, budget) in [
+        ("rvgpu.sys", SYS_BUDGET),
+        ("rvgpu_umd.dll", DLL_BUDGET),
+        ("rvgpu-whlk.exe", EXE_BUDGET),
+    ] {
         let size = std::fs::metadata(package().join(name)).unwrap().len();
         println!(
             "{name}: {size} bytes ({:.1} KiB), budget {} KiB",
@@ -327,6 +398,7 @@ fn package_folder_is_complete_and_stamped() {
     assert_eq!(
         files,
         [
+            "rvgpu-whlk.exe",
             "rvgpu.inf",
             "rvgpu.pdb",
             "rvgpu.sys",

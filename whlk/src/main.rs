@@ -1,7 +1,7 @@
 //! `rvgpu-whlk`: runs the named cases and prints the results table.
 //!
 //! ```text
-//! rvgpu-whlk [--backend sim] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
+//! rvgpu-whlk [--backend sim|windows|kmt-sim] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
 //!             [--junit PATH] [--timeline PATH | --no-timeline] [--timeline-svg PATH]
 //! ```
 //! `--requirement` (repeatable, or a comma list) keeps the cases whose requirement list names
@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 
+use rvgpu_whlk::backend::kmt::{self, KmtBackend};
 use rvgpu_whlk::backend::sim::SimBackend;
 use rvgpu_whlk::backend::Backend;
 use rvgpu_whlk::{cases, junit, report, runner, timeline};
@@ -24,6 +25,10 @@ use rvgpu_whlk::{cases, junit, report, runner, timeline};
 enum BackendKind {
     /// The emulated GPU under the simulated OS (embedded in this binary).
     Sim,
+    /// The installed driver on this Windows machine, through the D3DKMT thunks and the UMD.
+    Windows,
+    /// The Windows backend's code over the simulated thunks: what `windows` does, run here.
+    KmtSim,
 }
 
 #[derive(Debug, Parser)]
@@ -132,6 +137,17 @@ fn main() -> ExitCode {
     }
     let backend: Box<dyn Backend> = match cli.backend {
         BackendKind::Sim => Box::new(SimBackend),
+        BackendKind::KmtSim => Box::new(KmtBackend::new(kmt::sim::SimPlatform)),
+        #[cfg(windows)]
+        BackendKind::Windows => Box::new(KmtBackend::new(kmt::windows::WinPlatform)),
+        #[cfg(not(windows))]
+        BackendKind::Windows => {
+            eprintln!(
+                "rvgpu-whlk: the windows backend runs only on Windows (rvgpu-whlk.exe from \
+                 scripts/package.sh); --backend kmt-sim runs its code over the simulated thunks"
+            );
+            return ExitCode::from(2);
+        }
     };
     let reports = runner::run_all(&selected, backend.as_ref());
     print!("{}", report::table(backend.name(), &reports));

@@ -16,6 +16,7 @@
 //! are optional for them (`Case::optional`).
 
 pub mod caps;
+pub mod kmt;
 pub mod restricted;
 mod session;
 pub mod sim;

@@ -33,7 +33,7 @@ pub(crate) struct Created {
 
 /// Thunks of one process for one harness queue.
 #[derive(Clone)]
-pub(crate) struct SessKmt {
+pub struct SessKmt {
     m: Arc<Machine>,
     p: UmsProcess,
     rec: Arc<Mutex<Created>>,

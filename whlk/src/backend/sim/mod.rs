@@ -13,7 +13,7 @@
 
 mod control;
 mod fences;
-mod kmt;
+pub(crate) mod kmt;
 mod logs;
 mod tdr;
 mod usermode;
@@ -55,6 +55,40 @@ use super::{
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SimBackend;
 
+/// The simulated machine a session's configuration describes (shared with the D3DKMT
+/// backend's simulated platform).
+pub(crate) fn machine_config(config: &SessionConfig) -> MachineConfig {
+    let mode = match config.mode {
+        ExecMode::Threaded => Mode::Threaded,
+        ExecMode::Step => Mode::Step,
+    };
+    let mut mc = if config.adapters >= 2 && config.legacy_igpu {
+        MachineConfig::legacy_igpu_dgpu(mode)
+    } else if config.adapters >= 2 {
+        MachineConfig::igpu_dgpu(mode)
+    } else {
+        MachineConfig::single(mode)
+    };
+    mc.os.native_fence_feature = config.native_fence_feature;
+    if let Some(n) = config.log_entries {
+        mc.os.log_entries = n;
+    }
+    for a in &mut mc.adapters {
+        a.device.idle_f1_ticks = config.idle_f1_ticks;
+        if let Some(n) = config.engines {
+            a.device.engines = n;
+        }
+        if let Some(r) = config.per_engine_reset {
+            a.device.per_engine_reset = r;
+        }
+        if let Some(n) = config.doorbells.or(config.min_doorbells) {
+            a.device.doorbells = n;
+        }
+        a.device.global_doorbell = config.global_doorbell;
+    }
+    mc
+}
+
 impl Backend for SimBackend {
     fn name(&self) -> &'static str {
         "sim"
@@ -65,34 +99,7 @@ impl Backend for SimBackend {
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
-        let mode = match config.mode {
-            ExecMode::Threaded => Mode::Threaded,
-            ExecMode::Step => Mode::Step,
-        };
-        let mut mc = if config.adapters >= 2 && config.legacy_igpu {
-            MachineConfig::legacy_igpu_dgpu(mode)
-        } else if config.adapters >= 2 {
-            MachineConfig::igpu_dgpu(mode)
-        } else {
-            MachineConfig::single(mode)
-        };
-        mc.os.native_fence_feature = config.native_fence_feature;
-        if let Some(n) = config.log_entries {
-            mc.os.log_entries = n;
-        }
-        for a in &mut mc.adapters {
-            a.device.idle_f1_ticks = config.idle_f1_ticks;
-            if let Some(n) = config.engines {
-                a.device.engines = n;
-            }
-            if let Some(r) = config.per_engine_reset {
-                a.device.per_engine_reset = r;
-            }
-            if let Some(n) = config.doorbells.or(config.min_doorbells) {
-                a.device.doorbells = n;
-            }
-            a.device.global_doorbell = config.global_doorbell;
-        }
+        let mc = machine_config(config);
         Ok(Box::new(SimSession {
             machine: Arc::new(Machine::new(mc)),
             idle_f1: config.idle_f1_ticks > 0,
@@ -456,7 +463,7 @@ fn wait_result(o: WaitOutcome) -> WaitResult {
     }
 }
 
-fn failure(e: SimError) -> Failure {
+pub(crate) fn failure(e: SimError) -> Failure {
     match e {
         SimError::Bugcheck(b) => Failure::BugCheck(BugCheckInfo {
             code: b.code,

@@ -1,0 +1,579 @@
+//! The D3DKMT backend: the cases driven through the UMD's thunk interface ([`Kmt`]) alone,
+//! which is all a test program on a Windows machine has.
+//!
+//! [`KmtBackend`] is generic over a [`KmtPlatform`], which finds the rvgpu adapters and opens
+//! a set of thunks (a D3DKMT device) on one. On Windows the platform is
+//! [`windows::WinPlatform`] (the real gdi32 thunks through `rvgpu_umd::kmt_windows::WinKmt`);
+//! here it is [`sim::SimPlatform`] (the simulated thunks over the emulated GPU), so the
+//! backend's own logic — adapter life, buffers, queues, submission, waits, skips — is tested on
+//! Linux with the very code the Windows executable runs.
+//!
+//! What user mode can observe is all this backend offers: the adapter life cycle (the driver
+//! is installed and started by PnP, so "load" and "start" find and open the adapter, "stop" and
+//! "remove" close it) and [`UserModeSubmission`]'s queue operations. The driver's caps, the
+//! OS's internals, fault injection and the other simulation-only capabilities are absent, so
+//! the cases that need them are reported as skipped with the reason. Methods of
+//! [`UserModeSubmission`] that need more than the thunks (OS events, churn threads) answer
+//! [`Failure::Unsupported`], which also skips the case.
+
+pub mod sim;
+#[cfg(windows)]
+pub mod windows;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rvgpu_hw::cmd::Command;
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, NtStatus};
+use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, SubmitError, UserQueue};
+
+use super::{
+    BufferRef, Capabilities, Capability, ChurnLane, ChurnReport, DoorbellStatus, DriverCaps,
+    Failure, ProcessEnd, ProcessRef, Session, SessionConfig, StartedAdapter, StreamLane,
+    StreamReport, SubmissionCaps, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission,
+    WaitResult, Work,
+};
+
+/// `STATUS_TIMEOUT`/`STATUS_IO_TIMEOUT` and `STATUS_DEVICE_REMOVED` as the thunks return them.
+const STATUS_TIMEOUT: i32 = 0x0000_0102;
+const STATUS_IO_TIMEOUT: i32 = 0xC000_00B5_u32 as i32;
+const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
+
+/// Where the D3DKMT backend gets its adapters and thunks.
+pub trait KmtPlatform: Send + Sync {
+    /// One D3DKMT device's thunks.
+    type Kmt: Kmt + Send + Sync + 'static;
+
+    /// Name shown in reports.
+    fn name(&self) -> &'static str;
+
+    /// A fresh view of the machine for one case: the number of rvgpu adapters it has.
+    fn open(&self, config: &SessionConfig)
+        -> Result<Box<dyn KmtMachine<Kmt = Self::Kmt>>, Failure>;
+}
+
+/// The machine one case runs on, as user mode sees it.
+pub trait KmtMachine: Send {
+    /// The thunks' type.
+    type Kmt: Kmt + Send + Sync + 'static;
+
+    /// rvgpu adapters present (started by PnP).
+    fn adapters(&self) -> usize;
+
+    /// Whether adapter `i` is render-only (no video present sources), from the adapter type
+    /// the OS reports.
+    fn render_only(&self, i: usize) -> Result<bool, Failure>;
+
+    /// Opens a device on adapter `i`: one set of thunks. The backend's "processes" are such
+    /// devices (a test program cannot create other processes' address spaces for itself; the
+    /// platform says in [`KmtMachine::separate_processes`] whether they are real processes).
+    fn open_device(&mut self, i: usize) -> Result<Arc<Self::Kmt>, Failure>;
+
+    /// Closes what `open_device` opened for process `p` (its last queue is gone).
+    fn close_device(&mut self, p: usize, how: ProcessEnd) -> Result<(), Failure>;
+
+    /// A failure the platform saw (the simulated machine's halt), to report instead of a
+    /// thunk status.
+    fn fault(&self) -> Option<Failure> {
+        None
+    }
+}
+
+/// The backend.
+#[derive(Debug)]
+pub struct KmtBackend<P> {
+    platform: P,
+}
+
+impl<P: KmtPlatform> KmtBackend<P> {
+    /// A backend over `platform`.
+    pub fn new(platform: P) -> Self {
+        Self { platform }
+    }
+}
+
+impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
+    fn name(&self) -> &'static str {
+        self.platform.name()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::of(&[Capability::UserModeSubmission])
+    }
+
+    fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
+        let machine = self.platform.open(config)?;
+        Ok(Box::new(KmtSession {
+            machine,
+            opened: Vec::new(),
+            processes: Vec::new(),
+            buffers: Vec::new(),
+            queues: Vec::new(),
+            waited: Vec::new(),
+        }))
+    }
+}
+
+/// A queue the UMD created through the thunks.
+enum KQueue<K: Kmt> {
+    User(Box<UserQueue<Arc<K>>>),
+    Kernel(KernelQueue<Arc<K>>),
+}
+
+impl<K: Kmt> KQueue<K> {
+    fn info(&self) -> UmQueueInfo {
+        let (path, lost, last, done, id) = match self {
+            Self::User(q) => (
+                match q.path() {
+                    SubmissionPath::UserMode => SubmitPath::UserMode,
+                    SubmissionPath::KernelMode => SubmitPath::KernelMode,
+                },
+                q.is_lost(),
+                q.last_submitted(),
+                q.completed(),
+                q.queue_id(),
+            ),
+            Self::Kernel(q) => (
+                SubmitPath::KernelMode,
+                false,
+                q.last_submitted(),
+                q.completed(),
+                0,
+            ),
+        };
+        UmQueueInfo {
+            path,
+            lost,
+            last_submitted: last,
+            completed: done,
+            queue_id: id,
+            // User mode cannot see the device's runlists.
+            scheduled: None,
+        }
+    }
+}
+
+struct KProcess<K> {
+    adapter: usize,
+    kmt: Option<Arc<K>>,
+}
+
+struct KBuffer<K: Kmt> {
+    process: usize,
+    alloc: Allocation<K::Mem>,
+}
+
+struct KUmQueue<K: Kmt> {
+    process: usize,
+    q: Option<KQueue<K>>,
+    info: UmQueueInfo,
+}
+
+/// One case's session.
+struct KmtSession<K: Kmt + Send + Sync + 'static> {
+    machine: Box<dyn KmtMachine<Kmt = K>>,
+    /// Adapters "started" (opened) by the case.
+    opened: Vec<bool>,
+    processes: Vec<KProcess<K>>,
+    buffers: Vec<KBuffer<K>>,
+    queues: Vec<KUmQueue<K>>,
+    /// Words a submitted `WaitAtLeast` names: (buffer, offset).
+    waited: Vec<(usize, u64)>,
+}
+
+impl<K: Kmt + Send + Sync + 'static> KmtSession<K> {
+    fn status(&self, NtStatus(s): NtStatus) -> Failure {
+        self.machine.fault().unwrap_or(Failure::DdiFailed(s))
+    }
+
+    fn umd(&self, e: SubmitError) -> Failure {
+        match e {
+            SubmitError::Kmt(s) => self.status(s),
+            other => self
+                .machine
+                .fault()
+                .unwrap_or_else(|| Failure::Backend(format!("UMD: {other:?}"))),
+        }
+    }
+
+    fn process(&self, p: ProcessRef) -> Result<(usize, Arc<K>), Failure> {
+        let up = self
+            .processes
+            .get(p.0)
+            .ok_or_else(|| Failure::Backend(format!("no process {}", p.0)))?;
+        let kmt = up
+            .kmt
+            .clone()
+            .ok_or_else(|| Failure::Backend(format!("process {} has ended", p.0)))?;
+        Ok((up.adapter, kmt))
+    }
+
+    fn buffer(&self, b: BufferRef) -> Result<&KBuffer<K>, Failure> {
+        self.buffers
+            .get(b.0)
+            .ok_or_else(|| Failure::Backend(format!("no buffer {}", b.0)))
+    }
+
+    fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
+        let a = &self.buffer(b)?.alloc;
+        if offset.checked_add(bytes).is_none_or(|end| end > a.size) {
+            return Err(Failure::Backend(format!(
+                "{bytes} bytes at {offset:#x} are outside buffer {} ({} bytes)",
+                b.0, a.size
+            )));
+        }
+        Ok(a.gpu_va + offset)
+    }
+
+    fn encode(&self, work: &[Work]) -> Result<Vec<Command>, Failure> {
+        work.iter()
+            .map(|w| {
+                Ok(match *w {
+                    Work::Fill {
+                        dst,
+                        offset,
+                        bytes,
+                        pattern,
+                    } => Command::Fill {
+                        dst: self.address(dst, offset, bytes)?,
+                        bytes,
+                        pattern,
+                    },
+                    Work::Copy {
+                        src,
+                        src_offset,
+                        dst,
+                        dst_offset,
+                        bytes,
+                    } => Command::Copy {
+                        src: self.address(src, src_offset, bytes)?,
+                        dst: self.address(dst, dst_offset, bytes)?,
+                        bytes,
+                    },
+                    Work::WaitAtLeast {
+                        buffer,
+                        offset,
+                        value,
+                    } => Command::FenceWait {
+                        addr: self.address(buffer, offset, 8)?,
+                        value,
+                    },
+                    Work::Hang => Command::Hang,
+                })
+            })
+            .collect()
+    }
+
+    fn queue(&self, q: UmQueueRef) -> Result<&KUmQueue<K>, Failure> {
+        self.queues
+            .get(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))
+    }
+
+    fn live_queue(&mut self, q: UmQueueRef) -> Result<&mut KQueue<K>, Failure> {
+        self.queues
+            .get_mut(q.0)
+            .and_then(|k| k.q.as_mut())
+            .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))
+    }
+
+    fn started(&self, i: usize) -> Result<(), Failure> {
+        if self.opened.get(i).copied().unwrap_or(false) {
+            Ok(())
+        } else {
+            Err(Failure::Backend(format!("adapter {i} is not started")))
+        }
+    }
+}
+
+impl<K: Kmt + Send + Sync + 'static> Session for KmtSession<K> {
+    fn adapter_count(&self) -> usize {
+        self.machine.adapters()
+    }
+
+    /// The driver is installed and loaded by PnP; loading finds at least one rvgpu adapter.
+    fn load_driver(&mut self) -> Result<(), Failure> {
+        if self.machine.adapters() == 0 {
+            return Err(Failure::Backend(
+                "no rvgpu adapter is present (is the driver installed and started?)".into(),
+            ));
+        }
+        self.opened = vec![false; self.machine.adapters()];
+        Ok(())
+    }
+
+    /// PnP started the adapter; "starting" it checks that the OS reports it render-only.
+    fn start_adapter(&mut self, i: usize) -> Result<StartedAdapter, Failure> {
+        if i >= self.machine.adapters() {
+            return Err(Failure::Backend(format!("no adapter {i}")));
+        }
+        let render_only = self.machine.render_only(i)?;
+        if let Some(o) = self.opened.get_mut(i) {
+            *o = true;
+        }
+        // A render-only adapter has no sources and no children; any other adapter is reported
+        // with one of each so the render-only cases fail rather than pass by assumption.
+        let n = u32::from(!render_only);
+        Ok(StartedAdapter {
+            sources: n,
+            children: n,
+        })
+    }
+
+    fn driver_caps(&mut self, _i: usize) -> Result<DriverCaps, Failure> {
+        Err(Failure::Unsupported(
+            "DXGK_DRIVERCAPS is not visible from user mode".into(),
+        ))
+    }
+
+    fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
+        self.started(i)?;
+        // Everything the case opened on the adapter goes, as a stop would take it.
+        for q in &mut self.queues {
+            if let Some(u) = q.q.take() {
+                q.info = u.info();
+            }
+        }
+        self.buffers.clear();
+        for p in 0..self.processes.len() {
+            let open = self
+                .processes
+                .get(p)
+                .is_some_and(|up| up.adapter == i && up.kmt.is_some());
+            if open {
+                self.end_process(ProcessRef(p), ProcessEnd::Normal)?;
+            }
+        }
+        if let Some(o) = self.opened.get_mut(i) {
+            *o = false;
+        }
+        Ok(())
+    }
+
+    fn remove_adapter(&mut self, _i: usize) -> Result<(), Failure> {
+        Ok(())
+    }
+
+    fn unload(&mut self) -> Result<(), Failure> {
+        Ok(())
+    }
+
+    /// Polls `done`: on a real machine the GPU, ISR and DPCs run on their own.
+    fn run_until(
+        &mut self,
+        budget: Duration,
+        done: &mut dyn FnMut(&dyn Session) -> bool,
+    ) -> Result<bool, Failure> {
+        let t0 = Instant::now();
+        loop {
+            if done(self) {
+                return Ok(true);
+            }
+            if let Some(f) = self.machine.fault() {
+                return Err(f);
+            }
+            if t0.elapsed() >= budget {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    fn as_ums(&mut self) -> Option<&mut dyn UserModeSubmission> {
+        Some(self)
+    }
+
+    fn as_ums_ref(&self) -> Option<&dyn UserModeSubmission> {
+        Some(self)
+    }
+}
+
+fn queue_config(node: u32) -> QueueConfig {
+    QueueConfig {
+        node,
+        ring_size: 4096,
+        command_buffer_size: 4096,
+        ..QueueConfig::default()
+    }
+}
+
+fn unsupported<T>(what: &str) -> Result<T, Failure> {
+    Err(Failure::Unsupported(format!(
+        "{what} is not observable through the D3DKMT thunks"
+    )))
+}
+
+impl<K: Kmt + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
+    fn submission_caps(&mut self, _i: usize) -> Result<SubmissionCaps, Failure> {
+        unsupported("node metadata and DXGK_USERMODESUBMISSION_CAPS")
+    }
+
+    fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
+        self.started(i)?;
+        let kmt = self.machine.open_device(i)?;
+        self.processes.push(KProcess {
+            adapter: i,
+            kmt: Some(kmt),
+        });
+        Ok(ProcessRef(self.processes.len() - 1))
+    }
+
+    fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
+        self.process(p)?;
+        // A normal exit destroys the UMD's objects before the device goes; an abnormal one
+        // leaves them to the OS, so the device goes first and the UMD's later teardown finds
+        // nothing left (its errors are ignored, as a dead process's would be).
+        if how == ProcessEnd::Abnormal {
+            self.machine.close_device(p.0, how)?;
+        }
+        for q in self.queues.iter_mut().filter(|q| q.process == p.0) {
+            if let Some(u) = q.q.take() {
+                q.info = u.info();
+            }
+        }
+        self.buffers.retain(|b| b.process != p.0);
+        if let Some(up) = self.processes.get_mut(p.0) {
+            up.kmt = None;
+        }
+        if how == ProcessEnd::Normal {
+            self.machine.close_device(p.0, how)?;
+        }
+        Ok(())
+    }
+
+    fn create_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
+        let (_, kmt) = self.process(p)?;
+        let alloc = kmt.create_allocation(bytes).map_err(|s| self.status(s))?;
+        for off in (0..alloc.size).step_by(8) {
+            alloc.mem.store(off, 0);
+        }
+        self.buffers.push(KBuffer {
+            process: p.0,
+            alloc,
+        });
+        Ok(BufferRef(self.buffers.len() - 1))
+    }
+
+    fn read_buffer(&self, b: BufferRef, offset: u64) -> Result<u64, Failure> {
+        self.address(b, offset, 8)?;
+        Ok(self.buffer(b)?.alloc.mem.load(offset))
+    }
+
+    /// The store happens; but a GPU wait already queued on the word is re-evaluated only when
+    /// the OS signals a sync object from the CPU (the device's WAIT_RESCAN), which D3DKMT offers
+    /// for fences, not for plain memory. Such a write is reported as unsupported, so the case
+    /// is skipped rather than left waiting.
+    fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
+        self.address(b, offset, 8)?;
+        self.buffer(b)?.alloc.mem.store(offset, value);
+        if self.waited.contains(&(b.0, offset)) {
+            return unsupported("waking a GPU wait on a CPU-written word (not a sync object)");
+        }
+        Ok(())
+    }
+
+    fn create_queue(
+        &mut self,
+        p: ProcessRef,
+        node: u32,
+        kind: SubmitPath,
+    ) -> Result<UmQueueRef, Failure> {
+        let (_, kmt) = self.process(p)?;
+        let cfg = queue_config(node);
+        let q = match kind {
+            SubmitPath::UserMode => UserQueue::new(kmt, &cfg).map(|q| KQueue::User(Box::new(q))),
+            SubmitPath::KernelMode => KernelQueue::new(kmt, &cfg).map(KQueue::Kernel),
+        }
+        .map_err(|e| self.umd(e))?;
+        self.queues.push(KUmQueue {
+            process: p.0,
+            info: q.info(),
+            q: Some(q),
+        });
+        Ok(UmQueueRef(self.queues.len() - 1))
+    }
+
+    fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
+        let cmds = self.encode(work)?;
+        for w in work {
+            if let Work::WaitAtLeast { buffer, offset, .. } = *w {
+                self.waited.push((buffer.0, offset));
+            }
+        }
+        let r = match self.live_queue(q)? {
+            KQueue::User(u) => u.submit(&cmds),
+            KQueue::Kernel(k) => k.submit(&cmds),
+        };
+        r.map_err(|e| self.umd(e))
+    }
+
+    fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
+        let r = match self.live_queue(q)? {
+            KQueue::User(u) => u.wait(value),
+            KQueue::Kernel(k) => k.wait(value),
+        };
+        match r {
+            Ok(()) => Ok(WaitResult::Satisfied),
+            Err(SubmitError::Kmt(NtStatus(STATUS_IO_TIMEOUT | STATUS_TIMEOUT)))
+                if self.machine.fault().is_none() =>
+            {
+                Ok(WaitResult::TimedOut)
+            }
+            Err(SubmitError::Kmt(NtStatus(STATUS_DEVICE_REMOVED)))
+                if self.machine.fault().is_none() =>
+            {
+                Ok(WaitResult::Abandoned)
+            }
+            Err(e) => Err(self.umd(e)),
+        }
+    }
+
+    fn queue_info(&self, q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
+        let k = self.queue(q)?;
+        Ok(k.q.as_ref().map_or(k.info, KQueue::info))
+    }
+
+    fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
+        let k = self
+            .queues
+            .get_mut(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+        let u =
+            k.q.take()
+                .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
+        k.info = u.info();
+        match u {
+            KQueue::User(u) => u.close(),
+            KQueue::Kernel(k) => k.close(),
+        }
+        .map_err(|e| self.umd(e))
+    }
+
+    fn doorbell_status(&self, _q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
+        unsupported("the doorbell status page (kept inside the UMD)")
+    }
+
+    fn kernel_submit_on_user_queue(
+        &mut self,
+        _q: UmQueueRef,
+        _work: &[Work],
+    ) -> Result<i32, Failure> {
+        unsupported("a kernel-mode submission on a user-mode queue")
+    }
+
+    fn release_ring_handles(&mut self, _q: UmQueueRef) -> Result<(), Failure> {
+        unsupported("releasing the ring allocations behind the UMD")
+    }
+
+    fn await_engine_f1(&mut self, _i: usize, _n: u32, _b: Duration) -> Result<bool, Failure> {
+        unsupported("the engine's F-state")
+    }
+
+    fn churn(&mut self, _lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        unsupported("multi-process churn")
+    }
+
+    fn stream(&mut self, _lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
+        unsupported("TDR streams")
+    }
+}

@@ -1,0 +1,94 @@
+//! The D3DKMT backend's platform on Linux: the simulated thunks (`rvgpu_simos::kmt`) over the
+//! emulated GPU, on a machine brought up the way PnP brings up a Windows test machine (driver
+//! loaded, every adapter started, devices running on their own threads) before the case sees
+//! it. It exists so that [`super::KmtBackend`] — the code the Windows executable runs — is
+//! tested here case by case.
+
+use std::sync::Arc;
+
+use rvgpu_simos::{Machine, MachineConfig, Mode, UmsProcess};
+
+use super::{KmtMachine, KmtPlatform};
+use crate::backend::sim::kmt::SessKmt;
+use crate::backend::sim::{failure, machine_config};
+use crate::backend::{ExecMode, Failure, ProcessEnd, SessionConfig};
+
+/// The simulated platform.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SimPlatform;
+
+impl KmtPlatform for SimPlatform {
+    type Kmt = SessKmt;
+
+    fn name(&self) -> &'static str {
+        "kmt-sim"
+    }
+
+    fn open(&self, config: &SessionConfig) -> Result<Box<dyn KmtMachine<Kmt = SessKmt>>, Failure> {
+        // A real machine runs its GPU, interrupts and DPCs on their own: always threaded.
+        let mut mc: MachineConfig = machine_config(&SessionConfig {
+            mode: ExecMode::Threaded,
+            ..config.clone()
+        });
+        mc.mode = Mode::Threaded;
+        let mut m = Machine::new(mc);
+        m.load_driver().map_err(failure)?;
+        let mut render_only = Vec::new();
+        for i in 0..m.adapter_count() {
+            let info = m.start_adapter(i).map_err(failure)?;
+            render_only.push(info.sources == 0 && info.children == 0);
+        }
+        Ok(Box::new(SimMachine {
+            m: Arc::new(m),
+            render_only,
+            processes: Vec::new(),
+        }))
+    }
+}
+
+struct SimMachine {
+    m: Arc<Machine>,
+    /// Per adapter, what the driver reported at start (no sources and no children).
+    render_only: Vec<bool>,
+    /// Each process the backend opened (index = the backend's process index).
+    processes: Vec<UmsProcess>,
+}
+
+impl KmtMachine for SimMachine {
+    type Kmt = SessKmt;
+
+    fn adapters(&self) -> usize {
+        self.m.adapter_count()
+    }
+
+    fn render_only(&self, i: usize) -> Result<bool, Failure> {
+        // What D3DKMTQueryAdapterInfo(KMTQAITYPE_ADAPTERTYPE) tells a Windows program: the OS
+        // knows it from the sources and children the driver reported at start.
+        self.render_only
+            .get(i)
+            .copied()
+            .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))
+    }
+
+    fn open_device(&mut self, i: usize) -> Result<Arc<SessKmt>, Failure> {
+        let p = self.m.create_process(i).map_err(failure)?;
+        self.processes.push(p);
+        Ok(Arc::new(SessKmt::new(self.m.clone(), p)))
+    }
+
+    fn close_device(&mut self, p: usize, how: ProcessEnd) -> Result<(), Failure> {
+        let up = *self
+            .processes
+            .get(p)
+            .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
+        match how {
+            ProcessEnd::Normal => self.m.exit_process(&up),
+            ProcessEnd::Abnormal => self.m.kill_process(&up),
+        }
+        .map_err(failure)
+    }
+
+    fn fault(&self) -> Option<Failure> {
+        self.m.fault().map(failure)
+    }
+}

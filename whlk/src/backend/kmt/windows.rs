@@ -1,0 +1,168 @@
+//! The D3DKMT backend's platform on Windows: the installed rvgpu driver, found among the
+//! adapters `D3DKMTEnumAdapters2` lists by its PCI IDs, driven through the UMD's thunks
+//! (`rvgpu_umd::kmt_windows::WinKmt`: one D3DKMT device each).
+//!
+//! Built here for `x86_64-pc-windows-gnu` (rvgpu-whlk.exe, scripts/package.sh) and run only on
+//! a Windows test machine (docs/test-machine.md).
+//!
+//! References: D3DKMTEnumAdapters2
+//! <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtenumadapters2>,
+//! D3DKMTQueryAdapterInfo with KMTQAITYPE_PHYSICALADAPTERDEVICEIDS
+//! (`D3DKMT_QUERY_DEVICE_IDS`) and KMTQAITYPE_ADAPTERTYPE (`D3DKMT_ADAPTERTYPE`)
+//! <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ne-d3dkmthk-_kmtqueryadapterinfotype>.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use rvgpu_umd::kmt_windows::{close_adapter, WinKmt};
+use windows_sys::Wdk::Graphics::Direct3D::{
+    D3DKMTEnumAdapters2, D3DKMTQueryAdapterInfo, D3DKMT_ADAPTERINFO, D3DKMT_ADAPTERTYPE,
+    D3DKMT_ENUMADAPTERS2, D3DKMT_QUERYADAPTERINFO, D3DKMT_QUERY_DEVICE_IDS, KMTQAITYPE_ADAPTERTYPE,
+    KMTQAITYPE_PHYSICALADAPTERDEVICEIDS, KMTQUERYADAPTERINFOTYPE,
+};
+use windows_sys::Win32::Foundation::LUID;
+
+use super::{KmtMachine, KmtPlatform};
+use crate::backend::{Failure, ProcessEnd, SessionConfig};
+
+/// `D3DKMT_ADAPTERTYPE` bits (d3dkmthk.h): RenderSupported is bit 0, DisplaySupported bit 1.
+const RENDER_SUPPORTED: u32 = 1 << 0;
+const DISPLAY_SUPPORTED: u32 = 1 << 1;
+
+/// The Windows platform.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WinPlatform;
+
+/// One rvgpu adapter found by enumeration.
+#[derive(Clone, Copy)]
+struct Found {
+    luid: LUID,
+    adapter_type: u32,
+}
+
+fn query<T>(adapter: u32, ty: KMTQUERYADAPTERINFOTYPE, out: &mut T) -> Result<(), Failure> {
+    let mut args = D3DKMT_QUERYADAPTERINFO {
+        hAdapter: adapter,
+        Type: ty,
+        pPrivateDriverData: (out as *mut T).cast::<c_void>(),
+        PrivateDriverDataSize: u32::try_from(std::mem::size_of::<T>())
+            .map_err(|_| Failure::Backend("query buffer too large".into()))?,
+    };
+    // SAFETY: the argument block points at `out`, writable for its size, for the call.
+    let st = unsafe { D3DKMTQueryAdapterInfo(&mut args) };
+    if st < 0 {
+        Err(Failure::DdiFailed(st))
+    } else {
+        Ok(())
+    }
+}
+
+/// The rvgpu adapters on this machine, in enumeration order.
+fn enumerate() -> Result<Vec<Found>, Failure> {
+    let mut e = D3DKMT_ENUMADAPTERS2 {
+        NumAdapters: 0,
+        pAdapters: std::ptr::null_mut(),
+    };
+    // SAFETY: a null array asks for the count only.
+    let st = unsafe { D3DKMTEnumAdapters2(&mut e) };
+    if st < 0 {
+        return Err(Failure::DdiFailed(st));
+    }
+    let n = e.NumAdapters as usize;
+    let mut list: Vec<D3DKMT_ADAPTERINFO> = vec![
+        // SAFETY: D3DKMT_ADAPTERINFO is plain data; all-zero is a valid value.
+        unsafe { std::mem::zeroed() };
+        n
+    ];
+    e.pAdapters = list.as_mut_ptr();
+    // SAFETY: the array holds `NumAdapters` entries and outlives the call.
+    let st = unsafe { D3DKMTEnumAdapters2(&mut e) };
+    if st < 0 {
+        return Err(Failure::DdiFailed(st));
+    }
+    list.truncate(e.NumAdapters as usize);
+    let mut found = Vec::new();
+    for a in &list {
+        let mut ids = D3DKMT_QUERY_DEVICE_IDS {
+            PhysicalAdapterIndex: 0,
+            // SAFETY: plain data.
+            DeviceIds: unsafe { std::mem::zeroed() },
+        };
+        let mut ty = D3DKMT_ADAPTERTYPE::default();
+        let ours = query(a.hAdapter, KMTQAITYPE_PHYSICALADAPTERDEVICEIDS, &mut ids).is_ok()
+            && ids.DeviceIds.VendorID == u32::from(rvgpu_hw::pci::VENDOR_ID)
+            && ids.DeviceIds.DeviceID == u32::from(rvgpu_hw::pci::DEVICE_ID);
+        if ours {
+            query(a.hAdapter, KMTQAITYPE_ADAPTERTYPE, &mut ty)?;
+            // SAFETY: every bit pattern of the union is a valid u32.
+            let adapter_type = unsafe { ty.Anonymous.Value };
+            found.push(Found {
+                luid: a.AdapterLuid,
+                adapter_type,
+            });
+        }
+    }
+    // The enumeration opened a handle to every adapter; close them all.
+    for a in &list {
+        close_adapter(a.hAdapter);
+    }
+    Ok(found)
+}
+
+impl KmtPlatform for WinPlatform {
+    type Kmt = WinKmt;
+
+    fn name(&self) -> &'static str {
+        "windows"
+    }
+
+    fn open(&self, _config: &SessionConfig) -> Result<Box<dyn KmtMachine<Kmt = WinKmt>>, Failure> {
+        Ok(Box::new(WinMachine {
+            adapters: enumerate()?,
+            devices: Vec::new(),
+        }))
+    }
+}
+
+struct WinMachine {
+    adapters: Vec<Found>,
+    /// The devices the backend opened ("processes"), dropped (destroyed) when they end.
+    devices: Vec<Option<Arc<WinKmt>>>,
+}
+
+impl KmtMachine for WinMachine {
+    type Kmt = WinKmt;
+
+    fn adapters(&self) -> usize {
+        self.adapters.len()
+    }
+
+    fn render_only(&self, i: usize) -> Result<bool, Failure> {
+        let a = self
+            .adapters
+            .get(i)
+            .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?;
+        Ok(a.adapter_type & RENDER_SUPPORTED != 0 && a.adapter_type & DISPLAY_SUPPORTED == 0)
+    }
+
+    fn open_device(&mut self, i: usize) -> Result<Arc<WinKmt>, Failure> {
+        let a = self
+            .adapters
+            .get(i)
+            .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?;
+        let k = Arc::new(WinKmt::open(a.luid).map_err(|s| Failure::DdiFailed(s.0))?);
+        self.devices.push(Some(k.clone()));
+        Ok(k)
+    }
+
+    /// A device of this process, not another process: both ends destroy the device (which
+    /// destroys what is left on it, as process exit does).
+    fn close_device(&mut self, p: usize, _how: ProcessEnd) -> Result<(), Failure> {
+        let slot = self
+            .devices
+            .get_mut(p)
+            .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
+        slot.take();
+        Ok(())
+    }
+}

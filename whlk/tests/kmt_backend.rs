@@ -1,0 +1,50 @@
+//! The Windows backend's code (`backend::kmt::KmtBackend`) over the simulated thunks: the same
+//! adapter discovery, buffers, queues, submissions and waits the Windows executable performs
+//! through gdi32, run here against the driver on the emulated GPU. Every case passes or is
+//! skipped with a reason; none fails, and the cases a D3DKMT program can observe pass.
+
+use rvgpu_whlk::backend::kmt::sim::SimPlatform;
+use rvgpu_whlk::backend::kmt::KmtBackend;
+use rvgpu_whlk::backend::{Backend, Capability};
+use rvgpu_whlk::case::Outcome;
+use rvgpu_whlk::{cases, junit, runner};
+
+#[test]
+fn kmt_backend_passes_or_skips_every_case() {
+    let b = KmtBackend::new(SimPlatform);
+    assert_eq!(
+        b.capabilities().iter().collect::<Vec<_>>(),
+        [Capability::UserModeSubmission],
+        "a D3DKMT program can offer user-mode submission only"
+    );
+    let all = cases::all();
+    let reports = runner::run_all(&runner::select(&all, None), &b);
+    let failed: Vec<String> = reports
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Fail(_)))
+        .map(|r| format!("{}: {}", r.name, r.outcome.reason()))
+        .collect();
+    assert!(failed.is_empty(), "failed cases:\n{}", failed.join("\n"));
+
+    // What user mode can observe runs and passes: adapter discovery and both submission paths.
+    for name in [
+        "Adapter.StartStop",
+        "Adapter.TwoAdapters",
+        "UserModeSubmission.BothPathsTogether",
+    ] {
+        let r = reports
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("no case {name}"));
+        assert_eq!(r.outcome, Outcome::Pass, "{name}");
+    }
+    // Every skip says why, in the table and in the JUnit report.
+    let xml = junit::render(b.name(), &reports);
+    for r in &reports {
+        if let Outcome::Skip(why) = &r.outcome {
+            assert!(!why.is_empty(), "{}: skipped without a reason", r.name);
+        }
+    }
+    assert!(xml.contains("<skipped message="), "{xml}");
+    assert!(xml.contains("kmt-sim"), "{xml}");
+}
