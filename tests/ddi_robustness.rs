@@ -221,6 +221,7 @@ const COVERED: &[&str] = &[
     "DxgkDdiSetNativeFenceLogBuffer",
     "DxgkDdiUpdateNativeFenceLogs",
     "DxgkDdiCalibrateGpuClock",
+    "DxgkDdiSetStablePowerState",
 ];
 
 #[test]
@@ -1525,4 +1526,17 @@ fn log_01_log_07_native_fence_log_and_clock_arguments() {
         DXGKARG_CALIBRATEGPUCLOCK::default(),
         "refused call wrote its output"
     );
+
+    // DxgkDdiSetStablePowerState returns nothing: NULL handle and NULL arguments must simply
+    // be survived (nothing to report, nothing touched).
+    let f = d
+        .DxgkDdiSetStablePowerState
+        .expect("SetStablePowerState filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    unsafe { f(ptr::null_mut(), ptr::null()) };
+    let on = rvgpu_ddi::adapter::DXGKARG_SETSTABLEPOWERSTATE { Enabled: 1 };
+    // SAFETY: NULL handle with a live argument block.
+    unsafe { f(ptr::null_mut(), &on) };
+    // SAFETY: live (unstarted) context, NULL argument block.
+    unsafe { f(a.ctx, ptr::null()) };
 }

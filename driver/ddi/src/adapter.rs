@@ -1120,6 +1120,18 @@ layout!(
 );
 const _: () = assert!(core::mem::align_of::<DXGK_GPUCLOCKDATA>() == 1);
 
+/// `DXGKARG_SETSTABLEPOWERSTATE`: whether the OS asks for a stable power state (fixed clocks,
+/// for profiling); `Enabled` is a `BOOL`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_setstablepowerstate>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_SETSTABLEPOWERSTATE {
+    /// TRUE: keep the GPU at a stable (fixed) power state; FALSE: back to normal.
+    pub Enabled: i32,
+}
+layout!(DXGKARG_SETSTABLEPOWERSTATE, size = 4, Enabled = 0);
+
 /// `DXGKARG_CALIBRATEGPUCLOCK`: the header's typedef of [`DXGK_GPUCLOCKDATA`].
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock>

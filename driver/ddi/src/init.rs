@@ -226,6 +226,12 @@ pub type PDXGKDDI_QUERYADAPTERINFO = Option<
         pQueryAdapterInfo: *const DXGKARG_QUERYADAPTERINFO,
     ) -> NTSTATUS,
 >;
+/// `DXGKDDI_SETSTABLEPOWERSTATE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// IN_CONST_PDXGKARG_SETSTABLEPOWERSTATE pArgs)`, returns nothing.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setstablepowerstate>
+pub type PDXGKDDI_SETSTABLEPOWERSTATE =
+    Option<unsafe extern "system" fn(hAdapter: HANDLE, pArgs: *const DXGKARG_SETSTABLEPOWERSTATE)>;
 /// `DXGKDDI_CALIBRATEGPUCLOCK` (DISPATCH_LEVEL): `(IN_CONST_HANDLE hAdapter, IN UINT32
 /// NodeOrdinal, IN UINT32 EngineOrdinal, OUT_PDXGKARG_CALIBRATEGPUCLOCK pClockCalibration)`.
 ///
@@ -912,7 +918,6 @@ unbound_fn!(PDXGKDDI_CREATEPROCESS, "https://learn.microsoft.com/en-us/windows-h
 unbound_fn!(PDXGKDDI_DESTROYPROCESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyprocess");
 unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddresswithmultiplaneoverlay2");
 unbound_fn!(PDXGKDDI_POWERRUNTIMESETDEVICEHANDLE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_powerruntimesetdevicehandle");
-unbound_fn!(PDXGKDDI_SETSTABLEPOWERSTATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setstablepowerstate");
 unbound_fn!(PDXGKDDI_SETVIDEOPROTECTEDREGION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvideoprotectedregion");
 unbound_fn!(PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT3, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_checkmultiplaneoverlaysupport3");
 unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY3, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddresswithmultiplaneoverlay3");

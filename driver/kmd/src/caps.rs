@@ -153,7 +153,7 @@ pub const DRIVERCAPS_SIZES: [usize; 8] = {
 /// Writes `caps` into a DRIVERCAPS request: the whole structure when the buffer holds it,
 /// else the prefix of the largest layout (see [`DRIVERCAPS_SIZES`]) that fits, as an OS of that
 /// interface version reads exactly that many bytes. A buffer smaller than the WDDM 1.0 layout
-/// is refused with STATUS_BUFFER_TOO_SMALL.
+/// is refused with STATUS_INVALID_PARAMETER (QueryAdapterInfo's status allow-list, BR-23).
 pub fn write_driver_caps(
     args: &DXGKARG_QUERYADAPTERINFO,
     caps: &DXGK_DRIVERCAPS,
@@ -163,7 +163,7 @@ pub fn write_driver_caps(
         return Err(status::INVALID_PARAMETER);
     }
     let Some(len) = DRIVERCAPS_SIZES.iter().rev().copied().find(|n| *n <= have) else {
-        return Err(status::BUFFER_TOO_SMALL);
+        return Err(status::INVALID_PARAMETER);
     };
     let whole = size_of::<DXGK_DRIVERCAPS>();
     let len = len.min(whole);
@@ -263,9 +263,11 @@ pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Re
         }
         // UM-04: the OS maps a dummy page of this size before connect and after disconnect.
         DXGKQAITYPE_USERMODESUBMISSION_CAPS => write_out(args, &usermode_submission_caps()),
-        // Types this adapter does not implement: Dxgkrnl treats STATUS_NOT_SUPPORTED as "not
-        // available" for optional queries.
-        _ => Err(status::NOT_SUPPORTED),
+        // Types this adapter does not implement. Dxgkrnl's QueryAdapterInfo wrapper accepts
+        // SUCCESS, INVALID_PARAMETER, NOT_IMPLEMENTED and NO_MEMORY and logs anything else as
+        // an invalid status (docs/windows-bringup.md BR-23; NOT_SUPPORTED was seen logged so
+        // on 26100).
+        _ => Err(status::NOT_IMPLEMENTED),
     }
 }
 
@@ -330,7 +332,8 @@ fn write_out<T: Copy>(args: &DXGKARG_QUERYADAPTERINFO, value: &T) -> Result<(), 
         return Err(status::INVALID_PARAMETER);
     }
     if have < need {
-        return Err(status::BUFFER_TOO_SMALL);
+        // Not BUFFER_TOO_SMALL: outside QueryAdapterInfo's status allow-list (BR-23).
+        return Err(status::INVALID_PARAMETER);
     }
     // SAFETY: Dxgkrnl provides `OutputDataSize` writable bytes at `pOutputData` (checked to be
     // at least `size_of::<T>()` above); unaligned write because the OS buffer's alignment is
@@ -406,7 +409,7 @@ mod tests {
         assert!(buf[DRIVERCAPS_SIZES[1]..].iter().all(|b| *b == 0xEE));
         let mut buf = vec![0u8; DRIVERCAPS_SIZES[0] - 1];
         let a = args(DXGKQAITYPE_DRIVERCAPS as u32, &mut buf, None);
-        assert_eq!(write_driver_caps(&a, &caps), Err(status::BUFFER_TOO_SMALL));
+        assert_eq!(write_driver_caps(&a, &caps), Err(status::INVALID_PARAMETER));
     }
 
     #[test]
@@ -432,6 +435,6 @@ mod tests {
         assert_eq!(history_buffer_precision(&a), Err(status::INVALID_PARAMETER));
         let mut small = [0u8; 3];
         let a = args(DXGKQAITYPE_HISTORYBUFFERPRECISION as u32, &mut small, None);
-        assert_eq!(history_buffer_precision(&a), Err(status::BUFFER_TOO_SMALL));
+        assert_eq!(history_buffer_precision(&a), Err(status::INVALID_PARAMETER));
     }
 }

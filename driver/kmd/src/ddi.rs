@@ -95,6 +95,7 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiSetNativeFenceLogBuffer: Some(set_native_fence_log_buffer::<P>),
         DxgkDdiUpdateNativeFenceLogs: Some(update_native_fence_logs::<P>),
         DxgkDdiCalibrateGpuClock: Some(calibrate_gpu_clock::<P>),
+        DxgkDdiSetStablePowerState: Some(set_stable_power_state::<P>),
         DxgkDdiSubmitCommand: Some(submit_command::<P>),
         DxgkDdiSubmitCommandVirtual: Some(submit_command_virtual::<P>),
         DxgkDdiPreemptCommand: Some(preempt_command::<P>),
@@ -786,6 +787,28 @@ unsafe extern "system" fn calibrate_gpu_clock<P: Platform>(
     match (a, out) {
         (Some(a), Some(out)) => to_ntstatus(crate::clock::calibrate(a, node, engine, out)),
         _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiSetStablePowerState (PASSIVE). Dxgkrnl requires it beside CalibrateGpuClock from
+/// interface 0x5008 on (docs/windows-bringup.md BR-54). The emulated GPU has one clock and no
+/// power states to vary, so its power state is always stable: the request is recorded for
+/// debugging and nothing changes.
+unsafe extern "system" fn set_stable_power_state<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const rvgpu_ddi::adapter::DXGKARG_SETSTABLEPOWERSTATE,
+) {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    if let (Some(_), Some(args)) = (a, args) {
+        crate::klog!(
+            P,
+            Info,
+            "rvgpu: SetStablePowerState({}): the device has one fixed clock",
+            args.Enabled != 0
+        );
     }
 }
 

@@ -23,6 +23,7 @@ pub const INVALID_PARAMETER: Status = st(0xC000_000D);
 pub const NO_MEMORY: Status = st(0xC000_0017);
 pub const INVALID_DEVICE_STATE: Status = st(0xC000_0184);
 pub const NOT_SUPPORTED: Status = st(0xC000_00BB);
+pub const NOT_IMPLEMENTED: Status = st(0xC000_0002);
 pub const BUFFER_TOO_SMALL: Status = st(0xC000_0023);
 pub const INVALID_HANDLE: Status = st(0xC000_0008);
 pub const DEVICE_HARDWARE_ERROR: Status = st(0xC000_0483);
