@@ -17,6 +17,16 @@ pub enum SimError {
     /// The OS refused what the driver answered (for example native fences advertised while
     /// the OS feature is disabled, NF-10); the adapter did not start.
     Rejected(String),
+    /// Dxgkrnl failed the adapter's start for a broken start-up rule (docs/windows-bringup.md),
+    /// with the status Windows returns.
+    StartRefused {
+        /// The rule (`BR-nn`).
+        rule: &'static str,
+        /// The status the start fails with.
+        status: NTSTATUS,
+        /// What was wrong.
+        why: String,
+    },
     /// The simulation cannot continue (not simulated, misuse of the API, timeout...).
     Simulation(String),
 }
@@ -36,6 +46,11 @@ impl fmt::Display for SimError {
             Self::Bugcheck(b) => write!(f, "bug check: {b}"),
             Self::DdiFailed(s) => write!(f, "DDI failed: NTSTATUS {:#010x}", *s as u32),
             Self::Rejected(m) => write!(f, "rejected by the OS: {m}"),
+            Self::StartRefused { rule, status, why } => write!(
+                f,
+                "start refused ({rule}, NTSTATUS {:#010x}): {why}",
+                *status as u32
+            ),
             Self::Simulation(m) => write!(f, "simulation error: {m}"),
         }
     }

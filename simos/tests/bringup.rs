@@ -148,7 +148,7 @@ fn nf_10_start_fails_when_native_fences_advertised_without_feature() {
 fn dxgk_initialize_rejects_missing_mandatory_slot() {
     let mut m = Machine::new(MachineConfig::single(Mode::Step));
     // The hook runs after validation, so to test validation we check the listed slots instead.
-    assert!(rvgpu_simos::dxgkrnl::load::MANDATORY_SLOTS.contains(&"DxgkDdiInterruptRoutine"));
+    assert!(rvgpu_simos::dxgkrnl::bringup::LOAD_SLOTS.contains(&"DxgkDdiInterruptRoutine"));
     if let Err(e) = m.load_driver() {
         panic!("load: {e}");
     }

@@ -242,7 +242,8 @@ fn storm_needs_the_device_request_and_a_minimum_duration() {
 
 /// T2: the caps buffer reaches QueryAdapterInfo filled with 0xCD, so a driver that leaves
 /// fields unset is caught: here one writes only SchedulingCaps and the node count, leaving
-/// the deprecated Reserved blocks (which must be zero) as garbage: the OS fails the start.
+/// the deprecated Reserved blocks (which must be zero) and WDDMVersion as garbage: the OS fails
+/// the start, first for the unknown WDDM version (BR-33 comes first in Windows' order).
 #[test]
 fn caps_fields_left_unset_are_visible_and_rejected() {
     use rvgpu_ddi::adapter::{DXGKARG_QUERYADAPTERINFO, DXGK_DRIVERCAPS};
@@ -265,7 +266,10 @@ fn caps_fields_left_unset_are_visible_and_rejected() {
         panic!("load: {e}");
     }
     match m.start_adapter(0) {
-        Err(SimError::Rejected(why)) => assert!(why.contains("Reserved"), "{why}"),
+        Err(SimError::StartRefused { rule, status, why }) => {
+            assert_eq!((rule, status), ("BR-33", 0xC000_0059_u32 as i32), "{why}");
+            assert!(why.contains("0xcdcdcdcd"), "{why}");
+        }
         other => panic!("expected the start to be refused, got {other:?}"),
     }
 }

@@ -149,6 +149,9 @@ pub struct AdapterShared {
     pub interface: Mutex<Option<SendTable<DXGKRNL_INTERFACE>>>,
     /// Driver caps read at start.
     pub caps: Mutex<Option<DXGK_DRIVERCAPS>>,
+    /// Dxgkrnl's triage log for this adapter: statuses outside a DDI wrapper's allow-list
+    /// (BR-23) and pending start-up rules the driver breaks (`bringup::PENDING`).
+    pub triage: Mutex<Vec<String>>,
     /// Counters.
     pub stats: Stats,
     /// Resources the driver gets pointers into (never moves).
@@ -273,6 +276,7 @@ impl AdapterShared {
             native_fence_interface_queries: AtomicU64::new(0),
             interface: Mutex::new(None),
             caps: Mutex::new(None),
+            triage: Mutex::new(Vec::new()),
             stats: Stats::default(),
             resources,
             doorbell_bus,

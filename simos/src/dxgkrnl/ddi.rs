@@ -179,10 +179,22 @@ pub(crate) fn query_adapter_info<T>(
         Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
         hKmdProcessHandle: std::ptr::null_mut(),
     };
+    query_adapter_info_args(a, q, at, &args)
+}
+
+/// `DxgkDdiQueryAdapterInfo` with a caller-built argument block (input data, odd sizes).
+pub(crate) fn query_adapter_info_args(
+    a: &AdapterShared,
+    q: unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS,
+    at: At,
+    args: &DXGKARG_QUERYADAPTERINFO,
+) -> Result<NTSTATUS, SimError> {
     let ctx = a.context();
-    call(a, Routine::DxgkDdiQueryAdapterInfo, q as usize, at, || {
-        // SAFETY: the driver's QueryAdapterInfo with its context and an output buffer of the
-        // declared size that outlives the call.
-        unsafe { q(ctx, &args) }
-    })
+    let status = call(a, Routine::DxgkDdiQueryAdapterInfo, q as usize, at, || {
+        // SAFETY: the driver's QueryAdapterInfo with its context and buffers the caller keeps
+        // alive for the call.
+        unsafe { q(ctx, args) }
+    })?;
+    crate::dxgkrnl::bringup::triage_status(a, "DxgkDdiQueryAdapterInfo", status);
+    Ok(status)
 }

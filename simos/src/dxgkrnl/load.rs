@@ -16,29 +16,6 @@ use rvgpu_kmd::platform::Level;
 use crate::dxgkrnl::adapter::DriverTable;
 use crate::dxgkrnl::state::MachineState;
 
-/// Slots a render-only WDDM 3.2 adapter must fill for bring-up: the PnP and interrupt entry
-/// points of `DRIVER_INITIALIZATION_DATA`
-/// (<https://learn.microsoft.com/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_driver_initialization_data>).
-/// Later issues extend the list as the driver implements more (CreateDevice, SubmitCommand...).
-pub const MANDATORY_SLOTS: &[&str] = &[
-    "DxgkDdiAddDevice",
-    "DxgkDdiStartDevice",
-    "DxgkDdiStopDevice",
-    "DxgkDdiRemoveDevice",
-    "DxgkDdiDispatchIoRequest",
-    "DxgkDdiInterruptRoutine",
-    "DxgkDdiDpcRoutine",
-    "DxgkDdiQueryChildRelations",
-    "DxgkDdiQueryChildStatus",
-    "DxgkDdiQueryDeviceDescriptor",
-    "DxgkDdiSetPowerState",
-    "DxgkDdiNotifyAcpiEvent",
-    "DxgkDdiResetDevice",
-    "DxgkDdiUnload",
-    "DxgkDdiQueryInterface",
-    "DxgkDdiQueryAdapterInfo",
-];
-
 /// A hook that rewrites the table after validation (a test replacing a slot with a
 /// misbehaving routine).
 pub type TableHook = Box<dyn FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send>;
@@ -93,20 +70,18 @@ pub unsafe extern "system" fn sim_dxgk_initialize(
     }
     // SAFETY: non-null, and the caller guarantees it points to a valid table.
     let mut table = unsafe { init_data.read() };
+    // BR-01, BR-02 (docs/windows-bringup.md): the version floor and the required slots.
+    if let Err(v) = crate::dxgkrnl::bringup::check_load(&table) {
+        log(format!("{}: {}", v.rule, v.why));
+        return v.status;
+    }
+    // The simulated OS is a WDDM 3.2 kernel and models nothing older, so it takes only the
+    // 3.2 interface (a project rule, stricter than Windows' floor: BR-05).
     if table.Version != DXGKDDI_INTERFACE_VERSION_WDDM3_2 {
         log(format!(
             "interface version {:#x}, expected WDDM 3.2 ({:#x})",
             table.Version, DXGKDDI_INTERFACE_VERSION_WDDM3_2
         ));
-        return STATUS_INVALID_PARAMETER;
-    }
-    let missing: Vec<&str> = table
-        .slots()
-        .filter(|(name, filled)| !filled && MANDATORY_SLOTS.contains(name))
-        .map(|(name, _)| name)
-        .collect();
-    if !missing.is_empty() {
-        log(format!("mandatory DDIs missing: {}", missing.join(", ")));
         return STATUS_INVALID_PARAMETER;
     }
     if let Some(hook) = loading.hook {

@@ -3,6 +3,7 @@
 //! `DXGKRNL_INTERFACE` callbacks and the host kernel the driver runs on ([`kernel::SimKernel`]).
 
 pub mod adapter;
+pub mod bringup;
 pub mod bugcheck;
 pub mod callbacks;
 pub mod ddi;

@@ -10,6 +10,7 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::bugcheck::{self, BugCheck};
 use crate::dxgkrnl::callbacks;
 use crate::dxgkrnl::ddi::{self, check_status, At};
@@ -178,6 +179,10 @@ impl Machine {
         a.handle_valid.store(true, Ordering::Release);
         *lock(&a.dpc_gate) = true;
         let (mut sources, mut children) = (u32::MAX, u32::MAX);
+        // BR-20: Dxgkrnl connects the interrupt before StartDevice ([D] DpiFdoStartAdapter), so
+        // the ISR may run before and during the start, with nothing mapped yet.
+        a.connected.store(true, Ordering::Release);
+        a.wake.notify();
         let ctx = a.context();
         let status = ddi::call(
             &a,
@@ -199,14 +204,12 @@ impl Machine {
             },
         );
         if !matches!(status, Ok(s) if s >= 0) {
-            // A failed start: no DPC may run for it any more.
+            // A failed start: the interrupt is disconnected and no DPC may run for it any more.
+            a.connected.store(false, Ordering::Release);
+            drop(lock(&a.interrupt_lock));
             let _ = interrupt::flush_dpcs(&a, self.config.mode == Mode::Threaded);
         }
         check_status(status?)?;
-        // The interrupt is connected once StartDevice succeeded (the start-time queries and a
-        // StopDevice after a refused start may already synchronise with the ISR).
-        a.connected.store(true, Ordering::Release);
-        a.wake.notify();
         let caps = match self.query_caps_raw(&a, &t) {
             Ok(c) => c,
             Err(e) => {
@@ -217,6 +220,13 @@ impl Machine {
         // From here the OS knows the adapter's nodes (interrupt reports are checked against
         // them).
         *lock(&a.caps) = Some(caps);
+        // Adapter creation's caps and DDI-table rules (docs/windows-bringup.md §4), in order.
+        let mut rules = bringup::check_caps(&caps, &t, t.Version);
+        // BR-61 (issue 12): VidMm asks for the segments while the render core is created.
+        rules.extend(self.query_segments(&a, &t)?);
+        if let Some(v) = self.rule_outcome(&a, rules) {
+            return self.refuse(&a, &t, v);
+        }
         let reject =
             |why: String| -> Result<AdapterInfo, SimError> { Err(SimError::Rejected(why)) };
         let mut why = validate_caps(&caps).err();
@@ -274,6 +284,23 @@ impl Machine {
             self.stop_inner(&a, &t)?;
             return reject(w);
         }
+        // BR-73 per node, then BR-57 (the history-buffer precision).
+        let wddm = caps.WDDMVersion as u32;
+        let mut rules: Vec<bringup::Violation> = lock(&a.ums)
+            .node_metadata
+            .iter()
+            .enumerate()
+            .filter_map(|(n, md)| {
+                let flags = md.Flags;
+                // The OS enables HWSCH and USER_MODE_SUBMISSION only through the feature
+                // negotiation rvgpu does not do yet (BR-80/81, issue 13).
+                bringup::check_node_ums(n as u32, flags, wddm, &t, false)
+            })
+            .collect();
+        rules.extend(self.query_history_precision(&a, &t)?);
+        if let Some(v) = self.rule_outcome(&a, rules) {
+            return self.refuse(&a, &t, v);
+        }
         *lock(&a.caps) = Some(caps);
         *lock(&a.life) = Life::Started;
         Ok(AdapterInfo {
@@ -281,6 +308,105 @@ impl Machine {
             children,
             caps,
         })
+    }
+
+    /// Sorts rule violations: pending ones go to the triage log (unless the OS enforces them),
+    /// the first other one is returned to fail the start.
+    fn rule_outcome(
+        &self,
+        a: &AdapterShared,
+        rules: Vec<bringup::Violation>,
+    ) -> Option<bringup::Violation> {
+        let mut refused = None;
+        for v in rules {
+            if bringup::is_pending(v.rule) && !a.os.enforce_pending {
+                lock(&a.triage).push(format!("pending: {} ({})", v.rule, v.why));
+            } else if refused.is_none() {
+                refused = Some(v);
+            }
+        }
+        refused
+    }
+
+    /// Fails the start for `v` with Windows' status (the adapter is stopped again).
+    fn refuse(
+        &self,
+        a: &AdapterShared,
+        t: &DRIVER_INITIALIZATION_DATA,
+        v: bringup::Violation,
+    ) -> Result<AdapterInfo, SimError> {
+        self.state.push_log(
+            rvgpu_kmd::platform::Level::Error,
+            format!("start refused: {}: {}", v.rule, v.why),
+        );
+        self.stop_inner(a, t)?;
+        Err(SimError::StartRefused {
+            rule: v.rule,
+            status: v.status,
+            why: v.why,
+        })
+    }
+
+    /// BR-61: `DXGKQAITYPE_QUERYSEGMENT4` for physical adapter 0, first without a descriptor
+    /// array (input: the 4-byte index; output: `DXGK_QUERYSEGMENTOUT4`, 40 bytes). A failure
+    /// fails VidMm's creation, and the adapter with `STATUS_NO_MEMORY` ([D] VidMmiInit,
+    /// ADAPTER_RENDER::Initialize).
+    fn query_segments(
+        &self,
+        a: &AdapterShared,
+        t: &DRIVER_INITIALIZATION_DATA,
+    ) -> Result<Vec<bringup::Violation>, SimError> {
+        let Some(q) = t.DxgkDdiQueryAdapterInfo else {
+            return Ok(Vec::new());
+        };
+        let mut index = 0u32;
+        let mut out = [0u8; 40];
+        let args = DXGKARG_QUERYADAPTERINFO {
+            Type: DXGKQAITYPE_QUERYSEGMENT4,
+            pInputData: (&mut index as *mut u32).cast(),
+            InputDataSize: 4,
+            pOutputData: out.as_mut_ptr().cast(),
+            OutputDataSize: out.len() as u32,
+            Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
+            hKmdProcessHandle: std::ptr::null_mut(),
+        };
+        let status = ddi::query_adapter_info_args(a, q, At::Caller, &args)?;
+        Ok(if status < 0 {
+            vec![bringup::Violation {
+                rule: "BR-61",
+                status: rvgpu_ddi::ntstatus::STATUS_NO_MEMORY,
+                why: format!("DXGKQAITYPE_QUERYSEGMENT4 failed ({:#010x})", status as u32),
+            }]
+        } else {
+            Vec::new()
+        })
+    }
+
+    /// BR-57: `DXGKQAITYPE_HISTORYBUFFERPRECISION` for physical adapter 0; a failure is
+    /// tolerated, a precision outside 0 and 32..=64 is not.
+    fn query_history_precision(
+        &self,
+        a: &AdapterShared,
+        t: &DRIVER_INITIALIZATION_DATA,
+    ) -> Result<Option<bringup::Violation>, SimError> {
+        let Some(q) = t.DxgkDdiQueryAdapterInfo else {
+            return Ok(None);
+        };
+        let mut index = DXGK_QUERYHISTORYBUFFERPRECISIONIN::default();
+        let mut out = DXGKARG_HISTORYBUFFERPRECISION::default();
+        let args = DXGKARG_QUERYADAPTERINFO {
+            Type: DXGKQAITYPE_HISTORYBUFFERPRECISION,
+            pInputData: (&mut index as *mut DXGK_QUERYHISTORYBUFFERPRECISIONIN).cast(),
+            InputDataSize: std::mem::size_of_val(&index) as u32,
+            pOutputData: (&mut out as *mut DXGKARG_HISTORYBUFFERPRECISION).cast(),
+            OutputDataSize: std::mem::size_of_val(&out) as u32,
+            Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
+            hKmdProcessHandle: std::ptr::null_mut(),
+        };
+        let status = ddi::query_adapter_info_args(a, q, At::Caller, &args)?;
+        Ok(bringup::check_history_precision(
+            (status >= 0).then_some(out),
+        ))
     }
 
     fn query_caps_raw(

@@ -26,6 +26,9 @@ pub struct OsConfig {
     /// Issue 5: `NumberOfEntries` of the wait and signal logs the OS gives every user-mode
     /// queue (default 84, a full 4 KiB buffer; tests use 4 to force overflows, LOG-05).
     pub log_entries: u64,
+    /// Refuse the start for the pending start-up rules too (`dxgkrnl::bringup::PENDING`);
+    /// off, their violations go to the adapter's triage log. The rule tests turn it on.
+    pub enforce_pending: bool,
 }
 
 impl Default for OsConfig {
@@ -35,6 +38,7 @@ impl Default for OsConfig {
             submit_irql: Irql::Dispatch,
             wait_timeout: crate::ums::DEFAULT_WAIT,
             log_entries: crate::sync::fencelog::DEFAULT_LOG_ENTRIES,
+            enforce_pending: false,
         }
     }
 }

@@ -123,6 +123,7 @@ use rvgpu_kmd::platform::Irql;
 use zerocopy::FromBytes;
 
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::kernel::current_irql;

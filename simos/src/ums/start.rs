@@ -14,33 +14,49 @@ pub(crate) fn query_at_start(
     let mut metadata = Vec::new();
     if let Some(get) = t.DxgkDdiGetNodeMetadata {
         let ctx = a.context();
+        // Dxgkrnl passes an entry of its node array, which has the header's stride (74 bytes,
+        // packed): the array is filled with 0xCD and followed by guard bytes, so a write past
+        // the entry (into the next node, or past the array) is seen.
+        const GUARD: usize = 16;
+        let stride = std::mem::size_of::<DXGK_NODEMETADATA>();
+        let mut array = vec![0xCDu8; stride * nodes as usize + GUARD];
         for node in 0..nodes {
-            // SAFETY: DXGK_NODEMETADATA is plain data; the 0xCD fill shows unset fields.
-            let mut md: DXGK_NODEMETADATA = unsafe { std::mem::zeroed() };
-            // SAFETY: writes size_of bytes into a live value of plain data.
-            unsafe {
-                (&mut md as *mut DXGK_NODEMETADATA)
-                    .cast::<u8>()
-                    .write_bytes(0xCD, std::mem::size_of::<DXGK_NODEMETADATA>())
-            };
+            let at = stride * node as usize;
+            let entry = array
+                .get_mut(at..)
+                .map(|e| e.as_mut_ptr().cast::<DXGK_NODEMETADATA>())
+                .ok_or_else(|| SimError::Simulation("node array".into()))?;
             let status = ddi::call(
                 a,
                 Routine::DxgkDdiGetNodeMetadata,
                 get as usize,
                 At::Level(Irql::Passive),
                 || {
-                    // SAFETY: the driver's DDI with its context, a valid node and an out buffer.
-                    unsafe { get(ctx, node, &mut md) }
+                    // SAFETY: the driver's DDI with its context, a valid node and an entry of
+                    // `stride` writable bytes in `array`.
+                    unsafe { get(ctx, node, entry) }
                 },
             )?;
+            bringup::triage_status(a, "DxgkDdiGetNodeMetadata", status);
+            if array[at + stride..].iter().any(|b| *b != 0xCD) {
+                return Err(ddi::sim_err(
+                    a,
+                    format!(
+                        "DxgkDdiGetNodeMetadata(node {node}) wrote past its {stride}-byte entry \
+                         of the OS's node array (memory corruption on Windows)"
+                    ),
+                ));
+            }
             if !NT_SUCCESS(status) {
                 return Err(SimError::Rejected(format!(
                     "DxgkDdiGetNodeMetadata(node {node}) failed ({:#010x}); it must succeed for \
-                     every node",
+                     every node (BR-70)",
                     status as u32
                 )));
             }
-            metadata.push(md);
+            // SAFETY: `entry` points at `stride` initialised bytes of `array`; the struct is
+            // packed plain data, read unaligned.
+            metadata.push(unsafe { entry.read_unaligned() });
         }
     }
     let claims = metadata

@@ -471,6 +471,7 @@ pub(crate) fn failure(e: SimError) -> Failure {
         }),
         SimError::DdiFailed(s) => Failure::DdiFailed(s),
         SimError::Rejected(m) => Failure::Backend(format!("start refused by the OS: {m}")),
+        e @ SimError::StartRefused { .. } => Failure::Backend(e.to_string()),
         SimError::Simulation(m) => Failure::Backend(m),
     }
 }

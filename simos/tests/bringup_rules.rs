@@ -1,0 +1,322 @@
+//! Issue 14: the simulated Dxgkrnl's start-up rules (docs/windows-bringup.md, BR-nn). For each
+//! rule, a driver that breaks it is refused the way Windows refuses it (rule, status), and the
+//! real rvgpu passes every rule that is not pending; its violations of the pending rules are
+//! exactly the documented list.
+
+use std::cell::{Cell, RefCell};
+
+use rvgpu_ddi::adapter::{
+    DXGKARG_HISTORYBUFFERPRECISION, DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS,
+    DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGK_DRIVERCAPS, DXGK_FLIPCAPS, DXGK_VIDSCHCAPS,
+};
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS};
+use rvgpu_ddi::submission::DXGK_NODEMETADATA;
+use rvgpu_ddi::{HANDLE, NTSTATUS};
+use rvgpu_simos::dxgkrnl::bringup::{
+    self, STATUS_DEVICE_CONFIGURATION_ERROR, STATUS_REVISION_MISMATCH,
+};
+use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
+
+type Qai = unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS;
+type CapsEdit = Box<dyn Fn(&mut DXGK_DRIVERCAPS)>;
+
+thread_local! {
+    // The start-time queries run on the test thread, so per-thread hooks keep parallel tests
+    // apart.
+    static REAL_QAI: Cell<Option<Qai>> = const { Cell::new(None) };
+    static CAPS_EDIT: RefCell<Option<CapsEdit>> = const { RefCell::new(None) };
+    static PRECISION: Cell<Option<u32>> = const { Cell::new(None) };
+    static REFUSE_TYPE: Cell<Option<i32>> = const { Cell::new(None) };
+}
+
+/// The driver's QueryAdapterInfo, with the test's edits applied to its answers.
+unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS {
+    // SAFETY: the OS's argument block.
+    let ty = unsafe { (*args).Type };
+    if REFUSE_TYPE.get() == Some(ty) {
+        return STATUS_NOT_SUPPORTED;
+    }
+    let real = REAL_QAI.get().expect("real QueryAdapterInfo");
+    // SAFETY: forwarded unchanged.
+    let s = unsafe { real(h, args) };
+    if s >= 0 && ty == DXGKQAITYPE_DRIVERCAPS {
+        // SAFETY: a DRIVERCAPS answer is a DXGK_DRIVERCAPS the OS sized for it.
+        let caps = unsafe { &mut *(*args).pOutputData.cast::<DXGK_DRIVERCAPS>() };
+        CAPS_EDIT.with(|e| {
+            if let Some(f) = e.borrow().as_ref() {
+                f(caps);
+            }
+        });
+    }
+    if s >= 0 && ty == DXGKQAITYPE_HISTORYBUFFERPRECISION {
+        if let Some(bits) = PRECISION.get() {
+            // SAFETY: the OS's 4-byte output block.
+            unsafe {
+                (*args)
+                    .pOutputData
+                    .cast::<DXGKARG_HISTORYBUFFERPRECISION>()
+                    .write_unaligned(DXGKARG_HISTORYBUFFERPRECISION {
+                        PrecisionBits: bits,
+                    })
+            };
+        }
+    }
+    s
+}
+
+fn machine(enforce_pending: bool) -> Machine {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.enforce_pending = enforce_pending;
+    Machine::new(cfg)
+}
+
+/// Loads rvgpu with its QueryAdapterInfo answers edited, and `table` applied to its table.
+fn start_with(
+    edit: impl Fn(&mut DXGK_DRIVERCAPS) + 'static,
+    table: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
+) -> (Machine, Result<(), SimError>) {
+    CAPS_EDIT.with(|e| *e.borrow_mut() = Some(Box::new(edit)));
+    let mut m = machine(false);
+    let (tx, rx) = std::sync::mpsc::channel();
+    m.load_driver_with(move |t| {
+        let _ = tx.send(t.DxgkDdiQueryAdapterInfo);
+        t.DxgkDdiQueryAdapterInfo = Some(edited_qai);
+        table(t);
+    })
+    .expect("load");
+    REAL_QAI.set(rx.recv().expect("hook ran"));
+    let r = m.start_adapter(0).map(|_| ());
+    CAPS_EDIT.with(|e| *e.borrow_mut() = None);
+    (m, r)
+}
+
+fn refused(r: Result<(), SimError>, rule: &str, status: NTSTATUS) {
+    match r {
+        Err(SimError::StartRefused {
+            rule: r, status: s, ..
+        }) if r == rule && s == status => {}
+        other => panic!(
+            "expected {rule} with {:#010x}, got {other:?}",
+            status as u32
+        ),
+    }
+}
+
+fn no_edit(_: &mut DXGK_DRIVERCAPS) {}
+fn no_table(_: &mut DRIVER_INITIALIZATION_DATA) {}
+
+/// rvgpu passes every rule that is not pending; what it breaks is exactly the pending list,
+/// and its statuses stay within the wrappers' allow-lists (BR-23).
+#[test]
+fn br_rvgpu_breaks_exactly_the_pending_rules() {
+    let mut m = machine(false);
+    m.load_driver().expect("load");
+    if let Err(e) = m.start_adapter(0) {
+        panic!("start: {e}; log {:#?}", m.driver_log());
+    }
+    let log = m.triage_log(0);
+    let mut broken: Vec<&str> = log
+        .iter()
+        .filter_map(|l| l.strip_prefix("pending: "))
+        .map(|l| l.split_once(' ').map_or(l, |(r, _)| r))
+        .collect();
+    broken.sort_unstable();
+    broken.dedup();
+    let mut pending: Vec<&str> = bringup::PENDING.iter().map(|(r, _)| *r).collect();
+    pending.sort_unstable();
+    assert_eq!(broken, pending, "triage log {log:#?}");
+    assert!(
+        !log.iter().any(|l| l.starts_with("BR-23")),
+        "invalid statuses: {log:#?}"
+    );
+}
+
+/// The pending rules are real checks: enforced, they refuse rvgpu, the first one in Windows'
+/// order first (BR-47, the render DDI set).
+#[test]
+fn br_pending_rules_refuse_rvgpu_when_enforced() {
+    let mut m = machine(true);
+    m.load_driver().expect("load");
+    refused(
+        m.start_adapter(0).map(|_| ()),
+        "BR-47",
+        STATUS_REVISION_MISMATCH,
+    );
+    // Stopped again: a second start is refused the same way, not "already started".
+    refused(
+        m.start_adapter(0).map(|_| ()),
+        "BR-47",
+        STATUS_REVISION_MISMATCH,
+    );
+}
+
+#[test]
+fn br_02_missing_required_slot_is_revision_mismatch() {
+    let mut t = rvgpu_kmd::initialization_data::<rvgpu_simos::SimKernel>();
+    assert_eq!(bringup::check_load(&t), Ok(()));
+    t.DxgkDdiResetDevice = None;
+    let v = bringup::check_load(&t).expect_err("ResetDevice is required");
+    assert_eq!((v.rule, v.status), ("BR-02", STATUS_REVISION_MISMATCH));
+    // Not checked at load: NotifyAcpiEvent, QueryInterface, QueryAdapterInfo.
+    let mut t = rvgpu_kmd::initialization_data::<rvgpu_simos::SimKernel>();
+    t.DxgkDdiNotifyAcpiEvent = None;
+    t.DxgkDdiQueryInterface = None;
+    t.DxgkDdiQueryAdapterInfo = None;
+    assert_eq!(bringup::check_load(&t), Ok(()));
+    // QueryConnectionChange may stand in for QueryChildStatus.
+    let mut t = rvgpu_kmd::initialization_data::<rvgpu_simos::SimKernel>();
+    t.DxgkDdiQueryChildStatus = None;
+    assert_eq!(bringup::check_load(&t).map_err(|v| v.rule), Err("BR-02"));
+    t.DxgkDdiQueryConnectionChange = Some(unsafe_stand_in);
+    assert_eq!(bringup::check_load(&t), Ok(()));
+}
+
+/// A filled slot for a DDI the bindings leave unbound (only its presence is checked).
+unsafe extern "system" fn unsafe_stand_in() {}
+
+#[test]
+fn br_01_interface_older_than_vista_is_revision_mismatch() {
+    let mut t = rvgpu_kmd::initialization_data::<rvgpu_simos::SimKernel>();
+    t.Version = 0x1000;
+    let v = bringup::check_load(&t).expect_err("too old");
+    assert_eq!((v.rule, v.status), ("BR-01", STATUS_REVISION_MISMATCH));
+}
+
+#[test]
+fn br_32_34_interface_version_rules() {
+    let t = rvgpu_kmd::initialization_data::<rvgpu_simos::SimKernel>();
+    let (_, caps) = {
+        let mut m = machine(false);
+        m.load_driver().expect("load");
+        let info = m.start_adapter(0).expect("start");
+        (m, info.caps)
+    };
+    let rules = |version| {
+        bringup::check_caps(&caps, &t, version)
+            .into_iter()
+            .map(|v| v.rule)
+            .filter(|r| !bringup::is_pending(r))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rules(t.Version), Vec::<&str>::new());
+    assert_eq!(rules(0x5003), ["BR-32", "BR-34"]);
+    assert_eq!(rules(0xA00B), ["BR-34"]);
+}
+
+#[test]
+fn br_33_unknown_wddm_version_is_revision_mismatch() {
+    let (_, r) = start_with(|c| c.WDDMVersion = 0x3300, no_table);
+    refused(r, "BR-33", STATUS_REVISION_MISMATCH);
+    let (_, r) = start_with(|c| c.WDDMVersion = 0, no_table);
+    refused(r, "BR-33", STATUS_REVISION_MISMATCH);
+}
+
+#[test]
+fn br_36_preemption_aware_without_multi_engine_is_invalid() {
+    let (_, r) = start_with(
+        |c| {
+            c.SchedulingCaps.set(DXGK_VIDSCHCAPS::MultiEngineAware, 0);
+            c.SchedulingCaps.set(DXGK_VIDSCHCAPS::PreemptionAware, 1);
+        },
+        no_table,
+    );
+    refused(r, "BR-36", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
+fn br_38_reserved_misc_caps_bit_is_invalid() {
+    let (_, r) = start_with(|c| c.MiscCaps.Value |= 1 << 20, no_table);
+    refused(r, "BR-38", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
+fn br_44_runtime_power_management_needs_its_ddis() {
+    let (_, r) = start_with(|c| c.SupportRuntimePowerManagement = 1, no_table);
+    refused(r, "BR-44", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
+fn br_50_non_coherent_aperture_is_invalid_on_x64() {
+    let (_, r) = start_with(|c| c.PresentationCaps.Value |= 1 << 29, no_table);
+    refused(r, "BR-50", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
+fn br_51_flip_on_vsync_mmio_is_required_for_wddm2() {
+    let (_, r) = start_with(
+        |c| c.FlipCaps.set(DXGK_FLIPCAPS::FlipOnVSyncMmIo, 0),
+        no_table,
+    );
+    refused(r, "BR-51", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
+fn br_52_preemption_granularity_and_per_engine_tdr_are_mandatory() {
+    let (_, r) = start_with(
+        |c| c.PreemptionCaps.GraphicsPreemptionGranularity = 0,
+        no_table,
+    );
+    refused(r, "BR-52", STATUS_INVALID_PARAMETER);
+    let (_, r) = start_with(|c| c.SupportPerEngineTDR = 0, no_table);
+    refused(r, "BR-52", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
+fn br_53_node_metadata_ddi_is_required() {
+    let (_, r) = start_with(no_edit, |t| t.DxgkDdiGetNodeMetadata = None);
+    refused(r, "BR-53", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
+fn br_54_stable_power_state_goes_with_calibrate_gpu_clock() {
+    let (_, r) = start_with(no_edit, |t| t.DxgkDdiSetStablePowerState = None);
+    refused(r, "BR-54", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
+fn br_57_history_precision_outside_32_to_64_is_configuration_error() {
+    PRECISION.set(Some(10));
+    let (_, r) = start_with(no_edit, no_table);
+    PRECISION.set(None);
+    refused(r, "BR-57", STATUS_DEVICE_CONFIGURATION_ERROR);
+}
+
+#[test]
+fn br_23_status_outside_the_allow_list_is_logged_not_refused() {
+    REFUSE_TYPE.set(Some(DXGKQAITYPE_HISTORYBUFFERPRECISION));
+    let (m, r) = start_with(no_edit, no_table);
+    REFUSE_TYPE.set(None);
+    // The precision query's failure is tolerated (BR-57), its status is not in the list.
+    assert_eq!(r, Ok(()));
+    let log = m.triage_log(0);
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("BR-23: DxgkDdiQueryAdapterInfo") && l.contains("0xc00000bb")),
+        "{log:#?}"
+    );
+}
+
+unsafe extern "system" fn overrunning_node_metadata(
+    _h: HANDLE,
+    _node: u32,
+    out: *mut DXGK_NODEMETADATA,
+) -> NTSTATUS {
+    // The old 80-byte layout: six bytes past the 74-byte entry.
+    // SAFETY: deliberately wrong, into the OS's array (which has room after the last entry).
+    unsafe { out.cast::<u8>().write_bytes(0, 80) };
+    STATUS_SUCCESS
+}
+
+/// Dxgkrnl's node array has the header's 74-byte stride; a driver writing the old 80-byte
+/// layout corrupts the next entry, which the OS sees (memory corruption on Windows).
+#[test]
+fn node_metadata_written_past_its_74_byte_entry_is_caught() {
+    let (_, r) = start_with(no_edit, |t| {
+        t.DxgkDdiGetNodeMetadata = Some(overrunning_node_metadata)
+    });
+    match r {
+        Err(SimError::Simulation(why)) => assert!(why.contains("wrote past"), "{why}"),
+        other => panic!("expected the overrun to be caught, got {other:?}"),
+    }
+}
