@@ -51,6 +51,9 @@ struct Setup {
     /// Queue 0's signal log and its fence handles.
     log0: LogBuffer,
     fences0: Vec<u32>,
+    /// GPU addresses of those fences' CurrentValue (the device stores the value there before
+    /// it publishes the log entry, LOG-04).
+    values0: Vec<u64>,
     next: u32,
     clock: u64,
     value: u64,
@@ -75,6 +78,7 @@ fn setup(queues: usize) -> Setup {
     let mut first = None;
     let mut waits = Vec::new();
     let mut fences0 = Vec::new();
+    let mut values0 = Vec::new();
     for qi in 0..queues {
         let k = m.kmt(&p);
         let mut qp = HwQueuePdd {
@@ -89,6 +93,7 @@ fn setup(queues: usize) -> Setup {
             let ev = okk(m.wait_native_fence_event(&os, u64::MAX / 2));
             if qi == 0 {
                 fences0.push(f.kmt);
+                values0.push(os.current_value_gpu());
             }
             waits.push((os, ev));
         }
@@ -107,6 +112,7 @@ fn setup(queues: usize) -> Setup {
         engine0: 0,
         log0,
         fences0,
+        values0,
         next: 0,
         clock: 1,
         value: 1,
@@ -119,9 +125,15 @@ impl Setup {
     fn produce(&mut self, e: usize) {
         let p = Producer::new(&self.log0);
         for _ in 0..e {
-            let h = self.fences0[self.next as usize % self.fences0.len()];
+            let i = self.next as usize % self.fences0.len();
+            let h = self.fences0[i];
             self.clock += 1;
             self.value += 1;
+            // LOG-04: the fence's new value is visible before its log entry.
+            let d = self.m.device(0).expect("device");
+            d.memory()
+                .store(self.values0[i], self.value, std::sync::atomic::Ordering::Release)
+                .expect("CurrentValue address");
             p.write(
                 self.next,
                 &LogEntry {

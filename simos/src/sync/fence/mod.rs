@@ -443,7 +443,6 @@ impl NativeFence {
     pub fn monitored_value_gpu(&self) -> u64 {
         self.obj.mv.gpu()
     }
-    /// Kernel CPU VA of CurrentValue.
     /// CurrentValue lives in local memory (NF-06).
     pub fn current_value_is_local(&self) -> bool {
         self.obj.cv.is_local()
@@ -454,6 +453,7 @@ impl NativeFence {
         self.obj.mv.is_local()
     }
 
+    /// Kernel CPU VA of CurrentValue.
     pub fn current_value_kernel_va(&self) -> usize {
         self.obj.cv.kva() as usize
     }
