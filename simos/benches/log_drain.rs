@@ -132,7 +132,11 @@ impl Setup {
             // LOG-04: the fence's new value is visible before its log entry.
             let d = self.m.device(0).expect("device");
             d.memory()
-                .store(self.values0[i], self.value, std::sync::atomic::Ordering::Release)
+                .store(
+                    self.values0[i],
+                    self.value,
+                    std::sync::atomic::Ordering::Release,
+                )
                 .expect("CurrentValue address");
             p.write(
                 self.next,

@@ -163,17 +163,25 @@ pub(crate) fn log_drain_locked(
         };
         match obj {
             Some(o) => {
-                // LOG-04: the value is written before its entry, so an entry can never be
-                // ahead of the fence (values only grow).
+                // LOG-04: the device writes the value before its entry, so an honest entry is
+                // never ahead of the fence (values only grow). One that is comes from a
+                // hostile LOG_WRITE or a faulty device: it releases nobody; the fences are
+                // scanned instead.
                 let cv = o.cv.load();
                 if cv < s.value {
-                    let m = format!(
-                        "LOG-04: queue id {} signal entry {} says fence {:#x} = {} but its \
-                         CurrentValue is {cv} (entry published before the value)",
-                        s.queue_id, s.index, s.handle, s.value
+                    let mut os = lock(&a.fence_os);
+                    os.log_counters.log_untrusted += 1;
+                    drop(os);
+                    a.state.push_log(
+                        rvgpu_kmd::platform::Level::Warning,
+                        format!(
+                            "LOG-04 broken: queue id {} signal entry {} says fence {:#x} = {} \
+                             but its CurrentValue is {cv}; scanning",
+                            s.queue_id, s.index, s.handle, s.value
+                        ),
                     );
-                    a.state.raise_sim_error(m.clone());
-                    return Err(SimError::Simulation(m));
+                    scan = true;
+                    continue;
                 }
                 release_from_log(
                     &o,

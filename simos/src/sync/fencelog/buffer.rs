@@ -171,8 +171,8 @@ impl LogState {
     }
 
     /// Phase 1 (before the flush): the header's count if it is ahead of the cursor, `None` if
-    /// nothing is new. A count below the cursor is a simulation error (LOG-05: the device must
-    /// never lower the header).
+    /// nothing is new. A count below the cursor breaks LOG-05 (the device never lowers the
+    /// header): an error the caller treats as untrusted contents ([`LogState::resync`]).
     pub fn peek(&self) -> Result<Option<u64>, String> {
         let c0 = header_count(self.buf.header(), self.buf.entries);
         if c0 == 0 && self.gen > 0 {
@@ -189,14 +189,21 @@ impl LogState {
         Ok((c0 > self.cursor).then_some(c0))
     }
 
+    /// After untrusted contents: take the header as it is now and forget the last timestamp,
+    /// so one bad write costs one scan, not every later drain.
+    pub fn resync(&mut self) {
+        self.cursor = header_count(self.buf.header(), self.buf.entries);
+        self.last_end = 0;
+    }
+
     /// Phase 2 (after the flush): reads entries `cursor..c0` (the pre-flush count), re-checks
     /// the header for slots rewritten during the read, validates and advances the cursor to
-    /// `c0`. Errors are simulation errors (LOG-06 timestamps going backwards, LOG-05 header
-    /// going backwards).
+    /// `c0`. Errors (LOG-06 timestamps going backwards, LOG-05 header going backwards) are
+    /// untrusted contents: the caller scans instead and resynchronises.
     pub fn read(&mut self, c0: u64) -> Result<Read, String> {
         let n = self.buf.entries.max(1);
         let mut out = Read::default();
-        let mut start = self.cursor;
+        let mut start = self.cursor.min(c0);
         if c0 - start > n {
             out.lost = Some((start, c0 - n));
             start = c0 - n;

@@ -110,13 +110,24 @@ pub fn drain(
     let mut dirty: Vec<(Arc<QueueLog>, Option<u64>, Option<u64>)> = Vec::new();
     let mut headers = 0u64;
     for q in cands.values() {
-        let g = lock(&q.logs);
-        let Some(l) = g.as_ref() else {
+        let mut g = lock(&q.logs);
+        let Some(l) = g.as_mut() else {
             continue;
         };
         headers += 2;
-        let w = l.wait.peek().map_err(|m| sim(a, q, m))?;
-        let s = l.signal.peek().map_err(|m| sim(a, q, m))?;
+        // Log contents are untrusted (user-mode LOG_WRITE, a faulty device): a header that
+        // breaks LOG-05 costs a scan and a resynchronised cursor, never a halt.
+        let mut peek = |log: &mut LogState| match log.peek() {
+            Ok(c) => c,
+            Err(m) => {
+                distrust(a, q, &m);
+                log.resync();
+                out.scan_all = true;
+                None
+            }
+        };
+        let w = peek(&mut l.wait);
+        let s = peek(&mut l.signal);
         if s.is_none() && req.named.contains(&q.kmd) {
             // A named queue without a new signal entry: the signal that interrupted is not in
             // its log (index wrap, a KMD mistake): scan (§9.8).
@@ -169,7 +180,18 @@ pub fn drain(
             let Some(c0) = c0 else {
                 continue;
             };
-            let r = l.get_mut(kind).read(c0).map_err(|m| sim(a, &q, m))?;
+            let log = l.get_mut(kind);
+            let r = match log.read(c0) {
+                Ok(r) => r,
+                Err(m) => {
+                    // Untrusted contents (LOG-05/06 broken): scan instead of trusting any of
+                    // this read, and start again from the header as it is now.
+                    distrust(a, &q, &m);
+                    log.resync();
+                    out.scan_all = true;
+                    continue;
+                }
+            };
             if let Some((from, to)) = r.lost {
                 counters.log_overflows += 1;
                 counters.log_entries_lost += to - from;
@@ -223,6 +245,8 @@ pub fn drain(
     Ok(out)
 }
 
+/// A device or driver bug the OS cannot survive (a retired log written after it moved):
+/// halts the machine with a simulation error naming the queue.
 pub(super) fn sim(a: &AdapterShared, q: &QueueLog, m: String) -> SimError {
     let m = format!(
         "adapter {} queue id {} ({:#x}): {m}",
@@ -230,6 +254,18 @@ pub(super) fn sim(a: &AdapterShared, q: &QueueLog, m: String) -> SimError {
     );
     a.state.raise_sim_error(m.clone());
     SimError::Simulation(m)
+}
+
+/// Records log contents that break the device's contract: counted, logged, never a halt.
+pub(super) fn distrust(a: &AdapterShared, q: &QueueLog, m: &str) {
+    bump(a, |c| c.log_untrusted += 1);
+    a.state.push_log(
+        rvgpu_kmd::platform::Level::Warning,
+        format!(
+            "adapter {} queue id {} ({:#x}): untrusted log contents, scanning: {m}",
+            a.index, q.queue_id, q.kmd
+        ),
+    );
 }
 
 /// One `DxgkDdiCalibrateGpuClock(node, 0)` at DISPATCH_LEVEL with the OS's checks (§4.6):

@@ -144,6 +144,11 @@ pub struct LogCounters {
     pub log_bad_entries: u64,
     /// Fallback scans of every native fence caused by the logs.
     pub log_fallback_scans: u64,
+    /// Log contents that break the device's contract (LOG-04 value after entry, LOG-05 header
+    /// going backwards, LOG-06 timestamps going backwards): a hostile queue's LOG_WRITE or a
+    /// faulty device. The log is untrusted, so the OS falls back to a scan and resynchronises
+    /// its cursor; it never halts on them. Honest traffic keeps this at 0.
+    pub log_untrusted: u64,
     /// Headers read.
     pub log_headers_read: u64,
 }
