@@ -17,8 +17,8 @@ use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::sync::fencelog::{LogCounters, Producer};
 use rvgpu_simos::sync::trace::{Recorder, TraceEvent};
 use rvgpu_simos::{
-    AdapterConfig, Machine, MachineConfig, Mode, NativeFence, ReleaseVia, SimError, SimEvent,
-    UmsEvent, UmsProcess,
+    AdapterConfig, Machine, MachineConfig, Mode, NativeFence, ReleaseVia, SimEvent, UmsEvent,
+    UmsProcess,
 };
 use rvgpu_umd::fence::NativeFence as UmdFence;
 use rvgpu_umd::fencelog::Op;
