@@ -163,13 +163,13 @@ impl<'m> SimKmt<'m> {
     /// abandoned, GPU waits no longer hold their queues.
     pub fn destroy_monitored_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
         let a = self.adapter()?;
-        ums::destroy_sync_fence(self.m, &a, fence).map_err(status)
+        ums::destroy_sync_fence(self.m, &a, self.p.device, fence).map_err(status)
     }
 
     /// `D3DKMTSignalSynchronizationObjectFromCpu` on a fence with a D3DKMT handle.
     pub fn signal_fence_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         let a = self.adapter()?;
-        let f = ums::fence_of(&a, fence).ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
+        let f = ums::fence_of(&a, self.p.device, fence).ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
         self.m
             .signal_monitored_fence_from_cpu(&f, value)
             .map_err(status)
@@ -358,7 +358,7 @@ impl Kmt for SimKmt<'_> {
 
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         let a = self.adapter()?;
-        let f = ums::fence_of(&a, fence).ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
+        let f = ums::fence_of(&a, self.p.device, fence).ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
         match self
             .m
             .wait_monitored_fence(&f, value, self.m.os_config().wait_timeout)

@@ -65,6 +65,7 @@ pub(super) fn mf03_queue(
 /// the OS signals them).
 pub(super) fn mf03_fences(
     a: &AdapterShared,
+    device: KmtHandle,
     objects: &[(KmtHandle, u64)],
     signal: bool,
 ) -> Result<Vec<(MonitoredFence, KmtHandle, u64)>, SimError> {
@@ -72,14 +73,21 @@ pub(super) fn mf03_fences(
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
     let os = lock(&a.ums);
+    let pid = os
+        .devices
+        .get(&device)
+        .map(|d| d.process)
+        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
     objects
         .iter()
         .map(|&(h, v)| {
             if signal && os.queues.values().any(|q| q.fence == h) {
                 return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
             }
+            // Another process's handle names nothing here (per-process handle tables).
             os.fences
                 .get(&h)
+                .filter(|_| os.fence_owner.get(&h) == Some(&pid))
                 .map(|f| (f.clone(), h, v))
                 .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))
         })
@@ -95,7 +103,7 @@ pub(crate) fn submit_wait_to_hw_queue(
     objects: &[(KmtHandle, u64)],
 ) -> Result<(), SimError> {
     let (sched, _) = mf03_queue(a, device, queue)?;
-    let fences = mf03_fences(a, objects, false)?;
+    let fences = mf03_fences(a, device, objects, false)?;
     for (fence, handle, value) in fences {
         let event = m.wait_monitored_fence_from_gpu(&fence, value, kicker(a, &sched))?;
         lock(&sched.st).list.push_back(Pending::Wait {
@@ -123,7 +131,7 @@ pub(crate) fn submit_signal_to_hw_queue(
     objects: &[(KmtHandle, u64)],
 ) -> Result<(), SimError> {
     let (sched, progress) = mf03_queue(a, device, queue)?;
-    let fences = mf03_fences(a, objects, true)?;
+    let fences = mf03_fences(a, device, objects, true)?;
     let after = lock(&sched.st).accepted;
     let event = if progress.value() < after {
         Some(m.wait_monitored_fence_from_gpu(&progress, after, kicker(a, &sched))?)
@@ -365,7 +373,10 @@ pub(crate) fn create_sync_fence(
         .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
     let f = m.create_monitored_fence(a.index, pid, initial)?;
     let h = new_handle();
-    lock(&a.ums).fences.insert(h, f.clone());
+    let mut os = lock(&a.ums);
+    os.fences.insert(h, f.clone());
+    os.fence_owner.insert(h, pid);
+    drop(os);
     Ok((h, f))
 }
 
@@ -373,6 +384,7 @@ pub(crate) fn create_sync_fence(
 pub(crate) fn destroy_sync_fence(
     m: &Machine,
     a: &AdapterShared,
+    device: KmtHandle,
     h: KmtHandle,
 ) -> Result<(), SimError> {
     let f = {
@@ -380,6 +392,11 @@ pub(crate) fn destroy_sync_fence(
         if os.queues.values().any(|q| q.fence == h) {
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
+        let pid = os.devices.get(&device).map(|d| d.process);
+        if pid.is_none() || os.fence_owner.get(&h) != pid.as_ref() {
+            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+        }
+        os.fence_owner.remove(&h);
         os.fences
             .remove(&h)
             .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?

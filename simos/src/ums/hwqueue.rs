@@ -37,6 +37,7 @@ pub(super) fn destroy_hw_queue(
         let mut os = lock(&a.ums);
         os.queues.remove(&h);
         os.fences.remove(&fence_h);
+        os.fence_owner.remove(&fence_h);
         os.events.push(UmsEvent::DestroyHwQueue { queue: h });
     }
     if let Some(id) = queue_id {
@@ -260,6 +261,9 @@ pub(crate) fn create_hw_queue(
         },
     );
     os.fences.insert(fence_h, progress.clone());
+    if let Some(pid) = os.devices.get(&device).map(|d| d.process) {
+        os.fence_owner.insert(fence_h, pid);
+    }
     os.events.push(UmsEvent::CreateHwQueue {
         queue: h,
         user_mode,

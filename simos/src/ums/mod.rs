@@ -336,6 +336,10 @@ pub struct UmsOs {
     pub(super) allocations: BTreeMap<KmtHandle, AllocObj>,
     doorbells: BTreeMap<KmtHandle, DoorbellObj>,
     fences: BTreeMap<KmtHandle, MonitoredFence>,
+    /// The process each fence handle belongs to: D3DKMT handles are per process, so another
+    /// process naming the same number names nothing (issue 18: B signalled and waited A's
+    /// fences by guessing handles).
+    fence_owner: BTreeMap<KmtHandle, ProcessId>,
     pub(super) events: Vec<UmsEvent>,
     /// Handles (the KMD's and the OS kernel handle) of destroyed doorbells -> D3DKMT handle,
     /// for the callback's diagnostics (a handle used after its destroy returned).
@@ -358,6 +362,7 @@ impl Default for UmsOs {
             allocations: BTreeMap::new(),
             doorbells: BTreeMap::new(),
             fences: BTreeMap::new(),
+            fence_owner: BTreeMap::new(),
             events: Vec::new(),
             destroyed_doorbells: std::collections::HashMap::new(),
             work: VecDeque::new(),
@@ -489,8 +494,18 @@ fn check_kmd_handle(
     Ok(())
 }
 
-pub(crate) fn fence_of(a: &AdapterShared, h: KmtHandle) -> Option<MonitoredFence> {
-    lock(&a.ums).fences.get(&h).cloned()
+/// The fence behind D3DKMT handle `h` of the process that owns `device`: `None` for a handle
+/// of another process, as Windows' per-process handle table answers (STATUS_INVALID_HANDLE).
+pub(crate) fn fence_of(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Option<MonitoredFence> {
+    let os = lock(&a.ums);
+    let pid = os.devices.get(&device)?.process;
+    (os.fence_owner.get(&h) == Some(&pid))
+        .then(|| os.fences.get(&h).cloned())
+        .flatten()
 }
 
 /// Live user-mode objects on the adapter (devices, contexts, queues, doorbells, allocations).
