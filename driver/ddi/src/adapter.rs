@@ -364,15 +364,37 @@ layout!(
 /// `PDXGK_DEVICE_DESCRIPTOR`.
 pub type PDXGK_DEVICE_DESCRIPTOR = *mut DXGK_DEVICE_DESCRIPTOR;
 
-/// `QUERY_INTERFACE` (video.h), argument of `DxgkDdiQueryInterface`. Opaque here: the driver
-/// exports no interfaces and only fails the request.
+/// `QUERY_INTERFACE` (video.h), argument of `DxgkDdiQueryInterface`: which interface the OS
+/// wants (the driver exports `GUID_WDDM_INTERFACE_FEATURE`), at what size and version, and the
+/// buffer to fill. Checked against the 10.0.22621 header (WDDM 1.3+ layout with `DeviceUid`).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/video/ns-video-_query_interface>
 #[repr(C)]
 #[derive(Debug)]
 pub struct QUERY_INTERFACE {
-    _opaque: [u8; 0],
+    /// The interface's GUID.
+    pub InterfaceType: *const GUID,
+    /// Size of the buffer at `Interface`.
+    pub Size: USHORT,
+    /// Version asked for.
+    pub Version: USHORT,
+    /// The buffer to fill (an `INTERFACE` header followed by the interface's functions).
+    pub Interface: PINTERFACE,
+    /// Interface-specific input.
+    pub InterfaceSpecificData: PVOID,
+    /// Child device the request is for (0: the adapter).
+    pub DeviceUid: ULONG,
 }
+layout!(
+    QUERY_INTERFACE,
+    size = 40,
+    InterfaceType = 0,
+    Size = 8,
+    Version = 10,
+    Interface = 16,
+    InterfaceSpecificData = 24,
+    DeviceUid = 32
+);
 /// `PQUERY_INTERFACE`.
 pub type PQUERY_INTERFACE = *mut QUERY_INTERFACE;
 

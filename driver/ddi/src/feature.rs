@@ -289,3 +289,136 @@ pub const DXGK_FEATURE_SUPPORT_ALWAYS_ON: UINT = 3;
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_queryfeaturesupport>
 pub type DXGKCB_QUERYFEATURESUPPORT =
     Option<unsafe extern "system" fn(pArgs: *mut DXGKARGCB_QUERYFEATURESUPPORT) -> NTSTATUS>;
+
+// ---------------------------------------------------------------------------------------------
+// The driver's side of the negotiation (WDDM 3.2): Dxgkrnl asks the KMD through
+// DxgkDdiQueryInterface for GUID_WDDM_INTERFACE_FEATURE and calls its QueryFeatureSupport for
+// every driver feature. Without it Dxgkrnl falls back to a legacy table that knows only the
+// oldest feature IDs, so DXGK_FEATURE_NATIVE_FENCE could never be enabled.
+// <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/querying-wddm-feature-support-and-enablement>
+// ---------------------------------------------------------------------------------------------
+
+/// `GUID_WDDM_INTERFACE_FEATURE` {94BB3993-C6C3-4DA7-8949-A1138232E759} (dispmprt.h, WDDM 3.2).
+// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+pub const GUID_WDDM_INTERFACE_FEATURE: GUID = GUID {
+    Data1: 0x94BB_3993,
+    Data2: 0xC6C3,
+    Data3: 0x4DA7,
+    Data4: [0x89, 0x49, 0xA1, 0x13, 0x82, 0x32, 0xE7, 0x59],
+};
+
+/// `DXGKDDI_FEATURE_INTERFACE_VERSION_1`: the 48-byte interface of the reference page. (24H2's
+/// Dxgkrnl asks for a 56-byte version 2 first and falls back to version 1: decompiled
+/// `DpiFeatureStartDevice`.)
+// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+pub const DXGKDDI_FEATURE_INTERFACE_VERSION_1: USHORT = 1;
+
+/// `DXGKARG_QUERYFEATURESUPPORT`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_queryfeaturesupport>
+// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_QUERYFEATURESUPPORT {
+    /// In: the feature.
+    pub FeatureId: DXGK_FEATURE_ID,
+    /// Out: lowest version the driver supports (non-zero when supported).
+    pub MinSupportedVersion: DXGK_FEATURE_VERSION,
+    /// Out: highest version the driver supports (>= the minimum).
+    pub MaxSupportedVersion: DXGK_FEATURE_VERSION,
+    /// In: the driver may report experimental features as supported.
+    pub AllowExperimental: BOOLEAN,
+    /// Out: the driver implements the feature.
+    pub SupportedByDriver: BOOLEAN,
+    /// Out: the current hardware/configuration can run it.
+    pub SupportedOnCurrentConfig: BOOLEAN,
+}
+layout!(
+    DXGKARG_QUERYFEATURESUPPORT,
+    size = 12,
+    FeatureId = 0,
+    MinSupportedVersion = 4,
+    MaxSupportedVersion = 6,
+    AllowExperimental = 8,
+    SupportedByDriver = 9,
+    SupportedOnCurrentConfig = 10
+);
+
+/// `DXGKARG_QUERYFEATUREINTERFACE`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_queryfeatureinterface>
+// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_QUERYFEATUREINTERFACE {
+    /// In: the feature.
+    pub FeatureId: DXGK_FEATURE_ID,
+    /// In: its version.
+    pub Version: DXGK_FEATURE_VERSION,
+    /// In/out: the buffer's size; on success the interface's size.
+    pub InterfaceSize: UINT16,
+    /// In/out: the buffer to fill.
+    pub Interface: PVOID,
+}
+layout!(
+    DXGKARG_QUERYFEATUREINTERFACE,
+    size = 16,
+    FeatureId = 0,
+    Version = 4,
+    InterfaceSize = 6,
+    Interface = 8
+);
+
+/// `DXGKDDI_QUERYFEATURESUPPORT` (PASSIVE_LEVEL).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeaturesupport>
+pub type PDXGKDDI_QUERYFEATURESUPPORT = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pArgs: *mut DXGKARG_QUERYFEATURESUPPORT,
+    ) -> NTSTATUS,
+>;
+/// `DXGKDDI_QUERYFEATUREINTERFACE` (PASSIVE_LEVEL).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeatureinterface>
+pub type PDXGKDDI_QUERYFEATUREINTERFACE = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pArgs: *mut DXGKARG_QUERYFEATUREINTERFACE,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_FEATURE_INTERFACE`: the KMD's interface through which Dxgkrnl queries its feature
+/// support (version 1, 48 bytes).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-dxgkddi_feature_interface>
+// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKDDI_FEATURE_INTERFACE {
+    /// Size of this structure.
+    pub Size: USHORT,
+    /// [`DXGKDDI_FEATURE_INTERFACE_VERSION_1`].
+    pub Version: USHORT,
+    /// Passed to every function below (the adapter context).
+    pub Context: PVOID,
+    /// Reference.
+    pub InterfaceReference: PINTERFACE_REFERENCE,
+    /// Dereference.
+    pub InterfaceDereference: PINTERFACE_DEREFERENCE,
+    /// Feature support query.
+    pub QueryFeatureSupport: PDXGKDDI_QUERYFEATURESUPPORT,
+    /// Feature interface query.
+    pub QueryFeatureInterface: PDXGKDDI_QUERYFEATUREINTERFACE,
+}
+layout!(
+    DXGKDDI_FEATURE_INTERFACE,
+    size = 48,
+    Size = 0,
+    Version = 2,
+    Context = 8,
+    InterfaceReference = 16,
+    InterfaceDereference = 24,
+    QueryFeatureSupport = 32,
+    QueryFeatureInterface = 40
+);

@@ -335,13 +335,92 @@ unsafe extern "system" fn reset_device<P: Platform>(ctx: PVOID) {
 /// DxgkDdiUnload (PASSIVE): the driver keeps no global state, so there is nothing to free.
 unsafe extern "system" fn unload() {}
 
-/// DxgkDdiQueryInterface (PASSIVE): rvgpu exposes no driver-defined interfaces.
+/// DxgkDdiQueryInterface (PASSIVE): rvgpu exports one interface, the WDDM 3.2 feature interface
+/// (`GUID_WDDM_INTERFACE_FEATURE`, version 1) through which Dxgkrnl learns which features the
+/// driver supports (`crate::features::driver_support`). Any other request is NOT_SUPPORTED, as is
+/// version 2, which 24H2 asks for first before falling back to version 1.
 unsafe extern "system" fn query_interface<P: Platform>(
     ctx: PVOID,
     query: PQUERY_INTERFACE,
 ) -> NTSTATUS {
     // SAFETY: Dxgkrnl passes our own context.
-    if unsafe { adapter::<P>(ctx) }.is_none() || query.is_null() {
+    if unsafe { adapter::<P>(ctx) }.is_none() {
+        return status::INVALID_PARAMETER.code();
+    }
+    // SAFETY: Dxgkrnl's request block, valid for the call when non-null.
+    let Some(q) = (unsafe { query.as_ref() }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    // SAFETY: the GUID the request names, valid for the call when non-null.
+    let Some(guid) = (unsafe { q.InterfaceType.as_ref() }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    if *guid != rvgpu_ddi::feature::GUID_WDDM_INTERFACE_FEATURE {
+        return status::NOT_SUPPORTED.code();
+    }
+    let size = core::mem::size_of::<rvgpu_ddi::feature::DXGKDDI_FEATURE_INTERFACE>();
+    if q.Version != rvgpu_ddi::feature::DXGKDDI_FEATURE_INTERFACE_VERSION_1
+        || usize::from(q.Size) < size
+        || q.Interface.is_null()
+    {
+        return status::NOT_SUPPORTED.code();
+    }
+    let out = rvgpu_ddi::feature::DXGKDDI_FEATURE_INTERFACE {
+        Size: q.Size.min(u16::try_from(size).unwrap_or(u16::MAX)),
+        Version: rvgpu_ddi::feature::DXGKDDI_FEATURE_INTERFACE_VERSION_1,
+        Context: ctx,
+        InterfaceReference: Some(feature_interface_reference),
+        InterfaceDereference: Some(feature_interface_reference),
+        QueryFeatureSupport: Some(query_feature_support::<P>),
+        QueryFeatureInterface: Some(query_feature_interface::<P>),
+    };
+    // SAFETY: Dxgkrnl provides `Size` (>= the interface's size, checked) writable bytes at
+    // `Interface`; unaligned write as its alignment is not promised.
+    unsafe {
+        q.Interface
+            .cast::<rvgpu_ddi::feature::DXGKDDI_FEATURE_INTERFACE>()
+            .write_unaligned(out)
+    };
+    status::SUCCESS
+}
+
+/// `InterfaceReference`/`InterfaceDereference` of the feature interface. The interface has no
+/// state of its own: its context is the adapter, which outlives every use Dxgkrnl makes of it
+/// (it drops the interface before RemoveDevice), so there is nothing to count.
+unsafe extern "system" fn feature_interface_reference(_context: PVOID) {}
+
+/// DxgkDdiQueryFeatureSupport (PASSIVE): which versions of a feature the driver implements.
+unsafe extern "system" fn query_feature_support<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut rvgpu_ddi::feature::DXGKARG_QUERYFEATURESUPPORT,
+) -> NTSTATUS {
+    // SAFETY: the interface's context, which is our own adapter context.
+    if unsafe { adapter::<P>(h_adapter) }.is_none() {
+        return status::INVALID_PARAMETER.code();
+    }
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let Some(args) = (unsafe { args.as_mut() }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    let (min, max, supported) = match crate::features::driver_support(args.FeatureId) {
+        Some((min, max)) => (min, max, 1),
+        None => (0, 0, 0),
+    };
+    args.MinSupportedVersion = min;
+    args.MaxSupportedVersion = max;
+    args.SupportedByDriver = supported;
+    args.SupportedOnCurrentConfig = supported;
+    status::SUCCESS
+}
+
+/// DxgkDdiQueryFeatureInterface (PASSIVE): rvgpu's features have no driver-side feature
+/// interfaces (native fences use DDIs of the main table).
+unsafe extern "system" fn query_feature_interface<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut rvgpu_ddi::feature::DXGKARG_QUERYFEATUREINTERFACE,
+) -> NTSTATUS {
+    // SAFETY: the interface's context, which is our own adapter context.
+    if unsafe { adapter::<P>(h_adapter) }.is_none() || args.is_null() {
         return status::INVALID_PARAMETER.code();
     }
     status::NOT_SUPPORTED.code()

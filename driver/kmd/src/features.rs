@@ -20,6 +20,21 @@ use rvgpu_ddi::feature::{
 use crate::dxgk::Dxgk;
 use crate::status::{self, Status};
 
+/// The versions of `id` the driver implements (`DxgkDdiQueryFeatureSupport`), or `None`.
+///
+/// Native fences: version 1. Hardware scheduling and user-mode submission are not claimed:
+/// the HWS DDIs (hardware contexts, priority bands, scheduling log, ResetHwEngine) do not exist
+/// yet (issue 13), so `DXGK_FEATURE_HWSCH` and `DXGK_FEATURE_USER_MODE_SUBMISSION`, which
+/// depends on it, stay unsupported.
+pub(crate) fn driver_support(
+    id: DXGK_FEATURE_ID,
+) -> Option<(DXGK_FEATURE_VERSION, DXGK_FEATURE_VERSION)> {
+    match id {
+        DXGK_FEATURE_NATIVE_FENCE => Some((1, 1)),
+        _ => None,
+    }
+}
+
 /// The native-fence feature as negotiated with the OS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NativeFenceFeature {

@@ -152,6 +152,8 @@ pub struct AdapterShared {
     /// Dxgkrnl's triage log for this adapter: statuses outside a DDI wrapper's allow-list
     /// (BR-23) and pending start-up rules the driver breaks (`bringup::PENDING`).
     pub triage: Mutex<Vec<String>>,
+    /// The feature database negotiated before StartDevice ([`crate::dxgkrnl::features`]).
+    pub features: Mutex<crate::dxgkrnl::features::FeatureDb>,
     /// Counters.
     pub stats: Stats,
     /// Resources the driver gets pointers into (never moves).
@@ -277,6 +279,7 @@ impl AdapterShared {
             interface: Mutex::new(None),
             caps: Mutex::new(None),
             triage: Mutex::new(Vec::new()),
+            features: Mutex::new(Default::default()),
             stats: Stats::default(),
             resources,
             doorbell_bus,
@@ -348,6 +351,14 @@ impl AdapterShared {
     }
 
     /// Asks the interrupt servicer for one ISR call regardless of the line.
+    /// Whether the OS enabled `DXGK_FEATURE_NATIVE_FENCE` for this adapter (NF-10): the
+    /// negotiated state, not just the OS's policy.
+    pub fn native_fence_enabled(&self) -> bool {
+        lock(&self.features)
+            .version(rvgpu_ddi::feature::DXGK_FEATURE_NATIVE_FENCE)
+            .is_some()
+    }
+
     pub fn force_interrupt(&self) {
         self.forced_interrupt.store(true, Ordering::Release);
         self.wake.notify();

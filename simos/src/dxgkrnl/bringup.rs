@@ -309,8 +309,8 @@ pub fn check_caps(
 }
 
 /// BR-73 for one node's metadata flags: user-mode submission needs context scheduling on the
-/// node, a 3.1+ driver, the OS's HWS and UMS enablement (never given here: the driver does not
-/// negotiate them, issue 13) and the doorbell DDIs.
+/// node, a 3.1+ driver, the OS's HWS and UMS enablement (from the feature negotiation) and the
+/// doorbell DDIs.
 pub fn check_node_ums(
     node: u32,
     flags: DXGK_NODEMETADATA_FLAGS,

@@ -39,6 +39,8 @@ pub enum Routine {
     DxgkDdiResetDevice,
     DxgkDdiUnload,
     DxgkDdiQueryInterface,
+    DxgkDdiQueryFeatureSupport,
+    DxgkDdiQueryFeatureInterface,
     DxgkDdiQueryAdapterInfo,
     DxgkDdiCreateNativeFence,
     DxgkDdiOpenNativeFence,
@@ -167,6 +169,12 @@ impl Routine {
             Self::DxgkDdiUnload => rule(P, P, "dispmprt/nc-dispmprt-dxgkddi_unload"),
             Self::DxgkDdiQueryInterface => {
                 rule(P, P, "dispmprt/nc-dispmprt-dxgkddi_query_interface")
+            }
+            Self::DxgkDdiQueryFeatureSupport => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeaturesupport")
+            }
+            Self::DxgkDdiQueryFeatureInterface => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeatureinterface")
             }
             Self::DxgkDdiQueryAdapterInfo => {
                 rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryadapterinfo")

@@ -7,6 +7,7 @@ pub mod bringup;
 pub mod bugcheck;
 pub mod callbacks;
 pub mod ddi;
+pub mod features;
 pub mod interrupt;
 pub mod irql;
 pub mod kernel;

@@ -173,6 +173,10 @@ impl Machine {
                 HighPart: 0,
             },
         };
+        // The feature database, before StartDevice: the driver asks it from StartDevice on
+        // ([D] DpiFeatureStartDevice in DpiFdoStartAdapter).
+        let db = crate::dxgkrnl::features::negotiate(&a, &t)?;
+        *lock(&a.features) = db;
         let mut iface = Box::new(callbacks::interface_for(&a));
         *lock(&a.interface) = Some(crate::dxgkrnl::adapter::SendTable(*iface));
         // From here the driver holds the DeviceHandle and may queue DPCs.
@@ -239,7 +243,7 @@ impl Machine {
                 "render-only adapter reported {sources} video present sources and {children} children"
             ));
         }
-        if caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence) && !a.os.native_fence_feature
+        if caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence) && !a.native_fence_enabled()
         {
             // NF-10: the OS fails adapter start when the KMD advertises native fences the OS
             // did not enable.
@@ -286,6 +290,13 @@ impl Machine {
         }
         // BR-73 per node, then BR-57 (the history-buffer precision).
         let wddm = caps.WDDMVersion as u32;
+        let hws_and_ums = {
+            let db = lock(&a.features);
+            db.version(rvgpu_ddi::feature::DXGK_FEATURE_HWSCH).is_some()
+                && db
+                    .version(rvgpu_ddi::feature::DXGK_FEATURE_USER_MODE_SUBMISSION)
+                    .is_some()
+        };
         let mut rules: Vec<bringup::Violation> = lock(&a.ums)
             .node_metadata
             .iter()
@@ -293,8 +304,8 @@ impl Machine {
             .filter_map(|(n, md)| {
                 let flags = md.Flags;
                 // The OS enables HWSCH and USER_MODE_SUBMISSION only through the feature
-                // negotiation rvgpu does not do yet (BR-80/81, issue 13).
-                bringup::check_node_ums(n as u32, flags, wddm, &t, false)
+                // negotiation (BR-80/81, `dxgkrnl::features`).
+                bringup::check_node_ums(n as u32, flags, wddm, &t, hws_and_ums)
             })
             .collect();
         rules.extend(self.query_history_precision(&a, &t)?);

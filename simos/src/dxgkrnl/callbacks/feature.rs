@@ -97,7 +97,7 @@ pub(super) unsafe extern "system" fn is_feature_enabled(
     // SAFETY: non-null pointer to the driver's argument block.
     let args = unsafe { &mut *args };
     lock(&a.features_queried).push(args.FeatureId);
-    let enabled = args.FeatureId == DXGK_FEATURE_NATIVE_FENCE && a.os.native_fence_feature;
+    let enabled = args.FeatureId == DXGK_FEATURE_NATIVE_FENCE && a.native_fence_enabled();
     let known = args.FeatureId == DXGK_FEATURE_NATIVE_FENCE;
     let mut flags = DXGK_ISFEATUREENABLED_RESULT_0::default();
     flags.set(DXGK_ISFEATUREENABLED_RESULT_0::Enabled, u16::from(enabled));
@@ -129,7 +129,7 @@ pub(super) unsafe extern "system" fn query_feature_interface(
     }
     // SAFETY: non-null pointer to the driver's argument block.
     let args = unsafe { &mut *args };
-    if args.FeatureId != DXGK_FEATURE_NATIVE_FENCE || !a.os.native_fence_feature {
+    if args.FeatureId != DXGK_FEATURE_NATIVE_FENCE || !a.native_fence_enabled() {
         return STATUS_NOT_SUPPORTED;
     }
     let size = std::mem::size_of::<DXGKCBINT_FEATURE_NATIVEFENCE_1>();

@@ -207,7 +207,7 @@ pub(super) fn decode(
             };
             let advertised = lock(&a.caps)
                 .is_some_and(|c| c.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence));
-            if !a.os.native_fence_feature || !advertised {
+            if !a.native_fence_enabled() || !advertised {
                 // The OS never enabled native fences on this adapter (NF-10): the report is
                 // of a type this adapter may not raise.
                 return Err(BugCheck::video_scheduler(

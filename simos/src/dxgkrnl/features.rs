@@ -1,0 +1,225 @@
+//! Dxgkrnl's feature database for one adapter (WDDM 3.2 feature negotiation): built before
+//! `DxgkDdiStartDevice` from the driver's feature interface, read by the driver through the
+//! OS's `IsFeatureEnabled` and `QueryFeatureInterface` callbacks.
+//!
+//! As Windows does ([D] 24H2 `DpiFeatureStartDevice`; [M] "Querying WDDM feature support and
+//! enablement", <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/querying-wddm-feature-support-and-enablement>):
+//! the OS asks `DxgkDdiQueryInterface` for `GUID_WDDM_INTERFACE_FEATURE`, version 2 (56 bytes)
+//! first, then version 1 (48 bytes). With the interface it asks `QueryFeatureSupport` for each
+//! driver feature and enables a feature only if the driver supports a version the OS has, the
+//! OS's policy allows it and its dependencies are enabled. Without the interface it falls back
+//! to a legacy table that knows only the oldest feature IDs (HWSCH … SHARE_BACKING_STORE, and
+//! GPUVAIOMMU: BR-82), so `DXGK_FEATURE_NATIVE_FENCE` can never be enabled for such a driver.
+
+use rvgpu_ddi::adapter::QUERY_INTERFACE;
+use rvgpu_ddi::basic::{GUID, PINTERFACE, USHORT};
+use rvgpu_ddi::feature::*;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::ntstatus::NT_SUCCESS;
+use rvgpu_kmd::platform::Irql;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+
+/// Driver features the OS asks about, in its order.
+pub const DRIVER_FEATURES: &[DXGK_FEATURE_ID] = &[
+    DXGK_FEATURE_HWSCH,
+    DXGK_FEATURE_HWFLIPQUEUE,
+    DXGK_FEATURE_USER_MODE_SUBMISSION,
+    DXGK_FEATURE_NATIVE_FENCE,
+];
+
+/// The highest version of each feature this simulated OS implements.
+const OS_VERSION: DXGK_FEATURE_VERSION = 1;
+
+/// What the driver answered for one feature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DriverSupport {
+    /// The feature.
+    pub id: DXGK_FEATURE_ID,
+    /// Versions the driver implements, `None` if it does not.
+    pub versions: Option<(DXGK_FEATURE_VERSION, DXGK_FEATURE_VERSION)>,
+}
+
+/// The adapter's feature database.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FeatureDb {
+    /// The driver exported `GUID_WDDM_INTERFACE_FEATURE` (version 1); `false`: legacy table.
+    pub driver_interface: bool,
+    /// The driver's answers, per feature asked.
+    pub support: Vec<DriverSupport>,
+    /// Enabled features and their negotiated versions.
+    pub enabled: Vec<(DXGK_FEATURE_ID, DXGK_FEATURE_VERSION)>,
+}
+
+impl FeatureDb {
+    /// The negotiated version of `id`, if enabled.
+    pub fn version(&self, id: DXGK_FEATURE_ID) -> Option<DXGK_FEATURE_VERSION> {
+        self.enabled.iter().find(|(f, _)| *f == id).map(|(_, v)| *v)
+    }
+}
+
+/// The OS's policy for a feature on this adapter (registry overrides, the adapter's
+/// configuration): native fences follow the machine's `native_fence_feature` switch; hardware
+/// scheduling and the rest are allowed when the driver supports them.
+fn os_allows(a: &AdapterShared, id: DXGK_FEATURE_ID) -> bool {
+    match id {
+        DXGK_FEATURE_NATIVE_FENCE => a.os.native_fence_feature,
+        _ => true,
+    }
+}
+
+/// Dependencies the OS hardcodes ([M] the page's "Dependencies": user-mode submission needs
+/// hardware scheduling).
+fn dependencies(id: DXGK_FEATURE_ID) -> &'static [DXGK_FEATURE_ID] {
+    match id {
+        DXGK_FEATURE_USER_MODE_SUBMISSION => &[DXGK_FEATURE_HWSCH],
+        _ => &[],
+    }
+}
+
+/// The enabled set from the driver's answers and the OS's policy, in dependency order.
+pub fn decide(
+    support: &[DriverSupport],
+    allows: impl Fn(DXGK_FEATURE_ID) -> bool,
+) -> Vec<(DXGK_FEATURE_ID, DXGK_FEATURE_VERSION)> {
+    let mut enabled: Vec<(DXGK_FEATURE_ID, DXGK_FEATURE_VERSION)> = Vec::new();
+    for s in support {
+        let Some((min, max)) = s.versions else {
+            continue;
+        };
+        let version = max.min(OS_VERSION);
+        let deps_on = dependencies(s.id)
+            .iter()
+            .all(|d| enabled.iter().any(|(e, _)| e == d));
+        if version >= min && version > 0 && allows(s.id) && deps_on {
+            enabled.push((s.id, version));
+        }
+    }
+    enabled
+}
+
+/// Builds the database before StartDevice.
+pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<FeatureDb, SimError> {
+    let mut db = FeatureDb::default();
+    let Some(iface) = query_interface(a, t)? else {
+        // Legacy: none of the driver-supported features this OS knows is in the old table
+        // except through DxgkCbQueryFeatureSupport, which the driver drives itself.
+        return Ok(db);
+    };
+    db.driver_interface = true;
+    let support = iface
+        .QueryFeatureSupport
+        .ok_or_else(|| ddi::sim_err(a, "feature interface without QueryFeatureSupport".into()))?;
+    for &id in DRIVER_FEATURES {
+        let mut args = DXGKARG_QUERYFEATURESUPPORT {
+            FeatureId: id,
+            AllowExperimental: 0,
+            ..Default::default()
+        };
+        let ctx = iface.Context;
+        let st = ddi::call(
+            a,
+            Routine::DxgkDdiQueryFeatureSupport,
+            support as usize,
+            At::Level(Irql::Passive),
+            || {
+                // SAFETY: the driver's function with its interface context and a valid block.
+                unsafe { support(ctx, &mut args) }
+            },
+        )?;
+        let claimed = NT_SUCCESS(st) && args.SupportedByDriver != 0;
+        let (min, max) = (args.MinSupportedVersion, args.MaxSupportedVersion);
+        // [M] DXGKARG_QUERYFEATURESUPPORT: a supported feature has non-zero versions with
+        // Min <= Max; anything else is not a usable answer.
+        let versions = (claimed && args.SupportedOnCurrentConfig != 0 && min != 0 && min <= max)
+            .then_some((min, max));
+        if claimed && versions.is_none() && args.SupportedOnCurrentConfig != 0 {
+            lock(&a.triage).push(format!(
+                "feature {id}: SupportedByDriver with versions {min}..{max} (must be non-zero, \
+                 Min <= Max): treated as unsupported"
+            ));
+        }
+        db.support.push(DriverSupport { id, versions });
+    }
+    if let Some(deref) = iface.InterfaceDereference {
+        let ctx = iface.Context;
+        // SAFETY: the driver's own dereference with its context (the OS is done with it).
+        unsafe { deref(ctx) };
+    }
+    db.enabled = decide(&db.support, |id| os_allows(a, id));
+    Ok(db)
+}
+
+/// `DxgkDdiQueryInterface(GUID_WDDM_INTERFACE_FEATURE)`: version 2 first (not modelled here:
+/// a driver that answers it is a simulation limit), then version 1.
+fn query_interface(
+    a: &AdapterShared,
+    t: &DRIVER_INITIALIZATION_DATA,
+) -> Result<Option<DXGKDDI_FEATURE_INTERFACE>, SimError> {
+    let Some(q) = t.DxgkDdiQueryInterface else {
+        return Ok(None);
+    };
+    let guid: GUID = GUID_WDDM_INTERFACE_FEATURE;
+    let ctx = a.context();
+    let ask = |size: usize, version: USHORT| -> Result<Option<[u8; 56]>, SimError> {
+        let mut buf = [0u8; 56];
+        let mut req = QUERY_INTERFACE {
+            InterfaceType: &guid,
+            Size: size as USHORT,
+            Version: version,
+            Interface: buf.as_mut_ptr() as PINTERFACE,
+            InterfaceSpecificData: std::ptr::null_mut(),
+            DeviceUid: 0,
+        };
+        let st = ddi::call(
+            a,
+            Routine::DxgkDdiQueryInterface,
+            q as usize,
+            At::Level(Irql::Passive),
+            || {
+                // SAFETY: the driver's DDI with its context and a request naming a 56-byte
+                // buffer that outlives the call.
+                unsafe { q(ctx, &mut req) }
+            },
+        )?;
+        Ok(NT_SUCCESS(st).then_some(buf))
+    };
+    if ask(56, 2)?.is_some() {
+        return Err(ddi::sim_err(
+            a,
+            "the driver answered the version 2 feature interface, which the simulation does not \
+             model"
+                .into(),
+        ));
+    }
+    let Some(buf) = ask(48, DXGKDDI_FEATURE_INTERFACE_VERSION_1)? else {
+        return Ok(None);
+    };
+    // SAFETY: 48 initialised bytes of a plain-data interface (pointers and integers), read
+    // unaligned from the byte buffer.
+    let iface = unsafe {
+        buf.as_ptr()
+            .cast::<DXGKDDI_FEATURE_INTERFACE>()
+            .read_unaligned()
+    };
+    if iface.Version != DXGKDDI_FEATURE_INTERFACE_VERSION_1 || iface.Size < 48 {
+        lock(&a.triage).push(format!(
+            "feature interface returned with Size {} Version {}: ignored",
+            iface.Size, iface.Version
+        ));
+        return Ok(None);
+    }
+    Ok(Some(iface))
+}
+
+impl crate::machine::Machine {
+    /// The feature database adapter `i` negotiated at its last start.
+    pub fn feature_db(&self, i: usize) -> FeatureDb {
+        self.adapter_shared(i)
+            .map_or_else(|_| FeatureDb::default(), |a| lock(&a.features).clone())
+    }
+}
