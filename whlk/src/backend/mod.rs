@@ -711,3 +711,49 @@ pub struct StreamReport {
     /// The first error, if any.
     pub error: Option<String>,
 }
+
+/// Encodes harness work as device commands, with `address` resolving (buffer, offset, bytes)
+/// to a GPU address (each backend knows its buffers). Shared by the backends so that a
+/// [`Work`] means the same packets everywhere.
+pub(crate) fn encode_work(
+    work: &[Work],
+    address: impl Fn(BufferRef, u64, u64) -> Result<u64, Failure>,
+) -> Result<Vec<rvgpu_hw::cmd::Command>, Failure> {
+    use rvgpu_hw::cmd::Command;
+    work.iter()
+        .map(|w| {
+            Ok(match *w {
+                Work::Fill {
+                    dst,
+                    offset,
+                    bytes,
+                    pattern,
+                } => Command::Fill {
+                    dst: address(dst, offset, bytes)?,
+                    bytes,
+                    pattern,
+                },
+                Work::Copy {
+                    src,
+                    src_offset,
+                    dst,
+                    dst_offset,
+                    bytes,
+                } => Command::Copy {
+                    src: address(src, src_offset, bytes)?,
+                    dst: address(dst, dst_offset, bytes)?,
+                    bytes,
+                },
+                Work::WaitAtLeast {
+                    buffer,
+                    offset,
+                    value,
+                } => Command::FenceWait {
+                    addr: address(buffer, offset, 8)?,
+                    value,
+                },
+                Work::Hang => Command::Hang,
+            })
+        })
+        .collect()
+}

@@ -226,42 +226,7 @@ impl<K: Kmt + Send + Sync + 'static> KmtSession<K> {
     }
 
     fn encode(&self, work: &[Work]) -> Result<Vec<Command>, Failure> {
-        work.iter()
-            .map(|w| {
-                Ok(match *w {
-                    Work::Fill {
-                        dst,
-                        offset,
-                        bytes,
-                        pattern,
-                    } => Command::Fill {
-                        dst: self.address(dst, offset, bytes)?,
-                        bytes,
-                        pattern,
-                    },
-                    Work::Copy {
-                        src,
-                        src_offset,
-                        dst,
-                        dst_offset,
-                        bytes,
-                    } => Command::Copy {
-                        src: self.address(src, src_offset, bytes)?,
-                        dst: self.address(dst, dst_offset, bytes)?,
-                        bytes,
-                    },
-                    Work::WaitAtLeast {
-                        buffer,
-                        offset,
-                        value,
-                    } => Command::FenceWait {
-                        addr: self.address(buffer, offset, 8)?,
-                        value,
-                    },
-                    Work::Hang => Command::Hang,
-                })
-            })
-            .collect()
+        crate::backend::encode_work(work, |b, offset, bytes| self.address(b, offset, bytes))
     }
 
     fn queue(&self, q: UmQueueRef) -> Result<&KUmQueue<K>, Failure> {
