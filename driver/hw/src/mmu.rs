@@ -28,26 +28,35 @@ pub const PAGE_2M: u64 = 2 << 20;
 /// The level at which [`Pte::LARGE`] is allowed.
 pub const LARGE_LEVEL: u8 = 1;
 
-/// Bits of VA each level's index takes.
-const INDEX_BITS: u32 = 9;
-const PAGE_SHIFT: u32 = 12;
+/// Lowest VA bit each level's 9-bit index starts at.
+const fn shift(level: u8) -> Option<u32> {
+    match level {
+        0 => Some(12),
+        1 => Some(21),
+        2 => Some(30),
+        3 => Some(39),
+        _ => None,
+    }
+}
 
 /// Index of `va`'s entry in the table at `level`, or `None` for a level that does not exist.
 pub const fn index(va: u64, level: u8) -> Option<u64> {
-    if level >= LEVELS {
-        return None;
+    match shift(level) {
+        Some(s) => Some((va >> s) & 0x1ff),
+        None => None,
     }
-    let shift = PAGE_SHIFT + INDEX_BITS * level as u32;
-    Some((va >> shift) & (ENTRIES_PER_TABLE - 1))
 }
 
 /// Bytes of VA one entry at `level` covers (4 KiB at level 0, 2 MiB at level 1, ...).
 pub const fn span(level: u8) -> Option<u64> {
-    if level >= LEVELS {
-        return None;
+    match shift(level) {
+        Some(s) => Some(1u64 << s),
+        None => None,
     }
-    Some(1u64 << (PAGE_SHIFT + INDEX_BITS * level as u32))
 }
+
+const MASK_4K: u64 = PAGE_4K - 1;
+const MASK_2M: u64 = PAGE_2M - 1;
 
 /// True if `va` is inside the translated range.
 pub const fn is_canonical(va: u64) -> bool {
@@ -104,13 +113,15 @@ impl Pte {
         if table & !Self::ADDR_MASK != 0 {
             return None;
         }
-        Some(Self(table | Self::VALID | if vram { Self::VRAM } else { 0 }))
+        Some(Self(
+            table | Self::VALID | if vram { Self::VRAM } else { 0 },
+        ))
     }
 
     /// A leaf entry mapping the page at `addr` (aligned to 4 KiB, or 2 MiB when `large`).
     pub const fn page(addr: u64, attrs: PageAttrs, large: bool) -> Option<Self> {
-        let align = if large { PAGE_2M } else { PAGE_4K };
-        if addr & !Self::ADDR_MASK != 0 || addr & (align - 1) != 0 {
+        let align_mask = if large { MASK_2M } else { MASK_4K };
+        if addr & !Self::ADDR_MASK != 0 || addr & align_mask != 0 {
             return None;
         }
         let mut v = addr | Self::VALID;
@@ -183,7 +194,7 @@ impl Pte {
             return Decoded::Page { size: PAGE_4K };
         }
         if self.large() {
-            if level != LARGE_LEVEL || self.addr() & (PAGE_2M - 1) != 0 {
+            if level != LARGE_LEVEL || self.addr() & MASK_2M != 0 {
                 return Decoded::Fault(FaultReason::Reserved);
             }
             return Decoded::Page { size: PAGE_2M };
@@ -296,13 +307,13 @@ impl FaultInfo {
     }
 
     pub const fn decode(v: u64) -> Option<Self> {
-        let Some(reason) = FaultReason::from_u8(v as u8) else {
+        let Some(reason) = FaultReason::from_u8((v & 0xff) as u8) else {
             return None;
         };
-        let Some(access) = Access::from_u8((v >> 8) as u8) else {
+        let Some(access) = Access::from_u8(((v >> 8) & 0xff) as u8) else {
             return None;
         };
-        let level = (v >> 16) as u8;
+        let level = ((v >> 16) & 0xff) as u8;
         if level >= LEVELS || (v >> 25) & 0x7f != 0 {
             return None;
         }
@@ -311,7 +322,7 @@ impl FaultInfo {
             access,
             level,
             user: (v >> 24) & 1 != 0,
-            rptr: (v >> 32) as u32,
+            rptr: ((v >> 32) & 0xffff_ffff) as u32,
         })
     }
 }
@@ -358,9 +369,18 @@ mod tests {
         let t = Pte::table(0x5000, false).unwrap();
         assert_eq!(t.decode(3), Decoded::Table);
         assert_eq!(t.decode(0), Decoded::Page { size: PAGE_4K });
-        assert_eq!(Pte::INVALID.decode(2), Decoded::Fault(FaultReason::NotPresent));
-        assert_eq!(Pte(t.0 | 1 << 60).decode(3), Decoded::Fault(FaultReason::Reserved));
-        assert_eq!(Pte(t.0 | 1 << 7).decode(3), Decoded::Fault(FaultReason::Reserved));
+        assert_eq!(
+            Pte::INVALID.decode(2),
+            Decoded::Fault(FaultReason::NotPresent)
+        );
+        assert_eq!(
+            Pte(t.0 | 1 << 60).decode(3),
+            Decoded::Fault(FaultReason::Reserved)
+        );
+        assert_eq!(
+            Pte(t.0 | 1 << 7).decode(3),
+            Decoded::Fault(FaultReason::Reserved)
+        );
         assert_eq!(Pte::table(0x5001, false), None);
     }
 
