@@ -216,7 +216,7 @@ fn reserved_bits_and_bad_tables_fault() {
 }
 
 #[test]
-fn write_to_read_only_faults_and_writes_nothing() {
+fn nf_01_write_to_read_only_faults_and_writes_nothing() {
     let mut s = Space::new();
     let pa = s.page();
     s.map(
@@ -246,7 +246,7 @@ fn write_to_read_only_faults_and_writes_nothing() {
 }
 
 #[test]
-fn user_access_to_privileged_page_faults() {
+fn nf_01_user_access_to_privileged_page_faults() {
     let mut s = Space::new();
     let pa = s.page();
     // MonitoredValue-style page: kernel only (NF-01).
