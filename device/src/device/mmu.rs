@@ -214,6 +214,19 @@ impl Mmu {
         access: Access,
         who: Privilege,
     ) -> Result<(u64, u64), Fault> {
+        self.translate_leaf(mem, root, va, access, who)
+            .map(|(pa, left, _)| (pa, left))
+    }
+
+    /// [`Self::translate_page`] plus the level of the leaf entry.
+    fn translate_leaf(
+        &self,
+        mem: &Memory,
+        root: u64,
+        va: u64,
+        access: Access,
+        who: Privilege,
+    ) -> Result<(u64, u64, u8), Fault> {
         if !mmu::is_canonical(va) {
             return Err(Fault {
                 va,
@@ -255,7 +268,7 @@ impl Mmu {
             .pa
             .checked_add(offset)
             .ok_or(fault(FaultReason::BadPhysical))?;
-        Ok((pa, size - offset))
+        Ok((pa, size - offset, entry.level))
     }
 
     /// Translates `[va, va + len)` page by page. Every page is checked before anything is
@@ -285,7 +298,7 @@ impl Mmu {
         let mut out: Vec<Chunk> = Vec::new();
         let mut cur = va;
         while cur < end {
-            let (pa, left) = self.translate_page(mem, root, cur, access, who)?;
+            let (pa, left, level) = self.translate_leaf(mem, root, cur, access, who)?;
             let n = left.min(end - cur);
             // The words this piece touches (byte accesses read-modify-write whole words).
             let first = pa - pa % 8;
@@ -297,7 +310,7 @@ impl Mmu {
                 return Err(Fault {
                     va: cur,
                     access,
-                    level: 0,
+                    level,
                     reason: FaultReason::BadPhysical,
                 });
             }
