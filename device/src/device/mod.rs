@@ -42,6 +42,7 @@ mod events;
 mod exec;
 mod faults;
 mod mmio;
+pub mod mmu;
 mod regs;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

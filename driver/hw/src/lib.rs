@@ -16,6 +16,7 @@ pub mod event;
 pub mod fence;
 pub mod log;
 pub mod mmio;
+pub mod mmu;
 pub mod pci;
 pub mod pdd;
 pub mod queue;

@@ -1,0 +1,418 @@
+//! The device's GPU MMU: a page-table walker over [`Memory`] and a TLB tagged by root.
+//!
+//! The format is `rvgpu_hw::mmu`; docs/hardware.md §12 and docs/memory.md describe the model.
+//!
+//! Concurrency protocol (threaded and step modes alike):
+//! - The walker reads entries with Acquire loads; whoever writes page tables (the KMD through
+//!   paging buffers) stores them with Release before it invalidates, so a walk that starts after
+//!   the invalidation sees the new entries.
+//! - The TLB is one mutex-protected map plus a generation counter. A translation samples the
+//!   generation (Acquire) before it walks and inserts its result only if the generation is
+//!   still the same under the lock; an invalidation bumps the generation and clears entries
+//!   under the same lock. So an invalidation that returns leaves no cached translation of its
+//!   root(s), and a walk that raced with it cannot put a stale one back.
+//! - A translation that completed before the invalidation may still be in use by the command
+//!   being executed; the register path waits for the CMP's current command to finish (§12.5),
+//!   which the integration with command execution provides.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use rvgpu_hw::addr::VRAM_BASE;
+use rvgpu_hw::mmu::{self, Access, Decoded, FaultReason, PageAttrs, Pte};
+
+use crate::memory::Memory;
+
+/// Bound on cached translations; a full TLB is emptied (simple, never stale).
+pub const TLB_CAPACITY: usize = 256;
+
+/// A failed translation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// The first faulting VA (page-granular accesses: the start of the access or of the first
+    /// page that failed).
+    pub va: u64,
+    pub access: Access,
+    /// Level of the entry (or table) where translation stopped.
+    pub level: u8,
+    pub reason: FaultReason,
+}
+
+/// One physically contiguous piece of a translated access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    /// Device physical address (system bus address, or `VRAM_BASE` + offset).
+    pub pa: u64,
+    pub len: u64,
+}
+
+/// Who is accessing: decides whether [`Pte::USER`] is required.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Privilege {
+    /// A user-mode queue: only U pages.
+    User,
+    /// A kernel-mode queue or the CMP itself.
+    Kernel,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct TlbEntry {
+    /// Physical base of the page.
+    pa: u64,
+    attrs: PageAttrs,
+    level: u8,
+}
+
+#[derive(Default)]
+struct Tlb {
+    /// (root, page-aligned VA, page size) → entry.
+    map: HashMap<(u64, u64, u64), TlbEntry>,
+}
+
+/// Counters (tests and benchmarks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TlbStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub invalidations: u64,
+}
+
+/// The MMU of one device.
+#[derive(Default)]
+pub struct Mmu {
+    tlb: Mutex<Tlb>,
+    generation: AtomicU64,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    invalidations: AtomicU64,
+}
+
+impl std::fmt::Debug for Mmu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mmu").field("stats", &self.stats()).finish()
+    }
+}
+
+/// Physical address an entry's address field names.
+fn phys(pte: Pte) -> Option<u64> {
+    if pte.vram() {
+        VRAM_BASE.checked_add(pte.addr())
+    } else {
+        Some(pte.addr())
+    }
+}
+
+impl Mmu {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn stats(&self) -> TlbStats {
+        TlbStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            invalidations: self.invalidations.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Number of cached translations.
+    pub fn tlb_len(&self) -> usize {
+        self.lock().map.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tlb> {
+        // A panic elsewhere while holding the lock leaves a map that is still consistent.
+        self.tlb.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Drops every cached translation of `root`, or of all roots when `root` is 0. When this
+    /// returns, no lookup can hit an entry cached before the call.
+    pub fn invalidate(&self, root: u64) {
+        let mut tlb = self.lock();
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        if root == 0 {
+            tlb.map.clear();
+        } else {
+            tlb.map.retain(|k, _| k.0 != root);
+        }
+        self.invalidations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Looks `va` up in the TLB.
+    fn lookup(&self, root: u64, va: u64) -> Option<(TlbEntry, u64)> {
+        let tlb = self.lock();
+        for size in [mmu::PAGE_4K, mmu::PAGE_2M] {
+            let base = va & !(size - 1);
+            if let Some(e) = tlb.map.get(&(root, base, size)) {
+                return Some((*e, size));
+            }
+        }
+        None
+    }
+
+    fn insert(&self, generation: u64, root: u64, base: u64, size: u64, e: TlbEntry) {
+        let mut tlb = self.lock();
+        // An invalidation since the walk began may have made this result stale.
+        if self.generation.load(Ordering::Acquire) != generation {
+            return;
+        }
+        if tlb.map.len() >= TLB_CAPACITY {
+            tlb.map.clear();
+        }
+        tlb.map.insert((root, base, size), e);
+    }
+
+    /// Walks the tables under `root` (a device physical address) for `va`, without the TLB.
+    /// Returns the leaf's physical page base, its size and attributes.
+    fn walk(
+        mem: &Memory,
+        root: u64,
+        va: u64,
+        access: Access,
+    ) -> Result<(u64, u64, PageAttrs, u8), Fault> {
+        let fault = |level, reason| Fault {
+            va,
+            access,
+            level,
+            reason,
+        };
+        let mut table = root;
+        let mut level = mmu::ROOT_LEVEL;
+        loop {
+            if !table.is_multiple_of(mmu::TABLE_SIZE) {
+                return Err(fault(level, FaultReason::TableUnreadable));
+            }
+            let addr = mmu::entry_addr(table, va, level)
+                .ok_or(fault(level, FaultReason::TableUnreadable))?;
+            let raw = mem
+                .load(addr, Ordering::Acquire)
+                .ok_or(fault(level, FaultReason::TableUnreadable))?;
+            let pte = Pte(raw);
+            match pte.decode(level) {
+                Decoded::Fault(r) => return Err(fault(level, r)),
+                Decoded::Page { size } => {
+                    let pa = phys(pte).ok_or(fault(level, FaultReason::BadPhysical))?;
+                    return Ok((pa, size, pte.attrs(), level));
+                }
+                Decoded::Table => {
+                    table = phys(pte).ok_or(fault(level, FaultReason::TableUnreadable))?;
+                    level = level
+                        .checked_sub(1)
+                        .ok_or(fault(level, FaultReason::Reserved))?;
+                }
+            }
+        }
+    }
+
+    /// Translates the page holding `va`: physical address of `va` and bytes left in its page.
+    pub fn translate_page(
+        &self,
+        mem: &Memory,
+        root: u64,
+        va: u64,
+        access: Access,
+        who: Privilege,
+    ) -> Result<(u64, u64), Fault> {
+        self.translate_leaf(mem, root, va, access, who)
+            .map(|(pa, left, _)| (pa, left))
+    }
+
+    /// [`Self::translate_page`] plus the level of the leaf entry.
+    fn translate_leaf(
+        &self,
+        mem: &Memory,
+        root: u64,
+        va: u64,
+        access: Access,
+        who: Privilege,
+    ) -> Result<(u64, u64, u8), Fault> {
+        if !mmu::is_canonical(va) {
+            return Err(Fault {
+                va,
+                access,
+                level: mmu::ROOT_LEVEL,
+                reason: FaultReason::NonCanonical,
+            });
+        }
+        let (entry, size) = match self.lookup(root, va) {
+            Some(hit) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                hit
+            }
+            None => {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                let generation = self.generation.load(Ordering::Acquire);
+                let (pa, size, attrs, level) = Self::walk(mem, root, va, access)?;
+                let e = TlbEntry { pa, attrs, level };
+                self.insert(generation, root, va & !(size - 1), size, e);
+                (e, size)
+            }
+        };
+        let fault = |reason| Fault {
+            va,
+            access,
+            level: entry.level,
+            reason,
+        };
+        if who == Privilege::User && !entry.attrs.user {
+            return Err(fault(FaultReason::Privileged));
+        }
+        match access {
+            Access::Write if !entry.attrs.writable => return Err(fault(FaultReason::ReadOnly)),
+            Access::Execute if entry.attrs.no_execute => return Err(fault(FaultReason::NoExecute)),
+            _ => {}
+        }
+        let offset = va & (size - 1);
+        let pa = entry
+            .pa
+            .checked_add(offset)
+            .ok_or(fault(FaultReason::BadPhysical))?;
+        Ok((pa, size - offset, entry.level))
+    }
+
+    /// Translates `[va, va + len)` page by page. Every page is checked before anything is
+    /// returned, so a caller that translates first and accesses after never touches memory
+    /// for an access that faults anywhere. Physical pages that are not memory fault with
+    /// [`FaultReason::BadPhysical`] at the leaf's level.
+    pub fn translate(
+        &self,
+        mem: &Memory,
+        root: u64,
+        va: u64,
+        len: u64,
+        access: Access,
+        who: Privilege,
+    ) -> Result<Vec<Chunk>, Fault> {
+        let end = va
+            .checked_add(len)
+            .filter(|&e| len > 0 && e <= 1 << mmu::VA_BITS);
+        let Some(end) = end else {
+            return Err(Fault {
+                va,
+                access,
+                level: mmu::ROOT_LEVEL,
+                reason: FaultReason::NonCanonical,
+            });
+        };
+        let mut out: Vec<Chunk> = Vec::new();
+        let mut cur = va;
+        while cur < end {
+            let (pa, left, level) = self.translate_leaf(mem, root, cur, access, who)?;
+            let n = left.min(end - cur);
+            // The words this piece touches (byte accesses read-modify-write whole words).
+            let first = pa - pa % 8;
+            let words_end = pa
+                .checked_add(n)
+                .and_then(|e| e.checked_next_multiple_of(8));
+            let mapped = words_end.is_some_and(|e| mem.is_mapped(first, e - first));
+            if !mapped {
+                return Err(Fault {
+                    va: cur,
+                    access,
+                    level,
+                    reason: FaultReason::BadPhysical,
+                });
+            }
+            match out.last_mut() {
+                Some(last) if last.pa.checked_add(last.len) == Some(pa) => last.len += n,
+                _ => out.push(Chunk { pa, len: n }),
+            }
+            cur += n;
+        }
+        Ok(out)
+    }
+
+    /// Writes `data` at `va` (8-byte granular: `va` and the length 8-aligned), or faults
+    /// without writing anything.
+    pub fn write_bytes(
+        &self,
+        mem: &Memory,
+        root: u64,
+        va: u64,
+        data: &[u8],
+        who: Privilege,
+    ) -> Result<(), Fault> {
+        let len = data.len() as u64;
+        let chunks = self.translate(mem, root, va, len, Access::Write, who)?;
+        let mut off = 0usize;
+        for c in chunks {
+            let n = usize::try_from(c.len).unwrap_or(usize::MAX);
+            let piece = data.get(off..off.saturating_add(n)).unwrap_or(&[]);
+            // Translation checked the page is memory; a failure here means it was freed
+            // meanwhile, which the fault path reports the same way.
+            mem.write_bytes(c.pa, piece).ok_or(Fault {
+                va: va.saturating_add(off as u64),
+                access: Access::Write,
+                level: 0,
+                reason: FaultReason::BadPhysical,
+            })?;
+            off = off.saturating_add(n);
+        }
+        Ok(())
+    }
+
+    /// Reads `out.len()` bytes at `va`, or faults.
+    pub fn read_bytes(
+        &self,
+        mem: &Memory,
+        root: u64,
+        va: u64,
+        out: &mut [u8],
+        who: Privilege,
+    ) -> Result<(), Fault> {
+        let len = out.len() as u64;
+        let chunks = self.translate(mem, root, va, len, Access::Read, who)?;
+        let mut off = 0usize;
+        for c in chunks {
+            let n = usize::try_from(c.len).unwrap_or(usize::MAX);
+            let end = off.saturating_add(n).min(out.len());
+            let piece = out.get_mut(off..end).unwrap_or(&mut []);
+            mem.read_bytes(c.pa, piece).ok_or(Fault {
+                va: va.saturating_add(off as u64),
+                access: Access::Read,
+                level: 0,
+                reason: FaultReason::BadPhysical,
+            })?;
+            off = end;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A walk that began before an invalidation must not cache its (possibly stale) result.
+    #[test]
+    fn insert_after_invalidation_is_dropped() {
+        let mmu = Mmu::new();
+        let e = TlbEntry {
+            pa: 0x1000,
+            attrs: PageAttrs::default(),
+            level: 0,
+        };
+        let g = mmu.generation.load(Ordering::Acquire);
+        mmu.invalidate(0x5000);
+        mmu.insert(g, 0x5000, 0, mmu::PAGE_4K, e);
+        assert_eq!(mmu.tlb_len(), 0);
+        let g = mmu.generation.load(Ordering::Acquire);
+        mmu.insert(g, 0x5000, 0, mmu::PAGE_4K, e);
+        assert_eq!(mmu.tlb_len(), 1);
+    }
+
+    #[test]
+    fn tlb_is_bounded() {
+        let mmu = Mmu::new();
+        let e = TlbEntry {
+            pa: 0,
+            attrs: PageAttrs::default(),
+            level: 0,
+        };
+        for i in 0..(TLB_CAPACITY as u64 * 2) {
+            mmu.insert(0, 0x5000, i * mmu::PAGE_4K, mmu::PAGE_4K, e);
+        }
+        assert!(mmu.tlb_len() <= TLB_CAPACITY);
+    }
+}
