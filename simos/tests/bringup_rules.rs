@@ -320,3 +320,56 @@ fn node_metadata_written_past_its_74_byte_entry_is_caught() {
         other => panic!("expected the overrun to be caught, got {other:?}"),
     }
 }
+
+type StartFn = unsafe extern "system" fn(
+    rvgpu_ddi::PVOID,
+    *mut rvgpu_ddi::adapter::DXGK_START_INFO,
+    *mut rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE,
+    *mut u32,
+    *mut u32,
+) -> NTSTATUS;
+type IsrFn = unsafe extern "system" fn(rvgpu_ddi::PVOID, u32) -> u8;
+
+thread_local! {
+    static REAL_START: Cell<Option<(StartFn, IsrFn)>> = const { Cell::new(None) };
+    static ISR_BEFORE_START: Cell<Option<u8>> = const { Cell::new(None) };
+}
+
+/// StartDevice as Dxgkrnl's interrupt sees it: the line is connected before the start, so an
+/// interrupt (a shared line, a device left asserting by firmware) reaches the ISR first.
+unsafe extern "system" fn start_after_an_interrupt(
+    ctx: rvgpu_ddi::PVOID,
+    info: *mut rvgpu_ddi::adapter::DXGK_START_INFO,
+    iface: *mut rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE,
+    sources: *mut u32,
+    children: *mut u32,
+) -> NTSTATUS {
+    let (start, isr) = REAL_START.get().expect("real StartDevice");
+    // SAFETY: the driver's ISR with its own context, before its StartDevice ran.
+    ISR_BEFORE_START.set(Some(unsafe { isr(ctx, 0) }));
+    // SAFETY: forwarded unchanged.
+    unsafe { start(ctx, info, iface, sources, children) }
+}
+
+/// BR-20: the ISR can run before StartDevice (Dxgkrnl connects the interrupt first); rvgpu's
+/// returns FALSE without touching the device, and the start then succeeds.
+#[test]
+fn br_20_isr_before_start_device_claims_nothing() {
+    let mut m = machine(false);
+    let (tx, rx) = std::sync::mpsc::channel();
+    m.load_driver_with(move |t| {
+        let _ = tx.send((t.DxgkDdiStartDevice, t.DxgkDdiInterruptRoutine));
+        t.DxgkDdiStartDevice = Some(start_after_an_interrupt);
+    })
+    .expect("load");
+    let (start, isr) = rx.recv().expect("hook ran");
+    REAL_START.set(Some((start.expect("StartDevice"), isr.expect("ISR"))));
+    let r = m.start_adapter(0);
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(
+        ISR_BEFORE_START.get(),
+        Some(0),
+        "the ISR claimed an interrupt before start"
+    );
+    assert!(m.fault().is_none());
+}
