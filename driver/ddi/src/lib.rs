@@ -37,6 +37,7 @@ pub mod feature;
 pub mod fence;
 pub mod init;
 pub mod interrupt;
+pub mod memory;
 pub mod ntstatus;
 pub mod submission;
 pub mod tdr;
@@ -50,6 +51,7 @@ mod tests {
     use crate::dxgkrnl::*;
     use crate::feature::*;
     use crate::interrupt::*;
+    use crate::memory::*;
 
     /// Declared bitfields must start at bit 0, be contiguous and fill the word exactly.
     fn check_fields(name: &str, bits: u32, fields: &[(&str, BitField)]) {
@@ -68,6 +70,9 @@ mod tests {
     #[test]
     fn bitfields_are_contiguous() {
         check_fields("DXGK_VIDSCHCAPS", 32, DXGK_VIDSCHCAPS::FIELDS);
+        check_fields("DXGK_SEGMENTFLAGS", 32, DXGK_SEGMENTFLAGS::FIELDS);
+        check_fields("DXGK_GPUMMUCAPS_FLAGS", 32, DXGK_GPUMMUCAPS_FLAGS::FIELDS);
+        check_fields("DXGK_GPUMMUCAPS_LEGACY", 32, DXGK_GPUMMUCAPS_LEGACY::FIELDS);
         check_fields("DXGK_VIDMMCAPS_0", 32, DXGK_VIDMMCAPS_0::FIELDS);
         check_fields("DXGK_FLIPCAPS", 32, DXGK_FLIPCAPS::FIELDS);
         check_fields("DXGK_POINTERFLAGS", 32, DXGK_POINTERFLAGS::FIELDS);
@@ -197,5 +202,20 @@ mod tests {
         assert_eq!(DxgkServicesFeature, 7);
         assert_eq!(DXGK_FEATURE_NATIVE_FENCE, 37);
         assert_eq!(DXGKQAITYPE_NATIVE_FENCE_CAPS, 37);
+    }
+
+    /// Bit positions match d3dkmddi.h's documented masks (CpuVisible 0x4, Use64KBPages 0x800,
+    /// LocalBudgetGroup 0x80000; GPUMMUCAPS LargePageSupported is bit 6).
+    #[test]
+    fn memory_model_bit_positions() {
+        let f = DXGK_SEGMENTFLAGS::default()
+            .with(DXGK_SEGMENTFLAGS::CpuVisible, 1)
+            .with(DXGK_SEGMENTFLAGS::Use64KBPages, 1)
+            .with(DXGK_SEGMENTFLAGS::LocalBudgetGroup, 1);
+        assert_eq!(f.Value, 0x4 | 0x800 | 0x8_0000);
+        let c = DXGK_GPUMMUCAPS_FLAGS::default()
+            .with(DXGK_GPUMMUCAPS_FLAGS::LargePageSupported, 1)
+            .with(DXGK_GPUMMUCAPS_FLAGS::CachedPageTables, 1);
+        assert_eq!(c.Value, (1 << 6) | (1 << 12));
     }
 }
