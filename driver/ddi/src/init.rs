@@ -12,6 +12,12 @@
 //! header's name; such aliases say "signature not yet bound" in their documentation.
 
 use crate::adapter::*;
+pub use crate::allocation::{
+    PDXGKDDI_CLOSEALLOCATION, PDXGKDDI_CREATEALLOCATION, PDXGKDDI_CREATEPROCESS,
+    PDXGKDDI_DESCRIBEALLOCATION, PDXGKDDI_DESTROYALLOCATION, PDXGKDDI_DESTROYPROCESS,
+    PDXGKDDI_GETROOTPAGETABLESIZE, PDXGKDDI_GETSTANDARDALLOCATIONDRIVERDATA,
+    PDXGKDDI_OPENALLOCATIONINFO, PDXGKDDI_SETROOTPAGETABLE,
+};
 use crate::basic::*;
 use crate::dxgkrnl::DXGKRNL_INTERFACE;
 pub use crate::fence::{
@@ -862,10 +868,6 @@ layout!(
     DxgkDdiResetDisplayEngine = 1536,
 );
 
-unbound_fn!(PDXGKDDI_CREATEALLOCATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createallocation");
-unbound_fn!(PDXGKDDI_DESTROYALLOCATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyallocation");
-unbound_fn!(PDXGKDDI_DESCRIBEALLOCATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_describeallocation");
-unbound_fn!(PDXGKDDI_GETSTANDARDALLOCATIONDRIVERDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getstandardallocationdriverdata");
 unbound_fn!(PDXGKDDI_ACQUIRESWIZZLINGRANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_acquireswizzlingrange");
 unbound_fn!(PDXGKDDI_RELEASESWIZZLINGRANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_releaseswizzlingrange");
 unbound_fn!(PDXGKDDI_PATCH, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_patch");
@@ -886,8 +888,6 @@ unbound_fn!(PDXGKDDI_GETSCANLINE, "https://learn.microsoft.com/en-us/windows-har
 unbound_fn!(PDXGKDDI_STOPCAPTURE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_stopcapture");
 unbound_fn!(PDXGKDDI_CONTROLINTERRUPT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlinterrupt");
 unbound_fn!(PDXGKDDI_CREATEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createoverlay");
-unbound_fn!(PDXGKDDI_OPENALLOCATIONINFO, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_openallocationinfo");
-unbound_fn!(PDXGKDDI_CLOSEALLOCATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_closeallocation");
 unbound_fn!(PDXGKDDI_RENDER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_render");
 unbound_fn!(PDXGKDDI_PRESENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_present");
 unbound_fn!(PDXGKDDI_UPDATEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updateoverlay");
@@ -909,13 +909,9 @@ unbound_fn!(PDXGKDDI_CONTROLINTERRUPT2, "https://learn.microsoft.com/en-us/windo
 unbound_fn!(PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_checkmultiplaneoverlaysupport");
 unbound_fn!(PDXGKDDI_FORMATHISTORYBUFFER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_formathistorybuffer");
 unbound_fn!(PDXGKDDI_RENDERGDI, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_rendergdi");
-unbound_fn!(PDXGKDDI_SETROOTPAGETABLE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setrootpagetable");
-unbound_fn!(PDXGKDDI_GETROOTPAGETABLESIZE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getrootpagetablesize");
 unbound_fn!(PDXGKDDI_MAPCPUHOSTAPERTURE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_mapcpuhostaperture");
 unbound_fn!(PDXGKDDI_UNMAPCPUHOSTAPERTURE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_unmapcpuhostaperture");
 unbound_fn!(PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_checkmultiplaneoverlaysupport2");
-unbound_fn!(PDXGKDDI_CREATEPROCESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createprocess");
-unbound_fn!(PDXGKDDI_DESTROYPROCESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyprocess");
 unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddresswithmultiplaneoverlay2");
 unbound_fn!(PDXGKDDI_POWERRUNTIMESETDEVICEHANDLE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_powerruntimesetdevicehandle");
 unbound_fn!(PDXGKDDI_SETVIDEOPROTECTEDREGION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvideoprotectedregion");

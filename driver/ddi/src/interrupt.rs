@@ -246,6 +246,102 @@ layout!(
     Status = 44
 );
 
+/// `DXGK_PAGE_FAULT_FLAGS` (d3dkmdt.h): a C enum used as a bit mask in the page-fault arms'
+/// `PageFaultFlags`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-_dxgk_page_fault_flags>
+pub type DXGK_PAGE_FAULT_FLAGS = i32;
+/// The faulting access was a write.
+pub const DXGK_PAGE_FAULT_WRITE: DXGK_PAGE_FAULT_FLAGS = 0x1;
+/// The faulting packet's fence is unknown (`FaultedFenceId` is not meaningful).
+pub const DXGK_PAGE_FAULT_FENCE_INVALID: DXGK_PAGE_FAULT_FLAGS = 0x2;
+/// Recovery needs a full adapter reset.
+pub const DXGK_PAGE_FAULT_ADAPTER_RESET_REQUIRED: DXGK_PAGE_FAULT_FLAGS = 0x4;
+/// Recovery needs an engine reset.
+pub const DXGK_PAGE_FAULT_ENGINE_RESET_REQUIRED: DXGK_PAGE_FAULT_FLAGS = 0x8;
+/// The whole system cannot continue; the OS bug-checks.
+pub const DXGK_PAGE_FAULT_FATAL_HARDWARE_ERROR: DXGK_PAGE_FAULT_FLAGS = 0x10;
+/// The faulting VA was mapped through the IoMmu (clear: through the GPU MMU).
+pub const DXGK_PAGE_FAULT_IOMMU: DXGK_PAGE_FAULT_FLAGS = 0x20;
+/// Hardware queue unknown but the hardware context is (WDDM 2.2+).
+pub const DXGK_PAGE_FAULT_HW_CONTEXT_VALID: DXGK_PAGE_FAULT_FLAGS = 0x40;
+/// Queue and context unknown but the process is (WDDM 2.2+).
+pub const DXGK_PAGE_FAULT_PROCESS_HANDLE_VALID: DXGK_PAGE_FAULT_FLAGS = 0x80;
+
+/// `DXGK_RENDER_PIPELINE_STAGE` (d3dkmdt.h): pipeline stage of a page fault.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-_dxgk_render_pipeline_stage>
+pub type DXGK_RENDER_PIPELINE_STAGE = i32;
+/// Unknown stage.
+pub const DXGK_RENDER_PIPELINE_STAGE_UNKNOWN: DXGK_RENDER_PIPELINE_STAGE = 0;
+/// Input assembler.
+pub const DXGK_RENDER_PIPELINE_STAGE_INPUT_ASSEMBLER: DXGK_RENDER_PIPELINE_STAGE = 1;
+/// Vertex shader.
+pub const DXGK_RENDER_PIPELINE_STAGE_VERTEX_SHADER: DXGK_RENDER_PIPELINE_STAGE = 2;
+/// Geometry shader.
+pub const DXGK_RENDER_PIPELINE_STAGE_GEOMETRY_SHADER: DXGK_RENDER_PIPELINE_STAGE = 3;
+/// Stream output.
+pub const DXGK_RENDER_PIPELINE_STAGE_STREAM_OUTPUT: DXGK_RENDER_PIPELINE_STAGE = 4;
+/// Rasterizer.
+pub const DXGK_RENDER_PIPELINE_STAGE_RASTERIZER: DXGK_RENDER_PIPELINE_STAGE = 5;
+/// Pixel shader.
+pub const DXGK_RENDER_PIPELINE_STAGE_PIXEL_SHADER: DXGK_RENDER_PIPELINE_STAGE = 6;
+/// Output merger.
+pub const DXGK_RENDER_PIPELINE_STAGE_OUTPUT_MERGER: DXGK_RENDER_PIPELINE_STAGE = 7;
+
+/// `DXGK_GENERAL_ERROR_CODE` (d3dkmdt.h): [`DXGK_FAULT_ERROR_CODE::GeneralErrorCode`].
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-_dxgk_general_error_code>
+pub type DXGK_GENERAL_ERROR_CODE = i32;
+/// A page fault.
+pub const DXGK_GENERAL_ERROR_PAGE_FAULT: DXGK_GENERAL_ERROR_CODE = 0;
+/// An invalid instruction.
+pub const DXGK_GENERAL_ERROR_INVALID_INSTRUCTION: DXGK_GENERAL_ERROR_CODE = 1;
+
+/// `DXGK_PRIMITIVE_API_SEQUENCE_NUMBER_UNKNOWN`: `FaultedPrimitiveAPISequenceNumber` when the
+/// draw is not known.
+pub const DXGK_PRIMITIVE_API_SEQUENCE_NUMBER_UNKNOWN: UINT64 = u64::MAX;
+/// `DXGK_BIND_TABLE_ENTRY_UNKNOWN`: `FaultedBindTableEntry` when the resource is not known.
+pub const DXGK_BIND_TABLE_ENTRY_UNKNOWN: UINT = u32::MAX;
+
+bitfield! {
+    /// `DXGK_FAULT_ERROR_CODE` (d3dkmdt.h): cause of a GPU fault. C declares two overlapping
+    /// views: (`IsDeviceSpecificCode`, `GeneralErrorCode`) and
+    /// (`IsDeviceSpecificCodeReservedBit`, `DeviceSpecificCode`); bit 0 selects which one the
+    /// upper 31 bits follow. The second view is given by the associated constants
+    /// [`Self::IsDeviceSpecificCodeReservedBit`] and [`Self::DeviceSpecificCode`]. C has no
+    /// whole-word member; `Value` is rvgpu's.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_dxgk_fault_error_code>
+    pub struct DXGK_FAULT_ERROR_CODE: u32 {
+        /// 1: bits 1..31 are a device-specific code; 0: a [`DXGK_GENERAL_ERROR_CODE`].
+        IsDeviceSpecificCode: 0, 1;
+        /// [`DXGK_GENERAL_ERROR_CODE`] when `IsDeviceSpecificCode` is 0.
+        GeneralErrorCode: 1, 31;
+    }
+}
+layout!(DXGK_FAULT_ERROR_CODE, size = 4);
+
+impl DXGK_FAULT_ERROR_CODE {
+    /// Second view: the same bit as `IsDeviceSpecificCode`.
+    pub const IsDeviceSpecificCodeReservedBit: BitField = BitField { shift: 0, width: 1 };
+    /// Second view: the device-specific code when `IsDeviceSpecificCode` is 1.
+    pub const DeviceSpecificCode: BitField = BitField {
+        shift: 1,
+        width: 31,
+    };
+
+    /// A general (OS-defined) error code.
+    pub const fn general(code: DXGK_GENERAL_ERROR_CODE) -> Self {
+        Self::from_value(0).with(Self::GeneralErrorCode, code as u32)
+    }
+
+    /// A device-specific error code (truncated to 31 bits).
+    pub const fn device_specific(code: u32) -> Self {
+        Self::from_value(1).with(Self::DeviceSpecificCode, code)
+    }
+}
+
 /// `DmaPageFaulted` arm (WDDM 2.0+).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -254,12 +350,12 @@ pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted {
     pub FaultedFenceId: UINT,
     /// API sequence number of the faulting primitive.
     pub FaultedPrimitiveAPISequenceNumber: UINT64,
-    /// `DXGK_RENDER_PIPELINE_STAGE` value.
-    pub FaultedPipelineStage: i32,
+    /// Pipeline stage, or [`DXGK_RENDER_PIPELINE_STAGE_UNKNOWN`].
+    pub FaultedPipelineStage: DXGK_RENDER_PIPELINE_STAGE,
     /// Bind table entry.
     pub FaultedBindTableEntry: UINT,
-    /// `DXGK_PAGE_FAULT_FLAGS` value.
-    pub PageFaultFlags: i32,
+    /// `DXGK_PAGE_FAULT_*` bits.
+    pub PageFaultFlags: DXGK_PAGE_FAULT_FLAGS,
     /// Faulting GPU VA.
     pub FaultedVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
     /// Node.
@@ -268,8 +364,8 @@ pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted {
     pub EngineOrdinal: UINT,
     /// Page table level.
     pub PageTableLevel: UINT,
-    /// `DXGK_FAULT_ERROR_CODE` (a 32-bit word).
-    pub FaultErrorCode: UINT,
+    /// Cause of the fault (meaningful when `FaultedVirtualAddress` is 0).
+    pub FaultErrorCode: DXGK_FAULT_ERROR_CODE,
     /// Faulting process.
     pub FaultedProcessHandle: HANDLE,
 }
@@ -362,16 +458,16 @@ pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted {
     pub NodeOrdinal: UINT,
     /// Engine.
     pub EngineOrdinal: UINT,
-    /// `DXGK_RENDER_PIPELINE_STAGE` value.
-    pub FaultedPipelineStage: i32,
+    /// Pipeline stage, or [`DXGK_RENDER_PIPELINE_STAGE_UNKNOWN`].
+    pub FaultedPipelineStage: DXGK_RENDER_PIPELINE_STAGE,
     /// Bind table entry.
     pub FaultedBindTableEntry: UINT,
-    /// `DXGK_PAGE_FAULT_FLAGS` value.
-    pub PageFaultFlags: i32,
+    /// `DXGK_PAGE_FAULT_*` bits.
+    pub PageFaultFlags: DXGK_PAGE_FAULT_FLAGS,
     /// Page table level.
     pub PageTableLevel: UINT,
-    /// `DXGK_FAULT_ERROR_CODE` word.
-    pub FaultErrorCode: UINT,
+    /// Cause of the fault.
+    pub FaultErrorCode: DXGK_FAULT_ERROR_CODE,
 }
 layout!(
     DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted,

@@ -31,6 +31,7 @@
 pub mod macros;
 
 pub mod adapter;
+pub mod allocation;
 pub mod basic;
 pub mod dxgkrnl;
 pub mod feature;
@@ -158,6 +159,13 @@ mod tests {
             .with(DXGK_VIDMMCAPS_0::VirtualAddressingSupported, 1)
             .with(DXGK_VIDMMCAPS_0::GpuMmuSupported, 1);
         assert_eq!(mm.Value, 0x60);
+        let fe = DXGK_FAULT_ERROR_CODE::device_specific(0x1234);
+        assert_eq!(fe.Value, (0x1234 << 1) | 1);
+        assert_eq!(fe.get(DXGK_FAULT_ERROR_CODE::DeviceSpecificCode), 0x1234);
+        assert_eq!(
+            DXGK_FAULT_ERROR_CODE::general(DXGK_GENERAL_ERROR_INVALID_INSTRUCTION).Value,
+            2
+        );
         let r = DXGK_ISFEATUREENABLED_RESULT_0::from_value(0b101);
         assert!(r.is_set(DXGK_ISFEATUREENABLED_RESULT_0::Enabled));
         assert!(!r.is_set(DXGK_ISFEATUREENABLED_RESULT_0::KnownFeature));

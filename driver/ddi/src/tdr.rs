@@ -23,6 +23,12 @@
 
 use crate::basic::*;
 use crate::macros::{bitfield, layout, zeroed_default};
+use crate::memory::{
+    DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES, DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL,
+    DXGK_BUILDPAGINGBUFFER_FLUSHTLB, DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY,
+    DXGK_BUILDPAGINGBUFFER_SIGNALMONITOREDFENCE, DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL,
+    DXGK_BUILDPAGINGBUFFER_UPDATECONTEXTALLOCATION, DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
+};
 use crate::submission::DXGK_SUBMITCOMMANDFLAGS;
 
 // ---------------------------------------------------------------------------------------------
@@ -694,12 +700,13 @@ layout!(DXGKARG_BUILDPAGINGBUFFER_Reserved, size = 256);
 
 /// Anonymous per-operation union of [`DXGKARG_BUILDPAGINGBUFFER`] (256 bytes, 8-aligned).
 ///
-/// Only the arms rvgpu's paging path uses are typed (`Transfer`, `Fill`); `DiscardContent`,
-/// `ReadPhysical`, `WritePhysical`, `MapApertureSegment`, `UnmapApertureSegment`,
-/// `SpecialLockTransfer`, `InitContextResource`, `TransferVirtual`, `FillVirtual`,
-/// `UpdatePageTable`, `FlushTlb`, `CopyPageTableEntries`, `UpdateContextAllocation`,
-/// `NotifyResidency`, `SignalMonitoredFence`, `MapApertureSegment2` and the WDDM 3.2 arms are
-/// reachable only as raw words through `Reserved`.
+/// Typed arms: `Transfer`, `Fill` and the WDDM 2.0+ GpuMmu operations (`TransferVirtual`,
+/// `FillVirtual`, `UpdatePageTable`, `FlushTlb`, `CopyPageTableEntries`,
+/// `UpdateContextAllocation`, `NotifyResidency`, `SignalMonitoredFence`; their types are in
+/// [`crate::memory`]). `DiscardContent`, `ReadPhysical`, `WritePhysical`,
+/// `MapApertureSegment`, `UnmapApertureSegment`, `SpecialLockTransfer`, `InitContextResource`,
+/// `MapApertureSegment2` and the WDDM 3.2 arms are reachable only as raw words through
+/// `Reserved`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub union DXGKARG_BUILDPAGINGBUFFER_0 {
@@ -707,6 +714,22 @@ pub union DXGKARG_BUILDPAGINGBUFFER_0 {
     pub Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer,
     /// [`DXGK_OPERATION_FILL`].
     pub Fill: DXGKARG_BUILDPAGINGBUFFER_Fill,
+    /// [`DXGK_OPERATION_VIRTUAL_TRANSFER`] (WDDM 2.0+).
+    pub TransferVirtual: DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL,
+    /// [`DXGK_OPERATION_VIRTUAL_FILL`] (WDDM 2.0+).
+    pub FillVirtual: DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL,
+    /// [`DXGK_OPERATION_UPDATE_PAGE_TABLE`] (WDDM 2.0+).
+    pub UpdatePageTable: DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
+    /// [`DXGK_OPERATION_FLUSH_TLB`] (WDDM 2.0+).
+    pub FlushTlb: DXGK_BUILDPAGINGBUFFER_FLUSHTLB,
+    /// [`DXGK_OPERATION_COPY_PAGE_TABLE_ENTRIES`] (WDDM 2.0+).
+    pub CopyPageTableEntries: DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES,
+    /// [`DXGK_OPERATION_UPDATE_CONTEXT_ALLOCATION`] (WDDM 2.0+).
+    pub UpdateContextAllocation: DXGK_BUILDPAGINGBUFFER_UPDATECONTEXTALLOCATION,
+    /// [`DXGK_OPERATION_NOTIFY_RESIDENCY`] (WDDM 2.0+).
+    pub NotifyResidency: DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY,
+    /// [`DXGK_OPERATION_SIGNAL_MONITORED_FENCE`] (WDDM 2.2+).
+    pub SignalMonitoredFence: DXGK_BUILDPAGINGBUFFER_SIGNALMONITOREDFENCE,
     /// Raw view; sizes the union.
     pub Reserved: DXGKARG_BUILDPAGINGBUFFER_Reserved,
 }
@@ -860,6 +883,29 @@ mod tests {
         assert_eq!(raw[6], 1);
         assert_eq!(raw[8], 0x20_0000);
         assert!(raw[10..].iter().all(|w| *w == 0));
+    }
+
+    #[test]
+    fn gpummu_arms_share_the_union() {
+        let mut a = DXGKARG_BUILDPAGINGBUFFER {
+            Operation: DXGK_OPERATION_UPDATE_PAGE_TABLE,
+            ..Default::default()
+        };
+        a.Anonymous.UpdatePageTable = DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE {
+            PageTableLevel: 1,
+            StartIndex: 7,
+            NumPageTableEntries: 3,
+            UpdateMode: crate::memory::DXGK_PAGETABLEUPDATE_GPU_PHYSICAL,
+            FirstPteVirtualAddress: 0x1234_5000,
+            ..Default::default()
+        };
+        // SAFETY: the union was zeroed and then the UpdatePageTable arm written.
+        let raw = unsafe { a.Anonymous.Reserved.Reserved };
+        // PageTableLevel 0, StartIndex 40, NumPageTableEntries 44, UpdateMode 80,
+        // FirstPteVirtualAddress 96 (words 0, 10, 11, 20, 24).
+        assert_eq!((raw[0], raw[10], raw[11], raw[20]), (1, 7, 3, 2));
+        assert_eq!(raw[24], 0x1234_5000);
+        assert!(raw[26..].iter().all(|w| *w == 0));
     }
 
     #[test]

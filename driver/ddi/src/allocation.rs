@@ -1,0 +1,1205 @@
+//! GpuMmu memory model, driver side of VidMm objects (issue 12): processes and their root page
+//! tables (`DxgkDdiCreateProcess`, `DxgkDdiDestroyProcess`, `DxgkDdiGetRootPageTableSize`,
+//! `DxgkDdiSetRootPageTable`) and allocations (`DxgkDdiCreateAllocation`,
+//! `DxgkDdiDestroyAllocation`, `DxgkDdiDescribeAllocation`,
+//! `DxgkDdiGetStandardAllocationDriverData`, `DxgkDdiOpenAllocation`, `DxgkDdiCloseAllocation`),
+//! d3dkmddi.h with the small d3dukmdt.h / d3dkmdt.h types they use.
+//!
+//! Page-table entries and the paging-buffer page-table operations are in [`crate::memory`];
+//! the `DXGKARG_BUILDPAGINGBUFFER` union arms in [`crate::tdr`].
+//!
+//! Every DDI here is PASSIVE_LEVEL (`_IRQL_requires_(PASSIVE_LEVEL)` in the header). First
+//! argument: `hAdapter` (the `MiniportDeviceContext` from `DxgkDdiAddDevice`) for everything
+//! except `DxgkDdiOpenAllocation` and `DxgkDdiCloseAllocation`, which take the driver's
+//! `hDevice` (from `DxgkDdiCreateDevice`). Pointer mutability follows the header's parameter
+//! typedefs: `IN_CONST_P…` is `*const`, `INOUT_P…` is `*mut`.
+//!
+//! Layouts: WDK 10.0.22621 d3dkmddi.h / d3dukmdt.h / d3dkmdt.h with
+//! `DXGKDDI_INTERFACE_VERSION=0x11007`, checked by `wdk-layout-check`.
+
+use core::ffi::c_void;
+
+use crate::basic::*;
+use crate::macros::{bitfield, layout, zeroed_default};
+use crate::memory::D3DGPU_PHYSICAL_ADDRESS;
+
+// ---------------------------------------------------------------------------------------------
+// Small shared D3DDDI types (d3dukmdt.h)
+// ---------------------------------------------------------------------------------------------
+
+/// `D3DDDIFORMAT`: surface format (a C enum; `D3DFMT`-compatible values and FourCCs).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-_d3dddiformat>
+pub type D3DDDIFORMAT = i32;
+/// Format unknown or not applicable.
+pub const D3DDDIFMT_UNKNOWN: D3DDDIFORMAT = 0;
+
+/// `D3DDDI_ROTATION`: display rotation.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-_d3dddi_rotation>
+pub type D3DDDI_ROTATION = i32;
+/// Not rotated.
+pub const D3DDDI_ROTATION_IDENTITY: D3DDDI_ROTATION = 1;
+/// 90 degrees.
+pub const D3DDDI_ROTATION_90: D3DDDI_ROTATION = 2;
+/// 180 degrees.
+pub const D3DDDI_ROTATION_180: D3DDDI_ROTATION = 3;
+/// 270 degrees.
+pub const D3DDDI_ROTATION_270: D3DDDI_ROTATION = 4;
+
+/// `D3DDDI_RATIONAL`: a fraction (refresh rates).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_rational>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct D3DDDI_RATIONAL {
+    /// Numerator.
+    pub Numerator: UINT,
+    /// Denominator.
+    pub Denominator: UINT,
+}
+layout!(D3DDDI_RATIONAL, size = 8, Numerator = 0, Denominator = 4);
+
+/// `D3DDDI_MULTISAMPLINGMETHOD`: a multisampling mode.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_multisamplingmethod>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct D3DDDI_MULTISAMPLINGMETHOD {
+    /// Samples per pixel.
+    pub NumSamples: UINT,
+    /// Highest quality level of this sample count.
+    pub NumQualityLevels: UINT,
+}
+layout!(
+    D3DDDI_MULTISAMPLINGMETHOD,
+    size = 8,
+    NumSamples = 0,
+    NumQualityLevels = 4
+);
+
+bitfield! {
+    /// `D3DDDI_SEGMENTPREFERENCE` (= `DXGK_SEGMENTPREFERENCE`): up to five segment ids in
+    /// order of preference, each with a direction bit (allocate from the end of the segment).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_segmentpreference>
+    pub struct D3DDDI_SEGMENTPREFERENCE: u32 {
+        /// Most preferred segment (0: none).
+        SegmentId0: 0, 5;
+        /// Direction for `SegmentId0`.
+        Direction0: 5, 1;
+        /// Second choice.
+        SegmentId1: 6, 5;
+        /// Direction for `SegmentId1`.
+        Direction1: 11, 1;
+        /// Third choice.
+        SegmentId2: 12, 5;
+        /// Direction for `SegmentId2`.
+        Direction2: 17, 1;
+        /// Fourth choice.
+        SegmentId3: 18, 5;
+        /// Direction for `SegmentId3`.
+        Direction3: 23, 1;
+        /// Fifth choice.
+        SegmentId4: 24, 5;
+        /// Direction for `SegmentId4`.
+        Direction4: 29, 1;
+        /// Reserved, zero.
+        Reserved: 30, 2;
+    }
+}
+layout!(D3DDDI_SEGMENTPREFERENCE, size = 4);
+
+/// `DXGK_SEGMENTPREFERENCE`: the kernel-mode name of [`D3DDDI_SEGMENTPREFERENCE`].
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_segmentpreference>
+pub type DXGK_SEGMENTPREFERENCE = D3DDDI_SEGMENTPREFERENCE;
+
+bitfield! {
+    /// `DXGK_SEGMENTBANKPREFERENCE`: up to four preferred banks (banked segments only).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_segmentbankpreference>
+    pub struct DXGK_SEGMENTBANKPREFERENCE: u32 {
+        /// Most preferred bank.
+        Bank0: 0, 7;
+        /// Direction for `Bank0`.
+        Direction0: 7, 1;
+        /// Second choice.
+        Bank1: 8, 7;
+        /// Direction for `Bank1`.
+        Direction1: 15, 1;
+        /// Third choice.
+        Bank2: 16, 7;
+        /// Direction for `Bank2`.
+        Direction2: 23, 1;
+        /// Fourth choice.
+        Bank3: 24, 7;
+        /// Direction for `Bank3`.
+        Direction3: 31, 1;
+    }
+}
+layout!(DXGK_SEGMENTBANKPREFERENCE, size = 4);
+
+// ---------------------------------------------------------------------------------------------
+// Processes and root page tables (WDDM 2.0+)
+// ---------------------------------------------------------------------------------------------
+
+bitfield! {
+    /// `DXGK_CREATEPROCESSFLAGS`: kind of process in [`DXGKARG_CREATEPROCESS::Flags`].
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_createprocessflags>
+    pub struct DXGK_CREATEPROCESSFLAGS: u32 {
+        /// The OS's system process (the paging process lives here).
+        SystemProcess: 0, 1;
+        /// The GDI process.
+        GdiProcess: 1, 1;
+        /// A virtual-machine process (WDDM 2.2+).
+        VirtualMachineProcess: 2, 1;
+        /// A VM worker process (WDDM 2.4+).
+        VirtualMachineWorkerProcess: 3, 1;
+        /// A process in a session-isolated container (WDDM 2.5+).
+        SessionIsolatedContainer: 4, 1;
+        /// Reserved, zero.
+        Reserved: 5, 27;
+    }
+}
+layout!(DXGK_CREATEPROCESSFLAGS, size = 4);
+
+/// `DXGKARG_CREATEPROCESS`: argument of `DxgkDdiCreateProcess` (members through WDDM 2.4).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_createprocess>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_CREATEPROCESS {
+    /// In: Dxgkrnl's handle of the process (the `FaultedProcessHandle` of page faults).
+    pub hDxgkProcess: HANDLE,
+    /// Out: the driver's handle; passed back as `hProcess` in paging operations and to
+    /// `DxgkDdiDestroyProcess`.
+    pub hKmdProcess: HANDLE,
+    /// In: kind of process.
+    pub Flags: DXGK_CREATEPROCESSFLAGS,
+    /// In: elements of `pPasid`.
+    pub NumPasid: UINT,
+    /// In: PASIDs of the process (IoMmu).
+    pub pPasid: *mut ULONG,
+    /// In: the driver's VM worker process when `Flags.VirtualMachineProcess` (WDDM 2.4+).
+    pub hKmdVmWorkerProcess: HANDLE,
+    /// In: length of `pProcessName` in characters (WDDM 2.4+).
+    pub ProcessNameLength: UINT,
+    /// In: process name, may be null (WDDM 2.4+).
+    pub pProcessName: *mut WCHAR,
+}
+layout!(
+    DXGKARG_CREATEPROCESS,
+    size = 56,
+    hDxgkProcess = 0,
+    hKmdProcess = 8,
+    Flags = 16,
+    NumPasid = 20,
+    pPasid = 24,
+    hKmdVmWorkerProcess = 32,
+    ProcessNameLength = 40,
+    pProcessName = 48
+);
+
+/// `DXGKDDI_CREATEPROCESS` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// INOUT_PDXGKARG_CREATEPROCESS pArgs)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createprocess>
+pub type PDXGKDDI_CREATEPROCESS = Option<
+    unsafe extern "system" fn(hAdapter: HANDLE, pArgs: *mut DXGKARG_CREATEPROCESS) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_DESTROYPROCESS` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter, IN_CONST_HANDLE
+/// hKmdProcess)`. There is no argument structure: the second parameter is the driver's own
+/// process handle from [`DXGKARG_CREATEPROCESS::hKmdProcess`].
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyprocess>
+pub type PDXGKDDI_DESTROYPROCESS =
+    Option<unsafe extern "system" fn(hAdapter: HANDLE, hKmdProcess: HANDLE) -> NTSTATUS>;
+
+/// `DXGKARG_GETROOTPAGETABLESIZE`: argument of `DxgkDdiGetRootPageTableSize`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_getrootpagetablesize>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGKARG_GETROOTPAGETABLESIZE {
+    /// In: entries VidMm wants; out: entries the root table will hold (the driver may round
+    /// up).
+    pub NumberOfPte: UINT,
+    /// In: physical adapter.
+    pub PhysicalAdapterIndex: UINT,
+}
+layout!(
+    DXGKARG_GETROOTPAGETABLESIZE,
+    size = 8,
+    NumberOfPte = 0,
+    PhysicalAdapterIndex = 4
+);
+
+/// `DXGKDDI_GETROOTPAGETABLESIZE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// INOUT_PDXGKARG_GETROOTPAGETABLESIZE pArgs)`, returns `SIZE_T`: the root table's size in
+/// bytes for `pArgs.NumberOfPte` entries (no NTSTATUS; it cannot fail).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getrootpagetablesize>
+pub type PDXGKDDI_GETROOTPAGETABLESIZE = Option<
+    unsafe extern "system" fn(hAdapter: HANDLE, pArgs: *mut DXGKARG_GETROOTPAGETABLESIZE) -> SIZE_T,
+>;
+
+/// `DXGKARG_SETROOTPAGETABLE`: argument of `DxgkDdiSetRootPageTable`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_setrootpagetable>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_SETROOTPAGETABLE {
+    /// Driver context handle (from `DxgkDdiCreateContext`) whose address space changes.
+    pub hContext: HANDLE,
+    /// Where the root page table now is (segment + offset).
+    pub Address: D3DGPU_PHYSICAL_ADDRESS,
+    /// Entries in the root table.
+    pub NumEntries: UINT,
+}
+layout!(
+    DXGKARG_SETROOTPAGETABLE,
+    size = 32,
+    hContext = 0,
+    Address = 8,
+    NumEntries = 24
+);
+
+/// `DXGKDDI_SETROOTPAGETABLE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// IN_CONST_PDXGKARG_SETROOTPAGETABLE pSetPageTable)`, returns VOID: it must not fail.
+/// Called when a context is created and whenever its root page table moves.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setrootpagetable>
+pub type PDXGKDDI_SETROOTPAGETABLE = Option<
+    unsafe extern "system" fn(hAdapter: HANDLE, pSetPageTable: *const DXGKARG_SETROOTPAGETABLE),
+>;
+
+// ---------------------------------------------------------------------------------------------
+// Allocation flags
+// ---------------------------------------------------------------------------------------------
+
+bitfield! {
+    /// `DXGK_ALLOCATIONINFOFLAGS`: the pre-WDDM 2.0 view of [`DXGK_ALLOCATIONINFO_1`] (bits 15..18
+    /// as at `DXGKDDI_INTERFACE_VERSION >= WDDM2_0`). The reserved bits' C names come from the
+    /// header's `DXGK_ALLOC_RESERVEDn` macros (`Reserved0`..`Reserved15`); `DXGK_ALLOC_RESERVED16`
+    /// has no macro and keeps that name.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationinfoflags>
+    pub struct DXGK_ALLOCATIONINFOFLAGS: u32 {
+        /// CPU-accessible.
+        CpuVisible: 0, 1;
+        /// Always in system memory.
+        PermanentSysMem: 1, 1;
+        /// Cached CPU mapping.
+        Cached: 2, 1;
+        /// Protected content.
+        Protected: 3, 1;
+        /// Backed by existing user system memory.
+        ExistingSysMem: 4, 1;
+        /// Backed by existing kernel system memory.
+        ExistingKernelSysMem: 5, 1;
+        /// Allocate from the end of the segment.
+        FromEndOfSegment: 6, 1;
+        /// Swizzled.
+        Swizzled: 7, 1;
+        /// Overlay.
+        Overlay: 8, 1;
+        /// Capture buffer.
+        Capture: 9, 1;
+        /// Uses the alternate VA.
+        UseAlternateVA: 10, 1;
+        /// Paging must be synchronous.
+        SynchronousPaging: 11, 1;
+        /// Linked-adapter mirrored.
+        LinkMirrored: 12, 1;
+        /// Linked-adapter instanced.
+        LinkInstanced: 13, 1;
+        /// History buffer.
+        HistoryBuffer: 14, 1;
+        /// Accessed by physical address (WDDM 2.0+).
+        AccessedPhysically: 15, 1;
+        /// Wants `NotifyResidency` paging operations (WDDM 2.0+).
+        ExplicitResidencyNotification: 16, 1;
+        /// Hardware-protected (WDDM 2.0+).
+        HardwareProtected: 17, 1;
+        /// CPU-visible on demand (WDDM 2.0+).
+        CpuVisibleOnDemand: 18, 1;
+        /// Reserved (no macro in the header: this is its C name).
+        DXGK_ALLOC_RESERVED16: 19, 1;
+        /// Reserved.
+        Reserved15: 20, 1;
+        /// Reserved.
+        Reserved14: 21, 1;
+        /// Reserved.
+        Reserved13: 22, 1;
+        /// Reserved.
+        Reserved12: 23, 1;
+        /// Reserved.
+        Reserved11: 24, 1;
+        /// Reserved.
+        Reserved10: 25, 1;
+        /// Reserved.
+        Reserved9: 26, 1;
+        /// Reserved.
+        Reserved4: 27, 1;
+        /// Reserved.
+        Reserved3: 28, 1;
+        /// Reserved.
+        Reserved2: 29, 1;
+        /// Reserved.
+        Reserved1: 30, 1;
+        /// Reserved.
+        Reserved0: 31, 1;
+    }
+}
+layout!(DXGK_ALLOCATIONINFOFLAGS, size = 4);
+
+bitfield! {
+    /// `DXGK_ALLOCATIONINFOFLAGS_WDDM2_0`: the flags a WDDM 2.x driver fills
+    /// ([`DXGK_ALLOCATIONINFO_1::FlagsWddm2`]), as declared at interface 0x11007.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationinfoflags_wddm2_0>
+    pub struct DXGK_ALLOCATIONINFOFLAGS_WDDM2_0: u32 {
+        /// CPU-accessible.
+        CpuVisible: 0, 1;
+        /// Always in system memory.
+        PermanentSysMem: 1, 1;
+        /// Cached CPU mapping.
+        Cached: 2, 1;
+        /// Protected content.
+        Protected: 3, 1;
+        /// Backed by existing user system memory.
+        ExistingSysMem: 4, 1;
+        /// Backed by existing kernel system memory.
+        ExistingKernelSysMem: 5, 1;
+        /// Allocate from the end of the segment.
+        FromEndOfSegment: 6, 1;
+        /// Never map with large (2 MiB) pages (was `Swizzled`).
+        DisableLargePageMapping: 7, 1;
+        /// Overlay.
+        Overlay: 8, 1;
+        /// Capture buffer.
+        Capture: 9, 1;
+        /// Create in the video protected region (WDDM 2.1+).
+        CreateInVpr: 10, 1;
+        /// Reserved (no macro in the header: this is its C name).
+        DXGK_ALLOC_RESERVED17: 11, 1;
+        /// Reserved (was `LinkMirrored`).
+        Reserved02: 12, 1;
+        /// Map the CPU aperture as visible (WDDM 2.9+).
+        MapApertureCpuVisible: 13, 1;
+        /// History buffer.
+        HistoryBuffer: 14, 1;
+        /// Accessed by physical address.
+        AccessedPhysically: 15, 1;
+        /// Wants `NotifyResidency` paging operations.
+        ExplicitResidencyNotification: 16, 1;
+        /// Hardware-protected.
+        HardwareProtected: 17, 1;
+        /// CPU-visible on demand.
+        CpuVisibleOnDemand: 18, 1;
+        /// Reserved (no macro in the header: this is its C name).
+        DXGK_ALLOC_RESERVED16: 19, 1;
+        /// Reserved.
+        Reserved15: 20, 1;
+        /// Reserved.
+        Reserved14: 21, 1;
+        /// Reserved.
+        Reserved13: 22, 1;
+        /// Reserved.
+        Reserved12: 23, 1;
+        /// Reserved.
+        Reserved11: 24, 1;
+        /// Reserved.
+        Reserved10: 25, 1;
+        /// Reserved.
+        Reserved9: 26, 1;
+        /// Reserved.
+        Reserved4: 27, 1;
+        /// Reserved.
+        Reserved3: 28, 1;
+        /// Reserved.
+        Reserved2: 29, 1;
+        /// Reserved.
+        Reserved1: 30, 1;
+        /// Reserved.
+        Reserved0: 31, 1;
+    }
+}
+layout!(DXGK_ALLOCATIONINFOFLAGS_WDDM2_0, size = 4);
+
+bitfield! {
+    /// `DXGK_ALLOCATIONINFOFLAGS2` (WDDM 3.0+; [`DXGK_ALLOCATIONINFO::Flags2`]).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationinfoflags2>
+    pub struct DXGK_ALLOCATIONINFOFLAGS2: u32 {
+        /// The backing store pointer is shared with the KMD.
+        ShareBackingStoreWithKmd: 0, 1;
+        /// Reserved, zero.
+        Reserved: 1, 31;
+    }
+}
+layout!(DXGK_ALLOCATIONINFOFLAGS2, size = 4);
+
+// ---------------------------------------------------------------------------------------------
+// DxgkDdiCreateAllocation
+// ---------------------------------------------------------------------------------------------
+
+bitfield! {
+    /// The named `Flags` union of [`DXGK_ALLOCATIONUSAGEINFO1`].
+    pub struct DXGK_ALLOCATIONUSAGEINFO1_Flags: u32 {
+        /// `Format` holds a private (IHV) format.
+        PrivateFormat: 0, 1;
+        /// Swizzled / tiled.
+        Swizzled: 1, 1;
+        /// Mip-mapped.
+        MipMap: 2, 1;
+        /// Cube texture.
+        Cube: 3, 1;
+        /// Volume texture.
+        Volume: 4, 1;
+        /// Vertex buffer.
+        Vertex: 5, 1;
+        /// Index buffer.
+        Index: 6, 1;
+        /// Reserved, zero.
+        Reserved: 7, 25;
+    }
+}
+layout!(DXGK_ALLOCATIONUSAGEINFO1_Flags, size = 4);
+
+/// Anonymous union of [`DXGK_ALLOCATIONUSAGEINFO1`]: standard or private format.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGK_ALLOCATIONUSAGEINFO1_0 {
+    /// Standard format (`Flags.PrivateFormat == 0`).
+    pub Format: D3DDDIFORMAT,
+    /// Private format (`Flags.PrivateFormat == 1`).
+    pub PrivateFormat: UINT,
+}
+layout!(DXGK_ALLOCATIONUSAGEINFO1_0, size = 4);
+impl core::fmt::Debug for DXGK_ALLOCATIONUSAGEINFO1_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // SAFETY: both arms are 4-byte integers; every bit pattern is valid.
+        let v = unsafe { self.PrivateFormat };
+        write!(f, "DXGK_ALLOCATIONUSAGEINFO1_0({v:#x})")
+    }
+}
+
+/// `DXGK_ALLOCATIONUSAGEINFO1`: version 1 of the usage hint VidMm may use to place an
+/// allocation.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationusageinfo1>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGK_ALLOCATIONUSAGEINFO1 {
+    /// Usage bits.
+    pub Flags: DXGK_ALLOCATIONUSAGEINFO1_Flags,
+    /// `Format` / `PrivateFormat`.
+    pub Anonymous: DXGK_ALLOCATIONUSAGEINFO1_0,
+    /// IHV swizzled format.
+    pub SwizzledFormat: UINT,
+    /// Offset of this surface in the VidMm allocation.
+    pub ByteOffset: UINT,
+    /// Width in pixels.
+    pub Width: UINT,
+    /// Height in lines.
+    pub Height: UINT,
+    /// Pitch in bytes.
+    pub Pitch: UINT,
+    /// Depth (mip levels / volume slices).
+    pub Depth: UINT,
+    /// Bytes from one level or slice to the next.
+    pub SlicePitch: UINT,
+}
+layout!(
+    DXGK_ALLOCATIONUSAGEINFO1,
+    size = 36,
+    Flags = 0,
+    Anonymous = 4,
+    SwizzledFormat = 8,
+    ByteOffset = 12,
+    Width = 16,
+    Height = 20,
+    Pitch = 24,
+    Depth = 28,
+    SlicePitch = 32
+);
+
+/// `DXGK_ALLOCATIONUSAGEHINT`: versioned usage hint ([`DXGK_ALLOCATIONINFO::pAllocationUsageHint`]).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationusagehint>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGK_ALLOCATIONUSAGEHINT {
+    /// Hint version (1).
+    pub Version: UINT,
+    /// Version-1 hint.
+    pub v1: DXGK_ALLOCATIONUSAGEINFO1,
+}
+layout!(DXGK_ALLOCATIONUSAGEHINT, size = 40, Version = 0, v1 = 4);
+
+/// First anonymous union of [`DXGK_ALLOCATIONINFO`].
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGK_ALLOCATIONINFO_0 {
+    /// Before WDDM 2.0 only.
+    pub MaximumRenamingListLength: UINT,
+    /// Out (WDDM 2.0+): physical adapter (linked adapters) the allocation lives on.
+    pub PhysicalAdapterIndex: UINT,
+}
+layout!(DXGK_ALLOCATIONINFO_0, size = 4);
+impl core::fmt::Debug for DXGK_ALLOCATIONINFO_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // SAFETY: both arms are the same u32.
+        let v = unsafe { self.PhysicalAdapterIndex };
+        write!(f, "DXGK_ALLOCATIONINFO_0({v})")
+    }
+}
+
+/// Second anonymous union of [`DXGK_ALLOCATIONINFO`]: the flag word, in its pre-2.0 or
+/// WDDM 2.0 interpretation (a GpuMmu driver uses `FlagsWddm2`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGK_ALLOCATIONINFO_1 {
+    /// Pre-WDDM 2.0 bit names.
+    pub Flags: DXGK_ALLOCATIONINFOFLAGS,
+    /// WDDM 2.0+ bit names.
+    pub FlagsWddm2: DXGK_ALLOCATIONINFOFLAGS_WDDM2_0,
+}
+layout!(DXGK_ALLOCATIONINFO_1, size = 4);
+impl core::fmt::Debug for DXGK_ALLOCATIONINFO_1 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // SAFETY: both arms are the same u32 word.
+        let v = unsafe { self.FlagsWddm2 };
+        f.debug_tuple("DXGK_ALLOCATIONINFO_1").field(&v).finish()
+    }
+}
+
+/// `DXGK_ALLOCATIONINFO`: one allocation of a `DxgkDdiCreateAllocation` call (88 bytes on
+/// x64 at WDDM 3.0+, where `Flags2` fills what was tail padding).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationinfo>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGK_ALLOCATIONINFO {
+    /// In: UMD private data for this allocation.
+    pub pPrivateDriverData: PVOID,
+    /// In: its size.
+    pub PrivateDriverDataSize: UINT,
+    /// Out: required alignment in bytes.
+    pub Alignment: UINT,
+    /// Out: size in bytes.
+    pub Size: SIZE_T,
+    /// Out: pitch-aligned size (aperture segments with pitch alignment only).
+    pub PitchAlignedSize: SIZE_T,
+    /// Out: preferred banks.
+    pub HintedBank: DXGK_SEGMENTBANKPREFERENCE,
+    /// Out: preferred segments.
+    pub PreferredSegment: DXGK_SEGMENTPREFERENCE,
+    /// Out: bit `n` set for each segment id `n` that may be read from.
+    pub SupportedReadSegmentSet: UINT,
+    /// Out: bit `n` set for each segment id `n` that may be written.
+    pub SupportedWriteSegmentSet: UINT,
+    /// Out: segments usable for eviction.
+    pub EvictionSegmentSet: UINT,
+    /// `MaximumRenamingListLength` / `PhysicalAdapterIndex`.
+    pub Anonymous: DXGK_ALLOCATIONINFO_0,
+    /// Out: the driver's allocation handle (`hAllocation` in later DDIs and paging ops).
+    pub hAllocation: HANDLE,
+    /// Out: `Flags` / `FlagsWddm2`.
+    pub Anonymous2: DXGK_ALLOCATIONINFO_1,
+    /// In: optional usage hint.
+    pub pAllocationUsageHint: *mut DXGK_ALLOCATIONUSAGEHINT,
+    /// Out: initial eviction priority.
+    pub AllocationPriority: UINT,
+    /// Out: WDDM 3.0+ flags (x64 and ARM64 only).
+    pub Flags2: DXGK_ALLOCATIONINFOFLAGS2,
+}
+layout!(
+    DXGK_ALLOCATIONINFO,
+    size = 88,
+    pPrivateDriverData = 0,
+    PrivateDriverDataSize = 8,
+    Alignment = 12,
+    Size = 16,
+    PitchAlignedSize = 24,
+    HintedBank = 32,
+    PreferredSegment = 36,
+    SupportedReadSegmentSet = 40,
+    SupportedWriteSegmentSet = 44,
+    EvictionSegmentSet = 48,
+    Anonymous = 52,
+    hAllocation = 56,
+    Anonymous2 = 64,
+    pAllocationUsageHint = 72,
+    AllocationPriority = 80,
+    Flags2 = 84
+);
+
+bitfield! {
+    /// `DXGK_CREATEALLOCATIONFLAGS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_createallocationflags>
+    pub struct DXGK_CREATEALLOCATIONFLAGS: u32 {
+        /// The allocations belong to a resource (`hResource`); 0: to the device.
+        Resource: 0, 1;
+        /// Reserved, zero.
+        Reserved: 1, 31;
+    }
+}
+layout!(DXGK_CREATEALLOCATIONFLAGS, size = 4);
+
+/// `DXGKARG_CREATEALLOCATION`: argument of `DxgkDdiCreateAllocation`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_createallocation>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_CREATEALLOCATION {
+    /// In: UMD private data for the whole group.
+    pub pPrivateDriverData: *const c_void,
+    /// In: its size.
+    pub PrivateDriverDataSize: UINT,
+    /// In: elements of `pAllocationInfo`.
+    pub NumAllocations: UINT,
+    /// In/out: one entry per allocation.
+    pub pAllocationInfo: *mut DXGK_ALLOCATIONINFO,
+    /// In/out: the driver's resource handle (set on the first call for a resource).
+    pub hResource: HANDLE,
+    /// In: flags.
+    pub Flags: DXGK_CREATEALLOCATIONFLAGS,
+}
+layout!(
+    DXGKARG_CREATEALLOCATION,
+    size = 40,
+    pPrivateDriverData = 0,
+    PrivateDriverDataSize = 8,
+    NumAllocations = 12,
+    pAllocationInfo = 16,
+    hResource = 24,
+    Flags = 32
+);
+
+/// `DXGKDDI_CREATEALLOCATION` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// INOUT_PDXGKARG_CREATEALLOCATION pCreateAllocation)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createallocation>
+pub type PDXGKDDI_CREATEALLOCATION = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pCreateAllocation: *mut DXGKARG_CREATEALLOCATION,
+    ) -> NTSTATUS,
+>;
+
+// ---------------------------------------------------------------------------------------------
+// DxgkDdiDestroyAllocation
+// ---------------------------------------------------------------------------------------------
+
+bitfield! {
+    /// `DXGK_DESTROYALLOCATIONFLAGS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_destroyallocationflags>
+    pub struct DXGK_DESTROYALLOCATIONFLAGS: u32 {
+        /// Also destroy `hResource`.
+        DestroyResource: 0, 1;
+        /// Reserved, zero.
+        Reserved: 1, 31;
+    }
+}
+layout!(DXGK_DESTROYALLOCATIONFLAGS, size = 4);
+
+/// `DXGKARG_DESTROYALLOCATION`: argument of `DxgkDdiDestroyAllocation`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_destroyallocation>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_DESTROYALLOCATION {
+    /// Elements of `pAllocationList`.
+    pub NumAllocations: UINT,
+    /// Driver allocation handles to free.
+    pub pAllocationList: *const HANDLE,
+    /// Driver resource handle (may be null).
+    pub hResource: HANDLE,
+    /// Flags.
+    pub Flags: DXGK_DESTROYALLOCATIONFLAGS,
+}
+layout!(
+    DXGKARG_DESTROYALLOCATION,
+    size = 32,
+    NumAllocations = 0,
+    pAllocationList = 8,
+    hResource = 16,
+    Flags = 24
+);
+
+/// `DXGKDDI_DESTROYALLOCATION` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// IN_CONST_PDXGKARG_DESTROYALLOCATION pDestroyAllocation)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyallocation>
+pub type PDXGKDDI_DESTROYALLOCATION = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pDestroyAllocation: *const DXGKARG_DESTROYALLOCATION,
+    ) -> NTSTATUS,
+>;
+
+// ---------------------------------------------------------------------------------------------
+// DxgkDdiDescribeAllocation
+// ---------------------------------------------------------------------------------------------
+
+bitfield! {
+    /// `DXGK_DESCRIBEALLOCATIONFLAGS` (WIN8+).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_describeallocationflags>
+    pub struct DXGK_DESCRIBEALLOCATIONFLAGS: u32 {
+        /// The query is for a display-mode check.
+        CheckDisplayMode: 0, 1;
+        /// Reserved, zero.
+        Reserved: 1, 31;
+    }
+}
+layout!(DXGK_DESCRIBEALLOCATIONFLAGS, size = 4);
+
+/// `DXGKARG_DESCRIBEALLOCATION`: argument of `DxgkDdiDescribeAllocation`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_describeallocation>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_DESCRIBEALLOCATION {
+    /// In: driver allocation handle.
+    pub hAllocation: HANDLE,
+    /// Out: width.
+    pub Width: UINT,
+    /// Out: height.
+    pub Height: UINT,
+    /// Out: format.
+    pub Format: D3DDDIFORMAT,
+    /// Out: multisampling.
+    pub MultisampleMethod: D3DDDI_MULTISAMPLINGMETHOD,
+    /// Out: refresh rate of a primary.
+    pub RefreshRate: D3DDDI_RATIONAL,
+    /// Out: private format attribute.
+    pub PrivateDriverFormatAttribute: UINT,
+    /// In: flags (WIN8+).
+    pub Flags: DXGK_DESCRIBEALLOCATIONFLAGS,
+    /// Out: rotation (WIN8+).
+    pub Rotation: D3DDDI_ROTATION,
+}
+layout!(
+    DXGKARG_DESCRIBEALLOCATION,
+    size = 48,
+    hAllocation = 0,
+    Width = 8,
+    Height = 12,
+    Format = 16,
+    MultisampleMethod = 20,
+    RefreshRate = 28,
+    PrivateDriverFormatAttribute = 36,
+    Flags = 40,
+    Rotation = 44
+);
+
+/// `DXGKDDI_DESCRIBEALLOCATION` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// INOUT_PDXGKARG_DESCRIBEALLOCATION pDescribeAllocation)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_describeallocation>
+pub type PDXGKDDI_DESCRIBEALLOCATION = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pDescribeAllocation: *mut DXGKARG_DESCRIBEALLOCATION,
+    ) -> NTSTATUS,
+>;
+
+// ---------------------------------------------------------------------------------------------
+// DxgkDdiGetStandardAllocationDriverData
+// ---------------------------------------------------------------------------------------------
+
+/// `D3DKMDT_STANDARDALLOCATION_TYPE` (d3dkmdt.h): kind of standard allocation.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-_d3dkmdt_standardallocation_type>
+pub type D3DKMDT_STANDARDALLOCATION_TYPE = i32;
+/// Shared primary surface.
+pub const D3DKMDT_STANDARDALLOCATION_SHAREDPRIMARYSURFACE: D3DKMDT_STANDARDALLOCATION_TYPE = 1;
+/// Shadow surface.
+pub const D3DKMDT_STANDARDALLOCATION_SHADOWSURFACE: D3DKMDT_STANDARDALLOCATION_TYPE = 2;
+/// Staging surface.
+pub const D3DKMDT_STANDARDALLOCATION_STAGINGSURFACE: D3DKMDT_STANDARDALLOCATION_TYPE = 3;
+/// GDI surface (WIN7+).
+pub const D3DKMDT_STANDARDALLOCATION_GDISURFACE: D3DKMDT_STANDARDALLOCATION_TYPE = 4;
+/// Virtual GPU surface (WDDM 2.1+).
+pub const D3DKMDT_STANDARDALLOCATION_VGPU: D3DKMDT_STANDARDALLOCATION_TYPE = 5;
+
+/// `D3DKMDT_SHAREDPRIMARYSURFACEDATA`: opaque here (only pointed at).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_sharedprimarysurfacedata>
+#[repr(C)]
+#[derive(Debug)]
+pub struct D3DKMDT_SHAREDPRIMARYSURFACEDATA {
+    _opaque: [u8; 0],
+}
+/// `D3DKMDT_SHADOWSURFACEDATA`: opaque here (only pointed at).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_shadowsurfacedata>
+#[repr(C)]
+#[derive(Debug)]
+pub struct D3DKMDT_SHADOWSURFACEDATA {
+    _opaque: [u8; 0],
+}
+/// `D3DKMDT_STAGINGSURFACEDATA`: opaque here (only pointed at).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_stagingsurfacedata>
+#[repr(C)]
+#[derive(Debug)]
+pub struct D3DKMDT_STAGINGSURFACEDATA {
+    _opaque: [u8; 0],
+}
+/// `D3DKMDT_GDISURFACEDATA`: opaque here (only pointed at).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_gdisurfacedata>
+#[repr(C)]
+#[derive(Debug)]
+pub struct D3DKMDT_GDISURFACEDATA {
+    _opaque: [u8; 0],
+}
+/// `D3DKMDT_VIRTUALGPUSURFACEDATA`: opaque here (only pointed at).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_virtualgpusurfacedata>
+#[repr(C)]
+#[derive(Debug)]
+pub struct D3DKMDT_VIRTUALGPUSURFACEDATA {
+    _opaque: [u8; 0],
+}
+
+/// Anonymous union of [`DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA`]: the description of the
+/// standard allocation, by `StandardAllocationType`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0 {
+    /// [`D3DKMDT_STANDARDALLOCATION_SHAREDPRIMARYSURFACE`].
+    pub pCreateSharedPrimarySurfaceData: *mut D3DKMDT_SHAREDPRIMARYSURFACEDATA,
+    /// [`D3DKMDT_STANDARDALLOCATION_SHADOWSURFACE`].
+    pub pCreateShadowSurfaceData: *mut D3DKMDT_SHADOWSURFACEDATA,
+    /// [`D3DKMDT_STANDARDALLOCATION_STAGINGSURFACE`].
+    pub pCreateStagingSurfaceData: *mut D3DKMDT_STAGINGSURFACEDATA,
+    /// [`D3DKMDT_STANDARDALLOCATION_GDISURFACE`].
+    pub pCreateGdiSurfaceData: *mut D3DKMDT_GDISURFACEDATA,
+    /// [`D3DKMDT_STANDARDALLOCATION_VGPU`].
+    pub pCreateVirtualGpuSurfaceData: *mut D3DKMDT_VIRTUALGPUSURFACEDATA,
+}
+layout!(DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0, size = 8);
+impl core::fmt::Debug for DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // SAFETY: every arm is one pointer; any bit pattern is a valid raw pointer.
+        let p = unsafe { self.pCreateGdiSurfaceData };
+        write!(f, "DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0({p:p})")
+    }
+}
+
+/// `DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA`: argument of
+/// `DxgkDdiGetStandardAllocationDriverData`. Called twice: with null private-data pointers to
+/// learn the sizes, then with buffers of those sizes.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_getstandardallocationdriverdata>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA {
+    /// In: which standard allocation.
+    pub StandardAllocationType: D3DKMDT_STANDARDALLOCATION_TYPE,
+    /// In: its description.
+    pub Anonymous: DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0,
+    /// In/out: where to write the allocation private data, or null (size query).
+    pub pAllocationPrivateDriverData: PVOID,
+    /// Out: size of the allocation private data.
+    pub AllocationPrivateDriverDataSize: UINT,
+    /// In/out: where to write the resource private data, or null (size query).
+    pub pResourcePrivateDriverData: PVOID,
+    /// Out: size of the resource private data.
+    pub ResourcePrivateDriverDataSize: UINT,
+    /// In: physical adapter (WDDM 2.0+).
+    pub PhysicalAdapterIndex: UINT,
+}
+layout!(
+    DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA,
+    size = 48,
+    StandardAllocationType = 0,
+    Anonymous = 8,
+    pAllocationPrivateDriverData = 16,
+    AllocationPrivateDriverDataSize = 24,
+    pResourcePrivateDriverData = 32,
+    ResourcePrivateDriverDataSize = 40,
+    PhysicalAdapterIndex = 44
+);
+
+/// `DXGKDDI_GETSTANDARDALLOCATIONDRIVERDATA` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// INOUT_PDXGKARG_GETSTANDARDALLOCATIONDRIVERDATA pGetStandardAllocationDriverData)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getstandardallocationdriverdata>
+pub type PDXGKDDI_GETSTANDARDALLOCATIONDRIVERDATA = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pGetStandardAllocationDriverData: *mut DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA,
+    ) -> NTSTATUS,
+>;
+
+// ---------------------------------------------------------------------------------------------
+// DxgkDdiOpenAllocation / DxgkDdiCloseAllocation (per device)
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGK_OPENALLOCATIONINFO`: one allocation of a `DxgkDdiOpenAllocation` call.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_openallocationinfo>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGK_OPENALLOCATIONINFO {
+    /// In: Dxgkrnl's per-device handle (a 32-bit `D3DKMT_HANDLE`, not a pointer); pass it to
+    /// `DxgkCbGetHandleData` to find the driver's allocation.
+    pub hAllocation: D3DKMT_HANDLE,
+    /// In/out: private data from the UMD.
+    pub pPrivateDriverData: PVOID,
+    /// In: its size.
+    pub PrivateDriverDataSize: UINT,
+    /// Out: the driver's per-device handle for the allocation.
+    pub hDeviceSpecificAllocation: HANDLE,
+}
+layout!(
+    DXGK_OPENALLOCATIONINFO,
+    size = 32,
+    hAllocation = 0,
+    pPrivateDriverData = 8,
+    PrivateDriverDataSize = 16,
+    hDeviceSpecificAllocation = 24
+);
+
+bitfield! {
+    /// `DXGK_OPENALLOCATIONFLAGS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_openallocationflags>
+    pub struct DXGK_OPENALLOCATIONFLAGS: u32 {
+        /// The allocations are being created (0: opened, e.g. shared).
+        Create: 0, 1;
+        /// Opened read-only.
+        ReadOnly: 1, 1;
+        /// Reserved, zero.
+        Reserved: 2, 30;
+    }
+}
+layout!(DXGK_OPENALLOCATIONFLAGS, size = 4);
+
+/// `DXGKARG_OPENALLOCATION`: argument of `DxgkDdiOpenAllocation`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_openallocation>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_OPENALLOCATION {
+    /// Elements of `pOpenAllocation`.
+    pub NumAllocations: UINT,
+    /// The allocations (the driver writes `hDeviceSpecificAllocation` into each even though
+    /// the DDI's parameter is `const`).
+    pub pOpenAllocation: *mut DXGK_OPENALLOCATIONINFO,
+    /// Resource private data.
+    pub pPrivateDriverData: PVOID,
+    /// Its size.
+    pub PrivateDriverSize: UINT,
+    /// Flags.
+    pub Flags: DXGK_OPENALLOCATIONFLAGS,
+    /// Subresource index (WIN8+).
+    pub SubresourceIndex: UINT,
+    /// Out: offset of the subresource (shared GDI-compatible linear aperture allocations;
+    /// WIN8+).
+    pub SubresourceOffset: SIZE_T,
+    /// Out: pitch (WIN8+).
+    pub Pitch: UINT,
+}
+layout!(
+    DXGKARG_OPENALLOCATION,
+    size = 56,
+    NumAllocations = 0,
+    pOpenAllocation = 8,
+    pPrivateDriverData = 16,
+    PrivateDriverSize = 24,
+    Flags = 28,
+    SubresourceIndex = 32,
+    SubresourceOffset = 40,
+    Pitch = 48
+);
+
+/// `DXGKDDI_OPENALLOCATIONINFO` (the `DxgkDdiOpenAllocation` slot; PASSIVE_LEVEL):
+/// `(IN_CONST_HANDLE hDevice, IN_CONST_PDXGKARG_OPENALLOCATION pOpenAllocation)`. First
+/// argument is the driver's **device** handle, not the adapter's.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_openallocationinfo>
+pub type PDXGKDDI_OPENALLOCATIONINFO = Option<
+    unsafe extern "system" fn(
+        hDevice: HANDLE,
+        pOpenAllocation: *const DXGKARG_OPENALLOCATION,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKARG_CLOSEALLOCATION`: argument of `DxgkDdiCloseAllocation`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_closeallocation>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_CLOSEALLOCATION {
+    /// Elements of `pOpenHandleList`.
+    pub NumAllocations: UINT,
+    /// `hDeviceSpecificAllocation` values returned by `DxgkDdiOpenAllocation`.
+    pub pOpenHandleList: *const HANDLE,
+}
+layout!(
+    DXGKARG_CLOSEALLOCATION,
+    size = 16,
+    NumAllocations = 0,
+    pOpenHandleList = 8
+);
+
+/// `DXGKDDI_CLOSEALLOCATION` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hDevice,
+/// IN_CONST_PDXGKARG_CLOSEALLOCATION pCloseAllocation)`. First argument is the driver's
+/// **device** handle.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_closeallocation>
+pub type PDXGKDDI_CLOSEALLOCATION = Option<
+    unsafe extern "system" fn(
+        hDevice: HANDLE,
+        pCloseAllocation: *const DXGKARG_CLOSEALLOCATION,
+    ) -> NTSTATUS,
+>;
+
+zeroed_default!(
+    DXGKARG_CREATEPROCESS,
+    DXGKARG_SETROOTPAGETABLE,
+    DXGK_ALLOCATIONUSAGEINFO1_0,
+    DXGK_ALLOCATIONUSAGEINFO1,
+    DXGK_ALLOCATIONUSAGEHINT,
+    DXGK_ALLOCATIONINFO_0,
+    DXGK_ALLOCATIONINFO_1,
+    DXGK_ALLOCATIONINFO,
+    DXGKARG_CREATEALLOCATION,
+    DXGKARG_DESTROYALLOCATION,
+    DXGKARG_DESCRIBEALLOCATION,
+    DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0,
+    DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA,
+    DXGK_OPENALLOCATIONINFO,
+    DXGKARG_OPENALLOCATION,
+    DXGKARG_CLOSEALLOCATION,
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::basic::BitField;
+
+    fn check_fields(name: &str, bits: u32, fields: &[(&str, BitField)]) {
+        let mut next = 0u32;
+        for (field, f) in fields {
+            assert_eq!(
+                f.shift, next,
+                "{name}::{field} does not follow its predecessor"
+            );
+            assert!(f.width > 0, "{name}::{field} has zero width");
+            next += f.width;
+        }
+        assert_eq!(next, bits, "{name}: fields do not fill the word");
+    }
+
+    #[test]
+    fn flag_words_are_contiguous() {
+        check_fields(
+            "D3DDDI_SEGMENTPREFERENCE",
+            32,
+            D3DDDI_SEGMENTPREFERENCE::FIELDS,
+        );
+        check_fields(
+            "DXGK_SEGMENTBANKPREFERENCE",
+            32,
+            DXGK_SEGMENTBANKPREFERENCE::FIELDS,
+        );
+        check_fields(
+            "DXGK_CREATEPROCESSFLAGS",
+            32,
+            DXGK_CREATEPROCESSFLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGK_ALLOCATIONINFOFLAGS",
+            32,
+            DXGK_ALLOCATIONINFOFLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGK_ALLOCATIONINFOFLAGS_WDDM2_0",
+            32,
+            DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::FIELDS,
+        );
+        check_fields(
+            "DXGK_ALLOCATIONINFOFLAGS2",
+            32,
+            DXGK_ALLOCATIONINFOFLAGS2::FIELDS,
+        );
+        check_fields(
+            "DXGK_ALLOCATIONUSAGEINFO1_Flags",
+            32,
+            DXGK_ALLOCATIONUSAGEINFO1_Flags::FIELDS,
+        );
+        check_fields(
+            "DXGK_CREATEALLOCATIONFLAGS",
+            32,
+            DXGK_CREATEALLOCATIONFLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGK_DESTROYALLOCATIONFLAGS",
+            32,
+            DXGK_DESTROYALLOCATIONFLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGK_DESCRIBEALLOCATIONFLAGS",
+            32,
+            DXGK_DESCRIBEALLOCATIONFLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGK_OPENALLOCATIONFLAGS",
+            32,
+            DXGK_OPENALLOCATIONFLAGS::FIELDS,
+        );
+    }
+
+    /// Masks from the header's comments.
+    #[test]
+    fn documented_masks() {
+        let p = D3DDDI_SEGMENTPREFERENCE::default()
+            .with(D3DDDI_SEGMENTPREFERENCE::SegmentId1, 0x1F)
+            .with(D3DDDI_SEGMENTPREFERENCE::Direction4, 1);
+        assert_eq!(p.Value, 0x7C0 | 0x2000_0000);
+        let b = DXGK_SEGMENTBANKPREFERENCE::default().with(DXGK_SEGMENTBANKPREFERENCE::Bank3, 0x7F);
+        assert_eq!(b.Value, 0x7F00_0000);
+        let f = DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::default()
+            .with(DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::CpuVisible, 1)
+            .with(DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::DisableLargePageMapping, 1)
+            .with(
+                DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::ExplicitResidencyNotification,
+                1,
+            )
+            .with(DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::CpuVisibleOnDemand, 1);
+        assert_eq!(f.Value, 0x1 | 0x80 | 0x1_0000 | 0x4_0000);
+        assert_eq!(
+            DXGK_ALLOCATIONINFOFLAGS::mask(DXGK_ALLOCATIONINFOFLAGS::HistoryBuffer),
+            0x4000
+        );
+        let pf = DXGK_CREATEPROCESSFLAGS::default()
+            .with(DXGK_CREATEPROCESSFLAGS::SystemProcess, 1)
+            .with(DXGK_CREATEPROCESSFLAGS::VirtualMachineWorkerProcess, 1);
+        assert_eq!(pf.Value, 0b1001);
+        assert_eq!(D3DKMDT_STANDARDALLOCATION_VGPU, 5);
+    }
+
+    #[test]
+    fn allocation_info_flag_union_shares_the_word() {
+        let mut info = DXGK_ALLOCATIONINFO::default();
+        info.Anonymous2.FlagsWddm2 = DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::default()
+            .with(DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::CpuVisible, 1);
+        // SAFETY: both arms are the same u32 word.
+        assert!(unsafe { info.Anonymous2.Flags }.is_set(DXGK_ALLOCATIONINFOFLAGS::CpuVisible));
+        assert!(info.hAllocation.is_null());
+        assert_eq!(info.Flags2.Value, 0);
+    }
+}
