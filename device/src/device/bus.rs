@@ -1,39 +1,145 @@
 //! The GPU's view of memory: every device access goes through here.
 //!
-//! A GPU address is a bus address (version 1 has no page tables). System addresses are
-//! reachable only inside a registered SYSWIN (the allow-list that stands in for an IOMMU);
-//! VRAM is always reachable. Misaligned, unmapped or disallowed addresses are a
-//! [`FaultCode::BadAddress`] for the queue that used them, never a panic.
+//! Every access names an address space ([`Space`]): a root and a privilege.
+//! - Root 0 is the identity (version 1): a GPU address is a bus address. System addresses are
+//!   reachable only inside a registered SYSWIN (the allow-list that stands in for an IOMMU);
+//!   VRAM is always reachable. A bad address is a [`FaultCode::BadAddress`].
+//! - A non-zero root is translated by the device MMU (`mmu.rs`, docs/hardware.md 12.4) with
+//!   the space's privilege. The page tables are the allow-list then: translated system pages
+//!   are not checked against the windows, but the physical page must exist. A failed
+//!   translation is a [`FaultCode::PageFault`] carrying the MMU's reason, access kind and
+//!   level; the access does not happen. Multi-word accesses translate every page before any
+//!   word moves.
+//!
+//! Misaligned addresses are `BadAddress` in both cases (alignment is not the MMU's business).
+//! Nothing here panics on a device- or driver-supplied value.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rvgpu_hw::addr::{classify, BusAddr, GpuVa, Target, ACCESS_ALIGN};
 use rvgpu_hw::event::FaultCode;
+use rvgpu_hw::mmu::{Access, FaultInfo, FaultReason};
+use rvgpu_hw::queue::{QueueDescriptor, QueueFlags};
 
+use super::mmu::{self as dmmu, Privilege};
 use super::Core;
 use crate::memory::Span;
 
-/// A queue fault: what went wrong and at which GPU address (null if none).
+/// The MMU part of a page fault (what goes into the record's `arg2` with the read pointer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PageInfo {
+    pub(crate) reason: FaultReason,
+    pub(crate) access: Access,
+    pub(crate) level: u8,
+    pub(crate) user: bool,
+}
+
+/// A queue fault: what went wrong and at which GPU address (null if none); for a page
+/// fault, the MMU's details too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Fault {
     pub(crate) code: FaultCode,
     pub(crate) addr: GpuVa,
+    pub(crate) page: Option<PageInfo>,
 }
 
 impl Fault {
     pub(crate) fn new(code: FaultCode, addr: GpuVa) -> Self {
-        Self { code, addr }
+        Self {
+            code,
+            addr,
+            page: None,
+        }
     }
 
     pub(crate) fn bad_address(addr: GpuVa) -> Self {
         Self::new(FaultCode::BadAddress, addr)
     }
+
+    fn page_fault(va: u64, info: PageInfo) -> Self {
+        Self {
+            code: FaultCode::PageFault,
+            addr: GpuVa::new(va),
+            page: Some(info),
+        }
+    }
+
+    fn from_mmu(f: dmmu::Fault, who: Privilege) -> Self {
+        Self::page_fault(
+            f.va,
+            PageInfo {
+                reason: f.reason,
+                access: f.access,
+                level: f.level,
+                user: who == Privilege::User,
+            },
+        )
+    }
+
+    /// The Fault record's `arg2`: the packet's read pointer, or for a page fault the packed
+    /// [`FaultInfo`] (which keeps the read pointer's low 32 bits).
+    pub(crate) fn arg2(&self, rptr: u64) -> u64 {
+        match self.page {
+            None => rptr,
+            Some(p) => FaultInfo {
+                reason: p.reason,
+                access: p.access,
+                level: p.level,
+                user: p.user,
+                rptr: rptr as u32,
+            }
+            .encode(),
+        }
+    }
+}
+
+/// An address space: a page-table root (0 = identity) and the privilege of the accessor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Space {
+    pub(crate) root: u64,
+    pub(crate) who: Privilege,
+}
+
+impl Space {
+    /// A queue's space: its descriptor's root, user privilege if it is a user-mode queue.
+    pub(crate) fn of_queue(d: &QueueDescriptor) -> Self {
+        let user = QueueFlags::from_bits_retain(d.flags).contains(QueueFlags::USER_MODE);
+        Self {
+            root: d.page_table_base.get(),
+            who: if user {
+                Privilege::User
+            } else {
+                Privilege::Kernel
+            },
+        }
+    }
+
+    /// The same root with kernel privilege (the CMP's own reads in a queue's space, e.g. the
+    /// MonitoredValue read of a conditional fence signal).
+    pub(crate) fn kernel(self) -> Self {
+        Self {
+            who: Privilege::Kernel,
+            ..self
+        }
+    }
+
+    pub(crate) fn is_identity(self) -> bool {
+        self.root == 0
+    }
+}
+
+/// One translated 8-byte word, ready to access; `fail` is the fault to report if the
+/// physical word turns out not to exist.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Word {
+    pub(crate) pa: u64,
+    fail: Fault,
 }
 
 impl Core {
     /// Checks that the device may access `[addr, addr + bytes)`: aligned, and in VRAM or
     /// inside one registered system-memory window.
-    pub(crate) fn gpu_check(&self, addr: GpuVa, bytes: u64) -> Result<(), Fault> {
+    fn gpu_check(&self, addr: GpuVa, bytes: u64) -> Result<(), Fault> {
         let bad = Fault::bad_address(addr);
         if !addr.is_aligned(ACCESS_ALIGN) || !bytes.is_multiple_of(ACCESS_ALIGN) {
             return Err(bad);
@@ -64,39 +170,150 @@ impl Core {
         }
     }
 
-    pub(crate) fn gpu_load(&self, addr: GpuVa, order: Ordering) -> Result<u64, Fault> {
-        self.gpu_check(addr, 8)?;
-        self.mem
-            .load(addr.get(), order)
-            .ok_or(Fault::bad_address(addr))
+    /// The CMP's own (system-process) address space: `SYSTEM_PAGE_TABLE_BASE`, kernel.
+    pub(crate) fn system_space(&self) -> Space {
+        Space {
+            // Acquire: the driver wrote the tables before programming the root.
+            root: self.regs.system_root.load(Ordering::Acquire),
+            who: Privilege::Kernel,
+        }
     }
 
-    pub(crate) fn gpu_store(&self, addr: GpuVa, value: u64, order: Ordering) -> Result<(), Fault> {
-        self.gpu_check(addr, 8)?;
-        self.mem
-            .store(addr.get(), value, order)
-            .ok_or(Fault::bad_address(addr))
+    /// Translates the word at `va` in `sp` for `access`.
+    pub(crate) fn word(&self, sp: Space, va: GpuVa, access: Access) -> Result<Word, Fault> {
+        if sp.is_identity() {
+            self.gpu_check(va, 8)?;
+            return Ok(Word {
+                pa: va.get(),
+                fail: Fault::bad_address(va),
+            });
+        }
+        if !va.is_aligned(ACCESS_ALIGN) {
+            return Err(Fault::bad_address(va));
+        }
+        let (pa, level) = self
+            .mmu
+            .translate_word(&self.mem, sp.root, va.get(), access, sp.who)
+            .map_err(|f| Fault::from_mmu(f, sp.who))?;
+        let fail = Fault::page_fault(
+            va.get(),
+            PageInfo {
+                reason: FaultReason::BadPhysical,
+                access,
+                level,
+                user: sp.who == Privilege::User,
+            },
+        );
+        Ok(Word { pa, fail })
     }
 
-    pub(crate) fn gpu_fetch_max(
+    pub(crate) fn load_word(&self, w: Word, order: Ordering) -> Result<u64, Fault> {
+        self.mem.load(w.pa, order).ok_or(w.fail)
+    }
+
+    pub(crate) fn store_word(&self, w: Word, value: u64, order: Ordering) -> Result<(), Fault> {
+        self.mem.store(w.pa, value, order).ok_or(w.fail)
+    }
+
+    /// Loads the word at `va` in `sp`.
+    pub(crate) fn sp_load(
         &self,
-        addr: GpuVa,
+        sp: Space,
+        va: GpuVa,
+        access: Access,
+        order: Ordering,
+    ) -> Result<u64, Fault> {
+        self.load_word(self.word(sp, va, access)?, order)
+    }
+
+    /// Stores the word at `va` in `sp` (a write access).
+    pub(crate) fn sp_store(
+        &self,
+        sp: Space,
+        va: GpuVa,
+        value: u64,
+        order: Ordering,
+    ) -> Result<(), Fault> {
+        self.store_word(self.word(sp, va, Access::Write)?, value, order)
+    }
+
+    /// Atomic `fetch_max` on the word at `va` in `sp` (a write access).
+    pub(crate) fn sp_fetch_max(
+        &self,
+        sp: Space,
+        va: GpuVa,
         value: u64,
         order: Ordering,
     ) -> Result<u64, Fault> {
-        self.gpu_check(addr, 8)?;
-        self.mem
-            .fetch_max(addr.get(), value, order)
-            .ok_or(Fault::bad_address(addr))
+        let w = self.word(sp, va, Access::Write)?;
+        self.mem.fetch_max(w.pa, value, order).ok_or(w.fail)
     }
 
-    /// A checked run of words for bulk work (COPY/FILL chunks, ring and record writes).
-    pub(crate) fn gpu_span(&self, addr: GpuVa, bytes: u64) -> Result<Span, Fault> {
+    /// Resolves `[va, va + bytes)` in `sp` to runs of words, every page checked before
+    /// anything is returned (so a caller that writes after this writes all or nothing,
+    /// unless memory disappears in between).
+    pub(crate) fn sp_spans(
+        &self,
+        sp: Space,
+        va: GpuVa,
+        bytes: u64,
+        access: Access,
+    ) -> Result<Vec<Span>, Fault> {
+        if sp.is_identity() {
+            return Ok(vec![self.gpu_span(va, bytes)?]);
+        }
+        if !va.is_aligned(ACCESS_ALIGN) || !bytes.is_multiple_of(ACCESS_ALIGN) || bytes == 0 {
+            return Err(Fault::bad_address(va));
+        }
+        let chunks = self
+            .mmu
+            .translate(&self.mem, sp.root, va.get(), bytes, access, sp.who)
+            .map_err(|f| Fault::from_mmu(f, sp.who))?;
+        let mut out = Vec::with_capacity(chunks.len());
+        let mut off = 0u64;
+        for c in chunks {
+            let at = va.get().saturating_add(off);
+            let span = self.mem.span(c.pa, c.len).ok_or(Fault::page_fault(
+                at,
+                PageInfo {
+                    reason: FaultReason::BadPhysical,
+                    access,
+                    level: 0,
+                    user: sp.who == Privilege::User,
+                },
+            ))?;
+            out.push(span);
+            off = off.saturating_add(c.len);
+        }
+        Ok(out)
+    }
+
+    /// Checks that `[va, va + bytes)` is reachable in `sp` for `access`, without touching it.
+    pub(crate) fn sp_check(
+        &self,
+        sp: Space,
+        va: GpuVa,
+        bytes: u64,
+        access: Access,
+    ) -> Result<(), Fault> {
+        if sp.is_identity() {
+            return self.gpu_check(va, bytes);
+        }
+        self.sp_spans(sp, va, bytes, access).map(|_| ())
+    }
+
+    /// A checked run of words for bulk work in the identity space (window-checked).
+    fn gpu_span(&self, addr: GpuVa, bytes: u64) -> Result<Span, Fault> {
         self.gpu_check(addr, bytes)?;
         self.mem
             .span(addr.get(), bytes)
             .ok_or(Fault::bad_address(addr))
     }
+}
+
+/// The words of `spans` in order (a translated range may be several physical runs).
+pub(crate) fn words(spans: &[Span]) -> impl Iterator<Item = &AtomicU64> {
+    spans.iter().flat_map(|s| s.as_slice().iter())
 }
 
 /// The address of a ring-control field. Descriptors are validated with a 64-byte aligned

@@ -29,12 +29,13 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_hw::engine::EngineState;
 use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
 use rvgpu_hw::fence::wait_satisfied;
+use rvgpu_hw::mmu::Access;
 use rvgpu_hw::queue::{QueueDescriptor, RingControl, NO_QUEUE, RUNLIST_MAX};
 use rvgpu_hw::regs::IntCause;
 
 use rvgpu_hw::addr::GpuVa;
 
-use super::bus::{ctl, Fault};
+use super::bus::{ctl, words, Fault, Space};
 use super::{lock, Core, EngineSnapshot, QueueSnapshot};
 
 /// A FENCE_WAIT the queue is blocked on.
@@ -44,7 +45,12 @@ pub(crate) struct Wait {
     pub(crate) rptr: u64,
     /// Offset of the FENCE_WAIT in the indirect buffer, or `None` for a wait in the ring.
     pub(crate) inner: Option<u64>,
+    /// The address as the packet gave it (a VA in the queue's space).
     pub(crate) addr: GpuVa,
+    /// The physical word it translated to: signals and WAIT_RESCAN match on this, because a
+    /// shared fence can sit at different VAs in different spaces and one VA in two spaces
+    /// is two different words.
+    pub(crate) pa: u64,
     pub(crate) value: u64,
     /// GPU time the engine first saw the wait unresolved (LOG-03).
     pub(crate) observed: u64,
@@ -238,7 +244,7 @@ impl Core {
                 queue_id,
                 arg0: f.code as u64,
                 arg1: f.addr.get(),
-                arg2: 0,
+                arg2: f.arg2(0),
             },
             IntCause::FAULT,
         );
@@ -263,21 +269,22 @@ impl Core {
             return Vec::new();
         }
         let bytes = u64::from(count) * 128;
-        let span = match self.gpu_span(base, bytes) {
+        // The runlist lives in the CMP's own (system) address space.
+        let spans = match self.sp_spans(self.system_space(), base, bytes, Access::Read) {
             Ok(s) => s,
             Err(_) => {
-                // An unreadable runlist is a bad descriptor table (event.rs, BadDescriptor).
+                // An unreadable runlist is a bad descriptor table (event.rs, BadDescriptor),
+                // also when it is a translation that failed.
                 self.post_commit_fault(e, NO_QUEUE, Fault::new(FaultCode::BadDescriptor, base));
                 return Vec::new();
             }
         };
+        // Acquire: the descriptors were written by the driver before the commit.
+        let all: Vec<u64> = words(&spans).map(|s| s.load(Ordering::Acquire)).collect();
         let mut out: Vec<QueueDescriptor> = Vec::new();
-        for (i, chunk) in span.as_slice().chunks_exact(16).enumerate() {
+        for (i, chunk) in all.chunks_exact(16).enumerate() {
             let mut w = [0u64; 16];
-            for (d, s) in w.iter_mut().zip(chunk) {
-                // Acquire: the descriptors were written by the driver before the commit.
-                *d = s.load(Ordering::Acquire);
-            }
+            w.copy_from_slice(chunk);
             let desc = QueueDescriptor::from_words(&w);
             // Inside the span read above, so no overflow.
             let addr = base.checked_add((i as u64) * 128).unwrap_or(base);
@@ -310,8 +317,10 @@ impl Core {
     /// id and ring) keep their state; queues that leave stop at a command boundary (a
     /// transfer in flight finishes first; a HANG is abandoned with its rptr unchanged).
     pub(crate) fn commit_runlist(&self, e: usize) {
-        let descs = self.read_runlist(e);
+        // The CMP lock first: a TLB invalidation (which takes it) then cannot overlap the
+        // runlist read's translations.
         let mut cmp = lock(&self.cmp);
+        let descs = self.read_runlist(e);
         let Some(eng) = cmp.engines.get_mut(e) else {
             return;
         };
@@ -353,14 +362,19 @@ impl Core {
                         indirect: None,
                     };
                     // Acquire on both: the driver initialised ring contents and pointers
-                    // before committing.
+                    // before committing. Ring control is in the queue's space.
+                    let sp = Space::of_queue(&d);
                     match (
-                        self.gpu_load(
+                        self.sp_load(
+                            sp,
                             ctl(d.ring_control, RingControl::READ_PTR),
+                            Access::Read,
                             Ordering::Acquire,
                         ),
-                        self.gpu_load(
+                        self.sp_load(
+                            sp,
                             ctl(d.ring_control, RingControl::WRITE_PTR),
+                            Access::Read,
                             Ordering::Acquire,
                         ),
                     ) {
@@ -423,8 +437,10 @@ impl Core {
             }
             // Acquire: pairs with the producer's Release store of write_ptr, so the packets
             // it wrote before are visible when we read the ring.
-            match self.gpu_load(
+            match self.sp_load(
+                Space::of_queue(&q.desc),
                 ctl(q.desc.ring_control, RingControl::WRITE_PTR),
+                Access::Read,
                 Ordering::Acquire,
             ) {
                 Ok(w) => q.known_wptr = w,
@@ -448,18 +464,18 @@ impl Core {
         found
     }
 
-    /// Re-evaluates blocked FENCE_WAITs on `addr` (0: all). A satisfied one is woken (runs
-    /// again at its queue's next turn). Called with the CMP lock held.
-    pub(crate) fn rescan_waits(&self, cmp: &mut Cmp, addr: GpuVa) -> bool {
+    /// Re-evaluates blocked FENCE_WAITs on the physical word `pa` (`None`: all). A satisfied
+    /// one is woken (runs again at its queue's next turn). Called with the CMP lock held.
+    pub(crate) fn rescan_waits(&self, cmp: &mut Cmp, pa: Option<u64>) -> bool {
         let mut woke = false;
         for q in cmp.engines.iter_mut().flat_map(|e| e.queues.iter_mut()) {
             let Some(w) = q.wait.as_mut() else { continue };
-            if w.wake || (!addr.is_null() && w.addr != addr) {
+            if w.wake || pa.is_some_and(|p| w.pa != p) {
                 continue;
             }
             // Acquire: the fence value publishes the signaller's earlier writes to the
             // waiter's later commands.
-            match self.mem.load(w.addr.get(), Ordering::Acquire) {
+            match self.mem.load(w.pa, Ordering::Acquire) {
                 Some(v) if wait_satisfied(v, w.value) => {
                     w.wake = true;
                     woke = true;
@@ -475,10 +491,64 @@ impl Core {
         woke
     }
 
-    /// WAIT_RESCAN: re-evaluates before returning.
+    /// WAIT_RESCAN: re-evaluates before returning. `addr` is a GPU address in the CMP's own
+    /// (system) space; 0 re-evaluates every blocked wait. An address that does not translate
+    /// names no word any wait can be on, so nothing is re-evaluated. Under the identity root
+    /// the address is matched as given (no window check, as in version 1).
     pub(crate) fn wait_rescan(&self, addr: GpuVa) {
         let mut cmp = lock(&self.cmp);
-        let woke = self.rescan_waits(&mut cmp, addr);
+        let pa = if addr.is_null() {
+            None
+        } else {
+            let sp = self.system_space();
+            if sp.is_identity() {
+                Some(addr.get())
+            } else {
+                match self.word(sp, addr, Access::Read) {
+                    Ok(w) => Some(w.pa),
+                    Err(_) => return,
+                }
+            }
+        };
+        let woke = self.rescan_waits(&mut cmp, pa);
+        if woke {
+            self.publish_engine_status(&cmp);
+        }
+        drop(cmp);
+        if woke {
+            self.kick();
+        }
+    }
+
+    /// Drops cached translations of `root` (0: all) with the CMP lock held: used by the
+    /// TLB_INVALIDATE packet (inside a quantum) and the register. Blocked FENCE_WAITs of
+    /// translated queues under that root are woken, so they translate their address again
+    /// instead of waiting on a physical word the new tables may no longer map.
+    pub(crate) fn tlb_invalidate_locked(&self, cmp: &mut Cmp, root: u64) -> bool {
+        self.mmu.invalidate(root);
+        let mut woke = false;
+        for q in cmp.engines.iter_mut().flat_map(|e| e.queues.iter_mut()) {
+            let qroot = q.desc.page_table_base.get();
+            if qroot == 0 || (root != 0 && qroot != root) {
+                continue;
+            }
+            if let Some(w) = q.wait.as_mut() {
+                woke |= !w.wake;
+                w.wake = true;
+            }
+        }
+        woke
+    }
+
+    /// TLB_INVALIDATE register: returns when no cached translation of `root` remains and
+    /// the quantum the CMP was executing (every access of which translated before this
+    /// write) has finished: it takes the CMP lock, which the CMP holds for a whole quantum.
+    /// An event post in progress (the event ring is in the system space) is drained by
+    /// taking the event ring's lock after the invalidation.
+    pub(crate) fn tlb_invalidate(&self, root: u64) {
+        let mut cmp = lock(&self.cmp);
+        let woke = self.tlb_invalidate_locked(&mut cmp, root);
+        drop(lock(&self.events.ring));
         if woke {
             self.publish_engine_status(&cmp);
         }

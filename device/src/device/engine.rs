@@ -222,6 +222,8 @@ impl Core {
         let mut cmp = lock(&self.cmp);
         *cmp = Cmp::new(self.cfg.engines);
         self.regs.power_on();
+        // Every root is forgotten with SYSTEM_PAGE_TABLE_BASE and the runlists.
+        self.mmu.invalidate(0);
         self.events.power_on();
         self.faults.clear();
         self.publish_engine_status(&cmp);

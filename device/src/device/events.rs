@@ -20,8 +20,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use rvgpu_hw::event::EventRecord;
+use rvgpu_hw::mmu::Access;
 use rvgpu_hw::regs::IntCause;
 
+use super::bus::words;
 use super::faults::IrqDelay;
 use super::{lock, Core};
 
@@ -184,13 +186,16 @@ impl Core {
                 false
             } else {
                 let slot = u64::from(w % ring.size) * 32;
+                // The event ring is in the CMP's own (system) address space; a slot that
+                // does not translate is unreachable like any other (EVENT_OVERFLOW).
+                let sys = self.system_space();
                 match ring
                     .base
                     .checked_add(slot)
-                    .map(|a| self.gpu_span(GpuVa::new(a), 32))
+                    .map(|a| self.sp_spans(sys, GpuVa::new(a), 32, Access::Write))
                 {
-                    Some(Ok(span)) => {
-                        for (d, s) in span.as_slice().iter().zip(rec.to_words()) {
+                    Some(Ok(spans)) => {
+                        for (d, s) in words(&spans).zip(rec.to_words()) {
                             // Relaxed: the Release store of WPTR below publishes the record.
                             d.store(s, Ordering::Relaxed);
                         }

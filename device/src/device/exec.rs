@@ -12,6 +12,14 @@
 //! consume as "done" markers (fence values, progress fence, timestamps, log headers) are
 //! Release stores too, so the data written before them is visible to whoever sees them.
 //!
+//! Address spaces (docs/hardware.md 12.4): the ring, ring control, INDIRECT buffers and every
+//! address a packet carries are accesses in the queue's space ([`Space::of_queue`]): its root
+//! and, for a user-mode queue, user privilege. Command fetches are `Execute` accesses. The
+//! MonitoredValue read of a conditional signal is the CMP's interrupt decision, not data the
+//! queue sees, so it uses the queue's root with kernel privilege (NF-01: MonitoredValue is
+//! never mapped USER). Log buffers are in the CMP's own space (`SYSTEM_PAGE_TABLE_BASE`).
+//! Under root 0 every one of these is the version-1 window-checked bus access.
+//!
 //! INDIRECT: packets come either from the ring (at the read pointer, wrapping) or from the
 //! queue's current indirect buffer (at its cursor, never wrapping: a packet past the end is
 //! `BadLength`). An indirect buffer is read with Relaxed loads for the same reason as the
@@ -31,13 +39,15 @@ use rvgpu_hw::log::{
     entry_offset, header_after, LogEntry, ENTRIES_PER_BUFFER, HEADER_ATOMIC, LOG_BUFFER_SIZE,
     OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED,
 };
+use rvgpu_hw::mmu::Access;
 use rvgpu_hw::queue::{QueueDescriptor, RingControl, NO_QUEUE};
 use rvgpu_hw::regs::IntCause;
 
 use rvgpu_hw::addr::GpuVa;
 
-use super::bus::{ctl, Fault};
+use super::bus::{ctl, words, Fault, Space};
 use super::cmp::{Cmp, Engine, InFlight, Indirect, Queue, Wait};
+use super::mmu::Privilege;
 use super::{lock, Core};
 
 /// Bytes of COPY/FILL work per quantum: a big transfer takes many passes (measurable time)
@@ -55,7 +65,16 @@ enum Src {
     Buffer(GpuVa),
 }
 
-/// Where a LOG_WRITE goes, resolved and checked before anything is written.
+/// A fetched packet: the decoded command, its length in bytes and its words (header first;
+/// empty for a NOP, whose padding is never read).
+struct Fetched {
+    cmd: Command,
+    len: u64,
+    words: Vec<u64>,
+}
+
+/// Where a LOG_WRITE goes (GPU addresses in the system space), resolved and checked before
+/// anything is written.
 struct LogTarget {
     entry_addr: GpuVa,
     header_addr: GpuVa,
@@ -72,7 +91,7 @@ impl Core {
                 queue_id,
                 arg0: f.code as u64,
                 arg1: f.addr.get(),
-                arg2: rptr,
+                arg2: f.arg2(rptr),
             },
             IntCause::FAULT,
         );
@@ -118,7 +137,8 @@ impl Core {
         };
         q.rptr = q.rptr.wrapping_add(bytes);
         // Release: the packet's effects happen-before a producer that sees the slot free.
-        self.gpu_store(
+        self.sp_store(
+            Space::of_queue(&q.desc),
             ctl(q.desc.ring_control, RingControl::READ_PTR),
             q.rptr,
             Ordering::Release,
@@ -134,7 +154,7 @@ impl Core {
             .checked_add(off)
             .ok_or(Fault::bad_address(d.ring_base))?;
         // Relaxed: the Acquire load of write_ptr made the producer's stores visible.
-        self.gpu_load(addr, Ordering::Relaxed)
+        self.sp_load(Space::of_queue(d), addr, Access::Execute, Ordering::Relaxed)
     }
 
     /// The word at position `ptr` of `src`.
@@ -144,7 +164,7 @@ impl Core {
             Src::Buffer(base) => {
                 let addr = base.checked_add(ptr).ok_or(Fault::bad_address(base))?;
                 // Relaxed: as for the ring (see the module docs).
-                self.gpu_load(addr, Ordering::Relaxed)
+                self.sp_load(Space::of_queue(d), addr, Access::Execute, Ordering::Relaxed)
             }
         }
     }
@@ -157,7 +177,7 @@ impl Core {
         src: Src,
         rptr: u64,
         avail: u64,
-    ) -> Result<(Command, u64), Fault> {
+    ) -> Result<Fetched, Fault> {
         let h =
             decode_header(self.src_word(d, src, rptr)?).map_err(|c| Fault::new(c, GpuVa::NULL))?;
         let len = u64::from(h.len) * 8;
@@ -170,13 +190,17 @@ impl Core {
                 return Err(Fault::new(FaultCode::BadArgument, GpuVa::NULL));
             }
             // Padding words are never read.
-            return Ok((Command::Nop { len: h.len }, len));
+            return Ok(Fetched {
+                cmd: Command::Nop { len: h.len },
+                len,
+                words: Vec::new(),
+            });
         }
         let words = (0..u64::from(h.len))
             .map(|i| self.src_word(d, src, rptr.wrapping_add(i * 8)))
             .collect::<Result<Vec<u64>, Fault>>()?;
         let cmd = decode(&words).map_err(|c| Fault::new(c, GpuVa::NULL))?;
-        Ok((cmd, len))
+        Ok(Fetched { cmd, len, words })
     }
 
     /// Resolves a LOG_WRITE target; `NoLog` if the queue has no such log, `BadArgument` if
@@ -194,12 +218,14 @@ impl Core {
         if base.is_null() {
             return Err(Fault::new(FaultCode::NoLog, GpuVa::NULL));
         }
-        self.gpu_check(base, LOG_BUFFER_SIZE)?;
+        // The log buffer is at its CMP address (LogBufferSystemProcessGpuVa): system space.
+        let sys = self.system_space();
+        self.sp_check(sys, base, LOG_BUFFER_SIZE, Access::Write)?;
         // NumberOfEntries is written by the OS when it creates the buffer.
-        // gpu_check above: the whole buffer is addressable, so these offsets cannot overflow.
+        // sp_check above: the whole buffer is addressable, so these offsets cannot overflow.
         let at = |off: u64| base.checked_add(off).unwrap_or(base);
         let n_addr = at(16);
-        let n = self.gpu_load(n_addr, Ordering::Acquire)?;
+        let n = self.sp_load(sys, n_addr, Access::Read, Ordering::Acquire)?;
         if n == 0 || n > ENTRIES_PER_BUFFER {
             return Err(Fault::new(FaultCode::BadArgument, n_addr));
         }
@@ -216,14 +242,15 @@ impl Core {
     /// Writes a log entry, then the header's atomic word (LOG-03, LOG-07). Caller holds the
     /// signal lock.
     fn write_log(&self, t: &LogTarget, entry: &LogEntry) -> Result<(), Fault> {
-        let span = self.gpu_span(t.entry_addr, 48)?;
-        for (d, s) in span.as_slice().iter().zip(entry.to_words()) {
+        let sys = self.system_space();
+        let spans = self.sp_spans(sys, t.entry_addr, 48, Access::Write)?;
+        for (d, s) in words(&spans).zip(entry.to_words()) {
             // Relaxed: the Release on the header below publishes the entry.
             d.store(s, Ordering::Relaxed);
         }
         // One atomic store that never lowers the header (log.rs): fetch_max orders by
         // (WraparoundCount, FirstFreeEntryIndex), which is how the value is packed.
-        self.gpu_fetch_max(t.header_addr, t.header_value, Ordering::AcqRel)?;
+        self.sp_fetch_max(sys, t.header_addr, t.header_value, Ordering::AcqRel)?;
         Ok(())
     }
 
@@ -258,7 +285,12 @@ impl Core {
             None => (Src::Ring, rptr, avail),
         };
         let inner = ind.map(|i| i.off);
-        let (cmd, len) = self.fetch(&d, src, pos, avail)?;
+        let qs = Space::of_queue(&d);
+        let Fetched {
+            cmd,
+            len,
+            words: packet,
+        } = self.fetch(&d, src, pos, avail)?;
         match cmd {
             Command::Nop { .. } => self.complete(e, q, len),
             Command::FenceSignal {
@@ -270,12 +302,16 @@ impl Core {
             } => {
                 let (value_addr, monitored_addr) =
                     (GpuVa::new(value_addr), GpuVa::new(monitored_addr));
-                self.gpu_check(value_addr, 8)?;
+                let value_word = self.word(qs, value_addr, Access::Write)?;
                 let cond = flags & SIGNAL_CONDITIONAL_IRQ != 0;
                 let always = flags & SIGNAL_ALWAYS_IRQ != 0;
-                if cond && !always {
-                    self.gpu_check(monitored_addr, 8)?;
-                }
+                // The MonitoredValue read is the CMP's decision: the queue's root with kernel
+                // privilege (NF-01 never maps MonitoredValue USER).
+                let monitored = if cond && !always {
+                    Some(self.word(qs.kernel(), monitored_addr, Access::Read)?)
+                } else {
+                    None
+                };
                 // LOG-04: a signal-log LOG_WRITE right behind the signal is executed inside
                 // it, before the interrupt decision. Only if it is complete and valid;
                 // otherwise it runs (and faults) on its own.
@@ -284,7 +320,7 @@ impl Core {
                 {
                     let _sig = lock(&self.signal_lock);
                     // Release: publishes this queue's earlier work to whoever reads the value.
-                    self.gpu_store(value_addr, value, Ordering::Release)?;
+                    self.store_word(value_word, value, Ordering::Release)?;
                     if let Some((t, entry, _)) = &fused {
                         let mut entry = *entry;
                         entry.fence_end_gpu_timestamp = self.clock.now();
@@ -295,13 +331,13 @@ impl Core {
                     // SeqCst fence; load CV": at least one side sees the other's store.
                     fence(Ordering::SeqCst);
                     let irq = always
-                        || (cond
+                        || monitored.is_some_and(|w| {
                             // Relaxed: ordered by the fence above. An unreadable
                             // MonitoredValue interrupts: spurious is fine, missed is not.
-                            && self
-                                .mem
-                                .load(monitored_addr.get(), Ordering::Relaxed)
-                                .is_none_or(|mv| needs_interrupt(value, mv)));
+                            self.mem
+                                .load(w.pa, Ordering::Relaxed)
+                                .is_none_or(|mv| needs_interrupt(value, mv))
+                        });
                     if irq {
                         self.post_event(
                             EventRecord {
@@ -331,13 +367,15 @@ impl Core {
                 if let Some((_, _, log_len)) = fused {
                     self.complete(e, q, log_len)?;
                 }
-                self.rescan_waits(cmp, value_addr);
+                // Waits match on the physical word, whatever VA each waiter used.
+                self.rescan_waits(cmp, Some(value_word.pa));
                 Ok(())
             }
             Command::FenceWait { addr, value } => {
                 let addr = GpuVa::new(addr);
+                let w = self.word(qs, addr, Access::Read)?;
                 // Acquire: the signaller's Release store published its earlier work.
-                let v = self.gpu_load(addr, Ordering::Acquire)?;
+                let v = self.load_word(w, Ordering::Acquire)?;
                 let observed = q
                     .wait
                     .filter(|w| w.rptr == rptr && w.inner == inner)
@@ -351,6 +389,7 @@ impl Core {
                         rptr,
                         inner,
                         addr,
+                        pa: w.pa,
                         value,
                         observed,
                         wake: false,
@@ -386,12 +425,12 @@ impl Core {
             }
             Command::Timestamp { addr } => {
                 let addr = GpuVa::new(addr);
-                self.gpu_store(addr, self.clock.now(), Ordering::Release)?;
+                self.sp_store(qs, addr, self.clock.now(), Ordering::Release)?;
                 self.complete(e, q, len)
             }
             Command::Progress { irq, value } => {
                 // Release: the progress fence says "everything before is done".
-                self.gpu_store(d.progress_fence, value, Ordering::Release)?;
+                self.sp_store(qs, d.progress_fence, value, Ordering::Release)?;
                 self.complete(e, q, len)?;
                 if irq {
                     let after = q.rptr;
@@ -411,13 +450,14 @@ impl Core {
                 Ok(())
             }
             Command::Copy { src, dst, bytes } => {
-                self.gpu_check(GpuVa::new(src), bytes)?;
-                self.gpu_check(GpuVa::new(dst), bytes)?;
+                // Every page of both ranges, before the first byte moves.
+                self.sp_check(qs, GpuVa::new(src), bytes, Access::Read)?;
+                self.sp_check(qs, GpuVa::new(dst), bytes, Access::Write)?;
                 self.start_transfer(eng, e, qi, cmd, len);
                 Ok(())
             }
             Command::Fill { dst, bytes, .. } => {
-                self.gpu_check(GpuVa::new(dst), bytes)?;
+                self.sp_check(qs, GpuVa::new(dst), bytes, Access::Write)?;
                 self.start_transfer(eng, e, qi, cmd, len);
                 Ok(())
             }
@@ -434,8 +474,9 @@ impl Core {
                 if ind.is_some() {
                     return Err(Fault::new(FaultCode::NestedIndirect, GpuVa::NULL));
                 }
-                // The whole buffer must be reachable (and aligned) before it starts.
-                self.gpu_check(addr, bytes)?;
+                // The whole buffer must be reachable (and aligned, and executable) before it
+                // starts.
+                self.sp_check(qs, addr, bytes, Access::Execute)?;
                 // Starting the buffer is this quantum; its packets run in the next ones.
                 q.indirect = Some(Indirect {
                     addr,
@@ -444,6 +485,36 @@ impl Core {
                     len,
                 });
                 Ok(())
+            }
+            Command::TlbInvalidate { root } => {
+                // Privileged: a user-mode queue must not be able to drop (or time) other
+                // spaces' translations.
+                if qs.who == Privilege::User {
+                    return Err(Fault::new(FaultCode::BadArgument, GpuVa::NULL));
+                }
+                // Everything before this packet on the queue has completed (one packet per
+                // quantum, under the CMP lock), so the invalidation is ordered after it.
+                self.complete(e, q, len)?;
+                if self.tlb_invalidate_locked(cmp, root) {
+                    self.publish_engine_status(cmp);
+                }
+                Ok(())
+            }
+            Command::WriteData { dst, count } => {
+                let data = packet.get(2..).unwrap_or(&[]);
+                let bytes = u64::from(count).saturating_mul(8);
+                if data.len() != usize::from(count) {
+                    // decode() guarantees this; a mismatch is a malformed packet.
+                    return Err(Fault::new(FaultCode::BadLength, GpuVa::NULL));
+                }
+                // Every page is translated and checked before any word is written.
+                let spans = self.sp_spans(qs, GpuVa::new(dst), bytes, Access::Write)?;
+                for (w, v) in words(&spans).zip(data) {
+                    // Release: page-table entries written here are read by walks with
+                    // Acquire loads (hardware.md 12.3).
+                    w.store(*v, Ordering::Release);
+                }
+                self.complete(e, q, len)
             }
         }
     }
@@ -457,7 +528,7 @@ impl Core {
         ptr: u64,
         avail: u64,
     ) -> Option<(LogTarget, LogEntry, u64)> {
-        let (cmd, len) = self.fetch(d, src, ptr, avail).ok()?;
+        let Fetched { cmd, len, .. } = self.fetch(d, src, ptr, avail).ok()?;
         let Command::LogWrite {
             log: LogKind::Signal,
             index,
@@ -499,7 +570,13 @@ impl Core {
         else {
             return;
         };
-        let res = self.transfer_chunk(&cmd, done);
+        // Each chunk is translated afresh in the queue's space: a TLB invalidation between
+        // chunks takes effect at the next one.
+        let Some(sp) = eng.queues.get(queue).map(|q| Space::of_queue(&q.desc)) else {
+            eng.inflight = None;
+            return;
+        };
+        let res = self.transfer_chunk(sp, &cmd, done);
         match res {
             Err(f) => self.fault_queue(eng, e, queue, f),
             Ok(None) => {
@@ -525,7 +602,7 @@ impl Core {
 
     /// Does up to CHUNK_BYTES of `cmd` from `done`; returns the new progress or `None` when
     /// finished.
-    fn transfer_chunk(&self, cmd: &Command, done: u64) -> Result<Option<u64>, Fault> {
+    fn transfer_chunk(&self, sp: Space, cmd: &Command, done: u64) -> Result<Option<u64>, Fault> {
         let total = match *cmd {
             Command::Copy { bytes, .. } | Command::Fill { bytes, .. } => bytes,
             _ => return Ok(None),
@@ -534,19 +611,22 @@ impl Core {
         if n == 0 {
             return Ok(None);
         }
+        // The ranges were checked when the packet started, so these sums do not overflow; if
+        // they did, the all-ones address faults like any unreachable one.
+        let at = |base: u64| GpuVa::new(base.saturating_add(done));
         match *cmd {
             Command::Copy { src, dst, .. } => {
-                let s = self.gpu_span(GpuVa::new(src + done), n)?;
-                let d = self.gpu_span(GpuVa::new(dst + done), n)?;
-                for (dw, sw) in d.as_slice().iter().zip(s.as_slice()) {
+                let s = self.sp_spans(sp, at(src), n, Access::Read)?;
+                let d = self.sp_spans(sp, at(dst), n, Access::Write)?;
+                for (dw, sw) in words(&d).zip(words(&s)) {
                     // Relaxed: the packet's completion (Release on read_ptr, and any later
                     // fence signal) publishes the data.
                     dw.store(sw.load(Ordering::Relaxed), Ordering::Relaxed);
                 }
             }
             Command::Fill { dst, pattern, .. } => {
-                let d = self.gpu_span(GpuVa::new(dst + done), n)?;
-                for w in d.as_slice() {
+                let d = self.sp_spans(sp, at(dst), n, Access::Write)?;
+                for w in words(&d) {
                     w.store(pattern, Ordering::Relaxed);
                 }
             }

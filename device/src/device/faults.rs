@@ -13,7 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use rvgpu_hw::mmu::Access;
 use rvgpu_hw::regs::DeviceStatus;
+
+use super::mmu::Privilege;
 
 use super::{lock, Core};
 
@@ -131,8 +134,27 @@ impl Core {
             return false;
         };
         let pos = q.rptr % u64::from(q.desc.ring_size.max(1));
-        let addr = q.desc.ring_base.get().wrapping_add(pos);
-        // Through the plain bus, not the window check: corruption comes from outside.
-        self.mem.store(addr, garbage, Ordering::Release).is_some()
+        let Some(va) = q.desc.ring_base.checked_add(pos) else {
+            return false;
+        };
+        // Through the plain bus, not the window check: corruption comes from outside. A
+        // translated ring is found through its page tables (kernel view, no permission
+        // beyond "mapped" is asked for).
+        let root = q.desc.page_table_base.get();
+        let pa = if root == 0 {
+            va.get()
+        } else {
+            match self.mmu.translate_word(
+                &self.mem,
+                root,
+                va.get(),
+                Access::Read,
+                Privilege::Kernel,
+            ) {
+                Ok((pa, _)) => pa,
+                Err(_) => return false,
+            }
+        };
+        self.mem.store(pa, garbage, Ordering::Release).is_some()
     }
 }

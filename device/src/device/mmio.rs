@@ -59,6 +59,7 @@ impl Core {
         caps.set(Caps::OPTIMIZED_FENCE_IRQ, c.optimized_fence_irq);
         caps.set(Caps::PER_ENGINE_RESET, c.per_engine_reset);
         caps.set(Caps::EXACT_FENCE_REPORT, c.exact_fence_report);
+        caps |= Caps::PAGE_TABLES;
         caps
     }
 
@@ -83,6 +84,13 @@ impl Core {
                 .to_reg(),
             ),
             RegId::VramSize => self.mem.vram_size(),
+            RegId::VramVisible => {
+                let size = self.mem.vram_size();
+                let v = self.cfg.vram_visible.min(size);
+                v - v % rvgpu_hw::PAGE_SIZE
+            }
+            // Acquire: pairs with the Release store below (a reader sees what was written).
+            RegId::SystemPageTableBase => r.system_root.load(Ordering::Acquire),
             RegId::ClockFreq => u64::from(self.cfg.clock_hz),
             RegId::GpuClock => self.clock.now(),
             RegId::DeviceStatusReg => u64::from(r.device_status.load(Ordering::Acquire)),
@@ -151,6 +159,10 @@ impl Core {
                 drop(lock(&self.signal_lock));
             }
             RegId::WaitRescan => self.wait_rescan(GpuVa::new(v)),
+            // Release: the page tables the driver wrote before this are visible to walks
+            // that read the new root.
+            RegId::SystemPageTableBase => r.system_root.store(v, Ordering::Release),
+            RegId::TlbInvalidate => self.tlb_invalidate(v),
             RegId::IntEnable => ev.enable.store(v32, Ordering::SeqCst),
             RegId::IntAck => {
                 // W1C: the written 1 bits clear those causes in INT_STATUS. AcqRel:

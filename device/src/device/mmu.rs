@@ -12,8 +12,9 @@
 //!   under the same lock. So an invalidation that returns leaves no cached translation of its
 //!   root(s), and a walk that raced with it cannot put a stale one back.
 //! - A translation that completed before the invalidation may still be in use by the command
-//!   being executed; the register path waits for the CMP's current command to finish (§12.5),
-//!   which the integration with command execution provides.
+//!   being executed; the register path waits for the CMP's current quantum to finish (it takes
+//!   the CMP lock, `Core::tlb_invalidate`), and every quantum translates afresh, so no access
+//!   after the register write returns uses a translation from before it (§12.5).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -216,6 +217,22 @@ impl Mmu {
     ) -> Result<(u64, u64), Fault> {
         self.translate_leaf(mem, root, va, access, who)
             .map(|(pa, left, _)| (pa, left))
+    }
+
+    /// Translates the 8-byte word at `va` (8-aligned, so it never crosses a page): its
+    /// physical address and the level of the leaf entry that mapped it. Whether the physical
+    /// word exists is the caller's check (the access itself fails); report that as
+    /// [`FaultReason::BadPhysical`] at the returned level.
+    pub fn translate_word(
+        &self,
+        mem: &Memory,
+        root: u64,
+        va: u64,
+        access: Access,
+        who: Privilege,
+    ) -> Result<(u64, u8), Fault> {
+        self.translate_leaf(mem, root, va, access, who)
+            .map(|(pa, _, level)| (pa, level))
     }
 
     /// [`Self::translate_page`] plus the level of the leaf entry.

@@ -7,7 +7,8 @@
 //! - `cmp`: runlists, queue state, scheduling; `exec`: command execution;
 //! - `engine`: engine states, hang/F1 detection, engine and adapter reset;
 //! - `doorbell`: BAR2; `events`: event ring, `INT_STATUS`, line delivery;
-//! - `clock`: the GPU clock; `bus`: the GPU's window-checked view of memory;
+//! - `clock`: the GPU clock; `bus`: the GPU's view of memory (identity + windows, or
+//!   translated by `mmu` through a root);
 //! - `faults`: fault injection.
 //!
 //! # Locks (always taken in this order, never the reverse)
@@ -83,6 +84,11 @@ pub struct DeviceConfig {
     /// Bytes of VRAM; informational here: the `Memory` passed to [`Device::new`] decides
     /// (build it with `Memory::new(config.vram_size)`).
     pub vram_size: u64,
+    /// Bytes of VRAM the CPU reaches through BAR4 from offset 0 (VRAM_VISIBLE), clamped to
+    /// the VRAM size. Default `u64::MAX`: all of VRAM. The model still hands out
+    /// [`Memory::vram_cpu_ptr`] for all of VRAM (tests use it); a driver must treat only
+    /// this much as CPU-visible.
+    pub vram_visible: u64,
     /// GPU clock frequency in Hz (CLOCK_FREQ).
     pub clock_hz: u32,
     /// Fence events carry the report tag (CAPS.EXACT_FENCE_REPORT); otherwise NO_TAG.
@@ -111,6 +117,7 @@ impl Default for DeviceConfig {
             doorbells: defaults::DOORBELLS,
             global_doorbell: false,
             vram_size: defaults::VRAM_SIZE,
+            vram_visible: u64::MAX,
             clock_hz: defaults::CLOCK_HZ,
             exact_fence_report: true,
             optimized_fence_irq: true,
@@ -188,6 +195,8 @@ pub(crate) struct Core {
     pub(crate) clock: clock::Clock,
     pub(crate) faults: faults::Faults,
     pub(crate) doorbells: doorbell::Doorbells,
+    /// The GPU MMU (TLB and walker) every translated access goes through.
+    pub(crate) mmu: mmu::Mmu,
     wake: Mutex<WakeState>,
     wake_cv: Condvar,
     /// CMP passes run so far (step mode: `step` calls); drives step-counted interrupt delays.
@@ -312,6 +321,7 @@ impl Device {
             clock: clock::Clock::new(cfg.mode, cfg.clock_hz),
             faults: faults::Faults::new(cfg.engines),
             doorbells: doorbell::Doorbells::new(cfg.doorbells),
+            mmu: mmu::Mmu::new(),
             wake: Mutex::new(WakeState::default()),
             wake_cv: Condvar::new(),
             passes: AtomicU64::new(0),
@@ -420,6 +430,11 @@ impl Device {
     /// Doorbell counters.
     pub fn doorbell_stats(&self) -> DoorbellStats {
         self.core.doorbells.stats()
+    }
+
+    /// TLB counters of the device's MMU (hits, misses, invalidations).
+    pub fn tlb_stats(&self) -> mmu::TlbStats {
+        self.core.mmu.stats()
     }
 
     /// Commands engine `engine` has completed (= its COMPLETED_COMMANDS register).

@@ -59,6 +59,8 @@ impl EngineRegs {
 /// The register file's storage.
 pub(crate) struct Regs {
     pub(crate) scratch: AtomicU32,
+    /// SYSTEM_PAGE_TABLE_BASE: root of the CMP's own address space (0 = identity).
+    pub(crate) system_root: AtomicU64,
     pub(crate) device_status: AtomicU32,
     pub(crate) syswin_base: [AtomicU64; SYSWIN_COUNT],
     pub(crate) syswin_size: [AtomicU64; SYSWIN_COUNT],
@@ -70,6 +72,7 @@ impl Regs {
     pub(crate) fn new(cfg: &DeviceConfig) -> Self {
         Self {
             scratch: AtomicU32::new(0),
+            system_root: AtomicU64::new(0),
             device_status: AtomicU32::new(0),
             syswin_base: std::array::from_fn(|_| AtomicU64::new(0)),
             syswin_size: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -83,6 +86,7 @@ impl Regs {
     /// Power-on values (ADAPTER_RESET). DEVICE_STATUS is handled by the reset itself.
     pub(crate) fn power_on(&self) {
         self.scratch.store(0, Ordering::Relaxed);
+        self.system_root.store(0, Ordering::Release);
         for w in self.syswin_base.iter().chain(self.syswin_size.iter()) {
             w.store(0, Ordering::Relaxed);
         }

@@ -40,6 +40,13 @@ pub enum Opcode {
     /// Executes the packets of a command buffer in memory as part of the queue ("call", like
     /// a batch-buffer start): see [`Command::Indirect`].
     Indirect = 0x09,
+    /// Invalidates cached GPU translations of one root (0: all roots), ordered after the
+    /// packets before it on the queue: the paging-buffer form of
+    /// [`crate::regs::TLB_INVALIDATE`]. Kernel-mode queues only.
+    TlbInvalidate = 0x0A,
+    /// Writes 1..=[`WRITE_DATA_MAX`] words to consecutive addresses (page-table updates
+    /// from paging buffers); see [`Command::WriteData`].
+    WriteData = 0x0B,
 }
 
 impl Opcode {
@@ -56,14 +63,17 @@ impl Opcode {
             0x07 => Self::Fill,
             0x08 => Self::Hang,
             0x09 => Self::Indirect,
+            0x0A => Self::TlbInvalidate,
+            0x0B => Self::WriteData,
             _ => return None,
         })
     }
 
-    /// Exact length in words (header included), or `None` for variable-length NOP.
+    /// Exact length in words (header included), or `None` for the variable-length NOP and
+    /// WRITE_DATA ([`Opcode::len_ok`]).
     pub const fn fixed_len(self) -> Option<u16> {
         match self {
-            Self::Nop => None,
+            Self::Nop | Self::WriteData => None,
             Self::FenceSignal => Some(5),
             Self::FenceWait => Some(3),
             Self::LogWrite => Some(3),
@@ -73,6 +83,20 @@ impl Opcode {
             Self::Fill => Some(4),
             Self::Hang => Some(1),
             Self::Indirect => Some(3),
+            Self::TlbInvalidate => Some(2),
+        }
+    }
+
+    /// Whether a header length of `len` words is allowed for this opcode: the fixed length,
+    /// at least 1 for NOP, `2 + N` with N in 1..=[`WRITE_DATA_MAX`] for WRITE_DATA.
+    pub const fn len_ok(self, len: u16) -> bool {
+        match self {
+            Self::Nop => len >= 1,
+            Self::WriteData => len >= 3 && len as u64 <= 2 + WRITE_DATA_MAX,
+            _ => match self.fixed_len() {
+                Some(n) => n == len,
+                None => false,
+            },
         }
     }
 }
@@ -93,6 +117,11 @@ pub const MAX_TRANSFER: u64 = 16 << 20;
 /// Largest INDIRECT buffer in bytes (1 MiB = 131072 words). A bigger DMA buffer is split
 /// into several INDIRECT packets by the driver.
 pub const MAX_INDIRECT: u64 = 1 << 20;
+
+/// Most data words in one WRITE_DATA packet: with its header and destination word a packet is
+/// at most 511 words (4088 bytes), so it fits a 4 KiB ring or indirect-buffer page; a whole
+/// page table (512 entries) takes two packets.
+pub const WRITE_DATA_MAX: u64 = 509;
 
 /// Which native-fence log a LOG_WRITE targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,6 +182,16 @@ pub enum Command {
     /// A queue that (re)enters a runlist reloads its read pointer from ring control, which
     /// still points at the INDIRECT, so the buffer restarts from its first packet.
     Indirect { addr: u64, bytes: u64 },
+    /// Invalidates cached translations of `root` (0: every root), after every earlier packet
+    /// of the queue completed. Allowed only on a kernel-mode queue (descriptor without
+    /// `QueueFlags::USER_MODE`); on a user-mode queue it faults
+    /// [`FaultCode::BadArgument`](crate::event::FaultCode::BadArgument).
+    TlbInvalidate { root: u64 },
+    /// Writes the packet's `count` data words (1..=[`WRITE_DATA_MAX`], the words after `dst`
+    /// in the packet) to `dst`, `dst + 8`, ... with Release stores. Every page of the range is
+    /// translated and checked before any word is written: a fault writes nothing. The
+    /// decoded command carries only the count; the executor reads the words from the packet.
+    WriteData { dst: u64, count: u16 },
 }
 
 /// A decoded header.
@@ -176,10 +215,8 @@ pub fn decode_header(word: u64) -> Result<Header, FaultCode> {
     let opcode = Opcode::from_u8((word & 0xFF) as u8).ok_or(FaultCode::BadOpcode)?;
     let flags = ((word >> 8) & 0xFF) as u8;
     let len = ((word >> 16) & 0xFFFF) as u16;
-    match opcode.fixed_len() {
-        Some(n) if n != len => return Err(FaultCode::BadLength),
-        None if len == 0 => return Err(FaultCode::BadLength),
-        _ => {}
+    if !opcode.len_ok(len) {
+        return Err(FaultCode::BadLength);
     }
     Ok(Header { opcode, flags, len })
 }
@@ -270,7 +307,36 @@ pub fn decode(words: &[u64]) -> Result<Command, FaultCode> {
             }
             Command::Indirect { addr, bytes }
         }
+        Opcode::TlbInvalidate => Command::TlbInvalidate { root: arg(1)? },
+        // decode_header checked the length: 3..=2 + WRITE_DATA_MAX.
+        Opcode::WriteData => Command::WriteData {
+            dst: arg(1)?,
+            count: h.len.saturating_sub(2),
+        },
     })
+}
+
+/// A TLB_INVALIDATE packet for `root` (0: every root).
+pub const fn tlb_invalidate(root: u64) -> [u64; 2] {
+    [header(Opcode::TlbInvalidate, 0, 2), root]
+}
+
+/// Encodes a WRITE_DATA packet writing `data` at `dst` into `out` (no allocation: kernel code
+/// uses it to build paging buffers). Returns the words written (`2 + data.len()`), or `None`
+/// if `data` is empty or longer than [`WRITE_DATA_MAX`], or `out` is too short.
+pub fn write_data(dst: u64, data: &[u64], out: &mut [u64]) -> Option<usize> {
+    let count = u16::try_from(data.len()).ok()?;
+    if count == 0 || u64::from(count) > WRITE_DATA_MAX {
+        return None;
+    }
+    let n = data.len().checked_add(2)?;
+    let dst_words = out.get_mut(..n)?;
+    let (head, rest) = dst_words.split_first_mut()?;
+    let (addr, body) = rest.split_first_mut()?;
+    *head = header(Opcode::WriteData, 0, count.checked_add(2)?);
+    *addr = dst;
+    body.copy_from_slice(data);
+    Some(n)
 }
 
 fn check_transfer(bytes: u64) -> Result<(), FaultCode> {
@@ -293,6 +359,8 @@ impl Command {
             Self::Copy { .. } | Self::Fill { .. } => 4,
             Self::Hang => 1,
             Self::Indirect { .. } => 3,
+            Self::TlbInvalidate { .. } => 2,
+            Self::WriteData { count, .. } => (*count as usize).saturating_add(2),
         }
     }
 
@@ -302,7 +370,10 @@ impl Command {
     }
 
     /// Encodes into `out`, returning the number of words written, or `None` if `out` is too
-    /// short or a NOP length is zero. Padding words of a NOP are written as zero.
+    /// short, a NOP length is zero or a WRITE_DATA count is outside 1..=[`WRITE_DATA_MAX`].
+    /// Padding words of a NOP are written as zero. A WRITE_DATA gets its header and
+    /// destination only: its `count` data words (`out[2..2 + count]`) are left as the caller
+    /// put them ([`write_data`] encodes a whole packet from a slice).
     pub fn encode(&self, out: &mut [u64]) -> Option<usize> {
         let n = self.len();
         let dst = out.get_mut(..n)?;
@@ -312,6 +383,11 @@ impl Command {
                 *d = *s;
             }
         };
+        if let Self::WriteData { count, .. } = *self {
+            if count == 0 || u64::from(count) > WRITE_DATA_MAX {
+                return None;
+            }
+        }
         *head = match *self {
             Self::Nop { len } => {
                 if len == 0 {
@@ -379,6 +455,16 @@ impl Command {
                 put(&[addr, bytes]);
                 header(Opcode::Indirect, 0, 3)
             }
+            Self::TlbInvalidate { root } => {
+                put(&[root]);
+                header(Opcode::TlbInvalidate, 0, 2)
+            }
+            Self::WriteData { dst, count } => {
+                if let Some(a) = args.first_mut() {
+                    *a = dst;
+                }
+                header(Opcode::WriteData, 0, count.saturating_add(2))
+            }
         };
         Some(n)
     }
@@ -431,6 +517,12 @@ mod tests {
             Command::Indirect {
                 addr: 0x8000,
                 bytes: MAX_INDIRECT,
+            },
+            Command::TlbInvalidate { root: 0x5000 },
+            Command::TlbInvalidate { root: 0 },
+            Command::WriteData {
+                dst: 0x7000,
+                count: 3,
             },
         ]
     }
@@ -522,6 +614,52 @@ mod tests {
                 addr: 0x8004,
                 bytes: 8
             })
+        );
+    }
+
+    #[test]
+    fn tlb_invalidate_and_write_data_encoding() {
+        assert_eq!(Opcode::from_u8(0x0A), Some(Opcode::TlbInvalidate));
+        assert_eq!(Opcode::from_u8(0x0B), Some(Opcode::WriteData));
+        assert_eq!(
+            decode(&tlb_invalidate(0x9000)),
+            Ok(Command::TlbInvalidate { root: 0x9000 })
+        );
+        let mut buf = [0u64; 600];
+        let data: Vec<u64> = (0..WRITE_DATA_MAX).collect();
+        let n = write_data(0x7000, &data, &mut buf).unwrap();
+        assert_eq!(n, 511);
+        assert_eq!(
+            decode(&buf[..n]),
+            Ok(Command::WriteData {
+                dst: 0x7000,
+                count: 509
+            })
+        );
+        assert_eq!(&buf[2..n], &data[..]);
+        assert_eq!(write_data(0x7000, &[], &mut buf), None, "empty");
+        let too_many: Vec<u64> = (0..=WRITE_DATA_MAX).collect();
+        assert_eq!(write_data(0x7000, &too_many, &mut buf), None, "too many");
+        assert_eq!(write_data(0x7000, &[1, 2], &mut [0u64; 3]), None, "short");
+        for len in [0u16, 1, 2, 512] {
+            assert_eq!(
+                decode_header(header(Opcode::WriteData, 0, len)),
+                Err(FaultCode::BadLength),
+                "len {len}"
+            );
+        }
+        assert_eq!(
+            decode_header(header(Opcode::TlbInvalidate, 0, 3)),
+            Err(FaultCode::BadLength)
+        );
+        assert_eq!(
+            decode(&[header(Opcode::WriteData, 1, 3), 0, 0]),
+            Err(FaultCode::BadArgument),
+            "flags"
+        );
+        assert_eq!(
+            Command::WriteData { dst: 0, count: 510 }.encode(&mut buf),
+            None
         );
     }
 

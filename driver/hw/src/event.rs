@@ -131,6 +131,12 @@ pub enum FaultCode {
     /// [`crate::cmd::Command::Indirect`]). `arg1` is 0; `arg2` is the read pointer of the
     /// ring's INDIRECT packet.
     NestedIndirect = 9,
+    /// A GPU page fault (docs/hardware.md 12.6): a translation through the queue's (or the
+    /// CMP's) page tables failed, and the access did not happen. `arg1` is the faulting GPU
+    /// virtual address; `arg2` is [`crate::mmu::FaultInfo::encode`] (reason, access kind,
+    /// level, user bit, low 32 bits of the faulting packet's read pointer) instead of the
+    /// plain read pointer.
+    PageFault = 10,
 }
 
 impl FaultCode {
@@ -146,6 +152,7 @@ impl FaultCode {
             7 => Self::NoLog,
             8 => Self::BadDescriptor,
             9 => Self::NestedIndirect,
+            10 => Self::PageFault,
             _ => return None,
         })
     }

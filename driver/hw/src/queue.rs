@@ -21,7 +21,10 @@ bitflags! {
     pub struct QueueFlags: u32 {
         /// The entry describes a queue; entries without it are skipped.
         const VALID = 1 << 0;
-        /// Fed by user mode through a doorbell (UM-05); informational for the device.
+        /// Fed by user mode through a doorbell (UM-05). Decides the queue's privilege: a
+        /// user-mode queue reaches only pages mapped with `mmu::Pte::USER` and may not use
+        /// privileged packets (TLB_INVALIDATE); without it the queue is kernel-mode.
+        /// Meaningless under the identity root (0).
         const USER_MODE = 1 << 1;
     }
 }
@@ -57,7 +60,9 @@ pub struct QueueDescriptor {
     pub priority: u32,
     /// Process (GPU address space) id; reserved for page tables, informational in v1.
     pub process_id: u32,
-    /// Root of the queue's GPU page tables; must be 0 (identity) in v1.
+    /// Root of the queue's GPU page tables: the 4 KiB-aligned device physical address of its
+    /// root table ([`crate::mmu`]), or 0 for identity (version 1 behaviour). Every address the
+    /// queue uses is translated through it with the privilege [`QueueFlags::USER_MODE`] gives.
     pub page_table_base: BusAddr,
     pub reserved: [u64; 7],
 }
@@ -101,7 +106,7 @@ impl QueueDescriptor {
         if !aligned(self.ring_base) || !control_ok || !aligned(self.progress_fence) {
             return Err("alignment");
         }
-        if !self.page_table_base.is_null() {
+        if !self.page_table_base.is_aligned(crate::mmu::TABLE_SIZE) {
             return Err("page_table_base");
         }
         Ok(())
@@ -163,6 +168,19 @@ mod tests {
             Err("ring_size")
         );
         assert_eq!(QueueDescriptor { flags: 0, ..d }.validate(), Err("flags"));
+        let rooted = QueueDescriptor {
+            page_table_base: BusAddr::new(0x1234_5000),
+            ..d
+        };
+        assert_eq!(rooted.validate(), Ok(()));
+        assert_eq!(
+            QueueDescriptor {
+                page_table_base: BusAddr::new(0x1234_5008),
+                ..d
+            }
+            .validate(),
+            Err("page_table_base")
+        );
     }
 
     #[test]

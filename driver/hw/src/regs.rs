@@ -8,9 +8,11 @@ use bitflags::bitflags;
 
 /// "RVGP" in little-endian ASCII: the value of [`ID`].
 pub const ID_VALUE: u32 = 0x5047_5652;
-/// The [`VERSION`] this crate describes: 1.1 (1.0 plus INDIRECT and the engine reset that
-/// keeps innocent queues and holds the engine).
-pub const VERSION_VALUE: u32 = 0x0001_0001;
+/// The [`VERSION`] this crate describes: 2.0. Version 1.x had no GPU page tables; 2.0 adds
+/// them ([`crate::mmu`], [`Caps::PAGE_TABLES`]): a queue with a non-zero
+/// `page_table_base` has its addresses translated, which a 1.x driver would not expect, so
+/// the major version changes and a 1.x driver refuses the device cleanly.
+pub const VERSION_VALUE: u32 = 0x0002_0000;
 /// Key for [`ADAPTER_RESET`]: "RSET".
 pub const ADAPTER_RESET_KEY: u32 = 0x5445_5352;
 
@@ -97,6 +99,21 @@ crate::register! {
     /// re-evaluates every FENCE_WAIT blocked on it before the write returns. 0 re-evaluates
     /// every blocked wait (used after `NotificationOnly` updates, NF-16).
     WAIT_RESCAN => WaitRescan(u64, WO) @ 0x0070;
+    /// RW64: root (4 KiB-aligned device physical address, [`crate::mmu`]) of the CMP's own
+    /// address space, the system (paging) process: runlists, the event ring, log buffers
+    /// (`wait_log`/`signal_log`) and [`WAIT_RESCAN`] addresses are translated through it
+    /// with kernel privilege. 0 = identity (version 1 behaviour).
+    SYSTEM_PAGE_TABLE_BASE => SystemPageTableBase(u64, RW) @ 0x0080;
+    /// WO64: invalidates cached translations of the root written (a 4 KiB-aligned device
+    /// physical address), or of every root for 0. Trap semantics: the write returns when no
+    /// cached translation of that root remains and no packet that was executing with an
+    /// older translation is still running (the paging-buffer equivalent is
+    /// [`crate::cmd::Opcode::TlbInvalidate`]).
+    TLB_INVALIDATE => TlbInvalidate(u64, WO) @ 0x0088;
+    /// RO64: bytes of VRAM the CPU reaches through BAR4, from offset 0 (the CPU-visible part
+    /// of local memory; the rest is GPU-only). At most [`VRAM_SIZE`]. The KMD reports only
+    /// this much as `CpuVisible`.
+    VRAM_VISIBLE => VramVisible(u64, RO) @ 0x0090;
     /// RW64 array: window `k` base at `SYSWIN_BASE + k * SYSWIN_STRIDE` (8-byte aligned).
     SYSWIN_BASE [16; SYSWIN_STRIDE] => SyswinBase(u64, RW) @ 0x0200;
     /// RW64 array: window `k` size in bytes at `SYSWIN_SIZE + k * SYSWIN_STRIDE`; 0 disables
@@ -239,6 +256,10 @@ bitflags! {
         /// Fence events identify the fence (report tag); without it every fence event
         /// carries [`crate::event::NO_TAG`] and the driver reports "scan everything".
         const EXACT_FENCE_REPORT = 1 << 6;
+        /// GPU page tables (docs/hardware.md 12.3-12.6): per-queue roots in
+        /// `QueueDescriptor::page_table_base`, [`SYSTEM_PAGE_TABLE_BASE`],
+        /// [`TLB_INVALIDATE`], page faults ([`crate::event::FaultCode::PageFault`]).
+        const PAGE_TABLES = 1 << 7;
     }
 }
 
@@ -360,7 +381,7 @@ mod tests {
         assert_eq!(s.raw(), 0x203);
         assert_eq!((s.state(), s.has_work(), s.held()), (3, 0, 1));
         assert_eq!(ConfigReg::new(0x0010_0002).doorbells(), 16);
-        assert_eq!(Version::new(VERSION_VALUE).major(), 1);
+        assert_eq!(Version::new(VERSION_VALUE).major(), 2);
     }
 
     #[test]
