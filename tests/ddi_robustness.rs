@@ -222,6 +222,17 @@ const COVERED: &[&str] = &[
     "DxgkDdiUpdateNativeFenceLogs",
     "DxgkDdiCalibrateGpuClock",
     "DxgkDdiSetStablePowerState",
+    // gpummu_memory_ddis_validate_their_arguments
+    "DxgkDdiCreateProcess",
+    "DxgkDdiDestroyProcess",
+    "DxgkDdiGetRootPageTableSize",
+    "DxgkDdiSetRootPageTable",
+    "DxgkDdiCreateAllocation",
+    "DxgkDdiDestroyAllocation",
+    "DxgkDdiDescribeAllocation",
+    "DxgkDdiGetStandardAllocationDriverData",
+    "DxgkDdiOpenAllocation",
+    "DxgkDdiCloseAllocation",
 ];
 
 #[test]
@@ -1539,4 +1550,136 @@ fn log_01_log_07_native_fence_log_and_clock_arguments() {
     unsafe { f(ptr::null_mut(), &on) };
     // SAFETY: live (unstarted) context, NULL argument block.
     unsafe { f(a.ctx, ptr::null()) };
+}
+
+/// Issue 12: the GpuMmu memory-model DDIs refuse NULL contexts, NULL argument blocks and
+/// handles that name nothing, without touching anything.
+#[test]
+fn gpummu_memory_ddis_validate_their_arguments() {
+    use rvgpu_ddi::allocation::{
+        DXGKARG_CLOSEALLOCATION, DXGKARG_CREATEALLOCATION, DXGKARG_CREATEPROCESS,
+        DXGKARG_DESTROYALLOCATION, DXGKARG_GETROOTPAGETABLESIZE, DXGKARG_OPENALLOCATION,
+        DXGKARG_SETROOTPAGETABLE,
+    };
+    use rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED;
+    let d = table();
+    let null: HANDLE = ptr::null_mut();
+    let junk: HANDLE = ptr::without_provenance_mut::<c_void>(0x1234);
+    let create_process = d.DxgkDdiCreateProcess.expect("CreateProcess filled");
+    let destroy_process = d.DxgkDdiDestroyProcess.expect("DestroyProcess filled");
+    let root_size = d
+        .DxgkDdiGetRootPageTableSize
+        .expect("GetRootPageTableSize filled");
+    let set_root = d.DxgkDdiSetRootPageTable.expect("SetRootPageTable filled");
+    let create = d.DxgkDdiCreateAllocation.expect("CreateAllocation filled");
+    let destroy = d
+        .DxgkDdiDestroyAllocation
+        .expect("DestroyAllocation filled");
+    let describe = d
+        .DxgkDdiDescribeAllocation
+        .expect("DescribeAllocation filled");
+    let standard = d
+        .DxgkDdiGetStandardAllocationDriverData
+        .expect("GetStandardAllocationDriverData filled");
+    let open = d.DxgkDdiOpenAllocation.expect("OpenAllocation filled");
+    let close = d.DxgkDdiCloseAllocation.expect("CloseAllocation filled");
+
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { create_process(null, ptr::null_mut()) };
+    expect_status("CreateProcess", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let mut cp = DXGKARG_CREATEPROCESS::default();
+    // SAFETY: NULL adapter, a live local argument block.
+    let s = unsafe { create_process(null, &mut cp) };
+    expect_status("CreateProcess", "NULL adapter", s, STATUS_INVALID_PARAMETER);
+    assert!(cp.hKmdProcess.is_null(), "nothing handed out");
+    // SAFETY: as above.
+    let s = unsafe { destroy_process(null, junk) };
+    expect_status(
+        "DestroyProcess",
+        "NULL adapter",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let mut rs = DXGKARG_GETROOTPAGETABLESIZE::default();
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { root_size(null, &mut rs) },
+        0,
+        "GetRootPageTableSize NULL adapter"
+    );
+    // SAFETY: as above.
+    assert_eq!(unsafe { root_size(null, ptr::null_mut()) }, 0);
+    // SAFETY: as above; the DDI has no status, it must simply return.
+    unsafe { set_root(null, ptr::null()) };
+    let sr = DXGKARG_SETROOTPAGETABLE {
+        hContext: junk,
+        ..Default::default()
+    };
+    // SAFETY: a live local argument block naming no context.
+    unsafe { set_root(null, &sr) };
+
+    // SAFETY: as above.
+    let s = unsafe { create(null, ptr::null_mut()) };
+    expect_status(
+        "CreateAllocation",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let mut ca = DXGKARG_CREATEALLOCATION::default();
+    // SAFETY: NULL adapter, a live local block with no allocation array.
+    let s = unsafe { create(null, &mut ca) };
+    expect_status(
+        "CreateAllocation",
+        "NULL adapter",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    // SAFETY: as above.
+    let s = unsafe { destroy(null, ptr::null()) };
+    expect_status(
+        "DestroyAllocation",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let da = DXGKARG_DESTROYALLOCATION::default();
+    // SAFETY: as above.
+    let s = unsafe { destroy(null, &da) };
+    expect_status(
+        "DestroyAllocation",
+        "NULL adapter",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    // Render-only: no standard or display allocations at all.
+    // SAFETY: the driver refuses without reading the block.
+    let s = unsafe { describe(null, ptr::null_mut()) };
+    expect_status("DescribeAllocation", "any", s, STATUS_NOT_SUPPORTED);
+    // SAFETY: as above.
+    let s = unsafe { standard(null, ptr::null_mut()) };
+    expect_status(
+        "GetStandardAllocationDriverData",
+        "any",
+        s,
+        STATUS_NOT_SUPPORTED,
+    );
+    // SAFETY: as above.
+    let s = unsafe { open(null, ptr::null()) };
+    expect_status("OpenAllocation", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let oa = DXGKARG_OPENALLOCATION::default();
+    // SAFETY: a live local block with no info array.
+    let s = unsafe { open(junk, &oa) };
+    expect_status("OpenAllocation", "no infos", s, STATUS_INVALID_PARAMETER);
+    // SAFETY: as above.
+    let s = unsafe { close(null, ptr::null()) };
+    expect_status("CloseAllocation", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let list = [junk];
+    let cl = DXGKARG_CLOSEALLOCATION {
+        NumAllocations: 1,
+        pOpenHandleList: list.as_ptr(),
+    };
+    // SAFETY: a live local block and list naming no allocation of no device.
+    let s = unsafe { close(junk, &cl) };
+    expect_status("CloseAllocation", "junk device", s, STATUS_INVALID_HANDLE);
 }

@@ -107,7 +107,9 @@ const MANDATORY: &[(&str, &str)] = &[
     // HWS DDIs; these are the ones Dxgkrnl's hardware-scheduling mode calls according to their
     // reference pages (queues live in HW contexts, the OS drives the runlist per engine, sets
     // priority bands after start and hands a scheduling log per node). Inferred, not quoted.
-    ("DxgkDdiCreateProcess", "HWS: per-process KMD tracking the scheduler relies on (SetContextSchedulingProperties remarks); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setcontextschedulingproperties"),
+    ("DxgkDdiSetRootPageTable", "GpuMmu: VidMm gives each context its process's root page table (docs/memory.md); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setrootpagetable"),
+    ("DxgkDdiGetRootPageTableSize", "GpuMmu: VidMm sizes root page tables with it; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getrootpagetablesize"),
+    ("DxgkDdiCreateProcess", "GpuMmu and HWS: per-process KMD tracking the scheduler relies on (SetContextSchedulingProperties remarks); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setcontextschedulingproperties"),
     ("DxgkDdiDestroyProcess", "HWS: pairs with CreateProcess; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyprocess"),
     ("DxgkDdiCreateHwContext", "HWS: hardware contexts own the HW queues; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createhwcontext"),
     ("DxgkDdiDestroyHwContext", "HWS: pairs with CreateHwContext; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyhwcontext"),
@@ -147,16 +149,7 @@ const MANDATORY: &[(&str, &str)] = &[
 /// `implemented_ddis_are_not_listed_as_gaps` test fails until then). Grouped by the issue that
 /// closes them; docs/ddi-status.md has the same list with requirement IDs.
 const KNOWN_GAPS: &[&str] = &[
-    // Render set (issue 6 kernel-mode path, with issue 4 for allocations that back fences).
-    "DxgkDdiCreateAllocation",
-    "DxgkDdiDestroyAllocation",
-    "DxgkDdiDescribeAllocation",
-    "DxgkDdiGetStandardAllocationDriverData",
-    "DxgkDdiOpenAllocation",
-    "DxgkDdiCloseAllocation",
     // Hardware scheduling (issue 6).
-    "DxgkDdiCreateProcess",
-    "DxgkDdiDestroyProcess",
     "DxgkDdiCreateHwContext",
     "DxgkDdiDestroyHwContext",
     "DxgkDdiSwitchToHwContextList",
@@ -181,8 +174,6 @@ const NOT_MANDATORY: &[(&str, &str)] = &[
     ("DxgkDdiRender", "legacy: pfnRenderCb is replaced by pfnSubmitCommandCb for GPU-VA contexts ('contexts that operate in legacy patch mode must continue to use the old pfnRenderCb'); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dumddi/nc-d3dumddi-pfnd3dddi_submitcommandcb"),
     ("DxgkDdiPresent", "present blts belong to a display adapter; a render-only adapter reports no VidPn sources/targets (feature-caps page); UM-22 keeps presentation out of scope"),
     ("DxgkDdiRenderKm", "GDI hardware acceleration: listed M for WDDM 1.2 render-only drivers, but the GDI page says to report SupportKernelModeCommandBuffer only with a cache-coherent aperture segment, which rvgpu v1 does not have; open question, see docs/ddi-status.md; https://learn.microsoft.com/en-us/windows-hardware/drivers/display/gdi-hardware-acceleration"),
-    ("DxgkDdiSetRootPageTable", "GpuMmu model only; rvgpu v1 has no GPU page tables (docs/hardware.md section 12.2, IoMmu-style identity addressing)"),
-    ("DxgkDdiGetRootPageTableSize", "GpuMmu model only; see DxgkDdiSetRootPageTable"),
     ("DxgkDdiMapCpuHostAperture", "optional CpuHostAperture (AL-05)"),
     ("DxgkDdiEscape", "private UMD-to-KMD channel; nothing requires it"),
     ("DxgkDdiCreateCpuEvent", "optional feature DXGK_FEATURE_KMD_SIGNAL_CPU_EVENT; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_feature_id"),

@@ -109,16 +109,18 @@ fn vqueue(rig: &mut Rig, pt: Pt, engine: u32, id: u32, user: bool) -> VQ {
         q.desc.ring_control.get(),
         q.desc.progress_fence.get(),
     );
-    pt.map(rig, RING_VA, ring_pa, attrs(user, false));
-    pt.map(rig, RC_VA, rc_pa, attrs(user, true));
-    pt.map(rig, PROG_VA, prog_pa, attrs(user, true));
-    q.desc.ring_base = GpuVa::new(RING_VA);
-    q.desc.ring_control = GpuVa::new(RC_VA);
-    q.desc.progress_fence = GpuVa::new(PROG_VA);
     q.desc.page_table_base = BusAddr::new(pt.root);
     if user {
+        // A user-mode queue's ring and ring control are its process's allocations (this
+        // table); the progress fence is the OS's, in the system space (identity here).
+        pt.map(rig, RING_VA, ring_pa, attrs(true, false));
+        pt.map(rig, RC_VA, rc_pa, attrs(true, true));
+        q.desc.ring_base = GpuVa::new(RING_VA);
+        q.desc.ring_control = GpuVa::new(RC_VA);
         q.desc.flags |= QueueFlags::USER_MODE.bits();
     }
+    // A kernel-mode queue's ring, ring control and progress fence are the KMD's memory in
+    // the system space (identity here): they keep their bus addresses.
     VQ {
         q,
         ring_pa,
@@ -373,50 +375,57 @@ fn every_address_faults_on_an_unmapped_va_and_writes_nothing() {
     }
 }
 
+/// A rig with one space and a user-mode queue (id 1, engine 0) whose ring and ring control
+/// are in that space, mapping one user data page at `DATA_VA`.
+fn user_rig() -> (Rig, Pt, VQ, u64) {
+    let mut rig = Rig::step();
+    let pt = Pt::new(&mut rig);
+    let v = vqueue(&mut rig, pt, 0, 1, true);
+    let data = page(&rig);
+    pt.map(&mut rig, DATA_VA, data, attrs(true, true));
+    rig.commit(0, &[&v.q]);
+    (rig, pt, v, data)
+}
+
 #[test]
-fn progress_fence_ring_and_ring_control_fault_in_the_queue_space() {
-    // PROGRESS: the descriptor's progress fence is unmapped.
-    let (mut rig, pt, mut v, _) = kernel_rig();
-    pt.unmap(&mut rig, PROG_VA);
-    rig.dev.write64(regs::TLB_INVALIDATE, pt.root);
+fn user_ring_and_ring_control_fault_in_the_queue_space_kernel_ones_live_in_the_system_space() {
+    // A kernel-mode queue's ring, ring control and progress fence are the KMD's memory in the
+    // system space: the queue's own tables need not map them, and PROGRESS lands.
+    let (rig, _pt, mut v, _) = kernel_rig();
     submit(
         &rig,
         &mut v,
         &[Command::Progress {
             irq: false,
-            value: 1,
+            value: 7,
         }],
     );
     rig.run();
-    let (r, info) = page_fault(&rig.drain());
-    assert_eq!(
-        (r.arg1, info.access, info.reason),
-        (PROG_VA, Access::Write, FaultReason::NotPresent)
-    );
-    assert_eq!(rig.mem.read_u64(v.prog_pa), Some(0));
+    assert!(faults(&rig.drain()).is_empty());
+    assert_eq!(rig.mem.read_u64(v.prog_pa), Some(7));
 
-    // Ring fetch: the ring page is unmapped (an Execute access).
-    let (mut rig, pt, mut v, data) = kernel_rig();
+    // User ring fetch: the ring page is unmapped (an Execute access).
+    let (mut rig, pt, mut v, data) = user_rig();
     pt.unmap(&mut rig, RING_VA);
     rig.dev.write64(regs::TLB_INVALIDATE, pt.root);
     submit(&rig, &mut v, &[ts()]);
     rig.run();
     let (r, info) = page_fault(&rig.drain());
     assert_eq!(
-        (r.arg1, info.access, info.level),
-        (RING_VA, Access::Execute, 0)
+        (r.arg1, info.access, info.level, info.user),
+        (RING_VA, Access::Execute, 0, true)
     );
     assert_eq!(rig.mem.read_u64(data), Some(0));
 
-    // Ring in a no-execute page.
-    let (mut rig, pt, mut v, _) = kernel_rig();
+    // User ring in a no-execute page.
+    let (mut rig, pt, mut v, _) = user_rig();
     pt.map(
         &mut rig,
         RING_VA,
         v.ring_pa,
         PageAttrs {
             no_execute: true,
-            ..RW_KERNEL
+            ..attrs(true, false)
         },
     );
     rig.dev.write64(regs::TLB_INVALIDATE, 0);
@@ -428,10 +437,10 @@ fn progress_fence_ring_and_ring_control_fault_in_the_queue_space() {
         (FaultReason::NoExecute, Access::Execute)
     );
 
-    // Ring control: unreadable when the queue enters the runlist (commit-time fault, rptr 0).
+    // User ring control: unreadable when the queue enters the runlist (commit-time fault).
     let mut rig = Rig::step();
     let pt = Pt::new(&mut rig);
-    let v = vqueue(&mut rig, pt, 0, 5, false);
+    let v = vqueue(&mut rig, pt, 0, 5, true);
     pt.unmap(&mut rig, RC_VA);
     rig.commit(0, &[&v.q]);
     let (r, info) = page_fault(&rig.drain());
@@ -439,9 +448,9 @@ fn progress_fence_ring_and_ring_control_fault_in_the_queue_space() {
     assert_eq!(r.arg1, RC_VA + RingControl::READ_PTR);
     assert_eq!((info.access, info.rptr), (Access::Read, 0));
 
-    // Ring control read-only: the read_ptr store after the first packet faults.
-    let (mut rig, pt, mut v, data) = kernel_rig();
-    pt.map(&mut rig, RC_VA, v.rc_pa, attrs(false, false));
+    // User ring control read-only: the read_ptr store after the first packet faults.
+    let (mut rig, pt, mut v, data) = user_rig();
+    pt.map(&mut rig, RC_VA, v.rc_pa, attrs(true, false));
     rig.dev.write64(regs::TLB_INVALIDATE, pt.root);
     submit(&rig, &mut v, &[ts()]);
     rig.run();

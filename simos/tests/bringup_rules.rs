@@ -10,6 +10,7 @@ use rvgpu_ddi::adapter::{
     DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGK_DRIVERCAPS, DXGK_FLIPCAPS, DXGK_VIDSCHCAPS,
 };
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::memory::{DXGK_GPUMMUCAPS, DXGK_QUERYSEGMENTOUT4};
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS};
 use rvgpu_ddi::submission::DXGK_NODEMETADATA;
 use rvgpu_ddi::{HANDLE, NTSTATUS};
@@ -28,6 +29,8 @@ thread_local! {
     static CAPS_EDIT: RefCell<Option<CapsEdit>> = const { RefCell::new(None) };
     static PRECISION: Cell<Option<u32>> = const { Cell::new(None) };
     static REFUSE_TYPE: Cell<Option<i32>> = const { Cell::new(None) };
+    static SEGMENT_COUNT: Cell<Option<u32>> = const { Cell::new(None) };
+    static MMU_LEVELS: Cell<Option<u32>> = const { Cell::new(None) };
 }
 
 /// The driver's QueryAdapterInfo, with the test's edits applied to its answers.
@@ -48,6 +51,18 @@ unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTE
                 f(caps);
             }
         });
+    }
+    if s >= 0 && ty == rvgpu_ddi::adapter::DXGKQAITYPE_QUERYSEGMENT4 {
+        if let Some(n) = SEGMENT_COUNT.get() {
+            // SAFETY: a QUERYSEGMENT4 answer is the OS's DXGK_QUERYSEGMENTOUT4.
+            unsafe { (*(*args).pOutputData.cast::<DXGK_QUERYSEGMENTOUT4>()).NbSegment = n };
+        }
+    }
+    if s >= 0 && ty == rvgpu_ddi::adapter::DXGKQAITYPE_GPUMMUCAPS {
+        if let Some(n) = MMU_LEVELS.get() {
+            // SAFETY: a GPUMMUCAPS answer is the OS's DXGK_GPUMMUCAPS.
+            unsafe { (*(*args).pOutputData.cast::<DXGK_GPUMMUCAPS>()).PageTableLevelCount = n };
+        }
     }
     if s >= 0 && ty == DXGKQAITYPE_HISTORYBUFFERPRECISION {
         if let Some(bits) = PRECISION.get() {
@@ -280,6 +295,42 @@ fn br_57_history_precision_outside_32_to_64_is_configuration_error() {
     let (_, r) = start_with(no_edit, no_table);
     PRECISION.set(None);
     refused(r, "BR-57", STATUS_DEVICE_CONFIGURATION_ERROR);
+}
+
+/// BR-61: VidMm cannot be created without the segment answer: the start fails with
+/// STATUS_NO_MEMORY (VidMmiInit, ADAPTER_RENDER::Initialize).
+#[test]
+fn br_61_segment_query_failure_fails_the_start_with_no_memory() {
+    REFUSE_TYPE.set(Some(rvgpu_ddi::adapter::DXGKQAITYPE_QUERYSEGMENT4));
+    let (_, r) = start_with(no_edit, no_table);
+    REFUSE_TYPE.set(None);
+    refused(r, "BR-61", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
+}
+
+/// BR-62: more than 32 segments is refused (VidMmiQuerySegmentInfo4).
+#[test]
+fn br_62_more_than_32_segments_is_refused() {
+    SEGMENT_COUNT.set(Some(33));
+    let (_, r) = start_with(no_edit, no_table);
+    SEGMENT_COUNT.set(None);
+    refused(r, "BR-62", rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL);
+}
+
+/// BR-68: a GpuMmu adapter must answer GPUMMUCAPS with 2..=6 levels.
+#[test]
+fn br_68_gpummu_caps_are_required_and_checked() {
+    REFUSE_TYPE.set(Some(rvgpu_ddi::adapter::DXGKQAITYPE_GPUMMUCAPS));
+    let (_, r) = start_with(no_edit, no_table);
+    REFUSE_TYPE.set(None);
+    refused(r, "BR-68", STATUS_DEVICE_CONFIGURATION_ERROR);
+    MMU_LEVELS.set(Some(7));
+    let (_, r) = start_with(no_edit, no_table);
+    MMU_LEVELS.set(None);
+    refused(r, "BR-68", STATUS_DEVICE_CONFIGURATION_ERROR);
+    REFUSE_TYPE.set(Some(rvgpu_ddi::adapter::DXGKQAITYPE_PAGETABLELEVELDESC));
+    let (_, r) = start_with(no_edit, no_table);
+    REFUSE_TYPE.set(None);
+    refused(r, "BR-68", STATUS_DEVICE_CONFIGURATION_ERROR);
 }
 
 #[test]

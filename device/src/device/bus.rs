@@ -171,6 +171,18 @@ impl Core {
     }
 
     /// The CMP's own (system-process) address space: `SYSTEM_PAGE_TABLE_BASE`, kernel.
+    /// Where a queue's ring and ring control live: a user-mode queue's are the UMD's
+    /// allocations, in its process (the queue's space, user privilege); a kernel-mode queue's
+    /// are the KMD's own memory, in the CMP's system space (hardware.md 12.4).
+    pub(crate) fn ring_space(&self, d: &QueueDescriptor) -> Space {
+        let user = QueueFlags::from_bits_retain(d.flags).contains(QueueFlags::USER_MODE);
+        if user {
+            Space::of_queue(d)
+        } else {
+            self.system_space()
+        }
+    }
+
     pub(crate) fn system_space(&self) -> Space {
         Space {
             // Acquire: the driver wrote the tables before programming the root.

@@ -362,8 +362,8 @@ impl Core {
                         indirect: None,
                     };
                     // Acquire on both: the driver initialised ring contents and pointers
-                    // before committing. Ring control is in the queue's space.
-                    let sp = Space::of_queue(&d);
+                    // before committing. Ring control is where the ring is (`ring_space`).
+                    let sp = self.ring_space(&d);
                     match (
                         self.sp_load(
                             sp,
@@ -438,7 +438,7 @@ impl Core {
             // Acquire: pairs with the producer's Release store of write_ptr, so the packets
             // it wrote before are visible when we read the ring.
             match self.sp_load(
-                Space::of_queue(&q.desc),
+                self.ring_space(&q.desc),
                 ctl(q.desc.ring_control, RingControl::WRITE_PTR),
                 Access::Read,
                 Ordering::Acquire,

@@ -12,9 +12,12 @@
 //! consume as "done" markers (fence values, progress fence, timestamps, log headers) are
 //! Release stores too, so the data written before them is visible to whoever sees them.
 //!
-//! Address spaces (docs/hardware.md 12.4): the ring, ring control, INDIRECT buffers and every
-//! address a packet carries are accesses in the queue's space ([`Space::of_queue`]): its root
-//! and, for a user-mode queue, user privilege. Command fetches are `Execute` accesses. The
+//! Address spaces (docs/hardware.md 12.4): INDIRECT buffers and every address a packet
+//! carries are accesses in the queue's space ([`Space::of_queue`]): its root and, for a
+//! user-mode queue, user privilege. The ring and ring control are where their owner put them
+//! (`Core::ring_space`): a user-mode queue's in its process, a kernel-mode queue's (the KMD's
+//! memory) in the system space; the descriptor's progress fence (the OS's) is written in the
+//! system space. Command fetches are `Execute` accesses. The
 //! MonitoredValue read of a conditional signal is the CMP's interrupt decision, not data the
 //! queue sees, so it uses the queue's root with kernel privilege (NF-01: MonitoredValue is
 //! never mapped USER). Log buffers are in the CMP's own space (`SYSTEM_PAGE_TABLE_BASE`).
@@ -138,7 +141,7 @@ impl Core {
         q.rptr = q.rptr.wrapping_add(bytes);
         // Release: the packet's effects happen-before a producer that sees the slot free.
         self.sp_store(
-            Space::of_queue(&q.desc),
+            self.ring_space(&q.desc),
             ctl(q.desc.ring_control, RingControl::READ_PTR),
             q.rptr,
             Ordering::Release,
@@ -154,7 +157,7 @@ impl Core {
             .checked_add(off)
             .ok_or(Fault::bad_address(d.ring_base))?;
         // Relaxed: the Acquire load of write_ptr made the producer's stores visible.
-        self.sp_load(Space::of_queue(d), addr, Access::Execute, Ordering::Relaxed)
+        self.sp_load(self.ring_space(d), addr, Access::Execute, Ordering::Relaxed)
     }
 
     /// The word at position `ptr` of `src`.
@@ -429,8 +432,10 @@ impl Core {
                 self.complete(e, q, len)
             }
             Command::Progress { irq, value } => {
-                // Release: the progress fence says "everything before is done".
-                self.sp_store(qs, d.progress_fence, value, Ordering::Release)?;
+                // Release: the progress fence says "everything before is done". The
+                // descriptor's progress fence is the OS's, named by the KMD: system space.
+                let sys = self.system_space();
+                self.sp_store(sys, d.progress_fence, value, Ordering::Release)?;
                 self.complete(e, q, len)?;
                 if irq {
                     let after = q.rptr;

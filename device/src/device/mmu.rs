@@ -122,6 +122,12 @@ impl Mmu {
         self.lock().map.len()
     }
 
+    /// Whether any translation of `root` is cached (what an OS-side check asks after a
+    /// FLUSHTLB: nothing of the root may survive it).
+    pub fn holds_root(&self, root: u64) -> bool {
+        self.lock().map.keys().any(|k| k.0 == root)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Tlb> {
         // A panic elsewhere while holding the lock leaves a map that is still consistent.
         self.tlb.lock().unwrap_or_else(|e| e.into_inner())

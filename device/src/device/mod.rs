@@ -437,6 +437,11 @@ impl Device {
         self.core.mmu.stats()
     }
 
+    /// Whether the device's TLB caches any translation of `root`.
+    pub fn tlb_holds_root(&self, root: u64) -> bool {
+        self.core.mmu.holds_root(root)
+    }
+
     /// Commands engine `engine` has completed (= its COMPLETED_COMMANDS register).
     pub fn completed_commands(&self, engine: u32) -> u64 {
         self.core.regs.completed(engine)

@@ -123,3 +123,65 @@ pub struct DoorbellPdd {
 }
 
 const _: () = assert!(core::mem::size_of::<DoorbellPdd>() == 64);
+
+// ---------------------------------------------------------------------------------------------
+// Allocations (issue 12, docs/memory.md "Allocations").
+// ---------------------------------------------------------------------------------------------
+
+/// Version of [`AllocationPdd`].
+pub const ALLOCATION_PDD_VERSION: u32 = 1;
+
+/// What an allocation is for; decides its placement and page attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum AllocationKind {
+    /// Data the GPU reads and writes (FILL/COPY targets, fence-adjacent data).
+    Buffer = 0,
+    /// Commands the GPU fetches: a user-mode ring or a DMA (INDIRECT) buffer.
+    Commands = 1,
+    /// A ring-control block (write pointer from the CPU, read pointer from the GPU).
+    RingControl = 2,
+}
+
+impl AllocationKind {
+    /// Decodes a kind word.
+    pub const fn from_u32(v: u32) -> Option<Self> {
+        match v {
+            0 => Some(Self::Buffer),
+            1 => Some(Self::Commands),
+            2 => Some(Self::RingControl),
+            _ => None,
+        }
+    }
+}
+
+/// [`AllocationPdd::flags`]: the GPU may only read the allocation.
+pub const ALLOCATION_GPU_READ_ONLY: u32 = 1 << 0;
+/// [`AllocationPdd::flags`]: the CPU maps the allocation (it stays in CPU-visible memory).
+pub const ALLOCATION_CPU_VISIBLE: u32 = 1 << 1;
+/// Every defined [`AllocationPdd::flags`] bit.
+pub const ALLOCATION_FLAGS: u32 = ALLOCATION_GPU_READ_ONLY | ALLOCATION_CPU_VISIBLE;
+
+/// Private data of one allocation in `DxgkDdiCreateAllocation` (32 bytes, in): what the UMD
+/// asks for. Untrusted: the KMD checks every field and decides size, alignment, segments and
+/// page attributes itself.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct AllocationPdd {
+    /// [`PDD_MAGIC`].
+    pub magic: u32,
+    /// [`ALLOCATION_PDD_VERSION`].
+    pub version: u32,
+    /// Bytes the UMD needs (the KMD rounds up to whole pages).
+    pub size: u64,
+    /// [`AllocationKind`].
+    pub kind: u32,
+    /// `ALLOCATION_*` bits.
+    pub flags: u32,
+    /// Reserved, 0.
+    pub reserved: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<AllocationPdd>() == 32);

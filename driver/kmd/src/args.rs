@@ -38,6 +38,12 @@ pub(crate) enum PagingOperation {
     Fill(DXGKARG_BUILDPAGINGBUFFER_Fill),
     /// `DXGK_OPERATION_TRANSFER`.
     Transfer(DXGKARG_BUILDPAGINGBUFFER_Transfer),
+    /// `DXGK_OPERATION_UPDATE_PAGE_TABLE` (GpuMmu).
+    UpdatePageTable(rvgpu_ddi::memory::DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE),
+    /// `DXGK_OPERATION_FLUSH_TLB` (GpuMmu).
+    FlushTlb(rvgpu_ddi::memory::DXGK_BUILDPAGINGBUFFER_FLUSHTLB),
+    /// `DXGK_OPERATION_COPY_PAGE_TABLE_ENTRIES` (GpuMmu).
+    CopyPageTableEntries(rvgpu_ddi::memory::DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES),
     /// Any other operation.
     Other,
 }
@@ -52,6 +58,18 @@ pub(crate) fn paging_operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> PagingOperat
         DXGK_OPERATION_TRANSFER => {
             // SAFETY: `Operation` says the Transfer arm is the valid one; it is plain data.
             PagingOperation::Transfer(unsafe { args.Anonymous.Transfer })
+        }
+        rvgpu_ddi::tdr::DXGK_OPERATION_UPDATE_PAGE_TABLE => {
+            // SAFETY: `Operation` says the UpdatePageTable arm is the valid one; plain data.
+            PagingOperation::UpdatePageTable(unsafe { args.Anonymous.UpdatePageTable })
+        }
+        rvgpu_ddi::tdr::DXGK_OPERATION_FLUSH_TLB => {
+            // SAFETY: `Operation` says the FlushTlb arm is the valid one; plain data.
+            PagingOperation::FlushTlb(unsafe { args.Anonymous.FlushTlb })
+        }
+        rvgpu_ddi::tdr::DXGK_OPERATION_COPY_PAGE_TABLE_ENTRIES => {
+            // SAFETY: `Operation` says the CopyPageTableEntries arm is the valid one.
+            PagingOperation::CopyPageTableEntries(unsafe { args.Anonymous.CopyPageTableEntries })
         }
         _ => PagingOperation::Other,
     }

@@ -72,11 +72,22 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
         u32::from(live.optimized_fence_irq),
     );
     caps.SchedulingCaps = sched;
+    // The GpuMmu model (issue 12, crate::gpummu): VidMm owns per-process page tables the
+    // driver writes through paging buffers; the node metadata and the GPUMMUCAPS answer say
+    // the same (Dxgkrnl cross-checks them, docs/windows-bringup.md BR-68/71).
+    if crate::gpummu::supported(live) {
+        let mut mm = rvgpu_ddi::adapter::DXGK_VIDMMCAPS_0::default();
+        mm.set(
+            rvgpu_ddi::adapter::DXGK_VIDMMCAPS_0::VirtualAddressingSupported,
+            1,
+        );
+        mm.set(rvgpu_ddi::adapter::DXGK_VIDMMCAPS_0::GpuMmuSupported, 1);
+        caps.MemoryManagementCaps = rvgpu_ddi::adapter::DXGK_VIDMMCAPS {
+            Anonymous: mm,
+            PagingNode: crate::gpummu::paging_node(live),
+        };
+    }
     // What hardware queues would further need, and why it is not reported:
-    // - MemoryManagementCaps: the queue DDIs take GPU virtual addresses (DMA buffer, progress
-    //   fence, rings), which v1 treats as bus addresses (identity, docs/hardware.md 12.2).
-    //   That is neither the GpuMmu nor the IoMmu model, and VirtualAddressingSupported
-    //   obliges one of them (with their DDIs), so no VA bit is claimed.
     // - HwQueuePacketCap, ContextSchedulingSupported (node metadata): hardware flip queues
     //   and the OS-driven HW-context runlist (DxgkDdiSwitchToHwContextList) are not built.
     caps
@@ -263,6 +274,15 @@ pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Re
         }
         // UM-04: the OS maps a dummy page of this size before connect and after disconnect.
         DXGKQAITYPE_USERMODESUBMISSION_CAPS => write_out(args, &usermode_submission_caps()),
+        // The memory model (issue 12): segments always; the GPU MMU's caps and levels only
+        // when DRIVERCAPS claims GpuMmu.
+        rvgpu_ddi::adapter::DXGKQAITYPE_QUERYSEGMENT4 => crate::gpummu::query_segments(live, args),
+        rvgpu_ddi::adapter::DXGKQAITYPE_GPUMMUCAPS if crate::gpummu::supported(live) => {
+            crate::gpummu::query_mmu_caps(live, args)
+        }
+        rvgpu_ddi::adapter::DXGKQAITYPE_PAGETABLELEVELDESC if crate::gpummu::supported(live) => {
+            crate::gpummu::query_level(live, args)
+        }
         // Types this adapter does not implement. Dxgkrnl's QueryAdapterInfo wrapper accepts
         // SUCCESS, INVALID_PARAMETER, NOT_IMPLEMENTED and NO_MEMORY and logs anything else as
         // an invalid status (docs/windows-bringup.md BR-23; NOT_SUPPORTED was seen logged so
@@ -319,6 +339,8 @@ pub fn node_metadata<P: Platform>(
         FriendlyName: friendly,
         Flags: DXGK_NODEMETADATA_FLAGS::default()
             .with(DXGK_NODEMETADATA_FLAGS::UserModeSubmission, 1),
+        // Every engine translates through the GPU MMU when DRIVERCAPS claims it (BR-71).
+        GpuMmuSupported: u8::from(crate::gpummu::supported(live)),
         ..Default::default()
     };
     Ok(md)

@@ -34,6 +34,8 @@ pub struct Device {
     /// Put in error by the KMD after one of its hardware queues hung an engine
     /// (`DxgkDdiResetEngine`, UM-10): none of its queues is in a runlist any more.
     pub in_error: bool,
+    /// The GPU process (`DXGKARG_CREATEDEVICE::hKmdProcess`), if the OS named one.
+    pub process: Option<Handle>,
 }
 
 /// A GPU context.
@@ -48,6 +50,9 @@ pub struct Context {
     /// The input value of `DXGKARG_CREATECONTEXT::hContext` (0 if the OS passed none): what
     /// `DxgkCbInvalidateHwContext` names (docs/tdr.md Q2, UNVERIFIED).
     pub os_handle: usize,
+    /// Device physical address of the root page table VidMm set for the context
+    /// (`DxgkDdiSetRootPageTable`); 0 until then (the identity space, hardware.md §12.2).
+    pub root: u64,
 }
 
 /// DMA buffer size reported for the legacy (non-HW-queue) submission path. Contexts of this
@@ -77,12 +82,24 @@ pub fn create_device<P: Platform>(
     if s.devices.len() >= MAX_DEVICES {
         return Err(status::INSUFFICIENT_RESOURCES);
     }
+    // WDDM 2.0: the process the device belongs to (null for a driver without GPU processes,
+    // or a system device created before one exists).
+    let process = if args.hKmdProcess.is_null() {
+        None
+    } else {
+        let p = sched::Handle::decode_on(args.hKmdProcess, Kind::Process, a.table_slot())?;
+        if !s.processes.contains_key(&p) {
+            return Err(status::INVALID_HANDLE);
+        }
+        Some(p)
+    };
     s.devices.insert(
         h,
         Device {
             os_handle: args.hDevice.addr(),
             system: flags.is_set(DXGK_CREATEDEVICEFLAGS::SystemDevice),
             in_error: false,
+            process,
         },
     );
     drop(s);
@@ -148,6 +165,7 @@ pub fn create_context<P: Platform>(
                 engine: args.NodeOrdinal,
                 suspended: false,
                 os_handle: args.hContext.addr(),
+                root: 0,
             },
         );
         drop(s);

@@ -15,6 +15,8 @@ pub struct DeviceIdentity {
     pub caps: Caps,
     pub config: Config,
     pub vram_size: u64,
+    /// Bytes of VRAM the CPU reaches through BAR4 (`VRAM_VISIBLE`, at most `vram_size`).
+    pub vram_visible: u64,
     pub clock_hz: u32,
 }
 
@@ -62,11 +64,13 @@ pub fn probe<P: Platform>(regs: &Regs<P>) -> Result<DeviceIdentity, ProbeError> 
     if !caps.contains(REQUIRED_CAPS) {
         return Err(ProbeError::MissingCaps(raw_caps));
     }
+    let vram_size = regs.read::<regs::VramSize>().raw();
     Ok(DeviceIdentity {
         version,
         caps,
         config,
-        vram_size: regs.read::<regs::VramSize>().raw(),
+        vram_size,
+        vram_visible: regs.read::<regs::VramVisible>().raw().min(vram_size),
         clock_hz: regs.read::<regs::ClockFreq>().raw(),
     })
 }

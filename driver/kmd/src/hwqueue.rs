@@ -112,8 +112,9 @@ pub struct HwQueue {
 }
 
 impl HwQueue {
-    /// The runlist entry, with `doorbell` as the (informational) physical doorbell index.
-    pub fn descriptor(&self, doorbell: u32) -> Option<QueueDescriptor> {
+    /// The runlist entry, with `doorbell` as the (informational) physical doorbell index and
+    /// `root` the context's root page table (0: identity, hardware.md §12.2).
+    pub fn descriptor(&self, doorbell: u32, root: u64) -> Option<QueueDescriptor> {
         let ring = self.ring?;
         let mut flags = QueueFlags::VALID;
         if self.user_mode {
@@ -130,6 +131,7 @@ impl HwQueue {
             wait_log: self.logs.descriptor_fields().0,
             signal_log: self.logs.descriptor_fields().1,
             priority: self.priority,
+            page_table_base: rvgpu_hw::addr::BusAddr::new(root),
             ..Default::default()
         })
     }
@@ -432,13 +434,13 @@ mod tests {
             doorbell: None,
             logs: crate::log::QueueLogs::default(),
         };
-        assert_eq!(q.descriptor(NO_DOORBELL), None);
+        assert_eq!(q.descriptor(NO_DOORBELL, 0), None);
         q.ring = Some(Ring {
             base: rvgpu_hw::addr::GpuVa::new(0x1_0000),
             size: 4096,
             control: rvgpu_hw::addr::GpuVa::new(0x2_0000),
         });
-        let d = q.descriptor(2).unwrap();
+        let d = q.descriptor(2, 0).unwrap();
         assert_eq!(d.validate(), Ok(()));
         assert_eq!(d.queue_id, 7);
         assert_eq!(d.flags, (QueueFlags::VALID | QueueFlags::USER_MODE).bits());
@@ -459,7 +461,7 @@ mod tests {
             gpu: rvgpu_hw::addr::GpuVa::new(0x4_0000),
             entries: 84,
         });
-        let d = q.descriptor(2).unwrap();
+        let d = q.descriptor(2, 0).unwrap();
         assert_eq!((d.wait_log.get(), d.signal_log.get()), (0x3_0000, 0x4_0000));
         assert_eq!(d.validate(), Ok(()));
     }

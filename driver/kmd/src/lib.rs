@@ -6,6 +6,7 @@
 extern crate alloc;
 
 mod adapter;
+mod allocation;
 mod args;
 mod caps;
 mod clock;
@@ -19,13 +20,16 @@ mod dxgk;
 mod features;
 mod fence;
 mod globals;
+mod gpummu;
 mod hwqueue;
 mod interrupt;
 mod log;
 mod mmio;
 mod node;
+mod pagetable;
 mod paging;
 pub mod platform;
+mod process;
 mod reset;
 mod resources;
 mod runlist;

@@ -173,7 +173,7 @@ fn operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> Result<Op, NTSTATUS> {
                     .map_err(|_| status::INVALID_PARAMETER.code())?,
             })
         }
-        PagingOperation::Other => Err(STATUS_NOT_SUPPORTED),
+        _ => Err(STATUS_NOT_SUPPORTED),
     }
 }
 
@@ -185,8 +185,14 @@ pub fn build_paging_buffer<P: Platform>(
     a: &Adapter<P>,
     args: &mut DXGKARG_BUILDPAGINGBUFFER,
 ) -> NTSTATUS {
-    if a.live().is_none() {
+    let Some(live) = a.live() else {
         return status::INVALID_DEVICE_STATE.code();
+    };
+    match crate::args::paging_operation(args) {
+        PagingOperation::UpdatePageTable(_)
+        | PagingOperation::FlushTlb(_)
+        | PagingOperation::CopyPageTableEntries(_) => return build_gpummu(a, live, args),
+        _ => {}
     }
     let op = match operation(args) {
         Ok(op) => op,
@@ -226,6 +232,49 @@ pub fn build_paging_buffer<P: Platform>(
     }
     args.MultipassOffset = 0;
     rvgpu_ddi::ntstatus::STATUS_SUCCESS
+}
+
+/// The GpuMmu operations ([`crate::pagetable`]) into the OS's paging buffer.
+fn build_gpummu<P: Platform>(
+    a: &Adapter<P>,
+    live: &crate::adapter::Live<P>,
+    args: &mut DXGKARG_BUILDPAGINGBUFFER,
+) -> NTSTATUS {
+    use crate::pagetable;
+    if !crate::gpummu::supported(live) {
+        return STATUS_NOT_SUPPORTED;
+    }
+    let buf = args.pDmaBuffer;
+    if buf.is_null() || !(buf as usize).is_multiple_of(8) {
+        return status::INVALID_PARAMETER.code();
+    }
+    let avail = args.DmaSize.saturating_sub(args.DmaBufferWriteOffset);
+    let words = usize::try_from(avail / 8).unwrap_or(0);
+    // SAFETY: as in `build_paging_buffer`: `avail` writable bytes from the 8-aligned
+    // `pDmaBuffer`, nothing else writes the buffer during the call.
+    let out = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u64>(), words) };
+    let first = args.MultipassOffset;
+    let pass = match crate::args::paging_operation(args) {
+        PagingOperation::UpdatePageTable(op) => pagetable::update(a, live, &op, first, out),
+        PagingOperation::FlushTlb(op) => pagetable::flush(live, &op, out),
+        PagingOperation::CopyPageTableEntries(op) => pagetable::copy(live, &op, first, out),
+        _ => return STATUS_NOT_SUPPORTED,
+    };
+    let pass = match pass {
+        Ok(p) => p,
+        Err(e) => return e.code(),
+    };
+    if pass.words == 0 && pass.more.is_some() {
+        // Not even one packet fits: the OS must hand a bigger (or emptier) buffer.
+        return STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER;
+    }
+    let bytes = pass.words.saturating_mul(8);
+    // SAFETY: `bytes` ≤ `avail`: still inside (or one past the end of) the buffer.
+    args.pDmaBuffer = unsafe { buf.cast::<u8>().add(bytes) }.cast();
+    args.DmaBufferWriteOffset = args
+        .DmaBufferWriteOffset
+        .saturating_add(u32::try_from(bytes).unwrap_or(u32::MAX));
+    pagetable::status_of(&pass, &mut args.MultipassOffset)
 }
 
 #[cfg(test)]

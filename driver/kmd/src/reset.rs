@@ -731,6 +731,7 @@ mod tests {
                     os_handle: 0,
                     system: false,
                     in_error: false,
+                    process: None,
                 },
             );
         }
@@ -748,6 +749,7 @@ mod tests {
                     engine,
                     suspended: false,
                     os_handle: os,
+                    root: 0,
                 },
             );
         }

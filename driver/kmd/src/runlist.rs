@@ -82,7 +82,8 @@ pub fn build(s: &Sched, engine: u32) -> impl Iterator<Item = QueueDescriptor> + 
                 .and_then(|d| s.doorbells.get(&d))
                 .and_then(|d| d.physical)
                 .unwrap_or(NO_DOORBELL);
-            q.descriptor(doorbell)
+            let root = s.contexts.get(&q.context).map_or(0, |c| c.root);
+            q.descriptor(doorbell, root)
         })
         .take(usize::try_from(RUNLIST_CAPACITY).unwrap_or(0));
     s.nodes.entry(engine).into_iter().chain(queues)
@@ -162,6 +163,7 @@ mod tests {
                 os_handle: 1,
                 system: false,
                 in_error: false,
+                process: None,
             },
         );
         for (n, engine) in [(1, 0), (2, 0), (3, 1)] {
@@ -172,6 +174,7 @@ mod tests {
                     engine,
                     suspended: false,
                     os_handle: 0,
+                    root: 0,
                 },
             );
         }

@@ -45,6 +45,8 @@ pub enum Kind {
     Context = 2,
     Queue = 3,
     Doorbell = 4,
+    Process = 5,
+    Allocation = 6,
 }
 
 impl Kind {
@@ -54,6 +56,8 @@ impl Kind {
             2 => Some(Self::Context),
             3 => Some(Self::Queue),
             4 => Some(Self::Doorbell),
+            5 => Some(Self::Process),
+            6 => Some(Self::Allocation),
             _ => None,
         }
     }
@@ -119,6 +123,10 @@ pub struct Sched {
     pub contexts: BTreeMap<Handle, Context>,
     pub queues: BTreeMap<Handle, HwQueue>,
     pub doorbells: BTreeMap<Handle, Doorbell>,
+    /// GPU processes (`DxgkDdiCreateProcess`, [`crate::process`]).
+    pub processes: BTreeMap<Handle, crate::process::Process>,
+    /// Allocations (`DxgkDdiCreateAllocation`, [`crate::allocation`]).
+    pub allocations: BTreeMap<Handle, crate::allocation::Allocation>,
     pub ids: QueueIds,
     pub physical: Physical,
     /// One runlist buffer per engine (allocated at start, written only under the lock).
@@ -136,6 +144,8 @@ impl Sched {
             contexts: BTreeMap::new(),
             queues: BTreeMap::new(),
             doorbells: BTreeMap::new(),
+            processes: BTreeMap::new(),
+            allocations: BTreeMap::new(),
             ids: QueueIds::default(),
             physical: Physical::new(doorbells, global),
             runlists,

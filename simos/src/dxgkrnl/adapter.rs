@@ -149,6 +149,10 @@ pub struct AdapterShared {
     pub interface: Mutex<Option<SendTable<DXGKRNL_INTERFACE>>>,
     /// Driver caps read at start.
     pub caps: Mutex<Option<DXGK_DRIVERCAPS>>,
+    /// What VidMm learnt of the adapter's memory at start ([`crate::vidmm::model`]).
+    pub memory_model: Mutex<crate::vidmm::model::MemoryModel>,
+    /// VidMm's GPU VA spaces and page-table heap ([`crate::vidmm::mmu`]).
+    pub vidmm: Mutex<crate::vidmm::mmu::VidMm>,
     /// Dxgkrnl's triage log for this adapter: statuses outside a DDI wrapper's allow-list
     /// (BR-23) and pending start-up rules the driver breaks (`bringup::PENDING`).
     pub triage: Mutex<Vec<String>>,
@@ -278,6 +282,8 @@ impl AdapterShared {
             native_fence_interface_queries: AtomicU64::new(0),
             interface: Mutex::new(None),
             caps: Mutex::new(None),
+            memory_model: Mutex::new(Default::default()),
+            vidmm: Mutex::new(Default::default()),
             triage: Mutex::new(Vec::new()),
             features: Mutex::new(Default::default()),
             stats: Stats::default(),

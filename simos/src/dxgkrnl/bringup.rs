@@ -65,10 +65,6 @@ pub const PENDING: &[(&str, &str)] = &[
          issue yet)",
     ),
     (
-        "BR-61",
-        "issue 12: DXGKQAITYPE_QUERYSEGMENT4 (the segment model)",
-    ),
-    (
         "BR-73",
         "issue 13: UserModeSubmission needs ContextScheduling and the OS's HWS and UMS enablement",
     ),

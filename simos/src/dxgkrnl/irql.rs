@@ -104,6 +104,17 @@ pub enum Routine {
     DxgkDdiSetNativeFenceLogBuffer,
     DxgkDdiUpdateNativeFenceLogs,
     DxgkDdiCalibrateGpuClock,
+    // GpuMmu memory model (issue 12, docs/memory.md).
+    DxgkDdiCreateProcess,
+    DxgkDdiDestroyProcess,
+    DxgkDdiSetRootPageTable,
+    DxgkDdiGetRootPageTableSize,
+    DxgkDdiCreateAllocation,
+    DxgkDdiDestroyAllocation,
+    DxgkDdiDescribeAllocation,
+    DxgkDdiGetStandardAllocationDriverData,
+    DxgkDdiOpenAllocation,
+    DxgkDdiCloseAllocation,
 }
 
 /// The levels a routine may run at, inclusive, and where the rule is written.
@@ -342,6 +353,36 @@ impl Routine {
             }
             Self::DxgkDdiCalibrateGpuClock => {
                 rule(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock")
+            }
+            Self::DxgkDdiCreateProcess => rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createprocess"),
+            Self::DxgkDdiDestroyProcess => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroyprocess")
+            }
+            Self::DxgkDdiSetRootPageTable => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_setrootpagetable")
+            }
+            Self::DxgkDdiGetRootPageTableSize => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_getrootpagetablesize")
+            }
+            Self::DxgkDdiCreateAllocation => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createallocation")
+            }
+            Self::DxgkDdiDestroyAllocation => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroyallocation")
+            }
+            Self::DxgkDdiDescribeAllocation => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_describeallocation")
+            }
+            Self::DxgkDdiGetStandardAllocationDriverData => rule(
+                P,
+                P,
+                "d3dkmddi/nc-d3dkmddi-dxgkddi_getstandardallocationdriverdata",
+            ),
+            Self::DxgkDdiOpenAllocation => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_openallocationinfo")
+            }
+            Self::DxgkDdiCloseAllocation => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_closeallocation")
             }
         }
     }

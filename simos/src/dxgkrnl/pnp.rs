@@ -226,8 +226,12 @@ impl Machine {
         *lock(&a.caps) = Some(caps);
         // Adapter creation's caps and DDI-table rules (docs/windows-bringup.md §4), in order.
         let mut rules = bringup::check_caps(&caps, &t, t.Version);
-        // BR-61 (issue 12): VidMm asks for the segments while the render core is created.
-        rules.extend(self.query_segments(&a, &t)?);
+        // BR-61/62/64/68 (issue 12): VidMm asks for the segments and, for a GPU-VA adapter,
+        // the GPU MMU's caps and page-table levels while the render core is created.
+        match crate::vidmm::model::query(&a, &t, &caps)? {
+            Ok(model) => *lock(&a.memory_model) = model,
+            Err(v) => rules.push(v),
+        }
         if let Some(v) = self.rule_outcome(&a, rules) {
             return self.refuse(&a, &t, v);
         }
@@ -355,41 +359,6 @@ impl Machine {
             rule: v.rule,
             status: v.status,
             why: v.why,
-        })
-    }
-
-    /// BR-61: `DXGKQAITYPE_QUERYSEGMENT4` for physical adapter 0, first without a descriptor
-    /// array (input: the 4-byte index; output: `DXGK_QUERYSEGMENTOUT4`, 40 bytes). A failure
-    /// fails VidMm's creation, and the adapter with `STATUS_NO_MEMORY` ([D] VidMmiInit,
-    /// ADAPTER_RENDER::Initialize).
-    fn query_segments(
-        &self,
-        a: &AdapterShared,
-        t: &DRIVER_INITIALIZATION_DATA,
-    ) -> Result<Vec<bringup::Violation>, SimError> {
-        let Some(q) = t.DxgkDdiQueryAdapterInfo else {
-            return Ok(Vec::new());
-        };
-        let mut index = 0u32;
-        let mut out = [0u8; 40];
-        let args = DXGKARG_QUERYADAPTERINFO {
-            Type: DXGKQAITYPE_QUERYSEGMENT4,
-            pInputData: (&mut index as *mut u32).cast(),
-            InputDataSize: 4,
-            pOutputData: out.as_mut_ptr().cast(),
-            OutputDataSize: out.len() as u32,
-            Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
-            hKmdProcessHandle: std::ptr::null_mut(),
-        };
-        let status = ddi::query_adapter_info_args(a, q, At::Caller, &args)?;
-        Ok(if status < 0 {
-            vec![bringup::Violation {
-                rule: "BR-61",
-                status: rvgpu_ddi::ntstatus::STATUS_NO_MEMORY,
-                why: format!("DXGKQAITYPE_QUERYSEGMENT4 failed ({:#010x})", status as u32),
-            }]
-        } else {
-            Vec::new()
         })
     }
 

@@ -5,4 +5,7 @@
 
 pub mod allocation;
 pub mod contiguous;
+pub mod gpuva;
+pub mod mmu;
+pub mod model;
 pub mod paging;

@@ -10,6 +10,9 @@ use rvgpu_kmd::platform::Irql;
 use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
+use std::sync::Arc;
+
+use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ums::{KmtHandle, UmsProcess};
 use crate::vidsch::legacy::{new_packet, submit_new};
@@ -43,7 +46,7 @@ impl Machine {
                 },
             },
         };
-        self.paging(
+        self.paging_op_at(
             p.adapter,
             node,
             DXGK_OPERATION_FILL,
@@ -83,10 +86,10 @@ impl Machine {
                 MdlOffset: 0,
             },
         };
-        self.paging(i, node, DXGK_OPERATION_TRANSFER, &mut op, owners)
+        self.paging_op_at(i, node, DXGK_OPERATION_TRANSFER, &mut op, owners)
     }
 
-    fn paging(
+    fn paging_op_at(
         &self,
         i: usize,
         node: u32,
@@ -95,6 +98,20 @@ impl Machine {
         owners: Vec<KmtHandle>,
     ) -> Result<Vec<u32>, SimError> {
         let a = self.adapter_shared(i)?.clone();
+        self.paging_op(&a, node, operation, op, owners)
+    }
+
+    /// Builds `op` with `DxgkDdiBuildPagingBuffer` (multipass as the driver asks) and submits
+    /// each pass with `Flags.Paging` on the system context of `node`. Returns the fence IDs.
+    pub(crate) fn paging_op(
+        &self,
+        a: &Arc<AdapterShared>,
+        node: u32,
+        operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
+        op: &mut DXGKARG_BUILDPAGINGBUFFER_0,
+        owners: Vec<KmtHandle>,
+    ) -> Result<Vec<u32>, SimError> {
+        let a = a.clone();
         let f = a
             .table
             .get()

@@ -11,6 +11,8 @@
 use alloc::boxed::Box;
 use core::ffi::c_void;
 
+mod memory;
+
 use rvgpu_ddi::adapter::{
     DXGKARG_QUERYADAPTERINFO, DXGK_CHILD_DESCRIPTOR, DXGK_CHILD_STATUS, DXGK_DEVICE_DESCRIPTOR,
     DXGK_EVENT_TYPE, DXGK_START_INFO, PQUERY_INTERFACE, PVIDEO_REQUEST_PACKET,
@@ -101,6 +103,16 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiPreemptCommand: Some(preempt_command::<P>),
         DxgkDdiQueryCurrentFence: Some(query_current_fence::<P>),
         DxgkDdiBuildPagingBuffer: Some(build_paging_buffer::<P>),
+        DxgkDdiCreateProcess: Some(memory::create_process::<P>),
+        DxgkDdiDestroyProcess: Some(memory::destroy_process::<P>),
+        DxgkDdiGetRootPageTableSize: Some(memory::get_root_page_table_size::<P>),
+        DxgkDdiSetRootPageTable: Some(memory::set_root_page_table::<P>),
+        DxgkDdiCreateAllocation: Some(memory::create_allocation::<P>),
+        DxgkDdiDestroyAllocation: Some(memory::destroy_allocation::<P>),
+        DxgkDdiDescribeAllocation: Some(memory::describe_allocation),
+        DxgkDdiGetStandardAllocationDriverData: Some(memory::get_standard_allocation_driver_data),
+        DxgkDdiOpenAllocation: Some(memory::open_allocation::<P>),
+        DxgkDdiCloseAllocation: Some(memory::close_allocation::<P>),
         ..Default::default()
     }
 }

@@ -1,0 +1,236 @@
+//! The GpuMmu paging operations of `DxgkDdiBuildPagingBuffer` (issue 12, docs/memory.md "Who
+//! writes page tables"): VidMm decides every entry; the KMD translates each `DXGK_PTE` into
+//! the device's format and writes it with paging-buffer packets that run on the paging node.
+//!
+//! - `UPDATEPAGETABLE` → `WRITE_DATA` packets of translated entries at the table's physical
+//!   address (rvgpu reports `DXGK_PAGETABLEUPDATE_GPU_PHYSICAL`; the paging node's queue runs
+//!   in the identity space). Multipass: `MultipassOffset` counts entries already written.
+//! - `FLUSHTLB` → one `TLB_INVALIDATE` packet for the root, ordered after the writes before
+//!   it in the same queue (hardware.md §12.5).
+//! - `COPYPAGETABLEENTRIES` → `COPY` packets between tables. The page gives the tables as
+//!   GPU virtual addresses of the paging process; rvgpu's paging process is the identity
+//!   space, so they are device physical addresses (UNVERIFIED against Windows: VidMm sends
+//!   this operation only when it moves page tables, which the simulated VidMm never does).
+//!
+//! The `USER` bit is the KMD's: a leaf mapped for an allocation the UMD created, in a process
+//! that is not the system process, may be reached from user-mode queues; everything else is
+//! kernel-only (NF-01: MonitoredValue and the OS's own memory never become user pages).
+
+use rvgpu_ddi::memory::{
+    DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES, DXGK_BUILDPAGINGBUFFER_FLUSHTLB,
+    DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE, DXGK_PAGETABLEUPDATE_GPU_PHYSICAL, DXGK_PTE,
+    DXGK_UPDATEPAGETABLEFLAGS,
+};
+use rvgpu_ddi::ntstatus::STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER;
+use rvgpu_ddi::NTSTATUS;
+use rvgpu_hw::cmd::{self, Command};
+use rvgpu_hw::mmu;
+
+use crate::adapter::{Adapter, Live};
+use crate::allocation;
+use crate::gpummu;
+use crate::platform::Platform;
+use crate::process;
+use crate::status::{self, Status};
+
+/// Most ranges one COPYPAGETABLEENTRIES may carry (a table's worth).
+const MAX_COPY_RANGES: u32 = 512;
+/// Entries translated per WRITE_DATA packet (bounds the stack buffer; the DPC-free PASSIVE
+/// path still runs on a small kernel stack).
+const BATCH: usize = 64;
+
+/// What one pass wrote: words, and whether the operation is complete.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Pass {
+    pub words: usize,
+    /// `Some(next)`: call again with `MultipassOffset = next`.
+    pub more: Option<u32>,
+}
+
+/// UPDATEPAGETABLE from entry `first` on, into `out`.
+pub fn update<P: Platform>(
+    a: &Adapter<P>,
+    live: &Live<P>,
+    op: &DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
+    first: u32,
+    out: &mut [u64],
+) -> Result<Pass, Status> {
+    if op.UpdateMode != DXGK_PAGETABLEUPDATE_GPU_PHYSICAL
+        || op.Flags.get(DXGK_UPDATEPAGETABLEFLAGS::Use64KBPages) != 0
+        || op.Flags.get(DXGK_UPDATEPAGETABLEFLAGS::Reserved) != 0
+    {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let level = u8::try_from(op.PageTableLevel).map_err(|_| status::INVALID_PARAMETER)?;
+    if level >= mmu::LEVELS {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let n = op.NumPageTableEntries;
+    let end = op
+        .StartIndex
+        .checked_add(n)
+        .ok_or(status::INVALID_PARAMETER)?;
+    if n == 0 || u64::from(end) > mmu::ENTRIES_PER_TABLE || op.pPageTableEntries.is_null() {
+        return Err(status::INVALID_PARAMETER);
+    }
+    if first >= n {
+        return Err(status::INVALID_PARAMETER);
+    }
+    // SAFETY: the table address arm is the one UpdateMode (GPU_PHYSICAL, checked) names; it
+    // is plain data.
+    let at = unsafe { op.PageTableAddress.Anonymous.GpuPhysical };
+    let table = process::table_address(live, &at)?;
+    let user = if level == 0 {
+        allocation::user_page(a, live, op.hProcess, op.hAllocation)?
+    } else {
+        false
+    };
+    let policy = allocation::page_policy(a, live, op.hAllocation);
+    let mut written = 0usize;
+    let mut next = first;
+    let mut data = [0u64; BATCH];
+    while next < n {
+        let room = out.len().saturating_sub(written);
+        // Header + destination + at least one entry.
+        let fits = room.saturating_sub(2).min(BATCH);
+        if fits == 0 {
+            break;
+        }
+        let left = n.saturating_sub(next);
+        let count = usize::try_from(left).unwrap_or(usize::MAX).min(fits);
+        let batch = data.get_mut(..count).ok_or(status::INVALID_PARAMETER)?;
+        for (i, slot) in batch.iter_mut().enumerate() {
+            let idx = usize::try_from(next)
+                .unwrap_or(usize::MAX)
+                .saturating_add(i);
+            // SAFETY: VidMm's array holds NumPageTableEntries entries (checked `idx < n`), so
+            // the element pointer is inside it.
+            let at = unsafe { op.pPageTableEntries.add(idx) };
+            // SAFETY: `at` points at one of VidMm's entries; read unaligned, plain integers.
+            let e: DXGK_PTE = unsafe { at.read_unaligned() };
+            let mut e = e;
+            if let Some(p) = policy {
+                // The allocation's own limits apply whatever VidMm asked.
+                e = e.with_read_only(e.read_only() || p.gpu_read_only);
+                e = e.with_no_execute(e.no_execute() || !p.executable());
+            }
+            *slot = gpummu::device_entry(live, &e, level, user)?;
+        }
+        let index = u64::from(op.StartIndex.saturating_add(next));
+        let dst = table
+            .checked_add(index.saturating_mul(mmu::ENTRY_SIZE))
+            .ok_or(status::INVALID_PARAMETER)?;
+        let tail = out.get_mut(written..).ok_or(status::INVALID_PARAMETER)?;
+        let w = cmd::write_data(dst, batch, tail).ok_or(status::INVALID_PARAMETER)?;
+        written = written.saturating_add(w);
+        next = next.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
+    }
+    if written == 0 {
+        return Ok(Pass {
+            words: 0,
+            more: Some(first),
+        });
+    }
+    Ok(Pass {
+        words: written,
+        more: (next < n).then_some(next),
+    })
+}
+
+/// FLUSHTLB: one TLB_INVALIDATE for the root.
+pub fn flush<P: Platform>(
+    live: &Live<P>,
+    op: &DXGK_BUILDPAGINGBUFFER_FLUSHTLB,
+    out: &mut [u64],
+) -> Result<Pass, Status> {
+    let root = process::table_address(live, &op.RootPageTableAddress)?;
+    let words = cmd::tlb_invalidate(root);
+    let Some(slot) = out.get_mut(..words.len()) else {
+        return Ok(Pass {
+            words: 0,
+            more: Some(0),
+        });
+    };
+    slot.copy_from_slice(&words);
+    Ok(Pass {
+        words: words.len(),
+        more: None,
+    })
+}
+
+/// The device address of a whole table given as a paging-process VA (identity).
+fn table_va<P: Platform>(live: &Live<P>, va: u64, start: u32, count: u32) -> Result<u64, Status> {
+    let vram = live.identity.vram_size;
+    let base = rvgpu_hw::addr::VRAM_BASE;
+    let off = va.checked_sub(base).ok_or(status::INVALID_PARAMETER)?;
+    let end = u64::from(start)
+        .checked_add(u64::from(count))
+        .ok_or(status::INVALID_PARAMETER)?;
+    if !off.is_multiple_of(mmu::TABLE_SIZE)
+        || off.checked_add(mmu::TABLE_SIZE).is_none_or(|e| e > vram)
+        || end > mmu::ENTRIES_PER_TABLE
+    {
+        return Err(status::INVALID_PARAMETER);
+    }
+    va.checked_add(u64::from(start).saturating_mul(mmu::ENTRY_SIZE))
+        .ok_or(status::INVALID_PARAMETER)
+}
+
+/// COPYPAGETABLEENTRIES from range `first` on: one COPY per range.
+pub fn copy<P: Platform>(
+    live: &Live<P>,
+    op: &DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES,
+    first: u32,
+    out: &mut [u64],
+) -> Result<Pass, Status> {
+    if op.NumRanges == 0 || op.NumRanges > MAX_COPY_RANGES || op.pRanges.is_null() {
+        return Err(status::INVALID_PARAMETER);
+    }
+    if first >= op.NumRanges {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let mut written = 0usize;
+    let mut next = first;
+    while next < op.NumRanges {
+        let idx = usize::try_from(next).map_err(|_| status::INVALID_PARAMETER)?;
+        // SAFETY: VidMm's array holds NumRanges ranges (checked `idx < NumRanges`).
+        let at = unsafe { op.pRanges.add(idx) };
+        // SAFETY: `at` points at one of VidMm's ranges; plain data, read unaligned.
+        let r = unsafe { at.read_unaligned() };
+        let n = r.NumPageTableEntries;
+        if n == 0 {
+            return Err(status::INVALID_PARAMETER);
+        }
+        let src = table_va(live, r.SrcPageTableAddress, r.SrcStartPteIndex, n)?;
+        let dst = table_va(live, r.DstPageTableAddress, r.DstStartPteIndex, n)?;
+        let packet = Command::Copy {
+            src,
+            dst,
+            bytes: u64::from(n).saturating_mul(mmu::ENTRY_SIZE),
+        };
+        let Some(w) = out.get_mut(written..).and_then(|tail| packet.encode(tail)) else {
+            break;
+        };
+        written = written.saturating_add(w);
+        next = next.saturating_add(1);
+    }
+    Ok(Pass {
+        words: written,
+        more: (next < op.NumRanges).then_some(next),
+    })
+}
+
+/// Turns a pass into the DDI's result: INSUFFICIENT_DMA_BUFFER with `MultipassOffset` when
+/// more remains.
+pub fn status_of(pass: &Pass, multipass: &mut u32) -> NTSTATUS {
+    match pass.more {
+        Some(next) => {
+            *multipass = next;
+            STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER
+        }
+        None => {
+            *multipass = 0;
+            rvgpu_ddi::ntstatus::STATUS_SUCCESS
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! GPU processes and their address spaces (issue 12, docs/memory.md "Address spaces"):
+//! `DxgkDdiCreateProcess` / `DxgkDdiDestroyProcess`, `DxgkDdiGetRootPageTableSize` and
+//! `DxgkDdiSetRootPageTable`.
+//!
+//! VidMm owns the page tables; the KMD only learns, per context, where the root table is
+//! (`DxgkDdiSetRootPageTable`) and writes it into the descriptor of every hardware queue of
+//! that context (`QueueDescriptor::page_table_base`, hardware.md §12.4). A process record tells
+//! the paging code whether a mapping belongs to the system (paging) process, whose pages are
+//! never reachable from user-mode queues.
+
+use rvgpu_ddi::allocation::{
+    DXGKARG_CREATEPROCESS, DXGKARG_GETROOTPAGETABLESIZE, DXGKARG_SETROOTPAGETABLE,
+    DXGK_CREATEPROCESSFLAGS,
+};
+use rvgpu_ddi::memory::D3DGPU_PHYSICAL_ADDRESS;
+use rvgpu_ddi::HANDLE;
+use rvgpu_hw::mmu;
+
+use crate::adapter::{Adapter, Live};
+use crate::gpummu;
+use crate::platform::Platform;
+use crate::runlist;
+use crate::sched::{self, Handle, Kind};
+use crate::status::{self, Status};
+
+/// A GPU process (one per process that opened the adapter, plus the system process).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Process {
+    /// Dxgkrnl's handle of the process.
+    pub os_handle: usize,
+    /// VidMm's paging process / the system process: its mappings are kernel-only.
+    pub system: bool,
+}
+
+/// Most processes one adapter keeps (bounds what an untrusted caller can grow).
+pub const MAX_PROCESSES: usize = 4096;
+
+/// The device physical address of a page table VidMm names by segment and offset: local
+/// memory only (docs/memory.md: page tables live in the local segment), 4 KiB aligned, the
+/// whole table inside the segment.
+pub fn table_address<P: Platform>(
+    live: &Live<P>,
+    at: &D3DGPU_PHYSICAL_ADDRESS,
+) -> Result<u64, Status> {
+    let (base, size) =
+        gpummu::local_segment(live, at.SegmentId).ok_or(status::INVALID_PARAMETER)?;
+    let off = at.SegmentOffset;
+    let end = off
+        .checked_add(mmu::TABLE_SIZE)
+        .ok_or(status::INVALID_PARAMETER)?;
+    if !off.is_multiple_of(mmu::TABLE_SIZE) || end > size {
+        return Err(status::INVALID_PARAMETER);
+    }
+    rvgpu_hw::addr::VRAM_BASE
+        .checked_add(base)
+        .and_then(|b| b.checked_add(off))
+        .ok_or(status::INVALID_PARAMETER)
+}
+
+/// DxgkDdiCreateProcess (PASSIVE).
+pub fn create<P: Platform>(a: &Adapter<P>, args: &mut DXGKARG_CREATEPROCESS) -> Result<(), Status> {
+    let live = a.started()?;
+    if !gpummu::supported(live) {
+        return Err(status::NOT_SUPPORTED);
+    }
+    let flags = args.Flags;
+    let known = DXGK_CREATEPROCESSFLAGS::default()
+        .with(DXGK_CREATEPROCESSFLAGS::SystemProcess, 1)
+        .with(DXGK_CREATEPROCESSFLAGS::GdiProcess, 1);
+    // Virtual-machine processes need PASIDs and a VM worker rvgpu does not support.
+    if flags.Value & !known.Value != 0 || args.NumPasid != 0 {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let h = a.new_handle(Kind::Process)?;
+    let mut s = live.sched.lock();
+    if s.processes.len() >= MAX_PROCESSES {
+        return Err(status::INSUFFICIENT_RESOURCES);
+    }
+    s.processes.insert(
+        h,
+        Process {
+            os_handle: args.hDxgkProcess.addr(),
+            system: flags.is_set(DXGK_CREATEPROCESSFLAGS::SystemProcess),
+        },
+    );
+    drop(s);
+    args.hKmdProcess = h.as_handle();
+    Ok(())
+}
+
+/// DxgkDdiDestroyProcess (PASSIVE): only once no device names it.
+pub fn destroy<P: Platform>(a: &Adapter<P>, h: HANDLE) -> Result<(), Status> {
+    let live = a.started()?;
+    let h = Handle::decode_on(h, Kind::Process, a.table_slot())?;
+    let mut s = live.sched.lock();
+    if !s.processes.contains_key(&h) {
+        return Err(status::INVALID_HANDLE);
+    }
+    if s.devices.values().any(|d| d.process == Some(h)) {
+        return Err(status::INVALID_DEVICE_STATE);
+    }
+    s.processes.remove(&h);
+    Ok(())
+}
+
+/// DxgkDdiGetRootPageTableSize (PASSIVE): the root is one fixed table of 512 entries, so the
+/// driver answers that count whatever VidMm asked, and the table's size in bytes.
+pub fn root_size(args: &mut DXGKARG_GETROOTPAGETABLESIZE) -> usize {
+    if args.PhysicalAdapterIndex != 0 {
+        return 0;
+    }
+    args.NumberOfPte = u32::try_from(mmu::ENTRIES_PER_TABLE).unwrap_or(512);
+    usize::try_from(mmu::TABLE_SIZE).unwrap_or(0)
+}
+
+/// DxgkDdiSetRootPageTable (PASSIVE, returns nothing): records the root for the context and
+/// recommits its engine's runlist when the context has queues there, so the device translates
+/// their next packet through it. A request the driver cannot honour (unknown context, a root
+/// outside local memory) leaves the context as it was and is logged: the DDI has no status.
+pub fn set_root<P: Platform>(args: &DXGKARG_SETROOTPAGETABLE) -> Result<(), Status> {
+    sched::with_adapter::<P, _>(args.hContext, Kind::Context, |_, live, ctx| {
+        if !gpummu::supported(live) {
+            return Err(status::NOT_SUPPORTED);
+        }
+        if u64::from(args.NumEntries) > mmu::ENTRIES_PER_TABLE || args.NumEntries == 0 {
+            return Err(status::INVALID_PARAMETER);
+        }
+        let root = table_address(live, &args.Address)?;
+        let mut s = live.sched.lock();
+        let engine = {
+            let c = s.contexts.get_mut(&ctx).ok_or(status::INVALID_HANDLE)?;
+            if c.root == root {
+                return Ok(());
+            }
+            c.root = root;
+            c.engine
+        };
+        if s.queues.values().any(|q| q.context == ctx) {
+            runlist::commit(&live.regs, &s, engine)?;
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,472 @@
+//! GPU virtual address spaces, VidMm's side of the GpuMmu model (docs/memory.md).
+//!
+//! VidMm owns every process's page-table tree: it decides the VA of each mapping, allocates
+//! page tables at the size and alignment the driver reported (`DXGKQAITYPE_PAGETABLELEVELDESC`)
+//! in the segment the driver named, and describes every change as `DXGK_PTE` entries for the
+//! driver to write through `DxgkDdiBuildPagingBuffer(UPDATEPAGETABLE)` ("GpuMmu model" on
+//! learn.microsoft.com: VidMm manages the tables, the driver only translates and writes them).
+//! Nothing here touches memory: [`AddressSpace`] returns the [`Update`]s; `vidmm::mmu` hands
+//! them to the driver.
+//!
+//! VA choice: each process's allocations start at a base that differs per process (as address
+//! space layout randomisation would make them differ on Windows), so a VA from one process is
+//! very unlikely to be mapped in another; isolation does not depend on it (B's tables do not
+//! map A's pages whatever the VA), but it makes a foreign VA fault rather than land in the
+//! attacker's own memory, which is what the isolation tests observe.
+
+use std::collections::BTreeMap;
+
+/// One entry as VidMm describes it (the `DXGK_PTE` fields VidMm sets).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OsPte {
+    pub valid: bool,
+    pub read_only: bool,
+    pub no_execute: bool,
+    pub cache_coherent: bool,
+    /// 0: system memory (address = bus address); else the segment id.
+    pub segment: u32,
+    pub large: bool,
+    /// Address >> 12 (page or lower-level table).
+    pub page: u64,
+}
+
+impl OsPte {
+    /// An entry that points at a lower-level table at `offset` of `segment`.
+    pub fn table(segment: u32, offset: u64) -> Self {
+        Self {
+            valid: true,
+            segment,
+            page: offset >> 12,
+            ..Self::default()
+        }
+    }
+}
+
+/// Page attributes of a mapping.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MapAttrs {
+    pub read_only: bool,
+    pub no_execute: bool,
+}
+
+/// Where a page lives: `(segment, address)`; segment 0 = system memory at a bus address,
+/// otherwise an offset into that segment.
+pub type Phys = (u32, u64);
+
+/// One UPDATEPAGETABLE operation: `entries` written at `start` of the table at `table` (an
+/// offset in `segment`) of level `level` (0 = leaf).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Update {
+    pub level: u8,
+    pub segment: u32,
+    pub table: u64,
+    pub start: u32,
+    pub entries: Vec<OsPte>,
+    /// The table was just allocated: these entries are its first contents
+    /// (`DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate`).
+    pub initial: bool,
+}
+
+/// Page-table geometry from the driver's answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    pub levels: u8,
+    /// Index bits per level (the same at every level for the devices VidMm accepts here).
+    pub index_bits: u32,
+    pub table_bytes: u64,
+    pub segment: u32,
+    pub page: u64,
+}
+
+impl Geometry {
+    pub fn entries(&self) -> u64 {
+        1u64 << self.index_bits
+    }
+
+    fn shift(&self, level: u8) -> u32 {
+        12 + self.index_bits * u32::from(level)
+    }
+
+    pub fn index(&self, va: u64, level: u8) -> u64 {
+        (va >> self.shift(level)) & (self.entries() - 1)
+    }
+
+    /// First VA of the table at `level` that covers `va`.
+    fn table_base(&self, va: u64, level: u8) -> u64 {
+        let span = self.shift(level) + self.index_bits;
+        if span >= 64 {
+            0
+        } else {
+            va & !((1u64 << span) - 1)
+        }
+    }
+
+    pub fn va_bits(&self) -> u32 {
+        self.shift(self.levels)
+    }
+}
+
+/// Page tables of one segment region handed out a table at a time.
+#[derive(Debug)]
+pub struct TableHeap {
+    next: u64,
+    limit: u64,
+    free: Vec<u64>,
+    step: u64,
+}
+
+impl TableHeap {
+    /// Tables in `[start, limit)` of the page-table segment, `step` bytes each.
+    pub fn new(start: u64, limit: u64, step: u64) -> Self {
+        Self {
+            next: start,
+            limit,
+            free: Vec::new(),
+            step,
+        }
+    }
+
+    pub fn alloc(&mut self) -> Option<u64> {
+        if let Some(t) = self.free.pop() {
+            return Some(t);
+        }
+        let t = self.next;
+        let end = t.checked_add(self.step)?;
+        if end > self.limit {
+            return None;
+        }
+        self.next = end;
+        Some(t)
+    }
+
+    pub fn free(&mut self, t: u64) {
+        self.free.push(t);
+    }
+
+    /// Tables in use (leak checks).
+    pub fn in_use(&self, start: u64) -> u64 {
+        (self.next - start) / self.step - self.free.len() as u64
+    }
+}
+
+/// A mapped page (what the oracle checks after the driver's paging buffers ran).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Leaf {
+    pub phys: Phys,
+    pub attrs: MapAttrs,
+}
+
+/// Why a request cannot be done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VaError {
+    /// No room for a page table in the page-table segment.
+    NoTables,
+    /// The VA range is not free / not reserved / not mapped as the request says.
+    BadRange,
+}
+
+/// One process's GPU VA space.
+#[derive(Debug)]
+pub struct AddressSpace {
+    pub geometry: Geometry,
+    /// Offset of the root table in `geometry.segment`.
+    pub root: u64,
+    /// Lower-level tables: (level, first VA they cover) → offset.
+    tables: BTreeMap<(u8, u64), u64>,
+    /// Reserved ranges: start → length.
+    reserved: BTreeMap<u64, u64>,
+    /// Mapped 4 KiB pages.
+    pages: BTreeMap<u64, Leaf>,
+    /// Next VA the allocator tries.
+    next_va: u64,
+}
+
+impl AddressSpace {
+    /// A space with a root from `heap`; also returns the root's initial update (all entries
+    /// invalid: VidMm clears every new table before it is used).
+    pub fn new(
+        geometry: Geometry,
+        heap: &mut TableHeap,
+        va_base: u64,
+    ) -> Result<(Self, Update), VaError> {
+        let root = heap.alloc().ok_or(VaError::NoTables)?;
+        let s = Self {
+            geometry,
+            root,
+            tables: BTreeMap::new(),
+            reserved: BTreeMap::new(),
+            pages: BTreeMap::new(),
+            next_va: va_base,
+        };
+        let init = s.clear_table(geometry.levels - 1, root);
+        Ok((s, init))
+    }
+
+    fn clear_table(&self, level: u8, table: u64) -> Update {
+        Update {
+            level,
+            segment: self.geometry.segment,
+            table,
+            start: 0,
+            entries: vec![OsPte::default(); self.geometry.entries() as usize],
+            initial: true,
+        }
+    }
+
+    /// Reserves `len` bytes (whole pages) at a VA VidMm chooses.
+    pub fn reserve(&mut self, len: u64) -> Result<u64, VaError> {
+        let page = self.geometry.page;
+        let len = len
+            .checked_next_multiple_of(page)
+            .ok_or(VaError::BadRange)?;
+        // A guard page between reservations: a run off the end faults.
+        let va = self.next_va;
+        let end = va
+            .checked_add(len)
+            .filter(|e| *e < (1u64 << self.geometry.va_bits()))
+            .ok_or(VaError::BadRange)?;
+        self.next_va = end.checked_add(page).ok_or(VaError::BadRange)?;
+        self.reserved.insert(va, len);
+        Ok(va)
+    }
+
+    /// Frees a reservation (its pages must be unmapped first).
+    pub fn free(&mut self, va: u64) -> Result<(), VaError> {
+        let len = *self.reserved.get(&va).ok_or(VaError::BadRange)?;
+        if self.pages.range(va..va + len).next().is_some() {
+            return Err(VaError::BadRange);
+        }
+        self.reserved.remove(&va);
+        Ok(())
+    }
+
+    fn inside_reservation(&self, va: u64, len: u64) -> bool {
+        self.reserved
+            .range(..=va)
+            .next_back()
+            .is_some_and(|(s, l)| va + len <= s + l)
+    }
+
+    /// Maps `phys` (one entry per page) at `va` with `attrs`; returns the updates in the order
+    /// they must run (new tables cleared, then linked, then the leaves).
+    pub fn map(
+        &mut self,
+        va: u64,
+        phys: &[Phys],
+        attrs: MapAttrs,
+        heap: &mut TableHeap,
+    ) -> Result<Vec<Update>, VaError> {
+        let page = self.geometry.page;
+        let len = page * phys.len() as u64;
+        if !va.is_multiple_of(page) || !self.inside_reservation(va, len) {
+            return Err(VaError::BadRange);
+        }
+        if self.pages.range(va..va + len).next().is_some() {
+            return Err(VaError::BadRange);
+        }
+        let mut updates = Vec::new();
+        let mut leaves: Vec<(u64, u64, OsPte)> = Vec::new();
+        let mut created = Vec::new();
+        for (i, p) in phys.iter().enumerate() {
+            let v = va + page * i as u64;
+            let leaf_table = match self.ensure_path(v, heap, &mut updates, &mut created) {
+                Ok(t) => t,
+                Err(e) => {
+                    // Nothing of this request runs: forget the tables it would have made.
+                    for key in created {
+                        if let Some(t) = self.tables.remove(&key) {
+                            heap.free(t);
+                        }
+                    }
+                    return Err(e);
+                }
+            };
+            let e = OsPte {
+                valid: true,
+                read_only: attrs.read_only,
+                no_execute: attrs.no_execute,
+                cache_coherent: p.0 == 0,
+                segment: p.0,
+                large: false,
+                page: p.1 >> 12,
+            };
+            leaves.push((leaf_table, self.geometry.index(v, 0), e));
+        }
+        for (i, p) in phys.iter().enumerate() {
+            self.pages
+                .insert(va + page * i as u64, Leaf { phys: *p, attrs });
+        }
+        updates.extend(self.coalesce(0, leaves));
+        Ok(updates)
+    }
+
+    /// Unmaps `pages` pages at `va` (invalid entries; the tables stay).
+    pub fn unmap(&mut self, va: u64, pages: u64) -> Result<Vec<Update>, VaError> {
+        let page = self.geometry.page;
+        let mut leaves = Vec::new();
+        for i in 0..pages {
+            let v = va + page * i;
+            if self.pages.remove(&v).is_none() {
+                return Err(VaError::BadRange);
+            }
+            let t = *self
+                .tables
+                .get(&(0, self.geometry.table_base(v, 0)))
+                .ok_or(VaError::BadRange)?;
+            leaves.push((t, self.geometry.index(v, 0), OsPte::default()));
+        }
+        Ok(self.coalesce(0, leaves))
+    }
+
+    /// Merges consecutive entries of one table into one update.
+    fn coalesce(&self, level: u8, leaves: Vec<(u64, u64, OsPte)>) -> Vec<Update> {
+        let mut out: Vec<Update> = Vec::new();
+        for (table, index, e) in leaves {
+            if let Some(last) = out.last_mut() {
+                if last.table == table && u64::from(last.start) + last.entries.len() as u64 == index
+                {
+                    last.entries.push(e);
+                    continue;
+                }
+            }
+            out.push(Update {
+                level,
+                segment: self.geometry.segment,
+                table,
+                start: index as u32,
+                entries: vec![e],
+                initial: false,
+            });
+        }
+        out
+    }
+
+    /// The leaf table for `va`, creating (clear + link) the tables on the way.
+    fn ensure_path(
+        &mut self,
+        va: u64,
+        heap: &mut TableHeap,
+        updates: &mut Vec<Update>,
+        created: &mut Vec<(u8, u64)>,
+    ) -> Result<u64, VaError> {
+        let g = self.geometry;
+        let mut parent = self.root;
+        for level in (0..g.levels - 1).rev() {
+            let key = (level, g.table_base(va, level));
+            let t = match self.tables.get(&key) {
+                Some(t) => *t,
+                None => {
+                    let t = heap.alloc().ok_or(VaError::NoTables)?;
+                    updates.push(self.clear_table(level, t));
+                    updates.push(Update {
+                        level: level + 1,
+                        segment: g.segment,
+                        table: parent,
+                        start: g.index(va, level + 1) as u32,
+                        entries: vec![OsPte::table(g.segment, t)],
+                        initial: false,
+                    });
+                    self.tables.insert(key, t);
+                    created.push(key);
+                    t
+                }
+            };
+            parent = t;
+        }
+        Ok(parent)
+    }
+
+    /// What VidMm believes `va` maps to (the oracle).
+    pub fn leaf(&self, va: u64) -> Option<Leaf> {
+        let page = self.geometry.page;
+        self.pages.get(&(va - va % page)).copied()
+    }
+
+    /// Every table of the space including the root (given back to the heap on destroy).
+    pub fn tables(&self) -> impl Iterator<Item = u64> + '_ {
+        std::iter::once(self.root).chain(self.tables.values().copied())
+    }
+
+    /// Mapped pages (leak checks).
+    pub fn mapped_pages(&self) -> usize {
+        self.pages.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geo() -> Geometry {
+        Geometry {
+            levels: 4,
+            index_bits: 9,
+            table_bytes: 4096,
+            segment: 1,
+            page: 4096,
+        }
+    }
+
+    #[test]
+    fn first_map_clears_and_links_every_level_then_writes_leaves() {
+        let mut heap = TableHeap::new(0, 1 << 20, 4096);
+        let (mut s, init) = AddressSpace::new(geo(), &mut heap, 1 << 40).unwrap();
+        assert!(init.initial && init.entries.len() == 512 && init.level == 3);
+        let va = s.reserve(3 * 4096).unwrap();
+        let u = s
+            .map(
+                va,
+                &[(0, 0x1000_0000), (0, 0x1000_1000), (0, 0x2000_0000)],
+                MapAttrs::default(),
+                &mut heap,
+            )
+            .unwrap();
+        // Three new tables (L2, L1, L0): clear + link each, then one leaf run.
+        assert_eq!(u.len(), 7);
+        assert_eq!(u.iter().filter(|x| x.initial).count(), 3);
+        let leaf = u.last().unwrap();
+        assert_eq!((leaf.level, leaf.entries.len()), (0, 3));
+        assert_eq!(leaf.entries[2].page, 0x2000_0000 >> 12);
+        // A second mapping nearby reuses the tables.
+        let va2 = s.reserve(4096).unwrap();
+        let u2 = s
+            .map(va2, &[(1, 0x3000)], MapAttrs::default(), &mut heap)
+            .unwrap();
+        assert_eq!(u2.len(), 1);
+        assert_eq!(s.leaf(va2).unwrap().phys, (1, 0x3000));
+        let un = s.unmap(va, 3).unwrap();
+        assert_eq!(un.len(), 1);
+        assert!(un[0].entries.iter().all(|e| !e.valid));
+        assert!(s.leaf(va).is_none());
+        assert_eq!(s.free(va), Ok(()));
+    }
+
+    #[test]
+    fn maps_only_inside_reservations_and_never_twice() {
+        let mut heap = TableHeap::new(0, 1 << 20, 4096);
+        let (mut s, _) = AddressSpace::new(geo(), &mut heap, 1 << 40).unwrap();
+        let va = s.reserve(4096).unwrap();
+        let a = MapAttrs::default();
+        assert_eq!(
+            s.map(va + 4096, &[(0, 0)], a, &mut heap),
+            Err(VaError::BadRange)
+        );
+        assert!(s.map(va, &[(0, 0x1000)], a, &mut heap).is_ok());
+        assert_eq!(
+            s.map(va, &[(0, 0x2000)], a, &mut heap),
+            Err(VaError::BadRange)
+        );
+        assert_eq!(s.free(va), Err(VaError::BadRange));
+    }
+
+    #[test]
+    fn table_heap_runs_out_cleanly() {
+        let mut heap = TableHeap::new(0, 2 * 4096, 4096);
+        let (mut s, _) = AddressSpace::new(geo(), &mut heap, 1 << 40).unwrap();
+        let va = s.reserve(4096).unwrap();
+        assert_eq!(
+            s.map(va, &[(0, 0)], MapAttrs::default(), &mut heap),
+            Err(VaError::NoTables)
+        );
+    }
+}

@@ -1,0 +1,484 @@
+//! VidMm's GpuMmu work: a process's GPU VA space from `DxgkDdiCreateProcess` to
+//! `DxgkDdiDestroyProcess`, its root given to every context through
+//! `DxgkDdiSetRootPageTable`, and every page-table change carried out **only** by the driver:
+//! `DxgkDdiBuildPagingBuffer(UPDATEPAGETABLE)` and `(FLUSHTLB)` submitted on the paging node
+//! (docs/memory.md "Who writes page tables"; Microsoft's "GpuMmu model" pages).
+//!
+//! Strictness (issue 12): after the driver's paging buffers complete, VidMm walks the tables
+//! with the device's own walker and compares every page with what it asked for. A page the
+//! driver did not map, mapped elsewhere or with other permissions, or left mapped after an
+//! unmap, is a simulation fault naming the page: the driver did not carry out a paging
+//! operation. A FLUSHTLB the driver did not turn into an invalidation is caught the same way
+//! (the device's TLB must hold nothing of the root afterwards).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rvgpu_ddi::allocation::*;
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::memory::*;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_ddi::tdr::*;
+use rvgpu_device::device::mmu::{Mmu, Privilege};
+use rvgpu_hw::mmu::Access;
+use rvgpu_kmd::platform::Irql;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+use crate::machine::Machine;
+use crate::sync::fence::ProcessId;
+use crate::vidmm::gpuva::{
+    AddressSpace, Geometry, MapAttrs, OsPte, Phys, TableHeap, Update, VaError,
+};
+
+/// First VA of user allocations; each process starts at its own multiple of [`VA_STRIDE`]
+/// above it (see `gpuva`'s module docs).
+const VA_BASE: u64 = 0x0100_0000_0000;
+const VA_STRIDE: u64 = 0x0010_0000_0000;
+/// Share of the page-table segment VidMm uses for page tables (the rest stays for other
+/// local-memory users, such as local native-fence storage, which comes from its top).
+const TABLE_SHARE: u64 = 2;
+
+/// A process as VidMm knows it.
+#[derive(Debug)]
+pub struct VmProcess {
+    /// `DXGKARG_CREATEPROCESS::hKmdProcess`.
+    pub kmd: usize,
+    pub space: AddressSpace,
+}
+
+/// Per-adapter GpuMmu state.
+#[derive(Debug, Default)]
+pub struct VidMm {
+    heap: Option<(TableHeap, u64)>,
+    processes: HashMap<ProcessId, VmProcess>,
+    /// Paging operations the driver ran (tests).
+    pub updates: u64,
+    pub flushes: u64,
+}
+
+impl VidMm {
+    /// The KMD process handle and root (segment, offset) of `pid`, if VidMm has one.
+    pub fn process(&self, pid: ProcessId) -> Option<(usize, u32, u64)> {
+        self.processes
+            .get(&pid)
+            .map(|p| (p.kmd, p.space.geometry.segment, p.space.root))
+    }
+}
+
+fn geometry(a: &Arc<AdapterShared>) -> Option<Geometry> {
+    lock(&a.memory_model).geometry()
+}
+
+fn sim(msg: String) -> SimError {
+    SimError::Simulation(msg)
+}
+
+fn va_error(e: VaError) -> SimError {
+    match e {
+        VaError::NoTables => SimError::DdiFailed(STATUS_NO_MEMORY),
+        VaError::BadRange => SimError::DdiFailed(STATUS_INVALID_PARAMETER),
+    }
+}
+
+/// The device physical address of `offset` in local segment `segment`.
+fn segment_pa(a: &Arc<AdapterShared>, segment: u32, offset: u64) -> Option<u64> {
+    // SAFETY: LARGE_INTEGER's arms are the same 64 bits; any pattern is valid.
+    let base = unsafe { lock(&a.memory_model).segment(segment)?.BaseAddress.QuadPart } as u64;
+    rvgpu_hw::addr::VRAM_BASE
+        .checked_add(base)?
+        .checked_add(offset)
+}
+
+fn dxgk_pte(e: &OsPte) -> DXGK_PTE {
+    let f = DXGK_PTE_0::from_value(0)
+        .with(DXGK_PTE_0::Valid, u64::from(e.valid))
+        .with(DXGK_PTE_0::ReadOnly, u64::from(e.read_only))
+        .with(DXGK_PTE_0::NoExecute, u64::from(e.no_execute))
+        .with(DXGK_PTE_0::CacheCoherent, u64::from(e.cache_coherent))
+        .with(DXGK_PTE_0::Segment, u64::from(e.segment))
+        .with(DXGK_PTE_0::LargePage, u64::from(e.large));
+    DXGK_PTE::from_raw(f.Value, e.page)
+}
+
+impl Machine {
+    /// `DxgkDdiCreateProcess` and a new VA space for `pid` on adapter `a` (a GpuMmu adapter
+    /// only; `Ok(None)` otherwise). Returns the KMD's process handle.
+    pub(crate) fn vidmm_create_process(
+        &self,
+        a: &Arc<AdapterShared>,
+        pid: ProcessId,
+    ) -> Result<Option<usize>, SimError> {
+        let Some(g) = geometry(a) else {
+            return Ok(None);
+        };
+        let f = a
+            .table
+            .get()
+            .and_then(|t| t.DxgkDdiCreateProcess)
+            .ok_or_else(|| sim("GpuMmu adapter without DxgkDdiCreateProcess".into()))?;
+        let mut args = DXGKARG_CREATEPROCESS {
+            hDxgkProcess: (0x5000_0000 + pid.0 as usize) as HANDLE,
+            ..Default::default()
+        };
+        let ctx = a.context();
+        let st = ddi::call(
+            a,
+            Routine::DxgkDdiCreateProcess,
+            f as usize,
+            At::Level(Irql::Passive),
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { f(ctx, &mut args) }
+            },
+        )?;
+        ddi::check_status(st)?;
+        let kmd = args.hKmdProcess as usize;
+        if kmd == 0 {
+            return Err(sim(
+                "DxgkDdiCreateProcess succeeded with a NULL hKmdProcess".into(),
+            ));
+        }
+        let (space, init) = {
+            let mut v = lock(&a.vidmm);
+            let heap = match &mut v.heap {
+                Some((h, _)) => h,
+                None => {
+                    let size = lock(&a.memory_model)
+                        .segment(g.segment)
+                        .map_or(0, |s| s.Size as u64);
+                    v.heap = Some((TableHeap::new(0, size / TABLE_SHARE, g.table_bytes), 0));
+                    &mut v
+                        .heap
+                        .as_mut()
+                        .map(|h| &mut h.0)
+                        .ok_or_else(|| sim("heap".into()))?
+                }
+            };
+            let base = VA_BASE + u64::from(pid.0 % 64) * VA_STRIDE;
+            AddressSpace::new(g, heap, base).map_err(va_error)?
+        };
+        let root = space.root;
+        lock(&a.vidmm)
+            .processes
+            .insert(pid, VmProcess { kmd, space });
+        self.vidmm_run(a, kmd, &[init])?;
+        let _ = root;
+        Ok(Some(kmd))
+    }
+
+    /// `DxgkDdiDestroyProcess` after the process's last object is gone; its tables return to
+    /// the heap.
+    pub(crate) fn vidmm_destroy_process(
+        &self,
+        a: &Arc<AdapterShared>,
+        pid: ProcessId,
+    ) -> Result<(), SimError> {
+        let Some(p) = lock(&a.vidmm).processes.remove(&pid) else {
+            return Ok(());
+        };
+        if p.space.mapped_pages() != 0 {
+            return Err(sim(format!(
+                "process {} destroyed with {} GPU pages still mapped",
+                pid.0,
+                p.space.mapped_pages()
+            )));
+        }
+        if let Some(f) = a.table.get().and_then(|t| t.DxgkDdiDestroyProcess) {
+            let ctx = a.context();
+            let st = ddi::call(
+                a,
+                Routine::DxgkDdiDestroyProcess,
+                f as usize,
+                At::Level(Irql::Passive),
+                || {
+                    // SAFETY: the driver's DDI with its context and its own process handle.
+                    unsafe { f(ctx, p.kmd as HANDLE) }
+                },
+            )?;
+            ddi::check_status(st)?;
+        }
+        let mut v = lock(&a.vidmm);
+        if let Some((heap, _)) = &mut v.heap {
+            for t in p.space.tables() {
+                heap.free(t);
+            }
+        }
+        Ok(())
+    }
+
+    /// `DxgkDdiSetRootPageTable` for context `context_kmd` of process `pid` (VidMm does this
+    /// before a context of a GpuMmu process first runs).
+    pub(crate) fn vidmm_set_root(
+        &self,
+        a: &Arc<AdapterShared>,
+        pid: ProcessId,
+        context_kmd: usize,
+    ) -> Result<(), SimError> {
+        let Some((_, segment, root)) = lock(&a.vidmm).process(pid) else {
+            return Ok(());
+        };
+        let Some(g) = geometry(a) else {
+            return Ok(());
+        };
+        let f = a
+            .table
+            .get()
+            .and_then(|t| t.DxgkDdiSetRootPageTable)
+            .ok_or_else(|| sim("GpuMmu adapter without DxgkDdiSetRootPageTable".into()))?;
+        let args = DXGKARG_SETROOTPAGETABLE {
+            hContext: context_kmd as HANDLE,
+            Address: D3DGPU_PHYSICAL_ADDRESS {
+                SegmentId: segment,
+                Padding: 0,
+                SegmentOffset: root,
+            },
+            NumEntries: g.entries() as u32,
+        };
+        let ctx = a.context();
+        ddi::call(
+            a,
+            Routine::DxgkDdiSetRootPageTable,
+            f as usize,
+            At::Level(Irql::Passive),
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { f(ctx, &args) }
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Reserves a VA in `pid`'s space and maps `phys` there through the driver. Returns the VA.
+    pub(crate) fn vidmm_map(
+        &self,
+        a: &Arc<AdapterShared>,
+        pid: ProcessId,
+        phys: &[Phys],
+        attrs: MapAttrs,
+    ) -> Result<u64, SimError> {
+        let (kmd, va, updates) = {
+            let mut v = lock(&a.vidmm);
+            let v = &mut *v;
+            let heap = &mut v
+                .heap
+                .as_mut()
+                .ok_or_else(|| sim("no page-table heap".into()))?
+                .0;
+            let p = v
+                .processes
+                .get_mut(&pid)
+                .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+            let va = p
+                .space
+                .reserve(phys.len() as u64 * 4096)
+                .map_err(va_error)?;
+            match p.space.map(va, phys, attrs, heap) {
+                Ok(u) => (p.kmd, va, u),
+                Err(e) => {
+                    let _ = p.space.free(va);
+                    return Err(va_error(e));
+                }
+            }
+        };
+        self.vidmm_run(a, kmd, &updates)?;
+        self.vidmm_check(a, pid, va, phys.len() as u64)?;
+        Ok(va)
+    }
+
+    /// Unmaps `pages` pages at `va` of `pid` through the driver, flushes the TLB and frees
+    /// the VA.
+    pub(crate) fn vidmm_unmap(
+        &self,
+        a: &Arc<AdapterShared>,
+        pid: ProcessId,
+        va: u64,
+        pages: u64,
+    ) -> Result<(), SimError> {
+        let (kmd, root, updates) = {
+            let mut v = lock(&a.vidmm);
+            let p = v
+                .processes
+                .get_mut(&pid)
+                .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+            let u = p.space.unmap(va, pages).map_err(va_error)?;
+            (p.kmd, (p.space.geometry.segment, p.space.root), u)
+        };
+        self.vidmm_run(a, kmd, &updates)?;
+        self.vidmm_flush(a, kmd, root, va, va + pages * 4096)?;
+        self.vidmm_check(a, pid, va, pages)?;
+        let mut v = lock(&a.vidmm);
+        if let Some(p) = v.processes.get_mut(&pid) {
+            p.space.free(va).map_err(va_error)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `updates` through `DxgkDdiBuildPagingBuffer(UPDATEPAGETABLE)` on the paging node
+    /// and waits for them.
+    fn vidmm_run(
+        &self,
+        a: &Arc<AdapterShared>,
+        kmd: usize,
+        updates: &[Update],
+    ) -> Result<(), SimError> {
+        let node = paging_node(a);
+        let mut last = None;
+        for u in updates {
+            let mut entries: Vec<DXGK_PTE> = u.entries.iter().map(dxgk_pte).collect();
+            let mut flags = DXGK_UPDATEPAGETABLEFLAGS::default();
+            if u.initial {
+                flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate, 1);
+            }
+            let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
+                UpdatePageTable: DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE {
+                    PageTableLevel: u32::from(u.level),
+                    hAllocation: std::ptr::null_mut(),
+                    PageTableAddress: DXGK_PAGETABLEUPDATEADDRESS {
+                        Anonymous: DXGK_PAGETABLEUPDATEADDRESS_0 {
+                            GpuPhysical: D3DGPU_PHYSICAL_ADDRESS {
+                                SegmentId: u.segment,
+                                Padding: 0,
+                                SegmentOffset: u.table,
+                            },
+                        },
+                    },
+                    pPageTableEntries: entries.as_mut_ptr(),
+                    StartIndex: u.start,
+                    NumPageTableEntries: entries.len() as u32,
+                    Reserved0: 0,
+                    Flags: flags,
+                    DriverProtection: 0,
+                    AllocationOffsetInBytes: 0,
+                    hProcess: kmd as HANDLE,
+                    UpdateMode: DXGK_PAGETABLEUPDATE_GPU_PHYSICAL,
+                    pPageTableEntries64KB: std::ptr::null_mut(),
+                    FirstPteVirtualAddress: 0,
+                },
+            };
+            let ids = self.paging_op(
+                a,
+                node,
+                DXGK_OPERATION_UPDATE_PAGE_TABLE,
+                &mut op,
+                Vec::new(),
+            )?;
+            last = ids.last().copied().or(last);
+            lock(&a.vidmm).updates += 1;
+        }
+        if let Some(id) = last {
+            self.vidmm_wait(a, node, id)?;
+        }
+        Ok(())
+    }
+
+    fn vidmm_flush(
+        &self,
+        a: &Arc<AdapterShared>,
+        kmd: usize,
+        root: (u32, u64),
+        start: u64,
+        end: u64,
+    ) -> Result<(), SimError> {
+        let node = paging_node(a);
+        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
+            FlushTlb: DXGK_BUILDPAGINGBUFFER_FLUSHTLB {
+                RootPageTableAddress: D3DGPU_PHYSICAL_ADDRESS {
+                    SegmentId: root.0,
+                    Padding: 0,
+                    SegmentOffset: root.1,
+                },
+                hProcess: kmd as HANDLE,
+                StartVirtualAddress: start,
+                EndVirtualAddress: end,
+            },
+        };
+        let ids = self.paging_op(a, node, DXGK_OPERATION_FLUSH_TLB, &mut op, Vec::new())?;
+        lock(&a.vidmm).flushes += 1;
+        if let Some(id) = ids.last() {
+            self.vidmm_wait(a, node, *id)?;
+        }
+        // The flush ran: the device must hold no translation of the root any more.
+        let pa =
+            segment_pa(a, root.0, root.1).ok_or_else(|| sim("root outside its segment".into()))?;
+        if a.device.tlb_holds_root(pa) {
+            let msg = format!(
+                "driver bug: FLUSHTLB for root {pa:#x} completed but the GPU still caches its \
+                 translations (the paging buffer did not invalidate the TLB)"
+            );
+            a.state.raise_sim_error(msg.clone());
+            return Err(sim(msg));
+        }
+        Ok(())
+    }
+
+    fn vidmm_wait(&self, a: &Arc<AdapterShared>, node: u32, id: u32) -> Result<(), SimError> {
+        let i = a.index;
+        let done = self.run_until(100_000, Duration::from_secs(10), |m| {
+            let (_, c) = m.legacy_fences(i, node);
+            c >= id
+        })?;
+        if done {
+            Ok(())
+        } else {
+            Err(sim(format!(
+                "paging buffer {id} on node {node} did not complete"
+            )))
+        }
+    }
+
+    /// The oracle: every page of `[va, va + pages * 4 KiB)` translates as VidMm asked (or
+    /// faults when unmapped), walked with the device's walker from the process's root.
+    fn vidmm_check(
+        &self,
+        a: &Arc<AdapterShared>,
+        pid: ProcessId,
+        va: u64,
+        pages: u64,
+    ) -> Result<(), SimError> {
+        let v = lock(&a.vidmm);
+        let Some(p) = v.processes.get(&pid) else {
+            return Ok(());
+        };
+        let root = segment_pa(a, p.space.geometry.segment, p.space.root)
+            .ok_or_else(|| sim("root outside its segment".into()))?;
+        let walker = Mmu::new();
+        let mem = a.device.memory();
+        for i in 0..pages {
+            let page = va + i * 4096;
+            let got = walker.translate_page(mem, root, page, Access::Read, Privilege::Kernel);
+            let want = p.space.leaf(page);
+            let ok = match (want, got) {
+                (None, Err(_)) => true,
+                (Some(l), Ok((pa, _))) => {
+                    let expect = if l.phys.0 == 0 {
+                        Some(l.phys.1)
+                    } else {
+                        segment_pa(a, l.phys.0, l.phys.1)
+                    };
+                    Some(pa) == expect
+                }
+                _ => false,
+            };
+            if !ok {
+                let msg = format!(
+                    "driver bug: after UPDATEPAGETABLE, process {} VA {page:#x} translates to \
+                     {got:?}; VidMm mapped {want:?}",
+                    pid.0
+                );
+                a.state.raise_sim_error(msg.clone());
+                return Err(sim(msg));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `DRIVERCAPS.MemoryManagementCaps.PagingNode`.
+fn paging_node(a: &Arc<AdapterShared>) -> u32 {
+    lock(&a.caps).map_or(0, |c| c.MemoryManagementCaps.PagingNode)
+}

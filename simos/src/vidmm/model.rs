@@ -1,0 +1,236 @@
+//! VidMm's initialisation from the driver's answers (VidMmiInit, `ADAPTER_RENDER::Initialize`
+//! in the decompiled 23H2 dxgkrnl; docs/windows-bringup.md §5): the segments
+//! (`DXGKQAITYPE_QUERYSEGMENT4`, BR-61/62/64) and, for a GPU-VA adapter, the GPU MMU caps
+//! and one page-table level descriptor per level (`DXGKQAITYPE_GPUMMUCAPS`,
+//! `DXGKQAITYPE_PAGETABLELEVELDESC`, BR-68). What it learns is the [`MemoryModel`] the rest of
+//! VidMm builds address spaces from; a rule the driver breaks is a [`Violation`] with the
+//! status Windows fails the start with.
+
+use rvgpu_ddi::adapter::*;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::memory::*;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_ddi::NTSTATUS;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::bringup::{Violation, STATUS_DEVICE_CONFIGURATION_ERROR};
+use crate::dxgkrnl::ddi::{self, At};
+use crate::error::SimError;
+use crate::vidmm::gpuva::Geometry;
+
+/// What VidMm knows of the adapter's memory after start.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryModel {
+    /// The segment descriptors, id `i + 1` at index `i`.
+    pub segments: Vec<DXGK_SEGMENTDESCRIPTOR4>,
+    pub paging_buffer_segment: u32,
+    pub paging_buffer_size: u32,
+    /// GpuMmu caps and level descriptors (level 0 = leaf first), when the adapter claims the
+    /// GpuMmu model.
+    pub gpummu: Option<(DXGK_GPUMMUCAPS, Vec<DXGK_PAGE_TABLE_LEVEL_DESC>)>,
+}
+
+impl MemoryModel {
+    /// The page-table geometry VidMm builds trees with, if the adapter is GpuMmu and its
+    /// levels are the uniform kind this VidMm supports.
+    pub fn geometry(&self) -> Option<Geometry> {
+        let (caps, levels) = self.gpummu.as_ref()?;
+        let first = levels.first()?;
+        let uniform = levels.iter().all(|l| {
+            l.PageTableIndexBitCount == first.PageTableIndexBitCount
+                && l.PageTableSegmentId == first.PageTableSegmentId
+                && l.PageTableSizeInBytes == first.PageTableSizeInBytes
+        });
+        let need = 8u64 << first.PageTableIndexBitCount;
+        if !uniform || u64::from(first.PageTableSizeInBytes) < need {
+            return None;
+        }
+        Some(Geometry {
+            levels: u8::try_from(caps.PageTableLevelCount).ok()?,
+            index_bits: first.PageTableIndexBitCount,
+            table_bytes: u64::from(first.PageTableSizeInBytes),
+            segment: first.PageTableSegmentId,
+            page: 4096,
+        })
+    }
+
+    /// Segment `id`'s descriptor.
+    pub fn segment(&self, id: u32) -> Option<&DXGK_SEGMENTDESCRIPTOR4> {
+        self.segments.get(usize::try_from(id).ok()?.checked_sub(1)?)
+    }
+}
+
+fn violation(rule: &'static str, status: NTSTATUS, why: String) -> Violation {
+    Violation { rule, status, why }
+}
+
+/// Runs VidMm's queries. `Ok(Err(v))`: the start fails with `v`.
+pub(crate) fn query(
+    a: &AdapterShared,
+    t: &DRIVER_INITIALIZATION_DATA,
+    caps: &DXGK_DRIVERCAPS,
+) -> Result<Result<MemoryModel, Violation>, SimError> {
+    let Some(q) = t.DxgkDdiQueryAdapterInfo else {
+        return Ok(Ok(MemoryModel::default()));
+    };
+    let call = |ty: DXGK_QUERYADAPTERINFOTYPE, input: &mut [u8], out: &mut [u8]| {
+        let args = DXGKARG_QUERYADAPTERINFO {
+            Type: ty,
+            pInputData: input.as_mut_ptr().cast(),
+            InputDataSize: input.len() as u32,
+            pOutputData: out.as_mut_ptr().cast(),
+            OutputDataSize: out.len() as u32,
+            Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
+            hKmdProcessHandle: std::ptr::null_mut(),
+        };
+        ddi::query_adapter_info_args(a, q, At::Caller, &args)
+    };
+    // BR-61: the counting call (NbSegment 0), then the filling call with an array at the
+    // stride of the descriptor this OS knows (VidMmiQuerySegmentInfo4). Either failing fails
+    // VidMm, which ADAPTER_RENDER::Initialize reports as STATUS_NO_MEMORY.
+    let mut index = 0u32.to_le_bytes();
+    let mut out = DXGK_QUERYSEGMENTOUT4::default();
+    let st = call(DXGKQAITYPE_QUERYSEGMENT4, &mut index, as_bytes(&mut out))?;
+    if st < 0 {
+        return Ok(Err(violation(
+            "BR-61",
+            STATUS_NO_MEMORY,
+            format!(
+                "DXGKQAITYPE_QUERYSEGMENT4 (count) failed ({:#010x})",
+                st as u32
+            ),
+        )));
+    }
+    let n = out.NbSegment;
+    // BR-62: at most 32 segments (VidMmiQuerySegmentInfo4).
+    if n > 32 {
+        return Ok(Err(violation(
+            "BR-62",
+            STATUS_UNSUCCESSFUL,
+            format!("{n} segments reported (at most 32)"),
+        )));
+    }
+    let stride = std::mem::size_of::<DXGK_SEGMENTDESCRIPTOR4>();
+    let mut array = vec![0u8; stride * n as usize];
+    let mut out = DXGK_QUERYSEGMENTOUT4 {
+        NbSegment: n,
+        pSegmentDescriptor: array.as_mut_ptr(),
+        SegmentDescriptorStride: stride,
+        ..Default::default()
+    };
+    if n > 0 {
+        let st = call(DXGKQAITYPE_QUERYSEGMENT4, &mut index, as_bytes(&mut out))?;
+        if st < 0 {
+            return Ok(Err(violation(
+                "BR-61",
+                STATUS_NO_MEMORY,
+                format!(
+                    "DXGKQAITYPE_QUERYSEGMENT4 (fill) failed ({:#010x})",
+                    st as u32
+                ),
+            )));
+        }
+    }
+    let segments: Vec<DXGK_SEGMENTDESCRIPTOR4> = array
+        .chunks_exact(stride)
+        // SAFETY: each chunk is `size_of::<DXGK_SEGMENTDESCRIPTOR4>()` bytes of a plain
+        // integer/union structure the driver filled; every bit pattern is valid.
+        .map(|c| unsafe {
+            c.as_ptr()
+                .cast::<DXGK_SEGMENTDESCRIPTOR4>()
+                .read_unaligned()
+        })
+        .collect();
+    for (i, s) in segments.iter().enumerate() {
+        let f = s.Flags;
+        // BR-64: a host-aperture segment is neither an aperture nor CPU-visible
+        // (VIDMM_GLOBAL::InitSegments).
+        if f.is_set(DXGK_SEGMENTFLAGS::SupportsCpuHostAperture)
+            && (f.is_set(DXGK_SEGMENTFLAGS::Aperture) || f.is_set(DXGK_SEGMENTFLAGS::CpuVisible))
+        {
+            return Ok(Err(violation(
+                "BR-64",
+                STATUS_INVALID_PARAMETER,
+                format!(
+                    "segment {} combines SupportsCpuHostAperture with Aperture/CpuVisible",
+                    i + 1
+                ),
+            )));
+        }
+    }
+    let mut model = MemoryModel {
+        segments,
+        paging_buffer_segment: out.PagingBufferSegmentId,
+        paging_buffer_size: out.PagingBufferSize,
+        gpummu: None,
+    };
+    let mm = caps.MemoryManagementCaps.Anonymous;
+    let gpu_va = mm.is_set(DXGK_VIDMMCAPS_0::VirtualAddressingSupported)
+        && (mm.is_set(DXGK_VIDMMCAPS_0::GpuMmuSupported)
+            || mm.is_set(DXGK_VIDMMCAPS_0::IoMmuSupported));
+    if !gpu_va || !mm.is_set(DXGK_VIDMMCAPS_0::GpuMmuSupported) {
+        return Ok(Ok(model));
+    }
+    // BR-68: GPUMMUCAPS per physical adapter must succeed, with 2..=6 levels; then one
+    // PAGETABLELEVELDESC per level (input: level | adapter << 16) must succeed with a
+    // power-of-two alignment (ADAPTER_RENDER::Initialize).
+    let mut index = 0u32.to_le_bytes();
+    let mut mmu = DXGK_GPUMMUCAPS::default();
+    let st = call(DXGKQAITYPE_GPUMMUCAPS, &mut index, as_bytes(&mut mmu))?;
+    if st < 0 {
+        return Ok(Err(violation(
+            "BR-68",
+            STATUS_DEVICE_CONFIGURATION_ERROR,
+            format!("DXGKQAITYPE_GPUMMUCAPS failed ({:#010x})", st as u32),
+        )));
+    }
+    if !(2..=6).contains(&mmu.PageTableLevelCount) {
+        return Ok(Err(violation(
+            "BR-68",
+            STATUS_DEVICE_CONFIGURATION_ERROR,
+            format!("PageTableLevelCount {} (2..=6)", mmu.PageTableLevelCount),
+        )));
+    }
+    let mut levels = Vec::new();
+    for level in 0..mmu.PageTableLevelCount {
+        let mut input = DXGK_QUERYPAGETABLELEVELDESCIN {
+            LevelIndex: level as u16,
+            PhysicalAdapterIndex: 0,
+        };
+        let mut d = DXGK_PAGE_TABLE_LEVEL_DESC::default();
+        let st = call(
+            DXGKQAITYPE_PAGETABLELEVELDESC,
+            as_bytes(&mut input),
+            as_bytes(&mut d),
+        )?;
+        if st < 0 {
+            return Ok(Err(violation(
+                "BR-68",
+                STATUS_DEVICE_CONFIGURATION_ERROR,
+                format!(
+                    "DXGKQAITYPE_PAGETABLELEVELDESC({level}) failed ({:#010x})",
+                    st as u32
+                ),
+            )));
+        }
+        if d.PageTableAlignmentInBytes != 0 && !d.PageTableAlignmentInBytes.is_power_of_two() {
+            return Ok(Err(violation(
+                "BR-68",
+                STATUS_INVALID_PARAMETER,
+                format!(
+                    "level {level}: PageTableAlignmentInBytes {:#x} is not a power of two",
+                    d.PageTableAlignmentInBytes
+                ),
+            )));
+        }
+        levels.push(d);
+    }
+    model.gpummu = Some((mmu, levels));
+    Ok(Ok(model))
+}
+
+fn as_bytes<T: Copy>(v: &mut T) -> &mut [u8] {
+    // SAFETY: `T` is one of the plain repr(C) DDI structures above; the slice covers exactly
+    // its bytes for the borrow's life, and the driver writes only integer data into it.
+    unsafe { std::slice::from_raw_parts_mut((v as *mut T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
