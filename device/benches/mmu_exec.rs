@@ -52,7 +52,7 @@ struct Bench {
 }
 
 impl Bench {
-    fn new(setup: Setup, cmd: fn(u64) -> Command) -> Self {
+    fn new(setup: Setup, cmd: MakeCmd) -> Self {
         let mem = Memory::new(16 << 20);
         let dev = Device::new(DeviceConfig::step(), Arc::clone(&mem), LatchLine::new());
         let arena = mem.alloc_system(1 << 20, 4096).expect("arena");
@@ -172,6 +172,9 @@ impl Bench {
     }
 }
 
+/// Builds the benchmarked packet for a data address.
+type MakeCmd = fn(u64) -> Command;
+
 fn timestamp(va: u64) -> Command {
     Command::Timestamp { addr: va }
 }
@@ -195,7 +198,7 @@ fn main() {
         ("tlb_hit", Setup::TlbHit),
         ("tlb_miss", Setup::TlbMiss),
     ];
-    let cmds: [(&str, fn(u64) -> Command); 2] = [("timestamp", timestamp), ("fill64", fill)];
+    let cmds: [(&str, MakeCmd); 2] = [("timestamp", timestamp), ("fill64", fill)];
     let mut report = Vec::new();
     for (cname, cmd) in cmds {
         let mut means = Vec::new();
