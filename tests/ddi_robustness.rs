@@ -1601,12 +1601,9 @@ fn gpummu_memory_ddis_validate_their_arguments() {
         STATUS_INVALID_PARAMETER,
     );
     let mut rs = DXGKARG_GETROOTPAGETABLESIZE::default();
-    // SAFETY: as above.
-    assert_eq!(
-        unsafe { root_size(null, &mut rs) },
-        0,
-        "GetRootPageTableSize NULL adapter"
-    );
+    // SAFETY: NULL adapter, a live local argument block.
+    let size = unsafe { root_size(null, &mut rs) };
+    assert_eq!(size, 0, "GetRootPageTableSize NULL adapter");
     // SAFETY: as above.
     assert_eq!(unsafe { root_size(null, ptr::null_mut()) }, 0);
     // SAFETY: as above; the DDI has no status, it must simply return.

@@ -22,7 +22,6 @@ use rvgpu_hw::regs;
 
 const RING_VA: u64 = 0x5000_0000_0000;
 const RC_VA: u64 = RING_VA + 0x1000;
-const PROG_VA: u64 = RING_VA + 0x2000;
 /// Data pages, in the same leaf table as the ring (an unmapped VA there faults at level 0).
 const DATA_VA: u64 = RING_VA + 0x10_000;
 const UNMAPPED_VA: u64 = RING_VA + 0x20_000;

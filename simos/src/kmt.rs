@@ -220,12 +220,21 @@ impl Kmt for SimKmt<'_> {
         ums::destroy_hw_queue_thunk(self.m, &a, self.p.device, queue).map_err(status)
     }
 
-    fn create_allocation(&self, size: u64) -> Result<Allocation<SimMem>, NtStatus> {
+    fn create_allocation_as(
+        &self,
+        size: u64,
+        kind: rvgpu_umd::kmt::AllocationKind,
+    ) -> Result<Allocation<SimMem>, NtStatus> {
         let a = self.adapter()?;
-        let (handle, alloc) = ums::create_allocation(&a, self.p.device, size).map_err(status)?;
+        // The UMD's private data, as D3DKMTCreateAllocation2 carries it to the KMD.
+        let pdd = rvgpu_umd::kmt::allocation_private_data(size, kind);
+        let (handle, alloc, gpu_va) = self
+            .m
+            .create_allocation(&a, self.p.device, size, pdd.as_bytes())
+            .map_err(status)?;
         Ok(Allocation {
             handle,
-            gpu_va: alloc.bus_addr,
+            gpu_va,
             size: alloc.len,
             mem: SimMem { alloc },
         })
@@ -233,7 +242,8 @@ impl Kmt for SimKmt<'_> {
 
     fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
         let a = self.adapter()?;
-        ums::destroy_allocation(&a, self.p.device, allocation).map_err(status)
+        ums::destroy_allocation(&a, self.p.device, allocation).map_err(status)?;
+        self.m.reap_allocations(&a).map_err(status)
     }
 
     fn create_doorbell(
@@ -259,7 +269,9 @@ impl Kmt for SimKmt<'_> {
 
     fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
         let a = self.adapter()?;
-        ums::destroy_doorbell_thunk(&a, self.p.device, doorbell).map_err(status)
+        ums::destroy_doorbell_thunk(&a, self.p.device, doorbell).map_err(status)?;
+        // The doorbell's references on its ring allocations are gone (UM-07).
+        self.m.reap_allocations(&a).map_err(status)
     }
 
     fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {

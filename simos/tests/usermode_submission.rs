@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use rvgpu_umd::kmt::AllocationKind;
 use std::time::Duration;
 
 use rvgpu_ddi::dxgkrnl::{
@@ -64,8 +65,11 @@ fn raw_queue(m: &Machine, k: &SimKmt<'_>, node: u32) -> RawQueue {
         ..Default::default()
     };
     let queue = okk(m, k.create_hw_queue(context, true, qp.as_mut_bytes()));
-    let ring = okk(m, k.create_allocation(4096));
-    let control = okk(m, k.create_allocation(RingControl::SIZE));
+    let ring = okk(m, k.create_allocation_as(4096, AllocationKind::Commands));
+    let control = okk(
+        m,
+        k.create_allocation_as(RingControl::SIZE, AllocationKind::RingControl),
+    );
     let mut pdd = DoorbellPdd {
         magic: PDD_MAGIC,
         version: DOORBELL_PDD_VERSION,
@@ -162,8 +166,11 @@ fn um_04_doorbell_size_from_caps_and_doorbells_only_for_user_mode_queues() {
         ..Default::default()
     };
     let kq = okk(&m, k.create_hw_queue(ctx, false, qp.as_mut_bytes()));
-    let ring = okk(&m, k.create_allocation(4096));
-    let control = okk(&m, k.create_allocation(RingControl::SIZE));
+    let ring = okk(&m, k.create_allocation_as(4096, AllocationKind::Commands));
+    let control = okk(
+        &m,
+        k.create_allocation_as(RingControl::SIZE, AllocationKind::RingControl),
+    );
     let mut pdd = DoorbellPdd {
         magic: PDD_MAGIC,
         version: DOORBELL_PDD_VERSION,
@@ -305,7 +312,7 @@ fn um_07_doorbell_holds_its_ring_allocations() {
     let q = raw_queue(&m, &k, 0);
     okk(&m, k.destroy_allocation(q.ring.handle));
     assert!(
-        m.memory().is_mapped(q.ring.gpu_va, 4096),
+        m.memory().is_mapped(q.ring.mem.alloc().bus_addr, 4096),
         "the ring stays while the doorbell lives"
     );
     assert!(
@@ -314,18 +321,20 @@ fn um_07_doorbell_holds_its_ring_allocations() {
     );
     okk(&m, k.destroy_doorbell(q.doorbell.handle));
     assert!(
-        !m.memory().is_mapped(q.ring.gpu_va, 4096),
+        !m.memory().is_mapped(q.ring.mem.alloc().bus_addr, 4096),
         "freed with the last reference"
     );
     assert!(
-        m.memory().is_mapped(q.control.gpu_va, RingControl::SIZE),
+        m.memory()
+            .is_mapped(q.control.mem.alloc().bus_addr, RingControl::SIZE),
         "ring control was not destroyed by the UMD: it stays"
     );
     okk(&m, k.destroy_hw_queue(q.queue.handle));
     okk(&m, k.destroy_context(q.context));
     ok(&m, m.exit_process(&p));
     assert!(
-        !m.memory().is_mapped(q.control.gpu_va, RingControl::SIZE),
+        !m.memory()
+            .is_mapped(q.control.mem.alloc().bus_addr, RingControl::SIZE),
         "the OS destroys what is left at device destruction"
     );
     no_fault(&m);
@@ -504,13 +513,16 @@ fn um_13_f1_disconnects_the_engines_doorbells() {
     // Each engine's F1 request disconnects exactly that engine's doorbells, then moves its
     // power component to F1 (engine 1, never used, may idle first).
     for (node, mine, other) in [(0u32, d0, d1), (1, d1, d0)] {
-        let f1 = position(&ev, |e| *e == UmsEvent::EngineState { node, state: 1 })
+        // An idle engine may also have gone to F1 before the doorbell existed (the OS's own
+        // paging work at process creation runs rounds): look from the doorbell's creation on.
+        let from = position(&ev, |e| *e == UmsEvent::CreateDoorbell { doorbell: mine })
+            .unwrap_or_else(|| panic!("doorbell {mine} created: {ev:#?}"));
+        let after = |p: &dyn Fn(&UmsEvent) -> bool| ev[from..].iter().position(p).map(|i| i + from);
+        let f1 = after(&|e| *e == UmsEvent::EngineState { node, state: 1 })
             .unwrap_or_else(|| panic!("engine {node} reported TransitionToF1: {ev:#?}"));
-        let fs = position(
-            &ev,
-            |e| matches!(e, UmsEvent::SetFState { node: n, fstate: 1, .. } if *n == node),
-        )
-        .unwrap_or_else(|| panic!("node {node} went to F1: {ev:#?}"));
+        let fs =
+            after(&|e| matches!(e, UmsEvent::SetFState { node: n, fstate: 1, .. } if *n == node))
+                .unwrap_or_else(|| panic!("node {node} went to F1: {ev:#?}"));
         let between = &ev[f1..fs];
         assert!(
             between.contains(&UmsEvent::DisconnectDoorbell {

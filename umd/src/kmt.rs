@@ -12,6 +12,7 @@
 
 use crate::fence::NativeFence;
 use crate::ring::RingMemory;
+pub use rvgpu_hw::pdd::{AllocationKind, AllocationPdd};
 
 /// A `D3DKMT_HANDLE`.
 pub type KmtHandle = u32;
@@ -136,8 +137,18 @@ pub trait Kmt {
     ) -> Result<HwQueue<Self::Fence>, NtStatus>;
     /// `D3DKMTDestroyHwQueue`.
     fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;
-    /// `D3DKMTCreateAllocation2` of a GPU-visible, CPU-mapped, resident buffer.
-    fn create_allocation(&self, size: u64) -> Result<Allocation<Self::Mem>, NtStatus>;
+    /// `D3DKMTCreateAllocation2` of a GPU-visible, CPU-mapped, resident allocation of `kind`
+    /// (the UMD's private data to the KMD: [`allocation_private_data`]).
+    fn create_allocation_as(
+        &self,
+        size: u64,
+        kind: AllocationKind,
+    ) -> Result<Allocation<Self::Mem>, NtStatus>;
+    /// A data buffer ([`AllocationKind::Buffer`]: the GPU reads and writes it, never executes
+    /// it).
+    fn create_allocation(&self, size: u64) -> Result<Allocation<Self::Mem>, NtStatus> {
+        self.create_allocation_as(size, AllocationKind::Buffer)
+    }
     /// `D3DKMTDestroyAllocation2`.
     fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus>;
     /// `D3DKMTCreateDoorbell`; `private_data` is in/out ([`rvgpu_hw::pdd::DoorbellPdd`]).
@@ -252,5 +263,19 @@ impl<M: AllocationCpu> RingMemory for RingView<M> {
     fn store_write_ptr(&self, value: u64) {
         self.control
             .store(rvgpu_hw::queue::RingControl::WRITE_PTR, value);
+    }
+}
+
+/// What the UMD tells the KMD about an allocation it creates (`D3DKMTCreateAllocation2`'s
+/// private data, [`rvgpu_hw::pdd::AllocationPdd`]): its size and what it is for. Rings, ring
+/// controls and command buffers are CPU-visible: the UMD writes them.
+pub fn allocation_private_data(size: u64, kind: AllocationKind) -> AllocationPdd {
+    AllocationPdd {
+        magic: rvgpu_hw::pdd::PDD_MAGIC,
+        version: rvgpu_hw::pdd::ALLOCATION_PDD_VERSION,
+        size,
+        kind: kind as u32,
+        flags: rvgpu_hw::pdd::ALLOCATION_CPU_VISIBLE,
+        reserved: 0,
     }
 }

@@ -780,8 +780,18 @@ impl Kmt for WinKmt {
     /// mapping. Needs an OS-assigned GPU VA in `D3DDDI_ALLOCATIONINFO2::GpuVirtualAddress`;
     /// without one (the v1 KMD, see the module documentation) it returns
     /// `STATUS_NOT_SUPPORTED`.
-    fn create_allocation(&self, size: u64) -> Result<Allocation<WinMem>, NtStatus> {
-        let mut info = D3DDDI_ALLOCATIONINFO2::default();
+    fn create_allocation_as(
+        &self,
+        size: u64,
+        kind: crate::kmt::AllocationKind,
+    ) -> Result<Allocation<WinMem>, NtStatus> {
+        // The KMD's description of the allocation (DxgkDdiCreateAllocation's private data).
+        let mut pdd = crate::kmt::allocation_private_data(size, kind);
+        let mut info = D3DDDI_ALLOCATIONINFO2 {
+            pPrivateDriverData: (&raw mut pdd).cast(),
+            PrivateDriverDataSize: core::mem::size_of_val(&pdd) as u32,
+            ..Default::default()
+        };
         let mut args = D3DKMT_CREATEALLOCATION {
             hDevice: self.device,
             NumAllocations: 1,

@@ -157,8 +157,12 @@ macro_rules! forward_kmt {
             fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
                 (**self).destroy_hw_queue(queue)
             }
-            fn create_allocation(&self, size: u64) -> Result<Allocation<Self::Mem>, NtStatus> {
-                (**self).create_allocation(size)
+            fn create_allocation_as(
+                &self,
+                size: u64,
+                kind: crate::kmt::AllocationKind,
+            ) -> Result<Allocation<Self::Mem>, NtStatus> {
+                (**self).create_allocation_as(size, kind)
             }
             fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
                 (**self).destroy_allocation(allocation)
@@ -345,7 +349,10 @@ impl<K: Kmt> KernelPath<K> {
             return Err(SubmitError::BadConfig);
         }
         let (queue, queue_id) = create_hw_queue(kmt, context, false, cfg.priority)?;
-        match kmt.create_allocation(cfg.command_buffer_size) {
+        match kmt.create_allocation_as(
+            cfg.command_buffer_size,
+            crate::kmt::AllocationKind::Commands,
+        ) {
             Ok(cb) => Ok(Self {
                 queue,
                 queue_id,
@@ -794,9 +801,11 @@ impl<K: Kmt> UserQueue<K> {
         partial.context = Some(context);
         let (queue, queue_id) = create_hw_queue(&kmt, context, true, config.priority)?;
         partial.queue = Some(queue.handle);
-        let ring = kmt.create_allocation(u64::from(size))?;
+        let ring =
+            kmt.create_allocation_as(u64::from(size), crate::kmt::AllocationKind::Commands)?;
         partial.allocations[0] = Some(ring.handle);
-        let control = kmt.create_allocation(RingControl::SIZE)?;
+        let control =
+            kmt.create_allocation_as(RingControl::SIZE, crate::kmt::AllocationKind::RingControl)?;
         partial.allocations[1] = Some(control.handle);
         // Fresh ring control: both pointers at 0 (the allocation need not be zeroed).
         control.mem.store(RingControl::WRITE_PTR, 0);

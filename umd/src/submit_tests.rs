@@ -440,7 +440,11 @@ impl Kmt for Mock {
         self.w().log.push(Ev::DestroyHwQueue(queue));
         Ok(())
     }
-    fn create_allocation(&self, size: u64) -> Result<Allocation<MockMem>, NtStatus> {
+    fn create_allocation_as(
+        &self,
+        size: u64,
+        _kind: crate::kmt::AllocationKind,
+    ) -> Result<Allocation<MockMem>, NtStatus> {
         let mut w = self.w();
         let h = w.handle();
         let gpu = w.next_gpu;
@@ -1997,8 +2001,12 @@ impl Kmt for NoMf03 {
     fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
         self.0.destroy_hw_queue(queue)
     }
-    fn create_allocation(&self, size: u64) -> Result<Allocation<MockMem>, NtStatus> {
-        self.0.create_allocation(size)
+    fn create_allocation_as(
+        &self,
+        size: u64,
+        kind: crate::kmt::AllocationKind,
+    ) -> Result<Allocation<MockMem>, NtStatus> {
+        self.0.create_allocation_as(size, kind)
     }
     fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
         self.0.destroy_allocation(allocation)

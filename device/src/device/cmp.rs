@@ -35,7 +35,7 @@ use rvgpu_hw::regs::IntCause;
 
 use rvgpu_hw::addr::GpuVa;
 
-use super::bus::{ctl, words, Fault, Space};
+use super::bus::{ctl, words, Fault};
 use super::{lock, Core, EngineSnapshot, QueueSnapshot};
 
 /// A FENCE_WAIT the queue is blocked on.

@@ -506,6 +506,12 @@ impl Device {
         self.core.lose_device();
     }
 
+    /// Whether the device is lost (`DEVICE_STATUS.LOST`): it executes nothing until an adapter
+    /// reset.
+    pub fn is_lost(&self) -> bool {
+        self.core.is_lost()
+    }
+
     /// Writes `garbage` at queue `queue_id`'s current read position in its ring. Returns
     /// false if no runlisted queue has that id or the ring is unreachable.
     pub fn corrupt_ring(&self, queue_id: u32, garbage: u64) -> bool {

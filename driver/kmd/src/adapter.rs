@@ -674,8 +674,26 @@ impl<P: Platform> Adapter<P> {
                 self.tdr.reset_done(engine, result, queue, rptr);
                 false
             }
-            // Fence, progress, fault and reset events are wired by the native-fence,
-            // submission and TDR work; until then they are counted, never silently lost.
+            // A hardware queue's GPU page fault (hardware.md 12.6): the queue stopped at the
+            // faulting packet; Dxgkrnl puts the queue's device in error (UM-10). Node-ring
+            // faults never get here (`NodeRings::on_event` reports them as DMA faults).
+            DeviceEvent::Fault {
+                engine,
+                queue,
+                code: Some(rvgpu_hw::event::FaultCode::PageFault),
+                addr,
+                rptr: info,
+            } => {
+                let Some(h) = live.queue_irq.queue_handle(self.table_slot(), queue) else {
+                    self.stats.unhandled_events.fetch_add(1, Ordering::Relaxed);
+                    return false;
+                };
+                live.dxgk
+                    .notify_interrupt(&hw_queue_page_faulted(h, engine, addr.get(), info));
+                true
+            }
+            // Other faults stop their queue and are caught by the progress-fence timeout
+            // (docs/tdr.md); the rest is counted, never silently lost.
             _ => {
                 self.stats.unhandled_events.fetch_add(1, Ordering::Relaxed);
                 false
@@ -690,6 +708,43 @@ impl<P: Platform> Adapter<P> {
             live.dxgk.notify_dpc();
         }
     }
+}
+
+/// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED` for queue `h` from the device's fault record
+/// (`info`: `mmu::FaultInfo`). The queue is named by the driver's handle, as LOG-08's
+/// `hHWQueue` is (UNVERIFIED which handle Windows expects, docs/memory.md).
+fn hw_queue_page_faulted(
+    h: crate::sched::Handle,
+    engine: u32,
+    va: u64,
+    info: u64,
+) -> DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+    use rvgpu_ddi::interrupt::{
+        DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted, DXGK_BIND_TABLE_ENTRY_UNKNOWN,
+        DXGK_FAULT_ERROR_CODE, DXGK_GENERAL_ERROR_PAGE_FAULT, DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED,
+        DXGK_PAGE_FAULT_WRITE, DXGK_PRIMITIVE_API_SEQUENCE_NUMBER_UNKNOWN,
+        DXGK_RENDER_PIPELINE_STAGE_UNKNOWN,
+    };
+    let info = rvgpu_hw::mmu::FaultInfo::decode(info);
+    let write = info.is_some_and(|i| i.access == rvgpu_hw::mmu::Access::Write);
+    let mut data = DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+        InterruptType: DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED,
+        ..Default::default()
+    };
+    data.Anonymous.HwQueuePageFaulted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted {
+        FaultedFenceId: 0,
+        FaultedVirtualAddress: va,
+        FaultedPrimitiveAPISequenceNumber: DXGK_PRIMITIVE_API_SEQUENCE_NUMBER_UNKNOWN,
+        FaultedHwQueue: h.as_handle(),
+        NodeOrdinal: engine,
+        EngineOrdinal: 0,
+        FaultedPipelineStage: DXGK_RENDER_PIPELINE_STAGE_UNKNOWN,
+        FaultedBindTableEntry: DXGK_BIND_TABLE_ENTRY_UNKNOWN,
+        PageFaultFlags: if write { DXGK_PAGE_FAULT_WRITE } else { 0 },
+        PageTableLevel: info.map_or(0, |i| u32::from(i.level)),
+        FaultErrorCode: DXGK_FAULT_ERROR_CODE::general(DXGK_GENERAL_ERROR_PAGE_FAULT),
+    };
+    data
 }
 
 /// Hands one fence report to Dxgkrnl (device IRQL).

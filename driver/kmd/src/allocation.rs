@@ -40,6 +40,22 @@ pub struct Allocation {
     pub gpu_read_only: bool,
     /// A device-specific handle from `DxgkDdiOpenAllocation`: the device that opened it.
     pub opened_by: Option<Handle>,
+    /// Where VidMm mapped it: `(process, GPU VA of byte 0)`, learnt from the
+    /// `FirstPteVirtualAddress` of its UPDATEPAGETABLE operations ([`crate::pagetable`]).
+    pub mapped: Option<(Handle, u64)>,
+}
+
+impl Allocation {
+    /// Whether `[va, va + len)` lies inside this allocation as mapped in `process`.
+    pub fn covers(&self, process: Handle, va: u64, len: u64) -> bool {
+        let Some((p, base)) = self.mapped else {
+            return false;
+        };
+        let (Some(end), Some(limit)) = (va.checked_add(len), base.checked_add(self.size)) else {
+            return false;
+        };
+        p == process && va >= base && end <= limit
+    }
 }
 
 impl Allocation {
@@ -83,6 +99,7 @@ pub fn parse(bytes: &[u8]) -> Result<Allocation, Status> {
         size,
         gpu_read_only,
         opened_by: None,
+        mapped: None,
     })
 }
 
@@ -132,37 +149,43 @@ pub fn create<'p, P: Platform>(
     {
         return Err(status::INVALID_PARAMETER);
     }
-    let mut parsed = [None; MAX_PER_CALL as usize];
-    for (slot, info) in parsed.iter_mut().zip(infos.iter()) {
-        let bytes = private(info).ok_or(status::INVALID_PARAMETER)?;
-        let cpu = AllocationPdd::read_from_bytes(bytes)
-            .map(|p| p.flags & ALLOCATION_CPU_VISIBLE != 0)
-            .unwrap_or(false);
-        *slot = Some((parse(bytes)?, cpu));
+    // Everything is checked before anything is created (no half-made call to undo for bad
+    // input); no per-call arrays either: the kernel stack is small.
+    for info in infos.iter() {
+        parse(private(info).ok_or(status::INVALID_PARAMETER)?)?;
     }
-    let mut made: [Option<Handle>; MAX_PER_CALL as usize] = [None; MAX_PER_CALL as usize];
-    let result = (|| {
-        for ((info, p), out) in infos.iter_mut().zip(parsed.iter()).zip(made.iter_mut()) {
-            let Some((al, cpu)) = p else {
-                return Err(status::INVALID_PARAMETER);
-            };
+    let mut made = 0usize;
+    let mut result = Ok(());
+    for info in infos.iter_mut() {
+        let r = (|| {
+            let bytes = private(info).ok_or(status::INVALID_PARAMETER)?;
+            let al = parse(bytes)?;
+            let cpu = AllocationPdd::read_from_bytes(bytes)
+                .is_ok_and(|p| p.flags & ALLOCATION_CPU_VISIBLE != 0);
             let h = a.new_handle(Kind::Allocation)?;
             let mut s = live.sched.lock();
             if s.allocations.len() >= MAX_ALLOCATIONS {
                 return Err(status::INSUFFICIENT_RESOURCES);
             }
-            s.allocations.insert(h, *al);
+            s.allocations.insert(h, al);
             drop(s);
-            *out = Some(h);
-            describe(live, al, *cpu, info);
+            describe(live, &al, cpu, info);
             info.hAllocation = h.as_handle();
+            Ok(())
+        })();
+        if let Err(e) = r {
+            result = Err(e);
+            break;
         }
-        Ok(())
-    })();
+        made = made.saturating_add(1);
+    }
     if result.is_err() {
         let mut s = live.sched.lock();
-        for h in made.iter().flatten() {
-            s.allocations.remove(h);
+        for info in infos.iter_mut().take(made) {
+            if let Ok(h) = Handle::decode_on(info.hAllocation, Kind::Allocation, a.table_slot()) {
+                s.allocations.remove(&h);
+            }
+            info.hAllocation = core::ptr::null_mut();
         }
     }
     result
@@ -202,15 +225,14 @@ pub fn open<'p, P: Platform>(
         if infos.len() > MAX_PER_CALL as usize {
             return Err(status::INVALID_PARAMETER);
         }
-        let mut parsed = [None; MAX_PER_CALL as usize];
-        for (info, out) in infos.iter().zip(parsed.iter_mut()) {
-            let bytes = private(info).ok_or(status::INVALID_PARAMETER)?;
-            *out = Some(parse(bytes)?);
+        for info in infos.iter() {
+            parse(private(info).ok_or(status::INVALID_PARAMETER)?)?;
         }
-        let mut made: [Option<Handle>; MAX_PER_CALL as usize] = [None; MAX_PER_CALL as usize];
-        let result = (|| {
-            for ((info, p), out) in infos.iter_mut().zip(parsed.iter()).zip(made.iter_mut()) {
-                let al = p.ok_or(status::INVALID_PARAMETER)?;
+        let mut made = 0usize;
+        let mut result = Ok(());
+        for info in infos.iter_mut() {
+            let r = (|| {
+                let al = parse(private(info).ok_or(status::INVALID_PARAMETER)?)?;
                 let h = a.new_handle(Kind::Allocation)?;
                 let mut s = live.sched.lock();
                 if !s.devices.contains_key(&dev) {
@@ -226,15 +248,23 @@ pub fn open<'p, P: Platform>(
                         ..al
                     },
                 );
-                *out = Some(h);
                 info.hDeviceSpecificAllocation = h.as_handle();
+                Ok(())
+            })();
+            if let Err(e) = r {
+                result = Err(e);
+                break;
             }
-            Ok(())
-        })();
+            made = made.saturating_add(1);
+        }
         if result.is_err() {
             let mut s = live.sched.lock();
-            for h in made.iter().flatten() {
-                s.allocations.remove(h);
+            for info in infos.iter_mut().take(made) {
+                let raw = info.hDeviceSpecificAllocation;
+                if let Ok(h) = Handle::decode_on(raw, Kind::Allocation, a.table_slot()) {
+                    s.allocations.remove(&h);
+                }
+                info.hDeviceSpecificAllocation = core::ptr::null_mut();
             }
         }
         result
@@ -262,26 +292,16 @@ pub fn close<P: Platform>(h_device: HANDLE, handles: &[HANDLE]) -> Result<(), St
     })
 }
 
-/// Whether the page VidMm maps for `h_allocation` in process `h_process` may be reached from
-/// user-mode queues: never in the system process or for a mapping of no allocation (the
-/// KMD's and the OS's own memory), else for every allocation the UMD created.
-pub fn user_page<P: Platform>(
+/// Whether `h_process` is a user process (not the system / paging process).
+pub fn user_process<P: Platform>(
     a: &Adapter<P>,
     live: &Live<P>,
     h_process: HANDLE,
-    h_allocation: HANDLE,
 ) -> Result<bool, Status> {
-    let slot = a.table_slot();
+    let process = Handle::decode_on(h_process, Kind::Process, a.table_slot())?;
     let s = live.sched.lock();
-    let process = Handle::decode_on(h_process, Kind::Process, slot)?;
     let p = s.processes.get(&process).ok_or(status::INVALID_HANDLE)?;
-    if p.system || h_allocation.is_null() {
-        return Ok(false);
-    }
-    let al = Handle::decode_on(h_allocation, Kind::Allocation, slot)?;
-    Ok(s.allocations
-        .get(&al)
-        .is_some_and(|al| al.opened_by.is_none()))
+    Ok(!p.system)
 }
 
 /// The allocation's page attributes the KMD imposes on top of VidMm's entry (read-only,
@@ -292,5 +312,75 @@ pub fn page_policy<P: Platform>(
     h_allocation: HANDLE,
 ) -> Option<Allocation> {
     let h = Handle::decode_on(h_allocation, Kind::Allocation, a.table_slot()).ok()?;
-    live.sched.lock().allocations.get(&h).copied()
+    live.sched
+        .lock()
+        .allocations
+        .get(&h)
+        .copied()
+        .filter(|al| al.opened_by.is_none())
+}
+
+/// Records where VidMm mapped (or unmapped) allocation `h_allocation` in `h_process`: the
+/// first entry of an update at allocation offset 0 says where byte 0 is (valid) or that the
+/// allocation left the space (invalid).
+pub fn note_mapping<P: Platform>(
+    a: &Adapter<P>,
+    live: &Live<P>,
+    h_process: HANDLE,
+    h_allocation: HANDLE,
+    offset: u64,
+    first_va: u64,
+    valid: bool,
+) {
+    let slot = a.table_slot();
+    let (Ok(process), Ok(al)) = (
+        Handle::decode_on(h_process, Kind::Process, slot),
+        Handle::decode_on(h_allocation, Kind::Allocation, slot),
+    ) else {
+        return;
+    };
+    if offset != 0 || first_va == 0 {
+        return;
+    }
+    if let Some(al) = live.sched.lock().allocations.get_mut(&al) {
+        al.mapped = valid.then_some((process, first_va));
+    }
+}
+
+/// The ring allocations a doorbell names: `h_ring` (commands) must hold `[ring, ring + size)`
+/// and `h_control` (a ring-control block) `[control, control + 128)`, both mapped in the
+/// queue's process. The UMD's private data states the addresses; the allocations the OS
+/// passes are what they are checked against (issue 18: a ring may not name another
+/// process's memory or a kernel structure).
+pub fn check_ring_allocations<P: Platform>(
+    a: &Adapter<P>,
+    s: &crate::sched::Sched,
+    process: Option<Handle>,
+    h_ring: HANDLE,
+    h_control: HANDLE,
+    ring: &crate::hwqueue::Ring,
+) -> Result<(), Status> {
+    let slot = a.table_slot();
+    let process = process.ok_or(status::INVALID_PARAMETER)?;
+    let get = |h: HANDLE, kind: AllocationKind| {
+        let h = Handle::decode_on(h, Kind::Allocation, slot)?;
+        s.allocations
+            .get(&h)
+            .filter(|al| al.opened_by.is_none() && al.kind == kind)
+            .copied()
+            .ok_or(status::INVALID_PARAMETER)
+    };
+    let r = get(h_ring, AllocationKind::Commands)?;
+    let c = get(h_control, AllocationKind::RingControl)?;
+    let ring_ok = r.covers(process, ring.base.get(), u64::from(ring.size));
+    let control_ok = c.covers(
+        process,
+        ring.control.get(),
+        rvgpu_hw::queue::RingControl::SIZE,
+    );
+    if ring_ok && control_ok && !r.gpu_read_only {
+        Ok(())
+    } else {
+        Err(status::INVALID_PARAMETER)
+    }
 }

@@ -189,7 +189,7 @@ fn bind<P: Platform>(live: &Live<P>, i: u32, queue_id: u32) {
 }
 
 /// Reads and checks the UMD's ring description.
-fn read_pdd(data: Option<&[u8]>, vram: u64) -> Result<(DoorbellPdd, Ring), Status> {
+fn read_pdd(data: Option<&[u8]>) -> Result<(DoorbellPdd, Ring), Status> {
     let bytes = data
         .and_then(|d| d.get(..size_of::<DoorbellPdd>()))
         .ok_or(status::INVALID_PARAMETER)?;
@@ -206,13 +206,15 @@ fn read_pdd(data: Option<&[u8]>, vram: u64) -> Result<(DoorbellPdd, Ring), Statu
         size: pdd.ring_size,
         control: GpuVa::new(pdd.ring_control_gpu),
     };
-    check_ring(&ring, vram)?;
+    check_ring(&ring)?;
     Ok((pdd, ring))
 }
 
-/// The device's rules for a ring (hardware.md 5.1, 12.1): a power-of-two size in range,
-/// an 8-aligned base, a 64-aligned control block, both reachable and not overlapping.
-pub fn check_ring(r: &Ring, vram: u64) -> Result<(), Status> {
+/// The device's rules for a ring (hardware.md 5.1, 12.3): a power-of-two size in range,
+/// an 8-aligned base, a 64-aligned control block, both inside the GPU VA range and not
+/// overlapping. Where they may point is decided by the allocations that hold them
+/// ([`crate::allocation::check_ring_allocations`]).
+pub fn check_ring(r: &Ring) -> Result<(), Status> {
     let bad = Err(status::INVALID_PARAMETER);
     if !r.size.is_power_of_two() || !(RING_MIN..=RING_MAX).contains(&r.size) {
         return bad;
@@ -222,18 +224,16 @@ pub fn check_ring(r: &Ring, vram: u64) -> Result<(), Status> {
         return bad;
     }
     let size = u64::from(r.size);
-    let classify = rvgpu_hw::addr::classify;
-    if classify(r.base, size, vram).is_none()
-        || classify(r.control, RingControl::SIZE, vram).is_none()
-    {
-        return bad;
-    }
     let (Some(ring_end), Some(ctl_end)) = (
         r.base.checked_add(size),
         r.control.checked_add(RingControl::SIZE),
     ) else {
         return bad;
     };
+    let canonical = |end: GpuVa| end.get() <= 1u64 << rvgpu_hw::mmu::VA_BITS;
+    if !canonical(ring_end) || !canonical(ctl_end) {
+        return bad;
+    }
     if r.base < ctl_end && r.control < ring_end {
         return bad;
     }
@@ -252,12 +252,28 @@ pub(crate) fn create<P: Platform>(
         let resize = args
             .Flags
             .is_set(DXGKARG_CREATEDOORBELL_FLAGS::ResizeRingBufferOperation);
-        let (mut pdd, ring) = read_pdd(data.as_deref(), live.identity.vram_size)?;
+        let (mut pdd, ring) = read_pdd(data.as_deref())?;
         let h = a.new_handle(Kind::Doorbell)?;
         let mut s = live.sched.lock();
         let q = s.queues.get(&qh).ok_or(status::INVALID_HANDLE)?;
         if !q.user_mode {
             return Err(status::INVALID_PARAMETER);
+        }
+        if crate::gpummu::supported(live) {
+            // The ring lives in the queue's process: inside the allocations the OS names.
+            let process = s
+                .contexts
+                .get(&q.context)
+                .and_then(|c| s.devices.get(&c.device))
+                .and_then(|d| d.process);
+            crate::allocation::check_ring_allocations(
+                a,
+                &s,
+                process,
+                args.hRingBuffer,
+                args.hRingBufferControl,
+                &ring,
+            )?;
         }
         if q.doorbell.is_some() && !resize {
             return Err(status::INVALID_DEVICE_STATE);
@@ -599,9 +615,8 @@ mod tests {
             size: 4096,
             control: rvgpu_hw::addr::GpuVa::new(0x20_0000),
         };
-        let vram = 16 << 20;
-        assert_eq!(check_ring(&ok, vram), Ok(()));
-        let bad = |r: Ring| assert!(check_ring(&r, vram).is_err(), "{r:?}");
+        assert_eq!(check_ring(&ok), Ok(()));
+        let bad = |r: Ring| assert!(check_ring(&r).is_err(), "{r:?}");
         bad(Ring { size: 100, ..ok });
         bad(Ring { size: 128, ..ok });
         bad(Ring {
@@ -621,7 +636,7 @@ mod tests {
             ..ok
         });
         bad(Ring {
-            base: rvgpu_hw::addr::GpuVa::new(rvgpu_hw::addr::SYSMEM_LIMIT - 8),
+            base: rvgpu_hw::addr::GpuVa::new((1 << rvgpu_hw::mmu::VA_BITS) - 8),
             ..ok
         });
         bad(Ring {

@@ -397,6 +397,15 @@ impl QueueIrqTable {
         }
     }
 
+    /// ISR lookup of a live queue's handle by device id, logs or not (device IRQL, lock-free).
+    pub fn queue_handle(&self, adapter_slot: u8, id: u32) -> Option<Handle> {
+        let v = self.slot(id)?.load(Ordering::Acquire);
+        if v & VALID == 0 {
+            return None;
+        }
+        Handle::new(adapter_slot, Kind::Queue, v & SEQ_MASK)
+    }
+
     /// ISR lookup of the queue that ran a signal (device IRQL, lock-free).
     pub fn lookup(&self, adapter_slot: u8, id: u32) -> QueueLookup {
         let Some(s) = self.slot(id) else {

@@ -39,6 +39,70 @@ const MAX_COPY_RANGES: u32 = 512;
 /// path still runs on a small kernel stack).
 const BATCH: usize = 64;
 
+/// Whose pages an UPDATEPAGETABLE maps, which decides the `USER` bit of its leaves.
+#[derive(Clone, Copy, Debug)]
+enum Mapping {
+    /// The system (paging) process: kernel-only.
+    System,
+    /// An allocation the UMD created: user pages, with the allocation's own limits.
+    Allocation(allocation::Allocation),
+    /// A native fence's storage (`DXGK_UPDATEPAGETABLEFLAGS::NativeFence`): CurrentValue is a
+    /// user page, MonitoredValue never (NF-01). The pages, as bus page frames.
+    NativeFence { current: u64, monitored: u64 },
+    /// VidMm's own mapping for the process (no allocation of the driver's, e.g. a monitored
+    /// fence value the process signals from the GPU): user pages.
+    Os,
+}
+
+impl Mapping {
+    fn of<P: Platform>(
+        a: &Adapter<P>,
+        live: &Live<P>,
+        op: &DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
+    ) -> Result<Self, Status> {
+        if !allocation::user_process(a, live, op.hProcess)? {
+            return Ok(Self::System);
+        }
+        if op.Flags.get(DXGK_UPDATEPAGETABLEFLAGS::NativeFence) != 0 {
+            let fences = live.fences.lock();
+            let f = fences
+                .get(op.hAllocation.addr())
+                .ok_or(status::INVALID_HANDLE)?;
+            let frame = |va: rvgpu_hw::addr::GpuVa| va.get() / mmu::PAGE_4K;
+            return Ok(Self::NativeFence {
+                current: frame(f.current_gpu),
+                monitored: frame(f.monitored_gpu),
+            });
+        }
+        if op.hAllocation.is_null() {
+            return Ok(Self::Os);
+        }
+        allocation::page_policy(a, live, op.hAllocation)
+            .map(Self::Allocation)
+            .ok_or(status::INVALID_HANDLE)
+    }
+
+    /// Whether leaf `e` may be reached from user-mode queues.
+    fn user(&self, e: &DXGK_PTE) -> Result<bool, Status> {
+        match *self {
+            Self::System => Ok(false),
+            Self::Allocation(_) | Self::Os => Ok(true),
+            Self::NativeFence { current, monitored } => {
+                // SAFETY: both arms of the address union are the same u64.
+                let page = unsafe { e.Anonymous2.PageAddress };
+                if !e.valid() || page == monitored {
+                    Ok(false)
+                } else if page == current {
+                    Ok(true)
+                } else {
+                    // A fence mapping of a page that holds neither of the fence's values.
+                    Err(status::INVALID_PARAMETER)
+                }
+            }
+        }
+    }
+}
+
 /// What one pass wrote: words, and whether the operation is complete.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Pass {
@@ -80,12 +144,24 @@ pub fn update<P: Platform>(
     // is plain data.
     let at = unsafe { op.PageTableAddress.Anonymous.GpuPhysical };
     let table = process::table_address(live, &at)?;
-    let user = if level == 0 {
-        allocation::user_page(a, live, op.hProcess, op.hAllocation)?
-    } else {
-        false
+    let who = Mapping::of(a, live, op)?;
+    if let (Mapping::Allocation(_), 0, 0) = (who, level, first) {
+        // SAFETY: the array holds at least one entry (NumPageTableEntries > 0, checked).
+        let e0: DXGK_PTE = unsafe { op.pPageTableEntries.read_unaligned() };
+        allocation::note_mapping(
+            a,
+            live,
+            op.hProcess,
+            op.hAllocation,
+            op.AllocationOffsetInBytes,
+            op.FirstPteVirtualAddress,
+            e0.valid(),
+        );
+    }
+    let policy = match who {
+        Mapping::Allocation(al) => Some(al),
+        _ => None,
     };
-    let policy = allocation::page_policy(a, live, op.hAllocation);
     let mut written = 0usize;
     let mut next = first;
     let mut data = [0u64; BATCH];
@@ -114,6 +190,7 @@ pub fn update<P: Platform>(
                 e = e.with_read_only(e.read_only() || p.gpu_read_only);
                 e = e.with_no_execute(e.no_execute() || !p.executable());
             }
+            let user = level == 0 && who.user(&e)?;
             *slot = gpummu::device_entry(live, &e, level, user)?;
         }
         let index = u64::from(op.StartIndex.saturating_add(next));

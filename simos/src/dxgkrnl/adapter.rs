@@ -433,6 +433,9 @@ impl AdapterShared {
             {
                 crate::ums::note_engine_state(self, node, new_state);
             }
+            if let Notification::HwQueuePageFaulted { queue, va, .. } = p.notification {
+                crate::ums::note_page_fault(self, queue, va);
+            }
         }
         lock(&self.processed).extend(drained);
         // VidSch's DMA fence bookkeeping (crate::vidsch::tdr).

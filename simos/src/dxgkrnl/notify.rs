@@ -43,6 +43,17 @@ pub enum Notification {
         /// read; `None` = every queue on the engine.
         hw_queue: Option<usize>,
     },
+    /// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED` (issue 12): a hardware queue's GPU page fault.
+    HwQueuePageFaulted {
+        /// `FaultedHwQueue` (the driver's queue handle).
+        queue: usize,
+        /// `FaultedVirtualAddress`.
+        va: u64,
+        /// Node ordinal.
+        node: u32,
+        /// `PageFaultFlags`.
+        flags: u32,
+    },
     /// Another known interrupt type the simulation records without interpreting yet.
     Other {
         /// `DXGK_INTERRUPT_TYPE` value.

@@ -175,8 +175,13 @@ impl GpuQueue {
             ..Default::default()
         };
         let q = ums::create_hw_queue(m, &a, device, context, true, qp.as_mut_bytes())?;
-        let (ring_h, ring) = ums::create_allocation(&a, device, u64::from(RING_BYTES))?;
-        let (control_h, control) = ums::create_allocation(&a, device, RingControl::SIZE)?;
+        use rvgpu_umd::kmt::{allocation_private_data, AllocationKind};
+        let ring_pdd = allocation_private_data(u64::from(RING_BYTES), AllocationKind::Commands);
+        let (ring_h, ring, ring_va) =
+            m.create_allocation(&a, device, u64::from(RING_BYTES), ring_pdd.as_bytes())?;
+        let control_pdd = allocation_private_data(RingControl::SIZE, AllocationKind::RingControl);
+        let (control_h, control, control_va) =
+            m.create_allocation(&a, device, RingControl::SIZE, control_pdd.as_bytes())?;
         for off in [RingControl::WRITE_PTR, RingControl::READ_PTR] {
             control
                 .word(off)
@@ -186,8 +191,8 @@ impl GpuQueue {
         let mut dp = DoorbellPdd {
             magic: PDD_MAGIC,
             version: DOORBELL_PDD_VERSION,
-            ring_gpu: ring.bus_addr,
-            ring_control_gpu: control.bus_addr,
+            ring_gpu: ring_va,
+            ring_control_gpu: control_va,
             ring_size: RING_BYTES,
             ..Default::default()
         };

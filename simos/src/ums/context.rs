@@ -27,7 +27,7 @@ pub(crate) fn create_context(
     device: KmtHandle,
     node: u32,
 ) -> Result<KmtHandle, SimError> {
-    let kmd_device = {
+    let (kmd_device, pid) = {
         let os = lock(&a.ums);
         let d = os
             .devices
@@ -40,7 +40,7 @@ pub(crate) fn create_context(
         if node >= nodes {
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
-        d.kmd
+        (d.kmd, d.process)
     };
     let f = table(a)?
         .DxgkDdiCreateContext
@@ -70,6 +70,8 @@ pub(crate) fn create_context(
     )?;
     check_status(status)?;
     let kmd = args.hContext as usize;
+    // GpuMmu: VidMm gives the context its process's root before anything runs on it.
+    crate::vidmm::mmu::set_root(a, pid, kmd)?;
     let mut os = lock(&a.ums);
     check_kmd_handle(
         a,

@@ -338,7 +338,7 @@ pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), Si
     }
     os.events.push(UmsEvent::DestroyDoorbell { doorbell: h });
     for alloc in [d.ring, d.control] {
-        release_alloc(a, &mut os, alloc);
+        release_alloc(&mut os, alloc);
     }
     Ok(())
 }
@@ -377,7 +377,7 @@ pub(crate) fn create_doorbell(
 ) -> Result<CreatedDoorbell, SimError> {
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
-    let (kmd_queue, size, last_queued) = {
+    let (kmd_queue, size, last_queued, kmd_ring, kmd_control) = {
         let os = lock(&a.ums);
         let q = os
             .queues
@@ -406,7 +406,20 @@ pub(crate) fn create_doorbell(
                 return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
             }
         }
-        (q.kmd, size, q.last_queued.clone())
+        // The driver's handles of the ring allocations (what DXGKARG_CREATEDOORBELL names).
+        let kmd_alloc = |h: KmtHandle| {
+            os.allocations
+                .get(&h)
+                .and_then(|al| al.mapped)
+                .map_or(0, |m| m.kmd)
+        };
+        (
+            q.kmd,
+            size,
+            q.last_queued.clone(),
+            kmd_alloc(ring),
+            kmd_alloc(control),
+        )
     };
     let f = table(a)?
         .DxgkDdiCreateDoorbell
@@ -421,8 +434,8 @@ pub(crate) fn create_doorbell(
         } else {
             pdd.as_mut_ptr().cast::<c_void>()
         },
-        hRingBuffer: kernel_handle(ring) as HANDLE,
-        hRingBufferControl: kernel_handle(control) as HANDLE,
+        hRingBuffer: kmd_ring as HANDLE,
+        hRingBufferControl: kmd_control as HANDLE,
         Flags: DXGKARG_CREATEDOORBELL_FLAGS::default(),
     };
     let status = ddi::call(

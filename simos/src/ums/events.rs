@@ -6,6 +6,9 @@ use super::*;
 /// One OS step, recorded in order per adapter.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UmsEvent {
+    /// The driver reported a GPU page fault of `queue` at `va` (the OS then puts its device in
+    /// error, UM-10).
+    PageFault { queue: KmtHandle, va: u64 },
     /// `DxgkDdiCreateDevice` succeeded.
     CreateDevice { device: KmtHandle },
     /// `DxgkDdiCreateContext` succeeded.

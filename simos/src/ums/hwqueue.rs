@@ -36,6 +36,7 @@ pub(super) fn destroy_hw_queue(
     {
         let mut os = lock(&a.ums);
         os.queues.remove(&h);
+        os.destroyed_queues.insert(kmd);
         os.fences.remove(&fence_h);
         os.fence_owner.remove(&fence_h);
         os.events.push(UmsEvent::DestroyHwQueue { queue: h });

@@ -180,7 +180,7 @@ pub(crate) struct DeviceObj {
     kmd: usize,
     /// Serialises the thunks of this device (Dxgkrnl's per-device lock).
     lock: Arc<Mutex<()>>,
-    process: ProcessId,
+    pub(crate) process: ProcessId,
     pub(super) in_error: bool,
 }
 
@@ -334,6 +334,9 @@ pub struct UmsOs {
     contexts: BTreeMap<KmtHandle, ContextObj>,
     queues: BTreeMap<KmtHandle, QueueObj>,
     pub(super) allocations: BTreeMap<KmtHandle, AllocObj>,
+    /// Allocations no one references any more, waiting for VidMm to unmap and free them
+    /// ([`crate::machine::Machine::reap_allocations`]).
+    pub(crate) reaped: Vec<AllocObj>,
     doorbells: BTreeMap<KmtHandle, DoorbellObj>,
     fences: BTreeMap<KmtHandle, MonitoredFence>,
     /// The process each fence handle belongs to: D3DKMT handles are per process, so another
@@ -344,8 +347,12 @@ pub struct UmsOs {
     /// Handles (the KMD's and the OS kernel handle) of destroyed doorbells -> D3DKMT handle,
     /// for the callback's diagnostics (a handle used after its destroy returned).
     destroyed_doorbells: std::collections::HashMap<usize, KmtHandle>,
+    /// The driver's handles of destroyed queues (a late page-fault report may name one).
+    destroyed_queues: std::collections::HashSet<usize>,
     /// PASSIVE work the DPC queued (engine F1 requests).
     work: VecDeque<u32>,
+    /// Page faults reported at DPC time, for PASSIVE: (driver queue handle, VA).
+    pub(crate) faulted: VecDeque<(usize, u64)>,
 }
 
 impl Default for UmsOs {
@@ -360,12 +367,15 @@ impl Default for UmsOs {
             contexts: BTreeMap::new(),
             queues: BTreeMap::new(),
             allocations: BTreeMap::new(),
+            reaped: Vec::new(),
             doorbells: BTreeMap::new(),
             fences: BTreeMap::new(),
             fence_owner: BTreeMap::new(),
             events: Vec::new(),
             destroyed_doorbells: std::collections::HashMap::new(),
+            destroyed_queues: std::collections::HashSet::new(),
             work: VecDeque::new(),
+            faulted: VecDeque::new(),
         }
     }
 }

@@ -15,16 +15,68 @@ pub(crate) fn note_engine_state(a: &AdapterShared, node: u32, state: i32) {
     }
 }
 
+/// DPC: a hardware queue's GPU page fault (issue 12). The device goes to error at PASSIVE
+/// ([`run_passive_work`]): its doorbells `DISCONNECTED_ABORT` (UM-10).
+pub(crate) fn note_page_fault(a: &AdapterShared, queue_kmd: usize, va: u64) {
+    lock(&a.ums).faulted.push_back((queue_kmd, va));
+    a.wake.notify();
+}
+
 /// Whether PASSIVE work is pending.
 pub(crate) fn has_work(a: &AdapterShared) -> bool {
     let os = lock(&a.ums);
-    !os.work.is_empty() || os.queues.values().any(|q| q.sched.due(&q.progress, false))
+    !os.work.is_empty()
+        || !os.faulted.is_empty()
+        || os.queues.values().any(|q| q.sched.due(&q.progress, false))
+}
+
+/// PASSIVE: puts the device of each page-faulted queue in error (UM-10). A report naming a
+/// queue the OS never created is a driver bug.
+fn run_page_faults(a: &AdapterShared) -> bool {
+    let mut did = false;
+    loop {
+        let Some((kmd, va)) = lock(&a.ums).faulted.pop_front() else {
+            return did;
+        };
+        did = true;
+        let found = {
+            let os = lock(&a.ums);
+            os.queues
+                .values()
+                .find(|q| q.kmd == kmd)
+                .map(|q| (q.handle, q.device))
+        };
+        let Some((queue, device)) = found else {
+            // The queue may be gone since (destroyed after the fault was posted): nothing
+            // to put in error. A handle the OS never saw is the driver's bug.
+            if !lock(&a.ums).destroyed_queues.contains(&kmd) {
+                a.state.raise_sim_error(format!(
+                    "driver bug: page fault reported for hardware queue {kmd:#x}, which the OS \
+                     never created"
+                ));
+            }
+            continue;
+        };
+        lock(&a.ums).events.push(UmsEvent::PageFault { queue, va });
+        let _x = exclusive(a);
+        if let Err(e) = tdr_device_error(a, device) {
+            if !a.state.is_halted() {
+                a.state
+                    .raise_sim_error(format!("putting device {device} in error failed: {e}"));
+            }
+            return did;
+        }
+        lock(&a.ums).events.push(UmsEvent::DeviceError { device });
+    }
 }
 
 /// VidSch's PASSIVE worker: runs the queued F1 transitions (UM-13). Returns whether it did
 /// anything.
 pub(crate) fn run_passive_work(a: &AdapterShared) -> bool {
     let mut did = run_hwq_work(a);
+    if !a.state.is_halted() && *lock(&a.life) == Life::Started {
+        did |= run_page_faults(a);
+    }
     loop {
         // Work queued while the adapter is still starting waits for the start to finish.
         if a.state.is_halted() || *lock(&a.life) != Life::Started {
@@ -258,10 +310,41 @@ pub(super) fn resume_power_suspended(a: &AdapterShared) -> Result<(), SimError> 
 /// value: a signal whose interrupt has not been processed yet is not complete for it, and a
 /// power-down now would leave that wait behind a disabled interrupt).
 pub(super) fn pending_work(a: &AdapterShared) -> bool {
-    lock(&a.ums).queues.values().any(|q| {
-        q.last_queued.load(Ordering::Acquire) > q.progress.value()
-            || !q.progress.pending_waits().is_empty()
-    })
+    // VidMm's paging in flight holds the GPU in D0 as well.
+    lock(&a.vidmm).paging_busy()
+        || lock(&a.ums).queues.values().any(|q| {
+            q.last_queued.load(Ordering::Acquire) > q.progress.value()
+                || !q.progress.pending_waits().is_empty()
+        })
+}
+
+/// VidMm's power reference for paging: brings the adapter to D0 if it is in D3 and counts
+/// the paging work as pending until the returned guard is dropped, so a runtime power-down
+/// backs out meanwhile (a GPU in D3 runs no paging buffer).
+pub(crate) fn paging_power(a: &AdapterShared) -> Result<PagingPower<'_>, SimError> {
+    loop {
+        if lock(&a.ums).power == Power::D3 {
+            let _x = exclusive(a);
+            power_up_if_needed(a)?;
+            resume_power_suspended(a)?;
+        }
+        let _s = shared(a);
+        if lock(&a.ums).power != Power::D3 {
+            lock(&a.vidmm).paging_begin();
+            return Ok(PagingPower { a });
+        }
+    }
+}
+
+/// See [`paging_power`].
+pub(crate) struct PagingPower<'a> {
+    a: &'a AdapterShared,
+}
+
+impl Drop for PagingPower<'_> {
+    fn drop(&mut self) {
+        lock(&self.a.vidmm).paging_end();
+    }
 }
 
 impl Machine {

@@ -70,9 +70,13 @@ pub(super) fn teardown(
             .map(|(h, _)| *h)
             .collect();
         for h in allocs {
-            free_alloc(a, &mut os, h);
+            free_alloc(&mut os, h);
         }
     }
+    drop(_g);
+    // Unmapped and given back before the contexts and the device go (VidMm's order).
+    m.reap_allocations(a)?;
+    let _g = dev_guard(a, &dl);
     let ctxs: Vec<KmtHandle> = lock(&a.ums)
         .contexts
         .values()
@@ -89,9 +93,17 @@ pub(super) fn teardown(
         .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
     let f = table(a)?.DxgkDdiDestroyDevice;
     destroy_kmd_object(a, Routine::DxgkDdiDestroyDevice, "device", f, kmd)?;
-    let mut os = lock(&a.ums);
-    os.devices.remove(&device);
-    os.events.push(UmsEvent::DestroyDevice { device });
+    let pid = {
+        let mut os = lock(&a.ums);
+        let pid = os.devices.remove(&device).map(|d| d.process);
+        os.events.push(UmsEvent::DestroyDevice { device });
+        pid
+    };
+    // The process's last device is gone (one device per simulated process): so is its GPU VA
+    // space.
+    if let Some(pid) = pid {
+        m.vidmm_destroy_process(a, pid)?;
+    }
     Ok(())
 }
 
@@ -159,6 +171,9 @@ impl Machine {
             .DxgkDdiCreateDevice
             .map_or_else(not_supported, Ok)?;
         let pid = ProcessId(NEXT_PROCESS.fetch_add(1, Ordering::Relaxed));
+        // WDDM 2.x: the process's GPU VA space exists before its first device, which names
+        // it (DXGKARG_CREATEDEVICE::hKmdProcess).
+        let kmd_process = self.vidmm_create_process(&a, pid)?;
         let h = new_handle();
         let mut args = DXGKARG_CREATEDEVICE {
             hDevice: kernel_handle(h) as HANDLE,
@@ -166,7 +181,7 @@ impl Machine {
                 Flags: DXGK_CREATEDEVICEFLAGS::default(),
             },
             Pasid: 0,
-            hKmdProcess: std::ptr::null_mut(),
+            hKmdProcess: kmd_process.map_or(std::ptr::null_mut(), |k| k as HANDLE),
         };
         let ctx = a.context();
         let status = ddi::call(
@@ -179,7 +194,10 @@ impl Machine {
                 unsafe { f(ctx, &mut args) }
             },
         )?;
-        check_status(status)?;
+        if let Err(e) = check_status(status) {
+            let _ = self.vidmm_destroy_process(&a, pid);
+            return Err(e);
+        }
         let kmd = args.hDevice as usize;
         {
             let mut os = lock(&a.ums);

@@ -65,6 +65,8 @@ pub struct Update {
     /// The table was just allocated: these entries are its first contents
     /// (`DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate`).
     pub initial: bool,
+    /// Leaf updates: the VA the first entry maps (`FirstPteVirtualAddress`); 0 otherwise.
+    pub va: u64,
 }
 
 /// Page-table geometry from the driver's answers.
@@ -210,6 +212,7 @@ impl AddressSpace {
             start: 0,
             entries: vec![OsPte::default(); self.geometry.entries() as usize],
             initial: true,
+            va: 0,
         }
     }
 
@@ -228,6 +231,34 @@ impl AddressSpace {
         self.next_va = end.checked_add(page).ok_or(VaError::BadRange)?;
         self.reserved.insert(va, len);
         Ok(va)
+    }
+
+    /// Reserves `[va, va + len)` exactly (VidMm's own fixed mappings; fails if any of it is
+    /// reserved already).
+    pub fn reserve_at(&mut self, va: u64, len: u64) -> Result<(), VaError> {
+        let page = self.geometry.page;
+        let len = len
+            .checked_next_multiple_of(page)
+            .ok_or(VaError::BadRange)?;
+        let end = va
+            .checked_add(len)
+            .filter(|e| *e <= (1u64 << self.geometry.va_bits()) && va.is_multiple_of(page))
+            .ok_or(VaError::BadRange)?;
+        let overlaps = self
+            .reserved
+            .range(..end)
+            .next_back()
+            .is_some_and(|(s, l)| s + l > va);
+        if overlaps {
+            return Err(VaError::BadRange);
+        }
+        self.reserved.insert(va, len);
+        Ok(())
+    }
+
+    /// Every mapped page's VA (process teardown unmaps what is left).
+    pub fn mapped(&self) -> Vec<u64> {
+        self.pages.keys().copied().collect()
     }
 
     /// Frees a reservation (its pages must be unmapped first).
@@ -265,7 +296,7 @@ impl AddressSpace {
             return Err(VaError::BadRange);
         }
         let mut updates = Vec::new();
-        let mut leaves: Vec<(u64, u64, OsPte)> = Vec::new();
+        let mut leaves: Vec<(u64, u64, OsPte, u64)> = Vec::new();
         let mut created = Vec::new();
         for (i, p) in phys.iter().enumerate() {
             let v = va + page * i as u64;
@@ -290,7 +321,7 @@ impl AddressSpace {
                 large: false,
                 page: p.1 >> 12,
             };
-            leaves.push((leaf_table, self.geometry.index(v, 0), e));
+            leaves.push((leaf_table, self.geometry.index(v, 0), e, v));
         }
         for (i, p) in phys.iter().enumerate() {
             self.pages
@@ -313,15 +344,15 @@ impl AddressSpace {
                 .tables
                 .get(&(0, self.geometry.table_base(v, 0)))
                 .ok_or(VaError::BadRange)?;
-            leaves.push((t, self.geometry.index(v, 0), OsPte::default()));
+            leaves.push((t, self.geometry.index(v, 0), OsPte::default(), v));
         }
         Ok(self.coalesce(0, leaves))
     }
 
     /// Merges consecutive entries of one table into one update.
-    fn coalesce(&self, level: u8, leaves: Vec<(u64, u64, OsPte)>) -> Vec<Update> {
+    fn coalesce(&self, level: u8, leaves: Vec<(u64, u64, OsPte, u64)>) -> Vec<Update> {
         let mut out: Vec<Update> = Vec::new();
-        for (table, index, e) in leaves {
+        for (table, index, e, va) in leaves {
             if let Some(last) = out.last_mut() {
                 if last.table == table && u64::from(last.start) + last.entries.len() as u64 == index
                 {
@@ -336,6 +367,7 @@ impl AddressSpace {
                 start: index as u32,
                 entries: vec![e],
                 initial: false,
+                va,
             });
         }
         out
@@ -365,6 +397,7 @@ impl AddressSpace {
                         start: g.index(va, level + 1) as u32,
                         entries: vec![OsPte::table(g.segment, t)],
                         initial: false,
+                        va: 0,
                     });
                     self.tables.insert(key, t);
                     created.push(key);

@@ -12,7 +12,6 @@
 //! (the device's TLB must hold nothing of the root afterwards).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use rvgpu_ddi::allocation::*;
@@ -36,9 +35,21 @@ use crate::vidmm::gpuva::{
 };
 
 /// First VA of user allocations; each process starts at its own multiple of [`VA_STRIDE`]
-/// above it (see `gpuva`'s module docs).
-const VA_BASE: u64 = 0x0100_0000_0000;
+/// above it (see `gpuva`'s module docs). Below it VidMm maps the OS's own pages a process
+/// uses (fence storage) at their device address, which is below `VRAM_BASE + VRAM` (< 2 TiB).
+const VA_BASE: u64 = 0x4000_0000_0000;
 const VA_STRIDE: u64 = 0x0010_0000_0000;
+
+/// What the leaves of a mapping belong to, for the driver (`hAllocation`, `Flags`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LeafTag {
+    /// The driver's allocation or native-fence handle (0: none).
+    pub handle: usize,
+    /// VA of the object's first page (leaves report their offset from it).
+    pub base_va: u64,
+    /// `DXGK_UPDATEPAGETABLEFLAGS::NativeFence`: `handle` is a native fence.
+    pub native_fence: bool,
+}
 /// Share of the page-table segment VidMm uses for page tables (the rest stays for other
 /// local-memory users, such as local native-fence storage, which comes from its top).
 const TABLE_SHARE: u64 = 2;
@@ -59,9 +70,23 @@ pub struct VidMm {
     /// Paging operations the driver ran (tests).
     pub updates: u64,
     pub flushes: u64,
+    /// Paging sequences in flight (they hold the GPU in D0).
+    busy: u32,
 }
 
 impl VidMm {
+    pub(crate) fn paging_begin(&mut self) {
+        self.busy += 1;
+    }
+
+    pub(crate) fn paging_end(&mut self) {
+        self.busy = self.busy.saturating_sub(1);
+    }
+
+    pub(crate) fn paging_busy(&self) -> bool {
+        self.busy > 0
+    }
+
     /// The KMD process handle and root (segment, offset) of `pid`, if VidMm has one.
     pub fn process(&self, pid: ProcessId) -> Option<(usize, u32, u64)> {
         self.processes
@@ -70,7 +95,7 @@ impl VidMm {
     }
 }
 
-fn geometry(a: &Arc<AdapterShared>) -> Option<Geometry> {
+fn geometry(a: &AdapterShared) -> Option<Geometry> {
     lock(&a.memory_model).geometry()
 }
 
@@ -86,7 +111,7 @@ fn va_error(e: VaError) -> SimError {
 }
 
 /// The device physical address of `offset` in local segment `segment`.
-fn segment_pa(a: &Arc<AdapterShared>, segment: u32, offset: u64) -> Option<u64> {
+fn segment_pa(a: &AdapterShared, segment: u32, offset: u64) -> Option<u64> {
     // SAFETY: LARGE_INTEGER's arms are the same 64 bits; any pattern is valid.
     let base = unsafe { lock(&a.memory_model).segment(segment)?.BaseAddress.QuadPart } as u64;
     rvgpu_hw::addr::VRAM_BASE
@@ -110,7 +135,7 @@ impl Machine {
     /// only; `Ok(None)` otherwise). Returns the KMD's process handle.
     pub(crate) fn vidmm_create_process(
         &self,
-        a: &Arc<AdapterShared>,
+        a: &AdapterShared,
         pid: ProcessId,
     ) -> Result<Option<usize>, SimError> {
         let Some(g) = geometry(a) else {
@@ -162,12 +187,10 @@ impl Machine {
             let base = VA_BASE + u64::from(pid.0 % 64) * VA_STRIDE;
             AddressSpace::new(g, heap, base).map_err(va_error)?
         };
-        let root = space.root;
         lock(&a.vidmm)
             .processes
             .insert(pid, VmProcess { kmd, space });
-        self.vidmm_run(a, kmd, &[init])?;
-        let _ = root;
+        self.vidmm_run(a, kmd, &[init], LeafTag::default())?;
         Ok(Some(kmd))
     }
 
@@ -175,9 +198,22 @@ impl Machine {
     /// the heap.
     pub(crate) fn vidmm_destroy_process(
         &self,
-        a: &Arc<AdapterShared>,
+        a: &AdapterShared,
         pid: ProcessId,
     ) -> Result<(), SimError> {
+        // The OS's own pages it mapped for the process (fence storage) go with it.
+        let left = lock(&a.vidmm)
+            .processes
+            .get(&pid)
+            .map(|p| p.space.mapped())
+            .unwrap_or_default();
+        for va in left {
+            if a.device.is_lost() {
+                self.vidmm_forget(a, pid, va, 1);
+            } else {
+                self.vidmm_unmap(a, pid, va, 1, LeafTag::default())?;
+            }
+        }
         let Some(p) = lock(&a.vidmm).processes.remove(&pid) else {
             return Ok(());
         };
@@ -211,55 +247,14 @@ impl Machine {
         Ok(())
     }
 
-    /// `DxgkDdiSetRootPageTable` for context `context_kmd` of process `pid` (VidMm does this
-    /// before a context of a GpuMmu process first runs).
-    pub(crate) fn vidmm_set_root(
-        &self,
-        a: &Arc<AdapterShared>,
-        pid: ProcessId,
-        context_kmd: usize,
-    ) -> Result<(), SimError> {
-        let Some((_, segment, root)) = lock(&a.vidmm).process(pid) else {
-            return Ok(());
-        };
-        let Some(g) = geometry(a) else {
-            return Ok(());
-        };
-        let f = a
-            .table
-            .get()
-            .and_then(|t| t.DxgkDdiSetRootPageTable)
-            .ok_or_else(|| sim("GpuMmu adapter without DxgkDdiSetRootPageTable".into()))?;
-        let args = DXGKARG_SETROOTPAGETABLE {
-            hContext: context_kmd as HANDLE,
-            Address: D3DGPU_PHYSICAL_ADDRESS {
-                SegmentId: segment,
-                Padding: 0,
-                SegmentOffset: root,
-            },
-            NumEntries: g.entries() as u32,
-        };
-        let ctx = a.context();
-        ddi::call(
-            a,
-            Routine::DxgkDdiSetRootPageTable,
-            f as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { f(ctx, &args) }
-            },
-        )?;
-        Ok(())
-    }
-
     /// Reserves a VA in `pid`'s space and maps `phys` there through the driver. Returns the VA.
     pub(crate) fn vidmm_map(
         &self,
-        a: &Arc<AdapterShared>,
+        a: &AdapterShared,
         pid: ProcessId,
         phys: &[Phys],
         attrs: MapAttrs,
+        tag: LeafTag,
     ) -> Result<u64, SimError> {
         let (kmd, va, updates) = {
             let mut v = lock(&a.vidmm);
@@ -285,19 +280,58 @@ impl Machine {
                 }
             }
         };
-        self.vidmm_run(a, kmd, &updates)?;
+        self.vidmm_run(a, kmd, &updates, LeafTag { base_va: va, ..tag })?;
         self.vidmm_check(a, pid, va, phys.len() as u64)?;
         Ok(va)
+    }
+
+    /// Maps the OS's page at device address `pa` into `pid` at the same VA (fence storage the
+    /// process's queues signal and wait on); nothing if it is mapped already.
+    pub(crate) fn vidmm_map_os_page(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        pa: u64,
+        tag: LeafTag,
+    ) -> Result<(), SimError> {
+        let va = pa - pa % 4096;
+        let phys = phys_of(a, va).ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+        let (kmd, updates) = {
+            let mut v = lock(&a.vidmm);
+            let v = &mut *v;
+            let heap = &mut v
+                .heap
+                .as_mut()
+                .ok_or_else(|| sim("no page-table heap".into()))?
+                .0;
+            let Some(p) = v.processes.get_mut(&pid) else {
+                return Ok(());
+            };
+            if p.space.leaf(va).is_some() {
+                return Ok(());
+            }
+            p.space.reserve_at(va, 4096).map_err(va_error)?;
+            match p.space.map(va, &[phys], MapAttrs::default(), heap) {
+                Ok(u) => (p.kmd, u),
+                Err(e) => {
+                    let _ = p.space.free(va);
+                    return Err(va_error(e));
+                }
+            }
+        };
+        self.vidmm_run(a, kmd, &updates, LeafTag { base_va: va, ..tag })?;
+        self.vidmm_check(a, pid, va, 1)
     }
 
     /// Unmaps `pages` pages at `va` of `pid` through the driver, flushes the TLB and frees
     /// the VA.
     pub(crate) fn vidmm_unmap(
         &self,
-        a: &Arc<AdapterShared>,
+        a: &AdapterShared,
         pid: ProcessId,
         va: u64,
         pages: u64,
+        tag: LeafTag,
     ) -> Result<(), SimError> {
         let (kmd, root, updates) = {
             let mut v = lock(&a.vidmm);
@@ -308,7 +342,7 @@ impl Machine {
             let u = p.space.unmap(va, pages).map_err(va_error)?;
             (p.kmd, (p.space.geometry.segment, p.space.root), u)
         };
-        self.vidmm_run(a, kmd, &updates)?;
+        self.vidmm_run(a, kmd, &updates, LeafTag { base_va: va, ..tag })?;
         self.vidmm_flush(a, kmd, root, va, va + pages * 4096)?;
         self.vidmm_check(a, pid, va, pages)?;
         let mut v = lock(&a.vidmm);
@@ -318,14 +352,26 @@ impl Machine {
         Ok(())
     }
 
+    /// Drops `pages` pages at `va` of `pid` from VidMm's books without paging (the device is
+    /// lost and runs nothing; its tables go with the process).
+    pub(crate) fn vidmm_forget(&self, a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) {
+        let mut v = lock(&a.vidmm);
+        if let Some(p) = v.processes.get_mut(&pid) {
+            let _ = p.space.unmap(va, pages);
+            let _ = p.space.free(va);
+        }
+    }
+
     /// Runs `updates` through `DxgkDdiBuildPagingBuffer(UPDATEPAGETABLE)` on the paging node
     /// and waits for them.
     fn vidmm_run(
         &self,
-        a: &Arc<AdapterShared>,
+        a: &AdapterShared,
         kmd: usize,
         updates: &[Update],
+        tag: LeafTag,
     ) -> Result<(), SimError> {
+        let _power = crate::ums::paging_power(a)?;
         let node = paging_node(a);
         let mut last = None;
         for u in updates {
@@ -334,10 +380,16 @@ impl Machine {
             if u.initial {
                 flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate, 1);
             }
+            // The leaves belong to the tagged object; tables and cleared tables to nobody.
+            let leaf = u.level == 0 && !u.initial;
+            if leaf && tag.native_fence {
+                flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::NativeFence, 1);
+            }
+            let h_allocation = if leaf { tag.handle } else { 0 };
             let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
                 UpdatePageTable: DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE {
                     PageTableLevel: u32::from(u.level),
-                    hAllocation: std::ptr::null_mut(),
+                    hAllocation: h_allocation as HANDLE,
                     PageTableAddress: DXGK_PAGETABLEUPDATEADDRESS {
                         Anonymous: DXGK_PAGETABLEUPDATEADDRESS_0 {
                             GpuPhysical: D3DGPU_PHYSICAL_ADDRESS {
@@ -353,11 +405,15 @@ impl Machine {
                     Reserved0: 0,
                     Flags: flags,
                     DriverProtection: 0,
-                    AllocationOffsetInBytes: 0,
+                    AllocationOffsetInBytes: if leaf {
+                        u.va.saturating_sub(tag.base_va)
+                    } else {
+                        0
+                    },
                     hProcess: kmd as HANDLE,
                     UpdateMode: DXGK_PAGETABLEUPDATE_GPU_PHYSICAL,
                     pPageTableEntries64KB: std::ptr::null_mut(),
-                    FirstPteVirtualAddress: 0,
+                    FirstPteVirtualAddress: if leaf { u.va } else { 0 },
                 },
             };
             let ids = self.paging_op(
@@ -378,12 +434,13 @@ impl Machine {
 
     fn vidmm_flush(
         &self,
-        a: &Arc<AdapterShared>,
+        a: &AdapterShared,
         kmd: usize,
         root: (u32, u64),
         start: u64,
         end: u64,
     ) -> Result<(), SimError> {
+        let _power = crate::ums::paging_power(a)?;
         let node = paging_node(a);
         let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
             FlushTlb: DXGK_BUILDPAGINGBUFFER_FLUSHTLB {
@@ -416,7 +473,7 @@ impl Machine {
         Ok(())
     }
 
-    fn vidmm_wait(&self, a: &Arc<AdapterShared>, node: u32, id: u32) -> Result<(), SimError> {
+    fn vidmm_wait(&self, a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
         let i = a.index;
         let done = self.run_until(100_000, Duration::from_secs(10), |m| {
             let (_, c) = m.legacy_fences(i, node);
@@ -435,7 +492,7 @@ impl Machine {
     /// faults when unmapped), walked with the device's walker from the process's root.
     fn vidmm_check(
         &self,
-        a: &Arc<AdapterShared>,
+        a: &AdapterShared,
         pid: ProcessId,
         va: u64,
         pages: u64,
@@ -478,7 +535,65 @@ impl Machine {
     }
 }
 
+/// `DxgkDdiSetRootPageTable` for context `context_kmd` of process `pid` (VidMm does this
+/// before a context of a GpuMmu process first runs).
+pub(crate) fn set_root(
+    a: &AdapterShared,
+    pid: ProcessId,
+    context_kmd: usize,
+) -> Result<(), SimError> {
+    let Some((_, segment, root)) = lock(&a.vidmm).process(pid) else {
+        return Ok(());
+    };
+    let Some(g) = geometry(a) else {
+        return Ok(());
+    };
+    let f = a
+        .table
+        .get()
+        .and_then(|t| t.DxgkDdiSetRootPageTable)
+        .ok_or_else(|| sim("GpuMmu adapter without DxgkDdiSetRootPageTable".into()))?;
+    let args = DXGKARG_SETROOTPAGETABLE {
+        hContext: context_kmd as HANDLE,
+        Address: D3DGPU_PHYSICAL_ADDRESS {
+            SegmentId: segment,
+            Padding: 0,
+            SegmentOffset: root,
+        },
+        NumEntries: g.entries() as u32,
+    };
+    let ctx = a.context();
+    ddi::call(
+        a,
+        Routine::DxgkDdiSetRootPageTable,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { f(ctx, &args) }
+        },
+    )?;
+    Ok(())
+}
+
+/// Where the page at device address `va` lives, as VidMm names it: system memory by bus
+/// address, or a local segment by offset.
+fn phys_of(a: &AdapterShared, va: u64) -> Option<Phys> {
+    let vram = rvgpu_hw::addr::VRAM_BASE;
+    if va < vram {
+        return Some((0, va));
+    }
+    let off = va - vram;
+    let model = lock(&a.memory_model);
+    model.segments.iter().enumerate().find_map(|(i, s)| {
+        // SAFETY: LARGE_INTEGER's arms are the same 64 bits; any pattern is valid.
+        let base = unsafe { s.BaseAddress.QuadPart } as u64;
+        let local = !s.Flags.is_set(DXGK_SEGMENTFLAGS::Aperture);
+        (local && off >= base && off < base + s.Size as u64).then(|| ((i + 1) as u32, off - base))
+    })
+}
+
 /// `DRIVERCAPS.MemoryManagementCaps.PagingNode`.
-fn paging_node(a: &Arc<AdapterShared>) -> u32 {
+fn paging_node(a: &AdapterShared) -> u32 {
     lock(&a.caps).map_or(0, |c| c.MemoryManagementCaps.PagingNode)
 }

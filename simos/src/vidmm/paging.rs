@@ -7,12 +7,10 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 use rvgpu_kmd::platform::Irql;
 
+use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
-use std::sync::Arc;
-
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ums::{KmtHandle, UmsProcess};
 use crate::vidsch::legacy::{new_packet, submit_new};
@@ -105,13 +103,12 @@ impl Machine {
     /// each pass with `Flags.Paging` on the system context of `node`. Returns the fence IDs.
     pub(crate) fn paging_op(
         &self,
-        a: &Arc<AdapterShared>,
+        a: &AdapterShared,
         node: u32,
         operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
         op: &mut DXGKARG_BUILDPAGINGBUFFER_0,
         owners: Vec<KmtHandle>,
     ) -> Result<Vec<u32>, SimError> {
-        let a = a.clone();
         let f = a
             .table
             .get()
@@ -135,7 +132,7 @@ impl Machine {
             };
             let ctx = a.context();
             let st = ddi::call(
-                &a,
+                a,
                 Routine::DxgkDdiBuildPagingBuffer,
                 f as usize,
                 At::Level(Irql::Passive),
@@ -159,8 +156,8 @@ impl Machine {
                 return Err(SimError::Simulation(msg));
             }
             if written > 0 {
-                let pk = new_packet(&a, &buf[..written], true, None, 0, owners.clone())?;
-                ids.push(submit_new(self, &a, node, pk)?);
+                let pk = new_packet(a, &buf[..written], true, None, 0, owners.clone())?;
+                ids.push(submit_new(self, a, node, pk)?);
             }
             if !more {
                 return Ok(ids);

@@ -5,6 +5,7 @@
 //! Each test binary uses a subset, hence `dead_code` is allowed here.
 #![allow(dead_code)]
 
+use rvgpu_umd::kmt::AllocationKind;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -40,7 +41,7 @@ pub fn machine_with(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
 }
 
 /// What the machine has to say when a check fails: its fault, TDR events (if any) and log.
-fn diagnostics(m: &Machine) -> String {
+pub fn diagnostics(m: &Machine) -> String {
     let tdr = m.tdr_events(0);
     let tdr = if tdr.is_empty() {
         String::new()
@@ -149,8 +150,11 @@ pub fn raw_queue(m: &Machine, k: &SimKmt<'_>) -> RawQueue {
         ..Default::default()
     };
     let queue = okk(m, k.create_hw_queue(context, true, qp.as_mut_bytes())).handle;
-    let ring = okk(m, k.create_allocation(4096));
-    let control = okk(m, k.create_allocation(RingControl::SIZE));
+    let ring = okk(m, k.create_allocation_as(4096, AllocationKind::Commands));
+    let control = okk(
+        m,
+        k.create_allocation_as(RingControl::SIZE, AllocationKind::RingControl),
+    );
     // Fresh ring control: both pointers at 0.
     control.mem.store(RingControl::WRITE_PTR, 0);
     control.mem.store(RingControl::READ_PTR, 0);

@@ -228,6 +228,16 @@ pub(super) fn decode(
                 hw_queue,
             }
         }
+        rvgpu_ddi::interrupt::DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED => {
+            let d = unsafe { data.Anonymous.HwQueuePageFaulted };
+            check_node(d.NodeOrdinal, d.EngineOrdinal)?;
+            Notification::HwQueuePageFaulted {
+                queue: d.FaultedHwQueue as usize,
+                va: d.FaultedVirtualAddress,
+                node: d.NodeOrdinal,
+                flags: d.PageFaultFlags as u32,
+            }
+        }
         other => Notification::Other {
             interrupt_type: other,
         },

@@ -247,11 +247,34 @@ impl Machine {
         }
         lock(&obj.st).instances.insert(local, process);
         lock(&a.fence_os).objs.insert(global, obj.clone());
+        // GpuMmu: the process's queues signal and wait on the values at these VAs.
+        self.map_fence_pages(a, &obj, process)?;
         Ok(NativeFence {
             obj,
             process,
             local,
         })
+    }
+
+    /// Maps the fence's CurrentValue and MonitoredValue pages into `process`'s GPU VA space
+    /// (GpuMmu adapters) at their system-process VAs, through UPDATEPAGETABLE with
+    /// `NativeFence` set, so the KMD can keep MonitoredValue away from user-mode queues
+    /// (NF-01). Pages shared by packed fences are mapped once.
+    fn map_fence_pages(
+        &self,
+        a: &AdapterShared,
+        obj: &FenceObj,
+        process: ProcessId,
+    ) -> Result<(), SimError> {
+        let tag = crate::vidmm::mmu::LeafTag {
+            handle: obj.global,
+            base_va: 0,
+            native_fence: true,
+        };
+        for va in [obj.cv.gpu(), obj.mv.gpu()] {
+            self.vidmm_map_os_page(a, process, va, tag)?;
+        }
+        Ok(())
     }
 
     /// `DxgkDdiDestroyNativeFence` and the OS bookkeeping after it.
@@ -329,6 +352,10 @@ impl Machine {
         )?;
         check_status(status)?;
         lock(&fence.obj.st).instances.insert(local, process);
+        // Not under the settle lock: mapping waits for paging, whose completion the DPC
+        // reports, and the DPC settles fences.
+        drop(_s);
+        self.map_fence_pages(&a, &fence.obj, process)?;
         Ok(NativeFence {
             obj: fence.obj.clone(),
             process,

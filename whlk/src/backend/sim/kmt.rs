@@ -20,7 +20,7 @@ pub(crate) struct Created {
     pub contexts: Vec<KmtHandle>,
     /// Hardware queues and whether each is user-mode.
     pub hw_queues: Vec<(KmtHandle, bool)>,
-    /// Allocations: handle → (GPU VA, size).
+    /// Allocations: handle → (bus address of the backing, size).
     pub allocations: HashMap<KmtHandle, (u64, u64)>,
     /// The doorbell (the last one created).
     pub doorbell: Option<KmtHandle>,
@@ -104,11 +104,15 @@ impl Kmt for SessKmt {
         self.k().destroy_hw_queue(queue)
     }
 
-    fn create_allocation(&self, size: u64) -> Result<Allocation<SimMem>, NtStatus> {
-        let a = self.k().create_allocation(size)?;
+    fn create_allocation_as(
+        &self,
+        size: u64,
+        kind: rvgpu_umd::kmt::AllocationKind,
+    ) -> Result<Allocation<SimMem>, NtStatus> {
+        let a = self.k().create_allocation_as(size, kind)?;
         lock(&self.rec)
             .allocations
-            .insert(a.handle, (a.gpu_va, a.size));
+            .insert(a.handle, (a.mem.alloc().bus_addr, a.size));
         Ok(a)
     }
 

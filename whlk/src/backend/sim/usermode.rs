@@ -452,7 +452,7 @@ impl SimSession {
         let value = self.queue_info(q)?.last_submitted + 1;
         let k = self.machine.kmt(&up);
         let cb = k
-            .create_allocation(4096)
+            .create_allocation_as(4096, rvgpu_umd::kmt::AllocationKind::Commands)
             .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
         let mut off = 0u64;
         for c in &cmds {

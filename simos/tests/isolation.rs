@@ -1,0 +1,307 @@
+//! Issue 12: process isolation by the GPU MMU, end to end through the real UMD, the simulated
+//! Dxgkrnl/VidMm, the real KMD and the emulated GPU.
+//!
+//! Every process runs in its own GPU VA space: VidMm builds its page tables only through the
+//! KMD's paging buffers, the KMD programs the root into the process's queue descriptors, and
+//! the GPU translates every address a user-mode queue uses. A process naming memory it was not
+//! given gets a page fault: nothing is written, its device goes to error and its doorbells to
+//! `DISCONNECTED_ABORT` (UM-10), and every other process keeps working.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
+use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
+use rvgpu_simos::kmt::{SimKmt, SimMem};
+use rvgpu_simos::{Machine, Mode, NativeFenceDesc, UmsEvent, UmsProcess};
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt};
+use rvgpu_umd::submit::UserQueue;
+
+const PATTERN: u64 = 0xA11C_E5A1_A11C_E5A1;
+
+/// A process with a user-mode queue on engine 0 and one buffer the CPU filled with
+/// [`PATTERN`].
+struct Proc<'m> {
+    p: UmsProcess,
+    k: SimKmt<'m>,
+    buf: Allocation<SimMem>,
+}
+
+fn process(m: &Machine) -> Proc<'_> {
+    let p = ok(m, m.create_process(0));
+    let k = m.kmt(&p);
+    let buf = okk(m, k.create_allocation(4096));
+    for off in (0..4096).step_by(8) {
+        buf.mem.store(off, PATTERN);
+    }
+    Proc { p, k, buf }
+}
+
+fn untouched(m: &Machine, b: &Allocation<SimMem>) {
+    for off in (0..4096).step_by(8) {
+        assert_eq!(
+            b.mem.load(off),
+            PATTERN,
+            "word {off:#x} was written; {}",
+            diagnostics(m)
+        );
+    }
+}
+
+/// Runs until the OS has handled a page fault of `p`'s device (its device in error).
+fn faulted(m: &Machine, p: &UmsProcess) -> u64 {
+    let seen = ok(
+        m,
+        m.run_until(20_000, Duration::from_secs(10), |m| {
+            m.ums_events(0)
+                .iter()
+                .any(|e| *e == UmsEvent::DeviceError { device: p.device })
+        }),
+    );
+    assert!(seen, "no page fault reported: {}", diagnostics(m));
+    let va = m
+        .ums_events(0)
+        .iter()
+        .find_map(|e| match e {
+            UmsEvent::PageFault { va, .. } => Some(*va),
+            _ => None,
+        })
+        .unwrap();
+    // UM-10: the device is in error: its thunks fail with STATUS_DEVICE_REMOVED.
+    let k = m.kmt(p);
+    assert!(k.create_allocation(4096).is_err(), "device in error");
+    va
+}
+
+/// A process's queue keeps completing work after another's fault.
+fn still_works(m: &Machine, v: &Proc<'_>) {
+    let mut q = okk(m, UserQueue::new(v.k, &config(0)));
+    let done = okk(m, q.submit(&[fill(&v.buf, 8, 0x5AFE)]));
+    okk(m, q.wait(done));
+    assert_eq!(v.buf.mem.load(8), 0x5AFE);
+    okk(m, q.close());
+}
+
+/// The attack: process B's user-mode queue names process A's buffer by A's GPU VA.
+#[test]
+fn user_queue_cannot_write_another_process_memory() {
+    for mode in [Mode::Step, Mode::Threaded] {
+        let m = with_doorbells(mode, 4);
+        let a = process(&m);
+        let b = process(&m);
+        let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
+        okk(
+            &m,
+            qb.submit(&[Command::Fill {
+                dst: a.buf.gpu_va,
+                bytes: 4096,
+                pattern: 0xBAD,
+            }]),
+        );
+        let va = faulted(&m, &b.p);
+        assert_eq!(va, a.buf.gpu_va, "the fault names the VA B used");
+        untouched(&m, &a.buf);
+        // B's doorbells are aborted; A's world goes on.
+        let events = m.ums_events(0);
+        assert!(
+            events.iter().any(|e| matches!(
+                e,
+                UmsEvent::DisconnectDoorbell {
+                    reason: D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT,
+                    ..
+                }
+            )),
+            "{events:#?}"
+        );
+        still_works(&m, &a);
+        drop(qb);
+        ok(&m, m.kill_process(&b.p));
+        ok(&m, m.exit_process(&a.p));
+        no_fault(&m);
+    }
+}
+
+/// Every command that carries an address, pointed at memory the process was not given (A's
+/// buffer, an unmapped VA, a kernel structure's bus address): a page fault, nothing written.
+#[test]
+fn every_address_carrying_command_faults_on_foreign_memory() {
+    let m = with_doorbells(Mode::Step, 4);
+    let a = process(&m);
+    // The KMD's own memory: a kernel structure at its bus address (the identity VA is mapped
+    // in no user process).
+    let kernel_va = 0x1000_0000u64;
+    let unmapped = 0x7000_0000_0000u64;
+    let cases = |target: u64, own: u64| {
+        vec![
+            (
+                "FILL",
+                Command::Fill {
+                    dst: target,
+                    bytes: 64,
+                    pattern: 1,
+                },
+            ),
+            (
+                "COPY into",
+                Command::Copy {
+                    src: own,
+                    dst: target,
+                    bytes: 64,
+                },
+            ),
+            ("TIMESTAMP", Command::Timestamp { addr: target }),
+            (
+                "FENCE_SIGNAL",
+                Command::FenceSignal {
+                    flags: 0,
+                    value_addr: target,
+                    value: 9,
+                    monitored_addr: 0,
+                    report_tag: 0,
+                },
+            ),
+            (
+                "FENCE_WAIT",
+                Command::FenceWait {
+                    addr: target,
+                    value: 1,
+                },
+            ),
+            (
+                "INDIRECT",
+                Command::Indirect {
+                    addr: target,
+                    bytes: 64,
+                },
+            ),
+        ]
+    };
+    for target in [a.buf.gpu_va, kernel_va, unmapped] {
+        for (name, cmd) in cases(target, 0) {
+            m.clear_ums_events(0);
+            let b = process(&m);
+            let cmd = match cmd {
+                Command::Copy { dst, bytes, .. } => Command::Copy {
+                    src: b.buf.gpu_va,
+                    dst,
+                    bytes,
+                },
+                c => c,
+            };
+            let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
+            okk(&m, qb.submit(&[cmd]));
+            let va = faulted(&m, &b.p);
+            assert_eq!(va, target, "{name} at {target:#x}");
+            untouched(&m, &a.buf);
+            drop(qb);
+            ok(&m, m.kill_process(&b.p));
+        }
+    }
+    still_works(&m, &a);
+    ok(&m, m.exit_process(&a.p));
+    no_fault(&m);
+}
+
+/// NF-01: a native fence's MonitoredValue is mapped into the process but never for user-mode
+/// queues; CurrentValue is. A user queue's FENCE_SIGNAL of CurrentValue works (with the
+/// conditional-interrupt read of MonitoredValue done by the CMP); a write to MonitoredValue
+/// faults and changes nothing.
+#[test]
+fn nf_01_user_queue_cannot_write_monitored_value() {
+    let m = with_doorbells(Mode::Step, 4);
+    let v = process(&m);
+    let f = ok(
+        &m,
+        m.create_native_fence(0, v.p.pid, NativeFenceDesc::default()),
+    );
+    let pdd = f.pdd();
+    let mut q = okk(&m, UserQueue::new(v.k, &config(0)));
+    let done = okk(
+        &m,
+        q.submit(&[Command::FenceSignal {
+            flags: SIGNAL_CONDITIONAL_IRQ,
+            value_addr: pdd.current_value_gpu,
+            value: 5,
+            monitored_addr: pdd.monitored_value_gpu,
+            report_tag: pdd.report_tag,
+        }]),
+    );
+    okk(&m, q.wait(done));
+    assert_eq!(f.current_value(), 5, "CurrentValue is a user page");
+    let before = f.monitored_value();
+    okk(
+        &m,
+        q.submit(&[Command::Fill {
+            dst: pdd.monitored_value_gpu,
+            bytes: 8,
+            pattern: 0,
+        }]),
+    );
+    let va = faulted(&m, &v.p);
+    assert_eq!(va, pdd.monitored_value_gpu);
+    assert_eq!(f.monitored_value(), before, "MonitoredValue unchanged");
+    drop(q);
+    ok(&m, m.kill_process(&v.p));
+    no_fault(&m);
+}
+
+/// Unmap, then access: after the UMD destroys an allocation (VidMm unmaps it and flushes the
+/// TLB through the driver's paging buffers), the old VA faults; the GPU never uses the stale
+/// translation, and the freed memory is never written.
+#[test]
+fn access_after_unmap_faults_never_a_stale_translation() {
+    for mode in [Mode::Step, Mode::Threaded] {
+        let m = with_doorbells(mode, 4);
+        let v = process(&m);
+        let gone = okk(&m, v.k.create_allocation(4096));
+        let gone_bus = gone.mem.alloc().bus_addr;
+        let mut q = okk(&m, UserQueue::new(v.k, &config(0)));
+        // Warm the TLB with the mapping.
+        let done = okk(&m, q.submit(&[fill(&gone, 0, 1)]));
+        okk(&m, q.wait(done));
+        assert_eq!(gone.mem.load(0), 1);
+        okk(&m, v.k.destroy_allocation(gone.handle));
+        assert!(!m.memory().is_mapped(gone_bus, 4096), "memory given back");
+        okk(&m, q.submit(&[fill(&gone, 0, 2)]));
+        let va = faulted(&m, &v.p);
+        assert_eq!(va, gone.gpu_va);
+        assert_eq!(gone.mem.load(0), 1, "the freed page was not written");
+        drop(q);
+        ok(&m, m.kill_process(&v.p));
+        no_fault(&m);
+    }
+}
+
+/// Two processes' buffers get VAs in different regions of their own spaces, and each one's
+/// ring reaches only its own: A's and B's queues run side by side, each writing its own
+/// buffer, and no doorbell is aborted.
+#[test]
+fn two_processes_run_side_by_side_in_their_own_spaces() {
+    let m = with_doorbells(Mode::Threaded, 4);
+    let a = process(&m);
+    let b = process(&m);
+    assert_ne!(a.buf.gpu_va, b.buf.gpu_va);
+    std::thread::scope(|s| {
+        for v in [&a, &b] {
+            let m = &m;
+            s.spawn(move || {
+                let mut q = okk(m, UserQueue::new(v.k, &config(0)));
+                for i in 0..50u64 {
+                    let done = okk(m, q.submit(&[fill(&v.buf, 16, i)]));
+                    okk(m, q.wait(done));
+                    assert_eq!(v.buf.mem.load(16), i);
+                }
+                okk(m, q.close());
+            });
+        }
+    });
+    let events = m.ums_events(0);
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, UmsEvent::PageFault { .. } | UmsEvent::DeviceError { .. })));
+    ok(&m, m.exit_process(&a.p));
+    ok(&m, m.exit_process(&b.p));
+    no_fault(&m);
+}
