@@ -27,7 +27,7 @@ struct Rig {
 }
 
 fn rig() -> Rig {
-    let mut m = Machine::new(MachineConfig::igpu_dgpu(Mode::Step));
+    let mut m = Machine::new(identity_space(MachineConfig::igpu_dgpu(Mode::Step)));
     m.load_driver().expect("load");
     m.start_adapter(IGPU).expect("start iGPU");
     m.start_adapter(DGPU).expect("start dGPU");
@@ -169,7 +169,7 @@ struct Rig2 {
 }
 
 fn rig2() -> Rig2 {
-    let mut m = Machine::new(MachineConfig::legacy_igpu_dgpu(Mode::Step));
+    let mut m = Machine::new(identity_space(MachineConfig::legacy_igpu_dgpu(Mode::Step)));
     m.load_driver().expect("load");
     m.start_adapter(IGPU).expect("start iGPU");
     m.start_adapter(DGPU).expect("start dGPU");
@@ -359,7 +359,7 @@ fn nf_18_s2b_igpu_cpu_signal_dgpu_cpu_wait() {
 /// an iGPU CPU signal releases a dGPU GPU wait.
 #[test]
 fn nf_18_monitored_fence_opens_as_native() {
-    let mut m = Machine::new(MachineConfig::legacy_igpu_dgpu(Mode::Step));
+    let mut m = Machine::new(identity_space(MachineConfig::legacy_igpu_dgpu(Mode::Step)));
     m.load_driver().expect("load");
     m.start_adapter(IGPU).expect("start iGPU");
     m.start_adapter(DGPU).expect("start dGPU");

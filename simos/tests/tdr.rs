@@ -85,7 +85,7 @@ fn tdr_01_caps_require_all_ddis() {
     drop(m);
     // No PER_ENGINE_RESET: the driver says so (SupportPerEngineTDR 0), and Windows refuses a
     // WDDM 1.2+ hardware adapter without per-engine TDR (BR-52).
-    let mut cfg = MachineConfig::single(Mode::Step);
+    let mut cfg = identity_space(MachineConfig::single(Mode::Step));
     cfg.adapters[0].device.per_engine_reset = false;
     let mut m = Machine::new(cfg);
     m.load_driver().expect("load");
@@ -97,7 +97,7 @@ fn tdr_01_caps_require_all_ddis() {
         other => panic!("start without PER_ENGINE_RESET: {other:?}"),
     }
     drop(m);
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    let mut m = Machine::new(identity_space(MachineConfig::single(Mode::Step)));
     m.load_driver_with(|t| t.DxgkDdiResetEngine = None)
         .expect("load");
     match m.start_adapter(0) {
@@ -434,7 +434,7 @@ fn tdr_06_aborted_fence_every_case() {
 #[test]
 fn tdr_06_bad_aborted_fence_bugchecks() {
     // S + 1: a legacy hang (LastAborted would be S).
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    let mut m = Machine::new(identity_space(MachineConfig::single(Mode::Step)));
     m.load_driver_with(|t| testing_tdr::misreport_aborted(t, Misreport::Plus(1)))
         .expect("load");
     m.start_adapter(0).expect("start");
@@ -452,7 +452,7 @@ fn tdr_06_bad_aborted_fence_bugchecks() {
     assert!(m.device(0).unwrap().is_frozen());
     drop(m);
     // C - 1: a hardware-queue hang after one completed DMA buffer (LastAborted would be C).
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    let mut m = Machine::new(identity_space(MachineConfig::single(Mode::Step)));
     m.load_driver_with(|t| testing_tdr::misreport_aborted(t, Misreport::Minus(1)))
         .expect("load");
     m.start_adapter(0).expect("start");
@@ -674,7 +674,7 @@ fn tdr_09_no_per_engine_reset_is_refused_at_start() {
     // Windows does not start such an adapter (BR-52: per-engine TDR is a mandatory WDDM 1.2
     // feature of a hardware adapter). The adapter-wide path stays covered where a per-engine
     // reset fails (tdr_09_failed_reset_falls_back).
-    let mut cfg = MachineConfig::single(Mode::Step);
+    let mut cfg = identity_space(MachineConfig::single(Mode::Step));
     cfg.adapters[0].device.per_engine_reset = false;
     let mut m = Machine::new(cfg);
     m.load_driver().expect("load");

@@ -534,7 +534,7 @@ fn run_step(seed: u64, scale: u64) {
     };
     let steps = 3000 * scale;
     let slots = 64 + 48 * scale;
-    let mut cfg = MachineConfig::single(Mode::Step);
+    let mut cfg = identity_space(MachineConfig::single(Mode::Step));
     cfg.adapters[0].device.doorbells = DOORBELLS;
     cfg.adapters[0].device.idle_f1_ticks = F1_TICKS;
     let mut machine = Machine::new(cfg);
@@ -754,7 +754,7 @@ fn ums_stress_threaded() {
     const PER: usize = 16;
     let victim = NPROC - 1;
     let rounds = 120 * scale;
-    let mut cfg = MachineConfig::single(Mode::Threaded);
+    let mut cfg = identity_space(MachineConfig::single(Mode::Threaded));
     cfg.adapters[0].device.doorbells = 4;
     cfg.adapters[0].device.idle_f1_ticks = 200_000;
     let mut machine = Machine::new(cfg);

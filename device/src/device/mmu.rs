@@ -122,10 +122,14 @@ impl Mmu {
         self.lock().map.len()
     }
 
-    /// Whether any translation of `root` is cached (what an OS-side check asks after a
-    /// FLUSHTLB: nothing of the root may survive it).
-    pub fn holds_root(&self, root: u64) -> bool {
-        self.lock().map.keys().any(|k| k.0 == root)
+    /// Whether a translation of a page of `root` overlapping `[start, end)` is cached (what
+    /// an OS-side check asks after an unmap and its FLUSHTLB: nothing of the range may
+    /// survive; other pages of the root may be cached again by queues still running).
+    pub fn holds_range(&self, root: u64, start: u64, end: u64) -> bool {
+        self.lock()
+            .map
+            .keys()
+            .any(|&(r, va, size)| r == root && va < end && va.saturating_add(size) > start)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Tlb> {

@@ -437,9 +437,9 @@ impl Device {
         self.core.mmu.stats()
     }
 
-    /// Whether the device's TLB caches any translation of `root`.
-    pub fn tlb_holds_root(&self, root: u64) -> bool {
-        self.core.mmu.holds_root(root)
+    /// Whether the device's TLB caches a translation of `root` overlapping `[start, end)`.
+    pub fn tlb_holds(&self, root: u64, start: u64, end: u64) -> bool {
+        self.core.mmu.holds_range(root, start, end)
     }
 
     /// Commands engine `engine` has completed (= its COMPLETED_COMMANDS register).

@@ -240,6 +240,18 @@ pub fn check_ring(r: &Ring) -> Result<(), Status> {
     Ok(())
 }
 
+/// A ring of the identity space (no GPU process, hardware.md 12.2): ring and control block
+/// are system or local memory the device addresses directly.
+fn check_identity_ring(r: &Ring, vram: u64) -> Result<(), Status> {
+    let classify = rvgpu_hw::addr::classify;
+    if classify(r.base, u64::from(r.size), vram).is_none()
+        || classify(r.control, RingControl::SIZE, vram).is_none()
+    {
+        return Err(status::INVALID_PARAMETER);
+    }
+    Ok(())
+}
+
 /// DxgkDdiCreateDoorbell (PASSIVE).
 pub(crate) fn create<P: Platform>(
     args: &mut DXGKARG_CREATEDOORBELL,
@@ -259,21 +271,24 @@ pub(crate) fn create<P: Platform>(
         if !q.user_mode {
             return Err(status::INVALID_PARAMETER);
         }
-        if crate::gpummu::supported(live) {
+        let process = s
+            .contexts
+            .get(&q.context)
+            .and_then(|c| s.devices.get(&c.device))
+            .and_then(|d| d.process);
+        match process {
             // The ring lives in the queue's process: inside the allocations the OS names.
-            let process = s
-                .contexts
-                .get(&q.context)
-                .and_then(|c| s.devices.get(&c.device))
-                .and_then(|d| d.process);
-            crate::allocation::check_ring_allocations(
+            Some(_) => crate::allocation::check_ring_allocations(
                 a,
                 &s,
                 process,
                 args.hRingBuffer,
                 args.hRingBufferControl,
                 &ring,
-            )?;
+            )?,
+            // A device of no GPU process runs in the identity space (hardware.md 12.2): the
+            // ring must be memory the device can reach there.
+            None => check_identity_ring(&ring, live.identity.vram_size)?,
         }
         if q.doorbell.is_some() && !resize {
             return Err(status::INVALID_DEVICE_STATE);

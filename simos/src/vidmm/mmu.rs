@@ -141,6 +141,9 @@ impl Machine {
         let Some(g) = geometry(a) else {
             return Ok(None);
         };
+        if !a.os.gpummu_processes {
+            return Ok(None);
+        }
         let f = a
             .table
             .get()
@@ -299,12 +302,8 @@ impl Machine {
         let (kmd, updates) = {
             let mut v = lock(&a.vidmm);
             let v = &mut *v;
-            let heap = &mut v
-                .heap
-                .as_mut()
-                .ok_or_else(|| sim("no page-table heap".into()))?
-                .0;
-            let Some(p) = v.processes.get_mut(&pid) else {
+            // A process with no VA space on this adapter (it never opened it) maps nothing.
+            let (Some(p), Some((heap, _))) = (v.processes.get_mut(&pid), v.heap.as_mut()) else {
                 return Ok(());
             };
             if p.space.leaf(va).is_some() {
@@ -459,13 +458,15 @@ impl Machine {
         if let Some(id) = ids.last() {
             self.vidmm_wait(a, node, *id)?;
         }
-        // The flush ran: the device must hold no translation of the root any more.
+        // The flush ran: the device must hold no translation of the unmapped range (pages
+        // still mapped may be cached again meanwhile by queues that keep running).
         let pa =
             segment_pa(a, root.0, root.1).ok_or_else(|| sim("root outside its segment".into()))?;
-        if a.device.tlb_holds_root(pa) {
+        if a.device.tlb_holds(pa, start, end) {
             let msg = format!(
-                "driver bug: FLUSHTLB for root {pa:#x} completed but the GPU still caches its \
-                 translations (the paging buffer did not invalidate the TLB)"
+                "driver bug: FLUSHTLB for root {pa:#x} completed but the GPU still caches \
+                 translations of [{start:#x}, {end:#x}) (the paging buffer did not invalidate \
+                 the TLB)"
             );
             a.state.raise_sim_error(msg.clone());
             return Err(sim(msg));

@@ -21,6 +21,14 @@ use rvgpu_umd::submit::QueueConfig;
 use zerocopy::IntoBytes;
 
 /// A machine built from `cfg` with the driver loaded and every adapter started.
+/// `cfg` with processes in the identity space (`OsConfig::gpummu_processes` off): for suites
+/// whose fixtures still use bus addresses as GPU addresses (issue 12 migration; docs/memory.md
+/// lists them).
+pub fn identity_space(mut cfg: MachineConfig) -> MachineConfig {
+    cfg.os.gpummu_processes = false;
+    cfg
+}
+
 pub fn started(cfg: MachineConfig) -> Machine {
     let n = cfg.adapters.len();
     let mut m = Machine::new(cfg);
