@@ -56,8 +56,7 @@ fn faulted(m: &Machine, p: &UmsProcess) -> u64 {
         m,
         m.run_until(20_000, Duration::from_secs(10), |m| {
             m.ums_events(0)
-                .iter()
-                .any(|e| *e == UmsEvent::DeviceError { device: p.device })
+                .contains(&UmsEvent::DeviceError { device: p.device })
         }),
     );
     assert!(seen, "no page fault reported: {}", diagnostics(m));
