@@ -347,7 +347,7 @@ pub fn node_metadata<P: Platform>(
 }
 
 /// Copies `value` to the request's output buffer after checking its size.
-fn write_out<T: Copy>(args: &DXGKARG_QUERYADAPTERINFO, value: &T) -> Result<(), Status> {
+pub(crate) fn write_out<T: Copy>(args: &DXGKARG_QUERYADAPTERINFO, value: &T) -> Result<(), Status> {
     let need = size_of::<T>();
     let have = usize::try_from(args.OutputDataSize).map_err(|_| status::INVALID_PARAMETER)?;
     if args.pOutputData.is_null() {

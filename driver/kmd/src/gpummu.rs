@@ -32,6 +32,7 @@ use rvgpu_hw::mmu;
 use rvgpu_hw::regs::Caps;
 
 use crate::adapter::Live;
+use crate::caps::write_out;
 use crate::platform::Platform;
 use crate::status::{self, Status};
 
@@ -268,13 +269,6 @@ fn out_ptr<T>(args: &DXGKARG_QUERYADAPTERINFO) -> Result<*mut T, Status> {
         return Err(status::INVALID_PARAMETER);
     }
     Ok(args.pOutputData.cast::<T>())
-}
-
-fn write_out<T: Copy>(args: &DXGKARG_QUERYADAPTERINFO, value: &T) -> Result<(), Status> {
-    let p = out_ptr::<T>(args)?;
-    // SAFETY: `out_ptr` checked the buffer holds a T; unaligned (no alignment promised).
-    unsafe { p.write_unaligned(*value) };
-    Ok(())
 }
 
 /// Translates one VidMm entry for a table at `level` into the device's format
