@@ -34,6 +34,8 @@ fn main() {
         .unwrap_or(1000);
     let legacy = std::env::var("RVGPU_CALLGRIND_MODE").is_ok_and(|s| s == "legacy");
     let mut cfg = MachineConfig::single(Mode::Step);
+    // GpuQueue fixtures still name fences by bus address (issue 12 migration, docs/memory.md).
+    cfg.os.gpummu_processes = false;
     cfg.os.native_fence_feature = !legacy;
     let mut m = Machine::new(cfg);
     m.load_driver().expect("load");

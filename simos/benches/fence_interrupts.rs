@@ -61,6 +61,8 @@ unsafe extern "system" fn counting_isr(ctx: PVOID, message: ULONG) -> BOOLEAN {
 
 fn machine(native: bool) -> Machine {
     let mut cfg = MachineConfig::single(Mode::Step);
+    // GpuQueue fixtures still name fences by bus address (issue 12 migration, docs/memory.md).
+    cfg.os.gpummu_processes = false;
     cfg.os.native_fence_feature = native;
     let mut m = Machine::new(cfg);
     m.load_driver_with(|t| {

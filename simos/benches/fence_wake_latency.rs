@@ -126,7 +126,10 @@ fn main() {
     let bare = Samples::new();
 
     {
-        let mut m = Machine::new(MachineConfig::single(Mode::Threaded));
+        let mut cfg = MachineConfig::single(Mode::Threaded);
+        // GpuQueue fixtures still name fences by bus address (issue 12 migration, docs/memory.md).
+        cfg.os.gpummu_processes = false;
+        let mut m = Machine::new(cfg);
         m.load_driver().expect("load");
         m.start_adapter(0).expect("start");
         let f = ok(
