@@ -65,7 +65,7 @@ pub struct VmProcess {
 /// Per-adapter GpuMmu state.
 #[derive(Debug, Default)]
 pub struct VidMm {
-    heap: Option<(TableHeap, u64)>,
+    heap: Option<TableHeap>,
     processes: HashMap<ProcessId, VmProcess>,
     /// Paging operations the driver ran (tests).
     pub updates: u64,
@@ -173,20 +173,12 @@ impl Machine {
         }
         let (space, init) = {
             let mut v = lock(&a.vidmm);
-            let heap = match &mut v.heap {
-                Some((h, _)) => h,
-                None => {
-                    let size = lock(&a.memory_model)
-                        .segment(g.segment)
-                        .map_or(0, |s| s.Size as u64);
-                    v.heap = Some((TableHeap::new(0, size / TABLE_SHARE, g.table_bytes), 0));
-                    &mut v
-                        .heap
-                        .as_mut()
-                        .map(|h| &mut h.0)
-                        .ok_or_else(|| sim("heap".into()))?
-                }
-            };
+            let size = lock(&a.memory_model)
+                .segment(g.segment)
+                .map_or(0, |s| s.Size as u64);
+            let heap = v
+                .heap
+                .get_or_insert_with(|| TableHeap::new(0, size / TABLE_SHARE, g.table_bytes));
             let base = VA_BASE + u64::from(pid.0 % 64) * VA_STRIDE;
             AddressSpace::new(g, heap, base).map_err(va_error)?
         };
@@ -242,7 +234,7 @@ impl Machine {
             ddi::check_status(st)?;
         }
         let mut v = lock(&a.vidmm);
-        if let Some((heap, _)) = &mut v.heap {
+        if let Some(heap) = &mut v.heap {
             for t in p.space.tables() {
                 heap.free(t);
             }
@@ -262,11 +254,10 @@ impl Machine {
         let (kmd, va, updates) = {
             let mut v = lock(&a.vidmm);
             let v = &mut *v;
-            let heap = &mut v
+            let heap = v
                 .heap
                 .as_mut()
-                .ok_or_else(|| sim("no page-table heap".into()))?
-                .0;
+                .ok_or_else(|| sim("no page-table heap".into()))?;
             let p = v
                 .processes
                 .get_mut(&pid)
@@ -303,7 +294,7 @@ impl Machine {
             let mut v = lock(&a.vidmm);
             let v = &mut *v;
             // A process with no VA space on this adapter (it never opened it) maps nothing.
-            let (Some(p), Some((heap, _))) = (v.processes.get_mut(&pid), v.heap.as_mut()) else {
+            let (Some(p), Some(heap)) = (v.processes.get_mut(&pid), v.heap.as_mut()) else {
                 return Ok(());
             };
             if p.space.leaf(va).is_some() {
