@@ -31,7 +31,6 @@ use rvgpu_hw::regs;
 const RING: u32 = 4096;
 const RING_VA: u64 = 0x5000_0000_0000;
 const RC_VA: u64 = RING_VA + 0x1000;
-const PROG_VA: u64 = RING_VA + 0x2000;
 const DATA_VA: u64 = RING_VA + 0x10_000;
 /// A root no queue uses (the invalidation that changes nothing).
 const OTHER_ROOT: u64 = 0x7fff_f000;
@@ -107,11 +106,10 @@ impl Bench {
             };
             map(RING_VA, ring);
             map(RC_VA, rc);
-            map(PROG_VA, prog);
             map(DATA_VA, data);
             desc.ring_base = GpuVa::new(RING_VA);
             desc.ring_control = GpuVa::new(RC_VA);
-            desc.progress_fence = GpuVa::new(PROG_VA);
+            // The descriptor's progress fence is the OS's, in the system space (identity here).
             desc.page_table_base = BusAddr::new(root);
             data_va = DATA_VA;
         }

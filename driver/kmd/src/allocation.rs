@@ -38,6 +38,8 @@ pub struct Allocation {
     /// Bytes (whole pages).
     pub size: u64,
     pub gpu_read_only: bool,
+    /// The CPU maps it (it stays in CPU-visible segments).
+    pub cpu_visible: bool,
     /// A device-specific handle from `DxgkDdiOpenAllocation`: the device that opened it.
     pub opened_by: Option<Handle>,
     /// Where VidMm mapped it: `(process, GPU VA of byte 0)`, learnt from the
@@ -98,6 +100,7 @@ pub fn parse(bytes: &[u8]) -> Result<Allocation, Status> {
         kind,
         size,
         gpu_read_only,
+        cpu_visible: pdd.flags & ALLOCATION_CPU_VISIBLE != 0,
         opened_by: None,
         mapped: None,
     })
@@ -105,12 +108,8 @@ pub fn parse(bytes: &[u8]) -> Result<Allocation, Status> {
 
 /// The `DXGK_ALLOCATIONINFO` answer for `al`: page alignment; CPU-visible allocations in the
 /// aperture or the CPU-visible part of VRAM, others anywhere (docs/memory.md).
-fn describe<P: Platform>(
-    live: &Live<P>,
-    al: &Allocation,
-    cpu_visible: bool,
-    info: &mut DXGK_ALLOCATIONINFO,
-) {
+fn describe<P: Platform>(live: &Live<P>, al: &Allocation, info: &mut DXGK_ALLOCATIONINFO) {
+    let cpu_visible = al.cpu_visible;
     let bit = |id: u32| 1u32.checked_shl(id.saturating_sub(1)).unwrap_or(0);
     let mut set = bit(gpummu::SEGMENT_APERTURE) | bit(gpummu::SEGMENT_LOCAL);
     if !cpu_visible && gpummu::local_segment(live, gpummu::SEGMENT_LOCAL_HIDDEN).is_some() {
@@ -158,10 +157,7 @@ pub fn create<'p, P: Platform>(
     let mut result = Ok(());
     for info in infos.iter_mut() {
         let r = (|| {
-            let bytes = private(info).ok_or(status::INVALID_PARAMETER)?;
-            let al = parse(bytes)?;
-            let cpu = AllocationPdd::read_from_bytes(bytes)
-                .is_ok_and(|p| p.flags & ALLOCATION_CPU_VISIBLE != 0);
+            let al = parse(private(info).ok_or(status::INVALID_PARAMETER)?)?;
             let h = a.new_handle(Kind::Allocation)?;
             let mut s = live.sched.lock();
             if s.allocations.len() >= MAX_ALLOCATIONS {
@@ -169,7 +165,7 @@ pub fn create<'p, P: Platform>(
             }
             s.allocations.insert(h, al);
             drop(s);
-            describe(live, &al, cpu, info);
+            describe(live, &al, info);
             info.hAllocation = h.as_handle();
             Ok(())
         })();

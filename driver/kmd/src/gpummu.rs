@@ -84,11 +84,9 @@ fn local_segments<P: Platform>(live: &Live<P>) -> impl Iterator<Item = (u32, u64
 
 /// Number of segments reported.
 pub fn segment_count<P: Platform>(live: &Live<P>) -> u32 {
-    let mut n = 1u32;
-    for _ in local_segments(live) {
-        n = n.saturating_add(1);
-    }
-    n
+    // The aperture and one or two local segments.
+    let locals = u32::try_from(local_segments(live).count()).unwrap_or(0);
+    locals.saturating_add(1)
 }
 
 /// Start of segment `id` in VRAM and its size, or `None` for an id that is not local memory.

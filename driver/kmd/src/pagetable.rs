@@ -145,19 +145,6 @@ pub fn update<P: Platform>(
     let at = unsafe { op.PageTableAddress.Anonymous.GpuPhysical };
     let table = process::table_address(live, &at)?;
     let who = Mapping::of(a, live, op)?;
-    if let (Mapping::Allocation(_), 0, 0) = (who, level, first) {
-        // SAFETY: the array holds at least one entry (NumPageTableEntries > 0, checked).
-        let e0: DXGK_PTE = unsafe { op.pPageTableEntries.read_unaligned() };
-        allocation::note_mapping(
-            a,
-            live,
-            op.hProcess,
-            op.hAllocation,
-            op.AllocationOffsetInBytes,
-            op.FirstPteVirtualAddress,
-            e0.valid(),
-        );
-    }
     let policy = match who {
         Mapping::Allocation(al) => Some(al),
         _ => None,
@@ -183,8 +170,7 @@ pub fn update<P: Platform>(
             // the element pointer is inside it.
             let at = unsafe { op.pPageTableEntries.add(idx) };
             // SAFETY: `at` points at one of VidMm's entries; read unaligned, plain integers.
-            let e: DXGK_PTE = unsafe { at.read_unaligned() };
-            let mut e = e;
+            let mut e: DXGK_PTE = unsafe { at.read_unaligned() };
             if let Some(p) = policy {
                 // The allocation's own limits apply whatever VidMm asked.
                 e = e.with_read_only(e.read_only() || p.gpu_read_only);
@@ -201,6 +187,20 @@ pub fn update<P: Platform>(
         let w = cmd::write_data(dst, batch, tail).ok_or(status::INVALID_PARAMETER)?;
         written = written.saturating_add(w);
         next = next.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
+    }
+    if let (Mapping::Allocation(_), 0, 0, true) = (who, level, first, written > 0) {
+        // The first pass translated every entry it wrote: record where the allocation is.
+        // SAFETY: the array holds at least one entry (NumPageTableEntries > 0, checked).
+        let e0: DXGK_PTE = unsafe { op.pPageTableEntries.read_unaligned() };
+        allocation::note_mapping(
+            a,
+            live,
+            op.hProcess,
+            op.hAllocation,
+            op.AllocationOffsetInBytes,
+            op.FirstPteVirtualAddress,
+            e0.valid(),
+        );
     }
     if written == 0 {
         return Ok(Pass {

@@ -16,7 +16,10 @@ pub(crate) fn note_engine_state(a: &AdapterShared, node: u32, state: i32) {
 }
 
 /// DPC: a hardware queue's GPU page fault (issue 12). The device goes to error at PASSIVE
-/// ([`run_passive_work`]): its doorbells `DISCONNECTED_ABORT` (UM-10).
+/// ([`run_passive_work`]): its doorbells `DISCONNECTED_ABORT` (UM-10: device loss "on TDR, GPU
+/// stop, page fault", seed 004). That Windows does this on the
+/// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED` report itself, not only at a following TDR, is
+/// UNVERIFIED on Windows.
 pub(crate) fn note_page_fault(a: &AdapterShared, queue_kmd: usize, va: u64) {
     lock(&a.ums).faulted.push_back((queue_kmd, va));
     a.wake.notify();
@@ -318,7 +321,8 @@ pub(super) fn pending_work(a: &AdapterShared) -> bool {
         })
 }
 
-/// VidMm's power reference for paging: brings the adapter to D0 if it is in D3 and counts
+/// VidMm's power reference for paging (a GPU in D3 runs nothing, so VidMm brings the adapter to
+/// D0 before it submits paging work, as for any submission, UM-14): brings it to D0 and counts
 /// the paging work as pending until the returned guard is dropped, so a runtime power-down
 /// backs out meanwhile (a GPU in D3 runs no paging buffer).
 pub(crate) fn paging_power(a: &AdapterShared) -> Result<PagingPower<'_>, SimError> {

@@ -67,9 +67,6 @@ pub struct VmProcess {
 pub struct VidMm {
     heap: Option<TableHeap>,
     processes: HashMap<ProcessId, VmProcess>,
-    /// Paging operations the driver ran (tests).
-    pub updates: u64,
-    pub flushes: u64,
     /// Paging sequences in flight (they hold the GPU in D0).
     busy: u32,
 }
@@ -112,8 +109,7 @@ fn va_error(e: VaError) -> SimError {
 
 /// The device physical address of `offset` in local segment `segment`.
 fn segment_pa(a: &AdapterShared, segment: u32, offset: u64) -> Option<u64> {
-    // SAFETY: LARGE_INTEGER's arms are the same 64 bits; any pattern is valid.
-    let base = unsafe { lock(&a.memory_model).segment(segment)?.BaseAddress.QuadPart } as u64;
+    let base = lock(&a.memory_model).segment_base(segment)?;
     rvgpu_hw::addr::VRAM_BASE
         .checked_add(base)?
         .checked_add(offset)
@@ -414,7 +410,6 @@ impl Machine {
                 Vec::new(),
             )?;
             last = ids.last().copied().or(last);
-            lock(&a.vidmm).updates += 1;
         }
         if let Some(id) = last {
             self.vidmm_wait(a, node, id)?;
@@ -445,7 +440,6 @@ impl Machine {
             },
         };
         let ids = self.paging_op(a, node, DXGK_OPERATION_FLUSH_TLB, &mut op, Vec::new())?;
-        lock(&a.vidmm).flushes += 1;
         if let Some(id) = ids.last() {
             self.vidmm_wait(a, node, *id)?;
         }
@@ -577,11 +571,11 @@ fn phys_of(a: &AdapterShared, va: u64) -> Option<Phys> {
     }
     let off = va - vram;
     let model = lock(&a.memory_model);
-    model.segments.iter().enumerate().find_map(|(i, s)| {
-        // SAFETY: LARGE_INTEGER's arms are the same 64 bits; any pattern is valid.
-        let base = unsafe { s.BaseAddress.QuadPart } as u64;
+    (1..=model.segments.len() as u32).find_map(|id| {
+        let s = model.segment(id)?;
+        let base = model.segment_base(id)?;
         let local = !s.Flags.is_set(DXGK_SEGMENTFLAGS::Aperture);
-        (local && off >= base && off < base + s.Size as u64).then(|| ((i + 1) as u32, off - base))
+        (local && off >= base && off < base + s.Size as u64).then(|| (id, off - base))
     })
 }
 

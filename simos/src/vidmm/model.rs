@@ -58,6 +58,12 @@ impl MemoryModel {
     pub fn segment(&self, id: u32) -> Option<&DXGK_SEGMENTDESCRIPTOR4> {
         self.segments.get(usize::try_from(id).ok()?.checked_sub(1)?)
     }
+
+    /// Segment `id`'s `BaseAddress` (where a local segment starts in VRAM).
+    pub fn segment_base(&self, id: u32) -> Option<u64> {
+        // SAFETY: LARGE_INTEGER's arms are the same 64 bits; any pattern is valid.
+        Some(unsafe { self.segment(id)?.BaseAddress.QuadPart } as u64)
+    }
 }
 
 fn violation(rule: &'static str, status: NTSTATUS, why: String) -> Violation {
