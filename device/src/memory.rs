@@ -117,13 +117,20 @@ struct SysMap {
 /// Default cap on live system-RAM allocations of one [`Memory`] ([`Memory::set_system_cap`]).
 pub const DEFAULT_SYSTEM_CAP: u64 = 1 << 30;
 
-/// Physical memory: system RAM allocations plus VRAM. `Send + Sync`; share it with `Arc`.
-pub struct Memory {
-    sys: RwLock<SysMap>,
+/// The machine's system RAM: one per machine, shared by every device on its bus.
+struct SystemRam {
+    map: RwLock<SysMap>,
     /// Most bytes of system RAM live at once (what the simulated machine has to give).
-    sys_cap: AtomicU64,
+    cap: AtomicU64,
     /// Bytes of system RAM currently allocated (not freed).
-    sys_used: AtomicU64,
+    used: AtomicU64,
+}
+
+/// Physical memory as one device sees it: the machine's system RAM plus the device's own
+/// VRAM. Two devices of one machine share system RAM ([`Memory::sibling`]) but never VRAM:
+/// each board has its own. `Send + Sync`; share it with `Arc`.
+pub struct Memory {
+    sys: Arc<SystemRam>,
     vram: Words,
     vram_size: u64,
 }
@@ -140,16 +147,29 @@ impl Memory {
     /// Memory with `vram_size` bytes of VRAM (rounded down to a whole page) and no system
     /// allocations yet.
     pub fn new(vram_size: u64) -> Arc<Self> {
+        let sys = Arc::new(SystemRam {
+            map: RwLock::new(SysMap {
+                regions: BTreeMap::new(),
+                next: SYSMEM_START,
+            }),
+            cap: AtomicU64::new(DEFAULT_SYSTEM_CAP),
+            used: AtomicU64::new(0),
+        });
+        Self::with_system(sys, vram_size)
+    }
+
+    /// Another device's view of the same machine: this memory's system RAM and a VRAM of
+    /// its own, `vram_size` bytes (rounded down to a whole page).
+    pub fn sibling(&self, vram_size: u64) -> Arc<Self> {
+        Self::with_system(Arc::clone(&self.sys), vram_size)
+    }
+
+    fn with_system(sys: Arc<SystemRam>, vram_size: u64) -> Arc<Self> {
         let vram_size = vram_size - vram_size % PAGE_SIZE;
         let vram = zeroed_words(vram_size).unwrap_or_else(|| Arc::from(Vec::new()));
         let vram_size = (vram.len() as u64).saturating_mul(8);
         Arc::new(Self {
-            sys: RwLock::new(SysMap {
-                regions: BTreeMap::new(),
-                next: SYSMEM_START,
-            }),
-            sys_cap: AtomicU64::new(DEFAULT_SYSTEM_CAP),
-            sys_used: AtomicU64::new(0),
+            sys,
             vram,
             vram_size,
         })
@@ -177,22 +197,22 @@ impl Memory {
     fn sys_read(&self) -> std::sync::RwLockReadGuard<'_, SysMap> {
         // A panic while holding the lock cannot leave the map inconsistent (every mutation is
         // a single insert/remove), so a poisoned lock is still usable.
-        self.sys.read().unwrap_or_else(|e| e.into_inner())
+        self.sys.map.read().unwrap_or_else(|e| e.into_inner())
     }
 
     fn sys_write(&self) -> std::sync::RwLockWriteGuard<'_, SysMap> {
-        self.sys.write().unwrap_or_else(|e| e.into_inner())
+        self.sys.map.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Sets the most bytes of system RAM that may be allocated at once (default
     /// [`DEFAULT_SYSTEM_CAP`]). Allocations beyond it fail, as on a machine out of memory.
     pub fn set_system_cap(&self, bytes: u64) {
-        self.sys_cap.store(bytes, Ordering::Relaxed);
+        self.sys.cap.store(bytes, Ordering::Relaxed);
     }
 
     /// Bytes of system RAM currently allocated.
     pub fn system_used(&self) -> u64 {
-        self.sys_used.load(Ordering::Relaxed)
+        self.sys.used.load(Ordering::Relaxed)
     }
 
     /// Allocates `bytes` of zeroed system RAM aligned to `align` (a power of two; at least a
@@ -216,13 +236,13 @@ impl Memory {
         }
         // Reserve against the cap (under the map lock, so concurrent allocations cannot both
         // pass the check).
-        let used = self.sys_used.load(Ordering::Relaxed);
+        let used = self.sys.used.load(Ordering::Relaxed);
         let total = used.checked_add(len)?;
-        if total > self.sys_cap.load(Ordering::Relaxed) {
+        if total > self.sys.cap.load(Ordering::Relaxed) {
             return None;
         }
         let words = zeroed_words(len)?;
-        self.sys_used.store(total, Ordering::Relaxed);
+        self.sys.used.store(total, Ordering::Relaxed);
         // One unmapped guard page after each allocation.
         map.next = end.checked_add(PAGE_SIZE)?;
         map.regions.insert(bus_addr, Arc::clone(&words));
@@ -241,8 +261,8 @@ impl Memory {
         match map.regions.remove(&bus_addr) {
             Some(words) => {
                 let len = (words.len() as u64).saturating_mul(8);
-                let used = self.sys_used.load(Ordering::Relaxed);
-                self.sys_used
+                let used = self.sys.used.load(Ordering::Relaxed);
+                self.sys.used
                     .store(used.saturating_sub(len), Ordering::Relaxed);
                 true
             }

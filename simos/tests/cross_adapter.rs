@@ -24,6 +24,10 @@ struct Rig {
     d: NativeFence,
     /// Its instance on the iGPU.
     i: NativeFence,
+    /// A queue of the iGPU process that opened `i`.
+    qi: GpuQueue,
+    /// A queue of the dGPU process that created `d`.
+    qd: GpuQueue,
 }
 
 fn rig() -> Rig {
@@ -31,47 +35,47 @@ fn rig() -> Rig {
     m.load_driver().expect("load");
     m.start_adapter(IGPU).expect("start iGPU");
     m.start_adapter(DGPU).expect("start dGPU");
+    // One process per adapter: a queue names only fences open in its own process.
+    let qi = ok(&m, GpuQueue::new(&m, IGPU, 0));
+    let qd = ok(&m, GpuQueue::new(&m, DGPU, 0));
     let d = ok(
         &m,
         m.create_native_fence(
             DGPU,
-            ProcessId(1),
+            qd.pid(),
             NativeFenceDesc {
                 shareable: true,
                 ..Default::default()
             },
         ),
     );
-    let i = ok(
-        &m,
-        m.open_native_fence_cross_adapter(&d, IGPU, ProcessId(1)),
-    );
+    let i = ok(&m, m.open_native_fence_cross_adapter(&d, IGPU, qi.pid()));
     assert_eq!(d.monitored_value(), 0);
     assert_eq!(i.monitored_value(), 0);
-    Rig { m, d, i }
+    Rig { m, d, i, qi, qd }
 }
 
 /// An iGPU queue blocked on FENCE_WAIT(hFence, 10), followed by a signal of a private fence
 /// that shows the queue went on.
-fn igpu_gpu_wait(r: &Rig) -> (GpuQueue, NativeFence) {
+fn igpu_gpu_wait(r: &mut Rig) -> NativeFence {
     let m = &r.m;
+    let q = &mut r.qi;
     let after = ok(
         m,
-        m.create_native_fence(IGPU, ProcessId(1), NativeFenceDesc::default()),
+        m.create_native_fence(IGPU, q.pid(), NativeFenceDesc::default()),
     );
-    let mut q = ok(m, GpuQueue::new(m, IGPU, 0));
     // "The UMD inserts a wait for hFence CurrentValue == 10 in the command buffer."
     ok(m, q.wait(&r.i, 10));
     ok(m, q.signal(&after, 1));
     ok(m, q.kick());
     ok(m, m.run_until_idle());
     assert!(!q.drained(), "the iGPU queue must block");
-    (q, after)
+    after
 }
 
-fn dgpu_gpu_signal(r: &Rig) {
+fn dgpu_gpu_signal(r: &mut Rig) {
     let m = &r.m;
-    let mut q = ok(m, GpuQueue::new(m, DGPU, 0));
+    let q = &mut r.qd;
     // "The UMD inserts a signal hFence CurrentValue = 10 in the command buffer."
     ok(m, q.signal(&r.d, 10));
     ok(m, q.kick());
@@ -109,11 +113,11 @@ fn dgpu_cpu_signal(r: &Rig) {
 /// NF-18 scenario 1, iGPU WaitFromGPU – dGPU SignalFromGpu.
 #[test]
 fn nf_18_s1_igpu_gpu_wait_dgpu_gpu_signal() {
-    let r = rig();
-    let (q, after) = igpu_gpu_wait(&r);
-    dgpu_gpu_signal(&r);
+    let mut r = rig();
+    let after = igpu_gpu_wait(&mut r);
+    dgpu_gpu_signal(&mut r);
     // "The KMD rescans the runlist to unblock the HW channel waiting on hFence."
-    assert!(q.drained(), "iGPU queue still blocked");
+    assert!(r.qi.drained(), "iGPU queue still blocked; {:?} {:?}", r.m.ums_events(IGPU), r.m.fault());
     assert_eq!(after.current_value(), 1);
     assert!(r.m.bugcheck().is_none());
 }
@@ -121,23 +125,23 @@ fn nf_18_s1_igpu_gpu_wait_dgpu_gpu_signal() {
 /// NF-18 scenario 1, iGPU WaitFromGPU – dGPU SignalFromCpu.
 #[test]
 fn nf_18_s1_igpu_gpu_wait_dgpu_cpu_signal() {
-    let r = rig();
-    let (q, after) = igpu_gpu_wait(&r);
+    let mut r = rig();
+    let after = igpu_gpu_wait(&mut r);
     dgpu_cpu_signal(&r);
-    assert!(q.drained(), "iGPU queue still blocked");
+    assert!(r.qi.drained(), "iGPU queue still blocked; {:?} {:?}", r.m.ums_events(IGPU), r.m.fault());
     assert_eq!(after.current_value(), 1);
 }
 
 /// NF-18 scenario 1, iGPU WaitFromCPU – dGPU SignalFromGpu.
 #[test]
 fn nf_18_s1_igpu_cpu_wait_dgpu_gpu_signal() {
-    let r = rig();
+    let mut r = rig();
     // "The runtime calls D3DKMTWaitForSynchronizationObjectFromCpu; VidSch tracks the object
     // in its native-fence CPU wait list."
     let e = ok(&r.m, r.m.wait_native_fence_event(&r.i, 10));
     assert_eq!(r.i.pending_waits(), vec![10]);
     assert_eq!(r.i.monitored_value(), 0, "held at 0 with a waiter too");
-    dgpu_gpu_signal(&r);
+    dgpu_gpu_signal(&mut r);
     // "VidSch unblocks the CPU wait by signalling the KEVENT."
     assert_eq!(e.wait(Duration::ZERO), Some(WaitOutcome::Satisfied));
 }
@@ -166,6 +170,10 @@ struct Rig2 {
     m: Machine,
     d: NativeFence,
     i: MonitoredFence,
+    /// A queue of the iGPU process that opened `i`.
+    qi: GpuQueue,
+    /// A queue of the dGPU process that created `d`.
+    qd: GpuQueue,
 }
 
 fn rig2() -> Rig2 {
@@ -178,11 +186,13 @@ fn rig2() -> Rig2 {
         "iGPU must lack native fences"
     );
     assert!(m.native_fence_caps(DGPU).is_some());
+    let qi = ok(&m, GpuQueue::new(&m, IGPU, 0));
+    let qd = ok(&m, GpuQueue::new(&m, DGPU, 0));
     let d = ok(
         &m,
         m.create_native_fence(
             DGPU,
-            ProcessId(1),
+            qd.pid(),
             NativeFenceDesc {
                 shareable: true,
                 ..Default::default()
@@ -190,26 +200,26 @@ fn rig2() -> Rig2 {
         ),
     );
     assert!(
-        m.open_native_fence_cross_adapter(&d, IGPU, ProcessId(1))
+        m.open_native_fence_cross_adapter(&d, IGPU, qi.pid())
             .is_err(),
         "no native fences on the iGPU"
     );
-    let i = ok(&m, m.open_native_fence_as_monitored(&d, IGPU));
+    let i = ok(&m, m.open_native_fence_as_monitored(&d, IGPU, qi.pid()));
     assert_eq!(i.gpu_va(), d.current_value_gpu(), "one CurrentValue");
     assert_eq!(
         d.monitored_value(),
         0,
         "held at 0: every dGPU signal interrupts"
     );
-    Rig2 { m, d, i }
+    Rig2 { m, d, i, qi, qd }
 }
 
 /// iGPU WaitFromGPU in scenario 2a: D3DKMTWaitForSynchronizationObjectFromGpu; VidSch holds
 /// the iGPU context (its work is written but not submitted) until the value is reached.
-fn s2a_igpu_gpu_wait(r: &Rig2) -> (GpuQueue, MonitoredFence, SimEvent) {
+fn s2a_igpu_gpu_wait(r: &mut Rig2) -> (MonitoredFence, SimEvent) {
     let m = &r.m;
-    let after = ok(m, m.create_monitored_fence(IGPU, ProcessId(1), 0));
-    let mut q = ok(m, GpuQueue::new(m, IGPU, 0));
+    let q = &mut r.qi;
+    let after = ok(m, m.create_monitored_fence(IGPU, q.pid(), 0));
     ok(m, q.signal_monitored(&after, 1));
     let k = q.kicker();
     let e = ok(
@@ -224,7 +234,7 @@ fn s2a_igpu_gpu_wait(r: &Rig2) -> (GpuQueue, MonitoredFence, SimEvent) {
         "tracked in the monitored-fence wait list"
     );
     assert_eq!(after.value(), 0, "the held context did not run");
-    (q, after, e)
+    (after, e)
 }
 
 /// NF-18 scenario 2a, iGPU WaitFromGPU – dGPU SignalFromGpu: the dGPU's signal interrupts
@@ -232,15 +242,14 @@ fn s2a_igpu_gpu_wait(r: &Rig2) -> (GpuQueue, MonitoredFence, SimEvent) {
 /// wait list and resumes the software context.
 #[test]
 fn nf_18_s2a_igpu_gpu_wait_dgpu_gpu_signal() {
-    let r = rig2();
-    let (q, after, e) = s2a_igpu_gpu_wait(&r);
-    let mut dq = ok(&r.m, GpuQueue::new(&r.m, DGPU, 0));
-    ok(&r.m, dq.signal(&r.d, 10));
-    ok(&r.m, dq.kick());
+    let mut r = rig2();
+    let (after, e) = s2a_igpu_gpu_wait(&mut r);
+    ok(&r.m, r.qd.signal(&r.d, 10));
+    ok(&r.m, r.qd.kick());
     ok(&r.m, r.m.run_until_idle());
     assert!(r.m.interrupt_counts(DGPU).0 >= 1);
     assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
-    assert!(q.drained(), "the resumed iGPU context did not run");
+    assert!(r.qi.drained(), "the resumed iGPU context did not run");
     assert_eq!(after.value(), 1);
     assert!(r.m.bugcheck().is_none());
 }
@@ -248,12 +257,12 @@ fn nf_18_s2a_igpu_gpu_wait_dgpu_gpu_signal() {
 /// NF-18 scenario 2a, iGPU WaitFromGPU – dGPU SignalFromCpu.
 #[test]
 fn nf_18_s2a_igpu_gpu_wait_dgpu_cpu_signal() {
-    let r = rig2();
-    let (q, after, e) = s2a_igpu_gpu_wait(&r);
+    let mut r = rig2();
+    let (after, e) = s2a_igpu_gpu_wait(&mut r);
     ok(&r.m, r.m.signal_native_fence_from_cpu(&r.d, 10));
     ok(&r.m, r.m.run_until_idle());
     assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
-    assert!(q.drained());
+    assert!(r.qi.drained());
     assert_eq!(after.value(), 1);
 }
 
@@ -261,15 +270,14 @@ fn nf_18_s2a_igpu_gpu_wait_dgpu_cpu_signal() {
 /// monitored-fence CPU wait list; the propagated signal releases it (the KEVENT).
 #[test]
 fn nf_18_s2a_igpu_cpu_wait_dgpu_gpu_signal() {
-    let r = rig2();
+    let mut r = rig2();
     let e = ok(&r.m, r.m.wait_monitored_fence_event(&r.i, 10));
-    let mut dq = ok(&r.m, GpuQueue::new(&r.m, DGPU, 0));
-    ok(&r.m, dq.signal(&r.d, 9));
-    ok(&r.m, dq.kick());
+    ok(&r.m, r.qd.signal(&r.d, 9));
+    ok(&r.m, r.qd.kick());
     ok(&r.m, r.m.run_until_idle());
     assert_eq!(e.outcome(), None, "9 < 10");
-    ok(&r.m, dq.signal(&r.d, 10));
-    ok(&r.m, dq.kick());
+    ok(&r.m, r.qd.signal(&r.d, 10));
+    ok(&r.m, r.qd.kick());
     ok(&r.m, r.m.run_until_idle());
     assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
 }
@@ -284,19 +292,19 @@ fn nf_18_s2a_igpu_cpu_wait_dgpu_cpu_signal() {
 }
 
 /// dGPU WaitFromGpu in scenario 2b: a dGPU queue blocked on FENCE_WAIT(hFence, 10).
-fn s2b_dgpu_gpu_wait(r: &Rig2) -> (GpuQueue, NativeFence) {
+fn s2b_dgpu_gpu_wait(r: &mut Rig2) -> NativeFence {
     let m = &r.m;
+    let q = &mut r.qd;
     let after = ok(
         m,
-        m.create_native_fence(DGPU, ProcessId(1), NativeFenceDesc::default()),
+        m.create_native_fence(DGPU, q.pid(), NativeFenceDesc::default()),
     );
-    let mut q = ok(m, GpuQueue::new(m, DGPU, 0));
     ok(m, q.wait(&r.d, 10));
     ok(m, q.signal(&after, 1));
     ok(m, q.kick());
     ok(m, m.run_until_idle());
     assert!(!q.drained(), "the dGPU queue must block");
-    (q, after)
+    after
 }
 
 /// NF-18 scenario 2b, iGPU SignalFromGPU – dGPU WaitFromGpu: the software packet reaches the
@@ -304,8 +312,8 @@ fn s2b_dgpu_gpu_wait(r: &Rig2) -> (GpuQueue, NativeFence) {
 /// (NotificationOnly), whose KMD rescans its runlist.
 #[test]
 fn nf_18_s2b_igpu_gpu_signal_dgpu_gpu_wait() {
-    let r = rig2();
-    let (q, after) = s2b_dgpu_gpu_wait(&r);
+    let mut r = rig2();
+    let after = s2b_dgpu_gpu_wait(&mut r);
     let ucv = r.m.native_fence_counts(DGPU).1;
     ok(&r.m, r.m.signal_monitored_fence_from_gpu(&r.i, 10));
     assert_eq!(
@@ -314,18 +322,18 @@ fn nf_18_s2b_igpu_gpu_signal_dgpu_gpu_wait() {
         "no NotificationOnly"
     );
     ok(&r.m, r.m.run_until_idle());
-    assert!(q.drained(), "the dGPU wait was not released");
+    assert!(r.qd.drained(), "the dGPU wait was not released");
     assert_eq!(after.current_value(), 1);
 }
 
 /// NF-18 scenario 2b, iGPU SignalFromCPU – dGPU WaitFromGpu.
 #[test]
 fn nf_18_s2b_igpu_cpu_signal_dgpu_gpu_wait() {
-    let r = rig2();
-    let (q, after) = s2b_dgpu_gpu_wait(&r);
+    let mut r = rig2();
+    let after = s2b_dgpu_gpu_wait(&mut r);
     ok(&r.m, r.m.signal_monitored_fence_from_cpu(&r.i, 10));
     ok(&r.m, r.m.run_until_idle());
-    assert!(q.drained());
+    assert!(r.qd.drained());
     assert_eq!(after.current_value(), 1);
 }
 
@@ -363,17 +371,17 @@ fn nf_18_monitored_fence_opens_as_native() {
     m.load_driver().expect("load");
     m.start_adapter(IGPU).expect("start iGPU");
     m.start_adapter(DGPU).expect("start dGPU");
+    let mut dq = ok(&m, GpuQueue::new(&m, DGPU, 0));
     let i = ok(&m, m.create_monitored_fence(IGPU, ProcessId(1), 0));
-    let d = ok(&m, m.open_monitored_fence_as_native(&i, DGPU, ProcessId(1)));
+    let d = ok(&m, m.open_monitored_fence_as_native(&i, DGPU, dq.pid()));
     assert_eq!(d.current_value_gpu(), i.gpu_va());
     assert_eq!(d.monitored_value(), 0);
     let e = ok(&m, m.wait_monitored_fence_event(&i, 5));
-    let mut dq = ok(&m, GpuQueue::new(&m, DGPU, 0));
     ok(&m, dq.signal(&d, 5));
     ok(&m, dq.wait(&d, 6));
     let after = ok(
         &m,
-        m.create_native_fence(DGPU, ProcessId(1), NativeFenceDesc::default()),
+        m.create_native_fence(DGPU, dq.pid(), NativeFenceDesc::default()),
     );
     ok(&m, dq.signal(&after, 1));
     ok(&m, dq.kick());

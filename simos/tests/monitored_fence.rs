@@ -45,8 +45,8 @@ fn mf_01_create_and_cpu_signal_without_native_fences() {
 #[test]
 fn mf_04_legacy_waits_released_by_the_dpc_scan() {
     let m = legacy_machine(Mode::Step);
-    let f = ok(&m, m.create_monitored_fence(0, ProcessId(1), 0));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = ok(&m, m.create_monitored_fence(0, q.pid(), 0));
     let e = ok(&m, m.wait_monitored_fence_event(&f, 2));
     ok(&m, q.signal_monitored(&f, 1));
     ok(&m, q.kick());
@@ -76,8 +76,8 @@ fn mf_04_legacy_waits_released_by_the_dpc_scan() {
 #[test]
 fn mf_04_legacy_blocking_waits_threaded() {
     let m = legacy_machine(Mode::Threaded);
-    let f = ok(&m, m.create_monitored_fence(0, ProcessId(1), 0));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = ok(&m, m.create_monitored_fence(0, q.pid(), 0));
     for v in 1..=30u64 {
         ok(&m, q.signal_monitored(&f, v));
         ok(&m, q.kick());

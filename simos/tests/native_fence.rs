@@ -39,16 +39,23 @@ fn step_array_reports() -> Machine {
     started(array_reports(Mode::Step))
 }
 
-fn fence(m: &Machine, initial: u64) -> NativeFence {
+/// A fence of `pid` on adapter 0 (a queue names only fences open in its own process).
+fn fence(m: &Machine, pid: ProcessId, initial: u64) -> NativeFence {
     m.create_native_fence(
         0,
-        P1,
+        pid,
         NativeFenceDesc {
             initial,
             ..Default::default()
         },
     )
     .expect("create")
+}
+
+/// Interrupts adapter `i` took so far: tests compare against a count taken after set-up,
+/// since mapping a process's queues and fences (paging) interrupts too.
+fn isr_count(m: &Machine, i: usize) -> u64 {
+    m.interrupt_counts(i).0
 }
 
 fn fence_reports(m: &Machine, i: usize) -> Vec<Option<Vec<usize>>> {
@@ -76,7 +83,7 @@ fn nf_11_caps_queried_at_start() {
 #[test]
 fn nf_02_monitored_value_tracks_lowest_waiter() {
     let m = step();
-    let f = fence(&m, 0);
+    let f = fence(&m, P1, 0);
     assert_eq!(f.monitored_value(), u64::MAX, "no waiter");
     let e10 = ok(&m, m.wait_native_fence_event(&f, 10));
     assert_eq!(f.monitored_value(), 9);
@@ -102,8 +109,10 @@ fn nf_02_monitored_value_tracks_lowest_waiter() {
 #[test]
 fn nf_04_gpu_signal_releases_wait_and_advances_monitored_value() {
     let m = step_array_reports();
-    let f = fence(&m, 0);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = fence(&m, q.pid(), 0);
+    ok(&m, m.run_until_idle());
+    let base = isr_count(&m, 0);
     let e3 = ok(&m, m.wait_native_fence_event(&f, 3));
     let e9 = ok(&m, m.wait_native_fence_event(&f, 9));
     assert_eq!(f.monitored_value(), 2);
@@ -116,8 +125,7 @@ fn nf_04_gpu_signal_releases_wait_and_advances_monitored_value() {
     assert_eq!(f.monitored_value(), 8, "advanced to the next waiter − 1");
     let reports = fence_reports(&m, 0);
     assert_eq!(reports, vec![Some(vec![f.global_handle()])]);
-    let (isr, _) = m.interrupt_counts(0);
-    assert_eq!(isr, 1, "exactly one interrupt");
+    assert_eq!(isr_count(&m, 0) - base, 1, "exactly one interrupt");
 }
 
 /// NF-03: GPU signals of a fence nobody waits on raise no interrupt at all (MonitoredValue is
@@ -126,8 +134,10 @@ fn nf_04_gpu_signal_releases_wait_and_advances_monitored_value() {
 #[test]
 fn nf_03_no_waiter_no_interrupt_one_waiter_one_interrupt() {
     let m = step_array_reports();
-    let f = fence(&m, 0);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = fence(&m, q.pid(), 0);
+    ok(&m, m.run_until_idle());
+    let base = isr_count(&m, 0);
     for v in 1..=40 {
         ok(&m, q.signal(&f, v));
     }
@@ -135,7 +145,7 @@ fn nf_03_no_waiter_no_interrupt_one_waiter_one_interrupt() {
     ok(&m, m.run_until_idle());
     assert!(q.drained());
     assert_eq!(f.current_value(), 40);
-    assert_eq!(m.interrupt_counts(0).0, 0, "no waiter, no interrupt");
+    assert_eq!(isr_count(&m, 0) - base, 0, "no waiter, no interrupt");
     assert!(fence_reports(&m, 0).is_empty());
     // One waiter at 60: signals 41..=59 stay silent, 60 interrupts, 61..=80 are silent again
     // (nobody waits any more).
@@ -146,7 +156,7 @@ fn nf_03_no_waiter_no_interrupt_one_waiter_one_interrupt() {
     ok(&m, q.kick());
     ok(&m, m.run_until_idle());
     assert!(e.is_signaled());
-    assert_eq!(m.interrupt_counts(0).0, 1, "exactly the needed interrupt");
+    assert_eq!(isr_count(&m, 0) - base, 1, "exactly the needed interrupt");
     assert_eq!(fence_reports(&m, 0), vec![Some(vec![f.global_handle()])]);
     assert_eq!(f.monitored_value(), u64::MAX);
 }
@@ -159,8 +169,8 @@ fn nf_05_packing_per_process_and_shareable_pages() {
     let m = step();
     let stride = u64::from(m.native_fence_caps(0).expect("caps").MonitoredValueStride);
     let page = |a: u64| a & !0xFFF;
-    let a = fence(&m, 0);
-    let b = fence(&m, 0);
+    let a = fence(&m, P1, 0);
+    let b = fence(&m, P1, 0);
     assert_eq!(page(a.current_value_gpu()), page(b.current_value_gpu()));
     assert_eq!(b.current_value_gpu() - a.current_value_gpu(), stride);
     assert_eq!(page(a.monitored_value_gpu()), page(b.monitored_value_gpu()));
@@ -177,7 +187,7 @@ fn nf_05_packing_per_process_and_shareable_pages() {
             },
         ),
     );
-    let c = fence(&m, 0);
+    let c = fence(&m, P1, 0);
     let other = ok(&m, m.create_native_fence(0, P2, NativeFenceDesc::default()));
     let pages_of = |f: &NativeFence| [page(f.current_value_gpu()), page(f.monitored_value_gpu())];
     for f in [&a, &b, &c, &other] {
@@ -212,7 +222,10 @@ fn spied(cfg: MachineConfig) -> Machine {
 #[test]
 fn nf_07_update_at_device_irql_and_resample_after() {
     let m = spied(identity_space(MachineConfig::single(Mode::Step)));
-    let f = fence(&m, 0);
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = fence(&m, q.pid(), 0);
+    ok(&m, m.run_until_idle());
+    let base = isr_count(&m, 0);
     let mem = m.memory().clone();
     let cv = f.current_value_gpu();
     // The GPU's write lands inside the OS's update (before the new MonitoredValue is
@@ -225,7 +238,7 @@ fn nf_07_update_at_device_irql_and_resample_after() {
         e.is_signaled(),
         "the resample after the update must release it"
     );
-    assert_eq!(m.interrupt_counts(0).0, 0);
+    assert_eq!(isr_count(&m, 0), base);
     assert_eq!(
         f.monitored_value(),
         u64::MAX,
@@ -236,7 +249,6 @@ fn nf_07_update_at_device_irql_and_resample_after() {
     assert_eq!(calls[0].fences, vec![(f.global_handle(), 4)]);
     assert_eq!(calls[1].fences, vec![(f.global_handle(), u64::MAX)]);
     // And the DPC-time updates (NF-04) follow the same rule.
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let e = ok(&m, m.wait_native_fence_event(&f, 9));
     ok(&m, q.signal(&f, 9));
     ok(&m, q.kick());
@@ -296,7 +308,7 @@ fn nf_13_handle_walkthrough_and_out_of_order_refusal() {
     let st = ok(&m, m.ddi_destroy_native_fence(a.global_handle()));
     assert!(st < 0, "second Destroy accepted: {st:#x}");
     assert!(m.open_native_fence(&a, P1).is_err(), "open after destroy");
-    let private = fence(&m, 0);
+    let private = fence(&m, P1, 0);
     assert!(
         m.open_native_fence(&private, P2).is_err(),
         "another process opened a non-shareable fence"
@@ -310,9 +322,9 @@ fn nf_13_handle_walkthrough_and_out_of_order_refusal() {
 #[test]
 fn nf_14_destroyed_fence_with_queued_signal_no_bugcheck() {
     let m = step();
-    let f = fence(&m, 0);
-    let keep = fence(&m, 0);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = fence(&m, q.pid(), 0);
+    let keep = fence(&m, q.pid(), 0);
     let e = ok(&m, m.wait_native_fence_event(&f, 1));
     assert_eq!(f.monitored_value(), 0);
     ok(&m, q.signal(&f, 1));
@@ -347,9 +359,11 @@ fn nf_14_destroyed_fence_with_queued_signal_no_bugcheck() {
 #[test]
 fn nf_17_cpu_signal_releases_gpu_wait() {
     let m = step();
-    let f = fence(&m, 0);
-    let g = fence(&m, 0);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = fence(&m, q.pid(), 0);
+    let g = fence(&m, q.pid(), 0);
+    ok(&m, m.run_until_idle());
+    let base = isr_count(&m, 0);
     ok(&m, q.wait(&f, 5));
     ok(&m, q.signal(&g, 1));
     ok(&m, q.kick());
@@ -364,7 +378,7 @@ fn nf_17_cpu_signal_releases_gpu_wait() {
     ok(&m, m.run_until_idle());
     assert!(q.drained());
     assert_eq!(g.current_value(), 1, "the signal after the wait landed");
-    assert_eq!(m.interrupt_counts(0).0, 0, "no CPU round trip");
+    assert_eq!(isr_count(&m, 0), base, "no CPU round trip");
 }
 
 /// NF-16: a cross-adapter fence (shareable, TYPE_DEFAULT) opened on the second adapter: both
@@ -378,8 +392,10 @@ fn nf_16_notification_only_unblocks_second_adapter() {
         shareable: true,
         ..Default::default()
     };
-    let f0 = ok(&m, m.create_native_fence(0, P1, shared));
-    let f1 = ok(&m, m.open_native_fence_cross_adapter(&f0, 1, P2));
+    let mut q0 = ok(&m, GpuQueue::new(&m, 0, 0));
+    let mut q1 = ok(&m, GpuQueue::new(&m, 1, 0));
+    let f0 = ok(&m, m.create_native_fence(0, q0.pid(), shared));
+    let f1 = ok(&m, m.open_native_fence_cross_adapter(&f0, 1, q1.pid()));
     assert_eq!(
         f0.current_value_gpu(),
         f1.current_value_gpu(),
@@ -388,8 +404,7 @@ fn nf_16_notification_only_unblocks_second_adapter() {
     assert_ne!(f0.global_handle(), f1.global_handle());
     assert_eq!(f0.monitored_value(), 0, "held at 0 on the first adapter");
     assert_eq!(f1.monitored_value(), 0, "held at 0 on the second adapter");
-    let done = ok(&m, m.create_native_fence(1, P2, NativeFenceDesc::default()));
-    let mut q1 = ok(&m, GpuQueue::new(&m, 1, 0));
+    let done = ok(&m, m.create_native_fence(1, q1.pid(), NativeFenceDesc::default()));
     ok(&m, q1.wait(&f1, 2));
     ok(&m, q1.signal(&done, 1));
     ok(&m, q1.kick());
@@ -409,7 +424,6 @@ fn nf_16_notification_only_unblocks_second_adapter() {
     ok(&m, q1.wait(&f1, 3));
     ok(&m, q1.signal(&done, 2));
     ok(&m, q1.kick());
-    let mut q0 = ok(&m, GpuQueue::new(&m, 0, 0));
     ok(&m, q0.signal(&f0, 3));
     ok(&m, q0.kick());
     ok(&m, m.run_until_idle());
@@ -441,8 +455,8 @@ fn nf_16_notification_only_unblocks_second_adapter() {
 #[test]
 fn mf_04_blocking_and_event_waits_step() {
     let m = step();
-    let f = fence(&m, 0);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = fence(&m, q.pid(), 0);
     ok(&m, q.signal(&f, 2));
     ok(&m, q.kick());
     let r = ok(&m, m.wait_native_fence(&f, 2, Duration::from_secs(5)));
@@ -469,8 +483,8 @@ fn mf_04_blocking_and_event_waits_step() {
 #[test]
 fn mf_04_blocking_and_event_waits_threaded() {
     let m = started(identity_space(MachineConfig::single(Mode::Threaded)));
-    let f = fence(&m, 0);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = fence(&m, q.pid(), 0);
     for v in 1..=100u64 {
         let ev = ok(&m, m.wait_native_fence_event(&f, 2 * v));
         ok(&m, q.signal(&f, 2 * v - 1));
@@ -502,11 +516,11 @@ fn mf_04_blocking_and_event_waits_threaded() {
 #[test]
 fn nf_15_inexact_device_reports_null_and_the_scan_releases() {
     let m = started(identity_space(MachineConfig::igpu_dgpu(Mode::Step)));
-    let f = ok(&m, m.create_native_fence(0, P1, NativeFenceDesc::default()));
-    let other = ok(&m, m.create_native_fence(0, P1, NativeFenceDesc::default()));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = ok(&m, m.create_native_fence(0, q.pid(), NativeFenceDesc::default()));
+    let other = ok(&m, m.create_native_fence(0, q.pid(), NativeFenceDesc::default()));
     let e = ok(&m, m.wait_native_fence_event(&f, 1));
     let eo = ok(&m, m.wait_native_fence_event(&other, 1));
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     ok(&m, q.signal(&f, 1));
     ok(&m, q.kick());
     ok(&m, m.run_until_idle());
@@ -529,12 +543,12 @@ fn nf_15_inexact_device_reports_null_and_the_scan_releases() {
 fn nf_15_burst_of_waited_signals_none_lost() {
     let m = step();
     let n = 600u64;
-    let fences: Vec<NativeFence> = (0..n).map(|_| fence(&m, 0)).collect();
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let fences: Vec<NativeFence> = (0..n).map(|_| fence(&m, q.pid(), 0)).collect();
     let events: Vec<_> = fences
         .iter()
         .map(|f| ok(&m, m.wait_native_fence_event(f, 1)))
         .collect();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     for chunk in fences.chunks(96) {
         let drained = ok(&m, m.run_until(10_000, Duration::ZERO, |_| q.drained()));
         assert!(drained);
@@ -561,10 +575,10 @@ fn nf_15_burst_of_waited_signals_none_lost() {
 #[test]
 fn nf_13_stop_with_live_fences_threaded() {
     let mut m = started(identity_space(MachineConfig::single(Mode::Threaded)));
-    let f = fence(&m, 0);
-    let g = ok(&m, m.open_native_fence(&f, P1));
-    let e = ok(&m, m.wait_native_fence_event(&f, 1_000_000));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = fence(&m, q.pid(), 0);
+    let g = ok(&m, m.open_native_fence(&f, q.pid()));
+    let e = ok(&m, m.wait_native_fence_event(&f, 1_000_000));
     for v in 1..=50 {
         ok(&m, q.signal(&f, v));
     }
@@ -576,7 +590,7 @@ fn nf_13_stop_with_live_fences_threaded() {
     assert!(m.fault().is_none(), "{:?}", m.fault());
     let r = m.start_adapter(0);
     assert!(r.is_ok(), "{r:?}");
-    let h = fence(&m, 0);
+    let h = fence(&m, P1, 0);
     ok(&m, m.signal_native_fence_from_cpu(&h, 1));
     assert_eq!(h.current_value(), 1);
 }
@@ -606,7 +620,7 @@ fn nf_04_dpc_rearms_fences_in_one_batched_update() {
     })
     .expect("load");
     m.start_adapter(0).expect("start");
-    let fs: Vec<NativeFence> = (0..4).map(|_| fence(&m, 0)).collect();
+    let fs: Vec<NativeFence> = (0..4).map(|_| fence(&m, P1, 0)).collect();
     let es: Vec<_> = fs
         .iter()
         .map(|f| ok(&m, m.wait_native_fence_event(f, 1)))
@@ -645,8 +659,12 @@ fn nf_04_dpc_rearms_fences_in_one_batched_update() {
 #[test]
 fn gpu_fixture_queues_share_the_engine_with_the_kmds_queues() {
     let m = step();
-    let f = fence(&m, 0);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let shared = NativeFenceDesc {
+        shareable: true,
+        ..Default::default()
+    };
+    let f = ok(&m, m.create_native_fence(0, q.pid(), shared));
     let p = ok(&m, m.create_process(0));
     let cfg = QueueConfig {
         ring_size: 4096,
@@ -655,6 +673,7 @@ fn gpu_fixture_queues_share_the_engine_with_the_kmds_queues() {
     };
     let mut uq = UserQueue::new(m.kmt(&p), &cfg).expect("UMD user-mode queue");
     let mut q2 = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f2 = ok(&m, m.open_native_fence(&f, q2.pid()));
     let ids = [q.queue_id(), uq.queue_id(), q2.queue_id()];
     assert!(
         ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2],
@@ -677,8 +696,8 @@ fn gpu_fixture_queues_share_the_engine_with_the_kmds_queues() {
     ok(&m, q.signal(&f, 1));
     ok(&m, q.kick());
     let v = uq.submit(&[Command::Nop { len: 1 }]).expect("submit");
-    ok(&m, q2.wait(&f, 1));
-    ok(&m, q2.signal(&f, 2));
+    ok(&m, q2.wait(&f2, 1));
+    ok(&m, q2.signal(&f2, 2));
     ok(&m, q2.kick());
     ok(&m, m.run_until_idle());
     assert!(q.drained() && q2.drained());

@@ -48,7 +48,11 @@ fn in_vram(gpu: u64) -> bool {
 #[test]
 fn nf_06_intra_gpu_fence_lives_in_vram_and_gpu_signal_wait_work() {
     let m = started(identity_space(MachineConfig::single(Mode::Step)));
-    let f = create(&m, P1, true, false);
+    // Queues of two processes: the fence is shared between them.
+    let mut qa = ok(&m, GpuQueue::new(&m, 0, 0));
+    let mut qb = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = create(&m, qa.pid(), true, true);
+    let fb = ok(&m, m.open_native_fence(&f, qb.pid()));
     assert!(f.current_value_is_local() && f.monitored_value_is_local());
     assert!(
         in_vram(f.current_value_gpu()),
@@ -64,13 +68,11 @@ fn nf_06_intra_gpu_fence_lives_in_vram_and_gpu_signal_wait_work() {
     );
     assert_eq!(f.monitored_value(), u64::MAX);
     // GPU wait on queue A, signal from queue B.
-    let mut qa = ok(&m, GpuQueue::new(&m, 0, 0));
-    let mut qb = ok(&m, GpuQueue::new(&m, 0, 0));
     ok(&m, qa.wait(&f, 5));
     ok(&m, qa.kick());
     ok(&m, m.run_until_idle());
     assert!(!qa.drained(), "the wait must block until the signal");
-    ok(&m, qb.signal(&f, 5));
+    ok(&m, qb.signal(&fb, 5));
     ok(&m, qb.kick());
     ok(&m, m.run_until_idle());
     assert!(qa.drained(), "GPU wait on a VRAM fence not released");
@@ -100,10 +102,10 @@ fn nf_06_cpu_wait_and_signal_only_on_system_memory_fences() {
         m.signal_native_fence_from_cpu(&intra, 1),
         Err(SimError::Simulation(s)) if s.contains("NF-06")
     ));
-    let d = create(&m, P1, false, false);
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let d = create(&m, q.pid(), false, false);
     assert!(!d.current_value_is_local() && !d.monitored_value_is_local());
     assert!(d.current_value_gpu() < SYSMEM_LIMIT);
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     ok(&m, q.signal(&d, 3));
     ok(&m, q.kick());
     let r = ok(&m, m.wait_native_fence(&d, 3, Duration::from_secs(5)));
@@ -118,8 +120,9 @@ fn nf_06_cpu_wait_and_signal_only_on_system_memory_fences() {
 fn nf_06_vram_fence_values_packed_per_process() {
     let m = started(identity_space(MachineConfig::single(Mode::Step)));
     let stride = u64::from(m.native_fence_caps(0).expect("caps").MonitoredValueStride);
-    let a = create(&m, P1, true, false);
-    let b = create(&m, P1, true, false);
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let a = create(&m, q.pid(), true, false);
+    let b = create(&m, q.pid(), true, false);
     assert_eq!(b.current_value_gpu(), a.current_value_gpu() + stride);
     assert_eq!(b.monitored_value_gpu(), a.monitored_value_gpu() + stride);
     assert_eq!(m.native_fence_local_pages(0), 2);
@@ -137,7 +140,6 @@ fn nf_06_vram_fence_values_packed_per_process() {
     assert_eq!(s2.current_value_gpu(), s.current_value_gpu());
     ok(&m, m.destroy_native_fence(&s2));
     // Two GPU signals through neighbouring slots stay apart.
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     ok(&m, q.signal(&a, 7));
     ok(&m, q.signal(&b, 9));
     ok(&m, q.kick());

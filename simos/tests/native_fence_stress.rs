@@ -73,13 +73,19 @@ fn run(seed: u64, nfences: usize, steps: usize) {
     m.load_driver().expect("load");
     m.start_adapter(0).expect("start");
     let mut rng = Rng(seed | 1);
+    // Each queue is a process of its own; a fence a queue signals is that process's.
+    let mut queues = [
+        ok(&m, GpuQueue::new(&m, 0, 0)),
+        ok(&m, GpuQueue::new(&m, 0, 1)),
+    ];
+    let owners = [queues[0].pid(), queues[1].pid(), ProcessId(3)];
     let mut fences: Vec<F> = (0..nfences)
         .map(|i| F {
             fence: ok(
                 &m,
                 m.create_native_fence(
                     0,
-                    ProcessId(1 + (i % 3) as u32),
+                    owners[i % 3],
                     NativeFenceDesc {
                         shareable: i % 7 == 0,
                         ..Default::default()
@@ -94,10 +100,6 @@ fn run(seed: u64, nfences: usize, steps: usize) {
             queued: 0,
         })
         .collect();
-    let mut queues = [
-        ok(&m, GpuQueue::new(&m, 0, 0)),
-        ok(&m, GpuQueue::new(&m, 0, 1)),
-    ];
     let mut waits: Vec<(usize, u64, SimEvent)> = Vec::new();
     for _ in 0..steps {
         match rng.below(10) {
@@ -187,15 +189,15 @@ fn nf_09_threaded_concurrent_waiters() {
     let mut m = Machine::new(identity_space(MachineConfig::single(Mode::Threaded)));
     m.load_driver().expect("load");
     m.start_adapter(0).expect("start");
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let fences: Vec<NativeFence> = (0..4)
         .map(|_| {
             ok(
                 &m,
-                m.create_native_fence(0, ProcessId(1), NativeFenceDesc::default()),
+                m.create_native_fence(0, q.pid(), NativeFenceDesc::default()),
             )
         })
         .collect();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     const TOP: u64 = 200;
     std::thread::scope(|s| {
         for t in 0..4u64 {

@@ -479,6 +479,14 @@ fn tdr_06_bad_aborted_fence_bugchecks() {
 #[test]
 fn tdr_07_completed_between_snapshot_and_reset() {
     let m = identity_machine_with(Mode::Step, |_| {});
+    // Set up before the two-round timeout is armed: VidMm's paging (mapping the allocation
+    // and the process's DMA-buffer arena) takes longer than that.
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let ctx = okk(&m, k.create_context(0));
+    let big = okk(&m, k.create_allocation(4 << 20));
+    ok(&m, m.submit_legacy(&p, ctx, &[Command::Nop { len: 1 }]));
+    run_until(&m, "warm-up", |m| all_done(m, 0));
     ok(
         &m,
         m.enable_tdr(
@@ -490,10 +498,6 @@ fn tdr_07_completed_between_snapshot_and_reset() {
             },
         ),
     );
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
-    let ctx = okk(&m, k.create_context(0));
-    let big = okk(&m, k.create_allocation(4 << 20));
     ok(
         &m,
         m.set_tdr_pause(
@@ -524,7 +528,7 @@ fn tdr_07_completed_between_snapshot_and_reset() {
     let ev = m.tdr_events(0);
     assert!(ev.contains(&TdrEvent::Paused { node: 0 }), "{ev:#?}");
     assert!(
-        ev.iter().any(|e| matches!(e, TdrEvent::Snapshot { node: 0, submitted, completed: 0 } if *submitted == id)),
+        ev.iter().any(|e| matches!(e, TdrEvent::Snapshot { node: 0, submitted, completed } if *submitted == id && *completed == id - 1)),
         "{ev:#?}"
     );
     assert!(
@@ -713,9 +717,10 @@ fn tdr_compute_hang_copy_keeps_completing() {
     let kc = m.kmt(&c);
     let t = okk(&m, kc.create_allocation(64 * 1024));
     let mut copy = okk(&m, UserQueue::new(kc, &ucfg(1)));
+    // Created before the count starts: mapping its ring is paging work on the copy node.
+    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
     let per = commands_per_fill(&m, &mut copy, &t, 1);
     let base = m.device(0).unwrap().completed_commands(1);
-    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
     okk(&m, hq.submit(&[Command::Hang]));
     let mut n = 0u64;
     let mut during = 0u64;
@@ -853,7 +858,7 @@ fn tdr_reset_under_user_mode_traffic() {
     let kmts: Vec<SimKmt<'_>> = procs.iter().map(|p| m.kmt(p)).collect();
     let targets: Vec<_> = kmts
         .iter()
-        .map(|k| okk(&m, k.create_allocation(2 * 8 * 1024)))
+        .map(|k| okk(&m, k.create_allocation(2 * 8 * 1024 + 4096)))
         .collect();
     let mut queues: Vec<(usize, u32, UserQueue<SimKmt<'_>>, u64)> = Vec::new();
     for (i, k) in kmts.iter().enumerate() {
@@ -869,17 +874,19 @@ fn tdr_reset_under_user_mode_traffic() {
             let before = d.completed_commands(node);
             let v = okk(
                 &m,
-                q.submit(&[fill(t, 8 * 1024 * 8 + 8 * u64::from(node), 0)]),
+                // Past the 2 × 1024 marker slots, inside the allocation.
+                q.submit(&[fill(t, 8 * 2 * 1024 + 8 * u64::from(node), 0)]),
             );
             run_until(&m, "calibrate", |_| q.completed() >= v);
             d.completed_commands(node) - before
         })
         .collect();
+    // Before the count starts: mapping its ring is paging work on the copy node.
+    let guilty = ok(&m, m.create_process(0));
+    let mut gq = okk(&m, UserQueue::new(m.kmt(&guilty), &ucfg(0)));
     let base: Vec<u64> = (0..2)
         .map(|n| m.device(0).unwrap().completed_commands(n))
         .collect();
-    let guilty = ok(&m, m.create_process(0));
-    let mut gq = okk(&m, UserQueue::new(m.kmt(&guilty), &ucfg(0)));
     let mut per_node = [0u64; 2];
     let mut hung = false;
     for round in 0..3000u64 {
@@ -1069,24 +1076,33 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
             n
         })
         .collect();
-    let base: Vec<u64> = (0..2)
-        .map(|n| m.device(0).unwrap().completed_commands(n))
-        .collect();
     let guilty = ok(&m, m.create_process(0));
     let targets: Vec<_> = procs
         .iter()
         .map(|p| okk(&m, m.kmt(p).create_allocation(2 * 3 * 8 * MAX)))
         .collect();
-    let counts = std::thread::scope(|s| {
+    // Every queue exists before the count starts and is closed after it ends: creating and
+    // closing one maps and unmaps its ring, paging work on the copy node that COMPLETED_COMMANDS
+    // would count.
+    let queues: Vec<_> = procs
+        .iter()
+        .map(|p| {
+            let k = m.kmt(p);
+            [
+                okk(&m, UserQueue::new(k, &ucfg(0))),
+                okk(&m, UserQueue::new(k, &ucfg(1))),
+            ]
+        })
+        .collect();
+    let mut gq = okk(&m, UserQueue::new(m.kmt(&guilty), &ucfg(0)));
+    let base: Vec<u64> = (0..2)
+        .map(|n| m.device(0).unwrap().completed_commands(n))
+        .collect();
+    let (counts, queues) = std::thread::scope(|s| {
         let mut workers = Vec::new();
-        for (i, p) in procs.iter().enumerate() {
+        for (i, mut qs) in queues.into_iter().enumerate() {
             let (m, t) = (&m, &targets[i]);
             workers.push(s.spawn(move || {
-                let k = m.kmt(p);
-                let mut qs = [
-                    okk(m, UserQueue::new(k, &ucfg(0))),
-                    okk(m, UserQueue::new(k, &ucfg(1))),
-                ];
                 let mut n = 0u64;
                 let mut seen: Option<u64> = None;
                 let errored = || {
@@ -1125,19 +1141,15 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
                     }
                     assert_eq!(q.completed(), last, "process {i} queue drained");
                 }
-                for q in qs {
-                    okk(m, q.close());
-                }
-                n
+                (n, qs)
             }));
         }
         std::thread::sleep(Duration::from_millis(10));
-        let mut gq = okk(&m, UserQueue::new(m.kmt(&guilty), &ucfg(0)));
         okk(&m, gq.submit(&[Command::Hang]));
-        let counts: Vec<u64> = workers.into_iter().map(|w| w.join().unwrap()).collect();
-        std::mem::forget(gq);
-        counts
+        let done: Vec<_> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+        done.into_iter().unzip::<_, _, Vec<u64>, Vec<_>>()
     });
+    std::mem::forget(gq);
     assert_eq!(resets(&m), 1, "{:#?}", m.tdr_events(0));
     for (i, t) in targets.iter().enumerate() {
         for node in 0..2u64 {
@@ -1162,6 +1174,9 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
             per[node] * total,
             "node {node}: none lost, none twice (per {per:?}, counts {counts:?})"
         );
+    }
+    for q in queues.into_iter().flatten() {
+        okk(&m, q.close());
     }
     let ev = m.tdr_events(0);
     for p in &procs {
@@ -1331,6 +1346,10 @@ fn tdr_reset_same_engine_mid_indirect() {
             }),
         ),
     );
+    // The guilty process exists before the innocent starts: creating its queue is paging
+    // work, long enough for the whole indirect buffer to finish meanwhile.
+    let g = ok(&m, m.create_process(0));
+    let mut gq = okk(&m, UserQueue::new(m.kmt(&g), &ucfg(0)));
     let base = m.device(0).unwrap().completed_commands(0);
     // Each FILL is 4 chunks of 4 KiB: several steps, so the HANG is picked between two.
     let cmds: Vec<Command> = (0..FILLS)
@@ -1341,7 +1360,11 @@ fn tdr_reset_same_engine_mid_indirect() {
         })
         .collect();
     // The FILLs go into an indirect buffer of the process; the ring gets one INDIRECT.
-    let ib = okk(&m, ki.create_allocation(4096));
+    // A command-buffer allocation: data buffers are no-execute.
+    let ib = okk(
+        &m,
+        ki.create_allocation_as(4096, rvgpu_umd::kmt::AllocationKind::Commands),
+    );
     let mut words = Vec::new();
     for c in &cmds {
         let mut w = [0u64; 8];
@@ -1366,8 +1389,6 @@ fn tdr_reset_same_engine_mid_indirect() {
             break;
         }
     }
-    let g = ok(&m, m.create_process(0));
-    let mut gq = okk(&m, UserQueue::new(m.kmt(&g), &ucfg(0)));
     okk(&m, gq.submit(&[Command::Hang]));
     run_until(&m, "reset", |m| resets(m) == 1);
     std::mem::forget(gq);

@@ -35,7 +35,7 @@ use rvgpu_hw::regs::IntCause;
 
 use rvgpu_hw::addr::GpuVa;
 
-use super::bus::{ctl, words, Fault};
+use super::bus::{ctl, words, Fault, Space};
 use super::{lock, Core, EngineSnapshot, QueueSnapshot};
 
 /// A FENCE_WAIT the queue is blocked on.
@@ -69,6 +69,24 @@ pub(crate) struct Indirect {
     pub(crate) off: u64,
     /// Length in bytes of the ring's INDIRECT packet: read_ptr moves past it at the end.
     pub(crate) len: u64,
+    /// INDIRECT_VM: the space the buffer runs in (its root, user privilege); `None` for a
+    /// plain INDIRECT, which runs in the queue's space.
+    pub(crate) space: Option<Space>,
+}
+
+impl Queue {
+    /// Where the packet at the queue's position runs: its INDIRECT_VM buffer's space, or
+    /// the queue's own.
+    pub(crate) fn data_space(&self) -> Space {
+        self.indirect
+            .and_then(|i| i.space)
+            .unwrap_or_else(|| Space::of_queue(&self.desc))
+    }
+
+    /// The root the queue's blocked FENCE_WAIT translated under (0: identity).
+    pub(crate) fn wait_root(&self) -> u64 {
+        self.data_space().root
+    }
 }
 
 /// One runlisted hardware queue.
@@ -528,7 +546,7 @@ impl Core {
         self.mmu.invalidate(root);
         let mut woke = false;
         for q in cmp.engines.iter_mut().flat_map(|e| e.queues.iter_mut()) {
-            let qroot = q.desc.page_table_base.get();
+            let qroot = q.wait_root();
             if qroot == 0 || (root != 0 && qroot != root) {
                 continue;
             }

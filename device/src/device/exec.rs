@@ -23,6 +23,11 @@
 //! never mapped USER). Log buffers are in the CMP's own space (`SYSTEM_PAGE_TABLE_BASE`).
 //! Under root 0 every one of these is the version-1 window-checked bus access.
 //!
+//! INDIRECT_VM (kernel-mode queues only) is an INDIRECT whose buffer, and every address its
+//! packets carry, are in the space of the root it names, with user privilege: a process's
+//! DMA buffer on a kernel-mode ring runs with exactly the reach that process's own user-mode
+//! queues have.
+//!
 //! INDIRECT: packets come either from the ring (at the read pointer, wrapping) or from the
 //! queue's current indirect buffer (at its cursor, never wrapping: a packet past the end is
 //! `BadLength`). An indirect buffer is read with Relaxed loads for the same reason as the
@@ -64,8 +69,9 @@ const _: () = assert!(MAX_TRANSFER.is_multiple_of(8));
 enum Src {
     /// The ring: positions are free-running read pointers (wrapping at the ring size).
     Ring,
-    /// An indirect buffer at this GPU address: positions are byte offsets into it.
-    Buffer(GpuVa),
+    /// An indirect buffer at this GPU address of this space: positions are byte offsets
+    /// into it.
+    Buffer(GpuVa, Space),
 }
 
 /// A fetched packet: the decoded command, its length in bytes and its words (header first;
@@ -164,10 +170,10 @@ impl Core {
     fn src_word(&self, d: &QueueDescriptor, src: Src, ptr: u64) -> Result<u64, Fault> {
         match src {
             Src::Ring => self.ring_word(d, ptr),
-            Src::Buffer(base) => {
+            Src::Buffer(base, sp) => {
                 let addr = base.checked_add(ptr).ok_or(Fault::bad_address(base))?;
                 // Relaxed: as for the ring (see the module docs).
-                self.sp_load(Space::of_queue(d), addr, Access::Execute, Ordering::Relaxed)
+                self.sp_load(sp, addr, Access::Execute, Ordering::Relaxed)
             }
         }
     }
@@ -283,12 +289,13 @@ impl Core {
         }
         // Inside an INDIRECT, the packet comes from the buffer at its cursor instead.
         let ind = q.indirect;
+        // Inside an INDIRECT_VM buffer, its space; otherwise the queue's.
+        let qs = q.data_space();
         let (src, pos, avail) = match ind {
-            Some(i) => (Src::Buffer(i.addr), i.off, i.bytes.saturating_sub(i.off)),
+            Some(i) => (Src::Buffer(i.addr, qs), i.off, i.bytes.saturating_sub(i.off)),
             None => (Src::Ring, rptr, avail),
         };
         let inner = ind.map(|i| i.off);
-        let qs = Space::of_queue(&d);
         let Fetched {
             cmd,
             len,
@@ -488,6 +495,31 @@ impl Core {
                     bytes,
                     off: 0,
                     len,
+                    space: None,
+                });
+                Ok(())
+            }
+            Command::IndirectVm { addr, bytes, root } => {
+                let addr = GpuVa::new(addr);
+                if ind.is_some() {
+                    return Err(Fault::new(FaultCode::NestedIndirect, GpuVa::NULL));
+                }
+                // Privileged: choosing another space is the kernel's business.
+                if qs.who == Privilege::User {
+                    return Err(Fault::new(FaultCode::BadArgument, GpuVa::NULL));
+                }
+                let sp = Space {
+                    root,
+                    who: Privilege::User,
+                };
+                // The buffer is reachable and executable in that space, for that process.
+                self.sp_check(sp, addr, bytes, Access::Execute)?;
+                q.indirect = Some(Indirect {
+                    addr,
+                    bytes,
+                    off: 0,
+                    len,
+                    space: Some(sp),
                 });
                 Ok(())
             }
@@ -577,7 +609,7 @@ impl Core {
         };
         // Each chunk is translated afresh in the queue's space: a TLB invalidation between
         // chunks takes effect at the next one.
-        let Some(sp) = eng.queues.get(queue).map(|q| Space::of_queue(&q.desc)) else {
+        let Some(sp) = eng.queues.get(queue).map(Queue::data_space) else {
             eng.inflight = None;
             return;
         };

@@ -47,6 +47,10 @@ pub enum Opcode {
     /// Writes 1..=[`WRITE_DATA_MAX`] words to consecutive addresses (page-table updates
     /// from paging buffers); see [`Command::WriteData`].
     WriteData = 0x0B,
+    /// INDIRECT in another address space: the buffer, and every address its packets carry,
+    /// translate under a given root with user privilege; see [`Command::IndirectVm`].
+    /// Kernel-mode queues only.
+    IndirectVm = 0x0C,
 }
 
 impl Opcode {
@@ -65,6 +69,7 @@ impl Opcode {
             0x09 => Self::Indirect,
             0x0A => Self::TlbInvalidate,
             0x0B => Self::WriteData,
+            0x0C => Self::IndirectVm,
             _ => return None,
         })
     }
@@ -84,6 +89,7 @@ impl Opcode {
             Self::Hang => Some(1),
             Self::Indirect => Some(3),
             Self::TlbInvalidate => Some(2),
+            Self::IndirectVm => Some(4),
         }
     }
 
@@ -182,6 +188,16 @@ pub enum Command {
     /// A queue that (re)enters a runlist reloads its read pointer from ring control, which
     /// still points at the INDIRECT, so the buffer restarts from its first packet.
     Indirect { addr: u64, bytes: u64 },
+    /// An [`Command::Indirect`] whose buffer runs in the address space rooted at `root` (the
+    /// physical address of a root table, as in a queue descriptor's `page_table_base`) with
+    /// user privilege: the buffer is fetched there and every address its packets carry is
+    /// translated there, exactly as if it ran on a user-mode queue of that process. This is
+    /// how a kernel-mode ring runs a process's DMA buffer (DxgkDdiSubmitCommandVirtual)
+    /// without giving it the ring's own (system) space. Allowed only on a kernel-mode queue
+    /// (on a user-mode queue it faults
+    /// [`FaultCode::BadArgument`](crate::event::FaultCode::BadArgument)); `root` 0 or not
+    /// table-aligned is a decode fault (`BadArgument`); `bytes` as for INDIRECT.
+    IndirectVm { addr: u64, bytes: u64, root: u64 },
     /// Invalidates cached translations of `root` (0: every root), after every earlier packet
     /// of the queue completed. Allowed only on a kernel-mode queue (descriptor without
     /// `QueueFlags::USER_MODE`); on a user-mode queue it faults
@@ -307,6 +323,16 @@ pub fn decode(words: &[u64]) -> Result<Command, FaultCode> {
             }
             Command::Indirect { addr, bytes }
         }
+        Opcode::IndirectVm => {
+            let (addr, bytes, root) = (arg(1)?, arg(2)?, arg(3)?);
+            if bytes == 0 || !bytes.is_multiple_of(8) || bytes > MAX_INDIRECT {
+                return Err(FaultCode::BadArgument);
+            }
+            if root == 0 || !root.is_multiple_of(crate::mmu::TABLE_SIZE) {
+                return Err(FaultCode::BadArgument);
+            }
+            Command::IndirectVm { addr, bytes, root }
+        }
         Opcode::TlbInvalidate => Command::TlbInvalidate { root: arg(1)? },
         // decode_header checked the length: 3..=2 + WRITE_DATA_MAX.
         Opcode::WriteData => Command::WriteData {
@@ -359,6 +385,7 @@ impl Command {
             Self::Copy { .. } | Self::Fill { .. } => 4,
             Self::Hang => 1,
             Self::Indirect { .. } => 3,
+            Self::IndirectVm { .. } => 4,
             Self::TlbInvalidate { .. } => 2,
             Self::WriteData { count, .. } => (*count as usize).saturating_add(2),
         }
@@ -454,6 +481,10 @@ impl Command {
             Self::Indirect { addr, bytes } => {
                 put(&[addr, bytes]);
                 header(Opcode::Indirect, 0, 3)
+            }
+            Self::IndirectVm { addr, bytes, root } => {
+                put(&[addr, bytes, root]);
+                header(Opcode::IndirectVm, 0, 4)
             }
             Self::TlbInvalidate { root } => {
                 put(&[root]);

@@ -291,6 +291,44 @@ pub fn device_entry<P: Platform>(
     {
         return Err(status::INVALID_PARAMETER);
     }
+    let (addr, vram, large) = entry_target(live, e, level)?;
+    let pte = if level == 0 || large {
+        let attrs = mmu::PageAttrs {
+            writable: f.get(DXGK_PTE_0::ReadOnly) == 0,
+            user,
+            vram,
+            coherent: f.get(DXGK_PTE_0::CacheCoherent) != 0,
+            no_execute: f.get(DXGK_PTE_0::NoExecute) != 0,
+        };
+        mmu::Pte::page(addr, attrs, large)
+    } else {
+        mmu::Pte::table(addr, vram)
+    };
+    pte.map(|p| p.0).ok_or(status::INVALID_PARAMETER)
+}
+
+/// The device address (system bus address, or `VRAM_BASE` + VRAM offset) a valid entry
+/// `e` at `level` points at: what fence addresses are compared with.
+pub fn device_address<P: Platform>(live: &Live<P>, e: &DXGK_PTE, level: u8) -> Result<u64, Status> {
+    let (addr, vram, _) = entry_target(live, e, level)?;
+    if vram {
+        rvgpu_hw::addr::VRAM_BASE
+            .checked_add(addr)
+            .ok_or(status::INVALID_PARAMETER)
+    } else {
+        Ok(addr)
+    }
+}
+
+/// Where a valid entry points: (address in its space, whether that space is VRAM, large).
+/// Segment-relative addresses of local segments become VRAM offsets, checked against the
+/// segment; system addresses are checked against the bus window.
+fn entry_target<P: Platform>(
+    live: &Live<P>,
+    e: &DXGK_PTE,
+    level: u8,
+) -> Result<(u64, bool, bool), Status> {
+    let f = e.Anonymous;
     let large = f.get(DXGK_PTE_0::LargePage) != 0;
     if large && level != mmu::LARGE_LEVEL {
         return Err(status::INVALID_PARAMETER);
@@ -331,17 +369,5 @@ pub fn device_entry<P: Platform>(
             )
         }
     };
-    let pte = if level == 0 || large {
-        let attrs = mmu::PageAttrs {
-            writable: f.get(DXGK_PTE_0::ReadOnly) == 0,
-            user,
-            vram,
-            coherent: f.get(DXGK_PTE_0::CacheCoherent) != 0,
-            no_execute: f.get(DXGK_PTE_0::NoExecute) != 0,
-        };
-        mmu::Pte::page(addr, attrs, large)
-    } else {
-        mmu::Pte::table(addr, vram)
-    };
-    pte.map(|p| p.0).ok_or(status::INVALID_PARAMETER)
+    Ok((addr, vram, large))
 }

@@ -72,8 +72,8 @@ pub const NODE_RING_PRIORITY: u32 = HW_QUEUE_PRIORITY_MAX + 1;
 const FENCE_OFFSET: u64 = NODE_RING_BYTES as u64 + RingControl::SIZE;
 /// Bytes of one node ring's allocation: ring, ring control, fence word (rounded to a page).
 const NODE_ALLOC_BYTES: u64 = NODE_RING_BYTES as u64 + rvgpu_hw::PAGE_SIZE;
-/// Words of the longest submission: 16 INDIRECTs and a PROGRESS.
-const MAX_WORDS: usize = 16 * 3 + 2;
+/// Words of the longest submission: 16 INDIRECT_VMs and a PROGRESS.
+const MAX_WORDS: usize = 16 * 4 + 2;
 // `NodeSlots::parked` is a 64-bit mask indexed by engine.
 const _: () = assert!(rvgpu_hw::regs::ENGINE_MAX <= 64);
 
@@ -797,14 +797,24 @@ fn push<P: Platform>(
     fence: u32,
     flags: DXGK_SUBMITCOMMANDFLAGS,
     context: Option<Handle>,
+    virtual_buffer: bool,
 ) -> Result<(), Status> {
     if flags.get(DXGK_SUBMITCOMMANDFLAGS::Reserved) != 0 {
         return Err(status::INVALID_PARAMETER);
     }
     let null = flags.is_set(DXGK_SUBMITCOMMANDFLAGS::NullRendering) || bytes == 0;
     let paging = flags.is_set(DXGK_SUBMITCOMMANDFLAGS::Paging);
+    // A process's buffer runs in its space (INDIRECT_VM with the context's root); the OS's
+    // (paging, system context: no process, root 0) in the ring's.
+    let root = if virtual_buffer {
+        context
+            .and_then(|h| live.sched.lock().contexts.get(&h).map(|c| c.root))
+            .unwrap_or(0)
+    } else {
+        0
+    };
     let mut words = [0u64; MAX_WORDS];
-    let n = submit::encode(addr, bytes, u64::from(fence), null, &mut words)
+    let n = submit::encode(addr, bytes, root, u64::from(fence), null, &mut words)
         .ok_or(status::INVALID_PARAMETER)?;
     let packets = words.get(..n).ok_or(status::INVALID_PARAMETER)?;
     let appended = live.synchronized(|isr| {
@@ -876,6 +886,7 @@ pub fn submit_command<P: Platform>(
         args.SubmissionFenceId,
         args.Flags,
         context,
+        false,
     )
 }
 
@@ -912,6 +923,7 @@ pub fn submit_command_virtual<P: Platform>(
         args.SubmissionFenceId,
         args.Flags,
         context,
+        true,
     )
 }
 
@@ -1025,7 +1037,7 @@ mod tests {
 
     fn words(addr: u64, bytes: u64, fence: u32) -> Vec<u64> {
         let mut w = [0u64; MAX_WORDS];
-        let n = submit::encode(GpuVa::new(addr), bytes, u64::from(fence), false, &mut w).unwrap();
+        let n = submit::encode(GpuVa::new(addr), bytes, 0, u64::from(fence), false, &mut w).unwrap();
         w[..n].to_vec()
     }
 

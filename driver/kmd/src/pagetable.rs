@@ -83,14 +83,18 @@ impl Mapping {
     }
 
     /// Whether leaf `e` may be reached from user-mode queues.
-    fn user(&self, e: &DXGK_PTE) -> Result<bool, Status> {
+    fn user<P: Platform>(&self, live: &Live<P>, e: &DXGK_PTE) -> Result<bool, Status> {
         match *self {
             Self::System => Ok(false),
             Self::Allocation(_) | Self::Os => Ok(true),
             Self::NativeFence { current, monitored } => {
-                // SAFETY: both arms of the address union are the same u64.
-                let page = unsafe { e.Anonymous2.PageAddress };
-                if !e.valid() || page == monitored {
+                if !e.valid() {
+                    return Ok(false);
+                }
+                // Fence addresses are device addresses; the entry's is segment-relative for
+                // local memory (an INTRA_GPU fence in VRAM, NF-06).
+                let page = gpummu::device_address(live, e, 0)? / mmu::PAGE_4K;
+                if page == monitored {
                     Ok(false)
                 } else if page == current {
                     Ok(true)
@@ -176,7 +180,7 @@ pub fn update<P: Platform>(
                 e = e.with_read_only(e.read_only() || p.gpu_read_only);
                 e = e.with_no_execute(e.no_execute() || !p.executable());
             }
-            let user = level == 0 && who.user(&e)?;
+            let user = level == 0 && who.user(live, &e)?;
             *slot = gpummu::device_entry(live, &e, level, user)?;
         }
         let index = u64::from(op.StartIndex.saturating_add(next));

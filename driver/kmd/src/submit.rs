@@ -29,22 +29,33 @@ use crate::status::{self, Status};
 /// Largest DMA buffer accepted in one submission (16 INDIRECTs).
 pub const MAX_SUBMIT_BYTES: u64 = 16 * MAX_INDIRECT;
 
-/// Words of the longest submission: 16 INDIRECTs and a PROGRESS.
-const MAX_WORDS: usize = 16 * 3 + 2;
+/// Words of the longest submission: 16 INDIRECT_VMs and a PROGRESS.
+const MAX_WORDS: usize = 16 * 4 + 2;
 
-/// The INDIRECT packet for `bytes` at `addr`.
-fn indirect(addr: GpuVa, bytes: u64) -> Command {
-    Command::Indirect {
-        addr: addr.get(),
-        bytes,
+/// The packet that runs `bytes` at `addr`: INDIRECT in the ring's own space (`root` 0: the
+/// OS's buffers, paging and the system context), INDIRECT_VM in a process's space (its
+/// context's root: the buffer is that process's and reaches only what it maps).
+fn indirect(addr: GpuVa, bytes: u64, root: u64) -> Command {
+    if root == 0 {
+        Command::Indirect {
+            addr: addr.get(),
+            bytes,
+        }
+    } else {
+        Command::IndirectVm {
+            addr: addr.get(),
+            bytes,
+            root,
+        }
     }
 }
 
-/// Encodes a submission into `out`: INDIRECTs covering `[addr, addr + bytes)` (none when
-/// `null_rendering`), then the PROGRESS. Returns the number of words.
+/// Encodes a submission into `out`: INDIRECTs covering `[addr, addr + bytes)` in the space of
+/// `root` (none when `null_rendering`), then the PROGRESS. Returns the number of words.
 pub fn encode(
     addr: GpuVa,
     bytes: u64,
+    root: u64,
     fence: u64,
     null_rendering: bool,
     out: &mut [u64],
@@ -55,7 +66,7 @@ pub fn encode(
         while off < bytes {
             let chunk = bytes.saturating_sub(off).min(MAX_INDIRECT);
             let at = addr.checked_add(off)?;
-            n = n.checked_add(indirect(at, chunk).encode(out.get_mut(n..)?)?)?;
+            n = n.checked_add(indirect(at, chunk, root).encode(out.get_mut(n..)?)?)?;
             off = off.checked_add(chunk)?;
         }
     }
@@ -125,9 +136,12 @@ pub fn submit<P: Platform>(
         }
         let null_rendering = args.Flags.is_set(DXGK_SUBMITCOMMANDFLAGS::NullRendering);
         let mut words = [0u64; MAX_WORDS];
+        // A kernel-mode hardware queue runs in its process's space already (its descriptor's
+        // root): a plain INDIRECT.
         let n = encode(
             addr,
             bytes,
+            0,
             args.HwQueueProgressFenceId,
             null_rendering,
             &mut words,
@@ -163,7 +177,7 @@ mod tests {
 
     /// `encode` with a raw GPU address.
     fn encode(addr: u64, bytes: u64, fence: u64, null: bool, out: &mut [u64]) -> Option<usize> {
-        super::encode(GpuVa::new(addr), bytes, fence, null, out)
+        super::encode(GpuVa::new(addr), bytes, 0, fence, null, out)
     }
     use rvgpu_hw::cmd::decode;
 
@@ -215,7 +229,19 @@ mod tests {
             ]
         );
         let n = encode(0x1000, MAX_SUBMIT_BYTES, 1, false, &mut w).unwrap();
+        assert_eq!(n, 16 * 3 + 2);
+        let n = super::encode(GpuVa::new(0x1000), MAX_SUBMIT_BYTES, 0x2000, 1, false, &mut w)
+            .unwrap();
         assert_eq!(n, MAX_WORDS, "the largest submission fits the stack buffer");
+        assert_eq!(
+            decode(&w[..4]),
+            Ok(Command::IndirectVm {
+                addr: 0x1000,
+                bytes: MAX_INDIRECT,
+                root: 0x2000
+            }),
+            "a process's buffer runs in its space"
+        );
     }
 
     /// A kernel ring over leaked host memory (bus address = a made-up value; only the CPU

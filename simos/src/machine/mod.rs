@@ -107,13 +107,10 @@ impl Machine {
     pub fn new(config: MachineConfig) -> Self {
         let permits = AdapterPermits::acquire(config.adapters.len());
         let state = Arc::new(MachineState::new());
-        let vram = config
-            .adapters
-            .iter()
-            .map(|a| a.device.vram_size)
-            .max()
-            .unwrap_or(0);
-        let memory = Memory::new(vram);
+        // System RAM is the machine's; each board has its own VRAM (adapter 0's is the one
+        // `Machine::memory` shows at `VRAM_BASE`).
+        let vram0 = config.adapters.first().map_or(0, |a| a.device.vram_size);
+        let memory = Memory::new(vram0);
         let table = Arc::new(DriverTable::default());
         let device_mode = match config.mode {
             Mode::Threaded => rvgpu_device::Mode::Threaded,
@@ -131,7 +128,12 @@ impl Machine {
                     mode: device_mode,
                     ..ac.device.clone()
                 };
-                let device = Device::new(dc, memory.clone(), line.clone());
+                let mem = if i == 0 {
+                    memory.clone()
+                } else {
+                    memory.sibling(ac.device.vram_size)
+                };
+                let device = Device::new(dc, mem, line.clone());
                 device.start();
                 // After a bug check nothing more reaches the device.
                 let weak = Arc::downgrade(&device);
@@ -275,7 +277,8 @@ impl Machine {
         self.adapters.get(i).map(|a| &a.device)
     }
 
-    /// The machine's physical memory.
+    /// The machine's physical memory as adapter 0 sees it (system RAM is shared; another
+    /// adapter's VRAM is through [`Machine::device`]'s memory).
     pub fn memory(&self) -> &Arc<Memory> {
         &self.memory
     }

@@ -9,6 +9,9 @@
 //! by publishing `write_ptr` (release) and ringing the doorbell, with the UM-19 status loop
 //! (reconnect on `DISCONNECTED_RETRY`, `NotifyWorkSubmission` on `CONNECTED_NOTIFY`).
 //!
+//! Fences the queue names must be open in its process ([`GpuQueue::pid`]): on a GpuMmu
+//! adapter their pages are mapped into that process only.
+//!
 //! Unlike the UMD's `UserQueue` it writes exactly the packets the test queues: no `PROGRESS`
 //! packet ends a kick, so a kick raises no interrupt of its own and interrupt counts are the
 //! fence signals' alone. The queue's progress fence therefore stays 0 and its last-queued
@@ -242,10 +245,22 @@ impl GpuQueue {
         Ok(())
     }
 
+    /// A queue names only fences its process opened: on a GpuMmu adapter the fence's pages
+    /// are mapped into the process when it creates or opens the fence, and nowhere else (a
+    /// signal through an unmapped VA would page-fault). Caught here, with a clearer message.
+    fn opened_here(&self, fence: &NativeFence) -> Result<(), SimError> {
+        if fence.process() == self.process.pid && fence.adapter() == self.process.adapter {
+            Ok(())
+        } else {
+            Err(sim("the fence is not open in the queue's process on its adapter"))
+        }
+    }
+
     /// Queues FENCE_SIGNAL with the conditional interrupt (NF-03) for `fence`: its
     /// CurrentValue and MonitoredValue GPU addresses and its report tag (from the private
     /// data create returned). Call [`GpuQueue::kick`] to submit.
     pub fn signal(&mut self, fence: &NativeFence, value: u64) -> Result<(), SimError> {
+        self.opened_here(fence)?;
         let p = fence.pdd();
         self.signal_raw(
             SIGNAL_CONDITIONAL_IRQ,
@@ -282,6 +297,7 @@ impl GpuQueue {
 
     /// Queues FENCE_WAIT until `fence`'s CurrentValue >= `value`.
     pub fn wait(&mut self, fence: &NativeFence, value: u64) -> Result<(), SimError> {
+        self.opened_here(fence)?;
         self.push(Command::FenceWait {
             addr: fence.current_value_gpu(),
             value,
@@ -332,6 +348,11 @@ impl GpuQueue {
     /// The process that owns the queue.
     pub fn process(&self) -> UmsProcess {
         self.process
+    }
+
+    /// The process id of [`GpuQueue::process`] (where fences the queue names are opened).
+    pub fn pid(&self) -> crate::sync::fence::ProcessId {
+        self.process.pid
     }
 
     /// The engine (node ordinal).

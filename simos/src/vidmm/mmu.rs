@@ -60,18 +60,25 @@ pub struct VmProcess {
     /// `DXGKARG_CREATEPROCESS::hKmdProcess`.
     pub kmd: usize,
     pub space: AddressSpace,
+    /// Where its kernel-mode DMA buffers live ([`super::dmabuf`]); made at its first one.
+    pub arena: Option<super::dmabuf::Arena>,
 }
 
 /// Per-adapter GpuMmu state.
 #[derive(Debug, Default)]
 pub struct VidMm {
     heap: Option<TableHeap>,
-    processes: HashMap<ProcessId, VmProcess>,
+    pub(super) processes: HashMap<ProcessId, VmProcess>,
     /// Paging sequences in flight (they hold the GPU in D0).
     busy: u32,
 }
 
 impl VidMm {
+    /// Whether `pid` has an address space here.
+    pub(crate) fn has_process(&self, pid: ProcessId) -> bool {
+        self.processes.contains_key(&pid)
+    }
+
     pub(crate) fn paging_begin(&mut self) {
         self.busy += 1;
     }
@@ -180,7 +187,14 @@ impl Machine {
         };
         lock(&a.vidmm)
             .processes
-            .insert(pid, VmProcess { kmd, space });
+            .insert(
+                pid,
+                VmProcess {
+                    kmd,
+                    space,
+                    arena: None,
+                },
+            );
         self.vidmm_run(a, kmd, &[init], LeafTag::default())?;
         Ok(Some(kmd))
     }
@@ -192,7 +206,17 @@ impl Machine {
         a: &AdapterShared,
         pid: ProcessId,
     ) -> Result<(), SimError> {
-        // The OS's own pages it mapped for the process (fence storage) go with it.
+        // Its DMA-buffer arena first (one range), then the OS's single pages it mapped for
+        // the process (fence storage).
+        if let Some((va, backing)) = super::dmabuf::dma_arena_take(a, pid) {
+            let pages = super::dmabuf::ARENA_PAGES;
+            if a.device.is_lost() {
+                self.vidmm_forget(a, pid, va, pages);
+            } else {
+                self.vidmm_unmap(a, pid, va, pages, LeafTag::default())?;
+            }
+            a.device.memory().free_system(backing.bus_addr);
+        }
         let left = lock(&a.vidmm)
             .processes
             .get(&pid)
@@ -273,6 +297,44 @@ impl Machine {
         self.vidmm_run(a, kmd, &updates, LeafTag { base_va: va, ..tag })?;
         self.vidmm_check(a, pid, va, phys.len() as u64)?;
         Ok(va)
+    }
+
+    /// Where `[va, va + bytes)` of `pid` lives, as `(segment id, address in it, bytes)` runs
+    /// of physically contiguous pages (segment 1, the aperture, addresses system memory by
+    /// bus address). A process without an address space here uses bus addresses directly.
+    pub(crate) fn vidmm_runs(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        va: u64,
+        bytes: u64,
+    ) -> Result<Vec<(u32, u64, u64)>, SimError> {
+        let v = lock(&a.vidmm);
+        let Some(p) = v.processes.get(&pid) else {
+            return Ok(vec![(1, va, bytes)]);
+        };
+        let mut runs: Vec<(u32, u64, u64)> = Vec::new();
+        let mut at = va;
+        let end = va
+            .checked_add(bytes)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+        while at < end {
+            let page = at - at % 4096;
+            let leaf = p
+                .space
+                .leaf(page)
+                .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+            let (seg, base) = leaf.phys;
+            let seg = if seg == 0 { 1 } else { seg };
+            let addr = base + (at - page);
+            let len = (page + 4096).min(end) - at;
+            match runs.last_mut() {
+                Some(r) if r.0 == seg && r.1 + r.2 == addr => r.2 += len,
+                _ => runs.push((seg, addr, len)),
+            }
+            at += len;
+        }
+        Ok(runs)
     }
 
     /// Maps the OS's page at device address `pa` into `pid` at the same VA (fence storage the

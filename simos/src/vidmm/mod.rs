@@ -1,10 +1,12 @@
 //! VidMm, the video memory manager: what the simulation has of it today is system memory for
 //! the driver (contiguous allocations behind the Dxgkrnl callbacks) and for user-mode processes
-//! (allocations that doorbells reference), and paging buffers (FILL, TRANSFER) on the
-//! kernel-mode path.
+//! (allocations that doorbells reference), paging buffers (FILL, TRANSFER) on the
+//! kernel-mode path, the GpuMmu address spaces (`mmu`, `gpuva`) and the per-process arenas
+//! kernel-mode DMA buffers run from (`dmabuf`).
 
 pub mod allocation;
 pub mod contiguous;
+pub mod dmabuf;
 pub mod gpuva;
 pub mod mmu;
 pub mod model;

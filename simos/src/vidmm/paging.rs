@@ -31,26 +31,28 @@ impl Machine {
         bytes: u64,
         pattern: u32,
     ) -> Result<Vec<u32>, SimError> {
-        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
-            Fill: DXGKARG_BUILDPAGINGBUFFER_Fill {
-                hAllocation: 0x10 as HANDLE,
-                FillSize: bytes as SIZE_T,
-                FillPattern: pattern,
-                Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
-                    SegmentId: 1,
-                    SegmentAddress: LARGE_INTEGER {
-                        QuadPart: gpu_va as i64,
+        // Paging buffers address memory by segment, not by the process's VA: VidMm knows where
+        // the allocation's pages are (its address space in GpuMmu; the bus address itself
+        // otherwise). One FILL per physically contiguous run.
+        let a = self.adapter_shared(p.adapter)?.clone();
+        let mut ids = Vec::new();
+        for (segment, addr, len) in self.vidmm_runs(&a, p.pid, gpu_va, bytes)? {
+            let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
+                Fill: DXGKARG_BUILDPAGINGBUFFER_Fill {
+                    hAllocation: 0x10 as HANDLE,
+                    FillSize: len as SIZE_T,
+                    FillPattern: pattern,
+                    Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
+                        SegmentId: segment,
+                        SegmentAddress: LARGE_INTEGER {
+                            QuadPart: addr as i64,
+                        },
                     },
                 },
-            },
-        };
-        self.paging_op_at(
-            p.adapter,
-            node,
-            DXGK_OPERATION_FILL,
-            &mut op,
-            vec![p.device],
-        )
+            };
+            ids.extend(self.paging_op(&a, node, DXGK_OPERATION_FILL, &mut op, vec![p.device])?);
+        }
+        Ok(ids)
     }
 
     /// VidMm moves `bytes` from `src` to `dst` (segment to segment) for `owners`: a TRANSFER

@@ -33,7 +33,8 @@ use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
 use crate::machine::{Machine, Mode};
 use crate::ums::{self, KmtHandle, UmsProcess};
-use crate::vidsch::tdr::{self, Packet, TdrShared};
+use crate::sync::fence::ProcessId;
+use crate::vidsch::tdr::{self, DmaBuf, Packet, TdrShared};
 
 /// Kernel-mode DMA buffers in flight per node (docs/tdr.md §3.2: the KMD's ring holds 1024).
 pub const IN_FLIGHT_LIMIT: u32 = 256;
@@ -59,10 +60,12 @@ fn submit_packet(
     p: Packet,
     resubmission: bool,
 ) -> Result<u32, SimError> {
-    let f = a
+    let t = a
         .table
         .get()
-        .and_then(|t| t.DxgkDdiSubmitCommand)
+        .ok_or_else(|| SimError::Simulation("no driver table".into()))?;
+    let f = t
+        .DxgkDdiSubmitCommand
         .ok_or_else(|| SimError::Simulation("driver has no DxgkDdiSubmitCommand".into()))?;
     let mut flags = DXGK_SUBMITCOMMANDFLAGS::default();
     if p.paging {
@@ -94,6 +97,29 @@ fn submit_packet(
         DmaBufferVirtualAddress: p.dma.bus_addr,
         NodeOrdinal: node,
     };
+    // A process's buffer in its address space goes through SubmitCommandVirtual (GpuMmu:
+    // "DxgkDdiSubmitCommandVirtual ... submit a DMA buffer to a context that supports
+    // virtual addressing", d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual).
+    let virt = (p.dma.va != 0).then(|| DXGKARG_SUBMITCOMMANDVIRTUAL {
+        hContext: p.context_kmd as HANDLE,
+        DmaBufferVirtualAddress: p.dma.va,
+        DmaBufferSize: p.bytes,
+        pDmaBufferPrivateData: std::ptr::null_mut(),
+        DmaBufferPrivateDataSize: 0,
+        DmaBufferUmdPrivateDataSize: 0,
+        SubmissionFenceId: p.id,
+        VidPnSourceId: 0,
+        FlipInterval: D3DDDI_FLIPINTERVAL_IMMEDIATE,
+        Flags: flags,
+        EngineOrdinal: 0,
+        NodeOrdinal: node,
+    });
+    let fv = match virt {
+        Some(_) => Some(t.DxgkDdiSubmitCommandVirtual.ok_or_else(|| {
+            SimError::Simulation("GpuMmu driver has no DxgkDdiSubmitCommandVirtual".into())
+        })?),
+        None => None,
+    };
     let id = p.id;
     {
         // Recorded before the call: the completion may be reported before it returns.
@@ -107,17 +133,30 @@ fn submit_packet(
         n.pending.insert(id, p);
     }
     let ctx = a.context();
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiSubmitCommand,
-        f as usize,
-        At::Level(Irql::Dispatch),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block; the DMA
-            // buffer stays allocated until the fence ID is retired.
-            unsafe { f(ctx, &args) }
-        },
-    )?;
+    let status = match (virt, fv) {
+        (Some(vargs), Some(fv)) => ddi::call(
+            a,
+            Routine::DxgkDdiSubmitCommandVirtual,
+            fv as usize,
+            At::Level(Irql::Dispatch),
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block; the
+                // buffer stays mapped in the process until the fence ID is retired.
+                unsafe { fv(ctx, &vargs) }
+            },
+        )?,
+        _ => ddi::call(
+            a,
+            Routine::DxgkDdiSubmitCommand,
+            f as usize,
+            At::Level(Irql::Dispatch),
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block; the
+                // DMA buffer stays allocated until the fence ID is retired.
+                unsafe { f(ctx, &args) }
+            },
+        )?,
+    };
     if !NT_SUCCESS(status) {
         let b = BugCheck::video_scheduler(
             vidsch::DRIVER_SUBMIT_FAILED,
@@ -178,6 +217,8 @@ fn wait_for_room(m: &Machine, sh: &TdrShared, node: u32) -> Result<(), SimError>
     }
 }
 
+/// An OS DMA buffer (system context, paging) holding `words`: its own system memory,
+/// submitted by physical address.
 pub(crate) fn new_packet(
     a: &AdapterShared,
     words: &[u64],
@@ -187,7 +228,7 @@ pub(crate) fn new_packet(
     owners: Vec<KmtHandle>,
 ) -> Result<Packet, SimError> {
     let bytes = (words.len() * 8).max(8) as u64;
-    let dma = a
+    let alloc = a
         .device
         .memory()
         .alloc_system(
@@ -195,10 +236,27 @@ pub(crate) fn new_packet(
             rvgpu_hw::PAGE_SIZE,
         )
         .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
-    a.device
-        .memory()
-        .write_words(dma.bus_addr, words)
-        .ok_or_else(|| SimError::Simulation("DMA buffer write failed".into()))?;
+    let dma = DmaBuf {
+        bus_addr: alloc.bus_addr,
+        len: alloc.len,
+        va: 0,
+    };
+    packet_at(a, dma, words, paging, device, context_kmd, owners)
+}
+
+fn packet_at(
+    a: &AdapterShared,
+    dma: DmaBuf,
+    words: &[u64],
+    paging: bool,
+    device: Option<KmtHandle>,
+    context_kmd: usize,
+    owners: Vec<KmtHandle>,
+) -> Result<Packet, SimError> {
+    if a.device.memory().write_words(dma.bus_addr, words).is_none() {
+        free_dma(a, dma.bus_addr);
+        return Err(SimError::Simulation("DMA buffer write failed".into()));
+    }
     Ok(Packet {
         id: 0,
         paging,
@@ -208,6 +266,61 @@ pub(crate) fn new_packet(
         dma,
         bytes: (words.len() * 8) as u32,
     })
+}
+
+/// A process's DMA buffer holding `words`: on a GpuMmu adapter in the process's arena
+/// (`crate::vidmm::dmabuf`), submitted by its GPU VA; otherwise as [`new_packet`].
+fn process_packet(
+    m: &Machine,
+    a: &AdapterShared,
+    pid: ProcessId,
+    words: &[u64],
+    device: KmtHandle,
+    context_kmd: usize,
+) -> Result<Packet, SimError> {
+    let bytes = (words.len() * 8).max(8) as u64;
+    let deadline = Instant::now() + m.os_config().wait_timeout;
+    loop {
+        match m.dma_carve(a, pid, bytes)? {
+            Some(c) => {
+                let dma = DmaBuf {
+                    bus_addr: c.bus_addr,
+                    len: c.len,
+                    va: c.va,
+                };
+                return packet_at(a, dma, words, false, Some(device), context_kmd, Vec::new());
+            }
+            None if !lock(&a.vidmm).has_process(pid) => {
+                return new_packet(a, words, false, Some(device), context_kmd, Vec::new())
+            }
+            // The arena is full of buffers in flight: wait for retirements.
+            None => {
+                if let Some(f) = m.fault() {
+                    return Err(f);
+                }
+                let progressed = match m.config().mode {
+                    Mode::Step => m.round_for_wait(),
+                    Mode::Threaded => {
+                        std::thread::sleep(Duration::from_micros(200));
+                        false
+                    }
+                };
+                if !progressed && Instant::now() >= deadline {
+                    return Err(SimError::Simulation(
+                        "the process's DMA arena is full and nothing retires".into(),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Frees a DMA buffer after its fence ID retired (or it was dropped): back to its process's
+/// arena, or the OS's own system memory.
+pub(crate) fn free_dma(a: &AdapterShared, bus_addr: u64) {
+    if !crate::vidmm::dmabuf::dma_release(a, bus_addr) {
+        a.device.memory().free_system(bus_addr);
+    }
 }
 
 pub(crate) fn submit_new(
@@ -221,7 +334,7 @@ pub(crate) fn submit_new(
     let _g = sh.gate.read().unwrap_or_else(|e| e.into_inner());
     let _order = lock(&sh.submit);
     if p.device.is_some_and(|d| ums::tdr_device_in_error(a, d)) {
-        a.device.memory().free_system(p.dma.bus_addr);
+        free_dma(a, p.dma.bus_addr);
         return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
     }
     p.id = {
@@ -257,7 +370,7 @@ impl Machine {
             return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
         }
         let words = encode(cmds)?;
-        let pk = new_packet(&a, &words, false, Some(device), kmd, Vec::new())?;
+        let pk = process_packet(self, &a, p.pid, &words, device, kmd)?;
         submit_new(self, &a, node, pk)
     }
 

@@ -26,7 +26,7 @@ use zerocopy::IntoBytes;
 /// lists them).
 #[allow(dead_code)]
 pub fn identity_space(mut cfg: MachineConfig) -> MachineConfig {
-    cfg.os.gpummu_processes = false;
+    cfg.os.gpummu_processes = std::env::var("RVGPU_GPUMMU").is_ok();
     cfg
 }
 

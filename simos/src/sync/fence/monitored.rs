@@ -134,6 +134,16 @@ impl Machine {
             st: Mutex::new(LegacyState::default()),
         });
         os.legacy.insert(obj.handle, obj.clone());
+        drop(os);
+        // GpuMmu: the value's page is mapped into the creator's address space at its
+        // system VA, read/write for the GPU (MF-01); a process's commands reach only what
+        // its address space maps.
+        // No allocation behind it: the leaves carry no handle.
+        let tag = crate::vidmm::mmu::LeafTag::default();
+        if let Err(e) = self.vidmm_map_os_page(&a, process, obj.slot.gpu(), tag) {
+            lock(&a.fence_os).legacy.remove(&obj.handle);
+            return Err(e);
+        }
         Ok(MonitoredFence { obj })
     }
 
@@ -220,13 +230,14 @@ impl Machine {
         Ok(ev)
     }
 
-    /// Opens a shareable TYPE_DEFAULT native fence on an adapter without native fences: it is
-    /// a regular monitored fence there (NF-18), sharing the CurrentValue storage; the native
+    /// Opens a shareable TYPE_DEFAULT native fence for `process` on an adapter without native
+    /// fences: it is a regular monitored fence there (NF-18), sharing the CurrentValue storage; the native
     /// instances hold MonitoredValue at 0 so every signal reaches the OS, which propagates it.
     pub fn open_native_fence_as_monitored(
         &self,
         fence: &NativeFence,
         adapter: usize,
+        process: ProcessId,
     ) -> Result<MonitoredFence, SimError> {
         if !fence.obj.shareable || fence.obj.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
             return Err(SimError::Simulation(
@@ -275,6 +286,8 @@ impl Machine {
         for n in &natives {
             settle(n)?;
         }
+        // Mapped into the opening process there, as a monitored fence it created would be.
+        self.vidmm_map_os_page(&b, process, obj.slot.gpu(), crate::vidmm::mmu::LeafTag::default())?;
         Ok(MonitoredFence { obj })
     }
 

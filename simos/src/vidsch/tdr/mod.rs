@@ -70,7 +70,7 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::interrupt::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
-use rvgpu_device::{Device, SysAlloc};
+use rvgpu_device::Device;
 use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -217,6 +217,16 @@ impl Default for TdrConfig {
     }
 }
 
+/// Where a kernel-mode DMA buffer is: its bus address (the CPU writes it there) and, for a
+/// process's buffer on a GpuMmu adapter, its GPU VA in that process (submitted with
+/// `DxgkDdiSubmitCommandVirtual`; 0: an OS buffer submitted by physical address).
+#[derive(Clone, Copy, Debug)]
+pub struct DmaBuf {
+    pub bus_addr: u64,
+    pub len: u64,
+    pub va: u64,
+}
+
 /// A kernel-mode DMA buffer in flight.
 #[derive(Clone, Debug)]
 pub struct Packet {
@@ -231,7 +241,7 @@ pub struct Packet {
     /// Devices owning the allocations it references (paging: TDR-08).
     pub owners: Vec<KmtHandle>,
     /// The DMA buffer (contiguous system memory).
-    pub dma: SysAlloc,
+    pub dma: DmaBuf,
     /// Bytes of commands in it.
     pub bytes: u32,
 }

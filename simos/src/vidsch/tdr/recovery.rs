@@ -311,7 +311,7 @@ pub(crate) fn recover_node(
         }
         drop(os);
         for b in freed {
-            a.device.memory().free_system(b);
+            crate::vidsch::legacy::free_dma(a, b);
         }
         resubmit.push((rn, rest));
     }
@@ -368,7 +368,7 @@ pub(crate) fn recover_node(
                     node: rn,
                     fence: old,
                 });
-                a.device.memory().free_system(p.dma.bus_addr);
+                crate::vidsch::legacy::free_dma(a, p.dma.bus_addr);
                 continue;
             }
             let new = {
@@ -500,7 +500,7 @@ pub(crate) fn adapter_reset(
             }
         }
         for (_, _, b) in freed {
-            a.device.memory().free_system(b);
+            crate::vidsch::legacy::free_dma(a, b);
         }
         for q in ums::tdr_queues(a) {
             if !q.device_in_error && q.last_queued > q.completed {

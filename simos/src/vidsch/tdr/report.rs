@@ -124,9 +124,8 @@ pub(crate) fn dpc_process(a: &AdapterShared) {
         }
     }
     drop(os);
-    let mem = a.device.memory();
     for b in freed {
-        mem.free_system(b);
+        crate::vidsch::legacy::free_dma(a, b);
     }
 }
 

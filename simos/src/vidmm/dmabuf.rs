@@ -1,0 +1,163 @@
+//! DMA buffers of kernel-mode submissions in the submitting process's address space.
+//!
+//! On a GpuMmu adapter VidSch submits a process's DMA buffer with
+//! `DxgkDdiSubmitCommandVirtual`: `DmaBufferVirtualAddress` is a GPU VA of that process, and
+//! the buffer runs with that process's reach (the KMD runs it through INDIRECT_VM with the
+//! context's root, hardware.md 12.4). The buffer therefore has to be mapped in the process.
+//! Mapping on every submission would put paging traffic (and a wait for it) in front of
+//! every DMA buffer, and unmapping at retirement cannot happen at DPC time; a UMD reuses its
+//! command buffers instead. VidMm here does the same: each process gets one arena of system
+//! memory, mapped once (read-only for the GPU) when it first submits, carved per buffer and
+//! returned page by page as fence IDs retire. The arena is unmapped and freed with the
+//! process.
+
+use std::collections::BTreeMap;
+
+use rvgpu_device::SysAlloc;
+
+use super::gpuva::MapAttrs;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+use crate::machine::Machine;
+use crate::sync::fence::ProcessId;
+
+/// Pages of one process's arena (1 MiB: 256 single-page buffers in flight).
+pub(crate) const ARENA_PAGES: u64 = 256;
+const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+
+/// One process's DMA-buffer arena.
+#[derive(Debug)]
+pub struct Arena {
+    backing: SysAlloc,
+    /// GPU VA of the arena's first page in the process.
+    va: u64,
+    /// Carved buffers: first page index → pages.
+    carved: BTreeMap<u64, u64>,
+}
+
+impl Arena {
+    /// First fit of `pages` contiguous free pages.
+    fn carve(&mut self, pages: u64) -> Option<u64> {
+        let mut at = 0u64;
+        for (&start, &len) in &self.carved {
+            if start.saturating_sub(at) >= pages {
+                break;
+            }
+            at = start.saturating_add(len);
+        }
+        (at.checked_add(pages)? <= ARENA_PAGES).then(|| {
+            self.carved.insert(at, pages);
+            at
+        })
+    }
+
+    fn contains(&self, bus: u64) -> bool {
+        bus >= self.backing.bus_addr && bus < self.backing.bus_addr + self.backing.len
+    }
+}
+
+/// A DMA buffer carved from an arena: where the CPU writes it and where the process's GPU
+/// reads it.
+#[derive(Clone, Copy, Debug)]
+pub struct Carved {
+    pub bus_addr: u64,
+    pub va: u64,
+    pub len: u64,
+}
+
+impl Machine {
+    /// A buffer of `bytes` in `pid`'s arena on `a` (made and mapped on first use). `Ok(None)`
+    /// when the process has no GpuMmu address space there (kernel-mode buffers then stay in
+    /// the system space) or the arena is full for now (the caller waits for retirements).
+    pub(crate) fn dma_carve(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        bytes: u64,
+    ) -> Result<Option<Carved>, SimError> {
+        let pages = bytes.div_ceil(PAGE).max(1);
+        if pages > ARENA_PAGES {
+            return Err(SimError::Simulation(format!(
+                "a DMA buffer of {bytes} bytes is larger than the arena"
+            )));
+        }
+        let has = {
+            let v = lock(&a.vidmm);
+            match v.processes.get(&pid) {
+                None => return Ok(None),
+                Some(p) => p.arena.is_some(),
+            }
+        };
+        if !has {
+            self.dma_arena_create(a, pid)?;
+        }
+        let mut v = lock(&a.vidmm);
+        let Some(arena) = v.processes.get_mut(&pid).and_then(|p| p.arena.as_mut()) else {
+            return Ok(None);
+        };
+        Ok(arena.carve(pages).map(|first| Carved {
+            bus_addr: arena.backing.bus_addr + first * PAGE,
+            va: arena.va + first * PAGE,
+            len: pages * PAGE,
+        }))
+    }
+
+    fn dma_arena_create(&self, a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
+        let backing = a
+            .device
+            .memory()
+            .alloc_system(ARENA_PAGES * PAGE, PAGE)
+            .ok_or(SimError::DdiFailed(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY))?;
+        let phys: Vec<_> = (0..ARENA_PAGES)
+            .map(|i| (0u32, backing.bus_addr + i * PAGE))
+            .collect();
+        // Read-only for the GPU: the process's commands read their buffers, never write them.
+        let attrs = MapAttrs {
+            read_only: true,
+            no_execute: false,
+        };
+        let va = match self.vidmm_map(a, pid, &phys, attrs, Default::default()) {
+            Ok(va) => va,
+            Err(e) => {
+                a.device.memory().free_system(backing.bus_addr);
+                return Err(e);
+            }
+        };
+        let mut v = lock(&a.vidmm);
+        match v.processes.get_mut(&pid) {
+            Some(p) if p.arena.is_none() => {
+                p.arena = Some(Arena {
+                    backing,
+                    va,
+                    carved: BTreeMap::new(),
+                });
+                Ok(())
+            }
+            _ => Err(SimError::Simulation(
+                "a process's DMA arena was made twice".into(),
+            )),
+        }
+    }
+}
+
+/// Returns the buffer at `bus` to its arena; false if no arena of `a` holds it (a buffer of
+/// the system space, freed by the caller).
+pub(crate) fn dma_release(a: &AdapterShared, bus: u64) -> bool {
+    let mut v = lock(&a.vidmm);
+    for p in v.processes.values_mut() {
+        if let Some(arena) = p.arena.as_mut().filter(|ar| ar.contains(bus)) {
+            let first = (bus - arena.backing.bus_addr) / PAGE;
+            arena.carved.remove(&first);
+            return true;
+        }
+    }
+    false
+}
+
+/// The arena of a process being destroyed: its VA and backing, for unmapping and freeing.
+pub(crate) fn dma_arena_take(a: &AdapterShared, pid: ProcessId) -> Option<(u64, SysAlloc)> {
+    let mut v = lock(&a.vidmm);
+    let arena = v.processes.get_mut(&pid)?.arena.take()?;
+    Some((arena.va, arena.backing))
+}
