@@ -262,7 +262,8 @@ impl Memory {
             Some(words) => {
                 let len = (words.len() as u64).saturating_mul(8);
                 let used = self.sys.used.load(Ordering::Relaxed);
-                self.sys.used
+                self.sys
+                    .used
                     .store(used.saturating_sub(len), Ordering::Relaxed);
                 true
             }

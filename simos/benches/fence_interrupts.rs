@@ -32,10 +32,9 @@ use rvgpu_ddi::init::PDXGKDDI_INTERRUPT_ROUTINE;
 use rvgpu_ddi::interrupt::DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED;
 use rvgpu_simos::testing::gpu::{GpuQueue, RING_BYTES};
 use rvgpu_simos::{
-    Machine, MachineConfig, Mode, NativeFenceDesc, Notification, ProcessId, SimError, SimEvent,
+    Machine, MachineConfig, Mode, NativeFenceDesc, Notification, SimError, SimEvent,
 };
 
-const P1: ProcessId = ProcessId(1);
 /// Signals per segment in configuration (b).
 const SEGMENT: u64 = 1000;
 /// Waiters per batch in configuration (b).
@@ -61,8 +60,6 @@ unsafe extern "system" fn counting_isr(ctx: PVOID, message: ULONG) -> BOOLEAN {
 
 fn machine(native: bool) -> Machine {
     let mut cfg = MachineConfig::single(Mode::Step);
-    // GpuQueue fixtures still name fences by bus address (issue 12 migration, docs/memory.md).
-    cfg.os.gpummu_processes = false;
     cfg.os.native_fence_feature = native;
     let mut m = Machine::new(cfg);
     m.load_driver_with(|t| {
@@ -108,8 +105,9 @@ struct Row {
 }
 
 /// ISR calls, fence notifications.
-fn counts(m: &Machine) -> (u64, u64) {
-    let isr = m.interrupt_counts(0).0;
+/// Interrupts since `base` and fence notifications so far.
+fn counts(m: &Machine, base: u64) -> (u64, u64) {
+    let isr = m.interrupt_counts(0).0 - base;
     let n = m
         .notifications(0)
         .into_iter()
@@ -127,11 +125,17 @@ fn counts(m: &Machine) -> (u64, u64) {
 fn native_no_waiter(n: u64) -> Row {
     let t = Instant::now();
     let m = machine(true);
-    let f = ok(&m, m.create_native_fence(0, P1, NativeFenceDesc::default()));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = ok(
+        &m,
+        m.create_native_fence(0, q.pid(), NativeFenceDesc::default()),
+    );
+    // Set-up maps the queue and the fence (paging interrupts): counted from here on.
+    ok(&m, m.run_until_idle());
+    let base = m.interrupt_counts(0).0;
     signal_range(&m, &mut q, 1, n, |q, v| q.signal(&f, v));
     assert_eq!(f.current_value(), n);
-    let (isr, notes) = counts(&m);
+    let (isr, notes) = counts(&m, base);
     Row {
         name: "(a) native fence, no CPU waiter",
         isr_calls: isr,
@@ -145,8 +149,14 @@ fn native_no_waiter(n: u64) -> Row {
 fn native_batched_waiters(n: u64) -> Row {
     let t = Instant::now();
     let m = machine(true);
-    let f = ok(&m, m.create_native_fence(0, P1, NativeFenceDesc::default()));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = ok(
+        &m,
+        m.create_native_fence(0, q.pid(), NativeFenceDesc::default()),
+    );
+    // Set-up maps the queue and the fence (paging interrupts): counted from here on.
+    ok(&m, m.run_until_idle());
+    let base = m.interrupt_counts(0).0;
     let mut released = 0u64;
     let mut from = 1u64;
     while from <= n {
@@ -163,7 +173,7 @@ fn native_batched_waiters(n: u64) -> Row {
         from = to + 1;
     }
     assert_eq!(f.monitored_value(), u64::MAX, "nobody waits at the end");
-    let (isr, notes) = counts(&m);
+    let (isr, notes) = counts(&m, base);
     Row {
         name: "(b) native fence, batched CPU waiters",
         isr_calls: isr,
@@ -178,11 +188,14 @@ fn legacy(n: u64) -> Row {
     let t = Instant::now();
     let m = machine(false);
     assert!(m.native_fence_caps(0).is_none(), "legacy adapter");
-    let f = ok(&m, m.create_monitored_fence(0, P1, 0));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = ok(&m, m.create_monitored_fence(0, q.pid(), 0));
+    // Set-up maps the queue and the fence (paging interrupts): counted from here on.
+    ok(&m, m.run_until_idle());
+    let base = m.interrupt_counts(0).0;
     signal_range(&m, &mut q, 1, n, |q, v| q.signal_monitored(&f, v));
     assert_eq!(f.value(), n);
-    let (isr, notes) = counts(&m);
+    let (isr, notes) = counts(&m, base);
     Row {
         name: "(c) legacy monitored fence (baseline)",
         isr_calls: isr,

@@ -30,9 +30,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use rvgpu_simos::testing::gpu::GpuQueue;
-use rvgpu_simos::{
-    Machine, MachineConfig, Mode, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome,
-};
+use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc, SimEvent, WaitOutcome};
 
 /// How long the waiter gets to block before the wake is issued.
 const SETTLE: Duration = Duration::from_micros(200);
@@ -126,17 +124,15 @@ fn main() {
     let bare = Samples::new();
 
     {
-        let mut cfg = MachineConfig::single(Mode::Threaded);
-        // GpuQueue fixtures still name fences by bus address (issue 12 migration, docs/memory.md).
-        cfg.os.gpummu_processes = false;
+        let cfg = MachineConfig::single(Mode::Threaded);
         let mut m = Machine::new(cfg);
         m.load_driver().expect("load");
         m.start_adapter(0).expect("start");
+        let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
         let f = ok(
             &m,
-            m.create_native_fence(0, ProcessId(1), NativeFenceDesc::default()),
+            m.create_native_fence(0, q.pid(), NativeFenceDesc::default()),
         );
-        let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
         let waiter = Waiter::spawn(|e: SimEvent| {
             assert_eq!(
                 e.wait(Duration::from_secs(10)),

@@ -22,7 +22,7 @@ use rvgpu_umd::kmt::{AllocationCpu, Kmt};
 use rvgpu_umd::submit::{QueueConfig, UserQueue};
 
 fn machine(mode: Mode, tdr: TdrConfig) -> Machine {
-    let m = started(identity_space(MachineConfig::single(mode)));
+    let m = started(MachineConfig::single(mode));
     m.enable_tdr(0, tdr).expect("tdr");
     m
 }

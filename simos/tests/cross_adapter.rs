@@ -31,7 +31,7 @@ struct Rig {
 }
 
 fn rig() -> Rig {
-    let mut m = Machine::new(identity_space(MachineConfig::igpu_dgpu(Mode::Step)));
+    let mut m = Machine::new(MachineConfig::igpu_dgpu(Mode::Step));
     m.load_driver().expect("load");
     m.start_adapter(IGPU).expect("start iGPU");
     m.start_adapter(DGPU).expect("start dGPU");
@@ -117,7 +117,12 @@ fn nf_18_s1_igpu_gpu_wait_dgpu_gpu_signal() {
     let after = igpu_gpu_wait(&mut r);
     dgpu_gpu_signal(&mut r);
     // "The KMD rescans the runlist to unblock the HW channel waiting on hFence."
-    assert!(r.qi.drained(), "iGPU queue still blocked; {:?} {:?}", r.m.ums_events(IGPU), r.m.fault());
+    assert!(
+        r.qi.drained(),
+        "iGPU queue still blocked; {:?} {:?}",
+        r.m.ums_events(IGPU),
+        r.m.fault()
+    );
     assert_eq!(after.current_value(), 1);
     assert!(r.m.bugcheck().is_none());
 }
@@ -128,7 +133,12 @@ fn nf_18_s1_igpu_gpu_wait_dgpu_cpu_signal() {
     let mut r = rig();
     let after = igpu_gpu_wait(&mut r);
     dgpu_cpu_signal(&r);
-    assert!(r.qi.drained(), "iGPU queue still blocked; {:?} {:?}", r.m.ums_events(IGPU), r.m.fault());
+    assert!(
+        r.qi.drained(),
+        "iGPU queue still blocked; {:?} {:?}",
+        r.m.ums_events(IGPU),
+        r.m.fault()
+    );
     assert_eq!(after.current_value(), 1);
 }
 
@@ -177,7 +187,7 @@ struct Rig2 {
 }
 
 fn rig2() -> Rig2 {
-    let mut m = Machine::new(identity_space(MachineConfig::legacy_igpu_dgpu(Mode::Step)));
+    let mut m = Machine::new(MachineConfig::legacy_igpu_dgpu(Mode::Step));
     m.load_driver().expect("load");
     m.start_adapter(IGPU).expect("start iGPU");
     m.start_adapter(DGPU).expect("start dGPU");
@@ -367,7 +377,7 @@ fn nf_18_s2b_igpu_cpu_signal_dgpu_cpu_wait() {
 /// an iGPU CPU signal releases a dGPU GPU wait.
 #[test]
 fn nf_18_monitored_fence_opens_as_native() {
-    let mut m = Machine::new(identity_space(MachineConfig::legacy_igpu_dgpu(Mode::Step)));
+    let mut m = Machine::new(MachineConfig::legacy_igpu_dgpu(Mode::Step));
     m.load_driver().expect("load");
     m.start_adapter(IGPU).expect("start iGPU");
     m.start_adapter(DGPU).expect("start dGPU");

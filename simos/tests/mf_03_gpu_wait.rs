@@ -26,7 +26,7 @@ use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmitError};
 const STATUS_INVALID_PARAMETER: NtStatus = NtStatus(0xC000_000D_u32 as i32);
 
 fn machine(mode: Mode) -> Machine {
-    started(identity_space(MachineConfig::single(mode)))
+    started(MachineConfig::single(mode))
 }
 
 fn config() -> QueueConfig {

@@ -11,7 +11,7 @@ use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{Machine, MachineConfig, Mode, ProcessId, WaitOutcome};
 
 fn legacy_machine(mode: Mode) -> Machine {
-    let mut cfg = identity_space(MachineConfig::single(mode));
+    let mut cfg = MachineConfig::single(mode);
     cfg.os.native_fence_feature = false;
     let mut m = Machine::new(cfg);
     m.load_driver().expect("load");
@@ -91,7 +91,7 @@ fn mf_04_legacy_blocking_waits_threaded() {
 /// `CAPS.OPTIMIZED_FENCE_IRQ` (NF-14's array form: with the cap the OS reads `hHWQueue`
 /// instead of the array, LOG-08).
 fn null_report_machine(evaluate_legacy: bool) -> Machine {
-    let mut cfg = identity_space(MachineConfig::single(Mode::Step));
+    let mut cfg = MachineConfig::single(Mode::Step);
     for a in &mut cfg.adapters {
         a.device.optimized_fence_irq = false;
     }

@@ -21,14 +21,14 @@ use rvgpu_umd::submit::{QueueConfig, UserQueue};
 const P1: ProcessId = ProcessId(1);
 
 fn step() -> Machine {
-    started(identity_space(MachineConfig::single(Mode::Step)))
+    started(MachineConfig::single(Mode::Step))
 }
 
 /// One dGPU without `CAPS.OPTIMIZED_FENCE_IRQ`: the KMD reports native fences in the
 /// `pSignaledNativeFenceArray` of NF-14/NF-15 (named handles or NULL), not per queue (LOG-08,
 /// covered by `fence_logs.rs` on the default device).
 fn array_reports(mode: Mode) -> MachineConfig {
-    let mut cfg = identity_space(MachineConfig::single(mode));
+    let mut cfg = MachineConfig::single(mode);
     for a in &mut cfg.adapters {
         a.device.optimized_fence_irq = false;
     }
@@ -221,7 +221,7 @@ fn spied(cfg: MachineConfig) -> Machine {
 /// without any interrupt.
 #[test]
 fn nf_07_update_at_device_irql_and_resample_after() {
-    let m = spied(identity_space(MachineConfig::single(Mode::Step)));
+    let m = spied(MachineConfig::single(Mode::Step));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let f = fence(&m, q.pid(), 0);
     ok(&m, m.run_until_idle());
@@ -387,7 +387,7 @@ fn nf_17_cpu_signal_releases_gpu_wait() {
 /// adapter (its interrupt, then the OS's propagation). Another type is refused.
 #[test]
 fn nf_16_notification_only_unblocks_second_adapter() {
-    let m = started(identity_space(MachineConfig::igpu_dgpu(Mode::Step)));
+    let m = started(MachineConfig::igpu_dgpu(Mode::Step));
     let shared = NativeFenceDesc {
         shareable: true,
         ..Default::default()
@@ -404,7 +404,10 @@ fn nf_16_notification_only_unblocks_second_adapter() {
     assert_ne!(f0.global_handle(), f1.global_handle());
     assert_eq!(f0.monitored_value(), 0, "held at 0 on the first adapter");
     assert_eq!(f1.monitored_value(), 0, "held at 0 on the second adapter");
-    let done = ok(&m, m.create_native_fence(1, q1.pid(), NativeFenceDesc::default()));
+    let done = ok(
+        &m,
+        m.create_native_fence(1, q1.pid(), NativeFenceDesc::default()),
+    );
     ok(&m, q1.wait(&f1, 2));
     ok(&m, q1.signal(&done, 1));
     ok(&m, q1.kick());
@@ -482,7 +485,7 @@ fn mf_04_blocking_and_event_waits_step() {
 /// GPU signal it waits for; no wake-up is lost.
 #[test]
 fn mf_04_blocking_and_event_waits_threaded() {
-    let m = started(identity_space(MachineConfig::single(Mode::Threaded)));
+    let m = started(MachineConfig::single(Mode::Threaded));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let f = fence(&m, q.pid(), 0);
     for v in 1..=100u64 {
@@ -515,10 +518,16 @@ fn mf_04_blocking_and_event_waits_threaded() {
 /// fence carries a NULL array (scan everything), and the scan releases the wait.
 #[test]
 fn nf_15_inexact_device_reports_null_and_the_scan_releases() {
-    let m = started(identity_space(MachineConfig::igpu_dgpu(Mode::Step)));
+    let m = started(MachineConfig::igpu_dgpu(Mode::Step));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = ok(&m, m.create_native_fence(0, q.pid(), NativeFenceDesc::default()));
-    let other = ok(&m, m.create_native_fence(0, q.pid(), NativeFenceDesc::default()));
+    let f = ok(
+        &m,
+        m.create_native_fence(0, q.pid(), NativeFenceDesc::default()),
+    );
+    let other = ok(
+        &m,
+        m.create_native_fence(0, q.pid(), NativeFenceDesc::default()),
+    );
     let e = ok(&m, m.wait_native_fence_event(&f, 1));
     let eo = ok(&m, m.wait_native_fence_event(&other, 1));
     ok(&m, q.signal(&f, 1));
@@ -574,7 +583,7 @@ fn nf_15_burst_of_waited_signals_none_lost() {
 /// abandoned, nothing faults, and the adapter restarts with native fences.
 #[test]
 fn nf_13_stop_with_live_fences_threaded() {
-    let mut m = started(identity_space(MachineConfig::single(Mode::Threaded)));
+    let mut m = started(MachineConfig::single(Mode::Threaded));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let f = fence(&m, q.pid(), 0);
     let g = ok(&m, m.open_native_fence(&f, q.pid()));
@@ -599,7 +608,7 @@ fn nf_13_stop_with_live_fences_threaded() {
 /// multiple of 8, no MapToGpuSystemProcess) while NativeGpuFence is advertised.
 #[test]
 fn nf_11_bad_native_fence_caps_fail_the_start() {
-    let mut m = Machine::new(identity_space(MachineConfig::single(Mode::Step)));
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
     m.load_driver_with(rvgpu_simos::testing::bad_caps::install_bad_native_fence_caps)
         .expect("load");
     let r = m.start_adapter(0);

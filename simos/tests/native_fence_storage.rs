@@ -47,7 +47,7 @@ fn in_vram(gpu: u64) -> bool {
 /// signal on one queue releases a GPU wait on another, and the OS reads the new value.
 #[test]
 fn nf_06_intra_gpu_fence_lives_in_vram_and_gpu_signal_wait_work() {
-    let m = started(identity_space(MachineConfig::single(Mode::Step)));
+    let m = started(MachineConfig::single(Mode::Step));
     // Queues of two processes: the fence is shared between them.
     let mut qa = ok(&m, GpuQueue::new(&m, 0, 0));
     let mut qb = ok(&m, GpuQueue::new(&m, 0, 0));
@@ -92,7 +92,7 @@ fn nf_06_intra_gpu_fence_lives_in_vram_and_gpu_signal_wait_work() {
 /// signal as before (its values in system memory).
 #[test]
 fn nf_06_cpu_wait_and_signal_only_on_system_memory_fences() {
-    let m = started(identity_space(MachineConfig::single(Mode::Step)));
+    let m = started(MachineConfig::single(Mode::Step));
     let intra = create(&m, P1, true, false);
     assert!(matches!(
         m.wait_native_fence_event(&intra, 1),
@@ -118,7 +118,7 @@ fn nf_06_cpu_wait_and_signal_only_on_system_memory_fences() {
 /// page of its own (it may be shared across processes, not across adapters).
 #[test]
 fn nf_06_vram_fence_values_packed_per_process() {
-    let m = started(identity_space(MachineConfig::single(Mode::Step)));
+    let m = started(MachineConfig::single(Mode::Step));
     let stride = u64::from(m.native_fence_caps(0).expect("caps").MonitoredValueStride);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let a = create(&m, q.pid(), true, false);
@@ -152,7 +152,7 @@ fn nf_06_vram_fence_values_packed_per_process() {
 /// memory; an `INTRA_GPU` fence cannot cross adapters.
 #[test]
 fn nf_06_shareable_and_cross_adapter_fences_stay_in_system_memory() {
-    let m = started(identity_space(MachineConfig::igpu_dgpu(Mode::Step)));
+    let m = started(MachineConfig::igpu_dgpu(Mode::Step));
     let s = create(&m, P1, false, true);
     assert!(!s.current_value_is_local() && !s.monitored_value_is_local());
     let x = ok(&m, m.open_native_fence_cross_adapter(&s, 1, P2));
@@ -169,7 +169,7 @@ fn nf_06_shareable_and_cross_adapter_fences_stay_in_system_memory() {
 /// fence there.
 #[test]
 fn nf_06_driver_refuses_default_fence_values_in_vram() {
-    let m = started(identity_space(MachineConfig::single(Mode::Step)));
+    let m = started(MachineConfig::single(Mode::Step));
     // Storage the OS really owns, so an accepted fence touches nothing foreign.
     let sys = create(&m, P1, false, true);
     let sys_cv = sys.current_value_gpu();
@@ -188,7 +188,7 @@ fn nf_06_driver_refuses_default_fence_values_in_vram() {
 /// what is left at stop); a freed page is reused.
 #[test]
 fn nf_06_vram_fence_pages_freed() {
-    let mut m = started(identity_space(MachineConfig::single(Mode::Step)));
+    let mut m = started(MachineConfig::single(Mode::Step));
     let a = create(&m, P1, true, false);
     let b = create(&m, P1, true, false);
     assert_eq!(m.native_fence_local_pages(0), 2);

@@ -69,7 +69,7 @@ fn check(m: &Machine, fences: &[F], waits: &mut Vec<(usize, u64, SimEvent)>, see
 }
 
 fn run(seed: u64, nfences: usize, steps: usize) {
-    let mut m = Machine::new(identity_space(MachineConfig::single(Mode::Step)));
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
     m.load_driver().expect("load");
     m.start_adapter(0).expect("start");
     let mut rng = Rng(seed | 1);
@@ -186,7 +186,7 @@ fn nf_04_nf_09_seeded_stress() {
 /// released.
 #[test]
 fn nf_09_threaded_concurrent_waiters() {
-    let mut m = Machine::new(identity_space(MachineConfig::single(Mode::Threaded)));
+    let mut m = Machine::new(MachineConfig::single(Mode::Threaded));
     m.load_driver().expect("load");
     m.start_adapter(0).expect("start");
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));

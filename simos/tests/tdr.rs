@@ -33,7 +33,7 @@ fn fast() -> TdrConfig {
 }
 
 fn tdr_machine(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
-    let m = identity_machine_with(mode, f);
+    let m = machine_with(mode, f);
     ok(&m, m.enable_tdr(0, fast()));
     m
 }
@@ -79,13 +79,13 @@ fn all_done(m: &Machine, node: u32) -> bool {
 /// table carries the four DDIs; the OS refuses a start that advertises it with a null slot.
 #[test]
 fn tdr_01_caps_require_all_ddis() {
-    let m = identity_machine_with(Mode::Step, |_| {});
+    let m = machine_with(Mode::Step, |_| {});
     let caps = ok(&m, m.query_driver_caps(0));
     assert_eq!(caps.SupportPerEngineTDR, 1, "PER_ENGINE_RESET device");
     drop(m);
     // No PER_ENGINE_RESET: the driver says so (SupportPerEngineTDR 0), and Windows refuses a
     // WDDM 1.2+ hardware adapter without per-engine TDR (BR-52).
-    let mut cfg = identity_space(MachineConfig::single(Mode::Step));
+    let mut cfg = MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.per_engine_reset = false;
     let mut m = Machine::new(cfg);
     m.load_driver().expect("load");
@@ -97,7 +97,7 @@ fn tdr_01_caps_require_all_ddis() {
         other => panic!("start without PER_ENGINE_RESET: {other:?}"),
     }
     drop(m);
-    let mut m = Machine::new(identity_space(MachineConfig::single(Mode::Step)));
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
     m.load_driver_with(|t| t.DxgkDdiResetEngine = None)
         .expect("load");
     match m.start_adapter(0) {
@@ -110,7 +110,7 @@ fn tdr_01_caps_require_all_ddis() {
 /// while an engine reset is in progress; no deadlock, output bounded and non-empty.
 #[test]
 fn tdr_01_collect_dbg_info_level_zero() {
-    let m = identity_machine_with(Mode::Threaded, |_| {});
+    let m = machine_with(Mode::Threaded, |_| {});
     ok(
         &m,
         m.enable_tdr(
@@ -161,7 +161,7 @@ fn tdr_01_collect_dbg_info_level_zero() {
 #[test]
 fn tdr_02_nodes_and_affinity() {
     for engines in [1u32, 2, 16] {
-        let m = identity_machine_with(Mode::Step, |a| a.device.engines = engines);
+        let m = machine_with(Mode::Step, |a| a.device.engines = engines);
         let caps = ok(&m, m.query_driver_caps(0));
         assert_eq!(caps.GpuEngineTopology.NbAsymetricProcessingNodes, engines);
         let p = ok(&m, m.create_process(0));
@@ -342,7 +342,7 @@ fn tdr_03_paging_first_original_ids() {
 /// OS's last completed ID (a slow, not hung, DMA buffer is preempted, not reset).
 #[test]
 fn tdr_04_last_completed_fence() {
-    let m = identity_machine_with(Mode::Step, |_| {});
+    let m = machine_with(Mode::Step, |_| {});
     ok(
         &m,
         m.enable_tdr(
@@ -434,7 +434,7 @@ fn tdr_06_aborted_fence_every_case() {
 #[test]
 fn tdr_06_bad_aborted_fence_bugchecks() {
     // S + 1: a legacy hang (LastAborted would be S).
-    let mut m = Machine::new(identity_space(MachineConfig::single(Mode::Step)));
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
     m.load_driver_with(|t| testing_tdr::misreport_aborted(t, Misreport::Plus(1)))
         .expect("load");
     m.start_adapter(0).expect("start");
@@ -452,7 +452,7 @@ fn tdr_06_bad_aborted_fence_bugchecks() {
     assert!(m.device(0).unwrap().is_frozen());
     drop(m);
     // C - 1: a hardware-queue hang after one completed DMA buffer (LastAborted would be C).
-    let mut m = Machine::new(identity_space(MachineConfig::single(Mode::Step)));
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
     m.load_driver_with(|t| testing_tdr::misreport_aborted(t, Misreport::Minus(1)))
         .expect("load");
     m.start_adapter(0).expect("start");
@@ -478,7 +478,7 @@ fn tdr_06_bad_aborted_fence_bugchecks() {
 /// ResetEngine finds nothing in flight and returns S; the OS still errors that device.
 #[test]
 fn tdr_07_completed_between_snapshot_and_reset() {
-    let m = identity_machine_with(Mode::Step, |_| {});
+    let m = machine_with(Mode::Step, |_| {});
     // Set up before the two-round timeout is armed: VidMm's paging (mapping the allocation
     // and the process's DMA-buffer arena) takes longer than that.
     let p = ok(&m, m.create_process(0));
@@ -678,7 +678,7 @@ fn tdr_09_no_per_engine_reset_is_refused_at_start() {
     // Windows does not start such an adapter (BR-52: per-engine TDR is a mandatory WDDM 1.2
     // feature of a hardware adapter). The adapter-wide path stays covered where a per-engine
     // reset fails (tdr_09_failed_reset_falls_back).
-    let mut cfg = identity_space(MachineConfig::single(Mode::Step));
+    let mut cfg = MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.per_engine_reset = false;
     let mut m = Machine::new(cfg);
     m.load_driver().expect("load");
@@ -1044,7 +1044,7 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
     // Each queue submits at least N, and keeps going until the reset is over (at most MAX).
     const N: u64 = 200;
     const MAX: u64 = 20_000;
-    let m = identity_machine_with(Mode::Threaded, |a| a.device.doorbells = 16);
+    let m = machine_with(Mode::Threaded, |a| a.device.doorbells = 16);
     ok(
         &m,
         m.enable_tdr(
@@ -1200,7 +1200,7 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
 #[test]
 fn tdr_legacy_threaded_submitters() {
     const N: u64 = 150;
-    let m = identity_machine_with(Mode::Threaded, |_| {});
+    let m = machine_with(Mode::Threaded, |_| {});
     ok(
         &m,
         m.enable_tdr(
@@ -1323,7 +1323,7 @@ fn tdr_reset_same_engine_mid_indirect() {
     // The default timeout (300 rounds): the innocent's one long submission must not itself
     // look hung (with 40 rounds the OS rightly reset it first: a DMA buffer that runs longer
     // than the timeout is a TDR, as on Windows).
-    let m = identity_machine_with(Mode::Step, |_| {});
+    let m = machine_with(Mode::Step, |_| {});
     ok(&m, m.enable_tdr(0, TdrConfig::default()));
     let inn = ok(&m, m.create_process(0));
     let ki = m.kmt(&inn);

@@ -231,7 +231,7 @@ fn queue_config(node: u32) -> QueueConfig {
 }
 
 /// Creates `per_process` user-mode queues in each of `procs` (engines at random), with logs
-/// of `slots` submissions in allocations of the observer `obs`. Creation is sequential, so the
+/// of `slots` submissions in an allocation of each process (`obs` only watches). Creation is sequential, so the
 /// OS events name each queue's context and hardware queue in order.
 fn create_queues<'m>(
     m: &'m Machine,
@@ -242,11 +242,19 @@ fn create_queues<'m>(
     per_process: usize,
     slots: u64,
 ) -> Vec<Q<'m>> {
-    let ko = m.kmt(obs);
+    let _ = obs;
     let stride = (slots + 1) * 8;
+    // Each process's log is its own allocation: its queues can write nothing else (GpuMmu
+    // isolation); the test reads every log through the CPU mapping, even after a kill.
     let logs: Vec<Allocation<SimMem>> = procs
         .iter()
-        .map(|_| okk(m, seed, ko.create_allocation(per_process as u64 * stride)))
+        .map(|p| {
+            okk(
+                m,
+                seed,
+                m.kmt(p).create_allocation(per_process as u64 * stride),
+            )
+        })
         .collect();
     for l in &logs {
         for j in 0..per_process as u64 {
@@ -534,7 +542,7 @@ fn run_step(seed: u64, scale: u64) {
     };
     let steps = 3000 * scale;
     let slots = 64 + 48 * scale;
-    let mut cfg = identity_space(MachineConfig::single(Mode::Step));
+    let mut cfg = MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.doorbells = DOORBELLS;
     cfg.adapters[0].device.idle_f1_ticks = F1_TICKS;
     let mut machine = Machine::new(cfg);
@@ -754,7 +762,7 @@ fn ums_stress_threaded() {
     const PER: usize = 16;
     let victim = NPROC - 1;
     let rounds = 120 * scale;
-    let mut cfg = identity_space(MachineConfig::single(Mode::Threaded));
+    let mut cfg = MachineConfig::single(Mode::Threaded);
     cfg.adapters[0].device.doorbells = 4;
     cfg.adapters[0].device.idle_f1_ticks = 200_000;
     let mut machine = Machine::new(cfg);

@@ -292,7 +292,11 @@ impl Core {
         // Inside an INDIRECT_VM buffer, its space; otherwise the queue's.
         let qs = q.data_space();
         let (src, pos, avail) = match ind {
-            Some(i) => (Src::Buffer(i.addr, qs), i.off, i.bytes.saturating_sub(i.off)),
+            Some(i) => (
+                Src::Buffer(i.addr, qs),
+                i.off,
+                i.bytes.saturating_sub(i.off),
+            ),
             None => (Src::Ring, rptr, avail),
         };
         let inner = ind.map(|i| i.off);

@@ -1037,7 +1037,8 @@ mod tests {
 
     fn words(addr: u64, bytes: u64, fence: u32) -> Vec<u64> {
         let mut w = [0u64; MAX_WORDS];
-        let n = submit::encode(GpuVa::new(addr), bytes, 0, u64::from(fence), false, &mut w).unwrap();
+        let n =
+            submit::encode(GpuVa::new(addr), bytes, 0, u64::from(fence), false, &mut w).unwrap();
         w[..n].to_vec()
     }
 

@@ -230,8 +230,15 @@ mod tests {
         );
         let n = encode(0x1000, MAX_SUBMIT_BYTES, 1, false, &mut w).unwrap();
         assert_eq!(n, 16 * 3 + 2);
-        let n = super::encode(GpuVa::new(0x1000), MAX_SUBMIT_BYTES, 0x2000, 1, false, &mut w)
-            .unwrap();
+        let n = super::encode(
+            GpuVa::new(0x1000),
+            MAX_SUBMIT_BYTES,
+            0x2000,
+            1,
+            false,
+            &mut w,
+        )
+        .unwrap();
         assert_eq!(n, MAX_WORDS, "the largest submission fits the stack buffer");
         assert_eq!(
             decode(&w[..4]),

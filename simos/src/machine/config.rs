@@ -29,12 +29,6 @@ pub struct OsConfig {
     /// Refuse the start for the pending start-up rules too (`dxgkrnl::bringup::PENDING`);
     /// off, their violations go to the adapter's triage log. The rule tests turn it on.
     pub enforce_pending: bool,
-    /// Issue 12: every process gets its own GPU VA space (`DxgkDdiCreateProcess`, roots, its
-    /// allocations and fence pages mapped through the driver's paging buffers). Off, processes
-    /// run in the identity space (root 0) with GPU addresses = bus addresses: the migration
-    /// switch for suites and fixtures not yet moved to per-process VAs (docs/memory.md lists
-    /// them); Windows has no such mode.
-    pub gpummu_processes: bool,
 }
 
 impl Default for OsConfig {
@@ -45,7 +39,6 @@ impl Default for OsConfig {
             wait_timeout: crate::ums::DEFAULT_WAIT,
             log_entries: crate::sync::fencelog::DEFAULT_LOG_ENTRIES,
             enforce_pending: false,
-            gpummu_processes: true,
         }
     }
 }

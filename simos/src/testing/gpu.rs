@@ -168,6 +168,12 @@ impl GpuQueue {
         }
     }
 
+    /// A queue on `engine` in an existing `process` (several queues, and the fences they
+    /// share, in one process). The process outlives the queue.
+    pub fn new_in(m: &Machine, process: UmsProcess, engine: u32) -> Result<Self, SimError> {
+        Self::build(m, process, engine)
+    }
+
     fn build(m: &Machine, process: UmsProcess, engine: u32) -> Result<Self, SimError> {
         let a = m.adapter_shared(process.adapter)?.clone();
         let device = process.device;
@@ -252,7 +258,9 @@ impl GpuQueue {
         if fence.process() == self.process.pid && fence.adapter() == self.process.adapter {
             Ok(())
         } else {
-            Err(sim("the fence is not open in the queue's process on its adapter"))
+            Err(sim(
+                "the fence is not open in the queue's process on its adapter",
+            ))
         }
     }
 

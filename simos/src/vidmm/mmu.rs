@@ -144,9 +144,6 @@ impl Machine {
         let Some(g) = geometry(a) else {
             return Ok(None);
         };
-        if !a.os.gpummu_processes {
-            return Ok(None);
-        }
         let f = a
             .table
             .get()
@@ -185,16 +182,14 @@ impl Machine {
             let base = VA_BASE + u64::from(pid.0 % 64) * VA_STRIDE;
             AddressSpace::new(g, heap, base).map_err(va_error)?
         };
-        lock(&a.vidmm)
-            .processes
-            .insert(
-                pid,
-                VmProcess {
-                    kmd,
-                    space,
-                    arena: None,
-                },
-            );
+        lock(&a.vidmm).processes.insert(
+            pid,
+            VmProcess {
+                kmd,
+                space,
+                arena: None,
+            },
+        );
         self.vidmm_run(a, kmd, &[init], LeafTag::default())?;
         Ok(Some(kmd))
     }

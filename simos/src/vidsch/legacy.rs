@@ -32,8 +32,8 @@ use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
 use crate::machine::{Machine, Mode};
-use crate::ums::{self, KmtHandle, UmsProcess};
 use crate::sync::fence::ProcessId;
+use crate::ums::{self, KmtHandle, UmsProcess};
 use crate::vidsch::tdr::{self, DmaBuf, Packet, TdrShared};
 
 /// Kernel-mode DMA buffers in flight per node (docs/tdr.md §3.2: the KMD's ring holds 1024).

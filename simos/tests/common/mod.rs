@@ -21,15 +21,6 @@ use rvgpu_umd::submit::QueueConfig;
 use zerocopy::IntoBytes;
 
 /// A machine built from `cfg` with the driver loaded and every adapter started.
-/// `cfg` with processes in the identity space (`OsConfig::gpummu_processes` off): for suites
-/// whose fixtures still use bus addresses as GPU addresses (issue 12 migration; docs/memory.md
-/// lists them).
-#[allow(dead_code)]
-pub fn identity_space(mut cfg: MachineConfig) -> MachineConfig {
-    cfg.os.gpummu_processes = std::env::var("RVGPU_GPUMMU").is_ok();
-    cfg
-}
-
 pub fn started(cfg: MachineConfig) -> Machine {
     let n = cfg.adapters.len();
     let mut m = Machine::new(cfg);
@@ -45,14 +36,6 @@ pub fn started(cfg: MachineConfig) -> Machine {
 /// A started single-adapter machine whose adapter `f` adjusts first.
 pub fn machine_with(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
     let mut cfg = MachineConfig::single(mode);
-    f(&mut cfg.adapters[0]);
-    started(cfg)
-}
-
-/// [`machine_with`] in the identity space ([`identity_space`]).
-#[allow(dead_code)]
-pub fn identity_machine_with(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
-    let mut cfg = identity_space(MachineConfig::single(mode));
     f(&mut cfg.adapters[0]);
     started(cfg)
 }
@@ -131,12 +114,6 @@ pub fn fill(t: &Allocation<SimMem>, off: u64, pattern: u64) -> Command {
 /// A started single-adapter machine with `doorbells` physical doorbells.
 pub fn with_doorbells(mode: Mode, doorbells: u32) -> Machine {
     machine_with(mode, |a| a.device.doorbells = doorbells)
-}
-
-/// [`with_doorbells`] in the identity space ([`identity_space`]).
-#[allow(dead_code)]
-pub fn identity_with_doorbells(mode: Mode, doorbells: u32) -> Machine {
-    identity_machine_with(mode, |a| a.device.doorbells = doorbells)
 }
 
 /// A user-mode queue built from the thunks: its doorbell is created, not connected.

@@ -243,8 +243,9 @@ pub trait Fences {
     /// A CPU signal.
     fn cpu_signal(&mut self, f: FenceRef, value: u64) -> Result<(), Failure>;
 
-    /// A GPU queue on engine `engine` of adapter `i`.
-    fn gpu_queue(&mut self, i: usize, engine: u32) -> Result<QueueRef, Failure>;
+    /// A GPU queue on engine `engine` of adapter `i` in `process` (the fences it names must
+    /// be open in that process).
+    fn gpu_queue(&mut self, i: usize, engine: u32, process: u32) -> Result<QueueRef, Failure>;
 
     /// Appends a native FENCE_SIGNAL (conditional interrupt) to the queue.
     fn gpu_signal(&mut self, q: QueueRef, f: FenceRef, value: u64) -> Result<(), Failure>;
@@ -301,6 +302,7 @@ pub trait CrossAdapterFences {
         &mut self,
         f: FenceRef,
         adapter: usize,
+        process: u32,
     ) -> Result<MonitoredRef, Failure>;
 }
 

@@ -230,7 +230,10 @@ fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
 fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
     let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let q = s.fences()?.gpu_queue(0, 0)?;
+    let q = s.fences()?.gpu_queue(0, 0, 1)?;
+    // Creating the queue and the fence maps them (paging interrupts): count from here.
+    s.step()?.run_until_idle()?;
+    let base = s.os_trace_ref()?.interrupt_count(0);
     let e = s.fences()?.cpu_wait_event(f, 3)?;
     for v in 1..=5 {
         s.fences()?.gpu_signal(q, f, v)?;
@@ -242,7 +245,7 @@ fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
         "CPU wait for 3 not released; values {:?}",
         s.fences_ref()?.fence_values(f)
     );
-    let n = s.os_trace_ref()?.interrupt_count(0);
+    let n = s.os_trace_ref()?.interrupt_count(0) - base;
     ensure!(n == 1, "{n} interrupts, expected exactly 1");
     let v = s.fences_ref()?.fence_values(f)?;
     ensure!(v.current == 5 && v.monitored == u64::MAX, "values {v:?}");
@@ -253,7 +256,9 @@ fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
 fn no_waiter_no_interrupt(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
     let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let q = s.fences()?.gpu_queue(0, 0)?;
+    let q = s.fences()?.gpu_queue(0, 0, 1)?;
+    s.step()?.run_until_idle()?;
+    let base = s.os_trace_ref()?.interrupt_count(0);
     for v in 1..=100 {
         s.fences()?.gpu_signal(q, f, v)?;
         if v % 50 == 0 {
@@ -267,7 +272,7 @@ fn no_waiter_no_interrupt(b: &dyn Backend) -> CaseResult {
         "CurrentValue {:?}",
         s.fences_ref()?.fence_values(f)
     );
-    let n = s.os_trace_ref()?.interrupt_count(0);
+    let n = s.os_trace_ref()?.interrupt_count(0) - base;
     ensure!(n == 0, "{n} interrupts with no waiter");
     Ok(())
 }
@@ -307,7 +312,7 @@ fn handle_lifetimes(b: &dyn Backend) -> CaseResult {
 fn destroy_with_queued_signal(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
     let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let q = s.fences()?.gpu_queue(0, 0)?;
+    let q = s.fences()?.gpu_queue(0, 0, 1)?;
     let e = s.fences()?.cpu_wait_event(f, 1)?;
     s.fences()?.gpu_signal(q, f, 1)?;
     s.fences()?.gpu_submit(q)?;
@@ -326,7 +331,9 @@ fn cpu_signal_releases_gpu_wait(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
     let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
     let g = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let q = s.fences()?.gpu_queue(0, 0)?;
+    let q = s.fences()?.gpu_queue(0, 0, 1)?;
+    s.step()?.run_until_idle()?;
+    let base = s.os_trace_ref()?.interrupt_count(0);
     s.fences()?.gpu_wait(q, f, 5)?;
     s.fences()?.gpu_signal(q, g, 1)?;
     s.fences()?.gpu_submit(q)?;
@@ -345,7 +352,7 @@ fn cpu_signal_releases_gpu_wait(b: &dyn Backend) -> CaseResult {
         s.fences_ref()?.fence_values(g)?.current == 1,
         "the later signal did not land"
     );
-    let n = s.os_trace_ref()?.interrupt_count(0);
+    let n = s.os_trace_ref()?.interrupt_count(0) - base;
     ensure!(n == 0, "{n} interrupts: the release took a CPU round trip");
     Ok(())
 }
@@ -362,7 +369,7 @@ fn cross_adapter(b: &dyn Backend) -> CaseResult {
         );
     }
     let done = s.fences()?.create_native_fence(1, 2, 0, false)?;
-    let q = s.fences()?.gpu_queue(1, 0)?;
+    let q = s.fences()?.gpu_queue(1, 0, 2)?;
     s.fences()?.gpu_wait(q, f1, 2)?;
     s.fences()?.gpu_signal(q, done, 1)?;
     s.fences()?.gpu_submit(q)?;
@@ -387,7 +394,7 @@ fn cross_adapter(b: &dyn Backend) -> CaseResult {
 fn cpu_waits_threaded(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Threaded, 1)?;
     let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let q = s.fences()?.gpu_queue(0, 0)?;
+    let q = s.fences()?.gpu_queue(0, 0, 1)?;
     for v in 1..=50u64 {
         let e = s.fences()?.cpu_wait_event(f, 2 * v)?;
         s.fences()?.gpu_signal(q, f, 2 * v - 1)?;
@@ -418,7 +425,7 @@ fn scenario1(b: &dyn Backend) -> CaseResult {
     let d = s.fences()?.create_native_fence(1, 1, 0, true)?;
     let i = s.cross_adapter()?.open_native_fence_on(d, 0, 1)?;
     let after = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let iq = s.fences()?.gpu_queue(0, 0)?;
+    let iq = s.fences()?.gpu_queue(0, 0, 1)?;
     s.fences()?.gpu_wait(iq, i, 10)?;
     s.fences()?.gpu_signal(iq, after, 1)?;
     s.fences()?.gpu_submit(iq)?;
@@ -427,7 +434,7 @@ fn scenario1(b: &dyn Backend) -> CaseResult {
         !s.fences_ref()?.gpu_queue_drained(iq),
         "the iGPU queue did not block"
     );
-    let dq = s.fences()?.gpu_queue(1, 0)?;
+    let dq = s.fences()?.gpu_queue(1, 0, 1)?;
     s.fences()?.gpu_signal(dq, d, 10)?;
     s.fences()?.gpu_submit(dq)?;
     s.step()?.run_until_idle()?;
@@ -453,9 +460,9 @@ fn scenario2a(b: &dyn Backend) -> CaseResult {
         s.cross_adapter()?.open_native_fence_on(d, 0, 1).is_err(),
         "opened as a native fence on an adapter without native fences"
     );
-    let i = s.cross_adapter()?.open_native_fence_as_monitored(d, 0)?;
+    let i = s.cross_adapter()?.open_native_fence_as_monitored(d, 0, 1)?;
     let e = s.fences()?.monitored_wait_event(i, 10)?;
-    let dq = s.fences()?.gpu_queue(1, 0)?;
+    let dq = s.fences()?.gpu_queue(1, 0, 1)?;
     s.fences()?.gpu_signal(dq, d, 10)?;
     s.fences()?.gpu_submit(dq)?;
     s.step()?.run_until_idle()?;
@@ -470,9 +477,9 @@ fn scenario2a(b: &dyn Backend) -> CaseResult {
 fn scenario2b(b: &dyn Backend) -> CaseResult {
     let mut s = session_with(b, ExecMode::Step, 2, |c| c.legacy_igpu = true)?;
     let d = s.fences()?.create_native_fence(1, 1, 0, true)?;
-    let i = s.cross_adapter()?.open_native_fence_as_monitored(d, 0)?;
+    let i = s.cross_adapter()?.open_native_fence_as_monitored(d, 0, 1)?;
     let after = s.fences()?.create_native_fence(1, 1, 0, false)?;
-    let dq = s.fences()?.gpu_queue(1, 0)?;
+    let dq = s.fences()?.gpu_queue(1, 0, 1)?;
     s.fences()?.gpu_wait(dq, d, 10)?;
     s.fences()?.gpu_signal(dq, after, 1)?;
     s.fences()?.gpu_submit(dq)?;
@@ -501,7 +508,7 @@ fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
         "native fence created with the feature disabled"
     );
     let f = s.fences()?.create_monitored_fence(0, 1, 0)?;
-    let q = s.fences()?.gpu_queue(0, 0)?;
+    let q = s.fences()?.gpu_queue(0, 0, 1)?;
     let e = s.fences()?.monitored_wait_event(f, 2)?;
     s.fences()?.gpu_signal_monitored(q, f, 1)?;
     s.fences()?.gpu_submit(q)?;

@@ -799,18 +799,30 @@ fn bugcheck_on_bad_aborted_fence(b: &dyn Backend) -> CaseResult {
 }
 
 fn completed_before_reset(b: &dyn Backend) -> CaseResult {
-    let mut s = tdr_session(
-        b,
+    let mut s = session(b, ExecMode::Step, |_| {})?;
+    // Set up before the two-step timeout is armed: the OS's paging (mapping the buffer, and
+    // the process's DMA buffers at its first submission) takes longer than that.
+    let p = s.ums()?.open_process(0)?;
+    let ctx = s.tdr()?.create_context(p, 0)?;
+    let big = s.ums()?.create_buffer(p, 4 << 20)?;
+    let warm = s.tdr()?.submit_dma(
+        ctx,
+        &[Work::Fill {
+            dst: big,
+            offset: 0,
+            bytes: 8,
+            pattern: 0,
+        }],
+    )?;
+    until(&mut *s, STEP, "warm-up", |s| all_done(s, 0))?;
+    s.tdr()?.enable_tdr(
+        0,
         TdrTimeouts {
             timeout_steps: 2,
             preempt_steps: 1,
             ..TdrTimeouts::fast()
         },
-        |_| {},
     )?;
-    let p = s.ums()?.open_process(0)?;
-    let ctx = s.tdr()?.create_context(p, 0)?;
-    let big = s.ums()?.create_buffer(p, 4 << 20)?;
     s.faults()?.complete_before_reset(0, 0)?;
     let id = s.tdr()?.submit_dma(
         ctx,
@@ -831,9 +843,9 @@ fn completed_before_reset(b: &dyn Backend) -> CaseResult {
         ev.contains(&TdrStep::Snapshot {
             node: 0,
             submitted: id,
-            completed: 0
+            completed: warm
         }),
-        "snapshot (S, C) = ({id}, 0) expected: {ev:?}"
+        "snapshot (S, C) = ({id}, {warm}) expected: {ev:?}"
     );
     ensure!(
         ev.contains(&TdrStep::ResetEngine {
@@ -985,6 +997,8 @@ fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
     let t = s.ums()?.create_buffer(c, 8 * MAX)?;
     let th = s.ums()?.create_buffer(h, BUF)?;
     let copy = s.ums()?.create_queue(c, 1, SubmitPath::UserMode)?;
+    // Made before the count starts: mapping its ring is paging work on the copy node.
+    let hq = s.ums()?.create_queue(h, 0, SubmitPath::UserMode)?;
     // Commands per one-FILL submission on the copy node (calibration).
     let before = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, 1)))?;
     let v = s.ums()?.submit(copy, &[fill(t, 0, 0)])?;
@@ -994,7 +1008,6 @@ fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
         .zip(after)
         .map(|(a, z)| z.completed_commands - a.completed_commands);
     let base = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, 1)))?;
-    let hq = s.ums()?.create_queue(h, 0, SubmitPath::UserMode)?;
     s.ums()?.submit(hq, &[Work::Hang])?;
     let (mut n, mut during) = (0u64, 0u64);
     loop {
@@ -1172,9 +1185,6 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
         );
         s.ums()?.close_queue(q)?;
     }
-    let base: Vec<_> = (0..2)
-        .map(|n| observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, n))))
-        .collect::<Result<_, _>>()?;
     let mut lanes = Vec::new();
     let mut owners = Vec::new();
     for i in 0..PROCS {
@@ -1204,6 +1214,11 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
     }
     let guilty = s.ums()?.open_process(0)?;
     let gq = s.ums()?.create_queue(guilty, 0, SubmitPath::UserMode)?;
+    // Counted from here: every queue exists (creating one maps its ring, paging work on the
+    // copy node) and none is closed before the count ends.
+    let base: Vec<_> = (0..2)
+        .map(|n| observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, n))))
+        .collect::<Result<_, _>>()?;
     lanes.push(StreamLane {
         queue: gq,
         batches: vec![vec![Work::Hang]],

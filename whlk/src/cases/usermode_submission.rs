@@ -1078,8 +1078,10 @@ fn abnormal_exit(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(4))?;
     let victim = s.ums()?.open_process(0)?;
     let other = s.ums()?.open_process(0)?;
-    // The killed process's work waits on a gate in the other process's memory.
-    let buf = s.ums()?.create_buffer(other, BUF)?;
+    // The killed process's work waits on a gate in its own memory (its queues reach nothing
+    // else); the gate opens after the kill, when nothing of it may run any more.
+    let buf = s.ums()?.create_buffer(victim, BUF)?;
+    let obuf = s.ums()?.create_buffer(other, BUF)?;
     let q = user_queue(&mut *s, victim, 0)?;
     let kq = s.ums()?.create_queue(victim, 1, SubmitPath::KernelMode)?;
     let oq = user_queue(&mut *s, other, 0)?;
@@ -1152,10 +1154,10 @@ fn abnormal_exit(b: &dyn Backend) -> CaseResult {
         );
     }
     expect_status(&*s, oq, DoorbellStatus::Connected, "the other process")?;
-    let v = s.ums()?.submit(oq, &[fill(buf, 24, 7)])?;
+    let v = s.ums()?.submit(oq, &[fill(obuf, 24, 7)])?;
     wait(&mut *s, oq, v, "the other process")?;
     ensure!(
-        s.ums_ref()?.read_buffer(buf, 24)? == 7,
+        s.ums_ref()?.read_buffer(obuf, 24)? == 7,
         "the other process's work did not run"
     );
     s.ums()?.end_process(other, ProcessEnd::Normal)?;

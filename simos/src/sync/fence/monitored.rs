@@ -287,7 +287,12 @@ impl Machine {
             settle(n)?;
         }
         // Mapped into the opening process there, as a monitored fence it created would be.
-        self.vidmm_map_os_page(&b, process, obj.slot.gpu(), crate::vidmm::mmu::LeafTag::default())?;
+        self.vidmm_map_os_page(
+            &b,
+            process,
+            obj.slot.gpu(),
+            crate::vidmm::mmu::LeafTag::default(),
+        )?;
         Ok(MonitoredFence { obj })
     }
 

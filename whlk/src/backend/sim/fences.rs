@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use rvgpu_simos::testing::gpu::GpuQueue;
-use rvgpu_simos::{NativeFence, NativeFenceDesc, ProcessId};
+use rvgpu_simos::{NativeFence, NativeFenceDesc};
 
 use super::{failure, wait_result, SimSession};
 use crate::backend::{
@@ -25,17 +25,20 @@ impl Fences for SimSession {
             shareable,
             ..Default::default()
         };
+        let pid = self.fence_process(i, process)?.pid;
         let f = self
             .machine
-            .create_native_fence(i, ProcessId(process), desc)
+            .create_native_fence(i, pid, desc)
             .map_err(failure)?;
         Ok(self.add_fence(f))
     }
 
     fn open_native_fence(&mut self, f: FenceRef, process: u32) -> Result<FenceRef, Failure> {
+        let i = self.fence(f)?.adapter();
+        let pid = self.fence_process(i, process)?.pid;
         let g = self
             .machine
-            .open_native_fence(self.fence(f)?, ProcessId(process))
+            .open_native_fence(self.fence(f)?, pid)
             .map_err(failure)?;
         Ok(self.add_fence(g))
     }
@@ -101,9 +104,10 @@ impl Fences for SimSession {
             .map_err(failure)
     }
 
-    fn gpu_queue(&mut self, i: usize, engine: u32) -> Result<QueueRef, Failure> {
-        // A user-mode queue of its own process; the KMD picks the queue id.
-        let q = GpuQueue::new(&self.machine, i, engine).map_err(failure)?;
+    fn gpu_queue(&mut self, i: usize, engine: u32, process: u32) -> Result<QueueRef, Failure> {
+        // A user-mode queue of the process; the KMD picks the queue id.
+        let p = self.fence_process(i, process)?;
+        let q = GpuQueue::new_in(&self.machine, p, engine).map_err(failure)?;
         self.queues.push(q);
         Ok(QueueRef(self.queues.len() - 1))
     }
@@ -136,9 +140,10 @@ impl Fences for SimSession {
         process: u32,
         initial: u64,
     ) -> Result<MonitoredRef, Failure> {
+        let pid = self.fence_process(i, process)?.pid;
         let f = self
             .machine
-            .create_monitored_fence(i, ProcessId(process), initial)
+            .create_monitored_fence(i, pid, initial)
             .map_err(failure)?;
         Ok(self.add_monitored(f))
     }
@@ -184,9 +189,10 @@ impl CrossAdapterFences for SimSession {
         adapter: usize,
         process: u32,
     ) -> Result<FenceRef, Failure> {
+        let pid = self.fence_process(adapter, process)?.pid;
         let g = self
             .machine
-            .open_native_fence_cross_adapter(self.fence(f)?, adapter, ProcessId(process))
+            .open_native_fence_cross_adapter(self.fence(f)?, adapter, pid)
             .map_err(failure)?;
         Ok(self.add_fence(g))
     }
@@ -195,10 +201,12 @@ impl CrossAdapterFences for SimSession {
         &mut self,
         f: FenceRef,
         adapter: usize,
+        process: u32,
     ) -> Result<MonitoredRef, Failure> {
+        let pid = self.fence_process(adapter, process)?.pid;
         let m = self
             .machine
-            .open_native_fence_as_monitored(self.fence(f)?, adapter)
+            .open_native_fence_as_monitored(self.fence(f)?, adapter, pid)
             .map_err(failure)?;
         Ok(self.add_monitored(m))
     }

@@ -70,10 +70,6 @@ pub(crate) fn machine_config(config: &SessionConfig) -> MachineConfig {
         MachineConfig::single(mode)
     };
     mc.os.native_fence_feature = config.native_fence_feature;
-    // The harness's GPU fixtures, TDR and fence cases still name memory by bus address:
-    // processes run in the identity space until they move to per-process VAs (issue 12
-    // follow-up, docs/memory.md). The isolation proof is simos/tests/isolation.rs.
-    mc.os.gpummu_processes = false;
     if let Some(n) = config.log_entries {
         mc.os.log_entries = n;
     }
@@ -117,6 +113,7 @@ impl Backend for SimBackend {
             monitored: Vec::new(),
             events: Vec::new(),
             queues: Vec::new(),
+            fence_procs: Vec::new(),
             recorder: None,
             um_fences: Vec::new(),
             contexts: Vec::new(),
@@ -141,6 +138,10 @@ struct SimSession {
     monitored: Vec<MonitoredFence>,
     events: Vec<SimEvent>,
     queues: Vec<GpuQueue>,
+    /// The simulated process behind a case's `(adapter, process number)` for fences and GPU
+    /// queues: fences a queue names must be open in its process (GpuMmu), so both come from
+    /// the same one. Made on first use.
+    fence_procs: Vec<((usize, u32), UmsProcess)>,
     /// The fence timeline's recorder once [`FenceLogs::trace_fences`] ran.
     recorder: Option<Arc<Recorder>>,
     um_fences: Vec<SimUmFence>,
@@ -403,6 +404,16 @@ impl SimSession {
         self.fences
             .get(f.0)
             .ok_or_else(|| Failure::Backend(format!("no fence {}", f.0)))
+    }
+
+    /// The process standing for the case's process number `process` on adapter `i`.
+    fn fence_process(&mut self, i: usize, process: u32) -> Result<UmsProcess, Failure> {
+        if let Some((_, p)) = self.fence_procs.iter().find(|(k, _)| *k == (i, process)) {
+            return Ok(*p);
+        }
+        let p = self.machine.create_process(i).map_err(failure)?;
+        self.fence_procs.push(((i, process), p));
+        Ok(p)
     }
 
     fn add_fence(&mut self, f: NativeFence) -> FenceRef {

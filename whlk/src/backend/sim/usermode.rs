@@ -203,10 +203,13 @@ impl UserModeSubmission for SimSession {
     }
 
     fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
-        let addr = self.address(b, offset, 8)?;
-        self.buffer(b)?.mem.store(offset, value);
+        self.address(b, offset, 8)?;
+        let mem = &self.buffer(b)?.mem;
+        mem.store(offset, value);
         // A FENCE_WAIT blocked on this word re-evaluates (what the OS's CPU signal does on
-        // this device: WAIT_RESCAN with the address).
+        // this device: WAIT_RESCAN). The register takes an address in the CMP's own space,
+        // where system memory is at its bus address (the process's VA means nothing there).
+        let addr = mem.alloc().bus_addr + offset;
         for i in 0..self.machine.adapter_count() {
             if let Some(d) = self.machine.device(i) {
                 d.write64(regs::WAIT_RESCAN, addr);
