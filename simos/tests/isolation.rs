@@ -17,7 +17,8 @@ use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
 use rvgpu_simos::kmt::{SimKmt, SimMem};
 use rvgpu_simos::{Machine, Mode, NativeFenceDesc, UmsEvent, UmsProcess};
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt};
-use rvgpu_umd::submit::UserQueue;
+use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
+use rvgpu_umd::submit::{SubmitError, UserQueue};
 
 const PATTERN: u64 = 0xA11C_E5A1_A11C_E5A1;
 
@@ -47,6 +48,17 @@ fn untouched(m: &Machine, b: &Allocation<SimMem>) {
             "word {off:#x} was written; {}",
             diagnostics(m)
         );
+    }
+}
+
+/// Submits work that will fault: with real concurrency the fault may be handled (the device in
+/// error, its doorbell aborted) before the submit's own status loop is done, and the submit
+/// then reports `STATUS_DEVICE_REMOVED` (UM-10). Anything else is a failure.
+fn submit_faulting(m: &Machine, q: &mut UserQueue<SimKmt<'_>>, cmds: &[Command]) {
+    match q.submit(cmds) {
+        Ok(_) => {}
+        Err(SubmitError::Kmt(st)) if st.0 == STATUS_DEVICE_REMOVED => {}
+        Err(e) => panic!("submit: {e:?}; {}", diagnostics(m)),
     }
 }
 
@@ -91,13 +103,14 @@ fn user_queue_cannot_write_another_process_memory() {
         let a = process(&m);
         let b = process(&m);
         let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
-        okk(
+        submit_faulting(
             &m,
-            qb.submit(&[Command::Fill {
+            &mut qb,
+            &[Command::Fill {
                 dst: a.buf.gpu_va,
                 bytes: 4096,
                 pattern: 0xBAD,
-            }]),
+            }],
         );
         let va = faulted(&m, &b.p);
         assert_eq!(va, a.buf.gpu_va, "the fault names the VA B used");
@@ -190,7 +203,7 @@ fn every_address_carrying_command_faults_on_foreign_memory() {
                 c => c,
             };
             let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
-            okk(&m, qb.submit(&[cmd]));
+            submit_faulting(&m, &mut qb, &[cmd]);
             let va = faulted(&m, &b.p);
             assert_eq!(va, target, "{name} at {target:#x}");
             untouched(&m, &a.buf);
@@ -263,7 +276,7 @@ fn access_after_unmap_faults_never_a_stale_translation() {
         assert_eq!(gone.mem.load(0), 1);
         okk(&m, v.k.destroy_allocation(gone.handle));
         assert!(!m.memory().is_mapped(gone_bus, 4096), "memory given back");
-        okk(&m, q.submit(&[fill(&gone, 0, 2)]));
+        submit_faulting(&m, &mut q, &[fill(&gone, 0, 2)]);
         let va = faulted(&m, &v.p);
         assert_eq!(va, gone.gpu_va);
         assert_eq!(gone.mem.load(0), 1, "the freed page was not written");
@@ -302,5 +315,86 @@ fn two_processes_run_side_by_side_in_their_own_spaces() {
         .any(|e| matches!(e, UmsEvent::PageFault { .. } | UmsEvent::DeviceError { .. })));
     ok(&m, m.exit_process(&a.p));
     ok(&m, m.exit_process(&b.p));
+    no_fault(&m);
+}
+
+/// Kernel-mode submission is isolated too: process B's DMA buffer (a legacy context,
+/// `DxgkDdiSubmitCommandVirtual`, run by the KMD's node ring through INDIRECT_VM under B's root)
+/// naming A's buffer faults; nothing of A's is written, the OS treats it as B's faulted DMA
+/// buffer (B's device in error, engine reset), and A's kernel-mode work still runs. B's own
+/// buffer is reachable from the same kind of submission.
+#[test]
+fn kernel_mode_dma_buffer_cannot_write_another_process_memory() {
+    let m = with_doorbells(Mode::Step, 4);
+    ok(
+        &m,
+        m.enable_tdr(
+            0,
+            rvgpu_simos::TdrConfig {
+                timeout_steps: 40,
+                preempt_steps: 5,
+                ..Default::default()
+            },
+        ),
+    );
+    let a = process(&m);
+    let b = process(&m);
+    let ca = okk(&m, a.k.create_context(0));
+    let cb = okk(&m, b.k.create_context(0));
+    // B's own memory: fine.
+    let own = ok(&m, m.submit_legacy(&b.p, cb, &[fill(&b.buf, 0, 0x0B)]));
+    let done = ok(
+        &m,
+        m.run_until(20_000, Duration::from_secs(10), |m| {
+            m.legacy_fences(0, 0).1 >= own
+        }),
+    );
+    assert!(done, "B's own DMA buffer did not complete: {}", diagnostics(&m));
+    assert_eq!(b.buf.mem.load(0), 0x0B);
+    // A's memory: a fault, nothing written.
+    let bad = ok(
+        &m,
+        m.submit_legacy(
+            &b.p,
+            cb,
+            &[Command::Fill {
+                dst: a.buf.gpu_va,
+                bytes: 4096,
+                pattern: 0xBAD,
+            }],
+        ),
+    );
+    let recovered = ok(
+        &m,
+        m.run_until(20_000, Duration::from_secs(10), |m| {
+            m.tdr_counts(0).0 >= 1 && m.legacy_fences(0, 0).1 >= bad
+        }),
+    );
+    assert!(recovered, "no recovery: {}", diagnostics(&m));
+    untouched(&m, &a.buf);
+    let ev = m.tdr_events(0);
+    assert!(
+        ev.iter().any(|e| matches!(
+            e,
+            rvgpu_simos::TdrEvent::Detected {
+                node: 0,
+                cause: rvgpu_simos::Cause::Faulted { fence }
+            } if *fence == bad
+        )),
+        "{ev:#?}"
+    );
+    assert!(ev.iter().any(
+        |e| matches!(e, rvgpu_simos::TdrEvent::DeviceError { device, .. } if *device == b.p.device)
+    ));
+    // A's kernel-mode work runs on.
+    let good = ok(&m, m.submit_legacy(&a.p, ca, &[fill(&a.buf, 8, 0x600D)]));
+    let done = ok(
+        &m,
+        m.run_until(20_000, Duration::from_secs(10), |m| {
+            m.legacy_fences(0, 0).1 >= good
+        }),
+    );
+    assert!(done, "A's DMA buffer did not complete: {}", diagnostics(&m));
+    assert_eq!(a.buf.mem.load(8), 0x600D);
     no_fault(&m);
 }

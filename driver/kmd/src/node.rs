@@ -191,6 +191,10 @@ pub struct NodeFences {
     last_completed: u32,
     /// `PreemptionFenceId` awaiting the drain.
     preempt: Option<u32>,
+    /// The fence ID of the packet the ring faulted on (reported `DmaFaulted`), until the
+    /// reset: a faulted ring is not executing, so `RESET_QUEUE` does not name it, yet that
+    /// packet is the one the reset aborts (TDR-06).
+    faulted: Option<u32>,
 }
 
 /// What one completion did (returned by [`NodeFences::complete`]).
@@ -210,7 +214,13 @@ impl NodeFences {
             last_submitted: 0,
             last_completed: 0,
             preempt: None,
+            faulted: None,
         }
+    }
+
+    /// The fence ID of the packet the ring faulted on, if it has not been reset since.
+    pub fn faulted(&self) -> Option<u32> {
+        self.faulted
     }
 
     /// `S`.
@@ -312,11 +322,13 @@ impl NodeFences {
         self.last_completed = last_aborted;
         self.last_submitted = last_aborted;
         self.preempt = None;
+        self.faulted = None;
     }
 
     /// After an adapter reset: everything submitted counts as completed, `C := S` (TDR-04).
     pub fn all_completed(&mut self) {
         self.pending.clear();
+        self.faulted = None;
         self.last_completed = self.last_submitted;
         self.preempt = None;
     }
@@ -581,6 +593,11 @@ impl NodeRings {
         self.get(node)?.fences.pending_at(rptr)
     }
 
+    /// The packet `node`'s ring faulted on, if not reset since.
+    pub fn faulted_fence(&self, node: u32) -> Option<u32> {
+        self.get(node)?.fences.faulted()
+    }
+
     /// After a successful ResetEngine on `node` (docs/tdr.md §3.4 step 4): pending cleared,
     /// `F := C := S := last_aborted`, preemption request dropped, and the ring control's
     /// `read_ptr := write_ptr` so the ring is empty when it re-enters the runlist. The caller
@@ -630,14 +647,17 @@ impl NodeRings {
                 let Some(node) = self.node_of_queue(queue) else {
                     return false;
                 };
-                if let Some(r) = self.get(node) {
-                    // The faulting packet's fence; between packets the next one to run.
+                if let Some(r) = self.get_mut(node) {
+                    // The faulting packet's fence; between packets the next one to run. (A
+                    // page fault's `arg2` carries only the low 32 bits of the read pointer,
+                    // so the oldest pending packet is the fallback there too.)
                     let fence = r
                         .fences
                         .pending_at(rptr)
                         .or_else(|| r.fences.pending.front().copied())
                         .map(|p| p.fence);
                     if let Some(fence) = fence {
+                        r.fences.faulted = Some(fence);
                         emit(&dma_faulted(fence, DMA_FAULT_STATUS, node));
                     }
                 }

@@ -434,7 +434,12 @@ pub fn reset_engine<P: Platform>(
                 },
             );
             let aborted = if answer.queue == NO_QUEUE {
-                Aborted::Nothing
+                // A faulted node ring was executing nothing, but its faulted packet is what
+                // this reset aborts.
+                match isr.nodes.faulted_fence(node) {
+                    Some(f) => Aborted::NodeRing { at: Some(f) },
+                    None => Aborted::Nothing,
+                }
             } else if Some(answer.queue) == node_queue {
                 Aborted::NodeRing {
                     at: isr.nodes.pending_fence_at(node, answer.rptr),
