@@ -549,6 +549,16 @@ mod tests {
                 addr: 0x8000,
                 bytes: MAX_INDIRECT,
             },
+            Command::IndirectVm {
+                addr: 0x8000,
+                bytes: 64,
+                root: 0x5000,
+            },
+            Command::IndirectVm {
+                addr: 0x7fff_f000,
+                bytes: MAX_INDIRECT,
+                root: 0x0000_00ff_ffff_f000,
+            },
             Command::TlbInvalidate { root: 0x5000 },
             Command::TlbInvalidate { root: 0 },
             Command::WriteData {
@@ -645,6 +655,100 @@ mod tests {
                 addr: 0x8004,
                 bytes: 8
             })
+        );
+    }
+
+    #[test]
+    fn indirect_vm_encoding_round_trips() {
+        assert_eq!(Opcode::from_u8(0x0C), Some(Opcode::IndirectVm));
+        assert_eq!(Opcode::IndirectVm as u8, 0x0C);
+        assert_eq!(Opcode::IndirectVm.fixed_len(), Some(4));
+        let c = Command::IndirectVm {
+            addr: 0x1_2345_6000,
+            bytes: 24,
+            root: 0x9000,
+        };
+        assert_eq!(c.len(), 4);
+        let mut buf = [0u64; 4];
+        assert_eq!(c.encode(&mut buf), Some(4));
+        assert_eq!(
+            buf,
+            [header(Opcode::IndirectVm, 0, 4), 0x1_2345_6000, 24, 0x9000],
+            "header, address, size, root"
+        );
+        assert_eq!(buf[0], 0x0004_000C, "opcode 0x0C, no flags, length 4");
+        assert_eq!(decode(&buf), Ok(c));
+        // The smallest and the largest buffer.
+        for bytes in [8, MAX_INDIRECT] {
+            let w = [header(Opcode::IndirectVm, 0, 4), 0x8000, bytes, 0x9000];
+            assert_eq!(
+                decode(&w),
+                Ok(Command::IndirectVm {
+                    addr: 0x8000,
+                    bytes,
+                    root: 0x9000
+                }),
+                "bytes {bytes}"
+            );
+        }
+        // The buffer address is the executor's business, as for INDIRECT.
+        let odd = [header(Opcode::IndirectVm, 0, 4), 0x8004, 8, 0x9000];
+        assert_eq!(
+            decode(&odd),
+            Ok(Command::IndirectVm {
+                addr: 0x8004,
+                bytes: 8,
+                root: 0x9000
+            })
+        );
+        // Too short an output buffer.
+        assert_eq!(c.encode(&mut [0u64; 3]), None);
+    }
+
+    #[test]
+    fn indirect_vm_decode_faults() {
+        let ivm = |flags: u8, bytes: u64, root: u64| {
+            [header(Opcode::IndirectVm, flags, 4), 0x8000, bytes, root]
+        };
+        let bad = |w: [u64; 4], why: &str| {
+            assert_eq!(decode(&w), Err(FaultCode::BadArgument), "{why}");
+        };
+        bad(ivm(0, 8, 0), "root 0 (identity is not a process space)");
+        bad(ivm(0, 8, 0x9008), "root not 4 KiB aligned");
+        bad(ivm(0, 8, 0x9800), "root only 2 KiB aligned");
+        bad(ivm(0, 8, 1), "root odd");
+        bad(ivm(0, 0, 0x9000), "empty buffer");
+        bad(ivm(0, 12, 0x9000), "bytes not a multiple of 8");
+        bad(ivm(0, 4, 0x9000), "bytes below a word");
+        bad(ivm(0, MAX_INDIRECT + 8, 0x9000), "bytes > MAX_INDIRECT");
+        bad(ivm(0, !7, 0x9000), "huge bytes");
+        bad(ivm(1, 8, 0x9000), "flags on a flagless opcode");
+        bad(ivm(0x80, 8, 0x9000), "flags on a flagless opcode");
+        // Any multiple of mmu::TABLE_SIZE is a root, however high.
+        assert!(decode(&ivm(0, 8, crate::mmu::TABLE_SIZE)).is_ok());
+        assert!(decode(&ivm(0, 8, !(crate::mmu::TABLE_SIZE - 1))).is_ok());
+        // Length: exactly 4 words.
+        for len in [0u16, 1, 2, 3, 5, 6] {
+            assert_eq!(
+                decode_header(header(Opcode::IndirectVm, 0, len)),
+                Err(FaultCode::BadLength),
+                "len {len}"
+            );
+        }
+        // A packet whose header says 4 but is given 3 words.
+        assert_eq!(
+            decode(&[header(Opcode::IndirectVm, 0, 4), 0x8000, 8]),
+            Err(FaultCode::BadLength)
+        );
+        // Reserved header bits still fault first.
+        assert_eq!(
+            decode(&[
+                header(Opcode::IndirectVm, 0, 4) | 1 << 40,
+                0x8000,
+                8,
+                0x9000
+            ]),
+            Err(FaultCode::BadHeader)
         );
     }
 
