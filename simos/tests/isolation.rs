@@ -13,11 +13,11 @@ use common::*;
 use std::time::Duration;
 
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
+use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
 use rvgpu_simos::kmt::{SimKmt, SimMem};
 use rvgpu_simos::{Machine, Mode, NativeFenceDesc, UmsEvent, UmsProcess};
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt};
-use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_umd::submit::{SubmitError, UserQueue};
 
 const PATTERN: u64 = 0xA11C_E5A1_A11C_E5A1;
@@ -349,7 +349,11 @@ fn kernel_mode_dma_buffer_cannot_write_another_process_memory() {
             m.legacy_fences(0, 0).1 >= own
         }),
     );
-    assert!(done, "B's own DMA buffer did not complete: {}", diagnostics(&m));
+    assert!(
+        done,
+        "B's own DMA buffer did not complete: {}",
+        diagnostics(&m)
+    );
     assert_eq!(b.buf.mem.load(0), 0x0B);
     // A's memory: a fault, nothing written.
     let bad = ok(
