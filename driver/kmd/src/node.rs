@@ -807,6 +807,14 @@ pub(crate) fn check_range(addr: GpuVa, bytes: u64) -> Result<(), Status> {
     Ok(())
 }
 
+/// Whose DMA buffer a submission is: the context (`None`: the system context) and whether the
+/// buffer is addressed in that context's process (SubmitCommandVirtual) or physically.
+#[derive(Clone, Copy, Debug)]
+struct Owner {
+    context: Option<Handle>,
+    virtual_buffer: bool,
+}
+
 /// Encodes and appends one DMA buffer to `node`'s ring under the interrupt lock, then kicks
 /// the ring's queue (hardware.md 8.5, P1..P4).
 fn push<P: Platform>(
@@ -816,9 +824,12 @@ fn push<P: Platform>(
     bytes: u64,
     fence: u32,
     flags: DXGK_SUBMITCOMMANDFLAGS,
-    context: Option<Handle>,
-    virtual_buffer: bool,
+    owner: Owner,
 ) -> Result<(), Status> {
+    let Owner {
+        context,
+        virtual_buffer,
+    } = owner;
     if flags.get(DXGK_SUBMITCOMMANDFLAGS::Reserved) != 0 {
         return Err(status::INVALID_PARAMETER);
     }
@@ -905,8 +916,10 @@ pub fn submit_command<P: Platform>(
         bytes,
         args.SubmissionFenceId,
         args.Flags,
-        context,
-        false,
+        Owner {
+            context,
+            virtual_buffer: false,
+        },
     )
 }
 
@@ -942,8 +955,10 @@ pub fn submit_command_virtual<P: Platform>(
         bytes,
         args.SubmissionFenceId,
         args.Flags,
-        context,
-        true,
+        Owner {
+            context,
+            virtual_buffer: true,
+        },
     )
 }
 
