@@ -100,7 +100,7 @@ fn submit_packet(
     // A process's buffer in its address space goes through SubmitCommandVirtual (GpuMmu:
     // "DxgkDdiSubmitCommandVirtual ... submit a DMA buffer to a context that supports
     // virtual addressing", d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual).
-    let virt = (p.dma.va != 0).then(|| DXGKARG_SUBMITCOMMANDVIRTUAL {
+    let virt = (p.dma.va != 0).then_some(DXGKARG_SUBMITCOMMANDVIRTUAL {
         hContext: p.context_kmd as HANDLE,
         DmaBufferVirtualAddress: p.dma.va,
         DmaBufferSize: p.bytes,
