@@ -100,7 +100,10 @@ pub(super) fn teardown(
         pid
     };
     // The process's last device is gone (one device per simulated process): so is its GPU VA
-    // space.
+    // space. Not under the device guard: unmapping what is left is paging work, which takes
+    // the shared power lock itself (a second shared acquisition behind a waiting writer, the
+    // worker's exclusive one, would deadlock).
+    drop(_g);
     if let Some(pid) = pid {
         m.vidmm_destroy_process(a, pid)?;
     }
