@@ -26,6 +26,12 @@ pub use crate::fence::{
     PDXGKDDI_UPDATECURRENTVALUESFROMCPU, PDXGKDDI_UPDATEMONITOREDVALUES,
     PDXGKDDI_UPDATENATIVEFENCELOGS,
 };
+pub use crate::hws::{
+    PDXGKDDI_CREATEHWCONTEXT, PDXGKDDI_DESTROYHWCONTEXT, PDXGKDDI_NOTIFYFOCUSPRESENT,
+    PDXGKDDI_RESETHWENGINE, PDXGKDDI_RESUMEHWENGINE, PDXGKDDI_SETCONTEXTSCHEDULINGPROPERTIES,
+    PDXGKDDI_SETSCHEDULINGLOGBUFFER, PDXGKDDI_SETUPPRIORITYBANDS, PDXGKDDI_SWITCHTOHWCONTEXTLIST,
+    PDXGKDDI_UPDATEHWCONTEXTSTATE,
+};
 use crate::macros::{ddi_table, layout, unbound_fn};
 pub use crate::submission::{
     PDXGKDDISETPOWERCOMPONENTFSTATE, PDXGKDDI_CONNECTDOORBELL, PDXGKDDI_CREATECONTEXT,
@@ -921,10 +927,6 @@ unbound_fn!(PDXGKDDI_POSTMULTIPLANEOVERLAYPRESENT, "https://learn.microsoft.com/
 unbound_fn!(PDXGKDDI_VALIDATEUPDATEALLOCATIONPROPERTY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_validateupdateallocationproperty");
 unbound_fn!(PDXGKDDI_CONTROLMODEBEHAVIOR, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlmodebehavior");
 unbound_fn!(PDXGKDDI_UPDATEMONITORLINKINFO, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatemonitorlinkinfo");
-unbound_fn!(PDXGKDDI_CREATEHWCONTEXT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createhwcontext");
-unbound_fn!(PDXGKDDI_DESTROYHWCONTEXT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyhwcontext");
-unbound_fn!(PDXGKDDI_SWITCHTOHWCONTEXTLIST, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_switchtohwcontextlist");
-unbound_fn!(PDXGKDDI_RESETHWENGINE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resethwengine");
 unbound_fn!(PDXGKDDI_CREATEPERIODICFRAMENOTIFICATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createperiodicframenotification");
 unbound_fn!(PDXGKDDI_DESTROYPERIODICFRAMENOTIFICATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyperiodicframenotification");
 unbound_fn!(PDXGKDDI_SETTIMINGSFROMVIDPN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_settimingsfromvidpn");
@@ -937,19 +939,13 @@ unbound_fn!(PDXGKDDI_QUERYCONNECTIONCHANGE, "https://learn.microsoft.com/en-us/w
 unbound_fn!(PDXGKDDI_EXCHANGEPRESTARTINFO, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_exchangeprestartinfo");
 unbound_fn!(PDXGKDDI_GETMULTIPLANEOVERLAYCAPS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getmultiplaneoverlaycaps");
 unbound_fn!(PDXGKDDI_GETPOSTCOMPOSITIONCAPS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getpostcompositioncaps");
-unbound_fn!(PDXGKDDI_UPDATEHWCONTEXTSTATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatehwcontextstate");
 unbound_fn!(PDXGKDDI_CREATEPROTECTEDSESSION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createprotectedsession");
 unbound_fn!(PDXGKDDI_DESTROYPROTECTEDSESSION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyprotectedsession");
-unbound_fn!(PDXGKDDI_SETSCHEDULINGLOGBUFFER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setschedulinglogbuffer");
-unbound_fn!(PDXGKDDI_SETUPPRIORITYBANDS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setupprioritybands");
-unbound_fn!(PDXGKDDI_NOTIFYFOCUSPRESENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_notifyfocuspresent");
-unbound_fn!(PDXGKDDI_SETCONTEXTSCHEDULINGPROPERTIES, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setcontextschedulingproperties");
 unbound_fn!(PDXGKDDI_SETVIRTUALMACHINEDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvirtualmachinedata");
 unbound_fn!(PDXGKDDI_BEGINEXCLUSIVEACCESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_beginexclusiveaccess");
 unbound_fn!(PDXGKDDI_ENDEXCLUSIVEACCESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_endexclusiveaccess");
 unbound_fn!(PDXGKDDI_QUERYDIAGNOSTICTYPESSUPPORT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_querydiagnostictypessupport");
 unbound_fn!(PDXGKDDI_CONTROLDIAGNOSTICREPORTING, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_controldiagnosticreporting");
-unbound_fn!(PDXGKDDI_RESUMEHWENGINE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resumehwengine");
 unbound_fn!(PDXGKDDI_SIGNALMONITOREDFENCE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_signalmonitoredfence");
 unbound_fn!(PDXGKDDI_PRESENTTOHWQUEUE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_presenttohwqueue");
 unbound_fn!(PDXGKDDI_VALIDATESUBMITCOMMAND, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_validatesubmitcommand");

@@ -36,6 +36,7 @@ pub mod basic;
 pub mod dxgkrnl;
 pub mod feature;
 pub mod fence;
+pub mod hws;
 pub mod init;
 pub mod interrupt;
 pub mod memory;

@@ -15,12 +15,12 @@
 //! `D3DKMT_CREATEHWQUEUE::hHwContext` names that context, and Microsoft's own Linux port of
 //! dxgkrnl (drivers/hv/dxgkrnl, `dxgkio_create_hwqueue`) resolves that handle as an ordinary
 //! context object, the kind `D3DKMTCreateContextVirtual` creates and dxgkrnl backs with
-//! `DxgkDdiCreateContext`. `DxgkDdiCreateHwContext` / `DxgkDdiDestroyHwContext` (left unbound:
-//! no reference page for them was found; d3dkmddi.h declares a separate `DXGKARG_CREATEHWCONTEXT`
-//! with `D3DDDI_CREATEHWCONTEXTFLAGS` and `DXGK_HWCONTEXT_CAPS`) belong to the separate
-//! `D3DKMTCreateHwContext` path. UNVERIFIED: that a Windows dxgkrnl never passes a
-//! `DxgkDdiCreateHwContext` handle here; a driver that does not implement `DxgkDdiCreateHwContext`
-//! can only ever see its own context handles.
+//! `DxgkDdiCreateContext`. `DxgkDdiCreateHwContext` / `DxgkDdiDestroyHwContext` (bound in
+//! [`crate::hws`] from the d3dkmddi.h declaration, which has a separate `DXGKARG_CREATEHWCONTEXT`
+//! with `D3DDDI_CREATEHWCONTEXTFLAGS` and `DXGK_HWCONTEXT_CAPS`; Microsoft publishes no
+//! reference page for them) belong to the separate `D3DKMTCreateHwContext` path. UNVERIFIED:
+//! that a Windows dxgkrnl never passes a `DxgkDdiCreateHwContext` handle here; a driver that does
+//! not implement `DxgkDdiCreateHwContext` can only ever see its own context handles.
 //!
 //! Adapter handles: `DxgkDdiCreateDevice`, `DxgkDdiGetNodeMetadata`,
 //! `DxgkDdiSubmitCommandToHwQueue`, `DxgkDdiSuspendContext` and `DxgkDdiResumeContext` receive

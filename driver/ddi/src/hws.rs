@@ -1,0 +1,830 @@
+//! Hardware scheduling (HWS, `DXGK_FEATURE_HWSCH`): the DDIs through which the OS drives a GPU
+//! scheduler on the device — hardware contexts (`DxgkDdiCreateHwContext`,
+//! `DxgkDdiDestroyHwContext`), the per-engine run list (`DxgkDdiSwitchToHwContextList`,
+//! `DxgkDdiUpdateHwContextState`), the scheduling log (`DxgkDdiSetSchedulingLogBuffer`),
+//! priority bands and per-context scheduling properties (`DxgkDdiSetupPriorityBands`,
+//! `DxgkDdiSetContextSchedulingProperties`, `DxgkDdiNotifyFocusPresent`) and engine
+//! reset/resume (`DxgkDdiResetHwEngine`, `DxgkDdiResumeHwEngine`) — d3dkmddi.h, plus
+//! `D3DDDI_CREATEHWCONTEXTFLAGS` from d3dukmdt.h.
+//!
+//! Bound elsewhere and not repeated here: `DXGKARG_SUSPENDCONTEXT` / `DXGKARG_RESUMECONTEXT`
+//! and their DDIs, the hardware-queue DDIs (`DxgkDdiCreateHwQueue`, `DxgkDdiDestroyHwQueue`,
+//! `DxgkDdiSubmitCommandToHwQueue`) in [`crate::submission`]; `DxgkCbInvalidateHwContext` with
+//! the other callbacks in [`crate::dxgkrnl`]; the `HwContextListSwitchCompleted`,
+//! `SchedulingLogInterrupt`, `GpuEngineTimeout` and `SuspendContextCompleted` interrupt arms in
+//! [`crate::interrupt`]. The `DRIVER_INITIALIZATION_DATA` slots are in [`crate::init`].
+//!
+//! Interface versions: WDDM 2.2 (`0x700A`) introduced hardware contexts, the context-list
+//! switch and `DxgkDdiResetHwEngine`; WDDM 2.3 (`0x8001`) `DxgkDdiUpdateHwContextState`;
+//! WDDM 2.4 (`0x9006`) everything else here. Every DDI in this module is
+//! `_IRQL_requires_(PASSIVE_LEVEL)` except `DxgkDdiNotifyFocusPresent` (PASSIVE_LEVEL up to
+//! DISPATCH_LEVEL).
+//!
+//! Sources: the WDK 10.0.22621 d3dkmddi.h / d3dukmdt.h declarations (member order, types, IRQL
+//! annotations, parameter typedefs) and the learn.microsoft.com reference page of each type
+//! where one exists; Microsoft publishes none for `DXGKDDI_CREATEHWCONTEXT`,
+//! `DXGKDDI_DESTROYHWCONTEXT`, `DXGKARG_CREATEHWCONTEXT` or `DXGK_HWCONTEXT_CAPS`, so those
+//! rest on the header alone. Layouts are checked by `wdk-layout-check` against the same
+//! headers (with `DXGKDDI_INTERFACE_VERSION=0x11007`) and asserted below for x86_64.
+//!
+//! Pointer mutability follows the header's parameter typedefs: `IN_CONST_P…` is `*const`,
+//! `INOUT_P…` is `*mut`.
+
+use core::ffi::c_void;
+
+use crate::basic::*;
+use crate::macros::{bitfield, layout, zeroed_default};
+
+// ---------------------------------------------------------------------------------------------
+// Hardware contexts (WDDM 2.2)
+// ---------------------------------------------------------------------------------------------
+
+bitfield! {
+    /// `D3DDDI_CREATEHWCONTEXTFLAGS`: creation flags of a hardware context
+    /// ([`DXGKARG_CREATEHWCONTEXT::Flags`]). No flag is defined; the whole word is reserved.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_createhwcontextflags>
+    pub struct D3DDDI_CREATEHWCONTEXTFLAGS: u32 {
+        /// Reserved, zero.
+        Reserved: 0, 32;
+    }
+}
+layout!(D3DDDI_CREATEHWCONTEXTFLAGS, size = 4);
+
+bitfield! {
+    /// `DXGK_HWCONTEXT_CAPS`: what the driver reports back about a hardware context it created
+    /// ([`DXGKARG_CREATEHWCONTEXT::ContextCaps`]).
+    ///
+    /// No reference page exists for this type; the layout is the d3dkmddi.h declaration. The
+    /// closest page is the user-mode thunk that ends in `DxgkDdiCreateHwContext`:
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatehwcontext>
+    pub struct DXGK_HWCONTEXT_CAPS: u32 {
+        /// The context's GPU accesses go through the IOMMU rather than the GPU MMU.
+        UseIoMmu: 0, 1;
+        /// Reserved, zero.
+        Reserved: 1, 31;
+    }
+}
+layout!(DXGK_HWCONTEXT_CAPS, size = 4);
+
+/// `DXGKARG_CREATEHWCONTEXT`: argument of `DxgkDdiCreateHwContext` (40 bytes on x64).
+///
+/// No reference page exists for this type; member order and types are the d3dkmddi.h
+/// declaration. See the thunk it serves:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_createhwcontext>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_CREATEHWCONTEXT {
+    /// In: the runtime's handle of the new context. Out: the driver's handle, which the OS
+    /// passes back in every later call about this context.
+    pub hHwContext: HANDLE,
+    /// In: the node the context will run on.
+    pub NodeOrdinal: UINT,
+    /// In: engine affinity within the node (physical adapter mask).
+    pub EngineAffinity: UINT,
+    /// In: creation flags (none defined).
+    pub Flags: D3DDDI_CREATEHWCONTEXTFLAGS,
+    /// In: size in bytes of `pPrivateDriverData`.
+    pub PrivateDriverDataSize: UINT,
+    /// In/out: private data exchanged with the user-mode driver.
+    pub pPrivateDriverData: *mut c_void,
+    /// Out: capabilities of the created context.
+    pub ContextCaps: DXGK_HWCONTEXT_CAPS,
+}
+layout!(
+    DXGKARG_CREATEHWCONTEXT,
+    size = 40,
+    hHwContext = 0,
+    NodeOrdinal = 8,
+    EngineAffinity = 12,
+    Flags = 16,
+    PrivateDriverDataSize = 20,
+    pPrivateDriverData = 24,
+    ContextCaps = 32
+);
+
+/// `DXGKDDI_CREATEHWCONTEXT` (PASSIVE_LEVEL; WDDM 2.2+): `(IN_CONST_HANDLE hDevice,
+/// INOUT_PDXGKARG_CREATEHWCONTEXT pCreateContext)`. Creates a hardware context on a device
+/// created by `DxgkDdiCreateDevice`; the driver writes its own handle into `hHwContext`.
+///
+/// No reference page exists for this DDI; the signature is the d3dkmddi.h typedef.
+/// Related documentation (the thunk):
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatehwcontext>
+pub type PDXGKDDI_CREATEHWCONTEXT = Option<
+    unsafe extern "system" fn(
+        hDevice: HANDLE,
+        pCreateContext: *mut DXGKARG_CREATEHWCONTEXT,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_DESTROYHWCONTEXT` (PASSIVE_LEVEL; WDDM 2.2+): `(IN_CONST_HANDLE hHwContext)` —
+/// the driver's handle from [`DXGKARG_CREATEHWCONTEXT::hHwContext`].
+///
+/// No reference page exists for this DDI; the signature is the d3dkmddi.h typedef.
+/// Related documentation (the thunk):
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyhwcontext>
+pub type PDXGKDDI_DESTROYHWCONTEXT =
+    Option<unsafe extern "system" fn(hHwContext: HANDLE) -> NTSTATUS>;
+
+// ---------------------------------------------------------------------------------------------
+// Run list and context state (WDDM 2.2 / 2.3)
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGKARG_SWITCHTOHWCONTEXTLIST`: the (at most two) contexts one engine should run next.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_switchtohwcontextlist>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_SWITCHTOHWCONTEXTLIST {
+    /// The context to run now; if the engine is running something else it preempts it. NULL
+    /// tells the engine to go idle.
+    pub hHwContextFirst: HANDLE,
+    /// The context to run once every queue of `hHwContextFirst` is idle or waiting; may be
+    /// NULL.
+    pub hHwContextSecond: HANDLE,
+    /// Node of the engine being switched.
+    pub NodeOrdinal: UINT,
+    /// Engine (physical adapter) within the node.
+    pub EngineOrdinal: UINT,
+}
+layout!(
+    DXGKARG_SWITCHTOHWCONTEXTLIST,
+    size = 24,
+    hHwContextFirst = 0,
+    hHwContextSecond = 8,
+    NodeOrdinal = 16,
+    EngineOrdinal = 20
+);
+
+/// `DXGKDDI_SWITCHTOHWCONTEXTLIST` (PASSIVE_LEVEL; WDDM 2.2+): `(IN_CONST_HANDLE hAdapter,
+/// IN_CONST_PDXGKARG_SWITCHTOHWCONTEXTLIST pHwContextList)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_switchtohwcontextlist>
+pub type PDXGKDDI_SWITCHTOHWCONTEXTLIST = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pHwContextList: *const DXGKARG_SWITCHTOHWCONTEXTLIST,
+    ) -> NTSTATUS,
+>;
+
+bitfield! {
+    /// `DXGK_UPDATEHWCONTEXTSTATE_FLAGS`: requested execution state of a hardware context.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_updatehwcontextstate_flags>
+    pub struct DXGK_UPDATEHWCONTEXTSTATE_FLAGS: u32 {
+        /// 1: suspend the context; 0: it may run.
+        Suspended: 0, 1;
+        /// Raise `DXGK_INTERRUPT_HWCONTEXTLIST_SWITCH_COMPLETED` once the GPU has applied the
+        /// new state.
+        InterruptOnSwitchCompletion: 1, 1;
+        /// Reserved, zero.
+        Reserved: 2, 30;
+    }
+}
+layout!(DXGK_UPDATEHWCONTEXTSTATE_FLAGS, size = 4);
+
+/// `DXGKARG_UPDATEHWCONTEXTSTATE`: new priority and run state of one hardware context.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_updatehwcontextstate>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_UPDATEHWCONTEXTSTATE {
+    /// The driver's handle of the context being changed.
+    pub hHwContext: HANDLE,
+    /// Fence value that identifies this request (reported back with the switch-completed
+    /// interrupt).
+    pub ContextSwitchFence: UINT64,
+    /// Priority relative to the other running contexts of the same node.
+    pub Priority: UINT,
+    /// Requested run state.
+    pub Flags: DXGK_UPDATEHWCONTEXTSTATE_FLAGS,
+}
+layout!(
+    DXGKARG_UPDATEHWCONTEXTSTATE,
+    size = 24,
+    hHwContext = 0,
+    ContextSwitchFence = 8,
+    Priority = 16,
+    Flags = 20
+);
+
+/// `DXGKDDI_UPDATEHWCONTEXTSTATE` (PASSIVE_LEVEL; WDDM 2.3+): `(IN_CONST_HANDLE hAdapter,
+/// IN_CONST_PDXGKARG_UPDATEHWCONTEXTSTATE pUpdateHwContextState)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatehwcontextstate>
+pub type PDXGKDDI_UPDATEHWCONTEXTSTATE = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pUpdateHwContextState: *const DXGKARG_UPDATEHWCONTEXTSTATE,
+    ) -> NTSTATUS,
+>;
+
+// ---------------------------------------------------------------------------------------------
+// Scheduling log (WDDM 2.4)
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGK_SCHEDULING_LOG_OPERATION`: what a scheduling log entry records
+/// ([`DXGK_SCHEDULING_LOG_ENTRY::OperationType`], declared `UINT` there). Each operation has
+/// its own arm of the entry's payload union.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_log_operation>
+pub type DXGK_SCHEDULING_LOG_OPERATION = i32;
+/// A context changed state ([`DXGK_SCHEDULING_LOG_ENTRY_0::ContextStateChange`]).
+pub const DXGK_SCHEDULING_LOG_OPERATION_CONTEXT_STATE_CHANGE: DXGK_SCHEDULING_LOG_OPERATION = 0;
+
+/// `DXGK_SCHEDULING_LOG_CONTEXT_STATE`: execution state of a context as the GPU scheduler logs
+/// it.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_log_context_state>
+pub type DXGK_SCHEDULING_LOG_CONTEXT_STATE = i32;
+/// No work pending on the context.
+pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_IDLE: DXGK_SCHEDULING_LOG_CONTEXT_STATE = 0;
+/// The context is executing on the GPU.
+pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_RUNNING: DXGK_SCHEDULING_LOG_CONTEXT_STATE = 1;
+/// Work is pending but the context is not executing.
+pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY: DXGK_SCHEDULING_LOG_CONTEXT_STATE = 2;
+/// Ready and already chosen as the next context to run, but not started yet (optional state).
+pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY_STANDBY: DXGK_SCHEDULING_LOG_CONTEXT_STATE = 3;
+
+/// `DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE`: payload of a context-state-change log entry.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_context_state_change>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE {
+    /// The driver's handle of the context.
+    pub hKmdContext: HANDLE,
+    /// The state the context entered.
+    pub newContextState: DXGK_SCHEDULING_LOG_CONTEXT_STATE,
+}
+layout!(
+    DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE,
+    size = 16,
+    hKmdContext = 0,
+    newContextState = 8
+);
+
+/// The split view of [`DXGK_SCHEDULING_LOG_HEADER_0`] (anonymous struct in C).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_SCHEDULING_LOG_HEADER_0_0 {
+    /// Index of the next entry the GPU will write (low half of the 64-bit word).
+    pub FirstFreeEntryIndex: u32,
+    /// How many times the writer wrapped around to entry 0 (high half).
+    pub WraparoundCount: u32,
+}
+layout!(
+    DXGK_SCHEDULING_LOG_HEADER_0_0,
+    size = 8,
+    FirstFreeEntryIndex = 0,
+    WraparoundCount = 4
+);
+
+/// The anonymous union at the start of [`DXGK_SCHEDULING_LOG_HEADER`]: write index and
+/// wraparound count, or both as one 64-bit word so the writer can advance them in one atomic
+/// store and a reader can snapshot them consistently.
+///
+/// `AtomicWraparoundAndEntryIndex` is a `ULARGE_INTEGER` in C; it is bound as its `QuadPart`
+/// (`u64`, same size and 8-byte alignment).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header>
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGK_SCHEDULING_LOG_HEADER_0 {
+    /// Split view.
+    pub Anonymous: DXGK_SCHEDULING_LOG_HEADER_0_0,
+    /// Both halves as one word (`ULARGE_INTEGER::QuadPart`).
+    pub AtomicWraparoundAndEntryIndex: u64,
+}
+layout!(
+    DXGK_SCHEDULING_LOG_HEADER_0,
+    size = 8,
+    Anonymous = 0,
+    AtomicWraparoundAndEntryIndex = 0
+);
+
+impl DXGK_SCHEDULING_LOG_HEADER_0 {
+    /// Builds the union from its two halves.
+    pub const fn from_parts(first_free_entry_index: u32, wraparound_count: u32) -> Self {
+        Self {
+            Anonymous: DXGK_SCHEDULING_LOG_HEADER_0_0 {
+                FirstFreeEntryIndex: first_free_entry_index,
+                WraparoundCount: wraparound_count,
+            },
+        }
+    }
+
+    /// Builds the union from the 64-bit word.
+    pub const fn from_u64(value: u64) -> Self {
+        Self {
+            AtomicWraparoundAndEntryIndex: value,
+        }
+    }
+
+    /// The 64-bit word.
+    pub const fn get(self) -> u64 {
+        // SAFETY: both arms cover all 8 bytes with plain integers and have no padding, so the
+        // union is always fully initialised and every bit pattern is a valid u64.
+        unsafe { self.AtomicWraparoundAndEntryIndex }
+    }
+
+    /// The split view (as C's overlay defines it).
+    pub const fn parts(self) -> DXGK_SCHEDULING_LOG_HEADER_0_0 {
+        // SAFETY: as in `get`: fully initialised, every bit pattern valid for two u32.
+        unsafe { self.Anonymous }
+    }
+}
+
+impl Default for DXGK_SCHEDULING_LOG_HEADER_0 {
+    fn default() -> Self {
+        Self::from_u64(0)
+    }
+}
+
+impl core::fmt::Debug for DXGK_SCHEDULING_LOG_HEADER_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let p = self.parts();
+        f.debug_struct("DXGK_SCHEDULING_LOG_HEADER_0")
+            .field("FirstFreeEntryIndex", &p.FirstFreeEntryIndex)
+            .field("WraparoundCount", &p.WraparoundCount)
+            .finish()
+    }
+}
+
+impl PartialEq for DXGK_SCHEDULING_LOG_HEADER_0 {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for DXGK_SCHEDULING_LOG_HEADER_0 {}
+
+/// `DXGK_SCHEDULING_LOG_HEADER`: header of a scheduling log buffer (32 bytes). The OS hands
+/// the buffer over with the index and wraparound count at zero and `NumberOfEntries` set; the
+/// entries themselves are not initialised.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_SCHEDULING_LOG_HEADER {
+    /// `FirstFreeEntryIndex` / `WraparoundCount` / `AtomicWraparoundAndEntryIndex`.
+    pub Anonymous: DXGK_SCHEDULING_LOG_HEADER_0,
+    /// Number of entries in the buffer's `Entries` array.
+    pub NumberOfEntries: UINT64,
+    /// Reserved.
+    pub Reserved: [UINT64; 2],
+}
+layout!(
+    DXGK_SCHEDULING_LOG_HEADER,
+    size = 32,
+    Anonymous = 0,
+    NumberOfEntries = 8,
+    Reserved = 16
+);
+
+/// The anonymous payload union of [`DXGK_SCHEDULING_LOG_ENTRY`], selected by `OperationType`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_entry>
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGK_SCHEDULING_LOG_ENTRY_0 {
+    /// [`DXGK_SCHEDULING_LOG_OPERATION_CONTEXT_STATE_CHANGE`].
+    pub ContextStateChange: DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE,
+    /// Raw view; sizes the union.
+    pub ReservedOperationData: [UINT64; 2],
+}
+layout!(
+    DXGK_SCHEDULING_LOG_ENTRY_0,
+    size = 16,
+    ContextStateChange = 0,
+    ReservedOperationData = 0
+);
+
+impl core::fmt::Debug for DXGK_SCHEDULING_LOG_ENTRY_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // The valid arm depends on the entry's `OperationType`, which the union cannot see.
+        f.write_str("DXGK_SCHEDULING_LOG_ENTRY_0 { .. }")
+    }
+}
+
+/// `DXGK_SCHEDULING_LOG_ENTRY`: one logged scheduling event (32 bytes).
+///
+/// `OperationType` and `ReservedOperationTypeBits` are declared in C as 32-bit bitfields of a
+/// `UINT` (to hold an enum value in a fixed width); each fills its own word, so they are bound
+/// as plain `UINT`s with the same layout.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_entry>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGK_SCHEDULING_LOG_ENTRY {
+    /// GPU timestamp of the event.
+    pub GpuTimeStamp: UINT64,
+    /// A [`DXGK_SCHEDULING_LOG_OPERATION`] value: which arm of `Anonymous` is valid.
+    pub OperationType: UINT,
+    /// Reserved.
+    pub ReservedOperationTypeBits: UINT,
+    /// Per-operation payload.
+    pub Anonymous: DXGK_SCHEDULING_LOG_ENTRY_0,
+}
+layout!(
+    DXGK_SCHEDULING_LOG_ENTRY,
+    size = 32,
+    GpuTimeStamp = 0,
+    OperationType = 8,
+    ReservedOperationTypeBits = 12,
+    Anonymous = 16
+);
+
+/// `DXGK_SCHEDULING_LOG_BUFFER`: a header followed by `Header.NumberOfEntries` entries
+/// (declared with a one-element array, so `size_of` covers one entry only; use
+/// [`Self::size_for_entries`]).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_buffer>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGK_SCHEDULING_LOG_BUFFER {
+    /// Header.
+    pub Header: DXGK_SCHEDULING_LOG_HEADER,
+    /// First entry of the variable-length array.
+    pub Entries: [DXGK_SCHEDULING_LOG_ENTRY; 1],
+}
+layout!(
+    DXGK_SCHEDULING_LOG_BUFFER,
+    size = 64,
+    Header = 0,
+    Entries = 32
+);
+
+impl DXGK_SCHEDULING_LOG_BUFFER {
+    /// Size in bytes of the header.
+    pub const HEADER_SIZE: u64 = core::mem::size_of::<DXGK_SCHEDULING_LOG_HEADER>() as u64;
+    /// Size in bytes of one entry.
+    pub const ENTRY_SIZE: u64 = core::mem::size_of::<DXGK_SCHEDULING_LOG_ENTRY>() as u64;
+
+    /// Bytes occupied by a log buffer holding `entries` entries (header plus entries: the
+    /// header's `32 + 32 * NumberOfEntries`), or `None` on overflow.
+    pub const fn size_for_entries(entries: u64) -> Option<u64> {
+        match entries.checked_mul(Self::ENTRY_SIZE) {
+            Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
+            None => None,
+        }
+    }
+
+    /// Byte offset of entry `index` from the start of the buffer, or `None` on overflow.
+    pub const fn entry_offset(index: u64) -> Option<u64> {
+        match index.checked_mul(Self::ENTRY_SIZE) {
+            Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
+            None => None,
+        }
+    }
+}
+
+/// `DXGKARG_SETSCHEDULINGLOGBUFFER`: the scheduling log buffer one engine writes to from now
+/// on. The call is synchronous: once it returns, the engine must not write to the previous
+/// buffer.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_setschedulinglogbuffer>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_SETSCHEDULINGLOGBUFFER {
+    /// In: node.
+    pub NodeOrdinal: UINT,
+    /// In: engine (physical adapter) within the node.
+    pub EngineOrdinal: UINT,
+    /// In: number of entries in the buffer.
+    pub NumberOfEntries: UINT,
+    /// In: kernel-mode CPU address of the buffer
+    /// ([`DXGK_SCHEDULING_LOG_BUFFER::size_for_entries`]`(NumberOfEntries)` bytes).
+    pub LogBufferCpuVa: *mut DXGK_SCHEDULING_LOG_BUFFER,
+    /// In: GPU virtual address of the same buffer.
+    pub LogBufferGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+    /// In: index (below `NumberOfEntries`) of the entry whose write must also raise
+    /// `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT`.
+    pub InterruptEntry: UINT,
+}
+layout!(
+    DXGKARG_SETSCHEDULINGLOGBUFFER,
+    size = 40,
+    NodeOrdinal = 0,
+    EngineOrdinal = 4,
+    NumberOfEntries = 8,
+    LogBufferCpuVa = 16,
+    LogBufferGpuVa = 24,
+    InterruptEntry = 32
+);
+
+/// `DXGKDDI_SETSCHEDULINGLOGBUFFER` (PASSIVE_LEVEL; WDDM 2.4+): `(IN_CONST_HANDLE hAdapter,
+/// IN_CONST_PDXGKARG_SETSCHEDULINGLOGBUFFER pSetSchedulingLogBuffer)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setschedulinglogbuffer>
+pub type PDXGKDDI_SETSCHEDULINGLOGBUFFER = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pSetSchedulingLogBuffer: *const DXGKARG_SETSCHEDULINGLOGBUFFER,
+    ) -> NTSTATUS,
+>;
+
+// ---------------------------------------------------------------------------------------------
+// Priority bands and context scheduling properties (WDDM 2.4)
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGK_SCHEDULING_PRIORITY_BAND`: the scheduler's priority bands, lowest first.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_priority_band>
+pub type DXGK_SCHEDULING_PRIORITY_BAND = i32;
+/// Background work; never preempts another band.
+pub const DXGK_SCHEDULING_PRIORITY_BAND_IDLE: DXGK_SCHEDULING_PRIORITY_BAND = 0;
+/// Ordinary work.
+pub const DXGK_SCHEDULING_PRIORITY_BAND_NORMAL: DXGK_SCHEDULING_PRIORITY_BAND = 1;
+/// Work of the application that has the focus.
+pub const DXGK_SCHEDULING_PRIORITY_BAND_FOCUS: DXGK_SCHEDULING_PRIORITY_BAND = 2;
+/// Realtime work.
+pub const DXGK_SCHEDULING_PRIORITY_BAND_REALTIME: DXGK_SCHEDULING_PRIORITY_BAND = 3;
+/// Number of bands (length of the per-band arrays of [`DXGKARG_SETUPPRIORITYBANDS`]).
+pub const DXGK_SCHEDULING_PRIORITY_BAND_COUNT: DXGK_SCHEDULING_PRIORITY_BAND = 4;
+
+/// `DXGKARG_SETUPPRIORITYBANDS`: adapter-wide priority band configuration (104 bytes). Arrays
+/// are indexed by [`DXGK_SCHEDULING_PRIORITY_BAND`]; times are in 100 ns units.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_setupprioritybands>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_SETUPPRIORITYBANDS {
+    /// How long a band's work waits before it preempts a lower band (ignored for IDLE, which
+    /// never preempts; usually 0 for REALTIME).
+    pub gracePeriodForBand: [UINT64; DXGK_SCHEDULING_PRIORITY_BAND_COUNT as usize],
+    /// Default time slice between processes within a band.
+    pub processQuantumForBand: [UINT64; DXGK_SCHEDULING_PRIORITY_BAND_COUNT as usize],
+    /// Default grace period when processes of the same band preempt each other.
+    pub processGracePeriodForBand: [UINT64; DXGK_SCHEDULING_PRIORITY_BAND_COUNT as usize],
+    /// GPU share (0..=50 percent, default 10) the NORMAL band should still get while the
+    /// FOCUS band starves it.
+    pub targetNormalBandPercentage: UINT,
+}
+layout!(
+    DXGKARG_SETUPPRIORITYBANDS,
+    size = 104,
+    gracePeriodForBand = 0,
+    processQuantumForBand = 32,
+    processGracePeriodForBand = 64,
+    targetNormalBandPercentage = 96
+);
+
+/// `DXGKDDI_SETUPPRIORITYBANDS` (PASSIVE_LEVEL; WDDM 2.4+): `(IN_CONST_HANDLE hAdapter,
+/// IN_CONST_PDXGKARG_SETUPPRIORITYBANDS pSetupPriorityBands)`. Called after the adapter starts
+/// and before the first work is scheduled, and possibly again while work runs (the new values
+/// apply from the scheduler's next decision).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setupprioritybands>
+pub type PDXGKDDI_SETUPPRIORITYBANDS = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pSetupPriorityBands: *const DXGKARG_SETUPPRIORITYBANDS,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_NOTIFYFOCUSPRESENT` (PASSIVE_LEVEL..DISPATCH_LEVEL; WDDM 2.4+):
+/// `(IN_CONST_HANDLE hAdapter)`. Tells the scheduler that the focus application presented.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_notifyfocuspresent>
+pub type PDXGKDDI_NOTIFYFOCUSPRESENT =
+    Option<unsafe extern "system" fn(hAdapter: HANDLE) -> NTSTATUS>;
+
+/// `DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES`: band, priorities and time slices of one context
+/// (48 bytes). Times are in 100 ns units.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_setcontextschedulingproperties>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES {
+    /// The driver's handle of the context.
+    pub hContext: HANDLE,
+    /// Band the context belongs to (FOCUS and REALTIME need `SE_INC_BASE_PRIORITY_NAME` in the
+    /// calling process).
+    pub priorityBand: DXGK_SCHEDULING_PRIORITY_BAND,
+    /// Level 0..=31 among REALTIME contexts; ignored in other bands.
+    pub realtimeBandPriorityLevel: INT,
+    /// Priority -7..=+7 (default 0) relative to the process's other contexts.
+    pub inProcessPriority: INT,
+    /// Time slice relative to the process's other contexts of the same priority.
+    pub quantum: UINT64,
+    /// Grace period when preempting a context of the same priority in the same process.
+    pub gracePeriodSamePriority: UINT64,
+    /// Grace period when preempting a lower-priority context in the same process (usually
+    /// shorter than `gracePeriodSamePriority`).
+    pub gracePeriodLowerPriority: UINT64,
+}
+layout!(
+    DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES,
+    size = 48,
+    hContext = 0,
+    priorityBand = 8,
+    realtimeBandPriorityLevel = 12,
+    inProcessPriority = 16,
+    quantum = 24,
+    gracePeriodSamePriority = 32,
+    gracePeriodLowerPriority = 40
+);
+
+/// `DXGKDDI_SETCONTEXTSCHEDULINGPROPERTIES` (PASSIVE_LEVEL; WDDM 2.4+): `(IN_CONST_HANDLE
+/// hAdapter, IN_CONST_PDXGKARG_SETCONTEXTSCHEDULINGPROPERTIES pSetContextSchedulingProperties)`.
+/// The OS calls it before the first submission to a new context and whenever the context's
+/// device priority or the application's focus changes; the change takes effect from the band's
+/// next scheduling round.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setcontextschedulingproperties>
+pub type PDXGKDDI_SETCONTEXTSCHEDULINGPROPERTIES = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pSetContextSchedulingProperties: *const DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES,
+    ) -> NTSTATUS,
+>;
+
+// ---------------------------------------------------------------------------------------------
+// Engine reset and resume (WDDM 2.2 / 2.4)
+// ---------------------------------------------------------------------------------------------
+
+/// `DXGKARG_RESETHWENGINE`: the engine `DxgkDdiResetHwEngine` resets.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_resethwengine>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_RESETHWENGINE {
+    /// In: node of the engine.
+    pub NodeOrdinal: UINT,
+    /// In: engine within the node.
+    pub EngineOrdinal: UINT,
+}
+layout!(
+    DXGKARG_RESETHWENGINE,
+    size = 8,
+    NodeOrdinal = 0,
+    EngineOrdinal = 4
+);
+
+/// `DXGKDDI_RESETHWENGINE` (PASSIVE_LEVEL; WDDM 2.2+): `(IN_CONST_HANDLE hAdapter,
+/// INOUT_PDXGKARG_RESETHWENGINE pResetHwEngine)`. The driver reports every context the reset
+/// damaged with `DxgkCbInvalidateHwContext`; the engine stays stopped until
+/// `DxgkDdiResumeHwEngine`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resethwengine>
+pub type PDXGKDDI_RESETHWENGINE = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pResetHwEngine: *mut DXGKARG_RESETHWENGINE,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKARG_RESUMEHWENGINE`: the engine `DxgkDdiResumeHwEngine` restarts.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_resumehwengine>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGKARG_RESUMEHWENGINE {
+    /// In: node of the engine.
+    pub NodeOrdinal: UINT,
+    /// In: engine within the node.
+    pub EngineOrdinal: UINT,
+}
+layout!(
+    DXGKARG_RESUMEHWENGINE,
+    size = 8,
+    NodeOrdinal = 0,
+    EngineOrdinal = 4
+);
+
+/// `DXGKDDI_RESUMEHWENGINE` (PASSIVE_LEVEL; WDDM 2.4+): `(IN_CONST_HANDLE hAdapter,
+/// INOUT_PDXGKARG_RESUMEHWENGINE pResumeHwEngine)`. After a successful engine reset, lets the
+/// engine schedule again every runnable context that was not invalidated. A failure makes the
+/// OS reset the whole GPU.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resumehwengine>
+pub type PDXGKDDI_RESUMEHWENGINE = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pResumeHwEngine: *mut DXGKARG_RESUMEHWENGINE,
+    ) -> NTSTATUS,
+>;
+
+zeroed_default!(
+    DXGKARG_CREATEHWCONTEXT,
+    DXGKARG_SWITCHTOHWCONTEXTLIST,
+    DXGKARG_UPDATEHWCONTEXTSTATE,
+    DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE,
+    DXGK_SCHEDULING_LOG_ENTRY_0,
+    DXGK_SCHEDULING_LOG_ENTRY,
+    DXGK_SCHEDULING_LOG_BUFFER,
+    DXGKARG_SETSCHEDULINGLOGBUFFER,
+    DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES,
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::basic::BitField;
+
+    fn check_fields(name: &str, fields: &[(&str, BitField)]) {
+        let mut next = 0u32;
+        for (field, f) in fields {
+            assert_eq!(
+                f.shift, next,
+                "{name}::{field} does not follow its predecessor"
+            );
+            assert!(f.width > 0, "{name}::{field} has zero width");
+            next += f.width;
+        }
+        assert_eq!(next, 32, "{name}: fields do not fill the word");
+    }
+
+    #[test]
+    fn flag_words_are_contiguous() {
+        check_fields(
+            "D3DDDI_CREATEHWCONTEXTFLAGS",
+            D3DDDI_CREATEHWCONTEXTFLAGS::FIELDS,
+        );
+        check_fields("DXGK_HWCONTEXT_CAPS", DXGK_HWCONTEXT_CAPS::FIELDS);
+        check_fields(
+            "DXGK_UPDATEHWCONTEXTSTATE_FLAGS",
+            DXGK_UPDATEHWCONTEXTSTATE_FLAGS::FIELDS,
+        );
+    }
+
+    #[test]
+    fn key_bits_and_values() {
+        assert_eq!(
+            DXGK_HWCONTEXT_CAPS::default()
+                .with(DXGK_HWCONTEXT_CAPS::UseIoMmu, 1)
+                .Value,
+            1
+        );
+        let f = DXGK_UPDATEHWCONTEXTSTATE_FLAGS::default().with(
+            DXGK_UPDATEHWCONTEXTSTATE_FLAGS::InterruptOnSwitchCompletion,
+            1,
+        );
+        assert_eq!(f.Value, 2);
+        assert!(!f.is_set(DXGK_UPDATEHWCONTEXTSTATE_FLAGS::Suspended));
+        assert_eq!(DXGK_SCHEDULING_LOG_OPERATION_CONTEXT_STATE_CHANGE, 0);
+        assert_eq!(DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY_STANDBY, 3);
+        assert_eq!(DXGK_SCHEDULING_PRIORITY_BAND_REALTIME, 3);
+        assert_eq!(DXGK_SCHEDULING_PRIORITY_BAND_COUNT, 4);
+        assert_eq!(
+            DXGKARG_SETUPPRIORITYBANDS::default()
+                .gracePeriodForBand
+                .len(),
+            4
+        );
+    }
+
+    #[test]
+    fn log_buffer_sizes_match_the_header_annotation() {
+        // d3dkmddi.h: `_Field_size_bytes_(32 + 32 * NumberOfEntries)`.
+        for n in [0u64, 1, 2048] {
+            assert_eq!(
+                DXGK_SCHEDULING_LOG_BUFFER::size_for_entries(n),
+                Some(32 + 32 * n)
+            );
+        }
+        assert_eq!(DXGK_SCHEDULING_LOG_BUFFER::entry_offset(0), Some(32));
+        assert_eq!(DXGK_SCHEDULING_LOG_BUFFER::entry_offset(3), Some(128));
+        assert_eq!(DXGK_SCHEDULING_LOG_BUFFER::size_for_entries(u64::MAX), None);
+    }
+
+    #[test]
+    fn log_header_halves_share_the_word() {
+        let h = DXGK_SCHEDULING_LOG_HEADER_0::from_parts(5, 2);
+        assert_eq!(h.get(), (2u64 << 32) | 5);
+        let p = DXGK_SCHEDULING_LOG_HEADER_0::from_u64((7u64 << 32) | 9).parts();
+        assert_eq!((p.FirstFreeEntryIndex, p.WraparoundCount), (9, 7));
+        assert_eq!(DXGK_SCHEDULING_LOG_HEADER::default().Anonymous.get(), 0);
+    }
+
+    #[test]
+    fn log_entry_payload_overlays_the_raw_words() {
+        let mut e = DXGK_SCHEDULING_LOG_ENTRY {
+            GpuTimeStamp: 0x1234,
+            OperationType: DXGK_SCHEDULING_LOG_OPERATION_CONTEXT_STATE_CHANGE as UINT,
+            ..Default::default()
+        };
+        // Member by member, so the arm's padding keeps the zero bytes of `Default`.
+        e.Anonymous.ContextStateChange.hKmdContext = 0x40usize as HANDLE;
+        e.Anonymous.ContextStateChange.newContextState = DXGK_SCHEDULING_LOG_CONTEXT_STATE_RUNNING;
+        // SAFETY: the union was zeroed (Default) and then two members of the ContextStateChange
+        // arm written in place; every byte is initialised and the raw arm reads plain words.
+        let raw = unsafe { e.Anonymous.ReservedOperationData };
+        assert_eq!(raw, [0x40, 1]);
+    }
+
+    #[test]
+    fn defaults_are_zero() {
+        let c = DXGKARG_CREATEHWCONTEXT::default();
+        assert!(c.hHwContext.is_null() && c.pPrivateDriverData.is_null());
+        assert_eq!((c.Flags.Value, c.ContextCaps.Value), (0, 0));
+        let b = DXGKARG_SETUPPRIORITYBANDS::default();
+        assert_eq!(b.targetNormalBandPercentage, 0);
+        assert!(DXGKARG_SETSCHEDULINGLOGBUFFER::default()
+            .LogBufferCpuVa
+            .is_null());
+    }
+}
