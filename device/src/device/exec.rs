@@ -484,46 +484,36 @@ impl Core {
                 });
                 Ok(())
             }
-            Command::Indirect { addr, bytes } => {
+            Command::Indirect { addr, bytes } | Command::IndirectVm { addr, bytes, .. } => {
                 let addr = GpuVa::new(addr);
                 // One level only: the ring calls a buffer, a buffer calls nothing.
                 if ind.is_some() {
                     return Err(Fault::new(FaultCode::NestedIndirect, GpuVa::NULL));
                 }
-                // The whole buffer must be reachable (and aligned, and executable) before it
-                // starts.
-                self.sp_check(qs, addr, bytes, Access::Execute)?;
+                // INDIRECT_VM runs in the space it names, as that process's user mode; choosing
+                // another space is the kernel's business.
+                let space = match cmd {
+                    Command::IndirectVm { root, .. } => {
+                        if qs.who == Privilege::User {
+                            return Err(Fault::new(FaultCode::BadArgument, GpuVa::NULL));
+                        }
+                        Some(Space {
+                            root,
+                            who: Privilege::User,
+                        })
+                    }
+                    _ => None,
+                };
+                // The whole buffer must be reachable (and aligned, and executable) in the space
+                // it runs in before it starts.
+                self.sp_check(space.unwrap_or(qs), addr, bytes, Access::Execute)?;
                 // Starting the buffer is this quantum; its packets run in the next ones.
                 q.indirect = Some(Indirect {
                     addr,
                     bytes,
                     off: 0,
                     len,
-                    space: None,
-                });
-                Ok(())
-            }
-            Command::IndirectVm { addr, bytes, root } => {
-                let addr = GpuVa::new(addr);
-                if ind.is_some() {
-                    return Err(Fault::new(FaultCode::NestedIndirect, GpuVa::NULL));
-                }
-                // Privileged: choosing another space is the kernel's business.
-                if qs.who == Privilege::User {
-                    return Err(Fault::new(FaultCode::BadArgument, GpuVa::NULL));
-                }
-                let sp = Space {
-                    root,
-                    who: Privilege::User,
-                };
-                // The buffer is reachable and executable in that space, for that process.
-                self.sp_check(sp, addr, bytes, Access::Execute)?;
-                q.indirect = Some(Indirect {
-                    addr,
-                    bytes,
-                    off: 0,
-                    len,
-                    space: Some(sp),
+                    space,
                 });
                 Ok(())
             }

@@ -773,13 +773,14 @@ fn node_of<P: Platform>(live: &Live<P>, node: u32, engine_ordinal: u32) -> Resul
     Ok(node)
 }
 
-/// The KMD context `raw` names on this adapter and node, or `None` for a null handle.
+/// The KMD context `raw` names on this adapter and node with its process's root page table
+/// (0: none set), or `None` for a null handle.
 fn context_on<P: Platform>(
     a: &Adapter<P>,
     live: &Live<P>,
     raw: rvgpu_ddi::HANDLE,
     node: u32,
-) -> Result<Option<Handle>, Status> {
+) -> Result<Option<(Handle, u64)>, Status> {
     if raw.is_null() {
         return Ok(None);
     }
@@ -789,7 +790,7 @@ fn context_on<P: Platform>(
     if c.engine != node {
         return Err(status::INVALID_PARAMETER);
     }
-    Ok(Some(h))
+    Ok(Some((h, c.root)))
 }
 
 /// Checks a DMA range (`addr`, `bytes`): 8-aligned, inside the address space, at most
@@ -807,12 +808,13 @@ pub(crate) fn check_range(addr: GpuVa, bytes: u64) -> Result<(), Status> {
     Ok(())
 }
 
-/// Whose DMA buffer a submission is: the context (`None`: the system context) and whether the
-/// buffer is addressed in that context's process (SubmitCommandVirtual) or physically.
+/// Whose DMA buffer a submission is: the context (`None`: the system context) and the root
+/// of the space the buffer runs in (a SubmitCommandVirtual buffer: its context's process; 0:
+/// the ring's own space, for buffers the OS addresses physically).
 #[derive(Clone, Copy, Debug)]
 struct Owner {
     context: Option<Handle>,
-    virtual_buffer: bool,
+    root: u64,
 }
 
 /// Encodes and appends one DMA buffer to `node`'s ring under the interrupt lock, then kicks
@@ -826,24 +828,12 @@ fn push<P: Platform>(
     flags: DXGK_SUBMITCOMMANDFLAGS,
     owner: Owner,
 ) -> Result<(), Status> {
-    let Owner {
-        context,
-        virtual_buffer,
-    } = owner;
+    let Owner { context, root } = owner;
     if flags.get(DXGK_SUBMITCOMMANDFLAGS::Reserved) != 0 {
         return Err(status::INVALID_PARAMETER);
     }
     let null = flags.is_set(DXGK_SUBMITCOMMANDFLAGS::NullRendering) || bytes == 0;
     let paging = flags.is_set(DXGK_SUBMITCOMMANDFLAGS::Paging);
-    // A process's buffer runs in its space (INDIRECT_VM with the context's root); the OS's
-    // (paging, system context: no process, root 0) in the ring's.
-    let root = if virtual_buffer {
-        context
-            .and_then(|h| live.sched.lock().contexts.get(&h).map(|c| c.root))
-            .unwrap_or(0)
-    } else {
-        0
-    };
     let mut words = [0u64; MAX_WORDS];
     let n = submit::encode(addr, bytes, root, u64::from(fence), null, &mut words)
         .ok_or(status::INVALID_PARAMETER)?;
@@ -917,8 +907,8 @@ pub fn submit_command<P: Platform>(
         args.SubmissionFenceId,
         args.Flags,
         Owner {
-            context,
-            virtual_buffer: false,
+            context: context.map(|(h, _)| h),
+            root: 0,
         },
     )
 }
@@ -955,9 +945,10 @@ pub fn submit_command_virtual<P: Platform>(
         bytes,
         args.SubmissionFenceId,
         args.Flags,
+        // A process's buffer runs in its space (INDIRECT_VM with the context's root).
         Owner {
-            context,
-            virtual_buffer: true,
+            context: context.map(|(h, _)| h),
+            root: context.map_or(0, |(_, r)| r),
         },
     )
 }

@@ -124,20 +124,28 @@ impl Machine {
                 return Err(e);
             }
         };
-        let mut v = lock(&a.vidmm);
-        match v.processes.get_mut(&pid) {
-            Some(p) if p.arena.is_none() => {
-                p.arena = Some(Arena {
-                    backing,
-                    va,
-                    carved: BTreeMap::new(),
-                });
-                Ok(())
+        let lost = {
+            let mut v = lock(&a.vidmm);
+            match v.processes.get_mut(&pid) {
+                Some(p) if p.arena.is_none() => {
+                    p.arena = Some(Arena {
+                        backing,
+                        va,
+                        carved: BTreeMap::new(),
+                    });
+                    None
+                }
+                // Another thread of the process made one meanwhile (or the process went):
+                // this one goes back.
+                _ => Some(backing),
             }
-            _ => Err(SimError::Simulation(
-                "a process's DMA arena was made twice".into(),
-            )),
+        };
+        if let Some(backing) = lost {
+            let r = self.vidmm_unmap(a, pid, va, ARENA_PAGES, Default::default());
+            a.device.memory().free_system(backing.bus_addr);
+            r?;
         }
+        Ok(())
     }
 }
 

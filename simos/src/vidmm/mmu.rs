@@ -295,8 +295,8 @@ impl Machine {
     }
 
     /// Where `[va, va + bytes)` of `pid` lives, as `(segment id, address in it, bytes)` runs
-    /// of physically contiguous pages (segment 1, the aperture, addresses system memory by
-    /// bus address). A process without an address space here uses bus addresses directly.
+    /// of physically contiguous pages (system memory through the aperture segment, by bus
+    /// address). A process without an address space here uses bus addresses directly.
     pub(crate) fn vidmm_runs(
         &self,
         a: &AdapterShared,
@@ -304,9 +304,20 @@ impl Machine {
         va: u64,
         bytes: u64,
     ) -> Result<Vec<(u32, u64, u64)>, SimError> {
+        // The driver's aperture segment addresses system memory by bus address.
+        let aperture = {
+            let model = lock(&a.memory_model);
+            (1..=model.segments.len() as u32)
+                .find(|&id| {
+                    model
+                        .segment(id)
+                        .is_some_and(|s| s.Flags.is_set(DXGK_SEGMENTFLAGS::Aperture))
+                })
+                .ok_or_else(|| sim("no aperture segment for system memory".into()))?
+        };
         let v = lock(&a.vidmm);
         let Some(p) = v.processes.get(&pid) else {
-            return Ok(vec![(1, va, bytes)]);
+            return Ok(vec![(aperture, va, bytes)]);
         };
         let mut runs: Vec<(u32, u64, u64)> = Vec::new();
         let mut at = va;
@@ -320,7 +331,7 @@ impl Machine {
                 .leaf(page)
                 .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
             let (seg, base) = leaf.phys;
-            let seg = if seg == 0 { 1 } else { seg };
+            let seg = if seg == 0 { aperture } else { seg };
             let addr = base + (at - page);
             let len = (page + 4096).min(end) - at;
             match runs.last_mut() {

@@ -51,6 +51,18 @@ pub(crate) fn encode(cmds: &[Command]) -> Result<Vec<u64>, SimError> {
     Ok(words)
 }
 
+/// One kernel-mode submission DDI with its arguments.
+enum Submit {
+    Physical(
+        unsafe extern "system" fn(HANDLE, *const DXGKARG_SUBMITCOMMAND) -> NTSTATUS,
+        DXGKARG_SUBMITCOMMAND,
+    ),
+    Virtual(
+        unsafe extern "system" fn(HANDLE, *const DXGKARG_SUBMITCOMMANDVIRTUAL) -> NTSTATUS,
+        DXGKARG_SUBMITCOMMANDVIRTUAL,
+    ),
+}
+
 /// Submits `p` with fence ID `id` through `DxgkDdiSubmitCommand` (DISPATCH_LEVEL) and records
 /// it as in flight. The caller holds the gate (shared, or exclusively during a recovery).
 fn submit_packet(
@@ -64,9 +76,6 @@ fn submit_packet(
         .table
         .get()
         .ok_or_else(|| SimError::Simulation("no driver table".into()))?;
-    let f = t
-        .DxgkDdiSubmitCommand
-        .ok_or_else(|| SimError::Simulation("driver has no DxgkDdiSubmitCommand".into()))?;
     let mut flags = DXGK_SUBMITCOMMANDFLAGS::default();
     if p.paging {
         flags = flags.with(DXGK_SUBMITCOMMANDFLAGS::Paging, 1);
@@ -74,51 +83,61 @@ fn submit_packet(
     if resubmission {
         flags = flags.with(DXGK_SUBMITCOMMANDFLAGS::Resubmission, 1);
     }
-    let args = DXGKARG_SUBMITCOMMAND {
-        Anonymous: DXGKARG_SUBMITCOMMAND_0 {
-            hContext: p.context_kmd as HANDLE,
-        },
-        DmaBufferSegmentId: 0,
-        DmaBufferPhysicalAddress: LARGE_INTEGER {
-            QuadPart: p.dma.bus_addr as i64,
-        },
-        DmaBufferSize: p.dma.len as u32,
-        DmaBufferSubmissionStartOffset: 0,
-        DmaBufferSubmissionEndOffset: p.bytes,
-        pDmaBufferPrivateData: std::ptr::null_mut(),
-        DmaBufferPrivateDataSize: 0,
-        DmaBufferPrivateDataSubmissionStartOffset: 0,
-        DmaBufferPrivateDataSubmissionEndOffset: 0,
-        SubmissionFenceId: p.id,
-        VidPnSourceId: 0,
-        FlipInterval: D3DDDI_FLIPINTERVAL_IMMEDIATE,
-        Flags: flags,
-        EngineOrdinal: 0,
-        DmaBufferVirtualAddress: p.dma.bus_addr,
-        NodeOrdinal: node,
-    };
     // A process's buffer in its address space goes through SubmitCommandVirtual (GpuMmu:
     // "DxgkDdiSubmitCommandVirtual ... submit a DMA buffer to a context that supports
-    // virtual addressing", d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual).
-    let virt = (p.dma.va != 0).then_some(DXGKARG_SUBMITCOMMANDVIRTUAL {
-        hContext: p.context_kmd as HANDLE,
-        DmaBufferVirtualAddress: p.dma.va,
-        DmaBufferSize: p.bytes,
-        pDmaBufferPrivateData: std::ptr::null_mut(),
-        DmaBufferPrivateDataSize: 0,
-        DmaBufferUmdPrivateDataSize: 0,
-        SubmissionFenceId: p.id,
-        VidPnSourceId: 0,
-        FlipInterval: D3DDDI_FLIPINTERVAL_IMMEDIATE,
-        Flags: flags,
-        EngineOrdinal: 0,
-        NodeOrdinal: node,
-    });
-    let fv = match virt {
-        Some(_) => Some(t.DxgkDdiSubmitCommandVirtual.ok_or_else(|| {
+    // virtual addressing", d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual); the OS's own
+    // buffers by physical address through SubmitCommand.
+    let call = if p.dma.va != 0 {
+        let f = t.DxgkDdiSubmitCommandVirtual.ok_or_else(|| {
             SimError::Simulation("GpuMmu driver has no DxgkDdiSubmitCommandVirtual".into())
-        })?),
-        None => None,
+        })?;
+        Submit::Virtual(
+            f,
+            DXGKARG_SUBMITCOMMANDVIRTUAL {
+                hContext: p.context_kmd as HANDLE,
+                DmaBufferVirtualAddress: p.dma.va,
+                DmaBufferSize: p.bytes,
+                pDmaBufferPrivateData: std::ptr::null_mut(),
+                DmaBufferPrivateDataSize: 0,
+                DmaBufferUmdPrivateDataSize: 0,
+                SubmissionFenceId: p.id,
+                VidPnSourceId: 0,
+                FlipInterval: D3DDDI_FLIPINTERVAL_IMMEDIATE,
+                Flags: flags,
+                EngineOrdinal: 0,
+                NodeOrdinal: node,
+            },
+        )
+    } else {
+        let f = t
+            .DxgkDdiSubmitCommand
+            .ok_or_else(|| SimError::Simulation("driver has no DxgkDdiSubmitCommand".into()))?;
+        Submit::Physical(
+            f,
+            DXGKARG_SUBMITCOMMAND {
+                Anonymous: DXGKARG_SUBMITCOMMAND_0 {
+                    hContext: p.context_kmd as HANDLE,
+                },
+                DmaBufferSegmentId: 0,
+                DmaBufferPhysicalAddress: LARGE_INTEGER {
+                    QuadPart: p.dma.bus_addr as i64,
+                },
+                DmaBufferSize: p.dma.len as u32,
+                DmaBufferSubmissionStartOffset: 0,
+                DmaBufferSubmissionEndOffset: p.bytes,
+                pDmaBufferPrivateData: std::ptr::null_mut(),
+                DmaBufferPrivateDataSize: 0,
+                DmaBufferPrivateDataSubmissionStartOffset: 0,
+                DmaBufferPrivateDataSubmissionEndOffset: 0,
+                SubmissionFenceId: p.id,
+                VidPnSourceId: 0,
+                FlipInterval: D3DDDI_FLIPINTERVAL_IMMEDIATE,
+                Flags: flags,
+                EngineOrdinal: 0,
+                DmaBufferVirtualAddress: p.dma.bus_addr,
+                NodeOrdinal: node,
+            },
+        )
     };
     let id = p.id;
     {
@@ -133,29 +152,30 @@ fn submit_packet(
         n.pending.insert(id, p);
     }
     let ctx = a.context();
-    let status = match (virt, fv) {
-        (Some(vargs), Some(fv)) => ddi::call(
-            a,
-            Routine::DxgkDdiSubmitCommandVirtual,
-            fv as usize,
-            At::Level(Irql::Dispatch),
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block; the
-                // buffer stays mapped in the process until the fence ID is retired.
-                unsafe { fv(ctx, &vargs) }
-            },
-        )?,
-        _ => ddi::call(
-            a,
-            Routine::DxgkDdiSubmitCommand,
-            f as usize,
-            At::Level(Irql::Dispatch),
-            || {
+    let at = At::Level(Irql::Dispatch);
+    // An error from either is treated as bug check 0x119 / 0x2 (SubmitCommand's page; for
+    // SubmitCommandVirtual UNVERIFIED, docs/tdr.md Q5).
+    let status = match call {
+        Submit::Virtual(f, args) => {
+            ddi::call(
+                a,
+                Routine::DxgkDdiSubmitCommandVirtual,
+                f as usize,
+                at,
+                || {
+                    // SAFETY: the driver's DDI with its context and a valid argument block; the
+                    // buffer stays mapped in the process until the fence ID is retired.
+                    unsafe { f(ctx, &args) }
+                },
+            )?
+        }
+        Submit::Physical(f, args) => {
+            ddi::call(a, Routine::DxgkDdiSubmitCommand, f as usize, at, || {
                 // SAFETY: the driver's DDI with its context and a valid argument block; the
                 // DMA buffer stays allocated until the fence ID is retired.
                 unsafe { f(ctx, &args) }
-            },
-        )?,
+            })?
+        }
     };
     if !NT_SUCCESS(status) {
         let b = BugCheck::video_scheduler(
