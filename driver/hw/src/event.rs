@@ -37,6 +37,10 @@ pub enum EventKind {
     Fault = 4,
     /// `arg0` [`crate::engine::ResetResult`], `arg1` aborted queue, `arg2` aborted rptr.
     ResetDone = 5,
+    /// The engine's scheduling log reached its interrupt entry ([`crate::schedlog`]):
+    /// `arg0` the header value (`AtomicWraparoundAndEntryIndex`) just after that entry was
+    /// written; `queue_id` is [`crate::queue::NO_QUEUE`].
+    SchedLog = 6,
 }
 
 impl EventKind {
@@ -48,6 +52,7 @@ impl EventKind {
             3 => Self::EngineState,
             4 => Self::Fault,
             5 => Self::ResetDone,
+            6 => Self::SchedLog,
             _ => return None,
         })
     }

@@ -23,6 +23,7 @@ pub mod queue;
 #[macro_use]
 pub mod register;
 pub mod regs;
+pub mod schedlog;
 
 /// Size of a GPU page and of one doorbell page.
 pub const PAGE_SIZE: u64 = 4096;

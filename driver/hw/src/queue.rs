@@ -64,12 +64,17 @@ pub struct QueueDescriptor {
     /// root table ([`crate::mmu`]), or 0 for identity (version 1 behaviour). Every address the
     /// queue uses is translated through it with the privilege [`QueueFlags::USER_MODE`] gives.
     pub page_table_base: BusAddr,
-    pub reserved: [u64; 7],
+    /// Opaque tag of the scheduling context the queue belongs to: the value the CMP writes
+    /// as `hKmdContext` into the engine's scheduling log ([`crate::schedlog`]) when that
+    /// context starts or stops running. 0: the queue's activity is not logged.
+    pub context_tag: u64,
+    pub reserved: [u64; 6],
 }
 
 const _: () = assert!(core::mem::size_of::<QueueDescriptor>() == 128);
 const _: () = assert!(core::mem::offset_of!(QueueDescriptor, ring_control) == 0x18);
 const _: () = assert!(core::mem::offset_of!(QueueDescriptor, page_table_base) == 0x40);
+const _: () = assert!(core::mem::offset_of!(QueueDescriptor, context_tag) == 0x48);
 
 impl QueueDescriptor {
     /// The descriptor as 16 words in memory order.

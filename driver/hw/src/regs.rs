@@ -175,6 +175,25 @@ crate::register! {
     /// RO64 per engine: total commands this engine has completed (for tests and profiling).
     ENGINE_COMPLETED_COMMANDS [ENGINE_MAX; ENGINE_STRIDE] => CompletedCommands(u64, RO)
         @ ENGINE_BASE + 0x30;
+    /// RW64 per engine: CMP (system-space) address of the scheduling log
+    /// ([`crate::schedlog`]), 8-byte aligned. Takes effect at the next
+    /// [`ENGINE_SCHED_LOG_CTRL`] write.
+    ENGINE_SCHED_LOG_BASE [ENGINE_MAX; ENGINE_STRIDE] => SchedLogBase(u64, RW)
+        @ ENGINE_BASE + 0x38;
+    /// RW32 per engine: entries in the scheduling log, 1..=[`crate::schedlog::ENTRIES_MAX`].
+    ENGINE_SCHED_LOG_ENTRIES [ENGINE_MAX; ENGINE_STRIDE] => SchedLogEntries(u32, RW)
+        @ ENGINE_BASE + 0x40;
+    /// RW32 per engine: index of the entry whose write raises [`IntCause::SCHED_LOG`]
+    /// (every time the log wraps round to it); an index at or past `ENTRIES` never does.
+    ENGINE_SCHED_LOG_IRQ_ENTRY [ENGINE_MAX; ENGINE_STRIDE] => SchedLogIrqEntry(u32, RW)
+        @ ENGINE_BASE + 0x44;
+    /// WO32 per engine: 1 adopts the log programmed in the three registers above, starting at
+    /// the index and wraparound count in its header; 0 stops logging. Synchronous: when the
+    /// write returns the CMP writes nothing more to the previous log. A log it cannot use
+    /// (misaligned, unreachable, bad size) posts a `BadAddress` / `BadArgument` fault with
+    /// `queue_id` = `NO_QUEUE` and leaves logging off.
+    ENGINE_SCHED_LOG_CTRL [ENGINE_MAX; ENGINE_STRIDE] => SchedLogCtrl(u32, WO)
+        @ ENGINE_BASE + 0x48;
 }
 
 /// Offsets inside an engine block, derived from the declarations above (for code that
@@ -205,6 +224,16 @@ pub mod engine {
     /// [`super::ENGINE_COMPLETED_COMMANDS`] inside the block.
     pub const COMPLETED_COMMANDS: usize =
         super::ENGINE_COMPLETED_COMMANDS.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_SCHED_LOG_BASE`] inside the block.
+    pub const SCHED_LOG_BASE: usize = super::ENGINE_SCHED_LOG_BASE.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_SCHED_LOG_ENTRIES`] inside the block.
+    pub const SCHED_LOG_ENTRIES: usize =
+        super::ENGINE_SCHED_LOG_ENTRIES.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_SCHED_LOG_IRQ_ENTRY`] inside the block.
+    pub const SCHED_LOG_IRQ_ENTRY: usize =
+        super::ENGINE_SCHED_LOG_IRQ_ENTRY.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_SCHED_LOG_CTRL`] inside the block.
+    pub const SCHED_LOG_CTRL: usize = super::ENGINE_SCHED_LOG_CTRL.wrapping_sub(ENGINE_BASE);
 }
 
 /// Offset of register `reg` in engine `e`'s block, or `None` past [`ENGINE_MAX`].
@@ -260,6 +289,11 @@ bitflags! {
         /// `QueueDescriptor::page_table_base`, [`SYSTEM_PAGE_TABLE_BASE`],
         /// [`TLB_INVALIDATE`], page faults ([`crate::event::FaultCode::PageFault`]).
         const PAGE_TABLES = 1 << 7;
+        /// Per-engine scheduling logs (docs/hardware.md 5.7, [`crate::schedlog`]): the CMP
+        /// records when each context starts and stops running, in the OS's
+        /// `DXGK_SCHEDULING_LOG_BUFFER` layout, and raises [`IntCause::SCHED_LOG`] when it
+        /// writes the programmed interrupt entry.
+        const SCHED_LOG = 1 << 8;
     }
 }
 
@@ -294,6 +328,9 @@ bitflags! {
         const EVENT_OVERFLOW = 1 << 4;
         /// An engine reset finished (see the engine's RESET_RESULT).
         const RESET_DONE = 1 << 5;
+        /// The CMP wrote an engine's scheduling-log interrupt entry
+        /// ([`crate::event::EventKind::SchedLog`]).
+        const SCHED_LOG = 1 << 6;
     }
 }
 
@@ -325,7 +362,7 @@ impl Config {
     }
 }
 
-const _: () = assert!(engine::COMPLETED_COMMANDS + 8 <= ENGINE_STRIDE);
+const _: () = assert!(engine::SCHED_LOG_CTRL + 4 <= ENGINE_STRIDE);
 
 #[cfg(test)]
 mod tests {

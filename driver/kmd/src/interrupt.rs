@@ -53,6 +53,9 @@ pub enum DeviceEvent {
         queue: u32,
         rptr: u64,
     },
+    /// An engine's scheduling log reached its interrupt entry (`header`: the log's
+    /// `AtomicWraparoundAndEntryIndex` after it).
+    SchedLog { engine: u32, header: u64 },
 }
 
 impl DeviceEvent {
@@ -92,6 +95,10 @@ impl DeviceEvent {
                 result: small(r.arg0).and_then(ResetResult::from_u32),
                 queue: small(r.arg1).unwrap_or(rvgpu_hw::queue::NO_QUEUE),
                 rptr: r.arg2,
+            },
+            EventKind::SchedLog => Self::SchedLog {
+                engine,
+                header: r.arg0,
             },
         })
     }
