@@ -1,16 +1,20 @@
-//! WDDM 3.2 feature negotiation (issue 13, NF-10; docs/windows-bringup.md §7): the OS learns
-//! what the driver supports through the driver's feature interface (DxgkDdiQueryInterface,
-//! GUID_WDDM_INTERFACE_FEATURE), enables features by its policy and their dependencies, and the
-//! driver advertises caps only for what was enabled.
+//! WDDM 3.2 feature negotiation (issue 13, NF-10; docs/windows-bringup.md §7, docs/hws.md §1):
+//! the OS learns what the driver supports through the driver's feature interface
+//! (DxgkDdiQueryInterface, GUID_WDDM_INTERFACE_FEATURE), enables features by its policy and
+//! their dependencies, and the driver advertises caps and node flags only for what was
+//! enabled. A driver that advertises more is refused at start.
+
+use std::cell::Cell;
 
 use rvgpu_ddi::adapter::{DXGK_VIDSCHCAPS, PQUERY_INTERFACE};
 use rvgpu_ddi::feature::{
     DXGK_FEATURE_HWSCH, DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_USER_MODE_SUBMISSION,
 };
-use rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED;
-use rvgpu_ddi::{NTSTATUS, PVOID};
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_ddi::submission::{DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS};
+use rvgpu_ddi::{HANDLE, NTSTATUS, PVOID};
 use rvgpu_simos::dxgkrnl::features::{decide, DriverSupport};
-use rvgpu_simos::{Machine, MachineConfig, Mode};
+use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
 
 fn start(cfg: MachineConfig, no_interface: bool) -> Machine {
     let mut m = Machine::new(cfg);
@@ -30,48 +34,151 @@ unsafe extern "system" fn no_interfaces(_ctx: PVOID, _q: PQUERY_INTERFACE) -> NT
     STATUS_NOT_SUPPORTED
 }
 
-fn advertises_native_fences(m: &Machine) -> bool {
-    m.query_driver_caps(0)
-        .expect("caps")
-        .SchedulingCaps
-        .is_set(DXGK_VIDSCHCAPS::NativeGpuFence)
+/// What the driver advertised at start.
+#[derive(Debug, PartialEq, Eq)]
+struct Advertised {
+    native_gpu_fence: bool,
+    context_scheduling: bool,
+    user_mode_submission: bool,
 }
 
+fn advertised(m: &Machine) -> Advertised {
+    let caps = m.query_driver_caps(0).expect("caps");
+    let md = m.node_metadata(0);
+    assert!(!md.is_empty());
+    let all = |bit| {
+        let v: Vec<bool> = md.iter().map(|n| n.Flags.is_set(bit)).collect();
+        assert!(v.iter().all(|b| *b == v[0]), "nodes disagree: {v:?}");
+        v[0]
+    };
+    Advertised {
+        native_gpu_fence: caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence),
+        context_scheduling: all(DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported),
+        user_mode_submission: all(DXGK_NODEMETADATA_FLAGS::UserModeSubmission),
+    }
+}
+
+fn cfg(hwsch: bool, ums: bool, native_fence: bool) -> MachineConfig {
+    let mut c = MachineConfig::single(Mode::Step);
+    c.os.hwsch_feature = hwsch;
+    c.os.ums_feature = ums;
+    c.os.native_fence_feature = native_fence;
+    c
+}
+
+/// The driver claims version 1 of HWSCH, USER_MODE_SUBMISSION and NATIVE_FENCE through its
+/// interface; with the OS allowing everything, all three are enabled and advertised.
 #[test]
-fn nf_10_native_fences_are_enabled_through_the_drivers_feature_interface() {
-    let m = start(MachineConfig::single(Mode::Step), false);
+fn nf_10_hws_ums_and_native_fences_are_enabled_through_the_drivers_feature_interface() {
+    let m = start(cfg(true, true, true), false);
     let db = m.feature_db(0);
     assert!(db.driver_interface, "{db:?}");
     let support = |id| db.support.iter().find(|s| s.id == id).map(|s| s.versions);
+    assert_eq!(support(DXGK_FEATURE_HWSCH), Some(Some((1, 1))));
+    assert_eq!(
+        support(DXGK_FEATURE_USER_MODE_SUBMISSION),
+        Some(Some((1, 1)))
+    );
     assert_eq!(support(DXGK_FEATURE_NATIVE_FENCE), Some(Some((1, 1))));
-    // rvgpu has no hardware scheduling yet (issue 13), so it claims neither HWS nor UMS.
-    assert_eq!(support(DXGK_FEATURE_HWSCH), Some(None));
-    assert_eq!(support(DXGK_FEATURE_USER_MODE_SUBMISSION), Some(None));
-    assert_eq!(db.enabled, vec![(DXGK_FEATURE_NATIVE_FENCE, 1)]);
-    assert!(advertises_native_fences(&m));
+    let mut enabled = db.enabled.clone();
+    enabled.sort();
+    let mut want = vec![
+        (DXGK_FEATURE_HWSCH, 1),
+        (DXGK_FEATURE_USER_MODE_SUBMISSION, 1),
+        (DXGK_FEATURE_NATIVE_FENCE, 1),
+    ];
+    want.sort();
+    assert_eq!(enabled, want);
+    assert_eq!(
+        advertised(&m),
+        Advertised {
+            native_gpu_fence: true,
+            context_scheduling: true,
+            user_mode_submission: true,
+        }
+    );
+}
+
+/// Every OS policy combination: what the OS enables (policy and dependencies) and what the
+/// driver then advertises — never more than was enabled, and every start succeeds.
+#[test]
+fn hws_negotiation_matrix_driver_advertises_exactly_what_the_os_enabled() {
+    for hwsch in [false, true] {
+        for ums in [false, true] {
+            for nf in [false, true] {
+                let m = start(cfg(hwsch, ums, nf), false);
+                let db = m.feature_db(0);
+                let on = |id| db.version(id).is_some();
+                // Dependencies: NATIVE_FENCE needs HWSCH, UMS needs both.
+                assert_eq!(on(DXGK_FEATURE_HWSCH), hwsch);
+                assert_eq!(on(DXGK_FEATURE_NATIVE_FENCE), hwsch && nf);
+                assert_eq!(on(DXGK_FEATURE_USER_MODE_SUBMISSION), hwsch && nf && ums);
+                assert_eq!(
+                    advertised(&m),
+                    Advertised {
+                        native_gpu_fence: hwsch && nf,
+                        context_scheduling: hwsch,
+                        user_mode_submission: hwsch && nf && ums,
+                    },
+                    "policy hwsch={hwsch} ums={ums} nf={nf}"
+                );
+                // The driver asked the OS about every feature it advertises (BR-83).
+                let (_, asked, _) = m.feature_usage(0);
+                for id in [
+                    DXGK_FEATURE_HWSCH,
+                    DXGK_FEATURE_USER_MODE_SUBMISSION,
+                    DXGK_FEATURE_NATIVE_FENCE,
+                ] {
+                    assert!(asked.contains(&id), "feature {id} never queried: {asked:?}");
+                }
+            }
+        }
+    }
+}
+
+/// Hardware scheduling off: no context scheduling, no user-mode submission, no native fences
+/// (they depend on it), and the user-mode submission caps are not answered.
+#[test]
+fn hws_off_driver_runs_kernel_mode_only() {
+    let m = start(cfg(false, true, true), false);
+    assert_eq!(
+        advertised(&m),
+        Advertised {
+            native_gpu_fence: false,
+            context_scheduling: false,
+            user_mode_submission: false,
+        }
+    );
+    assert!(m.usermode_submission_caps(0).is_none());
 }
 
 /// Without the driver's feature interface Dxgkrnl's legacy table does not know native fences:
-/// they are never enabled, and the driver (which asks IsFeatureEnabled) does not advertise them.
+/// they are never enabled, and the driver (which asks IsFeatureEnabled) advertises nothing.
 #[test]
-fn nf_10_without_the_feature_interface_native_fences_stay_off() {
-    let m = start(MachineConfig::single(Mode::Step), true);
+fn nf_10_without_the_feature_interface_nothing_is_enabled() {
+    let m = start(cfg(true, true, true), true);
     let db = m.feature_db(0);
     assert!(!db.driver_interface);
     assert!(db.enabled.is_empty(), "{db:?}");
-    assert!(!advertises_native_fences(&m));
+    assert_eq!(
+        advertised(&m),
+        Advertised {
+            native_gpu_fence: false,
+            context_scheduling: false,
+            user_mode_submission: false,
+        }
+    );
 }
 
-/// The OS's policy can refuse a feature the driver supports.
+/// The OS's policy can refuse a feature the driver supports; what depends on it goes too.
 #[test]
 fn nf_10_os_policy_off_leaves_a_supported_feature_disabled() {
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.native_fence_feature = false;
-    let m = start(cfg, false);
+    let m = start(cfg(true, true, false), false);
     let db = m.feature_db(0);
     assert!(db.driver_interface);
-    assert!(db.enabled.is_empty(), "{db:?}");
-    assert!(!advertises_native_fences(&m));
+    assert_eq!(db.enabled, vec![(DXGK_FEATURE_HWSCH, 1)], "{db:?}");
+    let a = advertised(&m);
+    assert!(!a.native_gpu_fence && !a.user_mode_submission && a.context_scheduling);
 }
 
 fn supported(id: i32, min: u16, max: u16) -> DriverSupport {
@@ -81,39 +188,142 @@ fn supported(id: i32, min: u16, max: u16) -> DriverSupport {
     }
 }
 
-/// Dependencies: user-mode submission needs hardware scheduling enabled first; versions: the
-/// driver's range must reach the OS's version.
+/// Dependencies in any order (user-mode submission needs HWS and native fences, native fences
+/// need HWS); versions: the driver's range must reach the OS's version.
 #[test]
 fn negotiation_applies_dependencies_and_version_ranges() {
     let all = |_| true;
-    assert!(decide(&[supported(DXGK_FEATURE_USER_MODE_SUBMISSION, 1, 1)], all).is_empty());
+    let ums = supported(DXGK_FEATURE_USER_MODE_SUBMISSION, 1, 1);
+    let hws = supported(DXGK_FEATURE_HWSCH, 1, 1);
+    let nf = supported(DXGK_FEATURE_NATIVE_FENCE, 1, 1);
+    assert!(decide(&[ums], all).is_empty());
+    assert!(decide(&[nf], all).is_empty());
+    assert_eq!(decide(&[hws, ums], all), vec![(DXGK_FEATURE_HWSCH, 1)]);
+    // Asked before its dependencies, UMS is still enabled once they are.
     assert_eq!(
-        decide(
-            &[
-                supported(DXGK_FEATURE_HWSCH, 1, 1),
-                supported(DXGK_FEATURE_USER_MODE_SUBMISSION, 1, 1)
-            ],
-            all
-        ),
+        decide(&[ums, nf, hws], all),
         vec![
-            (DXGK_FEATURE_HWSCH, 1),
-            (DXGK_FEATURE_USER_MODE_SUBMISSION, 1)
+            (DXGK_FEATURE_USER_MODE_SUBMISSION, 1),
+            (DXGK_FEATURE_NATIVE_FENCE, 1),
+            (DXGK_FEATURE_HWSCH, 1)
         ]
     );
-    // HWS refused by policy takes user-mode submission with it.
-    assert!(decide(
-        &[
-            supported(DXGK_FEATURE_HWSCH, 1, 1),
-            supported(DXGK_FEATURE_USER_MODE_SUBMISSION, 1, 1)
-        ],
-        |id| id != DXGK_FEATURE_HWSCH
-    )
-    .is_empty());
+    // HWS refused by policy takes everything that depends on it along.
+    assert!(decide(&[hws, ums, nf], |id| id != DXGK_FEATURE_HWSCH).is_empty());
     // A driver that only has version 2 of a feature the OS knows at version 1.
-    assert!(decide(&[supported(DXGK_FEATURE_NATIVE_FENCE, 2, 3)], all).is_empty());
+    assert!(
+        decide(&[hws, supported(DXGK_FEATURE_NATIVE_FENCE, 2, 3)], all)
+            .iter()
+            .all(|(id, _)| *id == DXGK_FEATURE_HWSCH)
+    );
     // A wider range meets the OS at its version.
     assert_eq!(
-        decide(&[supported(DXGK_FEATURE_NATIVE_FENCE, 1, 4)], all),
-        vec![(DXGK_FEATURE_NATIVE_FENCE, 1)]
+        decide(&[hws, supported(DXGK_FEATURE_NATIVE_FENCE, 1, 4)], all),
+        vec![(DXGK_FEATURE_HWSCH, 1), (DXGK_FEATURE_NATIVE_FENCE, 1)]
+    );
+}
+
+type NodeMetadataFn = unsafe extern "system" fn(HANDLE, u32, *mut DXGK_NODEMETADATA) -> NTSTATUS;
+
+thread_local! {
+    // The start-time queries run on the test thread, so per-thread hooks keep parallel tests
+    // apart.
+    static REAL_MD: Cell<Option<NodeMetadataFn>> = const { Cell::new(None) };
+    static FORCE_FLAGS: Cell<u32> = const { Cell::new(0) };
+    static DROP_GPU_VA: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The driver's GetNodeMetadata, with flags it was not allowed to claim forced on.
+unsafe extern "system" fn lying_node_metadata(
+    h: HANDLE,
+    node: u32,
+    out: *mut DXGK_NODEMETADATA,
+) -> NTSTATUS {
+    let real = REAL_MD.get().expect("real GetNodeMetadata");
+    // SAFETY: forwarded unchanged.
+    let s = unsafe { real(h, node, out) };
+    if s >= 0 {
+        // SAFETY: the OS's node entry, just written by the driver (packed: by value).
+        let mut md = unsafe { out.read_unaligned() };
+        md.Flags = DXGK_NODEMETADATA_FLAGS::from_value(md.Flags.Value | FORCE_FLAGS.get());
+        if DROP_GPU_VA.get() {
+            md.GpuMmuSupported = 0;
+            md.IoMmuSupported = 0;
+        }
+        // SAFETY: as above.
+        unsafe { out.write_unaligned(md) };
+    }
+    s
+}
+
+/// Starts rvgpu under `c` with its node metadata edited.
+fn start_lying(c: MachineConfig, force: u32, drop_gpu_va: bool) -> Result<(), SimError> {
+    FORCE_FLAGS.set(force);
+    DROP_GPU_VA.set(drop_gpu_va);
+    let mut m = Machine::new(c);
+    let (tx, rx) = std::sync::mpsc::channel();
+    m.load_driver_with(move |t| {
+        let _ = tx.send(t.DxgkDdiGetNodeMetadata);
+        t.DxgkDdiGetNodeMetadata = Some(lying_node_metadata);
+    })
+    .expect("load");
+    REAL_MD.set(rx.recv().expect("hook ran"));
+    let r = m.start_adapter(0).map(|_| ());
+    FORCE_FLAGS.set(0);
+    DROP_GPU_VA.set(false);
+    r
+}
+
+fn refused(r: Result<(), SimError>, rule: &str) {
+    match r {
+        Err(SimError::StartRefused {
+            rule: got, status, ..
+        }) if got == rule && status == STATUS_INVALID_PARAMETER => {}
+        other => panic!("expected {rule} / INVALID_PARAMETER, got {other:?}"),
+    }
+}
+
+fn flag(bit: rvgpu_ddi::basic::BitField) -> u32 {
+    DXGK_NODEMETADATA_FLAGS::default().with(bit, 1).Value
+}
+
+/// BR-72: context scheduling claimed while the OS did not enable HWS.
+#[test]
+fn br_72_context_scheduling_without_hws_enabled_is_refused() {
+    let force = flag(DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported);
+    refused(start_lying(cfg(false, false, false), force, false), "BR-72");
+}
+
+/// BR-71: context scheduling on a node without GPU virtual addressing.
+#[test]
+fn br_71_context_scheduling_without_gpu_va_is_refused() {
+    refused(start_lying(cfg(true, true, true), 0, true), "BR-71");
+}
+
+/// BR-73: a driver that claims user-mode submission with HWS off is caught, as is one whose
+/// UMS node lacks context scheduling (only user-mode submission forced on).
+#[test]
+fn br_73_user_mode_submission_with_hws_off_is_refused() {
+    let both = flag(DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported)
+        | flag(DXGK_NODEMETADATA_FLAGS::UserModeSubmission);
+    // HWS off: the context-scheduling half is caught first (BR-72 precedes BR-73 per node).
+    refused(start_lying(cfg(false, true, true), both, false), "BR-72");
+    // HWS on but UMS refused by policy: BR-73.
+    refused(
+        start_lying(
+            cfg(true, false, true),
+            flag(DXGK_NODEMETADATA_FLAGS::UserModeSubmission),
+            false,
+        ),
+        "BR-73",
+    );
+    // Native fences off (so no NativeGpuFence cap): a UMS node is refused on 24H2.
+    refused(
+        start_lying(
+            cfg(true, true, false),
+            flag(DXGK_NODEMETADATA_FLAGS::UserModeSubmission),
+            false,
+        ),
+        "BR-73",
     );
 }

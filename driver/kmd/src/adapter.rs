@@ -692,6 +692,21 @@ impl<P: Platform> Adapter<P> {
                     .notify_interrupt(&hw_queue_page_faulted(h, engine, addr.get(), info));
                 true
             }
+            // The CMP wrote the scheduling log's interrupt entry (hardware.md 5.7): the OS
+            // reads the log it owns (DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT, WDDM 2.4).
+            DeviceEvent::SchedLog { engine, .. } => {
+                let mut data = DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+                    InterruptType: rvgpu_ddi::interrupt::DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT,
+                    ..Default::default()
+                };
+                data.Anonymous.SchedulingLogInterrupt =
+                    rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine {
+                        NodeOrdinal: engine,
+                        EngineOrdinal: 0,
+                    };
+                live.dxgk.notify_interrupt(&data);
+                true
+            }
             // Other faults stop their queue and are caught by the progress-fence timeout
             // (docs/tdr.md); the rest is counted, never silently lost.
             _ => {

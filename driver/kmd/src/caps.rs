@@ -87,9 +87,7 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
             PagingNode: crate::gpummu::paging_node(live),
         };
     }
-    // What hardware queues would further need, and why it is not reported:
-    // - HwQueuePacketCap, ContextSchedulingSupported (node metadata): hardware flip queues
-    //   and the OS-driven HW-context runlist (DxgkDdiSwitchToHwContextList) are not built.
+    // HwQueuePacketCap stays 0: hardware flip queues are not built (render-only adapter).
     caps
 }
 
@@ -273,7 +271,11 @@ pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Re
             write_out(args, &caps)
         }
         // UM-04: the OS maps a dummy page of this size before connect and after disconnect.
-        DXGKQAITYPE_USERMODESUBMISSION_CAPS => write_out(args, &usermode_submission_caps()),
+        // Answered only when some node offers user-mode submission (the OS asks only then,
+        // BR-76).
+        DXGKQAITYPE_USERMODESUBMISSION_CAPS if crate::hws::user_mode_submission(live) => {
+            write_out(args, &usermode_submission_caps())
+        }
         // The memory model (issue 12): segments always; the GPU MMU's caps and levels only
         // when DRIVERCAPS claims GpuMmu.
         rvgpu_ddi::adapter::DXGKQAITYPE_QUERYSEGMENT4 => crate::gpummu::query_segments(live, args),
@@ -337,8 +339,17 @@ pub fn node_metadata<P: Platform>(
     let md = DXGK_NODEMETADATA {
         EngineType: engine_type,
         FriendlyName: friendly,
+        // Context scheduling only with hardware scheduling (BR-71/72), user-mode submission only
+        // on top of it with native fences (BR-73 and its 24H2 NativeGpuFence addition).
         Flags: DXGK_NODEMETADATA_FLAGS::default()
-            .with(DXGK_NODEMETADATA_FLAGS::UserModeSubmission, 1),
+            .with(
+                DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported,
+                u32::from(crate::hws::active(live)),
+            )
+            .with(
+                DXGK_NODEMETADATA_FLAGS::UserModeSubmission,
+                u32::from(crate::hws::user_mode_submission(live)),
+            ),
         // Every engine translates through the GPU MMU when DRIVERCAPS claims it (BR-71).
         GpuMmuSupported: u8::from(crate::gpummu::supported(live)),
         ..Default::default()

@@ -53,6 +53,9 @@ pub struct Context {
     /// Device physical address of the root page table VidMm set for the context
     /// (`DxgkDdiSetRootPageTable`); 0 until then (the identity space, hardware.md §12.2).
     pub root: u64,
+    /// Scheduling priority from `DxgkDdiSetContextSchedulingProperties` (hardware
+    /// scheduling, [`crate::hws`]); normal band until the OS sets it.
+    pub priority: crate::hws::ContextPriority,
 }
 
 /// DMA buffer size reported for the legacy (non-HW-queue) submission path. Contexts of this
@@ -166,6 +169,7 @@ pub fn create_context<P: Platform>(
                 suspended: false,
                 os_handle: args.hContext.addr(),
                 root: 0,
+                priority: crate::hws::ContextPriority::DEFAULT,
             },
         );
         drop(s);

@@ -1,10 +1,20 @@
-//! OS feature negotiation through the Dxgkrnl feature interface (NF-10).
+//! OS feature negotiation through the Dxgkrnl feature interface (NF-10, issue 13).
 //!
-//! A WDDM 3.2 driver may advertise native GPU fences only if the OS enabled
-//! `DXGK_FEATURE_NATIVE_FENCE`; the OS fails adapter start otherwise. The sequence follows the
-//! seed's sample: `DxgkCbQueryServices(DxgkServicesFeature)` for the feature interface,
-//! `IsFeatureEnabled`, then `QueryFeatureInterface` with the negotiated version and the
-//! interface's `GetOSCaps`.
+//! Both directions. The OS asks the driver which versions of each feature it implements
+//! (`DxgkDdiQueryFeatureSupport` behind `GUID_WDDM_INTERFACE_FEATURE`, [`driver_support`]);
+//! the driver, at StartDevice, asks the OS which it enabled and advertises caps and node flags
+//! only for those ("For each feature … the driver supports, the driver must call the OS to
+//! query the feature's enabled state and enable the feature only if the OS returns
+//! Enabled = TRUE", DXGK_FEATURE_ID reference page). Windows fails the start of a driver that
+//! advertises `NativeGpuFence` without `DXGK_FEATURE_NATIVE_FENCE`, context scheduling without
+//! `DXGK_FEATURE_HWSCH`, or user-mode submission without `DXGK_FEATURE_USER_MODE_SUBMISSION`
+//! (docs/windows-bringup.md BR-72, BR-73, BR-84).
+//!
+//! The sequence follows the seed's sample: `DxgkCbQueryServices(DxgkServicesFeature)` for the
+//! feature interface, `IsFeatureEnabled` per feature, then for native fences
+//! `QueryFeatureInterface` with the negotiated version and the interface's `GetOSCaps`. An OS
+//! without the interface predates WDDM 3.2 (24H2); the driver then enables nothing and runs
+//! with the OS's software scheduler and kernel-mode submission only.
 //! Reference: <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/querying-wddm-feature-support-and-enablement>.
 
 use core::ffi::c_void;
@@ -12,9 +22,9 @@ use core::mem::size_of;
 
 use rvgpu_ddi::feature::{
     DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1, DXGKARGCB_ISFEATUREENABLED2,
-    DXGKARGCB_QUERYFEATUREINTERFACE, DXGKCBINT_FEATURE_NATIVEFENCE_1, DXGK_FEATURE_ID,
-    DXGK_FEATURE_INTERFACE, DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_VERSION,
-    DXGK_ISFEATUREENABLED_RESULT_0,
+    DXGKARGCB_QUERYFEATUREINTERFACE, DXGKCBINT_FEATURE_NATIVEFENCE_1, DXGK_FEATURE_HWSCH,
+    DXGK_FEATURE_ID, DXGK_FEATURE_INTERFACE, DXGK_FEATURE_NATIVE_FENCE,
+    DXGK_FEATURE_USER_MODE_SUBMISSION, DXGK_FEATURE_VERSION, DXGK_ISFEATUREENABLED_RESULT_0,
 };
 
 use crate::dxgk::Dxgk;
@@ -22,15 +32,19 @@ use crate::status::{self, Status};
 
 /// The versions of `id` the driver implements (`DxgkDdiQueryFeatureSupport`), or `None`.
 ///
-/// Native fences: version 1. Hardware scheduling and user-mode submission are not claimed:
-/// the HWS DDIs (hardware contexts, priority bands, scheduling log, ResetHwEngine) do not exist
-/// yet (issue 13), so `DXGK_FEATURE_HWSCH` and `DXGK_FEATURE_USER_MODE_SUBMISSION`, which
-/// depends on it, stay unsupported.
+/// Version 1 of hardware scheduling (the HWS DDIs of [`crate::hws`]), user-mode submission
+/// (doorbells, [`crate::doorbell`]) and native fences. The OS asks before StartDevice, when the
+/// driver has not read the device yet, so the answer is what the driver implements; a device
+/// without what a feature needs (`CAPS.SCHED_LOG`, `CAPS.NATIVE_FENCE` …) makes the driver
+/// leave the feature unused after the OS enabled it ([`Features::hws_active`] and the caps
+/// checks), which Windows allows: an enabled feature obliges nothing, an advertised one does.
 pub(crate) fn driver_support(
     id: DXGK_FEATURE_ID,
 ) -> Option<(DXGK_FEATURE_VERSION, DXGK_FEATURE_VERSION)> {
     match id {
-        DXGK_FEATURE_NATIVE_FENCE => Some((1, 1)),
+        DXGK_FEATURE_HWSCH | DXGK_FEATURE_USER_MODE_SUBMISSION | DXGK_FEATURE_NATIVE_FENCE => {
+            Some((1, 1))
+        }
         _ => None,
     }
 }
@@ -49,6 +63,10 @@ pub struct NativeFenceFeature {
 pub struct Features {
     /// The feature interface, held (referenced) for the adapter's life.
     interface: Option<DXGK_FEATURE_INTERFACE>,
+    /// Negotiated version of `DXGK_FEATURE_HWSCH`, if the OS enabled it.
+    pub hwsch: Option<DXGK_FEATURE_VERSION>,
+    /// Negotiated version of `DXGK_FEATURE_USER_MODE_SUBMISSION`, if the OS enabled it.
+    pub user_mode_submission: Option<DXGK_FEATURE_VERSION>,
     /// `Some` if the OS enabled native fences and answered the interface query.
     pub native_fence: Option<NativeFenceFeature>,
 }
@@ -67,9 +85,13 @@ impl Features {
         let Ok(interface) = dxgk.feature_interface() else {
             return Self::default();
         };
+        let hwsch = Self::is_enabled(&interface, DXGK_FEATURE_HWSCH);
+        let user_mode_submission = Self::is_enabled(&interface, DXGK_FEATURE_USER_MODE_SUBMISSION);
         let native_fence = Self::negotiate_native_fence(&interface);
         Self {
             interface: Some(interface),
+            hwsch,
+            user_mode_submission,
             native_fence,
         }
     }

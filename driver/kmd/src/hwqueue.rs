@@ -112,9 +112,17 @@ pub struct HwQueue {
 }
 
 impl HwQueue {
-    /// The runlist entry, with `doorbell` as the (informational) physical doorbell index and
-    /// `root` the context's root page table (0: identity, hardware.md §12.2).
-    pub fn descriptor(&self, doorbell: u32, root: u64) -> Option<QueueDescriptor> {
+    /// The runlist entry, with `doorbell` as the (informational) physical doorbell index,
+    /// `root` the context's root page table (0: identity, hardware.md §12.2), `context` its
+    /// scheduling priority (the queue's own priority is added below it) and `tag` what the
+    /// scheduling log names the context by (its KMD handle, hardware.md 5.7).
+    pub fn descriptor(
+        &self,
+        doorbell: u32,
+        root: u64,
+        context: crate::hws::ContextPriority,
+        tag: u64,
+    ) -> Option<QueueDescriptor> {
         let ring = self.ring?;
         let mut flags = QueueFlags::VALID;
         if self.user_mode {
@@ -130,8 +138,13 @@ impl HwQueue {
             progress_fence: self.progress_gpu,
             wait_log: self.logs.descriptor_fields().0,
             signal_log: self.logs.descriptor_fields().1,
-            priority: self.priority,
+            // The queue's priority is at most HW_QUEUE_PRIORITY_MAX (< 256), below the
+            // context's level byte.
+            priority: context
+                .word()
+                .saturating_add(self.priority.min(HW_QUEUE_PRIORITY_MAX)),
             page_table_base: rvgpu_hw::addr::BusAddr::new(root),
+            context_tag: tag,
             ..Default::default()
         })
     }
@@ -238,7 +251,13 @@ fn alloc_kernel_ring<P: Platform>(dxgk: &Dxgk) -> Result<KernelRing, Status> {
     })
 }
 
-/// DxgkDdiCreateHwQueue (PASSIVE). `h_context` is the driver's context handle.
+/// DxgkDdiCreateHwQueue (PASSIVE). `h_context` is the driver's context handle: Windows'
+/// hardware context is the `DxgkDdiCreateContext` one (docs/hws.md §2).
+///
+/// Hardware queues exist only on hardware-scheduled nodes and user-mode ones only where the
+/// nodes advertise user-mode submission (Windows checks both before calling, BR-94/95); the
+/// driver refuses the rest itself rather than run a queue it told the OS it has no scheduler
+/// for.
 pub(crate) fn create<P: Platform>(
     h_context: HANDLE,
     args: &mut DXGKARG_CREATEHWQUEUE,
@@ -247,6 +266,12 @@ pub(crate) fn create<P: Platform>(
     sched::with_adapter::<P, _>(h_context, Kind::Context, |a, live, context| {
         let known = D3DDDI_CREATEHWQUEUEFLAGS::mask(D3DDDI_CREATEHWQUEUEFLAGS::Reserved);
         if args.Flags.Value & known != 0 {
+            return Err(status::INVALID_PARAMETER);
+        }
+        let user = args
+            .Flags
+            .is_set(D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission);
+        if !crate::hws::active(live) || (user && !crate::hws::user_mode_submission(live)) {
             return Err(status::INVALID_PARAMETER);
         }
         let user_mode = args

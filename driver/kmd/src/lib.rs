@@ -22,6 +22,7 @@ mod fence;
 mod globals;
 mod gpummu;
 mod hwqueue;
+mod hws;
 mod interrupt;
 mod log;
 mod mmio;

@@ -46,7 +46,6 @@ use rvgpu_ddi::tdr::{
     DXGKARG_SUBMITCOMMANDVIRTUAL,
 };
 use rvgpu_ddi::NTSTATUS;
-use rvgpu_hw::pdd::HW_QUEUE_PRIORITY_MAX;
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
 use rvgpu_hw::regs;
 
@@ -66,8 +65,9 @@ pub const NODE_RING_BYTES: u32 = 64 * 1024;
 /// allocated at DIRQL). The simulated OS keeps at most 256 DMA buffers in flight per node;
 /// Windows' limit is UNVERIFIED (docs/tdr.md Q5).
 pub const NODE_PENDING_MAX: usize = 1024;
-/// Descriptor priority of a node ring: above every HW queue's (docs/tdr.md §3.2).
-pub const NODE_RING_PRIORITY: u32 = HW_QUEUE_PRIORITY_MAX + 1;
+/// Descriptor priority of a node ring: above every HW queue's (docs/tdr.md §3.2), whatever
+/// band its context is in ([`crate::hws::ContextPriority`] uses bits 0..24).
+pub const NODE_RING_PRIORITY: u32 = 1 << 24;
 /// Byte offset of the fence word `F` behind the ring and its ring control.
 const FENCE_OFFSET: u64 = NODE_RING_BYTES as u64 + RingControl::SIZE;
 /// Bytes of one node ring's allocation: ring, ring control, fence word (rounded to a page).

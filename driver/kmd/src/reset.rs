@@ -495,6 +495,131 @@ pub fn reset_engine<P: Platform>(
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------------
+// Hardware-scheduled nodes (issue 13): DxgkDdiResetHwEngine / DxgkDdiResumeHwEngine
+// ---------------------------------------------------------------------------------------------
+
+/// DxgkDdiResetHwEngine (PASSIVE; hardware-scheduled nodes). Resets the engine (the device
+/// aborts the packet in flight and drops only its queue, hardware.md 10.1), puts the device
+/// owning the aborted hardware queue in error (UM-10) and names its context through
+/// `DxgkCbInvalidateHwContext`; the guilty device's queues leave the runlists of the engines
+/// that are not held. The reset engine itself stays **held** — the device executes nothing on
+/// it — until `DxgkDdiResumeHwEngine` ("the engine stays stopped until resume", the DDI's
+/// page), and the 22631 VidSch calls resume only after this returned `STATUS_SUCCESS`
+/// (`VidSchiResetHwEngine`).
+///
+/// An aborted **node-ring** packet (the OS's own kernel-mode DMA buffers: paging on a
+/// hardware-scheduled node) cannot be recovered here: this DDI has no `LastAbortedFenceId` by
+/// which the OS could learn which of its buffers died, so the driver fails the reset and the
+/// OS falls back to the adapter-wide reset (the TDR-08 rule of the software-scheduled path).
+pub fn reset_hw_engine<P: Platform>(
+    a: &Adapter<P>,
+    args: &rvgpu_ddi::hws::DXGKARG_RESETHWENGINE,
+) -> Result<(), Status> {
+    let live = a.started()?;
+    if !crate::hws::active(live) {
+        return Err(status::NOT_SUPPORTED);
+    }
+    let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let bit = 1u64.checked_shl(node).unwrap_or(0);
+    let guilty = {
+        let mut s = live.sched.lock();
+        let answer = match reset_hw(live, node) {
+            Ok(v) => v,
+            Err(e) => {
+                drop(s);
+                a.tdr.failed_resets.fetch_add(1, Ordering::Relaxed);
+                klog!(
+                    P,
+                    Error,
+                    "rvgpu: HW engine {} reset failed ({:#x})",
+                    node,
+                    e.code()
+                );
+                return Err(e);
+            }
+        };
+        s.hws_held |= bit;
+        let node_queue = s.nodes.queue_id(node);
+        let node_ring_lost = Some(answer.queue) == node_queue
+            || (answer.queue == NO_QUEUE
+                && live
+                    .synchronized(|isr| isr.nodes.faulted_fence(node).is_some())
+                    .unwrap_or(true));
+        if node_ring_lost {
+            drop(s);
+            a.tdr.failed_resets.fetch_add(1, Ordering::Relaxed);
+            klog!(
+                P,
+                Error,
+                "rvgpu: HW engine {} reset aborted a node-ring packet: adapter reset needed",
+                node
+            );
+            return Err(status::UNSUCCESSFUL);
+        }
+        let blamed = if answer.queue != NO_QUEUE {
+            blame(&mut s, node, answer.queue)
+        } else {
+            None
+        };
+        if let Some((_, engines)) = blamed {
+            let held = s.hws_held;
+            for e in 0..live.identity.config.engines {
+                let b = 1u64.checked_shl(e).unwrap_or(0);
+                if engines & b != 0 && held & b == 0 {
+                    let _ = runlist::commit(&live.regs, &s, e);
+                }
+            }
+        }
+        blamed.map(|(g, _)| g)
+    };
+    a.tdr.engine_resets.fetch_add(1, Ordering::Relaxed);
+    if let Some(g) = guilty {
+        match live.dxgk.invalidate_hw_context(g.handle) {
+            Ok(()) => {
+                a.tdr.invalidated.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => klog!(
+                P,
+                Warning,
+                "rvgpu: DxgkCbInvalidateHwContext failed ({:#x})",
+                e.code()
+            ),
+        }
+    }
+    klog!(
+        P,
+        Info,
+        "rvgpu: HW engine {} reset, held until resume",
+        node
+    );
+    Ok(())
+}
+
+/// DxgkDdiResumeHwEngine (PASSIVE): the runlist without the invalidated contexts' queues.
+/// The commit ends the device's hold (hardware.md 10.1); every innocent queue continues from
+/// exactly where it was, inside an indirect buffer too. Also the engines that were skipped
+/// while this one was held get their commit. A failure makes the OS reset the adapter.
+pub fn resume_hw_engine<P: Platform>(
+    a: &Adapter<P>,
+    args: &rvgpu_ddi::hws::DXGKARG_RESUMEHWENGINE,
+) -> Result<(), Status> {
+    let live = a.started()?;
+    if !crate::hws::active(live) {
+        return Err(status::NOT_SUPPORTED);
+    }
+    let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let bit = 1u64.checked_shl(node).unwrap_or(0);
+    let mut s = live.sched.lock();
+    if s.hws_held & bit == 0 {
+        // Resume without a reset: nothing is held; the OS only calls it after a successful
+        // reset (VidSchiResetHwEngine).
+        return Err(status::INVALID_DEVICE_STATE);
+    }
+    s.hws_held &= !bit;
+    runlist::commit(&live.regs, &s, node).map(|_| ())
+}
+
 /// Polls for `DEVICE_STATUS.RESETTING` to clear (the model clears it before the write returns).
 const ADAPTER_RESET_POLLS: u32 = 1_000_000;
 

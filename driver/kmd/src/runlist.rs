@@ -82,8 +82,13 @@ pub fn build(s: &Sched, engine: u32) -> impl Iterator<Item = QueueDescriptor> + 
                 .and_then(|d| s.doorbells.get(&d))
                 .and_then(|d| d.physical)
                 .unwrap_or(NO_DOORBELL);
-            let root = s.contexts.get(&q.context).map_or(0, |c| c.root);
-            q.descriptor(doorbell, root)
+            let (root, priority) = s
+                .contexts
+                .get(&q.context)
+                .map_or((0, crate::hws::ContextPriority::DEFAULT), |c| {
+                    (c.root, c.priority)
+                });
+            q.descriptor(doorbell, root, priority, q.context.raw())
         })
         .take(usize::try_from(RUNLIST_CAPACITY).unwrap_or(0));
     s.nodes.entry(engine).into_iter().chain(queues)
@@ -92,6 +97,11 @@ pub fn build(s: &Sched, engine: u32) -> impl Iterator<Item = QueueDescriptor> + 
 /// Rewrites `engine`'s runlist buffer from `s` and commits it. Returns the number of
 /// descriptors committed. The caller holds the scheduler lock (it owns `s`).
 pub fn commit<P: Platform>(regs: &Regs<P>, s: &Sched, engine: u32) -> Result<u32, Status> {
+    // An engine held by DxgkDdiResetHwEngine waits for DxgkDdiResumeHwEngine: a commit would
+    // end the device's hold early (hardware.md 10.1). Resume commits what changed meanwhile.
+    if engine < 64 && s.hws_held & (1u64 << engine) != 0 {
+        return Ok(0);
+    }
     let buf = s
         .runlists
         .get(usize::try_from(engine).map_err(|_| status::INVALID_PARAMETER)?)

@@ -133,6 +133,11 @@ pub struct Sched {
     pub runlists: Vec<DmaBuffer>,
     /// Node-ring descriptors, first in each engine's runlist (docs/tdr.md §3.2).
     pub nodes: crate::node::NodeSlots,
+    /// Priority bands as the OS set them (hardware scheduling, [`crate::hws`]).
+    pub bands: crate::hws::Bands,
+    /// Engines reset by `DxgkDdiResetHwEngine` and not yet resumed (bit per engine): held by
+    /// the device, so no commit may touch them before `DxgkDdiResumeHwEngine`.
+    pub hws_held: u64,
 }
 
 impl Sched {
@@ -150,6 +155,8 @@ impl Sched {
             physical: Physical::new(doorbells, global),
             runlists,
             nodes: crate::node::NodeSlots::default(),
+            bands: crate::hws::Bands::default(),
+            hws_held: 0,
         }
     }
 

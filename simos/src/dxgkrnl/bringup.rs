@@ -64,10 +64,6 @@ pub const PENDING: &[(&str, &str)] = &[
         "SupportKernelModeCommandBuffer needs DxgkDdiRenderKm (kernel-mode command buffers; no \
          issue yet)",
     ),
-    (
-        "BR-73",
-        "issue 13: UserModeSubmission needs ContextScheduling and the OS's HWS and UMS enablement",
-    ),
 ];
 
 /// Whether `rule` is pending.
@@ -304,15 +300,55 @@ pub fn check_caps(
     v
 }
 
+/// BR-71 and BR-72 for one node: `ContextSchedulingSupported` needs GPU virtual addressing on
+/// the node (`GpuMmuSupported` or `IoMmuSupported`, interface ≥ 0x9000) and the OS to have
+/// enabled hardware scheduling for the adapter ([D] `ADAPTER_RENDER::Initialize`: "the OS
+/// didn't allow HwSch to be enabled"; the bit is set only by the HWSCH negotiation).
+pub fn check_node_hws(
+    node: u32,
+    flags: DXGK_NODEMETADATA_FLAGS,
+    gpu_va: bool,
+    os_enabled_hws: bool,
+) -> Option<Violation> {
+    if !flags.is_set(DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported) {
+        return None;
+    }
+    if !gpu_va {
+        return Some(Violation::new(
+            "BR-71",
+            STATUS_INVALID_PARAMETER,
+            format!("node {node} claims ContextSchedulingSupported without GPU VA"),
+        ));
+    }
+    (!os_enabled_hws).then(|| {
+        Violation::new(
+            "BR-72",
+            STATUS_INVALID_PARAMETER,
+            format!(
+                "node {node} claims ContextSchedulingSupported but the OS did not enable                  DXGK_FEATURE_HWSCH"
+            ),
+        )
+    })
+}
+
+/// What the OS enabled, as BR-73 needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UmsEnablement {
+    /// `DXGK_FEATURE_HWSCH` and `DXGK_FEATURE_USER_MODE_SUBMISSION` both enabled.
+    pub hws_and_ums: bool,
+    /// `DXGK_VIDSCHCAPS::NativeGpuFence` in the driver caps.
+    pub native_gpu_fence: bool,
+}
+
 /// BR-73 for one node's metadata flags: user-mode submission needs context scheduling on the
-/// node, a 3.1+ driver, the OS's HWS and UMS enablement (from the feature negotiation) and the
-/// doorbell DDIs.
+/// node, a 3.1+ driver, the OS's HWS and UMS enablement (from the feature negotiation), the
+/// doorbell DDIs, and (24H2, §7a) `NativeGpuFence` in the caps.
 pub fn check_node_ums(
     node: u32,
     flags: DXGK_NODEMETADATA_FLAGS,
     wddm: u32,
     t: &DRIVER_INITIALIZATION_DATA,
-    os_enabled_hws_and_ums: bool,
+    os: UmsEnablement,
 ) -> Option<Violation> {
     if !flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission) {
         return None;
@@ -325,8 +361,11 @@ pub fn check_node_ums(
     if wddm < 0x3100 {
         why.push(format!("WDDMVersion {wddm:#x} < 3.1"));
     }
-    if !os_enabled_hws_and_ums {
+    if !os.hws_and_ums {
         why.push("the OS did not enable HWSCH and USER_MODE_SUBMISSION".to_string());
+    }
+    if !os.native_gpu_fence {
+        why.push("no NativeGpuFence in the driver caps (24H2)".to_string());
     }
     for d in [
         "DxgkDdiCreateDoorbell",

@@ -63,43 +63,66 @@ impl FeatureDb {
 }
 
 /// The OS's policy for a feature on this adapter (registry overrides, the adapter's
-/// configuration): native fences follow the machine's `native_fence_feature` switch; hardware
-/// scheduling and the rest are allowed when the driver supports them.
+/// configuration): each of the three features the driver can claim follows its machine switch
+/// (`OsConfig::{hwsch,ums,native_fence}_feature`, ANDed with the adapter's); anything else is
+/// allowed when the driver supports it.
 fn os_allows(a: &AdapterShared, id: DXGK_FEATURE_ID) -> bool {
     match id {
+        DXGK_FEATURE_HWSCH => a.os.hwsch_feature,
+        DXGK_FEATURE_USER_MODE_SUBMISSION => a.os.ums_feature,
         DXGK_FEATURE_NATIVE_FENCE => a.os.native_fence_feature,
         _ => true,
     }
 }
 
-/// Dependencies the OS hardcodes ([M] the page's "Dependencies": user-mode submission needs
-/// hardware scheduling).
-fn dependencies(id: DXGK_FEATURE_ID) -> &'static [DXGK_FEATURE_ID] {
+/// Dependencies the OS hardcodes. [M] "Querying WDDM feature support and enablement",
+/// "Dependencies": the features with dependencies are USER_MODE_SUBMISSION, HWSCH and
+/// NATIVE_FENCE, "for a particular feature to be enabled, all of its dependencies must also be
+/// enabled"; the lists themselves are not published. Modelled from what the documents and the
+/// start checks say:
+/// - USER_MODE_SUBMISSION → HWSCH ([M] user-mode work submission runs on hardware-scheduled
+///   nodes; [D] BR-73 requires context scheduling on a UMS node) and → NATIVE_FENCE (user-mode
+///   queues can only use native fences; 24H2 requires `NativeGpuFence` for a UMS node, §7a);
+/// - NATIVE_FENCE → HWSCH ([M] "Native GPU fence objects": a feature of "GPU hardware
+///   scheduling stage 2").
+///
+/// HWSCH's own dependencies are OS-side (not driver features) and not modelled.
+pub fn dependencies(id: DXGK_FEATURE_ID) -> &'static [DXGK_FEATURE_ID] {
     match id {
-        DXGK_FEATURE_USER_MODE_SUBMISSION => &[DXGK_FEATURE_HWSCH],
+        DXGK_FEATURE_USER_MODE_SUBMISSION => &[DXGK_FEATURE_HWSCH, DXGK_FEATURE_NATIVE_FENCE],
+        DXGK_FEATURE_NATIVE_FENCE => &[DXGK_FEATURE_HWSCH],
         _ => &[],
     }
 }
 
-/// The enabled set from the driver's answers and the OS's policy, in dependency order.
+/// The enabled set from the driver's answers and the OS's policy: a feature is enabled when
+/// the driver supports a version the OS has, the policy allows it, and every dependency is
+/// enabled (resolved to a fixed point, so the order features are asked in does not matter).
 pub fn decide(
     support: &[DriverSupport],
     allows: impl Fn(DXGK_FEATURE_ID) -> bool,
 ) -> Vec<(DXGK_FEATURE_ID, DXGK_FEATURE_VERSION)> {
-    let mut enabled: Vec<(DXGK_FEATURE_ID, DXGK_FEATURE_VERSION)> = Vec::new();
-    for s in support {
-        let Some((min, max)) = s.versions else {
-            continue;
-        };
-        let version = max.min(OS_VERSION);
-        let deps_on = dependencies(s.id)
-            .iter()
-            .all(|d| enabled.iter().any(|(e, _)| e == d));
-        if version >= min && version > 0 && allows(s.id) && deps_on {
-            enabled.push((s.id, version));
+    let candidates: Vec<(DXGK_FEATURE_ID, DXGK_FEATURE_VERSION)> = support
+        .iter()
+        .filter_map(|s| {
+            let (min, max) = s.versions?;
+            let version = max.min(OS_VERSION);
+            (version >= min && version > 0 && allows(s.id)).then_some((s.id, version))
+        })
+        .collect();
+    let mut enabled = candidates.clone();
+    loop {
+        let before = enabled.len();
+        let snapshot = enabled.clone();
+        enabled.retain(|(id, _)| {
+            dependencies(*id)
+                .iter()
+                .all(|d| snapshot.iter().any(|(e, _)| e == d))
+        });
+        if enabled.len() == before {
+            return enabled;
         }
     }
-    enabled
 }
 
 /// Builds the database before StartDevice.

@@ -276,10 +276,11 @@ impl Machine {
             }
         }
         lock(&a.fence_os).caps = fence_caps;
+        let mut metadata = Vec::new();
         if why.is_none() {
-            // UM-03, UM-04: node metadata for every node and the user-mode submission caps.
-            match crate::ums::query_at_start(&a, &t, &caps) {
-                Ok(()) => {}
+            // UM-03, BR-70: node metadata for every node.
+            match crate::ums::query_node_metadata(&a, &t, &caps) {
+                Ok(m) => metadata = m,
                 Err(SimError::Rejected(w)) => why = Some(w),
                 Err(e) => return Err(e),
             }
@@ -292,26 +293,52 @@ impl Machine {
             self.stop_inner(&a, &t)?;
             return reject(w);
         }
-        // BR-73 per node, then BR-57 (the history-buffer precision).
+        // BR-71/72/73 per node, then BR-57 (the history-buffer precision).
         let wddm = caps.WDDMVersion as u32;
-        let hws_and_ums = {
+        let (hws, ums) = {
             let db = lock(&a.features);
-            db.version(rvgpu_ddi::feature::DXGK_FEATURE_HWSCH).is_some()
-                && db
-                    .version(rvgpu_ddi::feature::DXGK_FEATURE_USER_MODE_SUBMISSION)
-                    .is_some()
+            (
+                db.version(rvgpu_ddi::feature::DXGK_FEATURE_HWSCH).is_some(),
+                db.version(rvgpu_ddi::feature::DXGK_FEATURE_USER_MODE_SUBMISSION)
+                    .is_some(),
+            )
         };
-        let mut rules: Vec<bringup::Violation> = lock(&a.ums)
-            .node_metadata
+        let enablement = bringup::UmsEnablement {
+            hws_and_ums: hws && ums,
+            native_gpu_fence: caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence),
+        };
+        let mut rules: Vec<bringup::Violation> = metadata
             .iter()
             .enumerate()
-            .filter_map(|(n, md)| {
+            .flat_map(|(n, md)| {
                 let flags = md.Flags;
+                let gpu_va = md.GpuMmuSupported != 0 || md.IoMmuSupported != 0;
                 // The OS enables HWSCH and USER_MODE_SUBMISSION only through the feature
                 // negotiation (BR-80/81, `dxgkrnl::features`).
-                bringup::check_node_ums(n as u32, flags, wddm, &t, hws_and_ums)
+                [
+                    bringup::check_node_hws(n as u32, flags, gpu_va, hws),
+                    bringup::check_node_ums(n as u32, flags, wddm, &t, enablement),
+                ]
+                .into_iter()
+                .flatten()
             })
             .collect();
+        if let Some(v) = self.rule_outcome(&a, std::mem::take(&mut rules)) {
+            return self.refuse(&a, &t, v);
+        }
+        // UM-04, BR-76: the user-mode submission caps, after the node rules.
+        match crate::ums::query_at_start(&a, &t, &caps, metadata) {
+            Ok(()) => {}
+            Err(SimError::Rejected(w)) => {
+                self.state.push_log(
+                    rvgpu_kmd::platform::Level::Error,
+                    format!("start rejected: {w}"),
+                );
+                self.stop_inner(&a, &t)?;
+                return reject(w);
+            }
+            Err(e) => return Err(e),
+        }
         rules.extend(self.query_history_precision(&a, &t)?);
         if let Some(v) = self.rule_outcome(&a, rules) {
             return self.refuse(&a, &t, v);

@@ -15,8 +15,15 @@ pub enum Mode {
 /// OS feature switches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OsConfig {
-    /// `DXGK_FEATURE_NATIVE_FENCE` enabled (NF-10).
+    /// The OS's policy for `DXGK_FEATURE_NATIVE_FENCE` (NF-10): `false` is a registry
+    /// override or build that turns it off whatever the driver supports.
     pub native_fence_feature: bool,
+    /// The OS's policy for `DXGK_FEATURE_HWSCH` (hardware scheduling; Windows' `HwSchMode`
+    /// off when `false`). Everything that depends on it — user-mode submission, native
+    /// fences — goes with it (`dxgkrnl::features`).
+    pub hwsch_feature: bool,
+    /// The OS's policy for `DXGK_FEATURE_USER_MODE_SUBMISSION`.
+    pub ums_feature: bool,
     /// IRQL the OS calls `DxgkDdiSubmitCommandToHwQueue` at. Microsoft allows PASSIVE_LEVEL or
     /// DISPATCH_LEVEL; the default is the stricter DISPATCH_LEVEL (a driver must cope with it).
     pub submit_irql: Irql,
@@ -35,6 +42,8 @@ impl Default for OsConfig {
     fn default() -> Self {
         Self {
             native_fence_feature: true,
+            hwsch_feature: true,
+            ums_feature: true,
             submit_irql: Irql::Dispatch,
             wait_timeout: crate::ums::DEFAULT_WAIT,
             log_entries: crate::sync::fencelog::DEFAULT_LOG_ENTRIES,
@@ -54,6 +63,9 @@ pub struct AdapterConfig {
     /// [`OsConfig::native_fence_feature`]): `false` makes an adapter without native fences
     /// (the driver does not advertise them there), as the seed's scenarios 2a/2b need.
     pub native_fence_feature: bool,
+    /// The OS enables `DXGK_FEATURE_HWSCH` on this adapter (ANDed with
+    /// [`OsConfig::hwsch_feature`]; the per-adapter `Features` registry key).
+    pub hwsch_feature: bool,
 }
 
 impl AdapterConfig {
@@ -63,6 +75,7 @@ impl AdapterConfig {
             name: "dGPU".into(),
             device: DeviceConfig::default(),
             native_fence_feature: true,
+            hwsch_feature: true,
         }
     }
 
@@ -79,6 +92,7 @@ impl AdapterConfig {
                 ..DeviceConfig::default()
             },
             native_fence_feature: true,
+            hwsch_feature: true,
         }
     }
 }

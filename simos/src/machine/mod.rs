@@ -152,6 +152,7 @@ impl Machine {
                     OsConfig {
                         native_fence_feature: config.os.native_fence_feature
                             && ac.native_fence_feature,
+                        hwsch_feature: config.os.hwsch_feature && ac.hwsch_feature,
                         ..config.os.clone()
                     },
                     table.clone(),

@@ -2,14 +2,13 @@
 
 use super::*;
 
-/// Queries `DxgkDdiGetNodeMetadata` for every node and `DXGKQAITYPE_USERMODESUBMISSION_CAPS`.
-/// `Err(SimError::Rejected)` when the answers are inconsistent (a node claims user-mode
-/// submission without usable caps, or GetNodeMetadata fails for a valid node).
-pub(crate) fn query_at_start(
+/// Queries `DxgkDdiGetNodeMetadata` for every node (UM-03, BR-70). `Err(SimError::Rejected)`
+/// when GetNodeMetadata fails for a valid node.
+pub(crate) fn query_node_metadata(
     a: &AdapterShared,
     t: &DRIVER_INITIALIZATION_DATA,
     caps: &rvgpu_ddi::adapter::DXGK_DRIVERCAPS,
-) -> Result<(), SimError> {
+) -> Result<Vec<DXGK_NODEMETADATA>, SimError> {
     let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
     let mut metadata = Vec::new();
     if let Some(get) = t.DxgkDdiGetNodeMetadata {
@@ -59,11 +58,25 @@ pub(crate) fn query_at_start(
             metadata.push(unsafe { entry.read_unaligned() });
         }
     }
+    Ok(metadata)
+}
+
+/// After the node rules (BR-71..73): `DXGKQAITYPE_USERMODESUBMISSION_CAPS`, asked only if some
+/// node claims user-mode submission (BR-76, [D] `ADAPTER_RENDER::Initialize`), and the
+/// adapter's user-mode submission state. `Err(SimError::Rejected)` when a node claims user-mode
+/// submission without usable caps (UM-04).
+pub(crate) fn query_at_start(
+    a: &AdapterShared,
+    t: &DRIVER_INITIALIZATION_DATA,
+    caps: &rvgpu_ddi::adapter::DXGK_DRIVERCAPS,
+    metadata: Vec<DXGK_NODEMETADATA>,
+) -> Result<(), SimError> {
+    let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
     let claims = metadata
         .iter()
         .any(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission));
     let mut ums_caps = None;
-    if let Some(q) = t.DxgkDdiQueryAdapterInfo {
+    if let (true, Some(q)) = (claims, t.DxgkDdiQueryAdapterInfo) {
         let mut c = DXGK_USERMODESUBMISSION_CAPS {
             Flags: DXGK_USERMODESUBMISSION_CAPS_Flags::from_value(0xCDCD_CDCD),
             DoorbellSizeInBytes: 0xCDCD_CDCD,

@@ -91,6 +91,14 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiQueryDependentEngineGroup: Some(query_dependent_engine_group::<P>),
         DxgkDdiQueryEngineStatus: Some(query_engine_status::<P>),
         DxgkDdiResetEngine: Some(reset_engine::<P>),
+        // Hardware scheduling (crate::hws). CreateHwContext, DestroyHwContext,
+        // SwitchToHwContextList and UpdateHwContextState stay NULL: Windows' VidSch never
+        // calls them (its hardware contexts are the CreateContext ones, docs/hws.md §2).
+        DxgkDdiSetupPriorityBands: Some(setup_priority_bands::<P>),
+        DxgkDdiSetSchedulingLogBuffer: Some(set_scheduling_log_buffer::<P>),
+        DxgkDdiSetContextSchedulingProperties: Some(set_context_scheduling_properties::<P>),
+        DxgkDdiResetHwEngine: Some(reset_hw_engine::<P>),
+        DxgkDdiResumeHwEngine: Some(resume_hw_engine::<P>),
         DxgkDdiCollectDbgInfo: Some(collect_dbg_info::<P>),
         DxgkDdiResetFromTimeout: Some(reset_from_timeout::<P>),
         DxgkDdiRestartFromTimeout: Some(restart_from_timeout::<P>),
@@ -949,6 +957,83 @@ unsafe extern "system" fn reset_engine<P: Platform>(
     let args = unsafe { args.as_mut() };
     match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(crate::reset::reset_engine(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiSetupPriorityBands (PASSIVE).
+unsafe extern "system" fn setup_priority_bands<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const rvgpu_ddi::hws::DXGKARG_SETUPPRIORITYBANDS,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
+        (Some(a), Some(args)) => to_ntstatus(crate::hws::setup_priority_bands(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiSetSchedulingLogBuffer (PASSIVE).
+unsafe extern "system" fn set_scheduling_log_buffer<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const rvgpu_ddi::hws::DXGKARG_SETSCHEDULINGLOGBUFFER,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
+        (Some(a), Some(args)) => to_ntstatus(crate::hws::set_scheduling_log_buffer(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiSetContextSchedulingProperties (PASSIVE).
+unsafe extern "system" fn set_context_scheduling_properties<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const rvgpu_ddi::hws::DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
+        (Some(a), Some(args)) => {
+            to_ntstatus(crate::hws::set_context_scheduling_properties(a, args))
+        }
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiResetHwEngine (PASSIVE).
+unsafe extern "system" fn reset_hw_engine<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut rvgpu_ddi::hws::DXGKARG_RESETHWENGINE,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
+        (Some(a), Some(args)) => to_ntstatus(crate::reset::reset_hw_engine(a, args)),
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiResumeHwEngine (PASSIVE).
+unsafe extern "system" fn resume_hw_engine<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut rvgpu_ddi::hws::DXGKARG_RESUMEHWENGINE,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
+        (Some(a), Some(args)) => to_ntstatus(crate::reset::resume_hw_engine(a, args)),
         _ => status::INVALID_PARAMETER.code(),
     }
 }

@@ -97,16 +97,21 @@ pub(super) unsafe extern "system" fn is_feature_enabled(
     // SAFETY: non-null pointer to the driver's argument block.
     let args = unsafe { &mut *args };
     lock(&a.features_queried).push(args.FeatureId);
-    let enabled = args.FeatureId == DXGK_FEATURE_NATIVE_FENCE && a.native_fence_enabled();
-    let known = args.FeatureId == DXGK_FEATURE_NATIVE_FENCE;
+    // The answer is the adapter's feature database, built before StartDevice from the
+    // driver's own interface and the OS's policy (`dxgkrnl::features`).
+    let version = lock(&a.features).version(args.FeatureId);
+    let known = crate::dxgkrnl::features::DRIVER_FEATURES.contains(&args.FeatureId);
     let mut flags = DXGK_ISFEATUREENABLED_RESULT_0::default();
-    flags.set(DXGK_ISFEATUREENABLED_RESULT_0::Enabled, u16::from(enabled));
+    flags.set(
+        DXGK_ISFEATUREENABLED_RESULT_0::Enabled,
+        u16::from(version.is_some()),
+    );
     flags.set(
         DXGK_ISFEATUREENABLED_RESULT_0::KnownFeature,
         u16::from(known),
     );
     args.Result = DXGK_ISFEATUREENABLED_RESULT {
-        Version: u16::from(enabled),
+        Version: version.unwrap_or(0),
         Anonymous: flags,
     };
     STATUS_SUCCESS
