@@ -36,6 +36,7 @@ use rvgpu_hw::regs::IntCause;
 use rvgpu_hw::addr::GpuVa;
 
 use super::bus::{ctl, words, Fault, Space};
+use super::schedlog::SchedState;
 use super::{lock, Core, EngineSnapshot, QueueSnapshot};
 
 /// A FENCE_WAIT the queue is blocked on.
@@ -163,6 +164,8 @@ pub(crate) struct Engine {
     /// Held after a successful engine reset: runs nothing until the next RUNLIST_COMMIT
     /// (STATUS bit 9). Write pointers and wait wake-ups are still recorded meanwhile.
     pub(crate) held: bool,
+    /// The context that last ran and the scheduling log (`schedlog`).
+    pub(crate) sched: SchedState,
 }
 
 impl Engine {
@@ -177,6 +180,7 @@ impl Engine {
             hang_reported: false,
             idle_since: None,
             held: false,
+            sched: SchedState::default(),
         }
     }
 
@@ -253,7 +257,8 @@ impl Cmp {
 }
 
 impl Core {
-    fn post_commit_fault(&self, e: usize, queue_id: u32, f: Fault) {
+    /// A Fault record that no packet caused (runlist commit, scheduling log): `arg2` = 0.
+    pub(crate) fn post_commit_fault(&self, e: usize, queue_id: u32, f: Fault) {
         self.post_event(
             EventRecord {
                 kind: EventKind::Fault as u8,

@@ -86,11 +86,16 @@ impl Core {
                 eng.current = Some(qi);
                 eng.idle_since = None;
                 eng.state = EngineState::Active;
+                // A packet of another context: log the switch before it runs.
+                self.sched_log_pick(eng, e, qi);
                 self.exec_packet(cmp, e, qi);
                 true
             }
             None => {
                 eng.current = None;
+                // Nothing runnable: the context that ran last goes idle (a change of state,
+                // so the pass did something).
+                let stopped = self.sched_log_stop(eng, e);
                 if eng.state == EngineState::Active || eng.state == EngineState::Hung {
                     eng.state = EngineState::Idle;
                 }
@@ -106,7 +111,7 @@ impl Core {
                     );
                     return true;
                 }
-                false
+                stopped
             }
         }
     }
@@ -188,8 +193,10 @@ impl Core {
                 .to_reg(),
                 Ordering::Release,
             );
-            // Abort the packet in flight and drop its queue; hold the engine.
+            // Abort the packet in flight and drop its queue; hold the engine. The context
+            // that ran last goes idle in the scheduling log.
             eng.reset(executing);
+            self.sched_log_stop(eng, e);
             r.reset_queue.store(aborted.0, Ordering::Relaxed);
             r.reset_rptr.store(aborted.1, Ordering::Relaxed);
             ResetResult::Ok

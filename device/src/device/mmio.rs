@@ -59,6 +59,7 @@ impl Core {
         caps.set(Caps::OPTIMIZED_FENCE_IRQ, c.optimized_fence_irq);
         caps.set(Caps::PER_ENGINE_RESET, c.per_engine_reset);
         caps.set(Caps::EXACT_FENCE_REPORT, c.exact_fence_report);
+        caps.set(Caps::SCHED_LOG, c.sched_log);
         caps |= Caps::PAGE_TABLES;
         caps
     }
@@ -129,6 +130,17 @@ impl Core {
                     RegId::ResetRptr => x.reset_rptr.load(Ordering::Acquire),
                     RegId::CurrentQueue => u64::from(x.current_queue.load(Ordering::Acquire)),
                     RegId::CompletedCommands => x.completed.load(Ordering::Acquire),
+                    // Without CAPS.SCHED_LOG the scheduling-log registers are inert (read 0).
+                    // Relaxed: plain storage, nothing is published through them.
+                    RegId::SchedLogBase if self.cfg.sched_log => {
+                        x.sched_log_base.load(Ordering::Relaxed)
+                    }
+                    RegId::SchedLogEntries if self.cfg.sched_log => {
+                        u64::from(x.sched_log_entries.load(Ordering::Relaxed))
+                    }
+                    RegId::SchedLogIrqEntry if self.cfg.sched_log => {
+                        u64::from(x.sched_log_irq_entry.load(Ordering::Relaxed))
+                    }
                     // Not readable (filtered above) or not an engine register.
                     _ => 0,
                 }
@@ -212,6 +224,19 @@ impl Core {
                     RegId::QueueKick => {
                         self.rescan_queue(Some(i), v32);
                     }
+                    // Without CAPS.SCHED_LOG these ignore writes. Relaxed: the CTRL write that
+                    // adopts the log runs on the same thread or after a synchronising write,
+                    // like RUNLIST_BASE/COUNT before a commit.
+                    RegId::SchedLogBase if self.cfg.sched_log => {
+                        x.sched_log_base.store(v, Ordering::Relaxed)
+                    }
+                    RegId::SchedLogEntries if self.cfg.sched_log => {
+                        x.sched_log_entries.store(v32, Ordering::Relaxed)
+                    }
+                    RegId::SchedLogIrqEntry if self.cfg.sched_log => {
+                        x.sched_log_irq_entry.store(v32, Ordering::Relaxed)
+                    }
+                    RegId::SchedLogCtrl => self.sched_log_ctrl(i, v32),
                     _ => {}
                 }
             }

@@ -9,7 +9,8 @@
 //! - `doorbell`: BAR2; `events`: event ring, `INT_STATUS`, line delivery;
 //! - `clock`: the GPU clock; `bus`: the GPU's view of memory (identity + windows, or
 //!   translated by `mmu` through a root);
-//! - `faults`: fault injection.
+//! - `faults`: fault injection;
+//! - `schedlog`: per-engine scheduling logs (context switches, hardware scheduling).
 //!
 //! # Locks (always taken in this order, never the reverse)
 //! 1. `cmp` (the CMP state: runlists, queues, engines). The CMP holds it for one quantum (one
@@ -45,6 +46,7 @@ mod faults;
 mod mmio;
 pub mod mmu;
 mod regs;
+mod schedlog;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -102,6 +104,9 @@ pub struct DeviceConfig {
     /// (MF-02) as far as the capability goes: the model's memory stays 64-bit atomic, so this
     /// only tests how software reacts to the capability.
     pub atomic64: bool,
+    /// Per-engine scheduling logs (CAPS.SCHED_LOG, docs/hardware.md 5.7). Off: the four
+    /// SCHED_LOG registers read 0 and ignore writes, and nothing is ever logged.
+    pub sched_log: bool,
     /// GPU ticks a HANG (or injected hang) runs before the engine reports Hung.
     pub hang_detect_ticks: u64,
     /// GPU ticks of idleness before the engine requests F1; 0 = never.
@@ -123,6 +128,7 @@ impl Default for DeviceConfig {
             optimized_fence_irq: true,
             per_engine_reset: true,
             atomic64: true,
+            sched_log: true,
             // 200 steps in step mode.
             hang_detect_ticks: defaults::HANG_DETECT_TICKS,
             idle_f1_ticks: 0,

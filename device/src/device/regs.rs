@@ -20,6 +20,12 @@ pub(crate) struct EngineRegs {
     pub(crate) reset_rptr: AtomicU64,
     pub(crate) current_queue: AtomicU32,
     pub(crate) completed: AtomicU64,
+    /// SCHED_LOG_BASE / SCHED_LOG_ENTRIES / SCHED_LOG_IRQ_ENTRY: plain storage, read by the
+    /// CMP only when SCHED_LOG_CTRL adopts a log (`schedlog`). Kept across an adapter reset
+    /// (docs/hardware.md 5.7), so `power_on` leaves them alone.
+    pub(crate) sched_log_base: AtomicU64,
+    pub(crate) sched_log_entries: AtomicU32,
+    pub(crate) sched_log_irq_entry: AtomicU32,
 }
 
 impl EngineRegs {
@@ -33,11 +39,16 @@ impl EngineRegs {
             reset_rptr: AtomicU64::new(0),
             current_queue: AtomicU32::new(0),
             completed: AtomicU64::new(0),
+            sched_log_base: AtomicU64::new(0),
+            sched_log_entries: AtomicU32::new(0),
+            sched_log_irq_entry: AtomicU32::new(0),
         };
         r.power_on();
         r
     }
 
+    /// Power-on values of everything an adapter reset resets (not the scheduling-log
+    /// registers, which only `new` zeroes).
     pub(crate) fn power_on(&self) {
         self.runlist_base.store(0, Ordering::Relaxed);
         self.runlist_count.store(0, Ordering::Relaxed);

@@ -82,8 +82,10 @@ pub const fn entry_offset(index: u32) -> Option<u64> {
 
 /// Bytes of a log of `entries` entries.
 pub const fn buffer_size(entries: u32) -> u64 {
-    // At most 32 + 2^32 * 32: no overflow in u64.
-    HEADER_SIZE + entries as u64 * ENTRY_SIZE
+    // At most 32 + 2^32 * 32: the wrapping operations never wrap in u64.
+    (entries as u64)
+        .wrapping_mul(ENTRY_SIZE)
+        .wrapping_add(HEADER_SIZE)
 }
 
 /// The header word for free-running position: `(wraparound << 32) | index`.
@@ -93,7 +95,7 @@ pub const fn header_word(index: u32, wraparound: u32) -> u64 {
 
 /// `(FirstFreeEntryIndex, WraparoundCount)` of a header word.
 pub const fn header_parts(word: u64) -> (u32, u32) {
-    (word as u32, (word >> 32) as u32)
+    ((word & 0xFFFF_FFFF) as u32, (word >> 32) as u32)
 }
 
 /// The position after writing entry `index` of a log of `entries` entries, as
