@@ -227,8 +227,7 @@ pub mod engine {
     /// [`super::ENGINE_SCHED_LOG_BASE`] inside the block.
     pub const SCHED_LOG_BASE: usize = super::ENGINE_SCHED_LOG_BASE.wrapping_sub(ENGINE_BASE);
     /// [`super::ENGINE_SCHED_LOG_ENTRIES`] inside the block.
-    pub const SCHED_LOG_ENTRIES: usize =
-        super::ENGINE_SCHED_LOG_ENTRIES.wrapping_sub(ENGINE_BASE);
+    pub const SCHED_LOG_ENTRIES: usize = super::ENGINE_SCHED_LOG_ENTRIES.wrapping_sub(ENGINE_BASE);
     /// [`super::ENGINE_SCHED_LOG_IRQ_ENTRY`] inside the block.
     pub const SCHED_LOG_IRQ_ENTRY: usize =
         super::ENGINE_SCHED_LOG_IRQ_ENTRY.wrapping_sub(ENGINE_BASE);
