@@ -15,8 +15,9 @@
 //! # Locks (always taken in this order, never the reverse)
 //! 1. `cmp` (the CMP state: runlists, queues, engines). The CMP holds it for one quantum (one
 //!    packet, or one 4 KiB chunk of a COPY/FILL); MMIO side effects that touch the CMP
-//!    (RUNLIST_COMMIT, CTRL, QUEUE_KICK, WAIT_RESCAN, doorbells) take it too, which is what
-//!    makes them "synchronous, at a command boundary".
+//!    (RUNLIST_COMMIT, CTRL, QUEUE_KICK, WAIT_RESCAN, SCHED_LOG_CTRL, doorbells) take it too,
+//!    which is what makes them "synchronous, at a command boundary". Scheduling-log entries
+//!    are written under it (never under `signal_lock`: LOG_FLUSH is about fence logs).
 //! 2. `signal_lock`: held by every fence signal from its CurrentValue store to its interrupt
 //!    decision, and by every log write from its entry to its header store. FENCE_SYNC and
 //!    LOG_FLUSH take and release it: when they return, every decision/log write that began
