@@ -459,18 +459,25 @@ mod tests {
             doorbell: None,
             logs: crate::log::QueueLogs::default(),
         };
-        assert_eq!(q.descriptor(NO_DOORBELL, 0), None);
+        assert_eq!(
+            q.descriptor(NO_DOORBELL, 0, crate::hws::ContextPriority::DEFAULT, 0x55),
+            None
+        );
         q.ring = Some(Ring {
             base: rvgpu_hw::addr::GpuVa::new(0x1_0000),
             size: 4096,
             control: rvgpu_hw::addr::GpuVa::new(0x2_0000),
         });
-        let d = q.descriptor(2, 0).unwrap();
+        let d = q
+            .descriptor(2, 0, crate::hws::ContextPriority::DEFAULT, 0x55)
+            .unwrap();
         assert_eq!(d.validate(), Ok(()));
         assert_eq!(d.queue_id, 7);
         assert_eq!(d.flags, (QueueFlags::VALID | QueueFlags::USER_MODE).bits());
         assert_eq!(d.progress_fence.get(), 0x8000);
-        assert_eq!(d.priority, 3);
+        // The queue's own priority under its context's (hws::ContextPriority).
+        assert_eq!(d.priority, crate::hws::ContextPriority::DEFAULT.word() + 3);
+        assert_eq!(d.context_tag, 0x55);
         assert_eq!(d.doorbell, 2);
         assert_eq!(
             (d.wait_log.get(), d.signal_log.get()),
@@ -486,7 +493,9 @@ mod tests {
             gpu: rvgpu_hw::addr::GpuVa::new(0x4_0000),
             entries: 84,
         });
-        let d = q.descriptor(2, 0).unwrap();
+        let d = q
+            .descriptor(2, 0, crate::hws::ContextPriority::DEFAULT, 0x55)
+            .unwrap();
         assert_eq!((d.wait_log.get(), d.signal_log.get()), (0x3_0000, 0x4_0000));
         assert_eq!(d.validate(), Ok(()));
     }

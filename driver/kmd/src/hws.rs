@@ -91,6 +91,8 @@ pub struct ContextPriority(u32);
 impl ContextPriority {
     /// Normal band, middle level: what a context has until the OS sets its properties.
     pub const DEFAULT: Self = Self::new(DXGK_SCHEDULING_PRIORITY_BAND_NORMAL as u32, 0x80);
+    /// The highest: realtime band, top level.
+    pub const MAX: Self = Self::new(DXGK_SCHEDULING_PRIORITY_BAND_REALTIME as u32, 0xFF);
 
     const fn new(band: u32, level: u32) -> Self {
         Self(((band & 0xFF) << 16) | ((level & 0xFF) << 8))

@@ -1249,7 +1249,9 @@ mod tests {
         let d = n.descriptor();
         assert_eq!(d.validate(), Ok(()));
         assert_eq!(d.priority, NODE_RING_PRIORITY);
-        assert!(d.priority > HW_QUEUE_PRIORITY_MAX);
+        assert!(d.priority > rvgpu_hw::pdd::HW_QUEUE_PRIORITY_MAX);
+        // Above every context's band and level too.
+        assert!(d.priority > crate::hws::ContextPriority::MAX.word() + 0xFF);
         assert_eq!(d.progress_fence.get(), 0x40_0000 + FENCE_OFFSET);
         assert_eq!(d.doorbell, NO_DOORBELL);
     }

@@ -880,6 +880,7 @@ mod tests {
                     suspended: false,
                     os_handle: os,
                     root: 0,
+                    priority: crate::hws::ContextPriority::DEFAULT,
                 },
             );
         }

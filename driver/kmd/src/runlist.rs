@@ -185,6 +185,7 @@ mod tests {
                     suspended: false,
                     os_handle: 0,
                     root: 0,
+                    priority: crate::hws::ContextPriority::DEFAULT,
                 },
             );
         }
