@@ -222,6 +222,12 @@ const COVERED: &[&str] = &[
     "DxgkDdiUpdateNativeFenceLogs",
     "DxgkDdiCalibrateGpuClock",
     "DxgkDdiSetStablePowerState",
+    // hws_ddis_validate_their_arguments
+    "DxgkDdiSetupPriorityBands",
+    "DxgkDdiSetSchedulingLogBuffer",
+    "DxgkDdiSetContextSchedulingProperties",
+    "DxgkDdiResetHwEngine",
+    "DxgkDdiResumeHwEngine",
     // gpummu_memory_ddis_validate_their_arguments
     "DxgkDdiCreateProcess",
     "DxgkDdiDestroyProcess",
@@ -1679,4 +1685,88 @@ fn gpummu_memory_ddis_validate_their_arguments() {
     // SAFETY: a live local block and list naming no allocation of no device.
     let s = unsafe { close(junk, &cl) };
     expect_status("CloseAllocation", "junk device", s, STATUS_INVALID_HANDLE);
+}
+
+/// The hardware-scheduling DDIs (issue 13): NULL adapter or argument block is
+/// `STATUS_INVALID_PARAMETER`; a live but unstarted adapter is `STATUS_INVALID_DEVICE_STATE`
+/// and nothing reaches the device.
+#[test]
+fn hws_ddis_validate_their_arguments() {
+    use rvgpu_ddi::hws::{
+        DXGKARG_RESETHWENGINE, DXGKARG_RESUMEHWENGINE, DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES,
+        DXGKARG_SETSCHEDULINGLOGBUFFER, DXGKARG_SETUPPRIORITYBANDS,
+    };
+    let d = table();
+    let null: HANDLE = ptr::null_mut();
+    let mut pdo_stand_in = 0u64;
+    let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
+    assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
+    let ctx = a.as_ref().expect("AddDevice returned a context").ctx;
+
+    let bands = DXGKARG_SETUPPRIORITYBANDS::default();
+    let f = d.DxgkDdiSetupPriorityBands.expect("SetupPriorityBands filled");
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { f(null, ptr::null()) };
+    expect_status("SetupPriorityBands", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    // SAFETY: live context, NULL argument block.
+    let s = unsafe { f(ctx, ptr::null()) };
+    expect_status("SetupPriorityBands", "NULL args", s, STATUS_INVALID_PARAMETER);
+    // SAFETY: live context, a live local argument block.
+    let s = unsafe { f(ctx, &bands) };
+    expect_status("SetupPriorityBands", "unstarted", s, STATUS_INVALID_DEVICE_STATE);
+
+    let log = DXGKARG_SETSCHEDULINGLOGBUFFER {
+        NumberOfEntries: 16,
+        LogBufferGpuVa: 0x1000,
+        ..Default::default()
+    };
+    let f = d
+        .DxgkDdiSetSchedulingLogBuffer
+        .expect("SetSchedulingLogBuffer filled");
+    // SAFETY: as above.
+    let s = unsafe { f(null, ptr::null()) };
+    expect_status("SetSchedulingLogBuffer", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    // SAFETY: as above.
+    let s = unsafe { f(ctx, &log) };
+    expect_status("SetSchedulingLogBuffer", "unstarted", s, STATUS_INVALID_DEVICE_STATE);
+
+    let props = DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES::default();
+    let f = d
+        .DxgkDdiSetContextSchedulingProperties
+        .expect("SetContextSchedulingProperties filled");
+    // SAFETY: as above.
+    let s = unsafe { f(null, ptr::null()) };
+    expect_status(
+        "SetContextSchedulingProperties",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    // SAFETY: as above.
+    let s = unsafe { f(ctx, &props) };
+    expect_status(
+        "SetContextSchedulingProperties",
+        "unstarted",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
+
+    let f = d.DxgkDdiResetHwEngine.expect("ResetHwEngine filled");
+    // SAFETY: as above.
+    let s = unsafe { f(null, ptr::null_mut()) };
+    expect_status("ResetHwEngine", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let mut reset = DXGKARG_RESETHWENGINE::default();
+    // SAFETY: as above.
+    let s = unsafe { f(ctx, &mut reset) };
+    expect_status("ResetHwEngine", "unstarted", s, STATUS_INVALID_DEVICE_STATE);
+
+    let f = d.DxgkDdiResumeHwEngine.expect("ResumeHwEngine filled");
+    // SAFETY: as above.
+    let s = unsafe { f(null, ptr::null_mut()) };
+    expect_status("ResumeHwEngine", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let mut resume = DXGKARG_RESUMEHWENGINE::default();
+    // SAFETY: as above.
+    let s = unsafe { f(ctx, &mut resume) };
+    expect_status("ResumeHwEngine", "unstarted", s, STATUS_INVALID_DEVICE_STATE);
+    drop(a);
 }

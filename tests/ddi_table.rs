@@ -104,22 +104,22 @@ const MANDATORY: &[(&str, &str)] = &[
     ("DxgkDdiQueryEngineStatus", "TDR-01: SupportPerEngineTDR obliges it; https://learn.microsoft.com/en-us/windows-hardware/drivers/display/tdr-changes-in-windows-8"),
     ("DxgkDdiResetEngine", "TDR-01/TDR-06: SupportPerEngineTDR obliges it; https://learn.microsoft.com/en-us/windows-hardware/drivers/display/tdr-changes-in-windows-8"),
     // --- Hardware scheduling (HWS stage 1). Microsoft publishes no conceptual page listing the
-    // HWS DDIs; these are the ones Dxgkrnl's hardware-scheduling mode calls according to their
-    // reference pages (queues live in HW contexts, the OS drives the runlist per engine, sets
-    // priority bands after start and hands a scheduling log per node). Inferred, not quoted.
+    // HWS DDIs; these are the ones Windows' hardware-scheduling mode calls according to their
+    // reference pages and the decompiled 22631 dxgmms2 (VidSchiInitializeNode sets priority
+    // bands, VidSchCreateSchedulingLogs hands a log per node, VidSchiUpdateDdiHwContextPriority
+    // sets context properties, VidSchiResetHwEngine resets and resumes; docs/hws.md).
     ("DxgkDdiSetRootPageTable", "GpuMmu: VidMm gives each context its process's root page table (docs/memory.md); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setrootpagetable"),
     ("DxgkDdiGetRootPageTableSize", "GpuMmu: VidMm sizes root page tables with it; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getrootpagetablesize"),
     ("DxgkDdiCreateProcess", "GpuMmu and HWS: per-process KMD tracking the scheduler relies on (SetContextSchedulingProperties remarks); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setcontextschedulingproperties"),
     ("DxgkDdiDestroyProcess", "HWS: pairs with CreateProcess; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyprocess"),
-    ("DxgkDdiCreateHwContext", "HWS: hardware contexts own the HW queues; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createhwcontext"),
-    ("DxgkDdiDestroyHwContext", "HWS: pairs with CreateHwContext; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyhwcontext"),
     ("DxgkDdiCreateHwQueue", "HWS + UM-05: HW queues (user-mode queues are HW queues with the UserModeSubmission flag); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createhwqueue"),
     ("DxgkDdiDestroyHwQueue", "HWS: pairs with CreateHwQueue; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyhwqueue"),
     ("DxgkDdiSubmitCommandToHwQueue", "HWS + UM-01: kernel-mode submission to a HW queue, kept beside user-mode submission; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandtohwqueue"),
-    ("DxgkDdiSwitchToHwContextList", "HWS: the OS's per-engine runlist (first/second context); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_switchtohwcontextlist"),
     ("DxgkDdiSetContextSchedulingProperties", "HWS: priority band/quantum per HW context; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setcontextschedulingproperties"),
     ("DxgkDdiSetupPriorityBands", "HWS: called 'after adapter startup and before scheduling the first GPU work item' (reference page); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setupprioritybands"),
     ("DxgkDdiSetSchedulingLogBuffer", "HWS: the per-node scheduling log the OS hands the GPU; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setschedulinglogbuffer"),
+    ("DxgkDdiResetHwEngine", "HWS TDR: a hardware-scheduled node is reset through it, not DxgkDdiResetEngine (22631 VidSchiResetHwEngine); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resethwengine"),
+    ("DxgkDdiResumeHwEngine", "HWS TDR: called after a successful DxgkDdiResetHwEngine (22631 VidSchiResetHwEngine); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resumehwengine"),
     ("DxgkDdiSuspendContext", "UM-11/UM-14: suspend a context, doorbells stay connected; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_suspendcontext"),
     ("DxgkDdiResumeContext", "UM-12/UM-14: resume a suspended context; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resumecontext"),
     // --- Native GPU fences: the KMD DDIs the native-fence page lists (NF-12, NF-07, NF-17, LOG-01).
@@ -149,13 +149,6 @@ const MANDATORY: &[(&str, &str)] = &[
 /// `implemented_ddis_are_not_listed_as_gaps` test fails until then). Grouped by the issue that
 /// closes them; docs/ddi-status.md has the same list with requirement IDs.
 const KNOWN_GAPS: &[&str] = &[
-    // Hardware scheduling (issue 6).
-    "DxgkDdiCreateHwContext",
-    "DxgkDdiDestroyHwContext",
-    "DxgkDdiSwitchToHwContextList",
-    "DxgkDdiSetContextSchedulingProperties",
-    "DxgkDdiSetupPriorityBands",
-    "DxgkDdiSetSchedulingLogBuffer",
     // User-mode submission (issue 6).
     "DxgkDdiSetPowerComponentFState",
     "DxgkDdiPowerRuntimeControlRequest",
@@ -178,7 +171,10 @@ const NOT_MANDATORY: &[(&str, &str)] = &[
     ("DxgkDdiEscape", "private UMD-to-KMD channel; nothing requires it"),
     ("DxgkDdiCreateCpuEvent", "optional feature DXGK_FEATURE_KMD_SIGNAL_CPU_EVENT; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_feature_id"),
     ("DxgkDdiFormatHistoryBuffer", "optional GPUView history-buffer formatting"),
-    ("DxgkDdiResetHwEngine", "TDR with hardware scheduling (with DxgkDdiResumeHwEngine): rvgpu does not enable DXGK_FEATURE_HWSCH, so Dxgkrnl resets engines through the Windows 8 per-engine path (DxgkDdiResetEngine, filled) and the adapter-wide pair; the reset core is DDI-agnostic so an HWS face can be added (docs/tdr.md section 0, Q1, Q9); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resethwengine"),
+    ("DxgkDdiCreateHwContext", "never called by Windows' VidSch: its hardware context is the DxgkDdiCreateContext context, whose handle DdiCreateHwQueue receives (22631 DXGHWQUEUE::Initialize, VidSchiCreateHwContextInternal; docs/hws.md section 2); no reference page"),
+    ("DxgkDdiDestroyHwContext", "pairs with DxgkDdiCreateHwContext, likewise never called (docs/hws.md section 2)"),
+    ("DxgkDdiSwitchToHwContextList", "no caller in the 22631 dxgkrnl/dxgmms2: the GPU's own scheduler runs the contexts (docs/hws.md section 2); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_switchtohwcontextlist"),
+    ("DxgkDdiUpdateHwContextState", "no caller in the 22631 dxgkrnl/dxgmms2 (docs/hws.md section 2); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatehwcontextstate"),
     ("DxgkDdiIsSupportedVidPn", "display-specific (all VidPn, pointer, palette, overlay and MPO slots): render-only returns null for display DDIs (feature-caps page)"),
 ];
 
@@ -380,8 +376,8 @@ fn tdr_01_per_engine_tdr_ddis_filled_and_cap_gated_on_the_device() {
         !rvgpu_kmd::per_engine_tdr_for::<NullPlatform>(Caps::ATOMIC64),
         "a device without per-engine reset gets the adapter-wide path only (TDR-09)"
     );
-    // The HWS engine-reset pair stays unfilled: HWS is not negotiated (docs/tdr.md §0, Q9).
-    assert!(!set.contains("DxgkDdiResumeHwEngine"));
+    // Hardware-scheduled nodes reset through the HWS pair instead (docs/hws.md §3).
+    assert!(set.contains("DxgkDdiResetHwEngine") && set.contains("DxgkDdiResumeHwEngine"));
 }
 
 /// UM-22: presentation is not part of user-mode submission, and rvgpu is render-only: none of
