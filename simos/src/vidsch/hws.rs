@@ -657,6 +657,18 @@ fn set_properties(
 }
 
 impl Machine {
+    /// `D3DKMTCreateContextVirtual` on `p`'s device with an explicit `HwQueueSupported`
+    /// (BR-92 tests; a correct runtime's contexts come from [`crate::kmt`]).
+    pub fn create_context_flags(
+        &self,
+        p: &crate::ums::UmsProcess,
+        node: u32,
+        hw_queue_supported: bool,
+    ) -> Result<KmtHandle, SimError> {
+        let a = self.adapter(p.adapter)?;
+        crate::ums::create_context_flags(a, p.device, node, hw_queue_supported)
+    }
+
     /// Every HWS call the OS made on adapter `i`, in order.
     pub fn hws_calls(&self, i: usize) -> Vec<HwsCall> {
         self.adapter(i)
