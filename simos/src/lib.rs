@@ -39,4 +39,5 @@ pub use sync::fence::{
 };
 pub use sync::trace::{qpc, ReleaseVia, TraceEvent, TraceSink};
 pub use ums::{DoorbellInfo, DoorbellState, Power, UmsEvent, UmsProcess};
+pub use vidsch::hws::{ContextPriority, HwsCall, SchedLogEntry, SchedLogStats};
 pub use vidsch::tdr::{Cause, TdrConfig, TdrEvent, TdrReason};

@@ -32,6 +32,16 @@ fn fast() -> TdrConfig {
     }
 }
 
+/// The software-scheduled (legacy DMA) TDR tests: HWS off on the adapter, so kernel-mode DMA
+/// buffers go through DxgkDdiSubmitCommand and a timeout through DxgkDdiResetEngine (with HWS
+/// on, VidSch resets the node through ResetHwEngine/ResumeHwEngine, tests/hws.rs).
+fn sw_tdr_machine(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
+    tdr_machine(mode, |a| {
+        a.hwsch_feature = false;
+        f(a)
+    })
+}
+
 fn tdr_machine(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
     let m = machine_with(mode, f);
     ok(&m, m.enable_tdr(0, fast()));
@@ -110,7 +120,7 @@ fn tdr_01_caps_require_all_ddis() {
 /// while an engine reset is in progress; no deadlock, output bounded and non-empty.
 #[test]
 fn tdr_01_collect_dbg_info_level_zero() {
-    let m = machine_with(Mode::Threaded, |_| {});
+    let m = machine_with(Mode::Threaded, |a| a.hwsch_feature = false);
     ok(
         &m,
         m.enable_tdr(
@@ -181,7 +191,7 @@ fn tdr_02_nodes_and_affinity() {
 /// error; the node runs new work afterwards.
 #[test]
 fn tdr_05_sequence_step_mode() {
-    let m = tdr_machine(Mode::Step, |_| {});
+    let m = sw_tdr_machine(Mode::Step, |_| {});
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let ctx = okk(&m, k.create_context(0));
@@ -285,7 +295,7 @@ fn tdr_05_nothing_to_reset() {
 /// IDs, in order, then the render packet with a new ID; all complete once.
 #[test]
 fn tdr_03_paging_first_original_ids() {
-    let m = tdr_machine(Mode::Step, |_| {});
+    let m = sw_tdr_machine(Mode::Step, |_| {});
     let (a, b, c) = (
         ok(&m, m.create_process(0)),
         ok(&m, m.create_process(0)),
@@ -403,7 +413,7 @@ fn tdr_04_last_completed_fence() {
 fn tdr_06_aborted_fence_every_case() {
     // Node ring packet aborted: tdr_05_sequence_step_mode (LastAborted = the hang's ID).
     // A hardware queue aborted: LastAborted = the node's last completed.
-    let m = tdr_machine(Mode::Step, |_| {});
+    let m = sw_tdr_machine(Mode::Step, |_| {});
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let ctx = okk(&m, k.create_context(0));
@@ -434,7 +444,11 @@ fn tdr_06_aborted_fence_every_case() {
 #[test]
 fn tdr_06_bad_aborted_fence_bugchecks() {
     // S + 1: a legacy hang (LastAborted would be S).
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    let mut m = Machine::new({
+        let mut c = MachineConfig::single(Mode::Step);
+        c.adapters[0].hwsch_feature = false;
+        c
+    });
     m.load_driver_with(|t| testing_tdr::misreport_aborted(t, Misreport::Plus(1)))
         .expect("load");
     m.start_adapter(0).expect("start");
@@ -478,7 +492,7 @@ fn tdr_06_bad_aborted_fence_bugchecks() {
 /// ResetEngine finds nothing in flight and returns S; the OS still errors that device.
 #[test]
 fn tdr_07_completed_between_snapshot_and_reset() {
-    let m = machine_with(Mode::Step, |_| {});
+    let m = machine_with(Mode::Step, |a| a.hwsch_feature = false);
     // Set up before the two-round timeout is armed: VidMm's paging (mapping the allocation
     // and the process's DMA-buffer arena) takes longer than that.
     let p = ok(&m, m.create_process(0));
@@ -559,7 +573,7 @@ fn tdr_07_completed_between_snapshot_and_reset() {
 /// paged allocation in error; the system context and an idle process run new work.
 #[test]
 fn tdr_08_paging_hang_promotes() {
-    let m = tdr_machine(Mode::Step, |_| {});
+    let m = sw_tdr_machine(Mode::Step, |_| {});
     let owner = ok(&m, m.create_process(0));
     let idle = ok(&m, m.create_process(0));
     let ko = m.kmt(&owner);
@@ -624,7 +638,7 @@ fn tdr_08_paging_hang_promotes() {
 /// reason 9; new work completes on both engines.
 #[test]
 fn tdr_09_failed_reset_falls_back() {
-    let m = tdr_machine(Mode::Step, |_| {});
+    let m = sw_tdr_machine(Mode::Step, |_| {});
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let ctx = okk(&m, k.create_context(0));
@@ -967,7 +981,7 @@ fn tdr_reset_under_user_mode_traffic() {
 /// another process) runs.
 #[test]
 fn tdr_dma_faulted_recovers() {
-    let m = tdr_machine(Mode::Step, |_| {});
+    let m = sw_tdr_machine(Mode::Step, |_| {});
     let bad = ok(&m, m.create_process(0));
     let good = ok(&m, m.create_process(0));
     let (kb, kg) = (m.kmt(&bad), m.kmt(&good));
@@ -1200,7 +1214,7 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
 #[test]
 fn tdr_legacy_threaded_submitters() {
     const N: u64 = 150;
-    let m = machine_with(Mode::Threaded, |_| {});
+    let m = machine_with(Mode::Threaded, |a| a.hwsch_feature = false);
     ok(
         &m,
         m.enable_tdr(
@@ -1271,7 +1285,7 @@ fn tdr_legacy_threaded_submitters() {
 /// ring takes new work after each (its ring state after a drain is reusable).
 #[test]
 fn tdr_repeated_resets_on_every_kind() {
-    let m = tdr_machine(Mode::Step, |a| a.device.engines = 16);
+    let m = sw_tdr_machine(Mode::Step, |a| a.device.engines = 16);
     let mut expected = 0;
     for (node, user) in [
         (1u32, false),

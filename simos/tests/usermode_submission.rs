@@ -134,7 +134,9 @@ fn um_03_node_metadata_gates_user_mode_queues() {
             let q = okk(&m, r);
             okk(&m, k.destroy_hw_queue(q.handle));
         } else {
-            assert_eq!(r.err(), Some(NtStatus(STATUS_NOT_SUPPORTED)));
+            // BR-95 ([D] DXGHWQUEUE::InitializeForUserModeSubmission): INVALID_PARAMETER
+            // (issue 13; was NOT_SUPPORTED before the rule was modelled).
+            assert_eq!(r.err(), Some(NtStatus(STATUS_INVALID_PARAMETER)));
         }
         okk(&m, k.destroy_context(ctx));
     }

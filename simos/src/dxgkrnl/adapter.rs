@@ -156,6 +156,9 @@ pub struct AdapterShared {
     /// Dxgkrnl's triage log for this adapter: statuses outside a DDI wrapper's allow-list
     /// (BR-23) and pending start-up rules the driver breaks (`bringup::PENDING`).
     pub triage: Mutex<Vec<String>>,
+    /// VidSch's hardware-scheduling state: node set-up calls, scheduling logs, context bands
+    /// ([`crate::vidsch::hws`]).
+    pub hws: Mutex<crate::vidsch::hws::HwsOs>,
     /// The feature database negotiated before StartDevice ([`crate::dxgkrnl::features`]).
     pub features: Mutex<crate::dxgkrnl::features::FeatureDb>,
     /// Counters.
@@ -285,6 +288,7 @@ impl AdapterShared {
             memory_model: Mutex::new(Default::default()),
             vidmm: Mutex::new(Default::default()),
             triage: Mutex::new(Vec::new()),
+            hws: Mutex::new(Default::default()),
             features: Mutex::new(Default::default()),
             stats: Stats::default(),
             resources,
@@ -435,6 +439,9 @@ impl AdapterShared {
             }
             if let Notification::HwQueuePageFaulted { queue, va, .. } = p.notification {
                 crate::ums::note_page_fault(self, queue, va);
+            }
+            if let Notification::SchedulingLogInterrupt { node, .. } = p.notification {
+                crate::vidsch::hws::log_interrupt(self, node);
             }
         }
         lock(&self.processed).extend(drained);

@@ -100,6 +100,12 @@ pub enum Routine {
     DxgkDdiResetFromTimeout,
     DxgkDdiRestartFromTimeout,
     DxgkCbInvalidateHwContext,
+    // Hardware scheduling (issue 13, `crate::vidsch::hws`).
+    DxgkDdiSetupPriorityBands,
+    DxgkDdiSetSchedulingLogBuffer,
+    DxgkDdiSetContextSchedulingProperties,
+    DxgkDdiResetHwEngine,
+    DxgkDdiResumeHwEngine,
     // Native fence logs and GPU clock (issue 5).
     DxgkDdiSetNativeFenceLogBuffer,
     DxgkDdiUpdateNativeFenceLogs,
@@ -343,6 +349,21 @@ impl Routine {
             }
             Self::DxgkCbInvalidateHwContext => {
                 rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_invalidatehwcontext")
+            }
+            Self::DxgkDdiSetupPriorityBands => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_setupprioritybands")
+            }
+            Self::DxgkDdiSetSchedulingLogBuffer => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_setschedulinglogbuffer")
+            }
+            Self::DxgkDdiSetContextSchedulingProperties => rule(
+                P,
+                P,
+                "d3dkmddi/nc-d3dkmddi-dxgkddi_setcontextschedulingproperties",
+            ),
+            Self::DxgkDdiResetHwEngine => rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_resethwengine"),
+            Self::DxgkDdiResumeHwEngine => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_resumehwengine")
             }
             // Issue 5: the OS calls the three at DISPATCH_LEVEL (docs/logs.md §3.6, §9.3).
             Self::DxgkDdiSetNativeFenceLogBuffer => {

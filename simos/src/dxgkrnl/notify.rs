@@ -43,6 +43,14 @@ pub enum Notification {
         /// read; `None` = every queue on the engine.
         hw_queue: Option<usize>,
     },
+    /// `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT` (issue 13): the node's scheduling log reached
+    /// its `InterruptEntry`.
+    SchedulingLogInterrupt {
+        /// Node ordinal.
+        node: u32,
+        /// Engine ordinal.
+        engine: u32,
+    },
     /// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED` (issue 12): a hardware queue's GPU page fault.
     HwQueuePageFaulted {
         /// `FaultedHwQueue` (the driver's queue handle).

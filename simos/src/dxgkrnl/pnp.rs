@@ -343,6 +343,16 @@ impl Machine {
         if let Some(v) = self.rule_outcome(&a, rules) {
             return self.refuse(&a, &t, v);
         }
+        // BR-77 (VidSchiInitializeNode) and BR-79 (VidSchCreateSchedulingLogs): priority bands
+        // and scheduling logs on every hardware-scheduled node before any work is scheduled.
+        if let Err(e) = crate::vidsch::hws::initialize_nodes(&a, &t) {
+            self.state.push_log(
+                rvgpu_kmd::platform::Level::Error,
+                format!("start failed: {e}"),
+            );
+            self.stop_inner(&a, &t)?;
+            return Err(e);
+        }
         *lock(&a.caps) = Some(caps);
         *lock(&a.life) = Life::Started;
         Ok(AdapterInfo {
@@ -456,6 +466,8 @@ impl Machine {
         let stop = t
             .DxgkDdiStopDevice
             .ok_or_else(|| self.misuse("no StopDevice".into()))?;
+        // Teardown: VidSch reads what the GPU logged last (issue 13).
+        crate::vidsch::hws::drain_all(a);
         let ctx = a.context();
         let status = ddi::call(
             a,
@@ -474,6 +486,7 @@ impl Machine {
         drop(lock(&a.interrupt_lock));
         let flushed = interrupt::flush_dpcs(a, self.config.mode == Mode::Threaded);
         *lock(&a.life) = Life::Stopped;
+        crate::vidsch::hws::release(a);
         let status = status?;
         flushed?;
         check_status(status)

@@ -36,6 +36,13 @@ pub struct OsConfig {
     /// Refuse the start for the pending start-up rules too (`dxgkrnl::bringup::PENDING`);
     /// off, their violations go to the adapter's triage log. The rule tests turn it on.
     pub enforce_pending: bool,
+    /// Issue 13: `NumberOfEntries` of every hardware-scheduled node's scheduling log (Windows:
+    /// 0x800, [D] `VidSchCreateSchedulingLogs`; tests use small logs to force wrap-around).
+    pub sched_log_entries: u32,
+    /// Issue 13: `targetNormalBandPercentage` of `DxgkDdiSetupPriorityBands`. [D]
+    /// `VidSchiInitializeNode` reads it from VIDSCH_GLOBAL+208, which only
+    /// `VidSchSetYieldPercentage` writes (caller not in the 22631 pseudocode); 0 until set.
+    pub hws_normal_band_percentage: u32,
 }
 
 impl Default for OsConfig {
@@ -48,6 +55,8 @@ impl Default for OsConfig {
             wait_timeout: crate::ums::DEFAULT_WAIT,
             log_entries: crate::sync::fencelog::DEFAULT_LOG_ENTRIES,
             enforce_pending: false,
+            sched_log_entries: crate::vidsch::hws::DEFAULT_SCHED_LOG_ENTRIES,
+            hws_normal_band_percentage: 0,
         }
     }
 }

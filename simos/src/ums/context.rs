@@ -12,8 +12,11 @@ pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), Sim
         if os.queues.values().any(|q| q.context == h) {
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
-        c.kmd
+        (c.kmd, c.node)
     };
+    let (kmd, node) = kmd;
+    // Issue 13: what the GPU logged about the context is read while it is alive.
+    crate::vidsch::hws::context_destroying(a, kmd, node);
     let f = table(a)?.DxgkDdiDestroyContext;
     destroy_kmd_object(a, Routine::DxgkDdiDestroyContext, "context", f, kmd)?;
     let mut os = lock(&a.ums);
@@ -22,10 +25,24 @@ pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), Sim
     Ok(())
 }
 
+/// A context as a correct runtime creates it: `HwQueueSupported` exactly on hardware-scheduled
+/// nodes (BR-92).
 pub(crate) fn create_context(
     a: &AdapterShared,
     device: KmtHandle,
     node: u32,
+) -> Result<KmtHandle, SimError> {
+    let hw_queue = crate::vidsch::hws::is_hw_node(a, node);
+    create_context_flags(a, device, node, hw_queue)
+}
+
+/// `D3DKMTCreateContextVirtual` with the caller's `HwQueueSupported` (BR-92 checked before
+/// any DDI).
+pub(crate) fn create_context_flags(
+    a: &AdapterShared,
+    device: KmtHandle,
+    node: u32,
+    hw_queue: bool,
 ) -> Result<KmtHandle, SimError> {
     let (kmd_device, pid) = {
         let os = lock(&a.ums);
@@ -42,6 +59,7 @@ pub(crate) fn create_context(
         }
         (d.kmd, d.process)
     };
+    crate::vidsch::hws::check_context_flags(a, node, hw_queue, false)?;
     let f = table(a)?
         .DxgkDdiCreateContext
         .map_or_else(not_supported, Ok)?;
@@ -50,8 +68,10 @@ pub(crate) fn create_context(
         hContext: std::ptr::null_mut(),
         NodeOrdinal: node,
         EngineAffinity: 1,
-        Flags: DXGK_CREATECONTEXTFLAGS::default()
-            .with(DXGK_CREATECONTEXTFLAGS::HwQueueSupported, 1),
+        Flags: DXGK_CREATECONTEXTFLAGS::default().with(
+            DXGK_CREATECONTEXTFLAGS::HwQueueSupported,
+            u32::from(hw_queue),
+        ),
         pPrivateDriverData: std::ptr::null_mut(),
         PrivateDriverDataSize: 0,
         ContextInfo: DXGK_CONTEXTINFO::default(),
@@ -91,9 +111,13 @@ pub(crate) fn create_context(
             node,
             suspended: Suspended::No,
             suspend_fence: 0,
+            hw_queue,
         },
     );
     os.events.push(UmsEvent::CreateContext { context: h, node });
+    drop(os);
+    // Issue 13: the KMD learns the context's band ([D] VidSchiCreateHwContextInternal).
+    crate::vidsch::hws::context_created(a, h, kmd, node)?;
     Ok(h)
 }
 
@@ -112,4 +136,9 @@ pub(crate) fn destroy_context_thunk(
         return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
     }
     destroy_context(a, h)
+}
+
+/// The KMD handle and node of a context.
+pub(crate) fn context_kmd(a: &AdapterShared, h: KmtHandle) -> Option<(usize, u32)> {
+    lock(&a.ums).contexts.get(&h).map(|c| (c.kmd, c.node))
 }

@@ -159,7 +159,7 @@ pub(crate) fn create_hw_queue(
     user_mode: bool,
     pdd: &mut [u8],
 ) -> Result<CreatedQueue, SimError> {
-    let (kmd_ctx, node, pid) = {
+    let (kmd_ctx, node, pid, hw_queue, doorbells) = {
         let os = lock(&a.ums);
         let c = os
             .contexts
@@ -173,12 +173,21 @@ pub(crate) fn create_hw_queue(
         if d.in_error {
             return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
         }
-        if user_mode && (!os.node_ums(c.node) || os.doorbell_size().is_none()) {
-            // UM-03/UM-04: user-mode queues only on capable nodes of a capable adapter.
-            return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
-        }
-        (c.kmd, c.node, d.process)
+        (
+            c.kmd,
+            c.node,
+            d.process,
+            c.hw_queue,
+            os.doorbell_size().is_some(),
+        )
     };
+    // BR-94 ([D] DxgkCreateHwQueueInternal), BR-95 ([D]
+    // DXGHWQUEUE::InitializeForUserModeSubmission), before any DDI.
+    crate::vidsch::hws::check_queue(a, node, hw_queue, user_mode)?;
+    if user_mode && !doorbells {
+        // UM-04: user-mode queues only on an adapter that reported its doorbell size.
+        return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
+    }
     let f = table(a)?
         .DxgkDdiCreateHwQueue
         .map_or_else(not_supported, Ok)?;

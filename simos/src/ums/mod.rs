@@ -203,6 +203,8 @@ struct ContextObj {
     node: u32,
     suspended: Suspended,
     suspend_fence: u64,
+    /// Created with `HwQueueSupported` (BR-92/94).
+    hw_queue: bool,
 }
 
 #[derive(Debug)]

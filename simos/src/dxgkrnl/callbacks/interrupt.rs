@@ -238,6 +238,14 @@ pub(super) fn decode(
                 flags: d.PageFaultFlags as u32,
             }
         }
+        rvgpu_ddi::interrupt::DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT => {
+            let d = unsafe { data.Anonymous.SchedulingLogInterrupt };
+            check_node(d.NodeOrdinal, d.EngineOrdinal)?;
+            Notification::SchedulingLogInterrupt {
+                node: d.NodeOrdinal,
+                engine: d.EngineOrdinal,
+            }
+        }
         other => Notification::Other {
             interrupt_type: other,
         },

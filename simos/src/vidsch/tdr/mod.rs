@@ -47,14 +47,21 @@
 //! failed `DxgkDdiResetEngine` (TDR-09) or an aborted paging packet (TDR-08): reason
 //! `EngineTimeoutPromotedToAdapterReset` (9) is recorded.
 //!
+//! **Hardware-scheduled nodes** (issue 13, [`recover_hw_node`]): steps 1–7 as above, then
+//! `DxgkDdiResetHwEngine` and, only after `STATUS_SUCCESS`, `DxgkDdiResumeHwEngine` instead of
+//! `DxgkDdiResetEngine` ([D] `VidSchiResetHwEngine`); no fence bookkeeping; either failing goes
+//! adapter-wide (reason 9).
+//!
 //! Every step is a [`TdrEvent`] ([`Machine::tdr_events`]).
 
 mod control;
+mod hwsched;
 mod recovery;
 mod report;
 mod watchdog;
 
 pub(crate) use self::control::*;
+pub(crate) use self::hwsched::*;
 pub(crate) use self::recovery::*;
 pub(crate) use self::report::*;
 pub(crate) use self::watchdog::*;
@@ -161,6 +168,10 @@ pub enum TdrEvent {
         status: NTSTATUS,
         last_aborted: u32,
     },
+    /// `DxgkDdiResetHwEngine` returned (hardware-scheduled node, issue 13).
+    ResetHwEngine { node: u32, status: NTSTATUS },
+    /// `DxgkDdiResumeHwEngine` returned.
+    ResumeHwEngine { node: u32, status: NTSTATUS },
     /// `DxgkCbInvalidateHwContext` named a context of `device`.
     Invalidated { device: KmtHandle },
     /// Packets retired by the reset (completed, their interrupts ignored or pending).

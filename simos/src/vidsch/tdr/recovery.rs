@@ -140,6 +140,10 @@ pub(crate) fn recover_node(
     // Step 8: ResetEngine for each node of the mask, in ordinal order (only with
     // SupportPerEngineTDR; otherwise the adapter-wide path).
     let per_engine = lock(&a.caps).is_some_and(|c| c.SupportPerEngineTDR != 0);
+    if per_engine && crate::vidsch::hws::is_hw_node(a, node) {
+        // Issue 13: a hardware-scheduled node resets through ResetHwEngine/ResumeHwEngine.
+        return recover_hw_node(a, sh, node, stalled, _gate);
+    }
     let (Some(reset), true) = (t.DxgkDdiResetEngine, per_engine) else {
         drop(_gate);
         return adapter_reset(a, sh, TdrReason::AdapterTimeout, &[]);

@@ -166,7 +166,8 @@ pub(crate) unsafe extern "system" fn cb_invalidate_hw_context(
     let sh = shared(&a);
     if lock(&sh.os).in_reset.is_none() {
         a.state.raise_sim_error(
-            "driver bug: DxgkCbInvalidateHwContext outside DxgkDdiResetEngine (docs/tdr.md §5.4)",
+            "driver bug: DxgkCbInvalidateHwContext outside DxgkDdiResetEngine / \
+             DxgkDdiResetHwEngine (docs/tdr.md §5.4)",
         );
         return STATUS_INVALID_PARAMETER;
     }

@@ -1,0 +1,730 @@
+//! VidSch in hardware-scheduling (HWS) mode: what Dxgkrnl does for nodes whose metadata has
+//! `DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported` (issue 13).
+//!
+//! **Node initialisation** ([`initialize_nodes`], at the end of a successful adapter start,
+//! before any work can be scheduled):
+//! - BR-77 ([D] 22631 `dxgmms2/VidSchiInitializeNode`, called only from
+//!   `VidSchInitializeAdapter`, so not again after an adapter-wide reset): per hardware-scheduled
+//!   node `DxgkDdiSetupPriorityBands` with the defaults in 100 ns units (bands idle, normal,
+//!   focus, realtime): `gracePeriodForBand` {0, 0, 10000, 0}, `processQuantumForBand`
+//!   {50000, 50000, 10000, 20000}, `processGracePeriodForBand` {20000, 20000, 30000, 50000},
+//!   `targetNormalBandPercentage` from VIDSCH_GLOBAL+208, which only `VidSchSetYieldPercentage`
+//!   writes (its caller is not in the 22631 pseudocode): [`OsConfig::hws_normal_band_percentage`]
+//!   stands in for it. `STATUS_NOT_IMPLEMENTED` is tolerated, any other failure fails the
+//!   adapter with the driver's status; a NULL slot is treated as not implemented ([D] the
+//!   DxgCoreInterface thunk; [M] DxgkDdiSetupPriorityBands page).
+//! - BR-79 ([D] `VidSchCreateSchedulingLogs` from `VidMmInitializePagingProcess`, only for a
+//!   driver version ≥ 2.5; `VidSchiCreateNodeSchedulingLog`): per hardware-scheduled node a log
+//!   of 0x800 entries ([`OsConfig::sched_log_entries`] for tests), buffer `32 * (N + 1)` bytes
+//!   rounded to pages, header `NumberOfEntries = N` (FirstFreeEntryIndex and WraparoundCount
+//!   0), `InterruptEntry = (3 * N) >> 2`, then `DxgkDdiSetSchedulingLogBuffer`;
+//!   `STATUS_NOT_IMPLEMENTED` tolerated, other failures fail the adapter. The entries are
+//!   filled with 0xCD (a simulation choice: Windows' section memory is zero, but the DDI gives
+//!   the GPU no right to assume so). `LogBufferGpuVa` is the buffer's address in the system
+//!   (paging-process) GPU space the CMP uses: the bus address, as for the native-fence logs
+//!   (`crate::sync::fencelog`).
+//!
+//! **Scheduling-log processing** ([`read_log`]): on `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT`
+//! (DPC time; [D] `VidSchDdiNotifyInterruptWorker` case 0xF queues the node's log work only on
+//! an adapter with hardware scheduling, so on another adapter the report is ignored — recorded
+//! in the triage log here), on [`Machine::scheduling_log`], before a context is destroyed and at
+//! teardown. Everything the GPU wrote is untrusted: the header (acquire) must name an index
+//! below `NumberOfEntries` and must not go backwards; each entry must be a
+//! `CONTEXT_STATE_CHANGE` to IDLE, RUNNING or READY of a KMD context the OS created on that
+//! node (alive, or destroyed after the entry could have been written), with a GPU timestamp
+//! not below the previous one of the node. Entries the writer lapped before the OS read them
+//! are counted as lost. Violations go to the adapter's triage log (`sched-log: …`) and the
+//! offending entry is not returned.
+//!
+//! **Contexts** ([`check_context_flags`], [`context_created`]): BR-92 ([D]
+//! `DXGCONTEXT::Initialize`, status `STATUS_UNSUCCESSFUL`), BR-94 ([D]
+//! `DxgkCreateHwQueueInternal`, `STATUS_INVALID_PARAMETER`), BR-95 ([D]
+//! `DXGHWQUEUE::InitializeForUserModeSubmission`, `STATUS_INVALID_PARAMETER`); after a context
+//! on a hardware-scheduled node is created, `DxgkDdiSetContextSchedulingProperties` with the
+//! normal band, `quantum` 20000, `gracePeriodSamePriority` 10000, `gracePeriodLowerPriority` 0
+//! ([D] `VidSchiUpdateDdiHwContextPriority`, from `VidSchiCreateHwContextInternal`, which
+//! ignores its status), and again on a priority change ([`Machine::set_context_priority`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
+
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::hws::*;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
+use rvgpu_device::SysAlloc;
+use rvgpu_kmd::platform::Irql;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi::{self, table, At};
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+use crate::machine::Machine;
+use crate::ums::KmtHandle;
+
+/// `processQuantumForBand` etc. of [D] `VidSchiInitializeNode` (100 ns units).
+pub const DEFAULT_GRACE_PERIOD_FOR_BAND: [u64; 4] = [0, 0, 10_000, 0];
+/// See [`DEFAULT_GRACE_PERIOD_FOR_BAND`].
+pub const DEFAULT_PROCESS_QUANTUM_FOR_BAND: [u64; 4] = [50_000, 50_000, 10_000, 20_000];
+/// See [`DEFAULT_GRACE_PERIOD_FOR_BAND`].
+pub const DEFAULT_PROCESS_GRACE_PERIOD_FOR_BAND: [u64; 4] = [20_000, 20_000, 30_000, 50_000];
+/// Entries of a node's scheduling log ([D] `VidSchCreateSchedulingLogs`: 0x800).
+pub const DEFAULT_SCHED_LOG_ENTRIES: u32 = 0x800;
+/// `quantum` of `DxgkDdiSetContextSchedulingProperties` ([D] `VidSchiUpdateDdiHwContextPriority`).
+pub const CONTEXT_QUANTUM: u64 = 20_000;
+/// `gracePeriodSamePriority` (same source).
+pub const CONTEXT_GRACE_SAME_PRIORITY: u64 = 10_000;
+
+/// One HWS call the OS made, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HwsCall {
+    /// `DxgkDdiSetupPriorityBands` for `node` (`None` status: NULL slot, not called).
+    SetupPriorityBands {
+        /// The node being initialised.
+        node: u32,
+        /// The argument block.
+        args: DXGKARG_SETUPPRIORITYBANDS,
+        /// The driver's status.
+        status: Option<NTSTATUS>,
+    },
+    /// `DxgkDdiSetSchedulingLogBuffer`.
+    SetSchedulingLogBuffer {
+        /// `NodeOrdinal`.
+        node: u32,
+        /// `NumberOfEntries`.
+        entries: u32,
+        /// `InterruptEntry`.
+        interrupt_entry: u32,
+        /// `LogBufferCpuVa`.
+        cpu_va: usize,
+        /// `LogBufferGpuVa`.
+        gpu_va: u64,
+        /// The driver's status (`None`: NULL slot).
+        status: Option<NTSTATUS>,
+    },
+    /// `DxgkDdiSetContextSchedulingProperties`.
+    SetContextSchedulingProperties {
+        /// The D3DKMT context.
+        context: KmtHandle,
+        /// `hContext` passed (the KMD's handle).
+        kmd: usize,
+        /// `priorityBand`.
+        band: DXGK_SCHEDULING_PRIORITY_BAND,
+        /// `realtimeBandPriorityLevel`.
+        realtime_level: i32,
+        /// `inProcessPriority`.
+        in_process_priority: i32,
+        /// `quantum`.
+        quantum: u64,
+        /// `gracePeriodSamePriority`.
+        grace_same: u64,
+        /// `gracePeriodLowerPriority`.
+        grace_lower: u64,
+        /// The driver's status (`None`: NULL slot).
+        status: Option<NTSTATUS>,
+    },
+    /// `DxgkDdiResetHwEngine` (TDR on a hardware-scheduled node).
+    ResetHwEngine {
+        /// Node.
+        node: u32,
+        /// Status.
+        status: NTSTATUS,
+    },
+    /// `DxgkDdiResumeHwEngine`.
+    ResumeHwEngine {
+        /// Node.
+        node: u32,
+        /// Status.
+        status: NTSTATUS,
+    },
+}
+
+/// One scheduling-log entry the OS accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedLogEntry {
+    /// Free-running index (`WraparoundCount * NumberOfEntries + slot`).
+    pub index: u64,
+    /// `GpuTimeStamp`.
+    pub timestamp: u64,
+    /// `hKmdContext`.
+    pub kmd_context: usize,
+    /// The D3DKMT context the OS knows under that KMD handle.
+    pub context: KmtHandle,
+    /// `newContextState` (`DXGK_SCHEDULING_LOG_CONTEXT_STATE_*`).
+    pub state: DXGK_SCHEDULING_LOG_CONTEXT_STATE,
+}
+
+/// Counters of one node's log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedLogStats {
+    /// The OS's read position (free-running index).
+    pub read: u64,
+    /// Entries the writer overwrote before the OS read them.
+    pub lost: u64,
+    /// Scheduling-log interrupts received for the node.
+    pub interrupts: u64,
+    /// Entries refused (triage log).
+    pub refused: u64,
+}
+
+/// One node's scheduling log.
+#[derive(Debug)]
+pub struct NodeLog {
+    alloc: SysAlloc,
+    entries: u64,
+    interrupt_entry: u32,
+    last_ts: u64,
+    stats: SchedLogStats,
+    accepted: Vec<SchedLogEntry>,
+}
+
+/// A KMD context the OS created on a hardware-scheduled node.
+#[derive(Clone, Copy, Debug)]
+struct KnownContext {
+    context: KmtHandle,
+    node: u32,
+    /// Set when destroyed: entries read after that naming it are refused.
+    destroyed: bool,
+}
+
+/// A context's scheduling priority as the OS last told the KMD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextPriority {
+    /// `priorityBand`.
+    pub band: DXGK_SCHEDULING_PRIORITY_BAND,
+    /// `inProcessPriority`.
+    pub in_process: i32,
+    /// `realtimeBandPriorityLevel`.
+    pub realtime_level: i32,
+}
+
+impl Default for ContextPriority {
+    fn default() -> Self {
+        Self {
+            band: DXGK_SCHEDULING_PRIORITY_BAND_NORMAL,
+            in_process: 0,
+            realtime_level: 0,
+        }
+    }
+}
+
+/// Per-adapter HWS state.
+#[derive(Debug, Default)]
+pub struct HwsOs {
+    /// Nodes with `ContextSchedulingSupported` (from the metadata at start).
+    pub hw_nodes: Vec<u32>,
+    /// Every HWS call, in order.
+    pub calls: Vec<HwsCall>,
+    logs: BTreeMap<u32, NodeLog>,
+    known: HashMap<usize, KnownContext>,
+}
+
+impl HwsOs {
+    /// Is `node` hardware-scheduled?
+    pub fn is_hw_node(&self, node: u32) -> bool {
+        self.hw_nodes.contains(&node)
+    }
+}
+
+/// Is `node` of `a` hardware-scheduled (its metadata has `ContextSchedulingSupported`)?
+pub(crate) fn is_hw_node(a: &AdapterShared, node: u32) -> bool {
+    lock(&a.hws).is_hw_node(node)
+}
+
+fn node_flags(a: &AdapterShared, node: u32) -> DXGK_NODEMETADATA_FLAGS {
+    lock(&a.ums)
+        .node_metadata
+        .get(node as usize)
+        .map(|m| m.Flags)
+        .unwrap_or_default()
+}
+
+/// BR-77 and BR-79 after a successful start (see the module doc).
+pub(crate) fn initialize_nodes(
+    a: &AdapterShared,
+    t: &DRIVER_INITIALIZATION_DATA,
+) -> Result<(), SimError> {
+    let nodes: Vec<u32> = {
+        let os = lock(&a.ums);
+        os.node_metadata
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| {
+                m.Flags
+                    .is_set(DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported)
+            })
+            .map(|(n, _)| n as u32)
+            .collect()
+    };
+    {
+        let mut h = lock(&a.hws);
+        release_logs(a, &mut h);
+        *h = HwsOs {
+            hw_nodes: nodes.clone(),
+            ..HwsOs::default()
+        };
+    }
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    let ctx = a.context();
+    // BR-77: VidSchInitializeAdapter → VidSchiInitializeNode, node by node.
+    for &node in &nodes {
+        let args = DXGKARG_SETUPPRIORITYBANDS {
+            gracePeriodForBand: DEFAULT_GRACE_PERIOD_FOR_BAND,
+            processQuantumForBand: DEFAULT_PROCESS_QUANTUM_FOR_BAND,
+            processGracePeriodForBand: DEFAULT_PROCESS_GRACE_PERIOD_FOR_BAND,
+            targetNormalBandPercentage: a.os.hws_normal_band_percentage,
+        };
+        let status = match t.DxgkDdiSetupPriorityBands {
+            Some(f) => Some(ddi::call(
+                a,
+                Routine::DxgkDdiSetupPriorityBands,
+                f as usize,
+                At::Level(Irql::Passive),
+                || {
+                    // SAFETY: the driver's DDI with its context and a valid argument block.
+                    unsafe { f(ctx, &args) }
+                },
+            )?),
+            None => None,
+        };
+        lock(&a.hws)
+            .calls
+            .push(HwsCall::SetupPriorityBands { node, args, status });
+        if let Some(s) = status.filter(|s| *s < 0 && *s != STATUS_NOT_IMPLEMENTED) {
+            return Err(SimError::StartRefused {
+                rule: "BR-77",
+                status: s,
+                why: format!("DxgkDdiSetupPriorityBands(node {node}) failed"),
+            });
+        }
+    }
+    // BR-79: VidMmInitializePagingProcess → VidSchCreateSchedulingLogs (driver version ≥ 2.5).
+    let wddm = lock(&a.caps).map_or(0, |c| c.WDDMVersion as u32);
+    if wddm < 0x2500 {
+        return Ok(());
+    }
+    let n = a.os.sched_log_entries;
+    for &node in &nodes {
+        let bytes = 32 * (u64::from(n) + 1);
+        let size = bytes.div_ceil(rvgpu_hw::PAGE_SIZE) * rvgpu_hw::PAGE_SIZE;
+        let alloc = a
+            .device
+            .memory()
+            .alloc_system(size, rvgpu_hw::PAGE_SIZE)
+            .ok_or_else(|| {
+                SimError::Simulation("out of system memory for a scheduling log".into())
+            })?;
+        for (i, w) in alloc.words().iter().enumerate() {
+            let v = match i {
+                0 | 2 | 3 => 0,
+                1 => u64::from(n),
+                _ => 0xCDCD_CDCD_CDCD_CDCD,
+            };
+            w.store(v, Ordering::Relaxed);
+        }
+        std::sync::atomic::fence(Ordering::Release);
+        let interrupt_entry = (3 * n) >> 2;
+        let args = DXGKARG_SETSCHEDULINGLOGBUFFER {
+            NodeOrdinal: node,
+            EngineOrdinal: 0,
+            NumberOfEntries: n,
+            LogBufferCpuVa: alloc.cpu_ptr().as_ptr().cast(),
+            LogBufferGpuVa: alloc.bus_addr,
+            InterruptEntry: interrupt_entry,
+        };
+        let status = match t.DxgkDdiSetSchedulingLogBuffer {
+            Some(f) => Some(ddi::call(
+                a,
+                Routine::DxgkDdiSetSchedulingLogBuffer,
+                f as usize,
+                At::Level(Irql::Passive),
+                || {
+                    // SAFETY: the driver's DDI with its context and a valid argument block
+                    // whose buffer stays allocated until the adapter stops.
+                    unsafe { f(ctx, &args) }
+                },
+            )?),
+            None => None,
+        };
+        lock(&a.hws).calls.push(HwsCall::SetSchedulingLogBuffer {
+            node,
+            entries: n,
+            interrupt_entry,
+            cpu_va: args.LogBufferCpuVa as usize,
+            gpu_va: args.LogBufferGpuVa,
+            status,
+        });
+        match status {
+            Some(s) if s >= 0 => {
+                let _ = lock(&a.hws).logs.insert(
+                    node,
+                    NodeLog {
+                        alloc,
+                        entries: u64::from(n),
+                        interrupt_entry,
+                        last_ts: 0,
+                        stats: SchedLogStats::default(),
+                        accepted: Vec::new(),
+                    },
+                );
+            }
+            Some(s) if s != STATUS_NOT_IMPLEMENTED => {
+                let _ = a.device.memory().free_system(alloc.bus_addr);
+                return Err(SimError::StartRefused {
+                    rule: "BR-79",
+                    status: s,
+                    why: format!("DxgkDdiSetSchedulingLogBuffer(node {node}) failed"),
+                });
+            }
+            _ => {
+                let _ = a.device.memory().free_system(alloc.bus_addr);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn release_logs(a: &AdapterShared, h: &mut HwsOs) {
+    for (_, l) in std::mem::take(&mut h.logs) {
+        a.device.memory().free_system(l.alloc.bus_addr);
+    }
+}
+
+/// After the adapter stopped: the logs are freed (the device no longer writes them).
+pub(crate) fn release(a: &AdapterShared) {
+    let mut h = lock(&a.hws);
+    release_logs(a, &mut h);
+}
+
+/// Teardown: every log is read one last time.
+pub(crate) fn drain_all(a: &AdapterShared) {
+    let nodes: Vec<u32> = lock(&a.hws).logs.keys().copied().collect();
+    for n in nodes {
+        read_log(a, n);
+    }
+}
+
+/// `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT` for `node` (DPC time).
+pub(crate) fn log_interrupt(a: &AdapterShared, node: u32) {
+    let (hws_adapter, has_log) = {
+        let mut h = lock(&a.hws);
+        let has = match h.logs.get_mut(&node) {
+            Some(l) => {
+                l.stats.interrupts += 1;
+                true
+            }
+            None => false,
+        };
+        (!h.hw_nodes.is_empty(), has)
+    };
+    if !has_log {
+        let why = if hws_adapter {
+            "driver bug: DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT for a node without a scheduling log"
+        } else {
+            // [D] VidSchDdiNotifyInterruptWorker: case 0xF only on a hardware-scheduled adapter.
+            "ignored: DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT on an adapter without hardware scheduling"
+        };
+        lock(&a.triage).push(format!("sched-log: node {node}: {why}"));
+        return;
+    }
+    read_log(a, node);
+}
+
+/// Reads `node`'s log from the OS's position to the header's (see the module doc).
+pub(crate) fn read_log(a: &AdapterShared, node: u32) {
+    let mut violations = Vec::new();
+    {
+        let mut h = lock(&a.hws);
+        let HwsOs { logs, known, .. } = &mut *h;
+        let Some(l) = logs.get_mut(&node) else {
+            return;
+        };
+        let n = l.entries;
+        let word = |off: u64| l.alloc.word(off).map_or(0, |w| w.load(Ordering::Acquire));
+        let header = word(0);
+        let (idx, wrap) = (header & 0xFFFF_FFFF, header >> 32);
+        if idx >= n {
+            violations.push(format!(
+                "FirstFreeEntryIndex {idx} >= NumberOfEntries {n} (header {header:#x})"
+            ));
+        } else {
+            let pos = wrap * n + idx;
+            if pos < l.stats.read {
+                violations.push(format!(
+                    "header went backwards: wrap {wrap} index {idx} (position {pos}) < read \
+                     position {}",
+                    l.stats.read
+                ));
+            } else {
+                let mut from = l.stats.read;
+                if pos - from > n {
+                    l.stats.lost += pos - from - n;
+                    from = pos - n;
+                }
+                for i in from..pos {
+                    let base = 32 + (i % n) * 32;
+                    let ts = word(base);
+                    let op_word = word(base + 8);
+                    let kmd = word(base + 16) as usize;
+                    let state = word(base + 24) as u32 as i32;
+                    let op = op_word as u32;
+                    let why = if op != DXGK_SCHEDULING_LOG_OPERATION_CONTEXT_STATE_CHANGE as u32 {
+                        Some(format!("OperationType {op:#x}"))
+                    } else if !(DXGK_SCHEDULING_LOG_CONTEXT_STATE_IDLE
+                        ..=DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY)
+                        .contains(&state)
+                    {
+                        Some(format!("newContextState {state}"))
+                    } else if !known
+                        .get(&kmd)
+                        .is_some_and(|k| k.node == node && !k.destroyed)
+                    {
+                        Some(format!(
+                            "hKmdContext {kmd:#x} is no live KMD context of node {node}"
+                        ))
+                    } else if ts < l.last_ts {
+                        Some(format!(
+                            "GpuTimeStamp {ts} below the previous {} of the node",
+                            l.last_ts
+                        ))
+                    } else {
+                        None
+                    };
+                    match why {
+                        Some(w) => {
+                            l.stats.refused += 1;
+                            violations.push(format!("entry {i}: {w}"));
+                        }
+                        None => {
+                            l.last_ts = ts;
+                            l.accepted.push(SchedLogEntry {
+                                index: i,
+                                timestamp: ts,
+                                kmd_context: kmd,
+                                context: known[&kmd].context,
+                                state,
+                            });
+                        }
+                    }
+                }
+                l.stats.read = pos;
+            }
+        }
+    }
+    if !violations.is_empty() {
+        let mut t = lock(&a.triage);
+        for v in violations {
+            t.push(format!("sched-log: node {node}: {v}"));
+        }
+    }
+}
+
+/// BR-92 (context flags against the node; [D] `DXGCONTEXT::Initialize`, every refusal
+/// `STATUS_UNSUCCESSFUL`). `system`: a context the OS creates for itself (exempt).
+pub(crate) fn check_context_flags(
+    a: &AdapterShared,
+    node: u32,
+    hw_queue_supported: bool,
+    system: bool,
+) -> Result<(), SimError> {
+    if system {
+        return Ok(());
+    }
+    let scheduling =
+        node_flags(a, node).is_set(DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported);
+    let why = match (hw_queue_supported, scheduling) {
+        (false, true) => {
+            "Context doesn't pass HwQueueSupported flag, but GPU node requires hardware scheduling"
+        }
+        (true, false) => {
+            "Context passes HwQueueSupported flag set, but GPU node doesn't support context \
+             scheduling"
+        }
+        _ => return Ok(()),
+    };
+    lock(&a.triage).push(format!("BR-92: node {node}: {why}"));
+    Err(SimError::DdiFailed(STATUS_UNSUCCESSFUL))
+}
+
+/// BR-94: a hardware queue needs a context created with `HwQueueSupported`; BR-95: a
+/// user-mode queue needs a node with `UserModeSubmission` (both `STATUS_INVALID_PARAMETER`).
+pub(crate) fn check_queue(
+    a: &AdapterShared,
+    node: u32,
+    context_hw_queue: bool,
+    user_mode: bool,
+) -> Result<(), SimError> {
+    if !context_hw_queue {
+        lock(&a.triage).push(format!(
+            "BR-94: Cannot create HW queue on context (node {node}) that doesn't support \
+             hardware queues."
+        ));
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    if user_mode && !node_flags(a, node).is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission) {
+        lock(&a.triage).push(format!(
+            "BR-95: Cannot create UserModeSubmission capable HWQueue, because Node Ordinal \
+             {node} does not support UserModeSubmission"
+        ));
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    Ok(())
+}
+
+/// After `DxgkDdiCreateContext` succeeded for a context on a hardware-scheduled node: the OS
+/// knows its KMD handle (for the scheduling log) and tells the KMD its priority.
+pub(crate) fn context_created(
+    a: &AdapterShared,
+    context: KmtHandle,
+    kmd: usize,
+    node: u32,
+) -> Result<(), SimError> {
+    if !is_hw_node(a, node) {
+        return Ok(());
+    }
+    lock(&a.hws).known.insert(
+        kmd,
+        KnownContext {
+            context,
+            node,
+            destroyed: false,
+        },
+    );
+    set_properties(a, context, kmd, ContextPriority::default())
+}
+
+/// Before `DxgkDdiDestroyContext`: the node's log is read (entries written so far name a live
+/// context); afterwards the handle is dead for the log.
+pub(crate) fn context_destroying(a: &AdapterShared, kmd: usize, node: u32) {
+    if !is_hw_node(a, node) {
+        return;
+    }
+    read_log(a, node);
+    if let Some(k) = lock(&a.hws).known.get_mut(&kmd) {
+        k.destroyed = true;
+    }
+}
+
+fn set_properties(
+    a: &AdapterShared,
+    context: KmtHandle,
+    kmd: usize,
+    p: ContextPriority,
+) -> Result<(), SimError> {
+    let args = DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES {
+        hContext: kmd as HANDLE,
+        priorityBand: p.band,
+        realtimeBandPriorityLevel: p.realtime_level,
+        inProcessPriority: p.in_process,
+        quantum: CONTEXT_QUANTUM,
+        gracePeriodSamePriority: CONTEXT_GRACE_SAME_PRIORITY,
+        gracePeriodLowerPriority: 0,
+    };
+    let ctx = a.context();
+    let status = match table(a)?.DxgkDdiSetContextSchedulingProperties {
+        Some(f) => Some(ddi::call(
+            a,
+            Routine::DxgkDdiSetContextSchedulingProperties,
+            f as usize,
+            At::Level(Irql::Passive),
+            || {
+                // SAFETY: the driver's DDI with its context and a valid argument block.
+                unsafe { f(ctx, &args) }
+            },
+        )?),
+        None => None,
+    };
+    // [D] VidSchiCreateHwContextInternal ignores the status; the caller of a priority change
+    // gets it.
+    lock(&a.hws)
+        .calls
+        .push(HwsCall::SetContextSchedulingProperties {
+            context,
+            kmd,
+            band: p.band,
+            realtime_level: p.realtime_level,
+            in_process_priority: p.in_process,
+            quantum: CONTEXT_QUANTUM,
+            grace_same: CONTEXT_GRACE_SAME_PRIORITY,
+            grace_lower: 0,
+            status,
+        });
+    Ok(())
+}
+
+impl Machine {
+    /// `D3DKMTCreateContextVirtual` on `p`'s device with an explicit `HwQueueSupported`
+    /// (BR-92 tests; a correct runtime's contexts come from [`crate::kmt`]).
+    pub fn create_context_flags(
+        &self,
+        p: &crate::ums::UmsProcess,
+        node: u32,
+        hw_queue_supported: bool,
+    ) -> Result<KmtHandle, SimError> {
+        let a = self.adapter(p.adapter)?;
+        crate::ums::create_context_flags(a, p.device, node, hw_queue_supported)
+    }
+
+    /// Every HWS call the OS made on adapter `i`, in order.
+    pub fn hws_calls(&self, i: usize) -> Vec<HwsCall> {
+        self.adapter(i)
+            .map_or_else(|_| Vec::new(), |a| lock(&a.hws).calls.clone())
+    }
+
+    /// The hardware-scheduled nodes of adapter `i`.
+    pub fn hws_nodes(&self, i: usize) -> Vec<u32> {
+        self.adapter(i)
+            .map_or_else(|_| Vec::new(), |a| lock(&a.hws).hw_nodes.clone())
+    }
+
+    /// Reads `node`'s scheduling log now and returns every entry the OS accepted so far.
+    pub fn scheduling_log(&self, i: usize, node: u32) -> Result<Vec<SchedLogEntry>, SimError> {
+        let a = self.adapter(i)?;
+        read_log(a, node);
+        let h = lock(&a.hws);
+        let l = h
+            .logs
+            .get(&node)
+            .ok_or_else(|| SimError::Simulation(format!("node {node} has no scheduling log")))?;
+        Ok(l.accepted.clone())
+    }
+
+    /// `node`'s log counters (without reading the log) and its `InterruptEntry`.
+    pub fn scheduling_log_stats(&self, i: usize, node: u32) -> Option<(SchedLogStats, u32)> {
+        let a = self.adapter(i).ok()?;
+        let h = lock(&a.hws);
+        h.logs.get(&node).map(|l| (l.stats, l.interrupt_entry))
+    }
+
+    /// D3DKMTSetContextSchedulingPriority-like: a new band / priority for `context`; the KMD is
+    /// told through `DxgkDdiSetContextSchedulingProperties` ([D] `VidSchSetPriorityHwContext`
+    /// → `VidSchiUpdateDdiHwContextPriority`). Contexts on software-scheduled nodes:
+    /// `STATUS_INVALID_PARAMETER` (the simulation's choice).
+    pub fn set_context_priority(
+        &self,
+        i: usize,
+        context: KmtHandle,
+        p: ContextPriority,
+    ) -> Result<(), SimError> {
+        let a = self.adapter(i)?;
+        let (kmd, node) = crate::ums::context_kmd(a, context)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        if !is_hw_node(a, node)
+            || !(DXGK_SCHEDULING_PRIORITY_BAND_IDLE..DXGK_SCHEDULING_PRIORITY_BAND_COUNT)
+                .contains(&p.band)
+        {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        set_properties(a, context, kmd, p)?;
+        match lock(&a.hws).calls.last() {
+            Some(HwsCall::SetContextSchedulingProperties {
+                status: Some(s), ..
+            }) if *s < 0 => Err(SimError::DdiFailed(*s)),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Recovery of a hardware-scheduled node (issue 13): `DxgkDdiResetHwEngine`, then — only if it
+//! returned `STATUS_SUCCESS` — `DxgkDdiResumeHwEngine` ([D] 22631 `dxgmms2/VidSchiResetHwEngine`:
+//! `DxgCoreInterface[39]`, then `[40]` only when the first returned 0; the result is "resume
+//! returned 0"). Either failing escalates to the adapter-wide path with reason 9. No
+//! `DxgkDdiResetEngine` and no `LastAbortedFenceId` on such nodes: the OS's (S, C) of the
+//! node's kernel-mode ring are left as they are (the KMD keeps innocent work, and fails the
+//! reset when one of the OS's own node-ring packets was aborted, driver/kmd/src/reset.rs).
+//! `DxgkCbInvalidateHwContext` is accepted during `DxgkDdiResetHwEngine`; the invalidated
+//! contexts' devices go in error (UM-10), or the stalled queue's device when the KMD named none.
+
+use super::*;
+use rvgpu_ddi::hws::{DXGKARG_RESETHWENGINE, DXGKARG_RESUMEHWENGINE};
+
+use crate::vidsch::hws::HwsCall;
+
+/// Step 8 onwards of the TDR-05 sequence for a hardware-scheduled `node`.
+pub(crate) fn recover_hw_node(
+    a: &AdapterShared,
+    sh: &TdrShared,
+    node: u32,
+    stalled: Option<KmtHandle>,
+    gate: std::sync::RwLockWriteGuard<'_, ()>,
+) -> Result<(), SimError> {
+    let t = table(a)?;
+    let ctx = a.context();
+    let (Some(reset), Some(resume)) = (t.DxgkDdiResetHwEngine, t.DxgkDdiResumeHwEngine) else {
+        drop(gate);
+        return adapter_reset(a, sh, TdrReason::EngineTimeoutPromotedToAdapterReset, &[]);
+    };
+    {
+        let mut os = lock(&sh.os);
+        os.in_reset = Some(node);
+        os.invalidated.clear();
+    }
+    let mut r = DXGKARG_RESETHWENGINE {
+        NodeOrdinal: node,
+        EngineOrdinal: 0,
+    };
+    let st = ddi::call(
+        a,
+        Routine::DxgkDdiResetHwEngine,
+        reset as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { reset(ctx, &mut r) }
+        },
+    );
+    let invalidated = {
+        let mut os = lock(&sh.os);
+        os.in_reset = None;
+        std::mem::take(&mut os.invalidated)
+    };
+    let st = st?;
+    lock(&sh.os)
+        .events
+        .push(TdrEvent::ResetHwEngine { node, status: st });
+    lock(&a.hws)
+        .calls
+        .push(HwsCall::ResetHwEngine { node, status: st });
+    let mut errored: BTreeSet<KmtHandle> = invalidated.iter().copied().collect();
+    if st != STATUS_SUCCESS {
+        drop(gate);
+        let extra: Vec<KmtHandle> = errored.into_iter().collect();
+        return adapter_reset(
+            a,
+            sh,
+            TdrReason::EngineTimeoutPromotedToAdapterReset,
+            &extra,
+        );
+    }
+    let mut rs = DXGKARG_RESUMEHWENGINE {
+        NodeOrdinal: node,
+        EngineOrdinal: 0,
+    };
+    let st = ddi::call(
+        a,
+        Routine::DxgkDdiResumeHwEngine,
+        resume as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { resume(ctx, &mut rs) }
+        },
+    )?;
+    lock(&sh.os)
+        .events
+        .push(TdrEvent::ResumeHwEngine { node, status: st });
+    lock(&a.hws)
+        .calls
+        .push(HwsCall::ResumeHwEngine { node, status: st });
+    if st != STATUS_SUCCESS {
+        drop(gate);
+        let extra: Vec<KmtHandle> = errored.into_iter().collect();
+        return adapter_reset(
+            a,
+            sh,
+            TdrReason::EngineTimeoutPromotedToAdapterReset,
+            &extra,
+        );
+    }
+    if invalidated_none_and_stalled(&errored, stalled) {
+        if let Some(q) = stalled.filter(|q| *q != 0) {
+            if let Some(tq) = ums::tdr_queues(a).iter().find(|x| x.handle == q) {
+                errored.insert(tq.device);
+            }
+        }
+    }
+    {
+        let mut os = lock(&sh.os);
+        let now = os.now();
+        let n = os.node(node);
+        n.ignore_irq = false;
+        n.hung = false;
+        n.faulted = None;
+        n.preempt = None;
+        for n in os.nodes.iter_mut() {
+            n.last_change = now;
+            n.watch.clear();
+        }
+        os.resets += 1;
+        os.reason = Some(TdrReason::EngineTimeout);
+        os.events.push(TdrEvent::Recovered { node });
+    }
+    drop(gate);
+    error_devices(a, sh, &errored)
+}

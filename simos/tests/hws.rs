@@ -1,0 +1,372 @@
+//! VidSch in hardware-scheduling mode (issue 13): node set-up (BR-77, BR-79), scheduling-log
+//! processing, context rules (BR-92/94/95) and TDR through ResetHwEngine/ResumeHwEngine.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+use rvgpu_ddi::hws::*;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_hw::cmd::Command;
+use rvgpu_simos::{
+    HwsCall, Machine, MachineConfig, Mode, SimError, TdrConfig, TdrEvent, TdrReason,
+};
+use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};
+use rvgpu_umd::submit::{QueueConfig, UserQueue};
+
+fn ucfg(node: u32) -> QueueConfig {
+    QueueConfig {
+        node,
+        ring_size: 4096,
+        command_buffer_size: 4096,
+        ..QueueConfig::default()
+    }
+}
+
+fn run_until(m: &Machine, what: &str, done: impl FnMut(&Machine) -> bool) {
+    let held = ok(m, m.run_until(20_000, Duration::from_secs(20), done));
+    assert!(held, "{what}: not reached; {}", diagnostics(m));
+}
+
+fn sched_triage(m: &Machine) -> Vec<String> {
+    m.triage_log(0)
+        .into_iter()
+        .filter(|l| l.starts_with("sched-log"))
+        .collect()
+}
+
+/// BR-77, BR-79: bands then logs on every HWS node, with dxgmms2's defaults, before any
+/// context is told its properties (the first work needs a context).
+#[test]
+fn br_77_79_bands_and_logs_at_start() {
+    let m = machine_with(Mode::Step, |_| {});
+    let nodes = m.hws_nodes(0);
+    assert!(!nodes.is_empty(), "HWS on by default");
+    let calls = m.hws_calls(0);
+    assert_eq!(calls.len(), 2 * nodes.len(), "{calls:#?}");
+    for (i, n) in nodes.iter().enumerate() {
+        match &calls[i] {
+            HwsCall::SetupPriorityBands { node, args, status } => {
+                assert_eq!(*node, *n);
+                assert_eq!(args.gracePeriodForBand, [0, 0, 10_000, 0]);
+                assert_eq!(args.processQuantumForBand, [50_000, 50_000, 10_000, 20_000]);
+                assert_eq!(
+                    args.processGracePeriodForBand,
+                    [20_000, 20_000, 30_000, 50_000]
+                );
+                assert_eq!(*status, Some(STATUS_SUCCESS));
+            }
+            c => panic!("{c:?}"),
+        }
+        match &calls[nodes.len() + i] {
+            HwsCall::SetSchedulingLogBuffer {
+                node,
+                entries,
+                interrupt_entry,
+                cpu_va,
+                gpu_va,
+                status,
+            } => {
+                assert_eq!(*node, *n);
+                assert_eq!((*entries, *interrupt_entry), (2048, 1536));
+                assert!(*cpu_va != 0 && *gpu_va != 0);
+                assert_eq!(*status, Some(STATUS_SUCCESS));
+            }
+            c => panic!("{c:?}"),
+        }
+    }
+    // The first context gets its properties only after the node set-up.
+    let p = ok(&m, m.create_process(0));
+    let _q = okk(&m, UserQueue::new(m.kmt(&p), &ucfg(0)));
+    let calls = m.hws_calls(0);
+    let first = calls
+        .iter()
+        .position(|c| matches!(c, HwsCall::SetContextSchedulingProperties { .. }))
+        .expect("properties");
+    assert!(first >= 2 * nodes.len());
+    match &calls[first] {
+        HwsCall::SetContextSchedulingProperties {
+            band,
+            quantum,
+            grace_same,
+            grace_lower,
+            status,
+            ..
+        } => {
+            assert_eq!(*band, DXGK_SCHEDULING_PRIORITY_BAND_NORMAL);
+            assert_eq!((*quantum, *grace_same, *grace_lower), (20_000, 10_000, 0));
+            assert_eq!(*status, Some(STATUS_SUCCESS));
+        }
+        _ => unreachable!(),
+    }
+    no_fault(&m);
+}
+
+/// HWS off: no node set-up calls, contexts without HwQueueSupported, kernel-mode submission
+/// works, hardware and user-mode queues are refused (BR-94).
+#[test]
+fn br_77_hws_off_no_calls_and_br_94_queues_refused() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.hwsch_feature = false;
+    let m = started(cfg);
+    assert!(m.hws_nodes(0).is_empty());
+    assert!(m.hws_calls(0).is_empty());
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let ctx = okk(&m, k.create_context(0));
+    let t = okk(&m, k.create_allocation(4096));
+    let f = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 7)]));
+    run_until(&m, "legacy", |m| {
+        let (s, c) = m.legacy_fences(0, 0);
+        s == c && s >= f
+    });
+    assert_eq!(t.mem.load(0), 7);
+    assert_eq!(
+        k.create_hw_queue(ctx, false, &mut []).err(),
+        Some(NtStatus(STATUS_INVALID_PARAMETER))
+    );
+    assert_eq!(
+        k.create_hw_queue(ctx, true, &mut []).err(),
+        Some(NtStatus(STATUS_INVALID_PARAMETER))
+    );
+    // BR-92 the other way: HwQueueSupported on a node without context scheduling.
+    assert!(matches!(
+        m.create_context_flags(&p, 0, true),
+        Err(SimError::DdiFailed(STATUS_UNSUCCESSFUL))
+    ));
+    no_fault(&m);
+}
+
+/// BR-92: on an HWS node a context must carry HwQueueSupported.
+#[test]
+fn br_92_context_without_hw_queue_refused() {
+    let m = machine_with(Mode::Step, |_| {});
+    let p = ok(&m, m.create_process(0));
+    assert!(matches!(
+        m.create_context_flags(&p, 0, false),
+        Err(SimError::DdiFailed(STATUS_UNSUCCESSFUL))
+    ));
+    assert!(m.triage_log(0).iter().any(|l| l.starts_with("BR-92")));
+    ok(&m, m.create_context_flags(&p, 0, true));
+    no_fault(&m);
+}
+
+/// Two contexts alternating on one engine: RUNNING/READY/IDLE entries naming their KMD
+/// contexts, timestamps non-decreasing, nothing refused.
+#[test]
+fn hws_log_two_contexts_alternate() {
+    let m = machine_with(Mode::Step, |_| {});
+    let a = ok(&m, m.create_process(0));
+    let b = ok(&m, m.create_process(0));
+    let ta = okk(&m, m.kmt(&a).create_allocation(4096));
+    let tb = okk(&m, m.kmt(&b).create_allocation(4096));
+    let mut qa = okk(&m, UserQueue::new(m.kmt(&a), &ucfg(0)));
+    let mut qb = okk(&m, UserQueue::new(m.kmt(&b), &ucfg(0)));
+    for i in 0..6u64 {
+        let va = okk(&m, qa.submit(&[fill(&ta, 8 * i, i + 1)]));
+        let vb = okk(&m, qb.submit(&[fill(&tb, 8 * i, i + 1)]));
+        run_until(&m, "both", |_| qa.completed() >= va && qb.completed() >= vb);
+    }
+    ok(&m, m.run_until_idle());
+    let log = ok(&m, m.scheduling_log(0, 0));
+    assert!(sched_triage(&m).is_empty(), "{:?}", sched_triage(&m));
+    let ctxs: std::collections::BTreeSet<usize> = log
+        .iter()
+        .filter(|e| e.state == DXGK_SCHEDULING_LOG_CONTEXT_STATE_RUNNING)
+        .map(|e| e.kmd_context)
+        .collect();
+    assert!(ctxs.len() >= 2, "both contexts ran: {log:#?}");
+    assert!(log
+        .iter()
+        .any(|e| e.state == DXGK_SCHEDULING_LOG_CONTEXT_STATE_IDLE));
+    assert!(log.windows(2).all(|w| w[0].timestamp <= w[1].timestamp));
+    no_fault(&m);
+}
+
+/// A small log: the interrupt entry raises the interrupt, the OS's read position advances
+/// and laps are followed.
+#[test]
+fn hws_log_small_wraps_and_interrupts() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.sched_log_entries = 8;
+    let m = started(cfg);
+    let a = ok(&m, m.create_process(0));
+    let b = ok(&m, m.create_process(0));
+    let ta = okk(&m, m.kmt(&a).create_allocation(4096));
+    let tb = okk(&m, m.kmt(&b).create_allocation(4096));
+    let mut qa = okk(&m, UserQueue::new(m.kmt(&a), &ucfg(0)));
+    let mut qb = okk(&m, UserQueue::new(m.kmt(&b), &ucfg(0)));
+    for i in 0..20u64 {
+        let va = okk(&m, qa.submit(&[fill(&ta, 0, i + 1)]));
+        let vb = okk(&m, qb.submit(&[fill(&tb, 0, i + 1)]));
+        run_until(&m, "both", |_| qa.completed() >= va && qb.completed() >= vb);
+    }
+    ok(&m, m.run_until_idle());
+    let (stats, irq) = m.scheduling_log_stats(0, 0).expect("log");
+    assert_eq!(irq, 6);
+    assert!(stats.interrupts > 0, "{stats:?}");
+    assert!(stats.read > 8, "the log wrapped: {stats:?}");
+    let log = ok(&m, m.scheduling_log(0, 0));
+    assert_eq!(
+        log.len() as u64 + m.scheduling_log_stats(0, 0).unwrap().0.lost,
+        m.scheduling_log_stats(0, 0).unwrap().0.read
+    );
+    assert!(sched_triage(&m).is_empty(), "{:?}", sched_triage(&m));
+    no_fault(&m);
+}
+
+/// A higher band's queue runs before a normal one when both have work.
+#[test]
+fn hws_focus_band_runs_first() {
+    let m = machine_with(Mode::Step, |_| {});
+    let a = ok(&m, m.create_process(0));
+    let b = ok(&m, m.create_process(0));
+    let ta = okk(&m, m.kmt(&a).create_allocation(4096));
+    let tb = okk(&m, m.kmt(&b).create_allocation(4096));
+    let mut qa = okk(&m, UserQueue::new(m.kmt(&a), &ucfg(0)));
+    let mut qb = okk(&m, UserQueue::new(m.kmt(&b), &ucfg(0)));
+    // b's context gets the focus band.
+    let ctx_b = m
+        .hws_calls(0)
+        .iter()
+        .filter_map(|c| match c {
+            HwsCall::SetContextSchedulingProperties { context, .. } => Some(*context),
+            _ => None,
+        })
+        .last()
+        .unwrap();
+    ok(
+        &m,
+        m.set_context_priority(
+            0,
+            ctx_b,
+            rvgpu_simos::ContextPriority {
+                band: DXGK_SCHEDULING_PRIORITY_BAND_FOCUS,
+                in_process: 0,
+                realtime_level: 0,
+            },
+        ),
+    );
+    let cmds_a: Vec<Command> = (0..32).map(|i| fill(&ta, 8 * i, i + 1)).collect();
+    let cmds_b: Vec<Command> = (0..32).map(|i| fill(&tb, 8 * i, i + 1)).collect();
+    let va = okk(&m, qa.submit(&cmds_a));
+    let vb = okk(&m, qb.submit(&cmds_b));
+    let mut b_first = None;
+    run_until(&m, "both", |_| {
+        if b_first.is_none() {
+            if qb.completed() >= vb {
+                b_first = Some(true);
+            } else if qa.completed() >= va {
+                b_first = Some(false);
+            }
+        }
+        qa.completed() >= va && qb.completed() >= vb
+    });
+    assert_eq!(b_first, Some(true), "focus band finished first");
+    no_fault(&m);
+}
+
+fn tdr_machine() -> Machine {
+    let m = machine_with(Mode::Step, |a| a.device.doorbells = 8);
+    ok(
+        &m,
+        m.enable_tdr(
+            0,
+            TdrConfig {
+                timeout_steps: 40,
+                preempt_steps: 5,
+                ..TdrConfig::default()
+            },
+        ),
+    );
+    m
+}
+
+/// HWS TDR: a context hangs while another on the same engine keeps running; the innocent
+/// work completes exactly once; ResetHwEngine then ResumeHwEngine, never ResetEngine.
+#[test]
+fn hws_tdr_reset_hw_engine_innocent_exactly_once() {
+    let m = tdr_machine();
+    let h = ok(&m, m.create_process(0));
+    let o = ok(&m, m.create_process(0));
+    let to = okk(&m, m.kmt(&o).create_allocation(64 * 1024));
+    let mut oq = okk(&m, UserQueue::new(m.kmt(&o), &ucfg(0)));
+    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
+    okk(&m, hq.submit(&[Command::Hang]));
+    let mut n = 0u64;
+    while (m.tdr_counts(0).0 == 0 || n < 40) && n < 3000 {
+        let v = okk(&m, oq.submit(&[fill(&to, 8 * (n % 8192), n + 1)]));
+        assert_eq!(v, oq.last_submitted());
+        n += 1;
+        ok(&m, m.run_steps(1));
+    }
+    assert_eq!(m.tdr_counts(0), (1, 0), "{:#?}", m.tdr_events(0));
+    let last = oq.last_submitted();
+    run_until(&m, "innocent drained", |_| oq.completed() >= last);
+    assert_eq!(oq.completed(), last, "progress exact");
+    for i in 0..n {
+        assert_eq!(to.mem.load(8 * i), i + 1, "marker {i}");
+    }
+    let ev = m.tdr_events(0);
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, TdrEvent::ResetHwEngine { node: 0, status: 0 })));
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, TdrEvent::ResumeHwEngine { node: 0, status: 0 })));
+    assert!(!ev.iter().any(|e| matches!(e, TdrEvent::ResetEngine { .. })));
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == h.device)));
+    assert!(!ev
+        .iter()
+        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == o.device)));
+    let r = hq.submit(&[fill(&to, 0, 1)]);
+    assert!(r.is_err() || hq.is_lost(), "guilty still submits: {r:?}");
+    no_fault(&m);
+}
+
+unsafe extern "system" fn failing_reset_hw_engine(
+    _a: rvgpu_ddi::basic::HANDLE,
+    _r: *mut DXGKARG_RESETHWENGINE,
+) -> rvgpu_ddi::basic::NTSTATUS {
+    STATUS_UNSUCCESSFUL
+}
+
+/// HWS TDR: a failing ResetHwEngine goes adapter-wide; ResumeHwEngine is not called.
+#[test]
+fn hws_tdr_failed_reset_hw_engine_goes_adapter_wide() {
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    m.load_driver_with(|t| t.DxgkDdiResetHwEngine = Some(failing_reset_hw_engine))
+        .expect("load");
+    m.start_adapter(0).expect("start");
+    ok(
+        &m,
+        m.enable_tdr(
+            0,
+            TdrConfig {
+                timeout_steps: 40,
+                preempt_steps: 5,
+                ..TdrConfig::default()
+            },
+        ),
+    );
+    let h = ok(&m, m.create_process(0));
+    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
+    okk(&m, hq.submit(&[Command::Hang]));
+    run_until(&m, "adapter reset", |m| m.tdr_counts(0).1 == 1);
+    let ev = m.tdr_events(0);
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        TdrEvent::ResetHwEngine { node: 0, status } if *status == STATUS_UNSUCCESSFUL
+    )));
+    assert!(!ev
+        .iter()
+        .any(|e| matches!(e, TdrEvent::ResumeHwEngine { .. })));
+    assert!(!ev.iter().any(|e| matches!(e, TdrEvent::ResetEngine { .. })));
+    assert_eq!(
+        m.tdr_reason(0),
+        Some(TdrReason::EngineTimeoutPromotedToAdapterReset)
+    );
+}
