@@ -1704,16 +1704,33 @@ fn hws_ddis_validate_their_arguments() {
     let ctx = a.as_ref().expect("AddDevice returned a context").ctx;
 
     let bands = DXGKARG_SETUPPRIORITYBANDS::default();
-    let f = d.DxgkDdiSetupPriorityBands.expect("SetupPriorityBands filled");
+    let f = d
+        .DxgkDdiSetupPriorityBands
+        .expect("SetupPriorityBands filled");
     // SAFETY: NULL arguments are what is being tested; the driver checks them first.
     let s = unsafe { f(null, ptr::null()) };
-    expect_status("SetupPriorityBands", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    expect_status(
+        "SetupPriorityBands",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
     // SAFETY: live context, NULL argument block.
     let s = unsafe { f(ctx, ptr::null()) };
-    expect_status("SetupPriorityBands", "NULL args", s, STATUS_INVALID_PARAMETER);
+    expect_status(
+        "SetupPriorityBands",
+        "NULL args",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
     // SAFETY: live context, a live local argument block.
     let s = unsafe { f(ctx, &bands) };
-    expect_status("SetupPriorityBands", "unstarted", s, STATUS_INVALID_DEVICE_STATE);
+    expect_status(
+        "SetupPriorityBands",
+        "unstarted",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
 
     let log = DXGKARG_SETSCHEDULINGLOGBUFFER {
         NumberOfEntries: 16,
@@ -1725,10 +1742,20 @@ fn hws_ddis_validate_their_arguments() {
         .expect("SetSchedulingLogBuffer filled");
     // SAFETY: as above.
     let s = unsafe { f(null, ptr::null()) };
-    expect_status("SetSchedulingLogBuffer", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    expect_status(
+        "SetSchedulingLogBuffer",
+        "NULL, NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
     // SAFETY: as above.
     let s = unsafe { f(ctx, &log) };
-    expect_status("SetSchedulingLogBuffer", "unstarted", s, STATUS_INVALID_DEVICE_STATE);
+    expect_status(
+        "SetSchedulingLogBuffer",
+        "unstarted",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
 
     let props = DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES::default();
     let f = d
@@ -1767,6 +1794,11 @@ fn hws_ddis_validate_their_arguments() {
     let mut resume = DXGKARG_RESUMEHWENGINE::default();
     // SAFETY: as above.
     let s = unsafe { f(ctx, &mut resume) };
-    expect_status("ResumeHwEngine", "unstarted", s, STATUS_INVALID_DEVICE_STATE);
+    expect_status(
+        "ResumeHwEngine",
+        "unstarted",
+        s,
+        STATUS_INVALID_DEVICE_STATE,
+    );
     drop(a);
 }

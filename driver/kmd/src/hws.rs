@@ -191,7 +191,7 @@ pub fn set_scheduling_log_buffer<P: Platform>(
         return Err(status::INVALID_PARAMETER);
     }
     let base = args.LogBufferGpuVa;
-    if base == 0 || base % 8 != 0 {
+    if base == 0 || !base.is_multiple_of(8) {
         return Err(status::INVALID_PARAMETER);
     }
     // Under the scheduler lock: a reset (which logs the running context idle) must not
