@@ -230,11 +230,11 @@ fn hws_focus_band_runs_first() {
     let ctx_b = m
         .hws_calls(0)
         .iter()
-        .filter_map(|c| match c {
+        .rev()
+        .find_map(|c| match c {
             HwsCall::SetContextSchedulingProperties { context, .. } => Some(*context),
             _ => None,
         })
-        .last()
         .unwrap();
     ok(
         &m,
