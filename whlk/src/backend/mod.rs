@@ -68,6 +68,10 @@ pub struct SessionConfig {
     pub adapters: usize,
     /// Whether the OS enables `DXGK_FEATURE_NATIVE_FENCE` (NF-10).
     pub native_fence_feature: bool,
+    /// Whether the OS enables `DXGK_FEATURE_HWSCH` (issue 13). Off, the OS schedules in
+    /// software: kernel-mode DMA buffers only, reset through `DxgkDdiResetEngine` with
+    /// `LastAbortedFenceId` (the TDR-03..09 cases); no hardware or user-mode queues.
+    pub hwsch_feature: bool,
     /// GPU ticks of idleness after which an engine requests F1 (0 = never).
     pub idle_f1_ticks: u64,
     /// Replace part of the driver with a misbehaving one.
@@ -102,6 +106,7 @@ impl SessionConfig {
             mode,
             adapters: 1,
             native_fence_feature: true,
+            hwsch_feature: true,
             idle_f1_ticks: 0,
             misbehaviour: None,
             legacy_igpu: false,
@@ -119,6 +124,7 @@ impl SessionConfig {
     /// only a backend that builds its machine can honour it.
     pub fn configures_machine(&self) -> bool {
         !self.native_fence_feature
+            || !self.hwsch_feature
             || self.idle_f1_ticks != 0
             || self.legacy_igpu
             || self.doorbells.is_some()

@@ -70,6 +70,7 @@ pub(crate) fn machine_config(config: &SessionConfig) -> MachineConfig {
         MachineConfig::single(mode)
     };
     mc.os.native_fence_feature = config.native_fence_feature;
+    mc.os.hwsch_feature = config.hwsch_feature;
     if let Some(n) = config.log_entries {
         mc.os.log_entries = n;
     }
