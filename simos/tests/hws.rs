@@ -234,7 +234,7 @@ fn hws_focus_band_runs_first() {
             HwsCall::SetContextSchedulingProperties { context, .. } => Some(*context),
             _ => None,
         })
-        .last()
+        .next_back()
         .unwrap();
     ok(
         &m,
