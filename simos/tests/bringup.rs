@@ -210,24 +210,60 @@ fn nf_10_driver_negotiates_native_fence_feature_and_releases_the_interface() {
 }
 
 /// NF-10: with the OS feature disabled the driver still asks, but never requests the
-/// native-fence interface, and releases the feature interface at stop.
+/// native-fence interface, and releases the feature interface at stop. Since hardware
+/// scheduling (issue 13) it asks about every feature it advertises (BR-83): HWSCH,
+/// USER_MODE_SUBMISSION and NATIVE_FENCE. With native fences off the OS leaves user-mode
+/// submission off too (it depends on them); HWSCH stays on. So the driver advertises neither
+/// `NativeGpuFence` nor `UserModeSubmission`, and still `ContextSchedulingSupported`.
 #[test]
 fn nf_10_disabled_feature_is_not_used() {
+    use rvgpu_ddi::feature::{
+        DXGK_FEATURE_HWSCH, DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_USER_MODE_SUBMISSION,
+    };
+    use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
+
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.native_fence_feature = false;
     let mut m = Machine::new(cfg);
     if let Err(e) = m.load_driver() {
         panic!("load: {e}");
     }
-    if let Err(e) = m.start_adapter(0) {
-        panic!("start: {e}");
-    }
-    let (refs, queried, interfaces) = m.feature_usage(0);
-    assert_eq!(queried, vec![rvgpu_ddi::feature::DXGK_FEATURE_NATIVE_FENCE]);
+    let info = match m.start_adapter(0) {
+        Ok(i) => i,
+        Err(e) => panic!("start: {e}"),
+    };
+    let (refs, mut queried, interfaces) = m.feature_usage(0);
+    queried.sort_unstable();
+    assert_eq!(
+        queried,
+        vec![
+            DXGK_FEATURE_HWSCH,
+            DXGK_FEATURE_USER_MODE_SUBMISSION,
+            DXGK_FEATURE_NATIVE_FENCE
+        ]
+    );
     assert_eq!(
         interfaces, 0,
         "a disabled feature's interface is never requested"
     );
+    assert!(!info
+        .caps
+        .SchedulingCaps
+        .is_set(DXGK_VIDSCHCAPS::NativeGpuFence));
+    let nodes = m.node_metadata(0);
+    assert!(!nodes.is_empty());
+    for n in &nodes {
+        assert!(
+            !n.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission),
+            "UserModeSubmission needs NativeGpuFence (BR-73)"
+        );
+        assert!(
+            n.Flags
+                .is_set(DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported),
+            "HWS stays on without native fences"
+        );
+    }
+    assert!(m.usermode_submission_caps(0).is_none());
     assert_eq!(refs, 1);
     if let Err(e) = m.stop_adapter(0) {
         panic!("stop: {e}");

@@ -3,17 +3,27 @@
 //! dGPU (adapter 1) and opened on the iGPU (adapter 0); MonitoredValue is held at 0 on both
 //! (NF-16), so the dGPU's signal interrupts and VidSch propagates it to the iGPU with
 //! `DxgkDdiUpdateCurrentValuesFromCpu(NotificationOnly)`.
+//!
+//! In scenarios 2a and 2b the iGPU has no native fences, and so (Windows 24H2: user-mode
+//! submission depends on HWSCH and NATIVE_FENCE, and a node may advertise `UserModeSubmission`
+//! only with `NativeGpuFence`, BR-73) no user-mode submission either: a user-mode queue is
+//! refused there (BR-95). The iGPU's work goes through a kernel-mode hardware queue
+//! ([`KernelGpuQueue`]; hardware scheduling stays on), and its GPU wait is the OS-scheduled one
+//! (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`, MF-03): VidSch holds the queue's later
+//! submissions until the fence reaches the value.
 
 mod common;
 
 use common::*;
 use std::time::Duration;
 
-use rvgpu_simos::testing::gpu::GpuQueue;
+use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue};
+use rvgpu_simos::ums::{HeldWork, UmsEvent};
 use rvgpu_simos::{
     Machine, MachineConfig, Mode, MonitoredFence, NativeFence, NativeFenceDesc, ProcessId,
-    SimEvent, WaitOutcome,
+    WaitOutcome,
 };
+use rvgpu_umd::kmt::KmtHandle;
 
 const IGPU: usize = 0;
 const DGPU: usize = 1;
@@ -174,14 +184,17 @@ fn nf_18_s1_igpu_cpu_wait_dgpu_cpu_signal() {
 // ---------------------------------------------------------------------------------------------
 // Scenarios 2a and 2b: the iGPU has no native fences (the driver does not advertise them
 // there), the dGPU has. The fence is created native on the dGPU and opened on the iGPU as a
-// regular monitored fence over the same CurrentValue.
+// regular monitored fence over the same CurrentValue. Without native fences the iGPU has no
+// user-mode submission (24H2, BR-73/BR-95): its queue is a kernel-mode hardware queue.
 
 struct Rig2 {
     m: Machine,
     d: NativeFence,
     i: MonitoredFence,
-    /// A queue of the iGPU process that opened `i`.
-    qi: GpuQueue,
+    /// `i`'s D3DKMT handle in the iGPU process.
+    ih: KmtHandle,
+    /// A kernel-mode queue of the iGPU process that opened `i`.
+    qi: KernelGpuQueue,
     /// A queue of the dGPU process that created `d`.
     qd: GpuQueue,
 }
@@ -196,7 +209,11 @@ fn rig2() -> Rig2 {
         "iGPU must lack native fences"
     );
     assert!(m.native_fence_caps(DGPU).is_some());
-    let qi = ok(&m, GpuQueue::new(&m, IGPU, 0));
+    assert!(
+        GpuQueue::new(&m, IGPU, 0).is_err(),
+        "no user-mode submission without native fences (BR-95)"
+    );
+    let qi = ok(&m, KernelGpuQueue::new(&m, IGPU, 0));
     let qd = ok(&m, GpuQueue::new(&m, DGPU, 0));
     let d = ok(
         &m,
@@ -215,52 +232,89 @@ fn rig2() -> Rig2 {
         "no native fences on the iGPU"
     );
     let i = ok(&m, m.open_native_fence_as_monitored(&d, IGPU, qi.pid()));
+    let ih = ok(&m, qi.open_fence(&i));
     assert_eq!(i.gpu_va(), d.current_value_gpu(), "one CurrentValue");
     assert_eq!(
         d.monitored_value(),
         0,
         "held at 0: every dGPU signal interrupts"
     );
-    Rig2 { m, d, i, qi, qd }
+    Rig2 {
+        m,
+        d,
+        i,
+        ih,
+        qi,
+        qd,
+    }
 }
 
-/// iGPU WaitFromGPU in scenario 2a: D3DKMTWaitForSynchronizationObjectFromGpu; VidSch holds
-/// the iGPU context (its work is written but not submitted) until the value is reached.
-fn s2a_igpu_gpu_wait(r: &mut Rig2) -> (MonitoredFence, SimEvent) {
+/// Whether VidSch released the iGPU queue's GPU wait for `i` at 10 (the wait's outcome: its
+/// held work goes to the KMD).
+fn s2a_wait_released(r: &Rig2) -> bool {
+    let (_, queue) = r.qi.handles();
+    r.m.ums_events(IGPU).iter().any(|e| {
+        matches!(e, UmsEvent::GpuWaitReleased { queue: q, fence, value: 10 }
+            if *q == queue && *fence == r.ih)
+    })
+}
+
+/// iGPU WaitFromGPU in scenario 2a: the hardware-queue form of
+/// D3DKMTWaitForSynchronizationObjectFromGpu (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`);
+/// VidSch holds the iGPU queue's later work (written and submitted to the OS, not given to the
+/// KMD) until the value is reached.
+fn s2a_igpu_gpu_wait(r: &mut Rig2) -> MonitoredFence {
     let m = &r.m;
     let q = &mut r.qi;
     let after = ok(m, m.create_monitored_fence(IGPU, q.pid(), 0));
+    ok(m, q.gpu_wait_monitored(m, r.ih, 10));
     ok(m, q.signal_monitored(&after, 1));
-    let k = q.kicker();
-    let e = ok(
-        m,
-        m.wait_monitored_fence_from_gpu(&r.i, 10, move || k.kick()),
-    );
+    ok(m, q.kick(m));
     ok(m, m.run_until_idle());
-    assert_eq!(e.outcome(), None);
+    assert!(!s2a_wait_released(r));
+    assert_eq!(
+        m.hw_queue_held(IGPU, r.qi.handles().1),
+        Some(HeldWork {
+            submissions: 1,
+            waits: 1,
+            signals: 0
+        }),
+        "VidSch holds the submission behind the wait"
+    );
     assert_eq!(
         r.i.pending_waits(),
         vec![10],
         "tracked in the monitored-fence wait list"
     );
-    assert_eq!(after.value(), 0, "the held context did not run");
-    (after, e)
+    assert_eq!(after.value(), 0, "the held work did not run");
+    assert!(!r.qi.drained());
+    after
+}
+
+/// After the release: nothing held, the held work ran.
+fn s2a_resumed(r: &Rig2, after: &MonitoredFence) {
+    assert!(s2a_wait_released(r), "the GPU wait was not released");
+    assert_eq!(
+        r.m.hw_queue_held(IGPU, r.qi.handles().1),
+        Some(HeldWork::default())
+    );
+    assert!(r.i.pending_waits().is_empty());
+    assert!(r.qi.drained(), "the resumed iGPU queue did not run");
+    assert_eq!(after.value(), 1);
 }
 
 /// NF-18 scenario 2a, iGPU WaitFromGPU – dGPU SignalFromGpu: the dGPU's signal interrupts
 /// (MV == 0), VidSch propagates it to the iGPU, observes the new value, scans its monitored
-/// wait list and resumes the software context.
+/// wait list and releases the iGPU queue's held work.
 #[test]
 fn nf_18_s2a_igpu_gpu_wait_dgpu_gpu_signal() {
     let mut r = rig2();
-    let (after, e) = s2a_igpu_gpu_wait(&mut r);
+    let after = s2a_igpu_gpu_wait(&mut r);
     ok(&r.m, r.qd.signal(&r.d, 10));
     ok(&r.m, r.qd.kick());
     ok(&r.m, r.m.run_until_idle());
     assert!(r.m.interrupt_counts(DGPU).0 >= 1);
-    assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
-    assert!(r.qi.drained(), "the resumed iGPU context did not run");
-    assert_eq!(after.value(), 1);
+    s2a_resumed(&r, &after);
     assert!(r.m.bugcheck().is_none());
 }
 
@@ -268,12 +322,10 @@ fn nf_18_s2a_igpu_gpu_wait_dgpu_gpu_signal() {
 #[test]
 fn nf_18_s2a_igpu_gpu_wait_dgpu_cpu_signal() {
     let mut r = rig2();
-    let (after, e) = s2a_igpu_gpu_wait(&mut r);
+    let after = s2a_igpu_gpu_wait(&mut r);
     ok(&r.m, r.m.signal_native_fence_from_cpu(&r.d, 10));
     ok(&r.m, r.m.run_until_idle());
-    assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
-    assert!(r.qi.drained());
-    assert_eq!(after.value(), 1);
+    s2a_resumed(&r, &after);
 }
 
 /// NF-18 scenario 2a, iGPU WaitFromCPU – dGPU SignalFromGpu: the CPU wait is in the iGPU's

@@ -3,7 +3,8 @@
 //!
 //! - In-stream: a GPU signal is a fence-write command (`rvgpu_umd::fence::MonitoredFence::signal`,
 //!   FENCE_SIGNAL with SIGNAL_ALWAYS_IRQ) in the batch; the OS learns of it from the interrupt
-//!   and releases waits in its DPC-time scan (MF-04). The user-mode-queue form is
+//!   and releases waits in its DPC-time scan (MF-04). The same on an adapter without native
+//!   fences (hence without user-mode queues) is
 //!   `monitored_fence.rs::mf_04_legacy_waits_released_by_the_dpc_scan`.
 //! - OS-scheduled: `D3DKMTSubmitWaitForSyncObjectsToHwQueue` (a GPU wait: the OS holds every
 //!   later submission of the queue, no `DxgkDdiSubmitCommandToHwQueue`, until the fence reaches

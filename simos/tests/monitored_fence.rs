@@ -1,13 +1,16 @@
 //! Legacy monitored fences (MF-01 … MF-04) on an adapter without native fences: the OS
-//! side. GPU work comes from [`rvgpu_simos::testing::gpu`] (a user-mode hardware queue of a
-//! simulated process, submitted through the KMD's runlist and a doorbell).
+//! side. GPU work comes from [`rvgpu_simos::testing::gpu::KernelGpuQueue`], a kernel-mode
+//! hardware queue of a simulated process (`D3DKMTSubmitCommandToHwQueue`): as on Windows 24H2,
+//! an adapter without native fences has no user-mode submission (it depends on NATIVE_FENCE,
+//! and a node may advertise `UserModeSubmission` only with `NativeGpuFence`, BR-73), so a
+//! user-mode queue is refused there (BR-95).
 
 mod common;
 
 use common::*;
 use std::time::Duration;
 
-use rvgpu_simos::testing::gpu::GpuQueue;
+use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue};
 use rvgpu_simos::{Machine, MachineConfig, Mode, ProcessId, WaitOutcome};
 
 fn legacy_machine(mode: Mode) -> Machine {
@@ -45,22 +48,26 @@ fn mf_01_create_and_cpu_signal_without_native_fences() {
 #[test]
 fn mf_04_legacy_waits_released_by_the_dpc_scan() {
     let m = legacy_machine(Mode::Step);
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    assert!(
+        GpuQueue::new(&m, 0, 0).is_err(),
+        "no user-mode queue without native fences (BR-95)"
+    );
+    let mut q = ok(&m, KernelGpuQueue::new(&m, 0, 0));
     let f = ok(&m, m.create_monitored_fence(0, q.pid(), 0));
     let e = ok(&m, m.wait_monitored_fence_event(&f, 2));
     ok(&m, q.signal_monitored(&f, 1));
-    ok(&m, q.kick());
+    ok(&m, q.kick(&m));
     ok(&m, m.run_until_idle());
     assert_eq!(e.outcome(), None, "1 < 2");
     let isr_one = m.interrupt_counts(0).0;
     assert!(isr_one >= 1, "a legacy signal always interrupts");
     assert!(m.legacy_fence_scans(0) >= 1);
     ok(&m, q.signal_monitored(&f, 2));
-    ok(&m, q.kick());
+    ok(&m, q.kick(&m));
     ok(&m, m.run_until_idle());
     assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
     ok(&m, q.signal_monitored(&f, 3));
-    ok(&m, q.kick());
+    ok(&m, q.kick(&m));
     let r = ok(&m, m.wait_monitored_fence(&f, 3, Duration::from_secs(5)));
     assert_eq!(r, WaitOutcome::Satisfied);
     let r = ok(&m, m.wait_monitored_fence(&f, 4, Duration::from_secs(5)));
@@ -76,11 +83,11 @@ fn mf_04_legacy_waits_released_by_the_dpc_scan() {
 #[test]
 fn mf_04_legacy_blocking_waits_threaded() {
     let m = legacy_machine(Mode::Threaded);
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let mut q = ok(&m, KernelGpuQueue::new(&m, 0, 0));
     let f = ok(&m, m.create_monitored_fence(0, q.pid(), 0));
     for v in 1..=30u64 {
         ok(&m, q.signal_monitored(&f, v));
-        ok(&m, q.kick());
+        ok(&m, q.kick(&m));
         let r = ok(&m, m.wait_monitored_fence(&f, v, Duration::from_secs(10)));
         assert_eq!(r, WaitOutcome::Satisfied, "wait for {v}");
     }

@@ -1,5 +1,11 @@
 //! GPU work for the fence tests, submitted through the driver: a minimal user-mode driver.
 //!
+//! Two fixtures: [`GpuQueue`], a user-mode hardware queue with a doorbell, and
+//! [`KernelGpuQueue`], a kernel-mode hardware queue (`D3DKMTSubmitCommandToHwQueue`). The second
+//! is what an adapter without native fences has: as on Windows 24H2, user-mode submission needs
+//! `HWSCH` and `NATIVE_FENCE` and a node may advertise `UserModeSubmission` only with
+//! `NativeGpuFence` (BR-73), so there the OS refuses a user-mode queue (BR-95).
+//!
 //! A [`GpuQueue`] is a hardware queue of its own simulated process, created the way a
 //! UMD creates one (docs/usermode-submission.md) with the same thunks [`crate::kmt::SimKmt`]
 //! calls: a process and D3D device ([`crate::Machine::create_process`]), a context on the
@@ -371,5 +377,244 @@ impl GpuQueue {
     /// D3DKMT handles of (context, hardware queue, doorbell) in [`GpuQueue::process`].
     pub fn handles(&self) -> (KmtHandle, KmtHandle, KmtHandle) {
         (self.context, self.queue, self.bell.doorbell)
+    }
+}
+
+/// Command-buffer size of a [`KernelGpuQueue`] in bytes.
+pub const COMMAND_BUFFER_BYTES: u32 = 16 * 1024;
+
+/// One kernel-mode hardware queue on one engine, of its own process, fed by the test: the
+/// submission path of an adapter without user-mode submission.
+///
+/// Windows 24H2 enables `USER_MODE_SUBMISSION` only with `HWSCH` and `NATIVE_FENCE`, and a node
+/// may advertise `UserModeSubmission` only with `NativeGpuFence` (BR-73): on an adapter where
+/// the OS turned native fences off a [`GpuQueue`] is refused (BR-95). Work there goes through
+/// the kernel, as the UMD's `KernelQueue` sends it: a context, a hardware queue without
+/// `UserModeSubmission` (the OS creates its progress fence, a legacy monitored fence), and a
+/// command buffer; each [`kick`](Self::kick) copies the queued packets into the command buffer
+/// and hands them to the OS (`D3DKMTSubmitCommandToHwQueue`, which calls
+/// `DxgkDdiSubmitCommandToHwQueue` unless earlier work of the queue is held). The KMD appends
+/// the `PROGRESS` packet of each submission itself, so unlike a [`GpuQueue`] every kick also
+/// signals the progress fence (and interrupts).
+///
+/// GPU waits are OS-scheduled ([`gpu_wait_monitored`](Self::gpu_wait_monitored),
+/// `D3DKMTSubmitWaitForSyncObjectsToHwQueue`, MF-03): VidSch holds every later submission of
+/// the queue until the fence reaches the value ([`crate::Machine::hw_queue_held`]). GPU signals
+/// are in-stream fence writes ([`signal_monitored`](Self::signal_monitored)).
+///
+/// Like [`GpuQueue`] the process lives until the adapter stops or the test ends it; dropping
+/// the queue does not destroy it.
+pub struct KernelGpuQueue {
+    adapter: Arc<AdapterShared>,
+    process: UmsProcess,
+    engine: u32,
+    context: KmtHandle,
+    queue: KmtHandle,
+    progress: MonitoredFence,
+    cb: SysAlloc,
+    cb_va: u64,
+    /// Next free byte of the command buffer; reused from 0 once the last submission completed.
+    head: u64,
+    /// Packets queued since the last kick.
+    pending: Vec<Command>,
+    /// The last progress value submitted.
+    last: u64,
+}
+
+impl std::fmt::Debug for KernelGpuQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelGpuQueue")
+            .field("process", &self.process)
+            .field("engine", &self.engine)
+            .field("queue", &self.queue)
+            .field("last", &self.last)
+            .field("pending", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl KernelGpuQueue {
+    /// Creates a process on adapter `adapter` and, in it, a kernel-mode hardware queue on
+    /// `engine` with a [`COMMAND_BUFFER_BYTES`] command buffer (see the type's documentation).
+    pub fn new(m: &Machine, adapter: usize, engine: u32) -> Result<Self, SimError> {
+        let process = m.create_process(adapter)?;
+        match Self::build(m, process, engine) {
+            Ok(q) => Ok(q),
+            Err(e) => {
+                let _ = m.kill_process(&process);
+                Err(e)
+            }
+        }
+    }
+
+    fn build(m: &Machine, process: UmsProcess, engine: u32) -> Result<Self, SimError> {
+        let a = m.adapter_shared(process.adapter)?.clone();
+        let device = process.device;
+        let context = ums::create_context(&a, device, engine)?;
+        let mut qp = HwQueuePdd {
+            magic: PDD_MAGIC,
+            version: HW_QUEUE_PDD_VERSION,
+            ..Default::default()
+        };
+        let q = ums::create_hw_queue(m, &a, device, context, false, qp.as_mut_bytes())?;
+        use rvgpu_umd::kmt::{allocation_private_data, AllocationKind};
+        let bytes = u64::from(COMMAND_BUFFER_BYTES);
+        let pdd = allocation_private_data(bytes, AllocationKind::Commands);
+        let (_, cb, cb_va) = m.create_allocation(&a, device, bytes, pdd.as_bytes())?;
+        Ok(Self {
+            adapter: a,
+            process,
+            engine,
+            context,
+            queue: q.handle,
+            progress: q.progress,
+            cb,
+            cb_va,
+            head: 0,
+            pending: Vec::new(),
+            last: 0,
+        })
+    }
+
+    /// Queues a legacy monitored-fence signal (MF-03): FENCE_SIGNAL with SIGNAL_ALWAYS_IRQ
+    /// (every signal interrupts, MF-04). Call [`kick`](Self::kick) to submit.
+    pub fn signal_monitored(&mut self, fence: &MonitoredFence, value: u64) -> Result<(), SimError> {
+        self.signal_raw(SIGNAL_ALWAYS_IRQ, fence.gpu_va(), value, 0, 0)
+    }
+
+    /// Queues FENCE_SIGNAL with explicit arguments.
+    pub fn signal_raw(
+        &mut self,
+        flags: u8,
+        value_addr: u64,
+        value: u64,
+        monitored_addr: u64,
+        report_tag: u64,
+    ) -> Result<(), SimError> {
+        self.push(Command::FenceSignal {
+            flags,
+            value_addr,
+            value,
+            monitored_addr,
+            report_tag,
+        })
+    }
+
+    /// Queues any packet (a kernel-mode queue's packets must not include LOG_WRITE).
+    pub fn push(&mut self, c: Command) -> Result<(), SimError> {
+        let mut words = [0u64; 8];
+        c.encode(&mut words).ok_or_else(|| sim("encode"))?;
+        self.pending.push(c);
+        Ok(())
+    }
+
+    /// Submits what was queued since the last kick as one command buffer with the next
+    /// progress value (`D3DKMTSubmitCommandToHwQueue`). Nothing queued: nothing submitted.
+    /// Call at PASSIVE_LEVEL (the test's thread).
+    pub fn kick(&mut self, m: &Machine) -> Result<(), SimError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut words = Vec::new();
+        for c in &self.pending {
+            let mut w = [0u64; 8];
+            let n = c.encode(&mut w).ok_or_else(|| sim("encode"))?;
+            words.extend_from_slice(&w[..n]);
+        }
+        let bytes = 8 * words.len() as u64;
+        if bytes > u64::from(COMMAND_BUFFER_BYTES) {
+            return Err(sim("batch larger than the command buffer"));
+        }
+        if self.head + bytes > u64::from(COMMAND_BUFFER_BYTES) {
+            // Reused from its start only once the GPU is done with all of it.
+            if self.progress.value() < self.last {
+                return Err(sim("command buffer full: wait for the queue's work first"));
+            }
+            self.head = 0;
+        }
+        let start = self.head;
+        for (i, w) in words.iter().enumerate() {
+            self.cb
+                .word(start + 8 * i as u64)
+                .ok_or_else(|| sim("command buffer offset"))?
+                .store(*w, Ordering::Release);
+        }
+        let value = self.last + 1;
+        ums::submit_command(
+            m,
+            &self.adapter,
+            self.process.device,
+            self.queue,
+            value,
+            self.cb_va + start,
+            u32::try_from(bytes).map_err(|_| sim("batch size"))?,
+        )?;
+        self.head = start + bytes;
+        self.last = value;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// A D3DKMT handle in the queue's process for `fence`, a monitored fence of the queue's
+    /// adapter the process created or opened (`D3DKMTOpenSyncObjectFromNtHandle2`), for
+    /// [`gpu_wait_monitored`](Self::gpu_wait_monitored).
+    pub fn open_fence(&self, fence: &MonitoredFence) -> Result<KmtHandle, SimError> {
+        ums::open_sync_fence(&self.adapter, self.process.device, fence)
+    }
+
+    /// MF-03 GPU wait, OS-scheduled (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`, the
+    /// hardware-queue form of `WaitForSynchronizationObjectFromGpu`): packets queued so far are
+    /// submitted first (the UMD's flush), then every later submission of the queue is held by
+    /// VidSch until `fence` (a handle from [`open_fence`](Self::open_fence)) reaches `value`.
+    pub fn gpu_wait_monitored(
+        &mut self,
+        m: &Machine,
+        fence: KmtHandle,
+        value: u64,
+    ) -> Result<(), SimError> {
+        self.kick(m)?;
+        ums::submit_wait_to_hw_queue(
+            m,
+            &self.adapter,
+            self.process.device,
+            self.queue,
+            &[(fence, value)],
+        )
+    }
+
+    /// Whether everything queued was submitted and completed (the progress fence reached the
+    /// last value submitted; a held submission has not).
+    pub fn drained(&self) -> bool {
+        self.pending.is_empty() && self.progress.value() >= self.last
+    }
+
+    /// The last progress value submitted.
+    pub fn last_submitted(&self) -> u64 {
+        self.last
+    }
+
+    /// The queue's progress fence (the OS's monitored fence).
+    pub fn progress(&self) -> &MonitoredFence {
+        &self.progress
+    }
+
+    /// The process that owns the queue.
+    pub fn process(&self) -> UmsProcess {
+        self.process
+    }
+
+    /// The process id of [`KernelGpuQueue::process`].
+    pub fn pid(&self) -> crate::sync::fence::ProcessId {
+        self.process.pid
+    }
+
+    /// The engine (node ordinal).
+    pub fn engine(&self) -> u32 {
+        self.engine
+    }
+
+    /// D3DKMT handles of (context, hardware queue) in [`KernelGpuQueue::process`].
+    pub fn handles(&self) -> (KmtHandle, KmtHandle) {
+        (self.context, self.queue)
     }
 }

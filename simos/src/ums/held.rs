@@ -380,6 +380,30 @@ pub(crate) fn create_sync_fence(
     Ok((h, f))
 }
 
+/// A D3DKMT handle in `device`'s process for a monitored fence of the same adapter that the
+/// process opened rather than created (`D3DKMTOpenSyncObjectFromNtHandle2` of a shared fence,
+/// e.g. a native fence of another adapter opened as a monitored fence here, NF-18): the MF-03
+/// thunks and CPU waits then take it like a handle from [`create_sync_fence`].
+pub(crate) fn open_sync_fence(
+    a: &AdapterShared,
+    device: KmtHandle,
+    f: &MonitoredFence,
+) -> Result<KmtHandle, SimError> {
+    if f.adapter() != a.index {
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    let mut os = lock(&a.ums);
+    let pid = os
+        .devices
+        .get(&device)
+        .map(|d| d.process)
+        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+    let h = new_handle();
+    os.fences.insert(h, f.clone());
+    os.fence_owner.insert(h, pid);
+    Ok(h)
+}
+
 /// Destroys a fence from [`create_sync_fence`] (not a progress fence).
 pub(crate) fn destroy_sync_fence(
     m: &Machine,
