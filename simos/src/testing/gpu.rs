@@ -447,6 +447,11 @@ impl KernelGpuQueue {
         }
     }
 
+    /// A kernel-mode queue on `engine` in an existing `process` (which outlives it).
+    pub fn new_in(m: &Machine, process: UmsProcess, engine: u32) -> Result<Self, SimError> {
+        Self::build(m, process, engine)
+    }
+
     fn build(m: &Machine, process: UmsProcess, engine: u32) -> Result<Self, SimError> {
         let a = m.adapter_shared(process.adapter)?.clone();
         let device = process.device;

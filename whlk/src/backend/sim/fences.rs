@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use rvgpu_simos::testing::gpu::GpuQueue;
+use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue};
 use rvgpu_simos::{NativeFence, NativeFenceDesc};
 
 use super::{failure, wait_result, SimSession};
@@ -105,9 +105,16 @@ impl Fences for SimSession {
     }
 
     fn gpu_queue(&mut self, i: usize, engine: u32, process: u32) -> Result<QueueRef, Failure> {
-        // A user-mode queue of the process; the KMD picks the queue id.
+        // A user-mode queue of the process (the KMD picks the queue id); on an adapter
+        // without user-mode submission (24H2: none without native fences, BR-73) a kernel-mode
+        // hardware queue, fed through D3DKMTSubmitCommandToHwQueue.
         let p = self.fence_process(i, process)?;
-        let q = GpuQueue::new_in(&self.machine, p, engine).map_err(failure)?;
+        let ums = self.machine.usermode_submission_caps(i).is_some();
+        let q = if ums {
+            SimGpuQueue::User(GpuQueue::new_in(&self.machine, p, engine).map_err(failure)?)
+        } else {
+            SimGpuQueue::Kernel(KernelGpuQueue::new_in(&self.machine, p, engine).map_err(failure)?)
+        };
         self.queues.push(q);
         Ok(QueueRef(self.queues.len() - 1))
     }
@@ -123,15 +130,19 @@ impl Fences for SimSession {
     }
 
     fn gpu_submit(&mut self, q: QueueRef) -> Result<(), Failure> {
-        self.queues
-            .get(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?
-            .kick()
-            .map_err(failure)
+        match self.queues.get_mut(q.0) {
+            Some(SimGpuQueue::User(queue)) => queue.kick().map_err(failure),
+            Some(SimGpuQueue::Kernel(queue)) => queue.kick(&self.machine).map_err(failure),
+            None => Err(Failure::Backend(format!("no queue {}", q.0))),
+        }
     }
 
     fn gpu_queue_drained(&self, q: QueueRef) -> bool {
-        self.queues.get(q.0).is_some_and(GpuQueue::drained)
+        match self.queues.get(q.0) {
+            Some(SimGpuQueue::User(queue)) => queue.drained(),
+            Some(SimGpuQueue::Kernel(queue)) => queue.drained(),
+            None => false,
+        }
     }
 
     fn create_monitored_fence(
@@ -174,12 +185,20 @@ impl Fences for SimSession {
         value: u64,
     ) -> Result<(), Failure> {
         let fence = self.monitored_fence(f)?.clone();
-        self.queues
-            .get_mut(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?
-            .signal_monitored(&fence, value)
-            .map_err(failure)
+        match self.queues.get_mut(q.0) {
+            Some(SimGpuQueue::User(queue)) => queue.signal_monitored(&fence, value),
+            Some(SimGpuQueue::Kernel(queue)) => queue.signal_monitored(&fence, value),
+            None => return Err(Failure::Backend(format!("no queue {}", q.0))),
+        }
+        .map_err(failure)
     }
+}
+
+/// A case's GPU queue: user-mode where the adapter offers user-mode submission, kernel-mode
+/// otherwise.
+pub(super) enum SimGpuQueue {
+    User(GpuQueue),
+    Kernel(KernelGpuQueue),
 }
 
 impl CrossAdapterFences for SimSession {

@@ -138,7 +138,7 @@ struct SimSession {
     fences: Vec<NativeFence>,
     monitored: Vec<MonitoredFence>,
     events: Vec<SimEvent>,
-    queues: Vec<GpuQueue>,
+    queues: Vec<fences::SimGpuQueue>,
     /// The simulated process behind a case's `(adapter, process number)` for fences and GPU
     /// queues: fences a queue names must be open in its process (GpuMmu), so both come from
     /// the same one. Made on first use.
@@ -428,11 +428,15 @@ impl SimSession {
         f: FenceRef,
     ) -> Result<(&mut GpuQueue, NativeFence), Failure> {
         let fence = self.fence(f)?.clone();
-        let queue = self
-            .queues
-            .get_mut(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
-        Ok((queue, fence))
+        match self.queues.get_mut(q.0) {
+            Some(fences::SimGpuQueue::User(queue)) => Ok((queue, fence)),
+            // A kernel-mode queue exists only where there are no native fences.
+            Some(fences::SimGpuQueue::Kernel(_)) => Err(Failure::Backend(format!(
+                "queue {} is kernel-mode (adapter without native fences)",
+                q.0
+            ))),
+            None => Err(Failure::Backend(format!("no queue {}", q.0))),
+        }
     }
 }
 
