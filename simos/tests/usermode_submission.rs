@@ -194,7 +194,7 @@ fn um_04_doorbell_size_from_caps_and_doorbells_only_for_user_mode_queues() {
 }
 
 /// UM-03 (the OS's side): a node whose metadata lacks `UserModeSubmission` gets no user-mode
-/// queues (`STATUS_NOT_SUPPORTED`) but kernel-mode ones; the other node keeps both.
+/// queues (`STATUS_INVALID_PARAMETER`, BR-95) but kernel-mode ones; the other node keeps both.
 #[test]
 fn um_03_os_refuses_user_mode_queues_on_a_node_without_the_flag() {
     let mut cfg = MachineConfig::single(Mode::Step);
@@ -213,7 +213,8 @@ fn um_03_os_refuses_user_mode_queues_on_a_node_without_the_flag() {
     };
     assert_eq!(
         k.create_hw_queue(ctx, true, qp.as_mut_bytes()).err(),
-        Some(NtStatus(STATUS_NOT_SUPPORTED))
+        // BR-95 ([D] DXGHWQUEUE::InitializeForUserModeSubmission): refused before any DDI.
+        Some(NtStatus(STATUS_INVALID_PARAMETER))
     );
     let kq = okk(&m, k.create_hw_queue(ctx, false, qp.as_mut_bytes()));
     okk(&m, k.destroy_hw_queue(kq.handle));
