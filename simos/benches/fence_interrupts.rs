@@ -30,7 +30,7 @@ use rvgpu_ddi::basic::{BOOLEAN, PVOID, ULONG};
 use rvgpu_ddi::init::PDXGKDDI_INTERRUPT_ROUTINE;
 
 use rvgpu_ddi::interrupt::DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED;
-use rvgpu_simos::testing::gpu::{GpuQueue, RING_BYTES};
+use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue, RING_BYTES};
 use rvgpu_simos::{
     Machine, MachineConfig, Mode, NativeFenceDesc, Notification, SimError, SimEvent,
 };
@@ -190,13 +190,27 @@ fn legacy(n: u64) -> Row {
     let t = Instant::now();
     let m = machine(false);
     assert!(m.native_fence_caps(0).is_none(), "legacy adapter");
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = ok(&m, m.create_monitored_fence(0, q.pid(), 0));
+    // No native fences means no user-mode submission (24H2, BR-73): the legacy signals go
+    // through a kernel-mode hardware queue, whose every submission also ends with the KMD's
+    // PROGRESS interrupt (one per PER_FILL signals, counted in this row).
+    let mut q = ok(&m, KernelGpuQueue::new(&m, 0, 0));
+    let f = ok(&m, m.create_monitored_fence(0, q.process().pid, 0));
     // Set-up maps the queue and the fence (paging interrupts): counted from here on.
     ok(&m, m.run_until_idle());
     let base = m.interrupt_counts(0).0;
     let claimed_base = CLAIMED.load(Ordering::Relaxed);
-    signal_range(&m, &mut q, 1, n, |q, v| q.signal_monitored(&f, v));
+    let mut v = 1;
+    while v <= n {
+        let end = n.min(v + PER_FILL - 1);
+        for x in v..=end {
+            ok(&m, q.signal_monitored(&f, x));
+        }
+        ok(&m, q.kick(&m));
+        let drained = ok(&m, m.run_until(1_000_000, Duration::ZERO, |_| q.drained()));
+        assert!(drained, "queue did not drain");
+        v = end + 1;
+    }
+    ok(&m, m.run_until_idle());
     assert_eq!(f.value(), n);
     let (isr, notes) = counts(&m, base);
     Row {
