@@ -3,12 +3,14 @@
 //! are single events, not a hot loop), run with `cargo bench -p rvgpu-simos --bench
 //! tdr_recovery`. Nothing is asserted on time; lost/duplicated work is checked.
 //!
-//! - Step mode (deterministic): a kernel-mode HANG DMA buffer on node 0 with a FILL of another
-//!   process queued behind it; rounds and GPU ticks from the HANG's submission to detection,
-//!   to the end of the reset, and to the queued FILL's completion (the engine running again).
-//! - Threaded mode: the same in microseconds, median and max of 20 runs, with a user-mode copy
-//!   queue on node 1 submitting continuously; its submissions lost/duplicated during recovery
-//!   and its completion rate during recovery vs. steady state.
+//! - Step mode (deterministic), the OS's software scheduler (HWS off): a kernel-mode HANG DMA
+//!   buffer on node 0 with a FILL of another process queued behind it; rounds and GPU ticks
+//!   from the HANG's submission to detection, to the end of the reset (DxgkDdiResetEngine), and
+//!   to the queued FILL's completion (the engine running again).
+//! - Threaded mode, hardware scheduling (the default): the hang and the FILL are user-mode
+//!   queues on node 0, reset through DxgkDdiResetHwEngine; microseconds, median and max of 20
+//!   runs, with a user-mode copy queue on node 1 submitting continuously; its submissions
+//!   lost/duplicated during recovery and its completion rate during recovery vs. steady state.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -27,13 +29,23 @@ fn machine(mode: Mode, tdr: TdrConfig) -> Machine {
     m
 }
 
+/// The software scheduler (HWS off): kernel-mode DMA buffers, reset through
+/// DxgkDdiResetEngine (docs/hws.md §1).
+fn sw_machine(mode: Mode, tdr: TdrConfig) -> Machine {
+    let mut cfg = MachineConfig::single(mode);
+    cfg.os.hwsch_feature = false;
+    let m = started(cfg);
+    m.enable_tdr(0, tdr).expect("tdr");
+    m
+}
+
 fn has(ev: &[TdrEvent], p: impl Fn(&TdrEvent) -> bool) -> bool {
     ev.iter().any(p)
 }
 
 /// Step mode: (rounds, GPU ticks) to detection, reset done, queued work complete.
 fn step_run(tdr: TdrConfig) -> [(u64, u64); 3] {
-    let m = machine(Mode::Step, tdr);
+    let m = sw_machine(Mode::Step, tdr);
     let d = m.device(0).unwrap().clone();
     let hp = m.create_process(0).unwrap();
     let op = m.create_process(0).unwrap();
@@ -81,8 +93,16 @@ fn threaded_run(tdr: TdrConfig) -> Threaded {
     let op = m.create_process(0).unwrap();
     let cp = m.create_process(0).unwrap();
     let (kh, ko, kc) = (m.kmt(&hp), m.kmt(&op), m.kmt(&cp));
-    let ch = kh.create_context(0).unwrap();
-    let co = ko.create_context(0).unwrap();
+    // Hardware-scheduled (the default): the hang and the innocent work are hardware queues on
+    // engine 0, reset through DxgkDdiResetHwEngine.
+    let q0 = QueueConfig {
+        node: 0,
+        ring_size: 4096,
+        command_buffer_size: 4096,
+        ..QueueConfig::default()
+    };
+    let mut hq = UserQueue::new(kh, &q0).unwrap();
+    let mut oq = UserQueue::new(ko, &q0).unwrap();
     let t = ko.create_allocation(4096).unwrap();
     let ct = kc.create_allocation(8 * 65536).unwrap();
     let cfg = QueueConfig {
@@ -118,8 +138,8 @@ fn threaded_run(tdr: TdrConfig) -> Threaded {
     // Hang.
     let t0 = Instant::now();
     let c1 = copy.completed();
-    m.submit_legacy(&hp, ch, &[Command::Hang]).unwrap();
-    m.submit_legacy(&op, co, &[fill(&t, 0, 0xF1)]).unwrap();
+    hq.submit(&[Command::Hang]).unwrap();
+    oq.submit(&[fill(&t, 0, 0xF1)]).unwrap();
     let (mut detect, mut reset, mut running) = (None, None, None);
     while running.is_none() && t0.elapsed() < Duration::from_secs(10) {
         submit(&mut copy, &mut n);
