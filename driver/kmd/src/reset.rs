@@ -368,6 +368,37 @@ pub fn device_in_error(s: &Sched, q: &crate::hwqueue::HwQueue) -> bool {
         .is_some_and(|d| d.in_error)
 }
 
+/// A failed engine reset (either DDI): counted and logged; the status goes back to the OS,
+/// which escalates to the adapter-wide reset (TDR-09).
+fn reset_failed<P: Platform>(a: &Adapter<P>, node: u32, e: Status) -> Status {
+    a.tdr.failed_resets.fetch_add(1, Ordering::Relaxed);
+    klog!(
+        P,
+        Error,
+        "rvgpu: engine {} reset failed ({:#x})",
+        node,
+        e.code()
+    );
+    e
+}
+
+/// `DxgkCbInvalidateHwContext` for the guilty context (PASSIVE_LEVEL, no lock held). Its
+/// failure changes nothing the OS relies on: the device's queues are out of every runlist
+/// already.
+fn invalidate<P: Platform>(a: &Adapter<P>, live: &Live<P>, g: Guilty) {
+    match live.dxgk.invalidate_hw_context(g.handle) {
+        Ok(()) => {
+            a.tdr.invalidated.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(e) => klog!(
+            P,
+            Warning,
+            "rvgpu: DxgkCbInvalidateHwContext failed ({:#x})",
+            e.code()
+        ),
+    }
+}
+
 /// DxgkDdiResetEngine (PASSIVE, first level; docs/tdr.md §3.4).
 ///
 /// 1. Validate; under the scheduler lock reset the engine (`CTRL`); `RESET_RESULT ≠ Ok` →
@@ -394,15 +425,7 @@ pub fn reset_engine<P: Platform>(
             Ok(v) => v,
             Err(e) => {
                 drop(s);
-                a.tdr.failed_resets.fetch_add(1, Ordering::Relaxed);
-                klog!(
-                    P,
-                    Error,
-                    "rvgpu: engine {} reset failed ({:#x})",
-                    node,
-                    e.code()
-                );
-                return Err(e);
+                return Err(reset_failed(a, node, e));
             }
         };
         // Step 2: a hardware queue named by RESET_QUEUE puts its device in error first, so
@@ -471,19 +494,7 @@ pub fn reset_engine<P: Platform>(
     a.tdr.engine_resets.fetch_add(1, Ordering::Relaxed);
     a.tdr.set_last_aborted(node, last);
     if let Some(g) = guilty {
-        // PASSIVE_LEVEL, no lock held. Its failure changes nothing the OS relies on: the
-        // device's queues are out of every runlist already.
-        match live.dxgk.invalidate_hw_context(g.handle) {
-            Ok(()) => {
-                a.tdr.invalidated.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => klog!(
-                P,
-                Warning,
-                "rvgpu: DxgkCbInvalidateHwContext failed ({:#x})",
-                e.code()
-            ),
-        }
+        invalidate(a, live, g);
     }
     klog!(
         P,
@@ -528,15 +539,7 @@ pub fn reset_hw_engine<P: Platform>(
             Ok(v) => v,
             Err(e) => {
                 drop(s);
-                a.tdr.failed_resets.fetch_add(1, Ordering::Relaxed);
-                klog!(
-                    P,
-                    Error,
-                    "rvgpu: HW engine {} reset failed ({:#x})",
-                    node,
-                    e.code()
-                );
-                return Err(e);
+                return Err(reset_failed(a, node, e));
             }
         };
         s.hws_held |= bit;
@@ -575,17 +578,7 @@ pub fn reset_hw_engine<P: Platform>(
     };
     a.tdr.engine_resets.fetch_add(1, Ordering::Relaxed);
     if let Some(g) = guilty {
-        match live.dxgk.invalidate_hw_context(g.handle) {
-            Ok(()) => {
-                a.tdr.invalidated.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => klog!(
-                P,
-                Warning,
-                "rvgpu: DxgkCbInvalidateHwContext failed ({:#x})",
-                e.code()
-            ),
-        }
+        invalidate(a, live, g);
     }
     klog!(
         P,

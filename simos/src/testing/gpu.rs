@@ -158,20 +158,25 @@ impl std::fmt::Debug for GpuQueue {
     }
 }
 
+/// Runs `build` in a new process of adapter `adapter`; on failure the process is killed
+/// (abnormal exit: whatever was created is destroyed, nothing to wait for).
+fn in_new_process<T>(
+    m: &Machine,
+    adapter: usize,
+    build: impl FnOnce(UmsProcess) -> Result<T, SimError>,
+) -> Result<T, SimError> {
+    let process = m.create_process(adapter)?;
+    build(process).inspect_err(|_| {
+        let _ = m.kill_process(&process);
+    })
+}
+
 impl GpuQueue {
     /// Creates a process on adapter `adapter` and, in it, a user-mode hardware queue on
     /// `engine` with a [`RING_BYTES`] ring and a connected doorbell (see the module
     /// documentation). The KMD chooses the queue id ([`GpuQueue::queue_id`]).
     pub fn new(m: &Machine, adapter: usize, engine: u32) -> Result<Self, SimError> {
-        let process = m.create_process(adapter)?;
-        match Self::build(m, process, engine) {
-            Ok(q) => Ok(q),
-            Err(e) => {
-                // Destroys whatever was created (abnormal exit: nothing to wait for).
-                let _ = m.kill_process(&process);
-                Err(e)
-            }
-        }
+        in_new_process(m, adapter, |p| Self::build(m, p, engine))
     }
 
     /// A queue on `engine` in an existing `process` (several queues, and the fences they
@@ -437,14 +442,7 @@ impl KernelGpuQueue {
     /// Creates a process on adapter `adapter` and, in it, a kernel-mode hardware queue on
     /// `engine` with a [`COMMAND_BUFFER_BYTES`] command buffer (see the type's documentation).
     pub fn new(m: &Machine, adapter: usize, engine: u32) -> Result<Self, SimError> {
-        let process = m.create_process(adapter)?;
-        match Self::build(m, process, engine) {
-            Ok(q) => Ok(q),
-            Err(e) => {
-                let _ = m.kill_process(&process);
-                Err(e)
-            }
-        }
+        in_new_process(m, adapter, |p| Self::build(m, p, engine))
     }
 
     /// A kernel-mode queue on `engine` in an existing `process` (which outlives it).
