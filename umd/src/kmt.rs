@@ -82,6 +82,25 @@ pub struct Allocation<M> {
     pub mem: M,
 }
 
+/// What `D3DKMTCreateAllocation2` returns for an allocation without a CPU mapping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MappedGpu {
+    /// The D3DKMT allocation handle.
+    pub handle: KmtHandle,
+    /// Its GPU virtual address.
+    pub gpu_va: u64,
+    /// Its size in bytes (what VidMm allocated: whole pages).
+    pub size: u64,
+}
+
+/// `D3DDDICB_DESTROYALLOCATION2FLAGS` as this UMD uses them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DestroyFlags {
+    /// `AssumeNotInUse`: VidMm frees at once instead of after the device's queued work
+    /// (AL-03). Only when the UMD knows no queued work uses the allocation.
+    pub assume_not_in_use: bool,
+}
+
 /// CPU access to an allocation, word by word (64-bit, naturally aligned, byte offsets).
 pub trait AllocationCpu {
     /// Stores `value` at byte offset `offset` (Release; 8-aligned, in range; out-of-range is
@@ -151,6 +170,57 @@ pub trait Kmt {
     }
     /// `D3DKMTDestroyAllocation2`.
     fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus>;
+
+    // Issue 15 (AL-01 … AL-06, docs/memory.md "CPU access"): allocations described in full,
+    // CPU mappings on demand, destruction flags, cache maintenance. Default bodies keep every
+    // implementation compiling.
+
+    /// `D3DKMTCreateAllocation2` with the UMD's full private data and no CPU mapping: the
+    /// handle, the GPU VA and the size VidMm gave it. Default: `STATUS_NOT_SUPPORTED`.
+    fn create_allocation_pdd(&self, pdd: &AllocationPdd) -> Result<MappedGpu, NtStatus> {
+        let _ = pdd;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// `D3DKMTLock2`: a CPU view of the allocation (VidMm's rules decide whether it can have
+    /// one, AL-04). Default: `STATUS_NOT_SUPPORTED`.
+    fn lock2(&self, allocation: KmtHandle) -> Result<Self::Mem, NtStatus> {
+        let _ = allocation;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// `D3DKMTUnlock2`. Default: `STATUS_NOT_SUPPORTED`.
+    fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        let _ = allocation;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// `D3DKMTDestroyAllocation2` with its flags (AL-03). The default forwards a plain
+    /// destruction and refuses `AssumeNotInUse` with `STATUS_NOT_SUPPORTED`.
+    fn destroy_allocation2(
+        &self,
+        allocation: KmtHandle,
+        flags: DestroyFlags,
+    ) -> Result<(), NtStatus> {
+        if flags.assume_not_in_use {
+            return Err(STATUS_NOT_SUPPORTED);
+        }
+        self.destroy_allocation(allocation)
+    }
+    /// `D3DKMTInvalidateCache`: writes back and invalidates the CPU caches over
+    /// `[offset, offset + length)` of the allocation (AL-06). Default: `STATUS_NOT_SUPPORTED`.
+    fn invalidate_cache(
+        &self,
+        allocation: KmtHandle,
+        offset: u64,
+        length: u64,
+    ) -> Result<(), NtStatus> {
+        let _ = (allocation, offset, length);
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// Whether the GPU snoops the CPU's caches (I/O coherency): the driver's aperture segment
+    /// says `CacheCoherent`. Without it the UMD maintains the caches itself (AL-06). Default:
+    /// true (x86/x64 platforms must be I/O coherent).
+    fn io_coherent(&self) -> bool {
+        true
+    }
     /// `D3DKMTCreateDoorbell`; `private_data` is in/out ([`rvgpu_hw::pdd::DoorbellPdd`]).
     fn create_doorbell(
         &self,

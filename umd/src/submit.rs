@@ -167,6 +167,36 @@ macro_rules! forward_kmt {
             fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
                 (**self).destroy_allocation(allocation)
             }
+            fn create_allocation_pdd(
+                &self,
+                pdd: &crate::kmt::AllocationPdd,
+            ) -> Result<crate::kmt::MappedGpu, NtStatus> {
+                (**self).create_allocation_pdd(pdd)
+            }
+            fn lock2(&self, allocation: KmtHandle) -> Result<Self::Mem, NtStatus> {
+                (**self).lock2(allocation)
+            }
+            fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+                (**self).unlock2(allocation)
+            }
+            fn destroy_allocation2(
+                &self,
+                allocation: KmtHandle,
+                flags: crate::kmt::DestroyFlags,
+            ) -> Result<(), NtStatus> {
+                (**self).destroy_allocation2(allocation, flags)
+            }
+            fn invalidate_cache(
+                &self,
+                allocation: KmtHandle,
+                offset: u64,
+                length: u64,
+            ) -> Result<(), NtStatus> {
+                (**self).invalidate_cache(allocation, offset, length)
+            }
+            fn io_coherent(&self) -> bool {
+                (**self).io_coherent()
+            }
             fn create_doorbell(
                 &self,
                 queue: KmtHandle,
