@@ -18,8 +18,8 @@ use std::sync::Arc;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_UNSUCCESSFUL};
 use rvgpu_device::SysAlloc;
 use rvgpu_umd::kmt::{
-    Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, Kmt,
-    KmtHandle, NtStatus,
+    Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
+    FenceCpu, HwQueue, Kmt, KmtHandle, MappedGpu, NtStatus,
 };
 
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -225,24 +225,68 @@ impl Kmt for SimKmt<'_> {
         size: u64,
         kind: rvgpu_umd::kmt::AllocationKind,
     ) -> Result<Allocation<SimMem>, NtStatus> {
-        let a = self.adapter()?;
-        // The UMD's private data, as D3DKMTCreateAllocation2 carries it to the KMD.
+        // The UMD's private data, as D3DKMTCreateAllocation2 carries it to the KMD; then one
+        // D3DKMTLock2 for the CPU mapping, as the Windows thunks do (`kmt_windows`).
         let pdd = rvgpu_umd::kmt::allocation_private_data(size, kind);
+        let m = self.create_allocation_pdd(&pdd)?;
+        match self.lock2(m.handle) {
+            Ok(mem) => Ok(Allocation {
+                handle: m.handle,
+                gpu_va: m.gpu_va,
+                size: m.size,
+                mem,
+            }),
+            Err(e) => {
+                let _ = self.destroy_allocation(m.handle);
+                Err(e)
+            }
+        }
+    }
+
+    fn create_allocation_pdd(&self, pdd: &AllocationPdd) -> Result<MappedGpu, NtStatus> {
+        let a = self.adapter()?;
+        // VidMm reclaims what deferred destructions released before it allocates (AL-03).
+        self.m.reap_allocations(&a).map_err(status)?;
         let (handle, alloc, gpu_va) = self
             .m
-            .create_allocation(&a, self.p.device, size, pdd.as_bytes())
+            .create_allocation(&a, self.p.device, pdd.size, pdd.as_bytes())
             .map_err(status)?;
-        Ok(Allocation {
+        Ok(MappedGpu {
             handle,
             gpu_va,
             size: alloc.len,
-            mem: SimMem { alloc },
         })
     }
 
-    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+    fn lock2(&self, allocation: KmtHandle) -> Result<SimMem, NtStatus> {
         let a = self.adapter()?;
-        ums::destroy_allocation(&a, self.p.device, allocation).map_err(status)?;
+        let alloc = crate::vidmm::allocation::lock_allocation(&a, self.p.device, allocation)
+            .map_err(status)?;
+        Ok(SimMem { alloc })
+    }
+
+    fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        crate::vidmm::allocation::unlock_allocation(&a, self.p.device, allocation).map_err(status)
+    }
+
+    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        self.destroy_allocation2(allocation, DestroyFlags::default())
+    }
+
+    fn destroy_allocation2(
+        &self,
+        allocation: KmtHandle,
+        flags: DestroyFlags,
+    ) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        crate::vidmm::allocation::destroy_allocation2(
+            &a,
+            self.p.device,
+            allocation,
+            flags.assume_not_in_use,
+        )
+        .map_err(status)?;
         self.m.reap_allocations(&a).map_err(status)
     }
 

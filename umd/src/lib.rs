@@ -25,3 +25,4 @@ pub mod kmt;
 pub mod kmt_windows;
 pub mod ring;
 pub mod submit;
+pub mod usage;

@@ -534,6 +534,8 @@ impl<K: Kmt> KernelPath<K> {
 /// needs, and [`submit`](Self::submit) returns the last.
 pub struct KernelQueue<K: Kmt> {
     kmt: K,
+    /// Its progress sequence, for usage tracking ([`crate::usage`]).
+    timeline: crate::usage::TimelineId,
     context: KmtHandle,
     path: KernelPath<K>,
     trace: Option<Arc<dyn FenceTrace>>,
@@ -557,6 +559,7 @@ impl<K: Kmt> KernelQueue<K> {
         match KernelPath::create(&kmt, context, config) {
             Ok(path) => Ok(Self {
                 kmt,
+                timeline: crate::usage::TimelineId::fresh(),
                 context,
                 path,
                 trace: None,
@@ -606,6 +609,11 @@ impl<K: Kmt> KernelQueue<K> {
     /// The progress fence's current value.
     pub fn completed(&self) -> u64 {
         self.path.completed()
+    }
+
+    /// Its progress sequence's id ([`crate::usage::Timeline`]).
+    pub fn timeline(&self) -> crate::usage::TimelineId {
+        self.timeline
     }
 
     /// The last progress value submitted.
@@ -732,6 +740,8 @@ impl<K: Kmt> Fallback<K> {
 /// the kernel-mode fallback. See the module documentation for the protocol.
 pub struct UserQueue<K: Kmt> {
     kmt: K,
+    /// Its progress sequence (one across a fallback), for usage tracking ([`crate::usage`]).
+    timeline: crate::usage::TimelineId,
     config: QueueConfig,
     context: KmtHandle,
     queue: HwQueue<K::Fence>,
@@ -878,6 +888,7 @@ impl<K: Kmt> UserQueue<K> {
         drop(partial);
         Ok(Self {
             kmt,
+            timeline: crate::usage::TimelineId::fresh(),
             config: *config,
             context,
             queue,
@@ -1291,6 +1302,11 @@ impl<K: Kmt> UserQueue<K> {
     /// The last progress value submitted.
     pub fn last_submitted(&self) -> u64 {
         self.last
+    }
+
+    /// Its progress sequence's id ([`crate::usage::Timeline`]).
+    pub fn timeline(&self) -> crate::usage::TimelineId {
+        self.timeline
     }
 
     /// Which path submissions currently take.

@@ -160,16 +160,12 @@ pub const ALLOCATION_GPU_READ_ONLY: u32 = 1 << 0;
 /// [`AllocationPdd::flags`]: the CPU maps the allocation (it stays in CPU-visible memory).
 pub const ALLOCATION_CPU_VISIBLE: u32 = 1 << 1;
 /// [`AllocationPdd::flags`]: the CPU maps it write-back cached (`DXGK_ALLOCATIONINFOFLAGS`
-/// `Cached`; needs [`ALLOCATION_CPU_VISIBLE`]). VidMm locks such an allocation only in an
-/// aperture segment or while it is not resident (AL-04).
+/// `Cached`; needs [`ALLOCATION_CPU_VISIBLE`]). The KMD keeps it in the aperture segment:
+/// the CPU's caches are coherent with system memory, never with VRAM (AL-04).
 pub const ALLOCATION_CPU_CACHED: u32 = 1 << 2;
-/// [`AllocationPdd::flags`]: prefer local memory (VRAM) over system memory.
-pub const ALLOCATION_PREFER_LOCAL: u32 = 1 << 3;
 /// Every defined [`AllocationPdd::flags`] bit.
-pub const ALLOCATION_FLAGS: u32 = ALLOCATION_GPU_READ_ONLY
-    | ALLOCATION_CPU_VISIBLE
-    | ALLOCATION_CPU_CACHED
-    | ALLOCATION_PREFER_LOCAL;
+pub const ALLOCATION_FLAGS: u32 =
+    ALLOCATION_GPU_READ_ONLY | ALLOCATION_CPU_VISIBLE | ALLOCATION_CPU_CACHED;
 
 /// Private data of one allocation in `DxgkDdiCreateAllocation` (32 bytes, in): what the UMD
 /// asks for. Untrusted: the KMD checks every field and decides size, alignment, segments and

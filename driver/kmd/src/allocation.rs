@@ -20,7 +20,7 @@ use rvgpu_ddi::allocation::{
 };
 use rvgpu_ddi::HANDLE;
 use rvgpu_hw::pdd::{
-    AllocationKind, AllocationPdd, ALLOCATION_CPU_VISIBLE, ALLOCATION_FLAGS,
+    AllocationKind, AllocationPdd, ALLOCATION_CPU_CACHED, ALLOCATION_CPU_VISIBLE, ALLOCATION_FLAGS,
     ALLOCATION_GPU_READ_ONLY, ALLOCATION_PDD_VERSION, PDD_MAGIC,
 };
 use zerocopy::FromBytes;
@@ -40,6 +40,8 @@ pub struct Allocation {
     pub gpu_read_only: bool,
     /// The CPU maps it (it stays in CPU-visible segments).
     pub cpu_visible: bool,
+    /// The CPU maps it write-back cached: system memory only (AL-04).
+    pub cached: bool,
     /// A device-specific handle from `DxgkDdiOpenAllocation`: the device that opened it.
     pub opened_by: Option<Handle>,
     /// Where VidMm mapped it: `(process, GPU VA of byte 0)`, learnt from the
@@ -96,22 +98,35 @@ pub fn parse(bytes: &[u8]) -> Result<Allocation, Status> {
     if gpu_read_only && kind == AllocationKind::RingControl {
         return Err(status::INVALID_PARAMETER);
     }
+    let cpu_visible = pdd.flags & ALLOCATION_CPU_VISIBLE != 0;
+    let cached = pdd.flags & ALLOCATION_CPU_CACHED != 0;
+    // A cached CPU mapping of memory the CPU cannot map means nothing.
+    if cached && !cpu_visible {
+        return Err(status::INVALID_PARAMETER);
+    }
     Ok(Allocation {
         kind,
         size,
         gpu_read_only,
-        cpu_visible: pdd.flags & ALLOCATION_CPU_VISIBLE != 0,
+        cpu_visible,
+        cached,
         opened_by: None,
         mapped: None,
     })
 }
 
 /// The `DXGK_ALLOCATIONINFO` answer for `al`: page alignment; CPU-visible allocations in the
-/// aperture or the CPU-visible part of VRAM, others anywhere (docs/memory.md).
+/// aperture or the CPU-visible part of VRAM, cached ones in the aperture only (the CPU's
+/// caches are coherent with system memory, never with VRAM), others anywhere
+/// (docs/memory.md). Every CPU-visible allocation lists the aperture: VidMm refuses one that
+/// does not (AL-04).
 fn describe<P: Platform>(live: &Live<P>, al: &Allocation, info: &mut DXGK_ALLOCATIONINFO) {
     let cpu_visible = al.cpu_visible;
     let bit = |id: u32| 1u32.checked_shl(id.saturating_sub(1)).unwrap_or(0);
-    let mut set = bit(gpummu::SEGMENT_APERTURE) | bit(gpummu::SEGMENT_LOCAL);
+    let mut set = bit(gpummu::SEGMENT_APERTURE);
+    if !al.cached {
+        set |= bit(gpummu::SEGMENT_LOCAL);
+    }
     if !cpu_visible && gpummu::local_segment(live, gpummu::SEGMENT_LOCAL_HIDDEN).is_some() {
         set |= bit(gpummu::SEGMENT_LOCAL_HIDDEN);
     }
@@ -124,6 +139,10 @@ fn describe<P: Platform>(live: &Live<P>, al: &Allocation, info: &mut DXGK_ALLOCA
     flags.set(
         DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::CpuVisible,
         u32::from(cpu_visible),
+    );
+    flags.set(
+        DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::Cached,
+        u32::from(al.cached),
     );
     info.Anonymous2 = DXGK_ALLOCATIONINFO_1 { FlagsWddm2: flags };
 }

@@ -314,6 +314,26 @@ impl Machine {
             .and_then(|a| lock(&a.interface).map(|t| t.0))
     }
 
+    /// The segments adapter `i`'s driver reported at start (`QUERYSEGMENT4`, segment 1 first).
+    pub fn segments(&self, i: usize) -> Vec<rvgpu_ddi::memory::DXGK_SEGMENTDESCRIPTOR4> {
+        self.adapters
+            .get(i)
+            .map_or(Vec::new(), |a| lock(&a.memory_model).segments.clone())
+    }
+
+    /// The driver's DDI table as adapter `i` received it at load.
+    pub fn driver_table(&self, i: usize) -> Option<rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA> {
+        self.adapters.get(i).and_then(|a| a.table.get())
+    }
+
+    /// Live `(devices, contexts, hardware queues, doorbells, allocations)` of adapter `i` as
+    /// the OS holds them.
+    pub fn ums_live_counts(&self, i: usize) -> (usize, usize, usize, usize, usize) {
+        self.adapters
+            .get(i)
+            .map_or((0, 0, 0, 0, 0), |a| crate::ums::live_counts(a))
+    }
+
     /// Registers `handle` as a live native fence of adapter `i` (what CreateNativeFence will
     /// do when native fences land).
     pub fn add_native_fence_handle(&self, i: usize, handle: usize) {

@@ -7,6 +7,7 @@
 //! the OS gave it, found here by context because a replaced slot has no driver state of its
 //! own).
 
+pub mod bad_alloc;
 pub mod bad_caps;
 pub mod gpu;
 pub mod spy;

@@ -508,6 +508,40 @@ fn check_kmd_handle(
 
 /// The fence behind D3DKMT handle `h` of the process that owns `device`: `None` for a handle
 /// of another process, as Windows' per-process handle table answers (STATUS_INVALID_HANDLE).
+/// AL-03: the work queued on `device`'s hardware queues now, as (progress fence, value it
+/// must reach) for each queue with outstanding work. A user-mode queue's value is the UMD's
+/// `HwQueueProgressFenceLastQueuedValue` (UM-16): untrusted, but it only decides when this
+/// process's own memory is freed, and freed memory is unmapped from its GPU space first.
+pub(crate) fn queued_work(os: &UmsOs, device: KmtHandle) -> Vec<QueuedWork> {
+    os.queues
+        .values()
+        .filter(|q| q.device == device)
+        .filter_map(|q| {
+            let v = q.last_queued.load(std::sync::atomic::Ordering::Acquire);
+            (q.progress.value() < v).then(|| QueuedWork {
+                queue: q.handle,
+                fence: q.progress.clone(),
+                value: v,
+            })
+        })
+        .collect()
+}
+
+/// One queue's outstanding work at a point in time ([`queued_work`]).
+#[derive(Clone, Debug)]
+pub(crate) struct QueuedWork {
+    queue: KmtHandle,
+    fence: MonitoredFence,
+    value: u64,
+}
+
+impl QueuedWork {
+    /// Complete, or no longer able to run: the queue is gone (its destruction ended its work).
+    pub(crate) fn done(&self, os: &UmsOs) -> bool {
+        self.fence.value() >= self.value || !os.queues.contains_key(&self.queue)
+    }
+}
+
 pub(crate) fn fence_of(
     a: &AdapterShared,
     device: KmtHandle,

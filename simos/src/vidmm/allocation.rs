@@ -11,6 +11,7 @@
 //! never reach memory that has been given back (hardware.md §12.5; VidMm's order).
 
 use rvgpu_ddi::allocation::*;
+use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::HANDLE;
 use rvgpu_device::SysAlloc;
@@ -23,7 +24,7 @@ use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
 use crate::machine::Machine;
 use crate::sync::fence::ProcessId;
-use crate::ums::{dev_guard, device_lock, new_handle, KmtHandle, UmsEvent, UmsOs};
+use crate::ums::{dev_guard, device_lock, new_handle, KmtHandle, QueuedWork, UmsEvent, UmsOs};
 use crate::vidmm::gpuva::MapAttrs;
 use crate::vidmm::mmu::LeafTag;
 
@@ -46,20 +47,52 @@ pub(crate) struct AllocObj {
     pub(crate) mapped: Option<Mapped>,
     /// Doorbells holding a reference (UM-07).
     pub(crate) refs: u32,
-    /// The UMD destroyed its handle; the memory waits for the references.
+    /// The UMD destroyed its handle; the memory waits for the references and for
+    /// [`AllocObj::deferred`].
     pub(crate) closed: bool,
+    /// AL-03: the work queued on the owning device when the UMD destroyed the handle without
+    /// `AssumeNotInUse`: each progress fence and the value it must reach before VidMm frees
+    /// the memory.
+    pub(crate) deferred: Vec<QueuedWork>,
+    /// What the driver said of it in `DXGK_ALLOCATIONINFO` (AL-04).
+    pub(crate) info: Described,
+    /// The segment VidMm placed it in (1-based; system memory behind the aperture here).
+    pub(crate) segment: u32,
+    /// Outstanding `D3DKMTLock2`s.
+    pub(crate) locks: u32,
+}
+
+impl AllocObj {
+    /// Whether the work VidMm deferred the destruction for has completed (AL-03).
+    fn deferred_done(&self, os: &UmsOs) -> bool {
+        self.deferred.iter().all(|w| w.done(os))
+    }
+}
+
+/// What `DxgkDdiCreateAllocation` answered for one allocation.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Described {
+    /// The driver's handle (`hAllocation`).
+    pub(crate) kmd: usize,
+    pub(crate) size: u64,
+    /// `FlagsWddm2.CpuVisible`.
+    pub(crate) cpu_visible: bool,
+    /// `FlagsWddm2.Cached`.
+    pub(crate) cached: bool,
+    /// `SupportedReadSegmentSet | SupportedWriteSegmentSet` (bit n = segment n + 1).
+    pub(crate) segments: u32,
 }
 
 /// Drops one doorbell reference; queues the allocation for reaping if the UMD already closed
 /// its handle.
 pub(crate) fn release_alloc(os: &mut UmsOs, h: KmtHandle) {
-    let free = match os.allocations.get_mut(&h) {
-        Some(al) => {
-            al.refs = al.refs.saturating_sub(1);
-            al.refs == 0 && al.closed
-        }
-        None => false,
-    };
+    let free = os
+        .allocations
+        .get(&h)
+        .is_some_and(|al| al.refs <= 1 && al.closed && al.deferred_done(os));
+    if let Some(al) = os.allocations.get_mut(&h) {
+        al.refs = al.refs.saturating_sub(1);
+    }
     if free {
         free_alloc(os, h);
     }
@@ -93,9 +126,17 @@ impl Machine {
             }
         };
         let gpummu = lock(&a.vidmm).process(pid).is_some();
+        let mut info = Described {
+            cpu_visible: true,
+            ..Described::default()
+        };
+        let mut segment = 0;
         let (alloc, mapped) = if gpummu {
-            let (kmd, bytes) = describe(a, private)?;
-            let bytes = bytes.max(size);
+            let (d, aperture) = describe(a, private)?;
+            info = d;
+            segment = aperture;
+            let kmd = d.kmd;
+            let bytes = d.size.max(size);
             let alloc = a
                 .device
                 .memory()
@@ -144,6 +185,10 @@ impl Machine {
                 mapped,
                 refs: 0,
                 closed: false,
+                deferred: Vec::new(),
+                info,
+                segment,
+                locks: 0,
             },
         );
         Ok((h, alloc, gpu_va))
@@ -152,6 +197,22 @@ impl Machine {
     /// Finishes every allocation dropped since the last call: unmap, DestroyAllocation, free.
     /// Called with no OS lock held.
     pub(crate) fn reap_allocations(&self, a: &AdapterShared) -> Result<(), SimError> {
+        {
+            // AL-03: destructions deferred behind queued work whose work has now completed.
+            // (Windows' VidMm does this from its worker when the fences signal; here it runs
+            // at VidMm's next entry, which changes when memory returns, never whether it
+            // returns before the work ends.)
+            let mut os = lock(&a.ums);
+            let done: Vec<KmtHandle> = os
+                .allocations
+                .iter()
+                .filter(|(_, al)| al.closed && al.refs == 0 && al.deferred_done(&os))
+                .map(|(h, _)| *h)
+                .collect();
+            for h in done {
+                free_alloc(&mut os, h);
+            }
+        }
         loop {
             let Some(al) = lock(&a.ums).reaped.pop() else {
                 return Ok(());
@@ -175,8 +236,9 @@ impl Machine {
     }
 }
 
-/// `DxgkDdiCreateAllocation` for one allocation: the driver's handle and size.
-fn describe(a: &AdapterShared, private: &[u8]) -> Result<(usize, u64), SimError> {
+/// `DxgkDdiCreateAllocation` for one allocation: what the driver answered, and the aperture
+/// segment VidMm places it in.
+fn describe(a: &AdapterShared, private: &[u8]) -> Result<(Described, u32), SimError> {
     let f = a
         .table
         .get()
@@ -213,18 +275,57 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<(usize, u64), SimError>
         a.state.raise_sim_error(msg.to_string());
         return Err(SimError::Simulation(msg.into()));
     }
+    // SAFETY: a GpuMmu driver answers the WDDM 2.0 flags; every bit pattern is valid.
+    let flags = unsafe { info.Anonymous2.FlagsWddm2 };
+    let d = Described {
+        kmd,
+        size: info.Size as u64,
+        cpu_visible: flags.get(DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::CpuVisible) != 0,
+        cached: flags.get(DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::Cached) != 0,
+        segments: info.SupportedReadSegmentSet | info.SupportedWriteSegmentSet,
+    };
+    let (aperture, apertures, coherent_apertures) = {
+        let model = lock(&a.memory_model);
+        let (mut aperture, mut apertures, mut coherent) = (None, 0u32, 0u32);
+        for (i, s) in model.segments.iter().enumerate() {
+            let bit = 1u32.checked_shl(i as u32).unwrap_or(0);
+            if s.Flags.is_set(DXGK_SEGMENTFLAGS::Aperture) {
+                aperture.get_or_insert(i as u32 + 1);
+                apertures |= bit;
+                if s.Flags.is_set(DXGK_SEGMENTFLAGS::CacheCoherent) {
+                    coherent |= bit;
+                }
+            }
+        }
+        (aperture, apertures, coherent)
+    };
+    // AL-04, VidMm's checks of the driver's answer (22631 dxgmms2
+    // VIDMM_GLOBAL::VerifySupportedSegmentSetAndAdjustFlags, INVALID_PARAMETER each):
+    // - a CpuVisible allocation lists an aperture segment, whatever the CPU visibility of
+    //   its memory segments (seed 002: VidMm must always be able to place it in system memory
+    //   and give it a CPU address);
+    // - a Cached one, on an adapter with a cache-coherent aperture, only coherent apertures
+    //   besides memory segments (which VidMm treats as coherent); without one, apertures only.
+    let refuse = (d.cpu_visible && d.segments & apertures == 0)
+        || (d.cached
+            && if coherent_apertures != 0 {
+                d.segments & apertures & !coherent_apertures != 0
+            } else {
+                d.segments & !apertures != 0
+            });
+    if refuse {
+        let _ = destroy_kmd_allocation(a, kmd);
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    let aperture_bit = aperture.map_or(0, |id| 1u32 << (id - 1));
     // VidMm places the allocation in a segment the driver allows: this VidMm backs
     // allocations with system memory, i.e. the aperture segment must be in the set.
-    let aperture = lock(&a.memory_model).segments.iter().position(|s| {
-        s.Flags
-            .is_set(rvgpu_ddi::memory::DXGK_SEGMENTFLAGS::Aperture)
-    });
-    let allowed = aperture.is_some_and(|i| info.SupportedWriteSegmentSet & (1 << i) != 0);
-    if !allowed {
+    let Some(aperture) = aperture.filter(|_| info.SupportedWriteSegmentSet & aperture_bit != 0)
+    else {
         let _ = destroy_kmd_allocation(a, kmd);
         return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
-    }
-    Ok((kmd, info.Size as u64))
+    };
+    Ok((d, aperture))
 }
 
 /// `DxgkDdiDestroyAllocation` of one driver allocation.
@@ -260,14 +361,82 @@ fn destroy_kmd_allocation(a: &AdapterShared, kmd: usize) -> Result<(), SimError>
     Ok(())
 }
 
-pub(crate) fn destroy_allocation(
+/// `D3DKMTLock2` (AL-04): the CPU mapping of an allocation of `device`.
+///
+/// VidMm's rules (22631 dxgkrnl DxgkLock2Internal, dxgmms2 VIDMM_GLOBAL::Lock): a handle of
+/// another device is INVALID_PARAMETER; an allocation the driver did not make `CpuVisible`
+/// has no CPU address (INVALID_PARAMETER). `D3DKMT_LOCK2::Flags` are not looked at. Where the
+/// CPU cannot reach the allocation where it lies (a memory segment the CPU cannot see, or a
+/// `Cached` allocation in a memory segment: the CPU's caches are not coherent with it) VidMm
+/// moves it into an aperture segment first (`LockInAperture`). This VidMm places every
+/// allocation in system memory behind the aperture, so that move never has anything to do.
+pub(crate) fn lock_allocation(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<SysAlloc, SimError> {
+    let mut os = lock(&a.ums);
+    let Some(al) = os
+        .allocations
+        .get_mut(&h)
+        .filter(|al| al.device == device && !al.closed)
+    else {
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    };
+    if !al.info.cpu_visible {
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    let in_aperture = al.mapped.is_none()
+        || lock(&a.memory_model)
+            .segment(al.segment)
+            .is_some_and(|s| s.Flags.is_set(DXGK_SEGMENTFLAGS::Aperture));
+    if !in_aperture {
+        let msg = format!("VidMm placed allocation {h} outside the aperture segment");
+        a.state.raise_sim_error(msg.clone());
+        return Err(SimError::Simulation(msg));
+    }
+    al.locks = al.locks.saturating_add(1);
+    Ok(al.alloc.clone())
+}
+
+/// `D3DKMTUnlock2` of a lock from [`lock_allocation`].
+pub(crate) fn unlock_allocation(
     a: &AdapterShared,
     device: KmtHandle,
     h: KmtHandle,
 ) -> Result<(), SimError> {
+    let mut os = lock(&a.ums);
+    match os
+        .allocations
+        .get_mut(&h)
+        .filter(|al| al.device == device && !al.closed)
+    {
+        None => Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER)),
+        Some(al) if al.locks == 0 => Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER)),
+        Some(al) => {
+            al.locks -= 1;
+            Ok(())
+        }
+    }
+}
+
+/// `D3DKMTDestroyAllocation2` (AL-03). Without `AssumeNotInUse` VidMm assumes the work the
+/// device queued before the call may still use the allocation and frees it only once that
+/// work completed; with it, at once. The call never blocks.
+pub(crate) fn destroy_allocation2(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+    assume_not_in_use: bool,
+) -> Result<(), SimError> {
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
     let mut os = lock(&a.ums);
+    let deferred = if assume_not_in_use {
+        Vec::new()
+    } else {
+        crate::ums::queued_work(&os, device)
+    };
     let Some(al) = os
         .allocations
         .get_mut(&h)
@@ -275,8 +444,18 @@ pub(crate) fn destroy_allocation(
     else {
         return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
     };
-    if al.refs > 0 {
-        // UM-07: a live doorbell holds it; the memory goes with the last reference.
+    al.deferred = deferred;
+    let busy = al.refs > 0;
+    let done = os
+        .allocations
+        .get(&h)
+        .is_some_and(|al| al.deferred_done(&os));
+    if busy || !done {
+        let Some(al) = os.allocations.get_mut(&h) else {
+            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+        };
+        // UM-07: a live doorbell holds it; AL-03: queued work may use it. The memory goes
+        // when both are over.
         al.closed = true;
         return Ok(());
     }
