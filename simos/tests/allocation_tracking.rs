@@ -130,6 +130,26 @@ fn al_01_al_02_usage_tracked_from_encoded_commands() {
         dst.lock(&k, LockFlags::READ.union(nw), &[&qb]).err(),
         Some(LockError::UnknownTimeline)
     );
+    // Flags that mean nothing, and lock-state misuse, are refused without side effects.
+    for f in [
+        LockFlags(0),
+        LockFlags(1 << 5),
+        LockFlags::DISCARD.union(LockFlags::READ),
+        LockFlags::DISCARD.union(LockFlags::NO_OVERWRITE),
+    ] {
+        assert_eq!(
+            other.lock(&k, f, &both).err(),
+            Some(LockError::BadFlags),
+            "{f:?}"
+        );
+    }
+    assert_eq!(other.unlock(&k).err(), Some(LockError::LockState));
+    okk(&m, other.lock(&k, LockFlags::READ, &both));
+    assert_eq!(
+        other.lock(&k, LockFlags::READ, &both).err(),
+        Some(LockError::LockState)
+    );
+    okk(&m, other.unlock(&k));
     // WasStillDrawing left no lock behind, and nothing ran.
     assert!(qa.completed() < va);
     assert_eq!(src.stats().waits + dst.stats().waits, 0);
