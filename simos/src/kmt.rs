@@ -8,14 +8,15 @@
 //! thunk returns `STATUS_UNSUCCESSFUL` and the test sees the fault from the machine.
 //!
 //! CPU views: allocations are the memory itself ([`SimMem`], 64-bit atomic words, so the UMD's
-//! stores and the GPU's reads are data-race free); the doorbell page is the OS mapping object
-//! ([`SimDoorbell`]: dummy page or physical doorbell, UM-09); the progress fence is a read-only
-//! view of the OS's monitored fence ([`SimFence`]).
+//! stores and the GPU's reads are data-race free), except a cached view on an adapter that
+//! does not snoop CPU caches, which goes through the allocation's [`CpuCache`] (AL-06); the
+//! doorbell page is the OS mapping object ([`SimDoorbell`]: dummy page or physical doorbell,
+//! UM-09); the progress fence is a read-only view of the OS's monitored fence ([`SimFence`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_UNSUCCESSFUL};
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
 use rvgpu_device::SysAlloc;
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, Kmt,
@@ -23,7 +24,9 @@ use rvgpu_umd::kmt::{
 };
 
 use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, NativeFence, NativeFenceDesc, WaitOutcome};
 use crate::ums::{self, DoorbellCpuState, UmsProcess};
@@ -41,10 +44,12 @@ fn status(e: SimError) -> NtStatus {
     }
 }
 
-/// CPU view of an allocation: its memory, word by word.
+/// CPU view of an allocation: its memory, word by word, or through the CPU cache when the
+/// view is cached and the GPU does not snoop (AL-06).
 #[derive(Clone, Debug)]
 pub struct SimMem {
     alloc: SysAlloc,
+    cache: Option<Arc<CpuCache>>,
 }
 
 impl SimMem {
@@ -52,15 +57,26 @@ impl SimMem {
     pub fn alloc(&self) -> &SysAlloc {
         &self.alloc
     }
+
+    /// The CPU cache this view goes through (`None`: the view reaches memory directly).
+    pub fn cache(&self) -> Option<&Arc<CpuCache>> {
+        self.cache.as_ref()
+    }
 }
 
 impl AllocationCpu for SimMem {
     fn store(&self, offset: u64, value: u64) {
+        if let Some(c) = &self.cache {
+            return c.store(offset, value);
+        }
         if let Some(w) = self.alloc.word(offset) {
             w.store(value, Ordering::Release);
         }
     }
     fn load(&self, offset: u64) -> u64 {
+        if let Some(c) = &self.cache {
+            return c.load(offset);
+        }
         self.alloc
             .word(offset)
             .map_or(0, |w| w.load(Ordering::Acquire))
@@ -166,6 +182,46 @@ impl<'m> SimKmt<'m> {
         ums::destroy_sync_fence(self.m, &a, self.p.device, fence).map_err(status)
     }
 
+    /// `D3DKMTCreateAllocation2` of a data buffer the CPU maps write-back cached
+    /// (`ALLOCATION_CPU_CACHED`), with its CPU view. On an adapter whose GPU does not snoop
+    /// (AL-06) the view goes through the allocation's [`CpuCache`], so the UMD must call
+    /// [`Kmt::invalidate_cache`] around GPU access; elsewhere it is the memory itself.
+    ///
+    /// The views [`Kmt::create_allocation_as`] hands out are uncached (write-combined, as the
+    /// UMD's private data asks): rings and command buffers must reach the GPU without cache
+    /// maintenance, which the UMD does not do.
+    pub fn create_cached_allocation(&self, size: u64) -> Result<Allocation<SimMem>, NtStatus> {
+        let mut pdd =
+            rvgpu_umd::kmt::allocation_private_data(size, rvgpu_umd::kmt::AllocationKind::Buffer);
+        pdd.flags |= rvgpu_hw::pdd::ALLOCATION_CPU_CACHED;
+        let mut al = self.allocate(size, &pdd)?;
+        let a = self.adapter()?;
+        al.mem.cache = lock(&a.ums)
+            .allocations
+            .get(&al.handle)
+            .and_then(|o| o.cache.clone());
+        Ok(al)
+    }
+
+    /// `D3DKMTCreateAllocation2` with the UMD's private data `pdd`; an uncached view.
+    fn allocate(
+        &self,
+        size: u64,
+        pdd: &rvgpu_umd::kmt::AllocationPdd,
+    ) -> Result<Allocation<SimMem>, NtStatus> {
+        let a = self.adapter()?;
+        let (handle, alloc, gpu_va) = self
+            .m
+            .create_allocation(&a, self.p.device, size, pdd.as_bytes())
+            .map_err(status)?;
+        Ok(Allocation {
+            handle,
+            gpu_va,
+            size: alloc.len,
+            mem: SimMem { alloc, cache: None },
+        })
+    }
+
     /// `D3DKMTSignalSynchronizationObjectFromCpu` on a fence with a D3DKMT handle.
     pub fn signal_fence_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         let a = self.adapter()?;
@@ -225,25 +281,53 @@ impl Kmt for SimKmt<'_> {
         size: u64,
         kind: rvgpu_umd::kmt::AllocationKind,
     ) -> Result<Allocation<SimMem>, NtStatus> {
-        let a = self.adapter()?;
         // The UMD's private data, as D3DKMTCreateAllocation2 carries it to the KMD.
         let pdd = rvgpu_umd::kmt::allocation_private_data(size, kind);
-        let (handle, alloc, gpu_va) = self
-            .m
-            .create_allocation(&a, self.p.device, size, pdd.as_bytes())
-            .map_err(status)?;
-        Ok(Allocation {
-            handle,
-            gpu_va,
-            size: alloc.len,
-            mem: SimMem { alloc },
-        })
+        self.allocate(size, &pdd)
     }
 
     fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
         let a = self.adapter()?;
         ums::destroy_allocation(&a, self.p.device, allocation).map_err(status)?;
         self.m.reap_allocations(&a).map_err(status)
+    }
+
+    /// AL-06: Dxgkrnl checks the handle is this device's and the range lies in the
+    /// allocation, then the CPU writes back and drops the range's lines. On a coherent
+    /// adapter there is no cache to maintain and the call succeeds doing nothing.
+    fn invalidate_cache(
+        &self,
+        allocation: KmtHandle,
+        offset: u64,
+        length: u64,
+    ) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        let cache = {
+            let os = lock(&a.ums);
+            let al = os
+                .allocations
+                .get(&allocation)
+                .filter(|al| al.device == self.p.device && !al.closed)
+                .ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
+            let end = offset
+                .checked_add(length)
+                .ok_or(NtStatus(STATUS_INVALID_PARAMETER))?;
+            if end > al.alloc.len {
+                return Err(NtStatus(STATUS_INVALID_PARAMETER));
+            }
+            al.cache.clone()
+        };
+        if let Some(c) = cache {
+            c.invalidate(offset, length);
+        }
+        Ok(())
+    }
+
+    /// From what the KMD reported (the aperture segment's `CacheCoherent` in VidMm's memory
+    /// model), not from the device configuration: the OS knows only the driver's answer.
+    fn io_coherent(&self) -> bool {
+        self.adapter()
+            .map_or(true, |a| lock(&a.memory_model).io_coherent())
     }
 
     fn create_doorbell(

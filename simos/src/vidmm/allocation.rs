@@ -10,6 +10,8 @@
 //! node), calls `DxgkDdiDestroyAllocation`, and only then frees the memory, so the GPU can
 //! never reach memory that has been given back (hardware.md §12.5; VidMm's order).
 
+use std::sync::Arc;
+
 use rvgpu_ddi::allocation::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::HANDLE;
@@ -21,6 +23,7 @@ use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
 use crate::sync::fence::ProcessId;
 use crate::ums::{dev_guard, device_lock, new_handle, KmtHandle, UmsEvent, UmsOs};
@@ -48,6 +51,9 @@ pub(crate) struct AllocObj {
     pub(crate) refs: u32,
     /// The UMD destroyed its handle; the memory waits for the references.
     pub(crate) closed: bool,
+    /// The CPU cache over the memory when the adapter is not I/O coherent (AL-06); cached CPU
+    /// views go through it and `D3DKMTInvalidateCache` finds it here.
+    pub(crate) cache: Option<Arc<CpuCache>>,
 }
 
 /// Drops one doorbell reference; queues the allocation for reaping if the UMD already closed
@@ -135,6 +141,8 @@ impl Machine {
             (alloc, None)
         };
         let gpu_va = mapped.map_or(alloc.bus_addr, |m| m.va);
+        let cache =
+            (!lock(&a.memory_model).io_coherent()).then(|| Arc::new(CpuCache::new(alloc.clone())));
         let h = new_handle();
         lock(&a.ums).allocations.insert(
             h,
@@ -144,6 +152,7 @@ impl Machine {
                 mapped,
                 refs: 0,
                 closed: false,
+                cache,
             },
         );
         Ok((h, alloc, gpu_va))
