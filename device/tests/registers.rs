@@ -20,6 +20,7 @@ fn identification_and_config() {
             | Caps::EXACT_FENCE_REPORT
             | Caps::OPTIMIZED_FENCE_IRQ
             | Caps::PER_ENGINE_RESET
+            | Caps::IO_COHERENT
     ));
     assert!(!caps.contains(Caps::GLOBAL_DOORBELL));
     let cfg = Config::from_reg(d.read32(regs::CONFIG));
@@ -77,6 +78,7 @@ fn custom_config_is_reflected() {
         exact_fence_report: false,
         optimized_fence_irq: false,
         per_engine_reset: false,
+        io_coherent: false,
         vram_size: 1 << 20,
         clock_hz: 1_000_000,
         ..DeviceConfig::step()
@@ -84,8 +86,12 @@ fn custom_config_is_reflected() {
     let d = &rig.dev;
     let caps = Caps::from_bits_retain(d.read32(regs::CAPS));
     assert!(caps.contains(Caps::GLOBAL_DOORBELL));
-    assert!(!caps
-        .intersects(Caps::EXACT_FENCE_REPORT | Caps::OPTIMIZED_FENCE_IRQ | Caps::PER_ENGINE_RESET));
+    assert!(!caps.intersects(
+        Caps::EXACT_FENCE_REPORT
+            | Caps::OPTIMIZED_FENCE_IRQ
+            | Caps::PER_ENGINE_RESET
+            | Caps::IO_COHERENT
+    ));
     assert_eq!(
         Config::from_reg(d.read32(regs::CONFIG)),
         Config {

@@ -8,14 +8,15 @@
 //! thunk returns `STATUS_UNSUCCESSFUL` and the test sees the fault from the machine.
 //!
 //! CPU views: allocations are the memory itself ([`SimMem`], 64-bit atomic words, so the UMD's
-//! stores and the GPU's reads are data-race free); the doorbell page is the OS mapping object
-//! ([`SimDoorbell`]: dummy page or physical doorbell, UM-09); the progress fence is a read-only
-//! view of the OS's monitored fence ([`SimFence`]).
+//! stores and the GPU's reads are data-race free), except a cached view on an adapter that
+//! does not snoop CPU caches, which goes through the allocation's [`CpuCache`] (AL-06); the
+//! doorbell page is the OS mapping object ([`SimDoorbell`]: dummy page or physical doorbell,
+//! UM-09); the progress fence is a read-only view of the OS's monitored fence ([`SimFence`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_UNSUCCESSFUL};
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
 use rvgpu_device::SysAlloc;
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
@@ -23,7 +24,9 @@ use rvgpu_umd::kmt::{
 };
 
 use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, NativeFence, NativeFenceDesc, WaitOutcome};
 use crate::ums::{self, DoorbellCpuState, UmsProcess};
@@ -41,10 +44,12 @@ fn status(e: SimError) -> NtStatus {
     }
 }
 
-/// CPU view of an allocation: its memory, word by word.
+/// CPU view of an allocation: its memory, word by word, or through the CPU cache when the
+/// view is cached and the GPU does not snoop (AL-06).
 #[derive(Clone, Debug)]
 pub struct SimMem {
     alloc: SysAlloc,
+    cache: Option<Arc<CpuCache>>,
 }
 
 impl SimMem {
@@ -52,15 +57,26 @@ impl SimMem {
     pub fn alloc(&self) -> &SysAlloc {
         &self.alloc
     }
+
+    /// The CPU cache this view goes through (`None`: the view reaches memory directly).
+    pub fn cache(&self) -> Option<&Arc<CpuCache>> {
+        self.cache.as_ref()
+    }
 }
 
 impl AllocationCpu for SimMem {
     fn store(&self, offset: u64, value: u64) {
+        if let Some(c) = &self.cache {
+            return c.store(offset, value);
+        }
         if let Some(w) = self.alloc.word(offset) {
             w.store(value, Ordering::Release);
         }
     }
     fn load(&self, offset: u64) -> u64 {
+        if let Some(c) = &self.cache {
+            return c.load(offset);
+        }
         self.alloc
             .word(offset)
             .map_or(0, |w| w.load(Ordering::Acquire))
@@ -166,6 +182,33 @@ impl<'m> SimKmt<'m> {
         ums::destroy_sync_fence(self.m, &a, self.p.device, fence).map_err(status)
     }
 
+    /// `D3DKMTCreateAllocation2` of a data buffer the CPU maps write-back cached
+    /// (`ALLOCATION_CPU_CACHED`), with its CPU view. On an adapter whose GPU does not snoop
+    /// (AL-06) the view goes through the allocation's [`CpuCache`], so the UMD must call
+    /// [`Kmt::invalidate_cache`] around GPU access; elsewhere it is the memory itself.
+    ///
+    /// The views [`Kmt::create_allocation_as`] hands out are uncached (write-combined: the
+    /// UMD's private data does not ask for `Cached`): rings and command buffers reach the GPU
+    /// without cache maintenance, which the UMD does only for its `usage::Buffer`s.
+    pub fn create_cached_allocation(&self, size: u64) -> Result<Allocation<SimMem>, NtStatus> {
+        let mut pdd =
+            rvgpu_umd::kmt::allocation_private_data(size, rvgpu_umd::kmt::AllocationKind::Buffer);
+        pdd.flags |= rvgpu_hw::pdd::ALLOCATION_CPU_CACHED;
+        let m = self.create_allocation_pdd(&pdd)?;
+        match self.lock2(m.handle) {
+            Ok(mem) => Ok(Allocation {
+                handle: m.handle,
+                gpu_va: m.gpu_va,
+                size: m.size,
+                mem,
+            }),
+            Err(e) => {
+                let _ = self.destroy_allocation(m.handle);
+                Err(e)
+            }
+        }
+    }
+
     /// `D3DKMTSignalSynchronizationObjectFromCpu` on a fence with a D3DKMT handle.
     pub fn signal_fence_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         let a = self.adapter()?;
@@ -260,9 +303,10 @@ impl Kmt for SimKmt<'_> {
 
     fn lock2(&self, allocation: KmtHandle) -> Result<SimMem, NtStatus> {
         let a = self.adapter()?;
-        let alloc = crate::vidmm::allocation::lock_allocation(&a, self.p.device, allocation)
-            .map_err(status)?;
-        Ok(SimMem { alloc })
+        let (alloc, cache) =
+            crate::vidmm::allocation::lock_allocation(&a, self.p.device, allocation)
+                .map_err(status)?;
+        Ok(SimMem { alloc, cache })
     }
 
     fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
@@ -288,6 +332,49 @@ impl Kmt for SimKmt<'_> {
         )
         .map_err(status)?;
         self.m.reap_allocations(&a).map_err(status)
+    }
+
+    /// AL-06 (22631 dxgkrnl DxgkInvalidateCache, dxgmms2 VIDMM_GLOBAL::InvalidateCache): a
+    /// handle that is not this device's allocation is INVALID_PARAMETER; `length` 0 means the
+    /// whole allocation; `offset` at or past the end, or `length` past it, INVALID_PARAMETER.
+    /// Then the CPU writes back and drops the range's lines. No driver DDI is involved. On a
+    /// coherent adapter there is nothing to maintain and the call succeeds doing nothing.
+    fn invalidate_cache(
+        &self,
+        allocation: KmtHandle,
+        offset: u64,
+        length: u64,
+    ) -> Result<(), NtStatus> {
+        let a = self.adapter()?;
+        let bad = NtStatus(STATUS_INVALID_PARAMETER);
+        let (cache, length) = {
+            let os = lock(&a.ums);
+            let al = os
+                .allocations
+                .get(&allocation)
+                .filter(|al| al.device == self.p.device && !al.closed)
+                .ok_or(bad)?;
+            let size = al.alloc.len;
+            if offset >= size {
+                return Err(bad);
+            }
+            let length = if length == 0 { size - offset } else { length };
+            if length > size - offset {
+                return Err(bad);
+            }
+            (al.cache.clone(), length)
+        };
+        if let Some(c) = cache {
+            c.invalidate(offset, length);
+        }
+        Ok(())
+    }
+
+    /// From what the KMD reported (the aperture segment's `CacheCoherent` in VidMm's memory
+    /// model), not from the device configuration: the OS knows only the driver's answer.
+    fn io_coherent(&self) -> bool {
+        self.adapter()
+            .map_or(true, |a| lock(&a.memory_model).io_coherent())
     }
 
     fn create_doorbell(

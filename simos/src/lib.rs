@@ -32,7 +32,7 @@ pub use dxgkrnl::kernel::SimKernel;
 pub use dxgkrnl::notify::{Notification, Processed};
 pub use dxgkrnl::state::{Fault, LogLine};
 pub use error::SimError;
-pub use machine::{AdapterConfig, AdapterInfo, Machine, MachineConfig, Mode, OsConfig};
+pub use machine::{AdapterConfig, AdapterInfo, CpuArch, Machine, MachineConfig, Mode, OsConfig};
 pub use rvgpu_kmd::platform::Irql;
 pub use sync::fence::{
     MonitoredFence, NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome,

@@ -208,7 +208,7 @@ fn br_32_34_interface_version_rules() {
         (m, info.caps)
     };
     let rules = |version| {
-        bringup::check_caps(&caps, &t, version)
+        bringup::check_caps(&caps, &t, version, rvgpu_simos::CpuArch::X64)
             .into_iter()
             .map(|v| v.rule)
             .filter(|r| !bringup::is_pending(r))

@@ -560,7 +560,11 @@ fn span<M: AllocationCpu + Clone>(
 ) -> Result<(u64, KmtHandle), LockError> {
     let i = buf.inner.try_borrow().map_err(|_| LockError::LockState)?;
     let end = offset.checked_add(bytes).ok_or(LockError::OutOfRange)?;
-    if bytes == 0 || offset % 8 != 0 || bytes % 8 != 0 || end > i.current.alloc.size {
+    if bytes == 0
+        || !offset.is_multiple_of(8)
+        || !bytes.is_multiple_of(8)
+        || end > i.current.alloc.size
+    {
         return Err(LockError::OutOfRange);
     }
     let va = i

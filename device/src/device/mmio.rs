@@ -60,6 +60,7 @@ impl Core {
         caps.set(Caps::PER_ENGINE_RESET, c.per_engine_reset);
         caps.set(Caps::EXACT_FENCE_REPORT, c.exact_fence_report);
         caps.set(Caps::SCHED_LOG, c.sched_log);
+        caps.set(Caps::IO_COHERENT, c.io_coherent);
         caps |= Caps::PAGE_TABLES;
         caps
     }

@@ -108,6 +108,10 @@ pub struct DeviceConfig {
     /// Per-engine scheduling logs (CAPS.SCHED_LOG, docs/hardware.md 5.7). Off: the four
     /// SCHED_LOG registers read 0 and ignore writes, and nothing is ever logged.
     pub sched_log: bool,
+    /// DMA snoops the CPU's caches (CAPS.IO_COHERENT). The model has no GPU-side cache, so
+    /// this only reports the capability; the CPU cache a non-coherent platform has is the
+    /// simulated OS's (AL-06).
+    pub io_coherent: bool,
     /// GPU ticks a HANG (or injected hang) runs before the engine reports Hung.
     pub hang_detect_ticks: u64,
     /// GPU ticks of idleness before the engine requests F1; 0 = never.
@@ -130,6 +134,7 @@ impl Default for DeviceConfig {
             per_engine_reset: true,
             atomic64: true,
             sched_log: true,
+            io_coherent: true,
             // 200 steps in step mode.
             hang_detect_ticks: defaults::HANG_DETECT_TICKS,
             idle_f1_ticks: 0,

@@ -638,10 +638,63 @@ impl core::fmt::Debug for DXGK_DRIVERCAPS_0 {
 bitfield! {
     /// `DXGK_PRESENTATIONCAPS`: presentation capabilities.
     ///
-    /// Bound as a word only; a render-only driver reports no presentation capability.
+    /// Order and widths from the reference page's syntax block (the Windows 8+ arm of its
+    /// `#if`). A render-only driver reports at most `SupportKernelModeCommandBuffer` and
+    /// `NoCacheCoherentApertureMemory`.
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_presentationcaps>
-    // UNVERIFIED: individual bit names not bound.
-    pub struct DXGK_PRESENTATIONCAPS: u32 {}
+    pub struct DXGK_PRESENTATIONCAPS: u32 {
+        /// No primary-to-primary bitblt.
+        NoScreenToScreenBlt: 0, 1;
+        /// No bitblt between overlapping rectangles of the primary.
+        NoOverlapScreenBlt: 1, 1;
+        /// Kernel-mode command buffers (`DxgkDdiRenderKm`).
+        SupportKernelModeCommandBuffer: 2, 1;
+        /// No alpha blend within one bitmap.
+        NoSameBitmapAlphaBlend: 3, 1;
+        /// No stretch blt within one bitmap.
+        NoSameBitmapStretchBlt: 4, 1;
+        /// No transparent blt within one bitmap.
+        NoSameBitmapTransparentBlt: 5, 1;
+        /// No overlapped alpha blend within one bitmap.
+        NoSameBitmapOverlappedAlphaBlend: 6, 1;
+        /// No overlapped stretch blt within one bitmap.
+        NoSameBitmapOverlappedStretchBlt: 7, 1;
+        /// CDD/DWM interop.
+        DriverSupportsCddDwmInterop: 8, 1;
+        /// Reserved.
+        Reserved0: 9, 1;
+        /// Log2 of the GDI surface alignment.
+        AlignmentShift: 10, 4;
+        /// Log2 of the maximum texture width.
+        MaxTextureWidthShift: 14, 3;
+        /// Log2 of the maximum texture height.
+        MaxTextureHeightShift: 17, 3;
+        /// Every blt ROP.
+        SupportAllBltRops: 20, 1;
+        /// Mirroring stretch blt.
+        SupportMirrorStretchBlt: 21, 1;
+        /// Monochrome stretch-blt modes.
+        SupportMonoStretchBltModes: 22, 1;
+        /// Staging rectangles start pitch-aligned.
+        StagingRectStartPitchAligned: 23, 1;
+        /// No bitblt within one bitmap.
+        NoSameBitmapBitBlt: 24, 1;
+        /// No overlapped bitblt within one bitmap.
+        NoSameBitmapOverlappedBitBlt: 25, 1;
+        /// Reserved.
+        Reserved1: 26, 1;
+        /// No temporary surface for ClearType blends.
+        NoTempSurfaceForClearTypeBlend: 27, 1;
+        /// Software device bitmaps.
+        SupportSoftwareDeviceBitmaps: 28, 1;
+        /// The aperture segments are not cache-coherent with the CPU (the GPU does not snoop
+        /// CPU caches).
+        NoCacheCoherentApertureMemory: 29, 1;
+        /// Linear heap.
+        SupportLinearHeap: 30, 1;
+        /// Reserved.
+        Reserved: 31, 1;
+    }
 }
 layout!(DXGK_PRESENTATIONCAPS, size = 4);
 

@@ -77,6 +77,7 @@ mod tests {
         check_fields("DXGK_GPUMMUCAPS_LEGACY", 32, DXGK_GPUMMUCAPS_LEGACY::FIELDS);
         check_fields("DXGK_VIDMMCAPS_0", 32, DXGK_VIDMMCAPS_0::FIELDS);
         check_fields("DXGK_FLIPCAPS", 32, DXGK_FLIPCAPS::FIELDS);
+        check_fields("DXGK_PRESENTATIONCAPS", 32, DXGK_PRESENTATIONCAPS::FIELDS);
         check_fields("DXGK_POINTERFLAGS", 32, DXGK_POINTERFLAGS::FIELDS);
         check_fields("DXGK_GAMMARAMPCAPS", 32, DXGK_GAMMARAMPCAPS::FIELDS);
         check_fields(

@@ -293,6 +293,10 @@ bitflags! {
         /// `DXGK_SCHEDULING_LOG_BUFFER` layout, and raises [`IntCause::SCHED_LOG`] when it
         /// writes the programmed interrupt entry.
         const SCHED_LOG = 1 << 8;
+        /// The device's DMA is I/O coherent: it snoops the CPU's caches, so CPU writes are
+        /// seen without a write-back and GPU writes invalidate stale CPU lines. Without it
+        /// (some ARM64 platforms) software maintains the CPU caches itself (AL-06).
+        const IO_COHERENT = 1 << 9;
     }
 }
 

@@ -87,6 +87,12 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
             PagingNode: crate::gpummu::paging_node(live),
         };
     }
+    // AL-06: a device that does not snoop CPU caches makes the aperture non-coherent, and the
+    // OS must know before it maps anything cached (Dxgkrnl refuses this on x86/x64, BR-50).
+    caps.PresentationCaps.set(
+        rvgpu_ddi::adapter::DXGK_PRESENTATIONCAPS::NoCacheCoherentApertureMemory,
+        u32::from(!crate::gpummu::io_coherent(live)),
+    );
     // HwQueuePacketCap stays 0: hardware flip queues are not built (render-only adapter).
     caps
 }

@@ -126,13 +126,23 @@ fn local_descriptor<P: Platform>(
     }
 }
 
-/// The aperture segment: system memory the GPU reaches through its page tables; x86 system
-/// memory is cache-coherent (Dxgkrnl refuses `NoCacheCoherentApertureMemory` on x86/x64,
-/// BR-50).
-fn aperture_descriptor() -> DXGK_SEGMENTDESCRIPTOR4 {
+/// True when the device's DMA snoops the CPU's caches (`Caps::IO_COHERENT`). Everything the
+/// KMD says about coherency follows this one bit: the aperture's `CacheCoherent`, GPUMMUCAPS,
+/// DRIVERCAPS `NoCacheCoherentApertureMemory` and the device entries' `COHERENT` (AL-06).
+pub fn io_coherent<P: Platform>(live: &Live<P>) -> bool {
+    live.identity.caps.contains(Caps::IO_COHERENT)
+}
+
+/// The aperture segment: system memory the GPU reaches through its page tables. Coherent
+/// only when the device snoops (x86/x64 platforms always do: Dxgkrnl refuses
+/// `NoCacheCoherentApertureMemory` there, BR-50).
+fn aperture_descriptor<P: Platform>(live: &Live<P>) -> DXGK_SEGMENTDESCRIPTOR4 {
     let flags = DXGK_SEGMENTFLAGS::default()
         .with(DXGK_SEGMENTFLAGS::Aperture, 1)
-        .with(DXGK_SEGMENTFLAGS::CacheCoherent, 1);
+        .with(
+            DXGK_SEGMENTFLAGS::CacheCoherent,
+            u32::from(io_coherent(live)),
+        );
     DXGK_SEGMENTDESCRIPTOR4 {
         Flags: flags,
         Size: usize::try_from(rvgpu_hw::addr::SYSMEM_LIMIT).unwrap_or(0),
@@ -170,7 +180,7 @@ pub fn query_segments<P: Platform>(
     let each = stride.min(size_of::<DXGK_SEGMENTDESCRIPTOR4>());
     let locals =
         local_segments(live).map(|(_, base, size, cpu)| local_descriptor(live, base, size, cpu));
-    for (i, d) in core::iter::once(aperture_descriptor())
+    for (i, d) in core::iter::once(aperture_descriptor(live))
         .chain(locals)
         .enumerate()
     {
@@ -192,22 +202,25 @@ pub fn query_segments<P: Platform>(
 
 /// `DXGKQAITYPE_GPUMMUCAPS` (input: the physical adapter index): hardware.md §12.3.
 pub fn query_mmu_caps<P: Platform>(
-    _live: &Live<P>,
+    live: &Live<P>,
     args: &DXGKARG_QUERYADAPTERINFO,
 ) -> Result<(), Status> {
     let index: u32 = read_in(args)?;
     if index != 0 {
         return Err(status::INVALID_PARAMETER);
     }
-    write_out(args, &mmu_caps())
+    write_out(args, &mmu_caps(live))
 }
 
 /// What the device's MMU does, in VidMm's terms.
-pub fn mmu_caps() -> DXGK_GPUMMUCAPS {
+pub fn mmu_caps<P: Platform>(live: &Live<P>) -> DXGK_GPUMMUCAPS {
     let flags = DXGK_GPUMMUCAPS_FLAGS::default()
         .with(DXGK_GPUMMUCAPS_FLAGS::ReadOnlyMemorySupported, 1)
         .with(DXGK_GPUMMUCAPS_FLAGS::NoExecuteMemorySupported, 1)
-        .with(DXGK_GPUMMUCAPS_FLAGS::CacheCoherentMemorySupported, 1)
+        .with(
+            DXGK_GPUMMUCAPS_FLAGS::CacheCoherentMemorySupported,
+            u32::from(io_coherent(live)),
+        )
         // The TLB is not snooped: a FLUSHTLB must follow every update (hardware.md §12.5).
         .with(DXGK_GPUMMUCAPS_FLAGS::ExplicitPageTableInvalidation, 1)
         .with(DXGK_GPUMMUCAPS_FLAGS::LargePageSupported, 1);
@@ -297,7 +310,8 @@ pub fn device_entry<P: Platform>(
             writable: f.get(DXGK_PTE_0::ReadOnly) == 0,
             user,
             vram,
-            coherent: f.get(DXGK_PTE_0::CacheCoherent) != 0,
+            // A device that does not snoop cannot honour VidMm's request (AL-06).
+            coherent: f.get(DXGK_PTE_0::CacheCoherent) != 0 && io_coherent(live),
             no_execute: f.get(DXGK_PTE_0::NoExecute) != 0,
         };
         mmu::Pte::page(addr, attrs, large)

@@ -25,6 +25,7 @@ use rvgpu_ddi::NTSTATUS;
 
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::state::lock;
+use crate::machine::CpuArch;
 
 /// `STATUS_REVISION_MISMATCH`.
 pub const STATUS_REVISION_MISMATCH: NTSTATUS = 0xC000_0059_u32 as NTSTATUS;
@@ -129,12 +130,13 @@ pub fn check_load(t: &DRIVER_INITIALIZATION_DATA) -> Result<(), Violation> {
 }
 
 /// The caps and DDI-table rules of adapter creation, in Windows' order (docs/windows-bringup.md
-/// §4), for interface version `version`. Returns every violation, in order; the first one
-/// that is not pending is what the start fails with.
+/// §4), for interface version `version` on a CPU of architecture `arch`. Returns every
+/// violation, in order; the first one that is not pending is what the start fails with.
 pub fn check_caps(
     caps: &DXGK_DRIVERCAPS,
     t: &DRIVER_INITIALIZATION_DATA,
     version: u32,
+    arch: CpuArch,
 ) -> Vec<Violation> {
     let mut v = Vec::new();
     let filled = |name: &str| t.slots().any(|(n, f)| n == name && f);
@@ -239,8 +241,9 @@ pub fn check_caps(
             format!("render DDIs missing: {}", missing.join(", ")),
         ));
     }
-    // BR-50: non-coherent aperture memory is refused on x64.
-    if presentation & NO_CACHE_COHERENT_APERTURE_MEMORY != 0 {
+    // BR-50 ([D] `CreateRenderCore`): non-coherent aperture memory is refused on x86/x64,
+    // whose DMA always snoops; ARM64 platforms may lack I/O coherency (AL-06).
+    if arch == CpuArch::X64 && presentation & NO_CACHE_COHERENT_APERTURE_MEMORY != 0 {
         v.push(Violation::new(
             "BR-50",
             STATUS_INVALID_PARAMETER,

@@ -225,7 +225,7 @@ impl Machine {
         // them).
         *lock(&a.caps) = Some(caps);
         // Adapter creation's caps and DDI-table rules (docs/windows-bringup.md §4), in order.
-        let mut rules = bringup::check_caps(&caps, &t, t.Version);
+        let mut rules = bringup::check_caps(&caps, &t, t.Version, a.os.cpu_arch);
         // BR-61/62/64/68 (issue 12): VidMm asks for the segments and, for a GPU-VA adapter,
         // the GPU MMU's caps and page-table levels while the render core is created.
         match crate::vidmm::model::query(&a, &t, &caps)? {

@@ -12,6 +12,17 @@ pub enum Mode {
     Step,
 }
 
+/// The CPU architecture Windows runs on. It matters where Dxgkrnl's rules differ by platform:
+/// a non-coherent aperture is refused on x64 only (BR-50).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CpuArch {
+    /// x86-64: DMA is always I/O coherent.
+    #[default]
+    X64,
+    /// ARM64: some platforms' DMA does not snoop CPU caches (AL-06).
+    Arm64,
+}
+
 /// OS feature switches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OsConfig {
@@ -43,6 +54,8 @@ pub struct OsConfig {
     /// `VidSchiInitializeNode` reads it from VIDSCH_GLOBAL+208, which only
     /// `VidSchSetYieldPercentage` writes (caller not in the 22631 pseudocode); 0 until set.
     pub hws_normal_band_percentage: u32,
+    /// The CPU architecture (default x64).
+    pub cpu_arch: CpuArch,
 }
 
 impl Default for OsConfig {
@@ -57,6 +70,7 @@ impl Default for OsConfig {
             enforce_pending: false,
             sched_log_entries: crate::vidsch::hws::DEFAULT_SCHED_LOG_ENTRIES,
             hws_normal_band_percentage: 0,
+            cpu_arch: CpuArch::X64,
         }
     }
 }
@@ -133,6 +147,21 @@ impl MachineConfig {
             mode,
             os: OsConfig::default(),
             adapters: vec![AdapterConfig::igpu(), AdapterConfig::dgpu()],
+        }
+    }
+
+    /// AL-06: one dGPU whose DMA does not snoop CPU caches, on an ARM64 Windows (where such an
+    /// adapter may start). Set `os.cpu_arch` back to x64 to see BR-50 refuse it.
+    pub fn arm64_non_coherent(mode: Mode) -> Self {
+        let mut dgpu = AdapterConfig::dgpu();
+        dgpu.device.io_coherent = false;
+        Self {
+            mode,
+            os: OsConfig {
+                cpu_arch: CpuArch::Arm64,
+                ..OsConfig::default()
+            },
+            adapters: vec![dgpu],
         }
     }
 

@@ -9,6 +9,7 @@
 //! bug-checked.
 
 mod config;
+pub mod cpucache;
 mod run;
 
 pub use self::config::*;
@@ -332,6 +333,11 @@ impl Machine {
         self.adapters
             .get(i)
             .map_or((0, 0, 0, 0, 0), |a| crate::ums::live_counts(a))
+    }
+
+    /// What VidMm learnt of adapter `i`'s memory at start (segments, GPU MMU caps).
+    pub fn memory_model(&self, i: usize) -> Option<crate::vidmm::model::MemoryModel> {
+        self.adapters.get(i).map(|a| lock(&a.memory_model).clone())
     }
 
     /// Registers `handle` as a live native fence of adapter `i` (what CreateNativeFence will

@@ -10,6 +10,8 @@
 //! node), calls `DxgkDdiDestroyAllocation`, and only then frees the memory, so the GPU can
 //! never reach memory that has been given back (hardware.md §12.5; VidMm's order).
 
+use std::sync::Arc;
+
 use rvgpu_ddi::allocation::*;
 use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
 use rvgpu_ddi::ntstatus::*;
@@ -22,6 +24,7 @@ use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
 use crate::sync::fence::ProcessId;
 use crate::ums::{dev_guard, device_lock, new_handle, KmtHandle, QueuedWork, UmsEvent, UmsOs};
@@ -60,6 +63,9 @@ pub(crate) struct AllocObj {
     pub(crate) segment: u32,
     /// Outstanding `D3DKMTLock2`s.
     pub(crate) locks: u32,
+    /// The CPU cache over the memory when the adapter is not I/O coherent (AL-06); cached CPU
+    /// views go through it and `D3DKMTInvalidateCache` finds it here.
+    pub(crate) cache: Option<Arc<CpuCache>>,
 }
 
 impl AllocObj {
@@ -176,6 +182,8 @@ impl Machine {
             (alloc, None)
         };
         let gpu_va = mapped.map_or(alloc.bus_addr, |m| m.va);
+        let cache =
+            (!lock(&a.memory_model).io_coherent()).then(|| Arc::new(CpuCache::new(alloc.clone())));
         let h = new_handle();
         lock(&a.ums).allocations.insert(
             h,
@@ -189,6 +197,7 @@ impl Machine {
                 info,
                 segment,
                 locks: 0,
+                cache,
             },
         );
         Ok((h, alloc, gpu_va))
@@ -374,7 +383,7 @@ pub(crate) fn lock_allocation(
     a: &AdapterShared,
     device: KmtHandle,
     h: KmtHandle,
-) -> Result<SysAlloc, SimError> {
+) -> Result<(SysAlloc, Option<Arc<CpuCache>>), SimError> {
     let mut os = lock(&a.ums);
     let Some(al) = os
         .allocations
@@ -396,7 +405,14 @@ pub(crate) fn lock_allocation(
         return Err(SimError::Simulation(msg));
     }
     al.locks = al.locks.saturating_add(1);
-    Ok(al.alloc.clone())
+    // A Cached mapping goes through the CPU's caches (which, without I/O coherency, the GPU
+    // does not see, AL-06); an uncached (write-combined) one reaches memory directly.
+    let cache = if al.info.cached {
+        al.cache.clone()
+    } else {
+        None
+    };
+    Ok((al.alloc.clone(), cache))
 }
 
 /// `D3DKMTUnlock2` of a lock from [`lock_allocation`].

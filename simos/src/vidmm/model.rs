@@ -59,6 +59,15 @@ impl MemoryModel {
         self.segments.get(usize::try_from(id).ok()?.checked_sub(1)?)
     }
 
+    /// Whether the GPU snoops the CPU's caches, as the driver reported it: its aperture segment
+    /// says `CacheCoherent` (AL-06). No aperture (no memory model): coherent, the x86 rule.
+    pub fn io_coherent(&self) -> bool {
+        self.segments
+            .iter()
+            .find(|s| s.Flags.is_set(DXGK_SEGMENTFLAGS::Aperture))
+            .is_none_or(|s| s.Flags.is_set(DXGK_SEGMENTFLAGS::CacheCoherent))
+    }
+
     /// Segment `id`'s `BaseAddress` (where a local segment starts in VRAM).
     pub fn segment_base(&self, id: u32) -> Option<u64> {
         // SAFETY: LARGE_INTEGER's arms are the same 64 bits; any pattern is valid.
