@@ -194,7 +194,13 @@ impl<'m> SimKmt<'m> {
         let mut pdd =
             rvgpu_umd::kmt::allocation_private_data(size, rvgpu_umd::kmt::AllocationKind::Buffer);
         pdd.flags |= rvgpu_hw::pdd::ALLOCATION_CPU_CACHED;
-        let m = self.create_allocation_pdd(&pdd)?;
+        self.create_and_lock(&pdd)
+    }
+
+    /// `D3DKMTCreateAllocation2` with `pdd`, then one `D3DKMTLock2` for the CPU mapping, as
+    /// the Windows thunks do (`kmt_windows`); a failed lock destroys the allocation.
+    fn create_and_lock(&self, pdd: &AllocationPdd) -> Result<Allocation<SimMem>, NtStatus> {
+        let m = self.create_allocation_pdd(pdd)?;
         match self.lock2(m.handle) {
             Ok(mem) => Ok(Allocation {
                 handle: m.handle,
@@ -268,22 +274,9 @@ impl Kmt for SimKmt<'_> {
         size: u64,
         kind: rvgpu_umd::kmt::AllocationKind,
     ) -> Result<Allocation<SimMem>, NtStatus> {
-        // The UMD's private data, as D3DKMTCreateAllocation2 carries it to the KMD; then one
-        // D3DKMTLock2 for the CPU mapping, as the Windows thunks do (`kmt_windows`).
+        // The UMD's private data, as D3DKMTCreateAllocation2 carries it to the KMD.
         let pdd = rvgpu_umd::kmt::allocation_private_data(size, kind);
-        let m = self.create_allocation_pdd(&pdd)?;
-        match self.lock2(m.handle) {
-            Ok(mem) => Ok(Allocation {
-                handle: m.handle,
-                gpu_va: m.gpu_va,
-                size: m.size,
-                mem,
-            }),
-            Err(e) => {
-                let _ = self.destroy_allocation(m.handle);
-                Err(e)
-            }
-        }
+        self.create_and_lock(&pdd)
     }
 
     fn create_allocation_pdd(&self, pdd: &AllocationPdd) -> Result<MappedGpu, NtStatus> {
