@@ -506,8 +506,6 @@ fn check_kmd_handle(
     Ok(())
 }
 
-/// The fence behind D3DKMT handle `h` of the process that owns `device`: `None` for a handle
-/// of another process, as Windows' per-process handle table answers (STATUS_INVALID_HANDLE).
 /// AL-03: the work queued on `device`'s hardware queues now, as (progress fence, value it
 /// must reach) for each queue with outstanding work. A user-mode queue's value is the UMD's
 /// `HwQueueProgressFenceLastQueuedValue` (UM-16): untrusted, but it only decides when this
@@ -542,6 +540,8 @@ impl QueuedWork {
     }
 }
 
+/// The fence behind D3DKMT handle `h` of the process that owns `device`: `None` for a handle
+/// of another process, as Windows' per-process handle table answers (STATUS_INVALID_HANDLE).
 pub(crate) fn fence_of(
     a: &AdapterShared,
     device: KmtHandle,

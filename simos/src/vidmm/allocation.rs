@@ -59,12 +59,8 @@ pub(crate) struct AllocObj {
     pub(crate) deferred: Vec<QueuedWork>,
     /// What the driver said of it in `DXGK_ALLOCATIONINFO` (AL-04).
     pub(crate) info: Described,
-    /// The segment VidMm placed it in (1-based; system memory behind the aperture here).
-    pub(crate) segment: u32,
-    /// Outstanding `D3DKMTLock2`s.
-    pub(crate) locks: u32,
-    /// The CPU cache over the memory when the adapter is not I/O coherent (AL-06); cached CPU
-    /// views go through it and `D3DKMTInvalidateCache` finds it here.
+    /// The CPU cache over a `Cached` allocation's memory when the adapter is not I/O coherent
+    /// (AL-06): its Lock2 views go through it and `D3DKMTInvalidateCache` finds it here.
     pub(crate) cache: Option<Arc<CpuCache>>,
 }
 
@@ -92,13 +88,13 @@ pub(crate) struct Described {
 /// Drops one doorbell reference; queues the allocation for reaping if the UMD already closed
 /// its handle.
 pub(crate) fn release_alloc(os: &mut UmsOs, h: KmtHandle) {
-    let free = os
-        .allocations
-        .get(&h)
-        .is_some_and(|al| al.refs <= 1 && al.closed && al.deferred_done(os));
     if let Some(al) = os.allocations.get_mut(&h) {
         al.refs = al.refs.saturating_sub(1);
     }
+    let free = os
+        .allocations
+        .get(&h)
+        .is_some_and(|al| al.refs == 0 && al.closed && al.deferred_done(os));
     if free {
         free_alloc(os, h);
     }
@@ -136,11 +132,9 @@ impl Machine {
             cpu_visible: true,
             ..Described::default()
         };
-        let mut segment = 0;
         let (alloc, mapped) = if gpummu {
-            let (d, aperture) = describe(a, private)?;
+            let d = describe(a, private)?;
             info = d;
-            segment = aperture;
             let kmd = d.kmd;
             let bytes = d.size.max(size);
             let alloc = a
@@ -182,8 +176,8 @@ impl Machine {
             (alloc, None)
         };
         let gpu_va = mapped.map_or(alloc.bus_addr, |m| m.va);
-        let cache =
-            (!lock(&a.memory_model).io_coherent()).then(|| Arc::new(CpuCache::new(alloc.clone())));
+        let cache = (info.cached && !lock(&a.memory_model).io_coherent())
+            .then(|| Arc::new(CpuCache::new(alloc.clone())));
         let h = new_handle();
         lock(&a.ums).allocations.insert(
             h,
@@ -195,8 +189,6 @@ impl Machine {
                 closed: false,
                 deferred: Vec::new(),
                 info,
-                segment,
-                locks: 0,
                 cache,
             },
         );
@@ -245,9 +237,9 @@ impl Machine {
     }
 }
 
-/// `DxgkDdiCreateAllocation` for one allocation: what the driver answered, and the aperture
-/// segment VidMm places it in.
-fn describe(a: &AdapterShared, private: &[u8]) -> Result<(Described, u32), SimError> {
+/// `DxgkDdiCreateAllocation` for one allocation: what the driver answered (VidMm then places
+/// it in the aperture segment).
+fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
     let f = a
         .table
         .get()
@@ -293,20 +285,20 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<(Described, u32), SimEr
         cached: flags.get(DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::Cached) != 0,
         segments: info.SupportedReadSegmentSet | info.SupportedWriteSegmentSet,
     };
-    let (aperture, apertures, coherent_apertures) = {
+    // Segment sets of the apertures and of the cache-coherent apertures.
+    let (apertures, coherent_apertures) = {
         let model = lock(&a.memory_model);
-        let (mut aperture, mut apertures, mut coherent) = (None, 0u32, 0u32);
+        let (mut apertures, mut coherent) = (0u32, 0u32);
         for (i, s) in model.segments.iter().enumerate() {
             let bit = 1u32.checked_shl(i as u32).unwrap_or(0);
             if s.Flags.is_set(DXGK_SEGMENTFLAGS::Aperture) {
-                aperture.get_or_insert(i as u32 + 1);
                 apertures |= bit;
                 if s.Flags.is_set(DXGK_SEGMENTFLAGS::CacheCoherent) {
                     coherent |= bit;
                 }
             }
         }
-        (aperture, apertures, coherent)
+        (apertures, coherent)
     };
     // AL-04, VidMm's checks of the driver's answer (22631 dxgmms2
     // VIDMM_GLOBAL::VerifySupportedSegmentSetAndAdjustFlags, INVALID_PARAMETER each):
@@ -326,15 +318,14 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<(Described, u32), SimEr
         let _ = destroy_kmd_allocation(a, kmd);
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
-    let aperture_bit = aperture.map_or(0, |id| 1u32 << (id - 1));
     // VidMm places the allocation in a segment the driver allows: this VidMm backs
-    // allocations with system memory, i.e. the aperture segment must be in the set.
-    let Some(aperture) = aperture.filter(|_| info.SupportedWriteSegmentSet & aperture_bit != 0)
-    else {
+    // allocations with system memory, i.e. the (first) aperture segment must be in the set.
+    let first_aperture = apertures & apertures.wrapping_neg();
+    if info.SupportedWriteSegmentSet & first_aperture == 0 {
         let _ = destroy_kmd_allocation(a, kmd);
         return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
-    };
-    Ok((d, aperture))
+    }
+    Ok(d)
 }
 
 /// `DxgkDdiDestroyAllocation` of one driver allocation.
@@ -384,10 +375,10 @@ pub(crate) fn lock_allocation(
     device: KmtHandle,
     h: KmtHandle,
 ) -> Result<(SysAlloc, Option<Arc<CpuCache>>), SimError> {
-    let mut os = lock(&a.ums);
+    let os = lock(&a.ums);
     let Some(al) = os
         .allocations
-        .get_mut(&h)
+        .get(&h)
         .filter(|al| al.device == device && !al.closed)
     else {
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
@@ -395,44 +386,24 @@ pub(crate) fn lock_allocation(
     if !al.info.cpu_visible {
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
-    let in_aperture = al.mapped.is_none()
-        || lock(&a.memory_model)
-            .segment(al.segment)
-            .is_some_and(|s| s.Flags.is_set(DXGK_SEGMENTFLAGS::Aperture));
-    if !in_aperture {
-        let msg = format!("VidMm placed allocation {h} outside the aperture segment");
-        a.state.raise_sim_error(msg.clone());
-        return Err(SimError::Simulation(msg));
-    }
-    al.locks = al.locks.saturating_add(1);
     // A Cached mapping goes through the CPU's caches (which, without I/O coherency, the GPU
     // does not see, AL-06); an uncached (write-combined) one reaches memory directly.
-    let cache = if al.info.cached {
-        al.cache.clone()
-    } else {
-        None
-    };
-    Ok((al.alloc.clone(), cache))
+    Ok((al.alloc.clone(), al.cache.clone()))
 }
 
-/// `D3DKMTUnlock2` of a lock from [`lock_allocation`].
+/// `D3DKMTUnlock2`: a handle that is not the device's allocation is INVALID_PARAMETER
+/// (22631 DxgkUnlock2Internal, DXGDEVICE::Unlock2). Unlocking an allocation that holds no
+/// lock only logs a triage event and succeeds (VIDMM_GLOBAL::UnlockInternal), and this VidMm
+/// keeps no mapping per lock, so there is nothing else to undo.
 pub(crate) fn unlock_allocation(
     a: &AdapterShared,
     device: KmtHandle,
     h: KmtHandle,
 ) -> Result<(), SimError> {
-    let mut os = lock(&a.ums);
-    match os
-        .allocations
-        .get_mut(&h)
-        .filter(|al| al.device == device && !al.closed)
-    {
-        None => Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER)),
-        Some(al) if al.locks == 0 => Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER)),
-        Some(al) => {
-            al.locks -= 1;
-            Ok(())
-        }
+    let os = lock(&a.ums);
+    match os.allocations.get(&h) {
+        Some(al) if al.device == device && !al.closed => Ok(()),
+        _ => Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER)),
     }
 }
 
@@ -460,18 +431,11 @@ pub(crate) fn destroy_allocation2(
     else {
         return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
     };
-    al.deferred = deferred;
-    let busy = al.refs > 0;
-    let done = os
-        .allocations
-        .get(&h)
-        .is_some_and(|al| al.deferred_done(&os));
-    if busy || !done {
-        let Some(al) = os.allocations.get_mut(&h) else {
-            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
-        };
+    // `queued_work` lists only queues with work outstanding: an empty list is "not in use".
+    if al.refs > 0 || !deferred.is_empty() {
         // UM-07: a live doorbell holds it; AL-03: queued work may use it. The memory goes
         // when both are over.
+        al.deferred = deferred;
         al.closed = true;
         return Ok(());
     }
