@@ -171,6 +171,25 @@ fn in_new_process<T>(
     })
 }
 
+/// A context on `engine` of `process`'s device and a hardware queue on it (user-mode
+/// submission or not): the adapter, the context, the queue and the KMD's private data.
+fn context_and_queue(
+    m: &Machine,
+    process: UmsProcess,
+    engine: u32,
+    user_mode: bool,
+) -> Result<(Arc<AdapterShared>, KmtHandle, ums::CreatedQueue, HwQueuePdd), SimError> {
+    let a = m.adapter_shared(process.adapter)?.clone();
+    let context = ums::create_context(&a, process.device, engine)?;
+    let mut qp = HwQueuePdd {
+        magic: PDD_MAGIC,
+        version: HW_QUEUE_PDD_VERSION,
+        ..Default::default()
+    };
+    let q = ums::create_hw_queue(m, &a, process.device, context, user_mode, qp.as_mut_bytes())?;
+    Ok((a, context, q, qp))
+}
+
 impl GpuQueue {
     /// Creates a process on adapter `adapter` and, in it, a user-mode hardware queue on
     /// `engine` with a [`RING_BYTES`] ring and a connected doorbell (see the module
@@ -186,15 +205,8 @@ impl GpuQueue {
     }
 
     fn build(m: &Machine, process: UmsProcess, engine: u32) -> Result<Self, SimError> {
-        let a = m.adapter_shared(process.adapter)?.clone();
+        let (a, context, q, qp) = context_and_queue(m, process, engine, true)?;
         let device = process.device;
-        let context = ums::create_context(&a, device, engine)?;
-        let mut qp = HwQueuePdd {
-            magic: PDD_MAGIC,
-            version: HW_QUEUE_PDD_VERSION,
-            ..Default::default()
-        };
-        let q = ums::create_hw_queue(m, &a, device, context, true, qp.as_mut_bytes())?;
         use rvgpu_umd::kmt::{allocation_private_data, AllocationKind};
         let ring_pdd = allocation_private_data(u64::from(RING_BYTES), AllocationKind::Commands);
         let (ring_h, ring, ring_va) =
@@ -451,15 +463,8 @@ impl KernelGpuQueue {
     }
 
     fn build(m: &Machine, process: UmsProcess, engine: u32) -> Result<Self, SimError> {
-        let a = m.adapter_shared(process.adapter)?.clone();
+        let (a, context, q, _) = context_and_queue(m, process, engine, false)?;
         let device = process.device;
-        let context = ums::create_context(&a, device, engine)?;
-        let mut qp = HwQueuePdd {
-            magic: PDD_MAGIC,
-            version: HW_QUEUE_PDD_VERSION,
-            ..Default::default()
-        };
-        let q = ums::create_hw_queue(m, &a, device, context, false, qp.as_mut_bytes())?;
         use rvgpu_umd::kmt::{allocation_private_data, AllocationKind};
         let bytes = u64::from(COMMAND_BUFFER_BYTES);
         let pdd = allocation_private_data(bytes, AllocationKind::Commands);

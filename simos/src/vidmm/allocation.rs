@@ -13,7 +13,6 @@
 use std::sync::Arc;
 
 use rvgpu_ddi::allocation::*;
-use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::HANDLE;
 use rvgpu_device::SysAlloc;
@@ -285,21 +284,7 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
         cached: flags.get(DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::Cached) != 0,
         segments: info.SupportedReadSegmentSet | info.SupportedWriteSegmentSet,
     };
-    // Segment sets of the apertures and of the cache-coherent apertures.
-    let (apertures, coherent_apertures) = {
-        let model = lock(&a.memory_model);
-        let (mut apertures, mut coherent) = (0u32, 0u32);
-        for (i, s) in model.segments.iter().enumerate() {
-            let bit = 1u32.checked_shl(i as u32).unwrap_or(0);
-            if s.Flags.is_set(DXGK_SEGMENTFLAGS::Aperture) {
-                apertures |= bit;
-                if s.Flags.is_set(DXGK_SEGMENTFLAGS::CacheCoherent) {
-                    coherent |= bit;
-                }
-            }
-        }
-        (apertures, coherent)
-    };
+    let (apertures, coherent_apertures) = lock(&a.memory_model).aperture_sets();
     // AL-04, VidMm's checks of the driver's answer (22631 dxgmms2
     // VIDMM_GLOBAL::VerifySupportedSegmentSetAndAdjustFlags, INVALID_PARAMETER each):
     // - a CpuVisible allocation lists an aperture segment, whatever the CPU visibility of

@@ -59,6 +59,22 @@ impl MemoryModel {
         self.segments.get(usize::try_from(id).ok()?.checked_sub(1)?)
     }
 
+    /// Segment sets (bit n = segment n + 1, as in `DXGK_ALLOCATIONINFO`) of the aperture
+    /// segments and of the cache-coherent ones among them.
+    pub fn aperture_sets(&self) -> (u32, u32) {
+        let (mut all, mut coherent) = (0u32, 0u32);
+        for (i, s) in self.segments.iter().enumerate() {
+            let bit = 1u32.checked_shl(i as u32).unwrap_or(0);
+            if s.Flags.is_set(DXGK_SEGMENTFLAGS::Aperture) {
+                all |= bit;
+                if s.Flags.is_set(DXGK_SEGMENTFLAGS::CacheCoherent) {
+                    coherent |= bit;
+                }
+            }
+        }
+        (all, coherent)
+    }
+
     /// Whether the GPU snoops the CPU's caches, as the driver reported it: its aperture segment
     /// says `CacheCoherent` (AL-06). No aperture (no memory model): coherent, the x86 rule.
     pub fn io_coherent(&self) -> bool {
