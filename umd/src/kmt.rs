@@ -101,6 +101,47 @@ pub struct DestroyFlags {
     pub assume_not_in_use: bool,
 }
 
+/// `D3DDDI_MAKERESIDENT_FLAGS` as this UMD uses them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MakeResidentFlags {
+    /// `CantTrimFurther`: the UMD has evicted all it can; VidMm may go over the budget
+    /// rather than fail.
+    pub cant_trim_further: bool,
+}
+
+/// `D3DDDI_EVICT_FLAGS` as this UMD uses them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvictFlags {
+    /// `EvictOnlyIfNecessary`: keep the contents where they are until VidMm needs the room.
+    pub evict_only_if_necessary: bool,
+    /// `NotWrittenTo`: the GPU did not write the allocation since it was made resident, so
+    /// VidMm may drop the VRAM copy instead of transferring it out.
+    pub not_written_to: bool,
+}
+
+/// What a successful `D3DKMTMakeResident` returns: the allocations may be used by GPU work
+/// once the device's paging fence reaches `value` (`STATUS_PENDING` when it has not yet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PagingFence {
+    /// The paging queue's fence (`D3DKMT_CREATEPAGINGQUEUE::hSyncObject`).
+    pub fence: KmtHandle,
+    /// `PagingFenceValue`.
+    pub value: u64,
+}
+
+/// Why `D3DKMTMakeResident` failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MakeResidentError {
+    /// `STATUS_NO_MEMORY`: the request does not fit the process's budget; evict
+    /// `bytes_to_trim` (`NumBytesToTrim`) and try again. No residency count changed.
+    OverBudget {
+        /// `NumBytesToTrim`.
+        bytes_to_trim: u64,
+    },
+    /// Any other failure.
+    Status(NtStatus),
+}
+
 /// CPU access to an allocation, word by word (64-bit, naturally aligned, byte offsets).
 pub trait AllocationCpu {
     /// Stores `value` at byte offset `offset` (Release; 8-aligned, in range; out-of-range is
@@ -220,6 +261,24 @@ pub trait Kmt {
     /// true (x86/x64 platforms must be I/O coherent).
     fn io_coherent(&self) -> bool {
         true
+    }
+    /// `D3DKMTMakeResident` on the device's paging queue: adds one to each allocation's
+    /// residency count (all or none), pages in what is not resident. Default:
+    /// `STATUS_NOT_SUPPORTED`.
+    fn make_resident(
+        &self,
+        allocations: &[KmtHandle],
+        flags: MakeResidentFlags,
+    ) -> Result<PagingFence, MakeResidentError> {
+        let _ = (allocations, flags);
+        Err(MakeResidentError::Status(STATUS_NOT_SUPPORTED))
+    }
+    /// `D3DKMTEvict`: takes one from each allocation's residency count; at zero VidMm may
+    /// evict it once the work queued before the call has finished. Returns `NumBytesToTrim`.
+    /// Default: `STATUS_NOT_SUPPORTED`.
+    fn evict(&self, allocations: &[KmtHandle], flags: EvictFlags) -> Result<u64, NtStatus> {
+        let _ = (allocations, flags);
+        Err(STATUS_NOT_SUPPORTED)
     }
     /// `D3DKMTCreateDoorbell`; `private_data` is in/out ([`rvgpu_hw::pdd::DoorbellPdd`]).
     fn create_doorbell(

@@ -197,6 +197,20 @@ macro_rules! forward_kmt {
             fn io_coherent(&self) -> bool {
                 (**self).io_coherent()
             }
+            fn make_resident(
+                &self,
+                allocations: &[KmtHandle],
+                flags: crate::kmt::MakeResidentFlags,
+            ) -> Result<crate::kmt::PagingFence, crate::kmt::MakeResidentError> {
+                (**self).make_resident(allocations, flags)
+            }
+            fn evict(
+                &self,
+                allocations: &[KmtHandle],
+                flags: crate::kmt::EvictFlags,
+            ) -> Result<u64, NtStatus> {
+                (**self).evict(allocations, flags)
+            }
             fn create_doorbell(
                 &self,
                 queue: KmtHandle,
