@@ -20,7 +20,8 @@ use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATU
 use rvgpu_device::SysAlloc;
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
-    FenceCpu, HwQueue, Kmt, KmtHandle, MappedGpu, NtStatus,
+    EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MappedGpu,
+    NtStatus, PagingFence,
 };
 
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -325,6 +326,40 @@ impl Kmt for SimKmt<'_> {
         )
         .map_err(status)?;
         self.m.reap_allocations(&a).map_err(status)
+    }
+
+    /// Issue 15: VidMm pages in what is evicted before it returns, so the paging fence value
+    /// handed back is one already reached (the "ready to be accessed immediately" success of
+    /// the MakeResident page) and no wait is needed.
+    fn make_resident(
+        &self,
+        allocations: &[KmtHandle],
+        flags: MakeResidentFlags,
+    ) -> Result<PagingFence, MakeResidentError> {
+        use crate::vidmm::residency::MakeResidentFail;
+        let a = self.adapter().map_err(MakeResidentError::Status)?;
+        self.m
+            .residency_make_resident(&a, self.p.device, allocations, flags.cant_trim_further)
+            .map_err(|e| match e {
+                MakeResidentFail::OverBudget(bytes_to_trim) => {
+                    MakeResidentError::OverBudget { bytes_to_trim }
+                }
+                MakeResidentFail::Failed(e) => MakeResidentError::Status(status(e)),
+            })?;
+        Ok(PagingFence { fence: 0, value: 0 })
+    }
+
+    fn evict(&self, allocations: &[KmtHandle], flags: EvictFlags) -> Result<u64, NtStatus> {
+        let a = self.adapter()?;
+        self.m
+            .residency_evict(
+                &a,
+                self.p.device,
+                allocations,
+                flags.evict_only_if_necessary,
+                flags.not_written_to,
+            )
+            .map_err(status)
     }
 
     /// AL-06 (22631 dxgkrnl DxgkInvalidateCache, dxgmms2 VIDMM_GLOBAL::InvalidateCache): a

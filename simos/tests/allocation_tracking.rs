@@ -565,13 +565,12 @@ fn al_04_vidmm_refuses_cpu_visible_allocations_without_an_aperture() {
             .err(),
         Some(NtStatus(STATUS_INVALID_PARAMETER))
     );
-    // Not CPU-visible: the rule does not apply. This VidMm cannot place it either (it backs
-    // allocations with system memory only, docs/memory.md), which it reports as NO_MEMORY:
-    // a different refusal from the rule's.
-    assert_eq!(
-        k.create_allocation_pdd(&pdd(4096, 0)).err(),
-        Some(NtStatus(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY))
-    );
+    // Not CPU-visible: the rule does not apply, and VidMm places it in VRAM.
+    let gpu_only = okk(&m, k.create_allocation_pdd(&pdd(4096, 0)));
+    assert!(matches!(
+        m.allocation_residency(0, gpu_only.handle),
+        Some((rvgpu_simos::vidmm::residency::Place::Local { .. }, 1))
+    ));
     no_fault(&m);
 }
 

@@ -17,6 +17,7 @@
 use rvgpu_ddi::allocation::{
     DXGKARG_CREATEALLOCATION, DXGK_ALLOCATIONINFO, DXGK_ALLOCATIONINFOFLAGS_WDDM2_0,
     DXGK_ALLOCATIONINFO_1, DXGK_CREATEALLOCATIONFLAGS, DXGK_OPENALLOCATIONINFO,
+    DXGK_SEGMENTPREFERENCE,
 };
 use rvgpu_ddi::HANDLE;
 use rvgpu_hw::pdd::{
@@ -135,6 +136,7 @@ fn describe<P: Platform>(live: &Live<P>, al: &Allocation, info: &mut DXGK_ALLOCA
     info.SupportedReadSegmentSet = set;
     info.SupportedWriteSegmentSet = set;
     info.EvictionSegmentSet = bit(gpummu::SEGMENT_APERTURE);
+    info.PreferredSegment = preference(live, al);
     let mut flags = DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::default();
     flags.set(
         DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::CpuVisible,
@@ -145,6 +147,31 @@ fn describe<P: Platform>(live: &Live<P>, al: &Allocation, info: &mut DXGK_ALLOCA
         u32::from(al.cached),
     );
     info.Anonymous2 = DXGK_ALLOCATIONINFO_1 { FlagsWddm2: flags };
+}
+
+/// Where the allocation should go, best first (`DXGK_SEGMENTPREFERENCE`): memory the GPU
+/// reaches fastest for what only the GPU touches (VRAM the CPU cannot see first, so the
+/// CPU-visible part stays for allocations that need it), the aperture for what the CPU maps.
+fn preference<P: Platform>(live: &Live<P>, al: &Allocation) -> DXGK_SEGMENTPREFERENCE {
+    let mut order = [0u32; 3];
+    if al.cpu_visible {
+        order[0] = gpummu::SEGMENT_APERTURE;
+    } else {
+        let hidden = gpummu::local_segment(live, gpummu::SEGMENT_LOCAL_HIDDEN).is_some();
+        order = if hidden {
+            [
+                gpummu::SEGMENT_LOCAL_HIDDEN,
+                gpummu::SEGMENT_LOCAL,
+                gpummu::SEGMENT_APERTURE,
+            ]
+        } else {
+            [gpummu::SEGMENT_LOCAL, gpummu::SEGMENT_APERTURE, 0]
+        };
+    }
+    DXGK_SEGMENTPREFERENCE::default()
+        .with(DXGK_SEGMENTPREFERENCE::SegmentId0, order[0])
+        .with(DXGK_SEGMENTPREFERENCE::SegmentId1, order[1])
+        .with(DXGK_SEGMENTPREFERENCE::SegmentId2, order[2])
 }
 
 /// DxgkDdiCreateAllocation (PASSIVE): every allocation of the call or none (a failure frees

@@ -4,8 +4,10 @@
 //! - `DXGK_OPERATION_FILL` → `FILL` packets (the 32-bit pattern repeated to 64 bits);
 //! - `DXGK_OPERATION_TRANSFER` between two segment locations → `COPY` packets;
 //!
-//! each packet at most [`MAX_TRANSFER`] bytes. Addressing is identity (hardware.md §12.2): a
-//! segment address is the bus address. Everything else (MDL-backed transfers, swizzling,
+//! each packet at most [`MAX_TRANSFER`] bytes. Paging buffers run in the system space, which is
+//! identity (hardware.md §12.2): an aperture address is the bus address, a local segment's
+//! address is a VRAM offset the device sees at `VRAM_BASE` + offset (residency moves
+//! allocations between the two, issue 15). Everything else (MDL-backed transfers, swizzling,
 //! discard, aperture mapping, page tables …) is refused with `STATUS_NOT_SUPPORTED` until
 //! the driver reports segments that need them.
 //!
@@ -127,21 +129,48 @@ pub fn encode(op: &Op, first: u64, out: &mut [u64]) -> (usize, u64) {
     (n, i)
 }
 
+/// The device address of `address` in segment `id`, as VidMm names a paging location: the
+/// segment's `BaseAddress` plus the offset in it (the DXGK_SEGMENTDESCRIPTOR4 page). The
+/// aperture's base is 0 and its offsets are bus addresses, which the system space addresses
+/// directly; a local segment's base is where it starts in VRAM, so the address is a VRAM
+/// offset that must stay inside that segment, and the device sees it at `VRAM_BASE` + offset
+/// (hardware.md §12.1). Anything else is not a segment rvgpu reported.
+fn segment_device_address<P: Platform>(
+    live: &crate::adapter::Live<P>,
+    id: u32,
+    address: i64,
+    bytes: u64,
+) -> Result<GpuVa, NTSTATUS> {
+    let bad = status::INVALID_PARAMETER.code();
+    let addr = u64::try_from(address).map_err(|_| bad)?;
+    if id == crate::gpummu::SEGMENT_APERTURE {
+        return Ok(GpuVa::new(addr));
+    }
+    let (base, size) = crate::gpummu::local_segment(live, id).ok_or(bad)?;
+    let end = addr.checked_add(bytes).ok_or(bad)?;
+    if addr < base || end > base.saturating_add(size) {
+        return Err(bad);
+    }
+    rvgpu_hw::addr::VRAM_BASE
+        .checked_add(addr)
+        .map(GpuVa::new)
+        .ok_or(bad)
+}
+
 /// Reads the operation out of the argument (only Fill and segment-to-segment Transfer).
-fn operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> Result<Op, NTSTATUS> {
-    // A segment address from the OS: the GPU address of the page (identity in v1).
-    let addr = |v: i64| {
-        u64::try_from(v)
-            .map(GpuVa::new)
-            .map_err(|_| status::INVALID_PARAMETER.code())
-    };
+fn operation<P: Platform>(
+    live: &crate::adapter::Live<P>,
+    args: &DXGKARG_BUILDPAGINGBUFFER,
+) -> Result<Op, NTSTATUS> {
     match crate::args::paging_operation(args) {
         PagingOperation::Fill(f) => {
-            if f.Destination.SegmentId == 0 {
-                return Err(status::INVALID_PARAMETER.code());
-            }
-            let dst = addr(crate::args::quad(&f.Destination.SegmentAddress))?;
             let bytes = u64::try_from(f.FillSize).map_err(|_| status::INVALID_PARAMETER.code())?;
+            let dst = segment_device_address(
+                live,
+                f.Destination.SegmentId,
+                crate::args::quad(&f.Destination.SegmentAddress),
+                bytes,
+            )?;
             let p = u64::from(f.FillPattern);
             Ok(Op::Fill {
                 dst,
@@ -164,13 +193,18 @@ fn operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> Result<Op, NTSTATUS> {
             ) else {
                 return Err(STATUS_NOT_SUPPORTED);
             };
-            let off = u64::from(t.TransferOffset);
-            let add = |a: GpuVa| a.checked_add(off).ok_or(status::INVALID_PARAMETER.code());
+            let bad = status::INVALID_PARAMETER.code();
+            let bytes = u64::try_from(t.TransferSize).map_err(|_| bad)?;
+            // TransferOffset is the offset of this pass in the allocation: both sides move by
+            // it before the range is checked against its segment.
+            let off = i64::from(t.TransferOffset);
+            let at = |id: u32, a: i64| {
+                segment_device_address(live, id, a.checked_add(off).ok_or(bad)?, bytes)
+            };
             Ok(Op::Copy {
-                src: add(addr(src)?)?,
-                dst: add(addr(dst)?)?,
-                bytes: u64::try_from(t.TransferSize)
-                    .map_err(|_| status::INVALID_PARAMETER.code())?,
+                src: at(t.Source.SegmentId, src)?,
+                dst: at(t.Destination.SegmentId, dst)?,
+                bytes,
             })
         }
         _ => Err(STATUS_NOT_SUPPORTED),
@@ -194,7 +228,7 @@ pub fn build_paging_buffer<P: Platform>(
         | PagingOperation::CopyPageTableEntries(_) => return build_gpummu(a, live, args),
         _ => {}
     }
-    let op = match operation(args) {
+    let op = match operation(live, args) {
         Ok(op) => op,
         Err(e) => return e,
     };

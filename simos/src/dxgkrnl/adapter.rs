@@ -153,6 +153,10 @@ pub struct AdapterShared {
     pub memory_model: Mutex<crate::vidmm::model::MemoryModel>,
     /// VidMm's GPU VA spaces and page-table heap ([`crate::vidmm::mmu`]).
     pub vidmm: Mutex<crate::vidmm::mmu::VidMm>,
+    /// VidMm's residency: where each user allocation lives and who needs it resident
+    /// ([`crate::vidmm::residency`]). Held for a whole residency operation, paging included,
+    /// as VidMm serialises its own.
+    pub residency: Mutex<crate::vidmm::residency::State>,
     /// Dxgkrnl's triage log for this adapter: statuses outside a DDI wrapper's allow-list
     /// (BR-23) and pending start-up rules the driver breaks (`bringup::PENDING`).
     pub triage: Mutex<Vec<String>>,
@@ -287,6 +291,7 @@ impl AdapterShared {
             caps: Mutex::new(None),
             memory_model: Mutex::new(Default::default()),
             vidmm: Mutex::new(Default::default()),
+            residency: Mutex::new(Default::default()),
             triage: Mutex::new(Vec::new()),
             hws: Mutex::new(Default::default()),
             features: Mutex::new(Default::default()),

@@ -56,6 +56,10 @@ pub struct OsConfig {
     pub hws_normal_band_percentage: u32,
     /// The CPU architecture (default x64).
     pub cpu_arch: CpuArch,
+    /// Issue 15: bytes of local memory (VRAM) each process may keep resident (VidMm's
+    /// process budget, "Process residency budgets"); `None`: all of it. `D3DKMTMakeResident`
+    /// past it fails with `STATUS_NO_MEMORY` and the bytes to trim.
+    pub vram_budget: Option<u64>,
 }
 
 impl Default for OsConfig {
@@ -71,6 +75,7 @@ impl Default for OsConfig {
             sched_log_entries: crate::vidsch::hws::DEFAULT_SCHED_LOG_ENTRIES,
             hws_normal_band_percentage: 0,
             cpu_arch: CpuArch::X64,
+            vram_budget: None,
         }
     }
 }

@@ -326,6 +326,13 @@ pub(super) fn pending_work(a: &AdapterShared) -> bool {
 /// the paging work as pending until the returned guard is dropped, so a runtime power-down
 /// backs out meanwhile (a GPU in D3 runs no paging buffer).
 pub(crate) fn paging_power(a: &AdapterShared) -> Result<PagingPower<'_>, SimError> {
+    {
+        let mut v = lock(&a.vidmm);
+        if v.power_thread == Some(std::thread::current().id()) {
+            v.paging_begin();
+            return Ok(PagingPower { a });
+        }
+    }
     loop {
         if lock(&a.ums).power == Power::D3 {
             let _x = exclusive(a);
@@ -408,6 +415,9 @@ impl Machine {
             resume_power_suspended(&a)?;
             return Ok(false);
         }
+        // UM-14's optional step: with every context off the runlist, VidMm moves what no
+        // device requires out of VRAM (issue 15, `vidmm::residency`).
+        self.residency_trim_for_d3(&a)?;
         set_power_state(&a, PowerDeviceD3)?;
         Ok(true)
     }

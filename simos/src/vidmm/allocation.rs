@@ -44,6 +44,8 @@ pub(crate) struct Mapped {
 
 #[derive(Debug)]
 pub(crate) struct AllocObj {
+    /// Its own D3DKMT handle (the reaper finds VidMm's residency record by it).
+    pub(crate) handle: KmtHandle,
     pub(crate) device: KmtHandle,
     pub(crate) alloc: SysAlloc,
     pub(crate) mapped: Option<Mapped>,
@@ -82,6 +84,10 @@ pub(crate) struct Described {
     pub(crate) cached: bool,
     /// `SupportedReadSegmentSet | SupportedWriteSegmentSet` (bit n = segment n + 1).
     pub(crate) segments: u32,
+    /// `SupportedWriteSegmentSet`: where VidMm may place it (it must be writable there).
+    pub(crate) write_segments: u32,
+    /// `PreferredSegment` (`DXGK_SEGMENTPREFERENCE`, raw).
+    pub(crate) preferred: u32,
 }
 
 /// Drops one doorbell reference; queues the allocation for reaping if the UMD already closed
@@ -131,36 +137,81 @@ impl Machine {
             cpu_visible: true,
             ..Described::default()
         };
+        let h = new_handle();
         let (alloc, mapped) = if gpummu {
             let d = describe(a, private)?;
             info = d;
             let kmd = d.kmd;
             let bytes = d.size.max(size);
+            // The backing store: where the contents live when not in VRAM.
             let alloc = a
                 .device
                 .memory()
                 .alloc_system(bytes, PAGE)
                 .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
             let pages = alloc.len / PAGE;
-            let phys: Vec<_> = (0..pages)
-                .map(|i| (0u32, alloc.bus_addr + i * PAGE))
-                .collect();
+            let (apertures, _) = lock(&a.memory_model).aperture_sets();
+            let aperture = d.write_segments & apertures != 0;
+            let order = crate::vidmm::residency::local_order(
+                a,
+                d.write_segments,
+                d.preferred,
+                d.cpu_visible,
+            );
             let tag = LeafTag {
                 handle: kmd,
                 base_va: 0,
                 native_fence: false,
             };
-            match self.vidmm_map(a, pid, &phys, MapAttrs::default(), tag) {
-                Ok(va) => (
-                    alloc,
-                    Some(Mapped {
-                        kmd,
+            // Placement, mapping and the residency record under VidMm's residency lock, so
+            // no eviction sees the allocation half made.
+            let mut st = lock(&a.residency);
+            let placed = self
+                .residency_place_new(
+                    a,
+                    &mut st,
+                    pid,
+                    kmd,
+                    &order,
+                    aperture,
+                    alloc.bus_addr,
+                    alloc.len,
+                )
+                .and_then(|(place, phys)| {
+                    let va = self.vidmm_map(a, pid, &phys, MapAttrs::default(), tag);
+                    if va.is_err() {
+                        // Nothing maps it: its VRAM goes back.
+                        crate::vidmm::residency::release_place(a, &mut st, place, alloc.len);
+                    }
+                    va.map(|va| (place, va))
+                });
+            match placed {
+                Ok((place, va)) => {
+                    Self::residency_track(
+                        &mut st,
+                        h,
                         pid,
+                        device,
+                        kmd,
                         va,
                         pages,
-                    }),
-                ),
+                        alloc.bus_addr,
+                        order,
+                        aperture,
+                        place,
+                    );
+                    (
+                        alloc,
+                        Some(Mapped {
+                            kmd,
+                            pid,
+                            va,
+                            pages,
+                        }),
+                    )
+                }
                 Err(e) => {
+                    drop(st);
                     a.device.memory().free_system(alloc.bus_addr);
                     let _ = destroy_kmd_allocation(a, kmd);
                     return Err(e);
@@ -177,10 +228,10 @@ impl Machine {
         let gpu_va = mapped.map_or(alloc.bus_addr, |m| m.va);
         let cache = (info.cached && !lock(&a.memory_model).io_coherent())
             .then(|| Arc::new(CpuCache::new(alloc.clone())));
-        let h = new_handle();
         lock(&a.ums).allocations.insert(
             h,
             AllocObj {
+                handle: h,
                 device,
                 alloc: alloc.clone(),
                 mapped,
@@ -197,6 +248,8 @@ impl Machine {
     /// Finishes every allocation dropped since the last call: unmap, DestroyAllocation, free.
     /// Called with no OS lock held.
     pub(crate) fn reap_allocations(&self, a: &AdapterShared) -> Result<(), SimError> {
+        // Evictions released without EvictOnlyIfNecessary whose work has finished.
+        self.residency_tick(a)?;
         {
             // AL-03: destructions deferred behind queued work whose work has now completed.
             // (Windows' VidMm does this from its worker when the fences signal; here it runs
@@ -217,7 +270,11 @@ impl Machine {
             let Some(al) = lock(&a.ums).reaped.pop() else {
                 return Ok(());
             };
-            if let Some(m) = al.mapped {
+            if self.residency_release(a, al.handle)? {
+                if let Some(m) = al.mapped {
+                    destroy_kmd_allocation(a, m.kmd)?;
+                }
+            } else if let Some(m) = al.mapped {
                 // A lost device runs no paging buffers; its tables go with the process.
                 if !a.device.is_lost() {
                     let tag = LeafTag {
@@ -283,6 +340,8 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
         cpu_visible: flags.get(DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::CpuVisible) != 0,
         cached: flags.get(DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::Cached) != 0,
         segments: info.SupportedReadSegmentSet | info.SupportedWriteSegmentSet,
+        write_segments: info.SupportedWriteSegmentSet,
+        preferred: info.PreferredSegment.Value,
     };
     let (apertures, coherent_apertures) = lock(&a.memory_model).aperture_sets();
     // AL-04, VidMm's checks of the driver's answer (22631 dxgmms2
@@ -302,13 +361,6 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
     if refuse {
         let _ = destroy_kmd_allocation(a, kmd);
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
-    }
-    // VidMm places the allocation in a segment the driver allows: this VidMm backs
-    // allocations with system memory, i.e. the (first) aperture segment must be in the set.
-    let first_aperture = apertures & apertures.wrapping_neg();
-    if info.SupportedWriteSegmentSet & first_aperture == 0 {
-        let _ = destroy_kmd_allocation(a, kmd);
-        return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
     }
     Ok(d)
 }

@@ -50,9 +50,10 @@ pub struct LeafTag {
     /// `DXGK_UPDATEPAGETABLEFLAGS::NativeFence`: `handle` is a native fence.
     pub native_fence: bool,
 }
-/// Share of the page-table segment VidMm uses for page tables (the rest stays for other
-/// local-memory users, such as local native-fence storage, which comes from its top).
-const TABLE_SHARE: u64 = 2;
+/// Share of the page-table segment VidMm uses for page tables, from its start. VRAM above it
+/// holds allocations (`vidmm::residency`) up to the half of VRAM local native-fence storage
+/// takes from the top.
+pub(crate) const TABLE_SHARE: u64 = 4;
 
 /// A process as VidMm knows it.
 #[derive(Debug)]
@@ -71,6 +72,10 @@ pub struct VidMm {
     pub(super) processes: HashMap<ProcessId, VmProcess>,
     /// Paging sequences in flight (they hold the GPU in D0).
     busy: u32,
+    /// The thread running a power transition that pages (the D3 trim, issue 15): it holds
+    /// the adapter's power sequence exclusively and the GPU is in D0, so its paging takes no
+    /// power reference.
+    pub(crate) power_thread: Option<std::thread::ThreadId>,
 }
 
 impl VidMm {
@@ -115,7 +120,7 @@ fn va_error(e: VaError) -> SimError {
 }
 
 /// The device physical address of `offset` in local segment `segment`.
-fn segment_pa(a: &AdapterShared, segment: u32, offset: u64) -> Option<u64> {
+pub(crate) fn segment_pa(a: &AdapterShared, segment: u32, offset: u64) -> Option<u64> {
     let base = lock(&a.memory_model).segment_base(segment)?;
     rvgpu_hw::addr::VRAM_BASE
         .checked_add(base)?
@@ -266,7 +271,39 @@ impl Machine {
         attrs: MapAttrs,
         tag: LeafTag,
     ) -> Result<u64, SimError> {
-        let (kmd, va, updates) = {
+        let va = {
+            let mut v = lock(&a.vidmm);
+            let p = v
+                .processes
+                .get_mut(&pid)
+                .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+            p.space
+                .reserve(phys.len() as u64 * 4096)
+                .map_err(va_error)?
+        };
+        match self.vidmm_map_at(a, pid, va, phys, attrs, tag) {
+            Ok(()) => Ok(va),
+            Err(e) => {
+                if let Some(p) = lock(&a.vidmm).processes.get_mut(&pid) {
+                    let _ = p.space.free(va);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Maps `phys` at `va`, which VidMm reserved in `pid`'s space before (a fresh
+    /// reservation, or an evicted allocation's VA when it comes back, issue 15).
+    pub(crate) fn vidmm_map_at(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        va: u64,
+        phys: &[Phys],
+        attrs: MapAttrs,
+        tag: LeafTag,
+    ) -> Result<(), SimError> {
+        let (kmd, updates) = {
             let mut v = lock(&a.vidmm);
             let v = &mut *v;
             let heap = v
@@ -277,21 +314,11 @@ impl Machine {
                 .processes
                 .get_mut(&pid)
                 .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-            let va = p
-                .space
-                .reserve(phys.len() as u64 * 4096)
-                .map_err(va_error)?;
-            match p.space.map(va, phys, attrs, heap) {
-                Ok(u) => (p.kmd, va, u),
-                Err(e) => {
-                    let _ = p.space.free(va);
-                    return Err(va_error(e));
-                }
-            }
+            let u = p.space.map(va, phys, attrs, heap).map_err(va_error)?;
+            (p.kmd, u)
         };
         self.vidmm_run(a, kmd, &updates, LeafTag { base_va: va, ..tag })?;
-        self.vidmm_check(a, pid, va, phys.len() as u64)?;
-        Ok(va)
+        self.vidmm_check(a, pid, va, phys.len() as u64)
     }
 
     /// Where `[va, va + bytes)` of `pid` lives, as `(segment id, address in it, bytes)` runs
@@ -387,6 +414,20 @@ impl Machine {
         pages: u64,
         tag: LeafTag,
     ) -> Result<(), SimError> {
+        self.vidmm_unmap_keep(a, pid, va, pages, tag)?;
+        self.vidmm_release_va(a, pid, va)
+    }
+
+    /// Unmaps `pages` pages at `va` of `pid` through the driver and flushes the TLB; the VA
+    /// stays reserved (an evicted allocation keeps its address, issue 15).
+    pub(crate) fn vidmm_unmap_keep(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        va: u64,
+        pages: u64,
+        tag: LeafTag,
+    ) -> Result<(), SimError> {
         let (kmd, root, updates) = {
             let mut v = lock(&a.vidmm);
             let p = v
@@ -398,7 +439,16 @@ impl Machine {
         };
         self.vidmm_run(a, kmd, &updates, LeafTag { base_va: va, ..tag })?;
         self.vidmm_flush(a, kmd, root, va, va + pages * 4096)?;
-        self.vidmm_check(a, pid, va, pages)?;
+        self.vidmm_check(a, pid, va, pages)
+    }
+
+    /// Frees the reservation at `va` of `pid` (nothing may be mapped in it).
+    pub(crate) fn vidmm_release_va(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        va: u64,
+    ) -> Result<(), SimError> {
         let mut v = lock(&a.vidmm);
         if let Some(p) = v.processes.get_mut(&pid) {
             p.space.free(va).map_err(va_error)?;
@@ -527,7 +577,7 @@ impl Machine {
         Ok(())
     }
 
-    fn vidmm_wait(&self, a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
+    pub(crate) fn vidmm_wait(&self, a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
         let i = a.index;
         let done = self.run_until(100_000, Duration::from_secs(10), |m| {
             let (_, c) = m.legacy_fences(i, node);
@@ -648,6 +698,6 @@ fn phys_of(a: &AdapterShared, va: u64) -> Option<Phys> {
 }
 
 /// `DRIVERCAPS.MemoryManagementCaps.PagingNode`.
-fn paging_node(a: &AdapterShared) -> u32 {
+pub(crate) fn paging_node(a: &AdapterShared) -> u32 {
     lock(&a.caps).map_or(0, |c| c.MemoryManagementCaps.PagingNode)
 }

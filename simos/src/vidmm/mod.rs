@@ -2,7 +2,8 @@
 //! the driver (contiguous allocations behind the Dxgkrnl callbacks) and for user-mode processes
 //! (allocations that doorbells reference), paging buffers (FILL, TRANSFER) on the
 //! kernel-mode path, the GpuMmu address spaces (`mmu`, `gpuva`) and the per-process arenas
-//! kernel-mode DMA buffers run from (`dmabuf`).
+//! kernel-mode DMA buffers run from (`dmabuf`), and residency: allocations in VRAM, made
+//! resident and evicted through the driver's paging buffers (`residency`).
 
 pub mod allocation;
 pub mod contiguous;
@@ -11,3 +12,4 @@ pub mod gpuva;
 pub mod mmu;
 pub mod model;
 pub mod paging;
+pub mod residency;

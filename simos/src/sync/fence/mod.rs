@@ -105,7 +105,7 @@ const KIND_MONITORED: u8 = 1;
 const KIND_LEGACY: u8 = 2;
 /// Most of VRAM the OS takes for local fence pages (NF-06): the top half, the rest stays free
 /// for whatever else tests place in VRAM.
-const LOCAL_FENCE_VRAM_DIVISOR: u64 = 2;
+pub(crate) const LOCAL_FENCE_VRAM_DIVISOR: u64 = 2;
 
 /// Next OS handle (global and local native-fence handles share the space). Process-wide:
 /// the driver's handle map is driver-wide and many machines run in one test process.

@@ -1,0 +1,802 @@
+//! VidMm residency (issue 15, docs/memory.md "Residency"): where each user allocation lives,
+//! who needs it resident, and the paging that moves it.
+//!
+//! - **Placement.** An allocation the CPU never maps goes to local memory (VRAM) when the
+//!   driver's segment set allows it, in the driver's `PreferredSegment` order; what the CPU
+//!   maps stays in its backing store behind the aperture (this VidMm cannot rotate a process's
+//!   CPU view between the BAR and system memory, which Windows does when it evicts a mapped
+//!   allocation). New VRAM is cleared with a paging FILL first: memory another process used is
+//!   never handed out as it is.
+//! - **Residency requirement.** Each allocation carries its device's residency count: 1 at
+//!   creation (the runtime's MakeResident of a new resource), `D3DKMTMakeResident` adds one,
+//!   `D3DKMTEvict` takes one ("Residency overview": the counts must balance). At zero the
+//!   allocation may be evicted once the work queued before the Evict has finished (the UMD
+//!   promises no new use, not that old work is done).
+//! - **Eviction** of a local allocation, in the order of `VIDMM_MEMORY_SEGMENT::EvictResource`:
+//!   TRANSFER from VRAM to the backing store (skipped for `NotWrittenTo`), UPDATEPAGETABLE
+//!   that invalidates its pages, FLUSHTLB. The VA stays reserved: a GPU access meanwhile page
+//!   faults and puts the device in error ("Access to nonresident allocation"). VidMm poisons
+//!   the VRAM it takes back ([`VRAM_POISON`]), so a transfer that did not happen shows.
+//! - **Page-in** (MakeResident of an evicted allocation): VRAM found (evicting idle
+//!   allocations if needed, least recently released first), TRANSFER in, UPDATEPAGETABLE.
+//!   Everything completes before the thunk returns, so `PagingFenceValue` is already reached.
+//! - **Budget** (`OsConfig::vram_budget`, "Process residency budgets"): MakeResident past the
+//!   process's budget fails with `STATUS_NO_MEMORY` and the bytes to trim, changing no count;
+//!   Evict reports the bytes still over budget.
+//! - **D3** (UM-14): after every context is suspended and every doorbell disconnected, VidMm
+//!   evicts the local allocations no device requires before the GPU powers down. Rings are
+//!   CPU-written, so they live in the aperture and have nothing to leave VRAM for. The device
+//!   keeps VRAM across D3 (hardware.md §13), so required allocations stay.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
+
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_ddi::tdr::*;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+use crate::machine::Machine;
+use crate::sync::fence::ProcessId;
+use crate::ums::{KmtHandle, QueuedWork};
+use crate::vidmm::gpuva::{MapAttrs, Phys};
+use crate::vidmm::mmu::{paging_node, LeafTag, TABLE_SHARE};
+
+const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+
+/// What VidMm writes over VRAM it takes back (eviction, destruction).
+pub const VRAM_POISON: u64 = 0xE71C_7ED0_E71C_7ED0;
+
+/// Where an allocation's contents are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// Its backing store in system memory, mapped through the aperture segment.
+    Aperture,
+    /// Local memory: `segment` and the offset in it.
+    Local { segment: u32, offset: u64 },
+    /// Not resident: the contents are in the backing store, the VA reserved and unmapped.
+    Evicted,
+}
+
+/// VidMm's residency record of one allocation.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) pid: ProcessId,
+    device: KmtHandle,
+    /// The driver's handle (`hAllocation` of the paging operations).
+    kmd: usize,
+    pub(crate) va: u64,
+    pub(crate) pages: u64,
+    /// Bus address of the backing store.
+    backing: u64,
+    /// Local segments it may live in, best first.
+    order: Vec<u32>,
+    /// The aperture is in its segment set.
+    aperture: bool,
+    pub(crate) place: Place,
+    /// The device's residency count.
+    count: u32,
+    /// Work queued when the count reached zero; eviction waits for it.
+    idle_after: Vec<QueuedWork>,
+    /// Released without `EvictOnlyIfNecessary`: leaves VRAM as soon as it is idle.
+    eager: bool,
+    /// `NotWrittenTo`: the VRAM copy may be dropped instead of transferred out.
+    clean: bool,
+    /// When the count reached zero (least recently released goes first).
+    idle_since: u64,
+}
+
+impl Entry {
+    fn bytes(&self) -> u64 {
+        self.pages * PAGE
+    }
+}
+
+/// Why `D3DKMTMakeResident` failed.
+#[derive(Debug)]
+pub(crate) enum MakeResidentFail {
+    /// `STATUS_NO_MEMORY` with `NumBytesToTrim`.
+    OverBudget(u64),
+    Failed(SimError),
+}
+
+impl From<SimError> for MakeResidentFail {
+    fn from(e: SimError) -> Self {
+        Self::Failed(e)
+    }
+}
+
+/// Per-adapter residency state (behind `AdapterShared::residency`).
+#[derive(Debug, Default)]
+pub struct State {
+    heaps: Option<Vec<Heap>>,
+    pub(crate) entries: HashMap<KmtHandle, Entry>,
+    tick: u64,
+}
+
+/// Free VRAM of one local segment: offset → length, page-aligned, coalesced.
+#[derive(Debug)]
+struct Heap {
+    segment: u32,
+    free: BTreeMap<u64, u64>,
+}
+
+impl Heap {
+    /// First fit.
+    fn alloc(&mut self, bytes: u64) -> Option<u64> {
+        let (&start, &len) = self.free.iter().find(|(_, &len)| len >= bytes)?;
+        self.free.remove(&start);
+        if len > bytes {
+            self.free.insert(start + bytes, len - bytes);
+        }
+        Some(start)
+    }
+
+    fn release(&mut self, start: u64, bytes: u64) {
+        let (mut start, mut len) = (start, bytes);
+        if let Some(next) = self.free.remove(&(start + len)) {
+            len += next;
+        }
+        if let Some((&prev, &plen)) = self.free.range(..start).next_back() {
+            if prev + plen == start {
+                self.free.remove(&prev);
+                start = prev;
+                len += plen;
+            }
+        }
+        self.free.insert(start, len);
+    }
+}
+
+/// The VRAM VidMm gives allocations, per local segment: above the page tables (the first
+/// 1/[`TABLE_SHARE`] of the page-table segment) and below local native-fence storage (the top
+/// 1/`LOCAL_FENCE_VRAM_DIVISOR` of VRAM).
+fn init_heaps(a: &AdapterShared) -> Vec<Heap> {
+    let model = lock(&a.memory_model);
+    let vram = a.device.memory().vram_size();
+    let fence_floor = vram - vram / crate::sync::fence::LOCAL_FENCE_VRAM_DIVISOR;
+    let table_segment = model.geometry().map(|g| g.segment);
+    let mut heaps = Vec::new();
+    for id in 1..=model.segments.len() as u32 {
+        let Some(s) = model.segment(id) else { continue };
+        if s.Flags.is_set(DXGK_SEGMENTFLAGS::Aperture) {
+            continue;
+        }
+        let base = model.segment_base(id).unwrap_or(0);
+        let size = s.Size as u64;
+        let lo = if table_segment == Some(id) {
+            base + size / TABLE_SHARE
+        } else {
+            base
+        }
+        .next_multiple_of(PAGE);
+        let hi = (base + size).min(fence_floor);
+        let hi = hi - hi % PAGE;
+        let mut free = BTreeMap::new();
+        if hi > lo {
+            free.insert(lo - base, hi - lo);
+        }
+        heaps.push(Heap { segment: id, free });
+    }
+    heaps
+}
+
+fn heap<'s>(st: &'s mut State, a: &AdapterShared, segment: u32) -> Option<&'s mut Heap> {
+    st.heaps
+        .get_or_insert_with(|| init_heaps(a))
+        .iter_mut()
+        .find(|h| h.segment == segment)
+}
+
+/// The first aperture segment's id.
+fn aperture_id(a: &AdapterShared) -> Result<u32, SimError> {
+    let (all, _) = lock(&a.memory_model).aperture_sets();
+    if all == 0 {
+        return Err(SimError::Simulation("no aperture segment".into()));
+    }
+    Ok(all.trailing_zeros() + 1)
+}
+
+/// The address VidMm gives the driver for `offset` in local segment `segment`: the
+/// segment's `BaseAddress` plus the offset (DXGK_SEGMENTDESCRIPTOR4).
+fn segment_address(a: &AdapterShared, segment: u32, offset: u64) -> u64 {
+    lock(&a.memory_model).segment_base(segment).unwrap_or(0) + offset
+}
+
+/// Bytes of local memory `pid` requires resident (its residency requirement in VRAM).
+fn required_local(st: &State, pid: ProcessId) -> u64 {
+    st.entries
+        .values()
+        .filter(|e| e.pid == pid && e.count > 0 && matches!(e.place, Place::Local { .. }))
+        .map(Entry::bytes)
+        .sum()
+}
+
+fn tag(e: &Entry) -> LeafTag {
+    LeafTag {
+        handle: e.kmd,
+        base_va: e.va,
+        native_fence: false,
+    }
+}
+
+fn pages_of(first: Phys, pages: u64) -> Vec<Phys> {
+    (0..pages).map(|i| (first.0, first.1 + i * PAGE)).collect()
+}
+
+/// Local segments an allocation may live in, best first: the driver's `PreferredSegment`
+/// choices that are local and in its set, then the set's other local segments by id. Empty
+/// for what the CPU maps (see the module docs).
+pub(crate) fn local_order(
+    a: &AdapterShared,
+    set: u32,
+    preferred: u32,
+    cpu_visible: bool,
+) -> Vec<u32> {
+    if cpu_visible {
+        return Vec::new();
+    }
+    let (apertures, _) = lock(&a.memory_model).aperture_sets();
+    let local = |id: u32| {
+        id != 0 && id <= 32 && set & (1 << (id - 1)) != 0 && apertures & (1 << (id - 1)) == 0
+    };
+    let mut order: Vec<u32> = (0..5)
+        .map(|i| (preferred >> (6 * i)) & 0x1F)
+        .filter(|&id| local(id))
+        .collect();
+    for id in 1..=32 {
+        if local(id) && !order.contains(&id) {
+            order.push(id);
+        }
+    }
+    order
+}
+
+impl Machine {
+    /// Where allocation `h` of adapter `i` is and its residency count (tests; `None` for
+    /// an allocation VidMm does not track, e.g. on an adapter without GPU VA).
+    pub fn allocation_residency(&self, i: usize, h: KmtHandle) -> Option<(Place, u32)> {
+        let a = self.adapter_shared(i).ok()?;
+        let st = lock(&a.residency);
+        st.entries.get(&h).map(|e| (e.place, e.count))
+    }
+
+    /// Places a new allocation of `pid` (`bytes`, whole pages, backing store at `backing`):
+    /// VRAM in `order` when it fits the budget and the segment (evicting idle allocations to
+    /// make room), else the backing store itself when the aperture is allowed. New VRAM is
+    /// cleared. Returns the place and the pages to map. Called with the residency lock.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn residency_place_new(
+        &self,
+        a: &AdapterShared,
+        st: &mut State,
+        pid: ProcessId,
+        kmd: usize,
+        order: &[u32],
+        aperture: bool,
+        backing: u64,
+        bytes: u64,
+    ) -> Result<(Place, Vec<Phys>), SimError> {
+        let pages = bytes / PAGE;
+        if let Some((segment, offset)) = self.place_local(a, st, pid, order, bytes, false)? {
+            // Clear it: VRAM another process used must not reach this one.
+            if let Err(e) = self.paging_fill(a, kmd, segment, offset, bytes) {
+                release_local(a, st, segment, offset, bytes);
+                return Err(e);
+            }
+            return Ok((
+                Place::Local { segment, offset },
+                pages_of((segment, offset), pages),
+            ));
+        }
+        if !aperture {
+            return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
+        }
+        Ok((Place::Aperture, pages_of((0, backing), pages)))
+    }
+
+    /// Records a new allocation (residency count 1).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn residency_track(
+        st: &mut State,
+        h: KmtHandle,
+        pid: ProcessId,
+        device: KmtHandle,
+        kmd: usize,
+        va: u64,
+        pages: u64,
+        backing: u64,
+        order: Vec<u32>,
+        aperture: bool,
+        place: Place,
+    ) {
+        st.entries.insert(
+            h,
+            Entry {
+                pid,
+                device,
+                kmd,
+                va,
+                pages,
+                backing,
+                order,
+                aperture,
+                place,
+                count: 1,
+                idle_after: Vec::new(),
+                eager: false,
+                clean: false,
+                idle_since: 0,
+            },
+        );
+    }
+
+    /// VRAM for `bytes` of `pid` in the first segment of `order` that has room within the
+    /// budget (or past it, `over_budget`: a MakeResident with `CantTrimFurther`), evicting idle allocations of that segment (least recently released first) when
+    /// it is full.
+    fn place_local(
+        &self,
+        a: &AdapterShared,
+        st: &mut State,
+        pid: ProcessId,
+        order: &[u32],
+        bytes: u64,
+        over_budget: bool,
+    ) -> Result<Option<(u32, u64)>, SimError> {
+        if let (Some(budget), false) = (self.config().os.vram_budget, over_budget) {
+            if required_local(st, pid) + bytes > budget {
+                return Ok(None);
+            }
+        }
+        for &segment in order {
+            loop {
+                if let Some(off) = heap(st, a, segment).and_then(|h| h.alloc(bytes)) {
+                    return Ok(Some((segment, off)));
+                }
+                let victim = {
+                    let os = lock(&a.ums);
+                    st.entries
+                        .iter()
+                        .filter(|(_, e)| {
+                            matches!(e.place, Place::Local { segment: s, .. } if s == segment)
+                                && e.count == 0
+                                && e.idle_after.iter().all(|w| w.done(&os))
+                        })
+                        .min_by_key(|(_, e)| e.idle_since)
+                        .map(|(h, _)| *h)
+                };
+                match victim {
+                    Some(v) => self.evict_one(a, st, v)?,
+                    None => break,
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Moves local allocation `h` out of VRAM (module docs: TRANSFER, UPDATEPAGETABLE,
+    /// FLUSHTLB), leaving its VA reserved and unmapped.
+    fn evict_one(&self, a: &AdapterShared, st: &mut State, h: KmtHandle) -> Result<(), SimError> {
+        let Some(e) = st.entries.get(&h) else {
+            return Ok(());
+        };
+        let Place::Local { segment, offset } = e.place else {
+            return Ok(());
+        };
+        let (pid, va, pages, bytes, kmd, device, backing, clean, t) = (
+            e.pid,
+            e.va,
+            e.pages,
+            e.bytes(),
+            e.kmd,
+            e.device,
+            e.backing,
+            e.clean,
+            tag(e),
+        );
+        if !clean {
+            let ap = aperture_id(a)?;
+            self.paging_transfer(
+                a,
+                kmd,
+                device,
+                (segment, segment_address(a, segment, offset)),
+                (ap, backing),
+                bytes,
+            )?;
+        }
+        self.vidmm_unmap_keep(a, pid, va, pages, t)?;
+        release_local(a, st, segment, offset, bytes);
+        if let Some(e) = st.entries.get_mut(&h) {
+            e.place = Place::Evicted;
+        }
+        Ok(())
+    }
+
+    /// Brings evicted allocation `h` back: VRAM if it can have it, else its backing store
+    /// through the aperture. `false`: no room anywhere it may live.
+    fn residency_page_in(
+        &self,
+        a: &AdapterShared,
+        st: &mut State,
+        h: KmtHandle,
+        over_budget: bool,
+    ) -> Result<bool, SimError> {
+        let Some(e) = st.entries.get(&h) else {
+            return Ok(false);
+        };
+        if e.place != Place::Evicted {
+            return Ok(true);
+        }
+        let (pid, va, pages, bytes, kmd, device, backing, order, aperture, t) = (
+            e.pid,
+            e.va,
+            e.pages,
+            e.bytes(),
+            e.kmd,
+            e.device,
+            e.backing,
+            e.order.clone(),
+            e.aperture,
+            tag(e),
+        );
+        let place = match self.place_local(a, st, pid, &order, bytes, over_budget)? {
+            Some((segment, offset)) => {
+                let ap = aperture_id(a)?;
+                let moved = self
+                    .paging_transfer(
+                        a,
+                        kmd,
+                        device,
+                        (ap, backing),
+                        (segment, segment_address(a, segment, offset)),
+                        bytes,
+                    )
+                    .and_then(|()| {
+                        self.vidmm_map_at(
+                            a,
+                            pid,
+                            va,
+                            &pages_of((segment, offset), pages),
+                            MapAttrs::default(),
+                            t,
+                        )
+                    });
+                if let Err(e) = moved {
+                    release_local(a, st, segment, offset, bytes);
+                    return Err(e);
+                }
+                Place::Local { segment, offset }
+            }
+            None if aperture => {
+                self.vidmm_map_at(
+                    a,
+                    pid,
+                    va,
+                    &pages_of((0, backing), pages),
+                    MapAttrs::default(),
+                    t,
+                )?;
+                Place::Aperture
+            }
+            None => return Ok(false),
+        };
+        if let Some(e) = st.entries.get_mut(&h) {
+            e.place = place;
+        }
+        Ok(true)
+    }
+
+    /// `D3DKMTMakeResident` for `device`: all or nothing. Handles that are not the device's
+    /// live allocations (or an empty list) are `STATUS_INVALID_PARAMETER`; past the budget
+    /// (unless `cant_trim_further`) or with no room, `STATUS_NO_MEMORY` with the bytes to
+    /// trim and no count changed.
+    pub(crate) fn residency_make_resident(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        handles: &[KmtHandle],
+        cant_trim_further: bool,
+    ) -> Result<(), MakeResidentFail> {
+        let mut st = lock(&a.residency);
+        let pid = self.check_handles(a, &st, device, handles)?;
+        let mut unique = handles.to_vec();
+        unique.sort_unstable();
+        unique.dedup();
+        // What the requirement grows by in VRAM: allocations not counted now that will be.
+        let need: u64 = unique
+            .iter()
+            .filter_map(|h| st.entries.get(h))
+            .filter(|e| {
+                (e.place == Place::Evicted && !e.order.is_empty())
+                    || (e.count == 0 && matches!(e.place, Place::Local { .. }))
+            })
+            .map(Entry::bytes)
+            .sum();
+        if let Some(budget) = self.config().os.vram_budget {
+            let total = required_local(&st, pid) + need;
+            if total > budget && !cant_trim_further {
+                return Err(MakeResidentFail::OverBudget(total - budget));
+            }
+        }
+        let mut raised = Vec::new();
+        for &h in handles {
+            if let Some(e) = st.entries.get_mut(&h) {
+                if e.count == 0 {
+                    e.idle_after.clear();
+                    e.eager = false;
+                    e.clean = false;
+                }
+                e.count += 1;
+                raised.push(h);
+            }
+        }
+        for &h in &unique {
+            let placed = match self.residency_page_in(a, &mut st, h, cant_trim_further) {
+                Ok(p) => p,
+                Err(e) => {
+                    undo(&mut st, &raised);
+                    return Err(e.into());
+                }
+            };
+            if !placed {
+                let bytes = st.entries.get(&h).map_or(0, Entry::bytes);
+                undo(&mut st, &raised);
+                return Err(MakeResidentFail::OverBudget(bytes));
+            }
+        }
+        Ok(())
+    }
+
+    /// `D3DKMTEvict` for `device`: all or nothing (a handle that is not the device's live,
+    /// resident-required allocation is `STATUS_INVALID_PARAMETER`). Returns `NumBytesToTrim`.
+    pub(crate) fn residency_evict(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        handles: &[KmtHandle],
+        evict_only_if_necessary: bool,
+        not_written_to: bool,
+    ) -> Result<u64, SimError> {
+        let pid = {
+            let mut st = lock(&a.residency);
+            let pid = self.check_handles(a, &st, device, handles)?;
+            let mut take: HashMap<KmtHandle, u32> = HashMap::new();
+            for &h in handles {
+                *take.entry(h).or_default() += 1;
+            }
+            if take
+                .iter()
+                .any(|(h, n)| st.entries.get(h).is_none_or(|e| e.count < *n))
+            {
+                return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+            }
+            let queued = crate::ums::queued_work(&lock(&a.ums), device);
+            st.tick += 1;
+            let tick = st.tick;
+            for &h in handles {
+                if let Some(e) = st.entries.get_mut(&h) {
+                    e.count -= 1;
+                    e.clean |= not_written_to;
+                    if e.count == 0 {
+                        e.idle_after = queued.clone();
+                        e.eager = !evict_only_if_necessary;
+                        e.idle_since = tick;
+                    }
+                }
+            }
+            pid
+        };
+        self.residency_tick(a)?;
+        let st = lock(&a.residency);
+        Ok(self
+            .config()
+            .os
+            .vram_budget
+            .map_or(0, |b| required_local(&st, pid).saturating_sub(b)))
+    }
+
+    /// Every handle is a live allocation of `device` that VidMm tracks; returns its process.
+    fn check_handles(
+        &self,
+        a: &AdapterShared,
+        st: &State,
+        device: KmtHandle,
+        handles: &[KmtHandle],
+    ) -> Result<ProcessId, SimError> {
+        let os = lock(&a.ums);
+        let pid = match os.devices.get(&device) {
+            None => return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER)),
+            Some(d) if d.in_error => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+            Some(d) => d.process,
+        };
+        let ok = !handles.is_empty()
+            && handles.iter().all(|h| {
+                os.allocations
+                    .get(h)
+                    .is_some_and(|al| al.device == device && !al.closed)
+                    && st.entries.contains_key(h)
+            });
+        if !ok {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        Ok(pid)
+    }
+
+    /// VidMm's entry work: evicts what was released without `EvictOnlyIfNecessary` and whose
+    /// work has finished.
+    pub(crate) fn residency_tick(&self, a: &AdapterShared) -> Result<(), SimError> {
+        let mut st = lock(&a.residency);
+        let due: Vec<KmtHandle> = {
+            let os = lock(&a.ums);
+            st.entries
+                .iter()
+                .filter(|(_, e)| {
+                    e.eager
+                        && e.count == 0
+                        && matches!(e.place, Place::Local { .. })
+                        && e.idle_after.iter().all(|w| w.done(&os))
+                })
+                .map(|(h, _)| *h)
+                .collect()
+        };
+        for h in due {
+            self.evict_one(a, &mut st, h)?;
+        }
+        Ok(())
+    }
+
+    /// UM-14's optional step before D3: every local allocation no device requires leaves
+    /// VRAM. Runs with the adapter's power sequence held exclusively, contexts suspended and
+    /// no work pending, so nothing on the GPU can touch what moves.
+    pub(crate) fn residency_trim_for_d3(&self, a: &AdapterShared) -> Result<(), SimError> {
+        // A residency operation waiting for the power sequence holds the residency lock: the
+        // trim is optional, so it gives way rather than deadlock.
+        let Ok(mut st) = a.residency.try_lock() else {
+            return Ok(());
+        };
+        lock(&a.vidmm).power_thread = Some(std::thread::current().id());
+        let r = (|| {
+            let idle: Vec<KmtHandle> = st
+                .entries
+                .iter()
+                .filter(|(_, e)| e.count == 0 && matches!(e.place, Place::Local { .. }))
+                .map(|(h, _)| *h)
+                .collect();
+            for h in idle {
+                self.evict_one(a, &mut st, h)?;
+            }
+            Ok(())
+        })();
+        lock(&a.vidmm).power_thread = None;
+        r
+    }
+
+    /// Forgets allocation `h` as it is destroyed: unmaps what is mapped (unless the device
+    /// is lost: no paging runs, its tables go with the process), frees the VA and returns its
+    /// VRAM. `false`: VidMm did not track it.
+    pub(crate) fn residency_release(
+        &self,
+        a: &AdapterShared,
+        h: KmtHandle,
+    ) -> Result<bool, SimError> {
+        let mut st = lock(&a.residency);
+        let Some(e) = st.entries.remove(&h) else {
+            return Ok(false);
+        };
+        let lost = a.device.is_lost();
+        match (e.place, lost) {
+            (_, true) => self.vidmm_forget(a, e.pid, e.va, e.pages),
+            (Place::Evicted, false) => self.vidmm_release_va(a, e.pid, e.va)?,
+            (_, false) => self.vidmm_unmap(a, e.pid, e.va, e.pages, tag(&e))?,
+        }
+        if let Place::Local { segment, offset } = e.place {
+            release_local(a, &mut st, segment, offset, e.bytes());
+        }
+        Ok(true)
+    }
+
+    /// A paging FILL of zeros over `bytes` at `offset` of local segment `segment`.
+    fn paging_fill(
+        &self,
+        a: &AdapterShared,
+        kmd: usize,
+        segment: u32,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<(), SimError> {
+        let _power = crate::ums::paging_power(a)?;
+        let node = paging_node(a);
+        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
+            Fill: DXGKARG_BUILDPAGINGBUFFER_Fill {
+                hAllocation: kmd as HANDLE,
+                FillSize: bytes as SIZE_T,
+                FillPattern: 0,
+                Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
+                    SegmentId: segment,
+                    SegmentAddress: LARGE_INTEGER {
+                        QuadPart: segment_address(a, segment, offset) as i64,
+                    },
+                },
+            },
+        };
+        let ids = self.paging_op(a, node, DXGK_OPERATION_FILL, &mut op, Vec::new())?;
+        if let Some(id) = ids.last() {
+            self.vidmm_wait(a, node, *id)?;
+        }
+        Ok(())
+    }
+
+    /// A paging TRANSFER of `bytes` between two segment locations `(segment id, segment
+    /// address)`, for `owner`'s allocation `kmd`; waits for it.
+    fn paging_transfer(
+        &self,
+        a: &AdapterShared,
+        kmd: usize,
+        owner: KmtHandle,
+        src: (u32, u64),
+        dst: (u32, u64),
+        bytes: u64,
+    ) -> Result<(), SimError> {
+        let _power = crate::ums::paging_power(a)?;
+        let node = paging_node(a);
+        let side = |(id, addr): (u32, u64)| DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
+            SegmentId: id,
+            Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
+                SegmentAddress: LARGE_INTEGER {
+                    QuadPart: addr as i64,
+                },
+            },
+        };
+        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
+            Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer {
+                hAllocation: kmd as HANDLE,
+                TransferOffset: 0,
+                TransferSize: bytes as SIZE_T,
+                Source: side(src),
+                Destination: side(dst),
+                Flags: DXGK_TRANSFERFLAGS::default(),
+                MdlOffset: 0,
+            },
+        };
+        let ids = self.paging_op(a, node, DXGK_OPERATION_TRANSFER, &mut op, vec![owner])?;
+        if let Some(id) = ids.last() {
+            self.vidmm_wait(a, node, *id)?;
+        }
+        Ok(())
+    }
+}
+
+/// Takes back one raised count per entry of `raised`.
+fn undo(st: &mut State, raised: &[KmtHandle]) {
+    for h in raised {
+        if let Some(e) = st.entries.get_mut(h) {
+            e.count = e.count.saturating_sub(1);
+        }
+    }
+}
+
+/// Gives back the VRAM of a placement that was never recorded (its mapping failed).
+pub(crate) fn release_place(a: &AdapterShared, st: &mut State, place: Place, bytes: u64) {
+    if let Place::Local { segment, offset } = place {
+        release_local(a, st, segment, offset, bytes);
+    }
+}
+
+/// Returns VRAM to its segment's heap, poisoned first.
+fn release_local(a: &AdapterShared, st: &mut State, segment: u32, offset: u64, bytes: u64) {
+    let base = lock(&a.memory_model).segment_base(segment).unwrap_or(0);
+    let first = ((base + offset) / 8) as usize;
+    let n = (bytes / 8) as usize;
+    if let Some(words) = a.device.memory().vram_words().get(first..first + n) {
+        for w in words {
+            w.store(VRAM_POISON, Ordering::Release);
+        }
+    }
+    if let Some(h) = heap(st, a, segment) {
+        h.release(offset, bytes);
+    }
+}

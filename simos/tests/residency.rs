@@ -1,0 +1,431 @@
+//! Issue 15: residency (docs/memory.md "Residency"), through the UMD's thunks, the simulated
+//! VidMm, the real KMD's paging buffers and the emulated GPU. Allocations only the GPU touches
+//! live in VRAM; `D3DKMTEvict` and `D3DKMTMakeResident` move them out and back with TRANSFER,
+//! UPDATEPAGETABLE and FLUSHTLB; budget pressure and D3 (UM-14) evict what no device requires.
+//! Contents are checked by the GPU copying them into memory the CPU maps, after VidMm has
+//! poisoned the VRAM it took back, so a transfer that did not happen shows.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
+use rvgpu_hw::cmd::Command;
+use rvgpu_hw::pdd::{AllocationKind, AllocationPdd, ALLOCATION_PDD_VERSION, PDD_MAGIC};
+use rvgpu_simos::kmt::SimKmt;
+use rvgpu_simos::vidmm::residency::Place;
+use rvgpu_simos::{Machine, MachineConfig, Mode, UmsEvent, UmsProcess};
+use rvgpu_umd::kmt::{
+    AllocationCpu, EvictFlags, Kmt, MakeResidentError, MakeResidentFlags, MappedGpu, NtStatus,
+};
+use rvgpu_umd::submit::{SubmitError, UserQueue};
+
+const BYTES: u64 = 64 * 1024;
+const PATTERN: u64 = 0x5E61_0C41_5E61_0C41;
+
+fn gpu_only(m: &Machine, k: &SimKmt<'_>, size: u64) -> MappedGpu {
+    let pdd = AllocationPdd {
+        magic: PDD_MAGIC,
+        version: ALLOCATION_PDD_VERSION,
+        size,
+        kind: AllocationKind::Buffer as u32,
+        flags: 0,
+        reserved: 0,
+    };
+    okk(m, k.create_allocation_pdd(&pdd))
+}
+
+fn place(m: &Machine, a: &MappedGpu) -> Place {
+    m.allocation_residency(0, a.handle).expect("tracked").0
+}
+
+fn count(m: &Machine, a: &MappedGpu) -> u32 {
+    m.allocation_residency(0, a.handle).expect("tracked").1
+}
+
+fn is_local(p: Place) -> bool {
+    matches!(p, Place::Local { .. })
+}
+
+/// The GPU fills `a` with `pattern` and waits for it.
+fn gpu_fill(m: &Machine, q: &mut UserQueue<&SimKmt<'_>>, a: &MappedGpu, pattern: u64) {
+    let v = okk(
+        m,
+        q.submit(&[Command::Fill {
+            dst: a.gpu_va,
+            bytes: a.size,
+            pattern,
+        }]),
+    );
+    okk(m, q.wait(v));
+}
+
+/// What `a` holds, copied by the GPU into memory the CPU maps.
+fn gpu_read(
+    m: &Machine,
+    k: &SimKmt<'_>,
+    q: &mut UserQueue<&SimKmt<'_>>,
+    a: &MappedGpu,
+) -> Vec<u64> {
+    let dst = okk(m, k.create_allocation(a.size));
+    let v = okk(
+        m,
+        q.submit(&[Command::Copy {
+            src: a.gpu_va,
+            dst: dst.gpu_va,
+            bytes: a.size,
+        }]),
+    );
+    okk(m, q.wait(v));
+    let words = (0..a.size / 8).map(|i| dst.mem.load(i * 8)).collect();
+    okk(m, k.destroy_allocation(dst.handle));
+    words
+}
+
+fn all(words: &[u64], v: u64) -> bool {
+    words.iter().all(|&w| w == v)
+}
+
+fn evict(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
+    okk(m, k.evict(&[a.handle], EvictFlags::default()));
+}
+
+fn process(m: &Machine) -> (UmsProcess, SimKmt<'_>) {
+    let p = ok(m, m.create_process(0));
+    let k = m.kmt(&p);
+    (p, k)
+}
+
+/// What only the GPU touches is placed in VRAM (the driver's preference), cleared before the
+/// process sees it; what the CPU maps stays in the aperture.
+#[test]
+fn residency_gpu_only_allocations_live_in_vram_cleared() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let (_p, k) = process(&m);
+    let mut q = okk(&m, UserQueue::new(&k, &config(0)));
+    let a = gpu_only(&m, &k, BYTES);
+    assert!(is_local(place(&m, &a)), "{:?}", place(&m, &a));
+    assert_eq!(count(&m, &a), 1, "a new allocation is resident");
+    assert!(all(&gpu_read(&m, &k, &mut q, &a), 0), "new VRAM is cleared");
+    let cpu = okk(&m, k.create_allocation(4096));
+    assert_eq!(
+        m.allocation_residency(0, cpu.handle).map(|r| r.0),
+        Some(Place::Aperture)
+    );
+    // VRAM another allocation used and gave back is cleared for the next one too.
+    gpu_fill(&m, &mut q, &a, PATTERN);
+    okk(&m, k.destroy_allocation(a.handle));
+    let b = gpu_only(&m, &k, BYTES);
+    assert!(all(&gpu_read(&m, &k, &mut q, &b), 0));
+    okk(&m, q.close());
+    no_fault(&m);
+}
+
+/// Evict to zero, then MakeResident: the contents leave VRAM through the paging TRANSFER
+/// (VidMm poisons the VRAM it took back) and come back with it; the count follows the calls.
+#[test]
+fn residency_evict_and_make_resident_move_contents_through_paging() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let (_p, k) = process(&m);
+    let mut q = okk(&m, UserQueue::new(&k, &config(0)));
+    let a = gpu_only(&m, &k, BYTES);
+    gpu_fill(&m, &mut q, &a, PATTERN);
+    // Counts balance: one more MakeResident needs one more Evict.
+    okk(
+        &m,
+        k.make_resident(&[a.handle], MakeResidentFlags::default()),
+    );
+    assert_eq!(count(&m, &a), 2);
+    evict(&m, &k, &a);
+    assert!(is_local(place(&m, &a)), "still required once");
+    evict(&m, &k, &a);
+    assert_eq!(count(&m, &a), 0);
+    assert_eq!(
+        place(&m, &a),
+        Place::Evicted,
+        "no work was queued: evicted at once"
+    );
+    // Evicting what is not required is refused.
+    assert_eq!(
+        k.evict(&[a.handle], EvictFlags::default()),
+        Err(NtStatus(STATUS_INVALID_PARAMETER))
+    );
+    okk(
+        &m,
+        k.make_resident(&[a.handle], MakeResidentFlags::default()),
+    );
+    assert!(is_local(place(&m, &a)));
+    assert!(
+        all(&gpu_read(&m, &k, &mut q, &a), PATTERN),
+        "contents survived"
+    );
+    okk(&m, q.close());
+    no_fault(&m);
+}
+
+/// `NotWrittenTo`: VidMm may drop the VRAM copy, so what the GPU wrote since is lost (the
+/// flag is the UMD's promise, and VidMm takes it).
+#[test]
+fn residency_not_written_to_skips_the_transfer() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let (_p, k) = process(&m);
+    let mut q = okk(&m, UserQueue::new(&k, &config(0)));
+    let a = gpu_only(&m, &k, BYTES);
+    gpu_fill(&m, &mut q, &a, PATTERN);
+    let flags = EvictFlags {
+        not_written_to: true,
+        ..EvictFlags::default()
+    };
+    okk(&m, k.evict(&[a.handle], flags));
+    okk(
+        &m,
+        k.make_resident(&[a.handle], MakeResidentFlags::default()),
+    );
+    let back = gpu_read(&m, &k, &mut q, &a);
+    assert!(
+        all(&back, 0),
+        "the backing store never received the GPU's writes"
+    );
+    okk(&m, q.close());
+}
+
+/// A GPU access to an evicted allocation faults ("Access to nonresident allocation"): the
+/// device goes to error and nothing is written anywhere.
+#[test]
+fn residency_gpu_access_to_evicted_allocation_faults() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let (p, k) = process(&m);
+    let mut q = okk(&m, UserQueue::new(&k, &config(0)));
+    let a = gpu_only(&m, &k, BYTES);
+    evict(&m, &k, &a);
+    assert_eq!(place(&m, &a), Place::Evicted);
+    match q.submit(&[Command::Fill {
+        dst: a.gpu_va,
+        bytes: 8,
+        pattern: PATTERN,
+    }]) {
+        Ok(_) => {}
+        Err(SubmitError::Kmt(st)) if st.0 == STATUS_DEVICE_REMOVED => {}
+        Err(e) => panic!("submit: {e:?}"),
+    }
+    let seen = ok(
+        &m,
+        m.run_until(20_000, Duration::from_secs(10), |m| {
+            m.ums_events(0)
+                .contains(&UmsEvent::DeviceError { device: p.device })
+        }),
+    );
+    assert!(seen, "no fault: {}", diagnostics(&m));
+    assert!(m
+        .ums_events(0)
+        .iter()
+        .any(|e| matches!(e, UmsEvent::PageFault { va, .. } if *va == a.gpu_va)));
+}
+
+/// Evict waits for the work queued before it: an allocation a gated batch still uses stays
+/// in VRAM until that batch has run, then leaves.
+#[test]
+fn residency_eviction_waits_for_queued_work() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let (_p, k) = process(&m);
+    let mut q = okk(&m, UserQueue::new(&k, &config(0)));
+    let gate = okk(&m, k.create_native_fence(0));
+    let a = gpu_only(&m, &k, BYTES);
+    let v = okk(
+        &m,
+        q.submit(&[
+            gate.wait(1),
+            Command::Fill {
+                dst: a.gpu_va,
+                bytes: a.size,
+                pattern: PATTERN,
+            },
+        ]),
+    );
+    ok(&m, m.run_until_idle());
+    assert!(q.completed() < v);
+    evict(&m, &k, &a);
+    assert!(is_local(place(&m, &a)), "queued work may still use it");
+    let f = m.native_fence_by_kmt(0, gate.kmt).expect("gate");
+    ok(&m, m.signal_native_fence_from_cpu(&f, 1));
+    okk(&m, q.wait(v));
+    // VidMm's next entry evicts it, with what the batch wrote.
+    let probe = okk(&m, k.create_allocation(4096));
+    assert_eq!(place(&m, &a), Place::Evicted);
+    okk(
+        &m,
+        k.make_resident(&[a.handle], MakeResidentFlags::default()),
+    );
+    assert!(all(&gpu_read(&m, &k, &mut q, &a), PATTERN));
+    okk(&m, k.destroy_allocation(probe.handle));
+    okk(&m, q.close());
+    no_fault(&m);
+}
+
+/// Budget: MakeResident past the process's budget fails with STATUS_NO_MEMORY and the bytes
+/// to trim, changing no count; after the UMD trims, it succeeds. `CantTrimFurther` goes over.
+#[test]
+fn residency_make_resident_over_budget_fails_whole_and_reports_bytes_to_trim() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.vram_budget = Some(2 * BYTES);
+    let m = started(cfg);
+    let (_p, k) = process(&m);
+    let a = gpu_only(&m, &k, BYTES);
+    let b = gpu_only(&m, &k, BYTES);
+    let c = gpu_only(&m, &k, BYTES);
+    assert!(is_local(place(&m, &a)) && is_local(place(&m, &b)));
+    assert_eq!(
+        place(&m, &c),
+        Place::Aperture,
+        "past the budget: system memory"
+    );
+    evict(&m, &k, &b);
+    let r = k.make_resident(&[a.handle, b.handle], MakeResidentFlags::default());
+    assert!(r.is_ok(), "{r:?}");
+    evict(&m, &k, &a);
+    evict(&m, &k, &b);
+    // Both evicted now; bringing a, b and a new one back needs three times the size.
+    let d = gpu_only(&m, &k, BYTES);
+    assert!(is_local(place(&m, &d)));
+    let before = (count(&m, &a), count(&m, &b));
+    let r = k.make_resident(&[a.handle, b.handle], MakeResidentFlags::default());
+    assert_eq!(
+        r,
+        Err(MakeResidentError::OverBudget {
+            bytes_to_trim: BYTES
+        })
+    );
+    assert_eq!((count(&m, &a), count(&m, &b)), before, "all or nothing");
+    // The UMD trims d and tries again.
+    assert_eq!(okk(&m, k.evict(&[d.handle], EvictFlags::default())), 0);
+    okk(
+        &m,
+        k.make_resident(&[a.handle, b.handle], MakeResidentFlags::default()),
+    );
+    // Past the budget on purpose: the UMD has nothing left to trim.
+    let forced = MakeResidentFlags {
+        cant_trim_further: true,
+    };
+    okk(&m, k.make_resident(&[d.handle], forced));
+    assert!(is_local(place(&m, &d)));
+    assert_eq!(
+        okk(&m, k.evict(&[c.handle], EvictFlags::default())),
+        BYTES,
+        "Evict reports what is still over budget"
+    );
+    no_fault(&m);
+}
+
+/// Pressure: when VRAM is full, a new allocation takes the place of idle ones no device
+/// requires (least recently released first) and their contents survive in the backing store.
+#[test]
+fn residency_vram_pressure_evicts_idle_allocations_first_released_first() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let (_p, k) = process(&m);
+    let (_p2, k2) = process(&m);
+    let mut q = okk(&m, UserQueue::new(&k, &config(0)));
+    // Fill VRAM's allocation space (a quarter of the default 16 MiB) with 1 MiB allocations.
+    let big = 1 << 20;
+    let mut held = Vec::new();
+    loop {
+        let a = gpu_only(&m, &k, big);
+        if !is_local(place(&m, &a)) {
+            okk(&m, k.destroy_allocation(a.handle));
+            break;
+        }
+        held.push(a);
+        assert!(held.len() < 64, "VRAM never fills");
+    }
+    assert!(held.len() >= 2);
+    gpu_fill(&m, &mut q, &held[0], PATTERN);
+    evict_only_if_necessary(&m, &k, &held[1]);
+    evict_only_if_necessary(&m, &k, &held[0]);
+    assert!(
+        is_local(place(&m, &held[0])),
+        "only if necessary: still there"
+    );
+    // Another process needs VRAM: the first released (held[1]) goes, then held[0].
+    let n = gpu_only(&m, &k2, big);
+    assert!(is_local(place(&m, &n)));
+    assert_eq!(place(&m, &held[1]), Place::Evicted);
+    assert!(is_local(place(&m, &held[0])));
+    let n2 = gpu_only(&m, &k2, big);
+    assert!(is_local(place(&m, &n2)));
+    assert_eq!(place(&m, &held[0]), Place::Evicted);
+    // Nothing idle is left: the next one goes to the aperture.
+    let n3 = gpu_only(&m, &k2, big);
+    assert_eq!(place(&m, &n3), Place::Aperture);
+    // held[0] comes back (VRAM is full of required allocations: into the aperture), intact.
+    okk(
+        &m,
+        k.make_resident(&[held[0].handle], MakeResidentFlags::default()),
+    );
+    assert_eq!(place(&m, &held[0]), Place::Aperture);
+    assert!(all(&gpu_read(&m, &k, &mut q, &held[0]), PATTERN));
+    okk(&m, q.close());
+    no_fault(&m);
+}
+
+fn evict_only_if_necessary(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
+    let flags = EvictFlags {
+        evict_only_if_necessary: true,
+        ..EvictFlags::default()
+    };
+    okk(m, k.evict(&[a.handle], flags));
+}
+
+/// UM-14: at D0→D3, after suspending contexts and disconnecting doorbells, VidMm moves the
+/// VRAM allocations no device requires out; required ones stay. Work after D0 sees both
+/// intact (the trimmed one once made resident again).
+#[test]
+fn um_14_d3_evicts_vram_allocations_no_device_requires() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let (_p, k) = process(&m);
+    let mut q = okk(&m, UserQueue::new(&k, &config(0)));
+    let kept = gpu_only(&m, &k, BYTES);
+    let idle = gpu_only(&m, &k, BYTES);
+    gpu_fill(&m, &mut q, &kept, PATTERN);
+    gpu_fill(&m, &mut q, &idle, !PATTERN);
+    evict_only_if_necessary(&m, &k, &idle);
+    assert!(is_local(place(&m, &idle)));
+    assert!(ok(&m, m.power_down(0)), "idle GPU powers down");
+    assert_eq!(place(&m, &idle), Place::Evicted, "trimmed before D3");
+    assert!(is_local(place(&m, &kept)), "required: stays");
+    // The next submission reconnects the doorbell and brings the GPU back (UM-14).
+    okk(
+        &m,
+        k.make_resident(&[idle.handle], MakeResidentFlags::default()),
+    );
+    assert!(all(&gpu_read(&m, &k, &mut q, &kept), PATTERN));
+    assert!(all(&gpu_read(&m, &k, &mut q, &idle), !PATTERN));
+    okk(&m, q.close());
+    no_fault(&m);
+}
+
+/// MakeResident and Evict take only the caller's live allocations (another process's handle,
+/// an empty list: STATUS_INVALID_PARAMETER).
+#[test]
+fn residency_thunks_refuse_foreign_handles() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let (_p, k) = process(&m);
+    let (_p2, k2) = process(&m);
+    let a = gpu_only(&m, &k, BYTES);
+    assert_eq!(
+        k2.make_resident(&[a.handle], MakeResidentFlags::default()),
+        Err(MakeResidentError::Status(NtStatus(
+            STATUS_INVALID_PARAMETER
+        )))
+    );
+    assert_eq!(
+        k2.evict(&[a.handle], EvictFlags::default()),
+        Err(NtStatus(STATUS_INVALID_PARAMETER))
+    );
+    assert_eq!(
+        k.make_resident(&[], MakeResidentFlags::default()),
+        Err(MakeResidentError::Status(NtStatus(
+            STATUS_INVALID_PARAMETER
+        )))
+    );
+    assert_eq!(count(&m, &a), 1);
+}
