@@ -397,6 +397,9 @@ impl AllocationCpu for WinMem {
     fn load(&self, offset: u64) -> u64 {
         self.word(offset).map_or(0, |w| w.load(Ordering::Acquire))
     }
+    fn cpu_ptr(&self) -> *mut u8 {
+        self.base.cast()
+    }
 }
 
 /// CPU views of a doorbell: the doorbell page, the status page and the last-queued value.
