@@ -25,7 +25,12 @@ fn c_type(rust: &str) -> String {
         return format!("{} *", c_type(inner)).replace("* *", "**");
     }
     if let Some(inner) = rust.strip_prefix("*const ") {
-        return format!("const {} *", c_type(inner));
+        let inner = c_type(inner);
+        // A const pointer to a pointer: `T *const *` (the pointee is what is const).
+        if inner.ends_with('*') {
+            return format!("{inner}const *");
+        }
+        return format!("const {inner} *");
     }
     match rust {
         "u32" => "uint32_t",
@@ -33,6 +38,7 @@ fn c_type(rust: &str) -> String {
         "u64" => "uint64_t",
         "usize" => "size_t",
         "c_char" => "char",
+        "c_void" => "void",
         other => other,
     }
     .to_string()
@@ -166,4 +172,40 @@ fn status_values_agree() {
         .collect();
     assert!(!rust.is_empty());
     assert_eq!(rust, header, "RvgpuStatus values (Rust vs header)");
+}
+
+/// The `RVGPU_LOCK_*` flag constants of capi.rs and the header's `#define`s: same names, same
+/// values (capi.rs asserts at compile time that they are `usage::LockFlags`' bits).
+#[test]
+fn lock_flag_values_agree() {
+    fn parse(v: &str) -> u64 {
+        let v = v.trim().trim_end_matches(';').trim_end_matches('u');
+        match v.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16).unwrap(),
+            None => v.replace('_', "").parse().unwrap(),
+        }
+    }
+    let src = read("umd/src/capi.rs");
+    let rust: BTreeMap<String, u64> = src
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix("pub const RVGPU_LOCK_"))
+        .map(|l| {
+            let (n, v) = l.split_once('=').unwrap();
+            let name = n.split(':').next().unwrap().trim();
+            (format!("RVGPU_LOCK_{name}"), parse(v))
+        })
+        .collect();
+    let h = read("umd/include/rvgpu_umd.h");
+    let header: BTreeMap<String, u64> = h
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix("#define RVGPU_LOCK_"))
+        .map(|l| {
+            let (n, v) = l.split_once(char::is_whitespace).unwrap();
+            (format!("RVGPU_LOCK_{n}"), parse(v))
+        })
+        .collect();
+    assert_eq!(rust.len(), 5, "capi.rs: {rust:?}");
+    assert_eq!(rust, header, "RVGPU_LOCK_* values (Rust vs header)");
 }

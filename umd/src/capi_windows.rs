@@ -1,5 +1,6 @@
 //! The C API on Windows: handles are boxed objects over [`WinKmt`] and the portable
-//! [`UserQueue`]. Compiled by the Windows cross-build only; never run (see `capi`).
+//! [`UserQueue`] (the object types are `capi_buffer`'s, which also serves the buffer calls).
+//! Compiled by the Windows cross-build only; never run (see `capi`).
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -7,52 +8,22 @@ use alloc::sync::Arc;
 use rvgpu_hw::cmd::Command;
 use windows_sys::Win32::Foundation::LUID;
 
-use crate::capi::{RvgpuAdapter, RvgpuFence, RvgpuQueue, RvgpuStatus};
+use crate::capi::{
+    status_from_nt as from_nt, status_from_submit as from_submit, RvgpuAdapter, RvgpuFence,
+    RvgpuQueue, RvgpuStatus,
+};
+use crate::capi_buffer::{AdapterObj, QueueObj};
 use crate::etw_windows::EtwFenceTrace;
-use crate::kmt::NtStatus;
 use crate::kmt_windows::{WaitOutcome, WinKmt, WinNativeFence};
-use crate::submit::{QueueConfig, SubmitError, UserQueue};
+use crate::submit::{QueueConfig, UserQueue};
 
-struct Adapter {
-    kmt: Arc<WinKmt>,
-}
+type Adapter = AdapterObj<Arc<WinKmt>>;
 
-struct Queue {
-    queue: UserQueue<Arc<WinKmt>>,
-}
+type Queue = QueueObj<UserQueue<Arc<WinKmt>>>;
 
 struct Fence {
     kmt: Arc<WinKmt>,
     fence: WinNativeFence,
-}
-
-/// NTSTATUS → API status.
-fn from_nt(s: NtStatus) -> RvgpuStatus {
-    // The bit patterns of the NTSTATUS values (negative as i32).
-    const STATUS_NO_MEMORY: u32 = 0xC000_0017;
-    const STATUS_INSUFFICIENT_RESOURCES: u32 = 0xC000_009A;
-    const STATUS_NOT_SUPPORTED: u32 = 0xC000_00BB;
-    const STATUS_DEVICE_REMOVED: u32 = 0xC000_02B6;
-    const STATUS_TIMEOUT: u32 = 0x0000_0102;
-    match s.0 as u32 {
-        STATUS_NO_MEMORY | STATUS_INSUFFICIENT_RESOURCES => RvgpuStatus::OutOfMemory,
-        STATUS_NOT_SUPPORTED => RvgpuStatus::NotImplemented,
-        STATUS_DEVICE_REMOVED => RvgpuStatus::DeviceLost,
-        STATUS_TIMEOUT => RvgpuStatus::Timeout,
-        _ => RvgpuStatus::KernelError,
-    }
-}
-
-fn from_submit(e: SubmitError) -> RvgpuStatus {
-    match e {
-        SubmitError::Kmt(s) => from_nt(s),
-        SubmitError::Lost => RvgpuStatus::DeviceLost,
-        SubmitError::TooLarge
-        | SubmitError::BadCommand
-        | SubmitError::BadConfig
-        | SubmitError::NotSubmitted => RvgpuStatus::InvalidArgument,
-        SubmitError::Ring(_) | SubmitError::BadPrivateData => RvgpuStatus::KernelError,
-    }
 }
 
 fn status<T>(r: Result<T, RvgpuStatus>) -> RvgpuStatus {

@@ -149,6 +149,12 @@ pub trait AllocationCpu {
     fn store(&self, offset: u64, value: u64);
     /// Loads the word at byte offset `offset` (Acquire).
     fn load(&self, offset: u64) -> u64;
+    /// The start of the CPU mapping, for callers that hand it on (the C API's buffer locks).
+    /// Default: null, for implementations whose memory has no address in this process (the
+    /// simulated machine).
+    fn cpu_ptr(&self) -> *mut u8 {
+        core::ptr::null_mut()
+    }
 }
 
 /// What `D3DKMTCreateHwQueue` returns.

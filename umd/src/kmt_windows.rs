@@ -13,8 +13,9 @@
 //! **Where the thunks come from.**
 //! - Up to WDDM 3.1 (`D3DKMTOpenAdapterFromLuid`, `D3DKMTCreateDevice`,
 //!   `D3DKMTCreateContextVirtual`, `D3DKMTCreateHwQueue`, `D3DKMTSubmitCommandToHwQueue`,
-//!   `D3DKMTCreateAllocation2`, `D3DKMTLock2`, `D3DKMTMakeResident`,
-//!   `D3DKMTCreatePagingQueue`, `D3DKMTWaitForSynchronizationObjectFromCpu`, ...): `windows-sys`
+//!   `D3DKMTCreateAllocation2`, `D3DKMTLock2`, `D3DKMTUnlock2`, `D3DKMTDestroyAllocation2`,
+//!   `D3DKMTInvalidateCache`, `D3DKMTMakeResident`, `D3DKMTEvict`, `D3DKMTCreatePagingQueue`,
+//!   `D3DKMTWaitForSynchronizationObjectFromCpu`, ...): `windows-sys`
 //!   (`Wdk::Graphics::Direct3D`, imported from gdi32.dll through windows-link's raw-dylib).
 //! - The WDDM 3.2 user-mode submission thunks (`D3DKMTCreateDoorbell`, `D3DKMTConnectDoorbell`,
 //!   `D3DKMTDestroyDoorbell`, `D3DKMTNotifyWorkSubmission`) are **not functions in windows-sys
@@ -43,25 +44,29 @@ pub use windows_sys::Wdk::Graphics::Direct3D::{
 use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCreateAllocation2, D3DKMTCreateContextVirtual, D3DKMTCreatePagingQueue,
     D3DKMTDestroyAllocation2, D3DKMTDestroyContext, D3DKMTDestroyPagingQueue,
-    D3DKMTDestroySynchronizationObject, D3DKMTLock2, D3DKMTMakeResident,
-    D3DKMTSignalSynchronizationObjectFromCpu, D3DKMTSubmitSignalSyncObjectsToHwQueue,
-    D3DKMTSubmitWaitForSyncObjectsToHwQueue, D3DKMTUnlock2,
+    D3DKMTDestroySynchronizationObject, D3DKMTEvict, D3DKMTInvalidateCache, D3DKMTLock2,
+    D3DKMTMakeResident, D3DKMTSignalSynchronizationObjectFromCpu,
+    D3DKMTSubmitSignalSyncObjectsToHwQueue, D3DKMTSubmitWaitForSyncObjectsToHwQueue, D3DKMTUnlock2,
     D3DKMTWaitForSynchronizationObjectFromCpu, D3DDDI_ALLOCATIONINFO2, D3DDDI_DESTROYPAGINGQUEUE,
     D3DDDI_MAKERESIDENT, D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DKMT_CLIENTHINT_UNKNOWN,
     D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL, D3DKMT_CREATEDEVICE,
     D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE, D3DKMT_DESTROYALLOCATION2,
     D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYHWQUEUE,
-    D3DKMT_DESTROYSYNCHRONIZATIONOBJECT, D3DKMT_LOCK2, D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
-    D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
-    D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE, D3DKMT_UNLOCK2,
-    D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
+    D3DKMT_DESTROYSYNCHRONIZATIONOBJECT, D3DKMT_EVICT, D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2,
+    D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU, D3DKMT_SUBMITCOMMANDTOHWQUEUE,
+    D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE, D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE,
+    D3DKMT_UNLOCK2, D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
 };
-use windows_sys::Win32::Foundation::{LUID, NTSTATUS, STATUS_PENDING};
+use windows_sys::Win32::Foundation::{LUID, NTSTATUS, STATUS_NO_MEMORY, STATUS_PENDING};
+use windows_sys::Win32::System::Threading::{
+    AcquireSRWLockExclusive, ReleaseSRWLockExclusive, SRWLOCK,
+};
 
 use crate::fence::NativeFence;
 use crate::kmt::{
-    Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, Kmt,
-    KmtHandle, NtStatus,
+    Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
+    EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MappedGpu,
+    NtStatus, PagingFence,
 };
 
 /// Objects per `D3DKMTSubmit{Wait,Signal}...ToHwQueue` call (stack arrays; more are split).
@@ -225,6 +230,88 @@ const _: () = {
     assert!(offset_of!(D3dkmtCreateNativeFence, Flags) == 184);
     assert!(size_of::<D3dkmtCreateNativeFence>() == 216);
 };
+
+// The windows-sys structures of the allocation and residency thunks, checked against the
+// member lists of d3dkmthk.h / d3dukmdt.h in the Windows SDK (x64 rules: pointers,
+// `D3DKMT_ALIGN64` and `SIZE_T` members 8 bytes and 8-aligned; flag unions one UINT):
+// - D3DKMT_CREATEALLOCATION:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_createallocation>
+// - D3DDDI_ALLOCATIONINFO2:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_allocationinfo2>
+// - D3DKMT_LOCK2:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_lock2>
+// - D3DKMT_UNLOCK2:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_unlock2>
+// - D3DKMT_DESTROYALLOCATION2:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_destroyallocation2>
+// - D3DDDICB_DESTROYALLOCATION2FLAGS:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddicb_destroyallocation2flags>
+// - D3DKMT_INVALIDATECACHE:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_invalidatecache>
+// - D3DDDI_MAKERESIDENT:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_makeresident>
+// - D3DDDI_MAKERESIDENT_FLAGS:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_makeresident_flags>
+// - D3DKMT_EVICT:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_evict>
+// - D3DDDI_EVICT_FLAGS:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_evict_flags>
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    use windows_sys::Wdk::Graphics::Direct3D::{
+        D3DDDICB_DESTROYALLOCATION2FLAGS, D3DDDI_EVICT_FLAGS, D3DDDI_MAKERESIDENT_FLAGS,
+    };
+    assert!(offset_of!(D3DKMT_CREATEALLOCATION, pPrivateRuntimeData) == 16);
+    assert!(offset_of!(D3DKMT_CREATEALLOCATION, PrivateDriverDataSize) == 40);
+    assert!(offset_of!(D3DKMT_CREATEALLOCATION, NumAllocations) == 44);
+    assert!(offset_of!(D3DKMT_CREATEALLOCATION, Anonymous2) == 48);
+    assert!(offset_of!(D3DKMT_CREATEALLOCATION, Flags) == 56);
+    assert!(offset_of!(D3DKMT_CREATEALLOCATION, hPrivateRuntimeResourceHandle) == 64);
+    assert!(size_of::<D3DKMT_CREATEALLOCATION>() == 72);
+    assert!(offset_of!(D3DDDI_ALLOCATIONINFO2, pPrivateDriverData) == 16);
+    assert!(offset_of!(D3DDDI_ALLOCATIONINFO2, PrivateDriverDataSize) == 24);
+    assert!(offset_of!(D3DDDI_ALLOCATIONINFO2, Flags) == 32);
+    assert!(offset_of!(D3DDDI_ALLOCATIONINFO2, GpuVirtualAddress) == 40);
+    assert!(offset_of!(D3DDDI_ALLOCATIONINFO2, Reserved) == 56);
+    assert!(size_of::<D3DDDI_ALLOCATIONINFO2>() == 96);
+    assert!(offset_of!(D3DKMT_LOCK2, Flags) == 8);
+    assert!(offset_of!(D3DKMT_LOCK2, pData) == 16);
+    assert!(size_of::<D3DKMT_LOCK2>() == 24);
+    assert!(offset_of!(D3DKMT_UNLOCK2, hAllocation) == 4);
+    assert!(size_of::<D3DKMT_UNLOCK2>() == 8);
+    assert!(offset_of!(D3DKMT_DESTROYALLOCATION2, phAllocationList) == 8);
+    assert!(offset_of!(D3DKMT_DESTROYALLOCATION2, AllocationCount) == 16);
+    assert!(offset_of!(D3DKMT_DESTROYALLOCATION2, Flags) == 20);
+    assert!(size_of::<D3DKMT_DESTROYALLOCATION2>() == 24);
+    assert!(size_of::<D3DDDICB_DESTROYALLOCATION2FLAGS>() == 4);
+    assert!(offset_of!(D3DKMT_INVALIDATECACHE, Offset) == 8);
+    assert!(offset_of!(D3DKMT_INVALIDATECACHE, Length) == 16);
+    assert!(size_of::<D3DKMT_INVALIDATECACHE>() == 24);
+    assert!(offset_of!(D3DDDI_MAKERESIDENT, NumAllocations) == 4);
+    assert!(offset_of!(D3DDDI_MAKERESIDENT, AllocationList) == 8);
+    assert!(offset_of!(D3DDDI_MAKERESIDENT, PriorityList) == 16);
+    assert!(offset_of!(D3DDDI_MAKERESIDENT, Flags) == 24);
+    assert!(offset_of!(D3DDDI_MAKERESIDENT, PagingFenceValue) == 32);
+    assert!(offset_of!(D3DDDI_MAKERESIDENT, NumBytesToTrim) == 40);
+    assert!(size_of::<D3DDDI_MAKERESIDENT>() == 48);
+    assert!(size_of::<D3DDDI_MAKERESIDENT_FLAGS>() == 4);
+    assert!(offset_of!(D3DKMT_EVICT, NumAllocations) == 4);
+    assert!(offset_of!(D3DKMT_EVICT, AllocationList) == 8);
+    assert!(offset_of!(D3DKMT_EVICT, Flags) == 16);
+    assert!(offset_of!(D3DKMT_EVICT, NumBytesToTrim) == 24);
+    assert!(size_of::<D3DKMT_EVICT>() == 32);
+    assert!(size_of::<D3DDDI_EVICT_FLAGS>() == 4);
+};
+
+/// `D3DDDICB_DESTROYALLOCATION2FLAGS::AssumeNotInUse` (bit 0).
+const DESTROY_ASSUME_NOT_IN_USE: u32 = 1 << 0;
+/// `D3DDDI_MAKERESIDENT_FLAGS::CantTrimFurther` (bit 0).
+const MAKERESIDENT_CANT_TRIM_FURTHER: u32 = 1 << 0;
+/// `D3DDDI_EVICT_FLAGS::EvictOnlyIfNecessary` (bit 0).
+const EVICT_ONLY_IF_NECESSARY: u32 = 1 << 0;
+/// `D3DDDI_EVICT_FLAGS::NotWrittenTo` (bit 1).
+const EVICT_NOT_WRITTEN_TO: u32 = 1 << 1;
 
 /// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission` (bit 4):
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_createhwqueueflags>
@@ -397,6 +484,9 @@ impl AllocationCpu for WinMem {
     fn load(&self, offset: u64) -> u64 {
         self.word(offset).map_or(0, |w| w.load(Ordering::Acquire))
     }
+    fn cpu_ptr(&self) -> *mut u8 {
+        self.base.cast()
+    }
 }
 
 /// CPU views of a doorbell: the doorbell page, the status page and the last-queued value.
@@ -455,6 +545,50 @@ fn aligned<T>(p: *mut c_void) -> Option<*mut T> {
     (!p.is_null() && (p as usize).is_multiple_of(core::mem::align_of::<T>())).then_some(p.cast())
 }
 
+/// The size of each allocation this device created through
+/// [`create_allocation_pdd`](Kmt::create_allocation_pdd), for the bounds of its `Lock2` view:
+/// `D3DKMT_LOCK2` returns only an address. Guarded by an SRW lock because a `WinKmt` is shared
+/// between threads (the C API's adapters).
+struct Sizes {
+    lock: core::cell::UnsafeCell<SRWLOCK>,
+    map: core::cell::UnsafeCell<alloc::collections::BTreeMap<KmtHandle, u64>>,
+}
+
+// SAFETY: `map` is only reached through `with`, which holds the SRW lock exclusively.
+unsafe impl Sync for Sizes {}
+// SAFETY: the map owns its data; an unlocked SRWLOCK is plain data that may move.
+unsafe impl Send for Sizes {}
+
+impl core::fmt::Debug for Sizes {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Sizes")
+    }
+}
+
+impl Sizes {
+    fn new() -> Self {
+        Self {
+            // SRWLOCK_INIT is all zeros.
+            lock: core::cell::UnsafeCell::new(SRWLOCK {
+                Ptr: ptr::null_mut(),
+            }),
+            map: core::cell::UnsafeCell::new(alloc::collections::BTreeMap::new()),
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut alloc::collections::BTreeMap<KmtHandle, u64>) -> R) -> R {
+        // SAFETY: `lock` is a valid, initialised SRWLOCK that does not move while `self` is
+        // borrowed.
+        unsafe { AcquireSRWLockExclusive(self.lock.get()) };
+        // SAFETY: the exclusive lock is held, so this is the only reference to the map; `f`
+        // cannot reach `self` again (no reentrancy: the closures below only touch the map).
+        let r = f(unsafe { &mut *self.map.get() });
+        // SAFETY: acquired above by this thread.
+        unsafe { ReleaseSRWLockExclusive(self.lock.get()) };
+        r
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The thunks
 // ---------------------------------------------------------------------------------------------
@@ -466,10 +600,12 @@ pub struct WinKmt {
     device: u32,
     paging_queue: u32,
     paging_fence: u32,
+    sizes: Sizes,
 }
 
 impl WinKmt {
-    /// Opens the adapter with `luid`, creates a device and a paging queue on it.
+    /// Opens the adapter with `luid`, creates a device and the paging queue on it that
+    /// [`make_resident`](Kmt::make_resident) uses (one per device, for its life).
     pub fn open(luid: LUID) -> Result<Self, NtStatus> {
         let adapter = open_adapter(luid).map_err(NtStatus)?;
         let mut dev = D3DKMT_CREATEDEVICE::default();
@@ -499,6 +635,7 @@ impl WinKmt {
             device: dev.hDevice,
             paging_queue: pq.hPagingQueue,
             paging_fence: pq.hSyncObject,
+            sizes: Sizes::new(),
         })
     }
 
@@ -521,21 +658,25 @@ impl WinKmt {
         check(unsafe { D3DKMTWaitForSynchronizationObjectFromCpu(&args) })
     }
 
-    fn destroy_alloc(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
-        let unlock = D3DKMT_UNLOCK2 {
-            hDevice: self.device,
-            hAllocation: allocation,
-        };
-        // SAFETY: valid argument structure; unlocking an unlocked allocation only fails.
-        let _ = unsafe { D3DKMTUnlock2(&unlock) };
-        let args = D3DKMT_DESTROYALLOCATION2 {
+    fn destroy_alloc(&self, allocation: KmtHandle, flags: DestroyFlags) -> Result<(), NtStatus> {
+        // The UMD keeps its Lock2 view for the allocation's life; end it first. Unlocking an
+        // unlocked allocation only fails, so the result does not matter.
+        let _ = self.unlock2(allocation);
+        let mut args = D3DKMT_DESTROYALLOCATION2 {
             hDevice: self.device,
             phAllocationList: &allocation,
             AllocationCount: 1,
             ..Default::default()
         };
+        if flags.assume_not_in_use {
+            args.Flags.Anonymous.Value = DESTROY_ASSUME_NOT_IN_USE;
+        }
         // SAFETY: the list points to one handle on this stack frame.
-        check(unsafe { D3DKMTDestroyAllocation2(&args) })
+        let r = check(unsafe { D3DKMTDestroyAllocation2(&args) });
+        if r.is_ok() {
+            self.sizes.with(|m| m.remove(&allocation));
+        }
+        r
     }
 }
 
@@ -775,18 +916,66 @@ impl Kmt for WinKmt {
         check(unsafe { D3DKMTDestroyHwQueue(&args) })
     }
 
-    /// `D3DKMTCreateAllocation2` without private driver data, then `D3DKMTMakeResident` (waiting
-    /// on the paging fence if the OS returns `STATUS_PENDING`), then `D3DKMTLock2` for the CPU
-    /// mapping. Needs an OS-assigned GPU VA in `D3DDDI_ALLOCATIONINFO2::GpuVirtualAddress`;
-    /// without one (the v1 KMD, see the module documentation) it returns
-    /// `STATUS_NOT_SUPPORTED`.
+    /// [`create_allocation_pdd`](Kmt::create_allocation_pdd), then
+    /// [`make_resident`](Kmt::make_resident) (waiting for the paging fence: the ring and the
+    /// command buffers are used by the GPU at once), then [`lock2`](Kmt::lock2) for the CPU
+    /// mapping. The allocation is destroyed again if a step fails.
     fn create_allocation_as(
         &self,
         size: u64,
         kind: crate::kmt::AllocationKind,
     ) -> Result<Allocation<WinMem>, NtStatus> {
-        // The KMD's description of the allocation (DxgkDdiCreateAllocation's private data).
-        let mut pdd = crate::kmt::allocation_private_data(size, kind);
+        let m = self.create_allocation_pdd(&crate::kmt::allocation_private_data(size, kind))?;
+        let handle = m.handle;
+        // Until it is made resident nothing has touched it, so VidMm may free it at once;
+        // after that, paging work may be queued on it: let VidMm wait.
+        let fail = |e: NtStatus, untouched: bool| {
+            let _ = self.destroy_alloc(
+                handle,
+                DestroyFlags {
+                    assume_not_in_use: untouched,
+                },
+            );
+            Err(e)
+        };
+        let paging = match self.make_resident(&[handle], MakeResidentFlags::default()) {
+            Ok(p) => p,
+            Err(MakeResidentError::OverBudget { .. }) => {
+                return fail(NtStatus(STATUS_NO_MEMORY), true);
+            }
+            Err(MakeResidentError::Status(e)) => return fail(e, true),
+        };
+        if let Err(e) = self.wait(paging.fence, paging.value) {
+            return fail(e, false);
+        }
+        match self.lock2(handle) {
+            Ok(mem) => Ok(Allocation {
+                handle,
+                gpu_va: m.gpu_va,
+                size,
+                mem,
+            }),
+            Err(e) => fail(e, false),
+        }
+    }
+
+    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        self.destroy_alloc(allocation, DestroyFlags::default())
+    }
+
+    /// `D3DKMTCreateAllocation2` with the UMD's private data: handle, GPU VA and the size the
+    /// KMD gives it (`DxgkDdiCreateAllocation` rounds to whole pages). Needs an OS-assigned
+    /// GPU VA in `D3DDDI_ALLOCATIONINFO2::GpuVirtualAddress`; without one (the v1 KMD, see the
+    /// module documentation) it returns `STATUS_NOT_SUPPORTED`.
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreateallocation2>
+    fn create_allocation_pdd(&self, pdd: &AllocationPdd) -> Result<MappedGpu, NtStatus> {
+        let size = pdd
+            .size
+            .checked_next_multiple_of(rvgpu_hw::PAGE_SIZE)
+            .filter(|s| *s != 0)
+            .ok_or(NtStatus(STATUS_INVALID_PARAMETER))?;
+        // The thunk takes a mutable pointer to the private data (in/out in the DDI).
+        let mut pdd = *pdd;
         let mut info = D3DDDI_ALLOCATIONINFO2 {
             pPrivateDriverData: (&raw mut pdd).cast(),
             PrivateDriverDataSize: core::mem::size_of_val(&pdd) as u32,
@@ -798,55 +987,155 @@ impl Kmt for WinKmt {
             ..Default::default()
         };
         args.Anonymous2.pAllocationInfo2 = &mut info;
-        // SAFETY: valid argument structure; `info` outlives the call and receives the handle
-        // and GPU VA.
+        // SAFETY: valid argument structure; `info` and `pdd` outlive the call and `info`
+        // receives the handle and GPU VA.
         check(unsafe { D3DKMTCreateAllocation2(&mut args) })?;
         let handle = info.hAllocation;
-        let fail = |e: NtStatus| {
-            let _ = self.destroy_alloc(handle);
-            Err(e)
-        };
         let gpu_va = info.GpuVirtualAddress;
         if gpu_va == 0 || !gpu_va.is_multiple_of(64) {
-            return fail(NtStatus(STATUS_NOT_SUPPORTED));
+            let _ = self.destroy_alloc(
+                handle,
+                DestroyFlags {
+                    assume_not_in_use: true,
+                },
+            );
+            return Err(NtStatus(STATUS_NOT_SUPPORTED));
         }
-        let mut res = D3DDDI_MAKERESIDENT {
-            hPagingQueue: self.paging_queue,
-            NumAllocations: 1,
-            AllocationList: &handle,
-            ..Default::default()
-        };
-        // SAFETY: the list points to one handle on this stack frame.
-        let st = unsafe { D3DKMTMakeResident(&mut res) };
-        if st == STATUS_PENDING {
-            if let Err(e) = self.wait(self.paging_fence, res.PagingFenceValue) {
-                return fail(e);
-            }
-        } else if let Err(e) = check(st) {
-            return fail(e);
-        }
-        let mut lock = D3DKMT_LOCK2 {
-            hDevice: self.device,
-            hAllocation: handle,
-            ..Default::default()
-        };
-        // SAFETY: valid argument structure; the OS writes `pData`.
-        if let Err(e) = check(unsafe { D3DKMTLock2(&mut lock) }) {
-            return fail(e);
-        }
-        let Some(base) = aligned::<u64>(lock.pData) else {
-            return fail(NtStatus(STATUS_INVALID_PARAMETER));
-        };
-        Ok(Allocation {
+        self.sizes.with(|m| m.insert(handle, size));
+        Ok(MappedGpu {
             handle,
             gpu_va,
             size,
-            mem: WinMem { base, size },
         })
     }
 
-    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
-        self.destroy_alloc(allocation)
+    /// `D3DKMTLock2` of an allocation from [`create_allocation_pdd`](Kmt::create_allocation_pdd)
+    /// (its size bounds the view; another handle is `STATUS_INVALID_PARAMETER`).
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtlock2>
+    fn lock2(&self, allocation: KmtHandle) -> Result<WinMem, NtStatus> {
+        let size = self
+            .sizes
+            .with(|m| m.get(&allocation).copied())
+            .ok_or(NtStatus(STATUS_INVALID_PARAMETER))?;
+        let mut lock = D3DKMT_LOCK2 {
+            hDevice: self.device,
+            hAllocation: allocation,
+            ..Default::default()
+        };
+        // SAFETY: valid argument structure; the OS writes `pData`.
+        check(unsafe { D3DKMTLock2(&mut lock) })?;
+        let Some(base) = aligned::<u64>(lock.pData) else {
+            let _ = self.unlock2(allocation);
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        };
+        Ok(WinMem { base, size })
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtunlock2>
+    fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        let args = D3DKMT_UNLOCK2 {
+            hDevice: self.device,
+            hAllocation: allocation,
+        };
+        // SAFETY: valid argument structure; D3DKMT validates the handle.
+        check(unsafe { D3DKMTUnlock2(&args) })
+    }
+
+    /// `D3DKMTDestroyAllocation2`, with `AssumeNotInUse` when the flags say so (after ending
+    /// the UMD's `Lock2` view).
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyallocation2>
+    fn destroy_allocation2(
+        &self,
+        allocation: KmtHandle,
+        flags: DestroyFlags,
+    ) -> Result<(), NtStatus> {
+        self.destroy_alloc(allocation, flags)
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtinvalidatecache>
+    fn invalidate_cache(
+        &self,
+        allocation: KmtHandle,
+        offset: u64,
+        length: u64,
+    ) -> Result<(), NtStatus> {
+        let bad = || NtStatus(STATUS_INVALID_PARAMETER);
+        let args = D3DKMT_INVALIDATECACHE {
+            hDevice: self.device,
+            hAllocation: allocation,
+            Offset: usize::try_from(offset).map_err(|_| bad())?,
+            Length: usize::try_from(length).map_err(|_| bad())?,
+        };
+        // SAFETY: valid argument structure; D3DKMT validates the handle and the range.
+        check(unsafe { D3DKMTInvalidateCache(&args) })
+    }
+
+    /// No thunk tells a UMD whether the GPU snoops the CPU's caches (the KMD reports it to the
+    /// OS only: `NoCacheCoherentApertureMemory`, segment `CacheCoherent`). x86 and x64 systems
+    /// must be I/O coherent (Dxgkrnl refuses a non-coherent aperture there), so they are
+    /// coherent here; anywhere else the UMD assumes not, which costs cache maintenance but is
+    /// correct either way.
+    fn io_coherent(&self) -> bool {
+        cfg!(any(target_arch = "x86_64", target_arch = "x86"))
+    }
+
+    /// `D3DKMTMakeResident` on the device's paging queue. `STATUS_PENDING` is success: the
+    /// paging fence reaches `PagingFenceValue` once the allocations are in place.
+    /// `STATUS_NO_MEMORY` is the over-budget answer, with `NumBytesToTrim`.
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmakeresident>
+    fn make_resident(
+        &self,
+        allocations: &[KmtHandle],
+        flags: MakeResidentFlags,
+    ) -> Result<PagingFence, MakeResidentError> {
+        let count = u32::try_from(allocations.len())
+            .map_err(|_| MakeResidentError::Status(NtStatus(STATUS_INVALID_PARAMETER)))?;
+        let mut args = D3DDDI_MAKERESIDENT {
+            hPagingQueue: self.paging_queue,
+            NumAllocations: count,
+            AllocationList: allocations.as_ptr(),
+            ..Default::default()
+        };
+        if flags.cant_trim_further {
+            args.Flags.Anonymous.Value = MAKERESIDENT_CANT_TRIM_FURTHER;
+        }
+        // SAFETY: the list points to `count` handles that outlive the call; no priority list.
+        let st = unsafe { D3DKMTMakeResident(&mut args) };
+        if st == STATUS_NO_MEMORY {
+            return Err(MakeResidentError::OverBudget {
+                bytes_to_trim: args.NumBytesToTrim,
+            });
+        }
+        // STATUS_PENDING: accepted, the paging fence value is still ahead (the caller waits).
+        if st != STATUS_PENDING {
+            check(st).map_err(MakeResidentError::Status)?;
+        }
+        Ok(PagingFence {
+            fence: self.paging_fence,
+            value: args.PagingFenceValue,
+        })
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtevict>
+    fn evict(&self, allocations: &[KmtHandle], flags: EvictFlags) -> Result<u64, NtStatus> {
+        let mut args = D3DKMT_EVICT {
+            hDevice: self.device,
+            NumAllocations: u32::try_from(allocations.len())
+                .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
+            AllocationList: allocations.as_ptr(),
+            ..Default::default()
+        };
+        let mut bits = 0;
+        if flags.evict_only_if_necessary {
+            bits |= EVICT_ONLY_IF_NECESSARY;
+        }
+        if flags.not_written_to {
+            bits |= EVICT_NOT_WRITTEN_TO;
+        }
+        args.Flags.Anonymous.Value = bits;
+        // SAFETY: the list points to the caller's handles, which outlive the call.
+        check(unsafe { D3DKMTEvict(&mut args) })?;
+        Ok(args.NumBytesToTrim)
     }
 
     fn create_doorbell(

@@ -12,6 +12,8 @@
 extern crate alloc;
 
 pub mod capi;
+#[cfg(any(windows, test))]
+mod capi_buffer;
 #[cfg(windows)]
 mod capi_windows;
 #[cfg(all(windows, feature = "dll", not(test)))]

@@ -1,0 +1,650 @@
+//! Unit tests of the C API's buffer calls (AL-01 … AL-03): the `extern "C"` functions
+//! themselves, over handles whose objects hold a mock of the thunks ([`MockKmt`]: allocations in
+//! host memory, fences the test completes) and a mock queue ([`MockQueue`]: records the
+//! commands, completes nothing until a wait or the test lets it). On the host build these mocks
+//! are the types behind the handles (`capi::buf_imp`).
+
+use super::*;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::capi_buffer::{AdapterObj, QueueObj};
+use crate::kmt::{
+    Allocation, AllocationCpu, AllocationKind, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu,
+    DoorbellStatus, FenceCpu, HwQueue, Kmt, KmtHandle, MappedGpu, NtStatus, STATUS_NOT_SUPPORTED,
+};
+use crate::usage::{Timeline, TimelineId, TrackedQueue};
+
+/// What the buffer code asked of the thunks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Ev {
+    Create(KmtHandle),
+    Destroy(KmtHandle, bool),
+    Wait(KmtHandle, u64),
+    Invalidate(KmtHandle),
+}
+
+#[derive(Debug, Default)]
+pub(super) struct World {
+    next: KmtHandle,
+    mem: HashMap<KmtHandle, (u64, Rc<[AtomicU64]>)>,
+    /// Monitored fence values (the queues' progress fences).
+    fences: HashMap<KmtHandle, u64>,
+    log: Vec<Ev>,
+    /// Executed commands (the mock queue "runs" them at once; completion is separate).
+    cmds: Vec<Command>,
+    coherent: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct MockKmt(Rc<RefCell<World>>);
+
+#[derive(Clone, Debug)]
+pub(super) struct MockMem {
+    words: Rc<[AtomicU64]>,
+}
+
+impl AllocationCpu for MockMem {
+    fn store(&self, offset: u64, value: u64) {
+        if let Some(w) = self.words.get((offset / 8) as usize) {
+            w.store(value, Ordering::Release);
+        }
+    }
+    fn load(&self, offset: u64) -> u64 {
+        self.words
+            .get((offset / 8) as usize)
+            .map_or(0, |w| w.load(Ordering::Acquire))
+    }
+    fn cpu_ptr(&self) -> *mut u8 {
+        // Atomics have interior mutability: writes through this pointer are allowed.
+        self.words.as_ptr().cast_mut().cast()
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct NoCpu;
+
+impl DoorbellCpu for NoCpu {
+    fn ring(&self, _value: u64) {}
+    fn status(&self) -> DoorbellStatus {
+        DoorbellStatus::DisconnectedAbort
+    }
+    fn set_last_queued(&self, _value: u64) {}
+}
+
+impl FenceCpu for NoCpu {
+    fn value(&self) -> u64 {
+        0
+    }
+}
+
+impl Kmt for MockKmt {
+    type Mem = MockMem;
+    type Doorbell = NoCpu;
+    type Fence = NoCpu;
+
+    fn create_context(&self, _node: u32) -> Result<KmtHandle, NtStatus> {
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    fn destroy_context(&self, _context: KmtHandle) -> Result<(), NtStatus> {
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    fn create_hw_queue(
+        &self,
+        _context: KmtHandle,
+        _user_mode_submission: bool,
+        _private_data: &mut [u8],
+    ) -> Result<HwQueue<NoCpu>, NtStatus> {
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    fn destroy_hw_queue(&self, _queue: KmtHandle) -> Result<(), NtStatus> {
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    fn create_allocation_as(
+        &self,
+        _size: u64,
+        _kind: AllocationKind,
+    ) -> Result<Allocation<MockMem>, NtStatus> {
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        self.destroy_allocation2(allocation, DestroyFlags::default())
+    }
+    fn create_allocation_pdd(&self, pdd: &AllocationPdd) -> Result<MappedGpu, NtStatus> {
+        let mut w = self.0.borrow_mut();
+        w.next += 1;
+        let h = w.next;
+        let size = pdd.size.next_multiple_of(0x1000);
+        let words: Rc<[AtomicU64]> = (0..size / 8).map(|_| AtomicU64::new(0)).collect();
+        w.mem.insert(h, (size, words));
+        w.log.push(Ev::Create(h));
+        Ok(MappedGpu {
+            handle: h,
+            gpu_va: 0x1_0000_0000 + u64::from(h) * 0x10_0000,
+            size,
+        })
+    }
+    fn lock2(&self, allocation: KmtHandle) -> Result<MockMem, NtStatus> {
+        let w = self.0.borrow();
+        let (_, words) = w.mem.get(&allocation).ok_or(STATUS_NOT_SUPPORTED)?;
+        Ok(MockMem {
+            words: words.clone(),
+        })
+    }
+    fn unlock2(&self, _allocation: KmtHandle) -> Result<(), NtStatus> {
+        Ok(())
+    }
+    fn destroy_allocation2(
+        &self,
+        allocation: KmtHandle,
+        flags: DestroyFlags,
+    ) -> Result<(), NtStatus> {
+        let mut w = self.0.borrow_mut();
+        w.mem.remove(&allocation);
+        w.log.push(Ev::Destroy(allocation, flags.assume_not_in_use));
+        Ok(())
+    }
+    fn invalidate_cache(
+        &self,
+        allocation: KmtHandle,
+        _offset: u64,
+        _length: u64,
+    ) -> Result<(), NtStatus> {
+        self.0.borrow_mut().log.push(Ev::Invalidate(allocation));
+        Ok(())
+    }
+    fn io_coherent(&self) -> bool {
+        self.0.borrow().coherent
+    }
+    fn create_doorbell(
+        &self,
+        _queue: KmtHandle,
+        _ring: KmtHandle,
+        _ring_control: KmtHandle,
+        _private_data: &mut [u8],
+    ) -> Result<Doorbell<NoCpu>, NtStatus> {
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    fn connect_doorbell(&self, _doorbell: KmtHandle) -> Result<(), NtStatus> {
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    fn destroy_doorbell(&self, _doorbell: KmtHandle) -> Result<(), NtStatus> {
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    fn notify_work_submission(&self, _doorbell: KmtHandle) -> Result<(), NtStatus> {
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    fn submit_command_to_hw_queue(
+        &self,
+        _queue: KmtHandle,
+        _progress_fence_value: u64,
+        _command_buffer_gpu: u64,
+        _command_bytes: u32,
+    ) -> Result<(), NtStatus> {
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// The GPU finishes whatever the wait is for (a blocking wait always ends here).
+    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        let mut w = self.0.borrow_mut();
+        w.log.push(Ev::Wait(fence, value));
+        let v = w.fences.entry(fence).or_insert(0);
+        *v = (*v).max(value);
+        Ok(())
+    }
+}
+
+/// A queue whose progress fence lives in the mock's world.
+#[derive(Debug)]
+pub(super) struct MockQueue {
+    w: Rc<RefCell<World>>,
+    id: TimelineId,
+    fence: KmtHandle,
+    last: u64,
+}
+
+impl Timeline for MockQueue {
+    fn timeline_id(&self) -> TimelineId {
+        self.id
+    }
+    fn completed(&self) -> u64 {
+        self.w
+            .borrow()
+            .fences
+            .get(&self.fence)
+            .copied()
+            .unwrap_or(0)
+    }
+    fn wait_target(&self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError> {
+        Ok((self.completed() < value).then_some((self.fence, value)))
+    }
+}
+
+impl TrackedQueue for MockQueue {
+    fn submit_commands(&mut self, cmds: &[Command]) -> Result<u64, SubmitError> {
+        self.last += 1;
+        self.w.borrow_mut().cmds.extend_from_slice(cmds);
+        Ok(self.last)
+    }
+}
+
+/// An adapter handle over a fresh mock, and two queue handles on it.
+struct Setup {
+    kmt: MockKmt,
+    adapter: *mut RvgpuAdapter,
+    queues: [*mut RvgpuQueue; 2],
+}
+
+impl Setup {
+    fn new(coherent: bool) -> Self {
+        let kmt = MockKmt(Rc::new(RefCell::new(World {
+            next: 0x100,
+            coherent,
+            ..World::default()
+        })));
+        let adapter = Box::into_raw(Box::new(AdapterObj { kmt: kmt.clone() })).cast();
+        let queue = |fence: KmtHandle| -> *mut RvgpuQueue {
+            let q = MockQueue {
+                w: kmt.0.clone(),
+                id: TimelineId::fresh(),
+                fence,
+                last: 0,
+            };
+            Box::into_raw(Box::new(QueueObj { queue: q })).cast()
+        };
+        let queues = [queue(0x10), queue(0x20)];
+        Self {
+            kmt,
+            adapter,
+            queues,
+        }
+    }
+
+    fn log(&self) -> Vec<Ev> {
+        self.kmt.0.borrow().log.clone()
+    }
+
+    fn waits(&self) -> usize {
+        self.log()
+            .iter()
+            .filter(|e| matches!(e, Ev::Wait(..)))
+            .count()
+    }
+
+    /// The GPU completes everything submitted so far on every queue.
+    fn complete_all(&self) {
+        for q in self.queues {
+            // SAFETY: a live queue handle made in `new`.
+            let obj = unsafe { &*q.cast::<QueueObj<MockQueue>>() };
+            let last = obj.queue.last;
+            self.kmt.0.borrow_mut().fences.insert(obj.queue.fence, last);
+        }
+    }
+
+    fn buffer(&self, size: u64) -> *mut RvgpuBuffer {
+        let mut b = ptr::null_mut();
+        // SAFETY: a live adapter and a valid out-pointer.
+        let st = unsafe { rvgpu_buffer_create(self.adapter, size, &mut b) };
+        assert_eq!(st, RvgpuStatus::Ok);
+        assert!(!b.is_null());
+        b
+    }
+
+    /// `rvgpu_buffer_lock` with every queue listed; the status and the pointer.
+    fn lock(&self, b: *mut RvgpuBuffer, flags: u32) -> (RvgpuStatus, *mut c_void) {
+        let mut p = 8 as *mut c_void;
+        // SAFETY: live handles, a valid queue array and out-pointer.
+        let st = unsafe { rvgpu_buffer_lock(b, flags, self.queues.as_ptr(), 2, &mut p) };
+        (st, p)
+    }
+
+    fn unlock(&self, b: *mut RvgpuBuffer) -> RvgpuStatus {
+        // SAFETY: a live buffer handle.
+        unsafe { rvgpu_buffer_unlock(b) }
+    }
+
+    fn fill(&self, q: usize, b: *mut RvgpuBuffer, pattern: u64) -> u64 {
+        let mut v = 0;
+        // SAFETY: live handles and a valid out-pointer.
+        let st = unsafe { rvgpu_buffer_fill(self.queues[q], b, 0, 64, pattern, &mut v) };
+        assert_eq!(st, RvgpuStatus::Ok);
+        v
+    }
+
+    fn gpu_va(&self, b: *mut RvgpuBuffer) -> u64 {
+        let mut va = 0;
+        // SAFETY: a live buffer and a valid out-pointer.
+        assert_eq!(unsafe { rvgpu_buffer_gpu_va(b, &mut va) }, RvgpuStatus::Ok);
+        va
+    }
+
+    fn destroy(&self, b: *mut RvgpuBuffer) -> RvgpuStatus {
+        // SAFETY: a live buffer and a valid queue array; the buffer is not used afterwards.
+        unsafe { rvgpu_buffer_destroy(b, self.queues.as_ptr(), 2) }
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        for q in self.queues {
+            // SAFETY: made by `Box::into_raw` in `new`, released once here.
+            drop(unsafe { Box::from_raw(q.cast::<QueueObj<MockQueue>>()) });
+        }
+        // SAFETY: as above.
+        drop(unsafe { Box::from_raw(self.adapter.cast::<AdapterObj<MockKmt>>()) });
+    }
+}
+
+/// AL-02: DO_NOT_WAIT on a buffer queued work writes returns WAS_STILL_DRAWING at once (no
+/// wait, nothing mapped, buffer left unlocked); without it the lock blocks on the queue's
+/// fence and then maps.
+#[test]
+fn al02_do_not_wait_on_a_busy_buffer_returns_was_still_drawing() {
+    let s = Setup::new(true);
+    let b = s.buffer(4096);
+    let v = s.fill(1, b, 0x55);
+    assert_eq!(v, 1);
+    for flags in [
+        RVGPU_LOCK_WRITE | RVGPU_LOCK_DO_NOT_WAIT,
+        RVGPU_LOCK_READ | RVGPU_LOCK_DO_NOT_WAIT,
+        RVGPU_LOCK_READ | RVGPU_LOCK_WRITE | RVGPU_LOCK_DO_NOT_WAIT,
+    ] {
+        let (st, p) = s.lock(b, flags);
+        assert_eq!(st, RvgpuStatus::WasStillDrawing, "flags {flags:#x}");
+        assert_ne!(st, RvgpuStatus::Timeout);
+        assert!(p.is_null(), "nothing mapped");
+    }
+    assert_eq!(s.waits(), 0, "DO_NOT_WAIT never blocks");
+    // SAFETY: returns a static C string.
+    let name =
+        unsafe { core::ffi::CStr::from_ptr(rvgpu_status_string(RvgpuStatus::WasStillDrawing)) };
+    assert_eq!(name.to_str().unwrap(), "was still drawing");
+
+    // The blocking lock waits on queue 1's fence for value 1, then maps.
+    let (st, p) = s.lock(b, RVGPU_LOCK_WRITE);
+    assert_eq!(st, RvgpuStatus::Ok);
+    assert!(!p.is_null());
+    assert_eq!(s.log().last(), Some(&Ev::Wait(0x20, 1)));
+    // The pointer is the mapping: write through it, read it back through a second lock.
+    let word = p.cast::<u64>().wrapping_add(3);
+    // SAFETY: the lock mapped at least 4096 bytes, 8-aligned; word 3 is inside.
+    unsafe { word.write(0xABCD) };
+    assert_eq!(s.unlock(b), RvgpuStatus::Ok);
+    let (st, p2) = s.lock(b, RVGPU_LOCK_READ | RVGPU_LOCK_DO_NOT_WAIT);
+    assert_eq!(st, RvgpuStatus::Ok, "idle now");
+    let word = p2.cast::<u64>().wrapping_add(3);
+    // SAFETY: as above.
+    assert_eq!(unsafe { word.read() }, 0xABCD);
+    assert_eq!(s.unlock(b), RvgpuStatus::Ok);
+    assert_eq!(s.destroy(b), RvgpuStatus::Ok);
+}
+
+/// AL-02: a GPU read (the source of a copy) does not block a CPU read, but does block a
+/// CPU write; the destination blocks both.
+#[test]
+fn al02_copy_records_a_read_of_src_and_a_write_of_dst() {
+    let s = Setup::new(true);
+    let src = s.buffer(4096);
+    let dst = s.buffer(4096);
+    let mut v = 0;
+    // SAFETY: live handles and a valid out-pointer.
+    let st = unsafe { rvgpu_buffer_copy(s.queues[0], src, 8, dst, 16, 32, &mut v) };
+    assert_eq!(st, RvgpuStatus::Ok);
+    assert_eq!(v, 1);
+    assert_eq!(
+        s.kmt.0.borrow().cmds,
+        vec![Command::Copy {
+            src: s.gpu_va(src) + 8,
+            dst: s.gpu_va(dst) + 16,
+            bytes: 32
+        }]
+    );
+    let nw = RVGPU_LOCK_DO_NOT_WAIT;
+    assert_eq!(s.lock(src, RVGPU_LOCK_READ | nw).0, RvgpuStatus::Ok);
+    assert_eq!(s.unlock(src), RvgpuStatus::Ok);
+    assert_eq!(
+        s.lock(src, RVGPU_LOCK_WRITE | nw).0,
+        RvgpuStatus::WasStillDrawing
+    );
+    assert_eq!(
+        s.lock(dst, RVGPU_LOCK_READ | nw).0,
+        RvgpuStatus::WasStillDrawing
+    );
+    s.complete_all();
+    assert_eq!(s.lock(dst, RVGPU_LOCK_READ | nw).0, RvgpuStatus::Ok);
+    assert_eq!(s.unlock(dst), RvgpuStatus::Ok);
+    assert_eq!(s.waits(), 0);
+    // Copying a buffer onto itself is refused.
+    // SAFETY: as above.
+    let st = unsafe { rvgpu_buffer_copy(s.queues[0], src, 0, src, 64, 8, &mut v) };
+    assert_eq!(st, RvgpuStatus::InvalidArgument);
+    assert_eq!(v, 0);
+    assert_eq!(s.destroy(src), RvgpuStatus::Ok);
+    assert_eq!(s.destroy(dst), RvgpuStatus::Ok);
+}
+
+/// AL-01 through the C API: DISCARD on a busy buffer gives new memory at once (new GPU VA,
+/// no wait); NO_OVERWRITE maps the busy memory without waiting.
+#[test]
+fn al01_discard_renames_a_busy_buffer_without_waiting() {
+    let s = Setup::new(true);
+    let b = s.buffer(4096);
+    let old = s.gpu_va(b);
+    s.fill(0, b, 1);
+    let (st, p) = s.lock(b, RVGPU_LOCK_DISCARD | RVGPU_LOCK_DO_NOT_WAIT);
+    assert_eq!(st, RvgpuStatus::Ok);
+    assert!(!p.is_null());
+    assert_ne!(s.gpu_va(b), old, "renamed");
+    assert_eq!(s.unlock(b), RvgpuStatus::Ok);
+    s.fill(0, b, 2);
+    let (st, _) = s.lock(b, RVGPU_LOCK_NO_OVERWRITE | RVGPU_LOCK_DO_NOT_WAIT);
+    assert_eq!(st, RvgpuStatus::Ok);
+    assert_eq!(s.unlock(b), RvgpuStatus::Ok);
+    assert_eq!(s.waits(), 0);
+    assert_eq!(s.destroy(b), RvgpuStatus::Ok);
+}
+
+/// AL-03 through the C API: destroying a buffer whose work completed frees it with
+/// AssumeNotInUse; one still in use is left to the OS's deferred destruction.
+#[test]
+fn al03_destroy_assumes_not_in_use_only_when_idle() {
+    let s = Setup::new(true);
+    let idle = s.buffer(4096);
+    let busy = s.buffer(4096);
+    s.fill(0, idle, 1);
+    s.complete_all();
+    s.fill(0, busy, 2);
+    let (hi, hb) = (0x101, 0x102);
+    assert_eq!(s.destroy(idle), RvgpuStatus::Ok);
+    assert_eq!(s.destroy(busy), RvgpuStatus::Ok);
+    let log = s.log();
+    assert!(log.contains(&Ev::Destroy(hi, true)), "{log:?}");
+    assert!(log.contains(&Ev::Destroy(hb, false)), "{log:?}");
+    assert_eq!(s.waits(), 0, "destroy never blocks");
+}
+
+/// AL-06 through the C API: on a non-coherent platform the unlock of a write lock writes the
+/// CPU's caches back.
+#[test]
+fn al06_unlock_after_a_write_maintains_the_caches() {
+    let s = Setup::new(false);
+    let b = s.buffer(4096);
+    assert_eq!(s.lock(b, RVGPU_LOCK_WRITE).0, RvgpuStatus::Ok);
+    assert_eq!(s.unlock(b), RvgpuStatus::Ok);
+    assert_eq!(s.log().last(), Some(&Ev::Invalidate(0x101)));
+    assert_eq!(s.destroy(b), RvgpuStatus::Ok);
+}
+
+/// AL-02: null pointers, bad flags, bad ranges, lock-state misuse and a missing queue return
+/// INVALID_ARGUMENT (never a crash), clear the outputs, and leave the buffer usable.
+#[test]
+fn al02_null_and_invalid_arguments_return_invalid_argument() {
+    // Each call passes pointers that are null, live handles or valid out-pointers.
+    macro_rules! c {
+        ($call:expr) => {
+            // SAFETY: every pointer argument is null, a live handle or a valid out-pointer,
+            // which each function's contract allows.
+            unsafe { $call }
+        };
+    }
+    let s = Setup::new(true);
+    let inval = RvgpuStatus::InvalidArgument;
+    let null_q: *const *mut RvgpuQueue = ptr::null();
+    let mut out_b = 8 as *mut RvgpuBuffer;
+    let mut out_p = 8 as *mut c_void;
+    let mut out_v = 7u64;
+    assert_eq!(
+        c!(rvgpu_buffer_create(ptr::null_mut(), 64, &mut out_b)),
+        inval
+    );
+    assert!(out_b.is_null());
+    assert_eq!(
+        c!(rvgpu_buffer_create(s.adapter, 64, ptr::null_mut())),
+        inval
+    );
+    assert_eq!(c!(rvgpu_buffer_create(s.adapter, 0, &mut out_b)), inval);
+    assert_eq!(
+        c!(rvgpu_buffer_lock(
+            ptr::null_mut(),
+            RVGPU_LOCK_READ,
+            null_q,
+            0,
+            &mut out_p
+        )),
+        inval
+    );
+    assert!(out_p.is_null());
+    assert_eq!(c!(rvgpu_buffer_unlock(ptr::null_mut())), inval);
+    assert_eq!(c!(rvgpu_buffer_destroy(ptr::null_mut(), null_q, 0)), inval);
+    assert_eq!(c!(rvgpu_buffer_gpu_va(ptr::null_mut(), &mut out_v)), inval);
+    assert_eq!(
+        c!(rvgpu_buffer_fill(
+            ptr::null_mut(),
+            ptr::null_mut(),
+            0,
+            8,
+            0,
+            &mut out_v
+        )),
+        inval
+    );
+    assert_eq!(
+        c!(rvgpu_buffer_copy(
+            ptr::null_mut(),
+            ptr::null_mut(),
+            0,
+            ptr::null_mut(),
+            0,
+            8,
+            &mut out_v
+        )),
+        inval
+    );
+    let b = s.buffer(4096);
+    assert_eq!(c!(rvgpu_buffer_gpu_va(b, ptr::null_mut())), inval);
+    assert_eq!(
+        c!(rvgpu_buffer_lock(
+            b,
+            RVGPU_LOCK_READ,
+            null_q,
+            0,
+            ptr::null_mut()
+        )),
+        inval
+    );
+    // A count with no array, and a null entry.
+    out_p = 8 as *mut c_void;
+    assert_eq!(
+        c!(rvgpu_buffer_lock(b, RVGPU_LOCK_READ, null_q, 1, &mut out_p)),
+        inval
+    );
+    assert!(out_p.is_null());
+    let with_null = [s.queues[0], ptr::null_mut()];
+    assert_eq!(
+        c!(rvgpu_buffer_lock(
+            b,
+            RVGPU_LOCK_READ,
+            with_null.as_ptr(),
+            2,
+            &mut out_p
+        )),
+        inval
+    );
+    assert_eq!(c!(rvgpu_buffer_destroy(b, with_null.as_ptr(), 2)), inval);
+    assert_eq!(c!(rvgpu_buffer_destroy(b, null_q, 3)), inval);
+    // Bad ranges.
+    assert_eq!(
+        c!(rvgpu_buffer_fill(s.queues[0], b, 4, 8, 0, &mut out_v)),
+        inval
+    );
+    assert_eq!(
+        c!(rvgpu_buffer_fill(s.queues[0], b, 0, 8192, 0, &mut out_v)),
+        inval
+    );
+    assert_eq!(
+        c!(rvgpu_buffer_fill(
+            s.queues[0],
+            b,
+            u64::MAX - 7,
+            16,
+            0,
+            &mut out_v
+        )),
+        inval
+    );
+    assert_eq!(
+        c!(rvgpu_buffer_fill(s.queues[0], b, 0, 0, 0, &mut out_v)),
+        inval
+    );
+    assert_eq!(out_v, 0);
+    assert_eq!(
+        c!(rvgpu_buffer_fill(s.queues[0], b, 0, 8, 0, ptr::null_mut())),
+        inval
+    );
+    // Flags: none, undefined bits, and meaningless combinations.
+    for flags in [
+        0,
+        RVGPU_LOCK_DO_NOT_WAIT,
+        0x20,
+        RVGPU_LOCK_READ | 0x8000_0000,
+        RVGPU_LOCK_DISCARD | RVGPU_LOCK_NO_OVERWRITE,
+        RVGPU_LOCK_READ | RVGPU_LOCK_DISCARD,
+        RVGPU_LOCK_READ | RVGPU_LOCK_NO_OVERWRITE,
+    ] {
+        let (st, p) = s.lock(b, flags);
+        assert_eq!(st, inval, "flags {flags:#x}");
+        assert!(p.is_null());
+    }
+    // Lock state: unlock while unlocked, lock twice.
+    assert_eq!(s.unlock(b), inval);
+    assert_eq!(s.lock(b, RVGPU_LOCK_READ).0, RvgpuStatus::Ok);
+    assert_eq!(s.lock(b, RVGPU_LOCK_READ).0, inval);
+    assert_eq!(s.unlock(b), RvgpuStatus::Ok);
+    // Work on queue 0 and a lock that lists only queue 1: the UMD cannot tell whether the
+    // work completed, so it refuses rather than guess.
+    s.fill(0, b, 9);
+    let only_q1 = [s.queues[1]];
+    out_p = 8 as *mut c_void;
+    // SAFETY: live handles, a valid queue array and out-pointer.
+    let st = unsafe { rvgpu_buffer_lock(b, RVGPU_LOCK_READ, only_q1.as_ptr(), 1, &mut out_p) };
+    assert_eq!(st, inval);
+    assert!(out_p.is_null());
+    // The buffer is still fine.
+    s.complete_all();
+    assert_eq!(s.lock(b, RVGPU_LOCK_READ).0, RvgpuStatus::Ok);
+    assert_eq!(s.unlock(b), RvgpuStatus::Ok);
+    assert_eq!(s.waits(), 0);
+    assert_eq!(s.destroy(b), RvgpuStatus::Ok);
+}
+
+/// The C flag values are `LockFlags`' bits (also asserted at compile time in capi.rs).
+#[test]
+fn al02_lock_flag_values_are_the_rust_flags() {
+    use crate::usage::LockFlags;
+    assert_eq!(RVGPU_LOCK_READ, LockFlags::READ.0);
+    assert_eq!(RVGPU_LOCK_WRITE, LockFlags::WRITE.0);
+    assert_eq!(RVGPU_LOCK_DISCARD, LockFlags::DISCARD.0);
+    assert_eq!(RVGPU_LOCK_NO_OVERWRITE, LockFlags::NO_OVERWRITE.0);
+    assert_eq!(RVGPU_LOCK_DO_NOT_WAIT, LockFlags::DO_NOT_WAIT.0);
+}
