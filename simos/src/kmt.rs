@@ -202,7 +202,17 @@ impl<'m> SimKmt<'m> {
     /// the Windows thunks do (`kmt_windows`); a failed lock destroys the allocation.
     fn create_and_lock(&self, pdd: &AllocationPdd) -> Result<Allocation<SimMem>, NtStatus> {
         let m = self.create_allocation_pdd(pdd)?;
-        match self.lock2(m.handle) {
+        // What `kmt_windows` does too: created, made resident, mapped.
+        let resident = self
+            .make_resident(&[m.handle], MakeResidentFlags::default())
+            .map(|_| ())
+            .map_err(|e| match e {
+                MakeResidentError::Status(s) => s,
+                MakeResidentError::OverBudget { .. } => {
+                    NtStatus(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY)
+                }
+            });
+        match resident.and_then(|()| self.lock2(m.handle)) {
             Ok(mem) => Ok(Allocation {
                 handle: m.handle,
                 gpu_va: m.gpu_va,
@@ -286,7 +296,7 @@ impl Kmt for SimKmt<'_> {
         self.m.reap_allocations(&a).map_err(status)?;
         let (handle, alloc, gpu_va) = self
             .m
-            .create_allocation(&a, self.p.device, pdd.size, pdd.as_bytes())
+            .create_allocation2(&a, self.p.device, pdd.size, pdd.as_bytes())
             .map_err(status)?;
         Ok(MappedGpu {
             handle,

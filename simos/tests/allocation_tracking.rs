@@ -567,6 +567,7 @@ fn al_04_vidmm_refuses_cpu_visible_allocations_without_an_aperture() {
     );
     // Not CPU-visible: the rule does not apply, and VidMm places it in VRAM.
     let gpu_only = okk(&m, k.create_allocation_pdd(&pdd(4096, 0)));
+    okk(&m, k.make_resident(&[gpu_only.handle], Default::default()));
     assert!(matches!(
         m.allocation_residency(0, gpu_only.handle),
         Some((rvgpu_simos::vidmm::residency::Place::Local { .. }, 1))

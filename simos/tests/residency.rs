@@ -24,7 +24,18 @@ use rvgpu_umd::submit::{SubmitError, UserQueue};
 const BYTES: u64 = 64 * 1024;
 const PATTERN: u64 = 0x5E61_0C41_5E61_0C41;
 
+/// A GPU-only allocation, created (`D3DKMTCreateAllocation2`) and made resident.
 fn gpu_only(m: &Machine, k: &SimKmt<'_>, size: u64) -> MappedGpu {
+    let a = created(m, k, size);
+    okk(
+        m,
+        k.make_resident(&[a.handle], MakeResidentFlags::default()),
+    );
+    a
+}
+
+/// A GPU-only allocation, only created: on no residency list.
+fn created(m: &Machine, k: &SimKmt<'_>, size: u64) -> MappedGpu {
     let pdd = AllocationPdd {
         magic: PDD_MAGIC,
         version: ALLOCATION_PDD_VERSION,
@@ -97,14 +108,21 @@ fn process(m: &Machine) -> (UmsProcess, SimKmt<'_>) {
     (p, k)
 }
 
-/// What only the GPU touches is placed in VRAM (the driver's preference), cleared before the
-/// process sees it; what the CPU maps stays in the aperture.
+/// A new allocation is on no residency list: not placed, its VA unmapped, until
+/// MakeResident. What only the GPU touches is then placed in VRAM (the driver's preference),
+/// cleared before the process sees it; what the CPU maps stays in the aperture.
 #[test]
 fn residency_gpu_only_allocations_live_in_vram_cleared() {
     let m = started(MachineConfig::single(Mode::Step));
     let (_p, k) = process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
-    let a = gpu_only(&m, &k, BYTES);
+    let a = created(&m, &k, BYTES);
+    assert_eq!(place(&m, &a), Place::Evicted);
+    assert_eq!(count(&m, &a), 0, "created: not resident");
+    okk(
+        &m,
+        k.make_resident(&[a.handle], MakeResidentFlags::default()),
+    );
     assert!(is_local(place(&m, &a)), "{:?}", place(&m, &a));
     assert_eq!(count(&m, &a), 1, "a new allocation is resident");
     assert!(all(&gpu_read(&m, &k, &mut q, &a), 0), "new VRAM is cleared");
@@ -273,47 +291,42 @@ fn residency_make_resident_over_budget_fails_whole_and_reports_bytes_to_trim() {
     let (_p, k) = process(&m);
     let a = gpu_only(&m, &k, BYTES);
     let b = gpu_only(&m, &k, BYTES);
-    let c = gpu_only(&m, &k, BYTES);
     assert!(is_local(place(&m, &a)) && is_local(place(&m, &b)));
+    let c = created(&m, &k, BYTES);
+    let over = Err(MakeResidentError::OverBudget {
+        bytes_to_trim: BYTES,
+    });
     assert_eq!(
-        place(&m, &c),
-        Place::Aperture,
-        "past the budget: system memory"
+        k.make_resident(&[c.handle], MakeResidentFlags::default()),
+        over
     );
-    evict(&m, &k, &b);
-    let r = k.make_resident(&[a.handle, b.handle], MakeResidentFlags::default());
-    assert!(r.is_ok(), "{r:?}");
-    evict(&m, &k, &a);
-    evict(&m, &k, &b);
-    // Both evicted now; bringing a, b and a new one back needs three times the size.
-    let d = gpu_only(&m, &k, BYTES);
-    assert!(is_local(place(&m, &d)));
-    let before = (count(&m, &a), count(&m, &b));
-    let r = k.make_resident(&[a.handle, b.handle], MakeResidentFlags::default());
-    assert_eq!(
-        r,
-        Err(MakeResidentError::OverBudget {
-            bytes_to_trim: BYTES
-        })
-    );
-    assert_eq!((count(&m, &a), count(&m, &b)), before, "all or nothing");
-    // The UMD trims d and tries again.
-    assert_eq!(okk(&m, k.evict(&[d.handle], EvictFlags::default())), 0);
+    assert_eq!(count(&m, &c), 0);
+    // The UMD trims b and tries again.
+    assert_eq!(okk(&m, k.evict(&[b.handle], EvictFlags::default())), 0);
+    assert_eq!(place(&m, &b), Place::Evicted);
     okk(
         &m,
-        k.make_resident(&[a.handle, b.handle], MakeResidentFlags::default()),
+        k.make_resident(&[c.handle], MakeResidentFlags::default()),
     );
+    // All or nothing: a is resident already, b would go past the budget; neither count moves.
+    assert_eq!(
+        k.make_resident(&[a.handle, b.handle], MakeResidentFlags::default()),
+        over
+    );
+    assert_eq!((count(&m, &a), count(&m, &b)), (1, 0));
     // Past the budget on purpose: the UMD has nothing left to trim.
     let forced = MakeResidentFlags {
         cant_trim_further: true,
     };
-    okk(&m, k.make_resident(&[d.handle], forced));
-    assert!(is_local(place(&m, &d)));
-    assert_eq!(
-        okk(&m, k.evict(&[c.handle], EvictFlags::default())),
-        BYTES,
-        "Evict reports what is still over budget"
+    okk(&m, k.make_resident(&[b.handle], forced));
+    assert!(is_local(place(&m, &b)));
+    // Nothing new to bring in: no budget check. Evict reports what is still over budget.
+    okk(
+        &m,
+        k.make_resident(&[a.handle], MakeResidentFlags::default()),
     );
+    assert_eq!(okk(&m, k.evict(&[a.handle], EvictFlags::default())), BYTES);
+    assert_eq!(okk(&m, k.evict(&[c.handle], EvictFlags::default())), 0);
     no_fault(&m);
 }
 

@@ -23,6 +23,8 @@ pub struct NtStatus(pub i32);
 
 /// `STATUS_NOT_SUPPORTED`: what the default bodies of the optional thunks return.
 pub const STATUS_NOT_SUPPORTED: NtStatus = NtStatus(0xC000_00BB_u32 as i32);
+/// `STATUS_NO_MEMORY`.
+pub const STATUS_NO_MEMORY: NtStatus = NtStatus(0xC000_0017_u32 as i32);
 
 /// `D3DDDI_DOORBELLSTATUS` values the UMD reads from the doorbell status page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

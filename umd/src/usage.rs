@@ -38,7 +38,10 @@ use rvgpu_hw::pdd::{
     AllocationKind, AllocationPdd, ALLOCATION_CPU_VISIBLE, ALLOCATION_PDD_VERSION, PDD_MAGIC,
 };
 
-use crate::kmt::{Allocation, AllocationCpu, DestroyFlags, Kmt, KmtHandle, NtStatus};
+use crate::kmt::{
+    Allocation, AllocationCpu, DestroyFlags, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags,
+    NtStatus,
+};
 use crate::submit::{KernelQueue, SubmitError, UserQueue};
 
 /// Identifies one queue's progress sequence for as long as the process runs (never reused,
@@ -246,11 +249,25 @@ pub struct BufferStats {
     pub backings: usize,
 }
 
-/// Creates one backing: `D3DKMTCreateAllocation2`, then one `D3DKMTLock2` kept for its life
+/// `D3DKMTMakeResident` of one allocation, waiting for the paging fence when VidMm returned
+/// before its paging finished. Thunks without a residency model (`STATUS_NOT_SUPPORTED`)
+/// keep allocations resident from creation.
+fn make_resident<K: Kmt>(kmt: &K, h: KmtHandle) -> Result<(), NtStatus> {
+    match kmt.make_resident(&[h], MakeResidentFlags::default()) {
+        Ok(pf) if pf.fence != 0 && pf.value != 0 => kmt.wait_for_fence(pf.fence, pf.value),
+        Ok(_) => Ok(()),
+        Err(MakeResidentError::Status(s)) if s == crate::kmt::STATUS_NOT_SUPPORTED => Ok(()),
+        Err(MakeResidentError::Status(s)) => Err(s),
+        Err(MakeResidentError::OverBudget { .. }) => Err(crate::kmt::STATUS_NO_MEMORY),
+    }
+}
+
+/// Creates one backing: `D3DKMTCreateAllocation2`, `D3DKMTMakeResident` (a new allocation is
+/// on no residency list: "Residency overview"), then one `D3DKMTLock2` kept for its life
 /// (seed 002: a UMD may keep an allocation mapped while it exists).
 fn create_backing<K: Kmt>(kmt: &K, pdd: &AllocationPdd) -> Result<Backing<K::Mem>, LockError> {
     let m = kmt.create_allocation_pdd(pdd)?;
-    match kmt.lock2(m.handle) {
+    match make_resident(kmt, m.handle).and_then(|()| kmt.lock2(m.handle)) {
         Ok(mem) => Ok(Backing {
             alloc: Allocation {
                 handle: m.handle,

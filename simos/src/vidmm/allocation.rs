@@ -27,7 +27,6 @@ use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
 use crate::sync::fence::ProcessId;
 use crate::ums::{dev_guard, device_lock, new_handle, KmtHandle, QueuedWork, UmsEvent, UmsOs};
-use crate::vidmm::gpuva::MapAttrs;
 use crate::vidmm::mmu::LeafTag;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
@@ -114,10 +113,36 @@ pub(crate) fn free_alloc(os: &mut UmsOs, h: KmtHandle) {
 }
 
 impl Machine {
-    /// Creates an allocation for `device` as the UMD described it in `private` (what
-    /// `D3DKMTCreateAllocation2` carries to the driver), and maps it into the device's process.
-    /// Returns the handle, the memory and the GPU VA.
+    /// Creates an allocation for `device` as the UMD described it in `private` and makes it
+    /// resident, as a runtime does for a new resource (`D3DKMTCreateAllocation2`, then
+    /// `D3DKMTMakeResident`). Returns the handle, the memory and the GPU VA.
     pub(crate) fn create_allocation(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        size: u64,
+        private: &[u8],
+    ) -> Result<(KmtHandle, SysAlloc, u64), SimError> {
+        let made = self.create_allocation2(a, device, size, private)?;
+        if let Err(e) = self.residency_make_resident(a, device, &[made.0], false) {
+            let _ = destroy_allocation2(a, device, made.0, true);
+            self.reap_allocations(a)?;
+            return Err(match e {
+                crate::vidmm::residency::MakeResidentFail::OverBudget(_) => {
+                    SimError::DdiFailed(STATUS_NO_MEMORY)
+                }
+                crate::vidmm::residency::MakeResidentFail::Failed(e) => e,
+            });
+        }
+        Ok(made)
+    }
+
+    /// `D3DKMTCreateAllocation2`: an allocation for `device` as the UMD described it in
+    /// `private` (what the thunk carries to the driver), with a GPU VA reserved in the
+    /// device's process. On a GpuMmu adapter it is not resident: it is on no residency list
+    /// until `D3DKMTMakeResident` ("Residency overview"), so its VA is not mapped yet.
+    /// Returns the handle, the memory (the backing store) and the GPU VA.
+    pub(crate) fn create_allocation2(
         &self,
         a: &AdapterShared,
         device: KmtHandle,
@@ -158,65 +183,42 @@ impl Machine {
                 d.preferred,
                 d.cpu_visible,
             );
-            let tag = LeafTag {
-                handle: kmd,
-                base_va: 0,
-                native_fence: false,
-            };
-            // Placement, mapping and the residency record under VidMm's residency lock, so
-            // no eviction sees the allocation half made.
-            let mut st = lock(&a.residency);
-            let placed = self
-                .residency_place_new(
-                    a,
-                    &mut st,
-                    pid,
-                    kmd,
-                    &order,
-                    aperture,
-                    alloc.bus_addr,
-                    alloc.len,
-                )
-                .and_then(|(place, phys)| {
-                    let va = self.vidmm_map(a, pid, &phys, MapAttrs::default(), tag);
-                    if va.is_err() {
-                        // Nothing maps it: its VRAM goes back.
-                        crate::vidmm::residency::release_place(a, &mut st, place, alloc.len);
-                    }
-                    va.map(|va| (place, va))
-                });
-            match placed {
-                Ok((place, va)) => {
-                    Self::residency_track(
-                        &mut st,
-                        h,
-                        pid,
-                        device,
-                        kmd,
-                        va,
-                        pages,
-                        alloc.bus_addr,
-                        order,
-                        aperture,
-                        place,
-                    );
-                    (
-                        alloc,
-                        Some(Mapped {
-                            kmd,
-                            pid,
-                            va,
-                            pages,
-                        }),
-                    )
-                }
+            // Somewhere VidMm may place it at all, or the creation fails.
+            if order.is_empty() && !aperture {
+                a.device.memory().free_system(alloc.bus_addr);
+                let _ = destroy_kmd_allocation(a, kmd);
+                return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
+            }
+            let va = match self.vidmm_reserve(a, pid, alloc.len) {
+                Ok(va) => va,
                 Err(e) => {
-                    drop(st);
                     a.device.memory().free_system(alloc.bus_addr);
                     let _ = destroy_kmd_allocation(a, kmd);
                     return Err(e);
                 }
-            }
+            };
+            Self::residency_track(
+                &mut lock(&a.residency),
+                h,
+                pid,
+                device,
+                kmd,
+                va,
+                pages,
+                alloc.bus_addr,
+                order,
+                aperture,
+                crate::vidmm::residency::Place::Evicted,
+            );
+            (
+                alloc,
+                Some(Mapped {
+                    kmd,
+                    pid,
+                    va,
+                    pages,
+                }),
+            )
         } else {
             let alloc = a
                 .device

@@ -292,6 +292,21 @@ impl Machine {
         }
     }
 
+    /// Reserves `bytes` (whole pages) of VA in `pid`'s space, mapping nothing.
+    pub(crate) fn vidmm_reserve(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        bytes: u64,
+    ) -> Result<u64, SimError> {
+        let mut v = lock(&a.vidmm);
+        let p = v
+            .processes
+            .get_mut(&pid)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        p.space.reserve(bytes).map_err(va_error)
+    }
+
     /// Maps `phys` at `va`, which VidMm reserved in `pid`'s space before (a fresh
     /// reservation, or an evicted allocation's VA when it comes back, issue 15).
     pub(crate) fn vidmm_map_at(

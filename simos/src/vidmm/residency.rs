@@ -5,10 +5,12 @@
 //!   driver's segment set allows it, in the driver's `PreferredSegment` order; what the CPU
 //!   maps stays in its backing store behind the aperture (this VidMm cannot rotate a process's
 //!   CPU view between the BAR and system memory, which Windows does when it evicts a mapped
-//!   allocation). New VRAM is cleared with a paging FILL first: memory another process used is
-//!   never handed out as it is.
-//! - **Residency requirement.** Each allocation carries its device's residency count: 1 at
-//!   creation (the runtime's MakeResident of a new resource), `D3DKMTMakeResident` adds one,
+//!   allocation). Placement happens at the first MakeResident: a new allocation is on no
+//!   residency list and its VA is reserved but unmapped. Its first page-in copies its zeroed
+//!   backing store, so VRAM another process used never reaches it as it was.
+//! - **Residency requirement.** Each allocation carries its device's residency count: 0 at
+//!   creation ("Residency overview": only MakeResident puts it on the device's residency
+//!   requirement list), `D3DKMTMakeResident` adds one,
 //!   `D3DKMTEvict` takes one ("Residency overview": the counts must balance). At zero the
 //!   allocation may be evicted once the work queued before the Evict has finished (the UMD
 //!   promises no new use, not that old work is done).
@@ -264,41 +266,7 @@ impl Machine {
         st.entries.get(&h).map(|e| (e.place, e.count))
     }
 
-    /// Places a new allocation of `pid` (`bytes`, whole pages, backing store at `backing`):
-    /// VRAM in `order` when it fits the budget and the segment (evicting idle allocations to
-    /// make room), else the backing store itself when the aperture is allowed. New VRAM is
-    /// cleared. Returns the place and the pages to map. Called with the residency lock.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn residency_place_new(
-        &self,
-        a: &AdapterShared,
-        st: &mut State,
-        pid: ProcessId,
-        kmd: usize,
-        order: &[u32],
-        aperture: bool,
-        backing: u64,
-        bytes: u64,
-    ) -> Result<(Place, Vec<Phys>), SimError> {
-        let pages = bytes / PAGE;
-        if let Some((segment, offset)) = self.place_local(a, st, pid, order, bytes, false)? {
-            // Clear it: VRAM another process used must not reach this one.
-            if let Err(e) = self.paging_fill(a, kmd, segment, offset, bytes) {
-                release_local(a, st, segment, offset, bytes);
-                return Err(e);
-            }
-            return Ok((
-                Place::Local { segment, offset },
-                pages_of((segment, offset), pages),
-            ));
-        }
-        if !aperture {
-            return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
-        }
-        Ok((Place::Aperture, pages_of((0, backing), pages)))
-    }
-
-    /// Records a new allocation (residency count 1).
+    /// Records a new allocation: not resident, on no residency list, its VA reserved.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn residency_track(
         st: &mut State,
@@ -325,7 +293,7 @@ impl Machine {
                 order,
                 aperture,
                 place,
-                count: 1,
+                count: 0,
                 idle_after: Vec::new(),
                 eager: false,
                 clean: false,
@@ -518,7 +486,7 @@ impl Machine {
             .sum();
         if let Some(budget) = self.config().os.vram_budget {
             let total = required_local(&st, pid) + need;
-            if total > budget && !cant_trim_further {
+            if need > 0 && total > budget && !cant_trim_further {
                 return Err(MakeResidentFail::OverBudget(total - budget));
             }
         }
@@ -570,7 +538,7 @@ impl Machine {
             }
             if take
                 .iter()
-                .any(|(h, n)| st.entries.get(h).is_none_or(|e| e.count < *n))
+                .any(|(h, n)| st.entries.get(h).is_some_and(|e| e.count < *n))
             {
                 return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
             }
@@ -618,8 +586,10 @@ impl Machine {
                 os.allocations
                     .get(h)
                     .is_some_and(|al| al.device == device && !al.closed)
-                    && st.entries.contains_key(h)
             });
+        // Allocations VidMm does not track (an adapter without GPU VA, where they are system
+        // memory used by bus address) have nothing to page and are always resident.
+        let _ = st;
         if !ok {
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
@@ -699,37 +669,6 @@ impl Machine {
         Ok(true)
     }
 
-    /// A paging FILL of zeros over `bytes` at `offset` of local segment `segment`.
-    fn paging_fill(
-        &self,
-        a: &AdapterShared,
-        kmd: usize,
-        segment: u32,
-        offset: u64,
-        bytes: u64,
-    ) -> Result<(), SimError> {
-        let _power = crate::ums::paging_power(a)?;
-        let node = paging_node(a);
-        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
-            Fill: DXGKARG_BUILDPAGINGBUFFER_Fill {
-                hAllocation: kmd as HANDLE,
-                FillSize: bytes as SIZE_T,
-                FillPattern: 0,
-                Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
-                    SegmentId: segment,
-                    SegmentAddress: LARGE_INTEGER {
-                        QuadPart: segment_address(a, segment, offset) as i64,
-                    },
-                },
-            },
-        };
-        let ids = self.paging_op(a, node, DXGK_OPERATION_FILL, &mut op, Vec::new())?;
-        if let Some(id) = ids.last() {
-            self.vidmm_wait(a, node, *id)?;
-        }
-        Ok(())
-    }
-
     /// A paging TRANSFER of `bytes` between two segment locations `(segment id, segment
     /// address)`, for `owner`'s allocation `kmd`; waits for it.
     fn paging_transfer(
@@ -776,13 +715,6 @@ fn undo(st: &mut State, raised: &[KmtHandle]) {
         if let Some(e) = st.entries.get_mut(h) {
             e.count = e.count.saturating_sub(1);
         }
-    }
-}
-
-/// Gives back the VRAM of a placement that was never recorded (its mapping failed).
-pub(crate) fn release_place(a: &AdapterShared, st: &mut State, place: Place, bytes: u64) {
-    if let Place::Local { segment, offset } = place {
-        release_local(a, st, segment, offset, bytes);
     }
 }
 
