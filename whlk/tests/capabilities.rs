@@ -23,6 +23,7 @@ fn reach(s: &mut dyn Session, c: Capability) -> Result<(), Failure> {
         Capability::DirectDdi => s.direct_ddi().map(|_| ()),
         Capability::StepMode => s.step().map(|_| ()),
         Capability::BugChecks => s.bug_checks().map(|_| ()),
+        Capability::AllocationUsage => s.alloc_usage().map(|_| ()),
         // Not a session trait: checked when the session opens.
         Capability::ConfiguredMachine => Ok(()),
     }

@@ -11,9 +11,10 @@ use std::time::Duration;
 use super::{
     BufferRef, BugCheckInfo, ChurnLane, ChurnReport, ContextRef, DbgInfoRace, DeviceLoss,
     DoorbellStatus, DriverCaps, EngineProbe, EngineStateChange, EventRef, Failure, FenceRef,
-    FenceValues, FenceWork, LogCounters, LogKind, MonitoredRef, OsEvent, PowerStatus, ProcessEnd,
-    ProcessRef, QueueLogs, QueueRef, StreamLane, StreamReport, SubmissionCaps, SubmitPath, TdrStep,
-    TdrTimeouts, UmFenceRef, UmQueueInfo, UmQueueRef, WaitResult, Work,
+    FenceValues, FenceWork, LockOutcome, LogCounters, LogKind, MonitoredRef, OsEvent, PowerStatus,
+    ProcessEnd, ProcessRef, QueueLogs, QueueRef, StreamLane, StreamReport, SubmissionCaps,
+    SubmitPath, TdrStep, TdrTimeouts, TrackedInfo, TrackedRef, TrackedWork, UmFenceRef,
+    UmQueueInfo, UmQueueRef, WaitResult, Work,
 };
 
 /// A feature area a backend may or may not have (one trait each).
@@ -50,6 +51,8 @@ pub enum Capability {
     /// the OS's native-fence feature. No trait: [`dyn super::Backend`]'s `open` checks it.
     /// Simulation only (a real machine is what it is).
     ConfiguredMachine,
+    /// [`AllocationUsage`].
+    AllocationUsage,
 }
 
 impl Capability {
@@ -69,6 +72,7 @@ impl Capability {
         Self::StepMode,
         Self::BugChecks,
         Self::ConfiguredMachine,
+        Self::AllocationUsage,
     ];
 
     /// The name shown in skip reasons and `--list`.
@@ -88,6 +92,7 @@ impl Capability {
             Self::StepMode => "StepMode",
             Self::BugChecks => "BugChecks",
             Self::ConfiguredMachine => "ConfiguredMachine",
+            Self::AllocationUsage => "AllocationUsage",
         }
     }
 
@@ -100,6 +105,7 @@ impl Capability {
                 | Self::UserModeSubmission
                 | Self::UmdFences
                 | Self::Tdr
+                | Self::AllocationUsage
         )
     }
 
@@ -603,4 +609,42 @@ pub trait StepMode {
 pub trait BugChecks {
     /// The bug check that halted the machine, if any.
     fn bugcheck(&self) -> Option<BugCheckInfo>;
+}
+
+/// Buffers with the UMD's own usage tracking (`rvgpu_umd::usage::Buffer`, issue 15, AL-01 …
+/// AL-03): CPU locks with the `RVGPU_LOCK_*` flags, and GPU work encoded through the UMD so it
+/// knows which backing each batch uses. Everything here is what an application sees through
+/// the UMD; a Windows backend can offer it with the same UMD over the real thunks.
+pub trait AllocationUsage {
+    /// A CPU-visible tracked buffer of `bytes` bytes for process `p`.
+    fn create_tracked(&mut self, p: ProcessRef, bytes: u64) -> Result<TrackedRef, Failure>;
+
+    /// Submits `work` on tracked buffers to `q`, after the queue waits for the u64 at
+    /// `gate.1` of plain buffer `gate.0` to reach `gate.2` (work held queued until the case
+    /// writes it); returns the progress value that marks its completion.
+    fn submit_tracked(
+        &mut self,
+        q: UmQueueRef,
+        gate: Option<(BufferRef, u64, u64)>,
+        work: &[TrackedWork],
+    ) -> Result<u64, Failure>;
+
+    /// `Buffer::lock` with `flags` (`rvgpu_umd::usage::LockFlags` bits), naming every queue of
+    /// the buffer's process.
+    fn lock_tracked(&mut self, b: TrackedRef, flags: u32) -> Result<LockOutcome, Failure>;
+
+    /// The u64 at `offset` of the locked buffer, through the view the lock returned.
+    fn read_tracked(&self, b: TrackedRef, offset: u64) -> Result<u64, Failure>;
+
+    /// Stores `value` at `offset` through the view the lock returned.
+    fn write_tracked(&mut self, b: TrackedRef, offset: u64, value: u64) -> Result<(), Failure>;
+
+    /// `Buffer::unlock`.
+    fn unlock_tracked(&mut self, b: TrackedRef) -> Result<(), Failure>;
+
+    /// The buffer's current backing and counters.
+    fn tracked_info(&self, b: TrackedRef) -> Result<TrackedInfo, Failure>;
+
+    /// `Buffer::destroy` (never blocks: a backing still in use is left to VidMm, AL-03).
+    fn destroy_tracked(&mut self, b: TrackedRef) -> Result<(), Failure>;
 }

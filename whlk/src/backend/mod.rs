@@ -28,8 +28,9 @@ pub(crate) use session::{reset_used, used};
 pub use session::{Backend, Session};
 
 pub use caps::{
-    BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi, FaultInjection, FenceLogs,
-    Fences, OsControl, OsTrace, StepMode, Tdr, TdrTrace, UmdFences, UserModeSubmission,
+    AllocationUsage, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
+    FaultInjection, FenceLogs, Fences, OsControl, OsTrace, StepMode, Tdr, TdrTrace, UmdFences,
+    UserModeSubmission,
 };
 
 /// How the simulated device and OS run. A real backend ignores it.
@@ -252,6 +253,62 @@ pub struct FenceValues {
     pub current: u64,
     /// MonitoredValue.
     pub monitored: u64,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Allocation usage tracking (issue 15, AL-01 … AL-03).
+
+/// A buffer with the UMD's usage tracking ([`AllocationUsage`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TrackedRef(pub usize);
+
+/// One GPU operation on tracked buffers (the UMD's `Batch::fill` and `Batch::copy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrackedWork {
+    /// Fill `bytes` at `offset` of `dst` with `pattern`.
+    Fill {
+        /// Buffer.
+        dst: TrackedRef,
+        /// Byte offset (multiple of 8).
+        offset: u64,
+        /// Length (multiple of 8).
+        bytes: u64,
+        /// 64-bit pattern.
+        pattern: u64,
+    },
+    /// Copy `bytes` from the start of `src` to the start of `dst` (different buffers).
+    Copy {
+        /// Source.
+        src: TrackedRef,
+        /// Destination.
+        dst: TrackedRef,
+        /// Length (multiple of 8).
+        bytes: u64,
+    },
+}
+
+/// How a lock of a tracked buffer ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LockOutcome {
+    /// Mapped: the buffer is locked.
+    Mapped,
+    /// `LockError::WasStillDrawing` (AL-02).
+    WasStillDrawing,
+    /// Any other `LockError`, as text.
+    Refused(String),
+}
+
+/// A tracked buffer as the UMD sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TrackedInfo {
+    /// GPU VA of the current backing (a rename changes it).
+    pub gpu_va: u64,
+    /// Renames so far.
+    pub renames: u64,
+    /// Locks that blocked on a fence.
+    pub waits: u64,
+    /// Backings that exist (current and retired).
+    pub backings: usize,
 }
 
 // ---------------------------------------------------------------------------------------------

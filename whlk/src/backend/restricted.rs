@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use super::{
-    Backend, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi, DriverCaps,
-    Failure, FaultInjection, FenceLogs, Fences, OsControl, OsTrace, Session, SessionConfig,
-    StartedAdapter, StepMode, Tdr, TdrTrace, UmdFences, UserModeSubmission,
+    AllocationUsage, Backend, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
+    DriverCaps, Failure, FaultInjection, FenceLogs, Fences, OsControl, OsTrace, Session,
+    SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmdFences, UserModeSubmission,
 };
 
 /// `inner` with only the capabilities in `keep`.
@@ -130,6 +130,20 @@ impl Session for RestrictedSession {
     fn as_ums_ref(&self) -> Option<&dyn UserModeSubmission> {
         if self.keep.contains(Capability::UserModeSubmission) {
             self.inner.as_ums_ref()
+        } else {
+            None
+        }
+    }
+    fn as_alloc_usage(&mut self) -> Option<&mut dyn AllocationUsage> {
+        if self.keep.contains(Capability::AllocationUsage) {
+            self.inner.as_alloc_usage()
+        } else {
+            None
+        }
+    }
+    fn as_alloc_usage_ref(&self) -> Option<&dyn AllocationUsage> {
+        if self.keep.contains(Capability::AllocationUsage) {
+            self.inner.as_alloc_usage_ref()
         } else {
             None
         }
@@ -322,6 +336,13 @@ impl Session for View<'_> {
     fn as_ums_ref(&self) -> Option<&dyn UserModeSubmission> {
         if self.keep.contains(Capability::UserModeSubmission) {
             self.inner.as_ums_ref()
+        } else {
+            None
+        }
+    }
+    fn as_alloc_usage_ref(&self) -> Option<&dyn AllocationUsage> {
+        if self.keep.contains(Capability::AllocationUsage) {
+            self.inner.as_alloc_usage_ref()
         } else {
             None
         }

@@ -5,9 +5,9 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use super::{
-    BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi, DriverCaps, Failure,
-    FaultInjection, FenceLogs, Fences, OsControl, OsTrace, SessionConfig, StartedAdapter, StepMode,
-    Tdr, TdrTrace, UmdFences, UserModeSubmission,
+    AllocationUsage, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
+    DriverCaps, Failure, FaultInjection, FenceLogs, Fences, OsControl, OsTrace, SessionConfig,
+    StartedAdapter, StepMode, Tdr, TdrTrace, UmdFences, UserModeSubmission,
 };
 
 /// One machine with its adapters, for one case: the driver and adapter life cycle every
@@ -68,6 +68,15 @@ pub trait Session {
     }
     /// [`Session::as_ums`] for shared access.
     fn as_ums_ref(&self) -> Option<&dyn UserModeSubmission> {
+        None
+    }
+
+    /// The [`AllocationUsage`] capability, if the backend has it.
+    fn as_alloc_usage(&mut self) -> Option<&mut dyn AllocationUsage> {
+        None
+    }
+    /// [`Session::as_alloc_usage`] for shared access.
+    fn as_alloc_usage_ref(&self) -> Option<&dyn AllocationUsage> {
         None
     }
 
@@ -289,6 +298,14 @@ impl dyn Session + '_ {
     /// The [`BugChecks`] capability, shared.
     pub fn bug_checks_ref(&self) -> Result<&dyn BugChecks, Failure> {
         reach(Capability::BugChecks, self.as_bug_checks_ref())
+    }
+    /// The [`AllocationUsage`] capability.
+    pub fn alloc_usage(&mut self) -> Result<&mut dyn AllocationUsage, Failure> {
+        reach(Capability::AllocationUsage, self.as_alloc_usage())
+    }
+    /// The [`AllocationUsage`] capability, shared.
+    pub fn alloc_usage_ref(&self) -> Result<&dyn AllocationUsage, Failure> {
+        reach(Capability::AllocationUsage, self.as_alloc_usage_ref())
     }
 }
 

@@ -1,6 +1,7 @@
 //! The cases, one module per area.
 
 pub mod adapter;
+pub mod allocation;
 mod common;
 pub mod interrupt;
 pub mod logs;
@@ -19,6 +20,7 @@ pub fn all() -> Vec<Case> {
     v.extend_from_slice(native_fence::CASES);
     v.extend_from_slice(simulation::CASES);
     v.extend_from_slice(usermode_submission::CASES);
+    v.extend_from_slice(allocation::CASES);
     v.extend_from_slice(logs::CASES);
     v.extend_from_slice(tdr::CASES);
     v

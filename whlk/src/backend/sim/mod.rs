@@ -16,6 +16,7 @@ mod fences;
 pub(crate) mod kmt;
 mod logs;
 mod tdr;
+mod usage;
 mod usermode;
 
 use std::sync::{Arc, Mutex};
@@ -44,11 +45,11 @@ use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, SubmitError, U
 
 use self::kmt::{Created, SessKmt};
 use super::{
-    Backend, BufferRef, BugCheckInfo, BugChecks, Capabilities, CrossAdapterFences, DirectDdi,
-    DoorbellStatus, DriverCaps, ExecMode, Failure, FaultInjection, FenceLogs, FenceRef, Fences,
-    Misbehaviour, MonitoredRef, OsControl, OsTrace, ProcessRef, QueueRef, Session, SessionConfig,
-    StartedAdapter, StepMode, SubmitPath, Tdr, TdrTrace, UmFenceRef, UmQueueInfo, UmQueueRef,
-    UmdFences, UserModeSubmission, WaitResult, Work,
+    AllocationUsage, Backend, BufferRef, BugCheckInfo, BugChecks, Capabilities, CrossAdapterFences,
+    DirectDdi, DoorbellStatus, DriverCaps, ExecMode, Failure, FaultInjection, FenceLogs, FenceRef,
+    Fences, Misbehaviour, MonitoredRef, OsControl, OsTrace, ProcessRef, QueueRef, Session,
+    SessionConfig, StartedAdapter, StepMode, SubmitPath, Tdr, TdrTrace, UmFenceRef, UmQueueInfo,
+    UmQueueRef, UmdFences, UserModeSubmission, WaitResult, Work,
 };
 
 /// The simulated backend.
@@ -118,6 +119,7 @@ impl Backend for SimBackend {
             recorder: None,
             um_fences: Vec::new(),
             contexts: Vec::new(),
+            tracked: Vec::new(),
         }))
     }
 }
@@ -148,6 +150,8 @@ struct SimSession {
     um_fences: Vec<SimUmFence>,
     /// Kernel-mode contexts: (process index, context handle).
     contexts: Vec<(usize, KmtHandle)>,
+    /// Buffers with the UMD's usage tracking.
+    tracked: Vec<usage::SimTracked>,
 }
 
 /// A native fence made through the UMD thunks: the UMD's view (D3DKMT handle, GPU addresses)
@@ -571,6 +575,12 @@ impl Session for SimSession {
         Some(self)
     }
     fn as_umd_fences(&mut self) -> Option<&mut dyn UmdFences> {
+        Some(self)
+    }
+    fn as_alloc_usage(&mut self) -> Option<&mut dyn AllocationUsage> {
+        Some(self)
+    }
+    fn as_alloc_usage_ref(&self) -> Option<&dyn AllocationUsage> {
         Some(self)
     }
     fn as_umd_fences_ref(&self) -> Option<&dyn UmdFences> {
