@@ -28,7 +28,7 @@
 //! - **D3** (UM-14): after every context is suspended and every doorbell disconnected, VidMm
 //!   evicts the local allocations no device requires before the GPU powers down. Rings are
 //!   CPU-written, so they live in the aperture and have nothing to leave VRAM for. The device
-//!   keeps VRAM across D3 (hardware.md §13), so required allocations stay.
+//!   keeps VRAM across D3 (hardware.md §13.3), so required allocations stay.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
