@@ -463,6 +463,38 @@ fn al_03_assume_not_in_use_frees_at_once() {
     drop(q);
 }
 
+/// AL-02: a use recorded on a queue that has since been destroyed is over (destroying the
+/// queue waited for its work), so a lock need not name it; a live queue left out still is an
+/// error.
+#[test]
+fn al_02_uses_on_a_destroyed_queue_are_over() {
+    let m = step_machine();
+    let (_p, k) = process(&m);
+    let mut qa = okk(&m, UserQueue::new(&k, &config(0)));
+    let mut qb = okk(&m, UserQueue::new(&k, &config(0)));
+    let b = okk(&m, Buffer::new(&k, 4096, 0));
+    let mut batch = Batch::new();
+    okk(&m, batch.fill(&b, 0, 4096, NEW));
+    okk(&m, usage::submit(&mut qa, batch));
+    let mut batch = Batch::new();
+    okk(&m, batch.fill(&b, 0, 8, NEW));
+    okk(&m, usage::submit(&mut qb, batch));
+    ok(&m, m.run_until_idle());
+    assert_eq!(
+        b.lock(&k, LockFlags::READ, &[&qb]).err(),
+        Some(LockError::UnknownTimeline),
+        "queue A is alive and not named"
+    );
+    okk(&m, qa.close());
+    let mem = okk(&m, b.lock(&k, LockFlags::READ, &[&qb]));
+    assert!(words(&mem, 512).iter().all(|&w| w == NEW));
+    okk(&m, b.unlock(&k));
+    okk(&m, qb.close());
+    okk(&m, b.lock(&k, LockFlags::WRITE, &[]));
+    okk(&m, b.unlock(&k));
+    no_fault(&m);
+}
+
 /// AL-03 through the UMD: `Buffer::destroy` tells VidMm AssumeNotInUse for a backing it knows
 /// idle (freed at once) and leaves a busy one to the deferred path.
 #[test]

@@ -16,8 +16,8 @@
  * work may use it; the UMD tracks which queue values read or write each buffer, for the work it
  * submits through rvgpu_buffer_fill and rvgpu_buffer_copy (not the packets of rvgpu_submit).
  * A lock with RVGPU_LOCK_DO_NOT_WAIT that would wait returns RVGPU_STATUS_WAS_STILL_DRAWING.
- * A lock must list every live queue that used the buffer; destroy buffers before the queues
- * that used them (a lock that cannot account for a use returns RVGPU_STATUS_INVALID_ARGUMENT).
+ * A lock must list every live queue that used the buffer (a lock that cannot account for a use
+ * returns RVGPU_STATUS_INVALID_ARGUMENT); uses by a queue since destroyed are over.
  * Threading: adapters and fences may be used from any thread; a queue, or a buffer, by one
  * thread at a time.
  */

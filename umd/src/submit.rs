@@ -550,6 +550,8 @@ pub struct KernelQueue<K: Kmt> {
     kmt: K,
     /// Its progress sequence, for usage tracking ([`crate::usage`]).
     timeline: crate::usage::TimelineId,
+    /// Set when the queue is destroyed ([`crate::usage::Timeline::retired_flag`]).
+    retired: alloc::sync::Arc<core::sync::atomic::AtomicBool>,
     context: KmtHandle,
     path: KernelPath<K>,
     trace: Option<Arc<dyn FenceTrace>>,
@@ -574,6 +576,7 @@ impl<K: Kmt> KernelQueue<K> {
             Ok(path) => Ok(Self {
                 kmt,
                 timeline: crate::usage::TimelineId::fresh(),
+                retired: alloc::sync::Arc::new(core::sync::atomic::AtomicBool::new(false)),
                 context,
                 path,
                 trace: None,
@@ -628,6 +631,11 @@ impl<K: Kmt> KernelQueue<K> {
     /// Its progress sequence's id ([`crate::usage::Timeline`]).
     pub fn timeline(&self) -> crate::usage::TimelineId {
         self.timeline
+    }
+
+    /// Set once the queue is destroyed (its work is over then).
+    pub fn retired_flag(&self) -> alloc::sync::Arc<core::sync::atomic::AtomicBool> {
+        alloc::sync::Arc::clone(&self.retired)
     }
 
     /// The last progress value submitted.
@@ -703,6 +711,11 @@ impl<K: Kmt> KernelQueue<K> {
             return Ok(());
         }
         let p = self.path.destroy(&self.kmt);
+        if p.is_ok() {
+            // As for a user-mode queue: the OS waited for the destroyed queue's work.
+            self.retired
+                .store(true, core::sync::atomic::Ordering::Release);
+        }
         let c = self.kmt.destroy_context(self.context);
         p?;
         c?;
@@ -756,6 +769,8 @@ pub struct UserQueue<K: Kmt> {
     kmt: K,
     /// Its progress sequence (one across a fallback), for usage tracking ([`crate::usage`]).
     timeline: crate::usage::TimelineId,
+    /// Set when the queue is destroyed ([`crate::usage::Timeline::retired_flag`]).
+    retired: alloc::sync::Arc<core::sync::atomic::AtomicBool>,
     config: QueueConfig,
     context: KmtHandle,
     queue: HwQueue<K::Fence>,
@@ -903,6 +918,7 @@ impl<K: Kmt> UserQueue<K> {
         Ok(Self {
             kmt,
             timeline: crate::usage::TimelineId::fresh(),
+            retired: alloc::sync::Arc::new(core::sync::atomic::AtomicBool::new(false)),
             config: *config,
             context,
             queue,
@@ -1323,6 +1339,11 @@ impl<K: Kmt> UserQueue<K> {
         self.timeline
     }
 
+    /// Set once the queue is destroyed (its work is over then).
+    pub fn retired_flag(&self) -> alloc::sync::Arc<core::sync::atomic::AtomicBool> {
+        alloc::sync::Arc::clone(&self.retired)
+    }
+
     /// Which path submissions currently take.
     pub fn path(&self) -> SubmissionPath {
         if self.fallback.is_some() || self.connect_failed {
@@ -1390,10 +1411,19 @@ impl<K: Kmt> UserQueue<K> {
         if let Some(db) = self.doorbell.take() {
             note(self.kmt.destroy_doorbell(db.handle));
         }
-        note(self.kmt.destroy_hw_queue(self.queue.handle));
-        if let Some(fb) = &self.fallback {
-            note(self.kmt.destroy_hw_queue(fb.path.queue.handle));
+        let q = self.kmt.destroy_hw_queue(self.queue.handle);
+        let fq = self
+            .fallback
+            .as_ref()
+            .map_or(Ok(()), |fb| self.kmt.destroy_hw_queue(fb.path.queue.handle));
+        // The OS waits for a destroyed queue's work (or the device is lost and it never runs):
+        // uses recorded on it are over.
+        if q.is_ok() && fq.is_ok() {
+            self.retired
+                .store(true, core::sync::atomic::Ordering::Release);
         }
+        note(q);
+        note(fq);
         note(self.kmt.destroy_allocation(self.ring.handle));
         note(self.kmt.destroy_allocation(self.control.handle));
         if let Some(fb) = &self.fallback {

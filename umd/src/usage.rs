@@ -29,9 +29,10 @@
 //!
 //! A [`Buffer`] is used by one thread at a time (`!Sync`), like a D3D immediate context.
 
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cell::RefCell;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::{
@@ -65,6 +66,12 @@ pub trait Timeline {
     fn completed(&self) -> u64;
     /// What to wait on for `value`: `None` if complete, else a monitored fence and its value.
     fn wait_target(&self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError>;
+    /// Set once the queue is destroyed. Destroying a hardware queue waits for its work (or the
+    /// device is lost and the work never runs), so a use recorded on it is over. `None`: the
+    /// queue cannot tell, and its uses must always be accounted for by passing it.
+    fn retired_flag(&self) -> Option<Arc<AtomicBool>> {
+        None
+    }
 }
 
 /// A [`Timeline`] that takes batches.
@@ -84,6 +91,9 @@ macro_rules! timeline_for {
             }
             fn wait_target(&self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError> {
                 $q::wait_target(self, value)
+            }
+            fn retired_flag(&self) -> Option<Arc<AtomicBool>> {
+                Some(self.retired_flag())
             }
         }
         impl<K: Kmt> TrackedQueue for $q<K> {
@@ -165,9 +175,11 @@ impl From<SubmitError> for LockError {
 }
 
 /// The last recorded use of a backing by one queue (0: none).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Use {
     timeline: TimelineId,
+    /// The queue's [`Timeline::retired_flag`].
+    retired: Option<Arc<AtomicBool>>,
     read: u64,
     write: u64,
 }
@@ -198,10 +210,16 @@ impl<M> Backing<M> {
             if v == 0 {
                 continue;
             }
-            let t = timelines
-                .iter()
-                .find(|t| t.timeline_id() == u.timeline)
-                .ok_or(LockError::UnknownTimeline)?;
+            let Some(t) = timelines.iter().find(|t| t.timeline_id() == u.timeline) else {
+                // A queue the caller did not name: over only if it has been destroyed.
+                if u.retired
+                    .as_ref()
+                    .is_some_and(|r| r.load(Ordering::Acquire))
+                {
+                    continue;
+                }
+                return Err(LockError::UnknownTimeline);
+            };
             if t.completed() < v {
                 out.push((*t, v));
             }
@@ -369,7 +387,14 @@ impl<M: AllocationCpu + Clone> Buffer<M> {
 
     /// Records that progress value `value` of `timeline` reads (and with `write`, writes) the
     /// backing `handle` (the one the command was encoded against).
-    fn record(&self, handle: KmtHandle, timeline: TimelineId, value: u64, write: bool) {
+    fn record(
+        &self,
+        handle: KmtHandle,
+        timeline: TimelineId,
+        retired: Option<&Arc<AtomicBool>>,
+        value: u64,
+        write: bool,
+    ) {
         let Ok(mut i) = self.inner.try_borrow_mut() else {
             return;
         };
@@ -386,6 +411,7 @@ impl<M: AllocationCpu + Clone> Buffer<M> {
             None => {
                 b.uses.push(Use {
                     timeline,
+                    retired: retired.cloned(),
                     read: 0,
                     write: 0,
                 });
@@ -661,8 +687,9 @@ pub fn submit<Q: TrackedQueue, M: AllocationCpu + Clone>(
 ) -> Result<u64, SubmitError> {
     let value = queue.submit_commands(&batch.cmds)?;
     let id = queue.timeline_id();
+    let retired = queue.retired_flag();
     for (buf, h, write) in batch.uses {
-        buf.record(h, id, value, write);
+        buf.record(h, id, retired.as_ref(), value, write);
     }
     Ok(value)
 }
