@@ -369,4 +369,20 @@ fn hws_tdr_failed_reset_hw_engine_goes_adapter_wide() {
         m.tdr_reason(0),
         Some(TdrReason::EngineTimeoutPromotedToAdapterReset)
     );
+    // After the adapter reset, scheduling logs, which the reset turned off on every engine
+    // (hardware.md M39), keep receiving entries: engine 1, which did not hang.
+    ok(&m, m.run_until_idle());
+    let before = ok(&m, m.scheduling_log(0, 1)).len();
+    let o = ok(&m, m.create_process(0));
+    let t = okk(&m, m.kmt(&o).create_allocation(4096));
+    let mut oq = okk(&m, UserQueue::new(m.kmt(&o), &ucfg(1)));
+    let v = okk(&m, oq.submit(&[fill(&t, 0, 7)]));
+    run_until(&m, "work after the reset", |_| oq.completed() >= v);
+    ok(&m, m.run_until_idle());
+    assert_eq!(t.mem.load(0), 7);
+    let after = ok(&m, m.scheduling_log(0, 1)).len();
+    assert!(
+        after > before,
+        "no log entries after the reset ({before} -> {after})"
+    );
 }

@@ -81,7 +81,7 @@ pub fn user_mode_submission<P: Platform>(live: &Live<P>) -> bool {
         && crate::caps::native_gpu_fence(live)
 }
 
-/// A context's place in the CMP's strict priority order: band in the top byte, the level
+/// A context's place in the CMP's strict priority order: band in bits 16..24, the level
 /// inside the band next; the queue's own priority (its private data, at most
 /// `HW_QUEUE_PRIORITY_MAX`) is added in the low byte by [`crate::hwqueue::HwQueue::descriptor`].
 /// Higher runs first (hardware.md 5.4).
@@ -196,7 +196,7 @@ pub fn set_scheduling_log_buffer<P: Platform>(
     }
     // Under the scheduler lock: a reset (which logs the running context idle) must not
     // interleave with the switch of buffers.
-    let _s = live.sched.lock();
+    let mut s = live.sched.lock();
     live.regs.write_at(node, regs::SchedLogCtrl::new(0));
     live.regs.write_at(node, regs::SchedLogBase::new(base));
     live.regs
@@ -204,6 +204,7 @@ pub fn set_scheduling_log_buffer<P: Platform>(
     live.regs
         .write_at(node, regs::SchedLogIrqEntry::new(args.InterruptEntry));
     live.regs.write_at(node, regs::SchedLogCtrl::new(1));
+    s.sched_logs |= 1u64.checked_shl(node).unwrap_or(0);
     Ok(())
 }
 

@@ -591,8 +591,8 @@ pub fn reset_hw_engine<P: Platform>(
 
 /// DxgkDdiResumeHwEngine (PASSIVE): the runlist without the invalidated contexts' queues.
 /// The commit ends the device's hold (hardware.md 10.1); every innocent queue continues from
-/// exactly where it was, inside an indirect buffer too. Also the engines that were skipped
-/// while this one was held get their commit. A failure makes the OS reset the adapter.
+/// exactly where it was, inside an indirect buffer too. Each held engine gets its commit from
+/// its own resume. A failure makes the OS reset the adapter.
 pub fn resume_hw_engine<P: Platform>(
     a: &Adapter<P>,
     args: &rvgpu_ddi::hws::DXGKARG_RESUMEHWENGINE,
@@ -661,6 +661,9 @@ pub fn reset_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
         for e in 0..live.identity.config.engines {
             s.nodes.set_parked(e, false);
         }
+        // The adapter reset ended every engine's post-reset hold (hardware.md M6): a held
+        // engine left unresumed must get its runlist back at restart.
+        s.hws_held = 0;
     }
     a.tdr.adapter_resets.fetch_add(1, Ordering::Relaxed);
     klog!(P, Warning, "rvgpu: adapter reset (ResetFromTimeout)");
@@ -699,6 +702,13 @@ pub fn restart_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
                 continue;
             }
             regs.write_at(i, regs::DoorbellBind::new(q.id));
+        }
+    }
+    // The adapter reset turned scheduling logs off and kept their registers (M39): continue
+    // each log the OS set from its header.
+    for e in 0..live.identity.config.engines {
+        if s.sched_logs & 1u64.checked_shl(e).unwrap_or(0) != 0 {
+            regs.write_at(e, regs::SchedLogCtrl::new(1));
         }
     }
     let mut result = Ok(());

@@ -138,6 +138,9 @@ pub struct Sched {
     /// Engines reset by `DxgkDdiResetHwEngine` and not yet resumed (bit per engine): held by
     /// the device, so no commit may touch them before `DxgkDdiResumeHwEngine`.
     pub hws_held: u64,
+    /// Engines whose scheduling log the OS set (bit per engine): an adapter reset turns
+    /// logging off and `DxgkDdiRestartFromTimeout` adopts them again (hardware.md M39).
+    pub sched_logs: u64,
 }
 
 impl Sched {
@@ -157,6 +160,7 @@ impl Sched {
             nodes: crate::node::NodeSlots::default(),
             bands: crate::hws::Bands::default(),
             hws_held: 0,
+            sched_logs: 0,
         }
     }
 
