@@ -659,7 +659,7 @@ pub unsafe extern "C" fn rvgpu_buffer_gpu_va(
 /// `queues` (`queue_count` handles; NULL if 0) must include every live queue that was given
 /// work on this buffer through `rvgpu_buffer_fill` / `rvgpu_buffer_copy`; a missing one is
 /// `RVGPU_STATUS_INVALID_ARGUMENT`. A queue since destroyed need not be named: destroying a
-/// queue waits for its work, so its uses are over.
+/// queue takes it off the hardware (its work completed or never runs), so its uses are over.
 /// Without DO_NOT_WAIT the call blocks until the GPU work the lock must wait for completed;
 /// with it, such a lock returns `RVGPU_STATUS_WAS_STILL_DRAWING` at once. The mapping is valid until `rvgpu_buffer_unlock`;
 /// locking a locked buffer is `RVGPU_STATUS_INVALID_ARGUMENT`.

@@ -712,7 +712,7 @@ impl<K: Kmt> KernelQueue<K> {
         }
         let p = self.path.destroy(&self.kmt);
         if p.is_ok() {
-            // As for a user-mode queue: the OS waited for the destroyed queue's work.
+            // As for a user-mode queue: a destroyed queue no longer runs.
             self.retired
                 .store(true, core::sync::atomic::Ordering::Release);
         }
@@ -1416,7 +1416,7 @@ impl<K: Kmt> UserQueue<K> {
             .fallback
             .as_ref()
             .map_or(Ok(()), |fb| self.kmt.destroy_hw_queue(fb.path.queue.handle));
-        // The OS waits for a destroyed queue's work (or the device is lost and it never runs):
+        // Once destroyed, the queue is off the hardware (its work completed or never runs):
         // uses recorded on it are over.
         if q.is_ok() && fq.is_ok() {
             self.retired

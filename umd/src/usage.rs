@@ -66,8 +66,8 @@ pub trait Timeline {
     fn completed(&self) -> u64;
     /// What to wait on for `value`: `None` if complete, else a monitored fence and its value.
     fn wait_target(&self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError>;
-    /// Set once the queue is destroyed. Destroying a hardware queue waits for its work (or the
-    /// device is lost and the work never runs), so a use recorded on it is over. `None`: the
+    /// Set once the queue is destroyed. When `D3DKMTDestroyHwQueue` returns the queue is off
+    /// the hardware (its work completed, or never runs), so a use recorded on it is over. `None`: the
     /// queue cannot tell, and its uses must always be accounted for by passing it.
     fn retired_flag(&self) -> Option<Arc<AtomicBool>> {
         None
