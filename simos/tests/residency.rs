@@ -208,6 +208,39 @@ fn residency_not_written_to_skips_the_transfer() {
     okk(&m, q.close());
 }
 
+/// `NotWrittenTo` covers only the latest residency: writes of an earlier one that never left
+/// VRAM still reach the backing store when the allocation finally goes.
+#[test]
+fn residency_not_written_to_keeps_earlier_writes() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let (_p, k) = process(&m);
+    let mut q = okk(&m, UserQueue::new(&k, &config(0)));
+    let a = gpu_only(&m, &k, BYTES);
+    gpu_fill(&m, &mut q, &a, PATTERN);
+    evict_only_if_necessary(&m, &k, &a);
+    assert!(is_local(place(&m, &a)), "stays until needed");
+    okk(
+        &m,
+        k.make_resident(&[a.handle], MakeResidentFlags::default()),
+    );
+    let flags = EvictFlags {
+        not_written_to: true,
+        ..EvictFlags::default()
+    };
+    okk(&m, k.evict(&[a.handle], flags));
+    assert_eq!(place(&m, &a), Place::Evicted);
+    okk(
+        &m,
+        k.make_resident(&[a.handle], MakeResidentFlags::default()),
+    );
+    assert!(
+        all(&gpu_read(&m, &k, &mut q, &a), PATTERN),
+        "the first fill survived"
+    );
+    okk(&m, q.close());
+    no_fault(&m);
+}
+
 /// A GPU access to an evicted allocation faults ("Access to nonresident allocation"): the
 /// device goes to error and nothing is written anywhere.
 #[test]

@@ -76,6 +76,12 @@ fn run_page_faults(a: &AdapterShared) -> bool {
 /// VidSch's PASSIVE worker: runs the queued F1 transitions (UM-13). Returns whether it did
 /// anything.
 pub(crate) fn run_passive_work(a: &AdapterShared) -> bool {
+    // The D3 trim pages from inside the power sequence, which holds it exclusively: the
+    // worker's PASSIVE items (F1 transitions take the same sequence) wait until it is over
+    // rather than deadlock this thread in step mode.
+    if lock(&a.vidmm).power_thread == Some(std::thread::current().id()) {
+        return false;
+    }
     let mut did = run_hwq_work(a);
     if !a.state.is_halted() && *lock(&a.life) == Life::Started {
         did |= run_page_faults(a);

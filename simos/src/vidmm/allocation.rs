@@ -1,7 +1,7 @@
 //! Allocations of user-mode processes (issue 12): described by the driver
-//! (`DxgkDdiCreateAllocation` with the UMD's private data), placed by VidMm in system memory
-//! behind the aperture segment, mapped into the process's GPU VA space through the driver's
-//! paging buffers (`vidmm::mmu`), CPU-mapped for the UMD, and kept alive by the doorbells that
+//! (`DxgkDdiCreateAllocation` with the UMD's private data), backed by system memory, placed
+//! and mapped into the process's GPU VA space when made resident (`vidmm::residency`, through
+//! the driver's paging buffers), CPU-mapped for the UMD, and kept alive by the doorbells that
 //! reference them (UM-07).
 //!
 //! Destruction is two steps. Dropping the last reference (a thunk, a doorbell going away, a
@@ -25,9 +25,7 @@ use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
 use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
-use crate::sync::fence::ProcessId;
 use crate::ums::{dev_guard, device_lock, new_handle, KmtHandle, QueuedWork, UmsEvent, UmsOs};
-use crate::vidmm::mmu::LeafTag;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
@@ -36,9 +34,7 @@ const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 pub(crate) struct Mapped {
     /// The driver's handle (`DXGK_ALLOCATIONINFO::hAllocation`).
     pub(crate) kmd: usize,
-    pub(crate) pid: ProcessId,
     pub(crate) va: u64,
-    pub(crate) pages: u64,
 }
 
 #[derive(Debug)]
@@ -210,15 +206,7 @@ impl Machine {
                 aperture,
                 crate::vidmm::residency::Place::Evicted,
             );
-            (
-                alloc,
-                Some(Mapped {
-                    kmd,
-                    pid,
-                    va,
-                    pages,
-                }),
-            )
+            (alloc, Some(Mapped { kmd, va }))
         } else {
             let alloc = a
                 .device
@@ -272,22 +260,10 @@ impl Machine {
             let Some(al) = lock(&a.ums).reaped.pop() else {
                 return Ok(());
             };
-            if self.residency_release(a, al.handle)? {
-                if let Some(m) = al.mapped {
-                    destroy_kmd_allocation(a, m.kmd)?;
-                }
-            } else if let Some(m) = al.mapped {
-                // A lost device runs no paging buffers; its tables go with the process.
-                if !a.device.is_lost() {
-                    let tag = LeafTag {
-                        handle: m.kmd,
-                        base_va: m.va,
-                        native_fence: false,
-                    };
-                    self.vidmm_unmap(a, m.pid, m.va, m.pages, tag)?;
-                } else {
-                    self.vidmm_forget(a, m.pid, m.va, m.pages);
-                }
+            // Every allocation with a GPU VA is in VidMm's residency records, which unmap it;
+            // the driver's allocation goes after that.
+            self.residency_release(a, al.handle)?;
+            if let Some(m) = al.mapped {
                 destroy_kmd_allocation(a, m.kmd)?;
             }
             a.device.memory().free_system(al.alloc.bus_addr);
@@ -295,8 +271,8 @@ impl Machine {
     }
 }
 
-/// `DxgkDdiCreateAllocation` for one allocation: what the driver answered (VidMm then places
-/// it in the aperture segment).
+/// `DxgkDdiCreateAllocation` for one allocation: what the driver answered (where VidMm may
+/// place it is decided at MakeResident, `vidmm::residency`).
 fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
     let f = a
         .table
@@ -407,8 +383,9 @@ fn destroy_kmd_allocation(a: &AdapterShared, kmd: usize) -> Result<(), SimError>
 /// has no CPU address (INVALID_PARAMETER). `D3DKMT_LOCK2::Flags` are not looked at. Where the
 /// CPU cannot reach the allocation where it lies (a memory segment the CPU cannot see, or a
 /// `Cached` allocation in a memory segment: the CPU's caches are not coherent with it) VidMm
-/// moves it into an aperture segment first (`LockInAperture`). This VidMm places every
-/// allocation in system memory behind the aperture, so that move never has anything to do.
+/// moves it into an aperture segment first (`LockInAperture`). This VidMm keeps every
+/// CPU-visible allocation in its backing store behind the aperture (`vidmm::residency`), so
+/// that move never has anything to do.
 pub(crate) fn lock_allocation(
     a: &AdapterShared,
     device: KmtHandle,

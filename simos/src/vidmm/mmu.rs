@@ -271,22 +271,11 @@ impl Machine {
         attrs: MapAttrs,
         tag: LeafTag,
     ) -> Result<u64, SimError> {
-        let va = {
-            let mut v = lock(&a.vidmm);
-            let p = v
-                .processes
-                .get_mut(&pid)
-                .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-            p.space
-                .reserve(phys.len() as u64 * 4096)
-                .map_err(va_error)?
-        };
+        let va = self.vidmm_reserve(a, pid, phys.len() as u64 * 4096)?;
         match self.vidmm_map_at(a, pid, va, phys, attrs, tag) {
             Ok(()) => Ok(va),
             Err(e) => {
-                if let Some(p) = lock(&a.vidmm).processes.get_mut(&pid) {
-                    let _ = p.space.free(va);
-                }
+                let _ = self.vidmm_release_va(a, pid, va);
                 Err(e)
             }
         }

@@ -85,8 +85,11 @@ pub(crate) struct Entry {
     idle_after: Vec<QueuedWork>,
     /// Released without `EvictOnlyIfNecessary`: leaves VRAM as soon as it is idle.
     eager: bool,
-    /// `NotWrittenTo`: the VRAM copy may be dropped instead of transferred out.
-    clean: bool,
+    /// The VRAM copy may hold GPU writes the backing store lacks: set by an Evict without
+    /// `NotWrittenTo` (the GPU may have written since it was made resident), cleared when the
+    /// two copies are made equal (page-in, transfer out). Never reset by MakeResident: writes
+    /// of an earlier residency that never left VRAM still need their transfer.
+    dirty: bool,
     /// When the count reached zero (least recently released goes first).
     idle_since: u64,
 }
@@ -296,7 +299,7 @@ impl Machine {
                 count: 0,
                 idle_after: Vec::new(),
                 eager: false,
-                clean: false,
+                dirty: false,
                 idle_since: 0,
             },
         );
@@ -354,7 +357,7 @@ impl Machine {
         let Place::Local { segment, offset } = e.place else {
             return Ok(());
         };
-        let (pid, va, pages, bytes, kmd, device, backing, clean, t) = (
+        let (pid, va, pages, bytes, kmd, device, backing, dirty, t) = (
             e.pid,
             e.va,
             e.pages,
@@ -362,10 +365,10 @@ impl Machine {
             e.kmd,
             e.device,
             e.backing,
-            e.clean,
+            e.dirty,
             tag(e),
         );
-        if !clean {
+        if dirty {
             let ap = aperture_id(a)?;
             self.paging_transfer(
                 a,
@@ -380,6 +383,7 @@ impl Machine {
         release_local(a, st, segment, offset, bytes);
         if let Some(e) = st.entries.get_mut(&h) {
             e.place = Place::Evicted;
+            e.dirty = false;
         }
         Ok(())
     }
@@ -439,6 +443,8 @@ impl Machine {
                 }
                 Place::Local { segment, offset }
             }
+            // Without VRAM, the backing store through the aperture when the segment set
+            // allows it (UNVERIFIED: Windows' placement order beyond the preferred segments).
             None if aperture => {
                 self.vidmm_map_at(
                     a,
@@ -454,12 +460,14 @@ impl Machine {
         };
         if let Some(e) = st.entries.get_mut(&h) {
             e.place = place;
+            e.dirty = false;
         }
         Ok(true)
     }
 
     /// `D3DKMTMakeResident` for `device`: all or nothing. Handles that are not the device's
-    /// live allocations (or an empty list) are `STATUS_INVALID_PARAMETER`; past the budget
+    /// live allocations (or an empty list, UNVERIFIED) are `STATUS_INVALID_PARAMETER`; a handle
+    /// listed twice counts twice (the page's reference count); past the budget
     /// (unless `cant_trim_further`) or with no room, `STATUS_NO_MEMORY` with the bytes to
     /// trim and no count changed.
     pub(crate) fn residency_make_resident(
@@ -470,7 +478,7 @@ impl Machine {
         cant_trim_further: bool,
     ) -> Result<(), MakeResidentFail> {
         let mut st = lock(&a.residency);
-        let pid = self.check_handles(a, &st, device, handles)?;
+        let pid = self.check_handles(a, device, handles)?;
         let mut unique = handles.to_vec();
         unique.sort_unstable();
         unique.dedup();
@@ -490,29 +498,32 @@ impl Machine {
                 return Err(MakeResidentFail::OverBudget(total - budget));
             }
         }
-        let mut raised = Vec::new();
+        // Each raised count, with what a 0 -> 1 step cleared, so a failure puts it all back.
+        let mut raised: Vec<(KmtHandle, Option<Idle>)> = Vec::new();
         for &h in handles {
             if let Some(e) = st.entries.get_mut(&h) {
-                if e.count == 0 {
-                    e.idle_after.clear();
-                    e.eager = false;
-                    e.clean = false;
-                }
+                let was_idle = (e.count == 0).then(|| Idle {
+                    after: core::mem::take(&mut e.idle_after),
+                    eager: core::mem::replace(&mut e.eager, false),
+                    since: e.idle_since,
+                });
                 e.count += 1;
-                raised.push(h);
+                raised.push((h, was_idle));
             }
         }
         for &h in &unique {
             let placed = match self.residency_page_in(a, &mut st, h, cant_trim_further) {
                 Ok(p) => p,
                 Err(e) => {
-                    undo(&mut st, &raised);
+                    undo(&mut st, raised);
                     return Err(e.into());
                 }
             };
             if !placed {
                 let bytes = st.entries.get(&h).map_or(0, Entry::bytes);
-                undo(&mut st, &raised);
+                undo(&mut st, raised);
+                // UNVERIFIED on Windows: no room at all reported as over budget by the size
+                // of the allocation that did not fit.
                 return Err(MakeResidentFail::OverBudget(bytes));
             }
         }
@@ -531,7 +542,7 @@ impl Machine {
     ) -> Result<u64, SimError> {
         let pid = {
             let mut st = lock(&a.residency);
-            let pid = self.check_handles(a, &st, device, handles)?;
+            let pid = self.check_handles(a, device, handles)?;
             let mut take: HashMap<KmtHandle, u32> = HashMap::new();
             for &h in handles {
                 *take.entry(h).or_default() += 1;
@@ -540,6 +551,8 @@ impl Machine {
                 .iter()
                 .any(|(h, n)| st.entries.get(h).is_some_and(|e| e.count < *n))
             {
+                // UNVERIFIED on Windows: an Evict past the count is refused here rather than
+                // ignored.
                 return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
             }
             let queued = crate::ums::queued_work(&lock(&a.ums), device);
@@ -548,7 +561,9 @@ impl Machine {
             for &h in handles {
                 if let Some(e) = st.entries.get_mut(&h) {
                     e.count -= 1;
-                    e.clean |= not_written_to;
+                    // Conservative when Evicts disagree: one without the flag means the GPU
+                    // may have written.
+                    e.dirty |= !not_written_to;
                     if e.count == 0 {
                         e.idle_after = queued.clone();
                         e.eager = !evict_only_if_necessary;
@@ -571,7 +586,6 @@ impl Machine {
     fn check_handles(
         &self,
         a: &AdapterShared,
-        st: &State,
         device: KmtHandle,
         handles: &[KmtHandle],
     ) -> Result<ProcessId, SimError> {
@@ -589,7 +603,6 @@ impl Machine {
             });
         // Allocations VidMm does not track (an adapter without GPU VA, where they are system
         // memory used by bus address) have nothing to page and are always resident.
-        let _ = st;
         if !ok {
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
@@ -654,17 +667,23 @@ impl Machine {
         h: KmtHandle,
     ) -> Result<bool, SimError> {
         let mut st = lock(&a.residency);
-        let Some(e) = st.entries.remove(&h) else {
+        let Some((place, pid, va, pages, bytes, t)) = st
+            .entries
+            .get(&h)
+            .map(|e| (e.place, e.pid, e.va, e.pages, e.bytes(), tag(e)))
+        else {
             return Ok(false);
         };
-        let lost = a.device.is_lost();
-        match (e.place, lost) {
-            (_, true) => self.vidmm_forget(a, e.pid, e.va, e.pages),
-            (Place::Evicted, false) => self.vidmm_release_va(a, e.pid, e.va)?,
-            (_, false) => self.vidmm_unmap(a, e.pid, e.va, e.pages, tag(&e))?,
+        // The record goes only once nothing maps the memory: a failed unmap keeps it (and its
+        // VRAM) accounted for.
+        match (place, a.device.is_lost()) {
+            (_, true) => self.vidmm_forget(a, pid, va, pages),
+            (Place::Evicted, false) => self.vidmm_release_va(a, pid, va)?,
+            (_, false) => self.vidmm_unmap(a, pid, va, pages, t)?,
         }
-        if let Place::Local { segment, offset } = e.place {
-            release_local(a, &mut st, segment, offset, e.bytes());
+        st.entries.remove(&h);
+        if let Place::Local { segment, offset } = place {
+            release_local(a, &mut st, segment, offset, bytes);
         }
         Ok(true)
     }
@@ -709,11 +728,24 @@ impl Machine {
     }
 }
 
-/// Takes back one raised count per entry of `raised`.
-fn undo(st: &mut State, raised: &[KmtHandle]) {
-    for h in raised {
-        if let Some(e) = st.entries.get_mut(h) {
+/// What a count reaching zero recorded, kept while a MakeResident may still fail.
+struct Idle {
+    after: Vec<QueuedWork>,
+    eager: bool,
+    since: u64,
+}
+
+/// Takes back the counts a failed MakeResident raised, last first, restoring what each
+/// 0 -> 1 step cleared (so an allocation queued work may still use stays unevictable).
+fn undo(st: &mut State, raised: Vec<(KmtHandle, Option<Idle>)>) {
+    for (h, idle) in raised.into_iter().rev() {
+        if let Some(e) = st.entries.get_mut(&h) {
             e.count = e.count.saturating_sub(1);
+            if let Some(i) = idle {
+                e.idle_after = i.after;
+                e.eager = i.eager;
+                e.idle_since = i.since;
+            }
         }
     }
 }
