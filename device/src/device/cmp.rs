@@ -164,6 +164,9 @@ pub(crate) struct Engine {
     /// Held after a successful engine reset: runs nothing until the next RUNLIST_COMMIT
     /// (STATUS bit 9). Write pointers and wait wake-ups are still recorded meanwhile.
     pub(crate) held: bool,
+    /// Power-gated (`POWER` = F1, docs/hardware.md 4.3): picks and runs nothing; everything
+    /// else (queues, a packet in flight, waits) is retained until F0.
+    pub(crate) gated: bool,
     /// The context that last ran and the scheduling log (`schedlog`).
     pub(crate) sched: SchedState,
 }
@@ -180,6 +183,7 @@ impl Engine {
             hang_reported: false,
             idle_since: None,
             held: false,
+            gated: false,
             sched: SchedState::default(),
         }
     }
@@ -590,6 +594,7 @@ impl Core {
             state: eng.state,
             has_work: eng.has_work(),
             held: eng.held,
+            gated: eng.gated,
             completed_commands: r.completed.load(Ordering::Acquire),
             current_queue: r.current_queue.load(Ordering::Acquire),
             queues: eng

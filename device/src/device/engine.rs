@@ -14,7 +14,9 @@
 
 use std::sync::atomic::Ordering;
 
-use rvgpu_hw::engine::{EngineState, EngineStatus, ResetResult};
+use rvgpu_hw::engine::{
+    EngineState, EngineStatus, ResetResult, ENGINE_POWER_F0, ENGINE_POWER_F1,
+};
 use rvgpu_hw::event::{EventKind, EventRecord};
 use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::{DeviceStatus, IntCause};
@@ -50,12 +52,53 @@ impl Core {
         }
     }
 
+    /// POWER: F0 or F1 for engine `e` (docs/hardware.md 4.3); other values are ignored
+    /// **[model] M40**. Entering F1 stops the engine between two CMP passes: the packet in
+    /// flight (if any) stays in flight and nothing is picked. Leaving F1 restarts the idle
+    /// timer and turns a pending F1 request (TransitionToF1) back into Idle, so an engine that
+    /// stays idle asks again after the idle period.
+    pub(crate) fn set_engine_power(&self, e: usize, v: u32) {
+        let gate = match v {
+            ENGINE_POWER_F0 => false,
+            ENGINE_POWER_F1 => true,
+            _ => return,
+        };
+        let Some(r) = self.regs.engines.get(e) else {
+            return;
+        };
+        let mut cmp = lock(&self.cmp);
+        let Some(eng) = cmp.engines.get_mut(e) else {
+            return;
+        };
+        if eng.gated != gate {
+            eng.gated = gate;
+            if !gate {
+                eng.idle_since = None;
+                if eng.state == EngineState::TransitionToF1 {
+                    eng.state = EngineState::Idle;
+                }
+            }
+        }
+        // Release (under the CMP lock): the pass that runs after F0 is seen, and a reader of
+        // F1 knows no packet starts any more.
+        r.power.store(v, Ordering::Release);
+        self.publish_engine_status(&cmp);
+        drop(cmp);
+        if !gate {
+            self.kick();
+        }
+    }
+
     /// One quantum of engine `e`. Returns whether anything happened.
     pub(crate) fn engine_quantum(&self, cmp: &mut Cmp, e: usize) -> bool {
         let now = self.clock.now();
         let Some(eng) = cmp.engines.get_mut(e) else {
             return false;
         };
+        if eng.gated {
+            // Power-gated (F1): no packet runs and no timer is evaluated until F0.
+            return false;
+        }
         let hang_since = eng.injected_hang.or(match eng.inflight {
             Some(InFlight::Hang { since, .. }) => Some(since),
             _ => None,
@@ -136,7 +179,7 @@ impl Core {
         let now = self.clock.now();
         let mut best: Option<u64> = None;
         let mut consider = |t: u64| best = Some(best.map_or(t, |b| b.min(t)));
-        for eng in &cmp.engines {
+        for eng in cmp.engines.iter().filter(|eng| !eng.gated) {
             let hang_since = eng.injected_hang.or(match eng.inflight {
                 Some(InFlight::Hang { since, .. }) => Some(since),
                 _ => None,
@@ -149,7 +192,11 @@ impl Core {
                             .saturating_sub(now),
                     );
                 }
-            } else if self.cfg.idle_f1_ticks > 0 && eng.state == EngineState::Idle && !eng.held {
+            } else if self.cfg.idle_f1_ticks > 0
+                && eng.state == EngineState::Idle
+                && !eng.held
+                && !eng.gated
+            {
                 let since = eng.idle_since.unwrap_or(now);
                 consider(
                     since

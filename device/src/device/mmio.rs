@@ -61,6 +61,7 @@ impl Core {
         caps.set(Caps::EXACT_FENCE_REPORT, c.exact_fence_report);
         caps.set(Caps::SCHED_LOG, c.sched_log);
         caps.set(Caps::IO_COHERENT, c.io_coherent);
+        caps.set(Caps::ENGINE_POWER, c.engine_power);
         caps |= Caps::PAGE_TABLES;
         caps
     }
@@ -141,6 +142,10 @@ impl Core {
                     }
                     RegId::SchedLogIrqEntry if self.cfg.sched_log => {
                         u64::from(x.sched_log_irq_entry.load(Ordering::Relaxed))
+                    }
+                    // Acquire: a driver that reads F1 sees the engine stopped.
+                    RegId::EnginePower if self.cfg.engine_power => {
+                        u64::from(x.power.load(Ordering::Acquire))
                     }
                     // Not readable (filtered above) or not an engine register.
                     _ => 0,
@@ -238,6 +243,7 @@ impl Core {
                         x.sched_log_irq_entry.store(v32, Ordering::Relaxed)
                     }
                     RegId::SchedLogCtrl => self.sched_log_ctrl(i, v32),
+                    RegId::EnginePower if self.cfg.engine_power => self.set_engine_power(i, v32),
                     _ => {}
                 }
             }

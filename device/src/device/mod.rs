@@ -116,6 +116,9 @@ pub struct DeviceConfig {
     pub hang_detect_ticks: u64,
     /// GPU ticks of idleness before the engine requests F1; 0 = never.
     pub idle_f1_ticks: u64,
+    /// Per-engine power gating (`CAPS.ENGINE_POWER`, the `POWER` register; docs/hardware.md
+    /// 4.3). Without it `POWER` reads 0 and ignores writes.
+    pub engine_power: bool,
     /// Threaded or step mode.
     pub mode: Mode,
 }
@@ -138,6 +141,7 @@ impl Default for DeviceConfig {
             // 200 steps in step mode.
             hang_detect_ticks: defaults::HANG_DETECT_TICKS,
             idle_f1_ticks: 0,
+            engine_power: true,
             mode: Mode::Threaded,
         }
     }
@@ -185,6 +189,8 @@ pub struct EngineSnapshot {
     pub has_work: bool,
     /// Held after an engine reset until the next RUNLIST_COMMIT (STATUS bit 9).
     pub held: bool,
+    /// Power-gated (F1, the `POWER` register): runs nothing until F0.
+    pub gated: bool,
     pub completed_commands: u64,
     pub current_queue: u32,
     pub queues: Vec<QueueSnapshot>,

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use rvgpu_hw::engine::{EngineState, EngineStatus, ResetResult};
+use rvgpu_hw::engine::{EngineState, EngineStatus, ResetResult, ENGINE_POWER_F0};
 use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::SYSWIN_COUNT;
 
@@ -26,6 +26,9 @@ pub(crate) struct EngineRegs {
     pub(crate) sched_log_base: AtomicU64,
     pub(crate) sched_log_entries: AtomicU32,
     pub(crate) sched_log_irq_entry: AtomicU32,
+    /// POWER: the engine's F-state as the CMP applied it (written under the CMP lock, read
+    /// without it).
+    pub(crate) power: AtomicU32,
 }
 
 impl EngineRegs {
@@ -42,6 +45,7 @@ impl EngineRegs {
             sched_log_base: AtomicU64::new(0),
             sched_log_entries: AtomicU32::new(0),
             sched_log_irq_entry: AtomicU32::new(0),
+            power: AtomicU32::new(ENGINE_POWER_F0),
         };
         r.power_on();
         r
@@ -64,6 +68,8 @@ impl EngineRegs {
         self.reset_rptr.store(0, Ordering::Relaxed);
         self.current_queue.store(NO_QUEUE, Ordering::Relaxed);
         self.completed.store(0, Ordering::Relaxed);
+        // An adapter reset powers every engine up (F0), like every other register.
+        self.power.store(ENGINE_POWER_F0, Ordering::Relaxed);
     }
 }
 

@@ -907,7 +907,7 @@ unbound_fn!(PDXGKDDI_SYSTEM_DISPLAY_ENABLE, "https://learn.microsoft.com/en-us/w
 unbound_fn!(PDXGKDDI_SYSTEM_DISPLAY_WRITE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_system_display_write");
 unbound_fn!(PDXGKDDI_CANCELCOMMAND, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_cancelcommand");
 unbound_fn!(PDXGKDDI_GET_CHILD_CONTAINER_ID, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_get_child_container_id");
-unbound_fn!(PDXGKDDIPOWERRUNTIMECONTROLREQUEST, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddipowerruntimecontrolrequest");
+pub use crate::power::PDXGKDDIPOWERRUNTIMECONTROLREQUEST;
 unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddresswithmultiplaneoverlay");
 unbound_fn!(PDXGKDDI_NOTIFY_SURPRISE_REMOVAL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal");
 unbound_fn!(PDXGKDDISETPOWERPSTATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_driver_initialization_data");

@@ -41,6 +41,7 @@ pub mod init;
 pub mod interrupt;
 pub mod memory;
 pub mod ntstatus;
+pub mod power;
 pub mod submission;
 pub mod tdr;
 
@@ -72,6 +73,16 @@ mod tests {
     #[test]
     fn bitfields_are_contiguous() {
         check_fields("DXGK_VIDSCHCAPS", 32, DXGK_VIDSCHCAPS::FIELDS);
+        check_fields(
+            "DXGK_POWER_COMPONENT_FLAGS",
+            32,
+            crate::power::DXGK_POWER_COMPONENT_FLAGS::FIELDS,
+        );
+        check_fields(
+            "DXGK_POWER_COMPONENT_INDEX",
+            32,
+            crate::power::DXGK_POWER_COMPONENT_INDEX::FIELDS,
+        );
         check_fields("DXGK_SEGMENTFLAGS", 32, DXGK_SEGMENTFLAGS::FIELDS);
         check_fields("DXGK_GPUMMUCAPS_FLAGS", 32, DXGK_GPUMMUCAPS_FLAGS::FIELDS);
         check_fields("DXGK_GPUMMUCAPS_LEGACY", 32, DXGK_GPUMMUCAPS_LEGACY::FIELDS);

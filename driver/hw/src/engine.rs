@@ -15,6 +15,18 @@ pub const ENGINE_COPY: u32 = 1;
 /// reset aborts and keeps, and [`STATUS_HELD`] for the hold that follows it).
 pub const ENGINE_CTRL_RESET: u32 = 1;
 
+/// [`crate::regs::engine::POWER`] value: F0, the engine is powered and runs work.
+pub const ENGINE_POWER_F0: u32 = 0;
+/// [`crate::regs::engine::POWER`] value: F1, the engine is power-gated. It picks no queue and
+/// runs no packet; a packet in flight stays where it is. The CMP is not gated: runlist
+/// commits, doorbells and `QUEUE_KICK` still load write pointers and fence signals still wake
+/// waits, so nothing is lost; the work runs once the driver writes [`ENGINE_POWER_F0`].
+/// Neither hang nor idle (F1 request) detection runs while gated. Leaving F1 restarts the
+/// idle timer (an engine that stays idle requests F1 again after the idle period).
+pub const ENGINE_POWER_F1: u32 = 1;
+/// Number of F-states the engine has (F0 and F1): the `StateCount` of its power component.
+pub const ENGINE_POWER_STATES: u32 = 2;
+
 /// Engine state in `STATUS` bits 3:0 and in ENGINE_STATE events. Values 0..=2 are chosen to
 /// equal `DXGK_ENGINE_STATE` where the OS defines one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

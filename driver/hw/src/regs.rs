@@ -194,6 +194,12 @@ crate::register! {
     /// `queue_id` = `NO_QUEUE` and leaves logging off.
     ENGINE_SCHED_LOG_CTRL [ENGINE_MAX; ENGINE_STRIDE] => SchedLogCtrl(u32, WO)
         @ ENGINE_BASE + 0x48;
+    /// RW32 per engine: the engine's power state (F-state), [`crate::engine::ENGINE_POWER_F0`]
+    /// (running) or [`crate::engine::ENGINE_POWER_F1`] (power-gated: picks and runs nothing;
+    /// runlist, queues and a packet in flight are retained; writing F0 resumes). Reads the
+    /// current state; other values are ignored. [`Caps::ENGINE_POWER`] only (without it the
+    /// register reads 0 and ignores writes). Back to F0 on an adapter reset.
+    ENGINE_POWER [ENGINE_MAX; ENGINE_STRIDE] => EnginePower(u32, RW) @ ENGINE_BASE + 0x50;
 }
 
 /// Offsets inside an engine block, derived from the declarations above (for code that
@@ -233,6 +239,8 @@ pub mod engine {
         super::ENGINE_SCHED_LOG_IRQ_ENTRY.wrapping_sub(ENGINE_BASE);
     /// [`super::ENGINE_SCHED_LOG_CTRL`] inside the block.
     pub const SCHED_LOG_CTRL: usize = super::ENGINE_SCHED_LOG_CTRL.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_POWER`] inside the block.
+    pub const POWER: usize = super::ENGINE_POWER.wrapping_sub(ENGINE_BASE);
 }
 
 /// Offset of register `reg` in engine `e`'s block, or `None` past [`ENGINE_MAX`].
@@ -297,6 +305,9 @@ bitflags! {
         /// seen without a write-back and GPU writes invalidate stale CPU lines. Without it
         /// (some ARM64 platforms) software maintains the CPU caches itself (AL-06).
         const IO_COHERENT = 1 << 9;
+        /// Per-engine power gating (docs/hardware.md 4.3, [`ENGINE_POWER`]): an engine in F1
+        /// runs nothing and keeps its state until the driver writes F0.
+        const ENGINE_POWER = 1 << 10;
     }
 }
 
@@ -365,7 +376,7 @@ impl Config {
     }
 }
 
-const _: () = assert!(engine::SCHED_LOG_CTRL + 4 <= ENGINE_STRIDE);
+const _: () = assert!(engine::POWER + 4 <= ENGINE_STRIDE);
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,292 @@
+//! Runtime power management (component-level F-states): the power-component answers of
+//! `DXGKQAITYPE_NUMPOWERCOMPONENTS` / `DXGKQAITYPE_POWERCOMPONENTINFO`, and the two DDIs the
+//! OS calls when `DXGK_DRIVERCAPS::SupportRuntimePowerManagement` is set.
+//!
+//! Layouts are the 10.0.22621 `d3dkmddi.h` ("Defines for runtime power management"), x86_64;
+//! the byte offsets below were also read back from the decompiled 22631 dxgkrnl
+//! (`DXGADAPTER::InitializePowerManagement` reads `StateCount` at +0, `States[i]` at
+//! +8 + 24·i, `ComponentMapping.ComponentType` at +200, `NodeIndex` at +204, `Flags` at +208,
+//! `ComponentGuid` at +212, `ProviderCount` at +268, `Providers` at +272, and passes an
+//! `OutputDataSize` of 336).
+
+use crate::basic::{GUID, HANDLE, NTSTATUS, PVOID, SIZE_T, UINT};
+use crate::macros::{bitfield, layout, zeroed_default};
+
+/// `DXGK_FSTATE_UNKNOWN_POWER`: an unknown `NominalPower`.
+pub const DXGK_FSTATE_UNKNOWN_POWER: u32 = 0xFFFF_FFFF;
+/// `DXGK_FSTATE_UNKNOWN_TIME`: an unknown latency or residency.
+pub const DXGK_FSTATE_UNKNOWN_TIME: u64 = 0xFFFF_FFFF_FFFF_FFFF;
+/// `DXGK_MAX_F_STATES`: entries in `DXGK_POWER_RUNTIME_COMPONENT::States`.
+pub const DXGK_MAX_F_STATES: usize = 8;
+/// `DXGK_POWER_COMPONENT_NAME_SIZE`.
+pub const DXGK_POWER_COMPONENT_NAME_SIZE: usize = 40;
+/// `DXGK_MAX_POWER_COMPONENT_PROVIDERS`.
+pub const DXGK_MAX_POWER_COMPONENT_PROVIDERS: usize = 16;
+
+/// `DXGK_POWER_RUNTIME_STATE`: one F-state of a component.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_runtime_state>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGK_POWER_RUNTIME_STATE {
+    /// 100 ns units to return to F0 from this state; 0 for F0.
+    pub TransitionLatency: u64,
+    /// 100 ns units the component must stay in this state for it to be worthwhile; 0 for F0.
+    pub ResidencyRequirement: u64,
+    /// Microwatts drawn in this state; non-zero for F0.
+    pub NominalPower: u32,
+}
+layout!(
+    DXGK_POWER_RUNTIME_STATE,
+    size = 24,
+    TransitionLatency = 0,
+    ResidencyRequirement = 8,
+    NominalPower = 16
+);
+
+/// `DXGK_POWER_COMPONENT_TYPE` (C enum).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_power_component_type>
+pub type DXGK_POWER_COMPONENT_TYPE = i32;
+/// An engine (a node): `EngineDesc.NodeIndex` names it.
+pub const DXGK_POWER_COMPONENT_ENGINE: DXGK_POWER_COMPONENT_TYPE = 0;
+/// A monitor.
+pub const DXGK_POWER_COMPONENT_MONITOR: DXGK_POWER_COMPONENT_TYPE = 1;
+/// A monitor refresh.
+pub const DXGK_POWER_COMPONENT_MONITOR_REFRESH: DXGK_POWER_COMPONENT_TYPE = 2;
+/// A memory segment.
+pub const DXGK_POWER_COMPONENT_MEMORY: DXGK_POWER_COMPONENT_TYPE = 3;
+/// Memory refresh.
+pub const DXGK_POWER_COMPONENT_MEMORY_REFRESH: DXGK_POWER_COMPONENT_TYPE = 4;
+/// Another component.
+pub const DXGK_POWER_COMPONENT_OTHER: DXGK_POWER_COMPONENT_TYPE = 5;
+/// The D3 transition component.
+pub const DXGK_POWER_COMPONENT_D3_TRANSITION: DXGK_POWER_COMPONENT_TYPE = 6;
+/// A shared component.
+pub const DXGK_POWER_COMPONENT_SHARED: DXGK_POWER_COMPONENT_TYPE = 7;
+/// One past the last type (WDDM 2.2+ headers).
+pub const DXGK_POWER_COMPONENT_MAX: DXGK_POWER_COMPONENT_TYPE = 8;
+
+/// The one-`UINT` descriptions of `DXGK_POWER_COMPONENT_MAPPING`'s anonymous union (the C
+/// header declares one unnamed struct per component type; every one is a single `UINT`).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_component_mapping>
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGK_POWER_COMPONENT_MAPPING_0 {
+    /// `EngineDesc.NodeIndex` (`DXGK_POWER_COMPONENT_ENGINE`).
+    pub EngineDesc: DXGK_POWER_COMPONENT_ENGINE_DESC,
+    /// `MonitorRefreshDesc.VidPnSourceID`.
+    pub MonitorRefreshDesc: DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC,
+    /// `MonitorDesc.VidPnTargetID`.
+    pub MonitorDesc: DXGK_POWER_COMPONENT_MONITOR_DESC,
+    /// `MemoryDesc.SegmentID` (zero-based).
+    pub MemoryDesc: DXGK_POWER_COMPONENT_MEMORY_DESC,
+    /// `SharedDesc.SharedType`.
+    pub SharedDesc: DXGK_POWER_COMPONENT_SHARED_DESC,
+}
+layout!(DXGK_POWER_COMPONENT_MAPPING_0, size = 4);
+
+impl Default for DXGK_POWER_COMPONENT_MAPPING_0 {
+    fn default() -> Self {
+        Self {
+            EngineDesc: DXGK_POWER_COMPONENT_ENGINE_DESC::default(),
+        }
+    }
+}
+
+impl core::fmt::Debug for DXGK_POWER_COMPONENT_MAPPING_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // SAFETY: every member is one UINT, so reading any of them is reading the word.
+        let raw = unsafe { self.EngineDesc.NodeIndex };
+        f.debug_struct("DXGK_POWER_COMPONENT_MAPPING_0")
+            .field("raw", &raw)
+            .finish()
+    }
+}
+
+/// `DXGK_POWER_COMPONENT_ENGINE_DESC` (named in a header comment).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGK_POWER_COMPONENT_ENGINE_DESC {
+    /// The node (engine) the component powers.
+    pub NodeIndex: UINT,
+}
+// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's offsets)
+layout!(DXGK_POWER_COMPONENT_ENGINE_DESC, size = 4, NodeIndex = 0);
+
+/// `DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC` (named in a header comment).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC {
+    /// The VidPN source.
+    pub VidPnSourceID: UINT,
+}
+// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING
+layout!(
+    DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC,
+    size = 4,
+    VidPnSourceID = 0
+);
+
+/// `DXGK_POWER_COMPONENT_MONITOR_DESC` (named in a header comment).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGK_POWER_COMPONENT_MONITOR_DESC {
+    /// The VidPN target.
+    pub VidPnTargetID: UINT,
+}
+// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING
+layout!(DXGK_POWER_COMPONENT_MONITOR_DESC, size = 4, VidPnTargetID = 0);
+
+/// `DXGK_POWER_COMPONENT_MEMORY_DESC` (named in a header comment).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGK_POWER_COMPONENT_MEMORY_DESC {
+    /// Zero-based memory segment index.
+    pub SegmentID: UINT,
+}
+// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING
+layout!(DXGK_POWER_COMPONENT_MEMORY_DESC, size = 4, SegmentID = 0);
+
+/// `DXGK_POWER_COMPONENT_SHARED_DESC` (named in a header comment): `SharedType`, or its two
+/// WORD halves `SharedTypeFlag` and `DriverCustomValueSet`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGK_POWER_COMPONENT_SHARED_DESC {
+    /// `SharedType`.
+    pub SharedType: UINT,
+}
+// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING
+layout!(DXGK_POWER_COMPONENT_SHARED_DESC, size = 4, SharedType = 0);
+
+/// `DXGK_POWER_COMPONENT_MAPPING`: what a component powers.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_component_mapping>
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct DXGK_POWER_COMPONENT_MAPPING {
+    /// The component's type.
+    pub ComponentType: DXGK_POWER_COMPONENT_TYPE,
+    /// The type's description.
+    pub Anonymous: DXGK_POWER_COMPONENT_MAPPING_0,
+}
+layout!(
+    DXGK_POWER_COMPONENT_MAPPING,
+    size = 8,
+    ComponentType = 0,
+    Anonymous = 4
+);
+
+bitfield! {
+    /// `DXGK_POWER_COMPONENT_FLAGS` (WDDM 1.3+ layout).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_component_flags>
+    pub struct DXGK_POWER_COMPONENT_FLAGS: u32 {
+        /// Old drivers set it; reserved.
+        Reserved0: 0, 1;
+        /// The driver calls `DxgkCbCompleteFStateTransition` for this component.
+        DriverCompletesFStateTransition: 1, 1;
+        /// The component goes to F0 when the device leaves D0.
+        TransitionTo_F0_OnDx: 2, 1;
+        /// No debounce of idle transitions.
+        NoDebounce: 3, 1;
+        /// Active in D3 (memory and shared components only).
+        ActiveInD3: 4, 1;
+        /// Reserved: 0.
+        Reserved: 5, 27;
+    }
+}
+layout!(DXGK_POWER_COMPONENT_FLAGS, size = 4, Value = 0);
+
+bitfield! {
+    /// `DXGK_POWER_COMPONENT_INDEX`: the index the OS passes in `POWERCOMPONENTINFO`'s
+    /// input, `DxgkDdiSetPowerComponentFState` and `DxgkCbCompleteFStateTransition` (low
+    /// word: the component of the physical adapter; high word: the physical adapter).
+    ///
+    /// d3dkmddi.h (10.0.22621), "Defines for runtime power management".
+    pub struct DXGK_POWER_COMPONENT_INDEX: u32 {
+        /// Zero-based index relative to the physical adapter.
+        PhysicalAdapterComponentIndex: 0, 16;
+        /// The physical adapter of a linked configuration.
+        PhysicalAdapterIndex: 16, 16;
+    }
+}
+layout!(DXGK_POWER_COMPONENT_INDEX, size = 4, Value = 0);
+
+/// `DXGK_POWER_RUNTIME_COMPONENT`: the `DXGKQAITYPE_POWERCOMPONENTINFO` answer (336 bytes).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_runtime_component>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGK_POWER_RUNTIME_COMPONENT {
+    /// F-states in `States` (1..=8).
+    pub StateCount: u32,
+    /// F0, F1, ….
+    pub States: [DXGK_POWER_RUNTIME_STATE; DXGK_MAX_F_STATES],
+    /// What the component powers.
+    pub ComponentMapping: DXGK_POWER_COMPONENT_MAPPING,
+    /// Behaviour flags.
+    pub Flags: DXGK_POWER_COMPONENT_FLAGS,
+    /// A GUID for the PEP.
+    pub ComponentGuid: GUID,
+    /// A name (ASCII) for the PEP.
+    pub ComponentName: [u8; DXGK_POWER_COMPONENT_NAME_SIZE],
+    /// Entries of `Providers` in use.
+    pub ProviderCount: u32,
+    /// Components this one depends on.
+    pub Providers: [u32; DXGK_MAX_POWER_COMPONENT_PROVIDERS],
+}
+layout!(
+    DXGK_POWER_RUNTIME_COMPONENT,
+    size = 336,
+    StateCount = 0,
+    States = 8,
+    ComponentMapping = 200,
+    Flags = 208,
+    ComponentGuid = 212,
+    ComponentName = 228,
+    ProviderCount = 268,
+    Providers = 272
+);
+
+zeroed_default!(DXGK_POWER_RUNTIME_COMPONENT);
+
+/// `DXGKDDIPOWERRUNTIMECONTROLREQUEST` (at most DISPATCH_LEVEL): `(DriverContext,
+/// PowerControlCode, InBuffer, InBufferSize, OutBuffer, OutBufferSize, BytesReturned)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddipowerruntimecontrolrequest>
+pub type PDXGKDDIPOWERRUNTIMECONTROLREQUEST = Option<
+    unsafe extern "system" fn(
+        DriverContext: HANDLE,
+        PowerControlCode: *const GUID,
+        InBuffer: PVOID,
+        InBufferSize: SIZE_T,
+        OutBuffer: PVOID,
+        OutBufferSize: SIZE_T,
+        BytesReturned: *mut SIZE_T,
+    ) -> NTSTATUS,
+>;
+
+/// `GUID_DXGKDDI_POWER_MANAGEMENT_PREPARE_TO_START` {CBA549D4-CF3A-445C-9468-2383FD523116}:
+/// Dxgkrnl registered the device with PoFx and is about to start runtime power management.
+pub const GUID_DXGKDDI_POWER_MANAGEMENT_PREPARE_TO_START: GUID = GUID {
+    Data1: 0xcba5_49d4,
+    Data2: 0xcf3a,
+    Data3: 0x445c,
+    Data4: [0x94, 0x68, 0x23, 0x83, 0xfd, 0x52, 0x31, 0x16],
+};
+/// `GUID_DXGKDDI_POWER_MANAGEMENT_STARTED` {6C929C1D-7D76-4538-93AD-449DC9FDC239}.
+pub const GUID_DXGKDDI_POWER_MANAGEMENT_STARTED: GUID = GUID {
+    Data1: 0x6c92_9c1d,
+    Data2: 0x7d76,
+    Data3: 0x4538,
+    Data4: [0x93, 0xad, 0x44, 0x9d, 0xc9, 0xfd, 0xc2, 0x39],
+};
+/// `GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED` {0A9D9621-BC21-4DD4-A0FC-D976E428F738}.
+pub const GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED: GUID = GUID {
+    Data1: 0x0a9d_9621,
+    Data2: 0xbc21,
+    Data3: 0x4dd4,
+    Data4: [0xa0, 0xfc, 0xd9, 0x76, 0xe4, 0x28, 0xf7, 0x38],
+};
