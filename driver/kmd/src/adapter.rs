@@ -95,6 +95,8 @@ pub struct Live<P: Platform> {
     /// Fence interrupts are reported per hardware queue (LOG-08; set at start from
     /// [`crate::caps::optimized_fence_irq`], never changed while started).
     pub optimized_fence_irq: bool,
+    /// The F-state the OS set for each engine's power component ([`crate::power`], UM-13).
+    pub power: crate::power::EnginePower,
     isr: IsrCell,
 }
 
@@ -303,6 +305,11 @@ impl<P: Platform> Adapter<P> {
             }
         };
         device::quiesce(&regs, identity.config.engines);
+        // Every engine powered (F0): Dxgkrnl registers the power components in F0.
+        let power = crate::power::EnginePower::default();
+        if identity.caps.contains(rvgpu_hw::regs::Caps::ENGINE_POWER) {
+            crate::power::power_up_all(&regs, identity.config.engines, &power);
+        }
         // Fence storage, rings and logs are allocated by the OS anywhere in system memory, and
         // version 1 of the device has no GPU page tables; so window 1 admits all of system
         // memory (except page 0). This is no DMA isolation: it arrives with per-process page
@@ -379,6 +386,7 @@ impl<P: Platform> Adapter<P> {
             sched: SpinLock::new(sched),
             queue_irq: crate::log::QueueIrqTable::for_adapter(identity.config.engines),
             optimized_fence_irq: false,
+            power,
             isr: IsrCell(UnsafeCell::new(IsrState {
                 ring,
                 fences: Registry::with_capacity(FENCES_PER_ADAPTER),

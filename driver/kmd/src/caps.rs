@@ -46,6 +46,10 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
         // TDR-01: only with the device's PER_ENGINE_RESET and the four DDIs it obliges in the
         // table (crate::reset::per_engine_tdr); otherwise Dxgkrnl uses the adapter-wide path.
         SupportPerEngineTDR: u8::from(crate::reset::per_engine_tdr(live)),
+        // UM-13: one power component per engine (crate::power), only when the device can
+        // gate its engines; the two DDIs Dxgkrnl requires with the cap (BR-44) are always in
+        // the table.
+        SupportRuntimePowerManagement: u8::from(crate::power::supported(live)),
         ..Default::default()
     };
     caps.GpuEngineTopology.NbAsymetricProcessingNodes = live.identity.config.engines;
@@ -290,6 +294,11 @@ pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Re
         }
         rvgpu_ddi::adapter::DXGKQAITYPE_PAGETABLELEVELDESC if crate::gpummu::supported(live) => {
             crate::gpummu::query_level(live, args)
+        }
+        // UM-13, BR-100…BR-106: asked only when SupportRuntimePowerManagement is set.
+        rvgpu_ddi::adapter::DXGKQAITYPE_NUMPOWERCOMPONENTS => crate::power::query_count(live, args),
+        rvgpu_ddi::adapter::DXGKQAITYPE_POWERCOMPONENTINFO if crate::power::supported(live) => {
+            crate::power::query_info(live, args)
         }
         // Types this adapter does not implement. Dxgkrnl's QueryAdapterInfo wrapper accepts
         // SUCCESS, INVALID_PARAMETER, NOT_IMPLEMENTED and NO_MEMORY and logs anything else as

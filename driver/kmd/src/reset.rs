@@ -692,6 +692,8 @@ pub fn restart_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
     })?;
     regs.write(regs::IntAck::new(u32::MAX));
     device::enable_interrupts(regs);
+    // The OS's F-states again (the reset powered every engine up), before any commit.
+    crate::power::restore(live);
     let s = live.sched.lock();
     if !s.physical.is_global() {
         for d in s.doorbells.values() {

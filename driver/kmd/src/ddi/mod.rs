@@ -106,6 +106,9 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiUpdateNativeFenceLogs: Some(update_native_fence_logs::<P>),
         DxgkDdiCalibrateGpuClock: Some(calibrate_gpu_clock::<P>),
         DxgkDdiSetStablePowerState: Some(set_stable_power_state::<P>),
+        // Runtime power management (UM-13, crate::power).
+        DxgkDdiSetPowerComponentFState: Some(set_power_component_fstate::<P>),
+        DxgkDdiPowerRuntimeControlRequest: Some(power_runtime_control_request::<P>),
         DxgkDdiSubmitCommand: Some(submit_command::<P>),
         DxgkDdiSubmitCommandVirtual: Some(submit_command_virtual::<P>),
         DxgkDdiPreemptCommand: Some(preempt_command::<P>),
@@ -1073,5 +1076,50 @@ unsafe extern "system" fn restart_from_timeout<P: Platform>(h_adapter: HANDLE) -
     match unsafe { adapter::<P>(h_adapter) } {
         Some(a) => to_ntstatus(crate::reset::restart_from_timeout(a)),
         None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runtime power management (UM-13; crate::power). Both at IRQL <= DISPATCH_LEVEL, zero-level
+// synchronisation (their Microsoft pages, cited in crate::power).
+// ---------------------------------------------------------------------------------------------
+
+/// DxgkDdiSetPowerComponentFState (<= DISPATCH_LEVEL).
+unsafe extern "system" fn set_power_component_fstate<P: Platform>(
+    ctx: HANDLE,
+    component: UINT,
+    fstate: UINT,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context.
+    match unsafe { adapter::<P>(ctx) } {
+        Some(a) => to_ntstatus(crate::power::set_fstate(a, component, fstate)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiPowerRuntimeControlRequest (<= DISPATCH_LEVEL). No control code of rvgpu's returns
+/// data, so `BytesReturned` (when given) is set to 0 and the buffers are not touched.
+unsafe extern "system" fn power_runtime_control_request<P: Platform>(
+    ctx: HANDLE,
+    code: *const rvgpu_ddi::GUID,
+    _in_buffer: PVOID,
+    _in_size: rvgpu_ddi::SIZE_T,
+    _out_buffer: PVOID,
+    _out_size: rvgpu_ddi::SIZE_T,
+    bytes_returned: *mut rvgpu_ddi::SIZE_T,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context.
+    let a = unsafe { adapter::<P>(ctx) };
+    // SAFETY: the OS's control-code GUID, valid for the call when non-null; read unaligned as
+    // its alignment is not promised.
+    let code = (!code.is_null()).then(|| unsafe { code.read_unaligned() });
+    if !bytes_returned.is_null() {
+        // SAFETY: an optional out pointer the OS provides for the call (checked non-null);
+        // unaligned write as its alignment is not promised.
+        unsafe { bytes_returned.write_unaligned(0) };
+    }
+    match (a, code) {
+        (Some(a), Some(code)) => to_ntstatus(crate::power::control_request(a, &code)),
+        _ => status::INVALID_PARAMETER.code(),
     }
 }
