@@ -247,7 +247,11 @@ fn br_38_reserved_misc_caps_bit_is_invalid() {
 
 #[test]
 fn br_44_runtime_power_management_needs_its_ddis() {
-    let (_, r) = start_with(|c| c.SupportRuntimePowerManagement = 1, no_table);
+    // rvgpu sets the cap and fills both DDIs (UM-13); without one of them the cap is refused.
+    let (_, r) = start_with(
+        |c| c.SupportRuntimePowerManagement = 1,
+        |t| t.DxgkDdiPowerRuntimeControlRequest = None,
+    );
     refused(r, "BR-44", STATUS_INVALID_PARAMETER);
 }
 

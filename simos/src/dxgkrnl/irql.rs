@@ -65,6 +65,7 @@ pub enum Routine {
     DxgkDdiDestroyDoorbell,
     DxgkDdiNotifyWorkSubmission,
     DxgkDdiSetPowerComponentFState,
+    DxgkDdiPowerRuntimeControlRequest,
     /// The driver's `SynchronizeRoutine` passed to `DxgkCbSynchronizeExecution`.
     SynchronizeRoutine,
     // Callbacks the driver calls.
@@ -263,6 +264,12 @@ impl Routine {
             Self::DxgkDdiSetPowerComponentFState => {
                 rule(P, D, "d3dkmddi/nc-d3dkmddi-dxgkddisetpowercomponentfstate")
             }
+            // "req.irql: <=DISPATCH_LEVEL".
+            Self::DxgkDdiPowerRuntimeControlRequest => rule(
+                P,
+                D,
+                "d3dkmddi/nc-d3dkmddi-dxgkddipowerruntimecontrolrequest",
+            ),
             Self::SynchronizeRoutine => rule(DIRQL, DIRQL, "wdm/nc-wdm-ksynchronize_routine"),
             Self::DxgkCbGetDeviceInformation => {
                 rule(P, P, "dispmprt/nc-dispmprt-dxgkcb_get_device_information")

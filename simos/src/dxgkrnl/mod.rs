@@ -14,5 +14,6 @@ pub mod kernel;
 pub mod load;
 pub mod notify;
 pub mod pnp;
+pub mod power;
 pub mod resources;
 pub mod state;

@@ -353,8 +353,22 @@ impl Machine {
             self.stop_inner(&a, &t)?;
             return Err(e);
         }
+        // BR-100…BR-106: runtime power management (`dxgkrnl::power`), after the render core.
+        let components = match crate::dxgkrnl::power::initialize(&a, &t, &caps) {
+            Ok(Ok(c)) => c,
+            Ok(Err(v)) => match self.rule_outcome(&a, vec![v]) {
+                Some(v) => return self.refuse(&a, &t, v),
+                None => None,
+            },
+            Err(e) => return Err(e),
+        };
         *lock(&a.caps) = Some(caps);
         *lock(&a.life) = Life::Started;
+        if let Some(c) = components {
+            // BR-107: StartRuntimePowerManagement once the adapter is up.
+            crate::ums::runtime_pm_registered(&a, c);
+            crate::dxgkrnl::power::start(&a, &t)?;
+        }
         Ok(AdapterInfo {
             sources,
             children,
@@ -466,6 +480,8 @@ impl Machine {
         let stop = t
             .DxgkDdiStopDevice
             .ok_or_else(|| self.misuse("no StopDevice".into()))?;
+        // BR-107: runtime power management stops before the adapter goes ([D] DXGADAPTER::Stop).
+        crate::dxgkrnl::power::stop(a, t)?;
         // Teardown: VidSch reads what the GPU logged last (issue 13).
         crate::vidsch::hws::drain_all(a);
         let ctx = a.context();

@@ -174,7 +174,8 @@ pub(super) fn connect_ddi(
 ) -> Result<(), SimError> {
     let woke = lock(&a.ums).power == Power::D3;
     power_up_if_needed(a)?;
-    set_fstate(a, node, 0)?;
+    // UM-13: a connect brings the node to F0 first and holds it there through the connect.
+    let _active = node_active(a, node)?;
     let f = table(a)?.DxgkDdiConnectDoorbell.ok_or_else(|| {
         sim_err(
             a,

@@ -73,6 +73,9 @@ pub enum UmsEvent {
         fstate: u32,
         called: bool,
     },
+    /// An F1 request found the node busy after its doorbells were disconnected: the node
+    /// stays in F0 (UM-13: F1 only when idle).
+    F1Declined { node: u32 },
     /// An engine-state change the DPC reported (`DXGK_ENGINE_STATE`).
     EngineState { node: u32, state: i32 },
     /// Normal exit waited for a queue's last queued progress value.

@@ -262,6 +262,8 @@ pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> 
                     power_up_if_needed(a)?;
                     resume_power_suspended(a)?;
                 }
+                // UM-13: F0 first, held until the submission is recorded.
+                let _active = node_active(a, queue_node(a, queue)?)?;
                 let status = submit_raw_at(a, device, queue, value, gpu, bytes, a.os.submit_irql)?;
                 if NT_SUCCESS(status) {
                     lock(&sched.st).list.pop_front();

@@ -452,6 +452,10 @@ pub(crate) fn submit_command(
         power_up_if_needed(a)?;
         resume_power_suspended(a)?;
     }
+    // UM-13: the node's component is activated (F0) before the kernel-mode submission and
+    // held until the last-queued value is recorded below.
+    let node = queue_node(a, queue)?;
+    let _active = node_active(a, node)?;
     let status = submit_raw(m, a, device, queue, value, gpu, bytes)?;
     check_status(status)?;
     last.fetch_max(value, Ordering::AcqRel);
@@ -461,4 +465,13 @@ pub(crate) fn submit_command(
     }
     lock(&a.ums).events.push(UmsEvent::Submit { queue, value });
     Ok(())
+}
+
+/// The node of hardware queue `queue`.
+pub(super) fn queue_node(a: &AdapterShared, queue: KmtHandle) -> Result<u32, SimError> {
+    lock(&a.ums)
+        .queues
+        .get(&queue)
+        .map(|q| q.node)
+        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
 }

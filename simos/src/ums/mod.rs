@@ -56,10 +56,15 @@
 //!   down (abnormal exit) before StopDevice; RemoveDevice with live devices is an error.
 //! - UM-13: on `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE` with `TransitionToF1` VidSch (a PASSIVE
 //!   worker: the adapter's worker thread, or the step loop) disconnects every connected doorbell
-//!   of that node (`DISCONNECTED_RETRY`) and sets the node's power component to F1
-//!   (`DxgkDdiSetPowerComponentFState(node, 1)` when the driver fills the slot and reports
-//!   `SupportRuntimePowerManagement`; component index = node ordinal). A connect on that node
-//!   sets F0 first.
+//!   of that node (`DISCONNECTED_RETRY`) and, only if the node is idle then (no active
+//!   reference, no kernel-mode or held submission outstanding, no queue of the node with a
+//!   last-queued progress value ahead of its fence), sets the node's power component to F1
+//!   (`DxgkDdiSetPowerComponentFState(component, 1)` for the engine component the driver
+//!   registered for the node at start, `dxgkrnl::power`, BR-100…BR-108). A connect, a
+//!   kernel-mode submission (`D3DKMTSubmitCommandToHwQueue`, held submissions, VidSch's DMA
+//!   buffers) takes an active reference on the node first, which brings it to F0
+//!   ([`node_active`]); the engine being power-gated on the device while the OS holds the node
+//!   in F0 is a simulation error naming the driver.
 //! - UM-14: [`Machine::power_down`] (runtime, only when no queue has work the OS has not seen
 //!   complete, UM-16) suspends every context, disconnects every doorbell
 //!   (`DISCONNECTED_RETRY`), then `SetPowerState(D3)`; a connect (or a kernel-mode submit, or
@@ -328,10 +333,24 @@ pub struct UmsOs {
     pub node_metadata: Vec<DXGK_NODEMETADATA>,
     /// `DXGKQAITYPE_USERMODESUBMISSION_CAPS` from adapter start, if answered.
     pub caps: Option<DXGK_USERMODESUBMISSION_CAPS>,
-    /// `DXGK_DRIVERCAPS::SupportRuntimePowerManagement`.
+    /// Runtime power management started (`dxgkrnl::power`: the cap set, at least one
+    /// component registered, `PREPARE_TO_START`/`STARTED` sent).
     runtime_pm: bool,
     power: Power,
+    /// Each node's F-state as PoFx holds it (0 = F0); every node starts in F0.
     fstate: Vec<u32>,
+    /// Node → the `DXGK_POWER_COMPONENT_INDEX` of its engine component, if the driver
+    /// registered one (`dxgkrnl::power`).
+    node_component: Vec<Option<u32>>,
+    /// Active references per node (PoFx `SetPowerComponentActive`): kernel-path submissions
+    /// and doorbell connects in progress hold the node in F0 ([`node_active`]).
+    node_active: Vec<u32>,
+    /// Nodes whose F1 request found them busy: F1 follows once the OS sees them idle (PoFx
+    /// idles a component when its last active reference goes), unless new work arrives
+    /// first (the engine then asks again when it next idles).
+    f1_deferred: Vec<u32>,
+    /// The power components the driver registered at start.
+    power_components: Vec<rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT>,
     pub(super) devices: BTreeMap<KmtHandle, DeviceObj>,
     contexts: BTreeMap<KmtHandle, ContextObj>,
     queues: BTreeMap<KmtHandle, QueueObj>,
@@ -365,6 +384,10 @@ impl Default for UmsOs {
             runtime_pm: false,
             power: Power::D0,
             fstate: Vec::new(),
+            node_component: Vec::new(),
+            node_active: Vec::new(),
+            f1_deferred: Vec::new(),
+            power_components: Vec::new(),
             devices: BTreeMap::new(),
             contexts: BTreeMap::new(),
             queues: BTreeMap::new(),

@@ -30,6 +30,7 @@ pub(crate) fn has_work(a: &AdapterShared) -> bool {
     let os = lock(&a.ums);
     !os.work.is_empty()
         || !os.faulted.is_empty()
+        || !os.f1_deferred.is_empty()
         || os.queues.values().any(|q| q.sched.due(&q.progress, false))
 }
 
@@ -92,7 +93,7 @@ pub(crate) fn run_passive_work(a: &AdapterShared) -> bool {
             return did;
         }
         let Some(node) = lock(&a.ums).work.pop_front() else {
-            return did;
+            return did | run_deferred_f1(a);
         };
         did = true;
         let _x = exclusive(a);
@@ -121,23 +122,135 @@ pub(super) fn engine_to_f1(a: &AdapterShared, node: u32) -> Result<(), SimError>
     for d in targets {
         os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
     }
-    set_fstate(a, node, 1)
+    // F1 only when idle (UM-13: "an idle engine asks for F1"; PoFx idles a component only
+    // when no active reference holds it, and VidSch holds one while it has work for the
+    // node): checked under the F-state lock, which every active reference takes too.
+    let _f = lock(&a.ums_fstate);
+    if node_busy(a, node) {
+        let mut os = lock(&a.ums);
+        os.events.push(UmsEvent::F1Declined { node });
+        if !os.f1_deferred.contains(&node) {
+            os.f1_deferred.push(node);
+        }
+        return Ok(());
+    }
+    lock(&a.ums).f1_deferred.retain(|&n| n != node);
+    set_fstate_locked(a, node, 1)
 }
 
-/// Sets the node's power component F-state (calls the DDI when the driver does runtime power
-/// management).
-pub(super) fn set_fstate(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), SimError> {
-    let _f = lock(&a.ums_fstate);
-    let (current, runtime_pm) = {
+/// The deferred F1 requests of nodes that are idle now. Returns whether one ran.
+fn run_deferred_f1(a: &AdapterShared) -> bool {
+    let deferred: Vec<u32> = lock(&a.ums).f1_deferred.clone();
+    let mut did = false;
+    for node in deferred {
+        if a.state.is_halted() || node_busy(a, node) {
+            continue;
+        }
+        let _x = exclusive(a);
+        // Still wanted (no work arrived since the check)?
+        if !lock(&a.ums).f1_deferred.contains(&node) {
+            continue;
+        }
+        did = true;
+        if let Err(e) = engine_to_f1(a, node) {
+            if !a.state.is_halted() {
+                a.state
+                    .raise_sim_error(format!("engine {node} F1 transition failed: {e}"));
+            }
+            return did;
+        }
+    }
+    did
+}
+
+/// Whether node `node` has work the OS knows of: an active reference, a kernel-mode or held
+/// submission, a queue whose last-queued progress value is ahead of its fence (UM-16), a
+/// VidSch DMA buffer in flight, or VidMm paging in flight.
+fn node_busy(a: &AdapterShared, node: u32) -> bool {
+    let ums = {
         let os = lock(&a.ums);
-        (os.fstate.get(node as usize).copied(), os.runtime_pm)
+        os.node_active.get(node as usize).is_some_and(|&n| n > 0)
+            || os.queues.values().filter(|q| q.node == node).any(|q| {
+                q.last_queued.load(Ordering::Acquire) > q.progress.value()
+                    || !lock(&q.sched.st).list.is_empty()
+            })
+    };
+    ums || crate::vidsch::tdr::node_has_pending(a, node) || lock(&a.vidmm).paging_busy()
+}
+
+/// An active reference on a node's power component (PoFx `SetPowerComponentActive` /
+/// `Idle`, which VidSch takes before it submits to a node and Dxgkrnl before it connects a
+/// doorbell): the node is in F0 while one is held, and F1 waits until none is.
+pub(crate) struct NodeActive<'a> {
+    a: &'a AdapterShared,
+    node: u32,
+}
+
+impl Drop for NodeActive<'_> {
+    fn drop(&mut self) {
+        let mut os = lock(&self.a.ums);
+        if let Some(n) = os.node_active.get_mut(self.node as usize) {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
+/// Takes an active reference on `node`, bringing its component to F0 first; then checks that
+/// the driver did power the engine up: a gated engine while the OS holds the node in F0 is a
+/// driver bug (its work would never run).
+pub(crate) fn node_active(a: &AdapterShared, node: u32) -> Result<NodeActive<'_>, SimError> {
+    let _f = lock(&a.ums_fstate);
+    {
+        let mut os = lock(&a.ums);
+        if let Some(n) = os.node_active.get_mut(node as usize) {
+            *n = n.saturating_add(1);
+        }
+        // New work: an F1 request still waiting for idleness is stale (the engine asks
+        // again when it next idles).
+        os.f1_deferred.retain(|&n| n != node);
+    }
+    let active = NodeActive { a, node };
+    set_fstate_locked(a, node, 0)?;
+    check_not_gated(a, node)?;
+    Ok(active)
+}
+
+/// The device's engine `node` must not be power-gated while the OS holds it in F0.
+fn check_not_gated(a: &AdapterShared, node: u32) -> Result<(), SimError> {
+    let f0 = lock(&a.ums).fstate.get(node as usize) == Some(&0);
+    if f0 && a.device.engine_snapshot(node).is_some_and(|e| e.gated) {
+        return Err(sim_err(
+            a,
+            format!(
+                "driver bug: node {node}'s power component is F0 but engine {node} is \
+                 power-gated (POWER = F1): work the OS submits to it would never run"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Sets the node's power component F-state, with the F-state lock held (calls the DDI for
+/// the node's engine component when runtime power management was started). Windows records the new state and only logs a
+/// status outside the wrapper's allow-list (BR-108, [D]
+/// `DXGADAPTER::PowerRuntimeComponentIdleStateCallback_Worker`); a failed F0 shows up as a gated
+/// engine at the next active reference.
+fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), SimError> {
+    let (current, component) = {
+        let os = lock(&a.ums);
+        let component = if os.runtime_pm {
+            os.node_component.get(node as usize).copied().flatten()
+        } else {
+            None
+        };
+        (os.fstate.get(node as usize).copied(), component)
     };
     if current == Some(fstate) || current.is_none() {
         return Ok(());
     }
     let f = table(a)?.DxgkDdiSetPowerComponentFState;
-    let called = match (f, runtime_pm) {
-        (Some(f), true) => {
+    let called = match (f, component) {
+        (Some(f), Some(component)) => {
             let ctx = a.context();
             let status = ddi::call(
                 a,
@@ -145,11 +258,12 @@ pub(super) fn set_fstate(a: &AdapterShared, node: u32, fstate: u32) -> Result<()
                 f as usize,
                 At::Level(Irql::Passive),
                 || {
-                    // SAFETY: the driver's DDI with its context, a component and an F-state.
-                    unsafe { f(ctx, node, fstate) }
+                    // SAFETY: the driver's DDI with its context, the component index it
+                    // reported and one of the component's F-states.
+                    unsafe { f(ctx, component, fstate) }
                 },
             )?;
-            check_status(status)?;
+            bringup::triage_status(a, "DxgkDdiSetPowerComponentFState", status);
             true
         }
         _ => false,
@@ -164,6 +278,26 @@ pub(super) fn set_fstate(a: &AdapterShared, node: u32, fstate: u32) -> Result<()
         called,
     });
     Ok(())
+}
+
+/// Start: the components `dxgkrnl::power` registered; runtime power management is started.
+pub(crate) fn runtime_pm_registered(a: &AdapterShared, pc: crate::dxgkrnl::power::PowerComponents) {
+    let mut os = lock(&a.ums);
+    os.runtime_pm = true;
+    let nodes = os.fstate.len();
+    os.node_component = pc.node_component;
+    os.node_component.resize(nodes, None);
+    os.power_components = pc.components;
+}
+
+/// Whether runtime power management was started (and not stopped).
+pub(crate) fn runtime_pm_started(a: &AdapterShared) -> bool {
+    lock(&a.ums).runtime_pm
+}
+
+/// Stop: runtime power management ends.
+pub(crate) fn runtime_pm_stopped(a: &AdapterShared) {
+    lock(&a.ums).runtime_pm = false;
 }
 
 pub(super) fn set_power_state(
@@ -368,6 +502,18 @@ impl Machine {
     /// Adapter `i`'s power state as the OS drove it.
     pub fn power_state(&self, i: usize) -> Option<Power> {
         self.adapter_shared(i).ok().map(|a| lock(&a.ums).power)
+    }
+
+    /// The power components adapter `i`'s driver registered at start (empty without runtime
+    /// power management).
+    pub fn power_components(&self, i: usize) -> Vec<rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT> {
+        self.adapter_shared(i)
+            .map_or_else(|_| Vec::new(), |a| lock(&a.ums).power_components.clone())
+    }
+
+    /// Whether adapter `i` started runtime power management (`dxgkrnl::power`).
+    pub fn runtime_power_management(&self, i: usize) -> bool {
+        self.adapter_shared(i).is_ok_and(|a| lock(&a.ums).runtime_pm)
     }
 
     /// F-state of node `node`'s power component (0 = F0).

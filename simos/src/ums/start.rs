@@ -116,7 +116,11 @@ pub(crate) fn query_at_start(
     let mut os = lock(&a.ums);
     os.node_metadata = metadata;
     os.caps = ums_caps;
-    os.runtime_pm = caps.SupportRuntimePowerManagement != 0;
+    // Set by `dxgkrnl::power` once the components are registered (later in the start).
+    os.runtime_pm = false;
+    os.node_component = vec![None; nodes as usize];
+    os.node_active = vec![0; nodes as usize];
+    os.power_components = Vec::new();
     os.power = Power::D0;
     os.fstate = vec![0; nodes as usize];
     Ok(())

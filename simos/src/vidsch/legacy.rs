@@ -364,7 +364,11 @@ pub(crate) fn submit_new(
         n.next_id = n.next_id.wrapping_add(1).max(1);
         id
     };
+    // UM-13: VidSch activates the node's power component before it submits (F0 first; the
+    // packet is recorded in flight before the reference goes, so F1 waits for its retirement).
+    let active = ums::node_active(a, node)?;
     let r = submit_packet(a, &sh, node, p, false);
+    drop(active);
     match m.fault() {
         Some(f) => Err(f),
         None => r,

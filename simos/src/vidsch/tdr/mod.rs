@@ -412,6 +412,16 @@ pub(crate) fn shared(a: &AdapterShared) -> Arc<TdrShared> {
     s
 }
 
+/// Whether VidSch has a DMA buffer of node `node` in flight (UM-13: such a node is not idle).
+pub(crate) fn node_has_pending(a: &AdapterShared, node: u32) -> bool {
+    existing(a).is_some_and(|sh| {
+        lock(&sh.os)
+            .nodes
+            .get(node as usize)
+            .is_some_and(|n| !n.pending.is_empty())
+    })
+}
+
 fn existing(a: &AdapterShared) -> Option<Arc<TdrShared>> {
     if REGISTERED.load(Ordering::Acquire) == 0 {
         return None;

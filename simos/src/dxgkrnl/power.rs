@@ -1,0 +1,456 @@
+//! Runtime power management at adapter start and stop: what Dxgkrnl's
+//! `DXGADAPTER::InitializePowerManagement` asks and checks, `StartRuntimePowerManagement`'s and
+//! `Stop`'s notifications (docs/windows-bringup.md §6a, BR-100…BR-108). Every rule cites its
+//! source: [D] = decompiled Windows 11 22631 `dxgkrnl.sys` / `dxgmms2.sys`
+//! (`nohuto/decompiled-pseudocode` @ 43a01f5), [M] = Microsoft's reference pages.
+//!
+//! Order (as Windows): DRIVERCAPS and the render core first (InitializePowerManagement runs
+//! late in `DXGADAPTER::Initialize`, after the render core is created, [D]
+//! `DXGADAPTER::Initialize`); nothing is asked when `SupportRuntimePowerManagement` is clear
+//! ([D] `InitializePowerManagement` returns at once); `NUMPOWERCOMPONENTS` per physical adapter,
+//! then `POWERCOMPONENTINFO` per component with each answer checked as it arrives, then the
+//! per-type initialisation (engine components map to scheduler nodes, [D]
+//! `ADAPTER_RENDER::InitializePowerManagement` → `VidSchInitializeComponentPowerManagement`),
+//! PoFx registration, and once the start has succeeded `PREPARE_TO_START` and `STARTED`
+//! ([D] `DpiFdoStartAdapter` → `DXGADAPTER::StartRuntimePowerManagement`). PoFx starts every
+//! component in F0 (the simulated OS's per-node F-state table starts at 0).
+//!
+//! The F-state model that follows (F0 before work, F1 only when idle) is `ums::power`.
+
+use rvgpu_ddi::adapter::{
+    DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_NUMPOWERCOMPONENTS, DXGKQAITYPE_POWERCOMPONENTINFO,
+    DXGK_DRIVERCAPS, DXGK_QUERYADAPTERINFOFLAGS,
+};
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_ddi::power::*;
+use rvgpu_ddi::{GUID, HANDLE, NTSTATUS};
+use rvgpu_kmd::platform::Irql;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::bringup::{triage_status, Violation};
+use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::irql::Routine;
+use crate::error::SimError;
+
+/// `STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST` (ntstatus.h 0xC01E0116): the one failure status
+/// Dxgkrnl's `DdiSetPowerComponentFState` wrapper accepts besides success.
+pub const STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST: NTSTATUS = 0xC01E_0116_u32 as NTSTATUS;
+
+/// `InitializePowerManagement` keeps at most 0xFFFF components ([D]: "Miniport returned
+/// invalid number of power components").
+pub const MAX_COMPONENTS: u32 = 0xFFFF;
+
+/// `ComponentFlags` bits from bit 5 up are reserved ([D]: `Flags >= 0x20` → "Reserved flags
+/// are not zero").
+const FLAGS_RESERVED_FROM: u32 = 0x20;
+
+/// What the driver reported, as Dxgkrnl registered it.
+#[derive(Clone, Debug, Default)]
+pub struct PowerComponents {
+    /// Every component, in index order (physical adapter 0).
+    pub components: Vec<DXGK_POWER_RUNTIME_COMPONENT>,
+    /// Node → the `DXGK_POWER_COMPONENT_INDEX` value of its engine component (VidSch keeps
+    /// one per node; a later engine component for the same node replaces the earlier, [D]
+    /// `VidSchInitializeComponentPowerManagement` stores the index per node).
+    pub node_component: Vec<Option<u32>>,
+}
+
+fn violation(rule: &'static str, status: NTSTATUS, why: String) -> Violation {
+    Violation { rule, status, why }
+}
+
+/// BR-100: the component count of all physical adapters together.
+pub fn check_count(total: u64) -> Option<Violation> {
+    // [D] InitializePowerManagement: "Miniport returned invalid number of power components"
+    // (count > 0xFFFF) → STATUS_INVALID_PARAMETER.
+    (total > u64::from(MAX_COMPONENTS)).then(|| {
+        violation(
+            "BR-100",
+            STATUS_INVALID_PARAMETER,
+            format!("{total} power components (at most {MAX_COMPONENTS})"),
+        )
+    })
+}
+
+/// Per-adapter state the component checks carry from one component to the next.
+#[derive(Debug, Default)]
+pub struct Seen {
+    memory_refresh: Option<u32>,
+}
+
+/// BR-102…BR-105 for component `index`, in the order `InitializePowerManagement` checks them.
+pub fn check_component(
+    index: u32,
+    c: &DXGK_POWER_RUNTIME_COMPONENT,
+    seen: &mut Seen,
+) -> Option<Violation> {
+    let bad = |rule, why: String| Some(violation(rule, STATUS_INVALID_PARAMETER, why));
+    // BR-102, [D]: "Miniport returned invalid number of F states for component" (StateCount
+    // - 1 > 7).
+    if c.StateCount == 0 || c.StateCount as usize > DXGK_MAX_F_STATES {
+        return bad(
+            "BR-102",
+            format!("component {index}: StateCount {} (1..=8)", c.StateCount),
+        );
+    }
+    // BR-103, [D]: "Reserved flags are not zero"; the ActiveInD3 rules; "Invalid component
+    // ProviderCount".
+    let flags = c.Flags.Value;
+    if flags >= FLAGS_RESERVED_FROM {
+        return bad(
+            "BR-103",
+            format!("component {index}: reserved flag bits set ({flags:#x})"),
+        );
+    }
+    let ty = c.ComponentMapping.ComponentType;
+    if c.Flags.is_set(DXGK_POWER_COMPONENT_FLAGS::ActiveInD3) {
+        if ty != DXGK_POWER_COMPONENT_MEMORY && ty != DXGK_POWER_COMPONENT_SHARED {
+            return bad(
+                "BR-103",
+                format!("component {index}: ActiveInD3 on a type-{ty} component (memory or shared only)"),
+            );
+        }
+        if c.StateCount != 2 {
+            return bad(
+                "BR-103",
+                format!("component {index}: ActiveInD3 with {} F-states (must be 2)", c.StateCount),
+            );
+        }
+        if c.States[1].TransitionLatency != 0 {
+            return bad(
+                "BR-103",
+                format!("component {index}: ActiveInD3 with a non-zero F1 TransitionLatency"),
+            );
+        }
+        if c.ProviderCount != 0 {
+            return bad(
+                "BR-103",
+                format!("component {index}: ActiveInD3 with providers"),
+            );
+        }
+    } else if c.ProviderCount as usize > DXGK_MAX_POWER_COMPONENT_PROVIDERS {
+        return bad(
+            "BR-103",
+            format!("component {index}: ProviderCount {} (at most 16)", c.ProviderCount),
+        );
+    }
+    // BR-104, [D]: "DXGK_POWER_COMPONENT_MEMORY_REFRESH component is defined second time";
+    // "F state count for the DXGK_POWER_COMPONENT_D3_TRANSITION component must be 1 or 2".
+    if ty == DXGK_POWER_COMPONENT_MEMORY_REFRESH {
+        if let Some(first) = seen.memory_refresh {
+            return bad(
+                "BR-104",
+                format!("component {index}: a second MEMORY_REFRESH component (first: {first})"),
+            );
+        }
+        seen.memory_refresh = Some(index);
+    }
+    if ty == DXGK_POWER_COMPONENT_D3_TRANSITION && c.StateCount > 2 {
+        return bad(
+            "BR-104",
+            format!("component {index}: D3_TRANSITION with {} F-states (1 or 2)", c.StateCount),
+        );
+    }
+    // BR-105, [D]: "TransitionLatency and ResidencyRequirement must be zero for the F0 state"
+    // (0 or unknown); "NominalPower must not be zero for the F0 state"; "NominalPower must be
+    // decreasing for higher F states"; "TransitionLatency must be increasing for higher F
+    // states" (comparisons skip unknown values, all-ones).
+    let states = c.States.get(..c.StateCount as usize).unwrap_or(&[]);
+    for (k, s) in states.iter().enumerate() {
+        let Some(prev) = k.checked_sub(1).and_then(|p| states.get(p)) else {
+            let zero_or_unknown = |v: u64| v == 0 || v == DXGK_FSTATE_UNKNOWN_TIME;
+            if !zero_or_unknown(s.TransitionLatency) || !zero_or_unknown(s.ResidencyRequirement) {
+                return bad(
+                    "BR-105",
+                    format!("component {index}: F0 TransitionLatency/ResidencyRequirement not 0"),
+                );
+            }
+            if s.NominalPower == 0 {
+                return bad("BR-105", format!("component {index}: F0 NominalPower 0"));
+            }
+            continue;
+        };
+        if s.NominalPower != DXGK_FSTATE_UNKNOWN_POWER
+            && prev.NominalPower != DXGK_FSTATE_UNKNOWN_POWER
+            && s.NominalPower > prev.NominalPower
+        {
+            return bad(
+                "BR-105",
+                format!("component {index}: F{k} NominalPower above F{}'s", k - 1),
+            );
+        }
+        if s.TransitionLatency != DXGK_FSTATE_UNKNOWN_TIME
+            && prev.TransitionLatency != DXGK_FSTATE_UNKNOWN_TIME
+            && s.TransitionLatency < prev.TransitionLatency
+        {
+            return bad(
+                "BR-105",
+                format!("component {index}: F{k} TransitionLatency below F{}'s", k - 1),
+            );
+        }
+    }
+    None
+}
+
+/// BR-106: what a component powers must exist: an engine component's `NodeIndex` names a node,
+/// a monitor-refresh component's `VidPnSourceID` a source ([D]
+/// `ADAPTER_RENDER::InitializePowerManagement` → `VidSchInitializeComponentPowerManagement`:
+/// STATUS_INVALID_PARAMETER, "VidSchInitializeComponentPowerManagement failed").
+pub fn check_mapping(
+    index: u32,
+    c: &DXGK_POWER_RUNTIME_COMPONENT,
+    nodes: u32,
+    sources: u32,
+) -> Option<Violation> {
+    // SAFETY: every member of the mapping's union is one UINT.
+    let target = unsafe { c.ComponentMapping.Anonymous.EngineDesc.NodeIndex };
+    match c.ComponentMapping.ComponentType {
+        DXGK_POWER_COMPONENT_ENGINE if target >= nodes => Some(violation(
+            "BR-106",
+            STATUS_INVALID_PARAMETER,
+            format!("component {index}: engine component for node {target} of {nodes}"),
+        )),
+        DXGK_POWER_COMPONENT_MONITOR_REFRESH if target >= sources => Some(violation(
+            "BR-106",
+            STATUS_INVALID_PARAMETER,
+            format!("component {index}: monitor refresh of source {target} of {sources}"),
+        )),
+        _ => None,
+    }
+}
+
+/// One `DxgkDdiQueryAdapterInfo` with a 4-byte input; the output is pre-filled with 0xCD (an
+/// uninitialised pool buffer under Verifier) so a field the driver leaves unset is visible.
+fn query<T: Copy>(
+    a: &AdapterShared,
+    t: &DRIVER_INITIALIZATION_DATA,
+    ty: i32,
+    mut input: u32,
+) -> Result<(NTSTATUS, T), SimError> {
+    let q = t
+        .DxgkDdiQueryAdapterInfo
+        .ok_or_else(|| SimError::Simulation("no DxgkDdiQueryAdapterInfo".into()))?;
+    let mut out = std::mem::MaybeUninit::<T>::uninit();
+    // SAFETY: fills the MaybeUninit's storage byte by byte.
+    unsafe { out.as_mut_ptr().write_bytes(0xCD, 1) };
+    let args = DXGKARG_QUERYADAPTERINFO {
+        Type: ty,
+        pInputData: (&mut input as *mut u32).cast(),
+        InputDataSize: 4,
+        pOutputData: out.as_mut_ptr().cast(),
+        OutputDataSize: std::mem::size_of::<T>() as u32,
+        Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
+        hKmdProcessHandle: std::ptr::null_mut(),
+    };
+    let status = ddi::query_adapter_info_args(a, q, At::Caller, &args)?;
+    // SAFETY: T is plain integers (u32 / DXGK_POWER_RUNTIME_COMPONENT: integers, arrays of
+    // them and a one-UINT union), so any byte pattern, the 0xCD fill included, is a value.
+    Ok((status, unsafe { out.assume_init() }))
+}
+
+/// `InitializePowerManagement`: `Ok(Ok(None))` when the driver does no runtime power
+/// management (cap clear, or no component), the registered components, or the rule the
+/// answers break.
+pub(crate) fn initialize(
+    a: &AdapterShared,
+    t: &DRIVER_INITIALIZATION_DATA,
+    caps: &DXGK_DRIVERCAPS,
+) -> Result<Result<Option<PowerComponents>, Violation>, SimError> {
+    // [D] InitializePowerManagement: nothing without the cap.
+    if caps.SupportRuntimePowerManagement == 0 {
+        return Ok(Ok(None));
+    }
+    // BR-100: NUMPOWERCOMPONENTS for each physical adapter (rvgpu's adapters are one physical
+    // adapter each): input the 4-byte physical-adapter index (dxgmms2, interface ≥ 0x5019),
+    // output 4 bytes; a failure fails the start with the driver's status.
+    let physical = 0u32;
+    let (status, count) = query::<u32>(a, t, DXGKQAITYPE_NUMPOWERCOMPONENTS, physical)?;
+    if status < 0 {
+        return Ok(Err(violation(
+            "BR-100",
+            status,
+            format!("DXGKQAITYPE_NUMPOWERCOMPONENTS failed ({:#010x})", status as u32),
+        )));
+    }
+    if let Some(v) = check_count(u64::from(count)) {
+        return Ok(Err(v));
+    }
+    if count == 0 {
+        // [D]: zero components: runtime power management is simply off.
+        return Ok(Ok(None));
+    }
+    let mut seen = Seen::default();
+    let mut components = Vec::new();
+    for k in 0..count {
+        // BR-101: POWERCOMPONENTINFO, input DXGK_POWER_COMPONENT_INDEX (component | physical
+        // adapter << 16), 336-byte output; a failure fails the start with its status.
+        let index = DXGK_POWER_COMPONENT_INDEX::default()
+            .with(DXGK_POWER_COMPONENT_INDEX::PhysicalAdapterComponentIndex, k)
+            .with(DXGK_POWER_COMPONENT_INDEX::PhysicalAdapterIndex, physical);
+        let (status, c) =
+            query::<DXGK_POWER_RUNTIME_COMPONENT>(a, t, DXGKQAITYPE_POWERCOMPONENTINFO, index.Value)?;
+        if status < 0 {
+            return Ok(Err(violation(
+                "BR-101",
+                status,
+                format!("DXGKQAITYPE_POWERCOMPONENTINFO for component {k} failed ({:#010x})", status as u32),
+            )));
+        }
+        if let Some(v) = check_component(k, &c, &mut seen) {
+            return Ok(Err(v));
+        }
+        components.push(c);
+    }
+    let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
+    let mut node_component = vec![None; nodes as usize];
+    for (k, c) in (0u32..).zip(&components) {
+        // A render-only adapter has no VidPN source.
+        if let Some(v) = check_mapping(k, c, nodes, 0) {
+            return Ok(Err(v));
+        }
+        if c.ComponentMapping.ComponentType == DXGK_POWER_COMPONENT_ENGINE {
+            // SAFETY: every member of the mapping's union is one UINT.
+            let node = unsafe { c.ComponentMapping.Anonymous.EngineDesc.NodeIndex };
+            if let Some(slot) = node_component.get_mut(node as usize) {
+                *slot = Some(k);
+            }
+        }
+    }
+    Ok(Ok(Some(PowerComponents {
+        components,
+        node_component,
+    })))
+}
+
+/// `DxgkDdiPowerRuntimeControlRequest` with one of Dxgkrnl's notification GUIDs (no buffers),
+/// at PASSIVE_LEVEL from the PnP thread; a status outside the wrapper's allow-list goes to the
+/// triage log (BR-107, [D] `DXGADAPTER::DdiPowerRuntimeControlRequest`), nothing else.
+pub(crate) fn notify(
+    a: &AdapterShared,
+    t: &DRIVER_INITIALIZATION_DATA,
+    code: &GUID,
+) -> Result<(), SimError> {
+    let Some(f) = t.DxgkDdiPowerRuntimeControlRequest else {
+        return Ok(());
+    };
+    let ctx = a.context();
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiPowerRuntimeControlRequest,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context and a GUID that outlives the call; no
+            // buffers, as Dxgkrnl passes none for its notifications.
+            unsafe {
+                f(
+                    ctx as HANDLE,
+                    code,
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut(),
+                )
+            }
+        },
+    )?;
+    triage_status(a, "DxgkDdiPowerRuntimeControlRequest", status);
+    Ok(())
+}
+
+/// `StartRuntimePowerManagement` (after a successful start, [D]): `PREPARE_TO_START`, PoFx
+/// starts the device's power management (every component F0), `STARTED`.
+pub(crate) fn start(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<(), SimError> {
+    notify(a, t, &GUID_DXGKDDI_POWER_MANAGEMENT_PREPARE_TO_START)?;
+    notify(a, t, &GUID_DXGKDDI_POWER_MANAGEMENT_STARTED)
+}
+
+/// `DXGADAPTER::Stop`: `STOPPED` before the adapter is destroyed, if runtime power management
+/// was started ([D]).
+pub(crate) fn stop(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<(), SimError> {
+    if !crate::ums::runtime_pm_started(a) {
+        return Ok(());
+    }
+    crate::ums::runtime_pm_stopped(a);
+    notify(a, t, &GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rvgpu_ddi::power::DXGK_POWER_RUNTIME_STATE;
+
+    fn engine(node: u32) -> DXGK_POWER_RUNTIME_COMPONENT {
+        let mut c = DXGK_POWER_RUNTIME_COMPONENT {
+            StateCount: 2,
+            ..Default::default()
+        };
+        c.ComponentMapping.ComponentType = DXGK_POWER_COMPONENT_ENGINE;
+        c.ComponentMapping.Anonymous.EngineDesc.NodeIndex = node;
+        c.States[0] = DXGK_POWER_RUNTIME_STATE {
+            NominalPower: 10,
+            ..Default::default()
+        };
+        c.States[1] = DXGK_POWER_RUNTIME_STATE {
+            TransitionLatency: 5,
+            ResidencyRequirement: 5,
+            NominalPower: 1,
+        };
+        c
+    }
+
+    #[test]
+    fn br_102_to_105_each_rule_refuses_its_answer() {
+        let ok = engine(0);
+        assert_eq!(check_component(0, &ok, &mut Seen::default()), None);
+        let rule = |c: DXGK_POWER_RUNTIME_COMPONENT| {
+            check_component(0, &c, &mut Seen::default()).map(|v| (v.rule, v.status))
+        };
+        let inv = STATUS_INVALID_PARAMETER;
+        assert_eq!(rule(DXGK_POWER_RUNTIME_COMPONENT { StateCount: 0, ..ok }), Some(("BR-102", inv)));
+        assert_eq!(rule(DXGK_POWER_RUNTIME_COMPONENT { StateCount: 9, ..ok }), Some(("BR-102", inv)));
+        let mut c = ok;
+        c.Flags.Value = 0x20;
+        assert_eq!(rule(c), Some(("BR-103", inv)));
+        let mut c = ok;
+        c.Flags.set(DXGK_POWER_COMPONENT_FLAGS::ActiveInD3, 1);
+        assert_eq!(rule(c), Some(("BR-103", inv)), "ActiveInD3 on an engine");
+        let mut c = ok;
+        c.ProviderCount = 17;
+        assert_eq!(rule(c), Some(("BR-103", inv)));
+        let mut c = ok;
+        c.ComponentMapping.ComponentType = DXGK_POWER_COMPONENT_D3_TRANSITION;
+        c.StateCount = 3;
+        c.States[2] = c.States[1];
+        assert_eq!(rule(c), Some(("BR-104", inv)));
+        let mut seen = Seen::default();
+        let mut c = ok;
+        c.ComponentMapping.ComponentType = DXGK_POWER_COMPONENT_MEMORY_REFRESH;
+        assert_eq!(check_component(0, &c, &mut seen), None);
+        assert_eq!(check_component(1, &c, &mut seen).map(|v| v.rule), Some("BR-104"));
+        let mut c = ok;
+        c.States[0].TransitionLatency = 1;
+        assert_eq!(rule(c), Some(("BR-105", inv)));
+        let mut c = ok;
+        c.States[0].TransitionLatency = DXGK_FSTATE_UNKNOWN_TIME;
+        assert_eq!(rule(c), None, "unknown is allowed for F0");
+        let mut c = ok;
+        c.States[0].NominalPower = 0;
+        assert_eq!(rule(c), Some(("BR-105", inv)));
+        let mut c = ok;
+        c.States[1].NominalPower = 11;
+        assert_eq!(rule(c), Some(("BR-105", inv)));
+        let mut c = ok;
+        c.States[1].NominalPower = DXGK_FSTATE_UNKNOWN_POWER;
+        assert_eq!(rule(c), None, "unknown power is not compared");
+        let mut c = ok;
+        c.States[0].TransitionLatency = 0;
+        c.States[1].TransitionLatency = 0;
+        assert_eq!(rule(c), None, "equal latency is not decreasing");
+        assert_eq!(check_count(0x1_0000).map(|v| v.rule), Some("BR-100"));
+        assert_eq!(check_mapping(0, &engine(2), 2, 0).map(|v| v.rule), Some("BR-106"));
+        assert_eq!(check_mapping(0, &engine(1), 2, 0), None);
+    }
+}

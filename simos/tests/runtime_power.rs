@@ -1,0 +1,431 @@
+//! Runtime power management end to end (UM-13, issue 14): the power components the KMD
+//! reports at start and the rules the simulated Dxgkrnl applies to them (BR-100…BR-108,
+//! docs/windows-bringup.md §6a), and the engine really gated in F1 on the emulated GPU: work
+//! that reaches a gated engine does not run, the OS's kernel path brings the node to F0 first,
+//! and a driver that leaves its engine gated is caught.
+
+mod common;
+
+use std::cell::{Cell, RefCell};
+use std::sync::Mutex;
+
+use common::*;
+use rvgpu_ddi::adapter::{
+    DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_NUMPOWERCOMPONENTS, DXGKQAITYPE_POWERCOMPONENTINFO,
+};
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS};
+use rvgpu_ddi::power::{
+    DXGK_POWER_COMPONENT_ENGINE, DXGK_POWER_COMPONENT_MEMORY_REFRESH,
+    DXGK_POWER_RUNTIME_COMPONENT, GUID_DXGKDDI_POWER_MANAGEMENT_PREPARE_TO_START,
+    GUID_DXGKDDI_POWER_MANAGEMENT_STARTED, GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED,
+};
+use rvgpu_ddi::{GUID, HANDLE, NTSTATUS, PVOID, SIZE_T, UINT};
+use rvgpu_hw::cmd::Command;
+use rvgpu_hw::pdd::{HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
+use rvgpu_simos::{Machine, MachineConfig, Mode, SimError, UmsEvent};
+use rvgpu_umd::kmt::{AllocationCpu, AllocationKind, Kmt};
+use rvgpu_umd::submit::KernelQueue;
+use zerocopy::IntoBytes;
+
+type Qai = unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS;
+type ComponentEdit = Box<dyn Fn(u32, &mut DXGK_POWER_RUNTIME_COMPONENT)>;
+type FState = unsafe extern "system" fn(HANDLE, UINT, UINT) -> NTSTATUS;
+type Control = unsafe extern "system" fn(
+    HANDLE,
+    *const GUID,
+    PVOID,
+    SIZE_T,
+    PVOID,
+    SIZE_T,
+    *mut SIZE_T,
+) -> NTSTATUS;
+
+thread_local! {
+    // The start-time queries run on the test thread (step mode), so per-thread hooks keep
+    // parallel tests apart.
+    static REAL_QAI: Cell<Option<Qai>> = const { Cell::new(None) };
+    static REFUSE_TYPE: Cell<Option<i32>> = const { Cell::new(None) };
+    static COUNT: Cell<Option<u32>> = const { Cell::new(None) };
+    static COMPONENT_EDIT: RefCell<Option<ComponentEdit>> = const { RefCell::new(None) };
+}
+
+/// The driver's QueryAdapterInfo with the test's edits to the power-component answers.
+unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS {
+    // SAFETY: the OS's argument block.
+    let (ty, input, out) = unsafe { ((*args).Type, (*args).pInputData, (*args).pOutputData) };
+    if REFUSE_TYPE.get() == Some(ty) {
+        return STATUS_NOT_SUPPORTED;
+    }
+    let real = REAL_QAI.get().expect("real QueryAdapterInfo");
+    // SAFETY: forwarded unchanged.
+    let s = unsafe { real(h, args) };
+    if s >= 0 && ty == DXGKQAITYPE_NUMPOWERCOMPONENTS {
+        if let Some(n) = COUNT.get() {
+            // SAFETY: the OS's 4-byte output.
+            unsafe { out.cast::<u32>().write_unaligned(n) };
+        }
+    }
+    if s >= 0 && ty == DXGKQAITYPE_POWERCOMPONENTINFO {
+        // SAFETY: the OS's 4-byte input (the component index) and its 336-byte output.
+        let (k, c) = unsafe {
+            (
+                input.cast::<u32>().read_unaligned(),
+                &mut *out.cast::<DXGK_POWER_RUNTIME_COMPONENT>(),
+            )
+        };
+        COMPONENT_EDIT.with(|e| {
+            if let Some(f) = e.borrow().as_ref() {
+                f(k, c);
+            }
+        });
+    }
+    s
+}
+
+/// Loads rvgpu with its QueryAdapterInfo edited (the hooks above) and `table` applied.
+fn start_edited(
+    table: impl FnOnce(&mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA) + Send + 'static,
+    idle_f1_ticks: u64,
+) -> (Machine, Result<(), SimError>) {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.adapters[0].device.idle_f1_ticks = idle_f1_ticks;
+    let mut m = Machine::new(cfg);
+    let (tx, rx) = std::sync::mpsc::channel();
+    m.load_driver_with(move |t| {
+        let _ = tx.send(t.DxgkDdiQueryAdapterInfo);
+        t.DxgkDdiQueryAdapterInfo = Some(edited_qai);
+        table(t);
+    })
+    .expect("load");
+    REAL_QAI.set(rx.recv().expect("hook ran"));
+    let r = m.start_adapter(0).map(|_| ());
+    REFUSE_TYPE.set(None);
+    COUNT.set(None);
+    COMPONENT_EDIT.with(|e| *e.borrow_mut() = None);
+    (m, r)
+}
+
+fn edit_component(f: impl Fn(u32, &mut DXGK_POWER_RUNTIME_COMPONENT) + 'static) {
+    COMPONENT_EDIT.with(|e| *e.borrow_mut() = Some(Box::new(f)));
+}
+
+fn refused(r: Result<(), SimError>, rule: &str, status: NTSTATUS) {
+    match r {
+        Err(SimError::StartRefused {
+            rule: r, status: s, ..
+        }) if r == rule && s == status => {}
+        other => panic!(
+            "expected {rule} with {:#010x}, got {other:?}",
+            status as u32
+        ),
+    }
+}
+
+fn no_table(_: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA) {}
+
+fn f_state(ev: &[UmsEvent], node: u32, fstate: u32) -> Option<usize> {
+    ev.iter().position(|e| {
+        matches!(e, UmsEvent::SetFState { node: n, fstate: f, called: true } if *n == node && *f == fstate)
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// What rvgpu reports and Windows' rules on it.
+
+/// UM-13, BR-100…BR-107: rvgpu sets SupportRuntimePowerManagement, reports one engine
+/// component per node (mapped to that node, F0 and F1, F0 latency and residency 0, F0 power
+/// non-zero) and the OS starts runtime power management with no status outside the wrappers'
+/// allow-lists.
+#[test]
+fn um_13_rvgpu_registers_one_engine_component_per_node() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let caps = m.query_driver_caps(0).expect("caps");
+    assert_eq!(caps.SupportRuntimePowerManagement, 1);
+    assert!(m.runtime_power_management(0));
+    let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
+    let comps = m.power_components(0);
+    assert_eq!(comps.len(), nodes as usize);
+    for (node, c) in (0u32..).zip(&comps) {
+        assert_eq!(c.ComponentMapping.ComponentType, DXGK_POWER_COMPONENT_ENGINE);
+        // SAFETY: the union's members are one UINT each.
+        assert_eq!(unsafe { c.ComponentMapping.Anonymous.EngineDesc.NodeIndex }, node);
+        assert_eq!(c.StateCount, 2);
+        assert_eq!(
+            (c.States[0].TransitionLatency, c.States[0].ResidencyRequirement),
+            (0, 0)
+        );
+        assert_ne!(c.States[0].NominalPower, 0);
+        assert!(c.States[1].TransitionLatency > 0);
+        assert_eq!(c.Flags.Value, 0, "Dxgkrnl completes the transitions");
+    }
+    let log = m.triage_log(0);
+    assert!(!log.iter().any(|l| l.starts_with("BR-23")), "{log:#?}");
+    no_fault(&m);
+}
+
+/// BR-100: a failed NUMPOWERCOMPONENTS fails the start with the driver's status; more than
+/// 0xFFFF components is INVALID_PARAMETER; none means no runtime power management (the start
+/// succeeds, F-states are the OS's bookkeeping only).
+#[test]
+fn br_100_component_count() {
+    REFUSE_TYPE.set(Some(DXGKQAITYPE_NUMPOWERCOMPONENTS));
+    let (_, r) = start_edited(no_table, 0);
+    refused(r, "BR-100", STATUS_NOT_SUPPORTED);
+    COUNT.set(Some(0x1_0000));
+    let (_, r) = start_edited(no_table, 0);
+    refused(r, "BR-100", STATUS_INVALID_PARAMETER);
+    COUNT.set(Some(0));
+    let (m, r) = start_edited(no_table, 0);
+    r.expect("no components: started without runtime power management");
+    assert!(!m.runtime_power_management(0));
+    assert!(m.power_components(0).is_empty());
+}
+
+/// BR-101: a failed POWERCOMPONENTINFO fails the start with the driver's status.
+#[test]
+fn br_101_component_info_failure_fails_the_start() {
+    REFUSE_TYPE.set(Some(DXGKQAITYPE_POWERCOMPONENTINFO));
+    let (_, r) = start_edited(no_table, 0);
+    refused(r, "BR-101", STATUS_NOT_SUPPORTED);
+}
+
+/// BR-102…BR-106: each broken answer refuses the start with INVALID_PARAMETER, the rule
+/// Windows names.
+#[test]
+fn br_102_to_106_broken_component_answers_refuse_the_start() {
+    let cases: Vec<(&str, ComponentEdit)> = vec![
+        ("BR-102", Box::new(|_, c| c.StateCount = 9)),
+        ("BR-102", Box::new(|_, c| c.StateCount = 0)),
+        ("BR-103", Box::new(|_, c| c.Flags.Value = 1 << 5)),
+        ("BR-103", Box::new(|_, c| c.ProviderCount = 17)),
+        ("BR-103", Box::new(|_, c| c.Flags.Value = 1 << 4)), // ActiveInD3 on an engine
+        (
+            "BR-104",
+            Box::new(|_, c| c.ComponentMapping.ComponentType = DXGK_POWER_COMPONENT_MEMORY_REFRESH),
+        ),
+        ("BR-105", Box::new(|_, c| c.States[0].TransitionLatency = 1)),
+        ("BR-105", Box::new(|_, c| c.States[0].NominalPower = 0)),
+        (
+            "BR-105",
+            Box::new(|_, c| {
+                c.States[0].NominalPower = 10;
+                c.States[1].NominalPower = 20;
+            }),
+        ),
+        (
+            "BR-106",
+            Box::new(|k, c| {
+                if k == 1 {
+                    c.ComponentMapping.Anonymous.EngineDesc.NodeIndex = 7;
+                }
+            }),
+        ),
+    ];
+    for (rule, edit) in cases {
+        COMPONENT_EDIT.with(|e| *e.borrow_mut() = Some(edit));
+        let (_, r) = start_edited(no_table, 0);
+        refused(r, rule, STATUS_INVALID_PARAMETER);
+    }
+    // Unknown power is not compared (and a valid answer starts).
+    edit_component(|_, c| c.States[1].NominalPower = u32::MAX);
+    let (_, r) = start_edited(no_table, 0);
+    r.expect("unknown F1 power is allowed");
+}
+
+static CONTROL_CALLS: Mutex<Vec<GUID>> = Mutex::new(Vec::new());
+static REAL_CONTROL: Mutex<Option<Control>> = Mutex::new(None);
+
+unsafe extern "system" fn recorded_control(
+    h: HANDLE,
+    code: *const GUID,
+    i: PVOID,
+    is: SIZE_T,
+    o: PVOID,
+    os: SIZE_T,
+    ret: *mut SIZE_T,
+) -> NTSTATUS {
+    // SAFETY: the OS's GUID for the call.
+    CONTROL_CALLS.lock().unwrap().push(unsafe { *code });
+    let real = REAL_CONTROL.lock().unwrap().expect("real control request");
+    // SAFETY: forwarded unchanged.
+    unsafe { real(h, code, i, is, o, os, ret) }
+}
+
+/// BR-107: after a successful start the OS sends PREPARE_TO_START then STARTED, and STOPPED at
+/// stop; rvgpu answers each with STATUS_SUCCESS (nothing in the triage log).
+#[test]
+fn br_107_runtime_power_notifications_at_start_and_stop() {
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    m.load_driver_with(|t| {
+        *REAL_CONTROL.lock().unwrap() = t.DxgkDdiPowerRuntimeControlRequest;
+        t.DxgkDdiPowerRuntimeControlRequest = Some(recorded_control);
+    })
+    .expect("load");
+    m.start_adapter(0).expect("start");
+    assert_eq!(
+        *CONTROL_CALLS.lock().unwrap(),
+        [
+            GUID_DXGKDDI_POWER_MANAGEMENT_PREPARE_TO_START,
+            GUID_DXGKDDI_POWER_MANAGEMENT_STARTED
+        ]
+    );
+    m.stop_adapter(0).expect("stop");
+    assert_eq!(
+        CONTROL_CALLS.lock().unwrap().last(),
+        Some(&GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED)
+    );
+    assert!(!m.triage_log(0).iter().any(|l| l.starts_with("BR-23")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// UM-13: the engine is really gated.
+
+/// A kernel-mode hardware queue made from the thunks, and a command buffer for it.
+struct RawKernelQueue {
+    queue: rvgpu_umd::kmt::KmtHandle,
+    buffer: rvgpu_umd::kmt::Allocation<rvgpu_simos::kmt::SimMem>,
+}
+
+fn raw_kernel_queue(m: &Machine, k: &rvgpu_simos::kmt::SimKmt<'_>, node: u32) -> RawKernelQueue {
+    let context = okk(m, k.create_context(node));
+    let mut qp = HwQueuePdd {
+        magic: PDD_MAGIC,
+        version: HW_QUEUE_PDD_VERSION,
+        ..Default::default()
+    };
+    let queue = okk(m, k.create_hw_queue(context, false, qp.as_mut_bytes())).handle;
+    let buffer = okk(m, k.create_allocation_as(4096, AllocationKind::Commands));
+    RawKernelQueue { queue, buffer }
+}
+
+/// Writes `cmds` at the start of the queue's command buffer; returns its size in bytes.
+fn encode(q: &RawKernelQueue, cmds: &[Command]) -> u32 {
+    let mut words = Vec::new();
+    for c in cmds {
+        let mut buf = vec![0u64; c.len()];
+        c.encode(&mut buf).unwrap();
+        words.extend(buf);
+    }
+    for (i, w) in words.iter().enumerate() {
+        q.buffer.mem.store(i as u64 * 8, *w);
+    }
+    (words.len() * 8) as u32
+}
+
+/// Runs until `node` is in F1 (the engine idled, asked, and the OS moved it).
+fn until_f1(m: &Machine, node: u32) {
+    for _ in 0..50 {
+        if m.engine_fstate(0, node) == Some(1) {
+            return;
+        }
+        ok(m, m.run_steps(20));
+    }
+    panic!("node {node} never went to F1: {:#?}", m.ums_events(0));
+}
+
+/// UM-13: in F1 the emulated engine is really gated; work that reaches it (here through the
+/// raw DDI, bypassing the OS's power handling) does not run. The OS's kernel path then
+/// activates the node first (SetPowerComponentFState(F0) before the submission) and both
+/// submissions run, in order.
+#[test]
+fn um_13_gated_engine_runs_nothing_until_the_os_brings_f0() {
+    let m = machine_with(Mode::Step, |a| a.device.idle_f1_ticks = 20_000);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = okk(&m, k.create_allocation(4096));
+    let q = raw_kernel_queue(&m, &k, 0);
+    until_f1(&m, 0);
+    let dev = m.device(0).expect("device");
+    assert!(dev.engine_snapshot(0).unwrap().gated, "F1 gates the engine");
+    let bytes = encode(&q, &[fill(&t, 0, 0x11)]);
+    let s = ok(
+        &m,
+        m.ddi_submit_command_to_hw_queue(&p, q.queue, 1, q.buffer.gpu_va, bytes),
+    );
+    assert_eq!(s, STATUS_SUCCESS);
+    ok(&m, m.run_steps(100));
+    assert_eq!(t.mem.load(0), 0, "nothing ran on the gated engine");
+    assert_eq!(m.hw_queue_progress(0, q.queue).map(|p| p.1), Some(0));
+    let before = m.ums_events(0).len();
+    // The OS path: a second buffer at offset 512 of the same allocation.
+    let second = fill(&t, 8, 0x22);
+    let mut words = vec![0u64; second.len()];
+    second.encode(&mut words).unwrap();
+    for (i, w) in words.iter().enumerate() {
+        q.buffer.mem.store(512 + i as u64 * 8, *w);
+    }
+    okk(
+        &m,
+        k.submit_command_to_hw_queue(q.queue, 2, q.buffer.gpu_va + 512, (words.len() * 8) as u32),
+    );
+    let ev = m.ums_events(0)[before..].to_vec();
+    let f0 = f_state(&ev, 0, 0).unwrap_or_else(|| panic!("F0 first: {ev:#?}"));
+    let sub = ev
+        .iter()
+        .position(|e| matches!(e, UmsEvent::Submit { value: 2, .. }))
+        .unwrap_or_else(|| panic!("submitted: {ev:#?}"));
+    assert!(f0 < sub, "F0 before the submission: {ev:#?}");
+    assert!(!dev.engine_snapshot(0).unwrap().gated);
+    ok(&m, m.run_steps(100));
+    assert_eq!((t.mem.load(0), t.mem.load(8)), (0x11, 0x22), "both ran");
+    assert_eq!(m.hw_queue_progress(0, q.queue).map(|p| p.1), Some(2));
+    no_fault(&m);
+}
+
+/// UM-13 through the UMD: a kernel queue's work, F1 while idle, more work: the node is
+/// brought back to F0 before the submission and the work completes.
+#[test]
+fn um_13_kernel_queue_work_after_f1_completes() {
+    let m = machine_with(Mode::Step, |a| a.device.idle_f1_ticks = 20_000);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = okk(&m, k.create_allocation(4096));
+    let mut kq = okk(&m, KernelQueue::new(k, &config(1)));
+    let v = okk(&m, kq.submit(&[fill(&t, 0, 1)]));
+    okk(&m, kq.wait(v));
+    until_f1(&m, 1);
+    assert!(m.device(0).unwrap().engine_snapshot(1).unwrap().gated);
+    let v = okk(&m, kq.submit(&[fill(&t, 0, 2)]));
+    okk(&m, kq.wait(v));
+    assert_eq!(t.mem.load(0), 2);
+    assert_eq!(m.engine_fstate(0, 1), Some(0));
+    no_fault(&m);
+}
+
+static REAL_FSTATE: Mutex<Option<FState>> = Mutex::new(None);
+
+/// A broken driver: ignores F0 requests (the engine stays gated) but reports success.
+unsafe extern "system" fn lazy_fstate(h: HANDLE, component: UINT, fstate: UINT) -> NTSTATUS {
+    if fstate == 0 {
+        return STATUS_SUCCESS;
+    }
+    let real = REAL_FSTATE.lock().unwrap().expect("real DDI");
+    // SAFETY: forwarded unchanged.
+    unsafe { real(h, component, fstate) }
+}
+
+/// UM-13: a driver that leaves its engine gated while the OS holds the node in F0 is a
+/// simulation error naming the driver (its work would never run); the OS refuses the
+/// submission.
+#[test]
+fn um_13_engine_left_gated_in_f0_is_a_driver_bug() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.adapters[0].device.idle_f1_ticks = 20_000;
+    let mut m = Machine::new(cfg);
+    m.load_driver_with(|t| {
+        *REAL_FSTATE.lock().unwrap() = t.DxgkDdiSetPowerComponentFState;
+        t.DxgkDdiSetPowerComponentFState = Some(lazy_fstate);
+    })
+    .expect("load");
+    m.start_adapter(0).expect("start");
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = okk(&m, k.create_allocation(4096));
+    let mut kq = okk(&m, KernelQueue::new(k, &config(0)));
+    let v = okk(&m, kq.submit(&[fill(&t, 0, 1)]));
+    okk(&m, kq.wait(v));
+    until_f1(&m, 0);
+    assert!(kq.submit(&[fill(&t, 0, 2)]).is_err());
+    let fault = format!("{:?}", m.fault());
+    assert!(fault.contains("power-gated"), "{fault}");
+}
