@@ -239,6 +239,9 @@ const COVERED: &[&str] = &[
     "DxgkDdiGetStandardAllocationDriverData",
     "DxgkDdiOpenAllocation",
     "DxgkDdiCloseAllocation",
+    // um_13_runtime_power_ddis_validate_their_arguments
+    "DxgkDdiSetPowerComponentFState",
+    "DxgkDdiPowerRuntimeControlRequest",
 ];
 
 #[test]
@@ -1801,4 +1804,126 @@ fn hws_ddis_validate_their_arguments() {
         STATUS_INVALID_DEVICE_STATE,
     );
     drop(a);
+}
+
+/// UM-13: the runtime-power DDIs and QueryAdapterInfo types with NULL or garbage arguments,
+/// on no adapter and on an unstarted one: an error status (INVALID_PARAMETER, or
+/// INVALID_DEVICE_STATE where the arguments are fine but the adapter is not started), never a
+/// crash, and an optional `BytesReturned` is set to 0. (Garbage indexes and F-states on a
+/// started adapter: `simos/tests/runtime_power.rs`.)
+#[test]
+fn um_13_runtime_power_ddis_validate_their_arguments() {
+    use rvgpu_ddi::adapter::{DXGKQAITYPE_NUMPOWERCOMPONENTS, DXGKQAITYPE_POWERCOMPONENTINFO};
+    use rvgpu_ddi::power::GUID_DXGKDDI_POWER_MANAGEMENT_STARTED;
+    use rvgpu_ddi::GUID;
+    let d = table();
+    let null: HANDLE = ptr::null_mut();
+    let mut pdo_stand_in = 0u64;
+    let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
+    assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
+    let ctx = a.as_ref().expect("AddDevice returned a context").ctx;
+
+    let f = d
+        .DxgkDdiSetPowerComponentFState
+        .expect("SetPowerComponentFState filled");
+    // SAFETY: NULL context is what is being tested; the driver checks it first.
+    let s = unsafe { f(null, 0, 0) };
+    expect_status("SetPowerComponentFState", "NULL", s, STATUS_INVALID_PARAMETER);
+    for (component, fstate) in [(0, 0), (0, 1), (u32::MAX, u32::MAX), (0x1_0000, 0)] {
+        // SAFETY: live context, plain integer arguments.
+        let s = unsafe { f(ctx, component, fstate) };
+        expect_status(
+            "SetPowerComponentFState",
+            "unstarted",
+            s,
+            STATUS_INVALID_DEVICE_STATE,
+        );
+    }
+
+    let f = d
+        .DxgkDdiPowerRuntimeControlRequest
+        .expect("PowerRuntimeControlRequest filled");
+    let mut ret = 55usize;
+    // SAFETY: NULL arguments are what is being tested.
+    let s = unsafe {
+        f(
+            null,
+            ptr::null(),
+            ptr::null_mut(),
+            0,
+            ptr::null_mut(),
+            0,
+            &mut ret,
+        )
+    };
+    expect_status("PowerRuntimeControlRequest", "NULL", s, STATUS_INVALID_PARAMETER);
+    assert_eq!(ret, 0, "BytesReturned cleared");
+    // SAFETY: live context, NULL GUID.
+    let s = unsafe {
+        f(
+            ctx,
+            ptr::null(),
+            ptr::null_mut(),
+            0,
+            ptr::null_mut(),
+            0,
+            ptr::null_mut(),
+        )
+    };
+    expect_status(
+        "PowerRuntimeControlRequest",
+        "NULL GUID",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    let mut garbage = [0xA5u8; 32];
+    for code in [GUID_DXGKDDI_POWER_MANAGEMENT_STARTED, GUID::default()] {
+        // SAFETY: live context, a live GUID and a garbage buffer whose size is given.
+        let s = unsafe {
+            f(
+                ctx,
+                &code,
+                garbage.as_mut_ptr().cast(),
+                usize::MAX,
+                garbage.as_mut_ptr().cast(),
+                garbage.len(),
+                ptr::null_mut(),
+            )
+        };
+        expect_status(
+            "PowerRuntimeControlRequest",
+            "unstarted",
+            s,
+            STATUS_INVALID_DEVICE_STATE,
+        );
+    }
+    assert!(garbage.iter().all(|&b| b == 0xA5), "buffers untouched");
+
+    let f = d.DxgkDdiQueryAdapterInfo.expect("QueryAdapterInfo filled");
+    for ty in [DXGKQAITYPE_NUMPOWERCOMPONENTS, DXGKQAITYPE_POWERCOMPONENTINFO] {
+        for (input, output) in [(true, true), (false, true), (true, false), (false, false)] {
+            let mut index = u32::MAX;
+            let mut out = [0u8; 8];
+            let args = DXGKARG_QUERYADAPTERINFO {
+                Type: ty,
+                pInputData: if input {
+                    ptr::from_mut(&mut index).cast()
+                } else {
+                    ptr::null_mut()
+                },
+                InputDataSize: if input { 4 } else { 0 },
+                pOutputData: if output {
+                    out.as_mut_ptr().cast()
+                } else {
+                    ptr::null_mut()
+                },
+                OutputDataSize: 8,
+                Flags: DXGK_QUERYADAPTERINFOFLAGS::from_value(0),
+                hKmdProcessHandle: ptr::null_mut(),
+            };
+            // SAFETY: live context; `args` and its buffers are live locals for the call.
+            let s = unsafe { f(ctx, &args) };
+            assert!(!nt_success(s), "QAI type {ty} on an unstarted adapter: {}", show(s));
+        }
+    }
 }

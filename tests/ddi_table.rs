@@ -149,9 +149,7 @@ const MANDATORY: &[(&str, &str)] = &[
 /// `implemented_ddis_are_not_listed_as_gaps` test fails until then). Grouped by the issue that
 /// closes them; docs/ddi-status.md has the same list with requirement IDs.
 const KNOWN_GAPS: &[&str] = &[
-    // User-mode submission (issue 6).
-    "DxgkDdiSetPowerComponentFState",
-    "DxgkDdiPowerRuntimeControlRequest",
+    // (Runtime power management, UM-13: filled by the power work, crate `rvgpu_kmd::power`.)
 ];
 
 /// Filled slots that are not mandatory, each with the reason the driver fills it. Empty today:

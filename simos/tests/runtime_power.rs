@@ -234,6 +234,8 @@ fn br_102_to_106_broken_component_answers_refuse_the_start() {
 
 static CONTROL_CALLS: Mutex<Vec<GUID>> = Mutex::new(Vec::new());
 static REAL_CONTROL: Mutex<Option<Control>> = Mutex::new(None);
+/// The driver context the OS passed (for direct calls with garbage arguments).
+static CONTROL_CTX: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 unsafe extern "system" fn recorded_control(
     h: HANDLE,
@@ -244,6 +246,7 @@ unsafe extern "system" fn recorded_control(
     os: SIZE_T,
     ret: *mut SIZE_T,
 ) -> NTSTATUS {
+    CONTROL_CTX.store(h as usize, std::sync::atomic::Ordering::Relaxed);
     // SAFETY: the OS's GUID for the call.
     CONTROL_CALLS.lock().unwrap().push(unsafe { *code });
     let real = REAL_CONTROL.lock().unwrap().expect("real control request");
@@ -252,16 +255,77 @@ unsafe extern "system" fn recorded_control(
 }
 
 /// BR-107: after a successful start the OS sends PREPARE_TO_START then STARTED, and STOPPED at
-/// stop; rvgpu answers each with STATUS_SUCCESS (nothing in the triage log).
+/// stop; rvgpu answers each with STATUS_SUCCESS (nothing in the triage log). DDI robustness
+/// on the started adapter: garbage component indexes, F-states, control codes and
+/// QueryAdapterInfo inputs are STATUS_INVALID_PARAMETER (the one failure status each
+/// wrapper or page allows), never a crash, and change nothing.
 #[test]
-fn br_107_runtime_power_notifications_at_start_and_stop() {
+fn br_107_runtime_power_notifications_and_ddi_robustness() {
     let mut m = Machine::new(MachineConfig::single(Mode::Step));
-    m.load_driver_with(|t| {
+    let (tx, rx) = std::sync::mpsc::channel();
+    m.load_driver_with(move |t| {
         *REAL_CONTROL.lock().unwrap() = t.DxgkDdiPowerRuntimeControlRequest;
+        let _ = tx.send((t.DxgkDdiSetPowerComponentFState, t.DxgkDdiQueryAdapterInfo));
         t.DxgkDdiPowerRuntimeControlRequest = Some(recorded_control);
     })
     .expect("load");
+    let (fstate, qai) = rx.recv().expect("hook ran");
+    let (fstate, qai) = (fstate.expect("filled"), qai.expect("filled"));
     m.start_adapter(0).expect("start");
+    {
+        let _c = m.enter_context();
+        let ctx = CONTROL_CTX.load(std::sync::atomic::Ordering::Relaxed) as HANDLE;
+        let control = REAL_CONTROL.lock().unwrap().expect("real");
+        let inv = STATUS_INVALID_PARAMETER;
+        // SAFETY: the driver's DDIs with its live context and garbage values (what is tested).
+        unsafe {
+            assert_eq!(fstate(ctx, 99, 0), inv, "component past the nodes");
+            assert_eq!(fstate(ctx, 1 << 16, 0), inv, "physical adapter 1");
+            assert_eq!(fstate(ctx, 0, 2), inv, "F2 of a two-state component");
+            assert_eq!(fstate(ctx, 0, u32::MAX), inv);
+            assert_eq!(fstate(std::ptr::null_mut(), 0, 0), inv, "NULL context");
+            let mut ret: SIZE_T = 77;
+            let other = GUID { Data1: 0x1234, ..GUID::default() };
+            assert_eq!(
+                control(ctx, &other, std::ptr::null_mut(), 0, std::ptr::null_mut(), 0, &mut ret),
+                inv,
+                "a control code rvgpu does not define"
+            );
+            assert_eq!(ret, 0, "nothing returned");
+            assert_eq!(
+                control(ctx, std::ptr::null(), std::ptr::null_mut(), 0, std::ptr::null_mut(), 0, std::ptr::null_mut()),
+                inv
+            );
+            let (mut index, mut zero, mut one) = (99u32, 0u32, 1u32);
+            let mut out = [0u8; 336];
+            let mut args = DXGKARG_QUERYADAPTERINFO {
+                Type: DXGKQAITYPE_POWERCOMPONENTINFO,
+                pInputData: (&mut index as *mut u32).cast(),
+                InputDataSize: 4,
+                pOutputData: out.as_mut_ptr().cast(),
+                OutputDataSize: 336,
+                Flags: Default::default(),
+                hKmdProcessHandle: std::ptr::null_mut(),
+            };
+            assert_eq!(qai(ctx, &args), inv, "component 99");
+            args.pInputData = (&mut zero as *mut u32).cast();
+            args.InputDataSize = 2;
+            assert_eq!(qai(ctx, &args), inv, "short input");
+            args.InputDataSize = 4;
+            args.OutputDataSize = 335;
+            assert_eq!(qai(ctx, &args), inv, "short output");
+            args.OutputDataSize = 336;
+            args.pInputData = std::ptr::null_mut();
+            assert_eq!(qai(ctx, &args), inv, "NULL input");
+            args.Type = DXGKQAITYPE_NUMPOWERCOMPONENTS;
+            args.pInputData = (&mut one as *mut u32).cast();
+            assert_eq!(qai(ctx, &args), inv, "physical adapter 1");
+            args.pOutputData = std::ptr::null_mut();
+            args.pInputData = (&mut zero as *mut u32).cast();
+            assert_eq!(qai(ctx, &args), inv, "NULL output");
+        }
+        assert!(out_unchanged(&m));
+    }
     assert_eq!(
         *CONTROL_CALLS.lock().unwrap(),
         [
@@ -428,4 +492,10 @@ fn um_13_engine_left_gated_in_f0_is_a_driver_bug() {
     assert!(kq.submit(&[fill(&t, 0, 2)]).is_err());
     let fault = format!("{:?}", m.fault());
     assert!(fault.contains("power-gated"), "{fault}");
+}
+
+/// Nothing the garbage calls did changed an engine's power state.
+fn out_unchanged(m: &Machine) -> bool {
+    let d = m.device(0).expect("device");
+    (0..2).all(|e| d.engine_snapshot(e).is_some_and(|s| !s.gated))
 }
