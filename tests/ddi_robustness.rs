@@ -1828,7 +1828,12 @@ fn um_13_runtime_power_ddis_validate_their_arguments() {
         .expect("SetPowerComponentFState filled");
     // SAFETY: NULL context is what is being tested; the driver checks it first.
     let s = unsafe { f(null, 0, 0) };
-    expect_status("SetPowerComponentFState", "NULL", s, STATUS_INVALID_PARAMETER);
+    expect_status(
+        "SetPowerComponentFState",
+        "NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
     for (component, fstate) in [(0, 0), (0, 1), (u32::MAX, u32::MAX), (0x1_0000, 0)] {
         // SAFETY: live context, plain integer arguments.
         let s = unsafe { f(ctx, component, fstate) };
@@ -1856,7 +1861,12 @@ fn um_13_runtime_power_ddis_validate_their_arguments() {
             &mut ret,
         )
     };
-    expect_status("PowerRuntimeControlRequest", "NULL", s, STATUS_INVALID_PARAMETER);
+    expect_status(
+        "PowerRuntimeControlRequest",
+        "NULL",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
     assert_eq!(ret, 0, "BytesReturned cleared");
     // SAFETY: live context, NULL GUID.
     let s = unsafe {
@@ -1900,7 +1910,10 @@ fn um_13_runtime_power_ddis_validate_their_arguments() {
     assert!(garbage.iter().all(|&b| b == 0xA5), "buffers untouched");
 
     let f = d.DxgkDdiQueryAdapterInfo.expect("QueryAdapterInfo filled");
-    for ty in [DXGKQAITYPE_NUMPOWERCOMPONENTS, DXGKQAITYPE_POWERCOMPONENTINFO] {
+    for ty in [
+        DXGKQAITYPE_NUMPOWERCOMPONENTS,
+        DXGKQAITYPE_POWERCOMPONENTINFO,
+    ] {
         for (input, output) in [(true, true), (false, true), (true, false), (false, false)] {
             let mut index = u32::MAX;
             let mut out = [0u8; 8];
@@ -1923,7 +1936,11 @@ fn um_13_runtime_power_ddis_validate_their_arguments() {
             };
             // SAFETY: live context; `args` and its buffers are live locals for the call.
             let s = unsafe { f(ctx, &args) };
-            assert!(!nt_success(s), "QAI type {ty} on an unstarted adapter: {}", show(s));
+            assert!(
+                !nt_success(s),
+                "QAI type {ty} on an unstarted adapter: {}",
+                show(s)
+            );
         }
     }
 }

@@ -59,12 +59,26 @@ fn um_13_gated_engine_runs_nothing_until_f0_and_loses_no_ring() {
     rig.submit(&mut kernel, &[signal(k, 1, 0, 0)]);
     rig.submit(&mut other, &[signal(o, 1, 0, 0)]);
     steps(&rig, 50);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0), "doorbell work did not run in F1");
-    assert_eq!(rig.mem.read_u64(k.cv), Some(0), "kicked work did not run in F1");
+    assert_eq!(
+        rig.mem.read_u64(f.cv),
+        Some(0),
+        "doorbell work did not run in F1"
+    );
+    assert_eq!(
+        rig.mem.read_u64(k.cv),
+        Some(0),
+        "kicked work did not run in F1"
+    );
     assert_eq!(rig.mem.read_u64(o.cv), Some(1), "engine 1 is not gated");
     assert_eq!(completed(&rig, 0), 0);
     let queues = rig.dev.queues();
-    let known = |id: u32| queues.iter().find(|q| q.queue_id == id).unwrap().known_write_ptr;
+    let known = |id: u32| {
+        queues
+            .iter()
+            .find(|q| q.queue_id == id)
+            .unwrap()
+            .known_write_ptr
+    };
     assert_eq!(
         (known(1), known(2)),
         (user.wptr, kernel.wptr),
@@ -112,7 +126,10 @@ fn gating_keeps_a_packet_in_flight_and_f0_finishes_it() {
     set_power(&rig, 0, ENGINE_POWER_F0);
     steps(&rig, 100);
     assert_eq!(rig.mem.read_u64(f.cv), Some(1));
-    assert_eq!(rig.mem.read_u64(dst + 64 * 1024 - 8), Some(0xABAB_ABAB_ABAB_ABAB));
+    assert_eq!(
+        rig.mem.read_u64(dst + 64 * 1024 - 8),
+        Some(0xABAB_ABAB_ABAB_ABAB)
+    );
 }
 
 /// UM-13: an idle engine requests F1 once; gating it keeps the request in STATUS and posts
@@ -140,7 +157,11 @@ fn um_13_f0_restarts_the_idle_timer_and_the_request_is_posted_again() {
     assert_eq!(f1(&rig.isr().1), 0, "no request while gated");
     assert_eq!(status(&rig, 0).state, EngineState::TransitionToF1);
     set_power(&rig, 0, ENGINE_POWER_F0);
-    assert_eq!(status(&rig, 0).state, EngineState::Idle, "request withdrawn");
+    assert_eq!(
+        status(&rig, 0).state,
+        EngineState::Idle,
+        "request withdrawn"
+    );
     steps(&rig, 10);
     assert_eq!(f1(&rig.isr().1), 1, "idle again: a new request");
 }

@@ -15,9 +15,9 @@ use rvgpu_ddi::adapter::{
 };
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS};
 use rvgpu_ddi::power::{
-    DXGK_POWER_COMPONENT_ENGINE, DXGK_POWER_COMPONENT_MEMORY_REFRESH,
-    DXGK_POWER_RUNTIME_COMPONENT, GUID_DXGKDDI_POWER_MANAGEMENT_PREPARE_TO_START,
-    GUID_DXGKDDI_POWER_MANAGEMENT_STARTED, GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED,
+    DXGK_POWER_COMPONENT_ENGINE, DXGK_POWER_COMPONENT_MEMORY_REFRESH, DXGK_POWER_RUNTIME_COMPONENT,
+    GUID_DXGKDDI_POWER_MANAGEMENT_PREPARE_TO_START, GUID_DXGKDDI_POWER_MANAGEMENT_STARTED,
+    GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED,
 };
 use rvgpu_ddi::{GUID, HANDLE, NTSTATUS, PVOID, SIZE_T, UINT};
 use rvgpu_hw::cmd::Command;
@@ -146,12 +146,21 @@ fn um_13_rvgpu_registers_one_engine_component_per_node() {
     let comps = m.power_components(0);
     assert_eq!(comps.len(), nodes as usize);
     for (node, c) in (0u32..).zip(&comps) {
-        assert_eq!(c.ComponentMapping.ComponentType, DXGK_POWER_COMPONENT_ENGINE);
+        assert_eq!(
+            c.ComponentMapping.ComponentType,
+            DXGK_POWER_COMPONENT_ENGINE
+        );
         // SAFETY: the union's members are one UINT each.
-        assert_eq!(unsafe { c.ComponentMapping.Anonymous.EngineDesc.NodeIndex }, node);
+        assert_eq!(
+            unsafe { c.ComponentMapping.Anonymous.EngineDesc.NodeIndex },
+            node
+        );
         assert_eq!(c.StateCount, 2);
         assert_eq!(
-            (c.States[0].TransitionLatency, c.States[0].ResidencyRequirement),
+            (
+                c.States[0].TransitionLatency,
+                c.States[0].ResidencyRequirement
+            ),
             (0, 0)
         );
         assert_ne!(c.States[0].NominalPower, 0);
@@ -285,15 +294,34 @@ fn br_107_runtime_power_notifications_and_ddi_robustness() {
             assert_eq!(fstate(ctx, 0, u32::MAX), inv);
             assert_eq!(fstate(std::ptr::null_mut(), 0, 0), inv, "NULL context");
             let mut ret: SIZE_T = 77;
-            let other = GUID { Data1: 0x1234, ..GUID::default() };
+            let other = GUID {
+                Data1: 0x1234,
+                ..GUID::default()
+            };
             assert_eq!(
-                control(ctx, &other, std::ptr::null_mut(), 0, std::ptr::null_mut(), 0, &mut ret),
+                control(
+                    ctx,
+                    &other,
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut(),
+                    0,
+                    &mut ret
+                ),
                 inv,
                 "a control code rvgpu does not define"
             );
             assert_eq!(ret, 0, "nothing returned");
             assert_eq!(
-                control(ctx, std::ptr::null(), std::ptr::null_mut(), 0, std::ptr::null_mut(), 0, std::ptr::null_mut()),
+                control(
+                    ctx,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut()
+                ),
                 inv
             );
             let (mut index, mut zero, mut one) = (99u32, 0u32, 1u32);

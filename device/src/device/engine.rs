@@ -14,9 +14,7 @@
 
 use std::sync::atomic::Ordering;
 
-use rvgpu_hw::engine::{
-    EngineState, EngineStatus, ResetResult, ENGINE_POWER_F0, ENGINE_POWER_F1,
-};
+use rvgpu_hw::engine::{EngineState, EngineStatus, ResetResult, ENGINE_POWER_F0, ENGINE_POWER_F1};
 use rvgpu_hw::event::{EventKind, EventRecord};
 use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::{DeviceStatus, IntCause};

@@ -137,7 +137,11 @@ pub struct DXGK_POWER_COMPONENT_MONITOR_DESC {
     pub VidPnTargetID: UINT,
 }
 // wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING
-layout!(DXGK_POWER_COMPONENT_MONITOR_DESC, size = 4, VidPnTargetID = 0);
+layout!(
+    DXGK_POWER_COMPONENT_MONITOR_DESC,
+    size = 4,
+    VidPnTargetID = 0
+);
 
 /// `DXGK_POWER_COMPONENT_MEMORY_DESC` (named in a header comment).
 #[repr(C)]

@@ -45,9 +45,9 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
 use rvgpu_ddi::power::{
-    DXGK_POWER_COMPONENT_ENGINE, DXGK_POWER_COMPONENT_ENGINE_DESC, DXGK_POWER_COMPONENT_FLAGS,
-    DXGK_POWER_COMPONENT_INDEX, DXGK_POWER_COMPONENT_MAPPING, DXGK_POWER_COMPONENT_MAPPING_0,
-    DXGK_POWER_RUNTIME_COMPONENT, DXGK_POWER_RUNTIME_STATE, DXGK_FSTATE_UNKNOWN_POWER,
+    DXGK_FSTATE_UNKNOWN_POWER, DXGK_POWER_COMPONENT_ENGINE, DXGK_POWER_COMPONENT_ENGINE_DESC,
+    DXGK_POWER_COMPONENT_FLAGS, DXGK_POWER_COMPONENT_INDEX, DXGK_POWER_COMPONENT_MAPPING,
+    DXGK_POWER_COMPONENT_MAPPING_0, DXGK_POWER_RUNTIME_COMPONENT, DXGK_POWER_RUNTIME_STATE,
     GUID_DXGKDDI_POWER_MANAGEMENT_PREPARE_TO_START, GUID_DXGKDDI_POWER_MANAGEMENT_STARTED,
     GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED,
 };
@@ -72,8 +72,8 @@ pub const F1_RESIDENCY: u64 = 200;
 
 /// Node numbers as text for component names (`ENGINE_MAX` = 16 engines).
 const NODE_NUMBERS: [&[u8]; ENGINE_MAX as usize] = [
-    b"0", b"1", b"2", b"3", b"4", b"5", b"6", b"7", b"8", b"9", b"10", b"11", b"12", b"13",
-    b"14", b"15",
+    b"0", b"1", b"2", b"3", b"4", b"5", b"6", b"7", b"8", b"9", b"10", b"11", b"12", b"13", b"14",
+    b"15",
 ];
 
 /// The F-state the OS last set for each engine (index = node = component).
@@ -293,9 +293,13 @@ mod tests {
             assert_eq!(c.States[0].ResidencyRequirement, 0);
             assert_ne!(c.States[0].NominalPower, 0);
             assert!(c.States[1].TransitionLatency >= c.States[0].TransitionLatency);
-            assert_eq!(c.ComponentMapping.ComponentType, DXGK_POWER_COMPONENT_ENGINE);
+            assert_eq!(
+                c.ComponentMapping.ComponentType,
+                DXGK_POWER_COMPONENT_ENGINE
+            );
             // SAFETY: test read of the one-UINT union.
-            assert_eq!(unsafe { c.ComponentMapping.Anonymous.EngineDesc.NodeIndex }, node);
+            let mapped = unsafe { c.ComponentMapping.Anonymous.EngineDesc.NodeIndex };
+            assert_eq!(mapped, node);
             assert_eq!(c.Flags.Value, 0);
             assert_eq!(c.ProviderCount, 0);
         }

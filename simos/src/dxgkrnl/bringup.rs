@@ -416,7 +416,10 @@ pub fn status_allowed(ddi: &str, status: NTSTATUS) -> bool {
         ],
         "DxgkDdiGetNodeMetadata" => &[STATUS_SUCCESS, STATUS_INVALID_PARAMETER],
         // BR-107/108 (runtime power, `dxgkrnl::power`).
-        "DxgkDdiSetPowerComponentFState" => &[STATUS_SUCCESS, crate::dxgkrnl::power::STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST],
+        "DxgkDdiSetPowerComponentFState" => &[
+            STATUS_SUCCESS,
+            crate::dxgkrnl::power::STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST,
+        ],
         "DxgkDdiPowerRuntimeControlRequest" => &[STATUS_SUCCESS, STATUS_INVALID_PARAMETER],
         "DxgkDdiCreateDevice" | "DxgkDdiCreateContext" => &[STATUS_SUCCESS, STATUS_NO_MEMORY],
         "DxgkDdiCreateHwQueue" | "DxgkDdiCreateDoorbell" | "DxgkDdiConnectDoorbell" => {

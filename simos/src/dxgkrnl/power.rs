@@ -114,7 +114,10 @@ pub fn check_component(
         if c.StateCount != 2 {
             return bad(
                 "BR-103",
-                format!("component {index}: ActiveInD3 with {} F-states (must be 2)", c.StateCount),
+                format!(
+                    "component {index}: ActiveInD3 with {} F-states (must be 2)",
+                    c.StateCount
+                ),
             );
         }
         if c.States[1].TransitionLatency != 0 {
@@ -132,7 +135,10 @@ pub fn check_component(
     } else if c.ProviderCount as usize > DXGK_MAX_POWER_COMPONENT_PROVIDERS {
         return bad(
             "BR-103",
-            format!("component {index}: ProviderCount {} (at most 16)", c.ProviderCount),
+            format!(
+                "component {index}: ProviderCount {} (at most 16)",
+                c.ProviderCount
+            ),
         );
     }
     // BR-104, [D]: "DXGK_POWER_COMPONENT_MEMORY_REFRESH component is defined second time";
@@ -149,7 +155,10 @@ pub fn check_component(
     if ty == DXGK_POWER_COMPONENT_D3_TRANSITION && c.StateCount > 2 {
         return bad(
             "BR-104",
-            format!("component {index}: D3_TRANSITION with {} F-states (1 or 2)", c.StateCount),
+            format!(
+                "component {index}: D3_TRANSITION with {} F-states (1 or 2)",
+                c.StateCount
+            ),
         );
     }
     // BR-105, [D]: "TransitionLatency and ResidencyRequirement must be zero for the F0 state"
@@ -186,7 +195,10 @@ pub fn check_component(
         {
             return bad(
                 "BR-105",
-                format!("component {index}: F{k} TransitionLatency below F{}'s", k - 1),
+                format!(
+                    "component {index}: F{k} TransitionLatency below F{}'s",
+                    k - 1
+                ),
             );
         }
     }
@@ -270,7 +282,10 @@ pub(crate) fn initialize(
         return Ok(Err(violation(
             "BR-100",
             status,
-            format!("DXGKQAITYPE_NUMPOWERCOMPONENTS failed ({:#010x})", status as u32),
+            format!(
+                "DXGKQAITYPE_NUMPOWERCOMPONENTS failed ({:#010x})",
+                status as u32
+            ),
         )));
     }
     if let Some(v) = check_count(u64::from(count)) {
@@ -288,13 +303,20 @@ pub(crate) fn initialize(
         let index = DXGK_POWER_COMPONENT_INDEX::default()
             .with(DXGK_POWER_COMPONENT_INDEX::PhysicalAdapterComponentIndex, k)
             .with(DXGK_POWER_COMPONENT_INDEX::PhysicalAdapterIndex, physical);
-        let (status, c) =
-            query::<DXGK_POWER_RUNTIME_COMPONENT>(a, t, DXGKQAITYPE_POWERCOMPONENTINFO, index.Value)?;
+        let (status, c) = query::<DXGK_POWER_RUNTIME_COMPONENT>(
+            a,
+            t,
+            DXGKQAITYPE_POWERCOMPONENTINFO,
+            index.Value,
+        )?;
         if status < 0 {
             return Ok(Err(violation(
                 "BR-101",
                 status,
-                format!("DXGKQAITYPE_POWERCOMPONENTINFO for component {k} failed ({:#010x})", status as u32),
+                format!(
+                    "DXGKQAITYPE_POWERCOMPONENTINFO for component {k} failed ({:#010x})",
+                    status as u32
+                ),
             )));
         }
         if let Some(v) = check_component(k, &c, &mut seen) {
@@ -409,8 +431,20 @@ mod tests {
             check_component(0, &c, &mut Seen::default()).map(|v| (v.rule, v.status))
         };
         let inv = STATUS_INVALID_PARAMETER;
-        assert_eq!(rule(DXGK_POWER_RUNTIME_COMPONENT { StateCount: 0, ..ok }), Some(("BR-102", inv)));
-        assert_eq!(rule(DXGK_POWER_RUNTIME_COMPONENT { StateCount: 9, ..ok }), Some(("BR-102", inv)));
+        assert_eq!(
+            rule(DXGK_POWER_RUNTIME_COMPONENT {
+                StateCount: 0,
+                ..ok
+            }),
+            Some(("BR-102", inv))
+        );
+        assert_eq!(
+            rule(DXGK_POWER_RUNTIME_COMPONENT {
+                StateCount: 9,
+                ..ok
+            }),
+            Some(("BR-102", inv))
+        );
         let mut c = ok;
         c.Flags.Value = 0x20;
         assert_eq!(rule(c), Some(("BR-103", inv)));
@@ -429,7 +463,10 @@ mod tests {
         let mut c = ok;
         c.ComponentMapping.ComponentType = DXGK_POWER_COMPONENT_MEMORY_REFRESH;
         assert_eq!(check_component(0, &c, &mut seen), None);
-        assert_eq!(check_component(1, &c, &mut seen).map(|v| v.rule), Some("BR-104"));
+        assert_eq!(
+            check_component(1, &c, &mut seen).map(|v| v.rule),
+            Some("BR-104")
+        );
         let mut c = ok;
         c.States[0].TransitionLatency = 1;
         assert_eq!(rule(c), Some(("BR-105", inv)));
@@ -450,7 +487,10 @@ mod tests {
         c.States[1].TransitionLatency = 0;
         assert_eq!(rule(c), None, "equal latency is not decreasing");
         assert_eq!(check_count(0x1_0000).map(|v| v.rule), Some("BR-100"));
-        assert_eq!(check_mapping(0, &engine(2), 2, 0).map(|v| v.rule), Some("BR-106"));
+        assert_eq!(
+            check_mapping(0, &engine(2), 2, 0).map(|v| v.rule),
+            Some("BR-106")
+        );
         assert_eq!(check_mapping(0, &engine(1), 2, 0), None);
     }
 }

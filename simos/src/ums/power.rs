@@ -506,14 +506,18 @@ impl Machine {
 
     /// The power components adapter `i`'s driver registered at start (empty without runtime
     /// power management).
-    pub fn power_components(&self, i: usize) -> Vec<rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT> {
+    pub fn power_components(
+        &self,
+        i: usize,
+    ) -> Vec<rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT> {
         self.adapter_shared(i)
             .map_or_else(|_| Vec::new(), |a| lock(&a.ums).power_components.clone())
     }
 
     /// Whether adapter `i` started runtime power management (`dxgkrnl::power`).
     pub fn runtime_power_management(&self, i: usize) -> bool {
-        self.adapter_shared(i).is_ok_and(|a| lock(&a.ums).runtime_pm)
+        self.adapter_shared(i)
+            .is_ok_and(|a| lock(&a.ums).runtime_pm)
     }
 
     /// F-state of node `node`'s power component (0 = F0).
