@@ -15,6 +15,7 @@ use crate::macros::{bitfield, layout, zeroed_default};
 /// `DXGK_FSTATE_UNKNOWN_POWER`: an unknown `NominalPower`.
 pub const DXGK_FSTATE_UNKNOWN_POWER: u32 = 0xFFFF_FFFF;
 /// `DXGK_FSTATE_UNKNOWN_TIME`: an unknown latency or residency.
+// wdk-layout-check: skip: bindgen types the all-ones 64-bit #define as a signed -1 (same bits)
 pub const DXGK_FSTATE_UNKNOWN_TIME: u64 = 0xFFFF_FFFF_FFFF_FFFF;
 /// `DXGK_MAX_F_STATES`: entries in `DXGK_POWER_RUNTIME_COMPONENT::States`.
 pub const DXGK_MAX_F_STATES: usize = 8;
@@ -106,23 +107,23 @@ impl core::fmt::Debug for DXGK_POWER_COMPONENT_MAPPING_0 {
 }
 
 /// `DXGK_POWER_COMPONENT_ENGINE_DESC` (named in a header comment).
+// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct DXGK_POWER_COMPONENT_ENGINE_DESC {
     /// The node (engine) the component powers.
     pub NodeIndex: UINT,
 }
-// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's offsets)
 layout!(DXGK_POWER_COMPONENT_ENGINE_DESC, size = 4, NodeIndex = 0);
 
 /// `DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC` (named in a header comment).
+// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC {
     /// The VidPN source.
     pub VidPnSourceID: UINT,
 }
-// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING
 layout!(
     DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC,
     size = 4,
@@ -130,13 +131,13 @@ layout!(
 );
 
 /// `DXGK_POWER_COMPONENT_MONITOR_DESC` (named in a header comment).
+// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct DXGK_POWER_COMPONENT_MONITOR_DESC {
     /// The VidPN target.
     pub VidPnTargetID: UINT,
 }
-// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING
 layout!(
     DXGK_POWER_COMPONENT_MONITOR_DESC,
     size = 4,
@@ -144,24 +145,24 @@ layout!(
 );
 
 /// `DXGK_POWER_COMPONENT_MEMORY_DESC` (named in a header comment).
+// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct DXGK_POWER_COMPONENT_MEMORY_DESC {
     /// Zero-based memory segment index.
     pub SegmentID: UINT,
 }
-// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING
 layout!(DXGK_POWER_COMPONENT_MEMORY_DESC, size = 4, SegmentID = 0);
 
 /// `DXGK_POWER_COMPONENT_SHARED_DESC` (named in a header comment): `SharedType`, or its two
 /// WORD halves `SharedTypeFlag` and `DriverCustomValueSet`.
+// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct DXGK_POWER_COMPONENT_SHARED_DESC {
     /// `SharedType`.
     pub SharedType: UINT,
 }
-// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING
 layout!(DXGK_POWER_COMPONENT_SHARED_DESC, size = 4, SharedType = 0);
 
 /// `DXGK_POWER_COMPONENT_MAPPING`: what a component powers.
