@@ -527,3 +527,59 @@ fn out_unchanged(m: &Machine) -> bool {
     let d = m.device(0).expect("device");
     (0..2).all(|e| d.engine_snapshot(e).is_some_and(|s| !s.gated))
 }
+
+/// UM-13, F1 only when idle: a queue blocked on a GPU wait leaves the engine idle, so the
+/// engine asks for F1; the OS disconnects the node's doorbell but sees the queue's last-queued
+/// progress value ahead of its fence and keeps the node in F0 (`F1Declined`; the engine must
+/// not be gated under a queue that still has work). Once the wait is satisfied and the work
+/// completes, the deferred F1 follows; the next submission reconnects, F0 first, and runs.
+#[test]
+fn um_13_f1_waits_until_a_blocked_queue_completes() {
+    use rvgpu_umd::submit::UserQueue;
+    let m = machine_with(Mode::Step, |a| a.device.idle_f1_ticks = 20_000);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = okk(&m, k.create_allocation(4096));
+    let mut q = okk(&m, UserQueue::new(k, &config(0)));
+    let v = okk(
+        &m,
+        q.submit(&[
+            Command::FenceWait {
+                addr: t.gpu_va + 512,
+                value: 1,
+            },
+            fill(&t, 0, 7),
+        ]),
+    );
+    let declined = |m: &Machine| {
+        m.ums_events(0)
+            .iter()
+            .any(|e| matches!(e, UmsEvent::F1Declined { node: 0 }))
+    };
+    for _ in 0..50 {
+        if declined(&m) {
+            break;
+        }
+        ok(&m, m.run_steps(20));
+    }
+    assert!(declined(&m), "{:#?}", m.ums_events(0));
+    assert_eq!(m.engine_fstate(0, 0), Some(0), "busy node stays F0");
+    assert!(!m.device(0).unwrap().engine_snapshot(0).unwrap().gated);
+    // Satisfy the wait (a CPU write, then WAIT_RESCAN: hardware.md 5.4).
+    t.mem.store(512, 1);
+    {
+        use rvgpu_hw::mmio::MmioBus;
+        m.device(0)
+            .unwrap()
+            .write64(rvgpu_hw::regs::WAIT_RESCAN, t.gpu_va + 512);
+    }
+    okk(&m, q.wait(v));
+    assert_eq!(t.mem.load(0), 7);
+    until_f1(&m, 0);
+    assert!(m.device(0).unwrap().engine_snapshot(0).unwrap().gated);
+    let v = okk(&m, q.submit(&[fill(&t, 0, 8)]));
+    okk(&m, q.wait(v));
+    assert_eq!(t.mem.load(0), 8);
+    assert_eq!(m.engine_fstate(0, 0), Some(0));
+    no_fault(&m);
+}
