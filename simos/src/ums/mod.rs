@@ -72,7 +72,11 @@
 //!   contexts the power-down suspended.
 //! - Locking: a process's thunks are serialised by its device's lock and take the adapter's
 //!   `ums_seq` shared, so processes reach the KMD concurrently; power, F1 and device loss take
-//!   it exclusively. Nothing is held across a wait, and the callback takes neither.
+//!   it exclusively. Nothing is held across a wait, and the callback takes neither. F-state
+//!   changes (UM-13) take the adapter's `ums_fstate` (after `ums_seq` when both are held, before
+//!   `ums`, VidSch's TDR state and VidMm's lock, never the other way round): an active reference
+//!   (`node_active`: F0, then the count) and the F1 decision (idle check, then F1) are each
+//!   atomic under it, so F1 never lands between a reference's F0 and its work.
 //! - UM-17: [`Machine::exit_process`]: per queue disconnect, wait for the last-queued progress
 //!   value (a queue that never completes is a simulation error), destroy doorbell, queue,
 //!   allocations, context, device.

@@ -167,15 +167,28 @@ fn run_deferred_f1(a: &AdapterShared) -> bool {
 /// submission, a queue whose last-queued progress value is ahead of its fence (UM-16), a
 /// VidSch DMA buffer in flight, or VidMm paging in flight.
 fn node_busy(a: &AdapterShared, node: u32) -> bool {
-    let ums = {
+    let (active, scheds) = {
         let os = lock(&a.ums);
-        os.node_active.get(node as usize).is_some_and(|&n| n > 0)
-            || os.queues.values().filter(|q| q.node == node).any(|q| {
-                q.last_queued.load(Ordering::Acquire) > q.progress.value()
-                    || !lock(&q.sched.st).list.is_empty()
-            })
+        let active = os.node_active.get(node as usize).is_some_and(|&n| n > 0)
+            || os
+                .queues
+                .values()
+                .filter(|q| q.node == node)
+                .any(|q| q.last_queued.load(Ordering::Acquire) > q.progress.value());
+        let scheds: Vec<_> = os
+            .queues
+            .values()
+            .filter(|q| q.node == node)
+            .map(|q| q.sched.clone())
+            .collect();
+        (active, scheds)
     };
-    ums || crate::vidsch::tdr::node_has_pending(a, node) || lock(&a.vidmm).paging_busy()
+    // Held submissions (MF-03), read without the OS lock (the pump takes them in the other
+    // order).
+    active
+        || scheds.iter().any(|s| !lock(&s.st).list.is_empty())
+        || crate::vidsch::tdr::node_has_pending(a, node)
+        || lock(&a.vidmm).paging_busy()
 }
 
 /// An active reference on a node's power component (PoFx `SetPowerComponentActive` /
