@@ -41,6 +41,7 @@ pub mod init;
 pub mod interrupt;
 pub mod memory;
 pub mod ntstatus;
+pub mod present;
 pub mod submission;
 pub mod tdr;
 

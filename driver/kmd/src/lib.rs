@@ -30,6 +30,7 @@ mod node;
 mod pagetable;
 mod paging;
 pub mod platform;
+mod present;
 mod process;
 mod reset;
 mod resources;
