@@ -127,6 +127,8 @@ struct Run<'m> {
     gate_closed: bool,
     /// Per queue: the last progress value submitted.
     last: Vec<u64>,
+    /// Per queue: the progress value of the last batch submitted behind a gate.
+    gated: Vec<u64>,
     stamp: u64,
     op: usize,
     seen: Seen,
@@ -255,6 +257,7 @@ fn run(seed: u64, mode: Mode, non_coherent: bool, ops: usize) {
         gate_next: 1,
         gate_closed: false,
         last: vec![0; nq],
+        gated: vec![0; nq],
         stamp: seed << 24,
         op: 0,
         seen: Seen::default(),
@@ -423,12 +426,19 @@ fn run(seed: u64, mode: Mode, non_coherent: bool, ops: usize) {
                     [None, None] => {}
                 }
                 // A gated queue must not fill its ring: the submission would wait for space
-                // the gate never frees.
-                if r.gate_closed && r.last[q] >= done[q] + 4 {
+                // the gate never frees. Nor may a kernel-mode queue take a submission while
+                // gated work of its own is queued: any submission there may wait for all of
+                // the queue's earlier work (its command buffer is reused from the start only
+                // once the queue is idle; a refused submission waits for the queue to drain),
+                // and only this thread opens the gate, so that wait never ends
+                // (STATUS_IO_TIMEOUT; seen in threaded mode, seed 0x1e in step mode).
+                let kernel = matches!(r.queues[q], Queue::Kernel(_));
+                if r.gate_closed && (r.last[q] >= done[q] + 4 || (kernel && r.gated[q] > done[q])) {
                     r.open_gates();
                 }
                 let mut batch = Batch::new();
-                if r.rng.below(5) == 0 {
+                let gated = r.rng.below(5) == 0;
+                if gated {
                     batch.command(r.gate.wait(r.gate_next));
                     r.gate_closed = true;
                 }
@@ -449,6 +459,9 @@ fn run(seed: u64, mode: Mode, non_coherent: bool, ops: usize) {
                 };
                 let v = okk(&m, usage::submit(&mut r.queues[q], batch));
                 r.last[q] = v;
+                if gated {
+                    r.gated[q] = v;
+                }
                 models[bi].vals[dreg] = value;
                 Run::record(&mut models[bi], dreg, q, v, true);
                 if let Some(sreg) = sreg {
@@ -568,6 +581,14 @@ fn al01_al02_stress_step_mode() {
 #[test]
 fn al01_al02_stress_step_mode_non_coherent() {
     run_seed(0x06_0006, Mode::Step, true, OPS);
+}
+
+/// The seed whose step-mode run once wrapped the kernel-mode queue's command buffer while a
+/// batch of its own waited behind the closed gate: the submission waited for the gate the
+/// test thread alone opens (STATUS_IO_TIMEOUT, the threaded-mode failure of seed 0x74726561).
+#[test]
+fn al01_al02_stress_step_mode_gated_kernel_queue_wraps() {
+    run_seed(0x1e, Mode::Step, false, OPS);
 }
 
 /// One seed with the GPU on its own thread: locks race real progress.
