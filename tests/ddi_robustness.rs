@@ -239,6 +239,9 @@ const COVERED: &[&str] = &[
     "DxgkDdiGetStandardAllocationDriverData",
     "DxgkDdiOpenAllocation",
     "DxgkDdiCloseAllocation",
+    // render_core_present_and_control_interrupt_refuse_everything
+    "DxgkDdiPresent",
+    "DxgkDdiControlInterrupt",
     // um_13_runtime_power_ddis_validate_their_arguments
     "DxgkDdiSetPowerComponentFState",
     "DxgkDdiPowerRuntimeControlRequest",
@@ -1804,6 +1807,58 @@ fn hws_ddis_validate_their_arguments() {
         STATUS_INVALID_DEVICE_STATE,
     );
     drop(a);
+}
+
+/// BR-47: the render core's `DxgkDdiPresent` and `DxgkDdiControlInterrupt`. rvgpu has nothing to
+/// present with and no CRTC, so every call fails (with statuses Dxgkrnl's wrappers accept, BR-23:
+/// simos/tests/bringup_rules.rs), and a present leaves the DMA buffer untouched.
+#[test]
+fn render_core_present_and_control_interrupt_refuse_everything() {
+    use rvgpu_ddi::interrupt::{DXGK_INTERRUPT_CRTC_VSYNC, DXGK_INTERRUPT_DMA_COMPLETED};
+    use rvgpu_ddi::ntstatus::{STATUS_ILLEGAL_INSTRUCTION, STATUS_UNSUCCESSFUL};
+    use rvgpu_ddi::present::{DXGKARG_PRESENT, DXGK_PRESENTFLAGS};
+
+    let d = table();
+    let null: HANDLE = ptr::null_mut();
+    let mut pdo_stand_in = 0u64;
+    let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
+    assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
+    let ctx = a.as_ref().expect("AddDevice returned a context").ctx;
+
+    let present = d.DxgkDdiPresent.expect("Present filled");
+    let mut dma = [0xA5u8; 64];
+    let mut args = DXGKARG_PRESENT {
+        pDmaBuffer: dma.as_mut_ptr().cast(),
+        DmaSize: 64,
+        Flags: DXGK_PRESENTFLAGS::default().with(DXGK_PRESENTFLAGS::Blt, 1),
+        ..Default::default()
+    };
+    let start = args.pDmaBuffer;
+    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
+    let s = unsafe { present(null, ptr::null_mut()) };
+    expect_status("Present", "NULL, NULL", s, STATUS_INVALID_HANDLE);
+    // A context handle is opaque to this DDI's refusal; any non-null value stands in for one.
+    let h_context: HANDLE = ptr::from_mut(&mut pdo_stand_in).cast();
+    // SAFETY: a live local argument block with a 64-byte DMA buffer.
+    let s = unsafe { present(h_context, &mut args) };
+    expect_status("Present", "a blt", s, STATUS_ILLEGAL_INSTRUCTION);
+    assert_eq!(args.pDmaBuffer, start, "the DMA pointer moved");
+    assert!(dma.iter().all(|&b| b == 0xA5), "the DMA buffer was written");
+
+    let control = d.DxgkDdiControlInterrupt.expect("ControlInterrupt filled");
+    // SAFETY: as above.
+    let s = unsafe { control(null, DXGK_INTERRUPT_CRTC_VSYNC, 1) };
+    expect_status("ControlInterrupt", "NULL adapter", s, STATUS_UNSUCCESSFUL);
+    for (ty, enable) in [
+        (DXGK_INTERRUPT_CRTC_VSYNC, 1),
+        (DXGK_INTERRUPT_CRTC_VSYNC, 0),
+        (DXGK_INTERRUPT_DMA_COMPLETED, 1),
+        (-1, 7),
+    ] {
+        // SAFETY: a live adapter context; the type and flag are plain values.
+        let s = unsafe { control(ctx, ty, enable) };
+        expect_status("ControlInterrupt", "any type", s, STATUS_NOT_IMPLEMENTED);
+    }
 }
 
 /// UM-13: the runtime-power DDIs and QueryAdapterInfo types with NULL or garbage arguments,

@@ -86,6 +86,8 @@ const MANDATORY: &[(&str, &str)] = &[
     ("DxgkDdiGetStandardAllocationDriverData", "render: standard (shared primary / staging) allocations Dxgkrnl creates on the driver's behalf; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getstandardallocationdriverdata"),
     ("DxgkDdiOpenAllocation", "render: shared resources opened by another device/process; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_openallocation"),
     ("DxgkDdiCloseAllocation", "render: pairs with OpenAllocation; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_closeallocation"),
+    ("DxgkDdiPresent", "BR-47 (docs/windows-bringup.md): Dxgkrnl refuses a render core without it, render-only or not ([D] ADAPTER_RENDER::CreateRenderCore); rvgpu refuses every present (nothing to present with, UM-22); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_present"),
+    ("DxgkDdiControlInterrupt", "BR-47: required of a render core that is not ComputeOnly ([D] ADAPTER_RENDER::CreateRenderCore); rvgpu has no CRTC and answers STATUS_NOT_IMPLEMENTED as the page prescribes; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlinterrupt"),
     ("DxgkDdiBuildPagingBuffer", "render: VidMm paging (fill/transfer/map); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_buildpagingbuffer"),
     ("DxgkDdiSubmitCommand", "render: paging buffers are submitted through it with hDevice NULL (page remarks), even with GPU VA contexts; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommand"),
     ("DxgkDdiSubmitCommandVirtual", "render: submission for GPU-VA contexts (WDDM 2.0), the kernel-mode path UM-01 keeps; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual"),
@@ -163,8 +165,7 @@ const OPTIONAL_IMPLEMENTED: &[(&str, &str)] = &[];
 const NOT_MANDATORY: &[(&str, &str)] = &[
     ("DxgkDdiPatch", "legacy patch-location model; contexts with GPU virtual addressing are never patched (DXGK_VIDSCHCAPS::NoDmaPatching is set); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual"),
     ("DxgkDdiRender", "legacy: pfnRenderCb is replaced by pfnSubmitCommandCb for GPU-VA contexts ('contexts that operate in legacy patch mode must continue to use the old pfnRenderCb'); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dumddi/nc-d3dumddi-pfnd3dddi_submitcommandcb"),
-    ("DxgkDdiPresent", "present blts belong to a display adapter; a render-only adapter reports no VidPn sources/targets (feature-caps page); UM-22 keeps presentation out of scope"),
-    ("DxgkDdiRenderKm", "GDI hardware acceleration: listed M for WDDM 1.2 render-only drivers, but the GDI page says to report SupportKernelModeCommandBuffer only with a cache-coherent aperture segment, which rvgpu v1 does not have; open question, see docs/ddi-status.md; https://learn.microsoft.com/en-us/windows-hardware/drivers/display/gdi-hardware-acceleration"),
+    ("DxgkDdiRenderKm", "GDI hardware acceleration (SupportKernelModeCommandBuffer), optional per the GDI page and not claimed: the device has no 2D engine to run BitBlt/AlphaBlend/StretchBlt/ClearType commands. Windows requires the cap only under ValidateWDDMCaps (BR-52, off by default, [D] DXGGLOBAL::Initialize); a driver that starts without it on 26100 is recorded by winboat-org/helios; https://learn.microsoft.com/en-us/windows-hardware/drivers/display/gdi-hardware-acceleration"),
     ("DxgkDdiMapCpuHostAperture", "optional CpuHostAperture (AL-05)"),
     ("DxgkDdiEscape", "private UMD-to-KMD channel; nothing requires it"),
     ("DxgkDdiCreateCpuEvent", "optional feature DXGK_FEATURE_KMD_SIGNAL_CPU_EVENT; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_feature_id"),
@@ -379,14 +380,15 @@ fn tdr_01_per_engine_tdr_ddis_filled_and_cap_gated_on_the_device() {
 }
 
 /// UM-22: presentation is not part of user-mode submission, and rvgpu is render-only: none of
-/// the present paths (a present blt, a present through a hardware queue, overlay or flip
-/// presents) is in the table, while the user-mode submission DDIs are.
+/// the present paths beyond the render core's `DxgkDdiPresent` (which Windows demands, BR-47,
+/// and which refuses every present: tests/ddi_robustness.rs) is in the table — no present
+/// through a hardware queue, no overlay or flip presents — while the user-mode submission DDIs
+/// are.
 #[test]
 fn um_22_no_presentation_ddis_beside_user_mode_submission() {
     let d = table();
     let f = filled(&d);
     for present in [
-        "DxgkDdiPresent",
         "DxgkDdiPresentToHwQueue",
         "DxgkDdiPostMultiPlaneOverlayPresent",
         "DxgkDdiSetInterruptTargetPresentId",

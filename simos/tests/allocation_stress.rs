@@ -422,8 +422,9 @@ fn run(seed: u64, mode: Mode, non_coherent: bool, ops: usize) {
                     [Some(a), _] | [None, Some(a)] => q = a,
                     [None, None] => {}
                 }
-                // A gated queue must not fill its ring: the submission would wait for space
-                // the gate never frees.
+                // A gated queue must not fill its ring (or, on the kernel-mode path, all of
+                // its command buffers): the submission would wait for space the gate never
+                // frees. Four batches stay far below either limit.
                 if r.gate_closed && r.last[q] >= done[q] + 4 {
                     r.open_gates();
                 }
@@ -568,6 +569,16 @@ fn al01_al02_stress_step_mode() {
 #[test]
 fn al01_al02_stress_step_mode_non_coherent() {
     run_seed(0x06_0006, Mode::Step, true, OPS);
+}
+
+/// AL-01: the seed whose step-mode run wraps the kernel-mode queue's command buffer while a batch
+/// of its own waits behind the closed gate. The UMD once reused its single command buffer only
+/// with the queue idle, so that submission waited for a gate only the submitting thread opens
+/// (STATUS_IO_TIMEOUT; the threaded-mode failure of seed 0x74726561). It now moves on to
+/// another command buffer (`KernelPath::next_buffer`).
+#[test]
+fn al01_al02_stress_step_mode_gated_kernel_queue_wraps() {
+    run_seed(0x1e, Mode::Step, false, OPS);
 }
 
 /// One seed with the GPU on its own thread: locks race real progress.

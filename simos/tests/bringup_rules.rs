@@ -1,13 +1,13 @@
 //! Issue 14: the simulated Dxgkrnl's start-up rules (docs/windows-bringup.md, BR-nn). For each
 //! rule, a driver that breaks it is refused the way Windows refuses it (rule, status), and the
-//! real rvgpu passes every rule that is not pending; its violations of the pending rules are
-//! exactly the documented list.
+//! real rvgpu passes every rule with Windows' default policies.
 
 use std::cell::{Cell, RefCell};
 
 use rvgpu_ddi::adapter::{
-    DXGKARG_HISTORYBUFFERPRECISION, DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS,
-    DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGK_DRIVERCAPS, DXGK_FLIPCAPS, DXGK_VIDSCHCAPS,
+    DXGK_DRIVERCAPS_MiscCaps, DXGKARG_HISTORYBUFFERPRECISION, DXGKARG_QUERYADAPTERINFO,
+    DXGKQAITYPE_DRIVERCAPS, DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGK_DRIVERCAPS, DXGK_FLIPCAPS,
+    DXGK_VIDSCHCAPS,
 };
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::memory::{DXGK_GPUMMUCAPS, DXGK_QUERYSEGMENTOUT4};
@@ -80,9 +80,10 @@ unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTE
     s
 }
 
-fn machine(enforce_pending: bool) -> Machine {
+/// A step-mode machine; `validate_wddm_caps` is Windows' `ValidateWDDMCaps` (off by default).
+fn machine(validate_wddm_caps: bool) -> Machine {
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.enforce_pending = enforce_pending;
+    cfg.os.validate_wddm_caps = validate_wddm_caps;
     Machine::new(cfg)
 }
 
@@ -91,8 +92,17 @@ fn start_with(
     edit: impl Fn(&mut DXGK_DRIVERCAPS) + 'static,
     table: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
 ) -> (Machine, Result<(), SimError>) {
+    start_with_policy(false, edit, table)
+}
+
+/// [`start_with`] with `ValidateWDDMCaps` set as given.
+fn start_with_policy(
+    validate_wddm_caps: bool,
+    edit: impl Fn(&mut DXGK_DRIVERCAPS) + 'static,
+    table: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
+) -> (Machine, Result<(), SimError>) {
     CAPS_EDIT.with(|e| *e.borrow_mut() = Some(Box::new(edit)));
-    let mut m = machine(false);
+    let mut m = machine(validate_wddm_caps);
     let (tx, rx) = std::sync::mpsc::channel();
     m.load_driver_with(move |t| {
         let _ = tx.send(t.DxgkDdiQueryAdapterInfo);
@@ -121,48 +131,81 @@ fn refused(r: Result<(), SimError>, rule: &str, status: NTSTATUS) {
 fn no_edit(_: &mut DXGK_DRIVERCAPS) {}
 fn no_table(_: &mut DRIVER_INITIALIZATION_DATA) {}
 
-/// rvgpu passes every rule that is not pending; what it breaks is exactly the pending list,
-/// and its statuses stay within the wrappers' allow-lists (BR-23).
+/// rvgpu passes every start-up rule with Windows' default policies, and its statuses stay within
+/// the wrappers' allow-lists (BR-23).
 #[test]
-fn br_rvgpu_breaks_exactly_the_pending_rules() {
+fn br_rvgpu_passes_every_start_rule() {
     let mut m = machine(false);
     m.load_driver().expect("load");
     if let Err(e) = m.start_adapter(0) {
         panic!("start: {e}; log {:#?}", m.driver_log());
     }
     let log = m.triage_log(0);
-    let mut broken: Vec<&str> = log
-        .iter()
-        .filter_map(|l| l.strip_prefix("pending: "))
-        .map(|l| l.split_once(' ').map_or(l, |(r, _)| r))
-        .collect();
-    broken.sort_unstable();
-    broken.dedup();
-    let mut pending: Vec<&str> = bringup::PENDING.iter().map(|(r, _)| *r).collect();
-    pending.sort_unstable();
-    assert_eq!(broken, pending, "triage log {log:#?}");
-    assert!(
-        !log.iter().any(|l| l.starts_with("BR-23")),
-        "invalid statuses: {log:#?}"
-    );
+    assert!(log.is_empty(), "triage log {log:#?}");
 }
 
-/// The pending rules are real checks: enforced, they refuse rvgpu, the first one in Windows'
-/// order first (BR-47, the render DDI set).
+/// BR-52 under `ValidateWDDMCaps`: rvgpu meets every mandatory WDDM 1.2 render feature but
+/// kernel-mode command buffers (GDI hardware acceleration, which it does not claim), and a
+/// machine that validates refuses it for exactly that.
 #[test]
-fn br_pending_rules_refuse_rvgpu_when_enforced() {
+fn br_52_rvgpu_with_validate_wddm_caps_lacks_only_kernel_mode_command_buffers() {
     let mut m = machine(true);
     m.load_driver().expect("load");
-    refused(
-        m.start_adapter(0).map(|_| ()),
-        "BR-47",
-        STATUS_REVISION_MISMATCH,
+    match m.start_adapter(0) {
+        Err(SimError::StartRefused { rule, status, why }) => {
+            assert_eq!((rule, status), ("BR-52", STATUS_INVALID_PARAMETER), "{why}");
+            let missing = why.rsplit_once(": ").map_or("", |(_, m)| m);
+            assert_eq!(
+                missing, "PresentationCaps.SupportKernelModeCommandBuffer",
+                "{why}"
+            );
+        }
+        other => panic!("expected BR-52, got {other:?}"),
+    }
+}
+
+/// BR-23: what rvgpu's `DxgkDdiPresent` and `DxgkDdiControlInterrupt` answer
+/// (tests/ddi_robustness.rs) is in their wrappers' allow-lists; a status outside them is not.
+#[test]
+fn br_23_present_and_control_interrupt_statuses_are_allowed() {
+    use rvgpu_ddi::ntstatus::{
+        STATUS_ILLEGAL_INSTRUCTION, STATUS_INVALID_HANDLE, STATUS_NOT_IMPLEMENTED,
+        STATUS_UNSUCCESSFUL,
+    };
+    for s in [STATUS_ILLEGAL_INSTRUCTION, STATUS_INVALID_HANDLE] {
+        assert!(bringup::status_allowed("DxgkDdiPresent", s));
+    }
+    for s in [STATUS_NOT_IMPLEMENTED, STATUS_UNSUCCESSFUL] {
+        assert!(bringup::status_allowed("DxgkDdiControlInterrupt", s));
+    }
+    assert!(!bringup::status_allowed(
+        "DxgkDdiPresent",
+        STATUS_INVALID_PARAMETER
+    ));
+    assert!(!bringup::status_allowed(
+        "DxgkDdiControlInterrupt",
+        STATUS_INVALID_PARAMETER
+    ));
+}
+
+/// BR-47: the render core's DDI set. rvgpu fills all of it; without `DxgkDdiPresent` or
+/// `DxgkDdiControlInterrupt` (rvgpu is not compute-only) the start is refused.
+#[test]
+fn br_47_render_core_needs_present_and_control_interrupt() {
+    let (_, r) = start_with(no_edit, |t| t.DxgkDdiPresent = None);
+    refused(r, "BR-47", STATUS_REVISION_MISMATCH);
+    let (_, r) = start_with(no_edit, |t| t.DxgkDdiControlInterrupt = None);
+    refused(r, "BR-47", STATUS_REVISION_MISMATCH);
+    let (_, r) = start_with(no_edit, |t| t.DxgkDdiCloseAllocation = None);
+    refused(r, "BR-47", STATUS_REVISION_MISMATCH);
+    // A compute-only adapter needs no ControlInterrupt (it has no display to drive).
+    let (_, r) = start_with(
+        |c| c.MiscCaps.set(DXGK_DRIVERCAPS_MiscCaps::ComputeOnly, 1),
+        |t| t.DxgkDdiControlInterrupt = None,
     );
-    // Stopped again: a second start is refused the same way, not "already started".
-    refused(
-        m.start_adapter(0).map(|_| ()),
-        "BR-47",
-        STATUS_REVISION_MISMATCH,
+    assert!(
+        !matches!(r, Err(SimError::StartRefused { rule: "BR-47", .. })),
+        "{r:?}"
     );
 }
 
@@ -208,10 +251,9 @@ fn br_32_34_interface_version_rules() {
         (m, info.caps)
     };
     let rules = |version| {
-        bringup::check_caps(&caps, &t, version, rvgpu_simos::CpuArch::X64)
+        bringup::check_caps(&caps, &t, version, rvgpu_simos::CpuArch::X64, false)
             .into_iter()
             .map(|v| v.rule)
-            .filter(|r| !bringup::is_pending(r))
             .collect::<Vec<_>>()
     };
     assert_eq!(rules(t.Version), Vec::<&str>::new());
@@ -270,15 +312,41 @@ fn br_51_flip_on_vsync_mmio_is_required_for_wddm2() {
     refused(r, "BR-51", STATUS_INVALID_PARAMETER);
 }
 
+/// BR-52: with `ValidateWDDMCaps`, each missing WDDM 1.2 render feature is named in the
+/// refusal; without it (Windows' default) the same caps start.
 #[test]
-fn br_52_preemption_granularity_and_per_engine_tdr_are_mandatory() {
-    let (_, r) = start_with(
-        |c| c.PreemptionCaps.GraphicsPreemptionGranularity = 0,
-        no_table,
-    );
-    refused(r, "BR-52", STATUS_INVALID_PARAMETER);
-    let (_, r) = start_with(|c| c.SupportPerEngineTDR = 0, no_table);
-    refused(r, "BR-52", STATUS_INVALID_PARAMETER);
+fn br_52_mandatory_wddm_1_2_features_only_under_validate_wddm_caps() {
+    // Every edit also claims kernel-mode command buffers (what rvgpu lacks), so that the
+    // refusal names only the feature the edit removed.
+    const KMCB: u32 = 1 << 2;
+    type Edit = fn(&mut DXGK_DRIVERCAPS);
+    let cases: [(&str, Edit); 3] = [
+        ("a preemption granularity (NONE)", |c| {
+            c.PresentationCaps.Value |= KMCB;
+            c.PreemptionCaps.GraphicsPreemptionGranularity = 0;
+        }),
+        ("SupportPerEngineTDR", |c| {
+            c.PresentationCaps.Value |= KMCB;
+            c.SupportPerEngineTDR = 0;
+        }),
+        ("PresentationCaps.SupportKernelModeCommandBuffer", |_| {}),
+    ];
+    for (feature, edit) in cases {
+        // The claimed kernel-mode command buffers need a RenderKm slot (BR-43); a stand-in.
+        let table = |t: &mut DRIVER_INITIALIZATION_DATA| {
+            t.DxgkDdiRenderKm = Some(unsafe_stand_in);
+        };
+        let (_, r) = start_with_policy(true, edit, table);
+        match r {
+            Err(SimError::StartRefused { rule, status, why }) => {
+                assert_eq!((rule, status), ("BR-52", STATUS_INVALID_PARAMETER), "{why}");
+                assert!(why.ends_with(&format!(": {feature}")), "{why}");
+            }
+            other => panic!("{feature}: expected BR-52, got {other:?}"),
+        }
+        let (_, r) = start_with_policy(false, edit, table);
+        assert!(r.is_ok(), "{feature} without ValidateWDDMCaps: {r:?}");
+    }
 }
 
 #[test]

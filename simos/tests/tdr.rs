@@ -93,9 +93,10 @@ fn tdr_01_caps_require_all_ddis() {
     let caps = ok(&m, m.query_driver_caps(0));
     assert_eq!(caps.SupportPerEngineTDR, 1, "PER_ENGINE_RESET device");
     drop(m);
-    // No PER_ENGINE_RESET: the driver says so (SupportPerEngineTDR 0), and Windows refuses a
-    // WDDM 1.2+ hardware adapter without per-engine TDR (BR-52).
+    // No PER_ENGINE_RESET: the driver says so (SupportPerEngineTDR 0), and a Windows that
+    // validates WDDM caps refuses a WDDM 1.2+ hardware adapter without per-engine TDR (BR-52).
     let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.validate_wddm_caps = true;
     cfg.adapters[0].device.per_engine_reset = false;
     let mut m = Machine::new(cfg);
     m.load_driver().expect("load");
@@ -676,10 +677,11 @@ fn tdr_09_failed_reset_falls_back() {
 #[test]
 fn tdr_09_no_per_engine_reset_is_refused_at_start() {
     // Adapter-wide recovery is the only TDR a device without PER_ENGINE_RESET could have, and
-    // Windows does not start such an adapter (BR-52: per-engine TDR is a mandatory WDDM 1.2
-    // feature of a hardware adapter). The adapter-wide path stays covered where a per-engine
-    // reset fails (tdr_09_failed_reset_falls_back).
+    // a Windows that validates WDDM caps does not start such an adapter (BR-52: per-engine TDR
+    // is a mandatory WDDM 1.2 feature of a hardware adapter). The adapter-wide path stays
+    // covered where a per-engine reset fails (tdr_09_failed_reset_falls_back).
     let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.validate_wddm_caps = true;
     cfg.adapters[0].device.per_engine_reset = false;
     let mut m = Machine::new(cfg);
     m.load_driver().expect("load");

@@ -362,17 +362,34 @@ fn create_hw_queue<K: Kmt>(
 // Kernel-mode path
 // ---------------------------------------------------------------------------------------------
 
-/// A kernel-mode hardware queue and its command buffer, without the thunks (its owner passes
+/// Most command buffers a kernel-mode path keeps. A full buffer is replaced by the next one in
+/// the ring if the GPU is done with it, else by a new one while there are fewer than this:
+/// work queued behind a wait the caller itself will signal later (a CPU-signalled fence) does
+/// not block the caller's next submissions until that many buffers are in flight.
+const MAX_COMMAND_BUFFERS: usize = 8;
+
+/// One command buffer of a [`KernelPath`] and the last progress value whose commands are in it.
+struct CommandBuffer<M> {
+    alloc: Allocation<M>,
+    last_use: u64,
+}
+
+/// A kernel-mode hardware queue and its command buffers, without the thunks (its owner passes
 /// them): shared by [`KernelQueue`] and the fallback of [`UserQueue`].
 struct KernelPath<K: Kmt> {
     queue: HwQueue<K::Fence>,
     queue_id: u32,
-    cb: Allocation<K::Mem>,
-    /// Next free byte of the command buffer. Everything in `[0, head)` may still be read by
-    /// the GPU; the buffer is reused from 0 only after the last submission completed.
+    /// A ring of equally sized buffers (never empty), filled in turn.
+    cbs: Vec<CommandBuffer<K::Mem>>,
+    /// The buffer being filled.
+    cur: usize,
+    /// Next free byte of the current buffer. Everything in `[0, head)` may still be read by
+    /// the GPU; a buffer is reused from 0 only after its last submission completed.
     head: u64,
     /// The last progress value submitted on this queue.
     last: u64,
+    /// Kind and size of new buffers.
+    cb_size: u64,
 }
 
 impl<K: Kmt> core::fmt::Debug for KernelPath<K> {
@@ -380,7 +397,8 @@ impl<K: Kmt> core::fmt::Debug for KernelPath<K> {
         f.debug_struct("KernelPath")
             .field("queue", &self.queue.handle)
             .field("queue_id", &self.queue_id)
-            .field("command_buffer", &self.cb.handle)
+            .field("command_buffers", &self.cbs.len())
+            .field("cur", &self.cur)
             .field("head", &self.head)
             .field("last", &self.last)
             .finish()
@@ -397,10 +415,12 @@ impl<K: Kmt> KernelPath<K> {
             cfg.command_buffer_size,
             crate::kmt::AllocationKind::Commands,
         ) {
-            Ok(cb) => Ok(Self {
+            Ok(alloc) => Ok(Self {
                 queue,
                 queue_id,
-                cb,
+                cb_size: alloc.size,
+                cbs: alloc::vec![CommandBuffer { alloc, last_use: 0 }],
+                cur: 0,
                 head: 0,
                 last: 0,
             }),
@@ -413,7 +433,38 @@ impl<K: Kmt> KernelPath<K> {
 
     /// Largest command buffer of one submission.
     fn max_bytes(&self) -> u64 {
-        self.cb.size.min(MAX_INDIRECT)
+        self.cb_size.min(MAX_INDIRECT)
+    }
+
+    /// Moves to a buffer the GPU is done with: the next in the ring, a new one (up to
+    /// [`MAX_COMMAND_BUFFERS`]), or, with every buffer busy, the next after its last
+    /// submission completes (the oldest work, not all of the queue's).
+    fn next_buffer(&mut self, kmt: &K) -> Result<(), SubmitError> {
+        let done = self.completed();
+        let next = self.cur.saturating_add(1) % self.cbs.len().max(1);
+        let busy = self.cbs.get(next).map_or(0, |c| c.last_use);
+        if busy <= done {
+            self.cur = next;
+        } else if self.cbs.len() < MAX_COMMAND_BUFFERS {
+            match kmt.create_allocation_as(self.cb_size, crate::kmt::AllocationKind::Commands) {
+                Ok(alloc) => {
+                    // Inserted after the current one, so the ring stays in submission order.
+                    let at = self.cur.saturating_add(1);
+                    self.cbs.insert(at, CommandBuffer { alloc, last_use: 0 });
+                    self.cur = at;
+                }
+                // No memory for another: wait for the oldest, as with every buffer busy.
+                Err(_) => {
+                    kmt.wait_for_fence(self.queue.progress_fence, busy)?;
+                    self.cur = next;
+                }
+            }
+        } else {
+            kmt.wait_for_fence(self.queue.progress_fence, busy)?;
+            self.cur = next;
+        }
+        self.head = 0;
+        Ok(())
     }
 
     fn completed(&self) -> u64 {
@@ -445,30 +496,32 @@ impl<K: Kmt> KernelPath<K> {
         if bytes == 0 || bytes > self.max_bytes() {
             return Err(SubmitError::TooLarge);
         }
-        if self.head.saturating_add(bytes) > self.cb.size {
-            // Reuse the buffer from its start once the GPU is done with all of it.
-            if self.completed() < self.last {
-                kmt.wait_for_fence(self.queue.progress_fence, self.last)?;
-            }
-            self.head = 0;
+        if self.head.saturating_add(bytes) > self.cb_size {
+            self.next_buffer(kmt)?;
         }
+        let cur = self.cur;
+        let cb = &mut self.cbs.get_mut(cur).ok_or(SubmitError::Lost)?.alloc;
         let start = self.head;
         let mut off = start;
         for c in cmds {
             let ok = for_each_word(c, |w| {
-                self.cb.mem.store(off, w);
+                cb.mem.store(off, w);
                 off = off.saturating_add(8);
             });
             if !ok {
                 return Err(SubmitError::TooLarge);
             }
         }
-        self.head = off;
         // The command buffer's own address plus an offset inside it.
-        let at = GpuVa::new(self.cb.gpu_va)
+        let at = GpuVa::new(cb.gpu_va)
             .checked_add(start)
             .ok_or(SubmitError::TooLarge)?;
-        self.submit_one(kmt, at, bytes)
+        self.head = off;
+        let value = self.submit_one(kmt, at, bytes)?;
+        if let Some(c) = self.cbs.get_mut(cur) {
+            c.last_use = value;
+        }
+        Ok(value)
     }
 
     /// Submits a batch: runs of plain packets are copied into the command buffer; an INDIRECT
@@ -532,13 +585,25 @@ impl<K: Kmt> KernelPath<K> {
         Ok(())
     }
 
-    /// Queue first, then its command buffer.
+    /// Queue first, then its command buffers.
     fn destroy(&self, kmt: &K) -> Result<(), SubmitError> {
         let q = kmt.destroy_hw_queue(self.queue.handle);
-        let a = kmt.destroy_allocation(self.cb.handle);
+        let a = self.destroy_buffers(kmt);
         q?;
         a?;
         Ok(())
+    }
+
+    /// Destroys every command buffer; the first failure is returned, the rest still destroyed.
+    fn destroy_buffers(&self, kmt: &K) -> Result<(), NtStatus> {
+        let mut first = Ok(());
+        for c in &self.cbs {
+            let r = kmt.destroy_allocation(c.alloc.handle);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
     }
 }
 
@@ -1427,7 +1492,7 @@ impl<K: Kmt> UserQueue<K> {
         note(self.kmt.destroy_allocation(self.ring.handle));
         note(self.kmt.destroy_allocation(self.control.handle));
         if let Some(fb) = &self.fallback {
-            note(self.kmt.destroy_allocation(fb.path.cb.handle));
+            note(fb.path.destroy_buffers(&self.kmt));
         }
         note(self.kmt.destroy_context(self.context));
         first

@@ -1265,6 +1265,54 @@ fn creation_failure_cleans_up() {
     );
 }
 
+/// UM-01: a full command buffer does not make a kernel-mode submission wait for the queue's
+/// earlier work (which may be held behind a fence the caller signals later): the path moves on
+/// to a new buffer, up to eight, and with all eight busy waits only for the oldest one.
+#[test]
+fn um_01_kernel_mode_command_buffers_rotate_before_waiting() {
+    let m = Mock::new();
+    m.w().auto = false; // the device runs only when a wait lets time pass
+    let cfg = QueueConfig {
+        command_buffer_size: 64,
+        ..Default::default()
+    };
+    let mut q = KernelQueue::new(&m, &cfg).unwrap();
+    let fence = q.progress_fence();
+    m.clear_log();
+    // Two 32-byte batches per buffer: 16 batches fill eight buffers.
+    for n in 1..=16u64 {
+        assert_eq!(q.submit(&[fill(n)]).unwrap(), n);
+    }
+    let log = m.log();
+    assert!(!log.iter().any(|e| matches!(e, Ev::Wait { .. })), "{log:?}");
+    let created = log
+        .iter()
+        .filter(|e| matches!(e, Ev::CreateAllocation(_)))
+        .count();
+    assert_eq!(created, 7, "seven more buffers");
+    let starts: std::collections::BTreeSet<u64> = log
+        .iter()
+        .filter_map(|e| match e {
+            Ev::KmSubmit { gpu, .. } => Some(*gpu),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts.len(), 16, "no command bytes reused while in flight");
+    m.clear_log();
+    // The seventeenth waits for the oldest buffer's last batch (2), not for all 16.
+    assert_eq!(q.submit(&[fill(17)]).unwrap(), 17);
+    assert!(
+        m.log().contains(&Ev::Wait { fence, value: 2 }),
+        "{:?}",
+        m.log()
+    );
+    m.w().run_all();
+    q.wait(17).unwrap();
+    assert_eq!(fills(&m), (1..=17).map(|n| (false, n)).collect::<Vec<_>>());
+    q.close().unwrap();
+    m.check();
+}
+
 /// UM-01: a kernel-mode queue on its own: commands copied into the command buffer, one
 /// SubmitCommandToHwQueue per batch with progress values 1, 2, ...; an INDIRECT becomes its
 /// own submission (INDIRECTs do not nest); the command buffer is reused after the GPU is done.

@@ -33,6 +33,7 @@ pub use crate::hws::{
     PDXGKDDI_UPDATEHWCONTEXTSTATE,
 };
 use crate::macros::{ddi_table, layout, unbound_fn};
+pub use crate::present::{PDXGKDDI_CONTROLINTERRUPT, PDXGKDDI_PRESENT};
 pub use crate::submission::{
     PDXGKDDISETPOWERCOMPONENTFSTATE, PDXGKDDI_CONNECTDOORBELL, PDXGKDDI_CREATECONTEXT,
     PDXGKDDI_CREATEDEVICE, PDXGKDDI_CREATEDOORBELL, PDXGKDDI_CREATEHWQUEUE,
@@ -892,10 +893,8 @@ unbound_fn!(PDXGKDDI_RECOMMENDMONITORMODES, "https://learn.microsoft.com/en-us/w
 unbound_fn!(PDXGKDDI_RECOMMENDVIDPNTOPOLOGY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_recommendvidpntopology");
 unbound_fn!(PDXGKDDI_GETSCANLINE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getscanline");
 unbound_fn!(PDXGKDDI_STOPCAPTURE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_stopcapture");
-unbound_fn!(PDXGKDDI_CONTROLINTERRUPT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlinterrupt");
 unbound_fn!(PDXGKDDI_CREATEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createoverlay");
 unbound_fn!(PDXGKDDI_RENDER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_render");
-unbound_fn!(PDXGKDDI_PRESENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_present");
 unbound_fn!(PDXGKDDI_UPDATEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updateoverlay");
 unbound_fn!(PDXGKDDI_FLIPOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_flipoverlay");
 unbound_fn!(PDXGKDDI_DESTROYOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyoverlay");

@@ -42,6 +42,7 @@ pub mod interrupt;
 pub mod memory;
 pub mod ntstatus;
 pub mod power;
+pub mod present;
 pub mod submission;
 pub mod tdr;
 

@@ -35,6 +35,10 @@ pub const STATUS_NO_MEMORY: NTSTATUS = code(0xC000_0017);
 pub const STATUS_ACCESS_DENIED: NTSTATUS = code(0xC000_0022);
 /// The output buffer is too small.
 pub const STATUS_BUFFER_TOO_SMALL: NTSTATUS = code(0xC000_0023);
+/// An instruction the hardware does not support.
+pub const STATUS_ILLEGAL_INSTRUCTION: NTSTATUS = code(0xC000_001D);
+/// A privileged instruction.
+pub const STATUS_PRIVILEGED_INSTRUCTION: NTSTATUS = code(0xC000_0096);
 /// Integer overflow.
 pub const STATUS_INTEGER_OVERFLOW: NTSTATUS = code(0xC000_0095);
 /// Insufficient system resources.
@@ -56,6 +60,8 @@ pub const STATUS_DEVICE_POWERED_OFF: NTSTATUS = code(0x8000_000F);
 
 /// Not enough DMA buffer space to complete the operation.
 pub const STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER: NTSTATUS = code(0xC01E_0001);
+/// A blt with a colour conversion the device cannot perform.
+pub const STATUS_GRAPHICS_CANNOTCOLORCONVERT: NTSTATUS = code(0xC01E_0008);
 /// The GPU adapter was reset.
 pub const STATUS_GRAPHICS_ADAPTER_WAS_RESET: NTSTATUS = code(0xC01E_0003);
 /// The driver model is invalid.

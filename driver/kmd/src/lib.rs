@@ -31,6 +31,7 @@ mod pagetable;
 mod paging;
 pub mod platform;
 mod power;
+mod present;
 mod process;
 mod reset;
 mod resources;

@@ -28,6 +28,8 @@ pub const BUFFER_TOO_SMALL: Status = st(0xC000_0023);
 pub const INVALID_HANDLE: Status = st(0xC000_0008);
 pub const DEVICE_HARDWARE_ERROR: Status = st(0xC000_0483);
 pub const INSUFFICIENT_RESOURCES: Status = st(0xC000_009A);
+/// STATUS_ILLEGAL_INSTRUCTION: a present asks for an operation the hardware does not have.
+pub const ILLEGAL_INSTRUCTION: Status = st(0xC000_001D);
 /// STATUS_DEVICE_REMOVED: the object's D3D device is in error after an engine reset (UM-10;
 /// the code is rvgpu's choice, docs/tdr.md Q5).
 pub const DEVICE_REMOVED: Status = st(0xC000_02B6);

@@ -158,7 +158,7 @@ pub struct AdapterShared {
     /// as VidMm serialises its own.
     pub residency: Mutex<crate::vidmm::residency::State>,
     /// Dxgkrnl's triage log for this adapter: statuses outside a DDI wrapper's allow-list
-    /// (BR-23) and pending start-up rules the driver breaks (`bringup::PENDING`).
+    /// (BR-23).
     pub triage: Mutex<Vec<String>>,
     /// VidSch's hardware-scheduling state: node set-up calls, scheduling logs, context bands
     /// ([`crate::vidsch::hws`]).

@@ -4,15 +4,8 @@
 //!
 //! A violated rule fails the start with the status Windows returns ([`SimError::StartRefused`]).
 //!
-//! **Pending rules.** Some rules rvgpu cannot meet until GPU virtual memory (issue 12) and
-//! hardware scheduling (issue 13) exist: Windows would refuse today's driver for them. They are
-//! checked like every other rule, but a violation of one listed in [`PENDING`] is written to the
-//! adapter's triage log ("pending: BR-xx …") instead of failing the start, so that the rest of
-//! the driver can be proven meanwhile. This is not a leniency that hides anything: the list is
-//! the known gap, each entry names the issue that removes it, a test asserts that rvgpu's
-//! violations are exactly this list (so fixing one forces its removal and a new violation
-//! cannot slip in), and `OsConfig::enforce_pending` turns every pending rule into a refusal
-//! (the rule tests show each one rejects a driver that breaks it).
+//! Policies Windows takes from the registry are `OsConfig` fields with Windows' defaults:
+//! `validate_wddm_caps` (`ValidateWDDMCaps`, off) gates BR-52.
 
 use rvgpu_ddi::adapter::{
     DXGK_DRIVERCAPS_MiscCaps, DXGKARG_HISTORYBUFFERPRECISION, DXGK_DRIVERCAPS, DXGK_FLIPCAPS,
@@ -51,25 +44,6 @@ impl Violation {
             why: why.into(),
         }
     }
-}
-
-/// Rules rvgpu does not meet yet, with what removes them. See the module documentation.
-pub const PENDING: &[(&str, &str)] = &[
-    (
-        "BR-47",
-        "Present and ControlInterrupt (the allocation DDIs are filled since issue 12; no issue \
-         yet)",
-    ),
-    (
-        "BR-52b",
-        "SupportKernelModeCommandBuffer needs DxgkDdiRenderKm (kernel-mode command buffers; no \
-         issue yet)",
-    ),
-];
-
-/// Whether `rule` is pending.
-pub fn is_pending(rule: &str) -> bool {
-    PENDING.iter().any(|(r, _)| *r == rule)
 }
 
 /// `PresentationCaps` bits (d3dkmddi.h `DXGK_PRESENTATIONCAPS`).
@@ -130,13 +104,15 @@ pub fn check_load(t: &DRIVER_INITIALIZATION_DATA) -> Result<(), Violation> {
 }
 
 /// The caps and DDI-table rules of adapter creation, in Windows' order (docs/windows-bringup.md
-/// §4), for interface version `version` on a CPU of architecture `arch`. Returns every
-/// violation, in order; the first one that is not pending is what the start fails with.
+/// §4), for interface version `version` on a CPU of architecture `arch`, with Windows'
+/// `ValidateWDDMCaps` policy. Returns every violation, in order; the first one is what the start
+/// fails with.
 pub fn check_caps(
     caps: &DXGK_DRIVERCAPS,
     t: &DRIVER_INITIALIZATION_DATA,
     version: u32,
     arch: CpuArch,
+    validate_wddm_caps: bool,
 ) -> Vec<Violation> {
     let mut v = Vec::new();
     let filled = |name: &str| t.slots().any(|(n, f)| n == name && f);
@@ -258,29 +234,39 @@ pub fn check_caps(
             "FlipCaps.FlipOnVSyncMmIo is not set",
         ));
     }
-    // BR-52: the WDDM 1.2 mandatory features of a hardware adapter.
-    let p = caps.PreemptionCaps;
-    if p.GraphicsPreemptionGranularity == 0 || p.ComputePreemptionGranularity == 0 {
-        v.push(Violation::new(
-            "BR-52",
-            STATUS_INVALID_PARAMETER,
-            "a preemption granularity is NONE",
-        ));
-    }
-    if caps.SupportPerEngineTDR == 0 {
-        v.push(Violation::new(
-            "BR-52",
-            STATUS_INVALID_PARAMETER,
-            "SupportPerEngineTDR is not set",
-        ));
-    }
-    // BR-52b: the kernel-mode command buffer half of BR-52, pending apart from the rest.
-    if !compute_only && presentation & SUPPORT_KERNEL_MODE_COMMAND_BUFFER == 0 {
-        v.push(Violation::new(
-            "BR-52b",
-            STATUS_INVALID_PARAMETER,
-            "PresentationCaps.SupportKernelModeCommandBuffer is not set",
-        ));
+    // BR-52 ([D] `ADAPTER_RENDER::CreateRenderCore`): the WDDM 1.2 mandatory features of a
+    // hardware adapter, one condition in Windows and so one violation here naming each missing
+    // feature. Checked only when `ValidateWDDMCaps` is set: [D] `DXGADAPTER::Initialize` copies
+    // the global that [D] `DXGGLOBAL::Initialize` reads from that registry value (0 when absent)
+    // into the flag the check tests.
+    if validate_wddm_caps && wddm >= 0x1200 {
+        let p = caps.PreemptionCaps;
+        let mut missing = Vec::new();
+        if p.GraphicsPreemptionGranularity == 0 || p.ComputePreemptionGranularity == 0 {
+            missing.push("a preemption granularity (NONE)");
+        }
+        if caps.SupportPerEngineTDR == 0 {
+            missing.push("SupportPerEngineTDR");
+        }
+        if !compute_only {
+            if !caps.FlipCaps.is_set(DXGK_FLIPCAPS::FlipOnVSyncMmIo) {
+                missing.push("FlipCaps.FlipOnVSyncMmIo");
+            }
+            // The software-adapter exemption (WARP, BasicRender) does not apply to a PCI GPU.
+            if presentation & SUPPORT_KERNEL_MODE_COMMAND_BUFFER == 0 {
+                missing.push("PresentationCaps.SupportKernelModeCommandBuffer");
+            }
+        }
+        if !missing.is_empty() {
+            v.push(Violation::new(
+                "BR-52",
+                STATUS_INVALID_PARAMETER,
+                format!(
+                    "mandatory WDDM 1.2 render features missing (ValidateWDDMCaps): {}",
+                    missing.join(", ")
+                ),
+            ));
+        }
     }
     // BR-53: node metadata from WDDM 1.3.
     if wddm >= 0x1300 && !filled("DxgkDdiGetNodeMetadata") {
@@ -422,6 +408,20 @@ pub fn status_allowed(ddi: &str, status: NTSTATUS) -> bool {
         ],
         "DxgkDdiPowerRuntimeControlRequest" => &[STATUS_SUCCESS, STATUS_INVALID_PARAMETER],
         "DxgkDdiCreateDevice" | "DxgkDdiCreateContext" => &[STATUS_SUCCESS, STATUS_NO_MEMORY],
+        // [D] `ADAPTER_RENDER::DdiPresent`.
+        "DxgkDdiPresent" => &[
+            STATUS_SUCCESS,
+            STATUS_INVALID_HANDLE,
+            STATUS_NO_MEMORY,
+            STATUS_ILLEGAL_INSTRUCTION,
+            STATUS_PRIVILEGED_INSTRUCTION,
+            STATUS_INSUFFICIENT_RESOURCES,
+            STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER,
+            STATUS_GRAPHICS_CANNOTCOLORCONVERT,
+            STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE,
+        ],
+        // [D] `DXGADAPTER::DdiControlInterrupt`.
+        "DxgkDdiControlInterrupt" => &[STATUS_SUCCESS, STATUS_UNSUCCESSFUL, STATUS_NOT_IMPLEMENTED],
         "DxgkDdiCreateHwQueue" | "DxgkDdiCreateDoorbell" | "DxgkDdiConnectDoorbell" => {
             &[STATUS_SUCCESS, STATUS_NOT_IMPLEMENTED, STATUS_NO_MEMORY]
         }
@@ -442,8 +442,8 @@ pub fn triage_status(a: &AdapterShared, ddi: &str, status: NTSTATUS) {
 }
 
 impl crate::machine::Machine {
-    /// Dxgkrnl's triage log of adapter `i`: statuses outside a DDI wrapper's allow-list (BR-23)
-    /// and the pending start-up rules the driver breaks.
+    /// Dxgkrnl's triage log of adapter `i`: statuses outside a DDI wrapper's allow-list
+    /// (BR-23).
     pub fn triage_log(&self, i: usize) -> Vec<String> {
         self.adapter_shared(i)
             .map_or_else(|_| Vec::new(), |a| lock(&a.triage).clone())

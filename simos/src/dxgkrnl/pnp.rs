@@ -225,14 +225,15 @@ impl Machine {
         // them).
         *lock(&a.caps) = Some(caps);
         // Adapter creation's caps and DDI-table rules (docs/windows-bringup.md §4), in order.
-        let mut rules = bringup::check_caps(&caps, &t, t.Version, a.os.cpu_arch);
+        let mut rules =
+            bringup::check_caps(&caps, &t, t.Version, a.os.cpu_arch, a.os.validate_wddm_caps);
         // BR-61/62/64/68 (issue 12): VidMm asks for the segments and, for a GPU-VA adapter,
         // the GPU MMU's caps and page-table levels while the render core is created.
         match crate::vidmm::model::query(&a, &t, &caps)? {
             Ok(model) => *lock(&a.memory_model) = model,
             Err(v) => rules.push(v),
         }
-        if let Some(v) = self.rule_outcome(&a, rules) {
+        if let Some(v) = rules.into_iter().next() {
             return self.refuse(&a, &t, v);
         }
         let reject =
@@ -307,7 +308,7 @@ impl Machine {
             hws_and_ums: hws && ums,
             native_gpu_fence: caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence),
         };
-        let mut rules: Vec<bringup::Violation> = metadata
+        let rules: Vec<bringup::Violation> = metadata
             .iter()
             .enumerate()
             .flat_map(|(n, md)| {
@@ -323,7 +324,7 @@ impl Machine {
                 .flatten()
             })
             .collect();
-        if let Some(v) = self.rule_outcome(&a, std::mem::take(&mut rules)) {
+        if let Some(v) = rules.into_iter().next() {
             return self.refuse(&a, &t, v);
         }
         // UM-04, BR-76: the user-mode submission caps, after the node rules.
@@ -339,8 +340,7 @@ impl Machine {
             }
             Err(e) => return Err(e),
         }
-        rules.extend(self.query_history_precision(&a, &t)?);
-        if let Some(v) = self.rule_outcome(&a, rules) {
+        if let Some(v) = self.query_history_precision(&a, &t)?.into_iter().next() {
             return self.refuse(&a, &t, v);
         }
         // BR-77 (VidSchiInitializeNode) and BR-79 (VidSchCreateSchedulingLogs): priority bands
@@ -356,10 +356,7 @@ impl Machine {
         // BR-100…BR-106: runtime power management (`dxgkrnl::power`), after the render core.
         let components = match crate::dxgkrnl::power::initialize(&a, &t, &caps) {
             Ok(Ok(c)) => c,
-            Ok(Err(v)) => match self.rule_outcome(&a, vec![v]) {
-                Some(v) => return self.refuse(&a, &t, v),
-                None => None,
-            },
+            Ok(Err(v)) => return self.refuse(&a, &t, v),
             Err(e) => return Err(e),
         };
         *lock(&a.caps) = Some(caps);
@@ -374,24 +371,6 @@ impl Machine {
             children,
             caps,
         })
-    }
-
-    /// Sorts rule violations: pending ones go to the triage log (unless the OS enforces them),
-    /// the first other one is returned to fail the start.
-    fn rule_outcome(
-        &self,
-        a: &AdapterShared,
-        rules: Vec<bringup::Violation>,
-    ) -> Option<bringup::Violation> {
-        let mut refused = None;
-        for v in rules {
-            if bringup::is_pending(v.rule) && !a.os.enforce_pending {
-                lock(&a.triage).push(format!("pending: {} ({})", v.rule, v.why));
-            } else if refused.is_none() {
-                refused = Some(v);
-            }
-        }
-        refused
     }
 
     /// Fails the start for `v` with Windows' status (the adapter is stopped again).

@@ -44,9 +44,11 @@ pub struct OsConfig {
     /// Issue 5: `NumberOfEntries` of the wait and signal logs the OS gives every user-mode
     /// queue (default 84, a full 4 KiB buffer; tests use 4 to force overflows, LOG-05).
     pub log_entries: u64,
-    /// Refuse the start for the pending start-up rules too (`dxgkrnl::bringup::PENDING`);
-    /// off, their violations go to the adapter's triage log. The rule tests turn it on.
-    pub enforce_pending: bool,
+    /// Windows' `HKLM\SYSTEM\CurrentControlSet\Control\GraphicsDrivers\ValidateWDDMCaps`:
+    /// set, Dxgkrnl holds a WDDM 1.2+ hardware adapter to the mandatory WDDM 1.2 render
+    /// features (docs/windows-bringup.md BR-52). [D] `DXGGLOBAL::Initialize` reads the value
+    /// and leaves the check off when it is absent, so the default here is off too.
+    pub validate_wddm_caps: bool,
     /// Issue 13: `NumberOfEntries` of every hardware-scheduled node's scheduling log (Windows:
     /// 0x800, [D] `VidSchCreateSchedulingLogs`; tests use small logs to force wrap-around).
     pub sched_log_entries: u32,
@@ -71,7 +73,7 @@ impl Default for OsConfig {
             submit_irql: Irql::Dispatch,
             wait_timeout: crate::ums::DEFAULT_WAIT,
             log_entries: crate::sync::fencelog::DEFAULT_LOG_ENTRIES,
-            enforce_pending: false,
+            validate_wddm_caps: false,
             sched_log_entries: crate::vidsch::hws::DEFAULT_SCHED_LOG_ENTRIES,
             hws_normal_band_percentage: 0,
             cpu_arch: CpuArch::X64,

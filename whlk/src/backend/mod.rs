@@ -98,6 +98,9 @@ pub struct SessionConfig {
     /// Whether the device has `CAPS.PER_ENGINE_RESET` (`None`: the default, yes; TDR-01,
     /// TDR-09 without per-engine reset).
     pub per_engine_reset: Option<bool>,
+    /// Windows' `ValidateWDDMCaps` policy (off by default, as on Windows): the WDDM 1.2
+    /// mandatory-feature check of adapter start (docs/windows-bringup.md BR-52).
+    pub validate_wddm_caps: bool,
 }
 
 impl SessionConfig {
@@ -117,6 +120,7 @@ impl SessionConfig {
             log_entries: None,
             engines: None,
             per_engine_reset: None,
+            validate_wddm_caps: false,
         }
     }
 
@@ -133,6 +137,7 @@ impl SessionConfig {
             || self.log_entries.is_some()
             || self.engines.is_some()
             || self.per_engine_reset.is_some()
+            || self.validate_wddm_caps
     }
 }
 

@@ -321,10 +321,12 @@ fn per_engine_caps(b: &dyn Backend) -> CaseResult {
         s.driver_caps(0)?.per_engine_tdr,
         "a PER_ENGINE_RESET device with the four DDIs: SupportPerEngineTDR is 0"
     );
-    // Without PER_ENGINE_RESET the driver cannot claim per-engine TDR, and Windows does not
-    // start a WDDM 1.2+ hardware adapter without it (docs/windows-bringup.md BR-52).
+    // Without PER_ENGINE_RESET the driver cannot claim per-engine TDR, and a Windows that
+    // validates WDDM caps does not start a WDDM 1.2+ hardware adapter without it
+    // (docs/windows-bringup.md BR-52).
     let mut cfg = SessionConfig::new(ExecMode::Step);
     cfg.per_engine_reset = Some(false);
+    cfg.validate_wddm_caps = true;
     let mut s = b.open(&cfg)?;
     s.load_driver()?;
     match s.start_adapter(0) {

@@ -114,6 +114,8 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiPreemptCommand: Some(preempt_command::<P>),
         DxgkDdiQueryCurrentFence: Some(query_current_fence::<P>),
         DxgkDdiBuildPagingBuffer: Some(build_paging_buffer::<P>),
+        DxgkDdiPresent: Some(present),
+        DxgkDdiControlInterrupt: Some(control_interrupt::<P>),
         DxgkDdiCreateProcess: Some(memory::create_process::<P>),
         DxgkDdiDestroyProcess: Some(memory::destroy_process::<P>),
         DxgkDdiGetRootPageTableSize: Some(memory::get_root_page_table_size::<P>),
@@ -831,6 +833,35 @@ unsafe extern "system" fn query_current_fence<P: Platform>(
     match (a, args) {
         (Some(a), Some(args)) => to_ntstatus(crate::node::query_current_fence(a, args)),
         _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiPresent (PASSIVE): refused, rvgpu has nothing to present with (`crate::present`).
+unsafe extern "system" fn present(
+    h_context: HANDLE,
+    args: *mut rvgpu_ddi::present::DXGKARG_PRESENT,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_mut() };
+    match args {
+        // The context is not looked at: no present is carried out on any of them.
+        Some(args) if !h_context.is_null() => to_ntstatus(crate::present::present(args)),
+        // INVALID_HANDLE is in the wrapper's allow-list; INVALID_PARAMETER is not.
+        _ => status::INVALID_HANDLE.code(),
+    }
+}
+
+/// DxgkDdiControlInterrupt (PASSIVE): no interrupt type is under its control on rvgpu.
+unsafe extern "system" fn control_interrupt<P: Platform>(
+    h_adapter: HANDLE,
+    ty: rvgpu_ddi::interrupt::DXGK_INTERRUPT_TYPE,
+    enable: BOOLEAN,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    match unsafe { adapter::<P>(h_adapter) } {
+        Some(_) => to_ntstatus(crate::present::control_interrupt(ty, enable != 0)),
+        // UNSUCCESSFUL is in the wrapper's allow-list (SUCCESS, UNSUCCESSFUL, NOT_IMPLEMENTED).
+        None => status::UNSUCCESSFUL.code(),
     }
 }
 

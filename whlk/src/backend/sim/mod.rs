@@ -72,6 +72,7 @@ pub(crate) fn machine_config(config: &SessionConfig) -> MachineConfig {
     };
     mc.os.native_fence_feature = config.native_fence_feature;
     mc.os.hwsch_feature = config.hwsch_feature;
+    mc.os.validate_wddm_caps = config.validate_wddm_caps;
     if let Some(n) = config.log_entries {
         mc.os.log_entries = n;
     }

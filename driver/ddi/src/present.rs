@@ -1,0 +1,254 @@
+//! The render core's presentation and interrupt-control slots, which Dxgkrnl requires of every
+//! render core although rvgpu is render-only (docs/windows-bringup.md BR-47):
+//! `DxgkDdiPresent` with `DXGKARG_PRESENT`, and `DxgkDdiControlInterrupt`.
+//!
+//! Layouts are the 10.0.22621 d3dkmddi.h declarations at `DXGKDDI_INTERFACE_VERSION_WDDM3_2`
+//! (the `#if` branches for WIN7, WIN8, WDDM1_3 and WDDM2_0 taken), checked by the build's
+//! `wdk-layout-check` and asserted below.
+
+use core::ffi::c_void;
+
+use crate::basic::*;
+use crate::interrupt::DXGK_INTERRUPT_TYPE;
+use crate::macros::{bitfield, layout, zeroed_default};
+use crate::tdr::D3DDDI_FLIPINTERVAL_TYPE;
+
+/// `RECT` (windef.h): a rectangle by its edges, right and bottom exclusive.
+///
+/// <https://learn.microsoft.com/en-us/windows/win32/api/windef/ns-windef-rect>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RECT {
+    /// Left edge.
+    pub left: i32,
+    /// Top edge.
+    pub top: i32,
+    /// Right edge (exclusive).
+    pub right: i32,
+    /// Bottom edge (exclusive).
+    pub bottom: i32,
+}
+layout!(RECT, size = 16, left = 0, top = 4, right = 8, bottom = 12);
+
+bitfield! {
+    /// `DXGK_ALLOCATIONLIST_0`: the flag word of a [`DXGK_ALLOCATIONLIST`] entry.
+    pub struct DXGK_ALLOCATIONLIST_0: u32 {
+        /// The command writes the allocation.
+        WriteOperation: 0, 1;
+        /// Segment the allocation is in (physical addressing only).
+        SegmentId: 1, 5;
+        /// Reserved.
+        Reserved: 6, 26;
+    }
+}
+layout!(DXGK_ALLOCATIONLIST_0, size = 4);
+
+/// `DXGK_ALLOCATIONLIST`: one allocation a DMA buffer (here: a present) references. From WDDM
+/// 2.0 the address is a union of `PhysicalAddress` and `VirtualAddress`; both are 64-bit.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationlist>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGK_ALLOCATIONLIST {
+    /// The driver's device-specific allocation handle (from `DxgkDdiOpenAllocation`).
+    pub hDeviceSpecificAllocation: HANDLE,
+    /// `WriteOperation`, `SegmentId`.
+    pub Anonymous: DXGK_ALLOCATIONLIST_0,
+    /// `PhysicalAddress` or `VirtualAddress` (a GPU VA for GpuMmu contexts).
+    pub Anonymous2: DXGK_ALLOCATIONLIST_1,
+}
+layout!(
+    DXGK_ALLOCATIONLIST,
+    size = 24,
+    hDeviceSpecificAllocation = 0,
+    Anonymous = 8,
+    Anonymous2 = 16
+);
+
+/// `DXGK_ALLOCATIONLIST_1`: the address union of [`DXGK_ALLOCATIONLIST`] (WDDM 2.0).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGK_ALLOCATIONLIST_1 {
+    /// Physical address (physical addressing).
+    pub PhysicalAddress: LARGE_INTEGER,
+    /// GPU virtual address (GpuMmu).
+    pub VirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+}
+layout!(DXGK_ALLOCATIONLIST_1, size = 8);
+
+impl core::fmt::Debug for DXGK_ALLOCATIONLIST_1 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // SAFETY: both arms are 8 plain bytes.
+        let v = unsafe { self.VirtualAddress };
+        f.debug_struct("DXGK_ALLOCATIONLIST_1")
+            .field("VirtualAddress", &v)
+            .finish()
+    }
+}
+
+bitfield! {
+    /// `DXGK_PRESENTFLAGS`: what kind of present (the WDDM 2.0 branch: `RedirectedFlip`,
+    /// `Reserved : 18`).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_presentflags>
+    pub struct DXGK_PRESENTFLAGS: u32 {
+        /// A bit-block transfer.
+        Blt: 0, 1;
+        /// A colour fill of the destination.
+        ColorFill: 1, 1;
+        /// A flip.
+        Flip: 2, 1;
+        /// A flip that does not wait for vsync.
+        FlipWithNoWait: 3, 1;
+        /// Source colour key.
+        SrcColorKey: 4, 1;
+        /// Destination colour key.
+        DstColorKey: 5, 1;
+        /// Linear to sRGB conversion.
+        LinearToSrgb: 6, 1;
+        /// Rotation.
+        Rotate: 7, 1;
+        /// Stereo flip.
+        FlipStereo: 8, 1;
+        /// Stereo flip, left image only.
+        FlipStereoTemporaryMono: 9, 1;
+        /// Stereo flip, right image preferred.
+        FlipStereoPreferRight: 10, 1;
+        /// Blt from the right image of a stereo back buffer.
+        BltStereoUseRight: 11, 1;
+        /// Flip with multi-plane overlays.
+        FlipWithMultiPlaneOverlay: 12, 1;
+        /// Redirected flip.
+        RedirectedFlip: 13, 1;
+        /// Reserved.
+        Reserved: 14, 18;
+    }
+}
+layout!(DXGK_PRESENTFLAGS, size = 4);
+
+/// `DXGKARG_PRESENT_0`: the allocation-list union of [`DXGKARG_PRESENT`] (a
+/// `DXGK_ALLOCATIONLIST*`, a `DXGK_PRESENTALLOCATIONINFO*` or a
+/// `DXGK_PRESENTMULTIPLANEOVERLAYINFO*`, by kind of present).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union DXGKARG_PRESENT_0 {
+    /// Blt and colour-fill presents.
+    pub pAllocationList: *mut DXGK_ALLOCATIONLIST,
+    /// Flip presents.
+    pub pAllocationInfo: *mut c_void,
+    /// Multi-plane overlay presents.
+    pub pPresentMultiPlaneOverlayInfo: *mut c_void,
+}
+layout!(DXGKARG_PRESENT_0, size = 8);
+
+impl core::fmt::Debug for DXGKARG_PRESENT_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // SAFETY: every arm is a pointer of the same size; printing one reads no memory.
+        let p = unsafe { self.pAllocationList };
+        f.debug_struct("DXGKARG_PRESENT_0").field("p", &p).finish()
+    }
+}
+
+/// `DXGKARG_PRESENT`: argument of `DxgkDdiPresent`. The driver writes commands at
+/// `pDmaBuffer` and advances it (and `pPatchLocationListOut`, unused from Windows 7).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_present>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_PRESENT {
+    /// In/out: where the next command goes.
+    pub pDmaBuffer: PVOID,
+    /// Bytes left at `pDmaBuffer`.
+    pub DmaSize: UINT,
+    /// Driver private data of the DMA buffer.
+    pub pDmaBufferPrivateData: PVOID,
+    /// Its size in bytes.
+    pub DmaBufferPrivateDataSize: UINT,
+    /// The allocations (source first, then destination).
+    pub Anonymous: DXGKARG_PRESENT_0,
+    /// Not used from Windows 7.
+    pub pPatchLocationListOut: PVOID,
+    /// Not used from Windows 7.
+    pub PatchLocationListOutSize: UINT,
+    /// Where a split present resumes.
+    pub MultipassOffset: UINT,
+    /// Fill colour (`ColorFill`).
+    pub Color: UINT,
+    /// Destination rectangle.
+    pub DstRect: RECT,
+    /// Source rectangle.
+    pub SrcRect: RECT,
+    /// Number of `pDstSubRects`.
+    pub SubRectCnt: UINT,
+    /// Destination sub-rectangles.
+    pub pDstSubRects: *const RECT,
+    /// Flip interval.
+    pub FlipInterval: D3DDDI_FLIPINTERVAL_TYPE,
+    /// Kind of present.
+    pub Flags: DXGK_PRESENTFLAGS,
+    /// Segment of the DMA buffer (physical addressing).
+    pub DmaBufferSegmentId: UINT,
+    /// Physical address of the DMA buffer.
+    pub DmaBufferPhysicalAddress: LARGE_INTEGER,
+    /// Reserved (WDDM 1.3).
+    pub Reserved: UINT,
+    /// GPU VA of the DMA buffer (WDDM 2.0).
+    pub DmaBufferGpuVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+    /// Source allocations in the list.
+    pub NumSrcAllocations: UINT,
+    /// Destination allocations in the list.
+    pub NumDstAllocations: UINT,
+    /// Size of `pPrivateDriverData`.
+    pub PrivateDriverDataSize: UINT,
+    /// UMD private data of the present.
+    pub pPrivateDriverData: PVOID,
+}
+layout!(
+    DXGKARG_PRESENT,
+    size = 168,
+    pDmaBuffer = 0,
+    DmaSize = 8,
+    pDmaBufferPrivateData = 16,
+    DmaBufferPrivateDataSize = 24,
+    Anonymous = 32,
+    pPatchLocationListOut = 40,
+    PatchLocationListOutSize = 48,
+    MultipassOffset = 52,
+    Color = 56,
+    DstRect = 60,
+    SrcRect = 76,
+    SubRectCnt = 92,
+    pDstSubRects = 96,
+    FlipInterval = 104,
+    Flags = 108,
+    DmaBufferSegmentId = 112,
+    DmaBufferPhysicalAddress = 120,
+    Reserved = 128,
+    DmaBufferGpuVirtualAddress = 136,
+    NumSrcAllocations = 144,
+    NumDstAllocations = 148,
+    PrivateDriverDataSize = 152,
+    pPrivateDriverData = 160
+);
+zeroed_default!(DXGKARG_PRESENT);
+
+/// `DXGKDDI_PRESENT` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hContext, INOUT_PDXGKARG_PRESENT
+/// pPresent)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_present>
+pub type PDXGKDDI_PRESENT =
+    Option<unsafe extern "system" fn(hContext: HANDLE, pPresent: *mut DXGKARG_PRESENT) -> NTSTATUS>;
+
+/// `DXGKDDI_CONTROLINTERRUPT` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+/// IN_CONST_DXGK_INTERRUPT_TYPE InterruptType, IN_BOOLEAN EnableInterrupt)`. "The driver must
+/// return STATUS_NOT_IMPLEMENTED if an interrupt type other than DXGK_INTERRUPT_CRTC_VSYNC is
+/// supplied."
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlinterrupt>
+pub type PDXGKDDI_CONTROLINTERRUPT = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        InterruptType: DXGK_INTERRUPT_TYPE,
+        EnableInterrupt: BOOLEAN,
+    ) -> NTSTATUS,
+>;
