@@ -4,6 +4,9 @@
 
 use std::cell::{Cell, RefCell};
 
+mod common;
+use common::{real_qai, refused, start_with_qai_hook};
+
 use rvgpu_ddi::adapter::{
     DXGK_DRIVERCAPS_MiscCaps, DXGKARG_HISTORYBUFFERPRECISION, DXGKARG_QUERYADAPTERINFO,
     DXGKQAITYPE_DRIVERCAPS, DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGK_DRIVERCAPS, DXGK_FLIPCAPS,
@@ -19,13 +22,11 @@ use rvgpu_simos::dxgkrnl::bringup::{
 };
 use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
 
-type Qai = unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS;
 type CapsEdit = Box<dyn Fn(&mut DXGK_DRIVERCAPS)>;
 
 thread_local! {
     // The start-time queries run on the test thread, so per-thread hooks keep parallel tests
     // apart.
-    static REAL_QAI: Cell<Option<Qai>> = const { Cell::new(None) };
     static CAPS_EDIT: RefCell<Option<CapsEdit>> = const { RefCell::new(None) };
     static PRECISION: Cell<Option<u32>> = const { Cell::new(None) };
     static REFUSE_TYPE: Cell<Option<i32>> = const { Cell::new(None) };
@@ -40,9 +41,8 @@ unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTE
     if REFUSE_TYPE.get() == Some(ty) {
         return STATUS_NOT_SUPPORTED;
     }
-    let real = REAL_QAI.get().expect("real QueryAdapterInfo");
     // SAFETY: forwarded unchanged.
-    let s = unsafe { real(h, args) };
+    let s = unsafe { real_qai(h, args) };
     if s >= 0 && ty == DXGKQAITYPE_DRIVERCAPS {
         // SAFETY: a DRIVERCAPS answer is a DXGK_DRIVERCAPS the OS sized for it.
         let caps = unsafe { &mut *(*args).pOutputData.cast::<DXGK_DRIVERCAPS>() };
@@ -103,29 +103,9 @@ fn start_with_policy(
 ) -> (Machine, Result<(), SimError>) {
     CAPS_EDIT.with(|e| *e.borrow_mut() = Some(Box::new(edit)));
     let mut m = machine(validate_wddm_caps);
-    let (tx, rx) = std::sync::mpsc::channel();
-    m.load_driver_with(move |t| {
-        let _ = tx.send(t.DxgkDdiQueryAdapterInfo);
-        t.DxgkDdiQueryAdapterInfo = Some(edited_qai);
-        table(t);
-    })
-    .expect("load");
-    REAL_QAI.set(rx.recv().expect("hook ran"));
-    let r = m.start_adapter(0).map(|_| ());
+    let r = start_with_qai_hook(&mut m, edited_qai, table);
     CAPS_EDIT.with(|e| *e.borrow_mut() = None);
     (m, r)
-}
-
-fn refused(r: Result<(), SimError>, rule: &str, status: NTSTATUS) {
-    match r {
-        Err(SimError::StartRefused {
-            rule: r, status: s, ..
-        }) if r == rule && s == status => {}
-        other => panic!(
-            "expected {rule} with {:#010x}, got {other:?}",
-            status as u32
-        ),
-    }
 }
 
 fn no_edit(_: &mut DXGK_DRIVERCAPS) {}

@@ -27,7 +27,6 @@ use rvgpu_umd::kmt::{AllocationCpu, AllocationKind, Kmt};
 use rvgpu_umd::submit::KernelQueue;
 use zerocopy::IntoBytes;
 
-type Qai = unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS;
 type ComponentEdit = Box<dyn Fn(u32, &mut DXGK_POWER_RUNTIME_COMPONENT)>;
 type FState = unsafe extern "system" fn(HANDLE, UINT, UINT) -> NTSTATUS;
 type Control = unsafe extern "system" fn(
@@ -43,7 +42,6 @@ type Control = unsafe extern "system" fn(
 thread_local! {
     // The start-time queries run on the test thread (step mode), so per-thread hooks keep
     // parallel tests apart.
-    static REAL_QAI: Cell<Option<Qai>> = const { Cell::new(None) };
     static REFUSE_TYPE: Cell<Option<i32>> = const { Cell::new(None) };
     static COUNT: Cell<Option<u32>> = const { Cell::new(None) };
     static COMPONENT_EDIT: RefCell<Option<ComponentEdit>> = const { RefCell::new(None) };
@@ -56,9 +54,8 @@ unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTE
     if REFUSE_TYPE.get() == Some(ty) {
         return STATUS_NOT_SUPPORTED;
     }
-    let real = REAL_QAI.get().expect("real QueryAdapterInfo");
     // SAFETY: forwarded unchanged.
-    let s = unsafe { real(h, args) };
+    let s = unsafe { real_qai(h, args) };
     if s >= 0 && ty == DXGKQAITYPE_NUMPOWERCOMPONENTS {
         if let Some(n) = COUNT.get() {
             // SAFETY: the OS's 4-byte output.
@@ -90,15 +87,7 @@ fn start_edited(
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.idle_f1_ticks = idle_f1_ticks;
     let mut m = Machine::new(cfg);
-    let (tx, rx) = std::sync::mpsc::channel();
-    m.load_driver_with(move |t| {
-        let _ = tx.send(t.DxgkDdiQueryAdapterInfo);
-        t.DxgkDdiQueryAdapterInfo = Some(edited_qai);
-        table(t);
-    })
-    .expect("load");
-    REAL_QAI.set(rx.recv().expect("hook ran"));
-    let r = m.start_adapter(0).map(|_| ());
+    let r = start_with_qai_hook(&mut m, edited_qai, table);
     REFUSE_TYPE.set(None);
     COUNT.set(None);
     COMPONENT_EDIT.with(|e| *e.borrow_mut() = None);
@@ -107,18 +96,6 @@ fn start_edited(
 
 fn edit_component(f: impl Fn(u32, &mut DXGK_POWER_RUNTIME_COMPONENT) + 'static) {
     COMPONENT_EDIT.with(|e| *e.borrow_mut() = Some(Box::new(f)));
-}
-
-fn refused(r: Result<(), SimError>, rule: &str, status: NTSTATUS) {
-    match r {
-        Err(SimError::StartRefused {
-            rule: r, status: s, ..
-        }) if r == rule && s == status => {}
-        other => panic!(
-            "expected {rule} with {:#010x}, got {other:?}",
-            status as u32
-        ),
-    }
 }
 
 fn no_table(_: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA) {}

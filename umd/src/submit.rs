@@ -388,8 +388,6 @@ struct KernelPath<K: Kmt> {
     head: u64,
     /// The last progress value submitted on this queue.
     last: u64,
-    /// Kind and size of new buffers.
-    cb_size: u64,
 }
 
 impl<K: Kmt> core::fmt::Debug for KernelPath<K> {
@@ -418,7 +416,6 @@ impl<K: Kmt> KernelPath<K> {
             Ok(alloc) => Ok(Self {
                 queue,
                 queue_id,
-                cb_size: alloc.size,
                 cbs: alloc::vec![CommandBuffer { alloc, last_use: 0 }],
                 cur: 0,
                 head: 0,
@@ -433,7 +430,12 @@ impl<K: Kmt> KernelPath<K> {
 
     /// Largest command buffer of one submission.
     fn max_bytes(&self) -> u64 {
-        self.cb_size.min(MAX_INDIRECT)
+        self.cb_size().min(MAX_INDIRECT)
+    }
+
+    /// Size of every command buffer (the first one's; the others are made alike).
+    fn cb_size(&self) -> u64 {
+        self.cbs.first().map_or(0, |c| c.alloc.size)
     }
 
     /// Moves to a buffer the GPU is done with: the next in the ring, a new one (up to
@@ -446,7 +448,7 @@ impl<K: Kmt> KernelPath<K> {
         if busy <= done {
             self.cur = next;
         } else if self.cbs.len() < MAX_COMMAND_BUFFERS {
-            match kmt.create_allocation_as(self.cb_size, crate::kmt::AllocationKind::Commands) {
+            match kmt.create_allocation_as(self.cb_size(), crate::kmt::AllocationKind::Commands) {
                 Ok(alloc) => {
                     // Inserted after the current one, so the ring stays in submission order.
                     let at = self.cur.saturating_add(1);
@@ -496,7 +498,7 @@ impl<K: Kmt> KernelPath<K> {
         if bytes == 0 || bytes > self.max_bytes() {
             return Err(SubmitError::TooLarge);
         }
-        if self.head.saturating_add(bytes) > self.cb_size {
+        if self.head.saturating_add(bytes) > self.cb_size() {
             self.next_buffer(kmt)?;
         }
         let cur = self.cur;

@@ -6,9 +6,13 @@
 #![allow(dead_code)]
 
 use rvgpu_umd::kmt::AllocationKind;
+use std::cell::Cell;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::{HANDLE, NTSTATUS};
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::{
     DoorbellPdd, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
@@ -197,5 +201,55 @@ impl Samples {
         let iters: u64 = s.iter().map(|(n, _)| n).sum();
         let total: f64 = s.iter().map(|(_, d)| d.as_secs_f64()).sum();
         (per[per.len() / 2], total * per_second / iters as f64, iters)
+    }
+}
+
+/// A `DxgkDdiQueryAdapterInfo` entry point.
+pub type Qai = unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS;
+
+thread_local! {
+    // The start-time queries run on the starting thread (step mode), so a per-thread record
+    // keeps parallel tests apart.
+    static REAL_QAI: Cell<Option<Qai>> = const { Cell::new(None) };
+}
+
+/// The driver's own QueryAdapterInfo, called from a hook installed by [`start_with_qai_hook`].
+///
+/// # Safety
+/// As for the DDI: `args` is the OS's argument block for the call.
+pub unsafe fn real_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS {
+    let real = REAL_QAI.get().expect("real QueryAdapterInfo");
+    // SAFETY: forwarded unchanged (the function contract).
+    unsafe { real(h, args) }
+}
+
+/// Loads rvgpu on `m` with its QueryAdapterInfo replaced by `hook` (which edits the answers of
+/// [`real_qai`]) and `table` applied to its table, then starts adapter 0.
+pub fn start_with_qai_hook(
+    m: &mut Machine,
+    hook: Qai,
+    table: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
+) -> Result<(), SimError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    m.load_driver_with(move |t| {
+        let _ = tx.send(t.DxgkDdiQueryAdapterInfo);
+        t.DxgkDdiQueryAdapterInfo = Some(hook);
+        table(t);
+    })
+    .expect("load");
+    REAL_QAI.set(rx.recv().expect("hook ran"));
+    m.start_adapter(0).map(|_| ())
+}
+
+/// Asserts that a start was refused for `rule` with `status`.
+pub fn refused(r: Result<(), SimError>, rule: &str, status: NTSTATUS) {
+    match r {
+        Err(SimError::StartRefused {
+            rule: r, status: s, ..
+        }) if r == rule && s == status => {}
+        other => panic!(
+            "expected {rule} with {:#010x}, got {other:?}",
+            status as u32
+        ),
     }
 }
