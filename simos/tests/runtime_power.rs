@@ -1,5 +1,5 @@
 //! Runtime power management end to end (UM-13, issue 14): the power components the KMD
-//! reports at start and the rules the simulated Dxgkrnl applies to them (BR-100…BR-108,
+//! reports at start and the rules the simulated Dxgkrnl applies to them (BR-100…BR-109,
 //! docs/windows-bringup.md §6a), and the engine really gated in F1 on the emulated GPU: work
 //! that reaches a gated engine does not run, the OS's kernel path brings the node to F0 first,
 //! and a driver that leaves its engine gated is caught.
@@ -45,6 +45,8 @@ thread_local! {
     static REFUSE_TYPE: Cell<Option<i32>> = const { Cell::new(None) };
     static COUNT: Cell<Option<u32>> = const { Cell::new(None) };
     static COMPONENT_EDIT: RefCell<Option<ComponentEdit>> = const { RefCell::new(None) };
+    /// A P-state answer (count, P0 and P1 frequencies) in place of rvgpu's NOT_IMPLEMENTED.
+    static P_ANSWER: Cell<Option<(u32, u32, u32)>> = const { Cell::new(None) };
 }
 
 /// The driver's QueryAdapterInfo with the test's edits to the power-component answers.
@@ -53,6 +55,22 @@ unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTE
     let (ty, input, out) = unsafe { ((*args).Type, (*args).pInputData, (*args).pOutputData) };
     if REFUSE_TYPE.get() == Some(ty) {
         return STATUS_NOT_SUPPORTED;
+    }
+    if ty == rvgpu_ddi::adapter::DXGKQAITYPE_POWERCOMPONENTPSTATEINFO {
+        if let Some((n, f0, f1)) = P_ANSWER.get() {
+            let mut p = rvgpu_ddi::power::DXGK_POWER_P_COMPONENT {
+                StateCount: n,
+                ..Default::default()
+            };
+            p.States[0].OperatingFrequency = f0;
+            p.States[1].OperatingFrequency = f1;
+            // SAFETY: the OS's 136-byte output.
+            unsafe {
+                out.cast::<rvgpu_ddi::power::DXGK_POWER_P_COMPONENT>()
+                    .write_unaligned(p)
+            };
+            return STATUS_SUCCESS;
+        }
     }
     // SAFETY: forwarded unchanged.
     let s = unsafe { real_qai(h, args) };
@@ -90,6 +108,7 @@ fn start_edited(
     let r = start_with_qai_hook(&mut m, edited_qai, table);
     REFUSE_TYPE.set(None);
     COUNT.set(None);
+    P_ANSWER.set(None);
     COMPONENT_EDIT.with(|e| *e.borrow_mut() = None);
     (m, r)
 }
@@ -216,6 +235,21 @@ fn br_102_to_106_broken_component_answers_refuse_the_start() {
     edit_component(|_, c| c.States[1].NominalPower = u32::MAX);
     let (_, r) = start_edited(no_table, 0);
     r.expect("unknown F1 power is allowed");
+}
+
+/// BR-109: Windows asks every engine component for its P-states; rvgpu's NOT_IMPLEMENTED is
+/// tolerated (the plain starts above), a valid answer is accepted, and an answer with a zero
+/// or rising frequency or more than 32 states refuses the start with INVALID_PARAMETER.
+#[test]
+fn br_109_p_state_answers() {
+    P_ANSWER.set(Some((2, 1000, 500)));
+    let (_, r) = start_edited(no_table, 0);
+    r.expect("valid P-states");
+    for bad in [(2, 1000, 0), (2, 500, 1000), (33, 1000, 500)] {
+        P_ANSWER.set(Some(bad));
+        let (_, r) = start_edited(no_table, 0);
+        refused(r, "BR-109", STATUS_INVALID_PARAMETER);
+    }
 }
 
 static CONTROL_CALLS: Mutex<Vec<GUID>> = Mutex::new(Vec::new());

@@ -257,6 +257,44 @@ layout!(
 
 zeroed_default!(DXGK_POWER_RUNTIME_COMPONENT);
 
+/// `DXGK_MAX_P_STATES`: entries in `DXGK_POWER_P_COMPONENT::States`.
+pub const DXGK_MAX_P_STATES: usize = 32;
+
+/// `DXGK_POWER_P_STATE`: one P-state of an engine component.
+///
+/// d3dkmddi.h (10.0.22621), "Windows Next runtime power management enhancements".
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DXGK_POWER_P_STATE {
+    /// The operating frequency in this P-state (non-zero, decreasing with the P-state).
+    pub OperatingFrequency: u32,
+}
+layout!(DXGK_POWER_P_STATE, size = 4, OperatingFrequency = 0);
+
+/// `DXGK_POWER_P_COMPONENT`: the `DXGKQAITYPE_POWERCOMPONENTPSTATEINFO` answer (136 bytes).
+///
+/// d3dkmddi.h (10.0.22621); Dxgkrnl passes `OutputDataSize` 136 ([D] 22631
+/// `DXGADAPTER::InitializePowerManagement`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DXGK_POWER_P_COMPONENT {
+    /// P-states in `States` (at most 32).
+    pub StateCount: u32,
+    /// P0, P1, ….
+    pub States: [DXGK_POWER_P_STATE; DXGK_MAX_P_STATES],
+    /// `DXGK_POWER_COMPONENT_P_FLAGS` (all reserved).
+    pub Flags: u32,
+}
+layout!(
+    DXGK_POWER_P_COMPONENT,
+    size = 136,
+    StateCount = 0,
+    States = 4,
+    Flags = 132
+);
+
+zeroed_default!(DXGK_POWER_P_COMPONENT);
+
 /// `DXGKDDIPOWERRUNTIMECONTROLREQUEST` (at most DISPATCH_LEVEL): `(DriverContext,
 /// PowerControlCode, InBuffer, InBufferSize, OutBuffer, OutBufferSize, BytesReturned)`.
 ///

@@ -295,7 +295,8 @@ pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Re
         rvgpu_ddi::adapter::DXGKQAITYPE_PAGETABLELEVELDESC if crate::gpummu::supported(live) => {
             crate::gpummu::query_level(live, args)
         }
-        // UM-13, BR-100…BR-106: asked only when SupportRuntimePowerManagement is set.
+        // UM-13, BR-100…BR-109: asked only when SupportRuntimePowerManagement is set
+        // (POWERCOMPONENTPSTATEINFO stays unanswered: one fixed clock, BR-109 tolerates it).
         rvgpu_ddi::adapter::DXGKQAITYPE_NUMPOWERCOMPONENTS => crate::power::query_count(live, args),
         rvgpu_ddi::adapter::DXGKQAITYPE_POWERCOMPONENTINFO if crate::power::supported(live) => {
             crate::power::query_info(live, args)

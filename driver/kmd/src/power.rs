@@ -1,7 +1,7 @@
 //! Runtime power management (UM-13): one power component per node, each the F-state of one
 //! engine's `POWER` register (docs/hardware.md 4.3).
 //!
-//! What Windows does with it (docs/windows-bringup.md §6a, BR-100…BR-106):
+//! What Windows does with it (docs/windows-bringup.md §6a, BR-100…BR-109):
 //! - Only with `DXGK_DRIVERCAPS::SupportRuntimePowerManagement` set does Dxgkrnl ask for
 //!   power components, once per physical adapter, after DRIVERCAPS and after the render core
 //!   (VidSch) exists: `DXGKQAITYPE_NUMPOWERCOMPONENTS` (4-byte output; input: the 4-byte
@@ -12,7 +12,9 @@
 //!   residency 0, F0 power non-zero, latencies not decreasing and powers not increasing with
 //!   the F-state) and that an engine component names an existing node ([D]
 //!   `VidSchInitializeComponentPowerManagement`), failing the start with
-//!   `STATUS_INVALID_PARAMETER`.
+//!   `STATUS_INVALID_PARAMETER`. It then asks each engine component for P-states
+//!   (`DXGKQAITYPE_POWERCOMPONENTPSTATEINFO`) and tolerates a failure: rvgpu's engines have one
+//!   fixed clock, so the type stays unanswered (`NOT_IMPLEMENTED`).
 //! - `DxgkDdiSetPowerComponentFState(index, F)` runs from PoFx's idle-state callback at
 //!   IRQL <= DISPATCH_LEVEL, zero-level synchronisation, one thread per component at a time
 //!   ([M] nc-d3dkmddi-dxgkddisetpowercomponentfstate). Dxgkrnl's wrapper accepts

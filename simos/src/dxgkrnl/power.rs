@@ -1,6 +1,6 @@
 //! Runtime power management at adapter start and stop: what Dxgkrnl's
 //! `DXGADAPTER::InitializePowerManagement` asks and checks, `StartRuntimePowerManagement`'s and
-//! `Stop`'s notifications (docs/windows-bringup.md §6a, BR-100…BR-108). Every rule cites its
+//! `Stop`'s notifications (docs/windows-bringup.md §6a, BR-100…BR-109). Every rule cites its
 //! source: [D] = decompiled Windows 11 22631 `dxgkrnl.sys` / `dxgmms2.sys`
 //! (`nohuto/decompiled-pseudocode` @ 43a01f5), [M] = Microsoft's reference pages.
 //!
@@ -339,10 +339,55 @@ pub(crate) fn initialize(
             }
         }
     }
+    // BR-109: POWERCOMPONENTPSTATEINFO for every engine component (WDDM ≥ 1.3, P-state
+    // management not disabled in the registry, Windows' default thresholds): a failure is
+    // tolerated (no P-state management); an answer must keep the P-state rules.
+    for (k, c) in (0u32..).zip(&components) {
+        if c.ComponentMapping.ComponentType != DXGK_POWER_COMPONENT_ENGINE {
+            continue;
+        }
+        let (status, p) = query::<DXGK_POWER_P_COMPONENT>(
+            a,
+            t,
+            rvgpu_ddi::adapter::DXGKQAITYPE_POWERCOMPONENTPSTATEINFO,
+            k,
+        )?;
+        if status < 0 {
+            continue;
+        }
+        if let Some(v) = check_p_states(k, &p) {
+            return Ok(Err(v));
+        }
+    }
     Ok(Ok(Some(PowerComponents {
         components,
         node_component,
     })))
+}
+
+/// BR-109: an engine component's P-states ([D] `InitializePowerManagement`: "P-State
+/// StateCount cannot be larger than DXGK_MAX_P_STATES", "P-State cannot specify 0 operating
+/// frequency", "P-States must have monotonically decreasing operating frequency").
+pub fn check_p_states(index: u32, p: &DXGK_POWER_P_COMPONENT) -> Option<Violation> {
+    let bad = |why: String| Some(violation("BR-109", STATUS_INVALID_PARAMETER, why));
+    if p.StateCount as usize > DXGK_MAX_P_STATES {
+        return bad(format!(
+            "component {index}: {} P-states (at most 32)",
+            p.StateCount
+        ));
+    }
+    let states = p.States.get(..p.StateCount as usize).unwrap_or(&[]);
+    for (k, s) in states.iter().enumerate() {
+        if s.OperatingFrequency == 0 {
+            return bad(format!("component {index}: P{k} has frequency 0"));
+        }
+        if let Some(prev) = k.checked_sub(1).and_then(|j| states.get(j)) {
+            if s.OperatingFrequency > prev.OperatingFrequency {
+                return bad(format!("component {index}: P{k} faster than P{}", k - 1));
+            }
+        }
+    }
+    None
 }
 
 /// `DxgkDdiPowerRuntimeControlRequest` with one of Dxgkrnl's notification GUIDs (no buffers),

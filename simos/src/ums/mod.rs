@@ -60,7 +60,7 @@
 //!   reference, no kernel-mode or held submission outstanding, no queue of the node with a
 //!   last-queued progress value ahead of its fence), sets the node's power component to F1
 //!   (`DxgkDdiSetPowerComponentFState(component, 1)` for the engine component the driver
-//!   registered for the node at start, `dxgkrnl::power`, BR-100…BR-108). A connect, a
+//!   registered for the node at start, `dxgkrnl::power`, BR-100…BR-109). A connect, a
 //!   kernel-mode submission (`D3DKMTSubmitCommandToHwQueue`, held submissions, VidSch's DMA
 //!   buffers) takes an active reference on the node first, which brings it to F0
 //!   ([`node_active`]); the engine being power-gated on the device while the OS holds the node
