@@ -82,6 +82,12 @@ fn all_done(m: &Machine, node: u32) -> bool {
     s == c
 }
 
+/// Threaded mode's timeout: Windows' default `TdrDelay` (2 s). The guilty work in these tests
+/// is found by the device's own hang report, so the timeout only guards the innocent queues;
+/// a short one let an emulator thread starved by a loaded host look like a stalled queue
+/// (innocent resets seen with 50 ms and four test processes on two cores).
+const THREADED_TDR_DELAY: Duration = Duration::from_secs(2);
+
 // ---------------------------------------------------------------------------------------------
 // TDR-01: caps and level-0 CollectDbgInfo.
 
@@ -127,7 +133,7 @@ fn tdr_01_collect_dbg_info_level_zero() {
         m.enable_tdr(
             0,
             TdrConfig {
-                timeout: Duration::from_millis(50),
+                timeout: THREADED_TDR_DELAY,
                 preempt_timeout: Duration::from_millis(5),
                 ..TdrConfig::default()
             },
@@ -1053,7 +1059,7 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
         m.enable_tdr(
             0,
             TdrConfig {
-                timeout: Duration::from_millis(50),
+                timeout: THREADED_TDR_DELAY,
                 preempt_timeout: Duration::from_millis(5),
                 ..TdrConfig::default()
             },
@@ -1074,6 +1080,10 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
                 q.submit(&[fill(&tc, 0, 1), fill(&tc, 8, 2), fill(&tc, 16, 3)]),
             );
             run_until(&m, "calibrate", |_| q.completed() >= v);
+            // The fence lands before its packet is counted: let the engine go idle.
+            run_until(&m, "calibration idle", |_| {
+                d.engine_snapshot(node).is_some_and(|e| !e.has_work)
+            });
             let n = d.completed_commands(node) - before;
             okk(&m, q.close());
             n
@@ -1169,6 +1179,16 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
             }
         }
     }
+    // A queue's fence is written before its packet is counted (the counter follows the
+    // packet's effects): wait for the engines to go idle before reading COMPLETED_COMMANDS.
+    run_until(&m, "engines idle", |m| {
+        (0..2).all(|n| {
+            m.device(0)
+                .unwrap()
+                .engine_snapshot(n)
+                .is_some_and(|e| !e.has_work)
+        })
+    });
     for node in 0..2usize {
         let done = m.device(0).unwrap().completed_commands(node as u32) - base[node];
         let total: u64 = counts.iter().sum();
@@ -1209,7 +1229,7 @@ fn tdr_legacy_threaded_submitters() {
         m.enable_tdr(
             0,
             TdrConfig {
-                timeout: Duration::from_millis(50),
+                timeout: THREADED_TDR_DELAY,
                 preempt_timeout: Duration::from_millis(5),
                 ..TdrConfig::default()
             },

@@ -12,9 +12,9 @@
 use std::time::Duration;
 
 use crate::backend::{
-    Backend, BufferRef, Capability, DoorbellStatus, ExecMode, Failure, Misbehaviour, OsEvent,
-    ProcessRef, Session, SessionConfig, StreamLane, SubmitPath, TdrCause, TdrStep, TdrTimeouts,
-    UmQueueRef, Work,
+    Backend, BufferRef, Capability, DoorbellStatus, EngineProbe, ExecMode, Failure, Misbehaviour,
+    OsEvent, ProcessRef, Session, SessionConfig, StreamLane, SubmitPath, TdrCause, TdrStep,
+    TdrTimeouts, UmQueueRef, Work,
 };
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
@@ -270,6 +270,23 @@ fn until(
         steps_or_none(s)
     );
     Ok(())
+}
+
+/// The engine's probe once it has no work, or `None` where the backend has no probe.
+/// A wait ends when the last packet's fence write lands, and COMPLETED_COMMANDS counts that
+/// packet just after its effects: reading the counter right after a wait can miss it.
+fn settled_probe(s: &mut dyn Session, node: u32) -> Result<Option<EngineProbe>, CaseError> {
+    if observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, node)))?.is_none() {
+        return Ok(None);
+    }
+    until(s, STEP, "engine idle", |s| {
+        s.tdr_trace_ref()
+            .and_then(|t| t.engine_probe(0, node))
+            .is_ok_and(|e| !e.has_work)
+    })?;
+    Ok(observe(
+        s.tdr_trace_ref().and_then(|x| x.engine_probe(0, node)),
+    )?)
 }
 
 fn steps_or_none(s: &dyn Session) -> Vec<TdrStep> {
@@ -1006,7 +1023,7 @@ fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
     let before = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, 1)))?;
     let v = s.ums()?.submit(copy, &[fill(t, 0, 0)])?;
     wait(&mut *s, copy, v, "calibration")?;
-    let after = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, 1)))?;
+    let after = settled_probe(&mut *s, 1)?;
     let per = before
         .zip(after)
         .map(|(a, z)| z.completed_commands - a.completed_commands);
@@ -1041,11 +1058,7 @@ fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
             "copy marker {i} reads {got:#x}: a submission was lost or ran late"
         );
     }
-    if let (Some(per), Some(base), Some(now)) = (
-        per,
-        base,
-        observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, 1)))?,
-    ) {
+    if let (Some(per), Some(base), Some(now)) = (per, base, settled_probe(&mut *s, 1)?) {
         let done = now.completed_commands - base.completed_commands;
         ensure!(
             done == per * n,
@@ -1168,7 +1181,16 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
     const MIN: usize = 20;
     const AFTER: usize = 50;
     let mut s = session(b, ExecMode::Threaded, |c| c.min_doorbells = Some(16))?;
-    s.tdr()?.enable_tdr(0, TdrTimeouts::fast())?;
+    // Windows' default TdrDelay (2 s) in threaded mode: the hang is found by the device's own
+    // report, and a short timeout let a starved emulator thread look like a stalled innocent
+    // queue on a loaded host.
+    s.tdr()?.enable_tdr(
+        0,
+        TdrTimeouts {
+            timeout: Duration::from_secs(2),
+            ..TdrTimeouts::fast()
+        },
+    )?;
     // Commands per three-FILL submission, per node (calibration).
     let cal = s.ums()?.open_process(0)?;
     let tc = s.ums()?.create_buffer(cal, BUF)?;
@@ -1180,7 +1202,7 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
             .ums()?
             .submit(q, &[fill(tc, 0, 1), fill(tc, 8, 2), fill(tc, 16, 3)])?;
         wait(&mut *s, q, v, "calibration")?;
-        let after = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, node)))?;
+        let after = settled_probe(&mut *s, node)?;
         per.push(
             before
                 .zip(after)
@@ -1269,10 +1291,7 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
         total[*node as usize] += r.submitted as u64;
     }
     for node in 0..2usize {
-        let now = observe(
-            s.tdr_trace_ref()
-                .and_then(|x| x.engine_probe(0, node as u32)),
-        )?;
+        let now = settled_probe(&mut *s, node as u32)?;
         if let (Some(per), Some(base), Some(now)) = (per[node], base[node], now) {
             let done = now.completed_commands - base.completed_commands;
             ensure!(
