@@ -57,7 +57,7 @@ use crate::fencelog::{
 };
 use crate::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, Kmt,
-    KmtHandle, NtStatus, RingView,
+    KmtHandle, NtStatus, RingView, STATUS_INSUFFICIENT_RESOURCES,
 };
 use crate::ring::{for_each_word, RingError, RingWriter};
 
@@ -473,20 +473,30 @@ impl<K: Kmt> KernelPath<K> {
         self.queue.progress_cpu.value()
     }
 
-    /// One `SubmitCommandToHwQueue` with the next progress value; if the KMD refuses it (its
-    /// ring may be full) while earlier work is outstanding, waits for that work and retries
-    /// once.
+    /// One `SubmitCommandToHwQueue` with the next progress value. While the KMD refuses it for
+    /// room (`STATUS_INSUFFICIENT_RESOURCES`: its ring is full) and earlier work is outstanding,
+    /// waits for the *oldest* outstanding submission and retries: waiting for all of them could
+    /// block on work that itself waits for something this thread has yet to do. Each round
+    /// retires at least one submission, so the rounds are bounded by the work in flight.
     fn submit_one(&mut self, kmt: &K, gpu: GpuVa, bytes: u64) -> Result<u64, SubmitError> {
         let len = u32::try_from(bytes).map_err(|_| SubmitError::TooLarge)?;
         // The D3DKMT layer takes the raw address.
         let gpu = gpu.get();
         let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
-        if let Err(e) = kmt.submit_command_to_hw_queue(self.queue.handle, value, gpu, len) {
-            if self.completed() >= self.last {
-                return Err(e.into());
+        let mut rounds = self.last.saturating_sub(self.completed());
+        loop {
+            match kmt.submit_command_to_hw_queue(self.queue.handle, value, gpu, len) {
+                Ok(()) => break,
+                Err(e) if e == STATUS_INSUFFICIENT_RESOURCES && rounds > 0 => {
+                    let done = self.completed();
+                    if done >= self.last {
+                        return Err(e.into());
+                    }
+                    rounds -= 1;
+                    kmt.wait_for_fence(self.queue.progress_fence, done.saturating_add(1))?;
+                }
+                Err(e) => return Err(e.into()),
             }
-            kmt.wait_for_fence(self.queue.progress_fence, self.last)?;
-            kmt.submit_command_to_hw_queue(self.queue.handle, value, gpu, len)?;
         }
         self.last = value;
         Ok(value)

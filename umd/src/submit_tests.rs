@@ -111,6 +111,9 @@ struct World {
     fail_create_doorbell: bool,
     /// Kernel-mode submissions fail (device lost).
     fail_km_submit: bool,
+    /// The KMD's kernel ring holds at most this many submissions not yet executed; one more
+    /// is refused with `STATUS_INSUFFICIENT_RESOURCES` (ring full).
+    km_ring_slots: Option<usize>,
     // The device.
     /// Consume the ring as soon as it is rung (else only when a wait lets time pass).
     auto: bool,
@@ -254,6 +257,7 @@ impl Mock {
             fail_notify: false,
             fail_create_doorbell: false,
             fail_km_submit: false,
+            km_ring_slots: None,
             auto: true,
             consume_limit: None,
             seen: 0,
@@ -575,6 +579,9 @@ impl Kmt for Mock {
         }
         if w.fail_km_submit {
             return Err(STATUS_DEVICE_REMOVED);
+        }
+        if w.km_ring_slots.is_some_and(|n| w.km_pending.len() >= n) {
+            return Err(STATUS_INSUFFICIENT_RESOURCES);
         }
         if w.auto {
             w.run_km(
@@ -1309,6 +1316,47 @@ fn um_01_kernel_mode_command_buffers_rotate_before_waiting() {
     m.w().run_all();
     q.wait(17).unwrap();
     assert_eq!(fills(&m), (1..=17).map(|n| (false, n)).collect::<Vec<_>>());
+    q.close().unwrap();
+    m.check();
+}
+
+/// UM-01: when the KMD's kernel ring is full (`STATUS_INSUFFICIENT_RESOURCES`), the UMD waits
+/// for the oldest outstanding submission only, then retries; any other refusal is returned at
+/// once, with nothing waited for.
+#[test]
+fn um_01_kernel_ring_full_waits_for_the_oldest_only() {
+    let m = Mock::new();
+    m.w().auto = false;
+    m.w().km_ring_slots = Some(3);
+    let cfg = QueueConfig {
+        command_buffer_size: 4096,
+        ..Default::default()
+    };
+    let mut q = KernelQueue::new(&m, &cfg).unwrap();
+    let fence = q.progress_fence();
+    for n in 1..=3u64 {
+        assert_eq!(q.submit(&[fill(n)]).unwrap(), n);
+    }
+    m.clear_log();
+    assert_eq!(q.submit(&[fill(4)]).unwrap(), 4);
+    let waits: Vec<_> = m
+        .log()
+        .into_iter()
+        .filter(|e| matches!(e, Ev::Wait { .. }))
+        .collect();
+    assert_eq!(waits, vec![Ev::Wait { fence, value: 1 }], "{:?}", m.log());
+    // A refusal that is not for room: returned, no wait.
+    m.w().fail_km_submit = true;
+    m.clear_log();
+    assert_eq!(
+        q.submit(&[fill(5)]),
+        Err(SubmitError::Kmt(STATUS_DEVICE_REMOVED))
+    );
+    assert!(!m.log().iter().any(|e| matches!(e, Ev::Wait { .. })));
+    m.w().fail_km_submit = false;
+    m.w().run_all();
+    q.wait(4).unwrap();
+    assert_eq!(fills(&m), (1..=4).map(|n| (false, n)).collect::<Vec<_>>());
     q.close().unwrap();
     m.check();
 }
