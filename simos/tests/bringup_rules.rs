@@ -10,9 +10,9 @@ use common::{real_qai, refused, start_with_qai_hook};
 use rvgpu_ddi::adapter::{
     DXGK_DRIVERCAPS_MiscCaps, DXGKARG_HISTORYBUFFERPRECISION, DXGKARG_QUERYADAPTERINFO,
     DXGKQAITYPE_DRIVERCAPS, DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGK_DRIVERCAPS, DXGK_FLIPCAPS,
-    DXGK_VIDSCHCAPS,
+    DXGK_VIDMMCAPS_0, DXGK_VIDSCHCAPS,
 };
-use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, PDXGKDDI_GETNODEMETADATA};
 use rvgpu_ddi::memory::{DXGK_GPUMMUCAPS, DXGK_QUERYSEGMENTOUT4};
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS};
 use rvgpu_ddi::submission::DXGK_NODEMETADATA;
@@ -265,6 +265,147 @@ fn br_36_preemption_aware_without_multi_engine_is_invalid() {
 fn br_38_reserved_misc_caps_bit_is_invalid() {
     let (_, r) = start_with(|c| c.MiscCaps.Value |= 1 << 20, no_table);
     refused(r, "BR-38", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
+fn br_36_wddm2_driver_must_be_multi_engine_aware() {
+    let (_, r) = start_with(
+        |c| c.SchedulingCaps.set(DXGK_VIDSCHCAPS::MultiEngineAware, 0),
+        no_table,
+    );
+    refused(r, "BR-36", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
+fn br_39_independent_vsync_control_needs_control_interrupt3() {
+    let (_, r) = start_with(
+        |c| {
+            c.MiscCaps
+                .set(DXGK_DRIVERCAPS_MiscCaps::IndependentVidPnVSyncControl, 1)
+        },
+        no_table,
+    );
+    refused(r, "BR-39", STATUS_INVALID_PARAMETER);
+}
+
+/// BR-40: each cross-adapter tier needs the tiers below it; a complete set starts.
+#[test]
+fn br_40_cross_adapter_tiers_build_on_each_other() {
+    let tiers = |base, texture, scanout| {
+        move |c: &mut DXGK_DRIVERCAPS| {
+            let mm = &mut c.MemoryManagementCaps.Anonymous;
+            mm.set(DXGK_VIDMMCAPS_0::CrossAdapterResource, base);
+            mm.set(DXGK_VIDMMCAPS_0::CrossAdapterResourceTexture, texture);
+            mm.set(DXGK_VIDMMCAPS_0::CrossAdapterResourceScanout, scanout);
+        }
+    };
+    for (b, t, s) in [(0, 1, 0), (0, 0, 1), (1, 0, 1), (0, 1, 1)] {
+        let (_, r) = start_with(tiers(b, t, s), no_table);
+        refused(r, "BR-40", STATUS_INVALID_PARAMETER);
+    }
+    let (_, r) = start_with(tiers(1, 1, 1), no_table);
+    r.expect("all three tiers");
+}
+
+unsafe extern "system" fn stub_ddi() -> NTSTATUS {
+    STATUS_SUCCESS
+}
+
+/// A non-null slot value for table-shape rules (never called: the start is refused first).
+fn stub<F>() -> Option<F> {
+    let f: unsafe extern "system" fn() -> NTSTATUS = stub_ddi;
+    // SAFETY: both are non-null `extern "system"` function pointers of the same size; the
+    // value is only tested for presence by the OS under test, never called.
+    Some(unsafe { std::mem::transmute_copy::<_, F>(&f) })
+}
+
+#[test]
+fn br_46_diagnostic_ddis_come_as_a_pair() {
+    let (_, r) = start_with(no_edit, |t| t.DxgkDdiQueryDiagnosticTypesSupport = stub());
+    refused(r, "BR-46", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
+fn br_48_overlay_ddis_all_or_none() {
+    let (_, r) = start_with(no_edit, |t| {
+        t.DxgkDdiCreateOverlay = stub();
+        t.DxgkDdiDestroyOverlay = stub();
+    });
+    refused(r, "BR-48", STATUS_REVISION_MISMATCH);
+}
+
+type NodeEdit = fn(&mut DXGK_NODEMETADATA);
+
+thread_local! {
+    static NODE_EDIT: Cell<Option<NodeEdit>> = const { Cell::new(None) };
+}
+static REAL_NODE_METADATA: std::sync::OnceLock<PDXGKDDI_GETNODEMETADATA> =
+    std::sync::OnceLock::new();
+
+/// rvgpu's GetNodeMetadata with the test's edit applied to every node's answer.
+unsafe extern "system" fn edited_node_metadata(
+    h: HANDLE,
+    node: u32,
+    out: *mut DXGK_NODEMETADATA,
+) -> NTSTATUS {
+    let Some(Some(real)) = REAL_NODE_METADATA.get().copied() else {
+        return STATUS_NOT_SUPPORTED;
+    };
+    // SAFETY: forwarded unchanged.
+    let s = unsafe { real(h, node, out) };
+    if s >= 0 {
+        if let Some(edit) = NODE_EDIT.get() {
+            // SAFETY: the OS's 74-byte entry (align 1), just filled by the driver.
+            edit(unsafe { &mut *out });
+        }
+    }
+    s
+}
+
+fn start_with_node_edit(
+    caps: impl Fn(&mut DXGK_DRIVERCAPS) + 'static,
+    edit: NodeEdit,
+) -> Result<(), SimError> {
+    NODE_EDIT.set(Some(edit));
+    let (_, r) = start_with(caps, |t| {
+        let _ = REAL_NODE_METADATA.set(t.DxgkDdiGetNodeMetadata);
+        t.DxgkDdiGetNodeMetadata = Some(edited_node_metadata);
+    });
+    NODE_EDIT.set(None);
+    r
+}
+
+#[test]
+fn br_74_reserved_node_metadata_flag_bits_are_invalid() {
+    let r = start_with_node_edit(no_edit, |md| {
+        let mut f = md.Flags;
+        f.Value |= 1 << 9;
+        md.Flags = f;
+    });
+    refused(r, "BR-74", STATUS_INVALID_PARAMETER);
+    // Bit 4 (SupportBuildTestCommandBuffer, 24H2) and the in-flight limit are not reserved.
+    start_with_node_edit(no_edit, |md| {
+        let mut f = md.Flags;
+        f.Value |= (1 << 4) | (3 << 16);
+        md.Flags = f;
+    })
+    .expect("defined bits");
+}
+
+/// BR-75: a node's GPU VA model must be one the adapter claims (rvgpu: GpuMmu on both).
+#[test]
+fn br_75_node_gpu_va_model_must_match_the_adapter() {
+    let r = start_with_node_edit(no_edit, |md| md.IoMmuSupported = 1);
+    refused(r, "BR-75", STATUS_INVALID_PARAMETER);
+    let (_, r) = start_with(
+        |c| {
+            c.MemoryManagementCaps
+                .Anonymous
+                .set(DXGK_VIDMMCAPS_0::IoMmuSupported, 1)
+        },
+        no_table,
+    );
+    r.expect("IoMmu claimed by the adapter and by no node");
 }
 
 #[test]

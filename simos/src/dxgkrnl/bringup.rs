@@ -9,11 +9,11 @@
 
 use rvgpu_ddi::adapter::{
     DXGK_DRIVERCAPS_MiscCaps, DXGKARG_HISTORYBUFFERPRECISION, DXGK_DRIVERCAPS, DXGK_FLIPCAPS,
-    DXGK_VIDSCHCAPS,
+    DXGK_VIDMMCAPS_0, DXGK_VIDSCHCAPS,
 };
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::*;
-use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
+use rvgpu_ddi::submission::{DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS};
 use rvgpu_ddi::NTSTATUS;
 
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -155,8 +155,17 @@ pub fn check_caps(
             format!("WDDMVersion {wddm:#x} with interface version {version:#x}"),
         ));
     }
-    // BR-36(b): preemption or cancel awareness without multi-engine awareness.
+    // BR-36(a) ([D] `DXGADAPTER::Initialize`, "MultiEngineAware is not set by WDDMv2 driver"):
+    // a WDDM 2.0+ driver must be multi-engine aware.
     let multi = sched.is_set(DXGK_VIDSCHCAPS::MultiEngineAware);
+    if wddm >= 0x2000 && !multi {
+        v.push(Violation::new(
+            "BR-36",
+            STATUS_INVALID_PARAMETER,
+            format!("SchedulingCaps.MultiEngineAware is not set by a WDDM {wddm:#x} driver"),
+        ));
+    }
+    // BR-36(b): preemption or cancel awareness without multi-engine awareness.
     if !multi
         && (sched.is_set(DXGK_VIDSCHCAPS::PreemptionAware)
             || sched.is_set(DXGK_VIDSCHCAPS::CancelCommandAware))
@@ -175,6 +184,29 @@ pub fn check_caps(
             format!("reserved MiscCaps bits set ({:#x})", misc.Value),
         ));
     }
+    // BR-39 ([D] `DXGADAPTER::Initialize`): per-source vsync control needs ControlInterrupt3.
+    if misc.is_set(DXGK_DRIVERCAPS_MiscCaps::IndependentVidPnVSyncControl)
+        && !filled("DxgkDdiControlInterrupt3")
+    {
+        v.push(Violation::new(
+            "BR-39",
+            STATUS_INVALID_PARAMETER,
+            "MiscCaps.IndependentVidPnVSyncControl without DxgkDdiControlInterrupt3",
+        ));
+    }
+    // BR-40 ([D] `DXGADAPTER::Initialize`): the cross-adapter tiers build on each other:
+    // scan-out needs textures and the base tier, textures need the base tier.
+    let mm = caps.MemoryManagementCaps.Anonymous;
+    let base = mm.is_set(DXGK_VIDMMCAPS_0::CrossAdapterResource);
+    let texture = mm.is_set(DXGK_VIDMMCAPS_0::CrossAdapterResourceTexture);
+    let scanout = mm.is_set(DXGK_VIDMMCAPS_0::CrossAdapterResourceScanout);
+    if (scanout && !(texture && base)) || (!scanout && texture && !base) {
+        v.push(Violation::new(
+            "BR-40",
+            STATUS_INVALID_PARAMETER,
+            "a cross-adapter resource tier without the tiers below it",
+        ));
+    }
     // BR-44: runtime power management needs its two DDIs.
     if caps.SupportRuntimePowerManagement != 0
         && !(filled("DxgkDdiSetPowerComponentFState")
@@ -185,6 +217,18 @@ pub fn check_caps(
             STATUS_INVALID_PARAMETER,
             "SupportRuntimePowerManagement without SetPowerComponentFState and \
              PowerRuntimeControlRequest",
+        ));
+    }
+    // BR-46 ([D] `DXGADAPTER::Initialize`): from WDDM 2.4 the two diagnostic DDIs come as a
+    // pair.
+    if wddm >= 0x2400
+        && filled("DxgkDdiQueryDiagnosticTypesSupport")
+            != filled("DxgkDdiControlDiagnosticReporting")
+    {
+        v.push(Violation::new(
+            "BR-46",
+            STATUS_INVALID_PARAMETER,
+            "only one of DxgkDdiQueryDiagnosticTypesSupport and DxgkDdiControlDiagnosticReporting",
         ));
     }
     // BR-47: a render core needs its whole DDI set.
@@ -215,6 +259,21 @@ pub fn check_caps(
             "BR-47",
             STATUS_REVISION_MISMATCH,
             format!("render DDIs missing: {}", missing.join(", ")),
+        ));
+    }
+    // BR-48 ([D] `CreateRenderCore`): the four overlay DDIs all or none.
+    let overlay = [
+        "DxgkDdiCreateOverlay",
+        "DxgkDdiUpdateOverlay",
+        "DxgkDdiFlipOverlay",
+        "DxgkDdiDestroyOverlay",
+    ];
+    let overlays = overlay.iter().filter(|n| filled(n)).count();
+    if overlays != 0 && overlays != overlay.len() {
+        v.push(Violation::new(
+            "BR-48",
+            STATUS_REVISION_MISMATCH,
+            "Create, Update, Flip and DestroyOverlay: some filled, not all",
         ));
     }
     // BR-50 ([D] `CreateRenderCore`): non-coherent aperture memory is refused on x86/x64,
@@ -314,8 +373,55 @@ pub fn check_node_hws(
             "BR-72",
             STATUS_INVALID_PARAMETER,
             format!(
-                "node {node} claims ContextSchedulingSupported but the OS did not enable                  DXGK_FEATURE_HWSCH"
+                "node {node} claims ContextSchedulingSupported but the OS did not enable \
+                 DXGK_FEATURE_HWSCH"
             ),
+        )
+    })
+}
+
+/// First node-metadata flag bit the 24H2 headers do not define (bits 0..=4 are named; 23H2
+/// still refuses bit 4, which 24H2 names `SupportBuildTestCommandBuffer`). Bits 16..=31 are
+/// `MaxInFlightHwQueueBuffers`, not checked.
+const NODE_FLAGS_RESERVED: core::ops::Range<u32> = 5..16;
+
+/// BR-74 and BR-75 for one node ([D] `ADAPTER_RENDER::Initialize`, after the BR-71..73 checks
+/// of the same node): no reserved flag bit, and a node's GPU VA model must be one the adapter's
+/// `MemoryManagementCaps` claims. (The third condition, "not with a physical adapter that
+/// requires GpuVaIoMmu", needs PHYSICALADAPTERCAPS, which the simulated OS does not ask.)
+pub fn check_node_mmu(
+    node: u32,
+    md: &DXGK_NODEMETADATA,
+    mm: DXGK_VIDMMCAPS_0,
+) -> Option<Violation> {
+    let flags = md.Flags.Value;
+    let reserved = NODE_FLAGS_RESERVED.fold(0u32, |m, b| m | (1 << b));
+    if flags & reserved != 0 {
+        return Some(Violation::new(
+            "BR-74",
+            STATUS_INVALID_PARAMETER,
+            format!("node {node} sets reserved metadata flag bits ({flags:#x})"),
+        ));
+    }
+    let model = |claimed: u8, bit, name: &str| {
+        (claimed != 0 && !mm.is_set(bit)).then(|| {
+            Violation::new(
+                "BR-75",
+                STATUS_INVALID_PARAMETER,
+                format!("node {node} claims {name} but MemoryManagementCaps does not"),
+            )
+        })
+    };
+    model(
+        md.GpuMmuSupported,
+        DXGK_VIDMMCAPS_0::GpuMmuSupported,
+        "GpuMmuSupported",
+    )
+    .or_else(|| {
+        model(
+            md.IoMmuSupported,
+            DXGK_VIDMMCAPS_0::IoMmuSupported,
+            "IoMmuSupported",
         )
     })
 }

@@ -294,7 +294,7 @@ impl Machine {
             self.stop_inner(&a, &t)?;
             return reject(w);
         }
-        // BR-71/72/73 per node, then BR-57 (the history-buffer precision).
+        // BR-71..75 per node, then BR-57 (the history-buffer precision).
         let wddm = caps.WDDMVersion as u32;
         let (hws, ums) = {
             let db = lock(&a.features);
@@ -319,6 +319,7 @@ impl Machine {
                 [
                     bringup::check_node_hws(n as u32, flags, gpu_va, hws),
                     bringup::check_node_ums(n as u32, flags, wddm, &t, enablement),
+                    bringup::check_node_mmu(n as u32, md, caps.MemoryManagementCaps.Anonymous),
                 ]
                 .into_iter()
                 .flatten()
