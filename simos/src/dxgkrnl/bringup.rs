@@ -200,7 +200,12 @@ pub fn check_caps(
     let base = mm.is_set(DXGK_VIDMMCAPS_0::CrossAdapterResource);
     let texture = mm.is_set(DXGK_VIDMMCAPS_0::CrossAdapterResourceTexture);
     let scanout = mm.is_set(DXGK_VIDMMCAPS_0::CrossAdapterResourceScanout);
-    if (scanout && !(texture && base)) || (!scanout && texture && !base) {
+    let broken = if scanout {
+        !(texture && base)
+    } else {
+        texture && !base
+    };
+    if broken {
         v.push(Violation::new(
             "BR-40",
             STATUS_INVALID_PARAMETER,
