@@ -492,6 +492,17 @@ fn br_57_history_precision_outside_32_to_64_is_configuration_error() {
 
 /// BR-61: VidMm cannot be created without the segment answer: the start fails with
 /// STATUS_NO_MEMORY (VidMmiInit, ADAPTER_RENDER::Initialize).
+/// BR-60: a driver that cannot address the machine's highest physical page gets no VidMm
+/// (no IOMMU remapping here), which fails the start with STATUS_NO_MEMORY.
+#[test]
+fn br_60_highest_acceptable_address_must_cover_physical_memory() {
+    let (_, r) = start_with(
+        |c| c.HighestAcceptableAddress = rvgpu_ddi::basic::LARGE_INTEGER::from_i64(0xFFFF_FFFF),
+        no_table,
+    );
+    refused(r, "BR-60", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
+}
+
 #[test]
 fn br_61_segment_query_failure_fails_the_start_with_no_memory() {
     REFUSE_TYPE.set(Some(rvgpu_ddi::adapter::DXGKQAITYPE_QUERYSEGMENT4));

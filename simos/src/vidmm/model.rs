@@ -101,6 +101,22 @@ pub(crate) fn query(
     t: &DRIVER_INITIALIZATION_DATA,
     caps: &DXGK_DRIVERCAPS,
 ) -> Result<Result<MemoryModel, Violation>, SimError> {
+    // BR-60 ([D] `VidMmiInit`): without IOMMU remapping (the simulated machine has none),
+    // VidMm is not created when the driver cannot address the machine's highest physical page
+    // (SYSTEM_BASIC_INFORMATION.HighestPhysicalPageNumber << 12); ADAPTER_RENDER::Initialize
+    // reports the missing VidMm as STATUS_NO_MEMORY. Checked before any segment query.
+    let highest_page = (rvgpu_hw::addr::SYSMEM_LIMIT - 1) >> 12 << 12;
+    let acceptable = caps.HighestAcceptableAddress.get() as u64;
+    if acceptable < highest_page {
+        return Ok(Err(violation(
+            "BR-60",
+            STATUS_NO_MEMORY,
+            format!(
+                "HighestAcceptableAddress {acceptable:#x} is below the highest physical page \
+                 {highest_page:#x}"
+            ),
+        )));
+    }
     let Some(q) = t.DxgkDdiQueryAdapterInfo else {
         return Ok(Ok(MemoryModel::default()));
     };
