@@ -32,6 +32,8 @@ thread_local! {
     static REFUSE_TYPE: Cell<Option<i32>> = const { Cell::new(None) };
     static SEGMENT_COUNT: Cell<Option<u32>> = const { Cell::new(None) };
     static MMU_LEVELS: Cell<Option<u32>> = const { Cell::new(None) };
+    static UEFI_RANGES: Cell<Option<[u32; 2]>> = const { Cell::new(None) };
+    static FIRST_SEGMENT_FLAGS: Cell<u32> = const { Cell::new(0) };
 }
 
 /// The driver's QueryAdapterInfo, with the test's edits applied to its answers.
@@ -53,6 +55,26 @@ unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTE
         });
     }
     if s >= 0 && ty == rvgpu_ddi::adapter::DXGKQAITYPE_QUERYSEGMENT4 {
+        // SAFETY: a QUERYSEGMENT4 answer is the OS's DXGK_QUERYSEGMENTOUT4; in the filling call
+        // its array holds NbSegment descriptors at the stated stride.
+        unsafe {
+            let out = &*(*args).pOutputData.cast::<DXGK_QUERYSEGMENTOUT4>();
+            let first = out
+                .pSegmentDescriptor
+                .cast::<rvgpu_ddi::memory::DXGK_SEGMENTDESCRIPTOR4>();
+            if !first.is_null() && out.NbSegment > 0 {
+                (*first).Flags.Value |= FIRST_SEGMENT_FLAGS.get();
+            }
+            if let (Some(r), false) = (UEFI_RANGES.get(), out.pSegmentDescriptor.is_null()) {
+                for (i, n) in r.iter().enumerate().take(out.NbSegment as usize) {
+                    let d = out
+                        .pSegmentDescriptor
+                        .add(i * out.SegmentDescriptorStride)
+                        .cast::<rvgpu_ddi::memory::DXGK_SEGMENTDESCRIPTOR4>();
+                    (*d).NumUEFIFrameBufferRanges = *n;
+                }
+            }
+        }
         if let Some(n) = SEGMENT_COUNT.get() {
             // SAFETY: a QUERYSEGMENT4 answer is the OS's DXGK_QUERYSEGMENTOUT4.
             unsafe { (*(*args).pOutputData.cast::<DXGK_QUERYSEGMENTOUT4>()).NbSegment = n };
@@ -511,16 +533,39 @@ fn br_61_segment_query_failure_fails_the_start_with_no_memory() {
     refused(r, "BR-61", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
 }
 
-/// BR-62: more than 32 segments is refused (VidMmiQuerySegmentInfo4).
+/// BR-62: more than 32 segments is refused (VidMmiQuerySegmentInfo4); VidMmiInit turns the
+/// failure into STATUS_NO_MEMORY.
 #[test]
 fn br_62_more_than_32_segments_is_refused() {
     SEGMENT_COUNT.set(Some(33));
     let (_, r) = start_with(no_edit, no_table);
     SEGMENT_COUNT.set(None);
-    refused(r, "BR-62", rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL);
+    refused(r, "BR-62", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
 }
 
 /// BR-68: a GpuMmu adapter must answer GPUMMUCAPS with 2..=6 levels.
+/// BR-63: NumUEFIFrameBufferRanges (byte 92 of the descriptor) is 0 or 1, on one segment at
+/// most; otherwise VidMmiQuerySegmentInfo4 fails and the start with it (NO_MEMORY).
+#[test]
+fn br_63_uefi_frame_buffer_ranges_on_one_segment_at_most() {
+    for ranges in [[2, 0], [1, 1]] {
+        UEFI_RANGES.set(Some(ranges));
+        let (_, r) = start_with(no_edit, no_table);
+        UEFI_RANGES.set(None);
+        refused(r, "BR-63", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
+    }
+}
+
+/// BR-64: a segment with SupportsCpuHostAperture may not also be an aperture (InitSegments,
+/// inside VidMmiInit: NO_MEMORY). rvgpu's first segment is its aperture.
+#[test]
+fn br_64_host_aperture_segment_is_not_an_aperture() {
+    FIRST_SEGMENT_FLAGS.set(1 << 13);
+    let (_, r) = start_with(no_edit, no_table);
+    FIRST_SEGMENT_FLAGS.set(0);
+    refused(r, "BR-64", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
+}
+
 #[test]
 fn br_68_gpummu_caps_are_required_and_checked() {
     REFUSE_TYPE.set(Some(rvgpu_ddi::adapter::DXGKQAITYPE_GPUMMUCAPS));

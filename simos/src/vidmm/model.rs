@@ -149,11 +149,13 @@ pub(crate) fn query(
         )));
     }
     let n = out.NbSegment;
-    // BR-62: at most 32 segments (VidMmiQuerySegmentInfo4).
+    // BR-62: at most 32 segments. VidMmiQuerySegmentInfo4 fails with STATUS_UNSUCCESSFUL, but
+    // VidMmiInit turns every failure into a NULL VidMm, so the start fails with
+    // STATUS_NO_MEMORY like BR-60/61 ([D] `ADAPTER_RENDER::Initialize`).
     if n > 32 {
         return Ok(Err(violation(
             "BR-62",
-            STATUS_UNSUCCESSFUL,
+            STATUS_NO_MEMORY,
             format!("{n} segments reported (at most 32)"),
         )));
     }
@@ -188,16 +190,37 @@ pub(crate) fn query(
                 .read_unaligned()
         })
         .collect();
+    // BR-63 ([D] `VidMmiQuerySegmentInfo4`, interface >= 0x7005): NumUEFIFrameBufferRanges
+    // (byte 92) is 0 or 1, and 1 on at most one segment; otherwise no VidMm (NO_MEMORY).
+    let mut uefi_segment = None;
+    for (i, s) in segments.iter().enumerate() {
+        let ranges = s.NumUEFIFrameBufferRanges;
+        let twice = ranges == 1 && uefi_segment.is_some();
+        if t.Version >= 0x7005 && (ranges > 1 || twice) {
+            return Ok(Err(violation(
+                "BR-63",
+                STATUS_NO_MEMORY,
+                format!(
+                    "segment {} reports {ranges} UEFI frame-buffer ranges (0 or 1, on one \
+                     segment at most)",
+                    i + 1
+                ),
+            )));
+        }
+        if ranges == 1 {
+            uefi_segment = Some(i);
+        }
+    }
     for (i, s) in segments.iter().enumerate() {
         let f = s.Flags;
         // BR-64: a host-aperture segment is neither an aperture nor CPU-visible
-        // (VIDMM_GLOBAL::InitSegments).
+        // (VIDMM_GLOBAL::InitSegments, inside VidMmiInit: the start fails with NO_MEMORY).
         if f.is_set(DXGK_SEGMENTFLAGS::SupportsCpuHostAperture)
             && (f.is_set(DXGK_SEGMENTFLAGS::Aperture) || f.is_set(DXGK_SEGMENTFLAGS::CpuVisible))
         {
             return Ok(Err(violation(
                 "BR-64",
-                STATUS_INVALID_PARAMETER,
+                STATUS_NO_MEMORY,
                 format!(
                     "segment {} combines SupportsCpuHostAperture with Aperture/CpuVisible",
                     i + 1
