@@ -673,3 +673,119 @@ fn br_20_isr_before_start_device_claims_nothing() {
     );
     assert!(m.fault().is_none());
 }
+
+// ---------------------------------------------------------------------------------------------
+// BR-66: the system device and contexts (VidSchCreateSystemDevices).
+
+static REAL_CREATE_CONTEXT: std::sync::OnceLock<rvgpu_ddi::init::PDXGKDDI_CREATECONTEXT> =
+    std::sync::OnceLock::new();
+static REAL_SUBMIT: std::sync::OnceLock<rvgpu_ddi::init::PDXGKDDI_SUBMITCOMMAND> =
+    std::sync::OnceLock::new();
+/// System contexts the driver created: (node, driver handle).
+static SYSTEM_CONTEXTS: std::sync::Mutex<Vec<(u32, usize)>> = std::sync::Mutex::new(Vec::new());
+/// Paging submissions seen: (node, hContext).
+static PAGING_SUBMITS: std::sync::Mutex<Vec<(u32, usize)>> = std::sync::Mutex::new(Vec::new());
+
+/// rvgpu's CreateContext, refusing system contexts.
+unsafe extern "system" fn no_system_context(
+    h: HANDLE,
+    args: *mut rvgpu_ddi::submission::DXGKARG_CREATECONTEXT,
+) -> NTSTATUS {
+    // SAFETY: the OS's argument block.
+    let system = unsafe { (*args).Flags }
+        .is_set(rvgpu_ddi::submission::DXGK_CREATECONTEXTFLAGS::SystemContext);
+    if system {
+        return rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
+    }
+    match REAL_CREATE_CONTEXT.get().copied().flatten() {
+        // SAFETY: forwarded unchanged.
+        Some(real) => unsafe { real(h, args) },
+        None => STATUS_NOT_SUPPORTED,
+    }
+}
+
+/// A driver that cannot make a system context does not start (helios: Code 43 on 26100).
+#[test]
+fn br_66_system_context_refused_fails_the_start() {
+    let (_, r) = start_with(no_edit, |t| {
+        let _ = REAL_CREATE_CONTEXT.set(t.DxgkDdiCreateContext);
+        t.DxgkDdiCreateContext = Some(no_system_context);
+    });
+    refused(r, "BR-66", rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED);
+}
+
+/// rvgpu's CreateContext, recording the system contexts it returns.
+unsafe extern "system" fn recording_create_context(
+    h: HANDLE,
+    args: *mut rvgpu_ddi::submission::DXGKARG_CREATECONTEXT,
+) -> NTSTATUS {
+    let Some(real) = REAL_CREATE_CONTEXT.get().copied().flatten() else {
+        return STATUS_NOT_SUPPORTED;
+    };
+    // SAFETY: forwarded unchanged; the block is read back after the call.
+    let s = unsafe { real(h, args) };
+    // SAFETY: the OS's argument block, filled by the driver.
+    let a = unsafe { &*args };
+    if s >= 0
+        && a.Flags
+            .is_set(rvgpu_ddi::submission::DXGK_CREATECONTEXTFLAGS::SystemContext)
+    {
+        SYSTEM_CONTEXTS
+            .lock()
+            .unwrap()
+            .push((a.NodeOrdinal, a.hContext as usize));
+    }
+    s
+}
+
+/// rvgpu's SubmitCommand, recording the context of every paging buffer.
+unsafe extern "system" fn recording_submit(
+    h: HANDLE,
+    args: *const rvgpu_ddi::tdr::DXGKARG_SUBMITCOMMAND,
+) -> NTSTATUS {
+    // SAFETY: the OS's argument block; both union arms are a HANDLE.
+    let (paging, node, ctx) = unsafe {
+        let a = &*args;
+        (
+            a.Flags
+                .is_set(rvgpu_ddi::submission::DXGK_SUBMITCOMMANDFLAGS::Paging),
+            a.NodeOrdinal,
+            a.Anonymous.hContext as usize,
+        )
+    };
+    if paging {
+        PAGING_SUBMITS.lock().unwrap().push((node, ctx));
+    }
+    match REAL_SUBMIT.get().copied().flatten() {
+        // SAFETY: forwarded unchanged.
+        Some(real) => unsafe { real(h, args) },
+        None => STATUS_NOT_SUPPORTED,
+    }
+}
+
+/// Every node gets a system context at start, and VidMm's paging buffers are submitted on
+/// them: never with a null `hContext` (which no Windows build passes).
+#[test]
+fn br_66_paging_buffers_run_on_the_system_contexts() {
+    let (m, r) = start_with(no_edit, |t| {
+        let _ = REAL_CREATE_CONTEXT.set(t.DxgkDdiCreateContext);
+        let _ = REAL_SUBMIT.set(t.DxgkDdiSubmitCommand);
+        t.DxgkDdiCreateContext = Some(recording_create_context);
+        t.DxgkDdiSubmitCommand = Some(recording_submit);
+    });
+    r.expect("start");
+    let system = SYSTEM_CONTEXTS.lock().unwrap().clone();
+    let nodes: Vec<u32> = system.iter().map(|&(n, _)| n).collect();
+    assert_eq!(nodes, vec![0, 1], "one system context per node, in order");
+    // A process's allocation is mapped through paging buffers.
+    let p = m.create_process(0).expect("process");
+    let _buf = rvgpu_umd::kmt::Kmt::create_allocation(&m.kmt(&p), 64 * 1024).expect("allocation");
+    let paging = PAGING_SUBMITS.lock().unwrap().clone();
+    assert!(!paging.is_empty(), "the mapping submitted paging buffers");
+    for (node, ctx) in paging {
+        assert!(
+            system.contains(&(node, ctx)),
+            "paging buffer on node {node} with hContext {ctx:#x}, system contexts {system:?}"
+        );
+    }
+}

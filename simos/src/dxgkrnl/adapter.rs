@@ -160,6 +160,8 @@ pub struct AdapterShared {
     /// Dxgkrnl's triage log for this adapter: statuses outside a DDI wrapper's allow-list
     /// (BR-23).
     pub triage: Mutex<Vec<String>>,
+    /// VidSch's system device and per-node system contexts (BR-66, [`crate::vidsch::system`]).
+    pub system: Mutex<crate::vidsch::system::SystemObjects>,
     /// VidSch's hardware-scheduling state: node set-up calls, scheduling logs, context bands
     /// ([`crate::vidsch::hws`]).
     pub hws: Mutex<crate::vidsch::hws::HwsOs>,
@@ -293,6 +295,7 @@ impl AdapterShared {
             vidmm: Mutex::new(Default::default()),
             residency: Mutex::new(Default::default()),
             triage: Mutex::new(Vec::new()),
+            system: Mutex::new(Default::default()),
             hws: Mutex::new(Default::default()),
             features: Mutex::new(Default::default()),
             stats: Stats::default(),

@@ -344,6 +344,17 @@ impl Machine {
         if let Some(v) = self.query_history_precision(&a, &t)?.into_iter().next() {
             return self.refuse(&a, &t, v);
         }
+        // BR-66 (VidMmInitializePagingProcess → VidSchCreateSystemDevices): the system device
+        // and one system context per node, before the scheduling logs.
+        let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
+        match crate::vidsch::system::create(&a, &t, nodes) {
+            Ok(Ok(())) => {}
+            Ok(Err(v)) => return self.refuse(&a, &t, v),
+            Err(e) => {
+                let _ = crate::vidsch::system::destroy(&a, &t);
+                return Err(e);
+            }
+        }
         // BR-77 (VidSchiInitializeNode) and BR-79 (VidSchCreateSchedulingLogs): priority bands
         // and scheduling logs on every hardware-scheduled node before any work is scheduled.
         if let Err(e) = crate::vidsch::hws::initialize_nodes(&a, &t) {
@@ -464,6 +475,8 @@ impl Machine {
         crate::dxgkrnl::power::stop(a, t)?;
         // Teardown: VidSch reads what the GPU logged last (issue 13).
         crate::vidsch::hws::drain_all(a);
+        // The paging process goes before the adapter: system contexts, then the system device.
+        crate::vidsch::system::destroy(a, t)?;
         let ctx = a.context();
         let status = ddi::call(
             a,

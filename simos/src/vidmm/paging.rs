@@ -158,7 +158,8 @@ impl Machine {
                 return Err(SimError::Simulation(msg));
             }
             if written > 0 {
-                let pk = new_packet(a, &buf[..written], true, None, 0, owners.clone())?;
+                let system = crate::vidsch::system::context(a, node);
+                let pk = new_packet(a, &buf[..written], true, None, system, owners.clone())?;
                 ids.push(submit_new(self, a, node, pk)?);
             }
             if !more {

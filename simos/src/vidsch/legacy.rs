@@ -402,7 +402,8 @@ impl Machine {
     pub fn submit_system(&self, i: usize, node: u32, cmds: &[Command]) -> Result<u32, SimError> {
         let a = self.adapter_shared(i)?.clone();
         let words = encode(cmds)?;
-        let pk = new_packet(&a, &words, false, None, 0, Vec::new())?;
+        let system = crate::vidsch::system::context(&a, node);
+        let pk = new_packet(&a, &words, false, None, system, Vec::new())?;
         submit_new(self, &a, node, pk)
     }
 

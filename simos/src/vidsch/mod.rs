@@ -3,4 +3,5 @@
 
 pub mod hws;
 pub mod legacy;
+pub mod system;
 pub mod tdr;

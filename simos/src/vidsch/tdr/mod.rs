@@ -247,7 +247,8 @@ pub struct Packet {
     pub paging: bool,
     /// The submitting device (`None`: the system context).
     pub device: Option<KmtHandle>,
-    /// The KMD's context handle (0: system context).
+    /// The KMD's context handle (for the OS's own buffers, the node's system context,
+    /// [`crate::vidsch::system`]).
     pub context_kmd: usize,
     /// Devices owning the allocations it references (paging: TDR-08).
     pub owners: Vec<KmtHandle>,

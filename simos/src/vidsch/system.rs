@@ -1,0 +1,188 @@
+//! VidSch's system device and system contexts (BR-66).
+//!
+//! During adapter start, `VIDMM_GLOBAL::VidMmInitializePagingProcess` has VidSch create a
+//! system device and one system context per node through the driver's own DDIs
+//! ([D] `VidSchCreateSystemDevices`, `VidSchiCreateDeviceInternal`): `DxgkDdiCreateDevice`
+//! with `Flags.SystemDevice`, then `DxgkDdiCreateContext` with `Flags.SystemContext` on each
+//! node. A failure of either fails the adapter with the driver's status (helios saw a
+//! `NOT_IMPLEMENTED` system context keep a 26100 adapter at Code 43). The OS's own DMA buffers
+//! (paging, system-context submissions) are then submitted with these contexts' driver
+//! handles, never a null `hContext`. They live until the adapter stops.
+
+use rvgpu_ddi::submission::{
+    DXGKARG_CREATECONTEXT, DXGKARG_CREATEDEVICE, DXGKARG_CREATEDEVICE_0, DXGK_CONTEXTINFO,
+    DXGK_CREATECONTEXTFLAGS, DXGK_CREATEDEVICEFLAGS,
+};
+use rvgpu_ddi::{HANDLE, NTSTATUS};
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::bringup::Violation;
+use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_kmd::platform::Irql;
+
+/// The driver's handles of the system device and its per-node contexts.
+#[derive(Clone, Debug, Default)]
+pub struct SystemObjects {
+    /// `DXGKARG_CREATEDEVICE::hDevice` as the driver returned it (0: none).
+    pub device: usize,
+    /// `DXGKARG_CREATECONTEXT::hContext` per node.
+    pub contexts: Vec<usize>,
+}
+
+/// The OS's handle of the system device (what the driver may call back with).
+const SYSTEM_DEVICE_OS_HANDLE: usize = 0x7D5E_0000_0000;
+
+fn refused(what: &str, status: NTSTATUS) -> Violation {
+    Violation {
+        rule: "BR-66",
+        status,
+        why: format!("{what} failed ({:#010x})", status as u32),
+    }
+}
+
+/// Creates the system device and one system context per node. `Ok(Err(v))`: the start fails
+/// with `v` (whatever was created is destroyed again).
+pub(crate) fn create(
+    a: &AdapterShared,
+    t: &DRIVER_INITIALIZATION_DATA,
+    nodes: u32,
+) -> Result<Result<(), Violation>, SimError> {
+    let (Some(create_device), Some(create_context)) =
+        (t.DxgkDdiCreateDevice, t.DxgkDdiCreateContext)
+    else {
+        // No render core (BR-47 would have refused a partial one): nothing to schedule.
+        return Ok(Ok(()));
+    };
+    let mut args = DXGKARG_CREATEDEVICE {
+        hDevice: SYSTEM_DEVICE_OS_HANDLE as HANDLE,
+        Anonymous: DXGKARG_CREATEDEVICE_0 {
+            Flags: DXGK_CREATEDEVICEFLAGS::default().with(DXGK_CREATEDEVICEFLAGS::SystemDevice, 1),
+        },
+        Pasid: 0,
+        hKmdProcess: std::ptr::null_mut(),
+    };
+    let ctx = a.context();
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiCreateDevice,
+        create_device as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its adapter context and a valid argument block.
+            unsafe { create_device(ctx, &mut args) }
+        },
+    )?;
+    if status < 0 {
+        return Ok(Err(refused("DxgkDdiCreateDevice (system device)", status)));
+    }
+    let device = args.hDevice as usize;
+    if device == 0 {
+        return Err(SimError::Simulation(
+            "driver bug: DxgkDdiCreateDevice (system device) succeeded with a NULL hDevice".into(),
+        ));
+    }
+    lock(&a.system).device = device;
+    for node in 0..nodes {
+        let mut args = DXGKARG_CREATECONTEXT {
+            hContext: std::ptr::null_mut(),
+            NodeOrdinal: node,
+            EngineAffinity: 1,
+            Flags: DXGK_CREATECONTEXTFLAGS::default()
+                .with(DXGK_CREATECONTEXTFLAGS::SystemContext, 1),
+            pPrivateDriverData: std::ptr::null_mut(),
+            PrivateDriverDataSize: 0,
+            ContextInfo: DXGK_CONTEXTINFO::default(),
+        };
+        let status = ddi::call(
+            a,
+            Routine::DxgkDdiCreateContext,
+            create_context as usize,
+            At::Level(Irql::Passive),
+            || {
+                // SAFETY: the driver's DDI with its system device and a valid argument block.
+                unsafe { create_context(device as HANDLE, &mut args) }
+            },
+        )?;
+        if status < 0 {
+            destroy(a, t)?;
+            return Ok(Err(refused(
+                &format!("DxgkDdiCreateContext (system context, node {node})"),
+                status,
+            )));
+        }
+        let h = args.hContext as usize;
+        let mut sys = lock(&a.system);
+        if h == 0 || sys.contexts.contains(&h) {
+            drop(sys);
+            return Err(SimError::Simulation(format!(
+                "driver bug: DxgkDdiCreateContext (system context, node {node}) returned \
+                 hContext {h:#x} (NULL or another live context's)"
+            )));
+        }
+        sys.contexts.push(h);
+    }
+    Ok(Ok(()))
+}
+
+/// The driver's handle of node `node`'s system context (0 before start or after stop, when
+/// nothing may be submitted anyway).
+pub(crate) fn context(a: &AdapterShared, node: u32) -> usize {
+    lock(&a.system)
+        .contexts
+        .get(node as usize)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Destroys the system contexts, then the system device (adapter stop; destruction in
+/// Dxgkrnl's order, children first).
+pub(crate) fn destroy(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<(), SimError> {
+    let objects = std::mem::take(&mut *lock(&a.system));
+    for h in objects.contexts {
+        let Some(f) = t.DxgkDdiDestroyContext else {
+            break;
+        };
+        let status = ddi::call(
+            a,
+            Routine::DxgkDdiDestroyContext,
+            f as usize,
+            At::Level(Irql::Passive),
+            || {
+                // SAFETY: the driver's DDI with its own system-context handle.
+                unsafe { f(h as HANDLE) }
+            },
+        )?;
+        if status < 0 {
+            return Err(SimError::Simulation(format!(
+                "DxgkDdiDestroyContext (system context) failed ({:#010x})",
+                status as u32
+            )));
+        }
+    }
+    if objects.device != 0 {
+        if let Some(f) = t.DxgkDdiDestroyDevice {
+            let device = objects.device;
+            let status = ddi::call(
+                a,
+                Routine::DxgkDdiDestroyDevice,
+                f as usize,
+                At::Level(Irql::Passive),
+                || {
+                    // SAFETY: the driver's DDI with its own system-device handle.
+                    unsafe { f(device as HANDLE) }
+                },
+            )?;
+            if status < 0 {
+                return Err(SimError::Simulation(format!(
+                    "DxgkDdiDestroyDevice (system device) failed ({:#010x})",
+                    status as u32
+                )));
+            }
+        }
+    }
+    Ok(())
+}
