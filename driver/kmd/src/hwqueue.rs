@@ -382,7 +382,11 @@ fn insert<P: Platform>(
     queue.id = id;
     let queue_native_progress = queue.native_progress;
     let runnable = queue.ring.is_some();
-    s.queues.insert_reserved(h, queue);
+    if let Err(queue) = s.queues.insert_reserved(h, queue) {
+        // Cannot happen after the reservation; never lose the kernel ring if it did.
+        s.ids.free(id);
+        return Err((status::NO_MEMORY, queue.kernel));
+    }
     // The ISR may name the queue from now on (LOG-08); no logs yet.
     live.queue_irq
         .insert(id, crate::log::seq_of(h), engine, queue_native_progress);

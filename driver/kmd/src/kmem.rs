@@ -166,25 +166,26 @@ impl<K: Ord, V> SortedMap<K, V> {
     }
 
     /// Inserts (or replaces) `k`, growing the map if needed; the old value if there was one.
+    /// On failure `v` is dropped and the map is unchanged.
     pub fn try_insert<P: Platform>(&mut self, k: K, v: V) -> Result<Option<V>, NoMemory> {
         self.try_reserve::<P>()?;
-        Ok(self.insert_reserved(k, v))
+        self.insert_reserved(k, v).map_err(|_| NoMemory)
     }
 
-    /// Inserts (or replaces) `k` into room made by [`SortedMap::try_reserve`]. Without room it
-    /// does nothing rather than allocate (a bug of the caller, visible as a missing entry).
-    pub fn insert_reserved(&mut self, k: K, v: V) -> Option<V> {
+    /// Inserts (or replaces) `k` into room made by [`SortedMap::try_reserve`]: `Ok` with the old
+    /// value if there was one. Without room (a bug of the caller's reservation) it hands the
+    /// value back rather than allocate, so that the caller can release what it owns.
+    pub fn insert_reserved(&mut self, k: K, v: V) -> Result<Option<V>, V> {
         match self.find(&k) {
-            Ok(i) => self
-                .entries
-                .get_mut(i)
-                .map(|slot| core::mem::replace(&mut slot.1, v)),
-            Err(i) => {
-                if self.entries.len() < self.entries.capacity() && i <= self.entries.len() {
-                    self.entries.insert(i, (k, v));
-                }
-                None
+            Ok(i) => match self.entries.get_mut(i) {
+                Some(slot) => Ok(Some(core::mem::replace(&mut slot.1, v))),
+                None => Err(v),
+            },
+            Err(i) if self.entries.len() < self.entries.capacity() && i <= self.entries.len() => {
+                self.entries.insert(i, (k, v));
+                Ok(None)
             }
+            Err(_) => Err(v),
         }
     }
 
@@ -192,7 +193,7 @@ impl<K: Ord, V> SortedMap<K, V> {
     #[cfg(test)]
     pub fn insert(&mut self, k: K, v: V) -> Option<V> {
         self.entries.reserve(1);
-        self.insert_reserved(k, v)
+        self.insert_reserved(k, v).ok().flatten()
     }
 
     /// The value of `k`.
@@ -408,11 +409,15 @@ mod tests {
     #[test]
     fn insert_reserved_without_room_does_not_allocate() {
         let mut m: SortedMap<u32, u32> = SortedMap::new();
-        assert_eq!(m.insert_reserved(1, 1), None);
+        assert_eq!(
+            m.insert_reserved(1, 7),
+            Err(7),
+            "no room: the value comes back"
+        );
         assert!(m.is_empty(), "no room was reserved");
         budget(u32::MAX);
         m.try_reserve::<Budget>().unwrap();
-        m.insert_reserved(1, 1);
+        assert_eq!(m.insert_reserved(1, 1), Ok(None));
         assert_eq!(m.get(&1), Some(&1));
     }
 }

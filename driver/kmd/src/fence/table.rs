@@ -104,14 +104,16 @@ impl FenceTable {
         if !self.globals.contains_key(&g) {
             return Err(TableError::Unknown);
         }
-        // Room first: the open count changes only with the entry in place.
+        // Room first, then the entry, then the open count: a failure changes nothing.
         self.locals
             .try_reserve::<P>()
             .map_err(|_| TableError::NoMemory)?;
-        let f = self.globals.get_mut(&g).ok_or(TableError::Unknown)?;
-        f.opens = f.opens.saturating_add(1);
         self.locals
-            .insert_reserved(local, Local { global: g, device });
+            .insert_reserved(local, Local { global: g, device })
+            .map_err(|_| TableError::NoMemory)?;
+        if let Some(f) = self.globals.get_mut(&g) {
+            f.opens = f.opens.saturating_add(1);
+        }
         Ok(())
     }
 
