@@ -31,8 +31,10 @@ pub struct NoMemory;
 
 impl From<NoMemory> for Status {
     /// The code the object-creation DDI pages document for "could not allocate memory"
-    /// (DxgkDdiCreateDevice, DxgkDdiCreateContext, DxgkDdiCreateAllocation...). Adapter start
-    /// maps it to STATUS_INSUFFICIENT_RESOURCES itself (PnP start convention).
+    /// (DxgkDdiCreateDevice, DxgkDdiCreateContext, DxgkDdiCreateAllocation...,
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createcontext>).
+    /// Adapter start maps it to STATUS_INSUFFICIENT_RESOURCES itself (PnP start convention;
+    /// docs/robustness.md).
     fn from(_: NoMemory) -> Self {
         status::NO_MEMORY
     }
