@@ -2,8 +2,10 @@
 //! low-resources simulation, swept over every pool allocation of the driver.
 //!
 //! For each operation a user-mode process (or PnP) can trigger, and for N = 0, 1, 2, ... the
-//! simulated OS fails exactly the driver's N-th pool allocation (`Machine::set_low_resources`,
-//! docs/robustness.md) until the operation makes no more allocations than N. At every N:
+//! simulated OS fails the driver's N-th pool allocation (`Machine::set_low_resources`,
+//! docs/robustness.md), once alone and once with every later one (the pool stays exhausted, so
+//! a failure path that allocates is caught too), until the operation makes no more allocations
+//! than N. At every N:
 //! - the operation fails with the DDI's no-memory status (STATUS_NO_MEMORY for object
 //!   creation, STATUS_INSUFFICIENT_RESOURCES for AddDevice/StartDevice) and the machine has
 //!   neither bug-checked nor hit a simulation check;
@@ -129,6 +131,21 @@ fn shut_down(mut m: Machine, what: &str) {
     no_fault(&m);
 }
 
+/// The two ways allocation `n` fails: alone (Verifier's systematic simulation: the pool
+/// recovers at once) and with every later one (the pool stays exhausted, so the failure path
+/// itself must not allocate).
+fn modes(n: u64) -> [LowResources; 2] {
+    [LowResources::FailNth(n), LowResources::FailFrom(n)]
+}
+
+/// The first allocation `mode` fails.
+fn first_failure(mode: Option<LowResources>) -> u64 {
+    match mode {
+        Some(LowResources::FailNth(n) | LowResources::FailFrom(n)) => n,
+        _ => 0,
+    }
+}
+
 /// Runs a whole machine life without failures three times: the first builds the simulation's
 /// process-wide lazy state; the last two must leave the same residue on this thread (what the
 /// simulated OS keeps per machine it ever built), the baseline every failing run is compared
@@ -158,11 +175,11 @@ fn sweep_machine<S, T>(
     undo: impl Fn(&Machine, &S, T),
     finish: impl Fn(&Machine, S),
 ) -> u64 {
-    let run = |fail: Option<u64>| -> Option<u64> {
+    let run = |fail: Option<LowResources>| -> Option<u64> {
         let m = started(MachineConfig::single(Mode::Step));
         let w = setup(&m);
         let objects = m.ums_live_counts(0);
-        m.set_low_resources(fail.map_or(LowResources::Off, LowResources::FailNth));
+        m.set_low_resources(fail.unwrap_or(LowResources::Off));
         let r = op(&m, &w);
         let stats = m.pool_stats();
         m.set_low_resources(LowResources::Off);
@@ -174,7 +191,7 @@ fn sweep_machine<S, T>(
             undo(&m, &w, t);
             Some(stats.attempted)
         } else {
-            let n = fail.unwrap_or(0);
+            let n = first_failure(fail);
             match r {
                 Err(s) => assert_eq!(
                     s, STATUS_NO_MEMORY,
@@ -203,16 +220,22 @@ fn sweep_machine<S, T>(
          allocations are not fallible)"
     );
     for n in 0..=points {
-        let before = live_bytes();
-        let done = run(Some(n));
-        let leaked = live_bytes() - before - drift;
-        assert_eq!(
-            leaked, 0,
-            "{name}: {leaked} bytes still allocated after failing allocation {n} and tearing \
-             everything down (beyond the simulation's own {drift} per machine)"
-        );
-        if let Some(p) = done {
-            assert_eq!(p, n, "{name}: the allocation count changed between runs");
+        let mut done = false;
+        for mode in modes(n) {
+            let before = live_bytes();
+            let finished = run(Some(mode));
+            let leaked = live_bytes() - before - drift;
+            assert_eq!(
+                leaked, 0,
+                "{name}: {leaked} bytes still allocated after {mode:?} and tearing everything \
+                 down (beyond the simulation's own {drift} per machine)"
+            );
+            if let Some(p) = finished {
+                assert_eq!(p, n, "{name}: the allocation count changed between runs");
+                done = true;
+            }
+        }
+        if done {
             eprintln!("{name}: {points} allocation point(s), each failed cleanly");
             return points;
         }
@@ -387,12 +410,12 @@ fn low_resources_create_allocation_fails_cleanly_at_every_allocation() {
 #[test]
 fn low_resources_adapter_start_fails_cleanly_at_every_allocation() {
     let _serial = serial();
-    let run = |fail: Option<u64>| -> Option<u64> {
+    let run = |fail: Option<LowResources>| -> Option<u64> {
         let mut m = Machine::new(MachineConfig::single(Mode::Step));
         if let Err(e) = m.load_driver() {
             panic!("load: {e}");
         }
-        m.set_low_resources(fail.map_or(LowResources::Off, LowResources::FailNth));
+        m.set_low_resources(fail.unwrap_or(LowResources::Off));
         let r = m.start_adapter(0);
         let stats = m.pool_stats();
         m.set_low_resources(LowResources::Off);
@@ -404,7 +427,7 @@ fn low_resources_adapter_start_fails_cleanly_at_every_allocation() {
             shut_down(m, "start");
             return Some(stats.attempted);
         }
-        let n = fail.unwrap_or(0);
+        let n = first_failure(fail);
         match r {
             Err(SimError::DdiFailed(s)) => assert_eq!(
                 s, STATUS_INSUFFICIENT_RESOURCES,
@@ -431,15 +454,18 @@ fn low_resources_adapter_start_fails_cleanly_at_every_allocation() {
         "AddDevice and StartDevice allocate their tables: {points} allocation points"
     );
     for n in 0..=points {
-        let before = live_bytes();
-        let done = run(Some(n));
-        let leaked = live_bytes() - before - drift;
-        assert_eq!(
-            leaked, 0,
-            "start: {leaked} bytes leaked after failing allocation {n}"
-        );
-        if let Some(p) = done {
-            assert_eq!(p, n);
+        let mut done = false;
+        for mode in modes(n) {
+            let before = live_bytes();
+            let finished = run(Some(mode));
+            let leaked = live_bytes() - before - drift;
+            assert_eq!(leaked, 0, "start: {leaked} bytes leaked after {mode:?}");
+            if let Some(p) = finished {
+                assert_eq!(p, n);
+                done = true;
+            }
+        }
+        if done {
             eprintln!("AddDevice+StartDevice: {points} allocation point(s), each failed cleanly");
             return;
         }
