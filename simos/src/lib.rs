@@ -29,6 +29,7 @@ pub mod vidsch;
 
 pub use dxgkrnl::bugcheck::BugCheck;
 pub use dxgkrnl::kernel::SimKernel;
+pub use dxgkrnl::lowres::{LowResources, PoolStats};
 pub use dxgkrnl::notify::{Notification, Processed};
 pub use dxgkrnl::state::{Fault, LogLine};
 pub use error::SimError;

@@ -33,6 +33,7 @@ use crate::fence::report::{Batch, Report};
 use crate::fence::table::FenceTable;
 use crate::interrupt::{DeviceEvent, EventRing, EVENT_RING_RECORDS};
 use crate::klog;
+use crate::kmem::{self, NoMemory};
 use crate::mmio::Regs;
 use crate::platform::Platform;
 use crate::resources::{self, Resources};
@@ -200,19 +201,41 @@ pub const POWER_D3: i32 = 4;
 /// `DISPLAY_ADAPTER_HW_ID`: the device UID that means "the adapter itself".
 pub const DISPLAY_ADAPTER_HW_ID: u32 = 0xFFFF_FFFF;
 
+/// What StartDevice takes from the pool, allocated in one step before any other resource
+/// (issue 18): the started-adapter block itself (filled last), the doorbell page table, the
+/// ISR's queue lookup and fence registry.
+struct StartHeap<P: Platform> {
+    live: Box<core::mem::MaybeUninit<Live<P>>>,
+    physical: crate::doorbell::Physical,
+    queue_irq: crate::log::QueueIrqTable,
+    fences: Registry,
+}
+
+impl<P: Platform> StartHeap<P> {
+    fn try_alloc(engines: u32, doorbells: u32, global: bool) -> Result<Self, NoMemory> {
+        Ok(Self {
+            live: kmem::try_box::<P, _>(core::mem::MaybeUninit::uninit())?,
+            physical: crate::doorbell::Physical::try_new::<P>(doorbells, global)?,
+            queue_irq: crate::log::QueueIrqTable::try_for_adapter::<P>(engines)?,
+            fences: Registry::try_with_capacity::<P>(FENCES_PER_ADAPTER)?,
+        })
+    }
+}
+
 impl<P: Platform> Adapter<P> {
-    /// AddDevice: a new, unstarted adapter for physical device object `pdo`.
-    pub fn new(pdo: *mut c_void) -> Self {
-        Self {
+    /// AddDevice: a new, unstarted adapter for physical device object `pdo`. Allocates the
+    /// fence handle map (fallibly: AddDevice fails cleanly when the pool is exhausted).
+    pub fn try_new(pdo: *mut c_void) -> Result<Self, NoMemory> {
+        Ok(Self {
             pdo,
             table_slot: AtomicU8::new(u8::MAX),
             lifecycle: SpinLock::new((Lifecycle::Added, PowerState(POWER_D0))),
             live: AtomicPtr::new(ptr::null_mut()),
             next_handle: AtomicU64::new(1),
-            fence_handles: HandleMap::with_capacity(FENCES_PER_ADAPTER as usize),
+            fence_handles: HandleMap::try_with_capacity::<P>(FENCES_PER_ADAPTER as usize)?,
             stats: Stats::default(),
             tdr: crate::reset::TdrLog::default(),
-        }
+        })
     }
 
     /// Records the adapter's slot in the driver's adapter table (AddDevice).
@@ -304,6 +327,22 @@ impl<P: Platform> Adapter<P> {
                 return Err(status::DEVICE_HARDWARE_ERROR);
             }
         };
+        // The driver's own pool memory before any OS resource beyond the register mapping:
+        // if the pool is exhausted, StartDevice fails with nothing else to undo (issue 18).
+        let global = identity
+            .caps
+            .contains(rvgpu_hw::regs::Caps::GLOBAL_DOORBELL);
+        let heap = match StartHeap::<P>::try_alloc(
+            identity.config.engines,
+            identity.config.doorbells,
+            global,
+        ) {
+            Ok(h) => h,
+            Err(NoMemory) => {
+                let _ = dxgk.unmap(va);
+                return Err(status::INSUFFICIENT_RESOURCES);
+            }
+        };
         device::quiesce(&regs, identity.config.engines);
         // Every engine powered (F0): Dxgkrnl registers the power components in F0.
         let power = crate::power::EnginePower::default();
@@ -350,10 +389,13 @@ impl<P: Platform> Adapter<P> {
                 return Err(e);
             }
         };
-        let global = identity
-            .caps
-            .contains(rvgpu_hw::regs::Caps::GLOBAL_DOORBELL);
-        let mut sched = Sched::new(identity.config.doorbells, global, runlists);
+        let StartHeap {
+            live: live_box,
+            physical,
+            queue_irq,
+            fences: isr_fences,
+        } = heap;
+        let mut sched = Sched::with_physical(physical, runlists);
         // Node rings (docs/tdr.md §3.2): allocated and entered in every engine's runlist
         // before anything else can be, so OS-scheduled work always has its queue.
         let nodes =
@@ -374,25 +416,28 @@ impl<P: Platform> Adapter<P> {
         // Negotiated last: nothing after it can fail, so the interface reference it takes is
         // always released by `tear_down`.
         let features = Features::negotiate(&dxgk);
-        Ok(Box::new(Live {
-            dxgk,
-            features,
-            regs,
-            regs_va: va,
-            identity,
-            resources: res,
-            fences: SpinLock::new(FenceTable::default()),
-            doorbell_va,
-            sched: SpinLock::new(sched),
-            queue_irq: crate::log::QueueIrqTable::for_adapter(identity.config.engines),
-            optimized_fence_irq: false,
-            power,
-            isr: IsrCell(UnsafeCell::new(IsrState {
-                ring,
-                fences: Registry::with_capacity(FENCES_PER_ADAPTER),
-                nodes,
-            })),
-        }))
+        Ok(Box::write(
+            live_box,
+            Live {
+                dxgk,
+                features,
+                regs,
+                regs_va: va,
+                identity,
+                resources: res,
+                fences: SpinLock::new(FenceTable::default()),
+                doorbell_va,
+                sched: SpinLock::new(sched),
+                queue_irq,
+                optimized_fence_irq: false,
+                power,
+                isr: IsrCell(UnsafeCell::new(IsrState {
+                    ring,
+                    fences: isr_fences,
+                    nodes,
+                })),
+            },
+        ))
     }
 
     /// Maps BAR2, the doorbell aperture, the way BAR0 is mapped (uncached kernel mapping):
@@ -470,10 +515,7 @@ impl<P: Platform> Adapter<P> {
         live.features.release();
         device::quiesce(&live.regs, live.identity.config.engines);
         device::unbind_doorbells(&live.regs, live.identity.config.doorbells);
-        let sched = core::mem::replace(
-            live.sched.get_mut(),
-            Sched::new(0, false, alloc::vec::Vec::new()),
-        );
+        let sched = core::mem::take(live.sched.get_mut());
         for q in sched.queues.into_values() {
             if let Some(k) = q.kernel {
                 let _ = live.dxgk.free_contiguous(k.buf.handle());

@@ -209,7 +209,7 @@ pub fn create<'p, P: Platform>(
             if s.allocations.len() >= MAX_ALLOCATIONS {
                 return Err(status::INSUFFICIENT_RESOURCES);
             }
-            s.allocations.insert(h, al);
+            s.allocations.try_insert::<P>(h, al)?;
             drop(s);
             describe(live, &al, info);
             info.hAllocation = h.as_handle();
@@ -283,13 +283,13 @@ pub fn open<'p, P: Platform>(
                 if s.allocations.len() >= MAX_ALLOCATIONS {
                     return Err(status::INSUFFICIENT_RESOURCES);
                 }
-                s.allocations.insert(
+                s.allocations.try_insert::<P>(
                     h,
                     Allocation {
                         opened_by: Some(dev),
                         ..al
                     },
-                );
+                )?;
                 info.hDeviceSpecificAllocation = h.as_handle();
                 Ok(())
             })();

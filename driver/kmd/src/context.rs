@@ -96,7 +96,7 @@ pub fn create_device<P: Platform>(
         }
         Some(p)
     };
-    s.devices.insert(
+    s.devices.try_insert::<P>(
         h,
         Device {
             os_handle: args.hDevice.addr(),
@@ -104,7 +104,7 @@ pub fn create_device<P: Platform>(
             in_error: false,
             process,
         },
-    );
+    )?;
     drop(s);
     args.hDevice = h.as_handle();
     Ok(())
@@ -161,7 +161,7 @@ pub fn create_context<P: Platform>(
         if s.contexts.len() >= MAX_CONTEXTS {
             return Err(status::INSUFFICIENT_RESOURCES);
         }
-        s.contexts.insert(
+        s.contexts.try_insert::<P>(
             h,
             Context {
                 device,
@@ -171,7 +171,7 @@ pub fn create_context<P: Platform>(
                 root: 0,
                 priority: crate::hws::ContextPriority::DEFAULT,
             },
-        );
+        )?;
         drop(s);
         args.hContext = h.as_handle();
         args.ContextInfo = DXGK_CONTEXTINFO {

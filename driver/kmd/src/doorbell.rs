@@ -114,7 +114,29 @@ pub enum Choice {
 }
 
 impl Physical {
-    /// `count` physical doorbells; `global`: every doorbell shares page 0.
+    /// `count` physical doorbells; `global`: every doorbell shares page 0. Allocates the
+    /// page table (StartDevice), fallibly.
+    pub fn try_new<P: Platform>(count: u32, global: bool) -> Result<Self, crate::kmem::NoMemory> {
+        let n = if global { 0 } else { count };
+        let n = usize::try_from(n).map_err(|_| crate::kmem::NoMemory)?;
+        Ok(Self {
+            global,
+            slots: crate::kmem::try_from_fn::<P, _>(n, |_| Slot::default())?,
+            clock: 0,
+        })
+    }
+
+    /// No doorbells at all (an adapter that is not started); allocates nothing.
+    pub const fn none() -> Self {
+        Self {
+            global: false,
+            slots: Vec::new(),
+            clock: 0,
+        }
+    }
+
+    /// `count` doorbells for host unit tests.
+    #[cfg(test)]
     pub fn new(count: u32, global: bool) -> Self {
         let n = if global { 0 } else { count };
         Self {
@@ -294,7 +316,7 @@ pub(crate) fn create<P: Platform>(
             return Err(status::INVALID_DEVICE_STATE);
         }
         let (engine, queue_id) = (q.engine, q.id);
-        s.doorbells.insert(
+        s.doorbells.try_insert::<P>(
             h,
             Doorbell {
                 os_handle: args.hDoorbell.addr(),
@@ -302,7 +324,7 @@ pub(crate) fn create<P: Platform>(
                 physical: None,
                 callbacks: 0,
             },
-        );
+        )?;
         if let Some(q) = s.queues.get_mut(&qh) {
             // With ResizeRingBufferOperation an older doorbell object of the queue stays
             // until the OS destroys it, detached: the queue now runs the new ring.

@@ -16,7 +16,6 @@
 //! The queue descriptor is rebuilt from this state at every runlist commit
 //! ([`crate::runlist`]).
 
-use alloc::collections::BTreeSet;
 use core::sync::atomic::Ordering;
 use rvgpu_hw::addr::GpuVa;
 
@@ -157,8 +156,13 @@ impl HwQueue {
 pub struct QueueIds {
     next: u32,
     limit: u32,
-    used: BTreeSet<u32>,
+    /// Bit `id` set: in use. A fixed bitmap, so taking an id never allocates.
+    used: [u64; ID_WORDS],
+    in_use: u32,
 }
+
+/// Words of the id bitmap.
+const ID_WORDS: usize = QUEUE_ID_LIMIT as usize / 64;
 
 /// Queue ids are below this: twice what the runlists of two engines hold, well under
 /// `NO_QUEUE`, and small enough that a table indexed by queue id (the ISR's queue lookup for
@@ -172,25 +176,41 @@ impl Default for QueueIds {
 }
 
 impl QueueIds {
-    /// Ids in `0..limit` (`NO_QUEUE` = `u32::MAX` is never in that range).
+    /// Ids in `0..limit`, `limit` at most [`QUEUE_ID_LIMIT`] (`NO_QUEUE` = `u32::MAX` is
+    /// never in that range).
     pub fn with_limit(limit: u32) -> Self {
         Self {
             next: 0,
-            limit,
-            used: BTreeSet::new(),
+            limit: limit.min(QUEUE_ID_LIMIT),
+            used: [0; ID_WORDS],
+            in_use: 0,
         }
+    }
+
+    /// The word and bit of `id`, if it is below the limit.
+    fn bit(&self, id: u32) -> Option<(usize, u64)> {
+        if id >= self.limit {
+            return None;
+        }
+        let word = usize::try_from(id / 64).ok()?;
+        Some((word, 1u64 << (id % 64)))
     }
 
     /// The next free id after the last one handed out, or `None` if all are in use.
     pub fn alloc(&mut self) -> Option<u32> {
-        if self.limit == 0 || self.used.len() >= usize::try_from(self.limit).ok()? {
+        if self.in_use >= self.limit {
             return None;
         }
         for _ in 0..self.limit {
             let id = self.next;
             self.next = id.checked_add(1).filter(|n| *n < self.limit).unwrap_or(0);
-            if id != NO_QUEUE && self.used.insert(id) {
-                return Some(id);
+            let Some((w, b)) = self.bit(id) else { continue };
+            if let Some(word) = self.used.get_mut(w) {
+                if *word & b == 0 {
+                    *word |= b;
+                    self.in_use = self.in_use.saturating_add(1);
+                    return Some(id);
+                }
             }
         }
         None
@@ -198,12 +218,18 @@ impl QueueIds {
 
     /// Returns `id` (after its queue left the runlist).
     pub fn free(&mut self, id: u32) {
-        self.used.remove(&id);
+        let Some((w, b)) = self.bit(id) else { return };
+        if let Some(word) = self.used.get_mut(w) {
+            if *word & b != 0 {
+                *word &= !b;
+                self.in_use = self.in_use.saturating_sub(1);
+            }
+        }
     }
 
     /// Ids in use.
     pub fn in_use(&self) -> usize {
-        self.used.len()
+        usize::try_from(self.in_use).unwrap_or(usize::MAX)
     }
 }
 
@@ -345,6 +371,10 @@ fn insert<P: Platform>(
     if on_engine >= usize::try_from(RUNLIST_CAPACITY).unwrap_or(0) {
         return Err((status::INSUFFICIENT_RESOURCES, queue.kernel));
     }
+    // Room in the map first: after the id is taken nothing may fail before the insert.
+    if s.queues.try_reserve::<P>().is_err() {
+        return Err((status::NO_MEMORY, queue.kernel));
+    }
     let Some(id) = s.ids.alloc() else {
         return Err((status::INSUFFICIENT_RESOURCES, queue.kernel));
     };
@@ -352,7 +382,11 @@ fn insert<P: Platform>(
     queue.id = id;
     let queue_native_progress = queue.native_progress;
     let runnable = queue.ring.is_some();
-    s.queues.insert(h, queue);
+    if let Err(queue) = s.queues.insert_reserved(h, queue) {
+        // Cannot happen after the reservation; never lose the kernel ring if it did.
+        s.ids.free(id);
+        return Err((status::NO_MEMORY, queue.kernel));
+    }
     // The ISR may name the queue from now on (LOG-08); no logs yet.
     live.queue_irq
         .insert(id, crate::log::seq_of(h), engine, queue_native_progress);
@@ -436,10 +470,15 @@ mod tests {
 
     #[test]
     fn no_queue_is_never_handed_out() {
+        // The id bitmap is fixed (no allocation when a queue is created, issue 18): any limit
+        // is capped at QUEUE_ID_LIMIT, far below NO_QUEUE.
         let mut ids = QueueIds::with_limit(u32::MAX);
-        ids.next = NO_QUEUE - 1;
-        assert_eq!(ids.alloc(), Some(NO_QUEUE - 1));
-        assert_eq!(ids.alloc(), Some(0), "wraps before NO_QUEUE");
+        assert_eq!(ids.limit, QUEUE_ID_LIMIT);
+        ids.next = QUEUE_ID_LIMIT - 1;
+        assert_eq!(ids.alloc(), Some(QUEUE_ID_LIMIT - 1));
+        assert_eq!(ids.alloc(), Some(0), "wraps at the limit");
+        ids.free(NO_QUEUE);
+        assert_eq!(ids.in_use(), 2, "freeing NO_QUEUE is a no-op");
         assert_eq!(QueueIds::default().limit, QUEUE_ID_LIMIT);
     }
 

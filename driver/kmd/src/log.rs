@@ -19,6 +19,7 @@
 //! the call.
 
 use alloc::boxed::Box;
+#[cfg(test)]
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use rvgpu_hw::addr::GpuVa;
@@ -34,6 +35,7 @@ use rvgpu_hw::regs;
 use crate::adapter::{Adapter, Live};
 use crate::globals::ADAPTERS;
 use crate::hwqueue::QUEUE_ID_LIMIT;
+use crate::kmem::{self, NoMemory};
 use crate::platform::Platform;
 use crate::runlist;
 use crate::sched::{self, Handle, Kind};
@@ -329,6 +331,17 @@ pub struct QueueIrqTable {
 
 impl QueueIrqTable {
     /// A table for ids below `ids` on `engines` engines (allocated at start, PASSIVE).
+    pub fn try_new<P: Platform>(ids: u32, engines: u32) -> Result<Self, NoMemory> {
+        let ids = usize::try_from(ids).map_err(|_| NoMemory)?;
+        let engines = usize::try_from(engines).map_err(|_| NoMemory)?;
+        Ok(Self {
+            slots: kmem::try_boxed_slice::<P, _>(ids, |_| AtomicU64::new(0))?,
+            logless: kmem::try_boxed_slice::<P, _>(engines, |_| AtomicU32::new(0))?,
+        })
+    }
+
+    /// A table for host unit tests.
+    #[cfg(test)]
     pub fn new(ids: u32, engines: u32) -> Self {
         let slots: Vec<AtomicU64> = (0..ids).map(|_| AtomicU64::new(0)).collect();
         let logless: Vec<AtomicU32> = (0..engines).map(|_| AtomicU32::new(0)).collect();
@@ -339,6 +352,12 @@ impl QueueIrqTable {
     }
 
     /// The default size: every queue id the allocator hands out.
+    pub fn try_for_adapter<P: Platform>(engines: u32) -> Result<Self, NoMemory> {
+        Self::try_new::<P>(QUEUE_ID_LIMIT, engines)
+    }
+
+    /// The default size, for host unit tests.
+    #[cfg(test)]
     pub fn for_adapter(engines: u32) -> Self {
         Self::new(QUEUE_ID_LIMIT, engines)
     }

@@ -54,6 +54,7 @@ use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
 use crate::hwqueue::{KernelRing, QueueIds};
 use crate::interrupt::DeviceEvent;
+use crate::kmem::{self, NoMemory};
 use crate::platform::Platform;
 use crate::sched::{Handle, Kind};
 use crate::status::{self, Status};
@@ -105,14 +106,12 @@ struct PendingQueue {
 }
 
 impl PendingQueue {
-    fn with_capacity(n: usize) -> Self {
-        let mut slots = Vec::new();
-        slots.resize(n, Pending::default());
-        Self {
-            slots,
+    fn try_with_capacity<P: Platform>(n: usize) -> Result<Self, NoMemory> {
+        Ok(Self {
+            slots: kmem::try_from_fn::<P, _>(n, |_| Pending::default())?,
             head: 0,
             len: 0,
-        }
+        })
     }
 
     fn capacity(&self) -> usize {
@@ -207,15 +206,22 @@ pub struct Completion {
 }
 
 impl NodeFences {
-    /// Empty bookkeeping with room for `capacity` pending submissions.
-    pub fn new(capacity: usize) -> Self {
-        Self {
-            pending: PendingQueue::with_capacity(capacity),
+    /// Empty bookkeeping with room for `capacity` pending submissions (allocated now, so
+    /// that recording a submission never allocates).
+    pub fn try_new<P: Platform>(capacity: usize) -> Result<Self, NoMemory> {
+        Ok(Self {
+            pending: PendingQueue::try_with_capacity::<P>(capacity)?,
             last_submitted: 0,
             last_completed: 0,
             preempt: None,
             faulted: None,
-        }
+        })
+    }
+
+    /// As [`NodeFences::try_new`], for host unit tests.
+    #[cfg(test)]
+    pub fn new(capacity: usize) -> Self {
+        Self::try_new::<kmem::Host>(capacity).unwrap()
     }
 
     /// The fence ID of the packet the ring faulted on, if it has not been reset since.
@@ -481,7 +487,11 @@ impl NodeRings {
         engines: u32,
         ids: &mut QueueIds,
     ) -> Result<Self, Status> {
-        let mut out = Self::default();
+        let n = usize::try_from(engines).map_err(|_| status::INSUFFICIENT_RESOURCES)?;
+        let mut out = Self {
+            rings: kmem::try_with_capacity::<P, NodeRing>(n)
+                .map_err(|_| status::INSUFFICIENT_RESOURCES)?,
+        };
         for engine in 0..engines {
             let ring = match Self::alloc_one::<P>(dxgk, engine, ids) {
                 Ok(r) => r,
@@ -490,7 +500,13 @@ impl NodeRings {
                     return Err(e);
                 }
             };
-            out.rings.push(ring);
+            // Room for every engine was reserved above.
+            if let Err(r) = kmem::push_reserved(&mut out.rings, ring) {
+                ids.free(r.queue_id);
+                let _ = dxgk.free_contiguous(r.ring.buf.handle());
+                out.free(dxgk, ids);
+                return Err(status::INSUFFICIENT_RESOURCES);
+            }
         }
         Ok(out)
     }
@@ -500,6 +516,9 @@ impl NodeRings {
         engine: u32,
         ids: &mut QueueIds,
     ) -> Result<NodeRing, Status> {
+        // Pool memory first: nothing else is held yet if it fails.
+        let fences = NodeFences::try_new::<P>(NODE_PENDING_MAX)
+            .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
         let id = ids.alloc().ok_or(status::INSUFFICIENT_RESOURCES)?;
         let (va, handle) = match dxgk.allocate_contiguous(NODE_ALLOC_BYTES) {
             Ok(v) => v,
@@ -525,7 +544,7 @@ impl NodeRings {
                 size: NODE_RING_BYTES,
                 write_ptr: 0,
             },
-            fences: NodeFences::new(NODE_PENDING_MAX),
+            fences,
         })
     }
 
@@ -539,8 +558,17 @@ impl NodeRings {
     }
 
     /// The descriptors for the runlists (see [`NodeSlots`]).
+    pub fn try_slots<P: Platform>(&self) -> Result<NodeSlots, NoMemory> {
+        let mut d = self.rings.iter().map(NodeRing::descriptor);
+        let descriptors =
+            kmem::try_from_fn::<P, _>(self.rings.len(), |_| d.next().unwrap_or_default())?;
+        Ok(NodeSlots::new(descriptors))
+    }
+
+    /// As [`NodeRings::try_slots`], for host unit tests.
+    #[cfg(test)]
     pub fn slots(&self) -> NodeSlots {
-        NodeSlots::new(self.rings.iter().map(NodeRing::descriptor).collect())
+        self.try_slots::<kmem::Host>().unwrap()
     }
 
     /// Number of node rings (= engines).
@@ -752,7 +780,13 @@ pub fn bring_up<P: Platform>(
     engines: u32,
 ) -> Result<NodeRings, Status> {
     let mut nodes = NodeRings::alloc::<P>(dxgk, engines, &mut sched.ids)?;
-    sched.nodes = nodes.slots();
+    sched.nodes = match nodes.try_slots::<P>() {
+        Ok(slots) => slots,
+        Err(_) => {
+            nodes.free(dxgk, &mut sched.ids);
+            return Err(status::INSUFFICIENT_RESOURCES);
+        }
+    };
     for engine in 0..engines {
         if let Err(e) = crate::runlist::commit(regs, sched, engine) {
             sched.nodes = NodeSlots::default();

@@ -88,6 +88,18 @@ pub unsafe trait Platform: 'static {
     fn query_performance_counter() -> (u64, u64) {
         (0, 0)
     }
+
+    /// Whether the next non-paged pool allocation of the driver may be attempted at all.
+    /// Asked by [`crate::kmem`] once per real allocation (never for one that needs no memory),
+    /// before it calls the allocator.
+    ///
+    /// On Windows this is always `true` (the default): the pool returning NULL is the real
+    /// failure, and `kmem` handles it. A simulated kernel answers `false` to model Driver
+    /// Verifier's low-resources simulation, which fails chosen pool allocations of the driver
+    /// under test without failing the kernel's own (docs/robustness.md).
+    fn pool_allocation_permitted() -> bool {
+        true
+    }
 }
 
 /// Logs through the platform with `format_args!` syntax.

@@ -76,13 +76,13 @@ pub fn create<P: Platform>(a: &Adapter<P>, args: &mut DXGKARG_CREATEPROCESS) -> 
     if s.processes.len() >= MAX_PROCESSES {
         return Err(status::INSUFFICIENT_RESOURCES);
     }
-    s.processes.insert(
+    s.processes.try_insert::<P>(
         h,
         Process {
             os_handle: args.hDxgkProcess.addr(),
             system: flags.is_set(DXGK_CREATEPROCESSFLAGS::SystemProcess),
         },
-    );
+    )?;
     drop(s);
     args.hKmdProcess = h.as_handle();
     Ok(())

@@ -39,7 +39,10 @@ const DESC_WORDS: u64 = DESC_BYTES / 8;
 /// Allocates one zeroed runlist buffer per engine (PASSIVE). On failure nothing is kept.
 pub fn alloc<P: Platform>(dxgk: &Dxgk, engines: u32) -> Result<Vec<DmaBuffer>, Status> {
     let bytes = u64::from(RUNLIST_ENTRIES).saturating_mul(DESC_BYTES);
-    let mut out = Vec::new();
+    let n = usize::try_from(engines).map_err(|_| status::INSUFFICIENT_RESOURCES)?;
+    // The vector first, so that no contiguous buffer is ever held without a place to keep it.
+    let mut out = crate::kmem::try_with_capacity::<P, DmaBuffer>(n)
+        .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
     for _ in 0..engines {
         let buf = match dxgk.allocate_contiguous(bytes) {
             Ok((va, handle)) => match P::bus_address(va) {
@@ -58,7 +61,12 @@ pub fn alloc<P: Platform>(dxgk: &Dxgk, engines: u32) -> Result<Vec<DmaBuffer>, S
             }
         };
         buf.zero();
-        out.push(buf);
+        // Room for every engine was reserved above.
+        if let Err(b) = crate::kmem::push_reserved(&mut out, buf) {
+            let _ = dxgk.free_contiguous(b.handle());
+            free(dxgk, out);
+            return Err(status::INSUFFICIENT_RESOURCES);
+        }
     }
     Ok(out)
 }

@@ -22,7 +22,7 @@
 //! [`crate::runlist::RUNLIST_CAPACITY`] descriptors) and MMIO writes. Calls into Dxgkrnl that
 //! need PASSIVE (contiguous memory, `DxgkCbDisconnectDoorbell`) are made with it released.
 
-use alloc::collections::BTreeMap;
+use crate::kmem::SortedMap;
 use alloc::vec::Vec;
 use core::ffi::c_void;
 
@@ -119,14 +119,14 @@ impl Handle {
 /// The scheduler state of one started adapter.
 #[derive(Debug)]
 pub struct Sched {
-    pub devices: BTreeMap<Handle, Device>,
-    pub contexts: BTreeMap<Handle, Context>,
-    pub queues: BTreeMap<Handle, HwQueue>,
-    pub doorbells: BTreeMap<Handle, Doorbell>,
+    pub devices: SortedMap<Handle, Device>,
+    pub contexts: SortedMap<Handle, Context>,
+    pub queues: SortedMap<Handle, HwQueue>,
+    pub doorbells: SortedMap<Handle, Doorbell>,
     /// GPU processes (`DxgkDdiCreateProcess`, [`crate::process`]).
-    pub processes: BTreeMap<Handle, crate::process::Process>,
+    pub processes: SortedMap<Handle, crate::process::Process>,
     /// Allocations (`DxgkDdiCreateAllocation`, [`crate::allocation`]).
-    pub allocations: BTreeMap<Handle, crate::allocation::Allocation>,
+    pub allocations: SortedMap<Handle, crate::allocation::Allocation>,
     pub ids: QueueIds,
     pub physical: Physical,
     /// One runlist buffer per engine (allocated at start, written only under the lock).
@@ -143,25 +143,39 @@ pub struct Sched {
     pub sched_logs: u64,
 }
 
+impl Default for Sched {
+    /// No objects, no doorbells, no runlists (what a stopped adapter leaves).
+    fn default() -> Self {
+        Self::with_physical(Physical::none(), Vec::new())
+    }
+}
+
 impl Sched {
-    /// Empty state for a device with `doorbells` physical doorbells (`global`: one shared
-    /// page) and the given runlist buffers (one per engine).
-    pub fn new(doorbells: u32, global: bool, runlists: Vec<DmaBuffer>) -> Self {
+    /// Empty state over the given physical doorbells and runlist buffers (one per engine).
+    /// Allocates nothing: the maps grow fallibly as objects are created.
+    pub fn with_physical(physical: Physical, runlists: Vec<DmaBuffer>) -> Self {
         Self {
-            devices: BTreeMap::new(),
-            contexts: BTreeMap::new(),
-            queues: BTreeMap::new(),
-            doorbells: BTreeMap::new(),
-            processes: BTreeMap::new(),
-            allocations: BTreeMap::new(),
+            devices: SortedMap::new(),
+            contexts: SortedMap::new(),
+            queues: SortedMap::new(),
+            doorbells: SortedMap::new(),
+            processes: SortedMap::new(),
+            allocations: SortedMap::new(),
             ids: QueueIds::default(),
-            physical: Physical::new(doorbells, global),
+            physical,
             runlists,
             nodes: crate::node::NodeSlots::default(),
             bands: crate::hws::Bands::default(),
             hws_held: 0,
             sched_logs: 0,
         }
+    }
+
+    /// Empty state for a device with `doorbells` physical doorbells (`global`: one shared
+    /// page), for host unit tests.
+    #[cfg(test)]
+    pub fn new(doorbells: u32, global: bool, runlists: Vec<DmaBuffer>) -> Self {
+        Self::with_physical(Physical::new(doorbells, global), runlists)
     }
 
     /// Whether queue `q` belongs in its engine's runlist: it has a ring (kernel-mode queues

@@ -175,6 +175,10 @@ pub mod verifier {
     /// 0x31: the driver tried to lower IRQL to a value higher than the current IRQL.
     /// Parameters: (0x31, current, requested, 0).
     pub const LOWER_IRQL_HIGHER: u64 = 0x31;
+    /// 0x02: the driver tried to allocate non-paged pool above DISPATCH_LEVEL. Parameters:
+    /// (0x02, current IRQL, pool type (0: non-paged), size; the simulation does not know the
+    /// size at the point it checks and reports 0).
+    pub const NONPAGED_ALLOC_ABOVE_DISPATCH: u64 = 0x02;
 }
 
 /// The `KIRQL` value Windows prints for an [`Irql`] (x64: DIRQL is 3..=12; device interrupts in

@@ -202,6 +202,7 @@ impl MmioBus for WeakBus {
 /// driver that keeps a stale pointer after `DxgkCbUnmapMemory` must not make the host touch
 /// freed memory. Accesses go through the registry first, so a stale pointer is caught there.
 pub fn map_trap_window(bus: &Arc<dyn MmioBus + Send + Sync>, len: usize) -> NonNull<u8> {
+    TRAP_WINDOWS_MAPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let weak: &'static WeakBus = Box::leak(Box::new(WeakBus(Arc::downgrade(bus))));
     let window: &'static TrapWindow = Box::leak(Box::new(TrapWindow {
         magic: TrapWindow::MAGIC,
@@ -217,6 +218,20 @@ pub fn map_trap_window(bus: &Arc<dyn MmioBus + Send + Sync>, len: usize) -> NonN
         },
     );
     base
+}
+
+/// Trap windows mapped so far in the process. Each one leaves its (deliberately leaked, never
+/// reused) window and bus reference behind: [`TRAP_WINDOW_RESIDUE`] bytes of host heap that
+/// leak checks of the driver must not count as the driver's (issue 18, low_resources tests).
+static TRAP_WINDOWS_MAPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Heap bytes one [`map_trap_window`] leaves allocated for the life of the process.
+pub const TRAP_WINDOW_RESIDUE: usize =
+    std::mem::size_of::<WeakBus>() + std::mem::size_of::<TrapWindow>();
+
+/// How many trap windows the process has mapped (see [`TRAP_WINDOW_RESIDUE`]).
+pub fn trap_windows_mapped() -> u64 {
+    TRAP_WINDOWS_MAPPED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Registers `[base, base + len)` of ordinary memory as a mapped BAR (VRAM). Mapping a base
@@ -441,6 +456,22 @@ unsafe impl Platform for SimKernel {
     /// queued events use too.
     fn query_performance_counter() -> (u64, u64) {
         (crate::sync::trace::qpc(), crate::sync::trace::QPC_HZ)
+    }
+
+    /// Issue 18: Verifier's IRQL rule for pool (nothing above DISPATCH_LEVEL: the ISR and
+    /// synchronized routines must not allocate) and its low-resources simulation, per machine.
+    fn pool_allocation_permitted() -> bool {
+        let irql = current_irql();
+        if irql > Irql::Dispatch {
+            raise(BugCheck::verifier(
+                bugcheck::verifier::NONPAGED_ALLOC_ABOVE_DISPATCH,
+                kirql(irql),
+                0,
+                0,
+            ));
+            return false;
+        }
+        current_machine().is_none_or(|m| m.pool().permit())
     }
 
     fn log(level: Level, args: fmt::Arguments<'_>) {

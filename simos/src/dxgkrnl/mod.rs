@@ -12,6 +12,7 @@ pub mod interrupt;
 pub mod irql;
 pub mod kernel;
 pub mod load;
+pub mod lowres;
 pub mod notify;
 pub mod pnp;
 pub mod power;

@@ -41,6 +41,8 @@ pub struct MachineState {
     /// Run once when the machine halts (freezing the devices). Must not block or call back
     /// into the state.
     on_halt: Mutex<Vec<HaltHook>>,
+    /// Verifier's low-resources simulation for the driver's pool (issue 18).
+    pool: super::lowres::PoolInjector,
 }
 
 /// What runs when a machine halts.
@@ -72,6 +74,7 @@ impl MachineState {
             fault: Mutex::new(None),
             log: Mutex::new(Vec::new()),
             on_halt: Mutex::new(Vec::new()),
+            pool: super::lowres::PoolInjector::default(),
         }
     }
 
@@ -82,6 +85,11 @@ impl MachineState {
         } else {
             lock(&self.on_halt).push(hook);
         }
+    }
+
+    /// The driver's pool: Verifier's low-resources simulation and the allocation count.
+    pub fn pool(&self) -> &super::lowres::PoolInjector {
+        &self.pool
     }
 
     /// Process-unique id (for messages).

@@ -243,6 +243,17 @@ impl Machine {
         self.adapters.len()
     }
 
+    /// Driver Verifier's low-resources simulation for the driver's pool allocations on this
+    /// machine (issue 18, docs/robustness.md); restarts the allocation numbering and counts.
+    pub fn set_low_resources(&self, mode: crate::LowResources) {
+        self.state.pool().set(mode);
+    }
+
+    /// The driver's pool allocations since [`Machine::set_low_resources`] was last called.
+    pub fn pool_stats(&self) -> crate::PoolStats {
+        self.state.pool().stats()
+    }
+
     /// The bug check that halted the machine, if any.
     pub fn bugcheck(&self) -> Option<BugCheck> {
         self.state.bugcheck()

@@ -176,7 +176,15 @@ unsafe extern "system" fn add_device<P: Platform>(
     if pdo.is_null() || context.is_null() {
         return status::INVALID_PARAMETER.code();
     }
-    let raw = Box::into_raw(Box::new(Adapter::<P>::new(pdo.cast())));
+    // Pool exhaustion fails AddDevice cleanly (issue 18): PnP start-up convention,
+    // STATUS_INSUFFICIENT_RESOURCES, as for a full adapter table below.
+    let Ok(adapter) = Adapter::<P>::try_new(pdo.cast()) else {
+        return status::INSUFFICIENT_RESOURCES.code();
+    };
+    let Ok(boxed) = crate::kmem::try_box::<P, _>(adapter) else {
+        return status::INSUFFICIENT_RESOURCES.code();
+    };
+    let raw = Box::into_raw(boxed);
     let Some(slot) = ADAPTERS.register(raw.cast_const()) else {
         // SAFETY: `raw` came from Box::into_raw above and was published nowhere.
         drop(unsafe { Box::from_raw(raw) });

@@ -17,9 +17,13 @@
 //!   handles per bucket on average at full capacity); an overflowing insert fails cleanly.
 
 use alloc::boxed::Box;
+#[cfg(test)]
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use rvgpu_hw::addr::GpuVa;
+
+use crate::kmem::{self, NoMemory};
+use crate::platform::Platform;
 
 const EMPTY: usize = 0;
 
@@ -69,8 +73,14 @@ pub enum MapError {
 }
 
 impl HandleMap {
-    /// A table for `capacity` live handles. Allocates once, at PASSIVE.
+    /// A table for `capacity` live handles, for host unit tests.
+    #[cfg(test)]
     pub fn with_capacity(capacity: usize) -> Self {
+        Self::try_with_capacity::<crate::kmem::Host>(capacity).unwrap()
+    }
+
+    /// A table for `capacity` live handles. Allocates once, at PASSIVE (AddDevice), fallibly.
+    pub fn try_with_capacity<P: Platform>(capacity: usize) -> Result<Self, NoMemory> {
         // About two handles per bucket at full capacity.
         let buckets = capacity
             .div_ceil(2)
@@ -78,19 +88,16 @@ impl HandleMap {
             .checked_next_power_of_two()
             .unwrap_or(1 << 16);
         let n = buckets.saturating_mul(BUCKET);
-        let mut v = Vec::with_capacity(n);
-        for _ in 0..n {
-            v.push(Entry {
-                key: AtomicUsize::new(EMPTY),
-                value: AtomicU64::new(0),
-            });
-        }
-        Self {
-            entries: v.into_boxed_slice(),
+        let entries = kmem::try_boxed_slice::<P, _>(n, |_| Entry {
+            key: AtomicUsize::new(EMPTY),
+            value: AtomicU64::new(0),
+        })?;
+        Ok(Self {
+            entries,
             buckets,
             capacity,
             live: AtomicUsize::new(0),
-        }
+        })
     }
 
     /// Live entries.

@@ -49,6 +49,8 @@ fn table_status(e: TableError) -> Status {
         TableError::Exists => status::INVALID_PARAMETER,
         TableError::Unknown => status::INVALID_HANDLE,
         TableError::StillOpen => status::INVALID_DEVICE_STATE,
+        // DxgkDdiCreateNativeFence / OpenNativeFence could not allocate (issue 18).
+        TableError::NoMemory => status::NO_MEMORY,
     }
 }
 
@@ -89,6 +91,9 @@ pub fn create<P: Platform>(
     // The table lock serialises every writer of this adapter's fence state (the handle map
     // requires it); the registry changes under the interrupt lock inside it.
     let mut table = live.fences.lock();
+    // Room in the table first (issue 18): the steps below change ISR-visible state, and a
+    // failure after them would have to undo it.
+    table.try_reserve::<P>().map_err(table_status)?;
     // The ISR must be able to name this fence before any GPU signal of it can interrupt.
     let tag = live
         .synchronized(|isr| {
@@ -115,7 +120,7 @@ pub fn create<P: Platform>(
         fence_type: args.Type,
         opens: 0,
     };
-    if let Err(e) = table.create(h, fence) {
+    if let Err(e) = table.create::<P>(h, fence) {
         a.fence_handles.remove(h);
         undo_tag(live);
         return Err(table_status(e));
@@ -149,7 +154,7 @@ pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Resu
     }
     live.fences
         .lock()
-        .open(g, l, args.hDevice as usize)
+        .open::<P>(g, l, args.hDevice as usize)
         .map_err(table_status)
 }
 

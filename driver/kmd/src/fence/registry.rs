@@ -13,6 +13,9 @@
 //! when the slot is reused.
 
 use alloc::vec::Vec;
+
+use crate::kmem::{self, NoMemory};
+use crate::platform::Platform;
 use rvgpu_hw::addr::GpuVa;
 
 /// What the ISR needs to report a fence.
@@ -47,19 +50,24 @@ pub enum RegistryError {
 }
 
 impl Registry {
-    /// A registry for up to `capacity` live fences (allocates once, at PASSIVE).
+    /// A registry for up to `capacity` live fences (allocates once, at PASSIVE, fallibly).
+    pub fn try_with_capacity<P: Platform>(capacity: u32) -> Result<Self, NoMemory> {
+        let n = usize::try_from(capacity).map_err(|_| NoMemory)?;
+        let slots = kmem::try_from_fn::<P, _>(n, |_| Slot {
+            generation: 1,
+            fence: None,
+        })?;
+        // The free stack pops the lowest index first.
+        let free = kmem::try_from_fn::<P, _>(n, |k| {
+            u32::try_from(n.saturating_sub(k).saturating_sub(1)).unwrap_or(0)
+        })?;
+        Ok(Self { slots, free })
+    }
+
+    /// A registry for host unit tests.
+    #[cfg(test)]
     pub fn with_capacity(capacity: u32) -> Self {
-        let n = usize::try_from(capacity).unwrap_or(0);
-        let mut slots = Vec::with_capacity(n);
-        let mut free = Vec::with_capacity(n);
-        for i in (0..capacity).rev() {
-            slots.push(Slot {
-                generation: 1,
-                fence: None,
-            });
-            free.push(i);
-        }
-        Self { slots, free }
+        Self::try_with_capacity::<crate::kmem::Host>(capacity).unwrap()
     }
 
     /// Number of live fences.
@@ -108,9 +116,8 @@ impl Registry {
             0 => 1,
             g => g,
         };
-        if self.free.len() < self.free.capacity() {
-            self.free.push(index);
-        }
+        // Never grows: the stack was built with room for every slot.
+        let _ = kmem::push_reserved(&mut self.free, index);
         Some(f)
     }
 }

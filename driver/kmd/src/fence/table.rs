@@ -5,7 +5,8 @@
 //! after the last close. The table enforces that order: anything else is refused with an
 //! NTSTATUS, never trusted.
 
-use alloc::collections::BTreeMap;
+use crate::kmem::SortedMap;
+use crate::platform::Platform;
 use rvgpu_hw::addr::GpuVa;
 
 /// One native fence as the driver knows it.
@@ -32,13 +33,15 @@ pub enum TableError {
     Unknown,
     /// Destroy while local handles are still open.
     StillOpen,
+    /// The table could not grow (pool exhausted); nothing changed.
+    NoMemory,
 }
 
 /// Global fences by `hGlobalNativeFence`, local handles by `hLocalNativeFence`.
 #[derive(Debug, Default)]
 pub struct FenceTable {
-    globals: BTreeMap<usize, Fence>,
-    locals: BTreeMap<usize, Local>,
+    globals: SortedMap<usize, Fence>,
+    locals: SortedMap<usize, Local>,
 }
 
 /// A process's handle on a global fence.
@@ -69,23 +72,48 @@ impl FenceTable {
         self.globals.get(&h)
     }
 
+    /// Makes room for one more global fence, so that the next [`FenceTable::create`] cannot
+    /// fail for memory.
+    pub fn try_reserve<P: Platform>(&mut self) -> Result<(), TableError> {
+        self.globals
+            .try_reserve::<P>()
+            .map_err(|_| TableError::NoMemory)
+    }
+
     /// CreateNativeFence.
-    pub fn create(&mut self, h: usize, fence: Fence) -> Result<(), TableError> {
+    pub fn create<P: Platform>(&mut self, h: usize, fence: Fence) -> Result<(), TableError> {
         if self.globals.contains_key(&h) {
             return Err(TableError::Exists);
         }
-        self.globals.insert(h, Fence { opens: 0, ..fence });
+        self.globals
+            .try_insert::<P>(h, Fence { opens: 0, ..fence })
+            .map_err(|_| TableError::NoMemory)?;
         Ok(())
     }
 
     /// OpenNativeFence: a new local handle on global `g`.
-    pub fn open(&mut self, g: usize, local: usize, device: usize) -> Result<(), TableError> {
+    pub fn open<P: Platform>(
+        &mut self,
+        g: usize,
+        local: usize,
+        device: usize,
+    ) -> Result<(), TableError> {
         if self.locals.contains_key(&local) {
             return Err(TableError::Exists);
         }
-        let f = self.globals.get_mut(&g).ok_or(TableError::Unknown)?;
-        f.opens = f.opens.saturating_add(1);
-        self.locals.insert(local, Local { global: g, device });
+        if !self.globals.contains_key(&g) {
+            return Err(TableError::Unknown);
+        }
+        // Room first, then the entry, then the open count: a failure changes nothing.
+        self.locals
+            .try_reserve::<P>()
+            .map_err(|_| TableError::NoMemory)?;
+        self.locals
+            .insert_reserved(local, Local { global: g, device })
+            .map_err(|_| TableError::NoMemory)?;
+        if let Some(f) = self.globals.get_mut(&g) {
+            f.opens = f.opens.saturating_add(1);
+        }
         Ok(())
     }
 
@@ -127,9 +155,9 @@ mod tests {
     #[test]
     fn nf_13_global_and_local_handle_lifetimes() {
         let mut t = FenceTable::default();
-        t.create(0x100, fence(1)).unwrap();
-        t.open(0x100, 0xA1, 0xD1).unwrap();
-        t.open(0x100, 0xB1, 0xD2).unwrap();
+        t.create::<crate::kmem::Host>(0x100, fence(1)).unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xA1, 0xD1).unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xB1, 0xD2).unwrap();
         assert_eq!(t.get(0x100).map(|f| f.opens), Some(2));
         t.close(0xA1).unwrap();
         assert!(t.get(0x100).is_some(), "A's close leaves the global object");
@@ -147,15 +175,18 @@ mod tests {
     fn nf_13_out_of_order_calls_are_refused() {
         let mut t = FenceTable::default();
         assert_eq!(
-            t.open(0x100, 0xA1, 0),
+            t.open::<crate::kmem::Host>(0x100, 0xA1, 0),
             Err(TableError::Unknown),
             "open before create"
         );
-        t.create(0x100, fence(1)).unwrap();
-        assert_eq!(t.create(0x100, fence(2)), Err(TableError::Exists));
-        t.open(0x100, 0xA1, 0).unwrap();
+        t.create::<crate::kmem::Host>(0x100, fence(1)).unwrap();
         assert_eq!(
-            t.open(0x100, 0xA1, 0),
+            t.create::<crate::kmem::Host>(0x100, fence(2)),
+            Err(TableError::Exists)
+        );
+        t.open::<crate::kmem::Host>(0x100, 0xA1, 0).unwrap();
+        assert_eq!(
+            t.open::<crate::kmem::Host>(0x100, 0xA1, 0),
             Err(TableError::Exists),
             "local handle reused"
         );

@@ -1,0 +1,425 @@
+//! Fallible heap allocation: the only place the driver allocates.
+//!
+//! On Windows the global allocator is the non-paged pool, which returns NULL when it is
+//! exhausted; the `alloc` crate's infallible APIs (`Box::new`, `Vec::push`, `BTreeMap::insert`,
+//! `collect`...) turn that NULL into the alloc-error handler, i.e. a bug check. Every DDI that
+//! can allocate therefore allocates only through this module, which reports failure as
+//! [`NoMemory`] so the DDI can return STATUS_NO_MEMORY (or STATUS_INSUFFICIENT_RESOURCES at
+//! adapter start) with nothing changed. `driver/kmd/clippy.toml` forbids the infallible APIs
+//! everywhere else.
+//!
+//! Each primitive asks [`Platform::pool_allocation_permitted`] once per real allocation (not
+//! when the memory is already there), which lets the simulated OS model Driver Verifier's
+//! low-resources simulation (docs/robustness.md).
+//!
+//! Rules for callers: reserve everything a DDI needs before changing any state, so a failure
+//! leaves the adapter as it was (e.g. [`SortedMap::try_reserve`] on every map an object goes
+//! into, then the infallible-by-construction [`SortedMap::insert_reserved`]).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // the fallible wrappers themselves
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::alloc::Layout;
+use core::ptr::NonNull;
+
+use crate::platform::Platform;
+use crate::status::{self, Status};
+
+/// A pool allocation failed (or the platform refused it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoMemory;
+
+impl From<NoMemory> for Status {
+    /// The code the object-creation DDI pages document for "could not allocate memory"
+    /// (DxgkDdiCreateDevice, DxgkDdiCreateContext, DxgkDdiCreateAllocation...,
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createcontext>).
+    /// Adapter start maps it to STATUS_INSUFFICIENT_RESOURCES itself (PnP start convention;
+    /// docs/robustness.md).
+    fn from(_: NoMemory) -> Self {
+        status::NO_MEMORY
+    }
+}
+
+fn permitted<P: Platform>() -> Result<(), NoMemory> {
+    if P::pool_allocation_permitted() {
+        Ok(())
+    } else {
+        Err(NoMemory)
+    }
+}
+
+/// `Box::new` that fails instead of bug-checking (`Box::try_new` is not stable).
+pub fn try_box<P: Platform, T>(value: T) -> Result<Box<T>, NoMemory> {
+    let layout = Layout::new::<T>();
+    if layout.size() == 0 {
+        // A zero-sized box allocates nothing.
+        return Ok(Box::new(value));
+    }
+    permitted::<P>()?;
+    // SAFETY: `layout` has a non-zero size (checked), as `alloc` requires.
+    let raw = unsafe { alloc::alloc::alloc(layout) };
+    let ptr = NonNull::new(raw.cast::<T>()).ok_or(NoMemory)?;
+    // SAFETY: `ptr` is a fresh, exclusively owned block with `T`'s layout; it is initialised
+    // here and handed to `Box`, which frees it with the same layout through the global
+    // allocator it came from.
+    unsafe {
+        ptr.as_ptr().write(value);
+    }
+    // SAFETY: as above: allocated by the global allocator with `Layout::new::<T>()`, now
+    // holding an initialised `T`, owned by nothing else.
+    Ok(unsafe { Box::from_raw(ptr.as_ptr()) })
+}
+
+/// Makes room for `additional` more elements of `v` (exactly; nothing if already there).
+pub fn try_reserve<P: Platform, T>(v: &mut Vec<T>, additional: usize) -> Result<(), NoMemory> {
+    let spare = v.capacity().saturating_sub(v.len());
+    if spare >= additional || core::mem::size_of::<T>() == 0 {
+        return Ok(());
+    }
+    permitted::<P>()?;
+    v.try_reserve_exact(additional).map_err(|_| NoMemory)
+}
+
+/// An empty vector with room for exactly `n` elements.
+pub fn try_with_capacity<P: Platform, T>(n: usize) -> Result<Vec<T>, NoMemory> {
+    let mut v = Vec::new();
+    try_reserve::<P, T>(&mut v, n)?;
+    Ok(v)
+}
+
+/// Appends `value` into room reserved before; without room (a bug of the caller's
+/// reservation) `value` is handed back instead of allocating.
+pub fn push_reserved<T>(v: &mut Vec<T>, value: T) -> Result<(), T> {
+    if v.len() < v.capacity() {
+        v.push(value);
+        Ok(())
+    } else {
+        Err(value)
+    }
+}
+
+/// A vector of `n` elements made by `f(i)` (the fallible `(0..n).map(f).collect()`).
+pub fn try_from_fn<P: Platform, T>(
+    n: usize,
+    mut f: impl FnMut(usize) -> T,
+) -> Result<Vec<T>, NoMemory> {
+    let mut v = try_with_capacity::<P, T>(n)?;
+    for i in 0..n {
+        // Exact room was reserved: never `Err`.
+        let _ = push_reserved(&mut v, f(i));
+    }
+    Ok(v)
+}
+
+/// A boxed slice of `n` elements made by `f(i)`.
+pub fn try_boxed_slice<P: Platform, T>(
+    n: usize,
+    f: impl FnMut(usize) -> T,
+) -> Result<Box<[T]>, NoMemory> {
+    // Exact capacity, so the conversion does not reallocate.
+    try_from_fn::<P, T>(n, f).map(Vec::into_boxed_slice)
+}
+
+/// An ordered map over a sorted vector: what the driver used `BTreeMap` for, with fallible
+/// growth. Keys are mostly handles, created in increasing order, so inserts append.
+#[derive(Clone, Debug)]
+pub struct SortedMap<K, V> {
+    entries: Vec<(K, V)>,
+}
+
+impl<K, V> Default for SortedMap<K, V> {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<K: Ord, V> SortedMap<K, V> {
+    /// An empty map (allocates nothing).
+    pub const fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+        }
+    }
+
+    fn find(&self, k: &K) -> Result<usize, usize> {
+        self.entries.binary_search_by(|(key, _)| key.cmp(k))
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Makes room for one more entry, so that the next [`SortedMap::insert_reserved`] cannot
+    /// fail.
+    pub fn try_reserve<P: Platform>(&mut self) -> Result<(), NoMemory> {
+        if self.entries.len() < self.entries.capacity() {
+            return Ok(());
+        }
+        permitted::<P>()?;
+        self.entries.try_reserve(1).map_err(|_| NoMemory)
+    }
+
+    /// Inserts (or replaces) `k`, growing the map if needed; the old value if there was one.
+    /// On failure `v` is dropped and the map is unchanged.
+    pub fn try_insert<P: Platform>(&mut self, k: K, v: V) -> Result<Option<V>, NoMemory> {
+        self.try_reserve::<P>()?;
+        self.insert_reserved(k, v).map_err(|_| NoMemory)
+    }
+
+    /// Inserts (or replaces) `k` into room made by [`SortedMap::try_reserve`]: `Ok` with the old
+    /// value if there was one. Without room (a bug of the caller's reservation) it hands the
+    /// value back rather than allocate, so that the caller can release what it owns.
+    pub fn insert_reserved(&mut self, k: K, v: V) -> Result<Option<V>, V> {
+        match self.find(&k) {
+            Ok(i) => match self.entries.get_mut(i) {
+                Some(slot) => Ok(Some(core::mem::replace(&mut slot.1, v))),
+                None => Err(v),
+            },
+            Err(i) if self.entries.len() < self.entries.capacity() && i <= self.entries.len() => {
+                self.entries.insert(i, (k, v));
+                Ok(None)
+            }
+            Err(_) => Err(v),
+        }
+    }
+
+    /// Inserts, panicking on allocation failure: for host unit tests only.
+    #[cfg(test)]
+    pub fn insert(&mut self, k: K, v: V) -> Option<V> {
+        self.entries.reserve(1);
+        self.insert_reserved(k, v).ok().flatten()
+    }
+
+    /// The value of `k`.
+    pub fn get(&self, k: &K) -> Option<&V> {
+        let i = self.find(k).ok()?;
+        self.entries.get(i).map(|(_, v)| v)
+    }
+
+    /// The value of `k`, mutably.
+    pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+        let i = self.find(k).ok()?;
+        self.entries.get_mut(i).map(|(_, v)| v)
+    }
+
+    /// Whether `k` is present.
+    pub fn contains_key(&self, k: &K) -> bool {
+        self.find(k).is_ok()
+    }
+
+    /// Removes `k` (never allocates; the capacity stays for the next insert).
+    pub fn remove(&mut self, k: &K) -> Option<V> {
+        let i = self.find(k).ok()?;
+        (i < self.entries.len()).then(|| self.entries.remove(i).1)
+    }
+
+    /// Entries in key order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&K, &V)> + '_ {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+
+    /// Keys in order.
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &K> + '_ {
+        self.entries.iter().map(|(k, _)| k)
+    }
+
+    /// Values in key order.
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &V> + '_ {
+        self.entries.iter().map(|(_, v)| v)
+    }
+
+    /// Values in key order, mutably.
+    pub fn values_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut V> + '_ {
+        self.entries.iter_mut().map(|(_, v)| v)
+    }
+
+    /// Entries in key order, values mutably.
+    pub fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = (&K, &mut V)> + '_ {
+        self.entries.iter_mut().map(|(k, v)| (&*k, v))
+    }
+
+    /// Consumes the map, values in key order.
+    pub fn into_values(self) -> impl DoubleEndedIterator<Item = V> {
+        self.entries.into_iter().map(|(_, v)| v)
+    }
+
+    /// Keeps the entries `f` accepts.
+    pub fn retain(&mut self, mut f: impl FnMut(&K, &mut V) -> bool) {
+        self.entries.retain_mut(|(k, v)| f(k, v));
+    }
+}
+
+/// `map[&k]` for host unit tests (kernel code uses `get`, which cannot panic).
+#[cfg(test)]
+impl<K: Ord, V> core::ops::Index<&K> for SortedMap<K, V> {
+    type Output = V;
+    fn index(&self, k: &K) -> &V {
+        self.get(k).expect("no such key")
+    }
+}
+
+/// A platform for host unit tests of modules whose constructors allocate through `kmem`:
+/// no device, every allocation permitted.
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct Host;
+
+// SAFETY: the MMIO functions perform no access at all (there is no device).
+#[cfg(test)]
+unsafe impl Platform for Host {
+    unsafe fn mmio_read32(_: NonNull<u8>, _: usize) -> u32 {
+        u32::MAX
+    }
+    unsafe fn mmio_write32(_: NonNull<u8>, _: usize, _: u32) {}
+    unsafe fn mmio_read64(_: NonNull<u8>, _: usize) -> u64 {
+        u64::MAX
+    }
+    unsafe fn mmio_write64(_: NonNull<u8>, _: usize, _: u64) {}
+    fn current_irql() -> crate::platform::Irql {
+        crate::platform::Irql::Passive
+    }
+    fn raise_to_dispatch() -> crate::platform::Irql {
+        crate::platform::Irql::Passive
+    }
+    fn lower_irql(_: crate::platform::Irql) {}
+    fn bus_address(_: NonNull<u8>) -> Option<rvgpu_hw::addr::BusAddr> {
+        None
+    }
+    fn log(_: crate::platform::Level, _: core::fmt::Arguments<'_>) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::cell::Cell;
+    use core::fmt;
+
+    std::thread_local! {
+        /// Allocations the test platform still permits (`u32::MAX`: unlimited).
+        static BUDGET: Cell<u32> = const { Cell::new(u32::MAX) };
+        static ASKED: Cell<u32> = const { Cell::new(0) };
+    }
+
+    struct Budget;
+
+    // SAFETY: no MMIO function is ever called by these tests.
+    unsafe impl Platform for Budget {
+        unsafe fn mmio_read32(_: NonNull<u8>, _: usize) -> u32 {
+            u32::MAX
+        }
+        unsafe fn mmio_write32(_: NonNull<u8>, _: usize, _: u32) {}
+        unsafe fn mmio_read64(_: NonNull<u8>, _: usize) -> u64 {
+            u64::MAX
+        }
+        unsafe fn mmio_write64(_: NonNull<u8>, _: usize, _: u64) {}
+        fn current_irql() -> crate::platform::Irql {
+            crate::platform::Irql::Passive
+        }
+        fn raise_to_dispatch() -> crate::platform::Irql {
+            crate::platform::Irql::Passive
+        }
+        fn lower_irql(_: crate::platform::Irql) {}
+        fn bus_address(_: NonNull<u8>) -> Option<rvgpu_hw::addr::BusAddr> {
+            None
+        }
+        fn log(_: crate::platform::Level, _: fmt::Arguments<'_>) {}
+        fn pool_allocation_permitted() -> bool {
+            ASKED.with(|a| a.set(a.get().saturating_add(1)));
+            BUDGET.with(|b| {
+                let left = b.get();
+                if left == 0 {
+                    return false;
+                }
+                if left != u32::MAX {
+                    b.set(left.saturating_sub(1));
+                }
+                true
+            })
+        }
+    }
+
+    fn budget(n: u32) {
+        BUDGET.with(|b| b.set(n));
+        ASKED.with(|a| a.set(0));
+    }
+
+    fn asked() -> u32 {
+        ASKED.with(Cell::get)
+    }
+
+    #[test]
+    fn refused_allocations_are_errors_and_change_nothing() {
+        budget(0);
+        assert_eq!(try_box::<Budget, _>(5u64).err(), Some(NoMemory));
+        let mut v: Vec<u32> = Vec::new();
+        assert_eq!(try_reserve::<Budget, _>(&mut v, 1), Err(NoMemory));
+        assert_eq!(v.capacity(), 0);
+        let mut m: SortedMap<u32, u32> = SortedMap::new();
+        assert_eq!(m.try_insert::<Budget>(1, 1), Err(NoMemory));
+        assert!(m.is_empty());
+        assert_eq!(
+            Status::from(try_with_capacity::<Budget, u8>(3).unwrap_err()),
+            status::NO_MEMORY
+        );
+    }
+
+    #[test]
+    fn the_platform_is_asked_only_for_real_allocations() {
+        budget(u32::MAX);
+        let mut v = try_with_capacity::<Budget, u32>(2).unwrap();
+        assert_eq!(asked(), 1);
+        push_reserved(&mut v, 1).unwrap();
+        push_reserved(&mut v, 2).unwrap();
+        assert_eq!(
+            push_reserved(&mut v, 3),
+            Err(3),
+            "no room: handed back, not grown"
+        );
+        assert_eq!(asked(), 1, "room was reserved: no allocation");
+        let _zst = try_box::<Budget, _>(()).unwrap();
+        assert_eq!(asked(), 1, "a zero-sized box allocates nothing");
+        assert_eq!(*try_box::<Budget, _>(7u8).unwrap(), 7);
+        assert_eq!(asked(), 2);
+    }
+
+    #[test]
+    fn sorted_map_keeps_key_order_and_replaces() {
+        budget(u32::MAX);
+        let mut m = SortedMap::new();
+        for k in [5u32, 1, 9, 3] {
+            assert_eq!(m.try_insert::<Budget>(k, k * 10).unwrap(), None);
+        }
+        assert_eq!(m.try_insert::<Budget>(3, 33).unwrap(), Some(30));
+        assert_eq!(m.keys().copied().collect::<Vec<_>>(), [1, 3, 5, 9]);
+        assert_eq!(m.get(&3), Some(&33));
+        assert_eq!(m.remove(&5), Some(50));
+        assert_eq!(m.remove(&5), None);
+        assert!(!m.contains_key(&5));
+        assert_eq!(m.values().copied().collect::<Vec<_>>(), [10, 33, 90]);
+        m.retain(|k, _| *k != 1);
+        assert_eq!(m.len(), 2);
+    }
+
+    #[test]
+    fn insert_reserved_without_room_does_not_allocate() {
+        let mut m: SortedMap<u32, u32> = SortedMap::new();
+        assert_eq!(
+            m.insert_reserved(1, 7),
+            Err(7),
+            "no room: the value comes back"
+        );
+        assert!(m.is_empty(), "no room was reserved");
+        budget(u32::MAX);
+        m.try_reserve::<Budget>().unwrap();
+        assert_eq!(m.insert_reserved(1, 1), Ok(None));
+        assert_eq!(m.get(&1), Some(&1));
+    }
+}
