@@ -518,6 +518,12 @@ impl Device {
         self.core.faults.drop_next_irq();
     }
 
+    /// Posts `record` to the event ring and raises `cause`, as a faulty GPU would (the
+    /// record is whatever the caller says; the driver must not trust it). Nothing while lost.
+    pub fn forge_event(&self, record: rvgpu_hw::event::EventRecord, cause: rvgpu_hw::regs::IntCause) {
+        self.core.forge_event(record, cause);
+    }
+
     /// Loses the device (surprise removal): registers read all-ones except DEVICE_STATUS,
     /// nothing executes, doorbells are ignored, the line drops. Only ADAPTER_RESET recovers.
     pub fn lose_device(&self) {
