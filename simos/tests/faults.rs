@@ -15,7 +15,9 @@ use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::{self, IntCause};
-use rvgpu_simos::{Machine, Mode, Notification};
+use rvgpu_device::IrqDelay;
+use rvgpu_simos::testing::gpu::GpuQueue;
+use rvgpu_simos::{Machine, Mode, NativeFence, NativeFenceDesc, Notification, WaitOutcome};
 use rvgpu_umd::kmt::{AllocationCpu, Kmt};
 use rvgpu_umd::submit::UserQueue;
 
@@ -231,5 +233,149 @@ fn user_queue_cannot_write_the_event_ring() {
     assert_eq!(rejected(&m)[0], 0);
     drop(q);
     ok(&m, m.kill_process(&p));
+    no_fault(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lost and late interrupts (issue 18 finding 2).
+
+fn native_fence(m: &Machine, q: &GpuQueue) -> NativeFence {
+    ok(
+        m,
+        m.create_native_fence(
+            0,
+            q.pid(),
+            NativeFenceDesc {
+                initial: 0,
+                ..Default::default()
+            },
+        ),
+    )
+}
+
+/// Issue 18 finding 2: one lost interrupt delivery does not stop the later ones. The
+/// delivery for a native-fence signal is lost (its waiter stays blocked: the OS was not told);
+/// the next event raises the line again, the ISR drains both records and every waiter is
+/// released: CPU waits on the native fence, and a user-mode queue's DMA progress wait.
+#[test]
+fn lost_interrupt_is_recovered_by_the_next_and_every_waiter_released() {
+    let m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
+    let dev = m.device(0).expect("device").clone();
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = native_fence(&m, &q);
+    let first = ok(&m, m.wait_native_fence_event(&f, 1));
+    let isr_before = m.interrupt_counts(0).0;
+    dev.drop_next_interrupt();
+    ok(&m, q.signal(&f, 1));
+    ok(&m, q.kick());
+    ok(&m, m.run_until_idle());
+    assert_eq!(f.current_value(), 1, "the GPU signalled");
+    assert_eq!(first.wait(Duration::ZERO), None, "the OS never heard of it");
+    assert_eq!(m.interrupt_counts(0).0, isr_before, "the delivery was lost");
+    // Later events: a second native-fence signal and DMA progress of a user-mode queue.
+    let second = ok(&m, m.wait_native_fence_event(&f, 2));
+    ok(&m, q.signal(&f, 2));
+    ok(&m, q.kick());
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let buf = okk(&m, k.create_allocation(4096));
+    let mut uq = okk(&m, UserQueue::new(k, &config(0)));
+    let v = okk(&m, uq.submit(&[fill(&buf, 0, 7)]));
+    okk(&m, uq.wait(v));
+    ok(&m, m.run_until_idle());
+    assert_eq!(first.wait(Duration::ZERO), Some(WaitOutcome::Satisfied));
+    assert_eq!(second.wait(Duration::ZERO), Some(WaitOutcome::Satisfied));
+    // And the line keeps working after it.
+    for v in 3..=5 {
+        ok(&m, q.signal(&f, v));
+        ok(&m, q.kick());
+        let r = ok(&m, m.wait_native_fence(&f, v, Duration::from_secs(5)));
+        assert_eq!(r, WaitOutcome::Satisfied, "wait for {v}");
+    }
+    okk(&m, uq.close());
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+/// Issue 18 finding 2, threaded: a lost delivery every few signals under real concurrency;
+/// every blocking wait is released by a later signal's interrupt.
+#[test]
+fn lost_interrupts_threaded_every_waiter_released() {
+    let m = machine_with(Mode::Threaded, |a| a.device.doorbells = 4);
+    let dev = m.device(0).expect("device").clone();
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = native_fence(&m, &q);
+    for v in 1..=60u64 {
+        if v % 3 == 0 {
+            dev.drop_next_interrupt();
+        }
+        let ev = ok(&m, m.wait_native_fence_event(&f, v));
+        ok(&m, q.signal(&f, v));
+        ok(&m, q.kick());
+        if v % 3 != 0 {
+            // A delivered signal releases its waiter and every earlier one.
+            assert_eq!(
+                ev.wait(Duration::from_secs(10)),
+                Some(WaitOutcome::Satisfied),
+                "wait for {v}; cv {} mv {:#x}",
+                f.current_value(),
+                f.monitored_value()
+            );
+        }
+    }
+    no_fault(&m);
+}
+
+/// Issue 18 finding 2: interrupts delivered late (held back for a number of device steps)
+/// and an ISR so late that the event ring overflowed: every waiter is released once the ISR
+/// runs (the overflow turns into "scan everything" reports, NF-14).
+#[test]
+fn late_interrupts_and_overflowed_ring_release_every_waiter() {
+    let m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
+    let dev = m.device(0).expect("device").clone();
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = native_fence(&m, &q);
+    // Late: each assertion held back for 5 steps.
+    dev.set_interrupt_delay(Some(IrqDelay::Steps(5)));
+    let ev = ok(&m, m.wait_native_fence_event(&f, 1));
+    ok(&m, q.signal(&f, 1));
+    ok(&m, q.kick());
+    ok(&m, m.run_steps(2));
+    assert_eq!(ev.wait(Duration::ZERO), None, "held back");
+    ok(&m, m.run_steps(10));
+    assert_eq!(ev.wait(Duration::ZERO), Some(WaitOutcome::Satisfied));
+    // Very late: no delivery at all while 200 signals, each needing an interrupt (the wait
+    // keeps MonitoredValue low), post more records than the 128-record ring holds.
+    dev.set_interrupt_delay(Some(IrqDelay::Steps(u64::MAX)));
+    let waits: Vec<_> = (2..=201u64)
+        .step_by(20)
+        .map(|v| ok(&m, m.wait_native_fence_event(&f, v)))
+        .collect();
+    for batch in 0..4u64 {
+        for i in 0..50 {
+            ok(&m, q.signal(&f, 2 + batch * 50 + i));
+        }
+        ok(&m, q.kick());
+        let drained = ok(&m, m.run_until(10_000, Duration::ZERO, |_| q.drained()));
+        assert!(drained);
+    }
+    assert_eq!(f.current_value(), 201);
+    let status = dev.read32(regs::INT_STATUS as usize);
+    assert_ne!(
+        status & IntCause::EVENT_OVERFLOW.bits(),
+        0,
+        "the ring overflowed ({status:#x})"
+    );
+    assert!(waits.iter().all(|w| w.wait(Duration::ZERO).is_none()));
+    dev.set_interrupt_delay(None);
+    ok(&m, m.run_steps(10));
+    for (i, w) in waits.iter().enumerate() {
+        assert_eq!(
+            w.wait(Duration::ZERO),
+            Some(WaitOutcome::Satisfied),
+            "wait {i}; {}",
+            diagnostics(&m)
+        );
+    }
     no_fault(&m);
 }
