@@ -17,7 +17,9 @@ use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::{self, IntCause};
 use rvgpu_device::IrqDelay;
 use rvgpu_simos::testing::gpu::GpuQueue;
-use rvgpu_simos::{Machine, Mode, NativeFence, NativeFenceDesc, Notification, WaitOutcome};
+use rvgpu_simos::{
+    Machine, Mode, NativeFence, NativeFenceDesc, Notification, TdrConfig, TdrEvent, WaitOutcome,
+};
 use rvgpu_umd::kmt::{AllocationCpu, Kmt};
 use rvgpu_umd::submit::UserQueue;
 
@@ -377,5 +379,59 @@ fn late_interrupts_and_overflowed_ring_release_every_waiter() {
             diagnostics(&m)
         );
     }
+    no_fault(&m);
+}
+
+/// Issue 18 finding 2, kernel-mode DMA: the `DmaCompleted` interrupt of the last submission is
+/// lost and nothing follows it. The OS's watchdog asks `DxgkDdiQueryCurrentFence` before it
+/// treats the late fence as a hang (as Dxgkrnl does); the driver reports the missed completion
+/// and no TDR happens.
+#[test]
+fn lost_dma_completion_is_found_by_query_current_fence_without_tdr() {
+    let m = machine_with(Mode::Step, |_| {});
+    ok(
+        &m,
+        m.enable_tdr(
+            0,
+            TdrConfig {
+                timeout_steps: 20,
+                preempt_steps: 5,
+                ..TdrConfig::default()
+            },
+        ),
+    );
+    let dev = m.device(0).expect("device").clone();
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let ctx = okk(&m, k.create_context(0));
+    let t = okk(&m, k.create_allocation(4096));
+    let f0 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
+    let warm = ok(
+        &m,
+        m.run_until(20_000, Duration::ZERO, |m| m.legacy_fences(0, 0) == (f0, f0)),
+    );
+    assert!(warm, "{}", diagnostics(&m));
+    dev.drop_next_interrupt();
+    let f1 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 8, 2)]));
+    ok(&m, m.run_steps(5));
+    assert_eq!(t.mem.load(8), 2, "the GPU ran it");
+    assert_eq!(m.legacy_fences(0, 0), (f1, f0), "the OS was not told");
+    let done = ok(
+        &m,
+        m.run_until(20_000, Duration::ZERO, |m| m.legacy_fences(0, 0) == (f1, f1)),
+    );
+    assert!(done, "{}", diagnostics(&m));
+    let ev = m.tdr_events(0);
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, TdrEvent::FenceQueried { node: 0 })),
+        "{ev:#?}"
+    );
+    assert!(
+        !ev.iter().any(|e| matches!(e, TdrEvent::Detected { .. })),
+        "a lost interrupt is not a hang: {ev:#?}"
+    );
+    assert_eq!(m.tdr_counts(0), (0, 0));
+    ok(&m, m.exit_process(&p));
     no_fault(&m);
 }

@@ -64,6 +64,18 @@ pub(crate) fn run_passive(a: &AdapterShared) -> bool {
         } else if std::mem::take(&mut n.hung) {
             cause = Some(Cause::EngineHung);
         } else if n.s > n.c && now.saturating_sub(n.last_change) >= timeout {
+            if n.queried_c != Some(n.c) {
+                // Before a late fence counts as a hang, Dxgkrnl asks the driver for the
+                // current fence: the completion interrupt may have been lost (the
+                // DxgkDdiQueryCurrentFence page, Remarks). The driver reports a missed
+                // completion itself (NotifyInterrupt + QueueDpc); the timer starts again.
+                n.queried_c = Some(n.c);
+                n.last_change = now;
+                os.events.push(TdrEvent::FenceQueried { node });
+                drop(os);
+                query_current_fence(a, node);
+                return true;
+            }
             cause = Some(Cause::DmaTimeout);
         } else {
             for q in queues.iter().filter(|q| q.node == node) {
@@ -109,6 +121,30 @@ pub(crate) fn run_passive(a: &AdapterShared) -> bool {
         return true;
     }
     false
+}
+
+/// `DxgkDdiQueryCurrentFence(node)` at PASSIVE from the watchdog. A failure is not a bug
+/// check: the timeout that follows handles a node the driver cannot answer for.
+fn query_current_fence(a: &AdapterShared, node: u32) {
+    let Some(f) = table(a).ok().and_then(|t| t.DxgkDdiQueryCurrentFence) else {
+        return;
+    };
+    let mut args = DXGKARG_QUERYCURRENTFENCE {
+        CurrentFence: 0,
+        NodeOrdinal: node,
+        EngineOrdinal: 0,
+    };
+    let ctx = a.context();
+    let _ = ddi::call(
+        a,
+        Routine::DxgkDdiQueryCurrentFence,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { f(ctx, &mut args) }
+        },
+    );
 }
 
 pub(super) fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
