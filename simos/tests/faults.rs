@@ -21,7 +21,9 @@ use rvgpu_simos::{
     Machine, Mode, NativeFence, NativeFenceDesc, Notification, TdrConfig, TdrEvent, WaitOutcome,
 };
 use rvgpu_umd::kmt::{AllocationCpu, Kmt};
-use rvgpu_umd::submit::UserQueue;
+use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
+use rvgpu_simos::SimError;
+use rvgpu_umd::submit::{SubmitError, UserQueue};
 
 fn record(kind: EventKind, engine: u8, queue_id: u32, args: [u64; 3]) -> EventRecord {
     EventRecord {
@@ -433,5 +435,121 @@ fn lost_dma_completion_is_found_by_query_current_fence_without_tdr() {
     );
     assert_eq!(m.tdr_counts(0), (0, 0));
     ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Surprise removal and a dead bus (issue 18 finding 3).
+
+fn removed(r: Result<impl std::fmt::Debug, SimError>) -> bool {
+    matches!(r, Err(SimError::DdiFailed(s)) if s == STATUS_DEVICE_REMOVED)
+}
+
+/// Issue 18 finding 3: PnP surprise removal while work and waits are outstanding. The driver
+/// advertises `SupportSurpriseRemoval` and is told through `DxgkDdiNotifySurpriseRemoval`;
+/// every waiter is released as removed (not timed out), kernel-mode submissions and object
+/// creation fail with `STATUS_DEVICE_REMOVED`, process exit completes, and the PnP remove that
+/// follows (stop, remove) leaks nothing and trips no check.
+#[test]
+fn surprise_removal_releases_waiters_refuses_work_and_tears_down_clean() {
+    let mut m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
+    let caps = ok(&m, m.query_driver_caps(0));
+    assert_eq!(caps.SupportSurpriseRemoval, 1);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let buf = okk(&m, k.create_allocation(4096));
+    let mut uq = okk(&m, UserQueue::new(k, &config(0)));
+    let v = okk(&m, uq.submit(&[fill(&buf, 0, 1)]));
+    okk(&m, uq.wait(v));
+    // A submission that never completes: it waits on a fence nobody signals.
+    let gate = okk(&m, k.create_native_fence(0));
+    let target = okk(
+        &m,
+        uq.submit(&[
+            Command::FenceWait {
+                addr: gate.gpu.current.get(),
+                value: 1,
+            },
+            fill(&buf, 8, 2),
+        ]),
+    );
+    let ctx = okk(&m, k.create_context(0));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = native_fence(&m, &q);
+    let pending = ok(&m, m.wait_native_fence_event(&f, 5));
+    ok(&m, q.signal(&f, 1));
+    ok(&m, q.kick());
+    ok(&m, m.run_until_idle());
+    assert_eq!(pending.wait(Duration::ZERO), None);
+    assert!(uq.completed() < target);
+
+    ok(&m, m.surprise_remove(0));
+    ok(&m, m.run_until_idle());
+    // Kernel-mode work and new objects are refused as removed.
+    assert!(removed(m.submit_legacy(&p, ctx, &[fill(&buf, 16, 3)])));
+    let r = k.create_allocation(4096).map(|_| ());
+    assert_eq!(
+        r,
+        Err(rvgpu_umd::kmt::NtStatus(STATUS_DEVICE_REMOVED)),
+        "allocation"
+    );
+    // The user-mode queue's progress wait returns (released by the removal), no timeout.
+    match uq.wait(target) {
+        Ok(()) => {}
+        Err(SubmitError::Kmt(st)) if st.0 == STATUS_DEVICE_REMOVED => {}
+        Err(e) => panic!("progress wait after removal: {e:?}"),
+    }
+    // The PnP remove: StopDevice destroys the fences, so the native-fence wait is abandoned
+    // (the thunk reports STATUS_DEVICE_REMOVED), and nothing is left behind.
+    drop(uq);
+    drop(q);
+    ok(&m, m.exit_process(&p));
+    let r = m.stop_adapter(0);
+    ok(&m, r);
+    assert_eq!(pending.wait(Duration::ZERO), Some(WaitOutcome::Abandoned));
+    let r = m.remove_adapter(0);
+    ok(&m, r);
+    no_fault(&m);
+}
+
+/// Issue 18 finding 3, a dead bus with no PnP notification: the device is lost mid-run and
+/// every register reads all-ones. The driver finds out from its own accesses (the ISR of a
+/// shared-line interrupt does not claim it; a runlist commit's read-back sees
+/// `DEVICE_STATUS.LOST`), refuses to schedule new queues with `STATUS_DEVICE_REMOVED` instead
+/// of reporting success, and process exit and the PnP stop and remove still complete with
+/// nothing leaked and no simulation check tripped (before: "queue still in a committed
+/// runlist" at exit).
+#[test]
+fn dead_bus_is_noticed_new_queues_refused_and_teardown_completes() {
+    let mut m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let buf = okk(&m, k.create_allocation(4096));
+    let mut uq = okk(&m, UserQueue::new(k, &config(0)));
+    let v = okk(&m, uq.submit(&[fill(&buf, 0, 1)]));
+    okk(&m, uq.wait(v));
+    // A second queue, built but not yet connected (its doorbell connect commits it).
+    let rq = raw_queue(&m, &k);
+    let dev = m.device(0).expect("device").clone();
+    dev.lose_device();
+    // Another device's interrupt on a shared line: the ISR sees all-ones and declines.
+    let (isr, _) = m.interrupt_counts(0);
+    ok(&m, m.raise_interrupt(0));
+    assert_eq!(m.interrupt_counts(0).0, isr + 1, "the ISR ran");
+    no_fault(&m);
+    // Connecting needs a runlist commit, which now reports the device removed.
+    let r = k.connect_doorbell(rq.doorbell);
+    assert_eq!(
+        r,
+        Err(rvgpu_umd::kmt::NtStatus(STATUS_DEVICE_REMOVED)),
+        "{}",
+        diagnostics(&m)
+    );
+    drop(uq);
+    ok(&m, m.kill_process(&p));
+    let r = m.stop_adapter(0);
+    ok(&m, r);
+    let r = m.remove_adapter(0);
+    ok(&m, r);
     no_fault(&m);
 }

@@ -166,7 +166,12 @@ impl EventRing {
         mut on_event: impl FnMut(DeviceEvent),
     ) -> Option<IsrSummary> {
         let status = regs.read::<regs::IntStatus>().raw();
-        if status == 0 || status == u32::MAX {
+        if status == u32::MAX {
+            // Not ours (hardware.md 7.3); tell a lost device apart from a glitch.
+            let _ = crate::removal::check_lost(regs);
+            return None;
+        }
+        if status == 0 {
             return None;
         }
         // Ack first: anything posted from here on raises its cause again.

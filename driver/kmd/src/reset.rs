@@ -312,6 +312,8 @@ fn reset_hw<P: Platform>(
     let result = live.regs.read_at::<regs::ResetResultReg>(node).raw();
     fence(Ordering::Acquire);
     if ResetResult::from_u32(result) != Some(ResetResult::Ok) {
+        // All-ones: the device may be gone (issue 18); later accesses then stop.
+        let _ = crate::removal::check_lost(&live.regs);
         return Err(status::DEVICE_HARDWARE_ERROR);
     }
     Ok(DeviceAnswer {
