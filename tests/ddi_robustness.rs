@@ -1221,7 +1221,10 @@ fn null_argument_pointers_with_a_live_context_fail() {
     );
     // SAFETY: as above.
     let s = unsafe { f(ctx, rvgpu_ddi::adapter::DxgkRemovalHibernation) };
-    assert_eq!(s, STATUS_SUCCESS, "NotifySurpriseRemoval on an unstarted adapter");
+    assert_eq!(
+        s, STATUS_SUCCESS,
+        "NotifySurpriseRemoval on an unstarted adapter"
+    );
     drop(a);
 }
 

@@ -522,7 +522,11 @@ impl Device {
 
     /// Posts `record` to the event ring and raises `cause`, as a faulty GPU would (the
     /// record is whatever the caller says; the driver must not trust it). Nothing while lost.
-    pub fn forge_event(&self, record: rvgpu_hw::event::EventRecord, cause: rvgpu_hw::regs::IntCause) {
+    pub fn forge_event(
+        &self,
+        record: rvgpu_hw::event::EventRecord,
+        cause: rvgpu_hw::regs::IntCause,
+    ) {
         self.core.forge_event(record, cause);
     }
 

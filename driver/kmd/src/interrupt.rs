@@ -264,7 +264,8 @@ impl Default for EventGuard {
     fn default() -> Self {
         Self {
             resets: [const { core::sync::atomic::AtomicU32::new(0) }; regs::ENGINE_MAX as usize],
-            sched_logs: [const { core::sync::atomic::AtomicU64::new(0) }; regs::ENGINE_MAX as usize],
+            sched_logs: [const { core::sync::atomic::AtomicU64::new(0) };
+                regs::ENGINE_MAX as usize],
             rejected: [const { core::sync::atomic::AtomicU64::new(0) }; REJECTION_KINDS],
         }
     }
@@ -309,7 +310,10 @@ impl EventGuard {
         // The header right after entry `irq_entry` was written; an entry outside the log
         // never interrupts (u32::MAX matches no index below `entries`).
         let next = if irq_entry < entries {
-            irq_entry.checked_add(1).map_or(0, |n| n % entries)
+            irq_entry
+                .checked_add(1)
+                .and_then(|n| n.checked_rem(entries))
+                .unwrap_or(0)
         } else {
             u32::MAX
         };
@@ -345,5 +349,59 @@ impl EventGuard {
         self.rejected
             .iter()
             .fold(0u64, |t, c| t.saturating_add(c.load(Ordering::Relaxed)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 18: a `ResetDone` is plausible only for a reset the driver started, once each.
+    #[test]
+    fn reset_done_accepted_only_for_an_outstanding_reset() {
+        let g = EventGuard::default();
+        assert!(!g.take_reset(0), "nothing outstanding");
+        g.reset_started(0);
+        assert!(!g.take_reset(1), "another engine's");
+        assert!(g.take_reset(0));
+        assert!(!g.take_reset(0), "consumed");
+        g.reset_started(2);
+        g.clear_resets();
+        assert!(!g.take_reset(2), "an adapter reset forgets them");
+        assert!(!g.take_reset(regs::ENGINE_MAX), "out of range");
+    }
+
+    /// Issue 18: a `SchedLog` record must carry the index right after the log's interrupt
+    /// entry (wrapping at the log's size); an engine without a log accepts none.
+    #[test]
+    fn sched_log_header_must_follow_the_interrupt_entry() {
+        let g = EventGuard::default();
+        assert!(!g.sched_log_fits(0, 0), "no log");
+        g.sched_log_on(0, 8, 3);
+        assert!(g.sched_log_fits(0, 4));
+        // The wraparound count (bits 63:32) is not checked, only the index.
+        assert!(g.sched_log_fits(0, (5 << 32) | 4));
+        assert!(!g.sched_log_fits(0, 3));
+        assert!(!g.sched_log_fits(1, 4), "engine 1 has no log");
+        g.sched_log_on(1, 8, 7);
+        assert!(g.sched_log_fits(1, 0), "wraps");
+        g.sched_log_on(2, 8, 8);
+        assert!(
+            !(0..=8).any(|i| g.sched_log_fits(2, i)),
+            "an entry outside the log"
+        );
+    }
+
+    /// Rejections are counted per reason and in total.
+    #[test]
+    fn rejections_are_counted_per_reason() {
+        let g = EventGuard::default();
+        g.reject(Rejection::State);
+        g.reject(Rejection::State);
+        g.reject(Rejection::Engine);
+        assert_eq!(g.rejected(Rejection::State), 2);
+        assert_eq!(g.rejected(Rejection::Engine), 1);
+        assert_eq!(g.rejected(Rejection::Queue), 0);
+        assert_eq!(g.rejected_total(), 3);
     }
 }

@@ -54,8 +54,7 @@ impl<P: Platform> Regs<P> {
     /// further attempt to access hardware might cause problems such as a hard hang",
     /// DxgkDdiNotifySurpriseRemoval's page).
     pub fn mark_gone(&self) {
-        self.gone
-            .store(true, core::sync::atomic::Ordering::Release);
+        self.gone.store(true, core::sync::atomic::Ordering::Release);
     }
 
     /// Whether [`Self::mark_gone`] ran.

@@ -12,7 +12,9 @@
 //! `STATUS_DEVICE_REMOVED` (a runlist commit refuses), destruction and teardown free the
 //! driver's software state without touching the device.
 
-use rvgpu_ddi::adapter::{DxgkRemovalHibernation, DxgkRemovalPnPNotify, DXGK_SURPRISE_REMOVAL_TYPE};
+use rvgpu_ddi::adapter::{
+    DxgkRemovalHibernation, DxgkRemovalPnPNotify, DXGK_SURPRISE_REMOVAL_TYPE,
+};
 use rvgpu_hw::regs::{self, DeviceStatus};
 
 use crate::adapter::Adapter;
@@ -30,7 +32,12 @@ pub fn check_lost<P: Platform>(regs: &Regs<P>) -> bool {
     let st = DeviceStatus::from_bits_retain(regs.read::<regs::DeviceStatusReg>().raw());
     if st.contains(DeviceStatus::LOST) {
         regs.mark_gone();
-        klog!(P, Warning, "rvgpu: device lost (DEVICE_STATUS {:#x})", st.bits());
+        klog!(
+            P,
+            Warning,
+            "rvgpu: device lost (DEVICE_STATUS {:#x})",
+            st.bits()
+        );
         return true;
     }
     false
