@@ -128,8 +128,8 @@ pub enum Cause {
 pub enum TdrEvent {
     /// A timeout (or hang report) was detected on `node`.
     Detected { node: u32, cause: Cause },
-    /// A late fence on `node`: `DxgkDdiQueryCurrentFence` asked first (a lost interrupt is
-    /// not a hang).
+    /// A late fence on `node` that `DxgkDdiQueryCurrentFence` showed completed: its interrupt
+    /// was lost, which is not a hang (no timeout counted).
     FenceQueried { node: u32 },
     /// `DxgkDdiPreemptCommand(fence)`.
     PreemptRequested { node: u32, fence: u32 },
