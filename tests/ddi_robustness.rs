@@ -182,6 +182,8 @@ const COVERED: &[&str] = &[
     "DxgkDdiSetPowerState",
     "DxgkDdiNotifyAcpiEvent",
     "DxgkDdiResetDevice",
+    // null_arguments_fail_with_an_ntstatus_and_do_not_crash and the unstarted-adapter case
+    "DxgkDdiNotifySurpriseRemoval",
     "DxgkDdiUnload",
     "DxgkDdiQueryInterface",
     "DxgkDdiControlEtwLogging",
@@ -368,6 +370,19 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
     // SAFETY: NULL context, argument and out pointer.
     let s = unsafe { f(null, DxgkAcpiEvent, 0, null, ptr::null_mut()) };
     expect_status("NotifyAcpiEvent", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+
+    // DxgkDdiNotifySurpriseRemoval: NULL context.
+    let f = d
+        .DxgkDdiNotifySurpriseRemoval
+        .expect("NotifySurpriseRemoval filled");
+    // SAFETY: NULL context is the tested input.
+    let s = unsafe { f(null, rvgpu_ddi::adapter::DxgkRemovalPnPNotify) };
+    expect_status(
+        "NotifySurpriseRemoval",
+        "NULL ctx",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
 
     // DxgkDdiResetDevice (void), DxgkDdiUnload (void), DxgkDdiControlEtwLogging (void).
     let f = d.DxgkDdiResetDevice.expect("ResetDevice filled");
@@ -1191,6 +1206,25 @@ fn null_argument_pointers_with_a_live_context_fail() {
     let f = d.DxgkDdiResetDevice.expect("ResetDevice filled");
     // SAFETY: live context.
     unsafe { f(ctx) };
+    // Surprise removal: an unknown removal type is refused; a real one on an adapter that
+    // never started has nothing to cut off and succeeds.
+    let f = d
+        .DxgkDdiNotifySurpriseRemoval
+        .expect("NotifySurpriseRemoval filled");
+    // SAFETY: live context; the type is a plain integer.
+    let s = unsafe { f(ctx, 7) };
+    expect_status(
+        "NotifySurpriseRemoval",
+        "bad type",
+        s,
+        STATUS_INVALID_PARAMETER,
+    );
+    // SAFETY: as above.
+    let s = unsafe { f(ctx, rvgpu_ddi::adapter::DxgkRemovalHibernation) };
+    assert_eq!(
+        s, STATUS_SUCCESS,
+        "NotifySurpriseRemoval on an unstarted adapter"
+    );
     drop(a);
 }
 

@@ -157,7 +157,9 @@ const KNOWN_GAPS: &[&str] = &[
 /// Filled slots that are not mandatory, each with the reason the driver fills it. Empty today:
 /// every slot the driver fills is mandatory. A new optional DDI must be added here with a reason
 /// (`every_filled_slot_is_mandatory_or_justified` fails otherwise).
-const OPTIONAL_IMPLEMENTED: &[(&str, &str)] = &[];
+const OPTIONAL_IMPLEMENTED: &[(&str, &str)] = &[
+    ("DxgkDdiNotifySurpriseRemoval", "optional since WDDM 1.2, called only with SupportSurpriseRemoval(InHibernation) in the caps; issue 18 (docs/robustness.md section 3); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal"),
+];
 
 /// Slots that were considered and deliberately left out of [`MANDATORY`], with the reason. Not
 /// enforced against the table (the driver may implement them later, listing them in

@@ -6,7 +6,9 @@
 //! EVENT_OVERFLOW instead. With posting disabled (EVENT_RING_CTRL bit 0 clear) only the cause
 //! bit is set.
 //!
-//! The line is level-triggered: asserted while `INT_STATUS & INT_ENABLE != 0`. It is driven
+//! The line is level-triggered: asserted while `INT_STATUS & INT_ENABLE != 0`. A delivery lost
+//! to fault injection (`drop_next_interrupt`) is retried at the next posted event, so one lost
+//! interrupt never silences the later ones (issue 18, docs/robustness.md). The line is driven
 //! by `Core::flush_irq`, which every entry point calls with no device lock held, because
 //! [`InterruptLine::set`] may run the driver's ISR synchronously and the ISR does MMIO.
 //! Concurrent callers are combined: one thread at a time drives the line and re-evaluates
@@ -103,7 +105,8 @@ enum Hold {
 struct LineState {
     /// Level last passed to `set`.
     reported: bool,
-    /// An assertion was dropped by fault injection; stays set until the cause goes away.
+    /// An assertion was dropped by fault injection; stays set until the device posts another
+    /// event or the causes go away.
     swallowed: bool,
     /// An assertion held back by an injected delay.
     hold: Option<Hold>,
@@ -119,6 +122,9 @@ pub(crate) struct Events {
     line: Mutex<LineState>,
     busy: AtomicBool,
     redo: AtomicBool,
+    /// An event was posted since the line was last evaluated: a
+    /// delivery lost to fault injection is attempted again (see [`Core::flush_irq`]).
+    fresh: AtomicBool,
 }
 
 impl Events {
@@ -133,6 +139,7 @@ impl Events {
             line: Mutex::new(LineState::default()),
             busy: AtomicBool::new(false),
             redo: AtomicBool::new(false),
+            fresh: AtomicBool::new(false),
         }
     }
 
@@ -214,6 +221,8 @@ impl Core {
         // write, so a driver that clears the bit and then loads WPTR (Acquire) sees the
         // record published above.
         ev.status.fetch_or(raise.bits(), Ordering::SeqCst);
+        // Something new to tell: a delivery lost earlier is retried at the next flush.
+        ev.fresh.store(true, Ordering::SeqCst);
     }
 
     /// Drives the interrupt line to match `INT_STATUS & INT_ENABLE` (and fault injection).
@@ -254,6 +263,7 @@ impl Core {
 
     fn decide_line(&self, want: bool) -> Option<bool> {
         let mut ls = lock(&self.events.line);
+        let fresh = self.events.fresh.swap(false, Ordering::SeqCst);
         if !want {
             ls.hold = None;
             ls.swallowed = false;
@@ -263,8 +273,16 @@ impl Core {
             }
             return None;
         }
-        if ls.reported || ls.swallowed {
+        if ls.reported {
             return None;
+        }
+        if ls.swallowed {
+            // A lost delivery stays lost only until the device posts another event: then it
+            // asserts again (and the ISR drains both records).
+            if !fresh {
+                return None;
+            }
+            ls.swallowed = false;
         }
         if let Some(delay) = self.faults.irq_delay() {
             let now_pass = self.passes.load(Ordering::Relaxed);

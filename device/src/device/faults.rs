@@ -5,6 +5,7 @@
 //! - delay interrupt assertions ([`IrqDelay`]) or drop the next one (a lost MSI);
 //! - lose the device (surprise removal);
 //! - corrupt a queue's ring at its read pointer;
+//! - post a forged event record (a faulty GPU's view of the event ring, issue 18);
 //! - anonymous fence events: FENCE_SIGNALED records carry `NO_QUEUE` although the device
 //!   has `CAPS.OPTIMIZED_FENCE_IRQ` (issue 5, docs/logs.md §4.8: the driver must then report
 //!   NULL `hHWQueue`).
@@ -14,7 +15,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rvgpu_hw::mmu::Access;
-use rvgpu_hw::regs::DeviceStatus;
+use rvgpu_hw::regs::{DeviceStatus, IntCause};
 
 use super::mmu::Privilege;
 
@@ -107,6 +108,16 @@ impl Core {
             .device_status
             .fetch_or(DeviceStatus::LOST.bits(), Ordering::AcqRel);
         self.kick();
+        self.flush_irq();
+    }
+
+    /// A faulty GPU posts `rec` as if it were its own event (issue 18): written into the
+    /// event ring the ordinary way, with `cause` raised and the line driven.
+    pub(crate) fn forge_event(&self, rec: rvgpu_hw::event::EventRecord, cause: IntCause) {
+        if self.is_lost() {
+            return;
+        }
+        self.post_event(rec, cause);
         self.flush_irq();
     }
 

@@ -512,10 +512,22 @@ impl Device {
         self.core.faults.set_anonymous_fence_events(on);
     }
 
-    /// Swallows the next assertion of the interrupt line (a lost MSI): the line is not raised
-    /// for it, and not again until `INT_STATUS & INT_ENABLE` has gone to zero and back.
+    /// Loses the next delivery of the interrupt (the interrupt controller misses the
+    /// assertion; with an MSI front end, the message is lost in flight): the line is not
+    /// raised for it until the device posts its next event, which raises it again (the ISR
+    /// then drains both records), or until the causes are acknowledged some other way.
     pub fn drop_next_interrupt(&self) {
         self.core.faults.drop_next_irq();
+    }
+
+    /// Posts `record` to the event ring and raises `cause`, as a faulty GPU would (the
+    /// record is whatever the caller says; the driver must not trust it). Nothing while lost.
+    pub fn forge_event(
+        &self,
+        record: rvgpu_hw::event::EventRecord,
+        cause: rvgpu_hw::regs::IntCause,
+    ) {
+        self.core.forge_event(record, cause);
     }
 
     /// Loses the device (surprise removal): registers read all-ones except DEVICE_STATUS,

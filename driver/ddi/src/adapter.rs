@@ -129,6 +129,27 @@ layout!(
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_acpi_event>
 pub type DXGK_EVENT_TYPE = i32;
+
+/// `DXGK_SURPRISE_REMOVAL_TYPE` (dispmprt.h): why `DxgkDdiNotifySurpriseRemoval` is called.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ne-dispmprt-_dxgk_surprise_removal_type>
+pub type DXGK_SURPRISE_REMOVAL_TYPE = i32;
+/// The device disappeared while the system was in a low-power state.
+pub const DxgkRemovalHibernation: DXGK_SURPRISE_REMOVAL_TYPE = 0;
+/// The device was unplugged or lost power while running.
+pub const DxgkRemovalPnPNotify: DXGK_SURPRISE_REMOVAL_TYPE = 1;
+
+/// `DXGKDDI_NOTIFY_SURPRISE_REMOVAL`: `(PVOID MiniportDeviceContext, DXGK_SURPRISE_REMOVAL_TYPE
+/// RemovalType)`. A level-zero DDI (it may run while other DDIs run and work is pending); the
+/// hardware is gone, so the driver must not touch it from then on.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal>
+pub type PDXGKDDI_NOTIFY_SURPRISE_REMOVAL = Option<
+    unsafe extern "system" fn(
+        MiniportDeviceContext: PVOID,
+        RemovalType: DXGK_SURPRISE_REMOVAL_TYPE,
+    ) -> NTSTATUS,
+>;
 /// Undefined.
 pub const DxgkUndefinedEvent: DXGK_EVENT_TYPE = 0;
 /// ACPI event.

@@ -908,7 +908,7 @@ unbound_fn!(PDXGKDDI_CANCELCOMMAND, "https://learn.microsoft.com/en-us/windows-h
 unbound_fn!(PDXGKDDI_GET_CHILD_CONTAINER_ID, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_get_child_container_id");
 pub use crate::power::PDXGKDDIPOWERRUNTIMECONTROLREQUEST;
 unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddresswithmultiplaneoverlay");
-unbound_fn!(PDXGKDDI_NOTIFY_SURPRISE_REMOVAL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal");
+pub use crate::adapter::PDXGKDDI_NOTIFY_SURPRISE_REMOVAL;
 unbound_fn!(PDXGKDDISETPOWERPSTATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_driver_initialization_data");
 unbound_fn!(PDXGKDDI_CONTROLINTERRUPT2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlinterrupt2");
 unbound_fn!(PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_checkmultiplaneoverlaysupport");

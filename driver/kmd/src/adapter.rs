@@ -31,7 +31,7 @@ use crate::fence::handles::HandleMap;
 use crate::fence::registry::Registry;
 use crate::fence::report::{Batch, Report};
 use crate::fence::table::FenceTable;
-use crate::interrupt::{DeviceEvent, EventRing, EVENT_RING_RECORDS};
+use crate::interrupt::{DeviceEvent, EventGuard, EventRing, Rejection, EVENT_RING_RECORDS};
 use crate::klog;
 use crate::kmem::{self, NoMemory};
 use crate::mmio::Regs;
@@ -173,6 +173,8 @@ pub struct Adapter<P: Platform> {
     pub stats: Stats,
     /// TDR diagnostics (reset results, counters): atomics, read by CollectDbgInfo lock-free.
     pub tdr: crate::reset::TdrLog,
+    /// What the ISR checks event records against, and what it dropped (issue 18).
+    pub event_guard: EventGuard,
 }
 
 // SAFETY: `pdo` is an opaque OS handle never dereferenced; everything else is synchronised as
@@ -235,6 +237,7 @@ impl<P: Platform> Adapter<P> {
             fence_handles: HandleMap::try_with_capacity::<P>(FENCES_PER_ADAPTER as usize)?,
             stats: Stats::default(),
             tdr: crate::reset::TdrLog::default(),
+            event_guard: EventGuard::default(),
         })
     }
 
@@ -597,6 +600,11 @@ impl<P: Platform> Adapter<P> {
         let mut fence_reports = false;
         let summary = ring.service(&live.regs, |ev| {
             self.stats.events.fetch_add(1, Ordering::Relaxed);
+            // The GPU wrote this record: act on it only if it fits what the driver knows.
+            if let Err(why) = check_event(live, &self.event_guard, nodes, &ev) {
+                self.event_guard.reject(why);
+                return;
+            }
             // A Progress or Fault record of a node ring is the legacy path's (TDR-04): it is
             // reported as DMA completion / fault, not as a hardware queue's progress.
             if nodes.on_event(ev, &mut node_emit) {
@@ -771,6 +779,79 @@ impl<P: Platform> Adapter<P> {
         self.stats.dpcs.fetch_add(1, Ordering::Relaxed);
         if let Some(live) = self.live() {
             live.dxgk.notify_dpc();
+        }
+    }
+}
+
+/// Whether a decoded record is plausible (ISR, device IRQL; reads `STATUS` for engine-state
+/// records). Records that could be real but stale (a fence or queue destroyed since the GPU
+/// posted them) pass: they lead at most to a "scan everything" report, which signals only
+/// what the fences' values already say.
+fn check_event<P: Platform>(
+    live: &Live<P>,
+    guard: &EventGuard,
+    nodes: &crate::node::NodeRings,
+    ev: &DeviceEvent,
+) -> Result<(), Rejection> {
+    use rvgpu_hw::queue::NO_QUEUE;
+    let engine = ev.engine();
+    if engine >= live.identity.config.engines {
+        return Err(Rejection::Engine);
+    }
+    // A queue id named by the record: a node ring of this engine, a live hardware queue of
+    // this engine, or (`stale_ok`) an id in range that no live queue has any more.
+    let queue_ok = |queue: u32, stale_ok: bool| -> Result<(), Rejection> {
+        if let Some(node) = nodes.node_of_queue(queue) {
+            return if node == engine {
+                Ok(())
+            } else {
+                Err(Rejection::Queue)
+            };
+        }
+        match live.queue_irq.engine_of(queue) {
+            Some(e) if e == engine => Ok(()),
+            Some(_) => Err(Rejection::Queue),
+            None if stale_ok && live.queue_irq.id_in_range(queue) => Ok(()),
+            None => Err(Rejection::Queue),
+        }
+    };
+    match *ev {
+        DeviceEvent::FenceSignaled { queue, .. } if queue == NO_QUEUE => Ok(()),
+        DeviceEvent::FenceSignaled { queue, .. } => queue_ok(queue, true),
+        DeviceEvent::Progress { queue, .. } => queue_ok(queue, true),
+        // Runlist-level faults name no queue (hardware.md 7.2).
+        DeviceEvent::Fault { queue, .. } if queue == NO_QUEUE => Ok(()),
+        DeviceEvent::Fault { queue, .. } => queue_ok(queue, false),
+        DeviceEvent::EngineState {
+            old: Some(_),
+            new: Some(new @ (EngineState::Hung | EngineState::TransitionToF1)),
+            ..
+        } => {
+            // The device reports only entries to Hung and TransitionToF1, and the engine stays
+            // there until the OS acts (reset, F1/F0): STATUS must show it now.
+            let raw = live
+                .regs
+                .read_at::<rvgpu_hw::regs::EngineStatusReg>(engine)
+                .raw();
+            match rvgpu_hw::engine::EngineStatus::from_reg(raw) {
+                Some(s) if s.state == new && raw != u32::MAX => Ok(()),
+                _ => Err(Rejection::State),
+            }
+        }
+        DeviceEvent::EngineState { .. } => Err(Rejection::State),
+        DeviceEvent::ResetDone { .. } => {
+            if guard.take_reset(engine) {
+                Ok(())
+            } else {
+                Err(Rejection::Reset)
+            }
+        }
+        DeviceEvent::SchedLog { header, .. } => {
+            if guard.sched_log_fits(engine, header) {
+                Ok(())
+            } else {
+                Err(Rejection::SchedLog)
+            }
         }
     }
 }

@@ -50,6 +50,10 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
         // gate its engines; the two DDIs Dxgkrnl requires with the cap (BR-44) are always in
         // the table.
         SupportRuntimePowerManagement: u8::from(crate::power::supported(live)),
+        // Issue 18: DxgkDdiNotifySurpriseRemoval is in the table for both kinds of removal
+        // (in hibernation, and while running: `DxgkRemovalPnPNotify`).
+        SupportSurpriseRemovalInHibernation: 1,
+        SupportSurpriseRemoval: 1,
         ..Default::default()
     };
     caps.GpuEngineTopology.NbAsymetricProcessingNodes = live.identity.config.engines;

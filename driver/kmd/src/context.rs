@@ -212,7 +212,13 @@ fn set_suspended<P: Platform>(
     }
     ctx.suspended = suspended;
     let engine = ctx.engine;
-    runlist::commit(&live.regs, &s, engine).map(|_| ())
+    let r = runlist::commit(&live.regs, &s, engine).map(|_| ());
+    if suspended {
+        // Taking work off a device that is gone succeeds: it runs nothing any more.
+        crate::removal::gone_is_done(r)
+    } else {
+        r
+    }
 }
 
 /// DxgkDdiSuspendContext (PASSIVE): the context's queues leave the runlist; when this returns

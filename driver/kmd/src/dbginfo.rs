@@ -104,6 +104,20 @@ pub fn report<P: Platform>(a: &Adapter<P>, reason: u32, out: &mut impl Write) ->
         t.adapter_resets.load(Ordering::Relaxed),
         t.invalidated.load(Ordering::Relaxed)
     )?;
+    let g = &a.event_guard;
+    {
+        use crate::interrupt::Rejection as R;
+        writeln!(
+            out,
+            "events rejected={} engine={} queue={} state={} reset={} schedlog={}",
+            g.rejected_total(),
+            g.rejected(R::Engine),
+            g.rejected(R::Queue),
+            g.rejected(R::State),
+            g.rejected(R::Reset),
+            g.rejected(R::SchedLog)
+        )?;
+    }
     for e in 0..engines {
         write!(
             out,

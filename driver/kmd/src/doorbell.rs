@@ -423,6 +423,10 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<u32, Status> {
     {
         return Err(status::DEVICE_REMOVED);
     }
+    // Issue 18: a page on a device that is gone would ring nothing; say so instead.
+    if crate::removal::check_lost(&live.regs) {
+        return Err(status::DEVICE_REMOVED);
+    }
     if let Some(page) = d.physical {
         return Ok(page);
     }

@@ -205,6 +205,8 @@ pub fn set_scheduling_log_buffer<P: Platform>(
         .write_at(node, regs::SchedLogIrqEntry::new(args.InterruptEntry));
     live.regs.write_at(node, regs::SchedLogCtrl::new(1));
     s.sched_logs |= 1u64.checked_shl(node).unwrap_or(0);
+    a.event_guard
+        .sched_log_on(node, args.NumberOfEntries, args.InterruptEntry);
     Ok(())
 }
 

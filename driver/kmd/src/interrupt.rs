@@ -166,7 +166,12 @@ impl EventRing {
         mut on_event: impl FnMut(DeviceEvent),
     ) -> Option<IsrSummary> {
         let status = regs.read::<regs::IntStatus>().raw();
-        if status == 0 || status == u32::MAX {
+        if status == u32::MAX {
+            // Not ours (hardware.md 7.3); tell a lost device apart from a glitch.
+            let _ = crate::removal::check_lost(regs);
+            return None;
+        }
+        if status == 0 {
             return None;
         }
         // Ack first: anything posted from here on raises its cause again.
@@ -202,5 +207,201 @@ impl EventRing {
         }
         regs.write(regs::EventRingRptr::new(self.rptr));
         Some(summary)
+    }
+}
+
+impl DeviceEvent {
+    /// The engine the record says it comes from.
+    pub fn engine(&self) -> u32 {
+        match *self {
+            Self::FenceSignaled { engine, .. }
+            | Self::Progress { engine, .. }
+            | Self::EngineState { engine, .. }
+            | Self::Fault { engine, .. }
+            | Self::ResetDone { engine, .. }
+            | Self::SchedLog { engine, .. } => engine,
+        }
+    }
+}
+
+/// Why the ISR dropped an event record instead of acting on it (issue 18: the GPU and the
+/// memory it writes are untrusted, so a record must fit what the driver knows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Rejection {
+    /// The record names an engine the device does not have.
+    Engine = 0,
+    /// The record names a queue that cannot be on that engine (out of range, another
+    /// engine's, or a fault for a queue the driver does not know).
+    Queue = 1,
+    /// An engine-state record that does not match the engine's `STATUS` now (e.g. "hung"
+    /// for a running engine), or a state the device never reports.
+    State = 2,
+    /// A `ResetDone` with no engine reset outstanding.
+    Reset = 3,
+    /// A `SchedLog` record for an engine without a scheduling log.
+    SchedLog = 4,
+}
+
+/// Number of [`Rejection`] kinds.
+pub const REJECTION_KINDS: usize = 5;
+
+/// What the ISR needs beyond the event ring to judge a record, plus the counters of what it
+/// dropped. Atomics only: the ISR reads it at device IRQL, PASSIVE code updates it.
+#[derive(Debug)]
+pub struct EventGuard {
+    /// Engine resets the driver started whose `ResetDone` has not been seen.
+    resets: [core::sync::atomic::AtomicU32; regs::ENGINE_MAX as usize],
+    /// Per engine: 0 = no scheduling log; else bit 32 set and bits 31:0 the
+    /// `FirstFreeEntryIndex` the log's header has right after its interrupt entry (what a
+    /// genuine `SchedLog` record carries in `arg0`, hardware.md 5.7).
+    sched_logs: [core::sync::atomic::AtomicU64; regs::ENGINE_MAX as usize],
+    /// Records dropped, per [`Rejection`].
+    rejected: [core::sync::atomic::AtomicU64; REJECTION_KINDS],
+}
+
+impl Default for EventGuard {
+    fn default() -> Self {
+        Self {
+            resets: [const { core::sync::atomic::AtomicU32::new(0) }; regs::ENGINE_MAX as usize],
+            sched_logs: [const { core::sync::atomic::AtomicU64::new(0) };
+                regs::ENGINE_MAX as usize],
+            rejected: [const { core::sync::atomic::AtomicU64::new(0) }; REJECTION_KINDS],
+        }
+    }
+}
+
+impl EventGuard {
+    fn reset_slot(&self, engine: u32) -> Option<&core::sync::atomic::AtomicU32> {
+        self.resets.get(usize::try_from(engine).ok()?)
+    }
+
+    /// An engine reset of `engine` is about to be requested (before the `CTRL` write, so the
+    /// `ResetDone` it posts always finds it).
+    pub fn reset_started(&self, engine: u32) {
+        if let Some(r) = self.reset_slot(engine) {
+            let _ = r.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |v| v.checked_add(1));
+        }
+    }
+
+    /// ISR: consumes one outstanding reset of `engine`; false if none was outstanding.
+    pub fn take_reset(&self, engine: u32) -> bool {
+        self.reset_slot(engine).is_some_and(|r| {
+            r.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(1))
+                .is_ok()
+        })
+    }
+
+    /// Forgets every outstanding reset (an adapter reset or a restart empties the event
+    /// ring, so their records will never come).
+    pub fn clear_resets(&self) {
+        for r in &self.resets {
+            r.store(0, Ordering::Release);
+        }
+    }
+
+    fn sched_log_slot(&self, engine: u32) -> Option<&core::sync::atomic::AtomicU64> {
+        self.sched_logs.get(usize::try_from(engine).ok()?)
+    }
+
+    /// `engine` has a scheduling log of `entries` entries with its interrupt at entry
+    /// `irq_entry` from now on.
+    pub fn sched_log_on(&self, engine: u32, entries: u32, irq_entry: u32) {
+        // The header right after entry `irq_entry` was written; an entry outside the log
+        // never interrupts (u32::MAX matches no index below `entries`).
+        let next = if irq_entry < entries {
+            irq_entry
+                .checked_add(1)
+                .and_then(|n| n.checked_rem(entries))
+                .unwrap_or(0)
+        } else {
+            u32::MAX
+        };
+        if let Some(s) = self.sched_log_slot(engine) {
+            s.store((1 << 32) | u64::from(next), Ordering::Release);
+        }
+    }
+
+    /// Whether `header` (a `SchedLog` record's `arg0`) fits `engine`'s scheduling log.
+    pub fn sched_log_fits(&self, engine: u32, header: u64) -> bool {
+        self.sched_log_slot(engine).is_some_and(|s| {
+            let v = s.load(Ordering::Acquire);
+            v >> 32 == 1 && (header & u64::from(u32::MAX)) == (v & u64::from(u32::MAX))
+        })
+    }
+
+    /// Counts one dropped record.
+    pub fn reject(&self, why: Rejection) {
+        if let Some(c) = self.rejected.get(why as usize) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Records dropped for `why`.
+    pub fn rejected(&self, why: Rejection) -> u64 {
+        self.rejected
+            .get(why as usize)
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    /// Records dropped, all reasons.
+    pub fn rejected_total(&self) -> u64 {
+        self.rejected
+            .iter()
+            .fold(0u64, |t, c| t.saturating_add(c.load(Ordering::Relaxed)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 18: a `ResetDone` is plausible only for a reset the driver started, once each.
+    #[test]
+    fn reset_done_accepted_only_for_an_outstanding_reset() {
+        let g = EventGuard::default();
+        assert!(!g.take_reset(0), "nothing outstanding");
+        g.reset_started(0);
+        assert!(!g.take_reset(1), "another engine's");
+        assert!(g.take_reset(0));
+        assert!(!g.take_reset(0), "consumed");
+        g.reset_started(2);
+        g.clear_resets();
+        assert!(!g.take_reset(2), "an adapter reset forgets them");
+        assert!(!g.take_reset(regs::ENGINE_MAX), "out of range");
+    }
+
+    /// Issue 18: a `SchedLog` record must carry the index right after the log's interrupt
+    /// entry (wrapping at the log's size); an engine without a log accepts none.
+    #[test]
+    fn sched_log_header_must_follow_the_interrupt_entry() {
+        let g = EventGuard::default();
+        assert!(!g.sched_log_fits(0, 0), "no log");
+        g.sched_log_on(0, 8, 3);
+        assert!(g.sched_log_fits(0, 4));
+        // The wraparound count (bits 63:32) is not checked, only the index.
+        assert!(g.sched_log_fits(0, (5 << 32) | 4));
+        assert!(!g.sched_log_fits(0, 3));
+        assert!(!g.sched_log_fits(1, 4), "engine 1 has no log");
+        g.sched_log_on(1, 8, 7);
+        assert!(g.sched_log_fits(1, 0), "wraps");
+        g.sched_log_on(2, 8, 8);
+        assert!(
+            !(0..=8).any(|i| g.sched_log_fits(2, i)),
+            "an entry outside the log"
+        );
+    }
+
+    /// Rejections are counted per reason and in total.
+    #[test]
+    fn rejections_are_counted_per_reason() {
+        let g = EventGuard::default();
+        g.reject(Rejection::State);
+        g.reject(Rejection::State);
+        g.reject(Rejection::Engine);
+        assert_eq!(g.rejected(Rejection::State), 2);
+        assert_eq!(g.rejected(Rejection::Engine), 1);
+        assert_eq!(g.rejected(Rejection::Queue), 0);
+        assert_eq!(g.rejected_total(), 3);
     }
 }

@@ -44,6 +44,7 @@ pub mod platform;
 mod power;
 mod present;
 mod process;
+mod removal;
 mod reset;
 mod resources;
 mod runlist;

@@ -296,6 +296,13 @@ const HAS_LOGS: u64 = 1 << 62;
 const NATIVE_PROGRESS: u64 = 1 << 61;
 /// Bits 51:0 of a KMD handle: its sequence number (crate::sched).
 const SEQ_MASK: u64 = (1 << 52) - 1;
+/// Bits 59:52: the queue's engine (the ISR checks that an event names the queue's own engine).
+const ENGINE_SHIFT: u32 = 52;
+const ENGINE_MASK: u64 = 0xFF << ENGINE_SHIFT;
+
+fn engine_bits(engine: u32) -> u64 {
+    (u64::from(engine) << ENGINE_SHIFT) & ENGINE_MASK
+}
 
 /// The sequence number of a KMD handle.
 pub fn seq_of(h: Handle) -> u64 {
@@ -316,8 +323,8 @@ pub enum QueueLookup {
 /// Queue id → KMD queue handle, read lock-free by the ISR.
 ///
 /// One `AtomicU64` per queue id (ids are below [`QUEUE_ID_LIMIT`]): 0 = empty, else bit 63
-/// valid, bit 62 both logs set, bit 61 native progress fence, bits 51:0 the handle's sequence
-/// number. Written with release
+/// valid, bit 62 both logs set, bit 61 native progress fence, bits 59:52 the engine, bits 51:0
+/// the handle's sequence number. Written with release
 /// stores under the scheduler lock (create, SetNativeFenceLogBuffer); cleared through
 /// `DxgkCbSynchronizeExecution` at destroy ([`clear_queue_irq`]), so an ISR that read an
 /// entry has finished reporting it before the OS can free the queue. Per engine, a count of
@@ -379,7 +386,10 @@ impl QueueIrqTable {
     pub fn insert(&self, id: u32, seq: u64, engine: u32, native_progress: bool) {
         if let Some(s) = self.slot(id) {
             let np = if native_progress { NATIVE_PROGRESS } else { 0 };
-            s.store(VALID | np | (seq & SEQ_MASK), Ordering::Release);
+            s.store(
+                VALID | np | engine_bits(engine) | (seq & SEQ_MASK),
+                Ordering::Release,
+            );
             if let Some(c) = self.logless_of(engine) {
                 c.fetch_add(1, Ordering::Relaxed);
             }
@@ -392,7 +402,13 @@ impl QueueIrqTable {
             // Keeps the native-progress bit set at create.
             let (Ok(old) | Err(old)) =
                 s.fetch_update(Ordering::Release, Ordering::Relaxed, |old| {
-                    Some(VALID | HAS_LOGS | (old & NATIVE_PROGRESS) | (seq & SEQ_MASK))
+                    Some(
+                        VALID
+                            | HAS_LOGS
+                            | (old & NATIVE_PROGRESS)
+                            | engine_bits(engine)
+                            | (seq & SEQ_MASK),
+                    )
                 });
             if old & VALID != 0 && old & HAS_LOGS == 0 {
                 if let Some(c) = self.logless_of(engine) {
@@ -414,6 +430,20 @@ impl QueueIrqTable {
                 }
             }
         }
+    }
+
+    /// ISR: the engine of live queue `id` (`None` if no live queue has that id).
+    pub fn engine_of(&self, id: u32) -> Option<u32> {
+        let v = self.slot(id)?.load(Ordering::Acquire);
+        if v & VALID == 0 {
+            return None;
+        }
+        u32::try_from((v & ENGINE_MASK) >> ENGINE_SHIFT).ok()
+    }
+
+    /// Whether `id` could name a queue at all (below the id limit, not `NO_QUEUE`).
+    pub fn id_in_range(&self, id: u32) -> bool {
+        self.slot(id).is_some()
     }
 
     /// ISR lookup of a live queue's handle by device id, logs or not (device IRQL, lock-free).

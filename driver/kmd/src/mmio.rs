@@ -14,6 +14,9 @@ use crate::platform::Platform;
 pub struct Regs<P: Platform> {
     base: NonNull<u8>,
     len: usize,
+    /// The device is gone (surprise removal, or a read showed `DEVICE_STATUS.LOST`): no access
+    /// reaches the bus any more; reads return all-ones as a dead device's would.
+    gone: core::sync::atomic::AtomicBool,
     _platform: PhantomData<fn() -> P>,
 }
 
@@ -42,8 +45,21 @@ impl<P: Platform> Regs<P> {
         Self {
             base,
             len,
+            gone: core::sync::atomic::AtomicBool::new(false),
             _platform: PhantomData,
         }
+    }
+
+    /// From now on no access touches the hardware (issue 18: after surprise removal "any
+    /// further attempt to access hardware might cause problems such as a hard hang",
+    /// DxgkDdiNotifySurpriseRemoval's page).
+    pub fn mark_gone(&self) {
+        self.gone.store(true, core::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether [`Self::mark_gone`] ran.
+    pub fn is_gone(&self) -> bool {
+        self.gone.load(core::sync::atomic::Ordering::Acquire)
     }
 
     /// `Some(offset)` if a `width`-byte access at `offset` is inside the BAR and aligned.
@@ -56,7 +72,10 @@ impl<P: Platform> Regs<P> {
     /// reads as all-ones, like a dead device.
     fn read_raw<R: Register>(&self, offset: Option<usize>) -> R {
         let width = R::DECL.width;
-        let Some(off) = offset.and_then(|o| self.check(o, width.bytes())) else {
+        let Some(off) = offset
+            .filter(|_| !self.is_gone())
+            .and_then(|o| self.check(o, width.bytes()))
+        else {
             return R::from_raw(<R::Raw as RegRaw>::ONES);
         };
         let value = match width {
@@ -72,7 +91,10 @@ impl<P: Platform> Regs<P> {
     /// One access of `R`'s declared width at `offset`; an offset outside the BAR is dropped.
     fn write_raw<R: Register>(&self, offset: Option<usize>, value: R) {
         let width = R::DECL.width;
-        let Some(off) = offset.and_then(|o| self.check(o, width.bytes())) else {
+        let Some(off) = offset
+            .filter(|_| !self.is_gone())
+            .and_then(|o| self.check(o, width.bytes()))
+        else {
             return;
         };
         let value = value.into_raw().to_u64();

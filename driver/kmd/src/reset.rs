@@ -295,10 +295,16 @@ struct DeviceAnswer {
 /// Resets engine `node` and reads what it aborted. `Err` (the OS escalates to an adapter
 /// reset, TDR-09) when the device has no per-engine reset, the reset failed, or the device is
 /// lost (`RESET_RESULT` all-ones); no driver state is changed then.
-fn reset_hw<P: Platform>(live: &Live<P>, node: u32) -> Result<DeviceAnswer, Status> {
+fn reset_hw<P: Platform>(
+    a: &Adapter<P>,
+    live: &Live<P>,
+    node: u32,
+) -> Result<DeviceAnswer, Status> {
     if !live.identity.caps.contains(Caps::PER_ENGINE_RESET) {
         return Err(status::NOT_SUPPORTED);
     }
+    // The ISR accepts a ResetDone only for a reset the driver asked for (issue 18).
+    a.event_guard.reset_started(node);
     live.regs
         .write_at(node, regs::EngineCtrl::new(ENGINE_CTRL_RESET));
     // The reset is synchronous (hardware.md 10.1, M19); a portable driver would wait for
@@ -306,6 +312,8 @@ fn reset_hw<P: Platform>(live: &Live<P>, node: u32) -> Result<DeviceAnswer, Stat
     let result = live.regs.read_at::<regs::ResetResultReg>(node).raw();
     fence(Ordering::Acquire);
     if ResetResult::from_u32(result) != Some(ResetResult::Ok) {
+        // All-ones: the device may be gone (issue 18); later accesses then stop.
+        let _ = crate::removal::check_lost(&live.regs);
         return Err(status::DEVICE_HARDWARE_ERROR);
     }
     Ok(DeviceAnswer {
@@ -421,7 +429,7 @@ pub fn reset_engine<P: Platform>(
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
     let (last, guilty) = {
         let mut s = live.sched.lock();
-        let answer = match reset_hw(live, node) {
+        let answer = match reset_hw(a, live, node) {
             Ok(v) => v,
             Err(e) => {
                 drop(s);
@@ -535,7 +543,7 @@ pub fn reset_hw_engine<P: Platform>(
     let bit = 1u64.checked_shl(node).unwrap_or(0);
     let guilty = {
         let mut s = live.sched.lock();
-        let answer = match reset_hw(live, node) {
+        let answer = match reset_hw(a, live, node) {
             Ok(v) => v,
             Err(e) => {
                 drop(s);
@@ -666,6 +674,8 @@ pub fn reset_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
         s.hws_held = 0;
     }
     a.tdr.adapter_resets.fetch_add(1, Ordering::Relaxed);
+    // The adapter reset emptied the event ring: ResetDone records still awaited never come.
+    a.event_guard.clear_resets();
     klog!(P, Warning, "rvgpu: adapter reset (ResetFromTimeout)");
     Ok(())
 }

@@ -110,6 +110,11 @@ pub fn commit<P: Platform>(regs: &Regs<P>, s: &Sched, engine: u32) -> Result<u32
     if engine < 64 && s.hws_held & (1u64 << engine) != 0 {
         return Ok(0);
     }
+    // A device that is gone reads no runlist (issue 18): callers learn it instead of
+    // believing the queues are scheduled.
+    if regs.is_gone() {
+        return Err(status::DEVICE_REMOVED);
+    }
     let buf = s
         .runlists
         .get(usize::try_from(engine).map_err(|_| status::INVALID_PARAMETER)?)
@@ -131,6 +136,11 @@ pub fn commit<P: Platform>(regs: &Regs<P>, s: &Sched, engine: u32) -> Result<u32
     regs.write_at(engine, regs::RunlistBase::new(buf.gpu().get()));
     regs.write_at(engine, regs::RunlistCount::new(count));
     regs.write_at(engine, regs::RunlistCommit::new(1));
+    // The read-back orders the commit before what follows and tells a dead device (the
+    // commit then did nothing).
+    if crate::removal::check_lost(regs) {
+        return Err(status::DEVICE_REMOVED);
+    }
     Ok(count)
 }
 

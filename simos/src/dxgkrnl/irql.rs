@@ -37,6 +37,7 @@ pub enum Routine {
     DxgkDdiSetPowerState,
     DxgkDdiNotifyAcpiEvent,
     DxgkDdiResetDevice,
+    DxgkDdiNotifySurpriseRemoval,
     DxgkDdiUnload,
     DxgkDdiQueryInterface,
     DxgkDdiQueryFeatureSupport,
@@ -184,6 +185,11 @@ impl Routine {
             }
             // "can be called at any IRQL" (it runs on the bug-check path too).
             Self::DxgkDdiResetDevice => rule(P, DIRQL, "dispmprt/nc-dispmprt-dxgkddi_reset_device"),
+            // The page gives no IRQL; PnP delivers surprise removal at PASSIVE_LEVEL
+            // (UNVERIFIED).
+            Self::DxgkDdiNotifySurpriseRemoval => {
+                rule(P, P, "dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal")
+            }
             Self::DxgkDdiUnload => rule(P, P, "dispmprt/nc-dispmprt-dxgkddi_unload"),
             Self::DxgkDdiQueryInterface => {
                 rule(P, P, "dispmprt/nc-dispmprt-dxgkddi_query_interface")

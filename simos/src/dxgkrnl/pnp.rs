@@ -516,6 +516,46 @@ impl Machine {
         self.stop_inner(&a, &t)
     }
 
+    /// PnP surprise removal of started adapter `i` while it runs (issue 18): the device is
+    /// gone at once (`DEVICE_STATUS.LOST`, registers all-ones, no DMA, no interrupt). Then, as
+    /// Dxgkrnl does: `DxgkDdiNotifySurpriseRemoval(DxgkRemovalPnPNotify)` if the driver's
+    /// caps set `SupportSurpriseRemoval` (its status is ignored, the page says); every D3D
+    /// device of the adapter in error (thunks fail with `STATUS_DEVICE_REMOVED`, doorbells
+    /// `DISCONNECTED_ABORT`, progress fences released). The PnP remove that follows is the
+    /// caller's: [`Machine::stop_adapter`] (processes' objects destroyed, native-fence waits
+    /// abandoned) and [`Machine::remove_adapter`] (leak checks).
+    pub fn surprise_remove(&self, i: usize) -> Result<(), SimError> {
+        let a = self.adapter(i)?.clone();
+        if *lock(&a.life) != Life::Started {
+            return Err(self.misuse(format!("adapter {i} is not started")));
+        }
+        a.device.lose_device();
+        let supported = lock(&a.caps).is_some_and(|c| c.SupportSurpriseRemoval != 0);
+        if supported {
+            let t = self.table()?;
+            let Some(f) = t.DxgkDdiNotifySurpriseRemoval else {
+                let msg = format!(
+                    "adapter {i}: SupportSurpriseRemoval is set but DxgkDdiNotifySurpriseRemoval                      is null"
+                );
+                self.state.raise_sim_error(msg.clone());
+                return Err(SimError::Simulation(msg));
+            };
+            let ctx = a.context();
+            // The return status is ignored for a removal while running (the DDI's page).
+            let _ = ddi::call(
+                &a,
+                Routine::DxgkDdiNotifySurpriseRemoval,
+                f as usize,
+                At::Level(Irql::Passive),
+                || {
+                    // SAFETY: the driver's DDI with its context.
+                    unsafe { f(ctx, rvgpu_ddi::adapter::DxgkRemovalPnPNotify) }
+                },
+            )?;
+        }
+        self.device_removed(i)
+    }
+
     /// RemoveDevice on a stopped (or added, never started) adapter.
     pub fn remove_adapter(&mut self, i: usize) -> Result<(), SimError> {
         let a = self.adapter(i)?.clone();

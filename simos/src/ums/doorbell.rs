@@ -314,7 +314,9 @@ pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), Si
             .and_then(|q| q.queue_id)
     };
     if let Some(id) = queue_id {
-        if a.device.queues().iter().any(|s| s.queue_id == id) {
+        // A lost device reads no memory again (hardware.md 10.4; an adapter reset, the only
+        // way back, empties every runlist): its stale runlist is no hazard.
+        if !a.device.is_lost() && a.device.queues().iter().any(|s| s.queue_id == id) {
             return Err(sim_err(
                 a,
                 format!(

@@ -63,6 +63,7 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiSetPowerState: Some(set_power_state::<P>),
         DxgkDdiNotifyAcpiEvent: Some(notify_acpi_event::<P>),
         DxgkDdiResetDevice: Some(reset_device::<P>),
+        DxgkDdiNotifySurpriseRemoval: Some(notify_surprise_removal::<P>),
         DxgkDdiUnload: Some(unload),
         DxgkDdiQueryInterface: Some(query_interface::<P>),
         DxgkDdiControlEtwLogging: Some(control_etw_logging),
@@ -362,6 +363,18 @@ unsafe extern "system" fn reset_device<P: Platform>(ctx: PVOID) {
     // SAFETY: Dxgkrnl passes our own context.
     if let Some(a) = unsafe { adapter::<P>(ctx) } {
         a.reset_device();
+    }
+}
+
+/// DxgkDdiNotifySurpriseRemoval (level zero: may overlap other DDIs; issue 18).
+unsafe extern "system" fn notify_surprise_removal<P: Platform>(
+    ctx: PVOID,
+    kind: rvgpu_ddi::adapter::DXGK_SURPRISE_REMOVAL_TYPE,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context.
+    match unsafe { adapter::<P>(ctx) } {
+        Some(a) => to_ntstatus(crate::removal::notify_surprise_removal(a, kind)),
+        None => status::INVALID_PARAMETER.code(),
     }
 }
 

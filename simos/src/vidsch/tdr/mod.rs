@@ -128,6 +128,9 @@ pub enum Cause {
 pub enum TdrEvent {
     /// A timeout (or hang report) was detected on `node`.
     Detected { node: u32, cause: Cause },
+    /// A late fence on `node` that `DxgkDdiQueryCurrentFence` showed completed: its interrupt
+    /// was lost, which is not a hang (no timeout counted).
+    FenceQueried { node: u32 },
     /// `DxgkDdiPreemptCommand(fence)`.
     PreemptRequested { node: u32, fence: u32 },
     /// `DmaPreempted` arrived in time: no TDR.
@@ -275,6 +278,9 @@ pub(crate) struct NodeSched {
     pub preempted: Option<(u32, u32)>,
     /// Per hardware queue: (completed value last seen, when it last moved).
     pub watch: HashMap<KmtHandle, (u64, u64)>,
+    /// The last completed fence at which the watchdog asked `DxgkDdiQueryCurrentFence`
+    /// whether a completion interrupt was lost (once per stall, before a timeout counts).
+    pub queried_c: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug)]

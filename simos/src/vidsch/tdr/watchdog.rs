@@ -64,6 +64,32 @@ pub(crate) fn run_passive(a: &AdapterShared) -> bool {
         } else if std::mem::take(&mut n.hung) {
             cause = Some(Cause::EngineHung);
         } else if n.s > n.c && now.saturating_sub(n.last_change) >= timeout {
+            let (s, c) = (n.s, n.c);
+            if n.queried_c != Some(c) {
+                // Before a late fence counts as a hang, Dxgkrnl asks the driver for the
+                // current fence: the completion interrupt may have been lost (the
+                // DxgkDdiQueryCurrentFence page, Remarks). A fence ahead of what the OS saw
+                // means exactly that: the driver has reported it (NotifyInterrupt + QueueDpc),
+                // and the timer starts again. Otherwise the timeout stands, at once.
+                n.queried_c = Some(c);
+                drop(os);
+                let current = query_current_fence(a, node);
+                os = lock(&sh.os);
+                let lost = current.is_some_and(|f| {
+                    let ahead = f.wrapping_sub(c);
+                    ahead != 0 && ahead <= s.wrapping_sub(c)
+                });
+                if lost {
+                    os.events.push(TdrEvent::FenceQueried { node });
+                    os.node(node).last_change = now;
+                    return true;
+                }
+                // The state lock was released for the call: decide on what holds now.
+                let n = os.node(node);
+                if !(n.s > n.c && n.c == c && now.saturating_sub(n.last_change) >= timeout) {
+                    return true;
+                }
+            }
             cause = Some(Cause::DmaTimeout);
         } else {
             for q in queues.iter().filter(|q| q.node == node) {
@@ -109,6 +135,31 @@ pub(crate) fn run_passive(a: &AdapterShared) -> bool {
         return true;
     }
     false
+}
+
+/// `DxgkDdiQueryCurrentFence(node)` at PASSIVE from the watchdog: the fence the driver says
+/// completed last, `None` if it failed. A failure is not a bug check: the timeout that follows
+/// handles a node the driver cannot answer for.
+fn query_current_fence(a: &AdapterShared, node: u32) -> Option<u32> {
+    let f = table(a).ok().and_then(|t| t.DxgkDdiQueryCurrentFence)?;
+    let mut args = DXGKARG_QUERYCURRENTFENCE {
+        CurrentFence: 0,
+        NodeOrdinal: node,
+        EngineOrdinal: 0,
+    };
+    let ctx = a.context();
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiQueryCurrentFence,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { f(ctx, &mut args) }
+        },
+    )
+    .ok()?;
+    NT_SUCCESS(status).then_some(args.CurrentFence)
 }
 
 pub(super) fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {

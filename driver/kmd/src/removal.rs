@@ -1,0 +1,70 @@
+//! Surprise removal and a dead bus (issue 18).
+//!
+//! Two ways the driver learns that the device is gone:
+//! - Dxgkrnl calls `DxgkDdiNotifySurpriseRemoval` (PnP told it; a level-zero DDI that may run
+//!   while other DDIs run). From then on the hardware must not be touched.
+//! - A register read says so: `DEVICE_STATUS.LOST`, or all-ones from a bus with nothing on it
+//!   (hardware.md 10.4), seen by the ISR, a runlist commit or an engine reset.
+//!
+//! Either way [`crate::mmio::Regs::mark_gone`] stops every further register access (reads
+//! return all-ones, writes are dropped), so every DDI that would program the device returns
+//! at once: creation and submission paths that must reach the device fail with
+//! `STATUS_DEVICE_REMOVED` (a runlist commit refuses), destruction and teardown free the
+//! driver's software state without touching the device.
+
+use rvgpu_ddi::adapter::{
+    DxgkRemovalHibernation, DxgkRemovalPnPNotify, DXGK_SURPRISE_REMOVAL_TYPE,
+};
+use rvgpu_hw::regs::{self, DeviceStatus};
+
+use crate::adapter::Adapter;
+use crate::klog;
+use crate::mmio::Regs;
+use crate::platform::Platform;
+use crate::status::{self, Status};
+
+/// Whether `DEVICE_STATUS` says the device is lost (all-ones, a dead bus, has the bit too);
+/// if so, marks the registers gone. One register read unless already gone.
+pub fn check_lost<P: Platform>(regs: &Regs<P>) -> bool {
+    if regs.is_gone() {
+        return true;
+    }
+    let st = DeviceStatus::from_bits_retain(regs.read::<regs::DeviceStatusReg>().raw());
+    if st.contains(DeviceStatus::LOST) {
+        regs.mark_gone();
+        klog!(
+            P,
+            Warning,
+            "rvgpu: device lost (DEVICE_STATUS {:#x})",
+            st.bits()
+        );
+        return true;
+    }
+    false
+}
+
+/// DxgkDdiNotifySurpriseRemoval: the hardware is gone. Nothing is freed here (the OS goes on
+/// to destroy every object and to stop and remove the adapter, and those DDIs free the
+/// software state); the registers are cut off so none of them touches the device.
+pub fn notify_surprise_removal<P: Platform>(
+    a: &Adapter<P>,
+    kind: DXGK_SURPRISE_REMOVAL_TYPE,
+) -> Result<(), Status> {
+    if kind != DxgkRemovalHibernation && kind != DxgkRemovalPnPNotify {
+        return Err(status::INVALID_PARAMETER);
+    }
+    if let Some(live) = a.live() {
+        live.regs.mark_gone();
+    }
+    klog!(P, Warning, "rvgpu: surprise removal (type {})", kind);
+    Ok(())
+}
+
+/// For paths that take work *off* the device (suspend, disconnect, destroy): a device that is
+/// gone runs nothing, so "removed" means the job is done.
+pub fn gone_is_done(r: Result<(), Status>) -> Result<(), Status> {
+    match r {
+        Err(e) if e == status::DEVICE_REMOVED => Ok(()),
+        other => other,
+    }
+}
