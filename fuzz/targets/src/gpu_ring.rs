@@ -1,7 +1,7 @@
 //! `gpu_ring`: the emulated GPU executing an arbitrary ring and an arbitrary INDIRECT buffer
 //! (device model + command decoder), in step mode, with no driver and no OS around it.
 //!
-//! Each input gets a fresh device and memory (cheap: 1 MiB of VRAM, one 1 MiB system window),
+//! Each input gets a fresh device and memory (cheap: 64 KiB of VRAM, one 256 KiB system window),
 //! so addresses are the same for every input and seeds can name the indirect buffer.
 //!
 //! Input: `flags:u8`, `steps:u8`, `ring_words:u16`, then `ring_words` ring words (u64 LE,
@@ -10,7 +10,8 @@
 //! Invariants (a violation panics):
 //! - the device never panics and the run is bounded (at most `STEP_LIMIT` device steps);
 //! - nothing outside the registered system window changes (a canary page next to it);
-//! - a queue created afterwards on the other engine still completes a fence signal.
+//! - once the hostile queue is off the runlist, a queue created afterwards on the other
+//!   engine still completes a fence signal.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use rvgpu_hw::regs::{self, IntCause};
 use crate::input::{Input, Writer};
 
 /// Bytes of the system window the device may reach.
-const WINDOW: u64 = 1 << 20;
+const WINDOW: u64 = 256 << 10;
 /// The hostile ring's size.
 pub const RING_BYTES: u64 = 4096;
 /// The indirect buffer's size.
@@ -58,10 +59,10 @@ struct Rig {
 
 impl Rig {
     fn new() -> Self {
-        let mem = Memory::new(1 << 20);
+        let mem = Memory::new(64 << 10);
         let line = LatchLine::new();
         let cfg = DeviceConfig {
-            vram_size: 1 << 20,
+            vram_size: 64 << 10,
             // Hang detection within the step budget, so hangs are exercised too.
             hang_detect_ticks: 2_000,
             ..DeviceConfig::step()
@@ -92,10 +93,14 @@ impl Rig {
         rig
     }
 
+    /// Zeroed pages from the window (zeroed again: the hostile ring may have written there).
     fn alloc(&mut self, bytes: u64) -> u64 {
         let a = self.next;
-        self.next += bytes.next_multiple_of(4096);
+        let len = bytes.next_multiple_of(4096);
+        self.next += len;
         assert!(self.next <= self.window.bus_addr + self.window.len);
+        let zeros = vec![0u64; (len / 8) as usize];
+        self.mem.write_words(a, &zeros).expect("window memory");
         a
     }
 
@@ -143,25 +148,27 @@ impl Rig {
         self.dev.write32(regs::EVENT_RING_RPTR, w);
     }
 
+    /// Steps until `steps` passes ran or the device did nothing for a few passes in a row
+    /// (timers such as hang detection expire within two passes).
     fn run(&self, steps: usize) {
+        let mut idle = 0;
         for i in 0..steps {
             let busy = self.dev.step();
             if i % 8 == 0 || !busy {
                 self.service();
             }
+            idle = if busy { 0 } else { idle + 1 };
+            if idle > 4 {
+                break;
+            }
         }
     }
 }
 
-/// The fixed layout of a fresh rig.
+/// The fixed layout of a fresh rig: its window is the memory's first system allocation, at
+/// `SYSMEM_START`; the event ring is the window's first page.
 pub fn layout() -> Layout {
-    // The same allocation order as `run`.
-    let base = {
-        let mem = Memory::new(0);
-        mem.alloc_system(WINDOW, 4096).expect("window").bus_addr
-    };
-    let ev = base;
-    let ring = ev + 4096;
+    let ring = rvgpu_device::SYSMEM_START.next_multiple_of(4096) + 4096;
     let ib = ring + RING_BYTES;
     Layout {
         ring,
@@ -180,10 +187,8 @@ pub fn run(data: &[u8]) {
     let ring = rig.alloc(RING_BYTES);
     let ib = rig.alloc(IB_BYTES);
     let scratch = rig.alloc(4096);
-    debug_assert_eq!(
-        (ring, ib, scratch),
-        (layout().ring, layout().ib, layout().scratch)
-    );
+    let l = layout();
+    assert_eq!((ring, ib, scratch), (l.ring, l.ib, l.scratch), "rig layout");
     let mut words = Vec::with_capacity(ring_words);
     for _ in 0..ring_words {
         words.push(inp.u64());
@@ -226,6 +231,15 @@ pub fn run(data: &[u8]) {
             "canary word {i} outside the system window was written"
         );
     }
+
+    // Off the runlist, as a driver takes a queue away: the hostile ring may otherwise go on
+    // writing anywhere in the window, the fence below included.
+    let empty = rig.alloc(128);
+    let reg = |r| regs::engine_reg(0, r).expect("engine register");
+    rig.dev.write64(reg(regs::engine::RUNLIST_BASE), empty);
+    rig.dev.write32(reg(regs::engine::RUNLIST_COUNT), 0);
+    rig.dev.write32(reg(regs::engine::RUNLIST_COMMIT), 1);
+    rig.run(64);
 
     // The other engine still works: a fresh queue signals a fence.
     let ring2 = rig.alloc(4096);
