@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use rvgpu_simos::Mode;
 
+/// UM-17 (normal exit) and UM-18 (abnormal exit) leave none of the process's fences behind.
 #[test]
 fn process_exit_closes_its_native_and_monitored_fences() {
     let m = with_doorbells(Mode::Step, 4);
