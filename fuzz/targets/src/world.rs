@@ -41,7 +41,14 @@ pub struct World {
     queue: UserQueue<SimKmt<'static>>,
     round: u64,
     baseline: Baseline,
+    /// Inputs run on this machine.
+    inputs: u64,
 }
+
+/// Inputs per machine: the simulated OS keeps some records for the machine's life (processed
+/// notifications, fence pages), so a long campaign replaces the machine now and then to keep
+/// the fuzz process's memory bounded.
+const INPUTS_PER_MACHINE: u64 = 2_000;
 
 impl std::fmt::Debug for World {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -84,6 +91,7 @@ impl World {
             target,
             queue,
             round: 0,
+            inputs: 0,
             baseline: Baseline {
                 ums: (0, 0, 0, 0, 0),
                 fences: (0, 0, 0),
@@ -153,7 +161,10 @@ impl World {
     }
 
     /// Creates the hostile process.
-    pub fn hostile(&self) -> UmsProcess {
+    pub fn hostile(&mut self) -> UmsProcess {
+        self.inputs += 1;
+        // Per-input records the invariants do not use.
+        self.m.clear_ums_events(0);
         self.no_fault("before the input");
         self.m
             .create_process(0)
@@ -171,9 +182,55 @@ impl World {
     }
 }
 
-/// Runs `f` on the shared world (built on first use), one input at a time.
+/// Runs `f` on the shared world (built on first use, replaced every [`INPUTS_PER_MACHINE`]
+/// inputs), one input at a time.
 pub fn with_world<R>(f: impl FnOnce(&mut World) -> R) -> R {
     let mut g: MutexGuard<'_, Option<World>> = WORLD.lock().unwrap_or_else(|p| p.into_inner());
+    if g.as_ref().is_some_and(|w| w.inputs >= INPUTS_PER_MACHINE) {
+        if let Some(old) = g.take() {
+            old.retire();
+        }
+    }
     let w = g.get_or_insert_with(World::build);
     f(w)
+}
+
+impl World {
+    /// Drops everything that borrows the machine, then the machine.
+    fn retire(self) {
+        let World {
+            m,
+            queue,
+            canary,
+            target,
+            ..
+        } = self;
+        drop(queue);
+        drop(canary);
+        drop(target);
+        let raw = std::ptr::from_ref(m).cast_mut();
+        // SAFETY: `m` came from `Box::leak` in `build`, and every borrower of it (the queue and
+        // its thunks, the allocations' views, the hostile processes of finished inputs) is
+        // gone, so this is the only reference and the box is freed once.
+        drop(unsafe { Box::from_raw(raw) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A long campaign replaces the shared machine: the old one is torn down (its adapter
+    /// stopped and removed) and inputs keep passing on the new one.
+    #[test]
+    fn shared_machine_is_replaced_and_inputs_keep_passing() {
+        let seeds = crate::ddi::seeds();
+        let (_, first) = &seeds[0];
+        crate::ddi::run(first);
+        let before = super::with_world(|w| {
+            w.inputs = super::INPUTS_PER_MACHINE;
+            w.m.id()
+        });
+        crate::ddi::run(first);
+        let after = super::with_world(|w| w.m.id());
+        assert_ne!(before, after, "the machine was not replaced");
+    }
 }
