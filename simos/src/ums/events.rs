@@ -99,6 +99,13 @@ pub enum UmsEvent {
     /// MF-03: a submission arrived behind a pending GPU wait; the OS holds it (no
     /// `DxgkDdiSubmitCommandToHwQueue` yet).
     SubmitHeld { queue: KmtHandle, value: u64 },
+    /// Issue 18: the driver refused a held submission when the OS released it (user-mode
+    /// arguments it rejects); the device went to error instead of the OS halting.
+    HeldSubmitRefused {
+        queue: KmtHandle,
+        value: u64,
+        status: i32,
+    },
     /// MF-03: `D3DKMTSubmitSignalSyncObjectsToHwQueue`'s signal packet: the OS signalled
     /// `fence` once every earlier submission of the queue completed.
     GpuSignal {

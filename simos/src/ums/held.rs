@@ -274,15 +274,21 @@ pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> 
                     lock(&sched.st).retry_at = Some(last.load(Ordering::Acquire));
                     return Ok(());
                 } else {
+                    // The driver refused work user mode handed in (its address, size or
+                    // value) after D3DKMTSubmitCommandToHwQueue had already returned success:
+                    // the submission can never run. User-mode input must not halt the OS
+                    // (issue 18, found by the `ddi` fuzz target), so the submitting device
+                    // goes to error as after a fault (UM-10); its later held submissions are
+                    // then discarded above. UNVERIFIED what Windows does with a deferred
+                    // submission the driver refuses.
                     lock(&sched.st).list.pop_front();
-                    return Err(sim_err(
-                        a,
-                        format!(
-                            "driver refused held submission {value} of queue {queue:#x} with \
-                             nothing in flight: {:#010x}",
-                            status as u32
-                        ),
-                    ));
+                    lock(&a.ums).events.push(UmsEvent::HeldSubmitRefused {
+                        queue,
+                        value,
+                        status,
+                    });
+                    super::loss::tdr_device_error(a, device)?;
+                    return Ok(());
                 }
             }
         }

@@ -86,6 +86,7 @@ pub(super) fn teardown(
     for c in ctxs {
         destroy_context(a, c)?;
     }
+    close_process_fences(m, a, device)?;
     let kmd = lock(&a.ums)
         .devices
         .get(&device)
@@ -106,6 +107,30 @@ pub(super) fn teardown(
     drop(_g);
     if let Some(pid) = pid {
         m.vidmm_destroy_process(a, pid)?;
+    }
+    Ok(())
+}
+
+/// Process exit closes every handle the process still holds (issue 18: the fuzz targets'
+/// leak check found them kept after exit): its monitored fences (created or opened), then its
+/// native-fence instances, each as the matching destroy thunk would.
+fn close_process_fences(m: &Machine, a: &AdapterShared, device: KmtHandle) -> Result<(), SimError> {
+    let Some(pid) = lock(&a.ums).devices.get(&device).map(|d| d.process) else {
+        return Ok(());
+    };
+    let sync: Vec<KmtHandle> = lock(&a.ums)
+        .fence_owner
+        .iter()
+        .filter(|(_, p)| **p == pid)
+        .map(|(h, _)| *h)
+        .collect();
+    for h in sync {
+        super::held::destroy_sync_fence(m, a, device, h)?;
+    }
+    for h in m.native_fence_kmt_handles_of(a.index, pid) {
+        if let Some(f) = m.take_native_fence_kmt(a.index, h) {
+            m.destroy_native_fence(&f)?;
+        }
     }
     Ok(())
 }

@@ -103,6 +103,19 @@ impl Machine {
         f
     }
 
+    /// The D3DKMT native-fence handles `process` holds on adapter `i` (process exit).
+    pub(crate) fn native_fence_kmt_handles_of(&self, i: usize, process: ProcessId) -> Vec<u32> {
+        let Ok(a) = self.adapter_shared(i) else {
+            return Vec::new();
+        };
+        let os = lock(&a.fence_os);
+        os.kmt
+            .iter()
+            .filter(|(_, f)| f.process() == process)
+            .map(|(h, _)| *h)
+            .collect()
+    }
+
     /// Forgets D3DKMT handle `h` (before the instance is destroyed); returns its instance.
     pub(crate) fn take_native_fence_kmt(&self, i: usize, h: u32) -> Option<NativeFence> {
         let a = self.adapter_shared(i).ok()?;

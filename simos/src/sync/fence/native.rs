@@ -67,6 +67,19 @@ impl Machine {
             .map_or(0, |a| lock(&a.fence_os).local.live.len())
     }
 
+    /// Issue 18 (fuzzing's leak check): live sync objects of adapter `i` as the OS holds them,
+    /// `(native fences, monitored fences, D3DKMT native-fence handles)`, and the bytes of
+    /// system-memory fence pages (kept for the machine's life, so a leak check subtracts them).
+    pub fn fence_live_counts(&self, i: usize) -> ((usize, usize, usize), u64) {
+        self.adapter_shared(i).map_or(((0, 0, 0), 0), |a| {
+            let os = lock(&a.fence_os);
+            (
+                (os.objs.len(), os.legacy.len(), os.kmt.len()),
+                os.page_bytes(),
+            )
+        })
+    }
+
     /// The native-fence caps adapter `i` answered at start.
     pub fn native_fence_caps(&self, i: usize) -> Option<DXGK_NATIVE_FENCE_CAPS> {
         self.adapter_shared(i)

@@ -57,6 +57,11 @@ impl FenceOs {
         self.caps.map_or(8, |c| u64::from(c.MonitoredValueStride))
     }
 
+    /// Bytes of the system-memory fence pages.
+    pub(super) fn page_bytes(&self) -> u64 {
+        self.pages.iter().map(|p| p.len).sum()
+    }
+
     pub(super) fn alloc_slot(
         &mut self,
         a: &AdapterShared,

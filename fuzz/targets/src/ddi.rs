@@ -1,0 +1,496 @@
+//! `ddi`: a hostile process driving every DDI that takes user-mode private data, through the
+//! simulated OS's D3DKMT thunks ([`SimKmt`]) exactly as its UMD could: hardware queues
+//! (`HwQueuePdd`), allocations (`AllocationPdd`), doorbells (`DoorbellPdd`), native fences
+//! (create, open by a guessed handle, destroy), monitored fences, kernel-mode submissions,
+//! residency, and the ring and ring-control memory it owns. Handles are either ones it created
+//! or guessed numbers (which may be the innocent process's).
+//!
+//! Escape: the driver exports no `DxgkDdiEscape` (its table entry is null), so there is no
+//! escape private data to fuzz; [`run`] asserts the entry stays null so that adding one
+//! without a fuzz target is noticed.
+//!
+//! Input: a sequence of operations, each an opcode byte and its arguments ([`Input`]); at most
+//! [`MAX_OPS`] run. See [`seeds`] for valid sequences.
+
+use rvgpu_hw::pdd::{
+    AllocationPdd, DoorbellPdd, HwQueuePdd, ALLOCATION_PDD_VERSION, DOORBELL_PDD_VERSION,
+    HW_QUEUE_PDD_VERSION, PDD_MAGIC,
+};
+use rvgpu_hw::queue::RingControl;
+use rvgpu_simos::kmt::{SimKmt, SimMem};
+use rvgpu_umd::kmt::{
+    Allocation, AllocationCpu, AllocationKind, DestroyFlags, EvictFlags, Kmt, KmtHandle,
+    MakeResidentFlags,
+};
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::input::{Input, Writer};
+use crate::world::with_world;
+
+/// Operations per input at most.
+pub const MAX_OPS: usize = 48;
+
+/// Opcodes.
+#[allow(missing_docs)]
+pub mod op {
+    pub const CONTEXT: u8 = 0;
+    pub const HW_QUEUE: u8 = 1;
+    pub const ALLOC_PDD: u8 = 2;
+    pub const ALLOC: u8 = 3;
+    pub const DOORBELL: u8 = 4;
+    pub const CONNECT: u8 = 5;
+    pub const NOTIFY: u8 = 6;
+    pub const RING: u8 = 7;
+    pub const WRITE: u8 = 8;
+    pub const SUBMIT: u8 = 9;
+    pub const DESTROY: u8 = 10;
+    pub const NATIVE_FENCE: u8 = 11;
+    pub const OPEN_NATIVE: u8 = 12;
+    pub const DESTROY_NATIVE: u8 = 13;
+    pub const STEPS: u8 = 14;
+    pub const RESIDENCY: u8 = 15;
+    pub const LOCK: u8 = 16;
+    pub const MONITORED: u8 = 17;
+    pub const OS_WAIT_SIGNAL: u8 = 18;
+    pub const COUNT: u8 = 19;
+}
+
+/// Handle choice: index into what the process made, or (high bit) a guessed raw handle.
+fn pick(inp: &mut Input<'_>, have: &[KmtHandle]) -> KmtHandle {
+    let b = inp.u8();
+    if b & 0x80 != 0 {
+        return inp.u32();
+    }
+    if have.is_empty() {
+        return u32::from(b);
+    }
+    have[usize::from(b) % have.len()]
+}
+
+fn pick_alloc<'a>(
+    inp: &mut Input<'_>,
+    have: &'a [Allocation<SimMem>],
+) -> Option<&'a Allocation<SimMem>> {
+    let b = usize::from(inp.u8());
+    if have.is_empty() {
+        None
+    } else {
+        have.get(b % have.len())
+    }
+}
+
+/// Private data: the valid structure with one field mutated (mode 0), or raw bytes of any
+/// length (mode 1).
+fn private(inp: &mut Input<'_>, valid: &[u8]) -> Vec<u8> {
+    match inp.u8() % 3 {
+        0 => valid.to_vec(),
+        1 => {
+            let mut v = valid.to_vec();
+            if !v.is_empty() {
+                let at = usize::from(inp.u8()) % v.len();
+                let val = inp.u8();
+                v[at] = val;
+            }
+            v
+        }
+        _ => inp.bytes(96).to_vec(),
+    }
+}
+
+#[derive(Default)]
+struct Hostile {
+    contexts: Vec<KmtHandle>,
+    queues: Vec<KmtHandle>,
+    allocs: Vec<Allocation<SimMem>>,
+    doorbells: Vec<(
+        KmtHandle,
+        rvgpu_umd::kmt::Doorbell<rvgpu_simos::kmt::SimDoorbell>,
+    )>,
+    native: Vec<KmtHandle>,
+    monitored: Vec<KmtHandle>,
+}
+
+fn step(k: &SimKmt<'_>, h: &mut Hostile, inp: &mut Input<'_>) {
+    let m = k.machine();
+    let code = inp.u8() % op::COUNT;
+    match code {
+        op::CONTEXT => {
+            if let Ok(c) = k.create_context(u32::from(inp.u8() % 4)) {
+                h.contexts.push(c);
+            }
+        }
+        op::HW_QUEUE => {
+            let ctx = pick(inp, &h.contexts);
+            let ums = inp.u8() & 1 == 0;
+            let valid = HwQueuePdd {
+                magic: PDD_MAGIC,
+                version: HW_QUEUE_PDD_VERSION,
+                priority: u32::from(inp.u8()),
+                ..Default::default()
+            };
+            let mut pd = private(inp, valid.as_bytes());
+            if let Ok(q) = k.create_hw_queue(ctx, ums, &mut pd) {
+                h.queues.push(q.handle);
+            }
+        }
+        op::ALLOC_PDD => {
+            let raw: [u8; 32] = inp.array();
+            let mut pdd = AllocationPdd::read_from_bytes(&raw).unwrap_or_default();
+            if inp.u8() & 1 == 0 {
+                // Mostly valid headers, so the fields behind them are reached.
+                pdd.magic = PDD_MAGIC;
+                pdd.version = ALLOCATION_PDD_VERSION;
+                pdd.size &= 0x3_ffff;
+            }
+            if let Ok(a) = k.create_allocation_pdd(&pdd) {
+                match k.lock2(a.handle) {
+                    Ok(mem) => h.allocs.push(Allocation {
+                        handle: a.handle,
+                        gpu_va: a.gpu_va,
+                        size: a.size,
+                        mem,
+                    }),
+                    Err(_) => {
+                        let _ = k.destroy_allocation(a.handle);
+                    }
+                }
+            }
+        }
+        op::ALLOC => {
+            let size = u64::from(inp.u16()) * 16;
+            let kind = match inp.u8() % 3 {
+                0 => AllocationKind::Buffer,
+                1 => AllocationKind::Commands,
+                _ => AllocationKind::RingControl,
+            };
+            if let Ok(a) = k.create_allocation_as(size, kind) {
+                h.allocs.push(a);
+            }
+        }
+        op::DOORBELL => {
+            let q = pick(inp, &h.queues);
+            let ring = pick_alloc(inp, &h.allocs);
+            let control = pick_alloc(inp, &h.allocs);
+            let (rh, rva) = ring.map_or((inp.u32(), inp.u64()), |a| (a.handle, a.gpu_va));
+            let (ch, cva) = control.map_or((inp.u32(), inp.u64()), |a| (a.handle, a.gpu_va));
+            let delta = u64::from(inp.u16()) * 8;
+            let valid = DoorbellPdd {
+                magic: PDD_MAGIC,
+                version: DOORBELL_PDD_VERSION,
+                ring_gpu: rva.wrapping_add(delta),
+                ring_control_gpu: cva,
+                ring_size: 1 << (inp.u8() % 20),
+                ..Default::default()
+            };
+            let mut pd = private(inp, valid.as_bytes());
+            if let Ok(d) = k.create_doorbell(q, rh, ch, &mut pd) {
+                h.doorbells.push((d.handle, d));
+            }
+        }
+        op::CONNECT => {
+            let hs: Vec<_> = h.doorbells.iter().map(|d| d.0).collect();
+            let _ = k.connect_doorbell(pick(inp, &hs));
+        }
+        op::NOTIFY => {
+            let hs: Vec<_> = h.doorbells.iter().map(|d| d.0).collect();
+            let _ = k.notify_work_submission(pick(inp, &hs));
+        }
+        op::RING => {
+            let i = usize::from(inp.u8());
+            let v = inp.u64();
+            if !h.doorbells.is_empty() {
+                use rvgpu_umd::kmt::DoorbellCpu;
+                let d = &h.doorbells[i % h.doorbells.len()].1;
+                d.cpu.set_last_queued(v);
+                d.cpu.ring(v);
+            }
+        }
+        op::WRITE => {
+            let off = u64::from(inp.u16()) * 8;
+            let n = usize::from(inp.u8() % 16);
+            let a = pick_alloc(inp, &h.allocs);
+            for i in 0..n {
+                let w = inp.u64();
+                if let Some(a) = a {
+                    a.mem.store(off + i as u64 * 8, w);
+                }
+            }
+        }
+        op::SUBMIT => {
+            let q = pick(inp, &h.queues);
+            let value = inp.u64();
+            let a = pick_alloc(inp, &h.allocs);
+            let off = u64::from(inp.u16()) * 8;
+            let va = a.map_or_else(|| inp.u64(), |a| a.gpu_va.wrapping_add(off));
+            let bytes = u32::from(inp.u16());
+            let _ = k.submit_command_to_hw_queue(q, value, va, bytes);
+        }
+        op::DESTROY => {
+            let kind = inp.u8() % 5;
+            let i = usize::from(inp.u8());
+            match kind {
+                0 if !h.contexts.is_empty() => {
+                    let c = h.contexts.remove(i % h.contexts.len());
+                    let _ = k.destroy_context(c);
+                }
+                1 if !h.queues.is_empty() => {
+                    let q = h.queues.remove(i % h.queues.len());
+                    let _ = k.destroy_hw_queue(q);
+                }
+                2 if !h.allocs.is_empty() => {
+                    let a = h.allocs.remove(i % h.allocs.len());
+                    let _ = k.destroy_allocation2(
+                        a.handle,
+                        DestroyFlags {
+                            assume_not_in_use: i & 1 != 0,
+                        },
+                    );
+                }
+                3 if !h.doorbells.is_empty() => {
+                    let d = h.doorbells.remove(i % h.doorbells.len());
+                    let _ = k.destroy_doorbell(d.0);
+                }
+                _ => {
+                    // A guessed handle of any kind.
+                    let g = inp.u32();
+                    let _ = match i % 4 {
+                        0 => k.destroy_context(g),
+                        1 => k.destroy_hw_queue(g),
+                        2 => k.destroy_allocation(g),
+                        _ => k.destroy_doorbell(g),
+                    };
+                }
+            }
+        }
+        op::NATIVE_FENCE => {
+            if let Ok(f) = k.create_native_fence(inp.u64()) {
+                h.native.push(f.kmt);
+            }
+        }
+        op::OPEN_NATIVE => {
+            let g = pick(inp, &h.native);
+            if let Ok(f) = k.open_native_fence(u64::from(g)) {
+                h.native.push(f.kmt);
+            }
+        }
+        op::DESTROY_NATIVE => {
+            let g = pick(inp, &h.native);
+            if k.destroy_native_fence(g).is_ok() {
+                h.native.retain(|x| *x != g);
+            }
+        }
+        op::STEPS => {
+            let _ = m.run_steps(usize::from(inp.u8() % 32));
+        }
+        op::RESIDENCY => {
+            let hs: Vec<_> = h.allocs.iter().map(|a| a.handle).collect();
+            let n = usize::from(inp.u8() % 4);
+            let mut list = Vec::new();
+            for _ in 0..n {
+                list.push(pick(inp, &hs));
+            }
+            if inp.u8() & 1 == 0 {
+                let _ = k.make_resident(
+                    &list,
+                    MakeResidentFlags {
+                        cant_trim_further: inp.u8() & 1 != 0,
+                    },
+                );
+            } else {
+                let b = inp.u8();
+                let _ = k.evict(
+                    &list,
+                    EvictFlags {
+                        evict_only_if_necessary: b & 1 != 0,
+                        not_written_to: b & 2 != 0,
+                    },
+                );
+            }
+        }
+        op::LOCK => {
+            let hs: Vec<_> = h.allocs.iter().map(|a| a.handle).collect();
+            let g = pick(inp, &hs);
+            match inp.u8() % 3 {
+                0 => drop(k.lock2(g)),
+                1 => drop(k.unlock2(g)),
+                _ => drop(k.invalidate_cache(g, inp.u64() % 8192, inp.u64() % 8192)),
+            }
+        }
+        op::MONITORED => match inp.u8() % 4 {
+            0 => {
+                if let Ok((f, _)) = k.create_monitored_fence(inp.u64()) {
+                    h.monitored.push(f);
+                }
+            }
+            1 => {
+                let g = pick(inp, &h.monitored);
+                let _ = k.signal_fence_from_cpu(g, inp.u64());
+            }
+            2 => {
+                let g = pick(inp, &h.monitored);
+                // Step mode: a wait that cannot be satisfied ends when the machine is idle.
+                let _ = k.wait_for_fence(g, inp.u64() % 4);
+            }
+            _ => {
+                let g = pick(inp, &h.monitored);
+                if k.destroy_monitored_fence(g).is_ok() {
+                    h.monitored.retain(|x| *x != g);
+                }
+            }
+        },
+        _ => {
+            let q = pick(inp, &h.queues);
+            let f = pick(inp, &h.monitored);
+            let v = inp.u64() % 4;
+            let _ = if inp.u8() & 1 == 0 {
+                k.submit_wait_to_hw_queue(q, &[(f, v)])
+            } else {
+                k.submit_signal_to_hw_queue(q, &[(f, v)])
+            };
+        }
+    }
+}
+
+/// Runs one input.
+pub fn run(data: &[u8]) {
+    with_world(|w| {
+        if let Some(t) = w.m.driver_table(0) {
+            assert!(
+                t.DxgkDdiEscape.is_none(),
+                "DxgkDdiEscape needs a fuzz target"
+            );
+        }
+        let p = w.hostile();
+        let k = w.m.kmt(&p);
+        let mut h = Hostile::default();
+        let mut inp = Input::new(data);
+        for _ in 0..MAX_OPS {
+            if inp.is_empty() {
+                break;
+            }
+            step(&k, &mut h, &mut inp);
+            w.no_fault("during the input");
+        }
+        let _ = w.m.run_steps(8);
+        w.no_fault("after the input ran");
+        drop(h);
+        w.kill(&p);
+        w.check();
+    });
+}
+
+/// Seeds: the UMD's own sequences (a working user-mode queue with a doorbell, a kernel-mode
+/// submission, native and monitored fences), each one operation at a time.
+pub fn seeds() -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    // A user-mode queue as the UMD builds it: context, queue, ring, ring control, doorbell,
+    // connect, commands written, write pointer published, doorbell rung.
+    let mut w = Writer::new();
+    w.u8(op::CONTEXT).u8(0);
+    w.u8(op::HW_QUEUE).u8(0).u8(0).u8(0).u8(0);
+    w.u8(op::ALLOC).u16(4096 / 16).u8(1);
+    w.u8(op::ALLOC).u16(RingControl::SIZE as u16 / 16).u8(2);
+    w.u8(op::DOORBELL).u8(0).u8(0).u8(1).u16(0).u8(12).u8(0);
+    w.u8(op::CONNECT).u8(0);
+    let full = w.clone();
+    out.push(("umq-doorbell".to_string(), w.finish()));
+    let mut w = full.clone();
+    // Progress packet (opcode 5) at ring offset 0, then the write pointer 16.
+    let progress = {
+        let c = rvgpu_hw::cmd::Command::Progress {
+            irq: true,
+            value: 1,
+        };
+        let mut b = [0u64; 2];
+        let _ = c.encode(&mut b);
+        b
+    };
+    w.u8(op::WRITE)
+        .u16(0)
+        .u8(2)
+        .u8(0)
+        .u64(progress[0])
+        .u64(progress[1]);
+    w.u8(op::WRITE).u16(0).u8(1).u8(1).u64(16);
+    w.u8(op::RING).u8(0).u64(16);
+    w.u8(op::STEPS).u8(16);
+    out.push(("umq-submit".to_string(), w.finish()));
+    // Bad doorbell private data: raw bytes.
+    let mut w = full.clone();
+    w.u8(op::DOORBELL)
+        .u8(0)
+        .u8(0)
+        .u8(1)
+        .u16(0)
+        .u8(12)
+        .u8(2)
+        .u8(8);
+    w.0.extend_from_slice(&PDD_MAGIC.to_le_bytes());
+    w.0.extend_from_slice(&[1, 0, 0, 0]);
+    out.push(("doorbell-short-pdd".to_string(), w.finish()));
+    // Kernel-mode queue and a submission from a command allocation.
+    let mut w = Writer::new();
+    w.u8(op::CONTEXT).u8(1);
+    w.u8(op::HW_QUEUE).u8(0).u8(1).u8(3).u8(0);
+    w.u8(op::ALLOC).u16(4096 / 16).u8(1);
+    w.u8(op::WRITE)
+        .u16(0)
+        .u8(2)
+        .u8(0)
+        .u64(progress[0])
+        .u64(progress[1]);
+    w.u8(op::SUBMIT).u8(0).u64(1).u8(0).u16(0).u16(16);
+    w.u8(op::STEPS).u8(16);
+    out.push(("kernel-queue-submit".to_string(), w.finish()));
+    // Allocation private data.
+    let pdd = AllocationPdd {
+        magic: PDD_MAGIC,
+        version: ALLOCATION_PDD_VERSION,
+        size: 8192,
+        kind: 0,
+        flags: 0,
+        reserved: 0,
+    };
+    let mut w = Writer::new();
+    w.u8(op::ALLOC_PDD);
+    w.0.extend_from_slice(pdd.as_bytes());
+    w.u8(1);
+    w.u8(op::RESIDENCY).u8(1).u8(0).u8(1).u8(0);
+    w.u8(op::RESIDENCY).u8(1).u8(0).u8(0).u8(0);
+    w.u8(op::LOCK).u8(0).u8(2).u64(0).u64(0);
+    out.push(("allocation-pdd".to_string(), w.finish()));
+    // Native fences: create, open by a guessed handle, destroy.
+    let mut w = Writer::new();
+    w.u8(op::NATIVE_FENCE).u64(5);
+    w.u8(op::OPEN_NATIVE).u8(0x80).u32(0x4000_0001);
+    w.u8(op::OPEN_NATIVE).u8(0);
+    w.u8(op::DESTROY_NATIVE).u8(0);
+    out.push(("native-fences".to_string(), w.finish()));
+    // Monitored fences and OS-scheduled waits/signals on a kernel-mode queue.
+    let mut w = Writer::new();
+    w.u8(op::CONTEXT).u8(0);
+    w.u8(op::HW_QUEUE).u8(0).u8(1).u8(0).u8(0);
+    w.u8(op::MONITORED).u8(0).u64(0);
+    w.u8(op::OS_WAIT_SIGNAL).u8(0).u8(0).u64(1).u8(0);
+    w.u8(op::OS_WAIT_SIGNAL).u8(0).u8(0).u64(1).u8(1);
+    w.u8(op::MONITORED).u8(1).u8(0).u64(1);
+    w.u8(op::STEPS).u8(8);
+    w.u8(op::MONITORED).u8(2).u8(0).u64(1);
+    out.push(("monitored-fences".to_string(), w.finish()));
+    // Guessed handles everywhere.
+    let mut w = Writer::new();
+    for g in [1u32, 2, 3, 0x4000_0000, 0x4000_0004, 0x8000_0001] {
+        w.u8(op::DESTROY).u8(4).u8(0).u32(g);
+        w.u8(op::CONNECT).u8(0x80).u32(g);
+        w.u8(op::SUBMIT)
+            .u8(0x80)
+            .u32(g)
+            .u64(1)
+            .u8(0)
+            .u16(0)
+            .u64(0x1000)
+            .u16(16);
+    }
+    out.push(("guessed-handles".to_string(), w.finish()));
+    out
+}
