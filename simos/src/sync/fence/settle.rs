@@ -102,12 +102,20 @@ pub(super) fn release_from_log(obj: &FenceObj, value: u64, via: ReleaseVia) {
 /// [`settle`] for several fences of adapter `a` at once, as VidSch does at DPC time: one
 /// `DxgkDdiUpdateMonitoredValues` call names every fence whose MonitoredValue changes, then
 /// all are resampled again. Settle locks are taken in handle order (everyone else holds at
-/// most one), so this cannot deadlock.
+/// most one), so this cannot deadlock. A fence named twice (two drains of one log recreation
+/// can both name it) is settled once: locking its settle lock twice would block this thread
+/// on itself, and every later settle of that fence with it.
 pub(super) fn settle_batch(a: &AdapterShared, objs: &mut [Arc<FenceObj>]) -> Result<(), SimError> {
-    objs.sort_by_key(|o| o.global);
-    let _guards: Vec<_> = objs.iter().map(|o| lock(&o.settle_lock)).collect();
+    objs.sort_by_key(|o| (o.global, Arc::as_ptr(o) as usize));
+    let mut unique: Vec<&Arc<FenceObj>> = Vec::with_capacity(objs.len());
+    for o in objs.iter() {
+        if unique.last().is_none_or(|u| !Arc::ptr_eq(u, o)) {
+            unique.push(o);
+        }
+    }
+    let _guards: Vec<_> = unique.iter().map(|o| lock(&o.settle_lock)).collect();
     loop {
-        let updates: Vec<(usize, u64, *mut c_void)> = objs
+        let updates: Vec<(usize, u64, *mut c_void)> = unique
             .iter()
             .filter_map(|o| resample(o).map(|v| (o.global, v, o.mv.kva())))
             .collect();
@@ -163,4 +171,37 @@ pub(super) fn notify_natives(peers: &[Arc<FenceObj>], cv: u64) -> Result<(), Sim
         settle(p)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{MachineConfig, Mode};
+
+    /// A fence named twice in one batch (two drains of one log recreation can both name it) is
+    /// settled once. Locking its settle lock twice blocked the settling thread on itself, and
+    /// the DPC with it: `fence_logs` hung in CI once.
+    #[test]
+    fn settle_batch_with_a_fence_named_twice_returns() {
+        let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
+        m.load_driver().expect("load");
+        m.start_adapter(0).expect("start");
+        let p = m.create_process(0).expect("process");
+        let f = m
+            .create_native_fence(0, p.pid, NativeFenceDesc::default())
+            .expect("fence");
+        let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
+        let obj = Arc::clone(&f.obj);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut objs = [Arc::clone(&obj), obj];
+            let _ = tx.send(settle_batch(&a, &mut objs));
+        });
+        let Ok(r) = rx.recv_timeout(std::time::Duration::from_secs(20)) else {
+            // Tearing the machine down would wait on the stuck fence too.
+            std::mem::forget((f, p, m));
+            panic!("settle_batch did not return: a duplicate fence deadlocked it");
+        };
+        r.expect("settled");
+    }
 }
