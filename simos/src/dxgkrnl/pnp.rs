@@ -535,7 +535,8 @@ impl Machine {
             let t = self.table()?;
             let Some(f) = t.DxgkDdiNotifySurpriseRemoval else {
                 let msg = format!(
-                    "adapter {i}: SupportSurpriseRemoval is set but DxgkDdiNotifySurpriseRemoval                      is null"
+                    "adapter {i}: SupportSurpriseRemoval is set but DxgkDdiNotifySurpriseRemoval \
+                     is null"
                 );
                 self.state.raise_sim_error(msg.clone());
                 return Err(SimError::Simulation(msg));

@@ -489,7 +489,7 @@ pub(crate) fn dev_guard<'a>(a: &'a AdapterShared, dl: &'a Mutex<()>) -> DevGuard
 /// Calls a `DxgkDdiDestroy*` that takes only the KMD's handle of a `what` (device, context,
 /// hardware queue) at PASSIVE_LEVEL. The driver created the object, so the DDI must exist, and
 /// it must succeed; either failure is a simulation error.
-fn destroy_kmd_object(
+pub(crate) fn destroy_kmd_object(
     a: &AdapterShared,
     routine: Routine,
     what: &str,
@@ -507,7 +507,7 @@ fn destroy_kmd_object(
 
 /// The handle a create DDI returned: non-null and not the handle of another live object of
 /// the same kind (the OS could not tell them apart).
-fn check_kmd_handle(
+pub(crate) fn check_kmd_handle(
     a: &AdapterShared,
     ddi: &str,
     field: &str,

@@ -80,11 +80,13 @@ pub(crate) fn create(
         return Ok(Err(refused("DxgkDdiCreateDevice (system device)", status)));
     }
     let device = args.hDevice as usize;
-    if device == 0 {
-        return Err(SimError::Simulation(
-            "driver bug: DxgkDdiCreateDevice (system device) succeeded with a NULL hDevice".into(),
-        ));
-    }
+    crate::ums::check_kmd_handle(
+        a,
+        "DxgkDdiCreateDevice (system device)",
+        "hDevice",
+        device,
+        std::iter::empty(),
+    )?;
     lock(&a.system).device = device;
     for node in 0..nodes {
         let mut args = DXGKARG_CREATECONTEXT {
@@ -116,13 +118,13 @@ pub(crate) fn create(
         }
         let h = args.hContext as usize;
         let mut sys = lock(&a.system);
-        if h == 0 || sys.contexts.contains(&h) {
-            drop(sys);
-            return Err(SimError::Simulation(format!(
-                "driver bug: DxgkDdiCreateContext (system context, node {node}) returned \
-                 hContext {h:#x} (NULL or another live context's)"
-            )));
-        }
+        crate::ums::check_kmd_handle(
+            a,
+            "DxgkDdiCreateContext (system context)",
+            "hContext",
+            h,
+            sys.contexts.iter().copied(),
+        )?;
         sys.contexts.push(h);
     }
     Ok(Ok(()))
@@ -143,46 +145,22 @@ pub(crate) fn context(a: &AdapterShared, node: u32) -> usize {
 pub(crate) fn destroy(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<(), SimError> {
     let objects = std::mem::take(&mut *lock(&a.system));
     for h in objects.contexts {
-        let Some(f) = t.DxgkDdiDestroyContext else {
-            break;
-        };
-        let status = ddi::call(
+        crate::ums::destroy_kmd_object(
             a,
             Routine::DxgkDdiDestroyContext,
-            f as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its own system-context handle.
-                unsafe { f(h as HANDLE) }
-            },
+            "system context",
+            t.DxgkDdiDestroyContext,
+            h,
         )?;
-        if status < 0 {
-            return Err(SimError::Simulation(format!(
-                "DxgkDdiDestroyContext (system context) failed ({:#010x})",
-                status as u32
-            )));
-        }
     }
     if objects.device != 0 {
-        if let Some(f) = t.DxgkDdiDestroyDevice {
-            let device = objects.device;
-            let status = ddi::call(
-                a,
-                Routine::DxgkDdiDestroyDevice,
-                f as usize,
-                At::Level(Irql::Passive),
-                || {
-                    // SAFETY: the driver's DDI with its own system-device handle.
-                    unsafe { f(device as HANDLE) }
-                },
-            )?;
-            if status < 0 {
-                return Err(SimError::Simulation(format!(
-                    "DxgkDdiDestroyDevice (system device) failed ({:#010x})",
-                    status as u32
-                )));
-            }
-        }
+        crate::ums::destroy_kmd_object(
+            a,
+            Routine::DxgkDdiDestroyDevice,
+            "system device",
+            t.DxgkDdiDestroyDevice,
+            objects.device,
+        )?;
     }
     Ok(())
 }
