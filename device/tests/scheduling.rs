@@ -6,7 +6,7 @@ use common::*;
 use rvgpu_device::DeviceConfig;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::queue::NO_QUEUE;
+use rvgpu_hw::queue::{QueueFlags, NO_QUEUE};
 use rvgpu_hw::regs;
 
 #[test]
@@ -72,6 +72,53 @@ fn um_02_global_doorbell_value_names_the_queue() {
     rig.dev.doorbell_write(0, 10);
     rig.run();
     assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+}
+
+/// Issue 18, hardware.md 5.5: in global mode a doorbell page rings only the user-mode
+/// queues of the process it is bound to. A write naming another process's queue (through
+/// the writer's own page), a kernel-mode queue, or through an unbound page runs nothing.
+#[test]
+fn issue_18_global_doorbell_page_rings_only_its_process() {
+    let mut rig = Rig::new(DeviceConfig {
+        global_doorbell: true,
+        doorbells: 4,
+        ..DeviceConfig::step()
+    });
+    let (fa, fb, fk) = (rig.fence(0), rig.fence(0), rig.fence(0));
+    // A: process RIG_PROCESS, page 0. B: process 2, page 1. K: a kernel-mode queue of
+    // RIG_PROCESS (no USER_MODE).
+    let mut a = rig.queue(0, 10);
+    let mut b = rig.queue(0, 11);
+    b.desc.process_id = 2;
+    let mut k = rig.queue(1, 12);
+    k.desc.flags = QueueFlags::VALID.bits();
+    rig.dev.write32(regs::doorbell_bind_reg(1).unwrap(), 2);
+    rig.commit(0, &[&a, &b]);
+    rig.commit(1, &[&k]);
+    // Published but not rung.
+    rig.push(&mut a, &[signal(fa, 1, 0, 0)]);
+    rig.push(&mut b, &[signal(fb, 1, 0, 0)]);
+    rig.push(&mut k, &[signal(fk, 1, 0, 0)]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(fa.cv), Some(0), "nothing rang yet");
+    // B's process rings A's queue id on its own page; A's process names K; page 2 is unbound.
+    rig.dev.doorbell_write(1, 10);
+    rig.dev.doorbell_write(0, 12);
+    rig.dev.doorbell_write(2, 10);
+    rig.run();
+    let values = |rig: &Rig| [fa, fb, fk].map(|f| rig.mem.read_u64(f.cv).unwrap());
+    assert_eq!(values(&rig), [0, 0, 0], "foreign rings run nothing");
+    assert_eq!(rig.dev.doorbell_stats().ignored, 3);
+    // Each process rings its own queue through its own page.
+    rig.dev.doorbell_write(0, 10);
+    rig.dev.doorbell_write(1, 11);
+    rig.run();
+    assert_eq!(values(&rig), [1, 1, 0]);
+    // The kernel-mode queue still runs by QUEUE_KICK.
+    rig.kick(&k);
+    rig.run();
+    assert_eq!(values(&rig), [1, 1, 1]);
+    assert_eq!(rig.dev.doorbell_stats().per_page[..2], [1, 1]);
 }
 
 fn timestamps(rig: &mut Rig, q: &mut Q, n: u64) -> u64 {

@@ -21,8 +21,10 @@ use rvgpu_hw::pdd::{
 };
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
+use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{
-    DoorbellState, Machine, MachineConfig, Mode, Power, SimError, UmsEvent, UmsProcess,
+    DoorbellState, Machine, MachineConfig, Mode, NativeFenceDesc, Power, SimError, UmsEvent,
+    UmsProcess,
 };
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, FenceCpu, HwQueue, Kmt, NtStatus,
@@ -1007,6 +1009,140 @@ fn um_21_global_doorbell_no_victimisation() {
     assert_eq!(pages, vec![0, 0, 0]);
     drop(qs);
     ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+/// Connect pages in event order.
+fn connect_pages(ev: &[UmsEvent]) -> Vec<u32> {
+    ev.iter()
+        .filter_map(|e| match e {
+            UmsEvent::ConnectDoorbell { page, .. } => Some(*page),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Issue 18 (global-doorbell limit), UM-21: in global mode each process gets its own doorbell
+/// page, shared by all its doorbells; with a page per process nothing is victimised.
+#[test]
+fn issue_18_global_doorbell_one_page_per_process() {
+    let m = machine_with(Mode::Step, |a| {
+        a.device.doorbells = 2;
+        a.device.global_doorbell = true;
+    });
+    let procs: Vec<_> = (0..2).map(|_| ok(&m, m.create_process(0))).collect();
+    let mut all = Vec::new();
+    for p in &procs {
+        let k = m.kmt(p);
+        let t = target(&m, &k);
+        for i in 0..2u64 {
+            let mut q = okk(&m, UserQueue::new(k, &config(0)));
+            let last = okk(&m, q.submit(&[fill(&t, 5 + i)]));
+            all.push((q, last));
+        }
+    }
+    for (q, last) in &all {
+        okk(&m, q.wait(*last));
+    }
+    let ev = events_of(&m);
+    let pages = connect_pages(&ev);
+    assert_eq!(pages.len(), 4, "{ev:?}");
+    assert_eq!(
+        pages[0], pages[1],
+        "one page for the first process: {pages:?}"
+    );
+    assert_eq!(
+        pages[2], pages[3],
+        "one page for the second process: {pages:?}"
+    );
+    assert_ne!(
+        pages[0], pages[2],
+        "processes never share a page: {pages:?}"
+    );
+    assert!(!ev
+        .iter()
+        .any(|e| matches!(e, UmsEvent::CallbackDisconnect { .. })));
+    drop(all);
+    for p in &procs {
+        ok(&m, m.exit_process(p));
+    }
+    no_fault(&m);
+}
+
+/// Issue 18 (global-doorbell limit): a process that writes another process's queue id
+/// through its own doorbell mapping rings nothing; the owner's published work waits for the
+/// owner's ring. (Before, every process rang the one shared page and any queue id ran.)
+#[test]
+fn issue_18_global_doorbell_foreign_ring_runs_nothing() {
+    let m = machine_with(Mode::Step, |a| {
+        a.device.doorbells = 2;
+        a.device.global_doorbell = true;
+    });
+    let mut victim = ok(&m, GpuQueue::new(&m, 0, 0));
+    let hostile = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = ok(
+        &m,
+        m.create_native_fence(0, victim.pid(), NativeFenceDesc::default()),
+    );
+    ok(&m, m.run_until_idle());
+    ok(&m, victim.signal(&f, 1));
+    ok(&m, victim.publish());
+    ok(&m, m.run_until_idle());
+    assert_eq!(f.current_value(), 0, "published, not rung");
+    let before = m.device(0).expect("adapter 0").doorbell_stats();
+    hostile.ring_raw(u64::from(victim.queue_id()));
+    ok(&m, m.run_until_idle());
+    assert_eq!(f.current_value(), 0, "a foreign ring ran the victim's work");
+    let after = m.device(0).expect("adapter 0").doorbell_stats();
+    assert_eq!(after.ignored, before.ignored + 1, "the device ignored it");
+    ok(&m, victim.kick());
+    ok(&m, m.run_until_idle());
+    assert_eq!(f.current_value(), 1, "the owner's ring runs it");
+    no_fault(&m);
+}
+
+/// Issue 18, UM-20 in global mode: with more processes than pages, connecting a doorbell of a
+/// new process takes the least recently connected process's page, and every doorbell of
+/// that process on it is victimised (DISCONNECTED_RETRY); the victims reconnect and finish.
+#[test]
+fn issue_18_global_doorbell_victimises_a_whole_process() {
+    let m = machine_with(Mode::Step, |a| {
+        a.device.doorbells = 1;
+        a.device.global_doorbell = true;
+    });
+    let pa = ok(&m, m.create_process(0));
+    let pb = ok(&m, m.create_process(0));
+    let (ka, kb) = (m.kmt(&pa), m.kmt(&pb));
+    let (ta, tb) = (target(&m, &ka), target(&m, &kb));
+    let mut qa: Vec<_> = (0..2)
+        .map(|_| okk(&m, UserQueue::new(ka, &config(0))))
+        .collect();
+    for (i, q) in qa.iter_mut().enumerate() {
+        let last = okk(&m, q.submit(&[fill(&ta, 1 + i as u64)]));
+        okk(&m, q.wait(last));
+    }
+    let callbacks = |m: &Machine| {
+        events_of(m)
+            .iter()
+            .filter(|e| matches!(e, UmsEvent::CallbackDisconnect { .. }))
+            .count()
+    };
+    assert_eq!(callbacks(&m), 0);
+    let mut qb = okk(&m, UserQueue::new(kb, &config(0)));
+    let last = okk(&m, qb.submit(&[fill(&tb, 9)]));
+    okk(&m, qb.wait(last));
+    assert_eq!(tb.mem.load(0), 9);
+    assert_eq!(callbacks(&m), 2, "both of A's doorbells were victimised");
+    // A's queues reconnect (taking the page back from B) and run.
+    for (i, q) in qa.iter_mut().enumerate() {
+        let last = okk(&m, q.submit(&[fill(&ta, 20 + i as u64)]));
+        okk(&m, q.wait(last));
+    }
+    assert_eq!(ta.mem.load(0), 21);
+    assert_eq!(callbacks(&m), 3, "B's doorbell was victimised once");
+    drop((qa, qb));
+    ok(&m, m.exit_process(&pa));
+    ok(&m, m.exit_process(&pb));
     no_fault(&m);
 }
 

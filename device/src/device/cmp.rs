@@ -30,7 +30,7 @@ use rvgpu_hw::engine::EngineState;
 use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
 use rvgpu_hw::fence::wait_satisfied;
 use rvgpu_hw::mmu::Access;
-use rvgpu_hw::queue::{QueueDescriptor, RingControl, NO_QUEUE, RUNLIST_MAX};
+use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_QUEUE, RUNLIST_MAX};
 use rvgpu_hw::regs::IntCause;
 
 use rvgpu_hw::addr::GpuVa;
@@ -446,8 +446,14 @@ impl Core {
     }
 
     /// Reloads a queue's write pointer (doorbell, QUEUE_KICK). `engine` limits the search;
-    /// returns whether a runlisted queue with that id was found.
-    pub(crate) fn rescan_queue(&self, engine: Option<usize>, queue_id: u32) -> bool {
+    /// `owner` (a global-doorbell page's process) limits it to that process's user-mode
+    /// queues. Returns whether a runlisted queue with that id was found and rescanned.
+    pub(crate) fn rescan_queue(
+        &self,
+        engine: Option<usize>,
+        queue_id: u32,
+        owner: Option<u32>,
+    ) -> bool {
         let mut cmp = lock(&self.cmp);
         let mut found = false;
         let mut fault = None;
@@ -458,6 +464,15 @@ impl Core {
             let Some(q) = eng.queues.iter_mut().find(|q| q.desc.queue_id == queue_id) else {
                 continue;
             };
+            // A global-doorbell page rings only the user-mode queues of the process it is
+            // bound to (hardware.md 5.5): a write naming anyone else's queue is ignored.
+            if let Some(owner) = owner {
+                let user =
+                    QueueFlags::from_bits_truncate(q.desc.flags).contains(QueueFlags::USER_MODE);
+                if !user || q.desc.process_id != owner {
+                    break;
+                }
+            }
             found = true;
             if q.fault.is_some() {
                 break;
@@ -606,6 +621,9 @@ impl Core {
                     read_ptr: q.rptr,
                     known_write_ptr: q.known_wptr,
                     priority: q.desc.priority,
+                    process_id: q.desc.process_id,
+                    user_mode: QueueFlags::from_bits_truncate(q.desc.flags)
+                        .contains(QueueFlags::USER_MODE),
                     fault: q.fault,
                     blocked_on: q.wait.filter(|w| !w.wake).map(|w| (w.addr.get(), w.value)),
                     indirect: q.indirect.map(|i| (i.addr.get(), i.off)),

@@ -2,9 +2,12 @@
 //!
 //! Dedicated mode: page `i` (< CONFIG.doorbells) is bound to a queue by DOORBELL_BIND[i]; a
 //! write to it (any value) makes the CMP load that queue's RingControl.write_ptr (Acquire),
-//! synchronously, then wakes the CMP. Global mode: only page 0 exists; the value written is
-//! the queue id. Writes to unbound or out-of-range pages, unknown queue ids, and any write
-//! while the device is lost are ignored but counted.
+//! synchronously, then wakes the CMP. Global mode: page `i` is bound to a *process* by
+//! DOORBELL_BIND[i] and the value written is the queue id; the page rings only user-mode
+//! queues whose descriptor carries that process id, so a process can ring its own queues
+//! through its page and nobody else's (issue 18). Writes to unbound or out-of-range pages,
+//! unknown or foreign queue ids, and any write while the device is lost are ignored but
+//! counted.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -17,7 +20,8 @@ use super::Core;
 pub struct DoorbellStats {
     /// Writes that rescanned a queue.
     pub accepted: u64,
-    /// Writes ignored (unbound/out-of-range page, unknown queue, device lost).
+    /// Writes ignored (unbound/out-of-range page, unknown or (global mode) foreign queue,
+    /// device lost).
     pub ignored: u64,
     /// Accepted writes per page.
     pub per_page: Vec<u64>,
@@ -62,25 +66,26 @@ impl Core {
             db.ignore();
             return;
         }
-        let queue_id = if self.cfg.global_doorbell {
-            match (page, u32::try_from(value)) {
-                (0, Ok(id)) if id != NO_QUEUE => id,
+        let Some(bind) = usize::try_from(page)
+            .ok()
+            .and_then(|p| self.regs.doorbell_bind.get(p))
+        else {
+            return db.ignore();
+        };
+        // Acquire: pairs with the Release store of the DOORBELL_BIND write.
+        let bound = match bind.load(Ordering::Acquire) {
+            NO_QUEUE => return db.ignore(),
+            v => v,
+        };
+        let (queue_id, owner) = if self.cfg.global_doorbell {
+            match u32::try_from(value) {
+                Ok(id) if id != NO_QUEUE => (id, Some(bound)),
                 _ => return db.ignore(),
             }
         } else {
-            let Some(bind) = usize::try_from(page)
-                .ok()
-                .and_then(|p| self.regs.doorbell_bind.get(p))
-            else {
-                return db.ignore();
-            };
-            // Acquire: pairs with the Release store of the DOORBELL_BIND write.
-            match bind.load(Ordering::Acquire) {
-                NO_QUEUE => return db.ignore(),
-                id => id,
-            }
+            (bound, None)
         };
-        if self.rescan_queue(None, queue_id) {
+        if self.rescan_queue(None, queue_id, owner) {
             db.accepted.fetch_add(1, Ordering::Relaxed);
             if let Some(c) = usize::try_from(page).ok().and_then(|p| db.per_page.get(p)) {
                 c.fetch_add(1, Ordering::Relaxed);

@@ -228,7 +228,7 @@ impl Core {
                     RegId::RunlistCommit if v32 == 1 => self.commit_runlist(i),
                     RegId::EngineCtrl if v32 == ENGINE_CTRL_RESET => self.reset_engine(i),
                     RegId::QueueKick => {
-                        self.rescan_queue(Some(i), v32);
+                        self.rescan_queue(Some(i), v32, None);
                     }
                     // Without CAPS.SCHED_LOG these ignore writes. Relaxed: the CTRL write that
                     // adopts the log runs on the same thread or after a synchronising write,

@@ -174,6 +174,10 @@ pub struct QueueSnapshot {
     /// Write pointer as last loaded on a doorbell/kick/commit.
     pub known_write_ptr: u64,
     pub priority: u32,
+    /// The descriptor's process id (the global doorbell page that may ring it).
+    pub process_id: u32,
+    /// The descriptor's `USER_MODE` flag.
+    pub user_mode: bool,
     pub fault: Option<FaultCode>,
     /// `(address, value)` of the FENCE_WAIT the queue is blocked on, if any.
     pub blocked_on: Option<(u64, u64)>,

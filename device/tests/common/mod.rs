@@ -17,6 +17,9 @@ use rvgpu_hw::regs::{self, IntCause};
 
 pub const EVENT_RING_SIZE: u32 = 64;
 
+/// The process id of the rig's queues in global doorbell mode (page 0 is bound to it).
+pub const RIG_PROCESS: u32 = 1;
+
 pub struct Rig {
     pub mem: Arc<Memory>,
     pub dev: Arc<Device>,
@@ -111,7 +114,8 @@ impl Rig {
         a
     }
 
-    /// A queue on `engine` with a 4 KiB ring, logs, and (dedicated mode) a bound doorbell.
+    /// A queue on `engine` with a 4 KiB ring, logs, and (dedicated mode) a bound doorbell;
+    /// in global mode a user-mode queue of process [`RIG_PROCESS`], whose page is 0.
     pub fn queue(&mut self, engine: u32, id: u32) -> Q {
         self.queue_with(engine, id, 0, 4096, ENTRIES_PER_BUFFER)
     }
@@ -129,7 +133,11 @@ impl Rig {
         let progress = self.alloc(8);
         let wait_log = self.log_buffer(LOG_TYPE_WAITS, log_entries);
         let signal_log = self.log_buffer(LOG_TYPE_SIGNALS, log_entries);
-        let doorbell = if self.dev.config().global_doorbell {
+        let global = self.dev.config().global_doorbell;
+        let doorbell = if global {
+            // Page 0 is the rig's process page (hardware.md 5.5).
+            self.dev
+                .write32(regs::doorbell_bind_reg(0).unwrap(), RIG_PROCESS);
             Some(0)
         } else if self.next_doorbell < self.dev.config().doorbells {
             let d = self.next_doorbell;
@@ -143,7 +151,13 @@ impl Rig {
             engine,
             desc: QueueDescriptor {
                 queue_id: id,
-                flags: QueueFlags::VALID.bits(),
+                // Global doorbell pages ring only user-mode queues of their process.
+                flags: if global {
+                    (QueueFlags::VALID | QueueFlags::USER_MODE).bits()
+                } else {
+                    QueueFlags::VALID.bits()
+                },
+                process_id: if global { RIG_PROCESS } else { 0 },
                 ring_base: GpuVa::new(ring_base),
                 ring_size: ring,
                 doorbell: doorbell.unwrap_or(NO_DOORBELL),

@@ -58,7 +58,10 @@ pub struct QueueDescriptor {
     pub signal_log: GpuVa,
     /// Higher runs first among runnable queues of one engine; equal priorities round-robin.
     pub priority: u32,
-    /// Process (GPU address space) id; reserved for page tables, informational in v1.
+    /// Process (GPU address space) id, chosen by the driver, never [`NO_QUEUE`]. In global
+    /// doorbell mode a page bound to this id ([`crate::regs::DOORBELL_BIND`]) is the only
+    /// one that can ring the queue, and only if it is [`QueueFlags::USER_MODE`]; otherwise
+    /// informational.
     pub process_id: u32,
     /// Root of the queue's GPU page tables: the 4 KiB-aligned device physical address of its
     /// root table ([`crate::mmu`]), or 0 for identity (version 1 behaviour). Every address the

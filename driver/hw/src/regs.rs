@@ -8,11 +8,13 @@ use bitflags::bitflags;
 
 /// "RVGP" in little-endian ASCII: the value of [`ID`].
 pub const ID_VALUE: u32 = 0x5047_5652;
-/// The [`VERSION`] this crate describes: 2.0. Version 1.x had no GPU page tables; 2.0 adds
+/// The [`VERSION`] this crate describes: 2.1. Version 1.x had no GPU page tables; 2.0 adds
 /// them ([`crate::mmu`], [`Caps::PAGE_TABLES`]): a queue with a non-zero
 /// `page_table_base` has its addresses translated, which a 1.x driver would not expect, so
-/// the major version changes and a 1.x driver refuses the device cleanly.
-pub const VERSION_VALUE: u32 = 0x0002_0000;
+/// the major version changes and a 1.x driver refuses the device cleanly. 2.1 gives the
+/// global doorbell one page per process ([`DOORBELL_BIND`] holds a process id there); only
+/// a device with [`Caps::GLOBAL_DOORBELL`] behaves differently.
+pub const VERSION_VALUE: u32 = 0x0002_0001;
 /// Key for [`ADAPTER_RESET`]: "RSET".
 pub const ADAPTER_RESET_KEY: u32 = 0x5445_5352;
 
@@ -120,7 +122,9 @@ crate::register! {
     /// it.
     SYSWIN_SIZE [16; SYSWIN_STRIDE] => SyswinSize(u64, RW) @ 0x0208;
     /// RW32 array: physical doorbell `i` is bound to the queue whose id is at
-    /// `DOORBELL_BIND + 4 * i`; [`crate::queue::NO_QUEUE`] unbinds it. Dedicated mode only.
+    /// `DOORBELL_BIND + 4 * i`; [`crate::queue::NO_QUEUE`] unbinds it. Dedicated mode: the
+    /// queue id page `i` rings. Global mode ([`Caps::GLOBAL_DOORBELL`], version 2.1): the
+    /// process id (`QueueDescriptor::process_id`) whose user-mode queues page `i` may ring.
     DOORBELL_BIND [DOORBELL_MAX; 4] => DoorbellBind(u32, RW) @ 0x0800;
 
     /// RW64 per engine: GPU address of the runlist: an array of

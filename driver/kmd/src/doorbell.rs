@@ -10,8 +10,13 @@
 //!   victim does not touch it); `DxgkCbDisconnectDoorbell(DISCONNECTED_RETRY)` is called with
 //!   no lock held (it is PASSIVE_LEVEL); then, under the lock again, `DOORBELL_BIND[i]` is
 //!   rebound to the new queue.
-//!   **Global mode** (`CAPS.GLOBAL_DOORBELL`): every doorbell is page 0, nothing is bound and
-//!   nothing victimised. Either way the DDI returns the kernel VA of the page in the BAR2
+//!   **Global mode** (`CAPS.GLOBAL_DOORBELL`): one page per *process*, bound to its process id
+//!   (`DOORBELL_BIND[i]` = `Process::id`); every doorbell of the process connects through it
+//!   and writes its queue id, and the device rings only that process's user-mode queues from
+//!   it, so no process can ring another's queue (issue 18). Nothing is victimised while
+//!   processes with connected doorbells fit in the pages; past that, the least recently
+//!   connected process's page is taken and all its doorbells there are victimised
+//!   ([`connect_global`]). Either way the DDI returns the kernel VA of the page in the BAR2
 //!   mapping, status `CONNECTED`, and then kicks the queue to collect work written while it
 //!   had no doorbell (hardware.md 5.5).
 //! - `DisconnectDoorbell` (OS-initiated) unbinds and frees the physical doorbell; the queue
@@ -88,8 +93,15 @@ pub struct Doorbell {
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Slot {
-    /// The doorbell connected (or being connected) to this page.
+    /// Dedicated mode: the doorbell connected (or being connected) to this page.
     owner: Option<Handle>,
+    /// Global mode: the process id the page is bound to (or being bound to).
+    process: Option<u32>,
+    /// Global mode: doorbells connected through this page.
+    users: u32,
+    /// Global mode: the doorbell whose connect is between victimising the page's old process
+    /// and binding it to its own.
+    claimant: Option<Handle>,
     /// When it was connected (a logical clock): the smallest is the least recently connected.
     stamp: u64,
     /// A connect is between victimising the old owner and binding the new one.
@@ -111,14 +123,18 @@ pub enum Choice {
     Free(u32),
     /// Page `i` is taken from doorbell `victim`, the least recently connected one.
     Victim(u32, Handle),
+    /// Global mode: page `i` is already bound to the connecting doorbell's process.
+    Shared(u32),
+    /// Global mode: page `i` is taken from process `pid`, the least recently connected one;
+    /// every doorbell connected through it is victimised.
+    VictimProcess(u32, u32),
 }
 
 impl Physical {
-    /// `count` physical doorbells; `global`: every doorbell shares page 0. Allocates the
+    /// `count` physical doorbells; `global`: each page serves one process. Allocates the
     /// page table (StartDevice), fallibly.
     pub fn try_new<P: Platform>(count: u32, global: bool) -> Result<Self, crate::kmem::NoMemory> {
-        let n = if global { 0 } else { count };
-        let n = usize::try_from(n).map_err(|_| crate::kmem::NoMemory)?;
+        let n = usize::try_from(count).map_err(|_| crate::kmem::NoMemory)?;
         Ok(Self {
             global,
             slots: crate::kmem::try_from_fn::<P, _>(n, |_| Slot::default())?,
@@ -138,10 +154,9 @@ impl Physical {
     /// `count` doorbells for host unit tests.
     #[cfg(test)]
     pub fn new(count: u32, global: bool) -> Self {
-        let n = if global { 0 } else { count };
         Self {
             global,
-            slots: (0..n).map(|_| Slot::default()).collect(),
+            slots: (0..count).map(|_| Slot::default()).collect(),
             clock: 0,
         }
     }
@@ -155,13 +170,43 @@ impl Physical {
     /// with a connect in flight are never chosen). `None` when every page is pending, or in
     /// global mode.
     pub fn choose(&self) -> Option<Choice> {
+        if self.global {
+            return None;
+        }
+        match self.free_or_oldest()? {
+            (i, None) => Some(Choice::Free(i)),
+            (i, Some(s)) => Some(Choice::Victim(i, s.owner?)),
+        }
+    }
+
+    /// Global mode: the page already bound to process `pid`, else the lowest free page, else
+    /// the least recently connected process's page (never one with a connect in flight).
+    pub fn choose_process(&self, pid: u32) -> Option<Choice> {
+        if !self.global {
+            return None;
+        }
+        if let Some(i) = self
+            .slots
+            .iter()
+            .position(|s| s.process == Some(pid) && !s.pending)
+        {
+            return u32::try_from(i).ok().map(Choice::Shared);
+        }
+        match self.free_or_oldest()? {
+            (i, None) => Some(Choice::Free(i)),
+            (i, Some(s)) => Some(Choice::VictimProcess(i, s.process?)),
+        }
+    }
+
+    /// The lowest free page (`(i, None)`), else the non-pending page with the oldest stamp.
+    fn free_or_oldest(&self) -> Option<(u32, Option<&Slot>)> {
         let idx = |i: usize| u32::try_from(i).ok();
         if let Some(i) = self
             .slots
             .iter()
-            .position(|s| s.owner.is_none() && !s.pending)
+            .position(|s| s.owner.is_none() && s.process.is_none() && !s.pending)
         {
-            return idx(i).map(Choice::Free);
+            return Some((idx(i)?, None));
         }
         let (i, s) = self
             .slots
@@ -169,17 +214,21 @@ impl Physical {
             .enumerate()
             .filter(|(_, s)| !s.pending)
             .min_by_key(|(_, s)| s.stamp)?;
-        Some(Choice::Victim(idx(i)?, s.owner?))
+        Some((idx(i)?, Some(s)))
     }
 
     fn slot_mut(&mut self, i: u32) -> Option<&mut Slot> {
         self.slots.get_mut(usize::try_from(i).ok()?)
     }
 
+    fn tick(&mut self) -> u64 {
+        self.clock = self.clock.saturating_add(1);
+        self.clock
+    }
+
     /// Gives page `i` to `owner`; `pending` while the old owner is being told.
     pub fn claim(&mut self, i: u32, owner: Handle, pending: bool) {
-        self.clock = self.clock.saturating_add(1);
-        let stamp = self.clock;
+        let stamp = self.tick();
         if let Some(s) = self.slot_mut(i) {
             s.owner = Some(owner);
             s.stamp = stamp;
@@ -202,6 +251,82 @@ impl Physical {
     pub fn owner(&self, i: u32) -> Option<(Handle, bool)> {
         let s = self.slots.get(usize::try_from(i).ok()?)?;
         s.owner.map(|o| (o, s.pending))
+    }
+
+    /// Global mode: one more doorbell of process `pid` connects through page `i` (which is
+    /// free or already `pid`'s, not pending).
+    pub fn join(&mut self, i: u32, pid: u32) {
+        let stamp = self.tick();
+        if let Some(s) = self.slot_mut(i) {
+            s.process = Some(pid);
+            s.users = s.users.saturating_add(1);
+            s.stamp = stamp;
+        }
+    }
+
+    /// Global mode: page `i` is taken for doorbell `claimant` of process `pid`; its old
+    /// process's doorbells are being told.
+    pub fn claim_for_process(&mut self, i: u32, pid: u32, claimant: Handle) {
+        let stamp = self.tick();
+        if let Some(s) = self.slot_mut(i) {
+            *s = Slot {
+                process: Some(pid),
+                claimant: Some(claimant),
+                stamp,
+                pending: true,
+                ..Slot::default()
+            };
+        }
+    }
+
+    /// Global mode: whether page `i`'s pending claim is `claimant`'s.
+    pub fn claimed_by(&self, i: u32, claimant: Handle) -> bool {
+        self.slots
+            .get(usize::try_from(i).unwrap_or(usize::MAX))
+            .is_some_and(|s| s.pending && s.claimant == Some(claimant))
+    }
+
+    /// Global mode: `claimant`'s pending claim on page `i` completes with its doorbell as
+    /// the first user.
+    pub fn complete_claim(&mut self, i: u32) {
+        if let Some(s) = self.slot_mut(i) {
+            s.pending = false;
+            s.claimant = None;
+            s.users = 1;
+        }
+    }
+
+    /// Global mode: a doorbell leaves page `i`. Returns whether the page is now free (its
+    /// last user left and no claim is pending), so the caller unbinds it.
+    pub fn leave(&mut self, i: u32) -> bool {
+        match self.slot_mut(i) {
+            Some(s) if s.process.is_some() && !s.pending => {
+                s.users = s.users.saturating_sub(1);
+                if s.users == 0 {
+                    *s = Slot::default();
+                    return true;
+                }
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// Global mode: drops page `i`'s pending claim (its doorbell went away or connected
+    /// elsewhere meanwhile).
+    pub fn abandon_claim(&mut self, i: u32) {
+        if let Some(s) = self.slot_mut(i) {
+            *s = Slot::default();
+        }
+    }
+
+    /// Global mode: the bound pages and their process ids (to restore `DOORBELL_BIND` after
+    /// an adapter reset).
+    pub fn process_pages(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.slots.iter().enumerate().filter_map(|(i, s)| {
+            let pid = s.process.filter(|_| !s.pending && s.users > 0)?;
+            Some((u32::try_from(i).ok()?, pid))
+        })
     }
 }
 
@@ -431,19 +556,17 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<u32, Status> {
         return Ok(page);
     }
     if s.physical.is_global() {
-        if let Some(d) = s.doorbells.get_mut(&h) {
-            d.physical = Some(0);
-        }
-        return Ok(0);
+        return connect_global(live, s, h);
     }
     let (page, call) = match s.physical.choose() {
-        None => return Err(status::INSUFFICIENT_RESOURCES),
+        // Global-mode choices never come from `choose`.
+        None | Some(Choice::Shared(_) | Choice::VictimProcess(..)) => {
+            return Err(status::INSUFFICIENT_RESOURCES)
+        }
         Some(Choice::Free(i)) => {
             s.physical.claim(i, h, false);
             bind(live, i, queue_id);
-            if let Some(d) = s.doorbells.get_mut(&h) {
-                d.physical = Some(i);
-            }
+            set_physical(&mut s, h, Some(i));
             return Ok(i);
         }
         Some(Choice::Victim(i, victim)) => {
@@ -455,21 +578,7 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<u32, Status> {
     drop(s);
     // No KMD lock held: DxgkCbDisconnectDoorbell is PASSIVE_LEVEL.
     if let Some(c) = &call {
-        let r = live.dxgk.disconnect_doorbell(
-            c.os_queue,
-            c.os_doorbell,
-            D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
-        );
-        if let Err(e) = r {
-            // The victim is disconnected on our side whatever Dxgkrnl says; its UMD finds out
-            // at its next ring (which the unbound page ignores) or reconnect.
-            klog!(
-                P,
-                Warning,
-                "rvgpu: DxgkCbDisconnectDoorbell failed: {:#x}",
-                e.code()
-            );
-        }
+        tell_victim::<P>(live, c);
     }
     let mut s = live.sched.lock();
     if let Some(v) = call.and_then(|c| s.doorbells.get_mut(&c.victim)) {
@@ -510,13 +619,134 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<u32, Status> {
     }
 }
 
+/// Global mode: connects doorbell `h` through its process's page (one page per process,
+/// bound to the process id, hardware.md 5.5). A process that has a page shares it; otherwise
+/// a free page is bound to it; with none free, the least recently connected process's page
+/// is taken and every doorbell of that process connected through it is victimised, as in
+/// dedicated mode (module doc): the page stays bound to the old process until all the
+/// callbacks have returned.
+fn connect_global<P: Platform>(
+    live: &Live<P>,
+    mut s: crate::sync::SpinGuard<'_, P, Sched>,
+    h: Handle,
+) -> Result<u32, Status> {
+    let context = s
+        .doorbells
+        .get(&h)
+        .and_then(|d| s.queues.get(&d.queue))
+        .map(|q| q.context)
+        .ok_or(status::INVALID_HANDLE)?;
+    let pid = crate::process::id_of_context(&s, context);
+    let (page, calls) = match s.physical.choose_process(pid) {
+        None => return Err(status::INSUFFICIENT_RESOURCES),
+        Some(Choice::Shared(i)) => {
+            s.physical.join(i, pid);
+            set_physical(&mut s, h, Some(i));
+            return Ok(i);
+        }
+        Some(Choice::Free(i)) => {
+            s.physical.join(i, pid);
+            bind(live, i, pid);
+            set_physical(&mut s, h, Some(i));
+            return Ok(i);
+        }
+        Some(Choice::VictimProcess(i, _)) => {
+            // Gather first (fallibly), then change state: a failed allocation leaves
+            // everything as it was.
+            let n = s
+                .doorbells
+                .values()
+                .filter(|d| d.physical == Some(i))
+                .count();
+            let mut victims = crate::kmem::try_with_capacity::<P, Handle>(n)
+                .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
+            let mut calls = crate::kmem::try_with_capacity::<P, VictimCall>(n)
+                .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
+            for (v, _) in s.doorbells.iter().filter(|(_, d)| d.physical == Some(i)) {
+                let _ = crate::kmem::push_reserved(&mut victims, *v);
+            }
+            for v in victims {
+                if let Some(c) = take_from(&mut s, v) {
+                    let _ = crate::kmem::push_reserved(&mut calls, c);
+                }
+            }
+            s.physical.claim_for_process(i, pid, h);
+            (i, calls)
+        }
+        // Dedicated-mode choices never come from `choose_process`.
+        Some(Choice::Victim(..)) => return Err(status::INSUFFICIENT_RESOURCES),
+    };
+    drop(s);
+    // No KMD lock held: DxgkCbDisconnectDoorbell is PASSIVE_LEVEL.
+    for c in &calls {
+        tell_victim::<P>(live, c);
+    }
+    let mut s = live.sched.lock();
+    for c in &calls {
+        if let Some(v) = s.doorbells.get_mut(&c.victim) {
+            v.callbacks = v.callbacks.saturating_sub(1);
+        }
+    }
+    let ours = s.physical.claimed_by(page, h);
+    let current = s.doorbells.get(&h).map(|d| d.physical);
+    match (ours, current) {
+        // Still ours and still wanted: the page now rings this process's queues.
+        (true, Some(None)) => {
+            s.physical.complete_claim(page);
+            bind(live, page, pid);
+            set_physical(&mut s, h, Some(page));
+            Ok(page)
+        }
+        // Connected elsewhere meanwhile, or destroyed: the claimed page goes back unbound
+        // (the old process's VAs were remapped by the callbacks).
+        (true, other) => {
+            s.physical.abandon_claim(page);
+            bind(live, page, NO_QUEUE);
+            other.flatten().ok_or(status::INVALID_HANDLE)
+        }
+        (false, Some(Some(other))) => Ok(other),
+        (false, _) => Err(status::INVALID_HANDLE),
+    }
+}
+
+/// Records doorbell `h`'s page.
+fn set_physical(s: &mut Sched, h: Handle, page: Option<u32>) {
+    if let Some(d) = s.doorbells.get_mut(&h) {
+        d.physical = page;
+    }
+}
+
+/// Tells Dxgkrnl that a victim's doorbell is disconnected (no KMD lock held).
+fn tell_victim<P: Platform>(live: &Live<P>, c: &VictimCall) {
+    let r = live.dxgk.disconnect_doorbell(
+        c.os_queue,
+        c.os_doorbell,
+        D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+    );
+    if let Err(e) = r {
+        // The victim is disconnected on our side whatever Dxgkrnl says; its UMD finds out
+        // at its next ring (which the unbound page ignores) or reconnect.
+        klog!(
+            P,
+            Warning,
+            "rvgpu: DxgkCbDisconnectDoorbell failed: {:#x}",
+            e.code()
+        );
+    }
+}
+
 /// Releases and unbinds doorbell `h`'s physical doorbell, if it has one (caller holds the
 /// lock).
 fn disconnect_locked<P: Platform>(live: &Live<P>, s: &mut Sched, h: Handle) {
     let Some(page) = s.doorbells.get(&h).and_then(|d| d.physical) else {
         return;
     };
-    if !s.physical.is_global() && s.physical.release(page, h) {
+    let free = if s.physical.is_global() {
+        s.physical.leave(page)
+    } else {
+        s.physical.release(page, h)
+    };
+    if free {
         bind(live, page, NO_QUEUE);
     }
     if let Some(d) = s.doorbells.get_mut(&h) {
@@ -643,10 +873,50 @@ mod tests {
     }
 
     #[test]
-    fn global_mode_has_no_slots() {
-        let p = Physical::new(16, true);
+    fn global_mode_pages_serve_processes() {
+        let mut p = Physical::new(2, true);
         assert!(p.is_global());
-        assert_eq!(p.choose(), None);
+        assert_eq!(p.choose(), None, "no per-doorbell pages in global mode");
+        assert_eq!(p.choose_process(7), Some(Choice::Free(0)));
+        p.join(0, 7);
+        assert_eq!(p.choose_process(7), Some(Choice::Shared(0)));
+        p.join(0, 7);
+        assert_eq!(p.choose_process(8), Some(Choice::Free(1)));
+        p.join(1, 8);
+        // Page 0 (process 7) is the least recently connected.
+        assert_eq!(p.choose_process(9), Some(Choice::VictimProcess(0, 7)));
+        assert!(
+            !p.leave(0),
+            "one of process 7's two doorbells is still there"
+        );
+        assert!(p.leave(0), "the last one frees the page");
+        assert_eq!(p.choose_process(9), Some(Choice::Free(0)));
+        assert_eq!(p.process_pages().collect::<Vec<_>>(), vec![(1, 8)]);
+    }
+
+    #[test]
+    fn global_mode_pending_claims() {
+        let mut p = Physical::new(1, true);
+        p.join(0, 7);
+        assert_eq!(p.choose_process(8), Some(Choice::VictimProcess(0, 7)));
+        p.claim_for_process(0, 8, db(5));
+        assert!(p.claimed_by(0, db(5)));
+        assert!(!p.claimed_by(0, db(6)));
+        assert_eq!(
+            p.choose_process(8),
+            None,
+            "a pending page is never chosen or shared"
+        );
+        assert!(
+            !p.leave(0),
+            "a pending page is not freed by a leaving doorbell"
+        );
+        p.complete_claim(0);
+        assert_eq!(p.choose_process(8), Some(Choice::Shared(0)));
+        assert_eq!(p.process_pages().collect::<Vec<_>>(), vec![(0, 8)]);
+        p.claim_for_process(0, 9, db(6));
+        p.abandon_claim(0);
+        assert_eq!(p.choose_process(9), Some(Choice::Free(0)));
     }
 
     #[test]

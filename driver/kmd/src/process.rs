@@ -20,7 +20,7 @@ use crate::adapter::{Adapter, Live};
 use crate::gpummu;
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{self, Handle, Kind};
+use crate::sched::{self, Handle, Kind, Sched};
 use crate::status::{self, Status};
 
 /// A GPU process (one per process that opened the adapter, plus the system process).
@@ -30,6 +30,39 @@ pub struct Process {
     pub os_handle: usize,
     /// VidMm's paging process / the system process: its mappings are kernel-only.
     pub system: bool,
+    /// The device's process id (`QueueDescriptor::process_id`): unique among the adapter's
+    /// live processes, never 0 (queues of no process) or `NO_QUEUE`. In global doorbell mode
+    /// the process's doorbell page is bound to it, so only its queues ring through that page
+    /// (hardware.md 5.5).
+    pub id: u32,
+}
+
+/// A process id no live process of `s` has, after the last one handed out (so ids are
+/// reused as late as possible); `None` only if every id is taken, which `MAX_PROCESSES`
+/// rules out.
+fn free_id(s: &Sched) -> Option<u32> {
+    let mut id = s.last_process_id;
+    for _ in 0..=MAX_PROCESSES {
+        id = id.wrapping_add(1);
+        if id == 0 || id == rvgpu_hw::queue::NO_QUEUE {
+            continue;
+        }
+        if !s.processes.values().any(|p| p.id == id) {
+            return Some(id);
+        }
+    }
+    None
+}
+
+/// The process id of the queues of context `ctx` (0: a device of no GPU process, the
+/// identity space).
+pub fn id_of_context(s: &Sched, ctx: Handle) -> u32 {
+    s.contexts
+        .get(&ctx)
+        .and_then(|c| s.devices.get(&c.device))
+        .and_then(|d| d.process)
+        .and_then(|p| s.processes.get(&p))
+        .map_or(0, |p| p.id)
 }
 
 /// Most processes one adapter keeps (bounds what an untrusted caller can grow).
@@ -76,13 +109,16 @@ pub fn create<P: Platform>(a: &Adapter<P>, args: &mut DXGKARG_CREATEPROCESS) -> 
     if s.processes.len() >= MAX_PROCESSES {
         return Err(status::INSUFFICIENT_RESOURCES);
     }
+    let id = free_id(&s).ok_or(status::INSUFFICIENT_RESOURCES)?;
     s.processes.try_insert::<P>(
         h,
         Process {
             os_handle: args.hDxgkProcess.addr(),
             system: flags.is_set(DXGK_CREATEPROCESSFLAGS::SystemProcess),
+            id,
         },
     )?;
+    s.last_process_id = id;
     drop(s);
     args.hKmdProcess = h.as_handle();
     Ok(())

@@ -705,7 +705,12 @@ pub fn restart_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
     // The OS's F-states again (the reset powered every engine up), before any commit.
     crate::power::restore(live);
     let s = live.sched.lock();
-    if !s.physical.is_global() {
+    if s.physical.is_global() {
+        // Each process's page again (the reset unbound every page).
+        for (i, pid) in s.physical.process_pages() {
+            regs.write_at(i, regs::DoorbellBind::new(pid));
+        }
+    } else {
         for d in s.doorbells.values() {
             let (Some(i), Some(q)) = (d.physical, s.queues.get(&d.queue)) else {
                 continue;

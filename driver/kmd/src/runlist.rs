@@ -96,7 +96,10 @@ pub fn build(s: &Sched, engine: u32) -> impl Iterator<Item = QueueDescriptor> + 
                 .map_or((0, crate::hws::ContextPriority::DEFAULT), |c| {
                     (c.root, c.priority)
                 });
-            q.descriptor(doorbell, root, priority, q.context.raw())
+            let mut d = q.descriptor(doorbell, root, priority, q.context.raw())?;
+            // The global doorbell page of this process rings it (hardware.md 5.5).
+            d.process_id = crate::process::id_of_context(s, q.context);
+            Some(d)
         })
         .take(usize::try_from(RUNLIST_CAPACITY).unwrap_or(0));
     s.nodes.entry(engine).into_iter().chain(queues)

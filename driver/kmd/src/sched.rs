@@ -125,6 +125,8 @@ pub struct Sched {
     pub doorbells: SortedMap<Handle, Doorbell>,
     /// GPU processes (`DxgkDdiCreateProcess`, [`crate::process`]).
     pub processes: SortedMap<Handle, crate::process::Process>,
+    /// The process id last handed out ([`crate::process::Process::id`]).
+    pub last_process_id: u32,
     /// Allocations (`DxgkDdiCreateAllocation`, [`crate::allocation`]).
     pub allocations: SortedMap<Handle, crate::allocation::Allocation>,
     pub ids: QueueIds,
@@ -160,6 +162,7 @@ impl Sched {
             queues: SortedMap::new(),
             doorbells: SortedMap::new(),
             processes: SortedMap::new(),
+            last_process_id: 0,
             allocations: SortedMap::new(),
             ids: QueueIds::default(),
             physical,

@@ -343,6 +343,23 @@ impl GpuQueue {
         self.bell.ring(self.write_ptr, true)
     }
 
+    /// Publishes the write pointer (release) without ringing: the work waits for a ring
+    /// (or a connect's kick).
+    pub fn publish(&self) -> Result<(), SimError> {
+        self.bell
+            .control
+            .word(RingControl::WRITE_PTR)
+            .ok_or_else(|| sim("ring control"))?
+            .fetch_max(self.write_ptr, Ordering::Release);
+        Ok(())
+    }
+
+    /// Writes `value` through this queue's doorbell mapping, whatever it is: what a hostile
+    /// UMD of this process can do (issue 18: in global mode, another process's queue id).
+    pub fn ring_raw(&self, value: u64) {
+        self.bell.cpu.ring(value);
+    }
+
     /// A handle that publishes the commands written so far and rings the doorbell later,
     /// from any thread (what an OS resuming a held software context does); see
     /// [`Kicker::kick`].

@@ -67,14 +67,37 @@ pub(super) fn os_disconnect(
     Ok(())
 }
 
-/// `DOORBELL_BIND[page]` as the device holds it (`None` in global-doorbell mode). A read of a
-/// register by the simulation (no side effects): the hardware check behind the doorbell DDIs.
-pub(super) fn bound_queue(a: &AdapterShared, page: u32) -> Option<u32> {
-    if a.device.config().global_doorbell {
-        return None;
+/// Whether BAR2 page `page` rings queue `id` as the device is programmed: a read of device
+/// state by the simulation (no side effects), the hardware check behind the doorbell DDIs
+/// (UM-15). Dedicated mode: `DOORBELL_BIND[page]` is the queue's id. Global mode: it is the
+/// process id of the queue's descriptor and the queue is a user-mode one (hardware.md 5.5);
+/// a queue in no runlist (suspended) cannot be checked there and passes.
+pub(super) fn page_routes(a: &AdapterShared, page: u32, id: u32) -> Result<(), String> {
+    let Some(reg) = rvgpu_hw::regs::doorbell_bind_reg(page) else {
+        return Err(format!(
+            "physical doorbell {page} has no DOORBELL_BIND register"
+        ));
+    };
+    let bound = a.device.read32(reg);
+    if !a.device.config().global_doorbell {
+        if bound != id {
+            return Err(format!(
+                "DOORBELL_BIND[{page}] = {bound:#x}, not the queue's id {id}"
+            ));
+        }
+        return Ok(());
     }
-    let reg = rvgpu_hw::regs::doorbell_bind_reg(page)?;
-    Some(a.device.read32(reg))
+    let Some(q) = a.device.queues().into_iter().find(|q| q.queue_id == id) else {
+        return Ok(());
+    };
+    if !q.user_mode || q.process_id != bound {
+        return Err(format!(
+            "global doorbell page {page} is bound to process id {bound:#x}, but queue {id} \
+             has process id {:#x} (user mode: {}), so the page does not ring it",
+            q.process_id, q.user_mode
+        ));
+    }
+    Ok(())
 }
 
 // A physical doorbell the KMD released (disconnect, destroy) may stay bound to its old queue
@@ -240,14 +263,13 @@ pub(super) fn connect_ddi(
             }
             return Ok(());
         }
-        if let (Some(bound), Some(id)) = (bound_queue(a, page), queue_id) {
-            if bound != id {
+        if let Some(id) = queue_id {
+            if let Err(m) = page_routes(a, page, id) {
                 return Err(sim_err(
                     a,
                     format!(
                         "driver bug: DxgkDdiConnectDoorbell returned physical doorbell {page} \
-                         but DOORBELL_BIND[{page}] = {bound:#x}, not the queue's id {id} (UM-15: \
-                         connect wires doorbell and queue together)"
+                         but {m} (UM-15: connect wires doorbell and queue together)"
                     ),
                 ));
             }
