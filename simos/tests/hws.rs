@@ -334,6 +334,60 @@ unsafe extern "system" fn failing_reset_hw_engine(
     STATUS_UNSUCCESSFUL
 }
 
+/// Issue 18 (global doorbells): an adapter reset unbinds every doorbell page; the KMD binds
+/// each process's page again at restart, so an innocent process's still-connected global
+/// doorbell rings its queue afterwards (no reconnect in between).
+#[test]
+fn issue_18_global_doorbell_pages_survive_an_adapter_reset() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.adapters[0].device.global_doorbell = true;
+    cfg.adapters[0].device.doorbells = 2;
+    let mut m = Machine::new(cfg);
+    m.load_driver_with(|t| t.DxgkDdiResetHwEngine = Some(failing_reset_hw_engine))
+        .expect("load");
+    m.start_adapter(0).expect("start");
+    ok(
+        &m,
+        m.enable_tdr(
+            0,
+            TdrConfig {
+                timeout_steps: 40,
+                preempt_steps: 5,
+                ..TdrConfig::default()
+            },
+        ),
+    );
+    let o = ok(&m, m.create_process(0));
+    let t = okk(&m, m.kmt(&o).create_allocation(4096));
+    let mut oq = okk(&m, UserQueue::new(m.kmt(&o), &ucfg(1)));
+    let v = okk(&m, oq.submit(&[fill(&t, 0, 0x11)]));
+    run_until(&m, "before the reset", |_| oq.completed() >= v);
+    let h = ok(&m, m.create_process(0));
+    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
+    okk(&m, hq.submit(&[Command::Hang]));
+    run_until(&m, "adapter reset", |m| m.tdr_counts(0).1 == 1);
+    ok(&m, m.run_until_idle());
+    let connects = |m: &Machine| {
+        m.ums_events(0)
+            .iter()
+            .filter(|e| matches!(e, rvgpu_simos::UmsEvent::ConnectDoorbell { .. }))
+            .count()
+    };
+    let before = connects(&m);
+    let ignored = |m: &Machine| m.device(0).unwrap().doorbell_stats().ignored;
+    let (ignored_before, tdrs) = (ignored(&m), m.tdr_counts(0));
+    let v = okk(&m, oq.submit(&[fill(&t, 8, 0x22)]));
+    assert_eq!(ignored(&m), ignored_before, "the ring reached the queue");
+    run_until(&m, "after the reset", |_| oq.completed() >= v);
+    assert_eq!(m.tdr_counts(0), tdrs, "no further reset");
+    assert_eq!((t.mem.load(0), t.mem.load(8)), (0x11, 0x22));
+    assert_eq!(
+        connects(&m),
+        before,
+        "the doorbell stayed connected through the reset"
+    );
+}
+
 /// HWS TDR: a failing ResetHwEngine goes adapter-wide; ResumeHwEngine is not called.
 #[test]
 fn hws_tdr_failed_reset_hw_engine_goes_adapter_wide() {
