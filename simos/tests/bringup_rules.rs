@@ -9,7 +9,8 @@ use common::{real_qai, refused, start_with_qai_hook};
 
 use rvgpu_ddi::adapter::{
     DXGK_DRIVERCAPS_MiscCaps, DXGKARG_HISTORYBUFFERPRECISION, DXGKARG_QUERYADAPTERINFO,
-    DXGKQAITYPE_DRIVERCAPS, DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGK_DRIVERCAPS, DXGK_FLIPCAPS,
+    DXGKQAITYPE_DRIVERCAPS, DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGKQAITYPE_PHYSICALADAPTERCAPS,
+    DXGK_DRIVERCAPS, DXGK_FLIPCAPS, DXGK_PHYSICALADAPTERCAPS, DXGK_PHYSICALADAPTERFLAGS,
     DXGK_VIDMMCAPS_0, DXGK_VIDSCHCAPS,
 };
 use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, PDXGKDDI_GETNODEMETADATA};
@@ -23,11 +24,13 @@ use rvgpu_simos::dxgkrnl::bringup::{
 use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
 
 type CapsEdit = Box<dyn Fn(&mut DXGK_DRIVERCAPS)>;
+type PhysicalEdit = Box<dyn Fn(&mut DXGK_PHYSICALADAPTERCAPS)>;
 
 thread_local! {
     // The start-time queries run on the test thread, so per-thread hooks keep parallel tests
     // apart.
     static CAPS_EDIT: RefCell<Option<CapsEdit>> = const { RefCell::new(None) };
+    static PHYSICAL_EDIT: RefCell<Option<PhysicalEdit>> = const { RefCell::new(None) };
     static PRECISION: Cell<Option<u32>> = const { Cell::new(None) };
     static REFUSE_TYPE: Cell<Option<i32>> = const { Cell::new(None) };
     static SEGMENT_COUNT: Cell<Option<u32>> = const { Cell::new(None) };
@@ -49,6 +52,16 @@ unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTE
         // SAFETY: a DRIVERCAPS answer is a DXGK_DRIVERCAPS the OS sized for it.
         let caps = unsafe { &mut *(*args).pOutputData.cast::<DXGK_DRIVERCAPS>() };
         CAPS_EDIT.with(|e| {
+            if let Some(f) = e.borrow().as_ref() {
+                f(caps);
+            }
+        });
+    }
+    if s >= 0 && ty == DXGKQAITYPE_PHYSICALADAPTERCAPS {
+        // SAFETY: the OS sized the output for a (possibly shorter) DXGK_PHYSICALADAPTERCAPS;
+        // the simulated OS always gives the whole structure's storage.
+        let caps = unsafe { &mut *(*args).pOutputData.cast::<DXGK_PHYSICALADAPTERCAPS>() };
+        PHYSICAL_EDIT.with(|e| {
             if let Some(f) = e.borrow().as_ref() {
                 f(caps);
             }
@@ -253,7 +266,7 @@ fn br_32_34_interface_version_rules() {
         (m, info.caps)
     };
     let rules = |version| {
-        bringup::check_caps(&caps, &t, version, rvgpu_simos::CpuArch::X64, false)
+        bringup::check_caps(&caps, None, &t, version, rvgpu_simos::CpuArch::X64, false)
             .into_iter()
             .map(|v| v.rule)
             .collect::<Vec<_>>()
@@ -295,6 +308,95 @@ fn br_36_wddm2_driver_must_be_multi_engine_aware() {
         |c| c.SchedulingCaps.set(DXGK_VIDSCHCAPS::MultiEngineAware, 0),
         no_table,
     );
+    refused(r, "BR-36", STATUS_INVALID_PARAMETER);
+}
+
+/// [`start_with`] with `physical` editing the driver's PHYSICALADAPTERCAPS answer.
+fn start_with_physical(
+    edit: impl Fn(&mut DXGK_DRIVERCAPS) + 'static,
+    physical: impl Fn(&mut DXGK_PHYSICALADAPTERCAPS) + 'static,
+) -> (Machine, Result<(), SimError>) {
+    PHYSICAL_EDIT.with(|e| *e.borrow_mut() = Some(Box::new(physical)));
+    let out = start_with(edit, no_table);
+    PHYSICAL_EDIT.with(|e| *e.borrow_mut() = None);
+    out
+}
+
+/// BR-58 (issue 14): rvgpu answers DXGKQAITYPE_PHYSICALADAPTERCAPS as DRIVERCAPS describes the
+/// adapter: every node, the same paging node, GpuMmu, the start's device handle, no virtual
+/// copy engine.
+#[test]
+fn br_58_rvgpu_answers_physical_adapter_caps() {
+    let seen = std::rc::Rc::new(Cell::new(None));
+    let s2 = seen.clone();
+    let (m, r) = start_with_physical(no_edit, move |p| s2.set(Some(*p)));
+    r.expect("start");
+    let p = seen
+        .get()
+        .expect("Windows asks PHYSICALADAPTERCAPS of a WDDM 3.2 driver");
+    let caps = m.query_driver_caps(0).expect("caps");
+    assert_eq!(
+        u32::from(p.NumExecutionNodes),
+        caps.GpuEngineTopology.NbAsymetricProcessingNodes
+    );
+    assert_eq!(
+        u32::from(p.PagingNodeIndex),
+        caps.MemoryManagementCaps.PagingNode
+    );
+    assert!(!p.DxgkPhysicalAdapterHandle.is_null());
+    assert!(p.Flags.is_set(DXGK_PHYSICALADAPTERFLAGS::GpuMmuSupported));
+    assert!(!p
+        .Flags
+        .is_set(DXGK_PHYSICALADAPTERFLAGS::VirtualCopyEngineSupported));
+}
+
+#[test]
+fn br_58_virtual_copy_engine_must_be_a_node() {
+    let (_, r) = start_with_physical(no_edit, |p| {
+        p.Flags
+            .set(DXGK_PHYSICALADAPTERFLAGS::VirtualCopyEngineSupported, 1);
+        p.VirtualCopyNodeIndex = u32::from(p.NumExecutionNodes);
+    });
+    refused(r, "BR-58", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
+fn br_58_virtual_copy_engine_needs_iommu_secure_mode() {
+    let (_, r) = start_with_physical(no_edit, |p| {
+        p.Flags
+            .set(DXGK_PHYSICALADAPTERFLAGS::VirtualCopyEngineSupported, 1);
+        p.VirtualCopyNodeIndex = 0;
+    });
+    refused(r, "BR-58", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
+fn br_37_at_most_64_nodes_before_wddm_2_5() {
+    let (_, r) = start_with_physical(|c| c.WDDMVersion = 0x2400, |p| p.NumExecutionNodes = 65);
+    refused(r, "BR-37", STATUS_INVALID_PARAMETER);
+}
+
+/// BR-36(a) reads the physical adapter's caps: when the driver does not answer them, Windows
+/// uses defaults and does not apply it ([D] `DXGADAPTER::Initialize`).
+#[test]
+fn br_36_multi_engine_rule_is_skipped_without_physical_caps() {
+    let not_multi = |c: &mut DXGK_DRIVERCAPS| {
+        for bit in [
+            DXGK_VIDSCHCAPS::MultiEngineAware,
+            DXGK_VIDSCHCAPS::PreemptionAware,
+            DXGK_VIDSCHCAPS::CancelCommandAware,
+        ] {
+            c.SchedulingCaps.set(bit, 0);
+        }
+    };
+    REFUSE_TYPE.set(Some(DXGKQAITYPE_PHYSICALADAPTERCAPS));
+    let (_, r) = start_with(not_multi, no_table);
+    REFUSE_TYPE.set(None);
+    assert!(
+        !matches!(&r, Err(SimError::StartRefused { rule: "BR-36", .. })),
+        "{r:?}"
+    );
+    let (_, r) = start_with(not_multi, no_table);
     refused(r, "BR-36", STATUS_INVALID_PARAMETER);
 }
 

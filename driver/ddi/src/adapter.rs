@@ -1295,6 +1295,90 @@ bitfield! {
 }
 layout!(DXGK_IOMMU_CAPS, size = 4);
 
+/// `DXGK_QUERYPHYSICALADAPTERCAPSIN`: input of `DXGKQAITYPE_PHYSICALADAPTERCAPS`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_queryadapterinfotype>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DXGK_QUERYPHYSICALADAPTERCAPSIN {
+    /// Physical adapter (0 without linked adapters).
+    pub PhysicalAdapterIndex: UINT,
+}
+layout!(
+    DXGK_QUERYPHYSICALADAPTERCAPSIN,
+    size = 4,
+    PhysicalAdapterIndex = 0
+);
+
+bitfield! {
+    /// `DXGK_PHYSICALADAPTERFLAGS` as of interface WDDM 2.7 (10.0.22621 declares bits 0..=5;
+    /// later pages add `GpuVaIommuRequired` at bit 6).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_physicaladaptercaps>
+    pub struct DXGK_PHYSICALADAPTERFLAGS: u32 {
+        /// The physical adapter supports the IoMmu model.
+        IoMmuSupported: 0, 1;
+        /// The physical adapter supports the GpuMmu model.
+        GpuMmuSupported: 1, 1;
+        /// Move paging is supported.
+        MovePagingSupported: 2, 1;
+        /// `VPRPagingNode` names the node for paging in the video protected region.
+        VPRPagingContextRequired: 3, 1;
+        /// Hardware-protected content without a VPR.
+        AllowHardwareProtectedNoVpr: 4, 1;
+        /// `VirtualCopyNodeIndex` names a virtual copy engine node (WDDM 2.7).
+        VirtualCopyEngineSupported: 5, 1;
+        /// Reserved.
+        Reserved: 6, 26;
+    }
+}
+layout!(DXGK_PHYSICALADAPTERFLAGS, size = 4);
+
+/// `DXGK_PHYSICALADAPTERCAPS`: answer to `DXGKQAITYPE_PHYSICALADAPTERCAPS`, one per physical
+/// adapter (Dxgkrnl asks with an output size that follows the interface version: 32 bytes from
+/// WDDM 2.7).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_physicaladaptercaps>
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DXGK_PHYSICALADAPTERCAPS {
+    /// Execution nodes of the physical adapter.
+    pub NumExecutionNodes: WORD,
+    /// Index of its paging node.
+    pub PagingNodeIndex: WORD,
+    /// `DXGKRNL_INTERFACE::DeviceHandle` from DxgkDdiStartDevice.
+    pub DxgkPhysicalAdapterHandle: HANDLE,
+    /// Capability flags.
+    pub Flags: DXGK_PHYSICALADAPTERFLAGS,
+    /// Node for paging in the video protected region (WDDM 2.1).
+    pub VPRPagingNode: UINT,
+    /// The virtual copy engine node (WDDM 2.7).
+    pub VirtualCopyNodeIndex: UINT,
+}
+layout!(
+    DXGK_PHYSICALADAPTERCAPS,
+    size = 32,
+    NumExecutionNodes = 0,
+    PagingNodeIndex = 2,
+    DxgkPhysicalAdapterHandle = 8,
+    Flags = 16,
+    VPRPagingNode = 20,
+    VirtualCopyNodeIndex = 24
+);
+
+impl Default for DXGK_PHYSICALADAPTERCAPS {
+    fn default() -> Self {
+        Self {
+            NumExecutionNodes: 0,
+            PagingNodeIndex: 0,
+            DxgkPhysicalAdapterHandle: core::ptr::null_mut(),
+            Flags: DXGK_PHYSICALADAPTERFLAGS::default(),
+            VPRPagingNode: 0,
+            VirtualCopyNodeIndex: 0,
+        }
+    }
+}
+
 /// `DXGK_QUERYHISTORYBUFFERPRECISIONIN`: optional input of
 /// `DXGKQAITYPE_HISTORYBUFFERPRECISION`.
 ///

@@ -19,6 +19,8 @@ pub type UCHAR = u8;
 pub type BYTE = u8;
 /// `USHORT`.
 pub type USHORT = u16;
+/// `WORD`.
+pub type WORD = u16;
 /// `UINT16`.
 pub type UINT16 = u16;
 /// `WCHAR` (UTF-16 code unit).

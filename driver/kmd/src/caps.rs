@@ -181,26 +181,7 @@ pub fn write_driver_caps(
     args: &DXGKARG_QUERYADAPTERINFO,
     caps: &DXGK_DRIVERCAPS,
 ) -> Result<(), Status> {
-    let have = usize::try_from(args.OutputDataSize).map_err(|_| status::INVALID_PARAMETER)?;
-    if args.pOutputData.is_null() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    let Some(len) = DRIVERCAPS_SIZES.iter().rev().copied().find(|n| *n <= have) else {
-        return Err(status::INVALID_PARAMETER);
-    };
-    let whole = size_of::<DXGK_DRIVERCAPS>();
-    let len = len.min(whole);
-    // SAFETY: `caps` is a live value of `whole` bytes and `len <= whole`; Dxgkrnl provides
-    // `OutputDataSize >= len` writable bytes at `pOutputData` (checked above); the regions do
-    // not overlap (ours is a local); byte copies need no alignment.
-    unsafe {
-        core::ptr::copy_nonoverlapping(
-            (caps as *const DXGK_DRIVERCAPS).cast::<u8>(),
-            args.pOutputData.cast::<u8>(),
-            len,
-        );
-    }
-    Ok(())
+    write_prefix(args, caps, &DRIVERCAPS_SIZES)
 }
 
 /// The WDDM level reported in DRIVERCAPS and in the pre-start WDDMDEVICECAPS.
@@ -262,6 +243,53 @@ pub fn history_buffer_precision(args: &DXGKARG_QUERYADAPTERINFO) -> Result<(), S
     write_out(args, &DXGKARG_HISTORYBUFFERPRECISION { PrecisionBits: 64 })
 }
 
+/// `DXGKQAITYPE_PHYSICALADAPTERCAPS` for physical adapter 0 (the only one): every node of the
+/// adapter, the paging node DRIVERCAPS names, GpuMmu as MemoryManagementCaps claims it, and the
+/// handle Dxgkrnl gave at start. No IoMmu, move paging, VPR or virtual copy engine. Dxgkrnl
+/// asks with the size of the interface version it negotiated (20, 24 or 32 bytes,
+/// docs/windows-bringup.md §3): the driver answers the prefix that fits.
+pub fn physical_adapter_caps<P: Platform>(
+    live: &Live<P>,
+    args: &DXGKARG_QUERYADAPTERINFO,
+) -> Result<(), Status> {
+    use rvgpu_ddi::adapter::{
+        DXGK_PHYSICALADAPTERCAPS, DXGK_PHYSICALADAPTERFLAGS, DXGK_QUERYPHYSICALADAPTERCAPSIN,
+    };
+    let need = size_of::<DXGK_QUERYPHYSICALADAPTERCAPSIN>();
+    if args.pInputData.is_null() || usize::try_from(args.InputDataSize).map_or(true, |n| n < need) {
+        return Err(status::INVALID_PARAMETER);
+    }
+    // SAFETY: the OS's input block of at least `need` bytes (checked above); read unaligned
+    // as its alignment is not promised.
+    let input = unsafe {
+        args.pInputData
+            .cast::<DXGK_QUERYPHYSICALADAPTERCAPSIN>()
+            .read_unaligned()
+    };
+    if input.PhysicalAdapterIndex != 0 {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let word = |v: u32| u16::try_from(v).map_err(|_| status::INVALID_PARAMETER);
+    let mut flags = DXGK_PHYSICALADAPTERFLAGS::default();
+    flags.set(
+        DXGK_PHYSICALADAPTERFLAGS::GpuMmuSupported,
+        u32::from(crate::gpummu::supported(live)),
+    );
+    let caps = DXGK_PHYSICALADAPTERCAPS {
+        NumExecutionNodes: word(live.identity.config.engines)?,
+        PagingNodeIndex: word(crate::gpummu::paging_node(live))?,
+        DxgkPhysicalAdapterHandle: live.dxgk.device_handle(),
+        Flags: flags,
+        ..Default::default()
+    };
+    write_prefix(args, &caps, &PHYSICAL_ADAPTER_CAPS_SIZES)
+}
+
+/// The `DXGK_PHYSICALADAPTERCAPS` sizes Dxgkrnl asks with: before WDDM 2.1 (nodes, paging
+/// node, handle, flags), from 2.1 (+ `VPRPagingNode`, padded), from 2.7 (+
+/// `VirtualCopyNodeIndex`, padded).
+const PHYSICAL_ADAPTER_CAPS_SIZES: [usize; 3] = [20, 24, 32];
+
 /// Handles one QueryAdapterInfo request.
 pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Result<(), Status> {
     if let Some(answer) = query_pre_start(args) {
@@ -273,6 +301,7 @@ pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Re
             write_driver_caps(args, &caps)
         }
         rvgpu_ddi::adapter::DXGKQAITYPE_HISTORYBUFFERPRECISION => history_buffer_precision(args),
+        rvgpu_ddi::adapter::DXGKQAITYPE_PHYSICALADAPTERCAPS => physical_adapter_caps(live, args),
         DXGKQAITYPE_NATIVE_FENCE_CAPS if native_gpu_fence(live) => {
             let caps = DXGK_NATIVE_FENCE_CAPS {
                 // NF-05: non-shareable fences of a process are packed at this stride.
@@ -392,6 +421,36 @@ pub(crate) fn write_out<T: Copy>(args: &DXGKARG_QUERYADAPTERINFO, value: &T) -> 
     // at least `size_of::<T>()` above); unaligned write because the OS buffer's alignment is
     // not promised.
     unsafe { args.pOutputData.cast::<T>().write_unaligned(*value) };
+    Ok(())
+}
+
+/// Writes the prefix of `value` of the largest of `sizes` (ascending layout sizes of the
+/// interface versions) that fits the request, as an OS of that interface version reads exactly
+/// that many bytes. A buffer smaller than the first is refused with STATUS_INVALID_PARAMETER
+/// (QueryAdapterInfo's status allow-list, BR-23).
+fn write_prefix<T: Copy>(
+    args: &DXGKARG_QUERYADAPTERINFO,
+    value: &T,
+    sizes: &[usize],
+) -> Result<(), Status> {
+    let have = usize::try_from(args.OutputDataSize).map_err(|_| status::INVALID_PARAMETER)?;
+    if args.pOutputData.is_null() {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let Some(len) = sizes.iter().rev().copied().find(|n| *n <= have) else {
+        return Err(status::INVALID_PARAMETER);
+    };
+    let len = len.min(size_of::<T>());
+    // SAFETY: `value` is a live `T` of `size_of::<T>()` ≥ `len` bytes; Dxgkrnl provides
+    // `OutputDataSize` ≥ `len` writable bytes at `pOutputData` (checked above); the regions do
+    // not overlap (ours is a local); byte copies need no alignment.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            (value as *const T).cast::<u8>(),
+            args.pOutputData.cast::<u8>(),
+            len,
+        );
+    }
     Ok(())
 }
 

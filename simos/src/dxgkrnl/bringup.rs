@@ -9,7 +9,7 @@
 
 use rvgpu_ddi::adapter::{
     DXGK_DRIVERCAPS_MiscCaps, DXGKARG_HISTORYBUFFERPRECISION, DXGK_DRIVERCAPS, DXGK_FLIPCAPS,
-    DXGK_VIDMMCAPS_0, DXGK_VIDSCHCAPS,
+    DXGK_PHYSICALADAPTERCAPS, DXGK_PHYSICALADAPTERFLAGS, DXGK_VIDMMCAPS_0, DXGK_VIDSCHCAPS,
 };
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::*;
@@ -109,6 +109,7 @@ pub fn check_load(t: &DRIVER_INITIALIZATION_DATA) -> Result<(), Violation> {
 /// fails with.
 pub fn check_caps(
     caps: &DXGK_DRIVERCAPS,
+    physical: Option<&DXGK_PHYSICALADAPTERCAPS>,
     t: &DRIVER_INITIALIZATION_DATA,
     version: u32,
     arch: CpuArch,
@@ -155,10 +156,50 @@ pub fn check_caps(
             format!("WDDMVersion {wddm:#x} with interface version {version:#x}"),
         ));
     }
-    // BR-36(a) ([D] `DXGADAPTER::Initialize`, "MultiEngineAware is not set by WDDMv2 driver"):
-    // a WDDM 2.0+ driver must be multi-engine aware.
+    // BR-58, BR-37 and BR-36(a) read the physical adapter's caps ([D] `DXGADAPTER::Initialize`,
+    // in its PHYSICALADAPTERCAPS loop and right after it). When the query failed or was not
+    // asked Windows uses defaults and skips all three.
+    let mm = caps.MemoryManagementCaps.Anonymous;
+    if let Some(p) = physical {
+        // BR-58 (interface 0xC003+): a virtual copy engine must be one of the adapter's nodes
+        // and needs IoMmuSecureModeRequired.
+        let virtual_copy = p
+            .Flags
+            .is_set(DXGK_PHYSICALADAPTERFLAGS::VirtualCopyEngineSupported);
+        if version >= 0xC003 && virtual_copy {
+            if p.VirtualCopyNodeIndex >= u32::from(p.NumExecutionNodes) {
+                v.push(Violation::new(
+                    "BR-58",
+                    STATUS_INVALID_PARAMETER,
+                    format!(
+                        "VirtualCopyEngineSupported with VirtualCopyNodeIndex {} of {} nodes",
+                        p.VirtualCopyNodeIndex, p.NumExecutionNodes
+                    ),
+                ));
+            } else if !mm.is_set(DXGK_VIDMMCAPS_0::IoMmuSecureModeRequired) {
+                v.push(Violation::new(
+                    "BR-58",
+                    STATUS_INVALID_PARAMETER,
+                    "a virtual copy engine without MemoryManagementCaps.IoMmuSecureModeRequired",
+                ));
+            }
+        }
+        // BR-37: before WDDM 2.5 at most 64 nodes over all physical adapters.
+        if wddm < 0x2500 && p.NumExecutionNodes > 64 {
+            v.push(Violation::new(
+                "BR-37",
+                STATUS_INVALID_PARAMETER,
+                format!(
+                    "{} nodes on a WDDM {wddm:#x} adapter (at most 64 before WDDM 2.5)",
+                    p.NumExecutionNodes
+                ),
+            ));
+        }
+    }
+    // BR-36(a) ("MultiEngineAware is not set by WDDMv2 driver"): a WDDM 2.0+ driver whose
+    // physical adapter caps were answered must be multi-engine aware.
     let multi = sched.is_set(DXGK_VIDSCHCAPS::MultiEngineAware);
-    if wddm >= 0x2000 && !multi {
+    if physical.is_some() && wddm >= 0x2000 && !multi {
         v.push(Violation::new(
             "BR-36",
             STATUS_INVALID_PARAMETER,
@@ -196,7 +237,6 @@ pub fn check_caps(
     }
     // BR-40 ([D] `DXGADAPTER::Initialize`): the cross-adapter tiers build on each other:
     // scan-out needs textures and the base tier, textures need the base tier.
-    let mm = caps.MemoryManagementCaps.Anonymous;
     let base = mm.is_set(DXGK_VIDMMCAPS_0::CrossAdapterResource);
     let texture = mm.is_set(DXGK_VIDMMCAPS_0::CrossAdapterResourceTexture);
     let scanout = mm.is_set(DXGK_VIDMMCAPS_0::CrossAdapterResourceScanout);
@@ -393,7 +433,7 @@ const NODE_FLAGS_RESERVED: core::ops::Range<u32> = 5..16;
 /// BR-74 and BR-75 for one node ([D] `ADAPTER_RENDER::Initialize`, after the BR-71..73 checks
 /// of the same node): no reserved flag bit, and a node's GPU VA model must be one the adapter's
 /// `MemoryManagementCaps` claims. (The third condition, "not with a physical adapter that
-/// requires GpuVaIoMmu", needs PHYSICALADAPTERCAPS, which the simulated OS does not ask.)
+/// requires GpuVaIoMmu", reads a PHYSICALADAPTERCAPS flag 10.0.22621 does not declare.)
 pub fn check_node_mmu(
     node: u32,
     md: &DXGK_NODEMETADATA,

@@ -224,9 +224,17 @@ impl Machine {
         // From here the OS knows the adapter's nodes (interrupt reports are checked against
         // them).
         *lock(&a.caps) = Some(caps);
+        // BR-58, BR-37: the physical adapters' caps, asked right after DRIVERCAPS.
+        let physical = self.query_physical_adapter_caps(&a, &t, &caps)?;
         // Adapter creation's caps and DDI-table rules (docs/windows-bringup.md §4), in order.
-        let mut rules =
-            bringup::check_caps(&caps, &t, t.Version, a.os.cpu_arch, a.os.validate_wddm_caps);
+        let mut rules = bringup::check_caps(
+            &caps,
+            physical.as_ref(),
+            &t,
+            t.Version,
+            a.os.cpu_arch,
+            a.os.validate_wddm_caps,
+        );
         // BR-61/62/64/68 (issue 12): VidMm asks for the segments and, for a GPU-VA adapter,
         // the GPU MMU's caps and page-table levels while the render core is created.
         match crate::vidmm::model::query(&a, &t, &caps)? {
@@ -429,6 +437,53 @@ impl Machine {
         Ok(bringup::check_history_precision(
             (status >= 0).then_some(out),
         ))
+    }
+
+    /// `DXGKQAITYPE_PHYSICALADAPTERCAPS` for physical adapter 0 ([D] `DXGADAPTER::Initialize`,
+    /// docs/windows-bringup.md §3 step 4): asked only of a WDDM 2.0+ driver of interface
+    /// 0x5005 or later, with the output size of the interface version (32 bytes from 0xC003,
+    /// 24 from 0x6000, else 20). A failure is tolerated (Windows then uses defaults and skips
+    /// the rules that read the answer): `None`.
+    fn query_physical_adapter_caps(
+        &self,
+        a: &AdapterShared,
+        t: &DRIVER_INITIALIZATION_DATA,
+        caps: &DXGK_DRIVERCAPS,
+    ) -> Result<Option<DXGK_PHYSICALADAPTERCAPS>, SimError> {
+        let Some(q) = t.DxgkDdiQueryAdapterInfo else {
+            return Ok(None);
+        };
+        if (caps.WDDMVersion as u32) < 0x2000 || t.Version < 0x5005 {
+            return Ok(None);
+        }
+        let size: u32 = match t.Version {
+            v if v >= 0xC003 => 32,
+            v if v >= 0x6000 => 24,
+            _ => 20,
+        };
+        let mut index = DXGK_QUERYPHYSICALADAPTERCAPSIN::default();
+        // Pre-filled like DRIVERCAPS, so what the driver leaves unset is visible.
+        let mut out = [CAPS_FILL; std::mem::size_of::<DXGK_PHYSICALADAPTERCAPS>()];
+        let args = DXGKARG_QUERYADAPTERINFO {
+            Type: DXGKQAITYPE_PHYSICALADAPTERCAPS,
+            pInputData: (&mut index as *mut DXGK_QUERYPHYSICALADAPTERCAPSIN).cast(),
+            InputDataSize: std::mem::size_of_val(&index) as u32,
+            pOutputData: out.as_mut_ptr().cast(),
+            OutputDataSize: size,
+            Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
+            hKmdProcessHandle: std::ptr::null_mut(),
+        };
+        let status = ddi::query_adapter_info_args(a, q, At::Caller, &args)?;
+        if status < 0 {
+            return Ok(None);
+        }
+        // SAFETY: `out` holds size_of::<DXGK_PHYSICALADAPTERCAPS>() bytes; the structure is
+        // integers and a handle the OS only compares, so any bit pattern is a valid value.
+        Ok(Some(unsafe {
+            out.as_ptr()
+                .cast::<DXGK_PHYSICALADAPTERCAPS>()
+                .read_unaligned()
+        }))
     }
 
     fn query_caps_raw(
