@@ -223,40 +223,26 @@ pub fn query_pre_start(args: &DXGKARG_QUERYADAPTERINFO) -> Option<Result<(), Sta
 /// 64-bit GPU_CLOCK counter, so all 64 bits are valid. The optional input names a physical
 /// adapter, which must be 0 (no linked adapters).
 pub fn history_buffer_precision(args: &DXGKARG_QUERYADAPTERINFO) -> Result<(), Status> {
-    use rvgpu_ddi::adapter::{DXGKARG_HISTORYBUFFERPRECISION, DXGK_QUERYHISTORYBUFFERPRECISIONIN};
-    if !args.pInputData.is_null() {
-        let need = size_of::<DXGK_QUERYHISTORYBUFFERPRECISIONIN>();
-        if usize::try_from(args.InputDataSize).map_or(true, |n| n < need) {
-            return Err(status::INVALID_PARAMETER);
-        }
-        // SAFETY: the OS's input block of at least `need` bytes (checked above); read unaligned
-        // as its alignment is not promised.
-        let input = unsafe {
-            args.pInputData
-                .cast::<DXGK_QUERYHISTORYBUFFERPRECISIONIN>()
-                .read_unaligned()
-        };
-        if input.PhysicalAdapterIndex != 0 {
-            return Err(status::INVALID_PARAMETER);
-        }
-    }
+    use rvgpu_ddi::adapter::DXGKARG_HISTORYBUFFERPRECISION;
+    check_adapter_index(args, false)?;
     write_out(args, &DXGKARG_HISTORYBUFFERPRECISION { PrecisionBits: 64 })
 }
 
-/// `DXGKQAITYPE_PHYSICALADAPTERCAPS` for physical adapter 0 (the only one): every node of the
-/// adapter, the paging node DRIVERCAPS names, GpuMmu as MemoryManagementCaps claims it, and the
-/// handle Dxgkrnl gave at start. No IoMmu, move paging, VPR or virtual copy engine. Dxgkrnl
-/// asks with the size of the interface version it negotiated (20, 24 or 32 bytes,
-/// docs/windows-bringup.md §3): the driver answers the prefix that fits.
-pub fn physical_adapter_caps<P: Platform>(
-    live: &Live<P>,
-    args: &DXGKARG_QUERYADAPTERINFO,
-) -> Result<(), Status> {
-    use rvgpu_ddi::adapter::{
-        DXGK_PHYSICALADAPTERCAPS, DXGK_PHYSICALADAPTERFLAGS, DXGK_QUERYPHYSICALADAPTERCAPSIN,
-    };
+/// The 4-byte physical-adapter index some queries take as input
+/// (`DXGK_QUERYHISTORYBUFFERPRECISIONIN`, `DXGK_QUERYPHYSICALADAPTERCAPSIN`): it must name
+/// adapter 0, the only one (no linked adapters). `required`: absent input is refused, else it
+/// means adapter 0.
+fn check_adapter_index(args: &DXGKARG_QUERYADAPTERINFO, required: bool) -> Result<(), Status> {
+    use rvgpu_ddi::adapter::DXGK_QUERYPHYSICALADAPTERCAPSIN;
+    if args.pInputData.is_null() {
+        return if required {
+            Err(status::INVALID_PARAMETER)
+        } else {
+            Ok(())
+        };
+    }
     let need = size_of::<DXGK_QUERYPHYSICALADAPTERCAPSIN>();
-    if args.pInputData.is_null() || usize::try_from(args.InputDataSize).map_or(true, |n| n < need) {
+    if usize::try_from(args.InputDataSize).map_or(true, |n| n < need) {
         return Err(status::INVALID_PARAMETER);
     }
     // SAFETY: the OS's input block of at least `need` bytes (checked above); read unaligned
@@ -269,6 +255,20 @@ pub fn physical_adapter_caps<P: Platform>(
     if input.PhysicalAdapterIndex != 0 {
         return Err(status::INVALID_PARAMETER);
     }
+    Ok(())
+}
+
+/// `DXGKQAITYPE_PHYSICALADAPTERCAPS` for physical adapter 0 (the only one): every node of the
+/// adapter, the paging node DRIVERCAPS names, GpuMmu as MemoryManagementCaps claims it, and the
+/// handle Dxgkrnl gave at start. No IoMmu, move paging, VPR or virtual copy engine. Dxgkrnl
+/// asks with the size of the interface version it negotiated (20, 24 or 32 bytes,
+/// docs/windows-bringup.md §3): the driver answers the prefix that fits.
+pub fn physical_adapter_caps<P: Platform>(
+    live: &Live<P>,
+    args: &DXGKARG_QUERYADAPTERINFO,
+) -> Result<(), Status> {
+    use rvgpu_ddi::adapter::{DXGK_PHYSICALADAPTERCAPS, DXGK_PHYSICALADAPTERFLAGS};
+    check_adapter_index(args, true)?;
     let word = |v: u32| u16::try_from(v).map_err(|_| status::INVALID_PARAMETER);
     let mut flags = DXGK_PHYSICALADAPTERFLAGS::default();
     flags.set(
