@@ -16,6 +16,7 @@
 //! [`UserModeSubmission`] that need more than the thunks (OS events, churn threads) answer
 //! [`Failure::Unsupported`], which also skips the case.
 
+mod fences;
 pub mod sim;
 #[cfg(windows)]
 pub mod windows;
@@ -24,12 +25,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rvgpu_hw::cmd::Command;
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, NtStatus};
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, FenceCpu, Kmt, KmtHandle, NtStatus};
 use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, SubmitError, UserQueue};
 
 use super::{
     BufferRef, Capabilities, Capability, ChurnLane, ChurnReport, DoorbellStatus, DriverCaps,
-    Failure, ProcessEnd, ProcessRef, Session, SessionConfig, StartedAdapter, StreamLane,
+    Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig, StartedAdapter, StreamLane,
     StreamReport, SubmissionCaps, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission,
     WaitResult, Work,
 };
@@ -39,10 +40,59 @@ const STATUS_TIMEOUT: i32 = 0x0000_0102;
 const STATUS_IO_TIMEOUT: i32 = 0xC000_00B5_u32 as i32;
 const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
 
+/// How a CPU wait with a timeout ended ([`KmtSync::wait_timeout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FenceWait {
+    /// The fence reached the value.
+    Reached,
+    /// The timeout passed first.
+    TimedOut,
+    /// The fence went away while waiting (destroyed, device lost).
+    Abandoned,
+}
+
+/// A legacy monitored fence (MF-01) as `D3DKMTCreateSynchronizationObject2` returns it.
+#[derive(Debug)]
+pub struct MonitoredSync<V> {
+    /// The sync object handle.
+    pub handle: KmtHandle,
+    /// `FenceValueGPUVirtualAddress` in the device's process.
+    pub value_gpu: u64,
+    /// The read-only CPU mapping of the value.
+    pub value: V,
+}
+
+/// The sync-object thunks the fence cases need beyond the UMD's [`Kmt`] (which has only what
+/// the UMD's queues use): CPU signals, CPU waits with a timeout, monitored fences and the CPU
+/// mappings of fence values. On Windows they are `rvgpu_umd::kmt_windows::WinKmt`'s own
+/// D3DKMT calls; in the simulation the simulated OS's.
+pub trait KmtSync: Kmt {
+    /// A monitored fence's read-only CPU mapping of its value (`FenceValueCPUVirtualAddress`),
+    /// valid while its device lives.
+    type Value: FenceCpu + Send + Sync + 'static;
+
+    /// `D3DKMTCreateSynchronizationObject2` of a `D3DDDI_MONITORED_FENCE`.
+    fn create_monitored_fence(&self, initial: u64) -> Result<MonitoredSync<Self::Value>, NtStatus>;
+
+    /// `D3DKMTDestroySynchronizationObject` of a monitored fence.
+    fn destroy_monitored_fence(&self, fence: KmtHandle) -> Result<(), NtStatus>;
+
+    /// `D3DKMTSignalSynchronizationObjectFromCpu` of one native or monitored fence.
+    fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;
+
+    /// `D3DKMTWaitForSynchronizationObjectFromCpu` on one fence, up to `timeout`.
+    fn wait_timeout(
+        &self,
+        fence: KmtHandle,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<FenceWait, NtStatus>;
+}
+
 /// Where the D3DKMT backend gets its adapters and thunks.
 pub trait KmtPlatform: Send + Sync {
     /// One D3DKMT device's thunks.
-    type Kmt: Kmt + Send + Sync + 'static;
+    type Kmt: KmtSync + Send + Sync + 'static;
 
     /// Name shown in reports.
     fn name(&self) -> &'static str;
@@ -55,7 +105,7 @@ pub trait KmtPlatform: Send + Sync {
 /// The machine one case runs on, as user mode sees it.
 pub trait KmtMachine: Send {
     /// The thunks' type.
-    type Kmt: Kmt + Send + Sync + 'static;
+    type Kmt: KmtSync + Send + Sync + 'static;
 
     /// rvgpu adapters present (started by PnP).
     fn adapters(&self) -> usize;
@@ -98,7 +148,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::of(&[Capability::UserModeSubmission])
+        Capabilities::of(&[Capability::Fences, Capability::UserModeSubmission])
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
@@ -110,6 +160,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             buffers: Vec::new(),
             queues: Vec::new(),
             waited: Vec::new(),
+            fence: fences::FenceState::default(),
         }))
     }
 }
@@ -170,7 +221,7 @@ struct KUmQueue<K: Kmt> {
 }
 
 /// One case's session.
-struct KmtSession<K: Kmt + Send + Sync + 'static> {
+struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     machine: Box<dyn KmtMachine<Kmt = K>>,
     /// Adapters "started" (opened) by the case.
     opened: Vec<bool>,
@@ -179,9 +230,17 @@ struct KmtSession<K: Kmt + Send + Sync + 'static> {
     queues: Vec<KUmQueue<K>>,
     /// Words a submitted `WaitAtLeast` names: (buffer, offset).
     waited: Vec<(usize, u64)>,
+    /// Native and monitored fences, their GPU queues and CPU waits.
+    fence: fences::FenceState<K>,
 }
 
-impl<K: Kmt + Send + Sync + 'static> KmtSession<K> {
+impl<K: KmtSync + Send + Sync + 'static> Drop for KmtSession<K> {
+    fn drop(&mut self) {
+        self.fence.stop();
+    }
+}
+
+impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     fn status(&self, NtStatus(s): NtStatus) -> Failure {
         self.machine.fault().unwrap_or(Failure::DdiFailed(s))
     }
@@ -251,7 +310,7 @@ impl<K: Kmt + Send + Sync + 'static> KmtSession<K> {
     }
 }
 
-impl<K: Kmt + Send + Sync + 'static> Session for KmtSession<K> {
+impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
     fn adapter_count(&self) -> usize {
         self.machine.adapters()
     }
@@ -344,6 +403,14 @@ impl<K: Kmt + Send + Sync + 'static> Session for KmtSession<K> {
         }
     }
 
+    fn as_fences(&mut self) -> Option<&mut dyn Fences> {
+        Some(self)
+    }
+
+    fn as_fences_ref(&self) -> Option<&dyn Fences> {
+        Some(self)
+    }
+
     fn as_ums(&mut self) -> Option<&mut dyn UserModeSubmission> {
         Some(self)
     }
@@ -368,7 +435,7 @@ fn unsupported<T>(what: &str) -> Result<T, Failure> {
     )))
 }
 
-impl<K: Kmt + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
+impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
     fn submission_caps(&mut self, _i: usize) -> Result<SubmissionCaps, Failure> {
         unsupported("node metadata and DXGK_USERMODESUBMISSION_CAPS")
     }
