@@ -1,5 +1,5 @@
 //! The Windows backend's code (`backend::kmt::KmtBackend`) over the simulated thunks: the same
-//! adapter discovery, buffers, queues, submissions and waits the Windows executable performs
+//! adapter discovery, buffers, queues, submissions, fences and waits the Windows executable performs
 //! through gdi32, run here against the driver on the emulated GPU. Every case passes or is
 //! skipped with a reason; none fails, and the cases a D3DKMT program can observe pass.
 
@@ -14,8 +14,12 @@ fn kmt_backend_passes_or_skips_every_case() {
     let b = KmtBackend::new(SimPlatform);
     assert_eq!(
         b.capabilities().iter().collect::<Vec<_>>(),
-        [Capability::Fences, Capability::UserModeSubmission],
-        "a D3DKMT program offers fences and user-mode submission"
+        [
+            Capability::Fences,
+            Capability::UserModeSubmission,
+            Capability::AllocationUsage
+        ],
+        "a D3DKMT program offers fences, user-mode submission and the UMD's tracked buffers"
     );
     let all = cases::all();
     let reports = runner::run_all(&runner::select(&all, None), &b);
@@ -27,11 +31,16 @@ fn kmt_backend_passes_or_skips_every_case() {
     assert!(failed.is_empty(), "failed cases:\n{}", failed.join("\n"));
 
     // What user mode can observe runs and passes: adapter discovery, both submission paths,
-    // native and monitored fences signalled and waited on by the CPU and by user-mode queues.
+    // work held behind a gate (a native fence the CPU signals), native and monitored fences
+    // signalled and waited on by the CPU and by user-mode queues, the UMD's tracked buffers.
     for name in [
         "Adapter.StartStop",
         "Adapter.TwoAdapters",
         "UserModeSubmission.BothPathsTogether",
+        "UserModeSubmission.SubmitOrderAndProgressFence",
+        "Allocation.DiscardRenamesBusyBuffer",
+        "Allocation.DoNotWaitOnBusyBuffer",
+        "Allocation.DestroyWhileInUse",
         "NativeFence.CpuWaitsThreaded",
         "NativeFence.CpuSignalReleasesGpuWaitThreaded",
         "NativeFence.DestroyAbandonsWaitThreaded",

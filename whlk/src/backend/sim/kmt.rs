@@ -131,6 +131,66 @@ impl Kmt for SessKmt {
         self.k().destroy_allocation(allocation)
     }
 
+    // The allocation thunks the UMD's tracked buffers use (`rvgpu_umd::usage::Buffer`).
+
+    fn create_allocation_pdd(
+        &self,
+        pdd: &rvgpu_umd::kmt::AllocationPdd,
+    ) -> Result<rvgpu_umd::kmt::MappedGpu, NtStatus> {
+        self.k().create_allocation_pdd(pdd)
+    }
+
+    fn lock2(&self, allocation: KmtHandle) -> Result<SimMem, NtStatus> {
+        self.k().lock2(allocation)
+    }
+
+    fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        self.k().unlock2(allocation)
+    }
+
+    /// A plain destruction goes through [`Kmt::destroy_allocation`] (which knows the handles
+    /// the harness released behind the UMD); `AssumeNotInUse` to the simulated OS.
+    fn destroy_allocation2(
+        &self,
+        allocation: KmtHandle,
+        flags: rvgpu_umd::kmt::DestroyFlags,
+    ) -> Result<(), NtStatus> {
+        if flags.assume_not_in_use {
+            self.k().destroy_allocation2(allocation, flags)
+        } else {
+            self.destroy_allocation(allocation)
+        }
+    }
+
+    fn invalidate_cache(
+        &self,
+        allocation: KmtHandle,
+        offset: u64,
+        length: u64,
+    ) -> Result<(), NtStatus> {
+        self.k().invalidate_cache(allocation, offset, length)
+    }
+
+    fn io_coherent(&self) -> bool {
+        self.k().io_coherent()
+    }
+
+    fn make_resident(
+        &self,
+        allocations: &[KmtHandle],
+        flags: rvgpu_umd::kmt::MakeResidentFlags,
+    ) -> Result<rvgpu_umd::kmt::PagingFence, rvgpu_umd::kmt::MakeResidentError> {
+        self.k().make_resident(allocations, flags)
+    }
+
+    fn evict(
+        &self,
+        allocations: &[KmtHandle],
+        flags: rvgpu_umd::kmt::EvictFlags,
+    ) -> Result<u64, NtStatus> {
+        self.k().evict(allocations, flags)
+    }
+
     fn create_doorbell(
         &self,
         queue: KmtHandle,
