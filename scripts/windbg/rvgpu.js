@@ -20,18 +20,19 @@
 // `rvgpu_kmd::globals::ADAPTERS`, `Adapter` → `Live` → the scheduler state `Sched` (queues,
 // doorbells, contexts, devices, physical doorbells) and the fence table, and `Adapter::tdr`.
 // The machine is stopped in the debugger, so the spin locks around them are not taken.
-// Containers (`Vec`, the driver's `SortedMap` over a `Vec`) are walked through the Rust
-// standard library's NatVis, which rustc embeds in the PDB; `Option` values through their
-// display text.
+// Containers (`Vec`, the driver's `SortedMap` over a `Vec`) and `Option`s are decoded from
+// their layout (below): the PDB carries no NatVis for the standard library.
 //
 // Status: written against the structures in this repository and checked on Linux only (the
 // names below exist in the driver source: tests/windbg_script.rs; the file parses:
 // `node --check`). Not yet run in a live debugger session.
 
 // The module, and the platform type the driver instantiates the core with (src/platform).
+// `WinKernel` is an uninhabited enum, which the PDB names `enum2$<...>` (Rust's MSVC encoding
+// of enums); a type argument list ending in `>` gets a space before the closing `>`.
 const MODULE = "rvgpu";
-const PLATFORM = "rvgpu::platform::windows::WinKernel";
-const ADAPTER_TYPE = "rvgpu_kmd::adapter::Adapter<" + PLATFORM + ">";
+const PLATFORM = "enum2$<rvgpu::platform::windows::WinKernel>";
+const ADAPTER_TYPE = "rvgpu_kmd::adapter::Adapter<" + PLATFORM + " >";
 const TABLE_SYMBOL = "rvgpu_kmd::globals::ADAPTERS";
 
 // Engines a device can have (rvgpu_hw::regs::ENGINE_MAX): the length of TdrLog's arrays.
@@ -43,15 +44,15 @@ const ENGINE_MAX = 16;
 const LAYOUT = {
     "rvgpu_kmd::globals::AdapterTable": ["slots"],
     "rvgpu_kmd::globals::Slot": ["ptr"],
-    "rvgpu_kmd::adapter::Adapter": ["lifecycle", "live", "table_slot", "stats", "tdr"],
-    "rvgpu_kmd::adapter::Live": ["identity", "sched", "fences", "doorbell_va"],
+    "rvgpu_kmd::adapter::Adapter": ["lifecycle", "live", "stats", "tdr"],
+    "rvgpu_kmd::adapter::Live": ["identity", "sched", "fences"],
     "rvgpu_kmd::adapter::Stats": ["isr_claimed", "isr_unclaimed", "dpcs", "overflows"],
     "rvgpu_kmd::device::DeviceIdentity": ["config", "vram_size"],
+    "rvgpu_hw::regs::Config": ["engines", "doorbells"],
     "rvgpu_kmd::sync::SpinLock": ["value"],
     "rvgpu_kmd::kmem::SortedMap": ["entries"],
     "rvgpu_kmd::sched::Sched": ["devices", "contexts", "queues", "doorbells", "physical"],
-    "rvgpu_kmd::context::Device": ["os_handle", "system", "in_error", "process"],
-    "rvgpu_kmd::context::Context": ["device", "engine", "suspended", "os_handle"],
+    "rvgpu_kmd::context::Context": ["device"],
     "rvgpu_kmd::hwqueue::HwQueue": [
         "os_handle", "context", "engine", "id", "priority", "user_mode", "progress_gpu",
         "doorbell",
@@ -62,15 +63,21 @@ const LAYOUT = {
     "rvgpu_kmd::fence::table::FenceTable": ["globals", "locals"],
     "rvgpu_kmd::fence::table::Fence": ["tag", "current_gpu", "monitored_gpu", "fence_type", "opens"],
     "rvgpu_kmd::fence::table::Local": ["global", "device"],
+    "rvgpu_kmd::sched::Handle": ["__0"],
+    "rvgpu_hw::addr::GpuVa": ["__0"],
     "rvgpu_kmd::reset::TdrLog": [
         "last_done", "last_rptr", "last_aborted", "engine_resets", "failed_resets",
         "adapter_resets", "invalidated",
     ],
 };
 
-// The standard library's inner fields this script reads (core::sync::atomic, core::cell):
-// AtomicU64/AtomicU32/AtomicU8/AtomicBool hold `v: UnsafeCell<_>`, AtomicPtr `p`, UnsafeCell
-// `value` (the NatVis in src/rvgpu.natvis reads them the same way).
+// The standard library's inner fields this script reads, as Rust 1.95 lays them out and its
+// own debugger scripts (lib/rustlib/etc/lldb_providers.py) read them: atomics hold
+// `v: UnsafeCell<_>` (AtomicPtr: `p`), `UnsafeCell` holds `value`, `Vec` holds
+// `buf.inner.ptr.pointer.pointer` (the data) and `len`, tuples `__0`, `__1`. An `Option` is
+// an `enum2$<...>` with a `tag` (0 None, 1 Some) and `variant1.value.__0` (Some's value).
+// The PDB of rvgpu.sys embeds only src/rvgpu.natvis, not the standard library's NatVis, so
+// the script decodes these itself.
 
 /// Field `name` of `obj`, a `type` (a LAYOUT key) as the PDB describes it.
 function field(obj, type, name) {
@@ -100,11 +107,26 @@ function locked(l) {
     return cell(field(l, "rvgpu_kmd::sync::SpinLock", "value"));
 }
 
-/// The elements of a `Vec`, through the standard library's NatVis.
+/// A 64-bit value as a JavaScript number (the values read here are counts and small ids).
+function num(x) {
+    return typeof x === "number" ? x : x.asNumber();
+}
+
+/// The elements of a `Vec<T>`: `len` objects of type T from its buffer (the element type is
+/// the first argument of the Vec's type name).
 function vecItems(v) {
+    const name = v.targetType.name;
+    const prefix = "alloc::vec::Vec<";
+    const suffix = ",alloc::alloc::Global>";
+    if (!name.startsWith(prefix) || !name.endsWith(suffix)) {
+        throw new Error("rvgpu.js: not a Vec: " + name);
+    }
+    const elem = name.slice(prefix.length, name.length - suffix.length);
+    const size = num(host.getModuleType(MODULE, elem).size);
+    const base = int64(v.buf.inner.ptr.pointer.pointer.address);
     const out = [];
-    for (const e of v) {
-        out.push(e);
+    for (let i = 0; i < num(v.len); i++) {
+        out.push(host.createTypedObject(base.add(i * size), MODULE, elem));
     }
     return out;
 }
@@ -116,11 +138,25 @@ function mapEntries(m) {
     });
 }
 
-/// `Some(x)` → the text of x; `None` → null (from the display text of the Option).
+/// `Some(x)` → x; `None` → null.
 function option(o) {
-    const text = String(o);
-    const m = /^Some\((.*)\)$/.exec(text);
-    return m === null ? null : m[1];
+    return num(o.tag) === 1 ? o.variant1.value.__0 : null;
+}
+
+/// A scheduler handle (`sched::Handle`, a u64 newtype) as text.
+function handle(h) {
+    return hex(field(h, "rvgpu_kmd::sched::Handle", "__0"));
+}
+
+/// `Some(x)` → `text(x)`; `None` → null.
+function optionText(o, text) {
+    const x = option(o);
+    return x === null ? null : text(x);
+}
+
+/// A GPU virtual address (`rvgpu_hw::addr::GpuVa`) as text.
+function gpuVa(a) {
+    return hex(field(a, "rvgpu_hw::addr::GpuVa", "__0"));
 }
 
 function hex(x) {
@@ -186,8 +222,8 @@ function describeAdapter(a) {
     if (l !== null) {
         const id = field(l, "rvgpu_kmd::adapter::Live", "identity");
         const config = field(id, "rvgpu_kmd::device::DeviceIdentity", "config");
-        out.engines = config.engines;
-        out.doorbells = config.doorbells;
+        out.engines = field(config, "rvgpu_hw::regs::Config", "engines");
+        out.doorbells = field(config, "rvgpu_hw::regs::Config", "doorbells");
         out.vram = hex(field(id, "rvgpu_kmd::device::DeviceIdentity", "vram_size"));
         const s = sched(l);
         out.devices = mapEntries(field(s, "rvgpu_kmd::sched::Sched", "devices")).length;
@@ -215,15 +251,15 @@ function queues(index) {
             const T = "rvgpu_kmd::hwqueue::HwQueue";
             out.push({
                 adapter: a.index,
-                handle: String(e.key),
+                handle: handle(e.key),
                 osHandle: hex(field(q, T, "os_handle")),
-                context: String(field(q, T, "context")),
+                context: handle(field(q, T, "context")),
                 engine: field(q, T, "engine"),
                 queueId: field(q, T, "id"),
                 priority: field(q, T, "priority"),
                 userMode: field(q, T, "user_mode"),
-                progressFenceGpuVa: String(field(q, T, "progress_gpu")),
-                doorbell: option(field(q, T, "doorbell")),
+                progressFenceGpuVa: gpuVa(field(q, T, "progress_gpu")),
+                doorbell: optionText(field(q, T, "doorbell"), handle),
             });
         }
     }
@@ -234,12 +270,12 @@ function queues(index) {
 function owners(s) {
     const contexts = {};
     for (const e of mapEntries(field(s, "rvgpu_kmd::sched::Sched", "contexts"))) {
-        contexts[String(e.key)] = String(field(e.value, "rvgpu_kmd::context::Context", "device"));
+        contexts[handle(e.key)] = handle(field(e.value, "rvgpu_kmd::context::Context", "device"));
     }
     const byQueue = {};
     for (const e of mapEntries(field(s, "rvgpu_kmd::sched::Sched", "queues"))) {
-        const ctx = String(field(e.value, "rvgpu_kmd::hwqueue::HwQueue", "context"));
-        byQueue[String(e.key)] = { context: ctx, device: contexts[ctx] || null };
+        const ctx = handle(field(e.value, "rvgpu_kmd::hwqueue::HwQueue", "context"));
+        byQueue[handle(e.key)] = { context: ctx, device: contexts[ctx] || null };
     }
     return byQueue;
 }
@@ -256,12 +292,12 @@ function doorbells(index) {
         for (const e of mapEntries(field(s, "rvgpu_kmd::sched::Sched", "doorbells"))) {
             const d = e.value;
             const T = "rvgpu_kmd::doorbell::Doorbell";
-            const queue = String(field(d, T, "queue"));
+            const queue = handle(field(d, T, "queue"));
             const page = option(field(d, T, "physical"));
             const o = own[queue] || { context: null, device: null };
             out.push({
                 adapter: a.index,
-                handle: String(e.key),
+                handle: handle(e.key),
                 osHandle: hex(field(d, T, "os_handle")),
                 boundPage: page,
                 state: page === null ? "disconnected" : "connected",
@@ -280,7 +316,7 @@ function doorbells(index) {
                 adapter: a.index,
                 physicalPage: page,
                 globalMode: global,
-                owner: option(field(slot, S, "owner")),
+                owner: optionText(field(slot, S, "owner"), handle),
                 connectStamp: field(slot, S, "stamp"),
                 connectPending: field(slot, S, "pending"),
             });
@@ -303,17 +339,17 @@ function fences(index) {
         const locals = mapEntries(field(table, T, "locals"));
         for (const e of mapEntries(field(table, T, "globals"))) {
             const f = e.value;
-            const global = String(e.key);
+            const global = hex(e.key);
             out.push({
                 adapter: a.index,
                 globalHandle: hex(e.key),
                 reportTag: hex(field(f, F, "tag")),
-                currentValueGpuVa: String(field(f, F, "current_gpu")),
-                monitoredValueGpuVa: String(field(f, F, "monitored_gpu")),
+                currentValueGpuVa: gpuVa(field(f, F, "current_gpu")),
+                monitoredValueGpuVa: gpuVa(field(f, F, "monitored_gpu")),
                 fenceType: field(f, F, "fence_type"),
                 opens: field(f, F, "opens"),
                 localHandles: locals
-                    .filter(function (x) { return String(field(x.value, L, "global")) === global; })
+                    .filter(function (x) { return hex(field(x.value, L, "global")) === global; })
                     .map(function (x) {
                         return { local: hex(x.key), device: hex(field(x.value, L, "device")) };
                     }),

@@ -11,7 +11,12 @@
 //!
 //! CPU waits in event form run on a thread each, as a Windows program would wait on the event
 //! it handed to the thunk: the thread waits in short slices so that the session can stop it
-//! when it ends.
+//! when it ends. On Windows each slice registers one more asynchronous wait with the OS (it
+//! stays registered until the fence reaches the value or goes away); a case waits at most a
+//! few seconds, so that is some tens of waits.
+//!
+//! Monitored fences are not destroyed one by one (the trait has no such call); they go with
+//! their device when the process ends.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};

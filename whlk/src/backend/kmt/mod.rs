@@ -1,20 +1,22 @@
-//! The D3DKMT backend: the cases driven through the UMD's thunk interface ([`Kmt`]) alone,
-//! which is all a test program on a Windows machine has.
+//! The D3DKMT backend: the cases driven through the UMD's thunk interface ([`Kmt`]) and the
+//! sync-object thunks ([`KmtSync`]) alone, which is all a test program on a Windows machine
+//! has.
 //!
 //! [`KmtBackend`] is generic over a [`KmtPlatform`], which finds the rvgpu adapters and opens
 //! a set of thunks (a D3DKMT device) on one. On Windows the platform is
 //! [`windows::WinPlatform`] (the real gdi32 thunks through `rvgpu_umd::kmt_windows::WinKmt`);
 //! here it is [`sim::SimPlatform`] (the simulated thunks over the emulated GPU), so the
-//! backend's own logic — adapter life, buffers, queues, submission, waits, skips — is tested on
-//! Linux with the very code the Windows executable runs.
+//! backend's own logic — adapter life, buffers, queues, submission, fences, waits, tracked
+//! buffers, skips — is tested on Linux with the very code the Windows executable runs.
 //!
 //! What user mode can observe is all this backend offers: the adapter life cycle (the driver
 //! is installed and started by PnP, so "load" and "start" find and open the adapter, "stop" and
-//! "remove" close it) and [`UserModeSubmission`]'s queue operations. The driver's caps, the
-//! OS's internals, fault injection and the other simulation-only capabilities are absent, so
-//! the cases that need them are reported as skipped with the reason. Methods of
-//! [`UserModeSubmission`] that need more than the thunks (OS events, churn threads) answer
-//! [`Failure::Unsupported`], which also skips the case.
+//! "remove" close it), [`UserModeSubmission`]'s queue operations, [`Fences`] (native and
+//! monitored fences, `fences`) and [`AllocationUsage`] (the UMD's tracked buffers, `usage`).
+//! The driver's caps, the OS's internals, fault injection and the other simulation-only
+//! capabilities are absent, so the cases that need them are reported as skipped with the
+//! reason. Methods that need more than the thunks (OS events, churn threads, MonitoredValue)
+//! answer [`Failure::Unsupported`], which also skips the case. No driver escape is used.
 
 mod fences;
 pub mod sim;
@@ -76,9 +78,6 @@ pub trait KmtSync: Kmt {
 
     /// `D3DKMTCreateSynchronizationObject2` of a `D3DDDI_MONITORED_FENCE`.
     fn create_monitored_fence(&self, initial: u64) -> Result<MonitoredSync<Self::Value>, NtStatus>;
-
-    /// `D3DKMTDestroySynchronizationObject` of a monitored fence.
-    fn destroy_monitored_fence(&self, fence: KmtHandle) -> Result<(), NtStatus>;
 
     /// `D3DKMTSignalSynchronizationObjectFromCpu` of one native or monitored fence.
     fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;

@@ -199,10 +199,6 @@ impl KmtSync for WinKmt {
         })
     }
 
-    fn destroy_monitored_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
-        self.destroy_sync_object(fence)
-    }
-
     fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         WinKmt::signal_from_cpu(self, fence, value)
     }

@@ -317,12 +317,6 @@ impl KmtSync for SessKmt {
         })
     }
 
-    fn destroy_monitored_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
-        self.k().destroy_monitored_fence(fence)?;
-        lock(&self.rec).monitored.remove(&fence);
-        Ok(())
-    }
-
     fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         match self.native_fence(fence) {
             Some(f) => self
