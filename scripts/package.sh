@@ -62,6 +62,9 @@ cp "$bin/rvgpu.pdb" "$out/rvgpu.pdb"
 cp "$bin/rvgpu_umd.dll" "$out/rvgpu_umd.dll"
 cp "$bin/rvgpu_umd.pdb" "$out/rvgpu_umd.pdb"
 cp "$target_dir/$exe_target/harness/rvgpu-whlk.exe" "$out/rvgpu-whlk.exe"
+# The WinDbg extension script (docs/windows.md, "WinDbg extension script").
+mkdir -p "$out/windbg"
+cp "$root/scripts/windbg/rvgpu.js" "$out/windbg/rvgpu.js"
 
 # DriverVer = MM/DD/YYYY,a.b.c.d: the date, and the crate version with a 0 build number.
 version="$(sed -n 's/^version *= *"\([0-9.]*\)".*/\1/p' "$root/Cargo.toml" | head -n1)"

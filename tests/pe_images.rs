@@ -403,9 +403,15 @@ fn package_folder_is_complete_and_stamped() {
             "rvgpu.pdb",
             "rvgpu.sys",
             "rvgpu_umd.dll",
-            "rvgpu_umd.pdb"
+            "rvgpu_umd.pdb",
+            "windbg"
         ],
         "package folder contents"
+    );
+    assert_eq!(
+        std::fs::read(package().join("windbg/rvgpu.js")).unwrap(),
+        std::fs::read(root().join("scripts/windbg/rvgpu.js")).unwrap(),
+        "the packaged WinDbg script is not scripts/windbg/rvgpu.js"
     );
     let inf = std::fs::read_to_string(package().join("rvgpu.inf")).unwrap();
     let line = inf
@@ -444,5 +450,31 @@ fn package_folder_is_complete_and_stamped() {
                 "the INF installs {file}, which is not in the package"
             );
         }
+    }
+}
+
+/// The WinDbg script (scripts/windbg/rvgpu.js) looks the adapter table up by its symbol, builds
+/// the adapter's type name and decodes `Option` and `Vec` from their layout: the names it
+/// relies on must be in the PDB as it spells them.
+#[test]
+fn driver_pdb_has_the_names_the_windbg_script_uses() {
+    let pdb = read("rvgpu.pdb");
+    let script = std::fs::read_to_string(root().join("scripts/windbg/rvgpu.js")).unwrap();
+    let has = |name: &str| pdb.windows(name.len()).any(|w| w == name.as_bytes());
+    let adapter = "rvgpu_kmd::adapter::Adapter<enum2$<rvgpu::platform::windows::WinKernel> >";
+    assert!(
+        script.contains("const PLATFORM = \"enum2$<rvgpu::platform::windows::WinKernel>\";")
+            && script.contains("\"rvgpu_kmd::adapter::Adapter<\" + PLATFORM + \" >\""),
+        "the script no longer builds {adapter}"
+    );
+    for name in [
+        adapter,
+        "rvgpu_kmd::globals::ADAPTERS",
+        "alloc::vec::Vec<tuple$<rvgpu_kmd::sched::Handle,rvgpu_kmd::hwqueue::HwQueue>,alloc::alloc::Global>",
+        "alloc::vec::Vec<rvgpu_kmd::doorbell::Slot,alloc::alloc::Global>",
+        "enum2$<core::option::Option<rvgpu_kmd::sched::Handle> >::Variant1",
+        "enum2$<core::option::Option<u32> >::Variant1",
+    ] {
+        assert!(has(name), "rvgpu.pdb has no {name}");
     }
 }

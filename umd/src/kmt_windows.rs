@@ -43,19 +43,21 @@ pub use windows_sys::Wdk::Graphics::Direct3D::{
 };
 use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCreateAllocation2, D3DKMTCreateContextVirtual, D3DKMTCreatePagingQueue,
-    D3DKMTDestroyAllocation2, D3DKMTDestroyContext, D3DKMTDestroyPagingQueue,
-    D3DKMTDestroySynchronizationObject, D3DKMTEvict, D3DKMTInvalidateCache, D3DKMTLock2,
-    D3DKMTMakeResident, D3DKMTSignalSynchronizationObjectFromCpu,
-    D3DKMTSubmitSignalSyncObjectsToHwQueue, D3DKMTSubmitWaitForSyncObjectsToHwQueue, D3DKMTUnlock2,
+    D3DKMTCreateSynchronizationObject2, D3DKMTDestroyAllocation2, D3DKMTDestroyContext,
+    D3DKMTDestroyPagingQueue, D3DKMTDestroySynchronizationObject, D3DKMTEvict,
+    D3DKMTInvalidateCache, D3DKMTLock2, D3DKMTMakeResident,
+    D3DKMTSignalSynchronizationObjectFromCpu, D3DKMTSubmitSignalSyncObjectsToHwQueue,
+    D3DKMTSubmitWaitForSyncObjectsToHwQueue, D3DKMTUnlock2,
     D3DKMTWaitForSynchronizationObjectFromCpu, D3DDDI_ALLOCATIONINFO2, D3DDDI_DESTROYPAGINGQUEUE,
-    D3DDDI_MAKERESIDENT, D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DKMT_CLIENTHINT_UNKNOWN,
-    D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL, D3DKMT_CREATEDEVICE,
-    D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE, D3DKMT_DESTROYALLOCATION2,
-    D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYHWQUEUE,
-    D3DKMT_DESTROYSYNCHRONIZATIONOBJECT, D3DKMT_EVICT, D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2,
-    D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU, D3DKMT_SUBMITCOMMANDTOHWQUEUE,
-    D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE, D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE,
-    D3DKMT_UNLOCK2, D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
+    D3DDDI_MAKERESIDENT, D3DDDI_MONITORED_FENCE, D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL,
+    D3DKMT_CLIENTHINT_UNKNOWN, D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL,
+    D3DKMT_CREATEDEVICE, D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE,
+    D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2, D3DKMT_DESTROYCONTEXT,
+    D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYHWQUEUE, D3DKMT_DESTROYSYNCHRONIZATIONOBJECT, D3DKMT_EVICT,
+    D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2, D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
+    D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
+    D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE, D3DKMT_UNLOCK2,
+    D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
 };
 use windows_sys::Win32::Foundation::{LUID, NTSTATUS, STATUS_NO_MEMORY, STATUS_PENDING};
 use windows_sys::Win32::System::Threading::{
@@ -229,6 +231,37 @@ const _: () = {
     assert!(offset_of!(D3dkmtCreateNativeFence, Info) == 72);
     assert!(offset_of!(D3dkmtCreateNativeFence, Flags) == 184);
     assert!(size_of::<D3dkmtCreateNativeFence>() == 216);
+};
+
+// windows-sys' `D3DKMT_CREATESYNCHRONIZATIONOBJECT2` against the Windows SDK's d3dkmthk.h and
+// d3dukmdt.h (x64): `Info` 8-aligned because its union has `D3DKMT_ALIGN64` members and a
+// 64-byte `Reserved[8]` arm; in the monitored-fence arm the initial value, CPU address, GPU
+// address and engine affinity follow each other at 8-byte steps.
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    use windows_sys::Wdk::Graphics::Direct3D::{
+        D3DDDI_SYNCHRONIZATIONOBJECTINFO2, D3DDDI_SYNCHRONIZATIONOBJECTINFO2_0_4,
+    };
+    assert!(size_of::<D3DDDI_SYNCHRONIZATIONOBJECTINFO2>() == 80);
+    assert!(offset_of!(D3DDDI_SYNCHRONIZATIONOBJECTINFO2, Anonymous) == 8);
+    assert!(offset_of!(D3DDDI_SYNCHRONIZATIONOBJECTINFO2, SharedHandle) == 72);
+    assert!(
+        offset_of!(
+            D3DDDI_SYNCHRONIZATIONOBJECTINFO2_0_4,
+            FenceValueCPUVirtualAddress
+        ) == 8
+    );
+    assert!(
+        offset_of!(
+            D3DDDI_SYNCHRONIZATIONOBJECTINFO2_0_4,
+            FenceValueGPUVirtualAddress
+        ) == 16
+    );
+    assert!(offset_of!(D3DDDI_SYNCHRONIZATIONOBJECTINFO2_0_4, EngineAffinity) == 24);
+    assert!(offset_of!(D3DKMT_CREATESYNCHRONIZATIONOBJECT2, Info) == 8);
+    assert!(offset_of!(D3DKMT_CREATESYNCHRONIZATIONOBJECT2, hSyncObject) == 88);
+    assert!(size_of::<D3DKMT_CREATESYNCHRONIZATIONOBJECT2>() == 96);
 };
 
 // The windows-sys structures of the allocation and residency thunks, checked against the
@@ -710,6 +743,28 @@ impl WinNativeFence {
     }
 }
 
+/// A legacy monitored fence created with [`WinKmt::create_monitored_fence`].
+#[derive(Debug)]
+pub struct WinMonitoredFence {
+    /// The sync object handle.
+    pub handle: KmtHandle,
+    /// `FenceValueCPUVirtualAddress` (read-only).
+    value: *const u64,
+    /// `FenceValueGPUVirtualAddress`: what a GPU signal writes.
+    pub value_gpu: u64,
+}
+
+impl WinMonitoredFence {
+    /// The fence's current value.
+    pub fn value(&self) -> u64 {
+        // SAFETY: `FenceValueCPUVirtualAddress` from D3DKMTCreateSynchronizationObject2: a
+        // read-only 8-aligned mapping (checked at creation) that lives until the sync object is
+        // destroyed; the owner drops this view before destroying it. Atomic load of a
+        // lock-free size on read-only memory.
+        unsafe { AtomicU64::from_ptr(self.value.cast_mut()) }.load(Ordering::Acquire)
+    }
+}
+
 /// Milliseconds for `WaitForSingleObject`: `timeout_ns` rounded up, below `INFINITE`.
 fn timeout_ms(timeout_ns: u64) -> u32 {
     let ms = timeout_ns.div_ceil(1_000_000);
@@ -803,6 +858,39 @@ impl WinKmt {
             handle: args.hSyncObject,
             current: current.cast_const(),
             private_data: args.PrivateDriverData,
+        })
+    }
+
+    /// `D3DKMTCreateSynchronizationObject2` of a legacy monitored fence
+    /// (`D3DDDI_MONITORED_FENCE`, MF-01) starting at `initial_value`: its handle, the OS's
+    /// read-only CPU mapping of the value and the value's GPU address in this process.
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatesynchronizationobject2>
+    pub fn create_monitored_fence(
+        &self,
+        initial_value: u64,
+    ) -> Result<WinMonitoredFence, NtStatus> {
+        let mut args = D3DKMT_CREATESYNCHRONIZATIONOBJECT2 {
+            hDevice: self.device,
+            ..Default::default()
+        };
+        args.Info.Type = D3DDDI_MONITORED_FENCE;
+        args.Info.Anonymous.MonitoredFence.InitialFenceValue = initial_value;
+        // SAFETY: valid argument structure (layout asserted above) on this stack frame.
+        check(unsafe { D3DKMTCreateSynchronizationObject2(&mut args) })?;
+        // SAFETY: the call filled the monitored-fence member of the union (the type asked).
+        let mf = unsafe { args.Info.Anonymous.MonitoredFence };
+        let Some(value) = aligned::<u64>(mf.FenceValueCPUVirtualAddress) else {
+            let _ = self.destroy_sync_object(args.hSyncObject);
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        };
+        if mf.FenceValueGPUVirtualAddress == 0 || mf.FenceValueGPUVirtualAddress % 8 != 0 {
+            let _ = self.destroy_sync_object(args.hSyncObject);
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        }
+        Ok(WinMonitoredFence {
+            handle: args.hSyncObject,
+            value: value.cast_const(),
+            value_gpu: mf.FenceValueGPUVirtualAddress,
         })
     }
 

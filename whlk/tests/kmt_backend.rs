@@ -1,5 +1,5 @@
 //! The Windows backend's code (`backend::kmt::KmtBackend`) over the simulated thunks: the same
-//! adapter discovery, buffers, queues, submissions and waits the Windows executable performs
+//! adapter discovery, buffers, queues, submissions, fences and waits the Windows executable performs
 //! through gdi32, run here against the driver on the emulated GPU. Every case passes or is
 //! skipped with a reason; none fails, and the cases a D3DKMT program can observe pass.
 
@@ -14,8 +14,12 @@ fn kmt_backend_passes_or_skips_every_case() {
     let b = KmtBackend::new(SimPlatform);
     assert_eq!(
         b.capabilities().iter().collect::<Vec<_>>(),
-        [Capability::UserModeSubmission],
-        "a D3DKMT program can offer user-mode submission only"
+        [
+            Capability::Fences,
+            Capability::UserModeSubmission,
+            Capability::AllocationUsage
+        ],
+        "a D3DKMT program offers fences, user-mode submission and the UMD's tracked buffers"
     );
     let all = cases::all();
     let reports = runner::run_all(&runner::select(&all, None), &b);
@@ -26,17 +30,43 @@ fn kmt_backend_passes_or_skips_every_case() {
         .collect();
     assert!(failed.is_empty(), "failed cases:\n{}", failed.join("\n"));
 
-    // What user mode can observe runs and passes: adapter discovery and both submission paths.
+    // What user mode can observe runs and passes: adapter discovery, both submission paths,
+    // work held behind a gate (a native fence the CPU signals), native and monitored fences
+    // signalled and waited on by the CPU and by user-mode queues, the UMD's tracked buffers.
     for name in [
         "Adapter.StartStop",
         "Adapter.TwoAdapters",
         "UserModeSubmission.BothPathsTogether",
+        "UserModeSubmission.SubmitOrderAndProgressFence",
+        "Allocation.DiscardRenamesBusyBuffer",
+        "Allocation.DoNotWaitOnBusyBuffer",
+        "Allocation.DestroyWhileInUse",
+        "NativeFence.CpuWaitsThreaded",
+        "NativeFence.CpuSignalReleasesGpuWaitThreaded",
+        "NativeFence.DestroyAbandonsWaitThreaded",
+        "MonitoredFence.GpuSignalThreaded",
     ] {
         let r = reports
             .iter()
             .find(|r| r.name == name)
             .unwrap_or_else(|| panic!("no case {name}"));
         assert_eq!(r.outcome, Outcome::Pass, "{name}");
+    }
+    // What user mode cannot see is skipped with that reason, not failed or dropped.
+    for (name, why) in [
+        ("NativeFence.MonitoredValueTracksWaiters", "MonitoredValue"),
+        ("NativeFence.PackedStorage", "shareable"),
+        ("NativeFence.HandleLifetimes", "DirectDdi"),
+    ] {
+        let r = reports
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("no case {name}"));
+        assert!(
+            matches!(&r.outcome, Outcome::Skip(m) if m.contains(why)),
+            "{name}: {:?}",
+            r.outcome
+        );
     }
     // Every skip says why, in the table and in the JUnit report.
     let xml = junit::render(b.name(), &reports);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::backend::{Backend, Capability, ExecMode, Session, SessionConfig, WaitResult};
+use crate::backend::{Backend, Capability, ExecMode, Failure, Session, SessionConfig, WaitResult};
 use crate::case::{Case, CaseResult};
 use crate::ensure;
 
@@ -164,7 +164,41 @@ pub const CASES: &[Case] = &[
         optional: &[Capability::BugChecks],
         run: cpu_waits_threaded,
     },
+    Case {
+        name: "NativeFence.CpuSignalReleasesGpuWaitThreaded",
+        requirements: &["NF-17"],
+        summary: "threaded, user-mode view: a queue blocked on FENCE_WAIT runs on after a CPU \
+                  signal; its later GPU signal releases a CPU wait",
+        needs: &[Capability::Fences],
+        optional: &[Capability::BugChecks],
+        run: cpu_signal_releases_gpu_wait_threaded,
+    },
+    Case {
+        name: "NativeFence.DestroyAbandonsWaitThreaded",
+        requirements: &["NF-14"],
+        summary: "threaded, user-mode view: an event wait on a fence destroyed with its GPU \
+                  signal still queued ends abandoned; the queue drains, no bug check",
+        needs: &[Capability::Fences],
+        optional: &[Capability::BugChecks],
+        run: destroy_abandons_wait_threaded,
+    },
+    Case {
+        name: "MonitoredFence.GpuSignalThreaded",
+        requirements: &["MF-01", "MF-03", "MF-04"],
+        summary: "threaded, adapter with native fences: a legacy monitored fence signalled \
+                  by fence-write commands of a user-mode queue releases a CPU wait at its \
+                  value only; a CPU signal releases a wait; the CPU mapping shows each value",
+        needs: &[Capability::Fences],
+        optional: &[Capability::BugChecks],
+        run: monitored_gpu_signal_threaded,
+    },
 ];
+
+/// How long the threaded cases give the GPU for work that must complete.
+const SETTLE: Duration = Duration::from_secs(10);
+/// How long they watch for something that must not happen (it can only pass falsely when the
+/// machine is slow, never fail falsely).
+const WATCH: Duration = Duration::from_millis(200);
 
 fn session(
     b: &dyn Backend,
@@ -563,5 +597,105 @@ fn packed_storage(b: &dyn Backend) -> CaseResult {
         !private.contains(&page(cs)) && !private.contains(&page(ms)) && page(cs) != page(ms),
         "a shareable fence shares a page: {cs:#x} {ms:#x} vs {private:x?}"
     );
+    Ok(())
+}
+
+fn drained(s: &mut Box<dyn Session>, q: crate::backend::QueueRef) -> Result<bool, Failure> {
+    s.run_until(SETTLE, &mut |s| {
+        s.fences_ref().is_ok_and(|f| f.gpu_queue_drained(q))
+    })
+}
+
+fn cpu_signal_releases_gpu_wait_threaded(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Threaded, 1)?;
+    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let g = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let q = s.fences()?.gpu_queue(0, 0, 1)?;
+    s.fences()?.gpu_wait(q, f, 5)?;
+    s.fences()?.gpu_signal(q, g, 1)?;
+    s.fences()?.gpu_submit(q)?;
+    let r = s.fences()?.cpu_wait(g, 1, WATCH)?;
+    ensure!(
+        r == WaitResult::TimedOut,
+        "the signal behind FENCE_WAIT(5) landed before the CPU signal: {r:?}"
+    );
+    ensure!(
+        !s.fences_ref()?.gpu_queue_drained(q),
+        "the queue did not block on FENCE_WAIT"
+    );
+    s.fences()?.cpu_signal(f, 5)?;
+    let r = s.fences()?.cpu_wait(g, 1, SETTLE)?;
+    ensure!(
+        r == WaitResult::Satisfied,
+        "the CPU signal did not release the GPU wait: {r:?}"
+    );
+    ensure!(
+        drained(&mut s, q)?,
+        "the queue did not drain after the release"
+    );
+    no_fault(&*s)?;
+    Ok(())
+}
+
+fn destroy_abandons_wait_threaded(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Threaded, 1)?;
+    let gate = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let q = s.fences()?.gpu_queue(0, 0, 1)?;
+    let e = s.fences()?.cpu_wait_event(f, 1)?;
+    // The signal stays queued behind the gate until the fence is gone.
+    s.fences()?.gpu_wait(q, gate, 1)?;
+    s.fences()?.gpu_signal(q, f, 1)?;
+    s.fences()?.gpu_submit(q)?;
+    s.fences()?.destroy_native_fence(f)?;
+    let r = s.fences_ref()?.event_result(e, SETTLE);
+    ensure!(
+        r == Some(WaitResult::Abandoned),
+        "waiter of a destroyed fence: {r:?}"
+    );
+    s.fences()?.cpu_signal(gate, 1)?;
+    ensure!(drained(&mut s, q)?, "queue not drained");
+    no_fault(&*s)?;
+    Ok(())
+}
+
+fn monitored_gpu_signal_threaded(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Threaded, 1)?;
+    let f = s.fences()?.create_monitored_fence(0, 1, 0)?;
+    let q = s.fences()?.gpu_queue(0, 0, 1)?;
+    let e = s.fences()?.monitored_wait_event(f, 2)?;
+    s.fences()?.gpu_signal_monitored(q, f, 1)?;
+    s.fences()?.gpu_submit(q)?;
+    ensure!(
+        drained(&mut s, q)?,
+        "the first signal's queue did not drain"
+    );
+    let v = s.fences_ref()?.monitored_value(f)?;
+    ensure!(v == 1, "value {v} after the GPU signal of 1");
+    ensure!(
+        s.fences_ref()?.event_result(e, WATCH).is_none(),
+        "the wait for 2 was released at 1"
+    );
+    s.fences()?.gpu_signal_monitored(q, f, 2)?;
+    s.fences()?.gpu_submit(q)?;
+    ensure!(
+        s.fences_ref()?.event_result(e, SETTLE) == Some(WaitResult::Satisfied),
+        "the wait for 2 was not released by the GPU signal of 2"
+    );
+    ensure!(
+        drained(&mut s, q)?,
+        "the second signal's queue did not drain"
+    );
+    let v = s.fences_ref()?.monitored_value(f)?;
+    ensure!(v == 2, "value {v} after the GPU signal of 2");
+    let e = s.fences()?.monitored_wait_event(f, 5)?;
+    s.fences()?.monitored_signal_cpu(f, 5)?;
+    ensure!(
+        s.fences_ref()?.event_result(e, SETTLE) == Some(WaitResult::Satisfied),
+        "the CPU signal did not release the wait for 5"
+    );
+    let v = s.fences_ref()?.monitored_value(f)?;
+    ensure!(v == 5, "value {v} after the CPU signal of 5");
+    no_fault(&*s)?;
     Ok(())
 }

@@ -1,22 +1,26 @@
-//! The D3DKMT backend: the cases driven through the UMD's thunk interface ([`Kmt`]) alone,
-//! which is all a test program on a Windows machine has.
+//! The D3DKMT backend: the cases driven through the UMD's thunk interface ([`Kmt`]) and the
+//! sync-object thunks ([`KmtSync`]) alone, which is all a test program on a Windows machine
+//! has.
 //!
 //! [`KmtBackend`] is generic over a [`KmtPlatform`], which finds the rvgpu adapters and opens
 //! a set of thunks (a D3DKMT device) on one. On Windows the platform is
 //! [`windows::WinPlatform`] (the real gdi32 thunks through `rvgpu_umd::kmt_windows::WinKmt`);
 //! here it is [`sim::SimPlatform`] (the simulated thunks over the emulated GPU), so the
-//! backend's own logic — adapter life, buffers, queues, submission, waits, skips — is tested on
-//! Linux with the very code the Windows executable runs.
+//! backend's own logic — adapter life, buffers, queues, submission, fences, waits, tracked
+//! buffers, skips — is tested on Linux with the very code the Windows executable runs.
 //!
 //! What user mode can observe is all this backend offers: the adapter life cycle (the driver
 //! is installed and started by PnP, so "load" and "start" find and open the adapter, "stop" and
-//! "remove" close it) and [`UserModeSubmission`]'s queue operations. The driver's caps, the
-//! OS's internals, fault injection and the other simulation-only capabilities are absent, so
-//! the cases that need them are reported as skipped with the reason. Methods of
-//! [`UserModeSubmission`] that need more than the thunks (OS events, churn threads) answer
-//! [`Failure::Unsupported`], which also skips the case.
+//! "remove" close it), [`UserModeSubmission`]'s queue operations, [`Fences`] (native and
+//! monitored fences, `fences`) and [`AllocationUsage`] (the UMD's tracked buffers, `usage`).
+//! The driver's caps, the OS's internals, fault injection and the other simulation-only
+//! capabilities are absent, so the cases that need them are reported as skipped with the
+//! reason. Methods that need more than the thunks (OS events, churn threads, MonitoredValue)
+//! answer [`Failure::Unsupported`], which also skips the case. No driver escape is used.
 
+mod fences;
 pub mod sim;
+mod usage;
 #[cfg(windows)]
 pub mod windows;
 
@@ -24,14 +28,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rvgpu_hw::cmd::Command;
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, NtStatus};
+use rvgpu_umd::fence::NativeFence;
+use rvgpu_umd::fencelog::Op;
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, FenceCpu, Kmt, KmtHandle, NtStatus};
 use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, SubmitError, UserQueue};
 
 use super::{
-    BufferRef, Capabilities, Capability, ChurnLane, ChurnReport, DoorbellStatus, DriverCaps,
-    Failure, ProcessEnd, ProcessRef, Session, SessionConfig, StartedAdapter, StreamLane,
-    StreamReport, SubmissionCaps, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission,
-    WaitResult, Work,
+    AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport, DoorbellStatus,
+    DriverCaps, Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig, StartedAdapter,
+    StreamLane, StreamReport, SubmissionCaps, SubmitPath, UmQueueInfo, UmQueueRef,
+    UserModeSubmission, WaitResult, Work,
 };
 
 /// `STATUS_TIMEOUT`/`STATUS_IO_TIMEOUT` and `STATUS_DEVICE_REMOVED` as the thunks return them.
@@ -39,10 +45,56 @@ const STATUS_TIMEOUT: i32 = 0x0000_0102;
 const STATUS_IO_TIMEOUT: i32 = 0xC000_00B5_u32 as i32;
 const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
 
+/// How a CPU wait with a timeout ended ([`KmtSync::wait_timeout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FenceWait {
+    /// The fence reached the value.
+    Reached,
+    /// The timeout passed first.
+    TimedOut,
+    /// The fence went away while waiting (destroyed, device lost).
+    Abandoned,
+}
+
+/// A legacy monitored fence (MF-01) as `D3DKMTCreateSynchronizationObject2` returns it.
+#[derive(Debug)]
+pub struct MonitoredSync<V> {
+    /// The sync object handle.
+    pub handle: KmtHandle,
+    /// `FenceValueGPUVirtualAddress` in the device's process.
+    pub value_gpu: u64,
+    /// The read-only CPU mapping of the value.
+    pub value: V,
+}
+
+/// The sync-object thunks the fence cases need beyond the UMD's [`Kmt`] (which has only what
+/// the UMD's queues use): CPU signals, CPU waits with a timeout, monitored fences and the CPU
+/// mappings of fence values. On Windows they are `rvgpu_umd::kmt_windows::WinKmt`'s own
+/// D3DKMT calls; in the simulation the simulated OS's.
+pub trait KmtSync: Kmt {
+    /// A monitored fence's read-only CPU mapping of its value (`FenceValueCPUVirtualAddress`),
+    /// valid while its device lives.
+    type Value: FenceCpu + Send + Sync + 'static;
+
+    /// `D3DKMTCreateSynchronizationObject2` of a `D3DDDI_MONITORED_FENCE`.
+    fn create_monitored_fence(&self, initial: u64) -> Result<MonitoredSync<Self::Value>, NtStatus>;
+
+    /// `D3DKMTSignalSynchronizationObjectFromCpu` of one native or monitored fence.
+    fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;
+
+    /// `D3DKMTWaitForSynchronizationObjectFromCpu` on one fence, up to `timeout`.
+    fn wait_timeout(
+        &self,
+        fence: KmtHandle,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<FenceWait, NtStatus>;
+}
+
 /// Where the D3DKMT backend gets its adapters and thunks.
 pub trait KmtPlatform: Send + Sync {
     /// One D3DKMT device's thunks.
-    type Kmt: Kmt + Send + Sync + 'static;
+    type Kmt: KmtSync + Send + Sync + 'static;
 
     /// Name shown in reports.
     fn name(&self) -> &'static str;
@@ -55,7 +107,7 @@ pub trait KmtPlatform: Send + Sync {
 /// The machine one case runs on, as user mode sees it.
 pub trait KmtMachine: Send {
     /// The thunks' type.
-    type Kmt: Kmt + Send + Sync + 'static;
+    type Kmt: KmtSync + Send + Sync + 'static;
 
     /// rvgpu adapters present (started by PnP).
     fn adapters(&self) -> usize;
@@ -98,7 +150,11 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::of(&[Capability::UserModeSubmission])
+        Capabilities::of(&[
+            Capability::Fences,
+            Capability::UserModeSubmission,
+            Capability::AllocationUsage,
+        ])
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
@@ -109,7 +165,9 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             processes: Vec::new(),
             buffers: Vec::new(),
             queues: Vec::new(),
-            waited: Vec::new(),
+            gates: Vec::new(),
+            tracked: Vec::new(),
+            fence: fences::FenceState::default(),
         }))
     }
 }
@@ -170,18 +228,30 @@ struct KUmQueue<K: Kmt> {
 }
 
 /// One case's session.
-struct KmtSession<K: Kmt + Send + Sync + 'static> {
+struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     machine: Box<dyn KmtMachine<Kmt = K>>,
     /// Adapters "started" (opened) by the case.
     opened: Vec<bool>,
     processes: Vec<KProcess<K>>,
-    buffers: Vec<KBuffer<K>>,
+    /// Buffers by [`BufferRef`]; `None` once their process ended (indices stay stable).
+    buffers: Vec<Option<KBuffer<K>>>,
     queues: Vec<KUmQueue<K>>,
-    /// Words a submitted `WaitAtLeast` names: (buffer, offset).
-    waited: Vec<(usize, u64)>,
+    /// Gates: words a submitted `WaitAtLeast` names, (buffer, offset), each with the native
+    /// fence of the buffer's process that stands for it on the GPU.
+    gates: Vec<((usize, u64), NativeFence)>,
+    /// Buffers with the UMD's usage tracking.
+    tracked: Vec<usage::KTracked<K>>,
+    /// Native and monitored fences, their GPU queues and CPU waits.
+    fence: fences::FenceState<K>,
 }
 
-impl<K: Kmt + Send + Sync + 'static> KmtSession<K> {
+impl<K: KmtSync + Send + Sync + 'static> Drop for KmtSession<K> {
+    fn drop(&mut self) {
+        self.fence.stop();
+    }
+}
+
+impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     fn status(&self, NtStatus(s): NtStatus) -> Failure {
         self.machine.fault().unwrap_or(Failure::DdiFailed(s))
     }
@@ -211,7 +281,8 @@ impl<K: Kmt + Send + Sync + 'static> KmtSession<K> {
     fn buffer(&self, b: BufferRef) -> Result<&KBuffer<K>, Failure> {
         self.buffers
             .get(b.0)
-            .ok_or_else(|| Failure::Backend(format!("no buffer {}", b.0)))
+            .and_then(Option::as_ref)
+            .ok_or_else(|| Failure::Backend(format!("no live buffer {}", b.0)))
     }
 
     fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
@@ -242,6 +313,30 @@ impl<K: Kmt + Send + Sync + 'static> KmtSession<K> {
             .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))
     }
 
+    /// The gate of word `offset` of buffer `b` for a queue of `process`: a native fence of the
+    /// buffer's process starting at the word's value, created on first use.
+    fn gate(&mut self, process: usize, b: BufferRef, offset: u64) -> Result<usize, Failure> {
+        self.address(b, offset, 8)?;
+        if let Some(i) = self.gates.iter().position(|(w, _)| *w == (b.0, offset)) {
+            return Ok(i);
+        }
+        let buf = self.buffer(b)?;
+        if buf.process != process {
+            return Err(Failure::Unsupported(
+                "a GPU wait on another process's memory (a gate is a native fence of the \
+                 buffer's process)"
+                    .into(),
+            ));
+        }
+        let initial = buf.alloc.mem.load(offset);
+        let (_, kmt) = self.process(ProcessRef(process))?;
+        let f = kmt
+            .create_native_fence(initial)
+            .map_err(|s| self.status(s))?;
+        self.gates.push(((b.0, offset), f));
+        Ok(self.gates.len() - 1)
+    }
+
     fn started(&self, i: usize) -> Result<(), Failure> {
         if self.opened.get(i).copied().unwrap_or(false) {
             Ok(())
@@ -251,7 +346,7 @@ impl<K: Kmt + Send + Sync + 'static> KmtSession<K> {
     }
 }
 
-impl<K: Kmt + Send + Sync + 'static> Session for KmtSession<K> {
+impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
     fn adapter_count(&self) -> usize {
         self.machine.adapters()
     }
@@ -299,7 +394,12 @@ impl<K: Kmt + Send + Sync + 'static> Session for KmtSession<K> {
                 q.info = u.info();
             }
         }
-        self.buffers.clear();
+        for b in &mut self.buffers {
+            *b = None;
+        }
+        for p in 0..self.processes.len() {
+            self.drop_tracked_of(p);
+        }
         for p in 0..self.processes.len() {
             let open = self
                 .processes
@@ -344,6 +444,22 @@ impl<K: Kmt + Send + Sync + 'static> Session for KmtSession<K> {
         }
     }
 
+    fn as_fences(&mut self) -> Option<&mut dyn Fences> {
+        Some(self)
+    }
+
+    fn as_alloc_usage(&mut self) -> Option<&mut dyn AllocationUsage> {
+        Some(self)
+    }
+
+    fn as_alloc_usage_ref(&self) -> Option<&dyn AllocationUsage> {
+        Some(self)
+    }
+
+    fn as_fences_ref(&self) -> Option<&dyn Fences> {
+        Some(self)
+    }
+
     fn as_ums(&mut self) -> Option<&mut dyn UserModeSubmission> {
         Some(self)
     }
@@ -368,7 +484,7 @@ fn unsupported<T>(what: &str) -> Result<T, Failure> {
     )))
 }
 
-impl<K: Kmt + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
+impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
     fn submission_caps(&mut self, _i: usize) -> Result<SubmissionCaps, Failure> {
         unsupported("node metadata and DXGK_USERMODESUBMISSION_CAPS")
     }
@@ -396,7 +512,12 @@ impl<K: Kmt + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
                 q.info = u.info();
             }
         }
-        self.buffers.retain(|b| b.process != p.0);
+        for b in &mut self.buffers {
+            if b.as_ref().is_some_and(|b| b.process == p.0) {
+                *b = None;
+            }
+        }
+        self.drop_tracked_of(p.0);
         if let Some(up) = self.processes.get_mut(p.0) {
             up.kmt = None;
         }
@@ -412,10 +533,10 @@ impl<K: Kmt + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         for off in (0..alloc.size).step_by(8) {
             alloc.mem.store(off, 0);
         }
-        self.buffers.push(KBuffer {
+        self.buffers.push(Some(KBuffer {
             process: p.0,
             alloc,
-        });
+        }));
         Ok(BufferRef(self.buffers.len() - 1))
     }
 
@@ -424,17 +545,23 @@ impl<K: Kmt + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         Ok(self.buffer(b)?.alloc.mem.load(offset))
     }
 
-    /// The store happens; but a GPU wait already queued on the word is re-evaluated only when
-    /// the OS signals a sync object from the CPU (the device's WAIT_RESCAN), which D3DKMT offers
-    /// for fences, not for plain memory. Such a write is reported as unsupported, so the case
-    /// is skipped rather than left waiting.
+    /// The store happens; a GPU wait queued on the word (a gate, see [`KmtSession::gate`])
+    /// is released by signalling the gate's native fence to the value from the CPU, the
+    /// documented way to wake a GPU wait from user mode.
     fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
         self.address(b, offset, 8)?;
-        self.buffer(b)?.alloc.mem.store(offset, value);
-        if self.waited.contains(&(b.0, offset)) {
-            return unsupported("waking a GPU wait on a CPU-written word (not a sync object)");
-        }
-        Ok(())
+        let buf = self.buffer(b)?;
+        buf.alloc.mem.store(offset, value);
+        let Some(h) = self
+            .gates
+            .iter()
+            .find(|(w, _)| *w == (b.0, offset))
+            .map(|(_, f)| f.kmt)
+        else {
+            return Ok(());
+        };
+        let (_, kmt) = self.process(ProcessRef(buf.process))?;
+        kmt.signal_from_cpu(h, value).map_err(|s| self.status(s))
     }
 
     fn create_queue(
@@ -458,17 +585,46 @@ impl<K: Kmt + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         Ok(UmQueueRef(self.queues.len() - 1))
     }
 
+    /// A `WaitAtLeast` becomes a GPU wait on the gate's native fence (the device re-evaluates
+    /// a wait on plain memory only when the OS tells it that word changed, which no D3DKMT
+    /// call does); everything else is encoded as it is.
     fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
-        let cmds = self.encode(work)?;
+        let process = self.queue(q)?.process;
+        let mut items = Vec::with_capacity(work.len());
         for w in work {
-            if let Work::WaitAtLeast { buffer, offset, .. } = *w {
-                self.waited.push((buffer.0, offset));
+            items.push(match *w {
+                Work::WaitAtLeast {
+                    buffer,
+                    offset,
+                    value,
+                } => Err((self.gate(process, buffer, offset)?, value)),
+                other => Ok(self.encode(&[other])?),
+            });
+        }
+        let gates = &self.gates;
+        let mut ops: Vec<Op<'_>> = Vec::with_capacity(work.len());
+        for it in &items {
+            match it {
+                Ok(cmds) => ops.extend(cmds.iter().copied().map(Op::Cmd)),
+                Err((g, value)) => {
+                    let f = gates
+                        .get(*g)
+                        .map(|(_, f)| f)
+                        .ok_or_else(|| Failure::Backend("gate lost".into()))?;
+                    ops.push(Op::Wait(f, *value));
+                }
             }
         }
-        let r = match self.live_queue(q)? {
-            KQueue::User(u) => u.submit(&cmds),
-            KQueue::Kernel(k) => k.submit(&cmds),
+        let k = self
+            .queues
+            .get_mut(q.0)
+            .and_then(|k| k.q.as_mut())
+            .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
+        let r = match k {
+            KQueue::User(u) => u.submit_ops(&ops),
+            KQueue::Kernel(k) => k.submit_ops(&ops),
         };
+        drop(ops);
         r.map_err(|e| self.umd(e))
     }
 

@@ -14,7 +14,10 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use rvgpu_umd::kmt_windows::{close_adapter, WinKmt};
+use std::time::Duration;
+
+use rvgpu_umd::kmt::{FenceCpu, KmtHandle, NtStatus};
+use rvgpu_umd::kmt_windows::{close_adapter, WaitOutcome, WinKmt, WinMonitoredFence};
 use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTEnumAdapters2, D3DKMTQueryAdapterInfo, D3DKMT_ADAPTERINFO, D3DKMT_ADAPTERTYPE,
     D3DKMT_ENUMADAPTERS2, D3DKMT_QUERYADAPTERINFO, D3DKMT_QUERY_DEVICE_IDS, KMTQAITYPE_ADAPTERTYPE,
@@ -22,7 +25,7 @@ use windows_sys::Wdk::Graphics::Direct3D::{
 };
 use windows_sys::Win32::Foundation::LUID;
 
-use super::{KmtMachine, KmtPlatform};
+use super::{FenceWait, KmtMachine, KmtPlatform, KmtSync, MonitoredSync};
 use crate::backend::{Failure, ProcessEnd, SessionConfig};
 
 /// `D3DKMT_ADAPTERTYPE` bits (d3dkmthk.h): RenderSupported is bit 0, DisplaySupported bit 1.
@@ -164,5 +167,52 @@ impl KmtMachine for WinMachine {
             .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
         slot.take();
         Ok(())
+    }
+}
+
+/// A monitored fence's CPU mapping, shareable with the session's event threads.
+#[derive(Debug)]
+pub struct WinMonitoredValue(WinMonitoredFence);
+
+// SAFETY: the view is a read-only OS mapping read with atomic loads only; the mapping does not
+// belong to a thread.
+unsafe impl Send for WinMonitoredValue {}
+// SAFETY: as above: concurrent atomic loads of read-only memory.
+unsafe impl Sync for WinMonitoredValue {}
+
+impl FenceCpu for WinMonitoredValue {
+    fn value(&self) -> u64 {
+        self.0.value()
+    }
+}
+
+/// gdi32's sync-object thunks, through `WinKmt`.
+impl KmtSync for WinKmt {
+    type Value = WinMonitoredValue;
+
+    fn create_monitored_fence(&self, initial: u64) -> Result<MonitoredSync<Self::Value>, NtStatus> {
+        let f = WinKmt::create_monitored_fence(self, initial)?;
+        Ok(MonitoredSync {
+            handle: f.handle,
+            value_gpu: f.value_gpu,
+            value: WinMonitoredValue(f),
+        })
+    }
+
+    fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        WinKmt::signal_from_cpu(self, fence, value)
+    }
+
+    fn wait_timeout(
+        &self,
+        fence: KmtHandle,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<FenceWait, NtStatus> {
+        let ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX - 1);
+        match WinKmt::wait_timeout(self, fence, value, ns.min(u64::MAX - 1))? {
+            WaitOutcome::Reached => Ok(FenceWait::Reached),
+            WaitOutcome::TimedOut => Ok(FenceWait::TimedOut),
+        }
     }
 }

@@ -9,9 +9,11 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
-use rvgpu_simos::{Machine, UmsProcess};
+use rvgpu_simos::{Machine, MonitoredFence, SimError, UmsProcess, WaitOutcome};
 use rvgpu_umd::fence::NativeFence as UmdNativeFence;
-use rvgpu_umd::kmt::{Allocation, Doorbell, HwQueue, Kmt, KmtHandle, NtStatus};
+use rvgpu_umd::kmt::{Allocation, Doorbell, FenceCpu, HwQueue, Kmt, KmtHandle, NtStatus};
+
+use crate::backend::kmt::{FenceWait, KmtSync, MonitoredSync};
 
 /// What the UMD created through one [`SessKmt`] (one harness queue).
 #[derive(Debug, Default)]
@@ -29,6 +31,8 @@ pub(crate) struct Created {
     /// Allocations the harness destroyed behind the UMD's back (UM-07 probe); the UMD's
     /// own later destroy of them is answered with success.
     pub released: Vec<KmtHandle>,
+    /// Monitored fences created through [`KmtSync::create_monitored_fence`], by handle.
+    pub monitored: HashMap<KmtHandle, MonitoredFence>,
 }
 
 /// Thunks of one process for one harness queue.
@@ -127,6 +131,66 @@ impl Kmt for SessKmt {
         self.k().destroy_allocation(allocation)
     }
 
+    // The allocation thunks the UMD's tracked buffers use (`rvgpu_umd::usage::Buffer`).
+
+    fn create_allocation_pdd(
+        &self,
+        pdd: &rvgpu_umd::kmt::AllocationPdd,
+    ) -> Result<rvgpu_umd::kmt::MappedGpu, NtStatus> {
+        self.k().create_allocation_pdd(pdd)
+    }
+
+    fn lock2(&self, allocation: KmtHandle) -> Result<SimMem, NtStatus> {
+        self.k().lock2(allocation)
+    }
+
+    fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        self.k().unlock2(allocation)
+    }
+
+    /// A plain destruction goes through [`Kmt::destroy_allocation`] (which knows the handles
+    /// the harness released behind the UMD); `AssumeNotInUse` to the simulated OS.
+    fn destroy_allocation2(
+        &self,
+        allocation: KmtHandle,
+        flags: rvgpu_umd::kmt::DestroyFlags,
+    ) -> Result<(), NtStatus> {
+        if flags.assume_not_in_use {
+            self.k().destroy_allocation2(allocation, flags)
+        } else {
+            self.destroy_allocation(allocation)
+        }
+    }
+
+    fn invalidate_cache(
+        &self,
+        allocation: KmtHandle,
+        offset: u64,
+        length: u64,
+    ) -> Result<(), NtStatus> {
+        self.k().invalidate_cache(allocation, offset, length)
+    }
+
+    fn io_coherent(&self) -> bool {
+        self.k().io_coherent()
+    }
+
+    fn make_resident(
+        &self,
+        allocations: &[KmtHandle],
+        flags: rvgpu_umd::kmt::MakeResidentFlags,
+    ) -> Result<rvgpu_umd::kmt::PagingFence, rvgpu_umd::kmt::MakeResidentError> {
+        self.k().make_resident(allocations, flags)
+    }
+
+    fn evict(
+        &self,
+        allocations: &[KmtHandle],
+        flags: rvgpu_umd::kmt::EvictFlags,
+    ) -> Result<u64, NtStatus> {
+        self.k().evict(allocations, flags)
+    }
+
     fn create_doorbell(
         &self,
         queue: KmtHandle,
@@ -193,5 +257,93 @@ impl Kmt for SessKmt {
 
     fn cpu_timestamp_frequency(&self) -> u64 {
         self.k().cpu_timestamp_frequency()
+    }
+}
+
+/// `STATUS_INVALID_HANDLE`: a handle this process does not hold.
+const STATUS_INVALID_HANDLE: NtStatus = NtStatus(0xC000_0008_u32 as i32);
+
+fn sim_status(e: SimError) -> NtStatus {
+    match e {
+        SimError::DdiFailed(s) => NtStatus(s),
+        // A halted machine: the session reports the fault itself (`KmtMachine::fault`).
+        _ => NtStatus(0xC000_0001_u32 as i32),
+    }
+}
+
+fn fence_wait(o: WaitOutcome) -> FenceWait {
+    match o {
+        WaitOutcome::Satisfied => FenceWait::Reached,
+        WaitOutcome::TimedOut => FenceWait::TimedOut,
+        WaitOutcome::Abandoned => FenceWait::Abandoned,
+    }
+}
+
+/// The CPU mapping of a simulated monitored fence's value.
+#[derive(Clone, Debug)]
+pub struct SimMonitoredValue(MonitoredFence);
+
+impl FenceCpu for SimMonitoredValue {
+    fn value(&self) -> u64 {
+        self.0.value()
+    }
+}
+
+impl SessKmt {
+    /// This process's native fence with D3DKMT handle `h`.
+    fn native_fence(&self, h: KmtHandle) -> Option<rvgpu_simos::NativeFence> {
+        self.m
+            .native_fence_by_kmt(self.p.adapter, h)
+            .filter(|f| f.process() == self.p.pid)
+    }
+
+    fn monitored_fence(&self, h: KmtHandle) -> Option<MonitoredFence> {
+        lock(&self.rec).monitored.get(&h).cloned()
+    }
+}
+
+/// The simulated OS's sync-object thunks, dispatching on the kind of object the handle names,
+/// as Dxgkrnl does.
+impl KmtSync for SessKmt {
+    type Value = SimMonitoredValue;
+
+    fn create_monitored_fence(&self, initial: u64) -> Result<MonitoredSync<Self::Value>, NtStatus> {
+        let (handle, f) = self.k().create_monitored_fence(initial)?;
+        lock(&self.rec).monitored.insert(handle, f.clone());
+        Ok(MonitoredSync {
+            handle,
+            value_gpu: f.gpu_va(),
+            value: SimMonitoredValue(f),
+        })
+    }
+
+    fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        match self.native_fence(fence) {
+            Some(f) => self
+                .m
+                .signal_native_fence_from_cpu(&f, value)
+                .map_err(sim_status),
+            None => self.k().signal_fence_from_cpu(fence, value),
+        }
+    }
+
+    fn wait_timeout(
+        &self,
+        fence: KmtHandle,
+        value: u64,
+        timeout: std::time::Duration,
+    ) -> Result<FenceWait, NtStatus> {
+        if let Some(f) = self.native_fence(fence) {
+            return self
+                .m
+                .wait_native_fence(&f, value, timeout)
+                .map(fence_wait)
+                .map_err(sim_status);
+        }
+        let f = self.monitored_fence(fence).ok_or(STATUS_INVALID_HANDLE)?;
+        self.m
+            .wait_monitored_fence(&f, value, timeout)
+            .map(fence_wait)
+            .map_err(sim_status)
     }
 }

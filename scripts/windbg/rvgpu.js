@@ -1,0 +1,426 @@
+"use strict";
+
+// rvgpu.js: a WinDbg JavaScript (data model) extension for rvgpu.sys, for a kernel debugger
+// session on the test machine (docs/windows.md, "WinDbg extension script").
+//
+//   .scriptload <package>\windbg\rvgpu.js
+//   !rvgpu_adapters          every adapter of the driver's adapter table
+//   !rvgpu_queues            hardware queues (engine, device queue id, user/kernel mode, doorbell)
+//   !rvgpu_doorbells         doorbells (bound physical page, owning queue/context/device, state)
+//                            and the physical pages' owners
+//   !rvgpu_fences            native fences (report tag, CurrentValue/MonitoredValue GPU VAs,
+//                            type, opens) and the local handles on them
+//   !rvgpu_tdr               the last TDR record: reset counters and, per engine, the last
+//                            ResetDone event and LastAbortedFenceId
+//   dx @$rvgpu()             the same as objects (dx -r3 @$rvgpu() for everything)
+//
+// Every function takes an optional adapter index (the slot in the driver's adapter table).
+//
+// What it reads: the driver core's own structures (driver/kmd/src): the adapter table
+// `rvgpu_kmd::globals::ADAPTERS`, `Adapter` → `Live` → the scheduler state `Sched` (queues,
+// doorbells, contexts, devices, physical doorbells) and the fence table, and `Adapter::tdr`.
+// The machine is stopped in the debugger, so the spin locks around them are not taken.
+// Containers (`Vec`, the driver's `SortedMap` over a `Vec`) and `Option`s are decoded from
+// their layout (below): the PDB carries no NatVis for the standard library.
+//
+// Status: written against the structures in this repository and checked on Linux only (the
+// names below exist in the driver source: tests/windbg_script.rs; the file parses:
+// `node --check`). Not yet run in a live debugger session.
+
+// The module, and the platform type the driver instantiates the core with (src/platform).
+// `WinKernel` is an uninhabited enum, which the PDB names `enum2$<...>` (Rust's MSVC encoding
+// of enums); a type argument list ending in `>` gets a space before the closing `>`.
+const MODULE = "rvgpu";
+const PLATFORM = "enum2$<rvgpu::platform::windows::WinKernel>";
+const ADAPTER_TYPE = "rvgpu_kmd::adapter::Adapter<" + PLATFORM + " >";
+const TABLE_SYMBOL = "rvgpu_kmd::globals::ADAPTERS";
+
+// Engines a device can have (rvgpu_hw::regs::ENGINE_MAX): the length of TdrLog's arrays.
+const ENGINE_MAX = 16;
+
+// Every driver structure and field this script reads, by Rust path. `field()` refuses any
+// other, and tests/windbg_script.rs checks each against the struct in driver/kmd/src, so the
+// script fails its test (not the tester's session) when the driver changes.
+const LAYOUT = {
+    "rvgpu_kmd::globals::AdapterTable": ["slots"],
+    "rvgpu_kmd::globals::Slot": ["ptr"],
+    "rvgpu_kmd::adapter::Adapter": ["lifecycle", "live", "stats", "tdr"],
+    "rvgpu_kmd::adapter::Live": ["identity", "sched", "fences"],
+    "rvgpu_kmd::adapter::Stats": ["isr_claimed", "isr_unclaimed", "dpcs", "overflows"],
+    "rvgpu_kmd::device::DeviceIdentity": ["config", "vram_size"],
+    "rvgpu_hw::regs::Config": ["engines", "doorbells"],
+    "rvgpu_kmd::sync::SpinLock": ["value"],
+    "rvgpu_kmd::kmem::SortedMap": ["entries"],
+    "rvgpu_kmd::sched::Sched": ["devices", "contexts", "queues", "doorbells", "physical"],
+    "rvgpu_kmd::context::Context": ["device"],
+    "rvgpu_kmd::hwqueue::HwQueue": [
+        "os_handle", "context", "engine", "id", "priority", "user_mode", "progress_gpu",
+        "doorbell",
+    ],
+    "rvgpu_kmd::doorbell::Doorbell": ["os_handle", "queue", "physical", "callbacks"],
+    "rvgpu_kmd::doorbell::Physical": ["global", "slots"],
+    "rvgpu_kmd::doorbell::Slot": ["owner", "stamp", "pending"],
+    "rvgpu_kmd::fence::table::FenceTable": ["globals", "locals"],
+    "rvgpu_kmd::fence::table::Fence": ["tag", "current_gpu", "monitored_gpu", "fence_type", "opens"],
+    "rvgpu_kmd::fence::table::Local": ["global", "device"],
+    "rvgpu_kmd::sched::Handle": ["__0"],
+    "rvgpu_hw::addr::GpuVa": ["__0"],
+    "rvgpu_kmd::reset::TdrLog": [
+        "last_done", "last_rptr", "last_aborted", "engine_resets", "failed_resets",
+        "adapter_resets", "invalidated",
+    ],
+};
+
+// The standard library's inner fields this script reads, as Rust 1.95 lays them out and its
+// own debugger scripts (lib/rustlib/etc/lldb_providers.py) read them: atomics hold
+// `v: UnsafeCell<_>` (AtomicPtr: `p`), `UnsafeCell` holds `value`, `Vec` holds
+// `buf.inner.ptr.pointer.pointer` (the data) and `len`, tuples `__0`, `__1`. An `Option` is
+// an `enum2$<...>` with a `tag` (0 None, 1 Some) and `variant1.value.__0` (Some's value).
+// The PDB of rvgpu.sys embeds only src/rvgpu.natvis, not the standard library's NatVis, so
+// the script decodes these itself.
+
+/// Field `name` of `obj`, a `type` (a LAYOUT key) as the PDB describes it.
+function field(obj, type, name) {
+    const known = LAYOUT[type];
+    if (known === undefined || known.indexOf(name) < 0) {
+        throw new Error("rvgpu.js: " + type + "." + name + " is not in LAYOUT");
+    }
+    const v = obj[name];
+    if (v === undefined) {
+        throw new Error("rvgpu.js: no field " + name + " in " + type + " (driver and script differ)");
+    }
+    return v;
+}
+
+/// The value of an atomic integer or bool.
+function atomic(a) {
+    return a.v.value;
+}
+
+/// The value inside an `UnsafeCell`.
+function cell(c) {
+    return c.value;
+}
+
+/// The value a spin lock guards (read without the lock: the target is stopped).
+function locked(l) {
+    return cell(field(l, "rvgpu_kmd::sync::SpinLock", "value"));
+}
+
+/// A 64-bit value as a JavaScript number (the values read here are counts and small ids).
+function num(x) {
+    return typeof x === "number" ? x : x.asNumber();
+}
+
+/// The elements of a `Vec<T>`: `len` objects of type T from its buffer (the element type is
+/// the first argument of the Vec's type name).
+function vecItems(v) {
+    const name = v.targetType.name;
+    const prefix = "alloc::vec::Vec<";
+    const suffix = ",alloc::alloc::Global>";
+    if (!name.startsWith(prefix) || !name.endsWith(suffix)) {
+        throw new Error("rvgpu.js: not a Vec: " + name);
+    }
+    const elem = name.slice(prefix.length, name.length - suffix.length);
+    const size = num(host.getModuleType(MODULE, elem).size);
+    const base = int64(v.buf.inner.ptr.pointer.pointer.address);
+    const out = [];
+    for (let i = 0; i < num(v.len); i++) {
+        out.push(host.createTypedObject(base.add(i * size), MODULE, elem));
+    }
+    return out;
+}
+
+/// `(key, value)` pairs of a driver `SortedMap`.
+function mapEntries(m) {
+    return vecItems(field(m, "rvgpu_kmd::kmem::SortedMap", "entries")).map(function (t) {
+        return { key: t.__0, value: t.__1 };
+    });
+}
+
+/// `Some(x)` → x; `None` → null.
+function option(o) {
+    return num(o.tag) === 1 ? o.variant1.value.__0 : null;
+}
+
+/// A scheduler handle (`sched::Handle`, a u64 newtype) as text.
+function handle(h) {
+    return hex(field(h, "rvgpu_kmd::sched::Handle", "__0"));
+}
+
+/// `Some(x)` → `text(x)`; `None` → null.
+function optionText(o, text) {
+    const x = option(o);
+    return x === null ? null : text(x);
+}
+
+/// A GPU virtual address (`rvgpu_hw::addr::GpuVa`) as text.
+function gpuVa(a) {
+    return hex(field(a, "rvgpu_hw::addr::GpuVa", "__0"));
+}
+
+function hex(x) {
+    return "0x" + x.toString(16);
+}
+
+/// A 64-bit value as the library's Int64 (the data model hands small values over as numbers).
+function int64(x) {
+    return typeof x === "number" ? new host.Int64(x) : x;
+}
+
+/// Every registered adapter: [{ index, address, object }].
+function tableAdapters() {
+    const table = host.getModuleSymbol(MODULE, TABLE_SYMBOL);
+    const slots = field(table, "rvgpu_kmd::globals::AdapterTable", "slots");
+    const out = [];
+    let i = 0;
+    for (const slot of slots) {
+        const p = cell(field(slot, "rvgpu_kmd::globals::Slot", "ptr").p);
+        const addr = int64(p.address);
+        // Null is a free slot, 1 one being claimed (core::ptr::dangling for `()`).
+        if (addr.compareTo(1) > 0) {
+            out.push({ index: i, address: addr, object: host.createTypedObject(addr, MODULE, ADAPTER_TYPE) });
+        }
+        i++;
+    }
+    return out;
+}
+
+/// The adapters asked for: all, or the one in table slot `index`.
+function selected(index) {
+    const all = tableAdapters();
+    if (index === undefined) {
+        return all;
+    }
+    return all.filter(function (a) { return a.index === index; });
+}
+
+/// The started state of an adapter, or null when it is not started.
+function live(adapter) {
+    const p = cell(field(adapter, "rvgpu_kmd::adapter::Adapter", "live").p);
+    return p.isNull ? null : p.dereference();
+}
+
+function sched(l) {
+    return locked(field(l, "rvgpu_kmd::adapter::Live", "sched"));
+}
+
+function describeAdapter(a) {
+    const ad = a.object;
+    const l = live(ad);
+    const stats = field(ad, "rvgpu_kmd::adapter::Adapter", "stats");
+    const out = {
+        index: a.index,
+        address: hex(a.address),
+        lifecycle: String(locked(field(ad, "rvgpu_kmd::adapter::Adapter", "lifecycle")).__0),
+        started: l !== null,
+        isrClaimed: atomic(field(stats, "rvgpu_kmd::adapter::Stats", "isr_claimed")),
+        isrUnclaimed: atomic(field(stats, "rvgpu_kmd::adapter::Stats", "isr_unclaimed")),
+        dpcs: atomic(field(stats, "rvgpu_kmd::adapter::Stats", "dpcs")),
+        eventOverflows: atomic(field(stats, "rvgpu_kmd::adapter::Stats", "overflows")),
+    };
+    if (l !== null) {
+        const id = field(l, "rvgpu_kmd::adapter::Live", "identity");
+        const config = field(id, "rvgpu_kmd::device::DeviceIdentity", "config");
+        out.engines = field(config, "rvgpu_hw::regs::Config", "engines");
+        out.doorbells = field(config, "rvgpu_hw::regs::Config", "doorbells");
+        out.vram = hex(field(id, "rvgpu_kmd::device::DeviceIdentity", "vram_size"));
+        const s = sched(l);
+        out.devices = mapEntries(field(s, "rvgpu_kmd::sched::Sched", "devices")).length;
+        out.contexts = mapEntries(field(s, "rvgpu_kmd::sched::Sched", "contexts")).length;
+        out.hwQueues = mapEntries(field(s, "rvgpu_kmd::sched::Sched", "queues")).length;
+        out.doorbellObjects = mapEntries(field(s, "rvgpu_kmd::sched::Sched", "doorbells")).length;
+    }
+    return out;
+}
+
+function adapters(index) {
+    return selected(index).map(describeAdapter);
+}
+
+function queues(index) {
+    const out = [];
+    for (const a of selected(index)) {
+        const l = live(a.object);
+        if (l === null) {
+            continue;
+        }
+        const s = sched(l);
+        for (const e of mapEntries(field(s, "rvgpu_kmd::sched::Sched", "queues"))) {
+            const q = e.value;
+            const T = "rvgpu_kmd::hwqueue::HwQueue";
+            out.push({
+                adapter: a.index,
+                handle: handle(e.key),
+                osHandle: hex(field(q, T, "os_handle")),
+                context: handle(field(q, T, "context")),
+                engine: field(q, T, "engine"),
+                queueId: field(q, T, "id"),
+                priority: field(q, T, "priority"),
+                userMode: field(q, T, "user_mode"),
+                progressFenceGpuVa: gpuVa(field(q, T, "progress_gpu")),
+                doorbell: optionText(field(q, T, "doorbell"), handle),
+            });
+        }
+    }
+    return out;
+}
+
+/// queue handle → { context, device } for the doorbells' owners.
+function owners(s) {
+    const contexts = {};
+    for (const e of mapEntries(field(s, "rvgpu_kmd::sched::Sched", "contexts"))) {
+        contexts[handle(e.key)] = handle(field(e.value, "rvgpu_kmd::context::Context", "device"));
+    }
+    const byQueue = {};
+    for (const e of mapEntries(field(s, "rvgpu_kmd::sched::Sched", "queues"))) {
+        const ctx = handle(field(e.value, "rvgpu_kmd::hwqueue::HwQueue", "context"));
+        byQueue[handle(e.key)] = { context: ctx, device: contexts[ctx] || null };
+    }
+    return byQueue;
+}
+
+function doorbells(index) {
+    const out = [];
+    for (const a of selected(index)) {
+        const l = live(a.object);
+        if (l === null) {
+            continue;
+        }
+        const s = sched(l);
+        const own = owners(s);
+        for (const e of mapEntries(field(s, "rvgpu_kmd::sched::Sched", "doorbells"))) {
+            const d = e.value;
+            const T = "rvgpu_kmd::doorbell::Doorbell";
+            const queue = handle(field(d, T, "queue"));
+            const page = option(field(d, T, "physical"));
+            const o = own[queue] || { context: null, device: null };
+            out.push({
+                adapter: a.index,
+                handle: handle(e.key),
+                osHandle: hex(field(d, T, "os_handle")),
+                boundPage: page,
+                state: page === null ? "disconnected" : "connected",
+                ownerQueue: queue,
+                ownerContext: o.context,
+                ownerDevice: o.device,
+                victimisationCallbacksInFlight: field(d, T, "callbacks"),
+            });
+        }
+        const phys = field(s, "rvgpu_kmd::sched::Sched", "physical");
+        const P = "rvgpu_kmd::doorbell::Physical";
+        const S = "rvgpu_kmd::doorbell::Slot";
+        const global = field(phys, P, "global");
+        vecItems(field(phys, P, "slots")).forEach(function (slot, page) {
+            out.push({
+                adapter: a.index,
+                physicalPage: page,
+                globalMode: global,
+                owner: optionText(field(slot, S, "owner"), handle),
+                connectStamp: field(slot, S, "stamp"),
+                connectPending: field(slot, S, "pending"),
+            });
+        });
+    }
+    return out;
+}
+
+function fences(index) {
+    const out = [];
+    for (const a of selected(index)) {
+        const l = live(a.object);
+        if (l === null) {
+            continue;
+        }
+        const table = locked(field(l, "rvgpu_kmd::adapter::Live", "fences"));
+        const T = "rvgpu_kmd::fence::table::FenceTable";
+        const F = "rvgpu_kmd::fence::table::Fence";
+        const L = "rvgpu_kmd::fence::table::Local";
+        const locals = mapEntries(field(table, T, "locals"));
+        for (const e of mapEntries(field(table, T, "globals"))) {
+            const f = e.value;
+            const global = hex(e.key);
+            out.push({
+                adapter: a.index,
+                globalHandle: hex(e.key),
+                reportTag: hex(field(f, F, "tag")),
+                currentValueGpuVa: gpuVa(field(f, F, "current_gpu")),
+                monitoredValueGpuVa: gpuVa(field(f, F, "monitored_gpu")),
+                fenceType: field(f, F, "fence_type"),
+                opens: field(f, F, "opens"),
+                localHandles: locals
+                    .filter(function (x) { return hex(field(x.value, L, "global")) === global; })
+                    .map(function (x) {
+                        return { local: hex(x.key), device: hex(field(x.value, L, "device")) };
+                    }),
+            });
+        }
+    }
+    return out;
+}
+
+/// Decodes TdrLog's `last_done` word (`result << 32 | queue`; all ones: no reset yet).
+function resetDone(word) {
+    const w = int64(word);
+    if (w.compareTo(new host.Int64(0xFFFFFFFF, 0xFFFFFFFF)) === 0) {
+        return null;
+    }
+    return { result: w.getHighPart(), queue: hex(w.getLowPart()) };
+}
+
+function tdr(index) {
+    const out = [];
+    for (const a of selected(index)) {
+        const log = field(a.object, "rvgpu_kmd::adapter::Adapter", "tdr");
+        const T = "rvgpu_kmd::reset::TdrLog";
+        const engines = [];
+        const done = field(log, T, "last_done");
+        const rptr = field(log, T, "last_rptr");
+        const aborted = field(log, T, "last_aborted");
+        for (let e = 0; e < ENGINE_MAX; e++) {
+            const d = resetDone(atomic(done[e]));
+            if (d === null) {
+                continue;
+            }
+            engines.push({
+                engine: e,
+                resetResult: d.result,
+                resetQueue: d.queue,
+                abortedReadPointer: hex(atomic(rptr[e])),
+                lastAbortedFenceId: atomic(aborted[e]),
+            });
+        }
+        out.push({
+            adapter: a.index,
+            engineResets: atomic(field(log, T, "engine_resets")),
+            failedEngineResets: atomic(field(log, T, "failed_resets")),
+            adapterResets: atomic(field(log, T, "adapter_resets")),
+            invalidatedContexts: atomic(field(log, T, "invalidated")),
+            lastResetPerEngine: engines,
+        });
+    }
+    return out;
+}
+
+/// Everything, for `dx @$rvgpu()`.
+function all(index) {
+    return {
+        adapters: adapters(index),
+        queues: queues(index),
+        doorbells: doorbells(index),
+        fences: fences(index),
+        tdr: tdr(index),
+    };
+}
+
+function initializeScript() {
+    return [
+        new host.apiVersionSupport(1, 7),
+        new host.functionAlias(all, "rvgpu"),
+        new host.functionAlias(adapters, "rvgpu_adapters"),
+        new host.functionAlias(queues, "rvgpu_queues"),
+        new host.functionAlias(doorbells, "rvgpu_doorbells"),
+        new host.functionAlias(fences, "rvgpu_fences"),
+        new host.functionAlias(tdr, "rvgpu_tdr"),
+    ];
+}

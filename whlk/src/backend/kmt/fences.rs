@@ -1,0 +1,473 @@
+//! The [`Fences`] capability over D3DKMT: native fences (`D3DKMTCreateNativeFence`), legacy
+//! monitored fences (`D3DKMTCreateSynchronizationObject2`), CPU waits
+//! (`D3DKMTWaitForSynchronizationObjectFromCpu`) and signals
+//! (`D3DKMTSignalSynchronizationObjectFromCpu`), and GPU signals and waits encoded by the UMD
+//! into user-mode hardware queues (`UserQueue::submit_ops`).
+//!
+//! What user mode cannot see is reported as [`Failure::Unsupported`], which skips the case:
+//! MonitoredValue (the OS maps it for the GPU only), the system process's GPU addresses and the
+//! caps' stride, and sharing between processes (it needs an NT handle from
+//! `D3DKMTShareObjects` and `D3DKMTOpenNativeFenceFromNtHandle`, neither bound yet).
+//!
+//! CPU waits in event form run on a thread each, as a Windows program would wait on the event
+//! it handed to the thunk: the thread waits in short slices so that the session can stop it
+//! when it ends. On Windows each slice registers one more asynchronous wait with the OS (it
+//! stays registered until the fence reaches the value or goes away); a case waits at most a
+//! few seconds, so that is some tens of waits.
+//!
+//! Monitored fences are not destroyed one by one (the trait has no such call); they go with
+//! their device when the process ends.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rvgpu_umd::fence::{MonitoredFence, NativeFence};
+use rvgpu_umd::fencelog::Op;
+use rvgpu_umd::kmt::{FenceCpu, KmtHandle, NtStatus};
+
+use super::{FenceWait, KQueue, KmtSession, KmtSync, MonitoredSync};
+use crate::backend::{
+    EventRef, Failure, FenceRef, FenceValues, Fences, MonitoredRef, ProcessRef, QueueRef,
+    SubmitPath, UmQueueRef, UserModeSubmission, WaitResult,
+};
+
+/// How long one slice of an event-form wait blocks in the thunk before the thread checks
+/// whether the session ended.
+const EVENT_SLICE: Duration = Duration::from_millis(100);
+
+/// A native fence one of the session's devices created.
+pub(super) struct KFence {
+    process: usize,
+    umd: NativeFence,
+    /// Whether the session destroyed it.
+    destroyed: bool,
+}
+
+/// A monitored fence one of the session's devices created.
+pub(super) struct KMonitored<K: KmtSync> {
+    process: usize,
+    handle: KmtHandle,
+    value_gpu: u64,
+    value: K::Value,
+}
+
+/// What a case appended to a GPU queue and has not submitted yet.
+#[derive(Clone, Copy)]
+enum Pending {
+    Signal(usize, u64),
+    Wait(usize, u64),
+    Monitored(usize, u64),
+}
+
+/// A GPU queue for fence work: a user-mode queue of the process and what is appended to it.
+pub(super) struct KGpuQueue {
+    process: usize,
+    queue: UmQueueRef,
+    pending: Vec<Pending>,
+    /// The progress value of the last submission.
+    last: u64,
+}
+
+/// One CPU wait in event form.
+pub(super) struct KEvent {
+    outcome: Arc<(Mutex<Option<WaitResult>>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The fence state of a session.
+pub(super) struct FenceState<K: KmtSync> {
+    /// (adapter, the case's process number) → the session's process.
+    procs: Vec<(usize, u32, usize)>,
+    fences: Vec<KFence>,
+    monitored: Vec<KMonitored<K>>,
+    queues: Vec<KGpuQueue>,
+    events: Vec<KEvent>,
+    /// Set when the session ends: event threads stop waiting.
+    stop: Arc<AtomicBool>,
+}
+
+impl<K: KmtSync> Default for FenceState<K> {
+    fn default() -> Self {
+        Self {
+            procs: Vec::new(),
+            fences: Vec::new(),
+            monitored: Vec::new(),
+            queues: Vec::new(),
+            events: Vec::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+impl<K: KmtSync> FenceState<K> {
+    /// Stops and joins the event threads (the session ends).
+    pub(super) fn stop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        for e in &mut self.events {
+            if let Some(t) = e.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+fn unobservable<T>(what: &str) -> Result<T, Failure> {
+    Err(Failure::Unsupported(format!(
+        "{what} is not observable from user mode (no D3DKMT call returns it)"
+    )))
+}
+
+fn set(outcome: &(Mutex<Option<WaitResult>>, Condvar), r: WaitResult) {
+    let (m, cv) = outcome;
+    *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(r);
+    cv.notify_all();
+}
+
+impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
+    /// The session's process for the case's `process` number on adapter `i`, opened on first
+    /// use (a D3DKMT device of this program).
+    fn fence_process(&mut self, i: usize, process: u32) -> Result<usize, Failure> {
+        if let Some(&(_, _, p)) = self
+            .fence
+            .procs
+            .iter()
+            .find(|(a, n, _)| *a == i && *n == process)
+        {
+            return Ok(p);
+        }
+        let p = self.open_process(i)?.0;
+        self.fence.procs.push((i, process, p));
+        Ok(p)
+    }
+
+    fn kmt_of(&self, process: usize) -> Result<Arc<K>, Failure> {
+        self.process(ProcessRef(process)).map(|(_, k)| k)
+    }
+
+    fn native(&self, f: FenceRef) -> Result<&KFence, Failure> {
+        self.fence
+            .fences
+            .get(f.0)
+            .ok_or_else(|| Failure::Backend(format!("no fence {}", f.0)))
+    }
+
+    fn mon(&self, f: MonitoredRef) -> Result<&KMonitored<K>, Failure> {
+        self.fence
+            .monitored
+            .get(f.0)
+            .ok_or_else(|| Failure::Backend(format!("no monitored fence {}", f.0)))
+    }
+
+    fn gpu_queue_mut(&mut self, q: QueueRef) -> Result<&mut KGpuQueue, Failure> {
+        self.fence
+            .queues
+            .get_mut(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no GPU queue {}", q.0)))
+    }
+
+    /// Appends `op` to `q` after checking that the fence is the queue's process's (its GPU
+    /// addresses are that process's).
+    fn append(&mut self, q: QueueRef, owner: usize, op: Pending) -> Result<(), Failure> {
+        let gq = self.gpu_queue_mut(q)?;
+        if gq.process != owner {
+            return Err(Failure::Backend(
+                "the fence is not open in the queue's process".into(),
+            ));
+        }
+        gq.pending.push(op);
+        Ok(())
+    }
+
+    fn wait_result(&self, r: Result<FenceWait, NtStatus>) -> Result<WaitResult, Failure> {
+        match r {
+            Ok(FenceWait::Reached) => Ok(WaitResult::Satisfied),
+            Ok(FenceWait::TimedOut) => Ok(WaitResult::TimedOut),
+            Ok(FenceWait::Abandoned) => Ok(WaitResult::Abandoned),
+            Err(s) => Err(self.status(s)),
+        }
+    }
+
+    /// A thread that waits for `fence` to reach `value` on `kmt`, slice by slice.
+    fn spawn_wait(&mut self, kmt: Arc<K>, fence: KmtHandle, value: u64) -> EventRef {
+        let outcome = Arc::new((Mutex::new(None), Condvar::new()));
+        let (o, stop) = (outcome.clone(), self.fence.stop.clone());
+        let thread = std::thread::spawn(move || loop {
+            if stop.load(Ordering::Acquire) {
+                return;
+            }
+            match kmt.wait_timeout(fence, value, EVENT_SLICE) {
+                Ok(FenceWait::TimedOut) => {}
+                Ok(FenceWait::Reached) => return set(&o, WaitResult::Satisfied),
+                // A fence that is gone (destroyed: its handle no longer valid) abandons the
+                // wait, as the OS abandons a destroyed object's waiters.
+                Ok(FenceWait::Abandoned) | Err(_) => return set(&o, WaitResult::Abandoned),
+            }
+        });
+        self.fence.events.push(KEvent {
+            outcome,
+            thread: Some(thread),
+        });
+        EventRef(self.fence.events.len() - 1)
+    }
+}
+
+impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
+    fn create_native_fence(
+        &mut self,
+        i: usize,
+        process: u32,
+        initial: u64,
+        shareable: bool,
+    ) -> Result<FenceRef, Failure> {
+        if shareable {
+            return Err(Failure::Unsupported(
+                "a shareable native fence (sharing needs D3DKMTShareObjects and an NT handle, \
+                 not bound here)"
+                    .into(),
+            ));
+        }
+        let p = self.fence_process(i, process)?;
+        let kmt = self.kmt_of(p)?;
+        let umd = kmt
+            .create_native_fence(initial)
+            .map_err(|s| self.status(s))?;
+        self.fence.fences.push(KFence {
+            process: p,
+            umd,
+            destroyed: false,
+        });
+        Ok(FenceRef(self.fence.fences.len() - 1))
+    }
+
+    fn open_native_fence(&mut self, _f: FenceRef, _process: u32) -> Result<FenceRef, Failure> {
+        Err(Failure::Unsupported(
+            "opening a native fence in another process (D3DKMTOpenNativeFenceFromNtHandle is \
+             not bound here)"
+                .into(),
+        ))
+    }
+
+    fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure> {
+        let (p, h) = {
+            let k = self.native(f)?;
+            (k.process, k.umd.kmt)
+        };
+        let kmt = self.kmt_of(p)?;
+        if let Some(k) = self.fence.fences.get_mut(f.0) {
+            if std::mem::replace(&mut k.destroyed, true) {
+                return Err(Failure::Backend(format!("fence {} destroyed twice", f.0)));
+            }
+        }
+        kmt.destroy_native_fence(h).map_err(|s| self.status(s))
+    }
+
+    /// User mode cannot see whether the OS object is gone: this reports whether this session
+    /// destroyed its handle. Only `NativeFence.HandleLifetimes` asks, and it needs the
+    /// simulation-only `DirectDdi` as well, so it never runs here.
+    fn native_fence_destroyed(&self, f: FenceRef) -> bool {
+        self.native(f).is_ok_and(|k| k.destroyed)
+    }
+
+    fn fence_addresses(&self, _f: FenceRef) -> Result<(u64, u64, u32), Failure> {
+        unobservable("the system process's fence addresses and the caps' MonitoredValueStride")
+    }
+
+    fn fence_values(&self, _f: FenceRef) -> Result<FenceValues, Failure> {
+        unobservable("MonitoredValue (D3DDDI_NATIVEFENCEMAPPING maps it for the GPU only)")
+    }
+
+    fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure> {
+        let (p, h) = {
+            let k = self.native(f)?;
+            (k.process, k.umd.kmt)
+        };
+        let kmt = self.kmt_of(p)?;
+        Ok(self.spawn_wait(kmt, h, value))
+    }
+
+    fn event_result(&self, e: EventRef, timeout: Duration) -> Option<WaitResult> {
+        let ev = self.fence.events.get(e.0)?;
+        let (m, cv) = &*ev.outcome;
+        let deadline = Instant::now() + timeout;
+        let mut g = m.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        loop {
+            if let Some(r) = *g {
+                return Some(r);
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            if left.is_zero() {
+                return None;
+            }
+            g = cv
+                .wait_timeout(g, left)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    fn cpu_wait(
+        &mut self,
+        f: FenceRef,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitResult, Failure> {
+        let (p, h) = {
+            let k = self.native(f)?;
+            (k.process, k.umd.kmt)
+        };
+        let r = self.kmt_of(p)?.wait_timeout(h, value, timeout);
+        self.wait_result(r)
+    }
+
+    fn cpu_signal(&mut self, f: FenceRef, value: u64) -> Result<(), Failure> {
+        let (p, h) = {
+            let k = self.native(f)?;
+            (k.process, k.umd.kmt)
+        };
+        self.kmt_of(p)?
+            .signal_from_cpu(h, value)
+            .map_err(|s| self.status(s))
+    }
+
+    fn gpu_queue(&mut self, i: usize, engine: u32, process: u32) -> Result<QueueRef, Failure> {
+        let p = self.fence_process(i, process)?;
+        let queue = self.create_queue(ProcessRef(p), engine, SubmitPath::UserMode)?;
+        self.fence.queues.push(KGpuQueue {
+            process: p,
+            queue,
+            pending: Vec::new(),
+            last: 0,
+        });
+        Ok(QueueRef(self.fence.queues.len() - 1))
+    }
+
+    fn gpu_signal(&mut self, q: QueueRef, f: FenceRef, value: u64) -> Result<(), Failure> {
+        let owner = self.native(f)?.process;
+        self.append(q, owner, Pending::Signal(f.0, value))
+    }
+
+    fn gpu_wait(&mut self, q: QueueRef, f: FenceRef, value: u64) -> Result<(), Failure> {
+        let owner = self.native(f)?.process;
+        self.append(q, owner, Pending::Wait(f.0, value))
+    }
+
+    fn gpu_submit(&mut self, q: QueueRef) -> Result<(), Failure> {
+        let (queue, pending) = {
+            let gq = self.gpu_queue_mut(q)?;
+            (gq.queue, std::mem::take(&mut gq.pending))
+        };
+        // The monitored signals' commands first: the ops borrow them and the fences.
+        let mut cmds = Vec::new();
+        for op in &pending {
+            if let Pending::Monitored(m, v) = *op {
+                cmds.push(
+                    MonitoredFence {
+                        value_gpu: self.mon(MonitoredRef(m))?.value_gpu,
+                    }
+                    .signal(v),
+                );
+            }
+        }
+        let mut cmd = cmds.iter();
+        let fences = &self.fence.fences;
+        let native = |f: usize| {
+            fences
+                .get(f)
+                .map(|k| &k.umd)
+                .ok_or_else(|| Failure::Backend(format!("no fence {f}")))
+        };
+        let mut ops: Vec<Op<'_>> = Vec::with_capacity(pending.len());
+        for op in &pending {
+            ops.push(match *op {
+                Pending::Signal(f, v) => Op::Signal(native(f)?, v),
+                Pending::Wait(f, v) => Op::Wait(native(f)?, v),
+                Pending::Monitored(..) => Op::Cmd(
+                    *cmd.next()
+                        .ok_or_else(|| Failure::Backend("monitored signal encoding".into()))?,
+                ),
+            });
+        }
+        let k = self
+            .queues
+            .get_mut(queue.0)
+            .and_then(|k| k.q.as_mut())
+            .ok_or_else(|| Failure::Backend(format!("queue {} is closed", queue.0)))?;
+        let r = match k {
+            KQueue::User(u) => u.submit_ops(&ops),
+            KQueue::Kernel(k) => k.submit_ops(&ops),
+        };
+        drop(ops);
+        let last = r.map_err(|e| self.umd(e))?;
+        self.gpu_queue_mut(q)?.last = last;
+        Ok(())
+    }
+
+    fn gpu_queue_drained(&self, q: QueueRef) -> bool {
+        self.fence.queues.get(q.0).is_some_and(|gq| {
+            self.queue_info(gq.queue)
+                .is_ok_and(|i| i.completed >= gq.last)
+        })
+    }
+
+    fn create_monitored_fence(
+        &mut self,
+        i: usize,
+        process: u32,
+        initial: u64,
+    ) -> Result<MonitoredRef, Failure> {
+        let p = self.fence_process(i, process)?;
+        let kmt = self.kmt_of(p)?;
+        let MonitoredSync {
+            handle,
+            value_gpu,
+            value,
+        } = kmt
+            .create_monitored_fence(initial)
+            .map_err(|s| self.status(s))?;
+        self.fence.monitored.push(KMonitored {
+            process: p,
+            handle,
+            value_gpu,
+            value,
+        });
+        Ok(MonitoredRef(self.fence.monitored.len() - 1))
+    }
+
+    fn monitored_value(&self, f: MonitoredRef) -> Result<u64, Failure> {
+        let m = self.mon(f)?;
+        // The mapping lives as long as the device: refuse once the process has ended.
+        self.kmt_of(m.process)?;
+        Ok(m.value.value())
+    }
+
+    fn monitored_wait_event(&mut self, f: MonitoredRef, value: u64) -> Result<EventRef, Failure> {
+        let (p, h) = {
+            let m = self.mon(f)?;
+            (m.process, m.handle)
+        };
+        let kmt = self.kmt_of(p)?;
+        Ok(self.spawn_wait(kmt, h, value))
+    }
+
+    fn monitored_signal_cpu(&mut self, f: MonitoredRef, value: u64) -> Result<(), Failure> {
+        let (p, h) = {
+            let m = self.mon(f)?;
+            (m.process, m.handle)
+        };
+        self.kmt_of(p)?
+            .signal_from_cpu(h, value)
+            .map_err(|s| self.status(s))
+    }
+
+    fn gpu_signal_monitored(
+        &mut self,
+        q: QueueRef,
+        f: MonitoredRef,
+        value: u64,
+    ) -> Result<(), Failure> {
+        let owner = self.mon(f)?.process;
+        self.append(q, owner, Pending::Monitored(f.0, value))
+    }
+}
