@@ -59,7 +59,7 @@ const LAYOUT = {
     ],
     "rvgpu_kmd::doorbell::Doorbell": ["os_handle", "queue", "physical", "callbacks"],
     "rvgpu_kmd::doorbell::Physical": ["global", "slots"],
-    "rvgpu_kmd::doorbell::Slot": ["owner", "stamp", "pending"],
+    "rvgpu_kmd::doorbell::Slot": ["owner", "process", "users", "stamp", "pending"],
     "rvgpu_kmd::fence::table::FenceTable": ["globals", "locals"],
     "rvgpu_kmd::fence::table::Fence": ["tag", "current_gpu", "monitored_gpu", "fence_type", "opens"],
     "rvgpu_kmd::fence::table::Local": ["global", "device"],
@@ -316,7 +316,11 @@ function doorbells(index) {
                 adapter: a.index,
                 physicalPage: page,
                 globalMode: global,
+                // Dedicated mode: the doorbell on the page. Global mode: the process id the
+                // page is bound to and how many of its doorbells connect through it.
                 owner: optionText(field(slot, S, "owner"), handle),
+                ownerProcessId: option(field(slot, S, "process")),
+                doorbellsOnPage: field(slot, S, "users"),
                 connectStamp: field(slot, S, "stamp"),
                 connectPending: field(slot, S, "pending"),
             });

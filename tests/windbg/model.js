@@ -75,7 +75,8 @@ const sched = {
     physical: {
         global: false,
         slots: vec("rvgpu_kmd::doorbell::Slot", 24, [0, 1, 2, 3].map((i) => ({
-            owner: i === 3 ? some(h(0xB1)) : none, stamp: i === 3 ? 9 : 0, pending: false,
+            owner: i === 3 ? some(h(0xB1)) : none, process: none, users: 0,
+            stamp: i === 3 ? 9 : 0, pending: false,
         }))),
     },
 };
@@ -178,6 +179,7 @@ const pages = dbs.filter((d) => d.physicalPage !== undefined);
 assert.strictEqual(pages.length, 4);
 assert.strictEqual(pages[3].owner, "0xb1");
 assert.strictEqual(pages[0].owner, null);
+assert.strictEqual(pages[3].ownerProcessId, null, "dedicated mode binds no process");
 
 // Native fences with their local handles.
 const fs_ = api.fences();
