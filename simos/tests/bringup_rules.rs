@@ -401,6 +401,24 @@ fn br_36_multi_engine_rule_is_skipped_without_physical_caps() {
 }
 
 #[test]
+fn br_49_swizzling_ranges_need_their_ddis() {
+    let (_, r) = start_with(|c| c.NumberOfSwizzlingRanges = 1, no_table);
+    refused(r, "BR-49", STATUS_REVISION_MISMATCH);
+}
+
+#[test]
+fn br_36_multi_engine_below_wddm_2_needs_nodes() {
+    let (_, r) = start_with(
+        |c| {
+            c.WDDMVersion = 0x1300;
+            c.GpuEngineTopology.NbAsymetricProcessingNodes = 0;
+        },
+        no_table,
+    );
+    refused(r, "BR-36", STATUS_INVALID_PARAMETER);
+}
+
+#[test]
 fn br_39_independent_vsync_control_needs_control_interrupt3() {
     let (_, r) = start_with(
         |c| {

@@ -330,6 +330,29 @@ pub fn check_caps(
             "NoCacheCoherentApertureMemory on x64",
         ));
     }
+    // BR-49 ([D] `CreateRenderCore`, "Miniport did not provide required DDIs"): swizzling
+    // ranges need the DDIs that acquire and release them.
+    if caps.NumberOfSwizzlingRanges != 0
+        && !(filled("DxgkDdiAcquireSwizzlingRange") && filled("DxgkDdiReleaseSwizzlingRange"))
+    {
+        v.push(Violation::new(
+            "BR-49",
+            STATUS_REVISION_MISMATCH,
+            format!(
+                "{} swizzling ranges without Acquire/ReleaseSwizzlingRange",
+                caps.NumberOfSwizzlingRanges
+            ),
+        ));
+    }
+    // BR-36(c) ([D] `CreateRenderCore`, right after BR-49): a multi-engine-aware driver below
+    // WDDM 2.0 must report its nodes.
+    if multi && wddm < 0x2000 && caps.GpuEngineTopology.NbAsymetricProcessingNodes == 0 {
+        v.push(Violation::new(
+            "BR-36",
+            STATUS_INVALID_PARAMETER,
+            "MultiEngineAware below WDDM 2.0 with no nodes",
+        ));
+    }
     // BR-51: WDDM 2.0+ and not compute-only: FlipOnVSyncMmIo, even without outputs.
     if wddm >= 0x2000 && !compute_only && !caps.FlipCaps.is_set(DXGK_FLIPCAPS::FlipOnVSyncMmIo) {
         v.push(Violation::new(
