@@ -1318,9 +1318,13 @@ fn destroy_order_is_enforced() {
 fn um_20_threaded_churn_across_processes_one_doorbell() {
     let m = with_doorbells(Mode::Threaded, 1);
     let procs: Vec<UmsProcess> = (0..3).map(|_| ok(&m, m.create_process(0))).collect();
+    // All three connect before any closes its first queue, so victimisation across processes
+    // happens however the host schedules the threads (a starved host once ran them one after
+    // another and no connect found another process's doorbell).
+    let connected = std::sync::Barrier::new(procs.len());
     std::thread::scope(|s| {
         for (pi, p) in procs.iter().enumerate() {
-            let m = &m;
+            let (m, connected) = (&m, &connected);
             s.spawn(move || {
                 let k = m.kmt(p);
                 let t = target(m, &k);
@@ -1330,6 +1334,9 @@ fn um_20_threaded_churn_across_processes_one_doorbell() {
                     let mut last = 0;
                     for i in 0..4u64 {
                         last = okk(m, q.submit(&[fill(&t, round * 100 + i)]));
+                        if round == 0 && i == 0 {
+                            connected.wait();
+                        }
                     }
                     okk(m, q.wait(last));
                     assert_eq!(t.mem.load(0), round * 100 + 3);

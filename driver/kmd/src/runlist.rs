@@ -226,6 +226,42 @@ mod tests {
         build(s, engine).map(|d| d.queue_id).collect()
     }
 
+    /// Issue 12: a queue of a GPU process runs only once VidMm has set its context's root;
+    /// with root 0 its descriptor would name the identity space. The system process's
+    /// contexts need none.
+    #[test]
+    fn queues_of_a_process_wait_for_their_root() {
+        let mut s = state();
+        let p = h(Kind::Process, 20);
+        s.processes.insert(
+            p,
+            crate::process::Process {
+                os_handle: 2,
+                system: false,
+                id: 1,
+            },
+        );
+        if let Some(d) = s.devices.get_mut(&h(Kind::Device, 1)) {
+            d.process = Some(p);
+        }
+        assert_eq!(ids(&s, 0), Vec::<u32>::new(), "no root yet");
+        if let Some(c) = s.contexts.get_mut(&h(Kind::Context, 1)) {
+            c.root = 0x4000;
+        }
+        assert_eq!(ids(&s, 0), vec![5], "context 1 has its root");
+        let d = build(&s, 0).next().unwrap();
+        assert_eq!(d.page_table_base.get(), 0x4000);
+        assert_eq!(d.process_id, 1);
+        if let Some(pr) = s.processes.get_mut(&p) {
+            pr.system = true;
+        }
+        assert_eq!(
+            ids(&s, 0),
+            vec![5, 6],
+            "the system process runs without a root"
+        );
+    }
+
     #[test]
     fn runnable_queues_of_the_engine_only() {
         let s = state();

@@ -183,11 +183,19 @@ impl Sched {
 
     /// Whether queue `q` belongs in its engine's runlist: it has a ring (kernel-mode queues
     /// from creation, user-mode queues while they have a doorbell), its context is not
-    /// suspended and its device is not in error (a queue of it hung an engine, UM-10).
+    /// suspended, its device is not in error (a queue of it hung an engine, UM-10), and, in a
+    /// GPU process other than the system one, VidMm has set the context's root page table
+    /// (`DxgkDdiSetRootPageTable`): before that the descriptor's root would be 0, the identity
+    /// space, where the queue's ring and DMA buffers could reach any memory (issue 12).
     pub fn runnable(&self, q: &HwQueue) -> bool {
         q.ring.is_some()
             && self.contexts.get(&q.context).is_some_and(|c| {
-                !c.suspended && !self.devices.get(&c.device).is_some_and(|d| d.in_error)
+                let device = self.devices.get(&c.device);
+                let needs_root = device
+                    .and_then(|d| d.process)
+                    .and_then(|p| self.processes.get(&p))
+                    .is_some_and(|p| !p.system);
+                !c.suspended && !device.is_some_and(|d| d.in_error) && (c.root != 0 || !needs_root)
             })
     }
 
