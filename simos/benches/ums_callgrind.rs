@@ -15,9 +15,10 @@
 //!   closing PROGRESS, pre-encoded but for the value word), the last-queued value, the write pointer and the
 //!   doorbell store with its status read, stored directly into a queue built from the thunks
 //!   (`cg_floor_submit`): what any user-mode submission must do, with the same doorbell trap.
-//! - `victim`: one physical doorbell, 64 user-mode queues (doorbells created beforehand); K
-//!   connects round-robin after a first, unvictimising one: every counted connect victimises
-//!   the previous owner through `DxgkCbDisconnectDoorbell`.
+//! - `victim`: one physical doorbell, 64 user-mode queues (doorbells created beforehand; other
+//!   numbers with `RVGPU_CALLGRIND_DOORBELLS` and `RVGPU_CALLGRIND_QUEUES`, the scaling table
+//!   of issue 19); K connects round-robin after a first round that connects every queue once:
+//!   every counted connect victimises a holder through `DxgkCbDisconnectDoorbell`.
 //! - `free` (baseline of `victim`): 64 physical doorbells, 64 queues; K connects that each
 //!   find a free physical doorbell; after every 64 the doorbells are destroyed and recreated
 //!   (no connect DDI runs there).
@@ -217,19 +218,30 @@ fn main() {
             assert!(m.fault().is_none(), "{:?}", m.fault());
         }
         "victim" => {
-            let m = with_doorbells(Mode::Step, 1);
+            let env = |name: &str, default: usize| {
+                std::env::var(name)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(default)
+            };
+            let queues = env("RVGPU_CALLGRIND_QUEUES", QUEUES);
+            let pages = env("RVGPU_CALLGRIND_DOORBELLS", 1);
+            assert!(queues > pages, "every connect must victimise");
+            let m = with_doorbells(Mode::Step, pages as u32);
             let p = ok(&m, m.create_process(0));
             let k = m.kmt(&p);
-            let qs = (0..QUEUES).map(|_| raw_queue(&m, &k)).collect::<Vec<_>>();
-            // First connect: the page is free (counted in ddi_calls, not in connects; the
-            // script's K/2K difference cancels it).
-            okk(&m, k.connect_doorbell(qs[0].doorbell));
-            ddi_calls += 1;
-            let mut next = 1usize;
+            let qs = (0..queues).map(|_| raw_queue(&m, &k)).collect::<Vec<_>>();
+            // A first round connects every queue once (counted in ddi_calls, not in connects;
+            // the script's K/2K difference cancels it): every page is held from then on.
+            for q in &qs {
+                okk(&m, k.connect_doorbell(q.doorbell));
+                ddi_calls += 1;
+            }
+            let mut next = 0usize;
             m.clear_ums_events(0);
             for _ in 0..k_ops {
                 cg_connect(&k, qs[next].doorbell);
-                next = (next + 1) % QUEUES;
+                next = (next + 1) % queues;
                 connects += 1;
                 ddi_calls += 1;
             }
