@@ -13,6 +13,9 @@
 # signal (SIGNAL_ALWAYS_IRQ, one MONITORED_FENCE_SIGNALED event) on an adapter without native
 # fences.
 #
+# A second table repeats the native figures with 1,000 and 16,000 native fences on the adapter
+# (RVGPU_CALLGRIND_SCALE=0 skips it).
+#
 # Usage: bash scripts/callgrind-fences.sh [K]     (K defaults to 1000)
 # Needs valgrind (written against valgrind 3.19); without it, says so and exits 0.
 set -euo pipefail
@@ -41,8 +44,8 @@ trap 'rm -rf "$OUT"' EXIT
 # run MODE OPS FUNCTION -> prints "<Ir> <driver> <device> <os> <platform> <umv_calls> <isr_calls>"
 # (the split by scripts/callgrind-split.py)
 run() {
-    local mode="$1" ops="$2" func="$3" file="$OUT/cg.$1.$2.$3" line split umv isr
-    line="$(RVGPU_CALLGRIND_MODE="$mode" RVGPU_CALLGRIND_OPS="$ops" valgrind --tool=callgrind \
+    local mode="$1" ops="$2" func="$3" file="$OUT/cg.$1.$2.$3.${SCALE_ENV#*=}" line split umv isr
+    line="$(env $SCALE_ENV RVGPU_CALLGRIND_MODE="$mode" RVGPU_CALLGRIND_OPS="$ops" valgrind --tool=callgrind \
         --callgrind-out-file="$file" --toggle-collect="rvgpu_kmd::ddi::${func}*" "$BIN" 2>/dev/null)"
     split="$(python3 "$ROOT/scripts/callgrind-split.py" "$file" "^rvgpu_kmd::ddi::${func}")"
     umv="$(echo "$line" | sed -n 's/.*umv_calls=\([0-9]*\).*/\1/p')"
@@ -79,6 +82,7 @@ row() {
     echo "| $label | ${f[0]} | ${f[1]} | ${f[2]} | ${f[3]} | ${f[4]} |"
 }
 
+SCALE_ENV=""
 read -r -a UMV <<<"$(per native update_monitored_values umv)"
 read -r -a ISR <<<"$(per native interrupt_routine isr)"
 read -r -a LEGACY_ISR <<<"$(per legacy interrupt_routine isr)"
@@ -95,3 +99,19 @@ row "DxgkDdiInterruptRoutine, legacy monitored-fence signal (baseline)" "${LEGAC
 echo
 echo "ratio native-fence ISR / legacy ISR: total $(ratio "${ISR[0]}" "${LEGACY_ISR[0]}")," \
     "driver only $(ratio "${ISR[1]}" "${LEGACY_ISR[1]}")"
+
+# Flat with scale (issue 19): the same figures with idle native fences beside the measured one.
+# 16,000 is near the most an adapter takes (FENCES_PER_ADAPTER = 16,384 in the KMD; issue 19's
+# 100,000 target is not reached yet: creating the 16,385th fence fails with
+# STATUS_INSUFFICIENT_RESOURCES).
+if [ "${RVGPU_CALLGRIND_SCALE:-1}" != 0 ]; then
+    echo
+    echo "| native fences on the adapter | UpdateMonitoredValues total | driver | ISR total | driver |"
+    echo "|---:|---:|---:|---:|---:|"
+    for N in 1000 16000; do
+        SCALE_ENV="RVGPU_CALLGRIND_FENCES=$((N - 1))"
+        read -r -a U <<<"$(per native update_monitored_values umv)"
+        read -r -a I <<<"$(per native interrupt_routine isr)"
+        echo "| $N | ${U[0]} | ${U[1]} | ${I[0]} | ${I[1]} |"
+    done
+fi
