@@ -18,12 +18,12 @@
 #                        buffer copy, D3DKMTSubmitCommandToHwQueue in the simulated OS, and the
 #                        KMD's DxgkDdiSubmitCommandToHwQueue;
 #   - rvgpu_kmd::ddi::submit_command_to_hw_queue = that KMD DDI alone;
-#   - rvgpu_device's Core::rescan_queue = the emulated device's synchronous reload of the
-#     queue's write pointer on the doorbell store (user mode) or QUEUE_KICK (kernel mode): one
-#     call per submission in both paths, emulation rather than driver work (on hardware the
-#     store is a posted MMIO write), so the script also gives both submissions without it;
-#   - ums::DoorbellCpuState::ring = the doorbell store of the user-mode path (the simulated OS
-#     mapping, dummy or physical page, then the device's doorbell handling);
+#   - cg_floor_submit  = the floor of cg_user_submit (issue 19): the same ring words, the
+#                        last-queued value, the write pointer, the same doorbell store and its
+#                        status read, with no UMD logic;
+#   - rvgpu_simos::kmt::charge_thunk_cost = the modelled system-call cost one thunk charges;
+#   - the emulated device's share (the doorbell store, the KMD's MMIO traps) comes from the
+#     split below rather than from a function of its own;
 #   - cg_connect       = D3DKMTConnectDoorbell (simulated OS + DxgkDdiConnectDoorbell, with the
 #                        DxgkCbDisconnectDoorbell callback when it victimises), and
 #     rvgpu_kmd::ddi::connect_doorbell = the KMD DDI alone (callback included), each with
