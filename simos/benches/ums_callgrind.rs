@@ -11,9 +11,14 @@
 //!   machine runs until idle (the GPU consumes, the rings never fill, no submission waits).
 //! - `kernel` (baseline of `user`): K × `KernelQueue::submit` of the same FILL, drained the
 //!   same way: one `D3DKMTSubmitCommandToHwQueue` → `DxgkDdiSubmitCommandToHwQueue` each.
-//! - `victim`: one physical doorbell, 64 user-mode queues (doorbells created beforehand); K
-//!   connects round-robin after a first, unvictimising one: every counted connect victimises
-//!   the previous owner through `DxgkCbDisconnectDoorbell`.
+//! - `floor` (the floor of `user`, issue 19): the same ring words as `user` (the FILL and the
+//!   closing PROGRESS, pre-encoded but for the value word), the last-queued value, the write pointer and the
+//!   doorbell store with its status read, stored directly into a queue built from the thunks
+//!   (`cg_floor_submit`): what any user-mode submission must do, with the same doorbell trap.
+//! - `victim`: one physical doorbell, 64 user-mode queues (doorbells created beforehand; other
+//!   numbers with `RVGPU_CALLGRIND_DOORBELLS` and `RVGPU_CALLGRIND_QUEUES`, the scaling table
+//!   of issue 19); K connects round-robin after a first round that connects every queue once:
+//!   every counted connect victimises a holder through `DxgkCbDisconnectDoorbell`.
 //! - `free` (baseline of `victim`): 64 physical doorbells, 64 queues; K connects that each
 //!   find a free physical doorbell; after every 64 the doorbells are destroyed and recreated
 //!   (no connect DDI runs there).
@@ -27,10 +32,15 @@ mod common;
 
 use common::*;
 use rvgpu_hw::cmd::Command;
+use rvgpu_hw::pdd::{DoorbellPdd, DOORBELL_PDD_VERSION, PDD_MAGIC};
+use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::SimKmt;
+use rvgpu_simos::kmt::{SimDoorbell, SimMem};
 use rvgpu_simos::{Machine, Mode, UmsEvent};
+use rvgpu_umd::kmt::{AllocationCpu, DoorbellCpu};
 use rvgpu_umd::kmt::{Kmt, KmtHandle};
 use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, UserQueue};
+use zerocopy::IntoBytes;
 
 const CHUNK: u64 = 128;
 const QUEUES: usize = 64;
@@ -55,6 +65,29 @@ fn cg_kernel_submit(q: &mut KernelQueue<SimKmt<'_>>, cmds: &[Command]) -> u64 {
         Ok(v) => v,
         Err(e) => panic!("kernel-mode submit: {e:?}"),
     }
+}
+
+/// The floor of one user-mode submission: `words` into the ring at the write pointer, the
+/// last-queued value, the write pointer, the doorbell and its status.
+#[inline(never)]
+fn cg_floor_submit(
+    ring: &SimMem,
+    control: &SimMem,
+    db: &SimDoorbell,
+    words: &[u64],
+    wptr: &mut u64,
+    value: u64,
+    ring_word: Option<u64>,
+) {
+    // The batch's words, then the closing PROGRESS's value word.
+    for w in words.iter().chain(std::iter::once(&value)) {
+        ring.store(*wptr & 4095, *w);
+        *wptr = wptr.wrapping_add(8);
+    }
+    db.set_last_queued(value);
+    control.store(RingControl::WRITE_PTR, *wptr);
+    db.ring(ring_word.unwrap_or(*wptr));
+    std::hint::black_box(db.status());
 }
 
 /// `D3DKMTConnectDoorbell` (the simulated OS, the KMD's DDI and its callback).
@@ -125,20 +158,90 @@ fn main() {
             ok(&m, m.exit_process(&p));
             assert!(m.fault().is_none(), "{:?}", m.fault());
         }
-        "victim" => {
-            let m = with_doorbells(Mode::Step, 1);
+        "floor" => {
+            let m = with_doorbells(Mode::Step, 4);
             let p = ok(&m, m.create_process(0));
             let k = m.kmt(&p);
-            let qs = (0..QUEUES).map(|_| raw_queue(&m, &k)).collect::<Vec<_>>();
-            // First connect: the page is free (counted in ddi_calls, not in connects; the
-            // script's K/2K difference cancels it).
-            okk(&m, k.connect_doorbell(qs[0].doorbell));
-            ddi_calls += 1;
-            let mut next = 1usize;
+            let t = okk(&m, k.create_allocation(4096));
+            let fill = Command::Fill {
+                dst: t.gpu_va,
+                bytes: 64,
+                pattern: 0x55,
+            };
+            let progress = Command::Progress {
+                irq: true,
+                value: 1,
+            };
+            let mut words = [0u64; 16];
+            let n = fill.encode(&mut words).expect("FILL encodes");
+            let pw = progress.encode(&mut words[n..]).expect("PROGRESS encodes");
+            assert_eq!(words[n + pw - 1], 1, "PROGRESS ends with its value");
+            // The value word is stored by `cg_floor_submit`.
+            let words = &words[..n + pw - 1];
+            let q = raw_queue(&m, &k);
+            okk(&m, k.destroy_doorbell(q.doorbell));
+            let mut pdd = DoorbellPdd {
+                magic: PDD_MAGIC,
+                version: DOORBELL_PDD_VERSION,
+                ring_gpu: q.ring.gpu_va,
+                ring_control_gpu: q.control.gpu_va,
+                ring_size: 4096,
+                ..Default::default()
+            };
+            let db = okk(
+                &m,
+                k.create_doorbell(q.queue, q.ring.handle, q.control.handle, pdd.as_mut_bytes()),
+            );
+            okk(&m, k.connect_doorbell(db.handle));
+            // The KMD says what the doorbell is rung with (0: the write pointer).
+            let ring_word = (pdd.ring_value != 0).then_some(u64::from(pdd.queue_id));
+            let mut wptr = 0u64;
+            while submits < k_ops {
+                // Half the chunk: its 4 KiB ring holds 85 of these batches.
+                for _ in 0..(CHUNK / 2).min(k_ops - submits) {
+                    submits += 1;
+                    cg_floor_submit(
+                        &q.ring.mem,
+                        &q.control.mem,
+                        &db.cpu,
+                        words,
+                        &mut wptr,
+                        submits,
+                        ring_word,
+                    );
+                }
+                ok(&m, m.run_until_idle());
+                assert_eq!(q.control.mem.load(RingControl::READ_PTR), wptr, "consumed");
+            }
+            okk(&m, k.destroy_doorbell(db.handle));
+            ok(&m, m.exit_process(&p));
+            assert!(m.fault().is_none(), "{:?}", m.fault());
+        }
+        "victim" => {
+            let env = |name: &str, default: usize| {
+                std::env::var(name)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(default)
+            };
+            let queues = env("RVGPU_CALLGRIND_QUEUES", QUEUES);
+            let pages = env("RVGPU_CALLGRIND_DOORBELLS", 1);
+            assert!(queues > pages, "every connect must victimise");
+            let m = with_doorbells(Mode::Step, pages as u32);
+            let p = ok(&m, m.create_process(0));
+            let k = m.kmt(&p);
+            let qs = (0..queues).map(|_| raw_queue(&m, &k)).collect::<Vec<_>>();
+            // A first round connects every queue once (counted in ddi_calls, not in connects;
+            // the script's K/2K difference cancels it): every page is held from then on.
+            for q in &qs {
+                okk(&m, k.connect_doorbell(q.doorbell));
+                ddi_calls += 1;
+            }
+            let mut next = 0usize;
             m.clear_ums_events(0);
             for _ in 0..k_ops {
                 cg_connect(&k, qs[next].doorbell);
-                next = (next + 1) % QUEUES;
+                next = (next + 1) % queues;
                 connects += 1;
                 ddi_calls += 1;
             }

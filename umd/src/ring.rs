@@ -68,7 +68,13 @@ pub enum RingError {
 pub struct RingWriter<M: RingMemory> {
     mem: M,
     size: u32,
+    /// Ring words - 1: the ring is a power of two, so a word index is a mask, not a divide.
+    mask: u64,
     write_ptr: u64,
+    /// The read pointer last loaded from ring control. The CMP only moves it forward, so free
+    /// space computed from it is never more than the real free space: the hot path
+    /// ([`reserve`](Self::reserve)) loads ring control again only when this says "full".
+    read_ptr: u64,
 }
 
 impl<M: RingMemory> RingWriter<M> {
@@ -83,7 +89,10 @@ impl<M: RingMemory> RingWriter<M> {
         Ok(Self {
             mem,
             size,
+            mask: u64::from(size / 8).wrapping_sub(1),
             write_ptr,
+            // Unknown until loaded: assume a full ring, which is never more room than there is.
+            read_ptr: write_ptr.saturating_sub(u64::from(size)),
         })
     }
 
@@ -92,14 +101,33 @@ impl<M: RingMemory> RingWriter<M> {
         self.write_ptr
     }
 
-    /// Free bytes, from the CMP's current read pointer.
-    pub fn free(&self) -> Result<u64, RingError> {
-        ring_free(self.size, self.mem.load_read_ptr(), self.write_ptr).ok_or(RingError::Corrupt)
+    /// Free bytes, from the CMP's current read pointer (loaded now, and remembered).
+    pub fn free(&mut self) -> Result<u64, RingError> {
+        let read = self.mem.load_read_ptr();
+        let free = ring_free(self.size, read, self.write_ptr).ok_or(RingError::Corrupt)?;
+        // Never backwards: a read pointer that moved back is caught by the check above only
+        // if it falls behind the ring; keeping the larger one keeps the cache conservative.
+        self.read_ptr = self.read_ptr.max(read);
+        Ok(free)
+    }
+
+    /// The read pointer last loaded from ring control (never ahead of the CMP's).
+    pub fn seen_read_ptr(&self) -> u64 {
+        self.read_ptr
+    }
+
+    /// Whether `bytes` fit, from the remembered read pointer first and ring control only when
+    /// that says they do not (issue 19: most submissions load nothing).
+    pub fn reserve(&mut self, bytes: u64) -> Result<bool, RingError> {
+        let cached = ring_free(self.size, self.read_ptr, self.write_ptr).unwrap_or(0);
+        if cached >= bytes {
+            return Ok(true);
+        }
+        Ok(self.free()? >= bytes)
     }
 
     fn store(&mut self, word: u64) {
-        let words = u64::from(self.size) / 8;
-        let index = (self.write_ptr / 8) % words;
+        let index = (self.write_ptr / 8) & self.mask;
         self.mem.store_word(index, word);
         self.write_ptr = self.write_ptr.wrapping_add(8);
     }
@@ -111,10 +139,7 @@ impl<M: RingMemory> RingWriter<M> {
 
     /// Appends all of `cmds` or none of them (the read pointer is read once).
     pub fn push_all(&mut self, cmds: &[Command]) -> Result<(), RingError> {
-        let total: usize = cmds.iter().map(Command::len).sum();
-        let bytes = u64::try_from(total)
-            .map_err(|_| RingError::Full)?
-            .saturating_mul(8);
+        let bytes = Self::bytes_of(cmds)?;
         if bytes > self.free()? {
             return Err(RingError::Full);
         }
@@ -125,6 +150,47 @@ impl<M: RingMemory> RingWriter<M> {
             for_each_word(c, |w| self.store(w));
         }
         Ok(())
+    }
+
+    /// Appends all of `cmds` and then `tail`, `bytes` long together as the caller computed,
+    /// or nothing; checks room with [`reserve`](Self::reserve) (the submission hot path: one
+    /// batch and its closing PROGRESS, usually without loading ring control). Never writes
+    /// past `bytes` from the write pointer: if the commands turn out longer, the write pointer
+    /// goes back and the batch is refused (what was stored lies in reserved, unpublished
+    /// space).
+    pub fn push_batch(
+        &mut self,
+        cmds: &[Command],
+        tail: &Command,
+        bytes: u64,
+    ) -> Result<(), RingError> {
+        if !self.reserve(bytes)? {
+            return Err(RingError::Full);
+        }
+        let start = self.write_ptr;
+        let end = start.wrapping_add(bytes);
+        let mut fits = true;
+        for c in cmds.iter().chain(core::iter::once(tail)) {
+            let ok = for_each_word(c, |w| {
+                if self.write_ptr == end {
+                    fits = false;
+                } else {
+                    self.store(w);
+                }
+            });
+            if !ok || !fits {
+                self.write_ptr = start;
+                return Err(RingError::Full);
+            }
+        }
+        Ok(())
+    }
+
+    fn bytes_of(cmds: &[Command]) -> Result<u64, RingError> {
+        let total: usize = cmds.iter().map(Command::len).sum();
+        Ok(u64::try_from(total)
+            .map_err(|_| RingError::Full)?
+            .saturating_mul(8))
     }
 
     /// Makes everything pushed so far visible to the CMP; returns the write pointer, the
@@ -146,6 +212,7 @@ mod tests {
         words: RefCell<Vec<u64>>,
         read_ptr: RefCell<u64>,
         write_ptr: RefCell<u64>,
+        read_ptr_loads: RefCell<u32>,
     }
 
     impl RingMemory for &Mem {
@@ -153,6 +220,7 @@ mod tests {
             self.words.borrow_mut()[index as usize] = value;
         }
         fn load_read_ptr(&self) -> u64 {
+            *self.read_ptr_loads.borrow_mut() += 1;
             *self.read_ptr.borrow()
         }
         fn store_write_ptr(&self, value: u64) {
@@ -165,6 +233,7 @@ mod tests {
             words: RefCell::new(vec![0; size as usize / 8]),
             read_ptr: RefCell::new(0),
             write_ptr: RefCell::new(0),
+            read_ptr_loads: RefCell::new(0),
         }
     }
 
@@ -236,5 +305,68 @@ mod tests {
         assert_eq!(r.push(&Command::Hang), Err(RingError::Corrupt));
         assert_eq!(RingWriter::new(&m, 100, 0).err(), Some(RingError::BadSize));
         assert_eq!(RingWriter::new(&m, 256, 4).err(), Some(RingError::Corrupt));
+    }
+
+    /// Issue 19 (UMD hot path): a batch that fits by the read pointer the writer last loaded
+    /// loads nothing from ring control; ring control is loaded again only when the remembered
+    /// pointer says the ring is too full, and the writer never overwrites unconsumed words.
+    #[test]
+    fn push_batch_loads_the_read_pointer_only_when_the_ring_looks_full() {
+        let m = mem(256);
+        let mut r = RingWriter::new(&m, 256, 0).unwrap();
+        let fill = Command::Fill {
+            dst: 0x1000,
+            bytes: 64,
+            pattern: 1,
+        };
+        let tail = Command::Progress {
+            irq: true,
+            value: 1,
+        };
+        let bytes = 8 * (fill.len() + tail.len()) as u64;
+        // A writer starting at 0 knows the ring is empty; the pushes fit by that.
+        while r.write_ptr() + bytes <= 256 {
+            r.push_batch(&[fill], &tail, bytes).unwrap();
+        }
+        assert_eq!(*m.read_ptr_loads.borrow(), 0, "no load while it fits");
+        // Full by the remembered pointer and by ring control: one load, refused, nothing
+        // written.
+        let before = m.words.borrow().clone();
+        assert_eq!(r.push_batch(&[fill], &tail, bytes), Err(RingError::Full));
+        assert_eq!(*m.read_ptr_loads.borrow(), 1);
+        assert_eq!(*m.words.borrow(), before);
+        // The CMP consumed everything: the next push loads once and goes in.
+        *m.read_ptr.borrow_mut() = r.write_ptr();
+        r.push_batch(&[fill], &tail, bytes).unwrap();
+        assert_eq!(*m.read_ptr_loads.borrow(), 2);
+        assert_eq!(
+            decode(&read_packet(&m, r.write_ptr() - bytes, fill.len())).unwrap(),
+            fill
+        );
+    }
+
+    /// `push_batch` never stores past the bytes the caller reserved, even if the commands are
+    /// longer than it said: the write pointer goes back and the batch is refused.
+    #[test]
+    fn push_batch_never_writes_past_the_reserved_bytes() {
+        let m = mem(256);
+        *m.read_ptr.borrow_mut() = 0;
+        let mut r = RingWriter::new(&m, 256, 0).unwrap();
+        let tail = Command::Progress {
+            irq: true,
+            value: 1,
+        };
+        let fill = Command::Fill {
+            dst: 0x1000,
+            bytes: 64,
+            pattern: 1,
+        };
+        // One word short.
+        let bytes = 8 * (fill.len() + tail.len()) as u64 - 8;
+        assert_eq!(r.push_batch(&[fill], &tail, bytes), Err(RingError::Full));
+        assert_eq!(r.write_ptr(), 0);
+        assert!(m.words.borrow()[(bytes / 8) as usize..]
+            .iter()
+            .all(|w| *w == 0));
     }
 }

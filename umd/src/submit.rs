@@ -297,6 +297,21 @@ fn batch_bytes(cmds: &[Command]) -> u64 {
     words.saturating_mul(8)
 }
 
+/// Bytes of the [`progress`] packet that closes every user-mode batch.
+const PROGRESS_BYTES: u64 = 16;
+
+/// [`check_commands`] and [`batch_bytes`] in one pass (the user-mode hot path).
+fn checked_batch_bytes(cmds: &[Command]) -> Result<u64, SubmitError> {
+    let mut words = 0u64;
+    for c in cmds {
+        if matches!(c, Command::Nop { len: 0 }) {
+            return Err(SubmitError::BadCommand);
+        }
+        words = words.saturating_add(u64::try_from(c.len()).unwrap_or(u64::MAX));
+    }
+    Ok(words.saturating_mul(8))
+}
+
 /// Refuses a batch with a command that does not encode.
 fn check_commands(cmds: &[Command]) -> Result<(), SubmitError> {
     if cmds.iter().any(|c| matches!(c, Command::Nop { len: 0 })) {
@@ -1096,7 +1111,8 @@ impl<K: Kmt> UserQueue<K> {
         if self.lost {
             return Err(SubmitError::Lost);
         }
-        check_commands(cmds)?;
+        // One pass over the batch: refuse what does not encode, and its length.
+        let cmd_bytes = checked_batch_bytes(cmds)?;
         if self.connect_failed && self.fallback.is_none() {
             self.fall_back()?;
         }
@@ -1104,11 +1120,14 @@ impl<K: Kmt> UserQueue<K> {
             return self.submit_kernel_path(cmds);
         }
         let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
-        let bytes = batch_bytes(cmds).saturating_add(batch_bytes(&[progress(value)]));
+        let tail = progress(value);
+        let bytes = cmd_bytes.saturating_add(PROGRESS_BYTES);
         if bytes > u64::from(self.config.ring_size) {
             return Err(SubmitError::TooLarge);
         }
         // Back-pressure: never overwrite unconsumed packets.
+        // One load of the read pointer per submission (issue 19: it was three): `free`
+        // remembers it for `push_batch` and `prune_in_flight`.
         loop {
             if self.writer.free()? >= bytes {
                 break;
@@ -1120,10 +1139,7 @@ impl<K: Kmt> UserQueue<K> {
         }
         // UM-16 1: N+1. 2: the commands and PROGRESS(N+1) into the ring.
         self.last = value;
-        let pushed = self
-            .writer
-            .push_all(cmds)
-            .and_then(|()| self.writer.push(&progress(value)));
+        let pushed = self.writer.push_batch(cmds, &tail, bytes);
         if let Err(e) = pushed {
             // Only a ring control that changed under us (the free space was checked).
             self.lost = true;
@@ -1193,6 +1209,7 @@ impl<K: Kmt> UserQueue<K> {
     /// the status loop), wait on the progress fence for the oldest batch whose consumption
     /// frees enough, and let the read pointer catch up.
     fn wait_for_space(&mut self, bytes: u64) -> Result<(), SubmitError> {
+        self.writer.free()?;
         self.prune_in_flight();
         let need_read = self
             .writer
@@ -1221,8 +1238,10 @@ impl<K: Kmt> UserQueue<K> {
         Err(SubmitError::Lost)
     }
 
+    /// Drops the batches before the read pointer the writer last loaded (no load of its own:
+    /// `submit_batch` loaded it just before).
     fn prune_in_flight(&mut self) {
-        let read = self.writer_read_ptr();
+        let read = self.writer.seen_read_ptr();
         while self.in_flight.front().is_some_and(|&(_, end)| end <= read) {
             self.in_flight.pop_front();
         }

@@ -2163,3 +2163,18 @@ fn mf_03_default_thunks_are_not_supported() {
     q.gpu_wait_monitored(1, 1).unwrap();
     assert!(matches!(m.log().last(), Some(Ev::GpuWait { .. })));
 }
+
+/// Issue 19 (UMD hot path): the closing PROGRESS's length the hot path adds without encoding
+/// it is the packet's real length, so the room it reserves is exactly what it writes.
+#[test]
+fn user_mode_batch_reserves_the_closing_progress_packet_length() {
+    assert_eq!(PROGRESS_BYTES, 8 * progress(u64::MAX).len() as u64);
+    assert_eq!(
+        checked_batch_bytes(&[fill(1), Command::Nop { len: 3 }]),
+        Ok(8 * (fill(1).len() as u64 + 3))
+    );
+    assert_eq!(
+        checked_batch_bytes(&[fill(1), Command::Nop { len: 0 }]),
+        Err(SubmitError::BadCommand)
+    );
+}

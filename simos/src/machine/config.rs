@@ -62,6 +62,11 @@ pub struct OsConfig {
     /// process budget, "Process residency budgets"); `None`: all of it. `D3DKMTMakeResident`
     /// past it fails with `STATUS_NO_MEMORY` and the bytes to trim.
     pub vram_budget: Option<u64>,
+    /// Issue 19: the modelled cost of a D3DKMT call's user→kernel transition (system call and
+    /// the Dxgkrnl thunk's entry work), charged by every thunk of [`crate::kmt::SimKmt`] as
+    /// this many rounds of [`crate::kmt::charge_thunk_cost`] (0: none). Default
+    /// [`crate::kmt::DEFAULT_THUNK_COST`]; docs/performance.md gives the reasoning.
+    pub thunk_cost: u32,
 }
 
 impl Default for OsConfig {
@@ -78,6 +83,7 @@ impl Default for OsConfig {
             hws_normal_band_percentage: 0,
             cpu_arch: CpuArch::X64,
             vram_budget: None,
+            thunk_cost: crate::kmt::DEFAULT_THUNK_COST,
         }
     }
 }

@@ -10,12 +10,7 @@ pub(super) fn find_doorbell_adapters(handle: usize) -> Vec<Arc<AdapterShared>> {
     let mut v: Vec<Arc<AdapterShared>> = crate::dxgkrnl::adapter::all_adapters()
         .into_iter()
         .filter(|a| Some(a.state.id()) == me)
-        .filter(|a| {
-            lock(&a.ums)
-                .doorbells
-                .values()
-                .any(|d| d.kmd == handle || kernel_handle(d.handle) == handle)
-        })
+        .filter(|a| !lock(&a.ums).doorbells_named(handle).is_empty())
         .collect();
     v.sort_by_key(|a| (Arc::as_ptr(a) as usize != inside) as u8);
     v
@@ -105,7 +100,8 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
         ));
     };
     let mut os = lock(&a.ums);
-    let found = os.doorbells.values().find_map(|d| {
+    let found = os.doorbells_named(hd).into_iter().find_map(|h| {
+        let d = os.doorbells.get(&h)?;
         let q = os.queues.get(&d.queue)?;
         let kmd_pair = d.kmd == hd && q.kmd == hq;
         let os_pair = kernel_handle(d.handle) == hd && kernel_handle(q.handle) == hq;
@@ -167,4 +163,29 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
         was_connected,
     });
     STATUS_SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 19: `DxgkCbDisconnectDoorbell` resolves an OS kernel handle by computing its
+    /// D3DKMT handle instead of scanning every doorbell; only real kernel handles map back.
+    #[test]
+    fn disconnect_doorbell_lookup_maps_kernel_handles_back_exactly() {
+        for h in [0u32, 4, 0x1234, u32::MAX] {
+            assert_eq!(from_kernel_handle(kernel_handle(h)), Some(h));
+        }
+        assert_eq!(from_kernel_handle(kernel_handle(8) + 1), None);
+        assert_eq!(from_kernel_handle(0x1234), None);
+        let mut os = UmsOs::default();
+        os.doorbell_by_kmd.insert((0xD00, 8));
+        os.doorbell_by_kmd.insert((0xD00, 4));
+        os.doorbell_by_kmd.insert((0xE00, 12));
+        assert_eq!(os.doorbells_named(0xD00), vec![4, 8], "in handle order");
+        assert_eq!(os.doorbells_named(0xE00), vec![12]);
+        assert!(os.doorbells_named(0xF00).is_empty());
+        // A kernel handle names only a live doorbell.
+        assert!(os.doorbells_named(kernel_handle(12)).is_empty());
+    }
 }

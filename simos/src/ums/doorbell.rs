@@ -352,6 +352,7 @@ pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), Si
     let Some(d) = os.doorbells.remove(&h) else {
         return Ok(());
     };
+    os.doorbell_by_kmd.remove(&(d.kmd, h));
     os.destroyed_doorbells.insert(d.kmd, h);
     os.destroyed_doorbells.insert(kernel_handle(h), h);
     d.cpu
@@ -504,6 +505,7 @@ pub(crate) fn create_doorbell(
     if let Some(q) = os.queues.get_mut(&queue) {
         q.doorbell = Some(h);
     }
+    os.doorbell_by_kmd.insert((kmd, h));
     os.doorbells.insert(
         h,
         DoorbellObj {

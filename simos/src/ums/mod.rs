@@ -167,7 +167,34 @@ pub(crate) fn new_kmt_handle() -> KmtHandle {
 
 /// The OS kernel handle of the object with D3DKMT handle `h` (what the KMD gets as input).
 pub fn kernel_handle(h: KmtHandle) -> usize {
-    0x7D00_0000_0000usize | ((h as usize) << 4)
+    KERNEL_HANDLE_BASE | ((h as usize) << 4)
+}
+
+const KERNEL_HANDLE_BASE: usize = 0x7D00_0000_0000;
+
+/// The D3DKMT handle whose [`kernel_handle`] is `k`, if `k` is one.
+fn from_kernel_handle(k: usize) -> Option<KmtHandle> {
+    let h = KmtHandle::try_from((k & !KERNEL_HANDLE_BASE) >> 4).ok()?;
+    (kernel_handle(h) == k).then_some(h)
+}
+
+impl UmsOs {
+    /// The live doorbells `handle` names, as the KMD's handle or the OS kernel handle, in
+    /// D3DKMT handle order (issue 19: an index lookup, not a scan of every doorbell).
+    fn doorbells_named(&self, handle: usize) -> Vec<KmtHandle> {
+        let mut v: Vec<KmtHandle> = self
+            .doorbell_by_kmd
+            .range((handle, KmtHandle::MIN)..=(handle, KmtHandle::MAX))
+            .map(|&(_, h)| h)
+            .collect();
+        if let Some(h) = from_kernel_handle(handle).filter(|h| self.doorbells.contains_key(h)) {
+            if !v.contains(&h) {
+                v.push(h);
+                v.sort_unstable();
+            }
+        }
+        v
+    }
 }
 
 /// Doorbell connection state as the OS sees it.
@@ -363,6 +390,11 @@ pub struct UmsOs {
     /// ([`crate::machine::Machine::reap_allocations`]).
     pub(crate) reaped: Vec<AllocObj>,
     doorbells: BTreeMap<KmtHandle, DoorbellObj>,
+    /// Issue 19: the live doorbells by the KMD's handle, `(kmd handle, D3DKMT handle)`, so
+    /// that `DxgkCbDisconnectDoorbell` finds its doorbell without scanning every doorbell
+    /// (a victimising connect cost grew with the queues). Ordered like `doorbells`, so two
+    /// doorbells the driver gave one handle resolve as a scan would (the lower handle).
+    doorbell_by_kmd: std::collections::BTreeSet<(usize, KmtHandle)>,
     fences: BTreeMap<KmtHandle, MonitoredFence>,
     /// The process each fence handle belongs to: D3DKMT handles are per process, so another
     /// process naming the same number names nothing (issue 18: B signalled and waited A's
@@ -398,6 +430,7 @@ impl Default for UmsOs {
             allocations: BTreeMap::new(),
             reaped: Vec::new(),
             doorbells: BTreeMap::new(),
+            doorbell_by_kmd: std::collections::BTreeSet::new(),
             fences: BTreeMap::new(),
             fence_owner: BTreeMap::new(),
             events: Vec::new(),

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Instruction-count regression gate (issue 19): runs scripts/callgrind-submission.sh and
+# scripts/callgrind-fences.sh (K = 200, scaling tables off) and compares the total and own
+# (driver or UMD) instruction counts of every row with the committed baseline
+# scripts/callgrind-baseline.txt. Fails when a figure grew by more than 10 %; a figure that
+# shrank by more than 10 % is reported, so the baseline can be re-blessed to keep the gain.
+#
+# Counts are exact for a given build (pinned toolchain, release profile), so the tolerance is
+# for code changes, not noise.
+#
+# Usage: bash scripts/callgrind-gate.sh            compare (exit 1 on a regression)
+#        bash scripts/callgrind-gate.sh --bless    rewrite the baseline from this build
+# Needs valgrind and python3; without valgrind, says so and exits 0.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BASELINE="$ROOT/scripts/callgrind-baseline.txt"
+K=200
+if ! command -v valgrind >/dev/null 2>&1; then
+    echo "callgrind-gate: valgrind is not installed; nothing measured."
+    exit 0
+fi
+
+CURRENT="$(mktemp)"
+trap 'rm -f "$CURRENT"' EXIT
+# "label|total|own" for every table row with numbers.
+for s in callgrind-submission.sh callgrind-fences.sh; do
+    RVGPU_CALLGRIND_SCALE=0 bash "$ROOT/scripts/$s" "$K" |
+        awk -F'|' '/^\| / && $3 ~ /^ *[0-9-]+ *$/ {
+            gsub(/^ +| +$/, "", $2); gsub(/ /, "", $3); gsub(/ /, "", $4)
+            print $2 "|" $3 "|" $4 }'
+done >"$CURRENT"
+
+if [ "${1:-}" = --bless ]; then
+    {
+        echo "# Instruction counts per operation (label|total|own), K=$K; written by"
+        echo "# scripts/callgrind-gate.sh --bless. The gate fails on > 10 % growth."
+        cat "$CURRENT"
+    } >"$BASELINE"
+    echo "callgrind-gate: baseline written ($(wc -l <"$CURRENT") rows)"
+    exit 0
+fi
+
+python3 - "$BASELINE" "$CURRENT" <<'EOF'
+import sys
+
+def rows(path):
+    out = {}
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("#") or not line.strip():
+            continue
+        label, total, own = line.rstrip("\n").split("|")
+        out[label] = (int(total), int(own))
+    return out
+
+base, cur = rows(sys.argv[1]), rows(sys.argv[2])
+failed = False
+for label, (bt, bo) in base.items():
+    if label not in cur:
+        print(f"MISSING  {label}: not measured any more")
+        failed = True
+        continue
+    for what, b, c in (("total", bt, cur[label][0]), ("own", bo, cur[label][1])):
+        if b <= 0:
+            continue
+        r = c / b
+        mark = "ok"
+        if r > 1.10:
+            mark, failed = "GREW", True
+        elif r < 0.90:
+            mark = "shrank (re-bless to keep the gain)"
+        print(f"{mark:8} {label} [{what}]: {b} -> {c} ({r:.2f}x)")
+for label in cur.keys() - base.keys():
+    print(f"NEW      {label}: {cur[label]} (not in the baseline; re-bless)")
+sys.exit(1 if failed else 0)
+EOF
