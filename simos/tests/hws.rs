@@ -334,14 +334,9 @@ unsafe extern "system" fn failing_reset_hw_engine(
     STATUS_UNSUCCESSFUL
 }
 
-/// Issue 18 (global doorbells): an adapter reset unbinds every doorbell page; the KMD binds
-/// each process's page again at restart, so an innocent process's still-connected global
-/// doorbell rings its queue afterwards (no reconnect in between).
-#[test]
-fn issue_18_global_doorbell_pages_survive_an_adapter_reset() {
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.adapters[0].device.global_doorbell = true;
-    cfg.adapters[0].device.doorbells = 2;
+/// A started step-mode machine of `cfg` whose driver's DxgkDdiResetHwEngine always fails (so a
+/// hang ends in an adapter-wide reset), with a short TDR timeout.
+fn failing_reset_machine(cfg: MachineConfig) -> Machine {
     let mut m = Machine::new(cfg);
     m.load_driver_with(|t| t.DxgkDdiResetHwEngine = Some(failing_reset_hw_engine))
         .expect("load");
@@ -357,6 +352,18 @@ fn issue_18_global_doorbell_pages_survive_an_adapter_reset() {
             },
         ),
     );
+    m
+}
+
+/// Issue 18 (global doorbells): an adapter reset unbinds every doorbell page; the KMD binds
+/// each process's page again at restart, so an innocent process's still-connected global
+/// doorbell rings its queue afterwards (no reconnect in between).
+#[test]
+fn issue_18_global_doorbell_pages_survive_an_adapter_reset() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.adapters[0].device.global_doorbell = true;
+    cfg.adapters[0].device.doorbells = 2;
+    let m = failing_reset_machine(cfg);
     let o = ok(&m, m.create_process(0));
     let t = okk(&m, m.kmt(&o).create_allocation(4096));
     let mut oq = okk(&m, UserQueue::new(m.kmt(&o), &ucfg(1)));
@@ -391,21 +398,7 @@ fn issue_18_global_doorbell_pages_survive_an_adapter_reset() {
 /// HWS TDR: a failing ResetHwEngine goes adapter-wide; ResumeHwEngine is not called.
 #[test]
 fn hws_tdr_failed_reset_hw_engine_goes_adapter_wide() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
-    m.load_driver_with(|t| t.DxgkDdiResetHwEngine = Some(failing_reset_hw_engine))
-        .expect("load");
-    m.start_adapter(0).expect("start");
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            TdrConfig {
-                timeout_steps: 40,
-                preempt_steps: 5,
-                ..TdrConfig::default()
-            },
-        ),
-    );
+    let m = failing_reset_machine(MachineConfig::single(Mode::Step));
     let h = ok(&m, m.create_process(0));
     let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
     okk(&m, hq.submit(&[Command::Hang]));
