@@ -23,6 +23,7 @@
 //! stores `write_ptr` without ringing executes nothing (that is what UM-09's disconnected
 //! doorbell relies on).
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 
 use rvgpu_hw::cmd::Command;
@@ -149,6 +150,10 @@ impl InFlight {
 #[derive(Debug)]
 pub(crate) struct Engine {
     pub(crate) queues: Vec<Queue>,
+    /// Queue id → index in `queues`: a doorbell or QUEUE_KICK finds its queue without
+    /// scanning the runlist (a B-tree: a few compares where SipHash would cost more than a
+    /// short scan). Rebuilt whenever `queues` changes (commit, reset).
+    pub(crate) index: BTreeMap<u32, usize>,
     /// Round-robin cursor: the next index to consider first.
     pub(crate) rr_next: usize,
     /// Queue the engine is executing (last picked), if any.
@@ -175,6 +180,7 @@ impl Engine {
     pub(crate) fn new() -> Self {
         Self {
             queues: Vec::new(),
+            index: BTreeMap::new(),
             rr_next: 0,
             current: None,
             inflight: None,
@@ -205,6 +211,7 @@ impl Engine {
         self.inflight = None;
         if let Some(i) = aborted.filter(|&i| i < self.queues.len()) {
             self.queues.remove(i);
+            self.reindex();
             // Keep the round-robin turn on the queue that was next.
             if i < self.rr_next {
                 self.rr_next -= 1;
@@ -216,6 +223,20 @@ impl Engine {
         self.state = EngineState::Idle;
         self.idle_since = None;
         self.held = true;
+    }
+
+    /// Rebuilds [`Engine::index`] from `queues`.
+    pub(crate) fn reindex(&mut self) {
+        self.index.clear();
+        for (i, q) in self.queues.iter().enumerate() {
+            self.index.entry(q.desc.queue_id).or_insert(i);
+        }
+    }
+
+    /// The runlisted queue with id `queue_id`.
+    pub(crate) fn queue_mut(&mut self, queue_id: u32) -> Option<&mut Queue> {
+        let i = *self.index.get(&queue_id)?;
+        self.queues.get_mut(i)
     }
 
     /// Highest-priority runnable queue, round-robin among equals.
@@ -365,14 +386,26 @@ impl Core {
             .inflight
             .and_then(|f| eng.queues.get(f.queue()))
             .map(|q| q.desc.queue_id);
-        let mut old = std::mem::take(&mut eng.queues);
+        // Old queues by id (ids are unique in a runlist the device accepts; a duplicate keeps
+        // the first), so matching a long runlist is linear.
+        let mut old: HashMap<u32, Queue> = HashMap::with_capacity(eng.queues.len());
+        for q in std::mem::take(&mut eng.queues) {
+            old.entry(q.desc.queue_id).or_insert(q);
+        }
+        eng.index.clear();
         let mut faults = Vec::new();
         let mut new = Vec::with_capacity(descs.len());
         for d in descs {
-            let kept = old
-                .iter()
-                .position(|q| q.desc.queue_id == d.queue_id && q.same_ring(&d))
-                .map(|i| old.swap_remove(i));
+            let kept = match old.remove(&d.queue_id) {
+                Some(q) if q.same_ring(&d) => Some(q),
+                Some(q) => {
+                    // Same id, another ring: a new queue; the old one stays available for a
+                    // later descriptor with its ring (none in a valid runlist).
+                    old.insert(d.queue_id, q);
+                    None
+                }
+                None => None,
+            };
             let q = match kept {
                 Some(mut q) => {
                     q.desc = d;
@@ -420,11 +453,12 @@ impl Core {
             new.push(q);
         }
         eng.queues = new;
-        let find = |id: Option<u32>, qs: &[Queue]| {
-            id.and_then(|id| qs.iter().position(|q| q.desc.queue_id == id))
+        eng.reindex();
+        let find = |id: Option<u32>, index: &BTreeMap<u32, usize>| {
+            id.and_then(|id| index.get(&id).copied())
         };
-        eng.current = find(current_id, &eng.queues);
-        eng.inflight = match (eng.inflight, find(inflight_id, &eng.queues)) {
+        eng.current = find(current_id, &eng.index);
+        eng.inflight = match (eng.inflight, find(inflight_id, &eng.index)) {
             (Some(InFlight::Hang { since, .. }), Some(queue)) => {
                 Some(InFlight::Hang { queue, since })
             }
@@ -457,11 +491,15 @@ impl Core {
         let mut cmp = lock(&self.cmp);
         let mut found = false;
         let mut fault = None;
+        // The engine whose queue now has unconsumed commands: its HAS_WORK is set without
+        // scanning its other queues (that scan made every ring cost grow with the runlist).
+        let mut gained = None;
+        let mut unchanged = false;
         for (e, eng) in cmp.engines.iter_mut().enumerate() {
             if engine.is_some_and(|x| x != e) {
                 continue;
             }
-            let Some(q) = eng.queues.iter_mut().find(|q| q.desc.queue_id == queue_id) else {
+            let Some(q) = eng.queue_mut(queue_id) else {
                 continue;
             };
             // A global-doorbell page rings only the user-mode queues of the process it is
@@ -485,7 +523,15 @@ impl Core {
                 Access::Read,
                 Ordering::Acquire,
             ) {
-                Ok(w) => q.known_wptr = w,
+                Ok(w) => {
+                    let before = std::mem::replace(&mut q.known_wptr, w);
+                    if w == before {
+                        // Nothing new (a spurious ring, a connect's kick): no status changed.
+                        unchanged = true;
+                    } else if q.rptr != w {
+                        gained = Some(e);
+                    }
+                }
                 Err(f) => {
                     q.fault = Some(f.code);
                     fault = Some((e, f, q.rptr));
@@ -493,8 +539,14 @@ impl Core {
             }
             break;
         }
-        if found {
-            self.publish_engine_status(&cmp);
+        match gained {
+            // Only HAS_WORK can have changed, and only from clear to set.
+            Some(e) => self.publish_has_work(e),
+            None if unchanged => {}
+            // A fault, or a write pointer moved back onto the read pointer (a hostile
+            // producer): recompute.
+            None if found => self.publish_engine_status(&cmp),
+            None => {}
         }
         drop(cmp);
         if let Some((e, f, rptr)) = fault {
@@ -598,6 +650,14 @@ impl Core {
         if woke {
             self.kick();
         }
+    }
+
+    /// Whether `engine` is power-gated (POWER = F1), without copying its queues.
+    pub(crate) fn engine_gated(&self, engine: u32) -> Option<bool> {
+        let cmp = lock(&self.cmp);
+        cmp.engines
+            .get(usize::try_from(engine).ok()?)
+            .map(|e| e.gated)
     }
 
     pub(crate) fn engine_snapshot(&self, engine: u32) -> Option<EngineSnapshot> {

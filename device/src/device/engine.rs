@@ -14,7 +14,9 @@
 
 use std::sync::atomic::Ordering;
 
-use rvgpu_hw::engine::{EngineState, EngineStatus, ResetResult, ENGINE_POWER_F0, ENGINE_POWER_F1};
+use rvgpu_hw::engine::{
+    EngineState, EngineStatus, ResetResult, ENGINE_POWER_F0, ENGINE_POWER_F1, STATUS_HAS_WORK,
+};
 use rvgpu_hw::event::{EventKind, EventRecord};
 use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::{DeviceStatus, IntCause};
@@ -169,6 +171,15 @@ impl Core {
             // the commands that led to it.
             r.status.store(status.to_reg(), Ordering::Release);
             r.current_queue.store(current_id(eng), Ordering::Release);
+        }
+    }
+
+    /// Sets engine `e`'s HAS_WORK status bit: one of its queues has unconsumed commands (the
+    /// caller holds the CMP lock, as [`Core::publish_engine_status`] does).
+    pub(crate) fn publish_has_work(&self, e: usize) {
+        if let Some(r) = self.regs.engines.get(e) {
+            // Release: as in publish_engine_status.
+            r.status.fetch_or(STATUS_HAS_WORK, Ordering::Release);
         }
     }
 

@@ -474,6 +474,11 @@ impl Device {
         self.core.engine_snapshot(engine)
     }
 
+    /// Whether `engine` is power-gated (test introspection; cheap: no queue list is built).
+    pub fn engine_gated(&self, engine: u32) -> Option<bool> {
+        self.core.engine_gated(engine)
+    }
+
     /// Snapshot of every runlisted queue on every engine.
     pub fn queues(&self) -> Vec<QueueSnapshot> {
         (0..self.core.cfg.engines)

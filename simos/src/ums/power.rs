@@ -231,7 +231,7 @@ pub(crate) fn node_active(a: &AdapterShared, node: u32) -> Result<NodeActive<'_>
 /// The device's engine `node` must not be power-gated while the OS holds it in F0.
 fn check_not_gated(a: &AdapterShared, node: u32) -> Result<(), SimError> {
     let f0 = lock(&a.ums).fstate.get(node as usize) == Some(&0);
-    if f0 && a.device.engine_snapshot(node).is_some_and(|e| e.gated) {
+    if f0 && a.device.engine_gated(node) == Some(true) {
         return Err(sim_err(
             a,
             format!(
