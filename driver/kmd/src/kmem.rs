@@ -267,10 +267,19 @@ impl<K: Ord, V> core::ops::Index<&K> for SortedMap<K, V> {
 }
 
 /// A platform for host unit tests of modules whose constructors allocate through `kmem`:
-/// no device, every allocation permitted.
+/// no device; every allocation permitted unless a test on this thread set a budget
+/// ([`tests`]' `budget`).
 #[cfg(test)]
 #[derive(Debug)]
 pub(crate) struct Host;
+
+#[cfg(test)]
+std::thread_local! {
+    /// Allocations [`Host`] still permits on this thread (`u32::MAX`: unlimited).
+    static BUDGET: core::cell::Cell<u32> = const { core::cell::Cell::new(u32::MAX) };
+    /// Allocations [`Host`] was asked for on this thread.
+    static ASKED: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+}
 
 // SAFETY: the MMIO functions perform no access at all (there is no device).
 #[cfg(test)]
@@ -294,57 +303,23 @@ unsafe impl Platform for Host {
         None
     }
     fn log(_: crate::platform::Level, _: core::fmt::Arguments<'_>) {}
+    fn pool_allocation_permitted() -> bool {
+        ASKED.with(|a| a.set(a.get().saturating_add(1)));
+        BUDGET.with(|b| match b.get() {
+            0 => false,
+            u32::MAX => true,
+            left => {
+                b.set(left.saturating_sub(1));
+                true
+            }
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use core::cell::Cell;
-    use core::fmt;
-
-    std::thread_local! {
-        /// Allocations the test platform still permits (`u32::MAX`: unlimited).
-        static BUDGET: Cell<u32> = const { Cell::new(u32::MAX) };
-        static ASKED: Cell<u32> = const { Cell::new(0) };
-    }
-
-    struct Budget;
-
-    // SAFETY: no MMIO function is ever called by these tests.
-    unsafe impl Platform for Budget {
-        unsafe fn mmio_read32(_: NonNull<u8>, _: usize) -> u32 {
-            u32::MAX
-        }
-        unsafe fn mmio_write32(_: NonNull<u8>, _: usize, _: u32) {}
-        unsafe fn mmio_read64(_: NonNull<u8>, _: usize) -> u64 {
-            u64::MAX
-        }
-        unsafe fn mmio_write64(_: NonNull<u8>, _: usize, _: u64) {}
-        fn current_irql() -> crate::platform::Irql {
-            crate::platform::Irql::Passive
-        }
-        fn raise_to_dispatch() -> crate::platform::Irql {
-            crate::platform::Irql::Passive
-        }
-        fn lower_irql(_: crate::platform::Irql) {}
-        fn bus_address(_: NonNull<u8>) -> Option<rvgpu_hw::addr::BusAddr> {
-            None
-        }
-        fn log(_: crate::platform::Level, _: fmt::Arguments<'_>) {}
-        fn pool_allocation_permitted() -> bool {
-            ASKED.with(|a| a.set(a.get().saturating_add(1)));
-            BUDGET.with(|b| {
-                let left = b.get();
-                if left == 0 {
-                    return false;
-                }
-                if left != u32::MAX {
-                    b.set(left.saturating_sub(1));
-                }
-                true
-            })
-        }
-    }
 
     fn budget(n: u32) {
         BUDGET.with(|b| b.set(n));
@@ -358,15 +333,15 @@ mod tests {
     #[test]
     fn refused_allocations_are_errors_and_change_nothing() {
         budget(0);
-        assert_eq!(try_box::<Budget, _>(5u64).err(), Some(NoMemory));
+        assert_eq!(try_box::<Host, _>(5u64).err(), Some(NoMemory));
         let mut v: Vec<u32> = Vec::new();
-        assert_eq!(try_reserve::<Budget, _>(&mut v, 1), Err(NoMemory));
+        assert_eq!(try_reserve::<Host, _>(&mut v, 1), Err(NoMemory));
         assert_eq!(v.capacity(), 0);
         let mut m: SortedMap<u32, u32> = SortedMap::new();
-        assert_eq!(m.try_insert::<Budget>(1, 1), Err(NoMemory));
+        assert_eq!(m.try_insert::<Host>(1, 1), Err(NoMemory));
         assert!(m.is_empty());
         assert_eq!(
-            Status::from(try_with_capacity::<Budget, u8>(3).unwrap_err()),
+            Status::from(try_with_capacity::<Host, u8>(3).unwrap_err()),
             status::NO_MEMORY
         );
     }
@@ -374,7 +349,7 @@ mod tests {
     #[test]
     fn the_platform_is_asked_only_for_real_allocations() {
         budget(u32::MAX);
-        let mut v = try_with_capacity::<Budget, u32>(2).unwrap();
+        let mut v = try_with_capacity::<Host, u32>(2).unwrap();
         assert_eq!(asked(), 1);
         push_reserved(&mut v, 1).unwrap();
         push_reserved(&mut v, 2).unwrap();
@@ -384,9 +359,9 @@ mod tests {
             "no room: handed back, not grown"
         );
         assert_eq!(asked(), 1, "room was reserved: no allocation");
-        let _zst = try_box::<Budget, _>(()).unwrap();
+        let _zst = try_box::<Host, _>(()).unwrap();
         assert_eq!(asked(), 1, "a zero-sized box allocates nothing");
-        assert_eq!(*try_box::<Budget, _>(7u8).unwrap(), 7);
+        assert_eq!(*try_box::<Host, _>(7u8).unwrap(), 7);
         assert_eq!(asked(), 2);
     }
 
@@ -395,9 +370,9 @@ mod tests {
         budget(u32::MAX);
         let mut m = SortedMap::new();
         for k in [5u32, 1, 9, 3] {
-            assert_eq!(m.try_insert::<Budget>(k, k * 10).unwrap(), None);
+            assert_eq!(m.try_insert::<Host>(k, k * 10).unwrap(), None);
         }
-        assert_eq!(m.try_insert::<Budget>(3, 33).unwrap(), Some(30));
+        assert_eq!(m.try_insert::<Host>(3, 33).unwrap(), Some(30));
         assert_eq!(m.keys().copied().collect::<Vec<_>>(), [1, 3, 5, 9]);
         assert_eq!(m.get(&3), Some(&33));
         assert_eq!(m.remove(&5), Some(50));
@@ -418,7 +393,7 @@ mod tests {
         );
         assert!(m.is_empty(), "no room was reserved");
         budget(u32::MAX);
-        m.try_reserve::<Budget>().unwrap();
+        m.try_reserve::<Host>().unwrap();
         assert_eq!(m.insert_reserved(1, 1), Ok(None));
         assert_eq!(m.get(&1), Some(&1));
     }
