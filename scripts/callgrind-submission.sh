@@ -55,8 +55,8 @@ cd "$ROOT"
 
 echo "callgrind-submission: $(valgrind --version), K=$K and 2K operations per figure"
 
-BIN="$(cargo bench -p rvgpu-simos --bench ums_callgrind --no-run --message-format=json 2>/dev/null |
-    grep -o '"executable":"[^"]*ums_callgrind[^"]*"' | tail -n 1 | sed 's/^"executable":"//; s/"$//')"
+source "$ROOT/scripts/callgrind-lib.sh"
+BIN="$(bench_bin ums_callgrind)"
 if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
     echo "callgrind-submission: could not build the ums_callgrind bench" >&2
     exit 1
@@ -86,27 +86,7 @@ root_re() {
 
 # per MODE FUNCTION COUNTER -> "<total> <driver> <device> <os> <platform>" per operation
 per() {
-    local mode="$1" func="$2" counter="$3" a b
-    read -r -a a <<<"$(run "$mode" "$K" "$func" "$counter")"
-    read -r -a b <<<"$(run "$mode" "$((2 * K))" "$func" "$counter")"
-    awk -v c1="${a[5]}" -v c2="${b[5]}" \
-        -v t1="${a[0]}" -v t2="${b[0]}" -v d1="${a[1]}" -v d2="${b[1]}" \
-        -v v1="${a[2]}" -v v2="${b[2]}" -v o1="${a[3]}" -v o2="${b[3]}" \
-        -v p1="${a[4]}" -v p2="${b[4]}" 'BEGIN {
-        n = c2 - c1
-        if (n <= 0) { print "n/a n/a n/a n/a n/a"; exit }
-        printf "%.0f %.0f %.0f %.0f %.0f\n", (t2 - t1) / n, (d2 - d1) / n, (v2 - v1) / n,
-            (o2 - o1) / n, (p2 - p1) / n }'
-}
-
-ratio() {
-    awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'
-}
-
-row() {
-    local label="$1" f
-    read -r -a f <<<"$2"
-    echo "| $label | ${f[0]} | ${f[1]} | ${f[2]} | ${f[3]} | ${f[4]} |"
+    k2k "$(run "$1" "$K" "$2" "$3")" "$(run "$1" "$((2 * K))" "$2" "$3")" 5
 }
 
 SCALE_ENV=""
