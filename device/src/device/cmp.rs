@@ -23,7 +23,7 @@
 //! stores `write_ptr` without ringing executes nothing (that is what UM-09's disconnected
 //! doorbell relies on).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use rvgpu_hw::cmd::Command;
@@ -387,8 +387,9 @@ impl Core {
             .and_then(|f| eng.queues.get(f.queue()))
             .map(|q| q.desc.queue_id);
         // Old queues by id (ids are unique in a runlist the device accepts; a duplicate keeps
-        // the first), so matching a long runlist is linear.
-        let mut old: HashMap<u32, Queue> = HashMap::with_capacity(eng.queues.len());
+        // the first), so matching a long runlist is not quadratic. A B-tree, not a hash map:
+        // a hash map's random seed made instruction counts differ between runs.
+        let mut old: BTreeMap<u32, Queue> = BTreeMap::new();
         for q in std::mem::take(&mut eng.queues) {
             old.entry(q.desc.queue_id).or_insert(q);
         }
