@@ -67,7 +67,9 @@ impl Bench {
         let runlist = progress + 4096;
         let d = QueueDescriptor {
             queue_id: 7,
-            flags: QueueFlags::VALID.bits() | QueueFlags::USER_MODE.bits(),
+            // Kernel-mode: a user-mode queue needs page tables (hardware.md B20), and a
+            // dedicated doorbell rings either kind the same way.
+            flags: QueueFlags::VALID.bits(),
             ring_base: rvgpu_hw::addr::GpuVa::new(ring),
             ring_size: RING,
             doorbell: 0,

@@ -68,7 +68,13 @@ impl Bench {
         let translated = setup != Setup::Identity;
         let mut desc = QueueDescriptor {
             queue_id: 1,
-            flags: QueueFlags::VALID.bits() | QueueFlags::USER_MODE.bits(),
+            // A user-mode queue needs a root (hardware.md B20): the identity baseline is a
+            // kernel-mode queue, which costs the same per packet under root 0.
+            flags: if translated {
+                QueueFlags::VALID.bits() | QueueFlags::USER_MODE.bits()
+            } else {
+                QueueFlags::VALID.bits()
+            },
             ring_base: GpuVa::new(ring),
             ring_size: RING,
             doorbell: 0,

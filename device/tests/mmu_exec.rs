@@ -656,6 +656,52 @@ fn misaligned_root_is_a_bad_descriptor() {
     assert!(rig.dev.queues().is_empty());
 }
 
+/// hardware.md B20 (issue 12): a user-mode queue under the identity root would reach every
+/// page the system windows open. The device refuses it as a bad descriptor and never runs
+/// it, even when its ring is published and its doorbell rung; a kernel-mode queue committed
+/// beside it still runs.
+#[test]
+fn issue_12_user_mode_queue_with_root_0_is_a_bad_descriptor() {
+    let mut rig = Rig::step();
+    let target = rig.fence(0);
+    let mut user = rig.queue(0, 1);
+    user.desc.flags |= QueueFlags::USER_MODE.bits();
+    assert_eq!(user.desc.page_table_base.get(), 0);
+    let mut kernel = rig.queue(0, 2);
+    rig.commit(0, &[&user, &kernel]);
+    let f = faults(&rig.drain());
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].arg0, FaultCode::BadDescriptor as u64);
+    assert_eq!(f[0].queue_id, 1);
+    assert_eq!(
+        rig.dev.queues().len(),
+        1,
+        "only the kernel-mode queue is loaded"
+    );
+    let signal = |addr, value| Command::FenceSignal {
+        flags: 0,
+        value_addr: addr,
+        value,
+        monitored_addr: 0,
+        report_tag: 0,
+    };
+    rig.push(&mut user, &[signal(target.cv, 7)]);
+    rig.ring(&user);
+    rig.push(&mut kernel, &[signal(target.mv, 9)]);
+    rig.kick(&kernel);
+    rig.run();
+    assert_eq!(
+        rig.mem.read_u64(target.cv),
+        Some(0),
+        "the user-mode queue never ran"
+    );
+    assert_eq!(
+        rig.mem.read_u64(target.mv),
+        Some(9),
+        "the kernel-mode queue ran"
+    );
+}
+
 /// Two processes: the same VA is different memory; B cannot reach A's pages; A keeps
 /// running after B faults, and so does the other engine.
 #[test]

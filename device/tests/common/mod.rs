@@ -2,7 +2,8 @@
 //! of the OS around it. Shared by the integration tests.
 #![allow(dead_code)]
 
-use rvgpu_hw::addr::GpuVa;
+use rvgpu_hw::addr::{BusAddr, GpuVa};
+use rvgpu_hw::mmu::{self, PageAttrs, Pte};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,6 +29,9 @@ pub struct Rig {
     next: u64,
     next_doorbell: u32,
     pub event_ring: u64,
+    /// Root of an identity space over the arena with `USER` pages, built on first use: a
+    /// user-mode queue needs a root (hardware.md B20).
+    user_root: u64,
 }
 
 /// A queue as the mini driver tracks it.
@@ -71,6 +75,7 @@ impl Rig {
             arena,
             next_doorbell: 0,
             event_ring: 0,
+            user_root: 0,
         };
         rig.event_ring = rig.alloc(u64::from(EVENT_RING_SIZE) * 32);
         rig.dev.write64(regs::EVENT_RING_BASE, rig.event_ring);
@@ -114,6 +119,49 @@ impl Rig {
         a
     }
 
+    /// Root of a page table that maps the arena onto itself (VA = bus address) with user,
+    /// writable 2 MiB pages, so a user-mode queue sees the same addresses a kernel-mode one
+    /// does.
+    pub fn user_identity_root(&mut self) -> u64 {
+        if self.user_root != 0 {
+            return self.user_root;
+        }
+        let attrs = PageAttrs {
+            writable: true,
+            user: true,
+            vram: false,
+            coherent: true,
+            no_execute: false,
+        };
+        let root = self.alloc(mmu::TABLE_SIZE);
+        let start = self.arena.bus_addr & !(mmu::PAGE_2M - 1);
+        let end = self.arena.bus_addr + self.arena.len;
+        let mut va = start;
+        while va < end {
+            let mut table = root;
+            for level in (mmu::LARGE_LEVEL + 1..=mmu::ROOT_LEVEL).rev() {
+                let e = mmu::entry_addr(table, va, level).unwrap();
+                let pte = Pte(self.mem.read_u64(e).unwrap());
+                table = if pte.valid() {
+                    pte.addr()
+                } else {
+                    let t = self.alloc(mmu::TABLE_SIZE);
+                    self.mem
+                        .store(e, Pte::table(t, false).unwrap().0, Ordering::Release)
+                        .unwrap();
+                    t
+                };
+            }
+            let e = mmu::entry_addr(table, va, mmu::LARGE_LEVEL).unwrap();
+            self.mem
+                .store(e, Pte::page(va, attrs, true).unwrap().0, Ordering::Release)
+                .unwrap();
+            va += mmu::PAGE_2M;
+        }
+        self.user_root = root;
+        root
+    }
+
     /// A queue on `engine` with a 4 KiB ring, logs, and (dedicated mode) a bound doorbell;
     /// in global mode a user-mode queue of process [`RIG_PROCESS`], whose page is 0.
     pub fn queue(&mut self, engine: u32, id: u32) -> Q {
@@ -134,6 +182,7 @@ impl Rig {
         let wait_log = self.log_buffer(LOG_TYPE_WAITS, log_entries);
         let signal_log = self.log_buffer(LOG_TYPE_SIGNALS, log_entries);
         let global = self.dev.config().global_doorbell;
+        let user_root = if global { self.user_identity_root() } else { 0 };
         let doorbell = if global {
             // Page 0 is the rig's process page (hardware.md 5.5).
             self.dev
@@ -158,6 +207,7 @@ impl Rig {
                     QueueFlags::VALID.bits()
                 },
                 process_id: if global { RIG_PROCESS } else { 0 },
+                page_table_base: BusAddr::new(if global { user_root } else { 0 }),
                 ring_base: GpuVa::new(ring_base),
                 ring_size: ring,
                 doorbell: doorbell.unwrap_or(NO_DOORBELL),

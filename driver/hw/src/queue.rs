@@ -24,7 +24,8 @@ bitflags! {
         /// Fed by user mode through a doorbell (UM-05). Decides the queue's privilege: a
         /// user-mode queue reaches only pages mapped with `mmu::Pte::USER` and may not use
         /// privileged packets (TLB_INVALIDATE); without it the queue is kernel-mode.
-        /// Meaningless under the identity root (0).
+        /// Needs a non-zero `page_table_base`: a user-mode queue under the identity root is a
+        /// bad descriptor.
         const USER_MODE = 1 << 1;
     }
 }
@@ -64,8 +65,9 @@ pub struct QueueDescriptor {
     /// informational.
     pub process_id: u32,
     /// Root of the queue's GPU page tables: the 4 KiB-aligned device physical address of its
-    /// root table ([`crate::mmu`]), or 0 for identity (version 1 behaviour). Every address the
-    /// queue uses is translated through it with the privilege [`QueueFlags::USER_MODE`] gives.
+    /// root table ([`crate::mmu`]), or 0 for identity (version 1 behaviour, kernel-mode queues
+    /// only). Every address the queue uses is translated through it with the privilege
+    /// [`QueueFlags::USER_MODE`] gives.
     pub page_table_base: BusAddr,
     /// Opaque tag of the scheduling context the queue belongs to: the value the CMP writes
     /// as `hKmdContext` into the engine's scheduling log ([`crate::schedlog`]) when that
@@ -115,6 +117,14 @@ impl QueueDescriptor {
             return Err("alignment");
         }
         if !self.page_table_base.is_aligned(crate::mmu::TABLE_SIZE) {
+            return Err("page_table_base");
+        }
+        // A user-mode queue under the identity root would reach every page the system windows
+        // open, so isolation would rest on the driver never forgetting a root: the device
+        // refuses it instead (hardware.md B20).
+        if QueueFlags::from_bits_retain(self.flags).contains(QueueFlags::USER_MODE)
+            && self.page_table_base.get() == 0
+        {
             return Err("page_table_base");
         }
         Ok(())
@@ -189,6 +199,31 @@ mod tests {
             .validate(),
             Err("page_table_base")
         );
+    }
+
+    #[test]
+    fn issue_12_user_mode_queue_needs_a_root() {
+        let user = QueueDescriptor {
+            queue_id: 1,
+            flags: (QueueFlags::VALID | QueueFlags::USER_MODE).bits(),
+            ring_base: GpuVa::new(0x1000),
+            ring_size: 4096,
+            ring_control: GpuVa::new(0x3000),
+            progress_fence: GpuVa::new(0x4000),
+            ..Default::default()
+        };
+        assert_eq!(user.validate(), Err("page_table_base"));
+        let rooted = QueueDescriptor {
+            page_table_base: BusAddr::new(0x1234_5000),
+            ..user
+        };
+        assert_eq!(rooted.validate(), Ok(()));
+        // Kernel-mode queues keep the identity root.
+        let kernel = QueueDescriptor {
+            flags: QueueFlags::VALID.bits(),
+            ..user
+        };
+        assert_eq!(kernel.validate(), Ok(()));
     }
 
     #[test]

@@ -164,10 +164,10 @@ pub struct QueueIds {
 /// Words of the id bitmap.
 const ID_WORDS: usize = QUEUE_ID_LIMIT as usize / 64;
 
-/// Queue ids are below this: twice what the runlists of two engines hold, well under
-/// `NO_QUEUE`, and small enough that a table indexed by queue id (the ISR's queue lookup for
-/// log-based fence reports, docs/logs.md) stays a few pages.
-pub const QUEUE_ID_LIMIT: u32 = 4096;
+/// Queue ids are below this: what the runlists of four engines hold (node rings included),
+/// well under `NO_QUEUE`, and small enough that a table indexed by queue id (the ISR's queue
+/// lookup for log-based fence reports, docs/logs.md) stays 128 KiB.
+pub const QUEUE_ID_LIMIT: u32 = 4 * rvgpu_hw::queue::RUNLIST_MAX;
 
 impl Default for QueueIds {
     fn default() -> Self {
@@ -507,8 +507,9 @@ mod tests {
             size: 4096,
             control: rvgpu_hw::addr::GpuVa::new(0x2_0000),
         });
+        // A user-mode queue runs under its process's root (hardware.md B20).
         let d = q
-            .descriptor(2, 0, crate::hws::ContextPriority::DEFAULT, 0x55)
+            .descriptor(2, 0x40_0000, crate::hws::ContextPriority::DEFAULT, 0x55)
             .unwrap();
         assert_eq!(d.validate(), Ok(()));
         assert_eq!(d.queue_id, 7);
@@ -533,7 +534,7 @@ mod tests {
             entries: 84,
         });
         let d = q
-            .descriptor(2, 0, crate::hws::ContextPriority::DEFAULT, 0x55)
+            .descriptor(2, 0x40_0000, crate::hws::ContextPriority::DEFAULT, 0x55)
             .unwrap();
         assert_eq!((d.wait_log.get(), d.signal_log.get()), (0x3_0000, 0x4_0000));
         assert_eq!(d.validate(), Ok(()));
