@@ -23,7 +23,7 @@
 //! stores `write_ptr` without ringing executes nothing (that is what UM-09's disconnected
 //! doorbell relies on).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 
 use rvgpu_hw::cmd::Command;
@@ -112,9 +112,12 @@ pub(crate) struct Queue {
 
 impl Queue {
     pub(crate) fn runnable(&self) -> bool {
-        self.fault.is_none()
-            && self.rptr != self.known_wptr
-            && self.wait.as_ref().is_none_or(|w| w.wake)
+        self.has_work() && self.wait.as_ref().is_none_or(|w| w.wake)
+    }
+
+    /// Unconsumed commands and no fault (it may still be blocked on a wait).
+    pub(crate) fn has_work(&self) -> bool {
+        self.fault.is_none() && self.rptr != self.known_wptr
     }
 
     fn same_ring(&self, d: &QueueDescriptor) -> bool {
@@ -154,6 +157,10 @@ pub(crate) struct Engine {
     /// scanning the runlist (a B-tree: a few compares where SipHash would cost more than a
     /// short scan). Rebuilt whenever `queues` changes (commit, reset).
     pub(crate) index: BTreeMap<u32, usize>,
+    /// Indices of the queues that may have work: every queue with unconsumed commands and no
+    /// fault is in it (it may hold stale entries, which [`Engine::pick`] drops). Picking and
+    /// HAS_WORK look only here, so idle queues on the runlist cost nothing per packet.
+    pub(crate) pending: BTreeSet<usize>,
     /// Round-robin cursor: the next index to consider first.
     pub(crate) rr_next: usize,
     /// Queue the engine is executing (last picked), if any.
@@ -181,6 +188,7 @@ impl Engine {
         Self {
             queues: Vec::new(),
             index: BTreeMap::new(),
+            pending: BTreeSet::new(),
             rr_next: 0,
             current: None,
             inflight: None,
@@ -225,35 +233,47 @@ impl Engine {
         self.held = true;
     }
 
-    /// Rebuilds [`Engine::index`] from `queues`.
+    /// Rebuilds [`Engine::index`] and [`Engine::pending`] from `queues`.
     pub(crate) fn reindex(&mut self) {
         self.index.clear();
+        self.pending.clear();
         for (i, q) in self.queues.iter().enumerate() {
             self.index.entry(q.desc.queue_id).or_insert(i);
+            if q.has_work() {
+                self.pending.insert(i);
+            }
         }
     }
 
-    /// The runlisted queue with id `queue_id`.
-    pub(crate) fn queue_mut(&mut self, queue_id: u32) -> Option<&mut Queue> {
-        let i = *self.index.get(&queue_id)?;
-        self.queues.get_mut(i)
-    }
-
-    /// Highest-priority runnable queue, round-robin among equals.
+    /// Highest-priority runnable queue, round-robin among equals. Looks only at
+    /// [`Engine::pending`], dropping the entries that have no work left.
     pub(crate) fn pick(&mut self) -> Option<usize> {
+        let queues = &self.queues;
+        self.pending
+            .retain(|&i| queues.get(i).is_some_and(Queue::has_work));
         let best = self
-            .queues
+            .pending
             .iter()
+            .filter_map(|&i| queues.get(i))
             .filter(|q| q.runnable())
             .map(|q| q.desc.priority)
             .max()?;
-        let n = self.queues.len();
-        let start = self.rr_next % n.max(1);
-        let found = (0..n).map(|k| (start + k) % n).find(|&i| {
-            self.queues
-                .get(i)
-                .is_some_and(|q| q.runnable() && q.desc.priority == best)
-        })?;
+        let start = if self.rr_next >= queues.len() {
+            0
+        } else {
+            self.rr_next
+        };
+        // Round-robin: the first candidate at or after the cursor, else from the start.
+        let found = self
+            .pending
+            .range(start..)
+            .chain(self.pending.range(..start))
+            .copied()
+            .find(|&i| {
+                queues
+                    .get(i)
+                    .is_some_and(|q| q.runnable() && q.desc.priority == best)
+            })?;
         self.rr_next = found + 1;
         Some(found)
     }
@@ -261,9 +281,9 @@ impl Engine {
     pub(crate) fn has_work(&self) -> bool {
         self.inflight.is_some()
             || self
-                .queues
+                .pending
                 .iter()
-                .any(|q| q.fault.is_none() && q.rptr != q.known_wptr)
+                .any(|&i| self.queues.get(i).is_some_and(Queue::has_work))
     }
 }
 
@@ -330,6 +350,8 @@ impl Core {
         // Acquire: the descriptors were written by the driver before the commit.
         let all: Vec<u64> = words(&spans).map(|s| s.load(Ordering::Acquire)).collect();
         let mut out: Vec<QueueDescriptor> = Vec::new();
+        // Ids seen so far: a duplicate check by scanning `out` was quadratic in the runlist.
+        let mut ids = BTreeSet::new();
         for (i, chunk) in all.chunks_exact(16).enumerate() {
             let mut w = [0u64; 16];
             w.copy_from_slice(chunk);
@@ -348,7 +370,7 @@ impl Core {
                     continue;
                 }
             }
-            if desc.queue_id == NO_QUEUE || out.iter().any(|d| d.queue_id == desc.queue_id) {
+            if desc.queue_id == NO_QUEUE || !ids.insert(desc.queue_id) {
                 self.post_commit_fault(
                     e,
                     desc.queue_id,
@@ -500,7 +522,10 @@ impl Core {
             if engine.is_some_and(|x| x != e) {
                 continue;
             }
-            let Some(q) = eng.queue_mut(queue_id) else {
+            let Some(&qi) = eng.index.get(&queue_id) else {
+                continue;
+            };
+            let Some(q) = eng.queues.get_mut(qi) else {
                 continue;
             };
             // A global-doorbell page rings only the user-mode queues of the process it is
@@ -531,6 +556,7 @@ impl Core {
                         unchanged = true;
                     } else if q.rptr != w {
                         gained = Some(e);
+                        eng.pending.insert(qi);
                     }
                 }
                 Err(f) => {

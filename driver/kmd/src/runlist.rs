@@ -21,10 +21,11 @@ use crate::platform::Platform;
 use crate::sched::Sched;
 use crate::status::{self, Status};
 
-/// Descriptors per runlist buffer: the most queues one engine may have (creation beyond it is
-/// refused). 1024 × 128 bytes = 128 KiB of contiguous memory per engine; issue 6's stress run
-/// has 1,024 user-mode queues on one adapter.
-pub const RUNLIST_CAPACITY: u32 = 1024;
+/// Hardware queues per runlist buffer: the most queues one engine may have (creation beyond
+/// it is refused). The device's limit less the node ring: 4,096 × 128 bytes = 512 KiB of
+/// contiguous memory per engine, allocated at adapter start. Issue 19 measures connects with
+/// up to this many queues on one engine.
+pub const RUNLIST_CAPACITY: u32 = RUNLIST_MAX - 1;
 const _: () = assert!(RUNLIST_CAPACITY <= RUNLIST_MAX);
 /// Descriptors per runlist buffer: the node ring (docs/tdr.md §3.2, always first) and
 /// [`RUNLIST_CAPACITY`] hardware queues.
