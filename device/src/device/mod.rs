@@ -204,6 +204,9 @@ pub struct EngineSnapshot {
 struct WakeState {
     kicked: bool,
     stop: bool,
+    /// The CMP thread is blocked on `wake_cv`: only then does a kick need a futex wake (step
+    /// mode has no CMP thread; a busy one sees `kicked` before it sleeps).
+    sleeping: bool,
 }
 
 /// State shared by the `Device` handle and the CMP thread.
@@ -237,8 +240,12 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Core {
     /// Wakes the CMP thread (no-op cost in step mode).
     pub(crate) fn kick(&self) {
-        lock(&self.wake).kicked = true;
-        self.wake_cv.notify_all();
+        let mut w = lock(&self.wake);
+        w.kicked = true;
+        if w.sleeping {
+            // One CMP thread waits here.
+            self.wake_cv.notify_one();
+        }
     }
 
     /// One CMP pass: every engine gets one quantum. Returns whether anything happened.
@@ -292,12 +299,16 @@ impl Core {
             let timeout = self.next_timer().unwrap_or(Duration::from_millis(100));
             let mut w = lock(&self.wake);
             if !w.kicked && !w.stop {
+                // `sleeping` is set and cleared under the lock a kick takes, so a kick either
+                // sees it and notifies or happens before the check above.
+                w.sleeping = true;
                 // The timeout is also a safety net: a missed kick costs latency, not a hang.
                 let (g, _) = self
                     .wake_cv
                     .wait_timeout(w, timeout.min(Duration::from_millis(100)))
                     .unwrap_or_else(|e| e.into_inner());
                 w = g;
+                w.sleeping = false;
             }
             drop(w);
         }

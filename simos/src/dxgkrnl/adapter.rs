@@ -94,7 +94,13 @@ pub struct AdapterShared {
     pub device: Arc<Device>,
     /// Its interrupt line.
     pub line: Arc<SimLine>,
-    /// Wakes the interrupt and DPC threads.
+    /// Wakes the interrupt thread (the line rose, an interrupt was forced or connected).
+    pub irq_wake: Arc<Wake>,
+    /// Wakes the DPC thread (a DPC was queued, a flush waits for one).
+    pub dpc_wake: Arc<Wake>,
+    /// Wakes VidSch's PASSIVE worker (work was posted; the DPC thread after each DPC, for the
+    /// worker's progress polls). Three wakes, so that an interrupt on the way to a CPU waiter
+    /// does not wake every simulation thread at once.
     pub wake: Arc<Wake>,
     /// Configuration.
     pub config: AdapterConfig,
@@ -247,7 +253,7 @@ impl AdapterShared {
         state: Arc<MachineState>,
         device: Arc<Device>,
         line: Arc<SimLine>,
-        wake: Arc<Wake>,
+        irq_wake: Arc<Wake>,
         config: AdapterConfig,
         os: OsConfig,
         table: Arc<DriverTable>,
@@ -266,7 +272,9 @@ impl AdapterShared {
             state,
             device,
             line,
-            wake,
+            irq_wake,
+            dpc_wake: Arc::new(Wake::default()),
+            wake: Arc::new(Wake::default()),
             config,
             os,
             table,
@@ -379,7 +387,7 @@ impl AdapterShared {
 
     pub fn force_interrupt(&self) {
         self.forced_interrupt.store(true, Ordering::Release);
-        self.wake.notify();
+        self.irq_wake.notify();
     }
 
     /// Takes a pending forced interrupt.

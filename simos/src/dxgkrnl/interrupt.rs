@@ -56,30 +56,45 @@ pub fn storm_min_ticks(cfg: &rvgpu_device::DeviceConfig) -> u64 {
 /// A generation counter with a condvar: "something happened, look again".
 #[derive(Debug, Default)]
 pub struct Wake {
-    generation: Mutex<u64>,
+    state: Mutex<WakeState>,
     cv: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct WakeState {
+    generation: u64,
+    /// Threads blocked in [`Wake::wait`]. A notify with none skips the futex wake, which
+    /// costs a system call even with nobody to wake (every notify in step mode).
+    waiters: u32,
 }
 
 impl Wake {
     /// Bumps the generation and wakes every waiter.
     pub fn notify(&self) {
-        *lock(&self.generation) += 1;
-        self.cv.notify_all();
+        let mut s = lock(&self.state);
+        s.generation = s.generation.wrapping_add(1);
+        if s.waiters > 0 {
+            self.cv.notify_all();
+        }
     }
 
     /// Current generation.
     pub fn generation(&self) -> u64 {
-        *lock(&self.generation)
+        lock(&self.state).generation
     }
 
     /// Waits until the generation differs from `seen` or `timeout` passes.
     pub fn wait(&self, seen: u64, timeout: Duration) -> u64 {
-        let g = lock(&self.generation);
-        let (g, _) = self
+        let mut s = lock(&self.state);
+        // Counted under the lock a notify takes: a notify either sees the waiter or bumped
+        // the generation before the check below.
+        s.waiters = s.waiters.saturating_add(1);
+        let (mut s, _) = self
             .cv
-            .wait_timeout_while(g, timeout, |g| *g == seen)
+            .wait_timeout_while(s, timeout, |s| s.generation == seen)
             .unwrap_or_else(|p| p.into_inner());
-        *g
+        s.waiters = s.waiters.saturating_sub(1);
+        s.generation
     }
 }
 
@@ -303,31 +318,33 @@ pub fn flush_dpcs(a: &AdapterShared, threaded: bool) -> Result<(), Fault> {
             a.state.raise_sim_error(msg.clone());
             return Err(Fault::Simulation(msg));
         }
-        a.wake.notify();
+        a.dpc_wake.notify();
         std::thread::sleep(Duration::from_millis(1));
     }
 }
 
 /// The interrupt "CPU" of one adapter of a threaded machine: services its line.
 pub fn interrupt_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
-    let mut seen = a.wake.generation();
+    let mut seen = a.irq_wake.generation();
     while !stop.load(Ordering::Acquire) {
         let forced = a.take_forced_interrupt();
         if let Serviced::Ran(_) = service_interrupt(&a, forced) {
             continue;
         }
-        seen = a.wake.wait(seen, Duration::from_millis(20));
+        seen = a.irq_wake.wait(seen, Duration::from_millis(20));
     }
 }
 
 /// The DPC thread of one adapter of a threaded machine: runs its queued DPCs one at a time.
 pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
-    let mut seen = a.wake.generation();
+    let mut seen = a.dpc_wake.generation();
     while !stop.load(Ordering::Acquire) {
         if service_dpc(&a) {
+            // After the DPC, not with the interrupt: the waiters it released run first.
+            a.wake.notify();
             continue;
         }
-        seen = a.wake.wait(seen, Duration::from_millis(20));
+        seen = a.dpc_wake.wait(seen, Duration::from_millis(20));
     }
 }
 

@@ -186,7 +186,9 @@ impl Machine {
         // BR-20: Dxgkrnl connects the interrupt before StartDevice ([D] DpiFdoStartAdapter), so
         // the ISR may run before and during the start, with nothing mapped yet.
         a.connected.store(true, Ordering::Release);
-        a.wake.notify();
+        a.irq_wake.notify();
+        // The DPC gate opened above: a DPC queued before it may run now.
+        a.dpc_wake.notify();
         let ctx = a.context();
         let status = ddi::call(
             &a,

@@ -122,9 +122,10 @@ impl Machine {
             .iter()
             .enumerate()
             .map(|(i, ac)| {
-                // One wake per adapter: its interrupt and DPC threads sleep on it.
-                let wake = Arc::new(Wake::default());
-                let line = Arc::new(SimLine::new(wake.clone()));
+                // The interrupt thread sleeps on the line's wake (the DPC thread and the
+                // worker on the adapter's own, AdapterShared::dpc_wake and ::wake).
+                let irq_wake = Arc::new(Wake::default());
+                let line = Arc::new(SimLine::new(irq_wake.clone()));
                 let dc = DeviceConfig {
                     mode: device_mode,
                     ..ac.device.clone()
@@ -148,7 +149,7 @@ impl Machine {
                     state.clone(),
                     device,
                     line,
-                    wake,
+                    irq_wake,
                     ac.clone(),
                     OsConfig {
                         native_fence_feature: config.os.native_fence_feature
@@ -415,6 +416,8 @@ impl Drop for Machine {
         self.shutdown();
         self.stop.store(true, Ordering::Release);
         for a in &self.adapters {
+            a.irq_wake.notify();
+            a.dpc_wake.notify();
             a.wake.notify();
         }
         for h in self.threads.drain(..) {

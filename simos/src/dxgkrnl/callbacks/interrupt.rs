@@ -18,7 +18,7 @@ pub(super) unsafe extern "system" fn queue_dpc(handle: HANDLE) -> BOOLEAN {
     if a.dpc_queued.swap(true, Ordering::AcqRel) {
         return 0;
     }
-    a.wake.notify();
+    a.dpc_wake.notify();
     1
 }
 

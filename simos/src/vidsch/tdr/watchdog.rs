@@ -280,7 +280,7 @@ pub(super) fn flush_dpcs(a: &AdapterShared, step: bool) -> Result<(), SimError> 
                 "TDR: the DPC flush did not finish in 5 s".into(),
             ));
         }
-        a.wake.notify();
+        a.dpc_wake.notify();
         std::thread::sleep(Duration::from_micros(200));
     }
 }
