@@ -14,9 +14,14 @@
 //!   interrupt → ISR → DPC → OS release of the wait → the waiter's condvar.
 //! - `bare_condvar`: the waiter blocks on a `Condvar`; `t0` is taken just before the flag is
 //!   set and `notify_one` is called (the last hop of the path above, alone).
+//! - `bare_chain`: the same number of thread hand-offs as the native path, bare: the bench
+//!   thread wakes relay 1 (as the kick wakes the CMP thread), relay 1 wakes relay 2 (the line
+//!   wakes the interrupt thread), relay 2 wakes relay 3 (the ISR queues the DPC), relay 3
+//!   wakes the waiter (the DPC releases the wait). Each hop is one `Mutex`+`Condvar` wake.
 //!
 //! After criterion's own report it prints the median and mean of every measured wake in
-//! each benchmark and the ratio native / bare. Run with
+//! each benchmark and the ratios native / chain (the comparison issue 19 asks for: same
+//! hand-offs) and native / bare (the last hop alone). Run with
 //! `cargo bench -p rvgpu-simos --bench fence_wake_latency`.
 
 #[path = "../tests/common/mod.rs"]
@@ -88,6 +93,71 @@ impl<W: Send + 'static> Drop for Waiter<W> {
     }
 }
 
+/// One hop: a generation under a mutex and the condvar its waiter sleeps on.
+#[derive(Default)]
+struct Hop {
+    generation: Mutex<u64>,
+    cv: Condvar,
+}
+
+impl Hop {
+    fn bump(&self) {
+        *self.generation.lock().expect("hop") += 1;
+        self.cv.notify_one();
+    }
+
+    /// Blocks until the generation moves past `seen`; returns the new one.
+    fn wait(&self, seen: u64) -> u64 {
+        let g = self.generation.lock().expect("hop");
+        *self.cv.wait_while(g, |g| *g == seen).expect("hop")
+    }
+}
+
+/// Three relay threads, each forwarding a wake from its hop to the next; `hops[3]` is the
+/// waiter's. Relays stop when `hops[0]` reaches `u64::MAX`.
+struct Chain {
+    hops: Arc<[Hop; 4]>,
+    relays: Vec<thread::JoinHandle<()>>,
+}
+
+impl Chain {
+    fn new() -> Self {
+        let hops: Arc<[Hop; 4]> = Arc::new(Default::default());
+        let relays = (0..3)
+            .map(|i| {
+                let hops = Arc::clone(&hops);
+                thread::spawn(move || {
+                    let mut seen = 0;
+                    loop {
+                        seen = hops[i].wait(seen);
+                        if seen == u64::MAX {
+                            hops[i + 1]
+                                .generation
+                                .lock()
+                                .expect("hop")
+                                .clone_from(&u64::MAX);
+                            hops[i + 1].cv.notify_one();
+                            return;
+                        }
+                        hops[i + 1].bump();
+                    }
+                })
+            })
+            .collect();
+        Self { hops, relays }
+    }
+}
+
+impl Drop for Chain {
+    fn drop(&mut self) {
+        *self.hops[0].generation.lock().expect("hop") = u64::MAX;
+        self.hops[0].cv.notify_one();
+        for r in self.relays.drain(..) {
+            let _ = r.join();
+        }
+    }
+}
+
 struct Samples(Mutex<Vec<Duration>>);
 
 impl Samples {
@@ -122,6 +192,7 @@ fn main() {
 
     let native = Samples::new();
     let bare = Samples::new();
+    let chain = Samples::new();
 
     {
         let cfg = MachineConfig::single(Mode::Threaded);
@@ -191,15 +262,51 @@ fn main() {
         });
     }
 
+    {
+        let ch = Chain::new();
+        let hops = Arc::clone(&ch.hops);
+        // The waiter sleeps on the last hop, from the generation it last saw.
+        let waiter = Waiter::spawn(move |seen: u64| {
+            hops[3].wait(seen);
+        });
+        let mut seen = 0u64;
+        c.bench_function("fence_wake_latency/bare_chain", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let d = waiter.once(seen, || {
+                        let t0 = Instant::now();
+                        ch.hops[0].bump();
+                        t0
+                    });
+                    seen += 1;
+                    chain.push(d);
+                    total += d;
+                }
+                total
+            });
+        });
+        drop(waiter);
+    }
+
     c.final_summary();
 
     let (nm, nmean, nn) = native.stats();
     let (bm, bmean, bn) = bare.stats();
+    let (cm, cmean, cn) = chain.stats();
     println!();
     println!("| wake | median µs | mean µs | wakes measured |");
     println!("|---|---:|---:|---:|");
     println!("| native fence: GPU signal → CPU waiter | {nm:.1} | {nmean:.1} | {nn} |");
+    println!("| bare chain of four Mutex+Condvar hand-offs | {cm:.1} | {cmean:.1} | {cn} |");
     println!("| bare Mutex+Condvar between two threads | {bm:.1} | {bmean:.1} | {bn} |");
+    if cm > 0.0 && cmean > 0.0 {
+        println!(
+            "ratio native / chain (same hand-offs): median {:.2}, mean {:.2}",
+            nm / cm,
+            nmean / cmean
+        );
+    }
     if bm > 0.0 && bmean > 0.0 {
         println!(
             "ratio native / bare: median {:.2}, mean {:.2}",
