@@ -131,11 +131,7 @@ impl Chain {
                     loop {
                         seen = hops[i].wait(seen);
                         if seen == u64::MAX {
-                            hops[i + 1]
-                                .generation
-                                .lock()
-                                .expect("hop")
-                                .clone_from(&u64::MAX);
+                            *hops[i + 1].generation.lock().expect("hop") = u64::MAX;
                             hops[i + 1].cv.notify_one();
                             return;
                         }
