@@ -119,3 +119,60 @@ fn issue_19_destroy_and_recreate_reuse_slots() {
     gpu_signal_reaches_waiter(&m, &mut q, f, 1);
     no_fault(&m);
 }
+
+/// A machine whose ISR reports every interrupt as a NULL native-fence array (device without
+/// the optimized cap, so the OS reads the array).
+fn null_report_machine() -> Machine {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    for a in &mut cfg.adapters {
+        a.device.optimized_fence_irq = false;
+    }
+    let mut m = Machine::new(cfg);
+    m.load_driver_with(|t| t.DxgkDdiInterruptRoutine = Some(rvgpu_simos::testing::isr_reports_null))
+        .expect("load");
+    m.start_adapter(0).expect("start");
+    m
+}
+
+/// Issue 19: a NULL native-fence report resamples only the fences that can need it (Windows:
+/// "scans all pending native fence waiters"), yet releases every wait whose fence moved,
+/// wherever the fence is among thousands of idle ones, and a fence rejoins the scan when it
+/// gets a new waiter after its last one was released.
+#[test]
+fn issue_19_null_report_releases_every_moved_waiter_and_scans_only_waited_fences() {
+    let m = null_report_machine();
+    let pid = rvgpu_simos::ProcessId(1);
+    let all: Vec<NativeFence> = (0..3000).map(|_| ok(&m, create(&m, pid))).collect();
+    // Waited fences spread over the handle range, first and last included.
+    let waited: Vec<&NativeFence> = all.iter().step_by(97).chain(all.last()).collect();
+    let events: Vec<_> = waited
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let v = 1 + (i as u64 % 3);
+            (v, ok(&m, m.wait_native_fence_event(f, v)))
+        })
+        .collect();
+    // Every fence moves to 2 behind the OS's back (as GPU writes would), idle ones included.
+    for f in &all {
+        m.memory().write_u64(f.current_value_gpu(), 2);
+    }
+    let before = m.native_fence_counts(0).2;
+    ok(&m, m.raise_interrupt(0));
+    for (i, (v, e)) in events.iter().enumerate() {
+        assert_eq!(e.is_signaled(), *v <= 2, "waiter {i} for {v}");
+    }
+    let resampled = m.native_fence_counts(0).2 - before;
+    assert_eq!(
+        resampled,
+        waited.len() as u64,
+        "the NULL report resampled the waited fences only"
+    );
+    // A released fence leaves the scan; with a new waiter it is scanned again.
+    let f = waited[0];
+    let e = ok(&m, m.wait_native_fence_event(f, 5));
+    m.memory().write_u64(f.current_value_gpu(), 5);
+    ok(&m, m.raise_interrupt(0));
+    assert!(e.is_signaled(), "a re-armed fence is scanned again");
+    no_fault(&m);
+}

@@ -99,8 +99,9 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
         let mut os = lock(&a.fence_os);
         let all = std::mem::take(&mut os.work_all) || log_scan;
         let set = std::mem::take(&mut os.work);
+        // Issue 19: a NULL report resamples the fences that can need it, not every fence.
         let v: Vec<Arc<FenceObj>> = if all {
-            os.objs.values().cloned().collect()
+            scan_set(&os)
         } else {
             set.iter().filter_map(|h| os.objs.get(h).cloned()).collect()
         };
