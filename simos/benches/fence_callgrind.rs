@@ -116,9 +116,17 @@ fn null_reports(k: u64, idle: u64) {
     m.start_adapter(0).expect("start");
     let pid = rvgpu_simos::ProcessId(1);
     let _idle = (0..idle)
-        .map(|_| ok(&m, m.create_native_fence(0, pid, NativeFenceDesc::default())))
+        .map(|_| {
+            ok(
+                &m,
+                m.create_native_fence(0, pid, NativeFenceDesc::default()),
+            )
+        })
         .collect::<Vec<_>>();
-    let f = ok(&m, m.create_native_fence(0, pid, NativeFenceDesc::default()));
+    let f = ok(
+        &m,
+        m.create_native_fence(0, pid, NativeFenceDesc::default()),
+    );
     for v in 1..=k {
         let e = ok(&m, m.wait_native_fence_event(&f, v));
         m.memory().write_u64(f.current_value_gpu(), v);

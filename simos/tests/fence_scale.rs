@@ -7,7 +7,9 @@ mod common;
 use common::*;
 
 use rvgpu_simos::testing::gpu::GpuQueue;
-use rvgpu_simos::{LowResources, Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, SimError};
+use rvgpu_simos::{
+    LowResources, Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, SimError,
+};
 
 const STATUS_NO_MEMORY: i32 = 0xC000_0017_u32 as i32;
 
@@ -26,7 +28,11 @@ fn gpu_signal_reaches_waiter(m: &Machine, q: &mut GpuQueue, f: &NativeFence, v: 
     ok(m, q.signal(f, v));
     ok(m, q.kick());
     ok(m, m.run_until_idle());
-    assert!(e.is_signaled(), "wait for {v} on {:#x} not released", f.global_handle());
+    assert!(
+        e.is_signaled(),
+        "wait for {v} on {:#x} not released",
+        f.global_handle()
+    );
     assert_eq!(f.current_value(), v);
 }
 
@@ -67,7 +73,10 @@ fn issue_19_fence_growth_without_memory_fails_the_create_cleanly() {
         no_fault(&m);
         match r {
             Ok(f) => {
-                assert_eq!(stats.failed, 0, "allocation {n} failed, yet the create succeeded");
+                assert_eq!(
+                    stats.failed, 0,
+                    "allocation {n} failed, yet the create succeeded"
+                );
                 break f;
             }
             Err(SimError::DdiFailed(s)) => {
@@ -128,8 +137,10 @@ fn null_report_machine() -> Machine {
         a.device.optimized_fence_irq = false;
     }
     let mut m = Machine::new(cfg);
-    m.load_driver_with(|t| t.DxgkDdiInterruptRoutine = Some(rvgpu_simos::testing::isr_reports_null))
-        .expect("load");
+    m.load_driver_with(|t| {
+        t.DxgkDdiInterruptRoutine = Some(rvgpu_simos::testing::isr_reports_null)
+    })
+    .expect("load");
     m.start_adapter(0).expect("start");
     m
 }

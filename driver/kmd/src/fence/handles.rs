@@ -460,18 +460,27 @@ mod tests {
         let first = m.entries();
         let old = m.current();
         insert_growing(&m, 0x40, loc(0, 1));
-        for i in 2..=100_000u64 {
-            insert_growing(&m, 0x7_0000_0000 + i as usize * 0x10, loc(0, i));
+        for i in 2..=100_000usize {
+            insert_growing(&m, 0x7_0000_0000 + i * 0x10, loc(0, i as u64));
         }
         assert!(m.entries() > first, "grew");
         assert_eq!(m.len(), 100_000);
-        for i in 2..=100_000u64 {
-            assert_eq!(m.get(0x7_0000_0000 + i as usize * 0x10), Some(loc(0, i)));
+        for i in 2..=100_000usize {
+            assert_eq!(m.get(0x7_0000_0000 + i * 0x10), Some(loc(0, i as u64)));
         }
-        assert_eq!(old.bucket(0x40).iter().filter(|e| e.key.load(Ordering::Relaxed) == 0x40).count(), 1,
-            "a reader still on the first table finds what it held");
+        assert_eq!(
+            old.bucket(0x40)
+                .iter()
+                .filter(|e| e.key.load(Ordering::Relaxed) == 0x40)
+                .count(),
+            1,
+            "a reader still on the first table finds what it held"
+        );
         assert_eq!(m.insert(0x1234_5670, 1), Err(MapError::AtLimit));
-        assert_eq!(m.try_grow::<crate::kmem::Host>(0x1234_5670), Err(GrowError::AtLimit));
+        assert_eq!(
+            m.try_grow::<crate::kmem::Host>(0x1234_5670),
+            Err(GrowError::AtLimit)
+        );
         assert_eq!(m.remove(0x40), Some(loc(0, 1)));
         m.insert(0x1234_5670, 1).unwrap();
     }
@@ -487,7 +496,11 @@ mod tests {
         }
         let (len, entries) = (m.len(), m.entries());
         crate::kmem::tests::budget(1);
-        assert_eq!(m.try_grow::<crate::kmem::Host>(h), Err(GrowError::NoMemory), "second allocation refused");
+        assert_eq!(
+            m.try_grow::<crate::kmem::Host>(h),
+            Err(GrowError::NoMemory),
+            "second allocation refused"
+        );
         crate::kmem::tests::budget(u32::MAX);
         assert_eq!((m.len(), m.entries()), (len, entries));
         assert_eq!(m.insert(h, 1), Err(MapError::Full));

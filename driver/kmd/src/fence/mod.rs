@@ -102,10 +102,13 @@ pub fn create<P: Platform>(
         })?;
     }
     // The ISR must be able to name this fence before any GPU signal of it can interrupt.
-    let tag = register(live, IsrFence {
-        os_handle: h,
-        monitored_gpu: mv,
-    })?;
+    let tag = register(
+        live,
+        IsrFence {
+            os_handle: h,
+            monitored_gpu: mv,
+        },
+    )?;
     let undo_tag = |live: &Live<P>| {
         let _ = live.synchronized(|isr| isr.fences.remove(tag));
     };

@@ -123,7 +123,6 @@ impl<V> Sparse<V> {
     }
 }
 
-
 /// A process's handle on a global fence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Local {
@@ -189,7 +188,10 @@ impl FenceTable {
         self.locals
             .try_reserve::<P>()
             .map_err(|_| TableError::NoMemory)?;
-        if !self.locals.insert_reserved(local, Local { global: g, device }) {
+        if !self
+            .locals
+            .insert_reserved(local, Local { global: g, device })
+        {
             return Err(TableError::NoMemory);
         }
         if let Some(f) = self.globals.get_mut(g) {
@@ -286,7 +288,8 @@ mod tests {
         let mut t = FenceTable::default();
         let n = 10_000usize;
         for h in 1..=n {
-            t.create::<crate::kmem::Host>(h * 0x10, fence(h as u64)).unwrap();
+            t.create::<crate::kmem::Host>(h * 0x10, fence(h as u64))
+                .unwrap();
         }
         for h in (1..=n).step_by(2) {
             assert_eq!(t.destroy(h * 0x10).map(|f| f.tag), Ok(h as u64));
@@ -300,7 +303,11 @@ mod tests {
         for h in (2..=n).step_by(2) {
             assert_eq!(t.get(h * 0x10).map(|f| f.tag), Some(h as u64));
         }
-        assert_eq!(t.destroy(0x10), Err(TableError::Unknown), "already destroyed");
+        assert_eq!(
+            t.destroy(0x10),
+            Err(TableError::Unknown),
+            "already destroyed"
+        );
         // Re-create into a hole: the handle is usable again.
         t.create::<crate::kmem::Host>(0x10, fence(7)).unwrap();
         assert_eq!(t.get(0x10).map(|f| f.tag), Some(7));
