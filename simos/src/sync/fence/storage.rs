@@ -18,8 +18,8 @@ pub struct FenceOs {
     pub(super) objs: HashMap<usize, Arc<FenceObj>>,
     /// The fences a NULL native-fence report (or a log drain's fallback scan) resamples
     /// (issue 19): those with CPU waits or an armed MonitoredValue, and cross-adapter ones.
-    /// Windows scans "all pending native fence waiters" on a NULL report
-    /// (docs/performance.md); an idle fence has nothing to release, so it is not here.
+    /// On a NULL report Windows looks at the pending native-fence waits (docs/performance.md);
+    /// an idle fence has nothing to release, so it is not here.
     pub(super) scan: BTreeSet<usize>,
     /// Packed pages per (process, is-MonitoredValue).
     cursors: HashMap<(ProcessId, u8), Cursor>,
