@@ -30,7 +30,7 @@ use rvgpu_hw::addr::GpuVa;
 pub const CHUNK: u32 = 1024;
 
 /// Most live native fences one adapter can hold: the chunk directory is reserved up front at
-/// this size (8 KiB of pointers), because linking a chunk in happens under the interrupt lock
+/// this size (16 KiB of slice pointers), because linking a chunk in happens under the interrupt lock
 /// where nothing may allocate. 1,048,576 is ten times issue 19's 100,000 target; a tag's slot
 /// field (32 bits) and the device (any 64-bit tag) would allow more.
 pub const MAX_FENCES: u32 = 1 << 20;
