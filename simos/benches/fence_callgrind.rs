@@ -15,6 +15,13 @@
 //!
 //! `RVGPU_CALLGRIND_FENCES=N` creates N idle native fences first (issue 19's scaling table).
 //!
+//! With `RVGPU_CALLGRIND_MODE=null` (issue 19, the NULL-report row) the driver's ISR is a
+//! stand-in that reports every interrupt as a NULL native-fence array, and each round is: a
+//! CPU wait on the measured fence, its CurrentValue written behind the OS's back (as a GPU
+//! write would), one interrupt. The script counts VidSch's DPC-time fence work
+//! (`process_dpc_work`), which resamples the fences a NULL report can concern; the idle
+//! fences must not add to it. It prints `null_calls=<k>`.
+//!
 //! With `RVGPU_CALLGRIND_MODE=legacy` (the baseline for the ISR figure) the adapter has no
 //! native fences and each round is one legacy monitored-fence signal (SIGNAL_ALWAYS_IRQ): one
 //! ISR reporting one MONITORED_FENCE_SIGNALED event, no `UpdateMonitoredValues`.
@@ -35,7 +42,16 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1000);
-    let legacy = std::env::var("RVGPU_CALLGRIND_MODE").is_ok_and(|s| s == "legacy");
+    let mode = std::env::var("RVGPU_CALLGRIND_MODE").unwrap_or_default();
+    let legacy = mode == "legacy";
+    let idle: u64 = std::env::var("RVGPU_CALLGRIND_FENCES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    if mode == "null" {
+        null_reports(k, idle);
+        return;
+    }
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.native_fence_feature = !legacy;
     let mut m = Machine::new(cfg);
@@ -59,10 +75,6 @@ fn main() {
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     // Issue 19, flat with scale: idle native fences beside the measured one
     // (`RVGPU_CALLGRIND_FENCES`, default 0); the ISR and UpdateMonitoredValues must not care.
-    let idle: u64 = std::env::var("RVGPU_CALLGRIND_FENCES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
     let _idle = (0..idle)
         .map(|_| {
             ok(
@@ -88,4 +100,38 @@ fn main() {
         "mode=native ops={k} fences={} umv_calls={umv} isr_calls={isr}",
         idle + 1
     );
+}
+
+/// The NULL-report rounds (`RVGPU_CALLGRIND_MODE=null`).
+fn null_reports(k: u64, idle: u64) {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    for a in &mut cfg.adapters {
+        a.device.optimized_fence_irq = false;
+    }
+    let mut m = Machine::new(cfg);
+    m.load_driver_with(|t| {
+        t.DxgkDdiInterruptRoutine = Some(rvgpu_simos::testing::isr_reports_null);
+    })
+    .expect("load");
+    m.start_adapter(0).expect("start");
+    let pid = rvgpu_simos::ProcessId(1);
+    let _idle = (0..idle)
+        .map(|_| {
+            ok(
+                &m,
+                m.create_native_fence(0, pid, NativeFenceDesc::default()),
+            )
+        })
+        .collect::<Vec<_>>();
+    let f = ok(
+        &m,
+        m.create_native_fence(0, pid, NativeFenceDesc::default()),
+    );
+    for v in 1..=k {
+        let e = ok(&m, m.wait_native_fence_event(&f, v));
+        m.memory().write_u64(f.current_value_gpu(), v);
+        ok(&m, m.raise_interrupt(0));
+        assert!(e.is_signaled(), "wait for {v} not released");
+    }
+    println!("mode=null ops={k} fences={} null_calls={k}", idle + 1);
 }

@@ -192,9 +192,14 @@ impl<P: Platform> core::fmt::Debug for Adapter<P> {
     }
 }
 
-/// Native fences one adapter can hold at once (the ISR registry and the handle map are sized
-/// for it up front, since neither may allocate where they are used).
-pub const FENCES_PER_ADAPTER: u32 = 16_384;
+/// Native fences one adapter can hold at once ([`crate::fence::registry::MAX_FENCES`]: the ISR
+/// registry's chunk directory is reserved at this size, since linking a chunk in happens under
+/// the interrupt lock). The registry and the handle map grow up to it as fences are created
+/// (issue 19).
+pub const FENCES_PER_ADAPTER: u32 = crate::fence::registry::MAX_FENCES;
+
+/// Fences the handle map holds before its first growth (a small table at AddDevice).
+const FENCE_HANDLES_AT_ADD: usize = 1024;
 
 /// `DEVICE_POWER_STATE::PowerDeviceD0`.
 pub const POWER_D0: i32 = 1;
@@ -219,7 +224,8 @@ impl<P: Platform> StartHeap<P> {
             live: kmem::try_box::<P, _>(core::mem::MaybeUninit::uninit())?,
             physical: crate::doorbell::Physical::try_new::<P>(doorbells, global)?,
             queue_irq: crate::log::QueueIrqTable::try_for_adapter::<P>(engines)?,
-            fences: Registry::try_with_capacity::<P>(FENCES_PER_ADAPTER)?,
+            // The chunk directory and one chunk; more chunks as fences are created.
+            fences: Registry::try_new::<P>(1)?,
         })
     }
 }
@@ -234,7 +240,10 @@ impl<P: Platform> Adapter<P> {
             lifecycle: SpinLock::new((Lifecycle::Added, PowerState(POWER_D0))),
             live: AtomicPtr::new(ptr::null_mut()),
             next_handle: AtomicU64::new(1),
-            fence_handles: HandleMap::try_with_capacity::<P>(FENCES_PER_ADAPTER as usize)?,
+            fence_handles: HandleMap::try_new::<P>(
+                FENCE_HANDLES_AT_ADD,
+                FENCES_PER_ADAPTER as usize,
+            )?,
             stats: Stats::default(),
             tdr: crate::reset::TdrLog::default(),
             event_guard: EventGuard::default(),

@@ -317,11 +317,11 @@ unsafe impl Platform for Host {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use core::cell::Cell;
 
-    fn budget(n: u32) {
+    pub(crate) fn budget(n: u32) {
         BUDGET.with(|b| b.set(n));
         ASKED.with(|a| a.set(0));
     }

@@ -3,7 +3,7 @@
 //! `DxgkDdiUpdateMonitoredValues` runs at device IRQL and `DxgkDdiDestroyNativeFence`,
 //! `DxgkDdiUpdateCurrentValuesFromCpu` get no adapter handle: the driver must map Dxgkrnl's
 //! `hGlobalNativeFence` back to its adapter without a DISPATCH spin lock and without
-//! allocating. This is a fixed table of buckets of atomic entries:
+//! allocating. This is a table of buckets of atomic entries:
 //!
 //! - A handle hashes to one bucket of [`BUCKET`] entries; lookups scan that bucket only, so the
 //!   work at device IRQL is bounded, and there are no probe chains or tombstones to decay
@@ -13,13 +13,19 @@
 //! - Readers load the key (Acquire), then the value, then the key again: if the key changed
 //!   meanwhile the entry was reused and the read is retried, so a reader does not pair a handle
 //!   with a value written for another key in between.
-//! - The table is sized so that a bucket overflows only with negligible probability (about two
-//!   handles per bucket on average at full capacity); an overflowing insert fails cleanly.
+//! - The table grows (issue 19): when an insert finds no room (more than two handles per
+//!   bucket on average, or the handle's bucket full), the writer builds a table with twice the
+//!   buckets outside any lock a reader holds ([`HandleMap::try_grow`], fallible), copies the
+//!   live entries and publishes it with one pointer store. A reader that loaded the old table
+//!   finishes on it (it saw the map as it was before the publish, as if it had run earlier);
+//!   old tables are therefore never freed while the map lives (they are at most as large as
+//!   the current one together), so a reader never needs a lock or a reference count.
 
 use alloc::boxed::Box;
 #[cfg(test)]
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use rvgpu_hw::addr::GpuVa;
 
 use crate::kmem::{self, NoMemory};
@@ -28,7 +34,10 @@ use crate::platform::Platform;
 const EMPTY: usize = 0;
 
 /// Entries per bucket.
-pub const BUCKET: usize = 16;
+pub const BUCKET: usize = 8;
+
+/// Handles per bucket on average before the table grows.
+const LOAD: usize = 2;
 
 /// Where a fence lives: the adapter's slot in the driver's adapter table (known from which
 /// adapter's map matched), and the GPU address of the fence's CurrentValue (what a CPU
@@ -44,70 +53,25 @@ struct Entry {
     value: AtomicU64,
 }
 
-/// The table.
-pub struct HandleMap {
+/// One generation of the table; `older` keeps the tables it replaced alive.
+struct Table {
     entries: Box<[Entry]>,
     buckets: usize,
-    capacity: usize,
-    live: AtomicUsize,
+    older: Option<Box<Table>>,
 }
 
-impl core::fmt::Debug for HandleMap {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("HandleMap")
-            .field("buckets", &self.buckets)
-            .field("live", &self.live.load(Ordering::Relaxed))
-            .finish()
-    }
-}
-
-/// Why an insert failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MapError {
-    /// The handle is 0 (the empty marker) — not a handle Dxgkrnl hands out.
-    BadHandle,
-    /// The handle is already present.
-    Duplicate,
-    /// The table holds its capacity, or the handle's bucket is full.
-    Full,
-}
-
-impl HandleMap {
-    /// A table for `capacity` live handles, for host unit tests.
-    #[cfg(test)]
-    pub fn with_capacity(capacity: usize) -> Self {
-        Self::try_with_capacity::<crate::kmem::Host>(capacity).unwrap()
-    }
-
-    /// A table for `capacity` live handles. Allocates once, at PASSIVE (AddDevice), fallibly.
-    pub fn try_with_capacity<P: Platform>(capacity: usize) -> Result<Self, NoMemory> {
-        // About two handles per bucket at full capacity.
-        let buckets = capacity
-            .div_ceil(2)
-            .max(1)
-            .checked_next_power_of_two()
-            .unwrap_or(1 << 16);
-        let n = buckets.saturating_mul(BUCKET);
+impl Table {
+    fn try_new<P: Platform>(buckets: usize) -> Result<Box<Self>, NoMemory> {
+        let n = buckets.checked_mul(BUCKET).ok_or(NoMemory)?;
         let entries = kmem::try_boxed_slice::<P, _>(n, |_| Entry {
             key: AtomicUsize::new(EMPTY),
             value: AtomicU64::new(0),
         })?;
-        Ok(Self {
+        kmem::try_box::<P, _>(Self {
             entries,
             buckets,
-            capacity,
-            live: AtomicUsize::new(0),
+            older: None,
         })
-    }
-
-    /// Live entries.
-    pub fn len(&self) -> usize {
-        self.live.load(Ordering::Relaxed)
-    }
-
-    /// Whether the table is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The entries of `handle`'s bucket. Handles are pointer-like (aligned), so mix first.
@@ -120,8 +84,126 @@ impl HandleMap {
             .unwrap_or(&[])
     }
 
+    /// The free entry of `handle`'s bucket, if any.
+    fn free_entry(&self, handle: usize) -> Option<&Entry> {
+        self.bucket(handle)
+            .iter()
+            .find(|e| e.key.load(Ordering::Relaxed) == EMPTY)
+    }
+
+    fn capacity(&self) -> usize {
+        self.buckets.saturating_mul(LOAD)
+    }
+}
+
+/// The map.
+pub struct HandleMap {
+    /// The current table: from `Box::into_raw`, replaced only by [`HandleMap::try_grow`], freed
+    /// (with every older table) only by `Drop`.
+    table: AtomicPtr<Table>,
+    /// Most live handles (the adapter's fence limit).
+    limit: usize,
+    live: AtomicUsize,
+}
+
+impl core::fmt::Debug for HandleMap {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("HandleMap")
+            .field("buckets", &self.current().buckets)
+            .field("live", &self.live.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Drop for HandleMap {
+    fn drop(&mut self) {
+        let p = core::mem::replace(self.table.get_mut(), ptr::null_mut());
+        if !p.is_null() {
+            // SAFETY: `table` holds a pointer from `Box::into_raw` (see the field), and `&mut
+            // self` means no reader holds it any more; the older tables go with it.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
+/// Why an insert failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapError {
+    /// The handle is 0 (the empty marker) — not a handle Dxgkrnl hands out.
+    BadHandle,
+    /// The handle is already present.
+    Duplicate,
+    /// No room in the current table: [`HandleMap::try_grow`] first.
+    Full,
+    /// The map holds its limit.
+    AtLimit,
+}
+
+/// Why the map could not grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrowError {
+    /// The pool could not supply the larger table; the map is unchanged.
+    NoMemory,
+    /// The map holds its limit; it does not grow past it.
+    AtLimit,
+}
+
+impl HandleMap {
+    /// A map with room for `capacity` handles before it grows, up to `limit`, for host unit
+    /// tests.
+    #[cfg(test)]
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self::try_new::<crate::kmem::Host>(capacity, capacity).unwrap()
+    }
+
+    /// A map with room for `initial` handles before it grows, holding at most `limit`.
+    /// Allocates at PASSIVE (AddDevice), fallibly.
+    pub fn try_new<P: Platform>(initial: usize, limit: usize) -> Result<Self, NoMemory> {
+        let buckets = initial
+            .div_ceil(LOAD)
+            .max(1)
+            .checked_next_power_of_two()
+            .ok_or(NoMemory)?;
+        let t = Table::try_new::<P>(buckets)?;
+        Ok(Self {
+            table: AtomicPtr::new(Box::into_raw(t)),
+            limit,
+            live: AtomicUsize::new(0),
+        })
+    }
+
+    fn current(&self) -> &Table {
+        // SAFETY: `table` always holds a valid pointer from `Box::into_raw` (set by `try_new`,
+        // replaced by `try_grow` with another such pointer); a replaced table stays owned by
+        // its successor's `older` chain and is freed only by `Drop`, which needs `&mut self`,
+        // so the table outlives this borrow of `self`. Acquire pairs with the publishing
+        // Release store: the copied entries are visible.
+        unsafe { &*self.table.load(Ordering::Acquire) }
+    }
+
+    /// Live entries.
+    pub fn len(&self) -> usize {
+        self.live.load(Ordering::Relaxed)
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Entries (live or empty) in the current table.
+    pub fn entries(&self) -> usize {
+        self.current().entries.len()
+    }
+
+    /// Whether an insert of `handle` would find room without growing.
+    pub fn has_room(&self, handle: usize) -> bool {
+        let t = self.current();
+        self.len() < t.capacity() && t.free_entry(handle).is_some()
+    }
+
     /// Inserts `handle` with its value (the CurrentValue GPU address). The caller serialises
-    /// writers.
+    /// writers. Allocation-free; `Full` asks for [`HandleMap::try_grow`].
     pub fn insert(&self, handle: usize, value: u64) -> Result<(), MapError> {
         if handle == EMPTY {
             return Err(MapError::BadHandle);
@@ -129,19 +211,64 @@ impl HandleMap {
         if self.get(handle).is_some() {
             return Err(MapError::Duplicate);
         }
-        if self.len() >= self.capacity {
+        if self.len() >= self.limit {
+            return Err(MapError::AtLimit);
+        }
+        let t = self.current();
+        if self.len() >= t.capacity() {
             return Err(MapError::Full);
         }
-        let free = self
-            .bucket(handle)
-            .iter()
-            .find(|e| e.key.load(Ordering::Relaxed) == EMPTY);
-        let e = free.ok_or(MapError::Full)?;
+        let e = t.free_entry(handle).ok_or(MapError::Full)?;
         e.value.store(value, Ordering::Relaxed);
         // Publishes the value together with the key.
         e.key.store(handle, Ordering::Release);
         self.live.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Replaces the table with one of at least twice the buckets holding every live entry, so
+    /// that `handle` finds room. Allocates (call it outside the interrupt lock, never from a
+    /// reader); the caller serialises writers. On error nothing changed.
+    pub fn try_grow<P: Platform>(&self, handle: usize) -> Result<(), GrowError> {
+        if self.len() >= self.limit {
+            return Err(GrowError::AtLimit);
+        }
+        let old = self.current();
+        let mut buckets = old.buckets;
+        // Doubling again is needed only if a bucket of the new table overflows while copying
+        // (or `handle`'s is full): possible, not likely.
+        let new = loop {
+            buckets = buckets.checked_mul(2).ok_or(GrowError::NoMemory)?;
+            let t = Table::try_new::<P>(buckets).map_err(|_| GrowError::NoMemory)?;
+            if Self::copy(old, &t) && t.free_entry(handle).is_some() {
+                break t;
+            }
+        };
+        let mut new = new;
+        let old_ptr = self.table.load(Ordering::Relaxed);
+        // SAFETY: `old_ptr` is the current table, from `Box::into_raw`; ownership moves into
+        // the new table's chain, which keeps it alive for readers still on it until `Drop`.
+        new.older = Some(unsafe { Box::from_raw(old_ptr) });
+        // Release: the copied entries are visible to a reader that loads the new pointer.
+        self.table.store(Box::into_raw(new), Ordering::Release);
+        Ok(())
+    }
+
+    /// Copies every live entry of `from` into the empty table `to`; `false` if one did not fit.
+    fn copy(from: &Table, to: &Table) -> bool {
+        for e in from.entries.iter() {
+            let k = e.key.load(Ordering::Relaxed);
+            if k == EMPTY {
+                continue;
+            }
+            let Some(slot) = to.free_entry(k) else {
+                return false;
+            };
+            slot.value
+                .store(e.value.load(Ordering::Relaxed), Ordering::Relaxed);
+            slot.key.store(k, Ordering::Relaxed);
+        }
+        true
     }
 
     /// Looks `handle` up and returns its value. Lock-free, allocation-free and bounded (one
@@ -150,7 +277,7 @@ impl HandleMap {
         if handle == EMPTY {
             return None;
         }
-        for e in self.bucket(handle) {
+        for e in self.current().bucket(handle) {
             loop {
                 if e.key.load(Ordering::Acquire) != handle {
                     break;
@@ -171,6 +298,7 @@ impl HandleMap {
             return None;
         }
         let e = self
+            .current()
             .bucket(handle)
             .iter()
             .find(|e| e.key.load(Ordering::Relaxed) == handle)?;
@@ -183,7 +311,8 @@ impl HandleMap {
     /// Empty entries (for tests).
     #[cfg(test)]
     pub fn empty_entries(&self) -> usize {
-        self.entries
+        self.current()
+            .entries
             .iter()
             .filter(|e| e.key.load(Ordering::Relaxed) == EMPTY)
             .count()
@@ -227,7 +356,7 @@ mod tests {
         for (i, h) in handles.iter().enumerate() {
             m.insert(*h, loc(0, i as u64)).unwrap();
         }
-        assert_eq!(m.insert(0x9999_0000, loc(0, 0)), Err(MapError::Full));
+        assert_eq!(m.insert(0x9999_0000, loc(0, 0)), Err(MapError::AtLimit));
         for h in &handles[..4] {
             m.remove(*h).unwrap();
         }
@@ -313,5 +442,72 @@ mod tests {
         for r in readers {
             r.join().unwrap();
         }
+    }
+
+    /// Inserts with growth, as create does.
+    fn insert_growing(m: &HandleMap, h: usize, v: u64) {
+        if !m.has_room(h) {
+            m.try_grow::<crate::kmem::Host>(h).unwrap();
+        }
+        m.insert(h, v).unwrap();
+    }
+
+    /// Issue 19: the map grows past its first table; every handle stays readable, including
+    /// through a reference to the table taken before the growth.
+    #[test]
+    fn issue_19_handle_map_grows_and_keeps_every_entry() {
+        let m = HandleMap::try_new::<crate::kmem::Host>(4, 100_000).unwrap();
+        let first = m.entries();
+        let old = m.current();
+        insert_growing(&m, 0x40, loc(0, 1));
+        for i in 2..=100_000usize {
+            insert_growing(&m, 0x7_0000_0000 + i * 0x10, loc(0, i as u64));
+        }
+        assert!(m.entries() > first, "grew");
+        assert_eq!(m.len(), 100_000);
+        for i in 2..=100_000usize {
+            assert_eq!(m.get(0x7_0000_0000 + i * 0x10), Some(loc(0, i as u64)));
+        }
+        assert_eq!(
+            old.bucket(0x40)
+                .iter()
+                .filter(|e| e.key.load(Ordering::Relaxed) == 0x40)
+                .count(),
+            1,
+            "a reader still on the first table finds what it held"
+        );
+        assert_eq!(m.insert(0x1234_5670, 1), Err(MapError::AtLimit));
+        assert_eq!(
+            m.try_grow::<crate::kmem::Host>(0x1234_5670),
+            Err(GrowError::AtLimit)
+        );
+        assert_eq!(m.remove(0x40), Some(loc(0, 1)));
+        m.insert(0x1234_5670, 1).unwrap();
+    }
+
+    /// Issue 19: a growth the pool cannot supply fails with nothing changed.
+    #[test]
+    fn issue_19_handle_map_growth_fails_cleanly_without_memory() {
+        let m = HandleMap::try_new::<crate::kmem::Host>(2, 1000).unwrap();
+        let mut h = 0x40;
+        while m.has_room(h) {
+            m.insert(h, h as u64).unwrap();
+            h += 0x40;
+        }
+        let (len, entries) = (m.len(), m.entries());
+        crate::kmem::tests::budget(1);
+        assert_eq!(
+            m.try_grow::<crate::kmem::Host>(h),
+            Err(GrowError::NoMemory),
+            "second allocation refused"
+        );
+        crate::kmem::tests::budget(u32::MAX);
+        assert_eq!((m.len(), m.entries()), (len, entries));
+        assert_eq!(m.insert(h, 1), Err(MapError::Full));
+        for k in (0x40..h).step_by(0x40) {
+            assert_eq!(m.get(k), Some(k as u64));
+        }
+        m.try_grow::<crate::kmem::Host>(h).unwrap();
+        m.insert(h, 1).unwrap();
     }
 }

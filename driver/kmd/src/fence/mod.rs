@@ -37,8 +37,8 @@ use crate::adapter::{Adapter, Live};
 use crate::globals::{ADAPTERS, MAX_ADAPTERS};
 use crate::platform::Platform;
 use crate::status::{self, Status};
-use handles::{FenceLocation, MapError};
-use registry::IsrFence;
+use handles::{FenceLocation, GrowError, MapError};
+use registry::{IsrFence, Registry, RegistryError};
 use table::{Fence, TableError};
 
 /// Most fences one update call may name (bounds the work done at device IRQL).
@@ -94,15 +94,21 @@ pub fn create<P: Platform>(
     // Room in the table first (issue 18): the steps below change ISR-visible state, and a
     // failure after them would have to undo it.
     table.try_reserve::<P>().map_err(table_status)?;
+    // Room in the handle map (issue 19: it grows here, before anything changed).
+    if !a.fence_handles.has_room(h) && a.fence_handles.get(h).is_none() {
+        a.fence_handles.try_grow::<P>(h).map_err(|e| match e {
+            GrowError::NoMemory => status::NO_MEMORY,
+            GrowError::AtLimit => status::INSUFFICIENT_RESOURCES,
+        })?;
+    }
     // The ISR must be able to name this fence before any GPU signal of it can interrupt.
-    let tag = live
-        .synchronized(|isr| {
-            isr.fences.insert(IsrFence {
-                os_handle: h,
-                monitored_gpu: mv,
-            })
-        })?
-        .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
+    let tag = register(
+        live,
+        IsrFence {
+            os_handle: h,
+            monitored_gpu: mv,
+        },
+    )?;
     let undo_tag = |live: &Live<P>| {
         let _ = live.synchronized(|isr| isr.fences.remove(tag));
     };
@@ -110,7 +116,7 @@ pub fn create<P: Platform>(
         undo_tag(live);
         return Err(match e {
             MapError::Duplicate | MapError::BadHandle => status::INVALID_PARAMETER,
-            MapError::Full => status::INSUFFICIENT_RESOURCES,
+            MapError::Full | MapError::AtLimit => status::INSUFFICIENT_RESOURCES,
         });
     }
     let fence = Fence {
@@ -139,6 +145,27 @@ pub fn create<P: Platform>(
         *d = *s;
     }
     Ok(())
+}
+
+/// Gives `fence` a tag in the ISR's registry (issue 19): when every linked slot is in use, a
+/// chunk is allocated here, outside the interrupt lock, and only linked in under it, so
+/// nothing allocates at device IRQL. The caller holds the fence table's lock (one writer).
+fn register<P: Platform>(live: &Live<P>, fence: IsrFence) -> Result<u64, Status> {
+    match live.synchronized(|isr| isr.fences.insert(fence))? {
+        Ok(tag) => return Ok(tag),
+        Err(RegistryError::AtLimit) => return Err(status::INSUFFICIENT_RESOURCES),
+        Err(RegistryError::Full) => {}
+    }
+    let chunk = Registry::try_chunk::<P>().map_err(Status::from)?;
+    let linked = live.synchronized(|isr| match isr.fences.add_chunk(chunk) {
+        Ok(()) => Ok(isr.fences.insert(fence)),
+        // Handed back: freed below, outside the interrupt lock.
+        Err(c) => Err(c),
+    })?;
+    match linked {
+        Ok(Ok(tag)) => Ok(tag),
+        Ok(Err(_)) | Err(_) => Err(status::INSUFFICIENT_RESOURCES),
+    }
 }
 
 /// DxgkDdiOpenNativeFence (PASSIVE). Only the fields both published layouts share are read

@@ -6,17 +6,39 @@
 //! a bug check (NF-14), so the ISR must resolve tags exactly, at device IRQL, without locks it
 //! cannot take there and without allocating.
 //!
-//! Hence a slab preallocated at start: a tag is `generation << 32 | slot`. Create and destroy
-//! change slots only inside `DxgkCbSynchronizeExecution` (the interrupt lock, the same lock
-//! the ISR holds), so the ISR sees a slot either before or after a change, never during. A
-//! destroyed fence's slot gets a new generation, so its old tag never resolves again, even
-//! when the slot is reused.
+//! Hence a slab of slots: a tag is `generation << 32 | slot`. Create and destroy change slots
+//! only inside `DxgkCbSynchronizeExecution` (the interrupt lock, the same lock the ISR holds),
+//! so the ISR sees a slot either before or after a change, never during. A destroyed fence's
+//! slot gets a new generation, so its old tag never resolves again, even when the slot is
+//! reused.
+//!
+//! The slab grows (issue 19): slots come in chunks of [`CHUNK`], allocated by create outside
+//! the interrupt lock ([`Registry::try_chunk`]) and only linked in under it
+//! ([`Registry::add_chunk`], no allocation: the chunk directory's room for [`MAX_FENCES`] is
+//! reserved when the registry is built). A slot index is (chunk, offset), so resolving a tag
+//! stays two indexed loads whatever the number of fences. Chunks are kept until the adapter
+//! stops (a freed slot is reused first, so a chunk only ever empties after a burst of destroys).
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use crate::kmem::{self, NoMemory};
 use crate::platform::Platform;
 use rvgpu_hw::addr::GpuVa;
+
+/// Slots per chunk (32 bytes each: one chunk is 32 KiB of pool).
+pub const CHUNK: u32 = 1024;
+
+/// Most live native fences one adapter can hold: the chunk directory is reserved up front at
+/// this size (16 KiB of slice pointers), because linking a chunk in happens under the interrupt lock
+/// where nothing may allocate. 1,048,576 is ten times issue 19's 100,000 target; a tag's slot
+/// field (32 bits) and the device (any 64-bit tag) would allow more.
+pub const MAX_FENCES: u32 = 1 << 20;
+
+const CHUNKS: usize = (MAX_FENCES / CHUNK) as usize;
+
+/// No slot (end of the free list).
+const NONE: u32 = u32::MAX;
 
 /// What the ISR needs to report a fence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,82 +53,152 @@ pub struct IsrFence {
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     generation: u32,
+    /// Next free slot while this one is on the free list.
+    next_free: u32,
     fence: Option<IsrFence>,
 }
 
-/// Fixed-capacity registry; every method is allocation-free after `with_capacity`.
+/// A chunk of [`CHUNK`] fresh slots, allocated outside the interrupt lock.
+#[derive(Debug)]
+pub struct Chunk(Box<[Slot]>);
+
+/// The registry; every method but [`Registry::try_new`] and [`Registry::try_chunk`] is
+/// allocation-free.
 #[derive(Debug)]
 pub struct Registry {
-    slots: Vec<Slot>,
-    /// Free slot indices (a stack), preallocated to capacity.
-    free: Vec<u32>,
+    /// The chunks; capacity for every chunk up to [`MAX_FENCES`] is reserved at build.
+    chunks: Vec<Box<[Slot]>>,
+    /// Head of the list of freed slots.
+    free_head: u32,
+    /// Slots at and above this index were never used.
+    fresh: u32,
+    live: u32,
 }
 
 /// Why a tag cannot be issued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RegistryError {
-    /// Every slot is in use.
+    /// Every slot of the linked chunks is in use: link another chunk
+    /// ([`Registry::try_chunk`], [`Registry::add_chunk`]).
     Full,
+    /// [`MAX_FENCES`] are live.
+    AtLimit,
 }
 
 impl Registry {
-    /// A registry for up to `capacity` live fences (allocates once, at PASSIVE, fallibly).
-    pub fn try_with_capacity<P: Platform>(capacity: u32) -> Result<Self, NoMemory> {
-        let n = usize::try_from(capacity).map_err(|_| NoMemory)?;
-        let slots = kmem::try_from_fn::<P, _>(n, |_| Slot {
-            generation: 1,
-            fence: None,
-        })?;
-        // The free stack pops the lowest index first.
-        let free = kmem::try_from_fn::<P, _>(n, |k| {
-            u32::try_from(n.saturating_sub(k).saturating_sub(1)).unwrap_or(0)
-        })?;
-        Ok(Self { slots, free })
+    /// An empty registry with its chunk directory and `chunks` chunks (allocates at PASSIVE,
+    /// fallibly).
+    pub fn try_new<P: Platform>(chunks: u32) -> Result<Self, NoMemory> {
+        let mut r = Self {
+            chunks: kmem::try_with_capacity::<P, _>(CHUNKS)?,
+            free_head: NONE,
+            fresh: 0,
+            live: 0,
+        };
+        for _ in 0..chunks {
+            let c = Self::try_chunk::<P>()?;
+            if r.add_chunk(c).is_err() {
+                break;
+            }
+        }
+        Ok(r)
     }
 
-    /// A registry for host unit tests.
+    /// A registry for host unit tests, with room for `capacity` fences before it must grow.
     #[cfg(test)]
     pub fn with_capacity(capacity: u32) -> Self {
-        Self::try_with_capacity::<crate::kmem::Host>(capacity).unwrap()
+        Self::try_new::<crate::kmem::Host>(capacity.div_ceil(CHUNK)).unwrap()
+    }
+
+    /// A chunk of fresh slots for [`Registry::add_chunk`] (allocates: call outside the
+    /// interrupt lock).
+    pub fn try_chunk<P: Platform>() -> Result<Chunk, NoMemory> {
+        kmem::try_boxed_slice::<P, _>(CHUNK as usize, |_| Slot {
+            generation: 1,
+            next_free: NONE,
+            fence: None,
+        })
+        .map(Chunk)
+    }
+
+    /// Links `chunk` in. Allocation-free (the directory has room): callable at device IRQL.
+    /// At [`MAX_FENCES`] the chunk is handed back, to be freed outside the interrupt lock.
+    pub fn add_chunk(&mut self, chunk: Chunk) -> Result<(), Chunk> {
+        if chunk.0.len() != CHUNK as usize {
+            return Err(chunk);
+        }
+        kmem::push_reserved(&mut self.chunks, chunk.0).map_err(Chunk)
+    }
+
+    /// Slots in the linked chunks.
+    pub fn capacity(&self) -> usize {
+        self.chunks.len().saturating_mul(CHUNK as usize)
     }
 
     /// Number of live fences.
     pub fn len(&self) -> usize {
-        self.slots.len().saturating_sub(self.free.len())
+        self.live as usize
     }
 
     /// Whether no fence is live.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.live == 0
+    }
+
+    fn slot(&self, index: u32) -> Option<&Slot> {
+        let c = usize::try_from(index / CHUNK).ok()?;
+        let o = usize::try_from(index % CHUNK).ok()?;
+        self.chunks.get(c)?.get(o)
+    }
+
+    fn slot_mut(&mut self, index: u32) -> Option<&mut Slot> {
+        let c = usize::try_from(index / CHUNK).ok()?;
+        let o = usize::try_from(index % CHUNK).ok()?;
+        self.chunks.get_mut(c)?.get_mut(o)
     }
 
     /// Registers a fence and returns its tag. Allocation-free: callable at device IRQL.
     pub fn insert(&mut self, fence: IsrFence) -> Result<u64, RegistryError> {
-        let index = self.free.pop().ok_or(RegistryError::Full)?;
-        let slot = usize::try_from(index)
-            .ok()
-            .and_then(|i| self.slots.get_mut(i));
-        let Some(slot) = slot else {
+        // A freed slot first (its chunk is already in cache), else a never-used one.
+        let index = if self.free_head != NONE {
+            self.free_head
+        } else if (self.fresh as usize) < self.capacity() {
+            self.fresh
+        } else if self.capacity() >= MAX_FENCES as usize {
+            return Err(RegistryError::AtLimit);
+        } else {
             return Err(RegistryError::Full);
         };
+        let reused = index == self.free_head;
+        let slot = self.slot_mut(index).ok_or(RegistryError::Full)?;
+        let next = slot.next_free;
         slot.fence = Some(fence);
-        Ok(tag(slot.generation, index))
+        slot.next_free = NONE;
+        let t = tag(slot.generation, index);
+        if reused {
+            self.free_head = next;
+        } else {
+            self.fresh = self.fresh.saturating_add(1);
+        }
+        self.live = self.live.saturating_add(1);
+        Ok(t)
     }
 
     /// Resolves a tag reported by the device. `None` for a stale, forged or out-of-range
     /// tag, or when the reported MonitoredValue address is not the fence's.
     pub fn resolve(&self, tag: u64, monitored_gpu: GpuVa) -> Option<IsrFence> {
         let (generation, index) = split(tag);
-        let slot = self.slots.get(usize::try_from(index).ok()?)?;
+        let slot = self.slot(index)?;
         let f = slot.fence?;
         (slot.generation == generation && f.monitored_gpu == monitored_gpu).then_some(f)
     }
 
     /// Unregisters the fence with `tag`; its tag never resolves again. Returns the fence, or
-    /// `None` if the tag was not live. Allocation-free (the free stack has capacity).
+    /// `None` if the tag was not live. Allocation-free (the free list runs through the slots).
     pub fn remove(&mut self, tag: u64) -> Option<IsrFence> {
         let (generation, index) = split(tag);
-        let slot = self.slots.get_mut(usize::try_from(index).ok()?)?;
+        let head = self.free_head;
+        let slot = self.slot_mut(index)?;
         if slot.generation != generation {
             return None;
         }
@@ -116,8 +208,9 @@ impl Registry {
             0 => 1,
             g => g,
         };
-        // Never grows: the stack was built with room for every slot.
-        let _ = kmem::push_reserved(&mut self.free, index);
+        slot.next_free = head;
+        self.free_head = index;
+        self.live = self.live.saturating_sub(1);
         Some(f)
     }
 }
@@ -185,13 +278,88 @@ mod tests {
 
     #[test]
     fn capacity_is_enforced_and_freed_slots_come_back() {
-        let mut r = Registry::with_capacity(2);
-        let a = r.insert(f(1)).unwrap();
-        let _b = r.insert(f(2)).unwrap();
-        assert_eq!(r.insert(f(3)), Err(RegistryError::Full));
-        assert_eq!(r.len(), 2);
-        r.remove(a);
-        assert!(r.insert(f(3)).is_ok());
-        assert_eq!(r.len(), 2);
+        let mut r = Registry::with_capacity(1);
+        assert_eq!(r.capacity(), CHUNK as usize);
+        let tags: Vec<u64> = (0..CHUNK as usize)
+            .map(|h| r.insert(f(h + 1)).unwrap())
+            .collect();
+        assert_eq!(r.insert(f(0x9999)), Err(RegistryError::Full));
+        assert_eq!(r.len(), CHUNK as usize);
+        r.remove(tags[0]);
+        assert!(r.insert(f(0x9999)).is_ok());
+        assert_eq!(r.len(), CHUNK as usize);
+    }
+
+    /// Issue 19: the registry grows by chunks linked in without allocating, tags of every
+    /// chunk resolve, and freed slots are reused before fresh ones.
+    #[test]
+    fn issue_19_registry_grows_by_chunks_and_reuses_freed_slots() {
+        let mut r = Registry::with_capacity(0);
+        assert_eq!(r.capacity(), 0);
+        assert_eq!(r.insert(f(1)), Err(RegistryError::Full));
+        let n = 3 * CHUNK as usize + 5;
+        let mut tags = Vec::new();
+        for h in 1..=n {
+            let t = match r.insert(f(h)) {
+                Ok(t) => t,
+                Err(RegistryError::Full) => {
+                    let c = Registry::try_chunk::<crate::kmem::Host>().unwrap();
+                    r.add_chunk(c).unwrap();
+                    r.insert(f(h)).unwrap()
+                }
+                Err(e) => panic!("{e:?}"),
+            };
+            tags.push(t);
+        }
+        assert_eq!(r.capacity(), 4 * CHUNK as usize);
+        for (h, t) in (1..=n).zip(&tags) {
+            assert_eq!(r.resolve(*t, f(h).monitored_gpu), Some(f(h)));
+        }
+        // Destroy two, re-create two: the same slots come back (new generations), no chunk.
+        let (a, b) = (tags[10], tags[2 * CHUNK as usize]);
+        r.remove(a).unwrap();
+        r.remove(b).unwrap();
+        let c1 = r.insert(f(0x1_0000)).unwrap();
+        let c2 = r.insert(f(0x1_0001)).unwrap();
+        let slots = |t: u64| t & 0xFFFF_FFFF;
+        let mut got = [slots(c1), slots(c2)];
+        got.sort_unstable();
+        let mut want = [slots(a), slots(b)];
+        want.sort_unstable();
+        assert_eq!(got, want, "freed slots are reused");
+        assert_eq!(r.resolve(a, f(11).monitored_gpu), None, "stale tag");
+        assert_eq!(r.capacity(), 4 * CHUNK as usize, "no growth for reuse");
+    }
+
+    /// Issue 19: a chunk that cannot be allocated (pool exhausted) is an error the caller
+    /// reports; the registry is unchanged and grows once memory is back.
+    #[test]
+    fn issue_19_registry_growth_fails_cleanly_without_memory() {
+        let mut r = Registry::with_capacity(0);
+        crate::kmem::tests::budget(0);
+        assert_eq!(
+            Registry::try_chunk::<crate::kmem::Host>().err(),
+            Some(NoMemory)
+        );
+        crate::kmem::tests::budget(u32::MAX);
+        assert_eq!(r.insert(f(1)), Err(RegistryError::Full));
+        assert!(r.is_empty());
+        r.add_chunk(Registry::try_chunk::<crate::kmem::Host>().unwrap())
+            .unwrap();
+        assert!(r.insert(f(1)).is_ok());
+    }
+
+    /// The directory is reserved for exactly [`MAX_FENCES`]: one chunk more is handed back.
+    #[test]
+    fn issue_19_registry_limit_is_max_fences() {
+        let mut r = Registry::with_capacity(0);
+        for _ in 0..CHUNKS {
+            r.add_chunk(Registry::try_chunk::<crate::kmem::Host>().unwrap())
+                .unwrap();
+        }
+        assert_eq!(r.capacity(), MAX_FENCES as usize);
+        assert!(r
+            .add_chunk(Registry::try_chunk::<crate::kmem::Host>().unwrap())
+            .is_err());
     }
 }

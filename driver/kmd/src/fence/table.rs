@@ -40,8 +40,87 @@ pub enum TableError {
 /// Global fences by `hGlobalNativeFence`, local handles by `hLocalNativeFence`.
 #[derive(Debug, Default)]
 pub struct FenceTable {
-    globals: SortedMap<usize, Fence>,
-    locals: SortedMap<usize, Local>,
+    globals: Sparse<Fence>,
+    locals: Sparse<Local>,
+}
+
+/// A sorted map whose removals leave a hole, compacted once holes outnumber entries (issue 19):
+/// removing from the middle of a sorted vector moves everything after it, so destroying
+/// 100,000 fences in an order other than the reverse of creation was quadratic. Handles are
+/// created in increasing order, so inserts append; a removal is a search and a store,
+/// amortised O(log n) with the compaction.
+#[derive(Debug)]
+struct Sparse<V> {
+    map: SortedMap<usize, Option<V>>,
+    live: usize,
+    holes: usize,
+}
+
+impl<V> Default for Sparse<V> {
+    fn default() -> Self {
+        Self {
+            map: SortedMap::default(),
+            live: 0,
+            holes: 0,
+        }
+    }
+}
+
+impl<V> Sparse<V> {
+    fn len(&self) -> usize {
+        self.live
+    }
+
+    fn get(&self, k: usize) -> Option<&V> {
+        self.map.get(&k).and_then(Option::as_ref)
+    }
+
+    fn get_mut(&mut self, k: usize) -> Option<&mut V> {
+        self.map.get_mut(&k).and_then(Option::as_mut)
+    }
+
+    fn contains_key(&self, k: usize) -> bool {
+        self.get(k).is_some()
+    }
+
+    fn keys(&self) -> impl Iterator<Item = usize> + '_ {
+        self.map
+            .iter()
+            .filter(|(_, v)| v.is_some())
+            .map(|(k, _)| *k)
+    }
+
+    /// Room for one more entry (nothing if a hole or spare capacity will take it).
+    fn try_reserve<P: Platform>(&mut self) -> Result<(), crate::kmem::NoMemory> {
+        self.map.try_reserve::<P>()
+    }
+
+    /// Inserts `k` (absent) into room made by [`Sparse::try_reserve`]; `false` (nothing
+    /// changed) if `k` is present or there is no room.
+    fn insert_reserved(&mut self, k: usize, v: V) -> bool {
+        if let Some(slot) = self.map.get_mut(&k) {
+            if slot.is_some() {
+                return false;
+            }
+            *slot = Some(v);
+            self.holes = self.holes.saturating_sub(1);
+        } else if self.map.insert_reserved(k, Some(v)).is_err() {
+            return false;
+        }
+        self.live = self.live.saturating_add(1);
+        true
+    }
+
+    fn remove(&mut self, k: usize) -> Option<V> {
+        let v = self.map.get_mut(&k)?.take()?;
+        self.live = self.live.saturating_sub(1);
+        self.holes = self.holes.saturating_add(1);
+        if self.holes > 32 && self.holes > self.live {
+            self.map.retain(|_, v| v.is_some());
+            self.holes = 0;
+        }
+        Some(v)
+    }
 }
 
 /// A process's handle on a global fence.
@@ -59,17 +138,17 @@ impl FenceTable {
 
     /// Whether no fence is live.
     pub fn is_empty(&self) -> bool {
-        self.globals.is_empty()
+        self.globals.len() == 0
     }
 
     /// The global handles of every live fence.
     pub fn handles(&self) -> impl Iterator<Item = usize> + '_ {
-        self.globals.keys().copied()
+        self.globals.keys()
     }
 
     /// The global fence `h`.
     pub fn get(&self, h: usize) -> Option<&Fence> {
-        self.globals.get(&h)
+        self.globals.get(h)
     }
 
     /// Makes room for one more global fence, so that the next [`FenceTable::create`] cannot
@@ -82,12 +161,13 @@ impl FenceTable {
 
     /// CreateNativeFence.
     pub fn create<P: Platform>(&mut self, h: usize, fence: Fence) -> Result<(), TableError> {
-        if self.globals.contains_key(&h) {
+        if self.globals.contains_key(h) {
             return Err(TableError::Exists);
         }
-        self.globals
-            .try_insert::<P>(h, Fence { opens: 0, ..fence })
-            .map_err(|_| TableError::NoMemory)?;
+        self.try_reserve::<P>()?;
+        if !self.globals.insert_reserved(h, Fence { opens: 0, ..fence }) {
+            return Err(TableError::NoMemory);
+        }
         Ok(())
     }
 
@@ -98,20 +178,23 @@ impl FenceTable {
         local: usize,
         device: usize,
     ) -> Result<(), TableError> {
-        if self.locals.contains_key(&local) {
+        if self.locals.contains_key(local) {
             return Err(TableError::Exists);
         }
-        if !self.globals.contains_key(&g) {
+        if !self.globals.contains_key(g) {
             return Err(TableError::Unknown);
         }
         // Room first, then the entry, then the open count: a failure changes nothing.
         self.locals
             .try_reserve::<P>()
             .map_err(|_| TableError::NoMemory)?;
-        self.locals
+        if !self
+            .locals
             .insert_reserved(local, Local { global: g, device })
-            .map_err(|_| TableError::NoMemory)?;
-        if let Some(f) = self.globals.get_mut(&g) {
+        {
+            return Err(TableError::NoMemory);
+        }
+        if let Some(f) = self.globals.get_mut(g) {
             f.opens = f.opens.saturating_add(1);
         }
         Ok(())
@@ -119,8 +202,8 @@ impl FenceTable {
 
     /// CloseNativeFence: releases a local handle; the global object lives on (NF-13).
     pub fn close(&mut self, local: usize) -> Result<Local, TableError> {
-        let l = self.locals.remove(&local).ok_or(TableError::Unknown)?;
-        if let Some(f) = self.globals.get_mut(&l.global) {
+        let l = self.locals.remove(local).ok_or(TableError::Unknown)?;
+        if let Some(f) = self.globals.get_mut(l.global) {
             f.opens = f.opens.saturating_sub(1);
         }
         Ok(l)
@@ -128,11 +211,11 @@ impl FenceTable {
 
     /// DestroyNativeFence: only after every local handle was closed.
     pub fn destroy(&mut self, h: usize) -> Result<Fence, TableError> {
-        let f = self.globals.get(&h).ok_or(TableError::Unknown)?;
+        let f = self.globals.get(h).ok_or(TableError::Unknown)?;
         if f.opens != 0 {
             return Err(TableError::StillOpen);
         }
-        self.globals.remove(&h).ok_or(TableError::Unknown)
+        self.globals.remove(h).ok_or(TableError::Unknown)
     }
 }
 
@@ -195,5 +278,44 @@ mod tests {
         assert_eq!(t.close(0xA1), Err(TableError::Unknown), "double close");
         t.destroy(0x100).unwrap();
         assert_eq!(t.destroy(0x100), Err(TableError::Unknown), "double destroy");
+    }
+
+    /// Issue 19: fences destroyed in any order (here every other one, then the rest from the
+    /// front) leave the table exact, and its holes are compacted away (a removal no longer
+    /// moves the rest of a sorted vector, yet the vector does not fill with holes).
+    #[test]
+    fn issue_19_destroy_in_any_order_keeps_the_table_exact_and_compact() {
+        let mut t = FenceTable::default();
+        let n = 10_000usize;
+        for h in 1..=n {
+            t.create::<crate::kmem::Host>(h * 0x10, fence(h as u64))
+                .unwrap();
+        }
+        for h in (1..=n).step_by(2) {
+            assert_eq!(t.destroy(h * 0x10).map(|f| f.tag), Ok(h as u64));
+            assert!(
+                t.globals.map.len() <= 2 * t.len() + 33,
+                "holes are compacted: {} entries for {} fences",
+                t.globals.map.len(),
+                t.len()
+            );
+        }
+        for h in (2..=n).step_by(2) {
+            assert_eq!(t.get(h * 0x10).map(|f| f.tag), Some(h as u64));
+        }
+        assert_eq!(
+            t.destroy(0x10),
+            Err(TableError::Unknown),
+            "already destroyed"
+        );
+        // Re-create into a hole: the handle is usable again.
+        t.create::<crate::kmem::Host>(0x10, fence(7)).unwrap();
+        assert_eq!(t.get(0x10).map(|f| f.tag), Some(7));
+        for h in (2..=n).step_by(2) {
+            t.destroy(h * 0x10).unwrap();
+        }
+        t.destroy(0x10).unwrap();
+        assert!(t.is_empty());
+        assert_eq!(t.handles().count(), 0);
     }
 }

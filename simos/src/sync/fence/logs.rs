@@ -4,7 +4,8 @@
 use super::*;
 
 /// Settles `objs` after a log drain (re-arm MonitoredValue, resample), attributing the releases
-/// of the resample to `Scan` when `scan` (every fence of the adapter is then settled).
+/// of the resample to `Scan` when `scan` (every fence of the adapter's scan set is then
+/// settled).
 pub(crate) fn settle_after_drain(
     a: &AdapterShared,
     objs: Vec<Arc<FenceObj>>,
@@ -12,7 +13,7 @@ pub(crate) fn settle_after_drain(
 ) -> Result<(), SimError> {
     let mut objs = objs;
     if scan {
-        let all: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
+        let all: Vec<Arc<FenceObj>> = scan_set(&lock(&a.fence_os));
         for o in all {
             if !objs.iter().any(|x| Arc::ptr_eq(x, &o)) {
                 objs.push(o);
@@ -143,11 +144,12 @@ impl Machine {
         settle_after_drain(&a, objs, scan)
     }
 
-    /// The non-optimized baseline: resample every native fence of adapter `i` (what a NULL
-    /// report costs the OS), releasing and re-arming as the DPC does.
+    /// The non-optimized baseline: what a NULL report costs the OS, a resample of every native
+    /// fence of adapter `i` that can need one (the scan set, issue 19), releasing and re-arming
+    /// as the DPC does.
     pub fn scan_native_fences(&self, i: usize) -> Result<(), SimError> {
         let a = self.adapter_shared(i)?.clone();
-        let n = lock(&a.fence_os).objs.len() as u64;
+        let n = lock(&a.fence_os).scan.len() as u64;
         lock(&a.fence_os).dpc_resamples += n;
         settle_after_drain(&a, Vec::new(), true)
     }

@@ -379,6 +379,8 @@ struct ObjState {
     legacy_peers: Vec<Arc<LegacyObj>>,
     /// Last CurrentValue propagated to the peers.
     last_propagated: u64,
+    /// In the adapter's scan set (`FenceOs::scan`, issue 19).
+    scanned: bool,
 }
 
 /// The OS's native-fence object on one adapter.

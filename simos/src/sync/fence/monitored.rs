@@ -322,6 +322,8 @@ impl Machine {
             st.last_propagated = f.value();
         }
         lock(&f.obj.st).native_peers.push(n.obj.clone());
+        // Its value goes to the legacy fence on every scan (NF-18).
+        refresh_scan(&n.obj);
         Ok(n)
     }
 

@@ -215,6 +215,7 @@ impl Machine {
                 peers: Vec::new(),
                 legacy_peers: Vec::new(),
                 last_propagated: 0,
+                scanned: false,
             }),
         });
         let bad = if pdd.magic != PDD_MAGIC || pdd.version != NATIVE_FENCE_PDD_VERSION {
@@ -260,6 +261,8 @@ impl Machine {
         }
         lock(&obj.st).instances.insert(local, process);
         lock(&a.fence_os).objs.insert(global, obj.clone());
+        // A cross-adapter fence (MonitoredValue held at 0) is scanned from the start.
+        refresh_scan(&obj);
         // GpuMmu: the process's queues signal and wait on the values at these VAs.
         self.map_fence_pages(a, &obj, process)?;
         Ok(NativeFence {
@@ -315,6 +318,7 @@ impl Machine {
         lock(&a.native_fences).remove(&obj.global);
         let mut os = lock(&a.fence_os);
         os.objs.remove(&obj.global);
+        os.scan.remove(&obj.global);
         // Local pages go back with the fence (NF-06); system pages stay (module docs).
         os.release_value(&obj.cv);
         os.release_value(&obj.mv);
@@ -428,6 +432,8 @@ impl Machine {
             st.peers = others.clone();
             st.last_propagated = cv;
         }
+        // The new instance's value goes to the peers on every scan (NF-16).
+        refresh_scan(&nb.obj);
         for o in &others {
             settle(o)?;
         }

@@ -54,12 +54,66 @@ pub(super) fn resample(obj: &FenceObj) -> Option<u64> {
             .min()
             .map_or(u64::MAX, |v| v.saturating_sub(1))
     };
-    if desired == st.mv_os {
+    let r = if desired == st.mv_os {
         None
     } else {
         st.mv_os = desired;
         Some(desired)
+    };
+    note_scan(obj, &mut st);
+    r
+}
+
+/// Whether a NULL native-fence report must resample the fence in state `st` (issue 19): it has
+/// CPU waits (or GPU waits the OS resumes, MF-03), its MonitoredValue is armed below
+/// `u64::MAX`, or its value goes to other adapters (NF-16, NF-18). Every other fence has
+/// nothing a resample could release or propagate.
+pub(super) fn needs_scan(st: &ObjState) -> bool {
+    !st.destroyed
+        && (!st.waiters.is_empty()
+            || st.mv_os != u64::MAX
+            || st.hold_zero
+            || !st.peers.is_empty()
+            || !st.legacy_peers.is_empty())
+}
+
+/// Brings `obj`'s membership of its adapter's scan set in line with `st` (its locked state).
+/// Called wherever MonitoredValue is decided (before the OS lowers it in the driver, so any
+/// interrupt it causes finds the fence in the set) and where peers are linked. Takes the
+/// adapter's fence lock inside the fence's state lock, the order `trace_released` uses.
+pub(super) fn note_scan(obj: &FenceObj, st: &mut ObjState) {
+    let want = needs_scan(st);
+    if want == st.scanned {
+        return;
     }
+    let Some(a) = obj.adapter.upgrade() else {
+        return;
+    };
+    let mut os = lock(&a.fence_os);
+    // Only a live fence joins (destroy removes it from `objs` and the set together).
+    if want && !os.objs.contains_key(&obj.global) {
+        return;
+    }
+    st.scanned = want;
+    if want {
+        os.scan.insert(obj.global);
+    } else {
+        os.scan.remove(&obj.global);
+    }
+}
+
+/// [`note_scan`] with the fence's state locked here.
+pub(super) fn refresh_scan(obj: &FenceObj) {
+    let mut st = lock(&obj.st);
+    note_scan(obj, &mut st);
+}
+
+/// The fences a NULL report resamples (issue 19): the adapter's scan set.
+pub(super) fn scan_set(os: &FenceOs) -> Vec<Arc<FenceObj>> {
+    os.scan
+        .iter()
+        .filter_map(|h| os.objs.get(h).cloned())
+        .collect()
 }
 
 /// Reports released waits to the adapter's trace sink (issue 5).

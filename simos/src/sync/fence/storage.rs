@@ -16,6 +16,11 @@ pub struct FenceOs {
     /// `NativeGpuFence`.
     pub caps: Option<DXGK_NATIVE_FENCE_CAPS>,
     pub(super) objs: HashMap<usize, Arc<FenceObj>>,
+    /// The fences a NULL native-fence report (or a log drain's fallback scan) resamples
+    /// (issue 19): those with CPU waits or an armed MonitoredValue, and cross-adapter ones.
+    /// On a NULL report Windows looks at the pending native-fence waits (docs/performance.md);
+    /// an idle fence has nothing to release, so it is not here.
+    pub(super) scan: BTreeSet<usize>,
     /// Packed pages per (process, is-MonitoredValue).
     cursors: HashMap<(ProcessId, u8), Cursor>,
     /// Every fence page (kept for the machine's life, see the module docs).
