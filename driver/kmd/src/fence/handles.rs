@@ -57,7 +57,20 @@ struct Entry {
 struct Table {
     entries: Box<[Entry]>,
     buckets: usize,
-    older: Option<Box<Table>>,
+    /// The table this one replaced, or null. A raw pointer, not a `Box`: readers that loaded
+    /// it before the switch may still hold shared references into it, which a `Box` (unique
+    /// ownership) must not have beside it.
+    older: *mut Table,
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        if !self.older.is_null() {
+            // SAFETY: `older` came from `Box::into_raw` and only this table owns it; tables are
+            // dropped only through `HandleMap::drop` (`&mut`), when no reader is left.
+            drop(unsafe { Box::from_raw(self.older) });
+        }
+    }
 }
 
 impl Table {
@@ -70,7 +83,7 @@ impl Table {
         kmem::try_box::<P, _>(Self {
             entries,
             buckets,
-            older: None,
+            older: ptr::null_mut(),
         })
     }
 
@@ -245,10 +258,9 @@ impl HandleMap {
             }
         };
         let mut new = new;
-        let old_ptr = self.table.load(Ordering::Relaxed);
-        // SAFETY: `old_ptr` is the current table, from `Box::into_raw`; ownership moves into
-        // the new table's chain, which keeps it alive for readers still on it until `Drop`.
-        new.older = Some(unsafe { Box::from_raw(old_ptr) });
+        // The current table moves into the new one's chain, which keeps it alive for readers
+        // still on it until `Drop`.
+        new.older = self.table.load(Ordering::Relaxed);
         // Release: the copied entries are visible to a reader that loads the new pointer.
         self.table.store(Box::into_raw(new), Ordering::Release);
         Ok(())
