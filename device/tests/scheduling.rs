@@ -6,7 +6,7 @@ use common::*;
 use rvgpu_device::DeviceConfig;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::queue::{QueueFlags, NO_QUEUE};
+use rvgpu_hw::queue::{QueueFlags, RingControl, NO_QUEUE};
 use rvgpu_hw::regs;
 
 #[test]
@@ -282,4 +282,54 @@ fn bad_runlist_address_is_a_fault_and_an_empty_runlist() {
     rig.dev.write32(reg(regs::engine::RUNLIST_COUNT), 100_000);
     rig.dev.write32(reg(regs::engine::RUNLIST_COMMIT), 1);
     assert!(rig.dev.queues().is_empty());
+}
+
+/// Issue 19: the scheduler looks only at queues that may have work, and a signal re-evaluates
+/// only the waits of those queues. A blocked queue whose producer moved `write_ptr` back onto
+/// the read pointer (and rang) has no work for a while; a signal of its fence in that time must
+/// still wake its wait, so that it runs once `write_ptr` is published again. Idle queues beside
+/// it change nothing.
+#[test]
+fn issue_19_blocked_queue_with_rewound_write_pointer_still_sees_the_signal() {
+    let mut rig = Rig::step();
+    let (f, g) = (rig.fence(0), rig.fence(0));
+    let mut idle: Vec<Q> = (10..74).map(|id| rig.queue(0, id)).collect();
+    let mut q = rig.queue(0, 1);
+    let mut all: Vec<&Q> = idle.iter().collect();
+    all.push(&q);
+    rig.commit(0, &all);
+    rig.submit(
+        &mut q,
+        &[
+            Command::FenceWait {
+                addr: f.cv,
+                value: 1,
+            },
+            signal(g, 1, 0, 0),
+        ],
+    );
+    rig.run();
+    let blocked = rig.dev.queues().into_iter().find(|s| s.queue_id == 1);
+    assert_eq!(blocked.and_then(|s| s.blocked_on), Some((f.cv, 1)));
+    // A hostile producer: write_ptr back onto the read pointer, rung.
+    let published = q.wptr;
+    let wp = q.desc.ring_control.get() + RingControl::WRITE_PTR;
+    rig.mem.write_u64(wp, rig.read_ptr(&q)).unwrap();
+    rig.ring(&q);
+    rig.run();
+    // The fence is signalled while the queue has no work.
+    rig.mem.write_u64(f.cv, 1).unwrap();
+    rig.dev.write64(regs::WAIT_RESCAN, f.cv);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(0), "no work published yet");
+    // Published again: the wait was satisfied while it was away, so it runs on.
+    rig.mem.write_u64(wp, published).unwrap();
+    rig.ring(&q);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    // The idle queues still run when given work.
+    let h = rig.fence(0);
+    rig.submit(&mut idle[63], &[signal(h, 1, 0, 0)]);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(h.cv), Some(1));
 }

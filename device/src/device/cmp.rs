@@ -120,6 +120,12 @@ impl Queue {
         self.fault.is_none() && self.rptr != self.known_wptr
     }
 
+    /// Whether the queue belongs in [`Engine::pending`]: it has work, or a blocked wait
+    /// that signals must still find (a producer may have moved its write pointer back).
+    fn keeps_pending(&self) -> bool {
+        self.has_work() || self.wait.is_some()
+    }
+
     fn same_ring(&self, d: &QueueDescriptor) -> bool {
         self.desc.ring_base == d.ring_base
             && self.desc.ring_size == d.ring_size
@@ -158,8 +164,9 @@ pub(crate) struct Engine {
     /// short scan). Rebuilt whenever `queues` changes (commit, reset).
     pub(crate) index: BTreeMap<u32, usize>,
     /// Indices of the queues that may have work: every queue with unconsumed commands and no
-    /// fault is in it (it may hold stale entries, which [`Engine::pick`] drops). Picking and
-    /// HAS_WORK look only here, so idle queues on the runlist cost nothing per packet.
+    /// fault, or with a blocked FENCE_WAIT, is in it (it may hold stale entries, which
+    /// [`Engine::pick`] drops). Picking, HAS_WORK and wait re-evaluation look only here, so
+    /// idle queues on the runlist cost nothing per packet or per signal.
     pub(crate) pending: BTreeSet<usize>,
     /// Round-robin cursor: the next index to consider first.
     pub(crate) rr_next: usize,
@@ -239,7 +246,7 @@ impl Engine {
         self.pending.clear();
         for (i, q) in self.queues.iter().enumerate() {
             self.index.entry(q.desc.queue_id).or_insert(i);
-            if q.has_work() {
+            if q.keeps_pending() {
                 self.pending.insert(i);
             }
         }
@@ -250,7 +257,7 @@ impl Engine {
     pub(crate) fn pick(&mut self) -> Option<usize> {
         let queues = &self.queues;
         self.pending
-            .retain(|&i| queues.get(i).is_some_and(Queue::has_work));
+            .retain(|&i| queues.get(i).is_some_and(Queue::keeps_pending));
         let best = self
             .pending
             .iter()
@@ -589,27 +596,38 @@ impl Core {
     /// one is woken (runs again at its queue's next turn). Called with the CMP lock held.
     pub(crate) fn rescan_waits(&self, cmp: &mut Cmp, pa: Option<u64>) -> bool {
         let mut woke = false;
-        for q in cmp.engines.iter_mut().flat_map(|e| e.queues.iter_mut()) {
-            let Some(w) = q.wait.as_mut() else { continue };
-            if w.wake || pa.is_some_and(|p| w.pa != p) {
-                continue;
-            }
-            // Acquire: the fence value publishes the signaller's earlier writes to the
-            // waiter's later commands.
-            match self.mem.load(w.pa, Ordering::Acquire) {
-                Some(v) if wait_satisfied(v, w.value) => {
-                    w.wake = true;
-                    woke = true;
+        // A blocked queue is always in its engine's pending set.
+        for eng in cmp.engines.iter_mut() {
+            let Engine {
+                pending, queues, ..
+            } = eng;
+            for &i in pending.iter() {
+                if let Some(q) = queues.get_mut(i) {
+                    woke |= self.rescan_wait(q, pa);
                 }
-                // Unreachable address now: wake it so the re-executed packet faults.
-                None => {
-                    w.wake = true;
-                    woke = true;
-                }
-                Some(_) => {}
             }
         }
         woke
+    }
+
+    /// [`Core::rescan_waits`] for one queue: whether its wait was woken.
+    fn rescan_wait(&self, q: &mut Queue, pa: Option<u64>) -> bool {
+        let Some(w) = q.wait.as_mut() else {
+            return false;
+        };
+        if w.wake || pa.is_some_and(|p| w.pa != p) {
+            return false;
+        }
+        // Acquire: the fence value publishes the signaller's earlier writes to the waiter's
+        // later commands.
+        match self.mem.load(w.pa, Ordering::Acquire) {
+            Some(v) if !wait_satisfied(v, w.value) => false,
+            // Satisfied, or unreachable now (woken so that the re-executed packet faults).
+            _ => {
+                w.wake = true;
+                true
+            }
+        }
     }
 
     /// WAIT_RESCAN: re-evaluates before returning. `addr` is a GPU address in the CMP's own
@@ -648,6 +666,8 @@ impl Core {
     pub(crate) fn tlb_invalidate_locked(&self, cmp: &mut Cmp, root: u64) -> bool {
         self.mmu.invalidate(root);
         let mut woke = false;
+        // Only blocked queues are touched, and they are in their engines' pending sets, but
+        // an invalidation is rare: the plain walk stays.
         for q in cmp.engines.iter_mut().flat_map(|e| e.queues.iter_mut()) {
             let qroot = q.wait_root();
             if qroot == 0 || (root != 0 && qroot != root) {
