@@ -680,7 +680,10 @@ mod tests {
         assert!(!m.map_system(PAGE_SIZE, shared(PAGE_SIZE)), "overlap");
         assert!(!m.map_system(SYSMEM_LIMIT - PAGE_SIZE, shared(2 * PAGE_SIZE)));
         m.write_u64(PAGE_SIZE + 8, 42).unwrap();
-        assert_eq!(ram.0[(PAGE_SIZE / 8 + 1) as usize].load(Ordering::Relaxed), 42);
+        assert_eq!(
+            ram.0[(PAGE_SIZE / 8 + 1) as usize].load(Ordering::Relaxed),
+            42
+        );
         assert!(m.read_u64(2 * PAGE_SIZE).is_none(), "past the region");
         assert_eq!(m.system_used(), 0, "not this machine's allocation");
         assert_eq!(m.mapped_system(), vec![(0, 2 * PAGE_SIZE)]);
@@ -691,13 +694,18 @@ mod tests {
         assert!(m.map_system(SYSMEM_START, shared(PAGE_SIZE)));
         let a = m.alloc_system(PAGE_SIZE, 8).unwrap();
         assert!(a.bus_addr >= SYSMEM_START + PAGE_SIZE || a.bus_addr + a.len <= SYSMEM_START);
-        assert!(!m.unmap_system(a.bus_addr), "unmap_system leaves allocations alone");
+        assert!(
+            !m.unmap_system(a.bus_addr),
+            "unmap_system leaves allocations alone"
+        );
     }
 
     #[test]
     fn issue_16_external_vram_is_whole_pages() {
         let v = Arc::new(Shared(
-            (0..(PAGE_SIZE + 64) / 8).map(|_| AtomicU64::new(0)).collect(),
+            (0..(PAGE_SIZE + 64) / 8)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
         ));
         let m = Memory::with_vram(v.clone());
         assert_eq!(m.vram_size(), PAGE_SIZE);
