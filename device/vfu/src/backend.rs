@@ -52,6 +52,12 @@ pub mod irq_index {
     pub const COUNT: u32 = 5;
 }
 
+/// `RVGPU_VFU_TRACE=1`: log interrupt setup and config-space writes (bring-up debugging).
+fn trace() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("RVGPU_VFU_TRACE").is_some_and(|v| v == "1"))
+}
+
 fn invalid(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, what.to_string())
 }
@@ -91,6 +97,9 @@ pub struct Backend {
     device: Arc<Mutex<Arc<Device>>>,
     config: ConfigSpace,
     bars: Bars,
+    /// DMA_MAP requests of this session left unreachable (no descriptor, or not read/write):
+    /// QEMU also maps ROMs and other devices' BARs, which the GPU has no business reaching.
+    unreachable_maps: u64,
 }
 
 impl std::fmt::Debug for Backend {
@@ -125,6 +134,7 @@ impl Backend {
             mem,
             irq,
             device: Arc::new(Mutex::new(device)),
+            unreachable_maps: 0,
         })
     }
 
@@ -169,6 +179,13 @@ impl Backend {
         self.irq.disconnect();
         if let Err(e) = self.vram.zero() {
             eprintln!("rvgpu-vfu: clearing VRAM failed: {e}");
+        }
+        if self.unreachable_maps != 0 {
+            eprintln!(
+                "rvgpu-vfu: {} DMA_MAP requests without a descriptor or not read/write were left unreachable",
+                self.unreachable_maps
+            );
+            self.unreachable_maps = 0;
         }
         self.power_cycle();
     }
@@ -336,6 +353,9 @@ impl ServerBackend for Backend {
                 }
             }
             region::CONFIG if self.config.write(offset, data) => {
+                if trace() {
+                    eprintln!("rvgpu-vfu: config write {offset:#x} {data:02x?}");
+                }
                 self.irq.set_intx_disabled(self.config.intx_disabled());
             }
             _ => {}
@@ -356,20 +376,17 @@ impl ServerBackend for Backend {
         // region is no place for a device that writes wherever its driver points it. Both are
         // accepted and left unreachable: a device access there faults with BadAddress, as
         // behind an IOMMU without that mapping. Failing the map would fail the VM instead.
-        let Some(fd) = fd else {
-            eprintln!("rvgpu-vfu: DMA_MAP {address:#x}+{size:#x} without a descriptor: not reachable (guest RAM must be shared memory)");
+        let Some(fd) = fd.filter(|_| flags.contains(DmaMapFlags::READ_WRITE)) else {
+            self.unreachable_maps += 1;
             return Ok(());
         };
-        if !flags.contains(DmaMapFlags::READ_WRITE) {
-            eprintln!("rvgpu-vfu: DMA_MAP {address:#x}+{size:#x} is not read/write: not reachable");
-            return Ok(());
-        }
         let mapping = Mapping::new(&fd, offset, size)?;
         if !self.mem.map_system(address, Arc::new(mapping)) {
             return Err(invalid(
                 "DMA_MAP range overlaps a mapping or is outside the bus",
             ));
         }
+        eprintln!("rvgpu-vfu: guest RAM {address:#x}+{size:#x} on the device's bus");
         Ok(())
     }
 
@@ -399,6 +416,12 @@ impl ServerBackend for Backend {
     ) -> io::Result<()> {
         let data = flags & VFIO_IRQ_SET_DATA_TYPE_MASK;
         let action = flags & VFIO_IRQ_SET_ACTION_TYPE_MASK;
+        if trace() {
+            eprintln!(
+                "rvgpu-vfu: SET_IRQS index {index} flags {flags:#x} start {start} count {count} fds {}",
+                fds.len()
+            );
+        }
         let msi = match index {
             irq_index::INTX => false,
             irq_index::MSI => true,
