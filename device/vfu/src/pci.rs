@@ -74,7 +74,8 @@ impl Bars {
         Self {
             mmio: pci::MMIO_SIZE,
             doorbell: pow2(u64::from(doorbells).saturating_mul(page)),
-            vram: pow2(vram_size),
+            // A device without VRAM has no BAR4.
+            vram: if vram_size == 0 { 0 } else { pow2(vram_size) },
         }
     }
 }
@@ -179,6 +180,10 @@ impl ConfigSpace {
     }
 
     fn bar64(&mut self, n: usize, size: u64, flags: u32) {
+        if size == 0 {
+            // Unimplemented: reads 0, ignores writes (the power-on contents already say so).
+            return;
+        }
         let mask = !(size.wrapping_sub(1)) & !0xF;
         self.put32(off::BAR0 + 4 * n, flags, mask as u32);
         self.put32(off::BAR0 + 4 * (n + 1), 0, (mask >> 32) as u32);
@@ -273,7 +278,10 @@ mod tests {
         let b = Bars::new(3, 5 << 20);
         assert_eq!(b.doorbell, 16 << 10);
         assert_eq!(b.vram, 8 << 20);
-        assert_eq!(Bars::new(1, 0).vram, 4096);
+        assert_eq!(Bars::new(1, 1).vram, 4096);
+        let mut c = ConfigSpace::new(Bars::new(1, 0));
+        assert!(c.write(0x20, &u32::MAX.to_le_bytes()));
+        assert_eq!(dword(&c, 0x20), 0, "no VRAM, no BAR4");
     }
 
     #[test]
