@@ -153,6 +153,16 @@ fn main() -> std::process::ExitCode {
     let config = open(&format!("{dev}/config")).unwrap();
     println!("rvgpu at {dev}; uio: {}", uio.is_some());
 
+    // Memory space and bus master on: nothing has enabled DMA for a function without a kernel
+    // driver, and the function reaches no memory without it.
+    {
+        use std::os::unix::fs::FileExt;
+        let mut b = [0u8; 2];
+        config.read_exact_at(&mut b, 4).unwrap();
+        let cmd = u16::from_le_bytes(b) | 0x0006;
+        config.write_all_at(&cmd.to_le_bytes(), 4).unwrap();
+    }
+
     let id = bar0.r32(regs::ID as u64);
     c.check("ID", id == regs::ID_VALUE, format!("{id:#x}"));
     let ver = bar0.r32(regs::VERSION as u64);

@@ -12,12 +12,13 @@
 //! are not a 4- or 8-byte write at a page's offset 0, and every access to a size-0 region.
 //! A region index past 8 is a protocol error (the server's error reply).
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
 use std::sync::{Arc, Mutex};
 
 use rvgpu_device::{Device, DeviceConfig, Memory, Mode};
-use rvgpu_hw::addr::VRAM_BASE;
+use rvgpu_hw::addr::{SYSMEM_LIMIT, VRAM_BASE};
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::PAGE_SIZE;
 use vfio_bindings::bindings::vfio::{
@@ -77,7 +78,8 @@ impl Probe {
         Arc::clone(&self.device.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Guest RAM regions on the device's bus: `(bus address, bytes)`.
+    /// Guest RAM regions on the device's bus: `(bus address, bytes)` (none while the
+    /// command register's bus-master bit is clear).
     pub fn dma_regions(&self) -> Vec<(u64, u64)> {
         self.mem.mapped_system()
     }
@@ -97,6 +99,11 @@ pub struct Backend {
     device: Arc<Mutex<Arc<Device>>>,
     config: ConfigSpace,
     bars: Bars,
+    /// The client's guest RAM (DMA_MAP with a descriptor) by bus address. It is on the
+    /// device's bus only while the command register's bus-master bit is set
+    /// (`on_bus`): a function without bus mastering cannot reach memory.
+    guest_ram: BTreeMap<u64, Arc<Mapping>>,
+    on_bus: bool,
     /// DMA_MAP requests of this session left unreachable (no descriptor, or not read/write):
     /// QEMU also maps ROMs and other devices' BARs, which the GPU has no business reaching.
     unreachable_maps: u64,
@@ -134,6 +141,8 @@ impl Backend {
             mem,
             irq,
             device: Arc::new(Mutex::new(device)),
+            guest_ram: BTreeMap::new(),
+            on_bus: false,
             unreachable_maps: 0,
         })
     }
@@ -167,6 +176,25 @@ impl Backend {
             *slot = device;
         }
         self.config = ConfigSpace::new(self.bars);
+        self.follow_bus_master();
+    }
+
+    /// Puts the guest RAM on the device's bus or takes it off, as the bus-master bit says.
+    fn follow_bus_master(&mut self) {
+        let want = self.config.bus_master();
+        if want == self.on_bus {
+            return;
+        }
+        for (&addr, ram) in &self.guest_ram {
+            if want {
+                // Cannot overlap: `dma_map` keeps the guest RAM regions disjoint.
+                let backing: Arc<dyn rvgpu_device::RamBacking> = ram.clone();
+                self.mem.map_system(addr, backing);
+            } else {
+                self.mem.unmap_system(addr);
+            }
+        }
+        self.on_bus = want;
     }
 
     /// The client went away: forget its guest RAM and eventfds, clear VRAM (the next client
@@ -176,6 +204,8 @@ impl Backend {
         for (addr, _) in self.mem.mapped_system() {
             self.mem.unmap_system(addr);
         }
+        self.guest_ram.clear();
+        self.on_bus = false;
         self.irq.disconnect();
         if let Err(e) = self.vram.zero() {
             eprintln!("rvgpu-vfu: clearing VRAM failed: {e}");
@@ -357,6 +387,7 @@ impl ServerBackend for Backend {
                     eprintln!("rvgpu-vfu: config write {offset:#x} {data:02x?}");
                 }
                 self.irq.set_intx_disabled(self.config.intx_disabled());
+                self.follow_bus_master();
             }
             _ => {}
         }
@@ -380,12 +411,29 @@ impl ServerBackend for Backend {
             self.unreachable_maps += 1;
             return Ok(());
         };
-        let mapping = Mapping::new(&fd, offset, size)?;
-        if !self.mem.map_system(address, Arc::new(mapping)) {
-            return Err(invalid(
-                "DMA_MAP range overlaps a mapping or is outside the bus",
-            ));
+        let end = address.checked_add(size).filter(|&e| e <= SYSMEM_LIMIT);
+        let overlaps = |end: u64| {
+            self.guest_ram
+                .range(..end)
+                .next_back()
+                .is_some_and(|(&a, m)| a.saturating_add(m.len() as u64) > address)
+        };
+        match end {
+            Some(end) if address.is_multiple_of(PAGE_SIZE) && !overlaps(end) => {}
+            _ => {
+                return Err(invalid(
+                    "DMA_MAP range unaligned, outside the bus or overlapping a mapping",
+                ))
+            }
         }
+        let mapping = Arc::new(Mapping::new(&fd, offset, size)?);
+        if self.on_bus {
+            let backing: Arc<dyn rvgpu_device::RamBacking> = mapping.clone();
+            if !self.mem.map_system(address, backing) {
+                return Err(invalid("DMA_MAP range refused by the bus"));
+            }
+        }
+        self.guest_ram.insert(address, mapping);
         eprintln!("rvgpu-vfu: guest RAM {address:#x}+{size:#x} on the device's bus");
         Ok(())
     }
@@ -393,10 +441,17 @@ impl ServerBackend for Backend {
     fn dma_unmap(&mut self, flags: DmaUnmapFlags, address: u64, size: u64) -> io::Result<()> {
         let all = flags.bits() & VFIO_DMA_UNMAP_FLAG_ALL != 0;
         let end = address.saturating_add(size);
-        for (base, len) in self.mem.mapped_system() {
-            if all || (base >= address && base.saturating_add(len) <= end) {
-                self.mem.unmap_system(base);
-            }
+        let gone: Vec<u64> = self
+            .guest_ram
+            .iter()
+            .filter(|(&base, m)| {
+                all || (base >= address && base.saturating_add(m.len() as u64) <= end)
+            })
+            .map(|(&base, _)| base)
+            .collect();
+        for base in gone {
+            self.guest_ram.remove(&base);
+            self.mem.unmap_system(base);
         }
         Ok(())
     }

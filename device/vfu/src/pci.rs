@@ -42,6 +42,8 @@ pub mod off {
 const COMMAND_WRITABLE: u16 = (1 << 1) | (1 << 2) | (1 << 6) | (1 << 8) | (1 << 10);
 /// Command: INTx disable.
 pub const COMMAND_INTX_DISABLE: u16 = 1 << 10;
+/// Command: bus master enable (the function may issue DMA).
+pub const COMMAND_BUS_MASTER: u16 = 1 << 2;
 /// Status: the function's INTx is asserted (whatever the command's INTx disable says).
 pub const STATUS_INTERRUPT: u16 = 1 << 3;
 /// Status: the capability list is valid.
@@ -193,6 +195,11 @@ impl ConfigSpace {
     pub fn u16_at(&self, at: usize) -> u16 {
         let b = |i: usize| self.data.get(i).copied().unwrap_or(0);
         u16::from_le_bytes([b(at), b(at + 1)])
+    }
+
+    /// Whether the command register's bus-master bit is set.
+    pub fn bus_master(&self) -> bool {
+        self.u16_at(off::COMMAND) & COMMAND_BUS_MASTER != 0
     }
 
     /// Whether the command register's INTx disable bit is set.

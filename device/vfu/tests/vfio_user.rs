@@ -189,6 +189,7 @@ const QUEUE_ID: u32 = 7;
 fn bring_up(c: &mut Client, ram: &GuestRam) {
     c.dma_map(0, GUEST_BASE, GUEST_SIZE, ram.fd.raw_fd())
         .unwrap();
+    enable_bus_master(c);
     let (b, s) = regs::syswin_regs(0).unwrap();
     set_reg64(c, b, GUEST_BASE);
     set_reg64(c, s, GUEST_SIZE);
@@ -221,6 +222,13 @@ fn bring_up(c: &mut Client, ram: &GuestRam) {
     set_reg64(c, e(regs::engine::RUNLIST_BASE), RUNLIST);
     set_reg(c, e(regs::engine::RUNLIST_COUNT), 1);
     set_reg(c, e(regs::engine::RUNLIST_COMMIT), 1);
+}
+
+/// Command register: memory space and bus master on (what the OS does before the driver
+/// starts the device).
+fn enable_bus_master(c: &mut Client) {
+    c.region_write(region::CONFIG, 0x04, &0x0006u16.to_le_bytes())
+        .unwrap();
 }
 
 /// Appends `cmd` to the ring in guest RAM and publishes the write pointer; returns it.
@@ -737,8 +745,25 @@ fn issue_16_device_reset_message_powers_the_function_on_again() {
     let mut c = h.client();
     set_reg(&mut c, regs::SCRATCH, 0xABCD);
     let before = h.probe.device();
+    let ram = GuestRam::new();
+    c.dma_map(0, GUEST_BASE, GUEST_SIZE, ram.fd.raw_fd())
+        .unwrap();
+    enable_bus_master(&mut c);
+    assert_eq!(h.probe.dma_regions().len(), 1);
     c.reset().unwrap();
     assert_eq!(reg(&mut c, regs::SCRATCH), 0);
+    assert_eq!(
+        r32(&mut c, region::CONFIG, 0x04) & 0xFFFF,
+        0,
+        "command at power-on"
+    );
+    assert!(
+        h.probe.dma_regions().is_empty(),
+        "no bus mastering after reset"
+    );
+    // The client's mapping survives the reset: bus mastering on again reaches it.
+    enable_bus_master(&mut c);
+    assert_eq!(h.probe.dma_regions(), [(GUEST_BASE, GUEST_SIZE)]);
     assert!(!std::sync::Arc::ptr_eq(&before, &h.probe.device()));
 }
 
@@ -749,6 +774,7 @@ fn issue_16_dma_unmap_takes_guest_ram_off_the_bus_and_overlaps_are_refused() {
     let ram = GuestRam::new();
     c.dma_map(0, GUEST_BASE, GUEST_SIZE, ram.fd.raw_fd())
         .unwrap();
+    enable_bus_master(&mut c);
     // Overlapping the mapped range: refused (error reply), the first mapping stays alone.
     c.dma_map(0, GUEST_BASE + 0x1000, 0x1000, ram.fd.raw_fd())
         .unwrap();
@@ -762,4 +788,30 @@ fn issue_16_dma_unmap_takes_guest_ram_off_the_bus_and_overlaps_are_refused() {
     assert_eq!(dev.memory().read_u64(GUEST_BASE + 8), None, "off the bus");
     // The server still answers after the refused requests.
     assert_eq!(reg(&mut c, regs::ID), regs::ID_VALUE);
+}
+
+#[test]
+fn issue_16_guest_ram_is_reachable_only_while_bus_master_is_on() {
+    let h = Harness::start(1);
+    let mut c = h.client();
+    let ram = GuestRam::new();
+    c.dma_map(0, GUEST_BASE, GUEST_SIZE, ram.fd.raw_fd())
+        .unwrap();
+    let dev = h.probe.device();
+    assert!(
+        h.probe.dma_regions().is_empty(),
+        "mapped by the client, bus master off"
+    );
+    assert_eq!(dev.memory().read_u64(GUEST_BASE), None);
+    enable_bus_master(&mut c);
+    assert_eq!(h.probe.dma_regions(), [(GUEST_BASE, GUEST_SIZE)]);
+    ram.write(GUEST_BASE, 77);
+    assert_eq!(dev.memory().read_u64(GUEST_BASE), Some(77));
+    c.region_write(region::CONFIG, 0x04, &0x0002u16.to_le_bytes())
+        .unwrap();
+    assert_eq!(
+        dev.memory().read_u64(GUEST_BASE),
+        None,
+        "bus master off again"
+    );
 }
