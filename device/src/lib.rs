@@ -16,4 +16,4 @@ pub use device::{
     Device, DeviceConfig, DoorbellStats, EngineSnapshot, InterruptLine, IrqDelay, LatchLine, Mode,
     QueueSnapshot, STEP_TICKS,
 };
-pub use memory::{Memory, SysAlloc, DEFAULT_SYSTEM_CAP, SYSMEM_START};
+pub use memory::{Memory, RamBacking, SysAlloc, DEFAULT_SYSTEM_CAP, SYSMEM_START};

@@ -14,6 +14,11 @@
 //!   of an allocation fails instead of silently touching a neighbour.
 //! - **VRAM**: `vram_size` bytes at GPU address [`VRAM_BASE`], also CPU-visible (BAR4).
 //!
+//! Where the words live is a seam ([`RamBacking`]): in-process memory allocated here, or memory
+//! another process shares with this one (a VM's guest RAM or a memfd VRAM that a vfio-user
+//! client maps, `device/vfu`). [`Memory::map_system`] puts external RAM on the bus at a given
+//! address; [`Memory::with_vram`] takes external VRAM. The device cannot tell the two apart.
+//!
 //! Whether the *device* may touch a system address (the SYSWIN allow-list) is the device's
 //! check, not this module's: `Memory` is the bus, not the IOMMU.
 //!
@@ -37,10 +42,42 @@ use rvgpu_hw::PAGE_SIZE;
 /// First bus address handed out for system RAM (keeps 0 and low addresses invalid).
 pub const SYSMEM_START: u64 = 0x1000_0000;
 
-/// Word-granular backing store of one region.
-type Words = Arc<[AtomicU64]>;
+/// Memory this process does not own as Rust data but may access as atomic 64-bit words:
+/// typically a shared mapping another process (a VM) also writes. The slice must stay the
+/// same (address and length) and valid for as long as the object lives; the `Memory` keeps
+/// the object alive while any access is in progress, so unmapping it from the bus never
+/// invalidates an access already under way.
+pub trait RamBacking: Send + Sync {
+    /// The region as atomic words (length = bytes / 8).
+    fn words(&self) -> &[AtomicU64];
+}
 
-fn zeroed_words(bytes: u64) -> Option<Words> {
+/// Word-granular backing store of one in-process region.
+type OwnedWords = Arc<[AtomicU64]>;
+
+/// Backing store of one region: allocated here, or shared from elsewhere ([`RamBacking`]).
+/// In-process words are kept inline (no dynamic call on the hot path).
+#[derive(Clone)]
+enum Words {
+    Owned(OwnedWords),
+    Mapped(Arc<dyn RamBacking>),
+}
+
+impl Words {
+    #[inline]
+    fn get(&self) -> &[AtomicU64] {
+        match self {
+            Words::Owned(w) => w,
+            Words::Mapped(m) => m.words(),
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        (self.get().len() as u64).saturating_mul(8)
+    }
+}
+
+fn zeroed_words(bytes: u64) -> Option<OwnedWords> {
     let n = usize::try_from(bytes / 8).ok()?;
     Some((0..n).map(|_| AtomicU64::new(0)).collect())
 }
@@ -52,7 +89,7 @@ pub struct SysAlloc {
     pub bus_addr: u64,
     /// Length in bytes (the request rounded up to whole pages).
     pub len: u64,
-    words: Words,
+    words: OwnedWords,
 }
 
 impl std::fmt::Debug for SysAlloc {
@@ -101,6 +138,7 @@ impl Span {
     pub(crate) fn as_slice(&self) -> &[AtomicU64] {
         // Bounds were checked when the span was built; `get` keeps that a non-panicking fact.
         self.words
+            .get()
             .get(self.start..self.start.saturating_add(self.len))
             .unwrap_or(&[])
     }
@@ -135,6 +173,12 @@ pub struct Memory {
     vram_size: u64,
 }
 
+/// `words` cut down to whole pages (what VRAM is made of).
+fn whole_pages(words: &[AtomicU64]) -> u64 {
+    let bytes = (words.len() as u64).saturating_mul(8);
+    bytes - bytes % PAGE_SIZE
+}
+
 impl std::fmt::Debug for Memory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Memory")
@@ -147,15 +191,30 @@ impl Memory {
     /// Memory with `vram_size` bytes of VRAM (rounded down to a whole page) and no system
     /// allocations yet.
     pub fn new(vram_size: u64) -> Arc<Self> {
-        let sys = Arc::new(SystemRam {
+        Self::with_system(Self::new_system(), vram_size)
+    }
+
+    /// Memory whose VRAM is `vram` (its whole pages), for a device whose VRAM must also be
+    /// reachable by another process (a vfio-user client maps the same memfd as BAR4). No
+    /// system allocations yet.
+    pub fn with_vram(vram: Arc<dyn RamBacking>) -> Arc<Self> {
+        let vram_size = whole_pages(vram.words());
+        Arc::new(Self {
+            sys: Self::new_system(),
+            vram: Words::Mapped(vram),
+            vram_size,
+        })
+    }
+
+    fn new_system() -> Arc<SystemRam> {
+        Arc::new(SystemRam {
             map: RwLock::new(SysMap {
                 regions: BTreeMap::new(),
                 next: SYSMEM_START,
             }),
             cap: AtomicU64::new(DEFAULT_SYSTEM_CAP),
             used: AtomicU64::new(0),
-        });
-        Self::with_system(sys, vram_size)
+        })
     }
 
     /// Another device's view of the same machine: this memory's system RAM and a VRAM of
@@ -170,7 +229,7 @@ impl Memory {
         let vram_size = (vram.len() as u64).saturating_mul(8);
         Arc::new(Self {
             sys,
-            vram,
+            vram: Words::Owned(vram),
             vram_size,
         })
     }
@@ -182,16 +241,19 @@ impl Memory {
 
     /// VRAM as atomic words (BAR4, safe access).
     pub fn vram_words(&self) -> &[AtomicU64] {
-        &self.vram
+        let w = self.vram.get();
+        w.get(..usize::try_from(self.vram_size / 8).unwrap_or(0))
+            .unwrap_or(w)
     }
 
     /// Raw CPU pointer to VRAM byte 0 (BAR4 mapping). Valid while this `Memory` lives; see the
     /// module docs. `None` if there is no VRAM.
     pub fn vram_cpu_ptr(&self) -> Option<NonNull<AtomicU64>> {
-        if self.vram.is_empty() {
+        let w = self.vram_words();
+        if w.is_empty() {
             return None;
         }
-        Some(NonNull::from(&*self.vram).cast::<AtomicU64>())
+        Some(NonNull::from(w).cast::<AtomicU64>())
     }
 
     fn sys_read(&self) -> std::sync::RwLockReadGuard<'_, SysMap> {
@@ -229,11 +291,20 @@ impl Memory {
             return None;
         }
         let mut map = self.sys_write();
-        let bus_addr = map.next.checked_next_multiple_of(align)?;
-        let end = bus_addr.checked_add(len)?;
-        if end > SYSMEM_LIMIT {
-            return None;
-        }
+        let mut next = map.next;
+        // RAM mapped from elsewhere (`map_system`) may sit in the allocator's range: step past
+        // it (at most once per region, as regions do not overlap).
+        let (bus_addr, end) = loop {
+            let bus_addr = next.checked_next_multiple_of(align)?;
+            let end = bus_addr.checked_add(len)?;
+            if end > SYSMEM_LIMIT {
+                return None;
+            }
+            match overlap_end(&map.regions, bus_addr, end) {
+                Some(region_end) => next = region_end.checked_add(PAGE_SIZE)?,
+                None => break (bus_addr, end),
+            }
+        };
         // Reserve against the cap (under the map lock, so concurrent allocations cannot both
         // pass the check).
         let used = self.sys.used.load(Ordering::Relaxed);
@@ -245,7 +316,8 @@ impl Memory {
         self.sys.used.store(total, Ordering::Relaxed);
         // One unmapped guard page after each allocation.
         map.next = end.checked_add(PAGE_SIZE)?;
-        map.regions.insert(bus_addr, Arc::clone(&words));
+        map.regions
+            .insert(bus_addr, Words::Owned(Arc::clone(&words)));
         Some(SysAlloc {
             bus_addr,
             len,
@@ -258,17 +330,62 @@ impl Memory {
     /// reach the range.
     pub fn free_system(&self, bus_addr: u64) -> bool {
         let mut map = self.sys_write();
-        match map.regions.remove(&bus_addr) {
-            Some(words) => {
-                let len = (words.len() as u64).saturating_mul(8);
-                let used = self.sys.used.load(Ordering::Relaxed);
-                self.sys
-                    .used
-                    .store(used.saturating_sub(len), Ordering::Relaxed);
-                true
-            }
-            None => false,
+        if !matches!(map.regions.get(&bus_addr), Some(Words::Owned(_))) {
+            return false;
         }
+        let Some(words) = map.regions.remove(&bus_addr) else {
+            return false;
+        };
+        let used = self.sys.used.load(Ordering::Relaxed);
+        self.sys
+            .used
+            .store(used.saturating_sub(words.bytes()), Ordering::Relaxed);
+        true
+    }
+
+    /// Puts system RAM that lives elsewhere (`backing`, e.g. a VM's guest RAM shared with
+    /// this process) on the bus at `bus_addr`, for its whole length. It does not count
+    /// against the system cap (this machine did not allocate it). Returns false, mapping
+    /// nothing, if `bus_addr` is not page aligned, the backing is empty or not whole pages,
+    /// the range passes `SYSMEM_LIMIT`, or it overlaps a region already on the bus.
+    pub fn map_system(&self, bus_addr: u64, backing: Arc<dyn RamBacking>) -> bool {
+        let len = (backing.words().len() as u64).saturating_mul(8);
+        if len == 0 || !bus_addr.is_multiple_of(PAGE_SIZE) || !len.is_multiple_of(PAGE_SIZE) {
+            return false;
+        }
+        let Some(end) = bus_addr.checked_add(len) else {
+            return false;
+        };
+        if end > SYSMEM_LIMIT {
+            return false;
+        }
+        let mut map = self.sys_write();
+        if overlaps(&map.regions, bus_addr, end) {
+            return false;
+        }
+        map.regions.insert(bus_addr, Words::Mapped(backing));
+        true
+    }
+
+    /// Takes RAM put on the bus by [`Memory::map_system`] at `bus_addr` off it again. The
+    /// backing is dropped once no access holds it any more. Returns false if no mapped
+    /// region starts there (an allocation from `alloc_system` is not removed).
+    pub fn unmap_system(&self, bus_addr: u64) -> bool {
+        let mut map = self.sys_write();
+        if !matches!(map.regions.get(&bus_addr), Some(Words::Mapped(_))) {
+            return false;
+        }
+        map.regions.remove(&bus_addr).is_some()
+    }
+
+    /// Bus address and length of every region mapped with [`Memory::map_system`].
+    pub fn mapped_system(&self) -> Vec<(u64, u64)> {
+        self.sys_read()
+            .regions
+            .iter()
+            .filter(|(_, w)| matches!(w, Words::Mapped(_)))
+            .map(|(&a, w)| (a, w.bytes()))
+            .collect()
     }
 
     /// Resolves `[addr, addr + bytes)` (8-aligned, non-empty, inside one region) to a span.
@@ -284,20 +401,20 @@ impl Memory {
             }
             let start = usize::try_from((addr - VRAM_BASE) / 8).ok()?;
             return Some(Span {
-                words: Arc::clone(&self.vram),
+                words: self.vram.clone(),
                 start,
                 len,
             });
         }
         let map = self.sys_read();
         let (&base, words) = map.regions.range(..=addr).next_back()?;
-        let region_end = base.checked_add((words.len() as u64).checked_mul(8)?)?;
+        let region_end = base.checked_add(words.bytes())?;
         if end > region_end {
             return None;
         }
         let start = usize::try_from((addr - base) / 8).ok()?;
         Some(Span {
-            words: Arc::clone(words),
+            words: words.clone(),
             start,
             len,
         })
@@ -311,12 +428,12 @@ impl Memory {
         }
         if addr >= VRAM_BASE {
             let idx = usize::try_from(addr.checked_sub(VRAM_BASE)? / 8).ok()?;
-            return self.vram.get(idx).map(f);
+            return self.vram_words().get(idx).map(f);
         }
         let map = self.sys_read();
         let (&base, words) = map.regions.range(..=addr).next_back()?;
         let idx = usize::try_from((addr - base) / 8).ok()?;
-        words.get(idx).map(f)
+        words.get().get(idx).map(f)
     }
 
     /// True if `[addr, addr + bytes)` is mapped, 8-aligned and inside one region.
@@ -454,6 +571,19 @@ impl Memory {
     }
 }
 
+/// The end of the last region of `regions` that overlaps `[start, end)`, if any.
+fn overlap_end(regions: &BTreeMap<u64, Words>, start: u64, end: u64) -> Option<u64> {
+    // The last region starting before `end` is the only one that can reach into the range.
+    let (&base, w) = regions.range(..end).next_back()?;
+    let region_end = base.saturating_add(w.bytes());
+    (region_end > start).then_some(region_end)
+}
+
+/// Whether `[start, end)` overlaps a region of `regions`.
+fn overlaps(regions: &BTreeMap<u64, Words>, start: u64, end: u64) -> bool {
+    overlap_end(regions, start, end).is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -526,5 +656,62 @@ mod tests {
         assert_eq!(m.fetch_max(a, 9, Ordering::AcqRel), Some(0));
         assert_eq!(m.fetch_max(a, 3, Ordering::AcqRel), Some(9));
         assert_eq!(m.read_words(a, 1).unwrap(), vec![9]);
+    }
+
+    /// RAM shared from elsewhere, here a plain vector standing in for a shared mapping.
+    struct Shared(Vec<AtomicU64>);
+
+    impl RamBacking for Shared {
+        fn words(&self) -> &[AtomicU64] {
+            &self.0
+        }
+    }
+
+    fn shared(bytes: u64) -> Arc<Shared> {
+        Arc::new(Shared((0..bytes / 8).map(|_| AtomicU64::new(0)).collect()))
+    }
+
+    #[test]
+    fn issue_16_external_ram_is_on_the_bus_until_unmapped() {
+        let m = Memory::new(0);
+        let ram = shared(2 * PAGE_SIZE);
+        assert!(!m.map_system(0x1_0001, ram.clone()), "unaligned address");
+        assert!(m.map_system(0, ram.clone()), "guest RAM may start at 0");
+        assert!(!m.map_system(PAGE_SIZE, shared(PAGE_SIZE)), "overlap");
+        assert!(!m.map_system(SYSMEM_LIMIT - PAGE_SIZE, shared(2 * PAGE_SIZE)));
+        m.write_u64(PAGE_SIZE + 8, 42).unwrap();
+        assert_eq!(
+            ram.0[(PAGE_SIZE / 8 + 1) as usize].load(Ordering::Relaxed),
+            42
+        );
+        assert!(m.read_u64(2 * PAGE_SIZE).is_none(), "past the region");
+        assert_eq!(m.system_used(), 0, "not this machine's allocation");
+        assert_eq!(m.mapped_system(), vec![(0, 2 * PAGE_SIZE)]);
+        assert!(!m.free_system(0), "free_system is for allocations only");
+        assert!(m.unmap_system(0));
+        assert!(m.read_u64(8).is_none());
+        // The allocator steps around mapped RAM that sits in its range.
+        assert!(m.map_system(SYSMEM_START, shared(PAGE_SIZE)));
+        let a = m.alloc_system(PAGE_SIZE, 8).unwrap();
+        assert!(a.bus_addr >= SYSMEM_START + PAGE_SIZE || a.bus_addr + a.len <= SYSMEM_START);
+        assert!(
+            !m.unmap_system(a.bus_addr),
+            "unmap_system leaves allocations alone"
+        );
+    }
+
+    #[test]
+    fn issue_16_external_vram_is_whole_pages() {
+        let v = Arc::new(Shared(
+            (0..(PAGE_SIZE + 64) / 8)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        ));
+        let m = Memory::with_vram(v.clone());
+        assert_eq!(m.vram_size(), PAGE_SIZE);
+        assert_eq!(m.vram_words().len() as u64, PAGE_SIZE / 8);
+        m.write_u64(VRAM_BASE + 16, 7).unwrap();
+        assert_eq!(v.0[2].load(Ordering::Relaxed), 7);
+        assert!(m.read_u64(VRAM_BASE + PAGE_SIZE).is_none());
     }
 }

@@ -1,0 +1,521 @@
+//! The vfio-user backend: the rvgpu function's regions, DMA and interrupts
+//! (docs/hardware.md, "PCI front end (vfio-user)").
+//!
+//! Regions (vfio PCI indexes): 0 = BAR0 registers through the device's [`MmioBus`]; 2 = BAR2
+//! doorbells; 4 = BAR4 VRAM, a memfd the client may mmap (the same memory the device's
+//! [`Memory`] uses as VRAM); 7 = configuration space ([`ConfigSpace`]). 1, 3, 5 (upper halves
+//! of the 64-bit BARs), 6 (ROM) and 8 (VGA) have size 0.
+//!
+//! Accesses a bus would not complete are answered as PCI does: a read returns all-ones and a
+//! write is dropped. That covers offsets past a region's end, registers read with a width
+//! other than 4 or 8 bytes or at an offset not a multiple of the width, doorbell writes that
+//! are not a 4- or 8-byte write at a page's offset 0, and every access to a size-0 region.
+//! A region index past 8 is a protocol error (the server's error reply).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io;
+use std::sync::{Arc, Mutex};
+
+use rvgpu_device::{Device, DeviceConfig, Memory, Mode};
+use rvgpu_hw::addr::{SYSMEM_LIMIT, VRAM_BASE};
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::PAGE_SIZE;
+use vfio_bindings::bindings::vfio::{
+    vfio_region_info, vfio_region_sparse_mmap_area, VFIO_DMA_UNMAP_FLAG_ALL,
+    VFIO_IRQ_INFO_AUTOMASKED, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_INFO_MASKABLE,
+    VFIO_IRQ_INFO_NORESIZE, VFIO_IRQ_SET_ACTION_MASK, VFIO_IRQ_SET_ACTION_TRIGGER,
+    VFIO_IRQ_SET_ACTION_TYPE_MASK, VFIO_IRQ_SET_ACTION_UNMASK, VFIO_IRQ_SET_DATA_EVENTFD,
+    VFIO_IRQ_SET_DATA_NONE, VFIO_IRQ_SET_DATA_TYPE_MASK, VFIO_REGION_INFO_FLAG_MMAP,
+    VFIO_REGION_INFO_FLAG_READ, VFIO_REGION_INFO_FLAG_WRITE,
+};
+use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, ServerBackend, ServerRegion, SparseArea};
+
+use crate::irq::IrqRouter;
+use crate::pci::{Bars, ConfigSpace, CONFIG_SIZE};
+use crate::shm::{Mapping, Memfd};
+
+/// vfio PCI region indexes used here.
+pub mod region {
+    pub const BAR0: u32 = 0;
+    pub const BAR2: u32 = 2;
+    pub const BAR4: u32 = 4;
+    pub const CONFIG: u32 = 7;
+    /// Regions the server declares (0..=8: six BARs, ROM, config, VGA).
+    pub const COUNT: u32 = 9;
+}
+
+/// vfio PCI interrupt indexes.
+pub mod irq_index {
+    pub const INTX: u32 = 0;
+    pub const MSI: u32 = 1;
+    /// Indexes the server declares (INTx, MSI, MSI-X, ERR, REQ; the last three with count 0).
+    pub const COUNT: u32 = 5;
+}
+
+/// `RVGPU_VFU_TRACE=1`: log interrupt setup and config-space writes (bring-up debugging).
+fn trace() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("RVGPU_VFU_TRACE").is_some_and(|v| v == "1"))
+}
+
+fn invalid(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, what.to_string())
+}
+
+/// What the test side (or a log) can see of the served device without going through the
+/// protocol: the device currently powered on, its memory, and the interrupt router.
+#[derive(Clone, Debug)]
+pub struct Probe {
+    device: Arc<Mutex<Arc<Device>>>,
+    mem: Arc<Memory>,
+    irq: Arc<IrqRouter>,
+}
+
+impl Probe {
+    /// The device instance now serving (a new one after each reset or reconnect).
+    pub fn device(&self) -> Arc<Device> {
+        Arc::clone(&self.device.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Guest RAM regions on the device's bus: `(bus address, bytes)` (none while the
+    /// command register's bus-master bit is clear).
+    pub fn dma_regions(&self) -> Vec<(u64, u64)> {
+        self.mem.mapped_system()
+    }
+
+    /// Interrupts delivered to the client's eventfds so far.
+    pub fn interrupts_delivered(&self) -> u64 {
+        self.irq.delivered()
+    }
+}
+
+/// The rvgpu function behind a vfio-user server.
+pub struct Backend {
+    cfg: DeviceConfig,
+    vram: Memfd,
+    mem: Arc<Memory>,
+    irq: Arc<IrqRouter>,
+    device: Arc<Mutex<Arc<Device>>>,
+    config: ConfigSpace,
+    bars: Bars,
+    /// The client's guest RAM (DMA_MAP with a descriptor) by bus address. It is on the
+    /// device's bus only while the command register's bus-master bit is set
+    /// (`on_bus`): a function without bus mastering cannot reach memory.
+    guest_ram: BTreeMap<u64, Arc<Mapping>>,
+    on_bus: bool,
+    /// DMA_MAP requests of this session left unreachable (no descriptor, or not read/write):
+    /// QEMU also maps ROMs and other devices' BARs, which the GPU has no business reaching.
+    unreachable_maps: u64,
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend")
+            .field("bars", &self.bars)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Backend {
+    /// A powered-on function for `cfg` (always threaded: the CMP runs beside the server).
+    /// VRAM is a memfd of `cfg.vram_size` bytes (whole pages).
+    pub fn new(mut cfg: DeviceConfig) -> io::Result<Self> {
+        cfg.mode = Mode::Threaded;
+        cfg.vram_size -= cfg.vram_size % PAGE_SIZE;
+        let vram = Memfd::new("rvgpu-vram", cfg.vram_size)?;
+        let mem = if cfg.vram_size == 0 {
+            Memory::new(0)
+        } else {
+            Memory::with_vram(Arc::new(vram.map()?))
+        };
+        let irq = IrqRouter::new();
+        let device = Device::new(cfg.clone(), Arc::clone(&mem), irq.clone());
+        device.start();
+        let bars = Bars::new(device.config().doorbells, mem.vram_size());
+        Ok(Self {
+            config: ConfigSpace::new(bars),
+            bars,
+            cfg,
+            vram,
+            mem,
+            irq,
+            device: Arc::new(Mutex::new(device)),
+            guest_ram: BTreeMap::new(),
+            on_bus: false,
+            unreachable_maps: 0,
+        })
+    }
+
+    /// A handle for looking at the served device from outside the protocol.
+    pub fn probe(&self) -> Probe {
+        Probe {
+            device: Arc::clone(&self.device),
+            mem: Arc::clone(&self.mem),
+            irq: Arc::clone(&self.irq),
+        }
+    }
+
+    fn dev(&self) -> Arc<Device> {
+        Arc::clone(&self.device.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Power-on reset of the function: a new device instance (registers, queues, engines at
+    /// their reset values), configuration space at power-on values. Guest RAM mappings and
+    /// eventfds stay (they belong to the client's setup, not to the function's state); VRAM
+    /// keeps its contents, as an adapter reset does.
+    fn power_cycle(&mut self) {
+        {
+            let mut slot = self.device.lock().unwrap_or_else(|e| e.into_inner());
+            // The old CMP thread stops before the new device exists, so the two never drive
+            // the line at once.
+            slot.stop();
+            self.irq.reset();
+            let device = Device::new(self.cfg.clone(), Arc::clone(&self.mem), self.irq.clone());
+            device.start();
+            *slot = device;
+        }
+        self.config = ConfigSpace::new(self.bars);
+        self.follow_bus_master();
+    }
+
+    /// Puts the guest RAM on the device's bus or takes it off, as the bus-master bit says.
+    fn follow_bus_master(&mut self) {
+        let want = self.config.bus_master();
+        if want == self.on_bus {
+            return;
+        }
+        for (&addr, ram) in &self.guest_ram {
+            if want {
+                // Cannot overlap: `dma_map` keeps the guest RAM regions disjoint.
+                let backing: Arc<dyn rvgpu_device::RamBacking> = ram.clone();
+                self.mem.map_system(addr, backing);
+            } else {
+                self.mem.unmap_system(addr);
+            }
+        }
+        self.on_bus = want;
+    }
+
+    /// The client went away: forget its guest RAM and eventfds, clear VRAM (the next client
+    /// is another VM) and power the function on afresh.
+    pub fn disconnect(&mut self) {
+        self.dev().stop();
+        for (addr, _) in self.mem.mapped_system() {
+            self.mem.unmap_system(addr);
+        }
+        self.guest_ram.clear();
+        self.on_bus = false;
+        self.irq.disconnect();
+        if let Err(e) = self.vram.zero() {
+            eprintln!("rvgpu-vfu: clearing VRAM failed: {e}");
+        }
+        if self.unreachable_maps != 0 {
+            eprintln!(
+                "rvgpu-vfu: {} DMA_MAP requests without a descriptor or not read/write were left unreachable",
+                self.unreachable_maps
+            );
+            self.unreachable_maps = 0;
+        }
+        self.power_cycle();
+    }
+
+    /// The regions to declare to the server, indexes 0..=8.
+    pub fn regions(&self) -> Vec<ServerRegion> {
+        let rw = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
+        (0..region::COUNT)
+            .map(|index| {
+                let (size, flags) = match index {
+                    region::BAR0 => (self.bars.mmio, rw),
+                    region::BAR2 => (self.bars.doorbell, rw),
+                    region::BAR4 if !self.vram.is_empty() => {
+                        (self.bars.vram, rw | VFIO_REGION_INFO_FLAG_MMAP)
+                    }
+                    region::CONFIG => (CONFIG_SIZE as u64, rw),
+                    _ => (0, 0),
+                };
+                let mmap = flags & VFIO_REGION_INFO_FLAG_MMAP != 0;
+                ServerRegion {
+                    region_info: vfio_region_info {
+                        argsz: std::mem::size_of::<vfio_region_info>() as u32,
+                        flags,
+                        index,
+                        cap_offset: 0,
+                        size,
+                        offset: 0,
+                    },
+                    // The mmap-able part of BAR4 is VRAM itself (the BAR may be larger: it is
+                    // a power of two). The server sends the descriptor only with this list.
+                    sparse_areas: if mmap {
+                        vec![SparseArea {
+                            area: vfio_region_sparse_mmap_area {
+                                offset: 0,
+                                size: self.vram.len(),
+                            },
+                        }]
+                    } else {
+                        Vec::new()
+                    },
+                    mmap_fd: mmap.then(|| self.vram.raw_fd()),
+                }
+            })
+            .collect()
+    }
+
+    /// The interrupt indexes to declare: INTx (maskable, automasked), MSI (one vector), and
+    /// MSI-X, ERR and REQ with no vectors (QEMU expects the first three indexes to exist).
+    pub fn irqs() -> Vec<IrqInfo> {
+        (0..irq_index::COUNT)
+            .map(|index| {
+                let (flags, count) = match index {
+                    irq_index::INTX => (
+                        VFIO_IRQ_INFO_EVENTFD | VFIO_IRQ_INFO_MASKABLE | VFIO_IRQ_INFO_AUTOMASKED,
+                        1,
+                    ),
+                    irq_index::MSI => (VFIO_IRQ_INFO_EVENTFD | VFIO_IRQ_INFO_NORESIZE, 1),
+                    _ => (0, 0),
+                };
+                IrqInfo {
+                    index,
+                    flags,
+                    count,
+                }
+            })
+            .collect()
+    }
+
+    fn mmio_read(&self, offset: u64, data: &mut [u8]) {
+        let dev = self.dev();
+        let Some(off) = reg_offset(offset, data.len(), self.bars.mmio) else {
+            return;
+        };
+        match data.len() {
+            4 => data.copy_from_slice(&dev.read32(off).to_le_bytes()),
+            8 => data.copy_from_slice(&dev.read64(off).to_le_bytes()),
+            _ => {}
+        }
+    }
+
+    fn mmio_write(&self, offset: u64, data: &[u8]) {
+        let dev = self.dev();
+        let Some(off) = reg_offset(offset, data.len(), self.bars.mmio) else {
+            return;
+        };
+        if let Ok(b) = <[u8; 4]>::try_from(data) {
+            dev.write32(off, u32::from_le_bytes(b));
+        } else if let Ok(b) = <[u8; 8]>::try_from(data) {
+            dev.write64(off, u64::from_le_bytes(b));
+        }
+    }
+
+    fn doorbell_write(&self, offset: u64, data: &[u8]) {
+        if reg_offset(offset, data.len(), self.bars.doorbell).is_none()
+            || !offset.is_multiple_of(PAGE_SIZE)
+        {
+            return;
+        }
+        let value = match <[u8; 8]>::try_from(data) {
+            Ok(b) => u64::from_le_bytes(b),
+            Err(_) => match <[u8; 4]>::try_from(data) {
+                Ok(b) => u64::from(u32::from_le_bytes(b)),
+                Err(_) => return,
+            },
+        };
+        // Pages past CONFIG.doorbells are inside the (power-of-two) BAR; the device ignores
+        // rings on them.
+        if let Ok(page) = u32::try_from(offset / PAGE_SIZE) {
+            self.dev().doorbell_write(page, value);
+        }
+    }
+
+    fn vram_range(&self, offset: u64, len: usize) -> Option<u64> {
+        let end = offset.checked_add(u64::try_from(len).ok()?)?;
+        (end <= self.mem.vram_size()).then_some(VRAM_BASE.checked_add(offset)?)
+    }
+}
+
+/// The register offset of a `len`-byte access at `offset` in a BAR of `size` bytes, if it is
+/// one the device decodes: 4 or 8 bytes, aligned to its width, inside the BAR.
+fn reg_offset(offset: u64, len: usize, size: u64) -> Option<usize> {
+    let width = u64::try_from(len).ok()?;
+    if !(width == 4 || width == 8) || !offset.is_multiple_of(width) {
+        return None;
+    }
+    if offset.checked_add(width)? > size {
+        return None;
+    }
+    usize::try_from(offset).ok()
+}
+
+impl ServerBackend for Backend {
+    fn region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> io::Result<()> {
+        // Anything not completed below reads as all-ones (a PCI master abort).
+        data.fill(0xFF);
+        match region {
+            region::BAR0 => self.mmio_read(offset, data),
+            // Doorbell pages read 0 (hardware.md M3).
+            region::BAR2 if reg_offset(offset, data.len(), self.bars.doorbell).is_some() => {
+                data.fill(0);
+            }
+            region::BAR4 => {
+                if let Some(addr) = self.vram_range(offset, data.len()) {
+                    if self.mem.read_bytes(addr, data).is_none() {
+                        data.fill(0xFF);
+                    }
+                }
+            }
+            region::CONFIG => {
+                let level = self.irq.level();
+                self.config.read(offset, data, level);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> io::Result<()> {
+        match region {
+            region::BAR0 => self.mmio_write(offset, data),
+            region::BAR2 => self.doorbell_write(offset, data),
+            region::BAR4 => {
+                if let Some(addr) = self.vram_range(offset, data.len()) {
+                    let _ = self.mem.write_bytes(addr, data);
+                }
+            }
+            region::CONFIG if self.config.write(offset, data) => {
+                if trace() {
+                    eprintln!("rvgpu-vfu: config write {offset:#x} {data:02x?}");
+                }
+                self.irq.set_intx_disabled(self.config.intx_disabled());
+                self.follow_bus_master();
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn dma_map(
+        &mut self,
+        flags: DmaMapFlags,
+        offset: u64,
+        address: u64,
+        size: u64,
+        fd: Option<File>,
+    ) -> io::Result<()> {
+        // Without a descriptor the memory could only be reached with DMA_READ/DMA_WRITE
+        // messages, which this server (and the vfio_user crate) does not have; a read-only
+        // region is no place for a device that writes wherever its driver points it. Both are
+        // accepted and left unreachable: a device access there faults with BadAddress, as
+        // behind an IOMMU without that mapping. Failing the map would fail the VM instead.
+        let Some(fd) = fd.filter(|_| flags.contains(DmaMapFlags::READ_WRITE)) else {
+            self.unreachable_maps += 1;
+            return Ok(());
+        };
+        let end = address.checked_add(size).filter(|&e| e <= SYSMEM_LIMIT);
+        let overlaps = |end: u64| {
+            self.guest_ram
+                .range(..end)
+                .next_back()
+                .is_some_and(|(&a, m)| a.saturating_add(m.len() as u64) > address)
+        };
+        match end {
+            Some(end) if address.is_multiple_of(PAGE_SIZE) && !overlaps(end) => {}
+            _ => {
+                return Err(invalid(
+                    "DMA_MAP range unaligned, outside the bus or overlapping a mapping",
+                ))
+            }
+        }
+        let mapping = Arc::new(Mapping::new(&fd, offset, size)?);
+        if self.on_bus {
+            let backing: Arc<dyn rvgpu_device::RamBacking> = mapping.clone();
+            if !self.mem.map_system(address, backing) {
+                return Err(invalid("DMA_MAP range refused by the bus"));
+            }
+        }
+        self.guest_ram.insert(address, mapping);
+        eprintln!("rvgpu-vfu: guest RAM {address:#x}+{size:#x} on the device's bus");
+        Ok(())
+    }
+
+    fn dma_unmap(&mut self, flags: DmaUnmapFlags, address: u64, size: u64) -> io::Result<()> {
+        let all = flags.bits() & VFIO_DMA_UNMAP_FLAG_ALL != 0;
+        let end = address.saturating_add(size);
+        let gone: Vec<u64> = self
+            .guest_ram
+            .iter()
+            .filter(|(&base, m)| {
+                all || (base >= address && base.saturating_add(m.len() as u64) <= end)
+            })
+            .map(|(&base, _)| base)
+            .collect();
+        for base in gone {
+            self.guest_ram.remove(&base);
+            self.mem.unmap_system(base);
+        }
+        Ok(())
+    }
+
+    fn reset(&mut self) -> io::Result<()> {
+        self.power_cycle();
+        Ok(())
+    }
+
+    fn set_irqs(
+        &mut self,
+        index: u32,
+        flags: u32,
+        start: u32,
+        count: u32,
+        fds: Vec<File>,
+    ) -> io::Result<()> {
+        let data = flags & VFIO_IRQ_SET_DATA_TYPE_MASK;
+        let action = flags & VFIO_IRQ_SET_ACTION_TYPE_MASK;
+        if trace() {
+            eprintln!(
+                "rvgpu-vfu: SET_IRQS index {index} flags {flags:#x} start {start} count {count} fds {}",
+                fds.len()
+            );
+        }
+        let msi = match index {
+            irq_index::INTX => false,
+            irq_index::MSI => true,
+            // No vectors: only "disable all" (count 0) is meaningful.
+            _ if count == 0 => return Ok(()),
+            _ => return Err(invalid("interrupt index has no vectors")),
+        };
+        if start != 0 || count > 1 {
+            return Err(invalid("vector outside 0..1"));
+        }
+        match (action, data) {
+            (VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD) => {
+                let mut fds = fds.into_iter();
+                let fd = if count == 1 { fds.next() } else { None };
+                if count == 1 && fd.is_none() {
+                    return Err(invalid("eventfd missing"));
+                }
+                if msi {
+                    self.irq.set_msi(fd);
+                } else {
+                    self.irq.set_intx(fd);
+                }
+            }
+            (VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_NONE) => {
+                if count == 0 {
+                    if msi {
+                        self.irq.set_msi(None);
+                    } else {
+                        self.irq.set_intx(None);
+                    }
+                } else if !self.irq.fire(msi) {
+                    return Err(invalid("no eventfd to trigger"));
+                }
+            }
+            (VFIO_IRQ_SET_ACTION_UNMASK, VFIO_IRQ_SET_DATA_NONE) if !msi => self.irq.unmask_intx(),
+            (VFIO_IRQ_SET_ACTION_MASK, VFIO_IRQ_SET_DATA_NONE) if !msi => self.irq.mask_intx(),
+            // An unmask eventfd (KVM's resampling) and masking MSI are not supported.
+            _ => return Err(invalid("unsupported SET_IRQS action")),
+        }
+        Ok(())
+    }
+}

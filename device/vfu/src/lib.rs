@@ -1,0 +1,22 @@
+//! rvgpu-vfu: the emulated rvgpu (`rvgpu-device`) as a PCI function of a virtual machine,
+//! served over vfio-user (QEMU's `vfio-user-pci` device) with rust-vmm's `vfio_user` crate.
+//!
+//! - [`pci`]: configuration space (IDs, class, BARs and their sizing, INTA, MSI and PCI
+//!   Express capabilities);
+//! - [`backend`]: the regions (BAR0 registers through the device's `MmioBus`, BAR2 doorbells,
+//!   BAR4 VRAM as a shared memfd), DMA into the client's guest RAM, interrupts;
+//! - [`irq`]: the device's level-triggered line delivered through the client's eventfds
+//!   (INTx with vfio's mask/unmask protocol, or MSI);
+//! - [`shm`]: the memfd and the shared mappings behind VRAM and guest RAM;
+//! - [`server`]: the blocking loop, one client at a time, device reset between clients.
+//!
+//! The contract is docs/hardware.md, "PCI front end (vfio-user)".
+
+pub mod backend;
+pub mod irq;
+pub mod pci;
+pub mod server;
+pub mod shm;
+
+pub use backend::{Backend, Probe};
+pub use server::{SessionEnd, VfuServer};
