@@ -164,10 +164,12 @@ pub struct QueueIds {
 /// Words of the id bitmap.
 const ID_WORDS: usize = QUEUE_ID_LIMIT as usize / 64;
 
-/// Queue ids are below this: what the runlists of four engines hold (node rings included),
-/// well under `NO_QUEUE`, and small enough that a table indexed by queue id (the ISR's queue
-/// lookup for log-based fence reports, docs/logs.md) stays 128 KiB.
-pub const QUEUE_ID_LIMIT: u32 = 4 * rvgpu_hw::queue::RUNLIST_MAX;
+/// Queue ids are below this: one engine's full runlist (node rings included), well under
+/// `NO_QUEUE`. The id bitmap lives inside the scheduler state, which DDIs move and keep on
+/// the kernel stack: 16,384 ids (a 2 KiB bitmap) pushed `DxgkDdiStopDevice`'s frame past a
+/// page (a `__chkstk` probe, which a driver image does not link), so the adapter's queues
+/// share these 4,096 ids.
+pub const QUEUE_ID_LIMIT: u32 = rvgpu_hw::queue::RUNLIST_MAX;
 
 impl Default for QueueIds {
     fn default() -> Self {
