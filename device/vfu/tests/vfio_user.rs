@@ -186,6 +186,20 @@ const QUEUE_ID: u32 = 7;
 
 /// What a KMD does at start, over the protocol: guest RAM mapped for DMA, a window over it,
 /// event ring, interrupts, one queue on engine 0 with doorbell page 0.
+/// An eventfd the server signals on INTx (SET_IRQS, trigger).
+fn intx_eventfd(c: &mut Client) -> File {
+    let efd = eventfd();
+    c.set_irqs(
+        irq_index::INTX,
+        ACTION_TRIGGER | DATA_EVENTFD,
+        0,
+        1,
+        &[efd.as_raw_fd()],
+    )
+    .unwrap();
+    efd
+}
+
 fn bring_up(c: &mut Client, ram: &GuestRam) {
     c.dma_map(0, GUEST_BASE, GUEST_SIZE, ram.fd.raw_fd())
         .unwrap();
@@ -344,15 +358,7 @@ fn issue_16_ring_in_guest_ram_runs_and_raises_the_intx_eventfd() {
     let h = Harness::start(1);
     let mut c = h.client();
     let ram = GuestRam::new();
-    let efd = eventfd();
-    c.set_irqs(
-        irq_index::INTX,
-        ACTION_TRIGGER | DATA_EVENTFD,
-        0,
-        1,
-        &[efd.as_raw_fd()],
-    )
-    .unwrap();
+    let efd = intx_eventfd(&mut c);
     bring_up(&mut c, &ram);
     assert_eq!(h.probe.dma_regions(), [(GUEST_BASE, GUEST_SIZE)]);
 
@@ -419,15 +425,7 @@ fn issue_16_intx_stays_masked_until_unmask_and_obeys_intx_disable() {
     let h = Harness::start(1);
     let mut c = h.client();
     let ram = GuestRam::new();
-    let efd = eventfd();
-    c.set_irqs(
-        irq_index::INTX,
-        ACTION_TRIGGER | DATA_EVENTFD,
-        0,
-        1,
-        &[efd.as_raw_fd()],
-    )
-    .unwrap();
+    let efd = intx_eventfd(&mut c);
     bring_up(&mut c, &ram);
     let mut wptr = 0;
     let w = push(
@@ -659,15 +657,7 @@ fn issue_16_disconnect_resets_the_device_and_a_new_client_is_served() {
     let ram = GuestRam::new();
     let first = {
         let mut c = h.client();
-        let efd = eventfd();
-        c.set_irqs(
-            irq_index::INTX,
-            ACTION_TRIGGER | DATA_EVENTFD,
-            0,
-            1,
-            &[efd.as_raw_fd()],
-        )
-        .unwrap();
+        let efd = intx_eventfd(&mut c);
         bring_up(&mut c, &ram);
         set_reg(&mut c, regs::SCRATCH, 0xABCD);
         w64(&mut c, region::BAR4, 0, 0x5EC2E7);
@@ -707,15 +697,7 @@ fn issue_16_disconnect_resets_the_device_and_a_new_client_is_served() {
         "no runlist"
     );
     // The new client can bring the device up again on the same guest RAM.
-    let efd = eventfd();
-    c.set_irqs(
-        irq_index::INTX,
-        ACTION_TRIGGER | DATA_EVENTFD,
-        0,
-        1,
-        &[efd.as_raw_fd()],
-    )
-    .unwrap();
+    let efd = intx_eventfd(&mut c);
     ram.write(RING_CONTROL, 0);
     ram.write(RING_CONTROL + RingControl::READ_PTR, 0);
     bring_up(&mut c, &ram);
