@@ -257,6 +257,12 @@ fn push(ram: &GuestRam, wptr: &mut u64, cmd: Command) -> u64 {
     *wptr
 }
 
+/// Queues `PROGRESS(value)` with an interrupt and rings doorbell page 0 through BAR2.
+fn ring_progress(c: &mut Client, ram: &GuestRam, wptr: &mut u64, value: u64) {
+    let w = push(ram, wptr, Command::Progress { irq: true, value });
+    w64(c, region::BAR2, 0, w);
+}
+
 /// The ISR over the protocol: status, ack, drain to WPTR. Returns (status, records).
 fn isr(c: &mut Client, ram: &GuestRam, rptr: &mut u32) -> (u32, Vec<EventRecord>) {
     let status = reg(c, regs::INT_STATUS);
@@ -364,22 +370,14 @@ fn issue_16_ring_in_guest_ram_runs_and_raises_the_intx_eventfd() {
 
     // User-mode path: the ring in guest RAM, then a doorbell write to BAR2 page 0.
     let mut wptr = 0;
-    let w = push(
-        &ram,
-        &mut wptr,
-        Command::Progress {
-            irq: true,
-            value: 0x1111,
-        },
-    );
-    w64(&mut c, region::BAR2, 0, w);
+    ring_progress(&mut c, &ram, &mut wptr, 0x1111);
     assert_eq!(wait_eventfd(&efd), 1, "INTx eventfd signalled once");
     assert_eq!(
         ram.read(PROGRESS),
         0x1111,
         "the device wrote PROGRESS into guest RAM"
     );
-    assert_eq!(ram.read(RING_CONTROL + RingControl::READ_PTR), w);
+    assert_eq!(ram.read(RING_CONTROL + RingControl::READ_PTR), wptr);
     // Status bit 3 shows the pending INTx until the ISR acknowledges it.
     assert_ne!(r32(&mut c, region::CONFIG, 0x04) & (1 << 19), 0);
     let mut rptr = 0;
@@ -428,26 +426,10 @@ fn issue_16_intx_stays_masked_until_unmask_and_obeys_intx_disable() {
     let efd = intx_eventfd(&mut c);
     bring_up(&mut c, &ram);
     let mut wptr = 0;
-    let w = push(
-        &ram,
-        &mut wptr,
-        Command::Progress {
-            irq: true,
-            value: 1,
-        },
-    );
-    w64(&mut c, region::BAR2, 0, w);
+    ring_progress(&mut c, &ram, &mut wptr, 1);
     assert_eq!(wait_eventfd(&efd), 1);
     // No ack and no unmask: the line stays high while more work raises more causes.
-    let w = push(
-        &ram,
-        &mut wptr,
-        Command::Progress {
-            irq: true,
-            value: 2,
-        },
-    );
-    w64(&mut c, region::BAR2, 0, w);
+    ring_progress(&mut c, &ram, &mut wptr, 2);
     while ram.read(PROGRESS) != 2 {
         std::thread::yield_now();
     }
@@ -504,15 +486,7 @@ fn issue_16_msi_eventfd_takes_over_from_intx() {
     let mut wptr = 0;
     let mut rptr = 0;
     for v in 1..=2 {
-        let w = push(
-            &ram,
-            &mut wptr,
-            Command::Progress {
-                irq: true,
-                value: v,
-            },
-        );
-        w64(&mut c, region::BAR2, 0, w);
+        ring_progress(&mut c, &ram, &mut wptr, v);
         assert_eq!(wait_eventfd(&msi), 1, "one message per rising edge");
         let _ = isr(&mut c, &ram, &mut rptr);
     }
@@ -662,15 +636,7 @@ fn issue_16_disconnect_resets_the_device_and_a_new_client_is_served() {
         set_reg(&mut c, regs::SCRATCH, 0xABCD);
         w64(&mut c, region::BAR4, 0, 0x5EC2E7);
         let mut wptr = 0;
-        let w = push(
-            &ram,
-            &mut wptr,
-            Command::Progress {
-                irq: true,
-                value: 9,
-            },
-        );
-        w64(&mut c, region::BAR2, 0, w);
+        ring_progress(&mut c, &ram, &mut wptr, 9);
         assert_eq!(wait_eventfd(&efd), 1);
         c.shutdown().unwrap();
         h.probe.device()
@@ -702,15 +668,7 @@ fn issue_16_disconnect_resets_the_device_and_a_new_client_is_served() {
     ram.write(RING_CONTROL + RingControl::READ_PTR, 0);
     bring_up(&mut c, &ram);
     let mut wptr = 0;
-    let w = push(
-        &ram,
-        &mut wptr,
-        Command::Progress {
-            irq: true,
-            value: 10,
-        },
-    );
-    w64(&mut c, region::BAR2, 0, w);
+    ring_progress(&mut c, &ram, &mut wptr, 10);
     assert_eq!(wait_eventfd(&efd), 1);
     assert_eq!(ram.read(PROGRESS), 10);
     drop(c);
