@@ -32,7 +32,6 @@ mod common;
 
 use common::*;
 use rvgpu_hw::cmd::Command;
-use rvgpu_hw::pdd::{DoorbellPdd, DOORBELL_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::kmt::{SimDoorbell, SimMem};
@@ -40,7 +39,6 @@ use rvgpu_simos::{Machine, Mode, UmsEvent};
 use rvgpu_umd::kmt::{AllocationCpu, DoorbellCpu};
 use rvgpu_umd::kmt::{Kmt, KmtHandle};
 use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, UserQueue};
-use zerocopy::IntoBytes;
 
 const CHUNK: u64 = 128;
 const QUEUES: usize = 64;
@@ -180,18 +178,7 @@ fn main() {
             let words = &words[..n + pw - 1];
             let q = raw_queue(&m, &k);
             okk(&m, k.destroy_doorbell(q.doorbell));
-            let mut pdd = DoorbellPdd {
-                magic: PDD_MAGIC,
-                version: DOORBELL_PDD_VERSION,
-                ring_gpu: q.ring.gpu_va,
-                ring_control_gpu: q.control.gpu_va,
-                ring_size: 4096,
-                ..Default::default()
-            };
-            let db = okk(
-                &m,
-                k.create_doorbell(q.queue, q.ring.handle, q.control.handle, pdd.as_mut_bytes()),
-            );
+            let (db, pdd) = create_doorbell_pdd(&m, &k, &q);
             okk(&m, k.connect_doorbell(db.handle));
             // The KMD says what the doorbell is rung with (0: the write pointer).
             let ring_word = (pdd.ring_value != 0).then_some(u64::from(pdd.queue_id));

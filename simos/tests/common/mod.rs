@@ -18,9 +18,9 @@ use rvgpu_hw::pdd::{
     DoorbellPdd, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
 };
 use rvgpu_hw::queue::RingControl;
-use rvgpu_simos::kmt::{SimKmt, SimMem};
+use rvgpu_simos::kmt::{SimDoorbell, SimKmt, SimMem};
 use rvgpu_simos::{AdapterConfig, Machine, MachineConfig, Mode, SimError};
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, KmtHandle};
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, Doorbell, Kmt, KmtHandle};
 use rvgpu_umd::submit::QueueConfig;
 use zerocopy::IntoBytes;
 
@@ -130,6 +130,16 @@ pub struct RawQueue {
 
 /// A doorbell for `q`'s ring (4 KiB) and ring control.
 pub fn create_doorbell(m: &Machine, k: &SimKmt<'_>, q: &RawQueue) -> KmtHandle {
+    create_doorbell_pdd(m, k, q).0.handle
+}
+
+/// [`create_doorbell`], returning the doorbell's CPU pages and the private data as the KMD
+/// left it (what the doorbell is rung with).
+pub fn create_doorbell_pdd(
+    m: &Machine,
+    k: &SimKmt<'_>,
+    q: &RawQueue,
+) -> (Doorbell<SimDoorbell>, DoorbellPdd) {
     let mut pdd = DoorbellPdd {
         magic: PDD_MAGIC,
         version: DOORBELL_PDD_VERSION,
@@ -138,11 +148,11 @@ pub fn create_doorbell(m: &Machine, k: &SimKmt<'_>, q: &RawQueue) -> KmtHandle {
         ring_size: 4096,
         ..Default::default()
     };
-    okk(
+    let db = okk(
         m,
         k.create_doorbell(q.queue, q.ring.handle, q.control.handle, pdd.as_mut_bytes()),
-    )
-    .handle
+    );
+    (db, pdd)
 }
 
 /// A context on node 0 with a user-mode queue, its ring and ring control, and a doorbell.
