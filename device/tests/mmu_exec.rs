@@ -25,6 +25,8 @@ const RING_VA: u64 = 0x5000_0000_0000;
 const RC_VA: u64 = RING_VA + 0x1000;
 /// Data pages, in the same leaf table as the ring (an unmapped VA there faults at level 0).
 const DATA_VA: u64 = RING_VA + 0x10_000;
+/// Where [`vqueue`] maps the queue's progress fence.
+const PROG_VA: u64 = RING_VA + 0x3000;
 const UNMAPPED_VA: u64 = RING_VA + 0x20_000;
 /// Where a space maps its own leaf table (for WRITE_DATA page-table updates).
 const PT_VA: u64 = RING_VA + 0x30_000;
@@ -110,17 +112,21 @@ fn vqueue(rig: &mut Rig, pt: Pt, engine: u32, id: u32, user: bool) -> VQ {
         q.desc.progress_fence.get(),
     );
     q.desc.page_table_base = BusAddr::new(pt.root);
+    // The progress fence is the OS's monitored fence at its VA in the queue's process
+    // (kernel-only here: PROGRESS writes it with kernel privilege, hardware.md 12.4).
+    pt.map(rig, PROG_VA, prog_pa, RW_KERNEL);
+    q.desc.progress_fence = GpuVa::new(PROG_VA);
     if user {
         // A user-mode queue's ring and ring control are its process's allocations (this
-        // table); the progress fence is the OS's, in the system space (identity here).
+        // table).
         pt.map(rig, RING_VA, ring_pa, attrs(true, false));
         pt.map(rig, RC_VA, rc_pa, attrs(true, true));
         q.desc.ring_base = GpuVa::new(RING_VA);
         q.desc.ring_control = GpuVa::new(RC_VA);
         q.desc.flags |= QueueFlags::USER_MODE.bits();
     }
-    // A kernel-mode queue's ring, ring control and progress fence are the KMD's memory in
-    // the system space (identity here): they keep their bus addresses.
+    // A kernel-mode queue's ring and ring control are the KMD's memory, reached by bus
+    // address: they keep their bus addresses.
     VQ {
         q,
         ring_pa,
@@ -807,27 +813,28 @@ fn fence_wait_in_one_space_released_by_a_signal_at_another_va_in_another() {
     assert_eq!(read_ptr(&rig, &qa), qa.q.wptr);
 }
 
-/// The CMP's own space translated: runlist, event ring and logs at system VAs, WAIT_RESCAN
-/// translated there (a different VA than the waiter's).
+/// The system (paging-process) space translated: the log buffer and the fence named to
+/// WAIT_RESCAN are at system VAs that differ from their bus addresses, while the runlist, the
+/// event ring and a kernel-mode queue's ring stay at their bus addresses, which the system
+/// space does not map at all (hardware.md 12.4).
 #[test]
-fn system_space_translates_runlist_event_ring_and_wait_rescan() {
+fn issue_12_system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
     let mut rig = Rig::step();
-    // Identity-map the rig's window into the system space, as VidMm maps the KMD's
-    // structures into the paging process.
+    // The system space maps only what the OS puts in the paging process: the log buffer and
+    // the fence page, each at a VA that is not its bus address.
+    const SYS_LOG_VA: u64 = 0x6000_0000_0000;
+    const SYS_FENCE_VA: u64 = 0x6000_0001_0000;
     let sys = Pt::new(&mut rig);
-    let (start, len) = (rig.arena.bus_addr, rig.arena.len);
-    let mut va = start;
-    while va < start + len {
-        sys.map(&mut rig, va, va, RW_KERNEL);
-        va += 4096;
-    }
     let pt = Pt::new(&mut rig);
     let mut v = vqueue(&mut rig, pt, 0, 1, false);
+    let log_pa = v.q.desc.wait_log.get();
+    sys.map(&mut rig, SYS_LOG_VA, log_pa, RW_KERNEL);
+    v.q.desc.wait_log = GpuVa::new(SYS_LOG_VA);
     let fence = page(&rig);
     pt.map(&mut rig, DATA_VA, fence, RW_KERNEL);
-    const SYS_FENCE_VA: u64 = 0x6000_0000_0000;
     sys.map(&mut rig, SYS_FENCE_VA, fence, RW_KERNEL);
     rig.dev.write64(regs::SYSTEM_PAGE_TABLE_BASE, sys.root);
+    // Runlist at its bus address: it still commits.
     rig.commit(0, &[&v.q]);
     submit(
         &rig,
@@ -852,42 +859,49 @@ fn system_space_translates_runlist_event_ring_and_wait_rescan() {
     rig.run();
     assert!(rig.dev.queues()[0].blocked_on.is_some());
     rig.mem.write_u64(fence, 3).unwrap();
-    // The waiter's VA means nothing in the system space: no rescan.
-    rig.dev.write64(regs::WAIT_RESCAN, DATA_VA);
-    rig.run();
-    assert!(rig.dev.queues()[0].blocked_on.is_some());
+    // Neither the waiter's VA nor the bus address means anything in the system space.
+    for wrong in [DATA_VA, fence] {
+        rig.dev.write64(regs::WAIT_RESCAN, wrong);
+        rig.run();
+        assert!(rig.dev.queues()[0].blocked_on.is_some(), "{wrong:#x}");
+    }
     rig.dev.write64(regs::WAIT_RESCAN, SYS_FENCE_VA);
     rig.run();
     assert_eq!(rig.mem.read_u64(v.prog_pa), Some(8));
-    // The PROGRESS record came through the translated event ring; the log entry through
-    // the translated log buffer.
     let evs = rig.drain();
+    assert!(faults(&evs).is_empty(), "{evs:?}");
+    // The PROGRESS record came through the event ring at its bus address; the log entry
+    // through the translated log buffer.
     assert!(evs
         .iter()
         .any(|e| e.kind == EventKind::Progress as u8 && e.arg0 == 8));
-    let log = v.q.desc.wait_log.get();
     let off = rvgpu_hw::log::entry_offset(0, rvgpu_hw::log::ENTRIES_PER_BUFFER).unwrap();
-    let entry = rig.mem.read_words(log + off, 6).unwrap();
+    let entry = rig.mem.read_words(log_pa + off, 6).unwrap();
     assert_eq!(entry[0], 3, "{entry:x?}");
     assert_eq!(entry[1] & 0xffff_ffff, 0x42, "{entry:x?}");
-    // Unmap the event ring's first page from the system space: posting fails like an
-    // unreachable ring (EVENT_OVERFLOW), nothing is written there.
-    let event_ring = rig.event_ring;
-    sys.unmap(&mut rig, event_ring);
-    rig.dev.write64(regs::TLB_INVALIDATE, sys.root);
-    let before = rig.mem.read_words(rig.event_ring, 64).unwrap();
+
+    // A log buffer named by its bus address is not in the system space: the LOG_WRITE
+    // page-faults (kernel access) and writes nothing.
+    let wpt = Pt::new(&mut rig);
+    let mut w = vqueue(&mut rig, wpt, 1, 2, false);
+    let wlog = w.q.desc.wait_log.get();
+    rig.commit(1, &[&w.q]);
+    let before = rig.mem.read_words(wlog, 512).unwrap();
     submit(
         &rig,
-        &mut v,
-        &[Command::Progress {
-            irq: true,
-            value: 9,
+        &mut w,
+        &[Command::LogWrite {
+            log: cmd::LogKind::Wait,
+            index: 0,
+            fence_handle: 0x43,
+            fence_value: 1,
         }],
     );
     rig.run();
-    let status = regs::IntCause::from_bits_retain(rig.dev.read32(regs::INT_STATUS));
-    assert!(status.contains(regs::IntCause::EVENT_OVERFLOW));
-    assert_eq!(rig.mem.read_words(rig.event_ring, 64).unwrap(), before);
+    let (rec, info) = page_fault(&rig.drain());
+    assert_eq!(rec.arg1, wlog);
+    assert!(!info.user);
+    assert_eq!(rig.mem.read_words(wlog, 512).unwrap(), before);
 }
 
 /// Unmap, TLB_INVALIDATE by register, access again: faults, never the old page.

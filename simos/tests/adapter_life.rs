@@ -25,7 +25,9 @@ fn wait_for(flag: &AtomicBool, what: &str) {
 }
 
 /// An ISR standing in for the driver's: queues the DPC and claims the interrupt.
-unsafe extern "system" fn isr_queues_dpc(ctx: PVOID, _msg: u32) -> BOOLEAN {
+unsafe extern "system" fn isr_queues_dpc(ctx: PVOID, msg: u32) -> BOOLEAN {
+    // SAFETY: our own arguments, passed on (the driver services the device).
+    unsafe { testing::driver_isr(ctx, msg) };
     if let Some(i) = testing::interface_for_context(ctx) {
         if let Some(q) = i.DxgkCbQueueDpc {
             // SAFETY: the OS's own callback with its handle.
@@ -38,7 +40,11 @@ unsafe extern "system" fn isr_queues_dpc(ctx: PVOID, _msg: u32) -> BOOLEAN {
 static SLOW_DPC_STARTED: AtomicBool = AtomicBool::new(false);
 static SLOW_DPC_DONE: AtomicBool = AtomicBool::new(false);
 
-unsafe extern "system" fn slow_dpc(_ctx: PVOID) {
+unsafe extern "system" fn slow_dpc(ctx: PVOID) {
+    if !testing::adapter_started(ctx) {
+        // SAFETY: our own argument, passed on: the start runs with the driver's DPC.
+        return unsafe { testing::driver_dpc(ctx) };
+    }
     SLOW_DPC_STARTED.store(true, Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(100));
     SLOW_DPC_DONE.store(true, Ordering::SeqCst);
@@ -72,6 +78,10 @@ fn stop_waits_for_a_running_dpc() {
 }
 
 unsafe extern "system" fn dpc_requeues_itself(ctx: PVOID) {
+    if !testing::adapter_started(ctx) {
+        // SAFETY: our own argument, passed on: the start runs with the driver's DPC.
+        return unsafe { testing::driver_dpc(ctx) };
+    }
     // SAFETY: same contract as `isr_queues_dpc` (queues again from the DPC).
     unsafe { isr_queues_dpc(ctx, 0) };
 }
@@ -106,8 +116,10 @@ static ISR_CALLS: AtomicU64 = AtomicU64::new(0);
 static HOLDING: AtomicBool = AtomicBool::new(false);
 static LATE_ROUTINE_RAN: AtomicBool = AtomicBool::new(false);
 
-unsafe extern "system" fn isr_records_disconnect(ctx: PVOID, _msg: u32) -> BOOLEAN {
+unsafe extern "system" fn isr_records_disconnect(ctx: PVOID, msg: u32) -> BOOLEAN {
     ISR_CALLS.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: our own arguments, passed on (the driver services the device).
+    unsafe { testing::driver_isr(ctx, msg) };
     if let Some(a) = AdapterShared::from_context(ctx) {
         if !a.connected.load(Ordering::SeqCst) {
             ISR_AFTER_DISCONNECT.fetch_add(1, Ordering::SeqCst);
@@ -304,7 +316,12 @@ fn ddi_returning_at_raised_irql_is_0xc8() {
     assert_eq!(rvgpu_simos::dxgkrnl::kernel::current_irql(), Irql::Passive);
 }
 
-unsafe extern "system" fn isr_leaves_at_passive(_ctx: PVOID, _msg: u32) -> BOOLEAN {
+unsafe extern "system" fn isr_leaves_at_passive(ctx: PVOID, msg: u32) -> BOOLEAN {
+    // SAFETY: our own arguments, passed on (the driver services the device).
+    let claimed = unsafe { testing::driver_isr(ctx, msg) };
+    if !testing::adapter_started(ctx) {
+        return claimed;
+    }
     SimKernel::lower_irql(Irql::Passive);
     1
 }
@@ -337,7 +354,11 @@ fn isr_returning_at_another_irql_is_0xc8() {
     }
 }
 
-unsafe extern "system" fn dpc_leaves_at_passive(_ctx: PVOID) {
+unsafe extern "system" fn dpc_leaves_at_passive(ctx: PVOID) {
+    if !testing::adapter_started(ctx) {
+        // SAFETY: our own argument, passed on: the start runs with the driver's DPC.
+        return unsafe { testing::driver_dpc(ctx) };
+    }
     SimKernel::lower_irql(Irql::Passive);
 }
 
@@ -371,6 +392,10 @@ static A0_DPC_DONE: AtomicBool = AtomicBool::new(false);
 
 /// Adapter 0's DPC waits (up to 2 s) for adapter 1's DPC to run meanwhile.
 unsafe extern "system" fn dpc_waits_for_other_adapter(ctx: PVOID) {
+    if !testing::adapter_started(ctx) {
+        // SAFETY: our own argument, passed on: the start runs with the driver's DPC.
+        return unsafe { testing::driver_dpc(ctx) };
+    }
     let index = AdapterShared::from_context(ctx).map(|a| a.index);
     if index == Some(1) {
         A1_DPC_RAN.store(true, Ordering::SeqCst);

@@ -19,7 +19,9 @@ thread_local! {
     static REPORT_TO: Cell<usize> = const { Cell::new(0) };
 }
 
-unsafe extern "system" fn isr_reports(ctx: PVOID, _msg: u32) -> BOOLEAN {
+unsafe extern "system" fn isr_reports(ctx: PVOID, msg: u32) -> BOOLEAN {
+    // SAFETY: our own arguments, passed on (the driver services the device).
+    unsafe { testing::driver_isr(ctx, msg) };
     let Some(iface) = testing::interface_for_context(ctx) else {
         return 0;
     };
@@ -206,7 +208,9 @@ static IN_SYNC: AtomicBool = AtomicBool::new(false);
 static SYNC_OVERLAPS: AtomicU64 = AtomicU64::new(0);
 static EXCL_ISR_CALLS: AtomicU64 = AtomicU64::new(0);
 
-unsafe extern "system" fn isr_checks_exclusion(_ctx: PVOID, _msg: u32) -> BOOLEAN {
+unsafe extern "system" fn isr_checks_exclusion(ctx: PVOID, msg: u32) -> BOOLEAN {
+    // SAFETY: our own arguments, passed on (the driver services the device).
+    unsafe { testing::driver_isr(ctx, msg) };
     EXCL_ISR_CALLS.fetch_add(1, Ordering::SeqCst);
     if IN_SYNC.load(Ordering::SeqCst) {
         SYNC_OVERLAPS.fetch_add(1, Ordering::SeqCst);
@@ -275,8 +279,10 @@ fn isr_and_synchronized_routines_are_mutually_exclusive() {
 static COUNT_ISR: AtomicUsize = AtomicUsize::new(0);
 static COUNT_DPC: AtomicUsize = AtomicUsize::new(0);
 
-unsafe extern "system" fn counting_isr(ctx: PVOID, _msg: u32) -> BOOLEAN {
+unsafe extern "system" fn counting_isr(ctx: PVOID, msg: u32) -> BOOLEAN {
     COUNT_ISR.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: our own arguments, passed on (the driver services the device).
+    unsafe { testing::driver_isr(ctx, msg) };
     if let Some(i) = testing::interface_for_context(ctx) {
         if let Some(q) = i.DxgkCbQueueDpc {
             // SAFETY: the OS's callback with its handle.
@@ -286,8 +292,10 @@ unsafe extern "system" fn counting_isr(ctx: PVOID, _msg: u32) -> BOOLEAN {
     1
 }
 
-unsafe extern "system" fn counting_dpc(_ctx: PVOID) {
+unsafe extern "system" fn counting_dpc(ctx: PVOID) {
     COUNT_DPC.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: our own argument, passed on.
+    unsafe { testing::driver_dpc(ctx) };
 }
 
 fn settle(m: &Machine) {

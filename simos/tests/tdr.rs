@@ -11,6 +11,8 @@ use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
 use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_ddi::tdr::VIDEO_ENGINE_TIMEOUT_DETECTED;
 use rvgpu_hw::cmd::Command;
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::regs;
 use rvgpu_simos::kmt::{SimKmt, SimMem};
 use rvgpu_simos::testing::tdr::{self as testing_tdr, Misreport};
 use rvgpu_simos::{
@@ -577,6 +579,8 @@ fn tdr_08_paging_hang_promotes() {
     assert!(!ids.is_empty());
     // Step until the paging FILL is part-way, then hang the engine.
     let d = m.device(0).unwrap().clone();
+    let system_root = d.read64(regs::SYSTEM_PAGE_TABLE_BASE);
+    assert_ne!(system_root, 0);
     let mut hung = false;
     for _ in 0..100_000 {
         ok(&m, m.run_steps(1));
@@ -609,6 +613,8 @@ fn tdr_08_paging_hang_promotes() {
     );
     assert_eq!(TdrReason::EngineTimeoutPromotedToAdapterReset as u32, 9);
     assert!(ev.contains(&TdrEvent::Restarted));
+    // The adapter reset zeroed it; RestartFromTimeout gave the paging process its root back.
+    assert_eq!(d.read64(regs::SYSTEM_PAGE_TABLE_BASE), system_root);
     assert!(ev
         .iter()
         .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == owner.device)));

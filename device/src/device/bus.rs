@@ -101,6 +101,14 @@ pub(crate) struct Space {
 }
 
 impl Space {
+    /// Bus addresses, kernel: the structures the KMD allocates itself (contiguous memory,
+    /// known to the device only by bus address) and programs into registers or descriptors.
+    /// The SYSWIN windows (the IOMMU stand-in, 3.5) are the allow-list.
+    pub(crate) const BUS: Self = Self {
+        root: 0,
+        who: Privilege::Kernel,
+    };
+
     /// A queue's space: its descriptor's root, user privilege if it is a user-mode queue.
     pub(crate) fn of_queue(d: &QueueDescriptor) -> Self {
         let user = QueueFlags::from_bits_retain(d.flags).contains(QueueFlags::USER_MODE);
@@ -170,19 +178,22 @@ impl Core {
         }
     }
 
-    /// The CMP's own (system-process) address space: `SYSTEM_PAGE_TABLE_BASE`, kernel.
     /// Where a queue's ring and ring control live: a user-mode queue's are the UMD's
     /// allocations, in its process (the queue's space, user privilege); a kernel-mode queue's
-    /// are the KMD's own memory, in the CMP's system space (hardware.md 12.4).
+    /// are the KMD's own memory, reached by bus address (hardware.md 12.4).
     pub(crate) fn ring_space(&self, d: &QueueDescriptor) -> Space {
         let user = QueueFlags::from_bits_retain(d.flags).contains(QueueFlags::USER_MODE);
         if user {
             Space::of_queue(d)
         } else {
-            self.system_space()
+            Space::BUS
         }
     }
 
+    /// The system (paging) process's space: `SYSTEM_PAGE_TABLE_BASE`, kernel. It holds what
+    /// the OS maps into the paging process and names by VA (log buffers, scheduling logs,
+    /// fence storage named to `WAIT_RESCAN`); the CMP's own structures the KMD programs by
+    /// bus address are in [`Space::BUS`] instead (hardware.md 12.4).
     pub(crate) fn system_space(&self) -> Space {
         Space {
             // Acquire: the driver wrote the tables before programming the root.

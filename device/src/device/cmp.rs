@@ -344,8 +344,8 @@ impl Core {
             return Vec::new();
         }
         let bytes = u64::from(count) * 128;
-        // The runlist lives in the CMP's own (system) address space.
-        let spans = match self.sp_spans(self.system_space(), base, bytes, Access::Read) {
+        // The runlist is the KMD's own memory, programmed by bus address.
+        let spans = match self.sp_spans(Space::BUS, base, bytes, Access::Read) {
             Ok(s) => s,
             Err(_) => {
                 // An unreadable runlist is a bad descriptor table (event.rs, BadDescriptor),

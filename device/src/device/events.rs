@@ -25,7 +25,7 @@ use rvgpu_hw::event::EventRecord;
 use rvgpu_hw::mmu::Access;
 use rvgpu_hw::regs::IntCause;
 
-use super::bus::words;
+use super::bus::{words, Space};
 use super::faults::IrqDelay;
 use super::{lock, Core};
 
@@ -193,9 +193,9 @@ impl Core {
                 false
             } else {
                 let slot = u64::from(w % ring.size) * 32;
-                // The event ring is in the CMP's own (system) address space; a slot that
-                // does not translate is unreachable like any other (EVENT_OVERFLOW).
-                let sys = self.system_space();
+                // The event ring is the KMD's own memory, programmed by bus address; a slot
+                // outside the windows is unreachable like any other (EVENT_OVERFLOW).
+                let sys = Space::BUS;
                 match ring
                     .base
                     .checked_add(slot)

@@ -444,9 +444,15 @@ impl Core {
             }
             Command::Progress { irq, value } => {
                 // Release: the progress fence says "everything before is done". The
-                // descriptor's progress fence is the OS's, named by the KMD: system space.
-                let sys = self.system_space();
-                self.sp_store(sys, d.progress_fence, value, Ordering::Release)?;
+                // descriptor's progress fence is the OS's monitored fence at its VA in the
+                // queue's process (DXGKARG_CREATEHWQUEUE.HwQueueProgressFenceGPUVirtualAddress),
+                // written with kernel privilege: the address is the KMD's, not the ring's.
+                self.sp_store(
+                    Space::of_queue(&d).kernel(),
+                    d.progress_fence,
+                    value,
+                    Ordering::Release,
+                )?;
                 self.complete(e, q, len)?;
                 if irq {
                     let after = q.rptr;

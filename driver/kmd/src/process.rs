@@ -14,7 +14,7 @@ use rvgpu_ddi::allocation::{
 };
 use rvgpu_ddi::memory::D3DGPU_PHYSICAL_ADDRESS;
 use rvgpu_ddi::HANDLE;
-use rvgpu_hw::mmu;
+use rvgpu_hw::{mmu, regs};
 
 use crate::adapter::{Adapter, Live};
 use crate::gpummu;
@@ -135,7 +135,13 @@ pub fn destroy<P: Platform>(a: &Adapter<P>, h: HANDLE) -> Result<(), Status> {
     if s.devices.values().any(|d| d.process == Some(h)) {
         return Err(status::INVALID_DEVICE_STATE);
     }
-    s.processes.remove(&h);
+    let system = s.processes.remove(&h).is_some_and(|p| p.system);
+    if system && s.system_root != 0 {
+        // The paging process's tables go back to VidMm: the CMP must not walk them again.
+        let old = core::mem::replace(&mut s.system_root, 0);
+        live.regs.write(regs::SystemPageTableBase::new(0));
+        live.regs.write(regs::TlbInvalidate::new(old));
+    }
     Ok(())
 }
 
@@ -163,6 +169,26 @@ pub fn set_root<P: Platform>(args: &DXGKARG_SETROOTPAGETABLE) -> Result<(), Stat
         }
         let root = table_address(live, &args.Address)?;
         let mut s = live.sched.lock();
+        let system = s
+            .contexts
+            .get(&ctx)
+            .and_then(|c| s.devices.get(&c.device))
+            .ok_or(status::INVALID_HANDLE)?
+            .system;
+        if system {
+            // A system context runs the paging process: VidMm sets the paging process's root
+            // on the paging node's system context ([D] VidSchSetPagingNodePageDirectory from
+            // VIDMM_GLOBAL::InitPagingProcessVaSpace). It becomes the CMP's system space
+            // (hardware.md 12.4); the system contexts' own rings keep running on the bus, as
+            // paging buffers address memory physically (PageTableUpdateMode GPU_PHYSICAL).
+            let old = core::mem::replace(&mut s.system_root, root);
+            live.regs.write(regs::SystemPageTableBase::new(root));
+            if old != 0 && old != root {
+                // No translation of the old root may be used after this returns (12.5).
+                live.regs.write(regs::TlbInvalidate::new(old));
+            }
+            return Ok(());
+        }
         let engine = {
             let c = s.contexts.get_mut(&ctx).ok_or(status::INVALID_HANDLE)?;
             if c.root == root {

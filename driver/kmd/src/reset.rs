@@ -705,6 +705,11 @@ pub fn restart_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
     // The OS's F-states again (the reset powered every engine up), before any commit.
     crate::power::restore(live);
     let s = live.sched.lock();
+    // The reset zeroed SYSTEM_PAGE_TABLE_BASE (hardware.md 12.5); the paging process's
+    // tables are in VRAM, which the reset keeps.
+    if s.system_root != 0 {
+        regs.write(regs::SystemPageTableBase::new(s.system_root));
+    }
     if s.physical.is_global() {
         // Each process's page again (the reset unbound every page).
         for (i, pid) in s.physical.process_pages() {

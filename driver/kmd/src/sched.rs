@@ -143,6 +143,9 @@ pub struct Sched {
     /// Engines whose scheduling log the OS set (bit per engine): an adapter reset turns
     /// logging off and `DxgkDdiRestartFromTimeout` adopts them again (hardware.md M39).
     pub sched_logs: u64,
+    /// The paging process's root (`SYSTEM_PAGE_TABLE_BASE`), as VidMm set it on a system
+    /// context (0: none yet, the system space is identity). Restored after an adapter reset.
+    pub system_root: u64,
 }
 
 impl Default for Sched {
@@ -171,6 +174,7 @@ impl Sched {
             bands: crate::hws::Bands::default(),
             hws_held: 0,
             sched_logs: 0,
+            system_root: 0,
         }
     }
 

@@ -84,6 +84,7 @@ pub unsafe extern "system" fn sim_dxgk_initialize(
         ));
         return STATUS_INVALID_PARAMETER;
     }
+    crate::testing::record_driver_isr(&table);
     if let Some(hook) = loading.hook {
         hook(&mut table);
     }

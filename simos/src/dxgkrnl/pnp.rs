@@ -356,6 +356,11 @@ impl Machine {
         }
         // BR-66 (VidMmInitializePagingProcess → VidSchCreateSystemDevices): the system device
         // and one system context per node, before the scheduling logs.
+        // The paging process comes first ([D] VIDMM_PAGING_PROCESS::InitPagingProcess); its
+        // VA space and root after the system contexts that page it (InitPagingProcessVaSpace).
+        if let Err(e) = crate::vidmm::mmu::open_paging_process(&a) {
+            return self.paging_process_failed(&a, &t, e);
+        }
         let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
         match crate::vidsch::system::create(&a, &t, nodes) {
             Ok(Ok(())) => {}
@@ -365,9 +370,12 @@ impl Machine {
                 return Err(e);
             }
         }
+        if let Err(e) = self.vidmm_init_paging_process(&a) {
+            return self.paging_process_failed(&a, &t, e);
+        }
         // BR-77 (VidSchiInitializeNode) and BR-79 (VidSchCreateSchedulingLogs): priority bands
         // and scheduling logs on every hardware-scheduled node before any work is scheduled.
-        if let Err(e) = crate::vidsch::hws::initialize_nodes(&a, &t) {
+        if let Err(e) = crate::vidsch::hws::initialize_nodes(self, &a, &t) {
             self.state.push_log(
                 rvgpu_kmd::platform::Level::Error,
                 format!("start failed: {e}"),
@@ -396,6 +404,38 @@ impl Machine {
     }
 
     /// Fails the start for `v` with Windows' status (the adapter is stopped again).
+    /// The paging process could not be set up ([D] VidMmInitializePagingProcess: the first
+    /// failure fails the adapter): a driver status fails the start with it (BR-66).
+    fn paging_process_failed(
+        &self,
+        a: &AdapterShared,
+        t: &DRIVER_INITIALIZATION_DATA,
+        e: SimError,
+    ) -> Result<AdapterInfo, SimError> {
+        match e {
+            SimError::DdiFailed(status) => self.refuse(
+                a,
+                t,
+                bringup::Violation {
+                    rule: "BR-66",
+                    status,
+                    why: format!(
+                        "paging process: a driver DDI failed ({:#010x})",
+                        status as u32
+                    ),
+                },
+            ),
+            e => {
+                self.state.push_log(
+                    rvgpu_kmd::platform::Level::Error,
+                    format!("start failed: paging process: {e}"),
+                );
+                self.stop_inner(a, t)?;
+                Err(e)
+            }
+        }
+    }
+
     fn refuse(
         &self,
         a: &AdapterShared,
@@ -532,8 +572,10 @@ impl Machine {
         crate::dxgkrnl::power::stop(a, t)?;
         // Teardown: VidSch reads what the GPU logged last (issue 13).
         crate::vidsch::hws::drain_all(a);
-        // The paging process goes before the adapter: system contexts, then the system device.
+        // The paging process goes before the adapter: the system contexts and the system
+        // device, then the paging process itself.
         crate::vidsch::system::destroy(a, t)?;
+        crate::vidmm::mmu::close_paging_process(a)?;
         let ctx = a.context();
         let status = ddi::call(
             a,

@@ -15,6 +15,7 @@ pub mod tdr;
 pub mod ums_caps;
 
 use std::ffi::c_void;
+use std::sync::OnceLock;
 
 use rvgpu_ddi::basic::*;
 use rvgpu_ddi::dxgkrnl::{
@@ -29,6 +30,55 @@ use crate::dxgkrnl::state::lock;
 /// A native fence handle the OS never hands out.
 pub const BAD_FENCE_HANDLE: usize = 0x0BAD_F00D;
 
+/// The driver's own ISR as DriverEntry registered it, recorded by the loader before a test's
+/// hook replaces the slot (one driver per test process, so one function for every machine).
+static DRIVER_ISR: OnceLock<unsafe extern "system" fn(PVOID, ULONG) -> BOOLEAN> = OnceLock::new();
+
+/// The driver's own DPC routine, recorded as [`DRIVER_ISR`] is.
+static DRIVER_DPC: OnceLock<unsafe extern "system" fn(PVOID)> = OnceLock::new();
+
+/// Called by the loader with the table DriverEntry registered, before any test hook.
+pub(crate) fn record_driver_isr(t: &rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA) {
+    if let Some(f) = t.DxgkDdiInterruptRoutine {
+        let _ = DRIVER_ISR.set(f);
+    }
+    if let Some(f) = t.DxgkDdiDpcRoutine {
+        let _ = DRIVER_DPC.set(f);
+    }
+}
+
+/// Runs the driver's own DPC routine (what [`driver_isr`] is for the ISR).
+///
+/// # Safety
+/// Called from a `DxgkDdiDpcRoutine` stand-in with the argument the OS passed it.
+pub unsafe fn driver_dpc(ctx: PVOID) {
+    if let Some(f) = DRIVER_DPC.get() {
+        // SAFETY: the driver's DPC with the OS's own argument, at DISPATCH_LEVEL.
+        unsafe { f(ctx) }
+    }
+}
+
+/// Runs the driver's own ISR. A stand-in ISR calls it first so the device is still serviced:
+/// the GPU interrupts from adapter start on (VidMm pages the paging process's tables in through
+/// the GPU), long before the step a test is about. Returns whether the driver claimed it.
+///
+/// # Safety
+/// Called from a `DxgkDdiInterruptRoutine` stand-in with the arguments the OS passed it.
+pub unsafe fn driver_isr(ctx: PVOID, message_number: ULONG) -> BOOLEAN {
+    match DRIVER_ISR.get() {
+        // SAFETY: the driver's ISR with the OS's own arguments, at the IRQL the OS called us.
+        Some(f) => unsafe { f(ctx, message_number) },
+        None => 0,
+    }
+}
+
+/// Whether the adapter whose MiniportDeviceContext is `ctx` has finished starting (stand-ins
+/// misbehave from then on, so the start itself runs as with the real driver).
+pub fn adapter_started(ctx: PVOID) -> bool {
+    AdapterShared::from_context(ctx)
+        .is_some_and(|a| *lock(&a.life) == crate::dxgkrnl::adapter::Life::Started)
+}
+
 /// The callback table the OS gave the adapter whose MiniportDeviceContext is `ctx`.
 pub fn interface_for_context(ctx: *mut c_void) -> Option<DXGKRNL_INTERFACE> {
     AdapterShared::from_context(ctx).and_then(|a| lock(&a.interface).map(|t| t.0))
@@ -41,8 +91,13 @@ pub fn interface_for_context(ctx: *mut c_void) -> Option<DXGKRNL_INTERFACE> {
 /// Called by the simulation as `DxgkDdiInterruptRoutine`.
 pub unsafe extern "system" fn isr_reports_unknown_fence_handle(
     ctx: PVOID,
-    _message_number: ULONG,
+    message_number: ULONG,
 ) -> BOOLEAN {
+    // SAFETY: our own arguments, passed on.
+    let claimed = unsafe { driver_isr(ctx, message_number) };
+    if !adapter_started(ctx) {
+        return claimed;
+    }
     let Some(iface) = interface_for_context(ctx) else {
         return 0;
     };
@@ -60,7 +115,12 @@ pub unsafe extern "system" fn isr_reports_unknown_fence_handle(
     1
 }
 
-fn isr_null_report(ctx: PVOID, evaluate_legacy: bool) -> BOOLEAN {
+fn isr_null_report(ctx: PVOID, message_number: ULONG, evaluate_legacy: bool) -> BOOLEAN {
+    // SAFETY: our own arguments, passed on.
+    let claimed = unsafe { driver_isr(ctx, message_number) };
+    if !adapter_started(ctx) {
+        return claimed;
+    }
     let Some(iface) = interface_for_context(ctx) else {
         return 0;
     };
@@ -92,17 +152,17 @@ fn isr_null_report(ctx: PVOID, evaluate_legacy: bool) -> BOOLEAN {
 /// Called by the simulation as `DxgkDdiInterruptRoutine`.
 pub unsafe extern "system" fn isr_reports_null_evaluate_legacy(
     ctx: PVOID,
-    _message_number: ULONG,
+    message_number: ULONG,
 ) -> BOOLEAN {
-    isr_null_report(ctx, true)
+    isr_null_report(ctx, message_number, true)
 }
 
 /// Like [`isr_reports_null_evaluate_legacy`] without the flag: only native waits are scanned.
 ///
 /// # Safety
 /// Called by the simulation as `DxgkDdiInterruptRoutine`.
-pub unsafe extern "system" fn isr_reports_null(ctx: PVOID, _message_number: ULONG) -> BOOLEAN {
-    isr_null_report(ctx, false)
+pub unsafe extern "system" fn isr_reports_null(ctx: PVOID, message_number: ULONG) -> BOOLEAN {
+    isr_null_report(ctx, message_number, false)
 }
 
 /// An ISR that calls a PASSIVE_LEVEL callback (`DxgkCbGetDeviceInformation`) at device IRQL.
@@ -111,8 +171,13 @@ pub unsafe extern "system" fn isr_reports_null(ctx: PVOID, _message_number: ULON
 /// Called by the simulation as `DxgkDdiInterruptRoutine`.
 pub unsafe extern "system" fn isr_calls_passive_callback(
     ctx: PVOID,
-    _message_number: ULONG,
+    message_number: ULONG,
 ) -> BOOLEAN {
+    // SAFETY: our own arguments, passed on.
+    let claimed = unsafe { driver_isr(ctx, message_number) };
+    if !adapter_started(ctx) {
+        return claimed;
+    }
     let Some(iface) = interface_for_context(ctx) else {
         return 0;
     };

@@ -86,7 +86,7 @@ impl Machine {
                 .map(|q| q.kmd)
                 .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?
         };
-        crate::sync::fencelog::recreate(&a, kmd, kind, entries)
+        crate::sync::fencelog::recreate(self, &a, kmd, kind, entries)
     }
 
     /// Issue 5: the OS's log state of `queue`'s `kind` log: `(gpu, entries, cursor, last_end,
@@ -193,7 +193,15 @@ pub(crate) fn create_hw_queue(
     let f = table(a)?
         .DxgkDdiCreateHwQueue
         .map_or_else(not_supported, Ok)?;
-    let progress = m.create_monitored_fence(a.index, pid, 0)?;
+    // Paging (the logs' and the progress fence's mappings) before the thunk's locks.
+    let logs = crate::sync::fencelog::alloc_queue_logs(m, a, user_mode)?;
+    let progress = match m.create_monitored_fence(a.index, pid, 0) {
+        Ok(p) => p,
+        Err(e) => {
+            crate::sync::fencelog::free_queue_logs(a, logs);
+            return Err(e);
+        }
+    };
     let h = new_handle();
     let fence_h = new_handle();
     let mut args = DXGKARG_CREATEHWQUEUE {
@@ -232,12 +240,14 @@ pub(crate) fn create_hw_queue(
         Ok(s) => s,
         Err(e) => {
             drop(seq);
+            crate::sync::fencelog::free_queue_logs(a, logs);
             let _ = m.destroy_monitored_fence(&progress);
             return Err(e);
         }
     };
     if !NT_SUCCESS(status) {
         drop(seq);
+        crate::sync::fencelog::free_queue_logs(a, logs);
         m.destroy_monitored_fence(&progress)?;
         return Err(SimError::DdiFailed(status));
     }
@@ -284,7 +294,7 @@ pub(crate) fn create_hw_queue(
     drop(os);
     // Issue 5 (LOG-01, LOG-09): both logs of a user-mode queue, before the UMD can use it; a
     // failure fails the creation.
-    if let Err(e) = crate::sync::fencelog::queue_created(a, kmd, queue_id, node, pid, user_mode) {
+    if let Err(e) = crate::sync::fencelog::queue_created(a, kmd, queue_id, node, pid, logs) {
         let _ = destroy_hw_queue(m, a, h);
         return Err(e);
     }
@@ -302,15 +312,19 @@ pub(crate) fn destroy_hw_queue_thunk(
     h: KmtHandle,
 ) -> Result<(), SimError> {
     let dl = device_lock(a, device)?;
-    let _g = dev_guard(a, &dl);
-    if lock(&a.ums)
-        .queues
-        .get(&h)
-        .is_none_or(|q| q.device != device)
     {
-        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+        let _g = dev_guard(a, &dl);
+        if lock(&a.ums)
+            .queues
+            .get(&h)
+            .is_none_or(|q| q.device != device)
+        {
+            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+        }
+        destroy_hw_queue(m, a, h)?;
     }
-    destroy_hw_queue(m, a, h)
+    // Its log buffers leave the paging process now that the thunk's locks are released.
+    m.reap_system_pages(a)
 }
 
 impl Machine {

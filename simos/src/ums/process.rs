@@ -74,8 +74,10 @@ pub(super) fn teardown(
         }
     }
     drop(_g);
-    // Unmapped and given back before the contexts and the device go (VidMm's order).
+    // Unmapped and given back before the contexts and the device go (VidMm's order); the
+    // queues' log buffers leave the paging process too.
     m.reap_allocations(a)?;
+    m.reap_system_pages(a)?;
     let _g = dev_guard(a, &dl);
     let ctxs: Vec<KmtHandle> = lock(&a.ums)
         .contexts

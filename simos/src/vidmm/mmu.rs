@@ -39,6 +39,11 @@ use crate::vidmm::gpuva::{
 /// uses (fence storage) at their device address, which is below `VRAM_BASE + VRAM` (< 2 TiB).
 const VA_BASE: u64 = 0x4000_0000_0000;
 const VA_STRIDE: u64 = 0x0010_0000_0000;
+/// VidMm's paging (system) process in its books ([`Machine::vidmm_init_paging_process`]).
+pub(crate) const PAGING_PID: ProcessId = ProcessId(u32::MAX);
+/// Where the paging process's own reservations would start; the OS pages it maps for the
+/// CMP sit at their device addresses, below `VA_BASE`.
+const PAGING_VA_BASE: u64 = 0x7000_0000_0000;
 
 /// What the leaves of a mapping belong to, for the driver (`hAllocation`, `Flags`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,6 +81,11 @@ pub struct VidMm {
     /// the adapter's power sequence exclusively and the GPU is in D0, so its paging takes no
     /// power reference.
     pub(crate) power_thread: Option<std::thread::ThreadId>,
+    /// The driver's handle of the paging process ([`open_paging_process`]).
+    pub(crate) paging_kmd: Option<usize>,
+    /// System memory the OS gave back while mapped in the paging process: unmapped and freed
+    /// at the next safe point ([`Machine::reap_system_pages`]).
+    retired_system: Vec<(u64, u64)>,
 }
 
 impl VidMm {
@@ -146,36 +156,37 @@ impl Machine {
         a: &AdapterShared,
         pid: ProcessId,
     ) -> Result<Option<usize>, SimError> {
-        let Some(g) = geometry(a) else {
+        let base = VA_BASE + u64::from(pid.0 % 64) * VA_STRIDE;
+        self.vidmm_create_space(a, pid, DXGK_CREATEPROCESSFLAGS::default(), base)
+    }
+
+    /// `DxgkDdiCreateProcess` with `flags`, and a VA space whose reservations start at
+    /// `base`.
+    fn vidmm_create_space(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        flags: DXGK_CREATEPROCESSFLAGS,
+        base: u64,
+    ) -> Result<Option<usize>, SimError> {
+        if geometry(a).is_none() {
             return Ok(None);
-        };
-        let f = a
-            .table
-            .get()
-            .and_then(|t| t.DxgkDdiCreateProcess)
-            .ok_or_else(|| sim("GpuMmu adapter without DxgkDdiCreateProcess".into()))?;
-        let mut args = DXGKARG_CREATEPROCESS {
-            hDxgkProcess: (0x5000_0000 + pid.0 as usize) as HANDLE,
-            ..Default::default()
-        };
-        let ctx = a.context();
-        let st = ddi::call(
-            a,
-            Routine::DxgkDdiCreateProcess,
-            f as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { f(ctx, &mut args) }
-            },
-        )?;
-        ddi::check_status(st)?;
-        let kmd = args.hKmdProcess as usize;
-        if kmd == 0 {
-            return Err(sim(
-                "DxgkDdiCreateProcess succeeded with a NULL hKmdProcess".into(),
-            ));
         }
+        let kmd = ddi_create_process(a, pid, flags)?;
+        self.vidmm_new_space(a, pid, kmd, base)?;
+        Ok(Some(kmd))
+    }
+
+    /// A VA space for `pid` (whose KMD process is `kmd`) with its root initialised through
+    /// the driver's paging buffers.
+    fn vidmm_new_space(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        kmd: usize,
+        base: u64,
+    ) -> Result<(), SimError> {
+        let g = geometry(a).ok_or_else(|| sim("VA space on a non-GpuMmu adapter".into()))?;
         let (space, init) = {
             let mut v = lock(&a.vidmm);
             let size = lock(&a.memory_model)
@@ -184,7 +195,6 @@ impl Machine {
             let heap = v
                 .heap
                 .get_or_insert_with(|| TableHeap::new(0, size / TABLE_SHARE, g.table_bytes));
-            let base = VA_BASE + u64::from(pid.0 % 64) * VA_STRIDE;
             AddressSpace::new(g, heap, base).map_err(va_error)?
         };
         lock(&a.vidmm).processes.insert(
@@ -195,8 +205,7 @@ impl Machine {
                 arena: None,
             },
         );
-        self.vidmm_run(a, kmd, &[init], LeafTag::default())?;
-        Ok(Some(kmd))
+        self.vidmm_run(a, kmd, &[init], LeafTag::default())
     }
 
     /// `DxgkDdiDestroyProcess` after the process's last object is gone; its tables return to
@@ -206,6 +215,13 @@ impl Machine {
         a: &AdapterShared,
         pid: ProcessId,
     ) -> Result<(), SimError> {
+        self.vidmm_unmap_all(a, pid)?;
+        drop_space(a, pid)
+    }
+
+    /// Unmaps everything `pid` has mapped, through the driver (or from VidMm's books only,
+    /// on a lost device).
+    fn vidmm_unmap_all(&self, a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
         // Its DMA-buffer arena first (one range), then the OS's single pages it mapped for
         // the process (fence storage).
         if let Some((va, backing)) = super::dmabuf::dma_arena_take(a, pid) {
@@ -227,36 +243,6 @@ impl Machine {
                 self.vidmm_forget(a, pid, va, 1);
             } else {
                 self.vidmm_unmap(a, pid, va, 1, LeafTag::default())?;
-            }
-        }
-        let Some(p) = lock(&a.vidmm).processes.remove(&pid) else {
-            return Ok(());
-        };
-        if p.space.mapped_pages() != 0 {
-            return Err(sim(format!(
-                "process {} destroyed with {} GPU pages still mapped",
-                pid.0,
-                p.space.mapped_pages()
-            )));
-        }
-        if let Some(f) = a.table.get().and_then(|t| t.DxgkDdiDestroyProcess) {
-            let ctx = a.context();
-            let st = ddi::call(
-                a,
-                Routine::DxgkDdiDestroyProcess,
-                f as usize,
-                At::Level(Irql::Passive),
-                || {
-                    // SAFETY: the driver's DDI with its context and its own process handle.
-                    unsafe { f(ctx, p.kmd as HANDLE) }
-                },
-            )?;
-            ddi::check_status(st)?;
-        }
-        let mut v = lock(&a.vidmm);
-        if let Some(heap) = &mut v.heap {
-            for t in p.space.tables() {
-                heap.free(t);
             }
         }
         Ok(())
@@ -404,7 +390,16 @@ impl Machine {
                 }
             }
         };
-        self.vidmm_run(a, kmd, &updates, LeafTag { base_va: va, ..tag })?;
+        if let Err(e) = self.vidmm_run(a, kmd, &updates, LeafTag { base_va: va, ..tag }) {
+            // The driver did not map it (e.g. out of memory): VidMm's books must not say it
+            // did, or a retry would skip the page.
+            let mut v = lock(&a.vidmm);
+            if let Some(p) = v.processes.get_mut(&pid) {
+                let _ = p.space.unmap(va, 1);
+                let _ = p.space.free(va);
+            }
+            return Err(e);
+        }
         self.vidmm_check(a, pid, va, 1)
     }
 
@@ -641,6 +636,245 @@ impl Machine {
         }
         Ok(())
     }
+}
+
+impl Machine {
+    /// The paging process's GPU VA space (BR-65, BR-66 order; [D]
+    /// `VIDMM_GLOBAL::VidMmInitializePagingProcess` → `VIDMM_PAGING_PROCESS::InitPagingProcess`
+    /// → `InitPagingProcessVaSpace`): after the system device and contexts exist, VidMm opens
+    /// the adapter for the system process (`DxgkDdiCreateProcess` with `SystemProcess`),
+    /// builds its tables through the driver's paging buffers, and gives its root to the
+    /// paging node's system context (`VidSchSetPagingNodePageDirectory` →
+    /// `DxgkDdiSetRootPageTable`). From then on the OS's pages the GPU reaches through the
+    /// system space (fence storage, log buffers, scheduling logs) are mapped here
+    /// ([`Machine::vidmm_map_system`]); nothing else is reachable in it. A GpuMmu adapter only.
+    ///
+    /// This is the second half; [`open_paging_process`] (before the system device) is the
+    /// first.
+    pub(crate) fn vidmm_init_paging_process(&self, a: &AdapterShared) -> Result<(), SimError> {
+        let Some(kmd) = paging_process_kmd(a) else {
+            return Ok(());
+        };
+        self.vidmm_new_space(a, PAGING_PID, kmd, PAGING_VA_BASE)?;
+        let node = paging_node(a);
+        let context = crate::vidsch::system::context(a, node);
+        if context == 0 {
+            return Err(sim(format!(
+                "no system context on paging node {node} for the paging process's root"
+            )));
+        }
+        set_root(a, PAGING_PID, context)
+    }
+}
+
+/// Hands `[bus, bus + bytes)` of system memory back: without a paging process it is freed at
+/// once, otherwise it stays allocated (and mapped) until [`Machine::reap_system_pages`]
+/// unmaps it through the driver, so the CMP never reaches memory that was reused.
+pub(crate) fn retire_system(a: &AdapterShared, bus: u64, bytes: u64) {
+    {
+        let mut v = lock(&a.vidmm);
+        if v.has_process(PAGING_PID) {
+            v.retired_system.push((bus, bytes));
+            return;
+        }
+    }
+    a.device.memory().free_system(bus);
+}
+
+/// Adapter stop, after the system device (which belongs to it) is destroyed: VidMm drops the
+/// paging process's mappings without paging them out (the GPU is being stopped and runs
+/// nothing any more; every table VidMm hands out again is cleared first), then
+/// `DxgkDdiDestroyProcess`, and its tables go back to the heap. The driver drops the system
+/// root and its translations when the process goes.
+pub(crate) fn close_paging_process(a: &AdapterShared) -> Result<(), SimError> {
+    if lock(&a.vidmm).has_process(PAGING_PID) {
+        let retired = {
+            let mut v = lock(&a.vidmm);
+            if let Some(p) = v.processes.get_mut(&PAGING_PID) {
+                for va in p.space.mapped() {
+                    let _ = p.space.unmap(va, 1);
+                    let _ = p.space.free(va);
+                }
+            }
+            std::mem::take(&mut v.retired_system)
+        };
+        for (bus, _) in retired {
+            a.device.memory().free_system(bus);
+        }
+        return drop_space(a, PAGING_PID);
+    }
+    // Opened but its space never built (a start that failed in between).
+    let kmd = lock(&a.vidmm).paging_kmd.take();
+    match kmd {
+        Some(kmd) => ddi_destroy_process(a, kmd),
+        None => Ok(()),
+    }
+}
+
+impl Machine {
+    /// Maps the OS's pages covering `[pa, pa + bytes)` (device addresses) into the paging
+    /// process at the same VAs, so the CMP reaches them through the system space; pages
+    /// mapped already stay as they are. Nothing on an adapter without a paging process.
+    pub(crate) fn vidmm_map_system(
+        &self,
+        a: &AdapterShared,
+        pa: u64,
+        bytes: u64,
+        tag: LeafTag,
+    ) -> Result<(), SimError> {
+        if !lock(&a.vidmm).has_process(PAGING_PID) {
+            return Ok(());
+        }
+        let first = pa - pa % 4096;
+        let end = pa
+            .checked_add(bytes.max(1))
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+        let mut page = first;
+        while page < end {
+            self.vidmm_map_os_page(a, PAGING_PID, page, tag)?;
+            page += 4096;
+        }
+        Ok(())
+    }
+
+    /// Unmaps what the OS retired ([`retire_system`]) from the paging process and frees it.
+    /// Called where no thunk or adapter sequencing lock is held (paging takes them).
+    pub(crate) fn reap_system_pages(&self, a: &AdapterShared) -> Result<(), SimError> {
+        let retired = std::mem::take(&mut lock(&a.vidmm).retired_system);
+        let mut first_err = None;
+        for (bus, bytes) in retired {
+            if let Err(e) = self.vidmm_unmap_system(a, bus, bytes) {
+                first_err.get_or_insert(e);
+            }
+            a.device.memory().free_system(bus);
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Unmaps `[pa, pa + bytes)` from the paging process (before the OS frees those pages),
+    /// flushing the TLB so the CMP can no longer reach them.
+    pub(crate) fn vidmm_unmap_system(
+        &self,
+        a: &AdapterShared,
+        pa: u64,
+        bytes: u64,
+    ) -> Result<(), SimError> {
+        if !lock(&a.vidmm).has_process(PAGING_PID) {
+            return Ok(());
+        }
+        let first = pa - pa % 4096;
+        let pages = (pa + bytes.max(1) - first).div_ceil(4096);
+        for i in 0..pages {
+            let va = first + i * 4096;
+            if a.device.is_lost() {
+                self.vidmm_forget(a, PAGING_PID, va, 1);
+            } else {
+                self.vidmm_unmap(a, PAGING_PID, va, 1, LeafTag::default())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Forgets `pid`'s VA space (nothing may be mapped in it any more), `DxgkDdiDestroyProcess`,
+/// and returns its tables to the heap.
+fn drop_space(a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
+    let Some(p) = lock(&a.vidmm).processes.remove(&pid) else {
+        return Ok(());
+    };
+    if p.space.mapped_pages() != 0 {
+        return Err(sim(format!(
+            "process {} destroyed with {} GPU pages still mapped",
+            pid.0,
+            p.space.mapped_pages()
+        )));
+    }
+    ddi_destroy_process(a, p.kmd)?;
+    let mut v = lock(&a.vidmm);
+    if pid == PAGING_PID {
+        v.paging_kmd = None;
+    }
+    if let Some(heap) = &mut v.heap {
+        for t in p.space.tables() {
+            heap.free(t);
+        }
+    }
+    Ok(())
+}
+
+/// `DxgkDdiDestroyProcess` of the driver's process `kmd`.
+fn ddi_destroy_process(a: &AdapterShared, kmd: usize) -> Result<(), SimError> {
+    let Some(f) = a.table.get().and_then(|t| t.DxgkDdiDestroyProcess) else {
+        return Ok(());
+    };
+    let ctx = a.context();
+    let st = ddi::call(
+        a,
+        Routine::DxgkDdiDestroyProcess,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context and its own process handle.
+            unsafe { f(ctx, kmd as HANDLE) }
+        },
+    )?;
+    ddi::check_status(st)
+}
+
+/// The first half of the paging process ([D] `VIDMM_PAGING_PROCESS::InitPagingProcess`, before
+/// `VidSchCreateSystemDevices`): VidMm opens the adapter for the system process, so the driver
+/// sees `DxgkDdiCreateProcess` with `SystemProcess`; the system device is created in it. A
+/// GpuMmu adapter only; a failure fails the start with the driver's status.
+pub(crate) fn open_paging_process(a: &AdapterShared) -> Result<(), SimError> {
+    if geometry(a).is_none() {
+        return Ok(());
+    }
+    let flags = DXGK_CREATEPROCESSFLAGS::default().with(DXGK_CREATEPROCESSFLAGS::SystemProcess, 1);
+    let kmd = ddi_create_process(a, PAGING_PID, flags)?;
+    lock(&a.vidmm).paging_kmd = Some(kmd);
+    Ok(())
+}
+
+/// The driver's handle of the paging process, once opened.
+pub(crate) fn paging_process_kmd(a: &AdapterShared) -> Option<usize> {
+    lock(&a.vidmm).paging_kmd
+}
+
+/// `DxgkDdiCreateProcess` for `pid` with `flags`; the driver's process handle.
+fn ddi_create_process(
+    a: &AdapterShared,
+    pid: ProcessId,
+    flags: DXGK_CREATEPROCESSFLAGS,
+) -> Result<usize, SimError> {
+    let f = a
+        .table
+        .get()
+        .and_then(|t| t.DxgkDdiCreateProcess)
+        .ok_or_else(|| sim("GpuMmu adapter without DxgkDdiCreateProcess".into()))?;
+    let mut args = DXGKARG_CREATEPROCESS {
+        hDxgkProcess: (0x5000_0000 + pid.0 as usize) as HANDLE,
+        Flags: flags,
+        ..Default::default()
+    };
+    let ctx = a.context();
+    let st = ddi::call(
+        a,
+        Routine::DxgkDdiCreateProcess,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { f(ctx, &mut args) }
+        },
+    )?;
+    ddi::check_status(st)?;
+    let kmd = args.hKmdProcess as usize;
+    if kmd == 0 {
+        return Err(sim(
+            "DxgkDdiCreateProcess succeeded with a NULL hKmdProcess".into(),
+        ));
+    }
+    Ok(kmd)
 }
 
 /// `DxgkDdiSetRootPageTable` for context `context_kmd` of process `pid` (VidMm does this

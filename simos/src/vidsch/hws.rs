@@ -243,6 +243,7 @@ fn node_flags(a: &AdapterShared, node: u32) -> DXGK_NODEMETADATA_FLAGS {
 
 /// BR-77 and BR-79 after a successful start (see the module doc).
 pub(crate) fn initialize_nodes(
+    m: &crate::machine::Machine,
     a: &AdapterShared,
     t: &DRIVER_INITIALIZATION_DATA,
 ) -> Result<(), SimError> {
@@ -327,6 +328,12 @@ pub(crate) fn initialize_nodes(
             w.store(v, Ordering::Relaxed);
         }
         std::sync::atomic::fence(Ordering::Release);
+        // The CMP writes it in the system space: VidMm maps it into the paging process ([D]
+        // InitPagingProcessVaSpace → VidSchRecommitSchedulingLogs).
+        if let Err(e) = m.vidmm_map_system(a, alloc.bus_addr, size, Default::default()) {
+            let _ = a.device.memory().free_system(alloc.bus_addr);
+            return Err(e);
+        }
         let interrupt_entry = (3 * n) >> 2;
         let args = DXGKARG_SETSCHEDULINGLOGBUFFER {
             NodeOrdinal: node,
@@ -373,6 +380,7 @@ pub(crate) fn initialize_nodes(
                 );
             }
             Some(s) if s != STATUS_NOT_IMPLEMENTED => {
+                m.vidmm_unmap_system(a, alloc.bus_addr, size)?;
                 let _ = a.device.memory().free_system(alloc.bus_addr);
                 return Err(SimError::StartRefused {
                     rule: "BR-79",
@@ -381,6 +389,7 @@ pub(crate) fn initialize_nodes(
                 });
             }
             _ => {
+                m.vidmm_unmap_system(a, alloc.bus_addr, size)?;
                 let _ = a.device.memory().free_system(alloc.bus_addr);
             }
         }

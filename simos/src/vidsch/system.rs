@@ -63,7 +63,9 @@ pub(crate) fn create(
             Flags: DXGK_CREATEDEVICEFLAGS::default().with(DXGK_CREATEDEVICEFLAGS::SystemDevice, 1),
         },
         Pasid: 0,
-        hKmdProcess: std::ptr::null_mut(),
+        // The system device belongs to the paging process ([D]
+        // VIDMM_PAGING_PROCESS::InitPagingProcess) on a GpuMmu adapter.
+        hKmdProcess: crate::vidmm::mmu::paging_process_kmd(a).unwrap_or(0) as HANDLE,
     };
     let ctx = a.context();
     let status = ddi::call(

@@ -162,6 +162,19 @@ impl Machine {
         }
         let mv_init = if cross { 0 } else { u64::MAX };
         mv.store(mv_init);
+        // NF-11 (`MapToGpuSystemProcess`): the CMP signals, reads MonitoredValue and rescans
+        // waits through the system space, so VidMm maps both pages into the paging process
+        // before the driver learns the addresses ([D] VIDMM_FENCE_STORAGE_PAGE::
+        // GetPagingProcessGpuVA). Pages hold many fences and stay mapped while the adapter runs.
+        for va in [cv.gpu(), mv.gpu()] {
+            if let Err(e) = self.vidmm_map_system(a, va, 8, Default::default()) {
+                let mut os = lock(&a.fence_os);
+                for v in [&cv, &mv] {
+                    os.release_value(v);
+                }
+                return Err(e);
+            }
+        }
         let global = next_handle();
         let mut args = DXGKARG_CREATENATIVEFENCE {
             hGlobalNativeFence: global as HANDLE,

@@ -2,8 +2,13 @@
 //! retired at destroy and checked for writes after retirement.
 
 use super::*;
+use crate::machine::Machine;
 
+/// A new log buffer, mapped into the paging process: the CMP writes it at its
+/// `LogBufferSystemProcessGpuVa` (hardware.md 12.4). Mapping pages through the GPU, so the
+/// caller holds none of the thunk's or the adapter's sequencing locks.
 pub(super) fn alloc_log(
+    m: &Machine,
     a: &AdapterShared,
     kind: LogKind,
     entries: u64,
@@ -13,11 +18,48 @@ pub(super) fn alloc_log(
         .memory()
         .alloc_system(LOG_BUFFER_SIZE, rvgpu_hw::PAGE_SIZE)
         .ok_or_else(|| SimError::Simulation("out of system memory for a fence log".into()))?;
+    let bus = alloc.bus_addr;
+    if let Err(e) = m.vidmm_map_system(a, bus, LOG_BUFFER_SIZE, Default::default()) {
+        a.device.memory().free_system(bus);
+        return Err(e);
+    }
     Ok(LogBuffer::init(alloc, kind, entries))
 }
 
+/// Gives a log buffer back: VidMm unmaps it from the paging process and frees it at its next
+/// safe point ([`Machine::reap_system_pages`]), since callers hold the locks paging needs.
 pub(super) fn free_log(a: &AdapterShared, b: &LogBuffer) {
-    a.device.memory().free_system(b.gpu());
+    crate::vidmm::mmu::retire_system(a, b.gpu(), LOG_BUFFER_SIZE);
+}
+
+/// The two log buffers of a user-mode queue on an adapter with native fences, made before
+/// `D3DKMTCreateHwQueue` takes its locks (`None` otherwise).
+pub(crate) fn alloc_queue_logs(
+    m: &Machine,
+    a: &AdapterShared,
+    user_mode: bool,
+) -> Result<Option<(LogBuffer, LogBuffer)>, SimError> {
+    let native = lock(&a.fence_os).caps.is_some();
+    if !user_mode || !native {
+        return Ok(None);
+    }
+    let entries = a.os.log_entries;
+    let wait = alloc_log(m, a, LogKind::Wait, entries)?;
+    match alloc_log(m, a, LogKind::Signal, entries) {
+        Ok(signal) => Ok(Some((wait, signal))),
+        Err(e) => {
+            free_log(a, &wait);
+            Err(e)
+        }
+    }
+}
+
+/// Gives back buffers [`alloc_queue_logs`] made for a queue that was not created.
+pub(crate) fn free_queue_logs(a: &AdapterShared, logs: Option<(LogBuffer, LogBuffer)>) {
+    if let Some((w, s)) = logs {
+        free_log(a, &w);
+        free_log(a, &s);
+    }
 }
 
 /// Inside `D3DKMTCreateHwQueue`, after `DxgkDdiCreateHwQueue` succeeded (LOG-01, LOG-09):
@@ -30,12 +72,9 @@ pub(crate) fn queue_created(
     queue_id: Option<u32>,
     node: u32,
     process: ProcessId,
-    user_mode: bool,
+    logs: Option<(LogBuffer, LogBuffer)>,
 ) -> Result<(), SimError> {
-    let (table, native) = {
-        let os = lock(&a.fence_os);
-        (os.logs.clone(), os.caps.is_some())
-    };
+    let table = lock(&a.fence_os).logs.clone();
     let q = Arc::new(QueueLog {
         kmd,
         queue_id: queue_id.unwrap_or(0),
@@ -44,32 +83,20 @@ pub(crate) fn queue_created(
         logs: Mutex::new(None),
     });
     table.insert(q.clone());
-    if !user_mode || !native {
+    let Some((wait, signal)) = logs else {
         return Ok(());
-    }
-    let entries = a.os.log_entries;
-    let wait = alloc_log(a, LogKind::Wait, entries)?;
-    let signal = match alloc_log(a, LogKind::Signal, entries) {
-        Ok(b) => b,
-        Err(e) => {
-            free_log(a, &wait);
-            return Err(e);
-        }
     };
     for b in [&wait, &signal] {
         let status = set_log_buffer(a, kmd, b);
-        match status {
-            Ok(0) => {}
-            Ok(s) => {
-                free_log(a, &wait);
-                free_log(a, &signal);
-                return Err(SimError::DdiFailed(s));
-            }
-            Err(e) => {
-                free_log(a, &wait);
-                free_log(a, &signal);
-                return Err(e);
-            }
+        let failed = match status {
+            Ok(0) => None,
+            Ok(s) => Some(SimError::DdiFailed(s)),
+            Err(e) => Some(e),
+        };
+        if let Some(e) = failed {
+            free_log(a, &wait);
+            free_log(a, &signal);
+            return Err(e);
         }
     }
     *lock(&q.logs) = Some(QueueLogs {
@@ -146,6 +173,7 @@ pub(super) fn check_retired(
 /// new buffer, `DxgkDdiSetNativeFenceLogBuffer`, drain the old buffer once more, carry the
 /// cursor and last timestamp, poison and keep the old buffer.
 pub(crate) fn recreate(
+    m: &Machine,
     a: &AdapterShared,
     kmd: usize,
     kind: LogKind,
@@ -158,21 +186,25 @@ pub(crate) fn recreate(
     if lock(&q.logs).is_none() {
         return Err(SimError::Simulation("the queue has no logs".into()));
     }
+    // The new buffer is mapped into the paging process before the drain lock is taken: the
+    // mapping waits for paging buffers, whose completion DPC drains logs under that lock.
+    let new = alloc_log(m, a, kind, entries)?;
     let serial = lock(&table.drain_lock);
     let forced = [q.clone()];
-    let (objs, scan) = crate::sync::fence::log_drain_locked(a, &DrainRequest::default(), &forced)?;
-    let new = alloc_log(a, kind, entries)?;
-    match set_log_buffer(a, kmd, &new) {
-        Ok(0) => {}
-        Ok(s) => {
-            free_log(a, &new);
-            return Err(SimError::DdiFailed(s));
-        }
+    let drained = crate::sync::fence::log_drain_locked(a, &DrainRequest::default(), &forced)
+        .and_then(|d| match set_log_buffer(a, kmd, &new) {
+            Ok(0) => Ok(d),
+            Ok(s) => Err(SimError::DdiFailed(s)),
+            Err(e) => Err(e),
+        });
+    let (objs, scan) = match drained {
+        Ok(d) => d,
         Err(e) => {
+            drop(serial);
             free_log(a, &new);
             return Err(e);
         }
-    }
+    };
     let (objs2, scan2) =
         crate::sync::fence::log_drain_locked(a, &DrainRequest::default(), &forced)?;
     let at = {
