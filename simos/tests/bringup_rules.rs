@@ -136,8 +136,19 @@ fn start_with_policy(
     edit: impl Fn(&mut DXGK_DRIVERCAPS) + 'static,
     table: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
 ) -> (Machine, Result<(), SimError>) {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.validate_wddm_caps = validate_wddm_caps;
+    start_with_config(cfg, edit, table)
+}
+
+/// [`start_with`] on a machine built from `cfg`.
+fn start_with_config(
+    cfg: MachineConfig,
+    edit: impl Fn(&mut DXGK_DRIVERCAPS) + 'static,
+    table: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
+) -> (Machine, Result<(), SimError>) {
     CAPS_EDIT.with(|e| *e.borrow_mut() = Some(Box::new(edit)));
-    let mut m = machine(validate_wddm_caps);
+    let mut m = Machine::new(cfg);
     let r = start_with_qai_hook(&mut m, edited_qai, table);
     CAPS_EDIT.with(|e| *e.borrow_mut() = None);
     (m, r)
@@ -266,7 +277,8 @@ fn br_32_34_interface_version_rules() {
         (m, info.caps)
     };
     let rules = |version| {
-        bringup::check_caps(&caps, None, &t, version, rvgpu_simos::CpuArch::X64, false)
+        let facts = bringup::StartFacts::render_only(version, rvgpu_simos::CpuArch::X64, false);
+        bringup::check_caps(&caps, None, &t, &facts)
             .into_iter()
             .map(|v| v.rule)
             .collect::<Vec<_>>()
@@ -908,4 +920,289 @@ fn br_66_paging_buffers_run_on_the_system_contexts() {
             "paging buffer on node {node} with hContext {ctx:#x}, system contexts {system:?}"
         );
     }
+}
+
+/// BR-36(b) runs in `CreateRenderCore` after BR-49 ([D]), so a driver breaking BR-38 (in
+/// `DXGADAPTER::Initialize`) or BR-49 as well is refused for those first.
+#[test]
+fn br_36_preemption_awareness_rule_runs_in_the_render_core_after_br_49() {
+    let no_multi_engine = |c: &mut DXGK_DRIVERCAPS| {
+        c.SchedulingCaps.set(DXGK_VIDSCHCAPS::MultiEngineAware, 0);
+        c.SchedulingCaps.set(DXGK_VIDSCHCAPS::PreemptionAware, 1);
+    };
+    // Without physical caps BR-36(a) ("not multi-engine aware") does not run.
+    REFUSE_TYPE.set(Some(DXGKQAITYPE_PHYSICALADAPTERCAPS));
+    let (_, r) = start_with(no_multi_engine, no_table);
+    refused(r, "BR-36", STATUS_INVALID_PARAMETER);
+    let (_, r) = start_with(
+        move |c| {
+            no_multi_engine(c);
+            c.NumberOfSwizzlingRanges = 1;
+        },
+        no_table,
+    );
+    refused(r, "BR-49", STATUS_REVISION_MISMATCH);
+    let (_, r) = start_with(
+        move |c| {
+            no_multi_engine(c);
+            c.MiscCaps.Value |= 1 << 20;
+        },
+        no_table,
+    );
+    REFUSE_TYPE.set(None);
+    refused(r, "BR-38", STATUS_INVALID_PARAMETER);
+}
+
+/// BR-33 runs after BR-38 and BR-39 in `DXGADAPTER::Initialize` ([D]).
+#[test]
+fn br_33_unknown_wddm_version_is_checked_after_misc_caps() {
+    let (_, r) = start_with(
+        |c| {
+            c.WDDMVersion = 0x3300;
+            c.MiscCaps.Value |= 1 << 20;
+        },
+        no_table,
+    );
+    refused(r, "BR-38", STATUS_INVALID_PARAMETER);
+}
+
+/// BR-03: Dxgkrnl copies only the bytes the table's version defines; later slots are not seen
+/// (ignored, not refused). The simulated OS loads only 0x11007, whose table it copies whole.
+#[test]
+fn br_03_slots_past_the_versions_table_size_are_not_copied() {
+    let t = rvgpu_kmd::initialization_data::<rvgpu_simos::SimKernel>();
+    assert_eq!(bringup::driver_data_size(0x2000), 496);
+    assert_eq!(bringup::driver_data_size(0xF003), 1296);
+    assert_eq!(bringup::driver_data_size(0x10003), 1328);
+    let whole = std::mem::size_of::<DRIVER_INITIALIZATION_DATA>();
+    assert_eq!(bringup::driver_data_size(t.Version), whole);
+    let copied = bringup::table_as_copied(&t);
+    assert!(copied.slots().eq(t.slots()), "a 3.2 table is copied whole");
+    let mut old = t;
+    old.Version = 0x2000;
+    let copied = bringup::table_as_copied(&old);
+    // Slot k sits at byte 8 * (k + 1): the first 61 slots fit into 496 bytes.
+    for (k, ((name, before), (_, after))) in old.slots().zip(copied.slots()).enumerate() {
+        let inside = 8 * (k + 2) <= 496;
+        assert_eq!(after, before && inside, "{name} (slot {k})");
+    }
+    assert!(copied.DxgkDdiCreateContext.is_some() && copied.DxgkDdiRenderKm.is_none());
+}
+
+/// The render-relevant DDIs of BR-56, all NULL.
+fn no_render_ddis(t: &mut DRIVER_INITIALIZATION_DATA) {
+    t.DxgkDdiCreateDevice = None;
+    t.DxgkDdiDestroyDevice = None;
+    t.DxgkDdiCreateAllocation = None;
+    t.DxgkDdiDestroyAllocation = None;
+    t.DxgkDdiDescribeAllocation = None;
+    t.DxgkDdiGetStandardAllocationDriverData = None;
+    t.DxgkDdiOpenAllocation = None;
+    t.DxgkDdiCloseAllocation = None;
+    t.DxgkDdiAcquireSwizzlingRange = None;
+    t.DxgkDdiReleaseSwizzlingRange = None;
+    t.DxgkDdiPatch = None;
+    t.DxgkDdiSubmitCommand = None;
+    t.DxgkDdiPreemptCommand = None;
+    t.DxgkDdiBuildPagingBuffer = None;
+    t.DxgkDdiResetFromTimeout = None;
+    t.DxgkDdiRestartFromTimeout = None;
+    t.DxgkDdiQueryCurrentFence = None;
+    t.DxgkDdiRender = None;
+    t.DxgkDdiRenderKm = None;
+    t.DxgkDdiPresent = None;
+    t.DxgkDdiCreateOverlay = None;
+    t.DxgkDdiUpdateOverlay = None;
+    t.DxgkDdiFlipOverlay = None;
+    t.DxgkDdiDestroyOverlay = None;
+}
+
+/// BR-56: a driver with no render DDI at all has no render core (not a BR-47 failure), and a
+/// render-only adapter has no display core either: `REVISION_MISMATCH`. One render DDI
+/// present makes it a render core that lacks the rest (BR-47).
+#[test]
+fn br_56_neither_render_nor_display_core_is_revision_mismatch() {
+    let (_, r) = start_with(no_edit, no_render_ddis);
+    refused(r, "BR-56", STATUS_REVISION_MISMATCH);
+    let (_, r) = start_with(no_edit, |t| {
+        let present = t.DxgkDdiPresent;
+        no_render_ddis(t);
+        t.DxgkDdiPresent = present;
+    });
+    refused(r, "BR-47", STATUS_REVISION_MISMATCH);
+}
+
+/// BR-41: the hybrid rules. rvgpu claims neither kind; each broken combination is refused, and
+/// a hybrid discrete adapter with cross-adapter resources starts.
+#[test]
+fn br_41_hybrid_flag_rules() {
+    let cross = |c: &mut DXGK_DRIVERCAPS| {
+        c.MemoryManagementCaps
+            .Anonymous
+            .set(DXGK_VIDMMCAPS_0::CrossAdapterResource, 1)
+    };
+    // Hybrid without cross-adapter resources.
+    let (_, r) = start_with(|c| c.HybridDiscrete = 1, no_table);
+    refused(r, "BR-41", STATUS_INVALID_PARAMETER);
+    // Both kinds at once.
+    let (_, r) = start_with(
+        move |c| {
+            cross(c);
+            c.HybridDiscrete = 1;
+            c.HybridIntegrated = 1;
+        },
+        no_table,
+    );
+    refused(r, "BR-41", STATUS_INVALID_PARAMETER);
+    // Hybrid integrated on an adapter without outputs (every render-only adapter).
+    let (_, r) = start_with(
+        move |c| {
+            cross(c);
+            c.HybridIntegrated = 1;
+        },
+        no_table,
+    );
+    refused(r, "BR-41", STATUS_INVALID_PARAMETER);
+    // Below WDDM 2.0 under ValidateWDDMCaps, before the cross-adapter rules.
+    let (_, r) = start_with_policy(
+        true,
+        |c| {
+            c.WDDMVersion = 0x1300;
+            c.HybridIntegrated = 1;
+        },
+        no_table,
+    );
+    refused(r, "BR-41", STATUS_INVALID_PARAMETER);
+    // The before-0x5005 arm, directly (the simulated OS loads only 0x11007).
+    let t = rvgpu_kmd::initialization_data::<rvgpu_simos::SimKernel>();
+    let mut caps = DXGK_DRIVERCAPS {
+        WDDMVersion: 0x2000,
+        HybridDiscrete: 1,
+        ..DXGK_DRIVERCAPS::default()
+    };
+    cross(&mut caps);
+    let facts = bringup::StartFacts {
+        sources: 1,
+        children: 1,
+        ..bringup::StartFacts::render_only(0x5004, rvgpu_simos::CpuArch::X64, false)
+    };
+    let rules = bringup::check_caps(&caps, None, &t, &facts);
+    assert!(
+        rules
+            .iter()
+            .any(|v| v.rule == "BR-41" && v.why.contains("sources or targets")),
+        "{rules:?}"
+    );
+    // A well-formed hybrid discrete adapter starts.
+    let (_, r) = start_with(
+        move |c| {
+            cross(c);
+            c.HybridDiscrete = 1;
+        },
+        no_table,
+    );
+    r.expect("hybrid discrete with cross-adapter resources");
+}
+
+/// BR-43: kernel-mode command buffers need DxgkDdiRenderKm.
+#[test]
+fn br_43_kernel_mode_command_buffers_need_render_km() {
+    let (_, r) = start_with(|c| c.PresentationCaps.Value |= 1 << 2, no_table);
+    refused(r, "BR-43", STATUS_INVALID_PARAMETER);
+}
+
+/// BR-55 (first half): IOMMU secure mode needs the exclusive-access DDIs.
+#[test]
+fn br_55_iommu_secure_mode_needs_exclusive_access_ddis() {
+    let (_, r) = start_with(
+        |c| {
+            c.MemoryManagementCaps
+                .Anonymous
+                .set(DXGK_VIDMMCAPS_0::IoMmuSecureModeSupported, 1)
+        },
+        no_table,
+    );
+    refused(r, "BR-55", STATUS_INVALID_PARAMETER);
+}
+
+/// BR-54 is checked after the render core is initialised: a driver that also breaks BR-57
+/// (inside `ADAPTER_RENDER::Initialize`) is refused for BR-57.
+#[test]
+fn br_54_runs_after_the_render_core_is_initialised() {
+    PRECISION.set(Some(10));
+    let (_, r) = start_with(no_edit, |t| t.DxgkDdiSetStablePowerState = None);
+    PRECISION.set(None);
+    refused(r, "BR-57", STATUS_DEVICE_CONFIGURATION_ERROR);
+}
+
+/// A machine whose adapter's software key holds `value` as `UserModeDriverName`.
+fn umd_name_config(value: Option<rvgpu_simos::dxgkrnl::registry::RegValue>) -> MachineConfig {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.adapters[0].user_mode_driver_name = value;
+    cfg
+}
+
+/// BR-35: the UMD name the INF writes starts; a missing one is `OBJECT_NAME_NOT_FOUND`
+/// (unless compute-only or virtual-GPU-only); an empty or badly formed one
+/// `DEVICE_CONFIGURATION_ERROR`.
+#[test]
+fn br_35_user_mode_driver_name_from_the_registry() {
+    use rvgpu_simos::dxgkrnl::bringup::STATUS_OBJECT_NAME_NOT_FOUND;
+    use rvgpu_simos::dxgkrnl::registry::{self, RegValue, REG_DWORD, REG_MULTI_SZ, REG_SZ};
+    let (_, r) = start_with_config(
+        umd_name_config(Some(registry::inf_user_mode_driver_name())),
+        no_edit,
+        no_table,
+    );
+    r.expect("the INF's UserModeDriverName");
+    let (_, r) = start_with_config(
+        umd_name_config(Some(RegValue {
+            ty: REG_SZ,
+            data: "rvgpu_umd.dll"
+                .encode_utf16()
+                .flat_map(u16::to_le_bytes)
+                .collect(),
+        })),
+        no_edit,
+        no_table,
+    );
+    r.expect("a REG_SZ name without terminator gets one");
+    let missing = [
+        None,
+        Some(RegValue {
+            ty: REG_DWORD,
+            data: vec![1, 0, 0, 0],
+        }),
+        Some(RegValue {
+            ty: REG_MULTI_SZ,
+            data: Vec::new(),
+        }),
+    ];
+    for value in missing {
+        let (_, r) = start_with_config(umd_name_config(value.clone()), no_edit, no_table);
+        refused(r, "BR-35", STATUS_OBJECT_NAME_NOT_FOUND);
+        // A compute-only adapter needs no UMD name.
+        let (_, r) = start_with_config(
+            umd_name_config(value),
+            |c| c.MiscCaps.set(DXGK_DRIVERCAPS_MiscCaps::ComputeOnly, 1),
+            no_table,
+        );
+        assert!(
+            !matches!(r, Err(SimError::StartRefused { rule: "BR-35", .. })),
+            "{r:?}"
+        );
+    }
+    let empty = RegValue::multi_sz(&[""]);
+    let (_, r) = start_with_config(umd_name_config(Some(empty)), no_edit, no_table);
+    refused(r, "BR-35", STATUS_DEVICE_CONFIGURATION_ERROR);
+    // A REG_MULTI_SZ whose first string runs to the end of the value without a terminator.
+    let unterminated = RegValue {
+        ty: REG_MULTI_SZ,
+        data: "rvgpu_umd.dll"
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect(),
+    };
+    let (_, r) = start_with_config(umd_name_config(Some(unterminated)), no_edit, no_table);
+    refused(r, "BR-35", STATUS_DEVICE_CONFIGURATION_ERROR);
 }

@@ -229,14 +229,16 @@ impl Machine {
         // BR-58, BR-37: the physical adapters' caps, asked right after DRIVERCAPS.
         let physical = self.query_physical_adapter_caps(&a, &t, &caps)?;
         // Adapter creation's caps and DDI-table rules (docs/windows-bringup.md §4), in order.
-        let mut rules = bringup::check_caps(
-            &caps,
-            physical.as_ref(),
-            &t,
-            t.Version,
-            a.os.cpu_arch,
-            a.os.validate_wddm_caps,
-        );
+        // BR-35: the UMD name from the adapter's software key (read in DpiGetAdapterInfo).
+        let facts = bringup::StartFacts {
+            sources,
+            children,
+            umd_name: crate::dxgkrnl::registry::read_umd_name(
+                a.config.user_mode_driver_name.as_ref(),
+            ),
+            ..bringup::StartFacts::render_only(t.Version, a.os.cpu_arch, a.os.validate_wddm_caps)
+        };
+        let mut rules = bringup::check_caps(&caps, physical.as_ref(), &t, &facts);
         // BR-61/62/64/68 (issue 12): VidMm asks for the segments and, for a GPU-VA adapter,
         // the GPU MMU's caps and page-table levels while the render core is created.
         match crate::vidmm::model::query(&a, &t, &caps)? {
@@ -352,6 +354,10 @@ impl Machine {
             Err(e) => return Err(e),
         }
         if let Some(v) = self.query_history_precision(&a, &t)?.into_iter().next() {
+            return self.refuse(&a, &t, v);
+        }
+        // BR-54: once the render core is initialised, before power management.
+        if let Some(v) = bringup::check_after_render_core(&t) {
             return self.refuse(&a, &t, v);
         }
         // BR-66 (VidMmInitializePagingProcess → VidSchCreateSystemDevices): the system device

@@ -102,6 +102,9 @@ pub struct AdapterConfig {
     /// The OS enables `DXGK_FEATURE_HWSCH` on this adapter (ANDed with
     /// [`OsConfig::hwsch_feature`]; the per-adapter `Features` registry key).
     pub hwsch_feature: bool,
+    /// BR-35: `UserModeDriverName` in the adapter's software key (`None`: absent). Default:
+    /// what `inf/rvgpu.inf` writes.
+    pub user_mode_driver_name: Option<crate::dxgkrnl::registry::RegValue>,
 }
 
 impl AdapterConfig {
@@ -112,6 +115,7 @@ impl AdapterConfig {
             device: DeviceConfig::default(),
             native_fence_feature: true,
             hwsch_feature: true,
+            user_mode_driver_name: Some(crate::dxgkrnl::registry::inf_user_mode_driver_name()),
         }
     }
 
@@ -129,6 +133,7 @@ impl AdapterConfig {
             },
             native_fence_feature: true,
             hwsch_feature: true,
+            user_mode_driver_name: Some(crate::dxgkrnl::registry::inf_user_mode_driver_name()),
         }
     }
 }
