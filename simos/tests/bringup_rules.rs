@@ -16,7 +16,7 @@ use rvgpu_ddi::adapter::{
 use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, PDXGKDDI_GETNODEMETADATA};
 use rvgpu_ddi::memory::{DXGK_GPUMMUCAPS, DXGK_QUERYSEGMENTOUT4};
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS};
-use rvgpu_ddi::submission::DXGK_NODEMETADATA;
+use rvgpu_ddi::submission::{DXGK_NODEMETADATA, DXGK_USERMODESUBMISSION_CAPS};
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 use rvgpu_simos::dxgkrnl::bringup::{
     self, STATUS_DEVICE_CONFIGURATION_ERROR, STATUS_REVISION_MISMATCH,
@@ -37,6 +37,8 @@ thread_local! {
     static MMU_LEVELS: Cell<Option<u32>> = const { Cell::new(None) };
     static UEFI_RANGES: Cell<Option<[u32; 2]>> = const { Cell::new(None) };
     static FIRST_SEGMENT_FLAGS: Cell<u32> = const { Cell::new(0) };
+    static UMS_CAPS_EDIT: Cell<Option<fn(&mut DXGK_USERMODESUBMISSION_CAPS)>> =
+        const { Cell::new(None) };
 }
 
 /// The driver's QueryAdapterInfo, with the test's edits applied to its answers.
@@ -97,6 +99,12 @@ unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTE
         if let Some(n) = MMU_LEVELS.get() {
             // SAFETY: a GPUMMUCAPS answer is the OS's DXGK_GPUMMUCAPS.
             unsafe { (*(*args).pOutputData.cast::<DXGK_GPUMMUCAPS>()).PageTableLevelCount = n };
+        }
+    }
+    if s >= 0 && ty == rvgpu_ddi::adapter::DXGKQAITYPE_USERMODESUBMISSION_CAPS {
+        if let Some(edit) = UMS_CAPS_EDIT.get() {
+            // SAFETY: a USERMODESUBMISSION_CAPS answer is the OS's 28-byte block.
+            edit(unsafe { &mut *(*args).pOutputData.cast::<DXGK_USERMODESUBMISSION_CAPS>() });
         }
     }
     if s >= 0 && ty == DXGKQAITYPE_HISTORYBUFFERPRECISION {
@@ -1205,4 +1213,56 @@ fn br_35_user_mode_driver_name_from_the_registry() {
     };
     let (_, r) = start_with_config(umd_name_config(Some(unterminated)), no_edit, no_table);
     refused(r, "BR-35", STATUS_DEVICE_CONFIGURATION_ERROR);
+}
+
+/// BR-76: the user-mode submission caps (asked because rvgpu's nodes claim UMS) must be
+/// answered, with a doorbell size of 1..=0x4000, no reserved flag and, with a secondary
+/// doorbell, a secondary size of 1..=0x4000. A size Windows accepts but one BAR2 page cannot
+/// hold is the project's UM-04 refusal.
+#[test]
+fn br_76_user_mode_submission_caps_rules() {
+    let with = |edit: fn(&mut DXGK_USERMODESUBMISSION_CAPS)| {
+        UMS_CAPS_EDIT.set(Some(edit));
+        let (_, r) = start_with(no_edit, no_table);
+        UMS_CAPS_EDIT.set(None);
+        r
+    };
+    refused(
+        with(|c| c.DoorbellSizeInBytes = 0),
+        "BR-76",
+        STATUS_INVALID_PARAMETER,
+    );
+    refused(
+        with(|c| c.DoorbellSizeInBytes = 0x4001),
+        "BR-76",
+        STATUS_INVALID_PARAMETER,
+    );
+    refused(
+        with(|c| c.Flags.Value |= 2),
+        "BR-76",
+        STATUS_INVALID_PARAMETER,
+    );
+    refused(
+        with(|c| {
+            c.Flags.Value |= 1;
+            c.SecondaryDoorbellSizeInBytes = 0;
+        }),
+        "BR-76",
+        STATUS_INVALID_PARAMETER,
+    );
+    with(|c| {
+        c.Flags.Value |= 1;
+        c.SecondaryDoorbellSizeInBytes = 0x1000;
+    })
+    .expect("a secondary doorbell with its size");
+    match with(|c| c.DoorbellSizeInBytes = 0x2000) {
+        Err(SimError::Rejected(why)) => assert!(why.contains("UM-04"), "{why}"),
+        other => panic!("expected the UM-04 refusal, got {other:?}"),
+    }
+    REFUSE_TYPE.set(Some(
+        rvgpu_ddi::adapter::DXGKQAITYPE_USERMODESUBMISSION_CAPS,
+    ));
+    let (_, r) = start_with(no_edit, no_table);
+    REFUSE_TYPE.set(None);
+    refused(r, "BR-76", STATUS_NOT_SUPPORTED);
 }

@@ -343,6 +343,9 @@ impl Machine {
         // UM-04, BR-76: the user-mode submission caps, after the node rules.
         match crate::ums::query_at_start(&a, &t, &caps, metadata) {
             Ok(()) => {}
+            Err(SimError::StartRefused { rule, status, why }) => {
+                return self.refuse(&a, &t, bringup::Violation { rule, status, why });
+            }
             Err(SimError::Rejected(w)) => {
                 self.state.push_log(
                     rvgpu_kmd::platform::Level::Error,
