@@ -1266,3 +1266,57 @@ fn br_76_user_mode_submission_caps_rules() {
     REFUSE_TYPE.set(None);
     refused(r, "BR-76", STATUS_NOT_SUPPORTED);
 }
+
+static CONTEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static REAL_START_DEVICE: std::sync::OnceLock<rvgpu_ddi::init::PDXGKDDI_START_DEVICE> =
+    std::sync::OnceLock::new();
+
+/// rvgpu's StartDevice, remembering the MiniportDeviceContext (so the test can call a DDI).
+unsafe extern "system" fn start_remembering_context(
+    ctx: *mut std::ffi::c_void,
+    info: *mut rvgpu_ddi::adapter::DXGK_START_INFO,
+    iface: *mut rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE,
+    sources: *mut u32,
+    children: *mut u32,
+) -> NTSTATUS {
+    CONTEXT.store(ctx as usize, std::sync::atomic::Ordering::Relaxed);
+    let Some(Some(real)) = REAL_START_DEVICE.get().copied() else {
+        return STATUS_NOT_SUPPORTED;
+    };
+    // SAFETY: forwarded unchanged.
+    unsafe { real(ctx, info, iface, sources, children) }
+}
+
+/// Issue 14 notes, BR-66: Windows always names a context in `DxgkDdiSubmitCommand` (its own
+/// work runs on the system contexts it creates at start), so rvgpu refuses a null `hContext`
+/// with `STATUS_INVALID_PARAMETER` instead of running the buffer as "system" work.
+#[test]
+fn br_66_submit_command_without_a_context_is_invalid_parameter() {
+    use rvgpu_ddi::tdr::DXGKARG_SUBMITCOMMAND;
+    let mut m = machine(false);
+    m.load_driver_with(|t| {
+        let _ = REAL_START_DEVICE.set(t.DxgkDdiStartDevice);
+        t.DxgkDdiStartDevice = Some(start_remembering_context);
+    })
+    .expect("load");
+    m.start_adapter(0).expect("start");
+    let submit = m
+        .driver_table(0)
+        .and_then(|t| t.DxgkDdiSubmitCommand)
+        .expect("SubmitCommand");
+    let ctx = CONTEXT.load(std::sync::atomic::Ordering::Relaxed) as *mut std::ffi::c_void;
+    // An empty, well-formed buffer on node 0 with a fence ID above anything submitted: only
+    // the missing context is wrong.
+    let args = DXGKARG_SUBMITCOMMAND {
+        SubmissionFenceId: 0x7000_0000,
+        NodeOrdinal: 0,
+        ..Default::default()
+    };
+    let s = m.at_irql(rvgpu_kmd::platform::Irql::Dispatch, |m| {
+        let _c = m.enter_context();
+        // SAFETY: the driver's DDI with its own context and a live argument block.
+        unsafe { submit(ctx, &args) }
+    });
+    assert_eq!(s, STATUS_INVALID_PARAMETER);
+    assert!(m.bugcheck().is_none() && m.fault().is_none());
+}
