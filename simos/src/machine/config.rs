@@ -58,6 +58,17 @@ pub struct OsConfig {
     pub hws_normal_band_percentage: u32,
     /// The CPU architecture (default x64).
     pub cpu_arch: CpuArch,
+    /// BR-80/81: `GraphicsDrivers\HwSchMode` ([D] `DpiInitializeGlobalState`; absent or ≥ 3
+    /// reads as 0). `DxgkCbQueryFeatureSupport` enables HWSCH and USER_MODE_SUBMISSION for a
+    /// *stable* driver only with 0 or 2; 1 turns them off.
+    pub hw_sch_mode: u32,
+    /// BR-80/81: `GraphicsDrivers\HwSchTreatExperimentalAsStable` (default off): an
+    /// *experimental* claim through `DxgkCbQueryFeatureSupport` counts as stable.
+    pub hw_sch_treat_experimental_as_stable: bool,
+    /// BR-78: the kernel block list (`GraphicsDrivers\BlockList\Kernel`, [D]
+    /// `CheckKernelBlockList`) holds a `DISABLE_HWSCH` entry matching this driver: the OS
+    /// enables no hardware scheduling for it, by either negotiation path.
+    pub block_list_disable_hwsch: bool,
     /// Issue 15: bytes of local memory (VRAM) each process may keep resident (VidMm's
     /// process budget, "Process residency budgets"); `None`: all of it. `D3DKMTMakeResident`
     /// past it fails with `STATUS_NO_MEMORY` and the bytes to trim.
@@ -82,6 +93,9 @@ impl Default for OsConfig {
             sched_log_entries: crate::vidsch::hws::DEFAULT_SCHED_LOG_ENTRIES,
             hws_normal_band_percentage: 0,
             cpu_arch: CpuArch::X64,
+            hw_sch_mode: 0,
+            hw_sch_treat_experimental_as_stable: false,
+            block_list_disable_hwsch: false,
             vram_budget: None,
             thunk_cost: crate::kmt::DEFAULT_THUNK_COST,
         }
