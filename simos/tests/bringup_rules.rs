@@ -1539,3 +1539,137 @@ fn br_78_block_list_entry_turns_hws_off() {
     NODE_EDIT.set(None);
     refused(r, "BR-72", STATUS_INVALID_PARAMETER);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Section 8: the OS side of the D3DKMT calls.
+
+/// BR-92: `DXGCONTEXT::Initialize`'s flag rules beyond the node checks (simos/tests/hws.rs):
+/// with `HwQueueSupported`, a reserved flag or a non-virtual context is refused with
+/// `STATUS_UNSUCCESSFUL` and a triage line; a synchronisation-only context is exempt from the
+/// rules (its `HwQueueSupported` is dropped).
+#[test]
+fn br_92_context_flag_rules() {
+    const HW_QUEUE: u32 = 1 << 4;
+    let m = common::started(MachineConfig::single(Mode::Step));
+    let p = m.create_process(0).expect("process");
+    let node = *m.hws_nodes(0).first().expect("an HWS node");
+    let br92 = |m: &Machine| {
+        m.triage_log(0)
+            .iter()
+            .filter(|l| l.starts_with("BR-92"))
+            .count()
+    };
+    let unsuccessful = Err(SimError::DdiFailed(
+        rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL,
+    ));
+    assert_eq!(
+        m.create_context_raw(&p, node, HW_QUEUE | 1 << 6, true),
+        unsuccessful
+    );
+    assert_eq!(br92(&m), 1);
+    assert_eq!(
+        m.create_context_raw(&p, node, HW_QUEUE, false),
+        unsuccessful
+    );
+    assert_eq!(br92(&m), 2);
+    // Synchronisation-only: no BR-92 refusal whatever HwQueueSupported says.
+    let _ = m.create_context_raw(&p, node, 1 << 3 | HW_QUEUE, true);
+    assert_eq!(br92(&m), 2, "{:#?}", m.triage_log(0));
+    m.create_context_raw(&p, node, HW_QUEUE, true)
+        .expect("a well-formed virtual HWS context");
+}
+
+/// BR-92: `HwQueueSupported` needs a D3DKMT (WDDM) version of 2.5 or later. A WDDM 2.4
+/// driver (its nodes without user-mode submission, which needs 3.1: BR-73) starts, and its
+/// hardware-queue contexts are refused.
+#[test]
+fn br_92_hw_queue_contexts_need_wddm_2_5() {
+    fn no_ums(md: &mut DXGK_NODEMETADATA) {
+        md.Flags = md.Flags.with(
+            rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS::UserModeSubmission,
+            0,
+        );
+    }
+    NODE_EDIT.set(Some(no_ums));
+    let (m, r) = start_with(
+        |c| c.WDDMVersion = 0x2400,
+        |t| {
+            let _ = REAL_NODE_METADATA.set(t.DxgkDdiGetNodeMetadata);
+            t.DxgkDdiGetNodeMetadata = Some(edited_node_metadata);
+        },
+    );
+    NODE_EDIT.set(None);
+    r.expect("a WDDM 2.4 driver with HWS nodes starts");
+    let p = m.create_process(0).expect("process");
+    let node = *m.hws_nodes(0).first().expect("an HWS node");
+    assert_eq!(
+        m.create_context_raw(&p, node, 1 << 4, true),
+        Err(SimError::DdiFailed(
+            rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL
+        ))
+    );
+    assert!(
+        m.triage_log(0)
+            .iter()
+            .any(|l| l.starts_with("BR-92") && l.contains("< 2.5")),
+        "{:#?}",
+        m.triage_log(0)
+    );
+}
+
+/// BR-96: Windows refuses more than 16 bytes of doorbell private data
+/// (`STATUS_INVALID_PARAMETER`). rvgpu's UMD passes a 64-byte `DoorbellPdd`: with Windows'
+/// behaviour its doorbell is refused; the default simulation tolerates it and records the
+/// violation in the triage log (a known rvgpu defect, docs/windows-bringup.md §8).
+#[test]
+fn br_96_doorbell_private_data_over_16_bytes_is_refused() {
+    use rvgpu_umd::kmt::{AllocationKind, Kmt};
+    use zerocopy::IntoBytes;
+    for windows in [true, false] {
+        let mut cfg = MachineConfig::single(Mode::Step);
+        cfg.os.tolerate_large_doorbell_private_data = !windows;
+        let m = common::started(cfg);
+        let p = m.create_process(0).expect("process");
+        let k = m.kmt(&p);
+        let context = k.create_context(0).expect("context");
+        let mut qp = rvgpu_hw::pdd::HwQueuePdd {
+            magic: rvgpu_hw::pdd::PDD_MAGIC,
+            version: rvgpu_hw::pdd::HW_QUEUE_PDD_VERSION,
+            ..Default::default()
+        };
+        let queue = k
+            .create_hw_queue(context, true, qp.as_mut_bytes())
+            .expect("queue")
+            .handle;
+        let ring = k
+            .create_allocation_as(4096, AllocationKind::Commands)
+            .expect("ring");
+        let control = k
+            .create_allocation_as(
+                rvgpu_hw::queue::RingControl::SIZE,
+                AllocationKind::RingControl,
+            )
+            .expect("control");
+        let mut pdd = rvgpu_hw::pdd::DoorbellPdd {
+            magic: rvgpu_hw::pdd::PDD_MAGIC,
+            version: rvgpu_hw::pdd::DOORBELL_PDD_VERSION,
+            ring_gpu: ring.gpu_va,
+            ring_control_gpu: control.gpu_va,
+            ring_size: 4096,
+            ..Default::default()
+        };
+        assert!(pdd.as_bytes().len() > rvgpu_simos::ums::DOORBELL_PRIVATE_DATA_MAX);
+        let r = k.create_doorbell(queue, ring.handle, control.handle, pdd.as_mut_bytes());
+        let logged = m.triage_log(0).iter().any(|l| l.starts_with("BR-96"));
+        assert!(logged, "{:#?}", m.triage_log(0));
+        if windows {
+            assert_eq!(
+                r.err().map(|e| e.0),
+                Some(STATUS_INVALID_PARAMETER),
+                "Windows refuses the doorbell"
+            );
+        } else {
+            r.expect("tolerated by the default simulation");
+        }
+    }
+}
