@@ -1563,7 +1563,7 @@ fn br_92_context_flag_rules() {
         rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL,
     ));
     assert_eq!(
-        m.create_context_raw(&p, node, HW_QUEUE | 1 << 6, true),
+        m.create_context_raw(&p, node, HW_QUEUE | 1 << 7, true),
         unsuccessful
     );
     assert_eq!(br92(&m), 1);

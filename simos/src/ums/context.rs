@@ -50,15 +50,17 @@ pub(crate) fn create_context_flags(
 /// `D3DDDI_CREATECONTEXTFLAGS` bits BR-92 reads.
 const SYNCHRONIZATION_ONLY: u32 = 1 << 3;
 const HW_QUEUE_SUPPORTED: u32 = 1 << 4;
-/// First reserved `D3DDDI_CREATECONTEXTFLAGS` bit (after NoKmdAccess).
-const CONTEXT_FLAGS_RESERVED: u32 = 1 << 6;
+/// First reserved `D3DDDI_CREATECONTEXTFLAGS` bit: later builds than 22631 define bit 6 (passed
+/// to the KMD as `DXGK_CREATECONTEXTFLAGS` bit 5) and refuse from bit 7; 22631 refused from
+/// bit 6. The simulated OS is the later one.
+const CONTEXT_FLAGS_RESERVED: u32 = 1 << 7;
 
 /// BR-92 ([D] `DXGCONTEXT::Initialize`), in its order, for a context with the runtime's
 /// `D3DDDI_CREATECONTEXTFLAGS` `flags`, created through `D3DKMTCreateContextVirtual`
 /// (`virtual_context`) or `D3DKMTCreateContext`. A synchronisation-only context drops
 /// `HwQueueSupported` and is exempt. Without `HwQueueSupported` a context-scheduling node
 /// refuses it; with it, a D3DKMT version below 2.5, a node without context scheduling, a
-/// non-virtual context or a reserved flag is refused. Every refusal is `STATUS_UNSUCCESSFUL`
+/// non-virtual context or a reserved flag (bit 7 and up) is refused. Every refusal is `STATUS_UNSUCCESSFUL`
 /// with a triage-log line. Returns the effective `HwQueueSupported`.
 fn check_context_creation(
     a: &AdapterShared,
