@@ -1191,7 +1191,7 @@ fn br_35_user_mode_driver_name_from_the_registry() {
         refused(r, "BR-35", STATUS_OBJECT_NAME_NOT_FOUND);
         // A compute-only adapter needs no UMD name.
         let (_, r) = start_with_config(
-            umd_name_config(value),
+            umd_name_config(value.clone()),
             |c| c.MiscCaps.set(DXGK_DRIVERCAPS_MiscCaps::ComputeOnly, 1),
             no_table,
         );
@@ -1199,6 +1199,14 @@ fn br_35_user_mode_driver_name_from_the_registry() {
             !matches!(r, Err(SimError::StartRefused { rule: "BR-35", .. })),
             "{r:?}"
         );
+        // A virtual-GPU-only one passes the first check and fails the render core's: its name
+        // is empty.
+        let (_, r) = start_with_config(
+            umd_name_config(value),
+            |c| c.MiscCaps.set(DXGK_DRIVERCAPS_MiscCaps::VirtualGpuOnly, 1),
+            no_table,
+        );
+        refused(r, "BR-35", STATUS_DEVICE_CONFIGURATION_ERROR);
     }
     let empty = RegValue::multi_sz(&[""]);
     let (_, r) = start_with_config(umd_name_config(Some(empty)), no_edit, no_table);

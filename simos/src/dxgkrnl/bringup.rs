@@ -626,20 +626,21 @@ pub fn check_caps(
     }
     // BR-35, second half ([D] `ADAPTER_RENDER::Initialize`, its first step): the names must
     // parse ("Invalidly formatted user mode driver name") and the first must not be empty
-    // ("Invalid user mode driver name"; 23H2 skips the emptiness check with its
-    // GpuVaIoMmu feature, which simos models as for compute-only and virtual-only adapters,
-    // whose missing name BR-35's first half tolerates).
-    let exempt = compute_only || virtual_only;
+    // ("Invalid user mode driver name"). 22631 skips the emptiness check only with its
+    // GpuVaIoMmu feature; the later builds in the same repository's history skip it for a
+    // compute-only adapter (MiscCaps bit 3), which the simulated OS follows.
+    let exempt = compute_only;
     match facts.umd_name {
         UmdName::BadlyFormed => v.push(Violation::new(
             "BR-35",
             STATUS_DEVICE_CONFIGURATION_ERROR,
             "UserModeDriverName is badly formed",
         )),
-        UmdName::Empty if !exempt => v.push(Violation::new(
+        // A missing name reads as an empty one here (a virtual-GPU-only adapter gets this far).
+        UmdName::Empty | UmdName::Missing if !exempt => v.push(Violation::new(
             "BR-35",
             STATUS_DEVICE_CONFIGURATION_ERROR,
-            "UserModeDriverName is empty",
+            "UserModeDriverName is empty or missing",
         )),
         _ => {}
     }
