@@ -39,6 +39,8 @@ thread_local! {
     static FIRST_SEGMENT_FLAGS: Cell<u32> = const { Cell::new(0) };
     static UMS_CAPS_EDIT: Cell<Option<fn(&mut DXGK_USERMODESUBMISSION_CAPS)>> =
         const { Cell::new(None) };
+    /// BR-55: the answer to FRAMEBUFFERSAVESIZE instead of the driver's (status, size).
+    static FB_SAVE: Cell<Option<(NTSTATUS, u64)>> = const { Cell::new(None) };
 }
 
 /// The driver's QueryAdapterInfo, with the test's edits applied to its answers.
@@ -47,6 +49,13 @@ unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTE
     let ty = unsafe { (*args).Type };
     if REFUSE_TYPE.get() == Some(ty) {
         return STATUS_NOT_SUPPORTED;
+    }
+    if let (Some((status, size)), rvgpu_ddi::adapter::DXGKQAITYPE_FRAMEBUFFERSAVESIZE) =
+        (FB_SAVE.get(), ty)
+    {
+        // SAFETY: the OS's 8-byte output block for this query.
+        unsafe { (*args).pOutputData.cast::<u64>().write_unaligned(size) };
+        return status;
     }
     // SAFETY: forwarded unchanged.
     let s = unsafe { real_qai(h, args) };
@@ -1119,18 +1128,48 @@ fn br_43_kernel_mode_command_buffers_need_render_km() {
     refused(r, "BR-43", STATUS_INVALID_PARAMETER);
 }
 
-/// BR-55 (first half): IOMMU secure mode needs the exclusive-access DDIs.
+/// BR-55: IOMMU secure mode makes the OS ask for the frame-buffer save size (its failure fails
+/// the start with the driver's status, a size that is not a page multiple is refused) and
+/// needs the exclusive-access DDIs.
 #[test]
-fn br_55_iommu_secure_mode_needs_exclusive_access_ddis() {
-    let (_, r) = start_with(
-        |c| {
-            c.MemoryManagementCaps
-                .Anonymous
-                .set(DXGK_VIDMMCAPS_0::IoMmuSecureModeSupported, 1)
-        },
-        no_table,
+fn br_55_iommu_secure_mode_rules() {
+    let secure = |c: &mut DXGK_DRIVERCAPS| {
+        c.MemoryManagementCaps
+            .Anonymous
+            .set(DXGK_VIDMMCAPS_0::IoMmuSecureModeSupported, 1)
+    };
+    let with_save = |answer: Option<(NTSTATUS, u64)>, ddis: bool| {
+        FB_SAVE.set(answer);
+        let (_, r) = start_with(secure, move |t| {
+            if ddis {
+                t.DxgkDdiBeginExclusiveAccess = stub();
+                t.DxgkDdiEndExclusiveAccess = stub();
+            }
+        });
+        FB_SAVE.set(None);
+        r
+    };
+    refused(
+        with_save(Some((STATUS_NOT_SUPPORTED, 0)), true),
+        "BR-55",
+        STATUS_NOT_SUPPORTED,
     );
-    refused(r, "BR-55", STATUS_INVALID_PARAMETER);
+    refused(
+        with_save(Some((STATUS_SUCCESS, 0x1001)), true),
+        "BR-55",
+        STATUS_INVALID_PARAMETER,
+    );
+    // A page-multiple size passes the query; without the DDI pair the render core refuses.
+    refused(
+        with_save(Some((STATUS_SUCCESS, 0x2000)), false),
+        "BR-55",
+        STATUS_INVALID_PARAMETER,
+    );
+    let r = with_save(Some((STATUS_SUCCESS, 0x2000)), true);
+    assert!(
+        !matches!(r, Err(SimError::StartRefused { rule: "BR-55", .. })),
+        "{r:?}"
+    );
 }
 
 /// BR-54 is checked after the render core is initialised: a driver that also breaks BR-57

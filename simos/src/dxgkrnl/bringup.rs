@@ -201,6 +201,9 @@ pub struct StartFacts {
     pub children: u32,
     /// The UMD name read from the adapter's software key (BR-35).
     pub umd_name: UmdName,
+    /// BR-55: the answer to `DXGKQAITYPE_FRAMEBUFFERSAVESIZE` for physical adapter 0 (asked only
+    /// with `IoMmuSecureModeSupported`): the size, or the driver's failure status.
+    pub framebuffer_save_size: Option<Result<u64, NTSTATUS>>,
 }
 
 impl StartFacts {
@@ -213,6 +216,7 @@ impl StartFacts {
             sources: 0,
             children: 0,
             umd_name: UmdName::Valid,
+            framebuffer_save_size: None,
         }
     }
 }
@@ -352,6 +356,25 @@ pub fn check_caps(
             STATUS_INVALID_PARAMETER,
             format!("SchedulingCaps.MultiEngineAware is not set by a WDDM {wddm:#x} driver"),
         ));
+    }
+    // BR-55, second half ([D] `DXGADAPTER::Initialize`, right after the PHYSICALADAPTERCAPS
+    // loop): with IOMMU secure mode the frame-buffer save size is asked; a failure fails the
+    // start with the driver's status, a size that is not a page multiple is refused.
+    match facts.framebuffer_save_size {
+        Some(Err(status)) => v.push(Violation::new(
+            "BR-55",
+            status,
+            format!(
+                "DXGKQAITYPE_FRAMEBUFFERSAVESIZE failed ({:#010x})",
+                status as u32
+            ),
+        )),
+        Some(Ok(size)) if size & 0xFFF != 0 => v.push(Violation::new(
+            "BR-55",
+            STATUS_INVALID_PARAMETER,
+            format!("frame buffer save size {size:#x} is not a multiple of the page size"),
+        )),
+        _ => {}
     }
     // BR-38: no reserved MiscCaps bit (24H2 defines bits 0..=8).
     if misc.Value >> MISC_CAPS_RESERVED_FROM != 0 {
@@ -612,8 +635,7 @@ pub fn check_caps(
         ));
     }
     // BR-55 ([D] `CreateRenderCore`), first half: IOMMU secure mode on a WDDM 2.4+ driver needs
-    // the exclusive-access DDIs. (The second half, page-multiple FRAMEBUFFERSAVESIZE answers,
-    // is asked only with the same cap and is not modelled.)
+    // the exclusive-access DDIs. (The second half is the FRAMEBUFFERSAVESIZE answer above.)
     if wddm >= 0x2400
         && mm.is_set(DXGK_VIDMMCAPS_0::IoMmuSecureModeSupported)
         && !(filled("DxgkDdiBeginExclusiveAccess") && filled("DxgkDdiEndExclusiveAccess"))

@@ -236,6 +236,7 @@ impl Machine {
             umd_name: crate::dxgkrnl::registry::read_umd_name(
                 a.config.user_mode_driver_name.as_ref(),
             ),
+            framebuffer_save_size: self.query_framebuffer_save_size(&a, &t, &caps)?,
             ..bringup::StartFacts::render_only(t.Version, a.os.cpu_arch, a.os.validate_wddm_caps)
         };
         let mut rules = bringup::check_caps(&caps, physical.as_ref(), &t, &facts);
@@ -448,6 +449,37 @@ impl Machine {
         Ok(bringup::check_history_precision(
             (status >= 0).then_some(out),
         ))
+    }
+
+    /// BR-55: `DXGKQAITYPE_FRAMEBUFFERSAVESIZE` for physical adapter 0 (input its 4-byte index,
+    /// output 8 bytes), asked only when `MemoryManagementCaps.IoMmuSecureModeSupported` is set
+    /// ([D] `DXGADAPTER::Initialize`).
+    fn query_framebuffer_save_size(
+        &self,
+        a: &AdapterShared,
+        t: &DRIVER_INITIALIZATION_DATA,
+        caps: &DXGK_DRIVERCAPS,
+    ) -> Result<Option<Result<u64, NTSTATUS>>, SimError> {
+        let secure = caps
+            .MemoryManagementCaps
+            .Anonymous
+            .is_set(DXGK_VIDMMCAPS_0::IoMmuSecureModeSupported);
+        let Some(q) = t.DxgkDdiQueryAdapterInfo.filter(|_| secure) else {
+            return Ok(None);
+        };
+        let mut index: u32 = 0;
+        let mut size: u64 = 0;
+        let args = DXGKARG_QUERYADAPTERINFO {
+            Type: DXGKQAITYPE_FRAMEBUFFERSAVESIZE,
+            pInputData: (&mut index as *mut u32).cast(),
+            InputDataSize: 4,
+            pOutputData: (&mut size as *mut u64).cast(),
+            OutputDataSize: 8,
+            Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
+            hKmdProcessHandle: std::ptr::null_mut(),
+        };
+        let status = ddi::query_adapter_info_args(a, q, At::Caller, &args)?;
+        Ok(Some(if status >= 0 { Ok(size) } else { Err(status) }))
     }
 
     /// `DXGKQAITYPE_PHYSICALADAPTERCAPS` for physical adapter 0 ([D] `DXGADAPTER::Initialize`,
