@@ -1720,3 +1720,25 @@ fn br_96_doorbell_private_data_over_16_bytes_is_refused() {
         }
     }
 }
+
+/// BR-45: a multi-plane overlay claim needs 1..=10 planes (WDDM 2.2+) and direct flip.
+/// rvgpu claims no MPO (render-only); the slots Windows also demands are not modelled.
+#[test]
+fn br_45_multi_plane_overlay_needs_planes_and_direct_flip() {
+    let mpo = |planes: u32, direct: u8| {
+        move |c: &mut DXGK_DRIVERCAPS| {
+            c.SupportMultiPlaneOverlay = 1;
+            c.MaxOverlayPlanes = planes;
+            c.SupportDirectFlip = direct;
+        }
+    };
+    for (planes, direct) in [(0, 1), (11, 1), (2, 0)] {
+        let (_, r) = start_with(mpo(planes, direct), no_table);
+        refused(r, "BR-45", STATUS_INVALID_PARAMETER);
+    }
+    let (_, r) = start_with(mpo(10, 1), no_table);
+    assert!(
+        !matches!(r, Err(SimError::StartRefused { rule: "BR-45", .. })),
+        "{r:?}"
+    );
+}

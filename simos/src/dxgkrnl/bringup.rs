@@ -470,6 +470,41 @@ pub fn check_caps(
              PowerRuntimeControlRequest",
         ));
     }
+    // BR-45 ([D] `DXGADAPTER::Initialize`, the MPO strings): multi-plane overlays need an
+    // interface from 0x300B, from interface 0x4001 at least one plane, at most 8 (a WDDM
+    // 2.0/2.1 driver may say 10, read as 8; from WDDM 2.2 up to 10), and direct flip. The DDI
+    // arm between the plane count and direct flip names table slots not identified here and is
+    // not modelled.
+    if caps.SupportMultiPlaneOverlay != 0 {
+        let planes = caps.MaxOverlayPlanes;
+        let why = if version < 0x300B {
+            Some(format!("interface version {version:#x} predates MPO"))
+        } else if version > 0x4000 && planes == 0 {
+            Some("no overlay planes".to_string())
+        } else if version > 0x4000
+            && planes > 8
+            && if wddm < 0x2200 {
+                wddm < 0x2000 || planes != 10
+            } else {
+                planes > 10
+            }
+        {
+            Some(format!(
+                "{planes} overlay planes on a WDDM {wddm:#x} driver"
+            ))
+        } else if caps.SupportDirectFlip == 0 {
+            Some("SupportDirectFlip is not set".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            v.push(Violation::new(
+                "BR-45",
+                STATUS_INVALID_PARAMETER,
+                format!("SupportMultiPlaneOverlay: {why}"),
+            ));
+        }
+    }
     // BR-46 ([D] `DXGADAPTER::Initialize`): from WDDM 2.4 the two diagnostic DDIs come as a
     // pair.
     if wddm >= 0x2400
