@@ -256,7 +256,9 @@ fn storm_needs_the_device_request_and_a_minimum_duration() {
 /// T2: the caps buffer reaches QueryAdapterInfo filled with 0xCD, so a driver that leaves
 /// fields unset is caught: here one writes only SchedulingCaps and the node count, leaving
 /// the deprecated Reserved blocks (which must be zero) and WDDMVersion as garbage: the OS fails
-/// the start, first for the unknown WDDM version (BR-33 comes first in Windows' order).
+/// the start. In Windows' order the garbage version (≥ 0x2000) makes the OS ask for the
+/// physical adapter caps, which this driver "answers", so BR-36(a) (a WDDM 2.0+ driver without
+/// MultiEngineAware) fails before BR-33 (the unknown version, checked after the MiscCaps rules).
 #[test]
 fn caps_fields_left_unset_are_visible_and_rejected() {
     use rvgpu_ddi::adapter::{DXGKARG_QUERYADAPTERINFO, DXGK_DRIVERCAPS};
@@ -280,7 +282,7 @@ fn caps_fields_left_unset_are_visible_and_rejected() {
     }
     match m.start_adapter(0) {
         Err(SimError::StartRefused { rule, status, why }) => {
-            assert_eq!((rule, status), ("BR-33", 0xC000_0059_u32 as i32), "{why}");
+            assert_eq!((rule, status), ("BR-36", 0xC000_000D_u32 as i32), "{why}");
             assert!(why.contains("0xcdcdcdcd"), "{why}");
         }
         other => panic!("expected the start to be refused, got {other:?}"),

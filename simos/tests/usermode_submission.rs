@@ -236,7 +236,9 @@ fn um_04_start_refused_without_usermode_submission_caps() {
     m.load_driver_with(rvgpu_simos::testing::ums_caps::install_failing_ums_caps)
         .expect("load");
     match m.start_adapter(0) {
-        Err(SimError::Rejected(why)) => assert!(why.contains("UM-04"), "{why}"),
+        Err(SimError::StartRefused {
+            rule: "BR-76", why, ..
+        }) => assert!(why.contains("UM-04"), "{why}"),
         other => panic!("start not refused: {other:?}"),
     }
     assert!(m.bugcheck().is_none());

@@ -897,7 +897,9 @@ fn push<P: Platform>(
 /// The DMA buffer `[DmaBufferPhysicalAddress + DmaBufferSubmissionStartOffset,
 /// … + DmaBufferSubmissionEndOffset)` (contiguous system memory, identity addressing in v1)
 /// becomes INDIRECTs + `PROGRESS(IRQ, SubmissionFenceId)` on the node ring; `Flags.Paging`
-/// is recorded for TDR-03/08. `hContext` null = the system context.
+/// is recorded for TDR-03/08. `hContext` is always a context the driver created: Windows
+/// submits its own work on the system contexts it creates at start (BR-66), so a null one is
+/// a malformed call (`STATUS_INVALID_PARAMETER`), never a "system" submission.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommand>
 pub fn submit_command<P: Platform>(
@@ -932,6 +934,9 @@ pub fn submit_command<P: Platform>(
         .ok_or(status::INVALID_PARAMETER)?;
     check_range(addr, bytes)?;
     let raw = crate::args::submit_context(args);
+    if raw.is_null() {
+        return Err(status::INVALID_PARAMETER);
+    }
     let context = context_on(a, live, raw, node)?;
     push(
         live,

@@ -24,6 +24,8 @@ use crate::machine::CpuArch;
 pub const STATUS_REVISION_MISMATCH: NTSTATUS = 0xC000_0059_u32 as NTSTATUS;
 /// `STATUS_DEVICE_CONFIGURATION_ERROR`.
 pub const STATUS_DEVICE_CONFIGURATION_ERROR: NTSTATUS = 0xC000_0182_u32 as NTSTATUS;
+/// `STATUS_OBJECT_NAME_NOT_FOUND`.
+pub const STATUS_OBJECT_NAME_NOT_FOUND: NTSTATUS = 0xC000_0034_u32 as NTSTATUS;
 
 /// A broken start-up rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,25 +105,172 @@ pub fn check_load(t: &DRIVER_INITIALIZATION_DATA) -> Result<(), Violation> {
     }
 }
 
+/// BR-03 ([D] `DpiGetDriverDataSizeFromVersion`): how many bytes of the miniport's
+/// `DRIVER_INITIALIZATION_DATA` Dxgkrnl copies for interface `version`. Slots past it are not
+/// seen at all (not rejected). The 23H2 table ends at 0x10003 (1,328 bytes); from 0x10004 the
+/// kernel copies its own full table, which for this WDDM 3.2 OS is the whole 3.2 table.
+pub fn driver_data_size(version: u32) -> usize {
+    const SIZES: &[(u32, usize)] = &[
+        (0x2001, 496),
+        (0x2002, 544),
+        (0x2003, 552),
+        (0x3001, 568),
+        (0x3002, 576),
+        (0x3004, 624),
+        (0x3005, 632),
+        (0x300D, 656),
+        (0x4000, 664),
+        (0x4002, 696),
+        (0x5000, 712),
+        (0x6000, 832),
+        (0x6002, 864),
+        (0x7000, 880),
+        (0x7002, 936),
+        (0x7003, 952),
+        (0x7004, 1008),
+        (0x8000, 1032),
+        (0x9000, 1056),
+        (0x9002, 1104),
+        (0x9003, 1112),
+        (0x9005, 1128),
+        (0x9006, 1144),
+        (0xA001, 1152),
+        (0xA002, 1160),
+        (0xA005, 1168),
+        (0xA007, 1176),
+        (0xA009, 1184),
+        (0xB002, 1192),
+        (0xB003, 1208),
+        (0xE003, 1232),
+        (0xF001, 1264),
+        (0xF003, 1288),
+        (0x10003, 1296),
+        (0x10004, 1328),
+    ];
+    SIZES.iter().find(|(below, _)| version < *below).map_or(
+        std::mem::size_of::<DRIVER_INITIALIZATION_DATA>(),
+        |(_, n)| *n,
+    )
+}
+
+/// BR-03: the table as Dxgkrnl copies it from the driver: only [`driver_data_size`] bytes for
+/// the table's version, every later slot NULL.
+pub fn table_as_copied(t: &DRIVER_INITIALIZATION_DATA) -> DRIVER_INITIALIZATION_DATA {
+    let mut copy = *t;
+    let full = std::mem::size_of::<DRIVER_INITIALIZATION_DATA>();
+    let keep = driver_data_size(t.Version).min(full);
+    // SAFETY: `copy` is a local table of `full` bytes; every byte from `keep` on belongs to a
+    // slot (`keep` is a multiple of 8 past the version header), and an all-zero slot is a
+    // valid `None` function pointer.
+    unsafe {
+        (&mut copy as *mut DRIVER_INITIALIZATION_DATA)
+            .cast::<u8>()
+            .add(keep)
+            .write_bytes(0, full - keep)
+    };
+    copy
+}
+
+/// The registry's `UserModeDriverName` as Dxgkrnl reads it (BR-35, [`crate::dxgkrnl::registry`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UmdName {
+    /// At least one well-formed, non-empty name.
+    #[default]
+    Valid,
+    /// Absent, not a string type, or zero bytes long: [D] `DxgkRetrieveStringFromRegistry`
+    /// fails and `DpiGetAdapterInfo` marks the name missing.
+    Missing,
+    /// A `REG_MULTI_SZ` whose first string has no terminator inside the value.
+    BadlyFormed,
+    /// Present, but its first name is empty.
+    Empty,
+}
+
+/// What adapter creation's caps rules read besides the caps and the table.
+#[derive(Clone, Copy, Debug)]
+pub struct StartFacts {
+    /// `DRIVER_INITIALIZATION_DATA::Version` (the DDI interface version).
+    pub version: u32,
+    /// The CPU architecture Windows runs on (BR-50).
+    pub arch: CpuArch,
+    /// Windows' `ValidateWDDMCaps` policy (BR-41 pre-2.0 arm, BR-52).
+    pub validate_wddm_caps: bool,
+    /// `NumberOfVideoPresentSources` from StartDevice (BR-41).
+    pub sources: u32,
+    /// `NumberOfChildren` from StartDevice (BR-41: the adapter's outputs).
+    pub children: u32,
+    /// The UMD name read from the adapter's software key (BR-35).
+    pub umd_name: UmdName,
+    /// BR-55: the answer to `DXGKQAITYPE_FRAMEBUFFERSAVESIZE` for physical adapter 0 (asked only
+    /// with `IoMmuSecureModeSupported`): the size, or the driver's failure status.
+    pub framebuffer_save_size: Option<Result<u64, NTSTATUS>>,
+}
+
+impl StartFacts {
+    /// The facts of a render-only start with a valid UMD name.
+    pub fn render_only(version: u32, arch: CpuArch, validate_wddm_caps: bool) -> Self {
+        Self {
+            version,
+            arch,
+            validate_wddm_caps,
+            sources: 0,
+            children: 0,
+            umd_name: UmdName::Valid,
+            framebuffer_save_size: None,
+        }
+    }
+}
+
+/// DDIs whose presence makes a render core ([D] `CreateRenderCore`: on a WDDM 1.2+ driver
+/// with every one of them NULL the adapter simply has no render core, BR-56). One more slot of
+/// Windows' list (DXGADAPTER qword 85) is not identified and not modelled.
+pub const RENDER_CORE_DDIS: &[&str] = &[
+    "DxgkDdiCreateDevice",
+    "DxgkDdiDestroyDevice",
+    "DxgkDdiCreateAllocation",
+    "DxgkDdiDestroyAllocation",
+    "DxgkDdiDescribeAllocation",
+    "DxgkDdiGetStandardAllocationDriverData",
+    "DxgkDdiOpenAllocation",
+    "DxgkDdiCloseAllocation",
+    "DxgkDdiAcquireSwizzlingRange",
+    "DxgkDdiReleaseSwizzlingRange",
+    "DxgkDdiPatch",
+    "DxgkDdiSubmitCommand",
+    "DxgkDdiPreemptCommand",
+    "DxgkDdiBuildPagingBuffer",
+    "DxgkDdiResetFromTimeout",
+    "DxgkDdiRestartFromTimeout",
+    "DxgkDdiQueryCurrentFence",
+    "DxgkDdiRender",
+    "DxgkDdiRenderKm",
+    "DxgkDdiPresent",
+    "DxgkDdiCreateOverlay",
+    "DxgkDdiUpdateOverlay",
+    "DxgkDdiFlipOverlay",
+    "DxgkDdiDestroyOverlay",
+];
+
 /// The caps and DDI-table rules of adapter creation, in Windows' order (docs/windows-bringup.md
-/// §4), for interface version `version` on a CPU of architecture `arch`, with Windows'
-/// `ValidateWDDMCaps` policy. Returns every violation, in order; the first one is what the start
-/// fails with.
+/// §4: [D] `DXGADAPTER::Initialize` up to the render core, then [D] `CreateRenderCore` and the
+/// start of `ADAPTER_RENDER::Initialize`). Returns every violation, in order; the first one is
+/// what the start fails with. BR-54 runs after the render core is initialised
+/// ([`check_after_render_core`]).
 pub fn check_caps(
     caps: &DXGK_DRIVERCAPS,
     physical: Option<&DXGK_PHYSICALADAPTERCAPS>,
     t: &DRIVER_INITIALIZATION_DATA,
-    version: u32,
-    arch: CpuArch,
-    validate_wddm_caps: bool,
+    facts: &StartFacts,
 ) -> Vec<Violation> {
     let mut v = Vec::new();
+    let version = facts.version;
     let filled = |name: &str| t.slots().any(|(n, f)| n == name && f);
     // A DXGK_WDDMVERSION is an enum; compare its bits (0xCDCDCDCD stays visible as itself).
     let wddm = caps.WDDMVersion as u32;
     let sched = caps.SchedulingCaps;
     let misc = caps.MiscCaps;
     let compute_only = misc.is_set(DXGK_DRIVERCAPS_MiscCaps::ComputeOnly);
+    let virtual_only = misc.is_set(DXGK_DRIVERCAPS_MiscCaps::VirtualGpuOnly);
     let presentation = caps.PresentationCaps.Value;
 
     // BR-30: QueryAdapterInfo is needed before anything is asked.
@@ -140,20 +289,22 @@ pub fn check_caps(
             format!("interface version {version:#x} is a refused pre-release"),
         ));
     }
-    // BR-33: a WDDM version the kernel knows.
-    if !KNOWN_WDDM_VERSIONS.contains(&wddm) {
-        v.push(Violation::new(
-            "BR-33",
-            STATUS_REVISION_MISMATCH,
-            format!("unknown WDDMVersion {wddm:#x}"),
-        ));
-    }
-    // BR-34: the WDDM version may not claim more than the interface holds.
+    // BR-34 (right after DRIVERCAPS): the WDDM version may not claim more than the interface
+    // holds.
     if wddm > 0x2500 && version <= 0xA00B {
         v.push(Violation::new(
             "BR-34",
             STATUS_INVALID_PARAMETER,
             format!("WDDMVersion {wddm:#x} with interface version {version:#x}"),
+        ));
+    }
+    // BR-35 ([D] `DXGADAPTER::Initialize`, "UMD name is missing and device is not compute
+    // only"): a missing name is fatal unless the adapter is compute-only or virtual-GPU-only.
+    if facts.umd_name == UmdName::Missing && !compute_only && !virtual_only {
+        v.push(Violation::new(
+            "BR-35",
+            STATUS_OBJECT_NAME_NOT_FOUND,
+            "UserModeDriverName is missing and the adapter is not compute-only",
         ));
     }
     // BR-58, BR-37 and BR-36(a) read the physical adapter's caps ([D] `DXGADAPTER::Initialize`,
@@ -206,16 +357,24 @@ pub fn check_caps(
             format!("SchedulingCaps.MultiEngineAware is not set by a WDDM {wddm:#x} driver"),
         ));
     }
-    // BR-36(b): preemption or cancel awareness without multi-engine awareness.
-    if !multi
-        && (sched.is_set(DXGK_VIDSCHCAPS::PreemptionAware)
-            || sched.is_set(DXGK_VIDSCHCAPS::CancelCommandAware))
-    {
-        v.push(Violation::new(
-            "BR-36",
+    // BR-55, second half ([D] `DXGADAPTER::Initialize`, right after the PHYSICALADAPTERCAPS
+    // loop): with IOMMU secure mode the frame-buffer save size is asked; a failure fails the
+    // start with the driver's status, a size that is not a page multiple is refused.
+    match facts.framebuffer_save_size {
+        Some(Err(status)) => v.push(Violation::new(
+            "BR-55",
+            status,
+            format!(
+                "DXGKQAITYPE_FRAMEBUFFERSAVESIZE failed ({:#010x})",
+                status as u32
+            ),
+        )),
+        Some(Ok(size)) if size & 0xFFF != 0 => v.push(Violation::new(
+            "BR-55",
             STATUS_INVALID_PARAMETER,
-            "PreemptionAware or CancelCommandAware without MultiEngineAware",
-        ));
+            format!("frame buffer save size {size:#x} is not a multiple of the page size"),
+        )),
+        _ => {}
     }
     // BR-38: no reserved MiscCaps bit (24H2 defines bits 0..=8).
     if misc.Value >> MISC_CAPS_RESERVED_FROM != 0 {
@@ -235,6 +394,25 @@ pub fn check_caps(
             "MiscCaps.IndependentVidPnVSyncControl without DxgkDdiControlInterrupt3",
         ));
     }
+    // BR-33 (after BR-39 in [D] `DXGADAPTER::Initialize`): a WDDM version the kernel knows.
+    if !KNOWN_WDDM_VERSIONS.contains(&wddm) {
+        v.push(Violation::new(
+            "BR-33",
+            STATUS_REVISION_MISMATCH,
+            format!("unknown WDDMVersion {wddm:#x}"),
+        ));
+    }
+    let hybrid_integrated = caps.HybridIntegrated != 0;
+    let hybrid_discrete = caps.HybridDiscrete != 0;
+    // BR-41, pre-2.0 arm ([D], under the `ValidateWDDMCaps` flag with the WDDM 1.2/1.3 feature
+    // checks): only a WDDM 2.0+ driver may be a hybrid integrated adapter.
+    if facts.validate_wddm_caps && wddm < 0x2000 && hybrid_integrated {
+        v.push(Violation::new(
+            "BR-41",
+            STATUS_INVALID_PARAMETER,
+            format!("HybridIntegrated on a WDDM {wddm:#x} driver"),
+        ));
+    }
     // BR-40 ([D] `DXGADAPTER::Initialize`): the cross-adapter tiers build on each other:
     // scan-out needs textures and the base tier, textures need the base tier.
     let base = mm.is_set(DXGK_VIDMMCAPS_0::CrossAdapterResource);
@@ -252,6 +430,34 @@ pub fn check_caps(
             "a cross-adapter resource tier without the tiers below it",
         ));
     }
+    // BR-41 ([D] `DXGADAPTER::Initialize`, the four hybrid strings; Windows skips them for
+    // software adapters only): a hybrid discrete adapter of an interface before 0x5005 has no
+    // outputs; any hybrid adapter shares resources across adapters; not both kinds at once; a
+    // hybrid integrated adapter has outputs.
+    let outputs = facts.sources != 0 || facts.children != 0;
+    let hybrid_rule = if hybrid_discrete && version < 0x5005 && outputs {
+        Some("HybridDiscrete with VidPn sources or targets")
+    } else if (hybrid_discrete || hybrid_integrated) && !base {
+        Some("a hybrid adapter without MemoryManagementCaps.CrossAdapterResource")
+    } else if hybrid_discrete && hybrid_integrated {
+        Some("both HybridIntegrated and HybridDiscrete")
+    } else if hybrid_integrated && facts.children == 0 {
+        Some("HybridIntegrated on an adapter without outputs")
+    } else {
+        None
+    };
+    if let Some(why) = hybrid_rule {
+        v.push(Violation::new("BR-41", STATUS_INVALID_PARAMETER, why));
+    }
+    // BR-43 ([D] `DXGADAPTER::Initialize`, again in `CreateRenderCore`): kernel-mode command
+    // buffers need DxgkDdiRenderKm.
+    if presentation & SUPPORT_KERNEL_MODE_COMMAND_BUFFER != 0 && !filled("DxgkDdiRenderKm") {
+        v.push(Violation::new(
+            "BR-43",
+            STATUS_INVALID_PARAMETER,
+            "PresentationCaps.SupportKernelModeCommandBuffer without DxgkDdiRenderKm",
+        ));
+    }
     // BR-44: runtime power management needs its two DDIs.
     if caps.SupportRuntimePowerManagement != 0
         && !(filled("DxgkDdiSetPowerComponentFState")
@@ -264,6 +470,41 @@ pub fn check_caps(
              PowerRuntimeControlRequest",
         ));
     }
+    // BR-45 ([D] `DXGADAPTER::Initialize`, the MPO strings): multi-plane overlays need an
+    // interface from 0x300B, from interface 0x4001 at least one plane, at most 8 (a WDDM
+    // 2.0/2.1 driver may say 10, read as 8; from WDDM 2.2 up to 10), and direct flip. The DDI
+    // arm between the plane count and direct flip names table slots not identified here and is
+    // not modelled.
+    if caps.SupportMultiPlaneOverlay != 0 {
+        let planes = caps.MaxOverlayPlanes;
+        let why = if version < 0x300B {
+            Some(format!("interface version {version:#x} predates MPO"))
+        } else if version > 0x4000 && planes == 0 {
+            Some("no overlay planes".to_string())
+        } else if version > 0x4000
+            && planes > 8
+            && if wddm < 0x2200 {
+                wddm < 0x2000 || planes != 10
+            } else {
+                planes > 10
+            }
+        {
+            Some(format!(
+                "{planes} overlay planes on a WDDM {wddm:#x} driver"
+            ))
+        } else if caps.SupportDirectFlip == 0 {
+            Some("SupportDirectFlip is not set".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            v.push(Violation::new(
+                "BR-45",
+                STATUS_INVALID_PARAMETER,
+                format!("SupportMultiPlaneOverlay: {why}"),
+            ));
+        }
+    }
     // BR-46 ([D] `DXGADAPTER::Initialize`): from WDDM 2.4 the two diagnostic DDIs come as a
     // pair.
     if wddm >= 0x2400
@@ -275,6 +516,18 @@ pub fn check_caps(
             STATUS_INVALID_PARAMETER,
             "only one of DxgkDdiQueryDiagnosticTypesSupport and DxgkDdiControlDiagnosticReporting",
         ));
+    }
+    // BR-56 ([D] `CreateRenderCore` then `DXGADAPTER::Initialize`): on a WDDM 1.2+ driver with
+    // every render DDI NULL there is no render core (no error yet); a render-only adapter has
+    // no display core either, and an adapter with neither fails. None of the render-core rules
+    // below runs then.
+    if wddm >= 0x1200 && !RENDER_CORE_DDIS.iter().any(|n| filled(n)) {
+        v.push(Violation::new(
+            "BR-56",
+            STATUS_REVISION_MISMATCH,
+            "no render DDIs and no display core: the adapter has neither capability",
+        ));
+        return v;
     }
     // BR-47: a render core needs its whole DDI set.
     let render = [
@@ -323,7 +576,7 @@ pub fn check_caps(
     }
     // BR-50 ([D] `CreateRenderCore`): non-coherent aperture memory is refused on x86/x64,
     // whose DMA always snoops; ARM64 platforms may lack I/O coherency (AL-06).
-    if arch == CpuArch::X64 && presentation & NO_CACHE_COHERENT_APERTURE_MEMORY != 0 {
+    if facts.arch == CpuArch::X64 && presentation & NO_CACHE_COHERENT_APERTURE_MEMORY != 0 {
         v.push(Violation::new(
             "BR-50",
             STATUS_INVALID_PARAMETER,
@@ -344,7 +597,19 @@ pub fn check_caps(
             ),
         ));
     }
-    // BR-36(c) ([D] `CreateRenderCore`, right after BR-49): a multi-engine-aware driver below
+    // BR-36(b) ([D] `CreateRenderCore`, right after BR-49): preemption or cancel awareness
+    // without multi-engine awareness.
+    if !multi
+        && (sched.is_set(DXGK_VIDSCHCAPS::PreemptionAware)
+            || sched.is_set(DXGK_VIDSCHCAPS::CancelCommandAware))
+    {
+        v.push(Violation::new(
+            "BR-36",
+            STATUS_INVALID_PARAMETER,
+            "PreemptionAware or CancelCommandAware without MultiEngineAware",
+        ));
+    }
+    // BR-36(c) ([D] `CreateRenderCore`, same block): a multi-engine-aware driver below
     // WDDM 2.0 must report its nodes.
     if multi && wddm < 0x2000 && caps.GpuEngineTopology.NbAsymetricProcessingNodes == 0 {
         v.push(Violation::new(
@@ -353,20 +618,12 @@ pub fn check_caps(
             "MultiEngineAware below WDDM 2.0 with no nodes",
         ));
     }
-    // BR-51: WDDM 2.0+ and not compute-only: FlipOnVSyncMmIo, even without outputs.
-    if wddm >= 0x2000 && !compute_only && !caps.FlipCaps.is_set(DXGK_FLIPCAPS::FlipOnVSyncMmIo) {
-        v.push(Violation::new(
-            "BR-51",
-            STATUS_INVALID_PARAMETER,
-            "FlipCaps.FlipOnVSyncMmIo is not set",
-        ));
-    }
     // BR-52 ([D] `ADAPTER_RENDER::CreateRenderCore`): the WDDM 1.2 mandatory features of a
     // hardware adapter, one condition in Windows and so one violation here naming each missing
     // feature. Checked only when `ValidateWDDMCaps` is set: [D] `DXGADAPTER::Initialize` copies
     // the global that [D] `DXGGLOBAL::Initialize` reads from that registry value (0 when absent)
     // into the flag the check tests.
-    if validate_wddm_caps && wddm >= 0x1200 {
+    if facts.validate_wddm_caps && wddm >= 0x1200 {
         let p = caps.PreemptionCaps;
         let mut missing = Vec::new();
         if p.GraphicsPreemptionGranularity == 0 || p.ComputePreemptionGranularity == 0 {
@@ -395,6 +652,15 @@ pub fn check_caps(
             ));
         }
     }
+    // BR-51 (after BR-52 in [D] `CreateRenderCore`): WDDM 2.0+ and not compute-only:
+    // FlipOnVSyncMmIo, even without outputs.
+    if wddm >= 0x2000 && !compute_only && !caps.FlipCaps.is_set(DXGK_FLIPCAPS::FlipOnVSyncMmIo) {
+        v.push(Violation::new(
+            "BR-51",
+            STATUS_INVALID_PARAMETER,
+            "FlipCaps.FlipOnVSyncMmIo is not set",
+        ));
+    }
     // BR-53: node metadata from WDDM 1.3.
     if wddm >= 0x1300 && !filled("DxgkDdiGetNodeMetadata") {
         v.push(Violation::new(
@@ -403,17 +669,55 @@ pub fn check_caps(
             "DxgkDdiGetNodeMetadata is missing",
         ));
     }
-    // BR-54: from interface 0x5008, CalibrateGpuClock and SetStablePowerState together.
-    if version >= 0x5008
-        && !(filled("DxgkDdiCalibrateGpuClock") && filled("DxgkDdiSetStablePowerState"))
+    // BR-55 ([D] `CreateRenderCore`), first half: IOMMU secure mode on a WDDM 2.4+ driver needs
+    // the exclusive-access DDIs. (The second half is the FRAMEBUFFERSAVESIZE answer above.)
+    if wddm >= 0x2400
+        && mm.is_set(DXGK_VIDMMCAPS_0::IoMmuSecureModeSupported)
+        && !(filled("DxgkDdiBeginExclusiveAccess") && filled("DxgkDdiEndExclusiveAccess"))
     {
         v.push(Violation::new(
+            "BR-55",
+            STATUS_INVALID_PARAMETER,
+            "IoMmuSecureModeSupported without DxgkDdiBegin/EndExclusiveAccess",
+        ));
+    }
+    // BR-35, second half ([D] `ADAPTER_RENDER::Initialize`, its first step): the names must
+    // parse ("Invalidly formatted user mode driver name") and the first must not be empty
+    // ("Invalid user mode driver name"). 22631 skips the emptiness check only with its
+    // GpuVaIoMmu feature; the later builds in the same repository's history skip it for a
+    // compute-only adapter (MiscCaps bit 3), which the simulated OS follows.
+    let exempt = compute_only;
+    match facts.umd_name {
+        UmdName::BadlyFormed => v.push(Violation::new(
+            "BR-35",
+            STATUS_DEVICE_CONFIGURATION_ERROR,
+            "UserModeDriverName is badly formed",
+        )),
+        // A missing name reads as an empty one here (a virtual-GPU-only adapter gets this far).
+        UmdName::Empty | UmdName::Missing if !exempt => v.push(Violation::new(
+            "BR-35",
+            STATUS_DEVICE_CONFIGURATION_ERROR,
+            "UserModeDriverName is empty or missing",
+        )),
+        _ => {}
+    }
+    v
+}
+
+/// BR-54 ([D] `DXGADAPTER::Initialize`, after the render core was created and initialised,
+/// i.e. after the node, VidMm and history-precision steps): from interface 0x5008, a render
+/// core on dxgmms2 needs CalibrateGpuClock and SetStablePowerState together.
+pub fn check_after_render_core(t: &DRIVER_INITIALIZATION_DATA) -> Option<Violation> {
+    let filled = |name: &str| t.slots().any(|(n, f)| n == name && f);
+    (t.Version >= 0x5008
+        && !(filled("DxgkDdiCalibrateGpuClock") && filled("DxgkDdiSetStablePowerState")))
+    .then(|| {
+        Violation::new(
             "BR-54",
             STATUS_INVALID_PARAMETER,
             "DxgkDdiCalibrateGpuClock and DxgkDdiSetStablePowerState are both required",
-        ));
-    }
-    v
+        )
+    })
 }
 
 /// BR-71 and BR-72 for one node: `ContextSchedulingSupported` needs GPU virtual addressing on

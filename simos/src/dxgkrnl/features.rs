@@ -53,6 +53,9 @@ pub struct FeatureDb {
     pub support: Vec<DriverSupport>,
     /// Enabled features and their negotiated versions.
     pub enabled: Vec<(DXGK_FEATURE_ID, DXGK_FEATURE_VERSION)>,
+    /// `DxgkCbQueryFeatureSupport` calls (BR-80..82): feature, the driver's support state,
+    /// the OS's answer (`None`: the call failed).
+    pub legacy_queries: Vec<(DXGK_FEATURE_ID, u32, Option<bool>)>,
 }
 
 impl FeatureDb {
@@ -68,7 +71,8 @@ impl FeatureDb {
 /// allowed when the driver supports it.
 fn os_allows(a: &AdapterShared, id: DXGK_FEATURE_ID) -> bool {
     match id {
-        DXGK_FEATURE_HWSCH => a.os.hwsch_feature,
+        // BR-78: a DISABLE_HWSCH block-list entry keeps hardware scheduling off.
+        DXGK_FEATURE_HWSCH => a.os.hwsch_feature && !a.os.block_list_disable_hwsch,
         DXGK_FEATURE_USER_MODE_SUBMISSION => a.os.ums_feature,
         DXGK_FEATURE_NATIVE_FENCE => a.os.native_fence_feature,
         _ => true,
@@ -245,4 +249,51 @@ impl crate::machine::Machine {
         self.adapter_shared(i)
             .map_or_else(|_| FeatureDb::default(), |a| lock(&a.features).clone())
     }
+}
+
+/// Feature IDs the legacy `DxgkCbQueryFeatureSupport` knows ([D] 23H2 `DpQueryFeatureSupport`:
+/// HWSCH … SHARE_BACKING_STORE and GPUVAIOMMU); any other is `INVALID_PARAMETER` (BR-82).
+pub const LEGACY_FEATURES: &[DXGK_FEATURE_ID] = &[0, 1, 2, 3, 4, 5, 36];
+
+/// BR-80..82: the OS's answer to `DxgkCbQueryFeatureSupport(id, state)`, the legacy path a
+/// driver without the feature interface uses. `Err` is the status the callback fails with.
+///
+/// [D] `DpQueryFeatureSupport`: state 0 and unknown IDs are refused. HWSCH, HWFLIPQUEUE and
+/// USER_MODE_SUBMISSION share one rule: `HwSchTreatExperimentalAsStable` turns an experimental
+/// claim into a stable one; experimental is then not enabled, stable is enabled when
+/// `HwSchMode` is 0 or 2, always-on is enabled. IDs 2, 3 and 5 are always enabled; GPUVAIOMMU
+/// (36) follows an OS feature flag (off here). Enabled HWSCH / USER_MODE_SUBMISSION set the
+/// adapter bits the node rules read (BR-72/73). The simulated OS's own policy switches
+/// (`OsConfig::*_feature`, the BR-78 block list) apply on top, as with the feature interface.
+pub fn legacy_decision(
+    a: &AdapterShared,
+    id: DXGK_FEATURE_ID,
+    state: u32,
+) -> Result<bool, rvgpu_ddi::NTSTATUS> {
+    use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
+    if state == DXGK_FEATURE_SUPPORT_ALWAYS_OFF || !LEGACY_FEATURES.contains(&id) {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    let scheduled = |state: u32| {
+        let state = if state == DXGK_FEATURE_SUPPORT_EXPERIMENTAL
+            && a.os.hw_sch_treat_experimental_as_stable
+        {
+            DXGK_FEATURE_SUPPORT_STABLE
+        } else {
+            state
+        };
+        // Two bits are stored; a value above 3 keeps only them.
+        match state & 3 {
+            DXGK_FEATURE_SUPPORT_STABLE => matches!(a.os.hw_sch_mode, 0 | 2),
+            DXGK_FEATURE_SUPPORT_ALWAYS_ON => true,
+            _ => false,
+        }
+    };
+    Ok(match id {
+        DXGK_FEATURE_HWSCH | DXGK_FEATURE_HWFLIPQUEUE | DXGK_FEATURE_USER_MODE_SUBMISSION => {
+            scheduled(state) && os_allows(a, id)
+        }
+        36 => false,
+        _ => true,
+    })
 }

@@ -81,6 +81,7 @@ pub enum Routine {
     DxgkCbFreeContiguousMemory,
     DxgkCbQueryServices,
     DxgkCbIsFeatureEnabled,
+    DxgkCbQueryFeatureSupport,
     DxgkCbQueryFeatureInterface,
     NativeFenceGetOSCaps,
     DxgkCbLogEtwEvent,
@@ -305,6 +306,11 @@ impl Routine {
             Self::DxgkCbQueryServices => rule(P, P, "dispmprt/nc-dispmprt-dxgkcb_query_services"),
             Self::DxgkCbIsFeatureEnabled => {
                 rule(P, P, "dispmprt/nc-dispmprt-dxgkcb_isfeatureenabled2")
+            }
+            // The page states no IRQL; the OS reads registry-derived policy and updates the
+            // adapter's feature bits, as its sibling feature callbacks do at PASSIVE_LEVEL.
+            Self::DxgkCbQueryFeatureSupport => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_queryfeaturesupport")
             }
             Self::DxgkCbQueryFeatureInterface => {
                 rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_queryfeatureinterface")

@@ -69,7 +69,9 @@ pub unsafe extern "system" fn sim_dxgk_initialize(
         return STATUS_INVALID_PARAMETER;
     }
     // SAFETY: non-null, and the caller guarantees it points to a valid table.
-    let mut table = unsafe { init_data.read() };
+    let table = unsafe { init_data.read() };
+    // BR-03: Dxgkrnl copies only as much of the table as the version defines.
+    let mut table = crate::dxgkrnl::bringup::table_as_copied(&table);
     // BR-01, BR-02 (docs/windows-bringup.md): the version floor and the required slots.
     if let Err(v) = crate::dxgkrnl::bringup::check_load(&table) {
         log(format!("{}: {}", v.rule, v.why));

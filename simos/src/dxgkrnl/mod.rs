@@ -16,5 +16,6 @@ pub mod lowres;
 pub mod notify;
 pub mod pnp;
 pub mod power;
+pub mod registry;
 pub mod resources;
 pub mod state;

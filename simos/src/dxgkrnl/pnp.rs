@@ -229,14 +229,17 @@ impl Machine {
         // BR-58, BR-37: the physical adapters' caps, asked right after DRIVERCAPS.
         let physical = self.query_physical_adapter_caps(&a, &t, &caps)?;
         // Adapter creation's caps and DDI-table rules (docs/windows-bringup.md §4), in order.
-        let mut rules = bringup::check_caps(
-            &caps,
-            physical.as_ref(),
-            &t,
-            t.Version,
-            a.os.cpu_arch,
-            a.os.validate_wddm_caps,
-        );
+        // BR-35: the UMD name from the adapter's software key (read in DpiGetAdapterInfo).
+        let facts = bringup::StartFacts {
+            sources,
+            children,
+            umd_name: crate::dxgkrnl::registry::read_umd_name(
+                a.config.user_mode_driver_name.as_ref(),
+            ),
+            framebuffer_save_size: self.query_framebuffer_save_size(&a, &t, &caps)?,
+            ..bringup::StartFacts::render_only(t.Version, a.os.cpu_arch, a.os.validate_wddm_caps)
+        };
+        let mut rules = bringup::check_caps(&caps, physical.as_ref(), &t, &facts);
         // BR-61/62/64/68 (issue 12): VidMm asks for the segments and, for a GPU-VA adapter,
         // the GPU MMU's caps and page-table levels while the render core is created.
         match crate::vidmm::model::query(&a, &t, &caps)? {
@@ -341,6 +344,9 @@ impl Machine {
         // UM-04, BR-76: the user-mode submission caps, after the node rules.
         match crate::ums::query_at_start(&a, &t, &caps, metadata) {
             Ok(()) => {}
+            Err(SimError::StartRefused { rule, status, why }) => {
+                return self.refuse(&a, &t, bringup::Violation { rule, status, why });
+            }
             Err(SimError::Rejected(w)) => {
                 self.state.push_log(
                     rvgpu_kmd::platform::Level::Error,
@@ -352,6 +358,10 @@ impl Machine {
             Err(e) => return Err(e),
         }
         if let Some(v) = self.query_history_precision(&a, &t)?.into_iter().next() {
+            return self.refuse(&a, &t, v);
+        }
+        // BR-54: once the render core is initialised, before power management.
+        if let Some(v) = bringup::check_after_render_core(&t) {
             return self.refuse(&a, &t, v);
         }
         // BR-66 (VidMmInitializePagingProcess → VidSchCreateSystemDevices): the system device
@@ -479,6 +489,37 @@ impl Machine {
         Ok(bringup::check_history_precision(
             (status >= 0).then_some(out),
         ))
+    }
+
+    /// BR-55: `DXGKQAITYPE_FRAMEBUFFERSAVESIZE` for physical adapter 0 (input its 4-byte index,
+    /// output 8 bytes), asked only when `MemoryManagementCaps.IoMmuSecureModeSupported` is set
+    /// ([D] `DXGADAPTER::Initialize`).
+    fn query_framebuffer_save_size(
+        &self,
+        a: &AdapterShared,
+        t: &DRIVER_INITIALIZATION_DATA,
+        caps: &DXGK_DRIVERCAPS,
+    ) -> Result<Option<Result<u64, NTSTATUS>>, SimError> {
+        let secure = caps
+            .MemoryManagementCaps
+            .Anonymous
+            .is_set(DXGK_VIDMMCAPS_0::IoMmuSecureModeSupported);
+        let Some(q) = t.DxgkDdiQueryAdapterInfo.filter(|_| secure) else {
+            return Ok(None);
+        };
+        let mut index: u32 = 0;
+        let mut size: u64 = 0;
+        let args = DXGKARG_QUERYADAPTERINFO {
+            Type: DXGKQAITYPE_FRAMEBUFFERSAVESIZE,
+            pInputData: (&mut index as *mut u32).cast(),
+            InputDataSize: 4,
+            pOutputData: (&mut size as *mut u64).cast(),
+            OutputDataSize: 8,
+            Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
+            hKmdProcessHandle: std::ptr::null_mut(),
+        };
+        let status = ddi::query_adapter_info_args(a, q, At::Caller, &args)?;
+        Ok(Some(if status >= 0 { Ok(size) } else { Err(status) }))
     }
 
     /// `DXGKQAITYPE_PHYSICALADAPTERCAPS` for physical adapter 0 ([D] `DXGADAPTER::Initialize`,

@@ -58,6 +58,24 @@ pub struct OsConfig {
     pub hws_normal_band_percentage: u32,
     /// The CPU architecture (default x64).
     pub cpu_arch: CpuArch,
+    /// BR-80/81: `GraphicsDrivers\HwSchMode` ([D] `DpiInitializeGlobalState`; absent or ≥ 3
+    /// reads as 0). `DxgkCbQueryFeatureSupport` enables HWSCH and USER_MODE_SUBMISSION for a
+    /// *stable* driver only with 0 or 2; 1 turns them off.
+    pub hw_sch_mode: u32,
+    /// BR-80/81: `GraphicsDrivers\HwSchTreatExperimentalAsStable` (default off): an
+    /// *experimental* claim through `DxgkCbQueryFeatureSupport` counts as stable.
+    pub hw_sch_treat_experimental_as_stable: bool,
+    /// BR-96: **a known deviation from Windows, on by default.** Every decompiled Dxgkrnl
+    /// (22631 and later builds) refuses `D3DKMTCreateDoorbell` with more than
+    /// [`crate::ums::DOORBELL_PRIVATE_DATA_MAX`] (16) bytes of private data
+    /// (`STATUS_INVALID_PARAMETER`); rvgpu's UMD passes a 64-byte `DoorbellPdd`, so on Windows
+    /// no doorbell could be created. `true` lets the simulation go on past that defect until
+    /// the private data shrinks; `false` is Windows' behaviour.
+    pub tolerate_large_doorbell_private_data: bool,
+    /// BR-78: the kernel block list (`GraphicsDrivers\BlockList\Kernel`, [D]
+    /// `CheckKernelBlockList`) holds a `DISABLE_HWSCH` entry matching this driver: the OS
+    /// enables no hardware scheduling for it, by either negotiation path.
+    pub block_list_disable_hwsch: bool,
     /// Issue 15: bytes of local memory (VRAM) each process may keep resident (VidMm's
     /// process budget, "Process residency budgets"); `None`: all of it. `D3DKMTMakeResident`
     /// past it fails with `STATUS_NO_MEMORY` and the bytes to trim.
@@ -82,6 +100,10 @@ impl Default for OsConfig {
             sched_log_entries: crate::vidsch::hws::DEFAULT_SCHED_LOG_ENTRIES,
             hws_normal_band_percentage: 0,
             cpu_arch: CpuArch::X64,
+            hw_sch_mode: 0,
+            hw_sch_treat_experimental_as_stable: false,
+            block_list_disable_hwsch: false,
+            tolerate_large_doorbell_private_data: true,
             vram_budget: None,
             thunk_cost: crate::kmt::DEFAULT_THUNK_COST,
         }
@@ -102,6 +124,9 @@ pub struct AdapterConfig {
     /// The OS enables `DXGK_FEATURE_HWSCH` on this adapter (ANDed with
     /// [`OsConfig::hwsch_feature`]; the per-adapter `Features` registry key).
     pub hwsch_feature: bool,
+    /// BR-35: `UserModeDriverName` in the adapter's software key (`None`: absent). Default:
+    /// what `inf/rvgpu.inf` writes.
+    pub user_mode_driver_name: Option<crate::dxgkrnl::registry::RegValue>,
 }
 
 impl AdapterConfig {
@@ -112,6 +137,7 @@ impl AdapterConfig {
             device: DeviceConfig::default(),
             native_fence_feature: true,
             hwsch_feature: true,
+            user_mode_driver_name: Some(crate::dxgkrnl::registry::inf_user_mode_driver_name()),
         }
     }
 
@@ -129,6 +155,7 @@ impl AdapterConfig {
             },
             native_fence_feature: true,
             hwsch_feature: true,
+            user_mode_driver_name: Some(crate::dxgkrnl::registry::inf_user_mode_driver_name()),
         }
     }
 }

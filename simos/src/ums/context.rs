@@ -44,6 +44,67 @@ pub(crate) fn create_context_flags(
     node: u32,
     hw_queue: bool,
 ) -> Result<KmtHandle, SimError> {
+    create_context_raw(a, device, node, u32::from(hw_queue) << 4, true)
+}
+
+/// `D3DDDI_CREATECONTEXTFLAGS` bits BR-92 reads.
+const SYNCHRONIZATION_ONLY: u32 = 1 << 3;
+const HW_QUEUE_SUPPORTED: u32 = 1 << 4;
+/// First reserved `D3DDDI_CREATECONTEXTFLAGS` bit: later builds than 22631 define bit 6 (passed
+/// to the KMD as `DXGK_CREATECONTEXTFLAGS` bit 5) and refuse from bit 7; 22631 refused from
+/// bit 6. The simulated OS is the later one.
+const CONTEXT_FLAGS_RESERVED: u32 = 1 << 7;
+
+/// BR-92 ([D] `DXGCONTEXT::Initialize`), in its order, for a context with the runtime's
+/// `D3DDDI_CREATECONTEXTFLAGS` `flags`, created through `D3DKMTCreateContextVirtual`
+/// (`virtual_context`) or `D3DKMTCreateContext`. A synchronisation-only context drops
+/// `HwQueueSupported` and is exempt. Without `HwQueueSupported` a context-scheduling node
+/// refuses it; with it, a D3DKMT version below 2.5, a node without context scheduling, a
+/// non-virtual context or a reserved flag (bit 7 and up) is refused. Every refusal is `STATUS_UNSUCCESSFUL`
+/// with a triage-log line. Returns the effective `HwQueueSupported`.
+fn check_context_creation(
+    a: &AdapterShared,
+    node: u32,
+    flags: u32,
+    virtual_context: bool,
+) -> Result<bool, SimError> {
+    if flags & SYNCHRONIZATION_ONLY != 0 {
+        return Ok(false);
+    }
+    let hw_queue = flags & HW_QUEUE_SUPPORTED != 0;
+    if !hw_queue {
+        crate::vidsch::hws::check_context_flags(a, node, false, false)?;
+        return Ok(false);
+    }
+    let refuse = |why: &str| {
+        lock(&a.triage).push(format!("BR-92: node {node}: {why}"));
+        Err(SimError::DdiFailed(STATUS_UNSUCCESSFUL))
+    };
+    let wddm = lock(&a.caps).map_or(0, |c| c.WDDMVersion as u32);
+    if wddm < 0x2500 {
+        return refuse(
+            "Context passes HwQueueSupported flag set, but the driver WDDM version is < 2.5",
+        );
+    }
+    crate::vidsch::hws::check_context_flags(a, node, true, false)?;
+    if !virtual_context {
+        return refuse("Only virtual contexts can use HwQueueSupported flag");
+    }
+    if flags >= CONTEXT_FLAGS_RESERVED {
+        return refuse("Context is setting non-zero Reserved flags at the creation time.");
+    }
+    Ok(true)
+}
+
+/// `D3DKMTCreateContextVirtual` (`virtual_context`) or `D3DKMTCreateContext` with the
+/// runtime's raw `D3DDDI_CREATECONTEXTFLAGS` (BR-92 checked before any DDI).
+pub(crate) fn create_context_raw(
+    a: &AdapterShared,
+    device: KmtHandle,
+    node: u32,
+    flags: u32,
+    virtual_context: bool,
+) -> Result<KmtHandle, SimError> {
     let (kmd_device, pid) = {
         let os = lock(&a.ums);
         let d = os
@@ -59,7 +120,7 @@ pub(crate) fn create_context_flags(
         }
         (d.kmd, d.process)
     };
-    crate::vidsch::hws::check_context_flags(a, node, hw_queue, false)?;
+    let hw_queue = check_context_creation(a, node, flags, virtual_context)?;
     let f = table(a)?
         .DxgkDdiCreateContext
         .map_or_else(not_supported, Ok)?;
@@ -141,4 +202,20 @@ pub(crate) fn destroy_context_thunk(
 /// The KMD handle and node of a context.
 pub(crate) fn context_kmd(a: &AdapterShared, h: KmtHandle) -> Option<(usize, u32)> {
     lock(&a.ums).contexts.get(&h).map(|c| (c.kmd, c.node))
+}
+
+impl crate::Machine {
+    /// `D3DKMTCreateContextVirtual` (`virtual_context`) or `D3DKMTCreateContext` on `p`'s
+    /// device with raw `D3DDDI_CREATECONTEXTFLAGS` (BR-92 tests; a correct runtime's contexts
+    /// come from [`crate::kmt`]).
+    pub fn create_context_raw(
+        &self,
+        p: &UmsProcess,
+        node: u32,
+        flags: u32,
+        virtual_context: bool,
+    ) -> Result<KmtHandle, SimError> {
+        let a = self.adapter_shared(p.adapter)?;
+        create_context_raw(a, p.device, node, flags, virtual_context)
+    }
 }

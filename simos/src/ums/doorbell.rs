@@ -387,6 +387,10 @@ impl Machine {
     }
 }
 
+/// The most private data `D3DKMTCreateDoorbell` takes (BR-96, [D] `DxgkCreateDoorbellInternal`
+/// in 22631 and in later builds).
+pub const DOORBELL_PRIVATE_DATA_MAX: usize = 16;
+
 /// What `D3DKMTCreateDoorbell` returns.
 pub(crate) struct CreatedDoorbell {
     pub handle: KmtHandle,
@@ -401,6 +405,18 @@ pub(crate) fn create_doorbell(
     control: KmtHandle,
     pdd: &mut [u8],
 ) -> Result<CreatedDoorbell, SimError> {
+    // BR-96 ([D] `DxgkCreateDoorbellInternal`): at most 16 bytes of private data, checked
+    // before the queue is looked up (see `OsConfig::tolerate_large_doorbell_private_data`).
+    if pdd.len() > DOORBELL_PRIVATE_DATA_MAX {
+        lock(&a.triage).push(format!(
+            "BR-96: PrivateDriverDataSize {:#x} is greater than max permitted size {:#x}",
+            pdd.len(),
+            DOORBELL_PRIVATE_DATA_MAX
+        ));
+        if !a.os.tolerate_large_doorbell_private_data {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+    }
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
     let (kmd_queue, size, last_queued, kmd_ring, kmd_control) = {

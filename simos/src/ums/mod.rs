@@ -92,6 +92,7 @@
 mod context;
 mod disconnect;
 mod doorbell;
+pub use doorbell::DOORBELL_PRIVATE_DATA_MAX;
 mod events;
 mod held;
 mod hwqueue;

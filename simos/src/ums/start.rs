@@ -75,7 +75,8 @@ pub(crate) fn query_at_start(
     let claims = metadata
         .iter()
         .any(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission));
-    let mut ums_caps = None;
+    // Not asked: treated as a failed query (a node claiming UMS then fails BR-76).
+    let mut ums_caps = Err(STATUS_NOT_IMPLEMENTED);
     if let (true, Some(q)) = (claims, t.DxgkDdiQueryAdapterInfo) {
         let mut c = DXGK_USERMODESUBMISSION_CAPS {
             Flags: DXGK_USERMODESUBMISSION_CAPS_Flags::from_value(0xCDCD_CDCD),
@@ -90,29 +91,68 @@ pub(crate) fn query_at_start(
             At::Level(Irql::Passive),
             &mut c,
         )?;
-        if NT_SUCCESS(status) {
-            ums_caps = Some(c);
-        }
+        ums_caps = if NT_SUCCESS(status) {
+            Ok(c)
+        } else {
+            Err(status)
+        };
     }
     if claims {
-        match ums_caps {
-            None => {
-                return Err(SimError::Rejected(
-                    "a node reports UserModeSubmission but DXGKQAITYPE_USERMODESUBMISSION_CAPS \
-                     failed (UM-04)"
-                        .into(),
+        // BR-76 ([D] `ADAPTER_RENDER::Initialize`): the query must succeed (its status fails the
+        // start); the doorbell size is 1..=0x4000; no flag but SecondaryDoorbellSupported; with
+        // it, the secondary size is 1..=0x4000.
+        let refuse = |status, why: String| SimError::StartRefused {
+            rule: "BR-76",
+            status,
+            why,
+        };
+        let size_ok = |n: u32| (1..=0x4000).contains(&n);
+        let c = match ums_caps {
+            Err(status) => {
+                return Err(refuse(
+                    status,
+                    format!(
+                        "a node reports UserModeSubmission but \
+                         DXGKQAITYPE_USERMODESUBMISSION_CAPS failed ({:#010x}, UM-04)",
+                        status as u32
+                    ),
                 ))
             }
-            Some(c) if c.DoorbellSizeInBytes == 0 || u64::from(c.DoorbellSizeInBytes) > PAGE => {
-                return Err(SimError::Rejected(format!(
-                    "USERMODESUBMISSION_CAPS.DoorbellSizeInBytes = {:#x}: must be 1..=4096 (one \
-                     BAR2 page per doorbell, UM-04)",
-                    c.DoorbellSizeInBytes
-                )))
-            }
-            Some(_) => {}
+            Ok(c) => c,
+        };
+        let flags = c.Flags.Value;
+        let secondary = flags & 1 != 0;
+        let why = if !size_ok(c.DoorbellSizeInBytes) {
+            Some(format!(
+                "DoorbellSizeInBytes {:#x} outside 1..=0x4000",
+                c.DoorbellSizeInBytes
+            ))
+        } else if flags & !1 != 0 {
+            Some(format!("reserved flag bits set ({flags:#x})"))
+        } else if secondary && !size_ok(c.SecondaryDoorbellSizeInBytes) {
+            Some(format!(
+                "SecondaryDoorbellSizeInBytes {:#x} outside 1..=0x4000",
+                c.SecondaryDoorbellSizeInBytes
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(refuse(
+                STATUS_INVALID_PARAMETER,
+                format!("USERMODESUBMISSION_CAPS: {why}"),
+            ));
+        }
+        // UM-04 (project rule, stricter than Windows' 0x4000): one BAR2 page per doorbell.
+        if u64::from(c.DoorbellSizeInBytes) > PAGE {
+            return Err(SimError::Rejected(format!(
+                "USERMODESUBMISSION_CAPS.DoorbellSizeInBytes = {:#x}: must be 1..=4096 (one \
+                 BAR2 page per doorbell, UM-04)",
+                c.DoorbellSizeInBytes
+            )));
         }
     }
+    let ums_caps = ums_caps.ok();
     let mut os = lock(&a.ums);
     os.node_metadata = metadata;
     os.caps = ums_caps;

@@ -181,3 +181,47 @@ pub(super) unsafe extern "system" fn native_fence_get_os_caps(
     };
     STATUS_SUCCESS
 }
+
+/// `DxgkCbQueryFeatureSupport` (BR-80..82; the page gives no IRQL, PASSIVE_LEVEL as its
+/// siblings): the legacy way a driver asks whether it may enable a feature it supports. The
+/// answer follows [`crate::dxgkrnl::features::legacy_decision`]; an enabled HWSCH,
+/// HWFLIPQUEUE or USER_MODE_SUBMISSION is recorded in the adapter's feature database, where
+/// the node rules (BR-72/73) and `IsFeatureEnabled` find it.
+pub(super) unsafe extern "system" fn query_feature_support(
+    args: *mut DXGKARGCB_QUERYFEATURESUPPORT,
+) -> NTSTATUS {
+    let address = query_feature_support as *const () as usize;
+    // SAFETY: the driver's argument block (or null).
+    let Some(args) = (unsafe { args.as_mut() }) else {
+        if let Err(b) = irql::check(Routine::DxgkCbQueryFeatureSupport, current_irql(), address) {
+            kernel::raise(b);
+        }
+        return STATUS_INVALID_PARAMETER;
+    };
+    let Some(a) = enter(
+        Routine::DxgkCbQueryFeatureSupport,
+        args.DeviceHandle,
+        address,
+    ) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    args.Enabled = 0;
+    let (id, state) = (args.FeatureId, args.DriverSupportState);
+    let answer = crate::dxgkrnl::features::legacy_decision(&a, id, state);
+    let mut db = lock(&a.features);
+    db.legacy_queries.push((id, state, answer.ok()));
+    match answer {
+        Err(status) => status,
+        Ok(enabled) => {
+            let recorded = matches!(
+                id,
+                DXGK_FEATURE_HWSCH | DXGK_FEATURE_HWFLIPQUEUE | DXGK_FEATURE_USER_MODE_SUBMISSION
+            );
+            if enabled && recorded && db.version(id).is_none() {
+                db.enabled.push((id, 1));
+            }
+            args.Enabled = u8::from(enabled);
+            STATUS_SUCCESS
+        }
+    }
+}

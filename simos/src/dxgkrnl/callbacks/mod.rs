@@ -238,11 +238,12 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
         DxgkCbMapFrameBufferPointer, DxgkCbUnmapFrameBufferPointer, DxgkCbMapMdlToIoMmu,
         DxgkCbUnmapMdlFromIoMmu, DxgkCbReportDiagnostic, DxgkCbSignalEvent,
         DxgkCbIsFeatureEnabled, DxgkCbSaveMemoryForHotUpdate, DxgkCbNotifyCursorSupportChange,
-        DxgkCbQueryFeatureSupport, DxgkCbCreatePhysicalMemoryObject,
+        DxgkCbCreatePhysicalMemoryObject,
         DxgkCbDestroyPhysicalMemoryObject, DxgkCbMapPhysicalMemory, DxgkCbUnmapPhysicalMemory,
         DxgkCbAllocateAdl, DxgkCbFreeAdl, DxgkCbOpenPhysicalMemoryObject,
         DxgkCbClosePhysicalMemoryObject, DxgkCbPinFrameBufferForSave2,
     );
+    i.DxgkCbQueryFeatureSupport = Some(query_feature_support);
     i.DxgkCbDisconnectDoorbell = Some(disconnect_doorbell);
     // TDR (issue 7): the guilty context of an engine reset (crate::vidsch::tdr).
     i.DxgkCbInvalidateHwContext = Some(crate::vidsch::tdr::cb_invalidate_hw_context);

@@ -1,0 +1,79 @@
+//! The adapter's registry values Dxgkrnl reads at start (BR-35): the software key the INF's
+//! `AddReg` writes (`inf/rvgpu.inf`, `[Rvgpu.SoftwareSettings]`).
+//!
+//! Only `UserModeDriverName` is modelled. How Windows reads it ([D] 23H2):
+//! `DpiGetAdapterInfo` asks `DxgkRetrieveStringFromRegistry` for it, which fails for an absent
+//! value, a type other than `REG_SZ` / `REG_MULTI_SZ`, or zero bytes of data; the name is then
+//! "missing" (`DXGADAPTER::Initialize`: `OBJECT_NAME_NOT_FOUND` unless compute-only or
+//! virtual-GPU-only). `ADAPTER_RENDER::InitializeUserModeDriverNames` splits the value into
+//! NUL-terminated names (a `REG_SZ` gets a terminator appended, a `REG_MULTI_SZ` does not): a
+//! first string without a terminator is "invalidly formatted", an empty first name "invalid";
+//! both `DEVICE_CONFIGURATION_ERROR`.
+
+use crate::dxgkrnl::bringup::UmdName;
+
+/// `REG_SZ`.
+pub const REG_SZ: u32 = 1;
+/// `REG_MULTI_SZ`.
+pub const REG_MULTI_SZ: u32 = 7;
+/// `REG_DWORD`.
+pub const REG_DWORD: u32 = 4;
+
+/// One registry value: its type and raw data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegValue {
+    /// `REG_*` type.
+    pub ty: u32,
+    /// The bytes as stored.
+    pub data: Vec<u8>,
+}
+
+impl RegValue {
+    /// A `REG_MULTI_SZ` of `names`, as an INF's `%REG_MULTI_SZ%` line stores it (each name
+    /// NUL-terminated, then one more NUL).
+    pub fn multi_sz(names: &[&str]) -> Self {
+        let mut units: Vec<u16> = Vec::new();
+        for n in names {
+            units.extend(n.encode_utf16());
+            units.push(0);
+        }
+        units.push(0);
+        Self {
+            ty: REG_MULTI_SZ,
+            data: units.iter().flat_map(|u| u.to_le_bytes()).collect(),
+        }
+    }
+}
+
+/// Where `%13%` (the driver-store directory of the package) points in the simulated machine.
+pub const DRIVER_STORE_DIR: &str =
+    r"C:\Windows\System32\DriverStore\FileRepository\rvgpu.inf_amd64_0000000000000000";
+
+/// The `UserModeDriverName` `inf/rvgpu.inf` writes: the UMD, once per D3D runtime slot.
+pub fn inf_user_mode_driver_name() -> RegValue {
+    let dll = format!(r"{DRIVER_STORE_DIR}\rvgpu_umd.dll");
+    RegValue::multi_sz(&[&dll, &dll, &dll, &dll])
+}
+
+/// What Dxgkrnl makes of the value (`None`: absent).
+pub fn read_umd_name(value: Option<&RegValue>) -> UmdName {
+    let Some(v) = value else {
+        return UmdName::Missing;
+    };
+    if (v.ty != REG_SZ && v.ty != REG_MULTI_SZ) || v.data.is_empty() {
+        return UmdName::Missing;
+    }
+    let mut units: Vec<u16> = v
+        .data
+        .chunks(2)
+        .map(|c| u16::from_le_bytes([c[0], c.get(1).copied().unwrap_or(0)]))
+        .collect();
+    if v.ty == REG_SZ {
+        units.push(0);
+    }
+    match units.iter().position(|u| *u == 0) {
+        None => UmdName::BadlyFormed,
+        Some(0) => UmdName::Empty,
+        Some(_) => UmdName::Valid,
+    }
+}
