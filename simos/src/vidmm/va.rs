@@ -359,10 +359,13 @@ impl Machine {
             // A driver with zero PTEs: this VidMm does not build them.
             return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
         }
-        if r.base % PAGE != 0 || r.size % PAGE != 0 {
+        if !r.base.is_multiple_of(PAGE) || !r.size.is_multiple_of(PAGE) {
             return Err(bad());
         }
-        if r.size == 0 || r.base.checked_add(r.size).is_none() || r.base % RESERVE_ALIGN != 0 {
+        if r.size == 0
+            || r.base.checked_add(r.size).is_none()
+            || !r.base.is_multiple_of(RESERVE_ALIGN)
+        {
             return Err(bad());
         }
         let limit = va_limit(a, pid).ok_or_else(bad)?;
@@ -486,7 +489,7 @@ impl Machine {
             None => r.size_in_pages,
         };
         let len = pages.checked_mul(PAGE).filter(|l| *l > 0).ok_or_else(bad)?;
-        if r.base % PAGE != 0 || r.base.checked_add(len).is_none() {
+        if !r.base.is_multiple_of(PAGE) || r.base.checked_add(len).is_none() {
             return Err(bad());
         }
         // Where: inside one of the process's ranges, or a new range on free space.
