@@ -689,3 +689,28 @@ fn issue_12_paging_queue_create_destroy() {
     );
     no_fault(&m);
 }
+
+/// A range the process reserved where VidMm would have put the next allocation's own VA is
+/// stepped over: the allocation lands elsewhere and the reserved range still maps nothing.
+#[test]
+fn issue_12_vidmm_allocation_vas_avoid_process_reservations() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let first = buffer(&m, &p.k, 1);
+    // VidMm's next VA is past `first` and a guard page; take the 64 KiB around it.
+    let base = (first.gpu_va + 2 * PAGE).next_multiple_of(0x1_0000);
+    okk(&m, p.k.reserve_gpu_va(&reserve_at(base, 0x1_0000)));
+    let big = buffer(&m, &p.k, 64);
+    let (lo, hi) = (big.gpu_va, big.gpu_va + big.size);
+    assert!(
+        hi <= base || lo >= base + 0x1_0000,
+        "[{lo:#x}, {hi:#x}) overlaps the reservation at {base:#x}"
+    );
+    assert_eq!(
+        translate(&m, &p, base, Access::Read),
+        Err(FaultReason::NotPresent)
+    );
+    gpu_write(&m, &p.k, big.gpu_va + big.size - 8, 0x5151);
+    assert_eq!(big.mem.load(big.size - 8), 0x5151);
+    no_fault(&m);
+}
