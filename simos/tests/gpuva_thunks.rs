@@ -15,7 +15,11 @@ use std::time::Duration;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmu::{Access, FaultReason};
-use rvgpu_hw::pdd::{AllocationKind, AllocationPdd, ALLOCATION_PDD_VERSION, PDD_MAGIC};
+use rvgpu_hw::pdd::{
+    AllocationKind, AllocationPdd, HwQueuePdd, ALLOCATION_PDD_VERSION, HW_QUEUE_PDD_VERSION,
+    PDD_MAGIC,
+};
+use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimKmt, SimMem};
 use rvgpu_simos::vidmm::residency::Place;
 use rvgpu_simos::{Machine, Mode, UmsEvent, UmsProcess};
@@ -25,6 +29,7 @@ use rvgpu_umd::kmt::{
     RESERVE_ZERO,
 };
 use rvgpu_umd::submit::{SubmitError, UserQueue};
+use zerocopy::IntoBytes;
 
 const PAGE: u64 = 4096;
 const PATTERN: u64 = 0x6A7A_0012_6A7A_0012;
@@ -712,5 +717,46 @@ fn issue_12_vidmm_allocation_vas_avoid_process_reservations() {
     );
     gpu_write(&m, &p.k, big.gpu_va + big.size - 8, 0x5151);
     assert_eq!(big.mem.load(big.size - 8), 0x5151);
+    no_fault(&m);
+}
+
+/// VidMm tells the driver each mapped page's offset in its allocation
+/// (`AllocationOffsetInBytes`), not its offset in the mapping: a second mapping of a ring's
+/// later page leaves the driver's record of where the ring starts alone, so a doorbell whose
+/// ring is at the allocation's own VA is still accepted.
+#[test]
+fn issue_12_sub_range_mapping_reports_its_allocation_offset() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let context = okk(&m, p.k.create_context(0));
+    let mut qp = HwQueuePdd {
+        magic: PDD_MAGIC,
+        version: HW_QUEUE_PDD_VERSION,
+        ..Default::default()
+    };
+    let queue = okk(&m, p.k.create_hw_queue(context, true, qp.as_mut_bytes())).handle;
+    let ring = okk(
+        &m,
+        p.k.create_allocation_as(2 * PAGE, AllocationKind::Commands),
+    );
+    let control = okk(
+        &m,
+        p.k.create_allocation_as(RingControl::SIZE, AllocationKind::RingControl),
+    );
+    let second = okk(
+        &m,
+        p.k.map_gpu_va(&MapGpuVa {
+            protection: RW | GpuVaProtection::EXECUTE,
+            ..map(&p.pq, 0, ring.handle, 1, 1)
+        }),
+    );
+    assert_ne!(second.va, ring.gpu_va + PAGE);
+    let q = RawQueue {
+        queue,
+        ring,
+        control,
+        doorbell: 0,
+    };
+    create_doorbell(&m, &p.k, &q);
     no_fault(&m);
 }
