@@ -637,23 +637,37 @@ fn issue_12_mapping_follows_residency() {
     no_fault(&m);
 }
 
-/// Process exit frees everything: paging queues (with their fences), reservations and
-/// mappings; the OS's object counts return to what they were.
+/// Process exit frees everything, orderly (UM-17) or killed (UM-18): paging queues with
+/// their fences, reservations and mappings; the OS's object counts return to what they were.
 #[test]
 fn issue_12_process_exit_frees_everything() {
-    let m = with_doorbells(Mode::Step, 4);
-    let before = (m.ums_live_counts(0), m.gpuva_live_counts(0));
-    let p = process(&m);
-    let b = buffer(&m, &p.k, 2);
-    let _second_queue = okk(&m, p.k.create_paging_queue(1));
-    okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
-    okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 1)));
-    okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 0, 2)));
-    okk(&m, p.k.reserve_gpu_va(&reserve_at(0, 0x4_0000)));
-    assert_eq!(m.gpuva_live_counts(0), (2, 3, 2));
-    ok(&m, m.exit_process(&p.p));
-    assert_eq!((m.ums_live_counts(0), m.gpuva_live_counts(0)), before);
-    no_fault(&m);
+    for kill in [false, true] {
+        let m = with_doorbells(Mode::Step, 4);
+        let counts = |m: &Machine| {
+            (
+                m.ums_live_counts(0),
+                m.gpuva_live_counts(0),
+                // Fence objects; their pages stay with the OS for the machine's life.
+                m.fence_live_counts(0).0,
+            )
+        };
+        let before = counts(&m);
+        let p = process(&m);
+        let b = buffer(&m, &p.k, 2);
+        let _second_queue = okk(&m, p.k.create_paging_queue(1));
+        okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
+        okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 1)));
+        okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 0, 2)));
+        okk(&m, p.k.reserve_gpu_va(&reserve_at(0, 0x4_0000)));
+        assert_eq!(m.gpuva_live_counts(0), (2, 3, 2));
+        if kill {
+            ok(&m, m.kill_process(&p.p));
+        } else {
+            ok(&m, m.exit_process(&p.p));
+        }
+        assert_eq!(counts(&m), before, "kill: {kill}");
+        no_fault(&m);
+    }
 }
 
 /// Paging queues: each has its own fence; destroying one destroys its fence and makes its
