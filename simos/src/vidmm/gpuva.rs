@@ -300,11 +300,6 @@ impl AddressSpace {
         }
     }
 
-    /// Whether `[va, va + len)` lies inside one reservation.
-    pub fn is_reserved(&self, va: u64, len: u64) -> bool {
-        self.inside_reservation(va, len)
-    }
-
     /// Every mapped page's VA (process teardown unmaps what is left).
     pub fn mapped(&self) -> Vec<u64> {
         self.pages.keys().copied().collect()
