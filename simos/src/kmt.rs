@@ -20,8 +20,8 @@ use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATU
 use rvgpu_device::SysAlloc;
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
-    EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MappedGpu,
-    NtStatus, PagingFence,
+    EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
+    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa,
 };
 
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -442,6 +442,70 @@ impl Kmt for SimKmt<'_> {
     fn io_coherent(&self) -> bool {
         self.adapter()
             .map_or(true, |a| lock(&a.memory_model).io_coherent())
+    }
+
+    /// Issue 12 (`vidmm::va`): a paging queue of this process's device with its paging
+    /// fence; `PhysicalAdapterIndex` 0 (one physical adapter).
+    fn create_paging_queue(&self, priority: i32) -> Result<PagingQueue<SimFence>, NtStatus> {
+        let a = self.thunk()?;
+        let (handle, fence, f) = self
+            .m
+            .paging_queue_create(&a, self.p.device, priority, 0)
+            .map_err(status)?;
+        Ok(PagingQueue {
+            handle,
+            fence,
+            fence_cpu: SimFence { fence: f },
+        })
+    }
+
+    fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+        let a = self.thunk()?;
+        self.m
+            .paging_queue_destroy(&a, self.p.device, queue)
+            .map_err(status)
+    }
+
+    fn reserve_gpu_va(&self, r: &ReserveGpuVa) -> Result<u64, NtStatus> {
+        let a = self.thunk()?;
+        let req = crate::vidmm::va::ReserveRequest {
+            base: r.base,
+            minimum: r.minimum,
+            maximum: r.maximum,
+            size: r.size,
+            reservation_type: r.reservation_type,
+        };
+        self.m
+            .gpu_va_reserve(&a, self.p.device, req)
+            .map_err(status)
+    }
+
+    fn map_gpu_va(&self, r: &MapGpuVa) -> Result<MappedGpuVa, NtStatus> {
+        let a = self.thunk()?;
+        // What VidMm released since its last entry goes first (AL-03), as for allocations.
+        self.m.reap_allocations(&a).map_err(status)?;
+        let req = crate::vidmm::va::MapRequest {
+            paging_queue: r.paging_queue,
+            base: r.base,
+            minimum: r.minimum,
+            maximum: r.maximum,
+            allocation: r.allocation,
+            offset_in_pages: r.offset_in_pages,
+            size_in_pages: r.size_in_pages,
+            protection: r.protection.0,
+        };
+        let (va, paging_fence_value) = self.m.gpu_va_map(&a, self.p.device, req).map_err(status)?;
+        Ok(MappedGpuVa {
+            va,
+            paging_fence_value,
+        })
+    }
+
+    fn free_gpu_va(&self, base: u64, size: u64) -> Result<(), NtStatus> {
+        let a = self.thunk()?;
+        self.m
+            .gpu_va_free(&a, self.p.device, base, size)
+            .map_err(status)
     }
 
     fn create_doorbell(

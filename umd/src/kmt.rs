@@ -147,6 +147,98 @@ pub enum MakeResidentError {
     Status(NtStatus),
 }
 
+/// `D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE`: what a GPU VA mapping allows besides reading
+/// (d3dukmdt.h bit order). Plain bits, so a caller can also pass what the OS must refuse.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuVaProtection(pub u64);
+
+impl GpuVaProtection {
+    /// Read only.
+    pub const READ: Self = Self(0);
+    /// `Write`.
+    pub const WRITE: Self = Self(1 << 0);
+    /// `Execute`.
+    pub const EXECUTE: Self = Self(1 << 1);
+    /// `Zero`: the range reads zeros (only with a driver that reports `ZeroInPteSupported`).
+    pub const ZERO: Self = Self(1 << 2);
+    /// `NoAccess`: the range is reserved and every GPU access faults.
+    pub const NO_ACCESS: Self = Self(1 << 3);
+    /// `SystemUseOnly`: the OS's own; refused from user mode.
+    pub const SYSTEM_USE_ONLY: Self = Self(1 << 4);
+}
+
+impl core::ops::BitOr for GpuVaProtection {
+    type Output = Self;
+    fn bitor(self, o: Self) -> Self {
+        Self(self.0 | o.0)
+    }
+}
+
+/// `D3DDDIGPUVIRTUALADDRESS_RESERVATION_TYPE` values.
+pub const RESERVE_NO_ACCESS: i32 = 0;
+/// `D3DDDIGPUVIRTUALADDRESS_RESERVE_ZERO`.
+pub const RESERVE_ZERO: i32 = 1;
+/// `D3DDDIGPUVIRTUALADDRESS_RESERVE_NO_COMMIT` (refused from user mode).
+pub const RESERVE_NO_COMMIT: i32 = 2;
+
+/// `D3DDDI_RESERVEGPUVIRTUALADDRESS` as this UMD fills it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReserveGpuVa {
+    /// `BaseAddress`: 0 lets VidMm choose inside `[minimum, maximum)`; else 64 KiB aligned.
+    pub base: u64,
+    /// `MinimumAddress`.
+    pub minimum: u64,
+    /// `MaximumAddress` (0: no limit).
+    pub maximum: u64,
+    /// `Size` in bytes.
+    pub size: u64,
+    /// `ReservationType` ([`RESERVE_NO_ACCESS`], [`RESERVE_ZERO`]).
+    pub reservation_type: i32,
+}
+
+/// `D3DDDI_MAPGPUVIRTUALADDRESS` as this UMD fills it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MapGpuVa {
+    /// `hPagingQueue` (from [`Kmt::create_paging_queue`]).
+    pub paging_queue: KmtHandle,
+    /// `BaseAddress`: 0 lets VidMm choose inside `[minimum, maximum)`; else 4 KiB aligned,
+    /// free or inside a range the process reserved or mapped.
+    pub base: u64,
+    /// `MinimumAddress`.
+    pub minimum: u64,
+    /// `MaximumAddress` (0: no limit).
+    pub maximum: u64,
+    /// `hAllocation` (ignored with `Zero` / `NoAccess`).
+    pub allocation: KmtHandle,
+    /// `OffsetInPages`: first 4 KiB page of the allocation mapped.
+    pub offset_in_pages: u64,
+    /// `SizeInPages`.
+    pub size_in_pages: u64,
+    /// `Protection`.
+    pub protection: GpuVaProtection,
+}
+
+/// What a successful `D3DKMTMapGpuVirtualAddress` returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MappedGpuVa {
+    /// `VirtualAddress`.
+    pub va: u64,
+    /// `PagingFenceValue`: GPU work may use the mapping once the paging queue's fence
+    /// reaches it.
+    pub paging_fence_value: u64,
+}
+
+/// What `D3DKMTCreatePagingQueue` returns.
+#[derive(Debug)]
+pub struct PagingQueue<F> {
+    /// `hPagingQueue`.
+    pub handle: KmtHandle,
+    /// `hSyncObject`: the paging fence (a monitored fence the OS advances).
+    pub fence: KmtHandle,
+    /// `FenceValueCPUVirtualAddress` (read-only).
+    pub fence_cpu: F,
+}
+
 /// CPU access to an allocation, word by word (64-bit, naturally aligned, byte offsets).
 pub trait AllocationCpu {
     /// Stores `value` at byte offset `offset` (Release; 8-aligned, in range; out-of-range is
@@ -291,6 +383,38 @@ pub trait Kmt {
         let _ = (allocations, flags);
         Err(STATUS_NOT_SUPPORTED)
     }
+    // Issue 12: paging queues and GPU virtual addresses the process places itself
+    // (docs/memory.md "GPU VA thunks"). Default bodies keep every implementation compiling.
+
+    /// `D3DKMTCreatePagingQueue` on the UMD's device with `priority`
+    /// (`D3DDDI_PAGINGQUEUE_PRIORITY`). Default: `STATUS_NOT_SUPPORTED`.
+    fn create_paging_queue(&self, priority: i32) -> Result<PagingQueue<Self::Fence>, NtStatus> {
+        let _ = priority;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// `D3DKMTDestroyPagingQueue` (its fence goes with it). Default: `STATUS_NOT_SUPPORTED`.
+    fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+        let _ = queue;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// `D3DKMTReserveGpuVirtualAddress` in the UMD's process: the range's VA. Default:
+    /// `STATUS_NOT_SUPPORTED`.
+    fn reserve_gpu_va(&self, request: &ReserveGpuVa) -> Result<u64, NtStatus> {
+        let _ = request;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// `D3DKMTMapGpuVirtualAddress`. Default: `STATUS_NOT_SUPPORTED`.
+    fn map_gpu_va(&self, request: &MapGpuVa) -> Result<MappedGpuVa, NtStatus> {
+        let _ = request;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// `D3DKMTFreeGpuVirtualAddress` of the range starting at `base`. Default:
+    /// `STATUS_NOT_SUPPORTED`.
+    fn free_gpu_va(&self, base: u64, size: u64) -> Result<(), NtStatus> {
+        let _ = (base, size);
+        Err(STATUS_NOT_SUPPORTED)
+    }
+
     /// `D3DKMTCreateDoorbell`; `private_data` is in/out ([`rvgpu_hw::pdd::DoorbellPdd`]).
     fn create_doorbell(
         &self,

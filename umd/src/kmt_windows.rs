@@ -15,6 +15,8 @@
 //!   `D3DKMTCreateContextVirtual`, `D3DKMTCreateHwQueue`, `D3DKMTSubmitCommandToHwQueue`,
 //!   `D3DKMTCreateAllocation2`, `D3DKMTLock2`, `D3DKMTUnlock2`, `D3DKMTDestroyAllocation2`,
 //!   `D3DKMTInvalidateCache`, `D3DKMTMakeResident`, `D3DKMTEvict`, `D3DKMTCreatePagingQueue`,
+//!   `D3DKMTReserveGpuVirtualAddress`, `D3DKMTMapGpuVirtualAddress`,
+//!   `D3DKMTFreeGpuVirtualAddress`,
 //!   `D3DKMTWaitForSynchronizationObjectFromCpu`, ...): `windows-sys`
 //!   (`Wdk::Graphics::Direct3D`, imported from gdi32.dll through windows-link's raw-dylib).
 //! - The WDDM 3.2 user-mode submission thunks (`D3DKMTCreateDoorbell`, `D3DKMTConnectDoorbell`,
@@ -45,15 +47,17 @@ use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCreateAllocation2, D3DKMTCreateContextVirtual, D3DKMTCreatePagingQueue,
     D3DKMTCreateSynchronizationObject2, D3DKMTDestroyAllocation2, D3DKMTDestroyContext,
     D3DKMTDestroyPagingQueue, D3DKMTDestroySynchronizationObject, D3DKMTEvict,
-    D3DKMTInvalidateCache, D3DKMTLock2, D3DKMTMakeResident,
+    D3DKMTFreeGpuVirtualAddress, D3DKMTInvalidateCache, D3DKMTLock2, D3DKMTMakeResident,
+    D3DKMTMapGpuVirtualAddress, D3DKMTReserveGpuVirtualAddress,
     D3DKMTSignalSynchronizationObjectFromCpu, D3DKMTSubmitSignalSyncObjectsToHwQueue,
     D3DKMTSubmitWaitForSyncObjectsToHwQueue, D3DKMTUnlock2,
     D3DKMTWaitForSynchronizationObjectFromCpu, D3DDDI_ALLOCATIONINFO2, D3DDDI_DESTROYPAGINGQUEUE,
-    D3DDDI_MAKERESIDENT, D3DDDI_MONITORED_FENCE, D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL,
-    D3DKMT_CLIENTHINT_UNKNOWN, D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL,
-    D3DKMT_CREATEDEVICE, D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE,
-    D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2, D3DKMT_DESTROYCONTEXT,
-    D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYHWQUEUE, D3DKMT_DESTROYSYNCHRONIZATIONOBJECT, D3DKMT_EVICT,
+    D3DDDI_MAKERESIDENT, D3DDDI_MAPGPUVIRTUALADDRESS, D3DDDI_MONITORED_FENCE,
+    D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DKMT_CLIENTHINT_UNKNOWN,
+    D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL, D3DKMT_CREATEDEVICE,
+    D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE, D3DKMT_CREATESYNCHRONIZATIONOBJECT2,
+    D3DKMT_DESTROYALLOCATION2, D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYHWQUEUE,
+    D3DKMT_DESTROYSYNCHRONIZATIONOBJECT, D3DKMT_EVICT, D3DKMT_FREEGPUVIRTUALADDRESS,
     D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2, D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
     D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
     D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE, D3DKMT_UNLOCK2,
@@ -67,8 +71,8 @@ use windows_sys::Win32::System::Threading::{
 use crate::fence::NativeFence;
 use crate::kmt::{
     Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
-    EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MappedGpu,
-    NtStatus, PagingFence,
+    EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
+    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa,
 };
 
 /// Objects per `D3DKMTSubmit{Wait,Signal}...ToHwQueue` call (stack arrays; more are split).
@@ -204,6 +208,22 @@ pub struct D3dkmtCreateNativeFence {
     pub Flags: u32,
     pub Reserved: [u8; 28],
 }
+
+// The GPU VA thunks' structures come from windows-sys; their layout checked against the
+// 22621 SDK's d3dukmdt.h / d3dkmthk.h (every D3DKMT_ALIGN64 member 8-aligned).
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<D3DDDI_MAPGPUVIRTUALADDRESS>() == 104);
+    assert!(offset_of!(D3DDDI_MAPGPUVIRTUALADDRESS, hAllocation) == 32);
+    assert!(offset_of!(D3DDDI_MAPGPUVIRTUALADDRESS, Protection) == 56);
+    assert!(offset_of!(D3DDDI_MAPGPUVIRTUALADDRESS, VirtualAddress) == 88);
+    assert!(offset_of!(D3DDDI_MAPGPUVIRTUALADDRESS, PagingFenceValue) == 96);
+    assert!(size_of::<D3DDDI_RESERVEGPUVIRTUALADDRESS>() == 72);
+    assert!(offset_of!(D3DDDI_RESERVEGPUVIRTUALADDRESS, Size) == 32);
+    assert!(offset_of!(D3DDDI_RESERVEGPUVIRTUALADDRESS, VirtualAddress) == 56);
+    assert!(size_of::<D3DKMT_FREEGPUVIRTUALADDRESS>() == 24);
+};
 
 // Sizes and offsets below are computed from the documented member lists under the x64 C
 // layout rules (`D3DKMT_ALIGN64` members 8-aligned); no Windows SDK header was available here
@@ -1393,6 +1413,96 @@ impl Kmt for WinKmt {
 
     // `open_native_fence` keeps the trait's default (STATUS_NOT_SUPPORTED): the layout of
     // `D3DKMT_OPENNATIVEFENCEFROMNTHANDLE` has not been checked here.
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatepagingqueue>
+    /// (`PhysicalAdapterIndex` 0; the fence's CPU view is `FenceValueCPUVirtualAddress`).
+    fn create_paging_queue(&self, priority: i32) -> Result<PagingQueue<WinFence>, NtStatus> {
+        let mut pq = D3DKMT_CREATEPAGINGQUEUE {
+            hDevice: self.device,
+            Priority: priority,
+            ..Default::default()
+        };
+        // SAFETY: a valid, initialised argument structure on the stack.
+        check(unsafe { D3DKMTCreatePagingQueue(&mut pq) })?;
+        let Some(value) = aligned::<u64>(pq.FenceValueCPUVirtualAddress) else {
+            let mut d = D3DDDI_DESTROYPAGINGQUEUE {
+                hPagingQueue: pq.hPagingQueue,
+            };
+            // SAFETY: the queue just created.
+            unsafe { D3DKMTDestroyPagingQueue(&mut d) };
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        };
+        Ok(PagingQueue {
+            handle: pq.hPagingQueue,
+            fence: pq.hSyncObject,
+            fence_cpu: WinFence {
+                value: value.cast_const(),
+            },
+        })
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroypagingqueue>
+    fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+        let mut d = D3DDDI_DESTROYPAGINGQUEUE {
+            hPagingQueue: queue,
+        };
+        // SAFETY: a valid argument structure; D3DKMT validates the handle.
+        check(unsafe { D3DKMTDestroyPagingQueue(&mut d) })
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtreservegpuvirtualaddress>
+    /// From user mode the first member is the adapter (`hAdapter`), not a paging queue.
+    fn reserve_gpu_va(&self, r: &ReserveGpuVa) -> Result<u64, NtStatus> {
+        let mut args = D3DDDI_RESERVEGPUVIRTUALADDRESS {
+            BaseAddress: r.base,
+            MinimumAddress: r.minimum,
+            MaximumAddress: r.maximum,
+            Size: r.size,
+            ..Default::default()
+        };
+        args.Anonymous1.hAdapter = self.adapter;
+        args.Anonymous2.ReservationType = r.reservation_type;
+        // SAFETY: a valid, initialised argument structure; the thunk writes VirtualAddress.
+        check(unsafe { D3DKMTReserveGpuVirtualAddress(&mut args) })?;
+        Ok(args.VirtualAddress)
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmapgpuvirtualaddress>
+    /// `STATUS_PENDING` is success: the mapping is usable once the paging fence reaches
+    /// `PagingFenceValue`.
+    fn map_gpu_va(&self, r: &MapGpuVa) -> Result<MappedGpuVa, NtStatus> {
+        let mut args = D3DDDI_MAPGPUVIRTUALADDRESS {
+            hPagingQueue: r.paging_queue,
+            BaseAddress: r.base,
+            MinimumAddress: r.minimum,
+            MaximumAddress: r.maximum,
+            hAllocation: r.allocation,
+            OffsetInPages: r.offset_in_pages,
+            SizeInPages: r.size_in_pages,
+            ..Default::default()
+        };
+        args.Protection.Anonymous.Value = r.protection.0;
+        // SAFETY: a valid, initialised argument structure; the thunk writes the outputs.
+        let st = unsafe { D3DKMTMapGpuVirtualAddress(&mut args) };
+        if st != STATUS_PENDING {
+            check(st)?;
+        }
+        Ok(MappedGpuVa {
+            va: args.VirtualAddress,
+            paging_fence_value: args.PagingFenceValue,
+        })
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtfreegpuvirtualaddress>
+    fn free_gpu_va(&self, base: u64, size: u64) -> Result<(), NtStatus> {
+        let args = D3DKMT_FREEGPUVIRTUALADDRESS {
+            hAdapter: self.adapter,
+            BaseAddress: base,
+            Size: size,
+        };
+        // SAFETY: a valid argument structure on the stack.
+        check(unsafe { D3DKMTFreeGpuVirtualAddress(&args) })
+    }
 
     /// `D3DKMTDestroySynchronizationObject`.
     fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {

@@ -25,6 +25,9 @@ pub struct Baseline {
     pub ums: (usize, usize, usize, usize, usize),
     /// (native fences, monitored fences, D3DKMT native-fence handles) the OS holds.
     pub fences: (usize, usize, usize),
+    /// (paging queues, GPU VA ranges, mapped parts of them) processes made through the
+    /// D3DKMT VA thunks (issue 12).
+    pub gpuva: (usize, usize, usize),
     /// Bytes of system memory allocated on the machine, fence pages excepted (the simulated
     /// OS keeps those for the machine's life).
     pub system_bytes: u64,
@@ -95,6 +98,7 @@ impl World {
             baseline: Baseline {
                 ums: (0, 0, 0, 0, 0),
                 fences: (0, 0, 0),
+                gpuva: (0, 0, 0),
                 system_bytes: 0,
             },
         };
@@ -110,6 +114,7 @@ impl World {
         Baseline {
             ums: self.m.ums_live_counts(0),
             fences,
+            gpuva: self.m.gpuva_live_counts(0),
             system_bytes: self.m.memory().system_used().saturating_sub(fence_pages),
         }
     }

@@ -163,6 +163,9 @@ pub struct AdapterShared {
     /// ([`crate::vidmm::residency`]). Held for a whole residency operation, paging included,
     /// as VidMm serialises its own.
     pub residency: Mutex<crate::vidmm::residency::State>,
+    /// Paging queues and the GPU VA ranges processes reserve and map through the D3DKMT
+    /// thunks ([`crate::vidmm::va`]). Taken after `residency`, before `vidmm`.
+    pub gpuva: Mutex<crate::vidmm::va::State>,
     /// Dxgkrnl's triage log for this adapter: statuses outside a DDI wrapper's allow-list
     /// (BR-23).
     pub triage: Mutex<Vec<String>>,
@@ -302,6 +305,7 @@ impl AdapterShared {
             memory_model: Mutex::new(Default::default()),
             vidmm: Mutex::new(Default::default()),
             residency: Mutex::new(Default::default()),
+            gpuva: Mutex::new(Default::default()),
             triage: Mutex::new(Vec::new()),
             system: Mutex::new(Default::default()),
             hws: Mutex::new(Default::default()),

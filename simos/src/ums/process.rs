@@ -78,6 +78,12 @@ pub(super) fn teardown(
     // queues' log buffers leave the paging process too.
     m.reap_allocations(a)?;
     m.reap_system_pages(a)?;
+    // Its paging queues (with their fences) and the VA ranges it reserved or mapped: the
+    // allocations are gone, so they map nothing now.
+    let pid = lock(&a.ums).devices.get(&device).map(|d| d.process);
+    if let Some(pid) = pid {
+        m.gpu_va_teardown(a, device, pid)?;
+    }
     let _g = dev_guard(a, &dl);
     let ctxs: Vec<KmtHandle> = lock(&a.ums)
         .contexts

@@ -222,8 +222,14 @@ impl AddressSpace {
         let len = len
             .checked_next_multiple_of(page)
             .ok_or(VaError::BadRange)?;
-        // A guard page between reservations: a run off the end faults.
-        let va = self.next_va;
+        // A guard page between reservations: a run off the end faults. Ranges a process
+        // reserved at an address of its choosing (`vidmm::va`) are stepped over.
+        let mut va = self.next_va;
+        while let Some(end) = self.reserved_overlap(va, len.saturating_add(page)) {
+            va = end
+                .checked_next_multiple_of(page)
+                .ok_or(VaError::BadRange)?;
+        }
         let end = va
             .checked_add(len)
             .filter(|e| *e < (1u64 << self.geometry.va_bits()))
@@ -254,6 +260,44 @@ impl AddressSpace {
         }
         self.reserved.insert(va, len);
         Ok(())
+    }
+
+    /// The end of a reservation overlapping `[va, va + len)`, if one does.
+    pub fn reserved_overlap(&self, va: u64, len: u64) -> Option<u64> {
+        let end = va.saturating_add(len);
+        self.reserved
+            .range(..end)
+            .next_back()
+            .map(|(s, l)| s.saturating_add(*l))
+            .filter(|e| *e > va)
+    }
+
+    /// The highest `align`-aligned start of `len` free bytes (no reservation) inside
+    /// `[lo, hi)`, searching down from `hi` (`vidmm::va`: VidMm's choice of a VA for
+    /// `D3DKMTReserveGpuVirtualAddress` / `MapGpuVirtualAddress` with `BaseAddress` 0).
+    pub fn free_range_top_down(&self, len: u64, align: u64, lo: u64, hi: u64) -> Option<u64> {
+        if len == 0 || align == 0 || !align.is_power_of_two() {
+            return None;
+        }
+        let hi = hi.min(1u64 << self.geometry.va_bits());
+        let mut top = hi;
+        loop {
+            let start = top.checked_sub(len)? & !(align - 1);
+            if start < lo {
+                return None;
+            }
+            match self.reserved_overlap(start, len) {
+                None => return Some(start),
+                // Below the reservation that is in the way.
+                Some(_) => {
+                    let (s, _) = self
+                        .reserved
+                        .range(..start.saturating_add(len))
+                        .next_back()?;
+                    top = *s;
+                }
+            }
+        }
     }
 
     /// Every mapped page's VA (process teardown unmaps what is left).

@@ -55,6 +55,15 @@ pub struct LeafTag {
     /// `DXGK_UPDATEPAGETABLEFLAGS::NativeFence`: `handle` is a native fence.
     pub native_fence: bool,
 }
+impl LeafTag {
+    /// The tag for a run starting at `va`: the object's first page is at `base_va` when the
+    /// caller set it (a process mapping part of an allocation, `vidmm::va`), else at `va`.
+    fn based_at(self, va: u64) -> Self {
+        let base_va = if self.base_va == 0 { va } else { self.base_va };
+        Self { base_va, ..self }
+    }
+}
+
 /// Share of the page-table segment VidMm uses for page tables, from its start. VRAM above it
 /// holds allocations (`vidmm::residency`) up to the half of VRAM local native-fence storage
 /// takes from the top.
@@ -307,7 +316,7 @@ impl Machine {
             let u = p.space.map(va, phys, attrs, heap).map_err(va_error)?;
             (p.kmd, u)
         };
-        self.vidmm_run(a, kmd, &updates, LeafTag { base_va: va, ..tag })?;
+        self.vidmm_run(a, kmd, &updates, tag.based_at(va))?;
         self.vidmm_check(a, pid, va, phys.len() as u64)
     }
 
@@ -436,7 +445,7 @@ impl Machine {
             let u = p.space.unmap(va, pages).map_err(va_error)?;
             (p.kmd, (p.space.geometry.segment, p.space.root), u)
         };
-        self.vidmm_run(a, kmd, &updates, LeafTag { base_va: va, ..tag })?;
+        self.vidmm_run(a, kmd, &updates, tag.based_at(va))?;
         self.vidmm_flush(a, kmd, root, va, va + pages * 4096)?;
         self.vidmm_check(a, pid, va, pages)
     }

@@ -13,3 +13,4 @@ pub mod mmu;
 pub mod model;
 pub mod paging;
 pub mod residency;
+pub mod va;

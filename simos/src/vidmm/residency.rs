@@ -380,6 +380,8 @@ impl Machine {
             )?;
         }
         self.vidmm_unmap_keep(a, pid, va, pages, t)?;
+        // The VAs the process mapped it at (`vidmm::va`) fault too until it returns.
+        self.gpu_va_allocation_evicted(a, h)?;
         release_local(a, st, segment, offset, bytes);
         if let Some(e) = st.entries.get_mut(&h) {
             e.place = Place::Evicted;
@@ -427,6 +429,9 @@ impl Machine {
                         (segment, segment_address(a, segment, offset)),
                         bytes,
                     )
+                    // The process's own mappings first, its VidMm VA last (the driver
+                    // records where an allocation is from the last mapping at offset 0).
+                    .and_then(|()| self.gpu_va_allocation_placed(a, h, (segment, offset)))
                     .and_then(|()| {
                         self.vidmm_map_at(
                             a,
@@ -446,6 +451,7 @@ impl Machine {
             // Without VRAM, the backing store through the aperture when the segment set
             // allows it (UNVERIFIED: Windows' placement order beyond the preferred segments).
             None if aperture => {
+                self.gpu_va_allocation_placed(a, h, (0, backing))?;
                 self.vidmm_map_at(
                     a,
                     pid,
@@ -675,7 +681,8 @@ impl Machine {
             return Ok(false);
         };
         // The record goes only once nothing maps the memory: a failed unmap keeps it (and its
-        // VRAM) accounted for.
+        // VRAM) accounted for. The VAs the process mapped it at go first (`vidmm::va`).
+        self.gpu_va_allocation_destroyed(a, h)?;
         match (place, a.device.is_lost()) {
             (_, true) => self.vidmm_forget(a, pid, va, pages),
             (Place::Evicted, false) => self.vidmm_release_va(a, pid, va)?,

@@ -1,0 +1,809 @@
+//! Paging queues and the GPU VA thunks (issue 12): `D3DKMTCreatePagingQueue` /
+//! `DestroyPagingQueue`, `D3DKMTReserveGpuVirtualAddress`, `D3DKMTMapGpuVirtualAddress` and
+//! `D3DKMTFreeGpuVirtualAddress` over the process's [`AddressSpace`] (docs/memory.md, "GPU VA
+//! thunks").
+//!
+//! The model is VidMm's (22631 dxgmms2 `CVirtualAddressAllocator`): a process's VA space holds
+//! *ranges* (VADs). Reserve makes one; Map either maps inside one, or, on free space, makes one
+//! that belongs to the mapping. Inside a range each page is unmapped (no access: the GPU
+//! faults) or maps a page of one allocation. Free releases a whole range. Every page-table
+//! change goes through the driver (`vidmm::mmu`: UPDATEPAGETABLE, FLUSHTLB after every unmap,
+//! and the strict walk that compares the tables with what VidMm asked for), so a VA is never
+//! reused while the GPU may still hold a translation of it.
+//!
+//! Residency follows the rest of this VidMm (`vidmm::residency`, "Access to nonresident
+//! allocation"): a mapping of an allocation that is not resident is recorded and its entries
+//! stay invalid (the GPU faults) until MakeResident pages the allocation in; eviction
+//! invalidates them again; destroying the allocation unmaps every VA it is mapped at and frees
+//! the ranges Map made for it (`D3DKMTMapGpuVirtualAddress` remarks: "The GPU VA range, which is
+//! allocated by the API, is freed when the allocation ... is destroyed").
+//!
+//! Paging here completes before a thunk returns, so the paging fence value a thunk hands back
+//! has been reached already: VidMm signals the queue's fence to it before returning (the
+//! "ready to be accessed immediately" case of the D3DKMT pages).
+
+use std::collections::{BTreeMap, HashMap};
+
+use rvgpu_ddi::memory::DXGK_GPUMMUCAPS_FLAGS;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_device::device::mmu::{Fault, Mmu, Privilege};
+use rvgpu_hw::mmu::Access;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+use crate::machine::Machine;
+use crate::sync::fence::{MonitoredFence, ProcessId};
+use crate::ums::KmtHandle;
+use crate::vidmm::gpuva::{MapAttrs, Phys};
+use crate::vidmm::mmu::LeafTag;
+use crate::vidmm::residency::Place;
+
+const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+
+/// `D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE` bits (d3dukmdt.h: Write, Execute, Zero,
+/// NoAccess, SystemUseOnly, then reserved).
+pub const PROTECTION_WRITE: u64 = 1 << 0;
+pub const PROTECTION_EXECUTE: u64 = 1 << 1;
+pub const PROTECTION_ZERO: u64 = 1 << 2;
+pub const PROTECTION_NO_ACCESS: u64 = 1 << 3;
+pub const PROTECTION_SYSTEM_USE_ONLY: u64 = 1 << 4;
+
+/// `D3DDDIGPUVIRTUALADDRESS_RESERVATION_TYPE`.
+pub const RESERVE_NO_ACCESS: i32 = 0;
+pub const RESERVE_ZERO: i32 = 1;
+pub const RESERVE_NO_COMMIT: i32 = 2;
+
+/// Reservations start on 64 KiB (VIDMM_GLOBAL::VidMmReserveGpuVirtualAddress passes 0x10000 as
+/// the alignment; AllocateVirtualAddressRange refuses a `BaseAddress` off it).
+pub const RESERVE_ALIGN: u64 = 0x1_0000;
+
+/// Lowest VA a process may reserve or map at: below it this VidMm maps the OS's own pages a
+/// process uses (fence storage) at their device address (`vidmm::mmu`'s `VA_BASE`), so that
+/// part of the space is never free for the process.
+pub const USER_VA_FLOOR: u64 = 0x4000_0000_0000;
+
+/// What `D3DKMTReserveGpuVirtualAddress` asks (`D3DDDI_RESERVEGPUVIRTUALADDRESS`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReserveRequest {
+    pub base: u64,
+    pub minimum: u64,
+    pub maximum: u64,
+    pub size: u64,
+    pub reservation_type: i32,
+}
+
+/// What `D3DKMTMapGpuVirtualAddress` asks (`D3DDDI_MAPGPUVIRTUALADDRESS`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MapRequest {
+    pub paging_queue: KmtHandle,
+    pub base: u64,
+    pub minimum: u64,
+    pub maximum: u64,
+    pub allocation: KmtHandle,
+    pub offset_in_pages: u64,
+    pub size_in_pages: u64,
+    pub protection: u64,
+}
+
+#[derive(Debug)]
+struct PagingQueue {
+    device: KmtHandle,
+    #[allow(dead_code)]
+    priority: i32,
+    /// `hSyncObject`: the monitored fence paging work on this queue signals.
+    fence: KmtHandle,
+    fence_obj: MonitoredFence,
+    /// The last paging fence value handed out.
+    value: u64,
+}
+
+/// Part of a range that maps pages of one allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct UserMap {
+    pages: u64,
+    allocation: KmtHandle,
+    /// The driver's handle (`hAllocation` of the paging operations).
+    kmd: usize,
+    /// First allocation page mapped.
+    offset: u64,
+    attrs: MapAttrs,
+    /// Its entries are in the page tables now (the allocation is resident).
+    live: bool,
+}
+
+/// One range of a process's space (a VIDMM_VAD).
+#[derive(Debug)]
+struct Vad {
+    len: u64,
+    /// Made by Map on free space: it goes with the allocation it was made for.
+    by_map: bool,
+    /// Mapped parts, by VA; the rest of the range has no access.
+    maps: BTreeMap<u64, UserMap>,
+}
+
+/// Per-adapter state (behind `AdapterShared::gpuva`).
+#[derive(Debug, Default)]
+pub struct State {
+    queues: BTreeMap<KmtHandle, PagingQueue>,
+    vads: HashMap<ProcessId, BTreeMap<u64, Vad>>,
+}
+
+impl State {
+    /// The range of `pid` holding all of `[va, va + len)`.
+    fn vad_holding(&self, pid: ProcessId, va: u64, len: u64) -> Option<u64> {
+        let (start, vad) = self.vads.get(&pid)?.range(..=va).next_back()?;
+        let end = start.checked_add(vad.len)?;
+        (va.checked_add(len)? <= end).then_some(*start)
+    }
+
+    /// Every mapping of `allocation`: (pid, range start, VA, map).
+    fn maps_of(&self, allocation: KmtHandle) -> Vec<(ProcessId, u64, u64, UserMap)> {
+        let mut out = Vec::new();
+        for (pid, vads) in &self.vads {
+            for (start, vad) in vads {
+                for (va, m) in &vad.maps {
+                    if m.allocation == allocation {
+                        out.push((*pid, *start, *va, *m));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn map_mut(&mut self, pid: ProcessId, start: u64, va: u64) -> Option<&mut UserMap> {
+        self.vads.get_mut(&pid)?.get_mut(&start)?.maps.get_mut(&va)
+    }
+}
+
+fn bad() -> SimError {
+    SimError::DdiFailed(STATUS_INVALID_PARAMETER)
+}
+
+/// Not free / not found where the allocator looked (AllocateVirtualAddressRange and
+/// MapVirtualAddressRange fail with STATUS_UNSUCCESSFUL).
+fn unsuccessful() -> SimError {
+    SimError::DdiFailed(STATUS_UNSUCCESSFUL)
+}
+
+fn tag(m: &UserMap, va: u64) -> LeafTag {
+    LeafTag {
+        handle: m.kmd,
+        // The allocation's first page would be here: the driver is told each leaf's offset in
+        // the allocation (`AllocationOffsetInBytes`), not its offset in this mapping.
+        base_va: va - m.offset * PAGE,
+        native_fence: false,
+    }
+}
+
+/// Where `allocation` is now, as the physical page of its first page (`None`: evicted).
+fn placed(a: &AdapterShared, allocation: KmtHandle, place: Place) -> Option<Phys> {
+    match place {
+        Place::Evicted => None,
+        Place::Local { segment, offset } => Some((segment, offset)),
+        Place::Aperture => {
+            let os = lock(&a.ums);
+            os.allocations
+                .get(&allocation)
+                .map(|al| (0, al.alloc.bus_addr))
+        }
+    }
+}
+
+fn pages_at(first: Phys, offset: u64, pages: u64) -> Vec<Phys> {
+    (0..pages)
+        .map(|i| (first.0, first.1 + (offset + i) * PAGE))
+        .collect()
+}
+
+/// The device's process and error state.
+fn device_pid(a: &AdapterShared, device: KmtHandle) -> Result<ProcessId, SimError> {
+    let os = lock(&a.ums);
+    match os.devices.get(&device) {
+        None => Err(bad()),
+        Some(d) if d.in_error => Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+        Some(d) => Ok(d.process),
+    }
+}
+
+/// The top of the VA space (exclusive).
+fn va_limit(a: &AdapterShared, pid: ProcessId) -> Option<u64> {
+    let v = lock(&a.vidmm);
+    let p = v.processes.get(&pid)?;
+    Some(1u64 << p.space.geometry.va_bits())
+}
+
+/// Whether the driver writes zero PTEs (`DXGK_GPUMMUCAPS::ZeroInPteSupported`).
+fn zero_in_pte(a: &AdapterShared) -> bool {
+    lock(&a.memory_model)
+        .gpummu
+        .as_ref()
+        .is_some_and(|(caps, _)| caps.Flags.get(DXGK_GPUMMUCAPS_FLAGS::ZeroInPteSupported) != 0)
+}
+
+impl Machine {
+    /// `D3DKMTCreatePagingQueue` for `device` (22631 DxgkCreatePagingQueueInternal: an
+    /// unknown device or a `PhysicalAdapterIndex` past the adapter's count is
+    /// INVALID_PARAMETER; the priority is stored as given). Returns the queue, its paging
+    /// fence's handle and the fence (read-only CPU view, `FenceValueCPUVirtualAddress`).
+    pub(crate) fn paging_queue_create(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        priority: i32,
+        physical_adapter_index: u32,
+    ) -> Result<(KmtHandle, KmtHandle, MonitoredFence), SimError> {
+        device_pid(a, device)?;
+        // One physical adapter per adapter here (no linked display adapters).
+        if physical_adapter_index != 0 {
+            return Err(bad());
+        }
+        let (fence, fence_obj) = crate::ums::create_sync_fence(self, a, device, 0)?;
+        let h = crate::ums::new_kmt_handle();
+        lock(&a.gpuva).queues.insert(
+            h,
+            PagingQueue {
+                device,
+                priority,
+                fence,
+                fence_obj: fence_obj.clone(),
+                value: 0,
+            },
+        );
+        Ok((h, fence, fence_obj))
+    }
+
+    /// `D3DKMTDestroyPagingQueue`: the queue and its fence ("Destroying the paging queue
+    /// (either implicitly or explicitly) will automatically destroy this sync object",
+    /// D3DKMT_CREATEPAGINGQUEUE). A handle that is not a queue of `device` is
+    /// INVALID_PARAMETER. Paging here finishes inside each thunk, so nothing is pending.
+    pub(crate) fn paging_queue_destroy(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        queue: KmtHandle,
+    ) -> Result<(), SimError> {
+        let q = {
+            let mut st = lock(&a.gpuva);
+            match st.queues.get(&queue) {
+                Some(q) if q.device == device => {}
+                _ => return Err(bad()),
+            }
+            st.queues.remove(&queue).ok_or_else(bad)?
+        };
+        // The UMD may have destroyed the fence through its handle already: nothing left.
+        let _ = crate::ums::destroy_sync_fence(self, a, device, q.fence);
+        Ok(())
+    }
+
+    /// Live paging queues, process VA ranges and mapped parts of adapter `i` (the fuzz
+    /// targets' leak check).
+    pub fn gpuva_live_counts(&self, i: usize) -> (usize, usize, usize) {
+        let Ok(a) = self.adapter_shared(i) else {
+            return (0, 0, 0);
+        };
+        let st = lock(&a.gpuva);
+        let vads = st.vads.values().map(BTreeMap::len).sum();
+        let maps = st
+            .vads
+            .values()
+            .flat_map(|v| v.values())
+            .map(|v| v.maps.len())
+            .sum();
+        (st.queues.len(), vads, maps)
+    }
+
+    /// What the GPU would do with `va` of process `pid` on adapter `i` for a user-mode queue:
+    /// the device's own walker over the process's page tables (tests: the fault reason).
+    pub fn gpu_va_translate(
+        &self,
+        i: usize,
+        pid: ProcessId,
+        va: u64,
+        access: Access,
+    ) -> Option<Result<(u64, u64), Fault>> {
+        let a = self.adapter_shared(i).ok()?;
+        let (_, segment, root) = lock(&a.vidmm).process(pid)?;
+        let root = crate::vidmm::mmu::segment_pa(a, segment, root)?;
+        Some(Mmu::new().translate_page(a.device.memory(), root, va, access, Privilege::User))
+    }
+
+    /// The next paging fence value of `queue`, signalled (the paging this thunk did has
+    /// completed).
+    fn paging_fence_advance(&self, a: &AdapterShared, queue: KmtHandle) -> Result<u64, SimError> {
+        let (f, value) = {
+            let mut st = lock(&a.gpuva);
+            let q = st.queues.get_mut(&queue).ok_or_else(bad)?;
+            q.value += 1;
+            (q.fence_obj.clone(), q.value)
+        };
+        // A fence the process destroyed through its handle has no one to tell; a halted
+        // machine is reported.
+        if let Err(e) = self.signal_monitored_fence_from_cpu(&f, value) {
+            if self.fault().is_some() {
+                return Err(e);
+            }
+        }
+        Ok(value)
+    }
+
+    /// `D3DKMTReserveGpuVirtualAddress` in `device`'s process. The rules, from 22631 dxgkrnl
+    /// DxgkReserveGpuVirtualAddress and dxgmms2 VIDMM_GLOBAL::VidMmReserveGpuVirtualAddress /
+    /// CVirtualAddressAllocator::AllocateVirtualAddressRange, INVALID_PARAMETER unless said:
+    /// - `ReservationType` past `ZERO` (so `NO_COMMIT` too, from user mode);
+    /// - `ZERO` when the driver has no zero PTEs (`ZeroInPteSupported` = 0; the status is
+    ///   UNVERIFIED: Windows would build zero entries some other way, this VidMm cannot);
+    /// - `BaseAddress` or `Size` not 4 KiB aligned, `Size` 0 or wrapping, `BaseAddress` not
+    ///   64 KiB aligned;
+    /// - `MaximumAddress` 0 means the top of the space; `Minimum >= Maximum` or a window
+    ///   smaller than `Size`;
+    /// - no free range where asked (`BaseAddress` taken, or nothing free in the window):
+    ///   STATUS_UNSUCCESSFUL.
+    ///
+    /// With `BaseAddress` 0 VidMm picks the highest free 64 KiB-aligned range in the window.
+    pub(crate) fn gpu_va_reserve(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        r: ReserveRequest,
+    ) -> Result<u64, SimError> {
+        let pid = device_pid(a, device)?;
+        if !(RESERVE_NO_ACCESS..=RESERVE_ZERO).contains(&r.reservation_type) {
+            return Err(bad());
+        }
+        if r.reservation_type == RESERVE_ZERO && !zero_in_pte(a) {
+            return Err(bad());
+        }
+        if r.reservation_type == RESERVE_ZERO {
+            // A driver with zero PTEs: this VidMm does not build them.
+            return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
+        }
+        if !r.base.is_multiple_of(PAGE) || !r.size.is_multiple_of(PAGE) {
+            return Err(bad());
+        }
+        if r.size == 0
+            || r.base.checked_add(r.size).is_none()
+            || !r.base.is_multiple_of(RESERVE_ALIGN)
+        {
+            return Err(bad());
+        }
+        let limit = va_limit(a, pid).ok_or_else(bad)?;
+        let max = if r.maximum == 0 { limit } else { r.maximum };
+        if r.minimum >= max || max - r.minimum < r.size {
+            return Err(bad());
+        }
+        let _res = lock(&a.residency);
+        let va = self.va_claim(a, pid, r.base, r.size, r.minimum, max, RESERVE_ALIGN)?;
+        lock(&a.gpuva).vads.entry(pid).or_default().insert(
+            va,
+            Vad {
+                len: r.size,
+                by_map: false,
+                maps: BTreeMap::new(),
+            },
+        );
+        Ok(va)
+    }
+
+    /// Reserves `[base, base + len)` (`base` != 0) or the highest free `align`-aligned range
+    /// in `[min, max)` in `pid`'s space.
+    #[allow(clippy::too_many_arguments)]
+    fn va_claim(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        base: u64,
+        len: u64,
+        min: u64,
+        max: u64,
+        align: u64,
+    ) -> Result<u64, SimError> {
+        let mut v = lock(&a.vidmm);
+        let p = v.processes.get_mut(&pid).ok_or_else(bad)?;
+        let va = if base != 0 {
+            if base < USER_VA_FLOOR {
+                return Err(unsuccessful());
+            }
+            base
+        } else {
+            p.space
+                .free_range_top_down(len, align, min.max(USER_VA_FLOOR), max)
+                .ok_or_else(unsuccessful)?
+        };
+        p.space.reserve_at(va, len).map_err(|_| unsuccessful())?;
+        Ok(va)
+    }
+
+    /// `D3DKMTMapGpuVirtualAddress` in `device`'s process. The rules, from 22631 dxgkrnl
+    /// DxgkMapGpuVirtualAddress and dxgmms2 VIDMM_GLOBAL::VidMmMapGpuVirtualAddressInternal,
+    /// INVALID_PARAMETER unless said:
+    /// - `hPagingQueue` not a paging queue of the caller's device;
+    /// - `Protection.SystemUseOnly` or a reserved bit; `Zero` without zero PTEs (status
+    ///   UNVERIFIED, as for Reserve);
+    /// - unless `Zero` / `NoAccess` (where `hAllocation` is ignored): `hAllocation` not a live
+    ///   allocation of the paging queue's device;
+    /// - `SizeInPages` 0 means the allocation's size (in bytes, as VidMm compares it, so
+    ///   only with `OffsetInPages` 0); `OffsetInPages` at or past the allocation's end, or
+    ///   `OffsetInPages + SizeInPages` past it; a `NoAccess` range of 0 pages;
+    /// - `BaseAddress` not 4 KiB aligned (D3DDDI_MAPGPUVIRTUALADDRESS); a range that is
+    ///   neither free nor inside one range of the process: STATUS_UNSUCCESSFUL.
+    ///
+    /// With `BaseAddress` 0 VidMm picks the highest free range in
+    /// `[MinimumAddress, MaximumAddress)` (0: no limit), a new range owned by the mapping.
+    /// Pages of the range mapped before are unmapped first (remap). Returns the VA and the
+    /// paging fence value (already reached).
+    pub(crate) fn gpu_va_map(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        r: MapRequest,
+    ) -> Result<(u64, u64), SimError> {
+        let pid = device_pid(a, device)?;
+        match lock(&a.gpuva).queues.get(&r.paging_queue) {
+            Some(q) if q.device == device => {}
+            _ => return Err(bad()),
+        }
+        let prot = r.protection;
+        if prot & PROTECTION_SYSTEM_USE_ONLY != 0 || prot >= 1 << 5 {
+            return Err(bad());
+        }
+        if prot & PROTECTION_ZERO != 0 {
+            return Err(if zero_in_pte(a) {
+                SimError::DdiFailed(STATUS_NOT_SUPPORTED)
+            } else {
+                bad()
+            });
+        }
+        let no_access = prot & PROTECTION_NO_ACCESS != 0;
+        // Held for the whole operation: where the allocation is cannot change meanwhile.
+        let res = lock(&a.residency);
+        let target = if no_access {
+            None
+        } else {
+            let os = lock(&a.ums);
+            let al = os
+                .allocations
+                .get(&r.allocation)
+                .filter(|al| al.device == device && !al.closed)
+                .ok_or_else(bad)?;
+            let kmd = al.mapped.map(|m| m.kmd).ok_or_else(bad)?;
+            let place = res.entries.get(&r.allocation).map(|e| e.place);
+            Some((al.alloc.len, kmd, place))
+        };
+        let pages = match target {
+            Some((bytes, _, _)) => {
+                let alloc_pages = bytes / PAGE;
+                let size_bytes = if r.size_in_pages == 0 {
+                    bytes
+                } else {
+                    r.size_in_pages.checked_mul(PAGE).ok_or_else(bad)?
+                };
+                if r.offset_in_pages >= alloc_pages
+                    || alloc_pages - r.offset_in_pages < size_bytes / PAGE
+                {
+                    return Err(bad());
+                }
+                size_bytes / PAGE
+            }
+            None => r.size_in_pages,
+        };
+        let len = pages.checked_mul(PAGE).filter(|l| *l > 0).ok_or_else(bad)?;
+        if !r.base.is_multiple_of(PAGE) || r.base.checked_add(len).is_none() {
+            return Err(bad());
+        }
+        // Where: inside one of the process's ranges, or a new range on free space.
+        let inside = if r.base != 0 {
+            lock(&a.gpuva).vad_holding(pid, r.base, len)
+        } else {
+            None
+        };
+        let (va, start) = match inside {
+            Some(start) => (r.base, start),
+            None => {
+                let limit = va_limit(a, pid).ok_or_else(bad)?;
+                let max = if r.maximum == 0 { limit } else { r.maximum };
+                if r.base == 0 && (r.minimum >= max || max - r.minimum < len) {
+                    return Err(unsuccessful());
+                }
+                let va = self.va_claim(a, pid, r.base, len, r.minimum, max, PAGE)?;
+                lock(&a.gpuva).vads.entry(pid).or_default().insert(
+                    va,
+                    Vad {
+                        len,
+                        by_map: true,
+                        maps: BTreeMap::new(),
+                    },
+                );
+                (va, va)
+            }
+        };
+        let fresh = inside.is_none();
+        let done = self.va_map_into(a, pid, start, va, pages, r, target);
+        if done.is_err() && fresh {
+            // Nothing of a failed Map stays: the range it made goes again.
+            let _ = self.va_release_range(a, pid, start);
+        }
+        done?;
+        drop(res);
+        let value = self.paging_fence_advance(a, r.paging_queue)?;
+        Ok((va, value))
+    }
+
+    /// The mapping step of [`Self::gpu_va_map`]: `[va, va + pages)` of range `start` maps
+    /// `target` (allocation size, driver handle, place) or nothing (`NoAccess`).
+    #[allow(clippy::too_many_arguments)]
+    fn va_map_into(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        start: u64,
+        va: u64,
+        pages: u64,
+        r: MapRequest,
+        target: Option<(u64, usize, Option<Place>)>,
+    ) -> Result<(), SimError> {
+        let prot = r.protection;
+        // Remap: what the range mapped goes first (unmapped, TLB flushed).
+        self.va_clear(a, pid, start, va, pages)?;
+        if let Some((_, kmd, place)) = target {
+            let mut m = UserMap {
+                pages,
+                allocation: r.allocation,
+                kmd,
+                offset: r.offset_in_pages,
+                attrs: MapAttrs {
+                    read_only: prot & PROTECTION_WRITE == 0,
+                    no_execute: prot & PROTECTION_EXECUTE == 0,
+                },
+                live: false,
+            };
+            if let Some(first) = place.and_then(|p| placed(a, r.allocation, p)) {
+                self.vidmm_map_at(
+                    a,
+                    pid,
+                    va,
+                    &pages_at(first, m.offset, pages),
+                    m.attrs,
+                    tag(&m, va),
+                )?;
+                m.live = true;
+            }
+            let mut st = lock(&a.gpuva);
+            if let Some(vad) = st.vads.get_mut(&pid).and_then(|v| v.get_mut(&start)) {
+                vad.maps.insert(va, m);
+            }
+        }
+        Ok(())
+    }
+
+    /// Unmaps whatever range `start` of `pid` maps in `[va, va + pages)`, keeping the parts
+    /// of each mapping outside it.
+    fn va_clear(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        start: u64,
+        va: u64,
+        pages: u64,
+    ) -> Result<(), SimError> {
+        let end = va + pages * PAGE;
+        let hit: Vec<(u64, UserMap)> = {
+            let st = lock(&a.gpuva);
+            let Some(vad) = st.vads.get(&pid).and_then(|v| v.get(&start)) else {
+                return Ok(());
+            };
+            vad.maps
+                .range(..end)
+                .filter(|(m_va, m)| *m_va + m.pages * PAGE > va)
+                .map(|(m_va, m)| (*m_va, *m))
+                .collect()
+        };
+        for (m_va, m) in hit {
+            let m_end = m_va + m.pages * PAGE;
+            let (cut_lo, cut_hi) = (va.max(m_va), end.min(m_end));
+            let cut_pages = (cut_hi - cut_lo) / PAGE;
+            if m.live {
+                self.va_unmap_pages(a, pid, cut_lo, cut_pages, tag(&m, m_va))?;
+            }
+            let mut st = lock(&a.gpuva);
+            let Some(vad) = st.vads.get_mut(&pid).and_then(|v| v.get_mut(&start)) else {
+                continue;
+            };
+            vad.maps.remove(&m_va);
+            if cut_lo > m_va {
+                vad.maps.insert(
+                    m_va,
+                    UserMap {
+                        pages: (cut_lo - m_va) / PAGE,
+                        ..m
+                    },
+                );
+            }
+            if cut_hi < m_end {
+                vad.maps.insert(
+                    cut_hi,
+                    UserMap {
+                        pages: (m_end - cut_hi) / PAGE,
+                        offset: m.offset + (cut_hi - m_va) / PAGE,
+                        ..m
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Unmaps pages through the driver (UPDATEPAGETABLE, FLUSHTLB, strict check), keeping the
+    /// VA reserved; a lost device runs no paging, so only VidMm's books change.
+    fn va_unmap_pages(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        va: u64,
+        pages: u64,
+        t: LeafTag,
+    ) -> Result<(), SimError> {
+        if a.device.is_lost() {
+            if let Some(p) = lock(&a.vidmm).processes.get_mut(&pid) {
+                let _ = p.space.unmap(va, pages);
+            }
+            return Ok(());
+        }
+        self.vidmm_unmap_keep(a, pid, va, pages, t)
+    }
+
+    /// `D3DKMTFreeGpuVirtualAddress` of `device`'s process (22631 dxgmms2
+    /// VIDMM_GLOBAL::VidMmFreeGpuVirtualAddress, FreeGpuVirtualAddressSystemCommand):
+    /// `BaseAddress` 0, or not the start of one of the process's ranges, is INVALID_PARAMETER;
+    /// otherwise the whole range goes (VidMm finds it by its start and does not look at
+    /// `Size`): every mapped part unmapped through the driver with the TLB flushed, then the
+    /// VA released. The ranges VidMm made itself for `D3DKMTCreateAllocation2` are not the
+    /// process's to free (INVALID_PARAMETER here; Windows' flagged ranges succeed doing
+    /// nothing, UNVERIFIED which applies).
+    pub(crate) fn gpu_va_free(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        base: u64,
+        size: u64,
+    ) -> Result<(), SimError> {
+        let _ = size;
+        let pid = device_pid(a, device)?;
+        if base == 0 {
+            return Err(bad());
+        }
+        let _res = lock(&a.residency);
+        if !lock(&a.gpuva)
+            .vads
+            .get(&pid)
+            .is_some_and(|v| v.contains_key(&base))
+        {
+            return Err(bad());
+        }
+        self.va_release_range(a, pid, base)
+    }
+
+    /// Unmaps everything range `start` of `pid` maps and releases it.
+    fn va_release_range(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        start: u64,
+    ) -> Result<(), SimError> {
+        let len = lock(&a.gpuva)
+            .vads
+            .get(&pid)
+            .and_then(|v| v.get(&start))
+            .map(|v| v.len);
+        let Some(len) = len else {
+            return Ok(());
+        };
+        self.va_clear(a, pid, start, start, len / PAGE)?;
+        if let Some(v) = lock(&a.gpuva).vads.get_mut(&pid) {
+            v.remove(&start);
+        }
+        // The TLB was flushed with each unmap above: the VA may be reused now.
+        let mut v = lock(&a.vidmm);
+        if let Some(p) = v.processes.get_mut(&pid) {
+            let _ = p.space.free(start);
+        }
+        Ok(())
+    }
+
+    /// Residency hook: allocation `h` left its memory (eviction); its mappings fault until it
+    /// comes back. Called with the residency lock held.
+    pub(crate) fn gpu_va_allocation_evicted(
+        &self,
+        a: &AdapterShared,
+        h: KmtHandle,
+    ) -> Result<(), SimError> {
+        let maps = lock(&a.gpuva).maps_of(h);
+        for (pid, start, va, m) in maps.into_iter().filter(|x| x.3.live) {
+            self.va_unmap_pages(a, pid, va, m.pages, tag(&m, va))?;
+            if let Some(m) = lock(&a.gpuva).map_mut(pid, start, va) {
+                m.live = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// Residency hook: allocation `h` is now at `first` (its first page); its mappings follow.
+    /// Called with the residency lock held.
+    pub(crate) fn gpu_va_allocation_placed(
+        &self,
+        a: &AdapterShared,
+        h: KmtHandle,
+        first: Phys,
+    ) -> Result<(), SimError> {
+        let maps = lock(&a.gpuva).maps_of(h);
+        for (pid, start, va, m) in maps.into_iter().filter(|x| !x.3.live) {
+            self.vidmm_map_at(
+                a,
+                pid,
+                va,
+                &pages_at(first, m.offset, m.pages),
+                m.attrs,
+                tag(&m, va),
+            )?;
+            if let Some(m) = lock(&a.gpuva).map_mut(pid, start, va) {
+                m.live = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Residency hook: allocation `h` is being destroyed. Every VA it is mapped at is unmapped
+    /// (reserved ranges stay, with no access); ranges Map made for it go with it. Called with
+    /// the residency lock held.
+    pub(crate) fn gpu_va_allocation_destroyed(
+        &self,
+        a: &AdapterShared,
+        h: KmtHandle,
+    ) -> Result<(), SimError> {
+        let maps = lock(&a.gpuva).maps_of(h);
+        for (pid, start, va, m) in maps {
+            self.va_clear(a, pid, start, va, m.pages)?;
+            let empty_by_map = lock(&a.gpuva)
+                .vads
+                .get(&pid)
+                .and_then(|v| v.get(&start))
+                .is_some_and(|v| v.by_map && v.maps.is_empty());
+            if empty_by_map {
+                self.va_release_range(a, pid, start)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Process exit (`device` was its one device): its paging queues and the fences they
+    /// own, then every range it still has. Its allocations are gone already, so nothing is
+    /// mapped in them any more.
+    pub(crate) fn gpu_va_teardown(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        pid: ProcessId,
+    ) -> Result<(), SimError> {
+        let queues: Vec<KmtHandle> = lock(&a.gpuva)
+            .queues
+            .iter()
+            .filter(|(_, q)| q.device == device)
+            .map(|(h, _)| *h)
+            .collect();
+        for q in queues {
+            self.paging_queue_destroy(a, device, q)?;
+        }
+        let _res = lock(&a.residency);
+        let starts: Vec<u64> = lock(&a.gpuva)
+            .vads
+            .get(&pid)
+            .map(|v| v.keys().copied().collect())
+            .unwrap_or_default();
+        for s in starts {
+            self.va_release_range(a, pid, s)?;
+        }
+        lock(&a.gpuva).vads.remove(&pid);
+        Ok(())
+    }
+}

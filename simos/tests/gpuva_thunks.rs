@@ -1,0 +1,776 @@
+//! Issue 12: the GPU VA thunks (`D3DKMTReserveGpuVirtualAddress`, `MapGpuVirtualAddress`,
+//! `FreeGpuVirtualAddress`) and paging queues (`D3DKMTCreatePagingQueue`), used as a UMD
+//! would through its `Kmt` trait, over the simulated VidMm, the real KMD's paging buffers and
+//! the emulated GPU (docs/memory.md "GPU VA thunks").
+//!
+//! A user-mode queue's FILL is the probe: where a VA maps an allocation the CPU view sees the
+//! GPU's write; where it maps nothing (reserved, freed, `NoAccess`) or maps read-only, the GPU
+//! page-faults, nothing is written and the device goes to error (UM-10).
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
+use rvgpu_hw::cmd::Command;
+use rvgpu_hw::mmu::{Access, FaultReason};
+use rvgpu_hw::pdd::{
+    AllocationKind, AllocationPdd, HwQueuePdd, ALLOCATION_PDD_VERSION, HW_QUEUE_PDD_VERSION,
+    PDD_MAGIC,
+};
+use rvgpu_hw::queue::RingControl;
+use rvgpu_simos::kmt::{SimKmt, SimMem};
+use rvgpu_simos::vidmm::residency::Place;
+use rvgpu_simos::{Machine, Mode, UmsEvent, UmsProcess};
+use rvgpu_umd::kmt::{
+    Allocation, AllocationCpu, DestroyFlags, EvictFlags, FenceCpu, GpuVaProtection, Kmt,
+    MakeResidentFlags, MapGpuVa, NtStatus, PagingQueue, ReserveGpuVa, RESERVE_NO_COMMIT,
+    RESERVE_ZERO,
+};
+use rvgpu_umd::submit::{SubmitError, UserQueue};
+use zerocopy::IntoBytes;
+
+const PAGE: u64 = 4096;
+const PATTERN: u64 = 0x6A7A_0012_6A7A_0012;
+/// A VA this process picks for itself: 64 KiB aligned, high in the space.
+const CHOSEN: u64 = 0x7000_0000_0000;
+const RW: GpuVaProtection = GpuVaProtection::WRITE;
+
+struct Proc<'m> {
+    p: UmsProcess,
+    k: SimKmt<'m>,
+    pq: PagingQueue<rvgpu_simos::kmt::SimFence>,
+}
+
+fn process(m: &Machine) -> Proc<'_> {
+    let p = ok(m, m.create_process(0));
+    let k = m.kmt(&p);
+    let pq = okk(m, k.create_paging_queue(0));
+    Proc { p, k, pq }
+}
+
+/// A CPU-visible allocation of `pages` pages filled with [`PATTERN`].
+fn buffer(m: &Machine, k: &SimKmt<'_>, pages: u64) -> Allocation<SimMem> {
+    let b = okk(m, k.create_allocation(pages * PAGE));
+    for off in (0..b.size).step_by(8) {
+        b.mem.store(off, PATTERN);
+    }
+    b
+}
+
+fn map(
+    pq: &PagingQueue<rvgpu_simos::kmt::SimFence>,
+    base: u64,
+    h: u32,
+    off: u64,
+    n: u64,
+) -> MapGpuVa {
+    MapGpuVa {
+        paging_queue: pq.handle,
+        base,
+        allocation: h,
+        offset_in_pages: off,
+        size_in_pages: n,
+        protection: RW,
+        ..MapGpuVa::default()
+    }
+}
+
+fn reserve_at(base: u64, size: u64) -> ReserveGpuVa {
+    ReserveGpuVa {
+        base,
+        size,
+        ..ReserveGpuVa::default()
+    }
+}
+
+fn refused<T: std::fmt::Debug>(r: Result<T, NtStatus>, status: i32, what: &str) {
+    match r {
+        Err(NtStatus(s)) if s == status => {}
+        other => panic!("{what}: expected {status:#x}, got {other:?}"),
+    }
+}
+
+/// A queue FILL of 8 bytes at `va` that completes.
+fn gpu_write(m: &Machine, k: &SimKmt<'_>, va: u64, pattern: u64) {
+    let mut q = okk(m, UserQueue::new(*k, &config(0)));
+    let done = okk(
+        m,
+        q.submit(&[Command::Fill {
+            dst: va,
+            bytes: 8,
+            pattern,
+        }]),
+    );
+    okk(m, q.wait(done));
+    okk(m, q.close());
+}
+
+/// A queue FILL at `va` that must page-fault: the OS puts the device in error (UM-10) and the
+/// fault names `va`.
+fn gpu_write_faults(m: &Machine, p: &Proc<'_>, va: u64) {
+    let mut q = okk(m, UserQueue::new(p.k, &config(0)));
+    match q.submit(&[Command::Fill {
+        dst: va,
+        bytes: 8,
+        pattern: 0xBAD,
+    }]) {
+        Ok(_) => {}
+        Err(SubmitError::Kmt(st)) if st.0 == rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED => {}
+        Err(e) => panic!("submit: {e:?}; {}", diagnostics(m)),
+    }
+    let seen = ok(
+        m,
+        m.run_until(20_000, Duration::from_secs(10), |m| {
+            m.ums_events(0)
+                .contains(&UmsEvent::DeviceError { device: p.p.device })
+        }),
+    );
+    assert!(seen, "no page fault reported: {}", diagnostics(m));
+    let fault_va = m.ums_events(0).iter().rev().find_map(|e| match e {
+        UmsEvent::PageFault { va, .. } => Some(*va),
+        _ => None,
+    });
+    assert_eq!(fault_va, Some(va), "the fault names the VA written");
+    no_fault(m);
+}
+
+fn translate(m: &Machine, p: &Proc<'_>, va: u64, access: Access) -> Result<u64, FaultReason> {
+    m.gpu_va_translate(0, p.p.pid, va, access)
+        .expect("a GpuMmu process")
+        .map(|(pa, _)| pa)
+        .map_err(|f| f.reason)
+}
+
+fn untouched(m: &Machine, b: &Allocation<SimMem>) {
+    for off in (0..b.size).step_by(8) {
+        assert_eq!(
+            b.mem.load(off),
+            PATTERN,
+            "word {off:#x} written; {}",
+            diagnostics(m)
+        );
+    }
+}
+
+/// Reserve gives a VA that maps nothing: a queue writing there faults and writes nothing.
+#[test]
+fn issue_12_reserved_va_faults_before_map() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let b = buffer(&m, &p.k, 1);
+    let min = 0x6000_0000_0000;
+    let max = 0x6000_1000_0000;
+    let va = okk(
+        &m,
+        p.k.reserve_gpu_va(&ReserveGpuVa {
+            minimum: min,
+            maximum: max,
+            size: 0x2_0000,
+            ..ReserveGpuVa::default()
+        }),
+    );
+    assert!(
+        va >= min && va + 0x2_0000 <= max,
+        "{va:#x} outside the window"
+    );
+    assert_eq!(va % 0x1_0000, 0, "reservations are 64 KiB aligned");
+    assert_eq!(
+        translate(&m, &p, va, Access::Write),
+        Err(FaultReason::NotPresent)
+    );
+    gpu_write_faults(&m, &p, va + 8);
+    untouched(&m, &b);
+}
+
+/// Map part of an allocation at a VA the process chose: the queue's writes through that VA
+/// land at the mapped offset of the allocation, and the paging fence value is reached.
+#[test]
+fn issue_12_map_sub_range_at_chosen_va_is_written_by_queue() {
+    for mode in [Mode::Step, Mode::Threaded] {
+        let m = with_doorbells(mode, 4);
+        let p = process(&m);
+        let b = buffer(&m, &p.k, 4);
+        assert_eq!(
+            okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000))),
+            CHOSEN
+        );
+        // Pages 1 and 2 of the allocation at CHOSEN + 4 KiB.
+        let r = okk(
+            &m,
+            p.k.map_gpu_va(&map(&p.pq, CHOSEN + PAGE, b.handle, 1, 2)),
+        );
+        assert_eq!(r.va, CHOSEN + PAGE);
+        assert!(r.paging_fence_value > 0);
+        assert!(
+            p.pq.fence_cpu.value() >= r.paging_fence_value,
+            "paging fence not reached"
+        );
+        gpu_write(&m, &p.k, CHOSEN + PAGE + 8, 0x1111);
+        gpu_write(&m, &p.k, CHOSEN + 2 * PAGE + 16, 0x2222);
+        assert_eq!(b.mem.load(PAGE + 8), 0x1111, "allocation page 1");
+        assert_eq!(b.mem.load(2 * PAGE + 16), 0x2222, "allocation page 2");
+        assert_eq!(b.mem.load(8), PATTERN, "page 0 is not mapped there");
+        // The pages around the mapping stay unmapped.
+        assert_eq!(
+            translate(&m, &p, CHOSEN, Access::Read),
+            Err(FaultReason::NotPresent)
+        );
+        assert_eq!(
+            translate(&m, &p, CHOSEN + 3 * PAGE, Access::Read),
+            Err(FaultReason::NotPresent)
+        );
+        no_fault(&m);
+    }
+}
+
+/// `OffsetInPages + SizeInPages` past the allocation, or an offset at its end, is refused
+/// and maps nothing (VidMmMapGpuVirtualAddressInternal).
+#[test]
+fn issue_12_map_reaching_past_allocation_refused_nothing_mapped() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let b = buffer(&m, &p.k, 2);
+    okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
+    let before = m.gpuva_live_counts(0);
+    refused(
+        p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 1, 2)),
+        STATUS_INVALID_PARAMETER,
+        "1+2 of 2 pages",
+    );
+    refused(
+        p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 2, 1)),
+        STATUS_INVALID_PARAMETER,
+        "offset at the end",
+    );
+    refused(
+        p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, u64::MAX, 1)),
+        STATUS_INVALID_PARAMETER,
+        "offset wrapping",
+    );
+    refused(
+        p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 1, u64::MAX / 2)),
+        STATUS_INVALID_PARAMETER,
+        "size wrapping",
+    );
+    // SizeInPages 0 means the whole allocation, so only from offset 0.
+    refused(
+        p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 1, 0)),
+        STATUS_INVALID_PARAMETER,
+        "size 0 at offset 1",
+    );
+    assert_eq!(m.gpuva_live_counts(0), before, "nothing recorded");
+    for i in 0..3 {
+        assert_eq!(
+            translate(&m, &p, CHOSEN + i * PAGE, Access::Read),
+            Err(FaultReason::NotPresent)
+        );
+    }
+    let whole = okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 0)));
+    assert_eq!(whole.va, CHOSEN);
+    assert!(translate(&m, &p, CHOSEN + PAGE, Access::Write).is_ok());
+    assert_eq!(
+        translate(&m, &p, CHOSEN + 2 * PAGE, Access::Read),
+        Err(FaultReason::NotPresent)
+    );
+    no_fault(&m);
+}
+
+/// A process cannot map another process's allocation (its handle names nothing of the
+/// caller's: DxgkMapGpuVirtualAddress), nor use another process's paging queue.
+#[test]
+fn issue_12_map_of_another_process_allocation_refused() {
+    let m = with_doorbells(Mode::Step, 4);
+    let a = process(&m);
+    let b = process(&m);
+    let secret = buffer(&m, &a.k, 1);
+    refused(
+        b.k.map_gpu_va(&map(&b.pq, 0, secret.handle, 0, 1)),
+        STATUS_INVALID_PARAMETER,
+        "A's allocation in B",
+    );
+    let own = buffer(&m, &b.k, 1);
+    refused(
+        b.k.map_gpu_va(&map(&a.pq, 0, own.handle, 0, 1)),
+        STATUS_INVALID_PARAMETER,
+        "A's paging queue in B",
+    );
+    assert_eq!(m.gpuva_live_counts(0).2, 0, "nothing mapped");
+    untouched(&m, &secret);
+}
+
+/// Free unmaps (through the driver, TLB flushed: VidMm's strict check fails the run if the
+/// GPU still holds a translation) and releases the VA: the queue that wrote there before now
+/// faults, never reaching the old pages. Step and threaded.
+#[test]
+fn issue_12_free_then_access_faults_never_stale() {
+    for mode in [Mode::Step, Mode::Threaded] {
+        let m = with_doorbells(mode, 4);
+        let p = process(&m);
+        let b = buffer(&m, &p.k, 1);
+        let r = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 0, 1)));
+        // Through the TLB once, so a missing flush would leave a translation behind.
+        gpu_write(&m, &p.k, r.va, 0x7777);
+        assert_eq!(b.mem.load(0), 0x7777);
+        b.mem.store(0, PATTERN);
+        refused(
+            p.k.free_gpu_va(r.va + PAGE, PAGE),
+            STATUS_INVALID_PARAMETER,
+            "not a range start",
+        );
+        refused(
+            p.k.free_gpu_va(0, PAGE),
+            STATUS_INVALID_PARAMETER,
+            "BaseAddress 0",
+        );
+        refused(
+            p.k.free_gpu_va(b.gpu_va, PAGE),
+            STATUS_INVALID_PARAMETER,
+            "VidMm's own range",
+        );
+        okk(&m, p.k.free_gpu_va(r.va, PAGE));
+        assert_eq!(
+            translate(&m, &p, r.va, Access::Write),
+            Err(FaultReason::NotPresent)
+        );
+        refused(
+            p.k.free_gpu_va(r.va, PAGE),
+            STATUS_INVALID_PARAMETER,
+            "freed twice",
+        );
+        gpu_write_faults(&m, &p, r.va);
+        untouched(&m, &b);
+    }
+}
+
+/// Mapping a VA that maps one allocation to another replaces the mapping: the queue's next
+/// write lands in the new allocation, the old one is not touched.
+#[test]
+fn issue_12_remap_va_from_one_allocation_to_another() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let a = buffer(&m, &p.k, 1);
+    let b = buffer(&m, &p.k, 1);
+    let first = okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, a.handle, 0, 1)));
+    gpu_write(&m, &p.k, CHOSEN, 0xAAAA);
+    assert_eq!(a.mem.load(0), 0xAAAA);
+    let second = okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 1)));
+    assert_eq!(second.va, CHOSEN);
+    assert!(
+        second.paging_fence_value > first.paging_fence_value,
+        "the paging fence advances"
+    );
+    gpu_write(&m, &p.k, CHOSEN + 8, 0xBBBB);
+    assert_eq!(b.mem.load(8), 0xBBBB, "the new allocation");
+    assert_eq!(a.mem.load(8), PATTERN, "the old allocation is not written");
+    assert_eq!(
+        m.gpuva_live_counts(0),
+        (1, 1, 1),
+        "one queue, one range, one mapping"
+    );
+    no_fault(&m);
+}
+
+/// `NoAccess`: a range VidMm places that maps nothing, and over a mapped range it takes the
+/// mapping away; either way the GPU faults.
+#[test]
+fn issue_12_no_access_range_faults() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let b = buffer(&m, &p.k, 2);
+    let none = okk(
+        &m,
+        p.k.map_gpu_va(&MapGpuVa {
+            paging_queue: p.pq.handle,
+            size_in_pages: 2,
+            protection: GpuVaProtection::NO_ACCESS,
+            ..MapGpuVa::default()
+        }),
+    );
+    assert_eq!(
+        translate(&m, &p, none.va, Access::Read),
+        Err(FaultReason::NotPresent)
+    );
+    okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 2)));
+    assert!(translate(&m, &p, CHOSEN + PAGE, Access::Write).is_ok());
+    okk(
+        &m,
+        p.k.map_gpu_va(&MapGpuVa {
+            paging_queue: p.pq.handle,
+            base: CHOSEN + PAGE,
+            size_in_pages: 1,
+            protection: GpuVaProtection::NO_ACCESS,
+            ..MapGpuVa::default()
+        }),
+    );
+    assert!(
+        translate(&m, &p, CHOSEN, Access::Write).is_ok(),
+        "the rest stays mapped"
+    );
+    assert_eq!(
+        translate(&m, &p, CHOSEN + PAGE, Access::Read),
+        Err(FaultReason::NotPresent)
+    );
+    gpu_write_faults(&m, &p, CHOSEN + PAGE);
+    untouched(&m, &b);
+}
+
+/// Without `Write` the mapping is read-only: the GPU's walk of the process's tables reports
+/// `ReadOnly` for a write, reads work, and a queue FILL faults with nothing written.
+#[test]
+fn issue_12_read_only_mapping_write_faults_read_only() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let b = buffer(&m, &p.k, 1);
+    let r = okk(
+        &m,
+        p.k.map_gpu_va(&MapGpuVa {
+            protection: GpuVaProtection::READ,
+            ..map(&p.pq, 0, b.handle, 0, 1)
+        }),
+    );
+    assert!(translate(&m, &p, r.va, Access::Read).is_ok());
+    assert_eq!(
+        translate(&m, &p, r.va, Access::Write),
+        Err(FaultReason::ReadOnly)
+    );
+    gpu_write_faults(&m, &p, r.va);
+    untouched(&m, &b);
+}
+
+/// Protection and reservation values Windows refuses from user mode: `SystemUseOnly`,
+/// reserved bits, `Zero` (the driver reports `ZeroInPteSupported` = 0), `NO_COMMIT`
+/// reservations; alignment, size and window rules; a taken range.
+#[test]
+fn issue_12_reserve_and_map_argument_rules() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let b = buffer(&m, &p.k, 1);
+    let inv = STATUS_INVALID_PARAMETER;
+    for (prot, what) in [
+        (GpuVaProtection::SYSTEM_USE_ONLY | RW, "SystemUseOnly"),
+        (GpuVaProtection(1 << 5), "reserved bit"),
+        (GpuVaProtection::ZERO, "Zero"),
+    ] {
+        refused(
+            p.k.map_gpu_va(&MapGpuVa {
+                protection: prot,
+                ..map(&p.pq, 0, b.handle, 0, 1)
+            }),
+            inv,
+            what,
+        );
+    }
+    refused(
+        p.k.map_gpu_va(&map(&p.pq, CHOSEN + 8, b.handle, 0, 1)),
+        inv,
+        "unaligned base",
+    );
+    refused(
+        p.k.map_gpu_va(&map(&p.pq, 0, 0, 0, 1)),
+        inv,
+        "no allocation",
+    );
+    refused(
+        p.k.reserve_gpu_va(&reserve_at(CHOSEN + PAGE, 0x1_0000)),
+        inv,
+        "base not 64 KiB aligned",
+    );
+    refused(
+        p.k.reserve_gpu_va(&reserve_at(CHOSEN, 100)),
+        inv,
+        "size not 4 KiB",
+    );
+    refused(p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0)), inv, "size 0");
+    refused(
+        p.k.reserve_gpu_va(&ReserveGpuVa {
+            reservation_type: RESERVE_NO_COMMIT,
+            ..reserve_at(0, 0x1_0000)
+        }),
+        inv,
+        "NO_COMMIT from user mode",
+    );
+    refused(
+        p.k.reserve_gpu_va(&ReserveGpuVa {
+            reservation_type: RESERVE_ZERO,
+            ..reserve_at(0, 0x1_0000)
+        }),
+        inv,
+        "ZERO without zero PTEs",
+    );
+    refused(
+        p.k.reserve_gpu_va(&ReserveGpuVa {
+            minimum: CHOSEN,
+            maximum: CHOSEN,
+            ..reserve_at(0, 0x1_0000)
+        }),
+        inv,
+        "empty window",
+    );
+    okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x2_0000)));
+    refused(
+        p.k.reserve_gpu_va(&reserve_at(CHOSEN + 0x1_0000, 0x1_0000)),
+        STATUS_UNSUCCESSFUL,
+        "overlap",
+    );
+    refused(
+        p.k.reserve_gpu_va(&reserve_at(0x1_0000, 0x1_0000)),
+        STATUS_UNSUCCESSFUL,
+        "VidMm's low region",
+    );
+    // A map reaching out of the reservation is neither inside it nor on free space.
+    refused(
+        p.k.map_gpu_va(&MapGpuVa {
+            size_in_pages: 2,
+            protection: GpuVaProtection::NO_ACCESS,
+            ..map(&p.pq, CHOSEN + 0x1_F000, 0, 0, 2)
+        }),
+        STATUS_UNSUCCESSFUL,
+        "straddles the reservation's end",
+    );
+    no_fault(&m);
+}
+
+/// An allocation mapped at several VAs, destroyed, leaves no mapping: VidMm unmaps every VA;
+/// the range Map made for it goes, a reserved range stays reserved (no access).
+#[test]
+fn issue_12_destroyed_allocation_leaves_no_mapping() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let b = buffer(&m, &p.k, 2);
+    okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
+    let x = okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 2))).va;
+    let y = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 1, 1))).va;
+    assert_eq!(m.gpuva_live_counts(0), (1, 2, 2));
+    okk(
+        &m,
+        p.k.destroy_allocation2(
+            b.handle,
+            DestroyFlags {
+                assume_not_in_use: true,
+            },
+        ),
+    );
+    for va in [x, x + PAGE, y] {
+        assert_eq!(
+            translate(&m, &p, va, Access::Read),
+            Err(FaultReason::NotPresent),
+            "{va:#x}"
+        );
+    }
+    assert_eq!(
+        m.gpuva_live_counts(0),
+        (1, 1, 0),
+        "the reservation stays, Map's range goes"
+    );
+    okk(&m, p.k.free_gpu_va(CHOSEN, 0x1_0000));
+    assert_eq!(m.gpuva_live_counts(0), (1, 0, 0));
+    no_fault(&m);
+}
+
+/// A mapping of an allocation that is not resident faults until MakeResident, as the
+/// allocation's own VA does ("Access to nonresident allocation"): eviction takes the mapping
+/// away, page-in brings it back at the allocation's new place.
+#[test]
+fn issue_12_mapping_follows_residency() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let pdd = AllocationPdd {
+        magic: PDD_MAGIC,
+        version: ALLOCATION_PDD_VERSION,
+        size: 2 * PAGE,
+        kind: AllocationKind::Buffer as u32,
+        flags: 0,
+        reserved: 0,
+    };
+    let g = okk(&m, p.k.create_allocation_pdd(&pdd));
+    let r = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, g.handle, 0, 2)));
+    assert_eq!(
+        translate(&m, &p, r.va, Access::Read),
+        Err(FaultReason::NotPresent),
+        "not resident yet"
+    );
+    okk(
+        &m,
+        p.k.make_resident(&[g.handle], MakeResidentFlags::default()),
+    );
+    assert!(matches!(
+        m.allocation_residency(0, g.handle).unwrap().0,
+        Place::Local { .. }
+    ));
+    let in_vram = okk(&m, translate(&m, &p, r.va + PAGE, Access::Write));
+    assert_eq!(
+        Ok(in_vram),
+        translate(&m, &p, g.gpu_va + PAGE, Access::Write),
+        "both VAs, one page"
+    );
+    gpu_write(&m, &p.k, r.va + PAGE, 0x4444);
+    okk(&m, p.k.evict(&[g.handle], EvictFlags::default()));
+    assert_eq!(
+        m.allocation_residency(0, g.handle).unwrap().0,
+        Place::Evicted
+    );
+    assert_eq!(
+        translate(&m, &p, r.va, Access::Read),
+        Err(FaultReason::NotPresent),
+        "evicted"
+    );
+    okk(
+        &m,
+        p.k.make_resident(&[g.handle], MakeResidentFlags::default()),
+    );
+    assert!(translate(&m, &p, r.va, Access::Read).is_ok(), "back");
+    // The write made through the mapping went out and came back with the allocation.
+    let dst = buffer(&m, &p.k, 1);
+    let mut q = okk(&m, UserQueue::new(p.k, &config(0)));
+    let v = okk(
+        &m,
+        q.submit(&[Command::Copy {
+            src: r.va + PAGE,
+            dst: dst.gpu_va,
+            bytes: 8,
+        }]),
+    );
+    okk(&m, q.wait(v));
+    assert_eq!(dst.mem.load(0), 0x4444);
+    no_fault(&m);
+}
+
+/// Process exit frees everything, orderly (UM-17) or killed (UM-18): paging queues with
+/// their fences, reservations and mappings; the OS's object counts return to what they were.
+#[test]
+fn issue_12_process_exit_frees_everything() {
+    for kill in [false, true] {
+        let m = with_doorbells(Mode::Step, 4);
+        let counts = |m: &Machine| {
+            (
+                m.ums_live_counts(0),
+                m.gpuva_live_counts(0),
+                // Fence objects; their pages stay with the OS for the machine's life.
+                m.fence_live_counts(0).0,
+            )
+        };
+        let before = counts(&m);
+        let p = process(&m);
+        let b = buffer(&m, &p.k, 2);
+        let _second_queue = okk(&m, p.k.create_paging_queue(1));
+        okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
+        okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 1)));
+        okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 0, 2)));
+        okk(&m, p.k.reserve_gpu_va(&reserve_at(0, 0x4_0000)));
+        assert_eq!(m.gpuva_live_counts(0), (2, 3, 2));
+        if kill {
+            ok(&m, m.kill_process(&p.p));
+        } else {
+            ok(&m, m.exit_process(&p.p));
+        }
+        assert_eq!(counts(&m), before, "kill: {kill}");
+        no_fault(&m);
+    }
+}
+
+/// Paging queues: each has its own fence; destroying one destroys its fence and makes its
+/// handle invalid (for Map too); another process cannot destroy it.
+#[test]
+fn issue_12_paging_queue_create_destroy() {
+    let m = with_doorbells(Mode::Step, 4);
+    let a = process(&m);
+    let b = process(&m);
+    let q2 = okk(&m, a.k.create_paging_queue(-1));
+    assert_ne!(q2.handle, a.pq.handle);
+    assert_ne!(q2.fence, a.pq.fence);
+    assert_eq!(q2.fence_cpu.value(), 0);
+    refused(
+        b.k.destroy_paging_queue(q2.handle),
+        STATUS_INVALID_PARAMETER,
+        "another process's queue",
+    );
+    let buf = buffer(&m, &a.k, 1);
+    let r = okk(&m, a.k.map_gpu_va(&map(&q2, 0, buf.handle, 0, 1)));
+    assert_eq!(r.paging_fence_value, 1, "the queue's own fence");
+    assert_eq!(q2.fence_cpu.value(), 1);
+    okk(&m, a.k.destroy_paging_queue(q2.handle));
+    refused(
+        a.k.destroy_paging_queue(q2.handle),
+        STATUS_INVALID_PARAMETER,
+        "destroyed twice",
+    );
+    refused(
+        a.k.map_gpu_va(&map(&q2, 0, buf.handle, 0, 1)),
+        STATUS_INVALID_PARAMETER,
+        "destroyed queue",
+    );
+    refused(
+        a.k.wait_for_fence(q2.fence, 1),
+        rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE,
+        "its fence went with it",
+    );
+    no_fault(&m);
+}
+
+/// A range the process reserved where VidMm would have put the next allocation's own VA is
+/// stepped over: the allocation lands elsewhere and the reserved range still maps nothing.
+#[test]
+fn issue_12_vidmm_allocation_vas_avoid_process_reservations() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let first = buffer(&m, &p.k, 1);
+    // VidMm's next VA is past `first` and a guard page; take the 64 KiB around it.
+    let base = (first.gpu_va + 2 * PAGE).next_multiple_of(0x1_0000);
+    okk(&m, p.k.reserve_gpu_va(&reserve_at(base, 0x1_0000)));
+    let big = buffer(&m, &p.k, 64);
+    let (lo, hi) = (big.gpu_va, big.gpu_va + big.size);
+    assert!(
+        hi <= base || lo >= base + 0x1_0000,
+        "[{lo:#x}, {hi:#x}) overlaps the reservation at {base:#x}"
+    );
+    assert_eq!(
+        translate(&m, &p, base, Access::Read),
+        Err(FaultReason::NotPresent)
+    );
+    gpu_write(&m, &p.k, big.gpu_va + big.size - 8, 0x5151);
+    assert_eq!(big.mem.load(big.size - 8), 0x5151);
+    no_fault(&m);
+}
+
+/// VidMm tells the driver each mapped page's offset in its allocation
+/// (`AllocationOffsetInBytes`), not its offset in the mapping: a second mapping of a ring's
+/// later page leaves the driver's record of where the ring starts alone, so a doorbell whose
+/// ring is at the allocation's own VA is still accepted.
+#[test]
+fn issue_12_sub_range_mapping_reports_its_allocation_offset() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let context = okk(&m, p.k.create_context(0));
+    let mut qp = HwQueuePdd {
+        magic: PDD_MAGIC,
+        version: HW_QUEUE_PDD_VERSION,
+        ..Default::default()
+    };
+    let queue = okk(&m, p.k.create_hw_queue(context, true, qp.as_mut_bytes())).handle;
+    let ring = okk(
+        &m,
+        p.k.create_allocation_as(2 * PAGE, AllocationKind::Commands),
+    );
+    let control = okk(
+        &m,
+        p.k.create_allocation_as(RingControl::SIZE, AllocationKind::RingControl),
+    );
+    let second = okk(
+        &m,
+        p.k.map_gpu_va(&MapGpuVa {
+            protection: RW | GpuVaProtection::EXECUTE,
+            ..map(&p.pq, 0, ring.handle, 1, 1)
+        }),
+    );
+    assert_ne!(second.va, ring.gpu_va + PAGE);
+    let q = RawQueue {
+        queue,
+        ring,
+        control,
+        doorbell: 0,
+    };
+    create_doorbell(&m, &p.k, &q);
+    no_fault(&m);
+}
