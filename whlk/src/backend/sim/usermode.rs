@@ -207,12 +207,12 @@ impl UserModeSubmission for SimSession {
         let mem = &self.buffer(b)?.mem;
         mem.store(offset, value);
         // A FENCE_WAIT blocked on this word re-evaluates (what the OS's CPU signal does on
-        // this device: WAIT_RESCAN). The register takes an address in the CMP's own space,
-        // where system memory is at its bus address (the process's VA means nothing there).
-        let addr = mem.alloc().bus_addr + offset;
+        // this device: WAIT_RESCAN). The register takes an address in the paging process's
+        // space, where a process's buffer is not mapped, so the harness asks for every
+        // blocked wait (0; hardware.md, `WAIT_RESCAN`).
         for i in 0..self.machine.adapter_count() {
             if let Some(d) = self.machine.device(i) {
-                d.write64(regs::WAIT_RESCAN, addr);
+                d.write64(regs::WAIT_RESCAN, 0);
             }
         }
         self.check_fault()
