@@ -402,14 +402,7 @@ fn unbelled(m: &Machine, k: &SimKmt<'_>) -> Unbelled {
 }
 
 fn doorbell_of(k: &SimKmt<'_>, u: &Unbelled) -> Result<u32, i32> {
-    let mut pdd = rvgpu_hw::pdd::DoorbellPdd {
-        magic: PDD_MAGIC,
-        version: rvgpu_hw::pdd::DOORBELL_PDD_VERSION,
-        ring_gpu: u.ring.gpu_va,
-        ring_control_gpu: u.control.gpu_va,
-        ring_size: 4096,
-        ..Default::default()
-    };
+    let mut pdd = rvgpu_hw::pdd::DoorbellPdd::for_ring(4096);
     k.create_doorbell(u.queue, u.ring.handle, u.control.handle, pdd.as_mut_bytes())
         .map(|d| d.handle)
         .map_err(status_of)

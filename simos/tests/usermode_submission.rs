@@ -16,9 +16,7 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_hw::cmd::Command;
-use rvgpu_hw::pdd::{
-    DoorbellPdd, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
-};
+use rvgpu_hw::pdd::{DoorbellPdd, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
 use rvgpu_simos::testing::gpu::GpuQueue;
@@ -72,14 +70,7 @@ fn raw_queue(m: &Machine, k: &SimKmt<'_>, node: u32) -> RawQueue {
         m,
         k.create_allocation_as(RingControl::SIZE, AllocationKind::RingControl),
     );
-    let mut pdd = DoorbellPdd {
-        magic: PDD_MAGIC,
-        version: DOORBELL_PDD_VERSION,
-        ring_gpu: ring.gpu_va,
-        ring_control_gpu: control.gpu_va,
-        ring_size: 4096,
-        ..Default::default()
-    };
+    let mut pdd = DoorbellPdd::for_ring(4096);
     let doorbell = okk(
         m,
         k.create_doorbell(
@@ -175,14 +166,7 @@ fn um_04_doorbell_size_from_caps_and_doorbells_only_for_user_mode_queues() {
         &m,
         k.create_allocation_as(RingControl::SIZE, AllocationKind::RingControl),
     );
-    let mut pdd = DoorbellPdd {
-        magic: PDD_MAGIC,
-        version: DOORBELL_PDD_VERSION,
-        ring_gpu: ring.gpu_va,
-        ring_control_gpu: control.gpu_va,
-        ring_size: 4096,
-        ..Default::default()
-    };
+    let mut pdd = DoorbellPdd::for_ring(4096);
     let r = k.create_doorbell(kq.handle, ring.handle, control.handle, pdd.as_mut_bytes());
     assert_eq!(r.err(), Some(NtStatus(STATUS_NOT_SUPPORTED)));
     let q = raw_queue(&m, &k, 0);

@@ -7,7 +7,8 @@
 //!
 //! - [`UserQueue::new`] creates a context on a node, a hardware queue with
 //!   `UserModeSubmission` ([`HwQueuePdd`] in/out), the ring and ring-control allocations, a
-//!   doorbell ([`DoorbellPdd`]: ring GPU VAs and size in, `ring_value` and `queue_id` out), and
+//!   doorbell ([`DoorbellPdd`]: the ring size in, `ring_value` and `queue_id` out; the KMD takes
+//!   the ring's addresses from the two allocations), and
 //!   connects the doorbell.
 //! - [`UserQueue::submit`] follows UM-16 exactly: pick `N+1`; append the commands and
 //!   `PROGRESS(N+1)` to the ring (waiting on the progress fence while the ring is full, never
@@ -45,9 +46,7 @@ use alloc::vec::Vec;
 
 use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{decode, decode_header, Command, MAX_INDIRECT};
-use rvgpu_hw::pdd::{
-    DoorbellPdd, DoorbellValue, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
-};
+use rvgpu_hw::pdd::{DoorbellPdd, DoorbellValue, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::{RingControl, RING_MAX, RING_MIN};
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -972,14 +971,9 @@ impl<K: Kmt> UserQueue<K> {
         control.mem.store(RingControl::WRITE_PTR, 0);
         control.mem.store(RingControl::READ_PTR, 0);
 
-        let mut pdd = DoorbellPdd {
-            magic: PDD_MAGIC,
-            version: DOORBELL_PDD_VERSION,
-            ring_gpu: ring.gpu_va,
-            ring_control_gpu: control.gpu_va,
-            ring_size: size,
-            ..Default::default()
-        };
+        // The KMD takes the ring and its control block from the allocations; the private data
+        // says how much of the ring allocation is ring (16 bytes at most, BR-96).
+        let mut pdd = DoorbellPdd::for_ring(size);
         let doorbell = kmt.create_doorbell(
             queue.handle,
             ring.handle,

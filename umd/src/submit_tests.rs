@@ -494,21 +494,20 @@ impl Kmt for Mock {
         let mut pdd =
             DoorbellPdd::read_from_bytes(private_data).map_err(|_| STATUS_INVALID_PARAMETER)?;
         assert_eq!(pdd.magic, PDD_MAGIC);
-        assert_eq!(pdd.ring_gpu, w.allocs[&ring].gpu, "ring GPU VA");
+        // BR-96: at most 16 bytes; the ring is the allocation the call names.
+        assert_eq!(private_data.len(), rvgpu_hw::pdd::DOORBELL_PDD_MAX_BYTES);
+        assert!(w.allocs.contains_key(&ring_control), "control allocation");
         assert_eq!(
-            pdd.ring_control_gpu, w.allocs[&ring_control].gpu,
-            "control GPU VA"
-        );
-        assert_eq!(
-            u64::from(pdd.ring_size),
-            w.allocs[&ring].words.len() as u64 * 8
+            pdd.ring_size().map(u64::from),
+            Some(w.allocs[&ring].words.len() as u64 * 8)
         );
         pdd.ring_value = w.ring_value;
         pdd.queue_id = w.queue_id;
         private_data.copy_from_slice(pdd.as_bytes());
         let h = w.handle();
-        w.ring = Some((ring, ring_control, pdd.ring_size));
-        w.unconsumed = vec![false; pdd.ring_size as usize / 8];
+        let size = pdd.ring_size().ok_or(STATUS_INVALID_PARAMETER)?;
+        w.ring = Some((ring, ring_control, size));
+        w.unconsumed = vec![false; size as usize / 8];
         w.doorbell = Some(h);
         w.in_runlist = true;
         w.connected = false;

@@ -66,8 +66,8 @@ const _: () = assert!(core::mem::size_of::<HwQueuePdd>() == 32);
 /// Highest priority a UMD may ask for in [`HwQueuePdd::priority`].
 pub const HW_QUEUE_PRIORITY_MAX: u32 = 15;
 
-/// Version of [`DoorbellPdd`].
-pub const DOORBELL_PDD_VERSION: u32 = 1;
+/// Version of [`DoorbellPdd`] (2: the 16-byte layout; version 1 carried the ring addresses).
+pub const DOORBELL_PDD_VERSION: u16 = 2;
 
 /// What the UMD writes to the doorbell page to ring it (out field of [`DoorbellPdd`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,13 +90,17 @@ impl DoorbellValue {
     }
 }
 
-/// Private data of `DxgkDdiCreateDoorbell` (64 bytes, in/out).
+/// Most private data `D3DKMTCreateDoorbell` carries: Dxgkrnl refuses more with
+/// `STATUS_INVALID_PARAMETER` (`D3DDDI_DOORBELL_PRIVATEDATA_MAX_BYTES_WDDM3_1` in d3dukmdt.h;
+/// docs/windows-bringup.md BR-96).
+pub const DOORBELL_PDD_MAX_BYTES: usize = 16;
+
+/// Private data of `DxgkDdiCreateDoorbell` (16 bytes, in/out).
 ///
-/// `DXGKARG_CREATEDOORBELL` hands the KMD only its own handles of the ring and ring-control
-/// allocations. With v1's identity GPU mapping (docs/hardware.md §12.2) and no VidMm segment
-/// model yet, the UMD passes the GPU addresses and ring size here; the KMD checks them
-/// against the device's rules (alignment, power-of-two size) before a queue descriptor ever
-/// holds them. A GpuMmu-based driver would take them from its allocation objects instead.
+/// The ring and its control block are the allocations `DXGKARG_CREATEDOORBELL` names
+/// (`hRingBuffer`, `hRingBufferControl`): the KMD takes their GPU VAs from where VidMm mapped
+/// them, so nothing here is an address. The UMD says only how much of the ring allocation the
+/// ring uses (a ring smaller than a page still fills a page-sized allocation).
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
 )]
@@ -105,24 +109,42 @@ pub struct DoorbellPdd {
     /// [`PDD_MAGIC`] (in).
     pub magic: u32,
     /// [`DOORBELL_PDD_VERSION`] (in).
-    pub version: u32,
-    /// GPU address of the ring (in), 8-aligned.
-    pub ring_gpu: u64,
-    /// GPU address of the `RingControl` block (in), 64-aligned.
-    pub ring_control_gpu: u64,
-    /// Ring size in bytes (in): a power of two in `queue::RING_MIN..=queue::RING_MAX`.
-    pub ring_size: u32,
+    pub version: u16,
+    /// log2 of the ring size in bytes (in): the size is a power of two in
+    /// `queue::RING_MIN..=queue::RING_MAX` and no larger than the ring allocation.
+    pub ring_size_log2: u8,
+    /// Reserved, 0.
+    pub reserved: u8,
     /// [`DoorbellValue`] as `u32` (out).
     pub ring_value: u32,
     /// The queue id, for [`DoorbellValue::QueueId`] (out).
     pub queue_id: u32,
-    /// Reserved, 0.
-    pub reserved0: u32,
-    /// Reserved, 0.
-    pub reserved: [u64; 3],
 }
 
-const _: () = assert!(core::mem::size_of::<DoorbellPdd>() == 64);
+const _: () = assert!(core::mem::size_of::<DoorbellPdd>() == DOORBELL_PDD_MAX_BYTES);
+
+impl DoorbellPdd {
+    /// The UMD's private data for a ring of `size` bytes (a power of two; anything else is
+    /// encoded so that the KMD refuses it).
+    pub fn for_ring(size: u32) -> Self {
+        let log2 = if size.is_power_of_two() {
+            size.trailing_zeros()
+        } else {
+            u32::from(u8::MAX)
+        };
+        Self {
+            magic: PDD_MAGIC,
+            version: DOORBELL_PDD_VERSION,
+            ring_size_log2: u8::try_from(log2).unwrap_or(u8::MAX),
+            ..Self::default()
+        }
+    }
+
+    /// The ring size in bytes, if `ring_size_log2` names one that fits a `u32`.
+    pub fn ring_size(&self) -> Option<u32> {
+        1u32.checked_shl(u32::from(self.ring_size_log2))
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Allocations (issue 12, docs/memory.md "Allocations").

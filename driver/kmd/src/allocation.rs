@@ -20,6 +20,7 @@ use rvgpu_ddi::allocation::{
     DXGK_SEGMENTPREFERENCE,
 };
 use rvgpu_ddi::HANDLE;
+use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::pdd::{
     AllocationKind, AllocationPdd, ALLOCATION_CPU_CACHED, ALLOCATION_CPU_VISIBLE, ALLOCATION_FLAGS,
     ALLOCATION_GPU_READ_ONLY, ALLOCATION_PDD_VERSION, PDD_MAGIC,
@@ -389,19 +390,19 @@ pub fn note_mapping<P: Platform>(
     }
 }
 
-/// The ring allocations a doorbell names: `h_ring` (commands) must hold `[ring, ring + size)`
-/// and `h_control` (a ring-control block) `[control, control + 128)`, both mapped in the
-/// queue's process. The UMD's private data states the addresses; the allocations the OS
-/// passes are what they are checked against (issue 18: a ring may not name another
-/// process's memory or a kernel structure).
-pub fn check_ring_allocations<P: Platform>(
+/// The ring of a user-mode queue's doorbell, from the allocations `DXGKARG_CREATEDOORBELL`
+/// names: the ring starts where VidMm mapped the ring allocation (`Commands`, not GPU
+/// read-only) in the queue's `process`, the control block where it mapped the ring-control
+/// allocation; both must be the process's own creations (not opened), and the ring's `size`
+/// bytes must fit its allocation. Everything else about the ring is [`crate::doorbell::check_ring`].
+pub fn ring_from_allocations<P: Platform>(
     a: &Adapter<P>,
     s: &crate::sched::Sched,
     process: Option<Handle>,
     h_ring: HANDLE,
     h_control: HANDLE,
-    ring: &crate::hwqueue::Ring,
-) -> Result<(), Status> {
+    size: u32,
+) -> Result<crate::hwqueue::Ring, Status> {
     let slot = a.table_slot();
     let process = process.ok_or(status::INVALID_PARAMETER)?;
     let get = |h: HANDLE, kind: AllocationKind| {
@@ -414,14 +415,24 @@ pub fn check_ring_allocations<P: Platform>(
     };
     let r = get(h_ring, AllocationKind::Commands)?;
     let c = get(h_control, AllocationKind::RingControl)?;
-    let ring_ok = r.covers(process, ring.base.get(), u64::from(ring.size));
-    let control_ok = c.covers(
-        process,
-        ring.control.get(),
-        rvgpu_hw::queue::RingControl::SIZE,
-    );
-    if ring_ok && control_ok && !r.gpu_read_only {
-        Ok(())
+    let base_in = |al: &Allocation| match al.mapped {
+        Some((p, base)) if p == process => Ok(base),
+        _ => Err(status::INVALID_PARAMETER),
+    };
+    let ring = crate::hwqueue::Ring {
+        base: GpuVa::new(base_in(&r)?),
+        size,
+        control: GpuVa::new(base_in(&c)?),
+    };
+    crate::doorbell::check_ring(&ring)?;
+    let fits = r.covers(process, ring.base.get(), u64::from(size))
+        && c.covers(
+            process,
+            ring.control.get(),
+            rvgpu_hw::queue::RingControl::SIZE,
+        );
+    if fits && !r.gpu_read_only {
+        Ok(ring)
     } else {
         Err(status::INVALID_PARAMETER)
     }

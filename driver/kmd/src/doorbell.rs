@@ -335,26 +335,18 @@ fn bind<P: Platform>(live: &Live<P>, i: u32, queue_id: u32) {
     live.regs.write_at(i, regs::DoorbellBind::new(queue_id));
 }
 
-/// Reads and checks the UMD's ring description.
-fn read_pdd(data: Option<&[u8]>) -> Result<(DoorbellPdd, Ring), Status> {
+/// Reads and checks the UMD's private data (exactly [`DoorbellPdd`]'s 16 bytes, the most
+/// Dxgkrnl passes: BR-96); returns it and the ring size it states.
+fn read_pdd(data: Option<&[u8]>) -> Result<(DoorbellPdd, u32), Status> {
     let bytes = data
-        .and_then(|d| d.get(..size_of::<DoorbellPdd>()))
+        .filter(|d| d.len() == size_of::<DoorbellPdd>())
         .ok_or(status::INVALID_PARAMETER)?;
     let pdd = DoorbellPdd::read_from_bytes(bytes).map_err(|_| status::INVALID_PARAMETER)?;
-    if pdd.magic != PDD_MAGIC
-        || pdd.version != DOORBELL_PDD_VERSION
-        || pdd.reserved0 != 0
-        || pdd.reserved != [0; 3]
-    {
+    if pdd.magic != PDD_MAGIC || pdd.version != DOORBELL_PDD_VERSION || pdd.reserved != 0 {
         return Err(status::INVALID_PARAMETER);
     }
-    let ring = Ring {
-        base: GpuVa::new(pdd.ring_gpu),
-        size: pdd.ring_size,
-        control: GpuVa::new(pdd.ring_control_gpu),
-    };
-    check_ring(&ring)?;
-    Ok((pdd, ring))
+    let size = pdd.ring_size().ok_or(status::INVALID_PARAMETER)?;
+    Ok((pdd, size))
 }
 
 /// The device's rules for a ring (hardware.md 5.1, 12.3): a power-of-two size in range,
@@ -387,18 +379,6 @@ pub fn check_ring(r: &Ring) -> Result<(), Status> {
     Ok(())
 }
 
-/// A ring of the identity space (no GPU process, hardware.md 12.2): ring and control block
-/// are system or local memory the device addresses directly.
-fn check_identity_ring(r: &Ring, vram: u64) -> Result<(), Status> {
-    let classify = rvgpu_hw::addr::classify;
-    if classify(r.base, u64::from(r.size), vram).is_none()
-        || classify(r.control, RingControl::SIZE, vram).is_none()
-    {
-        return Err(status::INVALID_PARAMETER);
-    }
-    Ok(())
-}
-
 /// DxgkDdiCreateDoorbell (PASSIVE).
 pub(crate) fn create<P: Platform>(
     args: &mut DXGKARG_CREATEDOORBELL,
@@ -411,7 +391,7 @@ pub(crate) fn create<P: Platform>(
         let resize = args
             .Flags
             .is_set(DXGKARG_CREATEDOORBELL_FLAGS::ResizeRingBufferOperation);
-        let (mut pdd, ring) = read_pdd(data.as_deref())?;
+        let (mut pdd, size) = read_pdd(data.as_deref())?;
         let h = a.new_handle(Kind::Doorbell)?;
         let mut s = live.sched.lock();
         let q = s.queues.get(&qh).ok_or(status::INVALID_HANDLE)?;
@@ -423,20 +403,17 @@ pub(crate) fn create<P: Platform>(
             .get(&q.context)
             .and_then(|c| s.devices.get(&c.device))
             .and_then(|d| d.process);
-        match process {
-            // The ring lives in the queue's process: inside the allocations the OS names.
-            Some(_) => crate::allocation::check_ring_allocations(
-                a,
-                &s,
-                process,
-                args.hRingBuffer,
-                args.hRingBufferControl,
-                &ring,
-            )?,
-            // A device of no GPU process runs in the identity space (hardware.md 12.2): the
-            // ring must be memory the device can reach there.
-            None => check_identity_ring(&ring, live.identity.vram_size)?,
-        }
+        // The ring is where VidMm mapped the allocations the OS names, in the queue's process
+        // (a device without a GPU process has no user-mode queues to ring: UMS needs GPU VA,
+        // BR-71/73).
+        let ring = crate::allocation::ring_from_allocations(
+            a,
+            &s,
+            process,
+            args.hRingBuffer,
+            args.hRingBufferControl,
+            size,
+        )?;
         if q.doorbell.is_some() && !resize {
             return Err(status::INVALID_DEVICE_STATE);
         }

@@ -13,8 +13,7 @@
 //! [`MAX_OPS`] run. See [`seeds`] for valid sequences.
 
 use rvgpu_hw::pdd::{
-    AllocationPdd, DoorbellPdd, HwQueuePdd, ALLOCATION_PDD_VERSION, DOORBELL_PDD_VERSION,
-    HW_QUEUE_PDD_VERSION, PDD_MAGIC,
+    AllocationPdd, DoorbellPdd, HwQueuePdd, ALLOCATION_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
 };
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimKmt, SimMem};
@@ -171,17 +170,11 @@ fn step(k: &SimKmt<'_>, h: &mut Hostile, inp: &mut Input<'_>) {
             let q = pick(inp, &h.queues);
             let ring = pick_alloc(inp, &h.allocs);
             let control = pick_alloc(inp, &h.allocs);
-            let (rh, rva) = ring.map_or((inp.u32(), inp.u64()), |a| (a.handle, a.gpu_va));
-            let (ch, cva) = control.map_or((inp.u32(), inp.u64()), |a| (a.handle, a.gpu_va));
-            let delta = u64::from(inp.u16()) * 8;
-            let valid = DoorbellPdd {
-                magic: PDD_MAGIC,
-                version: DOORBELL_PDD_VERSION,
-                ring_gpu: rva.wrapping_add(delta),
-                ring_control_gpu: cva,
-                ring_size: 1 << (inp.u8() % 20),
-                ..Default::default()
-            };
+            // The ring's addresses come from the allocations the call names (any of the
+            // process's, or a guessed handle); the private data states only the ring size.
+            let rh = ring.map_or_else(|| inp.u32(), |a| a.handle);
+            let ch = control.map_or_else(|| inp.u32(), |a| a.handle);
+            let valid = DoorbellPdd::for_ring(1 << (inp.u8() % 20));
             let mut pd = private(inp, valid.as_bytes());
             if let Ok(d) = k.create_doorbell(q, rh, ch, &mut pd) {
                 h.doorbells.push((d.handle, d));

@@ -17,9 +17,7 @@ use std::sync::atomic::Ordering;
 use rvgpu_hw::cmd::{Command, LogKind};
 use rvgpu_hw::event::EventRecord;
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::pdd::{
-    DoorbellPdd, DoorbellValue, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
-};
+use rvgpu_hw::pdd::{DoorbellPdd, DoorbellValue, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::RingControl;
 use rvgpu_hw::regs;
 use rvgpu_umd::kmt::{AllocationCpu, AllocationKind, DoorbellCpu, Kmt};
@@ -100,14 +98,7 @@ pub fn run(data: &[u8]) {
         let control = k
             .create_allocation_as(RingControl::SIZE, AllocationKind::RingControl)
             .expect("ring control");
-        let mut dp = DoorbellPdd {
-            magic: PDD_MAGIC,
-            version: DOORBELL_PDD_VERSION,
-            ring_gpu: ring.gpu_va,
-            ring_control_gpu: control.gpu_va,
-            ring_size: 4096,
-            ..Default::default()
-        };
+        let mut dp = DoorbellPdd::for_ring(4096);
         let doorbell = k
             .create_doorbell(queue.handle, ring.handle, control.handle, dp.as_mut_bytes())
             .expect("doorbell");

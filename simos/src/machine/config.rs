@@ -65,13 +65,6 @@ pub struct OsConfig {
     /// BR-80/81: `GraphicsDrivers\HwSchTreatExperimentalAsStable` (default off): an
     /// *experimental* claim through `DxgkCbQueryFeatureSupport` counts as stable.
     pub hw_sch_treat_experimental_as_stable: bool,
-    /// BR-96: **a known deviation from Windows, on by default.** Every decompiled Dxgkrnl
-    /// (22631 and later builds) refuses `D3DKMTCreateDoorbell` with more than
-    /// [`crate::ums::DOORBELL_PRIVATE_DATA_MAX`] (16) bytes of private data
-    /// (`STATUS_INVALID_PARAMETER`); rvgpu's UMD passes a 64-byte `DoorbellPdd`, so on Windows
-    /// no doorbell could be created. `true` lets the simulation go on past that defect until
-    /// the private data shrinks; `false` is Windows' behaviour.
-    pub tolerate_large_doorbell_private_data: bool,
     /// BR-78: the kernel block list (`GraphicsDrivers\BlockList\Kernel`, [D]
     /// `CheckKernelBlockList`) holds a `DISABLE_HWSCH` entry matching this driver: the OS
     /// enables no hardware scheduling for it, by either negotiation path.
@@ -103,7 +96,6 @@ impl Default for OsConfig {
             hw_sch_mode: 0,
             hw_sch_treat_experimental_as_stable: false,
             block_list_disable_hwsch: false,
-            tolerate_large_doorbell_private_data: true,
             vram_budget: None,
             thunk_cost: crate::kmt::DEFAULT_THUNK_COST,
         }

@@ -35,9 +35,7 @@ use rvgpu_ddi::dxgkrnl::{
 };
 use rvgpu_device::SysAlloc;
 use rvgpu_hw::cmd::{Command, SIGNAL_ALWAYS_IRQ, SIGNAL_CONDITIONAL_IRQ};
-use rvgpu_hw::pdd::{
-    DoorbellPdd, DoorbellValue, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
-};
+use rvgpu_hw::pdd::{DoorbellPdd, DoorbellValue, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::RingControl;
 use rvgpu_umd::kmt::KmtHandle;
 use zerocopy::IntoBytes;
@@ -209,10 +207,10 @@ impl GpuQueue {
         let device = process.device;
         use rvgpu_umd::kmt::{allocation_private_data, AllocationKind};
         let ring_pdd = allocation_private_data(u64::from(RING_BYTES), AllocationKind::Commands);
-        let (ring_h, ring, ring_va) =
+        let (ring_h, ring, _ring_va) =
             m.create_allocation(&a, device, u64::from(RING_BYTES), ring_pdd.as_bytes())?;
         let control_pdd = allocation_private_data(RingControl::SIZE, AllocationKind::RingControl);
-        let (control_h, control, control_va) =
+        let (control_h, control, _control_va) =
             m.create_allocation(&a, device, RingControl::SIZE, control_pdd.as_bytes())?;
         for off in [RingControl::WRITE_PTR, RingControl::READ_PTR] {
             control
@@ -220,14 +218,7 @@ impl GpuQueue {
                 .ok_or_else(|| sim("ring control"))?
                 .store(0, Ordering::Relaxed);
         }
-        let mut dp = DoorbellPdd {
-            magic: PDD_MAGIC,
-            version: DOORBELL_PDD_VERSION,
-            ring_gpu: ring_va,
-            ring_control_gpu: control_va,
-            ring_size: RING_BYTES,
-            ..Default::default()
-        };
+        let mut dp = DoorbellPdd::for_ring(RING_BYTES);
         let db = ums::create_doorbell(&a, device, q.handle, ring_h, control_h, dp.as_mut_bytes())?;
         let ring_value =
             DoorbellValue::from_u32(dp.ring_value).ok_or_else(|| sim("doorbell pdd"))?;

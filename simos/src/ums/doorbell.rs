@@ -406,16 +406,14 @@ pub(crate) fn create_doorbell(
     pdd: &mut [u8],
 ) -> Result<CreatedDoorbell, SimError> {
     // BR-96 ([D] `DxgkCreateDoorbellInternal`): at most 16 bytes of private data, checked
-    // before the queue is looked up (see `OsConfig::tolerate_large_doorbell_private_data`).
+    // before the queue is looked up.
     if pdd.len() > DOORBELL_PRIVATE_DATA_MAX {
         lock(&a.triage).push(format!(
             "BR-96: PrivateDriverDataSize {:#x} is greater than max permitted size {:#x}",
             pdd.len(),
             DOORBELL_PRIVATE_DATA_MAX
         ));
-        if !a.os.tolerate_large_doorbell_private_data {
-            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
-        }
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);

@@ -14,9 +14,7 @@ use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 use rvgpu_hw::cmd::Command;
-use rvgpu_hw::pdd::{
-    DoorbellPdd, HwQueuePdd, DOORBELL_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
-};
+use rvgpu_hw::pdd::{DoorbellPdd, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimDoorbell, SimKmt, SimMem};
 use rvgpu_simos::{AdapterConfig, Machine, MachineConfig, Mode, SimError};
@@ -140,14 +138,7 @@ pub fn create_doorbell_pdd(
     k: &SimKmt<'_>,
     q: &RawQueue,
 ) -> (Doorbell<SimDoorbell>, DoorbellPdd) {
-    let mut pdd = DoorbellPdd {
-        magic: PDD_MAGIC,
-        version: DOORBELL_PDD_VERSION,
-        ring_gpu: q.ring.gpu_va,
-        ring_control_gpu: q.control.gpu_va,
-        ring_size: 4096,
-        ..Default::default()
-    };
+    let mut pdd = DoorbellPdd::for_ring(4096);
     let db = okk(
         m,
         k.create_doorbell(q.queue, q.ring.handle, q.control.handle, pdd.as_mut_bytes()),
