@@ -468,33 +468,14 @@ impl Kmt for SimKmt<'_> {
 
     fn reserve_gpu_va(&self, r: &ReserveGpuVa) -> Result<u64, NtStatus> {
         let a = self.thunk()?;
-        let req = crate::vidmm::va::ReserveRequest {
-            base: r.base,
-            minimum: r.minimum,
-            maximum: r.maximum,
-            size: r.size,
-            reservation_type: r.reservation_type,
-        };
-        self.m
-            .gpu_va_reserve(&a, self.p.device, req)
-            .map_err(status)
+        self.m.gpu_va_reserve(&a, self.p.device, *r).map_err(status)
     }
 
     fn map_gpu_va(&self, r: &MapGpuVa) -> Result<MappedGpuVa, NtStatus> {
         let a = self.thunk()?;
         // What VidMm released since its last entry goes first (AL-03), as for allocations.
         self.m.reap_allocations(&a).map_err(status)?;
-        let req = crate::vidmm::va::MapRequest {
-            paging_queue: r.paging_queue,
-            base: r.base,
-            minimum: r.minimum,
-            maximum: r.maximum,
-            allocation: r.allocation,
-            offset_in_pages: r.offset_in_pages,
-            size_in_pages: r.size_in_pages,
-            protection: r.protection.0,
-        };
-        let (va, paging_fence_value) = self.m.gpu_va_map(&a, self.p.device, req).map_err(status)?;
+        let (va, paging_fence_value) = self.m.gpu_va_map(&a, self.p.device, *r).map_err(status)?;
         Ok(MappedGpuVa {
             va,
             paging_fence_value,

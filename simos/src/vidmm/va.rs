@@ -38,6 +38,9 @@ use crate::ums::KmtHandle;
 use crate::vidmm::gpuva::{MapAttrs, Phys};
 use crate::vidmm::mmu::LeafTag;
 use crate::vidmm::residency::Place;
+// The requests as the UMD's `Kmt` trait states them (`D3DDDI_RESERVEGPUVIRTUALADDRESS`,
+// `D3DDDI_MAPGPUVIRTUALADDRESS`), one definition for both sides of the thunk.
+use rvgpu_umd::kmt::{MapGpuVa, ReserveGpuVa, RESERVE_NO_ACCESS, RESERVE_ZERO};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
@@ -49,11 +52,6 @@ pub const PROTECTION_ZERO: u64 = 1 << 2;
 pub const PROTECTION_NO_ACCESS: u64 = 1 << 3;
 pub const PROTECTION_SYSTEM_USE_ONLY: u64 = 1 << 4;
 
-/// `D3DDDIGPUVIRTUALADDRESS_RESERVATION_TYPE`.
-pub const RESERVE_NO_ACCESS: i32 = 0;
-pub const RESERVE_ZERO: i32 = 1;
-pub const RESERVE_NO_COMMIT: i32 = 2;
-
 /// Reservations start on 64 KiB (VIDMM_GLOBAL::VidMmReserveGpuVirtualAddress passes 0x10000 as
 /// the alignment; AllocateVirtualAddressRange refuses a `BaseAddress` off it).
 pub const RESERVE_ALIGN: u64 = 0x1_0000;
@@ -62,29 +60,6 @@ pub const RESERVE_ALIGN: u64 = 0x1_0000;
 /// process uses (fence storage) at their device address (`vidmm::mmu`'s `VA_BASE`), so that
 /// part of the space is never free for the process.
 pub const USER_VA_FLOOR: u64 = 0x4000_0000_0000;
-
-/// What `D3DKMTReserveGpuVirtualAddress` asks (`D3DDDI_RESERVEGPUVIRTUALADDRESS`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReserveRequest {
-    pub base: u64,
-    pub minimum: u64,
-    pub maximum: u64,
-    pub size: u64,
-    pub reservation_type: i32,
-}
-
-/// What `D3DKMTMapGpuVirtualAddress` asks (`D3DDDI_MAPGPUVIRTUALADDRESS`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MapRequest {
-    pub paging_queue: KmtHandle,
-    pub base: u64,
-    pub minimum: u64,
-    pub maximum: u64,
-    pub allocation: KmtHandle,
-    pub offset_in_pages: u64,
-    pub size_in_pages: u64,
-    pub protection: u64,
-}
 
 #[derive(Debug)]
 struct PagingQueue {
@@ -346,7 +321,7 @@ impl Machine {
         &self,
         a: &AdapterShared,
         device: KmtHandle,
-        r: ReserveRequest,
+        r: ReserveGpuVa,
     ) -> Result<u64, SimError> {
         let pid = device_pid(a, device)?;
         if !(RESERVE_NO_ACCESS..=RESERVE_ZERO).contains(&r.reservation_type) {
@@ -437,14 +412,14 @@ impl Machine {
         &self,
         a: &AdapterShared,
         device: KmtHandle,
-        r: MapRequest,
+        r: MapGpuVa,
     ) -> Result<(u64, u64), SimError> {
         let pid = device_pid(a, device)?;
         match lock(&a.gpuva).queues.get(&r.paging_queue) {
             Some(q) if q.device == device => {}
             _ => return Err(bad()),
         }
-        let prot = r.protection;
+        let prot = r.protection.0;
         if prot & PROTECTION_SYSTEM_USE_ONLY != 0 || prot >= 1 << 5 {
             return Err(bad());
         }
@@ -540,10 +515,10 @@ impl Machine {
         start: u64,
         va: u64,
         pages: u64,
-        r: MapRequest,
+        r: MapGpuVa,
         target: Option<(u64, usize, Option<Place>)>,
     ) -> Result<(), SimError> {
-        let prot = r.protection;
+        let prot = r.protection.0;
         // Remap: what the range mapped goes first (unmapped, TLB flushed).
         self.va_clear(a, pid, start, va, pages)?;
         if let Some((_, kmd, place)) = target {
