@@ -40,17 +40,16 @@ use crate::vidmm::mmu::LeafTag;
 use crate::vidmm::residency::Place;
 // The requests as the UMD's `Kmt` trait states them (`D3DDDI_RESERVEGPUVIRTUALADDRESS`,
 // `D3DDDI_MAPGPUVIRTUALADDRESS`), one definition for both sides of the thunk.
-use rvgpu_umd::kmt::{MapGpuVa, ReserveGpuVa, RESERVE_NO_ACCESS, RESERVE_ZERO};
+use rvgpu_umd::kmt::{GpuVaProtection, MapGpuVa, ReserveGpuVa, RESERVE_NO_ACCESS, RESERVE_ZERO};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
-/// `D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE` bits (d3dukmdt.h: Write, Execute, Zero,
-/// NoAccess, SystemUseOnly, then reserved).
-pub const PROTECTION_WRITE: u64 = 1 << 0;
-pub const PROTECTION_EXECUTE: u64 = 1 << 1;
-pub const PROTECTION_ZERO: u64 = 1 << 2;
-pub const PROTECTION_NO_ACCESS: u64 = 1 << 3;
-pub const PROTECTION_SYSTEM_USE_ONLY: u64 = 1 << 4;
+/// `D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE` bits, as the UMD's trait names them.
+const PROTECTION_WRITE: u64 = GpuVaProtection::WRITE.0;
+const PROTECTION_EXECUTE: u64 = GpuVaProtection::EXECUTE.0;
+const PROTECTION_ZERO: u64 = GpuVaProtection::ZERO.0;
+const PROTECTION_NO_ACCESS: u64 = GpuVaProtection::NO_ACCESS.0;
+const PROTECTION_SYSTEM_USE_ONLY: u64 = GpuVaProtection::SYSTEM_USE_ONLY.0;
 
 /// Reservations start on 64 KiB (VIDMM_GLOBAL::VidMmReserveGpuVirtualAddress passes 0x10000 as
 /// the alignment; AllocateVirtualAddressRange refuses a `BaseAddress` off it).
