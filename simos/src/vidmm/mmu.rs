@@ -95,6 +95,11 @@ pub struct VidMm {
     /// System memory the OS gave back while mapped in the paging process: unmapped and freed
     /// at the next safe point ([`Machine::reap_system_pages`]).
     retired_system: Vec<(u64, u64)>,
+    /// Serialises changes to the paging process's space. Every thread maps into that one
+    /// space (queue and fence creation), and a change's books are updated before its paging
+    /// buffer runs: without this, a thread could write a leaf into a table another thread
+    /// has allocated but not yet linked, and its check would find the page unmapped.
+    system_serial: std::sync::Arc<std::sync::Mutex<()>>,
 }
 
 impl VidMm {
@@ -399,7 +404,7 @@ impl Machine {
                 }
             }
         };
-        if let Err(e) = self.vidmm_run(a, kmd, &updates, LeafTag { base_va: va, ..tag }) {
+        if let Err(e) = self.vidmm_run(a, kmd, &updates, tag.based_at(va)) {
             // The driver did not map it (e.g. out of memory): VidMm's books must not say it
             // did, or a retry would skip the page.
             let mut v = lock(&a.vidmm);
@@ -647,35 +652,6 @@ impl Machine {
     }
 }
 
-impl Machine {
-    /// The paging process's GPU VA space (BR-65, BR-66 order; [D]
-    /// `VIDMM_GLOBAL::VidMmInitializePagingProcess` → `VIDMM_PAGING_PROCESS::InitPagingProcess`
-    /// → `InitPagingProcessVaSpace`): after the system device and contexts exist, VidMm opens
-    /// the adapter for the system process (`DxgkDdiCreateProcess` with `SystemProcess`),
-    /// builds its tables through the driver's paging buffers, and gives its root to the
-    /// paging node's system context (`VidSchSetPagingNodePageDirectory` →
-    /// `DxgkDdiSetRootPageTable`). From then on the OS's pages the GPU reaches through the
-    /// system space (fence storage, log buffers, scheduling logs) are mapped here
-    /// ([`Machine::vidmm_map_system`]); nothing else is reachable in it. A GpuMmu adapter only.
-    ///
-    /// This is the second half; [`open_paging_process`] (before the system device) is the
-    /// first.
-    pub(crate) fn vidmm_init_paging_process(&self, a: &AdapterShared) -> Result<(), SimError> {
-        let Some(kmd) = paging_process_kmd(a) else {
-            return Ok(());
-        };
-        self.vidmm_new_space(a, PAGING_PID, kmd, PAGING_VA_BASE)?;
-        let node = paging_node(a);
-        let context = crate::vidsch::system::context(a, node);
-        if context == 0 {
-            return Err(sim(format!(
-                "no system context on paging node {node} for the paging process's root"
-            )));
-        }
-        set_root(a, PAGING_PID, context)
-    }
-}
-
 /// Hands `[bus, bus + bytes)` of system memory back: without a paging process it is freed at
 /// once, otherwise it stays allocated (and mapped) until [`Machine::reap_system_pages`]
 /// unmaps it through the driver, so the CMP never reaches memory that was reused.
@@ -721,6 +697,33 @@ pub(crate) fn close_paging_process(a: &AdapterShared) -> Result<(), SimError> {
 }
 
 impl Machine {
+    /// The paging process's GPU VA space (BR-65, BR-66 order; [D]
+    /// `VIDMM_GLOBAL::VidMmInitializePagingProcess` → `VIDMM_PAGING_PROCESS::InitPagingProcess`
+    /// → `InitPagingProcessVaSpace`): after the system device and contexts exist, VidMm opens
+    /// the adapter for the system process (`DxgkDdiCreateProcess` with `SystemProcess`),
+    /// builds its tables through the driver's paging buffers, and gives its root to the
+    /// paging node's system context (`VidSchSetPagingNodePageDirectory` →
+    /// `DxgkDdiSetRootPageTable`). From then on the OS's pages the GPU reaches through the
+    /// system space (fence storage, log buffers, scheduling logs) are mapped here
+    /// ([`Machine::vidmm_map_system`]); nothing else is reachable in it. A GpuMmu adapter only.
+    ///
+    /// This is the second half; [`open_paging_process`] (before the system device) is the
+    /// first.
+    pub(crate) fn vidmm_init_paging_process(&self, a: &AdapterShared) -> Result<(), SimError> {
+        let Some(kmd) = paging_process_kmd(a) else {
+            return Ok(());
+        };
+        self.vidmm_new_space(a, PAGING_PID, kmd, PAGING_VA_BASE)?;
+        let node = paging_node(a);
+        let context = crate::vidsch::system::context(a, node);
+        if context == 0 {
+            return Err(sim(format!(
+                "no system context on paging node {node} for the paging process's root"
+            )));
+        }
+        set_root(a, PAGING_PID, context)
+    }
+
     /// Maps the OS's pages covering `[pa, pa + bytes)` (device addresses) into the paging
     /// process at the same VAs, so the CMP reaches them through the system space; pages
     /// mapped already stay as they are. Nothing on an adapter without a paging process.
@@ -731,9 +734,14 @@ impl Machine {
         bytes: u64,
         tag: LeafTag,
     ) -> Result<(), SimError> {
-        if !lock(&a.vidmm).has_process(PAGING_PID) {
-            return Ok(());
-        }
+        let serial = {
+            let v = lock(&a.vidmm);
+            if !v.has_process(PAGING_PID) {
+                return Ok(());
+            }
+            v.system_serial.clone()
+        };
+        let _serial = lock(&serial);
         let first = pa - pa % 4096;
         let end = pa
             .checked_add(bytes.max(1))
@@ -752,10 +760,16 @@ impl Machine {
         let retired = std::mem::take(&mut lock(&a.vidmm).retired_system);
         let mut first_err = None;
         for (bus, bytes) in retired {
-            if let Err(e) = self.vidmm_unmap_system(a, bus, bytes) {
-                first_err.get_or_insert(e);
+            match self.vidmm_unmap_system(a, bus, bytes) {
+                Ok(()) => {
+                    a.device.memory().free_system(bus);
+                }
+                Err(e) => {
+                    // Possibly still mapped: never reuse it (adapter stop frees it).
+                    lock(&a.vidmm).retired_system.push((bus, bytes));
+                    first_err.get_or_insert(e);
+                }
             }
-            a.device.memory().free_system(bus);
         }
         first_err.map_or(Ok(()), Err)
     }
@@ -768,9 +782,14 @@ impl Machine {
         pa: u64,
         bytes: u64,
     ) -> Result<(), SimError> {
-        if !lock(&a.vidmm).has_process(PAGING_PID) {
-            return Ok(());
-        }
+        let serial = {
+            let v = lock(&a.vidmm);
+            if !v.has_process(PAGING_PID) {
+                return Ok(());
+            }
+            v.system_serial.clone()
+        };
+        let _serial = lock(&serial);
         let first = pa - pa % 4096;
         let pages = (pa + bytes.max(1) - first).div_ceil(4096);
         for i in 0..pages {
