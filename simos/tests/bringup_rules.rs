@@ -37,6 +37,8 @@ thread_local! {
     static MMU_LEVELS: Cell<Option<u32>> = const { Cell::new(None) };
     static UEFI_RANGES: Cell<Option<[u32; 2]>> = const { Cell::new(None) };
     static FIRST_SEGMENT_FLAGS: Cell<u32> = const { Cell::new(0) };
+    /// BR-65: `(PagingBufferSegmentId, PagingBufferSize)` instead of the driver's.
+    static PAGING_POOL: Cell<Option<(u32, u32)>> = const { Cell::new(None) };
     static UMS_CAPS_EDIT: Cell<Option<fn(&mut DXGK_USERMODESUBMISSION_CAPS)>> =
         const { Cell::new(None) };
     /// BR-55: the answer to FRAMEBUFFERSAVESIZE instead of the driver's (status, size).
@@ -98,6 +100,12 @@ unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTE
                     (*d).NumUEFIFrameBufferRanges = *n;
                 }
             }
+        }
+        if let Some((segment, size)) = PAGING_POOL.get() {
+            // SAFETY: a QUERYSEGMENT4 answer is the OS's DXGK_QUERYSEGMENTOUT4.
+            let out = unsafe { &mut *(*args).pOutputData.cast::<DXGK_QUERYSEGMENTOUT4>() };
+            out.PagingBufferSegmentId = segment;
+            out.PagingBufferSize = size;
         }
         if let Some(n) = SEGMENT_COUNT.get() {
             // SAFETY: a QUERYSEGMENT4 answer is the OS's DXGK_QUERYSEGMENTOUT4.
@@ -715,6 +723,144 @@ fn br_64_host_aperture_segment_is_not_an_aperture() {
     refused(r, "BR-64", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
 }
 
+/// BR-65(a): the paging buffers' segment must be 0 or a reported segment (VIDMM_GLOBAL::Init,
+/// inside VidMmiInit: NO_MEMORY).
+#[test]
+fn br_65_paging_buffer_segment_beyond_the_segments_is_refused() {
+    PAGING_POOL.set(Some((9, 4096)));
+    let (_, r) = start_with(no_edit, no_table);
+    PAGING_POOL.set(None);
+    refused(r, "BR-65", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
+}
+
+/// BR-65(b): the paging DMA pool accepts only aperture segments (InitDmaPools →
+/// VIDMM_DMA_POOL::Init → VerifySegmentSet: INVALID_PARAMETER, the paging process fails and the
+/// start with it). rvgpu's segment 2 is CPU-visible VRAM, its segment 1 the aperture.
+#[test]
+fn br_65_paging_buffers_only_in_an_aperture_segment() {
+    PAGING_POOL.set(Some((2, 4096)));
+    let (_, r) = start_with(no_edit, no_table);
+    PAGING_POOL.set(None);
+    refused(r, "BR-65", STATUS_INVALID_PARAMETER);
+    PAGING_POOL.set(Some((1, 4096)));
+    let (m, r) = start_with(no_edit, no_table);
+    PAGING_POOL.set(None);
+    assert!(
+        r.is_ok(),
+        "an aperture paging segment starts: {r:?}; {:#?}",
+        m.driver_log()
+    );
+    PAGING_POOL.set(Some((0, 0)));
+    let (_, r) = start_with(no_edit, no_table);
+    PAGING_POOL.set(None);
+    refused(r, "BR-65", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
+}
+
+/// What the BuildPagingBuffer spy saw: `(DmaSize, hSystemContext)` per call.
+static PAGING_CALLS: std::sync::Mutex<Vec<(u32, usize)>> = std::sync::Mutex::new(Vec::new());
+static REAL_BUILD: std::sync::OnceLock<rvgpu_ddi::tdr::PDXGKDDI_BUILDPAGINGBUFFER> =
+    std::sync::OnceLock::new();
+/// System contexts the driver created (`hContext` of CreateContext with `SystemContext`), and
+/// the DMA segment sets of every context it created.
+static BR65_SYSTEM_CONTEXTS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+static CONTEXT_DMA_SETS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+static BR65_REAL_CREATE_CONTEXT: std::sync::OnceLock<
+    rvgpu_ddi::submission::PDXGKDDI_CREATECONTEXT,
+> = std::sync::OnceLock::new();
+
+unsafe extern "system" fn spy_build_paging(
+    ctx: HANDLE,
+    args: *mut rvgpu_ddi::tdr::DXGKARG_BUILDPAGINGBUFFER,
+) -> NTSTATUS {
+    // SAFETY: the OS's argument block.
+    let (size, system) = unsafe { ((*args).DmaSize, (*args).hSystemContext as usize) };
+    PAGING_CALLS.lock().unwrap().push((size, system));
+    let real = REAL_BUILD.get().copied().flatten().expect("real DDI");
+    // SAFETY: forwarded unchanged to the driver's DDI.
+    unsafe { real(ctx, args) }
+}
+
+unsafe extern "system" fn spy_create_context(
+    device: HANDLE,
+    args: *mut rvgpu_ddi::submission::DXGKARG_CREATECONTEXT,
+) -> NTSTATUS {
+    let real = BR65_REAL_CREATE_CONTEXT
+        .get()
+        .copied()
+        .flatten()
+        .expect("real DDI");
+    // SAFETY: forwarded unchanged to the driver's DDI; the block is the OS's.
+    let s = unsafe { real(device, args) };
+    if s >= 0 {
+        // SAFETY: the OS's argument block, filled by the driver.
+        let a = unsafe { &*args };
+        let system = a
+            .Flags
+            .is_set(rvgpu_ddi::submission::DXGK_CREATECONTEXTFLAGS::SystemContext);
+        if system {
+            BR65_SYSTEM_CONTEXTS
+                .lock()
+                .unwrap()
+                .push(a.hContext as usize);
+        }
+        CONTEXT_DMA_SETS
+            .lock()
+            .unwrap()
+            .push(a.ContextInfo.DmaBufferSegmentSet);
+    }
+    s
+}
+
+/// BR-65: every paging buffer is one of the paging pool's, of the driver's PagingBufferSize,
+/// and names the driver's paging context (VIDMM_GLOBAL::SetupForBuildPagingBuffer). BR-67: the
+/// contexts rvgpu creates take their DMA buffers from its aperture segment, which the DMA pools
+/// accept; with none a GPU-VA context's privileged pool would bug-check Windows.
+#[test]
+fn br_65_67_paging_buffers_and_context_dma_segments() {
+    PAGING_POOL.set(Some((0, 8192)));
+    let (m, r) = start_with(no_edit, |t| {
+        let _ = REAL_BUILD.set(t.DxgkDdiBuildPagingBuffer);
+        t.DxgkDdiBuildPagingBuffer = Some(spy_build_paging);
+        let _ = BR65_REAL_CREATE_CONTEXT.set(t.DxgkDdiCreateContext);
+        t.DxgkDdiCreateContext = Some(spy_create_context);
+    });
+    PAGING_POOL.set(None);
+    assert!(r.is_ok(), "start: {r:?}; {:#?}", m.driver_log());
+    let p = m.create_process(0).expect("process");
+    rvgpu_umd::kmt::Kmt::create_context(&m.kmt(&p), 0).expect("context");
+    // Only this test installs these spies, so parallel tests add nothing to their records.
+    let calls = PAGING_CALLS.lock().unwrap().clone();
+    let systems = BR65_SYSTEM_CONTEXTS.lock().unwrap().clone();
+    assert!(
+        !calls.is_empty(),
+        "the paging process's tables were built by paging buffers"
+    );
+    for (size, system) in calls {
+        assert_eq!(
+            size, 8192,
+            "a paging buffer of the driver's PagingBufferSize"
+        );
+        assert!(
+            system != 0 && systems.contains(&system),
+            "hSystemContext {system:#x} is one of the driver's system contexts {systems:x?}"
+        );
+    }
+    let model = m.memory_model(0).expect("model");
+    let sets = CONTEXT_DMA_SETS.lock().unwrap().clone();
+    assert!(
+        sets.len() > systems.len(),
+        "a process context was created too"
+    );
+    for set in sets {
+        assert_ne!(set, 0, "a GPU-VA context names a DMA buffer segment");
+        assert_eq!(
+            rvgpu_simos::vidmm::dmapool::verify_segment_set(&model, set),
+            Ok(()),
+            "the DMA pools accept segment set {set:#x}"
+        );
+    }
+}
+
 #[test]
 fn br_68_gpummu_caps_are_required_and_checked() {
     REFUSE_TYPE.set(Some(rvgpu_ddi::adapter::DXGKQAITYPE_GPUMMUCAPS));
@@ -826,7 +972,7 @@ fn br_20_isr_before_start_device_claims_nothing() {
 // ---------------------------------------------------------------------------------------------
 // BR-66: the system device and contexts (VidSchCreateSystemDevices).
 
-static REAL_CREATE_CONTEXT: std::sync::OnceLock<rvgpu_ddi::init::PDXGKDDI_CREATECONTEXT> =
+static REAL_CREATE_CONTEXT: std::sync::OnceLock<rvgpu_ddi::submission::PDXGKDDI_CREATECONTEXT> =
     std::sync::OnceLock::new();
 static REAL_SUBMIT: std::sync::OnceLock<rvgpu_ddi::init::PDXGKDDI_SUBMITCOMMAND> =
     std::sync::OnceLock::new();

@@ -174,8 +174,18 @@ pub fn create_context<P: Platform>(
         )?;
         drop(s);
         args.hContext = h.as_handle();
+        // DMA buffers Dxgkrnl allocates for the context (its privileged pool: the session's CDD
+        // contexts, and every context without GPU VA) come from the aperture segment. With no
+        // segment a GPU-VA context's pool is contiguous memory VidMm cannot map, and Windows
+        // bug-checks (docs/windows-bringup.md BR-65, BR-67).
+        let dma_segments = if crate::gpummu::supported(live) {
+            1 << (crate::gpummu::SEGMENT_APERTURE - 1)
+        } else {
+            0
+        };
         args.ContextInfo = DXGK_CONTEXTINFO {
             DmaBufferSize: LEGACY_DMA_BUFFER_SIZE,
+            DmaBufferSegmentSet: dma_segments,
             ..Default::default()
         };
         Ok(())

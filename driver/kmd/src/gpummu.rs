@@ -9,8 +9,9 @@
 //!
 //! Choices (docs/memory.md "What the OS is told"):
 //! - Segment 1 is an aperture segment over system memory (its offsets are bus addresses):
-//!   paging and user allocations that the CPU maps live there. Windows wants the first
-//!   segment able to hold paging buffers (docs/windows-bringup.md BR-65).
+//!   paging and user allocations that the CPU maps live there. VidMm's DMA pools accept
+//!   only aperture segments, so contexts name this one for their DMA buffers
+//!   (docs/windows-bringup.md BR-65, BR-67).
 //! - Segment 2 is local memory (VRAM) as far as BAR4 reaches (`VRAM_VISIBLE`), CPU-visible;
 //!   the rest of VRAM, if any, is segment 3, GPU-only.
 //! - In `DXGK_PTE`, segment 0 means system memory (Microsoft's DXGK_PTE page); the aperture's

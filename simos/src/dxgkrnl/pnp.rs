@@ -380,6 +380,11 @@ impl Machine {
                 return Err(e);
             }
         }
+        // BR-65(b) ([D] VidMmInitializePagingProcess → InitDmaPools): the paging DMA pool,
+        // after the system devices and before the paging fences and VA space.
+        if let Err(v) = crate::vidmm::dmapool::init_paging_pool(&a) {
+            return self.refuse(&a, &t, v);
+        }
         if let Err(e) = self.vidmm_init_paging_process(&a) {
             return self.paging_process_failed(&a, &t, e);
         }

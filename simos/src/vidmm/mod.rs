@@ -8,6 +8,7 @@
 pub mod allocation;
 pub mod contiguous;
 pub mod dmabuf;
+pub mod dmapool;
 pub mod gpuva;
 pub mod mmu;
 pub mod model;

@@ -228,6 +228,18 @@ pub(crate) fn query(
             )));
         }
     }
+    // BR-65(a) ([D] `VIDMM_GLOBAL::Init`, inside VidMmiInit): the paging buffers' segment is 0
+    // (system memory) or one of the reported segments; otherwise no VidMm (NO_MEMORY).
+    if out.PagingBufferSegmentId > n {
+        return Ok(Err(violation(
+            "BR-65",
+            STATUS_NO_MEMORY,
+            format!(
+                "PagingBufferSegmentId {} names no segment ({n} reported)",
+                out.PagingBufferSegmentId
+            ),
+        )));
+    }
     let mut model = MemoryModel {
         segments,
         paging_buffer_segment: out.PagingBufferSegmentId,

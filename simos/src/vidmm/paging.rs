@@ -15,10 +15,6 @@ use crate::machine::Machine;
 use crate::ums::{KmtHandle, UmsProcess};
 use crate::vidsch::legacy::{new_packet, submit_new};
 
-/// Paging buffer size VidMm hands to `DxgkDdiBuildPagingBuffer` (one pass; a multipass build
-/// submits each pass as its own paging buffer).
-pub const PAGING_BUFFER_BYTES: u32 = 4096;
-
 impl Machine {
     /// VidMm pages in `bytes` at `gpu_va` of an allocation of process `p`: a FILL with
     /// `pattern` built by `DxgkDdiBuildPagingBuffer` and submitted with `Flags.Paging` on the
@@ -118,17 +114,23 @@ impl Machine {
             .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
         let mut ids = Vec::new();
         let mut multipass = 0u32;
+        // Each pass is one buffer of the paging pool, of the driver's PagingBufferSize
+        // (BR-65, `vidmm::dmapool`); a multipass build submits each pass on its own.
+        let bytes = crate::vidmm::dmapool::paging_buffer_bytes(a);
+        // The driver's paging context: the paging node's system context ([D]
+        // VIDMM_GLOBAL::SetupForBuildPagingBuffer, VidSchGetDriverPagingContext).
+        let system = crate::vidsch::system::context(a, node);
         for _pass in 0..4096 {
-            let mut buf = vec![0u64; (PAGING_BUFFER_BYTES / 8) as usize];
+            let mut buf = vec![0u64; bytes.div_ceil(8) as usize];
             let mut args = DXGKARG_BUILDPAGINGBUFFER {
                 pDmaBuffer: buf.as_mut_ptr().cast(),
-                DmaSize: PAGING_BUFFER_BYTES,
+                DmaSize: bytes,
                 pDmaBufferPrivateData: std::ptr::null_mut(),
                 DmaBufferPrivateDataSize: 0,
                 Operation: operation,
                 MultipassOffset: multipass,
                 Anonymous: *op,
-                hSystemContext: std::ptr::null_mut(),
+                hSystemContext: system as HANDLE,
                 DmaBufferGpuVirtualAddress: 0,
                 DmaBufferWriteOffset: 0,
             };
@@ -152,13 +154,12 @@ impl Machine {
             if written > buf.len() {
                 let msg = format!(
                     "driver bug: DxgkDdiBuildPagingBuffer wrote {} bytes into a {} byte buffer",
-                    args.DmaBufferWriteOffset, PAGING_BUFFER_BYTES
+                    args.DmaBufferWriteOffset, bytes
                 );
                 a.state.raise_sim_error(msg.clone());
                 return Err(SimError::Simulation(msg));
             }
             if written > 0 {
-                let system = crate::vidsch::system::context(a, node);
                 let pk = new_packet(a, &buf[..written], true, None, system, owners.clone())?;
                 ids.push(submit_new(self, a, node, pk)?);
             }
