@@ -1880,3 +1880,64 @@ fn br_45_multi_plane_overlay_needs_planes_and_direct_flip() {
         "{r:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// BR-91: D3DKMTCreateDevice's status allow-list.
+
+static BR91_REAL_CREATE_DEVICE: std::sync::OnceLock<rvgpu_ddi::submission::PDXGKDDI_CREATEDEVICE> =
+    std::sync::OnceLock::new();
+
+thread_local! {
+    /// The status the next non-system CreateDevice returns instead of calling rvgpu.
+    static BR91_STATUS: Cell<Option<NTSTATUS>> = const { Cell::new(None) };
+}
+
+unsafe extern "system" fn br91_create_device(
+    h: HANDLE,
+    args: *mut rvgpu_ddi::submission::DXGKARG_CREATEDEVICE,
+) -> NTSTATUS {
+    // SAFETY: the OS's argument block; the OS fills the flags arm of the union.
+    let system = unsafe { (*args).Anonymous.Flags }
+        .is_set(rvgpu_ddi::submission::DXGK_CREATEDEVICEFLAGS::SystemDevice);
+    if let (false, Some(s)) = (system, BR91_STATUS.get()) {
+        return s;
+    }
+    let real = BR91_REAL_CREATE_DEVICE
+        .get()
+        .copied()
+        .flatten()
+        .expect("real DDI");
+    // SAFETY: forwarded unchanged.
+    unsafe { real(h, args) }
+}
+
+/// BR-91: a CreateDevice failure other than NO_MEMORY is "an invalid NTSTATUS code" in the
+/// triage log ([D] ADAPTER_RENDER::DdiCreateDevice); either way the caller gets the status.
+#[test]
+fn br_91_create_device_status_outside_the_allow_list_is_logged() {
+    let (m, r) = start_with(no_edit, |t| {
+        let _ = BR91_REAL_CREATE_DEVICE.set(t.DxgkDdiCreateDevice);
+        t.DxgkDdiCreateDevice = Some(br91_create_device);
+    });
+    r.expect("start");
+    BR91_STATUS.set(Some(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY));
+    let e = m.create_process(0).map(|_| ()).expect_err("refused");
+    assert_eq!(
+        e,
+        SimError::DdiFailed(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY)
+    );
+    assert!(m.triage_log(0).is_empty(), "NO_MEMORY is allowed");
+    BR91_STATUS.set(Some(STATUS_INVALID_PARAMETER));
+    let e = m.create_process(0).map(|_| ()).expect_err("refused");
+    BR91_STATUS.set(None);
+    assert_eq!(e, SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    let log = m.triage_log(0);
+    assert!(
+        log.iter().any(|l| l.starts_with("BR-91:")),
+        "triage log {log:?}"
+    );
+    // rvgpu's own CreateDevice succeeds and adds nothing.
+    let before = m.triage_log(0).len();
+    m.create_process(0).expect("process");
+    assert_eq!(m.triage_log(0).len(), before);
+}

@@ -230,6 +230,14 @@ impl Machine {
                 unsafe { f(ctx, &mut args) }
             },
         )?;
+        // BR-91 ([D] ADAPTER_RENDER::DdiCreateDevice): anything but SUCCESS or NO_MEMORY is
+        // "an invalid NTSTATUS code" in the triage log; the status still goes to the caller.
+        if status != 0 && status != STATUS_NO_MEMORY {
+            lock(&a.triage).push(format!(
+                "BR-91: DxgkDdiCreateDevice: Driver returned an invalid NTSTATUS code: {:#x}",
+                status as u32
+            ));
+        }
         if let Err(e) = check_status(status) {
             let _ = self.vidmm_destroy_process(&a, pid);
             return Err(e);
