@@ -99,8 +99,8 @@ mod tests {
             Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 { pMdl: mdl },
         };
         // SAFETY: both arms are 8 bytes of plain data.
-        let raw = unsafe { side.Anonymous.SegmentAddress.QuadPart };
-        assert_eq!(raw, 0x1234_5670);
+        let raw = unsafe { side.Anonymous.SegmentAddress };
+        assert_eq!(raw.get(), 0x1234_5670);
         // SAFETY: as above.
         assert_eq!(unsafe { side.Anonymous.pMdl }, mdl);
     }
