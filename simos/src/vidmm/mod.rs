@@ -9,6 +9,7 @@ pub mod allocation;
 pub mod contiguous;
 pub mod dmabuf;
 pub mod gpuva;
+pub mod mdl;
 pub mod mmu;
 pub mod model;
 pub mod paging;
