@@ -61,7 +61,7 @@ fn place(m: &Machine, a: &MappedGpu) -> Place {
 
 /// What page `i` holds: different on every page, so a page moved to the wrong place shows.
 fn page_pattern(i: u64) -> u64 {
-    0xA11C_0000_0000_0000 | (i + 1) * 0x1_0001
+    0xA11C_0000_0000_0000 | ((i + 1) * 0x1_0001)
 }
 
 /// The GPU writes [`page_pattern`] into every page of `a`.

@@ -5,7 +5,7 @@
 //! Page numbers are bus addresses / 4096: the simulated platform has no DMA remapping, so the
 //! physical page the memory manager would list is the page the device reaches.
 
-use rvgpu_ddi::mdl::{MDL, MDL_PAGES_LOCKED, MDL_PFN_ARRAY_OFFSET, PFN_NUMBER, PMDL};
+use rvgpu_ddi::mdl::{MDL, MDL_PAGES_LOCKED, MDL_PFN_ARRAY_OFFSET, PMDL};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
@@ -29,7 +29,7 @@ impl Mdl {
             return None;
         }
         let bytes = u32::try_from(pages.len() as u64 * PAGE).ok()?;
-        let size = MDL_PFN_ARRAY_OFFSET + pages.len() * core::mem::size_of::<PFN_NUMBER>();
+        let size = MDL_PFN_ARRAY_OFFSET + std::mem::size_of_val(pages);
         let pfns: Vec<u64> = pages.iter().map(|p| p / PAGE).collect();
         Some(Self::raw(&pfns, i16::try_from(size).ok()?, bytes, 0))
     }

@@ -14,6 +14,9 @@
 //!   `D3DKMTEvict` takes one ("Residency overview": the counts must balance). At zero the
 //!   allocation may be evicted once the work queued before the Evict has finished (the UMD
 //!   promises no new use, not that old work is done).
+//! - **Backing store.** What may go to VRAM has one of its own: scattered system pages that
+//!   transfers name by MDL (`SegmentId` 0, [`crate::vidmm::mdl`]; docs/memory.md "System
+//!   memory and MDLs"). What the CPU maps is its own backing store and never moves.
 //! - **Eviction** of a local allocation, in the order of `VIDMM_MEMORY_SEGMENT::EvictResource`:
 //!   TRANSFER from VRAM to the backing store (skipped for `NotWrittenTo`), UPDATEPAGETABLE
 //!   that invalidates its pages, FLUSHTLB. The VA stays reserved: a GPU access meanwhile page
