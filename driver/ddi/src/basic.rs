@@ -211,17 +211,8 @@ pub struct DEVICE_OBJECT {
 /// `PDEVICE_OBJECT`.
 pub type PDEVICE_OBJECT = *mut DEVICE_OBJECT;
 
-/// `MDL`: a memory descriptor list; opaque here (the driver reads it only through kernel
-/// routines such as `MmGetMdlPfnArray`).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_mdl>
-#[repr(C)]
-#[derive(Debug)]
-pub struct MDL {
-    _opaque: [u8; 0],
-}
-/// `PMDL`.
-pub type PMDL = *mut MDL;
+/// `MDL` and `PMDL`: the memory descriptor list header (its layout is in [`crate::mdl`]).
+pub use crate::mdl::{MDL, PMDL};
 
 /// `DRIVER_OBJECT`: opaque here (passed to `DxgkInitialize`).
 ///

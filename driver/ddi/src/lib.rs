@@ -39,6 +39,7 @@ pub mod fence;
 pub mod hws;
 pub mod init;
 pub mod interrupt;
+pub mod mdl;
 pub mod memory;
 pub mod ntstatus;
 pub mod power;

@@ -75,14 +75,25 @@ pub(crate) fn paging_operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> PagingOperat
     }
 }
 
-/// The segment address of one side of a transfer, if it is a segment (`SegmentId != 0`); an
-/// MDL side (system memory) is `None`.
-pub(crate) fn segment_address(side: &DXGKARG_BUILDPAGINGBUFFER_Transfer_Source) -> Option<i64> {
+/// One side of a transfer: a segment location or system memory described by an MDL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TransferSide {
+    /// `SegmentId` (non-zero) and `SegmentAddress`.
+    Segment(u32, i64),
+    /// `SegmentId` 0: `pMdl`.
+    Mdl(rvgpu_ddi::PMDL),
+}
+
+/// Which arm of a transfer side's union is live: `SegmentId` 0 means `pMdl`, anything else
+/// `SegmentAddress` (DXGKARG_BUILDPAGINGBUFFER page, `Transfer.Source.SegmentId`).
+pub(crate) fn transfer_side(side: &DXGKARG_BUILDPAGINGBUFFER_Transfer_Source) -> TransferSide {
     if side.SegmentId == 0 {
-        return None;
+        // SAFETY: with SegmentId 0 the union holds pMdl (the page); both arms are 8 bytes of
+        // plain data, so the read is defined whatever VidMm wrote.
+        return TransferSide::Mdl(unsafe { side.Anonymous.pMdl });
     }
     // SAFETY: with a non-zero SegmentId the union holds SegmentAddress (the page); both arms
     // are 8 bytes of plain data.
     let a = unsafe { side.Anonymous.SegmentAddress };
-    Some(quad(&a))
+    TransferSide::Segment(side.SegmentId, quad(&a))
 }

@@ -36,6 +36,7 @@ mod hws;
 mod interrupt;
 mod kmem;
 mod log;
+mod mdl;
 mod mmio;
 mod node;
 mod pagetable;

@@ -2,17 +2,19 @@
 //! node ring executes, written into the OS's paging buffer as device packets.
 //!
 //! - `DXGK_OPERATION_FILL` → `FILL` packets (the 32-bit pattern repeated to 64 bits);
-//! - `DXGK_OPERATION_TRANSFER` between two segment locations → `COPY` packets;
+//! - `DXGK_OPERATION_TRANSFER` between segment locations and system memory an MDL describes
+//!   (`SegmentId` 0, [`crate::mdl`]) → `COPY` packets;
 //!
-//! each packet at most [`MAX_TRANSFER`] bytes. Paging buffers run in the system space, which is
-//! identity (hardware.md §12.2): an aperture address is the bus address, a local segment's
-//! address is a VRAM offset the device sees at `VRAM_BASE` + offset (residency moves
-//! allocations between the two, issue 15). Everything else (MDL-backed transfers, swizzling,
-//! discard, aperture mapping, page tables …) is refused with `STATUS_NOT_SUPPORTED` until
-//! the driver reports segments that need them.
+//! each packet at most [`MAX_TRANSFER`] bytes and never across a physical discontinuity of an
+//! MDL side (one packet per run of consecutive page numbers). Paging buffers run in the system
+//! space, which is identity (hardware.md §12.2): an aperture address is the bus address, an
+//! MDL page is the bus address `PFN × 4096`, a local segment's address is a VRAM offset the
+//! device sees at `VRAM_BASE` + offset (residency moves allocations between the two, issue 15).
+//! Everything else (swizzling, discard, aperture mapping …) is refused with
+//! `STATUS_NOT_SUPPORTED` until the driver reports segments that need them.
 //!
 //! Multipass: when the paging buffer cannot hold the whole operation, the packets that fit are
-//! written, `MultipassOffset` records how many chunks are done, and the DDI returns
+//! written, `MultipassOffset` records how many packets are done, and the DDI returns
 //! `STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER`; the OS submits the buffer and calls again with a
 //! new one and the same `MultipassOffset` (the page's contract).
 //!
@@ -32,27 +34,52 @@ use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{Command, MAX_TRANSFER};
 
 use crate::adapter::Adapter;
-use crate::args::PagingOperation;
+use crate::args::{PagingOperation, TransferSide};
+use crate::mdl::{MdlPages, Pages};
 use crate::platform::Platform;
 use crate::status::{self, Status};
 
 /// Words of one COPY / FILL packet.
 const PACKET_WORDS: usize = 4;
 
+/// Where one side of a paging operation is, as the device reaches it from the paging buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loc<'a> {
+    /// Contiguous from this device address (a segment location).
+    Linear(GpuVa),
+    /// System memory page by page (an MDL side, [`crate::mdl`]).
+    Pages(Pages<'a>),
+}
+
+impl Loc<'_> {
+    /// The device address of byte `pos` and how many bytes from there are contiguous, at
+    /// most `want`.
+    fn at(&self, pos: u64, want: u64) -> Option<(u64, u64)> {
+        match self {
+            Loc::Linear(base) => Some((base.checked_add(pos)?.get(), want)),
+            Loc::Pages(p) => p.at(pos, want),
+        }
+    }
+}
+
 /// One paging operation, reduced to what the device does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
+pub enum Op<'a> {
     /// Fill `bytes` at `dst` with the 64-bit `pattern`.
     Fill {
-        dst: GpuVa,
+        dst: Loc<'a>,
         bytes: u64,
         pattern: u64,
     },
     /// Copy `bytes` from `src` to `dst`.
-    Copy { src: GpuVa, dst: GpuVa, bytes: u64 },
+    Copy {
+        src: Loc<'a>,
+        dst: Loc<'a>,
+        bytes: u64,
+    },
 }
 
-impl Op {
+impl Op<'_> {
     /// Total bytes.
     fn bytes(&self) -> u64 {
         match *self {
@@ -60,67 +87,120 @@ impl Op {
         }
     }
 
-    /// Number of packets (chunks of at most [`MAX_TRANSFER`] bytes).
-    pub fn chunks(&self) -> u64 {
-        self.bytes().div_ceil(MAX_TRANSFER)
-    }
-
-    /// The packet for chunk `i`.
-    fn packet(&self, i: u64) -> Option<Command> {
-        let off = i.checked_mul(MAX_TRANSFER)?;
-        let len = self.bytes().checked_sub(off)?.min(MAX_TRANSFER);
-        if len == 0 {
-            return None;
+    /// The packet that starts at byte `pos` and its length: at most [`MAX_TRANSFER`] bytes,
+    /// and never across a physical discontinuity of either side. `None` at the end or when
+    /// a side has no address for `pos`.
+    fn packet_at(&self, pos: u64) -> Option<(Command, u64)> {
+        let left = self.bytes().checked_sub(pos).filter(|&n| n > 0)?;
+        let want = left.min(MAX_TRANSFER);
+        match *self {
+            Op::Fill { dst, pattern, .. } => {
+                let (d, n) = dst.at(pos, want)?;
+                Some((
+                    Command::Fill {
+                        dst: d,
+                        bytes: n,
+                        pattern,
+                    },
+                    n,
+                ))
+            }
+            Op::Copy { src, dst, .. } => {
+                let (s, n) = src.at(pos, want)?;
+                let (d, n) = dst.at(pos, n)?;
+                Some((
+                    Command::Copy {
+                        src: s,
+                        dst: d,
+                        bytes: n,
+                    },
+                    n,
+                ))
+            }
         }
-        Some(match *self {
-            Op::Fill { dst, pattern, .. } => Command::Fill {
-                dst: dst.checked_add(off)?.get(),
-                bytes: len,
-                pattern,
-            },
-            Op::Copy { src, dst, .. } => Command::Copy {
-                src: src.checked_add(off)?.get(),
-                dst: dst.checked_add(off)?.get(),
-                bytes: len,
-            },
-        })
     }
 
-    /// Checks what the device checks: 8-aligned addresses and sizes, no wrap, not empty.
+    /// The packets in order; an item is `None` where a side has no address (the operation
+    /// is then invalid, [`Op::validate`]).
+    fn packets(&self) -> Packets<'_, '_> {
+        Packets {
+            op: self,
+            pos: 0,
+            done: false,
+        }
+    }
+
+    /// Number of packets (the unit of `MultipassOffset`).
+    pub fn chunks(&self) -> u64 {
+        self.packets().fold(0u64, |n, _| n.saturating_add(1))
+    }
+
+    /// Checks what the device checks, packet by packet: 8-aligned addresses and sizes, no
+    /// wrap, no null address, not empty.
     fn validate(&self) -> Result<(), Status> {
         let a = rvgpu_hw::addr::ACCESS_ALIGN;
-        let ok = |addr: GpuVa, bytes: u64| {
-            !addr.is_null() && addr.is_aligned(a) && addr.checked_add(bytes).is_some()
-        };
         let bytes = self.bytes();
         if bytes == 0 || !bytes.is_multiple_of(a) {
             return Err(status::INVALID_PARAMETER);
         }
-        let good = match *self {
-            Op::Fill { dst, .. } => ok(dst, bytes),
-            Op::Copy { src, dst, .. } => ok(src, bytes) && ok(dst, bytes),
+        let ok = |addr: u64, n: u64| {
+            addr != 0 && addr.is_multiple_of(a) && addr.checked_add(n).is_some()
         };
-        if good {
-            Ok(())
-        } else {
-            Err(status::INVALID_PARAMETER)
+        for p in self.packets() {
+            let good = match p {
+                Some(Command::Fill { dst, bytes, .. }) => ok(dst, bytes),
+                Some(Command::Copy { src, dst, bytes }) => ok(src, bytes) && ok(dst, bytes),
+                _ => false,
+            };
+            if !good {
+                return Err(status::INVALID_PARAMETER);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Iterator of [`Op::packets`].
+struct Packets<'o, 'a> {
+    op: &'o Op<'a>,
+    pos: u64,
+    done: bool,
+}
+
+impl Iterator for Packets<'_, '_> {
+    type Item = Option<Command>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done || self.pos >= self.op.bytes() {
+            return None;
+        }
+        match self.op.packet_at(self.pos) {
+            Some((c, n)) if n > 0 => {
+                self.pos = self.pos.saturating_add(n);
+                Some(Some(c))
+            }
+            _ => {
+                self.done = true;
+                Some(None)
+            }
         }
     }
 }
 
 /// Writes the packets of `op` from chunk `first` on into `out` while they fit. Returns
 /// `(words written, next chunk)`; the operation is complete when next chunk = `op.chunks()`.
-pub fn encode(op: &Op, first: u64, out: &mut [u64]) -> (usize, u64) {
+pub fn encode(op: &Op<'_>, first: u64, out: &mut [u64]) -> (usize, u64) {
     let mut n = 0usize;
     let mut i = first;
-    while i < op.chunks() {
+    let skip = usize::try_from(first).unwrap_or(usize::MAX);
+    for p in op.packets().skip(skip) {
         let Some(slot) = n
             .checked_add(PACKET_WORDS)
             .and_then(|end| out.get_mut(n..end))
         else {
             break;
         };
-        let Some(w) = op.packet(i).and_then(|p| p.encode(slot)) else {
+        let Some(w) = p.and_then(|p| p.encode(slot)) else {
             break;
         };
         n = n.saturating_add(w);
@@ -157,14 +237,28 @@ fn segment_device_address<P: Platform>(
         .ok_or(bad)
 }
 
-/// Reads the operation out of the argument (only Fill and segment-to-segment Transfer).
-fn operation<P: Platform>(
+/// Reads the operation out of the argument: a FILL of a segment location, or a TRANSFER whose
+/// sides are segment locations or MDLs.
+///
+/// - `TransferOffset` moves segment sides only ("applied only to a location that a segment
+///   location describes ... does not apply to an MDL", DXGKARG_BUILDPAGINGBUFFER page); it is
+///   the same on every pass.
+/// - An MDL side starts `MdlOffset` pages into the MDL's buffer
+///   (`MmGetMdlPfnArray(pMdl)[MdlOffset]` is its first page, same page) and must end inside
+///   the MDL's `ByteCount`.
+/// - FILL has no MDL arm in d3dkmddi.h (`Fill.Destination` is `SegmentId` +
+///   `SegmentAddress` only), so a FILL with `SegmentId` 0 names no memory and is refused as
+///   any unknown segment is.
+/// - Both sides MDLs (system memory to system memory) is not something VidMm asks of the
+///   GPU here (UNVERIFIED): `STATUS_NOT_SUPPORTED`.
+fn operation<'a, P: Platform>(
     live: &crate::adapter::Live<P>,
-    args: &DXGKARG_BUILDPAGINGBUFFER,
-) -> Result<Op, NTSTATUS> {
+    args: &'a DXGKARG_BUILDPAGINGBUFFER,
+) -> Result<Op<'a>, NTSTATUS> {
+    let bad = status::INVALID_PARAMETER.code();
     match crate::args::paging_operation(args) {
         PagingOperation::Fill(f) => {
-            let bytes = u64::try_from(f.FillSize).map_err(|_| status::INVALID_PARAMETER.code())?;
+            let bytes = u64::try_from(f.FillSize).map_err(|_| bad)?;
             let dst = segment_device_address(
                 live,
                 f.Destination.SegmentId,
@@ -173,7 +267,7 @@ fn operation<P: Platform>(
             )?;
             let p = u64::from(f.FillPattern);
             Ok(Op::Fill {
-                dst,
+                dst: Loc::Linear(dst),
                 bytes,
                 pattern: (p << 32) | p,
             })
@@ -186,24 +280,35 @@ fn operation<P: Platform>(
             {
                 return Err(STATUS_NOT_SUPPORTED);
             }
-            // An MDL side (system memory) needs the MDL's page list: not in v1.
-            let (Some(src), Some(dst)) = (
-                crate::args::segment_address(&t.Source),
-                crate::args::segment_address(&t.Destination),
-            ) else {
-                return Err(STATUS_NOT_SUPPORTED);
-            };
-            let bad = status::INVALID_PARAMETER.code();
             let bytes = u64::try_from(t.TransferSize).map_err(|_| bad)?;
-            // TransferOffset is the offset of this pass in the allocation: both sides move by
-            // it before the range is checked against its segment.
+            let src = crate::args::transfer_side(&t.Source);
+            let dst = crate::args::transfer_side(&t.Destination);
+            if matches!((src, dst), (TransferSide::Mdl(_), TransferSide::Mdl(_))) {
+                return Err(STATUS_NOT_SUPPORTED);
+            }
             let off = i64::from(t.TransferOffset);
-            let at = |id: u32, a: i64| {
-                segment_device_address(live, id, a.checked_add(off).ok_or(bad)?, bytes)
+            let at = |side: TransferSide| -> Result<Loc<'a>, NTSTATUS> {
+                match side {
+                    TransferSide::Segment(id, a) => {
+                        let a = a.checked_add(off).ok_or(bad)?;
+                        segment_device_address(live, id, a, bytes).map(Loc::Linear)
+                    }
+                    TransferSide::Mdl(mdl) => {
+                        // SAFETY: VidMm passes an MDL it built for this operation (the
+                        // page: "a pointer to a buffer that contains the MDL"); it stays
+                        // valid and unchanged until the call returns, and `MdlPages::read`
+                        // reads only the header and the array its `Size` declares.
+                        let pages = unsafe { MdlPages::read(mdl) }.map_err(|e| e.code())?;
+                        pages
+                            .range(t.MdlOffset, bytes)
+                            .map(Loc::Pages)
+                            .map_err(|e| e.code())
+                    }
+                }
             };
             Ok(Op::Copy {
-                src: at(t.Source.SegmentId, src)?,
-                dst: at(t.Destination.SegmentId, dst)?,
+                src: at(src)?,
+                dst: at(dst)?,
                 bytes,
             })
         }
@@ -228,7 +333,9 @@ pub fn build_paging_buffer<P: Platform>(
         | PagingOperation::CopyPageTableEntries(_) => return build_gpummu(a, live, args),
         _ => {}
     }
-    let op = match operation(live, args) {
+    // The operation borrows what the OS passed; `args` itself is updated below.
+    let input = *args;
+    let op = match operation(live, &input) {
         Ok(op) => op,
         Err(e) => return e,
     };
@@ -324,7 +431,7 @@ mod tests {
     #[test]
     fn tdr_03_fill_is_fill_packets() {
         let op = Op::Fill {
-            dst: GpuVa::new(0x10_0000),
+            dst: Loc::Linear(GpuVa::new(0x10_0000)),
             bytes: 4096,
             pattern: 0xABCD_0123_ABCD_0123,
         };
@@ -344,8 +451,8 @@ mod tests {
     #[test]
     fn tdr_03_transfer_splits_at_max_transfer() {
         let op = Op::Copy {
-            src: GpuVa::new(0x1000),
-            dst: GpuVa::new(0x8000_0000),
+            src: Loc::Linear(GpuVa::new(0x1000)),
+            dst: Loc::Linear(GpuVa::new(0x8000_0000)),
             bytes: 2 * MAX_TRANSFER + 64,
         };
         assert_eq!(op.chunks(), 3);
@@ -378,7 +485,7 @@ mod tests {
     #[test]
     fn tdr_03_multipass_resumes_where_it_stopped() {
         let op = Op::Fill {
-            dst: GpuVa::new(0x10_0000),
+            dst: Loc::Linear(GpuVa::new(0x10_0000)),
             bytes: 3 * MAX_TRANSFER,
             pattern: 7,
         };
@@ -402,32 +509,158 @@ mod tests {
         assert_eq!(encode(&op, 0, &mut []), (0, 0), "no room");
     }
 
+    const PAGE: u64 = 4096;
+
+    /// Every packet of `op`, encoded and decoded, in one pass.
+    fn all(op: &Op<'_>) -> Vec<Command> {
+        let mut w = vec![0u64; 4 * 64];
+        let (n, next) = encode(op, 0, &mut w);
+        assert_eq!(next, op.chunks());
+        packets(&w[..n])
+    }
+
+    /// Issue 12: a TRANSFER from an MDL reads the MDL's pages where they are: one packet per
+    /// physically contiguous run, starting MdlOffset pages in, never assuming page i + 1
+    /// follows page i.
+    #[test]
+    fn issue_12_transfer_from_mdl_follows_discontiguous_pages() {
+        // Buffer pages: 0x900, 0x300, 0x301, 0x100, 0x700. MdlOffset 1 skips the first.
+        let pfns = [0x900u64, 0x300, 0x301, 0x100, 0x700];
+        let mdl = crate::mdl::MdlPages::new(&pfns, 0, 5 * 4096).unwrap();
+        let src = Loc::Pages(mdl.range(1, 3 * PAGE + 64).unwrap());
+        let op = Op::Copy {
+            src,
+            dst: Loc::Linear(GpuVa::new(0x8000_0000)),
+            bytes: 3 * PAGE + 64,
+        };
+        op.validate().unwrap();
+        assert_eq!(
+            all(&op),
+            vec![
+                Command::Copy {
+                    src: 0x30_0000,
+                    dst: 0x8000_0000,
+                    bytes: 2 * PAGE
+                },
+                Command::Copy {
+                    src: 0x10_0000,
+                    dst: 0x8000_0000 + 2 * PAGE,
+                    bytes: PAGE
+                },
+                Command::Copy {
+                    src: 0x70_0000,
+                    dst: 0x8000_0000 + 3 * PAGE,
+                    bytes: 64
+                },
+            ]
+        );
+    }
+
+    /// Issue 12: a TRANSFER to an MDL writes each run to its own page; a run on the segment
+    /// side longer than a page is still split where the MDL's pages are.
+    #[test]
+    fn issue_12_transfer_to_mdl_splits_at_every_discontinuity() {
+        let pfns = [0x500u64, 0x200, 0x201, 0x202];
+        let mdl = crate::mdl::MdlPages::new(&pfns, 0, 4 * 4096).unwrap();
+        let op = Op::Copy {
+            src: Loc::Linear(GpuVa::new(0x8000_1000)),
+            dst: Loc::Pages(mdl.range(0, 4 * PAGE).unwrap()),
+            bytes: 4 * PAGE,
+        };
+        assert_eq!(
+            all(&op),
+            vec![
+                Command::Copy {
+                    src: 0x8000_1000,
+                    dst: 0x50_0000,
+                    bytes: PAGE
+                },
+                Command::Copy {
+                    src: 0x8000_1000 + PAGE,
+                    dst: 0x20_0000,
+                    bytes: 3 * PAGE
+                },
+            ]
+        );
+    }
+
+    /// Issue 12, multipass: with room for one packet per paging buffer, an MDL transfer is
+    /// built one run per call, resuming at the run MultipassOffset names, and the passes
+    /// together are exactly the one-pass packets.
+    #[test]
+    fn issue_12_mdl_transfer_multipass_resumes_at_the_next_run() {
+        let pfns = [0x40u64, 0x10, 0x30, 0x20];
+        let mdl = crate::mdl::MdlPages::new(&pfns, 0, 4 * 4096).unwrap();
+        let op = Op::Copy {
+            src: Loc::Pages(mdl.range(0, 4 * PAGE).unwrap()),
+            dst: Loc::Linear(GpuVa::new(0x8000_0000)),
+            bytes: 4 * PAGE,
+        };
+        assert_eq!(op.chunks(), 4);
+        let mut passes = Vec::new();
+        let mut next = 0;
+        let mut w = [0u64; 6];
+        while next < op.chunks() {
+            let (n, after) = encode(&op, next, &mut w);
+            assert_eq!((n, after), (4, next + 1), "one packet per pass");
+            passes.extend(packets(&w[..n]));
+            next = after;
+        }
+        assert_eq!(passes, all(&op));
+    }
+
+    /// Issue 12: an MDL range that starts at an unaligned byte is refused, as the device
+    /// would refuse the packet.
+    #[test]
+    fn issue_12_mdl_transfer_validates_every_packet() {
+        let pfns = [0x40u64, 0x10];
+        let mdl = crate::mdl::MdlPages::new(&pfns, 4, 2 * 4096 - 4).unwrap();
+        let op = Op::Copy {
+            src: Loc::Pages(mdl.range(0, 8).unwrap()),
+            dst: Loc::Linear(GpuVa::new(0x8000_0000)),
+            bytes: 8,
+        };
+        assert_eq!(op.validate(), Err(status::INVALID_PARAMETER));
+        let zero = [0u64];
+        let mdl = crate::mdl::MdlPages::new(&zero, 0, 4096).unwrap();
+        let op = Op::Copy {
+            src: Loc::Pages(mdl.range(0, 8).unwrap()),
+            dst: Loc::Linear(GpuVa::new(0x8000_0000)),
+            bytes: 8,
+        };
+        assert_eq!(
+            op.validate(),
+            Err(status::INVALID_PARAMETER),
+            "page 0 is a null address"
+        );
+    }
+
     #[test]
     fn malformed_operations_are_refused() {
         let bad = [
             Op::Fill {
-                dst: GpuVa::new(0x1000),
+                dst: Loc::Linear(GpuVa::new(0x1000)),
                 bytes: 12,
                 pattern: 0,
             },
             Op::Fill {
-                dst: GpuVa::new(0x1004),
+                dst: Loc::Linear(GpuVa::new(0x1004)),
                 bytes: 8,
                 pattern: 0,
             },
             Op::Fill {
-                dst: GpuVa::new(0),
+                dst: Loc::Linear(GpuVa::new(0)),
                 bytes: 8,
                 pattern: 0,
             },
             Op::Fill {
-                dst: GpuVa::new(0x1000),
+                dst: Loc::Linear(GpuVa::new(0x1000)),
                 bytes: 0,
                 pattern: 0,
             },
             Op::Copy {
-                src: GpuVa::new(u64::MAX - 7),
-                dst: GpuVa::new(0x1000),
+                src: Loc::Linear(GpuVa::new(u64::MAX - 7)),
+                dst: Loc::Linear(GpuVa::new(0x1000)),
                 bytes: 16,
             },
         ];

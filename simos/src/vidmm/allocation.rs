@@ -185,10 +185,29 @@ impl Machine {
                 let _ = destroy_kmd_allocation(a, kmd);
                 return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
             }
+            // What may go to VRAM gets a backing store of its own, scattered pages the
+            // driver is given by MDL; what the CPU maps is its own backing store.
+            let backing = if order.is_empty() {
+                crate::vidmm::residency::Backing::Own
+            } else {
+                match crate::vidmm::residency::backing_pages(a, pages) {
+                    Some(b) => b,
+                    None => {
+                        a.device.memory().free_system(alloc.bus_addr);
+                        let _ = destroy_kmd_allocation(a, kmd);
+                        return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
+                    }
+                }
+            };
             let va = match self.vidmm_reserve(a, pid, alloc.len) {
                 Ok(va) => va,
                 Err(e) => {
                     a.device.memory().free_system(alloc.bus_addr);
+                    if let crate::vidmm::residency::Backing::Pages(p) = backing {
+                        for page in p {
+                            a.device.memory().free_system(page.bus_addr);
+                        }
+                    }
                     let _ = destroy_kmd_allocation(a, kmd);
                     return Err(e);
                 }
@@ -202,6 +221,7 @@ impl Machine {
                 va,
                 pages,
                 alloc.bus_addr,
+                backing,
                 order,
                 aperture,
                 crate::vidmm::residency::Place::Evicted,

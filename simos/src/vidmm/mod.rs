@@ -3,13 +3,15 @@
 //! (allocations that doorbells reference), paging buffers (FILL, TRANSFER) on the
 //! kernel-mode path, the GpuMmu address spaces (`mmu`, `gpuva`) and the per-process arenas
 //! kernel-mode DMA buffers run from (`dmabuf`), and residency: allocations in VRAM, made
-//! resident and evicted through the driver's paging buffers (`residency`).
+//! resident and evicted through the driver's paging buffers (`residency`), with backing
+//! stores named to the driver by MDL (`mdl`).
 
 pub mod allocation;
 pub mod contiguous;
 pub mod dmabuf;
 pub mod dmapool;
 pub mod gpuva;
+pub mod mdl;
 pub mod mmu;
 pub mod model;
 pub mod paging;

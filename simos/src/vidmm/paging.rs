@@ -15,6 +15,15 @@ use crate::machine::Machine;
 use crate::ums::{KmtHandle, UmsProcess};
 use crate::vidsch::legacy::{new_packet, submit_new};
 
+/// One side of a TRANSFER that [`Machine::build_transfer`] builds.
+#[derive(Clone, Copy, Debug)]
+pub enum TransferSide<'a> {
+    /// A segment id and a segment address (`BaseAddress` + offset).
+    Segment(u32, u64),
+    /// System memory the MDL describes (`SegmentId` 0).
+    Mdl(&'a crate::vidmm::mdl::Mdl),
+}
+
 impl Machine {
     /// VidMm pages in `bytes` at `gpu_va` of an allocation of process `p`: a FILL with
     /// `pattern` built by `DxgkDdiBuildPagingBuffer` and submitted with `Flags.Paging` on the
@@ -51,50 +60,110 @@ impl Machine {
         Ok(ids)
     }
 
-    /// VidMm moves `bytes` from `src` to `dst` (segment to segment) for `owners`: a TRANSFER
-    /// built by `DxgkDdiBuildPagingBuffer`, submitted with `Flags.Paging` on the system
-    /// context of `node`.
-    pub fn page_transfer(
+    /// Builds (without submitting) one TRANSFER of `bytes` from `src` to `dst` with
+    /// `DxgkDdiBuildPagingBuffer` on adapter `i`, handing the driver paging buffers of
+    /// `dma_bytes` and calling again while it asks for more room, as VidMm does. Returns each
+    /// call's status and the words it wrote; stops after the first status that is neither
+    /// success nor `STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER` (tests of the driver's MDL
+    /// handling, issue 12).
+    #[allow(clippy::too_many_arguments)]
+    pub fn build_transfer(
         &self,
         i: usize,
-        node: u32,
-        src: u64,
-        dst: u64,
+        src: TransferSide<'_>,
+        dst: TransferSide<'_>,
         bytes: u64,
-        owners: Vec<KmtHandle>,
-    ) -> Result<Vec<u32>, SimError> {
-        let side = |addr: u64| DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
-            SegmentId: 1,
-            Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
-                SegmentAddress: LARGE_INTEGER {
-                    QuadPart: addr as i64,
+        transfer_offset: u32,
+        mdl_offset: u32,
+        dma_bytes: u32,
+    ) -> Result<Vec<(NTSTATUS, Vec<u64>)>, SimError> {
+        let side = |s: &TransferSide<'_>| match s {
+            TransferSide::Segment(id, addr) => DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
+                SegmentId: *id,
+                Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
+                    SegmentAddress: LARGE_INTEGER {
+                        QuadPart: *addr as i64,
+                    },
                 },
             },
-        };
-        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
-            Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer {
-                hAllocation: 0x10 as HANDLE,
-                TransferOffset: 0,
-                TransferSize: bytes as SIZE_T,
-                Source: side(src),
-                Destination: side(dst),
-                Flags: DXGK_TRANSFERFLAGS::default(),
-                MdlOffset: 0,
+            TransferSide::Mdl(m) => DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
+                SegmentId: 0,
+                Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 { pMdl: m.as_ptr() },
             },
         };
-        self.paging_op_at(i, node, DXGK_OPERATION_TRANSFER, &mut op, owners)
+        let op = DXGKARG_BUILDPAGINGBUFFER_0 {
+            Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer {
+                hAllocation: 0x10 as HANDLE,
+                TransferOffset: transfer_offset,
+                TransferSize: bytes as SIZE_T,
+                Source: side(&src),
+                Destination: side(&dst),
+                Flags: DXGK_TRANSFERFLAGS::default(),
+                MdlOffset: mdl_offset,
+            },
+        };
+        self.build_paging(i, DXGK_OPERATION_TRANSFER, op, dma_bytes)
     }
 
-    fn paging_op_at(
+    /// As [`Machine::build_transfer`], any operation.
+    pub fn build_paging(
         &self,
         i: usize,
-        node: u32,
         operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
-        op: &mut DXGKARG_BUILDPAGINGBUFFER_0,
-        owners: Vec<KmtHandle>,
-    ) -> Result<Vec<u32>, SimError> {
+        op: DXGKARG_BUILDPAGINGBUFFER_0,
+        dma_bytes: u32,
+    ) -> Result<Vec<(NTSTATUS, Vec<u64>)>, SimError> {
         let a = self.adapter_shared(i)?.clone();
-        self.paging_op(&a, node, operation, op, owners)
+        let f = a
+            .table
+            .get()
+            .and_then(|t| t.DxgkDdiBuildPagingBuffer)
+            .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
+        let mut out = Vec::new();
+        let mut multipass = 0u32;
+        let system = crate::vidsch::system::context(&a, crate::vidmm::mmu::paging_node(&a));
+        for _ in 0..4096 {
+            let mut buf = vec![0u64; (dma_bytes / 8) as usize];
+            let mut args = DXGKARG_BUILDPAGINGBUFFER {
+                pDmaBuffer: buf.as_mut_ptr().cast(),
+                DmaSize: dma_bytes,
+                pDmaBufferPrivateData: std::ptr::null_mut(),
+                DmaBufferPrivateDataSize: 0,
+                Operation: operation,
+                MultipassOffset: multipass,
+                Anonymous: op,
+                hSystemContext: system as HANDLE,
+                DmaBufferGpuVirtualAddress: 0,
+                DmaBufferWriteOffset: 0,
+            };
+            let ctx = a.context();
+            let st = ddi::call(
+                &a,
+                Routine::DxgkDdiBuildPagingBuffer,
+                f as usize,
+                At::Level(Irql::Passive),
+                || {
+                    // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize
+                    // bytes and a valid argument block.
+                    unsafe { f(ctx, &mut args) }
+                },
+            )?;
+            let written = ((args.DmaBufferWriteOffset / 8) as usize).min(buf.len());
+            buf.truncate(written);
+            out.push((st, buf));
+            if st != STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER {
+                return Ok(out);
+            }
+            if written == 0 {
+                return Err(SimError::Simulation(
+                    "DxgkDdiBuildPagingBuffer made no progress".into(),
+                ));
+            }
+            multipass = args.MultipassOffset;
+        }
+        Err(SimError::Simulation(
+            "paging operation needs too many passes".into(),
+        ))
     }
 
     /// Builds `op` with `DxgkDdiBuildPagingBuffer` (multipass as the driver asks) and submits

@@ -14,6 +14,9 @@
 //!   `D3DKMTEvict` takes one ("Residency overview": the counts must balance). At zero the
 //!   allocation may be evicted once the work queued before the Evict has finished (the UMD
 //!   promises no new use, not that old work is done).
+//! - **Backing store.** What may go to VRAM has one of its own: scattered system pages that
+//!   transfers name by MDL (`SegmentId` 0, [`crate::vidmm::mdl`]; docs/memory.md "System
+//!   memory and MDLs"). What the CPU maps is its own backing store and never moves.
 //! - **Eviction** of a local allocation, in the order of `VIDMM_MEMORY_SEGMENT::EvictResource`:
 //!   TRANSFER from VRAM to the backing store (skipped for `NotWrittenTo`), UPDATEPAGETABLE
 //!   that invalidates its pages, FLUSHTLB. The VA stays reserved: a GPU access meanwhile page
@@ -55,7 +58,9 @@ pub const VRAM_POISON: u64 = 0xE71C_7ED0_E71C_7ED0;
 /// Where an allocation's contents are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Place {
-    /// Its backing store in system memory, mapped through the aperture segment.
+    /// System memory (the implicit system-memory segment, `Segment` 0 in its PTEs): its own
+    /// pages, which is where everything the CPU maps lives. Named after the aperture segment
+    /// because that is the id that puts system memory in a segment set ("GPU segments").
     Aperture,
     /// Local memory: `segment` and the offset in it.
     Local { segment: u32, offset: u64 },
@@ -72,8 +77,11 @@ pub(crate) struct Entry {
     kmd: usize,
     pub(crate) va: u64,
     pub(crate) pages: u64,
-    /// Bus address of the backing store.
-    backing: u64,
+    /// Bus address of the allocation's own system memory (the pages the CPU maps, and
+    /// where it lives when placed in system memory).
+    sysmem: u64,
+    /// Where its contents are while it is not in VRAM.
+    backing: Backing,
     /// Local segments it may live in, best first.
     order: Vec<u32>,
     /// The aperture is in its segment set.
@@ -98,6 +106,55 @@ impl Entry {
     fn bytes(&self) -> u64 {
         self.pages * PAGE
     }
+
+    /// The backing store as one side of a transfer.
+    fn backing_side(&self, aperture: u32) -> Side {
+        match &self.backing {
+            Backing::Own => Side::Segment(aperture, self.sysmem),
+            Backing::Pages(p) => Side::Pages(p.iter().map(|p| p.bus_addr).collect()),
+        }
+    }
+}
+
+/// An allocation's backing store (docs/memory.md "System memory and MDLs").
+#[derive(Debug)]
+pub(crate) enum Backing {
+    /// Its own system memory: what the CPU maps, which never leaves for VRAM, so no
+    /// transfer ever names it.
+    Own,
+    /// System memory pages, each its own region of the bus (so no two are physically
+    /// adjacent), that VidMm names to the driver by MDLs (`SegmentId` 0). On Windows a
+    /// backing store is pageable memory whose physical pages are wherever the memory manager
+    /// put them; these are deliberately scattered so a driver that assumes otherwise fails.
+    Pages(Vec<rvgpu_device::SysAlloc>),
+}
+
+/// One side of a paging transfer as VidMm names it.
+#[derive(Clone, Debug)]
+enum Side {
+    /// A segment and the segment address (`BaseAddress` + offset).
+    Segment(u32, u64),
+    /// System memory pages (bus addresses), described by MDLs.
+    Pages(Vec<u64>),
+}
+
+/// A scattered backing store of `pages` pages (see [`Backing::Pages`]); `None` when system
+/// memory runs out (nothing is kept).
+pub(crate) fn backing_pages(a: &AdapterShared, pages: u64) -> Option<Backing> {
+    let mem = a.device.memory();
+    let mut v = Vec::with_capacity(pages as usize);
+    for _ in 0..pages {
+        match mem.alloc_system(PAGE, PAGE) {
+            Some(p) => v.push(p),
+            None => {
+                for p in v {
+                    mem.free_system(p.bus_addr);
+                }
+                return None;
+            }
+        }
+    }
+    Some(Backing::Pages(v))
 }
 
 /// Why `D3DKMTMakeResident` failed.
@@ -269,6 +326,24 @@ impl Machine {
         st.entries.get(&h).map(|e| (e.place, e.count))
     }
 
+    /// The bus addresses of allocation `h`'s backing-store pages when VidMm gave it a
+    /// scattered backing store of its own (tests; `None` otherwise).
+    pub fn allocation_backing_pages(&self, i: usize, h: KmtHandle) -> Option<Vec<u64>> {
+        let a = self.adapter_shared(i).ok()?;
+        let st = lock(&a.residency);
+        match &st.entries.get(&h)?.backing {
+            Backing::Pages(p) => Some(p.iter().map(|p| p.bus_addr).collect()),
+            Backing::Own => None,
+        }
+    }
+
+    /// The segment address VidMm gives the driver for `offset` in segment `segment` of
+    /// adapter `i` (tests).
+    pub fn segment_address(&self, i: usize, segment: u32, offset: u64) -> Option<u64> {
+        let a = self.adapter_shared(i).ok()?;
+        Some(segment_address(a, segment, offset))
+    }
+
     /// Records a new allocation: not resident, on no residency list, its VA reserved.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn residency_track(
@@ -279,7 +354,8 @@ impl Machine {
         kmd: usize,
         va: u64,
         pages: u64,
-        backing: u64,
+        sysmem: u64,
+        backing: Backing,
         order: Vec<u32>,
         aperture: bool,
         place: Place,
@@ -292,6 +368,7 @@ impl Machine {
                 kmd,
                 va,
                 pages,
+                sysmem,
                 backing,
                 order,
                 aperture,
@@ -357,6 +434,7 @@ impl Machine {
         let Place::Local { segment, offset } = e.place else {
             return Ok(());
         };
+        let ap = aperture_id(a)?;
         let (pid, va, pages, bytes, kmd, device, backing, dirty, t) = (
             e.pid,
             e.va,
@@ -364,18 +442,17 @@ impl Machine {
             e.bytes(),
             e.kmd,
             e.device,
-            e.backing,
+            e.backing_side(ap),
             e.dirty,
             tag(e),
         );
         if dirty {
-            let ap = aperture_id(a)?;
             self.paging_transfer(
                 a,
                 kmd,
                 device,
-                (segment, segment_address(a, segment, offset)),
-                (ap, backing),
+                Side::Segment(segment, segment_address(a, segment, offset)),
+                backing,
                 bytes,
             )?;
         }
@@ -405,28 +482,29 @@ impl Machine {
         if e.place != Place::Evicted {
             return Ok(true);
         }
-        let (pid, va, pages, bytes, kmd, device, backing, order, aperture, t) = (
+        let ap = aperture_id(a)?;
+        let (pid, va, pages, bytes, kmd, device, sysmem, backing, order, aperture, t) = (
             e.pid,
             e.va,
             e.pages,
             e.bytes(),
             e.kmd,
             e.device,
-            e.backing,
+            e.sysmem,
+            e.backing_side(ap),
             e.order.clone(),
             e.aperture,
             tag(e),
         );
         let place = match self.place_local(a, st, pid, &order, bytes, over_budget)? {
             Some((segment, offset)) => {
-                let ap = aperture_id(a)?;
                 let moved = self
                     .paging_transfer(
                         a,
                         kmd,
                         device,
-                        (ap, backing),
-                        (segment, segment_address(a, segment, offset)),
+                        backing,
+                        Side::Segment(segment, segment_address(a, segment, offset)),
                         bytes,
                     )
                     // The process's own mappings first, its VidMm VA last (the driver
@@ -451,12 +529,26 @@ impl Machine {
             // Without VRAM, the backing store through the aperture when the segment set
             // allows it (UNVERIFIED: Windows' placement order beyond the preferred segments).
             None if aperture => {
-                self.gpu_va_allocation_placed(a, h, (0, backing))?;
+                // A scattered backing store is first moved into the allocation's own system
+                // memory, because VA mappings of system memory here (`vidmm::va`) take one
+                // contiguous range. Windows would map the backing store's pages themselves;
+                // the difference is one more driver transfer, never a missing one.
+                if let Side::Pages(_) = backing {
+                    self.paging_transfer(
+                        a,
+                        kmd,
+                        device,
+                        backing,
+                        Side::Segment(ap, sysmem),
+                        bytes,
+                    )?;
+                }
+                self.gpu_va_allocation_placed(a, h, (0, sysmem))?;
                 self.vidmm_map_at(
                     a,
                     pid,
                     va,
-                    &pages_of((0, backing), pages),
+                    &pages_of((0, sysmem), pages),
                     MapAttrs::default(),
                     t,
                 )?;
@@ -688,48 +780,113 @@ impl Machine {
             (Place::Evicted, false) => self.vidmm_release_va(a, pid, va)?,
             (_, false) => self.vidmm_unmap(a, pid, va, pages, t)?,
         }
-        st.entries.remove(&h);
+        if let Some(Entry {
+            backing: Backing::Pages(p),
+            ..
+        }) = st.entries.remove(&h)
+        {
+            // Nothing maps these pages and no paging operation is left that names them
+            // (VidMm waits for each transfer).
+            for page in p {
+                a.device.memory().free_system(page.bus_addr);
+            }
+        }
         if let Place::Local { segment, offset } = place {
             release_local(a, &mut st, segment, offset, bytes);
         }
         Ok(true)
     }
 
-    /// A paging TRANSFER of `bytes` between two segment locations `(segment id, segment
-    /// address)`, for `owner`'s allocation `kmd`; waits for it.
+    /// A paging TRANSFER of `bytes` from `src` to `dst` for `owner`'s allocation `kmd`;
+    /// waits for it.
+    ///
+    /// A system-memory side is `SegmentId` 0 with an MDL of its pages (DXGKARG_BUILDPAGINGBUFFER
+    /// page; GPU segments: the implicit system-memory segment is always id 0). As dxgmms2's
+    /// `VIDMM_GLOBAL::MemoryTransferInternal` does, `MdlOffset` is 0 and the MDL describes the
+    /// range being moved; a range longer than one MDL can list goes in several transfers, each
+    /// with its own MDL and `TransferOffset` = its offset in the allocation, the segment side
+    /// keeping the allocation's address (`VIDMM_MEMORY_SEGMENT::TransferMemorySlow`).
+    /// `TransferStart` / `TransferEnd` mark the first and last part, as `MemoryTransferInternal`
+    /// sets them.
     fn paging_transfer(
         &self,
         a: &AdapterShared,
         kmd: usize,
         owner: KmtHandle,
-        src: (u32, u64),
-        dst: (u32, u64),
+        src: Side,
+        dst: Side,
         bytes: u64,
     ) -> Result<(), SimError> {
+        use crate::vidmm::mdl::{Mdl, MAX_MDL_PAGES};
         let _power = crate::ums::paging_power(a)?;
         let node = paging_node(a);
-        let side = |(id, addr): (u32, u64)| DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
-            SegmentId: id,
-            Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
-                SegmentAddress: LARGE_INTEGER {
-                    QuadPart: addr as i64,
+        let pages = match (&src, &dst) {
+            (Side::Pages(p), _) | (_, Side::Pages(p)) => Some(p.clone()),
+            _ => None,
+        };
+        let part = pages
+            .as_ref()
+            .map_or(bytes, |_| MAX_MDL_PAGES as u64 * PAGE);
+        let mut last = None;
+        let mut off = 0u64;
+        while off < bytes {
+            let len = part.min(bytes - off);
+            // The MDL of this part's pages, alive until the driver has built the operation.
+            let mdl =
+                match &pages {
+                    Some(p) => {
+                        let first = (off / PAGE) as usize;
+                        let n = len.div_ceil(PAGE) as usize;
+                        let range = p.get(first..first + n).ok_or_else(|| {
+                            SimError::Simulation("backing store shorter than the transfer".into())
+                        })?;
+                        Some(Mdl::of_pages(range).ok_or_else(|| {
+                            SimError::Simulation("MDL over its page limit".into())
+                        })?)
+                    }
+                    None => None,
+                };
+            let side = |s: &Side| match s {
+                Side::Segment(id, addr) => DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
+                    SegmentId: *id,
+                    Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
+                        SegmentAddress: LARGE_INTEGER {
+                            QuadPart: *addr as i64,
+                        },
+                    },
                 },
-            },
-        };
-        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
-            Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer {
-                hAllocation: kmd as HANDLE,
-                TransferOffset: 0,
-                TransferSize: bytes as SIZE_T,
-                Source: side(src),
-                Destination: side(dst),
-                Flags: DXGK_TRANSFERFLAGS::default(),
-                MdlOffset: 0,
-            },
-        };
-        let ids = self.paging_op(a, node, DXGK_OPERATION_TRANSFER, &mut op, vec![owner])?;
-        if let Some(id) = ids.last() {
-            self.vidmm_wait(a, node, *id)?;
+                Side::Pages(_) => DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
+                    SegmentId: 0,
+                    Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
+                        pMdl: mdl.as_ref().map_or(std::ptr::null_mut(), Mdl::as_ptr),
+                    },
+                },
+            };
+            let flags = DXGK_TRANSFERFLAGS::default()
+                .with(DXGK_TRANSFERFLAGS::TransferStart, u32::from(off == 0))
+                .with(
+                    DXGK_TRANSFERFLAGS::TransferEnd,
+                    u32::from(off + len == bytes),
+                );
+            let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
+                Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer {
+                    hAllocation: kmd as HANDLE,
+                    TransferOffset: u32::try_from(off)
+                        .map_err(|_| SimError::Simulation("transfer offset past 4 GiB".into()))?,
+                    TransferSize: len as SIZE_T,
+                    Source: side(&src),
+                    Destination: side(&dst),
+                    Flags: flags,
+                    MdlOffset: 0,
+                },
+            };
+            let ids = self.paging_op(a, node, DXGK_OPERATION_TRANSFER, &mut op, vec![owner])?;
+            drop(mdl);
+            last = ids.last().copied().or(last);
+            off += len;
+        }
+        if let Some(id) = last {
+            self.vidmm_wait(a, node, id)?;
         }
         Ok(())
     }
