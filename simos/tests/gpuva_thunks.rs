@@ -774,3 +774,132 @@ fn issue_12_sub_range_mapping_reports_its_allocation_offset() {
     create_doorbell(&m, &p.k, &q);
     no_fault(&m);
 }
+
+/// Writes `cmds` then `PROGRESS(value)` at the start of `ring`, publishes the write pointer in
+/// `control` and rings `db`; returns after the queue's progress fence reached `value`.
+fn run_ring(
+    m: &Machine,
+    k: &SimKmt<'_>,
+    ring: &Allocation<SimMem>,
+    control: &Allocation<SimMem>,
+    db: &rvgpu_umd::kmt::Doorbell<rvgpu_simos::kmt::SimDoorbell>,
+    progress_fence: u32,
+    cmds: &[Command],
+    value: u64,
+) {
+    use rvgpu_umd::kmt::DoorbellCpu;
+    let mut off = 0;
+    let progress = Command::Progress { irq: true, value };
+    for c in cmds.iter().chain(std::iter::once(&progress)) {
+        let mut w = [0u64; 8];
+        let n = c.encode(&mut w).unwrap();
+        for word in w.iter().take(n) {
+            ring.mem.store(off, *word);
+            off += 8;
+        }
+    }
+    db.cpu.set_last_queued(value);
+    control.mem.store(RingControl::WRITE_PTR, off);
+    db.cpu.ring(off);
+    okk(m, k.wait_for_fence(progress_fence, value));
+}
+
+/// The driver keeps every current mapping of an allocation, not only the last one VidMm
+/// wrote at offset 0: a ring allocation the process also maps at a VA of its own, which it
+/// then frees, still gets a doorbell (through the VA VidMm gave it) and the queue runs from
+/// it; a ring allocation mapped nowhere (not resident, so neither its own VA nor the process's
+/// mapping of it holds entries) is refused until it is made resident.
+#[test]
+fn issue_12_ring_mapped_twice_doorbell_uses_any_current_mapping() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let target = buffer(&m, &p.k, 1);
+    let context = okk(&m, p.k.create_context(0));
+    let new_queue = || {
+        let mut qp = HwQueuePdd {
+            magic: PDD_MAGIC,
+            version: HW_QUEUE_PDD_VERSION,
+            ..Default::default()
+        };
+        okk(&m, p.k.create_hw_queue(context, true, qp.as_mut_bytes()))
+    };
+    let control = okk(
+        &m,
+        p.k.create_allocation_as(RingControl::SIZE, AllocationKind::RingControl),
+    );
+    let ring = okk(&m, p.k.create_allocation_as(PAGE, AllocationKind::Commands));
+    // The ring also at CHOSEN, offset 0, in a range the process reserved.
+    okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
+    let exec = RW | GpuVaProtection::EXECUTE;
+    okk(
+        &m,
+        p.k.map_gpu_va(&MapGpuVa {
+            protection: exec,
+            ..map(&p.pq, CHOSEN, ring.handle, 0, 0)
+        }),
+    );
+    // The process's mapping goes again: the one VidMm made at creation is still there.
+    okk(&m, p.k.free_gpu_va(CHOSEN, 0x1_0000));
+    let q = new_queue();
+    let mut pdd = rvgpu_hw::pdd::DoorbellPdd::for_ring(4096);
+    let db = okk(
+        &m,
+        p.k.create_doorbell(q.handle, ring.handle, control.handle, pdd.as_mut_bytes()),
+    );
+    okk(&m, p.k.connect_doorbell(db.handle));
+    run_ring(
+        &m,
+        &p.k,
+        &ring,
+        &control,
+        &db,
+        q.progress_fence,
+        &[Command::Fill {
+            dst: target.gpu_va,
+            bytes: 8,
+            pattern: 0x5151,
+        }],
+        1,
+    );
+    assert_eq!(target.mem.load(0), 0x5151, "the queue ran from its ring");
+
+    // A ring allocation that is not resident is mapped nowhere: refused, also after the
+    // process maps it (its entries stay invalid until MakeResident), accepted after.
+    let pdd2 = rvgpu_umd::kmt::allocation_private_data(PAGE, AllocationKind::Commands);
+    let cold = okk(&m, p.k.create_allocation_pdd(&pdd2));
+    let q2 = new_queue();
+    let mut pdd = rvgpu_hw::pdd::DoorbellPdd::for_ring(4096);
+    refused(
+        p.k.create_doorbell(q2.handle, cold.handle, control.handle, pdd.as_mut_bytes())
+            .map(|_| ()),
+        STATUS_INVALID_PARAMETER,
+        "a ring mapped nowhere",
+    );
+    okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
+    okk(
+        &m,
+        p.k.map_gpu_va(&MapGpuVa {
+            protection: exec,
+            ..map(&p.pq, CHOSEN, cold.handle, 0, 0)
+        }),
+    );
+    refused(
+        p.k.create_doorbell(q2.handle, cold.handle, control.handle, pdd.as_mut_bytes())
+            .map(|_| ()),
+        STATUS_INVALID_PARAMETER,
+        "a ring whose mappings hold no entries",
+    );
+    okk(
+        &m,
+        p.k.make_resident(&[cold.handle], MakeResidentFlags::default())
+            .map_err(|e| match e {
+                rvgpu_umd::kmt::MakeResidentError::Status(s) => s,
+                other => panic!("{other:?}"),
+            }),
+    );
+    okk(
+        &m,
+        p.k.create_doorbell(q2.handle, cold.handle, control.handle, pdd.as_mut_bytes()),
+    );
+    no_fault(&m);
+}
