@@ -21,7 +21,8 @@ use rvgpu_device::SysAlloc;
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
     EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
-    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa,
+    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa,
+    UpdateGpuVaOp,
 };
 
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -486,6 +487,16 @@ impl Kmt for SimKmt<'_> {
         let a = self.thunk()?;
         self.m
             .gpu_va_free(&a, self.p.device, base, size)
+            .map_err(status)
+    }
+
+    /// Issue 12 (`vidmm::va`): applied before the thunk returns, after the fence reached
+    /// `FenceValue`; the fence is then at `FenceValue + 1`.
+    fn update_gpu_va(&self, u: &UpdateGpuVa, ops: &[UpdateGpuVaOp]) -> Result<(), NtStatus> {
+        let a = self.thunk()?;
+        self.m.reap_allocations(&a).map_err(status)?;
+        self.m
+            .gpu_va_update(&a, self.p.device, *u, ops)
             .map_err(status)
     }
 
