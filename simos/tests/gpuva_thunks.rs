@@ -1175,3 +1175,47 @@ fn issue_12_update_gpu_va_argument_rules() {
     assert!(translate(&m, &p, CHOSEN, Access::Read).is_ok());
     no_fault(&m);
 }
+
+/// `D3DKMTMakeResident` on a chosen paging queue: its paging is signalled on that queue's
+/// fence (not another queue's), the value returned is reached, and the allocation is placed
+/// and mapped; a queue of another process, or a destroyed one, is refused with no count
+/// changed.
+#[test]
+fn issue_12_make_resident_on_paging_queue_signals_its_fence() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let other = process(&m);
+    let q2 = okk(&m, p.k.create_paging_queue(0));
+    // Only the GPU touches it: it goes to VRAM through a TRANSFER on the paging node.
+    let mut pdd = rvgpu_umd::kmt::allocation_private_data(2 * PAGE, AllocationKind::Buffer);
+    pdd.flags = 0;
+    let cold = okk(&m, p.k.create_allocation_pdd(&pdd));
+    let mr = |q: &PagingQueue<rvgpu_simos::kmt::SimFence>| {
+        p.k.make_resident_on(q, &[cold.handle], MakeResidentFlags::default())
+    };
+    refused(
+        mr(&other.pq).map_err(|e| match e {
+            rvgpu_umd::kmt::MakeResidentError::Status(s) => s,
+            e => panic!("{e:?}"),
+        }),
+        STATUS_INVALID_PARAMETER,
+        "another process's paging queue",
+    );
+    assert_eq!(m.allocation_residency(0, cold.handle).map(|r| r.1), Some(0));
+    let pf = mr(&q2).expect("make resident");
+    assert_eq!(pf.fence, q2.fence, "the chosen queue's fence");
+    assert_eq!(pf.value, 1);
+    assert!(q2.fence_cpu.value() >= pf.value, "paging fence reached");
+    assert_eq!(p.pq.fence_cpu.value(), 0, "the other queue saw no paging");
+    okk(&m, p.k.wait_for_fence(pf.fence, pf.value));
+    let (place, count) = m.allocation_residency(0, cold.handle).unwrap();
+    assert!(matches!(place, Place::Local { .. }), "{place:?}");
+    assert_eq!(count, 1);
+    assert!(translate(&m, &p, cold.gpu_va, Access::Write).is_ok());
+    let again = mr(&q2).expect("make resident again");
+    assert_eq!(again.value, 2, "each call takes the queue's next value");
+    okk(&m, p.k.destroy_paging_queue(q2.handle));
+    assert!(mr(&q2).is_err(), "a destroyed queue");
+    assert_eq!(m.allocation_residency(0, cold.handle).map(|r| r.1), Some(2));
+    no_fault(&m);
+}

@@ -461,6 +461,21 @@ pub trait Kmt {
         let _ = (allocations, flags);
         Err(MakeResidentError::Status(STATUS_NOT_SUPPORTED))
     }
+    /// `D3DKMTMakeResident` on the paging queue `queue` (from
+    /// [`create_paging_queue`](Self::create_paging_queue)): as
+    /// [`make_resident`](Self::make_resident), with the paging it needs ordered on that queue.
+    /// The allocations may be used once `queue`'s fence reaches the returned value (Windows
+    /// answers `STATUS_PENDING` while paging is still queued; both are success here). Default:
+    /// `STATUS_NOT_SUPPORTED`.
+    fn make_resident_on(
+        &self,
+        queue: &PagingQueue<Self::Fence>,
+        allocations: &[KmtHandle],
+        flags: MakeResidentFlags,
+    ) -> Result<PagingFence, MakeResidentError> {
+        let _ = (queue, allocations, flags);
+        Err(MakeResidentError::Status(STATUS_NOT_SUPPORTED))
+    }
     /// `D3DKMTEvict`: takes one from each allocation's residency count; at zero VidMm may
     /// evict it once the work queued before the call has finished. Returns `NumBytesToTrim`.
     /// Default: `STATUS_NOT_SUPPORTED`.

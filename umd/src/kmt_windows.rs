@@ -667,6 +667,41 @@ fn aligned<T>(p: *mut c_void) -> Option<*mut T> {
     (!p.is_null() && (p as usize).is_multiple_of(core::mem::align_of::<T>())).then_some(p.cast())
 }
 
+/// `D3DKMTMakeResident` of `allocations` on paging queue `queue` whose fence is `fence`.
+fn make_resident_with(
+    queue: KmtHandle,
+    fence: KmtHandle,
+    allocations: &[KmtHandle],
+    flags: MakeResidentFlags,
+) -> Result<PagingFence, MakeResidentError> {
+    let count = u32::try_from(allocations.len())
+        .map_err(|_| MakeResidentError::Status(NtStatus(STATUS_INVALID_PARAMETER)))?;
+    let mut args = D3DDDI_MAKERESIDENT {
+        hPagingQueue: queue,
+        NumAllocations: count,
+        AllocationList: allocations.as_ptr(),
+        ..Default::default()
+    };
+    if flags.cant_trim_further {
+        args.Flags.Anonymous.Value = MAKERESIDENT_CANT_TRIM_FURTHER;
+    }
+    // SAFETY: the list points to `count` handles that outlive the call; no priority list.
+    let st = unsafe { D3DKMTMakeResident(&mut args) };
+    if st == STATUS_NO_MEMORY {
+        return Err(MakeResidentError::OverBudget {
+            bytes_to_trim: args.NumBytesToTrim,
+        });
+    }
+    // STATUS_PENDING: accepted, the paging fence value is still ahead (the caller waits).
+    if st != STATUS_PENDING {
+        check(st).map_err(MakeResidentError::Status)?;
+    }
+    Ok(PagingFence {
+        fence,
+        value: args.PagingFenceValue,
+    })
+}
+
 /// The size of each allocation this device created through
 /// [`create_allocation_pdd`](Kmt::create_allocation_pdd), for the bounds of its `Lock2` view:
 /// `D3DKMT_LOCK2` returns only an address. Guarded by an SRW lock because a `WinKmt` is shared
@@ -1256,41 +1291,27 @@ impl Kmt for WinKmt {
         cfg!(any(target_arch = "x86_64", target_arch = "x86"))
     }
 
-    /// `D3DKMTMakeResident` on the device's paging queue. `STATUS_PENDING` is success: the
-    /// paging fence reaches `PagingFenceValue` once the allocations are in place.
-    /// `STATUS_NO_MEMORY` is the over-budget answer, with `NumBytesToTrim`.
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmakeresident>
+    /// `D3DKMTMakeResident` on the device's paging queue (see
+    /// [`make_resident_on`](Kmt::make_resident_on)).
     fn make_resident(
         &self,
         allocations: &[KmtHandle],
         flags: MakeResidentFlags,
     ) -> Result<PagingFence, MakeResidentError> {
-        let count = u32::try_from(allocations.len())
-            .map_err(|_| MakeResidentError::Status(NtStatus(STATUS_INVALID_PARAMETER)))?;
-        let mut args = D3DDDI_MAKERESIDENT {
-            hPagingQueue: self.paging_queue,
-            NumAllocations: count,
-            AllocationList: allocations.as_ptr(),
-            ..Default::default()
-        };
-        if flags.cant_trim_further {
-            args.Flags.Anonymous.Value = MAKERESIDENT_CANT_TRIM_FURTHER;
-        }
-        // SAFETY: the list points to `count` handles that outlive the call; no priority list.
-        let st = unsafe { D3DKMTMakeResident(&mut args) };
-        if st == STATUS_NO_MEMORY {
-            return Err(MakeResidentError::OverBudget {
-                bytes_to_trim: args.NumBytesToTrim,
-            });
-        }
-        // STATUS_PENDING: accepted, the paging fence value is still ahead (the caller waits).
-        if st != STATUS_PENDING {
-            check(st).map_err(MakeResidentError::Status)?;
-        }
-        Ok(PagingFence {
-            fence: self.paging_fence,
-            value: args.PagingFenceValue,
-        })
+        make_resident_with(self.paging_queue, self.paging_fence, allocations, flags)
+    }
+
+    /// `D3DKMTMakeResident` on `queue`. `STATUS_PENDING` is success: the paging fence
+    /// reaches `PagingFenceValue` once the allocations are in place (the caller waits).
+    /// `STATUS_NO_MEMORY` is the over-budget answer, with `NumBytesToTrim`.
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmakeresident>
+    fn make_resident_on(
+        &self,
+        queue: &PagingQueue<WinFence>,
+        allocations: &[KmtHandle],
+        flags: MakeResidentFlags,
+    ) -> Result<PagingFence, MakeResidentError> {
+        make_resident_with(queue.handle, queue.fence, allocations, flags)
     }
 
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtevict>

@@ -324,6 +324,24 @@ impl Machine {
         Ok(value)
     }
 
+    /// `D3DKMTMakeResident` on paging queue `queue` of `device`: `queue` checked (not a queue
+    /// of the device: INVALID_PARAMETER), `page` does the residency work, then the queue's
+    /// fence advances to the value returned (the paging is complete).
+    pub(crate) fn paging_queue_make_resident(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        queue: KmtHandle,
+        page: impl FnOnce(&Self) -> Result<(), crate::vidmm::residency::MakeResidentFail>,
+    ) -> Result<u64, crate::vidmm::residency::MakeResidentFail> {
+        match lock(&a.gpuva).queues.get(&queue) {
+            Some(q) if q.device == device => {}
+            _ => return Err(bad().into()),
+        }
+        page(self)?;
+        Ok(self.paging_fence_advance(a, queue)?)
+    }
+
     /// `D3DKMTReserveGpuVirtualAddress` in `device`'s process. The rules, from 22631 dxgkrnl
     /// DxgkReserveGpuVirtualAddress and dxgmms2 VIDMM_GLOBAL::VidMmReserveGpuVirtualAddress /
     /// CVirtualAddressAllocator::AllocateVirtualAddressRange, INVALID_PARAMETER unless said:
