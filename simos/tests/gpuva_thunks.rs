@@ -775,13 +775,12 @@ fn issue_12_sub_range_mapping_reports_its_allocation_offset() {
     no_fault(&m);
 }
 
-/// Writes `cmds` then `PROGRESS(value)` at the start of `ring`, publishes the write pointer in
-/// `control` and rings `db`; returns after the queue's progress fence reached `value`.
+/// Writes `cmds` then `PROGRESS(value)` at the start of a ring, publishes the write pointer in
+/// its control block and rings `db`; returns after the queue's progress fence reached `value`.
 fn run_ring(
     m: &Machine,
     k: &SimKmt<'_>,
-    ring: &Allocation<SimMem>,
-    control: &Allocation<SimMem>,
+    (ring, control): (&Allocation<SimMem>, &Allocation<SimMem>),
     db: &rvgpu_umd::kmt::Doorbell<rvgpu_simos::kmt::SimDoorbell>,
     progress_fence: u32,
     cmds: &[Command],
@@ -850,8 +849,7 @@ fn issue_12_ring_mapped_twice_doorbell_uses_any_current_mapping() {
     run_ring(
         &m,
         &p.k,
-        &ring,
-        &control,
+        (&ring, &control),
         &db,
         q.progress_fence,
         &[Command::Fill {

@@ -16,7 +16,7 @@
 //!   `D3DKMTCreateAllocation2`, `D3DKMTLock2`, `D3DKMTUnlock2`, `D3DKMTDestroyAllocation2`,
 //!   `D3DKMTInvalidateCache`, `D3DKMTMakeResident`, `D3DKMTEvict`, `D3DKMTCreatePagingQueue`,
 //!   `D3DKMTReserveGpuVirtualAddress`, `D3DKMTMapGpuVirtualAddress`,
-//!   `D3DKMTFreeGpuVirtualAddress`,
+//!   `D3DKMTFreeGpuVirtualAddress`, `D3DKMTUpdateGpuVirtualAddress`,
 //!   `D3DKMTWaitForSynchronizationObjectFromCpu`, ...): `windows-sys`
 //!   (`Wdk::Graphics::Direct3D`, imported from gdi32.dll through windows-link's raw-dylib).
 //! - The WDDM 3.2 user-mode submission thunks (`D3DKMTCreateDoorbell`, `D3DKMTConnectDoorbell`,

@@ -1,7 +1,7 @@
 //! Paging queues and the GPU VA thunks (issue 12): `D3DKMTCreatePagingQueue` /
-//! `DestroyPagingQueue`, `D3DKMTReserveGpuVirtualAddress`, `D3DKMTMapGpuVirtualAddress` and
-//! `D3DKMTFreeGpuVirtualAddress` over the process's [`AddressSpace`] (docs/memory.md, "GPU VA
-//! thunks").
+//! `DestroyPagingQueue`, `D3DKMTReserveGpuVirtualAddress`, `D3DKMTMapGpuVirtualAddress`,
+//! `D3DKMTUpdateGpuVirtualAddress` and `D3DKMTFreeGpuVirtualAddress` over the process's
+//! [`AddressSpace`], and `D3DKMTMakeResident`'s paging queue (docs/memory.md, "GPU VA thunks").
 //!
 //! The model is VidMm's (22631 dxgmms2 `CVirtualAddressAllocator`): a process's VA space holds
 //! *ranges* (VADs). Reserve makes one; Map either maps inside one, or, on free space, makes one
