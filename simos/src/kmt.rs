@@ -21,7 +21,8 @@ use rvgpu_device::SysAlloc;
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
     EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
-    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa,
+    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa,
+    UpdateGpuVaOp,
 };
 
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -388,6 +389,37 @@ impl Kmt for SimKmt<'_> {
         Ok(PagingFence { fence: 0, value: 0 })
     }
 
+    /// Issue 12: the queue must be a paging queue of this device (22631
+    /// DxgkMakeResidentInternal opens `hPagingQueue` in the caller's process:
+    /// INVALID_PARAMETER otherwise). The paging runs inside the call, as for
+    /// [`make_resident`](Kmt::make_resident), and is then signalled on the queue's fence:
+    /// the returned value has been reached (Windows' STATUS_SUCCESS case; its
+    /// STATUS_PENDING, paging still queued, does not occur here).
+    fn make_resident_on(
+        &self,
+        queue: &PagingQueue<SimFence>,
+        allocations: &[KmtHandle],
+        flags: MakeResidentFlags,
+    ) -> Result<PagingFence, MakeResidentError> {
+        use crate::vidmm::residency::MakeResidentFail;
+        let a = self.thunk().map_err(MakeResidentError::Status)?;
+        let value = self
+            .m
+            .paging_queue_make_resident(&a, self.p.device, queue.handle, |m| {
+                m.residency_make_resident(&a, self.p.device, allocations, flags.cant_trim_further)
+            })
+            .map_err(|e| match e {
+                MakeResidentFail::OverBudget(bytes_to_trim) => {
+                    MakeResidentError::OverBudget { bytes_to_trim }
+                }
+                MakeResidentFail::Failed(e) => MakeResidentError::Status(status(e)),
+            })?;
+        Ok(PagingFence {
+            fence: queue.fence,
+            value,
+        })
+    }
+
     fn evict(&self, allocations: &[KmtHandle], flags: EvictFlags) -> Result<u64, NtStatus> {
         let a = self.thunk()?;
         self.m
@@ -486,6 +518,16 @@ impl Kmt for SimKmt<'_> {
         let a = self.thunk()?;
         self.m
             .gpu_va_free(&a, self.p.device, base, size)
+            .map_err(status)
+    }
+
+    /// Issue 12 (`vidmm::va`): applied before the thunk returns, after the fence reached
+    /// `FenceValue`; the fence is then at `FenceValue + 1`.
+    fn update_gpu_va(&self, u: &UpdateGpuVa, ops: &[UpdateGpuVaOp]) -> Result<(), NtStatus> {
+        let a = self.thunk()?;
+        self.m.reap_allocations(&a).map_err(status)?;
+        self.m
+            .gpu_va_update(&a, self.p.device, *u, ops)
             .map_err(status)
     }
 

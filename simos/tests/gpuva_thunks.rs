@@ -25,8 +25,8 @@ use rvgpu_simos::vidmm::residency::Place;
 use rvgpu_simos::{Machine, Mode, UmsEvent, UmsProcess};
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, DestroyFlags, EvictFlags, FenceCpu, GpuVaProtection, Kmt,
-    MakeResidentFlags, MapGpuVa, NtStatus, PagingQueue, ReserveGpuVa, RESERVE_NO_COMMIT,
-    RESERVE_ZERO,
+    MakeResidentFlags, MapGpuVa, NtStatus, PagingQueue, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
+    RESERVE_NO_COMMIT, RESERVE_ZERO,
 };
 use rvgpu_umd::submit::{SubmitError, UserQueue};
 use zerocopy::IntoBytes;
@@ -772,5 +772,448 @@ fn issue_12_sub_range_mapping_reports_its_allocation_offset() {
         doorbell: 0,
     };
     create_doorbell(&m, &p.k, &q);
+    no_fault(&m);
+}
+
+/// Writes `cmds` then `PROGRESS(value)` at the start of a ring, publishes the write pointer in
+/// its control block and rings `db`; returns after the queue's progress fence reached `value`.
+fn run_ring(
+    m: &Machine,
+    k: &SimKmt<'_>,
+    (ring, control): (&Allocation<SimMem>, &Allocation<SimMem>),
+    db: &rvgpu_umd::kmt::Doorbell<rvgpu_simos::kmt::SimDoorbell>,
+    progress_fence: u32,
+    cmds: &[Command],
+    value: u64,
+) {
+    use rvgpu_umd::kmt::DoorbellCpu;
+    let mut off = 0;
+    let progress = Command::Progress { irq: true, value };
+    for c in cmds.iter().chain(std::iter::once(&progress)) {
+        let mut w = [0u64; 8];
+        let n = c.encode(&mut w).unwrap();
+        for word in w.iter().take(n) {
+            ring.mem.store(off, *word);
+            off += 8;
+        }
+    }
+    db.cpu.set_last_queued(value);
+    control.mem.store(RingControl::WRITE_PTR, off);
+    db.cpu.ring(off);
+    okk(m, k.wait_for_fence(progress_fence, value));
+}
+
+/// The driver keeps every current mapping of an allocation, not only the last one VidMm
+/// wrote at offset 0: a ring allocation the process also maps at a VA of its own, which it
+/// then frees, still gets a doorbell (through the VA VidMm gave it) and the queue runs from
+/// it; a ring allocation mapped nowhere (not resident, so neither its own VA nor the process's
+/// mapping of it holds entries) is refused until it is made resident.
+#[test]
+fn issue_12_ring_mapped_twice_doorbell_uses_any_current_mapping() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let target = buffer(&m, &p.k, 1);
+    let context = okk(&m, p.k.create_context(0));
+    let new_queue = || {
+        let mut qp = HwQueuePdd {
+            magic: PDD_MAGIC,
+            version: HW_QUEUE_PDD_VERSION,
+            ..Default::default()
+        };
+        okk(&m, p.k.create_hw_queue(context, true, qp.as_mut_bytes()))
+    };
+    let control = okk(
+        &m,
+        p.k.create_allocation_as(RingControl::SIZE, AllocationKind::RingControl),
+    );
+    let ring = okk(&m, p.k.create_allocation_as(PAGE, AllocationKind::Commands));
+    // The ring also at CHOSEN, offset 0, in a range the process reserved.
+    okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
+    let exec = RW | GpuVaProtection::EXECUTE;
+    okk(
+        &m,
+        p.k.map_gpu_va(&MapGpuVa {
+            protection: exec,
+            ..map(&p.pq, CHOSEN, ring.handle, 0, 0)
+        }),
+    );
+    // The process's mapping goes again: the one VidMm made at creation is still there.
+    okk(&m, p.k.free_gpu_va(CHOSEN, 0x1_0000));
+    let q = new_queue();
+    let mut pdd = rvgpu_hw::pdd::DoorbellPdd::for_ring(4096);
+    let db = okk(
+        &m,
+        p.k.create_doorbell(q.handle, ring.handle, control.handle, pdd.as_mut_bytes()),
+    );
+    okk(&m, p.k.connect_doorbell(db.handle));
+    run_ring(
+        &m,
+        &p.k,
+        (&ring, &control),
+        &db,
+        q.progress_fence,
+        &[Command::Fill {
+            dst: target.gpu_va,
+            bytes: 8,
+            pattern: 0x5151,
+        }],
+        1,
+    );
+    assert_eq!(target.mem.load(0), 0x5151, "the queue ran from its ring");
+
+    // A ring allocation that is not resident is mapped nowhere: refused, also after the
+    // process maps it (its entries stay invalid until MakeResident), accepted after.
+    let pdd2 = rvgpu_umd::kmt::allocation_private_data(PAGE, AllocationKind::Commands);
+    let cold = okk(&m, p.k.create_allocation_pdd(&pdd2));
+    let q2 = new_queue();
+    let mut pdd = rvgpu_hw::pdd::DoorbellPdd::for_ring(4096);
+    refused(
+        p.k.create_doorbell(q2.handle, cold.handle, control.handle, pdd.as_mut_bytes())
+            .map(|_| ()),
+        STATUS_INVALID_PARAMETER,
+        "a ring mapped nowhere",
+    );
+    okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
+    okk(
+        &m,
+        p.k.map_gpu_va(&MapGpuVa {
+            protection: exec,
+            ..map(&p.pq, CHOSEN, cold.handle, 0, 0)
+        }),
+    );
+    refused(
+        p.k.create_doorbell(q2.handle, cold.handle, control.handle, pdd.as_mut_bytes())
+            .map(|_| ()),
+        STATUS_INVALID_PARAMETER,
+        "a ring whose mappings hold no entries",
+    );
+    okk(
+        &m,
+        p.k.make_resident(&[cold.handle], MakeResidentFlags::default())
+            .map_err(|e| match e {
+                rvgpu_umd::kmt::MakeResidentError::Status(s) => s,
+                other => panic!("{other:?}"),
+            }),
+    );
+    okk(
+        &m,
+        p.k.create_doorbell(q2.handle, cold.handle, control.handle, pdd.as_mut_bytes()),
+    );
+    no_fault(&m);
+}
+
+/// A context of `p`'s device and a monitored fence at 0 for `D3DKMTUpdateGpuVirtualAddress`.
+fn update_target(m: &Machine, p: &Proc<'_>) -> (UpdateGpuVa, rvgpu_simos::MonitoredFence) {
+    let context = okk(m, p.k.create_context(0));
+    let (fence, f) = okk(m, p.k.create_monitored_fence(0));
+    (
+        UpdateGpuVa {
+            context,
+            fence,
+            fence_value: 0,
+            do_not_wait: false,
+        },
+        f,
+    )
+}
+
+/// `D3DKMTUpdateGpuVirtualAddress` applies MAP, COPY and UNMAP in order inside a reserved
+/// range, through the driver: a MAP whose allocation range is smaller than its VA range
+/// repeats it, a COPY takes what the source maps at that point of the list, an UNMAP leaves
+/// no access; the queue's writes land where the final tables say, and the fence ends at
+/// `FenceValue + 1`.
+#[test]
+fn issue_12_update_gpu_va_map_copy_unmap_in_order() {
+    for mode in [Mode::Step, Mode::Threaded] {
+        let m = with_doorbells(mode, 4);
+        let p = process(&m);
+        let b = buffer(&m, &p.k, 4);
+        okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x2_0000)));
+        let (u, fence) = update_target(&m, &p);
+        let repeat = UpdateGpuVaOp {
+            // Allocation page 3, four times over.
+            allocation_size: PAGE,
+            ..UpdateGpuVaOp::map(CHOSEN + 12 * PAGE, 4 * PAGE, b.handle, 3 * PAGE)
+        };
+        okk(
+            &m,
+            p.k.update_gpu_va(
+                &u,
+                &[
+                    UpdateGpuVaOp::map(CHOSEN, 2 * PAGE, b.handle, PAGE),
+                    UpdateGpuVaOp::copy(CHOSEN, 2 * PAGE, CHOSEN + 8 * PAGE),
+                    UpdateGpuVaOp::unmap(CHOSEN + PAGE, PAGE),
+                    repeat,
+                ],
+            ),
+        );
+        assert_eq!(fence.value(), 1, "signalled to FenceValue + 1");
+        let page_of = |i: u64| translate(&m, &p, CHOSEN + i * PAGE, Access::Write);
+        let b_page = |n: u64| translate(&m, &p, b.gpu_va + n * PAGE, Access::Write);
+        assert_eq!(page_of(0), b_page(1));
+        assert_eq!(
+            page_of(1),
+            Err(FaultReason::NotPresent),
+            "unmapped after the copy"
+        );
+        assert_eq!(page_of(8), b_page(1), "the copy took the mapping of page 0");
+        assert_eq!(page_of(9), b_page(2), "and of page 1, before the unmap");
+        for i in 12..16 {
+            assert_eq!(page_of(i), b_page(3), "repeat {i}");
+        }
+        gpu_write(&m, &p.k, CHOSEN + 9 * PAGE + 8, 0x9999);
+        gpu_write(&m, &p.k, CHOSEN + 14 * PAGE + 16, 0x3333);
+        assert_eq!(b.mem.load(2 * PAGE + 8), 0x9999);
+        assert_eq!(b.mem.load(3 * PAGE + 16), 0x3333);
+        gpu_write_faults(&m, &p, CHOSEN + PAGE + 8);
+        assert_eq!(
+            b.mem.load(PAGE + 8),
+            PATTERN,
+            "nothing written through the hole"
+        );
+    }
+}
+
+/// The update waits for `hFenceObject` to reach `FenceValue` before it touches the tables
+/// (here inside the thunk: with nobody to signal it in step mode the wait ends, the call
+/// fails and nothing is mapped); after a CPU signal it runs; `DoNotWait` runs at once.
+#[test]
+fn issue_12_update_gpu_va_waits_for_its_fence() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let b = buffer(&m, &p.k, 1);
+    okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
+    let (u, fence) = update_target(&m, &p);
+    let waits = UpdateGpuVa {
+        fence_value: 5,
+        ..u
+    };
+    let op = [UpdateGpuVaOp::map(CHOSEN, PAGE, b.handle, 0)];
+    refused(
+        p.k.update_gpu_va(&waits, &op),
+        rvgpu_simos::kmt::STATUS_IO_TIMEOUT,
+        "fence never reaches 5",
+    );
+    assert_eq!(
+        translate(&m, &p, CHOSEN, Access::Read),
+        Err(FaultReason::NotPresent),
+        "nothing applied before the fence"
+    );
+    okk(&m, p.k.signal_fence_from_cpu(u.fence, 5));
+    okk(&m, p.k.update_gpu_va(&waits, &op));
+    assert_eq!(fence.value(), 6);
+    assert!(translate(&m, &p, CHOSEN, Access::Read).is_ok());
+    let skip = UpdateGpuVa {
+        fence_value: 100,
+        do_not_wait: true,
+        ..u
+    };
+    okk(
+        &m,
+        p.k.update_gpu_va(&skip, &[UpdateGpuVaOp::unmap(CHOSEN, PAGE)]),
+    );
+    assert_eq!(fence.value(), 101, "DoNotWait still signals FenceValue + 1");
+    assert_eq!(
+        translate(&m, &p, CHOSEN, Access::Read),
+        Err(FaultReason::NotPresent)
+    );
+    no_fault(&m);
+}
+
+/// DxgkUpdateGpuVirtualAddress / VidMmUpdateGpuVirtualAddress's checks: each refused with
+/// STATUS_INVALID_PARAMETER and nothing of the list applied, not even its valid first
+/// operation.
+#[test]
+fn issue_12_update_gpu_va_argument_rules() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let other = process(&m);
+    let b = buffer(&m, &p.k, 2);
+    let foreign = buffer(&m, &other.k, 1);
+    okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
+    // A range Map made for itself is not a reserved range.
+    let by_map = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 0, 1))).va;
+    let (u, fence) = update_target(&m, &p);
+    let (other_u, _) = update_target(&m, &other);
+    let good = UpdateGpuVaOp::map(CHOSEN, PAGE, b.handle, 0);
+    let bad_ops: Vec<(&str, UpdateGpuVa, Vec<UpdateGpuVaOp>)> = vec![
+        ("no operations", u, vec![]),
+        (
+            "another process's context",
+            UpdateGpuVa {
+                context: other_u.context,
+                ..u
+            },
+            vec![good],
+        ),
+        (
+            "another process's fence",
+            UpdateGpuVa {
+                fence: other_u.fence,
+                ..u
+            },
+            vec![good],
+        ),
+        (
+            "unknown type",
+            u,
+            vec![
+                good,
+                UpdateGpuVaOp {
+                    operation_type: 4,
+                    ..good
+                },
+            ],
+        ),
+        (
+            "hAllocation 0",
+            u,
+            vec![good, UpdateGpuVaOp::map(CHOSEN, PAGE, 0, 0)],
+        ),
+        (
+            "another process's allocation",
+            u,
+            vec![good, UpdateGpuVaOp::map(CHOSEN, PAGE, foreign.handle, 0)],
+        ),
+        (
+            "base not page aligned",
+            u,
+            vec![good, UpdateGpuVaOp::map(CHOSEN + 8, PAGE, b.handle, 0)],
+        ),
+        (
+            "empty range",
+            u,
+            vec![good, UpdateGpuVaOp::unmap(CHOSEN, 0)],
+        ),
+        (
+            "allocation size not dividing the range",
+            u,
+            vec![
+                good,
+                UpdateGpuVaOp {
+                    allocation_size: 2 * PAGE,
+                    ..UpdateGpuVaOp::map(CHOSEN, 3 * PAGE, b.handle, 0)
+                },
+            ],
+        ),
+        (
+            "past the allocation's end",
+            u,
+            vec![good, UpdateGpuVaOp::map(CHOSEN, 2 * PAGE, b.handle, PAGE)],
+        ),
+        (
+            "outside any reserved range",
+            u,
+            vec![
+                good,
+                UpdateGpuVaOp::map(CHOSEN + 0x1_0000, PAGE, b.handle, 0),
+            ],
+        ),
+        (
+            "in a range Map made",
+            u,
+            vec![UpdateGpuVaOp::map(by_map, PAGE, b.handle, 0)],
+        ),
+        (
+            "unmap to the zero state",
+            u,
+            vec![
+                good,
+                UpdateGpuVaOp {
+                    protection: GpuVaProtection::READ,
+                    ..UpdateGpuVaOp::unmap(CHOSEN, PAGE)
+                },
+            ],
+        ),
+        (
+            "copy onto its own source",
+            u,
+            vec![good, UpdateGpuVaOp::copy(CHOSEN, 2 * PAGE, CHOSEN + PAGE)],
+        ),
+        (
+            "driver protection",
+            u,
+            vec![
+                good,
+                UpdateGpuVaOp {
+                    operation_type: rvgpu_umd::kmt::UPDATE_GPU_VA_MAP_PROTECT,
+                    protection: RW,
+                    driver_protection: 1,
+                    ..good
+                },
+            ],
+        ),
+        (
+            "SystemUseOnly",
+            u,
+            vec![
+                good,
+                UpdateGpuVaOp {
+                    operation_type: rvgpu_umd::kmt::UPDATE_GPU_VA_MAP_PROTECT,
+                    protection: RW | GpuVaProtection::SYSTEM_USE_ONLY,
+                    ..good
+                },
+            ],
+        ),
+    ];
+    for (what, upd, ops) in bad_ops {
+        refused(
+            p.k.update_gpu_va(&upd, &ops),
+            STATUS_INVALID_PARAMETER,
+            what,
+        );
+        assert_eq!(
+            translate(&m, &p, CHOSEN, Access::Read),
+            Err(FaultReason::NotPresent),
+            "{what}: nothing applied"
+        );
+        assert_eq!(fence.value(), 0, "{what}: no signal");
+    }
+    okk(&m, p.k.update_gpu_va(&u, &[good]));
+    assert!(translate(&m, &p, CHOSEN, Access::Read).is_ok());
+    no_fault(&m);
+}
+
+/// `D3DKMTMakeResident` on a chosen paging queue: its paging is signalled on that queue's
+/// fence (not another queue's), the value returned is reached, and the allocation is placed
+/// and mapped; a queue of another process, or a destroyed one, is refused with no count
+/// changed.
+#[test]
+fn issue_12_make_resident_on_paging_queue_signals_its_fence() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let other = process(&m);
+    let q2 = okk(&m, p.k.create_paging_queue(0));
+    // Only the GPU touches it: it goes to VRAM through a TRANSFER on the paging node.
+    let mut pdd = rvgpu_umd::kmt::allocation_private_data(2 * PAGE, AllocationKind::Buffer);
+    pdd.flags = 0;
+    let cold = okk(&m, p.k.create_allocation_pdd(&pdd));
+    let mr = |q: &PagingQueue<rvgpu_simos::kmt::SimFence>| {
+        p.k.make_resident_on(q, &[cold.handle], MakeResidentFlags::default())
+    };
+    refused(
+        mr(&other.pq).map_err(|e| match e {
+            rvgpu_umd::kmt::MakeResidentError::Status(s) => s,
+            e => panic!("{e:?}"),
+        }),
+        STATUS_INVALID_PARAMETER,
+        "another process's paging queue",
+    );
+    assert_eq!(m.allocation_residency(0, cold.handle).map(|r| r.1), Some(0));
+    let pf = mr(&q2).expect("make resident");
+    assert_eq!(pf.fence, q2.fence, "the chosen queue's fence");
+    assert_eq!(pf.value, 1);
+    assert!(q2.fence_cpu.value() >= pf.value, "paging fence reached");
+    assert_eq!(p.pq.fence_cpu.value(), 0, "the other queue saw no paging");
+    okk(&m, p.k.wait_for_fence(pf.fence, pf.value));
+    let (place, count) = m.allocation_residency(0, cold.handle).unwrap();
+    assert!(matches!(place, Place::Local { .. }), "{place:?}");
+    assert_eq!(count, 1);
+    assert!(translate(&m, &p, cold.gpu_va, Access::Write).is_ok());
+    let again = mr(&q2).expect("make resident again");
+    assert_eq!(again.value, 2, "each call takes the queue's next value");
+    okk(&m, p.k.destroy_paging_queue(q2.handle));
+    assert!(mr(&q2).is_err(), "a destroyed queue");
+    assert_eq!(m.allocation_residency(0, cold.handle).map(|r| r.1), Some(2));
     no_fault(&m);
 }

@@ -228,6 +228,91 @@ pub struct MappedGpuVa {
     pub paging_fence_value: u64,
 }
 
+/// `D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_TYPE` values.
+pub const UPDATE_GPU_VA_MAP: i32 = 0;
+/// `D3DDDI_UPDATEGPUVIRTUALADDRESS_UNMAP`.
+pub const UPDATE_GPU_VA_UNMAP: i32 = 1;
+/// `D3DDDI_UPDATEGPUVIRTUALADDRESS_COPY`.
+pub const UPDATE_GPU_VA_COPY: i32 = 2;
+/// `D3DDDI_UPDATEGPUVIRTUALADDRESS_MAP_PROTECT`.
+pub const UPDATE_GPU_VA_MAP_PROTECT: i32 = 3;
+
+/// One `D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION`, its union flattened: which fields count
+/// depends on `operation_type` (plain values, so a caller can also pass what the OS must
+/// refuse).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UpdateGpuVaOp {
+    /// `OperationType` (`UPDATE_GPU_VA_*`).
+    pub operation_type: i32,
+    /// `BaseAddress` (map, map-protect, unmap) or `SourceAddress` (copy).
+    pub base: u64,
+    /// `SizeInBytes`.
+    pub size: u64,
+    /// `hAllocation` (map, map-protect).
+    pub allocation: KmtHandle,
+    /// `AllocationOffsetInBytes` (map, map-protect).
+    pub allocation_offset: u64,
+    /// `AllocationSizeInBytes` (map, map-protect; 0: `size`). The allocation range repeats
+    /// over the VA range, which must be a whole number of it.
+    pub allocation_size: u64,
+    /// `Protection` (map-protect, unmap).
+    pub protection: GpuVaProtection,
+    /// `DriverProtection` (map-protect).
+    pub driver_protection: u64,
+    /// `DestAddress` (copy).
+    pub dest: u64,
+}
+
+impl UpdateGpuVaOp {
+    /// A `MAP` of `[allocation_offset, + size)` of `allocation` at `base`.
+    pub fn map(base: u64, size: u64, allocation: KmtHandle, allocation_offset: u64) -> Self {
+        Self {
+            operation_type: UPDATE_GPU_VA_MAP,
+            base,
+            size,
+            allocation,
+            allocation_offset,
+            ..Self::default()
+        }
+    }
+
+    /// An `UNMAP` of `[base, base + size)` to no access.
+    pub fn unmap(base: u64, size: u64) -> Self {
+        Self {
+            operation_type: UPDATE_GPU_VA_UNMAP,
+            base,
+            size,
+            protection: GpuVaProtection::NO_ACCESS,
+            ..Self::default()
+        }
+    }
+
+    /// A `COPY` of the mappings of `[source, source + size)` to `dest`.
+    pub fn copy(source: u64, size: u64, dest: u64) -> Self {
+        Self {
+            operation_type: UPDATE_GPU_VA_COPY,
+            base: source,
+            size,
+            dest,
+            ..Self::default()
+        }
+    }
+}
+
+/// `D3DKMT_UPDATEGPUVIRTUALADDRESS` without its operations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UpdateGpuVa {
+    /// `hContext`: the context the update is ordered against (a context of the UMD's device).
+    pub context: KmtHandle,
+    /// `hFenceObject`: a monitored fence of the UMD's device.
+    pub fence: KmtHandle,
+    /// `FenceValue`: the update waits for the fence to reach it (unless `do_not_wait`); once
+    /// it is applied the OS signals the fence to `FenceValue + 1`.
+    pub fence_value: u64,
+    /// `Flags.DoNotWait`.
+    pub do_not_wait: bool,
+}
+
 /// What `D3DKMTCreatePagingQueue` returns.
 #[derive(Debug)]
 pub struct PagingQueue<F> {
@@ -376,6 +461,21 @@ pub trait Kmt {
         let _ = (allocations, flags);
         Err(MakeResidentError::Status(STATUS_NOT_SUPPORTED))
     }
+    /// `D3DKMTMakeResident` on the paging queue `queue` (from
+    /// [`create_paging_queue`](Self::create_paging_queue)): as
+    /// [`make_resident`](Self::make_resident), with the paging it needs ordered on that queue.
+    /// The allocations may be used once `queue`'s fence reaches the returned value (Windows
+    /// answers `STATUS_PENDING` while paging is still queued; both are success here). Default:
+    /// `STATUS_NOT_SUPPORTED`.
+    fn make_resident_on(
+        &self,
+        queue: &PagingQueue<Self::Fence>,
+        allocations: &[KmtHandle],
+        flags: MakeResidentFlags,
+    ) -> Result<PagingFence, MakeResidentError> {
+        let _ = (queue, allocations, flags);
+        Err(MakeResidentError::Status(STATUS_NOT_SUPPORTED))
+    }
     /// `D3DKMTEvict`: takes one from each allocation's residency count; at zero VidMm may
     /// evict it once the work queued before the call has finished. Returns `NumBytesToTrim`.
     /// Default: `STATUS_NOT_SUPPORTED`.
@@ -406,6 +506,15 @@ pub trait Kmt {
     /// `D3DKMTMapGpuVirtualAddress`. Default: `STATUS_NOT_SUPPORTED`.
     fn map_gpu_va(&self, request: &MapGpuVa) -> Result<MappedGpuVa, NtStatus> {
         let _ = request;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// `D3DKMTUpdateGpuVirtualAddress`: `ops` applied in order to ranges the process
+    /// reserved. Returns once the update is queued; it is applied after the fence reaches
+    /// `FenceValue`, and then the fence is signalled to `FenceValue + 1` (wait for that
+    /// before using the new mappings from the CPU's point of view). Default:
+    /// `STATUS_NOT_SUPPORTED`.
+    fn update_gpu_va(&self, update: &UpdateGpuVa, ops: &[UpdateGpuVaOp]) -> Result<(), NtStatus> {
+        let _ = (update, ops);
         Err(STATUS_NOT_SUPPORTED)
     }
     /// `D3DKMTFreeGpuVirtualAddress` of the range starting at `base`. Default:

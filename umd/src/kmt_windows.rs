@@ -16,7 +16,7 @@
 //!   `D3DKMTCreateAllocation2`, `D3DKMTLock2`, `D3DKMTUnlock2`, `D3DKMTDestroyAllocation2`,
 //!   `D3DKMTInvalidateCache`, `D3DKMTMakeResident`, `D3DKMTEvict`, `D3DKMTCreatePagingQueue`,
 //!   `D3DKMTReserveGpuVirtualAddress`, `D3DKMTMapGpuVirtualAddress`,
-//!   `D3DKMTFreeGpuVirtualAddress`,
+//!   `D3DKMTFreeGpuVirtualAddress`, `D3DKMTUpdateGpuVirtualAddress`,
 //!   `D3DKMTWaitForSynchronizationObjectFromCpu`, ...): `windows-sys`
 //!   (`Wdk::Graphics::Direct3D`, imported from gdi32.dll through windows-link's raw-dylib).
 //! - The WDDM 3.2 user-mode submission thunks (`D3DKMTCreateDoorbell`, `D3DKMTConnectDoorbell`,
@@ -50,17 +50,18 @@ use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTFreeGpuVirtualAddress, D3DKMTInvalidateCache, D3DKMTLock2, D3DKMTMakeResident,
     D3DKMTMapGpuVirtualAddress, D3DKMTReserveGpuVirtualAddress,
     D3DKMTSignalSynchronizationObjectFromCpu, D3DKMTSubmitSignalSyncObjectsToHwQueue,
-    D3DKMTSubmitWaitForSyncObjectsToHwQueue, D3DKMTUnlock2,
+    D3DKMTSubmitWaitForSyncObjectsToHwQueue, D3DKMTUnlock2, D3DKMTUpdateGpuVirtualAddress,
     D3DKMTWaitForSynchronizationObjectFromCpu, D3DDDI_ALLOCATIONINFO2, D3DDDI_DESTROYPAGINGQUEUE,
     D3DDDI_MAKERESIDENT, D3DDDI_MAPGPUVIRTUALADDRESS, D3DDDI_MONITORED_FENCE,
-    D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DKMT_CLIENTHINT_UNKNOWN,
-    D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL, D3DKMT_CREATEDEVICE,
-    D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE, D3DKMT_CREATESYNCHRONIZATIONOBJECT2,
-    D3DKMT_DESTROYALLOCATION2, D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYHWQUEUE,
+    D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DDDI_RESERVEGPUVIRTUALADDRESS,
+    D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION, D3DKMT_CLIENTHINT_UNKNOWN, D3DKMT_CREATEALLOCATION,
+    D3DKMT_CREATECONTEXTVIRTUAL, D3DKMT_CREATEDEVICE, D3DKMT_CREATEHWQUEUE,
+    D3DKMT_CREATEPAGINGQUEUE, D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2,
+    D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYHWQUEUE,
     D3DKMT_DESTROYSYNCHRONIZATIONOBJECT, D3DKMT_EVICT, D3DKMT_FREEGPUVIRTUALADDRESS,
     D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2, D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
     D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
-    D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE, D3DKMT_UNLOCK2,
+    D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE, D3DKMT_UNLOCK2, D3DKMT_UPDATEGPUVIRTUALADDRESS,
     D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
 };
 use windows_sys::Win32::Foundation::{LUID, NTSTATUS, STATUS_NO_MEMORY, STATUS_PENDING};
@@ -72,7 +73,9 @@ use crate::fence::NativeFence;
 use crate::kmt::{
     Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
     EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
-    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa,
+    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa,
+    UpdateGpuVaOp, UPDATE_GPU_VA_COPY, UPDATE_GPU_VA_MAP, UPDATE_GPU_VA_MAP_PROTECT,
+    UPDATE_GPU_VA_UNMAP,
 };
 
 /// Objects per `D3DKMTSubmit{Wait,Signal}...ToHwQueue` call (stack arrays; more are split).
@@ -223,7 +226,73 @@ const _: () = {
     assert!(offset_of!(D3DDDI_RESERVEGPUVIRTUALADDRESS, Size) == 32);
     assert!(offset_of!(D3DDDI_RESERVEGPUVIRTUALADDRESS, VirtualAddress) == 56);
     assert!(size_of::<D3DKMT_FREEGPUVIRTUALADDRESS>() == 24);
+    // D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION: the type, then a 56-byte union (MapProtect's
+    // members, hAllocation padded to 8); 22631 dxgkrnl copies operations at a 64-byte stride
+    // and reads a MAP's hAllocation at offset 24.
+    assert!(size_of::<D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION>() == 64);
+    assert!(offset_of!(D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION, Anonymous) == 8);
+    assert!(size_of::<D3DKMT_UPDATEGPUVIRTUALADDRESS>() == 56);
+    assert!(offset_of!(D3DKMT_UPDATEGPUVIRTUALADDRESS, Operations) == 16);
+    assert!(offset_of!(D3DKMT_UPDATEGPUVIRTUALADDRESS, FenceValue) == 40);
+    assert!(offset_of!(D3DKMT_UPDATEGPUVIRTUALADDRESS, Flags) == 48);
 };
+
+/// `D3DKMT_UPDATEGPUVIRTUALADDRESS::Flags.DoNotWait` (bit 0).
+const UPDATE_GPU_VA_DO_NOT_WAIT: u32 = 1 << 0;
+
+/// One operation as the thunk takes it (the union member its type names).
+fn update_operation(op: &UpdateGpuVaOp) -> D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION {
+    use windows_sys::Wdk::Graphics::Direct3D::{
+        D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_0,
+        D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_1, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_2,
+        D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_3,
+    };
+    let mut protection = D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE::default();
+    protection.Anonymous.Value = op.protection.0;
+    let mut out = D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION {
+        OperationType: op.operation_type,
+        ..Default::default()
+    };
+    match op.operation_type {
+        UPDATE_GPU_VA_MAP => {
+            out.Anonymous.Map = D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_0 {
+                BaseAddress: op.base,
+                SizeInBytes: op.size,
+                hAllocation: op.allocation,
+                AllocationOffsetInBytes: op.allocation_offset,
+                AllocationSizeInBytes: op.allocation_size,
+            };
+        }
+        UPDATE_GPU_VA_MAP_PROTECT => {
+            out.Anonymous.MapProtect = D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_1 {
+                BaseAddress: op.base,
+                SizeInBytes: op.size,
+                hAllocation: op.allocation,
+                AllocationOffsetInBytes: op.allocation_offset,
+                AllocationSizeInBytes: op.allocation_size,
+                Protection: protection,
+                DriverProtection: op.driver_protection,
+            };
+        }
+        UPDATE_GPU_VA_UNMAP => {
+            out.Anonymous.Unmap = D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_2 {
+                BaseAddress: op.base,
+                SizeInBytes: op.size,
+                Protection: protection,
+            };
+        }
+        UPDATE_GPU_VA_COPY => {
+            out.Anonymous.Copy = D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_3 {
+                SourceAddress: op.base,
+                SizeInBytes: op.size,
+                DestAddress: op.dest,
+            };
+        }
+        // Any other type goes as it is: the OS refuses it.
+        _ => {}
+    }
+    out
+}
 
 // Sizes and offsets below are computed from the documented member lists under the x64 C
 // layout rules (`D3DKMT_ALIGN64` members 8-aligned); no Windows SDK header was available here
@@ -596,6 +665,41 @@ impl FenceCpu for WinFence {
 
 fn aligned<T>(p: *mut c_void) -> Option<*mut T> {
     (!p.is_null() && (p as usize).is_multiple_of(core::mem::align_of::<T>())).then_some(p.cast())
+}
+
+/// `D3DKMTMakeResident` of `allocations` on paging queue `queue` whose fence is `fence`.
+fn make_resident_with(
+    queue: KmtHandle,
+    fence: KmtHandle,
+    allocations: &[KmtHandle],
+    flags: MakeResidentFlags,
+) -> Result<PagingFence, MakeResidentError> {
+    let count = u32::try_from(allocations.len())
+        .map_err(|_| MakeResidentError::Status(NtStatus(STATUS_INVALID_PARAMETER)))?;
+    let mut args = D3DDDI_MAKERESIDENT {
+        hPagingQueue: queue,
+        NumAllocations: count,
+        AllocationList: allocations.as_ptr(),
+        ..Default::default()
+    };
+    if flags.cant_trim_further {
+        args.Flags.Anonymous.Value = MAKERESIDENT_CANT_TRIM_FURTHER;
+    }
+    // SAFETY: the list points to `count` handles that outlive the call; no priority list.
+    let st = unsafe { D3DKMTMakeResident(&mut args) };
+    if st == STATUS_NO_MEMORY {
+        return Err(MakeResidentError::OverBudget {
+            bytes_to_trim: args.NumBytesToTrim,
+        });
+    }
+    // STATUS_PENDING: accepted, the paging fence value is still ahead (the caller waits).
+    if st != STATUS_PENDING {
+        check(st).map_err(MakeResidentError::Status)?;
+    }
+    Ok(PagingFence {
+        fence,
+        value: args.PagingFenceValue,
+    })
 }
 
 /// The size of each allocation this device created through
@@ -1187,41 +1291,27 @@ impl Kmt for WinKmt {
         cfg!(any(target_arch = "x86_64", target_arch = "x86"))
     }
 
-    /// `D3DKMTMakeResident` on the device's paging queue. `STATUS_PENDING` is success: the
-    /// paging fence reaches `PagingFenceValue` once the allocations are in place.
-    /// `STATUS_NO_MEMORY` is the over-budget answer, with `NumBytesToTrim`.
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmakeresident>
+    /// `D3DKMTMakeResident` on the device's paging queue (see
+    /// [`make_resident_on`](Kmt::make_resident_on)).
     fn make_resident(
         &self,
         allocations: &[KmtHandle],
         flags: MakeResidentFlags,
     ) -> Result<PagingFence, MakeResidentError> {
-        let count = u32::try_from(allocations.len())
-            .map_err(|_| MakeResidentError::Status(NtStatus(STATUS_INVALID_PARAMETER)))?;
-        let mut args = D3DDDI_MAKERESIDENT {
-            hPagingQueue: self.paging_queue,
-            NumAllocations: count,
-            AllocationList: allocations.as_ptr(),
-            ..Default::default()
-        };
-        if flags.cant_trim_further {
-            args.Flags.Anonymous.Value = MAKERESIDENT_CANT_TRIM_FURTHER;
-        }
-        // SAFETY: the list points to `count` handles that outlive the call; no priority list.
-        let st = unsafe { D3DKMTMakeResident(&mut args) };
-        if st == STATUS_NO_MEMORY {
-            return Err(MakeResidentError::OverBudget {
-                bytes_to_trim: args.NumBytesToTrim,
-            });
-        }
-        // STATUS_PENDING: accepted, the paging fence value is still ahead (the caller waits).
-        if st != STATUS_PENDING {
-            check(st).map_err(MakeResidentError::Status)?;
-        }
-        Ok(PagingFence {
-            fence: self.paging_fence,
-            value: args.PagingFenceValue,
-        })
+        make_resident_with(self.paging_queue, self.paging_fence, allocations, flags)
+    }
+
+    /// `D3DKMTMakeResident` on `queue`. `STATUS_PENDING` is success: the paging fence
+    /// reaches `PagingFenceValue` once the allocations are in place (the caller waits).
+    /// `STATUS_NO_MEMORY` is the over-budget answer, with `NumBytesToTrim`.
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmakeresident>
+    fn make_resident_on(
+        &self,
+        queue: &PagingQueue<WinFence>,
+        allocations: &[KmtHandle],
+        flags: MakeResidentFlags,
+    ) -> Result<PagingFence, MakeResidentError> {
+        make_resident_with(queue.handle, queue.fence, allocations, flags)
     }
 
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtevict>
@@ -1491,6 +1581,36 @@ impl Kmt for WinKmt {
             va: args.VirtualAddress,
             paging_fence_value: args.PagingFenceValue,
         })
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtupdategpuvirtualaddress>
+    /// Returns once the update is queued; the fence reaches `FenceValue + 1` when it is done.
+    /// At most 64 operations per call here (a stack array; more is `STATUS_INVALID_PARAMETER`).
+    fn update_gpu_va(&self, u: &UpdateGpuVa, ops: &[UpdateGpuVaOp]) -> Result<(), NtStatus> {
+        const MAX_OPS: usize = 64;
+        if ops.len() > MAX_OPS {
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        }
+        let mut list = [D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION::default(); MAX_OPS];
+        for (slot, op) in list.iter_mut().zip(ops) {
+            *slot = update_operation(op);
+        }
+        let mut args = D3DKMT_UPDATEGPUVIRTUALADDRESS {
+            hDevice: self.device,
+            hContext: u.context,
+            hFenceObject: u.fence,
+            // Bounded by MAX_OPS above.
+            NumOperations: ops.len() as u32,
+            Operations: list.as_mut_ptr(),
+            FenceValue: u.fence_value,
+            ..Default::default()
+        };
+        if u.do_not_wait {
+            args.Flags.Value = UPDATE_GPU_VA_DO_NOT_WAIT;
+        }
+        // SAFETY: `Operations` points to `NumOperations` initialised entries on this stack
+        // frame, which outlives the call; the thunk copies them before it returns.
+        check(unsafe { D3DKMTUpdateGpuVirtualAddress(&args) })
     }
 
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtfreegpuvirtualaddress>

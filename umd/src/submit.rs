@@ -210,6 +210,42 @@ macro_rules! forward_kmt {
             ) -> Result<u64, NtStatus> {
                 (**self).evict(allocations, flags)
             }
+            fn make_resident_on(
+                &self,
+                queue: &crate::kmt::PagingQueue<Self::Fence>,
+                allocations: &[KmtHandle],
+                flags: crate::kmt::MakeResidentFlags,
+            ) -> Result<crate::kmt::PagingFence, crate::kmt::MakeResidentError> {
+                (**self).make_resident_on(queue, allocations, flags)
+            }
+            fn create_paging_queue(
+                &self,
+                priority: i32,
+            ) -> Result<crate::kmt::PagingQueue<Self::Fence>, NtStatus> {
+                (**self).create_paging_queue(priority)
+            }
+            fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+                (**self).destroy_paging_queue(queue)
+            }
+            fn reserve_gpu_va(&self, request: &crate::kmt::ReserveGpuVa) -> Result<u64, NtStatus> {
+                (**self).reserve_gpu_va(request)
+            }
+            fn map_gpu_va(
+                &self,
+                request: &crate::kmt::MapGpuVa,
+            ) -> Result<crate::kmt::MappedGpuVa, NtStatus> {
+                (**self).map_gpu_va(request)
+            }
+            fn free_gpu_va(&self, base: u64, size: u64) -> Result<(), NtStatus> {
+                (**self).free_gpu_va(base, size)
+            }
+            fn update_gpu_va(
+                &self,
+                update: &crate::kmt::UpdateGpuVa,
+                ops: &[crate::kmt::UpdateGpuVaOp],
+            ) -> Result<(), NtStatus> {
+                (**self).update_gpu_va(update, ops)
+            }
             fn create_doorbell(
                 &self,
                 queue: KmtHandle,

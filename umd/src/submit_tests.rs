@@ -389,6 +389,34 @@ impl Kmt for Mock {
     type Doorbell = MockDoorbell;
     type Fence = MockFence;
 
+    // Issue 12: answers that show which implementation ran (pointer forwarding test).
+    fn reserve_gpu_va(&self, r: &crate::kmt::ReserveGpuVa) -> Result<u64, NtStatus> {
+        Ok(r.base + 1)
+    }
+    fn map_gpu_va(&self, r: &crate::kmt::MapGpuVa) -> Result<crate::kmt::MappedGpuVa, NtStatus> {
+        Ok(crate::kmt::MappedGpuVa {
+            va: r.base,
+            paging_fence_value: 2,
+        })
+    }
+    fn free_gpu_va(&self, _base: u64, _size: u64) -> Result<(), NtStatus> {
+        Ok(())
+    }
+    fn destroy_paging_queue(&self, _queue: KmtHandle) -> Result<(), NtStatus> {
+        Ok(())
+    }
+    fn update_gpu_va(
+        &self,
+        _u: &crate::kmt::UpdateGpuVa,
+        ops: &[crate::kmt::UpdateGpuVaOp],
+    ) -> Result<(), NtStatus> {
+        if ops.is_empty() {
+            Err(NtStatus(-1))
+        } else {
+            Ok(())
+        }
+    }
+
     fn create_context(&self, _node: u32) -> Result<KmtHandle, NtStatus> {
         let mut w = self.w();
         let h = w.handle();
@@ -2176,4 +2204,35 @@ fn user_mode_batch_reserves_the_closing_progress_packet_length() {
         checked_batch_bytes(&[fill(1), Command::Nop { len: 0 }]),
         Err(SubmitError::BadCommand)
     );
+}
+
+/// Issue 12: thunks behind a reference or an `Arc` forward the paging-queue and GPU VA thunks
+/// (not the trait's `STATUS_NOT_SUPPORTED` defaults), as the harness and the C API hold them.
+#[test]
+fn issue_12_pointer_thunks_forward_the_gpu_va_thunks() {
+    fn check<K: Kmt>(k: &K) {
+        let r = crate::kmt::ReserveGpuVa {
+            base: 0x7000_0000_0000,
+            size: 0x1_0000,
+            ..Default::default()
+        };
+        assert_eq!(k.reserve_gpu_va(&r), Ok(0x7000_0000_0001));
+        let m = crate::kmt::MapGpuVa {
+            base: 0x7000_0000_0000,
+            ..Default::default()
+        };
+        assert_eq!(k.map_gpu_va(&m).map(|x| x.paging_fence_value), Ok(2));
+        assert_eq!(k.free_gpu_va(0x7000_0000_0000, 0), Ok(()));
+        assert_eq!(k.destroy_paging_queue(1), Ok(()));
+        let u = crate::kmt::UpdateGpuVa::default();
+        let op = crate::kmt::UpdateGpuVaOp::unmap(0x7000_0000_0000, 4096);
+        assert_eq!(k.update_gpu_va(&u, &[op]), Ok(()));
+    }
+    let m = Mock::new();
+    check(&&m);
+    // One thread: the mock's `Rc` world never crosses threads; the `Arc` is the pointer kind
+    // under test (the C API's queues hold their thunks that way).
+    #[allow(clippy::arc_with_non_send_sync)]
+    let shared = alloc::sync::Arc::new(Mock(m.0.clone()));
+    check(&shared);
 }

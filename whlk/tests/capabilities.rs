@@ -24,6 +24,7 @@ fn reach(s: &mut dyn Session, c: Capability) -> Result<(), Failure> {
         Capability::StepMode => s.step().map(|_| ()),
         Capability::BugChecks => s.bug_checks().map(|_| ()),
         Capability::AllocationUsage => s.alloc_usage().map(|_| ()),
+        Capability::GpuVaPlacement => s.gpu_va().map(|_| ()),
         // Not a session trait: checked when the session opens.
         Capability::ConfiguredMachine => Ok(()),
     }

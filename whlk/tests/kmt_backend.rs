@@ -17,9 +17,11 @@ fn kmt_backend_passes_or_skips_every_case() {
         [
             Capability::Fences,
             Capability::UserModeSubmission,
-            Capability::AllocationUsage
+            Capability::AllocationUsage,
+            Capability::GpuVaPlacement
         ],
-        "a D3DKMT program offers fences, user-mode submission and the UMD's tracked buffers"
+        "a D3DKMT program offers fences, user-mode submission, the UMD's tracked buffers and \
+         the GPU VA thunks"
     );
     let all = cases::all();
     let reports = runner::run_all(&runner::select(&all, None), &b);

@@ -46,21 +46,135 @@ pub struct Allocation {
     pub cached: bool,
     /// A device-specific handle from `DxgkDdiOpenAllocation`: the device that opened it.
     pub opened_by: Option<Handle>,
-    /// Where VidMm mapped it: `(process, GPU VA of byte 0)`, learnt from the
-    /// `FirstPteVirtualAddress` of its UPDATEPAGETABLE operations ([`crate::pagetable`]).
-    pub mapped: Option<(Handle, u64)>,
+    /// Where VidMm has it mapped now, learnt from the UPDATEPAGETABLE operations it asks
+    /// for ([`note_mapping`]).
+    pub mapped: Mappings,
 }
 
-impl Allocation {
-    /// Whether `[va, va + len)` lies inside this allocation as mapped in `process`.
-    pub fn covers(&self, process: Handle, va: u64, len: u64) -> bool {
-        let Some((p, base)) = self.mapped else {
-            return false;
+/// Most mapped runs the KMD remembers per allocation. VidMm maps every allocation once at a
+/// VA of its own; a process may map it again (`D3DKMTMapGpuVirtualAddress`,
+/// `D3DKMTUpdateGpuVirtualAddress`). Past this bound a further run is not recorded: nothing
+/// fails (the page tables are VidMm's and are written anyway), but a doorbell whose ring is
+/// mapped only there is refused with `STATUS_INVALID_PARAMETER`, as for an unmapped ring. The
+/// runs live inline in the record, so recording one never allocates and cannot fail.
+pub const MAX_MAPPINGS: usize = 4;
+
+/// Part of an allocation mapped at one place of one process: the allocation's pages
+/// `[lo, hi)` at `base + page * PAGE_SIZE`, `base` being where its byte 0 would be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Run {
+    process: Handle,
+    base: u64,
+    lo: u64,
+    hi: u64,
+}
+
+impl Run {
+    /// The run's VA range (`None` if it would wrap, which [`Mappings::add`] never stores).
+    fn va(&self) -> Option<(u64, u64)> {
+        let lo = self
+            .base
+            .checked_add(self.lo.checked_mul(rvgpu_hw::PAGE_SIZE)?)?;
+        let hi = self
+            .base
+            .checked_add(self.hi.checked_mul(rvgpu_hw::PAGE_SIZE)?)?;
+        Some((lo, hi))
+    }
+}
+
+/// The places an allocation is mapped at (at most [`MAX_MAPPINGS`] runs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mappings {
+    runs: [Option<Run>; MAX_MAPPINGS],
+}
+
+impl Mappings {
+    /// Records pages `[lo, hi)` of the allocation mapped with byte 0 at `base` in `process`,
+    /// merged with a run of the same place it touches. `false`: no room (not recorded).
+    fn add(&mut self, process: Handle, base: u64, lo: u64, hi: u64) -> bool {
+        let mut new = Run {
+            process,
+            base,
+            lo,
+            hi,
         };
-        let (Some(end), Some(limit)) = (va.checked_add(len), base.checked_add(self.size)) else {
+        if lo >= hi || new.va().is_none() {
             return false;
-        };
-        p == process && va >= base && end <= limit
+        }
+        // Merging can make the new run touch another one: absorb until none is left.
+        loop {
+            let hit = self.runs.iter_mut().find(|r| {
+                r.is_some_and(|r| {
+                    r.process == process && r.base == base && r.lo <= new.hi && new.lo <= r.hi
+                })
+            });
+            let Some(slot) = hit else { break };
+            if let Some(r) = slot.take() {
+                new.lo = new.lo.min(r.lo);
+                new.hi = new.hi.max(r.hi);
+            }
+        }
+        match self.runs.iter_mut().find(|r| r.is_none()) {
+            Some(free) => {
+                *free = Some(new);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets whatever is recorded in `[va_lo, va_hi)` of `process` (those entries now map
+    /// something else, or nothing). A run split in two with no room for its upper part keeps
+    /// only the lower one: forgetting a mapping only ever makes the doorbell refuse more.
+    fn cut(&mut self, process: Handle, va_lo: u64, va_hi: u64) {
+        let mut upper: Option<Run> = None;
+        for slot in self.runs.iter_mut() {
+            let Some(r) = *slot else { continue };
+            let Some((lo, hi)) = r.va() else {
+                *slot = None;
+                continue;
+            };
+            if r.process != process || va_hi <= lo || hi <= va_lo {
+                continue;
+            }
+            let page = |va: u64| va.saturating_sub(r.base) / rvgpu_hw::PAGE_SIZE;
+            let below = (va_lo > lo).then(|| Run {
+                hi: page(va_lo),
+                ..r
+            });
+            let above = (va_hi < hi).then(|| Run {
+                lo: page(va_hi),
+                ..r
+            });
+            *slot = below.or(above);
+            if below.is_some() && above.is_some() {
+                upper = above;
+            }
+        }
+        if let (Some(u), Some(free)) = (upper, self.runs.iter_mut().find(|r| r.is_none())) {
+            *free = Some(u);
+        }
+    }
+
+    /// Where byte 0 is in `process` for a run that maps the allocation's first `len` bytes,
+    /// the earliest recorded first.
+    pub fn base_covering(&self, process: Handle, len: u64) -> Option<u64> {
+        let pages = len.div_ceil(rvgpu_hw::PAGE_SIZE);
+        self.runs
+            .iter()
+            .flatten()
+            .find(|r| r.process == process && r.lo == 0 && r.hi >= pages)
+            .map(|r| r.base)
+    }
+
+    /// How many runs are recorded.
+    pub fn len(&self) -> usize {
+        self.runs.iter().flatten().count()
+    }
+
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -113,7 +227,7 @@ pub fn parse(bytes: &[u8]) -> Result<Allocation, Status> {
         cpu_visible,
         cached,
         opened_by: None,
-        mapped: None,
+        mapped: Mappings::default(),
     })
 }
 
@@ -363,9 +477,15 @@ pub fn page_policy<P: Platform>(
         .filter(|al| al.opened_by.is_none())
 }
 
-/// Records where VidMm mapped (or unmapped) allocation `h_allocation` in `h_process`: the
-/// first entry of an update at allocation offset 0 says where byte 0 is (valid) or that the
-/// allocation left the space (invalid).
+/// Follows one UPDATEPAGETABLE leaf operation of user process `h_process`: its `entries`
+/// leaves from `first_va` now hold what VidMm asked for, so whatever any allocation had
+/// recorded there is forgotten, and a valid update for allocation `h_allocation` (null for a
+/// leaf of no allocation) records those pages: `offset` is their offset in the allocation
+/// (`AllocationOffsetInBytes`), so byte 0 would be at `first_va - offset`. `valid`: the
+/// operation's first entry is valid (VidMm maps or unmaps a whole run in one operation; a
+/// mixed one is recorded by its first entry, which at worst records pages that fault, in the
+/// process's own space).
+#[allow(clippy::too_many_arguments)]
 pub fn note_mapping<P: Platform>(
     a: &Adapter<P>,
     live: &Live<P>,
@@ -373,28 +493,51 @@ pub fn note_mapping<P: Platform>(
     h_allocation: HANDLE,
     offset: u64,
     first_va: u64,
+    entries: u64,
     valid: bool,
 ) {
     let slot = a.table_slot();
-    let (Ok(process), Ok(al)) = (
-        Handle::decode_on(h_process, Kind::Process, slot),
+    let Ok(process) = Handle::decode_on(h_process, Kind::Process, slot) else {
+        return;
+    };
+    let Some(va_hi) = entries
+        .checked_mul(rvgpu_hw::PAGE_SIZE)
+        .and_then(|len| first_va.checked_add(len))
+    else {
+        return;
+    };
+    let mut s = live.sched.lock();
+    // A VA maps one thing at a time: a remap without an unmap first must not leave the
+    // old allocation claiming it.
+    for al in s.allocations.values_mut() {
+        al.mapped.cut(process, first_va, va_hi);
+    }
+    if !valid || !offset.is_multiple_of(rvgpu_hw::PAGE_SIZE) {
+        return;
+    }
+    let (Ok(h), Some(base)) = (
         Handle::decode_on(h_allocation, Kind::Allocation, slot),
+        first_va.checked_sub(offset),
     ) else {
         return;
     };
-    if offset != 0 || first_va == 0 {
-        return;
-    }
-    if let Some(al) = live.sched.lock().allocations.get_mut(&al) {
-        al.mapped = valid.then_some((process, first_va));
+    let lo = offset / rvgpu_hw::PAGE_SIZE;
+    if let Some(al) = s.allocations.get_mut(&h) {
+        // Past the allocation's end is not the allocation (VidMm never asks for that).
+        let pages = al.size / rvgpu_hw::PAGE_SIZE;
+        let hi = lo.saturating_add(entries).min(pages);
+        al.mapped.add(process, base, lo, hi);
     }
 }
 
 /// The ring of a user-mode queue's doorbell, from the allocations `DXGKARG_CREATEDOORBELL`
-/// names: the ring starts where VidMm mapped the ring allocation (`Commands`, not GPU
-/// read-only) in the queue's `process`, the control block where it mapped the ring-control
-/// allocation; both must be the process's own creations (not opened), and the ring's `size`
-/// bytes must fit its allocation. Everything else about the ring is [`crate::doorbell::check_ring`].
+/// names: the ring starts where VidMm has the ring allocation (`Commands`, not GPU
+/// read-only) mapped in the queue's `process`, the control block where it has the
+/// ring-control allocation mapped; both must be the process's own creations (not opened).
+/// An allocation mapped at several places serves from any of them that maps its first bytes
+/// (the ring's `size`, the control block) contiguously, the earliest recorded first; one
+/// mapped nowhere in the process is refused. Everything else about the ring is
+/// [`crate::doorbell::check_ring`].
 pub fn ring_from_allocations<P: Platform>(
     a: &Adapter<P>,
     s: &crate::sched::Sched,
@@ -410,30 +553,86 @@ pub fn ring_from_allocations<P: Platform>(
         s.allocations
             .get(&h)
             .filter(|al| al.opened_by.is_none() && al.kind == kind)
-            .copied()
             .ok_or(status::INVALID_PARAMETER)
     };
     let r = get(h_ring, AllocationKind::Commands)?;
     let c = get(h_control, AllocationKind::RingControl)?;
-    let base_in = |al: &Allocation| match al.mapped {
-        Some((p, base)) if p == process => Ok(base),
-        _ => Err(status::INVALID_PARAMETER),
-    };
+    if r.gpu_read_only || u64::from(size) > r.size {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let base = r
+        .mapped
+        .base_covering(process, u64::from(size))
+        .ok_or(status::INVALID_PARAMETER)?;
+    let control = c
+        .mapped
+        .base_covering(process, rvgpu_hw::queue::RingControl::SIZE)
+        .ok_or(status::INVALID_PARAMETER)?;
     let ring = crate::hwqueue::Ring {
-        base: GpuVa::new(base_in(&r)?),
+        base: GpuVa::new(base),
         size,
-        control: GpuVa::new(base_in(&c)?),
+        control: GpuVa::new(control),
     };
     crate::doorbell::check_ring(&ring)?;
-    let fits = r.covers(process, ring.base.get(), u64::from(size))
-        && c.covers(
-            process,
-            ring.control.get(),
-            rvgpu_hw::queue::RingControl::SIZE,
-        );
-    if fits && !r.gpu_read_only {
-        Ok(ring)
-    } else {
-        Err(status::INVALID_PARAMETER)
+    Ok(ring)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: u64 = rvgpu_hw::PAGE_SIZE;
+
+    fn process(n: u64) -> Handle {
+        Handle::new(0, Kind::Process, n).unwrap()
+    }
+
+    /// Issue 12: runs of one place merge, an unmap in the middle splits, and past
+    /// MAX_MAPPINGS nothing more is recorded (the doorbell then refuses that place).
+    #[test]
+    fn issue_12_mappings_merge_split_and_stay_bounded() {
+        let p = process(1);
+        let mut m = Mappings::default();
+        // Two leaf-table halves of one mapping at 0x10_0000.
+        assert!(m.add(p, 0x10_0000, 0, 2));
+        assert!(m.add(p, 0x10_0000, 2, 4));
+        assert_eq!(m.len(), 1);
+        assert_eq!(m.base_covering(p, 4 * P), Some(0x10_0000));
+        assert_eq!(m.base_covering(p, 5 * P), None, "only 4 pages mapped");
+        assert_eq!(m.base_covering(process(2), P), None, "another process");
+        // Unmapping page 1 splits: the first page still covers a one-page ring.
+        m.cut(p, 0x10_0000 + P, 0x10_0000 + 2 * P);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m.base_covering(p, P), Some(0x10_0000));
+        assert_eq!(m.base_covering(p, 2 * P), None);
+        // Fill the bound; one more place is not recorded.
+        for i in 0..(MAX_MAPPINGS as u64 - 2) {
+            assert!(m.add(p, 0x20_0000 + i * 0x10_0000, 0, 1));
+        }
+        assert!(!m.add(p, 0x90_0000, 0, 1));
+        assert_eq!(m.len(), MAX_MAPPINGS);
+        // Unmapping a whole run frees its slot.
+        m.cut(p, 0x10_0000, 0x10_0000 + P);
+        assert_eq!(m.len(), MAX_MAPPINGS - 1);
+        assert_eq!(m.base_covering(p, P), Some(0x20_0000));
+        // A split with no room left keeps the lower part only.
+        assert!(m.add(p, 0xA0_0000, 0, 3));
+        m.cut(p, 0xA0_0000 + P, 0xA0_0000 + 2 * P);
+        assert_eq!(m.len(), MAX_MAPPINGS);
+        assert!(m
+            .runs
+            .iter()
+            .flatten()
+            .any(|r| r.base == 0xA0_0000 && r.hi == 1));
+        assert!(!m
+            .runs
+            .iter()
+            .flatten()
+            .any(|r| r.base == 0xA0_0000 && r.lo == 2));
+        // Nonsense is never stored.
+        let mut e = Mappings::default();
+        assert!(!e.add(p, u64::MAX - P, 0, 2), "wraps");
+        assert!(!e.add(p, 0, 3, 3), "empty");
+        assert!(e.is_empty());
     }
 }

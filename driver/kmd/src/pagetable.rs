@@ -192,17 +192,23 @@ pub fn update<P: Platform>(
         written = written.saturating_add(w);
         next = next.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
     }
-    if let (Mapping::Allocation(_), 0, 0, true) = (who, level, first, written > 0) {
-        // The first pass translated every entry it wrote: record where the allocation is.
+    if level == 0 && first == 0 && written > 0 && !matches!(who, Mapping::System) {
+        // The first pass translated every entry it wrote: record what the leaves of the
+        // process's space now map (the doorbell checks rings against it).
         // SAFETY: the array holds at least one entry (NumPageTableEntries > 0, checked).
         let e0: DXGK_PTE = unsafe { op.pPageTableEntries.read_unaligned() };
+        let h_allocation = match who {
+            Mapping::Allocation(_) => op.hAllocation,
+            _ => core::ptr::null_mut(),
+        };
         allocation::note_mapping(
             a,
             live,
             op.hProcess,
-            op.hAllocation,
+            h_allocation,
             op.AllocationOffsetInBytes,
             op.FirstPteVirtualAddress,
+            u64::from(op.NumPageTableEntries),
             e0.valid(),
         );
     }

@@ -214,6 +214,11 @@ pub(crate) fn destroy_context_thunk(
     destroy_context(a, h)
 }
 
+/// The device a context belongs to (issue 12: `D3DKMTUpdateGpuVirtualAddress`'s `hContext`).
+pub(crate) fn context_device(a: &AdapterShared, h: KmtHandle) -> Option<KmtHandle> {
+    lock(&a.ums).contexts.get(&h).map(|c| c.device)
+}
+
 /// The KMD handle and node of a context.
 pub(crate) fn context_kmd(a: &AdapterShared, h: KmtHandle) -> Option<(usize, u32)> {
     lock(&a.ums).contexts.get(&h).map(|c| (c.kmd, c.node))

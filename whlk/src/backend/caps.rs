@@ -53,6 +53,8 @@ pub enum Capability {
     ConfiguredMachine,
     /// [`AllocationUsage`].
     AllocationUsage,
+    /// [`GpuVaPlacement`].
+    GpuVaPlacement,
 }
 
 impl Capability {
@@ -73,6 +75,7 @@ impl Capability {
         Self::BugChecks,
         Self::ConfiguredMachine,
         Self::AllocationUsage,
+        Self::GpuVaPlacement,
     ];
 
     /// The name shown in skip reasons and `--list`.
@@ -93,6 +96,7 @@ impl Capability {
             Self::BugChecks => "BugChecks",
             Self::ConfiguredMachine => "ConfiguredMachine",
             Self::AllocationUsage => "AllocationUsage",
+            Self::GpuVaPlacement => "GpuVaPlacement",
         }
     }
 
@@ -106,6 +110,7 @@ impl Capability {
                 | Self::UmdFences
                 | Self::Tdr
                 | Self::AllocationUsage
+                | Self::GpuVaPlacement
         )
     }
 
@@ -647,4 +652,25 @@ pub trait AllocationUsage {
 
     /// `Buffer::destroy` (never blocks: a backing still in use is left to VidMm, AL-03).
     fn destroy_tracked(&mut self, b: TrackedRef) -> Result<(), Failure>;
+}
+
+/// GPU virtual addresses a process places itself (issue 12, docs/memory.md "GPU VA thunks"):
+/// `D3DKMTReserveGpuVirtualAddress`, `D3DKMTMapGpuVirtualAddress` on a paging queue of the
+/// process, `D3DKMTFreeGpuVirtualAddress`, and a user-mode queue's write to a raw VA.
+pub trait GpuVaPlacement {
+    /// Reserves `bytes` (a multiple of 4 KiB) of process `p`'s GPU VA space at `base`
+    /// (64 KiB aligned; 0: the OS chooses); returns the range's VA.
+    fn reserve_va(&mut self, p: ProcessRef, base: u64, bytes: u64) -> Result<u64, Failure>;
+
+    /// Maps `pages` 4 KiB pages of buffer `b` from page `first_page` read-write at `va`
+    /// (inside a range its process reserved) and waits for the paging fence.
+    fn map_va(&mut self, b: BufferRef, va: u64, first_page: u64, pages: u64)
+        -> Result<(), Failure>;
+
+    /// Frees the range of process `p` that starts at `base` (every page of it unmapped).
+    fn free_va(&mut self, p: ProcessRef, base: u64) -> Result<(), Failure>;
+
+    /// Submits one 8-byte FILL of `pattern` at GPU VA `va` to user-mode queue `q`; returns
+    /// the progress value that marks its completion.
+    fn fill_va(&mut self, q: UmQueueRef, va: u64, pattern: u64) -> Result<u64, Failure>;
 }

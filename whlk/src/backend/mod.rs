@@ -29,8 +29,8 @@ pub use session::{Backend, Session};
 
 pub use caps::{
     AllocationUsage, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
-    FaultInjection, FenceLogs, Fences, OsControl, OsTrace, StepMode, Tdr, TdrTrace, UmdFences,
-    UserModeSubmission,
+    FaultInjection, FenceLogs, Fences, GpuVaPlacement, OsControl, OsTrace, StepMode, Tdr, TdrTrace,
+    UmdFences, UserModeSubmission,
 };
 
 /// How the simulated device and OS run. A real backend ignores it.

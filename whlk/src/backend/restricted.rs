@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::{
     AllocationUsage, Backend, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
-    DriverCaps, Failure, FaultInjection, FenceLogs, Fences, OsControl, OsTrace, Session,
-    SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmdFences, UserModeSubmission,
+    DriverCaps, Failure, FaultInjection, FenceLogs, Fences, GpuVaPlacement, OsControl, OsTrace,
+    Session, SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmdFences, UserModeSubmission,
 };
 
 /// `inner` with only the capabilities in `keep`.
@@ -137,6 +137,13 @@ impl Session for RestrictedSession {
     fn as_alloc_usage(&mut self) -> Option<&mut dyn AllocationUsage> {
         if self.keep.contains(Capability::AllocationUsage) {
             self.inner.as_alloc_usage()
+        } else {
+            None
+        }
+    }
+    fn as_gpu_va(&mut self) -> Option<&mut dyn GpuVaPlacement> {
+        if self.keep.contains(Capability::GpuVaPlacement) {
+            self.inner.as_gpu_va()
         } else {
             None
         }

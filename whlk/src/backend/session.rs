@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::{
     AllocationUsage, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
-    DriverCaps, Failure, FaultInjection, FenceLogs, Fences, OsControl, OsTrace, SessionConfig,
-    StartedAdapter, StepMode, Tdr, TdrTrace, UmdFences, UserModeSubmission,
+    DriverCaps, Failure, FaultInjection, FenceLogs, Fences, GpuVaPlacement, OsControl, OsTrace,
+    SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmdFences, UserModeSubmission,
 };
 
 /// One machine with its adapters, for one case: the driver and adapter life cycle every
@@ -73,6 +73,10 @@ pub trait Session {
 
     /// The [`AllocationUsage`] capability, if the backend has it.
     fn as_alloc_usage(&mut self) -> Option<&mut dyn AllocationUsage> {
+        None
+    }
+    /// The [`GpuVaPlacement`] capability, if the backend has it.
+    fn as_gpu_va(&mut self) -> Option<&mut dyn GpuVaPlacement> {
         None
     }
     /// [`Session::as_alloc_usage`] for shared access.
@@ -306,6 +310,10 @@ impl dyn Session + '_ {
     /// The [`AllocationUsage`] capability, shared.
     pub fn alloc_usage_ref(&self) -> Result<&dyn AllocationUsage, Failure> {
         reach(Capability::AllocationUsage, self.as_alloc_usage_ref())
+    }
+    /// The [`GpuVaPlacement`] capability.
+    pub fn gpu_va(&mut self) -> Result<&mut dyn GpuVaPlacement, Failure> {
+        reach(Capability::GpuVaPlacement, self.as_gpu_va())
     }
 }
 

@@ -3,6 +3,7 @@
 pub mod adapter;
 pub mod allocation;
 mod common;
+pub mod gpuva;
 pub mod interrupt;
 pub mod logs;
 pub mod native_fence;
@@ -21,6 +22,7 @@ pub fn all() -> Vec<Case> {
     v.extend_from_slice(simulation::CASES);
     v.extend_from_slice(usermode_submission::CASES);
     v.extend_from_slice(allocation::CASES);
+    v.extend_from_slice(gpuva::CASES);
     v.extend_from_slice(logs::CASES);
     v.extend_from_slice(tdr::CASES);
     v

@@ -12,13 +12,15 @@
 //! What user mode can observe is all this backend offers: the adapter life cycle (the driver
 //! is installed and started by PnP, so "load" and "start" find and open the adapter, "stop" and
 //! "remove" close it), [`UserModeSubmission`]'s queue operations, [`Fences`] (native and
-//! monitored fences, `fences`) and [`AllocationUsage`] (the UMD's tracked buffers, `usage`).
+//! monitored fences, `fences`), [`AllocationUsage`] (the UMD's tracked buffers, `usage`) and
+//! [`super::GpuVaPlacement`] (the GPU VA thunks, `gpuva`).
 //! The driver's caps, the OS's internals, fault injection and the other simulation-only
 //! capabilities are absent, so the cases that need them are reported as skipped with the
 //! reason. Methods that need more than the thunks (OS events, churn threads, MonitoredValue)
 //! answer [`Failure::Unsupported`], which also skips the case. No driver escape is used.
 
 mod fences;
+mod gpuva;
 pub mod sim;
 mod usage;
 #[cfg(windows)]
@@ -154,6 +156,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             Capability::Fences,
             Capability::UserModeSubmission,
             Capability::AllocationUsage,
+            Capability::GpuVaPlacement,
         ])
     }
 
@@ -168,6 +171,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             gates: Vec::new(),
             tracked: Vec::new(),
             fence: fences::FenceState::default(),
+            paging_queues: Vec::new(),
         }))
     }
 }
@@ -243,6 +247,9 @@ struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     tracked: Vec<usage::KTracked<K>>,
     /// Native and monitored fences, their GPU queues and CPU waits.
     fence: fences::FenceState<K>,
+    /// The paging queue of each process that mapped a GPU VA itself: (process index,
+    /// `hPagingQueue`, its fence).
+    paging_queues: Vec<(usize, KmtHandle, KmtHandle)>,
 }
 
 impl<K: KmtSync + Send + Sync + 'static> Drop for KmtSession<K> {
@@ -449,6 +456,10 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
     }
 
     fn as_alloc_usage(&mut self) -> Option<&mut dyn AllocationUsage> {
+        Some(self)
+    }
+
+    fn as_gpu_va(&mut self) -> Option<&mut dyn super::GpuVaPlacement> {
         Some(self)
     }
 

@@ -191,6 +191,51 @@ impl Kmt for SessKmt {
         self.k().evict(allocations, flags)
     }
 
+    fn make_resident_on(
+        &self,
+        queue: &rvgpu_umd::kmt::PagingQueue<Self::Fence>,
+        allocations: &[KmtHandle],
+        flags: rvgpu_umd::kmt::MakeResidentFlags,
+    ) -> Result<rvgpu_umd::kmt::PagingFence, rvgpu_umd::kmt::MakeResidentError> {
+        self.k().make_resident_on(queue, allocations, flags)
+    }
+
+    // Issue 12: the GPU VA thunks, as the simulated OS has them.
+
+    fn create_paging_queue(
+        &self,
+        priority: i32,
+    ) -> Result<rvgpu_umd::kmt::PagingQueue<Self::Fence>, NtStatus> {
+        self.k().create_paging_queue(priority)
+    }
+
+    fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+        self.k().destroy_paging_queue(queue)
+    }
+
+    fn reserve_gpu_va(&self, r: &rvgpu_umd::kmt::ReserveGpuVa) -> Result<u64, NtStatus> {
+        self.k().reserve_gpu_va(r)
+    }
+
+    fn map_gpu_va(
+        &self,
+        r: &rvgpu_umd::kmt::MapGpuVa,
+    ) -> Result<rvgpu_umd::kmt::MappedGpuVa, NtStatus> {
+        self.k().map_gpu_va(r)
+    }
+
+    fn free_gpu_va(&self, base: u64, size: u64) -> Result<(), NtStatus> {
+        self.k().free_gpu_va(base, size)
+    }
+
+    fn update_gpu_va(
+        &self,
+        u: &rvgpu_umd::kmt::UpdateGpuVa,
+        ops: &[rvgpu_umd::kmt::UpdateGpuVaOp],
+    ) -> Result<(), NtStatus> {
+        self.k().update_gpu_va(u, ops)
+    }
+
     fn create_doorbell(
         &self,
         queue: KmtHandle,

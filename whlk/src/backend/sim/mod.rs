@@ -13,6 +13,7 @@
 
 mod control;
 mod fences;
+mod gpuva;
 pub(crate) mod kmt;
 mod logs;
 mod tdr;
@@ -121,6 +122,7 @@ impl Backend for SimBackend {
             um_fences: Vec::new(),
             contexts: Vec::new(),
             tracked: Vec::new(),
+            paging_queues: Vec::new(),
         }))
     }
 }
@@ -153,6 +155,11 @@ struct SimSession {
     contexts: Vec<(usize, KmtHandle)>,
     /// Buffers with the UMD's usage tracking.
     tracked: Vec<usage::SimTracked>,
+    /// The paging queue of each process that mapped a GPU VA itself (process index).
+    paging_queues: Vec<(
+        usize,
+        rvgpu_umd::kmt::PagingQueue<rvgpu_simos::kmt::SimFence>,
+    )>,
 }
 
 /// A native fence made through the UMD thunks: the UMD's view (D3DKMT handle, GPU addresses)
@@ -579,6 +586,9 @@ impl Session for SimSession {
         Some(self)
     }
     fn as_alloc_usage(&mut self) -> Option<&mut dyn AllocationUsage> {
+        Some(self)
+    }
+    fn as_gpu_va(&mut self) -> Option<&mut dyn crate::backend::GpuVaPlacement> {
         Some(self)
     }
     fn as_alloc_usage_ref(&self) -> Option<&dyn AllocationUsage> {
