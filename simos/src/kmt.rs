@@ -32,7 +32,7 @@ use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, NativeFence, NativeFenceDesc, WaitOutcome};
 use crate::ums::{self, DoorbellCpuState, UmsProcess};
-use rvgpu_umd::fence::NativeFence as UmdNativeFence;
+use rvgpu_umd::fence::{FenceMapping, NativeFence as UmdNativeFence};
 use zerocopy::IntoBytes;
 
 /// `STATUS_IO_TIMEOUT`: a blocking wait that timed out (threaded mode) or could never be
@@ -171,7 +171,14 @@ impl<'m> SimKmt<'m> {
     fn with_kmt_handle(&self, f: NativeFence) -> Result<UmdNativeFence, NtStatus> {
         let h = self.m.native_fence_kmt_handle(&f).map_err(status)?;
         let pdd = f.pdd();
-        UmdNativeFence::from_private_data(h, pdd.as_bytes()).map_err(|_| {
+        // D3DDDI_NATIVEFENCEMAPPING: this process's VAs (issue 12), and the CPU's view of
+        // CurrentValue (the OS's page itself here: user and kernel share memory).
+        let mapping = FenceMapping {
+            current_value_cpu: f.current_value_kernel_va(),
+            current_value_gpu: f.current_value_va(),
+            monitored_value_gpu: f.monitored_value_va(),
+        };
+        UmdNativeFence::new(h, &mapping, pdd.as_bytes()).map_err(|_| {
             let _ = self.m.take_native_fence_kmt(self.p.adapter, h);
             let _ = self.m.destroy_native_fence(&f);
             NtStatus(STATUS_UNSUCCESSFUL)

@@ -234,9 +234,9 @@ fn nf_01_user_queue_cannot_write_monitored_value() {
         &m,
         q.submit(&[Command::FenceSignal {
             flags: SIGNAL_CONDITIONAL_IRQ,
-            value_addr: pdd.current_value_gpu,
+            value_addr: f.current_value_va(),
             value: 5,
-            monitored_addr: pdd.monitored_value_gpu,
+            monitored_addr: f.monitored_value_va(),
             report_tag: pdd.report_tag,
         }]),
     );
@@ -246,13 +246,13 @@ fn nf_01_user_queue_cannot_write_monitored_value() {
     okk(
         &m,
         q.submit(&[Command::Fill {
-            dst: pdd.monitored_value_gpu,
+            dst: f.monitored_value_va(),
             bytes: 8,
             pattern: 0,
         }]),
     );
     let va = faulted(&m, &v.p);
-    assert_eq!(va, pdd.monitored_value_gpu);
+    assert_eq!(va, f.monitored_value_va());
     assert_eq!(f.monitored_value(), before, "MonitoredValue unchanged");
     drop(q);
     ok(&m, m.kill_process(&v.p));

@@ -1,10 +1,12 @@
 //! Native fences on the UMD side (issue 4): what the UMD learns at create, and the GPU wait and
 //! signal commands it encodes into its command streams.
 //!
-//! The kernel driver returns a [`NativeFencePdd`] in the create call's private driver data: the
-//! fence's GPU addresses and the report tag the device needs to name the fence in its interrupt
-//! (NF-14). The bytes come through the OS from another component, so they are parsed with a
-//! layout check and validated, never cast.
+//! Two sources, as on Windows: the OS returns where it mapped the fence in *this* process
+//! (`D3DDDI_NATIVEFENCEMAPPING`, [`FenceMapping`]: CurrentValue's CPU VA and the GPU VAs of
+//! CurrentValue and MonitoredValue "in the current process's address space"), and the kernel
+//! driver returns a [`NativeFencePdd`] in the create call's private driver data with the report
+//! tag the device needs to name the fence in its interrupt (NF-14). Both come through the OS,
+//! so they are validated, and the private data is parsed with a layout check, never cast.
 
 use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
@@ -20,8 +22,21 @@ pub enum PddError {
     TooShort,
     /// Not rvgpu's (magic) or from another version of the driver.
     WrongDriver,
-    /// An address is zero or not 8-byte aligned, or both values share one address.
+    /// A mapping's GPU address is zero or not 8-byte aligned, or both values share one.
     BadAddress,
+}
+
+/// Where the OS mapped a native fence in this process (`D3DDDI_NATIVEFENCEMAPPING`, returned by
+/// `D3DKMTCreateNativeFence` and `D3DKMTOpenNativeFenceFromNtHandle`). Every process that
+/// creates or opens the fence gets its own VAs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FenceMapping {
+    /// `CurrentValueCpuVa`: the CPU's read-only view of CurrentValue, as an address (0: none).
+    pub current_value_cpu: usize,
+    /// `CurrentValueGpuVa`: what this process's FENCE_SIGNAL and FENCE_WAIT address.
+    pub current_value_gpu: u64,
+    /// `MonitoredValueGpuVa`: the conditional interrupt's comparand (NF-03) in this process.
+    pub monitored_value_gpu: u64,
 }
 
 /// A native fence as the GPU addresses it.
@@ -36,16 +51,18 @@ pub struct GpuFence {
 }
 
 impl GpuFence {
-    /// Parses the private driver data the KMD returned at create.
-    pub fn from_private_data(bytes: &[u8]) -> Result<Self, PddError> {
-        let (pdd, _) = NativeFencePdd::read_from_prefix(bytes).map_err(|_| PddError::TooShort)?;
+    /// The fence at the VAs of `mapping` (this process's, from the OS) with the report tag of
+    /// the private driver data the KMD returned at create.
+    pub fn new(mapping: &FenceMapping, private_data: &[u8]) -> Result<Self, PddError> {
+        let (pdd, _) =
+            NativeFencePdd::read_from_prefix(private_data).map_err(|_| PddError::TooShort)?;
         if pdd.magic != PDD_MAGIC || pdd.version != NATIVE_FENCE_PDD_VERSION {
             return Err(PddError::WrongDriver);
         }
         let ok = |a: GpuVa| !a.is_null() && a.is_aligned(8);
         let (cv, mv) = (
-            GpuVa::new(pdd.current_value_gpu),
-            GpuVa::new(pdd.monitored_value_gpu),
+            GpuVa::new(mapping.current_value_gpu),
+            GpuVa::new(mapping.monitored_value_gpu),
         );
         if !ok(cv) || !ok(mv) || cv == mv {
             return Err(PddError::BadAddress);
@@ -79,23 +96,32 @@ impl GpuFence {
 }
 
 /// A native fence as the UMD holds it (issue 5, docs/logs.md §5): the process's D3DKMT handle,
-/// which LOG_WRITE records as the log entry's `hNativeFence` (LOG-03), and the GPU addresses.
+/// which LOG_WRITE records as the log entry's `hNativeFence` (LOG-03), and its addresses in this
+/// process.
 /// Returned by [`Kmt::create_native_fence`](crate::kmt::Kmt::create_native_fence) and
 /// [`Kmt::open_native_fence`](crate::kmt::Kmt::open_native_fence).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NativeFence {
     /// The D3DKMT handle of the fence in this process (`hSyncObject`).
     pub kmt: KmtHandle,
-    /// Its GPU addresses and report tag.
+    /// Its GPU addresses in this process and its report tag.
     pub gpu: GpuFence,
+    /// The CPU's read-only view of CurrentValue in this process, as an address (0: none).
+    pub current_value_cpu: usize,
 }
 
 impl NativeFence {
-    /// The fence `kmt` with the private driver data the KMD returned for it.
-    pub fn from_private_data(kmt: KmtHandle, bytes: &[u8]) -> Result<Self, PddError> {
+    /// The fence `kmt`, mapped in this process at `mapping`, with the private driver data the
+    /// KMD returned for it.
+    pub fn new(
+        kmt: KmtHandle,
+        mapping: &FenceMapping,
+        private_data: &[u8],
+    ) -> Result<Self, PddError> {
         Ok(Self {
             kmt,
-            gpu: GpuFence::from_private_data(bytes)?,
+            gpu: GpuFence::new(mapping, private_data)?,
+            current_value_cpu: mapping.current_value_cpu,
         })
     }
 
@@ -178,43 +204,65 @@ mod tests {
             magic: PDD_MAGIC,
             version: NATIVE_FENCE_PDD_VERSION,
             report_tag: (3 << 32) | 7,
-            current_value_gpu: 0x1000_0000,
-            monitored_value_gpu: 0x1000_1000,
-            reserved: [0; 4],
+            reserved: [0; 6],
         }
     }
 
+    fn mapping() -> FenceMapping {
+        FenceMapping {
+            current_value_cpu: 0,
+            current_value_gpu: 0x1000_0000,
+            monitored_value_gpu: 0x1000_1000,
+        }
+    }
+
+    /// Issue 12: the GPU VAs come from the OS's per-process mapping, the tag from the KMD's
+    /// private data; each is checked.
     #[test]
-    fn parses_what_the_kmd_returns_and_rejects_the_rest() {
+    fn issue_12_vas_from_the_mapping_tag_from_private_data() {
         let good = pdd();
-        let f = GpuFence::from_private_data(good.as_bytes()).unwrap();
+        let f = GpuFence::new(&mapping(), good.as_bytes()).unwrap();
         assert_eq!(
             (f.current.get(), f.monitored.get(), f.tag),
             (0x1000_0000, 0x1000_1000, (3 << 32) | 7)
         );
         assert_eq!(
-            GpuFence::from_private_data(&good.as_bytes()[..10]),
+            GpuFence::new(&mapping(), &good.as_bytes()[..10]),
             Err(PddError::TooShort)
         );
         let other = NativeFencePdd { magic: 0, ..good };
         assert_eq!(
-            GpuFence::from_private_data(other.as_bytes()),
+            GpuFence::new(&mapping(), other.as_bytes()),
             Err(PddError::WrongDriver)
         );
-        let misaligned = NativeFencePdd {
+        let v1 = NativeFencePdd { version: 1, ..good };
+        assert_eq!(
+            GpuFence::new(&mapping(), v1.as_bytes()),
+            Err(PddError::WrongDriver),
+            "version 1 carried system-process VAs"
+        );
+        let misaligned = FenceMapping {
             current_value_gpu: 0x1000_0004,
-            ..good
+            ..mapping()
         };
         assert_eq!(
-            GpuFence::from_private_data(misaligned.as_bytes()),
+            GpuFence::new(&misaligned, good.as_bytes()),
             Err(PddError::BadAddress)
         );
-        let same = NativeFencePdd {
-            monitored_value_gpu: good.current_value_gpu,
-            ..good
+        let same = FenceMapping {
+            monitored_value_gpu: 0x1000_0000,
+            ..mapping()
         };
         assert_eq!(
-            GpuFence::from_private_data(same.as_bytes()),
+            GpuFence::new(&same, good.as_bytes()),
+            Err(PddError::BadAddress)
+        );
+        let unmapped = FenceMapping {
+            current_value_gpu: 0,
+            ..mapping()
+        };
+        assert_eq!(
+            GpuFence::new(&unmapped, good.as_bytes()),
             Err(PddError::BadAddress)
         );
     }
@@ -248,7 +296,7 @@ mod tests {
     /// layout): a conditional signal naming the fence's tag and MonitoredValue, and a wait.
     #[test]
     fn nf_03_signal_and_wait_encode_for_the_device() {
-        let f = GpuFence::from_private_data(pdd().as_bytes()).unwrap();
+        let f = GpuFence::new(&mapping(), pdd().as_bytes()).unwrap();
         let mut buf = [0u64; 8];
         let mut s = CommandStream::new(&mut buf);
         s.push(f.wait(4)).unwrap();

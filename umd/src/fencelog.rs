@@ -217,6 +217,7 @@ mod tests {
                 monitored: rvgpu_hw::addr::GpuVa::new(0x1000 * u64::from(kmt) + 8),
                 tag: u64::from(kmt),
             },
+            current_value_cpu: 0,
         }
     }
 

@@ -580,15 +580,17 @@ pub trait Kmt {
     // compiling; an implementation that supports logs and the timeline overrides them.
 
     /// `D3DKMTCreateNativeFence` of a default-type native fence on the UMD's device with
-    /// `initial_value`: its D3DKMT handle (the `hNativeFence` a LOG_WRITE records) and its GPU
-    /// addresses from the KMD's private data. Default: `STATUS_NOT_SUPPORTED`.
+    /// `initial_value`: its D3DKMT handle (the `hNativeFence` a LOG_WRITE records), its VAs in
+    /// this process from the OS's `D3DDDI_NATIVEFENCEMAPPING` and its report tag from the KMD's
+    /// private data ([`NativeFence::new`]). Default: `STATUS_NOT_SUPPORTED`.
     fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
         let _ = initial_value;
         Err(STATUS_NOT_SUPPORTED)
     }
     /// Opens a native fence another process shared: `shared` is the NT handle
     /// (`D3DKMTOpenNativeFenceFromNtHandle` on Windows) or the simulated OS's equivalent token.
-    /// Returns this process's handle and the GPU addresses. Default: `STATUS_NOT_SUPPORTED`.
+    /// Returns this process's handle and the fence's VAs in this process (its own mapping,
+    /// not the creator's). Default: `STATUS_NOT_SUPPORTED`.
     fn open_native_fence(&self, shared: u64) -> Result<NativeFence, NtStatus> {
         let _ = shared;
         Err(STATUS_NOT_SUPPORTED)

@@ -69,7 +69,7 @@ use windows_sys::Win32::System::Threading::{
     AcquireSRWLockExclusive, ReleaseSRWLockExclusive, SRWLOCK,
 };
 
-use crate::fence::NativeFence;
+use crate::fence::{FenceMapping, NativeFence};
 use crate::kmt::{
     Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
     EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
@@ -853,6 +853,9 @@ pub struct WinNativeFence {
     pub handle: KmtHandle,
     /// The CurrentValue CPU mapping (read-only).
     current: *const u64,
+    /// Where the OS mapped the fence in this process (`D3DDDI_NATIVEFENCEMAPPING`): the GPU
+    /// VAs this process's commands use ("in the current process address space").
+    pub mapping: FenceMapping,
     /// What the KMD returned in the private data (`rvgpu_hw::pdd::NativeFencePdd`).
     pub private_data: [u8; NATIVE_FENCE_PDD_SIZE],
 }
@@ -978,9 +981,15 @@ impl WinKmt {
             let _ = self.destroy_sync_object(args.hSyncObject);
             return Err(NtStatus(STATUS_INVALID_PARAMETER));
         };
+        let m = &args.Info.NativeFenceMapping;
         Ok(WinNativeFence {
             handle: args.hSyncObject,
             current: current.cast_const(),
+            mapping: FenceMapping {
+                current_value_cpu: current as usize,
+                current_value_gpu: m.CurrentValueGpuVa,
+                monitored_value_gpu: m.MonitoredValueGpuVa,
+            },
             private_data: args.PrivateDriverData,
         })
     }
@@ -1487,12 +1496,12 @@ impl Kmt for WinKmt {
         Ok(())
     }
 
-    /// `D3DKMTCreateNativeFence` ([`WinKmt::create_native_fence_mapped`]); the KMD's private
-    /// data must parse as rvgpu's (`GpuFence::from_private_data`), else the fence is destroyed
-    /// again and `STATUS_INVALID_PARAMETER` returned.
+    /// `D3DKMTCreateNativeFence` ([`WinKmt::create_native_fence_mapped`]): the GPU VAs from
+    /// the OS's mapping, the tag from the KMD's private data (`GpuFence::new`); if either is
+    /// unusable the fence is destroyed again and `STATUS_INVALID_PARAMETER` returned.
     fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
         let f = self.create_native_fence_mapped(initial_value)?;
-        match NativeFence::from_private_data(f.handle, &f.private_data) {
+        match NativeFence::new(f.handle, &f.mapping, &f.private_data) {
             Ok(n) => Ok(n),
             Err(_) => {
                 let _ = self.destroy_sync_object(f.handle);

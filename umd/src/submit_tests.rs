@@ -679,6 +679,7 @@ impl Kmt for Mock {
                 monitored: rvgpu_hw::addr::GpuVa::new(0xE000_0008 + u64::from(h) * 16),
                 tag: u64::from(h),
             },
+            current_value_cpu: 0,
         })
     }
     fn cpu_timestamp(&self) -> u64 {

@@ -6,11 +6,18 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// Marks rvgpu private data, so a buffer from another driver (or garbage) is recognised.
 pub const PDD_MAGIC: u32 = 0x5244_4450; // "PDDR"
-/// Version of [`NativeFencePdd`].
-pub const NATIVE_FENCE_PDD_VERSION: u32 = 1;
+/// Version of [`NativeFencePdd`] (2: the report tag only; version 1 also carried the fence's
+/// system-process GPU VAs, which are no use to a process: its own VAs come from the OS).
+pub const NATIVE_FENCE_PDD_VERSION: u32 = 2;
 
 /// What `DxgkDdiCreateNativeFence` returns to the UMD in `pPrivateDriverData` (64 bytes):
-/// how to signal the fence on this adapter's GPU.
+/// what only the KMD knows about signalling the fence on this adapter's GPU.
+///
+/// No addresses: a process signals and waits at the VAs the OS mapped the fence at in *its*
+/// address space (`D3DDDI_NATIVEFENCEMAPPING::CurrentValueGpuVa` / `MonitoredValueGpuVa`,
+/// returned by `D3DKMTCreateNativeFence` / `D3DKMTOpenNativeFenceFromNtHandle`), while the
+/// KMD only sees the system-process VAs (`DXGKARG_CREATENATIVEFENCE`); private data written
+/// once at create could not name the VAs of every process that later opens the fence.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
 )]
@@ -22,11 +29,8 @@ pub struct NativeFencePdd {
     pub version: u32,
     /// The tag FENCE_SIGNAL commands carry so the device can report the fence (NF-14).
     pub report_tag: u64,
-    /// GPU address of CurrentValue (what FENCE_SIGNAL and FENCE_WAIT address).
-    pub current_value_gpu: u64,
-    /// GPU address of MonitoredValue (the conditional interrupt's comparand, NF-03).
-    pub monitored_value_gpu: u64,
-    pub reserved: [u64; 4],
+    /// Reserved, 0.
+    pub reserved: [u64; 6],
 }
 
 const _: () = assert!(core::mem::size_of::<NativeFencePdd>() == 64);

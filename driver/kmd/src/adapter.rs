@@ -647,14 +647,11 @@ impl<P: Platform> Adapter<P> {
                     };
                     batch.native_queue(engine, hw_queue, evaluate, &mut emit);
                 }
-                DeviceEvent::FenceSignaled {
-                    engine,
-                    tag,
-                    monitored_addr,
-                    ..
-                } => {
+                DeviceEvent::FenceSignaled { engine, tag, .. } => {
                     fence_reports = true;
-                    let handle = registry.resolve(tag, monitored_addr).map(|f| f.os_handle);
+                    // By tag alone: the record's MonitoredValue VA is the signalling
+                    // process's own (fence::registry).
+                    let handle = registry.resolve(tag).map(|f| f.os_handle);
                     batch.native(engine, handle, &mut emit);
                 }
                 // DMA completed (a PROGRESS with interrupt): the OS reads the queue's progress

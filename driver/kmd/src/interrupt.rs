@@ -26,6 +26,9 @@ pub enum DeviceEvent {
         queue: u32,
         tag: u64,
         value: u64,
+        /// The MonitoredValue VA the command named, in the signalling queue's address space
+        /// (each process has its own VA for a fence): not a key to the fence, which the ISR
+        /// finds by `tag` (fence::registry).
         monitored_addr: GpuVa,
         /// An always-interrupt (legacy monitored-fence) signal.
         legacy: bool,

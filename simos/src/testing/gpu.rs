@@ -279,17 +279,17 @@ impl GpuQueue {
     }
 
     /// Queues FENCE_SIGNAL with the conditional interrupt (NF-03) for `fence`: its
-    /// CurrentValue and MonitoredValue GPU addresses and its report tag (from the private
-    /// data create returned). Call [`GpuQueue::kick`] to submit.
+    /// CurrentValue and MonitoredValue VAs in the queue's process (where the OS mapped them
+    /// for this instance, issue 12) and its report tag (from the private data create
+    /// returned). Call [`GpuQueue::kick`] to submit.
     pub fn signal(&mut self, fence: &NativeFence, value: u64) -> Result<(), SimError> {
         self.opened_here(fence)?;
-        let p = fence.pdd();
         self.signal_raw(
             SIGNAL_CONDITIONAL_IRQ,
-            p.current_value_gpu,
+            fence.current_value_va(),
             value,
-            p.monitored_value_gpu,
-            p.report_tag,
+            fence.monitored_value_va(),
+            fence.pdd().report_tag,
         )
     }
 
@@ -321,7 +321,7 @@ impl GpuQueue {
     pub fn wait(&mut self, fence: &NativeFence, value: u64) -> Result<(), SimError> {
         self.opened_here(fence)?;
         self.push(Command::FenceWait {
-            addr: fence.current_value_gpu(),
+            addr: fence.current_value_va(),
             value,
         })
     }

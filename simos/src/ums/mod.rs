@@ -586,6 +586,21 @@ pub(crate) fn queued_work(os: &UmsOs, device: KmtHandle) -> Vec<QueuedWork> {
         .collect()
 }
 
+/// The hardware queues of `pid`'s devices (issue 12: a fence page the process closed stays
+/// mapped while one of them lives, `vidmm::fencemap`).
+pub(crate) fn process_queues(os: &UmsOs, pid: ProcessId) -> Vec<KmtHandle> {
+    os.queues
+        .values()
+        .filter(|q| os.devices.get(&q.device).is_some_and(|d| d.process == pid))
+        .map(|q| q.handle)
+        .collect()
+}
+
+/// Whether hardware queue `h` still exists.
+pub(crate) fn queue_alive(os: &UmsOs, h: KmtHandle) -> bool {
+    os.queues.contains_key(&h)
+}
+
 /// One queue's outstanding work at a point in time ([`queued_work`]).
 #[derive(Clone, Debug)]
 pub(crate) struct QueuedWork {

@@ -948,7 +948,7 @@ pub(crate) fn set_root(
 
 /// Where the page at device address `va` lives, as VidMm names it: system memory by bus
 /// address, or a local segment by offset.
-fn phys_of(a: &AdapterShared, va: u64) -> Option<Phys> {
+pub(crate) fn phys_of(a: &AdapterShared, va: u64) -> Option<Phys> {
     let vram = rvgpu_hw::addr::VRAM_BASE;
     if va < vram {
         return Some((0, va));

@@ -10,6 +10,7 @@ pub mod allocation;
 pub mod contiguous;
 pub mod dmabuf;
 pub mod dmapool;
+pub mod fencemap;
 pub mod gpuva;
 pub mod mdl;
 pub mod mmu;

@@ -102,13 +102,7 @@ pub fn create<P: Platform>(
         })?;
     }
     // The ISR must be able to name this fence before any GPU signal of it can interrupt.
-    let tag = register(
-        live,
-        IsrFence {
-            os_handle: h,
-            monitored_gpu: mv,
-        },
-    )?;
+    let tag = register(live, IsrFence { os_handle: h })?;
     let undo_tag = |live: &Live<P>| {
         let _ = live.synchronized(|isr| isr.fences.remove(tag));
     };
@@ -132,14 +126,13 @@ pub fn create<P: Platform>(
         return Err(table_status(e));
     }
     drop(table);
-    // Tell the UMD how to signal it: the report tag and the GPU addresses.
+    // Tell the UMD the report tag. Not the addresses: the ones above are the system
+    // process's; each process gets its own from the OS (D3DDDI_NATIVEFENCEMAPPING).
     let pdd = NativeFencePdd {
         magic: PDD_MAGIC,
         version: NATIVE_FENCE_PDD_VERSION,
         report_tag: tag,
-        current_value_gpu: cv.get(),
-        monitored_value_gpu: mv.get(),
-        reserved: [0; 4],
+        reserved: [0; 6],
     };
     for (d, s) in args.pPrivateDriverData.iter_mut().zip(pdd.as_bytes()) {
         *d = *s;

@@ -6,6 +6,13 @@
 //! a bug check (NF-14), so the ISR must resolve tags exactly, at device IRQL, without locks it
 //! cannot take there and without allocating.
 //!
+//! The tag alone decides (with its generation). The record's MonitoredValue address cannot
+//! help: it is the VA the signalling process wrote, in that process's space, and every process
+//! that opens the fence has its own (`D3DDDI_NATIVEFENCEMAPPING`), none of which the KMD is
+//! told at create. A live tag forged by another process names a real fence, so the report is
+//! one the OS may always get: it re-reads that fence's CurrentValue and releases only waits
+//! the value really passed (a spurious report, which Windows tolerates; docs/robustness.md).
+//!
 //! Hence a slab of slots: a tag is `generation << 32 | slot`. Create and destroy change slots
 //! only inside `DxgkCbSynchronizeExecution` (the interrupt lock, the same lock the ISR holds),
 //! so the ISR sees a slot either before or after a change, never during. A destroyed fence's
@@ -24,7 +31,6 @@ use alloc::vec::Vec;
 
 use crate::kmem::{self, NoMemory};
 use crate::platform::Platform;
-use rvgpu_hw::addr::GpuVa;
 
 /// Slots per chunk (32 bytes each: one chunk is 32 KiB of pool).
 pub const CHUNK: u32 = 1024;
@@ -45,9 +51,6 @@ const NONE: u32 = u32::MAX;
 pub struct IsrFence {
     /// The OS's global handle, reported in `pSignaledNativeFenceArray`.
     pub os_handle: usize,
-    /// GPU address of the fence's MonitoredValue on this adapter; a report whose address
-    /// differs is not this fence's (a forged tag) and is not trusted.
-    pub monitored_gpu: GpuVa,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -184,13 +187,13 @@ impl Registry {
         Ok(t)
     }
 
-    /// Resolves a tag reported by the device. `None` for a stale, forged or out-of-range
-    /// tag, or when the reported MonitoredValue address is not the fence's.
-    pub fn resolve(&self, tag: u64, monitored_gpu: GpuVa) -> Option<IsrFence> {
+    /// Resolves a tag reported by the device. `None` for a stale tag (its slot has another
+    /// generation), a free slot or an index past the slots.
+    pub fn resolve(&self, tag: u64) -> Option<IsrFence> {
         let (generation, index) = split(tag);
         let slot = self.slot(index)?;
         let f = slot.fence?;
-        (slot.generation == generation && f.monitored_gpu == monitored_gpu).then_some(f)
+        (slot.generation == generation).then_some(f)
     }
 
     /// Unregisters the fence with `tag`; its tag never resolves again. Returns the fence, or
@@ -230,50 +233,38 @@ mod tests {
     use super::*;
 
     fn f(h: usize) -> IsrFence {
-        IsrFence {
-            os_handle: h,
-            monitored_gpu: GpuVa::new(0x1000_u64.wrapping_add((h as u64).wrapping_mul(8))),
-        }
+        IsrFence { os_handle: h }
     }
 
     #[test]
     fn nf_14_stale_tags_never_resolve_even_when_the_slot_is_reused() {
         let mut r = Registry::with_capacity(1);
         let t1 = r.insert(f(1)).unwrap();
-        assert_eq!(r.resolve(t1, f(1).monitored_gpu), Some(f(1)));
+        assert_eq!(r.resolve(t1), Some(f(1)));
         assert_eq!(r.remove(t1), Some(f(1)));
-        assert_eq!(r.resolve(t1, f(1).monitored_gpu), None, "destroyed");
+        assert_eq!(r.resolve(t1), None, "destroyed");
         let t2 = r.insert(f(2)).unwrap();
         assert_ne!(t1, t2, "same slot, new generation");
         assert_eq!(
-            r.resolve(t1, f(2).monitored_gpu),
+            r.resolve(t1),
             None,
             "old tag, reused slot"
         );
-        assert_eq!(r.resolve(t2, f(2).monitored_gpu), Some(f(2)));
+        assert_eq!(r.resolve(t2), Some(f(2)));
         assert_eq!(r.remove(t1), None, "double destroy of a stale tag");
     }
 
+    /// Issue 12: a record's MonitoredValue VA is the signalling process's own, so it takes no
+    /// part: a live tag resolves whatever address came with it; stale or invented tags never.
     #[test]
-    fn forged_tags_and_addresses_are_rejected() {
+    fn issue_12_tags_resolve_by_generation_alone() {
         let mut r = Registry::with_capacity(4);
         let t = r.insert(f(7)).unwrap();
-        assert_eq!(
-            r.resolve(t, rvgpu_hw::addr::GpuVa::new(0xdead)),
-            None,
-            "MonitoredValue address mismatch"
-        );
-        assert_eq!(
-            r.resolve(t ^ (1 << 40), f(7).monitored_gpu),
-            None,
-            "wrong generation"
-        );
-        assert_eq!(r.resolve(u64::MAX, rvgpu_hw::addr::GpuVa::NULL), None);
-        assert_eq!(
-            r.resolve(0, rvgpu_hw::addr::GpuVa::NULL),
-            None,
-            "generation 0 is never issued"
-        );
+        assert_eq!(r.resolve(t), Some(f(7)));
+        assert_eq!(r.resolve(t ^ (1 << 40)), None, "wrong generation");
+        assert_eq!(r.resolve(t + 1), None, "a slot never used");
+        assert_eq!(r.resolve(u64::MAX), None);
+        assert_eq!(r.resolve(0), None, "generation 0 is never issued");
     }
 
     #[test]
@@ -313,7 +304,7 @@ mod tests {
         }
         assert_eq!(r.capacity(), 4 * CHUNK as usize);
         for (h, t) in (1..=n).zip(&tags) {
-            assert_eq!(r.resolve(*t, f(h).monitored_gpu), Some(f(h)));
+            assert_eq!(r.resolve(*t), Some(f(h)));
         }
         // Destroy two, re-create two: the same slots come back (new generations), no chunk.
         let (a, b) = (tags[10], tags[2 * CHUNK as usize]);
@@ -327,7 +318,7 @@ mod tests {
         let mut want = [slots(a), slots(b)];
         want.sort_unstable();
         assert_eq!(got, want, "freed slots are reused");
-        assert_eq!(r.resolve(a, f(11).monitored_gpu), None, "stale tag");
+        assert_eq!(r.resolve(a), None, "stale tag");
         assert_eq!(r.capacity(), 4 * CHUNK as usize, "no growth for reuse");
     }
 

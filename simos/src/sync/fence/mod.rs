@@ -406,6 +406,16 @@ pub struct NativeFence {
     obj: Arc<FenceObj>,
     process: ProcessId,
     local: usize,
+    /// Where VidMm mapped the values in `process` (`D3DDDI_NATIVEFENCEMAPPING`, issue 12).
+    va: ProcessVas,
+}
+
+/// A fence's CurrentValue and MonitoredValue VAs in one process (0: not mapped, the process
+/// has no address space on the adapter).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcessVas {
+    pub current: u64,
+    pub monitored: u64,
 }
 
 impl NativeFence {
@@ -437,13 +447,23 @@ impl NativeFence {
     pub fn fence_type(&self) -> D3DDDI_NATIVEFENCE_TYPE {
         self.obj.fence_type
     }
-    /// System-process GPU VA of CurrentValue.
+    /// System-process GPU VA of CurrentValue (also its device address: VidMm maps the OS's
+    /// pages there in the paging process).
     pub fn current_value_gpu(&self) -> u64 {
         self.obj.cv.gpu()
     }
-    /// System-process GPU VA of MonitoredValue.
+    /// System-process GPU VA of MonitoredValue (also its device address).
     pub fn monitored_value_gpu(&self) -> u64 {
         self.obj.mv.gpu()
+    }
+    /// CurrentValue's GPU VA in this instance's process (`CurrentValueGpuVa` of the
+    /// `D3DDDI_NATIVEFENCEMAPPING` the create or open thunk returns, issue 12).
+    pub fn current_value_va(&self) -> u64 {
+        self.va.current
+    }
+    /// MonitoredValue's GPU VA in this instance's process (`MonitoredValueGpuVa`).
+    pub fn monitored_value_va(&self) -> u64 {
+        self.va.monitored
     }
     /// CurrentValue lives in local memory (NF-06).
     pub fn current_value_is_local(&self) -> bool {

@@ -14,9 +14,7 @@ pub(super) fn parse_pdd(b: &[u8; D3DDDI_NATIVE_FENCE_PDD_SIZE]) -> NativeFencePd
         magic: u32_at(0),
         version: u32_at(4),
         report_tag: u64_at(8),
-        current_value_gpu: u64_at(16),
-        monitored_value_gpu: u64_at(24),
-        reserved: [u64_at(32), u64_at(40), u64_at(48), u64_at(56)],
+        reserved: [16, 24, 32, 40, 48, 56].map(u64_at),
     }
 }
 
@@ -52,6 +50,7 @@ impl Machine {
                     obj: obj.clone(),
                     process,
                     local,
+                    va: ProcessVas::default(),
                 };
                 if let Err(e) = self.destroy_native_fence(&f) {
                     result = Err(e);
@@ -119,6 +118,7 @@ impl Machine {
         desc: NativeFenceDesc,
         shared_cv: Option<Slot>,
     ) -> Result<NativeFence, SimError> {
+        self.fence_reap_maps(a)?;
         let t = table(a)?;
         let create = t
             .DxgkDdiCreateNativeFence
@@ -236,8 +236,6 @@ impl Machine {
                 "CreateNativeFence returned private data with magic {:#x} version {}",
                 pdd.magic, pdd.version
             ))
-        } else if pdd.current_value_gpu != obj.cv.gpu() || pdd.monitored_value_gpu != obj.mv.gpu() {
-            Some("CreateNativeFence's private data names other fence addresses".to_string())
         } else {
             None
         };
@@ -245,14 +243,23 @@ impl Machine {
             let _ = self.destroy_global(a, &obj);
             return Err(SimError::Simulation(msg));
         }
+        // GpuMmu: VidMm maps the values into the creator at VAs of its own before the open,
+        // which names them (issue 12).
+        let va = match self.map_fence_pages(a, &obj, process) {
+            Ok(va) => va,
+            Err(e) => {
+                let _ = self.destroy_global(a, &obj);
+                return Err(e);
+            }
+        };
         let local = next_handle();
         let mut oargs = DXGKARG_OPENNATIVEFENCE {
             hGlobalNativeFence: global as HANDLE,
             hLocalNativeFence: local as HANDLE,
             // No DxgkDdiCreateDevice in the simulation yet: no device handle to pass.
             hDevice: std::ptr::null_mut(),
-            CurrentValueGpuVa: obj.cv.gpu(),
-            MonitoredValueGpuVa: obj.mv.gpu(),
+            CurrentValueGpuVa: va.current,
+            MonitoredValueGpuVa: va.monitored,
             Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
             pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
             Reserved: [0; 32],
@@ -269,6 +276,7 @@ impl Machine {
         )
         .and_then(check_status);
         if let Err(e) = r {
+            let _ = self.unmap_fence_pages(a, &obj, process);
             let _ = self.destroy_global(a, &obj);
             return Err(e);
         }
@@ -276,34 +284,50 @@ impl Machine {
         lock(&a.fence_os).objs.insert(global, obj.clone());
         // A cross-adapter fence (MonitoredValue held at 0) is scanned from the start.
         refresh_scan(&obj);
-        // GpuMmu: the process's queues signal and wait on the values at these VAs.
-        self.map_fence_pages(a, &obj, process)?;
         Ok(NativeFence {
             obj,
             process,
             local,
+            va,
         })
     }
 
     /// Maps the fence's CurrentValue and MonitoredValue pages into `process`'s GPU VA space
-    /// (GpuMmu adapters) at their system-process VAs, through UPDATEPAGETABLE with
-    /// `NativeFence` set, so the KMD can keep MonitoredValue away from user-mode queues
-    /// (NF-01). Pages shared by packed fences are mapped once.
+    /// (GpuMmu adapters) at VAs VidMm picks in that process (`vidmm::fencemap`), through
+    /// UPDATEPAGETABLE with `NativeFence` set, so the KMD can keep MonitoredValue away from
+    /// user-mode queues (NF-01). Pages shared by packed fences are mapped once per process.
+    /// Returns the values' VAs there: the `D3DDDI_NATIVEFENCEMAPPING` of this process.
     fn map_fence_pages(
         &self,
         a: &AdapterShared,
         obj: &FenceObj,
         process: ProcessId,
-    ) -> Result<(), SimError> {
+    ) -> Result<ProcessVas, SimError> {
         let tag = crate::vidmm::mmu::LeafTag {
             handle: obj.global,
             base_va: 0,
             native_fence: true,
         };
-        for va in [obj.cv.gpu(), obj.mv.gpu()] {
-            self.vidmm_map_os_page(a, process, va, tag)?;
+        let current = self.fence_map_value(a, process, obj.cv.gpu(), tag)?;
+        match self.fence_map_value(a, process, obj.mv.gpu(), tag) {
+            Ok(monitored) => Ok(ProcessVas { current, monitored }),
+            Err(e) => {
+                let _ = self.fence_unmap_value(a, process, obj.cv.gpu());
+                Err(e)
+            }
         }
-        Ok(())
+    }
+
+    /// Gives back one instance's use of the fence's pages in `process` (`vidmm::fencemap`:
+    /// unmapped once no queue of the process can still name them).
+    fn unmap_fence_pages(
+        &self,
+        a: &AdapterShared,
+        obj: &FenceObj,
+        process: ProcessId,
+    ) -> Result<(), SimError> {
+        let r = self.fence_unmap_value(a, process, obj.cv.gpu());
+        self.fence_unmap_value(a, process, obj.mv.gpu()).and(r)
     }
 
     /// `DxgkDdiDestroyNativeFence` and the OS bookkeeping after it.
@@ -354,6 +378,28 @@ impl Machine {
         let open = table(&a)?
             .DxgkDdiOpenNativeFence
             .ok_or_else(|| missing("DxgkDdiOpenNativeFence"))?;
+        self.fence_reap_maps(&a)?;
+        // The process's own VAs first: the open names them (issue 12). Not under the settle
+        // lock: mapping waits for paging, whose completion the DPC reports, and the DPC
+        // settles fences.
+        let va = self.map_fence_pages(&a, &fence.obj, process)?;
+        let r = self.open_instance(&a, fence, process, open, va);
+        if r.is_err() {
+            let _ = self.unmap_fence_pages(&a, &fence.obj, process);
+        }
+        r
+    }
+
+    /// The OS side of one open: `DxgkDdiOpenNativeFence` with the process's VAs, and the
+    /// instance.
+    fn open_instance(
+        &self,
+        a: &Arc<AdapterShared>,
+        fence: &NativeFence,
+        process: ProcessId,
+        open: unsafe extern "system" fn(HANDLE, *mut DXGKARG_OPENNATIVEFENCE) -> NTSTATUS,
+        va: ProcessVas,
+    ) -> Result<NativeFence, SimError> {
         let _s = lock(&fence.obj.settle_lock);
         if lock(&fence.obj.st).destroyed {
             return Err(SimError::Simulation("the fence was destroyed".into()));
@@ -363,15 +409,15 @@ impl Machine {
             hGlobalNativeFence: fence.obj.global as HANDLE,
             hLocalNativeFence: local as HANDLE,
             hDevice: std::ptr::null_mut(),
-            CurrentValueGpuVa: fence.obj.cv.gpu(),
-            MonitoredValueGpuVa: fence.obj.mv.gpu(),
+            CurrentValueGpuVa: va.current,
+            MonitoredValueGpuVa: va.monitored,
             Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
             pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
             Reserved: [0; 32],
         };
         let ctx = a.context();
         let status = ddi::call(
-            &a,
+            a,
             Routine::DxgkDdiOpenNativeFence,
             open as usize,
             At::Caller,
@@ -382,14 +428,11 @@ impl Machine {
         )?;
         check_status(status)?;
         lock(&fence.obj.st).instances.insert(local, process);
-        // Not under the settle lock: mapping waits for paging, whose completion the DPC
-        // reports, and the DPC settles fences.
-        drop(_s);
-        self.map_fence_pages(&a, &fence.obj, process)?;
         Ok(NativeFence {
             obj: fence.obj.clone(),
             process,
             local,
+            va,
         })
     }
 
@@ -459,7 +502,15 @@ impl Machine {
     /// instance destroyed twice is refused by the OS (the driver never sees it).
     pub fn destroy_native_fence(&self, fence: &NativeFence) -> Result<(), SimError> {
         let a = self.adapter_shared(fence.adapter())?.clone();
-        let close = table(&a)?
+        self.close_instance(&a, fence)?;
+        // The instance's use of the pages in its process ends with it (issue 12); paging,
+        // so not under the settle lock.
+        self.unmap_fence_pages(&a, &fence.obj, fence.process)
+    }
+
+    /// Close (and for the last instance Destroy) of `fence`, with the OS bookkeeping.
+    fn close_instance(&self, a: &Arc<AdapterShared>, fence: &NativeFence) -> Result<(), SimError> {
+        let close = table(a)?
             .DxgkDdiCloseNativeFence
             .ok_or_else(|| missing("DxgkDdiCloseNativeFence"))?;
         let obj = &fence.obj;
@@ -477,7 +528,7 @@ impl Machine {
         };
         let ctx = a.context();
         let status = ddi::call(
-            &a,
+            a,
             Routine::DxgkDdiCloseNativeFence,
             close as usize,
             At::Caller,
@@ -495,7 +546,7 @@ impl Machine {
         if !last {
             return Ok(());
         }
-        self.destroy_global(&a, obj)?;
+        self.destroy_global(a, obj)?;
         let (waiters, peers, legacy) = {
             let mut st = lock(&obj.st);
             st.destroyed = true;

@@ -55,6 +55,8 @@ pub struct FenceOs {
     pub(crate) last_calibration: Option<Instant>,
     /// Issue 5: the KMD handles the last `DxgkDdiUpdateNativeFenceLogs` named (tests).
     pub(crate) last_log_update: Vec<usize>,
+    /// Issue 12: the fence pages mapped into each process, at VAs of its own.
+    pub(crate) maps: crate::vidmm::fencemap::FenceMaps,
 }
 
 impl FenceOs {

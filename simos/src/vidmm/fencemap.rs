@@ -1,0 +1,260 @@
+//! Native-fence pages in a process's GPU VA space (issue 12, docs/memory.md "Fence storage in
+//! processes").
+//!
+//! Windows returns, for each process that creates or opens a native fence, a
+//! `D3DDDI_NATIVEFENCEMAPPING` whose `CurrentValueGpuVa` / `MonitoredValueGpuVa` are "in the
+//! current process's address space" (Microsoft's D3DDDI_NATIVEFENCEMAPPING page); the KMD sees
+//! only the system-process VAs (`DXGKARG_CREATENATIVEFENCE`) and, at open, the process's
+//! (`DXGKARG_OPENNATIVEFENCE::CurrentValueGpuVa` / `MonitoredValueGpuVa`). So this VidMm maps
+//! the fence's pages at VAs it picks from the process's own allocator, different from the
+//! system VA and from any other process's:
+//!
+//! - inside the caps' `[MinimumAddress, MaximumAddress)` when the driver set either
+//!   (DXGK_NATIVE_FENCE_CAPS: they bound the fence VAs of processes and of the system
+//!   process), else wherever the process's allocator is;
+//! - one mapping per (process, page), counted: fences packed on one page (the caps'
+//!   `MonitoredValueStride`) share it, each instance (create or open) holding one count per
+//!   value;
+//! - through the driver's UPDATEPAGETABLE with `NativeFence` and the fence's handle, so the KMD
+//!   keeps MonitoredValue away from user-mode queues (NF-01); unmapped through UPDATEPAGETABLE
+//!   and FLUSHTLB (`Machine::vidmm_unmap`).
+//!
+//! When a page's last count goes, the page is retired, not unmapped at once: GPU work the
+//! process queued before the close may still name it (a signal of a fence destroyed with work
+//! queued is legitimate, NF-14), and a user-mode ring's queued work is invisible to the OS.
+//! So a retired page is unmapped once every hardware queue the process had at the close is
+//! destroyed (at once when it had none), checked at every native-fence create, open and close
+//! on the adapter; process exit takes whatever is left with the address space. Which moment
+//! Windows picks is UNVERIFIED; this one never unmaps under a queue that might still use the
+//! page.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
+use rvgpu_umd::kmt::KmtHandle;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+use crate::machine::Machine;
+use crate::sync::fence::ProcessId;
+use crate::vidmm::gpuva::MapAttrs;
+use crate::vidmm::mmu::{phys_of, LeafTag};
+
+const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+
+#[derive(Debug, Clone, Copy)]
+struct PageMap {
+    va: u64,
+    refs: u32,
+}
+
+#[derive(Debug)]
+struct Retired {
+    pid: ProcessId,
+    page: u64,
+    va: u64,
+    /// The process's hardware queues at the close.
+    queues: Vec<KmtHandle>,
+}
+
+/// One adapter's books of fence pages mapped into processes.
+#[derive(Debug, Default)]
+pub(crate) struct FenceMaps {
+    /// (process, device page of the fence value) → where it is mapped and by how many.
+    pages: HashMap<(ProcessId, u64), PageMap>,
+    retired: Vec<Retired>,
+    /// Serialises map and unmap: the books are updated around paging, which must not run
+    /// under the fence lock (the DPC that reports paging takes it).
+    serial: Arc<Mutex<()>>,
+}
+
+impl FenceMaps {
+    /// Pages `pid` has mapped, live and retired.
+    pub(crate) fn pages_of(&self, pid: ProcessId) -> (usize, usize) {
+        (
+            self.pages.keys().filter(|(p, _)| *p == pid).count(),
+            self.retired.iter().filter(|r| r.pid == pid).count(),
+        )
+    }
+}
+
+fn page_of(pa: u64) -> u64 {
+    pa - pa % PAGE
+}
+
+impl Machine {
+    /// Maps the page holding the fence value at device address `pa` into `pid` (or counts one
+    /// more use of it) and returns the value's VA there. `tag` names the fence for the
+    /// driver. Without GpuMmu the device addresses memory directly: `pa` itself. `Ok(0)` for
+    /// a process without an address space on this adapter (it has no device here).
+    pub(crate) fn fence_map_value(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        pa: u64,
+        tag: LeafTag,
+    ) -> Result<u64, SimError> {
+        if lock(&a.memory_model).geometry().is_none() {
+            return Ok(pa);
+        }
+        let page = page_of(pa);
+        let serial = lock(&a.fence_os).maps.serial.clone();
+        let _one = lock(&serial);
+        {
+            let mut os = lock(&a.fence_os);
+            let maps = &mut os.maps;
+            if let Some(m) = maps.pages.get_mut(&(pid, page)) {
+                m.refs += 1;
+                return Ok(m.va + pa % PAGE);
+            }
+            // A page retired but not yet unmapped is still there: take it back.
+            if let Some(i) = maps
+                .retired
+                .iter()
+                .position(|r| r.pid == pid && r.page == page)
+            {
+                let r = maps.retired.swap_remove(i);
+                maps.pages.insert((pid, page), PageMap { va: r.va, refs: 1 });
+                return Ok(r.va + pa % PAGE);
+            }
+        }
+        let phys = phys_of(a, page).ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+        let bounds = lock(&a.fence_os)
+            .caps
+            .map(|c| (c.MinimumAddress, c.MaximumAddress));
+        let va = {
+            let mut v = lock(&a.vidmm);
+            let Some(p) = v.processes.get_mut(&pid) else {
+                return Ok(0);
+            };
+            match bounds {
+                Some((lo, hi)) if lo != 0 || hi != 0 => {
+                    let hi = if hi == 0 { u64::MAX } else { hi };
+                    let va = p
+                        .space
+                        .free_range_top_down(PAGE, PAGE, lo, hi)
+                        .ok_or_else(|| {
+                            SimError::Simulation(format!(
+                                "no free GPU VA for fence storage inside the caps' \
+                                 [{lo:#x}, {hi:#x}) in process {pid:?}"
+                            ))
+                        })?;
+                    p.space
+                        .reserve_at(va, PAGE)
+                        .map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+                    va
+                }
+                _ => p
+                    .space
+                    .reserve(PAGE)
+                    .map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?,
+            }
+        };
+        if let Err(e) = self.vidmm_map_at(a, pid, va, &[phys], MapAttrs::default(), tag) {
+            // Books and tables as before: the driver mapped nothing VidMm will count on.
+            self.vidmm_forget(a, pid, va, 1);
+            return Err(e);
+        }
+        lock(&a.fence_os)
+            .maps
+            .pages
+            .insert((pid, page), PageMap { va, refs: 1 });
+        Ok(va + pa % PAGE)
+    }
+
+    /// Drops one use of the page holding device address `pa` in `pid`; at the last, retires
+    /// it (module docs) and unmaps what can be unmapped.
+    pub(crate) fn fence_unmap_value(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        pa: u64,
+    ) -> Result<(), SimError> {
+        let page = page_of(pa);
+        let serial = lock(&a.fence_os).maps.serial.clone();
+        {
+            let _one = lock(&serial);
+            let queues = {
+                let ums = lock(&a.ums);
+                crate::ums::process_queues(&ums, pid)
+            };
+            let mut os = lock(&a.fence_os);
+            let maps = &mut os.maps;
+            if let Some(m) = maps.pages.get_mut(&(pid, page)) {
+                m.refs = m.refs.saturating_sub(1);
+                if m.refs == 0 {
+                    let va = m.va;
+                    maps.pages.remove(&(pid, page));
+                    maps.retired.push(Retired {
+                        pid,
+                        page,
+                        va,
+                        queues,
+                    });
+                }
+            }
+        }
+        self.fence_reap_maps(a)
+    }
+
+    /// Unmaps the retired pages whose process's queues of the close are all gone; forgets
+    /// those whose process's address space is gone (its exit unmapped them).
+    pub(crate) fn fence_reap_maps(&self, a: &AdapterShared) -> Result<(), SimError> {
+        let serial = lock(&a.fence_os).maps.serial.clone();
+        let _one = lock(&serial);
+        // One lock at a time: the books are the serial lock's.
+        let retired = std::mem::take(&mut lock(&a.fence_os).maps.retired);
+        let gone = |pid: ProcessId| !lock(&a.vidmm).has_process(pid);
+        let mut due = Vec::new();
+        let mut keep = Vec::new();
+        for r in retired {
+            if gone(r.pid) {
+                continue;
+            }
+            let idle = {
+                let ums = lock(&a.ums);
+                r.queues.iter().all(|q| !crate::ums::queue_alive(&ums, *q))
+            };
+            if idle {
+                due.push(r);
+            } else {
+                keep.push(r);
+            }
+        }
+        let live: Vec<(ProcessId, u64)> = lock(&a.fence_os).maps.pages.keys().copied().collect();
+        let stale: Vec<(ProcessId, u64)> = live.into_iter().filter(|(p, _)| gone(*p)).collect();
+        {
+            let mut os = lock(&a.fence_os);
+            os.maps.retired.extend(keep);
+            // A process that is gone took its pages with it.
+            for k in stale {
+                os.maps.pages.remove(&k);
+            }
+        }
+        let mut result = Ok(());
+        for r in due {
+            if a.device.is_lost() {
+                self.vidmm_forget(a, r.pid, r.va, 1);
+            } else if let Err(e) = self.vidmm_unmap(a, r.pid, r.va, 1, LeafTag::default()) {
+                result = Err(e);
+            }
+        }
+        result
+    }
+
+    /// Issue 12 (tests, leak checks): native-fence pages mapped into `pid` on adapter `i`,
+    /// as `(in use, retired and not yet unmapped)`; a process whose address space is gone
+    /// has none.
+    pub fn native_fence_mapped_pages(&self, i: usize, pid: ProcessId) -> (usize, usize) {
+        let Ok(a) = self.adapter_shared(i) else {
+            return (0, 0);
+        };
+        if !lock(&a.vidmm).has_process(pid) {
+            return (0, 0);
+        }
+        let os = lock(&a.fence_os);
+        os.maps.pages_of(pid)
+    }
+}
