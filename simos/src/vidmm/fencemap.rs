@@ -116,7 +116,8 @@ impl Machine {
                 .position(|r| r.pid == pid && r.page == page)
             {
                 let r = maps.retired.swap_remove(i);
-                maps.pages.insert((pid, page), PageMap { va: r.va, refs: 1 });
+                maps.pages
+                    .insert((pid, page), PageMap { va: r.va, refs: 1 });
                 return Ok(r.va + pa % PAGE);
             }
         }

@@ -245,11 +245,7 @@ mod tests {
         assert_eq!(r.resolve(t1), None, "destroyed");
         let t2 = r.insert(f(2)).unwrap();
         assert_ne!(t1, t2, "same slot, new generation");
-        assert_eq!(
-            r.resolve(t1),
-            None,
-            "old tag, reused slot"
-        );
+        assert_eq!(r.resolve(t1), None, "old tag, reused slot");
         assert_eq!(r.resolve(t2), Some(f(2)));
         assert_eq!(r.remove(t1), None, "double destroy of a stale tag");
     }

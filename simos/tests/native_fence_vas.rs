@@ -1,0 +1,284 @@
+//! Issue 12: native fences at GPU VAs of each process, as Windows gives them
+//! (`D3DDDI_NATIVEFENCEMAPPING`: CurrentValue and MonitoredValue "in the current process's
+//! address space"), through the real UMD (`Kmt::create_native_fence` / `open_native_fence`),
+//! the simulated OS and the KMD. The device runs without `OPTIMIZED_FENCE_IRQ`, so every
+//! interrupt report is a fence array the tests can read: a named fence, or NULL (a scan).
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
+use rvgpu_simos::kmt::SimKmt;
+use rvgpu_simos::{Machine, Mode, NativeFence, Notification, UmsEvent, UmsProcess};
+use rvgpu_umd::fence::NativeFence as UmdFence;
+use rvgpu_umd::kmt::Kmt;
+use rvgpu_umd::submit::{SubmitError, UserQueue};
+
+use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
+
+fn machine(mode: Mode) -> Machine {
+    machine_with(mode, |a| {
+        a.device.doorbells = 8;
+        a.device.optimized_fence_irq = false;
+    })
+}
+
+/// Native-fence reports of adapter 0 so far: `Some(handles)` named, `None` a full scan.
+fn fence_reports(m: &Machine) -> Vec<Option<Vec<usize>>> {
+    m.notifications(0)
+        .into_iter()
+        .filter_map(|p| match p.notification {
+            Notification::NativeFenceSignaled { fences, .. } => Some(fences),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The OS's instance behind a UMD fence.
+fn os_fence(m: &Machine, f: &UmdFence) -> NativeFence {
+    m.native_fence_by_kmt(0, f.kmt)
+        .expect("the OS knows the handle")
+}
+
+struct Proc<'m> {
+    p: UmsProcess,
+    k: SimKmt<'m>,
+}
+
+fn process(m: &Machine) -> Proc<'_> {
+    let p = ok(m, m.create_process(0));
+    Proc { p, k: m.kmt(&p) }
+}
+
+/// Issue 12: two processes that open one fence get VAs of their own (each different from the
+/// other's and from the system process's), the UMD signals and waits through its own, and
+/// each process's signal wakes the other's waiters, CPU and GPU. The ISR resolves every
+/// record, whichever process's VA it carries, to the fence: one named report per signal,
+/// never a NULL report (no full rescan).
+#[test]
+fn issue_12_two_processes_own_fence_vas_and_wake_each_other() {
+    for mode in [Mode::Step, Mode::Threaded] {
+        let m = machine(mode);
+        let (a, b) = (process(&m), process(&m));
+        let fa = okk(&m, a.k.create_native_fence(0));
+        let fb = okk(&m, b.k.open_native_fence(u64::from(fa.kmt)));
+        let os = os_fence(&m, &fa);
+        let (ca, cb) = (fa.gpu.current.get(), fb.gpu.current.get());
+        let (ma, mb) = (fa.gpu.monitored.get(), fb.gpu.monitored.get());
+        assert_ne!(ca, cb, "CurrentValue: one VA per process");
+        assert_ne!(ma, mb, "MonitoredValue: one VA per process");
+        for va in [ca, cb] {
+            assert_ne!(va, os.current_value_gpu(), "not the system-process VA");
+        }
+        for va in [ma, mb] {
+            assert_ne!(va, os.monitored_value_gpu(), "not the system-process VA");
+        }
+        assert_eq!(fa.gpu.tag, fb.gpu.tag, "one fence, one report tag");
+        let mut qa = okk(&m, UserQueue::new(a.k, &config(0)));
+        let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
+        if mode == Mode::Step {
+            ok(&m, m.run_until_idle());
+        }
+        let reports_before = fence_reports(&m).len();
+
+        // B signals through its VA: the CPU waiter and A's GPU wait (at A's VA) wake.
+        let cpu = ok(&m, m.wait_native_fence_event(&os, 1));
+        let a_waits = okk(&m, qa.submit(&[fa.wait(2)]));
+        let v = okk(&m, qb.submit(&[fb.signal(1)]));
+        okk(&m, qb.wait(v));
+        assert_eq!(
+            cpu.wait(Duration::from_secs(10)),
+            Some(rvgpu_simos::WaitOutcome::Satisfied),
+            "{}",
+            diagnostics(&m)
+        );
+        let v = okk(&m, qb.submit(&[fb.signal(2)]));
+        okk(&m, qb.wait(v));
+        okk(&m, qa.wait(a_waits));
+        // A signals through its VA: B's GPU wait (at B's VA) and a CPU waiter wake.
+        let cpu = ok(&m, m.wait_native_fence_event(&os, 3));
+        let b_waits = okk(&m, qb.submit(&[fb.wait(3)]));
+        let v = okk(&m, qa.submit(&[fa.signal(3)]));
+        okk(&m, qa.wait(v));
+        okk(&m, qb.wait(b_waits));
+        assert_eq!(
+            cpu.wait(Duration::from_secs(10)),
+            Some(rvgpu_simos::WaitOutcome::Satisfied)
+        );
+        assert_eq!(os.current_value(), 3);
+        if mode == Mode::Step {
+            ok(&m, m.run_until_idle());
+        }
+        let reports: Vec<_> = fence_reports(&m).split_off(reports_before);
+        assert!(!reports.is_empty(), "the signals with waiters interrupted");
+        assert!(
+            reports
+                .iter()
+                .all(|r| r.as_deref() == Some(&[os.global_handle()][..])),
+            "every record resolved to the fence, none to a full scan: {reports:?}"
+        );
+        okk(&m, qa.close());
+        okk(&m, qb.close());
+        no_fault(&m);
+    }
+}
+
+/// Issue 12: a process that uses another process's VA of a fence names nothing of its own
+/// there: its signal page-faults, the fence keeps its value, the device goes to error (UM-10)
+/// and the other process keeps working.
+#[test]
+fn issue_12_another_process_fence_va_faults_and_writes_nothing() {
+    let m = machine(Mode::Step);
+    let (a, b) = (process(&m), process(&m));
+    let fa = okk(&m, a.k.create_native_fence(7));
+    let os = os_fence(&m, &fa);
+    let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
+    // B holds no handle to the fence; it writes A's addresses into its ring.
+    match qb.submit(&[fa.signal(99)]) {
+        Ok(_) => {}
+        Err(SubmitError::Kmt(st)) if st.0 == STATUS_DEVICE_REMOVED => {}
+        Err(e) => panic!("submit: {e:?}; {}", diagnostics(&m)),
+    }
+    let seen = ok(
+        &m,
+        m.run_until(20_000, Duration::from_secs(10), |m| {
+            m.ums_events(0)
+                .contains(&UmsEvent::DeviceError { device: b.p.device })
+        }),
+    );
+    assert!(seen, "no page fault: {}", diagnostics(&m));
+    let va = m.ums_events(0).iter().find_map(|e| match e {
+        UmsEvent::PageFault { va, .. } => Some(*va),
+        _ => None,
+    });
+    assert_eq!(va, Some(fa.gpu.current.get()), "the fault names A's VA");
+    assert_eq!(os.current_value(), 7, "nothing written");
+    drop(qb);
+    // A is untouched: its own signal lands.
+    let mut qa = okk(&m, UserQueue::new(a.k, &config(0)));
+    let v = okk(&m, qa.submit(&[fa.signal(8)]));
+    okk(&m, qa.wait(v));
+    assert_eq!(os.current_value(), 8);
+    okk(&m, qa.close());
+    ok(&m, m.kill_process(&b.p));
+    no_fault(&m);
+}
+
+/// Issue 12 with issue 18's rule: the ISR trusts the tag, not the address, so a process can
+/// name another process's fence by forging its tag. That costs one re-read of that fence by
+/// the OS (a named report and one DPC resample; no full scan), and the other process's
+/// waiter is released only when the value really passes.
+#[test]
+fn issue_12_forged_tag_costs_one_resample_and_releases_nobody() {
+    let m = machine(Mode::Step);
+    let (a, b) = (process(&m), process(&m));
+    let fa = okk(&m, a.k.create_native_fence(0));
+    let gb = okk(&m, b.k.create_native_fence(0));
+    let (osa, osb) = (os_fence(&m, &fa), os_fence(&m, &gb));
+    let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
+    ok(&m, m.run_until_idle());
+    let a_waiter = ok(&m, m.wait_native_fence_event(&osa, 10));
+    // A waiter on B's own fence arms its MonitoredValue, so B's signal interrupts.
+    let _b_waiter = ok(&m, m.wait_native_fence_event(&osb, 1));
+    let reports_before = fence_reports(&m).len();
+    let resamples_before = m.native_fence_counts(0).2;
+    let forged = Command::FenceSignal {
+        flags: SIGNAL_CONDITIONAL_IRQ,
+        value_addr: gb.gpu.current.get(),
+        value: 1,
+        monitored_addr: gb.gpu.monitored.get(),
+        report_tag: fa.gpu.tag,
+    };
+    let v = okk(&m, qb.submit(&[forged]));
+    okk(&m, qb.wait(v));
+    ok(&m, m.run_until_idle());
+    let reports: Vec<_> = fence_reports(&m).split_off(reports_before);
+    assert_eq!(
+        reports,
+        vec![Some(vec![osa.global_handle()])],
+        "the forged record names A's fence; no full scan"
+    );
+    assert_eq!(
+        m.native_fence_counts(0).2 - resamples_before,
+        1,
+        "one resample of A's fence"
+    );
+    assert!(!a_waiter.is_signaled(), "A's value never reached 10");
+    assert_eq!(osa.current_value(), 0);
+    assert_eq!(osb.current_value(), 1, "B wrote only its own fence");
+    // A's honest signal still releases A's waiter.
+    let mut qa = okk(&m, UserQueue::new(a.k, &config(0)));
+    let v = okk(&m, qa.submit(&[fa.signal(10)]));
+    okk(&m, qa.wait(v));
+    ok(&m, m.run_until_idle());
+    assert!(a_waiter.is_signaled(), "{}", diagnostics(&m));
+    okk(&m, qa.close());
+    okk(&m, qb.close());
+    no_fault(&m);
+}
+
+/// Issue 12: fence pages are mapped once per process and counted (fences packed on a page
+/// share it); closing the last fence of a page unmaps it once no queue of the process that
+/// could still name it is left; process exit leaves nothing mapped and no fence behind.
+#[test]
+fn issue_12_fence_pages_counted_unmapped_at_close_and_at_exit() {
+    let m = machine(Mode::Step);
+    let a = process(&m);
+    let pid = a.p.pid;
+    let f1 = okk(&m, a.k.create_native_fence(0));
+    let f2 = okk(&m, a.k.create_native_fence(0));
+    let page = |va: u64| va & !0xFFF;
+    // The thunk's fences are shareable (own pages): two CurrentValue + two MonitoredValue.
+    assert_eq!(m.native_fence_mapped_pages(0, pid), (4, 0));
+    assert_ne!(page(f1.gpu.current.get()), page(f2.gpu.current.get()));
+    // Opening f1 again in the same process maps nothing new, and gets the same VAs.
+    let f1b = okk(&m, a.k.open_native_fence(u64::from(f1.kmt)));
+    assert_eq!(f1b.gpu, f1.gpu);
+    assert_eq!(m.native_fence_mapped_pages(0, pid), (4, 0));
+    okk(&m, a.k.destroy_native_fence(f1b.kmt));
+    assert_eq!(m.native_fence_mapped_pages(0, pid), (4, 0), "f1 still open");
+    // No queue in the process: the last close unmaps at once.
+    okk(&m, a.k.destroy_native_fence(f1.kmt));
+    assert_eq!(m.native_fence_mapped_pages(0, pid), (2, 0));
+    // A queue that might still name f2: its pages wait for the queue.
+    let mut q = okk(&m, UserQueue::new(a.k, &config(0)));
+    let v = okk(&m, q.submit(&[f2.signal(1)]));
+    okk(&m, q.wait(v));
+    okk(&m, a.k.destroy_native_fence(f2.kmt));
+    assert_eq!(m.native_fence_mapped_pages(0, pid), (0, 2), "retired");
+    okk(&m, q.close());
+    // The next native-fence call on the adapter unmaps them.
+    let f3 = okk(&m, a.k.create_native_fence(0));
+    assert_eq!(m.native_fence_mapped_pages(0, pid), (2, 0));
+    // A new queue using f2's old VA faults: the unmap reached the page tables and the TLB.
+    let mut q = okk(&m, UserQueue::new(a.k, &config(0)));
+    assert_ne!(page(f3.gpu.current.get()), page(f2.gpu.current.get()));
+    match q.submit(&[f2.signal(2)]) {
+        Ok(_) => {}
+        Err(SubmitError::Kmt(st)) if st.0 == STATUS_DEVICE_REMOVED => {}
+        Err(e) => panic!("submit: {e:?}; {}", diagnostics(&m)),
+    }
+    let seen = ok(
+        &m,
+        m.run_until(20_000, Duration::from_secs(10), |m| {
+            m.ums_events(0)
+                .contains(&UmsEvent::DeviceError { device: a.p.device })
+        }),
+    );
+    assert!(
+        seen,
+        "a closed fence's VA still mapped: {}",
+        diagnostics(&m)
+    );
+    drop(q);
+    // Exit: every handle closed, every page gone with the space.
+    let before = m.fence_live_counts(0).0;
+    ok(&m, m.kill_process(&a.p));
+    assert_eq!(m.native_fence_mapped_pages(0, pid), (0, 0));
+    let after = m.fence_live_counts(0).0;
+    assert_eq!(after.0, before.0 - 1, "f3 destroyed at exit");
+    assert_eq!(after.2, before.2 - 1, "its D3DKMT handle closed");
+    no_fault(&m);
+}
