@@ -16,6 +16,7 @@
 extern crate alloc;
 
 mod adapter;
+mod aperture;
 mod allocation;
 mod args;
 mod caps;
