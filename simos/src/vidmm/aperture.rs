@@ -40,14 +40,32 @@ const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 /// The first aperture offset VidMm hands out: neither 0 nor any bus address.
 pub const FIRST_OFFSET: u64 = 0x0123_5000;
 
-/// VidMm's book of the aperture: free ranges (offset → bytes) and the dummy page.
+/// VidMm's book of the aperture: free ranges (offset → bytes), the dummy page, and which
+/// bus page VidMm had the driver map at each mapped aperture page (the oracle its strict
+/// page-table walk checks a `Segment` = aperture entry against).
 #[derive(Debug, Default)]
 pub struct Ranges {
     free: Option<BTreeMap<u64, u64>>,
     dummy: Option<u64>,
+    segment: Option<u32>,
+    mapped: BTreeMap<u64, u64>,
 }
 
 impl Ranges {
+    /// The bus address VidMm mapped at `offset` of aperture segment `segment`, if it did.
+    pub(crate) fn bus_of(&self, segment: u32, offset: u64) -> Option<u64> {
+        if self.segment != Some(segment) {
+            return None;
+        }
+        let page = offset - offset % PAGE;
+        self.mapped.get(&page).map(|b| b + offset % PAGE)
+    }
+
+    /// Whether `segment` is the aperture VidMm mapped pages in.
+    pub(crate) fn is_aperture(&self, segment: u32) -> bool {
+        self.segment == Some(segment)
+    }
+
     fn free_map(&mut self, size: u64) -> &mut BTreeMap<u64, u64> {
         self.free.get_or_insert_with(|| {
             let end = size.min(rvgpu_device::memory::SYSMEM_START);
@@ -148,9 +166,14 @@ impl Machine {
         let node = crate::vidmm::mmu::paging_node(a);
         let r = self.paging_op(a, node, DXGK_OPERATION_MAP_APERTURE_SEGMENT, &mut op, owners);
         drop(mdl);
+        let mut v = lock(&a.vidmm);
         if let Err(e) = r {
-            lock(&a.vidmm).aperture.release(size, offset, n * PAGE);
+            v.aperture.release(size, offset, n * PAGE);
             return Err(e);
+        }
+        v.aperture.segment = Some(segment);
+        for (i, &bus) in pages.iter().enumerate() {
+            v.aperture.mapped.insert(offset + i as u64 * PAGE, bus);
         }
         Ok(ApertureRange {
             segment,
@@ -202,10 +225,57 @@ impl Machine {
         };
         let node = crate::vidmm::mmu::paging_node(a);
         self.paging_op(a, node, DXGK_OPERATION_UNMAP_APERTURE_SEGMENT, &mut op, owners)?;
-        lock(&a.vidmm)
-            .aperture
-            .release(size, range.offset, range.pages * PAGE);
+        let mut v = lock(&a.vidmm);
+        for i in 0..range.pages {
+            v.aperture.mapped.remove(&(range.offset + i * PAGE));
+        }
+        v.aperture.release(size, range.offset, range.pages * PAGE);
         Ok(())
+    }
+
+    /// Tests: VidMm maps the system pages `pages` into an aperture range of adapter `i`,
+    /// as for a range it uses itself (no device, no allocation).
+    pub fn aperture_map_pages(&self, i: usize, pages: &[u64]) -> Result<ApertureRange, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        self.aperture_map(&a, pages, 0, 0, Vec::new())
+    }
+
+    /// Tests: VidMm unmaps `range` of adapter `i` ([`Machine::aperture_map_pages`]).
+    pub fn aperture_unmap_range(&self, i: usize, range: ApertureRange) -> Result<(), SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        self.aperture_unmap(&a, range, 0, 0, Vec::new())
+    }
+
+    /// Tests: VidMm maps aperture `range` at a new VA of process `p`, with entries whose
+    /// `Segment` is the aperture and whose page addresses are aperture offsets, as Windows
+    /// maps an allocation resident in an aperture segment (one with `AccessedPhysically`,
+    /// which rvgpu's KMD never asks for). Returns the VA. The driver must translate each
+    /// entry through its aperture table; VidMm's strict walk checks the result against the
+    /// pages it had mapped there.
+    pub fn map_aperture_range_into(
+        &self,
+        p: &crate::ums::UmsProcess,
+        range: ApertureRange,
+    ) -> Result<u64, SimError> {
+        let a = self.adapter_shared(p.adapter)?.clone();
+        let va = self.vidmm_reserve(&a, p.pid, range.pages * PAGE)?;
+        let phys: Vec<crate::vidmm::gpuva::Phys> = (0..range.pages)
+            .map(|i| (range.segment, range.offset + i * PAGE))
+            .collect();
+        let tag = crate::vidmm::mmu::LeafTag {
+            handle: 0,
+            base_va: va,
+            native_fence: false,
+        };
+        self.vidmm_map_at(
+            &a,
+            p.pid,
+            va,
+            &phys,
+            crate::vidmm::gpuva::MapAttrs::default(),
+            tag,
+        )?;
+        Ok(va)
     }
 }
 

@@ -623,6 +623,9 @@ impl Machine {
                 (Some(l), Ok((pa, _))) => {
                     let expect = if l.phys.0 == 0 {
                         Some(l.phys.1)
+                    } else if v.aperture.is_aperture(l.phys.0) {
+                        // An aperture page: the bus page VidMm had the driver map there.
+                        v.aperture.bus_of(l.phys.0, l.phys.1)
                     } else {
                         segment_pa(a, l.phys.0, l.phys.1)
                     };
