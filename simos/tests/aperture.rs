@@ -168,7 +168,10 @@ fn issue_12_map_aperture_then_transfer_and_fill_reach_the_mapped_pages() {
             other => panic!("{other:?}"),
         })
         .collect();
-    assert_eq!(fills, pages, "one FILL per scattered page, at its bus address");
+    assert_eq!(
+        fills, pages,
+        "one FILL per scattered page, at its bus address"
+    );
     no_fault(&m);
 }
 
@@ -294,7 +297,11 @@ fn issue_12_page_in_of_system_memory_fills_through_the_aperture() {
         wait_node(&m, 0);
         let bus = buf.mem.alloc().bus_addr;
         for off in [0, PAGE - 8, PAGE, 2 * PAGE - 8] {
-            assert_eq!(read(&m, bus + off), 0x0BAD_F00D_0BAD_F00D, "{mode:?} +{off:#x}");
+            assert_eq!(
+                read(&m, bus + off),
+                0x0BAD_F00D_0BAD_F00D,
+                "{mode:?} +{off:#x}"
+            );
         }
         no_fault(&m);
     }

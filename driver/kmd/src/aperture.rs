@@ -159,7 +159,7 @@ mod tests {
     use crate::kmem::Host;
 
     fn table(pages: u64) -> Aperture {
-        Aperture::try_new::<Host>(pages * PAGE).unwrap()
+        Aperture::try_new::<Host>(pages.saturating_mul(PAGE)).unwrap()
     }
 
     /// Issue 12: a mapped aperture page translates to the MDL's page, not to the aperture
@@ -168,7 +168,10 @@ mod tests {
     fn issue_12_aperture_offsets_translate_through_the_table() {
         let ap = table(16);
         ap.map(4, &[0x300, 0x301, 0x100]).unwrap();
-        assert_eq!(ap.at(4 * PAGE + 8, u64::MAX), Some((0x30_0008, 2 * PAGE - 8)));
+        assert_eq!(
+            ap.at(4 * PAGE + 8, u64::MAX),
+            Some((0x30_0008, 2 * PAGE - 8))
+        );
         assert_eq!(ap.at(6 * PAGE, u64::MAX), Some((0x10_0000, PAGE)));
         assert_eq!(ap.at(6 * PAGE, 16), Some((0x10_0000, 16)));
         assert_eq!(ap.contiguous(4 * PAGE, 2 * PAGE), Some(0x30_0000));
@@ -185,7 +188,10 @@ mod tests {
         ap.unmap(1, 1, 0x5000).unwrap();
         assert_eq!(ap.at(0, u64::MAX), Some((0x10_000, PAGE)));
         assert_eq!(ap.at(PAGE, 8), None);
-        assert!(ap.unmap(1, 1, 0x5008).is_err(), "dummy page not page-aligned");
+        assert!(
+            ap.unmap(1, 1, 0x5008).is_err(),
+            "dummy page not page-aligned"
+        );
     }
 
     /// Issue 12: ranges past the aperture, empty ranges and page numbers outside system

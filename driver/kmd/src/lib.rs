@@ -16,8 +16,8 @@
 extern crate alloc;
 
 mod adapter;
-mod aperture;
 mod allocation;
+mod aperture;
 mod args;
 mod caps;
 mod clock;

@@ -271,8 +271,10 @@ fn map_aperture<P: Platform>(
     {
         return bad;
     }
-    let (Ok(first), Ok(count)) = (u64::try_from(m.OffsetInPages), u64::try_from(m.NumberOfPages))
-    else {
+    let (Ok(first), Ok(count)) = (
+        u64::try_from(m.OffsetInPages),
+        u64::try_from(m.NumberOfPages),
+    ) else {
         return bad;
     };
     // SAFETY: VidMm passes an MDL it built for this operation (the page: `pMdl`); it stays

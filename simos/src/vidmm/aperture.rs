@@ -164,7 +164,13 @@ impl Machine {
             },
         };
         let node = crate::vidmm::mmu::paging_node(a);
-        let r = self.paging_op(a, node, DXGK_OPERATION_MAP_APERTURE_SEGMENT, &mut op, owners);
+        let r = self.paging_op(
+            a,
+            node,
+            DXGK_OPERATION_MAP_APERTURE_SEGMENT,
+            &mut op,
+            owners,
+        );
         drop(mdl);
         let mut v = lock(&a.vidmm);
         if let Err(e) = r {
@@ -224,7 +230,13 @@ impl Machine {
             },
         };
         let node = crate::vidmm::mmu::paging_node(a);
-        self.paging_op(a, node, DXGK_OPERATION_UNMAP_APERTURE_SEGMENT, &mut op, owners)?;
+        self.paging_op(
+            a,
+            node,
+            DXGK_OPERATION_UNMAP_APERTURE_SEGMENT,
+            &mut op,
+            owners,
+        )?;
         let mut v = lock(&a.vidmm);
         for i in 0..range.pages {
             v.aperture.mapped.remove(&(range.offset + i * PAGE));

@@ -3,7 +3,8 @@
 //!
 //! - **Placement.** An allocation the CPU never maps goes to local memory (VRAM) when the
 //!   driver's segment set allows it, in the driver's `PreferredSegment` order; what the CPU
-//!   maps stays in its backing store behind the aperture (this VidMm cannot rotate a process's
+//!   maps stays in its backing store in system memory, mapped by GPU page tables page by page
+//!   with `Segment` 0 and never into the aperture (this VidMm cannot rotate a process's
 //!   CPU view between the BAR and system memory, which Windows does when it evicts a mapped
 //!   allocation). Placement happens at the first MakeResident: a new allocation is on no
 //!   residency list and its VA is reserved but unmapped. Its first page-in copies its zeroed
