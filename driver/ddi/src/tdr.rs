@@ -688,6 +688,85 @@ layout!(
     Destination = 24
 );
 
+bitfield! {
+    /// `DXGK_MAPAPERTUREFLAGS`: [`DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment::Flags`].
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_mapapertureflags>
+    pub struct DXGK_MAPAPERTUREFLAGS: u32 {
+        /// Map the pages cache-coherently.
+        CacheCoherent: 0, 1;
+        /// Reserved, zero.
+        Reserved: 1, 31;
+    }
+}
+layout!(DXGK_MAPAPERTUREFLAGS, size = 4);
+
+/// `MapApertureSegment` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`]
+/// ([`DXGK_OPERATION_MAP_APERTURE_SEGMENT`]): map an MDL's pages into an aperture range.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_buildpagingbuffer>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment {
+    /// Device the allocation belongs to (NULL for VidMm's own).
+    pub hDevice: HANDLE,
+    /// Driver allocation handle (NULL for VidMm's own).
+    pub hAllocation: HANDLE,
+    /// The aperture segment.
+    pub SegmentId: UINT,
+    /// First aperture page mapped.
+    pub OffsetInPages: SIZE_T,
+    /// Pages mapped.
+    pub NumberOfPages: SIZE_T,
+    /// The system pages.
+    pub pMdl: PMDL,
+    /// Mapping flags.
+    pub Flags: DXGK_MAPAPERTUREFLAGS,
+    /// First page of the MDL mapped (`MmGetMdlPfnArray(pMdl)[MdlOffset]`).
+    pub MdlOffset: ULONG,
+}
+layout!(
+    DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment,
+    size = 56,
+    hDevice = 0,
+    hAllocation = 8,
+    SegmentId = 16,
+    OffsetInPages = 24,
+    NumberOfPages = 32,
+    pMdl = 40,
+    Flags = 48,
+    MdlOffset = 52
+);
+
+/// `UnmapApertureSegment` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`]
+/// ([`DXGK_OPERATION_UNMAP_APERTURE_SEGMENT`]): point an aperture range at a dummy page.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment {
+    /// Device the allocation belongs to (NULL for VidMm's own).
+    pub hDevice: HANDLE,
+    /// Driver allocation handle (NULL for VidMm's own).
+    pub hAllocation: HANDLE,
+    /// The aperture segment.
+    pub SegmentId: UINT,
+    /// First aperture page unmapped.
+    pub OffsetInPages: SIZE_T,
+    /// Pages unmapped.
+    pub NumberOfPages: SIZE_T,
+    /// Physical address of the page the range points at afterwards.
+    pub DummyPage: PHYSICAL_ADDRESS,
+}
+layout!(
+    DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment,
+    size = 48,
+    hDevice = 0,
+    hAllocation = 8,
+    SegmentId = 16,
+    OffsetInPages = 24,
+    NumberOfPages = 32,
+    DummyPage = 40
+);
+
 /// The `Reserved` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`] (`struct { UINT Reserved[64]; }`):
 /// sizes the union, and is the raw view of every arm not bound here.
 #[repr(C)]
@@ -700,11 +779,12 @@ layout!(DXGKARG_BUILDPAGINGBUFFER_Reserved, size = 256);
 
 /// Anonymous per-operation union of [`DXGKARG_BUILDPAGINGBUFFER`] (256 bytes, 8-aligned).
 ///
-/// Typed arms: `Transfer`, `Fill` and the WDDM 2.0+ GpuMmu operations (`TransferVirtual`,
+/// Typed arms: `Transfer`, `Fill`, `MapApertureSegment`, `UnmapApertureSegment` and the
+/// WDDM 2.0+ GpuMmu operations (`TransferVirtual`,
 /// `FillVirtual`, `UpdatePageTable`, `FlushTlb`, `CopyPageTableEntries`,
 /// `UpdateContextAllocation`, `NotifyResidency`, `SignalMonitoredFence`; their types are in
 /// [`crate::memory`]). `DiscardContent`, `ReadPhysical`, `WritePhysical`,
-/// `MapApertureSegment`, `UnmapApertureSegment`, `SpecialLockTransfer`, `InitContextResource`,
+/// `SpecialLockTransfer`, `InitContextResource`,
 /// `MapApertureSegment2` and the WDDM 3.2 arms are reachable only as raw words through
 /// `Reserved`.
 #[repr(C)]
@@ -714,6 +794,10 @@ pub union DXGKARG_BUILDPAGINGBUFFER_0 {
     pub Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer,
     /// [`DXGK_OPERATION_FILL`].
     pub Fill: DXGKARG_BUILDPAGINGBUFFER_Fill,
+    /// [`DXGK_OPERATION_MAP_APERTURE_SEGMENT`].
+    pub MapApertureSegment: DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment,
+    /// [`DXGK_OPERATION_UNMAP_APERTURE_SEGMENT`].
+    pub UnmapApertureSegment: DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment,
     /// [`DXGK_OPERATION_VIRTUAL_TRANSFER`] (WDDM 2.0+).
     pub TransferVirtual: DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL,
     /// [`DXGK_OPERATION_VIRTUAL_FILL`] (WDDM 2.0+).
@@ -809,6 +893,8 @@ zeroed_default!(
     DXGKARG_BUILDPAGINGBUFFER_Transfer,
     DXGKARG_BUILDPAGINGBUFFER_Fill_Destination,
     DXGKARG_BUILDPAGINGBUFFER_Fill,
+    DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment,
+    DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment,
     DXGKARG_BUILDPAGINGBUFFER_Reserved,
     DXGKARG_BUILDPAGINGBUFFER_0,
     DXGKARG_BUILDPAGINGBUFFER,

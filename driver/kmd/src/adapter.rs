@@ -98,6 +98,9 @@ pub struct Live<P: Platform> {
     pub optimized_fence_irq: bool,
     /// The F-state the OS set for each engine's power component ([`crate::power`], UM-13).
     pub power: crate::power::EnginePower,
+    /// The aperture segment's page table (issue 12, [`crate::aperture`]); empty without
+    /// the GpuMmu model.
+    pub aperture: crate::aperture::Aperture,
     isr: IsrCell,
 }
 
@@ -210,17 +213,24 @@ pub const DISPLAY_ADAPTER_HW_ID: u32 = 0xFFFF_FFFF;
 
 /// What StartDevice takes from the pool, allocated in one step before any other resource
 /// (issue 18): the started-adapter block itself (filled last), the doorbell page table, the
-/// ISR's queue lookup and fence registry.
+/// ISR's queue lookup and fence registry, the aperture's page table.
 struct StartHeap<P: Platform> {
     live: Box<core::mem::MaybeUninit<Live<P>>>,
     physical: crate::doorbell::Physical,
     queue_irq: crate::log::QueueIrqTable,
     fences: Registry,
+    aperture: crate::aperture::Aperture,
 }
 
 impl<P: Platform> StartHeap<P> {
-    fn try_alloc(engines: u32, doorbells: u32, global: bool) -> Result<Self, NoMemory> {
+    fn try_alloc(
+        engines: u32,
+        doorbells: u32,
+        global: bool,
+        aperture_bytes: u64,
+    ) -> Result<Self, NoMemory> {
         Ok(Self {
+            aperture: crate::aperture::Aperture::try_new::<P>(aperture_bytes)?,
             live: kmem::try_box::<P, _>(core::mem::MaybeUninit::uninit())?,
             physical: crate::doorbell::Physical::try_new::<P>(doorbells, global)?,
             queue_irq: crate::log::QueueIrqTable::try_for_adapter::<P>(engines)?,
@@ -344,10 +354,18 @@ impl<P: Platform> Adapter<P> {
         let global = identity
             .caps
             .contains(rvgpu_hw::regs::Caps::GLOBAL_DOORBELL);
+        // The aperture's table covers the segment reported to VidMm (only with the GpuMmu
+        // model, which is what reports an aperture).
+        let aperture_bytes = if identity.caps.contains(rvgpu_hw::regs::Caps::PAGE_TABLES) {
+            crate::gpummu::APERTURE_SIZE
+        } else {
+            0
+        };
         let heap = match StartHeap::<P>::try_alloc(
             identity.config.engines,
             identity.config.doorbells,
             global,
+            aperture_bytes,
         ) {
             Ok(h) => h,
             Err(NoMemory) => {
@@ -406,6 +424,7 @@ impl<P: Platform> Adapter<P> {
             physical,
             queue_irq,
             fences: isr_fences,
+            aperture,
         } = heap;
         let mut sched = Sched::with_physical(physical, runlists);
         // Node rings (docs/tdr.md §3.2): allocated and entered in every engine's runlist
@@ -443,6 +462,7 @@ impl<P: Platform> Adapter<P> {
                 queue_irq,
                 optimized_fence_irq: false,
                 power,
+                aperture,
                 isr: IsrCell(UnsafeCell::new(IsrState {
                     ring,
                     fences: isr_fences,

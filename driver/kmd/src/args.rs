@@ -44,6 +44,10 @@ pub(crate) enum PagingOperation {
     FlushTlb(rvgpu_ddi::memory::DXGK_BUILDPAGINGBUFFER_FLUSHTLB),
     /// `DXGK_OPERATION_COPY_PAGE_TABLE_ENTRIES` (GpuMmu).
     CopyPageTableEntries(rvgpu_ddi::memory::DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES),
+    /// `DXGK_OPERATION_MAP_APERTURE_SEGMENT`.
+    MapAperture(rvgpu_ddi::tdr::DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment),
+    /// `DXGK_OPERATION_UNMAP_APERTURE_SEGMENT`.
+    UnmapAperture(rvgpu_ddi::tdr::DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment),
     /// Any other operation.
     Other,
 }
@@ -70,6 +74,14 @@ pub(crate) fn paging_operation(args: &DXGKARG_BUILDPAGINGBUFFER) -> PagingOperat
         rvgpu_ddi::tdr::DXGK_OPERATION_COPY_PAGE_TABLE_ENTRIES => {
             // SAFETY: `Operation` says the CopyPageTableEntries arm is the valid one.
             PagingOperation::CopyPageTableEntries(unsafe { args.Anonymous.CopyPageTableEntries })
+        }
+        rvgpu_ddi::tdr::DXGK_OPERATION_MAP_APERTURE_SEGMENT => {
+            // SAFETY: `Operation` says the MapApertureSegment arm is the valid one; plain data.
+            PagingOperation::MapAperture(unsafe { args.Anonymous.MapApertureSegment })
+        }
+        rvgpu_ddi::tdr::DXGK_OPERATION_UNMAP_APERTURE_SEGMENT => {
+            // SAFETY: `Operation` says the UnmapApertureSegment arm is the valid one; plain data.
+            PagingOperation::UnmapAperture(unsafe { args.Anonymous.UnmapApertureSegment })
         }
         _ => PagingOperation::Other,
     }

@@ -8,14 +8,18 @@
 //! cross-checks them at adapter start (docs/windows-bringup.md BR-68, BR-71).
 //!
 //! Choices (docs/memory.md "What the OS is told"):
-//! - Segment 1 is an aperture segment over system memory (its offsets are bus addresses):
-//!   paging and user allocations that the CPU maps live there. VidMm's DMA pools accept
+//! - Segment 1 is an aperture segment of [`APERTURE_SIZE`] bytes. VidMm allocates its ranges
+//!   and has the driver map MDL pages there (`MAP_APERTURE_SEGMENT`, [`crate::aperture`]);
+//!   its offsets are not bus addresses. Allocations in its segment set without
+//!   `AccessedPhysically` are not mapped into it at all ("GPU segments"): their system pages
+//!   are reached through GPU page tables with `DXGK_PTE.Segment` 0. VidMm's DMA pools accept
 //!   only aperture segments, so contexts name this one for their DMA buffers
 //!   (docs/windows-bringup.md BR-65, BR-67).
 //! - Segment 2 is local memory (VRAM) as far as BAR4 reaches (`VRAM_VISIBLE`), CPU-visible;
 //!   the rest of VRAM, if any, is segment 3, GPU-only.
-//! - In `DXGK_PTE`, segment 0 means system memory (Microsoft's DXGK_PTE page); the aperture's
-//!   own id is accepted as the same thing.
+//! - In `DXGK_PTE`, segment 0 means system memory by bus page number (Microsoft's DXGK_PTE
+//!   page); segment 1 names an aperture page, translated through the aperture's table (a
+//!   page not mapped there is refused).
 //! - Page tables live in local memory and are written by paging buffers with physical
 //!   addresses (`DXGK_PAGETABLEUPDATE_GPU_PHYSICAL`): the paging node's queue runs in the
 //!   identity space, so it reaches every table without mapping any.
@@ -37,7 +41,7 @@ use crate::caps::write_out;
 use crate::platform::Platform;
 use crate::status::{self, Status};
 
-/// Segment id of the aperture segment (system memory; offsets are bus addresses).
+/// Segment id of the aperture segment (VidMm's ranges, mapped by the driver's table).
 pub const SEGMENT_APERTURE: u32 = 1;
 /// Segment id of local memory (the CPU-visible part when the BAR is smaller than VRAM).
 pub const SEGMENT_LOCAL: u32 = 2;
@@ -47,6 +51,9 @@ pub const SEGMENT_LOCAL_HIDDEN: u32 = 3;
 pub const SEGMENT_SYSTEM: u32 = 0;
 /// Most system memory VidMm may commit to the aperture segment at once.
 pub const APERTURE_COMMIT_LIMIT: u64 = 1 << 30;
+/// Bytes of GPU address range the aperture segment spans: its commit limit, since only
+/// what VidMm maps there needs a range (the driver's table is 4 bytes per page of it).
+pub const APERTURE_SIZE: u64 = APERTURE_COMMIT_LIMIT;
 
 /// Bytes of one paging buffer VidMm allocates (a page: the node ring's packets are small,
 /// and multipass covers larger operations).
@@ -146,7 +153,7 @@ fn aperture_descriptor<P: Platform>(live: &Live<P>) -> DXGK_SEGMENTDESCRIPTOR4 {
         );
     DXGK_SEGMENTDESCRIPTOR4 {
         Flags: flags,
-        Size: usize::try_from(rvgpu_hw::addr::SYSMEM_LIMIT).unwrap_or(0),
+        Size: usize::try_from(APERTURE_SIZE).unwrap_or(0),
         CommitLimit: usize::try_from(APERTURE_COMMIT_LIMIT).unwrap_or(0),
         ..Default::default()
     }
@@ -337,7 +344,8 @@ pub fn device_address<P: Platform>(live: &Live<P>, e: &DXGK_PTE, level: u8) -> R
 
 /// Where a valid entry points: (address in its space, whether that space is VRAM, large).
 /// Segment-relative addresses of local segments become VRAM offsets, checked against the
-/// segment; system addresses are checked against the bus window.
+/// segment; system addresses are checked against the bus window; aperture pages become the
+/// bus pages the driver's table maps there, and must all be mapped, contiguously.
 fn entry_target<P: Platform>(
     live: &Live<P>,
     e: &DXGK_PTE,
@@ -365,7 +373,14 @@ fn entry_target<P: Platform>(
         mmu::PAGE_2M
     };
     let (addr, vram) = match segment {
-        SEGMENT_SYSTEM | SEGMENT_APERTURE => {
+        SEGMENT_APERTURE => {
+            let bus = live
+                .aperture
+                .contiguous(offset, span)
+                .ok_or(status::INVALID_PARAMETER)?;
+            (bus, false)
+        }
+        SEGMENT_SYSTEM => {
             let end = offset.checked_add(span).ok_or(status::INVALID_PARAMETER)?;
             if end > rvgpu_hw::addr::SYSMEM_LIMIT {
                 return Err(status::INVALID_PARAMETER);

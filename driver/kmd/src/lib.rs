@@ -17,6 +17,7 @@ extern crate alloc;
 
 mod adapter;
 mod allocation;
+mod aperture;
 mod args;
 mod caps;
 mod clock;

@@ -101,6 +101,19 @@ impl<'a> MdlPages<'a> {
     }
 }
 
+impl<'a> MdlPages<'a> {
+    /// The page numbers of `count` whole pages from page `first` of the MDL (what
+    /// MAP_APERTURE_SEGMENT maps: `MmGetMdlPfnArray(pMdl)[MdlOffset]` onwards). They must be
+    /// pages `ByteOffset` + `ByteCount` span.
+    pub(crate) fn frames(&self, first: u32, count: u64) -> Result<&'a [PFN_NUMBER], Status> {
+        let bad = status::INVALID_PARAMETER;
+        let start = usize::try_from(first).map_err(|_| bad)?;
+        let n = usize::try_from(count).map_err(|_| bad)?;
+        let end = start.checked_add(n).ok_or(bad)?;
+        self.pfns.get(start..end).ok_or(bad)
+    }
+}
+
 /// A byte range of system memory given page by page: byte `p` of the range is byte
 /// `(start + p) % 4096` of page `pfns[(start + p) / 4096]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

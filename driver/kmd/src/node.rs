@@ -895,7 +895,8 @@ fn push<P: Platform>(
 /// DxgkDdiSubmitCommand (DISPATCH_LEVEL; an error status is bug check 0x119 / 0x2, so the only
 /// errors are malformed arguments and a full ring, which the OS's in-flight limit prevents).
 /// The DMA buffer `[DmaBufferPhysicalAddress + DmaBufferSubmissionStartOffset,
-/// … + DmaBufferSubmissionEndOffset)` (contiguous system memory, identity addressing in v1)
+/// … + DmaBufferSubmissionEndOffset)` (contiguous system memory with `DmaBufferSegmentId` 0,
+/// or an aperture segment address translated through the driver's table, issue 12)
 /// becomes INDIRECTs + `PROGRESS(IRQ, SubmissionFenceId)` on the node ring; `Flags.Paging`
 /// is recorded for TDR-03/08. `hContext` is always a context the driver created: Windows
 /// submits its own work on the system contexts it creates at start (BR-66), so a null one is
@@ -919,19 +920,44 @@ pub fn submit_command<P: Platform>(
         return Err(status::INVALID_PARAMETER);
     }
     let phys = crate::args::quad(&args.DmaBufferPhysicalAddress);
-    let phys = BusAddr::new(u64::try_from(phys).map_err(|_| status::INVALID_PARAMETER)?);
-    // The physical address (paging buffers live in contiguous system memory); an OS that
-    // passes only the GPU VA (WDDM 2.0 member) gets it used instead: identical in v1's identity
-    // addressing.
-    let base = if !phys.is_null() {
-        phys.identity_va()
-    } else {
-        GpuVa::new(args.DmaBufferVirtualAddress)
-    };
+    let phys = u64::try_from(phys).map_err(|_| status::INVALID_PARAMETER)?;
     let bytes = u64::from(end.saturating_sub(start));
-    let addr = base
-        .checked_add(u64::from(start))
-        .ok_or(status::INVALID_PARAMETER)?;
+    let addr = if args.DmaBufferSegmentId == crate::gpummu::SEGMENT_APERTURE
+        && crate::gpummu::supported(live)
+    {
+        // A buffer of a privileged DMA pool in the aperture: `DmaBufferPhysicalAddress` is
+        // its segment address (the DXGKARG_SUBMITCOMMAND page), which the driver's table
+        // translates. The device fetches a DMA buffer by one bus address, so the submitted
+        // part must be mapped to contiguous pages (not built: fetching through the MMU).
+        let first = phys
+            .checked_add(u64::from(start))
+            .ok_or(status::INVALID_PARAMETER)?;
+        if bytes == 0 {
+            // Nothing is fetched (a null submission).
+            GpuVa::new(0)
+        } else {
+            GpuVa::new(
+                live.aperture
+                    .contiguous(first, bytes)
+                    .ok_or(status::INVALID_PARAMETER)?,
+            )
+        }
+    } else if args.DmaBufferSegmentId != 0 {
+        // Only the aperture holds DMA buffers (BR-65/67); 0 is contiguous system memory.
+        return Err(status::INVALID_PARAMETER);
+    } else {
+        // The physical address (paging buffers live in contiguous system memory); an OS that
+        // passes only the GPU VA (WDDM 2.0 member) gets it used instead: identical in v1's
+        // identity addressing.
+        let phys = BusAddr::new(phys);
+        let base = if !phys.is_null() {
+            phys.identity_va()
+        } else {
+            GpuVa::new(args.DmaBufferVirtualAddress)
+        };
+        base.checked_add(u64::from(start))
+            .ok_or(status::INVALID_PARAMETER)?
+    };
     check_range(addr, bytes)?;
     let raw = crate::args::submit_context(args);
     if raw.is_null() {

@@ -6,12 +6,17 @@
 //!   (`SegmentId` 0, [`crate::mdl`]) → `COPY` packets;
 //!
 //! each packet at most [`MAX_TRANSFER`] bytes and never across a physical discontinuity of an
-//! MDL side (one packet per run of consecutive page numbers). Paging buffers run in the system
-//! space, which is identity (hardware.md §12.2): an aperture address is the bus address, an
-//! MDL page is the bus address `PFN × 4096`, a local segment's address is a VRAM offset the
-//! device sees at `VRAM_BASE` + offset (residency moves allocations between the two, issue 15).
-//! Everything else (swizzling, discard, aperture mapping …) is refused with
-//! `STATUS_NOT_SUPPORTED` until the driver reports segments that need them.
+//! MDL side or an aperture side (one packet per run of consecutive page numbers). Paging
+//! buffers run in the system space, which is identity (hardware.md §12.2): an MDL page is the
+//! bus address `PFN × 4096`; an aperture address is translated page by page through the
+//! driver's aperture table ([`crate::aperture`]), which VidMm fills with
+//! - `DXGK_OPERATION_MAP_APERTURE_SEGMENT` / `UNMAP_APERTURE_SEGMENT`: table changes only,
+//!   no packets (the device has no GART; see `crate::aperture`);
+//!
+//! a local segment's address is a VRAM offset the device sees at `VRAM_BASE` + offset
+//! (residency moves allocations between the two, issue 15). Everything else (swizzling,
+//! discard …) is refused with `STATUS_NOT_SUPPORTED` until the driver reports segments that
+//! need them.
 //!
 //! Multipass: when the paging buffer cannot hold the whole operation, the packets that fit are
 //! written, `MultipassOffset` records how many packets are done, and the DDI returns
@@ -34,6 +39,7 @@ use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{Command, MAX_TRANSFER};
 
 use crate::adapter::Adapter;
+use crate::aperture::Aperture;
 use crate::args::{PagingOperation, TransferSide};
 use crate::mdl::{MdlPages, Pages};
 use crate::platform::Platform;
@@ -43,12 +49,14 @@ use crate::status::{self, Status};
 const PACKET_WORDS: usize = 4;
 
 /// Where one side of a paging operation is, as the device reaches it from the paging buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Loc<'a> {
     /// Contiguous from this device address (a segment location).
     Linear(GpuVa),
     /// System memory page by page (an MDL side, [`crate::mdl`]).
     Pages(Pages<'a>),
+    /// Aperture offsets from `start`, page by page through the aperture's table.
+    Aperture { table: &'a Aperture, start: u64 },
 }
 
 impl Loc<'_> {
@@ -58,12 +66,13 @@ impl Loc<'_> {
         match self {
             Loc::Linear(base) => Some((base.checked_add(pos)?.get(), want)),
             Loc::Pages(p) => p.at(pos, want),
+            Loc::Aperture { table, start } => table.at(start.checked_add(pos)?, want),
         }
     }
 }
 
 /// One paging operation, reduced to what the device does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Op<'a> {
     /// Fill `bytes` at `dst` with the 64-bit `pattern`.
     Fill {
@@ -209,22 +218,32 @@ pub fn encode(op: &Op<'_>, first: u64, out: &mut [u64]) -> (usize, u64) {
     (n, i)
 }
 
-/// The device address of `address` in segment `id`, as VidMm names a paging location: the
-/// segment's `BaseAddress` plus the offset in it (the DXGK_SEGMENTDESCRIPTOR4 page). The
-/// aperture's base is 0 and its offsets are bus addresses, which the system space addresses
-/// directly; a local segment's base is where it starts in VRAM, so the address is a VRAM
-/// offset that must stay inside that segment, and the device sees it at `VRAM_BASE` + offset
-/// (hardware.md §12.1). Anything else is not a segment rvgpu reported.
-fn segment_device_address<P: Platform>(
-    live: &crate::adapter::Live<P>,
+/// Where `address` in segment `id` is, as VidMm names a paging location: the segment's
+/// `BaseAddress` plus the offset in it (the DXGK_SEGMENTDESCRIPTOR4 page).
+/// - The aperture's base is 0; its offsets are VidMm's ranges, reached through the pages the
+///   driver's table maps there (a page not mapped is refused when the operation is checked).
+/// - A local segment's base is where it starts in VRAM, so the address is a VRAM offset that
+///   must stay inside that segment, and the device sees it at `VRAM_BASE` + offset
+///   (hardware.md §12.1).
+///
+/// Anything else is not a segment rvgpu reported.
+fn segment_location<'a, P: Platform>(
+    live: &'a crate::adapter::Live<P>,
     id: u32,
     address: i64,
     bytes: u64,
-) -> Result<GpuVa, NTSTATUS> {
+) -> Result<Loc<'a>, NTSTATUS> {
     let bad = status::INVALID_PARAMETER.code();
     let addr = u64::try_from(address).map_err(|_| bad)?;
     if id == crate::gpummu::SEGMENT_APERTURE {
-        return Ok(GpuVa::new(addr));
+        let end = addr.checked_add(bytes).ok_or(bad)?;
+        if end > live.aperture.size() {
+            return Err(bad);
+        }
+        return Ok(Loc::Aperture {
+            table: &live.aperture,
+            start: addr,
+        });
     }
     let (base, size) = crate::gpummu::local_segment(live, id).ok_or(bad)?;
     let end = addr.checked_add(bytes).ok_or(bad)?;
@@ -233,8 +252,69 @@ fn segment_device_address<P: Platform>(
     }
     rvgpu_hw::addr::VRAM_BASE
         .checked_add(addr)
-        .map(GpuVa::new)
+        .map(|a| Loc::Linear(GpuVa::new(a)))
         .ok_or(bad)
+}
+
+/// MAP_APERTURE_SEGMENT: aperture pages `[OffsetInPages, + NumberOfPages)` map the MDL's
+/// pages from `MdlOffset` (DXGKARG_BUILDPAGINGBUFFER page; [D] dxgmms2
+/// `VIDMM_GLOBAL::MapVideoApertureSegmentInternal` passes the allocation's MDL). Only the
+/// table changes; nothing is written to the paging buffer.
+fn map_aperture<P: Platform>(
+    live: &crate::adapter::Live<P>,
+    m: &rvgpu_ddi::tdr::DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment,
+) -> NTSTATUS {
+    use rvgpu_ddi::tdr::DXGK_MAPAPERTUREFLAGS;
+    let bad = status::INVALID_PARAMETER.code();
+    if m.SegmentId != crate::gpummu::SEGMENT_APERTURE
+        || m.Flags.get(DXGK_MAPAPERTUREFLAGS::Reserved) != 0
+    {
+        return bad;
+    }
+    let (Ok(first), Ok(count)) = (
+        u64::try_from(m.OffsetInPages),
+        u64::try_from(m.NumberOfPages),
+    ) else {
+        return bad;
+    };
+    // SAFETY: VidMm passes an MDL it built for this operation (the page: `pMdl`); it stays
+    // valid and unchanged until the call returns, and `MdlPages::read` reads only the header
+    // and the array its `Size` declares.
+    let pages = match unsafe { MdlPages::read(m.pMdl) } {
+        Ok(p) => p,
+        Err(e) => return e.code(),
+    };
+    let frames = match pages.frames(m.MdlOffset, count) {
+        Ok(f) => f,
+        Err(e) => return e.code(),
+    };
+    match live.aperture.map(first, frames) {
+        Ok(()) => rvgpu_ddi::ntstatus::STATUS_SUCCESS,
+        Err(e) => e.code(),
+    }
+}
+
+/// UNMAP_APERTURE_SEGMENT: aperture pages `[OffsetInPages, + NumberOfPages)` point at
+/// `DummyPage` ([D] dxgmms2 `VIDMM_GLOBAL::UnmapVideoApertureSegmentInternal`). Table only.
+fn unmap_aperture<P: Platform>(
+    live: &crate::adapter::Live<P>,
+    u: &rvgpu_ddi::tdr::DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment,
+) -> NTSTATUS {
+    let bad = status::INVALID_PARAMETER.code();
+    if u.SegmentId != crate::gpummu::SEGMENT_APERTURE {
+        return bad;
+    }
+    let (Ok(first), Ok(count), Ok(dummy)) = (
+        u64::try_from(u.OffsetInPages),
+        u64::try_from(u.NumberOfPages),
+        u64::try_from(crate::args::quad(&u.DummyPage)),
+    ) else {
+        return bad;
+    };
+    match live.aperture.unmap(first, count, dummy) {
+        Ok(()) => rvgpu_ddi::ntstatus::STATUS_SUCCESS,
+        Err(e) => e.code(),
+    }
 }
 
 /// Reads the operation out of the argument: a FILL of a segment location, or a TRANSFER whose
@@ -252,14 +332,14 @@ fn segment_device_address<P: Platform>(
 /// - Both sides MDLs (system memory to system memory) is not something VidMm asks of the
 ///   GPU here (UNVERIFIED): `STATUS_NOT_SUPPORTED`.
 fn operation<'a, P: Platform>(
-    live: &crate::adapter::Live<P>,
+    live: &'a crate::adapter::Live<P>,
     args: &'a DXGKARG_BUILDPAGINGBUFFER,
 ) -> Result<Op<'a>, NTSTATUS> {
     let bad = status::INVALID_PARAMETER.code();
     match crate::args::paging_operation(args) {
         PagingOperation::Fill(f) => {
             let bytes = u64::try_from(f.FillSize).map_err(|_| bad)?;
-            let dst = segment_device_address(
+            let dst = segment_location(
                 live,
                 f.Destination.SegmentId,
                 crate::args::quad(&f.Destination.SegmentAddress),
@@ -267,7 +347,7 @@ fn operation<'a, P: Platform>(
             )?;
             let p = u64::from(f.FillPattern);
             Ok(Op::Fill {
-                dst: Loc::Linear(dst),
+                dst,
                 bytes,
                 pattern: (p << 32) | p,
             })
@@ -291,7 +371,7 @@ fn operation<'a, P: Platform>(
                 match side {
                     TransferSide::Segment(id, a) => {
                         let a = a.checked_add(off).ok_or(bad)?;
-                        segment_device_address(live, id, a, bytes).map(Loc::Linear)
+                        segment_location(live, id, a, bytes)
                     }
                     TransferSide::Mdl(mdl) => {
                         // SAFETY: VidMm passes an MDL it built for this operation (the
@@ -331,6 +411,12 @@ pub fn build_paging_buffer<P: Platform>(
         PagingOperation::UpdatePageTable(_)
         | PagingOperation::FlushTlb(_)
         | PagingOperation::CopyPageTableEntries(_) => return build_gpummu(a, live, args),
+        PagingOperation::MapAperture(m) if crate::gpummu::supported(live) => {
+            return map_aperture(live, &m)
+        }
+        PagingOperation::UnmapAperture(u) if crate::gpummu::supported(live) => {
+            return unmap_aperture(live, &u)
+        }
         _ => {}
     }
     // The operation borrows what the OS passed; `args` itself is updated below.
@@ -633,6 +719,51 @@ mod tests {
             Err(status::INVALID_PARAMETER),
             "page 0 is a null address"
         );
+    }
+
+    /// Issue 12: a TRANSFER to an aperture address reaches the pages VidMm mapped there,
+    /// run by run; an aperture offset is never used as a bus address, and a range that runs
+    /// into an unmapped aperture page is refused.
+    #[test]
+    fn issue_12_transfer_through_the_aperture_uses_the_mapped_pages() {
+        let ap = Aperture::try_new::<crate::kmem::Host>(64 * PAGE).unwrap();
+        // Aperture pages 40..43 map bus pages 0x500, 0x501, 0x200.
+        ap.map(40, &[0x500, 0x501, 0x200]).unwrap();
+        let op = Op::Copy {
+            src: Loc::Linear(GpuVa::new(0x8000_0000)),
+            dst: Loc::Aperture {
+                table: &ap,
+                start: 40 * PAGE + 8,
+            },
+            bytes: 3 * PAGE - 8,
+        };
+        op.validate().unwrap();
+        assert_eq!(
+            all(&op),
+            vec![
+                Command::Copy {
+                    src: 0x8000_0000,
+                    dst: 0x50_0008,
+                    bytes: 2 * PAGE - 8
+                },
+                Command::Copy {
+                    src: 0x8000_0000 + 2 * PAGE - 8,
+                    dst: 0x20_0000,
+                    bytes: PAGE
+                },
+            ]
+        );
+        let past = Op::Fill {
+            dst: Loc::Aperture {
+                table: &ap,
+                start: 42 * PAGE,
+            },
+            bytes: 2 * PAGE,
+            pattern: 0,
+        };
+        assert_eq!(past.validate(), Err(status::INVALID_PARAMETER));
+        ap.unmap(40, 3, 0x7000).unwrap();
+        assert_eq!(op.validate(), Err(status::INVALID_PARAMETER), "unmapped");
     }
 
     #[test]

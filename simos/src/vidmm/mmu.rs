@@ -92,6 +92,8 @@ pub struct VidMm {
     pub(crate) power_thread: Option<std::thread::ThreadId>,
     /// The driver's handle of the paging process ([`open_paging_process`]).
     pub(crate) paging_kmd: Option<usize>,
+    /// The aperture's ranges and dummy page ([`crate::vidmm::aperture`]).
+    pub(crate) aperture: crate::vidmm::aperture::Ranges,
     /// System memory the OS gave back while mapped in the paging process: unmapped and freed
     /// at the next safe point ([`Machine::reap_system_pages`]).
     retired_system: Vec<(u64, u64)>,
@@ -326,8 +328,10 @@ impl Machine {
     }
 
     /// Where `[va, va + bytes)` of `pid` lives, as `(segment id, address in it, bytes)` runs
-    /// of physically contiguous pages (system memory through the aperture segment, by bus
-    /// address). A process without an address space here uses bus addresses directly.
+    /// of physically contiguous pages: a local segment and its offset, or segment 0 (system
+    /// memory) and the bus address, as the process's page tables map it. Never an aperture
+    /// address: the aperture holds only ranges VidMm maps there (`vidmm::aperture`). A process
+    /// without an address space here uses bus addresses directly.
     pub(crate) fn vidmm_runs(
         &self,
         a: &AdapterShared,
@@ -335,20 +339,9 @@ impl Machine {
         va: u64,
         bytes: u64,
     ) -> Result<Vec<(u32, u64, u64)>, SimError> {
-        // The driver's aperture segment addresses system memory by bus address.
-        let aperture = {
-            let model = lock(&a.memory_model);
-            (1..=model.segments.len() as u32)
-                .find(|&id| {
-                    model
-                        .segment(id)
-                        .is_some_and(|s| s.Flags.is_set(DXGK_SEGMENTFLAGS::Aperture))
-                })
-                .ok_or_else(|| sim("no aperture segment for system memory".into()))?
-        };
         let v = lock(&a.vidmm);
         let Some(p) = v.processes.get(&pid) else {
-            return Ok(vec![(aperture, va, bytes)]);
+            return Ok(vec![(0, va, bytes)]);
         };
         let mut runs: Vec<(u32, u64, u64)> = Vec::new();
         let mut at = va;
@@ -362,7 +355,6 @@ impl Machine {
                 .leaf(page)
                 .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
             let (seg, base) = leaf.phys;
-            let seg = if seg == 0 { aperture } else { seg };
             let addr = base + (at - page);
             let len = (page + 4096).min(end) - at;
             match runs.last_mut() {
@@ -631,6 +623,9 @@ impl Machine {
                 (Some(l), Ok((pa, _))) => {
                     let expect = if l.phys.0 == 0 {
                         Some(l.phys.1)
+                    } else if v.aperture.is_aperture(l.phys.0) {
+                        // An aperture page: the bus page VidMm had the driver map there.
+                        v.aperture.bus_of(l.phys.0, l.phys.1)
                     } else {
                         segment_pa(a, l.phys.0, l.phys.1)
                     };

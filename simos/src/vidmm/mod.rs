@@ -4,9 +4,11 @@
 //! kernel-mode path, the GpuMmu address spaces (`mmu`, `gpuva`) and the per-process arenas
 //! kernel-mode DMA buffers run from (`dmabuf`), and residency: allocations in VRAM, made
 //! resident and evicted through the driver's paging buffers (`residency`), with backing
-//! stores named to the driver by MDL (`mdl`).
+//! stores named to the driver by MDL (`mdl`), and the aperture segment's ranges VidMm maps
+//! through the driver (`aperture`).
 
 pub mod allocation;
+pub mod aperture;
 pub mod contiguous;
 pub mod dmabuf;
 pub mod dmapool;

@@ -15,6 +15,8 @@ use crate::machine::Machine;
 use crate::ums::{KmtHandle, UmsProcess};
 use crate::vidsch::legacy::{new_packet, submit_new};
 
+const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+
 /// One side of a TRANSFER that [`Machine::build_transfer`] builds.
 #[derive(Clone, Copy, Debug)]
 pub enum TransferSide<'a> {
@@ -28,6 +30,16 @@ impl Machine {
     /// VidMm pages in `bytes` at `gpu_va` of an allocation of process `p`: a FILL with
     /// `pattern` built by `DxgkDdiBuildPagingBuffer` and submitted with `Flags.Paging` on the
     /// system context of `node`. Returns the fence IDs (one per pass).
+    ///
+    /// Paging buffers address memory by segment, not by the process's VA: VidMm knows where
+    /// the allocation's pages are (its address space in GpuMmu). One FILL per physically
+    /// contiguous run. A FILL has no MDL arm (d3dkmddi.h), so pages in system memory are
+    /// first mapped into a range of the aperture (`MAP_APERTURE_SEGMENT`, as
+    /// `VIDMM_APERTURE_SEGMENT::MapTemporaryResource` does), filled through it, and unmapped
+    /// (`UNMAP_APERTURE_SEGMENT`) once the fill is built. Windows unmaps after the paging
+    /// engine has run it ([D] `UnmapApertureRange` waits for the paging engines); this VidMm
+    /// unmaps at once, which only a driver that translates aperture addresses when it builds
+    /// the packets (as rvgpu's does: the device has no GART) survives: stricter, never laxer.
     pub fn page_in(
         &self,
         p: &UmsProcess,
@@ -36,28 +48,58 @@ impl Machine {
         bytes: u64,
         pattern: u32,
     ) -> Result<Vec<u32>, SimError> {
-        // Paging buffers address memory by segment, not by the process's VA: VidMm knows where
-        // the allocation's pages are (its address space in GpuMmu; the bus address itself
-        // otherwise). One FILL per physically contiguous run.
         let a = self.adapter_shared(p.adapter)?.clone();
         let mut ids = Vec::new();
         for (segment, addr, len) in self.vidmm_runs(&a, p.pid, gpu_va, bytes)? {
-            let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
-                Fill: DXGKARG_BUILDPAGINGBUFFER_Fill {
-                    hAllocation: 0x10 as HANDLE,
-                    FillSize: len as SIZE_T,
-                    FillPattern: pattern,
-                    Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
-                        SegmentId: segment,
-                        SegmentAddress: LARGE_INTEGER {
-                            QuadPart: addr as i64,
-                        },
-                    },
-                },
-            };
-            ids.extend(self.paging_op(&a, node, DXGK_OPERATION_FILL, &mut op, vec![p.device])?);
+            if segment != 0 {
+                ids.extend(self.page_fill(&a, node, p, segment, addr, len, pattern)?);
+                continue;
+            }
+            let first = addr - addr % PAGE;
+            let pages: Vec<u64> = (first..addr + len).step_by(PAGE as usize).collect();
+            let range = self.aperture_map(&a, &pages, 0, 0, vec![p.device])?;
+            let filled = self.page_fill(
+                &a,
+                node,
+                p,
+                range.segment,
+                range.offset + (addr - first),
+                len,
+                pattern,
+            );
+            let unmapped = self.aperture_unmap(&a, range, 0, 0, vec![p.device]);
+            ids.extend(filled?);
+            unmapped?;
         }
         Ok(ids)
+    }
+
+    /// One FILL of `len` bytes at `addr` of `segment`.
+    #[allow(clippy::too_many_arguments)]
+    fn page_fill(
+        &self,
+        a: &AdapterShared,
+        node: u32,
+        p: &UmsProcess,
+        segment: u32,
+        addr: u64,
+        len: u64,
+        pattern: u32,
+    ) -> Result<Vec<u32>, SimError> {
+        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
+            Fill: DXGKARG_BUILDPAGINGBUFFER_Fill {
+                hAllocation: 0x10 as HANDLE,
+                FillSize: len as SIZE_T,
+                FillPattern: pattern,
+                Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
+                    SegmentId: segment,
+                    SegmentAddress: LARGE_INTEGER {
+                        QuadPart: addr as i64,
+                    },
+                },
+            },
+        };
+        self.paging_op(a, node, DXGK_OPERATION_FILL, &mut op, vec![p.device])
     }
 
     /// Builds (without submitting) one TRANSFER of `bytes` from `src` to `dst` with

@@ -3,7 +3,8 @@
 //!
 //! - **Placement.** An allocation the CPU never maps goes to local memory (VRAM) when the
 //!   driver's segment set allows it, in the driver's `PreferredSegment` order; what the CPU
-//!   maps stays in its backing store behind the aperture (this VidMm cannot rotate a process's
+//!   maps stays in its backing store in system memory, mapped by GPU page tables page by page
+//!   with `Segment` 0 and never into the aperture (this VidMm cannot rotate a process's
 //!   CPU view between the BAR and system memory, which Windows does when it evicts a mapped
 //!   allocation). Placement happens at the first MakeResident: a new allocation is on no
 //!   residency list and its VA is reserved but unmapped. Its first page-in copies its zeroed
@@ -107,11 +108,19 @@ impl Entry {
         self.pages * PAGE
     }
 
-    /// The backing store as one side of a transfer.
-    fn backing_side(&self, aperture: u32) -> Side {
+    /// The backing store as one side of a transfer: system memory by MDL, never by an
+    /// aperture address (the aperture holds only what VidMm maps there, `vidmm::aperture`).
+    fn backing_side(&self) -> Side {
+        Side::Pages(self.system_pages().into_iter().map(|p| p.1).collect())
+    }
+
+    /// The system pages that hold the allocation when it is not in VRAM, page by page: the
+    /// backing store, which is also what GPU page tables map (`Segment` 0) while it lives in
+    /// system memory ("GPU segments": not mapped into the aperture).
+    fn system_pages(&self) -> Vec<Phys> {
         match &self.backing {
-            Backing::Own => Side::Segment(aperture, self.sysmem),
-            Backing::Pages(p) => Side::Pages(p.iter().map(|p| p.bus_addr).collect()),
+            Backing::Own => pages_of((0, self.sysmem), self.pages),
+            Backing::Pages(p) => p.iter().map(|p| (0, p.bus_addr)).collect(),
         }
     }
 }
@@ -177,6 +186,18 @@ pub struct State {
     heaps: Option<Vec<Heap>>,
     pub(crate) entries: HashMap<KmtHandle, Entry>,
     tick: u64,
+}
+
+impl State {
+    /// Where allocation `h`'s pages are now, page by page (`None`: evicted or not tracked).
+    pub(crate) fn pages(&self, h: KmtHandle) -> Option<Vec<Phys>> {
+        let e = self.entries.get(&h)?;
+        match e.place {
+            Place::Evicted => None,
+            Place::Local { segment, offset } => Some(pages_of((segment, offset), e.pages)),
+            Place::Aperture => Some(e.system_pages()),
+        }
+    }
 }
 
 /// Free VRAM of one local segment: offset → length, page-aligned, coalesced.
@@ -251,15 +272,6 @@ fn heap<'s>(st: &'s mut State, a: &AdapterShared, segment: u32) -> Option<&'s mu
         .get_or_insert_with(|| init_heaps(a))
         .iter_mut()
         .find(|h| h.segment == segment)
-}
-
-/// The first aperture segment's id.
-fn aperture_id(a: &AdapterShared) -> Result<u32, SimError> {
-    let (all, _) = lock(&a.memory_model).aperture_sets();
-    if all == 0 {
-        return Err(SimError::Simulation("no aperture segment".into()));
-    }
-    Ok(all.trailing_zeros() + 1)
 }
 
 /// The address VidMm gives the driver for `offset` in local segment `segment`: the
@@ -434,7 +446,6 @@ impl Machine {
         let Place::Local { segment, offset } = e.place else {
             return Ok(());
         };
-        let ap = aperture_id(a)?;
         let (pid, va, pages, bytes, kmd, device, backing, dirty, t) = (
             e.pid,
             e.va,
@@ -442,7 +453,7 @@ impl Machine {
             e.bytes(),
             e.kmd,
             e.device,
-            e.backing_side(ap),
+            e.backing_side(),
             e.dirty,
             tag(e),
         );
@@ -482,16 +493,15 @@ impl Machine {
         if e.place != Place::Evicted {
             return Ok(true);
         }
-        let ap = aperture_id(a)?;
-        let (pid, va, pages, bytes, kmd, device, sysmem, backing, order, aperture, t) = (
+        let (pid, va, pages, bytes, kmd, device, system, backing, order, aperture, t) = (
             e.pid,
             e.va,
             e.pages,
             e.bytes(),
             e.kmd,
             e.device,
-            e.sysmem,
-            e.backing_side(ap),
+            e.system_pages(),
+            e.backing_side(),
             e.order.clone(),
             e.aperture,
             tag(e),
@@ -509,7 +519,9 @@ impl Machine {
                     )
                     // The process's own mappings first, its VidMm VA last (the driver
                     // records where an allocation is from the last mapping at offset 0).
-                    .and_then(|()| self.gpu_va_allocation_placed(a, h, (segment, offset)))
+                    .and_then(|()| {
+                        self.gpu_va_allocation_placed(a, h, &pages_of((segment, offset), pages))
+                    })
                     .and_then(|()| {
                         self.vidmm_map_at(
                             a,
@@ -529,29 +541,12 @@ impl Machine {
             // Without VRAM, the backing store through the aperture when the segment set
             // allows it (UNVERIFIED: Windows' placement order beyond the preferred segments).
             None if aperture => {
-                // A scattered backing store is first moved into the allocation's own system
-                // memory, because VA mappings of system memory here (`vidmm::va`) take one
-                // contiguous range. Windows would map the backing store's pages themselves;
-                // the difference is one more driver transfer, never a missing one.
-                if let Side::Pages(_) = backing {
-                    self.paging_transfer(
-                        a,
-                        kmd,
-                        device,
-                        backing,
-                        Side::Segment(ap, sysmem),
-                        bytes,
-                    )?;
-                }
-                self.gpu_va_allocation_placed(a, h, (0, sysmem))?;
-                self.vidmm_map_at(
-                    a,
-                    pid,
-                    va,
-                    &pages_of((0, sysmem), pages),
-                    MapAttrs::default(),
-                    t,
-                )?;
+                // The backing store's pages are mapped where they are, page by page with
+                // `Segment` 0, as Windows maps an allocation in system memory ("GPU
+                // segments": without `AccessedPhysically` it is not mapped into the
+                // aperture); no copy.
+                self.gpu_va_allocation_placed(a, h, &system)?;
+                self.vidmm_map_at(a, pid, va, &system, MapAttrs::default(), t)?;
                 Place::Aperture
             }
             None => return Ok(false),

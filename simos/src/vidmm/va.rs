@@ -37,7 +37,6 @@ use crate::sync::fence::{MonitoredFence, ProcessId};
 use crate::ums::KmtHandle;
 use crate::vidmm::gpuva::{MapAttrs, Phys};
 use crate::vidmm::mmu::LeafTag;
-use crate::vidmm::residency::Place;
 // The requests as the UMD's `Kmt` trait states them (`D3DDDI_RESERVEGPUVIRTUALADDRESS`,
 // `D3DDDI_MAPGPUVIRTUALADDRESS`), one definition for both sides of the thunk.
 use rvgpu_umd::kmt::{
@@ -173,24 +172,12 @@ fn tag(m: &UserMap, va: u64) -> LeafTag {
     }
 }
 
-/// Where `allocation` is now, as the physical page of its first page (`None`: evicted).
-fn placed(a: &AdapterShared, allocation: KmtHandle, place: Place) -> Option<Phys> {
-    match place {
-        Place::Evicted => None,
-        Place::Local { segment, offset } => Some((segment, offset)),
-        Place::Aperture => {
-            let os = lock(&a.ums);
-            os.allocations
-                .get(&allocation)
-                .map(|al| (0, al.alloc.bus_addr))
-        }
-    }
-}
-
-fn pages_at(first: Phys, offset: u64, pages: u64) -> Vec<Phys> {
-    (0..pages)
-        .map(|i| (first.0, first.1 + (offset + i) * PAGE))
-        .collect()
+/// Pages `[offset, offset + pages)` of an allocation whose pages are `all` (`None` past
+/// its end, which the callers' range checks exclude).
+fn pages_at(all: &[Phys], offset: u64, pages: u64) -> Option<Vec<Phys>> {
+    let start = usize::try_from(offset).ok()?;
+    let end = start.checked_add(usize::try_from(pages).ok()?)?;
+    all.get(start..end).map(<[Phys]>::to_vec)
 }
 
 /// The device's process and error state.
@@ -482,8 +469,7 @@ impl Machine {
                 .filter(|al| al.device == device && !al.closed)
                 .ok_or_else(bad)?;
             let kmd = al.mapped.map(|m| m.kmd).ok_or_else(bad)?;
-            let place = res.entries.get(&r.allocation).map(|e| e.place);
-            Some((al.alloc.len, kmd, place))
+            Some((al.alloc.len, kmd, res.pages(r.allocation)))
         };
         let pages = match target {
             Some((bytes, _, _)) => {
@@ -555,7 +541,7 @@ impl Machine {
         va: u64,
         pages: u64,
         r: MapGpuVa,
-        target: Option<(u64, usize, Option<Place>)>,
+        target: Option<(u64, usize, Option<Vec<Phys>>)>,
     ) -> Result<(), SimError> {
         let prot = r.protection.0;
         // Remap: what the range mapped goes first (unmapped, TLB flushed).
@@ -572,15 +558,9 @@ impl Machine {
                 },
                 live: false,
             };
-            if let Some(first) = place.and_then(|p| placed(a, r.allocation, p)) {
-                self.vidmm_map_at(
-                    a,
-                    pid,
-                    va,
-                    &pages_at(first, m.offset, pages),
-                    m.attrs,
-                    tag(&m, va),
-                )?;
+            if let Some(all) = place {
+                let phys = pages_at(&all, m.offset, pages).ok_or_else(bad)?;
+                self.vidmm_map_at(a, pid, va, &phys, m.attrs, tag(&m, va))?;
                 m.live = true;
             }
             let mut st = lock(&a.gpuva);
@@ -929,7 +909,7 @@ impl Machine {
         res: &crate::vidmm::residency::State,
         device: KmtHandle,
         allocation: KmtHandle,
-    ) -> Result<(u64, usize, Option<Place>), SimError> {
+    ) -> Result<(u64, usize, Option<Vec<Phys>>), SimError> {
         let os = lock(&a.ums);
         let al = os
             .allocations
@@ -937,8 +917,7 @@ impl Machine {
             .filter(|al| al.device == device && !al.closed)
             .ok_or_else(bad)?;
         let kmd = al.mapped.map(|m| m.kmd).ok_or_else(bad)?;
-        let place = res.entries.get(&allocation).map(|e| e.place);
-        Ok((al.alloc.len, kmd, place))
+        Ok((al.alloc.len, kmd, res.pages(allocation)))
     }
 
     /// `D3DKMTFreeGpuVirtualAddress` of `device`'s process (22631 dxgmms2
@@ -1016,24 +995,18 @@ impl Machine {
         Ok(())
     }
 
-    /// Residency hook: allocation `h` is now at `first` (its first page); its mappings follow.
-    /// Called with the residency lock held.
+    /// Residency hook: allocation `h`'s pages are now `all` (page by page); its mappings
+    /// follow. Called with the residency lock held.
     pub(crate) fn gpu_va_allocation_placed(
         &self,
         a: &AdapterShared,
         h: KmtHandle,
-        first: Phys,
+        all: &[Phys],
     ) -> Result<(), SimError> {
         let maps = lock(&a.gpuva).maps_of(h);
         for (pid, start, va, m) in maps.into_iter().filter(|x| !x.3.live) {
-            self.vidmm_map_at(
-                a,
-                pid,
-                va,
-                &pages_at(first, m.offset, m.pages),
-                m.attrs,
-                tag(&m, va),
-            )?;
+            let phys = pages_at(all, m.offset, m.pages).ok_or_else(bad)?;
+            self.vidmm_map_at(a, pid, va, &phys, m.attrs, tag(&m, va))?;
             if let Some(m) = lock(&a.gpuva).map_mut(pid, start, va) {
                 m.live = true;
             }
