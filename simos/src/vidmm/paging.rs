@@ -165,32 +165,9 @@ impl Machine {
         let mut multipass = 0u32;
         let system = crate::vidsch::system::context(&a, crate::vidmm::mmu::paging_node(&a));
         for _ in 0..4096 {
-            let mut buf = vec![0u64; (dma_bytes / 8) as usize];
-            let mut args = DXGKARG_BUILDPAGINGBUFFER {
-                pDmaBuffer: buf.as_mut_ptr().cast(),
-                DmaSize: dma_bytes,
-                pDmaBufferPrivateData: std::ptr::null_mut(),
-                DmaBufferPrivateDataSize: 0,
-                Operation: operation,
-                MultipassOffset: multipass,
-                Anonymous: op,
-                hSystemContext: system as HANDLE,
-                DmaBufferGpuVirtualAddress: 0,
-                DmaBufferWriteOffset: 0,
-            };
-            let ctx = a.context();
-            let st = ddi::call(
-                &a,
-                Routine::DxgkDdiBuildPagingBuffer,
-                f as usize,
-                At::Level(Irql::Passive),
-                || {
-                    // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize
-                    // bytes and a valid argument block.
-                    unsafe { f(ctx, &mut args) }
-                },
-            )?;
-            let written = ((args.DmaBufferWriteOffset / 8) as usize).min(buf.len());
+            let pass = one_pass(&a, f, system, operation, op, multipass, dma_bytes)?;
+            let (st, mut buf) = (pass.status, pass.words);
+            let written = ((pass.write_offset / 8) as usize).min(buf.len());
             buf.truncate(written);
             out.push((st, buf));
             if st != STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER {
@@ -201,7 +178,7 @@ impl Machine {
                     "DxgkDdiBuildPagingBuffer made no progress".into(),
                 ));
             }
-            multipass = args.MultipassOffset;
+            multipass = pass.multipass;
         }
         Err(SimError::Simulation(
             "paging operation needs too many passes".into(),
@@ -232,40 +209,17 @@ impl Machine {
         // VIDMM_GLOBAL::SetupForBuildPagingBuffer, VidSchGetDriverPagingContext).
         let system = crate::vidsch::system::context(a, node);
         for _pass in 0..4096 {
-            let mut buf = vec![0u64; bytes.div_ceil(8) as usize];
-            let mut args = DXGKARG_BUILDPAGINGBUFFER {
-                pDmaBuffer: buf.as_mut_ptr().cast(),
-                DmaSize: bytes,
-                pDmaBufferPrivateData: std::ptr::null_mut(),
-                DmaBufferPrivateDataSize: 0,
-                Operation: operation,
-                MultipassOffset: multipass,
-                Anonymous: *op,
-                hSystemContext: system as HANDLE,
-                DmaBufferGpuVirtualAddress: 0,
-                DmaBufferWriteOffset: 0,
-            };
-            let ctx = a.context();
-            let st = ddi::call(
-                a,
-                Routine::DxgkDdiBuildPagingBuffer,
-                f as usize,
-                At::Level(Irql::Passive),
-                || {
-                    // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize
-                    // bytes and a valid argument block.
-                    unsafe { f(ctx, &mut args) }
-                },
-            )?;
+            let pass = one_pass(a, f, system, operation, *op, multipass, bytes)?;
+            let (st, buf) = (pass.status, pass.words);
             let more = st == STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER;
             if !NT_SUCCESS(st) && !more {
                 return Err(SimError::DdiFailed(st));
             }
-            let written = (args.DmaBufferWriteOffset / 8) as usize;
+            let written = (pass.write_offset / 8) as usize;
             if written > buf.len() {
                 let msg = format!(
                     "driver bug: DxgkDdiBuildPagingBuffer wrote {} bytes into a {} byte buffer",
-                    args.DmaBufferWriteOffset, bytes
+                    pass.write_offset, bytes
                 );
                 a.state.raise_sim_error(msg.clone());
                 return Err(SimError::Simulation(msg));
@@ -277,15 +231,70 @@ impl Machine {
             if !more {
                 return Ok(ids);
             }
-            if args.MultipassOffset <= multipass && written == 0 {
+            if pass.multipass <= multipass && written == 0 {
                 return Err(SimError::Simulation(
                     "DxgkDdiBuildPagingBuffer made no progress".into(),
                 ));
             }
-            multipass = args.MultipassOffset;
+            multipass = pass.multipass;
         }
         Err(SimError::Simulation(
             "paging operation needs too many passes".into(),
         ))
     }
+}
+
+/// What one `DxgkDdiBuildPagingBuffer` call returned.
+struct Pass {
+    status: NTSTATUS,
+    /// The paging buffer (as 64-bit words, whole size).
+    words: Vec<u64>,
+    /// `DmaBufferWriteOffset` as the driver left it.
+    write_offset: u32,
+    /// `MultipassOffset` as the driver left it.
+    multipass: u32,
+}
+
+/// One call of the driver's BuildPagingBuffer with a fresh paging buffer of `bytes`, naming
+/// `system` as the paging context (the arguments VidMm fills for every pass).
+fn one_pass(
+    a: &AdapterShared,
+    f: unsafe extern "system" fn(HANDLE, *mut DXGKARG_BUILDPAGINGBUFFER) -> NTSTATUS,
+    system: usize,
+    operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
+    op: DXGKARG_BUILDPAGINGBUFFER_0,
+    multipass: u32,
+    bytes: u32,
+) -> Result<Pass, SimError> {
+    let mut words = vec![0u64; bytes.div_ceil(8) as usize];
+    let mut args = DXGKARG_BUILDPAGINGBUFFER {
+        pDmaBuffer: words.as_mut_ptr().cast(),
+        DmaSize: bytes,
+        pDmaBufferPrivateData: std::ptr::null_mut(),
+        DmaBufferPrivateDataSize: 0,
+        Operation: operation,
+        MultipassOffset: multipass,
+        Anonymous: op,
+        hSystemContext: system as HANDLE,
+        DmaBufferGpuVirtualAddress: 0,
+        DmaBufferWriteOffset: 0,
+    };
+    let ctx = a.context();
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiBuildPagingBuffer,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize bytes and a
+            // valid argument block.
+            unsafe { f(ctx, &mut args) }
+        },
+    )?;
+    Ok(Pass {
+        status,
+        words,
+        write_offset: args.DmaBufferWriteOffset,
+        multipass: args.MultipassOffset,
+    })
 }
