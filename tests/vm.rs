@@ -15,7 +15,12 @@
 //!   `RVGPU_VM_TEST=skip` skips it on purpose (a developer machine without the time).
 
 // Host-side test code: the kernel no-panic lints do not apply.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
