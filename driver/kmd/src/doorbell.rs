@@ -433,13 +433,13 @@ pub(crate) fn create<P: Platform>(
             q.doorbell = Some(h);
             q.ring = Some(ring);
         }
-        if let Err(e) = runlist::commit(&live.regs, &s, engine) {
+        if let Err(e) = runlist::commit_slot(&live.regs, &s, engine, queue_id, Some(qh)) {
             s.doorbells.remove(&h);
             if let Some(q) = s.queues.get_mut(&qh) {
                 q.doorbell = None;
                 q.ring = None;
             }
-            let _ = runlist::commit(&live.regs, &s, engine);
+            let _ = runlist::commit_slot(&live.regs, &s, engine, queue_id, Some(qh));
             return Err(e);
         }
         let global = s.physical.is_global();
@@ -771,13 +771,13 @@ pub fn destroy<P: Platform>(args: &DXGKARG_DESTROYDOORBELL) -> Result<(), Status
             Some(q) if q.doorbell == Some(h) => {
                 q.doorbell = None;
                 q.ring = None;
-                Some(q.engine)
+                Some((q.engine, q.id))
             }
             _ => None,
         };
-        if let Some(e) = engine {
-            // Only shrinks the runlist, which cannot fail for lack of room.
-            let _ = runlist::commit(&live.regs, &s, e);
+        if let Some((e, id)) = engine {
+            // Only empties the queue's slot, which cannot fail for lack of room.
+            let _ = runlist::commit_slot(&live.regs, &s, e, id, Some(d.queue));
         }
         Ok(())
     })
