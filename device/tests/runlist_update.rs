@@ -68,7 +68,11 @@ fn slots_read_to_add_one(n: u32) -> u64 {
     put(&rig, rl, u64::from(n), &q.desc);
     count(&rig, n + 1);
     update(&rig, n);
-    assert_eq!(rig.dev.queues().len(), n as usize + 1, "the new queue entered");
+    assert_eq!(
+        rig.dev.queues().len(),
+        n as usize + 1,
+        "the new queue entered"
+    );
     rig.dev.runlist_slots_read() - before
 }
 
@@ -109,7 +113,10 @@ fn issue_19_update_keeps_the_other_slots_and_empties_the_named_one() {
     update(&rig, 2);
     assert_eq!(ids(&rig), vec![10, 11]);
     let qa = rig.dev.queues()[0].clone();
-    assert_eq!(qa.known_write_ptr, a.wptr, "A kept its doorbell's write pointer");
+    assert_eq!(
+        qa.known_write_ptr, a.wptr,
+        "A kept its doorbell's write pointer"
+    );
     let cmd = fill(&mut rig);
     rig.submit(&mut b, &[cmd]);
     rig.run();
@@ -164,7 +171,11 @@ fn issue_19_update_checks_the_slot_like_a_commit() {
     rig.push(&mut c, &[cmd]);
     put(&rig, rl, 0, &c.desc);
     update(&rig, 0);
-    assert_eq!(rig.dev.queues()[0].known_write_ptr, c.wptr, "entered afresh");
+    assert_eq!(
+        rig.dev.queues()[0].known_write_ptr,
+        c.wptr,
+        "entered afresh"
+    );
     rig.run();
     assert_eq!(rig.read_ptr(&c), c.wptr);
 }

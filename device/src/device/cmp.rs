@@ -361,6 +361,22 @@ impl Engine {
     }
 }
 
+/// What tests see of runlisted queue `q` of `engine`.
+fn snapshot(engine: u32, q: &Queue) -> QueueSnapshot {
+    QueueSnapshot {
+        engine,
+        queue_id: q.desc.queue_id,
+        read_ptr: q.rptr,
+        known_write_ptr: q.known_wptr,
+        priority: q.desc.priority,
+        process_id: q.desc.process_id,
+        user_mode: QueueFlags::from_bits_truncate(q.desc.flags).contains(QueueFlags::USER_MODE),
+        fault: q.fault,
+        blocked_on: q.wait.filter(|w| !w.wake).map(|w| (w.addr.get(), w.value)),
+        indirect: q.indirect.map(|i| (i.addr.get(), i.off)),
+    }
+}
+
 /// All engines.
 #[derive(Debug)]
 pub(crate) struct Cmp {
@@ -444,11 +460,7 @@ impl Core {
             }
         }
         if desc.queue_id == NO_QUEUE || taken(desc.queue_id) {
-            self.post_commit_fault(
-                e,
-                desc.queue_id,
-                Fault::new(FaultCode::BadDescriptor, addr),
-            );
+            self.post_commit_fault(e, desc.queue_id, Fault::new(FaultCode::BadDescriptor, addr));
             return None;
         }
         Some(desc)
@@ -675,9 +687,8 @@ impl Core {
             for (k, d) in descs.into_iter().enumerate() {
                 let i = first as usize + k;
                 let index = &eng.index;
-                let d = self.check_slot(e, base, i, d, |id| {
-                    index.get(&id).is_some_and(|&j| j != i)
-                });
+                let d =
+                    self.check_slot(e, base, i, d, |id| index.get(&id).is_some_and(|&j| j != i));
                 let stays = match (eng.queues.get_mut(i), d) {
                     (Some(q), Some(d)) if q.desc.queue_id == d.queue_id && q.same_ring(&d) => {
                         // Changed fields apply at its next packet (M14).
@@ -929,23 +940,17 @@ impl Core {
             gated: eng.gated,
             completed_commands: r.completed.load(Ordering::Acquire),
             current_queue: r.current_queue.load(Ordering::Acquire),
-            queues: eng
-                .queues
-                .iter()
-                .map(|q| QueueSnapshot {
-                    engine,
-                    queue_id: q.desc.queue_id,
-                    read_ptr: q.rptr,
-                    known_write_ptr: q.known_wptr,
-                    priority: q.desc.priority,
-                    process_id: q.desc.process_id,
-                    user_mode: QueueFlags::from_bits_truncate(q.desc.flags)
-                        .contains(QueueFlags::USER_MODE),
-                    fault: q.fault,
-                    blocked_on: q.wait.filter(|w| !w.wake).map(|w| (w.addr.get(), w.value)),
-                    indirect: q.indirect.map(|i| (i.addr.get(), i.off)),
-                })
-                .collect(),
+            queues: eng.queues.iter().map(|q| snapshot(engine, q)).collect(),
+        })
+    }
+
+    /// The runlisted queue with id `queue_id`, found through the engines' indexes (no copy
+    /// of every queue, which made each queue's teardown check cost O(N)).
+    pub(crate) fn queue_snapshot(&self, queue_id: u32) -> Option<QueueSnapshot> {
+        let cmp = lock(&self.cmp);
+        cmp.engines.iter().enumerate().find_map(|(e, eng)| {
+            let q = eng.index.get(&queue_id).and_then(|&i| eng.queues.get(i))?;
+            Some(snapshot(u32::try_from(e).ok()?, q))
         })
     }
 }

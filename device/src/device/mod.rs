@@ -503,6 +503,12 @@ impl Device {
         self.core.runlist_slots_read.load(Ordering::Relaxed)
     }
 
+    /// Snapshot of the runlisted queue with id `queue_id`, if any engine lists it (cheap: a
+    /// lookup, not a copy of every queue).
+    pub fn queue(&self, queue_id: u32) -> Option<QueueSnapshot> {
+        self.core.queue_snapshot(queue_id)
+    }
+
     /// Snapshot of every runlisted queue on every engine.
     pub fn queues(&self) -> Vec<QueueSnapshot> {
         (0..self.core.cfg.engines)

@@ -26,9 +26,9 @@ use rvgpu_hw::regs;
 
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
+use crate::hwqueue::HwQueue;
 use crate::mmio::Regs;
 use crate::platform::Platform;
-use crate::hwqueue::HwQueue;
 use crate::sched::{Handle, Sched};
 use crate::status::{self, Status};
 
