@@ -106,7 +106,7 @@ impl std::hash::Hasher for TagHasher {
 
     fn write_u64(&mut self, v: u64) {
         // Fx-style: rotate, mix in the word, multiply by an odd constant.
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7CC1_B727_220A_95);
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517C_C1B7_2722_0A95);
     }
 }
 
