@@ -139,7 +139,8 @@ run2() {
         --callgrind-out-file="$file" --toggle-collect='ums_callgrind::cg_connect*' "$BIN" 2>/dev/null)"
     n="$(echo "$line" | sed -n "s/.* connects=\([0-9]*\).*/\1/p")"
     for root in 'ums_callgrind::cg_connect*' 'rvgpu_kmd::ddi::connect_doorbell*'; do
-        python3 "$ROOT/scripts/callgrind-split.py" "$file" "$(root_re "$root")" |
+        python3 "$ROOT/scripts/callgrind-split.py" "$file" "$(root_re "$root")" \
+            $([ "$root" = 'ums_callgrind::cg_connect*' ] || echo --within) |
             awk -v n="${n:-0}" '{
                 for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
                 print v["total"], v["driver"], v["device"], v["os"], v["platform"], n }'
