@@ -132,7 +132,10 @@ pub fn slot(id: u32) -> Option<u64> {
 
 /// Writes descriptor `d` (or an empty one) into `buf`'s slot `slot`.
 fn store_slot(buf: &DmaBuffer, slot: u64, d: Option<&QueueDescriptor>) -> Result<(), Status> {
-    let words = d.map_or([0u64; size_of::<QueueDescriptor>() / 8], QueueDescriptor::to_words);
+    let words = d.map_or(
+        [0u64; size_of::<QueueDescriptor>() / 8],
+        QueueDescriptor::to_words,
+    );
     let base = slot.saturating_mul(DESC_WORDS);
     for (i, w) in words.iter().enumerate() {
         if !buf.store(base.saturating_add(i as u64), *w, Ordering::Relaxed) {
