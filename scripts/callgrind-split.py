@@ -21,8 +21,11 @@ that cross a boundary, from code that is not itself behind a boundary:
 driver = total - device - os - platform: the KMD's (or UMD's) own code, with what it inlines
 and the library code it calls.
 
-Usage: callgrind-split.py FILE ROOT (ROOT: a regular expression matching the toggled function's
-name) -> prints "total=<Ir> driver=<Ir> device=<Ir> os=<Ir> platform=<Ir>"
+Usage: callgrind-split.py FILE ROOT [--within] (ROOT: a regular expression matching the toggled
+function's name) -> prints "total=<Ir> driver=<Ir> device=<Ir> os=<Ir> platform=<Ir>".
+--within: ROOT is a function called inside the toggled one (e.g. the KMD's DDI inside a thunk);
+the total is then ROOT's inclusive cost (the edges into it), and the split is of that, so one
+profile gives both figures.
 """
 
 import re
@@ -126,10 +129,17 @@ def below_root(edges, root):
     return (reach(roots, down) - above) | roots
 
 
-def split(path, root):
+def split(path, root, within=False):
     total, edges = parse(path)
     root = re.compile(root)
     inside = below_root(edges, root)
+    if within:
+        # ROOT's inclusive cost: the edges into it from outside it (recursion counted once).
+        total = sum(
+            cost
+            for (caller, callee), cost in edges.items()
+            if callee and root.search(callee) and not (caller and root.search(caller))
+        )
     share = {"device": 0, "os": 0, "platform": 0}
     for (caller, callee), cost in edges.items():
         if caller not in inside:
@@ -152,10 +162,10 @@ def split(path, root):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4) or (len(sys.argv) == 4 and sys.argv[3] != "--within"):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    total, driver, share = split(sys.argv[1], sys.argv[2])
+    total, driver, share = split(sys.argv[1], sys.argv[2], len(sys.argv) == 4)
     print(
         f"total={total} driver={driver} device={share['device']} os={share['os']} "
         f"platform={share['platform']}"

@@ -37,7 +37,7 @@
 # simulated OS (callbacks, thunks, the modelled system-call cost of OsConfig::thunk_cost);
 # the user-mode submission is set against its floor (ums_callgrind's `floor` mode: the same
 # stores and the same doorbell store), the kernel-mode one against its own (the modelled
-# system call plus the DDI); a table shows a victimising connect from 32 to 2,048 queues
+# system call plus the DDI); a table shows a victimising connect from 32 to 4,094 queues
 # (RVGPU_CALLGRIND_SCALE=0 skips it). Needs python3.
 #
 # Usage: bash scripts/callgrind-submission.sh [K]     (K defaults to 1000)
@@ -129,20 +129,42 @@ echo "ratio floor / floor (user-mode floor / kernel-mode floor) = $(ratio "${FLO
 echo "ratio victimising / free connect: thunk $(ratio "${VICTIM[0]}" "${FREE[0]}")," \
     "KMD DDI own $(ratio "${KMD_VICTIM[1]}" "${KMD_FREE[1]}")"
 
-# Flat with scale (issue 19): a victimising connect with 32 … 2,048 queues on 16 physical
-# doorbells, all on engine 0 (which takes 4,095). Setting up N queues costs O(N²) (every
-# creation commits the whole runlist), so under callgrind 4,095 takes about half an hour:
-# RVGPU_CALLGRIND_QUEUE_SIZES="32 4095" measures it when wanted.
+# run2 MODE OPS -> two lines as `run` prints them, from one run toggled on cg_connect: the
+# whole connect, then DxgkDdiConnectDoorbell inside it (the split of the same profile from
+# that root; its calls there are exactly the counted connects, so both divide by `connects`).
+run2() {
+    local mode="$1" ops="$2" file line n root
+    file="$OUT/cg2.$mode.$ops.$(echo "$SCALE_ENV" | tr -c 'a-zA-Z0-9_' '_')"
+    line="$(env $SCALE_ENV RVGPU_CALLGRIND_MODE="$mode" RVGPU_CALLGRIND_OPS="$ops" valgrind --tool=callgrind \
+        --callgrind-out-file="$file" --toggle-collect='ums_callgrind::cg_connect*' "$BIN" 2>/dev/null)"
+    n="$(echo "$line" | sed -n "s/.* connects=\([0-9]*\).*/\1/p")"
+    for root in 'ums_callgrind::cg_connect*' 'rvgpu_kmd::ddi::connect_doorbell*'; do
+        python3 "$ROOT/scripts/callgrind-split.py" "$file" "$(root_re "$root")" \
+            $([ "$root" = 'ums_callgrind::cg_connect*' ] || echo --within) |
+            awk -v n="${n:-0}" '{
+                for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                print v["total"], v["driver"], v["device"], v["os"], v["platform"], n }'
+    done
+}
+
+# Flat with scale (issue 19): a victimising connect with 32 … 4,094 queues on 16 physical
+# doorbells, all on engine 0 (4,094: the adapter's 4,096 queue ids less the two engines'
+# node rings). Setting up N queues is O(N) on the device since runlist updates (it was
+# O(N²): every creation committed the whole runlist, about half an hour under callgrind for
+# 4,095); one callgrind run per K gives both columns. RVGPU_CALLGRIND_QUEUE_SIZES for
+# another list.
 if [ "${RVGPU_CALLGRIND_SCALE:-1}" != 0 ]; then
     echo
-    echo "| queues on 16 doorbells | D3DKMTConnectDoorbell, victimising | of which OS | DxgkDdiConnectDoorbell | vs the first row (whole connect) |"
-    echo "|---:|---:|---:|---:|---:|"
+    echo "| queues on 16 doorbells | D3DKMTConnectDoorbell, victimising | own / device / OS | DxgkDdiConnectDoorbell | own / device / OS | vs the first row (whole connect) |"
+    echo "|---:|---:|---:|---:|---:|---:|"
     FIRST=""
-    for Q in ${RVGPU_CALLGRIND_QUEUE_SIZES:-32 128 512 1024 2048}; do
+    for Q in ${RVGPU_CALLGRIND_QUEUE_SIZES:-32 128 512 1024 2048 4094}; do
         SCALE_ENV="RVGPU_CALLGRIND_QUEUES=$Q RVGPU_CALLGRIND_DOORBELLS=16"
-        read -r -a C <<<"$(per victim 'ums_callgrind::cg_connect*' connects)"
-        read -r -a D <<<"$(per victim 'rvgpu_kmd::ddi::connect_doorbell*' ddi_calls)"
+        mapfile -t A < <(run2 victim "$K")
+        mapfile -t B < <(run2 victim "$((2 * K))")
+        read -r -a C <<<"$(k2k "${A[0]}" "${B[0]}" 5)"
+        read -r -a D <<<"$(k2k "${A[1]}" "${B[1]}" 5)"
         [ -z "$FIRST" ] && FIRST="${C[0]}"
-        echo "| $Q | ${C[0]} | ${C[3]} | ${D[0]} | $(ratio "${C[0]}" "$FIRST") |"
+        echo "| $Q | ${C[0]} | ${C[1]} / ${C[2]} / ${C[3]} | ${D[0]} | ${D[1]} / ${D[2]} / ${D[3]} | $(ratio "${C[0]}" "$FIRST") |"
     done
 fi

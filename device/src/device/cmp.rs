@@ -133,6 +133,46 @@ impl Queue {
     }
 }
 
+/// An engine's loaded runlist, one entry per runlist slot (docs/hardware.md 5.2): `None`
+/// where the slot holds no queue (no `VALID`, a rejected descriptor, or vacated by an engine
+/// reset). Indices are slot numbers, so a queue keeps its index while other slots change,
+/// which is what lets `RUNLIST_UPDATE` touch one slot without renumbering the engine's
+/// pending set, index and cursor.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Slots(Vec<Option<Queue>>);
+
+impl Slots {
+    /// Slots in the loaded runlist (occupied or not).
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub(crate) fn get(&self, i: usize) -> Option<&Queue> {
+        self.0.get(i).and_then(Option::as_ref)
+    }
+
+    pub(crate) fn get_mut(&mut self, i: usize) -> Option<&mut Queue> {
+        self.0.get_mut(i).and_then(Option::as_mut)
+    }
+
+    /// The queues present, in slot order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Queue> {
+        self.0.iter().flatten()
+    }
+
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Queue> {
+        self.0.iter_mut().flatten()
+    }
+
+    /// The queues present with their slots.
+    fn enumerate(&self) -> impl Iterator<Item = (usize, &Queue)> {
+        self.0
+            .iter()
+            .enumerate()
+            .filter_map(|(i, q)| q.as_ref().map(|q| (i, q)))
+    }
+}
+
 /// A packet that takes more than one quantum.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum InFlight {
@@ -158,10 +198,11 @@ impl InFlight {
 /// One engine's CMP state.
 #[derive(Debug)]
 pub(crate) struct Engine {
-    pub(crate) queues: Vec<Queue>,
-    /// Queue id → index in `queues`: a doorbell or QUEUE_KICK finds its queue without
+    pub(crate) queues: Slots,
+    /// Queue id → slot in `queues`: a doorbell or QUEUE_KICK finds its queue without
     /// scanning the runlist (a B-tree: a few compares where SipHash would cost more than a
-    /// short scan). Rebuilt whenever `queues` changes (commit, reset).
+    /// short scan). Rebuilt at a full commit, kept up to date slot by slot by an update and
+    /// an engine reset.
     pub(crate) index: BTreeMap<u32, usize>,
     /// Indices of the queues that may have work: every queue with unconsumed commands and no
     /// fault, or with a blocked FENCE_WAIT, is in it (it may hold stale entries, which
@@ -193,7 +234,7 @@ pub(crate) struct Engine {
 impl Engine {
     pub(crate) fn new() -> Self {
         Self {
-            queues: Vec::new(),
+            queues: Slots::default(),
             index: BTreeMap::new(),
             pending: BTreeSet::new(),
             rr_next: 0,
@@ -224,13 +265,10 @@ impl Engine {
     /// queue keeps its read pointer, indirect cursor, wait and fault state.
     pub(crate) fn reset(&mut self, aborted: Option<usize>) {
         self.inflight = None;
-        if let Some(i) = aborted.filter(|&i| i < self.queues.len()) {
-            self.queues.remove(i);
-            self.reindex();
-            // Keep the round-robin turn on the queue that was next.
-            if i < self.rr_next {
-                self.rr_next -= 1;
-            }
+        if let Some(i) = aborted {
+            // Its slot empties; every other queue keeps its slot, so the round-robin turn
+            // stays where it was.
+            self.vacate(i);
         }
         self.current = None;
         self.injected_hang = None;
@@ -244,12 +282,41 @@ impl Engine {
     pub(crate) fn reindex(&mut self) {
         self.index.clear();
         self.pending.clear();
-        for (i, q) in self.queues.iter().enumerate() {
+        for (i, q) in self.queues.enumerate() {
             self.index.entry(q.desc.queue_id).or_insert(i);
             if q.keeps_pending() {
                 self.pending.insert(i);
             }
         }
+    }
+
+    /// Empties slot `i` (its queue leaves): index and pending set forget it. Returns the
+    /// queue that left.
+    pub(crate) fn vacate(&mut self, i: usize) -> Option<Queue> {
+        let q = self.queues.0.get_mut(i).and_then(Option::take)?;
+        if self.index.get(&q.desc.queue_id) == Some(&i) {
+            self.index.remove(&q.desc.queue_id);
+        }
+        self.pending.remove(&i);
+        if self.current == Some(i) {
+            self.current = None;
+        }
+        if self.inflight.is_some_and(|f| f.queue() == i) {
+            self.inflight = None;
+        }
+        Some(q)
+    }
+
+    /// Puts `q` into slot `i` (empty, below the length): index and pending set learn it.
+    fn occupy(&mut self, i: usize, q: Queue) {
+        let Some(slot) = self.queues.0.get_mut(i) else {
+            return;
+        };
+        self.index.entry(q.desc.queue_id).or_insert(i);
+        if q.keeps_pending() {
+            self.pending.insert(i);
+        }
+        *slot = Some(q);
     }
 
     /// Highest-priority runnable queue, round-robin among equals. Looks only at
@@ -294,6 +361,22 @@ impl Engine {
     }
 }
 
+/// What tests see of runlisted queue `q` of `engine`.
+fn snapshot(engine: u32, q: &Queue) -> QueueSnapshot {
+    QueueSnapshot {
+        engine,
+        queue_id: q.desc.queue_id,
+        read_ptr: q.rptr,
+        known_write_ptr: q.known_wptr,
+        priority: q.desc.priority,
+        process_id: q.desc.process_id,
+        user_mode: QueueFlags::from_bits_truncate(q.desc.flags).contains(QueueFlags::USER_MODE),
+        fault: q.fault,
+        blocked_on: q.wait.filter(|w| !w.wake).map(|w| (w.addr.get(), w.value)),
+        indirect: q.indirect.map(|i| (i.addr.get(), i.off)),
+    }
+}
+
 /// All engines.
 #[derive(Debug)]
 pub(crate) struct Cmp {
@@ -325,10 +408,69 @@ impl Core {
         );
     }
 
-    /// Reads the runlist programmed in RUNLIST_BASE/COUNT. An unreadable runlist is one
-    /// Fault event and an empty list; an invalid descriptor is a Fault event and is skipped;
-    /// an entry without VALID is skipped silently; a duplicate queue id is a Fault event.
-    fn read_runlist(&self, e: usize) -> Vec<QueueDescriptor> {
+    /// Reads `n` descriptors from slot `first` of the runlist at `base` (the KMD's own
+    /// memory, programmed by bus address), counting them in [`Core::runlist_slots_read`].
+    /// `None`: the range cannot be read.
+    fn read_slots(&self, base: GpuVa, first: u32, n: u32) -> Option<Vec<QueueDescriptor>> {
+        if n == 0 {
+            return Some(Vec::new());
+        }
+        let start = base.checked_add(u64::from(first) * 128)?;
+        let spans = self
+            .sp_spans(Space::BUS, start, u64::from(n) * 128, Access::Read)
+            .ok()?;
+        self.runlist_slots_read
+            .fetch_add(u64::from(n), Ordering::Relaxed);
+        // Acquire: the descriptors were written by the driver before the commit.
+        let all: Vec<u64> = words(&spans).map(|s| s.load(Ordering::Acquire)).collect();
+        Some(
+            all.chunks_exact(16)
+                .map(|chunk| {
+                    let mut w = [0u64; 16];
+                    w.copy_from_slice(chunk);
+                    QueueDescriptor::from_words(&w)
+                })
+                .collect(),
+        )
+    }
+
+    /// Checks the descriptor read from `slot`: `Some` if it is a queue, `None` if the slot is
+    /// skipped (silently without VALID; with a BadDescriptor fault when invalid, when its id
+    /// is `NO_QUEUE` or when `taken` says another slot already holds its id).
+    fn check_slot(
+        &self,
+        e: usize,
+        base: GpuVa,
+        slot: usize,
+        desc: QueueDescriptor,
+        taken: impl FnOnce(u32) -> bool,
+    ) -> Option<QueueDescriptor> {
+        // Inside the span read, so no overflow.
+        let addr = base.checked_add((slot as u64) * 128).unwrap_or(base);
+        match desc.validate() {
+            Ok(()) => {}
+            Err("flags") => return None,
+            Err(_) => {
+                self.post_commit_fault(
+                    e,
+                    desc.queue_id,
+                    Fault::new(FaultCode::BadDescriptor, addr),
+                );
+                return None;
+            }
+        }
+        if desc.queue_id == NO_QUEUE || taken(desc.queue_id) {
+            self.post_commit_fault(e, desc.queue_id, Fault::new(FaultCode::BadDescriptor, addr));
+            return None;
+        }
+        Some(desc)
+    }
+
+    /// Reads the runlist programmed in RUNLIST_BASE/COUNT, one entry per slot. An unreadable
+    /// runlist is one Fault event and an empty list; an invalid descriptor is a Fault event
+    /// and an empty slot; an entry without VALID is an empty slot silently; a duplicate
+    /// queue id is a Fault event and an empty slot.
+    fn read_runlist(&self, e: usize) -> Vec<Option<QueueDescriptor>> {
         let Some(r) = self.regs.engines.get(e) else {
             return Vec::new();
         };
@@ -343,51 +485,77 @@ impl Core {
             self.post_commit_fault(e, NO_QUEUE, Fault::new(FaultCode::BadDescriptor, base));
             return Vec::new();
         }
-        let bytes = u64::from(count) * 128;
-        // The runlist is the KMD's own memory, programmed by bus address.
-        let spans = match self.sp_spans(Space::BUS, base, bytes, Access::Read) {
-            Ok(s) => s,
-            Err(_) => {
-                // An unreadable runlist is a bad descriptor table (event.rs, BadDescriptor),
-                // also when it is a translation that failed.
-                self.post_commit_fault(e, NO_QUEUE, Fault::new(FaultCode::BadDescriptor, base));
-                return Vec::new();
-            }
+        let Some(all) = self.read_slots(base, 0, count) else {
+            // An unreadable runlist is a bad descriptor table (event.rs, BadDescriptor),
+            // also when it is a translation that failed.
+            self.post_commit_fault(e, NO_QUEUE, Fault::new(FaultCode::BadDescriptor, base));
+            return Vec::new();
         };
-        // Acquire: the descriptors were written by the driver before the commit.
-        let all: Vec<u64> = words(&spans).map(|s| s.load(Ordering::Acquire)).collect();
-        let mut out: Vec<QueueDescriptor> = Vec::new();
-        // Ids seen so far: a duplicate check by scanning `out` was quadratic in the runlist.
+        // Ids seen so far: a duplicate check by scanning the slots read so far was quadratic
+        // in the runlist.
         let mut ids = BTreeSet::new();
-        for (i, chunk) in all.chunks_exact(16).enumerate() {
-            let mut w = [0u64; 16];
-            w.copy_from_slice(chunk);
-            let desc = QueueDescriptor::from_words(&w);
-            // Inside the span read above, so no overflow.
-            let addr = base.checked_add((i as u64) * 128).unwrap_or(base);
-            match desc.validate() {
-                Ok(()) => {}
-                Err("flags") => continue,
-                Err(_) => {
-                    self.post_commit_fault(
-                        e,
-                        desc.queue_id,
-                        Fault::new(FaultCode::BadDescriptor, addr),
-                    );
-                    continue;
-                }
+        all.into_iter()
+            .enumerate()
+            .map(|(i, d)| self.check_slot(e, base, i, d, |id| !ids.insert(id)))
+            .collect()
+    }
+
+    /// A queue entering the runlist: fresh state, `read_ptr` and `write_ptr` loaded from its
+    /// ring control; an unreachable ring control faults it (returned for the event).
+    fn enter(&self, d: QueueDescriptor) -> (Queue, Option<Fault>) {
+        let mut q = Queue {
+            desc: d,
+            rptr: 0,
+            known_wptr: 0,
+            fault: None,
+            wait: None,
+            last_wait_observed: None,
+            indirect: None,
+        };
+        // Acquire on both: the driver initialised ring contents and pointers before
+        // committing. Ring control is where the ring is (`ring_space`).
+        let sp = self.ring_space(&d);
+        match (
+            self.sp_load(
+                sp,
+                ctl(d.ring_control, RingControl::READ_PTR),
+                Access::Read,
+                Ordering::Acquire,
+            ),
+            self.sp_load(
+                sp,
+                ctl(d.ring_control, RingControl::WRITE_PTR),
+                Access::Read,
+                Ordering::Acquire,
+            ),
+        ) {
+            (Ok(r), Ok(w)) => {
+                q.rptr = r;
+                q.known_wptr = w;
+                (q, None)
             }
-            if desc.queue_id == NO_QUEUE || !ids.insert(desc.queue_id) {
-                self.post_commit_fault(
-                    e,
-                    desc.queue_id,
-                    Fault::new(FaultCode::BadDescriptor, addr),
-                );
-                continue;
+            (Err(f), _) | (_, Err(f)) => {
+                q.fault = Some(f.code);
+                (q, Some(f))
             }
-            out.push(desc);
         }
-        out
+    }
+
+    /// Finishes a transfer in flight on `eng`, so that every queue is at a command boundary.
+    fn finish_transfer(&self, eng: &mut Engine, e: usize) {
+        while matches!(eng.inflight, Some(InFlight::Transfer { .. })) {
+            self.run_inflight(eng, e);
+        }
+    }
+
+    /// After a commit or update: a HANG abandoned by a leaving queue is no longer a hang,
+    /// and the engine's hold (engine reset) ends.
+    fn after_load(eng: &mut Engine) {
+        if eng.inflight.is_none() && eng.injected_hang.is_none() {
+            eng.hang_reported = false;
+        }
+        // Any commit (even of an empty or unreadable runlist) ends an engine reset's hold.
+        eng.held = false;
     }
 
     /// RUNLIST_COMMIT: loads engine `e`'s runlist before returning. Queues that stay (same
@@ -401,12 +569,7 @@ impl Core {
         let Some(eng) = cmp.engines.get_mut(e) else {
             return;
         };
-        // Finish a transfer in flight so that every queue is at a command boundary.
-        if let Some(InFlight::Transfer { .. }) = eng.inflight {
-            while matches!(eng.inflight, Some(InFlight::Transfer { .. })) {
-                self.run_inflight(eng, e);
-            }
-        }
+        self.finish_transfer(eng, e);
         let current_id = eng
             .current
             .and_then(|i| eng.queues.get(i))
@@ -419,13 +582,17 @@ impl Core {
         // the first), so matching a long runlist is not quadratic. A B-tree, not a hash map:
         // a hash map's random seed made instruction counts differ between runs.
         let mut old: BTreeMap<u32, Queue> = BTreeMap::new();
-        for q in std::mem::take(&mut eng.queues) {
+        for q in std::mem::take(&mut eng.queues).0.into_iter().flatten() {
             old.entry(q.desc.queue_id).or_insert(q);
         }
         eng.index.clear();
         let mut faults = Vec::new();
         let mut new = Vec::with_capacity(descs.len());
         for d in descs {
+            let Some(d) = d else {
+                new.push(None);
+                continue;
+            };
             let kept = match old.remove(&d.queue_id) {
                 Some(q) if q.same_ring(&d) => Some(q),
                 Some(q) => {
@@ -442,47 +609,16 @@ impl Core {
                     q
                 }
                 None => {
-                    let mut q = Queue {
-                        desc: d,
-                        rptr: 0,
-                        known_wptr: 0,
-                        fault: None,
-                        wait: None,
-                        last_wait_observed: None,
-                        indirect: None,
-                    };
-                    // Acquire on both: the driver initialised ring contents and pointers
-                    // before committing. Ring control is where the ring is (`ring_space`).
-                    let sp = self.ring_space(&d);
-                    match (
-                        self.sp_load(
-                            sp,
-                            ctl(d.ring_control, RingControl::READ_PTR),
-                            Access::Read,
-                            Ordering::Acquire,
-                        ),
-                        self.sp_load(
-                            sp,
-                            ctl(d.ring_control, RingControl::WRITE_PTR),
-                            Access::Read,
-                            Ordering::Acquire,
-                        ),
-                    ) {
-                        (Ok(r), Ok(w)) => {
-                            q.rptr = r;
-                            q.known_wptr = w;
-                        }
-                        (Err(f), _) | (_, Err(f)) => {
-                            q.fault = Some(f.code);
-                            faults.push((d.queue_id, f));
-                        }
+                    let (q, f) = self.enter(d);
+                    if let Some(f) = f {
+                        faults.push((d.queue_id, f));
                     }
                     q
                 }
             };
-            new.push(q);
+            new.push(Some(q));
         }
-        eng.queues = new;
+        eng.queues = Slots(new);
         eng.reindex();
         let find = |id: Option<u32>, index: &BTreeMap<u32, usize>| {
             id.and_then(|id| index.get(&id).copied())
@@ -494,15 +630,100 @@ impl Core {
             }
             _ => None,
         };
-        if eng.inflight.is_none() && eng.injected_hang.is_none() {
-            // A HANG abandoned by a leaving queue is no longer a hang.
-            eng.hang_reported = false;
-        }
+        Self::after_load(eng);
         eng.rr_next = 0;
-        // Any commit (even of an empty or unreadable runlist) ends an engine reset's hold.
-        eng.held = false;
         self.publish_engine_status(&cmp);
         drop(cmp);
+        for (id, f) in faults {
+            self.post_commit_fault(e, id, f);
+        }
+        self.kick();
+    }
+
+    /// RUNLIST_UPDATE = `slot` (CAPS.RUNLIST_UPDATE, hardware.md 5.2): loads an update of
+    /// engine `e`'s runlist before returning. Slots at or past the new RUNLIST_COUNT leave;
+    /// `slot` and the slots the count grew by are re-read with the commit's rules; every
+    /// other slot keeps its queue and state untouched, so the work is the slots named, not
+    /// the runlist.
+    pub(crate) fn update_runlist(&self, e: usize, slot: u32) {
+        let Some(r) = self.regs.engines.get(e) else {
+            return;
+        };
+        // Relaxed: as in read_runlist.
+        let base = GpuVa::new(r.runlist_base.load(Ordering::Relaxed));
+        let count = r.runlist_count.load(Ordering::Relaxed);
+        if count > RUNLIST_MAX {
+            // As a commit: BadDescriptor and an empty runlist.
+            self.commit_runlist(e);
+            return;
+        }
+        let mut cmp = lock(&self.cmp);
+        let Some(eng) = cmp.engines.get_mut(e) else {
+            return;
+        };
+        self.finish_transfer(eng, e);
+        let old_len = eng.queues.len();
+        let new_len = count as usize;
+        for i in new_len..old_len {
+            eng.vacate(i);
+        }
+        eng.queues.0.resize_with(new_len, || None);
+        // The slots to read: `slot` if it was loaded before (a grown slot is read below),
+        // then the growth.
+        let mut reads: [(u32, u32); 2] = [(0, 0); 2];
+        if (slot as usize) < old_len.min(new_len) {
+            reads[0] = (slot, 1);
+        }
+        if new_len > old_len {
+            reads[1] = (old_len as u32, count - old_len as u32);
+        }
+        let mut faults = Vec::new();
+        let mut unreadable = false;
+        for (first, n) in reads {
+            let Some(descs) = self.read_slots(base, first, n) else {
+                unreadable = true;
+                break;
+            };
+            for (k, d) in descs.into_iter().enumerate() {
+                let i = first as usize + k;
+                let index = &eng.index;
+                let d =
+                    self.check_slot(e, base, i, d, |id| index.get(&id).is_some_and(|&j| j != i));
+                let stays = match (eng.queues.get_mut(i), d) {
+                    (Some(q), Some(d)) if q.desc.queue_id == d.queue_id && q.same_ring(&d) => {
+                        // Changed fields apply at its next packet (M14).
+                        q.desc = d;
+                        true
+                    }
+                    _ => false,
+                };
+                if stays {
+                    continue;
+                }
+                eng.vacate(i);
+                if let Some(d) = d {
+                    let (q, f) = self.enter(d);
+                    if let Some(f) = f {
+                        faults.push((d.queue_id, f));
+                    }
+                    eng.occupy(i, q);
+                }
+            }
+        }
+        if unreadable {
+            // As a commit of an unreadable runlist: every queue leaves.
+            for i in 0..eng.queues.len() {
+                eng.vacate(i);
+            }
+            eng.queues.0.clear();
+            faults.clear();
+        }
+        Self::after_load(eng);
+        self.publish_engine_status(&cmp);
+        drop(cmp);
+        if unreadable {
+            self.post_commit_fault(e, NO_QUEUE, Fault::new(FaultCode::BadDescriptor, base));
+        }
         for (id, f) in faults {
             self.post_commit_fault(e, id, f);
         }
@@ -719,23 +940,17 @@ impl Core {
             gated: eng.gated,
             completed_commands: r.completed.load(Ordering::Acquire),
             current_queue: r.current_queue.load(Ordering::Acquire),
-            queues: eng
-                .queues
-                .iter()
-                .map(|q| QueueSnapshot {
-                    engine,
-                    queue_id: q.desc.queue_id,
-                    read_ptr: q.rptr,
-                    known_write_ptr: q.known_wptr,
-                    priority: q.desc.priority,
-                    process_id: q.desc.process_id,
-                    user_mode: QueueFlags::from_bits_truncate(q.desc.flags)
-                        .contains(QueueFlags::USER_MODE),
-                    fault: q.fault,
-                    blocked_on: q.wait.filter(|w| !w.wake).map(|w| (w.addr.get(), w.value)),
-                    indirect: q.indirect.map(|i| (i.addr.get(), i.off)),
-                })
-                .collect(),
+            queues: eng.queues.iter().map(|q| snapshot(engine, q)).collect(),
+        })
+    }
+
+    /// The runlisted queue with id `queue_id`, found through the engines' indexes (no copy
+    /// of every queue, which made each queue's teardown check cost O(N)).
+    pub(crate) fn queue_snapshot(&self, queue_id: u32) -> Option<QueueSnapshot> {
+        let cmp = lock(&self.cmp);
+        cmp.engines.iter().enumerate().find_map(|(e, eng)| {
+            let q = eng.index.get(&queue_id).and_then(|&i| eng.queues.get(i))?;
+            Some(snapshot(u32::try_from(e).ok()?, q))
         })
     }
 }

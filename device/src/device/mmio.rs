@@ -62,6 +62,7 @@ impl Core {
         caps.set(Caps::SCHED_LOG, c.sched_log);
         caps.set(Caps::IO_COHERENT, c.io_coherent);
         caps.set(Caps::ENGINE_POWER, c.engine_power);
+        caps.set(Caps::RUNLIST_UPDATE, c.runlist_update);
         caps |= Caps::PAGE_TABLES;
         caps
     }
@@ -226,6 +227,7 @@ impl Core {
                     RegId::RunlistBase => x.runlist_base.store(v, Ordering::Relaxed),
                     RegId::RunlistCount => x.runlist_count.store(v32, Ordering::Relaxed),
                     RegId::RunlistCommit if v32 == 1 => self.commit_runlist(i),
+                    RegId::RunlistUpdate if self.cfg.runlist_update => self.update_runlist(i, v32),
                     RegId::EngineCtrl if v32 == ENGINE_CTRL_RESET => self.reset_engine(i),
                     RegId::QueueKick => {
                         self.rescan_queue(Some(i), v32, None);

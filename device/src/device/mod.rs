@@ -119,6 +119,9 @@ pub struct DeviceConfig {
     /// Per-engine power gating (`CAPS.ENGINE_POWER`, the `POWER` register; docs/hardware.md
     /// 4.3). Without it `POWER` reads 0 and ignores writes.
     pub engine_power: bool,
+    /// Runlist updates (CAPS.RUNLIST_UPDATE, the RUNLIST_UPDATE register, docs/hardware.md
+    /// 5.2). Off: the register ignores writes and a driver commits whole runlists.
+    pub runlist_update: bool,
     /// Threaded or step mode.
     pub mode: Mode,
 }
@@ -142,6 +145,7 @@ impl Default for DeviceConfig {
             hang_detect_ticks: defaults::HANG_DETECT_TICKS,
             idle_f1_ticks: 0,
             engine_power: true,
+            runlist_update: true,
             mode: Mode::Threaded,
         }
     }
@@ -228,6 +232,8 @@ pub(crate) struct Core {
     pub(crate) passes: AtomicU64,
     /// Frozen ([`Device::freeze`]): the machine around the device stopped (bug check).
     pub(crate) frozen: AtomicBool,
+    /// Runlist descriptors read by commits and updates so far ([`Device::runlist_slots_read`]).
+    pub(crate) runlist_slots_read: AtomicU64,
 }
 
 /// Locks `m`, ignoring poisoning: every critical section here leaves the state consistent at
@@ -359,6 +365,7 @@ impl Device {
             wake_cv: Condvar::new(),
             passes: AtomicU64::new(0),
             frozen: AtomicBool::new(false),
+            runlist_slots_read: AtomicU64::new(0),
             cfg,
             mem,
         };
@@ -488,6 +495,18 @@ impl Device {
     /// Whether `engine` is power-gated (test introspection; cheap: no queue list is built).
     pub fn engine_gated(&self, engine: u32) -> Option<bool> {
         self.core.engine_gated(engine)
+    }
+
+    /// Runlist descriptors the CMP has read at RUNLIST_COMMIT and RUNLIST_UPDATE since the
+    /// device was created (test introspection, issue 19: what a commit costs the device).
+    pub fn runlist_slots_read(&self) -> u64 {
+        self.core.runlist_slots_read.load(Ordering::Relaxed)
+    }
+
+    /// Snapshot of the runlisted queue with id `queue_id`, if any engine lists it (cheap: a
+    /// lookup, not a copy of every queue).
+    pub fn queue(&self, queue_id: u32) -> Option<QueueSnapshot> {
+        self.core.queue_snapshot(queue_id)
     }
 
     /// Snapshot of every runlisted queue on every engine.

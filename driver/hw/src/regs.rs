@@ -13,7 +13,8 @@ pub const ID_VALUE: u32 = 0x5047_5652;
 /// `page_table_base` has its addresses translated, which a 1.x driver would not expect, so
 /// the major version changes and a 1.x driver refuses the device cleanly. 2.1 gives the
 /// global doorbell one page per process ([`DOORBELL_BIND`] holds a process id there); only
-/// a device with [`Caps::GLOBAL_DOORBELL`] behaves differently.
+/// a device with [`Caps::GLOBAL_DOORBELL`] behaves differently. Registers a driver finds
+/// through a capability bit (scheduling logs, runlist updates) leave the version as it is.
 pub const VERSION_VALUE: u32 = 0x0002_0001;
 /// Key for [`ADAPTER_RESET`]: "RSET".
 pub const ADAPTER_RESET_KEY: u32 = 0x5445_5352;
@@ -204,6 +205,18 @@ crate::register! {
     /// current state; other values are ignored. [`Caps::ENGINE_POWER`] only (without it the
     /// register reads 0 and ignores writes). Back to F0 on an adapter reset.
     ENGINE_POWER [ENGINE_MAX; ENGINE_STRIDE] => EnginePower(u32, RW) @ ENGINE_BASE + 0x50;
+    /// WO32 per engine: write a runlist slot `s`: the CMP loads an *update* of the runlist
+    /// it holds, atomically, before the write returns: it reads `RUNLIST_COUNT`, re-reads
+    /// the descriptor in slot `s` (if `s` < the count) and every slot from the count it
+    /// last loaded up to the new one, and drops the slots at or past the new count; every
+    /// other slot keeps what it last loaded (the driver did not change it). Each re-read
+    /// slot follows `RUNLIST_COMMIT`'s stay / leave / enter and `BadDescriptor` rules, a
+    /// duplicate id being checked against the whole loaded runlist; the update ends an
+    /// engine reset's hold. A commit of a queue set therefore costs the device the slots
+    /// that changed, not the runlist ([`Caps::RUNLIST_UPDATE`] only; without it the write is
+    /// ignored). docs/hardware.md 5.2.
+    ENGINE_RUNLIST_UPDATE [ENGINE_MAX; ENGINE_STRIDE] => RunlistUpdate(u32, WO)
+        @ ENGINE_BASE + 0x54;
 }
 
 /// Offsets inside an engine block, derived from the declarations above (for code that
@@ -245,6 +258,8 @@ pub mod engine {
     pub const SCHED_LOG_CTRL: usize = super::ENGINE_SCHED_LOG_CTRL.wrapping_sub(ENGINE_BASE);
     /// [`super::ENGINE_POWER`] inside the block.
     pub const POWER: usize = super::ENGINE_POWER.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_RUNLIST_UPDATE`] inside the block.
+    pub const RUNLIST_UPDATE: usize = super::ENGINE_RUNLIST_UPDATE.wrapping_sub(ENGINE_BASE);
 }
 
 /// Offset of register `reg` in engine `e`'s block, or `None` past [`ENGINE_MAX`].
@@ -312,6 +327,10 @@ bitflags! {
         /// Per-engine power gating (docs/hardware.md 4.3, [`ENGINE_POWER`]): an engine in F1
         /// runs nothing and keeps its state until the driver writes F0.
         const ENGINE_POWER = 1 << 10;
+        /// Runlist updates ([`ENGINE_RUNLIST_UPDATE`], docs/hardware.md 5.2): the CMP
+        /// re-reads only the runlist slots the driver names, so adding or removing one
+        /// queue costs the same with 10 or 4,000 queues on the engine.
+        const RUNLIST_UPDATE = 1 << 11;
     }
 }
 

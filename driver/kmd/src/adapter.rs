@@ -427,6 +427,7 @@ impl<P: Platform> Adapter<P> {
             aperture,
         } = heap;
         let mut sched = Sched::with_physical(physical, runlists);
+        sched.runlist_update = identity.caps.contains(rvgpu_hw::regs::Caps::RUNLIST_UPDATE);
         // Node rings (docs/tdr.md §3.2): allocated and entered in every engine's runlist
         // before anything else can be, so OS-scheduled work always has its queue.
         let nodes =

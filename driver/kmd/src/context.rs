@@ -222,7 +222,7 @@ fn set_suspended<P: Platform>(
     }
     ctx.suspended = suspended;
     let engine = ctx.engine;
-    let r = runlist::commit(&live.regs, &s, engine).map(|_| ());
+    let r = runlist::commit_context(&live.regs, &s, engine, h);
     if suspended {
         // Taking work off a device that is gone succeeds: it runs nothing any more.
         crate::removal::gone_is_done(r)

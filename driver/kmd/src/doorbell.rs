@@ -433,13 +433,13 @@ pub(crate) fn create<P: Platform>(
             q.doorbell = Some(h);
             q.ring = Some(ring);
         }
-        if let Err(e) = runlist::commit(&live.regs, &s, engine) {
+        if let Err(e) = runlist::commit_slot(&live.regs, &s, engine, queue_id, Some(qh)) {
             s.doorbells.remove(&h);
             if let Some(q) = s.queues.get_mut(&qh) {
                 q.doorbell = None;
                 q.ring = None;
             }
-            let _ = runlist::commit(&live.regs, &s, engine);
+            let _ = runlist::commit_slot(&live.regs, &s, engine, queue_id, Some(qh));
             return Err(e);
         }
         let global = s.physical.is_global();
@@ -492,7 +492,7 @@ pub fn connect<P: Platform>(args: &mut DXGKARG_CONNECTDOORBELL) -> Result<(), St
             return Err(status::NOT_SUPPORTED);
         }
         let base = live.doorbell_va.ok_or(status::INSUFFICIENT_RESOURCES)?;
-        let page = connect_page(live, h)?;
+        let (page, queue) = connect_page(live, h)?;
         let off = u64::from(page).saturating_mul(rvgpu_hw::PAGE_SIZE);
         let off = usize::try_from(off).map_err(|_| status::INVALID_PARAMETER)?;
         // An address inside our BAR2 mapping, handed to Dxgkrnl (never dereferenced here).
@@ -501,28 +501,23 @@ pub fn connect<P: Platform>(args: &mut DXGKARG_CONNECTDOORBELL) -> Result<(), St
         args.Status = D3DDDI_DOORBELLSTATUS_CONNECTED;
         // Collect work the UMD published while the queue had no doorbell (hardware.md 5.5).
         let s = live.sched.lock();
-        if let Some(q) = s.doorbells.get(&h).and_then(|d| s.queues.get(&d.queue)) {
+        if let Some(q) = s.queues.get(&queue) {
             live.regs.write_at(q.engine, regs::QueueKick::new(q.id));
         }
         Ok(())
     })
 }
 
-/// Connects doorbell `h` and returns its page (the victimisation protocol of the module
-/// documentation).
-fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<u32, Status> {
+/// Connects doorbell `h` and returns its page and its queue (the victimisation protocol of
+/// the module documentation). Each map lookup is done once: a victimising connect's cost
+/// grows with the depth of the lookups (issue 19).
+fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<(u32, Handle), Status> {
     let mut s = live.sched.lock();
     let d = *s.doorbells.get(&h).ok_or(status::INVALID_HANDLE)?;
-    let queue_id = s
-        .queues
-        .get(&d.queue)
-        .map(|q| q.id)
-        .ok_or(status::INVALID_HANDLE)?;
+    let q = s.queues.get(&d.queue).ok_or(status::INVALID_HANDLE)?;
+    let queue_id = q.id;
     // UM-10: a device put in error by an engine reset gets no doorbell page again.
-    if s.queues
-        .get(&d.queue)
-        .is_some_and(|q| crate::reset::device_in_error(&s, q))
-    {
+    if crate::reset::device_in_error(&s, q) {
         return Err(status::DEVICE_REMOVED);
     }
     // Issue 18: a page on a device that is gone would ring nothing; say so instead.
@@ -530,10 +525,10 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<u32, Status> {
         return Err(status::DEVICE_REMOVED);
     }
     if let Some(page) = d.physical {
-        return Ok(page);
+        return Ok((page, d.queue));
     }
     if s.physical.is_global() {
-        return connect_global(live, s, h);
+        return connect_global(live, s, h).map(|page| (page, d.queue));
     }
     let (page, call) = match s.physical.choose() {
         // Global-mode choices never come from `choose`.
@@ -544,7 +539,7 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<u32, Status> {
             s.physical.claim(i, h, false);
             bind(live, i, queue_id);
             set_physical(&mut s, h, Some(i));
-            return Ok(i);
+            return Ok((i, d.queue));
         }
         Some(Choice::Victim(i, victim)) => {
             let call = take_from(&mut s, victim);
@@ -562,14 +557,12 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<u32, Status> {
         v.callbacks = v.callbacks.saturating_sub(1);
     }
     let ours = s.physical.owner(page) == Some((h, true));
-    let current = s.doorbells.get(&h).map(|d| d.physical);
-    match (ours, current) {
+    let current = s.doorbells.get(&h).map(|d| (d.physical, d.queue));
+    let r = match (ours, current.map(|(p, _)| p)) {
         // Still ours and still wanted: bind it.
         (true, Some(None)) => {
-            let queue_id = s
-                .doorbells
-                .get(&h)
-                .and_then(|d| s.queues.get(&d.queue))
+            let queue_id = current
+                .and_then(|(_, q)| s.queues.get(&q))
                 .map_or(queue_id, |q| q.id);
             s.physical.claim(page, h, false);
             bind(live, page, queue_id);
@@ -593,7 +586,8 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<u32, Status> {
         }
         (false, Some(Some(other))) => Ok(other),
         (false, _) => Err(status::INVALID_HANDLE),
-    }
+    };
+    r.map(|page| (page, d.queue))
 }
 
 /// Global mode: connects doorbell `h` through its process's page (one page per process,
@@ -771,13 +765,13 @@ pub fn destroy<P: Platform>(args: &DXGKARG_DESTROYDOORBELL) -> Result<(), Status
             Some(q) if q.doorbell == Some(h) => {
                 q.doorbell = None;
                 q.ring = None;
-                Some(q.engine)
+                Some((q.engine, q.id))
             }
             _ => None,
         };
-        if let Some(e) = engine {
-            // Only shrinks the runlist, which cannot fail for lack of room.
-            let _ = runlist::commit(&live.regs, &s, e);
+        if let Some((e, id)) = engine {
+            // Only empties the queue's slot, which cannot fail for lack of room.
+            let _ = runlist::commit_slot(&live.regs, &s, e, id, Some(d.queue));
         }
         Ok(())
     })

@@ -369,10 +369,11 @@ fn insert<P: Platform>(
     let Some(engine) = s.contexts.get(&queue.context).map(|c| c.engine) else {
         return Err((status::INVALID_HANDLE, queue.kernel));
     };
-    let on_engine = s.queues.values().filter(|q| q.engine == engine).count();
-    if on_engine >= usize::try_from(RUNLIST_CAPACITY).unwrap_or(0) {
-        return Err((status::INSUFFICIENT_RESOURCES, queue.kernel));
-    }
+    // No count of the engine's queues (it was a scan of every queue per creation): a queue
+    // sits in its id's runlist slot, and the adapter's ids (node rings included) are no
+    // more than the slots, so an engine never has more than RUNLIST_CAPACITY queues; when
+    // the ids run out, creation fails below.
+    const _: () = assert!(QUEUE_ID_LIMIT <= RUNLIST_CAPACITY + 1);
     // Room in the map first: after the id is taken nothing may fail before the insert.
     if s.queues.try_reserve::<P>().is_err() {
         return Err((status::NO_MEMORY, queue.kernel));
@@ -393,12 +394,12 @@ fn insert<P: Platform>(
     live.queue_irq
         .insert(id, crate::log::seq_of(h), engine, queue_native_progress);
     if runnable {
-        if let Err(e) = runlist::commit(&live.regs, s, engine) {
+        if let Err(e) = runlist::commit_slot(&live.regs, s, engine, id, Some(h)) {
             let kernel = s.queues.remove(&h).and_then(|q| q.kernel);
             // Never committed, so no event can name it: a plain clear is enough.
             live.queue_irq.remove(id, engine);
+            let _ = runlist::commit_slot(&live.regs, s, engine, id, None);
             s.ids.free(id);
-            let _ = runlist::commit(&live.regs, s, engine);
             return Err((e, kernel));
         }
     }
@@ -422,7 +423,7 @@ pub fn destroy<P: Platform>(h_queue: HANDLE) -> Result<(), Status> {
             if was_runnable {
                 // Commit failure cannot happen with a removed entry (the list only shrinks);
                 // the id is freed after the queue has left the device either way.
-                let _ = runlist::commit(&live.regs, &s, q.engine);
+                let _ = runlist::commit_slot(&live.regs, &s, q.engine, q.id, None);
             }
             (q.kernel, q.id, q.engine)
         };

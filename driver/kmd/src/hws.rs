@@ -231,7 +231,7 @@ pub fn set_context_scheduling_properties<P: Platform>(
     let engine = ctx.engine;
     let listed = s.queues.values().any(|q| q.context == h && s.runnable(q));
     if listed {
-        runlist::commit(&live.regs, &s, engine)?;
+        runlist::commit_context(&live.regs, &s, engine, h)?;
     }
     Ok(())
 }

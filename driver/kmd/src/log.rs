@@ -189,11 +189,11 @@ pub fn set_log_buffer<P: Platform>(args: &DXGKARG_SETNATIVEFENCELOGBUFFER) -> Re
                 // The queue keeps its id and ring; the device uses the new address from its
                 // next packet (hardware.md M14). The commit holds the CMP, so no packet is
                 // mid-flight with the old descriptor when it returns.
-                if let Err(e) = runlist::commit(&live.regs, &s, engine) {
+                if let Err(e) = runlist::commit_slot(&live.regs, &s, engine, id, Some(h)) {
                     if let Some(q) = s.queues.get_mut(&h) {
                         q.logs = previous;
                     }
-                    let _ = runlist::commit(&live.regs, &s, engine);
+                    let _ = runlist::commit_slot(&live.regs, &s, engine, id, Some(h));
                     return Err(e);
                 }
             }

@@ -89,6 +89,10 @@ impl<P: Platform> Regs<P> {
     }
 
     /// One access of `R`'s declared width at `offset`; an offset outside the BAR is dropped.
+    /// Inline: a hot path's register write is a few instructions around the access, and
+    /// whether the compiler inlined it on its own changed with unrelated code (issue 19's
+    /// instruction-count gate saw +52 on UpdateMonitoredValues when a register was added).
+    #[inline]
     fn write_raw<R: Register>(&self, offset: Option<usize>, value: R) {
         let width = R::DECL.width;
         let Some(off) = offset

@@ -197,8 +197,10 @@ pub fn set_root<P: Platform>(args: &DXGKARG_SETROOTPAGETABLE) -> Result<(), Stat
             c.root = root;
             c.engine
         };
-        if s.queues.values().any(|q| q.context == ctx) {
-            runlist::commit(&live.regs, &s, engine)?;
+        // With runlist updates only the context's queues are committed (none: nothing);
+        // a whole-runlist commit is only worth it when the context has queues.
+        if s.runlist_update || s.queues.values().any(|q| q.context == ctx) {
+            runlist::commit_context(&live.regs, &s, engine, ctx)?;
         }
         Ok(())
     })

@@ -1,12 +1,22 @@
 //! Runlists: one buffer of queue descriptors per engine (docs/hardware.md 5.2).
 //!
 //! The buffers are allocated at start (contiguous memory, inside system window 1) and written
-//! only under the scheduler lock. Whenever the set of runnable queues of an engine changes
-//! (a kernel-mode queue created or destroyed, a doorbell created or destroyed, a context
-//! suspended or resumed) the whole runlist is rebuilt from the scheduler state and committed:
-//! `RUNLIST_BASE`, `RUNLIST_COUNT`, `RUNLIST_COMMIT` = 1. The commit is atomic and synchronous:
-//! when the write returns, queues that left execute nothing more, so their rings may be freed,
-//! and the buffer may be rewritten for the next commit.
+//! only under the scheduler lock. A queue's descriptor sits in the slot of its queue id (ids
+//! are unique on the adapter and below the runlist's length), so a queue never moves while
+//! others come and go, and slots of queues elsewhere (other engines, not runnable) hold an
+//! empty descriptor. Two ways to commit:
+//!
+//! - [`commit`] rebuilds the whole runlist from the scheduler state (`RUNLIST_BASE`,
+//!   `RUNLIST_COUNT`, `RUNLIST_COMMIT` = 1): when many queues change at once (a context
+//!   suspended or resumed, a root set, a reset) and after anything the device changed on its
+//!   own (an engine or adapter reset);
+//! - [`commit_slot`] rewrites one queue's slot and has the device re-read only that slot
+//!   (`RUNLIST_UPDATE`, `CAPS.RUNLIST_UPDATE`): a queue created or destroyed, a doorbell
+//!   created or destroyed. Its cost does not depend on how many queues the engine has (issue
+//!   19: setting up N queues was O(N²) when every creation committed the whole runlist).
+//!
+//! Both are atomic and synchronous: when the write returns, queues that left execute nothing
+//! more, so their rings may be freed, and the buffer may be rewritten for the next commit.
 
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
@@ -16,9 +26,10 @@ use rvgpu_hw::regs;
 
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
+use crate::hwqueue::HwQueue;
 use crate::mmio::Regs;
 use crate::platform::Platform;
-use crate::sched::Sched;
+use crate::sched::{Handle, Sched};
 use crate::status::{self, Status};
 
 /// Hardware queues per runlist buffer: the most queues one engine may have (creation beyond
@@ -79,73 +90,190 @@ pub fn free(dxgk: &Dxgk, bufs: Vec<DmaBuffer>) {
     }
 }
 
-/// The descriptors `engine`'s runlist holds now, in order: the engine's node ring first
-/// (unless parked by a reset, docs/tdr.md §3.2/§3.4), then at most [`RUNLIST_CAPACITY`]
-/// hardware queues.
+/// `q`'s descriptor as its runlist slot holds it, or `None` if it is not runnable (the slot
+/// is then empty).
+pub fn descriptor(s: &Sched, q: &HwQueue) -> Option<QueueDescriptor> {
+    if !s.runnable(q) {
+        return None;
+    }
+    let doorbell = q
+        .doorbell
+        .and_then(|d| s.doorbells.get(&d))
+        .and_then(|d| d.physical)
+        .unwrap_or(NO_DOORBELL);
+    let (root, priority) = s
+        .contexts
+        .get(&q.context)
+        .map_or((0, crate::hws::ContextPriority::DEFAULT), |c| {
+            (c.root, c.priority)
+        });
+    let mut d = q.descriptor(doorbell, root, priority, q.context.raw())?;
+    // The global doorbell page of this process rings it (hardware.md 5.5).
+    d.process_id = crate::process::id_of_context(s, q.context);
+    Some(d)
+}
+
+/// The descriptors `engine`'s runlist holds now: the engine's node ring (unless parked by a
+/// reset, docs/tdr.md §3.2/§3.4), then the runnable hardware queues, in handle order, at
+/// most [`RUNLIST_CAPACITY`]. Each goes to the slot of its queue id ([`slot`]); the node
+/// rings took the adapter's first ids at start, so the node ring is first.
 pub fn build(s: &Sched, engine: u32) -> impl Iterator<Item = QueueDescriptor> + '_ {
     let queues = s
         .runlist_entries(engine)
-        .filter_map(|q| {
-            let doorbell = q
-                .doorbell
-                .and_then(|d| s.doorbells.get(&d))
-                .and_then(|d| d.physical)
-                .unwrap_or(NO_DOORBELL);
-            let (root, priority) = s
-                .contexts
-                .get(&q.context)
-                .map_or((0, crate::hws::ContextPriority::DEFAULT), |c| {
-                    (c.root, c.priority)
-                });
-            let mut d = q.descriptor(doorbell, root, priority, q.context.raw())?;
-            // The global doorbell page of this process rings it (hardware.md 5.5).
-            d.process_id = crate::process::id_of_context(s, q.context);
-            Some(d)
-        })
+        .filter_map(|q| descriptor(s, q))
         .take(usize::try_from(RUNLIST_CAPACITY).unwrap_or(0));
     s.nodes.entry(engine).into_iter().chain(queues)
+}
+
+/// The runlist slot of queue id `id`, if it fits the buffer.
+pub fn slot(id: u32) -> Option<u64> {
+    (id < RUNLIST_ENTRIES).then_some(u64::from(id))
+}
+
+/// Writes descriptor `d` (or an empty one) into `buf`'s slot `slot`.
+fn store_slot(buf: &DmaBuffer, slot: u64, d: Option<&QueueDescriptor>) -> Result<(), Status> {
+    let words = d.map_or(
+        [0u64; size_of::<QueueDescriptor>() / 8],
+        QueueDescriptor::to_words,
+    );
+    let base = slot.saturating_mul(DESC_WORDS);
+    for (i, w) in words.iter().enumerate() {
+        if !buf.store(base.saturating_add(i as u64), *w, Ordering::Relaxed) {
+            return Err(status::INSUFFICIENT_RESOURCES);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `engine` may be committed now: an engine held by DxgkDdiResetHwEngine waits for
+/// DxgkDdiResumeHwEngine (a commit would end the device's hold early, hardware.md 10.1;
+/// resume commits what changed meanwhile). `Err`: the device is gone (issue 18): callers
+/// learn it instead of believing the queues are scheduled.
+fn may_commit<P: Platform>(regs: &Regs<P>, s: &Sched, engine: u32) -> Result<bool, Status> {
+    if engine < 64 && s.hws_held & (1u64 << engine) != 0 {
+        return Ok(false);
+    }
+    if regs.is_gone() {
+        return Err(status::DEVICE_REMOVED);
+    }
+    Ok(true)
 }
 
 /// Rewrites `engine`'s runlist buffer from `s` and commits it. Returns the number of
 /// descriptors committed. The caller holds the scheduler lock (it owns `s`).
 pub fn commit<P: Platform>(regs: &Regs<P>, s: &Sched, engine: u32) -> Result<u32, Status> {
-    // An engine held by DxgkDdiResetHwEngine waits for DxgkDdiResumeHwEngine: a commit would
-    // end the device's hold early (hardware.md 10.1). Resume commits what changed meanwhile.
-    if engine < 64 && s.hws_held & (1u64 << engine) != 0 {
+    if !may_commit(regs, s, engine)? {
         return Ok(0);
-    }
-    // A device that is gone reads no runlist (issue 18): callers learn it instead of
-    // believing the queues are scheduled.
-    if regs.is_gone() {
-        return Err(status::DEVICE_REMOVED);
     }
     let buf = s
         .runlists
         .get(usize::try_from(engine).map_err(|_| status::INVALID_PARAMETER)?)
         .ok_or(status::INVALID_PARAMETER)?;
-    let mut count: u32 = 0;
-    for d in build(s, engine) {
-        let base = u64::from(count).saturating_mul(DESC_WORDS);
-        for (i, w) in d.to_words().iter().enumerate() {
-            let idx = base.saturating_add(i as u64);
-            if !buf.store(idx, *w, Ordering::Relaxed) {
-                return Err(status::INSUFFICIENT_RESOURCES);
-            }
-        }
-        count = count.saturating_add(1);
+    let len_of = s
+        .runlist_len
+        .get(usize::try_from(engine).map_err(|_| status::INVALID_PARAMETER)?)
+        .ok_or(status::INVALID_PARAMETER)?;
+    // The slots the device holds now are emptied, then every entry goes to its slot; slots
+    // at or past the loaded length are empty already (kept so by every commit), so the new
+    // length is the highest slot written plus one and nothing past it is stale.
+    let old_len = u64::from(len_of.load(Ordering::Relaxed));
+    for i in 0..old_len {
+        store_slot(buf, i, None)?;
     }
+    let (mut count, mut len) = (0u32, 0u64);
+    for d in build(s, engine) {
+        let Some(i) = slot(d.queue_id) else {
+            continue;
+        };
+        store_slot(buf, i, Some(&d))?;
+        count = count.saturating_add(1);
+        len = len.max(i.saturating_add(1));
+    }
+    let len32 = u32::try_from(len).map_err(|_| status::INSUFFICIENT_RESOURCES)?;
     // The device reads the descriptors during the COMMIT write; the MMIO write is ordered
     // after the stores above (Release, then the platform's MMIO barrier).
     core::sync::atomic::fence(Ordering::Release);
     regs.write_at(engine, regs::RunlistBase::new(buf.gpu().get()));
-    regs.write_at(engine, regs::RunlistCount::new(count));
+    regs.write_at(engine, regs::RunlistCount::new(len32));
     regs.write_at(engine, regs::RunlistCommit::new(1));
+    len_of.store(len32, Ordering::Relaxed);
     // The read-back orders the commit before what follows and tells a dead device (the
     // commit then did nothing).
     if crate::removal::check_lost(regs) {
         return Err(status::DEVICE_REMOVED);
     }
     Ok(count)
+}
+
+/// Commits queue id `id`'s slot on `engine` with what `s` says of queue `queue` now: its
+/// descriptor if it is a runnable queue of that engine with that id, else an empty slot (a
+/// queue destroyed, `None`, or not runnable). The device re-reads that slot alone (and the
+/// slots the runlist grew by), so the cost does not depend on the queues the engine has;
+/// without `CAPS.RUNLIST_UPDATE` this is [`commit`]. The caller holds the scheduler lock and
+/// changed nothing else of the engine's runlist since its last commit.
+pub fn commit_slot<P: Platform>(
+    regs: &Regs<P>,
+    s: &Sched,
+    engine: u32,
+    id: u32,
+    queue: Option<Handle>,
+) -> Result<(), Status> {
+    let Some(i) = slot(id).filter(|_| s.runlist_update) else {
+        return commit(regs, s, engine).map(|_| ());
+    };
+    if !may_commit(regs, s, engine)? {
+        return Ok(());
+    }
+    let e = usize::try_from(engine).map_err(|_| status::INVALID_PARAMETER)?;
+    let buf = s.runlists.get(e).ok_or(status::INVALID_PARAMETER)?;
+    let len_of = s.runlist_len.get(e).ok_or(status::INVALID_PARAMETER)?;
+    let d = queue
+        .and_then(|h| s.queues.get(&h))
+        .filter(|q| q.id == id && q.engine == engine)
+        .and_then(|q| descriptor(s, q));
+    let old_len = u64::from(len_of.load(Ordering::Relaxed));
+    // Slots between the loaded length and `i` are empty (see `commit`): the device reads
+    // them as the runlist grows and finds no queue there.
+    let len = old_len.max(i.saturating_add(1));
+    store_slot(buf, i, d.as_ref())?;
+    let len32 = u32::try_from(len).map_err(|_| status::INSUFFICIENT_RESOURCES)?;
+    let id32 = u32::try_from(i).map_err(|_| status::INSUFFICIENT_RESOURCES)?;
+    core::sync::atomic::fence(Ordering::Release);
+    if len != old_len {
+        regs.write_at(engine, regs::RunlistCount::new(len32));
+    }
+    regs.write_at(engine, regs::RunlistUpdate::new(id32));
+    len_of.store(len32, Ordering::Relaxed);
+    if crate::removal::check_lost(regs) {
+        return Err(status::DEVICE_REMOVED);
+    }
+    Ok(())
+}
+
+/// Commits the slots of context `ctx`'s queues on `engine` (suspended, resumed, a new root
+/// or priority): one [`commit_slot`] per queue of the context, so the device reads as many
+/// slots as the context has queues, whatever else the engine runs. Finding them is a pass
+/// over the adapter's queue table in the KMD (comparisons only). Without
+/// `CAPS.RUNLIST_UPDATE` this is [`commit`]. When it returns none of the context's queues
+/// that left executes any more (each update is synchronous).
+pub fn commit_context<P: Platform>(
+    regs: &Regs<P>,
+    s: &Sched,
+    engine: u32,
+    ctx: Handle,
+) -> Result<(), Status> {
+    if !s.runlist_update {
+        return commit(regs, s, engine).map(|_| ());
+    }
+    let mut result = Ok(());
+    for (h, q) in s.queues.iter().filter(|(_, q)| q.context == ctx) {
+        // Every queue's slot is committed even after a failure (a device that is gone
+        // fails them all; nothing is left half-listed on a live one).
+        if let Err(e) = commit_slot(regs, s, engine, q.id, Some(*h)) {
+            result = Err(e);
+        }
+    }
+    result
 }
 
 #[cfg(test)]

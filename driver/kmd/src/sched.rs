@@ -146,6 +146,13 @@ pub struct Sched {
     /// The paging process's root (`SYSTEM_PAGE_TABLE_BASE`), as VidMm set it on a system
     /// context (0: none yet, the system space is identity). Restored after an adapter reset.
     pub system_root: u64,
+    /// Slots each engine's runlist holds on the device (the `RUNLIST_COUNT` last loaded),
+    /// so that an update names only what grew (docs/hardware.md 5.2). Atomics because
+    /// commits run with shared access to the state; every write is under the scheduler lock.
+    pub runlist_len: [core::sync::atomic::AtomicU32; rvgpu_hw::regs::ENGINE_MAX as usize],
+    /// The device takes runlist updates (`CAPS.RUNLIST_UPDATE`): adding or removing one
+    /// queue commits its slot, not the whole runlist ([`crate::runlist::commit_slot`]).
+    pub runlist_update: bool,
 }
 
 impl Default for Sched {
@@ -175,6 +182,9 @@ impl Sched {
             hws_held: 0,
             sched_logs: 0,
             system_root: 0,
+            runlist_len: [const { core::sync::atomic::AtomicU32::new(0) };
+                rvgpu_hw::regs::ENGINE_MAX as usize],
+            runlist_update: false,
         }
     }
 

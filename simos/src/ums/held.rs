@@ -21,7 +21,7 @@ pub(super) fn kicker(a: &AdapterShared, sched: &Arc<HwqSched>) -> impl FnOnce() 
     let wake = a.wake.clone();
     move || {
         if let Some(s) = w.upgrade() {
-            s.kicked.store(true, Ordering::Release);
+            s.kick();
             wake.notify();
         }
     }
@@ -272,6 +272,7 @@ pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> 
                 } else if progress.value() < last.load(Ordering::Acquire) {
                     // The KMD's ring is full: resubmit once earlier work completed.
                     lock(&sched.st).retry_at = Some(last.load(Ordering::Acquire));
+                    sched.due_hint.store(true, Ordering::Release);
                     return Ok(());
                 } else {
                     // The driver refused work user mode handed in (its address, size or
@@ -302,11 +303,26 @@ pub(super) fn run_hwq_work(a: &AdapterShared) -> bool {
     }
     let due: Vec<KmtHandle> = {
         let os = lock(&a.ums);
-        os.queues
+        // Cleared before the scan: a kick after it sets it again for the next run.
+        if !os.hwq_due.swap(false, Ordering::AcqRel) {
+            return false;
+        }
+        let mut retry = false;
+        let due = os
+            .queues
             .values()
-            .filter(|q| q.sched.due(&q.progress, true))
+            .filter(|q| {
+                let due = q.sched.due(&q.progress, true);
+                retry |= q.sched.retry_pending();
+                due
+            })
             .map(|q| q.handle)
-            .collect()
+            .collect();
+        if retry {
+            // A ring-full retry is polled until the queue's progress reaches it.
+            os.hwq_due.store(true, Ordering::Release);
+        }
+        due
     };
     for q in &due {
         if let Err(e) = pump(a, *q) {
@@ -442,7 +458,7 @@ pub(crate) fn destroy_sync_fence(
 /// no longer holds its queue; UNVERIFIED what Windows does with such a wait).
 pub(super) fn kick_all(a: &AdapterShared) {
     for q in lock(&a.ums).queues.values() {
-        q.sched.kicked.store(true, Ordering::Release);
+        q.sched.kick();
     }
     a.wake.notify();
 }

@@ -44,7 +44,7 @@ pub(super) fn destroy_hw_queue(
     if let Some(id) = queue_id {
         // A lost device reads no memory again (hardware.md 10.4; an adapter reset, the only
         // way back, empties every runlist): its stale runlist is no hazard.
-        if !a.device.is_lost() && a.device.queues().iter().any(|s| s.queue_id == id) {
+        if !a.device.is_lost() && a.device.queue(id).is_some() {
             return Err(sim_err(
                 a,
                 format!(
@@ -264,6 +264,7 @@ pub(crate) fn create_hw_queue(
         kmd,
         os.queues.values().map(|q| q.kmd),
     )?;
+    let due_hint = os.hwq_due.clone();
     os.queues.insert(
         h,
         QueueObj {
@@ -279,7 +280,10 @@ pub(crate) fn create_hw_queue(
             doorbell: None,
             queue_id,
             submit_lock: Arc::new(Mutex::new(())),
-            sched: Arc::new(HwqSched::default()),
+            sched: Arc::new(HwqSched {
+                due_hint: due_hint.clone(),
+                ..HwqSched::default()
+            }),
         },
     );
     os.fences.insert(fence_h, progress.clone());

@@ -302,9 +302,23 @@ struct HwqSched {
     /// A GPU wait or a signal's predecessors were satisfied: VidSch's worker pumps the queue.
     kicked: std::sync::atomic::AtomicBool,
     st: Mutex<HwqSchedState>,
+    /// The adapter's "some queue may be due" hint ([`UmsOs::hwq_due`]), set with every kick
+    /// and ring-full retry, so the worker looks at the queues only when one may need it.
+    due_hint: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl HwqSched {
+    /// Kicks the queue: VidSch's worker pumps it at its next run.
+    fn kick(&self) {
+        self.kicked.store(true, Ordering::Release);
+        self.due_hint.store(true, Ordering::Release);
+    }
+
+    /// A ring-full retry is pending (the worker polls the progress fence for it).
+    fn retry_pending(&self) -> bool {
+        lock(&self.st).retry_at.is_some()
+    }
+
     /// Whether VidSch's worker has something to do for this queue (`take`: clears the kick).
     fn due(&self, progress: &MonitoredFence, take: bool) -> bool {
         let kicked = if take {
@@ -397,6 +411,10 @@ pub struct UmsOs {
     /// doorbells the driver gave one handle resolve as a scan would (the lower handle).
     doorbell_by_kmd: std::collections::BTreeSet<(usize, KmtHandle)>,
     fences: BTreeMap<KmtHandle, MonitoredFence>,
+    /// Some kernel-mode queue may be due for VidSch's worker (kicked, or a ring-full retry
+    /// pending): without it the worker and the idle check skip the queues, which they
+    /// scanned at every run (setting up N queues cost O(N²), issue 19).
+    hwq_due: Arc<std::sync::atomic::AtomicBool>,
     /// The process each fence handle belongs to: D3DKMT handles are per process, so another
     /// process naming the same number names nothing (issue 18: B signalled and waited A's
     /// fences by guessing handles).
@@ -433,6 +451,7 @@ impl Default for UmsOs {
             doorbells: BTreeMap::new(),
             doorbell_by_kmd: std::collections::BTreeSet::new(),
             fences: BTreeMap::new(),
+            hwq_due: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             fence_owner: BTreeMap::new(),
             events: Vec::new(),
             destroyed_doorbells: std::collections::HashMap::new(),

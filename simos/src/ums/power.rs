@@ -31,7 +31,8 @@ pub(crate) fn has_work(a: &AdapterShared) -> bool {
     !os.work.is_empty()
         || !os.faulted.is_empty()
         || !os.f1_deferred.is_empty()
-        || os.queues.values().any(|q| q.sched.due(&q.progress, false))
+        || (os.hwq_due.load(Ordering::Acquire)
+            && os.queues.values().any(|q| q.sched.due(&q.progress, false)))
 }
 
 /// PASSIVE: puts the device of each page-faulted queue in error (UM-10). A report naming a
