@@ -87,7 +87,12 @@ pub(super) fn page_routes(a: &AdapterShared, page: u32, id: u32) -> Result<(), S
         }
         return Ok(());
     }
-    let Some(q) = a.device.queues().into_iter().find(|q| q.queue_id == id) else {
+    // A PCI board cannot show its runlists (`Board::queues` is `None`): not checked there.
+    let Some(q) = a
+        .device
+        .queues()
+        .and_then(|qs| qs.into_iter().find(|q| q.queue_id == id))
+    else {
         return Ok(());
     };
     if !q.user_mode || q.process_id != bound {
@@ -338,7 +343,12 @@ pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), Si
     if let Some(id) = queue_id {
         // A lost device reads no memory again (hardware.md 10.4; an adapter reset, the only
         // way back, empties every runlist): its stale runlist is no hazard.
-        if !a.device.is_lost() && a.device.queues().iter().any(|s| s.queue_id == id) {
+        // Not observable on a PCI board (`Board::queues` is `None`): checked in-process only.
+        if !a.device.is_lost()
+            && a.device
+                .queues()
+                .is_some_and(|qs| qs.iter().any(|s| s.queue_id == id))
+        {
             return Err(sim_err(
                 a,
                 format!(

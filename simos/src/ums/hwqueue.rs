@@ -44,7 +44,12 @@ pub(super) fn destroy_hw_queue(
     if let Some(id) = queue_id {
         // A lost device reads no memory again (hardware.md 10.4; an adapter reset, the only
         // way back, empties every runlist): its stale runlist is no hazard.
-        if !a.device.is_lost() && a.device.queues().iter().any(|s| s.queue_id == id) {
+        // Not observable on a PCI board (`Board::queues` is `None`): checked in-process only.
+        if !a.device.is_lost()
+            && a.device
+                .queues()
+                .is_some_and(|qs| qs.iter().any(|s| s.queue_id == id))
+        {
             return Err(sim_err(
                 a,
                 format!(
