@@ -55,3 +55,18 @@ fn issue_16_a_case_needing_fault_injection_is_skipped_on_the_pci_board() {
         reports[0].outcome
     );
 }
+
+#[test]
+fn issue_16_two_adapters_are_refused_on_the_pci_board() {
+    let all = cases::all();
+    let case = all
+        .iter()
+        .find(|c| c.name == "Adapter.TwoAdapters")
+        .expect("case");
+    let reports = runner::run_all(&[case], &pci_backend(None));
+    assert!(
+        matches!(&reports[0].outcome, Outcome::Skip(why) if why.contains("the PCI board is one")),
+        "{:?}",
+        reports[0].outcome
+    );
+}

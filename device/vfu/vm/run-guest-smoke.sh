@@ -20,8 +20,10 @@ TARGET=${CARGO_TARGET_DIR:-$REPO/target}
 # The machine's own Debian mirror, as apt is configured here.
 MIRROR=${MIRROR:-$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}
 ROOT=$VM/trixie
-# Cases of `rvgpu-whlk --subset pci` (whlk/src/cases/mod.rs, PCI_SUBSET).
+# Cases of `rvgpu-whlk --subset pci` (whlk/src/cases/mod.rs, PCI_SUBSET). WHLK_ARGS selects
+# other cases for exploration (e.g. WHLK_ARGS= HARNESS_MIN=0 for every case).
 HARNESS_MIN=${HARNESS_MIN:-5}
+WHLK_ARGS=${WHLK_ARGS---subset pci}
 # Guest RAM, and the part of it the guest kernel leaves to the harness as DMA memory
 # (`memmap=`): below the top of low RAM, where the firmware keeps its tables.
 GUEST_RAM=1536M
@@ -95,9 +97,9 @@ insmod /lib/modules/uio.ko && insmod /lib/modules/uio_pci_generic.ko &&
     echo "1234 5256" >/sys/bus/pci/drivers/uio_pci_generic/new_id
 echo "== guest: guest_smoke"
 /bin/guest_smoke
-echo "== guest: rvgpu-whlk --board pci --subset pci"
+echo "== guest: rvgpu-whlk --board pci $WHLK_ARGS"
 s=\$(cut -d' ' -f1 /proc/uptime)
-/bin/rvgpu-whlk --board pci --subset pci --dma $DMA_BASE:$DMA_SIZE --no-timeline
+/bin/rvgpu-whlk --board pci $WHLK_ARGS --dma $DMA_BASE:$DMA_SIZE --no-timeline
 echo "== guest: harness exit \$?, started at \$s s, ended at \$(cut -d' ' -f1 /proc/uptime) s of uptime"
 echo "== guest: done"
 poweroff -f

@@ -150,6 +150,12 @@ impl Backend for PciSimBackend {
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
+        if config.adapters > 1 {
+            return Err(Failure::Unsupported(format!(
+                "{} adapters asked for; the PCI board is one",
+                config.adapters
+            )));
+        }
         // Threaded whatever the case asks: the device runs on its own (in the server).
         let mut mc = machine_config(&SessionConfig {
             mode: ExecMode::Threaded,
