@@ -94,8 +94,19 @@ pub struct SysAlloc {
     pub bus_addr: u64,
     /// Length in bytes (the request rounded up to whole pages).
     pub len: u64,
-    words: Words,
+    /// The words, resolved once: CPU stores through an allocation are the UMD's and the
+    /// driver's hot path, so they do not go through the backing's kind on every access.
+    base: NonNull<AtomicU64>,
+    n: usize,
+    /// Keeps `base..base + n` alive.
+    _backing: Words,
 }
+
+// SAFETY: `base`/`n` only cache the slice of `backing`, which is `Send + Sync` (atomic words
+// behind `Arc`s) and kept alive by this value; the cache adds no thread affinity.
+unsafe impl Send for SysAlloc {}
+// SAFETY: as above; shared access is to atomic words only.
+unsafe impl Sync for SysAlloc {}
 
 impl std::fmt::Debug for SysAlloc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -107,15 +118,30 @@ impl std::fmt::Debug for SysAlloc {
 }
 
 impl SysAlloc {
+    fn new(bus_addr: u64, len: u64, backing: Words) -> Self {
+        let w = backing.get();
+        Self {
+            bus_addr,
+            len,
+            base: NonNull::from(w).cast::<AtomicU64>(),
+            n: w.len(),
+            _backing: backing,
+        }
+    }
+
     /// The allocation as atomic words (safe CPU-side access).
+    #[inline]
     pub fn words(&self) -> &[AtomicU64] {
-        self.words.get()
+        // SAFETY: `base` and `n` are the slice `backing.get()` returned, and a backing's words
+        // stay at the same address and length while it lives (`RamBacking`'s contract; an
+        // `Arc<[_]>` never moves); `self._backing` keeps it alive for the borrow of `self`.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.n) }
     }
 
     /// Raw pointer to word 0, for code that works with raw pointers like a kernel driver.
     /// See the module docs for the contract; the pointer's provenance covers all `len` bytes.
     pub fn cpu_ptr(&self) -> NonNull<AtomicU64> {
-        NonNull::from(self.words.get()).cast::<AtomicU64>()
+        NonNull::from(self.words()).cast::<AtomicU64>()
     }
 
     /// Same pointer as `*mut u64` (what `AtomicU64::from_ptr` takes).
@@ -128,7 +154,7 @@ impl SysAlloc {
         if !off.is_multiple_of(8) {
             return None;
         }
-        self.words.get().get(usize::try_from(off / 8).ok()?)
+        self.words().get(usize::try_from(off / 8).ok()?)
     }
 }
 
@@ -401,11 +427,7 @@ impl Memory {
         map.next = end.checked_add(PAGE_SIZE)?;
         map.regions
             .insert(bus_addr, Words::Owned(Arc::clone(&words)));
-        Some(SysAlloc {
-            bus_addr,
-            len,
-            words: Words::Owned(words),
-        })
+        Some(SysAlloc::new(bus_addr, len, Words::Owned(words)))
     }
 
     /// [`Memory::alloc_system`] from the pool: the first gap from the allocator's cursor that
@@ -460,11 +482,7 @@ impl Memory {
         self.sys.used.store(total, Ordering::Relaxed);
         map.next = bus_addr.checked_add(len)?.checked_add(PAGE_SIZE)?;
         map.regions.insert(bus_addr, words.clone());
-        Some(SysAlloc {
-            bus_addr,
-            len,
-            words,
-        })
+        Some(SysAlloc::new(bus_addr, len, words))
     }
 
     /// Whether the region at `bus_addr` is an allocation (not RAM put on the bus by
