@@ -1,7 +1,11 @@
 //! A simulated machine: one physical `Memory`, N adapters (each an emulated device), the
 //! simulated Dxgkrnl, and in threaded mode an interrupt thread and a DPC thread per adapter.
 //!
-//! The test-facing API: [`Machine::new`], [`Machine::load_driver`], [`Machine::start_adapter`],
+//! Each adapter's hardware is a [`Board`]: the emulated device in this process, or (Linux
+//! guest, issue 16) a PCI function ([`pci`], chosen by [`MachineConfig::pci`]).
+//!
+//! The test-facing API: [`Machine::new`] ([`Machine::try_new`]), [`Machine::load_driver`],
+//! [`Machine::start_adapter`],
 //! [`Machine::query_driver_caps`], [`Machine::stop_adapter`], [`Machine::remove_adapter`],
 //! [`Machine::unload`], [`Machine::bugcheck`], [`Machine::notifications`],
 //! [`Machine::driver_log`], [`Machine::device`], and in step mode [`Machine::run_until_idle`]
