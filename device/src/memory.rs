@@ -19,6 +19,11 @@
 //! client maps, `device/vfu`). [`Memory::map_system`] puts external RAM on the bus at a given
 //! address; [`Memory::with_vram`] takes external VRAM. The device cannot tell the two apart.
 //!
+//! A third kind of system RAM is for an OS that runs where the device is a real PCI function
+//! (issue 16, a Linux guest): [`Memory::with_pool`] carves every `alloc_system` out of one
+//! range of physical memory the guest kernel left alone (`memmap=`), at its real addresses, so
+//! the bus address the driver programs is the physical address the device reaches.
+//!
 //! Whether the *device* may touch a system address (the SYSWIN allow-list) is the device's
 //! check, not this module's: `Memory` is the bus, not the IOMMU.
 //!
@@ -89,8 +94,19 @@ pub struct SysAlloc {
     pub bus_addr: u64,
     /// Length in bytes (the request rounded up to whole pages).
     pub len: u64,
-    words: OwnedWords,
+    /// The words, resolved once: CPU stores through an allocation are the UMD's and the
+    /// driver's hot path, so they do not go through the backing's kind on every access.
+    base: NonNull<AtomicU64>,
+    n: usize,
+    /// Keeps `base..base + n` alive.
+    _backing: Words,
 }
+
+// SAFETY: `base`/`n` only cache the slice of `backing`, which is `Send + Sync` (atomic words
+// behind `Arc`s) and kept alive by this value; the cache adds no thread affinity.
+unsafe impl Send for SysAlloc {}
+// SAFETY: as above; shared access is to atomic words only.
+unsafe impl Sync for SysAlloc {}
 
 impl std::fmt::Debug for SysAlloc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -102,15 +118,30 @@ impl std::fmt::Debug for SysAlloc {
 }
 
 impl SysAlloc {
+    fn new(bus_addr: u64, len: u64, backing: Words) -> Self {
+        let w = backing.get();
+        Self {
+            bus_addr,
+            len,
+            base: NonNull::from(w).cast::<AtomicU64>(),
+            n: w.len(),
+            _backing: backing,
+        }
+    }
+
     /// The allocation as atomic words (safe CPU-side access).
+    #[inline]
     pub fn words(&self) -> &[AtomicU64] {
-        &self.words
+        // SAFETY: `base` and `n` are the slice `backing.get()` returned, and a backing's words
+        // stay at the same address and length while it lives (`RamBacking`'s contract; an
+        // `Arc<[_]>` never moves); `self._backing` keeps it alive for the borrow of `self`.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.n) }
     }
 
     /// Raw pointer to word 0, for code that works with raw pointers like a kernel driver.
     /// See the module docs for the contract; the pointer's provenance covers all `len` bytes.
     pub fn cpu_ptr(&self) -> NonNull<AtomicU64> {
-        NonNull::from(&*self.words).cast::<AtomicU64>()
+        NonNull::from(self.words()).cast::<AtomicU64>()
     }
 
     /// Same pointer as `*mut u64` (what `AtomicU64::from_ptr` takes).
@@ -123,8 +154,32 @@ impl SysAlloc {
         if !off.is_multiple_of(8) {
             return None;
         }
-        self.words.get(usize::try_from(off / 8).ok()?)
+        self.words().get(usize::try_from(off / 8).ok()?)
     }
+}
+
+/// One allocation carved out of a pool ([`Memory::with_pool`]): `len` words of the pool's
+/// backing from word `start`.
+struct Carved {
+    pool: Arc<dyn RamBacking>,
+    start: usize,
+    len: usize,
+}
+
+impl RamBacking for Carved {
+    fn words(&self) -> &[AtomicU64] {
+        self.pool
+            .words()
+            .get(self.start..self.start.saturating_add(self.len))
+            .unwrap_or(&[])
+    }
+}
+
+/// Physical memory that system-RAM allocations are carved from, at its own bus addresses.
+struct Pool {
+    base: u64,
+    end: u64,
+    backing: Arc<dyn RamBacking>,
 }
 
 /// A resolved, bounds-checked run of words (keeps its region alive while used).
@@ -162,6 +217,9 @@ struct SystemRam {
     cap: AtomicU64,
     /// Bytes of system RAM currently allocated (not freed).
     used: AtomicU64,
+    /// Where allocations come from when they are not this process's memory
+    /// ([`Memory::with_pool`]).
+    pool: Option<Pool>,
 }
 
 /// Physical memory as one device sees it: the machine's system RAM plus the device's own
@@ -214,7 +272,55 @@ impl Memory {
             }),
             cap: AtomicU64::new(DEFAULT_SYSTEM_CAP),
             used: AtomicU64::new(0),
+            pool: None,
         })
+    }
+
+    /// Memory for an OS whose device is elsewhere (a PCI function seen by a Linux guest,
+    /// issue 16): VRAM is `vram` (the mapped BAR4), and every [`Memory::alloc_system`] is
+    /// carved from `pool`, physical memory at bus address `pool_base` (memory the guest kernel
+    /// was told to leave alone, mapped from `/dev/mem`: bus address = physical address).
+    /// `None` if `pool_base` is 0 or not page aligned, the pool is empty or not whole pages, or
+    /// it passes `SYSMEM_LIMIT`. Freed ranges are reused only after the allocator has gone
+    /// round the whole pool once, so a stale address keeps failing for as long as possible.
+    pub fn with_pool(
+        vram: Arc<dyn RamBacking>,
+        pool_base: u64,
+        pool: Arc<dyn RamBacking>,
+    ) -> Option<Arc<Self>> {
+        let len = (pool.words().len() as u64).checked_mul(8)?;
+        let end = pool_base.checked_add(len)?;
+        if pool_base == 0
+            || !pool_base.is_multiple_of(PAGE_SIZE)
+            || len == 0
+            || !len.is_multiple_of(PAGE_SIZE)
+            || end > SYSMEM_LIMIT
+        {
+            return None;
+        }
+        let vram_size = whole_pages(vram.words());
+        Some(Arc::new(Self {
+            sys: Arc::new(SystemRam {
+                map: RwLock::new(SysMap {
+                    regions: BTreeMap::new(),
+                    next: pool_base,
+                }),
+                cap: AtomicU64::new(DEFAULT_SYSTEM_CAP),
+                used: AtomicU64::new(0),
+                pool: Some(Pool {
+                    base: pool_base,
+                    end,
+                    backing: pool,
+                }),
+            }),
+            vram: Words::Mapped(vram),
+            vram_size,
+        }))
+    }
+
+    /// Whether system RAM is carved from a pool ([`Memory::with_pool`]).
+    pub fn is_pooled(&self) -> bool {
+        self.sys.pool.is_some()
     }
 
     /// Another device's view of the same machine: this memory's system RAM and a VRAM of
@@ -290,6 +396,9 @@ impl Memory {
         if len > SYSMEM_LIMIT - SYSMEM_START {
             return None;
         }
+        if let Some(pool) = &self.sys.pool {
+            return self.alloc_pooled(pool, len, align);
+        }
         let mut map = self.sys_write();
         let mut next = map.next;
         // RAM mapped from elsewhere (`map_system`) may sit in the allocator's range: step past
@@ -318,11 +427,75 @@ impl Memory {
         map.next = end.checked_add(PAGE_SIZE)?;
         map.regions
             .insert(bus_addr, Words::Owned(Arc::clone(&words)));
-        Some(SysAlloc {
-            bus_addr,
-            len,
-            words,
-        })
+        Some(SysAlloc::new(bus_addr, len, Words::Owned(words)))
+    }
+
+    /// [`Memory::alloc_system`] from the pool: the first gap from the allocator's cursor that
+    /// fits with a guard page on either side, going round the pool at most once.
+    fn alloc_pooled(&self, pool: &Pool, len: u64, align: u64) -> Option<SysAlloc> {
+        let mut map = self.sys_write();
+        let used = self.sys.used.load(Ordering::Relaxed);
+        let total = used.checked_add(len)?;
+        if total > self.sys.cap.load(Ordering::Relaxed) {
+            return None;
+        }
+        let origin = map.next.clamp(pool.base, pool.end);
+        let mut cursor = origin;
+        let mut wrapped = false;
+        let bus_addr = loop {
+            let start = cursor.checked_next_multiple_of(align)?;
+            let end = start.checked_add(len)?;
+            if wrapped && start >= origin {
+                return None;
+            }
+            if end > pool.end {
+                if wrapped {
+                    return None;
+                }
+                wrapped = true;
+                cursor = pool.base;
+                continue;
+            }
+            // The guard pages before and after must be free too.
+            let lo = start.saturating_sub(PAGE_SIZE).max(pool.base);
+            let hi = end.saturating_add(PAGE_SIZE).min(pool.end);
+            match overlap_end(&map.regions, lo, hi) {
+                Some(region_end) => cursor = region_end.checked_add(PAGE_SIZE)?,
+                None => break start,
+            }
+        };
+        let start = usize::try_from((bus_addr - pool.base) / 8).ok()?;
+        let n = usize::try_from(len / 8).ok()?;
+        let carved = Carved {
+            pool: Arc::clone(&pool.backing),
+            start,
+            len: n,
+        };
+        if carved.words().len() != n {
+            return None;
+        }
+        // Fresh allocations are zeroed, as Windows' are (the pool holds whatever ran before).
+        for w in carved.words() {
+            w.store(0, Ordering::Relaxed);
+        }
+        let words = Words::Mapped(Arc::new(carved));
+        self.sys.used.store(total, Ordering::Relaxed);
+        map.next = bus_addr.checked_add(len)?.checked_add(PAGE_SIZE)?;
+        map.regions.insert(bus_addr, words.clone());
+        Some(SysAlloc::new(bus_addr, len, words))
+    }
+
+    /// Whether the region at `bus_addr` is an allocation (not RAM put on the bus by
+    /// [`Memory::map_system`]).
+    fn is_allocation(&self, bus_addr: u64, w: &Words) -> bool {
+        match w {
+            Words::Owned(_) => true,
+            Words::Mapped(_) => self
+                .sys
+                .pool
+                .as_ref()
+                .is_some_and(|p| bus_addr >= p.base && bus_addr < p.end),
+        }
     }
 
     /// Removes the allocation starting at `bus_addr` from the bus. Returns false if there is
@@ -330,7 +503,11 @@ impl Memory {
     /// reach the range.
     pub fn free_system(&self, bus_addr: u64) -> bool {
         let mut map = self.sys_write();
-        if !matches!(map.regions.get(&bus_addr), Some(Words::Owned(_))) {
+        if !map
+            .regions
+            .get(&bus_addr)
+            .is_some_and(|w| self.is_allocation(bus_addr, w))
+        {
             return false;
         }
         let Some(words) = map.regions.remove(&bus_addr) else {
@@ -359,6 +536,12 @@ impl Memory {
         if end > SYSMEM_LIMIT {
             return false;
         }
+        // The pool is the allocator's alone.
+        if let Some(p) = &self.sys.pool {
+            if bus_addr < p.end && end > p.base {
+                return false;
+            }
+        }
         let mut map = self.sys_write();
         if overlaps(&map.regions, bus_addr, end) {
             return false;
@@ -372,7 +555,11 @@ impl Memory {
     /// region starts there (an allocation from `alloc_system` is not removed).
     pub fn unmap_system(&self, bus_addr: u64) -> bool {
         let mut map = self.sys_write();
-        if !matches!(map.regions.get(&bus_addr), Some(Words::Mapped(_))) {
+        if !map
+            .regions
+            .get(&bus_addr)
+            .is_some_and(|w| matches!(w, Words::Mapped(_)) && !self.is_allocation(bus_addr, w))
+        {
             return false;
         }
         map.regions.remove(&bus_addr).is_some()
@@ -383,7 +570,7 @@ impl Memory {
         self.sys_read()
             .regions
             .iter()
-            .filter(|(_, w)| matches!(w, Words::Mapped(_)))
+            .filter(|(&a, w)| matches!(w, Words::Mapped(_)) && !self.is_allocation(a, w))
             .map(|(&a, w)| (a, w.bytes()))
             .collect()
     }
@@ -713,5 +900,46 @@ mod tests {
         m.write_u64(VRAM_BASE + 16, 7).unwrap();
         assert_eq!(v.0[2].load(Ordering::Relaxed), 7);
         assert!(m.read_u64(VRAM_BASE + PAGE_SIZE).is_none());
+    }
+
+    #[test]
+    fn issue_16_pool_allocations_are_carved_at_their_physical_addresses() {
+        let base = 0x4000_0000;
+        let pool = shared(8 * PAGE_SIZE);
+        assert!(Memory::with_pool(shared(PAGE_SIZE), 0, pool.clone()).is_none());
+        assert!(Memory::with_pool(shared(PAGE_SIZE), base + 8, pool.clone()).is_none());
+        let m = Memory::with_pool(shared(PAGE_SIZE), base, pool.clone()).unwrap();
+        assert!(m.is_pooled());
+        pool.0[0].store(0x5555, Ordering::Relaxed);
+        let a = m.alloc_system(PAGE_SIZE, 8).unwrap();
+        assert_eq!(a.bus_addr, base);
+        assert_eq!(a.words()[0].load(Ordering::Relaxed), 0, "zeroed");
+        m.write_u64(a.bus_addr + 8, 9).unwrap();
+        assert_eq!(pool.0[1].load(Ordering::Relaxed), 9, "the pool's own words");
+        // Guard page after each allocation; alignment inside the pool.
+        let b = m.alloc_system(2 * PAGE_SIZE, 2 * PAGE_SIZE).unwrap();
+        assert_eq!(b.bus_addr, base + 2 * PAGE_SIZE);
+        assert!(m.read_u64(base + PAGE_SIZE).is_none(), "guard page");
+        assert!(m.alloc_system(4 * PAGE_SIZE, 8).is_none(), "does not fit");
+        assert!(!m.unmap_system(a.bus_addr), "an allocation, not mapped RAM");
+        assert!(
+            !m.map_system(base, shared(PAGE_SIZE)),
+            "the pool is the allocator's"
+        );
+        assert!(m.free_system(a.bus_addr));
+        assert!(m.read_u64(a.bus_addr).is_none());
+        let c = m.alloc_system(PAGE_SIZE, 8).unwrap();
+        assert_eq!(c.bus_addr, base + 5 * PAGE_SIZE, "fresh space first");
+        let d = m.alloc_system(PAGE_SIZE, 8).unwrap();
+        assert_eq!(
+            d.bus_addr,
+            base + 7 * PAGE_SIZE,
+            "the last page, behind a guard"
+        );
+        let e = m.alloc_system(PAGE_SIZE, 8).unwrap();
+        assert_eq!(e.bus_addr, base, "then freed space, once round the pool");
+        assert!(m.alloc_system(PAGE_SIZE, 8).is_none(), "full");
+        assert_eq!(m.system_used(), 5 * PAGE_SIZE);
+        assert!(m.mapped_system().is_empty());
     }
 }

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use clap::{Parser, ValueEnum};
 
 use rvgpu_whlk::backend::kmt::{self, KmtBackend};
-use rvgpu_whlk::backend::sim::SimBackend;
+use rvgpu_whlk::backend::sim::{pci_backend, SimBackend};
 use rvgpu_whlk::backend::Backend;
 use rvgpu_whlk::{cases, junit, report, runner, timeline};
 
@@ -43,6 +43,26 @@ struct Cli {
     /// Only cases whose name contains this text.
     #[arg(long)]
     filter: Option<String>,
+    /// Where the sim backend's GPU is: `emulated` (in this process) or `pci[:SYSFS_DIR]`, the
+    /// rvgpu PCI function of a Linux guest (issue 16; needs root, uio_pci_generic bound to it
+    /// and `memmap=` reserved DMA memory, see `--dma`).
+    #[arg(
+        long,
+        default_value = "emulated",
+        value_name = "emulated|pci[:SYSFS_DIR]"
+    )]
+    board: String,
+    /// `--board pci`: the physical range the kernel left alone (`memmap=SIZE$BASE`) that the OS
+    /// hands out as system memory, as BASE:SIZE (hex with 0x, or decimal).
+    #[arg(
+        long,
+        default_value = "0x40000000:0x10000000",
+        value_name = "BASE:SIZE"
+    )]
+    dma: String,
+    /// A named subset of cases: `pci` (issue 16's list for the PCI board).
+    #[arg(long, value_name = "NAME")]
+    subset: Option<String>,
     /// Only cases that prove this requirement ID (e.g. UM-20); repeatable or a comma list.
     #[arg(long, value_name = "ID", value_delimiter = ',')]
     requirement: Vec<String>,
@@ -110,11 +130,56 @@ fn write_timeline(cli: &Cli, reports: &[runner::CaseReport]) -> bool {
     true
 }
 
+/// A number in hex (`0x…`) or decimal.
+fn parse_num(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// `--board` and `--dma` as a PCI spec (`None` for the emulated board).
+fn pci_spec(cli: &Cli) -> Result<Option<rvgpu_simos::machine::PciSpec>, String> {
+    let sysfs = match cli.board.as_str() {
+        "emulated" => return Ok(None),
+        "pci" => None,
+        b => match b.strip_prefix("pci:") {
+            Some(p) => Some(std::path::PathBuf::from(p)),
+            None => return Err(format!("unknown --board {b} (emulated, pci[:SYSFS_DIR])")),
+        },
+    };
+    let (base, size) = cli
+        .dma
+        .split_once(':')
+        .and_then(|(b, s)| Some((parse_num(b)?, parse_num(s)?)))
+        .ok_or_else(|| format!("bad --dma {} (BASE:SIZE)", cli.dma))?;
+    Ok(Some(rvgpu_simos::machine::PciSpec {
+        sysfs,
+        dma_base: base,
+        dma_size: size,
+    }))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let all = cases::all();
-    let selected = match runner::select_by(&all, cli.filter.as_deref(), &cli.requirement) {
+    let mut selected = match runner::select_by(&all, cli.filter.as_deref(), &cli.requirement) {
         Ok(s) => s,
+        Err(e) => {
+            eprintln!("rvgpu-whlk: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match cli.subset.as_deref() {
+        None => {}
+        Some("pci") => selected.retain(|c| cases::PCI_SUBSET.contains(&c.name)),
+        Some(other) => {
+            eprintln!("rvgpu-whlk: unknown --subset {other} (known: pci)");
+            return ExitCode::from(2);
+        }
+    }
+    let pci = match pci_spec(&cli) {
+        Ok(p) => p,
         Err(e) => {
             eprintln!("rvgpu-whlk: {e}");
             return ExitCode::from(2);
@@ -136,7 +201,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let backend: Box<dyn Backend> = match cli.backend {
-        BackendKind::Sim => Box::new(SimBackend),
+        BackendKind::Sim => match pci {
+            Some(spec) => Box::new(pci_backend(Some(spec))),
+            None => Box::new(SimBackend),
+        },
         BackendKind::KmtSim => Box::new(KmtBackend::new(kmt::sim::SimPlatform)),
         #[cfg(windows)]
         BackendKind::Windows => Box::new(KmtBackend::new(kmt::windows::WinPlatform)),
@@ -150,6 +218,13 @@ fn main() -> ExitCode {
         }
     };
     let reports = runner::run_all(&selected, backend.as_ref());
+    #[cfg(target_os = "linux")]
+    if cli.board != "emulated" {
+        println!(
+            "PCI board: {} INTx interrupts delivered through UIO",
+            rvgpu_simos::machine::pci::interrupts_taken()
+        );
+    }
     print!("{}", report::table(backend.name(), &reports));
     if let Some(path) = &cli.junit {
         if let Err(e) = std::fs::write(path, junit::render(backend.name(), &reports)) {

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Boots a Linux guest under QEMU (TCG) with the rvgpu function served by rvgpu-vfu, and runs
-# the guest_smoke example inside it (docs/test-machine.md, "QEMU with rvgpu-vfu"). Not part of
-# CI yet (issue 16). Needs root (debootstrap, chroot, mount) and the Debian package mirror.
+# inside it the guest_smoke example and then the real driver stack: rvgpu-whlk with the sim
+# backend on the PCI board (`--board pci --subset pci`: the real KMD, the simulated OS and the
+# UMD driving the function across QEMU's PCIe; docs/test-machine.md, "QEMU with rvgpu-vfu").
+# Not part of CI yet (issue 16). Needs root (debootstrap, chroot, mount) and the Debian mirror.
 #
 #   device/vfu/vm/run-guest-smoke.sh [WORKDIR]      (default /work/vm)
 #
 # WORKDIR/trixie is a `debootstrap --variant=minbase trixie` chroot holding QEMU >= 10.1 from
 # trixie-backports (the first QEMU with vfio-user-pci), the guest kernel and busybox; it is
-# made once and reused. Exit status 0 when the guest printed "N passed, 0 failed".
+# made once and reused. Exit status 0 when guest_smoke printed "N passed, 0 failed" and the
+# harness printed "N passed, 0 failed, …" with N at least the subset's size (HARNESS_MIN).
+# Every step is bounded by `timeout`; the wall time of each is printed at the end.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -16,8 +20,24 @@ TARGET=${CARGO_TARGET_DIR:-$REPO/target}
 # The machine's own Debian mirror, as apt is configured here.
 MIRROR=${MIRROR:-$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}
 ROOT=$VM/trixie
+# Cases of `rvgpu-whlk --subset pci` (whlk/src/cases/mod.rs, PCI_SUBSET). WHLK_ARGS selects
+# other cases for exploration (e.g. WHLK_ARGS= HARNESS_MIN=0 for every case).
+HARNESS_MIN=${HARNESS_MIN:-5}
+WHLK_ARGS=${WHLK_ARGS---subset pci}
+# Guest RAM, and the part of it the guest kernel leaves to the harness as DMA memory
+# (`memmap=`): below the top of low RAM, where the firmware keeps its tables.
+GUEST_RAM=1536M
+DMA_BASE=0x40000000
+DMA_SIZE=0x10000000
 
-t() { echo "== $(date +%T) $*"; }
+STAGES=()
+STAGE_T0=$(date +%s)
+t() {
+    local now; now=$(date +%s)
+    [ -n "${STAGE:-}" ] && STAGES+=("$STAGE: $((now - STAGE_T0)) s")
+    STAGE=$1; STAGE_T0=$now
+    echo "== $(date +%T) $*"
+}
 cleanup() {
     umount "$ROOT/dev" 2>/dev/null || true
     umount "$ROOT/proc" 2>/dev/null || true
@@ -27,25 +47,28 @@ trap cleanup EXIT
 mkdir -p "$VM"
 
 if [ ! -x "$ROOT/usr/bin/qemu-system-x86_64" ]; then
-    t "chroot: debootstrap trixie and QEMU from trixie-backports"
+    t setup "chroot: debootstrap trixie and QEMU from trixie-backports"
     command -v debootstrap >/dev/null || { apt-get update -qq; apt-get install -y -qq debootstrap >/dev/null; }
     [ -n "$MIRROR" ] || { echo "no Debian mirror configured (set MIRROR)" >&2; exit 2; }
-    [ -d "$ROOT/usr" ] || debootstrap --variant=minbase trixie "$ROOT" "$MIRROR" >"$VM/debootstrap.log"
+    [ -d "$ROOT/usr" ] || timeout 900 debootstrap --variant=minbase trixie "$ROOT" "$MIRROR" >"$VM/debootstrap.log"
     echo "deb $MIRROR trixie-backports main" >"$ROOT/etc/apt/sources.list.d/backports.list"
     mount -t proc proc "$ROOT/proc"
-    chroot "$ROOT" sh -c 'apt-get update -qq &&
+    timeout 900 chroot "$ROOT" sh -c 'apt-get update -qq &&
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -t trixie-backports qemu-system-x86 >/dev/null &&
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-image-amd64 busybox-static pciutils >/dev/null'
     umount "$ROOT/proc"
 fi
 chroot "$ROOT" qemu-system-x86_64 --version | head -1
 
-t "build: rvgpu-vfu (release) and the static guest_smoke"
-(cd "$REPO" && cargo build -q --release -p rvgpu-vfu)
-(cd "$REPO" && RUSTFLAGS="-C target-feature=+crt-static" cargo build -q --release -p rvgpu-vfu \
-    --example guest_smoke --target x86_64-unknown-linux-gnu)
+t build-server "build: rvgpu-vfu (release)"
+(cd "$REPO" && timeout 1800 cargo build -q --release -p rvgpu-vfu)
+t build-guest "build: the static guest programs (guest_smoke, rvgpu-whlk)"
+(cd "$REPO" && RUSTFLAGS="-C target-feature=+crt-static" timeout 1800 cargo build -q --release \
+    -p rvgpu-vfu --example guest_smoke --target x86_64-unknown-linux-gnu)
+(cd "$REPO" && RUSTFLAGS="-C target-feature=+crt-static" timeout 1800 cargo build -q --release \
+    -p rvgpu-whlk --target x86_64-unknown-linux-gnu)
 
-t "initramfs: busybox, lspci, uio modules, guest_smoke"
+t initramfs "initramfs: busybox, lspci, uio modules, guest_smoke, rvgpu-whlk"
 IR=$VM/initramfs
 rm -rf "$IR"
 mkdir -p "$IR"/{bin,proc,sys,dev,tmp,usr/bin,usr/share/misc,lib/modules,lib/x86_64-linux-gnu,lib64}
@@ -57,7 +80,9 @@ cp "$ROOT/usr/share/misc/pci.ids" "$IR/usr/share/misc/" 2>/dev/null || true
 KVER=$(ls "$ROOT/lib/modules" | head -1)
 for m in uio uio_pci_generic; do xz -dc "$ROOT/lib/modules/$KVER/kernel/drivers/uio/$m.ko.xz" >"$IR/lib/modules/$m.ko"; done
 cp "$TARGET/x86_64-unknown-linux-gnu/release/examples/guest_smoke" "$IR/bin/guest_smoke"
-cat >"$IR/init" <<'INIT'
+# Without its debug information (two thirds of the file): the initramfs stays small.
+strip -o "$IR/bin/rvgpu-whlk" "$TARGET/x86_64-unknown-linux-gnu/release/rvgpu-whlk"
+cat >"$IR/init" <<INIT
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
@@ -72,6 +97,10 @@ insmod /lib/modules/uio.ko && insmod /lib/modules/uio_pci_generic.ko &&
     echo "1234 5256" >/sys/bus/pci/drivers/uio_pci_generic/new_id
 echo "== guest: guest_smoke"
 /bin/guest_smoke
+echo "== guest: rvgpu-whlk --board pci $WHLK_ARGS"
+s=\$(cut -d' ' -f1 /proc/uptime)
+/bin/rvgpu-whlk --board pci $WHLK_ARGS --dma $DMA_BASE:$DMA_SIZE --no-timeline
+echo "== guest: harness exit \$?, started at \$s s, ended at \$(cut -d' ' -f1 /proc/uptime) s of uptime"
 echo "== guest: done"
 poweroff -f
 INIT
@@ -79,24 +108,34 @@ chmod +x "$IR/init"
 (cd "$IR" && find . | ./bin/busybox cpio -o -H newc 2>/dev/null | gzip -1 >"$ROOT/tmp/initrd.gz")
 cp "$ROOT/boot/vmlinuz-$KVER" "$ROOT/tmp/vmlinuz"
 
-t "boot: rvgpu-vfu on /tmp/rvgpu.sock (in the chroot), QEMU TCG, 512 MiB shared guest RAM"
+t boot-and-run "boot: rvgpu-vfu on /tmp/rvgpu.sock (in the chroot), QEMU TCG, $GUEST_RAM shared guest RAM"
 rm -f "$ROOT/tmp/rvgpu.sock"
 "$TARGET/release/rvgpu-vfu" --socket "$ROOT/tmp/rvgpu.sock" --once >"$VM/vfu.log" 2>&1 &
 SERVER=$!
 for _ in $(seq 50); do [ -S "$ROOT/tmp/rvgpu.sock" ] && break; sleep 0.1; done
 mount -t proc proc "$ROOT/proc"
 mount --bind /dev "$ROOT/dev"
-# memmap=1M$0x10000000 keeps 1 MiB of guest RAM from the kernel: guest_smoke's DMA memory.
-timeout 180 chroot "$ROOT" qemu-system-x86_64 \
+# memmap=1M$0x10000000 keeps 1 MiB of guest RAM from the kernel: guest_smoke's DMA memory;
+# memmap=$DMA_SIZE$$DMA_BASE the harness's (the simulated OS's system memory).
+timeout 900 chroot "$ROOT" qemu-system-x86_64 \
     -machine q35,memory-backend=mem \
-    -object memory-backend-memfd,id=mem,size=512M,share=on -m 512M \
+    -object memory-backend-memfd,id=mem,size=$GUEST_RAM,share=on -m $GUEST_RAM -smp 2 \
     -accel tcg -nographic -no-reboot \
     -kernel /tmp/vmlinuz -initrd /tmp/initrd.gz \
-    -append 'console=ttyS0 panic=-1 quiet memmap=1M$0x10000000' \
+    -append "console=ttyS0 panic=-1 quiet memmap=1M\$0x10000000 memmap=$DMA_SIZE\$$DMA_BASE" \
     -device '{"driver":"vfio-user-pci","socket":{"type":"unix","path":"/tmp/rvgpu.sock"}}' \
     >"$VM/qemu.log" 2>&1 || true
 wait "$SERVER" || true
 SERVER=
-t "guest output ($VM/qemu.log; server log $VM/vfu.log)"
+t report "guest output ($VM/qemu.log; server log $VM/vfu.log)"
 sed -n '/== guest:/,$p' "$VM/qemu.log" | tr -d '\r'
-grep -Eq '^[0-9]+ passed, 0 failed' <(tr -d '\r' <"$VM/qemu.log")
+t end "wall times"
+printf '  %s\n' "${STAGES[@]}"
+LOG=$(tr -d '\r' <"$VM/qemu.log")
+smoke=$(grep -E '^[0-9]+ passed, 0 failed$' <<<"$LOG" || true)
+harness=$(grep -E '^[0-9]+ passed, 0 failed, [0-9]+ skipped$' <<<"$LOG" || true)
+[ -n "$smoke" ] || { echo "FAIL: guest_smoke did not pass"; exit 1; }
+[ -n "$harness" ] || { echo "FAIL: the harness did not pass in the guest"; exit 1; }
+n=${harness%% *}
+[ "$n" -ge "$HARNESS_MIN" ] || { echo "FAIL: the harness passed $n cases, fewer than $HARNESS_MIN"; exit 1; }
+echo "ok: guest_smoke ($smoke), harness in the guest ($harness)"

@@ -17,6 +17,8 @@ use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_device::{Device, SysAlloc};
 
+use crate::machine::Board;
+
 use crate::dxgkrnl::interrupt::{SimLine, Wake, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
 use crate::dxgkrnl::notify::{Notification, Processed};
 use crate::dxgkrnl::state::{lock, MachineState};
@@ -90,8 +92,11 @@ pub struct AdapterShared {
     pub index: usize,
     /// The machine's health.
     pub state: Arc<MachineState>,
-    /// The emulated device.
-    pub device: Arc<Device>,
+    /// The adapter's hardware: the emulated device in this process or a PCI function
+    /// (`machine::Board`).
+    pub device: Arc<dyn Board>,
+    /// The same device when it is the in-process emulated one (fault injection, snapshots).
+    pub emulated: Option<Arc<Device>>,
     /// Its interrupt line.
     pub line: Arc<SimLine>,
     /// Wakes the interrupt thread (the line rose, an interrupt was forced or connected).
@@ -254,7 +259,8 @@ impl AdapterShared {
     pub fn new(
         index: usize,
         state: Arc<MachineState>,
-        device: Arc<Device>,
+        device: Arc<dyn Board>,
+        emulated: Option<Arc<Device>>,
         line: Arc<SimLine>,
         irq_wake: Arc<Wake>,
         config: AdapterConfig,
@@ -274,6 +280,7 @@ impl AdapterShared {
             index,
             state,
             device,
+            emulated,
             line,
             irq_wake,
             dpc_wake: Arc::new(Wake::default()),

@@ -329,6 +329,8 @@ pub fn interrupt_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Acquire) {
         let forced = a.take_forced_interrupt();
         if let Serviced::Ran(_) = service_interrupt(&a, forced) {
+            // A PCI board re-arms its masked INTx here (nothing for the in-process line).
+            a.device.end_of_interrupt();
             continue;
         }
         seen = a.irq_wake.wait(seen, Duration::from_millis(20));

@@ -161,6 +161,21 @@ pub struct MachineConfig {
     pub os: OsConfig,
     /// Adapters, in PnP order.
     pub adapters: Vec<AdapterConfig>,
+    /// Adapter 0 is a PCI function this (Linux guest) machine sees instead of the emulated
+    /// device in this process (issue 16, `machine::pci`). Threaded mode, one adapter.
+    pub pci: Option<PciSpec>,
+}
+
+/// Where the PCI function and the DMA memory are (`machine::pci`).
+#[derive(Clone, Debug)]
+pub struct PciSpec {
+    /// The function's sysfs directory (`/sys/bus/pci/devices/…`); `None`: the first
+    /// `1234:5256` function.
+    pub sysfs: Option<std::path::PathBuf>,
+    /// Physical (= bus) address of the memory the kernel left alone (`memmap=SIZE$BASE`).
+    pub dma_base: u64,
+    /// Its size in bytes.
+    pub dma_size: u64,
 }
 
 impl MachineConfig {
@@ -170,6 +185,7 @@ impl MachineConfig {
             mode,
             os: OsConfig::default(),
             adapters: vec![AdapterConfig::dgpu()],
+            pci: None,
         }
     }
 
@@ -179,6 +195,7 @@ impl MachineConfig {
             mode,
             os: OsConfig::default(),
             adapters: vec![AdapterConfig::igpu(), AdapterConfig::dgpu()],
+            pci: None,
         }
     }
 
@@ -194,6 +211,7 @@ impl MachineConfig {
                 ..OsConfig::default()
             },
             adapters: vec![dgpu],
+            pci: None,
         }
     }
 
@@ -205,6 +223,7 @@ impl MachineConfig {
             mode,
             os: OsConfig::default(),
             adapters: vec![igpu, AdapterConfig::dgpu()],
+            pci: None,
         }
     }
 }

@@ -1,16 +1,25 @@
 //! A simulated machine: one physical `Memory`, N adapters (each an emulated device), the
 //! simulated Dxgkrnl, and in threaded mode an interrupt thread and a DPC thread per adapter.
 //!
-//! The test-facing API: [`Machine::new`], [`Machine::load_driver`], [`Machine::start_adapter`],
+//! Each adapter's hardware is a [`Board`]: the emulated device in this process, or (Linux
+//! guest, issue 16) a PCI function ([`pci`], chosen by [`MachineConfig::pci`]).
+//!
+//! The test-facing API: [`Machine::new`] ([`Machine::try_new`]), [`Machine::load_driver`],
+//! [`Machine::start_adapter`],
 //! [`Machine::query_driver_caps`], [`Machine::stop_adapter`], [`Machine::remove_adapter`],
 //! [`Machine::unload`], [`Machine::bugcheck`], [`Machine::notifications`],
 //! [`Machine::driver_log`], [`Machine::device`], and in step mode [`Machine::run_until_idle`]
 //! / [`Machine::run_steps`]. Every call returns `Err(SimError::Bugcheck)` once the machine has
 //! bug-checked.
 
+mod board;
 mod config;
 pub mod cpucache;
+#[cfg(target_os = "linux")]
+pub mod pci;
 mod run;
+
+pub use self::board::Board;
 
 pub use self::config::*;
 
@@ -105,62 +114,87 @@ impl std::fmt::Debug for Machine {
 impl Machine {
     /// Builds the machine: memory, devices (started in threaded mode), interrupt and DPC
     /// threads. No driver is loaded yet.
+    ///
+    /// # Panics
+    /// With [`MachineConfig::pci`] set, if the PCI function cannot be opened
+    /// ([`Machine::try_new`] returns the error instead). An in-process machine always builds.
     pub fn new(config: MachineConfig) -> Self {
+        match Self::try_new(config) {
+            Ok(m) => m,
+            Err(e) => panic!("cannot build the machine: {e}"),
+        }
+    }
+
+    /// [`Machine::new`], failing when the PCI function of [`MachineConfig::pci`] cannot be
+    /// opened (not found, not bound to uio_pci_generic, BARs or DMA memory not mappable).
+    pub fn try_new(config: MachineConfig) -> Result<Self, SimError> {
+        if config.pci.is_some() && (config.adapters.len() != 1 || config.mode != Mode::Threaded) {
+            return Err(SimError::Simulation(
+                "a PCI board needs a threaded machine with one adapter".into(),
+            ));
+        }
         let permits = AdapterPermits::acquire(config.adapters.len());
         let state = Arc::new(MachineState::new());
         // System RAM is the machine's; each board has its own VRAM (adapter 0's is the one
         // `Machine::memory` shows at `VRAM_BASE`).
         let vram0 = config.adapters.first().map_or(0, |a| a.device.vram_size);
-        let memory = Memory::new(vram0);
+        let mut memory = Memory::new(vram0);
         let table = Arc::new(DriverTable::default());
         let device_mode = match config.mode {
             Mode::Threaded => rvgpu_device::Mode::Threaded,
             Mode::Step => rvgpu_device::Mode::Step,
         };
-        let adapters: Vec<Arc<AdapterShared>> = config
-            .adapters
-            .iter()
-            .enumerate()
-            .map(|(i, ac)| {
-                // The interrupt thread sleeps on the line's wake (the DPC thread and the
-                // worker on the adapter's own, AdapterShared::dpc_wake and ::wake).
-                let irq_wake = Arc::new(Wake::default());
-                let line = Arc::new(SimLine::new(irq_wake.clone()));
-                let dc = DeviceConfig {
-                    mode: device_mode,
-                    ..ac.device.clone()
-                };
-                let mem = if i == 0 {
-                    memory.clone()
-                } else {
-                    memory.sibling(ac.device.vram_size)
-                };
-                let device = Device::new(dc, mem, line.clone());
-                device.start();
-                // After a bug check nothing more reaches the device.
-                let weak = Arc::downgrade(&device);
-                state.on_halt(Box::new(move || {
-                    if let Some(d) = weak.upgrade() {
-                        d.freeze();
-                    }
-                }));
-                AdapterShared::new(
-                    i,
-                    state.clone(),
-                    device,
-                    line,
-                    irq_wake,
-                    ac.clone(),
-                    OsConfig {
-                        native_fence_feature: config.os.native_fence_feature
-                            && ac.native_fence_feature,
-                        hwsch_feature: config.os.hwsch_feature && ac.hwsch_feature,
-                        ..config.os.clone()
-                    },
-                    table.clone(),
-                )
-            })
-            .collect();
+        let mut adapters: Vec<Arc<AdapterShared>> = Vec::new();
+        for (i, ac) in config.adapters.iter().enumerate() {
+            // The interrupt thread sleeps on the line's wake (the DPC thread and the
+            // worker on the adapter's own, AdapterShared::dpc_wake and ::wake).
+            let irq_wake = Arc::new(Wake::default());
+            let line = Arc::new(SimLine::new(irq_wake.clone()));
+            let (board, emulated): (Arc<dyn Board>, Option<Arc<Device>>) = match (&config.pci, i) {
+                (Some(spec), 0) => {
+                    let b: Arc<dyn Board> = open_pci(spec, line.clone())?;
+                    // The guest's memory: BAR4 and the DMA pool.
+                    memory = b.memory().clone();
+                    (b, None)
+                }
+                _ => {
+                    let dc = DeviceConfig {
+                        mode: device_mode,
+                        ..ac.device.clone()
+                    };
+                    let mem = if i == 0 {
+                        memory.clone()
+                    } else {
+                        memory.sibling(ac.device.vram_size)
+                    };
+                    let device = Device::new(dc, mem, line.clone());
+                    device.start();
+                    (device.clone(), Some(device))
+                }
+            };
+            // After a bug check nothing more reaches the device.
+            let weak = Arc::downgrade(&board);
+            state.on_halt(Box::new(move || {
+                if let Some(d) = weak.upgrade() {
+                    d.freeze();
+                }
+            }));
+            adapters.push(AdapterShared::new(
+                i,
+                state.clone(),
+                board,
+                emulated,
+                line,
+                irq_wake,
+                ac.clone(),
+                OsConfig {
+                    native_fence_feature: config.os.native_fence_feature && ac.native_fence_feature,
+                    hwsch_feature: config.os.hwsch_feature && ac.hwsch_feature,
+                    ..config.os.clone()
+                },
+                table.clone(),
+            ));
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         if config.mode == Mode::Threaded {
@@ -206,7 +240,7 @@ impl Machine {
             path,
         ));
         registry_path.0.Buffer = registry_path.1.as_mut_ptr();
-        Self {
+        Ok(Self {
             state,
             config,
             memory,
@@ -218,7 +252,7 @@ impl Machine {
             registry_path,
             loaded: false,
             _permits: permits,
-        }
+        })
     }
 
     // -----------------------------------------------------------------------------------------
@@ -287,7 +321,18 @@ impl Machine {
     }
 
     /// Adapter `i`'s device (fault injection, snapshots).
+    /// `None` for a PCI board (no fault injection or snapshots there).
     pub fn device(&self, i: usize) -> Option<&Arc<Device>> {
+        self.adapters.get(i).and_then(|a| a.emulated.as_ref())
+    }
+
+    /// Whether adapter `i` is a PCI function outside this process (issue 16, `pci`).
+    pub fn is_pci(&self, i: usize) -> bool {
+        self.config.pci.is_some() && i == 0
+    }
+
+    /// Adapter `i`'s board (registers, memory, configuration), whichever it is.
+    pub fn board(&self, i: usize) -> Option<&Arc<dyn Board>> {
         self.adapters.get(i).map(|a| &a.device)
     }
 
@@ -436,6 +481,21 @@ impl Drop for Machine {
             }
         }
     }
+}
+
+/// Opens the PCI board (Linux only).
+#[cfg(target_os = "linux")]
+fn open_pci(spec: &PciSpec, line: Arc<SimLine>) -> Result<Arc<pci::PciBoard>, SimError> {
+    pci::PciBoard::open(spec, line, true)
+        .map_err(|e| SimError::Simulation(format!("PCI board: {e}")))
+}
+
+/// Opens the PCI board (Linux only).
+#[cfg(not(target_os = "linux"))]
+fn open_pci(_spec: &PciSpec, _line: Arc<SimLine>) -> Result<Arc<dyn Board>, SimError> {
+    Err(SimError::Simulation(
+        "a PCI board needs Linux (sysfs, /dev/mem, UIO)".into(),
+    ))
 }
 
 /// Checks helpers for bug-check codes in tests.

@@ -87,7 +87,8 @@ pub(super) fn page_routes(a: &AdapterShared, page: u32, id: u32) -> Result<(), S
         }
         return Ok(());
     }
-    let Some(q) = a.device.queue(id) else {
+    // A PCI board cannot show its runlists (`Board::queue` is `None`): not checked there.
+    let Some(Some(q)) = a.device.queue(id) else {
         return Ok(());
     };
     if !q.user_mode || q.process_id != bound {
@@ -338,7 +339,8 @@ pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), Si
     if let Some(id) = queue_id {
         // A lost device reads no memory again (hardware.md 10.4; an adapter reset, the only
         // way back, empties every runlist): its stale runlist is no hazard.
-        if !a.device.is_lost() && a.device.queue(id).is_some() {
+        // Not observable on a PCI board (`Board::queue` is `None`): checked in-process only.
+        if !a.device.is_lost() && a.device.queue(id).is_some_and(|q| q.is_some()) {
             return Err(sim_err(
                 a,
                 format!(

@@ -13,6 +13,18 @@ pub mod usermode_submission;
 
 use crate::case::Case;
 
+/// Issue 16's list for the driver stack in a Linux guest on the rvgpu PCI function
+/// (`rvgpu-whlk --board pci --subset pci`): adapter start/stop, a kernel-mode submission (beside
+/// a user-mode one), a user-mode queue rung through its doorbell, native-fence CPU waits
+/// released by GPU signals through the interrupt, and a TDR of a hung engine.
+pub const PCI_SUBSET: &[&str] = &[
+    "Adapter.StartStopThreaded",
+    "UserModeSubmission.BothPathsTogether",
+    "UserModeSubmission.SubmitOrderAndProgressFence",
+    "NativeFence.CpuWaitsThreaded",
+    "Tdr.ComputeHangCopyRuns",
+];
+
 /// Every case, in run order.
 pub fn all() -> Vec<Case> {
     let mut v = Vec::new();

@@ -37,7 +37,7 @@ pub(super) unsafe extern "system" fn get_device_information(
 }
 
 /// BAR2 seen as an MMIO bus: 32/64-bit writes at `page * 4096` ring doorbell `page`.
-pub struct DoorbellBus(pub Weak<Device>);
+pub struct DoorbellBus(pub Weak<dyn crate::machine::Board>);
 
 impl MmioBus for DoorbellBus {
     fn read32(&self, _offset: usize) -> u32 {

@@ -28,7 +28,6 @@ use rvgpu_ddi::feature::*;
 use rvgpu_ddi::init::DXGKDDI_INTERFACE_VERSION_WDDM3_2;
 use rvgpu_ddi::interrupt::*;
 use rvgpu_ddi::ntstatus::*;
-use rvgpu_device::Device;
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::pci;
 use rvgpu_kmd::platform::Irql;

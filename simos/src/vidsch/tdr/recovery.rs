@@ -118,9 +118,13 @@ pub(crate) fn recover_node(
             .push(TdrEvent::EngineStatus { node, responsive });
     }
     // The test's pause (TDR-07).
-    let hook = lock(&sh.pause).take();
-    if let Some(mut h) = hook {
-        h(&a.device);
+    // The hook works on the in-process device (a PCI board has none to pause).
+    let hook = a
+        .emulated
+        .as_ref()
+        .and_then(|d| Some((lock(&sh.pause).take()?, d)));
+    if let Some((mut h, dev)) = hook {
+        h(dev);
         lock(&sh.os).events.push(TdrEvent::Paused { node });
         *lock(&sh.pause) = Some(h);
         if step {

@@ -103,28 +103,95 @@ impl Backend for SimBackend {
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
-        let mc = machine_config(config);
-        Ok(Box::new(SimSession {
-            machine: Arc::new(Machine::new(mc)),
-            idle_f1: config.idle_f1_ticks > 0,
-            processes: Vec::new(),
-            buffers: Vec::new(),
-            buffer_process: Vec::new(),
-            um_queues: Vec::new(),
-            suspended: Vec::new(),
-            misbehaviour: config.misbehaviour,
-            fences: Vec::new(),
-            monitored: Vec::new(),
-            events: Vec::new(),
-            queues: Vec::new(),
-            fence_procs: Vec::new(),
-            recorder: None,
-            um_fences: Vec::new(),
-            contexts: Vec::new(),
-            tracked: Vec::new(),
-            paging_queues: Vec::new(),
-        }))
+        open_sim_session(config, machine_config(config))
     }
+}
+
+/// The simulated OS, the real KMD and UMD in this process, driving the rvgpu PCI function a
+/// Linux guest sees (issue 16; `rvgpu-whlk --board pci`): the machine's adapter 0 is
+/// `rvgpu_simos::machine::pci::PciBoard`. One adapter, threaded; no fault injection, step
+/// mode or configured machines (the function is what the server made it).
+#[derive(Clone, Debug)]
+pub struct PciSimBackend {
+    /// Where the function and the DMA memory are. `None`: the in-process emulated device
+    /// under the same constraints (what the tests here run, to show the PCI subset needs
+    /// nothing the PCI board lacks).
+    pub spec: Option<rvgpu_simos::machine::PciSpec>,
+}
+
+impl PciSimBackend {
+    /// What a session on a PCI function cannot do: these cases are skipped with the reason.
+    pub const LACKS: &'static [super::Capability] = &[
+        super::Capability::ConfiguredMachine,
+        super::Capability::FaultInjection,
+        super::Capability::StepMode,
+        super::Capability::CrossAdapterFences,
+    ];
+}
+
+/// The backend `rvgpu-whlk --board pci` runs: [`PciSimBackend`] whose sessions also hide what
+/// it lacks ([`PciSimBackend::LACKS`]), so no case reaches those capabilities.
+pub fn pci_backend(
+    spec: Option<rvgpu_simos::machine::PciSpec>,
+) -> super::restricted::Restricted<PciSimBackend> {
+    super::restricted::Restricted::without(PciSimBackend { spec }, PciSimBackend::LACKS)
+}
+
+impl Backend for PciSimBackend {
+    fn name(&self) -> &'static str {
+        "sim-pci"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        super::Capability::ALL
+            .iter()
+            .filter(|c| !Self::LACKS.contains(c))
+            .fold(Capabilities::NONE, |s, c| s.with(*c))
+    }
+
+    fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
+        if config.adapters > 1 {
+            return Err(Failure::Unsupported(format!(
+                "{} adapters asked for; the PCI board is one",
+                config.adapters
+            )));
+        }
+        // Threaded whatever the case asks: the device runs on its own (in the server).
+        let mut mc = machine_config(&SessionConfig {
+            mode: ExecMode::Threaded,
+            adapters: 1,
+            ..config.clone()
+        });
+        mc.pci = self.spec.clone();
+        open_sim_session(config, mc)
+    }
+}
+
+fn open_sim_session(
+    config: &SessionConfig,
+    mc: MachineConfig,
+) -> Result<Box<dyn Session>, Failure> {
+    let machine = Machine::try_new(mc).map_err(|e| Failure::Backend(e.to_string()))?;
+    Ok(Box::new(SimSession {
+        machine: Arc::new(machine),
+        idle_f1: config.idle_f1_ticks > 0,
+        processes: Vec::new(),
+        buffers: Vec::new(),
+        buffer_process: Vec::new(),
+        um_queues: Vec::new(),
+        suspended: Vec::new(),
+        misbehaviour: config.misbehaviour,
+        fences: Vec::new(),
+        monitored: Vec::new(),
+        events: Vec::new(),
+        queues: Vec::new(),
+        fence_procs: Vec::new(),
+        recorder: None,
+        um_fences: Vec::new(),
+        contexts: Vec::new(),
+        tracked: Vec::new(),
+        paging_queues: Vec::new(),
+    }))
 }
 
 struct SimSession {

@@ -172,6 +172,11 @@ impl TdrTrace for SimSession {
     }
 
     fn engine_probe(&self, i: usize, node: u32) -> Result<EngineProbe, Failure> {
+        if self.machine.is_pci(i) {
+            return Err(Failure::Unsupported(
+                "engine internals are not observable on a PCI function".into(),
+            ));
+        }
         let d = self
             .machine
             .device(i)

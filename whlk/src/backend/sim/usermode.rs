@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_hw::cmd::Command;
-use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::regs;
 use rvgpu_simos::{Machine, Mode, UmsProcess};
 use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};
@@ -210,8 +209,9 @@ impl UserModeSubmission for SimSession {
         // this device: WAIT_RESCAN). The register takes an address in the paging process's
         // space, where a process's buffer is not mapped, so the harness asks for every
         // blocked wait (0; hardware.md, `WAIT_RESCAN`).
+        // A register write: the same on the in-process device and on a PCI board.
         for i in 0..self.machine.adapter_count() {
-            if let Some(d) = self.machine.device(i) {
+            if let Some(d) = self.machine.board(i) {
                 d.write64(regs::WAIT_RESCAN, 0);
             }
         }

@@ -1,0 +1,503 @@
+//! The GPU as a PCI function a Linux guest sees (issue 16): the [`Board`] for running the real
+//! driver, the simulated OS and the UMD inside a VM whose rvgpu function `rvgpu-vfu` serves
+//! across QEMU's PCIe (docs/test-machine.md, "The driver stack in the guest").
+//!
+//! - **BAR0** (`resource0`, mapped from sysfs): every register access is one volatile 32- or
+//!   64-bit load or store, which QEMU traps and forwards to the server.
+//! - **BAR2** (`resource2`): a doorbell ring is one volatile 64-bit store to its page.
+//! - **BAR4** (`resource4`): VRAM, the server's shared memory mapped straight into the guest,
+//!   is the [`Memory`]'s VRAM.
+//! - **System memory** the OS hands out (contiguous memory, page tables, allocations, fence
+//!   pages, rings) is carved from a physical range the guest kernel was told to leave alone
+//!   (`memmap=SIZE$BASE`), mapped from `/dev/mem`; its bus address is its guest physical
+//!   address, which is where the server's DMA reaches guest RAM.
+//! - **Interrupts**: INTx through `uio_pci_generic`. A thread blocks on `/dev/uioN`; each
+//!   interrupt asserts the adapter's line, and the interrupt thread runs the ISR path as for
+//!   the in-process device. uio_pci_generic masks INTx in its handler (the command register's
+//!   INTx-disable bit); [`Board::end_of_interrupt`] lowers the line and clears that bit
+//!   through the sysfs `config` file, as the UIO documentation says user space re-enables it.
+//!   The line is level-triggered: if the device still requests, the unmasked INTx interrupts
+//!   again at once.
+//!
+//! Oracles the in-process device answers from its internals (runlisted queues, TLB contents,
+//! engine snapshots, power gating) are not observable on a real function: they return `None`
+//! and the simulated OS skips those checks on this board only. Fault injection is the
+//! in-process device's; [`Board::lose_device`] does nothing here.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rvgpu_device::{
+    DeviceConfig, EngineSnapshot, InterruptLine, Memory, QueueSnapshot, RamBacking,
+};
+use rvgpu_hw::mmio::MmioBus;
+use rvgpu_hw::regs::{self, Caps, DeviceStatus};
+
+use super::board::Board;
+use super::config::PciSpec;
+use crate::dxgkrnl::interrupt::SimLine;
+
+/// PCI command register: memory space, bus master, INTx disable (PCI Local Bus 3.0, 6.2.2).
+const CMD_MEMORY: u16 = 1 << 1;
+const CMD_MASTER: u16 = 1 << 2;
+const CMD_INTX_DISABLE: u16 = 1 << 10;
+/// Offset of the command register in config space.
+const PCI_COMMAND: u64 = 4;
+
+/// Interrupts the UIO devices of every PCI board of this process delivered (for the harness's
+/// closing report: the ISRs ran on real interrupts).
+static INTERRUPTS_TAKEN: AtomicU64 = AtomicU64::new(0);
+
+/// Interrupts delivered through UIO to the PCI boards of this process so far.
+pub fn interrupts_taken() -> u64 {
+    INTERRUPTS_TAKEN.load(Ordering::Relaxed)
+}
+
+/// Clears the command register's INTx-disable bit through the function's sysfs `config` file
+/// (what uio_pci_generic's handler set), re-enabling INTx. Returns whether it was set.
+fn unmask_intx(config: &File) -> io::Result<bool> {
+    let mut b = [0u8; 2];
+    config.read_exact_at(&mut b, PCI_COMMAND)?;
+    let cmd = u16::from_le_bytes(b);
+    if cmd & CMD_INTX_DISABLE == 0 {
+        return Ok(false);
+    }
+    config.write_all_at(&(cmd & !CMD_INTX_DISABLE).to_le_bytes(), PCI_COMMAND)?;
+    Ok(true)
+}
+
+/// A shared mapping of a file: a BAR's sysfs resource, or `/dev/mem`.
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory (or device memory) valid for `len` bytes until
+// dropped; every access through it is a volatile or atomic access of an aligned word, which
+// any thread may make.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    fn new(f: &File, offset: u64, len: usize) -> io::Result<Self> {
+        let off = libc::off_t::try_from(offset)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset too large"))?;
+        // SAFETY: FFI call creating a fresh shared mapping of `f`; the result is checked.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                off,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self { ptr: p.cast(), len })
+    }
+
+    fn open(path: &Path, offset: u64, len: Option<usize>) -> io::Result<Self> {
+        let f = OpenOptions::new().read(true).write(true).open(path)?;
+        let len = match len {
+            Some(l) => l,
+            None => usize::try_from(f.metadata()?.len())
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "BAR too large"))?,
+        };
+        if len == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is empty", path.display()),
+            ));
+        }
+        Self::new(&f, offset, len)
+    }
+
+    /// The word of `width` bytes at `off`, if aligned and inside the mapping.
+    fn at(&self, off: usize, width: usize) -> Option<*mut u8> {
+        if !off.is_multiple_of(width) || off.checked_add(width)? > self.len {
+            return None;
+        }
+        // SAFETY: `off + width <= len` (checked), so the pointer stays inside the mapping.
+        Some(unsafe { self.ptr.add(off) })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+impl RamBacking for Mapping {
+    fn words(&self) -> &[AtomicU64] {
+        // SAFETY: the mapping is valid, 8-byte aligned (page aligned) and `len` bytes long for
+        // as long as `self` lives; other agents (the device, through QEMU) change it
+        // concurrently, which atomic words allow.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<AtomicU64>(), self.len / 8) }
+    }
+}
+
+/// The rvgpu function `1234:5256` in sysfs, if there is one.
+pub fn find_function() -> Option<PathBuf> {
+    for e in std::fs::read_dir("/sys/bus/pci/devices").ok()?.flatten() {
+        let p = e.path();
+        let id = |n: &str| std::fs::read_to_string(p.join(n)).unwrap_or_default();
+        if id("vendor").trim() == "0x1234" && id("device").trim() == "0x5256" {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// The UIO device bound to `function` (`/dev/uioN`), if uio_pci_generic has it.
+fn find_uio(function: &Path) -> Option<PathBuf> {
+    let e = std::fs::read_dir(function.join("uio"))
+        .ok()?
+        .flatten()
+        .next()?;
+    Some(Path::new("/dev").join(e.file_name()))
+}
+
+/// The PCI function as an adapter's board.
+pub struct PciBoard {
+    bar0: Mapping,
+    bar2: Mapping,
+    config_space: File,
+    memory: Arc<Memory>,
+    cfg: DeviceConfig,
+    frozen: AtomicBool,
+    line: Arc<SimLine>,
+    stop: Arc<AtomicBool>,
+    uio_thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for PciBoard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PciBoard").finish_non_exhaustive()
+    }
+}
+
+impl PciBoard {
+    /// Opens the function `spec` names (or the first rvgpu function), maps its BARs and the
+    /// DMA range, turns on memory space and bus mastering with INTx enabled, reads the
+    /// device's configuration from its registers, and starts the UIO thread that drives
+    /// `line`.
+    pub fn open(spec: &PciSpec, line: Arc<SimLine>, mode_threaded: bool) -> io::Result<Arc<Self>> {
+        if !mode_threaded {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a PCI board runs in threaded mode only (the device steps on its own)",
+            ));
+        }
+        let function = match &spec.sysfs {
+            Some(p) => p.clone(),
+            None => find_function().ok_or_else(|| {
+                io::Error::new(io::ErrorKind::NotFound, "no 1234:5256 function in sysfs")
+            })?,
+        };
+        let uio_path = find_uio(&function).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{} is not bound to uio_pci_generic", function.display()),
+            )
+        })?;
+        let bar0 = Mapping::open(&function.join("resource0"), 0, None)?;
+        let bar2 = Mapping::open(&function.join("resource2"), 0, None)?;
+        let bar4 = Mapping::open(&function.join("resource4"), 0, None)?;
+        let dma_len = usize::try_from(spec.dma_size)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "DMA range too large"))?;
+        let dma = Mapping::open(Path::new("/dev/mem"), spec.dma_base, Some(dma_len))?;
+        let memory = Memory::with_pool(Arc::new(bar4), spec.dma_base, Arc::new(dma))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad DMA range"))?;
+        let config_space = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(function.join("config"))?;
+        // Memory space and bus master on, INTx enabled: nothing enabled DMA for a function
+        // without a kernel driver, and the function reaches no memory without it.
+        let mut b = [0u8; 2];
+        config_space.read_exact_at(&mut b, PCI_COMMAND)?;
+        let cmd = (u16::from_le_bytes(b) | CMD_MEMORY | CMD_MASTER) & !CMD_INTX_DISABLE;
+        config_space.write_all_at(&cmd.to_le_bytes(), PCI_COMMAND)?;
+        let mut board = Self {
+            bar0,
+            bar2,
+            config_space,
+            memory,
+            cfg: DeviceConfig::default(),
+            frozen: AtomicBool::new(false),
+            line,
+            stop: Arc::new(AtomicBool::new(false)),
+            uio_thread: Mutex::new(None),
+        };
+        let id = board.read32(regs::ID);
+        if id != regs::ID_VALUE {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("BAR0 ID reads {id:#x}, not rvgpu's {:#x}", regs::ID_VALUE),
+            ));
+        }
+        board.cfg = board.config_from_registers();
+        let uio = OpenOptions::new().read(true).open(&uio_path)?;
+        let (line, stop) = (board.line.clone(), board.stop.clone());
+        let t = std::thread::Builder::new()
+            .name("simos-pci-uio".into())
+            .spawn(move || uio_thread(uio, line, stop))?;
+        *board.uio_thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+        Ok(Arc::new(board))
+    }
+
+    /// What the in-process device would be configured with, read from CONFIG, CAPS,
+    /// CLOCK_FREQ and VRAM_SIZE (docs/hardware.md 3).
+    fn config_from_registers(&self) -> DeviceConfig {
+        let c = regs::Config::from_reg(self.read32(regs::CONFIG));
+        let caps = Caps::from_bits_truncate(self.read32(regs::CAPS));
+        DeviceConfig {
+            engines: c.engines,
+            doorbells: c.doorbells,
+            global_doorbell: caps.contains(Caps::GLOBAL_DOORBELL),
+            vram_size: self.read64(regs::VRAM_SIZE),
+            vram_visible: self.read64(regs::VRAM_VISIBLE),
+            clock_hz: self.read32(regs::CLOCK_FREQ),
+            exact_fence_report: caps.contains(Caps::EXACT_FENCE_REPORT),
+            optimized_fence_irq: caps.contains(Caps::OPTIMIZED_FENCE_IRQ),
+            per_engine_reset: caps.contains(Caps::PER_ENGINE_RESET),
+            atomic64: caps.contains(Caps::ATOMIC64),
+            sched_log: caps.contains(Caps::SCHED_LOG),
+            io_coherent: caps.contains(Caps::IO_COHERENT),
+            engine_power: caps.contains(Caps::ENGINE_POWER),
+            mode: rvgpu_device::Mode::Threaded,
+            ..DeviceConfig::default()
+        }
+    }
+}
+
+/// Blocks on `/dev/uioN` (with a timeout, to notice `stop`); each interrupt asserts `line`.
+fn uio_thread(mut uio: File, line: Arc<SimLine>, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Acquire) {
+        let mut p = libc::pollfd {
+            fd: uio.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: FFI call with one valid pollfd.
+        if unsafe { libc::poll(&mut p, 1, 50) } <= 0 {
+            continue;
+        }
+        let mut b = [0u8; 4];
+        if uio.read_exact(&mut b).is_err() {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        INTERRUPTS_TAKEN.fetch_add(1, Ordering::Relaxed);
+        line.set(true);
+    }
+}
+
+impl MmioBus for PciBoard {
+    fn read32(&self, offset: usize) -> u32 {
+        match self.bar0.at(offset, 4) {
+            // SAFETY: aligned and inside BAR0 (checked by `at`); one volatile load.
+            Some(p) if !self.frozen.load(Ordering::Relaxed) => unsafe {
+                p.cast::<u32>().read_volatile()
+            },
+            _ => u32::MAX,
+        }
+    }
+
+    fn write32(&self, offset: usize, value: u32) {
+        if let Some(p) = self.bar0.at(offset, 4) {
+            if !self.frozen.load(Ordering::Relaxed) {
+                // SAFETY: aligned and inside BAR0; one volatile store.
+                unsafe { p.cast::<u32>().write_volatile(value) };
+            }
+        }
+    }
+
+    fn read64(&self, offset: usize) -> u64 {
+        match self.bar0.at(offset, 8) {
+            // SAFETY: aligned and inside BAR0; one volatile load.
+            Some(p) if !self.frozen.load(Ordering::Relaxed) => unsafe {
+                p.cast::<u64>().read_volatile()
+            },
+            _ => u64::MAX,
+        }
+    }
+
+    fn write64(&self, offset: usize, value: u64) {
+        if let Some(p) = self.bar0.at(offset, 8) {
+            if !self.frozen.load(Ordering::Relaxed) {
+                // SAFETY: aligned and inside BAR0; one volatile store.
+                unsafe { p.cast::<u64>().write_volatile(value) };
+            }
+        }
+    }
+}
+
+impl Board for PciBoard {
+    fn memory(&self) -> &Arc<Memory> {
+        &self.memory
+    }
+
+    fn config(&self) -> &DeviceConfig {
+        &self.cfg
+    }
+
+    fn doorbell_write(&self, page: u32, value: u64) {
+        let off = (page as usize).saturating_mul(rvgpu_hw::PAGE_SIZE as usize);
+        if let Some(p) = self.bar2.at(off, 8) {
+            if !self.frozen.load(Ordering::Relaxed) {
+                // SAFETY: aligned and inside BAR2; one volatile store rings the doorbell.
+                unsafe { p.cast::<u64>().write_volatile(value) };
+            }
+        }
+    }
+
+    fn is_lost(&self) -> bool {
+        DeviceStatus::from_bits_truncate(self.read32(regs::DEVICE_STATUS))
+            .contains(DeviceStatus::LOST)
+    }
+
+    fn interrupt_pending(&self) -> bool {
+        let status = self.read32(regs::INT_STATUS);
+        status != u32::MAX && status & self.read32(regs::INT_ENABLE) != 0
+    }
+
+    fn gpu_clock(&self) -> u64 {
+        self.read64(regs::GPU_CLOCK)
+    }
+
+    fn end_of_interrupt(&self) {
+        // Lower first, then unmask: a request still pending interrupts again after the unmask
+        // and the UIO thread raises the line anew.
+        self.line.set(false);
+        let _ = unmask_intx(&self.config_space);
+    }
+
+    fn step(&self) -> bool {
+        false
+    }
+
+    fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        let t = self
+            .uio_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(t) = t {
+            let _ = t.join();
+        }
+    }
+
+    fn freeze(&self) {
+        self.frozen.store(true, Ordering::Release);
+    }
+
+    /// Fault injection is the in-process device's.
+    fn lose_device(&self) {}
+
+    /// Not observable: a runlist lives in memory only the device interprets.
+    fn queues(&self) -> Option<Vec<QueueSnapshot>> {
+        None
+    }
+
+    /// Not observable, as `queues`.
+    fn queue(&self, _queue_id: u32) -> Option<Option<QueueSnapshot>> {
+        None
+    }
+
+    /// Not observable: the TLB is inside the device.
+    fn tlb_holds(&self, _root: u64, _start: u64, _end: u64) -> Option<bool> {
+        None
+    }
+
+    /// Not observable: engine internals.
+    fn engine_snapshot(&self, _engine: u32) -> Option<EngineSnapshot> {
+        None
+    }
+
+    /// Not checked on this board.
+    fn engine_gated(&self, _engine: u32) -> Option<bool> {
+        None
+    }
+}
+
+impl Drop for PciBoard {
+    fn drop(&mut self) {
+        Board::stop(self);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dxgkrnl::interrupt::Wake;
+
+    fn temp(name: &str, bytes: &[u8]) -> (PathBuf, File) {
+        let p = std::env::temp_dir().join(format!("rvgpu-pci-{}-{name}", std::process::id()));
+        std::fs::write(&p, bytes).unwrap();
+        let f = OpenOptions::new().read(true).write(true).open(&p).unwrap();
+        (p, f)
+    }
+
+    #[test]
+    fn issue_16_end_of_interrupt_unmasks_intx_and_nothing_else() {
+        // A config space (a plain file here) as uio_pci_generic's handler leaves it: memory,
+        // bus master and INTx disable set.
+        let mut cs = [0u8; 64];
+        let cmd = CMD_MEMORY | CMD_MASTER | CMD_INTX_DISABLE | 1 << 8;
+        cs[4..6].copy_from_slice(&cmd.to_le_bytes());
+        let (p, f) = temp("config", &cs);
+        assert!(unmask_intx(&f).unwrap());
+        let after = std::fs::read(&p).unwrap();
+        let got = u16::from_le_bytes([after[4], after[5]]);
+        assert_eq!(
+            got,
+            CMD_MEMORY | CMD_MASTER | 1 << 8,
+            "only INTx disable cleared"
+        );
+        assert_eq!(&after[..4], &cs[..4]);
+        assert!(!unmask_intx(&f).unwrap(), "already unmasked: no write");
+        std::fs::remove_file(p).unwrap();
+    }
+
+    #[test]
+    fn issue_16_bar_accesses_are_bounded_and_aligned() {
+        // A BAR is a mapped file here; what matters is that a bad offset never leaves it.
+        let (p, f) = temp("bar", &[0u8; 4096]);
+        let m = Mapping::new(&f, 0, 4096).unwrap();
+        assert!(m.at(4092, 4).is_some());
+        assert!(m.at(4096, 4).is_none(), "past the end");
+        assert!(m.at(4090, 8).is_none(), "unaligned");
+        assert!(m.at(usize::MAX - 3, 4).is_none(), "overflow");
+        assert_eq!(m.words().len(), 512);
+        std::fs::remove_file(p).unwrap();
+    }
+
+    #[test]
+    fn issue_16_a_missing_function_is_a_clear_error() {
+        let spec = PciSpec {
+            sysfs: Some(PathBuf::from("/nonexistent/rvgpu-function")),
+            dma_base: 0x4000_0000,
+            dma_size: 1 << 20,
+        };
+        let line = Arc::new(SimLine::new(Arc::new(Wake::default())));
+        let e = PciBoard::open(&spec, line.clone(), true).unwrap_err();
+        assert!(e.to_string().contains("uio_pci_generic"), "{e}");
+        let e = PciBoard::open(&spec, line, false).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported, "step mode is refused");
+    }
+}
