@@ -44,7 +44,9 @@ pub const CASES: &[Case] = &[
         summary: "a CPU wait is released from the signal log: the OS flushed the named queue \
                   (UpdateNativeFenceLogs), read the entry (fence, value, SIGNAL_EXECUTED) and \
                   needed no fallback scan",
-        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs],
+        // Step mode: the wait must be registered before the GPU signals, or no log read is
+        // needed (threaded, the signal may land first, which is correct behaviour, not a fail).
+        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::StepMode],
         optional: &[],
         run: cpu_wait_released_from_signal_log,
     },
