@@ -61,7 +61,7 @@ fi
 chroot "$ROOT" qemu-system-x86_64 --version | head -1
 
 t build-server "build: rvgpu-vfu (release)"
-(cd "$REPO" && timeout 1800 cargo build -q --release -p rvgpu-vfu)
+(cd "$REPO" && timeout 1800 cargo build -q --release -p rvgpu-vfu --bin rvgpu-vfu --example host_counterpart)
 t build-guest "build: the static guest programs (guest_smoke, rvgpu-whlk)"
 (cd "$REPO" && RUSTFLAGS="-C target-feature=+crt-static" timeout 1800 cargo build -q --release \
     -p rvgpu-vfu --example guest_smoke --target x86_64-unknown-linux-gnu)
@@ -129,6 +129,8 @@ wait "$SERVER" || true
 SERVER=
 t report "guest output ($VM/qemu.log; server log $VM/vfu.log)"
 sed -n '/== guest:/,$p' "$VM/qemu.log" | tr -d '\r'
+t host "the same three costs in-process on this host (host_counterpart), for comparison"
+timeout 300 "$TARGET/release/examples/host_counterpart" || echo "host_counterpart failed (figures only; not a test)"
 t end "wall times"
 printf '  %s\n' "${STAGES[@]}"
 LOG=$(tr -d '\r' <"$VM/qemu.log")
