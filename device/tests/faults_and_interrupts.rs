@@ -530,3 +530,61 @@ fn frozen_device_does_nothing() {
     assert!(!rig.line.level());
     assert!(!rig.dev.interrupt_pending());
 }
+
+/// `QUEUE_SELECT`/`QUEUE_STATE` (hardware.md 7.2, issue 18): the device says which queue a
+/// fault stopped, so a driver can check a `Fault` record against it; without
+/// `CAPS.QUEUE_STATE` both registers read 0.
+#[test]
+fn issue_18_queue_state_shows_the_faulted_queue() {
+    let state = |rig: &Rig, id: u32| {
+        rig.dev
+            .write32(rig.engine_reg(0, regs::engine::QUEUE_SELECT), id);
+        regs::QueueStateReg::new(rig.dev.read32(rig.engine_reg(0, regs::engine::QUEUE_STATE)))
+    };
+    let mut rig = Rig::step();
+    assert!(
+        regs::Caps::from_bits_retain(rig.dev.read32(regs::CAPS)).contains(regs::Caps::QUEUE_STATE)
+    );
+    let f = fault_with(&mut rig, |rig, q| {
+        rig.push_words(q, &[0x1_00EE]);
+    });
+    assert_eq!(f.arg0, FaultCode::BadOpcode as u64);
+    let (bad, good, none) = (state(&rig, 1), state(&rig, 2), state(&rig, 77));
+    assert_eq!((bad.present(), bad.faulted()), (1, 1), "the faulted queue");
+    assert_eq!(
+        (good.present(), good.faulted()),
+        (1, 0),
+        "the running queue"
+    );
+    assert_eq!(
+        (none.present(), none.faulted()),
+        (0, 0),
+        "a queue not loaded"
+    );
+    // Another engine's view: queue 1 is not in its runlist.
+    rig.dev
+        .write32(rig.engine_reg(1, regs::engine::QUEUE_SELECT), 1);
+    assert_eq!(
+        rig.dev.read32(rig.engine_reg(1, regs::engine::QUEUE_STATE)),
+        0
+    );
+
+    let mut off = Rig::new(DeviceConfig {
+        queue_state: false,
+        ..DeviceConfig::step()
+    });
+    fault_with(&mut off, |rig, q| rig.push_words(q, &[0x1_00EE]));
+    assert!(
+        !regs::Caps::from_bits_retain(off.dev.read32(regs::CAPS)).contains(regs::Caps::QUEUE_STATE)
+    );
+    assert_eq!(
+        state(&off, 1).raw(),
+        0,
+        "without the capability the register reads 0"
+    );
+    assert_eq!(
+        off.dev
+            .read32(off.engine_reg(0, regs::engine::QUEUE_SELECT)),
+        0
+    );
+}

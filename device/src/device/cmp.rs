@@ -946,6 +946,20 @@ impl Core {
 
     /// The runlisted queue with id `queue_id`, found through the engines' indexes (no copy
     /// of every queue, which made each queue's teardown check cost O(N)).
+    /// `QUEUE_STATE` of engine `e` for `queue_id` (hardware.md 7.2): loaded, and stopped by
+    /// a fault.
+    pub(crate) fn queue_state(&self, e: usize, queue_id: u32) -> u32 {
+        let cmp = lock(&self.cmp);
+        let Some(eng) = cmp.engines.get(e) else {
+            return 0;
+        };
+        let q = eng.index.get(&queue_id).and_then(|&i| eng.queues.get(i));
+        rvgpu_hw::regs::QueueStateReg::default()
+            .with_present(u32::from(q.is_some()))
+            .with_faulted(u32::from(q.is_some_and(|q| q.fault.is_some())))
+            .raw()
+    }
+
     pub(crate) fn queue_snapshot(&self, queue_id: u32) -> Option<QueueSnapshot> {
         let cmp = lock(&self.cmp);
         cmp.engines.iter().enumerate().find_map(|(e, eng)| {

@@ -63,6 +63,7 @@ impl Core {
         caps.set(Caps::IO_COHERENT, c.io_coherent);
         caps.set(Caps::ENGINE_POWER, c.engine_power);
         caps.set(Caps::RUNLIST_UPDATE, c.runlist_update);
+        caps.set(Caps::QUEUE_STATE, c.queue_state);
         caps |= Caps::PAGE_TABLES;
         caps
     }
@@ -147,6 +148,12 @@ impl Core {
                     // Acquire: a driver that reads F1 sees the engine stopped.
                     RegId::EnginePower if self.cfg.engine_power => {
                         u64::from(x.power.load(Ordering::Acquire))
+                    }
+                    RegId::QueueSelect if self.cfg.queue_state => {
+                        u64::from(x.queue_select.load(Ordering::Relaxed))
+                    }
+                    RegId::QueueStateReg if self.cfg.queue_state => {
+                        u64::from(self.queue_state(i, x.queue_select.load(Ordering::Relaxed)))
                     }
                     // Not readable (filtered above) or not an engine register.
                     _ => 0,
@@ -246,6 +253,10 @@ impl Core {
                     }
                     RegId::SchedLogCtrl => self.sched_log_ctrl(i, v32),
                     RegId::EnginePower if self.cfg.engine_power => self.set_engine_power(i, v32),
+                    // Relaxed: read back by the same thread (the ISR) right after.
+                    RegId::QueueSelect if self.cfg.queue_state => {
+                        x.queue_select.store(v32, Ordering::Relaxed)
+                    }
                     _ => {}
                 }
             }

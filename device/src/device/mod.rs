@@ -122,6 +122,9 @@ pub struct DeviceConfig {
     /// Runlist updates (CAPS.RUNLIST_UPDATE, the RUNLIST_UPDATE register, docs/hardware.md
     /// 5.2). Off: the register ignores writes and a driver commits whole runlists.
     pub runlist_update: bool,
+    /// Queue state registers (CAPS.QUEUE_STATE, QUEUE_SELECT/QUEUE_STATE, docs/hardware.md
+    /// 7.2). Off: they read 0 and a driver cannot check a Fault record against the device.
+    pub queue_state: bool,
     /// Threaded or step mode.
     pub mode: Mode,
 }
@@ -146,6 +149,7 @@ impl Default for DeviceConfig {
             idle_f1_ticks: 0,
             engine_power: true,
             runlist_update: true,
+            queue_state: true,
             mode: Mode::Threaded,
         }
     }

@@ -1,6 +1,7 @@
 //! Register storage. Plain RW registers and the values the CMP publishes for the driver
 //! (STATUS, CURRENT_QUEUE, COMPLETED_COMMANDS, RESET_*) live in atomics, so reading a
-//! register never waits for the CMP. Decoding offsets and side effects are in `mmio`.
+//! register never waits for the CMP, except `QUEUE_STATE`, which looks the selected queue up
+//! in the CMP's runlist (rare: the ISR reads it per `Fault` record). Decoding offsets and side effects are in `mmio`.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -29,6 +30,8 @@ pub(crate) struct EngineRegs {
     /// POWER: the engine's F-state as the CMP applied it (written under the CMP lock, read
     /// without it).
     pub(crate) power: AtomicU32,
+    /// QUEUE_SELECT: plain storage, the queue `QUEUE_STATE` shows.
+    pub(crate) queue_select: AtomicU32,
 }
 
 impl EngineRegs {
@@ -46,6 +49,7 @@ impl EngineRegs {
             sched_log_entries: AtomicU32::new(0),
             sched_log_irq_entry: AtomicU32::new(0),
             power: AtomicU32::new(ENGINE_POWER_F0),
+            queue_select: AtomicU32::new(NO_QUEUE),
         };
         r.power_on();
         r
@@ -68,6 +72,7 @@ impl EngineRegs {
         self.reset_rptr.store(0, Ordering::Relaxed);
         self.current_queue.store(NO_QUEUE, Ordering::Relaxed);
         self.completed.store(0, Ordering::Relaxed);
+        self.queue_select.store(NO_QUEUE, Ordering::Relaxed);
         // An adapter reset powers every engine up (F0), like every other register.
         self.power.store(ENGINE_POWER_F0, Ordering::Relaxed);
     }

@@ -217,6 +217,22 @@ crate::register! {
     /// ignored). docs/hardware.md 5.2.
     ENGINE_RUNLIST_UPDATE [ENGINE_MAX; ENGINE_STRIDE] => RunlistUpdate(u32, WO)
         @ ENGINE_BASE + 0x54;
+    /// RW32 per engine: a queue id; [`ENGINE_QUEUE_STATE`] then shows that queue's state in
+    /// the engine's loaded runlist (an index/data pair: the ISR, the only user, owns it under
+    /// the interrupt lock). [`Caps::QUEUE_STATE`] only (without it: reads 0, ignores writes).
+    ENGINE_QUEUE_SELECT [ENGINE_MAX; ENGINE_STRIDE] => QueueSelect(u32, RW)
+        @ ENGINE_BASE + 0x58;
+    /// RO32 per engine: the state of the queue [`ENGINE_QUEUE_SELECT`] names, read live
+    /// from the CMP (no side effects). Lets the driver check a `Fault` record against the
+    /// device rather than trust the event ring's memory (docs/hardware.md 7.2).
+    /// [`Caps::QUEUE_STATE`] only (without it: reads 0).
+    ENGINE_QUEUE_STATE [ENGINE_MAX; ENGINE_STRIDE] => QueueStateReg(u32, RO) {
+        /// The queue is in the engine's loaded runlist.
+        present, with_present: 0:0,
+        /// ... and a fault stopped it (it runs nothing until it leaves the runlist or an
+        /// engine or adapter reset).
+        faulted, with_faulted: 1:1,
+    } @ ENGINE_BASE + 0x5C;
 }
 
 /// Offsets inside an engine block, derived from the declarations above (for code that
@@ -260,6 +276,10 @@ pub mod engine {
     pub const POWER: usize = super::ENGINE_POWER.wrapping_sub(ENGINE_BASE);
     /// [`super::ENGINE_RUNLIST_UPDATE`] inside the block.
     pub const RUNLIST_UPDATE: usize = super::ENGINE_RUNLIST_UPDATE.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_QUEUE_SELECT`] inside the block.
+    pub const QUEUE_SELECT: usize = super::ENGINE_QUEUE_SELECT.wrapping_sub(ENGINE_BASE);
+    /// [`super::ENGINE_QUEUE_STATE`] inside the block.
+    pub const QUEUE_STATE: usize = super::ENGINE_QUEUE_STATE.wrapping_sub(ENGINE_BASE);
 }
 
 /// Offset of register `reg` in engine `e`'s block, or `None` past [`ENGINE_MAX`].
@@ -331,6 +351,10 @@ bitflags! {
         /// re-reads only the runlist slots the driver names, so adding or removing one
         /// queue costs the same with 10 or 4,000 queues on the engine.
         const RUNLIST_UPDATE = 1 << 11;
+        /// Queue state registers ([`ENGINE_QUEUE_SELECT`], [`ENGINE_QUEUE_STATE`],
+        /// docs/hardware.md 7.2): whether a queue is loaded and whether a fault stopped it,
+        /// so a `Fault` record can be checked against the device.
+        const QUEUE_STATE = 1 << 12;
     }
 }
 
