@@ -175,6 +175,74 @@ fn forged_event_records_are_dropped_and_counted() {
     no_fault(&m);
 }
 
+/// Issue 18, found by the `kmd_events` fuzz target (corpus `finding-forged-fault-live-queue`):
+/// a Fault record naming a live queue *on its own engine* passed every check the ISR could
+/// make from the record alone, so a faulty device (or corrupted event memory) put an innocent
+/// process's device in error. With `CAPS.QUEUE_STATE` the ISR asks the device: the queue is
+/// loaded and no fault stopped it, so the record is dropped and the queue keeps completing.
+/// Without the capability the record is indistinguishable from a real fault and is believed
+/// (the known limit the register closes).
+#[test]
+fn issue_18_forged_fault_naming_a_running_queue_on_its_own_engine() {
+    for queue_state in [true, false] {
+        let m = machine_with(Mode::Step, |a| {
+            a.device.doorbells = 4;
+            a.device.queue_state = queue_state;
+        });
+        let p = ok(&m, m.create_process(0));
+        let k = m.kmt(&p);
+        let buf = okk(&m, k.create_allocation(4096));
+        let mut q = okk(&m, UserQueue::new(k, &config(0)));
+        let v = okk(&m, q.submit(&[fill(&buf, 0, 1)]));
+        okk(&m, q.wait(v));
+        ok(&m, m.run_until_idle());
+        m.clear_ums_events(0);
+        let dev = m.device(0).expect("device").clone();
+        dev.forge_event(
+            record(
+                EventKind::Fault,
+                0,
+                q.queue_id(),
+                [FaultCode::PageFault as u64, 0x1000, 0],
+            ),
+            IntCause::FAULT,
+        );
+        ok(&m, m.run_until_idle());
+        let errors = m
+            .ums_events(0)
+            .into_iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    rvgpu_simos::UmsEvent::DeviceError { .. }
+                        | rvgpu_simos::UmsEvent::PageFault { .. }
+                )
+            })
+            .count();
+        let submitted = q.submit(&[fill(&buf, 8, 2)]);
+        if queue_state {
+            // [total, engine, queue, state, reset, schedlog]
+            assert_eq!(rejected(&m), vec![1, 0, 1, 0, 0, 0], "{}", diagnostics(&m));
+            assert_eq!(
+                errors,
+                0,
+                "the OS acted on a forged fault; {}",
+                diagnostics(&m)
+            );
+            let v = okk(&m, submitted);
+            okk(&m, q.wait(v));
+            assert_eq!(buf.mem.load(8), 2);
+        } else {
+            assert_eq!(rejected(&m), vec![0, 0, 0, 0, 0, 0], "{}", diagnostics(&m));
+            assert!(errors > 0, "without QUEUE_STATE the fault is believed");
+            assert!(submitted.is_err(), "the queue's device is in error");
+        }
+        let _ = q.close();
+        ok(&m, m.exit_process(&p));
+        no_fault(&m);
+    }
+}
+
 /// Issue 18 finding 1, the other side: records the driver does expect still get through (the
 /// check is not "drop everything"): a real engine hang is reported as hung.
 #[test]

@@ -810,6 +810,31 @@ impl<P: Platform> Adapter<P> {
     }
 }
 
+/// A `Fault` naming a queue the driver knows on that engine: with `CAPS.QUEUE_STATE` the
+/// device must agree (hardware.md 7.2). A queue it holds but did not stop was not faulted, so
+/// the record is false (a faulty device or corrupted event memory), and acting on it would put
+/// an innocent process's device in error. A queue it does not hold passes: a descriptor the
+/// commit refused, or a queue that left the runlist after faulting (stale, harmless).
+fn fault_matches_device<P: Platform>(
+    live: &Live<P>,
+    engine: u32,
+    queue: u32,
+) -> Result<(), Rejection> {
+    use rvgpu_hw::regs::{Caps, QueueSelect, QueueStateReg};
+    if !live.identity.caps.contains(Caps::QUEUE_STATE) {
+        return Ok(());
+    }
+    // The ISR is the pair's only user, under the interrupt lock.
+    live.regs.write_at(engine, QueueSelect::new(queue));
+    let s = live.regs.read_at::<QueueStateReg>(engine);
+    // All-ones: the device is gone; its records are moot, let the removal path decide.
+    if s.raw() == u32::MAX || s.present() == 0 || s.faulted() != 0 {
+        Ok(())
+    } else {
+        Err(Rejection::Queue)
+    }
+}
+
 /// Whether a decoded record is plausible (ISR, device IRQL; reads `STATUS` for engine-state
 /// records). Records that could be real but stale (a fence or queue destroyed since the GPU
 /// posted them) pass: they lead at most to a "scan everything" report, which signals only
@@ -848,7 +873,10 @@ fn check_event<P: Platform>(
         DeviceEvent::Progress { queue, .. } => queue_ok(queue, true),
         // Runlist-level faults name no queue (hardware.md 7.2).
         DeviceEvent::Fault { queue, .. } if queue == NO_QUEUE => Ok(()),
-        DeviceEvent::Fault { queue, .. } => queue_ok(queue, false),
+        DeviceEvent::Fault { queue, .. } => {
+            queue_ok(queue, false)?;
+            fault_matches_device(live, engine, queue)
+        }
         DeviceEvent::EngineState {
             old: Some(_),
             new: Some(new @ (EngineState::Hung | EngineState::TransitionToF1)),

@@ -235,7 +235,8 @@ pub enum Rejection {
     /// The record names an engine the device does not have.
     Engine = 0,
     /// The record names a queue that cannot be on that engine (out of range, another
-    /// engine's, or a fault for a queue the driver does not know).
+    /// engine's, or a fault for a queue the driver does not know, or that the device holds
+    /// and did not stop: `QUEUE_STATE`).
     Queue = 1,
     /// An engine-state record that does not match the engine's `STATUS` now (e.g. "hung"
     /// for a running engine), or a state the device never reports.
