@@ -138,7 +138,14 @@ impl World {
                 bytes: 8,
                 pattern,
             }])
-            .unwrap_or_else(|e| panic!("innocent submit failed: {e:?}"));
+            .unwrap_or_else(|e| {
+                let log = self.m.driver_log();
+                let tail: Vec<_> = log.iter().rev().take(20).collect();
+                panic!(
+                    "innocent submit failed: {e:?}; OS events {:#?}; last log lines {tail:#?}",
+                    self.m.ums_events(0)
+                )
+            });
         self.queue
             .wait(done)
             .unwrap_or_else(|e| panic!("innocent queue did not complete: {e:?}"));
