@@ -252,7 +252,12 @@ impl Core {
     pub(crate) fn kick(&self) {
         let mut w = lock(&self.wake);
         w.kicked = true;
-        if w.sleeping {
+        let sleeping = w.sleeping;
+        // Notify after unlocking: the woken CMP thread's first act is to take this lock, and
+        // a doorbell's kick would otherwise make it sleep again on the mutex (issue 19: the
+        // kick → CMP hop went from 8.5 to 2.2 µs).
+        drop(w);
+        if sleeping {
             // One CMP thread waits here.
             self.wake_cv.notify_one();
         }

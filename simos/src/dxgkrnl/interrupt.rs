@@ -73,7 +73,11 @@ impl Wake {
     pub fn notify(&self) {
         let mut s = lock(&self.state);
         s.generation = s.generation.wrapping_add(1);
-        if s.waiters > 0 {
+        let waiters = s.waiters > 0;
+        // After unlocking, as `SimEvent::set`: a waiter that registered under the lock is
+        // either asleep or will see the new generation.
+        drop(s);
+        if waiters {
             self.cv.notify_all();
         }
     }

@@ -190,6 +190,9 @@ impl SimEvent {
         if s.is_none() {
             *s = Some(o);
         }
+        // Notify after unlocking (issue 19): a waiter woken while the lock is held blocks
+        // again on the mutex, and the wake system call is then paid with the lock held.
+        drop(s);
         self.0.cv.notify_all();
     }
 
