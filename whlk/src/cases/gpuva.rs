@@ -59,8 +59,15 @@ fn map_sub_range_then_free(b: &dyn Backend) -> CaseResult {
     // Through the freed VA: a page fault, nothing written, the device in error (UM-10). The
     // fault reaches the OS on its own time; the UMD learns of it at its next submission
     // (its doorbell aborted, the kernel-mode path refused to a device in error).
-    s.gpu_va()?.fill_va(q, CHOSEN + PAGE + 16, 0xBAD)?;
-    let mut refused = None;
+    // With the GPU on its own threads the fault can reach the OS before this submission
+    // returns: the UMD reads its doorbell's status right after ringing (UM-19), finds it
+    // aborted and reports the device removed for this very submission. That is the refusal
+    // the loop below waits for, arrived early.
+    let mut refused = match s.gpu_va()?.fill_va(q, CHOSEN + PAGE + 16, 0xBAD) {
+        Ok(_) => None,
+        Err(e @ Failure::DdiFailed(STATUS_DEVICE_REMOVED)) => Some(e),
+        Err(e) => return Err(e.into()),
+    };
     // Whether the backend shows the doorbell status page, and whether it showed the abort.
     let (mut observable, mut aborted) = (true, false);
     for i in 0..POLLS {
@@ -71,6 +78,9 @@ fn map_sub_range_then_free(b: &dyn Backend) -> CaseResult {
             Ok(DoorbellStatus::DisconnectedAbort) => aborted = true,
             Err(Failure::Unsupported(_)) => observable = false,
             _ => {}
+        }
+        if refused.is_some() {
+            break;
         }
         if let Err(e) = s.ums()?.submit(q, &[fill(buf, 3 * PAGE, i)]) {
             refused = Some(e);
