@@ -411,8 +411,8 @@ fn um_10_held_engine_runs_nothing_until_commit_and_keeps_doorbell_rings() {
 }
 
 /// TDR-07: the reset arrives after the last packet completed (the race between the OS's
-/// snapshot and ResetEngine). CURRENT_QUEUE still shows the queue last picked, but nothing is
-/// in flight, so the reset names no queue (NO_QUEUE, RESET_RPTR 0, ResetDone likewise) and no
+/// snapshot and ResetEngine). The driver's snapshot, taken while the FILL ran, named the queue,
+/// but nothing is in flight any more, so the reset names no queue (NO_QUEUE, RESET_RPTR 0, ResetDone likewise) and no
 /// queue leaves: neither the one last picked nor one parked between the packets of an
 /// INDIRECT (blocked in its buffer). After the commit both go on; nothing runs twice.
 #[test]
@@ -448,10 +448,18 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
             progress_irq(1),
         ],
     );
-    // Four chunks, then the PROGRESS: A completes everything it has.
-    steps(&rig, 5);
+    // Two of four chunks: the snapshot a driver would take names A.
+    steps(&rig, 2);
+    assert_eq!(current_queue(&rig, 0), 1, "A's FILL in flight");
+    // Two more chunks, then the PROGRESS: A completes everything it has, and the engine
+    // switches out with it (M30).
+    steps(&rig, 3);
     assert_eq!(rig.mem.read_u64(a.desc.progress_fence.get()), Some(1));
-    assert_eq!(current_queue(&rig, 0), 1, "last picked, nothing in flight");
+    assert_eq!(
+        current_queue(&rig, 0),
+        NO_QUEUE,
+        "nothing runnable, nothing in flight"
+    );
 
     assert_eq!(reset(&rig, 0), (ResetResult::Ok as u32, NO_QUEUE, 0));
     let (sa, sb) = (snap(&rig, 1).unwrap(), snap(&rig, 2).unwrap());

@@ -459,9 +459,17 @@ fn idle_engine_requests_f1_once() {
             .state
     };
     assert_eq!(status(&rig), EngineState::TransitionToF1);
-    rig.submit(&mut q, &[Command::Nop { len: 1 }]);
+    // Two packets: after the first the engine is still Active (the quantum that retires the
+    // last one also switches it out, M30).
+    rig.submit(&mut q, &[Command::Nop { len: 1 }, Command::Nop { len: 1 }]);
     rig.dev.step();
     assert_eq!(status(&rig), EngineState::Active);
+    rig.dev.step();
+    assert_eq!(
+        status(&rig),
+        EngineState::Idle,
+        "switched out with its last packet"
+    );
     for _ in 0..10 {
         rig.dev.step();
     }

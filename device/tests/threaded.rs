@@ -400,3 +400,29 @@ fn nf_01_gpu_fence_writes_are_64_bit_atomic() {
     );
     rig.dev.stop();
 }
+
+/// Issue 19: the CMP thread goes to sleep right after the pass that retires the last packet,
+/// instead of running further passes only to find nothing runnable while the interrupt thread
+/// it just woke waits for a CPU. One FENCE_SIGNAL: one pass, then asleep with the engine idle.
+#[test]
+fn issue_19_cmp_thread_sleeps_after_the_pass_that_retires_the_last_packet() {
+    let mut rig = Rig::new(DeviceConfig {
+        idle_f1_ticks: 0,
+        ..DeviceConfig::default()
+    });
+    let f = rig.fence(0);
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !rig.dev.cmp_asleep() {
+        guard(deadline, "CMP asleep after the commit");
+    }
+    let before = rig.dev.cmp_passes();
+    rig.submit(&mut q, &[signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 7)]);
+    while rig.mem.read_u64(f.cv) != Some(1) || !rig.dev.cmp_asleep() {
+        guard(deadline, "signal and CMP asleep");
+    }
+    assert_eq!(rig.dev.cmp_passes() - before, 1, "passes for one packet");
+    let s = rig.dev.engine_snapshot(0).unwrap();
+    assert_eq!(s.state, rvgpu_hw::engine::EngineState::Idle, "switched out");
+}

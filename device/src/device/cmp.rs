@@ -352,6 +352,13 @@ impl Engine {
         Some(found)
     }
 
+    /// Whether [`Self::pick`] would find a queue (without moving the round-robin cursor).
+    pub(crate) fn any_runnable(&self) -> bool {
+        self.pending
+            .iter()
+            .any(|&i| self.queues.get(i).is_some_and(Queue::runnable))
+    }
+
     pub(crate) fn has_work(&self) -> bool {
         self.inflight.is_some()
             || self

@@ -122,40 +122,58 @@ impl Core {
         }
         if eng.inflight.is_some() {
             self.run_inflight(eng, e);
+        } else {
+            let Some(qi) = eng.pick() else {
+                return self.engine_idle(eng, e, now);
+            };
+            eng.current = Some(qi);
+            eng.idle_since = None;
+            eng.state = EngineState::Active;
+            // A packet of another context: log the switch before it runs.
+            self.sched_log_pick(eng, e, qi);
+            self.exec_packet(cmp, e, qi);
+        }
+        // The engine switches out as soon as its last packet retires, in the same quantum
+        // rather than the next: a CMP thread that needed one more pass only to find nothing
+        // runnable kept its CPU busy just after raising the line, so the interrupt thread it
+        // woke had to start on the other, idle CPU (issue 19's line → ISR hop).
+        if let Some(eng) = cmp.engines.get_mut(e) {
+            if eng.inflight.is_none() && !eng.any_runnable() {
+                self.engine_idle(eng, e, now);
+            }
+        }
+        true
+    }
+
+    /// Nothing runnable on engine `e`: the context that ran last goes idle, and an engine idle
+    /// for `idle_f1_ticks` starts its F1 transition. Returns whether the state changed.
+    fn engine_idle(&self, eng: &mut Engine, e: usize, now: u64) -> bool {
+        eng.current = None;
+        let stopped = self.sched_log_stop(eng, e);
+        if eng.state == EngineState::Active || eng.state == EngineState::Hung {
+            eng.state = EngineState::Idle;
+        }
+        let since = *eng.idle_since.get_or_insert(now);
+        let f1 = self.cfg.idle_f1_ticks;
+        if f1 > 0 && eng.state == EngineState::Idle && now.saturating_sub(since) >= f1 {
+            eng.state = EngineState::TransitionToF1;
+            self.post_engine_state(e, NO_QUEUE, EngineState::Idle, EngineState::TransitionToF1);
             return true;
         }
-        match eng.pick() {
-            Some(qi) => {
-                eng.current = Some(qi);
-                eng.idle_since = None;
-                eng.state = EngineState::Active;
-                // A packet of another context: log the switch before it runs.
-                self.sched_log_pick(eng, e, qi);
-                self.exec_packet(cmp, e, qi);
-                true
-            }
-            None => {
-                eng.current = None;
-                // Nothing runnable: the context that ran last goes idle (a change of state,
-                // so the pass did something).
-                let stopped = self.sched_log_stop(eng, e);
-                if eng.state == EngineState::Active || eng.state == EngineState::Hung {
-                    eng.state = EngineState::Idle;
-                }
-                let since = *eng.idle_since.get_or_insert(now);
-                let f1 = self.cfg.idle_f1_ticks;
-                if f1 > 0 && eng.state == EngineState::Idle && now.saturating_sub(since) >= f1 {
-                    eng.state = EngineState::TransitionToF1;
-                    self.post_engine_state(
-                        e,
-                        NO_QUEUE,
-                        EngineState::Idle,
-                        EngineState::TransitionToF1,
-                    );
-                    return true;
-                }
-                stopped
-            }
+        stopped
+    }
+
+    /// Whether engine `e`'s next quantum has work that neither a kick nor a timer announces:
+    /// a transfer in flight or a runnable queue. A hang, the F1 transition and a delayed
+    /// interrupt are timer-driven ([`Self::next_engine_deadline`]); new work comes with a kick.
+    pub(crate) fn engine_busy(eng: &Engine) -> bool {
+        if eng.gated || eng.held || eng.injected_hang.is_some() {
+            return false;
+        }
+        match eng.inflight {
+            Some(InFlight::Hang { .. }) => false,
+            Some(InFlight::Transfer { .. }) => true,
+            None => eng.any_runnable() || eng.state == EngineState::Active,
         }
     }
 

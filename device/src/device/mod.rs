@@ -265,15 +265,21 @@ impl Core {
 
     /// One CMP pass: every engine gets one quantum. Returns whether anything happened.
     pub(crate) fn pass(&self) -> bool {
+        self.pass_and_look_ahead().0
+    }
+
+    /// One CMP pass; returns whether anything happened and whether the next pass has work
+    /// that no kick or timer will announce ([`Core::engine_busy`]).
+    fn pass_and_look_ahead(&self) -> (bool, bool) {
         if self.is_frozen() {
-            return false;
+            return (false, false);
         }
         self.passes.fetch_add(1, Ordering::Relaxed);
         if self.mode() == Mode::Step {
             self.clock.advance(STEP_TICKS);
         }
-        let progressed = if self.is_lost() {
-            false
+        let (progressed, busy) = if self.is_lost() {
+            (false, false)
         } else {
             let mut cmp = lock(&self.cmp);
             let mut any = false;
@@ -281,10 +287,10 @@ impl Core {
                 any |= self.engine_quantum(&mut cmp, e);
             }
             self.publish_engine_status(&cmp);
-            any
+            (any, cmp.engines.iter().any(Self::engine_busy))
         };
         self.flush_irq();
-        progressed
+        (progressed, busy)
     }
 
     /// Whether [`Device::freeze`] was called. Acquire: pairs with the Release in `freeze`.
@@ -308,7 +314,11 @@ impl Core {
                 // sets it again and the wait below returns at once (no lost wake-up).
                 w.kicked = false;
             }
-            if self.pass() {
+            // Loop while the next pass has work; otherwise go to the wait at once (a kick that
+            // came during the pass makes it return immediately). The thread that the line
+            // just woke then gets this CPU instead of waking the idle one (issue 19).
+            let (_, busy) = self.pass_and_look_ahead();
+            if busy {
                 continue;
             }
             let timeout = self.next_timer().unwrap_or(Duration::from_millis(100));
@@ -464,6 +474,18 @@ impl Device {
     /// Whether [`Device::freeze`] was called.
     pub fn is_frozen(&self) -> bool {
         self.core.is_frozen()
+    }
+
+    /// CMP passes run so far (diagnostics: in step mode the `step` calls).
+    pub fn cmp_passes(&self) -> u64 {
+        self.core.passes.load(Ordering::Relaxed)
+    }
+
+    /// Whether the CMP thread is blocked waiting for a kick or a timer, with no kick pending
+    /// (threaded mode).
+    pub fn cmp_asleep(&self) -> bool {
+        let w = lock(&self.core.wake);
+        w.sleeping && !w.kicked
     }
 
     /// The device's own interrupt request level: `INT_STATUS & INT_ENABLE != 0` on a present,
