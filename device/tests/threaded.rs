@@ -414,15 +414,22 @@ fn issue_19_cmp_thread_sleeps_after_the_pass_that_retires_the_last_packet() {
     let mut q = rig.queue(0, 1);
     rig.commit(0, &[&q]);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !rig.dev.cmp_asleep() {
-        guard(deadline, "CMP asleep after the commit");
+    // The sleeping thread also wakes on its 100 ms safety timeout and runs an empty pass; one
+    // may land inside a round on a loaded machine, so the fewest passes of three rounds count
+    // (the thread that went on after its last packet never took fewer than two).
+    let mut fewest = u64::MAX;
+    for v in 1..=3 {
+        while !rig.dev.cmp_asleep() {
+            guard(deadline, "CMP asleep");
+        }
+        let before = rig.dev.cmp_passes();
+        rig.submit(&mut q, &[signal(f, v, cmd::SIGNAL_CONDITIONAL_IRQ, 7)]);
+        while rig.mem.read_u64(f.cv) != Some(v) || !rig.dev.cmp_asleep() {
+            guard(deadline, "signal and CMP asleep");
+        }
+        fewest = fewest.min(rig.dev.cmp_passes() - before);
+        let s = rig.dev.engine_snapshot(0).unwrap();
+        assert_eq!(s.state, rvgpu_hw::engine::EngineState::Idle, "switched out");
     }
-    let before = rig.dev.cmp_passes();
-    rig.submit(&mut q, &[signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 7)]);
-    while rig.mem.read_u64(f.cv) != Some(1) || !rig.dev.cmp_asleep() {
-        guard(deadline, "signal and CMP asleep");
-    }
-    assert_eq!(rig.dev.cmp_passes() - before, 1, "passes for one packet");
-    let s = rig.dev.engine_snapshot(0).unwrap();
-    assert_eq!(s.state, rvgpu_hw::engine::EngineState::Idle, "switched out");
+    assert_eq!(fewest, 1, "passes for one packet");
 }
