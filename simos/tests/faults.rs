@@ -632,3 +632,67 @@ fn dead_bus_is_noticed_new_queues_refused_and_teardown_completes() {
     ok(&m, r);
     no_fault(&m);
 }
+
+/// Issue 18, a dead bus that PnP never reports, with TDR on (as Windows always has it): kernel
+/// work submitted after the loss is accepted (the DDI cannot know), never completes, and the
+/// TDR that follows cannot bring the device back. The driver's `DxgkDdiResetFromTimeout`
+/// fails (the device stays lost, `STATUS_DEVICE_HARDWARE_ERROR`) and the OS bug checks
+/// 0x116 `VIDEO_TDR_FAILURE`, as the DDI page says it does when that call fails
+/// (https://learn.microsoft.com/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resetfromtimeout).
+/// The same happens when the first thing to need the GPU is VidMm (an allocation's paging
+/// buffer). With TDR off the OS would wait for ever; the simulation stops with an error there.
+#[test]
+fn issue_18_dead_bus_without_pnp_ends_in_video_tdr_failure() {
+    let tdr = TdrConfig {
+        timeout_steps: 20,
+        preempt_steps: 5,
+        ..TdrConfig::default()
+    };
+    let tdr_failure = |m: &Machine, r: Result<(), SimError>| {
+        let Err(SimError::Bugcheck(b)) = r else {
+            panic!("expected a bug check, got {r:?}; {}", diagnostics(m));
+        };
+        assert_eq!(
+            b.code,
+            rvgpu_simos::dxgkrnl::bugcheck::VIDEO_TDR_FAILURE,
+            "{b:?}"
+        );
+        assert_eq!(b.params[2], 0xC000_0483, "the driver's status: {b:?}");
+        assert_eq!(m.bugcheck(), Some(b));
+    };
+
+    // Kernel-mode work.
+    let m = machine_with(Mode::Step, |_| {});
+    ok(&m, m.enable_tdr(0, tdr));
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let ctx = okk(&m, k.create_context(0));
+    let t = okk(&m, k.create_allocation(4096));
+    let f0 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
+    let done = ok(
+        &m,
+        m.run_until(20_000, Duration::ZERO, |m| {
+            m.legacy_fences(0, 0) == (f0, f0)
+        }),
+    );
+    assert!(done, "{}", diagnostics(&m));
+    m.device(0).expect("device").lose_device();
+    let f1 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 8, 2)]));
+    assert!(f1 > f0);
+    let r = m
+        .run_until(20_000, Duration::ZERO, |m| m.legacy_fences(0, 0).1 >= f1)
+        .map(|_| ());
+    tdr_failure(&m, r);
+    assert_eq!(t.mem.load(8), 0, "a lost device ran nothing");
+
+    // VidMm first: an allocation's page-table update is a paging buffer on the paging node.
+    let m = machine_with(Mode::Step, |_| {});
+    ok(&m, m.enable_tdr(0, tdr));
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    okk(&m, k.create_allocation(4096));
+    m.device(0).expect("device").lose_device();
+    assert!(k.create_allocation(4096).is_err(), "the machine stopped");
+    let b = m.bugcheck().expect("bug check");
+    tdr_failure(&m, Err(SimError::Bugcheck(b)));
+}
