@@ -951,8 +951,6 @@ impl Core {
         })
     }
 
-    /// The runlisted queue with id `queue_id`, found through the engines' indexes (no copy
-    /// of every queue, which made each queue's teardown check cost O(N)).
     /// `QUEUE_STATE` of engine `e` for `queue_id` (hardware.md 7.2): loaded, and stopped by
     /// a fault.
     pub(crate) fn queue_state(&self, e: usize, queue_id: u32) -> u32 {
@@ -967,6 +965,8 @@ impl Core {
             .raw()
     }
 
+    /// The runlisted queue with id `queue_id`, found through the engines' indexes (no copy
+    /// of every queue, which made each queue's teardown check cost O(N)).
     pub(crate) fn queue_snapshot(&self, queue_id: u32) -> Option<QueueSnapshot> {
         let cmp = lock(&self.cmp);
         cmp.engines.iter().enumerate().find_map(|(e, eng)| {

@@ -1,7 +1,8 @@
 //! Register storage. Plain RW registers and the values the CMP publishes for the driver
 //! (STATUS, CURRENT_QUEUE, COMPLETED_COMMANDS, RESET_*) live in atomics, so reading a
 //! register never waits for the CMP, except `QUEUE_STATE`, which looks the selected queue up
-//! in the CMP's runlist (rare: the ISR reads it per `Fault` record). Decoding offsets and side effects are in `mmio`.
+//! in the CMP's runlist (rare: the ISR reads it per `Fault` record). Decoding offsets and
+//! side effects are in `mmio`.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
