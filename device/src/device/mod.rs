@@ -265,12 +265,13 @@ impl Core {
 
     /// One CMP pass: every engine gets one quantum. Returns whether anything happened.
     pub(crate) fn pass(&self) -> bool {
-        self.pass_and_look_ahead().0
+        self.pass_and_look_ahead(false).0
     }
 
-    /// One CMP pass; returns whether anything happened and whether the next pass has work
-    /// that no kick or timer will announce ([`Core::engine_busy`]).
-    fn pass_and_look_ahead(&self) -> (bool, bool) {
+    /// One CMP pass; returns whether anything happened and, if `look_ahead` (the CMP thread
+    /// deciding whether to sleep; step mode has no use for it), whether the next pass has
+    /// work that no kick or timer will announce ([`Core::engine_busy`]).
+    fn pass_and_look_ahead(&self, look_ahead: bool) -> (bool, bool) {
         if self.is_frozen() {
             return (false, false);
         }
@@ -287,7 +288,7 @@ impl Core {
                 any |= self.engine_quantum(&mut cmp, e);
             }
             self.publish_engine_status(&cmp);
-            (any, cmp.engines.iter().any(Self::engine_busy))
+            (any, look_ahead && cmp.engines.iter().any(Self::engine_busy))
         };
         self.flush_irq();
         (progressed, busy)
@@ -317,7 +318,7 @@ impl Core {
             // Loop while the next pass has work; otherwise go to the wait at once (a kick that
             // came during the pass makes it return immediately). The thread that the line
             // just woke then gets this CPU instead of waking the idle one (issue 19).
-            let (_, busy) = self.pass_and_look_ahead();
+            let (_, busy) = self.pass_and_look_ahead(true);
             if busy {
                 continue;
             }
