@@ -19,7 +19,7 @@
 //! more, so their rings may be freed, and the buffer may be rewritten for the next commit.
 
 use alloc::vec::Vec;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use rvgpu_hw::queue::{QueueDescriptor, NO_DOORBELL, RUNLIST_MAX};
 use rvgpu_hw::regs;
@@ -159,20 +159,22 @@ fn may_commit<P: Platform>(regs: &Regs<P>, s: &Sched, engine: u32) -> Result<boo
     Ok(true)
 }
 
+/// `engine`'s runlist buffer and the slot count the device last loaded from it.
+fn engine_runlist(s: &Sched, engine: u32) -> Result<(&DmaBuffer, &AtomicU32), Status> {
+    let e = usize::try_from(engine).map_err(|_| status::INVALID_PARAMETER)?;
+    match (s.runlists.get(e), s.runlist_len.get(e)) {
+        (Some(buf), Some(len)) => Ok((buf, len)),
+        _ => Err(status::INVALID_PARAMETER),
+    }
+}
+
 /// Rewrites `engine`'s runlist buffer from `s` and commits it. Returns the number of
 /// descriptors committed. The caller holds the scheduler lock (it owns `s`).
 pub fn commit<P: Platform>(regs: &Regs<P>, s: &Sched, engine: u32) -> Result<u32, Status> {
     if !may_commit(regs, s, engine)? {
         return Ok(0);
     }
-    let buf = s
-        .runlists
-        .get(usize::try_from(engine).map_err(|_| status::INVALID_PARAMETER)?)
-        .ok_or(status::INVALID_PARAMETER)?;
-    let len_of = s
-        .runlist_len
-        .get(usize::try_from(engine).map_err(|_| status::INVALID_PARAMETER)?)
-        .ok_or(status::INVALID_PARAMETER)?;
+    let (buf, len_of) = engine_runlist(s, engine)?;
     // The slots the device holds now are emptied, then every entry goes to its slot; slots
     // at or past the loaded length are empty already (kept so by every commit), so the new
     // length is the highest slot written plus one and nothing past it is stale.
@@ -224,9 +226,7 @@ pub fn commit_slot<P: Platform>(
     if !may_commit(regs, s, engine)? {
         return Ok(());
     }
-    let e = usize::try_from(engine).map_err(|_| status::INVALID_PARAMETER)?;
-    let buf = s.runlists.get(e).ok_or(status::INVALID_PARAMETER)?;
-    let len_of = s.runlist_len.get(e).ok_or(status::INVALID_PARAMETER)?;
+    let (buf, len_of) = engine_runlist(s, engine)?;
     let d = queue
         .and_then(|h| s.queues.get(&h))
         .filter(|q| q.id == id && q.engine == engine)
