@@ -459,12 +459,8 @@ fn late_interrupts_and_overflowed_ring_release_every_waiter() {
     no_fault(&m);
 }
 
-/// Issue 18 finding 2, kernel-mode DMA: the `DmaCompleted` interrupt of the last submission is
-/// lost and nothing follows it. The OS's watchdog asks `DxgkDdiQueryCurrentFence` before it
-/// treats the late fence as a hang (as Dxgkrnl does); the driver reports the missed completion
-/// and no TDR happens.
-#[test]
-fn lost_dma_completion_is_found_by_query_current_fence_without_tdr() {
+/// A step-mode machine whose TDR fires after 20 steps of a late fence.
+fn machine_with_quick_tdr() -> Machine {
     let m = machine_with(Mode::Step, |_| {});
     ok(
         &m,
@@ -477,6 +473,16 @@ fn lost_dma_completion_is_found_by_query_current_fence_without_tdr() {
             },
         ),
     );
+    m
+}
+
+/// Issue 18 finding 2, kernel-mode DMA: the `DmaCompleted` interrupt of the last submission is
+/// lost and nothing follows it. The OS's watchdog asks `DxgkDdiQueryCurrentFence` before it
+/// treats the late fence as a hang (as Dxgkrnl does); the driver reports the missed completion
+/// and no TDR happens.
+#[test]
+fn lost_dma_completion_is_found_by_query_current_fence_without_tdr() {
+    let m = machine_with_quick_tdr();
     let dev = m.device(0).expect("device").clone();
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
@@ -643,11 +649,6 @@ fn dead_bus_is_noticed_new_queues_refused_and_teardown_completes() {
 /// buffer). With TDR off the OS would wait for ever; the simulation stops with an error there.
 #[test]
 fn issue_18_dead_bus_without_pnp_ends_in_video_tdr_failure() {
-    let tdr = TdrConfig {
-        timeout_steps: 20,
-        preempt_steps: 5,
-        ..TdrConfig::default()
-    };
     let tdr_failure = |m: &Machine, r: Result<(), SimError>| {
         let Err(SimError::Bugcheck(b)) = r else {
             panic!("expected a bug check, got {r:?}; {}", diagnostics(m));
@@ -662,8 +663,7 @@ fn issue_18_dead_bus_without_pnp_ends_in_video_tdr_failure() {
     };
 
     // Kernel-mode work.
-    let m = machine_with(Mode::Step, |_| {});
-    ok(&m, m.enable_tdr(0, tdr));
+    let m = machine_with_quick_tdr();
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let ctx = okk(&m, k.create_context(0));
@@ -686,8 +686,7 @@ fn issue_18_dead_bus_without_pnp_ends_in_video_tdr_failure() {
     assert_eq!(t.mem.load(8), 0, "a lost device ran nothing");
 
     // VidMm first: an allocation's page-table update is a paging buffer on the paging node.
-    let m = machine_with(Mode::Step, |_| {});
-    ok(&m, m.enable_tdr(0, tdr));
+    let m = machine_with_quick_tdr();
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     okk(&m, k.create_allocation(4096));
