@@ -381,6 +381,61 @@ fn every_address_faults_on_an_unmapped_va_and_writes_nothing() {
     }
 }
 
+/// A packet of an indirect buffer is fetched a page at a time (issue 19): one that runs
+/// across two mapped pages on separate physical pages executes; once the second page is
+/// unmapped, the fetch faults naming the first word it cannot read, as a word-by-word fetch
+/// does, and nothing of the packet runs.
+#[test]
+fn indirect_packet_across_a_page_boundary_runs_or_faults_at_its_first_unreadable_word() {
+    const BUF_VA: u64 = RING_VA + 0x40_000;
+    for second_mapped in [true, false] {
+        let (mut rig, pt, mut v, data) = kernel_rig();
+        let (p0, p1) = (page(&rig), page(&rig));
+        pt.map(&mut rig, BUF_VA, p0, RW_KERNEL);
+        if second_mapped {
+            pt.map(&mut rig, BUF_VA + 0x1000, p1, RW_KERNEL);
+        }
+        // The FILL starts two words before the page boundary.
+        let start = BUF_VA + 0xff0;
+        let words = encode(&[Command::Fill {
+            dst: DATA_VA,
+            bytes: 8,
+            pattern: 0x5EED,
+        }]);
+        assert!(words.len() > 2, "the packet crosses the boundary");
+        for (i, w) in words.iter().enumerate() {
+            let va = start + 8 * i as u64;
+            let pa = if va < BUF_VA + 0x1000 {
+                p0 + (va - BUF_VA)
+            } else {
+                p1 + (va - BUF_VA - 0x1000)
+            };
+            rig.mem.store(pa, *w, Ordering::Relaxed).unwrap();
+        }
+        submit(
+            &rig,
+            &mut v,
+            &[Command::Indirect {
+                addr: start,
+                bytes: 8 * words.len() as u64,
+            }],
+        );
+        rig.run();
+        let evs = rig.drain();
+        if second_mapped {
+            assert!(faults(&evs).is_empty(), "{evs:?}");
+            assert_eq!(rig.mem.read_u64(data), Some(0x5EED));
+            assert_eq!(read_ptr(&rig, &v), v.q.wptr);
+        } else {
+            let (r, info) = page_fault(&evs);
+            assert_eq!(r.arg1, BUF_VA + 0x1000, "the first word it cannot read");
+            assert_eq!(info.reason, FaultReason::NotPresent);
+            assert_eq!(info.access, Access::Execute);
+            assert_eq!(rig.mem.read_u64(data), Some(0), "nothing of the packet ran");
+        }
+    }
+}
+
 /// A rig with one space and a user-mode queue (id 1, engine 0) whose ring and ring control
 /// are in that space, mapping one user data page at `DATA_VA`.
 fn user_rig() -> (Rig, Pt, VQ, u64) {

@@ -178,6 +178,33 @@ impl Core {
         }
     }
 
+    /// The `n` words at position `ptr` of `src`. A packet in an indirect buffer (VidMm's
+    /// paging buffers, DMA buffers: the long packets) is resolved once, one translation per
+    /// page instead of one per word. If that fails (a page missing, or the packet crossing
+    /// two memory regions), the words are read one at a time, so a fault names the first
+    /// word that cannot be read exactly as a word-by-word fetch does.
+    fn src_words(
+        &self,
+        d: &QueueDescriptor,
+        src: Src,
+        ptr: u64,
+        n: u16,
+    ) -> Result<Vec<u64>, Fault> {
+        let n = u64::from(n);
+        if let Src::Buffer(base, sp) = src {
+            let spans = base
+                .checked_add(ptr)
+                .and_then(|at| self.sp_spans(sp, at, n * 8, Access::Execute).ok());
+            if let Some(spans) = spans {
+                // Relaxed: as in `src_word`.
+                return Ok(words(&spans).map(|w| w.load(Ordering::Relaxed)).collect());
+            }
+        }
+        (0..n)
+            .map(|i| self.src_word(d, src, ptr.wrapping_add(i * 8)))
+            .collect()
+    }
+
     /// Reads and decodes the packet at position `rptr` of `src`, with `avail` bytes left
     /// (unconsumed ring bytes, or the rest of the indirect buffer).
     fn fetch(
@@ -205,9 +232,7 @@ impl Core {
                 words: Vec::new(),
             });
         }
-        let words = (0..u64::from(h.len))
-            .map(|i| self.src_word(d, src, rptr.wrapping_add(i * 8)))
-            .collect::<Result<Vec<u64>, Fault>>()?;
+        let words = self.src_words(d, src, rptr, h.len)?;
         let cmd = decode(&words).map_err(|c| Fault::new(c, GpuVa::NULL))?;
         Ok(Fetched { cmd, len, words })
     }
