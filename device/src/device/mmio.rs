@@ -24,16 +24,17 @@ use super::{lock, Core};
 struct Reg {
     id: RegId,
     index: usize,
+    /// Width and access type come from the declaration in `rvgpu_hw::regs`.
+    decl: RegDecl,
 }
 
 impl Reg {
-    /// Width and access type come from the declaration in `rvgpu_hw::regs`.
     fn decl(self) -> RegDecl {
-        self.id.decl()
+        self.decl
     }
 
     fn is64(self) -> bool {
-        self.decl().width == Width::W64
+        self.decl.width == Width::W64
     }
 }
 
@@ -43,12 +44,13 @@ impl Core {
     fn decode(&self, off: usize) -> Option<Reg> {
         let (id, index) = regs::lookup(off)?;
         let index = usize::try_from(index).ok()?;
+        let decl = id.decl();
         let present = match id {
             RegId::DoorbellBind => self.regs.doorbell_bind.len(),
-            id if id.decl().offset >= regs::ENGINE_BASE => self.regs.engines.len(),
+            _ if decl.offset >= regs::ENGINE_BASE => self.regs.engines.len(),
             _ => usize::MAX,
         };
-        (index < present).then_some(Reg { id, index })
+        (index < present).then_some(Reg { id, index, decl })
     }
 
     fn caps(&self) -> Caps {

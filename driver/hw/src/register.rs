@@ -112,6 +112,80 @@ impl RegDecl {
     }
 }
 
+/// Slots a [`DecodeTable`] of `decls` needs: one per 4-byte offset, up to the last offset
+/// any instance starts at.
+// Evaluated at compile time only (by the macro's constants): an out-of-range index or an
+// overflow is a build error, never a runtime fault.
+#[allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
+pub const fn decode_slots(decls: &[RegDecl]) -> usize {
+    let mut slots = 0;
+    let mut r = 0;
+    while r < decls.len() {
+        let d = &decls[r];
+        let last = d.offset + (d.count.saturating_sub(1) as usize) * d.stride;
+        if last / 4 + 1 > slots {
+            slots = last / 4 + 1;
+        }
+        r += 1;
+    }
+    slots
+}
+
+/// Offset to declaration, for a register map, built at compile time by
+/// [`register!`](crate::register): an MMIO decode is one table load and one check of the
+/// declaration found, instead of a search through every declaration (the device model
+/// decodes every trapped access; issue 19).
+#[derive(Debug)]
+pub struct DecodeTable<const N: usize> {
+    /// Slot `off / 4`: 1 + the index (in the map) of the declaration with an instance
+    /// starting at `off`; 0 where none starts.
+    slots: [u8; N],
+    /// Every instance starts 4-byte aligned, no two start at one offset, and the map has at
+    /// most 255 declarations (the macro asserts this at compile time).
+    pub valid: bool,
+}
+
+impl<const N: usize> DecodeTable<N> {
+    /// The table of `decls` (`N` from [`decode_slots`]).
+    // Compile-time only, as `decode_slots`; `r + 1` fits a u8 while `valid`.
+    #[allow(
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation
+    )]
+    pub const fn build(decls: &[RegDecl]) -> Self {
+        let mut slots = [0u8; N];
+        let mut valid = decls.len() < 256;
+        let mut r = 0;
+        while valid && r < decls.len() {
+            let d = &decls[r];
+            let mut i = 0;
+            while i < d.count {
+                let off = d.offset + (i as usize) * d.stride;
+                if !off.is_multiple_of(4) || off / 4 >= N || slots[off / 4] != 0 {
+                    valid = false;
+                } else {
+                    slots[off / 4] = (r + 1) as u8;
+                }
+                i += 1;
+            }
+            r += 1;
+        }
+        Self { slots, valid }
+    }
+
+    /// The index in `decls` (the list the table was built from) and the instance of the
+    /// register that starts exactly at `off`, if any.
+    pub fn find(&self, decls: &[RegDecl], off: usize) -> Option<(usize, u32)> {
+        if !off.is_multiple_of(4) {
+            return None;
+        }
+        let r = usize::from(*self.slots.get(off / 4)?).checked_sub(1)?;
+        let i = decls.get(r)?.index_of(off)?;
+        Some((r, i))
+    }
+}
+
 /// The raw value types a register can have: `u32` (32-bit) or `u64` (64-bit).
 pub trait RegRaw: Copy + core::fmt::Debug {
     /// Width of a register with this value type.
@@ -275,16 +349,26 @@ macro_rules! register {
         /// Every declared register.
         pub const ALL: &[RegId] = &[ $( RegId::$name, )* ];
 
+        /// Every declaration, in `RegId` order.
+        pub const DECLS: &[$crate::register::RegDecl] =
+            &[ $( <$name as $crate::register::Register>::DECL, )* ];
+
+        const DECODE_TABLE: $crate::register::DecodeTable<
+            { $crate::register::decode_slots(DECLS) },
+        > = $crate::register::DecodeTable::build(DECLS);
+        const _: () = assert!(
+            DECODE_TABLE.valid,
+            "register map: an unaligned start, two registers at one offset, or > 255 registers"
+        );
+        /// A static copy, so a lookup reads the table in place.
+        static DECODE: $crate::register::DecodeTable<
+            { $crate::register::decode_slots(DECLS) },
+        > = DECODE_TABLE;
+
         /// The register (and instance) that starts exactly at `off`, if one is declared.
-        pub const fn lookup(off: usize) -> Option<(RegId, u32)> {
-            $(
-                if let Some(i) =
-                    <$name as $crate::register::Register>::DECL.index_of(off)
-                {
-                    return Some((RegId::$name, i));
-                }
-            )*
-            None
+        pub fn lookup(off: usize) -> Option<(RegId, u32)> {
+            let (r, i) = DECODE.find(DECLS, off)?;
+            Some((*ALL.get(r)?, i))
         }
     };
 

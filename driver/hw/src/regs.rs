@@ -473,6 +473,22 @@ mod tests {
         );
     }
 
+    /// The compile-time decode table agrees with a search of every declaration at every
+    /// offset of BAR0, register starts or not.
+    #[test]
+    fn decode_table_matches_a_search_of_every_declaration() {
+        for off in 0..0x1_0000 {
+            let searched = ALL
+                .iter()
+                .find_map(|id| id.decl().index_of(off).map(|i| (*id, i)));
+            assert_eq!(lookup(off), searched, "offset {off:#x}");
+        }
+        assert_eq!(DECLS.len(), ALL.len());
+        for (id, d) in ALL.iter().zip(DECLS) {
+            assert_eq!(id.decl(), *d);
+        }
+    }
+
     #[test]
     fn fields_round_trip() {
         let s = EngineStatusReg::new(0).with_state(3).with_held(1);
