@@ -36,7 +36,8 @@
 //! its backing stays alive until the last handle goes, so a late device access to a freed
 //! address fails cleanly (unmapped) and a late CPU access is still memory-safe.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -84,7 +85,11 @@ impl Words {
 
 fn zeroed_words(bytes: u64) -> Option<OwnedWords> {
     let n = usize::try_from(bytes / 8).ok()?;
-    Some((0..n).map(|_| AtomicU64::new(0)).collect())
+    // Zeroed by the allocator (calloc: fresh pages from the kernel are not written again),
+    // instead of storing every word; a machine's VRAM is hundreds of megabytes.
+    let words = Arc::<[AtomicU64]>::new_zeroed_slice(n);
+    // SAFETY: every element is all-zero bytes, which is a valid `AtomicU64` (value 0).
+    Some(unsafe { words.assume_init() })
 }
 
 /// A system-RAM allocation: where the device sees it (`bus_addr`) and how the CPU reaches it.
@@ -202,6 +207,13 @@ impl Span {
 struct SysMap {
     /// Start bus address -> backing words. Regions never overlap.
     regions: BTreeMap<u64, Words>,
+    /// Page number -> (start, words) of the allocation holding that page, for every page of
+    /// every allocation (regions are whole pages). A device or CPU word access finds its
+    /// region with one hash probe instead of a B-tree range search (issue 19: the search was
+    /// most of the cost of an emulated memory access). RAM put on the bus with
+    /// [`Memory::map_system`] (a VM's, possibly gigabytes) is not indexed: its accesses
+    /// fall back to the search.
+    pages: HashMap<u64, (u64, Words), BuildHasherDefault<PageHasher>>,
     /// Next free bus address (bump allocator: freed ranges are not reused, so a stale
     /// address keeps failing instead of aliasing a newer allocation).
     next: u64,
@@ -268,6 +280,7 @@ impl Memory {
         Arc::new(SystemRam {
             map: RwLock::new(SysMap {
                 regions: BTreeMap::new(),
+                pages: HashMap::default(),
                 next: SYSMEM_START,
             }),
             cap: AtomicU64::new(DEFAULT_SYSTEM_CAP),
@@ -303,6 +316,7 @@ impl Memory {
             sys: Arc::new(SystemRam {
                 map: RwLock::new(SysMap {
                     regions: BTreeMap::new(),
+                    pages: HashMap::default(),
                     next: pool_base,
                 }),
                 cap: AtomicU64::new(DEFAULT_SYSTEM_CAP),
@@ -425,8 +439,7 @@ impl Memory {
         self.sys.used.store(total, Ordering::Relaxed);
         // One unmapped guard page after each allocation.
         map.next = end.checked_add(PAGE_SIZE)?;
-        map.regions
-            .insert(bus_addr, Words::Owned(Arc::clone(&words)));
+        map.insert_allocation(bus_addr, Words::Owned(Arc::clone(&words)));
         Some(SysAlloc::new(bus_addr, len, Words::Owned(words)))
     }
 
@@ -481,7 +494,7 @@ impl Memory {
         let words = Words::Mapped(Arc::new(carved));
         self.sys.used.store(total, Ordering::Relaxed);
         map.next = bus_addr.checked_add(len)?.checked_add(PAGE_SIZE)?;
-        map.regions.insert(bus_addr, words.clone());
+        map.insert_allocation(bus_addr, words.clone());
         Some(SysAlloc::new(bus_addr, len, words))
     }
 
@@ -510,7 +523,7 @@ impl Memory {
         {
             return false;
         }
-        let Some(words) = map.regions.remove(&bus_addr) else {
+        let Some(words) = map.remove_allocation(bus_addr) else {
             return false;
         };
         let used = self.sys.used.load(Ordering::Relaxed);
@@ -594,7 +607,7 @@ impl Memory {
             });
         }
         let map = self.sys_read();
-        let (&base, words) = map.regions.range(..=addr).next_back()?;
+        let (base, words) = map.region_of(addr)?;
         let region_end = base.checked_add(words.bytes())?;
         if end > region_end {
             return None;
@@ -618,8 +631,8 @@ impl Memory {
             return self.vram_words().get(idx).map(f);
         }
         let map = self.sys_read();
-        let (&base, words) = map.regions.range(..=addr).next_back()?;
-        let idx = usize::try_from((addr - base) / 8).ok()?;
+        let (base, words) = map.region_of(addr)?;
+        let idx = usize::try_from(addr.checked_sub(base)? / 8).ok()?;
         words.get().get(idx).map(f)
     }
 
@@ -755,6 +768,61 @@ impl Memory {
             }
         }
         Some(())
+    }
+}
+
+impl SysMap {
+    /// Puts an allocation (whole pages at a page-aligned `base`) on the bus, indexed.
+    fn insert_allocation(&mut self, base: u64, words: Words) {
+        let pages = words.bytes() / PAGE_SIZE;
+        for p in 0..pages {
+            self.pages
+                .insert(base / PAGE_SIZE + p, (base, words.clone()));
+        }
+        self.regions.insert(base, words);
+    }
+
+    /// Takes the allocation at `base` off the bus, and out of the index.
+    fn remove_allocation(&mut self, base: u64) -> Option<Words> {
+        let words = self.regions.remove(&base)?;
+        for p in 0..words.bytes() / PAGE_SIZE {
+            self.pages.remove(&(base / PAGE_SIZE + p));
+        }
+        Some(words)
+    }
+
+    /// The region that may hold `addr`: its start and words (the caller checks `addr` is
+    /// inside it). An allocation's page is found in the index; anything else (mapped RAM, or
+    /// nothing) by the search for the last region starting at or below `addr`.
+    fn region_of(&self, addr: u64) -> Option<(u64, &Words)> {
+        if let Some((base, words)) = self.pages.get(&(addr / PAGE_SIZE)) {
+            return Some((*base, words));
+        }
+        let (&base, words) = self.regions.range(..=addr).next_back()?;
+        Some((base, words))
+    }
+}
+
+/// Hashes page numbers for [`SysMap::pages`]: one multiply by a 64-bit odd constant, high
+/// bits rotated down. Page numbers are the bump allocator's (not chosen by an attacker in a
+/// way that matters: a collision costs a probe, never correctness), so SipHash's keyed
+/// defence is not needed on this hot path.
+#[derive(Default)]
+struct PageHasher(u64);
+
+impl Hasher for PageHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(32);
     }
 }
 
