@@ -880,6 +880,33 @@ mod tests {
         );
     }
 
+    /// The page index covers every page of an allocation while it lives and none after.
+    #[test]
+    fn every_page_of_an_allocation_leaves_the_bus_when_it_is_freed() {
+        let m = Memory::new(0);
+        let a = m.alloc_system(3 * PAGE_SIZE, 8).unwrap();
+        let b = m.alloc_system(PAGE_SIZE, 8).unwrap();
+        for p in 0..3 {
+            let at = a.bus_addr + p * PAGE_SIZE + 8;
+            m.write_u64(at, p + 1).unwrap();
+            assert_eq!(m.read_u64(at), Some(p + 1));
+        }
+        assert!(m.is_mapped(a.bus_addr, 3 * PAGE_SIZE));
+        assert!(
+            !m.is_mapped(a.bus_addr, 4 * PAGE_SIZE),
+            "guard page after it"
+        );
+        assert!(m.free_system(a.bus_addr));
+        for p in 0..3 {
+            assert!(
+                m.read_u64(a.bus_addr + p * PAGE_SIZE + 8).is_none(),
+                "page {p}"
+            );
+        }
+        m.write_u64(b.bus_addr, 4).unwrap();
+        assert_eq!(m.read_u64(b.bus_addr), Some(4), "its neighbour stays");
+    }
+
     #[test]
     fn system_cap_is_checked_before_allocating() {
         let m = Memory::new(0);
