@@ -94,6 +94,7 @@ mod disconnect;
 mod doorbell;
 pub use doorbell::DOORBELL_PRIVATE_DATA_MAX;
 mod events;
+mod handles;
 mod held;
 mod hwqueue;
 mod loss;
@@ -399,12 +400,12 @@ pub struct UmsOs {
     power_components: Vec<rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT>,
     pub(super) devices: BTreeMap<KmtHandle, DeviceObj>,
     contexts: BTreeMap<KmtHandle, ContextObj>,
-    queues: BTreeMap<KmtHandle, QueueObj>,
+    queues: handles::HandleMap<QueueObj>,
     pub(super) allocations: BTreeMap<KmtHandle, AllocObj>,
     /// Allocations no one references any more, waiting for VidMm to unmap and free them
     /// ([`crate::machine::Machine::reap_allocations`]).
     pub(crate) reaped: Vec<AllocObj>,
-    doorbells: BTreeMap<KmtHandle, DoorbellObj>,
+    doorbells: handles::HandleMap<DoorbellObj>,
     /// Issue 19: the live doorbells by the KMD's handle, `(kmd handle, D3DKMT handle)`, so
     /// that `DxgkCbDisconnectDoorbell` finds its doorbell without scanning every doorbell
     /// (a victimising connect cost grew with the queues). Ordered like `doorbells`, so two
@@ -445,10 +446,10 @@ impl Default for UmsOs {
             power_components: Vec::new(),
             devices: BTreeMap::new(),
             contexts: BTreeMap::new(),
-            queues: BTreeMap::new(),
+            queues: handles::HandleMap::default(),
             allocations: BTreeMap::new(),
             reaped: Vec::new(),
-            doorbells: BTreeMap::new(),
+            doorbells: handles::HandleMap::default(),
             doorbell_by_kmd: std::collections::BTreeSet::new(),
             fences: BTreeMap::new(),
             hwq_due: Arc::new(std::sync::atomic::AtomicBool::new(false)),

@@ -46,10 +46,12 @@ fn run_page_faults(a: &AdapterShared) -> bool {
         did = true;
         let found = {
             let os = lock(&a.ums);
-            os.queues
+            let found = os
+                .queues
                 .values()
                 .find(|q| q.kmd == kmd)
-                .map(|q| (q.handle, q.device))
+                .map(|q| (q.handle, q.device));
+            found
         };
         let Some((queue, device)) = found else {
             // The queue may be gone since (destroyed after the fault was posted): nothing
