@@ -1031,6 +1031,13 @@ fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
     s.ums()?.submit(hq, &[Work::Hang])?;
     let (mut n, mut during) = (0u64, 0u64);
     loop {
+        let v = s.ums()?.submit(copy, &[fill(t, 8 * n, n + 1)])?;
+        ensure!(v == n + 2, "copy submission {n} got progress value {v}");
+        n += 1;
+        // A submission counts as made during detection and reset if the recovery was not
+        // complete after it returned (checked after the submission, so that a host that
+        // deschedules this thread for longer than detection takes cannot make the first
+        // submissions look late; threaded backends run the device in real time).
         let rec = observe(s.tdr_trace_ref().and_then(|x| x.tdr_recoveries(0)))?;
         let recovered = rec.is_some_and(|r| r.0 > 0);
         if !recovered {
@@ -1044,9 +1051,6 @@ fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
         if enough || n >= MAX {
             break;
         }
-        let v = s.ums()?.submit(copy, &[fill(t, 8 * n, n + 1)])?;
-        ensure!(v == n + 2, "copy submission {n} got progress value {v}");
-        n += 1;
         s.run_until(Duration::from_micros(10), &mut |_| false)?;
     }
     ensure!(n < MAX, "no recovery within {MAX} copy submissions");
