@@ -10,6 +10,7 @@
 //!   quantum at a time on the caller's thread ([`device::Mode::Step`], deterministic).
 
 pub mod device;
+pub mod hash;
 pub mod memory;
 
 pub use device::{

@@ -37,7 +37,6 @@
 //! address fails cleanly (unmapped) and a late CPU access is still memory-safe.
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -213,7 +212,7 @@ struct SysMap {
     /// most of the cost of an emulated memory access). RAM put on the bus with
     /// [`Memory::map_system`] (a VM's, possibly gigabytes) is not indexed: its accesses
     /// fall back to the search.
-    pages: HashMap<u64, (u64, Words), BuildHasherDefault<PageHasher>>,
+    pages: HashMap<u64, (u64, Words), crate::hash::MulHash>,
     /// Next free bus address (bump allocator: freed ranges are not reused, so a stale
     /// address keeps failing instead of aliasing a newer allocation).
     next: u64,
@@ -800,29 +799,6 @@ impl SysMap {
         }
         let (&base, words) = self.regions.range(..=addr).next_back()?;
         Some((base, words))
-    }
-}
-
-/// Hashes page numbers for [`SysMap::pages`]: one multiply by a 64-bit odd constant, high
-/// bits rotated down. Page numbers are the bump allocator's (not chosen by an attacker in a
-/// way that matters: a collision costs a probe, never correctness), so SipHash's keyed
-/// defence is not needed on this hot path.
-#[derive(Default)]
-struct PageHasher(u64);
-
-impl Hasher for PageHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(32);
     }
 }
 

@@ -71,44 +71,10 @@ struct Tlb {
     map: HashMap<(u64, u64, u64), TlbEntry, TagHash>,
 }
 
-/// The TLB's hash of a tag: a multiply-and-rotate per word. Std's default (SipHash with a
-/// random key) is built against hostile keys, which tags are not; it cost about a hundred
-/// instructions per lookup and its per-run key made the emulated device's instruction
-/// counts differ from run to run (issue 19). A hardware TLB indexes its sets with a few
+/// The TLB's hash of a tag ([`crate::hash`]). A hardware TLB indexes its sets with a few
 /// address bits; this is the emulator's equivalent, and it changes no behaviour (hits,
 /// misses, capacity and flushes are the same).
-#[derive(Clone, Copy, Default)]
-struct TagHash;
-
-impl std::hash::BuildHasher for TagHash {
-    type Hasher = TagHasher;
-
-    fn build_hasher(&self) -> TagHasher {
-        TagHasher(0)
-    }
-}
-
-/// The hasher [`TagHash`] builds.
-struct TagHasher(u64);
-
-impl std::hash::Hasher for TagHasher {
-    fn finish(&self) -> u64 {
-        // The product's well-mixed high half into the low bits, which pick the bucket:
-        // page-aligned VAs have 12 zero low bits, which a multiply leaves in the low bits.
-        self.0.rotate_left(32)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
-        }
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        // Fx-style: rotate, mix in the word, multiply by an odd constant.
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517C_C1B7_2722_0A95);
-    }
-}
+type TagHash = crate::hash::MulHash;
 
 /// Counters (tests and benchmarks).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -5,18 +5,17 @@
 //! its cost grew with the number of queues (issue 19, "flat with scale"). This map finds an
 //! object with one hash probe and still iterates in handle order, as the `BTreeMap` did, so
 //! every scan (teardown, power-down, VidSch's pump) visits objects in the same order as
-//! before: handles come from one increasing counter, so inserts append, and an insert that
+//! before (the hash is [`rvgpu_device::hash::MulHash`]): handles come from one increasing counter, so inserts append, and an insert that
 //! does not (a handle allocated before another but inserted after it) re-sorts.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use super::KmtHandle;
 
 /// Objects by handle: O(1) lookup, iteration in increasing handle order.
 pub(crate) struct HandleMap<V> {
     /// Handle -> position in `slots`.
-    index: HashMap<KmtHandle, usize, BuildHasherDefault<HandleHasher>>,
+    index: HashMap<KmtHandle, usize, rvgpu_device::hash::MulHash>,
     /// Entries in increasing handle order; `None` where one was removed (compacted away
     /// once they are half of the vector).
     slots: Vec<Option<(KmtHandle, V)>>,
@@ -111,30 +110,6 @@ impl<V> HandleMap<V> {
                 self.index.insert(*h, i);
             }
         }
-    }
-}
-
-/// Hashes a D3DKMT handle: one multiply by a 64-bit odd constant, high bits rotated down.
-/// Handles are the OS's own counter (a guessed one costs at most a probe), so SipHash's keyed
-/// defence is not needed here.
-#[derive(Default)]
-pub(crate) struct HandleHasher(u64);
-
-impl Hasher for HandleHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.0 = u64::from(n)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(32);
     }
 }
 
