@@ -29,10 +29,6 @@ struct Reg {
 }
 
 impl Reg {
-    fn decl(self) -> RegDecl {
-        self.decl
-    }
-
     fn is64(self) -> bool {
         self.decl.width == Width::W64
     }
@@ -73,7 +69,7 @@ impl Core {
     /// Full value of a register (reads have no side effects on this device). A register its
     /// declaration does not make readable (WO, W1C) reads 0.
     fn read_reg(&self, reg: Reg) -> u64 {
-        if !reg.decl().access.readable() {
+        if !reg.decl.access.readable() {
             return 0;
         }
         let r = &self.regs;
@@ -173,7 +169,7 @@ impl Core {
         if self.is_lost() && reg.id != RegId::AdapterReset {
             return;
         }
-        if !reg.decl().access.writable() {
+        if !reg.decl.access.writable() {
             return;
         }
         let i = reg.index;

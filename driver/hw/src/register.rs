@@ -353,17 +353,14 @@ macro_rules! register {
         pub const DECLS: &[$crate::register::RegDecl] =
             &[ $( <$name as $crate::register::Register>::DECL, )* ];
 
-        const DECODE_TABLE: $crate::register::DecodeTable<
+        /// The decode table, a static so that a lookup reads it in place.
+        static DECODE: $crate::register::DecodeTable<
             { $crate::register::decode_slots(DECLS) },
         > = $crate::register::DecodeTable::build(DECLS);
         const _: () = assert!(
-            DECODE_TABLE.valid,
+            DECODE.valid,
             "register map: an unaligned start, two registers at one offset, or > 255 registers"
         );
-        /// A static copy, so a lookup reads the table in place.
-        static DECODE: $crate::register::DecodeTable<
-            { $crate::register::decode_slots(DECLS) },
-        > = DECODE_TABLE;
 
         /// The register (and instance) that starts exactly at `off`, if one is declared.
         pub fn lookup(off: usize) -> Option<(RegId, u32)> {
