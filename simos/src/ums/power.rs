@@ -46,6 +46,8 @@ fn run_page_faults(a: &AdapterShared) -> bool {
         did = true;
         let found = {
             let os = lock(&a.ums);
+            // Bound before the block ends: the iterator borrows `os`, which the block's
+            // tail expression would outlive (edition 2021 temporaries).
             let found = os
                 .queues
                 .values()
