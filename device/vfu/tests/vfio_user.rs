@@ -638,8 +638,10 @@ fn issue_16_disconnect_resets_the_device_and_a_new_client_is_served() {
         let mut wptr = 0;
         ring_progress(&mut c, &ram, &mut wptr, 9);
         assert_eq!(wait_eventfd(&efd), 1);
+        // Taken before the disconnect: once the server sees it, it may reset at any time.
+        let first = h.probe.device();
         c.shutdown().unwrap();
-        h.probe.device()
+        first
     };
     // Second client (connects once the server has reset the function for it).
     let mut c = h.client();
