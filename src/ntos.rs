@@ -38,6 +38,54 @@ impl KEVENT {
     }
 }
 
+/// KTIMER (wdm.h): on x64 a DISPATCHER_HEADER (24), `ULARGE_INTEGER DueTime` (8),
+/// `LIST_ENTRY TimerListEntry` (16), `PKDPC Dpc` (8), `ULONG Processor` and `LONG Period`
+/// (4 + 4): 64 bytes, 8-byte aligned. Opaque here, initialised by `KeInitializeTimerEx`.
+/// <https://learn.microsoft.com/windows-hardware/drivers/kernel/timer-objects-and-dpcs>
+#[repr(C, align(8))]
+#[derive(Debug)]
+pub struct KTIMER {
+    _opaque: [u8; 64],
+}
+const _: () = assert!(core::mem::size_of::<KTIMER>() == 64);
+
+/// KDPC (wdm.h): on x64 `TargetInfoAsUlong` (4, padded to 8), `SINGLE_LIST_ENTRY` (8),
+/// `KAFFINITY ProcessorHistory` (8), then `DeferredRoutine`, `DeferredContext`,
+/// `SystemArgument1`, `SystemArgument2`, `DpcData` (8 each): 64 bytes, 8-byte aligned. Opaque
+/// here, initialised by `KeInitializeDpc`.
+#[repr(C, align(8))]
+#[derive(Debug)]
+pub struct KDPC {
+    _opaque: [u8; 64],
+}
+const _: () = assert!(core::mem::size_of::<KDPC>() == 64);
+
+impl KTIMER {
+    /// Storage for `KeInitializeTimerEx` to initialise.
+    pub const fn zeroed() -> Self {
+        Self { _opaque: [0; 64] }
+    }
+}
+
+impl KDPC {
+    /// Storage for `KeInitializeDpc` to initialise.
+    pub const fn zeroed() -> Self {
+        Self { _opaque: [0; 64] }
+    }
+}
+
+/// `NotificationTimer` (TIMER_TYPE, wdm.h).
+pub const NOTIFICATION_TIMER: u32 = 0;
+
+/// `KDEFERRED_ROUTINE` (wdm.h): runs at DISPATCH_LEVEL.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nc-wdm-kdeferred_routine>
+pub type PKDEFERRED_ROUTINE = unsafe extern "system" fn(
+    Dpc: *mut KDPC,
+    DeferredContext: *mut c_void,
+    SystemArgument1: *mut c_void,
+    SystemArgument2: *mut c_void,
+);
+
 /// IO_STATUS_BLOCK (wdm.h): `union { NTSTATUS Status; PVOID Pointer; }; ULONG_PTR Information;`
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/ns-wdm-_io_status_block>
 #[repr(C)]
@@ -132,6 +180,23 @@ unsafe extern "system" {
     /// `PerformanceFrequency` is non-null, stores its frequency in Hz there. Any IRQL.
     /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-kequeryperformancecounter>
     pub fn KeQueryPerformanceCounter(PerformanceFrequency: *mut i64) -> i64;
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-keinitializetimerex>
+    pub fn KeInitializeTimerEx(Timer: *mut KTIMER, Type: u32);
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-keinitializedpc>
+    pub fn KeInitializeDpc(
+        Dpc: *mut KDPC,
+        DeferredRoutine: PKDEFERRED_ROUTINE,
+        DeferredContext: *mut c_void,
+    );
+    /// `DueTime` is a LARGE_INTEGER passed by value (negative: relative, in 100 ns units);
+    /// `Period` in milliseconds. IRQL <= DISPATCH_LEVEL.
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-kesettimerex>
+    pub fn KeSetTimerEx(Timer: *mut KTIMER, DueTime: i64, Period: i32, Dpc: *mut KDPC) -> u8;
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-kecanceltimer>
+    pub fn KeCancelTimer(Timer: *mut KTIMER) -> u8;
+    /// Returns once every queued DPC has run on every processor. PASSIVE_LEVEL.
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-keflushqueueddpcs>
+    pub fn KeFlushQueuedDpcs();
     /// `ObDereferenceObject` is a macro over this export.
     /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-obdereferenceobject>
     pub fn ObfDereferenceObject(Object: *mut c_void) -> isize;

@@ -1,12 +1,15 @@
 //! [`Platform`] over the Windows kernel: volatile MMIO on the BAR mappings Dxgkrnl hands out,
 //! the IRQL from CR8, and `DbgPrintEx` logging under `DPFLTR_IHVVIDEO_ID`.
 
+use core::cell::UnsafeCell;
+use core::ffi::c_void;
 use core::fmt::{self, Write};
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::logbuf::LogBuffer;
 use core::ptr::NonNull;
 
-use rvgpu_kmd::platform::{Irql, Level, Platform};
+use rvgpu_kmd::platform::{Irql, Level, Platform, TimerRoutine};
 
 use crate::ntos;
 
@@ -41,6 +44,55 @@ unsafe fn write_cr8(value: u64) {
 }
 
 const DISPATCH_LEVEL: u64 = 2;
+
+/// A periodic kernel timer and its DPC (`Platform::Timer` of [`WinKernel`]), with the
+/// driver's routine the DPC calls. Lives in the driver's non-paged pool memory, which must not
+/// be freed while the timer is set (bug check 0xC7).
+#[derive(Debug)]
+pub struct WinTimer {
+    timer: UnsafeCell<ntos::KTIMER>,
+    dpc: UnsafeCell<ntos::KDPC>,
+    /// The driver's routine and its context.
+    call: UnsafeCell<Option<(TimerRoutine, *const c_void)>>,
+    /// `KeInitializeTimerEx` ran: only then may `KeCancelTimer` see it.
+    initialised: AtomicBool,
+}
+
+impl Default for WinTimer {
+    fn default() -> Self {
+        Self {
+            timer: UnsafeCell::new(ntos::KTIMER::zeroed()),
+            dpc: UnsafeCell::new(ntos::KDPC::zeroed()),
+            call: UnsafeCell::new(None),
+            initialised: AtomicBool::new(false),
+        }
+    }
+}
+
+// SAFETY: the KTIMER and KDPC are the kernel's, synchronised by it; `call` is written only by `timer_arm` while the timer is not set (the `Platform::timer_arm`
+// contract), and read by the DPC only while it is.
+unsafe impl Send for WinTimer {}
+// SAFETY: as above.
+unsafe impl Sync for WinTimer {}
+
+/// The DPC the timer queues: calls the driver's routine with its context.
+unsafe extern "system" fn timer_dpc(
+    _dpc: *mut ntos::KDPC,
+    deferred_context: *mut c_void,
+    _argument1: *mut c_void,
+    _argument2: *mut c_void,
+) {
+    // SAFETY: `timer_arm` passed its `WinTimer`, which stays in place while the timer is set
+    // and until `timer_cancel` has flushed this DPC.
+    let t = unsafe { &*deferred_context.cast_const().cast::<WinTimer>() };
+    // SAFETY: written before the timer was set, not written again while it is.
+    let call = unsafe { *t.call.get() };
+    if let Some((routine, context)) = call {
+        // SAFETY: the driver's routine with the context it armed the timer with (its contract
+        // keeps the context valid until the cancel returns).
+        unsafe { routine(context) };
+    }
+}
 
 fn irql_from_raw(raw: u64) -> Irql {
     match raw {
@@ -109,6 +161,44 @@ unsafe impl Platform for WinKernel {
 
     fn current_irql() -> Irql {
         irql_from_raw(read_cr8())
+    }
+
+    type Timer = WinTimer;
+
+    unsafe fn timer_arm(
+        timer: &WinTimer,
+        period_ms: u32,
+        routine: TimerRoutine,
+        context: *const c_void,
+    ) -> bool {
+        let period = i32::try_from(period_ms.max(1)).unwrap_or(i32::MAX);
+        // Relative due time: negative, in 100 ns units.
+        let due = i64::from(period).saturating_mul(-10_000);
+        // SAFETY: the timer is not set (caller's contract), so no DPC reads this now.
+        unsafe { *timer.call.get() = Some((routine, context)) };
+        let me = core::ptr::from_ref(timer).cast_mut().cast::<c_void>();
+        // SAFETY: the storage is the caller's, in place until
+        // `timer_cancel` returns (the contract); initialising an unset timer and its DPC, then
+        // setting it, is the documented sequence, at IRQL <= DISPATCH_LEVEL.
+        unsafe { ntos::KeInitializeTimerEx(timer.timer.get(), ntos::NOTIFICATION_TIMER) };
+        // SAFETY: as above.
+        unsafe { ntos::KeInitializeDpc(timer.dpc.get(), timer_dpc, me) };
+        timer.initialised.store(true, Ordering::Release);
+        // SAFETY: as above.
+        unsafe { ntos::KeSetTimerEx(timer.timer.get(), due, period, timer.dpc.get()) };
+        true
+    }
+
+    fn timer_cancel(timer: &WinTimer) {
+        if !timer.initialised.load(Ordering::Acquire) {
+            return;
+        }
+        // SAFETY: an initialised timer in place (the arm contract); cancelling an unset one
+        // is allowed. KeFlushQueuedDpcs at PASSIVE_LEVEL (this function's contract) waits out
+        // a DPC the timer queued before the cancel.
+        unsafe { ntos::KeCancelTimer(timer.timer.get()) };
+        // SAFETY: PASSIVE_LEVEL, as this function's contract requires.
+        unsafe { ntos::KeFlushQueuedDpcs() };
     }
 
     fn raise_to_dispatch() -> Irql {

@@ -14,6 +14,8 @@ pub struct NullPlatform;
 // SAFETY: the MMIO functions perform no device access at all (there is no device), which
 // trivially satisfies "at most one access per call, in program order".
 unsafe impl Platform for NullPlatform {
+    /// No kernel, so no timers.
+    type Timer = ();
     unsafe fn mmio_read32(_base: NonNull<u8>, _offset: usize) -> u32 {
         u32::MAX
     }

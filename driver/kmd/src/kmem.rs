@@ -284,6 +284,8 @@ std::thread_local! {
 // SAFETY: the MMIO functions perform no access at all (there is no device).
 #[cfg(test)]
 unsafe impl Platform for Host {
+    /// No timers: unit tests drive the watchdog's check directly.
+    type Timer = ();
     unsafe fn mmio_read32(_: NonNull<u8>, _: usize) -> u32 {
         u32::MAX
     }

@@ -7,8 +7,13 @@
 //! implements it over ntoskrnl/hal for Windows, the simulated OS implements it on the host.
 //! Monomorphising (rather than a `dyn` table) keeps the ISR free of indirect calls.
 
+use core::ffi::c_void;
 use core::fmt;
 use core::ptr::NonNull;
+
+/// What a kernel timer runs at DISPATCH_LEVEL each time it fires, with the context it was
+/// armed with ([`Platform::timer_arm`]).
+pub type TimerRoutine = unsafe fn(context: *const c_void);
 
 /// Interrupt request levels the driver distinguishes (values as in wdm.h on x64).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -99,6 +104,36 @@ pub unsafe trait Platform: 'static {
     /// under test without failing the kernel's own (docs/robustness.md).
     fn pool_allocation_permitted() -> bool {
         true
+    }
+
+    /// Storage for one periodic kernel timer and the DPC it queues (a KTIMER and a KDPC on
+    /// Windows). It lives inside the driver's own (non-paged) structures: created with
+    /// `Default` before the structure has its final address, armed once it has.
+    type Timer: Default + Send + Sync;
+
+    /// Arms `timer`: from now on `routine(context)` runs at DISPATCH_LEVEL every `period_ms`
+    /// milliseconds, the first time one period from now (KeInitializeTimerEx, KeInitializeDpc,
+    /// KeSetTimerEx on Windows). Callable at or below DISPATCH_LEVEL. Returns `false` if the
+    /// platform has no timers (the default): the caller then has no watchdog, and says so.
+    ///
+    /// # Safety
+    /// `timer` must not move, and `context` must stay valid for `routine`, until
+    /// [`Platform::timer_cancel`] on it has returned. `timer` must not be armed already.
+    unsafe fn timer_arm(
+        timer: &Self::Timer,
+        period_ms: u32,
+        routine: TimerRoutine,
+        context: *const c_void,
+    ) -> bool {
+        let _ = (timer, period_ms, routine, context);
+        false
+    }
+
+    /// Disarms `timer` and returns only when no run of its routine is in progress on any
+    /// processor (KeCancelTimer, then KeFlushQueuedDpcs). PASSIVE_LEVEL only, and never while
+    /// holding anything the routine takes. A timer never armed or already disarmed is fine.
+    fn timer_cancel(timer: &Self::Timer) {
+        let _ = timer;
     }
 }
 

@@ -183,6 +183,8 @@ pub struct AdapterShared {
     pub features: Mutex<crate::dxgkrnl::features::FeatureDb>,
     /// Counters.
     pub stats: Stats,
+    /// Kernel timers the driver set for this adapter ([`crate::dxgkrnl::ktimer`]).
+    pub timers: crate::dxgkrnl::ktimer::Timers,
     /// Resources the driver gets pointers into (never moves).
     pub resources: Box<crate::dxgkrnl::resources::Resources>,
     /// BAR2 as an MMIO bus (doorbell writes), kept alive for trap windows onto it.
@@ -266,6 +268,7 @@ impl AdapterShared {
         config: AdapterConfig,
         os: OsConfig,
         table: Arc<DriverTable>,
+        step: bool,
     ) -> Arc<Self> {
         let resources = crate::dxgkrnl::resources::Resources::new(
             index,
@@ -318,6 +321,7 @@ impl AdapterShared {
             hws: Mutex::new(Default::default()),
             features: Mutex::new(Default::default()),
             stats: Stats::default(),
+            timers: crate::dxgkrnl::ktimer::Timers::new(step),
             resources,
             doorbell_bus,
             doorbell_windows: Mutex::new(std::collections::BTreeMap::new()),

@@ -63,6 +63,13 @@ pub const DRIVER_VERIFIER_DETECTED_VIOLATION: u32 = 0xC4;
 /// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0xc8--irql-unexpected-value>
 pub const IRQL_UNEXPECTED_VALUE: u32 = 0xC8;
 
+/// 0xC7 `TIMER_OR_DPC_INVALID`: a kernel timer or DPC in memory being freed (or a driver
+/// unloading) while still set or queued. Parameters: object type (0: a timer), the object's
+/// address, the start and end of the memory range checked (0 here: the simulation does not
+/// know the bounds of the driver's allocation).
+/// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0xc7--timer-or-dpc-invalid>
+pub const TIMER_OR_DPC_INVALID: u32 = 0xC7;
+
 /// 0xD1 `DRIVER_IRQL_NOT_LESS_OR_EQUAL`: a driver accessed pageable memory at DISPATCH_LEVEL or
 /// above. Listed for completeness; the simulation has no pageable driver memory to fault on.
 /// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0xd1--driver-irql-not-less-or-equal>
@@ -161,6 +168,9 @@ pub mod irql_unexpected {
     /// Simulation-specific: a `DxgkCbSynchronizeExecution` routine returned at another IRQL
     /// than the interrupt's. Parameters: (p1, the routine, its context, 0).
     pub const SIM_SYNCHRONIZE_ROUTINE: u64 = 0x82;
+    /// Simulation-specific: a kernel timer's DPC routine returned at another IRQL than
+    /// DISPATCH_LEVEL ([`crate::dxgkrnl::ktimer`]). Parameters: (p1, the routine, its context, 0).
+    pub const SIM_TIMER_DPC: u64 = 0x83;
 }
 
 /// Parameter-1 values of [`DRIVER_VERIFIER_DETECTED_VIOLATION`] the simulation raises.
@@ -237,6 +247,7 @@ impl BugCheck {
             DRIVER_VERIFIER_DETECTED_VIOLATION => "DRIVER_VERIFIER_DETECTED_VIOLATION",
             DRIVER_IRQL_NOT_LESS_OR_EQUAL => "DRIVER_IRQL_NOT_LESS_OR_EQUAL",
             IRQL_UNEXPECTED_VALUE => "IRQL_UNEXPECTED_VALUE",
+            TIMER_OR_DPC_INVALID => "TIMER_OR_DPC_INVALID",
             HARDWARE_INTERRUPT_STORM => "HARDWARE_INTERRUPT_STORM",
             DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL => "DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL",
             VIDEO_TDR_FAILURE => "VIDEO_TDR_FAILURE",

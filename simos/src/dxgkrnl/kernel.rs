@@ -417,6 +417,22 @@ unsafe impl Platform for SimKernel {
         current_irql()
     }
 
+    /// KTIMER + KDPC ([`crate::dxgkrnl::ktimer`]).
+    type Timer = crate::dxgkrnl::ktimer::SimTimer;
+
+    unsafe fn timer_arm(
+        timer: &Self::Timer,
+        period_ms: u32,
+        routine: rvgpu_kmd::platform::TimerRoutine,
+        context: *const core::ffi::c_void,
+    ) -> bool {
+        crate::dxgkrnl::ktimer::arm(timer, period_ms, routine, context.cast())
+    }
+
+    fn timer_cancel(timer: &Self::Timer) {
+        crate::dxgkrnl::ktimer::cancel(timer);
+    }
+
     fn raise_to_dispatch() -> Irql {
         let current = current_irql();
         if current > Irql::Dispatch {

@@ -726,6 +726,11 @@ impl Machine {
             },
         )?;
         check_status(status)?;
+        // The driver freed its adapter: a kernel timer still set in it is 0xC7.
+        if let Err(b) = crate::dxgkrnl::ktimer::check_removed(&a) {
+            self.state.raise_bugcheck(b);
+            return Err(SimError::Bugcheck(b));
+        }
         // Dxgkrnl frees the adapter: its DeviceHandle dangles from now on.
         a.handle_valid.store(false, Ordering::Release);
         // What the driver still holds of this adapter can never be released now (every

@@ -193,6 +193,7 @@ impl Machine {
                     ..config.os.clone()
                 },
                 table.clone(),
+                config.mode == Mode::Step,
             ));
         }
         let stop = Arc::new(AtomicBool::new(false));

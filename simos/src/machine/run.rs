@@ -32,6 +32,14 @@ impl Machine {
         }
     }
 
+    /// Fault injection: holds back adapter `i`'s kernel-timer DPCs (as a long DPC of another
+    /// driver on the same processor would) until called again with `false`; timers that fell
+    /// due meanwhile then run once ([`crate::dxgkrnl::ktimer`]).
+    pub fn hold_timer_dpcs(&self, i: usize, on: bool) -> Result<(), SimError> {
+        self.adapter(i)?.timers.hold(on);
+        Ok(())
+    }
+
     fn service_dpcs(&self) -> bool {
         let mut ran = false;
         for a in &self.adapters {
@@ -56,6 +64,12 @@ impl Machine {
                     break;
                 }
             }
+        }
+        // Kernel timers (a round is a millisecond), before DPCs: a DPC a timer routine
+        // queues runs in this round.
+        for a in &self.adapters {
+            a.timers.advance_round();
+            progress |= crate::dxgkrnl::ktimer::service(a);
         }
         progress |= self.service_dpcs();
         // VidSch's PASSIVE work (this thread is back at PASSIVE_LEVEL).

@@ -1,0 +1,340 @@
+//! Kernel timers for the driver: what `KeInitializeTimerEx`, `KeInitializeDpc`,
+//! `KeSetTimerEx`, `KeCancelTimer` and `KeFlushQueuedDpcs` give a miniport on Windows
+//! ([`Platform::timer_arm`](rvgpu_kmd::platform::Platform::timer_arm) and `timer_cancel`).
+//!
+//! - **Clock.** Step mode: one round of the machine is one millisecond (the round counter is
+//!   the clock, as for VidSch's TDR timers); threaded mode: the host's monotonic clock. A
+//!   periodic timer that falls behind fires once and is due again one period later, as a
+//!   periodic KTIMER does not queue missed expirations.
+//! - **Where the routine runs.** At DISPATCH_LEVEL in the machine's context: in step mode in
+//!   the round, before DPCs (so a DPC the routine queues runs in the same round); in threaded
+//!   mode on the adapter's VidSch worker thread, i.e. a processor other than the one running
+//!   the adapter's DPC, so a timer routine and `DxgkDdiDpcRoutine` may overlap as on Windows.
+//!   Returning at another IRQL is 0xC8.
+//! - **Rules Windows enforces.**
+//!   - `KeSetTimerEx` and `KeCancelTimer` above DISPATCH_LEVEL, and `KeFlushQueuedDpcs` above
+//!     PASSIVE_LEVEL (its page requires PASSIVE_LEVEL): 0xA `IRQL_NOT_LESS_OR_EQUAL`.
+//!     <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-kesettimerex>,
+//!     <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-keflushqueueddpcs>
+//!   - A timer still set when the memory holding it is freed is 0xC7 `TIMER_OR_DPC_INVALID`.
+//!     The driver frees its adapter in `DxgkDdiRemoveDevice`, so a timer the adapter armed and
+//!     still had set when RemoveDevice returned is 0xC7 (parameter 1 = 0, a timer object).
+//!     <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0xc7--timer-or-dpc-invalid>
+//! - **Simulation limit.** A timer belongs to the adapter whose DDI armed it (the simulation
+//!   services timers per adapter); arming one outside any DDI is not modelled and is a
+//!   simulation error rather than a silent success.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+use rvgpu_kmd::platform::{Irql, TimerRoutine};
+
+use crate::dxgkrnl::adapter::{all_adapters, AdapterShared};
+use crate::dxgkrnl::bugcheck::{self, kirql, BugCheck};
+use crate::dxgkrnl::kernel::{
+    check_return_irql, current_irql, current_machine, raise, IrqlScope, MachineContext,
+};
+use crate::dxgkrnl::state::lock;
+
+/// The driver's timer storage (`Platform::Timer` of [`crate::dxgkrnl::kernel::SimKernel`]):
+/// the set timer it stands for, if any.
+#[derive(Debug, Default)]
+pub struct SimTimer {
+    set: Mutex<Option<(Weak<AdapterShared>, Arc<Armed>)>>,
+}
+
+/// One set timer.
+pub struct Armed {
+    routine: TimerRoutine,
+    context: usize,
+    period: u64,
+    due: AtomicU64,
+    cancelled: AtomicBool,
+    /// Held while the routine runs: `KeFlushQueuedDpcs` waits on it.
+    running: Mutex<()>,
+    /// The storage's address (0xC7's parameter 2).
+    storage: usize,
+}
+
+impl std::fmt::Debug for Armed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Armed")
+            .field("period", &self.period)
+            .field("due", &self.due.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// One adapter's set timers and their clock.
+#[derive(Debug)]
+pub struct Timers {
+    step: bool,
+    rounds: AtomicU64,
+    epoch: Instant,
+    set: Mutex<Vec<Arc<Armed>>>,
+    /// Fault injection: timer DPCs are held back (as behind another driver's long DPC on the
+    /// same processor); due ones run once released.
+    held: AtomicBool,
+}
+
+impl Timers {
+    /// Timers on a step-mode (rounds) or threaded (wall clock) machine.
+    pub fn new(step: bool) -> Self {
+        Self {
+            step,
+            rounds: AtomicU64::new(0),
+            epoch: Instant::now(),
+            set: Mutex::new(Vec::new()),
+            held: AtomicBool::new(false),
+        }
+    }
+
+    /// Fault injection: holds back (or releases) every timer DPC of this adapter.
+    pub fn hold(&self, on: bool) {
+        self.held.store(on, Ordering::Release);
+    }
+
+    /// Milliseconds on this adapter's timer clock.
+    fn now(&self) -> u64 {
+        if self.step {
+            self.rounds.load(Ordering::Acquire)
+        } else {
+            u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+        }
+    }
+
+    /// Step mode: one more round (millisecond) has passed.
+    pub fn advance_round(&self) {
+        self.rounds.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Timers still set (storage addresses), for the RemoveDevice check.
+    pub fn still_set(&self) -> Vec<usize> {
+        lock(&self.set).iter().map(|t| t.storage).collect()
+    }
+
+    /// Milliseconds until the next timer is due (threaded mode's wait), if any is set.
+    pub fn next_due_in(&self) -> Option<u64> {
+        let now = self.now();
+        lock(&self.set)
+            .iter()
+            .map(|t| t.due.load(Ordering::Acquire).saturating_sub(now))
+            .min()
+    }
+}
+
+fn adapter_of_current_ddi() -> Option<Arc<AdapterShared>> {
+    let inside = crate::dxgkrnl::ddi::inside();
+    if inside == 0 {
+        return None;
+    }
+    all_adapters()
+        .into_iter()
+        .find(|a| Arc::as_ptr(a) as usize == inside)
+}
+
+fn irql_above(max: Irql, routine: usize) -> bool {
+    let current = current_irql();
+    if current <= max {
+        return false;
+    }
+    raise(BugCheck::new(
+        bugcheck::IRQL_NOT_LESS_OR_EQUAL,
+        [routine as u64, kirql(current), 8, routine as u64],
+    ));
+    true
+}
+
+/// `KeSetTimerEx` with a DPC: see the module documentation.
+pub fn arm(timer: &SimTimer, period_ms: u32, routine: TimerRoutine, context: *const ()) -> bool {
+    if irql_above(Irql::Dispatch, arm as *const () as usize) {
+        return false;
+    }
+    let Some(a) = adapter_of_current_ddi() else {
+        if let Some(m) = current_machine() {
+            m.raise_sim_error(
+                "the driver set a kernel timer outside any DDI of an adapter; the simulation \
+                 services timers per adapter and does not model that",
+            );
+        }
+        return false;
+    };
+    // Setting a set timer cancels it first (KeSetTimerEx's page).
+    cancel_set(timer);
+    let now = a.timers.now();
+    let period = u64::from(period_ms.max(1));
+    let armed = Arc::new(Armed {
+        routine,
+        context: context as usize,
+        period,
+        due: AtomicU64::new(now.saturating_add(period)),
+        cancelled: AtomicBool::new(false),
+        running: Mutex::new(()),
+        storage: std::ptr::from_ref(timer) as usize,
+    });
+    lock(&a.timers.set).push(armed.clone());
+    *lock(&timer.set) = Some((Arc::downgrade(&a), armed));
+    true
+}
+
+/// Removes a set timer from its adapter's list; returns it.
+fn cancel_set(timer: &SimTimer) -> Option<Arc<Armed>> {
+    let (adapter, armed) = lock(&timer.set).take()?;
+    armed.cancelled.store(true, Ordering::Release);
+    if let Some(a) = adapter.upgrade() {
+        lock(&a.timers.set).retain(|t| !Arc::ptr_eq(t, &armed));
+    }
+    Some(armed)
+}
+
+/// `KeCancelTimer` then `KeFlushQueuedDpcs`: see the module documentation.
+pub fn cancel(timer: &SimTimer) {
+    if irql_above(Irql::Passive, cancel as *const () as usize) {
+        return;
+    }
+    if let Some(armed) = cancel_set(timer) {
+        // Waits for a run in progress on another thread (threaded mode's worker).
+        drop(lock(&armed.running));
+    }
+}
+
+/// Runs the routines of `a`'s timers that are due. Returns whether any ran.
+pub fn service(a: &AdapterShared) -> bool {
+    if a.state.is_halted() || a.timers.held.load(Ordering::Acquire) {
+        return false;
+    }
+    let now = a.timers.now();
+    let due: Vec<Arc<Armed>> = lock(&a.timers.set)
+        .iter()
+        .filter(|t| t.due.load(Ordering::Acquire) <= now)
+        .cloned()
+        .collect();
+    let mut ran = false;
+    for t in due {
+        let _running = lock(&t.running);
+        if t.cancelled.load(Ordering::Acquire) || a.state.is_halted() {
+            continue;
+        }
+        t.due.store(now.saturating_add(t.period), Ordering::Release);
+        let _m = MachineContext::enter(a.state.clone());
+        let _irql = IrqlScope::enter(Irql::Dispatch);
+        // SAFETY: the driver's routine with the context it armed the timer with; the driver
+        // keeps both valid until its cancel returns, which waits for this run (`running`).
+        unsafe { (t.routine)(t.context as *const core::ffi::c_void) };
+        if let Err(b) = check_return_irql(
+            Irql::Dispatch,
+            bugcheck::irql_unexpected::SIM_TIMER_DPC,
+            t.routine as usize as u64,
+            t.context as u64,
+            0,
+        ) {
+            a.state.raise_bugcheck(b);
+        }
+        ran = true;
+    }
+    ran
+}
+
+/// After RemoveDevice returned: a timer the adapter still has set lives in freed memory (0xC7).
+pub fn check_removed(a: &AdapterShared) -> Result<(), BugCheck> {
+    match a.timers.still_set().first() {
+        Some(&storage) => Err(BugCheck::new(
+            bugcheck::TIMER_OR_DPC_INVALID,
+            [0, storage as u64, 0, 0],
+        )),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dxgkrnl::ddi::{self, At};
+    use crate::dxgkrnl::irql::Routine;
+    use crate::{MachineConfig, Mode, SimError};
+
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+
+    unsafe fn count(_: *const core::ffi::c_void) {
+        RUNS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Arms `timer` from inside a DDI of adapter 0, as the driver does from StartDevice.
+    fn arm_in_ddi(m: &crate::Machine, timer: &SimTimer, period: u32, r: TimerRoutine) -> bool {
+        let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
+        ddi::call(
+            &a,
+            Routine::DxgkDdiQueryAdapterInfo,
+            0,
+            At::Level(Irql::Passive),
+            || arm(timer, period, r, std::ptr::null()),
+        )
+        .expect("ddi")
+    }
+
+    /// A timer the driver left set when RemoveDevice returned is in freed memory: 0xC7, as
+    /// Windows raises when memory holding a set timer is freed.
+    #[test]
+    fn issue_18_a_timer_still_set_at_remove_device_is_bug_check_0xc7() {
+        let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
+        m.load_driver().expect("load");
+        m.start_adapter(0).expect("start");
+        let leaked: &'static SimTimer = Box::leak(Box::default());
+        unsafe fn nothing(_: *const core::ffi::c_void) {}
+        assert!(arm_in_ddi(&m, leaked, 50, nothing));
+        m.stop_adapter(0).expect("stop");
+        match m.remove_adapter(0) {
+            Err(SimError::Bugcheck(b)) => {
+                assert_eq!(b.code, bugcheck::TIMER_OR_DPC_INVALID);
+                assert_eq!(b.params[1], std::ptr::from_ref(leaked) as u64);
+            }
+            other => panic!("RemoveDevice with a set timer: {other:?}"),
+        }
+    }
+
+    /// Step mode: a round is a millisecond; the routine runs every period at DISPATCH_LEVEL,
+    /// not while held back, and never after the cancel; a cancel above PASSIVE_LEVEL is 0xA.
+    #[test]
+    fn issue_18_timers_fire_each_period_until_cancelled_and_cancel_needs_passive() {
+        let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
+        m.load_driver().expect("load");
+        m.start_adapter(0).expect("start");
+        let t = SimTimer::default();
+        let before = RUNS.load(Ordering::Relaxed);
+        assert!(arm_in_ddi(&m, &t, 10, count));
+        m.run_steps(9).expect("steps");
+        assert_eq!(RUNS.load(Ordering::Relaxed), before, "not due yet");
+        m.run_steps(1).expect("steps");
+        assert_eq!(
+            RUNS.load(Ordering::Relaxed),
+            before + 1,
+            "due after one period"
+        );
+        m.hold_timer_dpcs(0, true).expect("hold");
+        m.run_steps(35).expect("steps");
+        assert_eq!(RUNS.load(Ordering::Relaxed), before + 1, "held back");
+        m.hold_timer_dpcs(0, false).expect("release");
+        m.run_steps(1).expect("steps");
+        assert_eq!(
+            RUNS.load(Ordering::Relaxed),
+            before + 2,
+            "missed periods fire once"
+        );
+        cancel(&t);
+        m.run_steps(30).expect("steps");
+        assert_eq!(RUNS.load(Ordering::Relaxed), before + 2, "cancelled");
+        // Armed again, then cancelled at DISPATCH_LEVEL: KeFlushQueuedDpcs needs PASSIVE.
+        assert!(arm_in_ddi(&m, &t, 10, count));
+        let state = m.state.clone();
+        {
+            let _ctx = MachineContext::enter(state.clone());
+            let _irql = IrqlScope::enter(Irql::Dispatch);
+            cancel(&t);
+        }
+        assert_eq!(
+            state.bugcheck().map(|b| b.code),
+            Some(bugcheck::IRQL_NOT_LESS_OR_EQUAL)
+        );
+    }
+}
