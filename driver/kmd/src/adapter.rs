@@ -178,6 +178,9 @@ pub struct Adapter<P: Platform> {
     pub tdr: crate::reset::TdrLog,
     /// What the ISR checks event records against, and what it dropped (issue 18).
     pub event_guard: EventGuard,
+    /// Finds an interrupt delivery lost with no event after it (issue 18,
+    /// [`crate::watchdog`]). Armed while started and in D0.
+    pub watchdog: crate::watchdog::Watchdog<P>,
 }
 
 // SAFETY: `pdo` is an opaque OS handle never dereferenced; everything else is synchronised as
@@ -257,6 +260,7 @@ impl<P: Platform> Adapter<P> {
             stats: Stats::default(),
             tdr: crate::reset::TdrLog::default(),
             event_guard: EventGuard::default(),
+            watchdog: crate::watchdog::Watchdog::default(),
         })
     }
 
@@ -313,6 +317,7 @@ impl<P: Platform> Adapter<P> {
                 self.live.store(Box::into_raw(live), Ordering::Release);
                 if let Some(l) = self.live() {
                     device::enable_interrupts(&l.regs);
+                    self.arm_watchdog();
                     klog!(
                         P,
                         Info,
@@ -519,6 +524,8 @@ impl<P: Platform> Adapter<P> {
         if raw.is_null() {
             return Err(status::INVALID_DEVICE_STATE);
         }
+        // Before anything is torn down: afterwards no watchdog tick runs or will run.
+        self.watchdog.disarm();
         // SAFETY: published by `start`, still published (only `stop` clears it, and Dxgkrnl
         // serialises StopDevice with itself).
         let dxgk = unsafe { (*raw).dxgk };
@@ -585,19 +592,79 @@ impl<P: Platform> Adapter<P> {
         if !(POWER_D0..=POWER_D3).contains(&state) {
             return Err(status::INVALID_PARAMETER);
         }
+        if state != POWER_D0 {
+            // Before the device leaves D0, outside the lifecycle lock (disarming waits for a
+            // tick in progress, at PASSIVE): no look at a powered-down device's registers.
+            self.watchdog.disarm();
+        }
         let mut l = self.lifecycle.lock();
         if l.0 == Lifecycle::Removed {
             return Err(status::INVALID_DEVICE_STATE);
         }
-        if let Some(live) = self.live() {
+        let started = if let Some(live) = self.live() {
             if state == POWER_D0 {
                 device::enable_interrupts(&live.regs);
             } else {
                 live.regs.write(rvgpu_hw::regs::IntEnable::new(0));
             }
-        }
+            true
+        } else {
+            false
+        };
         l.1 = PowerState(state);
+        drop(l);
+        if started && state == POWER_D0 {
+            self.arm_watchdog();
+        }
         Ok(())
+    }
+
+    /// Arms the interrupt watchdog ([`crate::watchdog`]) with this adapter as its context.
+    fn arm_watchdog(&self) {
+        let ctx = ptr::from_ref(self).cast::<c_void>();
+        // SAFETY: the adapter is the MiniportDeviceContext, which does not move between
+        // AddDevice and RemoveDevice; `stop` and `set_power` disarm (flushing a tick in
+        // progress) before the started state goes away, and RemoveDevice needs a stopped
+        // adapter, so `watchdog_tick::<P>` never sees a freed adapter.
+        if !unsafe { self.watchdog.arm(watchdog_tick::<P>, ctx) } {
+            klog!(
+                P,
+                Warning,
+                "rvgpu: no kernel timer: the interrupt watchdog is off"
+            );
+        }
+    }
+
+    /// The watchdog's look, under the interrupt lock: services a delivery lost with nothing
+    /// after it by running the ISR. Returns whether it did.
+    fn watchdog_look(&self) -> bool {
+        let Some(live) = self.live() else {
+            return false;
+        };
+        if live.regs.is_gone() {
+            return false;
+        }
+        let raw = live.regs.read::<rvgpu_hw::regs::IntStatus>().raw();
+        if raw == u32::MAX {
+            // Nothing on the bus (or a glitch): the ISR and the removal path decide.
+            return false;
+        }
+        let pending = raw & device::ENABLED_CAUSES.bits();
+        let runs = self
+            .stats
+            .isr_claimed
+            .load(Ordering::Relaxed)
+            .wrapping_add(self.stats.isr_unclaimed.load(Ordering::Relaxed));
+        if !self.watchdog.look(pending, runs) {
+            return false;
+        }
+        klog!(
+            P,
+            Warning,
+            "rvgpu: interrupt delivery lost (INT_STATUS {:#x} pending for a watchdog period); servicing it",
+            pending
+        );
+        self.interrupt()
     }
 
     /// ResetDevice: called at high IRQL before a bug check or a soft reboot; must not block or
@@ -808,6 +875,29 @@ impl<P: Platform> Adapter<P> {
             live.dxgk.notify_dpc();
         }
     }
+}
+
+/// The watchdog timer's routine (DISPATCH_LEVEL): one look under the interrupt lock.
+///
+/// # Safety
+/// `context` is the adapter that armed the timer (see `Adapter::arm_watchdog`).
+unsafe fn watchdog_tick<P: Platform>(context: *const c_void) {
+    // SAFETY: the caller's contract.
+    let adapter = unsafe { &*context.cast::<Adapter<P>>() };
+    let Some(live) = adapter.live() else {
+        return;
+    };
+    let ctx = context.cast_mut();
+    // SAFETY: `watchdog_look_sync::<P>` expects exactly this context, the live adapter. A
+    // failed call (the interrupt not connected yet, or disconnected) just skips this look.
+    let _ = unsafe { live.dxgk.synchronize(watchdog_look_sync::<P>, ctx) };
+}
+
+/// `DxgkCbSynchronizeExecution` routine for [`watchdog_tick`].
+unsafe extern "system" fn watchdog_look_sync<P: Platform>(context: *mut c_void) -> u8 {
+    // SAFETY: `watchdog_tick` passes the adapter, alive for the call.
+    let adapter = unsafe { &*context.cast_const().cast::<Adapter<P>>() };
+    u8::from(adapter.watchdog_look())
 }
 
 /// A `Fault` naming a queue the driver knows on that engine: with `CAPS.QUEUE_STATE` the

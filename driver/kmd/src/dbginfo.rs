@@ -118,6 +118,12 @@ pub fn report<P: Platform>(a: &Adapter<P>, reason: u32, out: &mut impl Write) ->
             g.rejected(R::SchedLog)
         )?;
     }
+    writeln!(
+        out,
+        "watchdog looks={} lost_deliveries={}",
+        a.watchdog.looks.load(Ordering::Relaxed),
+        a.watchdog.recoveries.load(Ordering::Relaxed)
+    )?;
     for e in 0..engines {
         write!(
             out,

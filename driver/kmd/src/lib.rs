@@ -54,6 +54,7 @@ mod sched;
 mod status;
 mod submit;
 mod sync;
+mod watchdog;
 
 // The crate's surface: the platform contract (implemented by the image and the simulated
 // OS), the DRIVER_INITIALIZATION_DATA the image hands to Dxgkrnl, and the few items the
