@@ -336,18 +336,14 @@ fn native_fence(m: &Machine, q: &GpuQueue) -> NativeFence {
 /// released: CPU waits on the native fence, and a user-mode queue's DMA progress wait.
 #[test]
 fn lost_interrupt_is_recovered_by_the_next_and_every_waiter_released() {
-    let m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
-    let dev = m.device(0).expect("device").clone();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = native_fence(&m, &q);
-    let first = ok(&m, m.wait_native_fence_event(&f, 1));
-    let isr_before = m.interrupt_counts(0).0;
-    dev.drop_next_interrupt();
-    ok(&m, q.signal(&f, 1));
-    ok(&m, q.kick());
-    ok(&m, m.run_until_idle());
-    assert_eq!(f.current_value(), 1, "the GPU signalled");
-    assert_eq!(first.wait(Duration::ZERO), None, "the OS never heard of it");
+    let LostSignal {
+        m,
+        mut q,
+        f,
+        waiter: first,
+        isr_before,
+        ..
+    } = lose_the_first_signals_delivery();
     assert_eq!(m.interrupt_counts(0).0, isr_before, "the delivery was lost");
     // Later events: a second native-fence signal and DMA progress of a user-mode queue.
     let second = ok(&m, m.wait_native_fence_event(&f, 2));
@@ -405,24 +401,54 @@ fn lost_interrupts_threaded_every_waiter_released() {
     no_fault(&m);
 }
 
-/// Issue 18 finding 2 and NF-09 (no missed interrupt for a monitored update), the last event:
-/// the delivery of the very last native-fence signal is lost and nothing follows it. No ISR ever runs; the driver's interrupt watchdog
-/// (`driver/kmd/src/watchdog.rs`, a 100 ms kernel timer; a step-mode round is a millisecond)
-/// finds the cause still pending at two looks and services it, and the waiter is released.
-#[test]
-fn lost_delivery_of_the_last_signal_is_serviced_by_the_driver_watchdog() {
+/// A step-mode machine whose first native-fence signal was executed by the GPU but whose
+/// interrupt delivery was lost, with a CPU waiter for it still blocked.
+struct LostSignal {
+    m: Machine,
+    dev: std::sync::Arc<rvgpu_device::Device>,
+    q: GpuQueue,
+    f: NativeFence,
+    waiter: rvgpu_simos::SimEvent,
+    isr_before: u64,
+}
+
+fn lose_the_first_signals_delivery() -> LostSignal {
     let m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
     let dev = m.device(0).expect("device").clone();
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let f = native_fence(&m, &q);
-    let ev = ok(&m, m.wait_native_fence_event(&f, 1));
+    let waiter = ok(&m, m.wait_native_fence_event(&f, 1));
     let isr_before = m.interrupt_counts(0).0;
     dev.drop_next_interrupt();
     ok(&m, q.signal(&f, 1));
     ok(&m, q.kick());
     ok(&m, m.run_until_idle());
     assert_eq!(f.current_value(), 1, "the GPU signalled");
-    assert_eq!(ev.wait(Duration::ZERO), None, "the OS was not told yet");
+    assert_eq!(waiter.wait(Duration::ZERO), None, "the OS was not told");
+    LostSignal {
+        m,
+        dev,
+        q,
+        f,
+        waiter,
+        isr_before,
+    }
+}
+
+/// Issue 18 finding 2 and NF-09 (no missed interrupt for a monitored update), the last event:
+/// the delivery of the very last native-fence signal is lost and nothing follows it. No ISR
+/// ever runs; the driver's interrupt watchdog (`driver/kmd/src/watchdog.rs`, a 100 ms kernel
+/// timer; a step-mode round is a millisecond) finds the cause still pending at two looks and
+/// services it, and the waiter is released.
+#[test]
+fn lost_delivery_of_the_last_signal_is_serviced_by_the_driver_watchdog() {
+    let LostSignal {
+        m,
+        dev,
+        waiter: ev,
+        isr_before,
+        ..
+    } = lose_the_first_signals_delivery();
     assert_ne!(
         dev.read32(regs::INT_STATUS),
         0,

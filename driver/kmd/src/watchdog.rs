@@ -5,9 +5,9 @@
 //! normally costs only the time until the next event. The last event before a quiet spell has
 //! no next event: its cause stays pending in `INT_STATUS`, the ISR never runs, and a CPU
 //! waiter on that native fence is never released: a missed interrupt for a monitored update,
-//! which NF-09 does not allow. Windows has no watchdog for this on the
-//! native-fence path (the `DxgkDdiQueryCurrentFence` retry covers only legacy DMA fences), so
-//! the driver keeps its own:
+//! which NF-09 does not allow. We know of nothing in Windows that recovers it (the
+//! `DxgkDdiQueryCurrentFence` retry covers only legacy DMA fences; the progress-fence timeout
+//! detects hangs, it does not report signals), so the driver keeps its own watchdog:
 //!
 //! - A periodic kernel timer ([`Platform::timer_arm`], [`PERIOD_MS`]) runs while the adapter is
 //!   started and in D0. It is disarmed, and its DPC flushed, before StopDevice tears anything
