@@ -189,6 +189,10 @@ pub struct AdapterShared {
     pub resources: Box<crate::dxgkrnl::resources::Resources>,
     /// BAR2 as an MMIO bus (doorbell writes), kept alive for trap windows onto it.
     pub doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync>,
+    /// BAR0 as an MMIO bus (the device's registers), kept alive for trap windows onto it.
+    pub register_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync>,
+    /// The function is in D3hot: its BARs do not decode ([`crate::dxgkrnl::callbacks::D3Hot`]).
+    pub d3hot: Arc<crate::dxgkrnl::callbacks::D3Hot>,
     /// Live `DxgkCbMapMemory` mappings of BAR2: base VA -> length (UM-09: a connected
     /// doorbell's kernel VA must lie in one).
     pub doorbell_windows: Mutex<std::collections::BTreeMap<usize, usize>>,
@@ -276,9 +280,17 @@ impl AdapterShared {
             device.memory().vram_size(),
         );
         let storm_min_ticks = crate::dxgkrnl::interrupt::storm_min_ticks(device.config());
-        let doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync> = Arc::new(
-            crate::dxgkrnl::callbacks::DoorbellBus(Arc::downgrade(&device)),
-        );
+        let d3hot = Arc::new(crate::dxgkrnl::callbacks::D3Hot::default());
+        let doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync> =
+            Arc::new(crate::dxgkrnl::callbacks::DoorbellBus {
+                board: Arc::downgrade(&device),
+                d3hot: d3hot.clone(),
+            });
+        let register_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync> =
+            Arc::new(crate::dxgkrnl::callbacks::RegisterBus {
+                board: device.clone(),
+                d3hot: d3hot.clone(),
+            });
         let a = Arc::new(Self {
             index,
             state,
@@ -324,6 +336,8 @@ impl AdapterShared {
             timers: crate::dxgkrnl::ktimer::Timers::new(step),
             resources,
             doorbell_bus,
+            register_bus,
+            d3hot,
             doorbell_windows: Mutex::new(std::collections::BTreeMap::new()),
             ums: Mutex::new(crate::ums::UmsOs::default()),
             ums_seq: std::sync::RwLock::new(()),

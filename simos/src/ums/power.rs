@@ -326,6 +326,10 @@ pub(super) fn set_power_state(
         .DxgkDdiSetPowerState
         .ok_or_else(|| SimError::Simulation("no DxgkDdiSetPowerState".into()))?;
     let ctx = a.context();
+    if state == PowerDeviceD0 {
+        // The bus driver powers the function up before the function driver hears of D0.
+        a.d3hot.set(false);
+    }
     let status = ddi::call(
         a,
         Routine::DxgkDdiSetPowerState,
@@ -337,6 +341,10 @@ pub(super) fn set_power_state(
         },
     )?;
     check_status(status)?;
+    if state != PowerDeviceD0 {
+        // ...and down to D3hot once the function driver has let go of it.
+        a.d3hot.set(true);
+    }
     let mut os = lock(&a.ums);
     os.power = if state == PowerDeviceD0 {
         Power::D0

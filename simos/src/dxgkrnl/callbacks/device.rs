@@ -36,22 +36,92 @@ pub(super) unsafe extern "system" fn get_device_information(
     STATUS_SUCCESS
 }
 
-/// BAR2 seen as an MMIO bus: 32/64-bit writes at `page * 4096` ring doorbell `page`.
-pub struct DoorbellBus(pub Weak<dyn crate::machine::Board>);
+/// The function is in D3hot: the PCI Bus Power Management Interface Specification (1.2,
+/// section 5.4.1) has a function in D3hot respond only to configuration accesses, so a memory
+/// read of its BARs completes with all-ones (no completer) and a write is dropped. The OS
+/// sets it after `DxgkDdiSetPowerState(D3)` returns (the bus driver powers the device down
+/// then) and clears it before `DxgkDdiSetPowerState(D0)` (powered up first), as Windows
+/// orders a device power transition around the function driver's power IRP.
+#[derive(Debug, Default)]
+pub struct D3Hot(AtomicBool);
+
+impl D3Hot {
+    /// Whether BAR accesses reach the device.
+    pub fn decoding(&self) -> bool {
+        !self.0.load(Ordering::Acquire)
+    }
+
+    /// Enters (or leaves) D3hot.
+    pub fn set(&self, d3hot: bool) {
+        self.0.store(d3hot, Ordering::Release);
+    }
+}
+
+/// BAR0 as the CPU reaches it: the device's registers, or nothing in D3hot. Holds the board
+/// (the trap window holds this weakly, so a stale mapping still reaches nothing).
+pub struct RegisterBus {
+    pub board: Arc<dyn crate::machine::Board>,
+    pub d3hot: Arc<D3Hot>,
+}
+
+impl MmioBus for RegisterBus {
+    fn read32(&self, offset: usize) -> u32 {
+        if self.d3hot.decoding() {
+            self.board.read32(offset)
+        } else {
+            u32::MAX
+        }
+    }
+    fn write32(&self, offset: usize, value: u32) {
+        if self.d3hot.decoding() {
+            self.board.write32(offset, value);
+        }
+    }
+    fn read64(&self, offset: usize) -> u64 {
+        if self.d3hot.decoding() {
+            self.board.read64(offset)
+        } else {
+            u64::MAX
+        }
+    }
+    fn write64(&self, offset: usize, value: u64) {
+        if self.d3hot.decoding() {
+            self.board.write64(offset, value);
+        }
+    }
+}
+
+/// BAR2 seen as an MMIO bus: 32/64-bit writes at `page * 4096` ring doorbell `page` (not in
+/// D3hot).
+pub struct DoorbellBus {
+    pub board: Weak<dyn crate::machine::Board>,
+    pub d3hot: Arc<D3Hot>,
+}
 
 impl MmioBus for DoorbellBus {
     fn read32(&self, _offset: usize) -> u32 {
-        0
+        if self.d3hot.decoding() {
+            0
+        } else {
+            u32::MAX
+        }
     }
     fn write32(&self, offset: usize, value: u32) {
         self.write64(offset, u64::from(value));
     }
     fn read64(&self, _offset: usize) -> u64 {
-        0
+        if self.d3hot.decoding() {
+            0
+        } else {
+            u64::MAX
+        }
     }
     fn write64(&self, offset: usize, value: u64) {
+        if !self.d3hot.decoding() {
+            return;
+        }
         if let (Some(d), Ok(page)) = (
-            self.0.upgrade(),
+            self.board.upgrade(),
             u32::try_from(offset / rvgpu_hw::PAGE_SIZE as usize),
         ) {
             d.doorbell_write(page, value);
@@ -95,8 +165,7 @@ pub(super) unsafe extern "system" fn map_memory(
         addr >= base && addr.checked_add(len).is_some_and(|e| e <= base + size)
     };
     let va = if addr == resources::bar_base(idx, pci::BAR_MMIO) && len <= pci::MMIO_SIZE {
-        let bus: Arc<dyn MmioBus + Send + Sync> = a.device.clone();
-        kernel::map_trap_window(&bus, len as usize)
+        kernel::map_trap_window(&a.register_bus, len as usize)
     } else if addr == resources::bar_base(idx, pci::BAR_DOORBELL) && len <= doorbells {
         let va = kernel::map_trap_window(&a.doorbell_bus, len as usize);
         lock(&a.doorbell_windows).insert(va.as_ptr() as usize, len as usize);
