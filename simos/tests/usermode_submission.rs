@@ -615,6 +615,92 @@ fn um_14_d3_suspends_disconnects_and_a_connect_wakes_the_gpu() {
     no_fault(&m);
 }
 
+/// UM-14 in D3hot: the function's BARs do not decode (reads all-ones, writes dropped, PCI
+/// power management). An interrupt on a shared line reaches the driver's ISR meanwhile (the
+/// interrupt stays connected in D3); the ISR must not take the all-ones it would read for a
+/// lost device. Back in D0 the queue runs as before and nothing is reported removed.
+#[test]
+fn um_14_shared_line_interrupt_in_d3_is_declined_and_the_gpu_comes_back() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut q = okk(&m, UserQueue::new(k, &config(0)));
+    let v = okk(&m, q.submit(&[fill(&t, 1)]));
+    okk(&m, q.wait(v));
+    assert!(ok(&m, m.power_down(0)), "idle: powered down");
+    let (isr_calls, _) = m.interrupt_counts(0);
+    ok(&m, m.raise_interrupt(0));
+    assert_eq!(m.interrupt_counts(0).0, isr_calls + 1, "the ISR ran");
+    // Long enough for any driver timer to have looked at the device too.
+    ok(&m, m.run_steps(300));
+    let v = okk(&m, q.submit(&[fill(&t, 2)]));
+    okk(&m, q.wait(v));
+    assert_eq!(t.mem.load(0), 2);
+    assert!(
+        !m.driver_log()
+            .iter()
+            .any(|l| l.text.contains("device lost")),
+        "the driver took D3hot for a lost device"
+    );
+    drop(q);
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
+/// UM-14 in D3hot: a queue closed while the GPU is powered down (its doorbell and hardware
+/// queue destroyed) changes the runlists the device cannot hear of; the driver must neither
+/// take the all-ones of a runlist commit's read-back for a lost device nor lose the change:
+/// back in D0 the other queue runs and the closed one is gone from the device.
+#[test]
+fn um_14_queue_closed_in_d3_is_off_the_device_after_d0() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
+    let mut q1 = okk(&m, UserQueue::new(k, &config(0)));
+    let v = okk(&m, q0.submit(&[fill(&t, 1)]));
+    okk(&m, q0.wait(v));
+    let queues_before = m
+        .device(0)
+        .unwrap()
+        .engine_snapshot(0)
+        .unwrap()
+        .queues
+        .len();
+    assert!(ok(&m, m.power_down(0)), "idle: powered down");
+    okk(&m, q0.close());
+    let v = okk(&m, q1.submit(&[fill(&t, 2)]));
+    okk(&m, q1.wait(v));
+    assert_eq!(t.mem.load(0), 2);
+    assert_eq!(
+        m.device(0)
+            .unwrap()
+            .engine_snapshot(0)
+            .unwrap()
+            .queues
+            .len(),
+        queues_before - 1,
+        "the closed queue left the device's runlist"
+    );
+    // A queue created while powered down reaches the device once it is back in D0.
+    assert!(ok(&m, m.power_down(0)), "idle again: powered down");
+    let mut q2 = okk(&m, UserQueue::new(k, &config(0)));
+    let v = okk(&m, q2.submit(&[fill(&t, 3)]));
+    okk(&m, q2.wait(v));
+    assert_eq!(t.mem.load(0), 3);
+    assert!(
+        !m.driver_log()
+            .iter()
+            .any(|l| l.text.contains("device lost")),
+        "the driver took D3hot for a lost device"
+    );
+    drop((q1, q2));
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
 // ---------------------------------------------------------------------------------------------
 // UM-11, UM-12: suspend and resume.
 

@@ -592,7 +592,12 @@ impl<P: Platform> Adapter<P> {
         if !(POWER_D0..=POWER_D3).contains(&state) {
             return Err(status::INVALID_PARAMETER);
         }
-        if state != POWER_D0 {
+        if state == POWER_D0 {
+            // The bus driver powered the function up before this call.
+            if let Some(live) = self.live() {
+                live.regs.set_powered(true);
+            }
+        } else {
             // Before the device leaves D0, outside the lifecycle lock (disarming waits for a
             // tick in progress, at PASSIVE): no look at a powered-down device's registers.
             self.watchdog.disarm();
@@ -613,8 +618,27 @@ impl<P: Platform> Adapter<P> {
         };
         l.1 = PowerState(state);
         drop(l);
-        if started && state == POWER_D0 {
-            self.arm_watchdog();
+        if let (Some(live), true) = (self.live(), started) {
+            if state == POWER_D0 {
+                // Runlist changes made out of D0 never reached the device (`runlist::may_commit`
+                // defers them): every engine's runlist is committed afresh from the driver's.
+                // (The OS suspends every context before D3, so today such changes are
+                // removals of queues the device no longer runs; this keeps any other change.)
+                let s = live.sched.lock();
+                for engine in 0..live.identity.config.engines {
+                    let _ = runlist::commit(&live.regs, &s, engine);
+                }
+                drop(s);
+                self.arm_watchdog();
+            } else {
+                // Out of D0 the bus driver puts the function in D3hot, where BAR reads return
+                // all-ones and writes are dropped (hardware.md 13.3): from here on the driver
+                // touches no register, and takes no all-ones for a lost device. An ISR that
+                // saw the registers powered just before finishes under the interrupt lock
+                // before this returns.
+                live.regs.set_powered(false);
+                let _ = live.synchronized(|_| ());
+            }
         }
         Ok(())
     }
@@ -641,7 +665,7 @@ impl<P: Platform> Adapter<P> {
         let Some(live) = self.live() else {
             return false;
         };
-        if live.regs.is_gone() {
+        if live.regs.is_gone() || !live.regs.is_powered() {
             return false;
         }
         let raw = live.regs.read::<rvgpu_hw::regs::IntStatus>().raw();
@@ -678,7 +702,8 @@ impl<P: Platform> Adapter<P> {
 
     /// The ISR. Returns whether the interrupt was ours.
     pub fn interrupt(&self) -> bool {
-        let Some(live) = self.live() else {
+        let Some(live) = self.live().filter(|l| l.regs.is_powered()) else {
+            // Not started, or out of D0 (a shared line): not ours, and nothing to read.
             self.stats.isr_unclaimed.fetch_add(1, Ordering::Relaxed);
             return false;
         };

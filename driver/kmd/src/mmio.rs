@@ -10,13 +10,20 @@ use rvgpu_hw::register::{Fixed, Indexed, Readable, RegRaw, Register, Width, Writ
 
 use crate::platform::Platform;
 
+/// [`Regs`] state: the device is gone (surprise removal, or a read showed
+/// `DEVICE_STATUS.LOST`); reads return all-ones as a dead device's would, for good.
+const GONE: u8 = 1;
+/// [`Regs`] state: the function is out of D0 (D3hot: its BARs do not decode, hardware.md
+/// 13.3); reads return all-ones, which then says nothing about the device.
+const UNPOWERED: u8 = 2;
+
 /// BAR0 as mapped by `DxgkCbMapMemory`.
 pub struct Regs<P: Platform> {
     base: NonNull<u8>,
     len: usize,
-    /// The device is gone (surprise removal, or a read showed `DEVICE_STATUS.LOST`): no access
-    /// reaches the bus any more; reads return all-ones as a dead device's would.
-    gone: core::sync::atomic::AtomicBool,
+    /// [`GONE`] and [`UNPOWERED`]: while either is set no access reaches the bus and reads
+    /// return all-ones. One word, so every access checks both with one load.
+    state: core::sync::atomic::AtomicU8,
     _platform: PhantomData<fn() -> P>,
 }
 
@@ -45,7 +52,7 @@ impl<P: Platform> Regs<P> {
         Self {
             base,
             len,
-            gone: core::sync::atomic::AtomicBool::new(false),
+            state: core::sync::atomic::AtomicU8::new(0),
             _platform: PhantomData,
         }
     }
@@ -54,12 +61,33 @@ impl<P: Platform> Regs<P> {
     /// further attempt to access hardware might cause problems such as a hard hang",
     /// DxgkDdiNotifySurpriseRemoval's page).
     pub fn mark_gone(&self) {
-        self.gone.store(true, core::sync::atomic::Ordering::Release);
+        self.state
+            .fetch_or(GONE, core::sync::atomic::Ordering::AcqRel);
     }
 
     /// Whether [`Self::mark_gone`] ran.
     pub fn is_gone(&self) -> bool {
-        self.gone.load(core::sync::atomic::Ordering::Acquire)
+        self.state.load(core::sync::atomic::Ordering::Acquire) & GONE != 0
+    }
+
+    /// The function enters (`false`) or is back in (`true`) D0 (DxgkDdiSetPowerState).
+    pub fn set_powered(&self, powered: bool) {
+        use core::sync::atomic::Ordering::AcqRel;
+        if powered {
+            self.state.fetch_and(!UNPOWERED, AcqRel);
+        } else {
+            self.state.fetch_or(UNPOWERED, AcqRel);
+        }
+    }
+
+    /// Whether the function is in D0, so register accesses reach it.
+    pub fn is_powered(&self) -> bool {
+        self.state.load(core::sync::atomic::Ordering::Acquire) & UNPOWERED == 0
+    }
+
+    /// Whether accesses reach the bus: present and in D0.
+    fn reaches_bus(&self) -> bool {
+        self.state.load(core::sync::atomic::Ordering::Acquire) == 0
     }
 
     /// `Some(offset)` if a `width`-byte access at `offset` is inside the BAR and aligned.
@@ -73,7 +101,7 @@ impl<P: Platform> Regs<P> {
     fn read_raw<R: Register>(&self, offset: Option<usize>) -> R {
         let width = R::DECL.width;
         let Some(off) = offset
-            .filter(|_| !self.is_gone())
+            .filter(|_| self.reaches_bus())
             .and_then(|o| self.check(o, width.bytes()))
         else {
             return R::from_raw(<R::Raw as RegRaw>::ONES);
@@ -96,7 +124,7 @@ impl<P: Platform> Regs<P> {
     fn write_raw<R: Register>(&self, offset: Option<usize>, value: R) {
         let width = R::DECL.width;
         let Some(off) = offset
-            .filter(|_| !self.is_gone())
+            .filter(|_| self.reaches_bus())
             .and_then(|o| self.check(o, width.bytes()))
         else {
             return;

@@ -29,6 +29,10 @@ pub fn check_lost<P: Platform>(regs: &Regs<P>) -> bool {
     if regs.is_gone() {
         return true;
     }
+    if !regs.is_powered() {
+        // Out of D0 nothing is read, and all-ones would be D3hot's answer anyway.
+        return false;
+    }
     let st = DeviceStatus::from_bits_retain(regs.read::<regs::DeviceStatusReg>().raw());
     if st.contains(DeviceStatus::LOST) {
         regs.mark_gone();

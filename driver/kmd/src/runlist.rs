@@ -156,7 +156,9 @@ fn may_commit<P: Platform>(regs: &Regs<P>, s: &Sched, engine: u32) -> Result<boo
     if regs.is_gone() {
         return Err(status::DEVICE_REMOVED);
     }
-    Ok(true)
+    // Out of D0 the device cannot be told: the change waits for the full commit every engine
+    // gets when the adapter is back in D0 (`Adapter::set_power`).
+    Ok(regs.is_powered())
 }
 
 /// `engine`'s runlist buffer and the slot count the device last loaded from it.
