@@ -386,6 +386,13 @@ fn check_clean(m: &Machine, seed: u64) {
         m.fault(),
         tail_log(m)
     );
+    // UM-14: power-downs happen at random points; the driver never touches the function in
+    // D3hot.
+    assert_eq!(
+        m.d3hot_accesses(0).ok(),
+        Some(0),
+        "seed {seed:#x}: register accesses in D3hot"
+    );
     let faulted: Vec<_> = m
         .device(0)
         .unwrap()

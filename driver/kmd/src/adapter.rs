@@ -636,15 +636,20 @@ impl<P: Platform> Adapter<P> {
                 // touches no register, and takes no all-ones for a lost device. An ISR that
                 // saw the registers powered just before finishes under the interrupt lock
                 // before this returns.
+                // Under the scheduler lock, so no runlist commit, doorbell binding or kick that
+                // passed its check is still writing.
+                let s = live.sched.lock();
                 live.regs.set_powered(false);
+                drop(s);
                 let _ = live.synchronized(|_| ());
             }
         }
         Ok(())
     }
 
-    /// Arms the interrupt watchdog ([`crate::watchdog`]) with this adapter as its context.
-    fn arm_watchdog(&self) {
+    /// Arms the interrupt watchdog ([`crate::watchdog`]) with this adapter as its context
+    /// (StartDevice, D0, RestartFromTimeout; a no-op if it is armed).
+    pub(crate) fn arm_watchdog(&self) {
         let ctx = ptr::from_ref(self).cast::<c_void>();
         // SAFETY: the adapter is the MiniportDeviceContext, which does not move between
         // AddDevice and RemoveDevice; `stop` and `set_power` disarm (flushing a tick in
@@ -673,7 +678,9 @@ impl<P: Platform> Adapter<P> {
             // Nothing on the bus (or a glitch): the ISR and the removal path decide.
             return false;
         }
-        let pending = raw & device::ENABLED_CAUSES.bits();
+        // Only causes that raise the line now: a disabled cause pending is not a lost delivery.
+        let enabled = live.regs.read::<rvgpu_hw::regs::IntEnable>().raw();
+        let pending = raw & enabled & device::ENABLED_CAUSES.bits();
         let runs = self
             .stats
             .isr_claimed

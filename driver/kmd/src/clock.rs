@@ -49,6 +49,10 @@ pub fn calibrate<P: Platform>(
     if node >= live.identity.config.engines || engine_ordinal != 0 {
         return Err(status::INVALID_PARAMETER);
     }
+    if !live.regs.is_powered() {
+        // Out of D0 GPU_CLOCK reads all-ones: no sample to give.
+        return Err(status::INVALID_DEVICE_STATE);
+    }
     let (_, hz) = P::query_performance_counter();
     if hz == 0 {
         return Err(status::NOT_SUPPORTED);

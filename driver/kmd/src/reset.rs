@@ -636,6 +636,9 @@ const ADAPTER_RESET_POLLS: u32 = 1_000_000;
 /// out of reset.
 pub fn reset_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
     let live = a.started()?;
+    // No watchdog look at a device being reset: its ring and causes mean nothing until
+    // RestartFromTimeout has programmed them again (which re-arms it).
+    a.watchdog.disarm();
     let regs = &live.regs;
     regs.write(regs::IntEnable::new(0));
     regs.write(regs::AdapterReset::new(regs::ADAPTER_RESET_KEY));
@@ -743,6 +746,7 @@ pub fn restart_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
         regs.write_at(q.engine, regs::QueueKick::new(q.id));
     }
     drop(s);
+    a.arm_watchdog();
     result.map(|_| ())
 }
 

@@ -20,6 +20,8 @@
 //!     The driver frees its adapter in `DxgkDdiRemoveDevice`, so a timer the adapter armed and
 //!     still had set when RemoveDevice returned is 0xC7 (parameter 1 = 0, a timer object).
 //!     <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0xc7--timer-or-dpc-invalid>
+//! - Arming a timer that is still set breaks `Platform::timer_arm`'s contract (the Windows
+//!   implementation re-initialises the KTIMER and KDPC): a simulation error.
 //! - **Simulation limit.** A timer belongs to the adapter whose DDI armed it (the simulation
 //!   services timers per adapter); arming one outside any DDI is not modelled and is a
 //!   simulation error rather than a silent success.
@@ -160,8 +162,16 @@ pub fn arm(timer: &SimTimer, period_ms: u32, routine: TimerRoutine, context: *co
         }
         return false;
     };
-    // Setting a set timer cancels it first (KeSetTimerEx's page).
-    cancel_set(timer);
+    // The platform contract (`Platform::timer_arm`): never on a set timer. The Windows
+    // implementation initialises the KTIMER and KDPC before setting them, and initialising a
+    // set timer or a queued DPC corrupts the kernel's lists.
+    if lock(&timer.set).is_some() {
+        a.state.raise_sim_error(
+            "the driver armed a kernel timer that is still set (KeInitializeTimerEx on a set \
+             KTIMER corrupts the kernel's timer list on Windows)",
+        );
+        return false;
+    }
     let now = a.timers.now();
     let period = u64::from(period_ms.max(1));
     let armed = Arc::new(Armed {
@@ -271,6 +281,68 @@ mod tests {
             || arm(timer, period, r, std::ptr::null()),
         )
         .expect("ddi")
+    }
+
+    /// KeSetTimerEx above DISPATCH_LEVEL is 0xA; arming a timer that is still set is a
+    /// simulation error (the Windows implementation would re-initialise a set KTIMER); a
+    /// routine returning at another IRQL than DISPATCH_LEVEL is 0xC8.
+    #[test]
+    fn issue_18_timer_irql_and_contract_rules() {
+        // Above DISPATCH_LEVEL.
+        let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
+        m.load_driver().expect("load");
+        m.start_adapter(0).expect("start");
+        let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
+        let t = SimTimer::default();
+        unsafe fn nothing(_: *const core::ffi::c_void) {}
+        let armed = ddi::call(
+            &a,
+            Routine::DxgkDdiQueryAdapterInfo,
+            0,
+            At::Level(Irql::Device),
+            || arm(&t, 10, nothing, std::ptr::null()),
+        );
+        assert!(matches!(armed, Ok(false) | Err(_)), "{armed:?}");
+        assert_eq!(
+            m.state.bugcheck().map(|b| b.code),
+            Some(bugcheck::IRQL_NOT_LESS_OR_EQUAL)
+        );
+        drop(a);
+        drop(m);
+        // Armed twice.
+        let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
+        m.load_driver().expect("load");
+        m.start_adapter(0).expect("start");
+        let t: &'static SimTimer = Box::leak(Box::default());
+        assert!(arm_in_ddi(&m, t, 10, nothing));
+        let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
+        let again = ddi::call(
+            &a,
+            Routine::DxgkDdiQueryAdapterInfo,
+            0,
+            At::Level(Irql::Passive),
+            || arm(t, 10, nothing, std::ptr::null()),
+        );
+        assert!(
+            matches!(again, Err(SimError::Simulation(_))),
+            "a set timer armed again: {again:?}"
+        );
+        drop(a);
+        drop(m);
+        // A routine that returns at PASSIVE_LEVEL.
+        let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
+        m.load_driver().expect("load");
+        m.start_adapter(0).expect("start");
+        unsafe fn leaks_irql(_: *const core::ffi::c_void) {
+            // As a routine that lowered the IRQL and did not restore it.
+            std::mem::forget(IrqlScope::enter(Irql::Passive));
+        }
+        let t: &'static SimTimer = Box::leak(Box::default());
+        assert!(arm_in_ddi(&m, t, 5, leaks_irql));
+        let _ = m.run_steps(6);
+        let b = m.state.bugcheck().expect("0xC8");
+        assert_eq!(b.code, bugcheck::IRQL_UNEXPECTED_VALUE);
+        assert_eq!(b.params[0] & 0xFF, bugcheck::irql_unexpected::SIM_TIMER_DPC);
     }
 
     /// A timer the driver left set when RemoveDevice returned is in freed memory: 0xC7, as

@@ -40,6 +40,12 @@ impl Machine {
         Ok(())
     }
 
+    /// Register and doorbell BAR accesses the driver made to adapter `i` while its function
+    /// was in D3hot (reads all-ones, writes dropped: [`crate::dxgkrnl::callbacks::D3Hot`]).
+    pub fn d3hot_accesses(&self, i: usize) -> Result<u64, SimError> {
+        Ok(self.adapter(i)?.d3hot.strays())
+    }
+
     fn service_dpcs(&self) -> bool {
         let mut ran = false;
         for a in &self.adapters {

@@ -42,18 +42,34 @@ pub(super) unsafe extern "system" fn get_device_information(
 /// sets it after `DxgkDdiSetPowerState(D3)` returns (the bus driver powers the device down
 /// then) and clears it before `DxgkDdiSetPowerState(D0)` (powered up first), as Windows
 /// orders a device power transition around the function driver's power IRP.
+///
+/// Such an access is not an error Windows reports, but a driver that makes one reads garbage
+/// (all-ones, which also means "device lost"): the accesses are counted
+/// ([`crate::Machine::d3hot_accesses`]) so tests can require none.
 #[derive(Debug, Default)]
-pub struct D3Hot(AtomicBool);
+pub struct D3Hot {
+    on: AtomicBool,
+    strays: AtomicU64,
+}
 
 impl D3Hot {
-    /// Whether BAR accesses reach the device.
+    /// Whether BAR accesses reach the device; counts one that does not.
     pub fn decoding(&self) -> bool {
-        !self.0.load(Ordering::Acquire)
+        let on = self.on.load(Ordering::Acquire);
+        if on {
+            self.strays.fetch_add(1, Ordering::Relaxed);
+        }
+        !on
     }
 
     /// Enters (or leaves) D3hot.
     pub fn set(&self, d3hot: bool) {
-        self.0.store(d3hot, Ordering::Release);
+        self.on.store(d3hot, Ordering::Release);
+    }
+
+    /// BAR accesses made while in D3hot.
+    pub fn strays(&self) -> u64 {
+        self.strays.load(Ordering::Relaxed)
     }
 }
 

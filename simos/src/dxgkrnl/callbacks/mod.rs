@@ -18,7 +18,7 @@ use self::feature::*;
 use self::interrupt::*;
 use crate::vidmm::contiguous::{allocate_contiguous_memory, free_contiguous_memory};
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use rvgpu_ddi::adapter::*;
