@@ -615,6 +615,22 @@ fn um_14_d3_suspends_disconnects_and_a_connect_wakes_the_gpu() {
     no_fault(&m);
 }
 
+/// The driver touched no register of the function in D3hot and never took D3hot's all-ones
+/// for a lost device.
+fn assert_d3hot_untouched(m: &Machine) {
+    assert!(
+        !m.driver_log()
+            .iter()
+            .any(|l| l.text.contains("device lost")),
+        "the driver took D3hot for a lost device"
+    );
+    assert_eq!(
+        ok(m, m.d3hot_accesses(0)),
+        0,
+        "no register touched in D3hot"
+    );
+}
+
 /// UM-14 in D3hot: the function's BARs do not decode (reads all-ones, writes dropped, PCI
 /// power management). An interrupt on a shared line reaches the driver's ISR meanwhile (the
 /// interrupt stays connected in D3); the ISR must not take the all-ones it would read for a
@@ -637,17 +653,7 @@ fn um_14_shared_line_interrupt_in_d3_is_declined_and_the_gpu_comes_back() {
     let v = okk(&m, q.submit(&[fill(&t, 2)]));
     okk(&m, q.wait(v));
     assert_eq!(t.mem.load(0), 2);
-    assert!(
-        !m.driver_log()
-            .iter()
-            .any(|l| l.text.contains("device lost")),
-        "the driver took D3hot for a lost device"
-    );
-    assert_eq!(
-        ok(&m, m.d3hot_accesses(0)),
-        0,
-        "no register touched in D3hot"
-    );
+    assert_d3hot_untouched(&m);
     drop(q);
     ok(&m, m.exit_process(&p));
     no_fault(&m);
@@ -697,17 +703,7 @@ fn um_14_queue_closed_in_d3_is_off_the_device_after_d0() {
     let v = okk(&m, q2.submit(&[fill(&t, 3)]));
     okk(&m, q2.wait(v));
     assert_eq!(t.mem.load(0), 3);
-    assert!(
-        !m.driver_log()
-            .iter()
-            .any(|l| l.text.contains("device lost")),
-        "the driver took D3hot for a lost device"
-    );
-    assert_eq!(
-        ok(&m, m.d3hot_accesses(0)),
-        0,
-        "no register touched in D3hot"
-    );
+    assert_d3hot_untouched(&m);
     drop((q1, q2));
     ok(&m, m.exit_process(&p));
     no_fault(&m);
