@@ -606,19 +606,17 @@ impl<P: Platform> Adapter<P> {
         if l.0 == Lifecycle::Removed {
             return Err(status::INVALID_DEVICE_STATE);
         }
-        let started = if let Some(live) = self.live() {
+        if let Some(live) = self.live() {
             if state == POWER_D0 {
                 device::enable_interrupts(&live.regs);
             } else {
                 live.regs.write(rvgpu_hw::regs::IntEnable::new(0));
             }
-            true
-        } else {
-            false
-        };
+        }
         l.1 = PowerState(state);
         drop(l);
-        if let (Some(live), true) = (self.live(), started) {
+        // Started or not is fixed here: Dxgkrnl serialises power and PnP DDIs.
+        if let Some(live) = self.live() {
             if state == POWER_D0 {
                 // Runlist changes made out of D0 never reached the device (`runlist::may_commit`
                 // defers them): every engine's runlist is committed afresh from the driver's.
