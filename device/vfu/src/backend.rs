@@ -11,10 +11,15 @@
 //! other than 4 or 8 bytes or at an offset not a multiple of the width, doorbell writes that
 //! are not a 4- or 8-byte write at a page's offset 0, and every access to a size-0 region.
 //! A region index past 8 is a protocol error (the server's error reply).
+//!
+//! D3hot (PMCSR, [`ConfigSpace::d3hot`]): every BAR access the server sees is answered the
+//! same way, DMA is off the bus and interrupts are held until D0. The mmap'ed part of BAR4
+//! is the client's own mapping of VRAM and stays reachable: the server never sees it.
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rvgpu_device::{Device, DeviceConfig, Memory, Mode};
@@ -70,6 +75,7 @@ pub struct Probe {
     device: Arc<Mutex<Arc<Device>>>,
     mem: Arc<Memory>,
     irq: Arc<IrqRouter>,
+    d3hot_accesses: Arc<AtomicU64>,
 }
 
 impl Probe {
@@ -87,6 +93,12 @@ impl Probe {
     /// Interrupts delivered to the client's eventfds so far.
     pub fn interrupts_delivered(&self) -> u64 {
         self.irq.delivered()
+    }
+
+    /// BAR accesses the client made while the function was in D3hot (answered all-ones or
+    /// dropped). Accesses to the mmap'ed part of BAR4 do not reach the server.
+    pub fn d3hot_accesses(&self) -> u64 {
+        self.d3hot_accesses.load(Ordering::Relaxed)
     }
 }
 
@@ -107,6 +119,8 @@ pub struct Backend {
     /// DMA_MAP requests of this session left unreachable (no descriptor, or not read/write):
     /// QEMU also maps ROMs and other devices' BARs, which the GPU has no business reaching.
     unreachable_maps: u64,
+    /// BAR accesses in D3hot ([`Probe::d3hot_accesses`]).
+    d3hot_accesses: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Backend {
@@ -144,6 +158,7 @@ impl Backend {
             guest_ram: BTreeMap::new(),
             on_bus: false,
             unreachable_maps: 0,
+            d3hot_accesses: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -153,6 +168,7 @@ impl Backend {
             device: Arc::clone(&self.device),
             mem: Arc::clone(&self.mem),
             irq: Arc::clone(&self.irq),
+            d3hot_accesses: Arc::clone(&self.d3hot_accesses),
         }
     }
 
@@ -179,9 +195,10 @@ impl Backend {
         self.follow_bus_master();
     }
 
-    /// Puts the guest RAM on the device's bus or takes it off, as the bus-master bit says.
+    /// Puts the guest RAM on the device's bus or takes it off, as the bus-master bit and the
+    /// power state say (a function in D3hot initiates no DMA: PCIe base 3.0, 5.3.1.4).
     fn follow_bus_master(&mut self) {
-        let want = self.config.bus_master();
+        let want = self.config.bus_master() && !self.config.d3hot();
         if want == self.on_bus {
             return;
         }
@@ -328,6 +345,14 @@ impl Backend {
         }
     }
 
+    /// A BAR access while in D3hot: counted, and logged when tracing.
+    fn d3hot_access(&self, region: u32, offset: u64) {
+        self.d3hot_accesses.fetch_add(1, Ordering::Relaxed);
+        if trace() {
+            eprintln!("rvgpu-vfu: BAR{region} access at {offset:#x} in D3hot");
+        }
+    }
+
     fn vram_range(&self, offset: u64, len: usize) -> Option<u64> {
         let end = offset.checked_add(u64::try_from(len).ok()?)?;
         (end <= self.mem.vram_size()).then_some(VRAM_BASE.checked_add(offset)?)
@@ -351,6 +376,12 @@ impl ServerBackend for Backend {
     fn region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> io::Result<()> {
         // Anything not completed below reads as all-ones (a PCI master abort).
         data.fill(0xFF);
+        if self.config.d3hot() && region != region::CONFIG {
+            // In D3hot the function decodes configuration accesses only (PCI PM 1.2, 5.4.1):
+            // the request completes as unsupported, which the CPU reads as all-ones.
+            self.d3hot_access(region, offset);
+            return Ok(());
+        }
         match region {
             region::BAR0 => self.mmio_read(offset, data),
             // Doorbell pages read 0 (hardware.md M3).
@@ -374,6 +405,11 @@ impl ServerBackend for Backend {
     }
 
     fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> io::Result<()> {
+        if self.config.d3hot() && region != region::CONFIG {
+            // Dropped, as a posted write to a function in D3hot is.
+            self.d3hot_access(region, offset);
+            return Ok(());
+        }
         match region {
             region::BAR0 => self.mmio_write(offset, data),
             region::BAR2 => self.doorbell_write(offset, data),
@@ -387,6 +423,7 @@ impl ServerBackend for Backend {
                     eprintln!("rvgpu-vfu: config write {offset:#x} {data:02x?}");
                 }
                 self.irq.set_intx_disabled(self.config.intx_disabled());
+                self.irq.set_d3hot(self.config.d3hot());
                 self.follow_bus_master();
             }
             _ => {}

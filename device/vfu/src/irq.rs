@@ -10,6 +10,11 @@
 //! - **MSI** (index 1, one message): each rising edge of the line is one message. While an
 //!   MSI eventfd is set, INTx is not delivered (PCI: enabling MSI disables INTx).
 //!
+//! - **D3hot** holds both back: a function in D3hot initiates no transactions but PME messages
+//!   (PCIe base 3.0, 5.3.1.4). A line still high when the function is back in D0 is delivered
+//!   then (INTx as usual; one MSI for the edge that was held, as a masked MSI vector keeps its
+//!   message pending).
+//!
 //! Signalling an eventfd is a non-blocking 8-byte write; nothing here blocks on the client.
 
 use std::fs::File;
@@ -28,6 +33,10 @@ struct State {
     /// Command register: INTx disable.
     intx_disabled: bool,
     msi: Option<File>,
+    /// PMCSR says D3hot: nothing is delivered.
+    d3hot: bool,
+    /// A rising edge came in D3hot with an MSI eventfd set: sent at D0 if the line is high.
+    msi_held: bool,
     /// Interrupts delivered (eventfd signals), for tests and statistics.
     delivered: u64,
 }
@@ -35,7 +44,12 @@ struct State {
 impl State {
     /// Delivers INTx if the line is high and nothing holds it back.
     fn try_intx(&mut self) {
-        if self.level && self.msi.is_none() && !self.intx_masked && !self.intx_disabled {
+        if self.level
+            && self.msi.is_none()
+            && !self.intx_masked
+            && !self.intx_disabled
+            && !self.d3hot
+        {
             if let Some(f) = &self.intx {
                 signal(f);
                 self.intx_masked = true;
@@ -127,6 +141,23 @@ impl IrqRouter {
         s.try_intx();
     }
 
+    /// The function entered D3hot (true) or came back to D0 (false); at D0 a line still high
+    /// is delivered.
+    pub fn set_d3hot(&self, d3hot: bool) {
+        let mut s = self.lock();
+        s.d3hot = d3hot;
+        if d3hot {
+            return;
+        }
+        if std::mem::take(&mut s.msi_held) && s.level {
+            if let Some(f) = &s.msi {
+                signal(f);
+                s.delivered += 1;
+            }
+        }
+        s.try_intx();
+    }
+
     /// Power-on: the line is low and nothing is masked; the eventfds stay (a function reset
     /// does not undo the client's interrupt setup).
     pub fn reset(&self) {
@@ -134,6 +165,8 @@ impl IrqRouter {
         s.level = false;
         s.intx_masked = false;
         s.intx_disabled = false;
+        s.d3hot = false;
+        s.msi_held = false;
     }
 
     /// Client gone: forget its eventfds too.
@@ -152,6 +185,10 @@ impl InterruptLine for IrqRouter {
             return;
         }
         if let Some(f) = &s.msi {
+            if s.d3hot {
+                s.msi_held = true;
+                return;
+            }
             signal(f);
             s.delivered += 1;
         } else {

@@ -3,8 +3,9 @@
 //!
 //! A type-0 header with the IDs and class of `rvgpu_hw::pci`, three memory BARs (BAR0 32-bit
 //! registers, BAR2/3 64-bit doorbells, BAR4/5 64-bit prefetchable VRAM), interrupt pin INTA,
-//! and two capabilities: MSI (one message, 64-bit address) and PCI Express (version 2,
-//! endpoint). The extended space (0x100..0x1000) is all zero: no extended capabilities.
+//! and three capabilities: power management (D0 and D3hot only), MSI (one message, 64-bit
+//! address) and PCI Express (version 2, endpoint). The extended space (0x100..0x1000) is all
+//! zero: no extended capabilities.
 //!
 //! Writes go through a per-byte writable mask, which also gives the BAR sizing protocol: a
 //! BAR's writable bits are exactly the address bits above its size, so writing all-ones and
@@ -31,6 +32,8 @@ pub mod off {
     pub const CAPABILITIES_PTR: usize = 0x34;
     pub const INTERRUPT_LINE: usize = 0x3C;
     pub const INTERRUPT_PIN: usize = 0x3D;
+    /// Power-management capability (id 0x01); its PMCSR is at `PM_CAP + 4`.
+    pub const PM_CAP: usize = 0x40;
     /// MSI capability (id 0x05).
     pub const MSI_CAP: usize = 0x50;
     /// PCI Express capability (id 0x10).
@@ -50,8 +53,20 @@ pub const STATUS_INTERRUPT: u16 = 1 << 3;
 const STATUS_CAP_LIST: u16 = 1 << 4;
 
 /// Capability IDs.
+pub const CAP_ID_PM: u8 = 0x01;
 pub const CAP_ID_MSI: u8 = 0x05;
 pub const CAP_ID_PCIE: u8 = 0x10;
+
+/// PMC: version 3 (PCI Bus Power Management Interface 1.2); no D1, no D2, no PME, no
+/// auxiliary current. Read-only.
+const PMC: u16 = 0b011;
+/// PMCSR PowerState (bits 1:0): D0 and D3hot are the states this function supports.
+pub const PMCSR_STATE_MASK: u16 = 0b11;
+pub const PMCSR_D0: u16 = 0b00;
+pub const PMCSR_D3HOT: u16 = 0b11;
+/// PMCSR No_Soft_Reset (read-only 1): D3hot to D0 keeps the function's state (registers,
+/// queues, configuration), so the driver's D0 call finds what its D3 call left.
+pub const PMCSR_NO_SOFT_RESET: u16 = 1 << 3;
 
 /// BAR type bits: 64-bit memory, prefetchable.
 const BAR_MEM64: u32 = 0b100;
@@ -126,10 +141,19 @@ impl ConfigSpace {
         // Subsystem IDs = vendor/device (hardware.md M1). No expansion ROM (0x30 reads 0).
         c.put16(off::SUBSYSTEM_VENDOR_ID, pci::VENDOR_ID, 0);
         c.put16(off::SUBSYSTEM_ID, pci::DEVICE_ID, 0);
-        c.put8(off::CAPABILITIES_PTR, off::MSI_CAP as u8, 0);
+        c.put8(off::CAPABILITIES_PTR, off::PM_CAP as u8, 0);
         c.put8(off::INTERRUPT_LINE, 0, 0xFF);
         // INTA#.
         c.put8(off::INTERRUPT_PIN, 1, 0);
+        // Power management, which every PCI Express function has (PCIe base 3.0, 7.6): D0 and
+        // D3hot only. PowerState is writable; PME_En and PME_Status are hardwired 0 (no PME),
+        // and there is no Data register.
+        let pm = off::PM_CAP;
+        c.put8(pm, CAP_ID_PM, 0);
+        c.put8(pm + 1, off::MSI_CAP as u8, 0);
+        c.put16(pm + 2, PMC, 0);
+        c.put16(pm + 4, PMCSR_D0 | PMCSR_NO_SOFT_RESET, PMCSR_STATE_MASK);
+        c.put16(pm + 6, 0, 0);
         // MSI: one message (MMC = 0), 64-bit address capable; enable (bit 0) and MME (6:4)
         // writable. Address low is dword aligned.
         let m = off::MSI_CAP;
@@ -207,6 +231,18 @@ impl ConfigSpace {
         self.u16_at(off::COMMAND) & COMMAND_INTX_DISABLE != 0
     }
 
+    /// PMCSR PowerState: [`PMCSR_D0`] or [`PMCSR_D3HOT`] (the only states a write can set).
+    pub fn power_state(&self) -> u16 {
+        self.u16_at(off::PM_CAP + 4) & PMCSR_STATE_MASK
+    }
+
+    /// Whether the function is in D3hot: it then decodes configuration accesses only (PCI
+    /// Bus Power Management Interface 1.2, 5.4.1), and initiates no transactions, neither
+    /// DMA nor interrupt messages (PCIe base 3.0, 5.3.1.4).
+    pub fn d3hot(&self) -> bool {
+        self.power_state() == PMCSR_D3HOT
+    }
+
     /// Reads `out.len()` bytes at `offset`; `intx_asserted` is the live interrupt status
     /// (status bit 3). False, leaving `out` alone, if the range is not inside the space.
     pub fn read(&self, offset: u64, out: &mut [u8], intx_asserted: bool) -> bool {
@@ -232,12 +268,21 @@ impl ConfigSpace {
         let Some(range) = range(offset, data.len()) else {
             return false;
         };
+        let state = self.power_state();
         let (Some(dst), Some(mask)) = (self.data.get_mut(range.clone()), self.wmask.get(range))
         else {
             return false;
         };
         for ((d, m), v) in dst.iter_mut().zip(mask).zip(data) {
             *d = (*d & !*m) | (*v & *m);
+        }
+        // A write of a state the function does not support (D1, D2) completes but is
+        // discarded: the state does not change (PCI PM 1.2, 3.2.4, PowerState).
+        if !matches!(self.power_state(), PMCSR_D0 | PMCSR_D3HOT) {
+            let at = off::PM_CAP + 4;
+            if let Some(b) = self.data.get_mut(at) {
+                *b = (*b & !(PMCSR_STATE_MASK as u8)) | state as u8;
+            }
         }
         true
     }
@@ -289,6 +334,31 @@ mod tests {
         let mut c = ConfigSpace::new(Bars::new(1, 0));
         assert!(c.write(0x20, &u32::MAX.to_le_bytes()));
         assert_eq!(dword(&c, 0x20), 0, "no VRAM, no BAR4");
+    }
+
+    #[test]
+    fn issue_16_power_management_capability_takes_d0_and_d3hot_only() {
+        let mut c = ConfigSpace::new(Bars::new(16, 1 << 20));
+        assert_eq!(dword(&c, 0x34) & 0xFF, 0x40, "the list starts at PM");
+        assert_eq!(
+            dword(&c, 0x40),
+            0x0003_5001,
+            "PM, next MSI, version 3, no D1/D2/PME"
+        );
+        assert_eq!(dword(&c, 0x44), 0x8, "D0, No_Soft_Reset");
+        assert!(!c.d3hot());
+        assert!(c.write(0x44, &0xFFFF_u16.to_le_bytes()));
+        assert_eq!(dword(&c, 0x44), 0xB, "D3hot; PME bits and Data stay 0");
+        assert!(c.d3hot());
+        // D1 and D2 are unsupported: the write completes and changes nothing.
+        for s in [1u8, 2] {
+            assert!(c.write(0x44, &[s]));
+            assert_eq!(c.power_state(), PMCSR_D3HOT, "D{s} discarded");
+        }
+        assert!(c.write(0x44, &[0]));
+        assert_eq!(dword(&c, 0x44), 0x8, "back in D0");
+        assert!(c.write(0x44, &[2]));
+        assert_eq!(c.power_state(), PMCSR_D0, "D2 discarded from D0 too");
     }
 
     #[test]

@@ -315,7 +315,7 @@ fn issue_16_config_space_ids_bar_sizing_and_capabilities() {
     assert_eq!(size(&c, region::BAR4), 16 << 20);
     assert_eq!(size(&c, region::CONFIG), 4096);
     assert_eq!(size(&c, 1), 0);
-    // Capability list: MSI, then PCI Express, then the end.
+    // Capability list: power management, MSI, PCI Express, then the end.
     let mut caps = Vec::new();
     let mut p = r32(&mut c, cfg, 0x34) as u8;
     while p != 0 && caps.len() < 8 {
@@ -323,7 +323,7 @@ fn issue_16_config_space_ids_bar_sizing_and_capabilities() {
         caps.push((p, hdr as u8));
         p = (hdr >> 8) as u8;
     }
-    assert_eq!(caps, [(0x50, 0x05), (0x70, 0x10)]);
+    assert_eq!(caps, [(0x40, 0x01), (0x50, 0x05), (0x70, 0x10)]);
     assert_ne!(
         r32(&mut c, cfg, 0x04) >> 16 & (1 << 4),
         0,
@@ -756,4 +756,75 @@ fn issue_16_guest_ram_is_reachable_only_while_bus_master_is_on() {
         None,
         "bus master off again"
     );
+}
+
+/// PMCSR (power-management capability at 0x40).
+const PMCSR: u64 = 0x44;
+
+#[test]
+fn issue_16_d3hot_decodes_config_only_takes_dma_off_and_holds_the_interrupt_until_d0() {
+    use rvgpu_hw::mmio::MmioBus;
+    let h = Harness::start(1);
+    let mut c = h.client();
+    let ram = GuestRam::new();
+    let msi = eventfd();
+    c.set_irqs(
+        irq_index::MSI,
+        ACTION_TRIGGER | DATA_EVENTFD,
+        0,
+        1,
+        &[msi.as_raw_fd()],
+    )
+    .unwrap();
+    bring_up(&mut c, &ram);
+    // A cause left pending with delivery masked, as a driver's D3 entry may leave one.
+    set_reg(&mut c, regs::INT_ENABLE, 0);
+    let mut wptr = 0;
+    ring_progress(&mut c, &ram, &mut wptr, 1);
+    while reg(&mut c, regs::INT_STATUS) & IntCause::PROGRESS.bits() == 0 {
+        std::thread::yield_now();
+    }
+    assert_eq!(take_eventfd(&msi), 0, "INT_ENABLE masks it");
+    let accepted = h.probe.device().doorbell_stats().accepted;
+    let ring_size = reg(&mut c, regs::EVENT_RING_SIZE);
+
+    c.region_write(region::CONFIG, PMCSR, &3u16.to_le_bytes())
+        .unwrap();
+    assert_eq!(r32(&mut c, region::CONFIG, PMCSR) & 3, 3, "D3hot");
+    // Memory requests are not decoded: reads are all-ones, writes are dropped.
+    assert_eq!(reg(&mut c, regs::CAPS), u32::MAX);
+    assert_eq!(
+        r64(&mut c, region::BAR2, 0),
+        u64::MAX,
+        "D0 doorbells read 0"
+    );
+    set_reg(&mut c, regs::EVENT_RING_SIZE, 1);
+    set_reg(&mut c, regs::INT_ACK, u32::MAX);
+    w64(&mut c, region::BAR2, 0, wptr + 16);
+    assert_eq!(h.probe.d3hot_accesses(), 5);
+    assert!(h.probe.dma_regions().is_empty(), "no DMA in D3hot");
+    // The device raises its line (stimulated behind the bus, which the client cannot
+    // reach now): configuration status shows it, but no message is sent.
+    h.probe
+        .device()
+        .write32(regs::INT_ENABLE, IntCause::all().bits());
+    assert_ne!(
+        r32(&mut c, region::CONFIG, 0x04) & (1 << 19),
+        0,
+        "interrupt status"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(take_eventfd(&msi), 0, "held in D3hot");
+
+    c.region_write(region::CONFIG, PMCSR, &0u16.to_le_bytes())
+        .unwrap();
+    assert_eq!(take_eventfd(&msi), 1, "the held message, sent at D0");
+    assert_eq!(h.probe.dma_regions(), [(GUEST_BASE, GUEST_SIZE)]);
+    // No_Soft_Reset: the state from before D3hot is all there, and nothing written in
+    // D3hot reached it.
+    assert_eq!(reg(&mut c, regs::EVENT_RING_SIZE), ring_size);
+    assert_ne!(reg(&mut c, regs::INT_STATUS) & IntCause::PROGRESS.bits(), 0);
+    assert_eq!(h.probe.device().doorbell_stats().accepted, accepted);
+    let caps = regs::Caps::from_bits_retain(reg(&mut c, regs::CAPS));
+    assert!(caps.contains(regs::Caps::NATIVE_FENCE));
 }
