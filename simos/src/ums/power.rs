@@ -327,7 +327,9 @@ pub(super) fn set_power_state(
         .ok_or_else(|| SimError::Simulation("no DxgkDdiSetPowerState".into()))?;
     let ctx = a.context();
     if state == PowerDeviceD0 {
-        // The bus driver powers the function up before the function driver hears of D0.
+        // The bus driver powers the function up before the function driver hears of D0: a
+        // power-up IRP is handled by the bus driver first, then by each driver going back up
+        // the stack (learn.microsoft.com, "Handling Device Power-Up IRPs").
         a.d3hot.set(false);
     }
     let status = ddi::call(
@@ -342,7 +344,9 @@ pub(super) fn set_power_state(
     )?;
     check_status(status)?;
     if state != PowerDeviceD0 {
-        // ...and down to D3hot once the function driver has let go of it.
+        // ...and down to D3hot once the function driver has let go of it: a power-down IRP
+        // is handled by higher drivers before lower ones and completed by the bus driver
+        // ("Handling Device Power-Down IRPs"). Dxgkrnl is the FDO that calls the miniport.
         a.d3hot.set(true);
     }
     let mut os = lock(&a.ums);

@@ -41,7 +41,8 @@ pub(super) unsafe extern "system" fn get_device_information(
 /// read of its BARs completes with all-ones (no completer) and a write is dropped. The OS
 /// sets it after `DxgkDdiSetPowerState(D3)` returns (the bus driver powers the device down
 /// then) and clears it before `DxgkDdiSetPowerState(D0)` (powered up first), as Windows
-/// orders a device power transition around the function driver's power IRP.
+/// orders a device power IRP: down the stack for power-down, bus driver first for power-up
+/// (learn.microsoft.com, "Handling Device Power-Down IRPs" and "... Power-Up IRPs").
 ///
 /// Such an access is not an error Windows reports, but a driver that makes one reads garbage
 /// (all-ones, which also means "device lost"): the accesses are counted
