@@ -359,8 +359,6 @@ pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
 pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
     let mut seen = a.wake.generation();
     while !stop.load(Ordering::Acquire) {
-        // Kernel timers run here, on another processor than the adapter's DPC.
-        crate::dxgkrnl::ktimer::service(&a);
         if crate::ums::has_work(&a) {
             let _m = MachineContext::enter(a.state.clone());
             if crate::ums::run_passive_work(&a) {
@@ -371,7 +369,6 @@ pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
         if crate::vidsch::tdr::run_passive(&a) {
             continue;
         }
-        let until_timer = a.timers.next_due_in().unwrap_or(20).clamp(1, 20);
-        seen = a.wake.wait(seen, Duration::from_millis(until_timer));
+        seen = a.wake.wait(seen, Duration::from_millis(20));
     }
 }

@@ -8,8 +8,10 @@
 //!   periodic KTIMER does not queue missed expirations.
 //! - **Where the routine runs.** At DISPATCH_LEVEL in the machine's context: in step mode in
 //!   the round, before DPCs (so a DPC the routine queues runs in the same round); in threaded
-//!   mode on the adapter's VidSch worker thread, i.e. a processor other than the one running
-//!   the adapter's DPC, so a timer routine and `DxgkDdiDpcRoutine` may overlap as on Windows.
+//!   mode on the adapter's own timer thread ([`timer_thread`]), a processor of its own, so a
+//!   timer routine may overlap `DxgkDdiDpcRoutine`, the ISR and every PASSIVE DDI, VidSch's
+//!   TDR calls (`DxgkDdiResetFromTimeout` is PASSIVE_LEVEL) included, as on Windows, where a
+//!   timer's DPC runs at DISPATCH_LEVEL on whichever processor it is queued to.
 //!   Returning at another IRQL is 0xC8.
 //! - **Rules Windows enforces.**
 //!   - `KeSetTimerEx` and `KeCancelTimer` above DISPATCH_LEVEL, and `KeFlushQueuedDpcs` above
@@ -78,6 +80,8 @@ pub struct Timers {
     /// Fault injection: timer DPCs are held back (as behind another driver's long DPC on the
     /// same processor); due ones run once released.
     held: AtomicBool,
+    /// Wakes the threaded machine's timer thread (a timer was set, the machine stops).
+    pub wake: crate::dxgkrnl::interrupt::Wake,
 }
 
 impl Timers {
@@ -89,6 +93,7 @@ impl Timers {
             epoch: Instant::now(),
             set: Mutex::new(Vec::new()),
             held: AtomicBool::new(false),
+            wake: crate::dxgkrnl::interrupt::Wake::default(),
         }
     }
 
@@ -185,6 +190,7 @@ pub fn arm(timer: &SimTimer, period_ms: u32, routine: TimerRoutine, context: *co
     });
     lock(&a.timers.set).push(armed.clone());
     *lock(&timer.set) = Some((Arc::downgrade(&a), armed));
+    a.timers.wake.notify();
     true
 }
 
@@ -204,7 +210,7 @@ pub fn cancel(timer: &SimTimer) {
         return;
     }
     if let Some(armed) = cancel_set(timer) {
-        // Waits for a run in progress on another thread (threaded mode's worker).
+        // Waits for a run in progress on another thread (threaded mode's timer thread).
         drop(lock(&armed.running));
     }
 }
@@ -244,6 +250,23 @@ pub fn service(a: &AdapterShared) -> bool {
         ran = true;
     }
     ran
+}
+
+/// The timer "processor" of one adapter of a threaded machine: runs its due timer routines.
+pub fn timer_thread(a: Arc<AdapterShared>, stop: Arc<std::sync::atomic::AtomicBool>) {
+    let mut seen = a.timers.wake.generation();
+    while !stop.load(Ordering::Acquire) {
+        if service(&a) {
+            continue;
+        }
+        // Looks again when the next timer is due, or within 20 ms for one set meanwhile (the
+        // set wakes it too); Windows' own timer resolution is about 15.6 ms.
+        let until = a.timers.next_due_in().unwrap_or(20).clamp(1, 20);
+        seen = a
+            .timers
+            .wake
+            .wait(seen, std::time::Duration::from_millis(until));
+    }
 }
 
 /// After RemoveDevice returned: a timer the adapter still has set lives in freed memory (0xC7).

@@ -217,12 +217,18 @@ impl Machine {
                 let worker = std::thread::Builder::new()
                     .name(format!("simos-m{}-a{}-worker", state.id(), a.index))
                     .spawn(move || interrupt::worker_thread(aw, s));
-                match (isr, dpc, worker) {
-                    (Ok(i), Ok(d), Ok(w)) => threads.extend([i, d, w]),
-                    (i, d, w) => {
-                        threads.extend(i.ok().into_iter().chain(d.ok()).chain(w.ok()));
+                // Kernel timer DPCs on a processor of their own (dxgkrnl::ktimer).
+                let (at, s) = (a.clone(), stop.clone());
+                let timer = std::thread::Builder::new()
+                    .name(format!("simos-m{}-a{}-timer", state.id(), a.index))
+                    .spawn(move || crate::dxgkrnl::ktimer::timer_thread(at, s));
+                match (isr, dpc, worker, timer) {
+                    (Ok(i), Ok(d), Ok(w), Ok(t)) => threads.extend([i, d, w, t]),
+                    (i, d, w, t) => {
+                        threads
+                            .extend(i.ok().into_iter().chain(d.ok()).chain(w.ok()).chain(t.ok()));
                         state.raise_sim_error(
-                            "could not spawn the interrupt, DPC and worker threads",
+                            "could not spawn the interrupt, DPC, worker and timer threads",
                         );
                     }
                 }
@@ -465,6 +471,7 @@ impl Drop for Machine {
             a.irq_wake.notify();
             a.dpc_wake.notify();
             a.wake.notify();
+            a.timers.wake.notify();
         }
         for h in self.threads.drain(..) {
             let _ = h.join();
