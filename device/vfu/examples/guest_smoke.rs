@@ -4,7 +4,8 @@
 //! to leave alone (`memmap=1M$0x10000000`, reached through `/dev/mem`), brings the device up,
 //! runs a PROGRESS packet through a doorbell and one through QUEUE_KICK, waits for the
 //! interrupt through `uio_pci_generic` (`/dev/uio0`) when it is bound, and measures what a
-//! trapped register read, a doorbell ring and a signal-to-waiter round trip cost the guest.
+//! trapped register read, a doorbell ring and a signal-to-waiter round trip cost the guest;
+//! last, puts the function in D3hot through its power-management capability and back.
 //!
 //! Build it static for the guest: `RUSTFLAGS="-C target-feature=+crt-static" cargo build
 //! --release -p rvgpu-vfu --example guest_smoke --target x86_64-unknown-linux-gnu`.
@@ -326,6 +327,45 @@ fn main() -> std::process::ExitCode {
             );
         }
     }
+    // 4. D3hot through the power-management capability, as Windows' bus driver would put the
+    // function there after the driver's D3 call: the BARs stop decoding, and D0 finds the
+    // register state as it was (No_Soft_Reset).
+    {
+        use std::os::unix::fs::FileExt;
+        let mut b = [0u8; 4];
+        let pm = config
+            .read_exact_at(&mut b[..1], 0x34)
+            .map(|()| u64::from(b[0]));
+        let cap = pm.and_then(|at| config.read_exact_at(&mut b, at).map(|()| (at, b)));
+        c.check(
+            "PM capability first in the list",
+            matches!(cap, Ok((0x40, [0x01, ..]))),
+            format!("{cap:?}"),
+        );
+        bar0.w32(regs::SCRATCH as u64, 0x5EED_D3D3);
+        let set = |state: u16| config.write_all_at(&state.to_le_bytes(), 0x44);
+        let in_d3 = set(3).map(|()| {
+            let mut s = [0u8; 2];
+            let _ = config.read_exact_at(&mut s, 0x44);
+            (u16::from_le_bytes(s) & 3, bar0.r32(regs::ID as u64))
+        });
+        c.check(
+            "D3hot: PMCSR says D3, BAR0 does not decode",
+            matches!(in_d3, Ok((3, id)) if id != regs::ID_VALUE),
+            format!("(PowerState, ID read) {in_d3:x?}"),
+        );
+        // PCI PM 1.2: 10 ms before touching a function brought back from D3hot.
+        let back = set(0).map(|()| {
+            std::thread::sleep(Duration::from_millis(10));
+            (bar0.r32(regs::ID as u64), bar0.r32(regs::SCRATCH as u64))
+        });
+        c.check(
+            "D0 again: registers answer and kept their values",
+            matches!(back, Ok((id, 0x5EED_D3D3)) if id == regs::ID_VALUE),
+            format!("(ID, SCRATCH) {back:x?}"),
+        );
+    }
+
     println!("{} passed, {} failed", c.passed, c.failed);
     if c.failed == 0 {
         std::process::ExitCode::SUCCESS
