@@ -186,11 +186,11 @@ const QUEUE_ID: u32 = 7;
 
 /// What a KMD does at start, over the protocol: guest RAM mapped for DMA, a window over it,
 /// event ring, interrupts, one queue on engine 0 with doorbell page 0.
-/// An eventfd the server signals on INTx (SET_IRQS, trigger).
-fn intx_eventfd(c: &mut Client) -> File {
+/// An eventfd the server signals for interrupt `index` (INTx or MSI; SET_IRQS, trigger).
+fn irq_eventfd(c: &mut Client, index: u32) -> File {
     let efd = eventfd();
     c.set_irqs(
-        irq_index::INTX,
+        index,
         ACTION_TRIGGER | DATA_EVENTFD,
         0,
         1,
@@ -198,6 +198,11 @@ fn intx_eventfd(c: &mut Client) -> File {
     )
     .unwrap();
     efd
+}
+
+/// An eventfd the server signals on INTx.
+fn intx_eventfd(c: &mut Client) -> File {
+    irq_eventfd(c, irq_index::INTX)
 }
 
 fn bring_up(c: &mut Client, ram: &GuestRam) {
@@ -465,23 +470,8 @@ fn issue_16_msi_eventfd_takes_over_from_intx() {
     let h = Harness::start(1);
     let mut c = h.client();
     let ram = GuestRam::new();
-    let (intx, msi) = (eventfd(), eventfd());
-    c.set_irqs(
-        irq_index::INTX,
-        ACTION_TRIGGER | DATA_EVENTFD,
-        0,
-        1,
-        &[intx.as_raw_fd()],
-    )
-    .unwrap();
-    c.set_irqs(
-        irq_index::MSI,
-        ACTION_TRIGGER | DATA_EVENTFD,
-        0,
-        1,
-        &[msi.as_raw_fd()],
-    )
-    .unwrap();
+    let intx = intx_eventfd(&mut c);
+    let msi = irq_eventfd(&mut c, irq_index::MSI);
     bring_up(&mut c, &ram);
     let mut wptr = 0;
     let mut rptr = 0;
@@ -767,15 +757,7 @@ fn issue_16_d3hot_decodes_config_only_takes_dma_off_and_holds_the_interrupt_unti
     let h = Harness::start(1);
     let mut c = h.client();
     let ram = GuestRam::new();
-    let msi = eventfd();
-    c.set_irqs(
-        irq_index::MSI,
-        ACTION_TRIGGER | DATA_EVENTFD,
-        0,
-        1,
-        &[msi.as_raw_fd()],
-    )
-    .unwrap();
+    let msi = irq_eventfd(&mut c, irq_index::MSI);
     bring_up(&mut c, &ram);
     // A cause left pending with delivery masked, as a driver's D3 entry may leave one.
     set_reg(&mut c, regs::INT_ENABLE, 0);
