@@ -345,8 +345,35 @@ impl Backend {
         }
     }
 
-    /// A BAR access while in D3hot: counted, and logged when tracing.
+    /// Applies a configuration write's effects in an order no interrupt or DMA can slip
+    /// through: into D3hot, interrupts are held and guest RAM leaves the bus before anything
+    /// else; back to D0, guest RAM returns before a held interrupt is delivered.
+    fn follow_config(&mut self, was_d3hot: bool) {
+        let d3hot = self.config.d3hot();
+        if d3hot != was_d3hot {
+            // Always logged: the VM test checks the function itself changed state.
+            eprintln!(
+                "rvgpu-vfu: function in {}",
+                if d3hot { "D3hot" } else { "D0" }
+            );
+        }
+        if d3hot {
+            self.irq.set_d3hot(true);
+            self.follow_bus_master();
+            self.irq.set_intx_disabled(self.config.intx_disabled());
+        } else {
+            self.follow_bus_master();
+            self.irq.set_intx_disabled(self.config.intx_disabled());
+            self.irq.set_d3hot(false);
+        }
+    }
+
+    /// A BAR access while in D3hot: counted (BAR0, BAR2, BAR4; the other regions decode
+    /// nothing in D0 either), and logged when tracing.
     fn d3hot_access(&self, region: u32, offset: u64) {
+        if !matches!(region, region::BAR0 | region::BAR2 | region::BAR4) {
+            return;
+        }
         self.d3hot_accesses.fetch_add(1, Ordering::Relaxed);
         if trace() {
             eprintln!("rvgpu-vfu: BAR{region} access at {offset:#x} in D3hot");
@@ -405,7 +432,17 @@ impl ServerBackend for Backend {
     }
 
     fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> io::Result<()> {
-        if self.config.d3hot() && region != region::CONFIG {
+        if region == region::CONFIG {
+            let was_d3hot = self.config.d3hot();
+            if self.config.write(offset, data) {
+                if trace() {
+                    eprintln!("rvgpu-vfu: config write {offset:#x} {data:02x?}");
+                }
+                self.follow_config(was_d3hot);
+            }
+            return Ok(());
+        }
+        if self.config.d3hot() {
             // Dropped, as a posted write to a function in D3hot is.
             self.d3hot_access(region, offset);
             return Ok(());
@@ -417,14 +454,6 @@ impl ServerBackend for Backend {
                 if let Some(addr) = self.vram_range(offset, data.len()) {
                     let _ = self.mem.write_bytes(addr, data);
                 }
-            }
-            region::CONFIG if self.config.write(offset, data) => {
-                if trace() {
-                    eprintln!("rvgpu-vfu: config write {offset:#x} {data:02x?}");
-                }
-                self.irq.set_intx_disabled(self.config.intx_disabled());
-                self.irq.set_d3hot(self.config.d3hot());
-                self.follow_bus_master();
             }
             _ => {}
         }

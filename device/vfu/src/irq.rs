@@ -120,7 +120,8 @@ impl IrqRouter {
     }
 
     /// SET_IRQS ACTION_TRIGGER with no data: signals the eventfd of `msi` or INTx (a loopback
-    /// the client uses to test its path). False if there is none.
+    /// the client uses to test its path). False if there is none. Not held in D3hot: it is
+    /// the client's own request, not the function's.
     pub fn fire(&self, msi: bool) -> bool {
         let mut s = self.lock();
         let f = if msi { &s.msi } else { &s.intx };

@@ -1,8 +1,8 @@
 //! rvgpu-vfu: the emulated rvgpu (`rvgpu-device`) as a PCI function of a virtual machine,
 //! served over vfio-user (QEMU's `vfio-user-pci` device) with rust-vmm's `vfio_user` crate.
 //!
-//! - [`pci`]: configuration space (IDs, class, BARs and their sizing, INTA, MSI and PCI
-//!   Express capabilities);
+//! - [`pci`]: configuration space (IDs, class, BARs and their sizing, INTA, power-management
+//!   (D0, D3hot), MSI and PCI Express capabilities);
 //! - [`backend`]: the regions (BAR0 registers through the device's `MmioBus`, BAR2 doorbells,
 //!   BAR4 VRAM as a shared memfd), DMA into the client's guest RAM, interrupts;
 //! - [`irq`]: the device's level-triggered line delivered through the client's eventfds

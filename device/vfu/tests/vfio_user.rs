@@ -682,7 +682,11 @@ fn issue_16_device_reset_message_powers_the_function_on_again() {
         .unwrap();
     enable_bus_master(&mut c);
     assert_eq!(h.probe.dma_regions().len(), 1);
+    // Reset from D3hot: the function comes back in D0.
+    c.region_write(region::CONFIG, PMCSR, &3u16.to_le_bytes())
+        .unwrap();
     c.reset().unwrap();
+    assert_eq!(r32(&mut c, region::CONFIG, PMCSR) & 3, 0, "D0 after reset");
     assert_eq!(reg(&mut c, regs::SCRATCH), 0);
     assert_eq!(
         r32(&mut c, region::CONFIG, 0x04) & 0xFFFF,
@@ -809,4 +813,57 @@ fn issue_16_d3hot_decodes_config_only_takes_dma_off_and_holds_the_interrupt_unti
     assert_eq!(h.probe.device().doorbell_stats().accepted, accepted);
     let caps = regs::Caps::from_bits_retain(reg(&mut c, regs::CAPS));
     assert!(caps.contains(regs::Caps::NATIVE_FENCE));
+
+    // A line that rose and fell again in D3hot sends nothing at D0: the held message was for
+    // a condition that is gone.
+    let dev = h.probe.device();
+    set_reg(&mut c, regs::INT_ACK, u32::MAX);
+    set_reg(&mut c, regs::INT_ENABLE, 0);
+    ring_progress(&mut c, &ram, &mut wptr, 2);
+    while reg(&mut c, regs::INT_STATUS) & IntCause::PROGRESS.bits() == 0 {
+        std::thread::yield_now();
+    }
+    let _ = take_eventfd(&msi);
+    c.region_write(region::CONFIG, PMCSR, &3u16.to_le_bytes())
+        .unwrap();
+    dev.write32(regs::INT_ENABLE, IntCause::all().bits());
+    assert_ne!(r32(&mut c, region::CONFIG, 0x04) & (1 << 19), 0);
+    dev.write32(regs::INT_ACK, u32::MAX);
+    assert_eq!(r32(&mut c, region::CONFIG, 0x04) & (1 << 19), 0);
+    c.region_write(region::CONFIG, PMCSR, &0u16.to_le_bytes())
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(take_eventfd(&msi), 0, "nothing pending at D0, nothing sent");
+}
+
+#[test]
+fn issue_16_d3hot_holds_intx_until_d0() {
+    use rvgpu_hw::mmio::MmioBus;
+    let h = Harness::start(1);
+    let mut c = h.client();
+    let ram = GuestRam::new();
+    let efd = intx_eventfd(&mut c);
+    bring_up(&mut c, &ram);
+    set_reg(&mut c, regs::INT_ENABLE, 0);
+    let mut wptr = 0;
+    ring_progress(&mut c, &ram, &mut wptr, 1);
+    while reg(&mut c, regs::INT_STATUS) & IntCause::PROGRESS.bits() == 0 {
+        std::thread::yield_now();
+    }
+    c.region_write(region::CONFIG, PMCSR, &3u16.to_le_bytes())
+        .unwrap();
+    h.probe
+        .device()
+        .write32(regs::INT_ENABLE, IntCause::all().bits());
+    assert_ne!(
+        r32(&mut c, region::CONFIG, 0x04) & (1 << 19),
+        0,
+        "the line is high"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(take_eventfd(&efd), 0, "INTx held in D3hot");
+    c.region_write(region::CONFIG, PMCSR, &0u16.to_le_bytes())
+        .unwrap();
+    assert_eq!(take_eventfd(&efd), 1, "delivered at D0");
+    assert_eq!(h.probe.d3hot_accesses(), 0);
 }

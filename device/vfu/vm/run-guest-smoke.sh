@@ -138,6 +138,10 @@ smoke=$(grep -E '^[0-9]+ passed, 0 failed$' <<<"$LOG" || true)
 harness=$(grep -E '^[0-9]+ passed, 0 failed, [0-9]+ skipped$' <<<"$LOG" || true)
 [ -n "$smoke" ] || { echo "FAIL: guest_smoke did not pass"; exit 1; }
 [ -n "$harness" ] || { echo "FAIL: the harness did not pass in the guest"; exit 1; }
+# guest_smoke's D3hot step: the PMCSR writes reached the function (QEMU also unmaps the BARs
+# itself, so the guest's reads alone would not show it).
+grep -q '^rvgpu-vfu: function in D3hot$' "$VM/vfu.log" && grep -q '^rvgpu-vfu: function in D0$' "$VM/vfu.log" ||
+    { echo "FAIL: the server did not see the function enter D3hot and come back to D0"; exit 1; }
 n=${harness%% *}
 [ "$n" -ge "$HARNESS_MIN" ] || { echo "FAIL: the harness passed $n cases, fewer than $HARNESS_MIN"; exit 1; }
 echo "ok: guest_smoke ($smoke), harness in the guest ($harness)"

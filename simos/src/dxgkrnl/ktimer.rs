@@ -100,6 +100,7 @@ impl Timers {
     /// Fault injection: holds back (or releases) every timer DPC of this adapter.
     pub fn hold(&self, on: bool) {
         self.held.store(on, Ordering::Release);
+        self.wake.notify();
     }
 
     /// Milliseconds on this adapter's timer clock.
@@ -227,6 +228,8 @@ pub fn service(a: &AdapterShared) -> bool {
         .cloned()
         .collect();
     let mut ran = false;
+    // One caller per adapter (the round in step mode, the timer thread in threaded mode), so a
+    // timer found due above is still due here; `cancelled` is re-checked under `running`.
     for t in due {
         let _running = lock(&t.running);
         if t.cancelled.load(Ordering::Acquire) || a.state.is_halted() {
@@ -260,8 +263,15 @@ pub fn timer_thread(a: Arc<AdapterShared>, stop: Arc<std::sync::atomic::AtomicBo
             continue;
         }
         // Looks again when the next timer is due, or within 20 ms for one set meanwhile (the
-        // set wakes it too); Windows' own timer resolution is about 15.6 ms.
-        let until = a.timers.next_due_in().unwrap_or(20).clamp(1, 20);
+        // set wakes it too); Windows' own timer resolution is about 15.6 ms. Held timers or a
+        // halted machine run nothing, so a due timer must not make this a busy loop
+        // (releasing the hold wakes it).
+        let idle = a.timers.held.load(Ordering::Acquire) || a.state.is_halted();
+        let until = if idle {
+            20
+        } else {
+            a.timers.next_due_in().unwrap_or(20).clamp(1, 20)
+        };
         seen = a
             .timers
             .wake
