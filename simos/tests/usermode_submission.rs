@@ -709,6 +709,56 @@ fn um_14_queue_closed_in_d3_is_off_the_device_after_d0() {
     no_fault(&m);
 }
 
+/// UM-14 against a Dxgkrnl that does not disconnect doorbells before D3 (the decompiled 23H2
+/// power-down path, docs/usermode-submission.md): the KMD disconnects what is still connected
+/// itself, so the UMD's next submission finds `DISCONNECTED_RETRY`, reconnects (which powers
+/// the GPU up) and completes, and no ring reaches the function in D3hot. Without that the ring
+/// is dropped by the powered-down BAR while the status page says `CONNECTED`.
+#[test]
+fn um_14_doorbells_the_os_left_connected_are_disconnected_by_the_kmd_at_d3() {
+    // Dedicated doorbells, then one global page the process's doorbells share.
+    for global in [false, true] {
+        doorbells_left_connected_at_d3(global);
+    }
+}
+
+fn doorbells_left_connected_at_d3(global: bool) {
+    let m = machine_with(Mode::Step, |a| {
+        a.device.doorbells = 4;
+        a.device.global_doorbell = global;
+    });
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
+    let mut q1 = okk(&m, UserQueue::new(k, &config(0)));
+    for (i, q) in [&mut q0, &mut q1].into_iter().enumerate() {
+        let v = okk(&m, q.submit(&[fill(&t, i as u64 + 1)]));
+        okk(&m, q.wait(v));
+    }
+    assert!(
+        ok(&m, m.power_down_leaving_doorbells(0)),
+        "idle: powered down"
+    );
+    let text = ok(&m, m.collect_dbg_info(0, 0x117));
+    assert!(
+        text.lines().any(|l| l == "power d3_doorbell_disconnects=2"),
+        "global {global}: both doorbells were still connected, and the KMD disconnected them: \
+         {text}"
+    );
+    let v = okk(&m, q1.submit(&[fill(&t, 7)]));
+    okk(&m, q1.wait(v));
+    assert_eq!(
+        t.mem.load(0),
+        7,
+        "global {global}: the submission after D3 ran"
+    );
+    assert_d3hot_untouched(&m);
+    drop((q0, q1));
+    ok(&m, m.exit_process(&p));
+    no_fault(&m);
+}
+
 // ---------------------------------------------------------------------------------------------
 // UM-11, UM-12: suspend and resume.
 

@@ -124,6 +124,11 @@ pub fn report<P: Platform>(a: &Adapter<P>, reason: u32, out: &mut impl Write) ->
         a.watchdog.looks.load(Ordering::Relaxed),
         a.watchdog.recoveries.load(Ordering::Relaxed)
     )?;
+    writeln!(
+        out,
+        "power d3_doorbell_disconnects={}",
+        a.stats.d3_doorbell_disconnects.load(Ordering::Relaxed)
+    )?;
     for e in 0..engines {
         write!(
             out,

@@ -725,6 +725,52 @@ fn disconnect_locked<P: Platform>(live: &Live<P>, s: &mut Sched, h: Handle) {
     }
 }
 
+/// D3 entry: disconnects, through `DxgkCbDisconnectDoorbell(DISCONNECTED_RETRY)`, every
+/// doorbell still connected, and returns how many there were. UM-14 (Microsoft's user-mode
+/// submission page) has Dxgkrnl disconnect them all before `SetPowerState(D3)`, which leaves
+/// none; the decompiled dxgkrnl of 23H2 has no such step in its power-down path. A doorbell
+/// left connected into D3hot would lose every ring (the BAR drops writes) while its status page
+/// says `CONNECTED`, so the UMD would never reconnect and the wake it needs would never come.
+/// Disconnected here, its UMD reads `DISCONNECTED_RETRY` and reconnects, which powers the GPU
+/// up (UM-14). Each doorbell is handled as a victim (module doc): its page stays bound until
+/// the callback has returned. Called with no KMD lock held (PASSIVE); no allocation: one
+/// doorbell per pass under the lock, at most as many passes as physical doorbells.
+pub fn disconnect_all_for_d3<P: Platform>(live: &Live<P>) -> u32 {
+    let mut n = 0u32;
+    // Each pass disconnects one; Dxgkrnl runs no doorbell DDI beside a power transition, so
+    // the doorbells there are now bound the passes (a guard, not a wait).
+    let limit = u32::try_from(live.sched.lock().doorbells.len()).unwrap_or(u32::MAX);
+    while n < limit {
+        let mut s = live.sched.lock();
+        let Some((h, page)) = s
+            .doorbells
+            .iter()
+            .find_map(|(h, d)| d.physical.map(|p| (*h, p)))
+        else {
+            return n;
+        };
+        let call = take_from(&mut s, h);
+        drop(s);
+        if let Some(c) = &call {
+            tell_victim::<P>(live, c);
+        }
+        let mut s = live.sched.lock();
+        if let Some(d) = s.doorbells.get_mut(&h) {
+            d.callbacks = d.callbacks.saturating_sub(1);
+        }
+        let free = if s.physical.is_global() {
+            s.physical.leave(page)
+        } else {
+            s.physical.release(page, h)
+        };
+        if free {
+            bind(live, page, NO_QUEUE);
+        }
+        n = n.saturating_add(1);
+    }
+    n
+}
+
 /// DxgkDdiDisconnectDoorbell (PASSIVE; succeeds for every doorbell of ours).
 pub fn disconnect<P: Platform>(args: &DXGKARG_DISCONNECTDOORBELL) -> Result<(), Status> {
     sched::with_adapter::<P, _>(args.hDoorbell, Kind::Doorbell, |_, live, h| {

@@ -581,6 +581,20 @@ impl Machine {
     /// it backs out (contexts resumed; the doorbells stay disconnected, their UMDs reconnect)
     /// and returns `false`.
     pub fn power_down(&self, i: usize) -> Result<bool, SimError> {
+        self.power_down_with(i, true)
+    }
+
+    /// [`Machine::power_down`] without the OS's doorbell disconnects: what the decompiled
+    /// dxgkrnl of Windows 11 23H2 shows (its power-down path flushes the scheduler and calls
+    /// `DxgkDdiSetPowerState` with no doorbell step; docs/usermode-submission.md), against
+    /// UM-14's 24H2 description. Contexts are still suspended. A driver must then disconnect
+    /// what is still connected itself (`DxgkCbDisconnectDoorbell`), or the UMD's rings in D3
+    /// reach a function in D3hot and are lost.
+    pub fn power_down_leaving_doorbells(&self, i: usize) -> Result<bool, SimError> {
+        self.power_down_with(i, false)
+    }
+
+    fn power_down_with(&self, i: usize, os_disconnects: bool) -> Result<bool, SimError> {
         let a = self.ums_adapter(i)?;
         let _x = exclusive(&a);
         if lock(&a.ums).power == Power::D3 {
@@ -593,9 +607,11 @@ impl Machine {
         for c in ctxs {
             suspend_context(&a, c, Suspended::Power)?;
         }
-        let dbs: Vec<KmtHandle> = lock(&a.ums).doorbells.keys().copied().collect();
-        for d in dbs {
-            os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
+        if os_disconnects {
+            let dbs: Vec<KmtHandle> = lock(&a.ums).doorbells.keys().copied().collect();
+            for d in dbs {
+                os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
+            }
         }
         if pending_work(&a) {
             resume_power_suspended(&a)?;
