@@ -1669,8 +1669,15 @@ fn um_14_threaded_power_down_while_submitting() {
         let m = &m;
         let stop = &stop;
         s.spawn(move || {
+            // Every other power-down leaves the doorbells to the KMD (the 23H2 order).
+            let mut leave = false;
             while !stop.load(std::sync::atomic::Ordering::Acquire) {
-                let _ = ok(m, m.power_down(0));
+                let _ = if leave {
+                    ok(m, m.power_down_leaving_doorbells(0))
+                } else {
+                    ok(m, m.power_down(0))
+                };
+                leave = !leave;
                 std::thread::sleep(Duration::from_millis(1));
             }
         });
@@ -1685,6 +1692,16 @@ fn um_14_threaded_power_down_while_submitting() {
         .filter(|e| matches!(e, UmsEvent::SetPowerState { state: 4 }))
         .count();
     assert!(downs > 0, "the adapter went to D3");
+    // The KMD's own disconnects at D3 ran beside the submitting threads.
+    let text = ok(&m, m.collect_dbg_info(0, 0x117));
+    let kmd_disconnects = text
+        .lines()
+        .find_map(|l| l.strip_prefix("power d3_doorbell_disconnects="))
+        .and_then(|n| n.parse::<u64>().ok());
+    assert!(
+        kmd_disconnects.is_some_and(|n| n > 0),
+        "the KMD disconnected doorbells at D3: {text}"
+    );
     for p in &procs {
         ok(&m, m.exit_process(p));
     }

@@ -14,6 +14,9 @@
 //! ```text
 //! rvgpu reason=0x141 status=0x0 engines=2
 //! resets engine=3 failed=1 adapter=0 invalidated=1
+//! events rejected=0 engine=0 queue=0 state=0 reset=0 schedlog=0
+//! watchdog looks=120 lost_deliveries=0
+//! power d3_doorbell_disconnects=0
 //! e0 status=0x303 current=0xffffffff done=0x0 reset_result=1 reset_queue=0x5 reset_rptr=0x40 last_done=1/0x5/0x40 last_aborted=12
 //! ```
 //!

@@ -23,6 +23,8 @@
 //!   stays in the runlist. `DestroyDoorbell` disconnects if needed and takes the queue off the
 //!   runlist; the ring is the UMD's and may be freed afterwards.
 //! - `NotifyWorkSubmission` kicks the queue.
+//! - At `SetPowerState(D3)` the KMD disconnects any doorbell still connected itself, each as a
+//!   victim ([`disconnect_all_for_d3`]): UM-14 has Dxgkrnl do it first, 23H2's dxgkrnl does not.
 //!
 //! **Victims keep their page until the callback returns.** The UMD rings, *then* reads its
 //! status page (UM-19). A ring that hits an unbound page while the status page still says
@@ -733,22 +735,32 @@ fn disconnect_locked<P: Platform>(live: &Live<P>, s: &mut Sched, h: Handle) {
 /// says `CONNECTED`, so the UMD would never reconnect and the wake it needs would never come.
 /// Disconnected here, its UMD reads `DISCONNECTED_RETRY` and reconnects, which powers the GPU
 /// up (UM-14). Each doorbell is handled as a victim (module doc): its page stays bound until
-/// the callback has returned. Called with no KMD lock held (PASSIVE); no allocation: one
-/// doorbell per pass under the lock, at most as many passes as physical doorbells.
+/// the callback has returned.
+///
+/// Called with no KMD lock held (PASSIVE), before the registers go unpowered. Relies on
+/// Dxgkrnl running no doorbell DDI beside a power transition (its D3 path holds the adapter's
+/// core lock exclusively, which the doorbell DDIs take shared): a connect during the callback
+/// could otherwise victimise the slot this still owns. No allocation: one doorbell per pass
+/// under the lock, a cursor (handle order) so each is seen once.
 pub fn disconnect_all_for_d3<P: Platform>(live: &Live<P>) -> u32 {
     let mut n = 0u32;
-    // Each pass disconnects one; Dxgkrnl runs no doorbell DDI beside a power transition, so
-    // the doorbells there are now bound the passes (a guard, not a wait).
-    let limit = u32::try_from(live.sched.lock().doorbells.len()).unwrap_or(u32::MAX);
-    while n < limit {
+    let mut after: Option<Handle> = None;
+    loop {
         let mut s = live.sched.lock();
-        let Some((h, page)) = s
-            .doorbells
-            .iter()
-            .find_map(|(h, d)| d.physical.map(|p| (*h, p)))
-        else {
+        let next = match after {
+            Some(last) => s
+                .doorbells
+                .iter_after(&last)
+                .find_map(|(h, d)| d.physical.map(|p| (*h, p))),
+            None => s
+                .doorbells
+                .iter()
+                .find_map(|(h, d)| d.physical.map(|p| (*h, p))),
+        };
+        let Some((h, page)) = next else {
             return n;
         };
+        after = Some(h);
         let call = take_from(&mut s, h);
         drop(s);
         if let Some(c) = &call {
@@ -768,7 +780,6 @@ pub fn disconnect_all_for_d3<P: Platform>(live: &Live<P>) -> u32 {
         }
         n = n.saturating_add(1);
     }
-    n
 }
 
 /// DxgkDdiDisconnectDoorbell (PASSIVE; succeeds for every doorbell of ours).

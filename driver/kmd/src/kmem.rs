@@ -226,6 +226,20 @@ impl<K: Ord, V> SortedMap<K, V> {
         self.entries.iter().map(|(k, v)| (k, v))
     }
 
+    /// Entries with keys above `k`, in key order (a cursor that survives unlocking: found by
+    /// binary search, whatever was inserted or removed meanwhile).
+    pub fn iter_after(&self, k: &K) -> impl DoubleEndedIterator<Item = (&K, &V)> + '_ {
+        let start = match self.find(k) {
+            Ok(i) => i.saturating_add(1),
+            Err(i) => i,
+        };
+        self.entries
+            .get(start..)
+            .unwrap_or(&[])
+            .iter()
+            .map(|(k, v)| (k, v))
+    }
+
     /// Keys in order.
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &K> + '_ {
         self.entries.iter().map(|(k, _)| k)
