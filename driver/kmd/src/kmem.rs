@@ -397,6 +397,13 @@ pub(crate) mod tests {
         assert_eq!(m.values().copied().collect::<Vec<_>>(), [10, 33, 90]);
         m.retain(|k, _| *k != 1);
         assert_eq!(m.len(), 2);
+        // A cursor: keys above a present key, above an absent one, past the end.
+        let after =
+            |m: &SortedMap<u32, u32>, k| m.iter_after(&k).map(|(k, _)| *k).collect::<Vec<_>>();
+        assert_eq!(after(&m, 3), [9]);
+        assert_eq!(after(&m, 4), [9]);
+        assert_eq!(after(&m, 0), [3, 9]);
+        assert!(after(&m, 9).is_empty());
     }
 
     #[test]
