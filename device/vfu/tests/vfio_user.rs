@@ -683,8 +683,7 @@ fn issue_16_device_reset_message_powers_the_function_on_again() {
     enable_bus_master(&mut c);
     assert_eq!(h.probe.dma_regions().len(), 1);
     // Reset from D3hot: the function comes back in D0.
-    c.region_write(region::CONFIG, PMCSR, &3u16.to_le_bytes())
-        .unwrap();
+    set_power_state(&mut c, 3);
     c.reset().unwrap();
     assert_eq!(r32(&mut c, region::CONFIG, PMCSR) & 3, 0, "D0 after reset");
     assert_eq!(reg(&mut c, regs::SCRATCH), 0);
@@ -755,6 +754,36 @@ fn issue_16_guest_ram_is_reachable_only_while_bus_master_is_on() {
 /// PMCSR (power-management capability at 0x40).
 const PMCSR: u64 = 0x44;
 
+/// Writes PMCSR's PowerState: 3 = D3hot, 0 = D0.
+fn set_power_state(c: &mut Client, state: u16) {
+    c.region_write(region::CONFIG, PMCSR, &state.to_le_bytes())
+        .unwrap();
+}
+
+/// A PROGRESS cause left pending with delivery masked (INT_ENABLE 0), as a driver's D3 entry
+/// may leave one.
+fn pending_masked_progress(c: &mut Client, ram: &GuestRam, wptr: &mut u64, value: u64) {
+    set_reg(c, regs::INT_ENABLE, 0);
+    ring_progress(c, ram, wptr, value);
+    while reg(c, regs::INT_STATUS) & IntCause::PROGRESS.bits() == 0 {
+        std::thread::yield_now();
+    }
+}
+
+/// The device raises its line behind the bus (the client cannot reach the registers in
+/// D3hot): configuration status shows the line high.
+fn raise_line_behind_the_bus(h: &Harness, c: &mut Client) {
+    use rvgpu_hw::mmio::MmioBus;
+    h.probe
+        .device()
+        .write32(regs::INT_ENABLE, IntCause::all().bits());
+    assert_ne!(
+        r32(c, region::CONFIG, 0x04) & (1 << 19),
+        0,
+        "interrupt status: the line is high"
+    );
+}
+
 #[test]
 fn issue_16_d3hot_decodes_config_only_takes_dma_off_and_holds_the_interrupt_until_d0() {
     use rvgpu_hw::mmio::MmioBus;
@@ -763,19 +792,13 @@ fn issue_16_d3hot_decodes_config_only_takes_dma_off_and_holds_the_interrupt_unti
     let ram = GuestRam::new();
     let msi = irq_eventfd(&mut c, irq_index::MSI);
     bring_up(&mut c, &ram);
-    // A cause left pending with delivery masked, as a driver's D3 entry may leave one.
-    set_reg(&mut c, regs::INT_ENABLE, 0);
     let mut wptr = 0;
-    ring_progress(&mut c, &ram, &mut wptr, 1);
-    while reg(&mut c, regs::INT_STATUS) & IntCause::PROGRESS.bits() == 0 {
-        std::thread::yield_now();
-    }
+    pending_masked_progress(&mut c, &ram, &mut wptr, 1);
     assert_eq!(take_eventfd(&msi), 0, "INT_ENABLE masks it");
     let accepted = h.probe.device().doorbell_stats().accepted;
     let ring_size = reg(&mut c, regs::EVENT_RING_SIZE);
 
-    c.region_write(region::CONFIG, PMCSR, &3u16.to_le_bytes())
-        .unwrap();
+    set_power_state(&mut c, 3);
     assert_eq!(r32(&mut c, region::CONFIG, PMCSR) & 3, 3, "D3hot");
     // Memory requests are not decoded: reads are all-ones, writes are dropped.
     assert_eq!(reg(&mut c, regs::CAPS), u32::MAX);
@@ -789,21 +812,12 @@ fn issue_16_d3hot_decodes_config_only_takes_dma_off_and_holds_the_interrupt_unti
     w64(&mut c, region::BAR2, 0, wptr + 16);
     assert_eq!(h.probe.d3hot_accesses(), 5);
     assert!(h.probe.dma_regions().is_empty(), "no DMA in D3hot");
-    // The device raises its line (stimulated behind the bus, which the client cannot
-    // reach now): configuration status shows it, but no message is sent.
-    h.probe
-        .device()
-        .write32(regs::INT_ENABLE, IntCause::all().bits());
-    assert_ne!(
-        r32(&mut c, region::CONFIG, 0x04) & (1 << 19),
-        0,
-        "interrupt status"
-    );
+    // The line rises, but no message is sent.
+    raise_line_behind_the_bus(&h, &mut c);
     std::thread::sleep(std::time::Duration::from_millis(20));
     assert_eq!(take_eventfd(&msi), 0, "held in D3hot");
 
-    c.region_write(region::CONFIG, PMCSR, &0u16.to_le_bytes())
-        .unwrap();
+    set_power_state(&mut c, 0);
     assert_eq!(take_eventfd(&msi), 1, "the held message, sent at D0");
     assert_eq!(h.probe.dma_regions(), [(GUEST_BASE, GUEST_SIZE)]);
     // No_Soft_Reset: the state from before D3hot is all there, and nothing written in
@@ -816,54 +830,32 @@ fn issue_16_d3hot_decodes_config_only_takes_dma_off_and_holds_the_interrupt_unti
 
     // A line that rose and fell again in D3hot sends nothing at D0: the held message was for
     // a condition that is gone.
-    let dev = h.probe.device();
     set_reg(&mut c, regs::INT_ACK, u32::MAX);
-    set_reg(&mut c, regs::INT_ENABLE, 0);
-    ring_progress(&mut c, &ram, &mut wptr, 2);
-    while reg(&mut c, regs::INT_STATUS) & IntCause::PROGRESS.bits() == 0 {
-        std::thread::yield_now();
-    }
+    pending_masked_progress(&mut c, &ram, &mut wptr, 2);
     let _ = take_eventfd(&msi);
-    c.region_write(region::CONFIG, PMCSR, &3u16.to_le_bytes())
-        .unwrap();
-    dev.write32(regs::INT_ENABLE, IntCause::all().bits());
-    assert_ne!(r32(&mut c, region::CONFIG, 0x04) & (1 << 19), 0);
-    dev.write32(regs::INT_ACK, u32::MAX);
+    set_power_state(&mut c, 3);
+    raise_line_behind_the_bus(&h, &mut c);
+    h.probe.device().write32(regs::INT_ACK, u32::MAX);
     assert_eq!(r32(&mut c, region::CONFIG, 0x04) & (1 << 19), 0);
-    c.region_write(region::CONFIG, PMCSR, &0u16.to_le_bytes())
-        .unwrap();
+    set_power_state(&mut c, 0);
     std::thread::sleep(std::time::Duration::from_millis(20));
     assert_eq!(take_eventfd(&msi), 0, "nothing pending at D0, nothing sent");
 }
 
 #[test]
 fn issue_16_d3hot_holds_intx_until_d0() {
-    use rvgpu_hw::mmio::MmioBus;
     let h = Harness::start(1);
     let mut c = h.client();
     let ram = GuestRam::new();
     let efd = intx_eventfd(&mut c);
     bring_up(&mut c, &ram);
-    set_reg(&mut c, regs::INT_ENABLE, 0);
     let mut wptr = 0;
-    ring_progress(&mut c, &ram, &mut wptr, 1);
-    while reg(&mut c, regs::INT_STATUS) & IntCause::PROGRESS.bits() == 0 {
-        std::thread::yield_now();
-    }
-    c.region_write(region::CONFIG, PMCSR, &3u16.to_le_bytes())
-        .unwrap();
-    h.probe
-        .device()
-        .write32(regs::INT_ENABLE, IntCause::all().bits());
-    assert_ne!(
-        r32(&mut c, region::CONFIG, 0x04) & (1 << 19),
-        0,
-        "the line is high"
-    );
+    pending_masked_progress(&mut c, &ram, &mut wptr, 1);
+    set_power_state(&mut c, 3);
+    raise_line_behind_the_bus(&h, &mut c);
     std::thread::sleep(std::time::Duration::from_millis(20));
     assert_eq!(take_eventfd(&efd), 0, "INTx held in D3hot");
-    c.region_write(region::CONFIG, PMCSR, &0u16.to_le_bytes())
-        .unwrap();
+    set_power_state(&mut c, 0);
     assert_eq!(take_eventfd(&efd), 1, "delivered at D0");
     assert_eq!(h.probe.d3hot_accesses(), 0);
 }

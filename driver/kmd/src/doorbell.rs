@@ -708,12 +708,9 @@ fn tell_victim<P: Platform>(live: &Live<P>, c: &VictimCall) {
     }
 }
 
-/// Releases and unbinds doorbell `h`'s physical doorbell, if it has one (caller holds the
-/// lock).
-fn disconnect_locked<P: Platform>(live: &Live<P>, s: &mut Sched, h: Handle) {
-    let Some(page) = s.doorbells.get(&h).and_then(|d| d.physical) else {
-        return;
-    };
+/// Doorbell `h` no longer uses `page`: released (dedicated) or left (global), and unbound
+/// once nothing uses it (caller holds the lock).
+fn release_page<P: Platform>(live: &Live<P>, s: &mut Sched, page: u32, h: Handle) {
     let free = if s.physical.is_global() {
         s.physical.leave(page)
     } else {
@@ -722,6 +719,15 @@ fn disconnect_locked<P: Platform>(live: &Live<P>, s: &mut Sched, h: Handle) {
     if free {
         bind(live, page, NO_QUEUE);
     }
+}
+
+/// Releases and unbinds doorbell `h`'s physical doorbell, if it has one (caller holds the
+/// lock).
+fn disconnect_locked<P: Platform>(live: &Live<P>, s: &mut Sched, h: Handle) {
+    let Some(page) = s.doorbells.get(&h).and_then(|d| d.physical) else {
+        return;
+    };
+    release_page(live, s, page, h);
     if let Some(d) = s.doorbells.get_mut(&h) {
         d.physical = None;
     }
@@ -770,14 +776,7 @@ pub fn disconnect_all_for_d3<P: Platform>(live: &Live<P>) -> u32 {
         if let Some(d) = s.doorbells.get_mut(&h) {
             d.callbacks = d.callbacks.saturating_sub(1);
         }
-        let free = if s.physical.is_global() {
-            s.physical.leave(page)
-        } else {
-            s.physical.release(page, h)
-        };
-        if free {
-            bind(live, page, NO_QUEUE);
-        }
+        release_page(live, &mut s, page, h);
         n = n.saturating_add(1);
     }
 }
