@@ -42,6 +42,14 @@ struct State {
 }
 
 impl State {
+    /// Sends one message, if an MSI eventfd is set.
+    fn send_msi(&mut self) {
+        if let Some(f) = &self.msi {
+            signal(f);
+            self.delivered += 1;
+        }
+    }
+
     /// Delivers INTx if the line is high and nothing holds it back.
     fn try_intx(&mut self) {
         if self.level
@@ -151,10 +159,7 @@ impl IrqRouter {
             return;
         }
         if std::mem::take(&mut s.msi_held) && s.level {
-            if let Some(f) = &s.msi {
-                signal(f);
-                s.delivered += 1;
-            }
+            s.send_msi();
         }
         s.try_intx();
     }
@@ -185,15 +190,12 @@ impl InterruptLine for IrqRouter {
         if !rising {
             return;
         }
-        if let Some(f) = &s.msi {
-            if s.d3hot {
-                s.msi_held = true;
-                return;
-            }
-            signal(f);
-            s.delivered += 1;
-        } else {
+        if s.msi.is_none() {
             s.try_intx();
+        } else if s.d3hot {
+            s.msi_held = true;
+        } else {
+            s.send_msi();
         }
     }
 }

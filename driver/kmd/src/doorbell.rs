@@ -750,23 +750,17 @@ fn disconnect_locked<P: Platform>(live: &Live<P>, s: &mut Sched, h: Handle) {
 /// under the lock, a cursor (handle order) so each is seen once.
 pub fn disconnect_all_for_d3<P: Platform>(live: &Live<P>) -> u32 {
     let mut n = 0u32;
-    let mut after: Option<Handle> = None;
+    let mut after = Handle::BEFORE_ALL;
     loop {
         let mut s = live.sched.lock();
-        let next = match after {
-            Some(last) => s
-                .doorbells
-                .iter_after(&last)
-                .find_map(|(h, d)| d.physical.map(|p| (*h, p))),
-            None => s
-                .doorbells
-                .iter()
-                .find_map(|(h, d)| d.physical.map(|p| (*h, p))),
-        };
-        let Some((h, page)) = next else {
+        let Some((h, page)) = s
+            .doorbells
+            .iter_after(&after)
+            .find_map(|(h, d)| d.physical.map(|p| (*h, p)))
+        else {
             return n;
         };
-        after = Some(h);
+        after = h;
         let call = take_from(&mut s, h);
         drop(s);
         if let Some(c) = &call {
