@@ -342,10 +342,20 @@ impl AddressSpace {
         let mut updates = Vec::new();
         let mut leaves: Vec<(u64, u64, OsPte, u64)> = Vec::new();
         let mut created = Vec::new();
+        // Consecutive pages share a leaf table: walk the levels once per table, not per page.
+        let mut last: Option<(u64, u64)> = None;
         for (i, p) in phys.iter().enumerate() {
             let v = va + page * i as u64;
-            let leaf_table = match self.ensure_path(v, heap, &mut updates, &mut created) {
-                Ok(t) => t,
+            let base = self.geometry.table_base(v, 0);
+            let found = match last {
+                Some((b, t)) if b == base => Ok(t),
+                _ => self.ensure_path(v, heap, &mut updates, &mut created),
+            };
+            let leaf_table = match found {
+                Ok(t) => {
+                    last = Some((base, t));
+                    t
+                }
                 Err(e) => {
                     // Nothing of this request runs: forget the tables it would have made.
                     for key in created {
