@@ -438,3 +438,43 @@ fn invalidation_races_with_translation() {
     done.store(true, Ordering::Release);
     walker.join().unwrap();
 }
+
+/// The TLB-less walk an OS-side oracle uses answers as a kernel read through a fresh TLB does:
+/// 4 KiB and 2 MiB pages (any offset), unmapped pages and non-canonical addresses.
+#[test]
+fn walk_now_agrees_with_a_kernel_read_through_the_tlb() {
+    let mut s = Space::new();
+    let pa = s.page();
+    s.map(VA, pa, RW_USER);
+    let large = 0x4000_0000;
+    s.map_large(
+        large,
+        0x20_0000,
+        PageAttrs {
+            vram: true,
+            ..RW_USER
+        },
+    );
+    let probes = [
+        VA,
+        VA + 0x18,
+        VA + 0x1000,
+        large,
+        large + 0x1f_f008,
+        large + 0x20_0000,
+        0,
+        1 << 47,
+        u64::MAX,
+    ];
+    for va in probes {
+        let tlb = Mmu::new()
+            .translate_page(&s.mem, s.root, va, Access::Read, Privilege::Kernel)
+            .map(|(pa, _)| pa);
+        assert_eq!(Mmu::walk_now(&s.mem, s.root, va), tlb, "VA {va:#x}");
+    }
+    assert_eq!(Mmu::walk_now(&s.mem, s.root, VA + 0x18), Ok(pa + 0x18));
+    assert_eq!(
+        Mmu::walk_now(&s.mem, s.root, large + 0x1f_f008),
+        Ok(VRAM_BASE + 0x20_0000 + 0x1f_f008)
+    );
+}

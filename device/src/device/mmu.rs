@@ -234,6 +234,29 @@ impl Mmu {
             .map(|(pa, left, _)| (pa, left))
     }
 
+    /// What the tables under `root` say about `va` now, walked without any TLB (an OS-side
+    /// oracle comparing page tables with its own records: the same walk and faults as
+    /// [`Self::translate_page`] for a kernel read, without the TLB's lock and upkeep).
+    /// Returns the physical address of `va`.
+    pub fn walk_now(mem: &Memory, root: u64, va: u64) -> Result<u64, Fault> {
+        let access = Access::Read;
+        if !mmu::is_canonical(va) {
+            return Err(Fault {
+                va,
+                access,
+                level: mmu::ROOT_LEVEL,
+                reason: FaultReason::NonCanonical,
+            });
+        }
+        let (base, size, _, level) = Self::walk(mem, root, va, access)?;
+        base.checked_add(va & (size - 1)).ok_or(Fault {
+            va,
+            access,
+            level,
+            reason: FaultReason::BadPhysical,
+        })
+    }
+
     /// Translates the 8-byte word at `va` (8-aligned, so it never crosses a page): its
     /// physical address and the level of the leaf entry that mapped it. Whether the physical
     /// word exists is the caller's check (the access itself fails); report that as

@@ -19,8 +19,7 @@ use rvgpu_ddi::basic::*;
 use rvgpu_ddi::memory::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
-use rvgpu_device::device::mmu::{Mmu, Privilege};
-use rvgpu_hw::mmu::Access;
+use rvgpu_device::device::mmu::Mmu;
 use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -613,15 +612,14 @@ impl Machine {
         };
         let root = segment_pa(a, p.space.geometry.segment, p.space.root)
             .ok_or_else(|| sim("root outside its segment".into()))?;
-        let walker = Mmu::new();
         let mem = a.device.memory();
         for i in 0..pages {
             let page = va + i * 4096;
-            let got = walker.translate_page(mem, root, page, Access::Read, Privilege::Kernel);
+            let got = Mmu::walk_now(mem, root, page);
             let want = p.space.leaf(page);
             let ok = match (want, got) {
                 (None, Err(_)) => true,
-                (Some(l), Ok((pa, _))) => {
+                (Some(l), Ok(pa)) => {
                     let expect = if l.phys.0 == 0 {
                         Some(l.phys.1)
                     } else if v.aperture.is_aperture(l.phys.0) {
