@@ -389,15 +389,18 @@ impl AddressSpace {
     pub fn unmap(&mut self, va: u64, pages: u64) -> Result<Vec<Update>, VaError> {
         let page = self.geometry.page;
         let mut leaves = Vec::new();
+        let mut last: Option<(u64, u64)> = None;
         for i in 0..pages {
             let v = va + page * i;
             if self.pages.remove(&v).is_none() {
                 return Err(VaError::BadRange);
             }
-            let t = *self
-                .tables
-                .get(&(0, self.geometry.table_base(v, 0)))
-                .ok_or(VaError::BadRange)?;
+            let base = self.geometry.table_base(v, 0);
+            let t = match last {
+                Some((b, t)) if b == base => t,
+                _ => *self.tables.get(&(0, base)).ok_or(VaError::BadRange)?,
+            };
+            last = Some((base, t));
             leaves.push((t, self.geometry.index(v, 0), OsPte::default(), v));
         }
         Ok(self.coalesce(0, leaves))
@@ -544,6 +547,29 @@ mod tests {
             Err(VaError::BadRange)
         );
         assert_eq!(s.free(va), Err(VaError::BadRange));
+    }
+
+    /// A run across a leaf-table boundary: each page's entry goes to the table that covers it
+    /// (the per-table walk is not reused past the boundary), on map and on unmap.
+    #[test]
+    fn runs_across_a_leaf_table_boundary_use_both_tables() {
+        let mut heap = TableHeap::new(0, 1 << 20, 4096);
+        let span = 512 * 4096; // one leaf table's reach
+        let (mut s, _) = AddressSpace::new(geo(), &mut heap, span - 2 * 4096).unwrap();
+        let va = s.reserve(4 * 4096).unwrap();
+        assert_eq!(va, span - 2 * 4096);
+        let phys: Vec<Phys> = (0..4).map(|i| (0, 0x1000_0000 + i * 4096)).collect();
+        let u = s.map(va, &phys, MapAttrs::default(), &mut heap).unwrap();
+        let leaves: Vec<_> = u.iter().filter(|x| x.level == 0 && !x.initial).collect();
+        assert_eq!(leaves.len(), 2);
+        assert_ne!(leaves[0].table, leaves[1].table);
+        assert_eq!((leaves[0].start, leaves[0].entries.len()), (510, 2));
+        assert_eq!((leaves[1].start, leaves[1].entries.len()), (0, 2));
+        assert_eq!(leaves[1].entries[1].page, (0x1000_0000 + 3 * 4096) >> 12);
+        assert_eq!(leaves[1].va, span);
+        let un = s.unmap(va, 4).unwrap();
+        let tables: Vec<_> = un.iter().map(|x| (x.table, x.start)).collect();
+        assert_eq!(tables, vec![(leaves[0].table, 510), (leaves[1].table, 0)]);
     }
 
     #[test]
