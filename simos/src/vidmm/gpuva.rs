@@ -158,6 +158,95 @@ pub struct Leaf {
     pub attrs: MapAttrs,
 }
 
+/// One leaf table's pages: how many are mapped, and a slot per entry.
+type Slots = (usize, Box<[Option<Leaf>]>);
+
+/// The mapped pages, kept per leaf table (first VA it covers → one slot per entry, and how
+/// many are in use): a 1 MiB mapping is one map update, not 256, and the oracle's per-page
+/// look-ups search a map of tables, not of pages.
+#[derive(Debug)]
+struct PageMap {
+    geometry: Geometry,
+    tables: BTreeMap<u64, Slots>,
+    len: usize,
+}
+
+impl PageMap {
+    fn new(geometry: Geometry) -> Self {
+        Self {
+            geometry,
+            tables: BTreeMap::new(),
+            len: 0,
+        }
+    }
+
+    /// The leaf table's first VA and the page's slot in it.
+    fn slot(&self, va: u64) -> (u64, usize) {
+        let g = &self.geometry;
+        (g.table_base(va, 0), g.index(va, 0) as usize)
+    }
+
+    fn get(&self, va: u64) -> Option<Leaf> {
+        let (base, i) = self.slot(va);
+        self.tables.get(&base)?.1.get(i).copied().flatten()
+    }
+
+    /// Records `leaf` at the page `va`; false if that page is mapped already.
+    fn insert(&mut self, va: u64, leaf: Leaf) -> bool {
+        let (base, i) = self.slot(va);
+        let entries = self.geometry.entries() as usize;
+        let (used, slots) = self
+            .tables
+            .entry(base)
+            .or_insert_with(|| (0, vec![None; entries].into_boxed_slice()));
+        match slots.get_mut(i) {
+            Some(s @ None) => {
+                *s = Some(leaf);
+                *used += 1;
+                self.len += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn remove(&mut self, va: u64) -> Option<Leaf> {
+        let (base, i) = self.slot(va);
+        let (used, slots) = self.tables.get_mut(&base)?;
+        let leaf = slots.get_mut(i)?.take()?;
+        *used -= 1;
+        self.len -= 1;
+        if *used == 0 {
+            self.tables.remove(&base);
+        }
+        Some(leaf)
+    }
+
+    /// Whether any page of `[va, end)` is mapped.
+    fn any_in(&self, va: u64, end: u64) -> bool {
+        let from = self.geometry.table_base(va, 0);
+        self.tables.range(from..end).any(|(base, (_, slots))| {
+            slots.iter().enumerate().any(|(i, l)| {
+                l.is_some() && (va..end).contains(&(base + i as u64 * self.geometry.page))
+            })
+        })
+    }
+
+    fn vas(&self) -> Vec<u64> {
+        let page = self.geometry.page;
+        self.tables
+            .iter()
+            .flat_map(|(base, (_, slots))| {
+                slots
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| l.is_some())
+                    .map(move |(i, _)| base + i as u64 * page)
+            })
+            .collect()
+    }
+}
+
 /// Why a request cannot be done.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VaError {
@@ -178,7 +267,7 @@ pub struct AddressSpace {
     /// Reserved ranges: start → length.
     reserved: BTreeMap<u64, u64>,
     /// Mapped 4 KiB pages.
-    pages: BTreeMap<u64, Leaf>,
+    pages: PageMap,
     /// Next VA the allocator tries.
     next_va: u64,
 }
@@ -197,7 +286,7 @@ impl AddressSpace {
             root,
             tables: BTreeMap::new(),
             reserved: BTreeMap::new(),
-            pages: BTreeMap::new(),
+            pages: PageMap::new(geometry),
             next_va: va_base,
         };
         let init = s.clear_table(geometry.levels - 1, root);
@@ -302,13 +391,13 @@ impl AddressSpace {
 
     /// Every mapped page's VA (process teardown unmaps what is left).
     pub fn mapped(&self) -> Vec<u64> {
-        self.pages.keys().copied().collect()
+        self.pages.vas()
     }
 
     /// Frees a reservation (its pages must be unmapped first).
     pub fn free(&mut self, va: u64) -> Result<(), VaError> {
         let len = *self.reserved.get(&va).ok_or(VaError::BadRange)?;
-        if self.pages.range(va..va + len).next().is_some() {
+        if self.pages.any_in(va, va + len) {
             return Err(VaError::BadRange);
         }
         self.reserved.remove(&va);
@@ -336,7 +425,7 @@ impl AddressSpace {
         if !va.is_multiple_of(page) || !self.inside_reservation(va, len) {
             return Err(VaError::BadRange);
         }
-        if self.pages.range(va..va + len).next().is_some() {
+        if self.pages.any_in(va, va + len) {
             return Err(VaError::BadRange);
         }
         let mut updates = Vec::new();
@@ -392,7 +481,7 @@ impl AddressSpace {
         let mut last: Option<(u64, u64)> = None;
         for i in 0..pages {
             let v = va + page * i;
-            if self.pages.remove(&v).is_none() {
+            if self.pages.remove(v).is_none() {
                 return Err(VaError::BadRange);
             }
             let base = self.geometry.table_base(v, 0);
@@ -469,7 +558,7 @@ impl AddressSpace {
     /// What VidMm believes `va` maps to (the oracle).
     pub fn leaf(&self, va: u64) -> Option<Leaf> {
         let page = self.geometry.page;
-        self.pages.get(&(va - va % page)).copied()
+        self.pages.get(va - va % page)
     }
 
     /// Every table of the space including the root (given back to the heap on destroy).
@@ -479,7 +568,7 @@ impl AddressSpace {
 
     /// Mapped pages (leak checks).
     pub fn mapped_pages(&self) -> usize {
-        self.pages.len()
+        self.pages.len
     }
 }
 
@@ -570,6 +659,32 @@ mod tests {
         let un = s.unmap(va, 4).unwrap();
         let tables: Vec<_> = un.iter().map(|x| (x.table, x.start)).collect();
         assert_eq!(tables, vec![(leaves[0].table, 510), (leaves[1].table, 0)]);
+    }
+
+    /// The per-table page records: look-ups, a page mapped twice, range checks at the edges,
+    /// the VAs listed in order, and a table's record gone with its last page.
+    #[test]
+    fn page_map_keeps_pages_per_leaf_table() {
+        let mut m = PageMap::new(geo());
+        let span = 512 * 4096;
+        let leaf = |n: u64| Leaf {
+            phys: (0, n * 4096),
+            attrs: MapAttrs::default(),
+        };
+        assert!(m.insert(span - 4096, leaf(1)));
+        assert!(m.insert(span, leaf(2)));
+        assert!(!m.insert(span, leaf(3)));
+        assert_eq!(m.get(span), Some(leaf(2)));
+        assert_eq!(m.get(span + 4096), None);
+        assert_eq!((m.len, m.tables.len()), (2, 2));
+        assert!(!m.any_in(0, span - 4096));
+        assert!(m.any_in(span - 4096, span));
+        assert!(m.any_in(span, span + 1));
+        assert!(!m.any_in(span + 4096, 4 * span));
+        assert_eq!(m.vas(), vec![span - 4096, span]);
+        assert_eq!(m.remove(span), Some(leaf(2)));
+        assert_eq!(m.remove(span), None);
+        assert_eq!((m.len, m.tables.len()), (1, 1));
     }
 
     #[test]
