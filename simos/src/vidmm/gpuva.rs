@@ -474,14 +474,15 @@ impl AddressSpace {
         Ok(updates)
     }
 
-    /// Unmaps `pages` pages at `va` (invalid entries; the tables stay).
+    /// Unmaps `pages` pages at `va` (invalid entries; the tables stay). All or nothing: a
+    /// page of the run that is not mapped fails the request before any record changes.
     pub fn unmap(&mut self, va: u64, pages: u64) -> Result<Vec<Update>, VaError> {
         let page = self.geometry.page;
         let mut leaves = Vec::new();
         let mut last: Option<(u64, u64)> = None;
         for i in 0..pages {
             let v = va + page * i;
-            if self.pages.remove(v).is_none() {
+            if self.pages.get(v).is_none() {
                 return Err(VaError::BadRange);
             }
             let base = self.geometry.table_base(v, 0);
@@ -491,6 +492,9 @@ impl AddressSpace {
             };
             last = Some((base, t));
             leaves.push((t, self.geometry.index(v, 0), OsPte::default(), v));
+        }
+        for &(_, _, _, v) in &leaves {
+            self.pages.remove(v);
         }
         Ok(self.coalesce(0, leaves))
     }
@@ -613,6 +617,9 @@ mod tests {
             .unwrap();
         assert_eq!(u2.len(), 1);
         assert_eq!(s.leaf(va2).unwrap().phys, (1, 0x3000));
+        // A run reaching past the mapped pages changes nothing.
+        assert_eq!(s.unmap(va, 4), Err(VaError::BadRange));
+        assert_eq!(s.mapped_pages(), 4);
         let un = s.unmap(va, 3).unwrap();
         assert_eq!(un.len(), 1);
         assert!(un[0].entries.iter().all(|e| !e.valid));
