@@ -709,13 +709,14 @@ fn um_14_queue_closed_in_d3_is_off_the_device_after_d0() {
     no_fault(&m);
 }
 
-/// UM-14 against a Dxgkrnl that does not disconnect doorbells before D3 (the decompiled 23H2
-/// power-down path, docs/usermode-submission.md): the KMD disconnects what is still connected
-/// itself, so the UMD's next submission finds `DISCONNECTED_RETRY`, reconnects (which powers
-/// the GPU up) and completes, and no ring reaches the function in D3hot. Without that the ring
-/// is dropped by the powered-down BAR while the status page says `CONNECTED`.
+/// UM-14 against a Dxgkrnl that skips the doorbell disconnects before D3 (as the pre-release
+/// user-mode submission of 10.0.22631 did, docs/usermode-submission.md). The KMD does not call
+/// back from `SetPowerState(D3)` (the simulated OS flags that, see the next test); it counts
+/// the doorbells still connected for CollectDbgInfo. The UMD's ring in D3 reaches the function
+/// in D3hot and is dropped, but nothing is lost: the contexts were suspended, and at D0 the
+/// resumed queue loads its write pointer and runs the work.
 #[test]
-fn um_14_doorbells_the_os_left_connected_are_disconnected_by_the_kmd_at_d3() {
+fn um_14_doorbells_left_connected_at_d3_are_counted_and_their_work_runs_at_d0() {
     // Dedicated doorbells, then one global page the process's doorbells share.
     for global in [false, true] {
         doorbells_left_connected_at_d3(global);
@@ -742,21 +743,101 @@ fn doorbells_left_connected_at_d3(global: bool) {
     );
     let text = ok(&m, m.collect_dbg_info(0, 0x117));
     assert!(
-        text.lines().any(|l| l == "power d3_doorbell_disconnects=2"),
-        "global {global}: both doorbells were still connected, and the KMD disconnected them: \
-         {text}"
+        text.lines().any(|l| l == "power d3_doorbells_connected=2"),
+        "global {global}: both doorbells were still connected at D3, and counted: {text}"
     );
+    assert!(
+        !events_of(&m)
+            .iter()
+            .any(|e| matches!(e, UmsEvent::CallbackDisconnect { .. })),
+        "global {global}: the KMD called no DxgkCbDisconnectDoorbell"
+    );
+    assert_eq!(ok(&m, m.d3hot_accesses(0)), 0, "the driver touched nothing");
     let v = okk(&m, q1.submit(&[fill(&t, 7)]));
+    assert_eq!(
+        ok(&m, m.d3hot_accesses(0)),
+        1,
+        "global {global}: the UMD's ring reached the function in D3hot"
+    );
+    ok(&m, m.run_until_idle());
+    assert_eq!(t.mem.load(0), 2, "global {global}: nothing ran in D3");
+    ok(&m, m.power_up(0));
     okk(&m, q1.wait(v));
     assert_eq!(
         t.mem.load(0),
         7,
-        "global {global}: the submission after D3 ran"
+        "global {global}: the work rung in D3 ran after D0"
     );
-    assert_d3hot_untouched(&m);
+    assert_eq!(ok(&m, m.d3hot_accesses(0)), 1, "nothing more in D3hot");
     drop((q0, q1));
     ok(&m, m.exit_process(&p));
     no_fault(&m);
+}
+
+/// The driver's own `DxgkDdiSetPowerState`, for the stand-in below.
+static REAL_SET_POWER: std::sync::OnceLock<
+    unsafe extern "system" fn(
+        rvgpu_ddi::PVOID,
+        u32,
+        rvgpu_ddi::basic::DEVICE_POWER_STATE,
+        rvgpu_ddi::basic::POWER_ACTION,
+    ) -> rvgpu_ddi::NTSTATUS,
+> = std::sync::OnceLock::new();
+
+/// A `DxgkDdiSetPowerState` that, after the driver's, calls `DxgkCbDisconnectDoorbell` on the
+/// way to D3 (what this driver did before: it can deadlock Windows' power path).
+unsafe extern "system" fn set_power_then_disconnect(
+    ctx: rvgpu_ddi::PVOID,
+    uid: u32,
+    state: rvgpu_ddi::basic::DEVICE_POWER_STATE,
+    action: rvgpu_ddi::basic::POWER_ACTION,
+) -> rvgpu_ddi::NTSTATUS {
+    let Some(real) = REAL_SET_POWER.get() else {
+        return STATUS_NOT_SUPPORTED;
+    };
+    // SAFETY: the driver's DDI with the OS's own arguments.
+    let status = unsafe { real(ctx, uid, state, action) };
+    let iface = rvgpu_simos::testing::interface_for_context(ctx);
+    if let (rvgpu_ddi::basic::PowerDeviceD3, Some(cb)) =
+        (state, iface.and_then(|i| i.DxgkCbDisconnectDoorbell))
+    {
+        let mut args = rvgpu_ddi::dxgkrnl::DXGKARGCB_DISCONNECTDOORBELL {
+            hHwQueue: std::ptr::null_mut(),
+            hDoorbell: std::ptr::null_mut(),
+            Flags: Default::default(),
+            DisconnectReason: D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+        };
+        // SAFETY: the OS's callback with a valid argument block.
+        let _ = unsafe { cb(&mut args) };
+    }
+    status
+}
+
+/// UM-14: `DxgkCbDisconnectDoorbell` from inside `DxgkDdiSetPowerState` is a driver bug. The
+/// decompiled dxgkrnl (10.0.22631) holds the adapter's core resource exclusively across the
+/// power transition, and its doorbell API paths take the context lock this callback takes
+/// before that resource: a lock-order inversion that can hang the power IRP (0x9F). The
+/// simulated OS stops on the call whatever handles it names.
+#[test]
+fn um_14_disconnect_doorbell_callback_inside_set_power_state_is_a_driver_bug() {
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    let up = m
+        .load_driver_with(|t| {
+            if let Some(f) = t.DxgkDdiSetPowerState {
+                let _ = REAL_SET_POWER.set(f);
+            }
+            t.DxgkDdiSetPowerState = Some(set_power_then_disconnect);
+        })
+        .and_then(|()| m.start_adapter(0));
+    if let Err(e) = up {
+        panic!("bring-up: {e}");
+    }
+    let r = m.power_down(0);
+    let fault = format!("{r:?} {:?}", m.fault());
+    assert!(
+        fault.contains("DxgkCbDisconnectDoorbell: called from inside DxgkDdiSetPowerState"),
+        "the callback inside SetPowerState(D3) stops the machine: {fault}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1669,15 +1750,8 @@ fn um_14_threaded_power_down_while_submitting() {
         let m = &m;
         let stop = &stop;
         s.spawn(move || {
-            // Every other power-down leaves the doorbells to the KMD (the 23H2 order).
-            let mut leave = false;
             while !stop.load(std::sync::atomic::Ordering::Acquire) {
-                let _ = if leave {
-                    ok(m, m.power_down_leaving_doorbells(0))
-                } else {
-                    ok(m, m.power_down(0))
-                };
-                leave = !leave;
+                let _ = ok(m, m.power_down(0));
                 std::thread::sleep(Duration::from_millis(1));
             }
         });
@@ -1692,15 +1766,11 @@ fn um_14_threaded_power_down_while_submitting() {
         .filter(|e| matches!(e, UmsEvent::SetPowerState { state: 4 }))
         .count();
     assert!(downs > 0, "the adapter went to D3");
-    // The KMD's own disconnects at D3 ran beside the submitting threads.
+    // UM-14's disconnects left the KMD none to count.
     let text = ok(&m, m.collect_dbg_info(0, 0x117));
-    let kmd_disconnects = text
-        .lines()
-        .find_map(|l| l.strip_prefix("power d3_doorbell_disconnects="))
-        .and_then(|n| n.parse::<u64>().ok());
     assert!(
-        kmd_disconnects.is_some_and(|n| n > 0),
-        "the KMD disconnected doorbells at D3: {text}"
+        text.lines().any(|l| l == "power d3_doorbells_connected=0"),
+        "every doorbell was disconnected before D3: {text}"
     );
     for p in &procs {
         ok(&m, m.exit_process(p));

@@ -158,9 +158,9 @@ pub struct Stats {
     /// Events whose handling belongs to a feature not built yet (counted, not dropped
     /// silently).
     pub unhandled_events: AtomicU64,
-    /// Doorbells the OS left connected at D3, disconnected by the driver
-    /// ([`crate::doorbell::disconnect_all_for_d3`]).
-    pub d3_doorbell_disconnects: AtomicU64,
+    /// Doorbells still connected at `SetPowerState(D3)`, summed over power-downs (UM-14 has
+    /// Dxgkrnl disconnect them first; [`crate::doorbell::connected_at_d3`]).
+    pub d3_doorbells_connected: AtomicU64,
 }
 
 /// The per-adapter driver object. Its address is the `MiniportDeviceContext`.
@@ -604,18 +604,18 @@ impl<P: Platform> Adapter<P> {
             // Before the device leaves D0, outside the lifecycle lock (disarming waits for a
             // tick in progress, at PASSIVE): no look at a powered-down device's registers.
             self.watchdog.disarm();
-            // Doorbells the OS left connected (none, if Dxgkrnl did UM-14's disconnects), while
-            // the registers still answer and with no KMD lock held for the callbacks.
+            // Doorbells the OS left connected (none, if Dxgkrnl did UM-14's disconnects):
+            // counted for CollectDbgInfo, not disconnected from here (see `connected_at_d3`).
             if let Some(live) = self.live() {
-                let n = crate::doorbell::disconnect_all_for_d3(live);
+                let n = crate::doorbell::connected_at_d3(live);
                 if n != 0 {
                     self.stats
-                        .d3_doorbell_disconnects
+                        .d3_doorbells_connected
                         .fetch_add(u64::from(n), Ordering::Relaxed);
                     klog!(
                         P,
                         Warning,
-                        "rvgpu: {} doorbells still connected at D3: disconnected (DISCONNECTED_RETRY)",
+                        "rvgpu: {} doorbells still connected at D3 (UM-14: Dxgkrnl disconnects them first)",
                         n
                     );
                 }

@@ -16,7 +16,7 @@
 //! resets engine=3 failed=1 adapter=0 invalidated=1
 //! events rejected=0 engine=0 queue=0 state=0 reset=0 schedlog=0
 //! watchdog looks=120 lost_deliveries=0
-//! power d3_doorbell_disconnects=0
+//! power d3_doorbells_connected=0
 //! e0 status=0x303 current=0xffffffff done=0x0 reset_result=1 reset_queue=0x5 reset_rptr=0x40 last_done=1/0x5/0x40 last_aborted=12
 //! ```
 //!
@@ -129,8 +129,8 @@ pub fn report<P: Platform>(a: &Adapter<P>, reason: u32, out: &mut impl Write) ->
     )?;
     writeln!(
         out,
-        "power d3_doorbell_disconnects={}",
-        a.stats.d3_doorbell_disconnects.load(Ordering::Relaxed)
+        "power d3_doorbells_connected={}",
+        a.stats.d3_doorbells_connected.load(Ordering::Relaxed)
     )?;
     for e in 0..engines {
         write!(

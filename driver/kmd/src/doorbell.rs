@@ -23,8 +23,8 @@
 //!   stays in the runlist. `DestroyDoorbell` disconnects if needed and takes the queue off the
 //!   runlist; the ring is the UMD's and may be freed afterwards.
 //! - `NotifyWorkSubmission` kicks the queue.
-//! - At `SetPowerState(D3)` the KMD disconnects any doorbell still connected itself, each as a
-//!   victim ([`disconnect_all_for_d3`]): UM-14 has Dxgkrnl do it first, 23H2's dxgkrnl does not.
+//! - At `SetPowerState(D3)` the KMD counts doorbells still connected ([`connected_at_d3`]):
+//!   UM-14 has Dxgkrnl disconnect them all first; the driver does not call back from there.
 //!
 //! **Victims keep their page until the callback returns.** The UMD rings, *then* reads its
 //! status page (UM-19). A ring that hits an unbound page while the status page still says
@@ -733,46 +733,27 @@ fn disconnect_locked<P: Platform>(live: &Live<P>, s: &mut Sched, h: Handle) {
     }
 }
 
-/// D3 entry: disconnects, through `DxgkCbDisconnectDoorbell(DISCONNECTED_RETRY)`, every
-/// doorbell still connected, and returns how many there were. UM-14 (Microsoft's user-mode
-/// submission page) has Dxgkrnl disconnect them all before `SetPowerState(D3)`, which leaves
-/// none; the decompiled dxgkrnl of 23H2 has no such step in its power-down path. A doorbell
-/// left connected into D3hot would lose every ring (the BAR drops writes) while its status page
-/// says `CONNECTED`, so the UMD would never reconnect and the wake it needs would never come.
-/// Disconnected here, its UMD reads `DISCONNECTED_RETRY` and reconnects, which powers the GPU
-/// up (UM-14). Each doorbell is handled as a victim (module doc): its page stays bound until
-/// the callback has returned.
+/// D3 entry: how many doorbells are still connected (bound to a physical doorbell). UM-14
+/// (Microsoft's user-mode submission page) has Dxgkrnl disconnect every doorbell before
+/// `SetPowerState(D3)`, which leaves none; a count above zero on a test machine says this
+/// Dxgkrnl does not, and the UMDs' rings in D3 reach a function in D3hot (dropped) while their
+/// status pages say `CONNECTED` (docs/usermode-submission.md).
 ///
-/// Called with no KMD lock held (PASSIVE), before the registers go unpowered. Relies on
-/// Dxgkrnl running no doorbell DDI beside a power transition (its D3 path holds the adapter's
-/// core lock exclusively, which the doorbell DDIs take shared): a connect during the callback
-/// could otherwise victimise the slot this still owns. No allocation: one doorbell per pass
-/// under the lock, a cursor (handle order) so each is seen once.
-pub fn disconnect_all_for_d3<P: Platform>(live: &Live<P>) -> u32 {
-    let mut n = 0u32;
-    let mut after = Handle::BEFORE_ALL;
-    loop {
-        let mut s = live.sched.lock();
-        let Some((h, page)) = s
-            .doorbells
-            .iter_after(&after)
-            .find_map(|(h, d)| d.physical.map(|p| (*h, p)))
-        else {
-            return n;
-        };
-        after = h;
-        let call = take_from(&mut s, h);
-        drop(s);
-        if let Some(c) = &call {
-            tell_victim::<P>(live, c);
-        }
-        let mut s = live.sched.lock();
-        if let Some(d) = s.doorbells.get_mut(&h) {
-            d.callbacks = d.callbacks.saturating_sub(1);
-        }
-        release_page(live, &mut s, page, h);
-        n = n.saturating_add(1);
-    }
+/// Counted, not disconnected: `DxgkCbDisconnectDoorbell` takes the doorbell's context lock,
+/// which Dxgkrnl's doorbell API paths take *before* the adapter's core resource, and the power
+/// path holds that resource exclusively around this DDI (decompiled dxgkrnl 10.0.22631:
+/// `DxgkDisconnectDoorbellCB`, `DXGDOORBELLAPILOCKS`, `DpiPowerArbiterThread`), so a callback
+/// from here can deadlock a sleep transition. The work is not lost either way: every context is
+/// suspended before D3 and its queues load their write pointers when they enter the runlist at
+/// resume (hardware.md 5.2).
+pub fn connected_at_d3<P: Platform>(live: &Live<P>) -> u32 {
+    let s = live.sched.lock();
+    let n = s
+        .doorbells
+        .values()
+        .filter(|d| d.physical.is_some())
+        .count();
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// DxgkDdiDisconnectDoorbell (PASSIVE; succeeds for every doorbell of ours).

@@ -226,20 +226,6 @@ impl<K: Ord, V> SortedMap<K, V> {
         self.entries.iter().map(|(k, v)| (k, v))
     }
 
-    /// Entries with keys above `k`, in key order (a cursor that survives unlocking: found by
-    /// binary search, whatever was inserted or removed meanwhile).
-    pub fn iter_after(&self, k: &K) -> impl DoubleEndedIterator<Item = (&K, &V)> + '_ {
-        let start = match self.find(k) {
-            Ok(i) => i.saturating_add(1),
-            Err(i) => i,
-        };
-        self.entries
-            .get(start..)
-            .unwrap_or(&[])
-            .iter()
-            .map(|(k, v)| (k, v))
-    }
-
     /// Keys in order.
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &K> + '_ {
         self.entries.iter().map(|(k, _)| k)
@@ -397,13 +383,6 @@ pub(crate) mod tests {
         assert_eq!(m.values().copied().collect::<Vec<_>>(), [10, 33, 90]);
         m.retain(|k, _| *k != 1);
         assert_eq!(m.len(), 2);
-        // A cursor: keys above a present key, above an absent one, past the end.
-        let after =
-            |m: &SortedMap<u32, u32>, k| m.iter_after(&k).map(|(k, _)| *k).collect::<Vec<_>>();
-        assert_eq!(after(&m, 3), [9]);
-        assert_eq!(after(&m, 4), [9]);
-        assert_eq!(after(&m, 0), [3, 9]);
-        assert!(after(&m, 9).is_empty());
     }
 
     #[test]

@@ -72,10 +72,6 @@ const SEQ_MASK: u64 = (1 << KIND_SHIFT) - 1;
 pub struct Handle(u64);
 
 impl Handle {
-    /// Below every handle [`Handle::new`] gives (sequence 0 is never issued): where a walk
-    /// over a map in handle order starts.
-    pub const BEFORE_ALL: Self = Self(0);
-
     /// The handle of the `seq`-th object of `kind` on the adapter in `slot`; `None` if `seq`
     /// is 0 or does not fit.
     pub fn new(slot: u8, kind: Kind, seq: u64) -> Option<Self> {

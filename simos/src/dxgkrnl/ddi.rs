@@ -38,6 +38,28 @@ pub enum At {
 thread_local! {
     /// The adapter whose DDI this thread is inside (resolves ambiguous callback handles).
     static IN_DDI: Cell<usize> = const { Cell::new(0) };
+    /// The DDI this thread is inside, innermost (callbacks with rules about where they may be
+    /// called from).
+    static IN_ROUTINE: Cell<Option<Routine>> = const { Cell::new(None) };
+}
+
+/// The DDI the calling thread is inside, innermost (`None`: none).
+pub(crate) fn current_routine() -> Option<Routine> {
+    IN_ROUTINE.with(Cell::get)
+}
+
+struct InRoutine(Option<Routine>);
+
+impl InRoutine {
+    fn enter(r: Routine) -> Self {
+        Self(IN_ROUTINE.with(|c| c.replace(Some(r))))
+    }
+}
+
+impl Drop for InRoutine {
+    fn drop(&mut self) {
+        IN_ROUTINE.with(|c| c.set(self.0));
+    }
 }
 
 /// The adapter whose DDI the calling thread is inside, as an address (0: none).
@@ -94,6 +116,7 @@ pub fn call_driver<R>(
         return Err(SimError::Bugcheck(b));
     }
     let entry = current_irql();
+    let _routine = InRoutine::enter(routine);
     let r = f();
     if let Err(b) = kernel::check_return_irql(
         entry,

@@ -84,6 +84,21 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
             "DisconnectReason = {reason} is not a D3DDDI_DOORBELLSTATUS_DISCONNECTED_* value"
         ));
     }
+    // Not from inside `DxgkDdiSetPowerState`. In the decompiled dxgkrnl (10.0.22631), the
+    // callback (`DxgkDisconnectDoorbellCB`) takes the doorbell's context push lock exclusively;
+    // the doorbell and submission API paths (`DXGDOORBELLAPILOCKS`) take that lock and then the
+    // adapter's core resource shared; and the power path (`DpiPowerArbiterThread`) holds the
+    // core resource exclusively from before `DxgkDdiSetPowerState(D3)` until power-up. A thread
+    // inside a doorbell API, holding the context lock and waiting for the core resource, and
+    // the power thread, inside this callback waiting for that context lock, deadlock: the power
+    // IRP never completes (bug check 0x9F). Flagged whether or not another thread is there,
+    // as Driver Verifier's deadlock detection flags a lock-order inversion.
+    if crate::dxgkrnl::ddi::current_routine() == Some(Routine::DxgkDdiSetPowerState) {
+        return fail(
+            "called from inside DxgkDdiSetPowerState: Dxgkrnl's power path holds the adapter's              core resource exclusively there, and doorbell API threads hold the context lock              this callback takes while they wait for that resource (lock-order inversion, a              possible 0x9F deadlock)"
+                .to_string(),
+        );
+    }
     run_test_hook();
     let Some(a) = find_doorbell_adapters(hd).into_iter().next() else {
         if let Some(dead) = destroyed_doorbell(hd) {

@@ -585,11 +585,11 @@ impl Machine {
     }
 
     /// [`Machine::power_down`] without the OS's doorbell disconnects: what the decompiled
-    /// dxgkrnl of Windows 11 23H2 shows (its power-down path flushes the scheduler and calls
-    /// `DxgkDdiSetPowerState` with no doorbell step; docs/usermode-submission.md), against
-    /// UM-14's 24H2 description. Contexts are still suspended. A driver must then disconnect
-    /// what is still connected itself (`DxgkCbDisconnectDoorbell`), or the UMD's rings in D3
-    /// reach a function in D3hot and are lost.
+    /// dxgkrnl of 10.0.22631 (23H2, a pre-release of user-mode submission) shows: its
+    /// power-down path flushes the scheduler and calls `DxgkDdiSetPowerState` with no doorbell
+    /// step (docs/usermode-submission.md), against UM-14's 24H2 description. Contexts are still
+    /// suspended. The UMDs' rings in D3 then reach a function in D3hot and are dropped; their
+    /// work runs when the queues are resumed at the next D0.
     pub fn power_down_leaving_doorbells(&self, i: usize) -> Result<bool, SimError> {
         self.power_down_with(i, false)
     }
