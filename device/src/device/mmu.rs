@@ -100,6 +100,20 @@ impl std::fmt::Debug for Mmu {
     }
 }
 
+/// A non-canonical `va` faults before any table is read.
+fn canonical(va: u64, access: Access) -> Result<(), Fault> {
+    if mmu::is_canonical(va) {
+        Ok(())
+    } else {
+        Err(Fault {
+            va,
+            access,
+            level: mmu::ROOT_LEVEL,
+            reason: FaultReason::NonCanonical,
+        })
+    }
+}
+
 /// Physical address an entry's address field names.
 fn phys(pte: Pte) -> Option<u64> {
     if pte.vram() {
@@ -240,14 +254,7 @@ impl Mmu {
     /// Returns the physical address of `va`.
     pub fn walk_now(mem: &Memory, root: u64, va: u64) -> Result<u64, Fault> {
         let access = Access::Read;
-        if !mmu::is_canonical(va) {
-            return Err(Fault {
-                va,
-                access,
-                level: mmu::ROOT_LEVEL,
-                reason: FaultReason::NonCanonical,
-            });
-        }
+        canonical(va, access)?;
         let (base, size, _, level) = Self::walk(mem, root, va, access)?;
         base.checked_add(va & (size - 1)).ok_or(Fault {
             va,
@@ -282,14 +289,7 @@ impl Mmu {
         access: Access,
         who: Privilege,
     ) -> Result<(u64, u64, u8), Fault> {
-        if !mmu::is_canonical(va) {
-            return Err(Fault {
-                va,
-                access,
-                level: mmu::ROOT_LEVEL,
-                reason: FaultReason::NonCanonical,
-            });
-        }
+        canonical(va, access)?;
         let (entry, size) = match self.lookup(root, va) {
             Some(hit) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
