@@ -162,8 +162,8 @@ pub struct Leaf {
 type Slots = (usize, Box<[Option<Leaf>]>);
 
 /// The mapped pages, kept per leaf table (first VA it covers → one slot per entry, and how
-/// many are in use): a 1 MiB mapping is one map update, not 256, and the oracle's per-page
-/// look-ups search a map of tables, not of pages.
+/// many are in use): each page's insert, removal or the oracle's look-up searches a map with a
+/// record per table (512 pages), not per page, and a 1 MiB mapping adds one record, not 256.
 #[derive(Debug)]
 struct PageMap {
     geometry: Geometry,
