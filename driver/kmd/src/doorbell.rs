@@ -708,9 +708,12 @@ fn tell_victim<P: Platform>(live: &Live<P>, c: &VictimCall) {
     }
 }
 
-/// Doorbell `h` no longer uses `page`: released (dedicated) or left (global), and unbound
-/// once nothing uses it (caller holds the lock).
-fn release_page<P: Platform>(live: &Live<P>, s: &mut Sched, page: u32, h: Handle) {
+/// Releases (dedicated) or leaves (global) doorbell `h`'s physical doorbell, if it has one,
+/// and unbinds it once nothing uses it (caller holds the lock).
+fn disconnect_locked<P: Platform>(live: &Live<P>, s: &mut Sched, h: Handle) {
+    let Some(page) = s.doorbells.get(&h).and_then(|d| d.physical) else {
+        return;
+    };
     let free = if s.physical.is_global() {
         s.physical.leave(page)
     } else {
@@ -719,15 +722,6 @@ fn release_page<P: Platform>(live: &Live<P>, s: &mut Sched, page: u32, h: Handle
     if free {
         bind(live, page, NO_QUEUE);
     }
-}
-
-/// Releases and unbinds doorbell `h`'s physical doorbell, if it has one (caller holds the
-/// lock).
-fn disconnect_locked<P: Platform>(live: &Live<P>, s: &mut Sched, h: Handle) {
-    let Some(page) = s.doorbells.get(&h).and_then(|d| d.physical) else {
-        return;
-    };
-    release_page(live, s, page, h);
     if let Some(d) = s.doorbells.get_mut(&h) {
         d.physical = None;
     }
