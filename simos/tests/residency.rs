@@ -475,3 +475,100 @@ fn residency_thunks_refuse_foreign_handles() {
     );
     assert_eq!(count(&m, &a), 1);
 }
+
+/// An allocation of two large pages and a little more, placed in VRAM: VidMm maps each
+/// aligned 2 MiB run with one level-1 entry (`DXGK_PTE::LargePage`, since the driver reports
+/// `LargePageSupported`) and the tail with 4 KiB leaves, through the driver's
+/// UPDATEPAGETABLE. A user-mode queue's GPU writes and reads all of it; eviction unmaps the
+/// large pages whole and the contents come back with MakeResident; destruction leaves no
+/// mapping behind.
+#[test]
+fn residency_large_allocations_are_mapped_with_large_pages() {
+    const LARGE: u64 = 2 << 20;
+    let mut cfg = MachineConfig::single(Mode::Step);
+    // Room for 4 MiB and more in the allocations' share of VRAM.
+    cfg.adapters[0].device.vram_size = 64 << 20;
+    let m = started(cfg);
+    let (p, k) = process(&m);
+    let mut q = okk(&m, UserQueue::new(&k, &config(0)));
+    let a = gpu_only(&m, &k, 2 * LARGE + 8192);
+    assert!(is_local(place(&m, &a)), "{:?}", place(&m, &a));
+    assert_eq!(a.gpu_va % LARGE, 0, "VidMm aligns a large reservation");
+    let size = |va: u64| m.gpu_translate(0, p.pid, va).map(|(_, s)| s);
+    assert_eq!(size(a.gpu_va), Some(LARGE));
+    assert_eq!(size(a.gpu_va + LARGE + 0x1234), Some(LARGE));
+    assert_eq!(size(a.gpu_va + 2 * LARGE + 4096), Some(4096), "the tail");
+    // Contiguous in VRAM across the large pages and the tail.
+    let (first, _) = m.gpu_translate(0, p.pid, a.gpu_va).unwrap();
+    let (last, _) = m.gpu_translate(0, p.pid, a.gpu_va + 2 * LARGE).unwrap();
+    assert_eq!(last - first, 2 * LARGE);
+    gpu_fill(&m, &mut q, &a, PATTERN);
+    assert!(all(&gpu_read(&m, &k, &mut q, &a), PATTERN));
+    evict(&m, &k, &a);
+    assert_eq!(place(&m, &a), Place::Evicted);
+    assert_eq!(size(a.gpu_va), None, "evicted: unmapped");
+    okk(
+        &m,
+        k.make_resident(&[a.handle], MakeResidentFlags::default()),
+    );
+    assert!(
+        all(&gpu_read(&m, &k, &mut q, &a), PATTERN),
+        "contents survived"
+    );
+    okk(&m, k.destroy_allocation(a.handle));
+    assert_eq!(size(a.gpu_va), None);
+    assert_eq!(size(a.gpu_va + LARGE), None);
+    okk(&m, q.close());
+    no_fault(&m);
+}
+
+/// What the CPU maps stays in system memory (the aperture place); with the driver's
+/// `SysMemLargePageSupported`, VidMm gives a large one a backing store aligned to a large page
+/// and maps it with large pages too. The CPU's writes are what the GPU reads, and the GPU's
+/// writes what the CPU reads, across the large pages and the tail.
+#[test]
+fn residency_large_system_allocations_are_mapped_with_large_pages() {
+    const LARGE: u64 = 2 << 20;
+    let m = started(MachineConfig::single(Mode::Step));
+    let (p, k) = process(&m);
+    let mut q = okk(&m, UserQueue::new(&k, &config(0)));
+    let a = okk(&m, k.create_allocation(2 * LARGE + 4096));
+    assert_eq!(
+        m.allocation_residency(0, a.handle).map(|r| r.0),
+        Some(Place::Aperture)
+    );
+    let size = |va: u64| m.gpu_translate(0, p.pid, va).map(|(_, s)| s);
+    assert_eq!(size(a.gpu_va), Some(LARGE));
+    assert_eq!(size(a.gpu_va + LARGE), Some(LARGE));
+    assert_eq!(size(a.gpu_va + 2 * LARGE), Some(4096));
+    let (pa, _) = m.gpu_translate(0, p.pid, a.gpu_va + LARGE + 8).unwrap();
+    a.mem.store(LARGE + 8, PATTERN);
+    assert_eq!(m.memory().read_u64(pa), Some(PATTERN), "the CPU's page");
+    let v = okk(
+        &m,
+        q.submit(&[Command::Fill {
+            dst: a.gpu_va + 2 * LARGE - 8,
+            bytes: 16,
+            pattern: !PATTERN,
+        }]),
+    );
+    okk(&m, q.wait(v));
+    assert_eq!(a.mem.load(2 * LARGE - 8), !PATTERN);
+    assert_eq!(a.mem.load(2 * LARGE), !PATTERN, "across into the tail");
+    okk(&m, k.destroy_allocation(a.handle));
+    assert_eq!(size(a.gpu_va), None);
+    okk(&m, q.close());
+    // A ring of a large page: the driver finds it where VidMm mapped it (its records of what
+    // the process maps count a large page's 512 pages), so the doorbell is created and works.
+    let big = rvgpu_umd::submit::QueueConfig {
+        ring_size: LARGE as u32,
+        ..config(0)
+    };
+    let mut q = okk(&m, UserQueue::new(&k, &big));
+    let t = okk(&m, k.create_allocation(4096));
+    let v = okk(&m, q.submit(&[fill(&t, 0, PATTERN)]));
+    okk(&m, q.wait(v));
+    assert_eq!(t.mem.load(0), PATTERN);
+    okk(&m, q.close());
+    no_fault(&m);
+}

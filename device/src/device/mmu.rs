@@ -251,17 +251,19 @@ impl Mmu {
     /// What the tables under `root` say about `va` now, walked without any TLB (an OS-side
     /// oracle comparing page tables with its own records: the same walk and faults as
     /// [`Self::translate_page`] for a kernel read, without the TLB's lock and upkeep).
-    /// Returns the physical address of `va`.
-    pub fn walk_now(mem: &Memory, root: u64, va: u64) -> Result<u64, Fault> {
+    /// Returns the physical address of `va` and the size of the page that maps it (4 KiB, or
+    /// 2 MiB for a large page).
+    pub fn walk_now(mem: &Memory, root: u64, va: u64) -> Result<(u64, u64), Fault> {
         let access = Access::Read;
         canonical(va, access)?;
         let (base, size, _, level) = Self::walk(mem, root, va, access)?;
-        base.checked_add(va & (size - 1)).ok_or(Fault {
+        let pa = base.checked_add(va & (size - 1)).ok_or(Fault {
             va,
             access,
             level,
             reason: FaultReason::BadPhysical,
-        })
+        })?;
+        Ok((pa, size))
     }
 
     /// Translates the 8-byte word at `va` (8-aligned, so it never crosses a page): its

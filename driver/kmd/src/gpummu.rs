@@ -231,7 +231,10 @@ pub fn mmu_caps<P: Platform>(live: &Live<P>) -> DXGK_GPUMMUCAPS {
         )
         // The TLB is not snooped: a FLUSHTLB must follow every update (hardware.md §12.5).
         .with(DXGK_GPUMMUCAPS_FLAGS::ExplicitPageTableInvalidation, 1)
-        .with(DXGK_GPUMMUCAPS_FLAGS::LargePageSupported, 1);
+        .with(DXGK_GPUMMUCAPS_FLAGS::LargePageSupported, 1)
+        // The entry's location bit holds for large pages too (hardware.md 12.3): a 2 MiB page
+        // may be system memory.
+        .with(DXGK_GPUMMUCAPS_FLAGS::SysMemLargePageSupported, 1);
     DXGK_GPUMMUCAPS {
         Flags: flags,
         PageTableUpdateMode: DXGK_PAGETABLEUPDATE_GPU_PHYSICAL,

@@ -180,7 +180,8 @@ pub fn update<P: Platform>(
                 e = e.with_read_only(e.read_only() || p.gpu_read_only);
                 e = e.with_no_execute(e.no_execute() || !p.executable());
             }
-            let user = level == 0 && who.user(live, &e)?;
+            // A large page is a leaf one level up (DXGK_PTE::LargePage).
+            let user = (level == 0 || e.large_page()) && who.user(live, &e)?;
             *slot = gpummu::device_entry(live, &e, level, user)?;
         }
         let index = u64::from(op.StartIndex.saturating_add(next));
@@ -192,11 +193,21 @@ pub fn update<P: Platform>(
         written = written.saturating_add(w);
         next = next.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
     }
-    if level == 0 && first == 0 && written > 0 && !matches!(who, Mapping::System) {
+    // SAFETY: the array holds at least one entry (NumPageTableEntries > 0, checked).
+    let e0: DXGK_PTE = unsafe { op.pPageTableEntries.read_unaligned() };
+    // Pages each entry maps: leaves map one; level-1 entries map a large page each when they
+    // are large pages or VidMm names an allocation (a large page being unmapped); other
+    // entries link tables and map nothing themselves.
+    let per_entry = match level {
+        0 => 1,
+        mmu::LARGE_LEVEL if e0.large_page() || !op.hAllocation.is_null() => {
+            mmu::PAGE_2M / mmu::PAGE_4K
+        }
+        _ => 0,
+    };
+    if per_entry != 0 && first == 0 && written > 0 && !matches!(who, Mapping::System) {
         // The first pass translated every entry it wrote: record what the leaves of the
         // process's space now map (the doorbell checks rings against it).
-        // SAFETY: the array holds at least one entry (NumPageTableEntries > 0, checked).
-        let e0: DXGK_PTE = unsafe { op.pPageTableEntries.read_unaligned() };
         let h_allocation = match who {
             Mapping::Allocation(_) => op.hAllocation,
             _ => core::ptr::null_mut(),
@@ -208,7 +219,7 @@ pub fn update<P: Platform>(
             h_allocation,
             op.AllocationOffsetInBytes,
             op.FirstPteVirtualAddress,
-            u64::from(op.NumPageTableEntries),
+            u64::from(op.NumPageTableEntries).saturating_mul(per_entry),
             e0.valid(),
         );
     }

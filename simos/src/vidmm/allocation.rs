@@ -164,11 +164,20 @@ impl Machine {
             info = d;
             let kmd = d.kmd;
             let bytes = d.size.max(size);
-            // The backing store: where the contents live when not in VRAM.
+            // The backing store: where the contents live when not in VRAM. A large one is
+            // aligned so that, with the driver's `SysMemLargePageSupported`, VidMm can map it
+            // with large pages.
+            let align = {
+                let model = lock(&a.memory_model);
+                match (model.large_pages(), model.geometry()) {
+                    (Some(l), Some(g)) if l.system && bytes >= g.large_page() => g.large_page(),
+                    _ => PAGE,
+                }
+            };
             let alloc = a
                 .device
                 .memory()
-                .alloc_system(bytes, PAGE)
+                .alloc_system(bytes, align)
                 .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
             let pages = alloc.len / PAGE;
             let (apertures, _) = lock(&a.memory_model).aperture_sets();

@@ -65,8 +65,12 @@ pub struct Update {
     /// The table was just allocated: these entries are its first contents
     /// (`DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate`).
     pub initial: bool,
-    /// Leaf updates: the VA the first entry maps (`FirstPteVirtualAddress`); 0 otherwise.
+    /// Updates whose entries map memory (leaves, or level-1 large pages, valid or being
+    /// invalidated): the VA the first entry maps (`FirstPteVirtualAddress`); 0 otherwise.
     pub va: u64,
+    /// The entries map (or unmap) memory, 4 KiB leaves or 2 MiB large pages, rather than
+    /// clear or link tables: VidMm names the allocation (`hAllocation`) only for these.
+    pub maps: bool,
 }
 
 /// Page-table geometry from the driver's answers.
@@ -105,6 +109,12 @@ impl Geometry {
 
     pub fn va_bits(&self) -> u32 {
         self.shift(self.levels)
+    }
+
+    /// Bytes one level-1 entry covers: the size of a large page (`DXGK_PTE::LargePage`
+    /// "the allocation size equals the VA range the lower level covers").
+    pub fn large_page(&self) -> u64 {
+        1u64 << self.shift(1)
     }
 }
 
@@ -268,6 +278,9 @@ pub struct AddressSpace {
     reserved: BTreeMap<u64, u64>,
     /// Mapped 4 KiB pages.
     pages: PageMap,
+    /// Large pages: level-1 entries with `LargePage`, first VA → what its first 4 KiB maps
+    /// (the rest follows contiguously).
+    large: BTreeMap<u64, Leaf>,
     /// Next VA the allocator tries.
     next_va: u64,
 }
@@ -287,6 +300,7 @@ impl AddressSpace {
             tables: BTreeMap::new(),
             reserved: BTreeMap::new(),
             pages: PageMap::new(geometry),
+            large: BTreeMap::new(),
             next_va: va_base,
         };
         let init = s.clear_table(geometry.levels - 1, root);
@@ -302,6 +316,7 @@ impl AddressSpace {
             entries: vec![OsPte::default(); self.geometry.entries() as usize],
             initial: true,
             va: 0,
+            maps: false,
         }
     }
 
@@ -311,12 +326,22 @@ impl AddressSpace {
         let len = len
             .checked_next_multiple_of(page)
             .ok_or(VaError::BadRange)?;
+        // A range of a large page or more starts on a large-page boundary, so its aligned
+        // runs can be mapped with level-1 entries ([`Self::map_large`]).
+        let align = if len >= self.geometry.large_page() {
+            self.geometry.large_page()
+        } else {
+            page
+        };
         // A guard page between reservations: a run off the end faults. Ranges a process
         // reserved at an address of its choosing (`vidmm::va`) are stepped over.
-        let mut va = self.next_va;
+        let mut va = self
+            .next_va
+            .checked_next_multiple_of(align)
+            .ok_or(VaError::BadRange)?;
         while let Some(end) = self.reserved_overlap(va, len.saturating_add(page)) {
             va = end
-                .checked_next_multiple_of(page)
+                .checked_next_multiple_of(align)
                 .ok_or(VaError::BadRange)?;
         }
         let end = va
@@ -389,15 +414,25 @@ impl AddressSpace {
         }
     }
 
-    /// Every mapped page's VA (process teardown unmaps what is left).
-    pub fn mapped(&self) -> Vec<u64> {
-        self.pages.vas()
+    /// What is mapped, as `(VA, pages)`: each 4 KiB page, and each large page whole
+    /// (process teardown unmaps what is left).
+    pub fn mapped(&self) -> Vec<(u64, u64)> {
+        let per_large = self.geometry.large_page() / self.geometry.page;
+        let mut out: Vec<(u64, u64)> = self.pages.vas().into_iter().map(|v| (v, 1)).collect();
+        out.extend(self.large.keys().map(|v| (*v, per_large)));
+        out
+    }
+
+    /// Whether any page of `[va, end)` is mapped, by a leaf or a large page.
+    fn any_mapped(&self, va: u64, end: u64) -> bool {
+        let from = va.saturating_sub(self.geometry.large_page() - 1);
+        self.pages.any_in(va, end) || self.large.range(from..end).next().is_some()
     }
 
     /// Frees a reservation (its pages must be unmapped first).
     pub fn free(&mut self, va: u64) -> Result<(), VaError> {
         let len = *self.reserved.get(&va).ok_or(VaError::BadRange)?;
-        if self.pages.any_in(va, va + len) {
+        if self.any_mapped(va, va + len) {
             return Err(VaError::BadRange);
         }
         self.reserved.remove(&va);
@@ -411,8 +446,9 @@ impl AddressSpace {
             .is_some_and(|(s, l)| va + len <= s + l)
     }
 
-    /// Maps `phys` (one entry per page) at `va` with `attrs`; returns the updates in the order
-    /// they must run (new tables cleared, then linked, then the leaves).
+    /// Maps `phys` (one entry per page) at `va` with `attrs`, with 4 KiB leaves only; returns
+    /// the updates in the order they must run (new tables cleared, then linked, then the
+    /// leaves).
     pub fn map(
         &mut self,
         va: u64,
@@ -420,25 +456,64 @@ impl AddressSpace {
         attrs: MapAttrs,
         heap: &mut TableHeap,
     ) -> Result<Vec<Update>, VaError> {
+        self.map_large(va, phys, attrs, heap, |_| false)
+    }
+
+    /// [`Self::map`], with a large page (a level-1 entry with `LargePage`) for every run of
+    /// `phys` that fills a large page exactly: the VA on a large-page boundary, the pages
+    /// physically contiguous in one segment from a first page `may_start` accepts (the caller
+    /// applies the driver's caps: `LargePageSupported`, and the alignment
+    /// `AllowNonAlignedLargePageAddress` leaves to the OS), and no leaf table linked there
+    /// already.
+    pub fn map_large(
+        &mut self,
+        va: u64,
+        phys: &[Phys],
+        attrs: MapAttrs,
+        heap: &mut TableHeap,
+        may_start: impl Fn(Phys) -> bool,
+    ) -> Result<Vec<Update>, VaError> {
         let page = self.geometry.page;
         let len = page * phys.len() as u64;
         if !va.is_multiple_of(page) || !self.inside_reservation(va, len) {
             return Err(VaError::BadRange);
         }
-        if self.pages.any_in(va, va + len) {
+        if self.any_mapped(va, va + len) {
             return Err(VaError::BadRange);
         }
+        let large = self.geometry.large_page();
+        let per_large = (large / page) as usize;
         let mut updates = Vec::new();
         let mut leaves: Vec<(u64, u64, OsPte, u64)> = Vec::new();
+        let mut bigs: Vec<(u64, u64, OsPte, u64)> = Vec::new();
         let mut created = Vec::new();
         // Consecutive pages share a leaf table: walk the levels once per table, not per page.
         let mut last: Option<(u64, u64)> = None;
-        for (i, p) in phys.iter().enumerate() {
+        let mut i = 0usize;
+        while i < phys.len() {
+            let p = phys[i];
             let v = va + page * i as u64;
+            if self.large_fits(v, &phys[i..], per_large, &may_start) {
+                match self.ensure_path(v, 1, heap, &mut updates, &mut created) {
+                    Ok(t) => {
+                        let e = OsPte {
+                            large: true,
+                            ..pte(p, attrs)
+                        };
+                        bigs.push((t, self.geometry.index(v, 1), e, v));
+                        i += per_large;
+                        continue;
+                    }
+                    Err(e) => {
+                        self.forget_tables(created, heap);
+                        return Err(e);
+                    }
+                }
+            }
             let base = self.geometry.table_base(v, 0);
             let found = match last {
                 Some((b, t)) if b == base => Ok(t),
-                _ => self.ensure_path(v, heap, &mut updates, &mut created),
+                _ => self.ensure_path(v, 0, heap, &mut updates, &mut created),
             };
             let leaf_table = match found {
                 Ok(t) => {
@@ -446,42 +521,94 @@ impl AddressSpace {
                     t
                 }
                 Err(e) => {
-                    // Nothing of this request runs: forget the tables it would have made.
-                    for key in created {
-                        if let Some(t) = self.tables.remove(&key) {
-                            heap.free(t);
-                        }
-                    }
+                    self.forget_tables(created, heap);
                     return Err(e);
                 }
             };
-            let e = OsPte {
-                valid: true,
-                read_only: attrs.read_only,
-                no_execute: attrs.no_execute,
-                cache_coherent: p.0 == 0,
-                segment: p.0,
-                large: false,
-                page: p.1 >> 12,
-            };
-            leaves.push((leaf_table, self.geometry.index(v, 0), e, v));
+            leaves.push((leaf_table, self.geometry.index(v, 0), pte(p, attrs), v));
+            i += 1;
         }
-        for (i, p) in phys.iter().enumerate() {
-            self.pages
-                .insert(va + page * i as u64, Leaf { phys: *p, attrs });
+        for &(_, _, _, v) in &leaves {
+            let at = ((v - va) / page) as usize;
+            self.pages.insert(
+                v,
+                Leaf {
+                    phys: phys[at],
+                    attrs,
+                },
+            );
         }
+        for &(_, _, _, v) in &bigs {
+            let at = ((v - va) / page) as usize;
+            self.large.insert(
+                v,
+                Leaf {
+                    phys: phys[at],
+                    attrs,
+                },
+            );
+        }
+        updates.extend(self.coalesce(1, bigs));
         updates.extend(self.coalesce(0, leaves));
         Ok(updates)
+    }
+
+    /// Whether `run` (pages from `v` on) starts a large page: see [`Self::map_large`].
+    fn large_fits(
+        &self,
+        v: u64,
+        run: &[Phys],
+        per_large: usize,
+        may_start: &impl Fn(Phys) -> bool,
+    ) -> bool {
+        let Some(first) = run.first().copied() else {
+            return false;
+        };
+        v.is_multiple_of(self.geometry.large_page())
+            && run.len() >= per_large
+            && may_start(first)
+            && !self.tables.contains_key(&(0, v))
+            && run[..per_large]
+                .iter()
+                .enumerate()
+                .all(|(k, p)| *p == (first.0, first.1 + k as u64 * self.geometry.page))
+    }
+
+    /// A request that fails runs nothing: the tables it would have made go back.
+    fn forget_tables(&mut self, created: Vec<(u8, u64)>, heap: &mut TableHeap) {
+        for key in created {
+            if let Some(t) = self.tables.remove(&key) {
+                heap.free(t);
+            }
+        }
     }
 
     /// Unmaps `pages` pages at `va` (invalid entries; the tables stay). All or nothing: a
     /// page of the run that is not mapped fails the request before any record changes.
     pub fn unmap(&mut self, va: u64, pages: u64) -> Result<Vec<Update>, VaError> {
         let page = self.geometry.page;
+        let large = self.geometry.large_page();
+        let end = pages
+            .checked_mul(page)
+            .and_then(|l| va.checked_add(l))
+            .ok_or(VaError::BadRange)?;
         let mut leaves = Vec::new();
+        let mut bigs = Vec::new();
         let mut last: Option<(u64, u64)> = None;
-        for i in 0..pages {
-            let v = va + page * i;
+        let mut v = va;
+        while v < end {
+            if let Some(first) = self.large_base(v) {
+                // A large page goes whole: a run covering part of one is refused (VidMm
+                // unmaps what it mapped, an allocation at a time).
+                if first != v || end - v < large {
+                    return Err(VaError::BadRange);
+                }
+                let key = (1, self.geometry.table_base(v, 1));
+                let t = *self.tables.get(&key).ok_or(VaError::BadRange)?;
+                bigs.push((t, self.geometry.index(v, 1), OsPte::default(), v));
+                v += large;
+                continue;
+            }
             if self.pages.get(v).is_none() {
                 return Err(VaError::BadRange);
             }
@@ -492,11 +619,23 @@ impl AddressSpace {
             };
             last = Some((base, t));
             leaves.push((t, self.geometry.index(v, 0), OsPte::default(), v));
+            v += page;
         }
         for &(_, _, _, v) in &leaves {
             self.pages.remove(v);
         }
-        Ok(self.coalesce(0, leaves))
+        for &(_, _, _, v) in &bigs {
+            self.large.remove(&v);
+        }
+        let mut out = self.coalesce(1, bigs);
+        out.extend(self.coalesce(0, leaves));
+        Ok(out)
+    }
+
+    /// The first VA of the large page that maps `va`, if one does.
+    fn large_base(&self, va: u64) -> Option<u64> {
+        let base = va - va % self.geometry.large_page();
+        self.large.contains_key(&base).then_some(base)
     }
 
     /// Merges consecutive entries of one table into one update.
@@ -518,22 +657,25 @@ impl AddressSpace {
                 entries: vec![e],
                 initial: false,
                 va,
+                maps: true,
             });
         }
         out
     }
 
-    /// The leaf table for `va`, creating (clear + link) the tables on the way.
+    /// The table at `bottom` (0: the leaf table; 1: the table that holds large pages) for
+    /// `va`, creating (clear + link) the tables on the way.
     fn ensure_path(
         &mut self,
         va: u64,
+        bottom: u8,
         heap: &mut TableHeap,
         updates: &mut Vec<Update>,
         created: &mut Vec<(u8, u64)>,
     ) -> Result<u64, VaError> {
         let g = self.geometry;
         let mut parent = self.root;
-        for level in (0..g.levels - 1).rev() {
+        for level in (bottom..g.levels - 1).rev() {
             let key = (level, g.table_base(va, level));
             let t = match self.tables.get(&key) {
                 Some(t) => *t,
@@ -548,6 +690,7 @@ impl AddressSpace {
                         entries: vec![OsPte::table(g.segment, t)],
                         initial: false,
                         va: 0,
+                        maps: false,
                     });
                     self.tables.insert(key, t);
                     created.push(key);
@@ -559,10 +702,25 @@ impl AddressSpace {
         Ok(parent)
     }
 
-    /// What VidMm believes `va` maps to (the oracle).
+    /// What VidMm believes the page at `va` maps to (the oracle), through a leaf or a large
+    /// page.
     pub fn leaf(&self, va: u64) -> Option<Leaf> {
         let page = self.geometry.page;
-        self.pages.get(va - va % page)
+        let va = va - va % page;
+        if let Some(l) = self.pages.get(va) {
+            return Some(l);
+        }
+        let base = self.large_base(va)?;
+        let l = self.large.get(&base)?;
+        Some(Leaf {
+            phys: (l.phys.0, l.phys.1 + (va - base)),
+            attrs: l.attrs,
+        })
+    }
+
+    /// The large page that maps `va`: its first VA.
+    pub fn large_at(&self, va: u64) -> Option<u64> {
+        self.large_base(va)
     }
 
     /// Every table of the space including the root (given back to the heap on destroy).
@@ -570,9 +728,23 @@ impl AddressSpace {
         std::iter::once(self.root).chain(self.tables.values().copied())
     }
 
-    /// Mapped pages (leak checks).
+    /// Mapped 4 KiB pages, those of large pages included (leak checks).
     pub fn mapped_pages(&self) -> usize {
-        self.pages.len
+        let per_large = (self.geometry.large_page() / self.geometry.page) as usize;
+        self.pages.len + self.large.len() * per_large
+    }
+}
+
+/// The entry for a page at `p` with `attrs` (system pages are cache coherent).
+fn pte(p: Phys, attrs: MapAttrs) -> OsPte {
+    OsPte {
+        valid: true,
+        read_only: attrs.read_only,
+        no_execute: attrs.no_execute,
+        cache_coherent: p.0 == 0,
+        segment: p.0,
+        large: false,
+        page: p.1 >> 12,
     }
 }
 
@@ -692,6 +864,59 @@ mod tests {
         assert_eq!(m.remove(span), Some(leaf(2)));
         assert_eq!(m.remove(span), None);
         assert_eq!((m.len, m.tables.len()), (1, 1));
+    }
+
+    /// A run that fills a large page (VA and memory aligned, contiguous, one segment) becomes
+    /// one level-1 entry with `LargePage`; the rest stays 4 KiB leaves. Look-ups see through
+    /// it; unmapping takes it whole or refuses; a 2 MiB range that has a leaf table linked
+    /// keeps using it.
+    #[test]
+    fn aligned_contiguous_runs_map_as_large_pages() {
+        let mut heap = TableHeap::new(0, 1 << 20, 4096);
+        let large = geo().large_page();
+        assert_eq!(large, 2 << 20);
+        let (mut s, _) = AddressSpace::new(geo(), &mut heap, 1 << 40).unwrap();
+        let va = s.reserve(large + 4096).unwrap();
+        assert_eq!(va % large, 0, "a large reservation starts aligned");
+        let phys: Vec<Phys> = (0..513).map(|i| (1, (4 << 20) + i * 4096)).collect();
+        let u = s
+            .map_large(va, &phys, MapAttrs::default(), &mut heap, |_| true)
+            .unwrap();
+        let big: Vec<_> = u.iter().filter(|x| x.level == 1 && x.maps).collect();
+        assert_eq!(big.len(), 1);
+        assert!(big[0].entries[0].large && big[0].entries[0].valid);
+        assert_eq!(big[0].entries[0].page, (4 << 20) >> 12);
+        assert_eq!(big[0].va, va);
+        let leaves: Vec<_> = u.iter().filter(|x| x.level == 0 && x.maps).collect();
+        assert_eq!((leaves.len(), leaves[0].entries.len()), (1, 1));
+        assert_eq!(leaves[0].va, va + large);
+        assert_eq!(s.leaf(va + 0x1234).unwrap().phys, (1, (4 << 20) + 0x1000));
+        assert_eq!(s.large_at(va + 0x1f_f000), Some(va));
+        assert_eq!(s.large_at(va + large), None);
+        assert_eq!(s.mapped_pages(), 513);
+        assert_eq!(s.mapped(), vec![(va + large, 1), (va, 512)]);
+        // Part of a large page is not unmapped; the whole is, with one invalid entry.
+        assert_eq!(s.unmap(va + 4096, 1), Err(VaError::BadRange));
+        assert_eq!(s.unmap(va, 1), Err(VaError::BadRange));
+        let un = s.unmap(va, 513).unwrap();
+        assert_eq!(un.len(), 2);
+        assert!(un[0].level == 1 && un[0].maps && !un[0].entries[0].valid);
+        assert_eq!(s.mapped_pages(), 0);
+        // Unaligned memory, or a caller that does not allow it, maps 4 KiB leaves.
+        let odd: Vec<Phys> = (0..512).map(|i| (1, (4 << 20) + 4096 + i * 4096)).collect();
+        let u = s
+            .map_large(va, &odd[..512], MapAttrs::default(), &mut heap, |p| {
+                p.1 % (2 << 20) == 0
+            })
+            .unwrap();
+        assert!(u.iter().all(|x| x.entries.iter().all(|e| !e.large)));
+        assert!(u.iter().any(|x| x.level == 0 && x.maps));
+        assert!(s.unmap(va, 512).is_ok());
+        // A leaf table is now linked there: the next mapping of the range uses it.
+        let u = s
+            .map_large(va, &phys[..512], MapAttrs::default(), &mut heap, |_| true)
+            .unwrap();
+        assert!(u.iter().all(|x| x.level == 0 && !x.initial));
     }
 
     #[test]

@@ -164,6 +164,19 @@ fn dxgk_pte(e: &OsPte) -> DXGK_PTE {
 }
 
 impl Machine {
+    /// What the GPU's tables for process `pid` on adapter `i` map at `va`, walked as the
+    /// device walks them: the device address and the size of the page (4 KiB, or 2 MiB for a
+    /// large page). `None`: no such space, or the walk faults (tests).
+    pub fn gpu_translate(&self, i: usize, pid: ProcessId, va: u64) -> Option<(u64, u64)> {
+        let a = self.adapter_shared(i).ok()?;
+        let root = {
+            let v = lock(&a.vidmm);
+            let p = v.processes.get(&pid)?;
+            segment_pa(a, p.space.geometry.segment, p.space.root)?
+        };
+        Mmu::walk_now(a.device.memory(), root, va).ok()
+    }
+
     /// `DxgkDdiCreateProcess` and a new VA space for `pid` on adapter `a` (a GpuMmu adapter
     /// only; `Ok(None)` otherwise). Returns the KMD's process handle.
     pub(crate) fn vidmm_create_process(
@@ -253,11 +266,11 @@ impl Machine {
             .get(&pid)
             .map(|p| p.space.mapped())
             .unwrap_or_default();
-        for va in left {
+        for (va, pages) in left {
             if a.device.is_lost() {
-                self.vidmm_forget(a, pid, va, 1);
+                self.vidmm_forget(a, pid, va, pages);
             } else {
-                self.vidmm_unmap(a, pid, va, 1, LeafTag::default())?;
+                self.vidmm_unmap(a, pid, va, pages, LeafTag::default())?;
             }
         }
         Ok(())
@@ -308,6 +321,42 @@ impl Machine {
         attrs: MapAttrs,
         tag: LeafTag,
     ) -> Result<(), SimError> {
+        self.vidmm_map_pages(a, pid, va, phys, attrs, tag, false)
+    }
+
+    /// [`Self::vidmm_map_at`] for an allocation's own VA: where the driver's caps allow, a
+    /// run that fills a large page aligned in VA and in memory is mapped with one level-1
+    /// entry (`DXGK_PTE::LargePage`; `DXGK_GPUMMUCAPS::LargePageSupported` and
+    /// `AllowNonAlignedLargePageAddress`). VidMm unmaps those only whole (eviction,
+    /// destruction), never in part.
+    pub(crate) fn vidmm_map_allocation_at(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        va: u64,
+        phys: &[Phys],
+        attrs: MapAttrs,
+        tag: LeafTag,
+    ) -> Result<(), SimError> {
+        self.vidmm_map_pages(a, pid, va, phys, attrs, tag, true)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn vidmm_map_pages(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        va: u64,
+        phys: &[Phys],
+        attrs: MapAttrs,
+        tag: LeafTag,
+        large: bool,
+    ) -> Result<(), SimError> {
+        let starts = if large {
+            lock(&a.memory_model).large_pages()
+        } else {
+            None
+        };
         let (kmd, updates) = {
             let mut v = lock(&a.vidmm);
             let v = &mut *v;
@@ -319,7 +368,12 @@ impl Machine {
                 .processes
                 .get_mut(&pid)
                 .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-            let u = p.space.map(va, phys, attrs, heap).map_err(va_error)?;
+            let size = p.space.geometry.large_page();
+            let may_start = |at: Phys| starts.as_ref().is_some_and(|l| l.may_start(at, size));
+            let u = p
+                .space
+                .map_large(va, phys, attrs, heap, may_start)
+                .map_err(va_error)?;
             (p.kmd, u)
         };
         self.vidmm_run(a, kmd, &updates, tag.based_at(va))?;
@@ -488,8 +542,9 @@ impl Machine {
             if u.initial {
                 flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate, 1);
             }
-            // The leaves belong to the tagged object; tables and cleared tables to nobody.
-            let leaf = u.level == 0 && !u.initial;
+            // The leaves (and large pages) belong to the tagged object; tables and cleared
+            // tables to nobody.
+            let leaf = u.maps;
             if leaf && tag.native_fence {
                 flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::NativeFence, 1);
             }
@@ -598,7 +653,9 @@ impl Machine {
     }
 
     /// The oracle: every page of `[va, va + pages * 4 KiB)` translates as VidMm asked (or
-    /// faults when unmapped), walked with the device's walker from the process's root.
+    /// faults when unmapped), walked with the device's walker from the process's root. Where
+    /// VidMm mapped a large page and the walk ends in a large page at the same place, one walk
+    /// answers for all of it (both map it linearly).
     fn vidmm_check(
         &self,
         a: &AdapterShared,
@@ -613,9 +670,11 @@ impl Machine {
         let root = segment_pa(a, p.space.geometry.segment, p.space.root)
             .ok_or_else(|| sim("root outside its segment".into()))?;
         let mem = a.device.memory();
-        for i in 0..pages {
-            let page = va + i * 4096;
-            let got = Mmu::walk_now(mem, root, page);
+        let end = va + pages * 4096;
+        let mut page = va;
+        while page < end {
+            let walked = Mmu::walk_now(mem, root, page);
+            let got = walked.map(|(pa, _)| pa);
             let want = p.space.leaf(page);
             let ok = match (want, got) {
                 (None, Err(_)) => true,
@@ -641,6 +700,14 @@ impl Machine {
                 a.state.raise_sim_error(msg.clone());
                 return Err(sim(msg));
             }
+            page = match (walked, p.space.large_at(page)) {
+                (Ok((_, size)), Some(first))
+                    if size == p.space.geometry.large_page() && first == page =>
+                {
+                    (page + size).min(end)
+                }
+                _ => page + 4096,
+            };
         }
         Ok(())
     }
@@ -670,8 +737,8 @@ pub(crate) fn close_paging_process(a: &AdapterShared) -> Result<(), SimError> {
         let retired = {
             let mut v = lock(&a.vidmm);
             if let Some(p) = v.processes.get_mut(&PAGING_PID) {
-                for va in p.space.mapped() {
-                    let _ = p.space.unmap(va, 1);
+                for (va, pages) in p.space.mapped() {
+                    let _ = p.space.unmap(va, pages);
                     let _ = p.space.free(va);
                 }
             }

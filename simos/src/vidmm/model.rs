@@ -30,6 +30,37 @@ pub struct MemoryModel {
     pub gpummu: Option<(DXGK_GPUMMUCAPS, Vec<DXGK_PAGE_TABLE_LEVEL_DESC>)>,
 }
 
+/// Where VidMm may map large pages, from the driver's GpuMmu caps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LargePages {
+    /// Local, non-aperture segments as `(id, BaseAddress)` (an aperture segment's pages are
+    /// scattered system pages).
+    pub local: Vec<(u32, u64)>,
+    /// System memory too (`SysMemLargePageSupported`).
+    pub system: bool,
+    /// The page's address need not be aligned to the large page
+    /// (`AllowNonAlignedLargePageAddress`).
+    pub unaligned: bool,
+}
+
+impl LargePages {
+    /// Whether a large page of `size` bytes may start at `p`.
+    pub fn may_start(&self, (segment, address): (u32, u64), size: u64) -> bool {
+        let at = if segment == 0 {
+            if !self.system {
+                return false;
+            }
+            Some(address)
+        } else {
+            self.local
+                .iter()
+                .find(|(id, _)| *id == segment)
+                .map(|(_, base)| rvgpu_hw::addr::VRAM_BASE + base + address)
+        };
+        at.is_some_and(|pa| self.unaligned || pa.is_multiple_of(size))
+    }
+}
+
 impl MemoryModel {
     /// The page-table geometry VidMm builds trees with, if the adapter is GpuMmu and its
     /// levels are the uniform kind this VidMm supports.
@@ -51,6 +82,30 @@ impl MemoryModel {
             table_bytes: u64::from(first.PageTableSizeInBytes),
             segment: first.PageTableSegmentId,
             page: 4096,
+        })
+    }
+
+    /// Where VidMm may map a large page (`DXGK_PTE::LargePage`, which may be set only when
+    /// the driver reports `DXGK_GPUMMUCAPS::LargePageSupported`); `None`: nowhere.
+    pub fn large_pages(&self) -> Option<LargePages> {
+        let (caps, _) = self.gpummu.as_ref()?;
+        let f = caps.Flags;
+        if f.get(DXGK_GPUMMUCAPS_FLAGS::LargePageSupported) == 0 {
+            return None;
+        }
+        let local = (1..=self.segments.len() as u32)
+            .filter_map(|id| {
+                let s = self.segment(id)?;
+                if s.Flags.is_set(DXGK_SEGMENTFLAGS::Aperture) {
+                    return None;
+                }
+                Some((id, self.segment_base(id)?))
+            })
+            .collect();
+        Some(LargePages {
+            local,
+            system: f.get(DXGK_GPUMMUCAPS_FLAGS::SysMemLargePageSupported) != 0,
+            unaligned: f.get(DXGK_GPUMMUCAPS_FLAGS::AllowNonAlignedLargePageAddress) != 0,
         })
     }
 

@@ -204,18 +204,45 @@ impl State {
 #[derive(Debug)]
 struct Heap {
     segment: u32,
+    /// The segment's `BaseAddress` (VRAM offset): alignment is of the address, not the offset.
+    base: u64,
     free: BTreeMap<u64, u64>,
 }
 
 impl Heap {
-    /// First fit.
-    fn alloc(&mut self, bytes: u64) -> Option<u64> {
+    /// First fit. A request of a large page or more (`large`, 0 when the driver has no large
+    /// pages) first looks for room at an address aligned to a large page, so that VidMm can
+    /// map it with large pages (`vidmm_map_allocation_at`); then anywhere.
+    fn alloc(&mut self, bytes: u64, large: u64) -> Option<u64> {
+        if large != 0 && bytes >= large {
+            if let Some(at) = self.alloc_aligned(bytes, large) {
+                return Some(at);
+            }
+        }
         let (&start, &len) = self.free.iter().find(|(_, &len)| len >= bytes)?;
         self.free.remove(&start);
         if len > bytes {
             self.free.insert(start + bytes, len - bytes);
         }
         Some(start)
+    }
+
+    /// First fit at an address aligned to `align`; what is left before and after stays free.
+    fn alloc_aligned(&mut self, bytes: u64, align: u64) -> Option<u64> {
+        let base = self.base;
+        let (start, len, at) = self.free.iter().find_map(|(&start, &len)| {
+            let at = (base + start).checked_next_multiple_of(align)? - base;
+            (at + bytes <= start + len).then_some((start, len, at))
+        })?;
+        self.free.remove(&start);
+        if at > start {
+            self.free.insert(start, at - start);
+        }
+        let end = at + bytes;
+        if start + len > end {
+            self.free.insert(end, start + len - end);
+        }
+        Some(at)
     }
 
     fn release(&mut self, start: u64, bytes: u64) {
@@ -262,7 +289,11 @@ fn init_heaps(a: &AdapterShared) -> Vec<Heap> {
         if hi > lo {
             free.insert(lo - base, hi - lo);
         }
-        heaps.push(Heap { segment: id, free });
+        heaps.push(Heap {
+            segment: id,
+            base,
+            free,
+        });
     }
     heaps
 }
@@ -411,9 +442,16 @@ impl Machine {
                 return Ok(None);
             }
         }
+        let large = {
+            let model = lock(&a.memory_model);
+            match (model.large_pages(), model.geometry()) {
+                (Some(_), Some(g)) => g.large_page(),
+                _ => 0,
+            }
+        };
         for &segment in order {
             loop {
-                if let Some(off) = heap(st, a, segment).and_then(|h| h.alloc(bytes)) {
+                if let Some(off) = heap(st, a, segment).and_then(|h| h.alloc(bytes, large)) {
                     return Ok(Some((segment, off)));
                 }
                 let victim = {
@@ -523,7 +561,7 @@ impl Machine {
                         self.gpu_va_allocation_placed(a, h, &pages_of((segment, offset), pages))
                     })
                     .and_then(|()| {
-                        self.vidmm_map_at(
+                        self.vidmm_map_allocation_at(
                             a,
                             pid,
                             va,
@@ -546,7 +584,7 @@ impl Machine {
                 // segments": without `AccessedPhysically` it is not mapped into the
                 // aperture); no copy.
                 self.gpu_va_allocation_placed(a, h, &system)?;
-                self.vidmm_map_at(a, pid, va, &system, MapAttrs::default(), t)?;
+                self.vidmm_map_allocation_at(a, pid, va, &system, MapAttrs::default(), t)?;
                 Place::Aperture
             }
             None => return Ok(false),
