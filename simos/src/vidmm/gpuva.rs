@@ -424,7 +424,7 @@ impl AddressSpace {
     }
 
     /// Whether any page of `[va, end)` is mapped, by a leaf or a large page.
-    fn any_mapped(&self, va: u64, end: u64) -> bool {
+    pub fn any_mapped(&self, va: u64, end: u64) -> bool {
         let from = va.saturating_sub(self.geometry.large_page() - 1);
         self.pages.any_in(va, end) || self.large.range(from..end).next().is_some()
     }

@@ -20,6 +20,7 @@ use rvgpu_ddi::memory::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 use rvgpu_device::device::mmu::Mmu;
+use rvgpu_hw::mmu::FaultReason;
 use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -655,7 +656,8 @@ impl Machine {
     /// The oracle: every page of `[va, va + pages * 4 KiB)` translates as VidMm asked (or
     /// faults when unmapped), walked with the device's walker from the process's root. Where
     /// VidMm mapped a large page and the walk ends in a large page at the same place, one walk
-    /// answers for all of it (both map it linearly).
+    /// answers for all of it (both map it linearly); so does a walk that stops at an invalid
+    /// entry above the leaves where VidMm maps nothing under that entry.
     fn vidmm_check(
         &self,
         a: &AdapterShared,
@@ -705,6 +707,18 @@ impl Machine {
                     if size == p.space.geometry.large_page() && first == page =>
                 {
                     (page + size).min(end)
+                }
+                // An invalid entry above the leaves: the device faults on all it covers, so
+                // when VidMm maps none of that either, one walk answers for it.
+                (Err(f), None) if f.reason == FaultReason::NotPresent && f.level >= 1 => {
+                    let bits = p.space.geometry.index_bits * u32::from(f.level);
+                    let span = 4096u64.checked_shl(bits).unwrap_or(u64::MAX);
+                    let next = (page - page % span).saturating_add(span).min(end);
+                    if p.space.any_mapped(page, next) {
+                        page + 4096
+                    } else {
+                        next
+                    }
                 }
                 _ => page + 4096,
             };
