@@ -278,6 +278,7 @@ impl Machine {
             handle: 0,
             base_va: va,
             native_fence: false,
+            large_pages: false,
         };
         self.vidmm_map_at(
             &a,

@@ -528,25 +528,15 @@ impl AddressSpace {
             leaves.push((leaf_table, self.geometry.index(v, 0), pte(p, attrs), v));
             i += 1;
         }
+        let leaf_at = |v: u64| Leaf {
+            phys: phys[((v - va) / page) as usize],
+            attrs,
+        };
         for &(_, _, _, v) in &leaves {
-            let at = ((v - va) / page) as usize;
-            self.pages.insert(
-                v,
-                Leaf {
-                    phys: phys[at],
-                    attrs,
-                },
-            );
+            self.pages.insert(v, leaf_at(v));
         }
         for &(_, _, _, v) in &bigs {
-            let at = ((v - va) / page) as usize;
-            self.large.insert(
-                v,
-                Leaf {
-                    phys: phys[at],
-                    attrs,
-                },
-            );
+            self.large.insert(v, leaf_at(v));
         }
         updates.extend(self.coalesce(1, bigs));
         updates.extend(self.coalesce(0, leaves));

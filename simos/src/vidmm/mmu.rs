@@ -54,6 +54,12 @@ pub struct LeafTag {
     pub base_va: u64,
     /// `DXGK_UPDATEPAGETABLEFLAGS::NativeFence`: `handle` is a native fence.
     pub native_fence: bool,
+    /// The mapping is an allocation's own VA, which VidMm unmaps only whole (eviction,
+    /// destruction): where the driver's caps allow, a run that fills a large page aligned in
+    /// VA and in memory is mapped with one level-1 entry (`DXGK_PTE::LargePage`;
+    /// `DXGK_GPUMMUCAPS::LargePageSupported`, `SysMemLargePageSupported`,
+    /// `AllowNonAlignedLargePageAddress`).
+    pub large_pages: bool,
 }
 impl LeafTag {
     /// The tag for a run starting at `va`: the object's first page is at `base_va` when the
@@ -312,7 +318,8 @@ impl Machine {
     }
 
     /// Maps `phys` at `va`, which VidMm reserved in `pid`'s space before (a fresh
-    /// reservation, or an evicted allocation's VA when it comes back, issue 15).
+    /// reservation, or an evicted allocation's VA when it comes back, issue 15); with large
+    /// pages where `tag` allows them.
     pub(crate) fn vidmm_map_at(
         &self,
         a: &AdapterShared,
@@ -322,38 +329,7 @@ impl Machine {
         attrs: MapAttrs,
         tag: LeafTag,
     ) -> Result<(), SimError> {
-        self.vidmm_map_pages(a, pid, va, phys, attrs, tag, false)
-    }
-
-    /// [`Self::vidmm_map_at`] for an allocation's own VA: where the driver's caps allow, a
-    /// run that fills a large page aligned in VA and in memory is mapped with one level-1
-    /// entry (`DXGK_PTE::LargePage`; `DXGK_GPUMMUCAPS::LargePageSupported` and
-    /// `AllowNonAlignedLargePageAddress`). VidMm unmaps those only whole (eviction,
-    /// destruction), never in part.
-    pub(crate) fn vidmm_map_allocation_at(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        va: u64,
-        phys: &[Phys],
-        attrs: MapAttrs,
-        tag: LeafTag,
-    ) -> Result<(), SimError> {
-        self.vidmm_map_pages(a, pid, va, phys, attrs, tag, true)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn vidmm_map_pages(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        va: u64,
-        phys: &[Phys],
-        attrs: MapAttrs,
-        tag: LeafTag,
-        large: bool,
-    ) -> Result<(), SimError> {
-        let starts = if large {
+        let starts = if tag.large_pages {
             lock(&a.memory_model).large_pages()
         } else {
             None

@@ -212,7 +212,7 @@ struct Heap {
 impl Heap {
     /// First fit. A request of a large page or more (`large`, 0 when the driver has no large
     /// pages) first looks for room at an address aligned to a large page, so that VidMm can
-    /// map it with large pages (`vidmm_map_allocation_at`); then anywhere.
+    /// map it with large pages (`LeafTag::large_pages`); then anywhere.
     fn alloc(&mut self, bytes: u64, large: u64) -> Option<u64> {
         if large != 0 && bytes >= large {
             if let Some(at) = self.alloc_aligned(bytes, large) {
@@ -325,6 +325,7 @@ fn tag(e: &Entry) -> LeafTag {
         handle: e.kmd,
         base_va: e.va,
         native_fence: false,
+        large_pages: true,
     }
 }
 
@@ -561,7 +562,7 @@ impl Machine {
                         self.gpu_va_allocation_placed(a, h, &pages_of((segment, offset), pages))
                     })
                     .and_then(|()| {
-                        self.vidmm_map_allocation_at(
+                        self.vidmm_map_at(
                             a,
                             pid,
                             va,
@@ -584,7 +585,7 @@ impl Machine {
                 // segments": without `AccessedPhysically` it is not mapped into the
                 // aperture); no copy.
                 self.gpu_va_allocation_placed(a, h, &system)?;
-                self.vidmm_map_allocation_at(a, pid, va, &system, MapAttrs::default(), t)?;
+                self.vidmm_map_at(a, pid, va, &system, MapAttrs::default(), t)?;
                 Place::Aperture
             }
             None => return Ok(false),

@@ -169,6 +169,8 @@ fn tag(m: &UserMap, va: u64) -> LeafTag {
         // the allocation (`AllocationOffsetInBytes`), not its offset in this mapping.
         base_va: va - m.offset * PAGE,
         native_fence: false,
+        // A process's own mapping may be unmapped in part (`vidmm::va`).
+        large_pages: false,
     }
 }
 

@@ -307,6 +307,7 @@ impl Machine {
             handle: obj.global,
             base_va: 0,
             native_fence: true,
+            large_pages: false,
         };
         let current = self.fence_map_value(a, process, obj.cv.gpu(), tag)?;
         match self.fence_map_value(a, process, obj.mv.gpu(), tag) {
