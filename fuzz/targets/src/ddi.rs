@@ -13,10 +13,12 @@
 //! [`MAX_OPS`] run. See [`seeds`] for valid sequences.
 
 use rvgpu_hw::pdd::{
-    AllocationPdd, DoorbellPdd, HwQueuePdd, ALLOCATION_PDD_VERSION, HW_QUEUE_PDD_VERSION, PDD_MAGIC,
+    AllocationPdd, DoorbellPdd, HwQueuePdd, ALLOCATION_CPU_VISIBLE, ALLOCATION_PDD_VERSION,
+    HW_QUEUE_PDD_VERSION, PDD_MAGIC,
 };
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimKmt, SimMem};
+use rvgpu_simos::UmsProcess;
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, AllocationKind, DestroyFlags, EvictFlags, Kmt, KmtHandle,
     MakeResidentFlags,
@@ -24,7 +26,7 @@ use rvgpu_umd::kmt::{
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::input::{Input, Writer};
-use crate::world::with_world;
+use crate::world::{with_world, World};
 
 /// Operations per input at most.
 pub const MAX_OPS: usize = 48;
@@ -78,6 +80,21 @@ fn pick_alloc<'a>(
     }
 }
 
+/// The size a mostly valid allocation header asks for: up to 256 KiB, or, when the two top
+/// bits are set, 2 or 4 MiB and a tail, which VidMm maps with 2 MiB pages (the large-page
+/// paths: map, evict, restore, a ring inside one). Rare, since zeroing megabytes is slow.
+fn valid_size(raw: u64) -> u64 {
+    let small = raw & 0x3_ffff;
+    if raw >> 62 == 3 {
+        (LARGE << ((raw >> 61) & 1)) + small
+    } else {
+        small
+    }
+}
+
+/// GpuMmu's large page.
+const LARGE: u64 = 2 << 20;
+
 /// Private data: the valid structure with one field mutated (mode 0), or raw bytes of any
 /// length (mode 1).
 fn private(inp: &mut Input<'_>, valid: &[u8]) -> Vec<u8> {
@@ -105,8 +122,18 @@ struct Hostile {
         KmtHandle,
         rvgpu_umd::kmt::Doorbell<rvgpu_simos::kmt::SimDoorbell>,
     )>,
+    /// Allocations the CPU cannot map (handle, GPU VA).
+    gpu_only: Vec<(KmtHandle, u64)>,
     native: Vec<KmtHandle>,
     monitored: Vec<KmtHandle>,
+}
+
+impl Hostile {
+    /// Every allocation handle, the CPU-visible ones first.
+    fn alloc_handles(&self) -> Vec<KmtHandle> {
+        let cpu = self.allocs.iter().map(|a| a.handle);
+        cpu.chain(self.gpu_only.iter().map(|a| a.0)).collect()
+    }
 }
 
 fn step(k: &SimKmt<'_>, h: &mut Hostile, inp: &mut Input<'_>) {
@@ -139,7 +166,7 @@ fn step(k: &SimKmt<'_>, h: &mut Hostile, inp: &mut Input<'_>) {
                 // Mostly valid headers, so the fields behind them are reached.
                 pdd.magic = PDD_MAGIC;
                 pdd.version = ALLOCATION_PDD_VERSION;
-                pdd.size &= 0x3_ffff;
+                pdd.size = valid_size(pdd.size);
             }
             if let Ok(a) = k.create_allocation_pdd(&pdd) {
                 match k.lock2(a.handle) {
@@ -149,9 +176,9 @@ fn step(k: &SimKmt<'_>, h: &mut Hostile, inp: &mut Input<'_>) {
                         size: a.size,
                         mem,
                     }),
-                    Err(_) => {
-                        let _ = k.destroy_allocation(a.handle);
-                    }
+                    // Not CPU-visible: kept for residency and lock calls, freed when the
+                    // process dies.
+                    Err(_) => h.gpu_only.push((a.handle, a.gpu_va)),
                 }
             }
         }
@@ -276,7 +303,7 @@ fn step(k: &SimKmt<'_>, h: &mut Hostile, inp: &mut Input<'_>) {
             let _ = m.run_steps(usize::from(inp.u8() % 32));
         }
         op::RESIDENCY => {
-            let hs: Vec<_> = h.allocs.iter().map(|a| a.handle).collect();
+            let hs = h.alloc_handles();
             let n = usize::from(inp.u8() % 4);
             let mut list = Vec::new();
             for _ in 0..n {
@@ -301,7 +328,7 @@ fn step(k: &SimKmt<'_>, h: &mut Hostile, inp: &mut Input<'_>) {
             }
         }
         op::LOCK => {
-            let hs: Vec<_> = h.allocs.iter().map(|a| a.handle).collect();
+            let hs = h.alloc_handles();
             let g = pick(inp, &hs);
             match inp.u8() % 3 {
                 0 => drop(k.lock2(g)),
@@ -346,6 +373,12 @@ fn step(k: &SimKmt<'_>, h: &mut Hostile, inp: &mut Input<'_>) {
 
 /// Runs one input.
 pub fn run(data: &[u8]) {
+    run_with(data, |_, _, _| {});
+}
+
+/// Runs one input; `end` sees the hostile process's objects after the machine ran on, before
+/// the process is killed (the seeds' tests), and what it returns is returned.
+fn run_with<R>(data: &[u8], end: impl FnOnce(&World, &UmsProcess, &Hostile) -> R) -> R {
     with_world(|w| {
         if let Some(t) = w.m.driver_table(0) {
             assert!(
@@ -366,10 +399,12 @@ pub fn run(data: &[u8]) {
         }
         let _ = w.m.run_steps(8);
         w.no_fault("after the input ran");
+        let r = end(w, &p, &h);
         drop(h);
         w.kill(&p);
         w.check();
-    });
+        r
+    })
 }
 
 /// Seeds: the UMD's own sequences (a working user-mode queue with a doorbell, a kernel-mode
@@ -383,7 +418,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     w.u8(op::HW_QUEUE).u8(0).u8(0).u8(0).u8(0);
     w.u8(op::ALLOC).u16(4096 / 16).u8(1);
     w.u8(op::ALLOC).u16(RingControl::SIZE as u16 / 16).u8(2);
-    w.u8(op::DOORBELL).u8(0).u8(0).u8(1).u16(0).u8(12).u8(0);
+    w.u8(op::DOORBELL).u8(0).u8(0).u8(1).u8(12).u8(0);
     w.u8(op::CONNECT).u8(0);
     let full = w.clone();
     out.push(("umq-doorbell".to_string(), w.finish()));
@@ -410,14 +445,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     out.push(("umq-submit".to_string(), w.finish()));
     // Bad doorbell private data: raw bytes.
     let mut w = full.clone();
-    w.u8(op::DOORBELL)
-        .u8(0)
-        .u8(0)
-        .u8(1)
-        .u16(0)
-        .u8(12)
-        .u8(2)
-        .u8(8);
+    w.u8(op::DOORBELL).u8(0).u8(0).u8(1).u8(12).u8(2).u8(8);
     w.0.extend_from_slice(&PDD_MAGIC.to_le_bytes());
     w.0.extend_from_slice(&[1, 0, 0, 0]);
     out.push(("doorbell-short-pdd".to_string(), w.finish()));
@@ -452,6 +480,48 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     w.u8(op::RESIDENCY).u8(1).u8(0).u8(0).u8(0);
     w.u8(op::LOCK).u8(0).u8(2).u64(0).u64(0);
     out.push(("allocation-pdd".to_string(), w.finish()));
+    // Large allocations (see `valid_size`): 4 MiB and 8 KiB of VRAM, evicted, made resident
+    // again and locked; and a user-mode queue whose 512 KiB ring lies in a 2 MiB CPU-visible
+    // allocation (system memory, one large page).
+    let large = |twice: u64, tail: u64, kind: AllocationKind, flags: u32| {
+        let pdd = AllocationPdd {
+            magic: PDD_MAGIC,
+            version: ALLOCATION_PDD_VERSION,
+            size: (3 << 62) | (twice << 61) | tail,
+            kind: kind as u32,
+            flags,
+            reserved: 0,
+        };
+        let mut w = Writer::new();
+        w.u8(op::ALLOC_PDD);
+        w.0.extend_from_slice(pdd.as_bytes());
+        w.u8(0);
+        w
+    };
+    let mut w = large(0, 8192, AllocationKind::Buffer, 0);
+    w.u8(op::RESIDENCY).u8(1).u8(0).u8(1).u8(0);
+    w.u8(op::RESIDENCY).u8(1).u8(0).u8(0).u8(0);
+    w.u8(op::LOCK).u8(0).u8(0);
+    out.push(("allocation-pdd-large".to_string(), w.finish()));
+    let mut w = Writer::new();
+    w.u8(op::CONTEXT).u8(0);
+    w.u8(op::HW_QUEUE).u8(0).u8(0).u8(0).u8(0);
+    w.0.extend_from_slice(&large(0, 0, AllocationKind::Commands, ALLOCATION_CPU_VISIBLE).0);
+    w.u8(op::ALLOC).u16(RingControl::SIZE as u16 / 16).u8(2);
+    // Created, then made resident (as the UMD does; `ALLOC` does both).
+    w.u8(op::RESIDENCY).u8(1).u8(0).u8(0).u8(0);
+    w.u8(op::DOORBELL).u8(0).u8(0).u8(1).u8(19).u8(0);
+    w.u8(op::CONNECT).u8(0);
+    w.u8(op::WRITE)
+        .u16(0)
+        .u8(2)
+        .u8(0)
+        .u64(progress[0])
+        .u64(progress[1]);
+    w.u8(op::WRITE).u16(0).u8(1).u8(1).u64(16);
+    w.u8(op::RING).u8(0).u64(16);
+    w.u8(op::STEPS).u8(16);
+    out.push(("umq-large-ring".to_string(), w.finish()));
     // Native fences: create, open by a guessed handle, destroy.
     let mut w = Writer::new();
     w.u8(op::NATIVE_FENCE).u64(5);
@@ -486,4 +556,67 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     }
     out.push(("guessed-handles".to_string(), w.finish()));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the seed called `name`; `look` reads its end state (asserted on after the process
+    /// is gone, so a failure leaves the shared world clean for the other tests).
+    fn seed<R>(name: &str, look: impl FnOnce(&World, &UmsProcess, &Hostile) -> R) -> R {
+        let (_, bytes) = seeds()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("no seed {name}"));
+        run_with(&bytes, look)
+    }
+
+    fn read_ptr(h: &Hostile) -> Option<u64> {
+        h.allocs.get(1).map(|a| a.mem.load(RingControl::READ_PTR))
+    }
+
+    fn page(w: &World, p: &UmsProcess, va: u64) -> Option<u64> {
+        w.m.gpu_translate(0, p.pid, va).map(|(_, size)| size)
+    }
+
+    // The seeds are where the fuzzer starts: one whose first call fails (as the doorbell
+    // seeds once did, one byte off) leaves the fuzzer to find the working sequence alone.
+    #[test]
+    fn issue_18_ddi_seed_umq_submit_runs_its_packet_through_the_doorbell() {
+        let (doorbells, rptr) = seed("umq-submit", |_, _, h| (h.doorbells.len(), read_ptr(h)));
+        assert_eq!(doorbells, 1);
+        assert_eq!(rptr, Some(16), "the GPU consumed the packet");
+    }
+
+    #[test]
+    fn issue_18_ddi_seed_short_doorbell_pdd_is_refused_after_a_valid_one() {
+        assert_eq!(seed("doorbell-short-pdd", |_, _, h| h.doorbells.len()), 1);
+    }
+
+    #[test]
+    fn issue_18_ddi_seed_allocation_stays_when_the_cpu_cannot_map_it() {
+        assert_eq!(seed("allocation-pdd", |_, _, h| h.gpu_only.len()), 1);
+    }
+
+    #[test]
+    fn issue_18_ddi_seed_large_allocation_is_mapped_with_large_pages() {
+        let pages = seed("allocation-pdd-large", |w, p, h| {
+            let va = h.gpu_only.first().map_or(0, |a| a.1);
+            [LARGE - 8, LARGE, LARGE + 4096].map(|off| page(w, p, va + off))
+        });
+        // Evicted and made resident again: a large page, then the 8 KiB tail in small ones.
+        assert_eq!(pages, [Some(LARGE), Some(4096), Some(4096)]);
+    }
+
+    #[test]
+    fn issue_18_ddi_seed_ring_in_a_large_system_page_runs_its_packet() {
+        let (doorbells, ring, rptr) = seed("umq-large-ring", |w, p, h| {
+            let ring = h.allocs.first().map(|a| page(w, p, a.gpu_va));
+            (h.doorbells.len(), ring, read_ptr(h))
+        });
+        assert_eq!(doorbells, 1);
+        assert_eq!(ring, Some(Some(LARGE)));
+        assert_eq!(rptr, Some(16), "the GPU consumed the packet");
+    }
 }
