@@ -433,15 +433,24 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
         let _ = c.encode(&mut b);
         b
     };
-    w.u8(op::WRITE)
-        .u16(0)
-        .u8(2)
-        .u8(0)
-        .u64(progress[0])
-        .u64(progress[1]);
-    w.u8(op::WRITE).u16(0).u8(1).u8(1).u64(16);
-    w.u8(op::RING).u8(0).u64(16);
-    w.u8(op::STEPS).u8(16);
+    // The packet at the start of allocation 0.
+    let packet = |w: &mut Writer| {
+        w.u8(op::WRITE)
+            .u16(0)
+            .u8(2)
+            .u8(0)
+            .u64(progress[0])
+            .u64(progress[1]);
+    };
+    // The packet into the ring (allocation 0), write pointer 16 into its control block
+    // (allocation 1), the doorbell rung, the GPU run.
+    let submit = |w: &mut Writer| {
+        packet(w);
+        w.u8(op::WRITE).u16(0).u8(1).u8(1).u64(16);
+        w.u8(op::RING).u8(0).u64(16);
+        w.u8(op::STEPS).u8(16);
+    };
+    submit(&mut w);
     out.push(("umq-submit".to_string(), w.finish()));
     // Bad doorbell private data: raw bytes.
     let mut w = full.clone();
@@ -454,12 +463,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     w.u8(op::CONTEXT).u8(1);
     w.u8(op::HW_QUEUE).u8(0).u8(1).u8(3).u8(0);
     w.u8(op::ALLOC).u16(4096 / 16).u8(1);
-    w.u8(op::WRITE)
-        .u16(0)
-        .u8(2)
-        .u8(0)
-        .u64(progress[0])
-        .u64(progress[1]);
+    packet(&mut w);
     w.u8(op::SUBMIT).u8(0).u64(1).u8(0).u16(0).u16(16);
     w.u8(op::STEPS).u8(16);
     out.push(("kernel-queue-submit".to_string(), w.finish()));
@@ -512,15 +516,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     w.u8(op::RESIDENCY).u8(1).u8(0).u8(0).u8(0);
     w.u8(op::DOORBELL).u8(0).u8(0).u8(1).u8(19).u8(0);
     w.u8(op::CONNECT).u8(0);
-    w.u8(op::WRITE)
-        .u16(0)
-        .u8(2)
-        .u8(0)
-        .u64(progress[0])
-        .u64(progress[1]);
-    w.u8(op::WRITE).u16(0).u8(1).u8(1).u64(16);
-    w.u8(op::RING).u8(0).u64(16);
-    w.u8(op::STEPS).u8(16);
+    submit(&mut w);
     out.push(("umq-large-ring".to_string(), w.finish()));
     // Native fences: create, open by a guessed handle, destroy.
     let mut w = Writer::new();
