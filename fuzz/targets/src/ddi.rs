@@ -201,7 +201,8 @@ fn step(k: &SimKmt<'_>, h: &mut Hostile, inp: &mut Input<'_>) {
             // process's, or a guessed handle); the private data states only the ring size.
             let rh = ring.map_or_else(|| inp.u32(), |a| a.handle);
             let ch = control.map_or_else(|| inp.u32(), |a| a.handle);
-            let valid = DoorbellPdd::for_ring(1 << (inp.u8() % 20));
+            // Sizes up to twice RING_MAX (16 MiB); a large allocation holds rings up to 4 MiB.
+            let valid = DoorbellPdd::for_ring(1 << (inp.u8() % 26));
             let mut pd = private(inp, valid.as_bytes());
             if let Ok(d) = k.create_doorbell(q, rh, ch, &mut pd) {
                 h.doorbells.push((d.handle, d));
@@ -485,8 +486,8 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     w.u8(op::LOCK).u8(0).u8(2).u64(0).u64(0);
     out.push(("allocation-pdd".to_string(), w.finish()));
     // Large allocations (see `valid_size`): 4 MiB and 8 KiB of VRAM, evicted, made resident
-    // again and locked; and a user-mode queue whose 512 KiB ring lies in a 2 MiB CPU-visible
-    // allocation (system memory, one large page).
+    // again and locked; and a user-mode queue whose 4 MiB ring is a 4 MiB CPU-visible
+    // allocation (system memory, two large pages).
     let large = |twice: u64, tail: u64, kind: AllocationKind, flags: u32| {
         let pdd = AllocationPdd {
             magic: PDD_MAGIC,
@@ -510,11 +511,11 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     let mut w = Writer::new();
     w.u8(op::CONTEXT).u8(0);
     w.u8(op::HW_QUEUE).u8(0).u8(0).u8(0).u8(0);
-    w.0.extend_from_slice(&large(0, 0, AllocationKind::Commands, ALLOCATION_CPU_VISIBLE).0);
+    w.0.extend_from_slice(&large(1, 0, AllocationKind::Commands, ALLOCATION_CPU_VISIBLE).0);
     w.u8(op::ALLOC).u16(RingControl::SIZE as u16 / 16).u8(2);
     // Created, then made resident (as the UMD does; `ALLOC` does both).
     w.u8(op::RESIDENCY).u8(1).u8(0).u8(0).u8(0);
-    w.u8(op::DOORBELL).u8(0).u8(0).u8(1).u8(19).u8(0);
+    w.u8(op::DOORBELL).u8(0).u8(0).u8(1).u8(22).u8(0);
     w.u8(op::CONNECT).u8(0);
     submit(&mut w);
     out.push(("umq-large-ring".to_string(), w.finish()));
