@@ -2,7 +2,8 @@
 //! repository root: `cargo run -p rvgpu-fuzz --bin rvgpu-fuzz-seeds`). The committed corpora
 //! are these seeds after `cargo fuzz cmin` plus what a campaign added (docs/fuzzing.md). A seed
 //! that reveals an open finding is kept under `fuzz/findings/<target>/` instead (same name) and
-//! not written to the corpus.
+//! not written to the corpus; once fixed it moves into the corpus as `finding-seed-<name>`,
+//! and is not written again under its seed name.
 
 use std::path::Path;
 
@@ -14,7 +15,10 @@ fn main() -> std::io::Result<()> {
         std::fs::create_dir_all(&dir)?;
         for (name, bytes) in (t.seeds)() {
             let file = format!("seed-{name}");
-            if !findings.join(&file).exists() {
+            // An open finding stays under findings/; a fixed one moved into the corpus as
+            // `finding-seed-<name>` and is not written twice.
+            let fixed = dir.join(format!("finding-{file}"));
+            if !findings.join(&file).exists() && !fixed.exists() {
                 std::fs::write(dir.join(file), bytes)?;
             }
         }
