@@ -12,6 +12,7 @@
 //! Input: a sequence of operations, each an opcode byte and its arguments ([`Input`]); at most
 //! [`MAX_OPS`] run. See [`seeds`] for valid sequences.
 
+use rvgpu_hw::mmu::PAGE_2M;
 use rvgpu_hw::pdd::{
     AllocationPdd, DoorbellPdd, HwQueuePdd, ALLOCATION_CPU_VISIBLE, ALLOCATION_PDD_VERSION,
     HW_QUEUE_PDD_VERSION, PDD_MAGIC,
@@ -86,14 +87,11 @@ fn pick_alloc<'a>(
 fn valid_size(raw: u64) -> u64 {
     let small = raw & 0x3_ffff;
     if raw >> 62 == 3 {
-        (LARGE << ((raw >> 61) & 1)) + small
+        (PAGE_2M << ((raw >> 61) & 1)) + small
     } else {
         small
     }
 }
-
-/// GpuMmu's large page.
-const LARGE: u64 = 2 << 20;
 
 /// Private data: the valid structure with one field mutated (mode 0), or raw bytes of any
 /// length (mode 1).
@@ -485,7 +483,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     w.u8(op::RESIDENCY).u8(1).u8(0).u8(0).u8(0);
     w.u8(op::LOCK).u8(0).u8(2).u64(0).u64(0);
     out.push(("allocation-pdd".to_string(), w.finish()));
-    // Large allocations (see `valid_size`): 4 MiB and 8 KiB of VRAM, evicted, made resident
+    // Large allocations (see `valid_size`): 2 MiB and 8 KiB of VRAM, evicted, made resident
     // again and locked; and a user-mode queue whose 4 MiB ring is a 4 MiB CPU-visible
     // allocation (system memory, two large pages).
     let large = |twice: u64, tail: u64, kind: AllocationKind, flags: u32| {
@@ -558,6 +556,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rvgpu_hw::PAGE_SIZE;
 
     /// Runs the seed called `name`; `look` reads its end state (asserted on after the process
     /// is gone, so a failure leaves the shared world clean for the other tests).
@@ -578,7 +577,7 @@ mod tests {
     }
 
     // The seeds are where the fuzzer starts: one whose first call fails (as the doorbell
-    // seeds once did, one byte off) leaves the fuzzer to find the working sequence alone.
+    // seeds once did, with two stray bytes) leaves the fuzzer to find the working sequence alone.
     #[test]
     fn issue_18_ddi_seed_umq_submit_runs_its_packet_through_the_doorbell() {
         let (doorbells, rptr) = seed("umq-submit", |_, _, h| (h.doorbells.len(), read_ptr(h)));
@@ -600,10 +599,10 @@ mod tests {
     fn issue_18_ddi_seed_large_allocation_is_mapped_with_large_pages() {
         let pages = seed("allocation-pdd-large", |w, p, h| {
             let va = h.gpu_only.first().map_or(0, |a| a.1);
-            [LARGE - 8, LARGE, LARGE + 4096].map(|off| page(w, p, va + off))
+            [PAGE_2M - 8, PAGE_2M, PAGE_2M + PAGE_SIZE].map(|off| page(w, p, va + off))
         });
         // Evicted and made resident again: a large page, then the 8 KiB tail in small ones.
-        assert_eq!(pages, [Some(LARGE), Some(4096), Some(4096)]);
+        assert_eq!(pages, [Some(PAGE_2M), Some(PAGE_SIZE), Some(PAGE_SIZE)]);
     }
 
     #[test]
@@ -613,7 +612,7 @@ mod tests {
             (h.doorbells.len(), ring, read_ptr(h))
         });
         assert_eq!(doorbells, 1);
-        assert_eq!(ring, Some(Some(LARGE)));
+        assert_eq!(ring, Some(Some(PAGE_2M)));
         assert_eq!(rptr, Some(16), "the GPU consumed the packet");
     }
 }
