@@ -596,3 +596,35 @@ fn issue_18_queue_state_shows_the_faulted_queue() {
         0
     );
 }
+
+/// Issue 19: the line wakes its servicer once per rising edge, outside the deliverer's role
+/// (so the ISR's acknowledge can lower it meanwhile), and again when a new event comes while
+/// the line is still high: a servicer that samples the device's request may have seen it
+/// drop through an acknowledge whose lowering of the line was still on its way. An access
+/// that changes nothing wakes nobody.
+#[test]
+fn issue_19_line_wakes_the_servicer_per_rise_and_per_event_under_a_high_line() {
+    let mut rig = Rig::step();
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    let progress = |value| Command::Progress { irq: true, value };
+    rig.submit(&mut q, &[progress(1)]);
+    rig.run();
+    assert!(rig.line.level());
+    assert_eq!((rig.line.rises(), rig.line.wakes()), (1, 1));
+    // Not acknowledged yet: the second event finds the line high.
+    rig.submit(&mut q, &[progress(2)]);
+    rig.run();
+    assert_eq!((rig.line.rises(), rig.line.wakes()), (1, 2));
+    // A read with nothing new.
+    let status = rig.dev.read32(regs::INT_STATUS);
+    assert_eq!(status, IntCause::PROGRESS.bits());
+    assert_eq!(rig.line.wakes(), 2);
+    rig.dev.write32(regs::INT_ACK, status);
+    assert!(!rig.line.level());
+    assert_eq!((rig.line.rises(), rig.line.wakes()), (1, 2));
+    // The next event rises again.
+    rig.submit(&mut q, &[progress(3)]);
+    rig.run();
+    assert_eq!((rig.line.rises(), rig.line.wakes()), (2, 3));
+}

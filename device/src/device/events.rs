@@ -17,7 +17,7 @@
 //! acknowledges from inside `set`).
 
 use rvgpu_hw::addr::GpuVa;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,14 +37,22 @@ use super::{lock, Core};
 pub trait InterruptLine: Send + Sync {
     /// The line is now `asserted` (true) or deasserted (false).
     fn set(&self, asserted: bool);
+    /// After a `set(true)`, once the device has stopped driving the line: wake whoever
+    /// services it. A servicer's wake-up is a system call that can take microseconds (or the
+    /// caller can be preempted in it); done inside `set`, the device would still be the
+    /// line's only driver meanwhile, so the ISR's acknowledge could not lower the line and
+    /// the servicer would see it high after its ISR had cleared the cause. Nothing by default
+    /// (a line whose `set` delivers by itself).
+    fn wake(&self) {}
 }
 
-/// A simple [`InterruptLine`] that records the level and counts rising edges; tests and the
-/// simulated OS can wait on it.
+/// A simple [`InterruptLine`] that records the level and counts rising edges and servicer
+/// wake-ups; tests and the simulated OS can wait on it.
 #[derive(Debug, Default)]
 pub struct LatchLine {
     state: Mutex<(bool, u64)>,
     cv: Condvar,
+    wakes: AtomicU64,
 }
 
 impl LatchLine {
@@ -60,6 +68,11 @@ impl LatchLine {
     /// Rising edges seen so far.
     pub fn rises(&self) -> u64 {
         lock(&self.state).1
+    }
+
+    /// [`InterruptLine::wake`] calls so far.
+    pub fn wakes(&self) -> u64 {
+        self.wakes.load(Ordering::Relaxed)
     }
 
     /// Waits until more than `seen` rising edges happened or `timeout` passes; returns the
@@ -83,6 +96,10 @@ impl InterruptLine for LatchLine {
         g.0 = asserted;
         drop(g);
         self.cv.notify_all();
+    }
+
+    fn wake(&self) {
+        self.wakes.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -110,6 +127,23 @@ struct LineState {
     swallowed: bool,
     /// An assertion held back by an injected delay.
     hold: Option<Hold>,
+    /// The device's request (`INT_STATUS & INT_ENABLE != 0`) at the last evaluation.
+    requested: bool,
+}
+
+/// What one evaluation of the line does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Drive {
+    /// Nothing to tell.
+    Keep,
+    /// Drive the line to this level.
+    Set(bool),
+    /// The line is already high and the request rose again under it (a new event, or the
+    /// request dropped and came back between two evaluations): wake the servicer again. A
+    /// servicer that samples the device's own request (as an interrupt controller sees a
+    /// level) may have found it low through the ISR's acknowledge and gone to sleep before
+    /// the line was lowered; no rising edge would ever tell it about the new request.
+    Remind,
 }
 
 pub(crate) struct Events {
@@ -238,49 +272,64 @@ impl Core {
         // the deliverer is a store-load pattern; either we get `busy` or the deliverer sees
         // our request.
         ev.redo.store(true, Ordering::SeqCst);
+        let mut raised = false;
         loop {
             if ev
                 .busy
                 .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
                 .is_err()
             {
-                return;
+                break;
             }
             while ev.redo.swap(false, Ordering::SeqCst) {
                 let want = !self.is_lost()
                     && ev.status.load(Ordering::SeqCst) & ev.enable.load(Ordering::SeqCst) != 0;
-                let action = self.decide_line(want);
-                if let Some(level) = action {
-                    ev.irq.set(level);
+                match self.decide_line(want) {
+                    Drive::Set(level) => {
+                        ev.irq.set(level);
+                        raised |= level;
+                    }
+                    Drive::Remind => raised = true,
+                    Drive::Keep => {}
                 }
             }
             ev.busy.store(false, Ordering::SeqCst);
             if !ev.redo.load(Ordering::SeqCst) {
-                return;
+                break;
             }
+        }
+        // Outside the deliverer's role (see `InterruptLine::wake`): an acknowledge that comes
+        // while the servicer is being woken lowers the line itself.
+        if raised {
+            ev.irq.wake();
         }
     }
 
-    fn decide_line(&self, want: bool) -> Option<bool> {
+    fn decide_line(&self, want: bool) -> Drive {
         let mut ls = lock(&self.events.line);
         let fresh = self.events.fresh.swap(false, Ordering::SeqCst);
+        let rose = want && !std::mem::replace(&mut ls.requested, want);
         if !want {
             ls.hold = None;
             ls.swallowed = false;
             if ls.reported {
                 ls.reported = false;
-                return Some(false);
+                return Drive::Set(false);
             }
-            return None;
+            return Drive::Keep;
         }
         if ls.reported {
-            return None;
+            return if fresh || rose {
+                Drive::Remind
+            } else {
+                Drive::Keep
+            };
         }
         if ls.swallowed {
             // A lost delivery stays lost only until the device posts another event: then it
             // asserts again (and the ISR drains both records).
             if !fresh {
-                return None;
+                return Drive::Keep;
             }
             ls.swallowed = false;
         }
@@ -296,18 +345,18 @@ impl Core {
                             None => Hold::UntilPass(u64::MAX),
                         },
                     });
-                    return None;
+                    return Drive::Keep;
                 }
-                Some(Hold::UntilPass(p)) if now_pass < *p => return None,
-                Some(Hold::UntilInstant(t)) if Instant::now() < *t => return None,
+                Some(Hold::UntilPass(p)) if now_pass < *p => return Drive::Keep,
+                Some(Hold::UntilInstant(t)) if Instant::now() < *t => return Drive::Keep,
                 Some(_) => ls.hold = None,
             }
         }
         if self.faults.take_drop_next() {
             ls.swallowed = true;
-            return None;
+            return Drive::Keep;
         }
         ls.reported = true;
-        Some(true)
+        Drive::Set(true)
     }
 }

@@ -30,6 +30,13 @@ pub trait Board: MmioBus + Send + Sync {
     fn is_lost(&self) -> bool;
     /// The device's own interrupt request (`INT_STATUS & INT_ENABLE != 0`).
     fn interrupt_pending(&self) -> bool;
+    /// The same request as the interrupt controller sees the level of the line, when the
+    /// board can tell without a bus access (the in-process device); `None` when only the
+    /// delivered line says it (a PCI function, whose line the UIO thread raises and
+    /// [`Board::end_of_interrupt`] lowers).
+    fn request_level(&self) -> Option<bool> {
+        None
+    }
     /// `GPU_CLOCK`.
     fn gpu_clock(&self) -> u64;
     /// After the ISR ran for a delivered interrupt: whatever the interrupt path needs to
@@ -73,6 +80,9 @@ impl Board for Device {
     }
     fn interrupt_pending(&self) -> bool {
         Device::interrupt_pending(self)
+    }
+    fn request_level(&self) -> Option<bool> {
+        Some(Device::interrupt_pending(self))
     }
     fn gpu_clock(&self) -> u64 {
         Device::gpu_clock(self)

@@ -303,6 +303,7 @@ fn uio_thread(mut uio: File, line: Arc<SimLine>, stop: Arc<AtomicBool>) {
         }
         INTERRUPTS_TAKEN.fetch_add(1, Ordering::Relaxed);
         line.set(true);
+        line.wake();
     }
 }
 
