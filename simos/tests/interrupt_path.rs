@@ -132,3 +132,78 @@ fn issue_19_threaded_isr_runs_once_per_interrupt() {
     assert!(m.bugcheck().is_none());
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
+
+mod dpc_after_isr {
+    use super::*;
+    use rvgpu_simos::testing;
+    use std::ffi::c_void;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    static IN_ISR: AtomicBool = AtomicBool::new(false);
+    static QUEUED: AtomicU64 = AtomicU64::new(0);
+    static DPCS: AtomicU64 = AtomicU64::new(0);
+    static OVERLAPS: AtomicU64 = AtomicU64::new(0);
+
+    /// The driver's ISR, then a queued DPC and 2 ms more at device IRQL.
+    unsafe extern "system" fn isr_queues_then_lingers(ctx: *mut c_void, msg: u32) -> u8 {
+        IN_ISR.store(true, Ordering::SeqCst);
+        // SAFETY: the OS's own arguments, passed on.
+        let claimed = unsafe { testing::driver_isr(ctx, msg) };
+        if testing::adapter_started(ctx) {
+            if let Some(queue) = testing::interface_for_context(ctx)
+                .and_then(|i| i.DxgkCbQueueDpc.map(|q| (q, i.DeviceHandle)))
+            {
+                // SAFETY: the OS's callback with its own handle.
+                if unsafe { (queue.0)(queue.1) } != 0 {
+                    QUEUED.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        IN_ISR.store(false, Ordering::SeqCst);
+        claimed.max(1)
+    }
+
+    unsafe extern "system" fn dpc_checks(ctx: *mut c_void) {
+        if IN_ISR.load(Ordering::SeqCst) {
+            OVERLAPS.fetch_add(1, Ordering::SeqCst);
+        }
+        DPCS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: the OS's own argument, passed on.
+        unsafe { testing::driver_dpc(ctx) }
+    }
+
+    /// Issue 19: a DPC an ISR queues runs after that ISR, never during it (as on Windows,
+    /// where it waits in the interrupted processor's queue until IRQL drops below
+    /// DISPATCH_LEVEL). The threaded machine's DPC thread used to be woken by the queue call
+    /// itself and ran the DPC on the other CPU while the ISR still held the interrupt lock.
+    #[test]
+    fn issue_19_a_dpc_queued_by_the_isr_runs_after_it() {
+        let mut m = Machine::new(MachineConfig::single(Mode::Threaded));
+        let loaded = m.load_driver_with(|t| {
+            t.DxgkDdiInterruptRoutine = Some(isr_queues_then_lingers);
+            t.DxgkDdiDpcRoutine = Some(dpc_checks);
+        });
+        if let Err(e) = loaded.and_then(|()| m.start_adapter(0).map(|_| ())) {
+            panic!("bring-up: {e}");
+        }
+        let queued0 = QUEUED.load(Ordering::SeqCst);
+        for _ in 0..20 {
+            let before = DPCS.load(Ordering::SeqCst);
+            m.raise_interrupt(0)
+                .unwrap_or_else(|e| panic!("interrupt: {e}"));
+            let ran = m.run_until(0, Duration::from_secs(5), |_| {
+                DPCS.load(Ordering::SeqCst) > before && !IN_ISR.load(Ordering::SeqCst)
+            });
+            assert!(matches!(ran, Ok(true)), "{ran:?}");
+        }
+        assert!(QUEUED.load(Ordering::SeqCst) > queued0);
+        assert_eq!(
+            OVERLAPS.load(Ordering::SeqCst),
+            0,
+            "DPCs that ran inside an ISR"
+        );
+        assert!(m.bugcheck().is_none());
+        assert!(m.fault().is_none(), "{:?}", m.fault());
+    }
+}

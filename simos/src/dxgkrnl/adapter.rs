@@ -122,6 +122,14 @@ pub struct AdapterShared {
     pub interrupt_lock: Mutex<()>,
     /// A DPC is queued.
     pub dpc_queued: AtomicBool,
+    /// A DPC was queued under the interrupt lock and is held until the lock is released
+    /// ([`DpcWakeAfterLock`] then wakes the DPC thread). A DPC queued from an ISR or a
+    /// synchronised routine goes to the current processor's queue and runs when that
+    /// processor's IRQL drops below DISPATCH_LEVEL ("Organization of DPC Queues", the
+    /// kernel-mode architecture guide), so it never starts while the code that queued it still
+    /// holds the interrupt lock. Woken at once, the DPC thread started it on the other CPU
+    /// during the ISR, and met the ISR's locks on the way.
+    pub dpc_held: AtomicBool,
     /// The DPC gate: held while the driver's DPC routine runs (so a flush can wait for a
     /// running DPC, as `KeFlushQueuedDpcs` does); the value says whether DPCs may run at all
     /// (false before StartDevice and once StopDevice flushed them).
@@ -259,6 +267,19 @@ impl Drop for InsideInterruptLock {
     }
 }
 
+/// Wakes the DPC thread on drop if a DPC was queued under the interrupt lock. Taken before
+/// the lock, so it drops after the lock is released.
+#[derive(Debug)]
+pub struct DpcWakeAfterLock<'a>(&'a AdapterShared);
+
+impl Drop for DpcWakeAfterLock<'_> {
+    fn drop(&mut self) {
+        if self.0.dpc_held.swap(false, Ordering::AcqRel) {
+            self.0.dpc_wake.notify();
+        }
+    }
+}
+
 impl AdapterShared {
     /// A new adapter (registered under its handle).
     #[allow(clippy::too_many_arguments)]
@@ -308,6 +329,7 @@ impl AdapterShared {
             connected: AtomicBool::new(false),
             interrupt_lock: Mutex::new(()),
             dpc_queued: AtomicBool::new(false),
+            dpc_held: AtomicBool::new(false),
             dpc_gate: Mutex::new(false),
             handle_valid: AtomicBool::new(false),
             forced_interrupt: AtomicBool::new(false),
@@ -389,6 +411,12 @@ impl AdapterShared {
         if !ctx.is_null() {
             c.push((ctx as usize, Arc::downgrade(self)));
         }
+    }
+
+    /// Taken just before the interrupt lock: a DPC queued under it wakes the DPC thread when
+    /// this drops, after the lock.
+    pub fn dpc_wake_after_lock(&self) -> DpcWakeAfterLock<'_> {
+        DpcWakeAfterLock(self)
     }
 
     /// Marks the calling thread as holding this adapter's interrupt lock.

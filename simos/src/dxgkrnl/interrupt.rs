@@ -169,6 +169,7 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
     let ctx = a.context();
     let _m = MachineContext::enter(a.state.clone());
     let claimed = {
+        let _dpc = a.dpc_wake_after_lock();
         let _guard = lock(&a.interrupt_lock);
         // Re-check under the lock: StopDevice disconnects the interrupt and then takes the
         // lock once, so an ISR that was waiting for it must not run after the disconnect
@@ -223,7 +224,11 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
 /// running, not only for one that is queued. A DPC still queued once the gate is closed (the
 /// adapter stopped or removed) is never delivered to the driver: that is a simulation error.
 pub fn service_dpc(a: &AdapterShared) -> bool {
-    if a.state.is_halted() || !a.dpc_queued.load(Ordering::Acquire) {
+    // Queued, then held: in this order (the queue sets them the other way round).
+    if a.state.is_halted()
+        || !a.dpc_queued.load(Ordering::Acquire)
+        || a.dpc_held.load(Ordering::Acquire)
+    {
         return false;
     }
     let gate = lock(&a.dpc_gate);
@@ -355,8 +360,13 @@ pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
     let mut seen = a.dpc_wake.generation();
     while !stop.load(Ordering::Acquire) {
         if service_dpc(&a) {
-            // After the DPC, not with the interrupt: the waiters it released run first.
-            a.wake.notify();
+            // After the DPC, not with the interrupt: the waiters it released run first. And
+            // only when the worker has something to look at (work the DPC left, or TDR
+            // detection, which follows the fences the DPC reported): a wake-up it does not
+            // need is a system call here and a thread competing with the released waiter.
+            if crate::ums::has_work(&a) || crate::vidsch::tdr::enabled_anywhere() {
+                a.wake.notify();
+            }
             continue;
         }
         seen = a.dpc_wake.wait(seen, Duration::from_millis(20));

@@ -15,10 +15,18 @@ pub(super) unsafe extern "system" fn queue_dpc(handle: HANDLE) -> BOOLEAN {
     ) else {
         return 0;
     };
+    // Held before it is queued: a DPC thread that sees it queued also sees it held
+    // (`AdapterShared::dpc_held`); it runs once the interrupt lock is released.
+    let held = a.holds_interrupt_lock();
+    if held {
+        a.dpc_held.store(true, Ordering::Release);
+    }
     if a.dpc_queued.swap(true, Ordering::AcqRel) {
         return 0;
     }
-    a.dpc_wake.notify();
+    if !held {
+        a.dpc_wake.notify();
+    }
     1
 }
 
@@ -49,6 +57,7 @@ pub(super) unsafe extern "system" fn synchronize_execution(
         return STATUS_UNSUCCESSFUL;
     }
     let result = {
+        let _dpc = a.dpc_wake_after_lock();
         let _guard = lock(&a.interrupt_lock);
         // Re-check under the lock: the interrupt may have been disconnected (or the machine
         // halted) while this caller waited for it.

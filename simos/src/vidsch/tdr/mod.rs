@@ -394,6 +394,11 @@ static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 static REGISTERED: AtomicUsize = AtomicUsize::new(0);
 static ENABLED: AtomicUsize = AtomicUsize::new(0);
 
+/// Whether any adapter has TDR detection on (its worker then looks after every DPC).
+pub(crate) fn enabled_anywhere() -> bool {
+    ENABLED.load(Ordering::Acquire) != 0
+}
+
 fn key(a: &AdapterShared) -> Key {
     (a.state.id(), a.index)
 }
