@@ -103,8 +103,8 @@ pub struct AdapterShared {
     pub irq_wake: Arc<Wake>,
     /// Wakes the DPC thread (a DPC was queued, a flush waits for one).
     pub dpc_wake: Arc<Wake>,
-    /// Wakes VidSch's PASSIVE worker (work was posted; the DPC thread after each DPC, for the
-    /// worker's progress polls). Three wakes, so that an interrupt on the way to a CPU waiter
+    /// Wakes VidSch's PASSIVE worker (work was posted; the DPC thread after a DPC that left
+    /// it something, or after each DPC while TDR detection is on). Three wakes, so that an interrupt on the way to a CPU waiter
     /// does not wake every simulation thread at once.
     pub wake: Arc<Wake>,
     /// Configuration.
