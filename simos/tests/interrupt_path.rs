@@ -140,12 +140,22 @@ mod dpc_after_isr {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
     static IN_ISR: AtomicBool = AtomicBool::new(false);
+    /// The ISR running now (numbered from 1), 0 when none.
+    static CURRENT_ISR: AtomicU64 = AtomicU64::new(0);
+    static ISRS: AtomicU64 = AtomicU64::new(0);
+    /// Orders events of the ISR and the DPC.
+    static SEQ: AtomicU64 = AtomicU64::new(1);
+    /// The last ISR whose `DxgkCbQueueDpc` queued the DPC (returned TRUE), and when: the ISR
+    /// in the high half, a `SEQ` stamp taken right after the call in the low half.
+    static QUEUED_BY: AtomicU64 = AtomicU64::new(0);
     static QUEUED: AtomicU64 = AtomicU64::new(0);
     static DPCS: AtomicU64 = AtomicU64::new(0);
     static OVERLAPS: AtomicU64 = AtomicU64::new(0);
 
     /// The driver's ISR, then a queued DPC and 2 ms more at device IRQL.
     unsafe extern "system" fn isr_queues_then_lingers(ctx: *mut c_void, msg: u32) -> u8 {
+        let me = ISRS.fetch_add(1, Ordering::SeqCst) + 1;
+        CURRENT_ISR.store(me, Ordering::SeqCst);
         IN_ISR.store(true, Ordering::SeqCst);
         // SAFETY: the OS's own arguments, passed on.
         let claimed = unsafe { testing::driver_isr(ctx, msg) };
@@ -155,17 +165,27 @@ mod dpc_after_isr {
             {
                 // SAFETY: the OS's callback with its own handle.
                 if unsafe { (queue.0)(queue.1) } != 0 {
+                    let at = SEQ.fetch_add(1, Ordering::SeqCst);
+                    QUEUED_BY.store(me << 32 | at, Ordering::SeqCst);
                     QUEUED.fetch_add(1, Ordering::SeqCst);
                 }
             }
             std::thread::sleep(Duration::from_millis(2));
         }
         IN_ISR.store(false, Ordering::SeqCst);
+        CURRENT_ISR.store(0, Ordering::SeqCst);
         claimed.max(1)
     }
 
     unsafe extern "system" fn dpc_checks(ctx: *mut c_void) {
-        if IN_ISR.load(Ordering::SeqCst) {
+        // A DPC may run beside another ISR (queued before it, or from another processor), and
+        // may start inside an ISR before that ISR queues it again; it never starts inside the
+        // ISR after that ISR queued it. (Before the fix the DPC thread was woken by the queue
+        // call and started microseconds later, well inside the ISR's 2 ms.)
+        let running = CURRENT_ISR.load(Ordering::SeqCst);
+        let now = SEQ.fetch_add(1, Ordering::SeqCst);
+        let by = QUEUED_BY.load(Ordering::SeqCst);
+        if running != 0 && by >> 32 == running && now > by & 0xffff_ffff {
             OVERLAPS.fetch_add(1, Ordering::SeqCst);
         }
         DPCS.fetch_add(1, Ordering::SeqCst);

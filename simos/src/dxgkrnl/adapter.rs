@@ -123,7 +123,7 @@ pub struct AdapterShared {
     /// A DPC is queued.
     pub dpc_queued: AtomicBool,
     /// A DPC was queued under the interrupt lock and is held until the lock is released
-    /// ([`DpcWakeAfterLock`] then wakes the DPC thread). A DPC queued from an ISR or a
+    /// ([`InterruptLockGuard`] then wakes the DPC thread). A DPC queued from an ISR or a
     /// synchronised routine goes to the current processor's queue and runs when that
     /// processor's IRQL drops below DISPATCH_LEVEL ("Organization of DPC Queues", the
     /// kernel-mode architecture guide), so it never starts while the code that queued it still
@@ -267,15 +267,21 @@ impl Drop for InsideInterruptLock {
     }
 }
 
-/// Wakes the DPC thread on drop if a DPC was queued under the interrupt lock. Taken before
-/// the lock, so it drops after the lock is released.
+/// The adapter's interrupt lock, held. On release, a DPC queued under it is let go: the hold
+/// is cleared while the lock is still held (so no later holder's hold is cleared by this one),
+/// and the DPC thread is woken once it is released.
 #[derive(Debug)]
-pub struct DpcWakeAfterLock<'a>(&'a AdapterShared);
+pub struct InterruptLockGuard<'a> {
+    a: &'a AdapterShared,
+    guard: Option<std::sync::MutexGuard<'a, ()>>,
+}
 
-impl Drop for DpcWakeAfterLock<'_> {
+impl Drop for InterruptLockGuard<'_> {
     fn drop(&mut self) {
-        if self.0.dpc_held.swap(false, Ordering::AcqRel) {
-            self.0.dpc_wake.notify();
+        let release = self.a.dpc_held.swap(false, Ordering::AcqRel);
+        drop(self.guard.take());
+        if release {
+            self.a.dpc_wake.notify();
         }
     }
 }
@@ -413,10 +419,13 @@ impl AdapterShared {
         }
     }
 
-    /// Taken just before the interrupt lock: a DPC queued under it wakes the DPC thread when
-    /// this drops, after the lock.
-    pub fn dpc_wake_after_lock(&self) -> DpcWakeAfterLock<'_> {
-        DpcWakeAfterLock(self)
+    /// Takes the interrupt lock (the ISR, synchronised routines, UpdateMonitoredValues); a DPC
+    /// queued under it runs once it is released ([`Self::dpc_held`]).
+    pub fn lock_interrupt(&self) -> InterruptLockGuard<'_> {
+        InterruptLockGuard {
+            a: self,
+            guard: Some(lock(&self.interrupt_lock)),
+        }
     }
 
     /// Marks the calling thread as holding this adapter's interrupt lock.

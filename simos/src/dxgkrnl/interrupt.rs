@@ -169,8 +169,7 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
     let ctx = a.context();
     let _m = MachineContext::enter(a.state.clone());
     let claimed = {
-        let _dpc = a.dpc_wake_after_lock();
-        let _guard = lock(&a.interrupt_lock);
+        let _guard = a.lock_interrupt();
         // Re-check under the lock: StopDevice disconnects the interrupt and then takes the
         // lock once, so an ISR that was waiting for it must not run after the disconnect
         // (IoDisconnectInterruptEx guarantees the ISR is not running and will not run again).

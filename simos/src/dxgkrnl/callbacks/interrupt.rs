@@ -57,8 +57,7 @@ pub(super) unsafe extern "system" fn synchronize_execution(
         return STATUS_UNSUCCESSFUL;
     }
     let result = {
-        let _dpc = a.dpc_wake_after_lock();
-        let _guard = lock(&a.interrupt_lock);
+        let _guard = a.lock_interrupt();
         // Re-check under the lock: the interrupt may have been disconnected (or the machine
         // halted) while this caller waited for it.
         if a.state.is_halted() || !a.connected.load(Ordering::Acquire) {

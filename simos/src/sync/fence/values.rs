@@ -61,8 +61,7 @@ pub(super) fn update_monitored(
         Reserved: [0; 28],
     };
     let status = {
-        let _dpc = a.dpc_wake_after_lock();
-        let _guard = lock(&a.interrupt_lock);
+        let _guard = a.lock_interrupt();
         if !a.connected.load(Ordering::Acquire) {
             return Err(SimError::Simulation(format!(
                 "adapter {}'s interrupt is not connected: no UpdateMonitoredValues",
