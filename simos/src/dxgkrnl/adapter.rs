@@ -104,8 +104,8 @@ pub struct AdapterShared {
     /// Wakes the DPC thread (a DPC was queued, a flush waits for one).
     pub dpc_wake: Arc<Wake>,
     /// Wakes VidSch's PASSIVE worker (work was posted; the DPC thread after a DPC that left
-    /// it something, or after each DPC while TDR detection is on). Three wakes, so that an interrupt on the way to a CPU waiter
-    /// does not wake every simulation thread at once.
+    /// it something, or after each DPC while TDR detection is on). Three wakes, so that an
+    /// interrupt on the way to a CPU waiter does not wake every simulation thread at once.
     pub wake: Arc<Wake>,
     /// Configuration.
     pub config: AdapterConfig,
@@ -255,29 +255,21 @@ pub fn holds_any_interrupt_lock() -> bool {
     IN_INTERRUPT_LOCK.with(|c| c.get() != 0)
 }
 
-/// Clears [`IN_INTERRUPT_LOCK`] on drop.
-#[derive(Debug)]
-pub struct InsideInterruptLock {
-    previous: usize,
-}
-
-impl Drop for InsideInterruptLock {
-    fn drop(&mut self) {
-        IN_INTERRUPT_LOCK.with(|c| c.set(self.previous));
-    }
-}
-
-/// The adapter's interrupt lock, held. On release, a DPC queued under it is let go: the hold
-/// is cleared while the lock is still held (so no later holder's hold is cleared by this one),
-/// and the DPC thread is woken once it is released.
+/// The adapter's interrupt lock, held, and the thread marked as holding it
+/// ([`IN_INTERRUPT_LOCK`]). On release, a DPC queued under it is let go: the hold is cleared
+/// while the lock is still held (so no later holder's hold is cleared by this one), and the
+/// DPC thread is woken once it is released.
 #[derive(Debug)]
 pub struct InterruptLockGuard<'a> {
     a: &'a AdapterShared,
     guard: Option<std::sync::MutexGuard<'a, ()>>,
+    /// [`IN_INTERRUPT_LOCK`] before.
+    previous: usize,
 }
 
 impl Drop for InterruptLockGuard<'_> {
     fn drop(&mut self) {
+        IN_INTERRUPT_LOCK.with(|c| c.set(self.previous));
         let release = self.a.dpc_held.swap(false, Ordering::AcqRel);
         drop(self.guard.take());
         if release {
@@ -419,19 +411,15 @@ impl AdapterShared {
         }
     }
 
-    /// Takes the interrupt lock (the ISR, synchronised routines, UpdateMonitoredValues); a DPC
-    /// queued under it runs once it is released ([`Self::dpc_held`]).
+    /// Takes the interrupt lock (the ISR, synchronised routines, UpdateMonitoredValues) and
+    /// marks the thread as holding it; a DPC queued under it runs once it is released
+    /// ([`Self::dpc_held`]).
     pub fn lock_interrupt(&self) -> InterruptLockGuard<'_> {
+        let guard = Some(lock(&self.interrupt_lock));
+        let me = self as *const Self as usize;
         InterruptLockGuard {
             a: self,
-            guard: Some(lock(&self.interrupt_lock)),
-        }
-    }
-
-    /// Marks the calling thread as holding this adapter's interrupt lock.
-    pub fn enter_interrupt_lock(&self) -> InsideInterruptLock {
-        let me = self as *const Self as usize;
-        InsideInterruptLock {
+            guard,
             previous: IN_INTERRUPT_LOCK.with(|c| c.replace(me)),
         }
     }

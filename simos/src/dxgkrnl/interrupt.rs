@@ -177,7 +177,6 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
             return Serviced::Idle;
         }
         let _irql = IrqlScope::enter(Irql::Device);
-        let _inside = a.enter_interrupt_lock();
         if let Err(b) = irql::check(
             Routine::DxgkDdiInterruptRoutine,
             current_irql(),
@@ -363,7 +362,7 @@ pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
             // only when the worker has something to look at (work the DPC left, or TDR
             // detection, which follows the fences the DPC reported): a wake-up it does not
             // need is a system call here and a thread competing with the released waiter.
-            if crate::ums::has_work(&a) || crate::vidsch::tdr::enabled_anywhere() {
+            if crate::vidsch::tdr::enabled_anywhere() || crate::ums::has_work(&a) {
                 a.wake.notify();
             }
             continue;

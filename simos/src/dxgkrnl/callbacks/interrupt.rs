@@ -64,7 +64,6 @@ pub(super) unsafe extern "system" fn synchronize_execution(
             return STATUS_UNSUCCESSFUL;
         }
         let _irql = IrqlScope::enter(Irql::Device);
-        let _inside = a.enter_interrupt_lock();
         // SAFETY: the driver's synchronize routine with its own context, under the interrupt
         // lock at device IRQL, as KeSynchronizeExecution runs it.
         let r = unsafe { routine(context) };

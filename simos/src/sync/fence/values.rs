@@ -68,7 +68,6 @@ pub(super) fn update_monitored(
                 a.index
             )));
         }
-        let _inside = a.enter_interrupt_lock();
         ddi::call(
             a,
             Routine::DxgkDdiUpdateMonitoredValues,
