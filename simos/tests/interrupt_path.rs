@@ -3,22 +3,11 @@
 
 use std::time::Duration;
 
-use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+mod common;
+use common::{started, started_with};
+
 use rvgpu_ddi::interrupt::DXGK_ENGINE_STATE_TRANSITION_TO_F1;
 use rvgpu_simos::{Machine, MachineConfig, Mode, Notification};
-
-/// A machine with adapter 0 started, the driver's table changed by `hook` first.
-fn started(cfg: MachineConfig, hook: Option<fn(&mut DRIVER_INITIALIZATION_DATA)>) -> Machine {
-    let mut m = Machine::new(cfg);
-    let loaded = match hook {
-        Some(h) => m.load_driver_with(h),
-        None => m.load_driver(),
-    };
-    if let Err(e) = loaded.and_then(|()| m.start_adapter(0).map(|_| ())) {
-        panic!("bring-up: {e}");
-    }
-    m
-}
 
 fn f1_machine(mode: Mode, idle_ticks: u64) -> Machine {
     let mut cfg = MachineConfig::single(mode);
@@ -28,7 +17,7 @@ fn f1_machine(mode: Mode, idle_ticks: u64) -> Machine {
         // enabled the interrupt): 50 ms at 100 MHz.
         a.device.idle_f1_ticks = idle_ticks;
     }
-    started(cfg, None)
+    started(cfg)
 }
 
 fn saw_f1(m: &Machine) -> bool {
@@ -102,7 +91,7 @@ fn issue_19_threaded_isr_runs_once_per_interrupt() {
     use rvgpu_simos::{NativeFenceDesc, WaitOutcome};
 
     const SIGNALS: u64 = 200;
-    let m = started(MachineConfig::single(Mode::Threaded), None);
+    let m = started(MachineConfig::single(Mode::Threaded));
     let mut q = GpuQueue::new(&m, 0, 0).unwrap_or_else(|e| panic!("queue: {e}"));
     let f = m
         .create_native_fence(0, q.pid(), NativeFenceDesc::default())
@@ -200,13 +189,10 @@ mod dpc_after_isr {
     /// itself and ran the DPC on the other CPU while the ISR still held the interrupt lock.
     #[test]
     fn issue_19_a_dpc_queued_by_the_isr_runs_after_it() {
-        let m = started(
-            MachineConfig::single(Mode::Threaded),
-            Some(|t| {
-                t.DxgkDdiInterruptRoutine = Some(isr_queues_then_lingers);
-                t.DxgkDdiDpcRoutine = Some(dpc_checks);
-            }),
-        );
+        let m = started_with(MachineConfig::single(Mode::Threaded), |t| {
+            t.DxgkDdiInterruptRoutine = Some(isr_queues_then_lingers);
+            t.DxgkDdiDpcRoutine = Some(dpc_checks);
+        });
         let queued0 = QUEUED.load(Ordering::SeqCst);
         for _ in 0..20 {
             let before = DPCS.load(Ordering::SeqCst);

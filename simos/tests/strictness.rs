@@ -4,26 +4,11 @@ use rvgpu_simos::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
 use rvgpu_simos::testing::{self, BAD_FENCE_HANDLE};
 use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, SimError};
 
-fn started(
-    mode: Mode,
-    hook: Option<fn(&mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA)>,
-) -> Machine {
-    started_with(MachineConfig::single(mode), hook)
-}
+mod common;
+use common::started_with;
 
-fn started_with(
-    cfg: MachineConfig,
-    hook: Option<fn(&mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA)>,
-) -> Machine {
-    let mut m = Machine::new(cfg);
-    let loaded = match hook {
-        Some(h) => m.load_driver_with(h),
-        None => m.load_driver(),
-    };
-    if let Err(e) = loaded.and_then(|()| m.start_adapter(0).map(|_| ())) {
-        panic!("bring-up failed: {e}");
-    }
-    m
+fn started(mode: Mode) -> Machine {
+    common::started(MachineConfig::single(mode))
 }
 
 /// NF-14: an ISR reporting a native fence handle the OS never handed out halts the machine
@@ -37,10 +22,9 @@ fn nf_14_unknown_fence_handle_in_interrupt_is_0x119() {
         for a in &mut cfg.adapters {
             a.device.optimized_fence_irq = false;
         }
-        let m = started_with(
-            cfg,
-            Some(|t| t.DxgkDdiInterruptRoutine = Some(testing::isr_reports_unknown_fence_handle)),
-        );
+        let m = started_with(cfg, |t| {
+            t.DxgkDdiInterruptRoutine = Some(testing::isr_reports_unknown_fence_handle)
+        });
         let _ = m.raise_interrupt(0);
         let halted = m.run_until(10, std::time::Duration::from_secs(5), |m| {
             m.bugcheck().is_some()
@@ -72,10 +56,9 @@ fn nf_14_unknown_fence_handle_in_interrupt_is_0x119() {
 fn known_fence_handle_is_accepted_exactly_when_native_fences_are_advertised() {
     use rvgpu_ddi::adapter::DXGK_VIDSCHCAPS;
     use rvgpu_ddi::interrupt::DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED;
-    let m = started(
-        Mode::Step,
-        Some(|t| t.DxgkDdiInterruptRoutine = Some(testing::isr_reports_unknown_fence_handle)),
-    );
+    let m = started_with(MachineConfig::single(Mode::Step), |t| {
+        t.DxgkDdiInterruptRoutine = Some(testing::isr_reports_unknown_fence_handle)
+    });
     let caps = match m.query_driver_caps(0) {
         Ok(c) => c,
         Err(e) => panic!("caps: {e}"),
@@ -109,7 +92,7 @@ fn known_fence_handle_is_accepted_exactly_when_native_fences_are_advertised() {
 /// A DDI entered at a level Windows forbids: QueryAdapterInfo (PASSIVE) at DISPATCH is 0xA.
 #[test]
 fn ddi_at_wrong_irql_is_0xa() {
-    let m = started(Mode::Step, None);
+    let m = started(Mode::Step);
     let r = m.at_irql(Irql::Dispatch, |m| m.query_driver_caps(0));
     match r {
         Err(SimError::Bugcheck(b)) => {
@@ -124,10 +107,9 @@ fn ddi_at_wrong_irql_is_0xa() {
 /// A callback called at a wrong level: a PASSIVE callback from the ISR is 0xA.
 #[test]
 fn callback_at_wrong_irql_is_0xa() {
-    let m = started(
-        Mode::Step,
-        Some(|t| t.DxgkDdiInterruptRoutine = Some(testing::isr_calls_passive_callback)),
-    );
+    let m = started_with(MachineConfig::single(Mode::Step), |t| {
+        t.DxgkDdiInterruptRoutine = Some(testing::isr_calls_passive_callback)
+    });
     let r = m.raise_interrupt(0);
     match r {
         Err(SimError::Bugcheck(b)) => {
@@ -141,7 +123,7 @@ fn callback_at_wrong_irql_is_0xa() {
 /// Freeing contiguous memory twice is Driver Verifier's 0xC4 / 0x10 with the address.
 #[test]
 fn contiguous_memory_double_free_is_0xc4() {
-    let m = started(Mode::Step, None);
+    let m = started(Mode::Step);
     let Some(iface) = m.interface(0) else {
         panic!("no interface")
     };
@@ -171,7 +153,7 @@ fn contiguous_memory_double_free_is_0xc4() {
 #[test]
 fn contiguous_memory_has_a_bus_address() {
     use rvgpu_kmd::platform::Platform;
-    let m = started(Mode::Step, None);
+    let m = started(Mode::Step);
     let Some(iface) = m.interface(0) else {
         panic!("no interface")
     };
@@ -228,7 +210,7 @@ fn unclaimed_interrupt_storm_is_0xf2() {
 #[test]
 fn storm_needs_the_device_request_and_a_minimum_duration() {
     use rvgpu_simos::dxgkrnl::interrupt::{STORM_MIN_STEPS, UNCLAIMED_STORM_LIMIT};
-    let m = started(Mode::Step, None);
+    let m = started(Mode::Step);
     let Some(iface) = m.interface(0) else {
         panic!("no interface")
     };
@@ -292,7 +274,7 @@ fn caps_fields_left_unset_are_visible_and_rejected() {
 /// T2: the real driver's caps pass the OS's checks and say what the device is.
 #[test]
 fn driver_caps_are_fully_initialised() {
-    let m = started(Mode::Step, None);
+    let m = started(Mode::Step);
     let caps = match m.query_driver_caps(0) {
         Ok(c) => c,
         Err(e) => panic!("caps: {e}"),

@@ -24,9 +24,26 @@ use zerocopy::IntoBytes;
 
 /// A machine built from `cfg` with the driver loaded and every adapter started.
 pub fn started(cfg: MachineConfig) -> Machine {
+    start_all(cfg, Machine::load_driver)
+}
+
+/// [`started`], with `hook` rewriting the driver's table first (a test's stand-in routine).
+pub fn started_with(
+    cfg: MachineConfig,
+    hook: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
+) -> Machine {
+    start_all(cfg, |m| m.load_driver_with(hook))
+}
+
+fn start_all(
+    cfg: MachineConfig,
+    load: impl FnOnce(&mut Machine) -> Result<(), SimError>,
+) -> Machine {
     let n = cfg.adapters.len();
     let mut m = Machine::new(cfg);
-    m.load_driver().expect("load");
+    if let Err(e) = load(&mut m) {
+        panic!("load: {e}");
+    }
     for i in 0..n {
         if let Err(e) = m.start_adapter(i) {
             panic!("start {i}: {e}; log {:#?}", m.driver_log());
