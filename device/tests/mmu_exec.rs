@@ -436,6 +436,76 @@ fn indirect_packet_across_a_page_boundary_runs_or_faults_at_its_first_unreadable
     }
 }
 
+/// A ring packet is fetched a page at a time too (issue 19), unless the ring wraps under it:
+/// in a user-mode ring of two pages on physical pages that are not contiguous, a FILL that
+/// starts two words before the page boundary executes; with the second page unmapped, the
+/// fetch faults naming the first word it cannot read, as a word-by-word fetch does, and
+/// nothing of the packet runs.
+#[test]
+fn user_ring_packet_across_a_page_boundary_runs_or_faults_at_its_first_unreadable_word() {
+    const RC2_VA: u64 = RING_VA + 0x5000;
+    for second_mapped in [true, false] {
+        let mut rig = Rig::step();
+        let pt = Pt::new(&mut rig);
+        let mut q = rig.queue_with(0, 1, 0, 0x2000, rvgpu_hw::log::ENTRIES_PER_BUFFER);
+        let (rc_pa, prog_pa) = (q.desc.ring_control.get(), q.desc.progress_fence.get());
+        pt.map(&mut rig, PROG_VA, prog_pa, RW_KERNEL);
+        q.desc.progress_fence = GpuVa::new(PROG_VA);
+        // A page between the two: the ring is not physically contiguous.
+        let (p0, _gap, p1) = (page(&rig), page(&rig), page(&rig));
+        pt.map(&mut rig, RING_VA, p0, RO_USER);
+        if second_mapped {
+            pt.map(&mut rig, RING_VA + 0x1000, p1, RO_USER);
+        }
+        pt.map(&mut rig, RC2_VA, rc_pa, RW_USER);
+        q.desc.ring_base = GpuVa::new(RING_VA);
+        q.desc.ring_control = GpuVa::new(RC2_VA);
+        q.desc.page_table_base = BusAddr::new(pt.root);
+        q.desc.flags |= QueueFlags::USER_MODE.bits();
+        let data = page(&rig);
+        pt.map(&mut rig, DATA_VA, data, RW_USER);
+        rig.commit(0, &[&q]);
+
+        // A NOP up to two words before the boundary (its padding is never read), then the FILL.
+        let nop = encode(&[Command::Nop { len: 0x1fe }]);
+        rig.mem.store(p0, nop[0], Ordering::Relaxed).unwrap();
+        let fill = encode(&[Command::Fill {
+            dst: DATA_VA,
+            bytes: 8,
+            pattern: 0x5EED,
+        }]);
+        assert!(fill.len() > 2, "the packet crosses the boundary");
+        for (i, w) in fill.iter().enumerate() {
+            let off = 0xff0 + 8 * i as u64;
+            let pa = if off < 0x1000 {
+                p0 + off
+            } else {
+                p1 + off - 0x1000
+            };
+            rig.mem.store(pa, *w, Ordering::Relaxed).unwrap();
+        }
+        q.wptr = 0xff0 + 8 * fill.len() as u64;
+        rig.mem
+            .store(rc_pa + RingControl::WRITE_PTR, q.wptr, Ordering::Release)
+            .unwrap();
+        rig.ring(&q);
+        rig.run();
+        let evs = rig.drain();
+        if second_mapped {
+            assert!(faults(&evs).is_empty(), "{evs:?}");
+            assert_eq!(rig.mem.read_u64(data), Some(0x5EED));
+            let rptr = rig.mem.read_u64(rc_pa + RingControl::READ_PTR).unwrap();
+            assert_eq!(rptr, q.wptr);
+        } else {
+            let (r, info) = page_fault(&evs);
+            assert_eq!(r.arg1, RING_VA + 0x1000, "the first word it cannot read");
+            assert_eq!(info.reason, FaultReason::NotPresent);
+            assert_eq!(info.access, Access::Execute);
+            assert_eq!(rig.mem.read_u64(data), Some(0), "nothing of the packet ran");
+        }
+    }
+}
+
 /// A rig with one space and a user-mode queue (id 1, engine 0) whose ring and ring control
 /// are in that space, mapping one user data page at `DATA_VA`.
 fn user_rig() -> (Rig, Pt, VQ, u64) {

@@ -281,12 +281,37 @@ impl Core {
         va: GpuVa,
         bytes: u64,
         access: Access,
-    ) -> Result<Vec<Span>, Fault> {
+    ) -> Result<Spans, Fault> {
         if sp.is_identity() {
-            return Ok(vec![self.gpu_span(va, bytes)?]);
+            return Ok(Spans::One(self.gpu_span(va, bytes)?));
         }
         if !va.is_aligned(ACCESS_ALIGN) || !bytes.is_multiple_of(ACCESS_ALIGN) || bytes == 0 {
             return Err(Fault::bad_address(va));
+        }
+        let bad_physical = |at: u64| {
+            Fault::page_fault(
+                at,
+                PageInfo {
+                    reason: FaultReason::BadPhysical,
+                    access,
+                    level: 0,
+                    user: sp.who == Privilege::User,
+                },
+            )
+        };
+        // Inside one page (a packet, a log entry, an event record): one translation and no
+        // allocation, the same checks and the same fault as the page-by-page path below
+        // (issue 19: that path's two vectors were most of a log entry's cost).
+        let (pa, left) = self
+            .mmu
+            .translate_page(&self.mem, sp.root, va.get(), access, sp.who)
+            .map_err(|f| Fault::from_mmu(f, sp.who))?;
+        if left >= bytes {
+            return self
+                .mem
+                .span(pa, bytes)
+                .map(Spans::One)
+                .ok_or(bad_physical(va.get()));
         }
         let chunks = self
             .mmu
@@ -296,19 +321,11 @@ impl Core {
         let mut off = 0u64;
         for c in chunks {
             let at = va.get().saturating_add(off);
-            let span = self.mem.span(c.pa, c.len).ok_or(Fault::page_fault(
-                at,
-                PageInfo {
-                    reason: FaultReason::BadPhysical,
-                    access,
-                    level: 0,
-                    user: sp.who == Privilege::User,
-                },
-            ))?;
+            let span = self.mem.span(c.pa, c.len).ok_or(bad_physical(at))?;
             out.push(span);
             off = off.saturating_add(c.len);
         }
-        Ok(out)
+        Ok(Spans::Many(out))
     }
 
     /// Checks that `[va, va + bytes)` is reachable in `sp` for `access`, without touching it.
@@ -331,6 +348,24 @@ impl Core {
         self.mem
             .span(addr.get(), bytes)
             .ok_or(Fault::bad_address(addr))
+    }
+}
+
+/// A resolved range: one physical run (the usual case, kept without an allocation) or
+/// several (a range across pages that are not contiguous). Derefs to the runs in order.
+pub(crate) enum Spans {
+    One(Span),
+    Many(Vec<Span>),
+}
+
+impl std::ops::Deref for Spans {
+    type Target = [Span];
+
+    fn deref(&self) -> &[Span] {
+        match self {
+            Self::One(s) => std::slice::from_ref(s),
+            Self::Many(v) => v,
+        }
     }
 }
 

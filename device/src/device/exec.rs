@@ -178,11 +178,13 @@ impl Core {
         }
     }
 
-    /// The `n` words at position `ptr` of `src`. A packet in an indirect buffer (VidMm's
-    /// paging buffers, DMA buffers: the long packets) is resolved once, one translation per
-    /// page instead of one per word. If that fails (a page missing, or the packet crossing
-    /// two memory regions), the words are read one at a time, so a fault names the first
-    /// word that cannot be read exactly as a word-by-word fetch does.
+    /// The `n` words at position `ptr` of `src`. The packet is resolved once, one translation
+    /// per page instead of one per word: in an indirect buffer (VidMm's paging buffers, DMA
+    /// buffers: the long packets), and in the ring unless it wraps there (issue 19: a ring
+    /// packet's words were translated one by one on the way to every fence signal). If that
+    /// fails (a page missing, or the packet crossing two memory regions), the words are read
+    /// one at a time, so a fault names the first word that cannot be read exactly as a
+    /// word-by-word fetch does.
     fn src_words(
         &self,
         d: &QueueDescriptor,
@@ -191,14 +193,26 @@ impl Core {
         n: u16,
     ) -> Result<Vec<u64>, Fault> {
         let n = u64::from(n);
-        if let Src::Buffer(base, sp) = src {
-            let spans = base
+        let bytes = n * 8;
+        let spans = match src {
+            Src::Buffer(base, sp) => base
                 .checked_add(ptr)
-                .and_then(|at| self.sp_spans(sp, at, n * 8, Access::Execute).ok());
-            if let Some(spans) = spans {
-                // Relaxed: as in `src_word`.
-                return Ok(words(&spans).map(|w| w.load(Ordering::Relaxed)).collect());
+                .and_then(|at| self.sp_spans(sp, at, bytes, Access::Execute).ok()),
+            Src::Ring => {
+                let size = u64::from(d.ring_size.max(1));
+                let off = ptr % size;
+                off.checked_add(bytes)
+                    .filter(|&end| end <= size)
+                    .and_then(|_| d.ring_base.checked_add(off))
+                    .and_then(|at| {
+                        self.sp_spans(self.ring_space(d), at, bytes, Access::Execute)
+                            .ok()
+                    })
             }
+        };
+        if let Some(spans) = spans {
+            // Relaxed: as in `src_word`.
+            return Ok(words(&spans).map(|w| w.load(Ordering::Relaxed)).collect());
         }
         (0..n)
             .map(|i| self.src_word(d, src, ptr.wrapping_add(i * 8)))
@@ -590,6 +604,10 @@ impl Core {
         ptr: u64,
         avail: u64,
     ) -> Option<(LogTarget, LogEntry, u64)> {
+        // Nothing published behind the signal: no word there is the producer's to read.
+        if avail == 0 {
+            return None;
+        }
         let Fetched { cmd, len, .. } = self.fetch(d, src, ptr, avail).ok()?;
         let Command::LogWrite {
             log: LogKind::Signal,

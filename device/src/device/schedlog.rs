@@ -35,7 +35,7 @@ use rvgpu_hw::schedlog::{
     OP_CONTEXT_STATE_CHANGE,
 };
 
-use super::bus::{Fault, Word};
+use super::bus::{words, Fault};
 use super::cmp::Engine;
 use super::regs::EngineRegs;
 use super::{lock, Core};
@@ -217,18 +217,22 @@ impl Core {
         let entry = entry_offset(log.index)
             .and_then(|o| log.base.checked_add(o))
             .ok_or(bad)?;
-        let at = |off: u64| entry.checked_add(off).ok_or(bad);
-        let word = |va: GpuVa| -> Result<Word, Fault> { self.word(sys, va, Access::Write) };
         // Every word translated before the first store: a log that does not translate (any
-        // more) gets nothing written.
-        let targets = [
-            word(at(ENTRY_TIMESTAMP)?)?,
-            word(at(ENTRY_OPERATION)?)?,
-            word(at(ENTRY_CONTEXT)?)?,
-            word(at(ENTRY_STATE)?)?,
-        ];
-        let header = word(log.base.checked_add(HEADER_INDEX).ok_or(bad)?)?;
-        const _: () = assert!(ENTRY_STATE + 8 == ENTRY_SIZE);
+        // more) gets nothing written. The entry is one run (one translation per page, not per
+        // word: issue 19), the header word another.
+        let spans = self.sp_spans(sys, entry, ENTRY_SIZE, Access::Write)?;
+        let header = self.word(
+            sys,
+            log.base.checked_add(HEADER_INDEX).ok_or(bad)?,
+            Access::Write,
+        )?;
+        const _: () = assert!(
+            ENTRY_TIMESTAMP == 0
+                && ENTRY_OPERATION == 8
+                && ENTRY_CONTEXT == 16
+                && ENTRY_STATE == 24
+                && ENTRY_SIZE == 32
+        );
         let values = [
             self.clock.now(),
             // OperationType, then its reserved u32 (0).
@@ -237,9 +241,9 @@ impl Core {
             // newContextState, then the rest of the entry (0).
             state as u64,
         ];
-        for (w, v) in targets.into_iter().zip(values) {
+        for (w, v) in words(&spans).zip(values) {
             // Relaxed: the Release store of the header below publishes the entry.
-            self.store_word(w, v, Ordering::Relaxed)?;
+            w.store(v, Ordering::Relaxed);
         }
         let slot = log.take_slot();
         // Release: the OS reads the header with Acquire and then the entries behind it.
