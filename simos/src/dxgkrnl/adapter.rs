@@ -37,6 +37,13 @@ impl DriverTable {
         lock(&self.table).map(|t| t.0)
     }
 
+    /// One entry of the table, read in place: the hot paths (ISR, DPC, UpdateMonitoredValues)
+    /// need one function pointer, not a copy of the whole table (issue 19: about 1 KiB copied
+    /// per call).
+    pub fn slot<T>(&self, f: impl FnOnce(&DRIVER_INITIALIZATION_DATA) -> T) -> Option<T> {
+        lock(&self.table).as_ref().map(|t| f(&t.0))
+    }
+
     /// Installs the table.
     pub fn set(&self, t: Option<DRIVER_INITIALIZATION_DATA>) {
         *lock(&self.table) = t.map(SendTable);
@@ -130,6 +137,10 @@ pub struct AdapterShared {
     /// holds the interrupt lock. Woken at once, the DPC thread started it on the other CPU
     /// during the ISR, and met the ISR's locks on the way.
     pub dpc_held: AtomicBool,
+    /// The ISR captured a DMA-fence node report for VidSch's DPC-time bookkeeping
+    /// (`vidsch::tdr`); a DPC without one skips the TDR registry (issue 19: a registry lock
+    /// and lookup on every DPC on the way to a CPU waiter).
+    pub tdr_reports: AtomicBool,
     /// The DPC gate: held while the driver's DPC routine runs (so a flush can wait for a
     /// running DPC, as `KeFlushQueuedDpcs` does); the value says whether DPCs may run at all
     /// (false before StartDevice and once StopDevice flushed them).
@@ -328,6 +339,7 @@ impl AdapterShared {
             interrupt_lock: Mutex::new(()),
             dpc_queued: AtomicBool::new(false),
             dpc_held: AtomicBool::new(false),
+            tdr_reports: AtomicBool::new(false),
             dpc_gate: Mutex::new(false),
             handle_valid: AtomicBool::new(false),
             forced_interrupt: AtomicBool::new(false),
@@ -495,7 +507,7 @@ impl AdapterShared {
 
     /// Moves every pending notification to the processed log (what VidSch does at DPC time).
     pub fn process_pending(&self) -> usize {
-        let drained: Vec<Processed> = std::mem::take(&mut *lock(&self.pending));
+        let mut drained: Vec<Processed> = std::mem::take(&mut *lock(&self.pending));
         let n = drained.len();
         // VidSch's DPC-time fence work is recorded here and done when the driver's DPC
         // returns ([`crate::sync::fence::process_dpc_work`]).
@@ -514,7 +526,14 @@ impl AdapterShared {
                 crate::vidsch::hws::log_interrupt(self, node);
             }
         }
-        lock(&self.processed).extend(drained);
+        lock(&self.processed).extend(drained.drain(..));
+        // The emptied buffer goes back (unless the ISR already started a new one), so the next
+        // ISR's push does not allocate at DIRQL (issue 19: one allocation per interrupt).
+        let mut pending = lock(&self.pending);
+        if pending.is_empty() {
+            std::mem::swap(&mut *pending, &mut drained);
+        }
+        drop(pending);
         // VidSch's DMA fence bookkeeping (crate::vidsch::tdr).
         crate::vidsch::tdr::dpc_process(self);
         n

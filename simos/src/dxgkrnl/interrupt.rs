@@ -161,7 +161,7 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
         a.reset_storm_counters();
         return Serviced::Idle;
     }
-    let Some(isr) = a.table.get().and_then(|t| t.DxgkDdiInterruptRoutine) else {
+    let Some(isr) = a.table.slot(|t| t.DxgkDdiInterruptRoutine).flatten() else {
         a.state
             .raise_sim_error("interrupt connected but DxgkDdiInterruptRoutine is null");
         return Serviced::Idle;
@@ -244,7 +244,7 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
     if a.state.is_halted() || !a.dpc_queued.swap(false, Ordering::AcqRel) {
         return false;
     }
-    let Some(dpc) = a.table.get().and_then(|t| t.DxgkDdiDpcRoutine) else {
+    let Some(dpc) = a.table.slot(|t| t.DxgkDdiDpcRoutine).flatten() else {
         a.state
             .raise_sim_error("DPC queued but DxgkDdiDpcRoutine is null");
         return false;

@@ -159,20 +159,21 @@ pub(super) fn release_from_log(obj: &FenceObj, value: u64, via: ReleaseVia) {
 /// most one), so this cannot deadlock. A fence named twice (two drains of one log recreation
 /// can both name it) is settled once: locking its settle lock twice would block this thread
 /// on itself, and every later settle of that fence with it.
-pub(super) fn settle_batch(a: &AdapterShared, objs: &mut [Arc<FenceObj>]) -> Result<(), SimError> {
+pub(super) fn settle_batch(
+    a: &AdapterShared,
+    objs: &mut Vec<Arc<FenceObj>>,
+) -> Result<(), SimError> {
     objs.sort_by_key(|o| (o.global, Arc::as_ptr(o) as usize));
-    let mut unique: Vec<&Arc<FenceObj>> = Vec::with_capacity(objs.len());
-    for o in objs.iter() {
-        if unique.last().is_none_or(|u| !Arc::ptr_eq(u, o)) {
-            unique.push(o);
-        }
-    }
-    let _guards: Vec<_> = unique.iter().map(|o| lock(&o.settle_lock)).collect();
+    objs.dedup_by(|x, y| Arc::ptr_eq(x, y));
+    let _guards: Vec<_> = objs.iter().map(|o| lock(&o.settle_lock)).collect();
+    // One buffer for every round (issue 19: the DPC allocated afresh per round).
+    let mut updates: Vec<(usize, u64, *mut c_void)> = Vec::new();
     loop {
-        let updates: Vec<(usize, u64, *mut c_void)> = unique
-            .iter()
-            .filter_map(|o| resample(o).map(|v| (o.global, v, o.mv.kva())))
-            .collect();
+        updates.clear();
+        updates.extend(
+            objs.iter()
+                .filter_map(|o| resample(o).map(|v| (o.global, v, o.mv.kva()))),
+        );
         if updates.is_empty() {
             return Ok(());
         }
@@ -248,7 +249,7 @@ mod tests {
         let obj = Arc::clone(&f.obj);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let mut objs = [Arc::clone(&obj), obj];
+            let mut objs = vec![Arc::clone(&obj), obj];
             let _ = tx.send(settle_batch(&a, &mut objs));
         });
         let Ok(r) = rx.recv_timeout(std::time::Duration::from_secs(20)) else {

@@ -40,18 +40,51 @@ pub(crate) fn query_caps(
     Ok(caps)
 }
 
+/// Fences whose arrays [`Buf`] keeps on the stack.
+const INLINE_FENCES: usize = 8;
+
+/// One of the parallel arrays the two update DDIs take: on the stack for the usual few fences,
+/// so the DPC's MonitoredValue re-arm does not allocate three times (issue 19).
+enum Buf<T: Copy> {
+    Inline([T; INLINE_FENCES]),
+    Heap(Vec<T>),
+}
+
+impl<T: Copy> Buf<T> {
+    fn collect(it: impl ExactSizeIterator<Item = T>, fill: T) -> Self {
+        if it.len() > INLINE_FENCES {
+            return Self::Heap(it.collect());
+        }
+        let mut a = [fill; INLINE_FENCES];
+        for (slot, v) in a.iter_mut().zip(it) {
+            *slot = v;
+        }
+        Self::Inline(a)
+    }
+
+    /// Valid while `self` stays where it is (the caller keeps it in a local across the call).
+    fn as_mut_ptr(&mut self) -> *mut T {
+        match self {
+            Self::Inline(a) => a.as_mut_ptr(),
+            Self::Heap(v) => v.as_mut_ptr(),
+        }
+    }
+}
+
 /// `DxgkDdiUpdateMonitoredValues` for `(global, value, MonitoredValue kernel VA)` entries, at
 /// device IRQL under the adapter's interrupt lock (synchronised with the ISR, NF-07).
 pub(super) fn update_monitored(
     a: &AdapterShared,
     entries: &[(usize, u64, *mut c_void)],
 ) -> Result<(), SimError> {
-    let f = table(a)?
-        .DxgkDdiUpdateMonitoredValues
+    let f = a
+        .table
+        .slot(|t| t.DxgkDdiUpdateMonitoredValues)
+        .ok_or_else(|| SimError::Simulation("no driver loaded".into()))?
         .ok_or_else(|| missing("DxgkDdiUpdateMonitoredValues"))?;
-    let mut handles: Vec<HANDLE> = entries.iter().map(|e| e.0 as HANDLE).collect();
-    let mut values: Vec<u64> = entries.iter().map(|e| e.1).collect();
-    let mut vas: Vec<*mut c_void> = entries.iter().map(|e| e.2).collect();
+    let mut handles = Buf::collect(entries.iter().map(|e| e.0 as HANDLE), std::ptr::null_mut());
+    let mut values = Buf::collect(entries.iter().map(|e| e.1), 0);
+    let mut vas = Buf::collect(entries.iter().map(|e| e.2), std::ptr::null_mut());
     let args = DXGKARG_UPDATEMONITOREDVALUES {
         NativeFenceArray: handles.as_mut_ptr(),
         UpdatedValueArray: values.as_mut_ptr(),
@@ -90,12 +123,14 @@ pub(super) fn update_current(
     entries: &[(usize, u64, *mut c_void)],
     notification_only: bool,
 ) -> Result<(), SimError> {
-    let f = table(a)?
-        .DxgkDdiUpdateCurrentValuesFromCpu
+    let f = a
+        .table
+        .slot(|t| t.DxgkDdiUpdateCurrentValuesFromCpu)
+        .ok_or_else(|| SimError::Simulation("no driver loaded".into()))?
         .ok_or_else(|| missing("DxgkDdiUpdateCurrentValuesFromCpu"))?;
-    let mut handles: Vec<HANDLE> = entries.iter().map(|e| e.0 as HANDLE).collect();
-    let mut values: Vec<u64> = entries.iter().map(|e| e.1).collect();
-    let mut vas: Vec<*mut c_void> = entries.iter().map(|e| e.2).collect();
+    let mut handles = Buf::collect(entries.iter().map(|e| e.0 as HANDLE), std::ptr::null_mut());
+    let mut values = Buf::collect(entries.iter().map(|e| e.1), 0);
+    let mut vas = Buf::collect(entries.iter().map(|e| e.2), std::ptr::null_mut());
     type Flags = DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS;
     let flags = if notification_only {
         Flags::from_value(Flags::mask(Flags::NotificationOnly))

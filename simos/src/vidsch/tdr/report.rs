@@ -59,10 +59,17 @@ pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DA
         return;
     }
     os.isr.push((node, report));
+    drop(os);
+    // Release: the DPC that sees the flag sees the report (it is also under `os`).
+    a.tdr_reports.store(true, Ordering::Release);
 }
 
 /// VidSch's DPC-time processing of the captured node reports (from `DxgkCbNotifyDpc`).
 pub(crate) fn dpc_process(a: &AdapterShared) {
+    // A report captured after this swap sets the flag again: the next DPC takes it.
+    if !a.tdr_reports.swap(false, Ordering::AcqRel) {
+        return;
+    }
     let Some(sh) = existing(a) else { return };
     let mut os = lock(&sh.os);
     let reports = std::mem::take(&mut os.isr);
