@@ -395,23 +395,8 @@ fn indirect_packet_across_a_page_boundary_runs_or_faults_at_its_first_unreadable
         if second_mapped {
             pt.map(&mut rig, BUF_VA + 0x1000, p1, RW_KERNEL);
         }
-        // The FILL starts two words before the page boundary.
         let start = BUF_VA + 0xff0;
-        let words = encode(&[Command::Fill {
-            dst: DATA_VA,
-            bytes: 8,
-            pattern: 0x5EED,
-        }]);
-        assert!(words.len() > 2, "the packet crosses the boundary");
-        for (i, w) in words.iter().enumerate() {
-            let va = start + 8 * i as u64;
-            let pa = if va < BUF_VA + 0x1000 {
-                p0 + (va - BUF_VA)
-            } else {
-                p1 + (va - BUF_VA - 0x1000)
-            };
-            rig.mem.store(pa, *w, Ordering::Relaxed).unwrap();
-        }
+        let words = store_crossing_fill(&rig, p0, p1);
         submit(
             &rig,
             &mut v,
@@ -421,18 +406,48 @@ fn indirect_packet_across_a_page_boundary_runs_or_faults_at_its_first_unreadable
             }],
         );
         rig.run();
-        let evs = rig.drain();
+        crossing_fill_ran_or_faulted(&rig, second_mapped, BUF_VA + 0x1000, data);
         if second_mapped {
-            assert!(faults(&evs).is_empty(), "{evs:?}");
-            assert_eq!(rig.mem.read_u64(data), Some(0x5EED));
             assert_eq!(read_ptr(&rig, &v), v.q.wptr);
-        } else {
-            let (r, info) = page_fault(&evs);
-            assert_eq!(r.arg1, BUF_VA + 0x1000, "the first word it cannot read");
-            assert_eq!(info.reason, FaultReason::NotPresent);
-            assert_eq!(info.access, Access::Execute);
-            assert_eq!(rig.mem.read_u64(data), Some(0), "nothing of the packet ran");
         }
+    }
+}
+
+/// Stores a FILL of 0x5EED to `DATA_VA` two words before the end of physical page `p0`, its
+/// other words at the start of `p1` (the next virtual page); returns its words.
+fn store_crossing_fill(rig: &Rig, p0: u64, p1: u64) -> Vec<u64> {
+    let words = encode(&[Command::Fill {
+        dst: DATA_VA,
+        bytes: 8,
+        pattern: 0x5EED,
+    }]);
+    assert!(words.len() > 2, "the packet crosses the boundary");
+    for (i, w) in words.iter().enumerate() {
+        let off = 0xff0 + 8 * i as u64;
+        let pa = if off < 0x1000 {
+            p0 + off
+        } else {
+            p1 + off - 0x1000
+        };
+        rig.mem.store(pa, *w, Ordering::Relaxed).unwrap();
+    }
+    words
+}
+
+/// After a FILL of 0x5EED to `data` whose packet crosses into a second page: with that page
+/// mapped it ran; without, the fetch faulted at `first_unreadable` (Execute, not present) and
+/// nothing of the packet ran.
+fn crossing_fill_ran_or_faulted(rig: &Rig, second_mapped: bool, first_unreadable: u64, data: u64) {
+    let evs = rig.drain();
+    if second_mapped {
+        assert!(faults(&evs).is_empty(), "{evs:?}");
+        assert_eq!(rig.mem.read_u64(data), Some(0x5EED));
+    } else {
+        let (r, info) = page_fault(&evs);
+        assert_eq!(r.arg1, first_unreadable, "the first word it cannot read");
+        assert_eq!(info.reason, FaultReason::NotPresent);
+        assert_eq!(info.access, Access::Execute);
+        assert_eq!(rig.mem.read_u64(data), Some(0), "nothing of the packet ran");
     }
 }
 
@@ -469,39 +484,17 @@ fn user_ring_packet_across_a_page_boundary_runs_or_faults_at_its_first_unreadabl
         // A NOP up to two words before the boundary (its padding is never read), then the FILL.
         let nop = encode(&[Command::Nop { len: 0x1fe }]);
         rig.mem.store(p0, nop[0], Ordering::Relaxed).unwrap();
-        let fill = encode(&[Command::Fill {
-            dst: DATA_VA,
-            bytes: 8,
-            pattern: 0x5EED,
-        }]);
-        assert!(fill.len() > 2, "the packet crosses the boundary");
-        for (i, w) in fill.iter().enumerate() {
-            let off = 0xff0 + 8 * i as u64;
-            let pa = if off < 0x1000 {
-                p0 + off
-            } else {
-                p1 + off - 0x1000
-            };
-            rig.mem.store(pa, *w, Ordering::Relaxed).unwrap();
-        }
+        let fill = store_crossing_fill(&rig, p0, p1);
         q.wptr = 0xff0 + 8 * fill.len() as u64;
         rig.mem
             .store(rc_pa + RingControl::WRITE_PTR, q.wptr, Ordering::Release)
             .unwrap();
         rig.ring(&q);
         rig.run();
-        let evs = rig.drain();
+        crossing_fill_ran_or_faulted(&rig, second_mapped, RING_VA + 0x1000, data);
         if second_mapped {
-            assert!(faults(&evs).is_empty(), "{evs:?}");
-            assert_eq!(rig.mem.read_u64(data), Some(0x5EED));
             let rptr = rig.mem.read_u64(rc_pa + RingControl::READ_PTR).unwrap();
             assert_eq!(rptr, q.wptr);
-        } else {
-            let (r, info) = page_fault(&evs);
-            assert_eq!(r.arg1, RING_VA + 0x1000, "the first word it cannot read");
-            assert_eq!(info.reason, FaultReason::NotPresent);
-            assert_eq!(info.access, Access::Execute);
-            assert_eq!(rig.mem.read_u64(data), Some(0), "nothing of the packet ran");
         }
     }
 }
