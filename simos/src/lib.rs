@@ -21,6 +21,8 @@ pub mod dxgkrnl;
 pub mod error;
 pub mod kmt;
 pub mod machine;
+#[cfg(target_os = "linux")]
+pub mod pe;
 pub mod sync;
 pub mod testing;
 pub mod ums;

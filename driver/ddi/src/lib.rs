@@ -30,6 +30,14 @@
 
 pub mod macros;
 
+#[cfg(feature = "abi-bridge")]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::panic,
+    reason = "host-only bridge; the indexing and the panic are in const evaluation"
+)]
+pub mod abi;
 pub mod adapter;
 pub mod allocation;
 pub mod basic;

@@ -147,6 +147,15 @@ macro_rules! ddi_table {
             }
         }
 
+        #[cfg(feature = "abi-bridge")]
+        impl $name {
+            /// Hands every slot, with its index in header order, to `v` (host tools that carry
+            /// a table across an emulator boundary; see [`crate::abi`]).
+            pub fn visit_slots<V: $crate::abi::SlotVisitor>(&mut self, v: &mut V) {
+                $( v.visit::<{ $crate::abi::slot_index($name::SLOT_NAMES, stringify!($field)) }, _>(&mut self.$field); )*
+            }
+        }
+
         impl Default for $name {
             /// Header fields at their defaults, every slot null.
             fn default() -> Self {

@@ -174,6 +174,9 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
     }
     if let Some(deref) = iface.InterfaceDereference {
         let ctx = iface.Context;
+        // In the machine's context, as every call into the driver (a fault in it is raised on
+        // this machine).
+        let _m = crate::dxgkrnl::kernel::MachineContext::enter(a.state.clone());
         // SAFETY: the driver's own dereference with its context (the OS is done with it).
         unsafe { deref(ctx) };
     }
@@ -240,6 +243,12 @@ fn query_interface(
         ));
         return Ok(None);
     }
+    // The PE image's routines are its code: the OS calls them through forwarders.
+    #[cfg(target_os = "linux")]
+    let iface = match a.state.pe() {
+        Some(pe) => pe.translate_feature_interface(iface),
+        None => iface,
+    };
     Ok(Some(iface))
 }
 

@@ -208,7 +208,15 @@ pub fn map_trap_window(bus: &Arc<dyn MmioBus + Send + Sync>, len: usize) -> NonN
         magic: TrapWindow::MAGIC,
         bus: weak,
     }));
-    let base = NonNull::from(window).cast::<u8>();
+    // The PE image dereferences its BAR pointer: it gets a range of address space the
+    // emulator routes to this window (crate::pe), instead of the window's own address.
+    #[cfg(target_os = "linux")]
+    let pe_base = current_machine()
+        .filter(|m| m.runs_pe())
+        .and_then(|_| crate::pe::window_range(len));
+    #[cfg(not(target_os = "linux"))]
+    let pe_base: Option<NonNull<u8>> = None;
+    let base = pe_base.unwrap_or_else(|| NonNull::from(window).cast::<u8>());
     windows_write().insert(
         base.as_ptr() as usize,
         Window {
@@ -268,6 +276,48 @@ pub fn unmap_window(base: usize) -> bool {
         w.remove(&base);
     }
     true
+}
+
+/// One access of `width` bytes at `base + offset` of a mapped window, for the emulated
+/// processor: a read returns the value, a write (`Some(value)`) returns 0. The same checks as
+/// the Linux build's accessors (0x50 for an access outside a live mapping).
+pub fn window_access(base: usize, offset: usize, width: usize, write: Option<u64>) -> u64 {
+    let Some(b) = NonNull::new(base as *mut u8) else {
+        return u64::MAX;
+    };
+    if width != 4 && width != 8 {
+        if let Some(m) = current_machine() {
+            m.raise_sim_error(format!(
+                "a {width}-byte register access at {:#x}: the device decodes 4- and 8-byte accesses only",
+                base + offset
+            ));
+        }
+        return u64::MAX;
+    }
+    let kind = resolve(b, offset, width, write.is_some());
+    let Some(WindowKind::Trap(w)) = kind else {
+        return if width == 4 { u64::from(u32::MAX) } else { u64::MAX };
+    };
+    let Some(bus) = trap(w) else {
+        return u64::MAX;
+    };
+    match (width, write) {
+        (4, None) => u64::from(bus.read32(offset)),
+        (4, Some(v)) => {
+            bus.write32(offset, v as u32);
+            0
+        }
+        (_, None) => bus.read64(offset),
+        (_, Some(v)) => {
+            bus.write64(offset, v);
+            0
+        }
+    }
+}
+
+/// Sets the calling processor's IRQL (the PE image writing CR8).
+pub fn set_irql(irql: Irql) {
+    IRQL.with(|c| c.set(irql));
 }
 
 /// Whether `base` is a live mapping.

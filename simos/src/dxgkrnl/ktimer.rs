@@ -205,6 +205,17 @@ fn cancel_set(timer: &SimTimer) -> Option<Arc<Armed>> {
     Some(armed)
 }
 
+/// `KeCancelTimer` alone (the PE image's import, which may run at DISPATCH_LEVEL): removes a
+/// set timer and returns it, so that `KeFlushQueuedDpcs` can wait for a run in progress.
+pub(crate) fn cancel_keep(timer: &SimTimer) -> Option<Arc<Armed>> {
+    cancel_set(timer)
+}
+
+/// `KeFlushQueuedDpcs` for one cancelled timer: waits for a run in progress.
+pub(crate) fn wait_not_running(armed: &Armed) {
+    drop(lock(&armed.running));
+}
+
 /// `KeCancelTimer` then `KeFlushQueuedDpcs`: see the module documentation.
 pub fn cancel(timer: &SimTimer) {
     if irql_above(Irql::Passive, cancel as *const () as usize) {

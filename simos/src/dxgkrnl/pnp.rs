@@ -93,7 +93,21 @@ impl Machine {
             state.raise_bugcheck(b);
             return Err(SimError::Bugcheck(b));
         }
+        #[cfg(target_os = "linux")]
+        let pe = match &self.config.driver {
+            crate::pe::DriverBuild::Pe(path) => Some(
+                crate::pe::attach(&state, path)
+                    .map_err(|e| SimError::Simulation(format!("loading {}: {e}", path.display())))?,
+            ),
+            crate::pe::DriverBuild::Linux => None,
+        };
         let status = load::with_loading(state.clone(), self.table.clone(), hook, || {
+            #[cfg(target_os = "linux")]
+            if let Some(pe) = &pe {
+                // The image's DriverEntry on an emulated processor; a fault in it is raised on
+                // this machine (checked below).
+                return pe.driver_entry(driver_object, registry_path).unwrap_or(0);
+            }
             // SAFETY: the pointers are stable, non-null stand-ins for the DRIVER_OBJECT and
             // the registry path (the driver only passes them on), and sim_dxgk_initialize
             // accepts any valid table pointer.
@@ -190,6 +204,14 @@ impl Machine {
         // The DPC gate opened above: a DPC queued before it may run now.
         a.dpc_wake.notify();
         let ctx = a.context();
+        // The PE image gets the same table with every callback a stub it can call.
+        #[cfg(target_os = "linux")]
+        let pe_interface = match self.state.pe() {
+            Some(pe) => pe.translate_interface(&iface),
+            None => &mut *iface as *mut rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE,
+        };
+        #[cfg(not(target_os = "linux"))]
+        let pe_interface = &mut *iface as *mut rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
         let status = ddi::call(
             &a,
             Routine::DxgkDdiStartDevice,
@@ -202,7 +224,7 @@ impl Machine {
                     start(
                         ctx,
                         &mut start_info,
-                        &mut *iface,
+                        pe_interface,
                         &mut sources,
                         &mut children,
                     )

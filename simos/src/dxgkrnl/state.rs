@@ -43,6 +43,10 @@ pub struct MachineState {
     on_halt: Mutex<Vec<HaltHook>>,
     /// Verifier's low-resources simulation for the driver's pool (issue 18).
     pool: super::lowres::PoolInjector,
+    /// The driver image this machine runs, when it runs `rvgpu.sys` in the emulator rather
+    /// than the Linux build ([`crate::pe`]).
+    #[cfg(target_os = "linux")]
+    pe: std::sync::OnceLock<std::sync::Arc<crate::pe::PeImage>>,
 }
 
 /// What runs when a machine halts.
@@ -75,6 +79,32 @@ impl MachineState {
             log: Mutex::new(Vec::new()),
             on_halt: Mutex::new(Vec::new()),
             pool: super::lowres::PoolInjector::default(),
+            #[cfg(target_os = "linux")]
+            pe: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The PE image this machine runs, if it runs one.
+    #[cfg(target_os = "linux")]
+    pub fn pe(&self) -> Option<&std::sync::Arc<crate::pe::PeImage>> {
+        self.pe.get()
+    }
+
+    /// Makes this machine run `image` (once, before the driver loads).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn set_pe(&self, image: std::sync::Arc<crate::pe::PeImage>) {
+        let _ = self.pe.set(image);
+    }
+
+    /// Whether the driver this machine runs is the PE image.
+    pub fn runs_pe(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            self.pe.get().is_some()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            false
         }
     }
 

@@ -164,6 +164,10 @@ pub struct MachineConfig {
     /// Adapter 0 is a PCI function this (Linux guest) machine sees instead of the emulated
     /// device in this process (issue 16, `machine::pci`). Threaded mode, one adapter.
     pub pci: Option<PciSpec>,
+    /// Which build of the driver the machine loads: the Linux build linked in, or `rvgpu.sys`
+    /// in the x86-64 emulator (default: `RVGPU_DRIVER`, see [`crate::pe::DriverBuild::from_env`]).
+    #[cfg(target_os = "linux")]
+    pub driver: crate::pe::DriverBuild,
 }
 
 /// Where the PCI function and the DMA memory are (`machine::pci`).
@@ -186,6 +190,8 @@ impl MachineConfig {
             os: OsConfig::default(),
             adapters: vec![AdapterConfig::dgpu()],
             pci: None,
+            #[cfg(target_os = "linux")]
+            driver: crate::pe::DriverBuild::from_env(),
         }
     }
 
@@ -196,6 +202,8 @@ impl MachineConfig {
             os: OsConfig::default(),
             adapters: vec![AdapterConfig::igpu(), AdapterConfig::dgpu()],
             pci: None,
+            #[cfg(target_os = "linux")]
+            driver: crate::pe::DriverBuild::from_env(),
         }
     }
 
@@ -212,6 +220,8 @@ impl MachineConfig {
             },
             adapters: vec![dgpu],
             pci: None,
+            #[cfg(target_os = "linux")]
+            driver: crate::pe::DriverBuild::from_env(),
         }
     }
 
@@ -224,6 +234,8 @@ impl MachineConfig {
             os: OsConfig::default(),
             adapters: vec![igpu, AdapterConfig::dgpu()],
             pci: None,
+            #[cfg(target_os = "linux")]
+            driver: crate::pe::DriverBuild::from_env(),
         }
     }
 }

@@ -1,0 +1,207 @@
+//! Mapping `rvgpu.sys` as the Windows loader does: sections at their RVAs in fresh memory,
+//! base relocations applied, imports bound (here to the simulated kernel's routines), and the
+//! instructions the emulator must see to (CR8 accesses, `pause`) found.
+
+use object::pe;
+use object::read::pe::{ImageNtHeaders, ImageOptionalHeader, PeFile64};
+use object::LittleEndian as LE;
+
+use super::arena;
+
+/// An instruction the emulator cannot run faithfully on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Special {
+    /// `mov reg, cr8`: reads the IRQL into the register (Unicorn number).
+    ReadCr8 { reg: i32 },
+    /// `mov cr8, reg`: sets the IRQL from the register.
+    WriteCr8 { reg: i32 },
+    /// `pause` (a spin loop's hint): the processor lets another one run.
+    Pause,
+}
+
+/// One import the image binds.
+#[derive(Clone, Debug)]
+pub struct Import {
+    /// The module, lower case (`ntoskrnl.exe`).
+    pub module: String,
+    /// The routine's name.
+    pub name: String,
+    /// Address of its IAT entry in the mapped image.
+    pub iat: usize,
+}
+
+/// A mapped image.
+#[derive(Debug)]
+pub struct Image {
+    /// Where it is mapped (an arena range).
+    pub base: usize,
+    /// `SizeOfImage`.
+    pub size: usize,
+    /// The entry point (`DriverEntry`).
+    pub entry: usize,
+    /// Imports by IAT entry, to be bound with [`Image::bind`].
+    pub imports: Vec<Import>,
+    /// Instructions the emulator handles itself, by address, with their length.
+    pub specials: Vec<(usize, u32, Special)>,
+    /// Functions (`.pdata`), as `[start, end)` addresses.
+    pub functions: Vec<(usize, usize)>,
+}
+
+fn uc_reg(r: iced_x86::Register) -> Option<i32> {
+    use super::unicorn::reg;
+    use iced_x86::Register as R;
+    Some(match r {
+        R::RAX => reg::RAX,
+        R::RBX => reg::RBX,
+        R::RCX => reg::RCX,
+        R::RDX => reg::RDX,
+        R::RSI => reg::RSI,
+        R::RDI => reg::RDI,
+        R::RBP => reg::RBP,
+        R::R8 => reg::R8,
+        R::R9 => reg::R9,
+        R::R10 => reg::R10,
+        R::R11 => reg::R11,
+        R::R12 => reg::R12,
+        R::R13 => reg::R13,
+        R::R14 => reg::R14,
+        R::R15 => reg::R15,
+        _ => return None,
+    })
+}
+
+impl Image {
+    /// Maps `data` (a PE32+ file) at fresh addresses.
+    pub fn map(data: &[u8]) -> Result<Self, String> {
+        let file = PeFile64::parse(data).map_err(|e| format!("not a PE32+ image: {e}"))?;
+        let nt = file.nt_headers();
+        let opt = nt.optional_header();
+        if nt.file_header().machine.get(LE) != pe::IMAGE_FILE_MACHINE_AMD64 {
+            return Err("not an x64 image".into());
+        }
+        let size = opt.size_of_image() as usize;
+        let headers = opt.size_of_headers() as usize;
+        if size == 0 || headers > size || headers > data.len() {
+            return Err("bad SizeOfImage/SizeOfHeaders".into());
+        }
+        let base = arena::alloc(size, arena::Access::ReadWrite)?;
+        // SAFETY: [base, base + size) is fresh read-write memory of ours.
+        let mem = unsafe { std::slice::from_raw_parts_mut(base as *mut u8, size) };
+        mem[..headers].copy_from_slice(&data[..headers]);
+        for s in file.section_table().iter() {
+            let va = s.virtual_address.get(LE) as usize;
+            let (off, len) = s.pe_file_range();
+            let (off, len) = (off as usize, len as usize);
+            let src = data
+                .get(off..off + len)
+                .ok_or("section past the end of the file")?;
+            let dst = mem
+                .get_mut(va..va + len)
+                .ok_or("section past SizeOfImage")?;
+            dst.copy_from_slice(src);
+        }
+        let delta = (base as u64).wrapping_sub(opt.image_base());
+        let dirs = file.data_directories();
+        let sections = file.section_table();
+        if let Some(mut blocks) = dirs
+            .relocation_blocks(data, &sections)
+            .map_err(|e| format!("relocations: {e}"))?
+        {
+            while let Some(block) = blocks.next().map_err(|e| format!("relocations: {e}"))? {
+                for r in block {
+                    match r.typ {
+                        pe::IMAGE_REL_BASED_ABSOLUTE => {}
+                        pe::IMAGE_REL_BASED_DIR64 => {
+                            let at = r.virtual_address as usize;
+                            let slot = mem.get_mut(at..at + 8).ok_or("relocation past the image")?;
+                            let v = u64::from_le_bytes(slot.try_into().map_err(|_| "reloc")?);
+                            slot.copy_from_slice(&v.wrapping_add(delta).to_le_bytes());
+                        }
+                        t => return Err(format!("relocation type {t} not supported")),
+                    }
+                }
+            }
+        }
+        let mut imports = Vec::new();
+        if let Some(table) = file.import_table().map_err(|e| format!("imports: {e}"))? {
+            let mut descs = table.descriptors().map_err(|e| format!("imports: {e}"))?;
+            while let Some(d) = descs.next().map_err(|e| format!("imports: {e}"))? {
+                let module = String::from_utf8_lossy(
+                    table.name(d.name.get(LE)).map_err(|e| format!("imports: {e}"))?,
+                )
+                .to_ascii_lowercase();
+                let lookup = match d.original_first_thunk.get(LE) {
+                    0 => d.first_thunk.get(LE),
+                    x => x,
+                };
+                let mut thunks = table.thunks(lookup).map_err(|e| format!("imports: {e}"))?;
+                let mut iat = d.first_thunk.get(LE) as usize;
+                while let Some(t) = thunks.next::<pe::ImageNtHeaders64>().map_err(|e| format!("imports: {e}"))? {
+                    let name = match table.import::<pe::ImageNtHeaders64>(t).map_err(|e| format!("imports: {e}"))? {
+                        object::read::pe::Import::Name(_, n) => String::from_utf8_lossy(n).into_owned(),
+                        object::read::pe::Import::Ordinal(o) => format!("#{o}"),
+                    };
+                    imports.push(Import {
+                        module: module.clone(),
+                        name,
+                        iat: base + iat,
+                    });
+                    iat += 8;
+                }
+            }
+        }
+        let mut functions = Vec::new();
+        if let Some(d) = dirs.get(pe::IMAGE_DIRECTORY_ENTRY_EXCEPTION) {
+            let (rva, len) = (d.virtual_address.get(LE) as usize, d.size.get(LE) as usize);
+            let pdata = mem.get(rva..rva + len).ok_or("exception directory past the image")?;
+            for f in pdata.chunks_exact(12) {
+                let start = u32::from_le_bytes([f[0], f[1], f[2], f[3]]) as usize;
+                let end = u32::from_le_bytes([f[4], f[5], f[6], f[7]]) as usize;
+                if start < end && end <= size {
+                    functions.push((base + start, base + end));
+                }
+            }
+        }
+        functions.sort_unstable();
+        functions.dedup();
+        let mut specials = Vec::new();
+        for &(start, end) in &functions {
+            let code = &mem[start - base..end - base];
+            let mut dec = iced_x86::Decoder::with_ip(64, code, start as u64, iced_x86::DecoderOptions::NONE);
+            while dec.can_decode() {
+                let i = dec.decode();
+                let special = match i.mnemonic() {
+                    iced_x86::Mnemonic::Pause => Some(Special::Pause),
+                    iced_x86::Mnemonic::Mov if i.op0_register() == iced_x86::Register::CR8 => {
+                        Some(Special::WriteCr8 {
+                            reg: uc_reg(i.op1_register()).ok_or("mov cr8 from an unexpected register")?,
+                        })
+                    }
+                    iced_x86::Mnemonic::Mov if i.op1_register() == iced_x86::Register::CR8 => {
+                        Some(Special::ReadCr8 {
+                            reg: uc_reg(i.op0_register()).ok_or("mov to an unexpected register from cr8")?,
+                        })
+                    }
+                    _ => None,
+                };
+                if let Some(s) = special {
+                    specials.push((i.ip() as usize, i.len() as u32, s));
+                }
+            }
+        }
+        Ok(Self {
+            base,
+            size,
+            entry: base + opt.address_of_entry_point() as usize,
+            imports,
+            specials,
+            functions,
+        })
+    }
+
+    /// Writes `addr` into the IAT entry of import `i`.
+    pub fn bind(&self, i: &Import, addr: usize) {
+        // SAFETY: `iat` is an 8-byte IAT entry inside the mapped image (from its import table).
+        unsafe { (i.iat as *mut u64).write_unaligned(addr as u64) };
+    }
+}

@@ -1,0 +1,581 @@
+//! The shipped driver image under the simulated OS: `rvgpu.sys`, loaded and run in an x86-64
+//! emulator.
+//!
+//! A machine configured with [`DriverBuild::Pe`] does not link the driver: it maps
+//! `rvgpu.sys` (what `scripts/package.sh` builds) as the Windows loader would
+//! ([`image`]), binds its ntoskrnl imports to the simulated kernel ([`ntoskrnl`]) and runs
+//! `DriverEntry` on an emulated processor ([`cpu`]). The image finds dxgkrnl as it does on
+//! Windows (`ZwLoadDriver`, `IoGetDeviceObjectPointer`, `IOCTL_VIDEO_DDI_FUNC_REGISTER`) and
+//! registers its table with the simulated `DxgkInitialize`; each slot it fills is replaced by a
+//! host forwarder of the slot's type ([`rvgpu_ddi::abi`]), so every DDI the simulated Dxgkrnl
+//! calls — through the same [`crate::dxgkrnl::ddi`] path, with the same rules — executes the
+//! image's machine code. In the other direction, the `DXGKRNL_INTERFACE` handed to
+//! `DxgkDdiStartDevice` (and the feature interface `DxgkCbQueryServices` returns) point at stubs
+//! that run the simulated callbacks. Register BARs the image maps are emulated MMIO regions
+//! routed to the same device model the Linux build reaches.
+
+pub mod arena;
+pub mod cpu;
+pub mod image;
+pub mod ntoskrnl;
+pub mod unicorn;
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, RwLock};
+
+use rvgpu_ddi::abi::{slot_index, AbiSlot, Callee, SlotVisitor};
+use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
+use rvgpu_ddi::feature::DXGKDDI_FEATURE_INTERFACE;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+
+use self::cpu::{Stop, StubResult, Stubs};
+use crate::dxgkrnl::kernel;
+use crate::dxgkrnl::state::{lock, MachineState};
+
+/// Which build of the driver a machine runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum DriverBuild {
+    /// The driver's Rust code compiled for this host and linked into the simulation.
+    #[default]
+    Linux,
+    /// `rvgpu.sys` itself, run in the x86-64 emulator.
+    Pe(PathBuf),
+}
+
+impl DriverBuild {
+    /// The PE image at its default path.
+    pub fn pe() -> Self {
+        Self::Pe(default_image_path())
+    }
+
+    /// The default for new machines: `RVGPU_DRIVER=pe` (or a path to a `.sys`) selects the PE
+    /// image, anything else the Linux build.
+    pub fn from_env() -> Self {
+        match std::env::var("RVGPU_DRIVER") {
+            Ok(v) if v == "pe" => Self::pe(),
+            Ok(v) if v.ends_with(".sys") => Self::Pe(PathBuf::from(v)),
+            _ => Self::Linux,
+        }
+    }
+
+    /// A short name (`linux`, `pe`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Linux => "linux",
+            Self::Pe(_) => "pe",
+        }
+    }
+}
+
+/// Where `scripts/package.sh` leaves `rvgpu.sys` when run without arguments (`package/`), or
+/// `RVGPU_SYS`.
+pub fn default_image_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("RVGPU_SYS") {
+        return PathBuf::from(p);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("package")
+        .join("rvgpu.sys")
+}
+
+/// Index of the slots the bridge treats specially.
+const SYNC_ID: usize = slot_index(DXGKRNL_INTERFACE::SLOT_NAMES, "DxgkCbSynchronizeExecution");
+const QUERY_SERVICES_ID: usize = slot_index(DXGKRNL_INTERFACE::SLOT_NAMES, "DxgkCbQueryServices");
+/// Forwarder ids of the feature interface the image returns from `DxgkDdiQueryInterface`
+/// (after the table's own slot ids).
+const FEATURE_BASE: usize = 1024;
+
+/// One loaded instance of the image (one per machine: its statics are the driver's globals).
+pub struct PeImage {
+    image: image::Image,
+    path: PathBuf,
+    stubs: Arc<Stubs>,
+    /// The image's code address behind each forwarder id.
+    ddi: RwLock<HashMap<usize, usize>>,
+    /// Stubs made for host functions the image was handed, by host address.
+    host_stubs: Mutex<HashMap<usize, usize>>,
+    /// Translated callback tables handed to StartDevice (kept alive: the image may keep the
+    /// pointer while it copies).
+    interfaces: Mutex<Vec<Box<DXGKRNL_INTERFACE>>>,
+    /// The `DxgkInitialize` stub the IOCTL answers with.
+    dxgk_initialize: usize,
+    /// The kernel objects and pool of this instance.
+    pub kernel: ntoskrnl::KernelState,
+}
+
+// SAFETY: the raw pointers inside (handles in the translated callback tables, the kernel
+// objects' addresses) are plain data shared with the image; every mutable part is behind a lock.
+unsafe impl Send for PeImage {}
+// SAFETY: as above.
+unsafe impl Sync for PeImage {}
+
+impl std::fmt::Debug for PeImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeImage")
+            .field("path", &self.path)
+            .field("base", &format_args!("{:#x}", self.image.base))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PeImage {
+    fn drop(&mut self) {
+        cpu::drop_stubs(&self.stubs);
+        cpu::unregister_range(self.image.base);
+        arena::release(self.image.base, self.image.size);
+        for (_, b) in lock(&self.kernel.pool).drain() {
+            let _ = b;
+        }
+    }
+}
+
+impl PeImage {
+    /// Maps the image at `path` and binds its imports. Fails with the name of an import the
+    /// simulated kernel does not implement, or when the emulator cannot be loaded.
+    pub fn load(path: &Path) -> Result<Arc<Self>, String> {
+        unicorn::api()?;
+        let data = std::fs::read(path).map_err(|e| {
+            format!(
+                "cannot read the driver image {}: {e} (build it with `bash scripts/package.sh`)",
+                path.display()
+            )
+        })?;
+        let img = image::Image::map(&data)?;
+        cpu::register_range(img.base, img.size, cpu::Range::Ram);
+        let stubs = Stubs::new(256)?;
+        let specials: Arc<[_]> = img.specials.clone().into();
+        cpu::register_specials(specials);
+        let mut failure = None;
+        let me = Arc::new_cyclic(|weak: &std::sync::Weak<PeImage>| {
+            let mut code_page = Vec::new();
+            let mut bindings = Vec::new();
+            for i in &img.imports {
+                match ntoskrnl::bind(weak, &i.module, &i.name) {
+                    Some(b) => bindings.push((i.clone(), b)),
+                    None => {
+                        failure.get_or_insert_with(|| {
+                            format!(
+                                "the image imports {}!{}, which the simulated kernel does not implement",
+                                i.module, i.name
+                            )
+                        });
+                    }
+                }
+            }
+            let init_weak = weak.clone();
+            let dxgk_initialize = stubs
+                .add(
+                    "DxgkInitialize",
+                    Arc::new(move |w: &[u64; 12]| match init_weak.upgrade() {
+                        Some(img) => img.dxgk_initialize(w),
+                        None => StubResult::Return(0),
+                    }),
+                )
+                .unwrap_or(0);
+            for (i, b) in bindings {
+                let addr = match b {
+                    ntoskrnl::Binding::Host(f) => stubs.add(&i.name, f),
+                    ntoskrnl::Binding::Code(bytes) => {
+                        code_page.push((i.clone(), bytes));
+                        continue;
+                    }
+                };
+                match addr {
+                    Ok(a) => img.bind(&i, a),
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                    }
+                }
+            }
+            // The C-library routines: machine code in a page of their own.
+            let total: usize = code_page.iter().map(|(_, b)| (b.len() + 15) & !15).sum();
+            if total > 0 {
+                match arena::alloc(total, arena::Access::ReadWrite) {
+                    Ok(base) => {
+                        cpu::register_range(base, total, cpu::Range::Ram);
+                        let mut at = base;
+                        for (i, bytes) in &code_page {
+                            // SAFETY: inside the fresh code range just allocated.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len())
+                            };
+                            img.bind(i, at);
+                            at += (bytes.len() + 15) & !15;
+                        }
+                    }
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                    }
+                }
+            }
+            PeImage {
+                image: img,
+                path: path.to_path_buf(),
+                stubs: stubs.clone(),
+                ddi: RwLock::new(HashMap::new()),
+                host_stubs: Mutex::new(HashMap::new()),
+                interfaces: Mutex::new(Vec::new()),
+                dxgk_initialize,
+                kernel: ntoskrnl::KernelState::default(),
+            }
+        });
+        match failure {
+            Some(f) => Err(f),
+            None => Ok(me),
+        }
+    }
+
+    /// The image's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Instructions of the image the emulator handles itself (CR8 accesses and `pause`s).
+    pub fn special_instructions(&self) -> usize {
+        self.image.specials.len()
+    }
+
+    /// Runs `DriverEntry(DriverObject, RegistryPath)`.
+    pub fn driver_entry(&self, driver_object: *mut c_void, registry_path: *const c_void) -> Result<i32, Stop> {
+        cpu::call(
+            self.image.entry,
+            &[driver_object as u64, registry_path as u64],
+        )
+        .map(|v| v as u32 as i32)
+    }
+
+    /// The simulated `DxgkInitialize`, reached through the IOCTL's answer: the image's table is
+    /// read, every filled slot replaced by a forwarder to the image's code, and the copy handed
+    /// to [`crate::dxgkrnl::load::sim_dxgk_initialize`] — which checks and copies it as for the
+    /// Linux build.
+    fn dxgk_initialize(self: &Arc<Self>, w: &[u64; 12]) -> StubResult {
+        let (dobj, reg, table) = (w[0] as *mut c_void, w[1] as *const c_void, w[2]);
+        let status = if table == 0 {
+            // SAFETY: a null table is one of the cases the simulated DxgkInitialize checks.
+            unsafe { crate::dxgkrnl::load::sim_dxgk_initialize(dobj, reg, std::ptr::null()) }
+        } else {
+            // SAFETY: the image passed its DRIVER_INITIALIZATION_DATA (identity-mapped host
+            // memory, read as Dxgkrnl reads it: a copy).
+            let mut t = unsafe { (table as *const DRIVER_INITIALIZATION_DATA).read_unaligned() };
+            t.visit_slots(&mut DdiBridge { image: self });
+            // SAFETY: a valid table on this frame for the duration of the call.
+            unsafe { crate::dxgkrnl::load::sim_dxgk_initialize(dobj, reg, &t) }
+        };
+        StubResult::Return(status as u32 as u64)
+    }
+
+    fn code_address(&self, id: usize) -> Option<usize> {
+        self.ddi
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .copied()
+    }
+
+    /// A stub the image can call for the host function in `slot`.
+    fn host_stub<S: AbiSlot>(&self, slot: &S, name: &str) -> usize {
+        let host = slot.addr();
+        let mut cache = lock(&self.host_stubs);
+        if let Some(&s) = cache.get(&host) {
+            return s;
+        }
+        let call: unsafe fn(usize, &[u64]) -> Option<u64> = call_as::<S>;
+        let stub = self
+            .stubs
+            .add(
+                name,
+                Arc::new(move |w: &[u64; 12]| {
+                    // SAFETY: `host` is the simulated OS's callback of type S; the image calls it
+                    // with the callback's own arguments.
+                    StubResult::Return(unsafe { call(host, w) }.unwrap_or(0))
+                }),
+            )
+            .unwrap_or(0);
+        cache.insert(host, stub);
+        stub
+    }
+
+    /// The callback table for StartDevice as the image sees it: every callback a stub.
+    pub fn translate_interface(self: &Arc<Self>, i: &DXGKRNL_INTERFACE) -> *mut DXGKRNL_INTERFACE {
+        let mut t = Box::new(*i);
+        t.visit_slots(&mut CallbackBridge { image: self });
+        let p: *mut DXGKRNL_INTERFACE = &mut *t;
+        lock(&self.interfaces).push(t);
+        p
+    }
+
+    /// The feature interface the image returned from `DxgkDdiQueryInterface`, with forwarders
+    /// to its code in place of its routines.
+    pub fn translate_feature_interface(&self, mut f: DXGKDDI_FEATURE_INTERFACE) -> DXGKDDI_FEATURE_INTERFACE {
+        fn fwd<S: AbiSlot, const ID: usize>(img: &PeImage, s: &mut S) {
+            let a = s.addr();
+            if a != 0 {
+                img.ddi.write().unwrap_or_else(|p| p.into_inner()).insert(ID, a);
+                *s = S::forwarder::<PeDdi, ID>();
+            }
+        }
+        fwd::<_, { FEATURE_BASE }>(self, &mut f.InterfaceReference);
+        fwd::<_, { FEATURE_BASE + 1 }>(self, &mut f.InterfaceDereference);
+        fwd::<_, { FEATURE_BASE + 2 }>(self, &mut f.QueryFeatureSupport);
+        fwd::<_, { FEATURE_BASE + 3 }>(self, &mut f.QueryFeatureInterface);
+        f
+    }
+
+    /// Translates an interface `DxgkCbQueryServices` wrote for the image (the feature
+    /// interface: its four routines become stubs).
+    fn translate_services(&self, services: u64, interface: u64) {
+        if services != u64::from(rvgpu_ddi::dxgkrnl::DxgkServicesFeature as u32) || interface == 0 {
+            return;
+        }
+        // SAFETY: the callback just wrote a DXGK_FEATURE_INTERFACE there (it checked Size).
+        let f = unsafe { &mut *(interface as *mut rvgpu_ddi::feature::DXGK_FEATURE_INTERFACE) };
+        let slots = [
+            (f.InterfaceReference.addr(), "InterfaceReference"),
+            (f.InterfaceDereference.addr(), "InterfaceDereference"),
+            (f.IsFeatureEnabled.addr(), "IsFeatureEnabled"),
+            (f.QueryFeatureInterface.addr(), "QueryFeatureInterface"),
+        ];
+        let _ = slots;
+        let r = self.host_stub(&f.InterfaceReference, "InterfaceReference");
+        let d = self.host_stub(&f.InterfaceDereference, "InterfaceDereference");
+        let e = self.host_stub(&f.IsFeatureEnabled, "IsFeatureEnabled");
+        let q = self.query_feature_interface_stub(&f.QueryFeatureInterface);
+        // SAFETY: stub addresses, never called as host functions (the image calls them).
+        unsafe {
+            f.InterfaceReference = AbiSlot::from_addr(r);
+            f.InterfaceDereference = AbiSlot::from_addr(d);
+            f.IsFeatureEnabled = AbiSlot::from_addr(e);
+            f.QueryFeatureInterface = AbiSlot::from_addr(q);
+        }
+    }
+
+    /// `QueryFeatureInterface` for the image: the native-fence interface it fills holds a host
+    /// routine (`GetOSCaps`), which becomes a stub.
+    fn query_feature_interface_stub<S: AbiSlot>(&self, slot: &S) -> usize {
+        let host = slot.addr();
+        if let Some(&s) = lock(&self.host_stubs).get(&host) {
+            return s;
+        }
+        let call: unsafe fn(usize, &[u64]) -> Option<u64> = call_as::<S>;
+        let stubs = self.stubs.clone();
+        let cache: Arc<Mutex<Option<usize>>> = Arc::new(Mutex::new(None));
+        let stub = self
+            .stubs
+            .add(
+                "QueryFeatureInterface",
+                Arc::new(move |w: &[u64; 12]| {
+                    // SAFETY: the simulated callback with the image's own arguments.
+                    let st = unsafe { call(host, w) }.unwrap_or(0);
+                    if st as u32 != 0 || w[1] == 0 {
+                        return StubResult::Return(st);
+                    }
+                    // SAFETY: the image's argument block (the callback just used it).
+                    let args = unsafe { &*(w[1] as *const rvgpu_ddi::feature::DXGKARGCB_QUERYFEATUREINTERFACE) };
+                    if args.FeatureId == rvgpu_ddi::feature::DXGK_FEATURE_NATIVE_FENCE && !args.Interface.is_null() {
+                        // SAFETY: the callback wrote a DXGKCBINT_FEATURE_NATIVEFENCE_1 there.
+                        let i = unsafe { &mut *args.Interface.cast::<rvgpu_ddi::feature::DXGKCBINT_FEATURE_NATIVEFENCE_1>() };
+                        let mut c = lock(&cache);
+                        let caps_stub = match *c {
+                            Some(s) => s,
+                            None => {
+                                let caps_host = i.GetOSCaps.addr();
+                                let caps_call: unsafe fn(usize, &[u64]) -> Option<u64> =
+                                    call_as_typed(&i.GetOSCaps);
+                                let s = stubs
+                                    .add(
+                                        "GetOSCaps",
+                                        Arc::new(move |w: &[u64; 12]| {
+                                            // SAFETY: the simulated GetOSCaps with the image's argument.
+                                            StubResult::Return(unsafe { caps_call(caps_host, w) }.unwrap_or(0))
+                                        }),
+                                    )
+                                    .unwrap_or(0);
+                                *c = Some(s);
+                                s
+                            }
+                        };
+                        // SAFETY: a stub address for the image; never called as a host function.
+                        i.GetOSCaps = unsafe { AbiSlot::from_addr(caps_stub) };
+                    }
+                    StubResult::Return(st)
+                }),
+            )
+            .unwrap_or(0);
+        lock(&self.host_stubs).insert(host, stub);
+        stub
+    }
+
+    /// Pool the image holds: (bytes, blocks).
+    pub fn pool_in_use(&self) -> (usize, usize) {
+        self.kernel.pool_in_use()
+    }
+}
+
+/// Calls the host function at `addr` as a slot of type `S`.
+///
+/// # Safety
+/// `addr` must be a host function of type `S`, sound to call with `args`.
+unsafe fn call_as<S: AbiSlot>(addr: usize, args: &[u64]) -> Option<u64> {
+    // SAFETY: the caller's contract.
+    let s = unsafe { S::from_addr(addr) };
+    // SAFETY: as above.
+    unsafe { s.call_words(args) }
+}
+
+/// [`call_as`] for the type of `_slot`.
+fn call_as_typed<S: AbiSlot>(_slot: &S) -> unsafe fn(usize, &[u64]) -> Option<u64> {
+    call_as::<S>
+}
+
+/// Where the table's forwarders send their calls: the current machine's image.
+struct PeDdi;
+
+impl Callee for PeDdi {
+    fn call(id: usize, args: &[u64]) -> u64 {
+        let Some(m) = kernel::current_machine() else {
+            eprintln!("rvgpu-simos: a DDI of the PE image was called outside any machine: {id} {}", std::backtrace::Backtrace::force_capture());
+            return 0;
+        };
+        let Some(img) = m.pe().cloned() else {
+            m.raise_sim_error("a PE forwarder ran on a machine without a PE image");
+            return 0;
+        };
+        let Some(addr) = img.code_address(id) else {
+            m.raise_sim_error(format!("no image code behind forwarder {id}"));
+            return 0;
+        };
+        match cpu::call(addr, args) {
+            Ok(v) => v,
+            Err(Stop::Halted) => 0,
+            Err(Stop::Emulator(e)) => {
+                m.raise_sim_error(format!("PE image: {e}"));
+                0
+            }
+        }
+    }
+}
+
+struct DdiBridge<'a> {
+    image: &'a PeImage,
+}
+
+impl SlotVisitor for DdiBridge<'_> {
+    fn visit<const ID: usize, S: AbiSlot>(&mut self, slot: &mut S) {
+        if !S::CALLABLE {
+            return;
+        }
+        let a = slot.addr();
+        if a == 0 {
+            return;
+        }
+        self.image
+            .ddi
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(ID, a);
+        *slot = S::forwarder::<PeDdi, ID>();
+    }
+}
+
+struct CallbackBridge<'a> {
+    image: &'a Arc<PeImage>,
+}
+
+impl SlotVisitor for CallbackBridge<'_> {
+    fn visit<const ID: usize, S: AbiSlot>(&mut self, slot: &mut S) {
+        if !S::CALLABLE || slot.addr() == 0 {
+            return;
+        }
+        let name = DXGKRNL_INTERFACE::SLOT_NAMES.get(ID).copied().unwrap_or("callback");
+        let stub = match ID {
+            SYNC_ID => self.image.sync_stub(slot),
+            QUERY_SERVICES_ID => self.image.query_services_stub(slot),
+            _ => self.image.host_stub(slot, name),
+        };
+        // SAFETY: a stub address, handed to the image; never called as a host function.
+        *slot = unsafe { S::from_addr(stub) };
+    }
+}
+
+/// A synchronize routine of the image with its context (`DxgkCbSynchronizeExecution`).
+struct GuestRoutine {
+    routine: usize,
+    context: u64,
+}
+
+/// The host routine `DxgkCbSynchronizeExecution` calls under the interrupt lock: runs the
+/// image's routine, returns its BOOLEAN.
+unsafe extern "system" fn sync_trampoline(context: *mut c_void) -> u8 {
+    // SAFETY: the GuestRoutine on the stub's frame, live for the callback.
+    let g = unsafe { &*context.cast::<GuestRoutine>() };
+    cpu::call(g.routine, &[g.context]).map_or(0, |v| v as u8)
+}
+
+impl PeImage {
+    /// `DxgkCbSynchronizeExecution` for the image: its routine (argument 2) is image code, so
+    /// the callback gets a host trampoline that runs it.
+    fn sync_stub<S: AbiSlot>(&self, slot: &S) -> usize {
+        let host = slot.addr();
+        let call: unsafe fn(usize, &[u64]) -> Option<u64> = call_as::<S>;
+        self.stubs
+            .add(
+                "DxgkCbSynchronizeExecution",
+                Arc::new(move |w: &[u64; 12]| {
+                    let g = GuestRoutine {
+                        routine: w[1] as usize,
+                        context: w[2],
+                    };
+                    let mut args = *w;
+                    if g.routine != 0 {
+                        args[1] = sync_trampoline as *const () as usize as u64;
+                        args[2] = &g as *const GuestRoutine as u64;
+                    }
+                    // SAFETY: the simulated callback with the image's arguments, the routine
+                    // replaced by a host trampoline that runs the image's.
+                    StubResult::Return(unsafe { call(host, &args) }.unwrap_or(0))
+                }),
+            )
+            .unwrap_or(0)
+    }
+
+    /// `DxgkCbQueryServices` for the image: the interface it returns holds host routines, which
+    /// become stubs before the image sees them.
+    fn query_services_stub<S: AbiSlot>(self: &Arc<Self>, slot: &S) -> usize {
+        let host = slot.addr();
+        let call: unsafe fn(usize, &[u64]) -> Option<u64> = call_as::<S>;
+        let me = Arc::downgrade(self);
+        self.stubs
+            .add(
+                "DxgkCbQueryServices",
+                Arc::new(move |w: &[u64; 12]| {
+                    // SAFETY: the simulated callback with the image's own arguments.
+                    let st = unsafe { call(host, w) }.unwrap_or(0);
+                    if st as u32 == 0 {
+                        if let Some(img) = me.upgrade() {
+                            img.translate_services(w[1], w[2]);
+                        }
+                    }
+                    StubResult::Return(st)
+                }),
+            )
+            .unwrap_or(0)
+    }
+}
+
+/// A register window for the PE image: address space the emulator routes to the device.
+pub fn window_range(len: usize) -> Option<NonNull<u8>> {
+    let base = arena::alloc(len, arena::Access::Window).ok()?;
+    cpu::register_range(base, len, cpu::Range::Window);
+    NonNull::new(base as *mut u8)
+}
+
+/// Loads the image for a machine and makes the machine run it.
+pub fn attach(state: &MachineState, path: &Path) -> Result<Arc<PeImage>, String> {
+    let img = PeImage::load(path)?;
+    state.set_pe(img.clone());
+    Ok(img)
+}

@@ -1,0 +1,612 @@
+//! The ntoskrnl routines `rvgpu.sys` imports, implemented with Windows' rules.
+//!
+//! The image imports 21 routines (src/ntos.rs, src/rt.rs). Each is bound to a stub that runs
+//! the simulated kernel's version: the pool through Verifier's low-resources injector
+//! ([`crate::dxgkrnl::lowres`]), timers and DPCs through the simulated kernel's timers
+//! ([`crate::dxgkrnl::ktimer`]), `KeBugCheckEx` as the machine's bug check with its code and
+//! parameters, and the Dxgkrnl registration path (`ZwLoadDriver`, `IoGetDeviceObjectPointer`,
+//! the `IOCTL_VIDEO_DDI_FUNC_REGISTER` IRP) answered as the running dxgkrnl answers it. The
+//! four C-library routines (`memcpy`, `memmove`, `memset`, `memcmp`) are machine code run in
+//! the emulated processor itself, as ntoskrnl's own are: a bad pointer faults in the image's
+//! context (0x50) instead of in the host.
+//!
+//! An import the simulated kernel does not implement fails the load with its name.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use rvgpu_kmd::platform::{Irql, Level};
+
+use super::cpu::{self, StubResult};
+use super::PeImage;
+use crate::dxgkrnl::bugcheck::{self, kirql, BugCheck};
+use crate::dxgkrnl::kernel::{self, current_irql, current_machine, raise};
+use crate::dxgkrnl::ktimer;
+use crate::dxgkrnl::state::lock;
+
+const STATUS_SUCCESS: u64 = 0;
+const STATUS_INVALID_PARAMETER: u64 = 0xC000_000D;
+const STATUS_OBJECT_NAME_NOT_FOUND: u64 = 0xC000_0034;
+const STATUS_IMAGE_ALREADY_LOADED: u64 = 0xC000_010E;
+const STATUS_INVALID_DEVICE_REQUEST: u64 = 0xC000_0010;
+
+/// `BAD_POOL_CALLER` and the parameter-1 values used below (bug-check-0xc2 reference page).
+const BAD_POOL_CALLER: u32 = 0xC2;
+/// "The current thread is requesting a pool allocation at IRQL > DISPATCH_LEVEL" (0x08 is
+/// the paged-pool variant; non-paged above DISPATCH is 0x09... the page lists 0x9 for frees):
+/// the simulation follows Verifier, which reports both as 0xC4/0x02 — see `alloc` below.
+const BAD_POOL_FREE_WRONG_TAG: u64 = 0x0A;
+/// "Attempt to free pool which was already freed" / an address that is not an allocation.
+const BAD_POOL_FREE_BAD_ADDRESS: u64 = 0x46;
+/// "Attempt to allocate pool with a tag of zero".
+const BAD_POOL_ZERO_TAG: u64 = 0x9B;
+/// `POOL_FLAG_UNINITIALIZED`.
+const POOL_FLAG_UNINITIALIZED: u64 = 0x2;
+/// `POOL_FLAG_NON_PAGED` and `POOL_FLAG_PAGED`.
+const POOL_FLAG_NON_PAGED: u64 = 0x40;
+const POOL_FLAG_PAGED: u64 = 0x100;
+
+/// One live pool allocation.
+#[derive(Clone, Copy, Debug)]
+pub struct PoolBlock {
+    size: usize,
+    tag: u32,
+    layout: std::alloc::Layout,
+}
+
+/// A KTIMER the image initialised, with the simulated kernel's timer behind it.
+#[derive(Debug, Default)]
+pub struct PeTimer {
+    sim: ktimer::SimTimer,
+    /// The KDPC it queues when set.
+    dpc: Mutex<usize>,
+    set: std::sync::atomic::AtomicBool,
+}
+
+/// The kernel objects and pool of one image instance.
+#[derive(Default)]
+pub struct KernelState {
+    pub(super) pool: Mutex<HashMap<usize, PoolBlock>>,
+    timers: Mutex<HashMap<usize, Arc<PeTimer>>>,
+    /// KDPC address → (routine, context).
+    dpcs: Mutex<HashMap<usize, (usize, usize)>>,
+    /// Timers cancelled since the last `KeFlushQueuedDpcs` (their routine may still run).
+    cancelled: Mutex<Vec<Arc<ktimer::Armed>>>,
+    /// The `\Device\DxgKrnl` device object and its file object (opaque to the driver).
+    pub(super) device_object: Box<[u64; 8]>,
+    pub(super) file_object: Box<[u64; 8]>,
+    file_refs: std::sync::atomic::AtomicI64,
+    /// IRPs built and not yet sent: address → (code, output buffer, length, event, iosb).
+    irps: Mutex<HashMap<usize, (u32, usize, u32, usize, usize)>>,
+    irp_storage: Mutex<Vec<Box<[u64; 32]>>>,
+}
+
+impl std::fmt::Debug for KernelState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelState")
+            .field("pool_blocks", &lock(&self.pool).len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl KernelState {
+    /// Bytes and blocks of pool the image holds.
+    pub fn pool_in_use(&self) -> (usize, usize) {
+        let p = lock(&self.pool);
+        (p.values().map(|b| b.size).sum(), p.len())
+    }
+}
+
+type Handler = fn(&Arc<PeImage>, &[u64; 12]) -> StubResult;
+
+/// The routines, by import name.
+fn handler(name: &str) -> Option<Handler> {
+    Some(match name {
+        "ExAllocatePool2" => ex_allocate_pool2,
+        "ExFreePoolWithTag" => ex_free_pool_with_tag,
+        "KeBugCheckEx" => ke_bug_check_ex,
+        "ZwLoadDriver" => zw_load_driver,
+        "IoGetDeviceObjectPointer" => io_get_device_object_pointer,
+        "IoBuildDeviceIoControlRequest" => io_build_device_io_control_request,
+        "IofCallDriver" => iof_call_driver,
+        "KeInitializeEvent" => ke_initialize_event,
+        "KeWaitForSingleObject" => ke_wait_for_single_object,
+        "MmGetPhysicalAddress" => mm_get_physical_address,
+        "KeQueryPerformanceCounter" => ke_query_performance_counter,
+        "KeInitializeTimerEx" => ke_initialize_timer_ex,
+        "KeInitializeDpc" => ke_initialize_dpc,
+        "KeSetTimerEx" => ke_set_timer_ex,
+        "KeCancelTimer" => ke_cancel_timer,
+        "KeFlushQueuedDpcs" => ke_flush_queued_dpcs,
+        "ObfDereferenceObject" => obf_dereference_object,
+        "DbgPrintEx" => dbg_print_ex,
+        _ => return None,
+    })
+}
+
+/// Machine code of the C-library routines ntoskrnl exports (Windows x64 convention; RDI and
+/// RSI are callee-saved, DF is clear on entry).
+fn machine_code(name: &str) -> Option<&'static [u8]> {
+    Some(match name {
+        // push rdi; push rsi; mov rax,rcx; mov rdi,rcx; mov rsi,rdx; mov rcx,r8; rep movsb;
+        // pop rsi; pop rdi; ret
+        "memcpy" => &[
+            0x57, 0x56, 0x48, 0x89, 0xc8, 0x48, 0x89, 0xcf, 0x48, 0x89, 0xd6, 0x4c, 0x89, 0xc1,
+            0xf3, 0xa4, 0x5e, 0x5f, 0xc3,
+        ],
+        // As memcpy, but backwards (std … cld) when the destination is above the source.
+        "memmove" => &[
+            0x57, 0x56, 0x48, 0x89, 0xc8, 0x48, 0x89, 0xcf, 0x48, 0x89, 0xd6, 0x4c, 0x89, 0xc1,
+            0x48, 0x39, 0xf7, 0x77, 0x05, 0xf3, 0xa4, 0x5e, 0x5f, 0xc3, 0x48, 0x8d, 0x74, 0x0e,
+            0xff, 0x48, 0x8d, 0x7c, 0x0f, 0xff, 0xfd, 0xf3, 0xa4, 0xfc, 0x5e, 0x5f, 0xc3,
+        ],
+        // push rdi; mov r9,rcx; mov rdi,rcx; movzx eax,dl; mov rcx,r8; rep stosb; mov rax,r9;
+        // pop rdi; ret
+        "memset" => &[
+            0x57, 0x49, 0x89, 0xc9, 0x48, 0x89, 0xcf, 0x0f, 0xb6, 0xc2, 0x4c, 0x89, 0xc1, 0xf3,
+            0xaa, 0x4c, 0x89, 0xc8, 0x5f, 0xc3,
+        ],
+        // push rdi; push rsi; mov rsi,rcx; mov rdi,rdx; mov rcx,r8; xor eax,eax; test rcx,rcx;
+        // jz done; repe cmpsb; je done; movzx eax,[rsi-1]; movzx edx,[rdi-1]; sub eax,edx;
+        // done: pop rsi; pop rdi; ret
+        "memcmp" => &[
+            0x57, 0x56, 0x48, 0x89, 0xce, 0x48, 0x89, 0xd7, 0x4c, 0x89, 0xc1, 0x31, 0xc0, 0x48,
+            0x85, 0xc9, 0x74, 0x0e, 0xf3, 0xa6, 0x74, 0x0a, 0x0f, 0xb6, 0x46, 0xff, 0x0f, 0xb6,
+            0x57, 0xff, 0x29, 0xd0, 0x5e, 0x5f, 0xc3,
+        ],
+        _ => return None,
+    })
+}
+
+/// What an import binds to.
+pub enum Binding {
+    /// A host routine (through a stub).
+    Host(cpu::StubFn),
+    /// Machine code to place in the image's system code page.
+    Code(&'static [u8]),
+}
+
+/// The binding of `module!name`, or `None` (the load fails with the name).
+pub fn bind(image: &Weak<PeImage>, module: &str, name: &str) -> Option<Binding> {
+    if module != "ntoskrnl.exe" {
+        return None;
+    }
+    if let Some(code) = machine_code(name) {
+        return Some(Binding::Code(code));
+    }
+    let h = handler(name)?;
+    let image = image.clone();
+    Some(Binding::Host(Arc::new(move |w: &[u64; 12]| {
+        let Some(img) = image.upgrade() else {
+            return StubResult::Return(0);
+        };
+        h(&img, w)
+    })))
+}
+
+fn ret(v: u64) -> StubResult {
+    StubResult::Return(v)
+}
+
+/// 0xA when the caller's IRQL is above `max` (the routine's documented maximum).
+fn irql_above(max: Irql, routine: u64) -> bool {
+    let current = current_irql();
+    if current <= max {
+        return false;
+    }
+    raise(BugCheck::new(
+        bugcheck::IRQL_NOT_LESS_OR_EQUAL,
+        [0, kirql(current), 8, routine],
+    ));
+    true
+}
+
+/// A UTF-16 `UNICODE_STRING` at `p`, or `None` for a malformed one.
+fn unicode_string(p: u64) -> Option<String> {
+    if p == 0 {
+        return None;
+    }
+    // SAFETY: the image passed a pointer to its UNICODE_STRING (16 bytes); identity-mapped
+    // host memory that the image just read or wrote.
+    let (len, buf) = unsafe {
+        let len = (p as *const u16).read_unaligned();
+        let buf = ((p + 8) as *const u64).read_unaligned();
+        (len, buf)
+    };
+    if buf == 0 || len % 2 != 0 {
+        return None;
+    }
+    // SAFETY: `Length` bytes of UTF-16 at `Buffer`, as the string declares.
+    let units = unsafe { std::slice::from_raw_parts(buf as *const u16, usize::from(len) / 2) };
+    Some(String::from_utf16_lossy(units))
+}
+
+// --- pool -----------------------------------------------------------------------------------
+
+/// `ExAllocatePool2(Flags, NumberOfBytes, Tag)`: zeroed unless `POOL_FLAG_UNINITIALIZED`;
+/// non-paged at IRQL <= DISPATCH_LEVEL, paged at <= APC_LEVEL; a zero tag is 0xC2/0x9B; NULL
+/// when Verifier's low-resources simulation fails it.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-exallocatepool2>
+fn ex_allocate_pool2(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    let (flags, size, tag) = (w[0], w[1] as usize, w[2] as u32);
+    if tag == 0 {
+        raise(BugCheck::new(BAD_POOL_CALLER, [BAD_POOL_ZERO_TAG, 0, 0, 0]));
+        return ret(0);
+    }
+    let max = if flags & POOL_FLAG_PAGED != 0 { Irql::Apc } else { Irql::Dispatch };
+    let irql = current_irql();
+    if irql > max {
+        // Under Verifier (the simulation always runs the driver so), 0xC4/0x02.
+        raise(BugCheck::verifier(
+            bugcheck::verifier::NONPAGED_ALLOC_ABOVE_DISPATCH,
+            kirql(irql),
+            0,
+            0,
+        ));
+        return ret(0);
+    }
+    if flags & (POOL_FLAG_NON_PAGED | POOL_FLAG_PAGED) == 0 {
+        return ret(0);
+    }
+    if !current_machine().is_none_or(|m| m.pool().permit()) {
+        return ret(0);
+    }
+    let align = if size >= 4096 { 4096 } else { 16 };
+    let Ok(layout) = std::alloc::Layout::from_size_align(size.max(1), align) else {
+        return ret(0);
+    };
+    // SAFETY: non-zero size.
+    let p = unsafe {
+        if flags & POOL_FLAG_UNINITIALIZED != 0 {
+            std::alloc::alloc(layout)
+        } else {
+            std::alloc::alloc_zeroed(layout)
+        }
+    };
+    if p.is_null() {
+        return ret(0);
+    }
+    lock(&img.kernel.pool).insert(p as usize, PoolBlock { size, tag, layout });
+    ret(p as u64)
+}
+
+/// `ExFreePoolWithTag(P, Tag)`: at IRQL <= DISPATCH_LEVEL; a pointer that is not a live
+/// allocation or a wrong tag is 0xC2; freeing memory that holds a set timer is 0xC7.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-exfreepoolwithtag>
+fn ex_free_pool_with_tag(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    let (p, tag) = (w[0] as usize, w[1] as u32);
+    if irql_above(Irql::Dispatch, 0) {
+        return ret(0);
+    }
+    let Some(block) = lock(&img.kernel.pool).get(&p).copied() else {
+        raise(BugCheck::new(BAD_POOL_CALLER, [BAD_POOL_FREE_BAD_ADDRESS, p as u64, 0, 0]));
+        return ret(0);
+    };
+    if block.tag != tag {
+        raise(BugCheck::new(
+            BAD_POOL_CALLER,
+            [BAD_POOL_FREE_WRONG_TAG, p as u64, u64::from(tag), u64::from(block.tag)],
+        ));
+        return ret(0);
+    }
+    let set_timer = lock(&img.kernel.timers)
+        .iter()
+        .find(|(&a, t)| a >= p && a < p + block.size && t.set.load(std::sync::atomic::Ordering::Acquire))
+        .map(|(&a, _)| a);
+    if let Some(t) = set_timer {
+        raise(BugCheck::new(bugcheck::TIMER_OR_DPC_INVALID, [0, t as u64, p as u64, p as u64 + block.size as u64]));
+        return ret(0);
+    }
+    lock(&img.kernel.pool).remove(&p);
+    lock(&img.kernel.timers).retain(|&a, _| !(a >= p && a < p + block.size));
+    lock(&img.kernel.dpcs).retain(|&a, _| !(a >= p && a < p + block.size));
+    // SAFETY: a live allocation of ours with its layout (from the table).
+    unsafe { std::alloc::dealloc(p as *mut u8, block.layout) };
+    ret(0)
+}
+
+// --- bug check and debug output -------------------------------------------------------------
+
+/// `KeBugCheckEx`: the machine stops with the driver's code and parameters.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-kebugcheckex>
+fn ke_bug_check_ex(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    raise(BugCheck::new(w[0] as u32, [w[1], w[2], w[3], w[4]]));
+    StubResult::NoReturn
+}
+
+/// `DbgPrintEx(ComponentId, Level, Format, ...)`: formatted into the machine's driver log.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-dbgprintex>
+fn dbg_print_ex(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    let level = match w[1] {
+        0 => Level::Error,
+        1 => Level::Warning,
+        2 => Level::Trace,
+        _ => Level::Info,
+    };
+    let text = format_c(w[2], &w[3..]);
+    // The Windows platform prefixes its messages for the debugger's output; the machine's log
+    // holds the message as the Linux build logs it.
+    let text = text.strip_prefix("rvgpu: ").map(str::to_string).unwrap_or(text);
+    if let Some(m) = current_machine() {
+        m.push_log(level, text);
+    }
+    ret(STATUS_SUCCESS)
+}
+
+fn c_string(p: u64) -> String {
+    if p == 0 {
+        return "(null)".into();
+    }
+    // SAFETY: a NUL-terminated string the image passed (identity-mapped host memory).
+    unsafe { std::ffi::CStr::from_ptr(p as *const std::ffi::c_char) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The subset of DbgPrint's format the image uses (`%s`, integers, `%p`, `%%`).
+fn format_c(fmt: u64, args: &[u64]) -> String {
+    let f = c_string(fmt);
+    let mut out = String::new();
+    let mut args = args.iter();
+    let mut chars = f.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        while matches!(chars.peek(), Some('l' | 'h' | 'z' | 'I' | '6' | '4' | '#' | '0'..='9')) {
+            chars.next();
+        }
+        let a = args.next().copied().unwrap_or(0);
+        match chars.next() {
+            Some('s') => out.push_str(&c_string(a)),
+            Some('d' | 'i') => out.push_str(&(a as i64).to_string()),
+            Some('u') => out.push_str(&a.to_string()),
+            Some('x') => out.push_str(&format!("{a:x}")),
+            Some('X') => out.push_str(&format!("{a:X}")),
+            Some('p') => out.push_str(&format!("{a:016X}")),
+            Some('c') => out.push(char::from(a as u8)),
+            Some('%') => out.push('%'),
+            Some(o) => {
+                out.push('%');
+                out.push(o);
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+// --- dxgkrnl registration -------------------------------------------------------------------
+
+const DXGKRNL_SERVICE: &str = r"\Registry\Machine\System\CurrentControlSet\Services\DXGKrnl";
+const DXGKRNL_DEVICE: &str = r"\Device\DxgKrnl";
+/// `IOCTL_VIDEO_DDI_FUNC_REGISTER` (ntddvdeo.h).
+const IOCTL_VIDEO_DDI_FUNC_REGISTER: u32 = 0x0023_003F;
+
+/// `ZwLoadDriver` (PASSIVE_LEVEL): dxgkrnl is loaded on a running system, so loading it again
+/// answers `STATUS_IMAGE_ALREADY_LOADED`; any other service is not installed here.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-zwloaddriver>
+fn zw_load_driver(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    if irql_above(Irql::Passive, 0) {
+        return ret(STATUS_INVALID_PARAMETER);
+    }
+    match unicode_string(w[0]) {
+        Some(s) if s.eq_ignore_ascii_case(DXGKRNL_SERVICE) => ret(STATUS_IMAGE_ALREADY_LOADED),
+        Some(_) => ret(STATUS_OBJECT_NAME_NOT_FOUND),
+        None => ret(STATUS_INVALID_PARAMETER),
+    }
+}
+
+/// `IoGetDeviceObjectPointer` (PASSIVE_LEVEL): `\Device\DxgKrnl` and a referenced file object.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-iogetdeviceobjectpointer>
+fn io_get_device_object_pointer(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    if irql_above(Irql::Passive, 0) {
+        return ret(STATUS_INVALID_PARAMETER);
+    }
+    if w[2] == 0 || w[3] == 0 {
+        return ret(STATUS_INVALID_PARAMETER);
+    }
+    match unicode_string(w[0]) {
+        Some(s) if s.eq_ignore_ascii_case(DXGKRNL_DEVICE) => {
+            img.kernel
+                .file_refs
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            // SAFETY: the image's two out-pointers (checked non-null).
+            unsafe {
+                (w[2] as *mut u64).write_unaligned(img.kernel.file_object.as_ptr() as u64);
+                (w[3] as *mut u64).write_unaligned(img.kernel.device_object.as_ptr() as u64);
+            }
+            ret(STATUS_SUCCESS)
+        }
+        _ => ret(STATUS_OBJECT_NAME_NOT_FOUND),
+    }
+}
+
+/// `IoBuildDeviceIoControlRequest` (PASSIVE_LEVEL): an IRP for the named device.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-iobuilddeviceiocontrolrequest>
+fn io_build_device_io_control_request(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    if irql_above(Irql::Passive, 0) {
+        return ret(0);
+    }
+    if w[1] != img.kernel.device_object.as_ptr() as u64 {
+        return ret(0);
+    }
+    if !current_machine().is_none_or(|m| m.pool().permit()) {
+        return ret(0);
+    }
+    let irp = Box::new([0u64; 32]);
+    let at = irp.as_ptr() as usize;
+    lock(&img.kernel.irp_storage).push(irp);
+    lock(&img.kernel.irps).insert(at, (w[0] as u32, w[4] as usize, w[5] as u32, w[7] as usize, w[8] as usize));
+    ret(at as u64)
+}
+
+/// `IofCallDriver`: dxgkrnl's answer to `IOCTL_VIDEO_DDI_FUNC_REGISTER` — the address of its
+/// `DpiInitialize` written to the output buffer (METHOD_NEITHER, kernel-mode caller), the
+/// request completed at once. Any other request is `STATUS_INVALID_DEVICE_REQUEST`.
+fn iof_call_driver(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    let Some((code, out, out_len, _event, iosb)) = lock(&img.kernel.irps).remove(&(w[1] as usize)) else {
+        return ret(STATUS_INVALID_PARAMETER);
+    };
+    lock(&img.kernel.irp_storage).retain(|b| b.as_ptr() as u64 != w[1]);
+    let (status, info) = if code == IOCTL_VIDEO_DDI_FUNC_REGISTER && out != 0 && out_len >= 8 {
+        // SAFETY: the IRP's output buffer, at least 8 bytes (checked).
+        unsafe { (out as *mut u64).write_unaligned(img.dxgk_initialize as u64) };
+        (STATUS_SUCCESS, 8)
+    } else {
+        (STATUS_INVALID_DEVICE_REQUEST, 0)
+    };
+    if iosb != 0 {
+        // SAFETY: the caller's IO_STATUS_BLOCK (16 bytes), given when the IRP was built.
+        unsafe {
+            (iosb as *mut u64).write_unaligned(status);
+            ((iosb + 8) as *mut u64).write_unaligned(info);
+        }
+    }
+    ret(status)
+}
+
+/// `KeInitializeEvent`: the event is signalled by the completion above, which is synchronous.
+fn ke_initialize_event(_img: &Arc<PeImage>, _w: &[u64; 12]) -> StubResult {
+    ret(0)
+}
+
+/// `KeWaitForSingleObject`: only the IRP's event is waited on, and only after a request
+/// returned `STATUS_PENDING`, which this dxgkrnl never does; a wait here would never end.
+fn ke_wait_for_single_object(_img: &Arc<PeImage>, _w: &[u64; 12]) -> StubResult {
+    if let Some(m) = current_machine() {
+        m.raise_sim_error("KeWaitForSingleObject on an object that is never signalled");
+    }
+    ret(STATUS_INVALID_PARAMETER)
+}
+
+/// `ObfDereferenceObject`: the file object from `IoGetDeviceObjectPointer`.
+fn obf_dereference_object(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    if w[0] == img.kernel.file_object.as_ptr() as u64 {
+        let n = img
+            .kernel
+            .file_refs
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
+            - 1;
+        if n < 0 {
+            // Dereferencing more than referenced: Windows' 0x18 REFERENCE_BY_POINTER.
+            raise(BugCheck::new(0x18, [0, w[0], 1, 0]));
+        }
+        return ret(n as u64);
+    }
+    raise(BugCheck::new(0x18, [0, w[0], 0, 0]));
+    ret(0)
+}
+
+// --- time and memory ------------------------------------------------------------------------
+
+/// `MmGetPhysicalAddress`: the bus address of contiguous memory the simulated Dxgkrnl handed
+/// out (0 for anything else).
+fn mm_get_physical_address(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    ret(kernel::dma_bus_address(w[0] as usize).unwrap_or(0))
+}
+
+/// `KeQueryPerformanceCounter`: the simulation's QPC.
+fn ke_query_performance_counter(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    if w[0] != 0 {
+        // SAFETY: the image's out-pointer (checked non-null).
+        unsafe { (w[0] as *mut u64).write_unaligned(crate::sync::trace::QPC_HZ) };
+    }
+    ret(crate::sync::trace::qpc())
+}
+
+// --- timers and DPCs ------------------------------------------------------------------------
+
+fn timer(img: &Arc<PeImage>, at: u64) -> Arc<PeTimer> {
+    lock(&img.kernel.timers)
+        .entry(at as usize)
+        .or_default()
+        .clone()
+}
+
+/// `KeInitializeTimerEx`: initialising a timer that is set corrupts the kernel's timer list.
+fn ke_initialize_timer_ex(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    let t = timer(img, w[0]);
+    if t.set.load(std::sync::atomic::Ordering::Acquire) {
+        if let Some(m) = current_machine() {
+            m.raise_sim_error(
+                "KeInitializeTimerEx on a set KTIMER (corrupts the kernel's timer list on Windows)",
+            );
+        }
+    }
+    ret(0)
+}
+
+/// `KeInitializeDpc`: records the routine and its context.
+fn ke_initialize_dpc(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    lock(&img.kernel.dpcs).insert(w[0] as usize, (w[1] as usize, w[2] as usize));
+    ret(0)
+}
+
+/// What the simulated kernel's timer runs: the image's DPC routine
+/// `(Dpc, DeferredContext, SystemArgument1, SystemArgument2)` at DISPATCH_LEVEL.
+unsafe fn run_dpc(context: *const core::ffi::c_void) {
+    // SAFETY: `context` is the PeTimer's Arc pointer the image's KeSetTimerEx armed with; the
+    // image keeps the timer set (and the timers table keeps the Arc) until the cancel returns.
+    let t = unsafe { &*context.cast::<(Weak<PeImage>, usize)>() };
+    let Some(img) = t.0.upgrade() else { return };
+    let dpc = t.1;
+    let Some((routine, ctx)) = lock(&img.kernel.dpcs).get(&dpc).copied() else {
+        return;
+    };
+    let _ = cpu::call(routine, &[dpc as u64, ctx as u64, 0, 0]);
+}
+
+/// `KeSetTimerEx(Timer, DueTime, Period, Dpc)` (<= DISPATCH_LEVEL): a periodic timer with a
+/// DPC, set on the simulated kernel's clock; returns whether it was already set.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-kesettimerex>
+fn ke_set_timer_ex(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    if irql_above(Irql::Dispatch, 0) {
+        return ret(0);
+    }
+    let t = timer(img, w[0]);
+    let was = t.set.swap(true, std::sync::atomic::Ordering::AcqRel);
+    if was {
+        if let Some(armed) = ktimer::cancel_keep(&t.sim) {
+            lock(&img.kernel.cancelled).push(armed);
+        }
+    }
+    let period = u32::try_from(w[2] as i32).unwrap_or(0);
+    *lock(&t.dpc) = w[3] as usize;
+    // The routine's context outlives the set: it is leaked per set (a few bytes) since the
+    // timer thread may still read it after a cancel that did not wait.
+    let ctx: &'static (Weak<PeImage>, usize) = Box::leak(Box::new((Arc::downgrade(img), w[3] as usize)));
+    let ok = ktimer::arm(&t.sim, period.max(1), run_dpc, (ctx as *const (Weak<PeImage>, usize)).cast());
+    if !ok {
+        t.set.store(false, std::sync::atomic::Ordering::Release);
+    }
+    ret(u64::from(was))
+}
+
+/// `KeCancelTimer` (<= DISPATCH_LEVEL): returns whether it was set; a DPC already running is
+/// waited for by `KeFlushQueuedDpcs`.
+fn ke_cancel_timer(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    if irql_above(Irql::Dispatch, 0) {
+        return ret(0);
+    }
+    let t = timer(img, w[0]);
+    let was = t.set.swap(false, std::sync::atomic::Ordering::AcqRel);
+    if let Some(armed) = ktimer::cancel_keep(&t.sim) {
+        lock(&img.kernel.cancelled).push(armed);
+    }
+    ret(u64::from(was))
+}
+
+/// `KeFlushQueuedDpcs` (PASSIVE_LEVEL): waits for the DPCs of cancelled timers.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-keflushqueueddpcs>
+fn ke_flush_queued_dpcs(img: &Arc<PeImage>, _w: &[u64; 12]) -> StubResult {
+    if irql_above(Irql::Passive, 0) {
+        return ret(0);
+    }
+    let cancelled: Vec<_> = std::mem::take(&mut *lock(&img.kernel.cancelled));
+    for a in cancelled {
+        ktimer::wait_not_running(&a);
+    }
+    ret(0)
+}
