@@ -17,9 +17,16 @@ const PAGE: usize = 4096;
 
 struct Arena {
     base: usize,
+    /// Next free address for memory (the lower half).
     next: usize,
+    /// Next free address for register windows (the upper half, so that one memory hook can
+    /// cover every window and nothing else).
+    next_window: usize,
     end: usize,
 }
+
+/// Where the windows half starts.
+const WINDOWS_OFFSET: usize = RESERVATION / 2;
 
 static ARENA: Mutex<Option<Arena>> = Mutex::new(None);
 
@@ -42,6 +49,7 @@ fn reserve() -> Result<Arena, String> {
     Ok(Arena {
         base,
         next: base,
+        next_window: base + WINDOWS_OFFSET,
         end: base + RESERVATION,
     })
 }
@@ -63,10 +71,14 @@ pub fn alloc(len: usize, access: Access) -> Result<usize, String> {
         *g = Some(reserve()?);
     }
     let a = g.as_mut().ok_or("no arena")?;
-    let base = a.next;
-    let end = base.checked_add(len).filter(|&e| e <= a.end).ok_or("address arena exhausted")?;
+    let (cursor, limit) = match access {
+        Access::ReadWrite => (&mut a.next, a.base + WINDOWS_OFFSET),
+        Access::Window => (&mut a.next_window, a.end),
+    };
+    let base = *cursor;
+    let end = base.checked_add(len).filter(|&e| e <= limit).ok_or("address arena exhausted")?;
     // A guard page between ranges: an overrun faults instead of reaching a neighbour.
-    a.next = end + PAGE;
+    *cursor = end + PAGE;
     if access == Access::ReadWrite {
         // SAFETY: [base, end) lies inside our reservation and belongs to no one else.
         let r = unsafe {
@@ -99,6 +111,16 @@ pub fn release(base: usize, len: usize) {
             0,
         );
     }
+}
+
+/// The half of the arena register windows are placed in, `[start, end)`.
+pub fn window_span() -> Result<(usize, usize), String> {
+    let mut g = lock(&ARENA);
+    if g.is_none() {
+        *g = Some(reserve()?);
+    }
+    let a = g.as_ref().ok_or("no arena")?;
+    Ok((a.base + WINDOWS_OFFSET, a.end))
 }
 
 /// Whether `addr` lies in the arena (its ranges are mapped by their owners, never on demand).

@@ -286,6 +286,21 @@ impl Engine {
             (api.hook_add)(uc, &mut h, hook::MEM_UNMAPPED, on_unmapped as *mut c_void, me, 1, 0);
             (api.hook_add)(uc, &mut h, hook::INSN_INVALID, on_invalid as *mut c_void, me, 1, 0);
         }
+        // Every register window lies in one half of the arena; the hook that sees whole
+        // accesses is in place before any code is translated (see `on_window_access`).
+        let (ws, we) = arena::window_span()?;
+        // SAFETY: a memory hook of the documented type over the windows' half.
+        unsafe {
+            (api.hook_add)(
+                uc,
+                &mut h,
+                hook::MEM_READ | hook::MEM_WRITE,
+                on_window_access as *mut c_void,
+                std::ptr::null_mut(),
+                ws as u64,
+                (we - 1) as u64,
+            );
+        }
         // SSE on (the image's code is SSE2): CR0.EM clear, CR0.MP set, CR4.OSFXSR|OSXMMEXCPT.
         let cr0 = eng.read(50) & !(1 << 2) | (1 << 1);
         eng.write(50, cr0);
@@ -341,7 +356,8 @@ impl Engine {
                 Range::Ram => unsafe {
                     (self.api.mem_map_ptr)(self.uc, base as u64, round(len), unicorn::PROT_ALL, base as *mut c_void)
                 },
-                // SAFETY: MMIO callbacks of the right types; the user data is the window base.
+                // SAFETY: MMIO callbacks of the right types; the user data is the window base;
+                // the access hook covers exactly the window.
                 Range::Window => unsafe {
                     (self.api.mmio_map)(
                         self.uc,
@@ -496,11 +512,59 @@ pub fn irql_from_cr8(v: u64) -> Irql {
     }
 }
 
+pub(crate) fn trace() -> bool {
+    static T: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *T.get_or_init(|| std::env::var_os("RVGPU_PE_TRACE").is_some())
+}
+
+// Unicorn hands an MMIO region at most 4 bytes at a time (an 8-byte `mov` arrives as two
+// halves, low first), while the bus carries an 8-byte access as one transaction and the
+// device's 64-bit registers act on it whole. A memory hook on each window sees the whole
+// access first; the halves are joined back into it here.
+thread_local! {
+    /// The access the processor is making (address, size), from the memory hook.
+    static ACCESS: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
+    /// The high half of an 8-byte read, or the low half of an 8-byte write.
+    static HALF: Cell<u64> = const { Cell::new(0) };
+}
+
+unsafe extern "C" fn on_window_access(_uc: Uc, _kind: i32, addr: u64, size: i32, _v: i64, _u: *mut c_void) {
+    ACCESS.with(|a| a.set((addr, size as u32)));
+}
+
 unsafe extern "C" fn mmio_read(_uc: Uc, offset: u64, size: u32, base: *mut c_void) -> u64 {
-    outside(|| kernel::window_access(base as usize, offset as usize, size as usize, None))
+    let at = base as u64 + offset;
+    let (a0, whole) = ACCESS.with(Cell::get);
+    let v = if whole == 8 && size == 4 && at == a0 {
+        let v = outside(|| kernel::window_access(base as usize, offset as usize, 8, None));
+        HALF.with(|h| h.set(v >> 32));
+        v & 0xFFFF_FFFF
+    } else if whole == 8 && size == 4 && at == a0 + 4 {
+        HALF.with(Cell::get)
+    } else {
+        outside(|| kernel::window_access(base as usize, offset as usize, size as usize, None))
+    };
+    if trace() {
+        eprintln!("[pe] mmio read {:#x}+{offset:#x}/{size} = {v:#x}", base as usize);
+    }
+    v
 }
 
 unsafe extern "C" fn mmio_write(_uc: Uc, offset: u64, size: u32, value: u64, base: *mut c_void) {
+    if trace() {
+        eprintln!("[pe] mmio write {:#x}+{offset:#x}/{size} = {value:#x}", base as usize);
+    }
+    let at = base as u64 + offset;
+    let (a0, whole) = ACCESS.with(Cell::get);
+    if whole == 8 && size == 4 && at == a0 {
+        HALF.with(|h| h.set(value & 0xFFFF_FFFF));
+        return;
+    }
+    if whole == 8 && size == 4 && at == a0 + 4 {
+        let v = HALF.with(Cell::get) | (value << 32);
+        outside(|| kernel::window_access(base as usize, offset as usize - 4, 8, Some(v)));
+        return;
+    }
     outside(|| kernel::window_access(base as usize, offset as usize, size as usize, Some(value)));
 }
 
@@ -599,8 +663,10 @@ fn run(e: &Engine, addr: usize, args: &[u64]) -> Result<u64, Stop> {
                         }
                     };
                 }
+                if trace() {
+                    eprintln!("[pe] -> {name}({:#x}, {:#x}, {:#x}, {:#x})", words[0], words[1], words[2], words[3]);
+                }
                 let result = outside(|| f(&words));
-                let _ = name;
                 if kernel::current_machine().is_some_and(|m| m.is_halted()) {
                     return Err(Stop::Halted);
                 }

@@ -164,8 +164,19 @@ impl Image {
         }
         functions.sort_unstable();
         functions.dedup();
+        // Functions from .pdata, and every executable section swept linearly as well: a leaf
+        // function without a stack frame has no unwind entry, and the compiler places no data
+        // in code sections on x64 (jump tables are in .rdata).
+        let mut ranges = functions.clone();
+        for s in file.section_table().iter() {
+            if s.characteristics.get(LE) & pe::IMAGE_SCN_MEM_EXECUTE != 0 {
+                let va = s.virtual_address.get(LE) as usize;
+                let len = (s.virtual_size.get(LE) as usize).min(size.saturating_sub(va));
+                ranges.push((base + va, base + va + len));
+            }
+        }
         let mut specials = Vec::new();
-        for &(start, end) in &functions {
+        for &(start, end) in &ranges {
             let code = &mem[start - base..end - base];
             let mut dec = iced_x86::Decoder::with_ip(64, code, start as u64, iced_x86::DecoderOptions::NONE);
             while dec.can_decode() {
@@ -189,6 +200,8 @@ impl Image {
                 }
             }
         }
+        specials.sort_unstable_by_key(|s| s.0);
+        specials.dedup_by_key(|s| s.0);
         Ok(Self {
             base,
             size,

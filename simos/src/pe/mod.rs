@@ -448,7 +448,12 @@ impl Callee for PeDdi {
             m.raise_sim_error(format!("no image code behind forwarder {id}"));
             return 0;
         };
-        match cpu::call(addr, args) {
+        let r = cpu::call(addr, args);
+        if cpu::trace() {
+            let name = DRIVER_INITIALIZATION_DATA::SLOT_NAMES.get(id).copied().unwrap_or("feature interface");
+            eprintln!("[pe] {name}({:x?}) = {r:x?}", args);
+        }
+        match r {
             Ok(v) => v,
             Err(Stop::Halted) => 0,
             Err(Stop::Emulator(e)) => {

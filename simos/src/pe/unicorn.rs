@@ -29,6 +29,10 @@ pub mod hook {
     pub const CODE: i32 = 4;
     /// `UC_HOOK_MEM_READ_UNMAPPED | WRITE | FETCH`.
     pub const MEM_UNMAPPED: i32 = 16 | 32 | 64;
+    /// `UC_HOOK_MEM_READ`: before each read in the range (with the access's whole size).
+    pub const MEM_READ: i32 = 1 << 10;
+    /// `UC_HOOK_MEM_WRITE`.
+    pub const MEM_WRITE: i32 = 1 << 11;
     /// `UC_HOOK_INSN_INVALID`.
     pub const INSN_INVALID: i32 = 1 << 14;
 }
