@@ -1,7 +1,7 @@
 //! `rvgpu-whlk`: runs the named cases and prints the results table.
 //!
 //! ```text
-//! rvgpu-whlk [--backend sim|windows|kmt-sim] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
+//! rvgpu-whlk [--backend sim|windows|kmt-sim] [--driver linux|pe|pe:PATH] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
 //!             [--junit PATH] [--timeline PATH | --no-timeline] [--timeline-svg PATH]
 //! ```
 //! `--requirement` (repeatable, or a comma list) keeps the cases whose requirement list names
@@ -60,6 +60,12 @@ struct Cli {
         value_name = "BASE:SIZE"
     )]
     dma: String,
+    /// Which build of the driver the simulated machines load: `linux` (its Rust code compiled
+    /// for this host), or `pe` — `rvgpu.sys` itself, the file a user installs, run in an x86-64
+    /// emulator behind the simulated Dxgkrnl (built on first use as scripts/package.sh builds
+    /// it; `pe:PATH` for another image).
+    #[arg(long, default_value = "linux", value_name = "linux|pe|pe:PATH")]
+    driver: String,
     /// A named subset of cases: `pci` (issue 16's list for the PCI board).
     #[arg(long, value_name = "NAME")]
     subset: Option<String>,
@@ -86,6 +92,25 @@ struct Cli {
     /// Also draw the timeline as an SVG picture here.
     #[arg(long, value_name = "PATH")]
     timeline_svg: Option<std::path::PathBuf>,
+}
+
+/// `--driver`: for the PE image, builds it when no path is given, loads it once to fail early
+/// (no emulator, an import the simulated kernel lacks) and makes it every machine's driver.
+#[cfg(target_os = "linux")]
+fn choose_driver(arg: &str) -> Result<(), String> {
+    use rvgpu_simos::pe::{build_image, DriverBuild, PeImage};
+    let path = match DriverBuild::parse(arg)? {
+        DriverBuild::Linux => return Ok(()),
+        DriverBuild::Pe(Some(p)) => p,
+        DriverBuild::Pe(None) => build_image()?,
+    };
+    PeImage::load(&path)?;
+    println!(
+        "driver: {} (the shipped image, run in the x86-64 emulator)",
+        path.display()
+    );
+    DriverBuild::set_default(DriverBuild::Pe(Some(path)));
+    Ok(())
 }
 
 /// Writes `text` to `path`, creating its directory.
@@ -198,6 +223,16 @@ fn main() -> ExitCode {
     }
     if selected.is_empty() {
         eprintln!("rvgpu-whlk: no case matches the filter and requirements");
+        return ExitCode::from(2);
+    }
+    #[cfg(target_os = "linux")]
+    if let Err(e) = choose_driver(&cli.driver) {
+        eprintln!("rvgpu-whlk: --driver {}: {e}", cli.driver);
+        return ExitCode::from(2);
+    }
+    #[cfg(not(target_os = "linux"))]
+    if cli.driver != "linux" {
+        eprintln!("rvgpu-whlk: --driver pe runs on Linux only (the emulator is not part of this build)");
         return ExitCode::from(2);
     }
     let backend: Box<dyn Backend> = match cli.backend {

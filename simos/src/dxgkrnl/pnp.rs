@@ -96,8 +96,8 @@ impl Machine {
         #[cfg(target_os = "linux")]
         let pe = match &self.config.driver {
             crate::pe::DriverBuild::Pe(path) => Some(
-                crate::pe::attach(&state, path)
-                    .map_err(|e| SimError::Simulation(format!("loading {}: {e}", path.display())))?,
+                crate::pe::attach(&state, path.as_deref())
+                    .map_err(|e| SimError::Simulation(format!("loading rvgpu.sys: {e}")))?,
             ),
             crate::pe::DriverBuild::Linux => None,
         };
@@ -204,14 +204,6 @@ impl Machine {
         // The DPC gate opened above: a DPC queued before it may run now.
         a.dpc_wake.notify();
         let ctx = a.context();
-        // The PE image gets the same table with every callback a stub it can call.
-        #[cfg(target_os = "linux")]
-        let pe_interface = match self.state.pe() {
-            Some(pe) => pe.translate_interface(&iface),
-            None => &mut *iface as *mut rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE,
-        };
-        #[cfg(not(target_os = "linux"))]
-        let pe_interface = &mut *iface as *mut rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
         let status = ddi::call(
             &a,
             Routine::DxgkDdiStartDevice,
@@ -224,7 +216,7 @@ impl Machine {
                     start(
                         ctx,
                         &mut start_info,
-                        pe_interface,
+                        &mut *iface,
                         &mut sources,
                         &mut children,
                     )
@@ -812,6 +804,10 @@ impl Machine {
             .iter()
             .map(|a| lock(&a.contiguous).len() + lock(&a.mappings).values().sum::<usize>())
             .sum();
+        // The PE image's own pool is tracked the same way (ExAllocatePool2 in the simulated
+        // kernel): a block still allocated after Unload is the 0x62 leak, with its count.
+        #[cfg(target_os = "linux")]
+        let leaked = leaked + self.state.pe().map_or(0, |p| p.pool_in_use().1);
         if leaked != 0 {
             let b = BugCheck::verifier(0x62, 0, 0, leaked as u64);
             self.state.raise_bugcheck(b);

@@ -210,16 +210,52 @@ fn stub_at(addr: usize) -> Option<(String, StubFn)> {
     s.routine(addr)
 }
 
-/// The instructions of loaded images the processors handle themselves (append-only: the
-/// addresses are never reused, so a dropped image's entries are never hit again).
-static SPECIALS: RwLock<Vec<Arc<[(usize, u32, Special)]>>> = RwLock::new(Vec::new());
+/// The instructions of loaded images the processors handle themselves, by registration
+/// number. A dropped image's entry goes; processors keep its hooks, which can never fire
+/// again (its addresses are never reused) and refer to no memory (the hook's user data is the
+/// instruction's encoded description, not a pointer).
+static SPECIALS: RwLock<BTreeMap<u64, Arc<[(usize, u32, Special)]>>> = RwLock::new(BTreeMap::new());
+static SPECIALS_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
-/// Makes every processor handle `sites` (an image's CR8 accesses and `pause`s).
-pub fn register_specials(sites: Arc<[(usize, u32, Special)]>) {
+/// Makes every processor handle `sites` (an image's CR8 accesses and `pause`s); returns the
+/// registration to pass to [`unregister_specials`].
+pub fn register_specials(sites: Arc<[(usize, u32, Special)]>) -> u64 {
+    let seq = SPECIALS_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     SPECIALS
         .write()
         .unwrap_or_else(|p| p.into_inner())
-        .push(sites);
+        .insert(seq, sites);
+    seq
+}
+
+/// Forgets an image's instructions (the image is gone).
+pub fn unregister_specials(seq: u64) {
+    SPECIALS
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&seq);
+}
+
+/// A special instruction as a hook's user data: kind, register and length in one word.
+fn encode(len: u32, s: Special) -> usize {
+    let (kind, reg) = match s {
+        Special::ReadCr8 { reg } => (1usize, reg as usize),
+        Special::WriteCr8 { reg } => (2, reg as usize),
+        Special::Pause => (3, 0),
+    };
+    kind | (reg & 0xFFFF) << 8 | (len as usize & 0xFF) << 24
+}
+
+fn decode(word: usize) -> Option<(u32, Special)> {
+    let reg = ((word >> 8) & 0xFFFF) as i32;
+    let len = ((word >> 24) & 0xFF) as u32;
+    let s = match word & 0xFF {
+        1 => Special::ReadCr8 { reg },
+        2 => Special::WriteCr8 { reg },
+        3 => Special::Pause,
+        _ => return None,
+    };
+    Some((len, s))
 }
 
 /// The address every outermost call returns to: the processor stops when it gets there.
@@ -254,7 +290,7 @@ struct Engine {
     exit: Cell<Option<Exit>>,
     /// Host memory mapped so far: start → end.
     mapped: RefCell<BTreeMap<usize, usize>>,
-    specials_seen: Cell<usize>,
+    specials_seen: Cell<u64>,
     stack: usize,
 }
 
@@ -324,28 +360,27 @@ impl Engine {
     /// Installs the instruction hooks of images loaded since the last call.
     fn sync_specials(&self) {
         let all = SPECIALS.read().unwrap_or_else(|p| p.into_inner());
-        let me = (self as *const Engine).cast_mut().cast::<c_void>();
-        for sites in all.iter().skip(self.specials_seen.get()) {
-            for site in sites.iter() {
+        let seen = self.specials_seen.get();
+        let mut last = seen;
+        for (&seq, sites) in all.range(seen + 1..) {
+            for &(at, len, kind) in sites.iter() {
                 let mut h = 0usize;
-                let user = (site as *const (usize, u32, Special)).cast_mut().cast::<c_void>();
-                // SAFETY: a code hook for exactly one address; `user` points into an
-                // append-only, never-freed list entry (SPECIALS keeps the Arc).
+                // SAFETY: a code hook for exactly one address; the user data is a plain word.
                 unsafe {
                     (self.api.hook_add)(
                         self.uc,
                         &mut h,
                         hook::CODE,
                         on_special as *mut c_void,
-                        user,
-                        site.0 as u64,
-                        site.0 as u64,
+                        encode(len, kind) as *mut c_void,
+                        at as u64,
+                        at as u64,
                     )
                 };
-                let _ = me;
             }
+            last = seq;
         }
-        self.specials_seen.set(all.len());
+        self.specials_seen.set(last);
     }
 
     /// Maps what holds `addr` (on a fault); false when nothing does.
@@ -473,11 +508,9 @@ unsafe extern "C" fn on_unmapped(
 }
 
 unsafe extern "C" fn on_special(uc: Uc, addr: u64, _size: u32, user: *mut c_void) {
-    // SAFETY: `user` points at a never-freed SPECIALS entry (sync_specials).
-    let &(at, len, kind) = unsafe { &*user.cast::<(usize, u32, Special)>() };
-    if at as u64 != addr {
+    let Some((len, kind)) = decode(user as usize) else {
         return;
-    }
+    };
     let Some(api) = unicorn::api().ok() else { return };
     let read = |r: i32| {
         let mut v = 0u64;
@@ -571,10 +604,14 @@ unsafe extern "C" fn mmio_write(_uc: Uc, offset: u64, size: u32, value: u64, bas
 // ---------------------------------------------------------------------------------------------
 // Calls into the image.
 
-thread_local! {
-    /// Idle processors of this thread (a nested call takes another).
-    static POOL: RefCell<Vec<Box<Engine>>> = const { RefCell::new(Vec::new()) };
-}
+/// Idle processors. A call takes one (a nested call a second), whichever thread it runs on,
+/// and returns it: processors outlive the simulated OS's threads and machines, so the code
+/// they translated is translated once per process.
+static POOL: Mutex<Vec<Box<Engine>>> = Mutex::new(Vec::new());
+
+// SAFETY: an engine is used by one thread at a time (taken out of the pool for a call); a
+// Unicorn instance keeps all of its state in itself, so it may move between threads.
+unsafe impl Send for Engine {}
 
 /// Why a call into the image did not return a value.
 #[derive(Clone, Debug)]
@@ -594,7 +631,7 @@ pub fn call(addr: usize, args: &[u64]) -> Result<u64, Stop> {
     if kernel::current_machine().is_some_and(|m| m.is_halted()) {
         return Err(Stop::Halted);
     }
-    let engine = match POOL.with(|p| p.borrow_mut().pop()) {
+    let engine = match lock(&POOL).pop() {
         Some(e) => e,
         None => Engine::new().map_err(Stop::Emulator)?,
     };
@@ -606,7 +643,7 @@ pub fn call(addr: usize, args: &[u64]) -> Result<u64, Stop> {
     if !held {
         release();
     }
-    POOL.with(|p| p.borrow_mut().push(engine));
+    lock(&POOL).push(engine);
     r
 }
 

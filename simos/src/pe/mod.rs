@@ -41,24 +41,31 @@ pub enum DriverBuild {
     /// The driver's Rust code compiled for this host and linked into the simulation.
     #[default]
     Linux,
-    /// `rvgpu.sys` itself, run in the x86-64 emulator.
-    Pe(PathBuf),
+    /// `rvgpu.sys` itself, run in the x86-64 emulator: the image at this path, or (`None`)
+    /// the one this workspace builds, built on first use ([`build_image`]).
+    Pe(Option<PathBuf>),
 }
 
-impl DriverBuild {
-    /// The PE image at its default path.
-    pub fn pe() -> Self {
-        Self::Pe(default_image_path())
-    }
+static DEFAULT: RwLock<Option<DriverBuild>> = RwLock::new(None);
 
-    /// The default for new machines: `RVGPU_DRIVER=pe` (or a path to a `.sys`) selects the PE
-    /// image, anything else the Linux build.
+impl DriverBuild {
+    /// The default for new machines: what [`DriverBuild::set_default`] chose, else
+    /// `RVGPU_DRIVER` (`pe`, or a path to a `.sys`), else the Linux build.
     pub fn from_env() -> Self {
+        if let Some(d) = DEFAULT.read().unwrap_or_else(|p| p.into_inner()).clone() {
+            return d;
+        }
         match std::env::var("RVGPU_DRIVER") {
-            Ok(v) if v == "pe" => Self::pe(),
-            Ok(v) if v.ends_with(".sys") => Self::Pe(PathBuf::from(v)),
+            Ok(v) if v == "pe" => Self::Pe(None),
+            Ok(v) if v.ends_with(".sys") => Self::Pe(Some(PathBuf::from(v))),
             _ => Self::Linux,
         }
+    }
+
+    /// Makes `d` the build every machine configured from now on loads (the harness's
+    /// `--driver`).
+    pub fn set_default(d: DriverBuild) {
+        *DEFAULT.write().unwrap_or_else(|p| p.into_inner()) = Some(d);
     }
 
     /// A short name (`linux`, `pe`).
@@ -68,31 +75,174 @@ impl DriverBuild {
             Self::Pe(_) => "pe",
         }
     }
+
+    /// Parses `linux`, `pe` or `pe:PATH`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "linux" => Ok(Self::Linux),
+            "pe" => Ok(Self::Pe(None)),
+            _ => match s.strip_prefix("pe:") {
+                Some(p) => Ok(Self::Pe(Some(PathBuf::from(p)))),
+                None => Err(format!("unknown driver build {s} (linux, pe, pe:PATH)")),
+            },
+        }
+    }
 }
 
-/// Where `scripts/package.sh` leaves `rvgpu.sys` when run without arguments (`package/`), or
-/// `RVGPU_SYS`.
-pub fn default_image_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("RVGPU_SYS") {
-        return PathBuf::from(p);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("package")
-        .join("rvgpu.sys")
+/// The workspace's root (where `scripts/package.sh` lives).
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Builds `rvgpu.sys` as `scripts/package.sh` does (same profile, target, linker and target
+/// directory, so the two share their work) and returns its path; once per process. An image
+/// given by `RVGPU_SYS` is used as it is.
+pub fn build_image() -> Result<PathBuf, String> {
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            if let Some(p) = std::env::var_os("RVGPU_SYS") {
+                return Ok(PathBuf::from(p));
+            }
+            let root = workspace_root();
+            let target = "x86_64-pc-windows-msvc";
+            let target_dir = root.join("target").join("pe");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let out = std::process::Command::new(cargo)
+                .current_dir(&root)
+                .args(["rustc", "-q", "-p", "rvgpu", "--profile", "driver", "--target", target])
+                .arg("--target-dir")
+                .arg(&target_dir)
+                .args([
+                    "--config",
+                    &format!("target.{target}.linker=\"rust-lld\""),
+                    "--crate-type",
+                    "cdylib",
+                ])
+                .env_remove("RUSTFLAGS")
+                .env_remove("CARGO_ENCODED_RUSTFLAGS")
+                .output()
+                .map_err(|e| format!("cannot run cargo to build rvgpu.sys: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "building rvgpu.sys failed:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            Ok(target_dir.join(target).join("driver").join("rvgpu.dll"))
+        })
+        .clone()
 }
 
 /// Index of the slots the bridge treats specially.
 const SYNC_ID: usize = slot_index(DXGKRNL_INTERFACE::SLOT_NAMES, "DxgkCbSynchronizeExecution");
+const START_DEVICE_ID: usize = slot_index(DRIVER_INITIALIZATION_DATA::SLOT_NAMES, "DxgkDdiStartDevice");
 const QUERY_SERVICES_ID: usize = slot_index(DXGKRNL_INTERFACE::SLOT_NAMES, "DxgkCbQueryServices");
 /// Forwarder ids of the feature interface the image returns from `DxgkDdiQueryInterface`
 /// (after the table's own slot ids).
 const FEATURE_BASE: usize = 1024;
 
-/// One loaded instance of the image (one per machine: its statics are the driver's globals).
-pub struct PeImage {
+/// The image mapped once per process (per file): its code, its bound imports and the
+/// `DxgkInitialize` stub. Machines share it, as the Linux build's machines share one set of
+/// driver statics (and as Windows' adapters share one loaded driver); a machine's kernel
+/// objects and pool are its own ([`PeImage`]). Mapped once, the code is translated once for
+/// every machine and processor.
+struct Loaded {
     image: image::Image,
     path: PathBuf,
+    /// Keeps the import stubs alive.
+    _stubs: Arc<Stubs>,
+    dxgk_initialize: usize,
+}
+
+/// What the image's imports and the `DxgkInitialize` stub run on: the calling thread's
+/// machine's instance.
+fn current_image() -> Option<Arc<PeImage>> {
+    kernel::current_machine().and_then(|m| m.pe().cloned())
+}
+
+static LOADED: Mutex<Vec<((PathBuf, u64, std::time::SystemTime), Arc<Loaded>)>> = Mutex::new(Vec::new());
+
+impl Loaded {
+    /// The mapping of the file at `path` (mapped on first use; a rebuilt file is mapped anew).
+    fn get(path: &Path) -> Result<Arc<Self>, String> {
+        let meta = std::fs::metadata(path).map_err(|e| {
+            format!(
+                "cannot read the driver image {}: {e} (build it with `bash scripts/package.sh`)",
+                path.display()
+            )
+        })?;
+        let key = (
+            path.to_path_buf(),
+            meta.len(),
+            meta.modified().unwrap_or(std::time::UNIX_EPOCH),
+        );
+        let mut cache = lock(&LOADED);
+        if let Some((_, l)) = cache.iter().find(|(k, _)| *k == key) {
+            return Ok(l.clone());
+        }
+        let l = Arc::new(Self::map(path)?);
+        cache.push((key, l.clone()));
+        Ok(l)
+    }
+
+    fn map(path: &Path) -> Result<Self, String> {
+        let data = std::fs::read(path)
+            .map_err(|e| format!("cannot read the driver image {}: {e}", path.display()))?;
+        let img = image::Image::map(&data)?;
+        cpu::register_range(img.base, img.size, cpu::Range::Ram);
+        let stubs = Stubs::new(64)?;
+        let specials: Arc<[_]> = img.specials.clone().into();
+        cpu::register_specials(specials);
+        let mut code_page = Vec::new();
+        for i in &img.imports {
+            match ntoskrnl::bind(&i.module, &i.name) {
+                Some(ntoskrnl::Binding::Host(f)) => img.bind(i, stubs.add(&i.name, f)?),
+                Some(ntoskrnl::Binding::Code(bytes)) => code_page.push((i.clone(), bytes)),
+                None => {
+                    return Err(format!(
+                        "the image imports {}!{}, which the simulated kernel does not implement",
+                        i.module, i.name
+                    ))
+                }
+            }
+        }
+        // The C-library routines: machine code in a page of their own.
+        let total: usize = code_page.iter().map(|(_, b)| (b.len() + 15) & !15).sum();
+        if total > 0 {
+            let base = arena::alloc(total, arena::Access::ReadWrite)?;
+            cpu::register_range(base, total, cpu::Range::Ram);
+            let mut at = base;
+            for (i, bytes) in &code_page {
+                // SAFETY: inside the fresh code range just allocated.
+                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len()) };
+                img.bind(i, at);
+                at += (bytes.len() + 15) & !15;
+            }
+        }
+        let dxgk_initialize = stubs.add(
+            "DxgkInitialize",
+            Arc::new(|w: &[u64; 12]| match current_image() {
+                Some(img) => img.dxgk_initialize(w),
+                None => StubResult::Return(STATUS_UNSUCCESSFUL),
+            }),
+        )?;
+        Ok(Self {
+            image: img,
+            path: path.to_path_buf(),
+            _stubs: stubs,
+            dxgk_initialize,
+        })
+    }
+}
+
+const STATUS_UNSUCCESSFUL: u64 = 0xC000_0001;
+
+/// A machine's instance of the image: the shared mapping, and what Windows keeps per loaded
+/// driver — its pool, timers and DPCs, the table it registered, the callback tables it got.
+pub struct PeImage {
+    loaded: Arc<Loaded>,
+    /// Stubs for the simulated OS's callbacks handed to this machine's driver.
     stubs: Arc<Stubs>,
     /// The image's code address behind each forwarder id.
     ddi: RwLock<HashMap<usize, usize>>,
@@ -101,8 +251,6 @@ pub struct PeImage {
     /// Translated callback tables handed to StartDevice (kept alive: the image may keep the
     /// pointer while it copies).
     interfaces: Mutex<Vec<Box<DXGKRNL_INTERFACE>>>,
-    /// The `DxgkInitialize` stub the IOCTL answers with.
-    dxgk_initialize: usize,
     /// The kernel objects and pool of this instance.
     pub kernel: ntoskrnl::KernelState,
 }
@@ -116,8 +264,8 @@ unsafe impl Sync for PeImage {}
 impl std::fmt::Debug for PeImage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PeImage")
-            .field("path", &self.path)
-            .field("base", &format_args!("{:#x}", self.image.base))
+            .field("path", &self.loaded.path)
+            .field("base", &format_args!("{:#x}", self.loaded.image.base))
             .finish_non_exhaustive()
     }
 }
@@ -125,124 +273,47 @@ impl std::fmt::Debug for PeImage {
 impl Drop for PeImage {
     fn drop(&mut self) {
         cpu::drop_stubs(&self.stubs);
-        cpu::unregister_range(self.image.base);
-        arena::release(self.image.base, self.image.size);
-        for (_, b) in lock(&self.kernel.pool).drain() {
-            let _ = b;
-        }
+        // Pool the driver still held (a machine dropped without unloading it) goes with it.
+        self.kernel.free_all();
     }
 }
 
 impl PeImage {
-    /// Maps the image at `path` and binds its imports. Fails with the name of an import the
-    /// simulated kernel does not implement, or when the emulator cannot be loaded.
+    /// An instance of the image at `path` (mapped once per process). Fails with the name of
+    /// an import the simulated kernel does not implement, or when the emulator cannot be
+    /// loaded (with the command that installs it).
     pub fn load(path: &Path) -> Result<Arc<Self>, String> {
         unicorn::api()?;
-        let data = std::fs::read(path).map_err(|e| {
-            format!(
-                "cannot read the driver image {}: {e} (build it with `bash scripts/package.sh`)",
-                path.display()
-            )
-        })?;
-        let img = image::Image::map(&data)?;
-        cpu::register_range(img.base, img.size, cpu::Range::Ram);
-        let stubs = Stubs::new(256)?;
-        let specials: Arc<[_]> = img.specials.clone().into();
-        cpu::register_specials(specials);
-        let mut failure = None;
-        let me = Arc::new_cyclic(|weak: &std::sync::Weak<PeImage>| {
-            let mut code_page = Vec::new();
-            let mut bindings = Vec::new();
-            for i in &img.imports {
-                match ntoskrnl::bind(weak, &i.module, &i.name) {
-                    Some(b) => bindings.push((i.clone(), b)),
-                    None => {
-                        failure.get_or_insert_with(|| {
-                            format!(
-                                "the image imports {}!{}, which the simulated kernel does not implement",
-                                i.module, i.name
-                            )
-                        });
-                    }
-                }
-            }
-            let init_weak = weak.clone();
-            let dxgk_initialize = stubs
-                .add(
-                    "DxgkInitialize",
-                    Arc::new(move |w: &[u64; 12]| match init_weak.upgrade() {
-                        Some(img) => img.dxgk_initialize(w),
-                        None => StubResult::Return(0),
-                    }),
-                )
-                .unwrap_or(0);
-            for (i, b) in bindings {
-                let addr = match b {
-                    ntoskrnl::Binding::Host(f) => stubs.add(&i.name, f),
-                    ntoskrnl::Binding::Code(bytes) => {
-                        code_page.push((i.clone(), bytes));
-                        continue;
-                    }
-                };
-                match addr {
-                    Ok(a) => img.bind(&i, a),
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                    }
-                }
-            }
-            // The C-library routines: machine code in a page of their own.
-            let total: usize = code_page.iter().map(|(_, b)| (b.len() + 15) & !15).sum();
-            if total > 0 {
-                match arena::alloc(total, arena::Access::ReadWrite) {
-                    Ok(base) => {
-                        cpu::register_range(base, total, cpu::Range::Ram);
-                        let mut at = base;
-                        for (i, bytes) in &code_page {
-                            // SAFETY: inside the fresh code range just allocated.
-                            unsafe {
-                                std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len())
-                            };
-                            img.bind(i, at);
-                            at += (bytes.len() + 15) & !15;
-                        }
-                    }
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                    }
-                }
-            }
-            PeImage {
-                image: img,
-                path: path.to_path_buf(),
-                stubs: stubs.clone(),
-                ddi: RwLock::new(HashMap::new()),
-                host_stubs: Mutex::new(HashMap::new()),
-                interfaces: Mutex::new(Vec::new()),
-                dxgk_initialize,
-                kernel: ntoskrnl::KernelState::default(),
-            }
-        });
-        match failure {
-            Some(f) => Err(f),
-            None => Ok(me),
-        }
+        let loaded = Loaded::get(path)?;
+        Ok(Arc::new(PeImage {
+            loaded,
+            stubs: Stubs::new(256)?,
+            ddi: RwLock::new(HashMap::new()),
+            host_stubs: Mutex::new(HashMap::new()),
+            interfaces: Mutex::new(Vec::new()),
+            kernel: ntoskrnl::KernelState::default(),
+        }))
     }
 
     /// The image's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.loaded.path
     }
 
     /// Instructions of the image the emulator handles itself (CR8 accesses and `pause`s).
     pub fn special_instructions(&self) -> usize {
-        self.image.specials.len()
+        self.loaded.image.specials.len()
+    }
+
+    /// The address the IOCTL answers with (the simulated `DxgkInitialize`).
+    pub(crate) fn dxgk_initialize_stub(&self) -> usize {
+        self.loaded.dxgk_initialize
     }
 
     /// Runs `DriverEntry(DriverObject, RegistryPath)`.
     pub fn driver_entry(&self, driver_object: *mut c_void, registry_path: *const c_void) -> Result<i32, Stop> {
         cpu::call(
-            self.image.entry,
+            self.loaded.image.entry,
             &[driver_object as u64, registry_path as u64],
         )
         .map(|v| v as u32 as i32)
@@ -448,6 +519,16 @@ impl Callee for PeDdi {
             m.raise_sim_error(format!("no image code behind forwarder {id}"));
             return 0;
         };
+        // StartDevice's callback table holds host routines: the image gets stubs for them.
+        let mut words = [0u64; 8];
+        let n = args.len().min(8);
+        words[..n].copy_from_slice(&args[..n]);
+        if id == START_DEVICE_ID && words[2] != 0 {
+            // SAFETY: the simulated Dxgkrnl's DXGKRNL_INTERFACE for this call.
+            let host = unsafe { &*(words[2] as *const DXGKRNL_INTERFACE) };
+            words[2] = img.translate_interface(host) as u64;
+        }
+        let args = &words[..n];
         let r = cpu::call(addr, args);
         if cpu::trace() {
             let name = DRIVER_INITIALIZATION_DATA::SLOT_NAMES.get(id).copied().unwrap_or("feature interface");
@@ -496,10 +577,20 @@ impl SlotVisitor for CallbackBridge<'_> {
             return;
         }
         let name = DXGKRNL_INTERFACE::SLOT_NAMES.get(ID).copied().unwrap_or("callback");
-        let stub = match ID {
-            SYNC_ID => self.image.sync_stub(slot),
-            QUERY_SERVICES_ID => self.image.query_services_stub(slot),
-            _ => self.image.host_stub(slot, name),
+        let cached = lock(&self.image.host_stubs).get(&slot.addr()).copied();
+        let stub = match (cached, ID) {
+            (Some(s), _) => s,
+            (None, SYNC_ID) => {
+                let s = self.image.sync_stub(slot);
+                lock(&self.image.host_stubs).insert(slot.addr(), s);
+                s
+            }
+            (None, QUERY_SERVICES_ID) => {
+                let s = self.image.query_services_stub(slot);
+                lock(&self.image.host_stubs).insert(slot.addr(), s);
+                s
+            }
+            (None, _) => self.image.host_stub(slot, name),
         };
         // SAFETY: a stub address, handed to the image; never called as a host function.
         *slot = unsafe { S::from_addr(stub) };
@@ -578,8 +669,17 @@ pub fn window_range(len: usize) -> Option<NonNull<u8>> {
     NonNull::new(base as *mut u8)
 }
 
-/// Loads the image for a machine and makes the machine run it.
-pub fn attach(state: &MachineState, path: &Path) -> Result<Arc<PeImage>, String> {
+/// Loads the image for a machine (building it first when no path is given) and makes the
+/// machine run it.
+pub fn attach(state: &MachineState, path: Option<&Path>) -> Result<Arc<PeImage>, String> {
+    let built;
+    let path = match path {
+        Some(p) => p,
+        None => {
+            built = build_image()?;
+            &built
+        }
+    };
     let img = PeImage::load(path)?;
     state.set_pe(img.clone());
     Ok(img)

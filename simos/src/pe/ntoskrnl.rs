@@ -54,13 +54,16 @@ pub struct PoolBlock {
     layout: std::alloc::Layout,
 }
 
-/// A KTIMER the image initialised, with the simulated kernel's timer behind it.
+/// A KTIMER the image initialised, with the simulated kernel's timer behind it. Kept (in
+/// [`KernelState`]) for the life of the image instance, so the timer routine's context — this
+/// object — is valid whenever the simulated kernel runs it.
 #[derive(Debug, Default)]
 pub struct PeTimer {
     sim: ktimer::SimTimer,
     /// The KDPC it queues when set.
-    dpc: Mutex<usize>,
+    dpc: std::sync::atomic::AtomicUsize,
     set: std::sync::atomic::AtomicBool,
+    image: Weak<PeImage>,
 }
 
 /// The kernel objects and pool of one image instance.
@@ -90,6 +93,14 @@ impl std::fmt::Debug for KernelState {
 }
 
 impl KernelState {
+    /// Frees every block (the image instance is gone).
+    pub(super) fn free_all(&self) {
+        for (p, b) in lock(&self.pool).drain() {
+            // SAFETY: a live allocation of ours with its layout; nothing runs the image any more.
+            unsafe { std::alloc::dealloc(p as *mut u8, b.layout) };
+        }
+    }
+
     /// Bytes and blocks of pool the image holds.
     pub fn pool_in_use(&self) -> (usize, usize) {
         let p = lock(&self.pool);
@@ -166,8 +177,9 @@ pub enum Binding {
     Code(&'static [u8]),
 }
 
-/// The binding of `module!name`, or `None` (the load fails with the name).
-pub fn bind(image: &Weak<PeImage>, module: &str, name: &str) -> Option<Binding> {
+/// The binding of `module!name`, or `None` (the load fails with the name). A routine runs on
+/// the calling thread's machine's instance of the image.
+pub fn bind(module: &str, name: &str) -> Option<Binding> {
     if module != "ntoskrnl.exe" {
         return None;
     }
@@ -175,9 +187,9 @@ pub fn bind(image: &Weak<PeImage>, module: &str, name: &str) -> Option<Binding> 
         return Some(Binding::Code(code));
     }
     let h = handler(name)?;
-    let image = image.clone();
     Some(Binding::Host(Arc::new(move |w: &[u64; 12]| {
-        let Some(img) = image.upgrade() else {
+        let Some(img) = super::current_image() else {
+            eprintln!("rvgpu-simos: the PE image called ntoskrnl outside any machine");
             return StubResult::Return(0);
         };
         h(&img, w)
@@ -298,7 +310,6 @@ fn ex_free_pool_with_tag(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
         return ret(0);
     }
     lock(&img.kernel.pool).remove(&p);
-    lock(&img.kernel.timers).retain(|&a, _| !(a >= p && a < p + block.size));
     lock(&img.kernel.dpcs).retain(|&a, _| !(a >= p && a < p + block.size));
     // SAFETY: a live allocation of ours with its layout (from the table).
     unsafe { std::alloc::dealloc(p as *mut u8, block.layout) };
@@ -452,7 +463,7 @@ fn iof_call_driver(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     lock(&img.kernel.irp_storage).retain(|b| b.as_ptr() as u64 != w[1]);
     let (status, info) = if code == IOCTL_VIDEO_DDI_FUNC_REGISTER && out != 0 && out_len >= 8 {
         // SAFETY: the IRP's output buffer, at least 8 bytes (checked).
-        unsafe { (out as *mut u64).write_unaligned(img.dxgk_initialize as u64) };
+        unsafe { (out as *mut u64).write_unaligned(img.dxgk_initialize_stub() as u64) };
         (STATUS_SUCCESS, 8)
     } else {
         (STATUS_INVALID_DEVICE_REQUEST, 0)
@@ -521,7 +532,12 @@ fn ke_query_performance_counter(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResul
 fn timer(img: &Arc<PeImage>, at: u64) -> Arc<PeTimer> {
     lock(&img.kernel.timers)
         .entry(at as usize)
-        .or_default()
+        .or_insert_with(|| {
+            Arc::new(PeTimer {
+                image: Arc::downgrade(img),
+                ..PeTimer::default()
+            })
+        })
         .clone()
 }
 
@@ -546,12 +562,14 @@ fn ke_initialize_dpc(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
 
 /// What the simulated kernel's timer runs: the image's DPC routine
 /// `(Dpc, DeferredContext, SystemArgument1, SystemArgument2)` at DISPATCH_LEVEL.
+///
+/// # Safety
+/// `context` is a [`PeTimer`] of a live image (see its documentation).
 unsafe fn run_dpc(context: *const core::ffi::c_void) {
-    // SAFETY: `context` is the PeTimer's Arc pointer the image's KeSetTimerEx armed with; the
-    // image keeps the timer set (and the timers table keeps the Arc) until the cancel returns.
-    let t = unsafe { &*context.cast::<(Weak<PeImage>, usize)>() };
-    let Some(img) = t.0.upgrade() else { return };
-    let dpc = t.1;
+    // SAFETY: the caller's contract.
+    let t = unsafe { &*context.cast::<PeTimer>() };
+    let Some(img) = t.image.upgrade() else { return };
+    let dpc = t.dpc.load(std::sync::atomic::Ordering::Acquire);
     let Some((routine, ctx)) = lock(&img.kernel.dpcs).get(&dpc).copied() else {
         return;
     };
@@ -573,11 +591,9 @@ fn ke_set_timer_ex(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
         }
     }
     let period = u32::try_from(w[2] as i32).unwrap_or(0);
-    *lock(&t.dpc) = w[3] as usize;
-    // The routine's context outlives the set: it is leaked per set (a few bytes) since the
-    // timer thread may still read it after a cancel that did not wait.
-    let ctx: &'static (Weak<PeImage>, usize) = Box::leak(Box::new((Arc::downgrade(img), w[3] as usize)));
-    let ok = ktimer::arm(&t.sim, period.max(1), run_dpc, (ctx as *const (Weak<PeImage>, usize)).cast());
+    t.dpc.store(w[3] as usize, std::sync::atomic::Ordering::Release);
+    let ctx: *const PeTimer = Arc::as_ptr(&t);
+    let ok = ktimer::arm(&t.sim, period.max(1), run_dpc, ctx.cast());
     if !ok {
         t.set.store(false, std::sync::atomic::Ordering::Release);
     }
