@@ -466,6 +466,17 @@ impl Machine {
 impl Drop for Machine {
     fn drop(&mut self) {
         self.shutdown();
+        // The image's statics are shared by every machine of the process, as the Linux build's
+        // are: a machine that ends with adapters still registered in the driver's adapter table
+        // (a bug check, a test that never removed them) leaves their memory in place, so that
+        // the next machine's driver never walks into freed pool.
+        #[cfg(target_os = "linux")]
+        if let Some(pe) = self.state.pe() {
+            let removed = self.adapters.iter().all(|a| *lock(&a.life) == Life::Absent);
+            if self.state.fault().is_some() || !removed {
+                pe.keep_pool();
+            }
+        }
         self.stop.store(true, Ordering::Release);
         for a in &self.adapters {
             a.irq_wake.notify();

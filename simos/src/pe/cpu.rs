@@ -774,6 +774,18 @@ pub const KMODE_EXCEPTION_NOT_HANDLED: u32 = 0x1E;
 pub const KERNEL_SECURITY_CHECK_FAILURE: u32 = 0x139;
 
 fn fault(b: BugCheck) -> Result<u64, Stop> {
+    // Where in the image, as a debugger names it (module + offset), for the log.
+    let rip = b.params[2] as usize;
+    let at = match range_of(rip) {
+        Some((base, _, Range::Ram)) => format!("rvgpu.sys+{:#x}", rip - base),
+        _ => format!("{rip:#x}"),
+    };
+    if let Some(m) = kernel::current_machine() {
+        m.push_log(rvgpu_kmd::platform::Level::Error, format!("PE image: {} at {at}", b.name()));
+    }
+    if trace() {
+        eprintln!("[pe] fault {b} at {at}");
+    }
     kernel::raise(b);
     Err(Stop::Halted)
 }

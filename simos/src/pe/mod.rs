@@ -253,6 +253,8 @@ pub struct PeImage {
     interfaces: Mutex<Vec<Box<DXGKRNL_INTERFACE>>>,
     /// The kernel objects and pool of this instance.
     pub kernel: ntoskrnl::KernelState,
+    /// Leave the pool allocated when the instance goes (see `keep_pool`).
+    keep_pool: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: the raw pointers inside (handles in the translated callback tables, the kernel
@@ -273,8 +275,11 @@ impl std::fmt::Debug for PeImage {
 impl Drop for PeImage {
     fn drop(&mut self) {
         cpu::drop_stubs(&self.stubs);
-        // Pool the driver still held (a machine dropped without unloading it) goes with it.
-        self.kernel.free_all();
+        // Pool the driver still held goes with the instance, unless the machine ended with
+        // adapters the shared driver statics may still reach (`keep_pool`).
+        if !self.keep_pool.load(std::sync::atomic::Ordering::Acquire) {
+            self.kernel.free_all();
+        }
     }
 }
 
@@ -292,6 +297,7 @@ impl PeImage {
             host_stubs: Mutex::new(HashMap::new()),
             interfaces: Mutex::new(Vec::new()),
             kernel: ntoskrnl::KernelState::default(),
+            keep_pool: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -303,6 +309,13 @@ impl PeImage {
     /// Instructions of the image the emulator handles itself (CR8 accesses and `pause`s).
     pub fn special_instructions(&self) -> usize {
         self.loaded.image.specials.len()
+    }
+
+    /// Leaves the driver's pool allocated when this instance goes: the machine ended with
+    /// adapters still in the driver's adapter table, which the image's statics (shared by the
+    /// process's machines) keep pointing at.
+    pub fn keep_pool(&self) {
+        self.keep_pool.store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// The address the IOCTL answers with (the simulated `DxgkInitialize`).
