@@ -1,5 +1,8 @@
 //! Adapter bring-up through the driver's DRIVER_INITIALIZATION_DATA table, in both modes.
 
+#[path = "common/pe.rs"]
+mod pe;
+
 use rvgpu_ddi::adapter::DXGK_VIDSCHCAPS;
 use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
 
@@ -311,4 +314,10 @@ fn mf_02_driver_reports_64_bit_atomics_and_refuses_a_32_bit_device() {
         Err(e) => panic!("expected a refused start, got {e}"),
     }
     assert_eq!(m.bugcheck(), None);
+}
+
+/// Issue 44: every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
+#[test]
+fn against_the_pe_image() {
+    pe::rerun_against_the_pe_image(&[]);
 }

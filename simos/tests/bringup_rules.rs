@@ -1941,3 +1941,5 @@ fn br_91_create_device_status_outside_the_allow_list_is_logged() {
     m.create_process(0).expect("process");
     assert_eq!(m.triage_log(0).len(), before);
 }
+
+against_the_pe_image!();

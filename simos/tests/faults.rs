@@ -808,3 +808,5 @@ fn issue_18_dead_bus_without_pnp_ends_in_video_tdr_failure() {
     let b = m.bugcheck().expect("bug check");
     tdr_failure(&m, Err(SimError::Bugcheck(b)));
 }
+
+against_the_pe_image!();

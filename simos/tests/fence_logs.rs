@@ -1183,3 +1183,5 @@ fn log_stress_threaded_with_recreate() {
     );
     okk(&m, m.check_retired_logs(0));
 }
+
+against_the_pe_image!();

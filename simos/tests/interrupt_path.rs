@@ -213,3 +213,5 @@ mod dpc_after_isr {
         assert!(m.fault().is_none(), "{:?}", m.fault());
     }
 }
+
+against_the_pe_image!();

@@ -408,3 +408,5 @@ fn kernel_mode_dma_buffer_cannot_write_another_process_memory() {
     assert_eq!(a.buf.mem.load(8), 0x600D);
     no_fault(&m);
 }
+
+against_the_pe_image!();

@@ -579,3 +579,5 @@ fn low_resources_dpc_and_isr_make_no_allocation() {
     ok(&m, m.exit_process(&process));
     shut_down(m, "dpc");
 }
+
+against_the_pe_image!();

@@ -725,3 +725,5 @@ fn gpu_fixture_queues_share_the_engine_with_the_kmds_queues() {
     );
     assert!(m.bugcheck().is_none());
 }
+
+against_the_pe_image!();

@@ -1483,3 +1483,5 @@ fn tdr_q7_blocked_wait_counts_as_timeout() {
     std::mem::forget(wq);
     no_fault(&m);
 }
+
+against_the_pe_image!();

@@ -1893,3 +1893,5 @@ fn um_11_14_kernel_mode_submission_while_suspended_and_in_d3() {
     ok(&m, m.exit_process(&p));
     no_fault(&m);
 }
+
+against_the_pe_image!();

@@ -5,6 +5,8 @@
 //! Each test binary uses a subset, hence `dead_code` is allowed here.
 #![allow(dead_code)]
 
+pub mod pe;
+
 use rvgpu_umd::kmt::AllocationKind;
 use std::cell::Cell;
 use std::sync::Mutex;

@@ -1,0 +1,53 @@
+//! The same suite against the shipped image (issue 44): [`rerun_against_the_pe_image`] runs
+//! this test binary again, every machine loading `rvgpu.sys` in the x86-64 emulator instead of
+//! the Linux build of the driver, so that a behaviour difference between the two builds fails
+//! a test of the README's test command.
+
+use std::process::Command;
+
+/// Runs every test of this binary (but `skips`, each with the reason it cannot run against
+/// the image) in a child process with `RVGPU_DRIVER=pe`, and fails with the child's report if
+/// any fails. Does nothing when the build is already chosen (`RVGPU_DRIVER` set: the child
+/// itself, or a whole run on one build).
+pub fn rerun_against_the_pe_image(skips: &[(&str, &str)]) {
+    if std::env::var_os("RVGPU_DRIVER").is_some() {
+        return;
+    }
+    if let Err(e) = rvgpu_simos::pe::unicorn::api() {
+        panic!("{e}");
+    }
+    let image = rvgpu_simos::pe::build_image().unwrap_or_else(|e| panic!("{e}"));
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut cmd = Command::new(exe);
+    cmd.env("RVGPU_DRIVER", "pe")
+        .env("RVGPU_SYS", &image)
+        .args(["--skip", "against_the_pe_image"]);
+    for (name, _why) in skips {
+        cmd.args(["--skip", name]);
+    }
+    let out = cmd.output().expect("running the test binary again");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("test result:"))
+        .unwrap_or("no summary");
+    assert!(
+        out.status.success(),
+        "against {}, this suite failed ({summary}):\n{stdout}\n{}",
+        image.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("against {}: {summary}", image.display());
+}
+
+/// Declares the test that reruns the suite against the image.
+#[macro_export]
+macro_rules! against_the_pe_image {
+    ($($skip:literal => $why:literal),* $(,)?) => {
+        /// Issue 44: every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
+        #[test]
+        fn against_the_pe_image() {
+            $crate::common::pe::rerun_against_the_pe_image(&[$(($skip, $why)),*]);
+        }
+    };
+}
