@@ -124,9 +124,9 @@ fn osslsigncode_digest(out: &str) -> Vec<u8> {
         .find(|l| l.starts_with("Calculated message digest"))
         .unwrap_or_else(|| panic!("no calculated digest in:\n{out}"));
     let hex = line.split(':').nth(1).unwrap().trim();
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+    hex.as_bytes()
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
         .collect()
 }
 

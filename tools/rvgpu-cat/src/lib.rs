@@ -222,7 +222,7 @@ fn pe_digest<D: Digest>(data: &[u8], ranges: &[std::ops::Range<usize>]) -> Vec<u
         h.update(&data[r.clone()]);
     }
     let last = ranges.last().map_or(0, |r| r.end);
-    if last == data.len() && last % 8 != 0 {
+    if last == data.len() && !last.is_multiple_of(8) {
         h.update(&[0u8; 8][..8 - last % 8]);
     }
     h.finalize().to_vec()
