@@ -363,36 +363,33 @@ fn null_params(oid: ObjectIdentifier) -> AlgorithmIdentifierOwned {
     }
 }
 
-/// SpcIndirectDataContent for a member: for a PE image SpcPeImageData with the conventional
-/// "<<<Obsolete>>>" file link, for a flat file the SpcLink form MakeCat writes (an empty
-/// file name).
+/// `file [2] EXPLICIT SpcString { unicode [0] IMPLICIT "" }`: the empty SpcLink catalogs carry
+/// where a signed file would name itself.
+fn empty_link() -> Result<Any, Error> {
+    let link = ContextSpecific {
+        tag_number: TagNumber::N2,
+        tag_mode: TagMode::Explicit,
+        value: ContextSpecific {
+            tag_number: TagNumber::N0,
+            tag_mode: TagMode::Implicit,
+            value: BmpString::from_utf8("")?,
+        },
+    };
+    Ok(Any::encode_from(&link)?)
+}
+
+/// SpcIndirectDataContent for a member: SpcPeImageData for a PE image (flags
+/// includeResources | includeDebugInfo, as Inf2Cat writes them), SPC_CAB_DATA with an empty
+/// link for a flat file, and the SHA-256 digest.
 fn indirect_data(pe: bool, sha256: &[u8]) -> Result<SpcIndirectDataContent, Error> {
     let (kind, value) = if pe {
-        let link = ContextSpecific {
-            tag_number: TagNumber::N2,
-            tag_mode: TagMode::Explicit,
-            value: ContextSpecific {
-                tag_number: TagNumber::N0,
-                tag_mode: TagMode::Implicit,
-                value: BmpString::from_utf8("<<<Obsolete>>>")?,
-            },
-        };
         let data = SpcPeImageData {
-            flags: BitString::from_bytes(&[])?,
-            file: Any::encode_from(&link)?,
+            flags: BitString::new(5, [0xa0])?,
+            file: empty_link()?,
         };
         (oid::SPC_PE_IMAGE_DATA, Any::encode_from(&data)?)
     } else {
-        let link = ContextSpecific {
-            tag_number: TagNumber::N2,
-            tag_mode: TagMode::Explicit,
-            value: ContextSpecific {
-                tag_number: TagNumber::N0,
-                tag_mode: TagMode::Implicit,
-                value: BmpString::from_utf8("")?,
-            },
-        };
-        (oid::SPC_CAB_DATA, Any::encode_from(&link)?)
+        (oid::SPC_CAB_DATA, empty_link()?)
     };
     Ok(SpcIndirectDataContent {
         data: SpcAttributeTypeAndOptionalValue { kind, value },
@@ -403,19 +400,15 @@ fn indirect_data(pe: bool, sha256: &[u8]) -> Result<SpcIndirectDataContent, Erro
     })
 }
 
-/// The two members of one file: tagged by its SHA-1 and by its SHA-256 hash. Both carry the
-/// file name and OS attributes and CAT_MEMBERINFO2 ([0] for a PE image, [2] for a flat file);
-/// the SHA-256 member also carries the indirect data with the digest.
+/// The two members of one file: tagged by its SHA-1 and by its SHA-256 hash (raw bytes, as
+/// version 2 catalogs tag them). Both carry the file name and OS attributes and
+/// CAT_MEMBERINFO2 (an empty `[2]`); the SHA-256 member also carries the indirect data with
+/// the digest, as MakeCat's version 2 catalogs do.
 fn members(file: &FileHashes) -> Result<[TrustedSubject; 2], Error> {
-    let info_tag = if file.pe {
-        TagNumber::N0
-    } else {
-        TagNumber::N2
-    };
     let member_info = Any::new(
         Tag::ContextSpecific {
             constructed: false,
-            number: info_tag,
+            number: TagNumber::N2,
         },
         Vec::<u8>::new(),
     )?;
@@ -461,6 +454,8 @@ pub fn write_catalog(
     for f in files {
         subjects.extend(members(f)?);
     }
+    // Inf2Cat's catalogs list the members in the order of their tags' bytes.
+    subjects.sort_by(|a, b| a.identifier.as_bytes().cmp(b.identifier.as_bytes()));
     let mut extensions = Vec::new();
     for (name, value) in catalog_attrs {
         extensions.push(Extension {
