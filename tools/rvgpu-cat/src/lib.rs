@@ -379,7 +379,7 @@ fn empty_link() -> Result<Any, Error> {
 }
 
 /// SpcIndirectDataContent for a member: SpcPeImageData for a PE image (flags
-/// includeResources | includeDebugInfo, as Inf2Cat writes them), SPC_CAB_DATA with an empty
+/// includeResources | includeImportAddressTable, as Inf2Cat's catalogs are reported to carry), SPC_CAB_DATA with an empty
 /// link for a flat file, and the SHA-256 digest.
 fn indirect_data(pe: bool, sha256: &[u8]) -> Result<SpcIndirectDataContent, Error> {
     let (kind, value) = if pe {
@@ -714,4 +714,64 @@ pub fn check_package(dir: &Path, inf_name: &str, catalog: &Catalog) -> Vec<Strin
 /// Upper-case hex, as Windows shows catalog tags.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02X}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INF: &str = include_str!("../../../inf/rvgpu.inf");
+
+    #[test]
+    fn reads_the_repository_inf() {
+        let facts = read_inf(INF);
+        assert_eq!(facts.catalog_file.as_deref(), Some("rvgpu.cat"));
+        assert_eq!(
+            facts.driver_ver.as_deref(),
+            Some(""),
+            "unstamped in the source"
+        );
+        assert_eq!(facts.source_files, ["rvgpu.sys", "rvgpu_umd.dll"]);
+        assert_eq!(facts.hardware_ids, ["pci\\ven_1234&dev_5256"]);
+    }
+
+    #[test]
+    fn a_written_catalog_reads_back() {
+        let files = [
+            hash_file("a.inf", b"[Version]\n"),
+            FileHashes {
+                name: "b.sys".into(),
+                pe: true,
+                sha1: vec![0x11; 20],
+                sha256: vec![0x22; 32],
+            },
+        ];
+        let attrs = [("OS".to_string(), CATALOG_OS.to_string())];
+        let der = write_catalog(&files, &attrs, std::time::SystemTime::now()).unwrap();
+        let cat = read_catalog(&der).unwrap();
+        assert_eq!(cat.signers, 0);
+        assert_eq!(cat.subject_algorithm, oid::CATALOG_LIST_MEMBER2);
+        assert_eq!(cat.attributes, attrs);
+        assert_eq!(cat.members.len(), 4);
+        let tags: Vec<&[u8]> = cat.members.iter().map(|m| m.tag.as_slice()).collect();
+        let mut sorted = tags.clone();
+        sorted.sort();
+        assert_eq!(tags, sorted, "members in tag order");
+        let pe = cat.members.iter().find(|m| m.tag == [0x22; 32]).unwrap();
+        assert_eq!(pe.file.as_deref(), Some("b.sys"));
+        assert_eq!(pe.os_attr.as_deref(), Some(OS_ATTR));
+        assert_eq!(
+            pe.digest,
+            Some((Subject::PeImage, oid::SHA256, vec![0x22; 32]))
+        );
+        let sha1_member = cat.members.iter().find(|m| m.tag == [0x11; 20]).unwrap();
+        assert!(sha1_member.member_info2 && sha1_member.digest.is_none());
+    }
+
+    #[test]
+    fn only_pe_images_get_authenticode_hashes() {
+        assert!(pe_hashed_ranges(b"MZ not really").is_none());
+        assert!(pe_hashed_ranges(INF.as_bytes()).is_none());
+        assert!(!hash_file("rvgpu.inf", INF.as_bytes()).pe);
+    }
 }
