@@ -113,7 +113,7 @@ done
 if [ "$test_sign" = 1 ]; then
     # The test certificate: self-signed, for code signing, made once. Not a CA (no
     # basicConstraints CA:TRUE), as Windows refuses a CA certificate as the signer; a
-    # self-signed end-entity certificate in Root is its own trust anchor, as makecat -r's are.
+    # self-signed end-entity certificate in Root is its own trust anchor, as makecert -r's are.
     mkdir -p "$cert_dir"
     cert="$cert_dir/rvgpu-test.pem"
     key="$cert_dir/rvgpu-test.key"
@@ -131,16 +131,26 @@ keyUsage = critical, digitalSignature
 extendedKeyUsage = codeSigning
 subjectKeyIdentifier = hash
 CNF
-        (umask 077 && openssl req -new -x509 -newkey rsa:3072 -nodes -sha256 -days 3650 \
-            -config "$cnf" -keyout "$key" -out "$cert") 2>/dev/null
+        if ! log="$(umask 077 && openssl req -new -x509 -newkey rsa:3072 -nodes -sha256 \
+                -days 3650 -config "$cnf" -keyout "$key" -out "$cert" 2>&1)"; then
+            echo "$log" >&2
+            echo "package.sh: openssl could not make the test certificate" >&2
+            rm -f "$cnf" "$cert" "$key"
+            exit 1
+        fi
         rm -f "$cnf"
         echo "package.sh: made the test certificate $cert"
     fi
     openssl x509 -in "$cert" -outform DER -out "$out/rvgpu-test.cer"
 
     sign() { # sign IN: Authenticode SHA-256 signature with the test certificate, in place
-        osslsigncode sign -certs "$cert" -key "$key" -h sha256 -n "rvgpu" \
-            -in "$1" -out "$1.signed" >/dev/null
+        local log
+        if ! log="$(osslsigncode sign -certs "$cert" -key "$key" -h sha256 -n "rvgpu" \
+                -in "$1" -out "$1.signed" 2>&1)"; then
+            echo "$log" >&2
+            echo "package.sh: osslsigncode could not sign $1" >&2
+            exit 1
+        fi
         mv "$1.signed" "$1"
     }
     # The images first: the catalog lists their Authenticode hashes, which leave out the
