@@ -111,9 +111,10 @@ for f in $(sed -n '/^\[SourceDisksFiles\]/,/^\[/p' "$out/rvgpu.inf" | sed -n 's/
 done
 
 if [ "$test_sign" = 1 ]; then
-    # The test certificate: self-signed, for code signing, made once. Not a CA (no
-    # basicConstraints CA:TRUE), as Windows refuses a CA certificate as the signer; a
-    # self-signed end-entity certificate in Root is its own trust anchor, as makecert -r's are.
+    # The test certificate: self-signed, for code signing, made once; like makecert -r's, the
+    # one Microsoft's test-signing steps use, it is its own root and the signer, with no
+    # basicConstraints (openssl's default CA:TRUE is left out: a CA certificate signing code
+    # directly is reported to be refused by Windows' chain policy).
     mkdir -p "$cert_dir"
     cert="$cert_dir/rvgpu-test.pem"
     key="$cert_dir/rvgpu-test.key"
