@@ -9,7 +9,7 @@
 # test machine, rvgpu-whlk.exe, with the WinDbg script windbg/rvgpu.js (docs/test-machine.md).
 #
 # With --test-sign it also writes what Windows needs to install the package in test-signing
-# mode (docs/windows.md, "The test-signed package, made on Linux"):
+# mode (docs/windows.md, "On Linux (or any host): the test-signed package"):
 #   - rvgpu.sys and rvgpu_umd.dll Authenticode-signed with the test certificate (osslsigncode);
 #   - rvgpu.cat, the catalog of the INF and the files it copies (tools/rvgpu-cat), signed;
 #   - rvgpu-test.cer, the certificate (DER) for the test machine's Root and TrustedPublisher
