@@ -456,6 +456,17 @@ pub fn write_catalog(
     }
     // Inf2Cat's catalogs list the members in the order of their tags' bytes.
     subjects.sort_by(|a, b| a.identifier.as_bytes().cmp(b.identifier.as_bytes()));
+    // MakeCat keeps one member per tag, so two files with the same contents would leave one of
+    // them unnamed; no package of ours has such a pair, so refuse rather than guess.
+    if let Some(w) = subjects
+        .windows(2)
+        .find(|w| w[0].identifier == w[1].identifier)
+    {
+        return err(format!(
+            "two files have the same contents (hash {})",
+            hex(w[0].identifier.as_bytes())
+        ));
+    }
     let mut extensions = Vec::new();
     for (name, value) in catalog_attrs {
         extensions.push(Extension {
@@ -655,15 +666,7 @@ pub fn check_package(dir: &Path, inf_name: &str, catalog: &Catalog) -> Vec<Strin
     let mut matched = vec![false; catalog.members.len()];
     for f in &files {
         for (algorithm, hash) in [("SHA-1", &f.sha1), ("SHA-256", &f.sha256)] {
-            // Two files with the same contents share tags; tell their members apart by name.
-            let found = catalog
-                .members
-                .iter()
-                .enumerate()
-                .position(|(i, m)| {
-                    &m.tag == hash && !matched[i] && m.file.as_deref() == Some(f.name.as_str())
-                })
-                .or_else(|| catalog.members.iter().position(|m| &m.tag == hash));
+            let found = catalog.members.iter().position(|m| &m.tag == hash);
             let Some(i) = found else {
                 problems.push(format!(
                     "{}: no member tagged with its {algorithm} hash {}",
@@ -766,6 +769,13 @@ mod tests {
         );
         let sha1_member = cat.members.iter().find(|m| m.tag == [0x11; 20]).unwrap();
         assert!(sha1_member.member_info2 && sha1_member.digest.is_none());
+    }
+
+    #[test]
+    fn files_with_the_same_contents_are_refused() {
+        let files = [hash_file("a.inf", b"x"), hash_file("b.inf", b"x")];
+        let e = write_catalog(&files, &[], std::time::SystemTime::now()).unwrap_err();
+        assert!(e.0.contains("same contents"), "{e}");
     }
 
     #[test]
