@@ -1,24 +1,47 @@
 #!/usr/bin/env bash
-# Cross-builds the Windows images on Linux (or any host with rustup) and assembles the
-# unsigned driver package:
+# Cross-builds the Windows images on Linux (or any host with rustup) and assembles the driver
+# package:
 #
-#   scripts/package.sh [OUT_DIR]        (default: package/)
+#   scripts/package.sh [--test-sign] [--cert-dir DIR] [OUT_DIR]     (default OUT_DIR: package/)
 #
 # OUT_DIR/ gets rvgpu.sys, rvgpu.pdb, rvgpu_umd.dll, rvgpu_umd.pdb and rvgpu.inf with DriverVer
 # stamped (date of the last commit, or today; version from Cargo.toml), and the harness for a
-# test machine, rvgpu-whlk.exe (docs/test-machine.md). Signing and the catalog need Windows
-# (cargo make package-windows, docs/windows.md).
+# test machine, rvgpu-whlk.exe, with the WinDbg script windbg/rvgpu.js (docs/test-machine.md).
+#
+# With --test-sign it also writes what Windows needs to install the package in test-signing
+# mode (docs/windows.md, "On Linux (or any host): the test-signed package"):
+#   - rvgpu.sys and rvgpu_umd.dll Authenticode-signed with the test certificate (osslsigncode);
+#   - rvgpu.cat, the catalog of the INF and the files it copies (tools/rvgpu-cat), signed;
+#   - rvgpu-test.cer, the certificate (DER) for the test machine's Root and TrustedPublisher
+#     stores.
+# The certificate and its key are made with openssl on first use in the certificate directory
+# (--cert-dir, else RVGPU_TEST_CERT_DIR, else target/test-cert/) and reused after that; they are
+# never part of the repository. The signatures and the catalog are checked before it returns
+# (osslsigncode verify, rvgpu-cat check).
 #
 # The harness is a std program, so it needs a C runtime to link against: it is built for
 # x86_64-pc-windows-gnu with Debian's mingw-w64 (gcc-mingw-w64-x86-64), which links against
 # the system msvcrt.dll. The MSVC CRT (the msvc target's) cannot be had on Linux.
 #
 # Environment: CARGO (cargo to use), RVGPU_TARGET_DIR (default target/pe, kept apart from
-# target/ so it does not contend with other cargo runs), RVGPU_DRIVER_DATE (MM/DD/YYYY).
+# target/ so it does not contend with other cargo runs), RVGPU_DRIVER_DATE (MM/DD/YYYY),
+# RVGPU_TEST_CERT_DIR (see above).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-out="${1:-$root/package}"
+test_sign=0
+cert_dir="${RVGPU_TEST_CERT_DIR:-$root/target/test-cert}"
+out=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --test-sign) test_sign=1 ;;
+        --cert-dir) cert_dir="${2:?--cert-dir needs a directory}"; shift ;;
+        -*) echo "package.sh: unknown option $1 (usage: package.sh [--test-sign] [--cert-dir DIR] [OUT_DIR])" >&2; exit 2 ;;
+        *) [ -z "$out" ] || { echo "package.sh: more than one OUT_DIR" >&2; exit 2; }; out="$1" ;;
+    esac
+    shift
+done
+out="${out:-$root/package}"
 cargo="${CARGO:-cargo}"
 target=x86_64-pc-windows-msvc
 target_dir="${RVGPU_TARGET_DIR:-$root/target/pe}"
@@ -54,9 +77,17 @@ fi
     --target "$exe_target" --target-dir "$target_dir" \
     --config "target.$exe_target.linker=\"x86_64-w64-mingw32-gcc\"")
 
+# Test signing needs osslsigncode and openssl: say so before the long build, not after.
+if [ "$test_sign" = 1 ]; then
+    for tool in osslsigncode openssl; do
+        command -v "$tool" >/dev/null 2>&1 \
+            || { echo "package.sh: --test-sign needs $tool; install it with: apt-get install -y $tool" >&2; exit 1; }
+    done
+fi
+
 mkdir -p "$out"
 rm -f "$out"/rvgpu.sys "$out"/rvgpu.pdb "$out"/rvgpu_umd.dll "$out"/rvgpu_umd.pdb "$out"/rvgpu.inf \
-    "$out"/rvgpu-whlk.exe
+    "$out"/rvgpu-whlk.exe "$out"/rvgpu.cat "$out"/rvgpu-test.cer
 cp "$bin/rvgpu.dll" "$out/rvgpu.sys"
 cp "$bin/rvgpu.pdb" "$out/rvgpu.pdb"
 cp "$bin/rvgpu_umd.dll" "$out/rvgpu_umd.dll"
@@ -78,6 +109,70 @@ grep -q "^DriverVer   = $date,$version.0" "$out/rvgpu.inf" \
 for f in $(sed -n '/^\[SourceDisksFiles\]/,/^\[/p' "$out/rvgpu.inf" | sed -n 's/^\([A-Za-z0-9_.]*\) *=.*/\1/p'); do
     [ -f "$out/$f" ] || { echo "package.sh: INF names $f, which was not built" >&2; exit 1; }
 done
+
+if [ "$test_sign" = 1 ]; then
+    # The test certificate: self-signed, for code signing, made once; like makecert -r's, the
+    # one Microsoft's test-signing steps use, it is its own root and the signer, with no
+    # basicConstraints (openssl's default CA:TRUE is left out: a CA certificate signing code
+    # directly is reported to be refused by Windows' chain policy).
+    mkdir -p "$cert_dir"
+    cert="$cert_dir/rvgpu-test.pem"
+    key="$cert_dir/rvgpu-test.key"
+    if [ ! -f "$cert" ] || [ ! -f "$key" ]; then
+        cnf="$(mktemp)"
+        cat > "$cnf" <<'CNF'
+[req]
+distinguished_name = dn
+x509_extensions = ext
+prompt = no
+[dn]
+CN = rvgpu test signing
+[ext]
+keyUsage = critical, digitalSignature
+extendedKeyUsage = codeSigning
+subjectKeyIdentifier = hash
+CNF
+        if ! log="$(umask 077 && openssl req -new -x509 -newkey rsa:3072 -nodes -sha256 \
+                -days 3650 -config "$cnf" -keyout "$key" -out "$cert" 2>&1)"; then
+            echo "$log" >&2
+            echo "package.sh: openssl could not make the test certificate" >&2
+            rm -f "$cnf" "$cert" "$key"
+            exit 1
+        fi
+        rm -f "$cnf"
+        echo "package.sh: made the test certificate $cert"
+    fi
+    openssl x509 -in "$cert" -outform DER -out "$out/rvgpu-test.cer"
+
+    sign() { # sign IN: Authenticode SHA-256 signature with the test certificate, in place
+        local log
+        if ! log="$(osslsigncode sign -certs "$cert" -key "$key" -h sha256 -n "rvgpu" \
+                -in "$1" -out "$1.signed" 2>&1)"; then
+            echo "$log" >&2
+            echo "package.sh: osslsigncode could not sign $1" >&2
+            exit 1
+        fi
+        mv "$1.signed" "$1"
+    }
+    # The images first: the catalog lists their Authenticode hashes, which leave out the
+    # signature, but the signed file is the one the hash is taken of.
+    sign "$out/rvgpu.sys"
+    sign "$out/rvgpu_umd.dll"
+    (cd "$root" && "$cargo" build -q -p rvgpu-cat --target-dir "$target_dir/host")
+    rvgpu_cat="$target_dir/host/debug/rvgpu-cat"
+    "$rvgpu_cat" make "$out" "$out/rvgpu.cat"
+    sign "$out/rvgpu.cat"
+
+    for f in rvgpu.sys rvgpu_umd.dll rvgpu.cat; do
+        osslsigncode verify -CAfile "$cert" -in "$out/$f" >/dev/null \
+            || { echo "package.sh: osslsigncode verify rejects $f" >&2; exit 1; }
+    done
+    for f in rvgpu.sys rvgpu_umd.dll; do
+        osslsigncode verify -CAfile "$cert" -catalog "$out/rvgpu.cat" -in "$out/$f" >/dev/null \
+            || { echo "package.sh: osslsigncode does not find $f in rvgpu.cat" >&2; exit 1; }
+    done
+    "$rvgpu_cat" check "$out"
+fi
 
 echo "package.sh: $out"
 ls -l "$out"
