@@ -232,7 +232,9 @@ fn main() -> ExitCode {
     }
     #[cfg(not(target_os = "linux"))]
     if cli.driver != "linux" {
-        eprintln!("rvgpu-whlk: --driver pe runs on Linux only (the emulator is not part of this build)");
+        eprintln!(
+            "rvgpu-whlk: --driver pe runs on Linux only (the emulator is not part of this build)"
+        );
         return ExitCode::from(2);
     }
     let backend: Box<dyn Backend> = match cli.backend {

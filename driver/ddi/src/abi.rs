@@ -68,9 +68,7 @@ impl Word for crate::basic::LARGE_INTEGER {
     }
     #[allow(clippy::cast_possible_wrap)]
     fn from_word(w: u64) -> Self {
-        Self {
-            QuadPart: w as i64,
-        }
+        Self { QuadPart: w as i64 }
     }
 }
 

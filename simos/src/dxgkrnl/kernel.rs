@@ -296,7 +296,11 @@ pub fn window_access(base: usize, offset: usize, width: usize, write: Option<u64
     }
     let kind = resolve(b, offset, width, write.is_some());
     let Some(WindowKind::Trap(w)) = kind else {
-        return if width == 4 { u64::from(u32::MAX) } else { u64::MAX };
+        return if width == 4 {
+            u64::from(u32::MAX)
+        } else {
+            u64::MAX
+        };
     };
     let Some(bus) = trap(w) else {
         return u64::MAX;

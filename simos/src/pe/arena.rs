@@ -76,7 +76,10 @@ pub fn alloc(len: usize, access: Access) -> Result<usize, String> {
         Access::Window => (&mut a.next_window, a.end),
     };
     let base = *cursor;
-    let end = base.checked_add(len).filter(|&e| e <= limit).ok_or("address arena exhausted")?;
+    let end = base
+        .checked_add(len)
+        .filter(|&e| e <= limit)
+        .ok_or("address arena exhausted")?;
     // A guard page between ranges: an overrun faults instead of reaching a neighbour.
     *cursor = end + PAGE;
     if access == Access::ReadWrite {

@@ -214,12 +214,15 @@ fn stub_at(addr: usize) -> Option<(String, StubFn)> {
 /// number. A dropped image's entry goes; processors keep its hooks, which can never fire
 /// again (its addresses are never reused) and refer to no memory (the hook's user data is the
 /// instruction's encoded description, not a pointer).
-static SPECIALS: RwLock<BTreeMap<u64, Arc<[(usize, u32, Special)]>>> = RwLock::new(BTreeMap::new());
+/// One image's special instructions: (address, length, what).
+pub type Sites = Arc<[(usize, u32, Special)]>;
+
+static SPECIALS: RwLock<BTreeMap<u64, Sites>> = RwLock::new(BTreeMap::new());
 static SPECIALS_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Makes every processor handle `sites` (an image's CR8 accesses and `pause`s); returns the
 /// registration to pass to [`unregister_specials`].
-pub fn register_specials(sites: Arc<[(usize, u32, Special)]>) -> u64 {
+pub fn register_specials(sites: Sites) -> u64 {
     let seq = SPECIALS_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     SPECIALS
         .write()
@@ -258,6 +261,43 @@ fn decode(word: usize) -> Option<(u32, Special)> {
     Some((len, s))
 }
 
+// ---------------------------------------------------------------------------------------------
+// Counting the image's instructions (`RVGPU_PE_COUNT=1`).
+
+/// Whether the processors count the image's instructions (a code hook on every instruction of
+/// every image: slow, for the instruction figures only). Set by `RVGPU_PE_COUNT`.
+pub fn counting() -> bool {
+    static C: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *C.get_or_init(|| std::env::var_os("RVGPU_PE_COUNT").is_some())
+}
+
+thread_local! {
+    /// Image instructions this thread executed (counting mode).
+    static EXECUTED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Image instructions the calling thread has executed so far (counting mode).
+pub fn executed() -> u64 {
+    EXECUTED.with(Cell::get)
+}
+
+unsafe extern "C" fn on_count(_uc: Uc, _addr: u64, _size: u32, _user: *mut c_void) {
+    EXECUTED.with(|c| c.set(c.get() + 1));
+}
+
+/// Image ranges to count in (appended when an image is mapped in counting mode).
+static COUNT_RANGES: RwLock<Vec<(usize, usize)>> = RwLock::new(Vec::new());
+
+/// Counts the instructions executed in `[start, end)` (counting mode).
+pub fn register_count_range(start: usize, end: usize) {
+    if counting() {
+        COUNT_RANGES
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((start, end));
+    }
+}
+
 /// The address every outermost call returns to: the processor stops when it gets there.
 fn sentinel() -> Result<usize, String> {
     static S: std::sync::OnceLock<Result<usize, String>> = std::sync::OnceLock::new();
@@ -291,6 +331,8 @@ struct Engine {
     /// Host memory mapped so far: start → end.
     mapped: RefCell<BTreeMap<usize, usize>>,
     specials_seen: Cell<u64>,
+    /// Count ranges hooked so far.
+    counted: Cell<usize>,
     stack: usize,
 }
 
@@ -311,6 +353,7 @@ impl Engine {
             exit: Cell::new(None),
             mapped: RefCell::new(BTreeMap::new()),
             specials_seen: Cell::new(0),
+            counted: Cell::new(0),
             stack,
         });
         let me = (&*eng as *const Engine).cast_mut().cast::<c_void>();
@@ -318,9 +361,33 @@ impl Engine {
         // SAFETY: hooks with the callback types Unicorn expects for each hook type; `me` is the
         // boxed engine, which outlives the Unicorn instance (closed in Drop).
         unsafe {
-            (api.hook_add)(uc, &mut h, hook::INTR, on_interrupt as *mut c_void, me, 1, 0);
-            (api.hook_add)(uc, &mut h, hook::MEM_UNMAPPED, on_unmapped as *mut c_void, me, 1, 0);
-            (api.hook_add)(uc, &mut h, hook::INSN_INVALID, on_invalid as *mut c_void, me, 1, 0);
+            (api.hook_add)(
+                uc,
+                &mut h,
+                hook::INTR,
+                on_interrupt as *mut c_void,
+                me,
+                1,
+                0,
+            );
+            (api.hook_add)(
+                uc,
+                &mut h,
+                hook::MEM_UNMAPPED,
+                on_unmapped as *mut c_void,
+                me,
+                1,
+                0,
+            );
+            (api.hook_add)(
+                uc,
+                &mut h,
+                hook::INSN_INVALID,
+                on_invalid as *mut c_void,
+                me,
+                1,
+                0,
+            );
         }
         // Every register window lies in one half of the arena; the hook that sees whole
         // accesses is in place before any code is translated (see `on_window_access`).
@@ -381,6 +448,23 @@ impl Engine {
             last = seq;
         }
         self.specials_seen.set(last);
+        let ranges = COUNT_RANGES.read().unwrap_or_else(|p| p.into_inner());
+        for &(start, end) in ranges.iter().skip(self.counted.get()) {
+            let mut h = 0usize;
+            // SAFETY: a code hook of the documented type over an image's range.
+            unsafe {
+                (self.api.hook_add)(
+                    self.uc,
+                    &mut h,
+                    hook::CODE,
+                    on_count as *mut c_void,
+                    std::ptr::null_mut(),
+                    start as u64,
+                    (end - 1) as u64,
+                )
+            };
+        }
+        self.counted.set(ranges.len());
     }
 
     /// Maps what holds `addr` (on a fault); false when nothing does.
@@ -389,7 +473,13 @@ impl Engine {
             let e = match kind {
                 // SAFETY: an arena range of `len` bytes that stays mapped while registered.
                 Range::Ram => unsafe {
-                    (self.api.mem_map_ptr)(self.uc, base as u64, round(len), unicorn::PROT_ALL, base as *mut c_void)
+                    (self.api.mem_map_ptr)(
+                        self.uc,
+                        base as u64,
+                        round(len),
+                        unicorn::PROT_ALL,
+                        base as *mut c_void,
+                    )
                 },
                 // SAFETY: MMIO callbacks of the right types; the user data is the window base;
                 // the access hook covers exactly the window.
@@ -431,7 +521,13 @@ impl Engine {
         // SAFETY: [start, end) is mapped in this process (from /proc/self/maps) and is given
         // with the host's own permissions.
         let e = unsafe {
-            (self.api.mem_map_ptr)(self.uc, start as u64, end - start, prot, start as *mut c_void)
+            (self.api.mem_map_ptr)(
+                self.uc,
+                start as u64,
+                end - start,
+                prot,
+                start as *mut c_void,
+            )
         };
         if e == 0 {
             self.mapped.borrow_mut().insert(start, end);
@@ -461,7 +557,10 @@ fn host_mapping(addr: usize) -> Option<(usize, usize, u32)> {
         let range = parts.next()?;
         let perms = parts.next()?;
         let (a, b) = range.split_once('-')?;
-        let (a, b) = (usize::from_str_radix(a, 16).ok()?, usize::from_str_radix(b, 16).ok()?);
+        let (a, b) = (
+            usize::from_str_radix(a, 16).ok()?,
+            usize::from_str_radix(b, 16).ok()?,
+        );
         if (a..b).contains(&addr) {
             let p = perms.as_bytes();
             if p.first() != Some(&b'r') {
@@ -511,7 +610,9 @@ unsafe extern "C" fn on_special(uc: Uc, addr: u64, _size: u32, user: *mut c_void
     let Some((len, kind)) = decode(user as usize) else {
         return;
     };
-    let Some(api) = unicorn::api().ok() else { return };
+    let Some(api) = unicorn::api().ok() else {
+        return;
+    };
     let read = |r: i32| {
         let mut v = 0u64;
         // SAFETY: 64-bit register into a u64, on the instance running this hook.
@@ -561,7 +662,14 @@ thread_local! {
     static HALF: Cell<u64> = const { Cell::new(0) };
 }
 
-unsafe extern "C" fn on_window_access(_uc: Uc, _kind: i32, addr: u64, size: i32, _v: i64, _u: *mut c_void) {
+unsafe extern "C" fn on_window_access(
+    _uc: Uc,
+    _kind: i32,
+    addr: u64,
+    size: i32,
+    _v: i64,
+    _u: *mut c_void,
+) {
     ACCESS.with(|a| a.set((addr, size as u32)));
 }
 
@@ -578,14 +686,20 @@ unsafe extern "C" fn mmio_read(_uc: Uc, offset: u64, size: u32, base: *mut c_voi
         outside(|| kernel::window_access(base as usize, offset as usize, size as usize, None))
     };
     if trace() {
-        eprintln!("[pe] mmio read {:#x}+{offset:#x}/{size} = {v:#x}", base as usize);
+        eprintln!(
+            "[pe] mmio read {:#x}+{offset:#x}/{size} = {v:#x}",
+            base as usize
+        );
     }
     v
 }
 
 unsafe extern "C" fn mmio_write(_uc: Uc, offset: u64, size: u32, value: u64, base: *mut c_void) {
     if trace() {
-        eprintln!("[pe] mmio write {:#x}+{offset:#x}/{size} = {value:#x}", base as usize);
+        eprintln!(
+            "[pe] mmio write {:#x}+{offset:#x}/{size} = {value:#x}",
+            base as usize
+        );
     }
     let at = base as u64 + offset;
     let (a0, whole) = ACCESS.with(Cell::get);
@@ -607,6 +721,10 @@ unsafe extern "C" fn mmio_write(_uc: Uc, offset: u64, size: u32, value: u64, bas
 /// Idle processors. A call takes one (a nested call a second), whichever thread it runs on,
 /// and returns it: processors outlive the simulated OS's threads and machines, so the code
 /// they translated is translated once per process.
+#[allow(
+    clippy::vec_box,
+    reason = "the hooks hold the engine's address: it must not move"
+)]
 static POOL: Mutex<Vec<Box<Engine>>> = Mutex::new(Vec::new());
 
 // SAFETY: an engine is used by one thread at a time (taken out of the pool for a call); a
@@ -701,7 +819,10 @@ fn run(e: &Engine, addr: usize, args: &[u64]) -> Result<u64, Stop> {
                     };
                 }
                 if trace() {
-                    eprintln!("[pe] -> {name}({:#x}, {:#x}, {:#x}, {:#x})", words[0], words[1], words[2], words[3]);
+                    eprintln!(
+                        "[pe] -> {name}({:#x}, {:#x}, {:#x}, {:#x})",
+                        words[0], words[1], words[2], words[3]
+                    );
                 }
                 let result = outside(|| f(&words));
                 if kernel::current_machine().is_some_and(|m| m.is_halted()) {
@@ -712,7 +833,9 @@ fn run(e: &Engine, addr: usize, args: &[u64]) -> Result<u64, Stop> {
                     StubResult::Return(v) => {
                         e.write(reg::RAX, v);
                         if !(e.stack..e.stack + STACK - 8).contains(&sp) {
-                            return Err(Stop::Emulator("stack pointer outside the stack at a stub".into()));
+                            return Err(Stop::Emulator(
+                                "stack pointer outside the stack at a stub".into(),
+                            ));
                         }
                         // SAFETY: inside this engine's stack (checked).
                         let ret = unsafe { (sp as *const u64).read() };
@@ -733,15 +856,20 @@ fn run(e: &Engine, addr: usize, args: &[u64]) -> Result<u64, Stop> {
                 return fault(BugCheck::new(code, [status, rip, 0, 0]));
             }
             Some(Exit::Invalid) => {
-                return fault(BugCheck::new(KMODE_EXCEPTION_NOT_HANDLED, [0xC000_001D, rip, 0, 0]));
+                return fault(BugCheck::new(
+                    KMODE_EXCEPTION_NOT_HANDLED,
+                    [0xC000_001D, rip, 0, 0],
+                ));
             }
             Some(Exit::Fault { addr, kind }) => {
-                if kind == unicorn::mem::FETCH_UNMAPPED && addr != 0 && !arena::contains(addr as usize) {
-                    if host_mapping(addr as usize).is_some() {
-                        return Err(Stop::Emulator(format!(
-                            "the image called host code at {addr:#x} (a host function pointer crossed the bridge untranslated)"
-                        )));
-                    }
+                if kind == unicorn::mem::FETCH_UNMAPPED
+                    && addr != 0
+                    && !arena::contains(addr as usize)
+                    && host_mapping(addr as usize).is_some()
+                {
+                    return Err(Stop::Emulator(format!(
+                        "the image called host code at {addr:#x} (a host function pointer crossed the bridge untranslated)"
+                    )));
                 }
                 let write = u64::from(kind == unicorn::mem::WRITE_UNMAPPED);
                 let fetch = kind == unicorn::mem::FETCH_UNMAPPED;
@@ -781,7 +909,10 @@ fn fault(b: BugCheck) -> Result<u64, Stop> {
         _ => format!("{rip:#x}"),
     };
     if let Some(m) = kernel::current_machine() {
-        m.push_log(rvgpu_kmd::platform::Level::Error, format!("PE image: {} at {at}", b.name()));
+        m.push_log(
+            rvgpu_kmd::platform::Level::Error,
+            format!("PE image: {} at {at}", b.name()),
+        );
     }
     if trace() {
         eprintln!("[pe] fault {b} at {at}");

@@ -113,7 +113,8 @@ impl Image {
                         pe::IMAGE_REL_BASED_ABSOLUTE => {}
                         pe::IMAGE_REL_BASED_DIR64 => {
                             let at = r.virtual_address as usize;
-                            let slot = mem.get_mut(at..at + 8).ok_or("relocation past the image")?;
+                            let slot =
+                                mem.get_mut(at..at + 8).ok_or("relocation past the image")?;
                             let v = u64::from_le_bytes(slot.try_into().map_err(|_| "reloc")?);
                             slot.copy_from_slice(&v.wrapping_add(delta).to_le_bytes());
                         }
@@ -127,7 +128,9 @@ impl Image {
             let mut descs = table.descriptors().map_err(|e| format!("imports: {e}"))?;
             while let Some(d) = descs.next().map_err(|e| format!("imports: {e}"))? {
                 let module = String::from_utf8_lossy(
-                    table.name(d.name.get(LE)).map_err(|e| format!("imports: {e}"))?,
+                    table
+                        .name(d.name.get(LE))
+                        .map_err(|e| format!("imports: {e}"))?,
                 )
                 .to_ascii_lowercase();
                 let lookup = match d.original_first_thunk.get(LE) {
@@ -136,9 +139,17 @@ impl Image {
                 };
                 let mut thunks = table.thunks(lookup).map_err(|e| format!("imports: {e}"))?;
                 let mut iat = d.first_thunk.get(LE) as usize;
-                while let Some(t) = thunks.next::<pe::ImageNtHeaders64>().map_err(|e| format!("imports: {e}"))? {
-                    let name = match table.import::<pe::ImageNtHeaders64>(t).map_err(|e| format!("imports: {e}"))? {
-                        object::read::pe::Import::Name(_, n) => String::from_utf8_lossy(n).into_owned(),
+                while let Some(t) = thunks
+                    .next::<pe::ImageNtHeaders64>()
+                    .map_err(|e| format!("imports: {e}"))?
+                {
+                    let name = match table
+                        .import::<pe::ImageNtHeaders64>(t)
+                        .map_err(|e| format!("imports: {e}"))?
+                    {
+                        object::read::pe::Import::Name(_, n) => {
+                            String::from_utf8_lossy(n).into_owned()
+                        }
                         object::read::pe::Import::Ordinal(o) => format!("#{o}"),
                     };
                     imports.push(Import {
@@ -153,7 +164,9 @@ impl Image {
         let mut functions = Vec::new();
         if let Some(d) = dirs.get(pe::IMAGE_DIRECTORY_ENTRY_EXCEPTION) {
             let (rva, len) = (d.virtual_address.get(LE) as usize, d.size.get(LE) as usize);
-            let pdata = mem.get(rva..rva + len).ok_or("exception directory past the image")?;
+            let pdata = mem
+                .get(rva..rva + len)
+                .ok_or("exception directory past the image")?;
             for f in pdata.chunks_exact(12) {
                 let start = u32::from_le_bytes([f[0], f[1], f[2], f[3]]) as usize;
                 let end = u32::from_le_bytes([f[4], f[5], f[6], f[7]]) as usize;
@@ -178,19 +191,22 @@ impl Image {
         let mut specials = Vec::new();
         for &(start, end) in &ranges {
             let code = &mem[start - base..end - base];
-            let mut dec = iced_x86::Decoder::with_ip(64, code, start as u64, iced_x86::DecoderOptions::NONE);
+            let mut dec =
+                iced_x86::Decoder::with_ip(64, code, start as u64, iced_x86::DecoderOptions::NONE);
             while dec.can_decode() {
                 let i = dec.decode();
                 let special = match i.mnemonic() {
                     iced_x86::Mnemonic::Pause => Some(Special::Pause),
                     iced_x86::Mnemonic::Mov if i.op0_register() == iced_x86::Register::CR8 => {
                         Some(Special::WriteCr8 {
-                            reg: uc_reg(i.op1_register()).ok_or("mov cr8 from an unexpected register")?,
+                            reg: uc_reg(i.op1_register())
+                                .ok_or("mov cr8 from an unexpected register")?,
                         })
                     }
                     iced_x86::Mnemonic::Mov if i.op1_register() == iced_x86::Register::CR8 => {
                         Some(Special::ReadCr8 {
-                            reg: uc_reg(i.op0_register()).ok_or("mov to an unexpected register from cr8")?,
+                            reg: uc_reg(i.op0_register())
+                                .ok_or("mov to an unexpected register from cr8")?,
                         })
                     }
                     _ => None,

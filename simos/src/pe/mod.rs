@@ -110,7 +110,16 @@ pub fn build_image() -> Result<PathBuf, String> {
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
             let out = std::process::Command::new(cargo)
                 .current_dir(&root)
-                .args(["rustc", "-q", "-p", "rvgpu", "--profile", "driver", "--target", target])
+                .args([
+                    "rustc",
+                    "-q",
+                    "-p",
+                    "rvgpu",
+                    "--profile",
+                    "driver",
+                    "--target",
+                    target,
+                ])
                 .arg("--target-dir")
                 .arg(&target_dir)
                 .args([
@@ -136,7 +145,8 @@ pub fn build_image() -> Result<PathBuf, String> {
 
 /// Index of the slots the bridge treats specially.
 const SYNC_ID: usize = slot_index(DXGKRNL_INTERFACE::SLOT_NAMES, "DxgkCbSynchronizeExecution");
-const START_DEVICE_ID: usize = slot_index(DRIVER_INITIALIZATION_DATA::SLOT_NAMES, "DxgkDdiStartDevice");
+const START_DEVICE_ID: usize =
+    slot_index(DRIVER_INITIALIZATION_DATA::SLOT_NAMES, "DxgkDdiStartDevice");
 const QUERY_SERVICES_ID: usize = slot_index(DXGKRNL_INTERFACE::SLOT_NAMES, "DxgkCbQueryServices");
 /// Forwarder ids of the feature interface the image returns from `DxgkDdiQueryInterface`
 /// (after the table's own slot ids).
@@ -161,7 +171,10 @@ fn current_image() -> Option<Arc<PeImage>> {
     kernel::current_machine().and_then(|m| m.pe().cloned())
 }
 
-static LOADED: Mutex<Vec<((PathBuf, u64, std::time::SystemTime), Arc<Loaded>)>> = Mutex::new(Vec::new());
+/// A mapped file: path, length and modification time.
+type FileKey = (PathBuf, u64, std::time::SystemTime);
+
+static LOADED: Mutex<Vec<(FileKey, Arc<Loaded>)>> = Mutex::new(Vec::new());
 
 impl Loaded {
     /// The mapping of the file at `path` (mapped on first use; a rebuilt file is mapped anew).
@@ -191,6 +204,7 @@ impl Loaded {
             .map_err(|e| format!("cannot read the driver image {}: {e}", path.display()))?;
         let img = image::Image::map(&data)?;
         cpu::register_range(img.base, img.size, cpu::Range::Ram);
+        cpu::register_count_range(img.base, img.base + img.size);
         let stubs = Stubs::new(64)?;
         let specials: Arc<[_]> = img.specials.clone().into();
         cpu::register_specials(specials);
@@ -215,7 +229,9 @@ impl Loaded {
             let mut at = base;
             for (i, bytes) in &code_page {
                 // SAFETY: inside the fresh code range just allocated.
-                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len()) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len())
+                };
                 img.bind(i, at);
                 at += (bytes.len() + 15) & !15;
             }
@@ -250,6 +266,7 @@ pub struct PeImage {
     host_stubs: Mutex<HashMap<usize, usize>>,
     /// Translated callback tables handed to StartDevice (kept alive: the image may keep the
     /// pointer while it copies).
+    #[allow(clippy::vec_box, reason = "the image holds the table's address")]
     interfaces: Mutex<Vec<Box<DXGKRNL_INTERFACE>>>,
     /// The kernel objects and pool of this instance.
     pub kernel: ntoskrnl::KernelState,
@@ -315,7 +332,8 @@ impl PeImage {
     /// adapters still in the driver's adapter table, which the image's statics (shared by the
     /// process's machines) keep pointing at.
     pub fn keep_pool(&self) {
-        self.keep_pool.store(true, std::sync::atomic::Ordering::Release);
+        self.keep_pool
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// The address the IOCTL answers with (the simulated `DxgkInitialize`).
@@ -324,7 +342,11 @@ impl PeImage {
     }
 
     /// Runs `DriverEntry(DriverObject, RegistryPath)`.
-    pub fn driver_entry(&self, driver_object: *mut c_void, registry_path: *const c_void) -> Result<i32, Stop> {
+    pub fn driver_entry(
+        &self,
+        driver_object: *mut c_void,
+        registry_path: *const c_void,
+    ) -> Result<i32, Stop> {
         cpu::call(
             self.loaded.image.entry,
             &[driver_object as u64, registry_path as u64],
@@ -394,11 +416,17 @@ impl PeImage {
 
     /// The feature interface the image returned from `DxgkDdiQueryInterface`, with forwarders
     /// to its code in place of its routines.
-    pub fn translate_feature_interface(&self, mut f: DXGKDDI_FEATURE_INTERFACE) -> DXGKDDI_FEATURE_INTERFACE {
+    pub fn translate_feature_interface(
+        &self,
+        mut f: DXGKDDI_FEATURE_INTERFACE,
+    ) -> DXGKDDI_FEATURE_INTERFACE {
         fn fwd<S: AbiSlot, const ID: usize>(img: &PeImage, s: &mut S) {
             let a = s.addr();
             if a != 0 {
-                img.ddi.write().unwrap_or_else(|p| p.into_inner()).insert(ID, a);
+                img.ddi
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(ID, a);
                 *s = S::forwarder::<PeDdi, ID>();
             }
         }
@@ -458,10 +486,18 @@ impl PeImage {
                         return StubResult::Return(st);
                     }
                     // SAFETY: the image's argument block (the callback just used it).
-                    let args = unsafe { &*(w[1] as *const rvgpu_ddi::feature::DXGKARGCB_QUERYFEATUREINTERFACE) };
-                    if args.FeatureId == rvgpu_ddi::feature::DXGK_FEATURE_NATIVE_FENCE && !args.Interface.is_null() {
+                    let args = unsafe {
+                        &*(w[1] as *const rvgpu_ddi::feature::DXGKARGCB_QUERYFEATUREINTERFACE)
+                    };
+                    if args.FeatureId == rvgpu_ddi::feature::DXGK_FEATURE_NATIVE_FENCE
+                        && !args.Interface.is_null()
+                    {
                         // SAFETY: the callback wrote a DXGKCBINT_FEATURE_NATIVEFENCE_1 there.
-                        let i = unsafe { &mut *args.Interface.cast::<rvgpu_ddi::feature::DXGKCBINT_FEATURE_NATIVEFENCE_1>() };
+                        let i = unsafe {
+                            &mut *args
+                                .Interface
+                                .cast::<rvgpu_ddi::feature::DXGKCBINT_FEATURE_NATIVEFENCE_1>()
+                        };
                         let mut c = lock(&cache);
                         let caps_stub = match *c {
                             Some(s) => s,
@@ -474,7 +510,9 @@ impl PeImage {
                                         "GetOSCaps",
                                         Arc::new(move |w: &[u64; 12]| {
                                             // SAFETY: the simulated GetOSCaps with the image's argument.
-                                            StubResult::Return(unsafe { caps_call(caps_host, w) }.unwrap_or(0))
+                                            StubResult::Return(
+                                                unsafe { caps_call(caps_host, w) }.unwrap_or(0),
+                                            )
                                         }),
                                     )
                                     .unwrap_or(0);
@@ -521,7 +559,10 @@ struct PeDdi;
 impl Callee for PeDdi {
     fn call(id: usize, args: &[u64]) -> u64 {
         let Some(m) = kernel::current_machine() else {
-            eprintln!("rvgpu-simos: a DDI of the PE image was called outside any machine: {id} {}", std::backtrace::Backtrace::force_capture());
+            eprintln!(
+                "rvgpu-simos: a DDI of the PE image was called outside any machine: {id} {}",
+                std::backtrace::Backtrace::force_capture()
+            );
             return 0;
         };
         let Some(img) = m.pe().cloned() else {
@@ -542,9 +583,16 @@ impl Callee for PeDdi {
             words[2] = img.translate_interface(host) as u64;
         }
         let args = &words[..n];
+        let before = cpu::executed();
         let r = cpu::call(addr, args);
+        if cpu::counting() {
+            count(id, cpu::executed() - before);
+        }
         if cpu::trace() {
-            let name = DRIVER_INITIALIZATION_DATA::SLOT_NAMES.get(id).copied().unwrap_or("feature interface");
+            let name = DRIVER_INITIALIZATION_DATA::SLOT_NAMES
+                .get(id)
+                .copied()
+                .unwrap_or("feature interface");
             eprintln!("[pe] {name}({:x?}) = {r:x?}", args);
         }
         match r {
@@ -589,7 +637,10 @@ impl SlotVisitor for CallbackBridge<'_> {
         if !S::CALLABLE || slot.addr() == 0 {
             return;
         }
-        let name = DXGKRNL_INTERFACE::SLOT_NAMES.get(ID).copied().unwrap_or("callback");
+        let name = DXGKRNL_INTERFACE::SLOT_NAMES
+            .get(ID)
+            .copied()
+            .unwrap_or("callback");
         let cached = lock(&self.image.host_stubs).get(&slot.addr()).copied();
         let stub = match (cached, ID) {
             (Some(s), _) => s,
@@ -672,6 +723,46 @@ impl PeImage {
                 }),
             )
             .unwrap_or(0)
+    }
+}
+
+/// Instructions the image executed per DDI (counting mode): name → (calls, instructions).
+static COUNTS: Mutex<std::collections::BTreeMap<&'static str, (u64, u64)>> =
+    Mutex::new(std::collections::BTreeMap::new());
+
+fn count(id: usize, instructions: u64) {
+    let name = DRIVER_INITIALIZATION_DATA::SLOT_NAMES
+        .get(id)
+        .copied()
+        .unwrap_or("feature interface");
+    let mut c = lock(&COUNTS);
+    let first = c.is_empty();
+    let e = c.entry(name).or_insert((0, 0));
+    e.0 += 1;
+    e.1 += instructions;
+    drop(c);
+    if first {
+        // SAFETY: registering a plain function to run at exit.
+        unsafe { libc::atexit(print_counts) };
+    }
+}
+
+/// Per-DDI instruction counts of the image so far (counting mode): (DDI, calls, instructions).
+pub fn instruction_counts() -> Vec<(&'static str, u64, u64)> {
+    lock(&COUNTS)
+        .iter()
+        .map(|(n, (c, i))| (*n, *c, *i))
+        .collect()
+}
+
+extern "C" fn print_counts() {
+    let rows = instruction_counts();
+    eprintln!("rvgpu.sys instructions per DDI call (RVGPU_PE_COUNT, executed in the emulator):");
+    for (name, calls, instr) in rows {
+        eprintln!(
+            "  {name:<40} {calls:>8} calls {:>10.1} instructions/call",
+            instr as f64 / calls.max(1) as f64
+        );
     }
 }
 

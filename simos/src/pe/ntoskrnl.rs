@@ -46,6 +46,9 @@ const POOL_FLAG_UNINITIALIZED: u64 = 0x2;
 const POOL_FLAG_NON_PAGED: u64 = 0x40;
 const POOL_FLAG_PAGED: u64 = 0x100;
 
+/// A built IRP: (control code, output buffer, its length, event, IO_STATUS_BLOCK).
+type Irp = (u32, usize, u32, usize, usize);
+
 /// One live pool allocation.
 #[derive(Clone, Copy, Debug)]
 pub struct PoolBlock {
@@ -80,7 +83,9 @@ pub struct KernelState {
     pub(super) file_object: Box<[u64; 8]>,
     file_refs: std::sync::atomic::AtomicI64,
     /// IRPs built and not yet sent: address → (code, output buffer, length, event, iosb).
-    irps: Mutex<HashMap<usize, (u32, usize, u32, usize, usize)>>,
+    irps: Mutex<HashMap<usize, Irp>>,
+    /// The IRPs' memory (its address is the image's IRP pointer: boxed so it does not move).
+    #[allow(clippy::vec_box, reason = "the image holds the IRP's address")]
     irp_storage: Mutex<Vec<Box<[u64; 32]>>>,
 }
 
@@ -245,7 +250,11 @@ fn ex_allocate_pool2(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
         raise(BugCheck::new(BAD_POOL_CALLER, [BAD_POOL_ZERO_TAG, 0, 0, 0]));
         return ret(0);
     }
-    let max = if flags & POOL_FLAG_PAGED != 0 { Irql::Apc } else { Irql::Dispatch };
+    let max = if flags & POOL_FLAG_PAGED != 0 {
+        Irql::Apc
+    } else {
+        Irql::Dispatch
+    };
     let irql = current_irql();
     if irql > max {
         // Under Verifier (the simulation always runs the driver so), 0xC4/0x02.
@@ -291,22 +300,35 @@ fn ex_free_pool_with_tag(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
         return ret(0);
     }
     let Some(block) = lock(&img.kernel.pool).get(&p).copied() else {
-        raise(BugCheck::new(BAD_POOL_CALLER, [BAD_POOL_FREE_BAD_ADDRESS, p as u64, 0, 0]));
+        raise(BugCheck::new(
+            BAD_POOL_CALLER,
+            [BAD_POOL_FREE_BAD_ADDRESS, p as u64, 0, 0],
+        ));
         return ret(0);
     };
     if block.tag != tag {
         raise(BugCheck::new(
             BAD_POOL_CALLER,
-            [BAD_POOL_FREE_WRONG_TAG, p as u64, u64::from(tag), u64::from(block.tag)],
+            [
+                BAD_POOL_FREE_WRONG_TAG,
+                p as u64,
+                u64::from(tag),
+                u64::from(block.tag),
+            ],
         ));
         return ret(0);
     }
     let set_timer = lock(&img.kernel.timers)
         .iter()
-        .find(|(&a, t)| a >= p && a < p + block.size && t.set.load(std::sync::atomic::Ordering::Acquire))
+        .find(|(&a, t)| {
+            a >= p && a < p + block.size && t.set.load(std::sync::atomic::Ordering::Acquire)
+        })
         .map(|(&a, _)| a);
     if let Some(t) = set_timer {
-        raise(BugCheck::new(bugcheck::TIMER_OR_DPC_INVALID, [0, t as u64, p as u64, p as u64 + block.size as u64]));
+        raise(BugCheck::new(
+            bugcheck::TIMER_OR_DPC_INVALID,
+            [0, t as u64, p as u64, p as u64 + block.size as u64],
+        ));
         return ret(0);
     }
     lock(&img.kernel.pool).remove(&p);
@@ -337,7 +359,10 @@ fn dbg_print_ex(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     let text = format_c(w[2], &w[3..]);
     // The Windows platform prefixes its messages for the debugger's output; the machine's log
     // holds the message as the Linux build logs it.
-    let text = text.strip_prefix("rvgpu: ").map(str::to_string).unwrap_or(text);
+    let text = text
+        .strip_prefix("rvgpu: ")
+        .map(str::to_string)
+        .unwrap_or(text);
     if let Some(m) = current_machine() {
         m.push_log(level, text);
     }
@@ -365,7 +390,10 @@ fn format_c(fmt: u64, args: &[u64]) -> String {
             out.push(c);
             continue;
         }
-        while matches!(chars.peek(), Some('l' | 'h' | 'z' | 'I' | '6' | '4' | '#' | '0'..='9')) {
+        while matches!(
+            chars.peek(),
+            Some('l' | 'h' | 'z' | 'I' | '6' | '4' | '#' | '0'..='9')
+        ) {
             chars.next();
         }
         let a = args.next().copied().unwrap_or(0);
@@ -449,7 +477,16 @@ fn io_build_device_io_control_request(img: &Arc<PeImage>, w: &[u64; 12]) -> Stub
     let irp = Box::new([0u64; 32]);
     let at = irp.as_ptr() as usize;
     lock(&img.kernel.irp_storage).push(irp);
-    lock(&img.kernel.irps).insert(at, (w[0] as u32, w[4] as usize, w[5] as u32, w[7] as usize, w[8] as usize));
+    lock(&img.kernel.irps).insert(
+        at,
+        (
+            w[0] as u32,
+            w[4] as usize,
+            w[5] as u32,
+            w[7] as usize,
+            w[8] as usize,
+        ),
+    );
     ret(at as u64)
 }
 
@@ -457,7 +494,8 @@ fn io_build_device_io_control_request(img: &Arc<PeImage>, w: &[u64; 12]) -> Stub
 /// `DpiInitialize` written to the output buffer (METHOD_NEITHER, kernel-mode caller), the
 /// request completed at once. Any other request is `STATUS_INVALID_DEVICE_REQUEST`.
 fn iof_call_driver(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
-    let Some((code, out, out_len, _event, iosb)) = lock(&img.kernel.irps).remove(&(w[1] as usize)) else {
+    let Some((code, out, out_len, _event, iosb)) = lock(&img.kernel.irps).remove(&(w[1] as usize))
+    else {
         return ret(STATUS_INVALID_PARAMETER);
     };
     lock(&img.kernel.irp_storage).retain(|b| b.as_ptr() as u64 != w[1]);
@@ -591,7 +629,8 @@ fn ke_set_timer_ex(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
         }
     }
     let period = u32::try_from(w[2] as i32).unwrap_or(0);
-    t.dpc.store(w[3] as usize, std::sync::atomic::Ordering::Release);
+    t.dpc
+        .store(w[3] as usize, std::sync::atomic::Ordering::Release);
     let ctx: *const PeTimer = Arc::as_ptr(&t);
     let ok = ktimer::arm(&t.sim, period.max(1), run_dpc, ctx.cast());
     if !ok {

@@ -100,7 +100,16 @@ pub struct Api {
     ) -> c_int,
     pub emu_start: unsafe extern "C" fn(Uc, u64, u64, u64, usize) -> c_int,
     pub emu_stop: unsafe extern "C" fn(Uc) -> c_int,
-    pub hook_add: unsafe extern "C" fn(Uc, *mut usize, c_int, *mut c_void, *mut c_void, u64, u64, ...) -> c_int,
+    pub hook_add: unsafe extern "C" fn(
+        Uc,
+        *mut usize,
+        c_int,
+        *mut c_void,
+        *mut c_void,
+        u64,
+        u64,
+        ...
+    ) -> c_int,
     _lib: libloading::Library,
 }
 
@@ -130,7 +139,12 @@ fn open_library() -> Result<libloading::Library, String> {
 fn try_install() -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    if !root || std::process::Command::new("apt-get").arg("--version").output().is_err() {
+    if !root
+        || std::process::Command::new("apt-get")
+            .arg("--version")
+            .output()
+            .is_err()
+    {
         return false;
     }
     eprintln!("rvgpu-simos: installing libunicorn2 (the x86-64 emulator the PE image runs in)");
@@ -196,7 +210,5 @@ pub fn error_text(api: &Api, code: c_int) -> String {
         return format!("unicorn error {code}");
     }
     // SAFETY: non-null static C string (above).
-    unsafe { CStr::from_ptr(p) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
