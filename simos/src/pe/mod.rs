@@ -323,6 +323,16 @@ impl PeImage {
         &self.loaded.path
     }
 
+    /// The image's imports, as `module!name`.
+    pub fn imports(&self) -> Vec<String> {
+        self.loaded
+            .image
+            .imports
+            .iter()
+            .map(|i| format!("{}!{}", i.module, i.name))
+            .collect()
+    }
+
     /// Instructions of the image the emulator handles itself (CR8 accesses and `pause`s).
     pub fn special_instructions(&self) -> usize {
         self.loaded.image.specials.len()
@@ -763,6 +773,32 @@ extern "C" fn print_counts() {
             "  {name:<40} {calls:>8} calls {:>10.1} instructions/call",
             instr as f64 / calls.max(1) as f64
         );
+    }
+}
+
+impl crate::Machine {
+    /// The PE image this machine runs, if it runs one.
+    pub fn pe_image(&self) -> Option<Arc<PeImage>> {
+        self.state.pe().cloned()
+    }
+
+    /// Calls what the image's import `name` is bound to, with `args`, on an emulated processor
+    /// at `irql` in this machine's context: what the image's own call does (tests of the
+    /// simulated kernel's rules). `None` when the machine runs no image or the image has no
+    /// such import.
+    pub fn call_pe_import(
+        &self,
+        name: &str,
+        irql: rvgpu_kmd::platform::Irql,
+        args: &[u64],
+    ) -> Option<Result<u64, Stop>> {
+        let img = self.state.pe()?;
+        let import = img.loaded.image.imports.iter().find(|i| i.name == name)?;
+        // SAFETY: an IAT entry of the mapped image (bound at load).
+        let target = unsafe { (import.iat as *const u64).read_unaligned() } as usize;
+        let _m = kernel::MachineContext::enter(self.state.clone());
+        let _irql = kernel::IrqlScope::enter(irql);
+        Some(cpu::call(target, args))
     }
 }
 
