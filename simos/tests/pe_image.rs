@@ -188,7 +188,7 @@ fn issue_44_timer_above_dispatch_is_irql_not_less_or_equal() {
 #[test]
 fn issue_44_fault_in_the_image_is_page_fault_in_nonpaged_area() {
     let m = pe_machine();
-    let dst = vec![0u8; 16];
+    let dst = [0u8; 16];
     let r = m
         .call_pe_import("memcpy", Irql::Passive, &[dst.as_ptr() as u64, 0x10, 16])
         .expect("imported");

@@ -210,13 +210,14 @@ pub fn map_trap_window(bus: &Arc<dyn MmioBus + Send + Sync>, len: usize) -> NonN
     }));
     // The PE image dereferences its BAR pointer: it gets a range of address space the
     // emulator routes to this window (crate::pe), instead of the window's own address.
+    let own = NonNull::from(window).cast::<u8>();
     #[cfg(target_os = "linux")]
-    let pe_base = current_machine()
+    let base = current_machine()
         .filter(|m| m.runs_pe())
-        .and_then(|_| crate::pe::window_range(len));
+        .and_then(|_| crate::pe::window_range(len))
+        .unwrap_or(own);
     #[cfg(not(target_os = "linux"))]
-    let pe_base: Option<NonNull<u8>> = None;
-    let base = pe_base.unwrap_or_else(|| NonNull::from(window).cast::<u8>());
+    let base = own;
     windows_write().insert(
         base.as_ptr() as usize,
         Window {

@@ -207,11 +207,13 @@ fn cancel_set(timer: &SimTimer) -> Option<Arc<Armed>> {
 
 /// `KeCancelTimer` alone (the PE image's import, which may run at DISPATCH_LEVEL): removes a
 /// set timer and returns it, so that `KeFlushQueuedDpcs` can wait for a run in progress.
+#[cfg(target_os = "linux")]
 pub(crate) fn cancel_keep(timer: &SimTimer) -> Option<Arc<Armed>> {
     cancel_set(timer)
 }
 
 /// `KeFlushQueuedDpcs` for one cancelled timer: waits for a run in progress.
+#[cfg(target_os = "linux")]
 pub(crate) fn wait_not_running(armed: &Armed) {
     drop(lock(&armed.running));
 }
