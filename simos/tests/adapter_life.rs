@@ -2,6 +2,9 @@
 //! no ISR or synchronized routine runs after the interrupt is disconnected, a removed
 //! adapter's handle is dead, and IRQL leaks out of driver routines are caught (0xC8).
 
+#[path = "common/pe.rs"]
+mod pe;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -437,4 +440,10 @@ fn dpcs_of_different_adapters_run_concurrently() {
         A0_SAW_A1.load(Ordering::SeqCst),
         "adapter 1's DPC could not run while adapter 0's DPC was running"
     );
+}
+
+/// Issue 44: every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
+#[test]
+fn against_the_pe_image() {
+    pe::rerun_against_the_pe_image(&[]);
 }

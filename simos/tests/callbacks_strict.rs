@@ -2,6 +2,9 @@
 //! the wrong level, bad UnmapMemory, ISR/SynchronizeExecution exclusion, and what stops the
 //! ISR and the DPC.
 
+#[path = "common/pe.rs"]
+mod pe;
+
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -483,4 +486,10 @@ fn nothing_reaches_the_device_after_a_bugcheck() {
     assert_eq!(id, u32::MAX);
     assert!(!dev.step());
     assert_eq!(m.bugcheck(), first, "no second bug check");
+}
+
+/// Issue 44: every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
+#[test]
+fn against_the_pe_image() {
+    pe::rerun_against_the_pe_image(&[]);
 }

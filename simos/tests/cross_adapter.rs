@@ -455,3 +455,5 @@ fn nf_18_monitored_fence_opens_as_native() {
     assert!(dq.drained());
     assert_eq!(after.current_value(), 1);
 }
+
+against_the_pe_image!();

@@ -433,3 +433,5 @@ fn hws_tdr_failed_reset_hw_engine_goes_adapter_wide() {
         "no log entries after the reset ({before} -> {after})"
     );
 }
+
+against_the_pe_image!();

@@ -227,3 +227,5 @@ fn nf_09_threaded_concurrent_waiters() {
     });
     assert!(m.bugcheck().is_none());
 }
+
+against_the_pe_image!();

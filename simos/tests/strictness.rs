@@ -292,3 +292,5 @@ fn driver_caps_are_fully_initialised() {
         0xCDCD_CDCD
     );
 }
+
+against_the_pe_image!();

@@ -1,6 +1,9 @@
 //! What must be released by RemoveDevice and Unload, and the feature interface's reference
 //! rules (S9), plus contiguous memory limits (S4 through the callback).
 
+#[path = "common/pe.rs"]
+mod pe;
+
 use rvgpu_ddi::dxgkrnl::DxgkServicesFeature;
 use rvgpu_ddi::feature::{DXGK_FEATURE_INTERFACE, DXGK_FEATURE_INTERFACE_VERSION_1};
 use rvgpu_ddi::ntstatus::{STATUS_INSUFFICIENT_RESOURCES, STATUS_NO_MEMORY};
@@ -209,4 +212,10 @@ fn write_after_free_of_contiguous_memory_is_caught_at_unload() {
             assert_eq!(r, Ok(()));
         }
     }
+}
+
+/// Issue 44: every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
+#[test]
+fn against_the_pe_image() {
+    pe::rerun_against_the_pe_image(&[]);
 }
