@@ -108,7 +108,10 @@ fn package_files() -> BTreeSet<String> {
             name.contains('.').then(|| name.to_owned())
         })
         .collect();
-    assert!(files.contains("rvgpu.sys") && files.contains("rvgpu.inf"), "{files:?}");
+    assert!(
+        files.contains("rvgpu.sys") && files.contains("rvgpu.inf"),
+        "{files:?}"
+    );
     files
 }
 
@@ -154,12 +157,21 @@ fn readme_is_short_and_says_rvgpu_has_not_run_on_windows() {
     let warning = readme
         .find("has not been loaded on Windows")
         .expect("README.md says rvgpu has not been loaded on Windows");
-    let commands = readme.find("cargo test --workspace").expect("the test command");
-    assert!(warning < commands, "the warning belongs before the commands");
+    let commands = readme
+        .find("cargo test --workspace")
+        .expect("the test command");
+    assert!(
+        warning < commands,
+        "the warning belongs before the commands"
+    );
     assert!(readme.contains("RVGPU_VM_TEST=skip"));
     // One status table with the four places a feature is proven.
     let header = "| feature | simulated OS (Linux build) | PE image | Linux guest on QEMU over PCIe | Windows |";
-    assert_eq!(readme.matches(header).count(), 1, "the status table's header");
+    assert_eq!(
+        readme.matches(header).count(),
+        1,
+        "the status table's header"
+    );
     for next in [
         "docs/architecture.md",
         "docs/windows.md",
@@ -182,7 +194,12 @@ const HISTORY: &[&str] = &[
 
 #[test]
 fn readme_and_contributing_describe_what_is() {
-    for doc in ["README.md", "CONTRIBUTING.md", "docs/architecture.md", "docs/status.md"] {
+    for doc in [
+        "README.md",
+        "CONTRIBUTING.md",
+        "docs/architecture.md",
+        "docs/status.md",
+    ] {
         let text = read(doc).to_lowercase();
         let found: Vec<&&str> = HISTORY.iter().filter(|p| text.contains(*p)).collect();
         assert!(found.is_empty(), "{doc} tells history: {found:?}");

@@ -25,7 +25,9 @@ pub fn require(tools: &[&str]) {
     match status {
         Ok(s) if s.success() => {}
         Ok(_) => std::process::exit(1),
-        Err(e) => stop(&format!("rvgpu setup: cannot run bash scripts/setup.sh: {e}")),
+        Err(e) => stop(&format!(
+            "rvgpu setup: cannot run bash scripts/setup.sh: {e}"
+        )),
     }
 }
 

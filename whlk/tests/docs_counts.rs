@@ -28,7 +28,9 @@ fn readme_gives_the_default_runs_summary_line() {
 fn case_names(text: &str, start: &str, end: &str) -> BTreeSet<String> {
     let from = text.find(start).unwrap_or_else(|| panic!("no `{start}`"));
     let rest = &text[from..];
-    let to = rest.find(end).unwrap_or_else(|| panic!("no `{end}` after `{start}`"));
+    let to = rest
+        .find(end)
+        .unwrap_or_else(|| panic!("no `{end}` after `{start}`"));
     rest[..to]
         .split('`')
         .skip(1)
@@ -47,10 +49,7 @@ fn case_names(text: &str, start: &str, end: &str) -> BTreeSet<String> {
 #[test]
 fn test_machine_page_lists_exactly_the_cases_a_d3dkmt_program_runs() {
     let all = cases::all();
-    let reports = runner::run_all(
-        &runner::select(&all, None),
-        &KmtBackend::new(SimPlatform),
-    );
+    let reports = runner::run_all(&runner::select(&all, None), &KmtBackend::new(SimPlatform));
     let passed: BTreeSet<String> = reports
         .iter()
         .filter(|r| r.outcome == Outcome::Pass)
