@@ -109,3 +109,66 @@ fn a_missing_tool_stops_the_test_binary_with_one_line() {
         "{out:?}"
     );
 }
+
+/// The install path, with stand-ins: `PATH` holds only a fake `apt-get` (which "installs" a fake
+/// mingw gcc), an `id` that says root, and the few programs the script runs, so the real
+/// packages are neither seen nor touched. Three set-ups at once install once, under the lock.
+#[test]
+fn setup_script_installs_once_when_several_ask_at_once() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("setup-install");
+    let _ = std::fs::remove_dir_all(&dir);
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["flock", "mktemp", "rm", "sleep"] {
+        let found = Command::new("bash")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .unwrap();
+        let path = String::from_utf8(found.stdout).unwrap();
+        assert!(found.status.success(), "{tool} is not installed");
+        std::os::unix::fs::symlink(path.trim(), bin.join(tool)).unwrap();
+    }
+    let script = |name: &str, body: &str| {
+        let path = bin.join(name);
+        std::fs::write(&path, format!("#!/bin/bash\n{body}\n")).unwrap();
+        let chmod = Command::new("chmod").arg("+x").arg(&path).status();
+        assert!(chmod.unwrap().success());
+    };
+    script("id", "echo 0");
+    let gcc = bin.join("x86_64-w64-mingw32-gcc");
+    script(
+        "apt-get",
+        &format!(
+            "echo \"$*\" >> {log}\n\
+             if [ \"$1\" = install ]; then sleep 1; printf '#!/bin/bash\\n' > {gcc}; \
+             /bin/chmod +x {gcc}; fi",
+            log = dir.join("apt.log").display(),
+            gcc = gcc.display()
+        ),
+    );
+    let runs: Vec<_> = (0..3)
+        .map(|_| {
+            Command::new("/bin/bash")
+                .arg(root().join("scripts/setup.sh"))
+                .arg("mingw")
+                .env("PATH", &bin)
+                .env("TMPDIR", &dir)
+                .env_remove("RVGPU_SETUP_HIDE")
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for run in runs {
+        let out = run.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    assert!(gcc.exists(), "the fake gcc was not installed");
+    let log = std::fs::read_to_string(dir.join("apt.log")).unwrap();
+    let installs = log.lines().filter(|l| l.starts_with("install")).count();
+    assert_eq!(
+        installs, 1,
+        "three set-ups at once installed {installs} times:\n{log}"
+    );
+    assert!(log.contains("gcc-mingw-w64-x86-64"), "{log}");
+}
