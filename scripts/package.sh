@@ -5,9 +5,9 @@
 #   scripts/package.sh [OUT_DIR]        (default: package/)
 #
 # OUT_DIR/ gets rvgpu.sys, rvgpu.pdb, rvgpu_umd.dll, rvgpu_umd.pdb and rvgpu.inf with DriverVer
-# stamped (date of the last commit, or today; version from Cargo.toml), the harness for a
-# test machine, rvgpu-whlk.exe (docs/test-machine.md), and the WinDbg script windbg/rvgpu.js.
-# Signing and the catalog need Windows (cargo make package-windows, docs/windows.md).
+# stamped (date of the last commit, or today; version from Cargo.toml), and the harness for a
+# test machine, rvgpu-whlk.exe (docs/test-machine.md). Signing and the catalog need Windows
+# (cargo make package-windows, docs/windows.md).
 #
 # The harness is a std program, so it needs a C runtime to link against: it is built for
 # x86_64-pc-windows-gnu with Debian's mingw-w64 (gcc-mingw-w64-x86-64), which links against
