@@ -99,13 +99,17 @@ fn architecture_names_every_directory() {
     );
 }
 
-/// The files `scripts/package.sh` puts in the package: every `"$out/NAME"` it writes.
+/// The files `scripts/package.sh` puts in every package: the destinations of its `cp` lines and
+/// of its `> "$out/…"` redirections (the INF). What only signing adds is written otherwise and
+/// documented with the signing.
 fn package_files() -> BTreeSet<String> {
     let script = read("scripts/package.sh");
     let files: BTreeSet<String> = script
-        .match_indices("\"$out/")
-        .filter_map(|(i, m)| {
-            let rest = &script[i + m.len()..];
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("cp ") || l.contains("> \"$out/"))
+        .filter_map(|l| {
+            let (_, rest) = l.rsplit_once("\"$out/")?;
             let name = &rest[..rest.find('"')?];
             name.contains('.').then(|| name.to_owned())
         })
