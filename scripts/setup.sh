@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Makes sure the host tools the build and the tests need are installed:
 #
-#   scripts/setup.sh TOOL...        TOOL: mingw (x86_64-w64-mingw32-gcc), valgrind
+#   scripts/setup.sh TOOL...
+#
+# TOOL: mingw (x86_64-w64-mingw32-gcc), valgrind, osslsigncode, openssl (the last two for the
+# test-signed package).
 #
 # A tool that is missing is installed with apt-get when this runs as root on a machine with
 # apt-get; several test binaries may ask at once, so the check and the install happen under one
@@ -19,14 +22,14 @@ set -euo pipefail
 command_of() {
     case "$1" in
         mingw) echo x86_64-w64-mingw32-gcc ;;
-        valgrind) echo valgrind ;;
+        valgrind | osslsigncode | openssl) echo "$1" ;;
         *) return 1 ;;
     esac
 }
 package_of() {
     case "$1" in
         mingw) echo gcc-mingw-w64-x86-64 ;;
-        valgrind) echo valgrind ;;
+        valgrind | osslsigncode | openssl) echo "$1" ;;
         *) return 1 ;;
     esac
 }
