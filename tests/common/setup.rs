@@ -10,8 +10,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 /// Makes sure `tools` (names known to `scripts/setup.sh`: `mingw`, `valgrind`, `osslsigncode`,
-/// `openssl`) are installed,
-/// or ends the test process with the script's one line on stderr.
+/// `openssl`) are installed, or ends the test process with the script's one line on stderr.
 pub fn require(tools: &[&str]) {
     // One set-up at a time within this binary; the script locks against other binaries.
     static LOCK: Mutex<()> = Mutex::new(());
