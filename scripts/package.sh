@@ -47,6 +47,10 @@ target=x86_64-pc-windows-msvc
 target_dir="${RVGPU_TARGET_DIR:-$root/target/pe}"
 bin="$target_dir/$target/driver"
 
+# mingw-w64 is the linker and C runtime for rvgpu-whlk.exe: installed when it can be, else one
+# line with the command to run (exit status 3).
+bash "$root/scripts/setup.sh" mingw
+
 # The target is in rust-toolchain.toml; make sure it is installed when rustup is around.
 if command -v rustup >/dev/null 2>&1; then
     (cd "$root" && rustup target list --installed | grep -qx "$target") \
@@ -65,10 +69,6 @@ common=(--profile driver --target "$target" --target-dir "$target_dir"
 
 # Harness executable: the same crate as `cargo run -p rvgpu-whlk`, with the Windows backend.
 exe_target=x86_64-pc-windows-gnu
-if ! command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1; then
-    echo "package.sh: x86_64-w64-mingw32-gcc not found; install gcc-mingw-w64-x86-64 (the linker and C runtime for rvgpu-whlk.exe)" >&2
-    exit 1
-fi
 if command -v rustup >/dev/null 2>&1; then
     (cd "$root" && rustup target list --installed | grep -qx "$exe_target") \
         || (cd "$root" && rustup target add "$exe_target")

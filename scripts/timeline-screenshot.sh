@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the README's GPU timeline picture (docs/img/timeline.png) from a real harness run.
+# Makes the GPU timeline picture (docs/img/timeline.png, shown in docs/logs.md) from a real harness run.
 #
 #   bash scripts/timeline-screenshot.sh [OUT.png]
 #

@@ -31,6 +31,9 @@ use object::pe;
 use object::read::pe::{ImageNtHeaders, ImageOptionalHeader, PeFile64};
 use object::{LittleEndian as LE, Object, ObjectSection};
 
+#[path = "common/setup.rs"]
+mod setup;
+
 const SYS_BUDGET: u64 = 512 * 1024;
 const DLL_BUDGET: u64 = 256 * 1024;
 /// The harness carries the whole simulation too (`--backend sim` works on Windows); ~5 MiB.
@@ -73,20 +76,25 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Runs scripts/package.sh once and returns the package directory.
+/// Runs scripts/package.sh once and returns the package directory. When the package cannot be
+/// built (mingw-w64 missing and not installable, or a build error above this line of output),
+/// the binary stops at once with one line, not one panic per test.
 fn package() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
+        setup::require(&["mingw"]);
         let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("package");
         let status = Command::new("bash")
             .arg(root().join("scripts/package.sh"))
             .arg(&out)
             .env("CARGO", env!("CARGO"))
             .current_dir(root())
-            .status()
-            .expect("run scripts/package.sh");
-        assert!(status.success(), "scripts/package.sh failed: {status}");
-        out
+            .status();
+        match status {
+            Ok(s) if s.success() => out,
+            Ok(s) => setup::stop(&format!("pe_images: scripts/package.sh failed ({s})")),
+            Err(e) => setup::stop(&format!("pe_images: cannot run scripts/package.sh: {e}")),
+        }
     })
 }
 

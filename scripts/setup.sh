@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Makes sure the host tools the build and the tests need are installed:
+#
+#   scripts/setup.sh TOOL...
+#
+# TOOL: mingw (x86_64-w64-mingw32-gcc), valgrind, osslsigncode, openssl (the last two for the
+# test-signed package).
+#
+# A tool that is missing is installed with apt-get when this runs as root on a machine with
+# apt-get; several test binaries may ask at once, so the check and the install happen under one
+# lock. When it cannot be installed here, the script prints ONE line saying the command to run and
+# exits with status 3, so a caller can stop at once instead of failing test after test.
+#
+# Used by scripts/package.sh (mingw links rvgpu-whlk.exe), by the tests that need a tool
+# (tests/common/setup.rs), and by .ci/run (valgrind for the instruction-count gate).
+#
+# RVGPU_SETUP_HIDE="TOOL..." treats those tools as missing and not installable, to try the
+# failure path without uninstalling anything (tests/setup.rs does).
+set -euo pipefail
+
+# TOOL -> the command that proves it is there, and the Debian package that provides it.
+command_of() {
+    case "$1" in
+        mingw) echo x86_64-w64-mingw32-gcc ;;
+        valgrind | osslsigncode | openssl) echo "$1" ;;
+        *) return 1 ;;
+    esac
+}
+package_of() {
+    case "$1" in
+        mingw) echo gcc-mingw-w64-x86-64 ;;
+        valgrind | osslsigncode | openssl) echo "$1" ;;
+        *) return 1 ;;
+    esac
+}
+
+hidden() {
+    case " ${RVGPU_SETUP_HIDE:-} " in
+        *" $1 "*) return 0 ;;
+        *) return 1 ;;
+    esac
+}
+
+present() {
+    ! hidden "$1" && command -v "$(command_of "$1")" >/dev/null 2>&1
+}
+
+fail() {
+    echo "rvgpu setup: $*" >&2
+    exit 3
+}
+
+for tool in "$@"; do
+    cmd="$(command_of "$tool")" || { echo "scripts/setup.sh: unknown tool $tool" >&2; exit 2; }
+    pkg="$(package_of "$tool")"
+    present "$tool" && continue
+
+    if ! hidden "$tool" && ! command -v apt-get >/dev/null 2>&1; then
+        fail "$cmd is missing; install it with your package manager (Debian: apt-get install -y $pkg)"
+    fi
+    if hidden "$tool" || [ "$(id -u)" != 0 ]; then
+        fail "$cmd is missing; run: sudo apt-get install -y $pkg"
+    fi
+
+    lock="${TMPDIR:-/tmp}/rvgpu-setup.lock"
+    log="$(mktemp "${TMPDIR:-/tmp}/rvgpu-setup.XXXXXX")"
+    (
+        flock 9
+        # Another process may have installed it while this one waited for the lock.
+        present "$tool" && exit 0
+        echo "rvgpu setup: installing $pkg (for $cmd) with apt-get" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >"$log" 2>&1 || true
+        apt-get install -y -qq "$pkg" >>"$log" 2>&1
+    ) 9>"$lock" || fail "apt-get could not install $pkg (its output: $log); run: apt-get update && apt-get install -y $pkg"
+    present "$tool" || fail "$pkg was installed but $cmd is still not on PATH"
+    rm -f "$log"
+done

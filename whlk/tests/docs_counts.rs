@@ -1,0 +1,70 @@
+//! What the documents say about the harness's cases, checked against the case registry: the
+//! README's count of cases, and docs/test-machine.md's list of the cases that run on a Windows
+//! test machine (those that pass over the simulated D3DKMT thunks, `--backend kmt-sim`).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use rvgpu_whlk::backend::kmt::sim::SimPlatform;
+use rvgpu_whlk::backend::kmt::KmtBackend;
+use rvgpu_whlk::case::Outcome;
+use rvgpu_whlk::{cases, runner};
+
+fn doc(path: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn readme_gives_the_default_runs_summary_line() {
+    let line = format!("{} passed, 0 failed, 0 skipped", cases::all().len());
+    assert!(
+        doc("README.md").contains(&line),
+        "README.md should say what `cargo run -p rvgpu-whlk` prints last: `{line}`"
+    );
+}
+
+/// The backticked `Group.Case` names between `start` and `end` in `text`.
+fn case_names(text: &str, start: &str, end: &str) -> BTreeSet<String> {
+    let from = text.find(start).unwrap_or_else(|| panic!("no `{start}`"));
+    let rest = &text[from..];
+    let to = rest
+        .find(end)
+        .unwrap_or_else(|| panic!("no `{end}` after `{start}`"));
+    rest[..to]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| {
+            s.split_once('.').is_some_and(|(g, c)| {
+                !g.is_empty()
+                    && !c.is_empty()
+                    && s.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '.')
+            })
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn test_machine_page_lists_exactly_the_cases_a_d3dkmt_program_runs() {
+    let all = cases::all();
+    let reports = runner::run_all(&runner::select(&all, None), &KmtBackend::new(SimPlatform));
+    let passed: BTreeSet<String> = reports
+        .iter()
+        .filter(|r| r.outcome == Outcome::Pass)
+        .map(|r| r.name.to_string())
+        .collect();
+    let listed = case_names(
+        &doc("docs/test-machine.md"),
+        "Cases that run there",
+        "Everything else is skipped",
+    );
+    let unlisted: Vec<_> = passed.difference(&listed).collect();
+    let not_run: Vec<_> = listed.difference(&passed).collect();
+    assert!(
+        unlisted.is_empty() && not_run.is_empty(),
+        "docs/test-machine.md's list of the cases that run on Windows is out of date: \
+         runs but not listed {unlisted:?}; listed but does not run {not_run:?}"
+    );
+}
