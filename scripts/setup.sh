@@ -4,7 +4,8 @@
 #   scripts/setup.sh TOOL...
 #
 # TOOL: mingw (x86_64-w64-mingw32-gcc), valgrind, osslsigncode, openssl (the last two for the
-# test-signed package).
+# test-signed package), unicorn (libunicorn.so.2: the x86-64 emulator rvgpu.sys runs in under
+# the simulated OS, docs/pe-image.md).
 #
 # A tool that is missing is installed with apt-get when this runs as root on a machine with
 # apt-get; several test binaries may ask at once, so the check and the install happen under one
@@ -23,6 +24,7 @@ command_of() {
     case "$1" in
         mingw) echo x86_64-w64-mingw32-gcc ;;
         valgrind | osslsigncode | openssl) echo "$1" ;;
+        unicorn) echo libunicorn.so.2 ;;
         *) return 1 ;;
     esac
 }
@@ -30,6 +32,7 @@ package_of() {
     case "$1" in
         mingw) echo gcc-mingw-w64-x86-64 ;;
         valgrind | osslsigncode | openssl) echo "$1" ;;
+        unicorn) echo libunicorn2 ;;
         *) return 1 ;;
     esac
 }
@@ -42,7 +45,12 @@ hidden() {
 }
 
 present() {
-    ! hidden "$1" && command -v "$(command_of "$1")" >/dev/null 2>&1
+    hidden "$1" && return 1
+    case "$1" in
+        # A library, not a command: ask the dynamic linker's cache.
+        unicorn) /sbin/ldconfig -p 2>/dev/null | grep -q 'libunicorn\.so\.2 ' ;;
+        *) command -v "$(command_of "$1")" >/dev/null 2>&1 ;;
+    esac
 }
 
 fail() {

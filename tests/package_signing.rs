@@ -18,6 +18,9 @@
     clippy::arithmetic_side_effects
 )]
 
+#[path = "common/setup.rs"]
+mod setup;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -34,46 +37,11 @@ fn tmp() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("package_signing")
 }
 
-/// Makes sure `tool` (from the Debian package `package`) is on the path: installs it when
-/// running as root with apt-get, otherwise fails with the command to run.
-fn require_tool(tool: &str, package: &str) {
-    let found = |t: &str| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if found(tool) {
-        return;
-    }
-    let is_root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
-    if is_root && found("apt-get") {
-        let install = || {
-            Command::new("apt-get")
-                .args(["install", "-y", "-qq", package])
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        if !install() {
-            let _ = Command::new("apt-get").args(["update", "-qq"]).status();
-            install();
-        }
-    }
-    assert!(
-        found(tool),
-        "{tool} not found: install it with `apt-get install -y {package}`"
-    );
-}
-
 /// The signed package, built once, and the certificate (PEM) it was signed with.
 fn package() -> &'static (PathBuf, PathBuf) {
     static DIR: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     DIR.get_or_init(|| {
-        require_tool("osslsigncode", "osslsigncode");
-        require_tool("openssl", "openssl");
+        setup::require(&["osslsigncode", "openssl", "mingw"]);
         let out = tmp().join("package");
         let cert_dir = tmp().join("cert");
         let status = Command::new("bash")

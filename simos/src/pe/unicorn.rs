@@ -114,7 +114,7 @@ pub struct Api {
 }
 
 /// The package that provides the library, for the one-line hint.
-pub const PACKAGE_HINT: &str = "apt-get install -y libunicorn2";
+pub const PACKAGE_HINT: &str = "sudo apt-get install -y libunicorn2";
 
 fn open_library() -> Result<libloading::Library, String> {
     let names: Vec<String> = std::env::var("RVGPU_UNICORN")
@@ -134,30 +134,20 @@ fn open_library() -> Result<libloading::Library, String> {
     Err(last)
 }
 
-/// Installs Debian's libunicorn2 when this process may (root, apt-get present), as the
-/// README's test command promises a fresh machine; `false` when it could not.
+/// Installs Debian's libunicorn2 when this process may, through the workspace's
+/// `scripts/setup.sh unicorn` (apt-get as root, under the lock every set-up takes; otherwise it
+/// prints the one command to run). `false` when it could not.
 fn try_install() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root
-        || std::process::Command::new("apt-get")
-            .arg("--version")
-            .output()
-            .is_err()
-    {
-        return false;
-    }
-    eprintln!("rvgpu-simos: installing libunicorn2 (the x86-64 emulator the PE image runs in)");
-    let ok = |args: &[&str]| {
-        std::process::Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdout(std::process::Stdio::null())
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("scripts")
+        .join("setup.sh");
+    script.exists()
+        && std::process::Command::new("bash")
+            .arg(script)
+            .arg("unicorn")
             .status()
             .is_ok_and(|s| s.success())
-    };
-    ok(&["install", "-y", "-qq", "libunicorn2"])
-        || (ok(&["update", "-qq"]) && ok(&["install", "-y", "-qq", "libunicorn2"]))
 }
 
 fn load() -> Result<Api, String> {
