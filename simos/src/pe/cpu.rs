@@ -36,7 +36,7 @@ use rvgpu_kmd::platform::Irql;
 
 use super::arena;
 use super::image::Special;
-use super::unicorn::{self, hook, reg, Api, Uc};
+use super::unicorn::{self, hook, reg, Api, HookCode, Uc};
 use crate::dxgkrnl::bugcheck::{self, BugCheck};
 use crate::dxgkrnl::kernel;
 use crate::dxgkrnl::state::lock;
@@ -424,6 +424,24 @@ impl Engine {
         unsafe { (self.api.reg_write)(self.uc, r, (&raw const v).cast()) };
     }
 
+    /// A code hook over `[begin, end]` calling `callback` with `user`.
+    fn code_hook(&self, callback: HookCode, user: usize, begin: usize, end: usize) {
+        let mut h = 0usize;
+        // SAFETY: a code hook (the callback has the type UC_HOOK_CODE calls) over the range;
+        // `user` is a plain word, never dereferenced.
+        unsafe {
+            (self.api.hook_add)(
+                self.uc,
+                &mut h,
+                hook::CODE,
+                callback as *mut c_void,
+                user as *mut c_void,
+                begin as u64,
+                end as u64,
+            )
+        };
+    }
+
     /// Installs the instruction hooks of images loaded since the last call.
     fn sync_specials(&self) {
         let all = SPECIALS.read().unwrap_or_else(|p| p.into_inner());
@@ -431,38 +449,14 @@ impl Engine {
         let mut last = seen;
         for (&seq, sites) in all.range(seen + 1..) {
             for &(at, len, kind) in sites.iter() {
-                let mut h = 0usize;
-                // SAFETY: a code hook for exactly one address; the user data is a plain word.
-                unsafe {
-                    (self.api.hook_add)(
-                        self.uc,
-                        &mut h,
-                        hook::CODE,
-                        on_special as *mut c_void,
-                        encode(len, kind) as *mut c_void,
-                        at as u64,
-                        at as u64,
-                    )
-                };
+                self.code_hook(on_special, encode(len, kind), at, at);
             }
             last = seq;
         }
         self.specials_seen.set(last);
         let ranges = COUNT_RANGES.read().unwrap_or_else(|p| p.into_inner());
         for &(start, end) in ranges.iter().skip(self.counted.get()) {
-            let mut h = 0usize;
-            // SAFETY: a code hook of the documented type over an image's range.
-            unsafe {
-                (self.api.hook_add)(
-                    self.uc,
-                    &mut h,
-                    hook::CODE,
-                    on_count as *mut c_void,
-                    std::ptr::null_mut(),
-                    start as u64,
-                    (end - 1) as u64,
-                )
-            };
+            self.code_hook(on_count, 0, start, end - 1);
         }
         self.counted.set(ranges.len());
     }

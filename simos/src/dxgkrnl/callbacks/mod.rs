@@ -161,32 +161,9 @@ stub_arity!(stub5; A, B, C, D, E);
 stub_arity!(stub6; A, B, C, D, E, F);
 stub_arity!(stub7; A, B, C, D, E, F, G);
 
-const fn str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
 /// Index of a slot in `DXGKRNL_INTERFACE::SLOT_NAMES` (a compile error for an unknown name).
 const fn slot_id(name: &str) -> usize {
-    let names = DXGKRNL_INTERFACE::SLOT_NAMES;
-    let mut i = 0;
-    while i < names.len() {
-        if str_eq(names[i], name) {
-            return i;
-        }
-        i += 1;
-    }
-    panic!("unknown DXGKRNL_INTERFACE slot")
+    rvgpu_ddi::abi::slot_index(DXGKRNL_INTERFACE::SLOT_NAMES, name)
 }
 
 macro_rules! not_simulated_slots {
