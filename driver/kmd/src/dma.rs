@@ -78,6 +78,7 @@ impl DmaBuffer {
             .flatten()
     }
 
+    #[inline]
     fn word(&self, index: u64) -> Option<&AtomicU64> {
         if index >= self.words() {
             return None;
@@ -90,12 +91,15 @@ impl DmaBuffer {
         Some(unsafe { &*p })
     }
 
-    /// Atomic load of word `index`; `None` past the end.
+    /// Atomic load of word `index`; `None` past the end. Inline: a bounds check and one
+    /// load on the ISR's path, in whichever crate instantiates the driver.
+    #[inline]
     pub fn load(&self, index: u64, order: Ordering) -> Option<u64> {
         self.word(index).map(|w| w.load(order))
     }
 
     /// Atomic store to word `index`; returns false past the end.
+    #[inline]
     pub fn store(&self, index: u64, value: u64, order: Ordering) -> bool {
         self.word(index).map(|w| w.store(value, order)).is_some()
     }
