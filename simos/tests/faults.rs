@@ -23,7 +23,7 @@ use rvgpu_simos::{
     Machine, Mode, NativeFence, NativeFenceDesc, Notification, TdrConfig, TdrEvent, WaitOutcome,
 };
 use rvgpu_umd::kmt::{AllocationCpu, Kmt};
-use rvgpu_umd::submit::{SubmitError, UserQueue};
+use rvgpu_umd::submit::{KernelQueue, SubmitError, UserQueue};
 
 fn record(kind: EventKind, engine: u8, queue_id: u32, args: [u64; 3]) -> EventRecord {
     EventRecord {
@@ -810,3 +810,45 @@ fn issue_18_dead_bus_without_pnp_ends_in_video_tdr_failure() {
 }
 
 against_the_pe_image!();
+
+/// Issue 45 hole 5: in step mode a blocking wait must not give up while a kernel timer is
+/// armed. The delivery of a user-mode queue's PROGRESS interrupt is lost; the GPU wrote the
+/// work and the progress fence holds the value; only the driver's interrupt watchdog (a
+/// periodic kernel timer) can tell the OS. The UMD's blocking wait, and the kernel-mode
+/// queue's, return success: simulated time runs on to the next armed timer when a round has
+/// nothing else to do, within the wait's own timeout.
+#[test]
+fn issue_45_step_mode_waits_outlast_a_lost_progress_interrupt() {
+    let m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
+    let dev = m.device(0).expect("device").clone();
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let buf = okk(&m, k.create_allocation(4096));
+    let mut uq = okk(&m, UserQueue::new(k, &config(0)));
+    for round in 1..=3u64 {
+        dev.drop_next_interrupt();
+        let v = okk(&m, uq.submit(&[fill(&buf, 0, round)]));
+        assert_eq!(
+            uq.wait(v),
+            Ok(()),
+            "user-mode wait {round} after a lost interrupt"
+        );
+    }
+    let mut kq = okk(&m, KernelQueue::new(k, &config(0)));
+    for round in 1..=2u64 {
+        dev.drop_next_interrupt();
+        let v = okk(&m, kq.submit(&[fill(&buf, 8, round)]));
+        assert_eq!(
+            kq.wait(v),
+            Ok(()),
+            "kernel-mode wait {round} after a lost interrupt"
+        );
+    }
+    let text = ok(&m, m.collect_dbg_info(0, VIDEO_ENGINE_TIMEOUT_DETECTED));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("watchdog ") && !l.ends_with(" lost_deliveries=0")),
+        "the watchdog released them: {text}"
+    );
+    no_fault(&m);
+}

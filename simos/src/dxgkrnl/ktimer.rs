@@ -122,6 +122,23 @@ impl Timers {
         lock(&self.set).iter().map(|t| t.storage).collect()
     }
 
+    /// Step mode: milliseconds until the next timer that will run is due; `None` when no
+    /// timer is set, timers are held back, or the clock is the wall clock.
+    pub fn next_due_step(&self) -> Option<u64> {
+        if !self.step || self.held.load(Ordering::Acquire) {
+            return None;
+        }
+        self.next_due_in()
+    }
+
+    /// Step mode: `ms` milliseconds pass with nothing to do (a blocking wait skipping idle
+    /// time to the next timer).
+    pub fn skip(&self, ms: u64) {
+        if self.step {
+            self.rounds.fetch_add(ms, Ordering::AcqRel);
+        }
+    }
+
     /// Milliseconds until the next timer is due (threaded mode's wait), if any is set.
     pub fn next_due_in(&self) -> Option<u64> {
         let now = self.now();

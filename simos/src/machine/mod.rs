@@ -421,6 +421,37 @@ impl Machine {
         self.round()
     }
 
+    /// [`Machine::round_for_wait`] for a wait that may still spend `budget_ms` of simulated
+    /// time. An idle round is not the end while a kernel timer is armed: a driver's timer
+    /// (the interrupt watchdog recovering a lost delivery, issue 45) is pending work, as it
+    /// is on Windows, where the wait would sleep through to it. The step clock (a round is a
+    /// millisecond) jumps to the next due timer if the wait's budget covers it, and that
+    /// round runs it; false once nothing is pending within the budget.
+    pub(crate) fn round_for_wait_within(&self, budget_ms: &mut u64) -> bool {
+        if self.round() {
+            return true;
+        }
+        let Some(due) = self
+            .adapters
+            .iter()
+            .filter_map(|a| a.timers.next_due_step())
+            .min()
+        else {
+            return false;
+        };
+        // The round below is one millisecond itself.
+        let spent = due.max(1);
+        if spent > *budget_ms {
+            return false;
+        }
+        *budget_ms -= spent;
+        for a in &self.adapters {
+            a.timers.skip(spent - 1);
+        }
+        self.round();
+        true
+    }
+
     pub(crate) fn adapter(&self, i: usize) -> Result<&Arc<AdapterShared>, SimError> {
         if let Some(f) = self.state.fault() {
             return Err(f.into());

@@ -37,7 +37,7 @@ impl Machine {
     }
 
     /// Waits for `ev` to settle: threaded mode blocks on it, step mode drives the machine
-    /// (device steps, interrupts, DPCs) until a round makes no progress. Returns the outcome,
+    /// (device steps, interrupts, DPCs) until a round makes no progress and no kernel timer is due within `timeout`. Returns the outcome,
     /// or `None` when `timeout` passed or (step mode) nothing but the caller could still
     /// satisfy the wait; the caller then withdraws its wait.
     pub(super) fn drive_wait(
@@ -46,6 +46,8 @@ impl Machine {
         timeout: Duration,
     ) -> Result<Option<WaitOutcome>, SimError> {
         let deadline = Instant::now() + timeout;
+        // Step mode: the simulated time the wait may skip to reach armed timers.
+        let mut budget_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         loop {
             if let Some(o) = ev.outcome() {
                 return Ok(Some(o));
@@ -55,7 +57,7 @@ impl Machine {
             }
             let expired = Instant::now() >= deadline;
             let idle = match self.config().mode {
-                Mode::Step => !self.round_for_wait(),
+                Mode::Step => !self.round_for_wait_within(&mut budget_ms),
                 Mode::Threaded => {
                     let _ = ev.wait(Duration::from_millis(5));
                     false
