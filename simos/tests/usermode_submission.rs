@@ -1895,3 +1895,86 @@ fn um_11_14_kernel_mode_submission_while_suspended_and_in_d3() {
 }
 
 against_the_pe_image!();
+
+// ---------------------------------------------------------------------------------------------
+// Issue 45 hole 2: a process that lies about its progress and exits normally.
+
+/// How the hostile process lies about its progress before a normal exit.
+#[derive(Clone, Copy, Debug)]
+enum Lie {
+    /// Its last-queued value (a page the process writes) says `u64::MAX`.
+    LastQueuedMax,
+    /// PROGRESS 5 then PROGRESS 0: the GPU writes the progress fence back below what the
+    /// process said it queued.
+    ProgressBack,
+}
+
+fn lying_exit(mode: Mode, lie: Lie) {
+    let mut cfg = MachineConfig::single(mode);
+    cfg.adapters[0].device.doorbells = 4;
+    // Threaded mode waits in real time: a short exit wait keeps the test short.
+    cfg.os.wait_timeout = Duration::from_millis(300);
+    let m = started(cfg);
+    let victim = ok(&m, m.create_process(0));
+    let kv = m.kmt(&victim);
+    let vt = target(&m, &kv);
+    let mut vq = okk(&m, UserQueue::new(kv, &config(0)));
+    let v = okk(&m, vq.submit(&[fill(&vt, 1)]));
+    okk(&m, vq.wait(v));
+
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let t = target(&m, &k);
+    let q = raw_queue(&m, &k, 0);
+    okk(&m, k.connect_doorbell(q.doorbell.handle));
+    let wp = write_ring(&q, 0, &[fill(&t, 7)], 5);
+    q.doorbell.cpu.ring(wp);
+    okk(&m, k.wait_for_fence(q.queue.progress_fence, 5));
+    match lie {
+        Lie::LastQueuedMax => q.doorbell.cpu.set_last_queued(u64::MAX),
+        Lie::ProgressBack => {
+            let wp = write_ring(&q, wp, &[], 0);
+            q.doorbell.cpu.set_last_queued(5);
+            q.doorbell.cpu.ring(wp);
+            if mode == Mode::Step {
+                ok(&m, m.run_until_idle());
+            }
+        }
+    }
+
+    // The exit completes; the liar is charged (its device in error), nothing stops.
+    let r = m.exit_process(&p);
+    assert_eq!(r, Ok(()), "{lie:?} {mode:?}: {}", diagnostics(&m));
+    no_fault(&m);
+    assert!(
+        m.ums_events(0)
+            .contains(&UmsEvent::DeviceError { device: p.device }),
+        "{lie:?} {mode:?}: the liar's device is put in error"
+    );
+    assert!(!m.ums_events(0).contains(&UmsEvent::DeviceError {
+        device: victim.device
+    }));
+    // Every other process is untouched: its queue still runs.
+    let v = okk(&m, vq.submit(&[fill(&vt, 2)]));
+    okk(&m, vq.wait(v));
+    assert_eq!(vt.mem.load(0), 2);
+    drop(vq);
+    ok(&m, m.exit_process(&victim));
+    no_fault(&m);
+}
+
+#[test]
+fn issue_45_exit_after_lying_last_queued_value_step() {
+    lying_exit(Mode::Step, Lie::LastQueuedMax);
+}
+
+#[test]
+fn issue_45_exit_after_progress_written_back_step() {
+    lying_exit(Mode::Step, Lie::ProgressBack);
+}
+
+#[test]
+fn issue_45_exit_after_lying_progress_threaded() {
+    lying_exit(Mode::Threaded, Lie::LastQueuedMax);
+    lying_exit(Mode::Threaded, Lie::ProgressBack);
+}
