@@ -168,6 +168,15 @@ impl<'m> SimKmt<'m> {
     }
 
     /// Gives `f` a D3DKMT handle and builds the UMD's view of it.
+    /// This process's instance with D3DKMT handle `h` (another process's handle names
+    /// nothing here).
+    fn own_native_fence(&self, h: KmtHandle) -> Result<NativeFence, NtStatus> {
+        match self.m.native_fence_by_kmt(self.p.adapter, h) {
+            Some(f) if f.process() == self.p.pid => Ok(f),
+            _ => Err(NtStatus(STATUS_INVALID_HANDLE)),
+        }
+    }
+
     fn with_kmt_handle(&self, f: NativeFence) -> Result<UmdNativeFence, NtStatus> {
         let h = self.m.native_fence_kmt_handle(&f).map_err(status)?;
         let pdd = f.pdd();
@@ -601,7 +610,26 @@ impl Kmt for SimKmt<'_> {
                 self.p.pid,
                 NativeFenceDesc {
                     initial: initial_value,
-                    // Shareable so that another process can open it by its handle.
+                    // Private: only a fence created shareable gets an NT handle (issue 45).
+                    shareable: false,
+                    ..NativeFenceDesc::default()
+                },
+            )
+            .map_err(status)?;
+        self.with_kmt_handle(f)
+    }
+
+    fn create_shareable_native_fence(
+        &self,
+        initial_value: u64,
+    ) -> Result<UmdNativeFence, NtStatus> {
+        let f = self
+            .m
+            .create_native_fence(
+                self.p.adapter,
+                self.p.pid,
+                NativeFenceDesc {
+                    initial: initial_value,
                     shareable: true,
                     ..NativeFenceDesc::default()
                 },
@@ -610,21 +638,25 @@ impl Kmt for SimKmt<'_> {
         self.with_kmt_handle(f)
     }
 
+    fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus> {
+        let f = self.own_native_fence(fence)?;
+        self.m.share_native_fence(&f).map_err(status)
+    }
+
+    fn close_nt_handle(&self, handle: u64) -> Result<(), NtStatus> {
+        self.m.close_nt_handle(self.p.pid, handle).map_err(status)
+    }
+
     fn open_native_fence(&self, shared: u64) -> Result<UmdNativeFence, NtStatus> {
-        let h = u32::try_from(shared).map_err(|_| NtStatus(STATUS_INVALID_HANDLE))?;
-        let f = self
+        let mine = self
             .m
-            .native_fence_by_kmt(self.p.adapter, h)
-            .ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
-        let mine = self.m.open_native_fence(&f, self.p.pid).map_err(status)?;
+            .open_native_fence_from_nt_handle(self.p.adapter, self.p.pid, shared)
+            .map_err(status)?;
         self.with_kmt_handle(mine)
     }
 
     fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
-        match self.m.native_fence_by_kmt(self.p.adapter, fence) {
-            Some(f) if f.process() == self.p.pid => {}
-            _ => return Err(NtStatus(STATUS_INVALID_HANDLE)),
-        }
+        self.own_native_fence(fence)?;
         let f = self
             .m
             .take_native_fence_kmt(self.p.adapter, fence)

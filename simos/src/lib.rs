@@ -21,6 +21,7 @@ pub mod dxgkrnl;
 pub mod error;
 pub mod kmt;
 pub mod machine;
+pub mod ob;
 #[cfg(target_os = "linux")]
 pub mod pe;
 pub mod sync;

@@ -1,6 +1,6 @@
 //! Issue 12: native fences at GPU VAs of each process, as Windows gives them
 //! (`D3DDDI_NATIVEFENCEMAPPING`: CurrentValue and MonitoredValue "in the current process's
-//! address space"), through the real UMD (`Kmt::create_native_fence` / `open_native_fence`),
+//! address space"), through the real UMD (`Kmt::create_shareable_native_fence` / `open_native_fence`),
 //! the simulated OS and the KMD. The device runs without `OPTIMIZED_FENCE_IRQ`, so every
 //! interrupt report is a fence array the tests can read: a named fence, or NULL (a scan).
 
@@ -52,6 +52,18 @@ fn process(m: &Machine) -> Proc<'_> {
     Proc { p, k: m.kmt(&p) }
 }
 
+/// `f` of `from` made available to `to` as on Windows: an NT handle `from` makes
+/// (`D3DKMTShareObjects`), duplicated into `to`'s handle table; the handle in `to`'s table.
+fn shared_into(m: &Machine, from: &Proc, f: &UmdFence, to: &Proc) -> u64 {
+    let h = okk(m, from.k.share_native_fence(f.kmt));
+    if from.p.pid == to.p.pid {
+        return h;
+    }
+    let t = ok(m, m.duplicate_handle(from.p.pid, h, to.p.pid));
+    okk(m, from.k.close_nt_handle(h));
+    t
+}
+
 /// Issue 12: two processes that open one fence get VAs of their own (each different from the
 /// other's and from the system process's), the UMD signals and waits through its own, and
 /// each process's signal wakes the other's waiters, CPU and GPU. The ISR resolves every
@@ -62,8 +74,10 @@ fn issue_12_two_processes_own_fence_vas_and_wake_each_other() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = machine(mode);
         let (a, b) = (process(&m), process(&m));
-        let fa = okk(&m, a.k.create_native_fence(0));
-        let fb = okk(&m, b.k.open_native_fence(u64::from(fa.kmt)));
+        let fa = okk(&m, a.k.create_shareable_native_fence(0));
+        let hb = shared_into(&m, &a, &fa, &b);
+        let fb = okk(&m, b.k.open_native_fence(hb));
+        okk(&m, b.k.close_nt_handle(hb));
         let os = os_fence(&m, &fa);
         let (ca, cb) = (fa.gpu.current.get(), fb.gpu.current.get());
         let (ma, mb) = (fa.gpu.monitored.get(), fb.gpu.monitored.get());
@@ -132,7 +146,7 @@ fn issue_12_two_processes_own_fence_vas_and_wake_each_other() {
 fn issue_12_another_process_fence_va_faults_and_writes_nothing() {
     let m = machine(Mode::Step);
     let (a, b) = (process(&m), process(&m));
-    let fa = okk(&m, a.k.create_native_fence(7));
+    let fa = okk(&m, a.k.create_shareable_native_fence(7));
     let os = os_fence(&m, &fa);
     let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
     // B holds no handle to the fence; it writes A's addresses into its ring.
@@ -174,8 +188,8 @@ fn issue_12_another_process_fence_va_faults_and_writes_nothing() {
 fn issue_12_forged_tag_costs_one_resample_and_releases_nobody() {
     let m = machine(Mode::Step);
     let (a, b) = (process(&m), process(&m));
-    let fa = okk(&m, a.k.create_native_fence(0));
-    let gb = okk(&m, b.k.create_native_fence(0));
+    let fa = okk(&m, a.k.create_shareable_native_fence(0));
+    let gb = okk(&m, b.k.create_shareable_native_fence(0));
     let (osa, osb) = (os_fence(&m, &fa), os_fence(&m, &gb));
     let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
     ok(&m, m.run_until_idle());
@@ -227,14 +241,17 @@ fn issue_12_fence_pages_counted_unmapped_at_close_and_at_exit() {
     let m = machine(Mode::Step);
     let a = process(&m);
     let pid = a.p.pid;
-    let f1 = okk(&m, a.k.create_native_fence(0));
-    let f2 = okk(&m, a.k.create_native_fence(0));
+    let f1 = okk(&m, a.k.create_shareable_native_fence(0));
+    let f2 = okk(&m, a.k.create_shareable_native_fence(0));
     let page = |va: u64| va & !0xFFF;
     // The thunk's fences are shareable (own pages): two CurrentValue + two MonitoredValue.
     assert_eq!(m.native_fence_mapped_pages(0, pid), (4, 0));
     assert_ne!(page(f1.gpu.current.get()), page(f2.gpu.current.get()));
     // Opening f1 again in the same process maps nothing new, and gets the same VAs.
-    let f1b = okk(&m, a.k.open_native_fence(u64::from(f1.kmt)));
+    let h = shared_into(&m, &a, &f1, &a);
+    let f1b = okk(&m, a.k.open_native_fence(h));
+    // The NT handle would keep f1 alive without an instance (as on Windows): closed here.
+    okk(&m, a.k.close_nt_handle(h));
     assert_eq!(f1b.gpu, f1.gpu);
     assert_eq!(m.native_fence_mapped_pages(0, pid), (4, 0));
     okk(&m, a.k.destroy_native_fence(f1b.kmt));
@@ -250,7 +267,7 @@ fn issue_12_fence_pages_counted_unmapped_at_close_and_at_exit() {
     assert_eq!(m.native_fence_mapped_pages(0, pid), (0, 2), "retired");
     okk(&m, q.close());
     // The next native-fence call on the adapter unmaps them.
-    let f3 = okk(&m, a.k.create_native_fence(0));
+    let f3 = okk(&m, a.k.create_shareable_native_fence(0));
     assert_eq!(m.native_fence_mapped_pages(0, pid), (2, 0));
     // A new queue using f2's old VA faults: the unmap reached the page tables and the TLB.
     let mut q = okk(&m, UserQueue::new(a.k, &config(0)));

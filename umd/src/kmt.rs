@@ -587,10 +587,32 @@ pub trait Kmt {
         let _ = initial_value;
         Err(STATUS_NOT_SUPPORTED)
     }
-    /// Opens a native fence another process shared: `shared` is the NT handle
-    /// (`D3DKMTOpenNativeFenceFromNtHandle` on Windows) or the simulated OS's equivalent token.
-    /// Returns this process's handle and the fence's VAs in this process (its own mapping,
-    /// not the creator's). Default: `STATUS_NOT_SUPPORTED`.
+    /// [`create_native_fence`](Self::create_native_fence) of a fence other processes may open
+    /// once it is shared ([`share_native_fence`](Self::share_native_fence)); a fence created
+    /// the plain way is private to this process. Default: `STATUS_NOT_SUPPORTED`.
+    fn create_shareable_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
+        let _ = initial_value;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// `D3DKMTShareObjects` of a shareable native fence: a new NT handle to it in this
+    /// process's handle table, for `DuplicateHandle` into another process.
+    /// Default: `STATUS_NOT_SUPPORTED`.
+    fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus> {
+        let _ = fence;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// `CloseHandle` of an NT handle this process holds (from
+    /// [`share_native_fence`](Self::share_native_fence) or duplicated into it).
+    /// Default: `STATUS_NOT_SUPPORTED`.
+    fn close_nt_handle(&self, handle: u64) -> Result<(), NtStatus> {
+        let _ = handle;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// Opens a native fence another process shared (`D3DKMTOpenNativeFenceFromNtHandle`):
+    /// `shared` is an NT handle in *this* process's table, duplicated into it by the process
+    /// that shared the fence; a handle of another process's table, or a D3DKMT handle, names
+    /// nothing here. Returns this process's handle and the fence's VAs in this process (its own
+    /// mapping, not the creator's). Default: `STATUS_NOT_SUPPORTED`.
     fn open_native_fence(&self, shared: u64) -> Result<NativeFence, NtStatus> {
         let _ = shared;
         Err(STATUS_NOT_SUPPORTED)

@@ -298,6 +298,18 @@ macro_rules! forward_kmt {
             fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
                 (**self).create_native_fence(initial_value)
             }
+            fn create_shareable_native_fence(
+                &self,
+                initial_value: u64,
+            ) -> Result<NativeFence, NtStatus> {
+                (**self).create_shareable_native_fence(initial_value)
+            }
+            fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus> {
+                (**self).share_native_fence(fence)
+            }
+            fn close_nt_handle(&self, handle: u64) -> Result<(), NtStatus> {
+                (**self).close_nt_handle(handle)
+            }
             fn open_native_fence(&self, shared: u64) -> Result<NativeFence, NtStatus> {
                 (**self).open_native_fence(shared)
             }

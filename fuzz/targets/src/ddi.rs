@@ -282,14 +282,30 @@ fn step(k: &SimKmt<'_>, h: &mut Hostile, inp: &mut Input<'_>) {
             }
         }
         op::NATIVE_FENCE => {
-            if let Ok(f) = k.create_native_fence(inp.u64()) {
+            let initial = inp.u64();
+            let r = if inp.u8().is_multiple_of(2) {
+                k.create_native_fence(initial)
+            } else {
+                k.create_shareable_native_fence(initial)
+            };
+            if let Ok(f) = r {
                 h.native.push(f.kmt);
             }
         }
         op::OPEN_NATIVE => {
+            // By an NT handle the process made for one of its fences, or by a guess (a
+            // D3DKMT handle, a small value): only the first can open anything.
             let g = pick(inp, &h.native);
-            if let Ok(f) = k.open_native_fence(u64::from(g)) {
-                h.native.push(f.kmt);
+            let nt = match inp.u8() % 3 {
+                0 => k.share_native_fence(g).ok(),
+                1 => Some(u64::from(g)),
+                _ => Some(u64::from(inp.u8()) * 4),
+            };
+            if let Some(nt) = nt {
+                if let Ok(f) = k.open_native_fence(nt) {
+                    h.native.push(f.kmt);
+                }
+                let _ = k.close_nt_handle(nt);
             }
         }
         op::DESTROY_NATIVE => {

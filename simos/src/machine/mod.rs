@@ -98,6 +98,8 @@ pub struct Machine {
     pub(crate) driver_object: Box<[u64; 4]>,
     pub(crate) registry_path: Box<RegistryPath>,
     pub(crate) loaded: bool,
+    /// Every process's NT handle table (objects shared across processes, `crate::ob`).
+    pub(crate) handles: crate::ob::HandleTables,
     _permits: AdapterPermits,
 }
 
@@ -258,6 +260,7 @@ impl Machine {
             driver_object: Box::new([0; 4]),
             registry_path,
             loaded: false,
+            handles: crate::ob::HandleTables::default(),
             _permits: permits,
         })
     }

@@ -132,8 +132,8 @@ fn charge(a: &AdapterShared, dl: &Mutex<()>, device: KmtHandle) -> Result<(), Si
 }
 
 /// Process exit closes every handle the process still holds (issue 18: the fuzz targets'
-/// leak check found them kept after exit): its monitored fences (created or opened), then its
-/// native-fence instances, each as the matching destroy thunk would.
+/// leak check found them kept after exit): its monitored fences (created or opened), its NT
+/// handles, then its native-fence instances, each as the matching close or destroy would.
 fn close_process_fences(m: &Machine, a: &AdapterShared, device: KmtHandle) -> Result<(), SimError> {
     let Some(pid) = lock(&a.ums).devices.get(&device).map(|d| d.process) else {
         return Ok(());
@@ -147,6 +147,8 @@ fn close_process_fences(m: &Machine, a: &AdapterShared, device: KmtHandle) -> Re
     for h in sync {
         super::held::destroy_sync_fence(m, a, device, h)?;
     }
+    // Its NT handles (shared fences it holds by handle) close with its handle table.
+    m.close_nt_handles_of(pid)?;
     for h in m.native_fence_kmt_handles_of(a.index, pid) {
         if let Some(f) = m.take_native_fence_kmt(a.index, h) {
             m.destroy_native_fence(&f)?;

@@ -64,6 +64,7 @@ mod logs;
 mod monitored;
 mod native;
 mod settle;
+mod share;
 mod storage;
 mod values;
 mod wait;
@@ -85,6 +86,7 @@ use rvgpu_ddi::adapter::DXGKQAITYPE_NATIVE_FENCE_CAPS;
 use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::fence::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_device::{Memory, SysAlloc};
 use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
@@ -366,6 +368,9 @@ struct Waiter {
 struct ObjState {
     /// Open instances: local handle → process.
     instances: BTreeMap<usize, ProcessId>,
+    /// NT handles to the fence (`crate::ob`): each keeps the object alive without an
+    /// instance, as on Windows.
+    nt_refs: usize,
     destroyed: bool,
     waiters: Vec<Waiter>,
     /// The MonitoredValue the OS last gave the driver.

@@ -220,6 +220,7 @@ impl Machine {
             settle_lock: Mutex::new(()),
             st: Mutex::new(ObjState {
                 instances: BTreeMap::new(),
+                nt_refs: 0,
                 destroyed: false,
                 waiters: Vec::new(),
                 mv_os: mv_init,
@@ -372,9 +373,8 @@ impl Machine {
     ) -> Result<NativeFence, SimError> {
         let a = self.fence_adapter(fence.adapter())?;
         if process != fence.obj.creator && !fence.obj.shareable {
-            return Err(SimError::Simulation(
-                "a non-shareable fence cannot be opened by another process".into(),
-            ));
+            // Only a shareable object has an NT handle another process could open it by.
+            return Err(SimError::DdiFailed(STATUS_ACCESS_DENIED));
         }
         let open = table(&a)?
             .DxgkDdiOpenNativeFence
@@ -403,7 +403,7 @@ impl Machine {
     ) -> Result<NativeFence, SimError> {
         let _s = lock(&fence.obj.settle_lock);
         if lock(&fence.obj.st).destroyed {
-            return Err(SimError::Simulation("the fence was destroyed".into()));
+            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
         }
         let local = next_handle();
         let mut args = DXGKARG_OPENNATIVEFENCE {
@@ -542,11 +542,21 @@ impl Machine {
         let last = {
             let mut st = lock(&obj.st);
             st.instances.remove(&fence.local);
-            st.instances.is_empty()
+            st.instances.is_empty() && st.nt_refs == 0
         };
         if !last {
             return Ok(());
         }
+        self.destroy_object(a, obj)
+    }
+
+    /// The last reference (instance or NT handle) to `obj` is gone: `DxgkDdiDestroyNativeFence`
+    /// and the OS's bookkeeping. The caller holds `obj.settle_lock`.
+    pub(super) fn destroy_object(
+        &self,
+        a: &Arc<AdapterShared>,
+        obj: &Arc<FenceObj>,
+    ) -> Result<(), SimError> {
         self.destroy_global(a, obj)?;
         let (waiters, peers, legacy) = {
             let mut st = lock(&obj.st);

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue};
-use rvgpu_simos::{NativeFence, NativeFenceDesc};
+use rvgpu_simos::{Machine, NativeFence, NativeFenceDesc, ProcessId, SimError};
 
 use super::{failure, wait_result, SimSession};
 use crate::backend::{
@@ -36,10 +36,7 @@ impl Fences for SimSession {
     fn open_native_fence(&mut self, f: FenceRef, process: u32) -> Result<FenceRef, Failure> {
         let i = self.fence(f)?.adapter();
         let pid = self.fence_process(i, process)?.pid;
-        let g = self
-            .machine
-            .open_native_fence(self.fence(f)?, pid)
-            .map_err(failure)?;
+        let g = self.via_nt_handle(f, pid, |m, h| m.open_native_fence_from_nt_handle(i, pid, h))?;
         Ok(self.add_fence(g))
     }
 
@@ -209,10 +206,9 @@ impl CrossAdapterFences for SimSession {
         process: u32,
     ) -> Result<FenceRef, Failure> {
         let pid = self.fence_process(adapter, process)?.pid;
-        let g = self
-            .machine
-            .open_native_fence_cross_adapter(self.fence(f)?, adapter, pid)
-            .map_err(failure)?;
+        let g = self.via_nt_handle(f, pid, |m, h| {
+            m.open_native_fence_from_nt_handle(adapter, pid, h)
+        })?;
         Ok(self.add_fence(g))
     }
 
@@ -223,10 +219,43 @@ impl CrossAdapterFences for SimSession {
         process: u32,
     ) -> Result<MonitoredRef, Failure> {
         let pid = self.fence_process(adapter, process)?.pid;
-        let m = self
-            .machine
-            .open_native_fence_as_monitored(self.fence(f)?, adapter, pid)
-            .map_err(failure)?;
+        let m = self.via_nt_handle(f, pid, |m, h| {
+            m.open_native_fence_as_monitored_from_nt_handle(adapter, pid, h)
+        })?;
         Ok(self.add_monitored(m))
+    }
+}
+
+impl SimSession {
+    /// How a second process gets a fence, as on Windows (`rvgpu_simos::ob`): the holder shares
+    /// it (an NT handle in its own table), duplicates the handle into `pid`'s table, and `pid`
+    /// opens the fence from there; both handles are closed once it is open.
+    fn via_nt_handle<T>(
+        &self,
+        f: FenceRef,
+        pid: ProcessId,
+        open: impl FnOnce(&Machine, u64) -> Result<T, SimError>,
+    ) -> Result<T, Failure> {
+        let fence = self.fence(f)?;
+        let m = &self.machine;
+        let holder = fence.process();
+        let mine = m.share_native_fence(fence).map_err(failure)?;
+        let theirs = if holder == pid {
+            None
+        } else {
+            match m.duplicate_handle(holder, mine, pid) {
+                Ok(h) => Some(h),
+                Err(e) => {
+                    let _ = m.close_nt_handle(holder, mine);
+                    return Err(failure(e));
+                }
+            }
+        };
+        let r = open(m, theirs.unwrap_or(mine));
+        let _ = m.close_nt_handle(holder, mine);
+        if let Some(h) = theirs {
+            let _ = m.close_nt_handle(pid, h);
+        }
+        r.map_err(failure)
     }
 }

@@ -287,6 +287,21 @@ impl Kmt for SessKmt {
         self.k().create_native_fence(initial_value)
     }
 
+    fn create_shareable_native_fence(
+        &self,
+        initial_value: u64,
+    ) -> Result<UmdNativeFence, NtStatus> {
+        self.k().create_shareable_native_fence(initial_value)
+    }
+
+    fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus> {
+        self.k().share_native_fence(fence)
+    }
+
+    fn close_nt_handle(&self, handle: u64) -> Result<(), NtStatus> {
+        self.k().close_nt_handle(handle)
+    }
+
     fn open_native_fence(&self, shared: u64) -> Result<UmdNativeFence, NtStatus> {
         self.k().open_native_fence(shared)
     }

@@ -159,14 +159,31 @@ fn recorded_timeline(rec: &Recorder, label: &str) -> Timeline {
 impl UmdFences for SimSession {
     fn create_um_fence(&mut self, p: ProcessRef, initial: u64) -> Result<UmFenceRef, Failure> {
         let up = self.process(p)?;
-        let r = self.machine.kmt(&up).create_native_fence(initial);
+        // Shareable: a case may open it in another process (open_um_fence).
+        let r = self.machine.kmt(&up).create_shareable_native_fence(initial);
         self.add_um_fence(up, r)
     }
 
+    /// As a second process gets a fence on Windows: the holder's UMD shares it (an NT handle
+    /// in its table), the handle is duplicated into `p`'s table, `p`'s UMD opens it from
+    /// there, and both handles are closed.
     fn open_um_fence(&mut self, f: UmFenceRef, p: ProcessRef) -> Result<UmFenceRef, Failure> {
-        let shared = u64::from(self.um_fence(f)?.umd.kmt);
+        let (holder, kmt) = {
+            let u = self.um_fence(f)?;
+            (u.process, u.umd.kmt)
+        };
         let up = self.process(p)?;
-        let r = self.machine.kmt(&up).open_native_fence(shared);
+        let ddi = |rvgpu_umd::kmt::NtStatus(s)| Failure::DdiFailed(s);
+        let hk = self.machine.kmt(&holder);
+        let mine = hk.share_native_fence(kmt).map_err(ddi)?;
+        let theirs = self
+            .machine
+            .duplicate_handle(holder.pid, mine, up.pid)
+            .map_err(failure);
+        let _ = hk.close_nt_handle(mine);
+        let theirs = theirs?;
+        let r = self.machine.kmt(&up).open_native_fence(theirs);
+        let _ = self.machine.kmt(&up).close_nt_handle(theirs);
         self.add_um_fence(up, r)
     }
 

@@ -234,6 +234,8 @@ struct SimSession {
 struct SimUmFence {
     umd: UmdNativeFence,
     os: NativeFence,
+    /// The process whose handle `umd` is.
+    process: UmsProcess,
 }
 
 /// A harness queue: the UMD's object while the process lives.
@@ -443,7 +445,11 @@ impl SimSession {
                     umd.kmt
                 ))
             })?;
-        self.um_fences.push(SimUmFence { umd, os });
+        self.um_fences.push(SimUmFence {
+            umd,
+            os,
+            process: up,
+        });
         Ok(UmFenceRef(self.um_fences.len() - 1))
     }
 
