@@ -14,7 +14,7 @@ pub mod hash;
 pub mod memory;
 
 pub use device::{
-    Device, DeviceConfig, DoorbellStats, EngineSnapshot, InterruptLine, IrqDelay, LatchLine, Mode,
-    QueueSnapshot, STEP_TICKS,
+    BusCounts, Device, DeviceConfig, DoorbellStats, EngineSnapshot, InterruptLine, IrqDelay,
+    LatchLine, Mode, QueueSnapshot, STEP_TICKS,
 };
 pub use memory::{Memory, RamBacking, SysAlloc, DEFAULT_SYSTEM_CAP, SYSMEM_START};

@@ -48,6 +48,7 @@ mod mmio;
 pub mod mmu;
 mod regs;
 mod schedlog;
+mod traffic;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -65,6 +66,7 @@ pub use clock::STEP_TICKS;
 pub use doorbell::DoorbellStats;
 pub use events::{InterruptLine, LatchLine};
 pub use faults::IrqDelay;
+pub use traffic::BusCounts;
 
 /// How the CMP runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -358,6 +360,7 @@ impl Core {
 pub struct Device {
     core: Arc<Core>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    traffic: traffic::Traffic,
 }
 
 impl std::fmt::Debug for Device {
@@ -392,6 +395,7 @@ impl Device {
         Arc::new(Self {
             core: Arc::new(core),
             thread: Mutex::new(None),
+            traffic: traffic::Traffic::default(),
         })
     }
 
@@ -454,8 +458,15 @@ impl Device {
         n
     }
 
+    /// Host accesses so far: register reads and writes, doorbell writes (the bus cost of the
+    /// driver's and the UMD's hot paths, docs/performance.md).
+    pub fn bus_counts(&self) -> BusCounts {
+        self.traffic.counts()
+    }
+
     /// Doorbell write (BAR2 page `page`). See `doorbell` docs. Ignored once frozen.
     pub fn doorbell_write(&self, page: u32, value: u64) {
+        self.traffic.doorbell();
         if self.core.is_frozen() {
             return;
         }
@@ -628,6 +639,7 @@ impl Drop for Device {
 
 impl MmioBus for Device {
     fn read32(&self, offset: usize) -> u32 {
+        self.traffic.read();
         if self.core.is_frozen() {
             return u32::MAX;
         }
@@ -635,12 +647,14 @@ impl MmioBus for Device {
     }
 
     fn write32(&self, offset: usize, value: u32) {
+        self.traffic.write();
         if !self.core.is_frozen() {
             self.core.write32(offset, value);
         }
     }
 
     fn read64(&self, offset: usize) -> u64 {
+        self.traffic.read();
         if self.core.is_frozen() {
             return u64::MAX;
         }
@@ -648,6 +662,7 @@ impl MmioBus for Device {
     }
 
     fn write64(&self, offset: usize, value: u64) {
+        self.traffic.write();
         if !self.core.is_frozen() {
             self.core.write64(offset, value);
         }

@@ -80,6 +80,28 @@ pub struct Stats {
     pub isr_calls: AtomicU64,
     /// DPC calls.
     pub dpc_calls: AtomicU64,
+    /// Bus accesses of each DDI (outermost calls): calls and what the device counted during
+    /// them. Exact in step mode; in threaded mode another thread's accesses can fall inside
+    /// a call.
+    pub bus: Mutex<HashMap<crate::dxgkrnl::irql::Routine, (u64, rvgpu_device::BusCounts)>>,
+}
+
+impl Stats {
+    /// Charges `routine` one call and the accesses since `before` (`None`: a board that
+    /// cannot count).
+    pub fn charge_bus(
+        &self,
+        routine: crate::dxgkrnl::irql::Routine,
+        before: Option<rvgpu_device::BusCounts>,
+        now: Option<rvgpu_device::BusCounts>,
+    ) {
+        if let (Some(b), Some(n)) = (before, now) {
+            let mut t = self.bus.lock().unwrap_or_else(|p| p.into_inner());
+            let e = t.entry(routine).or_default();
+            e.0 = e.0.saturating_add(1);
+            e.1.add(&n.since(&b));
+        }
+    }
 }
 
 /// What freed contiguous memory is filled with while in quarantine.

@@ -94,8 +94,18 @@ pub fn call<R>(
         At::Caller => None,
         At::Level(l) => Some(IrqlScope::enter(l)),
     };
+    let outermost = inside() == 0;
     let _inside = InDdi::enter(a);
-    call_driver(&a.state, routine, address, f)
+    let before = if outermost {
+        a.device.bus_counts()
+    } else {
+        None
+    };
+    let r = call_driver(&a.state, routine, address, f);
+    if outermost {
+        a.stats.charge_bus(routine, before, a.device.bus_counts());
+    }
+    r
 }
 
 /// Calls a driver-wide DDI (no adapter: `DxgkDdiUnload`) at the caller's IRQL: refuses on a

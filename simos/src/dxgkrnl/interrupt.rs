@@ -186,10 +186,16 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
             return Serviced::Idle;
         }
         a.stats.isr_calls.fetch_add(1, Ordering::Relaxed);
+        let before = a.device.bus_counts();
         // SAFETY: `isr` is the driver's DxgkDdiInterruptRoutine from its validated table;
         // `ctx` is the MiniportDeviceContext its AddDevice returned; we hold the interrupt lock
         // at device IRQL, as Windows calls an ISR.
         let claimed = unsafe { isr(ctx, 0) != 0 };
+        a.stats.charge_bus(
+            Routine::DxgkDdiInterruptRoutine,
+            before,
+            a.device.bus_counts(),
+        );
         if let Err(b) = check_return_irql(
             Irql::Device,
             bugcheck::irql_unexpected::INTERRUPT_SERVICE_ROUTINE,
@@ -257,9 +263,12 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
         return false;
     }
     a.stats.dpc_calls.fetch_add(1, Ordering::Relaxed);
+    let before = a.device.bus_counts();
     // SAFETY: the driver's DxgkDdiDpcRoutine from its validated table, with its context, at
     // DISPATCH_LEVEL, one DPC at a time per adapter (under the DPC gate).
     unsafe { dpc(ctx) };
+    a.stats
+        .charge_bus(Routine::DxgkDdiDpcRoutine, before, a.device.bus_counts());
     if let Err(b) = check_return_irql(
         Irql::Dispatch,
         bugcheck::irql_unexpected::SIM_DPC,

@@ -37,6 +37,10 @@ pub trait Board: MmioBus + Send + Sync {
     fn request_level(&self) -> Option<bool> {
         None
     }
+    /// Host accesses the device counted so far (`None`: a board that cannot count).
+    fn bus_counts(&self) -> Option<rvgpu_device::BusCounts> {
+        None
+    }
     /// `GPU_CLOCK`.
     fn gpu_clock(&self) -> u64;
     /// After the ISR ran for a delivered interrupt: whatever the interrupt path needs to
@@ -68,6 +72,9 @@ pub trait Board: MmioBus + Send + Sync {
 impl Board for Device {
     fn memory(&self) -> &Arc<Memory> {
         Device::memory(self)
+    }
+    fn bus_counts(&self) -> Option<rvgpu_device::BusCounts> {
+        Some(Device::bus_counts(self))
     }
     fn config(&self) -> &DeviceConfig {
         Device::config(self)

@@ -375,6 +375,27 @@ impl Machine {
         })
     }
 
+    /// Bus accesses per DDI of adapter `i` (docs/performance.md, "Bus cost"): the DDI's name,
+    /// its (outermost) calls, and the register reads, register writes and doorbell writes the
+    /// device counted during them. Empty for a board that cannot count.
+    pub fn bus_costs(&self, i: usize) -> Vec<(String, u64, rvgpu_device::BusCounts)> {
+        let Some(a) = self.adapters.get(i) else {
+            return Vec::new();
+        };
+        let t = lock(&a.stats.bus);
+        let mut v: Vec<_> = t
+            .iter()
+            .map(|(r, (n, c))| (format!("{r:?}"), *n, *c))
+            .collect();
+        v.sort_by(|x, y| x.0.cmp(&y.0));
+        v
+    }
+
+    /// Everything adapter `i`'s device counted so far (user-mode doorbell rings included).
+    pub fn bus_counts(&self, i: usize) -> Option<rvgpu_device::BusCounts> {
+        self.adapters.get(i).and_then(|a| a.device.bus_counts())
+    }
+
     /// The callback table handed to adapter `i`'s StartDevice.
     pub fn interface(&self, i: usize) -> Option<DXGKRNL_INTERFACE> {
         self.adapters
