@@ -205,3 +205,5 @@ fn issue_45_attack_matrix_another_process_names_every_object() {
         no_fault(&m);
     }
 }
+
+against_the_pe_image!();

@@ -183,6 +183,8 @@ fn unclaimed_interrupt_storm_is_0xf2() {
     // An idle engine requests F1 after 50 ticks; the driver enabled the cause at start, and
     // nobody acknowledges it, so the line stays up.
     cfg.adapters[0].device.idle_f1_ticks = 50;
+    // A storm is a level that stays up: a line-based interrupt (a message carries no level).
+    cfg.adapters[0].msi = false;
     let mut m = Machine::new(cfg);
     let up = m
         .load_driver_with(|t| t.DxgkDdiInterruptRoutine = Some(never_mine))

@@ -1939,6 +1939,15 @@ fn lying_exit(mode: Mode, lie: Lie) {
             if mode == Mode::Step {
                 ok(&m, m.run_until_idle());
             }
+            // Until the GPU wrote the fence back (threaded mode: the device runs on its own).
+            let t0 = std::time::Instant::now();
+            while q.queue.progress_cpu.value() != 0 {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "PROGRESS 0 never ran"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
     }
 

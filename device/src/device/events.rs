@@ -152,6 +152,8 @@ pub(crate) struct Events {
     pub(crate) rptr: AtomicU32,
     pub(crate) status: AtomicU32,
     pub(crate) enable: AtomicU32,
+    /// EVENT_WB_ADDR (0: off).
+    pub(crate) wb: AtomicU64,
     irq: Arc<dyn InterruptLine>,
     line: Mutex<LineState>,
     busy: AtomicBool,
@@ -169,6 +171,7 @@ impl Events {
             rptr: AtomicU32::new(0),
             status: AtomicU32::new(0),
             enable: AtomicU32::new(0),
+            wb: AtomicU64::new(0),
             irq,
             line: Mutex::new(LineState::default()),
             busy: AtomicBool::new(false),
@@ -199,6 +202,7 @@ impl Events {
         self.rptr.store(0, Ordering::Release);
         self.status.store(0, Ordering::SeqCst);
         self.enable.store(0, Ordering::SeqCst);
+        self.wb.store(0, Ordering::Relaxed);
     }
 }
 
@@ -255,8 +259,41 @@ impl Core {
         // write, so a driver that clears the bit and then loads WPTR (Acquire) sees the
         // record published above.
         ev.status.fetch_or(raise.bits(), Ordering::SeqCst);
+        self.write_back();
         // Something new to tell: a delivery lost earlier is retried at the next flush.
         ev.fresh.store(true, Ordering::SeqCst);
+    }
+
+    /// Keeps the event write-back word (docs/hardware.md 7.5) equal to
+    /// `INT_STATUS << 32 | WPTR`: one 64-bit store, after the record and WPTR it describes
+    /// (Release) and before the line is driven. An address the device cannot reach drops
+    /// the store.
+    pub(crate) fn write_back(&self) {
+        let ev = &self.events;
+        let at = ev.wb.load(Ordering::Relaxed);
+        if at == 0 || !self.cfg.event_wb || !at.is_multiple_of(8) {
+            return;
+        }
+        let value = u64::from(ev.status.load(Ordering::SeqCst)) << 32
+            | u64::from(ev.wptr.load(Ordering::Acquire));
+        if let Ok(spans) = self.sp_spans(Space::BUS, GpuVa::new(at), 8, Access::Write) {
+            if let Some(d) = words(&spans).next() {
+                d.store(value, Ordering::Release);
+            }
+        }
+    }
+
+    /// A write of `rptr` to EVENT_RING_RPTR: records posted after the ISR read the write
+    /// pointer are still unconsumed, and their cause bits may have been acknowledged since;
+    /// EVENT_PENDING makes them interrupt again (docs/hardware.md 7.5).
+    pub(crate) fn rptr_written(&self, rptr: u32) {
+        let ev = &self.events;
+        if self.cfg.event_wb && ev.wptr.load(Ordering::Acquire) != rptr {
+            ev.status
+                .fetch_or(IntCause::EVENT_PENDING.bits(), Ordering::SeqCst);
+            ev.fresh.store(true, Ordering::SeqCst);
+        }
+        self.write_back();
     }
 
     /// Drives the interrupt line to match `INT_STATUS & INT_ENABLE` (and fault injection).

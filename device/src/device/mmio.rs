@@ -62,6 +62,7 @@ impl Core {
         caps.set(Caps::ENGINE_POWER, c.engine_power);
         caps.set(Caps::RUNLIST_UPDATE, c.runlist_update);
         caps.set(Caps::QUEUE_STATE, c.queue_state);
+        caps.set(Caps::EVENT_WB, c.event_wb);
         caps |= Caps::PAGE_TABLES;
         caps
     }
@@ -107,6 +108,7 @@ impl Core {
             // Acquire: pairs with the Release publish in post_event (the ISR protocol).
             RegId::EventRingWptr => u64::from(ev.wptr.load(Ordering::Acquire)),
             RegId::EventRingRptr => u64::from(ev.rptr.load(Ordering::Acquire)),
+            RegId::EventWbAddr => ev.wb.load(Ordering::Relaxed),
             RegId::SyswinBase => r
                 .syswin_base
                 .get(i)
@@ -192,6 +194,7 @@ impl Core {
                 // W1C: the written 1 bits clear those causes in INT_STATUS. AcqRel:
                 // synchronises with the posting fetch_or (see post_event).
                 ev.status.fetch_and(!v32, Ordering::AcqRel);
+                self.write_back();
             }
             RegId::EventRingBase => lock(&ev.ring).base = v,
             RegId::EventRingSize => lock(&ev.ring).size = v32,
@@ -205,12 +208,20 @@ impl Core {
                     }
                     ring.enabled
                 };
+                self.write_back();
                 if enabled {
                     self.repost_engine_states();
                 }
             }
             // Release: the driver's reads of consumed records happen before we reuse slots.
-            RegId::EventRingRptr => ev.rptr.store(v32, Ordering::Release),
+            RegId::EventRingRptr => {
+                ev.rptr.store(v32, Ordering::Release);
+                self.rptr_written(v32);
+            }
+            RegId::EventWbAddr if self.cfg.event_wb => {
+                ev.wb.store(v, Ordering::Relaxed);
+                self.write_back();
+            }
             RegId::SyswinBase => {
                 if let Some(w) = r.syswin_base.get(i) {
                     w.store(v, Ordering::Relaxed);

@@ -127,6 +127,9 @@ pub struct DeviceConfig {
     /// Queue state registers (CAPS.QUEUE_STATE, QUEUE_SELECT/QUEUE_STATE, docs/hardware.md
     /// 7.2). Off: they read 0 and a driver cannot check a Fault record against the device.
     pub queue_state: bool,
+    /// The event write-back word and EVENT_PENDING (CAPS.EVENT_WB, EVENT_WB_ADDR,
+    /// docs/hardware.md 7.5). Off: the register ignores writes and an ISR reads registers.
+    pub event_wb: bool,
     /// Threaded or step mode.
     pub mode: Mode,
 }
@@ -152,6 +155,7 @@ impl Default for DeviceConfig {
             engine_power: true,
             runlist_update: true,
             queue_state: true,
+            event_wb: true,
             mode: Mode::Threaded,
         }
     }

@@ -328,6 +328,8 @@ pub mod cm_resource_type {
     pub const CmResourceTypeMemoryLarge: u8 = 7;
     /// `Flags` bit of an interrupt descriptor: message-signalled.
     pub const CM_RESOURCE_INTERRUPT_MESSAGE: u16 = 0x0002;
+    /// `Flags` bit of an interrupt descriptor: latched (edge), not level-sensitive.
+    pub const CM_RESOURCE_INTERRUPT_LATCHED: u16 = 0x0001;
 }
 
 /// `u.Generic` / `u.Port` / `u.Memory` of a partial resource descriptor.

@@ -96,8 +96,14 @@ crate::register! {
     } @ 0x005C;
     /// RO32: free-running count of records the device has written.
     EVENT_RING_WPTR => EventRingWptr(u32, RO) @ 0x0060;
-    /// RW32: free-running count of records the driver has consumed.
+    /// RW32: free-running count of records the driver has consumed. A write that leaves
+    /// records unconsumed (`RPTR != WPTR`) raises [`IntCause::EVENT_PENDING`].
     EVENT_RING_RPTR => EventRingRptr(u32, RW) @ 0x0064;
+    /// RW64: with [`Caps::EVENT_WB`], the GPU address (system memory, 8-byte aligned,
+    /// reachable by the device) of the event write-back word: the device keeps it equal to
+    /// `INT_STATUS << 32 | EVENT_RING_WPTR`, so an ISR reads memory, not registers
+    /// (docs/hardware.md 7.5). 0: off.
+    EVENT_WB_ADDR => EventWbAddr(u64, RW) @ 0x0068;
     /// WO64: the CPU changed the 64-bit fence value at this GPU address (NF-17): the CMP
     /// re-evaluates every FENCE_WAIT blocked on it before the write returns. 0 re-evaluates
     /// every blocked wait (used after `NotificationOnly` updates, NF-16).
@@ -355,6 +361,9 @@ bitflags! {
         /// docs/hardware.md 7.2): whether a queue is loaded and whether a fault stopped it,
         /// so a `Fault` record can be checked against the device.
         const QUEUE_STATE = 1 << 12;
+        /// The event write-back word ([`EVENT_WB_ADDR`], docs/hardware.md 7.5) and
+        /// [`IntCause::EVENT_PENDING`]: an ISR on a message interrupt needs no register read.
+        const EVENT_WB = 1 << 13;
     }
 }
 
@@ -392,6 +401,10 @@ bitflags! {
         /// The CMP wrote an engine's scheduling-log interrupt entry
         /// ([`crate::event::EventKind::SchedLog`]).
         const SCHED_LOG = 1 << 6;
+        /// A write to [`EVENT_RING_RPTR`] left records unconsumed (they were posted after the
+        /// ISR read the write pointer): raised so that they interrupt again, on a message
+        /// interrupt whose cause bits the ISR acknowledged by a posted write.
+        const EVENT_PENDING = 1 << 7;
     }
 }
 

@@ -416,7 +416,8 @@ impl<P: Platform> Adapter<P> {
                 return Err(e);
             }
         };
-        let ring = match Self::alloc_event_ring(&dxgk, &regs) {
+        let writeback = identity.caps.contains(rvgpu_hw::regs::Caps::EVENT_WB);
+        let ring = match Self::alloc_event_ring(&dxgk, &regs, writeback, res.message_signaled) {
             Ok(r) => r,
             Err(e) => {
                 if let Some(d) = doorbell_va {
@@ -496,8 +497,20 @@ impl<P: Platform> Adapter<P> {
         dxgk.map_registers(res.doorbells.start, len).map(Some)
     }
 
-    fn alloc_event_ring(dxgk: &Dxgk, regs: &Regs<P>) -> Result<EventRing, Status> {
-        let bytes = u64::from(EVENT_RING_RECORDS).saturating_mul(32);
+    /// The event ring, and after it (one more page) the event write-back word when the
+    /// device has one (`writeback`); `message`: the interrupt is an MSI (resources).
+    fn alloc_event_ring(
+        dxgk: &Dxgk,
+        regs: &Regs<P>,
+        writeback: bool,
+        message: bool,
+    ) -> Result<EventRing, Status> {
+        let ring_bytes = u64::from(EVENT_RING_RECORDS).saturating_mul(32);
+        let bytes = if writeback {
+            ring_bytes.saturating_add(rvgpu_hw::PAGE_SIZE)
+        } else {
+            ring_bytes
+        };
         let (va, handle) = dxgk.allocate_contiguous(bytes)?;
         let Some(bus) = P::bus_address(va) else {
             let _ = dxgk.free_contiguous(handle);
@@ -510,6 +523,7 @@ impl<P: Platform> Adapter<P> {
         // Window 0 is the event ring's: the device may write nothing else of ours yet.
         device::set_window(regs, 0, bus, bytes);
         let mut ring = EventRing::new(buf, EVENT_RING_RECORDS).ok_or(status::UNSUCCESSFUL)?;
+        ring.set_mode(writeback, message);
         ring.program(regs);
         Ok(ring)
     }

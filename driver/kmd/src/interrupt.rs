@@ -130,6 +130,11 @@ pub struct EventRing {
     size: u32,
     /// Free-running count of records consumed.
     rptr: u32,
+    /// The device keeps the event write-back word, in the buffer right after the records
+    /// (CAPS.EVENT_WB, docs/hardware.md 7.5).
+    writeback: bool,
+    /// The interrupt is message-signalled (never shared).
+    message: bool,
 }
 
 /// Records per event ring: 4 KiB of 32-byte records.
@@ -139,7 +144,38 @@ impl EventRing {
     /// Wraps a zeroed buffer of at least `size * 32` bytes; `size` must be a power of two.
     pub fn new(buf: DmaBuffer, size: u32) -> Option<Self> {
         let need = u64::from(size).checked_mul(32)?;
-        (size.is_power_of_two() && buf.bytes() >= need).then_some(Self { buf, size, rptr: 0 })
+        (size.is_power_of_two() && buf.bytes() >= need).then_some(Self {
+            buf,
+            size,
+            rptr: 0,
+            writeback: false,
+            message: false,
+        })
+    }
+
+    /// Uses the event write-back word (if the buffer has room for it after the records) and
+    /// says whether the interrupt is message-signalled. Before [`EventRing::program`].
+    pub fn set_mode(&mut self, writeback: bool, message: bool) {
+        let room = self
+            .wb_index()
+            .and_then(|i| i.checked_mul(8))
+            .is_some_and(|b| b < self.buf.bytes());
+        self.writeback = writeback && room;
+        self.message = message;
+    }
+
+    /// Word index of the write-back word: right after the records.
+    fn wb_index(&self) -> Option<u64> {
+        u64::from(self.size).checked_mul(4)
+    }
+
+    /// The write-back word, as the device last wrote it: `(causes, write pointer)`. Acquire:
+    /// the device stores it after the records it counts.
+    fn write_back(&self) -> Option<(u32, u32)> {
+        let w = self.buf.load(self.wb_index()?, Ordering::Acquire)?;
+        let causes = u32::try_from(w >> 32).unwrap_or(u32::MAX);
+        let wptr = u32::try_from(w & u64::from(u32::MAX)).unwrap_or(0);
+        Some((causes, wptr))
     }
 
     /// The buffer (for programming the device and for freeing).
@@ -157,6 +193,19 @@ impl EventRing {
         self.rptr = 0;
         regs.write(regs::EventRingBase::new(self.buf.gpu().get()));
         regs.write(regs::EventRingSize::new(self.size));
+        let wb = self
+            .wb_index()
+            .and_then(|i| i.checked_mul(8))
+            .and_then(|b| self.buf.gpu().get().checked_add(b))
+            .filter(|_| self.writeback)
+            .unwrap_or(0);
+        if self.writeback {
+            // Zero first: the word of a previous life must not look like pending records.
+            let _ = self
+                .wb_index()
+                .map(|i| self.buf.store(i, 0, Ordering::Relaxed));
+        }
+        regs.write(regs::EventWbAddr::new(wb));
         regs.write(regs::EventRingCtrl::new(1));
     }
 
@@ -168,24 +217,52 @@ impl EventRing {
         regs: &Regs<P>,
         mut on_event: impl FnMut(DeviceEvent),
     ) -> Option<IsrSummary> {
-        let status = regs.read::<regs::IntStatus>().raw();
-        if status == u32::MAX {
-            // Not ours (hardware.md 7.3); tell a lost device apart from a glitch.
-            let _ = crate::removal::check_lost(regs);
-            return None;
+        // A message interrupt is never shared: with the write-back word the pending causes
+        // are in memory, and the ISR reads no register at all (hardware.md 7.5). A line may
+        // be shared, so the device is asked whether it is ours: one read.
+        let wb = if self.writeback {
+            self.write_back()
+        } else {
+            None
+        };
+        let status = match wb {
+            Some((causes, wptr)) if self.message => {
+                if causes == 0 && wptr == self.rptr {
+                    return None;
+                }
+                causes
+            }
+            _ => {
+                let status = regs.read::<regs::IntStatus>().raw();
+                if status == u32::MAX {
+                    // Not ours (hardware.md 7.3); tell a lost device apart from a glitch.
+                    let _ = crate::removal::check_lost(regs);
+                    return None;
+                }
+                if status == 0 {
+                    return None;
+                }
+                status
+            }
+        };
+        // Ack first: anything posted from here on raises its cause again (and a record
+        // posted before the ack lands but after the write pointer is read raises
+        // EVENT_PENDING at the RPTR write below).
+        if status != 0 {
+            regs.write(regs::IntAck::new(status));
         }
-        if status == 0 {
-            return None;
-        }
-        // Ack first: anything posted from here on raises its cause again.
-        regs.write(regs::IntAck::new(status));
         let mut summary = IsrSummary {
             causes: status,
             overflow: IntCause::from_bits_retain(status).contains(IntCause::EVENT_OVERFLOW),
             ..Default::default()
         };
-        let wptr = regs.read::<regs::EventRingWptr>().raw();
-        // The WPTR read is the device's release point; order record reads after it.
+        // The write pointer: from the write-back word (memory, after the ack) or the register.
+        let wptr = match self.write_back().filter(|_| self.writeback) {
+            Some((_, w)) => w,
+            None => regs.read::<regs::EventRingWptr>().raw(),
+        };
+        // The device published the records before the write pointer; order the record reads
+        // after it.
         fence(Ordering::Acquire);
         let pending = wptr.wrapping_sub(self.rptr);
         if pending > self.size {

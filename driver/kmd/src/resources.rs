@@ -19,6 +19,9 @@ const TYPE_MEMORY: u8 = 3;
 const TYPE_MEMORY_LARGE: u8 = 7;
 /// `CmResourceTypeInterrupt`.
 const TYPE_INTERRUPT: u8 = 2;
+/// `CM_RESOURCE_INTERRUPT_MESSAGE`: the interrupt descriptor is a message-signalled one
+/// (MSI), granted when the INF sets `MSISupported`.
+const INTERRUPT_MESSAGE: u16 = 0x0002;
 /// `CM_RESOURCE_MEMORY_LARGE_40/48/64` flags: the length field is shifted by 8/16/32.
 const LARGE_40: u16 = 0x0200;
 const LARGE_48: u16 = 0x0400;
@@ -46,6 +49,9 @@ pub struct Resources {
     pub vram: MemRange,
     /// An interrupt was assigned.
     pub has_interrupt: bool,
+    /// The interrupt is message-signalled: never shared, so the ISR need not ask the device
+    /// whether it is ours.
+    pub message_signaled: bool,
 }
 
 /// Why the resource list is unusable.
@@ -139,7 +145,10 @@ pub unsafe fn parse(list: *const CM_RESOURCE_LIST) -> Result<Resources, Resource
                         others = others.saturating_add(1);
                     }
                 }
-                TYPE_INTERRUPT => out.has_interrupt = true,
+                TYPE_INTERRUPT => {
+                    out.has_interrupt = true;
+                    out.message_signaled |= d.Flags & INTERRUPT_MESSAGE != 0;
+                }
                 _ => {}
             }
             desc_off = desc_off

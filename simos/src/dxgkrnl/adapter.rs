@@ -128,6 +128,8 @@ pub struct AdapterShared {
     pub emulated: Option<Arc<Device>>,
     /// Its interrupt line.
     pub line: Arc<SimLine>,
+    /// The interrupt is message-signalled (`AdapterConfig::msi`): one ISR call per message.
+    pub msi: bool,
     /// Wakes the interrupt thread (the line rose, an interrupt was forced or connected).
     pub irq_wake: Arc<Wake>,
     /// Wakes the DPC thread (a DPC was queued, a flush waits for one).
@@ -326,10 +328,13 @@ impl AdapterShared {
         table: Arc<DriverTable>,
         step: bool,
     ) -> Arc<Self> {
+        // The guest's PCI function is driven through uio_pci_generic, which has INTx only.
+        let msi = config.msi && emulated.is_some();
         let resources = crate::dxgkrnl::resources::Resources::new(
             index,
             device.config().doorbells,
             device.memory().vram_size(),
+            msi,
         );
         let storm_min_ticks = crate::dxgkrnl::interrupt::storm_min_ticks(device.config());
         let d3hot = Arc::new(crate::dxgkrnl::callbacks::D3Hot::default());
@@ -349,6 +354,7 @@ impl AdapterShared {
             device,
             emulated,
             line,
+            msi,
             irq_wake,
             dpc_wake: Arc::new(Wake::default()),
             wake: Arc::new(Wake::default()),

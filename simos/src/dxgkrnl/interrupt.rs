@@ -102,10 +102,14 @@ impl Wake {
     }
 }
 
-/// The adapter's interrupt line as the device drives it.
+/// The adapter's interrupt line as the device drives it. With a message-signalled interrupt
+/// each assertion (and each re-assertion under a high line, the device's `Remind`) is one
+/// message, as the MSI front end of a PCI function sends one per rising edge; messages not
+/// yet serviced coalesce, as a pending vector does in an interrupt controller.
 #[derive(Debug)]
 pub struct SimLine {
     asserted: AtomicBool,
+    messages: AtomicBool,
     wake: Arc<Wake>,
 }
 
@@ -114,6 +118,7 @@ impl SimLine {
     pub fn new(wake: Arc<Wake>) -> Self {
         Self {
             asserted: AtomicBool::new(false),
+            messages: AtomicBool::new(false),
             wake,
         }
     }
@@ -121,6 +126,11 @@ impl SimLine {
     /// Current level.
     pub fn asserted(&self) -> bool {
         self.asserted.load(Ordering::Acquire)
+    }
+
+    /// Takes the pending message, if any (message-signalled interrupts).
+    pub fn take_message(&self) -> bool {
+        self.messages.swap(false, Ordering::AcqRel)
     }
 }
 
@@ -130,6 +140,9 @@ impl InterruptLine for SimLine {
     }
 
     fn wake(&self) {
+        // Release: the device's state that raised the line is visible to the servicer that
+        // takes the message.
+        self.messages.store(true, Ordering::Release);
         self.wake.notify();
     }
 }
@@ -156,6 +169,9 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
     // ISR ran again and again after clearing its cause (about 300 unclaimed calls per
     // interrupt in the threaded wake bench, issue 19). A request that rises again under a
     // latch still high wakes this servicer anyway (the device's `Drive::Remind`).
+    if a.msi {
+        return service_message(a, forced);
+    }
     let level = a.line.asserted() && a.device.request_level() != Some(false);
     if !forced && !level {
         a.reset_storm_counters();
@@ -218,6 +234,57 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
                 [isr as usize as u64, ctx as usize as u64, 0, count],
             ));
         }
+    }
+    Serviced::Ran(claimed)
+}
+
+/// A message-signalled interrupt: the ISR runs once per pending message, with
+/// `MessageNumber` 0 (the function has one message). A message is never shared and carries
+/// no level, so there is no storm to detect: an ISR that leaves its causes pending simply
+/// hears nothing more until the device sends another message.
+fn service_message(a: &AdapterShared, forced: bool) -> Serviced {
+    if !a.line.take_message() && !forced {
+        return Serviced::Idle;
+    }
+    let Some(isr) = a.table.slot(|t| t.DxgkDdiInterruptRoutine).flatten() else {
+        a.state
+            .raise_sim_error("interrupt connected but DxgkDdiInterruptRoutine is null");
+        return Serviced::Idle;
+    };
+    let ctx = a.context();
+    let _m = MachineContext::enter(a.state.clone());
+    let _guard = a.lock_interrupt();
+    // As for a line: not after StopDevice disconnected the interrupt.
+    if a.state.is_halted() || !a.connected.load(Ordering::Acquire) {
+        return Serviced::Idle;
+    }
+    let _irql = IrqlScope::enter(Irql::Device);
+    if let Err(b) = irql::check(
+        Routine::DxgkDdiInterruptRoutine,
+        current_irql(),
+        isr as usize,
+    ) {
+        a.state.raise_bugcheck(b);
+        return Serviced::Idle;
+    }
+    a.stats.isr_calls.fetch_add(1, Ordering::Relaxed);
+    let before = a.device.bus_counts();
+    // SAFETY: as in `service_interrupt`: the driver's validated ISR with its context, under
+    // the interrupt lock at device IRQL.
+    let claimed = unsafe { isr(ctx, 0) != 0 };
+    a.stats.charge_bus(
+        Routine::DxgkDdiInterruptRoutine,
+        before,
+        a.device.bus_counts(),
+    );
+    if let Err(b) = check_return_irql(
+        Irql::Device,
+        bugcheck::irql_unexpected::INTERRUPT_SERVICE_ROUTINE,
+        isr as usize as u64,
+        ctx as usize as u64,
+        0,
+    ) {
+        a.state.raise_bugcheck(b);
     }
     Serviced::Ran(claimed)
 }

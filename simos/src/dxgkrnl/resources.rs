@@ -79,7 +79,10 @@ fn memory(start: u64, len: u64, prefetchable: bool) -> CM_PARTIAL_RESOURCE_DESCR
 
 /// Builds the translated resources of adapter `index` with `doorbells` doorbell pages and
 /// `vram` bytes of VRAM.
-pub fn resource_block(index: usize, doorbells: u32, vram: u64) -> ResourceBlock {
+///
+/// The interrupt is a PCI INTx line, or with `msi` one message-signalled interrupt
+/// (`CM_RESOURCE_INTERRUPT_MESSAGE`, exclusive; the translated view has the line's layout).
+pub fn resource_block(index: usize, doorbells: u32, vram: u64, msi: bool) -> ResourceBlock {
     let bar0 = memory(bar_base(index, pci::BAR_MMIO), pci::MMIO_SIZE, false);
     let bar2 = memory(
         bar_base(index, pci::BAR_DOORBELL),
@@ -87,18 +90,28 @@ pub fn resource_block(index: usize, doorbells: u32, vram: u64) -> ResourceBlock 
         false,
     );
     let bar4 = memory(bar_base(index, pci::BAR_VRAM), vram, true);
-    let irq = CM_PARTIAL_RESOURCE_DESCRIPTOR {
-        Type: CmResourceTypeInterrupt,
-        ShareDisposition: SHARE_SHARED,
-        // CM_RESOURCE_INTERRUPT_LEVEL_SENSITIVE (0): a PCI INTx line.
-        Flags: 0,
-        u: CM_PARTIAL_RESOURCE_DESCRIPTOR_0 {
-            Interrupt: CM_PARTIAL_RESOURCE_DESCRIPTOR_INTERRUPT {
-                Level: 5,
-                Vector: vector(index),
-                Affinity: 1,
+    let line = CM_PARTIAL_RESOURCE_DESCRIPTOR_INTERRUPT {
+        Level: 5,
+        Vector: vector(index),
+        Affinity: 1,
+    };
+    let irq = if msi {
+        CM_PARTIAL_RESOURCE_DESCRIPTOR {
+            Type: CmResourceTypeInterrupt,
+            ShareDisposition: SHARE_DEVICE_EXCLUSIVE,
+            Flags: CM_RESOURCE_INTERRUPT_MESSAGE | CM_RESOURCE_INTERRUPT_LATCHED,
+            u: CM_PARTIAL_RESOURCE_DESCRIPTOR_0 {
+                MessageInterrupt: CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI { Translated: line },
             },
-        },
+        }
+    } else {
+        CM_PARTIAL_RESOURCE_DESCRIPTOR {
+            Type: CmResourceTypeInterrupt,
+            ShareDisposition: SHARE_SHARED,
+            // CM_RESOURCE_INTERRUPT_LEVEL_SENSITIVE (0): a PCI INTx line.
+            Flags: 0,
+            u: CM_PARTIAL_RESOURCE_DESCRIPTOR_0 { Interrupt: line },
+        }
     };
     ResourceBlock {
         list: CM_RESOURCE_LIST {
@@ -131,12 +144,12 @@ pub struct Resources {
 
 impl Resources {
     /// Resources of adapter `index`.
-    pub fn new(index: usize, doorbells: u32, vram: u64) -> Box<Self> {
+    pub fn new(index: usize, doorbells: u32, vram: u64, msi: bool) -> Box<Self> {
         let path = format!(
             "\\REGISTRY\\MACHINE\\SYSTEM\\CurrentControlSet\\Control\\Video\\{{5256A0A0-0000-4000-8000-{index:012X}}}\\0000"
         );
         Box::new(Self {
-            block: resource_block(index, doorbells, vram),
+            block: resource_block(index, doorbells, vram, msi),
             registry_path: path.encode_utf16().collect(),
             pdo: Box::new([0; 4]),
         })

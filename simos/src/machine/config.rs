@@ -119,6 +119,11 @@ pub struct AdapterConfig {
     /// BR-35: `UserModeDriverName` in the adapter's software key (`None`: absent). Default:
     /// what `inf/rvgpu.inf` writes.
     pub user_mode_driver_name: Option<crate::dxgkrnl::registry::RegValue>,
+    /// The OS grants a message-signalled interrupt (the INF's `MSISupported`, and a function
+    /// with an MSI capability): the resource list's interrupt is a message, and the ISR is
+    /// called once per message. Default on; a PCI board (the guest's uio_pci_generic) is
+    /// always line-based.
+    pub msi: bool,
 }
 
 impl AdapterConfig {
@@ -130,6 +135,7 @@ impl AdapterConfig {
             native_fence_feature: true,
             hwsch_feature: true,
             user_mode_driver_name: Some(crate::dxgkrnl::registry::inf_user_mode_driver_name()),
+            msi: true,
         }
     }
 
@@ -148,6 +154,7 @@ impl AdapterConfig {
             native_fence_feature: true,
             hwsch_feature: true,
             user_mode_driver_name: Some(crate::dxgkrnl::registry::inf_user_mode_driver_name()),
+            msi: true,
         }
     }
 }
