@@ -226,7 +226,8 @@ impl<'m> SimKmt<'m> {
     /// abandoned, GPU waits no longer hold their queues.
     pub fn destroy_monitored_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
         let a = self.thunk()?;
-        ums::destroy_sync_fence(self.m, &a, self.p.device, fence).map_err(status)
+        ums::destroy_sync_fence(self.m, &a, self.p.device, fence).map_err(status)?;
+        self.m.reap_system_pages(&a).map_err(status)
     }
 
     /// `D3DKMTCreateAllocation2` of a data buffer the CPU maps write-back cached
@@ -661,7 +662,10 @@ impl Kmt for SimKmt<'_> {
             .m
             .take_native_fence_kmt(self.p.adapter, fence)
             .ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
-        self.m.destroy_native_fence(&f).map_err(status)
+        self.m.destroy_native_fence(&f).map_err(status)?;
+        // Fence pages it left empty leave the paging process and go back (no lock held here).
+        let a = self.adapter()?;
+        self.m.reap_system_pages(&a).map_err(status)
     }
 
     fn cpu_timestamp(&self) -> u64 {

@@ -96,8 +96,11 @@ pub(super) fn teardown(
     drop(_g);
     if let Some(pid) = pid {
         m.vidmm_destroy_process(a, pid)?;
+        m.forget_fence_process(a, pid);
     }
-    Ok(())
+    // Fence pages only its address space still reached go back to the machine (issue 45).
+    m.retire_empty_fence_pages(a);
+    m.reap_system_pages(a)
 }
 
 /// UM-18's first step, also the end of a normal exit that cannot wait (issue 45): the device

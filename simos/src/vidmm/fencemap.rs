@@ -71,6 +71,11 @@ pub(crate) struct FenceMaps {
 }
 
 impl FenceMaps {
+    /// Whether any process maps the device page `page` (live or retired).
+    pub(crate) fn maps_page(&self, page: u64) -> bool {
+        self.pages.keys().any(|(_, p)| *p == page) || self.retired.iter().any(|r| r.page == page)
+    }
+
     /// Pages `pid` has mapped, live and retired.
     pub(crate) fn pages_of(&self, pid: ProcessId) -> (usize, usize) {
         (

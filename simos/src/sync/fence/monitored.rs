@@ -169,6 +169,9 @@ impl Machine {
         for w in waiters {
             w.event.set(WaitOutcome::Abandoned);
         }
+        // Its value's page goes back once empty and unmapped (the creator's exit).
+        lock(&a.fence_os).release_slot(&f.obj.slot);
+        self.retire_empty_fence_pages(&a);
         Ok(())
     }
 
@@ -260,6 +263,10 @@ impl Machine {
             .cv
             .system("a fence opened on another adapter")?
             .clone();
+        // Used on the other adapter too: the page stays while this one runs.
+        if let Some(a) = fence.obj.adapter.upgrade() {
+            lock(&a.fence_os).pin(&slot);
+        }
         let natives: Vec<Arc<FenceObj>> = {
             let st = lock(&fence.obj.st);
             let mut v = st.peers.clone();
@@ -306,6 +313,9 @@ impl Machine {
         process: ProcessId,
     ) -> Result<NativeFence, SimError> {
         let b = self.fence_adapter(adapter)?;
+        if let Ok(a) = self.adapter_shared(f.adapter()) {
+            lock(&a.fence_os).pin(&f.obj.slot);
+        }
         let n = self.create_on(
             &b,
             process,

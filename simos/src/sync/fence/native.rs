@@ -459,6 +459,12 @@ impl Machine {
             ));
         }
         let b = self.fence_adapter(adapter)?;
+        let shared_cv = fence.obj.cv.system("a cross-adapter fence")?.clone();
+        // The other adapter's object uses the value too: its page stays while this adapter
+        // runs.
+        if let Some(a) = fence.obj.adapter.upgrade() {
+            lock(&a.fence_os).pin(&shared_cv);
+        }
         let nb = self.create_on(
             &b,
             process,
@@ -467,7 +473,7 @@ impl Machine {
                 shareable: true,
                 fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
             },
-            Some(fence.obj.cv.system("a cross-adapter fence")?.clone()),
+            Some(shared_cv),
         )?;
         // Link every instance of the fence with the new one, and hold the first adapter's
         // MonitoredValue at 0 from now on.
@@ -506,7 +512,10 @@ impl Machine {
         self.close_instance(&a, fence)?;
         // The instance's use of the pages in its process ends with it (issue 12); paging,
         // so not under the settle lock.
-        self.unmap_fence_pages(&a, &fence.obj, fence.process)
+        let r = self.unmap_fence_pages(&a, &fence.obj, fence.process);
+        // Pages left empty go back once nothing maps them (freed at the next reap).
+        self.retire_empty_fence_pages(&a);
+        r
     }
 
     /// Close (and for the last instance Destroy) of `fence`, with the OS bookkeeping.

@@ -23,8 +23,15 @@ pub struct FenceOs {
     pub(super) scan: BTreeSet<usize>,
     /// Packed pages per (process, is-MonitoredValue).
     cursors: HashMap<(ProcessId, u8), Cursor>,
-    /// Every fence page (kept for the machine's life, see the module docs).
-    pages: Vec<SysAlloc>,
+    /// Every system-memory fence page of this adapter, by bus address: the page, its live
+    /// values, and the process whose address space maps it at its system VA (legacy monitored
+    /// fences' pages; `None` for native-fence pages, which `maps` tracks).
+    pages: HashMap<u64, SysPage>,
+    /// Pages that were shared with another adapter (NF-16, NF-18): kept for the adapter's
+    /// life, as the other adapter's objects use the value too.
+    pinned: BTreeSet<u64>,
+    /// Empty pages waiting until nothing can reach them any more (`free_empty`).
+    empty: BTreeSet<u64>,
     /// Local-memory fence pages (NF-06).
     pub(super) local: LocalPages,
     pub(super) work_all: bool,
@@ -66,7 +73,102 @@ impl FenceOs {
 
     /// Bytes of the system-memory fence pages.
     pub(super) fn page_bytes(&self) -> u64 {
-        self.pages.iter().map(|p| p.len).sum()
+        self.pages.values().map(|p| p.alloc.len).sum()
+    }
+
+    fn add_page(&mut self, alloc: &SysAlloc, owner: Option<ProcessId>) {
+        self.pages.insert(
+            alloc.bus_addr,
+            SysPage {
+                alloc: alloc.clone(),
+                live: 0,
+                owner,
+            },
+        );
+    }
+
+    fn count_slot(&mut self, slot: &Slot) {
+        if let Some(p) = self.pages.get_mut(&slot.alloc.bus_addr) {
+            p.live = p.live.saturating_add(1);
+        }
+    }
+
+    /// A value of a system page is no longer used: the page's last makes it a candidate for
+    /// freeing (no new value is packed into it).
+    pub(super) fn release_slot(&mut self, slot: &Slot) {
+        let bus = slot.alloc.bus_addr;
+        let Some(p) = self.pages.get_mut(&bus) else {
+            return;
+        };
+        p.live = p.live.saturating_sub(1);
+        if p.live != 0 {
+            return;
+        }
+        // The page its process packs into now: every value in it is gone, so it is packed
+        // again from the start (the process keeps it until it exits).
+        if let Some(c) = self.cursors.values_mut().find(|c| c.alloc.bus_addr == bus) {
+            c.next = 0;
+            return;
+        }
+        if !self.pinned.contains(&bus) {
+            self.empty.insert(bus);
+        }
+    }
+
+    /// Process exit: the pages it packed into are no longer its to fill; empty ones can go.
+    pub(super) fn forget_process(&mut self, pid: ProcessId) {
+        let mine: Vec<(ProcessId, u8)> = self
+            .cursors
+            .keys()
+            .filter(|(p, _)| *p == pid)
+            .copied()
+            .collect();
+        for k in mine {
+            if let Some(c) = self.cursors.remove(&k) {
+                let bus = c.alloc.bus_addr;
+                let empty = self.pages.get(&bus).is_some_and(|p| p.live == 0);
+                if empty && !self.pinned.contains(&bus) {
+                    self.empty.insert(bus);
+                }
+            }
+        }
+    }
+
+    /// Keeps the page of `slot` for the adapter's life (it is shared with another adapter).
+    pub(super) fn pin(&mut self, slot: &Slot) {
+        self.pinned.insert(slot.alloc.bus_addr);
+        self.empty.remove(&slot.alloc.bus_addr);
+    }
+
+    /// Takes the empty pages nothing can reach any more: no process maps them (`maps` for
+    /// native-fence pages; the owner's address space for a legacy page, which stays mapped in
+    /// it until exit) — `mapped(page)` and `space_alive(pid)` answer. The caller unmaps them
+    /// from the paging process and frees them (`retire_system`). Returns each page with
+    /// whether the paging process maps it (native-fence pages; a legacy page only ever was
+    /// in its own process).
+    pub(super) fn take_free(
+        &mut self,
+        mapped: impl Fn(u64) -> bool,
+        space_alive: impl Fn(ProcessId) -> bool,
+    ) -> Vec<(u64, bool)> {
+        let due: Vec<u64> = self
+            .empty
+            .iter()
+            .copied()
+            .filter(|bus| {
+                self.pages.get(bus).is_some_and(|p| {
+                    p.live == 0 && !mapped(*bus) && !p.owner.is_some_and(&space_alive)
+                })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for bus in due {
+            self.empty.remove(&bus);
+            if let Some(p) = self.pages.remove(&bus) {
+                out.push((bus, p.owner.is_none()));
+            }
+        }
+        out
     }
 
     pub(super) fn alloc_slot(
@@ -78,10 +180,14 @@ impl FenceOs {
     ) -> Option<Slot> {
         let stride = self.stride();
         let mem = a.device.memory();
+        // A legacy value's page is mapped into its process at the system VA until exit.
+        let owner = (kind == KIND_LEGACY).then_some(process);
         if shareable {
             let alloc = mem.alloc_system(PAGE, PAGE)?;
-            self.pages.push(alloc.clone());
-            return Some(Slot { alloc, off: 0 });
+            self.add_page(&alloc, owner);
+            let slot = Slot { alloc, off: 0 };
+            self.count_slot(&slot);
+            return Some(slot);
         }
         let key = (process, kind);
         if let Some(c) = self.cursors.get_mut(&key) {
@@ -91,11 +197,12 @@ impl FenceOs {
                     off: c.next,
                 };
                 c.next += stride;
+                self.count_slot(&s);
                 return Some(s);
             }
         }
         let alloc = mem.alloc_system(PAGE, PAGE)?;
-        self.pages.push(alloc.clone());
+        self.add_page(&alloc, owner);
         self.cursors.insert(
             key,
             Cursor {
@@ -103,7 +210,9 @@ impl FenceOs {
                 next: stride,
             },
         );
-        Some(Slot { alloc, off: 0 })
+        let slot = Slot { alloc, off: 0 };
+        self.count_slot(&slot);
+        Some(slot)
     }
 
     /// A value for a fence of `fence_type` (NF-06): `INTRA_GPU` values in local memory, every
@@ -129,10 +238,21 @@ impl FenceOs {
     }
 
     pub(super) fn release_value(&mut self, v: &Value) {
-        if let Value::Local(l) = v {
-            self.local.release(l);
+        match v {
+            Value::Local(l) => self.local.release(l),
+            Value::System(s) => self.release_slot(s),
         }
     }
+}
+
+/// One system-memory fence page.
+#[derive(Debug)]
+pub(super) struct SysPage {
+    alloc: SysAlloc,
+    /// Values handed out of it and not released.
+    live: u32,
+    /// The process whose address space maps it at its system VA (legacy monitored fences).
+    owner: Option<ProcessId>,
 }
 
 /// VidMm's local-memory fence pages (NF-06): whole VRAM pages taken from the top of VRAM
@@ -213,6 +333,47 @@ impl LocalPages {
             self.live.remove(&slot.page);
             self.cursors.retain(|_, (p, _)| *p != slot.page);
             self.free.push(slot.page);
+        }
+    }
+}
+
+impl Machine {
+    /// Hands the empty system fence pages of adapter `a` that nothing can reach any more to
+    /// VidMm to unmap from the paging process and free (issue 45: churn leaves the machine's
+    /// memory where it started). Takes only the fence and VidMm locks; the freeing itself is
+    /// `reap_system_pages`, where no thunk lock is held.
+    /// Process `pid` exited: the pages it packed fence values into can go once empty.
+    pub(crate) fn forget_fence_process(&self, a: &AdapterShared, pid: ProcessId) {
+        lock(&a.fence_os).forget_process(pid);
+    }
+
+    pub(crate) fn retire_empty_fence_pages(&self, a: &AdapterShared) {
+        // One lock at a time (the fence and VidMm locks are never nested here).
+        let owners: Vec<ProcessId> = lock(&a.fence_os)
+            .pages
+            .values()
+            .filter_map(|p| p.owner)
+            .collect();
+        let alive: BTreeSet<ProcessId> = {
+            let v = lock(&a.vidmm);
+            owners.into_iter().filter(|p| v.has_process(*p)).collect()
+        };
+        let due = {
+            let mut os = lock(&a.fence_os);
+            let mapped: BTreeSet<u64> = os
+                .empty
+                .iter()
+                .copied()
+                .filter(|b| os.maps.maps_page(*b))
+                .collect();
+            os.take_free(|b| mapped.contains(&b), |p| alive.contains(&p))
+        };
+        for (bus, paging) in due {
+            if paging {
+                crate::vidmm::mmu::retire_system(a, bus, PAGE);
+            } else {
+                a.device.memory().free_system(bus);
+            }
         }
     }
 }
