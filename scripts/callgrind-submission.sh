@@ -37,7 +37,7 @@
 # simulated OS (callbacks, thunks, the modelled system-call cost of OsConfig::thunk_cost);
 # the user-mode submission is set against its floor (ums_callgrind's `floor` mode: the same
 # stores and the same doorbell store), the kernel-mode one against its own (the modelled
-# system call plus the DDI); a table shows a victimising connect from 32 to 4,094 queues
+# system call plus the DDI); a table shows a victimising connect from 32 to 4,030 queues
 # (RVGPU_CALLGRIND_SCALE=0 skips it). Needs python3.
 #
 # Usage: bash scripts/callgrind-submission.sh [K]     (K defaults to 1000)
@@ -147,9 +147,10 @@ run2() {
     done
 }
 
-# Flat with scale (issue 19): a victimising connect with 32 … 4,094 queues on 16 physical
-# doorbells, all on engine 0 (4,094: the adapter's 4,096 queue ids less the two engines'
-# node rings). Setting up N queues is O(N) on the device since runlist updates (it was
+# Flat with scale (issue 19): a victimising connect with 32 … 4,030 queues on 16 physical
+# doorbells, all on engine 0 (4,030: the most one process may hold, the adapter's 4,096 queue
+# ids less the two engines' node rings and the 64 the driver keeps for other processes,
+# driver/kmd/src/quota.rs). Setting up N queues is O(N) on the device since runlist updates (it was
 # O(N²): every creation committed the whole runlist, about half an hour under callgrind for
 # 4,095); one callgrind run per K gives both columns. RVGPU_CALLGRIND_QUEUE_SIZES for
 # another list.
@@ -158,7 +159,7 @@ if [ "${RVGPU_CALLGRIND_SCALE:-1}" != 0 ]; then
     echo "| queues on 16 doorbells | D3DKMTConnectDoorbell, victimising | own / device / OS | DxgkDdiConnectDoorbell | own / device / OS | vs the first row (whole connect) |"
     echo "|---:|---:|---:|---:|---:|---:|"
     FIRST=""
-    for Q in ${RVGPU_CALLGRIND_QUEUE_SIZES:-32 128 512 1024 2048 4094}; do
+    for Q in ${RVGPU_CALLGRIND_QUEUE_SIZES:-32 128 512 1024 2048 4030}; do
         SCALE_ENV="RVGPU_CALLGRIND_QUEUES=$Q RVGPU_CALLGRIND_DOORBELLS=16"
         mapfile -t A < <(run2 victim "$K")
         mapfile -t B < <(run2 victim "$((2 * K))")

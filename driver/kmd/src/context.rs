@@ -161,6 +161,15 @@ pub fn create_context<P: Platform>(
         if s.contexts.len() >= MAX_CONTEXTS {
             return Err(status::INSUFFICIENT_RESOURCES);
         }
+        // Issue 45: the last contexts are for processes that hold few (crate::quota);
+        // STATUS_NO_MEMORY is what Dxgkrnl accepts from DxgkDdiCreateContext.
+        let owner = s.process_of_device(device);
+        let free = MAX_CONTEXTS.saturating_sub(s.contexts.len());
+        let held = &*s;
+        if !crate::quota::CONTEXTS.grants(free, owner.map(|p| move || held.contexts_of_process(p)))
+        {
+            return Err(status::NO_MEMORY);
+        }
         s.contexts.try_insert::<P>(
             h,
             Context {

@@ -218,6 +218,11 @@ impl QueueIds {
         None
     }
 
+    /// Ids still free.
+    pub fn free_count(&self) -> u32 {
+        self.limit.saturating_sub(self.in_use)
+    }
+
     /// Returns `id` (after its queue left the runlist).
     pub fn free(&mut self, id: u32) {
         let Some((w, b)) = self.bit(id) else { return };
@@ -376,6 +381,17 @@ fn insert<P: Platform>(
     const _: () = assert!(QUEUE_ID_LIMIT <= RUNLIST_CAPACITY + 1);
     // Room in the map first: after the id is taken nothing may fail before the insert.
     if s.queues.try_reserve::<P>().is_err() {
+        return Err((status::NO_MEMORY, queue.kernel));
+    }
+    // Issue 45: the last ids are for processes that hold few (crate::quota). The status is
+    // the one Dxgkrnl accepts from DxgkDdiCreateHwQueue for a lack of resources.
+    let owner = s
+        .contexts
+        .get(&queue.context)
+        .and_then(|c| s.process_of_device(c.device));
+    let free = usize::try_from(s.ids.free_count()).unwrap_or(0);
+    let held = &*s;
+    if !crate::quota::QUEUES.grants(free, owner.map(|p| move || held.queues_of_process(p))) {
         return Err((status::NO_MEMORY, queue.kernel));
     }
     let Some(id) = s.ids.alloc() else {

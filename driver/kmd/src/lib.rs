@@ -46,6 +46,7 @@ pub mod platform;
 mod power;
 mod present;
 mod process;
+mod quota;
 mod removal;
 mod reset;
 mod resources;

@@ -116,6 +116,34 @@ impl Handle {
     }
 }
 
+impl Sched {
+    /// The GPU process that owns device `d` (`None`: the system device, or no process named).
+    pub fn process_of_device(&self, d: Handle) -> Option<Handle> {
+        self.devices.get(&d).and_then(|d| d.process)
+    }
+
+    /// Contexts of process `p` (a scan: asked only near the end of the pool, crate::quota).
+    pub fn contexts_of_process(&self, p: Handle) -> usize {
+        self.contexts
+            .values()
+            .filter(|c| self.process_of_device(c.device) == Some(p))
+            .count()
+    }
+
+    /// Hardware queues of process `p` (likewise).
+    pub fn queues_of_process(&self, p: Handle) -> usize {
+        self.queues
+            .values()
+            .filter(|q| {
+                self.contexts
+                    .get(&q.context)
+                    .and_then(|c| self.process_of_device(c.device))
+                    == Some(p)
+            })
+            .count()
+    }
+}
+
 /// The scheduler state of one started adapter.
 #[derive(Debug)]
 pub struct Sched {
