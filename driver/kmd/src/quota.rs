@@ -57,7 +57,15 @@ mod tests {
         };
         let none: Option<fn() -> usize> = None;
         // Above the reserve anyone may take one; nothing is counted.
-        assert!(s.grants(5, Some(|| unreachable!())));
+        let counted = core::cell::Cell::new(false);
+        assert!(s.grants(
+            5,
+            Some(|| {
+                counted.set(true);
+                1000
+            })
+        ));
+        assert!(!counted.get(), "counted above the reserve");
         // In the reserve: a process holding few may, a greedy one may not.
         assert!(s.grants(4, Some(|| 1)));
         assert!(!s.grants(4, Some(|| 2)));
