@@ -227,7 +227,12 @@ fn issue_45_one_process_cannot_take_every_queue_and_context() {
         }
         assert!(contexts.len() <= 16_384, "no limit on contexts");
     };
-    assert_eq!(refused, STATUS_NO_MEMORY_STATUS, "contexts: {}", contexts.len());
+    assert_eq!(
+        refused,
+        STATUS_NO_MEMORY_STATUS,
+        "contexts: {}",
+        contexts.len()
+    );
     // Queues: many on a few contexts, until refused.
     let mut queues = 0usize;
     let refused = loop {

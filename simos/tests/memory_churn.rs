@@ -95,3 +95,39 @@ fn issue_45_process_churn_returns_system_memory() {
     eight_mib_fits(&m);
     no_fault(&m);
 }
+
+/// Issue 45: running the machine out of system memory with fences is an NTSTATUS to the
+/// process that asked, never a halt; destroying them makes room again.
+#[test]
+fn issue_45_fence_storage_exhaustion_is_a_status() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    okk(&m, k.create_native_fence(0));
+    // Room for a few more pages only.
+    m.memory()
+        .set_system_cap(m.memory().system_used() + 16 * 4096);
+    let mut fences = Vec::new();
+    let err = loop {
+        match k.create_shareable_native_fence(0) {
+            Ok(f) => fences.push(f),
+            Err(e) => break e,
+        }
+        assert!(fences.len() < 64, "no limit");
+    };
+    assert_eq!(err.0, rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
+    if let Err(e) = k.create_monitored_fence(0) {
+        assert_eq!(e.0, rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
+    }
+    no_fault(&m);
+    // Memory comes back from elsewhere (the simulated VidMm's paging still allocates, so the
+    // destroys below need a little room); the fences go, and their pages with them.
+    m.memory().set_system_cap(u64::MAX);
+    let full = m.memory().system_used();
+    for f in fences {
+        okk(&m, k.destroy_native_fence(f.kmt));
+    }
+    assert!(m.memory().system_used() < full, "their pages went back");
+    okk(&m, k.create_shareable_native_fence(0));
+    no_fault(&m);
+}

@@ -86,7 +86,9 @@ use rvgpu_ddi::adapter::DXGKQAITYPE_NATIVE_FENCE_CAPS;
 use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::fence::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
-use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
+use rvgpu_ddi::ntstatus::{
+    STATUS_ACCESS_DENIED, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY,
+};
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_device::{Memory, SysAlloc};
 use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};

@@ -125,7 +125,7 @@ impl Machine {
         let mut os = lock(&a.fence_os);
         let slot = os
             .alloc_slot(&a, process, KIND_LEGACY, false)
-            .ok_or_else(|| SimError::Simulation("out of system memory".into()))?;
+            .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
         slot.store(initial);
         let obj = Arc::new(LegacyObj {
             adapter_index: i,

@@ -151,9 +151,9 @@ impl Machine {
                     for v in c.iter().chain(m.iter()) {
                         os.release_value(v);
                     }
-                    return Err(SimError::Simulation(
-                        "out of memory for fence storage".into(),
-                    ));
+                    // The machine's memory is a resource processes share: a failure to
+                    // the caller, not a halt (issue 45).
+                    return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
                 }
             }
         };
@@ -167,12 +167,17 @@ impl Machine {
         // before the driver learns the addresses ([D] VIDMM_FENCE_STORAGE_PAGE::
         // GetPagingProcessGpuVA). Pages hold many fences and stay mapped while the adapter runs.
         for va in [cv.gpu(), mv.gpu()] {
-            if let Err(e) = self.vidmm_map_system(a, va, 8, Default::default()) {
-                let mut os = lock(&a.fence_os);
-                for v in [&cv, &mv] {
-                    os.release_value(v);
+            let mapped = self.vidmm_map_system(a, va, 8, Default::default());
+            let mut os = lock(&a.fence_os);
+            match mapped {
+                // Recorded whatever happens next: the page is unmapped before it is freed.
+                Ok(()) => os.paging_mapped(va),
+                Err(e) => {
+                    for v in [&cv, &mv] {
+                        os.release_value(v);
+                    }
+                    return Err(e);
                 }
-                return Err(e);
             }
         }
         let global = next_handle();

@@ -83,6 +83,7 @@ impl FenceOs {
                 alloc: alloc.clone(),
                 live: 0,
                 owner,
+                paging: false,
             },
         );
     }
@@ -134,6 +135,13 @@ impl FenceOs {
         }
     }
 
+    /// VidMm mapped the page of device address `pa` into the paging process.
+    pub(super) fn paging_mapped(&mut self, pa: u64) {
+        if let Some(p) = self.pages.get_mut(&(pa - pa % PAGE)) {
+            p.paging = true;
+        }
+    }
+
     /// Keeps the page of `slot` for the adapter's life (it is shared with another adapter).
     pub(super) fn pin(&mut self, slot: &Slot) {
         self.pinned.insert(slot.alloc.bus_addr);
@@ -165,7 +173,7 @@ impl FenceOs {
         for bus in due {
             self.empty.remove(&bus);
             if let Some(p) = self.pages.remove(&bus) {
-                out.push((bus, p.owner.is_none()));
+                out.push((bus, p.paging));
             }
         }
         out
@@ -253,6 +261,8 @@ pub(super) struct SysPage {
     live: u32,
     /// The process whose address space maps it at its system VA (legacy monitored fences).
     owner: Option<ProcessId>,
+    /// VidMm mapped it into the paging process (`vidmm_map_system`): unmapped before freed.
+    paging: bool,
 }
 
 /// VidMm's local-memory fence pages (NF-06): whole VRAM pages taken from the top of VRAM
