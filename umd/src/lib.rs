@@ -16,6 +16,7 @@ pub mod capi;
 mod capi_buffer;
 #[cfg(windows)]
 mod capi_windows;
+pub mod d3d_runtime;
 #[cfg(all(windows, feature = "dll", not(test)))]
 mod dll_windows;
 #[cfg(windows)]
