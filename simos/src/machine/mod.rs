@@ -379,16 +379,9 @@ impl Machine {
     /// its (outermost) calls, and the register reads, register writes and doorbell writes the
     /// device counted during them. Empty for a board that cannot count.
     pub fn bus_costs(&self, i: usize) -> Vec<(String, u64, rvgpu_device::BusCounts)> {
-        let Some(a) = self.adapters.get(i) else {
-            return Vec::new();
-        };
-        let t = lock(&a.stats.bus);
-        let mut v: Vec<_> = t
-            .iter()
-            .map(|(r, (n, c))| (format!("{r:?}"), *n, *c))
-            .collect();
-        v.sort_by(|x, y| x.0.cmp(&y.0));
-        v
+        self.adapters
+            .get(i)
+            .map_or_else(Vec::new, |a| a.stats.bus.snapshot())
     }
 
     /// Everything adapter `i`'s device counted so far (user-mode doorbell rings included).
