@@ -327,3 +327,63 @@ fn br_73_user_mode_submission_with_hws_off_is_refused() {
         "BR-73",
     );
 }
+
+/// Issue 48, §10 question 2: the slot after `DxgkDdiNotifyWorkSubmission` (byte 1368). Under
+/// the 22631 rule (the default: a UMS node needs it filled) a driver that leaves it NULL is
+/// refused with BR-73; under the other answer (24H2 no longer asks) it starts. rvgpu fills it,
+/// so it starts with user-mode submission under both, and the slot's function refuses any call
+/// with `STATUS_NOT_SUPPORTED`.
+#[test]
+fn issue_48_slot_1368_rvgpu_starts_under_either_answer() {
+    for required in [true, false] {
+        // rvgpu as shipped: user-mode submission works.
+        let mut c = cfg(true, true, true);
+        c.os.ums_requires_slot_1368 = required;
+        let mut m = Machine::new(c);
+        m.load_driver().expect("load");
+        m.start_adapter(0).expect("start");
+        assert!(
+            m.feature_db(0)
+                .enabled
+                .iter()
+                .any(|(id, _)| *id == DXGK_FEATURE_USER_MODE_SUBMISSION),
+            "required={required}: user-mode submission enabled"
+        );
+        let p = m.create_process(0).expect("process");
+        let k = m.kmt(&p);
+        let mut q = rvgpu_umd::submit::UserQueue::new(
+            k,
+            &rvgpu_umd::submit::QueueConfig {
+                node: 0,
+                ring_size: 4096,
+                command_buffer_size: 4096,
+                ..Default::default()
+            },
+        )
+        .expect("user-mode queue");
+        let v = q.submit(&[]).expect("submit");
+        q.wait(v).expect("wait");
+        drop(q);
+        m.exit_process(&p).expect("exit");
+
+        // A driver that leaves the slot NULL.
+        let mut c = cfg(true, true, true);
+        c.os.ums_requires_slot_1368 = required;
+        let mut m = Machine::new(c);
+        m.load_driver_with(|t| t.Reserved4 = std::ptr::null_mut())
+            .expect("load");
+        let r = m.start_adapter(0).map(|_| ());
+        if required {
+            refused(r, "BR-73");
+        } else {
+            r.expect("starts when the slot is not required");
+        }
+    }
+    // What a kernel that called the slot would get.
+    let t = rvgpu_kmd::initialization_data::<rvgpu_simos::SimKernel>();
+    assert!(!t.Reserved4.is_null());
+    // SAFETY: the driver's function for the slot takes no argument it reads and returns an
+    // NTSTATUS (x64: extra arguments are ignored by the callee).
+    let f: unsafe extern "system" fn() -> NTSTATUS = unsafe { std::mem::transmute(t.Reserved4) };
+    assert_eq!(unsafe { f() }, STATUS_NOT_SUPPORTED);
+}

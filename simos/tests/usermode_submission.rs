@@ -1912,8 +1912,9 @@ enum Lie {
 fn lying_exit(mode: Mode, lie: Lie) {
     let mut cfg = MachineConfig::single(mode);
     cfg.adapters[0].device.doorbells = 4;
-    // Threaded mode waits in real time: a short exit wait keeps the test short.
-    cfg.os.wait_timeout = Duration::from_millis(300);
+    // Threaded mode waits in real time: a short exit wait keeps the test short, long enough
+    // for the victim's own waits on a loaded machine.
+    cfg.os.wait_timeout = Duration::from_secs(2);
     let m = started(cfg);
     let victim = ok(&m, m.create_process(0));
     let kv = m.kmt(&victim);

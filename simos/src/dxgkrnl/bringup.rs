@@ -810,12 +810,17 @@ pub struct UmsEnablement {
 /// BR-73 for one node's metadata flags: user-mode submission needs context scheduling on the
 /// node, a 3.1+ driver, the OS's HWS and UMS enablement (from the feature negotiation), the
 /// doorbell DDIs, and (24H2, §7a) `NativeGpuFence` in the caps.
+///
+/// `slot_1368`: whether the slot after `DxgkDdiNotifyWorkSubmission` (`DxgkDdiFlushHwQueue` /
+/// `Reserved4`) must be filled too, as [D] `ADAPTER_RENDER::Initialize` of 22631 requires
+/// (`OsConfig::ums_requires_slot_1368`; 24H2's answer is unknown, docs/windows-bringup.md §10).
 pub fn check_node_ums(
     node: u32,
     flags: DXGK_NODEMETADATA_FLAGS,
     wddm: u32,
     t: &DRIVER_INITIALIZATION_DATA,
     os: UmsEnablement,
+    slot_1368: bool,
 ) -> Option<Violation> {
     if !flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission) {
         return None;
@@ -844,6 +849,9 @@ pub fn check_node_ums(
         if !filled(d) {
             why.push(format!("{d} missing"));
         }
+    }
+    if slot_1368 && !filled("Reserved4") {
+        why.push("the slot after DxgkDdiNotifyWorkSubmission (byte 1368) missing".to_string());
     }
     (!why.is_empty()).then(|| {
         Violation::new(

@@ -345,7 +345,14 @@ impl Machine {
                 // negotiation (BR-80/81, `dxgkrnl::features`).
                 [
                     bringup::check_node_hws(n as u32, flags, gpu_va, hws),
-                    bringup::check_node_ums(n as u32, flags, wddm, &t, enablement),
+                    bringup::check_node_ums(
+                        n as u32,
+                        flags,
+                        wddm,
+                        &t,
+                        enablement,
+                        a.os.ums_requires_slot_1368,
+                    ),
                     bringup::check_node_mmu(n as u32, md, caps.MemoryManagementCaps.Anonymous),
                 ]
                 .into_iter()

@@ -35,6 +35,12 @@ pub struct OsConfig {
     pub hwsch_feature: bool,
     /// The OS's policy for `DXGK_FEATURE_USER_MODE_SUBMISSION`.
     pub ums_feature: bool,
+    /// BR-73 with the 22631 kernel's sixth DDI: a user-mode-submission node needs the slot
+    /// after `DxgkDdiNotifyWorkSubmission` (byte 1368, `DxgkDdiFlushHwQueue` / `Reserved4`)
+    /// filled ([D] `ADAPTER_RENDER::Initialize`, triage event 1290). Whether 24H2 still
+    /// requires it is unknown (docs/windows-bringup.md §10, question 2): both answers are
+    /// configurations, and the default is the one with a source.
+    pub ums_requires_slot_1368: bool,
     /// IRQL the OS calls `DxgkDdiSubmitCommandToHwQueue` at. Microsoft allows PASSIVE_LEVEL or
     /// DISPATCH_LEVEL; the default is the stricter DISPATCH_LEVEL (a driver must cope with it).
     pub submit_irql: Irql,
@@ -86,6 +92,7 @@ impl Default for OsConfig {
             native_fence_feature: true,
             hwsch_feature: true,
             ums_feature: true,
+            ums_requires_slot_1368: true,
             submit_irql: Irql::Dispatch,
             wait_timeout: crate::ums::DEFAULT_WAIT,
             log_entries: crate::sync::fencelog::DEFAULT_LOG_ENTRIES,

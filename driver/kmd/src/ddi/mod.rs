@@ -46,6 +46,17 @@ use crate::platform::Platform;
 use crate::status::{self, to_ntstatus};
 use crate::submit;
 
+/// The slot after `DxgkDdiNotifyWorkSubmission` (byte 1368): `DxgkDdiFlushHwQueue` on
+/// Microsoft's reference page and in pre-release headers, `Reserved4` in the 26100 WDK. The
+/// 22631 kernel refuses a user-mode-submission node unless it is filled ([D]
+/// `ADAPTER_RENDER::Initialize`, triage event 1290, `STATUS_INVALID_PARAMETER`) and never calls
+/// it; its signature is not published. Filled so that the node starts under either reading
+/// (docs/windows-bringup.md §10, question 2); if a kernel ever calls it, it refuses and reads
+/// nothing (an x64 callee may ignore whatever it is passed).
+unsafe extern "system" fn flush_hw_queue_slot() -> rvgpu_ddi::NTSTATUS {
+    status::NOT_SUPPORTED.code()
+}
+
 /// The miniport's entry-point table for platform `P`.
 pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
     DRIVER_INITIALIZATION_DATA {
@@ -89,6 +100,7 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiDisconnectDoorbell: Some(disconnect_doorbell::<P>),
         DxgkDdiDestroyDoorbell: Some(destroy_doorbell::<P>),
         DxgkDdiNotifyWorkSubmission: Some(notify_work_submission::<P>),
+        Reserved4: flush_hw_queue_slot as *const () as *mut c_void,
         DxgkDdiQueryDependentEngineGroup: Some(query_dependent_engine_group::<P>),
         DxgkDdiQueryEngineStatus: Some(query_engine_status::<P>),
         DxgkDdiResetEngine: Some(reset_engine::<P>),
