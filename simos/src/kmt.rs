@@ -168,6 +168,20 @@ impl<'m> SimKmt<'m> {
     }
 
     /// Gives `f` a D3DKMT handle and builds the UMD's view of it.
+    /// `D3DKMTCreateNativeFence` of a default-type fence, private or `shareable`.
+    fn create_fence(&self, initial: u64, shareable: bool) -> Result<UmdNativeFence, NtStatus> {
+        let desc = NativeFenceDesc {
+            initial,
+            shareable,
+            ..NativeFenceDesc::default()
+        };
+        let f = self
+            .m
+            .create_native_fence(self.p.adapter, self.p.pid, desc)
+            .map_err(status)?;
+        self.with_kmt_handle(f)
+    }
+
     /// This process's instance with D3DKMT handle `h` (another process's handle names
     /// nothing here).
     fn own_native_fence(&self, h: KmtHandle) -> Result<NativeFence, NtStatus> {
@@ -604,39 +618,15 @@ impl Kmt for SimKmt<'_> {
     // Issue 5 (docs/logs.md §4.7, §5): native fences with a D3DKMT handle, the CPU clock.
 
     fn create_native_fence(&self, initial_value: u64) -> Result<UmdNativeFence, NtStatus> {
-        let f = self
-            .m
-            .create_native_fence(
-                self.p.adapter,
-                self.p.pid,
-                NativeFenceDesc {
-                    initial: initial_value,
-                    // Private: only a fence created shareable gets an NT handle (issue 45).
-                    shareable: false,
-                    ..NativeFenceDesc::default()
-                },
-            )
-            .map_err(status)?;
-        self.with_kmt_handle(f)
+        // Private: only a fence created shareable gets an NT handle (issue 45).
+        self.create_fence(initial_value, false)
     }
 
     fn create_shareable_native_fence(
         &self,
         initial_value: u64,
     ) -> Result<UmdNativeFence, NtStatus> {
-        let f = self
-            .m
-            .create_native_fence(
-                self.p.adapter,
-                self.p.pid,
-                NativeFenceDesc {
-                    initial: initial_value,
-                    shareable: true,
-                    ..NativeFenceDesc::default()
-                },
-            )
-            .map_err(status)?;
-        self.with_kmt_handle(f)
+        self.create_fence(initial_value, true)
     }
 
     fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus> {

@@ -162,6 +162,9 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
     if a.state.is_halted() || !a.connected.load(Ordering::Acquire) {
         return Serviced::Idle;
     }
+    if a.msi {
+        return service_message(a, forced);
+    }
     // The line as a level: the latch the device's deliverer drives and, where the board can
     // tell, the device's request itself. The latch is a thread's copy of the level and lags
     // it for as long as that thread is held up (preempted, or inside a wake-up call); a real
@@ -169,73 +172,26 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
     // ISR ran again and again after clearing its cause (about 300 unclaimed calls per
     // interrupt in the threaded wake bench, issue 19). A request that rises again under a
     // latch still high wakes this servicer anyway (the device's `Drive::Remind`).
-    if a.msi {
-        return service_message(a, forced);
-    }
     let level = a.line.asserted() && a.device.request_level() != Some(false);
     if !forced && !level {
         a.reset_storm_counters();
         return Serviced::Idle;
     }
-    let Some(isr) = a.table.slot(|t| t.DxgkDdiInterruptRoutine).flatten() else {
-        a.state
-            .raise_sim_error("interrupt connected but DxgkDdiInterruptRoutine is null");
+    let Some(run) = run_isr(a) else {
         return Serviced::Idle;
     };
-    let ctx = a.context();
-    let _m = MachineContext::enter(a.state.clone());
-    let claimed = {
-        let _guard = a.lock_interrupt();
-        // Re-check under the lock: StopDevice disconnects the interrupt and then takes the
-        // lock once, so an ISR that was waiting for it must not run after the disconnect
-        // (IoDisconnectInterruptEx guarantees the ISR is not running and will not run again).
-        if a.state.is_halted() || !a.connected.load(Ordering::Acquire) {
-            return Serviced::Idle;
-        }
-        let _irql = IrqlScope::enter(Irql::Device);
-        if let Err(b) = irql::check(
-            Routine::DxgkDdiInterruptRoutine,
-            current_irql(),
-            isr as usize,
-        ) {
-            a.state.raise_bugcheck(b);
-            return Serviced::Idle;
-        }
-        a.stats.isr_calls.fetch_add(1, Ordering::Relaxed);
-        let before = a.device.bus_counts();
-        // SAFETY: `isr` is the driver's DxgkDdiInterruptRoutine from its validated table;
-        // `ctx` is the MiniportDeviceContext its AddDevice returned; we hold the interrupt lock
-        // at device IRQL, as Windows calls an ISR.
-        let claimed = unsafe { isr(ctx, 0) != 0 };
-        a.stats.charge_bus(
-            Routine::DxgkDdiInterruptRoutine,
-            before,
-            a.device.bus_counts(),
-        );
-        if let Err(b) = check_return_irql(
-            Irql::Device,
-            bugcheck::irql_unexpected::INTERRUPT_SERVICE_ROUTINE,
-            isr as usize as u64,
-            ctx as usize as u64,
-            0,
-        ) {
-            a.state.raise_bugcheck(b);
-            return Serviced::Ran(claimed);
-        }
-        claimed
-    };
-    if !forced {
+    if !forced && run.returned_ok {
         // The device's own level, not only the line: the line may lag the device by a
         // deliverer that has not run yet.
         let requesting = a.line.asserted() && a.device.interrupt_pending();
-        if let Some(count) = a.storm_check(claimed, requesting, a.device.gpu_clock()) {
+        if let Some(count) = a.storm_check(run.claimed, requesting, a.device.gpu_clock()) {
             a.state.raise_bugcheck(BugCheck::new(
                 bugcheck::HARDWARE_INTERRUPT_STORM,
-                [isr as usize as u64, ctx as usize as u64, 0, count],
+                [run.isr, run.ctx, 0, count],
             ));
         }
     }
-    Serviced::Ran(claimed)
+    Serviced::Ran(run.claimed)
 }
 
 /// A message-signalled interrupt: the ISR runs once per pending message, with
@@ -246,17 +202,37 @@ fn service_message(a: &AdapterShared, forced: bool) -> Serviced {
     if !a.line.take_message() && !forced {
         return Serviced::Idle;
     }
+    run_isr(a).map_or(Serviced::Idle, |r| Serviced::Ran(r.claimed))
+}
+
+/// What one ISR call did.
+struct IsrRun {
+    claimed: bool,
+    /// It returned at the IRQL it was called at.
+    returned_ok: bool,
+    /// Its address and context (bug-check parameters).
+    isr: u64,
+    ctx: u64,
+}
+
+/// One call of `DxgkDdiInterruptRoutine(ctx, 0)` as Windows makes it: under the adapter's
+/// interrupt lock, at device IRQL, with the IRQL rules checked on entry and return. `None`:
+/// not called (no ISR, the interrupt disconnected or the machine halted meanwhile, or the
+/// entry check bug-checked).
+fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
     let Some(isr) = a.table.slot(|t| t.DxgkDdiInterruptRoutine).flatten() else {
         a.state
             .raise_sim_error("interrupt connected but DxgkDdiInterruptRoutine is null");
-        return Serviced::Idle;
+        return None;
     };
     let ctx = a.context();
     let _m = MachineContext::enter(a.state.clone());
     let _guard = a.lock_interrupt();
-    // As for a line: not after StopDevice disconnected the interrupt.
+    // Re-check under the lock: StopDevice disconnects the interrupt and then takes the lock
+    // once, so an ISR that was waiting for it must not run after the disconnect
+    // (IoDisconnectInterruptEx guarantees the ISR is not running and will not run again).
     if a.state.is_halted() || !a.connected.load(Ordering::Acquire) {
-        return Serviced::Idle;
+        return None;
     }
     let _irql = IrqlScope::enter(Irql::Device);
     if let Err(b) = irql::check(
@@ -265,28 +241,35 @@ fn service_message(a: &AdapterShared, forced: bool) -> Serviced {
         isr as usize,
     ) {
         a.state.raise_bugcheck(b);
-        return Serviced::Idle;
+        return None;
     }
     a.stats.isr_calls.fetch_add(1, Ordering::Relaxed);
     let before = a.device.bus_counts();
-    // SAFETY: as in `service_interrupt`: the driver's validated ISR with its context, under
-    // the interrupt lock at device IRQL.
+    // SAFETY: `isr` is the driver's DxgkDdiInterruptRoutine from its validated table; `ctx`
+    // is the MiniportDeviceContext its AddDevice returned; we hold the interrupt lock at
+    // device IRQL, as Windows calls an ISR.
     let claimed = unsafe { isr(ctx, 0) != 0 };
     a.stats.charge_bus(
         Routine::DxgkDdiInterruptRoutine,
         before,
         a.device.bus_counts(),
     );
-    if let Err(b) = check_return_irql(
+    let returned = check_return_irql(
         Irql::Device,
         bugcheck::irql_unexpected::INTERRUPT_SERVICE_ROUTINE,
         isr as usize as u64,
         ctx as usize as u64,
         0,
-    ) {
+    );
+    if let Err(b) = returned {
         a.state.raise_bugcheck(b);
     }
-    Serviced::Ran(claimed)
+    Some(IsrRun {
+        claimed,
+        returned_ok: returned.is_ok(),
+        isr: isr as usize as u64,
+        ctx: ctx as usize as u64,
+    })
 }
 
 /// Runs the adapter's DPC if one is queued. Returns whether it ran.

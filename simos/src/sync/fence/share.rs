@@ -110,14 +110,8 @@ impl Machine {
         process: ProcessId,
         h: u64,
     ) -> Result<NativeFence, SimError> {
-        let f = self.fence_of_nt_handle(process, h)?;
-        let template = NativeFence {
-            obj: f.clone(),
-            process: f.creator,
-            local: 0,
-            va: ProcessVas::default(),
-        };
-        if adapter == f.adapter_index {
+        let template = self.fence_of_nt_handle(process, h)?;
+        if adapter == template.adapter() {
             self.open_native_fence(&template, process)
         } else {
             self.open_native_fence_cross_adapter(&template, adapter, process)
@@ -132,21 +126,22 @@ impl Machine {
         process: ProcessId,
         h: u64,
     ) -> Result<MonitoredFence, SimError> {
-        let f = self.fence_of_nt_handle(process, h)?;
-        let template = NativeFence {
-            obj: f.clone(),
-            process: f.creator,
-            local: 0,
-            va: ProcessVas::default(),
-        };
+        let template = self.fence_of_nt_handle(process, h)?;
         self.open_native_fence_as_monitored(&template, adapter, process)
     }
 
-    fn fence_of_nt_handle(&self, process: ProcessId, h: u64) -> Result<Arc<FenceObj>, SimError> {
+    /// The fence `process`'s handle `h` refers to, as a stand-in instance of its creator for
+    /// the open paths (they use only the object and its adapter).
+    fn fence_of_nt_handle(&self, process: ProcessId, h: u64) -> Result<NativeFence, SimError> {
         let NtObject::NativeFence(f) = self.handles.get(process, h).map_err(SimError::DdiFailed)?;
         if lock(&f.st).destroyed {
             return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
         }
-        Ok(f)
+        Ok(NativeFence {
+            process: f.creator,
+            obj: f,
+            local: 0,
+            va: ProcessVas::default(),
+        })
     }
 }
