@@ -247,6 +247,8 @@ const COVERED: &[&str] = &[
     // um_13_runtime_power_ddis_validate_their_arguments
     "DxgkDdiSetPowerComponentFState",
     "DxgkDdiPowerRuntimeControlRequest",
+    // issue_48_the_slot_after_notify_work_submission_refuses_whatever_it_is_passed
+    "Reserved4",
 ];
 
 #[test]
@@ -2031,5 +2033,29 @@ fn um_13_runtime_power_ddis_validate_their_arguments() {
                 show(s)
             );
         }
+    }
+}
+
+/// Issue 48: the slot after `DxgkDdiNotifyWorkSubmission` (byte 1368, `DxgkDdiFlushHwQueue` /
+/// `Reserved4`) has no published signature: whatever a kernel passes (NULL or garbage, in any
+/// of the argument registers), the driver's function refuses with `STATUS_NOT_SUPPORTED`.
+#[test]
+fn issue_48_the_slot_after_notify_work_submission_refuses_whatever_it_is_passed() {
+    use rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED;
+    let d = table();
+    assert!(!d.Reserved4.is_null(), "the slot is filled");
+    type Guess = unsafe extern "system" fn(PVOID, PVOID, PVOID, PVOID) -> NTSTATUS;
+    // SAFETY: the driver's function takes no argument it reads and returns an NTSTATUS; on
+    // x64 a callee ignores argument registers it does not use.
+    let f: Guess = unsafe { std::mem::transmute::<PVOID, Guess>(d.Reserved4) };
+    let junk = 0xDEAD_BEEF_usize as PVOID;
+    for args in [
+        [ptr::null_mut(); 4],
+        [junk; 4],
+        [ptr::null_mut(), junk, ptr::null_mut(), junk],
+    ] {
+        // SAFETY: as above.
+        let s = unsafe { f(args[0], args[1], args[2], args[3]) };
+        expect_status("Reserved4", "any arguments", s, STATUS_NOT_SUPPORTED);
     }
 }
