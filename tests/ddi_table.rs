@@ -159,6 +159,7 @@ const KNOWN_GAPS: &[&str] = &[
 /// (`every_filled_slot_is_mandatory_or_justified` fails otherwise).
 const OPTIONAL_IMPLEMENTED: &[(&str, &str)] = &[
     ("DxgkDdiNotifySurpriseRemoval", "optional since WDDM 1.2, called only with SupportSurpriseRemoval(InHibernation) in the caps; issue 18 (docs/robustness.md section 3); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal"),
+    ("Reserved4", "the slot after DxgkDdiNotifyWorkSubmission (DxgkDdiFlushHwQueue on Microsoft's reference page): the 22631 kernel refuses a user-mode-submission node without it ([D] ADAPTER_RENDER::Initialize, triage event 1290) and never calls it; filled with a function that returns STATUS_NOT_SUPPORTED (issue 48, docs/windows-bringup.md section 10 question 2)"),
 ];
 
 /// Slots that were considered and deliberately left out of [`MANDATORY`], with the reason. Not
