@@ -146,6 +146,8 @@ CNF
 
     sign() { # sign IN: Authenticode SHA-256 signature with the test certificate, in place
         local log
+        # A run cut short leaves its output behind, and osslsigncode will not overwrite it.
+        rm -f "$1.signed"
         if ! log="$(osslsigncode sign -certs "$cert" -key "$key" -h sha256 -n "rvgpu" \
                 -in "$1" -out "$1.signed" 2>&1)"; then
             echo "$log" >&2
