@@ -11,7 +11,11 @@
 //! - **System RAM**: allocations handed out by [`Memory::alloc_system`] at page-aligned bus
 //!   addresses in `[SYSMEM_START, SYSMEM_LIMIT)`. Address 0 is never valid. Consecutive
 //!   allocations are separated by an unmapped guard page, so an access that runs off the end
-//!   of an allocation fails instead of silently touching a neighbour.
+//!   of an allocation fails instead of silently touching a neighbour. Freed ranges are reused,
+//!   but only after the allocator has gone round the whole range since (next fit): churn never
+//!   runs the bus out of addresses (issue 45), and a stale address stays unmapped as long as
+//!   it can. Whoever frees memory the device may reach must first make sure it no longer can
+//!   (unmapped from the GPU's page tables and the TLB flushed, or the engine idle or reset).
 //! - **VRAM**: `vram_size` bytes at GPU address [`VRAM_BASE`], also CPU-visible (BAR4).
 //!
 //! Where the words live is a seam ([`RamBacking`]): in-process memory allocated here, or memory
@@ -34,7 +38,8 @@
 //! to an aligned 8-byte word (`AtomicU64::from_ptr` or equivalent), because the device accesses
 //! the same words concurrently. Freeing an allocation removes it from the GPU's view at once;
 //! its backing stays alive until the last handle goes, so a late device access to a freed
-//! address fails cleanly (unmapped) and a late CPU access is still memory-safe.
+//! address fails cleanly (unmapped, until the allocator comes round to it again) and a late CPU
+//! access is still memory-safe.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ptr::NonNull;
@@ -218,8 +223,8 @@ struct SysMap {
     /// Putting a 1 MiB allocation on the bus (or taking it off) then costs 16 index updates
     /// (chunk-aligned) to 31 (not) instead of 256, and a word access in it one or two probes.
     chunks: HashMap<u64, (u64, Words), crate::hash::MulHash>,
-    /// Next free bus address (bump allocator: freed ranges are not reused, so a stale
-    /// address keeps failing instead of aliasing a newer allocation).
+    /// Where the allocator looks first: just past the last allocation ([`next_fit`]; freed
+    /// ranges are reused only once the allocator has gone round its window).
     next: u64,
 }
 
@@ -236,6 +241,8 @@ struct SystemRam {
     /// Where allocations come from when they are not this process's memory
     /// ([`Memory::with_pool`]).
     pool: Option<Pool>,
+    /// The bus range allocations are placed in: `[SYSMEM_START, SYSMEM_LIMIT)`, or the pool's.
+    window: (u64, u64),
 }
 
 /// Physical memory as one device sees it: the machine's system RAM plus the device's own
@@ -281,6 +288,12 @@ impl Memory {
     }
 
     fn new_system() -> Arc<SystemRam> {
+        Self::new_system_in(SYSMEM_LIMIT)
+    }
+
+    /// System RAM whose allocations are placed below `limit` (tests: a small window shows what
+    /// the full one would only after a terabyte of churn).
+    fn new_system_in(limit: u64) -> Arc<SystemRam> {
         Arc::new(SystemRam {
             map: RwLock::new(SysMap {
                 regions: BTreeMap::new(),
@@ -291,6 +304,7 @@ impl Memory {
             cap: AtomicU64::new(DEFAULT_SYSTEM_CAP),
             used: AtomicU64::new(0),
             pool: None,
+            window: (SYSMEM_START, limit.clamp(SYSMEM_START, SYSMEM_LIMIT)),
         })
     }
 
@@ -332,6 +346,7 @@ impl Memory {
                     end,
                     backing: pool,
                 }),
+                window: (pool_base, end),
             }),
             vram: Words::Mapped(vram),
             vram_size,
@@ -403,6 +418,14 @@ impl Memory {
         self.sys.used.load(Ordering::Relaxed)
     }
 
+    /// Bytes of system RAM that may still be allocated: the cap less what is in use.
+    pub fn system_free(&self) -> u64 {
+        self.sys
+            .cap
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.system_used())
+    }
+
     /// Allocates `bytes` of zeroed system RAM aligned to `align` (a power of two; at least a
     /// page is used). `None` if `bytes` is 0, `align` is not a power of two, the bus address
     /// space below `SYSMEM_LIMIT` is exhausted, or the allocation would exceed the system cap.
@@ -413,27 +436,11 @@ impl Memory {
         }
         let align = align.max(PAGE_SIZE);
         let len = bytes.checked_next_multiple_of(PAGE_SIZE)?;
-        if len > SYSMEM_LIMIT - SYSMEM_START {
+        let (base, limit) = self.sys.window;
+        if len > limit.saturating_sub(base) {
             return None;
         }
-        if let Some(pool) = &self.sys.pool {
-            return self.alloc_pooled(pool, len, align);
-        }
         let mut map = self.sys_write();
-        let mut next = map.next;
-        // RAM mapped from elsewhere (`map_system`) may sit in the allocator's range: step past
-        // it (at most once per region, as regions do not overlap).
-        let (bus_addr, end) = loop {
-            let bus_addr = next.checked_next_multiple_of(align)?;
-            let end = bus_addr.checked_add(len)?;
-            if end > SYSMEM_LIMIT {
-                return None;
-            }
-            match overlap_end(&map.regions, bus_addr, end) {
-                Some(region_end) => next = region_end.checked_add(PAGE_SIZE)?,
-                None => break (bus_addr, end),
-            }
-        };
         // Reserve against the cap (under the map lock, so concurrent allocations cannot both
         // pass the check).
         let used = self.sys.used.load(Ordering::Relaxed);
@@ -441,63 +448,28 @@ impl Memory {
         if total > self.sys.cap.load(Ordering::Relaxed) {
             return None;
         }
-        let words = zeroed_words(len)?;
-        self.sys.used.store(total, Ordering::Relaxed);
-        // One unmapped guard page after each allocation.
-        map.next = end.checked_add(PAGE_SIZE)?;
-        map.insert_allocation(bus_addr, Words::Owned(Arc::clone(&words)));
-        Some(SysAlloc::new(bus_addr, len, Words::Owned(words)))
-    }
-
-    /// [`Memory::alloc_system`] from the pool: the first gap from the allocator's cursor that
-    /// fits with a guard page on either side, going round the pool at most once.
-    fn alloc_pooled(&self, pool: &Pool, len: u64, align: u64) -> Option<SysAlloc> {
-        let mut map = self.sys_write();
-        let used = self.sys.used.load(Ordering::Relaxed);
-        let total = used.checked_add(len)?;
-        if total > self.sys.cap.load(Ordering::Relaxed) {
-            return None;
-        }
-        let origin = map.next.clamp(pool.base, pool.end);
-        let mut cursor = origin;
-        let mut wrapped = false;
-        let bus_addr = loop {
-            let start = cursor.checked_next_multiple_of(align)?;
-            let end = start.checked_add(len)?;
-            if wrapped && start >= origin {
-                return None;
-            }
-            if end > pool.end {
-                if wrapped {
+        let bus_addr = next_fit(&map.regions, map.next, (base, limit), len, align)?;
+        let words = match &self.sys.pool {
+            Some(pool) => {
+                let start = usize::try_from((bus_addr - pool.base) / 8).ok()?;
+                let n = usize::try_from(len / 8).ok()?;
+                let carved = Carved {
+                    pool: Arc::clone(&pool.backing),
+                    start,
+                    len: n,
+                };
+                if carved.words().len() != n {
                     return None;
                 }
-                wrapped = true;
-                cursor = pool.base;
-                continue;
+                // Fresh allocations are zeroed, as Windows' are (the pool holds whatever ran
+                // before).
+                for w in carved.words() {
+                    w.store(0, Ordering::Relaxed);
+                }
+                Words::Mapped(Arc::new(carved))
             }
-            // The guard pages before and after must be free too.
-            let lo = start.saturating_sub(PAGE_SIZE).max(pool.base);
-            let hi = end.saturating_add(PAGE_SIZE).min(pool.end);
-            match overlap_end(&map.regions, lo, hi) {
-                Some(region_end) => cursor = region_end.checked_add(PAGE_SIZE)?,
-                None => break start,
-            }
+            None => Words::Owned(zeroed_words(len)?),
         };
-        let start = usize::try_from((bus_addr - pool.base) / 8).ok()?;
-        let n = usize::try_from(len / 8).ok()?;
-        let carved = Carved {
-            pool: Arc::clone(&pool.backing),
-            start,
-            len: n,
-        };
-        if carved.words().len() != n {
-            return None;
-        }
-        // Fresh allocations are zeroed, as Windows' are (the pool holds whatever ran before).
-        for w in carved.words() {
-            w.store(0, Ordering::Relaxed);
-        }
-        let words = Words::Mapped(Arc::new(carved));
         self.sys.used.store(total, Ordering::Relaxed);
         map.next = bus_addr.checked_add(len)?.checked_add(PAGE_SIZE)?;
         map.insert_allocation(bus_addr, words.clone());
@@ -858,6 +830,46 @@ fn overlaps(regions: &BTreeMap<u64, Words>, start: u64, end: u64) -> bool {
     overlap_end(regions, start, end).is_some()
 }
 
+/// Where the next allocation of `len` bytes aligned to `align` goes in `[base, limit)`: the
+/// first gap at or after `cursor` (where the last allocation ended) that fits with a free guard
+/// page on either side, going round the window at most once. Freed ranges are thus reused, but
+/// only once the allocator has gone round the whole window since they were freed: a stale bus
+/// address keeps failing (unmapped) for as long as the window allows instead of aliasing a newer
+/// allocation at once. Each step skips one region, so a search is at most one pass over them.
+fn next_fit(
+    regions: &BTreeMap<u64, Words>,
+    cursor: u64,
+    (base, limit): (u64, u64),
+    len: u64,
+    align: u64,
+) -> Option<u64> {
+    let origin = cursor.clamp(base, limit);
+    let mut cursor = origin;
+    let mut wrapped = false;
+    loop {
+        let start = cursor.checked_next_multiple_of(align)?;
+        if wrapped && start >= origin {
+            return None;
+        }
+        let end = start.checked_add(len)?;
+        if end > limit {
+            if wrapped {
+                return None;
+            }
+            wrapped = true;
+            cursor = base;
+            continue;
+        }
+        // The guard pages before and after must be free too.
+        let lo = start.saturating_sub(PAGE_SIZE).max(base);
+        let hi = end.saturating_add(PAGE_SIZE).min(limit);
+        match overlap_end(regions, lo, hi) {
+            Some(region_end) => cursor = region_end.checked_add(PAGE_SIZE)?,
+            None => return Some(start),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1119,5 +1131,49 @@ mod tests {
         assert!(m.alloc_system(PAGE_SIZE, 8).is_none(), "full");
         assert_eq!(m.system_used(), 5 * PAGE_SIZE);
         assert!(m.mapped_system().is_empty());
+    }
+
+    /// Issue 45: freed ranges come back. Before, bus addresses were bumped and never reused,
+    /// so create/destroy churn ran the bus window out (the full one after a terabyte of churn:
+    /// ~2,000 cycles of a 512 MiB allocation) and every allocation failed with nothing held.
+    #[test]
+    fn issue_45_freed_ranges_are_reused_once_round_the_window() {
+        // A window of 16 pages: 8 one-page allocations with their guard pages.
+        let m = Memory::with_system(Memory::new_system_in(SYSMEM_START + 16 * PAGE_SIZE), 0);
+        let first = m.alloc_system(PAGE_SIZE, 8).unwrap();
+        assert!(m.free_system(first.bus_addr));
+        // Not reused at once: the next one is past it.
+        let second = m.alloc_system(PAGE_SIZE, 8).unwrap();
+        assert_eq!(second.bus_addr, first.bus_addr + 2 * PAGE_SIZE);
+        assert!(m.free_system(second.bus_addr));
+        // Churn far beyond the window, of sizes that fragment it.
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..1_000u64 {
+            let a = m
+                .alloc_system((1 + i % 3) * PAGE_SIZE, 8)
+                .unwrap_or_else(|| panic!("cycle {i}: the window ran out"));
+            assert!(
+                a.bus_addr >= SYSMEM_START && a.bus_addr + a.len <= SYSMEM_START + 16 * PAGE_SIZE
+            );
+            seen.insert(a.bus_addr);
+            assert!(m.free_system(a.bus_addr));
+        }
+        assert!(seen.len() > 1 && seen.len() <= 16);
+        assert_eq!(m.system_used(), 0);
+        // Full: 8 pages, each behind a guard. The ninth fails; a freed one is taken again.
+        let held: Vec<SysAlloc> = (0..8)
+            .map(|_| m.alloc_system(PAGE_SIZE, 8).unwrap())
+            .collect();
+        assert!(m.alloc_system(PAGE_SIZE, 8).is_none(), "full");
+        let gap = held[3].bus_addr;
+        assert!(m.free_system(gap));
+        assert_eq!(m.alloc_system(PAGE_SIZE, 8).map(|a| a.bus_addr), Some(gap));
+        // Neighbours never touch: a two-page allocation does not fit where one page was.
+        assert!(m.free_system(held[5].bus_addr));
+        assert!(
+            m.alloc_system(2 * PAGE_SIZE, 8).is_none(),
+            "no room with its guards"
+        );
+        assert_eq!(m.system_free(), DEFAULT_SYSTEM_CAP - 7 * PAGE_SIZE);
     }
 }

@@ -265,13 +265,28 @@ fn issue_12_fence_pages_counted_unmapped_at_close_and_at_exit() {
     okk(&m, q.wait(v));
     okk(&m, a.k.destroy_native_fence(f2.kmt));
     assert_eq!(m.native_fence_mapped_pages(0, pid), (0, 2), "retired");
-    okk(&m, q.close());
-    // The next native-fence call on the adapter unmaps them.
+    // Made while the queue lives, f3 takes VAs of its own (f2's are still reserved).
     let f3 = okk(&m, a.k.create_shareable_native_fence(0));
-    assert_eq!(m.native_fence_mapped_pages(0, pid), (2, 0));
-    // A new queue using f2's old VA faults: the unmap reached the page tables and the TLB.
-    let mut q = okk(&m, UserQueue::new(a.k, &config(0)));
+    assert_eq!(
+        m.native_fence_mapped_pages(0, pid),
+        (2, 2),
+        "f2's wait for the queue"
+    );
     assert_ne!(page(f3.gpu.current.get()), page(f2.gpu.current.get()));
+    okk(&m, q.close());
+    // A queue made now cannot name f2 (its handle is gone), so it does not hold f2's pages;
+    // made before they are unmapped, none of its allocations is at their VAs (VidMm reuses
+    // freed VAs, issue 45).
+    let mut q = okk(&m, UserQueue::new(a.k, &config(0)));
+    // The next native-fence call on the adapter unmaps them (here an open of f3, which maps
+    // nothing new in its own process).
+    let h = shared_into(&m, &a, &f3, &a);
+    let f3b = okk(&m, a.k.open_native_fence(h));
+    okk(&m, a.k.close_nt_handle(h));
+    okk(&m, a.k.destroy_native_fence(f3b.kmt));
+    assert_eq!(m.native_fence_mapped_pages(0, pid), (2, 0));
+    // The new queue using f2's old VA faults: the unmap reached the page tables and the TLB.
+    assert_eq!(m.gpu_translate(0, pid, f2.gpu.current.get()), None);
     match q.submit(&[f2.signal(2)]) {
         Ok(_) => {}
         Err(SubmitError::Kmt(st)) if st.0 == STATUS_DEVICE_REMOVED => {}

@@ -281,8 +281,11 @@ pub struct AddressSpace {
     /// Large pages: level-1 entries with `LargePage`, first VA → what its first 4 KiB maps
     /// (the rest follows contiguously).
     large: BTreeMap<u64, Leaf>,
-    /// Next VA the allocator tries.
+    /// Next VA the allocator tries: past the last reservation it made, or back at the lowest
+    /// one freed since (issue 45, [`Self::free`]).
     next_va: u64,
+    /// Lowest VA the allocator hands out.
+    va_base: u64,
 }
 
 impl AddressSpace {
@@ -302,6 +305,7 @@ impl AddressSpace {
             pages: PageMap::new(geometry),
             large: BTreeMap::new(),
             next_va: va_base,
+            va_base,
         };
         let init = s.clear_table(geometry.levels - 1, root);
         Ok((s, init))
@@ -333,16 +337,29 @@ impl AddressSpace {
         } else {
             page
         };
-        // A guard page between reservations: a run off the end faults. Ranges a process
-        // reserved at an address of its choosing (`vidmm::va`) are stepped over.
+        // A guard page between reservations, before and after: a run off either end faults.
+        // Ranges a process reserved at an address of its choosing (`vidmm::va`) are stepped
+        // over like VidMm's own.
         let mut va = self
             .next_va
+            .max(self.va_base)
             .checked_next_multiple_of(align)
             .ok_or(VaError::BadRange)?;
-        while let Some(end) = self.reserved_overlap(va, len.saturating_add(page)) {
-            va = end
-                .checked_next_multiple_of(align)
+        loop {
+            let lo = va.saturating_sub(page).max(self.va_base);
+            let hi = va
+                .checked_add(len)
+                .and_then(|e| e.checked_add(page))
                 .ok_or(VaError::BadRange)?;
+            match self.reserved_overlap(lo, hi - lo) {
+                Some(end) => {
+                    va = end
+                        .checked_add(page)
+                        .and_then(|v| v.checked_next_multiple_of(align))
+                        .ok_or(VaError::BadRange)?;
+                }
+                None => break,
+            }
         }
         let end = va
             .checked_add(len)
@@ -436,6 +453,14 @@ impl AddressSpace {
             return Err(VaError::BadRange);
         }
         self.reserved.remove(&va);
+        // Issue 45: the next reservation looks from the lowest freed VA up, so a process that
+        // creates and destroys allocations reuses its VAs, and with them the page tables that
+        // map them, instead of walking up its space taking new tables from the adapter's
+        // heap (shared by every process) until none is left. The VA was unmapped (and the
+        // TLB flushed) before it could be freed, so reusing it is safe.
+        if va >= self.va_base {
+            self.next_va = self.next_va.min(va);
+        }
         Ok(())
     }
 
