@@ -817,7 +817,8 @@ pub struct UmsEnablement {
 ///
 /// `slot_1368`: whether the slot after `DxgkDdiNotifyWorkSubmission` (`DxgkDdiFlushHwQueue` /
 /// `Reserved4`) must be filled too, as [D] `ADAPTER_RENDER::Initialize` of 22631 requires
-/// (`OsConfig::ums_requires_slot_1368`; 24H2's answer is unknown, docs/windows-bringup.md §10).
+/// (`OsConfig::ums_requires_slot_1368`, off by default: the [D24] builds check only the five
+/// published DDIs, docs/windows-bringup.md §10 question 2).
 pub fn check_node_ums(
     node: u32,
     flags: DXGK_NODEMETADATA_FLAGS,
