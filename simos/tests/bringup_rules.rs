@@ -1130,7 +1130,7 @@ fn br_33_unknown_wddm_version_is_checked_after_misc_caps() {
 }
 
 /// BR-03: Dxgkrnl copies only the bytes the table's version defines; later slots are not seen
-/// (ignored, not refused). The simulated OS loads only 0x11007, whose table it copies whole.
+/// (ignored, not refused). A 0x11007 table is copied whole.
 #[test]
 fn br_03_slots_past_the_versions_table_size_are_not_copied() {
     let t = rvgpu_kmd::initialization_data::<rvgpu_simos::SimKernel>();
@@ -1236,7 +1236,7 @@ fn br_41_hybrid_flag_rules() {
         no_table,
     );
     refused(r, "BR-41", STATUS_INVALID_PARAMETER);
-    // The before-0x5005 arm, directly (the simulated OS loads only 0x11007).
+    // The before-0x5005 arm, directly (rvgpu declares 0x11007).
     let t = rvgpu_kmd::initialization_data::<rvgpu_simos::SimKernel>();
     let mut caps = DXGK_DRIVERCAPS {
         WDDMVersion: 0x2000,

@@ -329,10 +329,10 @@ fn br_73_user_mode_submission_with_hws_off_is_refused() {
 }
 
 /// Issue 48, §10 question 2: the slot after `DxgkDdiNotifyWorkSubmission` (byte 1368). Under
-/// the 22631 rule (the default: a UMS node needs it filled) a driver that leaves it NULL is
-/// refused with BR-73; under the other answer (24H2 no longer asks) it starts. rvgpu fills it,
-/// so it starts with user-mode submission under both, and the slot's function refuses any call
-/// with `STATUS_NOT_SUPPORTED`.
+/// the 22631 rule (`ums_requires_slot_1368 = true`: a UMS node needs it filled) a driver that
+/// leaves it NULL is refused with BR-73; under the WDDM 3.2 builds' rule (the default) it
+/// starts. rvgpu fills it, so it starts with user-mode submission under both, and the slot's
+/// function refuses any call with `STATUS_NOT_SUPPORTED`.
 #[test]
 fn issue_48_slot_1368_rvgpu_starts_under_either_answer() {
     for required in [true, false] {

@@ -105,10 +105,13 @@ pub fn check_load(t: &DRIVER_INITIALIZATION_DATA) -> Result<(), Violation> {
     }
 }
 
-/// BR-03 ([D] `DpiGetDriverDataSizeFromVersion`): how many bytes of the miniport's
+/// BR-03 ([D] / [D24] `DpiGetDriverDataSizeFromVersion`): how many bytes of the miniport's
 /// `DRIVER_INITIALIZATION_DATA` Dxgkrnl copies for interface `version`. Slots past it are not
-/// seen at all (not rejected). The 23H2 table ends at 0x10003 (1,328 bytes); from 0x10004 the
-/// kernel copies its own full table, which for this WDDM 3.2 OS is the whole 3.2 table.
+/// seen at all (not rejected). 22631 and the later builds agree up to 0x10003 (1,328 bytes);
+/// 22631 then copies its own full table (1,376 bytes) for everything from 0x10004, while the
+/// WDDM 3.2 builds ([D24], `DpiInitializeEx` passing 1,544 as the full size) copy 1,376 bytes
+/// for 0x10004..0x11000 and the whole 1,544-byte table for every version from 0x11001 on. The
+/// function never fails, so no version is refused for being newer than the kernel (§10 Q1).
 pub fn driver_data_size(version: u32) -> usize {
     const SIZES: &[(u32, usize)] = &[
         (0x2001, 496),
@@ -146,6 +149,7 @@ pub fn driver_data_size(version: u32) -> usize {
         (0xF003, 1288),
         (0x10003, 1296),
         (0x10004, 1328),
+        (0x11001, 1376),
     ];
     SIZES.iter().find(|(below, _)| version < *below).map_or(
         std::mem::size_of::<DRIVER_INITIALIZATION_DATA>(),
@@ -813,7 +817,8 @@ pub struct UmsEnablement {
 ///
 /// `slot_1368`: whether the slot after `DxgkDdiNotifyWorkSubmission` (`DxgkDdiFlushHwQueue` /
 /// `Reserved4`) must be filled too, as [D] `ADAPTER_RENDER::Initialize` of 22631 requires
-/// (`OsConfig::ums_requires_slot_1368`; 24H2's answer is unknown, docs/windows-bringup.md §10).
+/// (`OsConfig::ums_requires_slot_1368`, off by default: the [D24] builds check only the five
+/// published DDIs, docs/windows-bringup.md §10 question 2).
 pub fn check_node_ums(
     node: u32,
     flags: DXGK_NODEMETADATA_FLAGS,

@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, DXGKDDI_INTERFACE_VERSION_WDDM3_2};
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Level;
@@ -24,6 +24,7 @@ struct Loading {
     state: Arc<MachineState>,
     table: Arc<DriverTable>,
     hook: Option<TableHook>,
+    as_built: Option<TableHook>,
 }
 
 thread_local! {
@@ -37,9 +38,17 @@ pub fn with_loading<R>(
     state: Arc<MachineState>,
     table: Arc<DriverTable>,
     hook: Option<TableHook>,
+    as_built: Option<TableHook>,
     f: impl FnOnce() -> R,
 ) -> R {
-    LOADING.with(|l| *l.borrow_mut() = Some(Loading { state, table, hook }));
+    LOADING.with(|l| {
+        *l.borrow_mut() = Some(Loading {
+            state,
+            table,
+            hook,
+            as_built,
+        })
+    });
     let r = f();
     LOADING.with(|l| *l.borrow_mut() = None);
     r
@@ -69,7 +78,12 @@ pub unsafe extern "system" fn sim_dxgk_initialize(
         return STATUS_INVALID_PARAMETER;
     }
     // SAFETY: non-null, and the caller guarantees it points to a valid table.
-    let table = unsafe { init_data.read() };
+    let mut table = unsafe { init_data.read() };
+    // A test standing in for a driver built differently (another interface version, say):
+    // the edit is to the table DriverEntry passes, before Dxgkrnl looks at it.
+    if let Some(edit) = loading.as_built {
+        edit(&mut table);
+    }
     // BR-03: Dxgkrnl copies only as much of the table as the version defines.
     let mut table = crate::dxgkrnl::bringup::table_as_copied(&table);
     // BR-01, BR-02 (docs/windows-bringup.md): the version floor and the required slots.
@@ -77,15 +91,10 @@ pub unsafe extern "system" fn sim_dxgk_initialize(
         log(format!("{}: {}", v.rule, v.why));
         return v.status;
     }
-    // The simulated OS is a WDDM 3.2 kernel and models nothing older, so it takes only the
-    // 3.2 interface (a project rule, stricter than Windows' floor: BR-05).
-    if table.Version != DXGKDDI_INTERFACE_VERSION_WDDM3_2 {
-        log(format!(
-            "interface version {:#x}, expected WDDM 3.2 ({:#x})",
-            table.Version, DXGKDDI_INTERFACE_VERSION_WDDM3_2
-        ));
-        return STATUS_INVALID_PARAMETER;
-    }
+    // §10 question 1: no ceiling. [D24] `DpiGetDriverDataSizeFromVersion` never fails and gives
+    // every interface from 0x11001 on (the preview SDK's 0x11002, the 26100 WDK's 0x11007, any
+    // later one) the whole 1,544-byte table; [D24] `DpiInitializeInternal` refuses only what is
+    // below 0x104E (BR-01). Later rules read the version as Windows does (BR-32, BR-34).
     crate::testing::record_driver_isr(&table);
     if let Some(hook) = loading.hook {
         hook(&mut table);

@@ -60,7 +60,17 @@ impl Machine {
     /// DriverEntry through `rvgpu::driver_entry::<SimKernel>` with the simulated
     /// `DxgkInitialize`.
     pub fn load_driver(&mut self) -> Result<(), SimError> {
-        self.load_driver_inner(None)
+        self.load_driver_inner(None, None)
+    }
+
+    /// Like [`Machine::load_driver`], but `edit` changes the table the driver hands to
+    /// `DxgkInitialize` *before* Dxgkrnl copies and checks it: a driver built differently (for
+    /// instance declaring another interface version, §10 question 1).
+    pub fn load_driver_as_built(
+        &mut self,
+        edit: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
+    ) -> Result<(), SimError> {
+        self.load_driver_inner(None, Some(Box::new(edit)))
     }
 
     /// Like [`Machine::load_driver`], then lets `hook` rewrite the validated table: a test
@@ -70,10 +80,14 @@ impl Machine {
         &mut self,
         hook: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
     ) -> Result<(), SimError> {
-        self.load_driver_inner(Some(Box::new(hook)))
+        self.load_driver_inner(Some(Box::new(hook)), None)
     }
 
-    fn load_driver_inner(&mut self, hook: Option<TableHook>) -> Result<(), SimError> {
+    fn load_driver_inner(
+        &mut self,
+        hook: Option<TableHook>,
+        as_built: Option<TableHook>,
+    ) -> Result<(), SimError> {
         if let Some(f) = self.state.fault() {
             return Err(f.into());
         }
@@ -101,7 +115,7 @@ impl Machine {
             ),
             crate::pe::DriverBuild::Linux => None,
         };
-        let status = load::with_loading(state.clone(), self.table.clone(), hook, || {
+        let status = load::with_loading(state.clone(), self.table.clone(), hook, as_built, || {
             #[cfg(target_os = "linux")]
             if let Some(pe) = &pe {
                 // The image's DriverEntry on an emulated processor; a fault in it is raised on

@@ -35,11 +35,14 @@ pub struct OsConfig {
     pub hwsch_feature: bool,
     /// The OS's policy for `DXGK_FEATURE_USER_MODE_SUBMISSION`.
     pub ums_feature: bool,
-    /// BR-73 with the 22631 kernel's sixth DDI: a user-mode-submission node needs the slot
-    /// after `DxgkDdiNotifyWorkSubmission` (byte 1368, `DxgkDdiFlushHwQueue` / `Reserved4`)
-    /// filled ([D] `ADAPTER_RENDER::Initialize`, triage event 1290). Whether 24H2 still
-    /// requires it is unknown (docs/windows-bringup.md §10, question 2): both answers are
-    /// configurations, and the default is the one with a source.
+    /// §10 question 2 (BR-73): does a user-mode-submission node need the slot after
+    /// `DxgkDdiNotifyWorkSubmission` (byte 1368, `DxgkDdiFlushHwQueue` / `Reserved4`) filled?
+    /// `true` is the 22631 kernel ([D] `ADAPTER_RENDER::Initialize`, six slots checked at
+    /// adapter +1520..+1560 with the table copied at +192, triage event 1290). `false`, the
+    /// default, is every later build read (the WDDM 3.2 kernels that copy 1,544 bytes for an
+    /// interface ≥ 0x11001, [D24] `ADAPTER_RENDER::Initialize`, triage line 1315): the table
+    /// sits at +200 there and the five slots checked, +1528..+1560, are the four doorbell DDIs
+    /// and `DxgkDdiNotifyWorkSubmission`; byte 1368 is not among them.
     pub ums_requires_slot_1368: bool,
     /// IRQL the OS calls `DxgkDdiSubmitCommandToHwQueue` at. Microsoft allows PASSIVE_LEVEL or
     /// DISPATCH_LEVEL; the default is the stricter DISPATCH_LEVEL (a driver must cope with it).
@@ -92,7 +95,7 @@ impl Default for OsConfig {
             native_fence_feature: true,
             hwsch_feature: true,
             ums_feature: true,
-            ums_requires_slot_1368: true,
+            ums_requires_slot_1368: false,
             submit_irql: Irql::Dispatch,
             wait_timeout: crate::ums::DEFAULT_WAIT,
             log_entries: crate::sync::fencelog::DEFAULT_LOG_ENTRIES,
