@@ -154,6 +154,9 @@ pub(crate) struct Events {
     pub(crate) enable: AtomicU32,
     /// EVENT_WB_ADDR (0: off).
     pub(crate) wb: AtomicU64,
+    /// Serialises write-backs: each stores what it read under the lock, and every change of
+    /// the word's inputs is followed by one, so the last store is never a stale one.
+    wb_lock: Mutex<()>,
     irq: Arc<dyn InterruptLine>,
     line: Mutex<LineState>,
     busy: AtomicBool,
@@ -172,6 +175,7 @@ impl Events {
             status: AtomicU32::new(0),
             enable: AtomicU32::new(0),
             wb: AtomicU64::new(0),
+            wb_lock: Mutex::new(()),
             irq,
             line: Mutex::new(LineState::default()),
             busy: AtomicBool::new(false),
@@ -274,6 +278,11 @@ impl Core {
         if at == 0 || !self.cfg.event_wb || !at.is_multiple_of(8) {
             return;
         }
+        // Only while posting is on: a driver that stopped the ring may free the word's page.
+        if !lock(&ev.ring).enabled {
+            return;
+        }
+        let _one = lock(&ev.wb_lock);
         let value = u64::from(ev.status.load(Ordering::SeqCst)) << 32
             | u64::from(ev.wptr.load(Ordering::Acquire));
         if let Ok(spans) = self.sp_spans(Space::BUS, GpuVa::new(at), 8, Access::Write) {

@@ -445,6 +445,7 @@ impl<P: Platform> Adapter<P> {
                 Err(e) => {
                     // The device was told about the event ring: stop it before freeing.
                     regs.write(rvgpu_hw::regs::EventRingCtrl::new(0));
+                    regs.write(rvgpu_hw::regs::EventWbAddr::new(0));
                     let _ = dxgk.free_contiguous(ring.into_buffer().handle());
                     if let Some(d) = doorbell_va {
                         let _ = dxgk.unmap(d);
@@ -735,6 +736,7 @@ impl<P: Platform> Adapter<P> {
         if let Some(live) = self.live() {
             live.regs.write(rvgpu_hw::regs::IntEnable::new(0));
             live.regs.write(rvgpu_hw::regs::EventRingCtrl::new(0));
+            live.regs.write(rvgpu_hw::regs::EventWbAddr::new(0));
         }
     }
 

@@ -93,6 +93,7 @@ pub fn set_window<P: Platform>(regs: &Regs<P>, k: usize, base: BusAddr, size: u6
 pub fn quiesce<P: Platform>(regs: &Regs<P>, engines: u32) {
     regs.write(regs::IntEnable::new(0));
     regs.write(regs::EventRingCtrl::new(0));
+    regs.write(regs::EventWbAddr::new(0));
     for e in 0..engines {
         regs.write_at(e, regs::RunlistCount::new(0));
         regs.write_at(e, regs::RunlistCommit::new(1));

@@ -226,12 +226,9 @@ impl EventRing {
             None
         };
         let status = match wb {
-            Some((causes, wptr)) if self.message => {
-                if causes == 0 && wptr == self.rptr {
-                    return None;
-                }
-                causes
-            }
+            // Nothing in memory says why the message came (a spurious message, or a word
+            // the device has not rewritten yet): the register read below tells.
+            Some((causes, wptr)) if self.message && (causes != 0 || wptr != self.rptr) => causes,
             _ => {
                 let status = regs.read::<regs::IntStatus>().raw();
                 if status == u32::MAX {
