@@ -175,3 +175,6 @@ fn issue_45_nt_handle_exhaustion_is_per_process_and_reclaimed_at_exit() {
     assert_eq!(m.fence_live_counts(0).0 .0, 0);
     no_fault(&m);
 }
+
+// The shipped image opens, shares and refuses as the Linux build does.
+against_the_pe_image!();
