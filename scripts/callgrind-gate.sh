@@ -8,6 +8,11 @@
 # Counts are exact for a given build (pinned toolchain, release profile), so the tolerance is
 # for code changes, not noise.
 #
+# Bus accesses too (issue 46): simos/tests/bus_cost.rs counts, per hot path, the register
+# reads (non-posted: a PCIe round trip each) and posted writes the device model saw; the
+# baseline's `bus|` rows hold them. A path that gains any read per call fails, as does one whose
+# posted writes grow by more than 10 %.
+#
 # Usage: bash scripts/callgrind-gate.sh            compare (exit 1 on a regression)
 #        bash scripts/callgrind-gate.sh --bless    rewrite the baseline from this build
 # Needs valgrind and python3; without valgrind, says so and exits 0.
@@ -30,11 +35,15 @@ for s in callgrind-submission.sh callgrind-fences.sh; do
             gsub(/^ +| +$/, "", $2); gsub(/ /, "", $3); gsub(/ /, "", $4)
             print $2 "|" $3 "|" $4 }'
 done >"$CURRENT"
+# "bus|path|reads|writes" per call, from the device model's counts (not from callgrind).
+(cd "$ROOT" && RVGPU_BUS_GATE=1 cargo test -q -p rvgpu-simos --test bus_cost -- --nocapture \
+    issue_46_bus_cost_of_each_hot_path) | grep '^bus|' >>"$CURRENT"
 
 if [ "${1:-}" = --bless ]; then
     {
         echo "# Instruction counts per operation (label|total|own), K=$K; written by"
-        echo "# scripts/callgrind-gate.sh --bless. The gate fails on > 10 % growth."
+        echo "# scripts/callgrind-gate.sh --bless. The gate fails on > 10 % growth; bus|path|reads|writes"
+        echo "# rows (per call, simos/tests/bus_cost.rs) fail on any added read or > 10 % more writes."
         cat "$CURRENT"
     } >"$BASELINE"
     echo "callgrind-gate: baseline written ($(wc -l <"$CURRENT") rows)"
@@ -49,8 +58,11 @@ def rows(path):
     for line in open(path, encoding="utf-8"):
         if line.startswith("#") or not line.strip():
             continue
-        label, total, own = line.rstrip("\n").split("|")
-        out[label] = (int(total), int(own))
+        f = line.rstrip("\n").split("|")
+        if f[0] == "bus":
+            out["bus|" + f[1]] = (float(f[2]), float(f[3]))
+        else:
+            out[f[0]] = (int(f[1]), int(f[2]))
     return out
 
 base, cur = rows(sys.argv[1]), rows(sys.argv[2])
@@ -59,6 +71,18 @@ for label, (bt, bo) in base.items():
     if label not in cur:
         print(f"MISSING  {label}: not measured any more")
         failed = True
+        continue
+    if label.startswith("bus|"):
+        (br, bw), (cr, cw) = (bt, bo), cur[label]
+        mark = "ok"
+        if cr > br + 1e-9:
+            mark, failed = "READS", True
+        elif bw > 0 and cw / bw > 1.10:
+            mark, failed = "GREW", True
+        elif cr < br or (bw > 0 and cw / bw < 0.90):
+            mark = "shrank (re-bless to keep the gain)"
+        print(f"{mark:8} {label[4:]} [register reads, posted writes per call]: "
+              f"{br:g}, {bw:g} -> {cr:g}, {cw:g}")
         continue
     for what, b, c in (("total", bt, cur[label][0]), ("own", bo, cur[label][1])):
         if b <= 0:

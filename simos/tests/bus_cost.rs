@@ -2,7 +2,8 @@
 //! are non-posted, a full round trip on PCIe; register and doorbell writes are posted). The
 //! table is printed (`cargo test -p rvgpu-simos --test bus_cost -- --nocapture`, the figures in
 //! docs/performance.md) and the reads are held: a hot path that gains a register read fails
-//! here (the instruction gate, scripts/callgrind-gate.sh, does not see reads).
+//! here. With `RVGPU_BUS_GATE=1` each row is also printed as `bus|path|reads|writes` for
+//! scripts/callgrind-gate.sh, which compares them with its baseline (no read may be added).
 
 mod common;
 
@@ -54,6 +55,9 @@ fn show(path: &str, calls: u64, c: BusCounts) -> (f64, f64) {
     let hw = r * HW_READ_US + w * HW_WRITE_US;
     let guest = r * GUEST_READ_US + w * GUEST_WRITE_US;
     println!("| {path} | {r:.2} | {w:.2} | {hw:.1} | {guest:.1} | {calls} |");
+    if std::env::var_os("RVGPU_BUS_GATE").is_some() {
+        println!("bus|{path}|{r:.2}|{w:.2}");
+    }
     (r, w)
 }
 
