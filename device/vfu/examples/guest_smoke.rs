@@ -136,6 +136,16 @@ fn uio_unmask(config: &File) {
     }
 }
 
+/// The mean time of `n` BAR0 register reads (SCRATCH), and what they read (kept live).
+fn mean_read(bar0: &Map, n: u32) -> (Duration, u32) {
+    let t = Instant::now();
+    let mut x = 0u32;
+    for _ in 0..n {
+        x ^= bar0.r32(regs::SCRATCH as u64);
+    }
+    (t.elapsed() / n, x)
+}
+
 /// `guest_smoke costs`: a register read and a doorbell ring as the guest pays them once QEMU
 /// maps BAR2 (issue 46). QEMU's vfio-pci turns BAR mappings off while it emulates INTx (its
 /// end-of-interrupt detection traps every BAR access) and back on 1.1 s after the last INTx,
@@ -157,12 +167,7 @@ fn costs(dev: &str) -> std::process::ExitCode {
     };
     std::thread::sleep(Duration::from_millis(1500));
     let n = 2000u32;
-    let t = Instant::now();
-    let mut x = 0u32;
-    for _ in 0..n {
-        x ^= bar0.r32(regs::SCRATCH as u64);
-    }
-    let read = t.elapsed() / n;
+    let (read, x) = mean_read(&bar0, n);
     let t = Instant::now();
     for _ in 0..n {
         bar2.w64(15 * 0x1000, 0);
@@ -341,12 +346,7 @@ fn main() -> std::process::ExitCode {
 
     // 3. Costs seen by the guest (TCG: every BAR0/BAR2 access is a vfio-user round trip).
     let n = 500u32;
-    let t = Instant::now();
-    let mut x = 0u32;
-    for _ in 0..n {
-        x ^= bar0.r32(regs::SCRATCH as u64);
-    }
-    let read = t.elapsed() / n;
+    let (read, x) = mean_read(&bar0, n);
     println!("measure: one BAR0 register read {read:?} (mean of {n}; {x})");
     let last = push(0x2FFF, false);
     let t = Instant::now();
