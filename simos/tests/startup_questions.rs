@@ -313,7 +313,7 @@ fn irql_0x113_machine() -> Machine {
 /// the call, IRQL at the return) instead of the simulation's 0xC8.
 #[test]
 fn issue_48_q10_ddi_wrapper_irql_mismatch_is_0x113() {
-    assert!(!OsConfig::default().ddi_irql_mismatch_is_0x113);
+    assert!(OsConfig::default().ddi_irql_mismatch_is_0x113);
     let mut m = irql_0x113_machine();
     let r = start_with_qai_hook(&mut m, qai_leaks_dispatch, |_| {});
     let expected = BugCheck::new(

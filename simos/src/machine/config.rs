@@ -54,8 +54,8 @@ pub struct OsConfig {
     /// `STATUS_NO_MEMORY`. Neither build exempts an IoMmu-only adapter.
     pub zero_segments_accepted: bool,
     /// §10 question 10 (BR-24): how a DDI that returns at another IRQL than it was called at
-    /// stops the machine. `false` (default): the simulation's own 0xC8
-    /// `IRQL_UNEXPECTED_VALUE` (`bugcheck::irql_unexpected::SIM_DDI`). `true`: Windows' code,
+    /// stops the machine. `false`: the simulation's own 0xC8 `IRQL_UNEXPECTED_VALUE`
+    /// (`bugcheck::irql_unexpected::SIM_DDI`). `true` (default): Windows' code,
     /// 0x113 `VIDEO_DXGKRNL_FATAL_ERROR` with parameter 1 = 0x10, for the DDIs Dxgkrnl calls
     /// through its `DXGADAPTER` / `ADAPTER_RENDER` `Ddi*` wrappers ([D] e.g.
     /// `ADAPTER_RENDER::DdiCreateHwQueue`, [D24] `ADAPTER_RENDER::DdiCreateNativeFence` @
@@ -117,7 +117,7 @@ impl Default for OsConfig {
             ums_feature: true,
             ums_requires_slot_1368: false,
             zero_segments_accepted: false,
-            ddi_irql_mismatch_is_0x113: false,
+            ddi_irql_mismatch_is_0x113: true,
             submit_irql: Irql::Dispatch,
             wait_timeout: crate::ums::DEFAULT_WAIT,
             log_entries: crate::sync::fencelog::DEFAULT_LOG_ENTRIES,
