@@ -33,8 +33,15 @@ fn umd() -> Arc<UmdImage> {
 /// A machine running `rvgpu.sys` in the emulator (threaded, as a Windows machine runs its
 /// GPU, interrupts and DPCs on their own), started.
 fn pe_machine() -> Arc<Machine> {
+    machine(DriverBuild::Pe(Some(
+        build_image().unwrap_or_else(|e| panic!("{e}")),
+    )))
+}
+
+/// A started machine (threaded) running `driver`.
+fn machine(driver: DriverBuild) -> Arc<Machine> {
     let mut cfg = MachineConfig::single(Mode::Threaded);
-    cfg.driver = DriverBuild::Pe(Some(build_image().unwrap_or_else(|e| panic!("{e}"))));
+    cfg.driver = driver;
     Arc::new(started(cfg))
 }
 
@@ -131,10 +138,15 @@ fn issue_44_an_unknown_dll_import_fails_the_load_with_its_name() {
 /// GetProcAddress), submits a fill of a buffer by writing the ring and storing to its doorbell
 /// page — a store the emulator routes to the physical doorbell, as the Linux UMD's — and the
 /// device runs it: the queue's progress value is reached and the buffer holds the pattern.
-/// No kernel-mode submission is made.
+/// No kernel-mode submission is made. Against both builds of the driver: `rvgpu.sys` in the
+/// emulator, and the Linux build.
 #[test]
 fn um_06_um_16_um_19_the_shipped_dll_submits_through_its_doorbell() {
-    let m = pe_machine();
+    submit_through_the_doorbell(pe_machine());
+    submit_through_the_doorbell(machine(DriverBuild::Linux));
+}
+
+fn submit_through_the_doorbell(m: Arc<Machine>) {
     let p = UserProcess::new(m.clone(), umd());
     let mut adapter = 0u64;
     assert_eq!(
@@ -151,6 +163,8 @@ fn um_06_um_16_um_19_the_shipped_dll_submits_through_its_doorbell() {
     );
     assert_eq!(p.calls("D3DKMTCreateDoorbell"), 1);
     assert_eq!(p.calls("D3DKMTConnectDoorbell"), 1);
+    // The queue's ETW provider registered; no session enables it.
+    assert_eq!(p.calls("EventRegister"), 1);
     let mut buffer = 0u64;
     assert_eq!(
         call(
@@ -286,11 +300,21 @@ fn nf_17_mf_04_the_shipped_dll_signals_and_waits_a_native_fence() {
     // (a timeout) and the blocking form (none). Each waiter leaves the emulator while it
     // waits, so the signalling thread runs the DLL meanwhile.
     for (value, timeout) in [(9u64, 5_000_000_000u64), (11, u64::MAX)] {
+        let waits = p.calls("D3DKMTWaitForSynchronizationObjectFromCpu");
         let waiter = {
             let p = p.clone();
             std::thread::spawn(move || call(&p, "rvgpu_fence_wait", &[fence, value, timeout]))
         };
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        // Signal only once the waiter is in the OS (its wait registered, or blocking).
+        let t0 = std::time::Instant::now();
+        while p.calls("D3DKMTWaitForSynchronizationObjectFromCpu") == waits {
+            assert!(
+                t0.elapsed().as_secs() < 10,
+                "the waiter never reached the thunk"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
         assert!(
             !waiter.is_finished(),
             "the wait for {value} ended before the signal"
@@ -404,4 +428,18 @@ fn issue_44_garbage_is_a_status_never_a_halt() {
     // are torn down through the DLL to show that the OS and the driver are intact.
     assert_eq!(call(&p, "rvgpu_destroy_queue", &[q]), OK);
     assert_eq!(call(&p, "rvgpu_close_adapter", &[a]), OK);
+}
+
+/// The Direct3D runtimes' entry points of the shipped DLL refuse with `E_NOTIMPL` whatever
+/// they are handed (docs/windows.md, "What the Direct3D runtimes find in rvgpu_umd.dll"),
+/// and make no thunk call.
+#[test]
+fn issue_44_the_dlls_d3d_entry_points_refuse() {
+    const E_NOTIMPL: u64 = 0x8000_4001;
+    let p = UserProcess::new(pe_machine(), umd());
+    for name in ["OpenAdapter", "OpenAdapter10_2", "OpenAdapter12"] {
+        assert_eq!(call(&p, name, &[0]), E_NOTIMPL, "{name}");
+        assert_eq!(call(&p, name, &[0x10]), E_NOTIMPL, "{name}");
+    }
+    assert_eq!(p.calls("D3DKMTOpenAdapterFromLuid"), 0);
 }
