@@ -443,3 +443,105 @@ fn issue_44_the_dlls_d3d_entry_points_refuse() {
     }
     assert_eq!(p.calls("D3DKMTOpenAdapterFromLuid"), 0);
 }
+
+/// Attacker-style, on a live queue: random and bit-flipped command streams handed to the
+/// shipped DLL's `rvgpu_submit`. Every stream the UMD's own parser (the host build of the same
+/// code) rejects, the DLL rejects with `RVGPU_STATUS_INVALID_ARGUMENT` before anything reaches
+/// the ring; nothing faults; and the queue still runs valid work afterwards.
+#[test]
+fn issue_44_the_shipped_dll_rejects_what_its_parser_rejects() {
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let mut a = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
+        OK
+    );
+    let mut q = 0u64;
+    assert_eq!(call(&p, "rvgpu_create_queue", &[a, 0, 0, addr(&mut q)]), OK);
+    let mut buffer = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_create", &[a, 4096, addr(&mut buffer)]),
+        OK
+    );
+    let mut va = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_gpu_va", &[buffer, addr(&mut va)]),
+        OK
+    );
+    let valid = dwords(&[Command::Fill {
+        dst: va,
+        bytes: 64,
+        pattern: 0xFEED,
+    }]);
+    let mut seed = 0x44u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut rejected = 0;
+    for i in 0..400 {
+        let stream: Vec<u32> = if i % 2 == 0 {
+            (0..1 + next() % 48).map(|_| next() as u32).collect()
+        } else {
+            // A valid packet with one to three bits flipped, or cut short.
+            let mut s = valid.clone();
+            for _ in 0..1 + next() % 3 {
+                let bit = next() as usize % (32 * s.len());
+                s[bit / 32] ^= 1 << (bit % 32);
+            }
+            if next() % 4 == 0 {
+                s.truncate(1 + next() as usize % (s.len() - 1));
+            }
+            s
+        };
+        if rvgpu_umd::capi::parse_commands(&stream).is_ok() {
+            continue;
+        }
+        rejected += 1;
+        let mut progress = u64::MAX;
+        let r = call(
+            &p,
+            "rvgpu_submit",
+            &[
+                q,
+                stream.as_ptr() as u64,
+                stream.len() as u64,
+                addr(&mut progress),
+            ],
+        );
+        assert_eq!(r, INVALID_ARGUMENT, "stream {i}: {stream:x?}");
+        assert_eq!(
+            progress, 0,
+            "stream {i}: a progress value for rejected work"
+        );
+    }
+    assert!(rejected > 300, "only {rejected} streams were rejected");
+    assert_eq!(p.calls("D3DKMTSubmitCommandToHwQueue"), 0);
+    let rings = p.doorbell_rings();
+    assert_eq!(rings, 0, "a rejected stream reached the doorbell");
+    let mut progress = 0u64;
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_submit",
+            &[
+                q,
+                valid.as_ptr() as u64,
+                valid.len() as u64,
+                addr(&mut progress)
+            ]
+        ),
+        OK
+    );
+    assert_eq!(
+        call(&p, "rvgpu_queue_wait", &[q, progress, 5_000_000_000]),
+        OK
+    );
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+    assert_eq!(call(&p, "rvgpu_buffer_destroy", &[buffer, 0, 0]), OK);
+    assert_eq!(call(&p, "rvgpu_destroy_queue", &[q]), OK);
+    assert_eq!(call(&p, "rvgpu_close_adapter", &[a]), OK);
+}
