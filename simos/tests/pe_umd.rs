@@ -545,3 +545,94 @@ fn issue_44_the_shipped_dll_rejects_what_its_parser_rejects() {
     assert_eq!(call(&p, "rvgpu_destroy_queue", &[q]), OK);
     assert_eq!(call(&p, "rvgpu_close_adapter", &[a]), OK);
 }
+
+/// UM-10, UM-19 on the shipped binaries: after a device loss turns the queue's doorbell
+/// `DISCONNECTED_ABORT`, the DLL's next submission falls back to the kernel-mode path
+/// (D3DKMTDestroyDoorbell, a kernel-mode hardware queue, D3DKMTSubmitCommandToHwQueue through
+/// the bridge) and the work still runs; after removal the DLL reports the device lost, and
+/// tearing everything down still returns. Against both builds of the driver.
+#[test]
+fn um_10_um_19_the_shipped_dll_falls_back_to_kernel_mode_after_device_loss() {
+    fall_back_after_device_loss(pe_machine());
+    fall_back_after_device_loss(machine(DriverBuild::Linux));
+}
+
+fn fall_back_after_device_loss(m: Arc<Machine>) {
+    const DEVICE_LOST: u64 = 3;
+    let p = UserProcess::new(m.clone(), umd());
+    let mut a = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
+        OK
+    );
+    let mut q = 0u64;
+    assert_eq!(call(&p, "rvgpu_create_queue", &[a, 0, 0, addr(&mut q)]), OK);
+    let mut buffer = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_create", &[a, 4096, addr(&mut buffer)]),
+        OK
+    );
+    let mut va = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_gpu_va", &[buffer, addr(&mut va)]),
+        OK
+    );
+    let fill = |offset: u64, pattern: u64| {
+        dwords(&[Command::Fill {
+            dst: va + offset,
+            bytes: 64,
+            pattern,
+        }])
+    };
+    let submit = |cmds: &[u32]| {
+        let mut progress = 0u64;
+        let r = call(
+            &p,
+            "rvgpu_submit",
+            &[
+                q,
+                cmds.as_ptr() as u64,
+                cmds.len() as u64,
+                addr(&mut progress),
+            ],
+        );
+        (r, progress)
+    };
+    let (r, v1) = submit(&fill(0, 0x1111));
+    assert_eq!(r, OK);
+    assert_eq!(call(&p, "rvgpu_queue_wait", &[q, v1, 5_000_000_000]), OK);
+    assert_eq!(p.calls("D3DKMTSubmitCommandToHwQueue"), 0);
+
+    m.device_lost(0).expect("device loss");
+    let (r, v2) = submit(&fill(64, 0x2222));
+    assert_eq!(r, OK, "{}", log_of(&m));
+    assert!(v2 > v1);
+    assert_eq!(
+        call(&p, "rvgpu_queue_wait", &[q, v2, 5_000_000_000]),
+        OK,
+        "{}",
+        log_of(&m)
+    );
+    assert_eq!(p.calls("D3DKMTDestroyDoorbell"), 1);
+    assert!(p.calls("D3DKMTSubmitCommandToHwQueue") >= 1);
+    let mut data = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_lock", &[buffer, 1, 0, 0, addr(&mut data)]),
+        OK
+    );
+    // SAFETY: the buffer's CPU mapping, 4096 bytes, locked for reading.
+    let words = unsafe { std::slice::from_raw_parts(data as *const u64, 16) };
+    assert!(words[..8].iter().all(|w| *w == 0x1111), "{words:x?}");
+    assert!(words[8..].iter().all(|w| *w == 0x2222), "{words:x?}");
+    assert_eq!(call(&p, "rvgpu_buffer_unlock", &[buffer]), OK);
+
+    m.device_removed(0).expect("removal");
+    let (r, _) = submit(&fill(128, 0x3333));
+    assert_eq!(r, DEVICE_LOST);
+    // Teardown on a removed device: statuses, never a fault.
+    let _ = call(&p, "rvgpu_buffer_destroy", &[buffer, 0, 0]);
+    let _ = call(&p, "rvgpu_destroy_queue", &[q]);
+    let _ = call(&p, "rvgpu_close_adapter", &[a]);
+    assert_eq!(p.open_devices(), 0);
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
