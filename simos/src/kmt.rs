@@ -141,6 +141,7 @@ pub struct SimFence {
 impl SimFence {
     /// The OS's fence behind the view (its CPU address is what the PE bridge hands a user-mode
     /// image as the fence's `…CPUVirtualAddress`).
+    #[cfg(target_os = "linux")]
     pub(crate) fn monitored(&self) -> &MonitoredFence {
         &self.fence
     }
@@ -193,6 +194,7 @@ impl<'m> SimKmt<'m> {
     /// `D3DKMTCreateNativeFence` of a default-type fence as the OS returns it to a user-mode
     /// image (the PE bridge): its D3DKMT handle and the fence, whose private data and mapping
     /// the thunk hands back.
+    #[cfg(target_os = "linux")]
     pub(crate) fn create_native_fence_raw(
         &self,
         initial: u64,
