@@ -636,3 +636,76 @@ fn fall_back_after_device_loss(m: Arc<Machine>) {
     assert_eq!(p.open_devices(), 0);
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
+
+/// Attacker-style, every entry point: each gdi32 thunk the DLL imports or finds at run time,
+/// called as the DLL calls it with a null structure, an unmapped one, a read-only one, one of
+/// zeros and one of 0xFF bytes (handles this process never got, huge counts, wild pointers),
+/// returns an error NTSTATUS; the kernel32 and advapi32 routines given garbage fail as
+/// documented; nothing faults the host or the machine.
+#[test]
+fn issue_44_every_thunk_given_garbage_returns_an_error_status() {
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let img = umd();
+    let mut thunks: Vec<String> = img
+        .imports()
+        .iter()
+        .filter_map(|i| i.strip_prefix("gdi32.dll!").map(str::to_string))
+        .collect();
+    for t in [
+        "D3DKMTCreateDoorbell",
+        "D3DKMTConnectDoorbell",
+        "D3DKMTDestroyDoorbell",
+        "D3DKMTNotifyWorkSubmission",
+        "D3DKMTCreateNativeFence",
+    ] {
+        thunks.push(t.to_string());
+    }
+    assert_eq!(thunks.len(), 25);
+    static RO: [u8; 256] = [0; 256];
+    for t in &thunks {
+        let mut zeros = [0u8; 256];
+        let mut ones = [0xFFu8; 256];
+        for (what, arg) in [
+            ("null", 0),
+            ("unmapped", 0x10),
+            ("read-only", RO.as_ptr() as u64),
+            ("zeros", zeros.as_mut_ptr() as u64),
+            ("0xFF bytes", ones.as_mut_ptr() as u64),
+        ] {
+            let r = thunk(&p, t, arg);
+            assert!(
+                r & 0xC000_0000 == 0xC000_0000,
+                "{t} given a {what} structure returned {r:#x}"
+            );
+        }
+    }
+    // kernel32 and advapi32 with garbage: the documented failure values.
+    let k = |name: &str, args: &[u64]| match p.call_import(name, args) {
+        Ok(v) => v,
+        Err(e) => panic!("{name}: {e:?}"),
+    };
+    assert_eq!(k("HeapFree", &[0x10, 0, 0x10]), 0);
+    assert_eq!(
+        k("HeapAlloc", &[0x10, 0, 64]),
+        0,
+        "a heap that is not the process heap"
+    );
+    assert_eq!(k("CloseHandle", &[0x1234]), 0);
+    assert_eq!(k("WaitForSingleObject", &[0x1234, 0]) as u32, u32::MAX);
+    assert_eq!(k("GetModuleHandleW", &[0x10]), 0);
+    assert_eq!(k("LoadLibraryW", &[0]), 0);
+    assert_eq!(k("GetProcAddress", &[0x10, 0x10]), 0);
+    assert_eq!(
+        k("CreateEventW", &[0, 1, 0, 0x10]),
+        0,
+        "named events are refused"
+    );
+    assert_ne!(k("EventRegister", &[0x10, 0, 0, 0x10]), 0);
+    match p.call_import("ReleaseSRWLockExclusive", &[RO.as_ptr() as u64]) {
+        Err(Stop::UserException { code, .. }) => assert_eq!(code, 0xC000_0005),
+        other => panic!("a read-only lock word: {other:?}"),
+    }
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+    assert_eq!(p.open_devices(), 0);
+}

@@ -44,8 +44,10 @@ const STATUS_NO_MEMORY: u32 = 0xC000_0017;
 /// status [`crate::kmt::SimKmt`]'s waits return).
 const STATUS_IO_TIMEOUT: u32 = crate::kmt::STATUS_IO_TIMEOUT as u32;
 
-/// Most objects one sync-object thunk takes (`D3DDDI_MAX_OBJECT_WAITED_ON` /
-/// `D3DDDI_MAX_OBJECT_SIGNALED`, 32 in d3dukmdt.h).
+/// Most objects per CPU signal or wait here: the 32 of `D3DDDI_MAX_OBJECT_WAITED_ON` /
+/// `D3DDDI_MAX_OBJECT_SIGNALED` (d3dukmdt.h), the arrays of the context-based sync thunks.
+/// The FromCpu structures take a pointer and a count with no documented limit, so this is the
+/// bridge's own bound, applied before anything is copied (the DLL passes one object).
 const MAX_SYNC_OBJECTS: u32 = 32;
 /// Most allocations per `D3DKMTCreateAllocation2` / `D3DKMTDestroyAllocation2` /
 /// `D3DKMTMakeResident` here (the DLL passes one; a bound keeps the copies small).
