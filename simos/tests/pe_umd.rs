@@ -709,3 +709,62 @@ fn issue_44_every_thunk_given_garbage_returns_an_error_status() {
     assert!(m.fault().is_none(), "{:?}", m.fault());
     assert_eq!(p.open_devices(), 0);
 }
+
+/// The DLL's own instructions per `rvgpu_submit` of one FILL on a connected user-mode queue
+/// (ring write, last-queued value, doorbell store, status read: no thunk), measured in the
+/// emulator: `RVGPU_PE_COUNT=1 cargo test -p rvgpu-simos --test pe_umd -- --ignored
+/// --nocapture dll_instructions` (docs/pe-image.md, "Figures from the real binary").
+#[test]
+#[ignore = "a measurement: needs RVGPU_PE_COUNT=1"]
+fn issue_44_dll_instructions_per_user_mode_submit() {
+    assert!(
+        rvgpu_simos::pe::cpu::counting(),
+        "run with RVGPU_PE_COUNT=1"
+    );
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let mut a = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
+        OK
+    );
+    let mut q = 0u64;
+    assert_eq!(call(&p, "rvgpu_create_queue", &[a, 0, 0, addr(&mut q)]), OK);
+    let mut b = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_create", &[a, 4096, addr(&mut b)]),
+        OK
+    );
+    let mut va = 0u64;
+    assert_eq!(call(&p, "rvgpu_buffer_gpu_va", &[b, addr(&mut va)]), OK);
+    let cmds = dwords(&[Command::Fill {
+        dst: va,
+        bytes: 64,
+        pattern: 1,
+    }]);
+    let submits = |n: usize| {
+        let mut last = 0u64;
+        for _ in 0..n {
+            assert_eq!(
+                call(
+                    &p,
+                    "rvgpu_submit",
+                    &[q, cmds.as_ptr() as u64, cmds.len() as u64, addr(&mut last)]
+                ),
+                OK
+            );
+            assert_eq!(call(&p, "rvgpu_queue_wait", &[q, last, u64::MAX]), OK);
+        }
+    };
+    let thunks = p.calls("D3DKMTSubmitCommandToHwQueue");
+    submits(100);
+    let (c1, i1) = p.instructions("rvgpu_submit").expect("counted");
+    submits(100);
+    let (c2, i2) = p.instructions("rvgpu_submit").expect("counted");
+    let per = (i2 - i1) as f64 / (c2 - c1) as f64;
+    assert_eq!(p.calls("D3DKMTSubmitCommandToHwQueue"), thunks);
+    println!("rvgpu_umd.dll: {per:.1} instructions per rvgpu_submit (one FILL, user mode)");
+    assert_eq!(call(&p, "rvgpu_buffer_destroy", &[b, 0, 0]), OK);
+    assert_eq!(call(&p, "rvgpu_destroy_queue", &[q]), OK);
+    assert_eq!(call(&p, "rvgpu_close_adapter", &[a]), OK);
+}

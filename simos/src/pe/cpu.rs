@@ -312,6 +312,8 @@ pub fn counting() -> bool {
 thread_local! {
     /// Image instructions this thread executed (counting mode).
     static EXECUTED: Cell<u64> = const { Cell::new(0) };
+    /// User-mode image instructions this thread executed (counting mode), apart.
+    static EXECUTED_USER: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Image instructions the calling thread has executed so far (counting mode).
@@ -319,20 +321,41 @@ pub fn executed() -> u64 {
     EXECUTED.with(Cell::get)
 }
 
-unsafe extern "C" fn on_count(_uc: Uc, _addr: u64, _size: u32, _user: *mut c_void) {
-    EXECUTED.with(|c| c.set(c.get() + 1));
+/// User-mode image instructions the calling thread has executed so far (counting mode).
+pub fn executed_user() -> u64 {
+    EXECUTED_USER.with(Cell::get)
+}
+
+unsafe extern "C" fn on_count(_uc: Uc, _addr: u64, _size: u32, user: *mut c_void) {
+    // The hook's user data says whose range it is (0: a kernel image, 1: a user-mode one).
+    let counter = if user.is_null() {
+        &EXECUTED
+    } else {
+        &EXECUTED_USER
+    };
+    counter.with(|c| c.set(c.get() + 1));
 }
 
 /// Image ranges to count in (appended when an image is mapped in counting mode).
-static COUNT_RANGES: RwLock<Vec<(usize, usize)>> = RwLock::new(Vec::new());
+static COUNT_RANGES: RwLock<Vec<(usize, usize, bool)>> = RwLock::new(Vec::new());
 
 /// Counts the instructions executed in `[start, end)` (counting mode).
 pub fn register_count_range(start: usize, end: usize) {
+    add_count_range(start, end, false);
+}
+
+/// Counts the instructions executed in `[start, end)`, a user-mode image's, apart from the
+/// kernel images' ([`executed_user`]; counting mode).
+pub fn register_user_count_range(start: usize, end: usize) {
+    add_count_range(start, end, true);
+}
+
+fn add_count_range(start: usize, end: usize, user: bool) {
     if counting() {
         COUNT_RANGES
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .push((start, end));
+            .push((start, end, user));
     }
 }
 
@@ -493,8 +516,8 @@ impl Engine {
         }
         self.specials_seen.set(last);
         let ranges = COUNT_RANGES.read().unwrap_or_else(|p| p.into_inner());
-        for &(start, end) in ranges.iter().skip(self.counted.get()) {
-            self.code_hook(on_count, 0, start, end - 1);
+        for &(start, end, user) in ranges.iter().skip(self.counted.get()) {
+            self.code_hook(on_count, usize::from(user), start, end - 1);
         }
         self.counted.set(ranges.len());
     }

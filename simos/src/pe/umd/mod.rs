@@ -131,7 +131,7 @@ impl UmdImage {
             .map_err(|e| format!("cannot read the UMD image {}: {e}", path.display()))?;
         let img = image::Image::map(&data)?;
         cpu::register_range(img.base, img.size, cpu::Range::Ram);
-        cpu::register_count_range(img.base, img.base + img.size);
+        cpu::register_user_count_range(img.base, img.base + img.size);
         cpu::register_specials(img.specials.clone().into());
         let stubs = Stubs::new(128)?;
         let mut code_page = Vec::new();
@@ -245,6 +245,9 @@ pub struct UserProcess {
     calls: Mutex<HashMap<&'static str, u64>>,
     /// Doorbell stores that reached a live doorbell page.
     rings: Arc<AtomicU64>,
+    /// Counting mode (`RVGPU_PE_COUNT`): per entry address called, (calls, instructions of
+    /// the DLL itself — not of the thunks or the driver image behind them).
+    instructions: Mutex<HashMap<usize, (u64, u64)>>,
 }
 
 impl std::fmt::Debug for UserProcess {
@@ -265,6 +268,7 @@ impl UserProcess {
             win32: win32::Win32State::default(),
             calls: Mutex::new(HashMap::new()),
             rings: Arc::new(AtomicU64::new(0)),
+            instructions: Mutex::new(HashMap::new()),
         })
     }
 
@@ -303,9 +307,24 @@ impl UserProcess {
         let prev = CURRENT.with(|c| c.replace(Some(self.clone())));
         // User mode runs at PASSIVE_LEVEL.
         let _irql = crate::dxgkrnl::kernel::IrqlScope::enter(rvgpu_kmd::platform::Irql::Passive);
+        let before = cpu::executed_user();
         let r = cpu::call_user(addr, args);
+        if cpu::counting() {
+            let n = cpu::executed_user() - before;
+            let mut c = lock(&self.instructions);
+            let e = c.entry(addr).or_insert((0, 0));
+            e.0 += 1;
+            e.1 += n;
+        }
         CURRENT.with(|c| *c.borrow_mut() = prev);
         r
+    }
+
+    /// Counting mode (`RVGPU_PE_COUNT=1`): the DLL's own instructions per call of export
+    /// `name` so far, as (calls, instructions); `None` when it was not called or not counted.
+    pub fn instructions(&self, name: &str) -> Option<(u64, u64)> {
+        let addr = self.image.export(name)?;
+        lock(&self.instructions).get(&addr).copied()
     }
 
     fn count(&self, name: &'static str) {
