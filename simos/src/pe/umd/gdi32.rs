@@ -744,7 +744,8 @@ fn submit_command_to_hw_queue(p: &UserProcess, at: u64) -> Status {
 /// `D3DKMTCreateAllocation2` of standalone allocations (no resource, no sharing, no existing
 /// system memory: STATUS_NOT_SUPPORTED otherwise, features the UMD does not use). Each
 /// allocation's private data is the UMD's `AllocationPdd`, which goes to the KMD's
-/// `DxgkDdiCreateAllocation`; another size is STATUS_INVALID_PARAMETER. Each entry gets its
+/// `DxgkDdiCreateAllocation`; another size is STATUS_INVALID_PARAMETER (what that DDI answers
+/// for it too). Each entry gets its
 /// handle and GPU VA; if one fails, those created before it are destroyed again.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreateallocation2>
 fn create_allocation2(p: &UserProcess, at: u64) -> Status {
