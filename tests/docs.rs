@@ -214,3 +214,74 @@ fn user_docs_describe_what_is() {
         assert!(found.is_empty(), "{doc} tells history: {found:?}");
     }
 }
+
+/// The simulated-OS suites that rerun against the PE image (`against_the_pe_image`): the
+/// README gives their number, docs/pe-image.md names each.
+#[test]
+fn documents_count_and_name_the_suites_rerun_against_the_image() {
+    let dir = root().join("simos/tests");
+    let mut suites = BTreeSet::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            if text.contains("\nagainst_the_pe_image!(")
+                || text.contains("pe::rerun_against_the_pe_image(")
+            {
+                let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+                suites.insert(stem);
+            }
+        }
+    }
+    const WORDS: [&str; 31] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+        "twenty-one",
+        "twenty-two",
+        "twenty-three",
+        "twenty-four",
+        "twenty-five",
+        "twenty-six",
+        "twenty-seven",
+        "twenty-eight",
+        "twenty-nine",
+        "thirty",
+    ];
+    let n = WORDS[suites.len()];
+    let readme = read("README.md").replace('\n', " ");
+    assert!(
+        readme.contains(&format!("reruns {n} simulated-OS suites")),
+        "README: the test command reruns {n} suites against the image: {suites:?}"
+    );
+    let doc = read("docs/pe-image.md");
+    assert!(
+        doc.replace('\n', " ")
+            .contains(&format!("{n} simulated-OS suites rerun")),
+        "docs/pe-image.md: {n} suites"
+    );
+    for s in &suites {
+        assert!(
+            doc.contains(&format!("`{s}`")),
+            "docs/pe-image.md does not name the suite `{s}`"
+        );
+    }
+}

@@ -300,8 +300,14 @@ fn main() -> ExitCode {
     #[cfg(target_os = "linux")]
     if cli.board != "emulated" {
         println!(
-            "PCI board: {} INTx interrupts delivered through UIO",
-            rvgpu_simos::machine::pci::interrupts_taken()
+            "PCI board: {} {} interrupts delivered through UIO",
+            rvgpu_simos::machine::pci::interrupts_taken(),
+            rvgpu_simos::machine::pci::interrupt_kind()
+        );
+        let (calls, reads) = rvgpu_simos::machine::pci::isr_reads();
+        println!(
+            "PCI board: {calls} ISR calls, {reads} register reads by the ISR ({:.2} per call)",
+            reads as f64 / calls.max(1) as f64
         );
     }
     print!("{}", report::table(backend.name(), &reports));

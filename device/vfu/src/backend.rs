@@ -2,7 +2,8 @@
 //! (docs/hardware.md, "PCI front end (vfio-user)").
 //!
 //! Regions (vfio PCI indexes): 0 = BAR0 registers through the device's [`MmioBus`]; 2 = BAR2
-//! doorbells; 4 = BAR4 VRAM, a memfd the client may mmap (the same memory the device's
+//! doorbells, with dedicated doorbells a memfd the client may mmap too, whose stores a poller
+//! turns into rings ([`crate::doorbell`]); 4 = BAR4 VRAM, a memfd the client may mmap (the same memory the device's
 //! [`Memory`] uses as VRAM); 7 = configuration space ([`ConfigSpace`]). 1, 3, 5 (upper halves
 //! of the 64-bit BARs), 6 (ROM) and 8 (VGA) have size 0.
 //!
@@ -19,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rvgpu_device::{Device, DeviceConfig, Memory, Mode};
@@ -76,6 +77,7 @@ pub struct Probe {
     mem: Arc<Memory>,
     irq: Arc<IrqRouter>,
     d3hot_accesses: Arc<AtomicU64>,
+    polled_rings: Arc<AtomicU64>,
 }
 
 impl Probe {
@@ -100,6 +102,11 @@ impl Probe {
     pub fn d3hot_accesses(&self) -> u64 {
         self.d3hot_accesses.load(Ordering::Relaxed)
     }
+
+    /// Doorbell rings taken from the mapped BAR2 (stores that never reached the server).
+    pub fn polled_rings(&self) -> u64 {
+        self.polled_rings.load(Ordering::Relaxed)
+    }
 }
 
 /// The rvgpu function behind a vfio-user server.
@@ -121,6 +128,15 @@ pub struct Backend {
     unreachable_maps: u64,
     /// BAR accesses in D3hot ([`Probe::d3hot_accesses`]).
     d3hot_accesses: Arc<AtomicU64>,
+    /// BAR2 as a memfd the client may map (dedicated doorbells only), and its poller.
+    doorbell_mem: Option<Memfd>,
+    _doorbell_poller: Option<crate::doorbell::Poller>,
+    /// The BARs decode (D0): the poller's rings count only then.
+    decoding: Arc<AtomicBool>,
+    /// Rings the poller delivered ([`Probe::polled_rings`]).
+    polled_rings: Arc<AtomicU64>,
+    /// Doorbell writes that reached the server as BAR2 writes (trapped).
+    trapped_rings: u64,
 }
 
 impl std::fmt::Debug for Backend {
@@ -147,6 +163,24 @@ impl Backend {
         let device = Device::new(cfg.clone(), Arc::clone(&mem), irq.clone());
         device.start();
         let bars = Bars::new(device.config().doorbells, mem.vram_size());
+        let pages = device.config().doorbells;
+        let device = Arc::new(Mutex::new(device));
+        let decoding = Arc::new(AtomicBool::new(true));
+        let polled_rings = Arc::new(AtomicU64::new(0));
+        // Global doorbells carry a queue id, which merged rings would lose (crate::doorbell).
+        let (doorbell_mem, poller) = if cfg.global_doorbell {
+            (None, None)
+        } else {
+            let fd = Memfd::new("rvgpu-doorbells", bars.doorbell)?;
+            let poller = crate::doorbell::Poller::start(
+                Arc::new(fd.map()?),
+                pages,
+                Arc::clone(&device),
+                Arc::clone(&decoding),
+                Arc::clone(&polled_rings),
+            )?;
+            (Some(fd), Some(poller))
+        };
         Ok(Self {
             config: ConfigSpace::new(bars),
             bars,
@@ -154,11 +188,16 @@ impl Backend {
             vram,
             mem,
             irq,
-            device: Arc::new(Mutex::new(device)),
+            device,
             guest_ram: BTreeMap::new(),
             on_bus: false,
             unreachable_maps: 0,
             d3hot_accesses: Arc::new(AtomicU64::new(0)),
+            doorbell_mem,
+            _doorbell_poller: poller,
+            decoding,
+            polled_rings,
+            trapped_rings: 0,
         })
     }
 
@@ -169,6 +208,7 @@ impl Backend {
             mem: Arc::clone(&self.mem),
             irq: Arc::clone(&self.irq),
             d3hot_accesses: Arc::clone(&self.d3hot_accesses),
+            polled_rings: Arc::clone(&self.polled_rings),
         }
     }
 
@@ -192,6 +232,13 @@ impl Backend {
             *slot = device;
         }
         self.config = ConfigSpace::new(self.bars);
+        self.decoding.store(true, Ordering::Release);
+        if let Some(m) = &self.doorbell_mem {
+            // Stores the old instance did not take are not rings for the new one.
+            if let Err(e) = m.zero() {
+                eprintln!("rvgpu-vfu: clearing the doorbell pages failed: {e}");
+            }
+        }
         self.follow_bus_master();
     }
 
@@ -217,6 +264,12 @@ impl Backend {
     /// The client went away: forget its guest RAM and eventfds, clear VRAM (the next client
     /// is another VM) and power the function on afresh.
     pub fn disconnect(&mut self) {
+        // The VM test reads this: a guest's rings went through the mapped page, not the socket.
+        eprintln!(
+            "rvgpu-vfu: doorbell rings so far: {} from the mapped BAR2, {} trapped",
+            self.polled_rings.load(Ordering::Relaxed),
+            self.trapped_rings
+        );
         self.dev().stop();
         for (addr, _) in self.mem.mapped_system() {
             self.mem.unmap_system(addr);
@@ -244,6 +297,9 @@ impl Backend {
             .map(|index| {
                 let (size, flags) = match index {
                     region::BAR0 => (self.bars.mmio, rw),
+                    region::BAR2 if self.doorbell_mem.is_some() => {
+                        (self.bars.doorbell, rw | VFIO_REGION_INFO_FLAG_MMAP)
+                    }
                     region::BAR2 => (self.bars.doorbell, rw),
                     region::BAR4 if !self.vram.is_empty() => {
                         (self.bars.vram, rw | VFIO_REGION_INFO_FLAG_MMAP)
@@ -262,18 +318,23 @@ impl Backend {
                         offset: 0,
                     },
                     // The mmap-able part of BAR4 is VRAM itself (the BAR may be larger: it is
-                    // a power of two). The server sends the descriptor only with this list.
-                    sparse_areas: if mmap {
-                        vec![SparseArea {
-                            area: vfio_region_sparse_mmap_area {
-                                offset: 0,
-                                size: self.vram.len(),
-                            },
-                        }]
-                    } else {
-                        Vec::new()
+                    // a power of two); BAR2's is the whole doorbell memfd. The server sends the
+                    // descriptor only with this list.
+                    sparse_areas: match (mmap, index) {
+                        (true, region::BAR2) => self.doorbell_mem.iter().map(Memfd::len).collect(),
+                        (true, _) => vec![self.vram.len()],
+                        _ => Vec::new(),
+                    }
+                    .into_iter()
+                    .map(|size| SparseArea {
+                        area: vfio_region_sparse_mmap_area { offset: 0, size },
+                    })
+                    .collect(),
+                    mmap_fd: match (mmap, index) {
+                        (true, region::BAR2) => self.doorbell_mem.as_ref().map(Memfd::raw_fd),
+                        (true, _) => Some(self.vram.raw_fd()),
+                        _ => None,
                     },
-                    mmap_fd: mmap.then(|| self.vram.raw_fd()),
                 }
             })
             .collect()
@@ -325,7 +386,7 @@ impl Backend {
         }
     }
 
-    fn doorbell_write(&self, offset: u64, data: &[u8]) {
+    fn doorbell_write(&mut self, offset: u64, data: &[u8]) {
         if reg_offset(offset, data.len(), self.bars.doorbell).is_none()
             || !offset.is_multiple_of(PAGE_SIZE)
         {
@@ -341,6 +402,7 @@ impl Backend {
         // Pages past CONFIG.doorbells are inside the (power-of-two) BAR; the device ignores
         // rings on them.
         if let Ok(page) = u32::try_from(offset / PAGE_SIZE) {
+            self.trapped_rings += 1;
             self.dev().doorbell_write(page, value);
         }
     }
@@ -350,6 +412,7 @@ impl Backend {
     /// else; back to D0, guest RAM returns before a held interrupt is delivered.
     fn follow_config(&mut self, was_d3hot: bool) {
         let d3hot = self.config.d3hot();
+        self.decoding.store(!d3hot, Ordering::Release);
         if d3hot != was_d3hot {
             // Always logged: the VM test checks the function itself changed state.
             eprintln!(

@@ -7,8 +7,12 @@
 //!   interrupt (SET_IRQS ACTION_UNMASK), and if the line is still high then, the eventfd is
 //!   signalled again. The command register's INTx disable bit holds delivery back the same
 //!   way (PCI: the function keeps its interrupt status but does not assert INTA#).
-//! - **MSI** (index 1, one message): each rising edge of the line is one message. While an
-//!   MSI eventfd is set, INTx is not delivered (PCI: enabling MSI disables INTx).
+//! - **MSI** (index 1, one message): each rising edge of the device's request is one message:
+//!   the line going high, and the request rising again under a line still high (the device's
+//!   reminder, [`InterruptLine::wake`] without a new `set`: an acknowledge and a new event
+//!   between two of its evaluations), which an edge-sensitive message front end sees as a new
+//!   edge. While an MSI eventfd is set, INTx is not delivered (PCI: enabling MSI disables
+//!   INTx).
 //!
 //! - **D3hot** holds both back: a function in D3hot initiates no transactions but PME messages
 //!   (PCIe base 3.0, 5.3.1.4). A line still high when the function is back in D0 is delivered
@@ -187,15 +191,75 @@ impl InterruptLine for IrqRouter {
         let mut s = self.lock();
         let rising = asserted && !s.level;
         s.level = asserted;
-        if !rising {
+        // A message goes out from `wake`, which the device calls after every raise and
+        // every reminder: sending here too would make two of one edge.
+        if rising && s.msi.is_none() {
+            s.try_intx();
+        }
+    }
+
+    fn wake(&self) {
+        let mut s = self.lock();
+        if s.msi.is_none() || !s.level {
             return;
         }
-        if s.msi.is_none() {
-            s.try_intx();
-        } else if s.d3hot {
+        if s.d3hot {
             s.msi_held = true;
         } else {
             s.send_msi();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+
+    /// An eventfd stand-in: a pipe whose write end the router signals.
+    fn pipe() -> (File, File) {
+        let mut fds = [0; 2];
+        // SAFETY: FFI call with a valid two-element array.
+        assert_eq!(
+            unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK) },
+            0
+        );
+        // SAFETY: both descriptors were just created and are owned by nothing else.
+        unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
+    }
+
+    fn messages(r: &mut File) -> usize {
+        let mut b = [0u8; 64];
+        r.read(&mut b).map_or(0, |n| n / 8)
+    }
+
+    /// Issue 46: a message for the line's rise and one for each reminder (the request rising
+    /// again under a line still high), none for a wake with the line low; held in D3hot.
+    #[test]
+    fn issue_46_msi_is_sent_on_each_raise_and_reminder() {
+        let irq = IrqRouter::new();
+        let (mut rx, tx) = pipe();
+        irq.set_msi(Some(tx));
+        irq.set(true);
+        assert_eq!(
+            messages(&mut rx),
+            0,
+            "sent at the device's wake, not at set"
+        );
+        irq.wake();
+        assert_eq!(messages(&mut rx), 1, "the rise");
+        irq.wake();
+        assert_eq!(messages(&mut rx), 1, "a reminder under a high line");
+        irq.set(false);
+        irq.wake();
+        assert_eq!(messages(&mut rx), 0, "nothing requested");
+        irq.set_d3hot(true);
+        irq.set(true);
+        irq.wake();
+        assert_eq!(messages(&mut rx), 0, "held in D3hot");
+        irq.set_d3hot(false);
+        assert_eq!(messages(&mut rx), 1, "the held message at D0");
+        assert_eq!(irq.delivered(), 3);
     }
 }

@@ -5,6 +5,8 @@
 //!   (D0, D3hot), MSI and PCI Express capabilities);
 //! - [`backend`]: the regions (BAR0 registers through the device's `MmioBus`, BAR2 doorbells,
 //!   BAR4 VRAM as a shared memfd), DMA into the client's guest RAM, interrupts;
+//! - [`doorbell`]: BAR2 as memory the client maps, and the poller that rings the device from
+//!   it (dedicated doorbells);
 //! - [`irq`]: the device's level-triggered line delivered through the client's eventfds
 //!   (INTx with vfio's mask/unmask protocol, or MSI);
 //! - [`shm`]: the memfd and the shared mappings behind VRAM and guest RAM;
@@ -13,6 +15,7 @@
 //! The contract is docs/hardware.md, "PCI front end (vfio-user)".
 
 pub mod backend;
+pub mod doorbell;
 pub mod irq;
 pub mod pci;
 pub mod server;

@@ -859,3 +859,128 @@ fn issue_16_d3hot_holds_intx_until_d0() {
     assert_eq!(take_eventfd(&efd), 1, "delivered at D0");
     assert_eq!(h.probe.d3hot_accesses(), 0);
 }
+
+/// Issue 46: BAR2 is offered as a memfd the client maps (dedicated doorbells), so a guest's
+/// ring is a store to memory that never reaches the server; the device's poller rings the page.
+/// Eight queues on eight doorbell pages, 300 submissions each rung through the mapping with no
+/// wait between them: every queue runs to its last submission (merged rings lose nothing), and
+/// none of the rings was a trapped BAR2 write. In D3hot a store rings nothing.
+#[test]
+fn issue_46_mapped_doorbells_ring_without_a_trap_and_lose_no_work() {
+    const QUEUES: u64 = 8;
+    const ROUNDS: u64 = 300;
+    let h = Harness::start(1);
+    let mut c = h.client();
+    let r = c.region(region::BAR2).unwrap();
+    assert_eq!(r.sparse_areas.len(), 1, "BAR2 is mappable");
+    let f = r.file_offset.as_ref().expect("BAR2 offers its memfd");
+    let db = Mapping::new(f.file(), f.start(), r.sparse_areas[0].size).unwrap();
+    let page_word = |i: u64| &db.words()[(i * 4096 / 8) as usize];
+
+    let ram = GuestRam::new();
+    bring_up(&mut c, &ram);
+    // Replace bring_up's one queue by QUEUES queues, queue i on doorbell page i.
+    let base = |i: u64| GUEST_BASE + 0x10000 + i * 0x3000;
+    let (ring, control, progress) = (|i| base(i), |i| base(i) + 0x1000, |i| base(i) + 0x2000);
+    let mut words = Vec::new();
+    for i in 0..QUEUES {
+        let desc = QueueDescriptor {
+            queue_id: 100 + i as u32,
+            flags: QueueFlags::VALID.bits(),
+            ring_base: GpuVa::new(ring(i)),
+            ring_size: RING_SIZE,
+            doorbell: i as u32,
+            ring_control: GpuVa::new(control(i)),
+            progress_fence: GpuVa::new(progress(i)),
+            wait_log: GpuVa::new(WAIT_LOG),
+            signal_log: GpuVa::new(SIGNAL_LOG),
+            ..Default::default()
+        };
+        words.extend(desc.to_words());
+        set_reg(
+            &mut c,
+            regs::doorbell_bind_reg(i as u32).unwrap(),
+            100 + i as u32,
+        );
+    }
+    for (k, w) in words.iter().enumerate() {
+        ram.write(RUNLIST + 8 * k as u64, *w);
+    }
+    let e = |r| regs::engine_reg(0, r).unwrap();
+    set_reg(&mut c, e(regs::engine::RUNLIST_COUNT), QUEUES as u32);
+    set_reg(&mut c, e(regs::engine::RUNLIST_COMMIT), 1);
+
+    let accepted = h.probe.device().doorbell_stats().accepted;
+    let mut wptr = [0u64; QUEUES as usize];
+    for round in 1..=ROUNDS {
+        for i in 0..QUEUES {
+            let w = &mut wptr[i as usize];
+            let mut cmd = vec![
+                0u64;
+                Command::Progress {
+                    irq: false,
+                    value: round
+                }
+                .len()
+            ];
+            Command::Progress {
+                irq: false,
+                value: round,
+            }
+            .encode(&mut cmd)
+            .unwrap();
+            for word in cmd {
+                ram.write(ring(i) + *w % u64::from(RING_SIZE), word);
+                *w += 8;
+            }
+            // The ring can hold 4 KiB: wait for room (the device is behind by design).
+            let t = std::time::Instant::now();
+            while *w - ram.read(control(i) + RingControl::READ_PTR) > u64::from(RING_SIZE) - 64 {
+                assert!(t.elapsed().as_secs() < 20, "queue {i} stalled");
+                std::thread::yield_now();
+            }
+            ram.write(control(i) + RingControl::WRITE_PTR, *w);
+            page_word(i).store(*w, Ordering::Release);
+        }
+    }
+    let t = std::time::Instant::now();
+    for i in 0..QUEUES {
+        while ram.read(progress(i)) != ROUNDS
+            || ram.read(control(i) + RingControl::READ_PTR) != wptr[i as usize]
+        {
+            assert!(
+                t.elapsed().as_secs() < 20,
+                "queue {i}: progress {} of {ROUNDS}, read pointer {} of {}",
+                ram.read(progress(i)),
+                ram.read(control(i) + RingControl::READ_PTR),
+                wptr[i as usize]
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    let rings = h.probe.polled_rings();
+    assert!(rings >= QUEUES, "rings taken from the mapping: {rings}");
+    assert_eq!(
+        h.probe.device().doorbell_stats().accepted - accepted,
+        rings,
+        "every ring the device accepted came from the mapping"
+    );
+
+    // D3hot: the BARs do not decode; a store found then rings nothing.
+    set_power_state(&mut c, 3);
+    let before = h.probe.device().doorbell_stats();
+    page_word(0).store(wptr[0] + 8, Ordering::Release);
+    let t = std::time::Instant::now();
+    while page_word(0).load(Ordering::Acquire) != 0 {
+        assert!(
+            t.elapsed().as_secs() < 10,
+            "the poller did not take the word"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(
+        h.probe.device().doorbell_stats(),
+        before,
+        "no ring in D3hot"
+    );
+}

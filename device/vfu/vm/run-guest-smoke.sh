@@ -59,6 +59,24 @@ if [ ! -x "$ROOT/usr/bin/qemu-system-x86_64" ]; then
     umount "$ROOT/proc"
 fi
 chroot "$ROOT" qemu-system-x86_64 --version | head -1
+KVER=$(ls "$ROOT/lib/modules" | head -1)
+
+# The guest's MSI path needs a kernel part (uio_pci_generic has INTx only, and Debian's kernel
+# has no VFIO no-IOMMU mode): device/vfu/vm/uio_msi, built against the guest kernel's headers.
+if [ ! -d "$ROOT/usr/src/linux-headers-$KVER" ] || [ ! -x "$ROOT/usr/bin/make" ]; then
+    t setup-headers "chroot: the guest kernel's headers, gcc and make (for the MSI module)"
+    mount -t proc proc "$ROOT/proc"
+    # -t trixie-backports: QEMU's backport pulled newer elfutils libraries the headers'
+    # dependencies must agree with.
+    timeout 900 chroot "$ROOT" sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends -t trixie-backports linux-headers-$KVER gcc make >/dev/null"
+    umount "$ROOT/proc"
+fi
+t build-module "build: the guest's MSI UIO module (rvgpu_uio_msi.ko)"
+rm -rf "$ROOT/tmp/uio_msi"
+cp -r "$REPO/device/vfu/vm/uio_msi" "$ROOT/tmp/uio_msi"
+timeout 600 chroot "$ROOT" make -s -C "/lib/modules/$KVER/build" M=/tmp/uio_msi modules >"$VM/module.log" 2>&1 ||
+    { cat "$VM/module.log"; echo "FAIL: the MSI module did not build"; exit 1; }
 
 t build-server "build: rvgpu-vfu (release)"
 (cd "$REPO" && timeout 1800 cargo build -q --release -p rvgpu-vfu --bin rvgpu-vfu --example host_counterpart)
@@ -68,7 +86,7 @@ t build-guest "build: the static guest programs (guest_smoke, rvgpu-whlk)"
 (cd "$REPO" && RUSTFLAGS="-C target-feature=+crt-static" timeout 1800 cargo build -q --release \
     -p rvgpu-whlk --target x86_64-unknown-linux-gnu)
 
-t initramfs "initramfs: busybox, lspci, uio modules, guest_smoke, rvgpu-whlk"
+t initramfs "initramfs: busybox, lspci, uio modules, the MSI module, guest_smoke, rvgpu-whlk"
 IR=$VM/initramfs
 rm -rf "$IR"
 mkdir -p "$IR"/{bin,proc,sys,dev,tmp,usr/bin,usr/share/misc,lib/modules,lib/x86_64-linux-gnu,lib64}
@@ -77,8 +95,8 @@ cp "$ROOT/usr/bin/lspci" "$IR/usr/bin/lspci"
 for l in $(chroot "$ROOT" ldd /usr/bin/lspci | awk '/=>/{print $3}'); do cp -L "$ROOT$l" "$IR/lib/x86_64-linux-gnu/"; done
 cp -L "$ROOT/lib64/ld-linux-x86-64.so.2" "$IR/lib64/"
 cp "$ROOT/usr/share/misc/pci.ids" "$IR/usr/share/misc/" 2>/dev/null || true
-KVER=$(ls "$ROOT/lib/modules" | head -1)
 for m in uio uio_pci_generic; do xz -dc "$ROOT/lib/modules/$KVER/kernel/drivers/uio/$m.ko.xz" >"$IR/lib/modules/$m.ko"; done
+cp "$ROOT/tmp/uio_msi/rvgpu_uio_msi.ko" "$IR/lib/modules/"
 cp "$TARGET/x86_64-unknown-linux-gnu/release/examples/guest_smoke" "$IR/bin/guest_smoke"
 # Without its debug information (two thirds of the file): the initramfs stays small.
 strip -o "$IR/bin/rvgpu-whlk" "$TARGET/x86_64-unknown-linux-gnu/release/rvgpu-whlk"
@@ -101,6 +119,15 @@ echo "== guest: rvgpu-whlk --board pci $WHLK_ARGS"
 s=\$(cut -d' ' -f1 /proc/uptime)
 /bin/rvgpu-whlk --board pci $WHLK_ARGS --dma $DMA_BASE:$DMA_SIZE --no-timeline
 echo "== guest: harness exit \$?, started at \$s s, ended at \$(cut -d' ' -f1 /proc/uptime) s of uptime"
+echo "== guest: rvgpu_uio_msi (the function's MSI message instead of INTx)"
+f=\$(basename \$(readlink -f /sys/bus/pci/drivers/uio_pci_generic/*:*.* | head -1))
+echo \$f >/sys/bus/pci/drivers/uio_pci_generic/unbind && insmod /lib/modules/rvgpu_uio_msi.ko &&
+    /usr/bin/lspci -vvv -d 1234:5256 2>/dev/null | grep -i "MSI:"
+echo "== guest: rvgpu-whlk --board pci $WHLK_ARGS (MSI)"
+/bin/rvgpu-whlk --board pci $WHLK_ARGS --dma $DMA_BASE:$DMA_SIZE --no-timeline
+echo "== guest: MSI harness exit \$?"
+echo "== guest: guest_smoke costs (MSI, BAR2 mapped)"
+/bin/guest_smoke costs
 echo "== guest: done"
 poweroff -f
 INIT
@@ -135,7 +162,9 @@ t end "wall times"
 printf '  %s\n' "${STAGES[@]}"
 LOG=$(tr -d '\r' <"$VM/qemu.log")
 smoke=$(grep -E '^[0-9]+ passed, 0 failed$' <<<"$LOG" || true)
-harness=$(grep -E '^[0-9]+ passed, 0 failed, [0-9]+ skipped$' <<<"$LOG" || true)
+# The harness runs twice: on INTx (uio_pci_generic), then on MSI (rvgpu_uio_msi).
+harness=$(grep -E '^[0-9]+ passed, 0 failed, [0-9]+ skipped$' <<<"$LOG" | head -1 || true)
+harness_msi=$(sed -n '/(MSI)$/,$p' <<<"$LOG" | grep -E '^[0-9]+ passed, 0 failed, [0-9]+ skipped$' || true)
 [ -n "$smoke" ] || { echo "FAIL: guest_smoke did not pass"; exit 1; }
 [ -n "$harness" ] || { echo "FAIL: the harness did not pass in the guest"; exit 1; }
 # guest_smoke's D3hot step: the PMCSR writes reached the function (QEMU also unmaps the BARs
@@ -144,4 +173,25 @@ grep -q '^rvgpu-vfu: function in D3hot$' "$VM/vfu.log" && grep -q '^rvgpu-vfu: f
     { echo "FAIL: the server did not see the function enter D3hot and come back to D0"; exit 1; }
 n=${harness%% *}
 [ "$n" -ge "$HARNESS_MIN" ] || { echo "FAIL: the harness passed $n cases, fewer than $HARNESS_MIN"; exit 1; }
-echo "ok: guest_smoke ($smoke), harness in the guest ($harness)"
+[ -n "$harness_msi" ] || { echo "FAIL: the harness did not pass in the guest on MSI"; exit 1; }
+n=${harness_msi%% *}
+[ "$n" -ge "$HARNESS_MIN" ] || { echo "FAIL: the harness passed $n cases on MSI, fewer than $HARNESS_MIN"; exit 1; }
+grep -qE '^PCI board: [1-9][0-9]* MSI interrupts delivered through UIO' <<<"$LOG" ||
+    { echo "FAIL: no MSI interrupt reached the harness's PCI board"; exit 1; }
+# Issue 46: on MSI the ISR reads no register, but for the INT_STATUS read of a message its
+# write-back word does not explain (docs/hardware.md 7.5: a coalesced or reminder message whose
+# causes an earlier call drained): a few per hundred calls. On INTx it reads one per call.
+msi_reads=$(sed -n '/(MSI)$/,$p' <<<"$LOG" | sed -n 's/^PCI board: [0-9]* ISR calls, \([0-9]*\) register reads.*/\1/p')
+msi_calls=$(sed -n '/(MSI)$/,$p' <<<"$LOG" | sed -n 's/^PCI board: \([0-9]*\) ISR calls,.*/\1/p')
+[ -n "$msi_calls" ] && [ "$msi_calls" -gt 0 ] && [ $((msi_reads * 4)) -le "$msi_calls" ] ||
+    { echo "FAIL: the ISR on MSI read registers: $msi_reads reads in $msi_calls calls"; exit 1; }
+# Issue 46: with BAR2 mapped (the server offers it as shared memory, polled for rings), a
+# doorbell ring costs the guest a store, at most a tenth of a (trapped) register read.
+costs=$(grep -E '^measure \(MSI, BAR2 mapped\)' <<<"$LOG" || true)
+polled=$(sed -n 's/^rvgpu-vfu: doorbell rings so far: \([0-9]*\) from the mapped BAR2.*/\1/p' "$VM/vfu.log" | tail -1)
+[ "${polled:-0}" -gt 0 ] || { echo "FAIL: no doorbell ring came through the mapped BAR2"; exit 1; }
+read_ns=$(sed -n 's/.*register read \([0-9]*\) ns.*/\1/p' <<<"$costs")
+ring_ns=$(sed -n 's/.*doorbell ring \([0-9]*\) ns.*/\1/p' <<<"$costs")
+[ -n "$read_ns" ] && [ -n "$ring_ns" ] && [ $((ring_ns * 10)) -le "$read_ns" ] ||
+    { echo "FAIL: a mapped doorbell ring is not under a tenth of a register read: $costs"; exit 1; }
+echo "ok: guest_smoke ($smoke), harness in the guest on INTx ($harness) and on MSI ($harness_msi)"

@@ -398,8 +398,10 @@ impl AdapterShared {
         table: Arc<DriverTable>,
         step: bool,
     ) -> Arc<Self> {
-        // The guest's PCI function is driven through uio_pci_generic, which has INTx only.
-        let msi = config.msi && emulated.is_some();
+        // A PCI function's interrupt is what its UIO driver delivers (INTx through
+        // uio_pci_generic, MSI through the guest test's module); the in-process device
+        // offers both.
+        let msi = device.message_signalled().unwrap_or(config.msi);
         let resources = crate::dxgkrnl::resources::Resources::new(
             index,
             device.config().doorbells,

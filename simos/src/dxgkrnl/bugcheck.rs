@@ -100,6 +100,25 @@ pub const VIDEO_TDR_FAILURE: u32 = 0x116;
 /// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0x119---video-scheduler-internal-error>
 pub const VIDEO_SCHEDULER_INTERNAL_ERROR: u32 = 0x119;
 
+/// 0x113 `VIDEO_DXGKRNL_FATAL_ERROR`: "the DirectX graphics kernel subsystem has detected a
+/// violation" (Microsoft documents no parameters). Raised, under
+/// `OsConfig::ddi_irql_mismatch_is_0x113`, when a DDI that Dxgkrnl calls through a
+/// `DXGADAPTER` / `ADAPTER_RENDER` `Ddi*` wrapper returns at another IRQL than it was called at.
+/// Parameters as the wrapper logs them ([D] `ADAPTER_RENDER::DdiCreateHwQueue`:
+/// `WdLogSingleEntry5(0, 0x113, 0x10, this, IRQL before, IRQL after)`):
+/// [`dxgkrnl_fatal::DDI_IRQL_MISMATCH`], the adapter object (the simulation passes the DDI's
+/// address: there is no `ADAPTER_RENDER` on the host), the IRQL at the call, the IRQL at the
+/// return.
+/// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0x113---video-dxgkrnl-fatal-error>
+pub const VIDEO_DXGKRNL_FATAL_ERROR: u32 = 0x113;
+
+/// Parameter-1 values of [`VIDEO_DXGKRNL_FATAL_ERROR`] the simulation raises (Dxgkrnl's own
+/// sub-codes, read in the decompiled wrappers; not in Microsoft's reference).
+pub mod dxgkrnl_fatal {
+    /// 0x10: a DDI returned at another IRQL than it was called at.
+    pub const DDI_IRQL_MISMATCH: u64 = 0x10;
+}
+
 /// 0x10E `VIDEO_MEMORY_MANAGEMENT_INTERNAL`: the video memory manager detected a fatal
 /// violation; parameter 1 is the subtype.
 /// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0x10e--video-memory-management-internal>
@@ -253,6 +272,7 @@ impl BugCheck {
             VIDEO_TDR_FAILURE => "VIDEO_TDR_FAILURE",
             VIDEO_SCHEDULER_INTERNAL_ERROR => "VIDEO_SCHEDULER_INTERNAL_ERROR",
             VIDEO_MEMORY_MANAGEMENT_INTERNAL => "VIDEO_MEMORY_MANAGEMENT_INTERNAL",
+            VIDEO_DXGKRNL_FATAL_ERROR => "VIDEO_DXGKRNL_FATAL_ERROR",
             _ => "UNKNOWN_BUGCHECK",
         }
     }

@@ -2,9 +2,10 @@
 //!
 //! [`call`] sets the IRQL the DDI runs at, marks the adapter whose DDI the thread is inside,
 //! refuses on a halted machine, enforces the routine's IRQL rule on entry, calls, and checks the
-//! IRQL on return (0xC8 on a mismatch). The slot lookup stays with the caller (its message and
-//! the point where a missing slot is noticed differ per DDI); the status helpers below map what
-//! the DDI returned.
+//! IRQL on return (0xC8 on a mismatch; Windows' 0x113 for the DDIs behind Dxgkrnl's `Ddi*`
+//! wrappers under `OsConfig::ddi_irql_mismatch_is_0x113`). The slot lookup stays with the
+//! caller (its message and the point where a missing slot is noticed differ per DDI); the
+//! status helpers below map what the DDI returned.
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -101,7 +102,8 @@ pub fn call<R>(
     } else {
         None
     };
-    let r = call_driver(&a.state, routine, address, f);
+    let fatal_0x113 = a.os.ddi_irql_mismatch_is_0x113 && through_ddi_wrapper(routine);
+    let r = call_driver_checked(&a.state, routine, address, fatal_0x113, f);
     if outermost {
         a.stats.charge_bus(routine, before, a.device.bus_counts());
     }
@@ -117,6 +119,81 @@ pub fn call_driver<R>(
     address: usize,
     f: impl FnOnce() -> R,
 ) -> Result<R, SimError> {
+    call_driver_checked(state, routine, address, false, f)
+}
+
+/// Whether Windows calls `routine` through one of Dxgkrnl's `DXGADAPTER` / `ADAPTER_RENDER`
+/// `Ddi*` wrappers, which compare the IRQL before and after the call and write a Critical
+/// watchdog record 0x113 / 0x10 on a mismatch (BR-24, docs/windows-bringup.md §10 Q10). Each
+/// DDI listed has such a wrapper in the 22631 pseudocode ([D]: 165 wrappers carry
+/// `WdLogSingleEntry5(0, 0x113, 0x10, …)`, among them `DdiQueryAdapterInfo`,
+/// `DdiCreateHwQueue`, `DdiBuildPagingBuffer`, `DdiCreateProcess`), `DxgkDdiCreateNativeFence`
+/// in the WDDM 3.2 builds ([D24] `ADAPTER_RENDER::DdiCreateNativeFence` @ 0x140425BF0). The
+/// PnP-layer wrappers (`DpiDxgkDdiAddDevice`, `DpiDxgkDdiStartDevice`, … `DpiDxgkDdiUnload`,
+/// `DpiDxgkDdiQueryInterface`) have no such check, and DDIs not confirmed in either are left
+/// out.
+fn through_ddi_wrapper(routine: Routine) -> bool {
+    use Routine as R;
+    matches!(
+        routine,
+        R::DxgkDdiQueryAdapterInfo
+            | R::DxgkDdiCreateNativeFence
+            | R::DxgkDdiGetNodeMetadata
+            | R::DxgkDdiCreateDevice
+            | R::DxgkDdiDestroyDevice
+            | R::DxgkDdiCreateContext
+            | R::DxgkDdiDestroyContext
+            | R::DxgkDdiSuspendContext
+            | R::DxgkDdiResumeContext
+            | R::DxgkDdiCreateHwQueue
+            | R::DxgkDdiDestroyHwQueue
+            | R::DxgkDdiSubmitCommandToHwQueue
+            | R::DxgkDdiCreateDoorbell
+            | R::DxgkDdiConnectDoorbell
+            | R::DxgkDdiDisconnectDoorbell
+            | R::DxgkDdiDestroyDoorbell
+            | R::DxgkDdiNotifyWorkSubmission
+            | R::DxgkDdiSetPowerComponentFState
+            | R::DxgkDdiPowerRuntimeControlRequest
+            | R::DxgkDdiSubmitCommand
+            | R::DxgkDdiSubmitCommandVirtual
+            | R::DxgkDdiPreemptCommand
+            | R::DxgkDdiQueryCurrentFence
+            | R::DxgkDdiBuildPagingBuffer
+            | R::DxgkDdiQueryDependentEngineGroup
+            | R::DxgkDdiQueryEngineStatus
+            | R::DxgkDdiResetEngine
+            | R::DxgkDdiCollectDbgInfo
+            | R::DxgkDdiResetFromTimeout
+            | R::DxgkDdiRestartFromTimeout
+            | R::DxgkDdiSetupPriorityBands
+            | R::DxgkDdiSetSchedulingLogBuffer
+            | R::DxgkDdiSetContextSchedulingProperties
+            | R::DxgkDdiResetHwEngine
+            | R::DxgkDdiResumeHwEngine
+            | R::DxgkDdiCalibrateGpuClock
+            | R::DxgkDdiCreateProcess
+            | R::DxgkDdiDestroyProcess
+            | R::DxgkDdiSetRootPageTable
+            | R::DxgkDdiGetRootPageTableSize
+            | R::DxgkDdiDestroyAllocation
+            | R::DxgkDdiDescribeAllocation
+            | R::DxgkDdiGetStandardAllocationDriverData
+            | R::DxgkDdiOpenAllocation
+            | R::DxgkDdiCloseAllocation
+    )
+}
+
+/// [`call_driver`]; with `fatal_0x113` a return at another IRQL raises Windows' 0x113 / 0x10
+/// (parameters: sub-code, the DDI's address in place of the adapter object, IRQL at the call,
+/// IRQL at the return) instead of the simulation's 0xC8.
+fn call_driver_checked<R>(
+    state: &Arc<MachineState>,
+    routine: Routine,
+    address: usize,
+    fatal_0x113: bool,
+    f: impl FnOnce() -> R,
+) -> Result<R, SimError> {
     if let Some(fault) = state.fault() {
         return Err(fault.into());
     }
@@ -128,6 +205,7 @@ pub fn call_driver<R>(
     let entry = current_irql();
     let _routine = InRoutine::enter(routine);
     let r = f();
+    let returned = current_irql();
     if let Err(b) = kernel::check_return_irql(
         entry,
         bugcheck::irql_unexpected::SIM_DDI,
@@ -135,7 +213,19 @@ pub fn call_driver<R>(
         0,
         routine.id(),
     ) {
-        state.raise_bugcheck(b);
+        state.raise_bugcheck(if fatal_0x113 {
+            bugcheck::BugCheck::new(
+                bugcheck::VIDEO_DXGKRNL_FATAL_ERROR,
+                [
+                    bugcheck::dxgkrnl_fatal::DDI_IRQL_MISMATCH,
+                    address as u64,
+                    bugcheck::kirql(entry),
+                    bugcheck::kirql(returned),
+                ],
+            )
+        } else {
+            b
+        });
     }
     match state.fault() {
         Some(fault) => Err(fault.into()),

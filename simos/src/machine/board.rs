@@ -37,6 +37,12 @@ pub trait Board: MmioBus + Send + Sync {
     fn request_level(&self) -> Option<bool> {
         None
     }
+    /// Whether the bus fixes the interrupt's kind: `Some(true)` a message (MSI), `Some(false)`
+    /// a line, `None` whichever the adapter's configuration asks for (the in-process device,
+    /// which offers both).
+    fn message_signalled(&self) -> Option<bool> {
+        None
+    }
     /// Host accesses the device counted so far (`None`: a board that cannot count).
     fn bus_counts(&self) -> Option<rvgpu_device::BusCounts> {
         None

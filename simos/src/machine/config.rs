@@ -44,6 +44,26 @@ pub struct OsConfig {
     /// sits at +200 there and the five slots checked, +1528..+1560, are the four doorbell DDIs
     /// and `DxgkDdiNotifyWorkSubmission`; byte 1368 is not among them.
     pub ums_requires_slot_1368: bool,
+    /// §10 question 4 (BR-62): may a physical adapter report no segments
+    /// (`DXGK_QUERYSEGMENTOUT4.NbSegment` = 0)? `true` is the 22631 kernel: [D]
+    /// `VidMmiQuerySegmentInfo4` and `VIDMM_GLOBAL::Init` check only the upper bound (32), and
+    /// an adapter with GPU VA gets VidMm's implicit system-memory segment besides. `false`, the
+    /// default, is every later build read ([D24] dxgmms2 `CreatePhysicalAdapterSegments` @
+    /// 0x14009B368 and @ 0x1400B14D0): a zero count is refused with `STATUS_UNSUCCESSFUL`
+    /// before the descriptors are asked for, VidMm is not created and the start fails with
+    /// `STATUS_NO_MEMORY`. Neither build exempts an IoMmu-only adapter.
+    pub zero_segments_accepted: bool,
+    /// §10 question 10 (BR-24): how a DDI that returns at another IRQL than it was called at
+    /// stops the machine. `false`: the simulation's own 0xC8 `IRQL_UNEXPECTED_VALUE`
+    /// (`bugcheck::irql_unexpected::SIM_DDI`). `true` (default): Windows' code,
+    /// 0x113 `VIDEO_DXGKRNL_FATAL_ERROR` with parameter 1 = 0x10, for the DDIs Dxgkrnl calls
+    /// through its `DXGADAPTER` / `ADAPTER_RENDER` `Ddi*` wrappers ([D] e.g.
+    /// `ADAPTER_RENDER::DdiCreateHwQueue`, [D24] `ADAPTER_RENDER::DdiCreateNativeFence` @
+    /// 0x140425BF0: `WdLogSingleEntry5(0, 0x113, 0x10, adapter, IRQL before, IRQL after)`, a
+    /// watchdog record of the Critical category, which bug-checks with its first word as the
+    /// code: docs/windows-bringup.md §10 Q10). The PnP-layer wrappers (`DpiDxgkDdi*`:
+    /// AddDevice, StartDevice, …) make no such check, so those DDIs keep 0xC8.
+    pub ddi_irql_mismatch_is_0x113: bool,
     /// IRQL the OS calls `DxgkDdiSubmitCommandToHwQueue` at. Microsoft allows PASSIVE_LEVEL or
     /// DISPATCH_LEVEL; the default is the stricter DISPATCH_LEVEL (a driver must cope with it).
     pub submit_irql: Irql,
@@ -96,6 +116,8 @@ impl Default for OsConfig {
             hwsch_feature: true,
             ums_feature: true,
             ums_requires_slot_1368: false,
+            zero_segments_accepted: false,
+            ddi_irql_mismatch_is_0x113: true,
             submit_irql: Irql::Dispatch,
             wait_timeout: crate::ums::DEFAULT_WAIT,
             log_entries: crate::sync::fencelog::DEFAULT_LOG_ENTRIES,

@@ -11,13 +11,16 @@
 //!   pages, rings) is carved from a physical range the guest kernel was told to leave alone
 //!   (`memmap=SIZE$BASE`), mapped from `/dev/mem`; its bus address is its guest physical
 //!   address, which is where the server's DMA reaches guest RAM.
-//! - **Interrupts**: INTx through `uio_pci_generic`. A thread blocks on `/dev/uioN`; each
-//!   interrupt asserts the adapter's line, and the interrupt thread runs the ISR path as for
-//!   the in-process device. uio_pci_generic masks INTx in its handler (the command register's
-//!   INTx-disable bit); [`Board::end_of_interrupt`] lowers the line and clears that bit
-//!   through the sysfs `config` file, as the UIO documentation says user space re-enables it.
-//!   The line is level-triggered: if the device still requests, the unmasked INTx interrupts
-//!   again at once.
+//! - **Interrupts**: a thread blocks on `/dev/uioN`; each interrupt asserts the adapter's
+//!   line (and is a message), and the interrupt thread runs the ISR path as for the
+//!   in-process device. Which interrupt depends on the UIO driver bound to the function:
+//!   - `uio_pci_generic`: INTx. Its handler masks INTx (the command register's INTx-disable
+//!     bit); [`Board::end_of_interrupt`] lowers the line and clears that bit through the sysfs
+//!     `config` file, as the UIO documentation says user space re-enables it. The line is
+//!     level-triggered: if the device still requests, the unmasked INTx interrupts again.
+//!   - `rvgpu_uio_msi` (device/vfu/vm/uio_msi, the guest test's own module): the function's
+//!     MSI message. Nothing is masked; [`Board::message_signalled`] tells the OS, which then
+//!     gives the driver a message interrupt and runs its ISR once per message.
 //!
 //! Oracles the in-process device answers from its internals (runlisted queues, TLB contents,
 //! engine snapshots, power gating) are not observable on a real function: they return `None`
@@ -58,6 +61,53 @@ static INTERRUPTS_TAKEN: AtomicU64 = AtomicU64::new(0);
 /// Interrupts delivered through UIO to the PCI boards of this process so far.
 pub fn interrupts_taken() -> u64 {
     INTERRUPTS_TAKEN.load(Ordering::Relaxed)
+}
+
+thread_local! {
+    /// BAR0 reads this thread made on any PCI board: what an ISR itself read, apart from
+    /// other threads' reads while it ran.
+    static THREAD_READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// BAR0 reads the calling thread has made on PCI boards so far.
+pub(crate) fn thread_reads() -> u64 {
+    THREAD_READS.with(|c| c.get())
+}
+
+fn count_read(total: &AtomicU64) {
+    total.fetch_add(1, Ordering::Relaxed);
+    THREAD_READS.with(|c| c.set(c.get().wrapping_add(1)));
+}
+
+/// ISR calls on PCI boards of this process, and the BAR0 reads they made themselves.
+static ISR_CALLS: AtomicU64 = AtomicU64::new(0);
+static ISR_READS: AtomicU64 = AtomicU64::new(0);
+
+/// One ISR call on a PCI board made `reads` register reads (the OS's ledger, per call).
+pub(crate) fn note_isr(reads: u64) {
+    ISR_CALLS.fetch_add(1, Ordering::Relaxed);
+    ISR_READS.fetch_add(reads, Ordering::Relaxed);
+}
+
+/// ISR calls on PCI boards of this process so far, and the register reads the ISRs made
+/// (on their own thread: other threads' reads while an ISR ran are not counted).
+pub fn isr_reads() -> (u64, u64) {
+    (
+        ISR_CALLS.load(Ordering::Relaxed),
+        ISR_READS.load(Ordering::Relaxed),
+    )
+}
+
+/// Whether the last PCI board opened takes MSI messages (else INTx), for the same report.
+static LAST_MSI: AtomicBool = AtomicBool::new(false);
+
+/// "MSI" or "INTx": the interrupt of the last PCI board this process opened.
+pub fn interrupt_kind() -> &'static str {
+    if LAST_MSI.load(Ordering::Relaxed) {
+        "MSI"
+    } else {
+        "INTx"
+    }
 }
 
 /// Clears the command register's INTx-disable bit through the function's sysfs `config` file
@@ -161,13 +211,21 @@ pub fn find_function() -> Option<PathBuf> {
     None
 }
 
-/// The UIO device bound to `function` (`/dev/uioN`), if uio_pci_generic has it.
-fn find_uio(function: &Path) -> Option<PathBuf> {
+/// The name of the UIO driver whose handler delivers MSI (device/vfu/vm/uio_msi).
+const UIO_MSI_NAME: &str = "rvgpu_uio_msi";
+
+/// The UIO device bound to `function` (`/dev/uioN`), if a UIO driver has it, and whether its
+/// interrupt is the MSI message (the UIO device's `name` is [`UIO_MSI_NAME`]).
+fn find_uio(function: &Path) -> Option<(PathBuf, bool)> {
     let e = std::fs::read_dir(function.join("uio"))
         .ok()?
         .flatten()
         .next()?;
-    Some(Path::new("/dev").join(e.file_name()))
+    let name = std::fs::read_to_string(e.path().join("name")).unwrap_or_default();
+    Some((
+        Path::new("/dev").join(e.file_name()),
+        name.trim() == UIO_MSI_NAME,
+    ))
 }
 
 /// The PCI function as an adapter's board.
@@ -177,6 +235,12 @@ pub struct PciBoard {
     config_space: File,
     memory: Arc<Memory>,
     cfg: DeviceConfig,
+    /// The UIO driver delivers the MSI message rather than INTx.
+    msi: bool,
+    /// BAR0 reads and writes and BAR2 writes this board made (every thread's).
+    reads: AtomicU64,
+    writes: AtomicU64,
+    doorbell_writes: AtomicU64,
     frozen: AtomicBool,
     line: Arc<SimLine>,
     stop: Arc<AtomicBool>,
@@ -207,10 +271,13 @@ impl PciBoard {
                 io::Error::new(io::ErrorKind::NotFound, "no 1234:5256 function in sysfs")
             })?,
         };
-        let uio_path = find_uio(&function).ok_or_else(|| {
+        let (uio_path, msi) = find_uio(&function).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotFound,
-                format!("{} is not bound to uio_pci_generic", function.display()),
+                format!(
+                    "{} is not bound to uio_pci_generic or {UIO_MSI_NAME}",
+                    function.display()
+                ),
             )
         })?;
         let bar0 = Mapping::open(&function.join("resource0"), 0, None)?;
@@ -237,6 +304,10 @@ impl PciBoard {
             config_space,
             memory,
             cfg: DeviceConfig::default(),
+            msi,
+            reads: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            doorbell_writes: AtomicU64::new(0),
             frozen: AtomicBool::new(false),
             line,
             stop: Arc::new(AtomicBool::new(false)),
@@ -250,6 +321,7 @@ impl PciBoard {
             ));
         }
         board.cfg = board.config_from_registers();
+        LAST_MSI.store(msi, Ordering::Relaxed);
         let uio = OpenOptions::new().read(true).open(&uio_path)?;
         let (line, stop) = (board.line.clone(), board.stop.clone());
         let t = std::thread::Builder::new()
@@ -309,6 +381,7 @@ fn uio_thread(mut uio: File, line: Arc<SimLine>, stop: Arc<AtomicBool>) {
 
 impl MmioBus for PciBoard {
     fn read32(&self, offset: usize) -> u32 {
+        count_read(&self.reads);
         match self.bar0.at(offset, 4) {
             // SAFETY: aligned and inside BAR0 (checked by `at`); one volatile load.
             Some(p) if !self.frozen.load(Ordering::Relaxed) => unsafe {
@@ -319,6 +392,7 @@ impl MmioBus for PciBoard {
     }
 
     fn write32(&self, offset: usize, value: u32) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
         if let Some(p) = self.bar0.at(offset, 4) {
             if !self.frozen.load(Ordering::Relaxed) {
                 // SAFETY: aligned and inside BAR0; one volatile store.
@@ -328,6 +402,7 @@ impl MmioBus for PciBoard {
     }
 
     fn read64(&self, offset: usize) -> u64 {
+        count_read(&self.reads);
         match self.bar0.at(offset, 8) {
             // SAFETY: aligned and inside BAR0; one volatile load.
             Some(p) if !self.frozen.load(Ordering::Relaxed) => unsafe {
@@ -338,6 +413,7 @@ impl MmioBus for PciBoard {
     }
 
     fn write64(&self, offset: usize, value: u64) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
         if let Some(p) = self.bar0.at(offset, 8) {
             if !self.frozen.load(Ordering::Relaxed) {
                 // SAFETY: aligned and inside BAR0; one volatile store.
@@ -357,6 +433,7 @@ impl Board for PciBoard {
     }
 
     fn doorbell_write(&self, page: u32, value: u64) {
+        self.doorbell_writes.fetch_add(1, Ordering::Relaxed);
         let off = (page as usize).saturating_mul(rvgpu_hw::PAGE_SIZE as usize);
         if let Some(p) = self.bar2.at(off, 8) {
             if !self.frozen.load(Ordering::Relaxed) {
@@ -382,9 +459,23 @@ impl Board for PciBoard {
 
     fn end_of_interrupt(&self) {
         // Lower first, then unmask: a request still pending interrupts again after the unmask
-        // and the UIO thread raises the line anew.
+        // and the UIO thread raises the line anew. A message masks nothing.
         self.line.set(false);
-        let _ = unmask_intx(&self.config_space);
+        if !self.msi {
+            let _ = unmask_intx(&self.config_space);
+        }
+    }
+
+    fn message_signalled(&self) -> Option<bool> {
+        Some(self.msi)
+    }
+
+    fn bus_counts(&self) -> Option<rvgpu_device::BusCounts> {
+        Some(rvgpu_device::BusCounts {
+            reads: self.reads.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            doorbell_writes: self.doorbell_writes.load(Ordering::Relaxed),
+        })
     }
 
     fn step(&self) -> bool {

@@ -214,6 +214,19 @@ pub(crate) fn query(
             format!("{n} segments reported (at most 32)"),
         )));
     }
+    // BR-62, §10 Q4: at least one segment. [D24] dxgmms2 `CreatePhysicalAdapterSegments`
+    // (@ 0x14009B368 and @ 0x1400B14D0, the two later builds read) refuses a zero count with
+    // STATUS_UNSUCCESSFUL right after the counting call, whatever the memory model (no IoMmu
+    // exemption); VIDMM_GLOBAL::Init fails, VidMmiInit returns no VidMm and the start fails
+    // with STATUS_NO_MEMORY ([D] `ADAPTER_RENDER::Initialize`). 22631 has no lower bound
+    // (`OsConfig::zero_segments_accepted`).
+    if n == 0 && !a.os.zero_segments_accepted {
+        return Ok(Err(violation(
+            "BR-62",
+            STATUS_NO_MEMORY,
+            "no segments reported (at least 1)".into(),
+        )));
+    }
     let stride = std::mem::size_of::<DXGK_SEGMENTDESCRIPTOR4>();
     let mut array = vec![0u8; stride * n as usize];
     let mut out = DXGK_QUERYSEGMENTOUT4 {
