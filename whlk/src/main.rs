@@ -268,6 +268,10 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if cli.umd != "rust" && !matches!(cli.backend, BackendKind::KmtSim) {
+        eprintln!("rvgpu-whlk: --umd {} needs --backend kmt-sim", cli.umd);
+        return ExitCode::from(2);
+    }
     let backend: Box<dyn Backend> = match cli.backend {
         BackendKind::Sim => match pci {
             Some(spec) => Box::new(pci_backend(Some(spec))),
@@ -280,10 +284,6 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         },
-        _ if cli.umd != "rust" => {
-            eprintln!("rvgpu-whlk: --umd {} needs --backend kmt-sim", cli.umd);
-            return ExitCode::from(2);
-        }
         BackendKind::KmtSim => Box::new(KmtBackend::new(kmt::sim::SimPlatform)),
         #[cfg(windows)]
         BackendKind::Windows => Box::new(KmtBackend::new(kmt::windows::WinPlatform)),
