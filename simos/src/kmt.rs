@@ -138,6 +138,15 @@ pub struct SimFence {
     fence: MonitoredFence,
 }
 
+impl SimFence {
+    /// The OS's fence behind the view (its CPU address is what the PE bridge hands a user-mode
+    /// image as the fence's `…CPUVirtualAddress`).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn monitored(&self) -> &MonitoredFence {
+        &self.fence
+    }
+}
+
 impl FenceCpu for SimFence {
     fn value(&self) -> u64 {
         self.fence.value()
@@ -180,6 +189,34 @@ impl<'m> SimKmt<'m> {
             .create_native_fence(self.p.adapter, self.p.pid, desc)
             .map_err(status)?;
         self.with_kmt_handle(f)
+    }
+
+    /// `D3DKMTCreateNativeFence` of a default-type fence as the OS returns it to a user-mode
+    /// image (the PE bridge): its D3DKMT handle and the fence, whose private data and mapping
+    /// the thunk hands back.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn create_native_fence_raw(
+        &self,
+        initial: u64,
+        shareable: bool,
+    ) -> Result<(KmtHandle, NativeFence), NtStatus> {
+        self.thunk()?;
+        let desc = NativeFenceDesc {
+            initial,
+            shareable,
+            ..NativeFenceDesc::default()
+        };
+        let f = self
+            .m
+            .create_native_fence(self.p.adapter, self.p.pid, desc)
+            .map_err(status)?;
+        match self.m.native_fence_kmt_handle(&f) {
+            Ok(h) => Ok((h, f)),
+            Err(e) => {
+                let _ = self.m.destroy_native_fence(&f);
+                Err(status(e))
+            }
+        }
     }
 
     /// This process's instance with D3DKMT handle `h` (another process's handle names

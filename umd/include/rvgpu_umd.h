@@ -5,8 +5,8 @@
  * here matches the Rust declarations.
  *
  * On Windows the calls go to the D3DKMT thunks (user-mode submission through a ring and a
- * doorbell, with a kernel-mode fallback; native fences). That code is compiled but has not run
- * yet, and queue creation cannot succeed until the kernel driver gives allocations GPU virtual
+ * doorbell, with a kernel-mode fallback; native fences). That code has run only in an x86-64
+ * emulator over a simulated OS (docs/pe-image.md), never on Windows, and queue creation cannot succeed until the kernel driver gives allocations GPU virtual
  * addresses: rvgpu_create_queue then returns the failing call's status (see capi.rs). Off
  * Windows rvgpu_open_adapter returns RVGPU_STATUS_NOT_IMPLEMENTED.
  *

@@ -9,7 +9,8 @@
 //!   kernel-mode fallback); `rvgpu_submit` parses the packets and submits them;
 //!   `rvgpu_queue_wait` waits on a progress value; fences are native fences
 //!   (`D3DKMTCreateNativeFence`), signalled and waited from the CPU. This is compiled by the
-//!   Windows cross-build only and has never run; queue creation cannot succeed yet on a real
+//!   Windows cross-build only; it has run in the x86-64 emulator over the simulated OS's
+//!   thunks (docs/pe-image.md, `simos/tests/pe_umd.rs`), never on Windows; queue creation cannot succeed yet on a real
 //!   system because the v1 KMD gives allocations no GPU virtual address (kmt_windows.rs), so
 //!   `rvgpu_create_queue` returns the failing thunk's status mapped to an [`RvgpuStatus`]
 //!   (`NotImplemented` for `STATUS_NOT_SUPPORTED`).

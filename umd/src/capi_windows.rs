@@ -1,6 +1,7 @@
 //! The C API on Windows: handles are boxed objects over [`WinKmt`] and the portable
 //! [`UserQueue`] (the object types are `capi_buffer`'s, which also serves the buffer calls).
-//! Compiled by the Windows cross-build only; never run (see `capi`).
+//! Compiled by the Windows cross-build only; run in the x86-64 emulator over the simulated
+//! OS's thunks, never on Windows (see `capi`).
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;

@@ -4,7 +4,8 @@
 //! to ETW when the C API installs it.
 //!
 //! **Status, honestly.** Compiled by the `x86_64-pc-windows-msvc` cross-build of rvgpu_umd.dll
-//! only; it has never run, and no ETW session has decoded its events. It is written by hand
+//! only; it has never run on Windows (in the x86-64 emulator its registration runs, against an
+//! advapi32 that never enables it), and no ETW session has decoded its events. It is written by hand
 //! over advapi32's `EventRegister` / `EventSetInformation(EventProviderSetTraits)` /
 //! `EventWriteTransfer` (windows-sys), following the TraceLogging self-describing event layout
 //! (what TraceLoggingProvider.h's macros generate), because the `tracelogging` crate would be a

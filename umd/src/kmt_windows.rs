@@ -2,7 +2,9 @@
 //! gdi32.dll, so the portable submission core (`submit`) runs over the real OS.
 //!
 //! **Status, honestly.** This module is only *compiled* in this repository (by the
-//! `x86_64-pc-windows-msvc` cross-build of rvgpu_umd.dll, scripts/package.sh); it has never run.
+//! `x86_64-pc-windows-msvc` cross-build of rvgpu_umd.dll, scripts/package.sh); it has never run
+//! on Windows. The DLL runs in the x86-64 emulator over the simulated OS's thunks
+//! (docs/pe-image.md, `simos/tests/pe_umd.rs`), which exercises the calls its C API makes.
 //! It runs only on Windows 11 24H2 or later (WDDM 3.2) with the rvgpu KMD installed, and even
 //! there allocation creation cannot succeed yet: [`WinKmt::create_allocation`] needs the KMD's
 //! `DxgkDdiCreateAllocation` and a GPU virtual address for the allocation, which the v1 KMD does

@@ -1,7 +1,7 @@
 //! `rvgpu-whlk`: runs the named cases and prints the results table.
 //!
 //! ```text
-//! rvgpu-whlk [--backend sim|windows|kmt-sim] [--driver linux|pe|pe:PATH] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
+//! rvgpu-whlk [--backend sim|windows|kmt-sim] [--driver linux|pe|pe:PATH] [--umd rust|pe|pe:PATH] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
 //!             [--junit PATH] [--timeline PATH | --no-timeline] [--timeline-svg PATH]
 //! ```
 //! `--requirement` (repeatable, or a comma list) keeps the cases whose requirement list names
@@ -66,6 +66,13 @@ struct Cli {
     /// it; `pe:PATH` for another image).
     #[arg(long, default_value = "linux", value_name = "linux|pe|pe:PATH")]
     driver: String,
+    /// With `--backend kmt-sim`: which user-mode driver the cases go through: `rust` (the UMD's
+    /// Rust code linked into this binary, over the simulated thunks) or `pe` — the shipped
+    /// `rvgpu_umd.dll` run in the x86-64 emulator, its C API only (built on first use as
+    /// scripts/package.sh builds it; `pe:PATH` for another DLL). Cases that need more than the
+    /// C API are skipped with the piece they miss.
+    #[arg(long, default_value = "rust", value_name = "rust|pe|pe:PATH")]
+    umd: String,
     /// A named subset of cases: `pci` (issue 16's list for the PCI board).
     #[arg(long, value_name = "NAME")]
     subset: Option<String>,
@@ -111,6 +118,30 @@ fn choose_driver(arg: &str) -> Result<(), String> {
     );
     DriverBuild::set_default(DriverBuild::Pe(Some(path)));
     Ok(())
+}
+
+/// `--umd pe[:PATH]`: the backend over the shipped DLL, loaded once to fail early (no
+/// emulator, an import the simulated OS lacks).
+#[cfg(target_os = "linux")]
+fn umd_backend(arg: &str) -> Result<Box<dyn Backend>, String> {
+    let path = match arg {
+        "pe" => None,
+        _ => match arg.strip_prefix("pe:") {
+            Some(p) => Some(std::path::PathBuf::from(p)),
+            None => return Err("unknown UMD (rust, pe, pe:PATH)".into()),
+        },
+    };
+    let b = kmt::dll::DllBackend::new(path)?;
+    println!(
+        "UMD: {} (the shipped DLL, run in the x86-64 emulator)",
+        b.path().display()
+    );
+    Ok(Box::new(b))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn umd_backend(_arg: &str) -> Result<Box<dyn Backend>, String> {
+    Err("the shipped DLL runs in the emulator on Linux only".into())
 }
 
 /// Writes `text` to `path`, creating its directory.
@@ -237,10 +268,21 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if cli.umd != "rust" && !matches!(cli.backend, BackendKind::KmtSim) {
+        eprintln!("rvgpu-whlk: --umd {} needs --backend kmt-sim", cli.umd);
+        return ExitCode::from(2);
+    }
     let backend: Box<dyn Backend> = match cli.backend {
         BackendKind::Sim => match pci {
             Some(spec) => Box::new(pci_backend(Some(spec))),
             None => Box::new(SimBackend),
+        },
+        BackendKind::KmtSim if cli.umd != "rust" => match umd_backend(&cli.umd) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("rvgpu-whlk: --umd {}: {e}", cli.umd);
+                return ExitCode::from(2);
+            }
         },
         BackendKind::KmtSim => Box::new(KmtBackend::new(kmt::sim::SimPlatform)),
         #[cfg(windows)]

@@ -196,10 +196,7 @@ impl Machine {
                 Data3: 0x4000,
                 Data4: [0x80, 0, 0, 0, 0, 0, 0, i as u8],
             },
-            AdapterLuid: LUID {
-                LowPart: 0x1000 + i as u32,
-                HighPart: 0,
-            },
+            AdapterLuid: adapter_luid(i),
         };
         // The feature database, before StartDevice: the driver asks it from StartDevice on
         // ([D] DpiFeatureStartDevice in DpiFdoStartAdapter).
@@ -855,5 +852,14 @@ impl Machine {
         self.table.set(None);
         self.loaded = false;
         Ok(())
+    }
+}
+
+/// The LUID Dxgkrnl gives adapter `i` (`DXGK_START_INFO::AdapterLuid`), which user mode opens
+/// it by (`D3DKMTOpenAdapterFromLuid`).
+pub fn adapter_luid(i: usize) -> LUID {
+    LUID {
+        LowPart: 0x1000 + i as u32,
+        HighPart: 0,
     }
 }

@@ -116,6 +116,40 @@ pub fn unregister_range(base: usize) {
         .remove(&base);
 }
 
+/// What an access to a window with its own handler does: `(offset, width, Some(value))` is a
+/// write (the result is ignored), `None` a read.
+pub type WindowFn = Arc<dyn Fn(usize, usize, Option<u64>) -> u64 + Send + Sync>;
+
+/// Windows whose accesses go to a handler of their own instead of the trap-window registry
+/// (a user-mode doorbell page), by base.
+static HANDLERS: RwLock<BTreeMap<usize, WindowFn>> = RwLock::new(BTreeMap::new());
+
+/// A register window of `len` bytes whose accesses `handler` answers (on the accessing
+/// thread, outside the guest lock, each 8-byte access whole): an MMIO region in every
+/// processor, placed in the windows' half of the arena like the BAR windows. Returns its base.
+pub fn register_window(len: usize, handler: WindowFn) -> Result<usize, String> {
+    let base = arena::alloc(len, arena::Access::Window)?;
+    HANDLERS
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(base, handler);
+    register_range(base, len, Range::Window);
+    Ok(base)
+}
+
+/// One access to the window at `base`: its own handler, else the trap-window registry.
+fn window_io(base: usize, offset: usize, width: usize, write: Option<u64>) -> u64 {
+    let h = HANDLERS
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&base)
+        .cloned();
+    match h {
+        Some(h) => h(offset, width, write),
+        None => kernel::window_access(base, offset, width, write),
+    }
+}
+
 fn range_of(addr: usize) -> Option<(usize, usize, Range)> {
     let r = RANGES.read().unwrap_or_else(|p| p.into_inner());
     let (&b, &(len, kind)) = r.range(..=addr).next_back()?;
@@ -128,6 +162,10 @@ pub enum StubResult {
     Return(u64),
     /// The routine does not return (`KeBugCheckEx`): the image stops here.
     NoReturn,
+    /// The routine raises this exception (an NTSTATUS) in a user-mode caller (an access
+    /// violation on a bad pointer to `AcquireSRWLockExclusive`): nothing in the DLL handles it,
+    /// so the process ends there ([`Stop::UserException`]).
+    Raise(u32),
 }
 
 /// A host routine the image can call.
@@ -274,6 +312,8 @@ pub fn counting() -> bool {
 thread_local! {
     /// Image instructions this thread executed (counting mode).
     static EXECUTED: Cell<u64> = const { Cell::new(0) };
+    /// User-mode image instructions this thread executed (counting mode), apart.
+    static EXECUTED_USER: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Image instructions the calling thread has executed so far (counting mode).
@@ -281,20 +321,41 @@ pub fn executed() -> u64 {
     EXECUTED.with(Cell::get)
 }
 
-unsafe extern "C" fn on_count(_uc: Uc, _addr: u64, _size: u32, _user: *mut c_void) {
-    EXECUTED.with(|c| c.set(c.get() + 1));
+/// User-mode image instructions the calling thread has executed so far (counting mode).
+pub fn executed_user() -> u64 {
+    EXECUTED_USER.with(Cell::get)
+}
+
+unsafe extern "C" fn on_count(_uc: Uc, _addr: u64, _size: u32, user: *mut c_void) {
+    // The hook's user data says whose range it is (0: a kernel image, 1: a user-mode one).
+    let counter = if user.is_null() {
+        &EXECUTED
+    } else {
+        &EXECUTED_USER
+    };
+    counter.with(|c| c.set(c.get() + 1));
 }
 
 /// Image ranges to count in (appended when an image is mapped in counting mode).
-static COUNT_RANGES: RwLock<Vec<(usize, usize)>> = RwLock::new(Vec::new());
+static COUNT_RANGES: RwLock<Vec<(usize, usize, bool)>> = RwLock::new(Vec::new());
 
 /// Counts the instructions executed in `[start, end)` (counting mode).
 pub fn register_count_range(start: usize, end: usize) {
+    add_count_range(start, end, false);
+}
+
+/// Counts the instructions executed in `[start, end)`, a user-mode image's, apart from the
+/// kernel images' ([`executed_user`]; counting mode).
+pub fn register_user_count_range(start: usize, end: usize) {
+    add_count_range(start, end, true);
+}
+
+fn add_count_range(start: usize, end: usize, user: bool) {
     if counting() {
         COUNT_RANGES
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .push((start, end));
+            .push((start, end, user));
     }
 }
 
@@ -455,8 +516,8 @@ impl Engine {
         }
         self.specials_seen.set(last);
         let ranges = COUNT_RANGES.read().unwrap_or_else(|p| p.into_inner());
-        for &(start, end) in ranges.iter().skip(self.counted.get()) {
-            self.code_hook(on_count, 0, start, end - 1);
+        for &(start, end, user) in ranges.iter().skip(self.counted.get()) {
+            self.code_hook(on_count, usize::from(user), start, end - 1);
         }
         self.counted.set(ranges.len());
     }
@@ -671,13 +732,13 @@ unsafe extern "C" fn mmio_read(_uc: Uc, offset: u64, size: u32, base: *mut c_voi
     let at = base as u64 + offset;
     let (a0, whole) = ACCESS.with(Cell::get);
     let v = if whole == 8 && size == 4 && at == a0 {
-        let v = outside(|| kernel::window_access(base as usize, offset as usize, 8, None));
+        let v = outside(|| window_io(base as usize, offset as usize, 8, None));
         HALF.with(|h| h.set(v >> 32));
         v & 0xFFFF_FFFF
     } else if whole == 8 && size == 4 && at == a0 + 4 {
         HALF.with(Cell::get)
     } else {
-        outside(|| kernel::window_access(base as usize, offset as usize, size as usize, None))
+        outside(|| window_io(base as usize, offset as usize, size as usize, None))
     };
     if trace() {
         eprintln!(
@@ -703,10 +764,10 @@ unsafe extern "C" fn mmio_write(_uc: Uc, offset: u64, size: u32, value: u64, bas
     }
     if whole == 8 && size == 4 && at == a0 + 4 {
         let v = HALF.with(Cell::get) | (value << 32);
-        outside(|| kernel::window_access(base as usize, offset as usize - 4, 8, Some(v)));
+        outside(|| window_io(base as usize, offset as usize - 4, 8, Some(v)));
         return;
     }
-    outside(|| kernel::window_access(base as usize, offset as usize, size as usize, Some(value)));
+    outside(|| window_io(base as usize, offset as usize, size as usize, Some(value)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -732,6 +793,11 @@ pub enum Stop {
     Halted,
     /// The emulator could not run (not installed, or an internal error).
     Emulator(String),
+    /// User-mode code (the UMD image, [`call_user`]) raised an exception nothing handles —
+    /// an access violation, an illegal instruction, `__fastfail` — which on Windows ends the
+    /// process, not the machine: `code` is the NTSTATUS (`STATUS_ACCESS_VIOLATION` …),
+    /// `address` the faulting data address (0 when none), `rip` where.
+    UserException { code: u32, address: u64, rip: u64 },
 }
 
 const ARG_REGS: [i32; 4] = [reg::RCX, reg::RDX, reg::R8, reg::R9];
@@ -740,6 +806,19 @@ const ARG_REGS: [i32; 4] = [reg::RCX, reg::RDX, reg::R8, reg::R9];
 /// processor; returns RAX. A fault in the image is raised as the bug check Windows would
 /// raise, on the current machine.
 pub fn call(addr: usize, args: &[u64]) -> Result<u64, Stop> {
+    call_in(addr, args, false)
+}
+
+/// Calls user-mode code (the UMD image's export at `addr`) with `args` on this thread's
+/// processor; returns RAX. A fault in it is the process's exception
+/// ([`Stop::UserException`]), never a bug check: user mode cannot stop the machine. What the
+/// code calls in the simulated OS runs as for [`call`] (a thunk that reaches the driver image
+/// runs it on a second processor, in kernel mode).
+pub fn call_user(addr: usize, args: &[u64]) -> Result<u64, Stop> {
+    call_in(addr, args, true)
+}
+
+fn call_in(addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
     if kernel::current_machine().is_some_and(|m| m.is_halted()) {
         return Err(Stop::Halted);
     }
@@ -751,7 +830,7 @@ pub fn call(addr: usize, args: &[u64]) -> Result<u64, Stop> {
     if !held {
         acquire();
     }
-    let r = run(&engine, addr, args);
+    let r = run(&engine, addr, args, user);
     if !held {
         release();
     }
@@ -759,7 +838,7 @@ pub fn call(addr: usize, args: &[u64]) -> Result<u64, Stop> {
     r
 }
 
-fn run(e: &Engine, addr: usize, args: &[u64]) -> Result<u64, Stop> {
+fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
     let sentinel = sentinel().map_err(Stop::Emulator)? as u64;
     e.sync_specials();
     // The frame: 16-byte aligned before the call, return address below it, shadow space and
@@ -792,6 +871,9 @@ fn run(e: &Engine, addr: usize, args: &[u64]) -> Result<u64, Stop> {
             Some(Exit::Interrupt(3)) => {
                 let at = rip.wrapping_sub(1) as usize;
                 let Some((name, f)) = stub_at(at) else {
+                    if user {
+                        return user_exception(STATUS_BREAKPOINT, 0, at as u64);
+                    }
                     return fault(BugCheck::new(
                         KMODE_EXCEPTION_NOT_HANDLED,
                         [0x8000_0003, at as u64, 0, 0],
@@ -824,6 +906,15 @@ fn run(e: &Engine, addr: usize, args: &[u64]) -> Result<u64, Stop> {
                 }
                 match result {
                     StubResult::NoReturn => return Err(Stop::Halted),
+                    StubResult::Raise(code) if user => {
+                        return user_exception(code, 0, rip.wrapping_sub(1));
+                    }
+                    StubResult::Raise(code) => {
+                        return fault(BugCheck::new(
+                            KMODE_EXCEPTION_NOT_HANDLED,
+                            [u64::from(code), rip.wrapping_sub(1), 0, 0],
+                        ));
+                    }
                     StubResult::Return(v) => {
                         e.write(reg::RAX, v);
                         if !(e.stack..e.stack + STACK - 8).contains(&sp) {
@@ -841,6 +932,17 @@ fn run(e: &Engine, addr: usize, args: &[u64]) -> Result<u64, Stop> {
             Some(Exit::Interrupt(n)) => {
                 // #DE, #UD and the rest reach KiDispatchException; a driver's unhandled one is
                 // 0x1E with the exception code. `int 0x29` is __fastfail: 0x139.
+                if user {
+                    // What the process's unhandled exception is: the same codes, and
+                    // `__fastfail` is STATUS_STACK_BUFFER_OVERRUN (its documented code).
+                    let code = match n {
+                        0 => 0xC000_0094,
+                        6 => 0xC000_001D,
+                        0x29 => STATUS_STACK_BUFFER_OVERRUN,
+                        _ => STATUS_ACCESS_VIOLATION,
+                    };
+                    return user_exception(code, 0, rip);
+                }
                 let (code, status) = match n {
                     0 => (KMODE_EXCEPTION_NOT_HANDLED, 0xC000_0094), // STATUS_INTEGER_DIVIDE_BY_ZERO
                     6 => (KMODE_EXCEPTION_NOT_HANDLED, 0xC000_001D), // STATUS_ILLEGAL_INSTRUCTION
@@ -849,6 +951,7 @@ fn run(e: &Engine, addr: usize, args: &[u64]) -> Result<u64, Stop> {
                 };
                 return fault(BugCheck::new(code, [status, rip, 0, 0]));
             }
+            Some(Exit::Invalid) if user => return user_exception(0xC000_001D, 0, rip),
             Some(Exit::Invalid) => {
                 return fault(BugCheck::new(
                     KMODE_EXCEPTION_NOT_HANDLED,
@@ -864,6 +967,9 @@ fn run(e: &Engine, addr: usize, args: &[u64]) -> Result<u64, Stop> {
                     return Err(Stop::Emulator(format!(
                         "the image called host code at {addr:#x} (a host function pointer crossed the bridge untranslated)"
                     )));
+                }
+                if user {
+                    return user_exception(STATUS_ACCESS_VIOLATION, addr, rip);
                 }
                 let write = u64::from(kind == unicorn::mem::WRITE_UNMAPPED);
                 let fetch = kind == unicorn::mem::FETCH_UNMAPPED;
@@ -894,6 +1000,20 @@ fn run(e: &Engine, addr: usize, args: &[u64]) -> Result<u64, Stop> {
 pub const KMODE_EXCEPTION_NOT_HANDLED: u32 = 0x1E;
 /// `KERNEL_SECURITY_CHECK_FAILURE`.
 pub const KERNEL_SECURITY_CHECK_FAILURE: u32 = 0x139;
+
+/// `STATUS_ACCESS_VIOLATION`.
+pub const STATUS_ACCESS_VIOLATION: u32 = 0xC000_0005;
+/// `STATUS_BREAKPOINT`.
+const STATUS_BREAKPOINT: u32 = 0x8000_0003;
+/// `STATUS_STACK_BUFFER_OVERRUN`: how `__fastfail` ends a process.
+pub const STATUS_STACK_BUFFER_OVERRUN: u32 = 0xC000_0409;
+
+fn user_exception(code: u32, address: u64, rip: u64) -> Result<u64, Stop> {
+    if trace() {
+        eprintln!("[pe] user-mode exception {code:#x} at {rip:#x} (address {address:#x})");
+    }
+    Err(Stop::UserException { code, address, rip })
+}
 
 fn fault(b: BugCheck) -> Result<u64, Stop> {
     // Where in the image, as a debugger names it (module + offset), for the log.

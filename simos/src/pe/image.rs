@@ -45,6 +45,9 @@ pub struct Image {
     pub specials: Vec<(usize, u32, Special)>,
     /// Functions (`.pdata`), as `[start, end)` addresses.
     pub functions: Vec<(usize, usize)>,
+    /// Named exports (a DLL's): name and address in the mapping. Forwarders are left out
+    /// (the images here have none).
+    pub exports: Vec<(String, usize)>,
 }
 
 fn uc_reg(r: iced_x86::Register) -> Option<i32> {
@@ -68,6 +71,57 @@ fn uc_reg(r: iced_x86::Register) -> Option<i32> {
         R::R15 => reg::R15,
         _ => return None,
     })
+}
+
+/// The named exports of the mapped image `mem` (at `base`) whose export directory is at
+/// `rva` (none when the directory is absent or inconsistent). Read from the mapping by hand:
+/// the linker may place the directory at an address that is not 4-aligned, which `object`'s
+/// typed reader refuses.
+fn exports_of(mem: &[u8], base: usize, rva: usize) -> Vec<(String, usize)> {
+    let u32_at = |at: usize| -> Option<usize> {
+        let b = mem.get(at..at.checked_add(4)?)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
+    let u16_at = |at: usize| -> Option<usize> {
+        let b = mem.get(at..at.checked_add(2)?)?;
+        Some(u16::from_le_bytes([b[0], b[1]]) as usize)
+    };
+    let mut out = Vec::new();
+    if rva == 0 {
+        return out;
+    }
+    let (Some(functions), Some(count), Some(addresses), Some(names), Some(ordinals)) = (
+        u32_at(rva + 20),
+        u32_at(rva + 24),
+        u32_at(rva + 28),
+        u32_at(rva + 32),
+        u32_at(rva + 36),
+    ) else {
+        return out;
+    };
+    for i in 0..count.min(4096) {
+        let (Some(name), Some(ordinal)) = (u32_at(names + 4 * i), u16_at(ordinals + 2 * i)) else {
+            break;
+        };
+        if ordinal >= functions {
+            continue;
+        }
+        let Some(target) = u32_at(addresses + 4 * ordinal) else {
+            continue;
+        };
+        let Some(bytes) = mem.get(name..) else {
+            continue;
+        };
+        let end = bytes.iter().position(|&c| c == 0).unwrap_or(0);
+        if end == 0 || target == 0 || target >= mem.len() {
+            continue;
+        }
+        out.push((
+            String::from_utf8_lossy(&bytes[..end]).into_owned(),
+            base + target,
+        ));
+    }
+    out
 }
 
 impl Image {
@@ -161,6 +215,10 @@ impl Image {
                 }
             }
         }
+        let exports = dirs
+            .get(pe::IMAGE_DIRECTORY_ENTRY_EXPORT)
+            .map(|d| exports_of(mem, base, d.virtual_address.get(LE) as usize))
+            .unwrap_or_default();
         let mut functions = Vec::new();
         if let Some(d) = dirs.get(pe::IMAGE_DIRECTORY_ENTRY_EXCEPTION) {
             let (rva, len) = (d.virtual_address.get(LE) as usize, d.size.get(LE) as usize);
@@ -225,6 +283,7 @@ impl Image {
             imports,
             specials,
             functions,
+            exports,
         })
     }
 

@@ -18,6 +18,7 @@ pub mod arena;
 pub mod cpu;
 pub mod image;
 pub mod ntoskrnl;
+pub mod umd;
 pub mod unicorn;
 
 use std::collections::HashMap;
@@ -95,8 +96,8 @@ fn workspace_root() -> PathBuf {
 }
 
 /// Builds `rvgpu.sys` as `scripts/package.sh` does (same profile, target, linker and target
-/// directory, so the two share their work) and returns its path; once per process. An image
-/// given by `RVGPU_SYS` is used as it is.
+/// directory — `RVGPU_TARGET_DIR`, else `target/pe` — so the two share their work) and returns
+/// its path; once per process. An image given by `RVGPU_SYS` is used as it is.
 pub fn build_image() -> Result<PathBuf, String> {
     static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
     BUILT
@@ -104,43 +105,85 @@ pub fn build_image() -> Result<PathBuf, String> {
             if let Some(p) = std::env::var_os("RVGPU_SYS") {
                 return Ok(PathBuf::from(p));
             }
-            let root = workspace_root();
-            let target = "x86_64-pc-windows-msvc";
-            let target_dir = root.join("target").join("pe");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let out = std::process::Command::new(cargo)
-                .current_dir(&root)
-                .args([
-                    "rustc",
-                    "-q",
-                    "-p",
-                    "rvgpu",
-                    "--profile",
-                    "driver",
-                    "--target",
-                    target,
-                ])
-                .arg("--target-dir")
-                .arg(&target_dir)
-                .args([
-                    "--config",
-                    &format!("target.{target}.linker=\"rust-lld\""),
-                    "--crate-type",
-                    "cdylib",
-                ])
-                .env_remove("RUSTFLAGS")
-                .env_remove("CARGO_ENCODED_RUSTFLAGS")
-                .output()
-                .map_err(|e| format!("cannot run cargo to build rvgpu.sys: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "building rvgpu.sys failed:\n{}",
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
-            Ok(target_dir.join(target).join("driver").join("rvgpu.dll"))
+            build_cdylib("rvgpu", &[], &[], "rvgpu.dll", "rvgpu.sys")
         })
         .clone()
+}
+
+/// Builds `rvgpu_umd.dll` as `scripts/package.sh` does (the `dll` feature, no C runtime, no
+/// entry point; same profile, target, linker and target directory as [`build_image`]) and
+/// returns its path; once per process. A DLL given by `RVGPU_UMD_DLL` is used as it is.
+pub fn build_umd() -> Result<PathBuf, String> {
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            if let Some(p) = std::env::var_os("RVGPU_UMD_DLL") {
+                return Ok(PathBuf::from(p));
+            }
+            build_cdylib(
+                "rvgpu-umd",
+                &["--features", "dll"],
+                &[
+                    "-C",
+                    "link-arg=/NODEFAULTLIB",
+                    "-C",
+                    "link-arg=/NOENTRY",
+                    "-C",
+                    "link-arg=/DEBUG:FULL",
+                    "-C",
+                    "link-arg=/PDBALTPATH:%_PDB%",
+                    "-C",
+                    "link-arg=/OPT:REF,ICF",
+                ],
+                "rvgpu_umd.dll",
+                "rvgpu_umd.dll",
+            )
+        })
+        .clone()
+}
+
+/// `cargo rustc -p package --profile driver --target x86_64-pc-windows-msvc … --crate-type
+/// cdylib [-- rustc_args]`, as `scripts/package.sh` runs it; returns the built file.
+fn build_cdylib(
+    package: &str,
+    cargo_args: &[&str],
+    rustc_args: &[&str],
+    file: &str,
+    shipped: &str,
+) -> Result<PathBuf, String> {
+    let root = workspace_root();
+    let target = "x86_64-pc-windows-msvc";
+    let target_dir = std::env::var_os("RVGPU_TARGET_DIR")
+        .map_or_else(|| root.join("target").join("pe"), PathBuf::from);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.current_dir(&root)
+        .args(["rustc", "-q", "-p", package])
+        .args(cargo_args)
+        .args(["--profile", "driver", "--target", target])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .args([
+            "--config",
+            &format!("target.{target}.linker=\"rust-lld\""),
+            "--crate-type",
+            "cdylib",
+        ]);
+    if !rustc_args.is_empty() {
+        cmd.arg("--").args(rustc_args);
+    }
+    let out = cmd
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .output()
+        .map_err(|e| format!("cannot run cargo to build {shipped}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "building {shipped} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(target_dir.join(target).join("driver").join(file))
 }
 
 /// Index of the slots the bridge treats specially.
@@ -610,6 +653,11 @@ impl Callee for PeDdi {
             Err(Stop::Halted) => 0,
             Err(Stop::Emulator(e)) => {
                 m.raise_sim_error(format!("PE image: {e}"));
+                0
+            }
+            // Only user-mode calls end this way; a DDI never is one.
+            Err(Stop::UserException { code, .. }) => {
+                m.raise_sim_error(format!("PE image: user-mode exception {code:#x} in a DDI"));
                 0
             }
         }

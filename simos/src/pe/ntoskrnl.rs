@@ -143,7 +143,7 @@ fn handler(name: &str) -> Option<Handler> {
 
 /// Machine code of the C-library routines ntoskrnl exports (Windows x64 convention; RDI and
 /// RSI are callee-saved, DF is clear on entry).
-fn machine_code(name: &str) -> Option<&'static [u8]> {
+pub(crate) fn machine_code(name: &str) -> Option<&'static [u8]> {
     Some(match name {
         // push rdi; push rsi; mov rax,rcx; mov rdi,rcx; mov rsi,rdx; mov rcx,r8; rep movsb;
         // pop rsi; pop rdi; ret

@@ -70,6 +70,11 @@ impl DoorbellCpuState {
         self.last_queued.store(v, Ordering::Release);
     }
 
+    /// `*HwQueueProgressFenceLastQueuedValueCPUVirtualAddress` (what the UMD last stored).
+    pub fn last_queued(&self) -> u64 {
+        self.last_queued.load(Ordering::Acquire)
+    }
+
     /// The physical page the CPU VA maps now (`None`: the dummy page).
     pub fn mapped_page(&self) -> Option<u32> {
         match &*lock(&self.mapping) {

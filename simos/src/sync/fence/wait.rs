@@ -40,7 +40,7 @@ impl Machine {
     /// (device steps, interrupts, DPCs) until a round makes no progress and no kernel timer is due within `timeout`. Returns the outcome,
     /// or `None` when `timeout` passed or (step mode) nothing but the caller could still
     /// satisfy the wait; the caller then withdraws its wait.
-    pub(super) fn drive_wait(
+    pub(crate) fn drive_wait(
         &self,
         ev: &SimEvent,
         timeout: Duration,

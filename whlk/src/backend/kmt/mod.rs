@@ -19,6 +19,8 @@
 //! reason. Methods that need more than the thunks (OS events, churn threads, MonitoredValue)
 //! answer [`Failure::Unsupported`], which also skips the case. No driver escape is used.
 
+#[cfg(target_os = "linux")]
+pub mod dll;
 mod fences;
 mod gpuva;
 pub mod sim;

@@ -1,0 +1,1293 @@
+//! gdi32.dll's D3DKMT thunks for the UMD image: each decodes the structure the DLL passes
+//! (the released x64 layout; the same offsets `umd/src/kmt_windows.rs` and windows-sys assert
+//! for the DLL's side, restated here as zerocopy types with their own assertions), calls the
+//! simulated thunk layer ([`crate::kmt::SimKmt`] and what it calls) for the device the handle
+//! belongs to, writes the outputs back and returns the NTSTATUS.
+//!
+//! Every byte is untrusted. The argument pointer and every array or buffer it points to are
+//! copied with [`guest`] (a bad pointer is `STATUS_ACCESS_VIOLATION`, a null one
+//! `STATUS_INVALID_PARAMETER` — what Dxgkrnl's probe-and-capture of a thunk's arguments
+//! returns); outputs are checked writable before anything is done; counts and sizes are
+//! bounded before anything is allocated; a handle this process did not get is
+//! `STATUS_INVALID_PARAMETER` ("Parameters were validated and determined to be incorrect", the
+//! documented failure of each thunk, e.g.
+//! <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopenadapterfromluid>).
+//! Nothing here panics on what the DLL passes.
+//!
+//! Handles: the simulated OS models one D3D device per simulated process
+//! ([`crate::UmsProcess`]); `D3DKMTCreateDevice` creates one, and every object a thunk creates
+//! is recorded with the device that owns it, so that thunks whose structure names no device
+//! (`hHwQueue`, `hDoorbell`, `hContext`, `hSyncObject`, `hPagingQueue`) reach the right one.
+
+use std::mem::{offset_of, size_of};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use rvgpu_umd::kmt::{DestroyFlags, Kmt, MakeResidentError, MakeResidentFlags};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use super::{guest, Device, UserProcess};
+use crate::dxgkrnl::state::lock;
+use crate::kmt::SimKmt;
+use crate::pe::cpu::{self, StubResult};
+use crate::sync::fence::{SimEvent, WaitOutcome};
+use crate::ums::DoorbellCpuState;
+
+/// `STATUS_UNSUCCESSFUL`.
+pub const STATUS_UNSUCCESSFUL: u32 = 0xC000_0001;
+const STATUS_INVALID_PARAMETER: u32 = 0xC000_000D;
+const STATUS_ACCESS_VIOLATION: u32 = cpu::STATUS_ACCESS_VIOLATION;
+const STATUS_NOT_SUPPORTED: u32 = 0xC000_00BB;
+const STATUS_NO_MEMORY: u32 = 0xC000_0017;
+/// What a blocking CPU wait returns when the simulated OS's wait limit passes (the same
+/// status [`crate::kmt::SimKmt`]'s waits return).
+const STATUS_IO_TIMEOUT: u32 = crate::kmt::STATUS_IO_TIMEOUT as u32;
+
+/// Most objects per CPU signal or wait here: the 32 of `D3DDDI_MAX_OBJECT_WAITED_ON` /
+/// `D3DDDI_MAX_OBJECT_SIGNALED` (d3dukmdt.h), the arrays of the context-based sync thunks.
+/// The FromCpu structures take a pointer and a count with no documented limit, so this is the
+/// bridge's own bound, applied before anything is copied (the DLL passes one object).
+const MAX_SYNC_OBJECTS: u32 = 32;
+/// Most allocations per `D3DKMTCreateAllocation2` / `D3DKMTDestroyAllocation2` /
+/// `D3DKMTMakeResident` here (the DLL passes one; a bound keeps the copies small).
+const MAX_ALLOCATIONS: u32 = 256;
+/// Most private driver data copied per call (the KMD bounds what it accepts far lower).
+const MAX_PRIVATE_DATA: u32 = 64 * 1024;
+
+type Handler = super::Handler;
+type Status = Result<(), u32>;
+
+fn status_of(r: Status) -> StubResult {
+    StubResult::Return(u64::from(match r {
+        Ok(()) => 0,
+        Err(s) => s,
+    }))
+}
+
+/// A thunk as a stub handler: its argument pointer is RCX.
+macro_rules! thunk {
+    ($f:path) => {
+        |p: &UserProcess, w: &[u64; 12]| -> StubResult { status_of($f(p, w[0])) }
+    };
+}
+
+/// The thunks the DLL imports from gdi32.dll.
+pub(super) fn import(name: &str) -> Option<Handler> {
+    Some(match name {
+        "D3DKMTOpenAdapterFromLuid" => thunk!(open_adapter_from_luid),
+        "D3DKMTCloseAdapter" => thunk!(close_adapter),
+        "D3DKMTCreateDevice" => thunk!(create_device),
+        "D3DKMTDestroyDevice" => thunk!(destroy_device),
+        "D3DKMTCreatePagingQueue" => thunk!(create_paging_queue),
+        "D3DKMTDestroyPagingQueue" => thunk!(destroy_paging_queue),
+        "D3DKMTCreateContextVirtual" => thunk!(create_context_virtual),
+        "D3DKMTDestroyContext" => thunk!(destroy_context),
+        "D3DKMTCreateHwQueue" => thunk!(create_hw_queue),
+        "D3DKMTDestroyHwQueue" => thunk!(destroy_hw_queue),
+        "D3DKMTSubmitCommandToHwQueue" => thunk!(submit_command_to_hw_queue),
+        "D3DKMTCreateAllocation2" => thunk!(create_allocation2),
+        "D3DKMTDestroyAllocation2" => thunk!(destroy_allocation2),
+        "D3DKMTLock2" => thunk!(lock2),
+        "D3DKMTUnlock2" => thunk!(unlock2),
+        "D3DKMTMakeResident" => thunk!(make_resident),
+        "D3DKMTInvalidateCache" => thunk!(invalidate_cache),
+        "D3DKMTDestroySynchronizationObject" => thunk!(destroy_synchronization_object),
+        "D3DKMTSignalSynchronizationObjectFromCpu" => thunk!(signal_from_cpu),
+        "D3DKMTWaitForSynchronizationObjectFromCpu" => thunk!(wait_from_cpu),
+        _ => return None,
+    })
+}
+
+/// The thunks the DLL looks up at run time (`GetProcAddress(gdi32, …)`: the WDDM 3.2 ones,
+/// umd/src/kmt_windows.rs `Wddm32Thunk`).
+pub(super) const RUNTIME: &[(&str, Handler)] = &[
+    ("D3DKMTCreateDoorbell", thunk!(create_doorbell)),
+    ("D3DKMTConnectDoorbell", thunk!(connect_doorbell)),
+    ("D3DKMTDestroyDoorbell", thunk!(destroy_doorbell)),
+    ("D3DKMTNotifyWorkSubmission", thunk!(notify_work_submission)),
+    ("D3DKMTCreateNativeFence", thunk!(create_native_fence)),
+];
+
+// ---------------------------------------------------------------------------------------------
+// Reading and writing the DLL's structures.
+
+fn bad(b: guest::Bad) -> u32 {
+    match b {
+        guest::Bad::Null => STATUS_INVALID_PARAMETER,
+        guest::Bad::Fault => STATUS_ACCESS_VIOLATION,
+    }
+}
+
+/// The argument structure at `at`.
+fn args<T: FromBytes>(at: u64) -> Result<T, u32> {
+    guest::read(at).map_err(bad)
+}
+
+/// The probe for a structure the thunk writes into: writable throughout, before any work.
+fn probe_out<T>(at: u64) -> Status {
+    if guest::writable(at, size_of::<T>()) {
+        Ok(())
+    } else {
+        Err(STATUS_ACCESS_VIOLATION)
+    }
+}
+
+/// Writes `v` at byte `offset` of the structure at `at` (an output member).
+fn put<T: IntoBytes + Immutable>(at: u64, offset: usize, v: &T) -> Status {
+    guest::write(at.wrapping_add(offset as u64), v).map_err(bad)
+}
+
+/// `count` items of the array the DLL passed at `at`, bounded by `max`.
+fn array<T: FromBytes>(at: u64, count: u32, max: u32) -> Result<Vec<T>, u32> {
+    if count > max {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    guest::read_array(at, count as usize).map_err(bad)
+}
+
+/// Private driver data: `size` bytes at `at` (none when `size` is 0).
+fn private_data(at: u64, size: u32) -> Result<Vec<u8>, u32> {
+    if size == 0 {
+        return Ok(Vec::new());
+    }
+    if size > MAX_PRIVATE_DATA {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    guest::read_bytes(at, size as usize).map_err(bad)
+}
+
+fn nt(s: rvgpu_umd::kmt::NtStatus) -> u32 {
+    s.0 as u32
+}
+
+// ---------------------------------------------------------------------------------------------
+// The structures (x64). Padding is explicit, so each is plain bytes both ways.
+
+/// `D3DKMT_OPENADAPTERFROMLUID`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct OpenAdapterFromLuid {
+    luid_low: u32,
+    luid_high: i32,
+    h_adapter: u32,
+}
+
+/// A structure whose first member is the one handle it carries (`D3DKMT_CLOSEADAPTER`,
+/// `D3DKMT_DESTROYDEVICE`, `D3DKMT_DESTROYCONTEXT`, `D3DKMT_DESTROYHWQUEUE`,
+/// `D3DDDI_DESTROYPAGINGQUEUE`, `D3DKMT_DESTROYSYNCHRONIZATIONOBJECT`,
+/// `D3DKMT_DESTROY_DOORBELL`).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct OneHandle {
+    handle: u32,
+}
+
+/// A doorbell handle and reserved flags (`D3DKMT_CONNECT_DOORBELL`,
+/// `D3DKMT_NOTIFY_WORK_SUBMISSION`).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct HandleFlags {
+    handle: u32,
+    flags: u32,
+}
+
+/// `D3DKMT_CREATEDEVICE` (user mode passes `hAdapter` in the adapter union).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct CreateDevice {
+    h_adapter: u32,
+    adapter_union_high: u32,
+    flags: u32,
+    h_device: u32,
+    p_command_buffer: u64,
+    command_buffer_size: u32,
+    _pad0: u32,
+    p_allocation_list: u64,
+    allocation_list_size: u32,
+    _pad1: u32,
+    p_patch_location_list: u64,
+    patch_location_list_size: u32,
+    _pad2: u32,
+}
+
+/// `D3DKMT_CREATEPAGINGQUEUE`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct CreatePagingQueue {
+    h_device: u32,
+    priority: i32,
+    h_paging_queue: u32,
+    h_sync_object: u32,
+    fence_value_cpu_va: u64,
+    physical_adapter_index: u32,
+    _pad: u32,
+}
+
+/// `D3DKMT_CREATECONTEXTVIRTUAL`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct CreateContextVirtual {
+    h_device: u32,
+    node_ordinal: u32,
+    engine_affinity: u32,
+    flags: u32,
+    p_private_driver_data: u64,
+    private_driver_data_size: u32,
+    client_hint: u32,
+    h_context: u32,
+    _pad: u32,
+}
+
+/// `D3DKMT_CREATEHWQUEUE`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct CreateHwQueue {
+    h_hw_context: u32,
+    flags: u32,
+    private_driver_data_size: u32,
+    _pad: u32,
+    p_private_driver_data: u64,
+    h_hw_queue: u32,
+    h_progress_fence: u32,
+    progress_fence_cpu_va: u64,
+    progress_fence_gpu_va: u64,
+}
+
+/// `D3DKMT_SUBMITCOMMANDTOHWQUEUE`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct SubmitCommandToHwQueue {
+    h_hw_queue: u32,
+    _pad0: u32,
+    progress_fence_id: u64,
+    command_buffer: u64,
+    command_length: u32,
+    private_driver_data_size: u32,
+    p_private_driver_data: u64,
+    num_primaries: u32,
+    _pad1: u32,
+    written_primaries: u64,
+}
+
+/// `D3DKMT_CREATEALLOCATION`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct CreateAllocation {
+    h_device: u32,
+    h_resource: u32,
+    h_global_share: u32,
+    _pad0: u32,
+    p_private_runtime_data: u64,
+    private_runtime_data_size: u32,
+    _pad1: u32,
+    p_standard_allocation: u64,
+    private_driver_data_size: u32,
+    num_allocations: u32,
+    p_allocation_info2: u64,
+    flags: u32,
+    _pad2: u32,
+    h_private_runtime_resource: u64,
+}
+
+/// `D3DDDI_ALLOCATIONINFO2`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct AllocationInfo2 {
+    h_allocation: u32,
+    _pad0: u32,
+    system_mem: u64,
+    p_private_driver_data: u64,
+    private_driver_data_size: u32,
+    vidpn_source_id: u32,
+    flags: u32,
+    _pad1: u32,
+    gpu_virtual_address: u64,
+    priority: u32,
+    _pad2: u32,
+    reserved: [u64; 5],
+}
+
+/// `D3DKMT_DESTROYALLOCATION2`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct DestroyAllocation2 {
+    h_device: u32,
+    h_resource: u32,
+    ph_allocation_list: u64,
+    allocation_count: u32,
+    flags: u32,
+}
+
+/// `D3DKMT_LOCK2`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct Lock2 {
+    h_device: u32,
+    h_allocation: u32,
+    flags: u32,
+    _pad: u32,
+    p_data: u64,
+}
+
+/// `D3DKMT_UNLOCK2`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct Unlock2 {
+    h_device: u32,
+    h_allocation: u32,
+}
+
+/// `D3DDDI_MAKERESIDENT`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct MakeResident {
+    h_paging_queue: u32,
+    num_allocations: u32,
+    allocation_list: u64,
+    priority_list: u64,
+    flags: u32,
+    _pad: u32,
+    paging_fence_value: u64,
+    num_bytes_to_trim: u64,
+}
+
+/// `D3DKMT_INVALIDATECACHE`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct InvalidateCache {
+    h_device: u32,
+    h_allocation: u32,
+    offset: u64,
+    length: u64,
+}
+
+/// `D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct SignalFromCpu {
+    h_device: u32,
+    object_count: u32,
+    object_handle_array: u64,
+    fence_value_array: u64,
+    flags: u32,
+    _pad: u32,
+}
+
+/// `D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct WaitFromCpu {
+    h_device: u32,
+    object_count: u32,
+    object_handle_array: u64,
+    fence_value_array: u64,
+    h_async_event: u64,
+    flags: u32,
+    _pad: u32,
+}
+
+/// `D3DKMT_CREATE_DOORBELL` (released layout, as `kmt_windows::D3dkmtCreateDoorbell`).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct CreateDoorbell {
+    h_hw_queue: u32,
+    h_ring_buffer: u32,
+    h_ring_buffer_control: u32,
+    flags: u32,
+    private_driver_data_size: u32,
+    _pad0: u32,
+    private_driver_data: u64,
+    doorbell_cpu_va: u64,
+    doorbell_secondary_cpu_va: u64,
+    doorbell_status_cpu_va: u64,
+    last_queued_value_cpu_va: u64,
+    h_doorbell: u32,
+    _pad1: u32,
+}
+
+/// `D3DKMT_CREATENATIVEFENCE` with its `D3DDDI_NATIVEFENCEINFO` and
+/// `D3DDDI_NATIVEFENCEMAPPING` (as `kmt_windows::D3dkmtCreateNativeFence`).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct CreateNativeFence {
+    h_device: u32,
+    h_sync_object: u32,
+    private_driver_data: [u8; 64],
+    initial_fence_value: u64,
+    engine_affinity: u32,
+    fence_type: u32,
+    info_flags: u32,
+    _pad0: u32,
+    current_value_cpu_va: u64,
+    current_value_gpu_va: u64,
+    monitored_value_gpu_va: u64,
+    mapping_reserved: [u8; 32],
+    info_reserved: [u8; 28],
+    _pad1: u32,
+    flags: u32,
+    reserved: [u8; 28],
+}
+
+// The layouts the DLL's side asserts (umd/src/kmt_windows.rs; windows-sys for the others).
+const _: () = {
+    assert!(size_of::<OpenAdapterFromLuid>() == 12);
+    assert!(size_of::<CreateDevice>() == 64);
+    assert!(offset_of!(CreateDevice, h_device) == 12);
+    assert!(size_of::<CreatePagingQueue>() == 32);
+    assert!(offset_of!(CreatePagingQueue, fence_value_cpu_va) == 16);
+    assert!(size_of::<CreateContextVirtual>() == 40);
+    assert!(offset_of!(CreateContextVirtual, h_context) == 32);
+    assert!(size_of::<CreateHwQueue>() == 48);
+    assert!(offset_of!(CreateHwQueue, p_private_driver_data) == 16);
+    assert!(offset_of!(CreateHwQueue, progress_fence_gpu_va) == 40);
+    assert!(size_of::<SubmitCommandToHwQueue>() == 56);
+    assert!(offset_of!(SubmitCommandToHwQueue, written_primaries) == 48);
+    assert!(size_of::<CreateAllocation>() == 72);
+    assert!(offset_of!(CreateAllocation, p_private_runtime_data) == 16);
+    assert!(offset_of!(CreateAllocation, private_driver_data_size) == 40);
+    assert!(offset_of!(CreateAllocation, num_allocations) == 44);
+    assert!(offset_of!(CreateAllocation, p_allocation_info2) == 48);
+    assert!(offset_of!(CreateAllocation, flags) == 56);
+    assert!(offset_of!(CreateAllocation, h_private_runtime_resource) == 64);
+    assert!(size_of::<AllocationInfo2>() == 96);
+    assert!(offset_of!(AllocationInfo2, p_private_driver_data) == 16);
+    assert!(offset_of!(AllocationInfo2, private_driver_data_size) == 24);
+    assert!(offset_of!(AllocationInfo2, flags) == 32);
+    assert!(offset_of!(AllocationInfo2, gpu_virtual_address) == 40);
+    assert!(offset_of!(AllocationInfo2, reserved) == 56);
+    assert!(size_of::<DestroyAllocation2>() == 24);
+    assert!(offset_of!(DestroyAllocation2, ph_allocation_list) == 8);
+    assert!(offset_of!(DestroyAllocation2, flags) == 20);
+    assert!(size_of::<Lock2>() == 24);
+    assert!(offset_of!(Lock2, p_data) == 16);
+    assert!(size_of::<Unlock2>() == 8);
+    assert!(size_of::<MakeResident>() == 48);
+    assert!(offset_of!(MakeResident, flags) == 24);
+    assert!(offset_of!(MakeResident, paging_fence_value) == 32);
+    assert!(offset_of!(MakeResident, num_bytes_to_trim) == 40);
+    assert!(size_of::<InvalidateCache>() == 24);
+    assert!(size_of::<SignalFromCpu>() == 32);
+    assert!(size_of::<WaitFromCpu>() == 40);
+    assert!(offset_of!(WaitFromCpu, h_async_event) == 24);
+    assert!(offset_of!(WaitFromCpu, flags) == 32);
+    assert!(size_of::<CreateDoorbell>() == 72);
+    assert!(offset_of!(CreateDoorbell, private_driver_data) == 24);
+    assert!(offset_of!(CreateDoorbell, doorbell_status_cpu_va) == 48);
+    assert!(offset_of!(CreateDoorbell, last_queued_value_cpu_va) == 56);
+    assert!(offset_of!(CreateDoorbell, h_doorbell) == 64);
+    assert!(offset_of!(CreateNativeFence, initial_fence_value) == 72);
+    assert!(offset_of!(CreateNativeFence, current_value_cpu_va) == 96);
+    assert!(offset_of!(CreateNativeFence, flags) == 184);
+    assert!(size_of::<CreateNativeFence>() == 216);
+};
+
+// ---------------------------------------------------------------------------------------------
+// Handles.
+
+impl UserProcess {
+    /// The device `h` of this process.
+    fn device(&self, h: u32) -> Result<Device, u32> {
+        lock(&self.handles)
+            .devices
+            .get(&h)
+            .copied()
+            .ok_or(STATUS_INVALID_PARAMETER)
+    }
+
+    /// The device that owns object `h` of this process.
+    fn owner(&self, h: u32) -> Result<Device, u32> {
+        let hs = lock(&self.handles);
+        hs.owner
+            .get(&h)
+            .and_then(|d| hs.devices.get(d))
+            .copied()
+            .ok_or(STATUS_INVALID_PARAMETER)
+    }
+
+    fn record(&self, h: u32, device: u32) {
+        lock(&self.handles).owner.insert(h, device);
+    }
+
+    fn forget(&self, h: u32) {
+        lock(&self.handles).owner.remove(&h);
+    }
+
+    fn kmt(&self, d: Device) -> SimKmt<'_> {
+        self.machine.kmt(&d.sim)
+    }
+}
+
+/// The LUID Dxgkrnl gave adapter `i` at start (`DXGK_START_INFO::AdapterLuid`).
+fn luid_of(i: usize) -> (u32, i32) {
+    let l = crate::dxgkrnl::pnp::adapter_luid(i);
+    (l.LowPart, l.HighPart)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adapters and devices.
+
+/// `D3DKMTOpenAdapterFromLuid`: an adapter with that LUID, else STATUS_INVALID_PARAMETER.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopenadapterfromluid>
+fn open_adapter_from_luid(p: &UserProcess, at: u64) -> Status {
+    let a: OpenAdapterFromLuid = args(at)?;
+    probe_out::<OpenAdapterFromLuid>(at)?;
+    let i = (0..p.machine.adapter_count())
+        .find(|&i| luid_of(i) == (a.luid_low, a.luid_high))
+        .ok_or(STATUS_INVALID_PARAMETER)?;
+    let h = crate::ums::new_kmt_handle();
+    lock(&p.handles).adapters.insert(h, i);
+    put(at, offset_of!(OpenAdapterFromLuid, h_adapter), &h)
+}
+
+/// `D3DKMTCloseAdapter`.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcloseadapter>
+fn close_adapter(p: &UserProcess, at: u64) -> Status {
+    let a: OneHandle = args(at)?;
+    match lock(&p.handles).adapters.remove(&a.handle) {
+        Some(_) => Ok(()),
+        None => Err(STATUS_INVALID_PARAMETER),
+    }
+}
+
+/// `D3DKMTCreateDevice` on an adapter this process opened: the simulated OS's device (its
+/// `DxgkDdiCreateDevice`, and the process's GPU VA space).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatedevice>
+fn create_device(p: &UserProcess, at: u64) -> Status {
+    let a: CreateDevice = args(at)?;
+    probe_out::<CreateDevice>(at)?;
+    let i = *lock(&p.handles)
+        .adapters
+        .get(&a.h_adapter)
+        .ok_or(STATUS_INVALID_PARAMETER)?;
+    let sim = p.machine.create_process(i).map_err(|e| sim_status(&e))?;
+    lock(&p.handles).devices.insert(sim.device, Device { sim });
+    put(at, offset_of!(CreateDevice, h_device), &sim.device)
+}
+
+fn sim_status(e: &crate::SimError) -> u32 {
+    match e {
+        crate::SimError::DdiFailed(s) => *s as u32,
+        _ => STATUS_UNSUCCESSFUL,
+    }
+}
+
+/// `D3DKMTDestroyDevice`: the device and everything it owns (the OS's normal teardown).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroydevice>
+fn destroy_device(p: &UserProcess, at: u64) -> Status {
+    let a: OneHandle = args(at)?;
+    let d = {
+        let mut hs = lock(&p.handles);
+        let d = hs
+            .devices
+            .remove(&a.handle)
+            .ok_or(STATUS_INVALID_PARAMETER)?;
+        let owned: Vec<u32> = hs
+            .owner
+            .iter()
+            .filter(|(_, dev)| **dev == a.handle)
+            .map(|(h, _)| *h)
+            .collect();
+        for h in owned {
+            hs.owner.remove(&h);
+            hs.paging.remove(&h);
+            hs.locks.remove(&h);
+            if let Some(db) = hs.doorbells.remove(&h) {
+                db.retire();
+            }
+        }
+        d
+    };
+    p.machine.exit_process(&d.sim).map_err(|e| sim_status(&e))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paging queues, contexts, hardware queues.
+
+/// `D3DKMTCreatePagingQueue` (`PhysicalAdapterIndex` past the one physical adapter is
+/// STATUS_INVALID_PARAMETER, as in [`crate::vidmm`]'s rule); the fence's CPU address is the
+/// OS's fence value itself (one address space).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatepagingqueue>
+fn create_paging_queue(p: &UserProcess, at: u64) -> Status {
+    let a: CreatePagingQueue = args(at)?;
+    probe_out::<CreatePagingQueue>(at)?;
+    let d = p.device(a.h_device)?;
+    if a.physical_adapter_index != 0 {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    let q = p.kmt(d).create_paging_queue(a.priority).map_err(nt)?;
+    let (h, fence) = (q.handle, q.fence);
+    let cpu = q.fence_cpu.monitored().kernel_va() as u64;
+    {
+        let mut hs = lock(&p.handles);
+        hs.owner.insert(h, a.h_device);
+        hs.owner.insert(fence, a.h_device);
+        hs.paging.insert(h, q);
+    }
+    put(at, offset_of!(CreatePagingQueue, h_paging_queue), &h)?;
+    put(at, offset_of!(CreatePagingQueue, h_sync_object), &fence)?;
+    put(at, offset_of!(CreatePagingQueue, fence_value_cpu_va), &cpu)
+}
+
+/// `D3DKMTDestroyPagingQueue` (its fence goes with it).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroypagingqueue>
+fn destroy_paging_queue(p: &UserProcess, at: u64) -> Status {
+    let a: OneHandle = args(at)?;
+    let d = p.owner(a.handle)?;
+    p.kmt(d).destroy_paging_queue(a.handle).map_err(nt)?;
+    let q = lock(&p.handles).paging.remove(&a.handle);
+    p.forget(a.handle);
+    if let Some(q) = q {
+        p.forget(q.fence);
+    }
+    Ok(())
+}
+
+/// `D3DKMTCreateContextVirtual` (node and engine as the simulated OS takes them; the context's
+/// private data is not forwarded: the KMD takes none).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatecontextvirtual>
+fn create_context_virtual(p: &UserProcess, at: u64) -> Status {
+    let a: CreateContextVirtual = args(at)?;
+    probe_out::<CreateContextVirtual>(at)?;
+    let d = p.device(a.h_device)?;
+    if a.private_driver_data_size != 0 {
+        // Still captured, as Dxgkrnl does: a bad pointer fails the call.
+        private_data(a.p_private_driver_data, a.private_driver_data_size)?;
+    }
+    let h = p.kmt(d).create_context(a.node_ordinal).map_err(nt)?;
+    p.record(h, a.h_device);
+    put(at, offset_of!(CreateContextVirtual, h_context), &h)
+}
+
+/// `D3DKMTDestroyContext`.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroycontext>
+fn destroy_context(p: &UserProcess, at: u64) -> Status {
+    let a: OneHandle = args(at)?;
+    let d = p.owner(a.handle)?;
+    p.kmt(d).destroy_context(a.handle).map_err(nt)?;
+    p.forget(a.handle);
+    Ok(())
+}
+
+/// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission`.
+const CREATEHWQUEUE_USER_MODE_SUBMISSION: u32 = 1 << 4;
+
+/// `D3DKMTCreateHwQueue`: the private data goes to the KMD and comes back (in/out); the
+/// progress fence's CPU address is the OS's fence value itself.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatehwqueue>
+fn create_hw_queue(p: &UserProcess, at: u64) -> Status {
+    let a: CreateHwQueue = args(at)?;
+    probe_out::<CreateHwQueue>(at)?;
+    let d = p.owner(a.h_hw_context)?;
+    let mut pdd = private_data(a.p_private_driver_data, a.private_driver_data_size)?;
+    if !pdd.is_empty() && !guest::writable(a.p_private_driver_data, pdd.len()) {
+        return Err(STATUS_ACCESS_VIOLATION);
+    }
+    let ums = a.flags & CREATEHWQUEUE_USER_MODE_SUBMISSION != 0;
+    let q = p
+        .kmt(d)
+        .create_hw_queue(a.h_hw_context, ums, &mut pdd)
+        .map_err(nt)?;
+    let owner = d.sim.device;
+    p.record(q.handle, owner);
+    p.record(q.progress_fence, owner);
+    guest::write_bytes(a.p_private_driver_data, &pdd).map_err(bad)?;
+    put(at, offset_of!(CreateHwQueue, h_hw_queue), &q.handle)?;
+    put(
+        at,
+        offset_of!(CreateHwQueue, h_progress_fence),
+        &q.progress_fence,
+    )?;
+    let cpu = q.progress_cpu.monitored().kernel_va() as u64;
+    put(at, offset_of!(CreateHwQueue, progress_fence_cpu_va), &cpu)?;
+    put(
+        at,
+        offset_of!(CreateHwQueue, progress_fence_gpu_va),
+        &q.progress_gpu,
+    )
+}
+
+/// `D3DKMTDestroyHwQueue`.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyhwqueue>
+fn destroy_hw_queue(p: &UserProcess, at: u64) -> Status {
+    let a: OneHandle = args(at)?;
+    let d = p.owner(a.handle)?;
+    p.kmt(d).destroy_hw_queue(a.handle).map_err(nt)?;
+    p.forget(a.handle);
+    Ok(())
+}
+
+/// `D3DKMTSubmitCommandToHwQueue` (the kernel-mode path). The adapter is render-only (no
+/// VidPN sources), so a submission naming primaries is STATUS_INVALID_PARAMETER; the
+/// submission's private data is captured but not forwarded (the KMD takes none).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitcommandtohwqueue>
+fn submit_command_to_hw_queue(p: &UserProcess, at: u64) -> Status {
+    let a: SubmitCommandToHwQueue = args(at)?;
+    let d = p.owner(a.h_hw_queue)?;
+    if a.num_primaries != 0 {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    private_data(a.p_private_driver_data, a.private_driver_data_size)?;
+    p.kmt(d)
+        .submit_command_to_hw_queue(
+            a.h_hw_queue,
+            a.progress_fence_id,
+            a.command_buffer,
+            a.command_length,
+        )
+        .map_err(nt)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Allocations.
+
+/// `D3DKMTCreateAllocation2` of standalone allocations (no resource, no sharing, no existing
+/// system memory: STATUS_NOT_SUPPORTED otherwise, features the UMD does not use). Each
+/// allocation's private data is the UMD's `AllocationPdd`, which goes to the KMD's
+/// `DxgkDdiCreateAllocation`; another size is STATUS_INVALID_PARAMETER (what that DDI answers
+/// for it too). Each entry gets its
+/// handle and GPU VA; if one fails, those created before it are destroyed again.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreateallocation2>
+fn create_allocation2(p: &UserProcess, at: u64) -> Status {
+    let a: CreateAllocation = args(at)?;
+    let d = p.device(a.h_device)?;
+    if a.h_resource != 0 || a.flags != 0 || a.private_driver_data_size != 0 {
+        return Err(STATUS_NOT_SUPPORTED);
+    }
+    if a.num_allocations == 0 {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    let infos: Vec<AllocationInfo2> =
+        array(a.p_allocation_info2, a.num_allocations, MAX_ALLOCATIONS)?;
+    let list_len = infos.len() * size_of::<AllocationInfo2>();
+    if !guest::writable(a.p_allocation_info2, list_len) {
+        return Err(STATUS_ACCESS_VIOLATION);
+    }
+    let mut pdds = Vec::with_capacity(infos.len());
+    for info in &infos {
+        if info.system_mem != 0 {
+            return Err(STATUS_NOT_SUPPORTED);
+        }
+        let bytes = private_data(info.p_private_driver_data, info.private_driver_data_size)?;
+        let pdd = rvgpu_umd::kmt::AllocationPdd::read_from_bytes(&bytes)
+            .map_err(|_| STATUS_INVALID_PARAMETER)?;
+        pdds.push(pdd);
+    }
+    let k = p.kmt(d);
+    let mut made = Vec::with_capacity(pdds.len());
+    for pdd in &pdds {
+        match k.create_allocation_pdd(pdd) {
+            Ok(m) => made.push(m),
+            Err(e) => {
+                for m in &made {
+                    let _ = k.destroy_allocation2(
+                        m.handle,
+                        DestroyFlags {
+                            assume_not_in_use: true,
+                        },
+                    );
+                }
+                return Err(nt(e));
+            }
+        }
+    }
+    for (i, m) in made.iter().enumerate() {
+        p.record(m.handle, a.h_device);
+        let entry = a
+            .p_allocation_info2
+            .wrapping_add((i * size_of::<AllocationInfo2>()) as u64);
+        put(entry, offset_of!(AllocationInfo2, h_allocation), &m.handle)?;
+        put(
+            entry,
+            offset_of!(AllocationInfo2, gpu_virtual_address),
+            &m.gpu_va,
+        )?;
+    }
+    Ok(())
+}
+
+/// `D3DDDICB_DESTROYALLOCATION2FLAGS::AssumeNotInUse`.
+const DESTROY_ASSUME_NOT_IN_USE: u32 = 1 << 0;
+
+/// `D3DKMTDestroyAllocation2` of this device's allocations (a resource handle is not
+/// supported); a live `Lock2` view of one ends with it.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyallocation2>
+fn destroy_allocation2(p: &UserProcess, at: u64) -> Status {
+    let a: DestroyAllocation2 = args(at)?;
+    let d = p.device(a.h_device)?;
+    if a.h_resource != 0 {
+        return Err(STATUS_NOT_SUPPORTED);
+    }
+    let list: Vec<u32> = array(a.ph_allocation_list, a.allocation_count, MAX_ALLOCATIONS)?;
+    let flags = DestroyFlags {
+        assume_not_in_use: a.flags & DESTROY_ASSUME_NOT_IN_USE != 0,
+    };
+    let k = p.kmt(d);
+    for h in list {
+        if p.owner(h).map(|o| o.sim.device) != Ok(a.h_device) {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        k.destroy_allocation2(h, flags).map_err(nt)?;
+        lock(&p.handles).locks.remove(&h);
+        p.forget(h);
+    }
+    Ok(())
+}
+
+/// `D3DKMTLock2`: the CPU address of the allocation's memory, host memory in the one address
+/// space. A view through a CPU cache the GPU does not snoop (AL-06) has no such address here:
+/// STATUS_NOT_SUPPORTED (the UMD's rings and command buffers are never cached).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtlock2>
+fn lock2(p: &UserProcess, at: u64) -> Status {
+    let a: Lock2 = args(at)?;
+    probe_out::<Lock2>(at)?;
+    let d = p.device(a.h_device)?;
+    if p.owner(a.h_allocation).map(|o| o.sim.device) != Ok(a.h_device) {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    let k = p.kmt(d);
+    let mem = k.lock2(a.h_allocation).map_err(nt)?;
+    if mem.cache().is_some() {
+        let _ = k.unlock2(a.h_allocation);
+        return Err(STATUS_NOT_SUPPORTED);
+    }
+    let data = mem.alloc().as_mut_ptr() as u64;
+    {
+        let mut hs = lock(&p.handles);
+        let e = hs.locks.entry(a.h_allocation).or_insert((mem, 0));
+        e.1 = e.1.saturating_add(1);
+    }
+    put(at, offset_of!(Lock2, p_data), &data)
+}
+
+/// `D3DKMTUnlock2`.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtunlock2>
+fn unlock2(p: &UserProcess, at: u64) -> Status {
+    let a: Unlock2 = args(at)?;
+    let d = p.device(a.h_device)?;
+    if p.owner(a.h_allocation).map(|o| o.sim.device) != Ok(a.h_device) {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    p.kmt(d).unlock2(a.h_allocation).map_err(nt)?;
+    let mut hs = lock(&p.handles);
+    if let Some(e) = hs.locks.get_mut(&a.h_allocation) {
+        e.1 = e.1.saturating_sub(1);
+        if e.1 == 0 {
+            hs.locks.remove(&a.h_allocation);
+        }
+    }
+    Ok(())
+}
+
+/// `D3DDDI_MAKERESIDENT_FLAGS::CantTrimFurther`.
+const MAKERESIDENT_CANT_TRIM_FURTHER: u32 = 1 << 0;
+
+/// `D3DKMTMakeResident` on a paging queue of this process: `PagingFenceValue` out (already
+/// reached: paging finishes inside the call here); over budget is STATUS_NO_MEMORY with
+/// `NumBytesToTrim`, as the reference page describes.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmakeresident>
+fn make_resident(p: &UserProcess, at: u64) -> Status {
+    let a: MakeResident = args(at)?;
+    probe_out::<MakeResident>(at)?;
+    let d = p.owner(a.h_paging_queue)?;
+    if a.num_allocations == 0 {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    let list: Vec<u32> = array(a.allocation_list, a.num_allocations, MAX_ALLOCATIONS)?;
+    let flags = MakeResidentFlags {
+        cant_trim_further: a.flags & MAKERESIDENT_CANT_TRIM_FURTHER != 0,
+    };
+    let queue = {
+        let hs = lock(&p.handles);
+        let q = hs
+            .paging
+            .get(&a.h_paging_queue)
+            .ok_or(STATUS_INVALID_PARAMETER)?;
+        rvgpu_umd::kmt::PagingQueue {
+            handle: q.handle,
+            fence: q.fence,
+            fence_cpu: q.fence_cpu.clone(),
+        }
+    };
+    match p.kmt(d).make_resident_on(&queue, &list, flags) {
+        Ok(f) => put(at, offset_of!(MakeResident, paging_fence_value), &f.value),
+        Err(MakeResidentError::OverBudget { bytes_to_trim }) => {
+            put(
+                at,
+                offset_of!(MakeResident, num_bytes_to_trim),
+                &bytes_to_trim,
+            )?;
+            Err(STATUS_NO_MEMORY)
+        }
+        Err(MakeResidentError::Status(s)) => Err(nt(s)),
+    }
+}
+
+/// `D3DKMTInvalidateCache` (AL-06's rules are the simulated OS's).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtinvalidatecache>
+fn invalidate_cache(p: &UserProcess, at: u64) -> Status {
+    let a: InvalidateCache = args(at)?;
+    let d = p.device(a.h_device)?;
+    p.kmt(d)
+        .invalidate_cache(a.h_allocation, a.offset, a.length)
+        .map_err(nt)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sync objects.
+
+/// A sync object of this process: a native fence (by its D3DKMT handle) or a monitored fence
+/// (progress and paging fences are monitored fences).
+enum Sync {
+    Native(crate::NativeFence),
+    Monitored(crate::sync::fence::MonitoredFence),
+}
+
+impl UserProcess {
+    /// Object `h`, which must belong to device `device` of this process.
+    fn sync_object(&self, device: u32, h: u32) -> Result<(Device, Sync), u32> {
+        let d = self.owner(h)?;
+        if d.sim.device != device {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        if let Some(f) = self
+            .machine
+            .native_fence_by_kmt(d.sim.adapter, h)
+            .filter(|f| f.process() == d.sim.pid)
+        {
+            return Ok((d, Sync::Native(f)));
+        }
+        let a = self
+            .machine
+            .adapter_shared(d.sim.adapter)
+            .map_err(|e| sim_status(&e))?;
+        crate::ums::fence_of(a, d.sim.device, h)
+            .map(|f| (d, Sync::Monitored(f)))
+            .ok_or(STATUS_INVALID_PARAMETER)
+    }
+}
+
+/// `D3DKMTDestroySynchronizationObject` of a native or monitored fence this process created.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroysynchronizationobject>
+fn destroy_synchronization_object(p: &UserProcess, at: u64) -> Status {
+    let a: OneHandle = args(at)?;
+    let d = p.owner(a.handle)?;
+    let (_, s) = p.sync_object(d.sim.device, a.handle)?;
+    let k = p.kmt(d);
+    match s {
+        Sync::Native(_) => k.destroy_native_fence(a.handle).map_err(nt)?,
+        Sync::Monitored(_) => k.destroy_monitored_fence(a.handle).map_err(nt)?,
+    }
+    p.forget(a.handle);
+    Ok(())
+}
+
+/// `D3DKMTSignalSynchronizationObjectFromCpu`: each object to its value (native fences through
+/// the KMD's `DxgkDdiUpdateCurrentValuesFromCpu`, NF-17). Every handle is checked before any
+/// is signalled.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsignalsynchronizationobjectfromcpu>
+fn signal_from_cpu(p: &UserProcess, at: u64) -> Status {
+    let a: SignalFromCpu = args(at)?;
+    let d = p.device(a.h_device)?;
+    if a.object_count == 0 {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    let handles: Vec<u32> = array(a.object_handle_array, a.object_count, MAX_SYNC_OBJECTS)?;
+    let values: Vec<u64> = array(a.fence_value_array, a.object_count, MAX_SYNC_OBJECTS)?;
+    let objects = handles
+        .iter()
+        .map(|&h| p.sync_object(a.h_device, h).map(|(_, s)| (h, s)))
+        .collect::<Result<Vec<_>, u32>>()?;
+    for ((h, s), v) in objects.into_iter().zip(values) {
+        match s {
+            Sync::Native(f) => p
+                .machine
+                .signal_native_fence_from_cpu(&f, v)
+                .map_err(|e| sim_status(&e))?,
+            Sync::Monitored(_) => p.kmt(d).signal_fence_from_cpu(h, v).map_err(nt)?,
+        }
+    }
+    Ok(())
+}
+
+/// `D3DDDI_WAITFORSYNCHRONIZATIONOBJECTFROMCPU_FLAGS::WaitAny`.
+const WAIT_ANY: u32 = 1 << 0;
+
+/// One CPU wait the OS registered: released when all (or, `any`, one) of its fence waits are.
+pub(super) struct WaitGroup {
+    events: Vec<SimEvent>,
+    any: bool,
+}
+
+/// Waits up to `timeout` for `g`: `Some(true)` when the condition holds, `Some(false)` when a
+/// fence went away (the wait is abandoned), `None` when the time passed.
+pub(super) fn wait_group(m: &crate::Machine, g: &WaitGroup, timeout: Duration) -> Option<bool> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let done: Vec<Option<WaitOutcome>> = g.events.iter().map(SimEvent::outcome).collect();
+        if done.contains(&Some(WaitOutcome::Abandoned)) {
+            return Some(false);
+        }
+        let satisfied = |o: &Option<WaitOutcome>| *o == Some(WaitOutcome::Satisfied);
+        let ok = if g.any {
+            done.iter().any(satisfied)
+        } else {
+            done.iter().all(satisfied)
+        };
+        if ok {
+            return Some(true);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        // Drive (step mode) or sleep (threaded) on the first one still pending, a slice at a
+        // time so that a WaitAny sees another one released.
+        let pending = g.events.iter().find(|e| e.outcome().is_none())?;
+        match m.drive_wait(pending, left.min(Duration::from_millis(20))) {
+            Ok(_) => {}
+            Err(_) => return Some(false),
+        }
+    }
+}
+
+/// `D3DKMTWaitForSynchronizationObjectFromCpu`: registers a CPU wait on every object (MF-04:
+/// the OS lowers MonitoredValue, the KMD's interrupt releases it). With `hAsyncEvent` the call
+/// returns at once and the event is signalled when the condition holds (the event must be one
+/// of this process's, else STATUS_INVALID_PARAMETER); without, the call blocks until it holds
+/// (STATUS_IO_TIMEOUT when the simulated OS's wait limit passes first, as its own thunk).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_waitforsynchronizationobjectfromcpu>
+fn wait_from_cpu(p: &UserProcess, at: u64) -> Status {
+    let a: WaitFromCpu = args(at)?;
+    p.device(a.h_device)?;
+    if a.object_count == 0 {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    let handles: Vec<u32> = array(a.object_handle_array, a.object_count, MAX_SYNC_OBJECTS)?;
+    let values: Vec<u64> = array(a.fence_value_array, a.object_count, MAX_SYNC_OBJECTS)?;
+    let event = match a.h_async_event {
+        0 => None,
+        h => Some(p.win32.event(h).ok_or(STATUS_INVALID_PARAMETER)?),
+    };
+    let objects = handles
+        .iter()
+        .map(|&h| p.sync_object(a.h_device, h).map(|(_, s)| s))
+        .collect::<Result<Vec<_>, u32>>()?;
+    let mut events = Vec::with_capacity(objects.len());
+    for (s, v) in objects.iter().zip(values) {
+        let ev = match s {
+            Sync::Native(f) => p.machine.wait_native_fence_event(f, v),
+            Sync::Monitored(f) => p.machine.wait_monitored_fence_event(f, v),
+        }
+        .map_err(|e| sim_status(&e))?;
+        events.push(ev);
+    }
+    let group = WaitGroup {
+        events,
+        any: a.flags & WAIT_ANY != 0,
+    };
+    match event {
+        Some(ev) => {
+            ev.add_fence_waits(group);
+            Ok(())
+        }
+        None => match wait_group(&p.machine, &group, p.machine.os_config().wait_timeout) {
+            Some(true) => Ok(()),
+            Some(false) => Err(rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED as u32),
+            None => Err(STATUS_IO_TIMEOUT),
+        },
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Doorbells (WDDM 3.2, found with GetProcAddress).
+
+/// Bytes of the doorbell page, the status page and the last-queued page of a doorbell's
+/// window.
+const PAGE: usize = 4096;
+
+/// The CPU pages of one doorbell the DLL holds: one window of the arena, routed to the
+/// doorbell's OS mapping object. Page 0 is `DoorbellCPUVirtualAddress` (an 8-byte store rings:
+/// [`DoorbellCpuState::ring`], the physical doorbell or the dummy page, as the OS maps it
+/// now), page 1 `DoorbellStatusCPUVirtualAddress` (reads the status), page 2
+/// `HwQueueProgressFenceLastQueuedValueCPUVirtualAddress` (the last-queued value).
+pub(super) struct DoorbellPage {
+    base: usize,
+    live: Arc<AtomicBool>,
+}
+
+impl DoorbellPage {
+    fn new(state: &Arc<DoorbellCpuState>, rings: &Arc<AtomicU64>) -> Result<Self, String> {
+        let live = Arc::new(AtomicBool::new(true));
+        let weak: Weak<DoorbellCpuState> = Arc::downgrade(state);
+        let (l, r) = (live.clone(), rings.clone());
+        let base = cpu::register_window(
+            3 * PAGE,
+            Arc::new(move |offset: usize, width: usize, write: Option<u64>| {
+                // After D3DKMTDestroyDoorbell the pages mean nothing: stores are dropped and
+                // reads return 0 (Windows unmaps them; the DLL never touches them again).
+                let Some(s) = weak.upgrade().filter(|_| l.load(Ordering::Acquire)) else {
+                    return 0;
+                };
+                match (offset / PAGE, write) {
+                    (0, Some(v)) if width == 8 && offset == 0 => {
+                        s.ring(v);
+                        r.fetch_add(1, Ordering::AcqRel);
+                        0
+                    }
+                    (1, None) if offset == PAGE => u64::from(s.status() as u32),
+                    (2, Some(v)) if width == 8 && offset == 2 * PAGE => {
+                        s.set_last_queued(v);
+                        0
+                    }
+                    (2, None) if offset == 2 * PAGE => s.last_queued(),
+                    _ => 0,
+                }
+            }),
+        )?;
+        Ok(Self { base, live })
+    }
+
+    fn retire(&self) {
+        self.live.store(false, Ordering::Release);
+    }
+}
+
+/// `D3DKMT_CREATE_DOORBELL_FLAGS::RequireSecondaryCpuVA`.
+const DOORBELL_REQUIRE_SECONDARY_CPU_VA: u32 = 1 << 0;
+
+/// `D3DKMTCreateDoorbell`: the simulated OS's doorbell (the KMD's `DxgkDdiCreateDoorbell`),
+/// its CPU pages as MMIO in the arena. A secondary CPU VA is not offered
+/// (STATUS_NOT_SUPPORTED: the KMD reports no secondary doorbell). "Any failure return code
+/// indicates that the doorbell was not created."
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatedoorbell>
+fn create_doorbell(p: &UserProcess, at: u64) -> Status {
+    let a: CreateDoorbell = args(at)?;
+    probe_out::<CreateDoorbell>(at)?;
+    let d = p.owner(a.h_hw_queue)?;
+    if a.flags & DOORBELL_REQUIRE_SECONDARY_CPU_VA != 0 {
+        return Err(STATUS_NOT_SUPPORTED);
+    }
+    let mut pdd = private_data(a.private_driver_data, a.private_driver_data_size)?;
+    if !pdd.is_empty() && !guest::writable(a.private_driver_data, pdd.len()) {
+        return Err(STATUS_ACCESS_VIOLATION);
+    }
+    let k = p.kmt(d);
+    let db = k
+        .create_doorbell(
+            a.h_hw_queue,
+            a.h_ring_buffer,
+            a.h_ring_buffer_control,
+            &mut pdd,
+        )
+        .map_err(nt)?;
+    let page = match DoorbellPage::new(db.cpu.state(), &p.rings) {
+        Ok(pg) => pg,
+        Err(_) => {
+            let _ = k.destroy_doorbell(db.handle);
+            return Err(STATUS_NO_MEMORY);
+        }
+    };
+    let base = page.base as u64;
+    {
+        let mut hs = lock(&p.handles);
+        hs.owner.insert(db.handle, d.sim.device);
+        hs.doorbells.insert(db.handle, page);
+    }
+    guest::write_bytes(a.private_driver_data, &pdd).map_err(bad)?;
+    put(at, offset_of!(CreateDoorbell, doorbell_cpu_va), &base)?;
+    put(
+        at,
+        offset_of!(CreateDoorbell, doorbell_secondary_cpu_va),
+        &0u64,
+    )?;
+    put(
+        at,
+        offset_of!(CreateDoorbell, doorbell_status_cpu_va),
+        &(base + PAGE as u64),
+    )?;
+    put(
+        at,
+        offset_of!(CreateDoorbell, last_queued_value_cpu_va),
+        &(base + 2 * PAGE as u64),
+    )?;
+    put(at, offset_of!(CreateDoorbell, h_doorbell), &db.handle)
+}
+
+/// `D3DKMTConnectDoorbell`.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtconnectdoorbell>
+fn connect_doorbell(p: &UserProcess, at: u64) -> Status {
+    let a: HandleFlags = args(at)?;
+    let d = p.owner(a.handle)?;
+    p.kmt(d).connect_doorbell(a.handle).map_err(nt)
+}
+
+/// `D3DKMTDestroyDoorbell`: its pages go dead with it.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroydoorbell>
+fn destroy_doorbell(p: &UserProcess, at: u64) -> Status {
+    let a: OneHandle = args(at)?;
+    let d = p.owner(a.handle)?;
+    p.kmt(d).destroy_doorbell(a.handle).map_err(nt)?;
+    if let Some(db) = lock(&p.handles).doorbells.remove(&a.handle) {
+        db.retire();
+    }
+    p.forget(a.handle);
+    Ok(())
+}
+
+/// `D3DKMTNotifyWorkSubmission`.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtnotifyworksubmission>
+fn notify_work_submission(p: &UserProcess, at: u64) -> Status {
+    let a: HandleFlags = args(at)?;
+    let d = p.owner(a.handle)?;
+    p.kmt(d).notify_work_submission(a.handle).map_err(nt)
+}
+
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::Shared`.
+const SYNC_FLAG_SHARED: u32 = 1 << 0;
+
+/// `D3DKMTCreateNativeFence`: the simulated OS's native fence (the KMD's
+/// `DxgkDdiCreateNativeFence`), its private data from the KMD, this process's mapping
+/// (`CurrentValueCpuVa` the OS's page itself, one address space). Only the default type.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_createnativefence>
+fn create_native_fence(p: &UserProcess, at: u64) -> Status {
+    let a: CreateNativeFence = args(at)?;
+    probe_out::<CreateNativeFence>(at)?;
+    let d = p.device(a.h_device)?;
+    // D3DDDI_NATIVEFENCE_TYPE_DEFAULT only (the other type needs a GPU-local CurrentValue
+    // the simulated adapters do not offer to user mode).
+    if a.fence_type != 0 {
+        return Err(STATUS_NOT_SUPPORTED);
+    }
+    let (h, f) = p
+        .kmt(d)
+        .create_native_fence_raw(a.initial_fence_value, a.info_flags & SYNC_FLAG_SHARED != 0)
+        .map_err(nt)?;
+    p.record(h, d.sim.device);
+    let pdd = f.pdd();
+    let mut pdd_bytes = [0u8; 64];
+    let src = pdd.as_bytes();
+    let n = src.len().min(64);
+    pdd_bytes[..n].copy_from_slice(&src[..n]);
+    put(at, offset_of!(CreateNativeFence, h_sync_object), &h)?;
+    put(
+        at,
+        offset_of!(CreateNativeFence, private_driver_data),
+        &pdd_bytes,
+    )?;
+    put(
+        at,
+        offset_of!(CreateNativeFence, current_value_cpu_va),
+        &(f.current_value_kernel_va() as u64),
+    )?;
+    put(
+        at,
+        offset_of!(CreateNativeFence, current_value_gpu_va),
+        &f.current_value_va(),
+    )?;
+    put(
+        at,
+        offset_of!(CreateNativeFence, monitored_value_gpu_va),
+        &f.monitored_value_va(),
+    )
+}

@@ -1,0 +1,375 @@
+//! The shipped user-mode driver under the simulated OS: `rvgpu_umd.dll`, loaded and run in the
+//! same x86-64 emulator as `rvgpu.sys`.
+//!
+//! The DLL is mapped as the Windows loader maps it ([`super::image`]); its imports are bound to
+//! the simulated OS's user-mode side: gdi32's D3DKMT thunks ([`gdi32`]) decode the very
+//! structures the DLL passes and call the simulated thunk layer ([`crate::kmt::SimKmt`] and
+//! what it calls) for the process the DLL belongs to; kernel32's heap, SRW locks, events,
+//! waits and module functions, advapi32's ETW registration ([`win32`]); ntdll's `memcpy`,
+//! `memmove` and `memset` are machine code run in the emulator, as for the driver image. An
+//! import the bridge does not implement fails the load with its name.
+//!
+//! A [`UserProcess`] is one Windows process that loaded the DLL: its handle tables (adapters,
+//! devices and every object a thunk created, each with the device that owns it), its heap and
+//! its events. Its [`UserProcess::call`] runs an export of the DLL on an emulated processor in
+//! user mode ([`cpu::call_user`]): an exception in the DLL ends the call (the process), never
+//! the machine; a thunk that reaches the driver image runs it on a second processor, as a
+//! system call would. The doorbell page a thunk hands the DLL is an MMIO region of the arena
+//! routed to the doorbell's OS mapping object ([`crate::ums::DoorbellCpuState`]), so the DLL's
+//! doorbell store reaches the device exactly as the Linux UMD's `SimDoorbell::ring` does;
+//! `Lock2` pointers, fence values and the heap are host memory (one address space).
+
+pub mod gdi32;
+pub mod guest;
+pub mod win32;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::cpu::{self, Stop, StubResult, Stubs};
+use super::{arena, image, ntoskrnl, unicorn};
+use crate::dxgkrnl::state::lock;
+use crate::Machine;
+
+/// A mapped DLL (once per process per file, like the driver image): its code, its bound
+/// imports and the stubs of the thunks it finds with `GetProcAddress`.
+pub struct UmdImage {
+    image: image::Image,
+    path: PathBuf,
+    _stubs: Arc<Stubs>,
+    /// `GetProcAddress(gdi32, name)` answers: the run-time thunks' stubs.
+    runtime: HashMap<&'static str, usize>,
+}
+
+impl std::fmt::Debug for UmdImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UmdImage")
+            .field("path", &self.path)
+            .field("base", &format_args!("{:#x}", self.image.base))
+            .finish_non_exhaustive()
+    }
+}
+
+/// A mapped file: path, length and modification time.
+type FileKey = (PathBuf, u64, std::time::SystemTime);
+
+static LOADED: Mutex<Vec<(FileKey, Arc<UmdImage>)>> = Mutex::new(Vec::new());
+
+/// A routine of the simulated OS the DLL calls, with its arguments (Windows x64).
+type Handler = fn(&UserProcess, &[u64; 12]) -> StubResult;
+
+/// What an import binds to.
+enum Binding {
+    Host(Handler),
+    Code(&'static [u8]),
+}
+
+/// The binding of `module!name`, or `None` (the load fails with the name).
+fn bind(module: &str, name: &str) -> Option<Binding> {
+    match module {
+        "gdi32.dll" => gdi32::import(name).map(Binding::Host),
+        "kernel32.dll" | "advapi32.dll" => win32::import(module, name).map(Binding::Host),
+        // ntdll exports the C-library routines as ntoskrnl does; the same machine code.
+        "ntdll.dll" => ntoskrnl::machine_code(name).map(Binding::Code),
+        _ => None,
+    }
+}
+
+thread_local! {
+    /// The process whose DLL code this thread is running (set by [`UserProcess::call`]).
+    static CURRENT: RefCell<Option<Arc<UserProcess>>> = const { RefCell::new(None) };
+}
+
+/// A stub for `handler`, run for the calling thread's process.
+fn stub_fn(name: &'static str, handler: Handler) -> cpu::StubFn {
+    Arc::new(move |w: &[u64; 12]| {
+        let p = CURRENT.with(|c| c.borrow().clone());
+        match p {
+            Some(p) => {
+                p.count(name);
+                handler(&p, w)
+            }
+            None => {
+                eprintln!("rvgpu-simos: the UMD image called {name} outside any process");
+                StubResult::Return(u64::from(gdi32::STATUS_UNSUCCESSFUL))
+            }
+        }
+    })
+}
+
+impl UmdImage {
+    /// The DLL at `path`, mapped once per process (a rebuilt file is mapped anew). Fails with
+    /// the name of an import the simulated OS does not implement, or when the emulator cannot
+    /// be loaded (with the command that installs it).
+    pub fn load(path: &Path) -> Result<Arc<Self>, String> {
+        unicorn::api()?;
+        let meta = std::fs::metadata(path).map_err(|e| {
+            format!(
+                "cannot read the UMD image {}: {e} (build it with `bash scripts/package.sh`)",
+                path.display()
+            )
+        })?;
+        let key = (
+            path.to_path_buf(),
+            meta.len(),
+            meta.modified().unwrap_or(std::time::UNIX_EPOCH),
+        );
+        let mut cache = lock(&LOADED);
+        if let Some((_, l)) = cache.iter().find(|(k, _)| *k == key) {
+            return Ok(l.clone());
+        }
+        let l = Arc::new(Self::map(path)?);
+        cache.push((key, l.clone()));
+        Ok(l)
+    }
+
+    fn map(path: &Path) -> Result<Self, String> {
+        let data = std::fs::read(path)
+            .map_err(|e| format!("cannot read the UMD image {}: {e}", path.display()))?;
+        let img = image::Image::map(&data)?;
+        cpu::register_range(img.base, img.size, cpu::Range::Ram);
+        cpu::register_user_count_range(img.base, img.base + img.size);
+        cpu::register_specials(img.specials.clone().into());
+        let stubs = Stubs::new(128)?;
+        let mut code_page = Vec::new();
+        for i in &img.imports {
+            match bind(&i.module, &i.name) {
+                Some(Binding::Host(h)) => {
+                    let name: &'static str = Box::leak(i.name.clone().into_boxed_str());
+                    img.bind(i, stubs.add(&i.name, stub_fn(name, h))?);
+                }
+                Some(Binding::Code(bytes)) => code_page.push((i.clone(), bytes)),
+                None => {
+                    return Err(format!(
+                        "the UMD image imports {}!{}, which the simulated OS does not implement",
+                        i.module, i.name
+                    ))
+                }
+            }
+        }
+        let total: usize = code_page.iter().map(|(_, b)| (b.len() + 15) & !15).sum();
+        if total > 0 {
+            let base = arena::alloc(total, arena::Access::ReadWrite)?;
+            cpu::register_range(base, total, cpu::Range::Ram);
+            let mut at = base;
+            for (i, bytes) in &code_page {
+                // SAFETY: inside the fresh code range just allocated.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len())
+                };
+                img.bind(i, at);
+                at += (bytes.len() + 15) & !15;
+            }
+        }
+        let mut runtime = HashMap::new();
+        for (name, h) in gdi32::RUNTIME {
+            runtime.insert(*name, stubs.add(name, stub_fn(name, *h))?);
+        }
+        Ok(Self {
+            image: img,
+            path: path.to_path_buf(),
+            _stubs: stubs,
+            runtime,
+        })
+    }
+
+    /// The DLL's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The DLL's imports, as `module!name`.
+    pub fn imports(&self) -> Vec<String> {
+        self.image
+            .imports
+            .iter()
+            .map(|i| format!("{}!{}", i.module, i.name))
+            .collect()
+    }
+
+    /// The DLL's named exports.
+    pub fn exports(&self) -> Vec<String> {
+        self.image.exports.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    fn export(&self, name: &str) -> Option<usize> {
+        self.image
+            .exports
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, a)| *a)
+    }
+
+    /// `GetProcAddress(gdi32, name)`.
+    fn runtime_thunk(&self, name: &[u8]) -> Option<usize> {
+        let name = std::str::from_utf8(name).ok()?;
+        self.runtime.get(name).copied()
+    }
+}
+
+/// What the bridge knows of one device the DLL created.
+#[derive(Clone, Copy, Debug)]
+struct Device {
+    sim: crate::UmsProcess,
+}
+
+/// The handle tables of a process (`D3DKMT` handles are per process on Windows; a handle this
+/// process did not get names nothing here).
+#[derive(Default)]
+struct Handles {
+    /// `hAdapter` → adapter index.
+    adapters: HashMap<u32, usize>,
+    /// `hDevice` → the device.
+    devices: HashMap<u32, Device>,
+    /// Every other handle a thunk returned (contexts, queues, doorbells, paging queues, sync
+    /// objects, allocations) → the `hDevice` that owns it.
+    owner: HashMap<u32, u32>,
+    /// Paging queues, for `D3DKMTMakeResident`.
+    paging: HashMap<u32, rvgpu_umd::kmt::PagingQueue<crate::kmt::SimFence>>,
+    /// Live `Lock2` views by allocation: the view (keeps the memory alive) and its lock count.
+    locks: HashMap<u32, (crate::kmt::SimMem, u32)>,
+    /// Doorbells: their page's window.
+    doorbells: HashMap<u32, gdi32::DoorbellPage>,
+}
+
+/// One Windows process that loaded the DLL, on one machine.
+pub struct UserProcess {
+    machine: Arc<Machine>,
+    image: Arc<UmdImage>,
+    handles: Mutex<Handles>,
+    win32: win32::Win32State,
+    /// Calls per import (tests: which path the DLL took).
+    calls: Mutex<HashMap<&'static str, u64>>,
+    /// Doorbell stores that reached a live doorbell page.
+    rings: Arc<AtomicU64>,
+    /// Counting mode (`RVGPU_PE_COUNT`): per entry address called, (calls, instructions of
+    /// the DLL itself — not of the thunks or the driver image behind them).
+    instructions: Mutex<HashMap<usize, (u64, u64)>>,
+}
+
+impl std::fmt::Debug for UserProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserProcess")
+            .field("image", &self.image)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UserProcess {
+    /// A process on `machine` that has loaded `image`.
+    pub fn new(machine: Arc<Machine>, image: Arc<UmdImage>) -> Arc<Self> {
+        Arc::new(Self {
+            machine,
+            image,
+            handles: Mutex::new(Handles::default()),
+            win32: win32::Win32State::default(),
+            calls: Mutex::new(HashMap::new()),
+            rings: Arc::new(AtomicU64::new(0)),
+            instructions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The machine.
+    pub fn machine(&self) -> &Arc<Machine> {
+        &self.machine
+    }
+
+    /// Runs the DLL's export `name` with `args` (Windows x64 convention) in user mode on this
+    /// thread; returns RAX. The DLL's exception ends the call with
+    /// [`Stop::UserException`]; an export the DLL lacks is [`Stop::Emulator`].
+    pub fn call(self: &Arc<Self>, name: &str, args: &[u64]) -> Result<u64, Stop> {
+        let addr = self
+            .image
+            .export(name)
+            .ok_or_else(|| Stop::Emulator(format!("the UMD image exports no {name}")))?;
+        self.run(addr, args)
+    }
+
+    /// Calls what the DLL's import (or run-time thunk) `name` is bound to, with `args`, as the
+    /// DLL's own call does: on an emulated processor in user mode, for this process (tests of
+    /// the thunks' handling of what a DLL may pass).
+    pub fn call_import(self: &Arc<Self>, name: &str, args: &[u64]) -> Result<u64, Stop> {
+        let target = match self.image.image.imports.iter().find(|i| i.name == name) {
+            // SAFETY: an IAT entry of the mapped DLL (bound at load).
+            Some(i) => (unsafe { (i.iat as *const u64).read_unaligned() }) as usize,
+            None => self
+                .image
+                .runtime_thunk(name.as_bytes())
+                .ok_or_else(|| Stop::Emulator(format!("the UMD image has no import {name}")))?,
+        };
+        self.run(target, args)
+    }
+
+    fn run(self: &Arc<Self>, addr: usize, args: &[u64]) -> Result<u64, Stop> {
+        let prev = CURRENT.with(|c| c.replace(Some(self.clone())));
+        // User mode runs at PASSIVE_LEVEL.
+        let _irql = crate::dxgkrnl::kernel::IrqlScope::enter(rvgpu_kmd::platform::Irql::Passive);
+        let before = cpu::executed_user();
+        let r = cpu::call_user(addr, args);
+        if cpu::counting() {
+            let n = cpu::executed_user() - before;
+            let mut c = lock(&self.instructions);
+            let e = c.entry(addr).or_insert((0, 0));
+            e.0 += 1;
+            e.1 += n;
+        }
+        CURRENT.with(|c| *c.borrow_mut() = prev);
+        r
+    }
+
+    /// Counting mode (`RVGPU_PE_COUNT=1`): the DLL's own instructions per call of export
+    /// `name` so far, as (calls, instructions); `None` when it was not called or not counted.
+    pub fn instructions(&self, name: &str) -> Option<(u64, u64)> {
+        let addr = self.image.export(name)?;
+        lock(&self.instructions).get(&addr).copied()
+    }
+
+    fn count(&self, name: &'static str) {
+        *lock(&self.calls).entry(name).or_insert(0) += 1;
+    }
+
+    /// How many times the DLL called import (or run-time thunk) `name`.
+    pub fn calls(&self, name: &str) -> u64 {
+        lock(&self.calls).get(name).copied().unwrap_or(0)
+    }
+
+    /// Doorbell stores of the DLL that reached a live doorbell page (each went to the
+    /// doorbell's OS mapping object, as the Linux UMD's ring does).
+    pub fn doorbell_rings(&self) -> u64 {
+        self.rings.load(Ordering::Acquire)
+    }
+
+    /// The D3DKMT handles of the doorbells the DLL holds (for [`Machine::doorbell_info`]).
+    pub fn doorbells(&self) -> Vec<u32> {
+        lock(&self.handles).doorbells.keys().copied().collect()
+    }
+
+    /// Heap blocks the DLL holds.
+    pub fn heap_blocks(&self) -> usize {
+        self.win32.heap_blocks()
+    }
+
+    /// D3D devices the DLL has open.
+    pub fn open_devices(&self) -> usize {
+        lock(&self.handles).devices.len()
+    }
+}
+
+impl Drop for UserProcess {
+    /// The process ends: the OS closes what the DLL left open (its devices, UM-17's normal
+    /// exit), and its heap goes.
+    fn drop(&mut self) {
+        let devices: Vec<Device> = lock(&self.handles)
+            .devices
+            .drain()
+            .map(|(_, d)| d)
+            .collect();
+        for d in devices {
+            let _ = self.machine.exit_process(&d.sim);
+        }
+        self.win32.free_heap();
+    }
+}

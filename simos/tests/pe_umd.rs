@@ -1,0 +1,770 @@
+//! Issue 44: `rvgpu_umd.dll` itself under the simulated OS, next to `rvgpu.sys` — the DLL's
+//! C API (umd/include/rvgpu_umd.h) run in the x86-64 emulator, its gdi32/kernel32/advapi32
+//! imports landing in the simulated OS's thunks (`rvgpu_simos::pe::umd`), the driver image
+//! behind them. What the DLL does here is what it does on Windows: `D3DKMT*` structures,
+//! user-mode submission through the ring and the doorbell page, native fences.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use rvgpu_hw::cmd::Command;
+use rvgpu_simos::pe::cpu::Stop;
+use rvgpu_simos::pe::umd::{UmdImage, UserProcess};
+use rvgpu_simos::pe::{build_image, build_umd, DriverBuild};
+use rvgpu_simos::{Machine, MachineConfig, Mode};
+
+/// `RvgpuStatus` values (rvgpu_umd.h).
+const OK: u64 = 0;
+const INVALID_ARGUMENT: u64 = 1;
+const TIMEOUT: u64 = 4;
+/// The LUID the simulated Dxgkrnl gives adapter 0.
+const LUID_LOW: u64 = 0x1000;
+const STATUS_SUCCESS: u64 = 0;
+const STATUS_INVALID_PARAMETER: u64 = 0xC000_000D;
+const STATUS_ACCESS_VIOLATION: u64 = 0xC000_0005;
+
+fn umd() -> Arc<UmdImage> {
+    let path = build_umd().unwrap_or_else(|e| panic!("{e}"));
+    UmdImage::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A machine running `rvgpu.sys` in the emulator (threaded, as a Windows machine runs its
+/// GPU, interrupts and DPCs on their own), started.
+fn pe_machine() -> Arc<Machine> {
+    machine(DriverBuild::Pe(Some(
+        build_image().unwrap_or_else(|e| panic!("{e}")),
+    )))
+}
+
+/// A started machine (threaded) running `driver`.
+fn machine(driver: DriverBuild) -> Arc<Machine> {
+    let mut cfg = MachineConfig::single(Mode::Threaded);
+    cfg.driver = driver;
+    Arc::new(started(cfg))
+}
+
+/// Calls export `name` of the DLL; a stop (an exception in the DLL) fails the test.
+fn call(p: &Arc<UserProcess>, name: &str, args: &[u64]) -> u64 {
+    match p.call(name, args) {
+        Ok(v) => v as u32 as u64,
+        Err(e) => panic!("{name}: {e:?}\n{}", log_of(p.machine())),
+    }
+}
+
+fn log_of(m: &Machine) -> String {
+    m.driver_log()
+        .iter()
+        .map(|l| format!("{l:?}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Calls thunk `name` (as bound for the DLL) with its argument pointer `arg`; its NTSTATUS.
+fn thunk(p: &Arc<UserProcess>, name: &str, arg: u64) -> u64 {
+    match p.call_import(name, &[arg]) {
+        Ok(v) => v as u32 as u64,
+        Err(e) => panic!("{name}: {e:?}"),
+    }
+}
+
+fn addr<T>(v: &mut T) -> u64 {
+    v as *mut T as u64
+}
+
+/// Commands as the C API takes them: 64-bit words, each as two dwords, low half first.
+fn dwords(cmds: &[Command]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for c in cmds {
+        let mut words = [0u64; 16];
+        let n = c.encode(&mut words).expect("encodes");
+        for w in &words[..n] {
+            out.push(*w as u32);
+            out.push((*w >> 32) as u32);
+        }
+    }
+    out
+}
+
+/// The DLL binds every import to the simulated OS: the 20 gdi32 thunks it links against, the
+/// kernel32 routines of its runtime (heap, SRW locks, events, waits, module lookup), advapi32's
+/// ETW registration and ntdll's C-library routines; its exports are the C API.
+#[test]
+fn issue_44_the_dll_binds_its_imports_to_the_simulated_os() {
+    let img = umd();
+    let imports = img.imports();
+    let gdi = imports
+        .iter()
+        .filter(|i| i.starts_with("gdi32.dll!"))
+        .count();
+    assert_eq!(gdi, 20, "{imports:?}");
+    for needed in [
+        "gdi32.dll!D3DKMTOpenAdapterFromLuid",
+        "gdi32.dll!D3DKMTSubmitCommandToHwQueue",
+        "gdi32.dll!D3DKMTWaitForSynchronizationObjectFromCpu",
+        "kernel32.dll!GetProcAddress",
+        "kernel32.dll!HeapAlloc",
+        "kernel32.dll!AcquireSRWLockExclusive",
+        "advapi32.dll!EventRegister",
+        "ntdll.dll!memcpy",
+    ] {
+        assert!(imports.iter().any(|i| i == needed), "{needed}: {imports:?}");
+    }
+    let exports = img.exports();
+    for e in ["rvgpu_open_adapter", "rvgpu_submit", "rvgpu_fence_wait"] {
+        assert!(exports.iter().any(|x| x == e), "{e}: {exports:?}");
+    }
+}
+
+/// An import the simulated OS does not implement fails the load with its name (the driver
+/// image's rule).
+#[test]
+fn issue_44_an_unknown_dll_import_fails_the_load_with_its_name() {
+    let mut data = std::fs::read(build_umd().expect("built")).expect("the DLL");
+    let at = data
+        .windows(b"D3DKMTLock2\0".len())
+        .position(|w| w == b"D3DKMTLock2\0")
+        .expect("the import's name in the DLL");
+    data[at..at + 11].copy_from_slice(b"D3DKMTLockX");
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("renamed-import.dll");
+    std::fs::write(&path, &data).expect("write");
+    let e = UmdImage::load(&path).expect_err("an unknown import must fail the load");
+    assert!(e.contains("gdi32.dll!D3DKMTLockX"), "{e}");
+}
+
+/// UM-06, UM-16, UM-19 on the shipped binaries: the DLL opens the adapter by LUID, creates a
+/// user-mode queue (ring, ring control, doorbell through the WDDM 3.2 thunks it finds with
+/// GetProcAddress), submits a fill of a buffer by writing the ring and storing to its doorbell
+/// page — a store the emulator routes to the physical doorbell, as the Linux UMD's — and the
+/// device runs it: the queue's progress value is reached and the buffer holds the pattern.
+/// No kernel-mode submission is made. Against both builds of the driver: `rvgpu.sys` in the
+/// emulator, and the Linux build.
+#[test]
+fn um_06_um_16_um_19_the_shipped_dll_submits_through_its_doorbell() {
+    submit_through_the_doorbell(pe_machine());
+    submit_through_the_doorbell(machine(DriverBuild::Linux));
+}
+
+fn submit_through_the_doorbell(m: Arc<Machine>) {
+    let p = UserProcess::new(m.clone(), umd());
+    let mut adapter = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut adapter)]),
+        OK
+    );
+    assert_ne!(adapter, 0);
+    let mut queue = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_create_queue", &[adapter, 0, 0, addr(&mut queue)]),
+        OK,
+        "{}",
+        log_of(&m)
+    );
+    assert_eq!(p.calls("D3DKMTCreateDoorbell"), 1);
+    assert_eq!(p.calls("D3DKMTConnectDoorbell"), 1);
+    // The queue's ETW provider registered; no session enables it.
+    assert_eq!(p.calls("EventRegister"), 1);
+    let mut buffer = 0u64;
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_buffer_create",
+            &[adapter, 4096, addr(&mut buffer)]
+        ),
+        OK
+    );
+    let mut va = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_gpu_va", &[buffer, addr(&mut va)]),
+        OK
+    );
+    assert_ne!(va, 0);
+
+    // Packets through rvgpu_submit: fill 256 bytes of the buffer.
+    const PATTERN: u64 = 0x5EED_0044_C0DE_F00D;
+    let cmds = dwords(&[Command::Fill {
+        dst: va,
+        bytes: 256,
+        pattern: PATTERN,
+    }]);
+    let mut progress = 0u64;
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_submit",
+            &[
+                queue,
+                cmds.as_ptr() as u64,
+                cmds.len() as u64,
+                addr(&mut progress)
+            ]
+        ),
+        OK
+    );
+    assert!(progress > 0);
+    assert_eq!(
+        call(&p, "rvgpu_queue_wait", &[queue, progress, 5_000_000_000]),
+        OK,
+        "{}",
+        log_of(&m)
+    );
+    // And through the tracked path: fill the next 256 bytes.
+    let mut progress2 = 0u64;
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_buffer_fill",
+            &[queue, buffer, 256, 256, !PATTERN, addr(&mut progress2)]
+        ),
+        OK
+    );
+    assert!(progress2 > progress);
+    assert_eq!(
+        call(&p, "rvgpu_queue_wait", &[queue, progress2, u64::MAX]),
+        OK
+    );
+
+    // The device's work, read through the buffer's Lock2 mapping (host memory).
+    let mut data = 0u64;
+    let queues = [queue];
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_buffer_lock",
+            &[buffer, 1, queues.as_ptr() as u64, 1, addr(&mut data)]
+        ),
+        OK
+    );
+    // SAFETY: the buffer's CPU mapping, 4096 bytes, locked for reading.
+    let words = unsafe { std::slice::from_raw_parts(data as *const u64, 64) };
+    assert!(words[..32].iter().all(|w| *w == PATTERN), "{words:x?}");
+    assert!(words[32..].iter().all(|w| *w == !PATTERN), "{words:x?}");
+    assert_eq!(call(&p, "rvgpu_buffer_unlock", &[buffer]), OK);
+
+    // User-mode submission: doorbell stores, the physical doorbell, no kernel path.
+    assert!(p.doorbell_rings() >= 2, "{}", p.doorbell_rings());
+    let db = p.doorbells();
+    assert_eq!(db.len(), 1);
+    let info = m.doorbell_info(0, db[0]).expect("the doorbell");
+    assert!(info.writes.1 >= 2, "{info:?}");
+    assert_eq!(p.calls("D3DKMTSubmitCommandToHwQueue"), 0);
+
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_buffer_destroy",
+            &[buffer, queues.as_ptr() as u64, 1]
+        ),
+        OK
+    );
+    assert_eq!(call(&p, "rvgpu_destroy_queue", &[queue]), OK);
+    assert_eq!(call(&p, "rvgpu_close_adapter", &[adapter]), OK);
+    assert_eq!(p.open_devices(), 0);
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// NF-17, MF-04 on the shipped binaries: a native fence the DLL creates (D3DKMTCreateNativeFence
+/// through GetProcAddress), signalled from the CPU (the driver image's
+/// DxgkDdiUpdateCurrentValuesFromCpu) and waited for: a poll, a wait with a timeout (an event
+/// and WaitForSingleObject) that times out, and waits in the event and the blocking form that
+/// a signal from another thread releases.
+#[test]
+fn nf_17_mf_04_the_shipped_dll_signals_and_waits_a_native_fence() {
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let mut adapter = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut adapter)]),
+        OK
+    );
+    let mut fence = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_fence_create", &[adapter, 3, addr(&mut fence)]),
+        OK,
+        "{}",
+        log_of(&m)
+    );
+    assert_eq!(call(&p, "rvgpu_fence_wait", &[fence, 3, 0]), OK);
+    assert_eq!(call(&p, "rvgpu_fence_wait", &[fence, 4, 0]), TIMEOUT);
+    // A bounded wait that nothing satisfies: the event is never signalled.
+    assert_eq!(
+        call(&p, "rvgpu_fence_wait", &[fence, 4, 20_000_000]),
+        TIMEOUT
+    );
+    assert_eq!(call(&p, "rvgpu_fence_signal", &[fence, 7]), OK);
+    assert_eq!(call(&p, "rvgpu_fence_wait", &[fence, 7, 5_000_000_000]), OK);
+    assert_eq!(call(&p, "rvgpu_fence_wait", &[fence, 6, u64::MAX]), OK);
+    assert_eq!(p.calls("WaitForSingleObject"), 1);
+    // Waits another thread satisfies (fences may be used from any thread): the event form
+    // (a timeout) and the blocking form (none). Each waiter leaves the emulator while it
+    // waits, so the signalling thread runs the DLL meanwhile.
+    for (value, timeout) in [(9u64, 5_000_000_000u64), (11, u64::MAX)] {
+        let waits = p.calls("D3DKMTWaitForSynchronizationObjectFromCpu");
+        let waiter = {
+            let p = p.clone();
+            std::thread::spawn(move || call(&p, "rvgpu_fence_wait", &[fence, value, timeout]))
+        };
+        // Signal only once the waiter is in the OS (its wait registered, or blocking).
+        let t0 = std::time::Instant::now();
+        while p.calls("D3DKMTWaitForSynchronizationObjectFromCpu") == waits {
+            assert!(
+                t0.elapsed().as_secs() < 10,
+                "the waiter never reached the thunk"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(
+            !waiter.is_finished(),
+            "the wait for {value} ended before the signal"
+        );
+        assert_eq!(call(&p, "rvgpu_fence_signal", &[fence, value]), OK);
+        assert_eq!(waiter.join().expect("the waiter"), OK);
+    }
+    assert_eq!(p.calls("WaitForSingleObject"), 2);
+    assert_eq!(call(&p, "rvgpu_fence_destroy", &[fence]), OK);
+    assert_eq!(call(&p, "rvgpu_close_adapter", &[adapter]), OK);
+    assert_eq!(p.heap_blocks(), 0, "the DLL freed what it allocated");
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// Attacker-style: the DLL handed garbage returns an error status, and a thunk given a bad
+/// structure pointer returns a status instead of halting the simulation (or the host).
+#[test]
+fn issue_44_garbage_is_a_status_never_a_halt() {
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    // The C API validates its arguments: null out-pointers, null handles.
+    assert_eq!(
+        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, 0]),
+        INVALID_ARGUMENT
+    );
+    assert_eq!(
+        call(&p, "rvgpu_create_queue", &[0, 0, 0, 0]),
+        INVALID_ARGUMENT
+    );
+    assert_eq!(call(&p, "rvgpu_fence_signal", &[0, 1]), INVALID_ARGUMENT);
+    // A LUID no adapter has: the OS's STATUS_INVALID_PARAMETER, mapped by the DLL.
+    let mut adapter = 0u64;
+    let r = call(&p, "rvgpu_open_adapter", &[0xDEAD, 7, addr(&mut adapter)]);
+    assert_ne!(r, OK);
+    assert_eq!(adapter, 0);
+    // A pointer into nowhere as the submission's command list: the DLL faults in user mode;
+    // that is the process's exception, not the machine's.
+    let mut a = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
+        OK
+    );
+    let mut q = 0u64;
+    assert_eq!(call(&p, "rvgpu_create_queue", &[a, 0, 0, addr(&mut q)]), OK);
+    let mut progress = 0u64;
+    match p.call("rvgpu_submit", &[q, 0x10, 4, addr(&mut progress)]) {
+        Err(Stop::UserException { code, address, .. }) => {
+            assert_eq!(code, 0xC000_0005);
+            assert_eq!(address, 0x10);
+        }
+        other => panic!("expected an access violation in the DLL, got {other:?}"),
+    }
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+
+    // The thunks themselves, called directly as the DLL calls them (gdi32's entry points):
+    // a null structure, an unmapped one, a read-only one (outputs not writable), a handle the
+    // process never got, and an array pointer into nowhere.
+    let open = "D3DKMTOpenAdapterFromLuid";
+    assert_eq!(thunk(&p, open, 0), STATUS_INVALID_PARAMETER);
+    assert_eq!(thunk(&p, open, 0x10), STATUS_ACCESS_VIOLATION);
+    static RO: [u32; 3] = [0x1000, 0, 0];
+    assert_eq!(thunk(&p, open, RO.as_ptr() as u64), STATUS_ACCESS_VIOLATION);
+    let mut luid = [0x1000u32, 0, 0];
+    assert_eq!(thunk(&p, open, luid.as_mut_ptr() as u64), STATUS_SUCCESS);
+    assert_ne!(luid[2], 0);
+    // An adapter handle this process never opened.
+    let mut dev = [0u64; 8];
+    dev[0] = 0x7777_7777;
+    assert_eq!(
+        thunk(&p, "D3DKMTCreateDevice", dev.as_mut_ptr() as u64),
+        STATUS_INVALID_PARAMETER
+    );
+    // A device handle it never got, an enormous count, arrays into nowhere.
+    let s = [0x7777_7777u64 | (u64::from(u32::MAX) << 32), 0x10, 0x10, 0];
+    assert_eq!(
+        thunk(
+            &p,
+            "D3DKMTSignalSynchronizationObjectFromCpu",
+            s.as_ptr() as u64
+        ),
+        STATUS_INVALID_PARAMETER
+    );
+    // Run-time thunks (GetProcAddress) too: an unmapped structure, a null one.
+    assert_eq!(
+        thunk(&p, "D3DKMTCreateDoorbell", 0x10),
+        STATUS_ACCESS_VIOLATION
+    );
+    assert_eq!(
+        thunk(&p, "D3DKMTCreateNativeFence", 0),
+        STATUS_INVALID_PARAMETER
+    );
+    // A CPU wait on an event the process does not have, with a handle it never got.
+    let w = [0x7777_7777u64 | (1 << 32), 0x10, 0x10, 0x1234, 0];
+    assert_eq!(
+        thunk(
+            &p,
+            "D3DKMTWaitForSynchronizationObjectFromCpu",
+            w.as_ptr() as u64
+        ),
+        STATUS_INVALID_PARAMETER
+    );
+    // kernel32 given garbage: a lock word in no memory is an access violation raised in the
+    // caller (the process), never a host fault.
+    match p.call_import("AcquireSRWLockExclusive", &[0x10]) {
+        Err(Stop::UserException { code, .. }) => assert_eq!(code, 0xC000_0005),
+        other => panic!("expected an access violation, got {other:?}"),
+    }
+    assert_eq!(p.call_import("HeapFree", &[0, 0, 0x10]).ok(), Some(0));
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+    // On Windows the access violation would have ended the process; here the same objects
+    // are torn down through the DLL to show that the OS and the driver are intact.
+    assert_eq!(call(&p, "rvgpu_destroy_queue", &[q]), OK);
+    assert_eq!(call(&p, "rvgpu_close_adapter", &[a]), OK);
+}
+
+/// The Direct3D runtimes' entry points of the shipped DLL refuse with `E_NOTIMPL` whatever
+/// they are handed (docs/windows.md, "What the Direct3D runtimes find in rvgpu_umd.dll"),
+/// and make no thunk call.
+#[test]
+fn issue_44_the_dlls_d3d_entry_points_refuse() {
+    const E_NOTIMPL: u64 = 0x8000_4001;
+    let p = UserProcess::new(pe_machine(), umd());
+    for name in ["OpenAdapter", "OpenAdapter10_2", "OpenAdapter12"] {
+        assert_eq!(call(&p, name, &[0]), E_NOTIMPL, "{name}");
+        assert_eq!(call(&p, name, &[0x10]), E_NOTIMPL, "{name}");
+    }
+    assert_eq!(p.calls("D3DKMTOpenAdapterFromLuid"), 0);
+}
+
+/// Attacker-style, on a live queue: random and bit-flipped command streams handed to the
+/// shipped DLL's `rvgpu_submit`. Every stream the UMD's own parser (the host build of the same
+/// code) rejects, the DLL rejects with `RVGPU_STATUS_INVALID_ARGUMENT` before anything reaches
+/// the ring; nothing faults; and the queue still runs valid work afterwards.
+#[test]
+fn issue_44_the_shipped_dll_rejects_what_its_parser_rejects() {
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let mut a = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
+        OK
+    );
+    let mut q = 0u64;
+    assert_eq!(call(&p, "rvgpu_create_queue", &[a, 0, 0, addr(&mut q)]), OK);
+    let mut buffer = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_create", &[a, 4096, addr(&mut buffer)]),
+        OK
+    );
+    let mut va = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_gpu_va", &[buffer, addr(&mut va)]),
+        OK
+    );
+    let valid = dwords(&[Command::Fill {
+        dst: va,
+        bytes: 64,
+        pattern: 0xFEED,
+    }]);
+    let mut seed = 0x44u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut rejected = 0;
+    for i in 0..400 {
+        let stream: Vec<u32> = if i % 2 == 0 {
+            (0..1 + next() % 48).map(|_| next() as u32).collect()
+        } else {
+            // A valid packet with one to three bits flipped, or cut short.
+            let mut s = valid.clone();
+            for _ in 0..1 + next() % 3 {
+                let bit = next() as usize % (32 * s.len());
+                s[bit / 32] ^= 1 << (bit % 32);
+            }
+            if next() % 4 == 0 {
+                s.truncate(1 + next() as usize % (s.len() - 1));
+            }
+            s
+        };
+        if rvgpu_umd::capi::parse_commands(&stream).is_ok() {
+            continue;
+        }
+        rejected += 1;
+        let mut progress = u64::MAX;
+        let r = call(
+            &p,
+            "rvgpu_submit",
+            &[
+                q,
+                stream.as_ptr() as u64,
+                stream.len() as u64,
+                addr(&mut progress),
+            ],
+        );
+        assert_eq!(r, INVALID_ARGUMENT, "stream {i}: {stream:x?}");
+        assert_eq!(
+            progress, 0,
+            "stream {i}: a progress value for rejected work"
+        );
+    }
+    assert!(rejected > 300, "only {rejected} streams were rejected");
+    assert_eq!(p.calls("D3DKMTSubmitCommandToHwQueue"), 0);
+    let rings = p.doorbell_rings();
+    assert_eq!(rings, 0, "a rejected stream reached the doorbell");
+    let mut progress = 0u64;
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_submit",
+            &[
+                q,
+                valid.as_ptr() as u64,
+                valid.len() as u64,
+                addr(&mut progress)
+            ]
+        ),
+        OK
+    );
+    assert_eq!(
+        call(&p, "rvgpu_queue_wait", &[q, progress, 5_000_000_000]),
+        OK
+    );
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+    assert_eq!(call(&p, "rvgpu_buffer_destroy", &[buffer, 0, 0]), OK);
+    assert_eq!(call(&p, "rvgpu_destroy_queue", &[q]), OK);
+    assert_eq!(call(&p, "rvgpu_close_adapter", &[a]), OK);
+}
+
+/// UM-10, UM-19 on the shipped binaries: after a device loss turns the queue's doorbell
+/// `DISCONNECTED_ABORT`, the DLL's next submission falls back to the kernel-mode path
+/// (D3DKMTDestroyDoorbell, a kernel-mode hardware queue, D3DKMTSubmitCommandToHwQueue through
+/// the bridge) and the work still runs; after removal the DLL reports the device lost, and
+/// tearing everything down still returns. Against both builds of the driver.
+#[test]
+fn um_10_um_19_the_shipped_dll_falls_back_to_kernel_mode_after_device_loss() {
+    fall_back_after_device_loss(pe_machine());
+    fall_back_after_device_loss(machine(DriverBuild::Linux));
+}
+
+fn fall_back_after_device_loss(m: Arc<Machine>) {
+    const DEVICE_LOST: u64 = 3;
+    let p = UserProcess::new(m.clone(), umd());
+    let mut a = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
+        OK
+    );
+    let mut q = 0u64;
+    assert_eq!(call(&p, "rvgpu_create_queue", &[a, 0, 0, addr(&mut q)]), OK);
+    let mut buffer = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_create", &[a, 4096, addr(&mut buffer)]),
+        OK
+    );
+    let mut va = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_gpu_va", &[buffer, addr(&mut va)]),
+        OK
+    );
+    let fill = |offset: u64, pattern: u64| {
+        dwords(&[Command::Fill {
+            dst: va + offset,
+            bytes: 64,
+            pattern,
+        }])
+    };
+    let submit = |cmds: &[u32]| {
+        let mut progress = 0u64;
+        let r = call(
+            &p,
+            "rvgpu_submit",
+            &[
+                q,
+                cmds.as_ptr() as u64,
+                cmds.len() as u64,
+                addr(&mut progress),
+            ],
+        );
+        (r, progress)
+    };
+    let (r, v1) = submit(&fill(0, 0x1111));
+    assert_eq!(r, OK);
+    assert_eq!(call(&p, "rvgpu_queue_wait", &[q, v1, 5_000_000_000]), OK);
+    assert_eq!(p.calls("D3DKMTSubmitCommandToHwQueue"), 0);
+
+    m.device_lost(0).expect("device loss");
+    let (r, v2) = submit(&fill(64, 0x2222));
+    assert_eq!(r, OK, "{}", log_of(&m));
+    assert!(v2 > v1);
+    assert_eq!(
+        call(&p, "rvgpu_queue_wait", &[q, v2, 5_000_000_000]),
+        OK,
+        "{}",
+        log_of(&m)
+    );
+    assert_eq!(p.calls("D3DKMTDestroyDoorbell"), 1);
+    assert!(p.calls("D3DKMTSubmitCommandToHwQueue") >= 1);
+    let mut data = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_lock", &[buffer, 1, 0, 0, addr(&mut data)]),
+        OK
+    );
+    // SAFETY: the buffer's CPU mapping, 4096 bytes, locked for reading.
+    let words = unsafe { std::slice::from_raw_parts(data as *const u64, 16) };
+    assert!(words[..8].iter().all(|w| *w == 0x1111), "{words:x?}");
+    assert!(words[8..].iter().all(|w| *w == 0x2222), "{words:x?}");
+    assert_eq!(call(&p, "rvgpu_buffer_unlock", &[buffer]), OK);
+
+    m.device_removed(0).expect("removal");
+    let (r, _) = submit(&fill(128, 0x3333));
+    assert_eq!(r, DEVICE_LOST);
+    // Teardown on a removed device: statuses, never a fault.
+    let _ = call(&p, "rvgpu_buffer_destroy", &[buffer, 0, 0]);
+    let _ = call(&p, "rvgpu_destroy_queue", &[q]);
+    let _ = call(&p, "rvgpu_close_adapter", &[a]);
+    assert_eq!(p.open_devices(), 0);
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// Attacker-style, every entry point: each gdi32 thunk the DLL imports or finds at run time,
+/// called as the DLL calls it with a null structure, an unmapped one, a read-only one, one of
+/// zeros and one of 0xFF bytes (handles this process never got, huge counts, wild pointers),
+/// returns an error NTSTATUS; the kernel32 and advapi32 routines given garbage fail as
+/// documented; nothing faults the host or the machine.
+#[test]
+fn issue_44_every_thunk_given_garbage_returns_an_error_status() {
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let img = umd();
+    let mut thunks: Vec<String> = img
+        .imports()
+        .iter()
+        .filter_map(|i| i.strip_prefix("gdi32.dll!").map(str::to_string))
+        .collect();
+    for t in [
+        "D3DKMTCreateDoorbell",
+        "D3DKMTConnectDoorbell",
+        "D3DKMTDestroyDoorbell",
+        "D3DKMTNotifyWorkSubmission",
+        "D3DKMTCreateNativeFence",
+    ] {
+        thunks.push(t.to_string());
+    }
+    assert_eq!(thunks.len(), 25);
+    static RO: [u8; 256] = [0; 256];
+    for t in &thunks {
+        let mut zeros = [0u8; 256];
+        let mut ones = [0xFFu8; 256];
+        for (what, arg) in [
+            ("null", 0),
+            ("unmapped", 0x10),
+            ("read-only", RO.as_ptr() as u64),
+            ("zeros", zeros.as_mut_ptr() as u64),
+            ("0xFF bytes", ones.as_mut_ptr() as u64),
+        ] {
+            let r = thunk(&p, t, arg);
+            assert!(
+                r & 0xC000_0000 == 0xC000_0000,
+                "{t} given a {what} structure returned {r:#x}"
+            );
+        }
+    }
+    // kernel32 and advapi32 with garbage: the documented failure values.
+    let k = |name: &str, args: &[u64]| match p.call_import(name, args) {
+        Ok(v) => v,
+        Err(e) => panic!("{name}: {e:?}"),
+    };
+    assert_eq!(k("HeapFree", &[0x10, 0, 0x10]), 0);
+    assert_eq!(
+        k("HeapAlloc", &[0x10, 0, 64]),
+        0,
+        "a heap that is not the process heap"
+    );
+    assert_eq!(k("CloseHandle", &[0x1234]), 0);
+    assert_eq!(k("WaitForSingleObject", &[0x1234, 0]) as u32, u32::MAX);
+    assert_eq!(k("GetModuleHandleW", &[0x10]), 0);
+    assert_eq!(k("LoadLibraryW", &[0]), 0);
+    assert_eq!(k("GetProcAddress", &[0x10, 0x10]), 0);
+    assert_eq!(
+        k("CreateEventW", &[0, 1, 0, 0x10]),
+        0,
+        "named events are refused"
+    );
+    assert_ne!(k("EventRegister", &[0x10, 0, 0, 0x10]), 0);
+    match p.call_import("ReleaseSRWLockExclusive", &[RO.as_ptr() as u64]) {
+        Err(Stop::UserException { code, .. }) => assert_eq!(code, 0xC000_0005),
+        other => panic!("a read-only lock word: {other:?}"),
+    }
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+    assert_eq!(p.open_devices(), 0);
+}
+
+/// The DLL's own instructions per `rvgpu_submit` of one FILL on a connected user-mode queue
+/// (ring write, last-queued value, doorbell store, status read: no thunk), measured in the
+/// emulator: `RVGPU_PE_COUNT=1 cargo test -p rvgpu-simos --test pe_umd -- --ignored
+/// --nocapture dll_instructions` (docs/pe-image.md, "Figures from the real binary").
+#[test]
+#[ignore = "a measurement: needs RVGPU_PE_COUNT=1"]
+fn issue_44_dll_instructions_per_user_mode_submit() {
+    assert!(
+        rvgpu_simos::pe::cpu::counting(),
+        "run with RVGPU_PE_COUNT=1"
+    );
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let mut a = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
+        OK
+    );
+    let mut q = 0u64;
+    assert_eq!(call(&p, "rvgpu_create_queue", &[a, 0, 0, addr(&mut q)]), OK);
+    let mut b = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_create", &[a, 4096, addr(&mut b)]),
+        OK
+    );
+    let mut va = 0u64;
+    assert_eq!(call(&p, "rvgpu_buffer_gpu_va", &[b, addr(&mut va)]), OK);
+    let cmds = dwords(&[Command::Fill {
+        dst: va,
+        bytes: 64,
+        pattern: 1,
+    }]);
+    let submits = |n: usize| {
+        let mut last = 0u64;
+        for _ in 0..n {
+            assert_eq!(
+                call(
+                    &p,
+                    "rvgpu_submit",
+                    &[q, cmds.as_ptr() as u64, cmds.len() as u64, addr(&mut last)]
+                ),
+                OK
+            );
+            assert_eq!(call(&p, "rvgpu_queue_wait", &[q, last, u64::MAX]), OK);
+        }
+    };
+    let thunks = p.calls("D3DKMTSubmitCommandToHwQueue");
+    submits(100);
+    let (c1, i1) = p.instructions("rvgpu_submit").expect("counted");
+    submits(100);
+    let (c2, i2) = p.instructions("rvgpu_submit").expect("counted");
+    let per = (i2 - i1) as f64 / (c2 - c1) as f64;
+    assert_eq!(p.calls("D3DKMTSubmitCommandToHwQueue"), thunks);
+    println!("rvgpu_umd.dll: {per:.1} instructions per rvgpu_submit (one FILL, user mode)");
+    assert_eq!(call(&p, "rvgpu_buffer_destroy", &[b, 0, 0]), OK);
+    assert_eq!(call(&p, "rvgpu_destroy_queue", &[q]), OK);
+    assert_eq!(call(&p, "rvgpu_close_adapter", &[a]), OK);
+}

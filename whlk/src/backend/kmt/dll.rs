@@ -1,0 +1,772 @@
+//! `--backend kmt-sim --umd pe`: the cases driven through the shipped `rvgpu_umd.dll` itself —
+//! its C API (umd/include/rvgpu_umd.h), run in the x86-64 emulator with its gdi32, kernel32 and
+//! advapi32 imports bound to the simulated OS (`rvgpu_simos::pe::umd`, docs/pe-image.md) — on
+//! a machine brought up as [`super::sim::SimPlatform`] brings it up.
+//!
+//! A case sees what an application linked against the DLL sees. A process is a
+//! [`UserProcess`] that loaded the DLL and opened the adapter with `rvgpu_open_adapter`;
+//! buffers are `rvgpu_buffer_*`, queues `rvgpu_create_queue` (user-mode submission, the DLL's
+//! kernel-mode fallback behind it), work `rvgpu_submit` of packets and `rvgpu_buffer_fill` /
+//! `rvgpu_buffer_copy`, waits `rvgpu_queue_wait`. Whatever a case needs beyond the C API is
+//! `Unsupported`, naming the missing piece, so the case is skipped with that reason (see
+//! docs/pe-image.md for which cases that leaves).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rvgpu_simos::pe::cpu::Stop;
+use rvgpu_simos::pe::umd::{UmdImage, UserProcess};
+use rvgpu_simos::{Machine, MachineConfig, Mode};
+
+use crate::backend::sim::{failure, machine_config};
+use crate::backend::{
+    AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport, DoorbellStatus,
+    DriverCaps, ExecMode, Failure, LockOutcome, ProcessEnd, ProcessRef, Session, SessionConfig,
+    StartedAdapter, StreamLane, StreamReport, SubmissionCaps, SubmitPath, TrackedInfo, TrackedRef,
+    TrackedWork, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
+};
+
+/// `RvgpuStatus` values (rvgpu_umd.h).
+const OK: u64 = 0;
+const NOT_IMPLEMENTED: u64 = 2;
+const DEVICE_LOST: u64 = 3;
+const TIMEOUT: u64 = 4;
+const WAS_STILL_DRAWING: u64 = 7;
+/// `RVGPU_LOCK_READ`, `RVGPU_LOCK_WRITE`.
+const LOCK_READ: u64 = 0x1;
+const LOCK_WRITE: u64 = 0x2;
+
+fn status_name(s: u64) -> &'static str {
+    match s {
+        1 => "RVGPU_STATUS_INVALID_ARGUMENT",
+        2 => "RVGPU_STATUS_NOT_IMPLEMENTED",
+        3 => "RVGPU_STATUS_DEVICE_LOST",
+        4 => "RVGPU_STATUS_TIMEOUT",
+        5 => "RVGPU_STATUS_OUT_OF_MEMORY",
+        6 => "RVGPU_STATUS_KERNEL_ERROR",
+        7 => "RVGPU_STATUS_WAS_STILL_DRAWING",
+        _ => "an unknown RvgpuStatus",
+    }
+}
+
+fn missing<T>(what: &str) -> Result<T, Failure> {
+    Err(Failure::Unsupported(format!(
+        "{what} is not in rvgpu_umd.dll's C API"
+    )))
+}
+
+/// The backend: the shipped DLL over the simulated thunks.
+#[derive(Debug)]
+pub struct DllBackend {
+    image: Arc<UmdImage>,
+}
+
+impl DllBackend {
+    /// Loads the DLL (built as scripts/package.sh builds it when `path` is `None`); fails with
+    /// the reason (no emulator, an import the simulated OS does not implement, a failed
+    /// build).
+    pub fn new(path: Option<std::path::PathBuf>) -> Result<Self, String> {
+        let path = match path {
+            Some(p) => p,
+            None => rvgpu_simos::pe::build_umd()?,
+        };
+        Ok(Self {
+            image: UmdImage::load(&path)?,
+        })
+    }
+
+    /// The DLL's path.
+    pub fn path(&self) -> &std::path::Path {
+        self.image.path()
+    }
+}
+
+impl crate::backend::Backend for DllBackend {
+    fn name(&self) -> &'static str {
+        "kmt-sim-umd-pe"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::of(&[Capability::UserModeSubmission, Capability::AllocationUsage])
+    }
+
+    fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
+        // As SimPlatform: a real machine runs its GPU, interrupts and DPCs on their own.
+        let mut mc: MachineConfig = machine_config(&SessionConfig {
+            mode: ExecMode::Threaded,
+            ..config.clone()
+        });
+        mc.mode = Mode::Threaded;
+        let mut m = Machine::new(mc);
+        m.load_driver().map_err(failure)?;
+        let mut render_only = Vec::new();
+        for i in 0..m.adapter_count() {
+            let info = m.start_adapter(i).map_err(failure)?;
+            render_only.push(info.sources == 0 && info.children == 0);
+        }
+        Ok(Box::new(DllSession {
+            m: Arc::new(m),
+            image: self.image.clone(),
+            render_only,
+            opened: Vec::new(),
+            processes: Vec::new(),
+            buffers: Vec::new(),
+            tracked: Vec::new(),
+            queues: Vec::new(),
+        }))
+    }
+}
+
+struct DProcess {
+    adapter: usize,
+    /// The process and its `RvgpuAdapter*`; `None` once it ended.
+    live: Option<(Arc<UserProcess>, u64)>,
+}
+
+/// A buffer (`RvgpuBuffer*`), plain or tracked.
+struct DBuffer {
+    process: usize,
+    handle: u64,
+    size: u64,
+    gpu_va: u64,
+    /// The CPU view of a tracked buffer's current lock (0: unlocked).
+    view: u64,
+}
+
+struct DQueue {
+    process: usize,
+    /// `RvgpuQueue*`; `None` once closed.
+    handle: Option<u64>,
+}
+
+struct DllSession {
+    m: Arc<Machine>,
+    image: Arc<UmdImage>,
+    render_only: Vec<bool>,
+    opened: Vec<bool>,
+    processes: Vec<DProcess>,
+    buffers: Vec<Option<DBuffer>>,
+    tracked: Vec<Option<DBuffer>>,
+    queues: Vec<DQueue>,
+}
+
+impl DllSession {
+    fn fault(&self) -> Option<Failure> {
+        self.m.fault().map(failure)
+    }
+
+    fn process(&self, p: usize) -> Result<(Arc<UserProcess>, u64), Failure> {
+        self.processes
+            .get(p)
+            .and_then(|d| d.live.clone())
+            .ok_or_else(|| Failure::Backend(format!("process {p} has ended or never was")))
+    }
+
+    /// Calls export `name` of process `p`'s DLL; its `RvgpuStatus` (or RAX).
+    fn call(&self, p: usize, name: &str, args: &[u64]) -> Result<u64, Failure> {
+        let (up, _) = self.process(p)?;
+        match up.call(name, args) {
+            Ok(v) => Ok(v & 0xFFFF_FFFF),
+            Err(Stop::UserException { code, address, rip }) => Err(Failure::Backend(format!(
+                "{name}: the DLL raised exception {code:#x} at {rip:#x} (address {address:#x})"
+            ))),
+            Err(e) => Err(self
+                .fault()
+                .unwrap_or_else(|| Failure::Backend(format!("{name}: {e:?}")))),
+        }
+    }
+
+    /// [`call`](Self::call), success required.
+    fn ok(&self, p: usize, name: &str, args: &[u64]) -> Result<(), Failure> {
+        match self.call(p, name, args)? {
+            OK => Ok(()),
+            NOT_IMPLEMENTED => missing(name),
+            s => Err(self.fault().unwrap_or_else(|| {
+                Failure::Backend(format!("{name} returned {}", status_name(s)))
+            })),
+        }
+    }
+
+    fn buffer(&self, b: BufferRef) -> Result<&DBuffer, Failure> {
+        self.buffers
+            .get(b.0)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| Failure::Backend(format!("no live buffer {}", b.0)))
+    }
+
+    fn tracked_buffer(&self, b: TrackedRef) -> Result<&DBuffer, Failure> {
+        self.tracked
+            .get(b.0)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| Failure::Backend(format!("no live tracked buffer {}", b.0)))
+    }
+
+    fn queue(&self, q: UmQueueRef) -> Result<(usize, u64), Failure> {
+        let d = self
+            .queues
+            .get(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+        let h = d
+            .handle
+            .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
+        Ok((d.process, h))
+    }
+
+    /// The live queues of process `p` (what a lock or destroy names).
+    fn queues_of(&self, p: usize) -> Vec<u64> {
+        self.queues
+            .iter()
+            .filter(|q| q.process == p)
+            .filter_map(|q| q.handle)
+            .collect()
+    }
+
+    /// Runs `f` on the CPU view (its base and size in bytes) of plain buffer `b` locked with
+    /// `flags` (no queue named: the packets of `rvgpu_submit` are not tracked, so the lock does
+    /// not wait for them).
+    fn with_view<R>(
+        &self,
+        b: BufferRef,
+        flags: u64,
+        f: impl FnOnce(*mut u64, u64) -> R,
+    ) -> Result<R, Failure> {
+        let d = self.buffer(b)?;
+        let mut data = 0u64;
+        self.ok(
+            d.process,
+            "rvgpu_buffer_lock",
+            &[d.handle, flags, 0, 0, &raw mut data as u64],
+        )?;
+        let r = f(data as *mut u64, d.size);
+        self.ok(d.process, "rvgpu_buffer_unlock", &[d.handle])?;
+        Ok(r)
+    }
+
+    /// The checked word index of byte `offset` of plain buffer `b`.
+    fn word(&self, b: BufferRef, offset: u64) -> Result<usize, Failure> {
+        let d = self.buffer(b)?;
+        if !offset.is_multiple_of(8) || offset.checked_add(8).is_none_or(|e| e > d.size) {
+            return Err(Failure::Backend(format!(
+                "offset {offset:#x} is outside buffer {} ({} bytes)",
+                b.0, d.size
+            )));
+        }
+        usize::try_from(offset / 8).map_err(|_| Failure::Backend("offset too large".into()))
+    }
+
+    fn new_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<DBuffer, Failure> {
+        let (_, adapter) = self.process(p.0)?;
+        let mut handle = 0u64;
+        self.ok(
+            p.0,
+            "rvgpu_buffer_create",
+            &[adapter, bytes, &raw mut handle as u64],
+        )?;
+        let mut gpu_va = 0u64;
+        self.ok(
+            p.0,
+            "rvgpu_buffer_gpu_va",
+            &[handle, &raw mut gpu_va as u64],
+        )?;
+        Ok(DBuffer {
+            process: p.0,
+            handle,
+            size: bytes,
+            gpu_va,
+            view: 0,
+        })
+    }
+
+    fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
+        let d = self.buffer(b)?;
+        if offset.checked_add(bytes).is_none_or(|end| end > d.size) {
+            return Err(Failure::Backend(format!(
+                "{bytes} bytes at {offset:#x} are outside buffer {} ({} bytes)",
+                b.0, d.size
+            )));
+        }
+        Ok(d.gpu_va + offset)
+    }
+
+    fn started(&self, i: usize) -> Result<(), Failure> {
+        if self.opened.get(i).copied().unwrap_or(false) {
+            Ok(())
+        } else {
+            Err(Failure::Backend(format!("adapter {i} is not started")))
+        }
+    }
+
+    /// Everything of process `p` through the DLL, then the process ends.
+    fn close_process(&mut self, p: usize) -> Result<(), Failure> {
+        let (_, adapter) = self.process(p)?;
+        let queues = self.queues_of(p);
+        let mut first_error = None;
+        let mut note = |r: Result<(), Failure>| {
+            if let Err(e) = r {
+                first_error.get_or_insert(e);
+            }
+        };
+        for i in 0..self.tracked.len() {
+            if let Some(d) = self.tracked.get(i).and_then(Option::as_ref) {
+                if d.process == p {
+                    let (h, view) = (d.handle, d.view);
+                    if view != 0 {
+                        note(self.ok(p, "rvgpu_buffer_unlock", &[h]));
+                    }
+                    note(self.ok(
+                        p,
+                        "rvgpu_buffer_destroy",
+                        &[h, queues.as_ptr() as u64, queues.len() as u64],
+                    ));
+                    if let Some(t) = self.tracked.get_mut(i) {
+                        *t = None;
+                    }
+                }
+            }
+        }
+        for i in 0..self.buffers.len() {
+            if let Some(d) = self.buffers.get(i).and_then(Option::as_ref) {
+                if d.process == p {
+                    note(self.ok(p, "rvgpu_buffer_destroy", &[d.handle, 0, 0]));
+                    if let Some(b) = self.buffers.get_mut(i) {
+                        *b = None;
+                    }
+                }
+            }
+        }
+        for i in 0..self.queues.len() {
+            let h = self
+                .queues
+                .get(i)
+                .filter(|q| q.process == p)
+                .and_then(|q| q.handle);
+            if let Some(h) = h {
+                note(self.ok(p, "rvgpu_destroy_queue", &[h]));
+                if let Some(q) = self.queues.get_mut(i) {
+                    q.handle = None;
+                }
+            }
+        }
+        note(self.ok(p, "rvgpu_close_adapter", &[adapter]));
+        if let Some(d) = self.processes.get_mut(p) {
+            d.live = None;
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl Session for DllSession {
+    fn adapter_count(&self) -> usize {
+        self.m.adapter_count()
+    }
+
+    fn load_driver(&mut self) -> Result<(), Failure> {
+        if self.m.adapter_count() == 0 {
+            return Err(Failure::Backend("no rvgpu adapter is present".into()));
+        }
+        self.opened = vec![false; self.m.adapter_count()];
+        Ok(())
+    }
+
+    /// PnP started the adapter; "starting" it checks what the OS reports, as the D3DKMT
+    /// backend does.
+    fn start_adapter(&mut self, i: usize) -> Result<StartedAdapter, Failure> {
+        let render_only = *self
+            .render_only
+            .get(i)
+            .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?;
+        if let Some(o) = self.opened.get_mut(i) {
+            *o = true;
+        }
+        let n = u32::from(!render_only);
+        Ok(StartedAdapter {
+            sources: n,
+            children: n,
+        })
+    }
+
+    fn driver_caps(&mut self, _i: usize) -> Result<DriverCaps, Failure> {
+        missing("DXGK_DRIVERCAPS")
+    }
+
+    fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
+        self.started(i)?;
+        for p in 0..self.processes.len() {
+            let open = self
+                .processes
+                .get(p)
+                .is_some_and(|d| d.adapter == i && d.live.is_some());
+            if open {
+                self.close_process(p)?;
+            }
+        }
+        if let Some(o) = self.opened.get_mut(i) {
+            *o = false;
+        }
+        Ok(())
+    }
+
+    fn remove_adapter(&mut self, _i: usize) -> Result<(), Failure> {
+        Ok(())
+    }
+
+    fn unload(&mut self) -> Result<(), Failure> {
+        Ok(())
+    }
+
+    fn run_until(
+        &mut self,
+        budget: Duration,
+        done: &mut dyn FnMut(&dyn Session) -> bool,
+    ) -> Result<bool, Failure> {
+        let t0 = Instant::now();
+        loop {
+            if done(self) {
+                return Ok(true);
+            }
+            if let Some(f) = self.fault() {
+                return Err(f);
+            }
+            if t0.elapsed() >= budget {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    fn as_ums(&mut self) -> Option<&mut dyn UserModeSubmission> {
+        Some(self)
+    }
+
+    fn as_ums_ref(&self) -> Option<&dyn UserModeSubmission> {
+        Some(self)
+    }
+
+    fn as_alloc_usage(&mut self) -> Option<&mut dyn AllocationUsage> {
+        Some(self)
+    }
+
+    fn as_alloc_usage_ref(&self) -> Option<&dyn AllocationUsage> {
+        Some(self)
+    }
+}
+
+/// Commands as the C API takes them: each 64-bit word as two dwords, low half first.
+fn dwords(cmds: &[rvgpu_hw::cmd::Command]) -> Result<Vec<u32>, Failure> {
+    let mut out = Vec::new();
+    for c in cmds {
+        let mut words = [0u64; 16];
+        let n = c
+            .encode(&mut words)
+            .ok_or_else(|| Failure::Backend(format!("{c:?} does not encode")))?;
+        for w in words.iter().take(n) {
+            out.push(*w as u32);
+            out.push((*w >> 32) as u32);
+        }
+    }
+    Ok(out)
+}
+
+impl UserModeSubmission for DllSession {
+    fn submission_caps(&mut self, _i: usize) -> Result<SubmissionCaps, Failure> {
+        missing("node metadata and DXGK_USERMODESUBMISSION_CAPS")
+    }
+
+    fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
+        self.started(i)?;
+        let up = UserProcess::new(self.m.clone(), self.image.clone());
+        let luid = rvgpu_simos::dxgkrnl::pnp::adapter_luid(i);
+        let mut adapter = 0u64;
+        let r = up
+            .call(
+                "rvgpu_open_adapter",
+                &[
+                    u64::from(luid.LowPart),
+                    u64::from(luid.HighPart as u32),
+                    &raw mut adapter as u64,
+                ],
+            )
+            .map_err(|e| Failure::Backend(format!("rvgpu_open_adapter: {e:?}")))?;
+        if r & 0xFFFF_FFFF != OK {
+            return Err(Failure::Backend(format!(
+                "rvgpu_open_adapter returned {}",
+                status_name(r & 0xFFFF_FFFF)
+            )));
+        }
+        self.processes.push(DProcess {
+            adapter: i,
+            live: Some((up, adapter)),
+        });
+        Ok(ProcessRef(self.processes.len() - 1))
+    }
+
+    fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
+        self.process(p.0)?;
+        if how == ProcessEnd::Abnormal {
+            return missing("ending the process abnormally (killing it from outside)");
+        }
+        self.close_process(p.0)
+    }
+
+    fn create_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
+        let d = self.new_buffer(p, bytes)?;
+        self.buffers.push(Some(d));
+        let b = BufferRef(self.buffers.len() - 1);
+        self.with_view(b, LOCK_WRITE, |base, size| {
+            for i in 0..usize::try_from(size / 8).unwrap_or(0) {
+                // SAFETY: the lock's view of `size` bytes; word `i` is inside it.
+                unsafe { base.add(i).write_volatile(0) };
+            }
+        })?;
+        Ok(b)
+    }
+
+    fn read_buffer(&self, b: BufferRef, offset: u64) -> Result<u64, Failure> {
+        let i = self.word(b, offset)?;
+        // SAFETY: the lock's view; word `i` checked inside the buffer.
+        self.with_view(b, LOCK_READ, |base, _| unsafe {
+            base.add(i).read_volatile()
+        })
+    }
+
+    fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
+        let i = self.word(b, offset)?;
+        // SAFETY: the lock's view; word `i` checked inside the buffer.
+        self.with_view(b, LOCK_WRITE, |base, _| unsafe {
+            base.add(i).write_volatile(value)
+        })
+    }
+
+    fn create_queue(
+        &mut self,
+        p: ProcessRef,
+        node: u32,
+        kind: SubmitPath,
+    ) -> Result<UmQueueRef, Failure> {
+        if kind == SubmitPath::KernelMode {
+            return missing("a kernel-mode queue (rvgpu_create_queue makes user-mode queues)");
+        }
+        let (_, adapter) = self.process(p.0)?;
+        let mut q = 0u64;
+        self.ok(
+            p.0,
+            "rvgpu_create_queue",
+            &[adapter, u64::from(node), 0, &raw mut q as u64],
+        )?;
+        self.queues.push(DQueue {
+            process: p.0,
+            handle: Some(q),
+        });
+        Ok(UmQueueRef(self.queues.len() - 1))
+    }
+
+    fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
+        let (p, h) = self.queue(q)?;
+        if work.iter().any(|w| matches!(w, Work::WaitAtLeast { .. })) {
+            return missing("a GPU wait on a buffer word (no fence has a GPU address in it)");
+        }
+        let cmds = crate::backend::encode_work(work, |b, off, bytes| self.address(b, off, bytes))?;
+        let d = dwords(&cmds)?;
+        let mut progress = 0u64;
+        self.ok(
+            p,
+            "rvgpu_submit",
+            &[
+                h,
+                d.as_ptr() as u64,
+                d.len() as u64,
+                &raw mut progress as u64,
+            ],
+        )?;
+        Ok(progress)
+    }
+
+    fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
+        let (p, h) = self.queue(q)?;
+        match self.call(p, "rvgpu_queue_wait", &[h, value, u64::MAX])? {
+            OK => Ok(WaitResult::Satisfied),
+            TIMEOUT if self.fault().is_none() => Ok(WaitResult::TimedOut),
+            DEVICE_LOST if self.fault().is_none() => Ok(WaitResult::Abandoned),
+            s => Err(self.fault().unwrap_or_else(|| {
+                Failure::Backend(format!("rvgpu_queue_wait returned {}", status_name(s)))
+            })),
+        }
+    }
+
+    fn queue_info(&self, _q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
+        missing("the queue's submission path and progress counters")
+    }
+
+    fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
+        let (p, h) = self.queue(q)?;
+        if let Some(d) = self.queues.get_mut(q.0) {
+            d.handle = None;
+        }
+        self.ok(p, "rvgpu_destroy_queue", &[h])
+    }
+
+    fn doorbell_status(&self, _q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
+        missing("the doorbell status")
+    }
+
+    fn kernel_submit_on_user_queue(
+        &mut self,
+        _q: UmQueueRef,
+        _work: &[Work],
+    ) -> Result<i32, Failure> {
+        missing("a kernel-mode submission on a user-mode queue")
+    }
+
+    fn release_ring_handles(&mut self, _q: UmQueueRef) -> Result<(), Failure> {
+        missing("releasing the ring allocations behind the UMD")
+    }
+
+    fn await_engine_f1(&mut self, _i: usize, _n: u32, _b: Duration) -> Result<bool, Failure> {
+        missing("the engine's F-state")
+    }
+
+    fn churn(&mut self, _lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        missing("multi-process churn")
+    }
+
+    fn stream(&mut self, _lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
+        missing("TDR streams")
+    }
+}
+
+impl AllocationUsage for DllSession {
+    fn create_tracked(&mut self, p: ProcessRef, bytes: u64) -> Result<TrackedRef, Failure> {
+        let d = self.new_buffer(p, bytes)?;
+        self.tracked.push(Some(d));
+        Ok(TrackedRef(self.tracked.len() - 1))
+    }
+
+    fn submit_tracked(
+        &mut self,
+        q: UmQueueRef,
+        gate: Option<(BufferRef, u64, u64)>,
+        work: &[TrackedWork],
+    ) -> Result<u64, Failure> {
+        if gate.is_some() {
+            return missing("a GPU wait on a buffer word (no fence has a GPU address in it)");
+        }
+        let (p, h) = self.queue(q)?;
+        let mut last = None;
+        for w in work {
+            let mut progress = 0u64;
+            match *w {
+                TrackedWork::Fill {
+                    dst,
+                    offset,
+                    bytes,
+                    pattern,
+                } => {
+                    let b = self.tracked_buffer(dst)?.handle;
+                    self.ok(
+                        p,
+                        "rvgpu_buffer_fill",
+                        &[h, b, offset, bytes, pattern, &raw mut progress as u64],
+                    )?;
+                }
+                TrackedWork::Copy { src, dst, bytes } => {
+                    let (s, d) = (
+                        self.tracked_buffer(src)?.handle,
+                        self.tracked_buffer(dst)?.handle,
+                    );
+                    self.ok(
+                        p,
+                        "rvgpu_buffer_copy",
+                        &[h, s, 0, d, 0, bytes, &raw mut progress as u64],
+                    )?;
+                }
+            }
+            last = Some(progress);
+        }
+        last.ok_or_else(|| Failure::Backend("no tracked work to submit".into()))
+    }
+
+    fn lock_tracked(&mut self, b: TrackedRef, flags: u32) -> Result<LockOutcome, Failure> {
+        let d = self.tracked_buffer(b)?;
+        let (p, h) = (d.process, d.handle);
+        let queues = self.queues_of(p);
+        let mut data = 0u64;
+        let s = self.call(
+            p,
+            "rvgpu_buffer_lock",
+            &[
+                h,
+                u64::from(flags),
+                queues.as_ptr() as u64,
+                queues.len() as u64,
+                &raw mut data as u64,
+            ],
+        )?;
+        match s {
+            OK => {
+                if let Some(Some(t)) = self.tracked.get_mut(b.0) {
+                    t.view = data;
+                }
+                Ok(LockOutcome::Mapped)
+            }
+            WAS_STILL_DRAWING => Ok(LockOutcome::WasStillDrawing),
+            s => Ok(LockOutcome::Refused(status_name(s).into())),
+        }
+    }
+
+    fn read_tracked(&self, b: TrackedRef, offset: u64) -> Result<u64, Failure> {
+        let p = tracked_word(self.tracked_buffer(b)?, offset)?;
+        // SAFETY: the view of the buffer's live lock (the DLL's Lock2 mapping, host memory),
+        // `offset` checked inside it and 8-aligned.
+        Ok(unsafe { p.read_volatile() })
+    }
+
+    fn write_tracked(&mut self, b: TrackedRef, offset: u64, value: u64) -> Result<(), Failure> {
+        let p = tracked_word(self.tracked_buffer(b)?, offset)?;
+        // SAFETY: as in read_tracked.
+        unsafe { p.write_volatile(value) };
+        Ok(())
+    }
+
+    fn unlock_tracked(&mut self, b: TrackedRef) -> Result<(), Failure> {
+        let d = self.tracked_buffer(b)?;
+        let (p, h) = (d.process, d.handle);
+        self.ok(p, "rvgpu_buffer_unlock", &[h])?;
+        if let Some(Some(t)) = self.tracked.get_mut(b.0) {
+            t.view = 0;
+        }
+        Ok(())
+    }
+
+    fn tracked_info(&self, _b: TrackedRef) -> Result<TrackedInfo, Failure> {
+        missing("the buffer's rename and lock-wait counters")
+    }
+
+    fn destroy_tracked(&mut self, b: TrackedRef) -> Result<(), Failure> {
+        let d = self.tracked_buffer(b)?;
+        let (p, h) = (d.process, d.handle);
+        let queues = self.queues_of(p);
+        self.ok(
+            p,
+            "rvgpu_buffer_destroy",
+            &[h, queues.as_ptr() as u64, queues.len() as u64],
+        )?;
+        if let Some(t) = self.tracked.get_mut(b.0) {
+            *t = None;
+        }
+        Ok(())
+    }
+}
+
+/// The word at `offset` of a locked tracked buffer's view.
+fn tracked_word(d: &DBuffer, offset: u64) -> Result<*mut u64, Failure> {
+    if d.view == 0 {
+        return Err(Failure::Backend("the tracked buffer is not locked".into()));
+    }
+    if !offset.is_multiple_of(8) || offset.checked_add(8).is_none_or(|e| e > d.size) {
+        return Err(Failure::Backend(format!(
+            "offset {offset:#x} is outside the tracked buffer ({} bytes)",
+            d.size
+        )));
+    }
+    Ok((d.view + offset) as *mut u64)
+}
