@@ -90,6 +90,30 @@ fn dwords(cmds: &[Command]) -> Vec<u32> {
 /// The DLL binds every import to the simulated OS: the 20 gdi32 thunks it links against, the
 /// kernel32 routines of its runtime (heap, SRW locks, events, waits, module lookup), advapi32's
 /// ETW registration and ntdll's C-library routines; its exports are the C API.
+/// Opens the adapter and creates a user-mode queue through the DLL's C API: (adapter, queue).
+fn open_queue(p: &Arc<UserProcess>) -> (u64, u64) {
+    let mut a = 0u64;
+    assert_eq!(
+        call(p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
+        OK
+    );
+    let mut q = 0u64;
+    assert_eq!(call(p, "rvgpu_create_queue", &[a, 0, 0, addr(&mut q)]), OK);
+    (a, q)
+}
+
+/// A 4 KiB buffer through the DLL's C API: (buffer, its GPU VA).
+fn buffer_4k(p: &Arc<UserProcess>, adapter: u64) -> (u64, u64) {
+    let mut b = 0u64;
+    assert_eq!(
+        call(p, "rvgpu_buffer_create", &[adapter, 4096, addr(&mut b)]),
+        OK
+    );
+    let mut va = 0u64;
+    assert_eq!(call(p, "rvgpu_buffer_gpu_va", &[b, addr(&mut va)]), OK);
+    (b, va)
+}
+
 #[test]
 fn issue_44_the_dll_binds_its_imports_to_the_simulated_os() {
     let img = umd();
@@ -352,13 +376,7 @@ fn issue_44_garbage_is_a_status_never_a_halt() {
     assert_eq!(adapter, 0);
     // A pointer into nowhere as the submission's command list: the DLL faults in user mode;
     // that is the process's exception, not the machine's.
-    let mut a = 0u64;
-    assert_eq!(
-        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
-        OK
-    );
-    let mut q = 0u64;
-    assert_eq!(call(&p, "rvgpu_create_queue", &[a, 0, 0, addr(&mut q)]), OK);
+    let (a, q) = open_queue(&p);
     let mut progress = 0u64;
     match p.call("rvgpu_submit", &[q, 0x10, 4, addr(&mut progress)]) {
         Err(Stop::UserException { code, address, .. }) => {
@@ -452,23 +470,8 @@ fn issue_44_the_dlls_d3d_entry_points_refuse() {
 fn issue_44_the_shipped_dll_rejects_what_its_parser_rejects() {
     let m = pe_machine();
     let p = UserProcess::new(m.clone(), umd());
-    let mut a = 0u64;
-    assert_eq!(
-        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
-        OK
-    );
-    let mut q = 0u64;
-    assert_eq!(call(&p, "rvgpu_create_queue", &[a, 0, 0, addr(&mut q)]), OK);
-    let mut buffer = 0u64;
-    assert_eq!(
-        call(&p, "rvgpu_buffer_create", &[a, 4096, addr(&mut buffer)]),
-        OK
-    );
-    let mut va = 0u64;
-    assert_eq!(
-        call(&p, "rvgpu_buffer_gpu_va", &[buffer, addr(&mut va)]),
-        OK
-    );
+    let (a, q) = open_queue(&p);
+    let (buffer, va) = buffer_4k(&p, a);
     let valid = dwords(&[Command::Fill {
         dst: va,
         bytes: 64,
@@ -560,23 +563,8 @@ fn um_10_um_19_the_shipped_dll_falls_back_to_kernel_mode_after_device_loss() {
 fn fall_back_after_device_loss(m: Arc<Machine>) {
     const DEVICE_LOST: u64 = 3;
     let p = UserProcess::new(m.clone(), umd());
-    let mut a = 0u64;
-    assert_eq!(
-        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
-        OK
-    );
-    let mut q = 0u64;
-    assert_eq!(call(&p, "rvgpu_create_queue", &[a, 0, 0, addr(&mut q)]), OK);
-    let mut buffer = 0u64;
-    assert_eq!(
-        call(&p, "rvgpu_buffer_create", &[a, 4096, addr(&mut buffer)]),
-        OK
-    );
-    let mut va = 0u64;
-    assert_eq!(
-        call(&p, "rvgpu_buffer_gpu_va", &[buffer, addr(&mut va)]),
-        OK
-    );
+    let (a, q) = open_queue(&p);
+    let (buffer, va) = buffer_4k(&p, a);
     let fill = |offset: u64, pattern: u64| {
         dwords(&[Command::Fill {
             dst: va + offset,
@@ -723,20 +711,8 @@ fn issue_44_dll_instructions_per_user_mode_submit() {
     );
     let m = pe_machine();
     let p = UserProcess::new(m.clone(), umd());
-    let mut a = 0u64;
-    assert_eq!(
-        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
-        OK
-    );
-    let mut q = 0u64;
-    assert_eq!(call(&p, "rvgpu_create_queue", &[a, 0, 0, addr(&mut q)]), OK);
-    let mut b = 0u64;
-    assert_eq!(
-        call(&p, "rvgpu_buffer_create", &[a, 4096, addr(&mut b)]),
-        OK
-    );
-    let mut va = 0u64;
-    assert_eq!(call(&p, "rvgpu_buffer_gpu_va", &[b, addr(&mut va)]), OK);
+    let (a, q) = open_queue(&p);
+    let (b, va) = buffer_4k(&p, a);
     let cmds = dwords(&[Command::Fill {
         dst: va,
         bytes: 64,

@@ -217,14 +217,26 @@ fn current_image() -> Option<Arc<PeImage>> {
 /// A mapped file: path, length and modification time.
 type FileKey = (PathBuf, u64, std::time::SystemTime);
 
-static LOADED: Mutex<Vec<(FileKey, Arc<Loaded>)>> = Mutex::new(Vec::new());
+/// Images mapped once per process, by file: a rebuilt file (another length or modification
+/// time) is mapped anew, an unchanged one shares its mapping and its translated code.
+pub(crate) struct ImageCache<T>(Mutex<Vec<(FileKey, Arc<T>)>>);
 
-impl Loaded {
-    /// The mapping of the file at `path` (mapped on first use; a rebuilt file is mapped anew).
-    fn get(path: &Path) -> Result<Arc<Self>, String> {
+impl<T> ImageCache<T> {
+    pub(crate) const fn new() -> Self {
+        Self(Mutex::new(Vec::new()))
+    }
+
+    /// The mapping of the file at `path` (`what` names it in errors), made by `map` on first
+    /// use.
+    pub(crate) fn get(
+        &self,
+        path: &Path,
+        what: &str,
+        map: impl FnOnce(&Path) -> Result<T, String>,
+    ) -> Result<Arc<T>, String> {
         let meta = std::fs::metadata(path).map_err(|e| {
             format!(
-                "cannot read the driver image {}: {e} (build it with `bash scripts/package.sh`)",
+                "cannot read the {what} {}: {e} (build it with `bash scripts/package.sh`)",
                 path.display()
             )
         })?;
@@ -233,13 +245,22 @@ impl Loaded {
             meta.len(),
             meta.modified().unwrap_or(std::time::UNIX_EPOCH),
         );
-        let mut cache = lock(&LOADED);
+        let mut cache = lock(&self.0);
         if let Some((_, l)) = cache.iter().find(|(k, _)| *k == key) {
             return Ok(l.clone());
         }
-        let l = Arc::new(Self::map(path)?);
+        let l = Arc::new(map(path)?);
         cache.push((key, l.clone()));
         Ok(l)
+    }
+}
+
+static LOADED: ImageCache<Loaded> = ImageCache::new();
+
+impl Loaded {
+    /// The mapping of the file at `path` (mapped on first use; a rebuilt file is mapped anew).
+    fn get(path: &Path) -> Result<Arc<Self>, String> {
+        LOADED.get(path, "driver image", Self::map)
     }
 
     fn map(path: &Path) -> Result<Self, String> {

@@ -53,10 +53,7 @@ impl std::fmt::Debug for UmdImage {
     }
 }
 
-/// A mapped file: path, length and modification time.
-type FileKey = (PathBuf, u64, std::time::SystemTime);
-
-static LOADED: Mutex<Vec<(FileKey, Arc<UmdImage>)>> = Mutex::new(Vec::new());
+static LOADED: super::ImageCache<UmdImage> = super::ImageCache::new();
 
 /// A routine of the simulated OS the DLL calls, with its arguments (Windows x64).
 type Handler = fn(&UserProcess, &[u64; 12]) -> StubResult;
@@ -106,24 +103,7 @@ impl UmdImage {
     /// be loaded (with the command that installs it).
     pub fn load(path: &Path) -> Result<Arc<Self>, String> {
         unicorn::api()?;
-        let meta = std::fs::metadata(path).map_err(|e| {
-            format!(
-                "cannot read the UMD image {}: {e} (build it with `bash scripts/package.sh`)",
-                path.display()
-            )
-        })?;
-        let key = (
-            path.to_path_buf(),
-            meta.len(),
-            meta.modified().unwrap_or(std::time::UNIX_EPOCH),
-        );
-        let mut cache = lock(&LOADED);
-        if let Some((_, l)) = cache.iter().find(|(k, _)| *k == key) {
-            return Ok(l.clone());
-        }
-        let l = Arc::new(Self::map(path)?);
-        cache.push((key, l.clone()));
-        Ok(l)
+        LOADED.get(path, "UMD image", Self::map)
     }
 
     fn map(path: &Path) -> Result<Self, String> {

@@ -12,7 +12,7 @@
 //! docs/pe-image.md for which cases that leaves).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rvgpu_simos::pe::cpu::Stop;
 use rvgpu_simos::pe::umd::{UmdImage, UserProcess};
@@ -419,19 +419,7 @@ impl Session for DllSession {
         budget: Duration,
         done: &mut dyn FnMut(&dyn Session) -> bool,
     ) -> Result<bool, Failure> {
-        let t0 = Instant::now();
-        loop {
-            if done(self) {
-                return Ok(true);
-            }
-            if let Some(f) = self.fault() {
-                return Err(f);
-            }
-            if t0.elapsed() >= budget {
-                return Ok(false);
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        super::poll_until(self, budget, |s| s.fault(), done)
     }
 
     fn as_ums(&mut self) -> Option<&mut dyn UserModeSubmission> {

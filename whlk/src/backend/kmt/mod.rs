@@ -438,19 +438,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
         budget: Duration,
         done: &mut dyn FnMut(&dyn Session) -> bool,
     ) -> Result<bool, Failure> {
-        let t0 = Instant::now();
-        loop {
-            if done(self) {
-                return Ok(true);
-            }
-            if let Some(f) = self.machine.fault() {
-                return Err(f);
-            }
-            if t0.elapsed() >= budget {
-                return Ok(false);
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        poll_until(self, budget, |s| s.machine.fault(), done)
     }
 
     fn as_fences(&mut self) -> Option<&mut dyn Fences> {
@@ -709,5 +697,29 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
 
     fn stream(&mut self, _lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
         unsupported("TDR streams")
+    }
+}
+
+/// A session's `run_until` on these backends: polls `done` every 200 µs until it holds
+/// (`true`), the machine has faulted (the failure) or `budget` has passed (`false`); on a real
+/// machine the GPU, ISR and DPCs run on their own.
+pub(super) fn poll_until<S: Session>(
+    s: &S,
+    budget: Duration,
+    fault: impl Fn(&S) -> Option<Failure>,
+    done: &mut dyn FnMut(&dyn Session) -> bool,
+) -> Result<bool, Failure> {
+    let t0 = Instant::now();
+    loop {
+        if done(s) {
+            return Ok(true);
+        }
+        if let Some(f) = fault(s) {
+            return Err(f);
+        }
+        if t0.elapsed() >= budget {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_micros(200));
     }
 }
