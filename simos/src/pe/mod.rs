@@ -286,20 +286,7 @@ impl Loaded {
             }
         }
         // The C-library routines: machine code in a page of their own.
-        let total: usize = code_page.iter().map(|(_, b)| (b.len() + 15) & !15).sum();
-        if total > 0 {
-            let base = arena::alloc(total, arena::Access::ReadWrite)?;
-            cpu::register_range(base, total, cpu::Range::Ram);
-            let mut at = base;
-            for (i, bytes) in &code_page {
-                // SAFETY: inside the fresh code range just allocated.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len())
-                };
-                img.bind(i, at);
-                at += (bytes.len() + 15) & !15;
-            }
-        }
+        place_code(&img, &code_page)?;
         let dxgk_initialize = stubs.add(
             "DxgkInitialize",
             Arc::new(|w: &[u64; 12]| match current_image() {
@@ -892,4 +879,26 @@ pub fn attach(state: &MachineState, path: Option<&Path>) -> Result<Arc<PeImage>,
     let img = PeImage::load(path)?;
     state.set_pe(img.clone());
     Ok(img)
+}
+
+/// Copies the machine code of the imports `img` binds to code (the C-library routines) into
+/// one fresh arena range, 16-byte aligned each, and binds each import to its copy.
+pub(crate) fn place_code(
+    img: &image::Image,
+    code: &[(image::Import, &'static [u8])],
+) -> Result<(), String> {
+    let total: usize = code.iter().map(|(_, b)| (b.len() + 15) & !15).sum();
+    if total == 0 {
+        return Ok(());
+    }
+    let base = arena::alloc(total, arena::Access::ReadWrite)?;
+    cpu::register_range(base, total, cpu::Range::Ram);
+    let mut at = base;
+    for (i, bytes) in code {
+        // SAFETY: inside the fresh code range just allocated (`total` covers every copy).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len()) };
+        img.bind(i, at);
+        at += (bytes.len() + 15) & !15;
+    }
+    Ok(())
 }

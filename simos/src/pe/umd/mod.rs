@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::cpu::{self, Stop, StubResult, Stubs};
-use super::{arena, image, ntoskrnl, unicorn};
+use super::{image, ntoskrnl, unicorn};
 use crate::dxgkrnl::state::lock;
 use crate::Machine;
 
@@ -130,20 +130,7 @@ impl UmdImage {
                 }
             }
         }
-        let total: usize = code_page.iter().map(|(_, b)| (b.len() + 15) & !15).sum();
-        if total > 0 {
-            let base = arena::alloc(total, arena::Access::ReadWrite)?;
-            cpu::register_range(base, total, cpu::Range::Ram);
-            let mut at = base;
-            for (i, bytes) in &code_page {
-                // SAFETY: inside the fresh code range just allocated.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len())
-                };
-                img.bind(i, at);
-                at += (bytes.len() + 15) & !15;
-            }
-        }
+        super::place_code(&img, &code_page)?;
         let mut runtime = HashMap::new();
         for (name, h) in gdi32::RUNTIME {
             runtime.insert(*name, stubs.add(name, stub_fn(name, *h))?);
