@@ -4,6 +4,8 @@
 //! their dependencies, and the driver advertises caps and node flags only for what was
 //! enabled. A driver that advertises more is refused at start.
 
+mod common;
+
 use std::cell::Cell;
 
 use rvgpu_ddi::adapter::{DXGK_VIDSCHCAPS, PQUERY_INTERFACE};
@@ -349,22 +351,7 @@ fn issue_48_slot_1368_rvgpu_starts_under_either_answer() {
                 .any(|(id, _)| *id == DXGK_FEATURE_USER_MODE_SUBMISSION),
             "required={required}: user-mode submission enabled"
         );
-        let p = m.create_process(0).expect("process");
-        let k = m.kmt(&p);
-        let mut q = rvgpu_umd::submit::UserQueue::new(
-            k,
-            &rvgpu_umd::submit::QueueConfig {
-                node: 0,
-                ring_size: 4096,
-                command_buffer_size: 4096,
-                ..Default::default()
-            },
-        )
-        .expect("user-mode queue");
-        let v = q.submit(&[]).expect("submit");
-        q.wait(v).expect("wait");
-        drop(q);
-        m.exit_process(&p).expect("exit");
+        common::one_user_mode_submission(&m);
     }
     // What a kernel that called the slot would get.
     let t = rvgpu_kmd::initialization_data::<rvgpu_simos::SimKernel>();

@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
 mod common;
-use common::{real_qai, refused, start_with_qai_hook};
+use common::{one_user_mode_submission, real_qai, refused, start_with_qai_hook};
 
 use rvgpu_ddi::adapter::{
     DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_QUERYSEGMENT4, DXGK_START_INFO, PQUERY_INTERFACE,
@@ -24,26 +24,6 @@ use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, OsConfig, SimError, SimKer
 
 fn machine() -> Machine {
     Machine::new(MachineConfig::single(Mode::Step))
-}
-
-/// User-mode submission works end to end on adapter 0 of `m` (started).
-fn one_user_mode_submission(m: &mut Machine) {
-    let p = m.create_process(0).expect("process");
-    let k = m.kmt(&p);
-    let mut q = rvgpu_umd::submit::UserQueue::new(
-        k,
-        &rvgpu_umd::submit::QueueConfig {
-            node: 0,
-            ring_size: 4096,
-            command_buffer_size: 4096,
-            ..Default::default()
-        },
-    )
-    .expect("user-mode queue");
-    let v = q.submit(&[]).expect("submit");
-    q.wait(v).expect("wait");
-    drop(q);
-    m.exit_process(&p).expect("exit");
 }
 
 /// §10 question 1, the table size: [D24] `DpiGetDriverDataSizeFromVersion` copies 1,376 bytes
@@ -80,7 +60,7 @@ fn issue_48_q1_rvgpu_starts_declaring_any_wddm_3_2_interface_version() {
         if let Err(e) = m.start_adapter(0) {
             panic!("{v:#x}: {e}; log {:#?}", m.driver_log());
         }
-        one_user_mode_submission(&mut m);
+        one_user_mode_submission(&m);
     }
 }
 
@@ -116,7 +96,7 @@ fn issue_48_q2_default_os_does_not_require_the_slot_after_notify_work_submission
     if let Err(e) = m.start_adapter(0) {
         panic!("start: {e}; log {:#?}", m.driver_log());
     }
-    one_user_mode_submission(&mut m);
+    one_user_mode_submission(&m);
 
     let mut c = MachineConfig::single(Mode::Step);
     c.os.ums_requires_slot_1368 = true;
@@ -210,14 +190,14 @@ fn issue_48_q4_rvgpu_starts_under_either_answer() {
             zero_segments_accepted: accepted,
             ..OsConfig::default()
         };
-        let (mut m, r) = start_with_segments(os, None);
+        let (m, r) = start_with_segments(os, None);
         if let Err(e) = r {
             panic!(
                 "zero_segments_accepted {accepted}: {e}; log {:#?}",
                 m.driver_log()
             );
         }
-        one_user_mode_submission(&mut m);
+        one_user_mode_submission(&m);
     }
 }
 

@@ -123,6 +123,17 @@ pub fn config(node: u32) -> QueueConfig {
     }
 }
 
+/// One empty user-mode submission on node 0 of adapter 0 of `m` (started), waited for, in a
+/// process that then exits: user-mode submission works end to end.
+pub fn one_user_mode_submission(m: &Machine) {
+    let p = m.create_process(0).expect("process");
+    let mut q = rvgpu_umd::submit::UserQueue::new(m.kmt(&p), &config(0)).expect("user-mode queue");
+    let v = q.submit(&[]).expect("submit");
+    q.wait(v).expect("wait");
+    drop(q);
+    m.exit_process(&p).expect("exit");
+}
+
 /// A GPU write of `pattern` to the 8 bytes at `off` in `t`.
 pub fn fill(t: &Allocation<SimMem>, off: u64, pattern: u64) -> Command {
     Command::Fill {
