@@ -16,12 +16,12 @@ use std::time::Duration;
 
 use rvgpu_simos::pe::cpu::Stop;
 use rvgpu_simos::pe::umd::{UmdImage, UserProcess};
-use rvgpu_simos::{Machine, MachineConfig, Mode};
+use rvgpu_simos::Machine;
 
-use crate::backend::sim::{failure, machine_config};
+use crate::backend::sim::failure;
 use crate::backend::{
     AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport, DoorbellStatus,
-    DriverCaps, ExecMode, Failure, LockOutcome, ProcessEnd, ProcessRef, Session, SessionConfig,
+    DriverCaps, Failure, LockOutcome, ProcessEnd, ProcessRef, Session, SessionConfig,
     StartedAdapter, StreamLane, StreamReport, SubmissionCaps, SubmitPath, TrackedInfo, TrackedRef,
     TrackedWork, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
 };
@@ -91,19 +91,7 @@ impl crate::backend::Backend for DllBackend {
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
-        // As SimPlatform: a real machine runs its GPU, interrupts and DPCs on their own.
-        let mut mc: MachineConfig = machine_config(&SessionConfig {
-            mode: ExecMode::Threaded,
-            ..config.clone()
-        });
-        mc.mode = Mode::Threaded;
-        let mut m = Machine::new(mc);
-        m.load_driver().map_err(failure)?;
-        let mut render_only = Vec::new();
-        for i in 0..m.adapter_count() {
-            let info = m.start_adapter(i).map_err(failure)?;
-            render_only.push(info.sources == 0 && info.children == 0);
-        }
+        let (m, render_only) = super::sim::started_machine(config)?;
         Ok(Box::new(DllSession {
             m: Arc::new(m),
             image: self.image.clone(),

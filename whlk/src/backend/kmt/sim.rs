@@ -13,6 +13,25 @@ use crate::backend::sim::kmt::SessKmt;
 use crate::backend::sim::{failure, machine_config};
 use crate::backend::{ExecMode, Failure, ProcessEnd, SessionConfig};
 
+/// A machine as PnP leaves a Windows test machine for `config`: the driver loaded and every
+/// adapter started, threaded (a real machine runs its GPU, interrupts and DPCs on their own).
+/// Also whether each adapter is render-only (no sources, no children).
+pub(super) fn started_machine(config: &SessionConfig) -> Result<(Machine, Vec<bool>), Failure> {
+    let mut mc: MachineConfig = machine_config(&SessionConfig {
+        mode: ExecMode::Threaded,
+        ..config.clone()
+    });
+    mc.mode = Mode::Threaded;
+    let mut m = Machine::new(mc);
+    m.load_driver().map_err(failure)?;
+    let mut render_only = Vec::new();
+    for i in 0..m.adapter_count() {
+        let info = m.start_adapter(i).map_err(failure)?;
+        render_only.push(info.sources == 0 && info.children == 0);
+    }
+    Ok((m, render_only))
+}
+
 /// The simulated platform.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SimPlatform;
@@ -25,19 +44,7 @@ impl KmtPlatform for SimPlatform {
     }
 
     fn open(&self, config: &SessionConfig) -> Result<Box<dyn KmtMachine<Kmt = SessKmt>>, Failure> {
-        // A real machine runs its GPU, interrupts and DPCs on their own: always threaded.
-        let mut mc: MachineConfig = machine_config(&SessionConfig {
-            mode: ExecMode::Threaded,
-            ..config.clone()
-        });
-        mc.mode = Mode::Threaded;
-        let mut m = Machine::new(mc);
-        m.load_driver().map_err(failure)?;
-        let mut render_only = Vec::new();
-        for i in 0..m.adapter_count() {
-            let info = m.start_adapter(i).map_err(failure)?;
-            render_only.push(info.sources == 0 && info.children == 0);
-        }
+        let (m, render_only) = started_machine(config)?;
         Ok(Box::new(SimMachine {
             m: Arc::new(m),
             render_only,
