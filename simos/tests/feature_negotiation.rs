@@ -361,3 +361,5 @@ fn issue_48_slot_1368_rvgpu_starts_under_either_answer() {
     let f: unsafe extern "system" fn() -> NTSTATUS = unsafe { std::mem::transmute(t.Reserved4) };
     assert_eq!(unsafe { f() }, STATUS_NOT_SUPPORTED);
 }
+
+against_the_pe_image!();

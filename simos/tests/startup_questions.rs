@@ -334,3 +334,5 @@ fn issue_48_q10_pnp_ddis_keep_the_simulations_0xc8() {
         other => panic!("expected 0xC8, got {other:?}"),
     }
 }
+
+against_the_pe_image!();
