@@ -65,7 +65,7 @@ fn packets_wrap_around_the_ring_end() {
 }
 
 #[test]
-fn nf_03_conditional_signal_interrupts_only_above_monitored_value() {
+fn nf_03_conditional_signal_interrupts_only_once_monitored_value_is_reached() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
     let mut q = rig.queue(0, 9);
@@ -80,8 +80,9 @@ fn nf_03_conditional_signal_interrupts_only_above_monitored_value() {
         "nf_03: no waiter, no interrupt"
     );
     assert!(!rig.line.level());
-    // A waiter for 3: MonitoredValue = 2. Signalling 2 does not interrupt, 3 does.
-    rig.mem.write_u64(f.mv, 2).unwrap();
+    // A waiter for 3, as 24H2 arms it: MonitoredValue = 3. Signalling 2 does not interrupt,
+    // 3 does (a `>` rule would hang that waiter, `rvgpu_hw::fence::needs_interrupt`).
+    rig.mem.write_u64(f.mv, 3).unwrap();
     rig.submit(&mut q, &[signal(f, 2, cmd::SIGNAL_CONDITIONAL_IRQ, 0xAA)]);
     rig.run();
     assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);

@@ -731,7 +731,7 @@ fn nf_01_monitored_value_read_is_the_cmps_not_the_queues() {
         .iter()
         .filter(|e| e.kind == EventKind::FenceSignaled as u8)
         .collect();
-    assert_eq!(sig.len(), 1, "only 4 > MonitoredValue 3 interrupts");
+    assert_eq!(sig.len(), 1, "only 4 >= MonitoredValue 3 interrupts");
     assert_eq!(sig[0].arg1, 4);
     assert_eq!(rig.mem.read_u64(fence), Some(4));
     // But the queue itself cannot read that page.

@@ -9,7 +9,7 @@
 //! 1. store CurrentValue (64-bit, single-copy atomic);
 //! 2. if a LOG_WRITE follows, write its entry and header (LOG-04);
 //! 3. full memory barrier;
-//! 4. load MonitoredValue; if CurrentValue > MonitoredValue post a FenceSignaled event.
+//! 4. load MonitoredValue; if CurrentValue >= MonitoredValue post a FenceSignaled event.
 //!
 //! CPU side (driver, NF-07): store the new MonitoredValue, full barrier, write
 //! [`crate::regs::FENCE_SYNC`]; then the OS re-reads CurrentValue. Either the device's step 4
@@ -20,10 +20,18 @@
 /// Stride between packed fence values, in bytes (reported as the native-fence caps stride).
 pub const VALUE_STRIDE: u64 = 8;
 
-/// The conditional-interrupt rule (NF-03): interrupt iff the new value exceeds the monitored
-/// one. With no waiter MonitoredValue is `u64::MAX` and this is never true.
+/// The conditional-interrupt rule (NF-03): interrupt iff the new value has reached the
+/// monitored one.
+///
+/// `>=`, not the `>` of Microsoft's pages, because Windows writes two different things into
+/// MonitoredValue for a CPU wait on value W: the pages (and NF-02) say W - 1, while 24H2's
+/// VidSch writes W itself (dxgmms2 `VidSchSubmitWaitFromCpu`, docs/windows-bringup.md, "Where
+/// the code and the pages disagree"). With `>` and W a signal to exactly W raises nothing and
+/// the wait hangs; with `>=` and W - 1 a signal to W - 1 interrupts once too often, which
+/// NF-09 allows. With no waiter MonitoredValue is `u64::MAX`, reached only by the value a lost
+/// device writes (a spurious interrupt then).
 pub const fn needs_interrupt(current: u64, monitored: u64) -> bool {
-    current > monitored
+    current >= monitored
 }
 
 /// The wait rule of FENCE_WAIT and of CPU waits: satisfied when `current >= target`.
@@ -37,7 +45,11 @@ mod tests {
 
     #[test]
     fn nf_03_rules() {
-        assert!(!needs_interrupt(41, 41));
+        assert!(!needs_interrupt(40, 41));
+        assert!(
+            needs_interrupt(41, 41),
+            "24H2's MonitoredValue is the awaited value itself"
+        );
         assert!(needs_interrupt(42, 41));
         assert!(
             !needs_interrupt(u64::MAX - 1, u64::MAX),

@@ -385,7 +385,7 @@ bitflags! {
     /// occurrence are in the event ring ([`crate::event`]).
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct IntCause: u32 {
-        /// A fence signal needed an interrupt (CurrentValue > MonitoredValue, NF-03).
+        /// A fence signal needed an interrupt (CurrentValue >= MonitoredValue, NF-03).
         const FENCE_SIGNALED = 1 << 0;
         /// A PROGRESS command with the interrupt flag completed (DMA completed).
         const PROGRESS = 1 << 1;

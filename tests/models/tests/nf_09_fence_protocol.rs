@@ -6,7 +6,8 @@
 //!   `signal_lock`, store CurrentValue (Release); `fence(SeqCst)`; load MonitoredValue
 //!   (Relaxed); post an interrupt iff CurrentValue > MonitoredValue (NF-03).
 //! - CPU (the driver's `UpdateMonitoredValues`, NF-07): store MonitoredValue = target - 1
-//!   (NF-02); `fence(SeqCst)`; write FENCE_SYNC, which the device implements by taking and
+//!   (NF-02, Microsoft's pages) or = target (24H2's VidSch, [`Meaning`]); `fence(SeqCst)`;
+//!   write FENCE_SYNC, which the device implements by taking and
 //!   releasing `signal_lock` (`device/src/device/mmio.rs`); then the OS resamples
 //!   CurrentValue and releases the waits it satisfies.
 //!
@@ -81,6 +82,26 @@ const DESIGN: Protections = Protections {
     drain: true,
 };
 
+/// What the OS writes as MonitoredValue for a CPU wait on `target`: the two answers of
+/// docs/windows-bringup.md ("Where the code and the pages disagree"). The device's rule must
+/// lose no wake-up under either.
+#[derive(Clone, Copy, Debug)]
+enum Meaning {
+    /// `target - 1` (NF-02, Microsoft's pages).
+    BelowTarget,
+    /// `target` itself (24H2's dxgmms2 `VidSchSubmitWaitFromCpu`).
+    Target,
+}
+
+impl Meaning {
+    fn monitored(self, target: u64) -> u64 {
+        match self {
+            Self::BelowTarget => target.checked_sub(1).expect("targets start at 1"),
+            Self::Target => target,
+        }
+    }
+}
+
 /// What runs concurrently in one model.
 #[derive(Clone, Debug)]
 struct Scenario {
@@ -89,6 +110,35 @@ struct Scenario {
     /// The CPU waiter's target value, if a waiter arrives (`None`: MonitoredValue stays
     /// `u64::MAX` throughout, NF-03).
     waiter: Option<u64>,
+    /// What the OS stores as MonitoredValue for the waiter.
+    meaning: Meaning,
+    /// The device's interrupt rule (`rvgpu_hw::fence::needs_interrupt`, or a control's).
+    rule: fn(u64, u64) -> bool,
+}
+
+impl Scenario {
+    fn new(engines: Vec<Vec<u64>>, waiter: Option<u64>) -> Self {
+        Self {
+            engines,
+            waiter,
+            meaning: Meaning::BelowTarget,
+            rule: needs_interrupt,
+        }
+    }
+
+    /// This scenario under each of the OS's two meanings of MonitoredValue.
+    fn under_both_meanings(self) -> [Self; 2] {
+        [
+            Self {
+                meaning: Meaning::BelowTarget,
+                ..self.clone()
+            },
+            Self {
+                meaning: Meaning::Target,
+                ..self
+            },
+        ]
+    }
 }
 
 /// The shared state of one execution.
@@ -111,7 +161,13 @@ impl Fence {
 }
 
 /// One conditional FENCE_SIGNAL (`exec.rs`). Returns the MonitoredValue it decided on.
-fn gpu_signal(f: &Fence, p: Protections, engine: usize, value: u64) -> u64 {
+fn gpu_signal(
+    f: &Fence,
+    p: Protections,
+    rule: fn(u64, u64) -> bool,
+    engine: usize,
+    value: u64,
+) -> u64 {
     let _sig = p.drain.then(|| f.signal_lock.lock().expect("signal lock"));
     // Release, as the device: publishes the queue's earlier work to whoever reads the value.
     f.current.store(value, Ordering::Release);
@@ -121,7 +177,7 @@ fn gpu_signal(f: &Fence, p: Protections, engine: usize, value: u64) -> u64 {
     }
     // Relaxed, as the device: ordered by the fence, when there is one.
     let mv = f.monitored.load(Ordering::Relaxed);
-    let irq = needs_interrupt(value, mv);
+    let irq = rule(value, mv);
     f.note(format!(
         "GPU{engine}: load MonitoredValue -> {mv}, interrupt: {irq}"
     ));
@@ -133,9 +189,8 @@ fn gpu_signal(f: &Fence, p: Protections, engine: usize, value: u64) -> u64 {
 
 /// The driver's `UpdateMonitoredValues` for a waiter of `target`, then the OS's resample.
 /// Returns the CurrentValue the resample read.
-fn cpu_wait(f: &Fence, p: Protections, target: u64) -> u64 {
-    // NF-02: MonitoredValue = lowest awaited value - 1.
-    let mv = target.checked_sub(1).expect("targets start at 1");
+fn cpu_wait(f: &Fence, p: Protections, meaning: Meaning, target: u64) -> u64 {
+    let mv = meaning.monitored(target);
     f.monitored.store(mv, Ordering::Relaxed);
     f.note(format!("CPU: store MonitoredValue={mv}"));
     if p.cpu_barrier {
@@ -180,16 +235,17 @@ fn execution(s: &Scenario, p: Protections, stats: &Stats) {
         .enumerate()
         .map(|(engine, values)| {
             let f = f.clone();
+            let rule = s.rule;
             thread::spawn(move || {
                 values
                     .into_iter()
-                    .map(|v| gpu_signal(&f, p, engine, v))
+                    .map(|v| gpu_signal(&f, p, rule, engine, v))
                     .collect::<Vec<u64>>()
             })
         })
         .collect();
     // The waiter runs on the model's main thread: one loom thread fewer, same interleavings.
-    let resampled = s.waiter.map(|target| cpu_wait(&f, p, target));
+    let resampled = s.waiter.map(|target| cpu_wait(&f, p, s.meaning, target));
     let decided_on: Vec<Vec<u64>> = gpus
         .into_iter()
         .map(|h| h.join().expect("GPU thread"))
@@ -224,7 +280,10 @@ fn execution(s: &Scenario, p: Protections, stats: &Stats) {
 /// Explores every execution of `s` under `p` (no preemption bound: exhaustive). Panics with
 /// the invariant's message on the first execution that violates it.
 fn explore(s: Scenario, p: Protections) -> StdArc<Stats> {
-    let what = format!("{p:?}, engines {:?}, waiter {:?}", s.engines, s.waiter);
+    let what = format!(
+        "{p:?}, engines {:?}, waiter {:?}, MonitoredValue {:?}",
+        s.engines, s.waiter, s.meaning
+    );
     let stats = StdArc::new(Stats::default());
     let st = stats.clone();
     loom::model(move || execution(&s, p, &st));
@@ -258,37 +317,36 @@ fn explore_expecting_violation(s: Scenario, p: Protections) -> String {
 
 /// One engine signals 1 then 2; a waiter for 1 arrives concurrently.
 fn one_engine_waiter_for_1() -> Scenario {
-    Scenario {
-        engines: vec![vec![1, 2]],
-        waiter: Some(1),
-    }
+    Scenario::new(vec![vec![1, 2]], Some(1))
 }
 
-/// One engine signals 1 then 2; a waiter for 2 arrives concurrently: the signal of 1 must not
-/// interrupt (1 > 1 is false) and the signal of 2 must not be missed.
+/// One engine signals 1 then 2; a waiter for 2 arrives concurrently: the signal of 2 must not
+/// be missed (the signal of 1 may interrupt when MonitoredValue is 1: spurious, allowed).
 fn one_engine_waiter_for_2() -> Scenario {
-    Scenario {
-        engines: vec![vec![1, 2]],
-        waiter: Some(2),
-    }
+    Scenario::new(vec![vec![1, 2]], Some(2))
 }
 
 /// The smallest store-buffering shape: one signal of 1, one waiter for 1.
 fn single_signal() -> Scenario {
-    Scenario {
-        engines: vec![vec![1]],
-        waiter: Some(1),
-    }
+    Scenario::new(vec![vec![1]], Some(1))
+}
+
+/// The three scenarios, each under both meanings of MonitoredValue.
+fn all_scenarios() -> Vec<Scenario> {
+    [
+        single_signal(),
+        one_engine_waiter_for_1(),
+        one_engine_waiter_for_2(),
+    ]
+    .into_iter()
+    .flat_map(Scenario::under_both_meanings)
+    .collect()
 }
 
 #[test]
 fn nf_09_no_lost_wakeup_with_barrier_and_drain() {
     // The design as implemented by the device (exec.rs, mmio.rs) and specified for the driver.
-    for s in [
-        single_signal(),
-        one_engine_waiter_for_1(),
-        one_engine_waiter_for_2(),
-    ] {
+    for s in all_scenarios() {
         explore(s, DESIGN);
     }
 }
@@ -303,11 +361,7 @@ fn nf_09_no_lost_wakeup_with_barriers_only() {
         cpu_barrier: true,
         drain: false,
     };
-    for s in [
-        single_signal(),
-        one_engine_waiter_for_1(),
-        one_engine_waiter_for_2(),
-    ] {
+    for s in all_scenarios() {
         explore(s, p);
     }
 }
@@ -322,11 +376,7 @@ fn nf_09_no_lost_wakeup_with_drain_only() {
         cpu_barrier: false,
         drain: true,
     };
-    for s in [
-        single_signal(),
-        one_engine_waiter_for_1(),
-        one_engine_waiter_for_2(),
-    ] {
+    for s in all_scenarios() {
         explore(s, p);
     }
 }
@@ -388,26 +438,45 @@ fn nf_09_two_engines_one_waiter_spurious_allowed() {
     // Two engines signal 1 and 2 on the same fence while a waiter for 1 arrives. Both signals
     // may interrupt, or one may interrupt after the resample already released the wait: those
     // are spurious and NF-09 accepts them; a missed one is a failure.
+    for s in Scenario::new(vec![vec![1], vec![2]], Some(1)).under_both_meanings() {
+        let stats = explore(s, DESIGN);
+        assert!(
+            stats.spurious.load(StdOrdering::Relaxed) > 0,
+            "the model should reach spurious interrupts (NF-09 allows them); if not, it is too \
+             constrained to say anything about them"
+        );
+    }
+}
+
+#[test]
+fn nf_09_negative_control_strict_rule_with_24h2_monitored_value_loses_a_wakeup() {
+    // The rule of Microsoft's pages (interrupt iff CurrentValue > MonitoredValue) with 24H2's
+    // MonitoredValue (the awaited value itself): a signal to exactly the awaited value that
+    // comes after the OS's resample raises nothing. No reordering is needed for this one: it
+    // is lost in a sequentially consistent interleaving, with every protection in place. The
+    // device's `>=` (the same scenario in the tests above) keeps it.
     let s = Scenario {
-        engines: vec![vec![1], vec![2]],
-        waiter: Some(1),
+        meaning: Meaning::Target,
+        rule: |current, monitored| current > monitored,
+        ..single_signal()
     };
-    let stats = explore(s, DESIGN);
-    assert!(
-        stats.spurious.load(StdOrdering::Relaxed) > 0,
-        "the model should reach spurious interrupts (NF-09 allows them); if not, it is too \
-         constrained to say anything about them"
-    );
+    let msg = explore_expecting_violation(s, DESIGN);
+    println!("strict rule under 24H2's MonitoredValue, violation found by loom:\n{msg}");
+    assert!(msg.starts_with(LOST_WAKEUP), "unexpected failure: {msg}");
+    let trace: Vec<&str> = msg.lines().skip(1).map(str::trim).collect();
+    for step in [
+        "CPU: store MonitoredValue=1",
+        "CPU: resample CurrentValue -> 0, released: false",
+        "GPU0: load MonitoredValue -> 1, interrupt: false",
+    ] {
+        assert!(trace.contains(&step), "trace lacks `{step}`: {msg}");
+    }
 }
 
 #[test]
 fn nf_03_no_waiter_no_interrupt() {
     // MonitoredValue stays u64::MAX: no signal from either engine may interrupt.
-    let s = Scenario {
-        engines: vec![vec![1, 2], vec![3]],
-        waiter: None,
-    };
-    explore(s, DESIGN);
+    explore(Scenario::new(vec![vec![1, 2], vec![3]], None), DESIGN);
 }
 
 #[test]
