@@ -265,6 +265,50 @@ fn fence_wait_released_by_wait_rescan_after_cpu_write() {
 }
 
 #[test]
+fn nf_17_fence_store_writes_the_word_and_releases_its_waits() {
+    let mut rig = Rig::step();
+    let (f, g) = (rig.fence(0), rig.fence(0));
+    let mut q = rig.queue(0, 1);
+    rig.commit(0, &[&q]);
+    rig.submit(
+        &mut q,
+        &[
+            Command::FenceWait {
+                addr: f.cv,
+                value: 3,
+            },
+            signal(g, 1, 0, 0),
+        ],
+    );
+    rig.run();
+    assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 3)));
+    // A misaligned address stores nothing and wakes nothing.
+    rig.dev.write64(regs::FENCE_STORE_ADDR, f.cv + 4);
+    rig.dev.write64(regs::FENCE_STORE, 3);
+    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 3)));
+    // A value below the wait's is stored, the wait stays blocked.
+    rig.dev.write64(regs::FENCE_STORE_ADDR, f.cv);
+    rig.dev.write64(regs::FENCE_STORE, 2);
+    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
+    assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 3)));
+    // The awaited value: stored and the wait re-evaluated before the write returns.
+    rig.dev.write64(regs::FENCE_STORE, 3);
+    assert_eq!(rig.mem.read_u64(f.cv), Some(3));
+    assert_eq!(rig.dev.queues()[0].blocked_on, None);
+    rig.run();
+    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    // The MonitoredValue word is stored the same way (what the KMD does for 24H2's
+    // UpdateMonitoredValues), and a signal then decides against it.
+    rig.dev.write64(regs::FENCE_STORE_ADDR, g.mv);
+    rig.dev.write64(regs::FENCE_STORE, 2);
+    assert_eq!(rig.mem.read_u64(g.mv), Some(2));
+    rig.submit(&mut q, &[signal(g, 2, cmd::SIGNAL_CONDITIONAL_IRQ, 0xAB)]);
+    rig.run();
+    assert!(rig.line.level(), "2 >= MonitoredValue 2 interrupts");
+}
+
+#[test]
 fn already_satisfied_wait_does_not_block() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(10), rig.fence(0));

@@ -862,6 +862,26 @@ impl Core {
     /// (system) space; 0 re-evaluates every blocked wait. An address that does not translate
     /// names no word any wait can be on, so nothing is re-evaluated. Under the identity root
     /// the address is matched as given (no window check, as in version 1).
+    /// FENCE_STORE: stores `value` at the physical fence word `pa` (SeqCst: ordered before
+    /// every later access of the device and of the CPU that wrote the register), then wakes
+    /// the waits blocked on it, as a FENCE_SIGNAL of that word would (without its interrupt
+    /// decision: the CPU that stored the value knows it). A misaligned `pa`, or one naming no
+    /// memory, stores nothing.
+    pub(crate) fn fence_store(&self, pa: u64, value: u64) {
+        if !pa.is_multiple_of(rvgpu_hw::addr::ACCESS_ALIGN) || self.mem.store(pa, value, Ordering::SeqCst).is_none() {
+            return;
+        }
+        let mut cmp = lock(&self.cmp);
+        let woke = self.rescan_waits(&mut cmp, Some(pa));
+        if woke {
+            self.publish_engine_status(&cmp);
+        }
+        drop(cmp);
+        if woke {
+            self.kick();
+        }
+    }
+
     pub(crate) fn wait_rescan(&self, addr: GpuVa) {
         let mut cmp = lock(&self.cmp);
         let pa = if addr.is_null() {

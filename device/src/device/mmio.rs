@@ -185,6 +185,10 @@ impl Core {
                 drop(lock(&self.signal_lock));
             }
             RegId::WaitRescan => self.wait_rescan(GpuVa::new(v)),
+            // Relaxed: the latch is read by the FENCE_STORE write that follows on the same
+            // path (the driver serialises its pairs under its interrupt lock).
+            RegId::FenceStoreAddr => r.fence_store_addr.store(v, Ordering::Relaxed),
+            RegId::FenceStore => self.fence_store(r.fence_store_addr.load(Ordering::Relaxed), v),
             // Release: the page tables the driver wrote before this are visible to walks
             // that read the new root.
             RegId::SystemPageTableBase => r.system_root.store(v, Ordering::Release),

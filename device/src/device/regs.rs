@@ -84,6 +84,8 @@ pub(crate) struct Regs {
     pub(crate) scratch: AtomicU32,
     /// SYSTEM_PAGE_TABLE_BASE: root of the CMP's own address space (0 = identity).
     pub(crate) system_root: AtomicU64,
+    /// FENCE_STORE_ADDR: the physical fence word the next FENCE_STORE writes.
+    pub(crate) fence_store_addr: AtomicU64,
     pub(crate) device_status: AtomicU32,
     pub(crate) syswin_base: [AtomicU64; SYSWIN_COUNT],
     pub(crate) syswin_size: [AtomicU64; SYSWIN_COUNT],
@@ -96,6 +98,7 @@ impl Regs {
         Self {
             scratch: AtomicU32::new(0),
             system_root: AtomicU64::new(0),
+            fence_store_addr: AtomicU64::new(0),
             device_status: AtomicU32::new(0),
             syswin_base: std::array::from_fn(|_| AtomicU64::new(0)),
             syswin_size: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -110,6 +113,7 @@ impl Regs {
     pub(crate) fn power_on(&self) {
         self.scratch.store(0, Ordering::Relaxed);
         self.system_root.store(0, Ordering::Release);
+        self.fence_store_addr.store(0, Ordering::Relaxed);
         for w in self.syswin_base.iter().chain(self.syswin_size.iter()) {
             w.store(0, Ordering::Relaxed);
         }

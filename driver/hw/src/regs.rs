@@ -8,14 +8,16 @@ use bitflags::bitflags;
 
 /// "RVGP" in little-endian ASCII: the value of [`ID`].
 pub const ID_VALUE: u32 = 0x5047_5652;
-/// The [`VERSION`] this crate describes: 2.1. Version 1.x had no GPU page tables; 2.0 adds
+/// The [`VERSION`] this crate describes: 2.2. Version 1.x had no GPU page tables; 2.0 adds
 /// them ([`crate::mmu`], [`Caps::PAGE_TABLES`]): a queue with a non-zero
 /// `page_table_base` has its addresses translated, which a 1.x driver would not expect, so
 /// the major version changes and a 1.x driver refuses the device cleanly. 2.1 gives the
 /// global doorbell one page per process ([`DOORBELL_BIND`] holds a process id there); only
-/// a device with [`Caps::GLOBAL_DOORBELL`] behaves differently. Registers a driver finds
-/// through a capability bit (scheduling logs, runlist updates) leave the version as it is.
-pub const VERSION_VALUE: u32 = 0x0002_0001;
+/// a device with [`Caps::GLOBAL_DOORBELL`] behaves differently. 2.2 adds [`FENCE_STORE`],
+/// which a driver needs on Windows builds that give it no CPU address of fence values.
+/// Registers a driver finds through a capability bit (scheduling logs, runlist updates)
+/// leave the version as it is.
+pub const VERSION_VALUE: u32 = 0x0002_0002;
 /// Key for [`ADAPTER_RESET`]: "RSET".
 pub const ADAPTER_RESET_KEY: u32 = 0x5445_5352;
 
@@ -123,6 +125,15 @@ crate::register! {
     /// of local memory; the rest is GPU-only). At most [`VRAM_SIZE`]. The KMD reports only
     /// this much as `CpuVisible`.
     VRAM_VISIBLE => VramVisible(u64, RO) @ 0x0090;
+    /// WO64 (version 2.2): the device physical address (8-byte aligned, system memory or
+    /// VRAM) of the fence word the next [`FENCE_STORE`] writes.
+    FENCE_STORE_ADDR => FenceStoreAddr(u64, WO) @ 0x0098;
+    /// WO64 (version 2.2): stores the value written at [`FENCE_STORE_ADDR`] (one
+    /// single-copy-atomic store, ordered before every later device access), then re-evaluates
+    /// the FENCE_WAITs blocked on that physical word, all before the write returns. For fence
+    /// values whose address the OS gives the driver only as a process GPU VA (24H2,
+    /// docs/hardware.md 8.3). A misaligned address, or one naming no memory, stores nothing.
+    FENCE_STORE => FenceStore(u64, WO) @ 0x00A0;
     /// RW64 array: window `k` base at `SYSWIN_BASE + k * SYSWIN_STRIDE` (8-byte aligned).
     SYSWIN_BASE [16; SYSWIN_STRIDE] => SyswinBase(u64, RW) @ 0x0200;
     /// RW64 array: window `k` size in bytes at `SYSWIN_SIZE + k * SYSWIN_STRIDE`; 0 disables

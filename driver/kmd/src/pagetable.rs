@@ -49,6 +49,12 @@ enum Mapping {
     /// A native fence's storage (`DXGK_UPDATEPAGETABLEFLAGS::NativeFence`): CurrentValue is a
     /// user page, MonitoredValue never (NF-01). The pages, as bus page frames.
     NativeFence { current: u64, monitored: u64 },
+    /// A native fence whose system addresses the OS did not pass at create (24H2): the two
+    /// pages cannot be told apart, and CurrentValue must be reachable, so both are user
+    /// pages. A process's queues can then reach the MonitoredValue of fences it has opened,
+    /// which it can already starve or flood through the values it signals
+    /// (docs/robustness.md).
+    UnplacedNativeFence,
     /// VidMm's own mapping for the process (no allocation of the driver's, e.g. a monitored
     /// fence value the process signals from the GPU): user pages.
     Os,
@@ -68,6 +74,9 @@ impl Mapping {
             let f = fences
                 .get(op.hAllocation.addr())
                 .ok_or(status::INVALID_HANDLE)?;
+            if f.current_gpu.is_null() {
+                return Ok(Self::UnplacedNativeFence);
+            }
             let frame = |va: rvgpu_hw::addr::GpuVa| va.get() / mmu::PAGE_4K;
             return Ok(Self::NativeFence {
                 current: frame(f.current_gpu),
@@ -87,6 +96,7 @@ impl Mapping {
         match *self {
             Self::System => Ok(false),
             Self::Allocation(_) | Self::Os => Ok(true),
+            Self::UnplacedNativeFence => Ok(e.valid()),
             Self::NativeFence { current, monitored } => {
                 if !e.valid() {
                     return Ok(false);

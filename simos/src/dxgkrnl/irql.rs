@@ -222,10 +222,12 @@ impl Routine {
                 DIRQL,
                 "d3dkmddi/nc-d3dkmddi-dxgkddi_updatemonitoredvalues",
             ),
-            // The OS calls it at DISPATCH_LEVEL (NF-17).
+            // The page says DISPATCH_LEVEL (NF-17); 24H2 calls it at device IRQL under the
+            // interrupt lock (`M:VidSchiUpdateNativeFenceCurrentValue` @0x140045B14,
+            // `DpSynchronizeExecution`; crate::machine::answers::CpuUpdateIrql).
             Self::DxgkDdiUpdateCurrentValuesFromCpu => rule(
                 D,
-                D,
+                DIRQL,
                 "d3dkmddi/nc-d3dkmddi-dxgkddi_updatecurrentvaluesfromcpu",
             ),
             Self::DxgkDdiGetNodeMetadata => {

@@ -107,6 +107,10 @@ pub struct OsConfig {
     /// this many rounds of [`crate::kmt::charge_thunk_cost`] (0: none). Default
     /// [`crate::kmt::DEFAULT_THUNK_COST`]; docs/performance.md gives the reasoning.
     pub thunk_cost: u32,
+    /// Where the decompiled 24H2 code and Microsoft's pages disagree about the native-fence,
+    /// doorbell and hardware-queue flows: the answer this machine plays (default: 24H2, or
+    /// `RVGPU_OS_READING`; [`super::answers`]).
+    pub reading: super::answers::Reading,
 }
 
 impl Default for OsConfig {
@@ -130,6 +134,7 @@ impl Default for OsConfig {
             block_list_disable_hwsch: false,
             vram_budget: None,
             thunk_cost: crate::kmt::DEFAULT_THUNK_COST,
+            reading: super::answers::Reading::from_env(),
         }
     }
 }

@@ -12,6 +12,7 @@
 //! / [`Machine::run_steps`]. Every call returns `Err(SimError::Bugcheck)` once the machine has
 //! bug-checked.
 
+pub mod answers;
 mod board;
 mod config;
 pub mod cpucache;

@@ -8,10 +8,16 @@
 //! - [`storage`]: where a fence's values may live by type (NF-06, NF-16), checked at create.
 //!
 //! Storage belongs to the OS (NF-05, NF-06): it allocates CurrentValue and MonitoredValue
-//! (system memory, or local memory for `INTRA_GPU` fences), maps them into the system process
-//! for the CMP (the caps set `MapToGpuSystemProcess`), and passes their GPU addresses to
-//! create. The driver writes MonitoredValue and CurrentValue only when the OS tells it to,
-//! through the kernel CPU addresses the OS passes.
+//! (system memory, or local memory for `INTRA_GPU` fences). Whether the driver learns where
+//! depends on the build (docs/windows-bringup.md, "Where the code and the pages disagree"):
+//! by the pages and on 26H1 the OS maps both into the system process (the caps set
+//! `MapToGpuSystemProcess`) and passes their GPU addresses to create, and the kernel CPU
+//! addresses of the values to store to the update DDIs; 24H2 and 25H2 pass neither, having
+//! stored the values themselves. The driver works either way: the CMP reaches a fence's
+//! values through the submitting process's mapping (the packets carry those VAs), so the
+//! system addresses serve only to aim a CPU signal's rescan and to tell the two pages apart
+//! in a process's page tables, and an update without CPU addresses is only the barrier and
+//! the device synchronisation.
 
 pub mod handles;
 pub mod registry;
@@ -80,6 +86,7 @@ pub fn create<P: Platform>(
         f.os_caps
             .is_set(DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::SupportOptimizedDefaultFenceType)
     });
+    // `None`: the OS passed no addresses (24H2); both stay 0 and mean "unknown".
     storage::check(
         args.Type,
         cv,
@@ -319,18 +326,28 @@ pub(crate) fn update_monitored<P: Platform>(
     if n == 0 || n > MAX_FENCES_PER_UPDATE || args.Flags.Value != 0 {
         return Err(status::INVALID_PARAMETER);
     }
-    // Validate everything before changing anything.
+    // Validate everything before changing anything. No CPU address array: the OS stored
+    // the values itself (24H2, module doc); only the barrier and the sync are ours.
+    let stores = arrays.values_cpu.is_some();
     let mut adapters: u32 = 0;
     for i in 0..n {
-        let (h, va) = (arrays.handle(i), arrays.value_cpu(i));
-        let loc = h
+        let loc = arrays
+            .handle(i)
             .and_then(|h| locate::<P>(h as usize))
             .ok_or(status::INVALID_HANDLE)?;
-        va.and_then(value_ptr).ok_or(status::INVALID_PARAMETER)?;
-        arrays.updated(i).ok_or(status::INVALID_PARAMETER)?;
+        if stores {
+            arrays
+                .value_cpu(i)
+                .and_then(value_ptr)
+                .ok_or(status::INVALID_PARAMETER)?;
+            arrays.updated(i).ok_or(status::INVALID_PARAMETER)?;
+        }
         adapters |= 1u32.checked_shl(u32::from(loc.adapter)).unwrap_or(0);
     }
     for i in 0..n {
+        if !stores {
+            break;
+        }
         let (va, v) = (arrays.value_cpu(i), arrays.updated(i));
         if let (Some(p), Some(v)) = (va.and_then(value_ptr), v) {
             // SAFETY: validated above: a valid, aligned 64-bit location the OS owns and told
@@ -356,7 +373,8 @@ fn sync_adapters<P: Platform>(mask: u32, f: impl Fn(&Live<P>)) {
     }
 }
 
-/// DxgkDdiUpdateCurrentValuesFromCpu (DISPATCH): a CPU signal (NF-17), or with
+/// DxgkDdiUpdateCurrentValuesFromCpu (DISPATCH by the pages; device IRQL under the
+/// interrupt lock on 24H2, so nothing here takes a lock or waits): a CPU signal (NF-17), or with
 /// `NotificationOnly` a signal that already happened elsewhere (a cross-adapter fence, NF-16).
 /// Either way the CMP re-evaluates the GPU waits on the fence (WAIT_RESCAN), with no round
 /// trip through the OS.
@@ -374,7 +392,10 @@ pub(crate) fn update_current<P: Platform>(
     // AlwaysSignaled: the OS writes a value every wait satisfies; the driver stores it and
     // rescans like any CPU signal. Not yet enforced: that later GPU signals leave such a
     // fence's storage alone (the device has no per-fence "poisoned" state).
-    let notify_only = flags.is_set(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::NotificationOnly);
+    // No CPU address array: the OS stored the values itself (24H2, module doc), and this
+    // call only makes the CMP look at them again, as for `NotificationOnly`.
+    let notify_only = flags.is_set(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::NotificationOnly)
+        || arrays.values_cpu.is_none();
     for i in 0..n {
         let h = arrays.handle(i);
         h.and_then(|h| locate::<P>(h as usize))

@@ -52,8 +52,31 @@ pub fn placement(va: GpuVa, vram_size: u64) -> Option<Placement> {
 }
 
 /// Checks a fence's storage against its type (NF-06, NF-16). `optimized_default` is the OS's
-/// `SupportOptimizedDefaultFenceType`. Returns where (CurrentValue, MonitoredValue) live.
+/// `SupportOptimizedDefaultFenceType`. Returns where (CurrentValue, MonitoredValue) live, or
+/// `None` when the OS passed no addresses at all: 24H2 and 25H2 never do, whatever
+/// `MapToGpuSystemProcess` says (docs/windows-bringup.md, "Where the code and the pages
+/// disagree"). The device never needs them: it reaches the values through the submitting
+/// process's own mapping, and a CPU signal then rescans every blocked wait.
 pub fn check(
+    fence_type: D3DDDI_NATIVEFENCE_TYPE,
+    current: GpuVa,
+    monitored: GpuVa,
+    vram_size: u64,
+    optimized_default: bool,
+) -> Result<Option<(Placement, Placement)>, PlacementError> {
+    if fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT
+        && fence_type != D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU
+    {
+        return Err(PlacementError::UnknownType);
+    }
+    if current.is_null() && monitored.is_null() {
+        return Ok(None);
+    }
+    check_placed(fence_type, current, monitored, vram_size, optimized_default).map(Some)
+}
+
+/// [`check`] for a fence whose two addresses the OS passed.
+fn check_placed(
     fence_type: D3DDDI_NATIVEFENCE_TYPE,
     current: GpuVa,
     monitored: GpuVa,
@@ -92,7 +115,7 @@ mod tests {
         vram_size: u64,
         optimized_default: bool,
     ) -> Result<(Placement, Placement), PlacementError> {
-        super::check(
+        super::check_placed(
             t,
             GpuVa::new(current),
             GpuVa::new(monitored),
@@ -158,6 +181,29 @@ mod tests {
         assert_eq!(check(t, VRAM_BASE + VRAM - 4, SYS, VRAM, false), bad);
         assert_eq!(
             check(7, SYS, SYS + 8, VRAM, false),
+            Err(PlacementError::UnknownType)
+        );
+    }
+
+    #[test]
+    fn nf_11_no_system_process_addresses_is_accepted_but_half_of_them_is_not() {
+        let d = D3DDDI_NATIVEFENCE_TYPE_DEFAULT;
+        let va = GpuVa::new;
+        assert_eq!(super::check(d, va(0), va(0), VRAM, false), Ok(None));
+        assert_eq!(
+            super::check(D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU, va(0), va(0), VRAM, false),
+            Ok(None)
+        );
+        assert_eq!(
+            super::check(d, va(0), va(SYS), VRAM, false),
+            Err(PlacementError::BadAddress)
+        );
+        assert_eq!(
+            super::check(d, va(SYS), va(0), VRAM, false),
+            Err(PlacementError::BadAddress)
+        );
+        assert_eq!(
+            super::check(7, va(0), va(0), VRAM, false),
             Err(PlacementError::UnknownType)
         );
     }

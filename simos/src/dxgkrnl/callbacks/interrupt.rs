@@ -2,6 +2,7 @@
 //! `DxgkCbNotifyDpc`, `DxgkCbSynchronizeExecution`, `DxgkCbLogEtwEvent`.
 
 use super::*;
+use crate::machine::answers::DpcFenceWork;
 
 /// `DxgkCbQueueDpc` (any IRQL): at most one DPC queued per adapter. Unlike
 /// `DxgkCbNotifyInterrupt` it does not require the interrupt lock: Microsoft documents it as
@@ -302,7 +303,10 @@ pub(super) unsafe extern "system" fn notify_interrupt(
     }
 }
 
-/// `DxgkCbNotifyDpc` (DISPATCH): the OS processes what the ISR reported.
+/// `DxgkCbNotifyDpc` (DISPATCH): the OS processes what the ISR reported. On 24H2 VidSch's
+/// native-fence work (resample, `DxgkDdiUpdateMonitoredValues`) runs here, inside the
+/// driver's call (`M:VidSchDdiNotifyDpc` @0x1400079E0): a driver lock held across this
+/// callback that those DDIs take deadlocks (crate::machine::answers::DpcFenceWork).
 pub(super) unsafe extern "system" fn notify_dpc(handle: HANDLE) {
     let Some(a) = enter(
         Routine::DxgkCbNotifyDpc,
@@ -312,6 +316,9 @@ pub(super) unsafe extern "system" fn notify_dpc(handle: HANDLE) {
         return;
     };
     a.process_pending();
+    if a.os.reading.dpc_fence_work == DpcFenceWork::InsideNotifyDpc && !a.state.is_halted() {
+        crate::sync::fence::process_dpc_work(&a);
+    }
 }
 
 /// `DxgkCbLogEtwEvent` (any IRQL): with no ETW session listening, Windows drops the event;

@@ -100,6 +100,7 @@ use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::notify::Notification;
 use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::machine::answers::{CpuUpdateIrql, SystemVas, ValueUpdates};
 use crate::machine::{Machine, Mode};
 use crate::sync::trace::ReleaseVia;
 
@@ -405,6 +406,9 @@ pub struct FenceObj {
     cv: Value,
     mv: Value,
     pdd: NativeFencePdd,
+    /// What the OS writes as MonitoredValue, and whether it re-arms it (the machine's
+    /// reading at create, [`crate::machine::answers::MonitoredValue`]).
+    mv_rule: crate::machine::answers::MonitoredValue,
     /// Serialises MonitoredValue updates and destruction of this fence.
     settle_lock: Mutex<()>,
     st: Mutex<ObjState>,

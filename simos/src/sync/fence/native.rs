@@ -162,11 +162,22 @@ impl Machine {
         }
         let mv_init = if cross { 0 } else { u64::MAX };
         mv.store(mv_init);
-        // NF-11 (`MapToGpuSystemProcess`): the CMP signals, reads MonitoredValue and rescans
-        // waits through the system space, so VidMm maps both pages into the paging process
-        // before the driver learns the addresses ([D] VIDMM_FENCE_STORAGE_PAGE::
-        // GetPagingProcessGpuVA). Pages hold many fences and stay mapped while the adapter runs.
-        for va in [cv.gpu(), mv.gpu()] {
+        // NF-11 (`MapToGpuSystemProcess`): where the OS honours the cap (26H1's
+        // `InitializeAdapterObject` @0x140351D48, `VidMmMapPagingProcessGpuVA`; the pages),
+        // VidMm maps both pages into the paging process before the driver learns the
+        // addresses ([D] VIDMM_FENCE_STORAGE_PAGE::GetPagingProcessGpuVA). 24H2 and 25H2
+        // (`K:DXGADAPTERSYNCOBJECT::InitializeAdapterObject` @0x1401839C8) zero the argument
+        // block and pass no VAs. Pages hold many fences and stay mapped while the adapter runs.
+        let pass_vas = self.config().os.reading.system_vas == SystemVas::Mapped
+            && lock(&a.fence_os)
+                .caps
+                .is_some_and(|c| c.MapToGpuSystemProcess != 0);
+        let to_map = if pass_vas {
+            vec![cv.gpu(), mv.gpu()]
+        } else {
+            Vec::new()
+        };
+        for va in to_map {
             let mapped = self.vidmm_map_system(a, va, 8, Default::default());
             let mut os = lock(&a.fence_os);
             match mapped {
@@ -184,8 +195,8 @@ impl Machine {
         let mut args = DXGKARG_CREATENATIVEFENCE {
             hGlobalNativeFence: global as HANDLE,
             Type: desc.fence_type,
-            CurrentValueSystemProcessGpuVa: cv.gpu(),
-            MonitoredValueSystemProcessGpuVa: mv.gpu(),
+            CurrentValueSystemProcessGpuVa: if pass_vas { cv.gpu() } else { 0 },
+            MonitoredValueSystemProcessGpuVa: if pass_vas { mv.gpu() } else { 0 },
             pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
             Flags: DXGKARG_CREATENATIVEFENCE_FLAGS::default(),
             Reserved: [0; 32],
@@ -222,6 +233,7 @@ impl Machine {
             cv,
             mv,
             pdd,
+            mv_rule: a.os.reading.monitored_value,
             settle_lock: Mutex::new(()),
             st: Mutex::new(ObjState {
                 instances: BTreeMap::new(),

@@ -45,14 +45,20 @@ pub(super) fn resample(obj: &FenceObj) -> Option<u64> {
     if !done.is_empty() {
         trace_released(obj, &st, &done);
     }
+    let lowest = st.waiters.iter().map(|w| w.value).min();
     let desired = if st.hold_zero {
         0
     } else {
-        st.waiters
-            .iter()
-            .map(|w| w.value)
-            .min()
-            .map_or(u64::MAX, |v| v.saturating_sub(1))
+        match lowest {
+            None => u64::MAX,
+            // 24H2 (`M:VidSchiUnwaitNativeFenceWaiters` @0x1400458E8) never raises it while
+            // waits remain: every later signal interrupts until the last one is released.
+            Some(w) if obj.mv_rule.kept_while_waiting() => {
+                obj.mv_rule.for_wait(w).min(st.mv_os)
+            }
+            // NF-02/NF-04 (the pages): the lowest pending wait − 1.
+            Some(w) => obj.mv_rule.for_wait(w),
+        }
     };
     let r = if desired == st.mv_os {
         None

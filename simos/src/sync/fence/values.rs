@@ -3,13 +3,11 @@
 
 use super::*;
 
-/// Checks the caps the OS relies on: `MapToGpuSystemProcess` (the OS maps the values into the
-/// system process for the CMP and passes those VAs to create, NF-11) and a stride that is a
-/// non-zero multiple of 8 (64-bit values, NF-05), at most a page.
+/// Checks the caps the OS relies on: a stride that is a non-zero multiple of 8 (64-bit
+/// values, NF-05), at most a page. `MapToGpuSystemProcess` is not a condition: where the OS
+/// honours it (26H1, the pages) it only decides whether create gets system-process VAs, and
+/// 24H2 ignores it ([`crate::machine::answers::SystemVas`]).
 pub fn validate_native_fence_caps(c: &DXGK_NATIVE_FENCE_CAPS) -> Result<(), String> {
-    if c.MapToGpuSystemProcess == 0 {
-        return Err("NATIVE_FENCE_CAPS.MapToGpuSystemProcess is not set".into());
-    }
     let s = u64::from(c.MonitoredValueStride);
     if s == 0 || !s.is_multiple_of(8) || s > PAGE {
         return Err(format!(
@@ -73,9 +71,59 @@ impl<T: Copy> Buf<T> {
 
 /// `DxgkDdiUpdateMonitoredValues` for `(global, value, MonitoredValue kernel VA)` entries, at
 /// device IRQL under the adapter's interrupt lock (synchronised with the ISR, NF-07).
+///
+/// 24H2 (`M:VidSchiUpdateNativeFenceMonitoredValue` @0x140045ECC) stores the value into the
+/// fence's storage itself and calls the DDI for one fence at a time with
+/// `MonitoredValueKernelCpuVa` NULL; the pages have the driver store each value through the
+/// kernel CPU VA given ([`ValueUpdates`]). A failure is bug check 0x119 on 24H2
+/// ([`check_update_status`]).
 pub(super) fn update_monitored(
     a: &AdapterShared,
     entries: &[(usize, u64, *mut c_void)],
+) -> Result<(), SimError> {
+    if a.os.reading.value_updates == ValueUpdates::OneAtATimeNoCpuVa {
+        for &(h, v, kva) in entries {
+            store_value(kva, v);
+            update_monitored_call(a, &[(h, v, std::ptr::null_mut())], false)?;
+        }
+        return Ok(());
+    }
+    update_monitored_call(a, entries, true)
+}
+
+/// The OS's own store of a fence value through its kernel mapping (24H2's update path).
+fn store_value(kva: *mut c_void, v: u64) {
+    if kva.is_null() || !(kva as usize).is_multiple_of(8) {
+        return;
+    }
+    // SAFETY: `kva` is the kernel address of an OS-owned, 8-byte aligned fence value (system
+    // memory or the BAR4 view of VRAM) that lives as long as its fence object.
+    let w = unsafe { &*kva.cast::<std::sync::atomic::AtomicU64>() };
+    w.store(v, Ordering::SeqCst);
+}
+
+/// A failed update DDI: the pages' reading reports the status; 24H2's VidSch bug-checks
+/// 0x119 `VIDEO_SCHEDULER_INTERNAL_ERROR` with 0x12 (UpdateMonitoredValues) or 0x13
+/// (UpdateCurrentValuesFromCpu), the status and the fence's handle
+/// (`M:VidSchiUpdateNativeFenceMonitoredValue`, `M:VidSchiUpdateNativeFenceCurrentValue`).
+fn check_update_status(
+    a: &AdapterShared,
+    status: NTSTATUS,
+    code: u64,
+    handle: usize,
+) -> Result<(), SimError> {
+    if status >= 0 || a.os.reading.value_updates != ValueUpdates::OneAtATimeNoCpuVa {
+        return check_status(status);
+    }
+    let b = crate::BugCheck::video_scheduler(code, status as u32 as u64, handle as u64, 0);
+    a.state.raise_bugcheck(b.clone());
+    Err(SimError::Bugcheck(b))
+}
+
+fn update_monitored_call(
+    a: &AdapterShared,
+    entries: &[(usize, u64, *mut c_void)],
+    with_cpu_vas: bool,
 ) -> Result<(), SimError> {
     let f = a
         .table
@@ -88,7 +136,11 @@ pub(super) fn update_monitored(
     let args = DXGKARG_UPDATEMONITOREDVALUES {
         NativeFenceArray: handles.as_mut_ptr(),
         UpdatedValueArray: values.as_mut_ptr(),
-        MonitoredValueKernelCpuVa: vas.as_mut_ptr(),
+        MonitoredValueKernelCpuVa: if with_cpu_vas {
+            vas.as_mut_ptr()
+        } else {
+            std::ptr::null_mut()
+        },
         NumFences: entries.len() as u32,
         Flags: DXGKARG_UPDATEMONITOREDVALUES_FLAGS::default(),
         Reserved: [0; 28],
@@ -114,14 +166,36 @@ pub(super) fn update_monitored(
         )?
     };
     lock(&a.fence_os).update_monitored_calls += 1;
-    check_status(status)
+    check_update_status(a, status, 0x12, entries.first().map_or(0, |e| e.0))
 }
 
-/// `DxgkDdiUpdateCurrentValuesFromCpu` at DISPATCH_LEVEL.
+/// `DxgkDdiUpdateCurrentValuesFromCpu`: at DISPATCH_LEVEL with the values' kernel CPU VAs by
+/// the pages; on 24H2 (`M:VidSchiUpdateNativeFenceCurrentValue` @0x140045B14) the OS stores
+/// the value itself, then calls the DDI for one fence with `CurrentValueKernelCpuVa` NULL at
+/// device IRQL under the interrupt lock (`DpSynchronizeExecution`) ([`ValueUpdates`],
+/// [`CpuUpdateIrql`]).
 pub(super) fn update_current(
     a: &AdapterShared,
     entries: &[(usize, u64, *mut c_void)],
     notification_only: bool,
+) -> Result<(), SimError> {
+    if a.os.reading.value_updates == ValueUpdates::OneAtATimeNoCpuVa {
+        for &(h, v, kva) in entries {
+            if !notification_only {
+                store_value(kva, v);
+            }
+            update_current_call(a, &[(h, v, std::ptr::null_mut())], notification_only, false)?;
+        }
+        return Ok(());
+    }
+    update_current_call(a, entries, notification_only, true)
+}
+
+fn update_current_call(
+    a: &AdapterShared,
+    entries: &[(usize, u64, *mut c_void)],
+    notification_only: bool,
+    with_cpu_vas: bool,
 ) -> Result<(), SimError> {
     let f = a
         .table
@@ -140,23 +214,43 @@ pub(super) fn update_current(
     let args = DXGKARG_UPDATECURRENTVALUESFROMCPU {
         NativeFenceArray: handles.as_mut_ptr(),
         UpdatedValueArray: values.as_mut_ptr(),
-        CurrentValueKernelCpuVa: vas.as_mut_ptr(),
+        CurrentValueKernelCpuVa: if with_cpu_vas {
+            vas.as_mut_ptr()
+        } else {
+            std::ptr::null_mut()
+        },
         NumFences: entries.len() as u32,
         Flags: flags,
         Reserved: [0; 28],
     };
-    let status = {
+    let call = || {
         ddi::call(
             a,
             Routine::DxgkDdiUpdateCurrentValuesFromCpu,
             f as usize,
-            At::Level(Irql::Dispatch),
+            At::Level(match a.os.reading.cpu_update_irql {
+                CpuUpdateIrql::DeviceUnderInterruptLock => Irql::Device,
+                CpuUpdateIrql::Dispatch => Irql::Dispatch,
+            }),
             || {
                 // SAFETY: as for update_monitored.
                 unsafe { f(&args) }
             },
-        )?
+        )
+    };
+    let status = match a.os.reading.cpu_update_irql {
+        CpuUpdateIrql::DeviceUnderInterruptLock => {
+            let _guard = a.lock_interrupt();
+            if !a.connected.load(Ordering::Acquire) {
+                return Err(SimError::Simulation(format!(
+                    "adapter {}'s interrupt is not connected: no UpdateCurrentValuesFromCpu",
+                    a.index
+                )));
+            }
+            call()?
+        }
+        CpuUpdateIrql::Dispatch => call()?,
     };
     lock(&a.fence_os).update_current_calls += 1;
-    check_status(status)
+    check_update_status(a, status, 0x13, entries.first().map_or(0, |e| e.0))
 }

@@ -1,0 +1,225 @@
+//! Where the decompiled Windows 11 Dxgkrnl and Microsoft's pages disagree about the
+//! native-fence, doorbell and hardware-queue flows, and which answer a machine plays.
+//!
+//! Neither source wins by default: the pseudocode is one build read by hand, the pages are
+//! what Microsoft promises. A driver that is correct on Windows survives both, so every
+//! disagreement is an option here, the suites run under each reading
+//! ([`Reading::from_env`], `RVGPU_OS_READING`), and docs/windows-bringup.md ("Where the code
+//! and the pages disagree") lists each with both sources. The default is 24H2 as decompiled
+//! (`11-24H2` in `nohuto/decompiled-pseudocode`; K: dxgkrnl, M: dxgmms2).
+
+use std::sync::RwLock;
+
+/// What `DxgkDdiCreateNativeFence` is told about the fence's storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SystemVas {
+    /// 24H2 and 25H2: `K:DXGADAPTERSYNCOBJECT::InitializeAdapterObject` (@0x1401839C8; 25H2
+    /// the same) zeroes the argument block and fills only the handle, the type and the private
+    /// data, so `CurrentValueSystemProcessGpuVa` and `MonitoredValueSystemProcessGpuVa` reach
+    /// the driver as 0 whatever `MapToGpuSystemProcess` says.
+    NotPassed,
+    /// 26H1 (`InitializeAdapterObject` @0x140351D48, `VidMmMapPagingProcessGpuVA`) and the
+    /// pages (`DXGK_NATIVE_FENCE_CAPS`): with `MapToGpuSystemProcess` set, the OS maps both
+    /// values into the paging process and passes those VAs.
+    Mapped,
+}
+
+/// What the OS writes into MonitoredValue for a CPU wait on value W.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MonitoredValue {
+    /// 24H2: `M:VidSchSubmitWaitFromCpu` (@0x14000DF30) and
+    /// `M:VidSchiAcquireSyncObjectForHwQueue` (@0x14000396C) write W itself, and
+    /// `M:VidSchiUnwaitNativeFenceWaiters` (@0x1400458E8) never raises it while waiters
+    /// remain: every later signal of the fence interrupts until the last waiter is gone.
+    AwaitedKeptWhileWaiting,
+    /// The pages (`DxgkDdiUpdateMonitoredValues`, NF-02, NF-04): W − 1 for the lowest pending
+    /// wait, re-armed to the next one as waits are released.
+    BelowAwaitedRearmed,
+}
+
+impl MonitoredValue {
+    /// The MonitoredValue for the lowest pending wait `w`.
+    pub fn for_wait(self, w: u64) -> u64 {
+        match self {
+            Self::AwaitedKeptWhileWaiting => w,
+            Self::BelowAwaitedRearmed => w.saturating_sub(1),
+        }
+    }
+
+    /// Whether the OS lowers MonitoredValue only (never raises it while a wait is pending).
+    pub fn kept_while_waiting(self) -> bool {
+        self == Self::AwaitedKeptWhileWaiting
+    }
+}
+
+/// How the OS passes new values to `DxgkDdiUpdateMonitoredValues` and
+/// `DxgkDdiUpdateCurrentValuesFromCpu`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueUpdates {
+    /// 24H2: `M:VidSchiUpdateNativeFenceMonitoredValue` (@0x140045ECC) and
+    /// `M:VidSchiUpdateNativeFenceCurrentValue` (@0x140045B14) call the DDIs one fence at a
+    /// time with the `...KernelCpuVa` array NULL.
+    OneAtATimeNoCpuVa,
+    /// The pages: batches of fences, each with the kernel CPU VA of the value to store.
+    BatchedWithCpuVa,
+}
+
+/// At what IRQL the OS calls `DxgkDdiUpdateCurrentValuesFromCpu`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuUpdateIrql {
+    /// 24H2: at device IRQL under the interrupt lock (`DpSynchronizeExecution` around the DDI
+    /// in `M:VidSchiUpdateNativeFenceCurrentValue`).
+    DeviceUnderInterruptLock,
+    /// The page's DISPATCH_LEVEL.
+    Dispatch,
+}
+
+/// When VidSch does its DPC-time native-fence work (resample, `UpdateMonitoredValues`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DpcFenceWork {
+    /// 24H2: inside the driver's `DxgkCbNotifyDpc` call (`M:VidSchDdiNotifyDpc`
+    /// @0x1400079E0), so the driver is still in its DPC routine.
+    InsideNotifyDpc,
+    /// After the driver's DPC routine returned (what the pages' order suggests).
+    AfterDpcReturns,
+}
+
+/// What `DxgkCbDisconnectDoorbell` does with a victim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VictimDisconnect {
+    /// 24H2: `K:DXGDOORBELL::Disconnect` (@0x1401D82E8) calls the driver's
+    /// `DxgkDdiDisconnectDoorbell` for the victim while the driver is still inside
+    /// `DxgkDdiConnectDoorbell`, under the victim's device lock.
+    CallsDriverDisconnect,
+    /// The pages: the OS remaps the victim's VA and writes its status; the driver is not
+    /// called back.
+    StatusOnly,
+}
+
+/// Whether the OS disconnects every doorbell before F1, D3, suspend or an engine reset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OsDisconnects {
+    /// 24H2: no OS-initiated `DxgkDdiDisconnectDoorbell` on those paths was found
+    /// (`GPU_ENGINE_STATE_CHANGE` has no case in `M:VidSchDdiNotifyInterruptWorker`); only a
+    /// destroy of a connected doorbell disconnects it first
+    /// (`K:DXGDOORBELL::DestroyCoreState` @0x1401D804C).
+    OnDestroyOnly,
+    /// The user-mode submission page (UM-14): every doorbell is disconnected before the
+    /// engine powers down and before D3.
+    OnPowerAndReset,
+}
+
+/// One answer to each disagreement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reading {
+    /// A short name (`24h2`, `26h1`, `pages`).
+    pub name: &'static str,
+    /// System-process VAs at native-fence create.
+    pub system_vas: SystemVas,
+    /// MonitoredValue's meaning and re-arming.
+    pub monitored_value: MonitoredValue,
+    /// How the update DDIs are called.
+    pub value_updates: ValueUpdates,
+    /// `DxgkDdiUpdateCurrentValuesFromCpu`'s IRQL.
+    pub cpu_update_irql: CpuUpdateIrql,
+    /// When the DPC-time fence work runs.
+    pub dpc_fence_work: DpcFenceWork,
+    /// The victimising callback.
+    pub victim_disconnect: VictimDisconnect,
+    /// OS-initiated doorbell disconnects.
+    pub os_disconnects: OsDisconnects,
+}
+
+impl Reading {
+    /// Windows 11 24H2 as decompiled (the default).
+    pub const W24H2: Self = Self {
+        name: "24h2",
+        system_vas: SystemVas::NotPassed,
+        monitored_value: MonitoredValue::AwaitedKeptWhileWaiting,
+        value_updates: ValueUpdates::OneAtATimeNoCpuVa,
+        cpu_update_irql: CpuUpdateIrql::DeviceUnderInterruptLock,
+        dpc_fence_work: DpcFenceWork::InsideNotifyDpc,
+        victim_disconnect: VictimDisconnect::CallsDriverDisconnect,
+        os_disconnects: OsDisconnects::OnDestroyOnly,
+    };
+
+    /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed.
+    pub const W26H1: Self = Self {
+        name: "26h1",
+        system_vas: SystemVas::Mapped,
+        ..Self::W24H2
+    };
+
+    /// Microsoft's pages.
+    pub const PAGES: Self = Self {
+        name: "pages",
+        system_vas: SystemVas::Mapped,
+        monitored_value: MonitoredValue::BelowAwaitedRearmed,
+        value_updates: ValueUpdates::BatchedWithCpuVa,
+        cpu_update_irql: CpuUpdateIrql::Dispatch,
+        dpc_fence_work: DpcFenceWork::AfterDpcReturns,
+        victim_disconnect: VictimDisconnect::StatusOnly,
+        os_disconnects: OsDisconnects::OnPowerAndReset,
+    };
+
+    /// Every named reading.
+    pub const ALL: [Self; 3] = [Self::W24H2, Self::W26H1, Self::PAGES];
+
+    /// Parses a name of [`Reading::ALL`] (`25h2` reads as 24H2: the flows read the same).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "25h2" => Some(Self {
+                name: "25h2",
+                ..Self::W24H2
+            }),
+            _ => Self::ALL.into_iter().find(|r| r.name == s),
+        }
+    }
+
+    /// The reading machines configured from now on play: the one set by
+    /// [`Reading::set_default`], else `RVGPU_OS_READING`, else 24H2.
+    pub fn from_env() -> Self {
+        if let Some(r) = *DEFAULT.read().unwrap_or_else(|p| p.into_inner()) {
+            return r;
+        }
+        std::env::var("RVGPU_OS_READING")
+            .ok()
+            .and_then(|v| Self::parse(&v))
+            .unwrap_or(Self::W24H2)
+    }
+
+    /// Makes `r` the reading of every machine configured from now on (the harness's
+    /// `--os-reading`).
+    pub fn set_default(r: Self) {
+        *DEFAULT.write().unwrap_or_else(|p| p.into_inner()) = Some(r);
+    }
+}
+
+impl Default for Reading {
+    fn default() -> Self {
+        Self::from_env()
+    }
+}
+
+static DEFAULT: RwLock<Option<Reading>> = RwLock::new(None);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reading_parses_back_from_its_name() {
+        for r in Reading::ALL {
+            assert_eq!(Reading::parse(r.name), Some(r));
+        }
+        assert_eq!(Reading::parse("25h2").map(|r| r.system_vas), Some(SystemVas::NotPassed));
+        assert_eq!(Reading::parse("23h2"), None);
+    }
+
+    #[test]
+    fn nf_02_monitored_value_for_a_wait_under_each_reading() {
+        assert_eq!(MonitoredValue::AwaitedKeptWhileWaiting.for_wait(5), 5);
+        assert_eq!(MonitoredValue::BelowAwaitedRearmed.for_wait(5), 4);
+        assert_eq!(MonitoredValue::BelowAwaitedRearmed.for_wait(0), 0);
+    }
+}
