@@ -152,7 +152,7 @@ fn null_report_machine() -> Machine {
 #[test]
 fn issue_19_null_report_releases_every_moved_waiter_and_scans_only_waited_fences() {
     let m = null_report_machine();
-    let pid = rvgpu_simos::ProcessId(1);
+    let pid = common::device_process(&m, 0);
     let all: Vec<NativeFence> = (0..3000).map(|_| ok(&m, create(&m, pid))).collect();
     // Waited fences spread over the handle range, first and last included.
     let waited: Vec<&NativeFence> = all.iter().step_by(97).chain(all.last()).collect();

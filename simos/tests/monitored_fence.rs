@@ -121,11 +121,9 @@ fn null_report_machine(evaluate_legacy: bool) -> Machine {
 fn nf_14_null_report_with_evaluate_legacy_scans_monitored_fences() {
     for flag in [true, false] {
         let m = null_report_machine(flag);
-        let legacy = ok(&m, m.create_monitored_fence(0, ProcessId(1), 0));
-        let native = ok(
-            &m,
-            m.create_native_fence(0, ProcessId(1), Default::default()),
-        );
+        let p = device_process(&m, 0);
+        let legacy = ok(&m, m.create_monitored_fence(0, p, 0));
+        let native = ok(&m, m.create_native_fence(0, p, Default::default()));
         let el = ok(&m, m.wait_monitored_fence_event(&legacy, 3));
         let en = ok(&m, m.wait_native_fence_event(&native, 3));
         // Both values change behind the OS's back (as GPU writes would).

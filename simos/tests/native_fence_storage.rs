@@ -15,8 +15,6 @@ use rvgpu_simos::{
     Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, ProcessId, SimError, WaitOutcome,
 };
 
-const P1: ProcessId = ProcessId(1);
-const P2: ProcessId = ProcessId(2);
 const STATUS_INVALID_PARAMETER: i32 = 0xC000_000D_u32 as i32;
 
 fn create(m: &Machine, p: ProcessId, intra: bool, shareable: bool) -> NativeFence {
@@ -92,7 +90,8 @@ fn nf_06_intra_gpu_fence_lives_in_vram_and_gpu_signal_wait_work() {
 #[test]
 fn nf_06_cpu_wait_and_signal_only_on_system_memory_fences() {
     let m = started(MachineConfig::single(Mode::Step));
-    let intra = create(&m, P1, true, false);
+    let p1 = common::device_process(&m, 0);
+    let intra = create(&m, p1, true, false);
     assert!(matches!(
         m.wait_native_fence_event(&intra, 1),
         Err(SimError::Simulation(s)) if s.contains("NF-06")
@@ -118,6 +117,8 @@ fn nf_06_cpu_wait_and_signal_only_on_system_memory_fences() {
 #[test]
 fn nf_06_vram_fence_values_packed_per_process() {
     let m = started(MachineConfig::single(Mode::Step));
+    let p1 = common::device_process(&m, 0);
+    let p2 = common::device_process(&m, 0);
     let stride = u64::from(m.native_fence_caps(0).expect("caps").MonitoredValueStride);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let a = create(&m, q.pid(), true, false);
@@ -125,17 +126,17 @@ fn nf_06_vram_fence_values_packed_per_process() {
     assert_eq!(b.current_value_gpu(), a.current_value_gpu() + stride);
     assert_eq!(b.monitored_value_gpu(), a.monitored_value_gpu() + stride);
     assert_eq!(m.native_fence_local_pages(0), 2);
-    let c = create(&m, P2, true, false);
+    let c = create(&m, p2, true, false);
     assert_ne!(
         c.current_value_gpu() & !0xFFF,
         a.current_value_gpu() & !0xFFF
     );
     assert_eq!(m.native_fence_local_pages(0), 4);
-    let s = create(&m, P1, true, true);
+    let s = create(&m, p1, true, true);
     assert!(s.current_value_is_local());
     assert_eq!(s.current_value_gpu() & 0xFFF, 0, "own page");
     assert_eq!(m.native_fence_local_pages(0), 6);
-    let s2 = ok(&m, m.open_native_fence(&s, P2));
+    let s2 = ok(&m, m.open_native_fence(&s, p2));
     assert_eq!(s2.current_value_gpu(), s.current_value_gpu());
     ok(&m, m.destroy_native_fence(&s2));
     // Two GPU signals through neighbouring slots stay apart.
@@ -152,13 +153,15 @@ fn nf_06_vram_fence_values_packed_per_process() {
 #[test]
 fn nf_06_shareable_and_cross_adapter_fences_stay_in_system_memory() {
     let m = started(MachineConfig::igpu_dgpu(Mode::Step));
-    let s = create(&m, P1, false, true);
+    let p1 = common::device_process(&m, 0);
+    let p2 = common::device_process(&m, 1);
+    let s = create(&m, p1, false, true);
     assert!(!s.current_value_is_local() && !s.monitored_value_is_local());
-    let x = ok(&m, m.open_native_fence_cross_adapter(&s, 1, P2));
+    let x = ok(&m, m.open_native_fence_cross_adapter(&s, 1, p2));
     assert_eq!(x.current_value_gpu(), s.current_value_gpu());
     assert!(!x.current_value_is_local() && !x.monitored_value_is_local());
-    let intra = create(&m, P1, true, true);
-    assert!(m.open_native_fence_cross_adapter(&intra, 1, P2).is_err());
+    let intra = create(&m, p1, true, true);
+    assert!(m.open_native_fence_cross_adapter(&intra, 1, p2).is_err());
     assert_eq!(m.native_fence_local_pages(1), 0);
     assert!(m.bugcheck().is_none());
 }
@@ -169,8 +172,9 @@ fn nf_06_shareable_and_cross_adapter_fences_stay_in_system_memory() {
 #[test]
 fn nf_06_driver_refuses_default_fence_values_in_vram() {
     let m = started(MachineConfig::single(Mode::Step));
+    let p1 = common::device_process(&m, 0);
     // Storage the OS really owns, so an accepted fence touches nothing foreign.
-    let sys = create(&m, P1, false, true);
+    let sys = create(&m, p1, false, true);
     let sys_cv = sys.current_value_gpu();
     let sys_mv = sys.monitored_value_gpu();
     // A VRAM address below the OS's fence pages (they come from the top).
@@ -188,20 +192,22 @@ fn nf_06_driver_refuses_default_fence_values_in_vram() {
 #[test]
 fn nf_06_vram_fence_pages_freed() {
     let mut m = started(MachineConfig::single(Mode::Step));
-    let a = create(&m, P1, true, false);
-    let b = create(&m, P1, true, false);
+    let p1 = common::device_process(&m, 0);
+    let p2 = common::device_process(&m, 0);
+    let a = create(&m, p1, true, false);
+    let b = create(&m, p1, true, false);
     assert_eq!(m.native_fence_local_pages(0), 2);
     ok(&m, m.destroy_native_fence(&a));
     assert_eq!(m.native_fence_local_pages(0), 2, "b still uses the pages");
     ok(&m, m.destroy_native_fence(&b));
     assert_eq!(m.native_fence_local_pages(0), 0);
-    let c = create(&m, P1, true, false);
+    let c = create(&m, p1, true, false);
     assert!(
         c.current_value_gpu() == a.current_value_gpu()
             || c.current_value_gpu() == a.monitored_value_gpu()
     );
     assert_eq!(c.current_value(), 0, "a reused page starts clean");
-    let _d = create(&m, P2, true, true);
+    let _d = create(&m, p2, true, true);
     assert_eq!(m.native_fence_local_pages(0), 4);
     let r = m.stop_adapter(0);
     ok(&m, r);

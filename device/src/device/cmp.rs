@@ -868,7 +868,9 @@ impl Core {
     /// decision: the CPU that stored the value knows it). A misaligned `pa`, or one naming no
     /// memory, stores nothing.
     pub(crate) fn fence_store(&self, pa: u64, value: u64) {
-        if !pa.is_multiple_of(rvgpu_hw::addr::ACCESS_ALIGN) || self.mem.store(pa, value, Ordering::SeqCst).is_none() {
+        if !pa.is_multiple_of(rvgpu_hw::addr::ACCESS_ALIGN)
+            || self.mem.store(pa, value, Ordering::SeqCst).is_none()
+        {
             return;
         }
         let mut cmp = lock(&self.cmp);

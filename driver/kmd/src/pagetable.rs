@@ -31,6 +31,7 @@ use crate::allocation;
 use crate::gpummu;
 use crate::platform::Platform;
 use crate::process;
+use crate::sched::{Handle, Kind};
 use crate::status::{self, Status};
 
 /// Most ranges one COPYPAGETABLEENTRIES may carry (a table's worth).
@@ -70,12 +71,24 @@ impl Mapping {
             return Ok(Self::System);
         }
         if op.Flags.get(DXGK_UPDATEPAGETABLEFLAGS::NativeFence) != 0 {
+            if op.hAllocation.is_null() {
+                return Ok(Self::UnplacedNativeFence);
+            }
             let fences = live.fences.lock();
             let f = fences
                 .get(op.hAllocation.addr())
                 .ok_or(status::INVALID_HANDLE)?;
             if f.current_gpu.is_null() {
-                return Ok(Self::UnplacedNativeFence);
+                // Learnt at an earlier open (`fence::pages`): the pages are told apart by their
+                // physical words, as for a placed fence. Only the mappings made before the
+                // fence's first open cannot be.
+                return Ok(match f.words {
+                    Some((cv, mv)) => Self::NativeFence {
+                        current: cv / mmu::PAGE_4K,
+                        monitored: mv / mmu::PAGE_4K,
+                    },
+                    None => Self::UnplacedNativeFence,
+                });
             }
             let frame = |va: rvgpu_hw::addr::GpuVa| va.get() / mmu::PAGE_4K;
             return Ok(Self::NativeFence {
@@ -233,6 +246,9 @@ pub fn update<P: Platform>(
             e0.valid(),
         );
     }
+    if level == 0 && first == 0 && written > 0 && matches!(who, Mapping::UnplacedNativeFence) {
+        note_fence_pages(a, live, op);
+    }
     if written == 0 {
         return Ok(Pass {
             words: 0,
@@ -243,6 +259,35 @@ pub fn update<P: Platform>(
         words: written,
         more: (next < n).then_some(next),
     })
+}
+
+/// Records where the leaves of an unplaced native fence's mapping point (`fence::pages`): the
+/// fence's first open resolves its values through them. A record that does not fit is
+/// dropped; that open then fails.
+fn note_fence_pages<P: Platform>(
+    a: &Adapter<P>,
+    live: &Live<P>,
+    op: &DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
+) {
+    let Ok(process) = Handle::decode_on(op.hProcess, Kind::Process, a.table_slot()) else {
+        return;
+    };
+    let mut fences = live.fences.lock();
+    for i in 0..op.NumPageTableEntries {
+        let idx = usize::try_from(i).unwrap_or(usize::MAX);
+        // SAFETY: VidMm's array holds NumPageTableEntries entries (checked by `update`), so the
+        // element pointer is inside it; read unaligned, plain integers.
+        let e: DXGK_PTE = unsafe { op.pPageTableEntries.add(idx).read_unaligned() };
+        let va = op
+            .FirstPteVirtualAddress
+            .saturating_add(u64::from(i).saturating_mul(mmu::PAGE_4K));
+        let phys = if e.valid() {
+            gpummu::device_address(live, &e, 0).ok()
+        } else {
+            None
+        };
+        let _ = fences.pages.note::<P>(process, va, phys);
+    }
 }
 
 /// FLUSHTLB: one TLB_INVALIDATE for the root.

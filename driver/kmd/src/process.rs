@@ -142,6 +142,9 @@ pub fn destroy<P: Platform>(a: &Adapter<P>, h: HANDLE) -> Result<(), Status> {
         live.regs.write(regs::SystemPageTableBase::new(0));
         live.regs.write(regs::TlbInvalidate::new(old));
     }
+    drop(s);
+    // Its fence mappings go with it (a later process may get the same handle).
+    live.fences.lock().pages.forget(h);
     Ok(())
 }
 

@@ -58,10 +58,20 @@ impl MonitoredValue {
 pub enum ValueUpdates {
     /// 24H2: `M:VidSchiUpdateNativeFenceMonitoredValue` (@0x140045ECC) and
     /// `M:VidSchiUpdateNativeFenceCurrentValue` (@0x140045B14) call the DDIs one fence at a
-    /// time with the `...KernelCpuVa` array NULL.
+    /// time with the `...KernelCpuVa` array NULL, and store nothing themselves.
     OneAtATimeNoCpuVa,
+    /// 26H1 (`UpdateNativeFenceMonitoredValue` @0x14002EF10): one fence at a time, with the
+    /// kernel CPU VA of the value.
+    OneAtATimeWithCpuVa,
     /// The pages: batches of fences, each with the kernel CPU VA of the value to store.
     BatchedWithCpuVa,
+}
+
+impl ValueUpdates {
+    /// Whether the kernel CPU VA array is passed.
+    pub fn passes_cpu_va(self) -> bool {
+        self != Self::OneAtATimeNoCpuVa
+    }
 }
 
 /// At what IRQL the OS calls `DxgkDdiUpdateCurrentValuesFromCpu`.
@@ -147,6 +157,7 @@ impl Reading {
     pub const W26H1: Self = Self {
         name: "26h1",
         system_vas: SystemVas::Mapped,
+        value_updates: ValueUpdates::OneAtATimeWithCpuVa,
         ..Self::W24H2
     };
 
@@ -212,7 +223,10 @@ mod tests {
         for r in Reading::ALL {
             assert_eq!(Reading::parse(r.name), Some(r));
         }
-        assert_eq!(Reading::parse("25h2").map(|r| r.system_vas), Some(SystemVas::NotPassed));
+        assert_eq!(
+            Reading::parse("25h2").map(|r| r.system_vas),
+            Some(SystemVas::NotPassed)
+        );
         assert_eq!(Reading::parse("23h2"), None);
     }
 

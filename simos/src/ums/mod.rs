@@ -215,7 +215,7 @@ pub enum DoorbellState {
 
 #[derive(Debug)]
 pub(crate) struct DeviceObj {
-    kmd: usize,
+    pub(crate) kmd: usize,
     /// Serialises the thunks of this device (Dxgkrnl's per-device lock).
     lock: Arc<Mutex<()>>,
     pub(crate) process: ProcessId,

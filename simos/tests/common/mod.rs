@@ -85,6 +85,12 @@ pub fn ok<T>(m: &Machine, r: Result<T, SimError>) -> T {
 }
 
 /// [`ok`] for any error type (UMD and thunk results).
+/// A process with a D3D device on adapter `i`: native fences are created and opened for a
+/// device (`DXGKARG_OPENNATIVEFENCE.hDevice`).
+pub fn device_process(m: &Machine, i: usize) -> rvgpu_simos::ProcessId {
+    ok(m, m.create_process(i)).pid
+}
+
 pub fn okk<T, E: std::fmt::Debug>(m: &Machine, r: Result<T, E>) -> T {
     match r {
         Ok(v) => v,

@@ -46,11 +46,17 @@ const LOAD: usize = 2;
 pub struct FenceLocation {
     pub adapter: u8,
     pub current_gpu: GpuVa,
+    /// The physical (CurrentValue, MonitoredValue) words, when learnt ([`HandleMap::words`]).
+    pub words: Option<(u64, u64)>,
 }
 
 struct Entry {
     key: AtomicUsize,
     value: AtomicU64,
+    /// Device physical addresses of the fence's CurrentValue and MonitoredValue words, 0
+    /// until learnt ([`HandleMap::set_words`]): the KMD stores through them with
+    /// `FENCE_STORE` when the OS gives it no CPU address (24H2, `super` module doc).
+    words: [AtomicU64; 2],
 }
 
 /// One generation of the table; `older` keeps the tables it replaced alive.
@@ -79,6 +85,7 @@ impl Table {
         let entries = kmem::try_boxed_slice::<P, _>(n, |_| Entry {
             key: AtomicUsize::new(EMPTY),
             value: AtomicU64::new(0),
+            words: [AtomicU64::new(0), AtomicU64::new(0)],
         })?;
         kmem::try_box::<P, _>(Self {
             entries,
@@ -233,6 +240,9 @@ impl HandleMap {
         }
         let e = t.free_entry(handle).ok_or(MapError::Full)?;
         e.value.store(value, Ordering::Relaxed);
+        for w in &e.words {
+            w.store(0, Ordering::Relaxed);
+        }
         // Publishes the value together with the key.
         e.key.store(handle, Ordering::Release);
         self.live.fetch_add(1, Ordering::Relaxed);
@@ -278,6 +288,9 @@ impl HandleMap {
             };
             slot.value
                 .store(e.value.load(Ordering::Relaxed), Ordering::Relaxed);
+            for (d, w) in slot.words.iter().zip(&e.words) {
+                d.store(w.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
             slot.key.store(k, Ordering::Relaxed);
         }
         true
@@ -298,6 +311,49 @@ impl HandleMap {
                 // Re-check: if the entry was removed and reused while we read, try again.
                 if e.key.load(Ordering::Acquire) == handle {
                     return Some(v);
+                }
+            }
+        }
+        None
+    }
+
+    /// Records the physical addresses of `handle`'s CurrentValue and MonitoredValue words
+    /// (learnt once, at the fence's first open). The caller serialises writers; a reader sees
+    /// either the zeros or both addresses. `false` if the handle is not in the map.
+    pub fn set_words(&self, handle: usize, current: u64, monitored: u64) -> bool {
+        if handle == EMPTY {
+            return false;
+        }
+        let Some(e) = self
+            .current()
+            .bucket(handle)
+            .iter()
+            .find(|e| e.key.load(Ordering::Relaxed) == handle)
+        else {
+            return false;
+        };
+        // MonitoredValue first, CurrentValue (the one readers test) last, Release: a reader
+        // that sees the CurrentValue word sees the other too.
+        e.words[1].store(monitored, Ordering::Relaxed);
+        e.words[0].store(current, Ordering::Release);
+        true
+    }
+
+    /// `handle`'s (CurrentValue, MonitoredValue) physical words, if known. Lock-free and
+    /// bounded like [`HandleMap::get`].
+    pub fn words(&self, handle: usize) -> Option<(u64, u64)> {
+        if handle == EMPTY {
+            return None;
+        }
+        for e in self.current().bucket(handle) {
+            loop {
+                if e.key.load(Ordering::Acquire) != handle {
+                    break;
+                }
+                let cv = e.words[0].load(Ordering::Acquire);
+                let mv = e.words[1].load(Ordering::Relaxed);
+                if e.key.load(Ordering::Acquire) == handle {
+                    return (cv != 0).then_some((cv, mv));
                 }
             }
         }
@@ -338,6 +394,28 @@ mod tests {
     /// A tag that needs all 64 bits (generation above 2^24), as a long-lived slot has.
     fn loc(a: u8, t: u64) -> u64 {
         (u64::from(a) << 48) | (1 << 60) | t
+    }
+
+    #[test]
+    fn nf_07_physical_words_are_learnt_once_survive_growth_and_go_with_the_handle() {
+        let m = HandleMap::try_new::<crate::kmem::Host>(2, 64).unwrap();
+        m.insert(0x1000, 0).unwrap();
+        assert_eq!(m.words(0x1000), None, "unknown until learnt");
+        assert!(m.set_words(0x1000, 0x8000, 0x9008));
+        assert_eq!(m.words(0x1000), Some((0x8000, 0x9008)));
+        assert!(!m.set_words(0x2000, 1, 2), "not in the map");
+        for h in 1..40usize {
+            let h = 0x10_0000 + h * 0x40;
+            if !m.has_room(h) {
+                m.try_grow::<crate::kmem::Host>(h).unwrap();
+            }
+            m.insert(h, 0).unwrap();
+        }
+        assert_eq!(m.words(0x1000), Some((0x8000, 0x9008)), "copied by growth");
+        m.remove(0x1000).unwrap();
+        assert_eq!(m.words(0x1000), None);
+        m.insert(0x1000, 0).unwrap();
+        assert_eq!(m.words(0x1000), None, "a reused entry starts unknown");
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! the device synchronisation.
 
 pub mod handles;
+pub mod pages;
 pub mod registry;
 pub mod report;
 pub mod storage;
@@ -124,6 +125,7 @@ pub fn create<P: Platform>(
         tag,
         current_gpu: cv,
         monitored_gpu: mv,
+        words: None,
         fence_type: args.Type,
         opens: 0,
     };
@@ -179,10 +181,48 @@ pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Resu
     if g == 0 || l == 0 || args.Flags.Value != 0 {
         return Err(status::INVALID_PARAMETER);
     }
-    live.fences
-        .lock()
+    // The opening device's process, for a fence whose storage the OS did not name (below).
+    let process = device_process(a, live, args.hDevice);
+    let mut table = live.fences.lock();
+    let fence = *table.get(g).ok_or(status::INVALID_HANDLE)?;
+    let words = match fence.words {
+        Some(w) => Some(w),
+        // 24H2: learn the physical words from this process's mappings, once per fence.
+        None if fence.current_gpu.is_null() => {
+            let process = process.ok_or(status::INVALID_PARAMETER)?;
+            let cv = table.pages.resolve(process, args.CurrentValueGpuVa);
+            let mv = table.pages.resolve(process, args.MonitoredValueGpuVa);
+            match (cv, mv) {
+                (Some(cv), Some(mv)) if cv != mv => Some((cv, mv)),
+                // Not mapped where the OS says, or the record did not fit: the fence would
+                // be unusable (no CPU signal, no CPU wait), so the open fails cleanly.
+                _ if table.pages.dropped_for_memory() => return Err(status::NO_MEMORY),
+                _ => return Err(status::INVALID_PARAMETER),
+            }
+        }
+        None => None,
+    };
+    table
         .open::<P>(g, l, args.hDevice as usize)
-        .map_err(table_status)
+        .map_err(table_status)?;
+    if fence.words.is_none() {
+        if let (Some(w), Some(f)) = (words, table.get_mut(g)) {
+            f.words = Some(w);
+            a.fence_handles.set_words(g, w.0, w.1);
+        }
+    }
+    Ok(())
+}
+
+/// The driver process of device `h_device` on this adapter, if it names one.
+fn device_process<P: Platform>(
+    a: &Adapter<P>,
+    live: &Live<P>,
+    h_device: HANDLE,
+) -> Option<crate::sched::Handle> {
+    let h = crate::sched::Handle::decode_on(h_device, crate::sched::Kind::Device, a.table_slot())
+        .ok()?;
+    live.sched.lock().devices.get(&h).and_then(|d| d.process)
 }
 
 /// DxgkDdiCloseNativeFence (PASSIVE).
@@ -203,13 +243,17 @@ pub fn close<P: Platform>(a: &Adapter<P>, args: &DXGKARG_CLOSENATIVEFENCE) -> Re
 fn locate<P: Platform>(h: usize) -> Option<FenceLocation> {
     (0..MAX_ADAPTERS).find_map(|i| {
         let slot = u8::try_from(i).ok()?;
-        let current_gpu = ADAPTERS
-            .with(slot, |a: &Adapter<P>| a.fence_handles.get(h))
-            .flatten()
-            .map(GpuVa::new)?;
+        let (current_gpu, words) = ADAPTERS
+            .with(slot, |a: &Adapter<P>| {
+                a.fence_handles
+                    .get(h)
+                    .map(|v| (GpuVa::new(v), a.fence_handles.words(h)))
+            })
+            .flatten()?;
         Some(FenceLocation {
             adapter: slot,
             current_gpu,
+            words,
         })
     })
 }
@@ -345,19 +389,38 @@ pub(crate) fn update_monitored<P: Platform>(
         adapters |= 1u32.checked_shl(u32::from(loc.adapter)).unwrap_or(0);
     }
     for i in 0..n {
-        if !stores {
-            break;
-        }
-        let (va, v) = (arrays.value_cpu(i), arrays.updated(i));
-        if let (Some(p), Some(v)) = (va.and_then(value_ptr), v) {
-            // SAFETY: validated above: a valid, aligned 64-bit location the OS owns and told
-            // us to update (its MonitoredValue storage is ours to write here).
-            unsafe { (*p).store(v, Ordering::Relaxed) };
+        let Some(v) = arrays.updated(i) else {
+            continue;
+        };
+        if stores {
+            if let Some(p) = arrays.value_cpu(i).and_then(value_ptr) {
+                // SAFETY: validated above: a valid, aligned 64-bit location the OS owns and
+                // told us to update (its MonitoredValue storage is ours to write here).
+                unsafe { (*p).store(v, Ordering::Relaxed) };
+            }
+        } else if let Some(loc) = arrays.handle(i).and_then(|h| locate::<P>(h as usize)) {
+            // 24H2: no CPU address; the device stores the word (hardware.md 8.3). A fence
+            // never opened has no known word, and no waiter either.
+            if let Some((_, mv)) = loc.words {
+                fence_store::<P>(loc.adapter, mv, v);
+            }
         }
     }
     fence(Ordering::SeqCst);
     sync_adapters::<P>(adapters, |live| live.regs.write(regs::FenceSync::new(1)));
     Ok(())
+}
+
+/// `FENCE_STORE` of `value` at the physical fence word `pa` on adapter `slot` (hardware.md
+/// 8.3). Callers are the update DDIs, which the OS serialises under the interrupt lock, so
+/// the address/value pair is never interleaved with another.
+fn fence_store<P: Platform>(slot: u8, pa: u64, value: u64) {
+    ADAPTERS.with(slot, |a: &Adapter<P>| {
+        if let Some(live) = a.live() {
+            live.regs.write(regs::FenceStoreAddr::new(pa));
+            live.regs.write(regs::FenceStore::new(value));
+        }
+    });
 }
 
 /// Runs `f` on each started adapter whose slot bit is set in `mask`.
@@ -392,18 +455,21 @@ pub(crate) fn update_current<P: Platform>(
     // AlwaysSignaled: the OS writes a value every wait satisfies; the driver stores it and
     // rescans like any CPU signal. Not yet enforced: that later GPU signals leave such a
     // fence's storage alone (the device has no per-fence "poisoned" state).
-    // No CPU address array: the OS stored the values itself (24H2, module doc), and this
-    // call only makes the CMP look at them again, as for `NotificationOnly`.
-    let notify_only = flags.is_set(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::NotificationOnly)
-        || arrays.values_cpu.is_none();
+    let notify_only = flags.is_set(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::NotificationOnly);
+    // No CPU address array (24H2, module doc): the device stores each value instead.
+    let cpu_stores = arrays.values_cpu.is_some();
     for i in 0..n {
         let h = arrays.handle(i);
         h.and_then(|h| locate::<P>(h as usize))
             .ok_or(status::INVALID_HANDLE)?;
         if !notify_only {
-            let (va, v) = (arrays.value_cpu(i), arrays.updated(i));
-            va.and_then(value_ptr).ok_or(status::INVALID_PARAMETER)?;
-            v.ok_or(status::INVALID_PARAMETER)?;
+            if cpu_stores {
+                arrays
+                    .value_cpu(i)
+                    .and_then(value_ptr)
+                    .ok_or(status::INVALID_PARAMETER)?;
+            }
+            arrays.updated(i).ok_or(status::INVALID_PARAMETER)?;
         }
     }
     for i in 0..n {
@@ -417,6 +483,11 @@ pub(crate) fn update_current<P: Platform>(
                 // Release: what the CPU did before signalling is visible to a GPU waiter.
                 // SAFETY: a valid, aligned 64-bit location the OS told us to write.
                 unsafe { (*p).store(v, Ordering::Release) };
+            } else if let (false, Some((cv, _)), Some(v)) = (cpu_stores, loc.words, v) {
+                // The device stores the value and re-evaluates the waits on that word.
+                fence(Ordering::SeqCst);
+                fence_store::<P>(loc.adapter, cv, v);
+                continue;
             }
         }
         fence(Ordering::SeqCst);

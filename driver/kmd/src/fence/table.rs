@@ -18,6 +18,9 @@ pub struct Fence {
     pub current_gpu: GpuVa,
     /// GPU (system process) address of MonitoredValue.
     pub monitored_gpu: GpuVa,
+    /// Device physical addresses of (CurrentValue, MonitoredValue), learnt at the first open
+    /// when the OS passed no system addresses ([`super::pages`]); `None` until then.
+    pub words: Option<(u64, u64)>,
     /// `D3DDDI_NATIVEFENCE_TYPE`.
     pub fence_type: i32,
     /// Local handles open on it.
@@ -42,6 +45,8 @@ pub enum TableError {
 pub struct FenceTable {
     globals: Sparse<Fence>,
     locals: Sparse<Local>,
+    /// Native-fence mappings' leaves, to find unplaced fences' storage ([`super::pages`]).
+    pub pages: super::pages::FencePages,
 }
 
 /// A sorted map whose removals leave a hole, compacted once holes outnumber entries (issue 19):
@@ -151,6 +156,11 @@ impl FenceTable {
         self.globals.get(h)
     }
 
+    /// The global fence `h`, to record what its first open learnt.
+    pub fn get_mut(&mut self, h: usize) -> Option<&mut Fence> {
+        self.globals.get_mut(h)
+    }
+
     /// Makes room for one more global fence, so that the next [`FenceTable::create`] cannot
     /// fail for memory.
     pub fn try_reserve<P: Platform>(&mut self) -> Result<(), TableError> {
@@ -228,6 +238,7 @@ mod tests {
             tag,
             current_gpu: GpuVa::new(0x1000),
             monitored_gpu: GpuVa::new(0x2000),
+            words: None,
             fence_type: 0,
             opens: 0,
         }

@@ -18,6 +18,32 @@ pub(super) fn parse_pdd(b: &[u8; D3DDDI_NATIVE_FENCE_PDD_SIZE]) -> NativeFencePd
     }
 }
 
+/// The driver's handle of `process`'s D3D device on `a` (null if it has none): what
+/// `DxgkDdiOpenNativeFence` gets as `hDevice` (24H2 `K:DXGDEVICESYNCOBJECT::Initialize`
+/// @0x1401F5EEC passes the opening device's driver handle).
+fn device_of(a: &AdapterShared, process: ProcessId) -> HANDLE {
+    lock(&a.ums)
+        .devices
+        .values()
+        .find(|d| d.process == process)
+        .map_or(std::ptr::null_mut(), |d| d.kmd as HANDLE)
+}
+
+/// A native-fence instance belongs to a D3D device of its process on the adapter
+/// (`D3DKMTCreateNativeFence` and `D3DKMTOpenSyncObjectFromNtHandle2` name one;
+/// `DXGKARG_OPENNATIVEFENCE.hDevice`, which 24H2 fills, `K:DXGDEVICESYNCOBJECT::Initialize`
+/// @0x1401F5EEC): a process without one cannot hold a fence there.
+fn needs_device(a: &AdapterShared, process: ProcessId) -> Result<(), SimError> {
+    if device_of(a, process).is_null() {
+        return Err(SimError::Simulation(format!(
+            "process {} has no D3D device on adapter {}: a native fence is created and opened \
+             for a device (Machine::create_process)",
+            process.0, a.index
+        )));
+    }
+    Ok(())
+}
+
 impl Machine {
     pub(super) fn fence_adapter(&self, i: usize) -> Result<Arc<AdapterShared>, SimError> {
         let a = self.adapter_shared(i)?.clone();
@@ -126,6 +152,7 @@ impl Machine {
         let open = t
             .DxgkDdiOpenNativeFence
             .ok_or_else(|| missing("DxgkDdiOpenNativeFence"))?;
+        needs_device(a, process)?;
         let cross = shared_cv.is_some();
         if cross && desc.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
             return Err(SimError::Simulation(
@@ -274,8 +301,7 @@ impl Machine {
         let mut oargs = DXGKARG_OPENNATIVEFENCE {
             hGlobalNativeFence: global as HANDLE,
             hLocalNativeFence: local as HANDLE,
-            // No DxgkDdiCreateDevice in the simulation yet: no device handle to pass.
-            hDevice: std::ptr::null_mut(),
+            hDevice: device_of(a, process),
             CurrentValueGpuVa: va.current,
             MonitoredValueGpuVa: va.monitored,
             Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
@@ -396,6 +422,7 @@ impl Machine {
         let open = table(&a)?
             .DxgkDdiOpenNativeFence
             .ok_or_else(|| missing("DxgkDdiOpenNativeFence"))?;
+        needs_device(&a, process)?;
         self.fence_reap_maps(&a)?;
         // The process's own VAs first: the open names them (issue 12). Not under the settle
         // lock: mapping waits for paging, whose completion the DPC reports, and the DPC
@@ -426,7 +453,7 @@ impl Machine {
         let mut args = DXGKARG_OPENNATIVEFENCE {
             hGlobalNativeFence: fence.obj.global as HANDLE,
             hLocalNativeFence: local as HANDLE,
-            hDevice: std::ptr::null_mut(),
+            hDevice: device_of(a, process),
             CurrentValueGpuVa: va.current,
             MonitoredValueGpuVa: va.monitored,
             Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),

@@ -53,9 +53,7 @@ pub(super) fn resample(obj: &FenceObj) -> Option<u64> {
             None => u64::MAX,
             // 24H2 (`M:VidSchiUnwaitNativeFenceWaiters` @0x1400458E8) never raises it while
             // waits remain: every later signal interrupts until the last one is released.
-            Some(w) if obj.mv_rule.kept_while_waiting() => {
-                obj.mv_rule.for_wait(w).min(st.mv_os)
-            }
+            Some(w) if obj.mv_rule.kept_while_waiting() => obj.mv_rule.for_wait(w).min(st.mv_os),
             // NF-02/NF-04 (the pages): the lowest pending wait − 1.
             Some(w) => obj.mv_rule.for_wait(w),
         }

@@ -72,34 +72,24 @@ impl<T: Copy> Buf<T> {
 /// `DxgkDdiUpdateMonitoredValues` for `(global, value, MonitoredValue kernel VA)` entries, at
 /// device IRQL under the adapter's interrupt lock (synchronised with the ISR, NF-07).
 ///
-/// 24H2 (`M:VidSchiUpdateNativeFenceMonitoredValue` @0x140045ECC) stores the value into the
-/// fence's storage itself and calls the DDI for one fence at a time with
-/// `MonitoredValueKernelCpuVa` NULL; the pages have the driver store each value through the
-/// kernel CPU VA given ([`ValueUpdates`]). A failure is bug check 0x119 on 24H2
+/// 24H2 (`M:VidSchiUpdateNativeFenceMonitoredValue` @0x140045ECC) calls the DDI for one fence
+/// at a time with `MonitoredValueKernelCpuVa` NULL and stores nothing itself: the driver must
+/// find the storage (26H1 passes the address); the pages have the driver store each value
+/// through the kernel CPU VA given ([`ValueUpdates`]). A failure is bug check 0x119 on 24H2
 /// ([`check_update_status`]).
 pub(super) fn update_monitored(
     a: &AdapterShared,
     entries: &[(usize, u64, *mut c_void)],
 ) -> Result<(), SimError> {
-    if a.os.reading.value_updates == ValueUpdates::OneAtATimeNoCpuVa {
-        for &(h, v, kva) in entries {
-            store_value(kva, v);
-            update_monitored_call(a, &[(h, v, std::ptr::null_mut())], false)?;
+    match a.os.reading.value_updates {
+        ValueUpdates::BatchedWithCpuVa => update_monitored_call(a, entries, true),
+        one => {
+            for e in entries {
+                update_monitored_call(a, std::slice::from_ref(e), one.passes_cpu_va())?;
+            }
+            Ok(())
         }
-        return Ok(());
     }
-    update_monitored_call(a, entries, true)
-}
-
-/// The OS's own store of a fence value through its kernel mapping (24H2's update path).
-fn store_value(kva: *mut c_void, v: u64) {
-    if kva.is_null() || !(kva as usize).is_multiple_of(8) {
-        return;
-    }
-    // SAFETY: `kva` is the kernel address of an OS-owned, 8-byte aligned fence value (system
-    // memory or the BAR4 view of VRAM) that lives as long as its fence object.
-    let w = unsafe { &*kva.cast::<std::sync::atomic::AtomicU64>() };
-    w.store(v, Ordering::SeqCst);
 }
 
 /// A failed update DDI: the pages' reading reports the status; 24H2's VidSch bug-checks
@@ -112,7 +102,7 @@ fn check_update_status(
     code: u64,
     handle: usize,
 ) -> Result<(), SimError> {
-    if status >= 0 || a.os.reading.value_updates != ValueUpdates::OneAtATimeNoCpuVa {
+    if status >= 0 || a.os.reading.value_updates == ValueUpdates::BatchedWithCpuVa {
         return check_status(status);
     }
     let b = crate::BugCheck::video_scheduler(code, status as u32 as u64, handle as u64, 0);
@@ -170,25 +160,25 @@ fn update_monitored_call(
 }
 
 /// `DxgkDdiUpdateCurrentValuesFromCpu`: at DISPATCH_LEVEL with the values' kernel CPU VAs by
-/// the pages; on 24H2 (`M:VidSchiUpdateNativeFenceCurrentValue` @0x140045B14) the OS stores
-/// the value itself, then calls the DDI for one fence with `CurrentValueKernelCpuVa` NULL at
-/// device IRQL under the interrupt lock (`DpSynchronizeExecution`) ([`ValueUpdates`],
+/// the pages; on 24H2 (`M:VidSchiUpdateNativeFenceCurrentValue` @0x140045B14) for one fence
+/// with `CurrentValueKernelCpuVa` NULL, at device IRQL under the interrupt lock
+/// (`DpSynchronizeExecution`), the OS storing nothing itself ([`ValueUpdates`],
 /// [`CpuUpdateIrql`]).
 pub(super) fn update_current(
     a: &AdapterShared,
     entries: &[(usize, u64, *mut c_void)],
     notification_only: bool,
 ) -> Result<(), SimError> {
-    if a.os.reading.value_updates == ValueUpdates::OneAtATimeNoCpuVa {
-        for &(h, v, kva) in entries {
-            if !notification_only {
-                store_value(kva, v);
+    match a.os.reading.value_updates {
+        ValueUpdates::BatchedWithCpuVa => update_current_call(a, entries, notification_only, true),
+        one => {
+            for e in entries {
+                let with = one.passes_cpu_va();
+                update_current_call(a, std::slice::from_ref(e), notification_only, with)?;
             }
-            update_current_call(a, &[(h, v, std::ptr::null_mut())], notification_only, false)?;
+            Ok(())
         }
-        return Ok(());
     }
-    update_current_call(a, entries, notification_only, true)
 }
 
 fn update_current_call(

@@ -1,0 +1,161 @@
+//! Where each process's native-fence mappings point: how the driver finds a fence's storage
+//! on Windows builds that never name it (24H2, 25H2).
+//!
+//! Those builds pass no system-process VAs to `DxgkDdiCreateNativeFence` and no kernel CPU
+//! addresses to the update DDIs, yet store nothing themselves (docs/windows-bringup.md, "Where
+//! the code and the pages disagree"). What the driver does see is every page-table entry VidMm
+//! writes, and `DxgkDdiOpenNativeFence` names the opening process's VAs of both values. So
+//! the leaves of native-fence mappings are recorded here as (process, VA page) → device page,
+//! and the fence's first open resolves its two VAs to physical words, which the update DDIs
+//! then store through `FENCE_STORE` (hardware.md 8.3).
+//!
+//! Records are written under the fence table's lock at PASSIVE (BuildPagingBuffer) and read at
+//! open; nothing here runs at device IRQL. Their number is bounded: a record that does not fit
+//! is dropped, and an open that needs it fails cleanly.
+
+use crate::kmem::{NoMemory, SortedMap};
+use crate::platform::Platform;
+use crate::sched::Handle;
+
+/// Bytes per recorded page.
+const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+
+/// Most pages recorded per adapter: two per fence of a full fence table would be far more than
+/// any process maps; this bounds what VidMm's operations can make the driver allocate.
+pub const MAX_PAGES: usize = 1 << 16;
+
+/// (process, VA page) → device physical page, for native-fence mappings.
+#[derive(Debug, Default)]
+pub struct FencePages {
+    map: SortedMap<(Handle, u64), u64>,
+    /// Records dropped for lack of pool memory: an open that finds nothing then says
+    /// `STATUS_NO_MEMORY`, not that the OS named the wrong VA.
+    dropped_for_memory: u64,
+}
+
+/// Why a page was not recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoteError {
+    /// The pool could not grow the records.
+    NoMemory,
+    /// [`MAX_PAGES`] are recorded already.
+    AtLimit,
+}
+
+impl From<NoMemory> for NoteError {
+    fn from(_: NoMemory) -> Self {
+        Self::NoMemory
+    }
+}
+
+impl FencePages {
+    /// Records that `va`'s page in `process` maps device page `phys` (`None`: unmapped).
+    pub fn note<P: Platform>(
+        &mut self,
+        process: Handle,
+        va: u64,
+        phys: Option<u64>,
+    ) -> Result<(), NoteError> {
+        let key = (process, va & !(PAGE - 1));
+        match phys {
+            None => {
+                self.map.remove(&key);
+                Ok(())
+            }
+            Some(p) => {
+                if !self.map.contains_key(&key) && self.map.len() >= MAX_PAGES {
+                    return Err(NoteError::AtLimit);
+                }
+                if let Err(e) = self.map.try_insert::<P>(key, p & !(PAGE - 1)) {
+                    self.dropped_for_memory = self.dropped_for_memory.saturating_add(1);
+                    return Err(e.into());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The device physical address of byte `va` in `process`, if its page is recorded and `va`
+    /// is 8-byte aligned (a fence value).
+    pub fn resolve(&self, process: Handle, va: u64) -> Option<u64> {
+        if va == 0 || !va.is_multiple_of(8) {
+            return None;
+        }
+        let page = self.map.get(&(process, va & !(PAGE - 1)))?;
+        page.checked_add(va & (PAGE - 1))
+    }
+
+    /// Whether a record was ever dropped for lack of memory.
+    pub fn dropped_for_memory(&self) -> bool {
+        self.dropped_for_memory != 0
+    }
+
+    /// Drops every record of `process` (it is being destroyed).
+    pub fn forget(&mut self, process: Handle) {
+        self.map.retain(|(p, _), _| *p != process);
+    }
+
+    /// Pages recorded.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kmem::Host;
+    use crate::sched::Kind;
+
+    fn process(n: u64) -> Handle {
+        Handle::new(0, Kind::Process, n).unwrap()
+    }
+
+    #[test]
+    fn nf_11_a_recorded_page_resolves_each_aligned_value_in_it() {
+        let mut p = FencePages::default();
+        p.note::<Host>(process(1), 0x7000_1000, Some(0x40_3000))
+            .unwrap();
+        assert_eq!(p.resolve(process(1), 0x7000_1008), Some(0x40_3008));
+        assert_eq!(p.resolve(process(1), 0x7000_1ff8), Some(0x40_3ff8));
+        assert_eq!(p.resolve(process(1), 0x7000_1004), None, "misaligned");
+        assert_eq!(p.resolve(process(1), 0x7000_2000), None, "the next page");
+        assert_eq!(p.resolve(process(2), 0x7000_1008), None, "another process");
+        // Unmapped: gone.
+        p.note::<Host>(process(1), 0x7000_1000, None).unwrap();
+        assert_eq!(p.resolve(process(1), 0x7000_1008), None);
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn nf_11_a_remap_replaces_and_a_destroyed_process_leaves_nothing() {
+        let mut p = FencePages::default();
+        p.note::<Host>(process(1), 0x1000, Some(0x5000)).unwrap();
+        p.note::<Host>(process(1), 0x1000, Some(0x9000)).unwrap();
+        p.note::<Host>(process(2), 0x1000, Some(0x6000)).unwrap();
+        assert_eq!(p.resolve(process(1), 0x1010), Some(0x9010));
+        p.forget(process(1));
+        assert_eq!(p.resolve(process(1), 0x1010), None);
+        assert_eq!(p.resolve(process(2), 0x1010), Some(0x6010));
+        assert_eq!(p.len(), 1);
+    }
+
+    #[test]
+    fn nf_11_records_are_bounded() {
+        let mut p = FencePages::default();
+        for i in 0..MAX_PAGES as u64 {
+            p.note::<Host>(process(1), i * PAGE, Some(PAGE)).unwrap();
+        }
+        assert_eq!(
+            p.note::<Host>(process(1), MAX_PAGES as u64 * PAGE, Some(PAGE)),
+            Err(NoteError::AtLimit)
+        );
+        // Re-recording a page already there is no growth.
+        assert_eq!(p.note::<Host>(process(1), 0, Some(2 * PAGE)), Ok(()));
+    }
+}
