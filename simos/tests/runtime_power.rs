@@ -6,6 +6,8 @@
 
 mod common;
 
+use rvgpu_simos::machine::answers::OsDisconnects;
+
 use std::cell::{Cell, RefCell};
 use std::sync::Mutex;
 
@@ -540,7 +542,7 @@ fn out_unchanged(m: &Machine) -> bool {
 }
 
 /// UM-13, F1 only when idle: a queue blocked on a GPU wait leaves the engine idle, so the
-/// engine asks for F1; the OS disconnects the node's doorbell but sees the queue's last-queued
+/// engine asks for F1; the OS (by the pages) disconnects the node's doorbell but sees the queue's last-queued
 /// progress value ahead of its fence and keeps the node in F0 (`F1Declined`; the engine must
 /// not be gated under a queue that still has work). Once the wait is satisfied and the work
 /// completes, the deferred F1 follows; the next submission reconnects, F0 first, and runs.
@@ -587,10 +589,19 @@ fn um_13_f1_waits_until_a_blocked_queue_completes() {
     okk(&m, q.wait(v));
     assert_eq!(t.mem.load(0), 7);
     until_f1(&m, 0);
-    assert!(m.device(0).unwrap().engine_snapshot(0).unwrap().gated);
+    // Gated where the OS disconnected the node's doorbells first (the pages); on 24H2, which
+    // disconnects none, the KMD keeps an engine with a connected doorbell powered in F1 so
+    // the next ring reaches it.
+    let disconnects = m.os_config().reading.os_disconnects == OsDisconnects::OnPowerAndReset;
+    assert_eq!(
+        m.device(0).unwrap().engine_snapshot(0).unwrap().gated,
+        disconnects
+    );
     let v = okk(&m, q.submit(&[fill(&t, 0, 8)]));
     okk(&m, q.wait(v));
     assert_eq!(t.mem.load(0), 8);
-    assert_eq!(m.engine_fstate(0, 0), Some(0));
+    // The reconnect made the node F0 first; a doorbell never disconnected (24H2) needs no
+    // reconnect, and the OS's F-state stays F1 while the ungated engine runs.
+    assert_eq!(m.engine_fstate(0, 0), Some(if disconnects { 0 } else { 1 }));
     no_fault(&m);
 }

@@ -555,8 +555,8 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<(u32, Handle),
         tell_victim::<P>(live, c);
     }
     let mut s = live.sched.lock();
-    if let Some(v) = call.and_then(|c| s.doorbells.get_mut(&c.victim)) {
-        v.callbacks = v.callbacks.saturating_sub(1);
+    if let Some(c) = &call {
+        victim_returned(live, &mut s, c.victim);
     }
     let ours = s.physical.owner(page) == Some((h, true));
     let current = s.doorbells.get(&h).map(|d| (d.physical, d.queue));
@@ -656,9 +656,7 @@ fn connect_global<P: Platform>(
     }
     let mut s = live.sched.lock();
     for c in &calls {
-        if let Some(v) = s.doorbells.get_mut(&c.victim) {
-            v.callbacks = v.callbacks.saturating_sub(1);
-        }
+        victim_returned(live, &mut s, c.victim);
     }
     let ours = s.physical.claimed_by(page, h);
     let current = s.doorbells.get(&h).map(|d| d.physical);
@@ -679,6 +677,22 @@ fn connect_global<P: Platform>(
         }
         (false, Some(Some(other))) => Ok(other),
         (false, _) => Err(status::INVALID_HANDLE),
+    }
+}
+
+/// The victimising callback for `victim` has returned: it may be destroyed again, and its
+/// queue is kicked. 24H2 points the victim's VA at the dummy page *before* it writes the
+/// status (`K:DXGDOORBELL::Disconnect`), so a ring in between lands on the dummy page while
+/// the UMD still reads `CONNECTED` and will not ring again; the status is written by now, so
+/// this kick collects that work (every later ring reads the new status and reconnects).
+fn victim_returned<P: Platform>(live: &Live<P>, s: &mut Sched, victim: Handle) {
+    let Some(v) = s.doorbells.get_mut(&victim) else {
+        return;
+    };
+    v.callbacks = v.callbacks.saturating_sub(1);
+    let queue = v.queue;
+    if let Some(q) = s.queues.get(&queue) {
+        live.regs.write_at(q.engine, regs::QueueKick::new(q.id));
     }
 }
 
@@ -748,6 +762,16 @@ pub fn connected_at_d3<P: Platform>(live: &Live<P>) -> u32 {
         .filter(|d| d.physical.is_some())
         .count();
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Whether a doorbell of a queue on `engine` is connected (bound to a physical doorbell): a
+/// ring can then reach the engine without the OS making it F0 first (`power::set_fstate`).
+pub fn connected_on_engine<P: Platform>(live: &Live<P>, engine: u32) -> bool {
+    let s = live.sched.lock();
+    let connected = s.doorbells.values().any(|d| {
+        d.physical.is_some() && s.queues.get(&d.queue).is_some_and(|q| q.engine == engine)
+    });
+    connected
 }
 
 /// DxgkDdiDisconnectDoorbell (PASSIVE; succeeds for every doorbell of ours).

@@ -260,6 +260,13 @@ pub fn set_fstate<P: Platform>(a: &Adapter<P>, component: u32, fstate: u32) -> R
         .ok_or(status::INVALID_PARAMETER)?;
     // The OS's view first, then the register (see the module documentation).
     slot.store(fstate, Ordering::Release);
+    // Windows 24H2 disconnects no doorbell before F1 (the pages say it does, UM-14;
+    // docs/windows-bringup.md, "Where the code and the pages disagree"): a ring on a
+    // connected doorbell of a gated engine would wait for an F0 nobody asks for. So an engine
+    // with a connected doorbell is not gated; the OS's F1 stands, at F0's power.
+    if fstate != 0 && crate::doorbell::connected_on_engine(live, engine) {
+        return Ok(());
+    }
     live.regs.write_at(engine, regs::EnginePower::new(fstate));
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `DxgkCbDisconnectDoorbell`, the callback a KMD disconnects a doorbell with.
 
 use super::*;
+use crate::machine::answers::VictimDisconnect;
 
 /// The adapters of the calling thread's machine whose OS knows `handle` as a doorbell (KMD or
 /// OS handle); the adapter whose DDI the thread is inside first.
@@ -146,6 +147,10 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
              of one doorbell and its queue)"
         ));
     };
+    if a.os.reading.victim_disconnect == VictimDisconnect::CallsDriverDisconnect {
+        drop(os);
+        return disconnect_through_driver(&a, h, reason);
+    }
     let Some(d) = os.doorbells.get_mut(&h) else {
         return STATUS_INVALID_PARAMETER;
     };
@@ -172,6 +177,74 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
         }
     }
     d.cpu.to_dummy();
+    os.events.push(UmsEvent::CallbackDisconnect {
+        doorbell: h,
+        reason,
+        was_connected,
+    });
+    STATUS_SUCCESS
+}
+
+/// The victimising callback as 24H2 runs it (`K:DxgkDisconnectDoorbellCB` @0x1401DB180,
+/// `K:DXGDOORBELL::Disconnect` @0x1401D82E8): a doorbell already disconnected (status above
+/// `CONNECTED_NOTIFY`) is left alone and the call succeeds; otherwise the OS calls the
+/// driver's own `DxgkDdiDisconnectDoorbell` for the victim on this thread (the driver is
+/// still inside its `DxgkDdiConnectDoorbell`) and ignores its status, then points the CPU VA
+/// at the dummy page, then writes the status. (Dxgkrnl also holds the victim's device lock
+/// across the call; the simulation does not take its device lock here, since the connecting
+/// thread may hold the same one and Windows' lock is not the simulation's mutex.)
+fn disconnect_through_driver(
+    a: &AdapterShared,
+    h: KmtHandle,
+    reason: D3DDDI_DOORBELLSTATUS,
+) -> NTSTATUS {
+    let kmd = {
+        let os = lock(&a.ums);
+        let Some(d) = os.doorbells.get(&h) else {
+            return STATUS_INVALID_PARAMETER;
+        };
+        if d.connecting.is_none() && !matches!(d.state, DoorbellState::Connected { .. }) {
+            return STATUS_SUCCESS;
+        }
+        d.kmd
+    };
+    let Some(f) = a.table.slot(|t| t.DxgkDdiDisconnectDoorbell).flatten() else {
+        return STATUS_INVALID_PARAMETER;
+    };
+    let mut args = DXGKARG_DISCONNECTDOORBELL {
+        hDoorbell: kmd as HANDLE,
+        Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS::default(),
+    };
+    // The driver's status is ignored; a simulation error or bug check inside it is already
+    // recorded on the machine.
+    let _ = ddi::call(
+        a,
+        Routine::DxgkDdiDisconnectDoorbell,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
+            unsafe { f(&mut args) }
+        },
+    );
+    let mut os = lock(&a.ums);
+    let Some(d) = os.doorbells.get_mut(&h) else {
+        return STATUS_SUCCESS;
+    };
+    let was_connected =
+        matches!(d.state, DoorbellState::Connected { .. }) || d.connecting.is_some();
+    if let Some(c) = d.connecting.as_mut() {
+        *c = Some(reason);
+    }
+    d.cpu.to_dummy();
+    if d.state != DoorbellState::Aborted {
+        d.state = if reason == D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT {
+            DoorbellState::Aborted
+        } else {
+            DoorbellState::Disconnected
+        };
+        d.cpu.status.store(reason, Ordering::Release);
+    }
     os.events.push(UmsEvent::CallbackDisconnect {
         doorbell: h,
         reason,

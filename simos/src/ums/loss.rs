@@ -2,16 +2,20 @@
 //! devices it resets or puts in error.
 
 use super::*;
+use crate::machine::answers::OsDisconnects;
 
 impl Machine {
     /// UM-10: device loss. Every doorbell of adapter `i` ends `DISCONNECTED_ABORT` (connected
-    /// ones are disconnected through the KMD first) and cannot be reconnected.
+    /// ones are disconnected through the KMD first by the pages; 24H2 only writes the status)
+    /// and cannot be reconnected.
     pub fn device_lost(&self, i: usize) -> Result<(), SimError> {
         let a = self.ums_adapter(i)?;
         let _x = exclusive(&a);
         let dbs: Vec<KmtHandle> = lock(&a.ums).doorbells.keys().copied().collect();
         for d in dbs {
-            os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
+            if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
+                os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
+            }
             let mut os = lock(&a.ums);
             if let Some(db) = os.doorbells.get_mut(&d) {
                 if db.state != DoorbellState::Aborted {
@@ -145,7 +149,11 @@ pub(crate) fn tdr_device_error(
             .collect()
     };
     for d in &dbs {
-        os_disconnect(a, *d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
+        // 24H2 writes the status only (no DDI, no remap of a device in error:
+        // `K:DXGDOORBELL::Disconnect` @0x1401D82E8); the pages disconnect through the KMD.
+        if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
+            os_disconnect(a, *d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
+        }
         let mut os = lock(&a.ums);
         if let Some(db) = os.doorbells.get_mut(d) {
             if db.state != DoorbellState::Aborted {

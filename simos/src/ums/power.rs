@@ -2,6 +2,7 @@
 //! the adapter's D3 power-down and power-up with context suspend and resume (UM-14, UM-16).
 
 use super::*;
+use crate::machine::answers::OsDisconnects;
 
 /// Records what the DPC reported (called from `DxgkCbNotifyDpc`, DISPATCH_LEVEL): F1 requests
 /// become PASSIVE work for VidSch's worker.
@@ -124,8 +125,12 @@ pub(super) fn engine_to_f1(a: &AdapterShared, node: u32) -> Result<(), SimError>
             .map(|d| d.handle)
             .collect()
     };
-    for d in targets {
-        os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
+    // UM-14 (the pages) has the OS disconnect them first; 24H2 does not
+    // (crate::machine::answers::OsDisconnects).
+    if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
+        for d in targets {
+            os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
+        }
     }
     // F1 only when idle (UM-13: "an idle engine asks for F1"; PoFx idles a component only
     // when no active reference holds it, and VidSch holds one while it has work for the
@@ -573,7 +578,8 @@ impl Machine {
 
 impl Machine {
     /// UM-14: D0 → D3: every context suspended, every doorbell disconnected
-    /// (`DISCONNECTED_RETRY`), then `DxgkDdiSetPowerState(D3)`.
+    /// (`DISCONNECTED_RETRY`, by the pages; 24H2 disconnects none,
+    /// [`crate::machine::answers::OsDisconnects`]), then `DxgkDdiSetPowerState(D3)`.
     ///
     /// A runtime power-down of an idle GPU: the OS uses the progress fences (UM-16) to see that
     /// no queue has work, before it starts and again once every doorbell is disconnected (work
@@ -581,15 +587,16 @@ impl Machine {
     /// it backs out (contexts resumed; the doorbells stay disconnected, their UMDs reconnect)
     /// and returns `false`.
     pub fn power_down(&self, i: usize) -> Result<bool, SimError> {
-        self.power_down_with(i, true)
+        let disconnects = self.ums_adapter(i)?.os.reading.os_disconnects;
+        self.power_down_with(i, disconnects == OsDisconnects::OnPowerAndReset)
     }
 
-    /// [`Machine::power_down`] without the OS's doorbell disconnects: what the decompiled
-    /// dxgkrnl of 10.0.22631 (23H2, a pre-release of user-mode submission) shows: its
-    /// power-down path flushes the scheduler and calls `DxgkDdiSetPowerState` with no doorbell
-    /// step (docs/usermode-submission.md), against UM-14's 24H2 description. Contexts are still
-    /// suspended. The UMDs' rings in D3 then reach a function in D3hot and are dropped; their
-    /// work runs when the queues are resumed at the next D0.
+    /// [`Machine::power_down`] without the OS's doorbell disconnects, whatever the reading:
+    /// what the decompiled dxgkrnl shows in 22631 and in 24H2 (the only callers of
+    /// `DdiDisconnectDoorbell` there are a doorbell's destroy and the victimising callback),
+    /// against UM-14's description. Contexts are still suspended. The UMDs' rings in D3 then
+    /// reach a function in D3hot and are dropped; their work runs when the queues are resumed
+    /// at the next D0.
     pub fn power_down_leaving_doorbells(&self, i: usize) -> Result<bool, SimError> {
         self.power_down_with(i, false)
     }
