@@ -191,8 +191,9 @@ pub struct Backend {
     /// (`on_bus`): a function without bus mastering cannot reach memory.
     guest_ram: BTreeMap<u64, Arc<Mapping>>,
     on_bus: bool,
-    /// DMA_MAP requests of this session left unreachable (no descriptor, or not read/write):
-    /// QEMU also maps ROMs and other devices' BARs, which the GPU has no business reaching.
+    /// DMA_MAP requests of this session left unreachable (no descriptor, not read/write, or a
+    /// file that could shrink under the mapping): QEMU also maps ROMs and other devices'
+    /// BARs, which the GPU has no business reaching.
     unreachable_maps: u64,
     /// BAR accesses in D3hot ([`Probe::d3hot_accesses`]).
     d3hot_accesses: Arc<AtomicU64>,
@@ -362,7 +363,7 @@ impl Backend {
         self.irq.disconnect();
         if self.unreachable_maps != 0 {
             eprintln!(
-                "rvgpu-vfu: {} DMA_MAP requests without a descriptor or not read/write were left unreachable",
+                "rvgpu-vfu: {} DMA_MAP requests without a descriptor, not read/write or of a file that could shrink were left unreachable",
                 self.unreachable_maps
             );
             self.unreachable_maps = 0;
@@ -674,8 +675,20 @@ impl ServerBackend for Backend {
             }
         }
         // The mapping must lie inside the file, and the file must not shrink under it later:
-        // either would make a device access SIGBUS in the server.
-        let file_len = shm::pin_size(&fd)?;
+        // either would make a device access SIGBUS in the server. A file that could shrink is
+        // left unreachable like the maps above (QEMU treats a failed map of its RAM as fatal);
+        // a range past the file's end is the client's error.
+        let file_len = match shm::pin_size(&fd) {
+            Ok(len) => len,
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                self.unreachable_maps += 1;
+                if self.log_budget.take() {
+                    eprintln!("rvgpu-vfu: guest RAM {address:#x}+{size:#x} left unreachable: {e}");
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
         if offset.checked_add(size).is_none_or(|e| e > file_len) {
             return Err(invalid("DMA_MAP range past the end of the memory file"));
         }

@@ -87,7 +87,9 @@ fn private_dir(dir: &Path) -> io::Result<()> {
                 Err(io::Error::new(
                     io::ErrorKind::PermissionDenied,
                     format!(
-                        "{} must be a directory of uid {} with mode 0700 (or not exist)",
+                        "{} must be a directory of uid {} with mode 0700, or not exist (then it is \
+                         created so): put the socket in a directory of its own, e.g. \
+                         /run/rvgpu-vfu/rvgpu.sock",
                         dir.display(),
                         euid()
                     ),

@@ -108,12 +108,12 @@ pub fn seals(fd: &impl AsFd) -> io::Result<libc::c_int> {
 /// A file already sealed against shrinking (QEMU seals its memfd backends) is taken as is; a
 /// sealable file without that seal gets it (its owner can no longer shrink it, which is what
 /// lending memory to a device means); a file that cannot be sealed (not a memfd, or sealing
-/// closed with `F_SEAL_SEAL`) is refused.
+/// closed with `F_SEAL_SEAL`) is refused with [`io::ErrorKind::Unsupported`].
 pub fn pin_size(fd: &impl AsFd) -> io::Result<u64> {
     let raw = fd.as_fd().as_raw_fd();
     let have = seals(fd).map_err(|_| {
         io::Error::new(
-            io::ErrorKind::InvalidInput,
+            io::ErrorKind::Unsupported,
             "not a sealable memory file (memfd)",
         )
     })?;
@@ -121,7 +121,7 @@ pub fn pin_size(fd: &impl AsFd) -> io::Result<u64> {
         // SAFETY: FFI call on a borrowed descriptor with an integer argument; checked.
         if unsafe { libc::fcntl(raw, libc::F_ADD_SEALS, libc::F_SEAL_SHRINK) } != 0 {
             return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
+                io::ErrorKind::Unsupported,
                 "memory file can shrink and cannot be sealed against it",
             ));
         }
