@@ -20,8 +20,9 @@
 //!   message pending).
 //!
 //! The client's descriptors are taken only if they are eventfds ([`eventfd`]), and are made
-//! non-blocking; signalling one is an 8-byte write done after the router's lock is released,
-//! so a descriptor that does not take the write at once loses that signal and stalls nobody.
+//! non-blocking (again before each signal: the client shares the open file and could clear
+//! it); signalling one is an 8-byte write done after the router's lock is released, so a
+//! descriptor that does not take the write at once loses that signal and stalls nobody.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -76,13 +77,34 @@ impl State {
     }
 }
 
-/// Signals `f` (called without the router's lock held). The descriptor is a non-blocking
-/// eventfd ([`eventfd`]): the write fails only if the counter would overflow (a client that
-/// never reads it), and the interrupt is then pending on the eventfd anyway.
+/// Signals `f` (called without the router's lock held). The descriptor is an eventfd
+/// ([`eventfd`]): the write fails only if the counter would overflow (a client that never
+/// reads it), and the interrupt is then pending on the eventfd anyway.
 fn signal(f: Signal) {
     if let Some(f) = f {
+        // O_NONBLOCK lives on the open file, which the client shares and may clear again:
+        // put it back before each write, so that only a client racing this very write could
+        // make it block.
+        let _ = nonblocking(f.as_raw_fd());
         let _ = (&*f).write(&1u64.to_ne_bytes());
     }
+}
+
+/// Sets O_NONBLOCK on `fd`'s open file if it is not set.
+fn nonblocking(fd: std::os::fd::RawFd) -> io::Result<()> {
+    // SAFETY: FFI calls on a descriptor the caller keeps open, with integer arguments; both
+    // checked.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if flags & libc::O_NONBLOCK == 0
+        && unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } != 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Accepts a client's descriptor for interrupts only if it is an eventfd, and makes it
@@ -103,12 +125,7 @@ pub fn eventfd(f: File) -> io::Result<File> {
             "interrupt descriptor is not an eventfd",
         ));
     }
-    // SAFETY: FFI calls on a descriptor `f` owns, with integer arguments; both checked.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: as above.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    nonblocking(fd)?;
     Ok(f)
 }
 

@@ -502,7 +502,13 @@ fn a_saturated_eventfd_cannot_block_the_server() {
     // SAFETY: FFI call on a descriptor we own.
     let fl = unsafe { libc::fcntl(efd.as_raw_fd(), libc::F_GETFL) };
     assert_ne!(fl & libc::O_NONBLOCK, 0, "the server made it non-blocking");
-    // The counter at its maximum: one more signal cannot be added.
+    // The client makes it blocking again and fills the counter: one more signal could only
+    // be added by a write that waits for a read nobody does.
+    // SAFETY: FFI call on a descriptor we own, with integer arguments.
+    assert_eq!(
+        unsafe { libc::fcntl(efd.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK) },
+        0
+    );
     (&efd).write_all(&(u64::MAX - 1).to_ne_bytes()).unwrap();
     let t = Instant::now();
     for id in 2..50 {
