@@ -204,7 +204,11 @@ impl VfuServer {
     pub fn serve_one(&mut self) -> SessionEnd {
         let client = match self.listener.accept() {
             Ok((c, _)) => c,
-            Err(e) => return SessionEnd::Refused(format!("accept failed: {e}")),
+            Err(e) => {
+                // Out of descriptors, say: not a reason to spin on accept.
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                return SessionEnd::Refused(format!("accept failed: {e}"));
+            }
         };
         match peer_uid(&client) {
             Ok(uid) if self.allowed_uids.contains(&uid) => {}
@@ -225,13 +229,13 @@ impl VfuServer {
 
     fn session(&mut self, client: &UnixStream) -> io::Result<SessionEnd> {
         guard::set_send_timeout(client)?;
-        let name = self
-            .socket
-            .file_name()
-            .map_or_else(|| "rvgpu-vfu".into(), |n| n.to_string_lossy().into_owned());
+        // Short: a socket path has at most 107 bytes, and the public one may be near that.
+        // Unique within the process too (two servers may share a directory).
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let inner_path = self
             .socket
-            .with_file_name(format!(".{name}.{}.inner", std::process::id()));
+            .with_file_name(format!(".{}.{n}.i", std::process::id()));
         let (inner_listener, inner) = inner_pair(&inner_path)?;
         self.backend.connect()?;
         let server = Server::from_owned_fd(

@@ -744,11 +744,15 @@ fn a_guest_toggling_power_states_cannot_flood_the_log_and_no_client_means_no_pol
         "idle server used {used} ticks in a second"
     );
     let mut c = Client::new(&p.socket).unwrap();
-    assert_eq!(
-        p.threads_named("rvgpu-vfu-doorb"),
-        1,
-        "the poller runs with a client"
-    );
+    // A new thread names itself once it runs: wait for that (bounded).
+    let t = Instant::now();
+    while p.threads_named("rvgpu-vfu-doorb") != 1 {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the poller runs with a client"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     for _ in 0..1000 {
         for state in [3u16, 0] {
             c.region_write(region::CONFIG, 0x44, &state.to_le_bytes())
