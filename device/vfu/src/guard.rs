@@ -168,6 +168,23 @@ fn check_body(h: &Header, msg: &[u8]) -> Result<(), i32> {
     }
 }
 
+/// What the guard does with a whole message `msg` (header included, as many bytes as it
+/// has) that came with `fds` descriptors: `Ok` if it would be forwarded, else the errno of
+/// its error reply. The same checks as the relay's, without a socket (fuzzing, tests).
+pub fn verdict(msg: &[u8], fds: usize) -> Result<(), i32> {
+    let Some(hdr) = msg.get(..HEADER as usize) else {
+        return Err(libc::EINVAL);
+    };
+    let mut b = [0u8; HEADER as usize];
+    b.copy_from_slice(hdr);
+    let h = Header::parse(&b);
+    match plan(&h, fds) {
+        Plan::Forward if msg.len() == h.size as usize => check_body(&h, msg),
+        Plan::Forward => Err(libc::EINVAL),
+        Plan::Refuse(e) | Plan::Drop(e) => Err(e),
+    }
+}
+
 /// Waits until `fd` is readable, up to `deadline` (None: no limit).
 fn wait_readable(fd: RawFd, deadline: Option<Instant>) -> io::Result<()> {
     loop {
