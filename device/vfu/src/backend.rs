@@ -59,6 +59,10 @@ pub mod irq_index {
     pub const COUNT: u32 = 5;
 }
 
+/// Guest RAM mappings one client may have at once. Each is an mmap in the server, and the
+/// process's mappings are limited (vm.max_map_count, 65530 by default); QEMU needs a handful.
+pub const MAX_DMA_MAPPINGS: usize = 4096;
+
 /// `RVGPU_VFU_TRACE=1`: log interrupt setup and config-space writes (bring-up debugging).
 fn trace() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -659,6 +663,9 @@ impl ServerBackend for Backend {
             self.unreachable_maps += 1;
             return Ok(());
         };
+        if self.guest_ram.len() >= MAX_DMA_MAPPINGS {
+            return Err(invalid("too many DMA mappings"));
+        }
         let end = address.checked_add(size).filter(|&e| e <= SYSMEM_LIMIT);
         let overlaps = |end: u64| {
             self.guest_ram
@@ -806,5 +813,64 @@ impl ServerBackend for Backend {
             _ => return Err(invalid("unsupported SET_IRQS action")),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_cannot_make_more_than_the_allowed_number_of_dma_mappings() {
+        let mut be = Backend::new(DeviceConfig {
+            vram_size: 1 << 20,
+            ..DeviceConfig::default()
+        })
+        .unwrap();
+        let pages = MAX_DMA_MAPPINGS as u64 + 1;
+        let ram = Memfd::new("guest-ram", pages * PAGE_SIZE).unwrap();
+        let rw = || {
+            File::options()
+                .read(true)
+                .write(true)
+                .open(format!("/proc/self/fd/{}", ram.raw_fd()))
+                .unwrap()
+        };
+        for i in 0..MAX_DMA_MAPPINGS as u64 {
+            let at = i * PAGE_SIZE;
+            be.dma_map(
+                DmaMapFlags::READ_WRITE,
+                at,
+                0x4000_0000 + at,
+                PAGE_SIZE,
+                Some(rw()),
+            )
+            .unwrap();
+        }
+        let at = MAX_DMA_MAPPINGS as u64 * PAGE_SIZE;
+        assert!(be
+            .dma_map(
+                DmaMapFlags::READ_WRITE,
+                at,
+                0x4000_0000 + at,
+                PAGE_SIZE,
+                Some(rw())
+            )
+            .is_err());
+        // Taking them all off makes room again.
+        be.dma_unmap(
+            DmaUnmapFlags::from_bits_retain(VFIO_DMA_UNMAP_FLAG_ALL),
+            0,
+            0,
+        )
+        .unwrap();
+        be.dma_map(
+            DmaMapFlags::READ_WRITE,
+            0,
+            0x4000_0000,
+            PAGE_SIZE,
+            Some(rw()),
+        )
+        .unwrap();
     }
 }
