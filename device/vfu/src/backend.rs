@@ -39,7 +39,7 @@ use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, ServerBackend, ServerRegion
 
 use crate::irq::IrqRouter;
 use crate::pci::{Bars, ConfigSpace, CONFIG_SIZE};
-use crate::shm::{Mapping, Memfd};
+use crate::shm::{self, Mapping, Memfd};
 
 /// vfio PCI region indexes used here.
 pub mod region {
@@ -59,6 +59,10 @@ pub mod irq_index {
     pub const COUNT: u32 = 5;
 }
 
+/// Guest RAM mappings one client may have at once. Each is an mmap in the server, and the
+/// process's mappings are limited (vm.max_map_count, 65530 by default); QEMU needs a handful.
+pub const MAX_DMA_MAPPINGS: usize = 4096;
+
 /// `RVGPU_VFU_TRACE=1`: log interrupt setup and config-space writes (bring-up debugging).
 fn trace() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -69,12 +73,80 @@ fn invalid(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, what.to_string())
 }
 
+/// A budget for log lines a client can cause (a guest toggling D3hot in a loop must not fill
+/// the host's log): a burst of [`LogBudget::BURST`] lines, then one a second; what is held
+/// back is counted and reported when the client goes.
+#[derive(Debug)]
+struct LogBudget {
+    tokens: u32,
+    refilled: std::time::Instant,
+    suppressed: u64,
+}
+
+impl LogBudget {
+    const BURST: u32 = 32;
+
+    fn new() -> Self {
+        Self {
+            tokens: Self::BURST,
+            refilled: std::time::Instant::now(),
+            suppressed: 0,
+        }
+    }
+
+    /// Whether one more line may be written now (else it is counted as suppressed).
+    fn take(&mut self) -> bool {
+        let secs = self.refilled.elapsed().as_secs();
+        if secs > 0 {
+            let add = u32::try_from(secs).unwrap_or(u32::MAX);
+            self.tokens = self.tokens.saturating_add(add).min(Self::BURST);
+            self.refilled = std::time::Instant::now();
+        }
+        if self.tokens == 0 {
+            self.suppressed += 1;
+            return false;
+        }
+        self.tokens -= 1;
+        true
+    }
+}
+
+/// What each client gets new: VRAM and the doorbell pages as sealed memfds, and the device's
+/// memory over that VRAM. Nothing of it is reused for another client, so descriptors or
+/// mappings a client keeps after it disconnects reach only its own, abandoned copy.
+struct Fresh {
+    vram: Memfd,
+    doorbell_mem: Option<Memfd>,
+    mem: Arc<Memory>,
+}
+
+impl Fresh {
+    fn new(cfg: &DeviceConfig, doorbell_bytes: u64) -> io::Result<Self> {
+        let vram = Memfd::new("rvgpu-vram", cfg.vram_size)?;
+        let mem = if cfg.vram_size == 0 {
+            Memory::new(0)
+        } else {
+            Memory::with_vram(Arc::new(vram.map()?))
+        };
+        // Global doorbells carry a queue id, which merged rings would lose (crate::doorbell).
+        let doorbell_mem = if cfg.global_doorbell {
+            None
+        } else {
+            Some(Memfd::new("rvgpu-doorbells", doorbell_bytes)?)
+        };
+        Ok(Self {
+            vram,
+            doorbell_mem,
+            mem,
+        })
+    }
+}
+
 /// What the test side (or a log) can see of the served device without going through the
 /// protocol: the device currently powered on, its memory, and the interrupt router.
 #[derive(Clone, Debug)]
 pub struct Probe {
     device: Arc<Mutex<Arc<Device>>>,
-    mem: Arc<Memory>,
     irq: Arc<IrqRouter>,
     d3hot_accesses: Arc<AtomicU64>,
     polled_rings: Arc<AtomicU64>,
@@ -89,7 +161,7 @@ impl Probe {
     /// Guest RAM regions on the device's bus: `(bus address, bytes)` (none while the
     /// command register's bus-master bit is clear).
     pub fn dma_regions(&self) -> Vec<(u64, u64)> {
-        self.mem.mapped_system()
+        self.device().memory().mapped_system()
     }
 
     /// Interrupts delivered to the client's eventfds so far.
@@ -123,20 +195,27 @@ pub struct Backend {
     /// (`on_bus`): a function without bus mastering cannot reach memory.
     guest_ram: BTreeMap<u64, Arc<Mapping>>,
     on_bus: bool,
-    /// DMA_MAP requests of this session left unreachable (no descriptor, or not read/write):
-    /// QEMU also maps ROMs and other devices' BARs, which the GPU has no business reaching.
+    /// DMA_MAP requests of this session left unreachable (no descriptor, not read/write, or a
+    /// file that could shrink under the mapping): QEMU also maps ROMs and other devices'
+    /// BARs, which the GPU has no business reaching.
     unreachable_maps: u64,
     /// BAR accesses in D3hot ([`Probe::d3hot_accesses`]).
     d3hot_accesses: Arc<AtomicU64>,
-    /// BAR2 as a memfd the client may map (dedicated doorbells only), and its poller.
+    /// BAR2 as a memfd the client may map (dedicated doorbells only), and its poller (running
+    /// only while a client is connected).
     doorbell_mem: Option<Memfd>,
-    _doorbell_poller: Option<crate::doorbell::Poller>,
+    doorbell_poller: Option<crate::doorbell::Poller>,
     /// The BARs decode (D0): the poller's rings count only then.
     decoding: Arc<AtomicBool>,
     /// Rings the poller delivered ([`Probe::polled_rings`]).
     polled_rings: Arc<AtomicU64>,
     /// Doorbell writes that reached the server as BAR2 writes (trapped).
     trapped_rings: u64,
+    /// Log lines the client can cause.
+    log_budget: LogBudget,
+    /// The memfds and memory were renewed since the last client (false only if renewing
+    /// failed: then no client may be served until it succeeds).
+    fresh: bool,
 }
 
 impl std::fmt::Debug for Backend {
@@ -153,34 +232,17 @@ impl Backend {
     pub fn new(mut cfg: DeviceConfig) -> io::Result<Self> {
         cfg.mode = Mode::Threaded;
         cfg.vram_size -= cfg.vram_size % PAGE_SIZE;
-        let vram = Memfd::new("rvgpu-vram", cfg.vram_size)?;
-        let mem = if cfg.vram_size == 0 {
-            Memory::new(0)
-        } else {
-            Memory::with_vram(Arc::new(vram.map()?))
-        };
+        // As the device clamps it: BAR2 is sized before the device exists.
+        cfg.doorbells = cfg.doorbells.clamp(1, rvgpu_hw::regs::DOORBELL_MAX);
+        let bars = Bars::new(cfg.doorbells, cfg.vram_size);
+        let Fresh {
+            vram,
+            doorbell_mem,
+            mem,
+        } = Fresh::new(&cfg, bars.doorbell)?;
         let irq = IrqRouter::new();
-        let device = Device::new(cfg.clone(), Arc::clone(&mem), irq.clone());
+        let device = Device::new(cfg.clone(), mem.clone(), irq.clone());
         device.start();
-        let bars = Bars::new(device.config().doorbells, mem.vram_size());
-        let pages = device.config().doorbells;
-        let device = Arc::new(Mutex::new(device));
-        let decoding = Arc::new(AtomicBool::new(true));
-        let polled_rings = Arc::new(AtomicU64::new(0));
-        // Global doorbells carry a queue id, which merged rings would lose (crate::doorbell).
-        let (doorbell_mem, poller) = if cfg.global_doorbell {
-            (None, None)
-        } else {
-            let fd = Memfd::new("rvgpu-doorbells", bars.doorbell)?;
-            let poller = crate::doorbell::Poller::start(
-                Arc::new(fd.map()?),
-                pages,
-                Arc::clone(&device),
-                Arc::clone(&decoding),
-                Arc::clone(&polled_rings),
-            )?;
-            (Some(fd), Some(poller))
-        };
         Ok(Self {
             config: ConfigSpace::new(bars),
             bars,
@@ -188,16 +250,18 @@ impl Backend {
             vram,
             mem,
             irq,
-            device,
+            device: Arc::new(Mutex::new(device)),
             guest_ram: BTreeMap::new(),
             on_bus: false,
             unreachable_maps: 0,
             d3hot_accesses: Arc::new(AtomicU64::new(0)),
             doorbell_mem,
-            _doorbell_poller: poller,
-            decoding,
-            polled_rings,
+            doorbell_poller: None,
+            decoding: Arc::new(AtomicBool::new(true)),
+            polled_rings: Arc::new(AtomicU64::new(0)),
             trapped_rings: 0,
+            log_budget: LogBudget::new(),
+            fresh: true,
         })
     }
 
@@ -205,7 +269,6 @@ impl Backend {
     pub fn probe(&self) -> Probe {
         Probe {
             device: Arc::clone(&self.device),
-            mem: Arc::clone(&self.mem),
             irq: Arc::clone(&self.irq),
             d3hot_accesses: Arc::clone(&self.d3hot_accesses),
             polled_rings: Arc::clone(&self.polled_rings),
@@ -261,8 +324,36 @@ impl Backend {
         self.on_bus = want;
     }
 
-    /// The client went away: forget its guest RAM and eventfds, clear VRAM (the next client
-    /// is another VM) and power the function on afresh.
+    /// Whether a client may be served: the memfds and memory are new since the last one
+    /// (tries again to renew them if that failed at the last disconnect).
+    pub fn ready(&mut self) -> bool {
+        if !self.fresh {
+            self.renew();
+        }
+        self.fresh
+    }
+
+    /// A client is connected: the doorbell poller runs while it is.
+    pub fn connect(&mut self) -> io::Result<()> {
+        self.log_budget = LogBudget::new();
+        let Some(fd) = &self.doorbell_mem else {
+            return Ok(());
+        };
+        self.doorbell_poller = Some(crate::doorbell::Poller::start(
+            Arc::new(fd.map()?),
+            self.dev().config().doorbells,
+            Arc::clone(&self.device),
+            Arc::clone(&self.decoding),
+            Arc::clone(&self.polled_rings),
+        )?);
+        Ok(())
+    }
+
+    /// The client went away: its guest RAM and eventfds are forgotten, the device is stopped
+    /// and replaced by one powered on afresh over new VRAM and doorbell memfds (the next
+    /// client is another VM). The old VRAM is released only after the old device is stopped
+    /// and off the slot, so nothing reaches it any more once it is gone; the client's own
+    /// mappings of the old memfds keep only what it already had.
     pub fn disconnect(&mut self) {
         // The VM test reads this: a guest's rings went through the mapped page, not the socket.
         eprintln!(
@@ -270,24 +361,56 @@ impl Backend {
             self.polled_rings.load(Ordering::Relaxed),
             self.trapped_rings
         );
+        // The poller rings the device: it stops first (and stays stopped without a client).
+        self.doorbell_poller = None;
         self.dev().stop();
-        for (addr, _) in self.mem.mapped_system() {
-            self.mem.unmap_system(addr);
-        }
-        self.guest_ram.clear();
-        self.on_bus = false;
         self.irq.disconnect();
-        if let Err(e) = self.vram.zero() {
-            eprintln!("rvgpu-vfu: clearing VRAM failed: {e}");
-        }
         if self.unreachable_maps != 0 {
             eprintln!(
-                "rvgpu-vfu: {} DMA_MAP requests without a descriptor or not read/write were left unreachable",
+                "rvgpu-vfu: {} DMA_MAP requests without a descriptor, not read/write or of a file that could shrink were left unreachable",
                 self.unreachable_maps
             );
             self.unreachable_maps = 0;
         }
-        self.power_cycle();
+        if self.log_budget.suppressed != 0 {
+            eprintln!(
+                "rvgpu-vfu: {} further log lines of that client were held back",
+                self.log_budget.suppressed
+            );
+        }
+        self.fresh = false;
+        self.renew();
+    }
+
+    /// Replaces the memfds, the memory and the device by new ones (see [`Self::disconnect`]).
+    /// On failure (out of memory or descriptors) the old ones stay, stopped, and `fresh`
+    /// stays false.
+    fn renew(&mut self) {
+        let fresh = match Fresh::new(&self.cfg, self.bars.doorbell) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("rvgpu-vfu: cannot set up memory for the next client: {e}");
+                return;
+            }
+        };
+        {
+            let mut slot = self.device.lock().unwrap_or_else(|e| e.into_inner());
+            slot.stop();
+            self.irq.reset();
+            let device = Device::new(self.cfg.clone(), fresh.mem.clone(), self.irq.clone());
+            device.start();
+            // The old device (and with it the old memory, guest RAM mappings included) goes
+            // here, stopped.
+            *slot = device;
+        }
+        self.guest_ram.clear();
+        self.on_bus = false;
+        self.mem = fresh.mem;
+        self.vram = fresh.vram;
+        self.doorbell_mem = fresh.doorbell_mem;
+        self.config = ConfigSpace::new(self.bars);
+        self.decoding.store(true, Ordering::Release);
+        self.fresh = true;
     }
 
     /// The regions to declare to the server, indexes 0..=8.
@@ -413,8 +536,8 @@ impl Backend {
     fn follow_config(&mut self, was_d3hot: bool) {
         let d3hot = self.config.d3hot();
         self.decoding.store(!d3hot, Ordering::Release);
-        if d3hot != was_d3hot {
-            // Always logged: the VM test checks the function itself changed state.
+        if d3hot != was_d3hot && self.log_budget.take() {
+            // Logged (within the budget): the VM test checks the function itself changed state.
             eprintln!(
                 "rvgpu-vfu: function in {}",
                 if d3hot { "D3hot" } else { "D0" }
@@ -540,6 +663,9 @@ impl ServerBackend for Backend {
             self.unreachable_maps += 1;
             return Ok(());
         };
+        if self.guest_ram.len() >= MAX_DMA_MAPPINGS {
+            return Err(invalid("too many DMA mappings"));
+        }
         let end = address.checked_add(size).filter(|&e| e <= SYSMEM_LIMIT);
         let overlaps = |end: u64| {
             self.guest_ram
@@ -555,6 +681,24 @@ impl ServerBackend for Backend {
                 ))
             }
         }
+        // The mapping must lie inside the file, and the file must not shrink under it later:
+        // either would make a device access SIGBUS in the server. A file that could shrink is
+        // left unreachable like the maps above (QEMU treats a failed map of its RAM as fatal);
+        // a range past the file's end is the client's error.
+        let file_len = match shm::pin_size(&fd) {
+            Ok(len) => len,
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                self.unreachable_maps += 1;
+                if self.log_budget.take() {
+                    eprintln!("rvgpu-vfu: guest RAM {address:#x}+{size:#x} left unreachable: {e}");
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        if offset.checked_add(size).is_none_or(|e| e > file_len) {
+            return Err(invalid("DMA_MAP range past the end of the memory file"));
+        }
         let mapping = Arc::new(Mapping::new(&fd, offset, size)?);
         if self.on_bus {
             let backing: Arc<dyn rvgpu_device::RamBacking> = mapping.clone();
@@ -563,21 +707,37 @@ impl ServerBackend for Backend {
             }
         }
         self.guest_ram.insert(address, mapping);
-        eprintln!("rvgpu-vfu: guest RAM {address:#x}+{size:#x} on the device's bus");
+        if self.log_budget.take() {
+            eprintln!("rvgpu-vfu: guest RAM {address:#x}+{size:#x} on the device's bus");
+        }
         Ok(())
     }
 
+    /// Takes off the bus every mapping inside the range (or all of them). A range that cuts
+    /// through a mapping is refused and changes nothing: the device cannot keep half of a
+    /// mapping, and answering success would leave the client believing memory was released
+    /// that the device can still reach. A range that meets no mapping is no error (QEMU also
+    /// unmaps what it mapped without a descriptor, which is not kept).
     fn dma_unmap(&mut self, flags: DmaUnmapFlags, address: u64, size: u64) -> io::Result<()> {
         let all = flags.bits() & VFIO_DMA_UNMAP_FLAG_ALL != 0;
-        let end = address.saturating_add(size);
-        let gone: Vec<u64> = self
-            .guest_ram
-            .iter()
-            .filter(|(&base, m)| {
-                all || (base >= address && base.saturating_add(m.len() as u64) <= end)
-            })
-            .map(|(&base, _)| base)
-            .collect();
+        let mut gone = Vec::new();
+        if all {
+            gone.extend(self.guest_ram.keys().copied());
+        } else {
+            let end = address
+                .checked_add(size)
+                .ok_or_else(|| invalid("DMA_UNMAP range wraps"))?;
+            for (&base, m) in &self.guest_ram {
+                let m_end = base.saturating_add(m.len() as u64);
+                if m_end <= address || base >= end {
+                    continue;
+                }
+                if base < address || m_end > end {
+                    return Err(invalid("DMA_UNMAP range cuts through a mapping"));
+                }
+                gone.push(base);
+            }
+        }
         for base in gone {
             self.guest_ram.remove(&base);
             self.mem.unmap_system(base);
@@ -616,13 +776,20 @@ impl ServerBackend for Backend {
         if start != 0 || count > 1 {
             return Err(invalid("vector outside 0..1"));
         }
+        if data != VFIO_IRQ_SET_DATA_EVENTFD && !fds.is_empty() {
+            return Err(invalid("descriptors with a SET_IRQS that takes none"));
+        }
         match (action, data) {
             (VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD) => {
-                let mut fds = fds.into_iter();
-                let fd = if count == 1 { fds.next() } else { None };
-                if count == 1 && fd.is_none() {
-                    return Err(invalid("eventfd missing"));
+                if fds.len() != count as usize {
+                    return Err(invalid("one eventfd per vector expected"));
                 }
+                // Only an eventfd: anything else (a pipe nobody reads) could block the thread
+                // that signals it.
+                let fd = match fds.into_iter().next() {
+                    Some(f) => Some(crate::irq::eventfd(f)?),
+                    None => None,
+                };
                 if msi {
                     self.irq.set_msi(fd);
                 } else {
@@ -646,5 +813,64 @@ impl ServerBackend for Backend {
             _ => return Err(invalid("unsupported SET_IRQS action")),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_cannot_make_more_than_the_allowed_number_of_dma_mappings() {
+        let mut be = Backend::new(DeviceConfig {
+            vram_size: 1 << 20,
+            ..DeviceConfig::default()
+        })
+        .unwrap();
+        let pages = MAX_DMA_MAPPINGS as u64 + 1;
+        let ram = Memfd::new("guest-ram", pages * PAGE_SIZE).unwrap();
+        let rw = || {
+            File::options()
+                .read(true)
+                .write(true)
+                .open(format!("/proc/self/fd/{}", ram.raw_fd()))
+                .unwrap()
+        };
+        for i in 0..MAX_DMA_MAPPINGS as u64 {
+            let at = i * PAGE_SIZE;
+            be.dma_map(
+                DmaMapFlags::READ_WRITE,
+                at,
+                0x4000_0000 + at,
+                PAGE_SIZE,
+                Some(rw()),
+            )
+            .unwrap();
+        }
+        let at = MAX_DMA_MAPPINGS as u64 * PAGE_SIZE;
+        assert!(be
+            .dma_map(
+                DmaMapFlags::READ_WRITE,
+                at,
+                0x4000_0000 + at,
+                PAGE_SIZE,
+                Some(rw())
+            )
+            .is_err());
+        // Taking them all off makes room again.
+        be.dma_unmap(
+            DmaUnmapFlags::from_bits_retain(VFIO_DMA_UNMAP_FLAG_ALL),
+            0,
+            0,
+        )
+        .unwrap();
+        be.dma_map(
+            DmaMapFlags::READ_WRITE,
+            0,
+            0x4000_0000,
+            PAGE_SIZE,
+            Some(rw()),
+        )
+        .unwrap();
     }
 }

@@ -19,10 +19,14 @@
 //!   then (INTx as usual; one MSI for the edge that was held, as a masked MSI vector keeps its
 //!   message pending).
 //!
-//! Signalling an eventfd is a non-blocking 8-byte write; nothing here blocks on the client.
+//! The client's descriptors are taken only if they are eventfds ([`eventfd`]), and are made
+//! non-blocking (again before each signal: the client shares the open file and could clear
+//! it); signalling one is an 8-byte write done after the router's lock is released, so a
+//! descriptor that does not take the write at once loses that signal and stalls nobody.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rvgpu_device::InterruptLine;
@@ -31,12 +35,12 @@ use rvgpu_device::InterruptLine;
 struct State {
     /// The device's line as last driven.
     level: bool,
-    intx: Option<File>,
+    intx: Option<Arc<File>>,
     /// INTx delivered and not yet unmasked by the client (or masked by it).
     intx_masked: bool,
     /// Command register: INTx disable.
     intx_disabled: bool,
-    msi: Option<File>,
+    msi: Option<Arc<File>>,
     /// PMCSR says D3hot: nothing is delivered.
     d3hot: bool,
     /// A rising edge came in D3hot with an MSI eventfd set: sent at D0 if the line is high.
@@ -45,36 +49,84 @@ struct State {
     delivered: u64,
 }
 
+/// An eventfd to signal once the router's lock is released (None: nothing to send).
+type Signal = Option<Arc<File>>;
+
 impl State {
-    /// Sends one message, if an MSI eventfd is set.
-    fn send_msi(&mut self) {
-        if let Some(f) = &self.msi {
-            signal(f);
-            self.delivered += 1;
-        }
+    /// One message, if an MSI eventfd is set.
+    fn send_msi(&mut self) -> Signal {
+        let f = self.msi.clone()?;
+        self.delivered += 1;
+        Some(f)
     }
 
-    /// Delivers INTx if the line is high and nothing holds it back.
-    fn try_intx(&mut self) {
+    /// INTx, if the line is high and nothing holds it back.
+    fn try_intx(&mut self) -> Signal {
         if self.level
             && self.msi.is_none()
             && !self.intx_masked
             && !self.intx_disabled
             && !self.d3hot
         {
-            if let Some(f) = &self.intx {
-                signal(f);
-                self.intx_masked = true;
-                self.delivered += 1;
-            }
+            let f = self.intx.clone()?;
+            self.intx_masked = true;
+            self.delivered += 1;
+            return Some(f);
         }
+        None
     }
 }
 
-fn signal(f: &File) {
-    // An eventfd write fails only if the counter would overflow (the client is not reading);
-    // the interrupt is then pending on the eventfd anyway.
-    let _ = (&*f).write(&1u64.to_ne_bytes());
+/// Signals `f` (called without the router's lock held). The descriptor is an eventfd
+/// ([`eventfd`]): the write fails only if the counter would overflow (a client that never
+/// reads it), and the interrupt is then pending on the eventfd anyway.
+fn signal(f: Signal) {
+    if let Some(f) = f {
+        // O_NONBLOCK lives on the open file, which the client shares and may clear again:
+        // put it back before each write, so that only a client racing this very write could
+        // make it block.
+        let _ = nonblocking(f.as_raw_fd());
+        let _ = (&*f).write(&1u64.to_ne_bytes());
+    }
+}
+
+/// Sets O_NONBLOCK on `fd`'s open file if it is not set.
+fn nonblocking(fd: std::os::fd::RawFd) -> io::Result<()> {
+    // SAFETY: FFI calls on a descriptor the caller keeps open, with integer arguments; both
+    // checked.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if flags & libc::O_NONBLOCK == 0
+        && unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } != 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Accepts a client's descriptor for interrupts only if it is an eventfd, and makes it
+/// non-blocking.
+///
+/// The check reads the descriptor's `/proc/self/fd` link: the kernel names an eventfd's
+/// anonymous inode `anon_inode:[eventfd]` (proc(5)), which no pipe, socket, FIFO, file or
+/// other anonymous-inode descriptor (timerfd, signalfd, epoll) carries; fstat cannot tell
+/// the anonymous-inode kinds apart. Without /proc the descriptor is refused. An eventfd's
+/// write blocks only when its counter would pass 2^64 - 2, and `O_NONBLOCK` (set here, on the
+/// open file the client shares) turns that into EAGAIN.
+pub fn eventfd(f: File) -> io::Result<File> {
+    let fd = f.as_raw_fd();
+    let link = std::fs::read_link(format!("/proc/self/fd/{fd}"))?;
+    if link.as_os_str() != "anon_inode:[eventfd]" {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "interrupt descriptor is not an eventfd",
+        ));
+    }
+    nonblocking(fd)?;
+    Ok(f)
 }
 
 /// Routes the device's line to the client's eventfds. Shared by the device (its threads drive
@@ -107,16 +159,20 @@ impl IrqRouter {
     /// that is already high is delivered at once.
     pub fn set_intx(&self, fd: Option<File>) {
         let mut s = self.lock();
-        s.intx = fd;
+        s.intx = fd.map(Arc::new);
         s.intx_masked = false;
-        s.try_intx();
+        let send = s.try_intx();
+        drop(s);
+        signal(send);
     }
 
     /// Sets or removes the MSI eventfd. Removing it lets a high line through INTx again.
     pub fn set_msi(&self, fd: Option<File>) {
         let mut s = self.lock();
-        s.msi = fd;
-        s.try_intx();
+        s.msi = fd.map(Arc::new);
+        let send = s.try_intx();
+        drop(s);
+        signal(send);
     }
 
     /// SET_IRQS ACTION_MASK on INTx.
@@ -128,7 +184,9 @@ impl IrqRouter {
     pub fn unmask_intx(&self) {
         let mut s = self.lock();
         s.intx_masked = false;
-        s.try_intx();
+        let send = s.try_intx();
+        drop(s);
+        signal(send);
     }
 
     /// SET_IRQS ACTION_TRIGGER with no data: signals the eventfd of `msi` or INTx (a loopback
@@ -136,22 +194,22 @@ impl IrqRouter {
     /// the client's own request, not the function's.
     pub fn fire(&self, msi: bool) -> bool {
         let mut s = self.lock();
-        let f = if msi { &s.msi } else { &s.intx };
-        match f {
-            Some(f) => {
-                signal(f);
-                s.delivered += 1;
-                true
-            }
-            None => false,
-        }
+        let Some(f) = (if msi { s.msi.clone() } else { s.intx.clone() }) else {
+            return false;
+        };
+        s.delivered += 1;
+        drop(s);
+        signal(Some(f));
+        true
     }
 
     /// The command register's INTx disable bit changed.
     pub fn set_intx_disabled(&self, disabled: bool) {
         let mut s = self.lock();
         s.intx_disabled = disabled;
-        s.try_intx();
+        let send = s.try_intx();
+        drop(s);
+        signal(send);
     }
 
     /// The function entered D3hot (true) or came back to D0 (false); at D0 a line still high
@@ -162,10 +220,15 @@ impl IrqRouter {
         if d3hot {
             return;
         }
-        if std::mem::take(&mut s.msi_held) && s.level {
-            s.send_msi();
-        }
-        s.try_intx();
+        let msi = if std::mem::take(&mut s.msi_held) && s.level {
+            s.send_msi()
+        } else {
+            None
+        };
+        let intx = s.try_intx();
+        drop(s);
+        signal(msi);
+        signal(intx);
     }
 
     /// Power-on: the line is low and nothing is masked; the eventfds stay (a function reset
@@ -194,7 +257,9 @@ impl InterruptLine for IrqRouter {
         // A message goes out from `wake`, which the device calls after every raise and
         // every reminder: sending here too would make two of one edge.
         if rising && s.msi.is_none() {
-            s.try_intx();
+            let send = s.try_intx();
+            drop(s);
+            signal(send);
         }
     }
 
@@ -206,7 +271,9 @@ impl InterruptLine for IrqRouter {
         if s.d3hot {
             s.msi_held = true;
         } else {
-            s.send_msi();
+            let send = s.send_msi();
+            drop(s);
+            signal(send);
         }
     }
 }

@@ -10,12 +10,16 @@
 //! - [`irq`]: the device's level-triggered line delivered through the client's eventfds
 //!   (INTx with vfio's mask/unmask protocol, or MSI);
 //! - [`shm`]: the memfd and the shared mappings behind VRAM and guest RAM;
-//! - [`server`]: the blocking loop, one client at a time, device reset between clients.
+//! - [`server`]: the blocking loop, one client at a time, device renewed between clients; the
+//!   socket's private directory and the peer check;
+//! - [`guard`]: what stands between a client and the protocol library (message sizes and
+//!   descriptors checked before the library reads them, time limits).
 //!
 //! The contract is docs/hardware.md, "PCI front end (vfio-user)".
 
 pub mod backend;
 pub mod doorbell;
+pub mod guard;
 pub mod irq;
 pub mod pci;
 pub mod server;

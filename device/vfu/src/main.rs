@@ -11,9 +11,13 @@ use rvgpu_vfu::VfuServer;
 #[derive(Parser, Debug)]
 #[command(version, about = "Serve the emulated rvgpu GPU to a VM over vfio-user")]
 struct Args {
-    /// UNIX socket to listen on (must not exist).
+    /// UNIX socket to listen on. Its directory is created with mode 0700 if missing, or must
+    /// be one only this user can enter; a stale socket there (nobody listening) is replaced.
     #[arg(long)]
     socket: PathBuf,
+    /// Also accept clients running as this uid (default: only this process's own user).
+    #[arg(long)]
+    allow_uid: Vec<u32>,
     /// VRAM in MiB (BAR4 is this rounded up to a power of two).
     #[arg(long, default_value_t = 16)]
     vram_mib: u64,
@@ -41,7 +45,12 @@ fn main() -> std::process::ExitCode {
         ..DeviceConfig::default()
     };
     let mut server = match VfuServer::new(&args.socket, cfg) {
-        Ok(s) => s,
+        Ok(mut s) => {
+            for uid in &args.allow_uid {
+                s.allow_uid(*uid);
+            }
+            s
+        }
         Err(e) => {
             eprintln!("rvgpu-vfu: cannot serve on {}: {e}", args.socket.display());
             return std::process::ExitCode::FAILURE;

@@ -135,11 +135,12 @@ chmod +x "$IR/init"
 (cd "$IR" && find . | ./bin/busybox cpio -o -H newc 2>/dev/null | gzip -1 >"$ROOT/tmp/initrd.gz")
 cp "$ROOT/boot/vmlinuz-$KVER" "$ROOT/tmp/vmlinuz"
 
-t boot-and-run "boot: rvgpu-vfu on /tmp/rvgpu.sock (in the chroot), QEMU TCG, $GUEST_RAM shared guest RAM"
-rm -f "$ROOT/tmp/rvgpu.sock"
-"$TARGET/release/rvgpu-vfu" --socket "$ROOT/tmp/rvgpu.sock" --once >"$VM/vfu.log" 2>&1 &
+# The server makes the socket's directory itself, mode 0700 (only root, QEMU's user here, enters).
+t boot-and-run "boot: rvgpu-vfu on /tmp/rvgpu-vfu/rvgpu.sock (in the chroot), QEMU TCG, $GUEST_RAM shared guest RAM"
+rm -rf "$ROOT/tmp/rvgpu-vfu"
+"$TARGET/release/rvgpu-vfu" --socket "$ROOT/tmp/rvgpu-vfu/rvgpu.sock" --once >"$VM/vfu.log" 2>&1 &
 SERVER=$!
-for _ in $(seq 50); do [ -S "$ROOT/tmp/rvgpu.sock" ] && break; sleep 0.1; done
+for _ in $(seq 50); do [ -S "$ROOT/tmp/rvgpu-vfu/rvgpu.sock" ] && break; sleep 0.1; done
 mount -t proc proc "$ROOT/proc"
 mount --bind /dev "$ROOT/dev"
 # memmap=1M$0x10000000 keeps 1 MiB of guest RAM from the kernel: guest_smoke's DMA memory;
@@ -150,7 +151,7 @@ timeout 900 chroot "$ROOT" qemu-system-x86_64 \
     -accel tcg -nographic -no-reboot \
     -kernel /tmp/vmlinuz -initrd /tmp/initrd.gz \
     -append "console=ttyS0 panic=-1 quiet memmap=1M\$0x10000000 memmap=$DMA_SIZE\$$DMA_BASE" \
-    -device '{"driver":"vfio-user-pci","socket":{"type":"unix","path":"/tmp/rvgpu.sock"}}' \
+    -device '{"driver":"vfio-user-pci","socket":{"type":"unix","path":"/tmp/rvgpu-vfu/rvgpu.sock"}}' \
     >"$VM/qemu.log" 2>&1 || true
 wait "$SERVER" || true
 SERVER=

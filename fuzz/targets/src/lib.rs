@@ -7,7 +7,8 @@
 //!
 //! Targets: [`gpu_ring`] (device + command decoder), [`ddi`] (DDIs with user-mode private
 //! data through the simulated OS), [`kmd_events`] (event ring and fence logs with arbitrary
-//! GPU-written contents), [`umd_capi`] (the UMD's C API).
+//! GPU-written contents), [`umd_capi`] (the UMD's C API), [`vfu_backend`] (the vfio-user
+//! server's message handling, as a hostile client drives it).
 
 pub mod commands;
 pub mod ddi;
@@ -15,6 +16,7 @@ pub mod gpu_ring;
 pub mod input;
 pub mod kmd_events;
 pub mod umd_capi;
+pub mod vfu_backend;
 pub mod world;
 
 /// A fuzz target.
@@ -49,5 +51,10 @@ pub const TARGETS: &[Target] = &[
         name: "umd_capi",
         run: umd_capi::run,
         seeds: umd_capi::seeds,
+    },
+    Target {
+        name: "vfu_backend",
+        run: vfu_backend::run,
+        seeds: vfu_backend::seeds,
     },
 ];

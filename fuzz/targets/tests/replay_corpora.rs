@@ -48,3 +48,8 @@ fn fuzz_corpus_kmd_events_replays_clean() {
 fn fuzz_corpus_umd_capi_replays_clean() {
     replay("umd_capi");
 }
+
+#[test]
+fn fuzz_corpus_vfu_backend_replays_clean() {
+    replay("vfu_backend");
+}
