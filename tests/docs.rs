@@ -669,3 +669,59 @@ fn readme_status_table_uses_its_legend_and_status_md_has_a_section_per_row() {
         );
     }
 }
+
+/// GitHub's anchor for a heading: lower case, punctuation other than `-` and `_` dropped,
+/// spaces as `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// Every link to `page.md#anchor` between the documents names a heading of that page.
+#[test]
+fn links_between_documents_name_real_headings() {
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for doc in documents() {
+        let text = read(&doc);
+        for (at, _) in text.match_indices(".md#") {
+            let start = text[..at]
+                .rfind(|c: char| c == '(' || c == '/' || c.is_whitespace())
+                .map_or(0, |i| i + 1);
+            let page = &text[start..at + 3];
+            let anchor: String = text[at + 4..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '-' | '_'))
+                .collect();
+            let path = if doc.starts_with("docs/") || page.starts_with("docs/") {
+                if page.starts_with("docs/") {
+                    page.to_owned()
+                } else {
+                    format!("docs/{page}")
+                }
+            } else {
+                page.to_owned()
+            };
+            let Ok(target) = std::fs::read_to_string(root().join(&path)) else {
+                bad.push(format!("{doc}: links to {path}, which does not exist"));
+                continue;
+            };
+            seen += 1;
+            let found = target
+                .lines()
+                .filter_map(|l| l.strip_prefix('#'))
+                .map(|l| slug(l.trim_start_matches('#')))
+                .any(|s| s == anchor);
+            if !found {
+                bad.push(format!("{doc}: {path}#{anchor} names no heading"));
+            }
+        }
+    }
+    assert!(seen > 10, "found only {seen} links");
+    assert!(bad.is_empty(), "links to missing headings:\n{}", bad.join("\n"));
+}
