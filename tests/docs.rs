@@ -723,5 +723,38 @@ fn links_between_documents_name_real_headings() {
         }
     }
     assert!(seen > 10, "found only {seen} links");
-    assert!(bad.is_empty(), "links to missing headings:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "links to missing headings:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// docs/fuzzing.md's table of targets lists exactly the `[[bin]]` targets of fuzz/Cargo.toml.
+#[test]
+fn fuzzing_page_lists_every_fuzz_target() {
+    let manifest = read("fuzz/Cargo.toml");
+    let targets: BTreeSet<String> = manifest
+        .split("[[bin]]")
+        .skip(1)
+        .filter_map(|b| b.lines().find_map(|l| l.trim().strip_prefix("name = \"")))
+        .filter_map(|n| n.strip_suffix('"'))
+        .map(str::to_owned)
+        .collect();
+    assert!(targets.len() >= 2, "{targets:?}");
+    let doc = read("docs/fuzzing.md");
+    let from = doc.find("## Targets").expect("docs/fuzzing.md: ## Targets");
+    let listed: BTreeSet<String> = table_rows(
+        &doc[from..doc[from..]
+            .find("\n## Invariants")
+            .map_or(doc.len(), |i| from + i)],
+    )
+    .iter()
+    .filter_map(|r| r.split('|').nth(1))
+    .map(|c| c.trim().trim_matches('`').to_owned())
+    .collect();
+    assert_eq!(
+        listed, targets,
+        "docs/fuzzing.md's targets against fuzz/Cargo.toml"
+    );
 }
