@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions the emulated device spends per doorbell pickup (ring, pick, decode and execute
-# one PROGRESS) with 0 … N idle queues on the same engine (issue 19, "flat with scale"),
+# one PROGRESS) with 0 … N idle queues on the same engine ("flat with scale"),
 # counted by callgrind over the whole program of device/benches/pick_callgrind.rs. Each figure
 # comes from two runs, K and 2K pickups: (Ir(2K) - Ir(K)) / K, which cancels the setup (the
 # runlist commit of the idle queues). Device cost only: no driver or OS is involved.

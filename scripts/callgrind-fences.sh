@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per DxgkDdiUpdateMonitoredValues call and per ISR (issue 4, "Benchmarks"),
+# Instructions per DxgkDdiUpdateMonitoredValues call and per ISR ("Benchmarks"),
 # counted by callgrind (repeatable: the same numbers on every run of the same build).
 #
 # Runs the bench binary simos/benches/fence_callgrind.rs under
@@ -7,7 +7,7 @@
 # so that only instructions executed inside the driver's DDI (inclusive: everything it calls,
 # the OS callbacks it makes included) are counted; scripts/callgrind-split.py then splits each
 # profile into the driver's own code, the emulated device's MMIO traps and the simulated OS's
-# callbacks (issue 19; docs/performance.md). Needs python3. Each figure comes from two runs, K and 2K
+# callbacks (docs/performance.md). Needs python3. Each figure comes from two runs, K and 2K
 # operations: (Ir(2K) - Ir(K)) / (calls(2K) - calls(K)), which cancels one-time costs (first
 # call, lazy initialisation). Baseline in the same run: the ISR of a legacy monitored-fence
 # signal (SIGNAL_ALWAYS_IRQ, one MONITORED_FENCE_SIGNALED event) on an adapter without native
@@ -91,7 +91,7 @@ echo
 echo "ratio native-fence ISR / legacy ISR: total $(ratio "${ISR[0]}" "${LEGACY_ISR[0]}")," \
     "driver only $(ratio "${ISR[1]}" "${LEGACY_ISR[1]}")"
 
-# Issue 19: what VidSch does at DPC time for a NULL native-fence report, with 1,000 fences on
+# what VidSch does at DPC time for a NULL native-fence report, with 1,000 fences on
 # the adapter and one of them waited on (the bench's null mode). All of it is simulated OS
 # (the driver's share is the UpdateMonitoredValues re-arm inside it), so both columns are the
 # total; a NULL report that scanned every fence again would cost ~900 instructions per fence.
@@ -103,7 +103,7 @@ echo "| simulated OS path (not driver code) | total | OS (all of it) |"
 echo "|---|---:|---:|"
 echo "| VidSch DPC-time fence work per NULL native-fence report (1,000 fences, 1 waited) | ${NULLR[0]} | ${NULLR[0]} |"
 
-# Flat with scale (issue 19): the same figures with idle native fences beside the measured one.
+# Flat with scale: the same figures with idle native fences beside the measured one.
 # The adapter's limit is 1,048,576 fences (the KMD's registry directory, MAX_FENCES); creating
 # 100,000 fences is set-up, outside the counted functions, and cancels in K/2K.
 if [ "${RVGPU_CALLGRIND_SCALE:-1}" != 0 ]; then

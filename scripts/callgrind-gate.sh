@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instruction-count regression gate (issue 19): runs scripts/callgrind-submission.sh and
+# Instruction-count regression gate: runs scripts/callgrind-submission.sh and
 # scripts/callgrind-fences.sh (K = 200, scaling tables off) and compares the total and own
 # (driver or UMD) instruction counts of every row with the committed baseline
 # scripts/callgrind-baseline.txt. Fails when a figure grew by more than 10 %; a figure that
@@ -8,7 +8,7 @@
 # Counts are exact for a given build (pinned toolchain, release profile), so the tolerance is
 # for code changes, not noise.
 #
-# Bus accesses too (issue 46): simos/tests/bus_cost.rs counts, per hot path, the register
+# Bus accesses too: simos/tests/bus_cost.rs counts, per hot path, the register
 # reads (non-posted: a PCIe round trip each) and posted writes the device model saw; the
 # baseline's `bus|` rows hold them. A path that gains any read per call fails, as does one whose
 # posted writes grow by more than 10 %.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Splits the instructions of one callgrind profile into driver, emulated device and simulated OS
-(issue 19, "honest split"; docs/performance.md describes the method).
+(docs/performance.md describes the method).
 
 The profile is one run with collection toggled on a driver entry point (`--toggle-collect`), so
 it holds only instructions executed inside that entry point. Callgrind records, for every call

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions per user-mode submission, per kernel-mode submission and per doorbell connect
-# (issue 6, "Benchmarks"), counted by callgrind (repeatable: the same numbers on every run of
+# ("Benchmarks"), counted by callgrind (repeatable: the same numbers on every run of
 # the same build). Modelled on scripts/callgrind-fences.sh.
 #
 # Runs the bench binary simos/benches/ums_callgrind.rs under
@@ -18,7 +18,7 @@
 #                        buffer copy, D3DKMTSubmitCommandToHwQueue in the simulated OS, and the
 #                        KMD's DxgkDdiSubmitCommandToHwQueue;
 #   - rvgpu_kmd::ddi::submit_command_to_hw_queue = that KMD DDI alone;
-#   - cg_floor_submit  = the floor of cg_user_submit (issue 19): the same ring words, the
+#   - cg_floor_submit  = the floor of cg_user_submit: the same ring words, the
 #                        last-queued value, the write pointer, the same doorbell store and its
 #                        status read, with no UMD logic;
 #   - rvgpu_simos::kmt::charge_thunk_cost = the modelled system-call cost one thunk charges;
@@ -32,7 +32,7 @@
 # The GPU is in step mode: it runs (outside the toggled functions) only between chunks of 128
 # submissions, so the rings never fill and no submission waits.
 #
-# Issue 19: every figure is also split (scripts/callgrind-split.py, docs/performance.md) into
+# every figure is also split (scripts/callgrind-split.py, docs/performance.md) into
 # the UMD's or KMD's own code, the emulated device (MMIO traps, the doorbell store) and the
 # simulated OS (callbacks, thunks, the modelled system-call cost of OsConfig::thunk_cost);
 # the user-mode submission is set against its floor (ums_callgrind's `floor` mode: the same
@@ -147,7 +147,7 @@ run2() {
     done
 }
 
-# Flat with scale (issue 19): a victimising connect with 32 … 4,030 queues on 16 physical
+# Flat with scale: a victimising connect with 32 … 4,030 queues on 16 physical
 # doorbells, all on engine 0 (4,030: the most one process may hold, the adapter's 4,096 queue
 # ids less the two engines' node rings and the 64 the driver keeps for other processes,
 # driver/kmd/src/quota.rs). Setting up N queues is O(N) on the device since runlist updates (it was

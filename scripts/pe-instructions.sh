@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions rvgpu.sys itself executes per DDI call on the hot paths (issue 44), counted in
+# Instructions rvgpu.sys itself executes per DDI call on the hot paths, counted in
 # the x86-64 emulator the simulated OS runs the image in (RVGPU_PE_COUNT=1: a hook on every
 # instruction of the image; what the image's routines call in the simulated OS is not
 # counted, nor are the emulator's own instructions). Counts are exact and repeatable.

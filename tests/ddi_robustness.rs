@@ -1,4 +1,4 @@
-//! "Every filled slot validates its arguments and returns an NTSTATUS" (issue 3, "DDI table
+//! "Every filled slot validates its arguments and returns an NTSTATUS" ("DDI table
 //! completeness").
 //!
 //! Each filled slot of the driver's `DRIVER_INITIALIZATION_DATA` is called through the table, the
@@ -247,7 +247,7 @@ const COVERED: &[&str] = &[
     // um_13_runtime_power_ddis_validate_their_arguments
     "DxgkDdiSetPowerComponentFState",
     "DxgkDdiPowerRuntimeControlRequest",
-    // issue_48_the_slot_after_notify_work_submission_refuses_whatever_it_is_passed
+    // the_slot_after_notify_work_submission_refuses_whatever_it_is_passed
     "Reserved4",
 ];
 
@@ -1274,7 +1274,7 @@ fn add_device_then_remove_device_frees_the_adapter() {
     );
 }
 
-/// The node-ring DDIs (issue 7, docs/tdr.md §3.3; TDR-03/04/05): NULL adapter and NULL
+/// The node-ring DDIs (docs/tdr.md §3.3; TDR-03/04/05): NULL adapter and NULL
 /// argument blocks are STATUS_INVALID_PARAMETER; on a live but unstarted adapter a well-formed
 /// block is STATUS_INVALID_DEVICE_STATE and no output is written. (SubmitCommand and
 /// PreemptCommand errors are bug check 0x119/0x2 on Windows; the OS never sends these.)
@@ -1439,7 +1439,7 @@ fn node_ring_ddis_validate_their_arguments() {
     drop(a);
 }
 
-/// Native fence logs and GPU clock calibration (issue 5, docs/logs.md §3): NULL argument
+/// Native fence logs and GPU clock calibration (docs/logs.md §3): NULL argument
 /// blocks, NULL/unaligned log CPU VAs, bad headers and entry counts (LOG-01), empty and NULL
 /// queue arrays (LOG-07), garbage queue handles, and calibration of a NULL or unstarted
 /// adapter. Handles are decoded and looked up, never dereferenced; the log header is read only
@@ -1600,7 +1600,7 @@ fn log_01_log_07_native_fence_log_and_clock_arguments() {
     unsafe { f(a.ctx, ptr::null()) };
 }
 
-/// Issue 12: the GpuMmu memory-model DDIs refuse NULL contexts, NULL argument blocks and
+/// the GpuMmu memory-model DDIs refuse NULL contexts, NULL argument blocks and
 /// handles that name nothing, without touching anything.
 #[test]
 fn gpummu_memory_ddis_validate_their_arguments() {
@@ -1729,7 +1729,7 @@ fn gpummu_memory_ddis_validate_their_arguments() {
     expect_status("CloseAllocation", "junk device", s, STATUS_INVALID_HANDLE);
 }
 
-/// The hardware-scheduling DDIs (issue 13): NULL adapter or argument block is
+/// The hardware-scheduling DDIs: NULL adapter or argument block is
 /// `STATUS_INVALID_PARAMETER`; a live but unstarted adapter is `STATUS_INVALID_DEVICE_STATE`
 /// and nothing reaches the device.
 #[test]
@@ -2036,11 +2036,11 @@ fn um_13_runtime_power_ddis_validate_their_arguments() {
     }
 }
 
-/// Issue 48: the slot after `DxgkDdiNotifyWorkSubmission` (byte 1368, `DxgkDdiFlushHwQueue` /
+/// the slot after `DxgkDdiNotifyWorkSubmission` (byte 1368, `DxgkDdiFlushHwQueue` /
 /// `Reserved4`) has no published signature: whatever a kernel passes (NULL or garbage, in any
 /// of the argument registers), the driver's function refuses with `STATUS_NOT_SUPPORTED`.
 #[test]
-fn issue_48_the_slot_after_notify_work_submission_refuses_whatever_it_is_passed() {
+fn the_slot_after_notify_work_submission_refuses_whatever_it_is_passed() {
     use rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED;
     let d = table();
     assert!(!d.Reserved4.is_null(), "the slot is filled");

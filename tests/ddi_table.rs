@@ -1,4 +1,4 @@
-//! DDI-table completeness (issue 3, "DDI table completeness").
+//! DDI-table completeness ("DDI table completeness").
 //!
 //! Builds the driver's `DRIVER_INITIALIZATION_DATA` exactly as `DriverEntry` does and compares its
 //! filled slots with [`MANDATORY`]: the slots a render-only WDDM 3.2 adapter with hardware
@@ -97,7 +97,7 @@ const MANDATORY: &[(&str, &str)] = &[
     ("DxgkDdiDestroyContext", "render: pairs with CreateContext; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroycontext"),
     ("DxgkDdiGetNodeMetadata", "'WDDM 1.3 and later KMDs must implement DXGKDDI_GETNODEMETADATA' (reference page); also UM-03 (UserModeSubmissionSupported); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getnodemetadata"),
     ("DxgkDdiSetStablePowerState", "BR-54 (docs/windows-bringup.md): from interface 0x5008 Dxgkrnl fails adapter creation unless CalibrateGpuClock and SetStablePowerState are both filled ([D] DXGADAPTER::Initialize); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setstablepowerstate"),
-    ("DxgkDdiCalibrateGpuClock", "inferred: GPU timestamps in native-fence log entries (LOG-03, LOG-06) and the issue-5 timeline are converted to CPU time through this calibration; Microsoft does not mark it mandatory; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock"),
+    ("DxgkDdiCalibrateGpuClock", "inferred: GPU timestamps in native-fence log entries (LOG-03, LOG-06) and the GPU timeline are converted to CPU time through this calibration; Microsoft does not mark it mandatory; https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock"),
     // --- TDR. "Full graphics and Render only: Mandatory" on the TDR page; TDR-01, TDR-09.
     ("DxgkDdiResetFromTimeout", "TDR-09: adapter-wide reset, required even with per-engine reset; https://learn.microsoft.com/en-us/windows-hardware/drivers/display/tdr-changes-in-windows-8"),
     ("DxgkDdiRestartFromTimeout", "TDR-09: resume after adapter-wide reset; https://learn.microsoft.com/en-us/windows-hardware/drivers/display/tdr-changes-in-windows-8"),
@@ -158,8 +158,8 @@ const KNOWN_GAPS: &[&str] = &[
 /// every slot the driver fills is mandatory. A new optional DDI must be added here with a reason
 /// (`every_filled_slot_is_mandatory_or_justified` fails otherwise).
 const OPTIONAL_IMPLEMENTED: &[(&str, &str)] = &[
-    ("DxgkDdiNotifySurpriseRemoval", "optional since WDDM 1.2, called only with SupportSurpriseRemoval(InHibernation) in the caps; issue 18 (docs/robustness.md section 3); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal"),
-    ("Reserved4", "the slot after DxgkDdiNotifyWorkSubmission (DxgkDdiFlushHwQueue on Microsoft's reference page): the 22631 kernel refuses a user-mode-submission node without it ([D] ADAPTER_RENDER::Initialize, triage event 1290) and never calls it; filled with a function that returns STATUS_NOT_SUPPORTED (issue 48, docs/windows-bringup.md section 10 question 2); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_driver_initialization_data"),
+    ("DxgkDdiNotifySurpriseRemoval", "optional since WDDM 1.2, called only with SupportSurpriseRemoval(InHibernation) in the caps (docs/robustness.md section 3); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal"),
+    ("Reserved4", "the slot after DxgkDdiNotifyWorkSubmission (DxgkDdiFlushHwQueue on Microsoft's reference page): the 22631 kernel refuses a user-mode-submission node without it ([D] ADAPTER_RENDER::Initialize, triage event 1290) and never calls it; filled with a function that returns STATUS_NOT_SUPPORTED (docs/windows-bringup.md section 10 question 2); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_driver_initialization_data"),
 ];
 
 /// Slots that were considered and deliberately left out of [`MANDATORY`], with the reason. Not
@@ -265,7 +265,7 @@ fn every_filled_slot_is_mandatory_or_justified() {
     );
     // The reserved slots must stay null (dispmprt.h reserves them), except Reserved4: the
     // 26100 WDK's name for the slot Microsoft's reference calls DxgkDdiFlushHwQueue, which the
-    // 22631 kernel requires for a user-mode-submission node (issue 48).
+    // 22631 kernel requires for a user-mode-submission node.
     let reserved: Vec<_> = set
         .iter()
         .filter(|n| n.starts_with("Reserved") && **n != "Reserved4")
@@ -330,8 +330,8 @@ fn lists_name_real_slots_and_are_consistent() {
     }
 }
 
-/// NF-12: the native-fence DDIs the driver must implement: the six fence DDIs and, since issue
-/// 5, the two log DDIs (LOG-01, LOG-07, LOG-09).
+/// NF-12: the native-fence DDIs the driver must implement: the six fence DDIs and the two
+/// log DDIs (LOG-01, LOG-07, LOG-09).
 #[test]
 fn nf_12_native_fence_ddis_filled_and_log_ddis_tracked() {
     let d = rvgpu_kmd::initialization_data::<NullPlatform>();

@@ -322,7 +322,7 @@ fn umd_image_is_a_user_mode_dll_exporting_the_api() {
         missing.is_empty(),
         "rvgpu_umd.dll does not export {missing:?}; exports: {exported:?}"
     );
-    // Issue 48: the Direct3D runtimes' entry points, which refuse (umd/src/d3d_runtime.rs).
+    // the Direct3D runtimes' entry points, which refuse (umd/src/d3d_runtime.rs).
     for entry in ["OpenAdapter", "OpenAdapter10_2", "OpenAdapter12"] {
         assert!(
             exported.contains(entry),

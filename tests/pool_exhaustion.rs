@@ -1,4 +1,4 @@
-//! Issue 18: an exhausted pool is an NTSTATUS, never a bug check.
+//! an exhausted pool is an NTSTATUS, never a bug check.
 //!
 //! On Windows the driver's global allocator is `ExAllocatePool2`, which returns NULL when the
 //! pool is exhausted. This test gives the driver exactly that: a global allocator that returns

@@ -1,4 +1,4 @@
-//! DxgkDdiQueryAdapterInfo before DxgkDdiStartDevice (issue 14), through the driver's own
+//! DxgkDdiQueryAdapterInfo before DxgkDdiStartDevice, through the driver's own
 //! `DRIVER_INITIALIZATION_DATA` the way Dxgkrnl calls it, on an adapter from the real AddDevice
 //! (NullPlatform: no device behind it).
 //!

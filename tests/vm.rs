@@ -1,4 +1,4 @@
-//! Issue 16: the driver stack inside a Linux VM, across QEMU's PCIe, against the emulated GPU
+//! the driver stack inside a Linux VM, across QEMU's PCIe, against the emulated GPU
 //! served by `rvgpu-vfu` over vfio-user.
 //!
 //! Runs `device/vfu/vm/run-guest-smoke.sh` (docs/test-machine.md, "QEMU with rvgpu-vfu"): a
@@ -93,26 +93,26 @@ fn results(log: &str) -> Vec<(u64, u64)> {
 }
 
 #[test]
-fn issue_16_results_parser() {
+fn results_parser() {
     let log = "ok  id\n7 passed, 0 failed\n12 passed, 1 failed, 40 skipped\nnoise passed, x";
     assert_eq!(results(log), vec![(7, 0), (12, 1)]);
 }
 
 #[test]
-fn issue_16_driver_stack_in_a_linux_guest_across_qemu_pcie() {
+fn driver_stack_in_a_linux_guest_across_qemu_pcie() {
     let mode = std::env::var("RVGPU_VM_TEST").unwrap_or_default();
     if mode == "skip" {
-        eprintln!("issue 16 VM test: skipped (RVGPU_VM_TEST=skip)");
+        eprintln!("VM test: skipped (RVGPU_VM_TEST=skip)");
         return;
     }
     if !is_root() {
         assert_ne!(
             mode, "require",
-            "issue 16 VM test: RVGPU_VM_TEST=require but not root (debootstrap, chroot and \
+            "VM test: RVGPU_VM_TEST=require but not root (debootstrap, chroot and \
              mounts need root)"
         );
         eprintln!(
-            "issue 16 VM test: skipped: not root (debootstrap, chroot and mounts need root; \
+            "VM test: skipped: not root (debootstrap, chroot and mounts need root; \
              CI runs it as root)"
         );
         return;
@@ -122,7 +122,7 @@ fn issue_16_driver_stack_in_a_linux_guest_across_qemu_pcie() {
     let mirror = mirror();
     if !cached && !registry_reachable(&mirror) {
         eprintln!(
-            "issue 16 VM test: skipped: the Debian package registry ({mirror}) cannot be \
+            "VM test: skipped: the Debian package registry ({mirror}) cannot be \
              reached and no chroot is cached in {}",
             vm.display()
         );
@@ -147,7 +147,7 @@ fn issue_16_driver_stack_in_a_linux_guest_across_qemu_pcie() {
     let out = std::fs::read_to_string(&log_path).unwrap_or_default();
     let stages: Vec<&str> = out.lines().filter(|l| l.starts_with("== ")).collect();
     eprintln!(
-        "issue 16 VM test: {:.0} s; stages:\n{}",
+        "VM test: {:.0} s; stages:\n{}",
         started.elapsed().as_secs_f64(),
         stages.join("\n")
     );
@@ -158,7 +158,7 @@ fn issue_16_driver_stack_in_a_linux_guest_across_qemu_pcie() {
         tail(&out, 80)
     );
     let runs = results(&out);
-    // guest_smoke, the harness on INTx, the harness on MSI (issue 46).
+    // guest_smoke, the harness on INTx, the harness on MSI.
     assert!(
         runs.len() >= 3 && runs.iter().all(|&(p, f)| p > 0 && f == 0),
         "the guest did not report every check passed ({runs:?}); log tail:\n{}",

@@ -4,7 +4,7 @@
 //! std's default (SipHash with a random key) is built against keys an attacker picks. These
 //! keys are the emulator's own numbers; at worst a chosen one costs a longer probe, never a
 //! wrong answer. SipHash cost about a hundred instructions per lookup, and its per-run key made
-//! the emulated device's instruction counts differ from run to run (issue 19). This is an
+//! the emulated device's instruction counts differ from run to run. This is an
 //! Fx-style hash: rotate, mix in the word, multiply by an odd constant.
 
 use std::hash::{BuildHasherDefault, Hasher};

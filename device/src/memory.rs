@@ -13,7 +13,7 @@
 //!   allocations are separated by an unmapped guard page, so an access that runs off the end
 //!   of an allocation fails instead of silently touching a neighbour. Freed ranges are reused,
 //!   but only after the allocator has gone round the whole range since (next fit): churn never
-//!   runs the bus out of addresses (issue 45), and a stale address stays unmapped as long as
+//!   runs the bus out of addresses, and a stale address stays unmapped as long as
 //!   it can. Whoever frees memory the device may reach must first make sure it no longer can
 //!   (unmapped from the GPU's page tables and the TLB flushed, or the engine idle or reset).
 //! - **VRAM**: `vram_size` bytes at GPU address [`VRAM_BASE`], also CPU-visible (BAR4).
@@ -24,7 +24,7 @@
 //! address; [`Memory::with_vram`] takes external VRAM. The device cannot tell the two apart.
 //!
 //! A third kind of system RAM is for an OS that runs where the device is a real PCI function
-//! (issue 16, a Linux guest): [`Memory::with_pool`] carves every `alloc_system` out of one
+//! (a Linux guest): [`Memory::with_pool`] carves every `alloc_system` out of one
 //! range of physical memory the guest kernel left alone (`memmap=`), at its real addresses, so
 //! the bus address the driver programs is the physical address the device reaches.
 //!
@@ -213,7 +213,7 @@ struct SysMap {
     regions: BTreeMap<u64, Words>,
     /// Page number -> (start, words) of the allocation holding that page, for every page of
     /// every allocation not in one of `chunks` (regions are whole pages). A device or CPU word access finds its
-    /// region with one hash probe instead of a B-tree range search (issue 19: the search was
+    /// region with one hash probe instead of a B-tree range search (the search was
     /// most of the cost of an emulated memory access). RAM put on the bus with
     /// [`Memory::map_system`] (a VM's, possibly gigabytes) is not indexed: its accesses
     /// fall back to the search.
@@ -309,7 +309,7 @@ impl Memory {
     }
 
     /// Memory for an OS whose device is elsewhere (a PCI function seen by a Linux guest,
-    /// issue 16): VRAM is `vram` (the mapped BAR4), and every [`Memory::alloc_system`] is
+    /// the PCI board): VRAM is `vram` (the mapped BAR4), and every [`Memory::alloc_system`] is
     /// carved from `pool`, physical memory at bus address `pool_base` (memory the guest kernel
     /// was told to leave alone, mapped from `/dev/mem`: bus address = physical address).
     /// `None` if `pool_base` is 0 or not page aligned, the pool is empty or not whole pages, or
@@ -1049,7 +1049,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_16_external_ram_is_on_the_bus_until_unmapped() {
+    fn external_ram_is_on_the_bus_until_unmapped() {
         let m = Memory::new(0);
         let ram = shared(2 * PAGE_SIZE);
         assert!(!m.map_system(0x1_0001, ram.clone()), "unaligned address");
@@ -1078,7 +1078,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_16_external_vram_is_whole_pages() {
+    fn external_vram_is_whole_pages() {
         let v = Arc::new(Shared(
             (0..(PAGE_SIZE + 64) / 8)
                 .map(|_| AtomicU64::new(0))
@@ -1093,7 +1093,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_16_pool_allocations_are_carved_at_their_physical_addresses() {
+    fn pool_allocations_are_carved_at_their_physical_addresses() {
         let base = 0x4000_0000;
         let pool = shared(8 * PAGE_SIZE);
         assert!(Memory::with_pool(shared(PAGE_SIZE), 0, pool.clone()).is_none());
@@ -1133,11 +1133,11 @@ mod tests {
         assert!(m.mapped_system().is_empty());
     }
 
-    /// Issue 45: freed ranges come back. Before, bus addresses were bumped and never reused,
+    /// freed ranges come back. Bus addresses are reused,
     /// so create/destroy churn ran the bus window out (the full one after a terabyte of churn:
     /// ~2,000 cycles of a 512 MiB allocation) and every allocation failed with nothing held.
     #[test]
-    fn issue_45_freed_ranges_are_reused_once_round_the_window() {
+    fn freed_ranges_are_reused_once_round_the_window() {
         // A window of 16 pages: 8 one-page allocations with their guard pages.
         let m = Memory::with_system(Memory::new_system_in(SYSMEM_START + 16 * PAGE_SIZE), 0);
         let first = m.alloc_system(PAGE_SIZE, 8).unwrap();

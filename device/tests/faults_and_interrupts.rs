@@ -360,7 +360,7 @@ fn injected_interrupt_delay_holds_the_assertion() {
     assert!(rig.line.level(), "no delay any more");
 }
 
-/// Issue 18: a lost interrupt delivery does not stop later ones. The dropped assertion leaves
+/// a lost interrupt delivery does not stop later ones. The dropped assertion leaves
 /// the cause pending with the line low; the device's next event raises the line again and the
 /// ISR then drains both records.
 #[test]
@@ -539,11 +539,11 @@ fn frozen_device_does_nothing() {
     assert!(!rig.dev.interrupt_pending());
 }
 
-/// `QUEUE_SELECT`/`QUEUE_STATE` (hardware.md 7.2, issue 18): the device says which queue a
+/// `QUEUE_SELECT`/`QUEUE_STATE` (hardware.md 7.2): the device says which queue a
 /// fault stopped, so a driver can check a `Fault` record against it; without
 /// `CAPS.QUEUE_STATE` both registers read 0.
 #[test]
-fn issue_18_queue_state_shows_the_faulted_queue() {
+fn queue_state_shows_the_faulted_queue() {
     let state = |rig: &Rig, id: u32| {
         rig.dev
             .write32(rig.engine_reg(0, regs::engine::QUEUE_SELECT), id);
@@ -597,13 +597,13 @@ fn issue_18_queue_state_shows_the_faulted_queue() {
     );
 }
 
-/// Issue 19: the line wakes its servicer once per rising edge, outside the deliverer's role
+/// the line wakes its servicer once per rising edge, outside the deliverer's role
 /// (so the ISR's acknowledge can lower it meanwhile), and again when a new event comes while
 /// the line is still high: a servicer that samples the device's request may have seen it
 /// drop through an acknowledge whose lowering of the line was still on its way. An access
 /// that changes nothing wakes nobody.
 #[test]
-fn issue_19_line_wakes_the_servicer_per_rise_and_per_event_under_a_high_line() {
+fn line_wakes_the_servicer_per_rise_and_per_event_under_a_high_line() {
     let mut rig = Rig::step();
     let mut q = rig.queue(0, 1);
     rig.commit(0, &[&q]);

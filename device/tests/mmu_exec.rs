@@ -1,4 +1,4 @@
-//! Command execution through the GPU MMU (issue 12 step 1, docs/hardware.md 12.4-12.6): queues
+//! Command execution through the GPU MMU (step 1, docs/hardware.md 12.4-12.6): queues
 //! with a non-zero `page_table_base`, the system space (`SYSTEM_PAGE_TABLE_BASE`), page
 //! faults, NF-01's USER/read-only rules, TLB invalidation by register and by packet,
 //! WRITE_DATA, and INDIRECT_VM (a kernel-mode ring running a process's buffer in that
@@ -381,7 +381,7 @@ fn every_address_faults_on_an_unmapped_va_and_writes_nothing() {
     }
 }
 
-/// A packet of an indirect buffer is fetched a page at a time (issue 19): one that runs
+/// A packet of an indirect buffer is fetched a page at a time: one that runs
 /// across two mapped pages on separate physical pages executes; once the second page is
 /// unmapped, the fetch faults naming the first word it cannot read, as a word-by-word fetch
 /// does, and nothing of the packet runs.
@@ -451,7 +451,7 @@ fn crossing_fill_ran_or_faulted(rig: &Rig, second_mapped: bool, first_unreadable
     }
 }
 
-/// A ring packet is fetched a page at a time too (issue 19), unless the ring wraps under it:
+/// A ring packet is fetched a page at a time too, unless the ring wraps under it:
 /// in a user-mode ring of two pages on physical pages that are not contiguous, a FILL that
 /// starts two words before the page boundary executes; with the second page unmapped, the
 /// fetch faults naming the first word it cannot read, as a word-by-word fetch does, and
@@ -780,12 +780,12 @@ fn misaligned_root_is_a_bad_descriptor() {
     assert!(rig.dev.queues().is_empty());
 }
 
-/// hardware.md B20 (issue 12): a user-mode queue under the identity root would reach every
+/// hardware.md B20: a user-mode queue under the identity root would reach every
 /// page the system windows open. The device refuses it as a bad descriptor and never runs
 /// it, even when its ring is published and its doorbell rung; a kernel-mode queue committed
 /// beside it still runs.
 #[test]
-fn issue_12_user_mode_queue_with_root_0_is_a_bad_descriptor() {
+fn user_mode_queue_with_root_0_is_a_bad_descriptor() {
     let mut rig = Rig::step();
     let target = rig.fence(0);
     let mut user = rig.queue(0, 1);
@@ -936,7 +936,7 @@ fn fence_wait_in_one_space_released_by_a_signal_at_another_va_in_another() {
 /// event ring and a kernel-mode queue's ring stay at their bus addresses, which the system
 /// space does not map at all (hardware.md 12.4).
 #[test]
-fn issue_12_system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
+fn system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
     let mut rig = Rig::step();
     // The system space maps only what the OS puts in the paging process: the log buffer and
     // the fence page, each at a VA that is not its bus address.

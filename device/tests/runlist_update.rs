@@ -1,4 +1,4 @@
-//! Runlist updates (issue 19, docs/hardware.md 5.2, `RUNLIST_UPDATE`): the CMP re-reads only
+//! Runlist updates (docs/hardware.md 5.2, `RUNLIST_UPDATE`): the CMP re-reads only
 //! the slot the driver names and the slots the runlist grew by, so adding a queue costs the
 //! device the same with 8 or 256 queues loaded, and every other queue keeps its state.
 
@@ -77,7 +77,7 @@ fn slots_read_to_add_one(n: u32) -> u64 {
 }
 
 #[test]
-fn issue_19_adding_a_queue_reads_one_slot_whatever_the_runlist_holds() {
+fn adding_a_queue_reads_one_slot_whatever_the_runlist_holds() {
     assert_eq!(slots_read_to_add_one(8), 1);
     assert_eq!(slots_read_to_add_one(256), 1);
     // A full commit reads every slot: what the update saves.
@@ -96,7 +96,7 @@ fn issue_19_adding_a_queue_reads_one_slot_whatever_the_runlist_holds() {
 /// Queues in slots the update does not name keep everything: read pointer, known write
 /// pointer, pending work; the named slot's queue leaves when its slot empties.
 #[test]
-fn issue_19_update_keeps_the_other_slots_and_empties_the_named_one() {
+fn update_keeps_the_other_slots_and_empties_the_named_one() {
     let mut rig = Rig::step();
     assert!(Caps::from_bits_retain(rig.dev.read32(regs::CAPS)).contains(Caps::RUNLIST_UPDATE));
     let rl = runlist(&mut rig, 4);
@@ -141,7 +141,7 @@ fn issue_19_update_keeps_the_other_slots_and_empties_the_named_one() {
 /// a BadDescriptor and the slot stays empty; an invalid one too; a new ring under the same
 /// id is a new queue.
 #[test]
-fn issue_19_update_checks_the_slot_like_a_commit() {
+fn update_checks_the_slot_like_a_commit() {
     let mut rig = Rig::step();
     let rl = runlist(&mut rig, 4);
     let a = rig.queue(0, 20);
@@ -182,7 +182,7 @@ fn issue_19_update_checks_the_slot_like_a_commit() {
 
 /// Without CAPS.RUNLIST_UPDATE the register is not there: writes change nothing.
 #[test]
-fn issue_19_without_the_capability_an_update_is_ignored() {
+fn without_the_capability_an_update_is_ignored() {
     let mut rig = Rig::new(DeviceConfig {
         runlist_update: false,
         ..DeviceConfig::step()

@@ -74,11 +74,11 @@ fn um_02_global_doorbell_value_names_the_queue() {
     assert_eq!(rig.mem.read_u64(f.cv), Some(1));
 }
 
-/// Issue 18, hardware.md 5.5: in global mode a doorbell page rings only the user-mode
+/// hardware.md 5.5: in global mode a doorbell page rings only the user-mode
 /// queues of the process it is bound to. A write naming another process's queue (through
 /// the writer's own page), a kernel-mode queue, or through an unbound page runs nothing.
 #[test]
-fn issue_18_global_doorbell_page_rings_only_its_process() {
+fn global_doorbell_page_rings_only_its_process() {
     let mut rig = Rig::new(DeviceConfig {
         global_doorbell: true,
         doorbells: 4,
@@ -284,13 +284,13 @@ fn bad_runlist_address_is_a_fault_and_an_empty_runlist() {
     assert!(rig.dev.queues().is_empty());
 }
 
-/// Issue 19: the scheduler looks only at queues that may have work, and a signal re-evaluates
+/// the scheduler looks only at queues that may have work, and a signal re-evaluates
 /// only the waits of those queues. A blocked queue whose producer moved `write_ptr` back onto
 /// the read pointer (and rang) has no work for a while; a signal of its fence in that time must
 /// still wake its wait, so that it runs once `write_ptr` is published again. Idle queues beside
 /// it change nothing.
 #[test]
-fn issue_19_blocked_queue_with_rewound_write_pointer_still_sees_the_signal() {
+fn blocked_queue_with_rewound_write_pointer_still_sees_the_signal() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
     let mut idle: Vec<Q> = (10..74).map(|id| rig.queue(0, id)).collect();

@@ -401,11 +401,11 @@ fn nf_01_gpu_fence_writes_are_64_bit_atomic() {
     rig.dev.stop();
 }
 
-/// Issue 19: the CMP thread goes to sleep right after the pass that retires the last packet,
+/// the CMP thread goes to sleep right after the pass that retires the last packet,
 /// instead of running further passes only to find nothing runnable while the interrupt thread
 /// it just woke waits for a CPU. One FENCE_SIGNAL: one pass, then asleep with the engine idle.
 #[test]
-fn issue_19_cmp_thread_sleeps_after_the_pass_that_retires_the_last_packet() {
+fn cmp_thread_sleeps_after_the_pass_that_retires_the_last_packet() {
     let mut rig = Rig::new(DeviceConfig {
         idle_f1_ticks: 0,
         ..DeviceConfig::default()

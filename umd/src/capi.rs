@@ -2,7 +2,7 @@
 //! (tests/umd_header.rs checks that the two agree; tests/pe_images.rs that the DLL exports
 //! every function here).
 //!
-//! Status (issue 6):
+//! Status:
 //! - **On Windows** the calls are implemented (`capi_windows`): an adapter is a
 //!   [`WinKmt`](crate::kmt_windows::WinKmt) (adapter, D3D device, paging queue); a queue is the
 //!   portable [`UserQueue`](crate::submit::UserQueue) over it (user-mode submission with the
@@ -24,7 +24,7 @@
 //! passed as two 32-bit dwords, low half first; they are decoded and validated before anything
 //! is written ([`parse_commands`]).
 //!
-//! Buffers (issue 15, AL-01 … AL-03; `capi_buffer`): `rvgpu_buffer_create` makes a CPU-visible
+//! Buffers (AL-01 … AL-03; `capi_buffer`): `rvgpu_buffer_create` makes a CPU-visible
 //! buffer on an adapter; `rvgpu_buffer_lock` maps it with `RVGPU_LOCK_*` flags (the values of
 //! [`LockFlags`]) and names the queues whose work may use it, since the UMD tracks use per
 //! queue; a busy buffer locked with `RVGPU_LOCK_DO_NOT_WAIT` returns

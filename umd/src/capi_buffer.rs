@@ -1,4 +1,4 @@
-//! The objects behind the C API's handles and its buffer calls (issue 15, AL-01 … AL-03),
+//! The objects behind the C API's handles and its buffer calls (AL-01 … AL-03),
 //! generic over the kernel thunks `K` and the queue type `Q`: on Windows `K` is
 //! `Arc<WinKmt>` and `Q` the portable `UserQueue` over it (`capi_windows`); the unit tests run
 //! the same code over a mock (`capi_buffer_tests`). `capi` validates the C arguments first,

@@ -1,4 +1,4 @@
-//! What the Direct3D runtimes find in this DLL (issue 48).
+//! What the Direct3D runtimes find in this DLL.
 //!
 //! The INF names `rvgpu_umd.dll` as the adapter's `UserModeDriverName` (Dxgkrnl requires the
 //! value for a render adapter, docs/windows-bringup.md BR-35). When an application creates a
@@ -39,7 +39,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue_48_every_d3d_entry_point_refuses_without_touching_its_argument() {
+    fn every_d3d_entry_point_refuses_without_touching_its_argument() {
         let mut block = [0xA5u8; 64];
         let p = block.as_mut_ptr().cast::<c_void>();
         for f in [OpenAdapter, OpenAdapter10_2, OpenAdapter12] {

@@ -1,4 +1,4 @@
-//! Native fences on the UMD side (issue 4): what the UMD learns at create, and the GPU wait and
+//! Native fences on the UMD side: what the UMD learns at create, and the GPU wait and
 //! signal commands it encodes into its command streams.
 //!
 //! Two sources, as on Windows: the OS returns where it mapped the fence in *this* process
@@ -95,7 +95,7 @@ impl GpuFence {
     }
 }
 
-/// A native fence as the UMD holds it (issue 5, docs/logs.md §5): the process's D3DKMT handle,
+/// A native fence as the UMD holds it (docs/logs.md §5): the process's D3DKMT handle,
 /// which LOG_WRITE records as the log entry's `hNativeFence` (LOG-03), and its addresses in this
 /// process.
 /// Returned by [`Kmt::create_native_fence`](crate::kmt::Kmt::create_native_fence) and
@@ -216,10 +216,10 @@ mod tests {
         }
     }
 
-    /// Issue 12: the GPU VAs come from the OS's per-process mapping, the tag from the KMD's
+    /// the GPU VAs come from the OS's per-process mapping, the tag from the KMD's
     /// private data; each is checked.
     #[test]
-    fn issue_12_vas_from_the_mapping_tag_from_private_data() {
+    fn vas_from_the_mapping_tag_from_private_data() {
         let good = pdd();
         let f = GpuFence::new(&mapping(), good.as_bytes()).unwrap();
         assert_eq!(

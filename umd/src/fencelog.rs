@@ -1,4 +1,4 @@
-//! Native fence logs on the UMD side (issue 5, docs/logs.md §5; LOG-02, LOG-04): the per-queue
+//! Native fence logs on the UMD side (docs/logs.md §5; LOG-02, LOG-04): the per-queue
 //! log cursors, the expansion of native-fence operations into their packets, and the "queued"
 //! event of each operation for the GPU timeline.
 //!

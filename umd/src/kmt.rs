@@ -1,4 +1,4 @@
-//! The kernel thunks the UMD calls, as one trait (issue 6).
+//! The kernel thunks the UMD calls, as one trait.
 //!
 //! On Windows these are the D3DKMT functions of gdi32.dll (`kmt_windows`); in the simulation
 //! the simulated OS implements the trait over its Dxgkrnl model (`rvgpu_simos::kmt`). The UMD's
@@ -400,7 +400,7 @@ pub trait Kmt {
     /// `D3DKMTDestroyAllocation2`.
     fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus>;
 
-    // Issue 15 (AL-01 … AL-06, docs/memory.md "CPU access"): allocations described in full,
+    // AL-01 … AL-06, docs/memory.md "CPU access": allocations described in full,
     // CPU mappings on demand, destruction flags, cache maintenance. Default bodies keep every
     // implementation compiling.
 
@@ -483,7 +483,7 @@ pub trait Kmt {
         let _ = (allocations, flags);
         Err(STATUS_NOT_SUPPORTED)
     }
-    // Issue 12: paging queues and GPU virtual addresses the process places itself
+    // paging queues and GPU virtual addresses the process places itself
     // (docs/memory.md "GPU VA thunks"). Default bodies keep every implementation compiling.
 
     /// `D3DKMTCreatePagingQueue` on the UMD's device with `priority`
@@ -576,7 +576,7 @@ pub trait Kmt {
         Err(STATUS_NOT_SUPPORTED)
     }
 
-    // Issue 5 (native fence logs, docs/logs.md §5). Default bodies keep every implementation
+    // Native fence logs (docs/logs.md §5). Default bodies keep every implementation
     // compiling; an implementation that supports logs and the timeline overrides them.
 
     /// `D3DKMTCreateNativeFence` of a default-type native fence on the UMD's device with

@@ -1,7 +1,7 @@
 //! rvgpu user-mode driver (UMD): the C API (`capi`), native-fence command encoding (`fence`)
-//! and fence logging with its "queued" events (`fencelog`, issue 5),
+//! and fence logging with its "queued" events (`fencelog`),
 //! the ring writer (`ring`), the kernel-thunk trait (`kmt`), the portable user-mode and
-//! kernel-mode submission core over it (`submit`, issue 6) and, on Windows, the D3DKMT
+//! kernel-mode submission core over it (`submit`) and, on Windows, the D3DKMT
 //! implementation of the trait (`kmt_windows`).
 //!
 //! `no_std` + `alloc` so that the DLL links for `x86_64-pc-windows-msvc` without the Windows

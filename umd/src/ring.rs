@@ -117,7 +117,7 @@ impl<M: RingMemory> RingWriter<M> {
     }
 
     /// Whether `bytes` fit, from the remembered read pointer first and ring control only when
-    /// that says they do not (issue 19: most submissions load nothing).
+    /// that says they do not (most submissions load nothing).
     pub fn reserve(&mut self, bytes: u64) -> Result<bool, RingError> {
         let cached = ring_free(self.size, self.read_ptr, self.write_ptr).unwrap_or(0);
         if cached >= bytes {
@@ -307,7 +307,7 @@ mod tests {
         assert_eq!(RingWriter::new(&m, 256, 4).err(), Some(RingError::Corrupt));
     }
 
-    /// Issue 19 (UMD hot path): a batch that fits by the read pointer the writer last loaded
+    /// UMD hot path: a batch that fits by the read pointer the writer last loaded
     /// loads nothing from ring control; ring control is loaded again only when the remembered
     /// pointer says the ring is too full, and the writer never overwrites unconsumed words.
     #[test]

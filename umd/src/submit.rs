@@ -1,4 +1,4 @@
-//! The portable submission core (issue 6): a user-mode hardware queue with its ring and
+//! The portable submission core: a user-mode hardware queue with its ring and
 //! doorbell ([`UserQueue`]), and a kernel-mode hardware queue ([`KernelQueue`], UM-01), both
 //! generic over the kernel thunks ([`Kmt`]), so the same code runs on Windows (D3DKMT,
 //! `kmt_windows`) and in the simulation (`rvgpu_simos`).
@@ -33,7 +33,7 @@
 //!   [`SubmitError::Lost`] from then on; the caller drops it and creates a new one.
 //! - Teardown order: doorbell, hardware queues, allocations, context ([`UserQueue::close`]
 //!   waits for the last submitted value first; dropping does not wait).
-//! - **Native fence logs** (issue 5, docs/logs.md §5, `fencelog`): [`UserQueue::submit_ops`]
+//! - **Native fence logs** (docs/logs.md §5, `fencelog`): [`UserQueue::submit_ops`]
 //!   expands native-fence signals and waits into their packet and a LOG_WRITE with the next
 //!   index of the queue's wait or signal log, published in the same write-pointer update, and
 //!   reports each operation's "queued" event to the caller's [`FenceTrace`]. Kernel-mode queues
@@ -1168,7 +1168,7 @@ impl<K: Kmt> UserQueue<K> {
             return Err(SubmitError::TooLarge);
         }
         // Back-pressure: never overwrite unconsumed packets.
-        // One load of the read pointer per submission (issue 19: it was three): `free`
+        // One load of the read pointer per submission (it was three): `free`
         // remembers it for `push_batch` and `prune_in_flight`.
         loop {
             if self.writer.free()? >= bytes {

@@ -389,7 +389,7 @@ impl Kmt for Mock {
     type Doorbell = MockDoorbell;
     type Fence = MockFence;
 
-    // Issue 12: answers that show which implementation ran (pointer forwarding test).
+    // answers that show which implementation ran (pointer forwarding test).
     fn reserve_gpu_va(&self, r: &crate::kmt::ReserveGpuVa) -> Result<u64, NtStatus> {
         Ok(r.base + 1)
     }
@@ -1506,7 +1506,7 @@ fn thunks_shared_through_arc() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Native fence logs (issue 5, docs/logs.md §5): LOG-02, LOG-04 on the UMD side
+// Native fence logs (docs/logs.md §5): LOG-02, LOG-04 on the UMD side
 // ---------------------------------------------------------------------------------------------
 
 use crate::fence::NativeFence;
@@ -2192,7 +2192,7 @@ fn mf_03_default_thunks_are_not_supported() {
     assert!(matches!(m.log().last(), Some(Ev::GpuWait { .. })));
 }
 
-/// Issue 19 (UMD hot path): the closing PROGRESS's length the hot path adds without encoding
+/// UMD hot path: the closing PROGRESS's length the hot path adds without encoding
 /// it is the packet's real length, so the room it reserves is exactly what it writes.
 #[test]
 fn user_mode_batch_reserves_the_closing_progress_packet_length() {
@@ -2207,10 +2207,10 @@ fn user_mode_batch_reserves_the_closing_progress_packet_length() {
     );
 }
 
-/// Issue 12: thunks behind a reference or an `Arc` forward the paging-queue and GPU VA thunks
+/// thunks behind a reference or an `Arc` forward the paging-queue and GPU VA thunks
 /// (not the trait's `STATUS_NOT_SUPPORTED` defaults), as the harness and the C API hold them.
 #[test]
-fn issue_12_pointer_thunks_forward_the_gpu_va_thunks() {
+fn pointer_thunks_forward_the_gpu_va_thunks() {
     fn check<K: Kmt>(k: &K) {
         let r = crate::kmt::ReserveGpuVa {
             base: 0x7000_0000_0000,

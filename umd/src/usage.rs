@@ -1,4 +1,4 @@
-//! Allocation usage tracking and CPU access (issue 15; AL-01, AL-02, AL-06;
+//! Allocation usage tracking and CPU access (AL-01, AL-02, AL-06;
 //! docs/memory.md "CPU access").
 //!
 //! Since WDDM 2.0 command buffers carry no allocation list, so VidMm cannot know which

@@ -44,7 +44,7 @@ struct Cli {
     #[arg(long)]
     filter: Option<String>,
     /// Where the sim backend's GPU is: `emulated` (in this process) or `pci[:SYSFS_DIR]`, the
-    /// rvgpu PCI function of a Linux guest (issue 16; needs root, uio_pci_generic bound to it
+    /// rvgpu PCI function of a Linux guest (needs root, uio_pci_generic bound to it
     /// and `memmap=` reserved DMA memory, see `--dma`).
     #[arg(
         long,
@@ -73,7 +73,7 @@ struct Cli {
     /// C API are skipped with the piece they miss.
     #[arg(long, default_value = "rust", value_name = "rust|pe|pe:PATH")]
     umd: String,
-    /// A named subset of cases: `pci` (issue 16's list for the PCI board).
+    /// A named subset of cases: `pci` (the list for the PCI board).
     #[arg(long, value_name = "NAME")]
     subset: Option<String>,
     /// Only cases that prove this requirement ID (e.g. UM-20); repeatable or a comma list.

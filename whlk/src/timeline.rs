@@ -1,4 +1,4 @@
-//! The GPU timeline (issue 5, docs/logs.md §6): native-fence operations of a run as a Chrome
+//! The GPU timeline (docs/logs.md §6): native-fence operations of a run as a Chrome
 //! trace-event JSON file that the Perfetto UI (<https://ui.perfetto.dev>) and
 //! `chrome://tracing` open, plus an SVG picture of the same data for the README.
 //!

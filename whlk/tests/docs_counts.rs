@@ -68,3 +68,17 @@ fn test_machine_page_lists_exactly_the_cases_a_d3dkmt_program_runs() {
          runs but not listed {unlisted:?}; listed but does not run {not_run:?}"
     );
 }
+
+#[test]
+fn test_machine_page_lists_the_pci_subset() {
+    let listed = case_names(
+        &doc("docs/test-machine.md"),
+        "`--subset pci` is `PCI_SUBSET`",
+        "The test passes when",
+    );
+    let subset: BTreeSet<String> = cases::PCI_SUBSET.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        listed, subset,
+        "docs/test-machine.md's table of the `pci` subset against `cases::PCI_SUBSET`"
+    );
+}

@@ -1,4 +1,4 @@
-//! Issue 16: the harness on the PCI board (`rvgpu-whlk --board pci --subset pci`). The board
+//! the harness on the PCI board (`rvgpu-whlk --board pci --subset pci`). The board
 //! itself is exercised in a Linux guest (`device/vfu/vm/run-guest-smoke.sh`); here the same
 //! backend runs on the in-process device under the PCI board's constraints (threaded, one
 //! adapter, no fault injection, step mode, configured machines or cross-adapter fences), so a
@@ -10,7 +10,7 @@ use rvgpu_whlk::case::Outcome;
 use rvgpu_whlk::{cases, runner};
 
 #[test]
-fn issue_16_pci_subset_covers_the_issue_and_passes_under_the_boards_constraints() {
+fn pci_subset_covers_the_issue_and_passes_under_the_boards_constraints() {
     let all = cases::all();
     let subset: Vec<_> = all
         .iter()
@@ -41,7 +41,7 @@ fn issue_16_pci_subset_covers_the_issue_and_passes_under_the_boards_constraints(
 }
 
 #[test]
-fn issue_16_a_case_needing_fault_injection_is_skipped_on_the_pci_board() {
+fn a_case_needing_fault_injection_is_skipped_on_the_pci_board() {
     let all = cases::all();
     let case = all
         .iter()
@@ -57,7 +57,7 @@ fn issue_16_a_case_needing_fault_injection_is_skipped_on_the_pci_board() {
 }
 
 #[test]
-fn issue_16_two_adapters_are_refused_on_the_pci_board() {
+fn two_adapters_are_refused_on_the_pci_board() {
     let all = cases::all();
     let case = all
         .iter()

@@ -10,7 +10,7 @@ use rvgpu_whlk::case::Outcome;
 use rvgpu_whlk::{cases, junit, runner};
 
 #[test]
-fn issue_44_the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
+fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
     let b = DllBackend::new(None).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         b.capabilities().iter().collect::<Vec<_>>(),

@@ -301,7 +301,7 @@ impl Core {
         };
         // Inside one page (a packet, a log entry, an event record): one translation and no
         // allocation, the same checks and the same fault as the page-by-page path below
-        // (issue 19: that path's two vectors were most of a log entry's cost).
+        // (that path's two vectors were most of a log entry's cost).
         let (pa, left) = self
             .mmu
             .translate_page(&self.mem, sp.root, va.get(), access, sp.who)

@@ -5,7 +5,7 @@
 //! synchronously, then wakes the CMP. Global mode: page `i` is bound to a *process* by
 //! DOORBELL_BIND[i] and the value written is the queue id; the page rings only user-mode
 //! queues whose descriptor carries that process id, so a process can ring its own queues
-//! through its page and nobody else's (issue 18). Writes to unbound or out-of-range pages,
+//! through its page and nobody else's. Writes to unbound or out-of-range pages,
 //! unknown or foreign queue ids, and any write while the device is lost are ignored but
 //! counted.
 

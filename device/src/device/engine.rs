@@ -136,7 +136,7 @@ impl Core {
         // The engine switches out as soon as its last packet retires, in the same quantum
         // rather than the next: a CMP thread that needed one more pass only to find nothing
         // runnable kept its CPU busy just after raising the line, so the interrupt thread it
-        // woke had to start on the other, idle CPU (issue 19's line → ISR hop).
+        // woke had to start on the other, idle CPU (the line → ISR hop).
         if let Some(eng) = cmp.engines.get_mut(e) {
             if eng.inflight.is_none() && !eng.any_runnable() {
                 self.engine_idle(eng, e, now);

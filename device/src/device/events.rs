@@ -8,7 +8,7 @@
 //!
 //! The line is level-triggered: asserted while `INT_STATUS & INT_ENABLE != 0`. A delivery lost
 //! to fault injection (`drop_next_interrupt`) is retried at the next posted event, so one lost
-//! interrupt never silences the later ones (issue 18, docs/robustness.md). The line is driven
+//! interrupt never silences the later ones (docs/robustness.md). The line is driven
 //! by `Core::flush_irq`, which every entry point calls with no device lock held, because
 //! [`InterruptLine::set`] may run the driver's ISR synchronously and the ISR does MMIO.
 //! Concurrent callers are combined: one thread at a time drives the line and re-evaluates

@@ -180,7 +180,7 @@ impl Core {
 
     /// The `n` words at position `ptr` of `src`. The packet is resolved once, one translation
     /// per page instead of one per word: in an indirect buffer (VidMm's paging buffers, DMA
-    /// buffers: the long packets), and in the ring unless it wraps there (issue 19: a ring
+    /// buffers: the long packets), and in the ring unless it wraps there (a ring
     /// packet's words were translated one by one on the way to every fence signal). If that
     /// fails (a page missing, or the packet crossing two memory regions), the words are read
     /// one at a time, so a fault names the first word that cannot be read exactly as a

@@ -5,9 +5,9 @@
 //! - delay interrupt assertions ([`IrqDelay`]) or drop the next one (a lost MSI);
 //! - lose the device (surprise removal);
 //! - corrupt a queue's ring at its read pointer;
-//! - post a forged event record (a faulty GPU's view of the event ring, issue 18);
+//! - post a forged event record (a faulty GPU's view of the event ring);
 //! - anonymous fence events: FENCE_SIGNALED records carry `NO_QUEUE` although the device
-//!   has `CAPS.OPTIMIZED_FENCE_IRQ` (issue 5, docs/logs.md §4.8: the driver must then report
+//!   has `CAPS.OPTIMIZED_FENCE_IRQ` (docs/logs.md §4.8: the driver must then report
 //!   NULL `hHWQueue`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -111,7 +111,7 @@ impl Core {
         self.flush_irq();
     }
 
-    /// A faulty GPU posts `rec` as if it were its own event (issue 18): written into the
+    /// A faulty GPU posts `rec` as if it were its own event: written into the
     /// event ring the ordinary way, with `cause` raised and the line driven.
     pub(crate) fn forge_event(&self, rec: rvgpu_hw::event::EventRecord, cause: IntCause) {
         if self.is_lost() {

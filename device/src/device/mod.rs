@@ -260,7 +260,7 @@ impl Core {
         w.kicked = true;
         let sleeping = w.sleeping;
         // Notify after unlocking: the woken CMP thread's first act is to take this lock, and
-        // a doorbell's kick would otherwise make it sleep again on the mutex (issue 19: the
+        // a doorbell's kick would otherwise make it sleep again on the mutex (the
         // kick → CMP hop went from 8.5 to 2.2 µs).
         drop(w);
         if sleeping {
@@ -323,7 +323,7 @@ impl Core {
             }
             // Loop while the next pass has work; otherwise go to the wait at once (a kick that
             // came during the pass makes it return immediately). The thread that the line
-            // just woke then gets this CPU instead of waking the idle one (issue 19).
+            // just woke then gets this CPU instead of waking the idle one.
             let (_, busy) = self.pass_and_look_ahead(true);
             if busy {
                 continue;
@@ -545,7 +545,7 @@ impl Device {
     }
 
     /// Runlist descriptors the CMP has read at RUNLIST_COMMIT and RUNLIST_UPDATE since the
-    /// device was created (test introspection, issue 19: what a commit costs the device).
+    /// device was created (test introspection: what a commit costs the device).
     pub fn runlist_slots_read(&self) -> u64 {
         self.core.runlist_slots_read.load(Ordering::Relaxed)
     }
@@ -592,7 +592,7 @@ impl Device {
         self.core.faults.set_irq_delay(delay);
     }
 
-    /// Issue 5 fault injection: FENCE_SIGNALED event records carry `NO_QUEUE` instead of the
+    /// Fault injection: FENCE_SIGNALED event records carry `NO_QUEUE` instead of the
     /// running queue's id even with `CAPS.OPTIMIZED_FENCE_IRQ` (until turned off again).
     pub fn set_anonymous_fence_events(&self, on: bool) {
         self.core.faults.set_anonymous_fence_events(on);

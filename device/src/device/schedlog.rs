@@ -219,7 +219,7 @@ impl Core {
             .ok_or(bad)?;
         // Every word translated before the first store: a log that does not translate (any
         // more) gets nothing written. The entry is one run (one translation per page, not per
-        // word: issue 19), the header word another.
+        // word), the header word another.
         let spans = self.sp_spans(sys, entry, ENTRY_SIZE, Access::Write)?;
         let header = self.word(
             sys,

@@ -595,24 +595,24 @@ mod tests {
     // The seeds are where the fuzzer starts: one whose first call fails (as the doorbell
     // seeds once did, with two stray bytes) leaves the fuzzer to find the working sequence alone.
     #[test]
-    fn issue_18_ddi_seed_umq_submit_runs_its_packet_through_the_doorbell() {
+    fn ddi_seed_umq_submit_runs_its_packet_through_the_doorbell() {
         let (doorbells, rptr) = seed("umq-submit", |_, _, h| (h.doorbells.len(), read_ptr(h)));
         assert_eq!(doorbells, 1);
         assert_eq!(rptr, Some(16), "the GPU consumed the packet");
     }
 
     #[test]
-    fn issue_18_ddi_seed_short_doorbell_pdd_is_refused_after_a_valid_one() {
+    fn ddi_seed_short_doorbell_pdd_is_refused_after_a_valid_one() {
         assert_eq!(seed("doorbell-short-pdd", |_, _, h| h.doorbells.len()), 1);
     }
 
     #[test]
-    fn issue_18_ddi_seed_allocation_stays_when_the_cpu_cannot_map_it() {
+    fn ddi_seed_allocation_stays_when_the_cpu_cannot_map_it() {
         assert_eq!(seed("allocation-pdd", |_, _, h| h.gpu_only.len()), 1);
     }
 
     #[test]
-    fn issue_18_ddi_seed_large_allocation_is_mapped_with_large_pages() {
+    fn ddi_seed_large_allocation_is_mapped_with_large_pages() {
         let pages = seed("allocation-pdd-large", |w, p, h| {
             let va = h.gpu_only.first().map_or(0, |a| a.1);
             [PAGE_2M - 8, PAGE_2M, PAGE_2M + PAGE_SIZE].map(|off| page(w, p, va + off))
@@ -622,7 +622,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_18_ddi_seed_ring_in_a_large_system_page_runs_its_packet() {
+    fn ddi_seed_ring_in_a_large_system_page_runs_its_packet() {
         let (doorbells, ring, rptr) = seed("umq-large-ring", |w, p, h| {
             let ring = h.allocs.first().map(|a| page(w, p, a.gpu_va));
             (h.doorbells.len(), ring, read_ptr(h))

@@ -1,5 +1,5 @@
 //! `kmd_events`: the KMD's event-ring and fence-log parsing fed arbitrary memory contents, as
-//! a faulty or hostile GPU could write them. Memory the GPU writes is untrusted (issue 18).
+//! a faulty or hostile GPU could write them. Memory the GPU writes is untrusted.
 //!
 //! Per input a hostile process sets up a user-mode queue through the thunks and submits real
 //! work (so the device raises real interrupts). Before each round of the machine, records the

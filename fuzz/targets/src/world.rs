@@ -26,7 +26,7 @@ pub struct Baseline {
     /// (native fences, monitored fences, D3DKMT native-fence handles) the OS holds.
     pub fences: (usize, usize, usize),
     /// (paging queues, GPU VA ranges, mapped parts of them) processes made through the
-    /// D3DKMT VA thunks (issue 12).
+    /// D3DKMT VA thunks.
     pub gpuva: (usize, usize, usize),
     /// Bytes of system memory allocated on the machine, fence pages excepted (the simulated
     /// OS keeps those for the machine's life).

@@ -1,4 +1,4 @@
-//! Issue 18: every committed fuzz corpus file (`fuzz/corpus/<target>/*`, the hand-made seeds
+//! every committed fuzz corpus file (`fuzz/corpus/<target>/*`, the hand-made seeds
 //! among them) replays through its target with no invariant violated, so `cargo test` catches
 //! a regression the fuzzer once covered without running the fuzzer. Open findings kept under
 //! `fuzz/findings/` are not replayed here (they fail until fixed; docs/fuzzing.md).

@@ -2,7 +2,7 @@
 //! UMDs on one physical doorbell, each connecting (and so victimising the other) and submitting,
 //! against the KMD and the OS.
 //!
-//! The claim (issue 6): a submission is never lost. When the UMD stops, either the CMP has loaded
+//! The claim: a submission is never lost. When the UMD stops, either the CMP has loaded
 //! a write pointer covering the submission, or the last status the UMD read says
 //! `DISCONNECTED_RETRY`, so it knows to reconnect and ring again.
 //!

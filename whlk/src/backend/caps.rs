@@ -317,7 +317,7 @@ pub trait CrossAdapterFences {
     ) -> Result<MonitoredRef, Failure>;
 }
 
-/// User-mode submission (issue 6): processes, buffers, hardware queues made by the UMD's
+/// User-mode submission: processes, buffers, hardware queues made by the UMD's
 /// submission core, doorbell status, process exits, and threads that churn or stream batches. A
 /// Windows backend implements this with D3DKMT and the same UMD core (`rvgpu_umd::submit` over
 /// `kmt_windows`).
@@ -395,7 +395,7 @@ pub trait UserModeSubmission {
 }
 
 /// Native fences made through the UMD (`Kmt::create_native_fence`) and batches that signal and
-/// wait on them from a hardware queue (issue 5). Windows: `D3DKMTCreateNativeFence` and the
+/// wait on them from a hardware queue. Windows: `D3DKMTCreateNativeFence` and the
 /// same UMD core.
 pub trait UmdFences {
     /// A native fence of process `p` made through the UMD, starting at `initial`.
@@ -448,7 +448,7 @@ pub trait FenceLogs {
     ) -> Result<(), Failure>;
 }
 
-/// Timeout detection and recovery as a client sees it (issue 7): TDR on, kernel-mode contexts
+/// Timeout detection and recovery as a client sees it: TDR on, kernel-mode contexts
 /// and DMA buffers. On Windows TDR is always on and `D3DKMTRender` submits.
 pub trait Tdr {
     /// Turns TDR on for adapter `i` with these timeouts (the simulation's TDR is opt-in per
@@ -616,7 +616,7 @@ pub trait BugChecks {
     fn bugcheck(&self) -> Option<BugCheckInfo>;
 }
 
-/// Buffers with the UMD's own usage tracking (`rvgpu_umd::usage::Buffer`, issue 15, AL-01 …
+/// Buffers with the UMD's own usage tracking (`rvgpu_umd::usage::Buffer`, AL-01 …
 /// AL-03): CPU locks with the `RVGPU_LOCK_*` flags, and GPU work encoded through the UMD so it
 /// knows which backing each batch uses. Everything here is what an application sees through
 /// the UMD; a Windows backend can offer it with the same UMD over the real thunks.
@@ -654,7 +654,7 @@ pub trait AllocationUsage {
     fn destroy_tracked(&mut self, b: TrackedRef) -> Result<(), Failure>;
 }
 
-/// GPU virtual addresses a process places itself (issue 12, docs/memory.md "GPU VA thunks"):
+/// GPU virtual addresses a process places itself (docs/memory.md "GPU VA thunks"):
 /// `D3DKMTReserveGpuVirtualAddress`, `D3DKMTMapGpuVirtualAddress` on a paging queue of the
 /// process, `D3DKMTFreeGpuVirtualAddress`, and a user-mode queue's write to a raw VA.
 pub trait GpuVaPlacement {

@@ -5,9 +5,9 @@
 //! The default backend is [`sim::SimBackend`], the emulated GPU under the simulated OS.
 //!
 //! A session always has the driver and adapter life cycle; everything else is a capability
-//! trait ([`caps`]): fences, cross-adapter fences, user-mode submission (issue 6: processes,
+//! trait ([`caps`]): fences, cross-adapter fences, user-mode submission (processes,
 //! buffers, queues made by the UMD's submission core), UMD native fences and the OS's fence
-//! logs (issue 5), TDR as a client sees it and the OS's record of it (issue 7), and the
+//! logs, TDR as a client sees it and the OS's record of it, and the
 //! simulation-only controls and observations (OS traces, OS controls, fault injection, direct
 //! DDI calls, step mode, bug checks). A Windows backend (the installed driver through D3DKMT)
 //! implements the traits it can and lists them in [`Backend::capabilities`]; the runner skips
@@ -69,7 +69,7 @@ pub struct SessionConfig {
     pub adapters: usize,
     /// Whether the OS enables `DXGK_FEATURE_NATIVE_FENCE` (NF-10).
     pub native_fence_feature: bool,
-    /// Whether the OS enables `DXGK_FEATURE_HWSCH` (issue 13). Off, the OS schedules in
+    /// Whether the OS enables `DXGK_FEATURE_HWSCH`. Off, the OS schedules in
     /// software: kernel-mode DMA buffers only, reset through `DxgkDdiResetEngine` with
     /// `LastAbortedFenceId` (the TDR-03..09 cases); no hardware or user-mode queues.
     pub hwsch_feature: bool,
@@ -261,7 +261,7 @@ pub struct FenceValues {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Allocation usage tracking (issue 15, AL-01 … AL-03).
+// Allocation usage tracking (AL-01 … AL-03).
 
 /// A buffer with the UMD's usage tracking ([`AllocationUsage`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -317,7 +317,7 @@ pub struct TrackedInfo {
 }
 
 // ---------------------------------------------------------------------------------------------
-// User-mode submission (issue 6, UM-01 … UM-22).
+// User-mode submission (UM-01 … UM-22).
 
 /// A process a session opened: one D3D device on one adapter (`D3DKMTCreateDevice`; the
 /// simulation gives each its own process id).
@@ -528,7 +528,7 @@ pub enum OsEvent {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Native fence logs and the GPU timeline (issue 5, LOG-01 … LOG-09, docs/logs.md §6.4).
+// Native fence logs and the GPU timeline (LOG-01 … LOG-09, docs/logs.md §6.4).
 
 /// A native fence a process made through the UMD (`Kmt::create_native_fence`): its D3DKMT
 /// handle is what the queue's LOG_WRITEs record.
@@ -607,7 +607,7 @@ pub struct ChurnReport {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Timeout detection and recovery (issue 7, TDR-01 … TDR-09, UM-10; docs/tdr.md).
+// Timeout detection and recovery (TDR-01 … TDR-09, UM-10; docs/tdr.md).
 
 /// A kernel-mode ("legacy") context of a process on one node (`D3DKMTCreateContext` without
 /// hardware queues): its DMA buffers go through `DxgkDdiSubmitCommand` with VidSch's fence IDs.

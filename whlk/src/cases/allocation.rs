@@ -1,4 +1,4 @@
-//! `Allocation.*`: the UMD's allocation usage tracking (issue 15) as an application sees it
+//! `Allocation.*`: the UMD's allocation usage tracking as an application sees it
 //! through `rvgpu_umd::usage::Buffer`. Work is held queued behind a gate: a FENCE_WAIT on a
 //! word of a plain buffer that the case writes from the CPU to let it run.
 

@@ -1,4 +1,4 @@
-//! `GpuVa.*`: GPU virtual addresses a process places itself (issue 12, docs/memory.md "GPU VA
+//! `GpuVa.*`: GPU virtual addresses a process places itself (docs/memory.md "GPU VA
 //! thunks"): reserve a range, map part of a buffer at a VA of the process's choosing, have a
 //! user-mode queue write through it, free it and see the GPU fault there.
 

@@ -1,4 +1,4 @@
-//! `Logs.*`: native fence logs and the GPU timeline (issue 5, LOG-01 … LOG-09,
+//! `Logs.*`: native fence logs and the GPU timeline (LOG-01 … LOG-09,
 //! docs/logs.md §6.4, §7), one case per requirement group, named after it.
 //!
 //! Work goes through the UMD (`submit_ops`: every GPU wait and signal followed by its

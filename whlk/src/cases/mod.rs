@@ -13,7 +13,7 @@ pub mod usermode_submission;
 
 use crate::case::Case;
 
-/// Issue 16's list for the driver stack in a Linux guest on the rvgpu PCI function
+/// the list for the driver stack in a Linux guest on the rvgpu PCI function
 /// (`rvgpu-whlk --board pci --subset pci`): adapter start/stop, a kernel-mode submission (beside
 /// a user-mode one), a user-mode queue rung through its doorbell, native-fence CPU waits
 /// released by GPU signals through the interrupt, and a TDR of a hung engine.

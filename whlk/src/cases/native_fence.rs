@@ -1,6 +1,6 @@
 //! `NativeFence.*`: the OS side of native GPU fences with the driver and the GPU (NF-02 …
 //! NF-17, MF-04). GPU work goes through the session's GPU queues, a stand-in for the
-//! submission path (issue 6).
+//! submission path.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! `Tdr.*`: timeout detection and recovery (issue 7, TDR-01 … TDR-09, UM-10; docs/tdr.md §6),
+//! `Tdr.*`: timeout detection and recovery (TDR-01 … TDR-09, UM-10; docs/tdr.md §6),
 //! one case per requirement, named after it, through the real KMD, the simulated VidSch/VidMm
 //! and the emulated GPU.
 //!

@@ -1,4 +1,4 @@
-//! `UserModeSubmission.*`: user-mode work submission (issue 6, UM-01 … UM-21) through the
+//! `UserModeSubmission.*`: user-mode work submission (UM-01 … UM-21) through the
 //! UMD's submission core, the OS's thunks and the real KMD, one case per requirement group,
 //! named after it.
 //!

@@ -1,4 +1,4 @@
-//! [`GpuVaPlacement`] on the simulation: the GPU VA thunks of the simulated OS (issue 12)
+//! [`GpuVaPlacement`] on the simulation: the GPU VA thunks of the simulated OS
 //! through the UMD's `Kmt` trait, one paging queue per process made on first use.
 
 use rvgpu_hw::cmd::Command;

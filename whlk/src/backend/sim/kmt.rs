@@ -200,7 +200,7 @@ impl Kmt for SessKmt {
         self.k().make_resident_on(queue, allocations, flags)
     }
 
-    // Issue 12: the GPU VA thunks, as the simulated OS has them.
+    // the GPU VA thunks, as the simulated OS has them.
 
     fn create_paging_queue(
         &self,

@@ -108,7 +108,7 @@ impl Backend for SimBackend {
 }
 
 /// The simulated OS, the real KMD and UMD in this process, driving the rvgpu PCI function a
-/// Linux guest sees (issue 16; `rvgpu-whlk --board pci`): the machine's adapter 0 is
+/// Linux guest sees (`rvgpu-whlk --board pci`): the machine's adapter 0 is
 /// `rvgpu_simos::machine::pci::PciBoard`. One adapter, threaded; no fault injection, step
 /// mode or configured machines (the function is what the server made it).
 #[derive(Clone, Debug)]
