@@ -50,6 +50,15 @@ fn tdr_machine(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
     m
 }
 
+/// [`tdr_machine`] playing one reading of the Windows flows.
+fn tdr_machine_reading(mode: Mode, reading: rvgpu_simos::machine::answers::Reading) -> Machine {
+    let mut cfg = MachineConfig::single(mode);
+    cfg.os.reading = reading;
+    let m = started(cfg);
+    ok(&m, m.enable_tdr(0, fast()));
+    m
+}
+
 fn ucfg(node: u32) -> QueueConfig {
     QueueConfig {
         node,
@@ -278,10 +287,12 @@ fn tdr_05_sequence_step_mode() {
     no_fault(&m);
 }
 
-/// TDR-05: the packet completed before the snapshot: nothing to reset, no ResetEngine.
+/// TDR-05 (the pages' sequence): the packet completed before the snapshot: nothing to reset,
+/// no ResetEngine. 24H2 has no such step for a hardware-scheduled node: it resets the hung
+/// node whatever the snapshot says (`tdr_24h2_*`).
 #[test]
 fn tdr_05_nothing_to_reset() {
-    let m = tdr_machine(Mode::Step, |_| {});
+    let m = tdr_machine_reading(Mode::Step, rvgpu_simos::machine::answers::Reading::PAGES);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let ctx = okk(&m, k.create_context(0));
@@ -415,6 +426,59 @@ fn tdr_04_last_completed_fence() {
 
 // ---------------------------------------------------------------------------------------------
 // TDR-06.
+
+/// TDR-01, TDR-05 in 24H2's order for a hardware-scheduled node (`VidSchiPrepareToResetEngine`,
+/// `VidSchiResetEngines`, `VidSchiResetHwEngine`): the dependent group first, then the node's
+/// snapshot, then `DxgkDdiCollectDbgInfo2` (the driver has it) with reason 0x141, an
+/// engine-timeout payload naming the node and a 16 MiB buffer, then ResetHwEngine, the DPC
+/// flush and ResumeHwEngine; the legacy `DxgkDdiCollectDbgInfo` is not called. The driver's
+/// report carries the payload back in its `tdr` line.
+#[test]
+fn tdr_01_24h2_collects_dbg_info2_after_the_group_and_before_the_reset() {
+    let m = tdr_machine_reading(Mode::Step, rvgpu_simos::machine::answers::Reading::W24H2);
+    let h = ok(&m, m.create_process(0));
+    let kh = m.kmt(&h);
+    let mut uq = okk(&m, UserQueue::new(kh, &ucfg(0)));
+    okk(&m, uq.submit(&[Command::Hang]));
+    run_until(&m, "reset", |m| {
+        m.tdr_events(0)
+            .iter()
+            .any(|e| matches!(e, TdrEvent::ResumeHwEngine { .. }))
+    });
+    let ev = m.tdr_events(0);
+    let at = |f: &dyn Fn(&TdrEvent) -> bool| {
+        ev.iter()
+            .position(|e| f(e))
+            .unwrap_or_else(|| panic!("missing step: {ev:#?}"))
+    };
+    let group = at(&|e| matches!(e, TdrEvent::DependentGroup { node: 0, .. }));
+    let snap = at(&|e| matches!(e, TdrEvent::Snapshot { node: 0, .. }));
+    let dbg = at(&|e| {
+        matches!(
+            e,
+            TdrEvent::CollectDbgInfo2 {
+                reason: 0x141,
+                tdr_type: 6,
+                bytes
+            } if *bytes > 0
+        )
+    });
+    let reset = at(&|e| matches!(e, TdrEvent::ResetHwEngine { node: 0, status: 0 }));
+    let flushed = at(&|e| matches!(e, TdrEvent::DpcFlushed { node: 0 }));
+    let resume = at(&|e| matches!(e, TdrEvent::ResumeHwEngine { node: 0, status: 0 }));
+    assert!(
+        group < snap && snap < dbg && dbg < reset && reset < flushed && flushed < resume,
+        "{ev:#?}"
+    );
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e, TdrEvent::CollectDbgInfo { .. })),
+        "CollectDbgInfo2 replaces CollectDbgInfo: {ev:#?}"
+    );
+    let report = m.last_tdr_report2(0).expect("a CollectDbgInfo2 report");
+    assert!(report.contains("tdr type=6 node=0 engine=0"), "{report}");
+    no_fault(&m);
+}
 
 /// TDR-06 on the two kinds of node. LastAbortedFenceId exists only on the software-scheduled
 /// path, whose work is all node-ring DMA buffers (its aborted packet = the hang's ID:

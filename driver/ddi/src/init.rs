@@ -43,9 +43,10 @@ pub use crate::submission::{
     PDXGKDDI_SUSPENDCONTEXT,
 };
 pub use crate::tdr::{
-    PDXGKDDI_BUILDPAGINGBUFFER, PDXGKDDI_COLLECTDBGINFO, PDXGKDDI_PREEMPTCOMMAND,
-    PDXGKDDI_QUERYCURRENTFENCE, PDXGKDDI_QUERYDEPENDENTENGINEGROUP, PDXGKDDI_QUERYENGINESTATUS,
-    PDXGKDDI_RESETENGINE, PDXGKDDI_SUBMITCOMMAND, PDXGKDDI_SUBMITCOMMANDVIRTUAL,
+    PDXGKDDI_BUILDPAGINGBUFFER, PDXGKDDI_COLLECTDBGINFO, PDXGKDDI_COLLECTDBGINFO2,
+    PDXGKDDI_PREEMPTCOMMAND, PDXGKDDI_QUERYCURRENTFENCE, PDXGKDDI_QUERYDEPENDENTENGINEGROUP,
+    PDXGKDDI_QUERYENGINESTATUS, PDXGKDDI_RESETENGINE, PDXGKDDI_SUBMITCOMMAND,
+    PDXGKDDI_SUBMITCOMMANDVIRTUAL,
 };
 
 /// Vista.
@@ -976,7 +977,6 @@ unbound_fn!(PDXGKDDI_RESTOREMUTABLEMIGRATIONDATA, "https://learn.microsoft.com/e
 unbound_fn!(PDXGKDDI_WRITEVIRTUALIZEDINTERRUPT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_writevirtualizedinterrupt");
 unbound_fn!(PDXGKDDI_SETVIRTUALGPURESOURCES2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvirtualgpuresources2");
 unbound_fn!(PDXGKDDI_SETVIRTUALFUNCTIONPAUSESTATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvirtualfunctionpausestate");
-unbound_fn!(PDXGKDDI_COLLECTDBGINFO2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo2");
 unbound_fn!(PDXGKDDI_NOTIFYCONTEXTPRIORITYCHANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_notifycontextprioritychange");
 unbound_fn!(PDXGKDDI_RESETDISPLAYENGINE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resetdisplayengine");
 

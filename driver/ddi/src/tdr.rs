@@ -231,6 +231,105 @@ pub type PDXGKDDI_COLLECTDBGINFO = Option<
     ) -> NTSTATUS,
 >;
 
+/// `DXGK_TDR_TYPE`: what kind of timeout a `DxgkDdiCollectDbgInfo2` call reports.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-dxgk_tdr_type>
+pub type DXGK_TDR_TYPE = i32;
+/// `DXGK_TDR_TYPE_UNKNOWN`: reserved, never passed.
+pub const DXGK_TDR_TYPE_UNKNOWN: DXGK_TDR_TYPE = 0;
+/// `DXGK_TDR_TYPE_FORCED`: forced through the TDR debug-control escape.
+pub const DXGK_TDR_TYPE_FORCED: DXGK_TDR_TYPE = 1;
+/// `DXGK_TDR_TYPE_PREEMPT_TIMEOUT`: adapter reset of a driver without engine reset.
+pub const DXGK_TDR_TYPE_PREEMPT_TIMEOUT: DXGK_TDR_TYPE = 2;
+/// `DXGK_TDR_TYPE_ENGINE_TIMEOUT`: one engine did not finish its work or preemption in time;
+/// `TdrPayload` is a [`DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT`].
+pub const DXGK_TDR_TYPE_ENGINE_TIMEOUT: DXGK_TDR_TYPE = 6;
+/// `DXGK_TDR_TYPE_ENGINE_TIMEOUT_PROMOTED`: an engine timeout turned into an adapter reset.
+pub const DXGK_TDR_TYPE_ENGINE_TIMEOUT_PROMOTED: DXGK_TDR_TYPE = 9;
+/// `DXGK_TDR_TYPE_PAGE_FAULT`: a GPU page fault.
+pub const DXGK_TDR_TYPE_PAGE_FAULT: DXGK_TDR_TYPE = 10;
+/// `DXGK_TDR_TYPE_ENGINE_PAGE_FAULT`: an engine's page fault.
+pub const DXGK_TDR_TYPE_ENGINE_PAGE_FAULT: DXGK_TDR_TYPE = 12;
+
+/// `DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT`: the payload of an engine timeout.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_tdr_payload_engine_timeout>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT {
+    /// In: the node being reset.
+    pub NodeOrdinal: UINT,
+    /// In: the engine being reset.
+    pub EngineOrdinal: UINT,
+    /// In (software-scheduled engines): the last fence id the GPU completed.
+    pub LastHwCompletedFenceId: u64,
+    /// In (software-scheduled engines): the last fence id submitted.
+    pub LastHwSubmittedFenceId: u64,
+    /// In (hardware-scheduled engines): context suspend requests outstanding.
+    pub NumberOfPendingSuspendRequests: u32,
+    /// In (hardware-scheduled engines): ready interactive hardware queues in flight.
+    pub NumberOfReadyInteractiveHwQueues: u32,
+    /// Out: the context the driver believes timed out, or NULL if it cannot tell.
+    pub hContext: HANDLE,
+}
+layout!(
+    DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT,
+    size = 40,
+    NodeOrdinal = 0,
+    EngineOrdinal = 4,
+    LastHwCompletedFenceId = 8,
+    LastHwSubmittedFenceId = 16,
+    NumberOfPendingSuspendRequests = 24,
+    NumberOfReadyInteractiveHwQueues = 28,
+    hContext = 32
+);
+
+/// `DXGKARG_COLLECTDBGINFO2`: [`DXGKARG_COLLECTDBGINFO`] with the kind of timeout and its
+/// payload after it (the first four fields keep their meaning and offsets).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_collectdbginfo2>
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_COLLECTDBGINFO2 {
+    /// In: bug check code the report is for.
+    pub Reason: UINT,
+    /// Out: buffer receiving the driver's debug information.
+    pub pBuffer: PVOID,
+    /// In: most bytes the driver may write to `pBuffer`.
+    pub BufferSize: SIZE_T,
+    /// Out (optional): OS-allocated extension the driver may fill.
+    pub pExtension: *mut DXGKARG_COLLECTDBGINFO_EXT,
+    /// In: the kind of timeout.
+    pub TdrType: DXGK_TDR_TYPE,
+    /// In: bytes at `TdrPayload`.
+    pub TdrPayloadSize: UINT,
+    /// In/out: the type's payload, or NULL (which the driver must survive).
+    pub TdrPayload: PVOID,
+}
+layout!(
+    DXGKARG_COLLECTDBGINFO2,
+    size = 48,
+    Reason = 0,
+    pBuffer = 8,
+    BufferSize = 16,
+    pExtension = 24,
+    TdrType = 32,
+    TdrPayloadSize = 36,
+    TdrPayload = 40
+);
+
+/// `DXGKDDI_COLLECTDBGINFO2`: `(IN_CONST_HANDLE hAdapter, INOUT_PDXGKARG_COLLECTDBGINFO2)`.
+/// Optional for WDDM 3.2; where present Dxgkrnl calls it instead of `DxgkDdiCollectDbgInfo`
+/// (24H2 `DXGADAPTER::_DdiCollectDbgInfoNoLocks`).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo2>
+pub type PDXGKDDI_COLLECTDBGINFO2 = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pCollectDbgInfo2: *mut DXGKARG_COLLECTDBGINFO2,
+    ) -> NTSTATUS,
+>;
+
 // ---------------------------------------------------------------------------------------------
 // Legacy (OS-scheduled) submission
 // ---------------------------------------------------------------------------------------------

@@ -93,6 +93,8 @@ pub struct Live<P: Platform> {
     pub sched: SpinLock<P, Sched>,
     /// The ISR's queue id → queue handle table (LOG-08, [`crate::log::QueueIrqTable`]).
     pub queue_irq: crate::log::QueueIrqTable,
+    /// Kernel-mode submissions held back for a full ring ([`crate::submit::drain_backlog`]).
+    pub backlogged: core::sync::atomic::AtomicUsize,
     /// Fence interrupts are reported per hardware queue (LOG-08; set at start from
     /// [`crate::caps::optimized_fence_irq`], never changed while started).
     pub optimized_fence_irq: bool,
@@ -471,6 +473,7 @@ impl<P: Platform> Adapter<P> {
                 doorbell_va,
                 sched: SpinLock::new(sched),
                 queue_irq,
+                backlogged: core::sync::atomic::AtomicUsize::new(0),
                 optimized_fence_irq: false,
                 power,
                 aperture,
@@ -933,11 +936,15 @@ impl<P: Platform> Adapter<P> {
         }
     }
 
-    /// The DPC: lets Dxgkrnl process what the ISR notified.
+    /// The DPC: lets Dxgkrnl process what the ISR notified, then appends kernel-mode
+    /// submissions a full ring held back (the PROGRESS interrupts that brought it here freed
+    /// the room). No driver lock is held across `DxgkCbNotifyDpc`: 24H2 calls
+    /// `DxgkDdiUpdateMonitoredValues` and submissions from inside it.
     pub fn dpc(&self) {
         self.stats.dpcs.fetch_add(1, Ordering::Relaxed);
         if let Some(live) = self.live() {
             live.dxgk.notify_dpc();
+            crate::submit::drain_backlog(live);
         }
     }
 }

@@ -26,7 +26,10 @@
 use core::fmt::{self, Write};
 use core::sync::atomic::Ordering;
 
-use rvgpu_ddi::tdr::DXGKARG_COLLECTDBGINFO;
+use rvgpu_ddi::tdr::{
+    DXGKARG_COLLECTDBGINFO, DXGKARG_COLLECTDBGINFO2, DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT,
+    DXGK_TDR_TYPE_ENGINE_TIMEOUT,
+};
 use rvgpu_hw::regs;
 
 use crate::adapter::Adapter;
@@ -167,6 +170,43 @@ pub(crate) fn collect<P: Platform>(
     let mut w = Truncating::new(buf);
     // Truncation is not an error: the writer never fails.
     let _ = report(a, args.Reason, &mut w);
+    w.terminate();
+    Ok(())
+}
+
+/// DxgkDdiCollectDbgInfo2 (level 0, as [`collect`]): the same report, then what the OS says
+/// of the timeout. For `DXGK_TDR_TYPE_ENGINE_TIMEOUT` the payload names the node and, for a
+/// hardware-scheduled one, the outstanding suspends and ready interactive queues; the line
+/// `tdr type=6 node=… engine=… completed=… submitted=… suspends=… ready=…` carries it into the
+/// report (scripts/windbg decodes the report). `hContext` stays NULL: which context hung is
+/// known only under the scheduler lock, which level 0 must not take. A NULL or short payload
+/// (the page allows it) gives `tdr type=N` alone.
+pub(crate) fn collect2<P: Platform>(
+    a: &Adapter<P>,
+    args: &DXGKARG_COLLECTDBGINFO2,
+    buf: Option<&mut [u8]>,
+    payload: Option<&DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>,
+) -> Result<(), Status> {
+    let buf = buf.ok_or(status::INVALID_PARAMETER)?;
+    if buf.is_empty() {
+        return Ok(());
+    }
+    let mut w = Truncating::new(buf);
+    let _ = report(a, args.Reason, &mut w);
+    let _ = match payload {
+        Some(p) if args.TdrType == DXGK_TDR_TYPE_ENGINE_TIMEOUT => writeln!(
+            w,
+            "tdr type={} node={} engine={} completed={:#x} submitted={:#x} suspends={} ready={}",
+            args.TdrType,
+            p.NodeOrdinal,
+            p.EngineOrdinal,
+            p.LastHwCompletedFenceId,
+            p.LastHwSubmittedFenceId,
+            p.NumberOfPendingSuspendRequests,
+            p.NumberOfReadyInteractiveHwQueues
+        ),
+        _ => writeln!(w, "tdr type={}", args.TdrType),
+    };
     w.terminate();
     Ok(())
 }

@@ -52,6 +52,10 @@ pub struct KernelRing {
     /// The producer's write pointer (free-running bytes); the copy in ring control is
     /// published from it.
     pub write_ptr: u64,
+    /// Submissions that found the ring full, oldest first, appended as the CMP frees room
+    /// (`submit::drain_backlog`): on Windows a failed `DxgkDdiSubmitCommandToHwQueue` puts the
+    /// device in error, so a full ring must not fail the DDI.
+    pub backlog: crate::kmem::Backlog,
 }
 
 /// Ring size of a kernel-mode queue: room for about 400 submissions of one INDIRECT and one
@@ -281,6 +285,7 @@ fn alloc_kernel_ring<P: Platform>(dxgk: &Dxgk) -> Result<KernelRing, Status> {
         buf,
         size: KERNEL_RING_BYTES,
         write_ptr: 0,
+        backlog: crate::kmem::Backlog::default(),
     })
 }
 

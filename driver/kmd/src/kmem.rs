@@ -120,6 +120,61 @@ pub fn try_boxed_slice<P: Platform, T>(
     try_from_fn::<P, T>(n, f).map(Vec::into_boxed_slice)
 }
 
+/// A first-in first-out list of word runs (one run per submission), with fallible growth and a
+/// bound on the runs it holds. Runs leave from the front; the words move down on each
+/// removal, which is cheap for the few runs a full ring holds back.
+#[derive(Clone, Debug, Default)]
+pub struct Backlog {
+    words: Vec<u64>,
+    runs: Vec<usize>,
+}
+
+/// Runs a [`Backlog`] holds at most.
+pub const BACKLOG_RUNS: usize = 1024;
+
+impl Backlog {
+    /// Appends one run; on failure nothing changed.
+    pub fn try_push<P: Platform>(&mut self, run: &[u64]) -> Result<(), NoMemory> {
+        if self.runs.len() >= BACKLOG_RUNS {
+            return Err(NoMemory);
+        }
+        if self.words.capacity().saturating_sub(self.words.len()) < run.len() {
+            try_reserve::<P, u64>(&mut self.words, run.len().max(64))?;
+        }
+        if self.runs.len() == self.runs.capacity() {
+            try_reserve::<P, usize>(&mut self.runs, 16)?;
+        }
+        self.words.extend_from_slice(run);
+        self.runs.push(run.len());
+        Ok(())
+    }
+
+    /// The oldest run.
+    pub fn front(&self) -> Option<&[u64]> {
+        let n = *self.runs.first()?;
+        self.words.get(..n)
+    }
+
+    /// Drops the oldest run.
+    pub fn pop_front(&mut self) {
+        if self.runs.is_empty() {
+            return;
+        }
+        let n = self.runs.remove(0);
+        self.words.drain(..n.min(self.words.len()));
+    }
+
+    /// Runs held.
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+}
+
 /// An ordered map over a sorted vector: what the driver used `BTreeMap` for, with fallible
 /// growth. Keys are mostly handles, created in increasing order, so inserts append.
 #[derive(Clone, Debug)]

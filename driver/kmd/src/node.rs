@@ -543,6 +543,7 @@ impl NodeRings {
                 buf,
                 size: NODE_RING_BYTES,
                 write_ptr: 0,
+                backlog: crate::kmem::Backlog::default(),
             },
             fences,
         })
@@ -1113,6 +1114,7 @@ mod tests {
                 buf,
                 size,
                 write_ptr: 0,
+                backlog: crate::kmem::Backlog::default(),
             },
             fences: NodeFences::new(capacity),
         }

@@ -20,7 +20,7 @@ use rvgpu_hw::cmd::{Command, MAX_INDIRECT};
 use rvgpu_hw::queue::{ring_free, RingControl};
 use rvgpu_hw::regs;
 
-use crate::adapter::Adapter;
+use crate::adapter::{Adapter, Live};
 use crate::hwqueue::KernelRing;
 use crate::platform::Platform;
 use crate::sched::{Handle, Kind};
@@ -163,12 +163,71 @@ pub fn submit<P: Platform>(
         }
         let (engine, id) = (q.engine, q.id);
         let k = q.kernel.as_mut().ok_or(status::INVALID_DEVICE_STATE)?;
-        append(k, packets)?;
+        // Earlier submissions held back go first; this one joins them if they still do not
+        // fit or the ring is full (Windows turns a failure here into a device error, so a full
+        // ring is not one: `drain_backlog` appends it once the CMP frees room).
+        drain(k);
+        if !k.backlog.is_empty() || append(k, packets) == Err(status::INSUFFICIENT_RESOURCES) {
+            k.backlog
+                .try_push::<P>(packets)
+                .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
+            live.backlogged
+                .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        }
         // P4: the CMP loads write_ptr before this write returns (a suspended queue picks it
         // up when it re-enters the runlist).
         live.regs.write_at(engine, regs::QueueKick::new(id));
         Ok(())
     }
+}
+
+/// Appends the held-back submissions of `k` that now fit, oldest first; `true` if any moved.
+fn drain(k: &mut KernelRing) -> bool {
+    // Taken out while the ring is written (moving it allocates nothing).
+    let mut backlog = core::mem::take(&mut k.backlog);
+    let mut moved = false;
+    while let Some(run) = backlog.front() {
+        if append_fits(k, run.len()) && append(k, run).is_ok() {
+            backlog.pop_front();
+            moved = true;
+        } else {
+            break;
+        }
+    }
+    k.backlog = backlog;
+    moved
+}
+
+/// Whether `words` words fit in `k` now.
+fn append_fits(k: &KernelRing, words: usize) -> bool {
+    let need = u64::try_from(words).ok().and_then(|w| w.checked_mul(8));
+    let free = k
+        .read_ptr()
+        .and_then(|read| ring_free(k.size, read, k.write_ptr));
+    matches!((need, free), (Some(n), Some(f)) if f >= n)
+}
+
+/// The DPC's part (DISPATCH): every kernel-mode queue with held-back submissions appends what
+/// the CMP has made room for and is kicked. Nothing to do (one atomic load) while no queue
+/// holds any.
+pub fn drain_backlog<P: Platform>(live: &Live<P>) {
+    if live.backlogged.load(core::sync::atomic::Ordering::Relaxed) == 0 {
+        return;
+    }
+    let mut s = live.sched.lock();
+    let mut left = 0usize;
+    for q in s.queues.values_mut() {
+        let (engine, id) = (q.engine, q.id);
+        let Some(k) = q.kernel.as_mut() else {
+            continue;
+        };
+        if drain(k) {
+            live.regs.write_at(engine, regs::QueueKick::new(id));
+        }
+        left = left.saturating_add(k.backlog.len());
+    }
+    live.backlogged
+        .store(left, core::sync::atomic::Ordering::Relaxed);
 }
 
 #[cfg(test)]
@@ -270,6 +329,7 @@ mod tests {
             buf,
             size,
             write_ptr: 0,
+            backlog: crate::kmem::Backlog::default(),
         }
     }
 
@@ -311,6 +371,47 @@ mod tests {
         // A read pointer ahead of the write pointer is never trusted.
         set_read(&k, 1000);
         assert_eq!(append(&mut k, &packet), Err(status::DEVICE_HARDWARE_ERROR));
+    }
+
+    #[test]
+    fn full_ring_holds_submissions_back_and_drains_them_in_order() {
+        let mut k = host_ring(256);
+        let set_read = |k: &KernelRing, v: u64| {
+            k.buf
+                .store(k.control_word(RingControl::READ_PTR), v, Ordering::Release);
+        };
+        for i in 0..6u64 {
+            append(&mut k, &[i; 5]).unwrap();
+        }
+        // The ring is full: what `submit` does with the next two.
+        for i in [6u64, 7] {
+            assert!(!append_fits(&k, 5));
+            k.backlog.try_push::<crate::kmem::Host>(&[i; 5]).unwrap();
+        }
+        assert!(!drain(&mut k), "no room yet");
+        assert_eq!(k.backlog.len(), 2);
+        // Room for one: only the oldest moves, the order kept.
+        set_read(&k, 40);
+        assert!(drain(&mut k));
+        assert_eq!((k.backlog.len(), k.write_ptr), (1, 280));
+        assert_eq!(k.buf.load(30, Ordering::Relaxed), Some(6));
+        set_read(&k, 120);
+        assert!(drain(&mut k));
+        assert!(k.backlog.is_empty());
+        assert_eq!(k.write_ptr, 320);
+        assert_eq!(k.buf.load((280 / 8) % 32, Ordering::Relaxed), Some(7));
+    }
+
+    #[test]
+    fn a_backlog_is_bounded() {
+        let mut b = crate::kmem::Backlog::default();
+        for _ in 0..crate::kmem::BACKLOG_RUNS {
+            b.try_push::<crate::kmem::Host>(&[1, 2]).unwrap();
+        }
+        assert!(b.try_push::<crate::kmem::Host>(&[1, 2]).is_err());
+        assert_eq!(b.front(), Some(&[1u64, 2][..]));
+        b.pop_front();
+        assert_eq!(b.len(), crate::kmem::BACKLOG_RUNS - 1);
     }
 
     #[test]

@@ -164,6 +164,7 @@ fn through_ddi_wrapper(routine: Routine) -> bool {
             | R::DxgkDdiQueryEngineStatus
             | R::DxgkDdiResetEngine
             | R::DxgkDdiCollectDbgInfo
+            | R::DxgkDdiCollectDbgInfo2
             | R::DxgkDdiResetFromTimeout
             | R::DxgkDdiRestartFromTimeout
             | R::DxgkDdiSetupPriorityBands

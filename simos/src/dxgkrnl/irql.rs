@@ -100,6 +100,7 @@ pub enum Routine {
     DxgkDdiQueryEngineStatus,
     DxgkDdiResetEngine,
     DxgkDdiCollectDbgInfo,
+    DxgkDdiCollectDbgInfo2,
     DxgkDdiResetFromTimeout,
     DxgkDdiRestartFromTimeout,
     DxgkCbInvalidateHwContext,
@@ -361,6 +362,9 @@ impl Routine {
             // simulation passes).
             Self::DxgkDdiCollectDbgInfo => {
                 rule(P, DIRQL, "d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo")
+            }
+            Self::DxgkDdiCollectDbgInfo2 => {
+                rule(P, DIRQL, "d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo2")
             }
             Self::DxgkDdiResetFromTimeout => {
                 rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_resetfromtimeout")

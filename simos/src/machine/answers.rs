@@ -119,6 +119,32 @@ pub enum OsDisconnects {
     OnPowerAndReset,
 }
 
+/// What a failed `DxgkDdiSubmitCommandToHwQueue` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitFailure {
+    /// 24H2: VidSch calls the DDI after the API returned (`M:SubmitRenderToHwQueue`
+    /// @0x14000E8B0); any status with the high bit set but `STATUS_NOT_IMPLEMENTED` marks the
+    /// device in error (`M:VidSchiMarkDeviceAsError`): a device loss.
+    DeviceError,
+    /// The page: the status reaches the caller.
+    ReturnedToCaller,
+}
+
+/// The order of a hardware-scheduled node's TDR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HwsTdr {
+    /// 24H2 (`M:VidSchiPrepareToResetEngine` @0x1400A67D4, `VidSchiResetEngines` @0x1400A690C,
+    /// `VidSchiResetHwEngine` @0x140052878): `DxgkDdiQueryDependentEngineGroup` first (a
+    /// failure makes it an adapter-wide TDR), then the node's snapshot, then
+    /// `DxgkDdiCollectDbgInfo2` (else `CollectDbgInfo`) with a 16 MiB buffer, then
+    /// `DxgkDdiResetHwEngine` for the hung node only, `KeFlushQueuedDpcs`,
+    /// `DxgkDdiResumeHwEngine`.
+    DbgInfoBeforeReset,
+    /// The TDR-05 sequence of the pages (and 22631): `CollectDbgInfo` first, then the snapshot,
+    /// a DPC flush and the dependent group.
+    DbgInfoFirst,
+}
+
 /// One answer to each disagreement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {
@@ -138,6 +164,10 @@ pub struct Reading {
     pub victim_disconnect: VictimDisconnect,
     /// OS-initiated doorbell disconnects.
     pub os_disconnects: OsDisconnects,
+    /// A failed kernel-mode submission.
+    pub submit_failure: SubmitFailure,
+    /// A hardware-scheduled node's TDR.
+    pub hws_tdr: HwsTdr,
 }
 
 impl Reading {
@@ -151,6 +181,8 @@ impl Reading {
         dpc_fence_work: DpcFenceWork::InsideNotifyDpc,
         victim_disconnect: VictimDisconnect::CallsDriverDisconnect,
         os_disconnects: OsDisconnects::OnDestroyOnly,
+        submit_failure: SubmitFailure::DeviceError,
+        hws_tdr: HwsTdr::DbgInfoBeforeReset,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed.
@@ -171,6 +203,8 @@ impl Reading {
         dpc_fence_work: DpcFenceWork::AfterDpcReturns,
         victim_disconnect: VictimDisconnect::StatusOnly,
         os_disconnects: OsDisconnects::OnPowerAndReset,
+        submit_failure: SubmitFailure::ReturnedToCaller,
+        hws_tdr: HwsTdr::DbgInfoFirst,
     };
 
     /// Every named reading.

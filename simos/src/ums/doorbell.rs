@@ -173,7 +173,9 @@ pub(super) fn connect_locked(
             return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
         }
         match d.state {
-            DoorbellState::Aborted => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+            // 24H2 `K:DxgkConnectDoorbellInternal` @0x1401D846C: an aborted doorbell (status
+            // 3) is STATUS_INVALID_PARAMETER; a connected one succeeds with no DDI.
+            DoorbellState::Aborted => return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER)),
             DoorbellState::Connected { .. } => return Ok(()),
             DoorbellState::Disconnected => {}
         }

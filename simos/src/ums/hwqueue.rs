@@ -2,6 +2,7 @@
 //! native fence logs.
 
 use super::*;
+use crate::machine::answers::SubmitFailure;
 
 pub(super) fn destroy_hw_queue(
     m: &Machine,
@@ -478,6 +479,16 @@ pub(crate) fn submit_command(
     let node = queue_node(a, queue)?;
     let _active = node_active(a, node)?;
     let status = submit_raw(m, a, device, queue, value, gpu, bytes)?;
+    if status < 0
+        && status != STATUS_NOT_IMPLEMENTED
+        && a.os.reading.submit_failure == SubmitFailure::DeviceError
+    {
+        // 24H2 (`M:SubmitRenderToHwQueue` @0x14000E8B0): the API returned before VidSch made
+        // the call; the failure marks the device in error.
+        super::loss::tdr_device_error(a, device)?;
+        lock(&a.ums).events.push(UmsEvent::DeviceError { device });
+        return Ok(());
+    }
     check_status(status)?;
     last.fetch_max(value, Ordering::AcqRel);
     {

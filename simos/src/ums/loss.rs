@@ -136,17 +136,22 @@ pub(crate) fn tdr_device_error(
     a: &AdapterShared,
     device: KmtHandle,
 ) -> Result<Vec<KmtHandle>, SimError> {
-    let dbs: Vec<KmtHandle> = {
+    let (dbs, process) = {
         let mut os = lock(&a.ums);
-        match os.devices.get_mut(&device) {
-            Some(d) => d.in_error = true,
+        let process = match os.devices.get_mut(&device) {
+            Some(d) => {
+                d.in_error = true;
+                d.process
+            }
             None => return Ok(Vec::new()),
-        }
-        os.doorbells
+        };
+        let dbs: Vec<KmtHandle> = os
+            .doorbells
             .values()
             .filter(|d| d.device == device)
             .map(|d| d.handle)
-            .collect()
+            .collect();
+        (dbs, process)
     };
     for d in &dbs {
         // 24H2 writes the status only (no DDI, no remap of a device in error:
@@ -166,6 +171,8 @@ pub(crate) fn tdr_device_error(
             }
         }
     }
+    // The device's native fences go to u64::MAX (`M:VidSchiMarkDeviceAsError`).
+    crate::sync::fence::signal_process_fences_to_max(a, process)?;
     Ok(dbs)
 }
 

@@ -229,6 +229,17 @@ impl HwsOs {
 }
 
 /// Is `node` of `a` hardware-scheduled (its metadata has `ContextSchedulingSupported`)?
+/// For 24H2's engine-timeout payload: (context suspends outstanding on `node`, queues of the
+/// node with work). The simulation completes a suspend within its call, so none is ever
+/// outstanding.
+pub(crate) fn node_queue_counts(a: &AdapterShared, node: u32) -> (u32, u32) {
+    let ready = crate::ums::tdr_queues(a)
+        .iter()
+        .filter(|q| q.node == node && !q.suspended && q.last_queued > q.completed)
+        .count();
+    (0, u32::try_from(ready).unwrap_or(u32::MAX))
+}
+
 pub(crate) fn is_hw_node(a: &AdapterShared, node: u32) -> bool {
     lock(&a.hws).is_hw_node(node)
 }

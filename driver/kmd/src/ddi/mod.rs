@@ -113,6 +113,7 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiResetHwEngine: Some(reset_hw_engine::<P>),
         DxgkDdiResumeHwEngine: Some(resume_hw_engine::<P>),
         DxgkDdiCollectDbgInfo: Some(collect_dbg_info::<P>),
+        DxgkDdiCollectDbgInfo2: Some(collect_dbg_info2::<P>),
         DxgkDdiResetFromTimeout: Some(reset_from_timeout::<P>),
         DxgkDdiRestartFromTimeout: Some(restart_from_timeout::<P>),
         DxgkDdiSetNativeFenceLogBuffer: Some(set_native_fence_log_buffer::<P>),
@@ -1120,6 +1121,36 @@ unsafe extern "system" fn collect_dbg_info<P: Platform>(
             // (DXGKARG_COLLECTDBGINFO: "the maximum size, in bytes, to copy to the buffer").
             let buf = unsafe { os_buffer(args.pBuffer, args.BufferSize) };
             to_ntstatus(crate::dbginfo::collect(a, args, buf))
+        }
+        _ => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiCollectDbgInfo2 (level 0, as DxgkDdiCollectDbgInfo; WDDM 3.2, preferred by 24H2).
+unsafe extern "system" fn collect_dbg_info2<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut rvgpu_ddi::tdr::DXGKARG_COLLECTDBGINFO2,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl passes our own context as hAdapter.
+    let a = unsafe { adapter::<P>(h_adapter) };
+    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    let args = unsafe { args.as_ref() };
+    match (a, args) {
+        (Some(a), Some(args)) => {
+            // SAFETY: as for collect_dbg_info: `BufferSize` writable bytes at `pBuffer`.
+            let buf = unsafe { os_buffer(args.pBuffer, args.BufferSize) };
+            let size = core::mem::size_of::<rvgpu_ddi::tdr::DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>();
+            let whole = usize::try_from(args.TdrPayloadSize).is_ok_and(|n| n >= size);
+            let payload = (whole && (args.TdrPayload as usize).is_multiple_of(8))
+                // SAFETY: the OS's payload of `TdrPayloadSize` bytes (checked to hold the
+                // structure, and aligned), valid for the call when non-null.
+                .then(|| unsafe {
+                    args.TdrPayload
+                        .cast::<rvgpu_ddi::tdr::DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>()
+                        .as_ref()
+                })
+                .flatten();
+            to_ntstatus(crate::dbginfo::collect2(a, args, buf, payload))
         }
         _ => status::INVALID_PARAMETER.code(),
     }

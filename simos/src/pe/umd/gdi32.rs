@@ -1253,12 +1253,12 @@ const SYNC_FLAG_SHARED: u32 = 1 << 0;
 fn create_native_fence(p: &UserProcess, at: u64) -> Status {
     let a: CreateNativeFence = args(at)?;
     probe_out::<CreateNativeFence>(at)?;
-    let d = p.device(a.h_device)?;
-    // D3DDDI_NATIVEFENCE_TYPE_DEFAULT only (the other type needs a GPU-local CurrentValue
-    // the simulated adapters do not offer to user mode).
+    // 24H2 `K:NtDxgkCreateNativeFenceInternal` @0x1401F8C68: `Info.Type` other than
+    // D3DDDI_NATIVEFENCE_TYPE_DEFAULT is refused first, STATUS_INVALID_PARAMETER.
     if a.fence_type != 0 {
-        return Err(STATUS_NOT_SUPPORTED);
+        return Err(STATUS_INVALID_PARAMETER);
     }
+    let d = p.device(a.h_device)?;
     let (h, f) = p
         .kmt(d)
         .create_native_fence_raw(a.initial_fence_value, a.info_flags & SYNC_FLAG_SHARED != 0)

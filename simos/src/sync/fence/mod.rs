@@ -75,6 +75,7 @@ pub use self::monitored::*;
 pub use self::settle::*;
 pub use self::storage::*;
 pub use self::values::*;
+pub(crate) use self::wait::signal_process_fences_to_max;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::c_void;

@@ -123,3 +123,41 @@ impl Machine {
         propagate(&fence.obj)
     }
 }
+
+/// Device error (24H2 `M:VidSchiMarkDeviceAsError` @0x14001FF30 →
+/// `VidSchiSignalRegisteredSyncObjects` → `SetToAlwaysSignaled`): every native fence a device of
+/// `process` has open on `a` is signalled to `u64::MAX` through
+/// `DxgkDdiUpdateCurrentValuesFromCpu` (flags 0; the OS stores nothing itself), so its waiters,
+/// CPU and GPU, are released. Errors are returned after trying them all.
+pub(crate) fn signal_process_fences_to_max(
+    a: &AdapterShared,
+    process: ProcessId,
+) -> Result<(), SimError> {
+    let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os)
+        .objs
+        .values()
+        .filter(|o| lock(&o.st).instances.values().any(|p| *p == process))
+        .cloned()
+        .collect();
+    let mut result = Ok(());
+    for obj in objs {
+        let r = (|| {
+            {
+                let _s = lock(&obj.settle_lock);
+                if lock(&obj.st).destroyed {
+                    return Ok(());
+                }
+                update_current(a, &[(obj.global, u64::MAX, obj.cv.kva())], false)?;
+            }
+            {
+                let _via = ViaScope::enter(ReleaseVia::CpuSignal);
+                settle(&obj)?;
+            }
+            propagate(&obj)
+        })();
+        if r.is_err() {
+            result = r;
+        }
+    }
+    result
+}

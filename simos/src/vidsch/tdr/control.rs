@@ -63,6 +63,14 @@ impl Machine {
             .unwrap_or_default()
     }
 
+    /// The text of the last `DxgkDdiCollectDbgInfo2` report on adapter `i` (24H2's TDR of a
+    /// hardware-scheduled node).
+    pub fn last_tdr_report2(&self, i: usize) -> Option<String> {
+        self.adapter_shared(i)
+            .ok()
+            .and_then(|a| lock(&shared(a).os).last_report2.clone())
+    }
+
     /// The reason of the last recovery on adapter `i` (TDR-09: 9 after a promotion).
     pub fn tdr_reason(&self, i: usize) -> Option<TdrReason> {
         self.adapter_shared(i)

@@ -20,6 +20,7 @@ pub(crate) fn recover_hw_node(
     node: u32,
     stalled: Option<KmtHandle>,
     gate: std::sync::RwLockWriteGuard<'_, ()>,
+    flush_after_reset: bool,
 ) -> Result<(), SimError> {
     let t = table(a)?;
     let ctx = a.context();
@@ -59,6 +60,12 @@ pub(crate) fn recover_hw_node(
         .calls
         .push(HwsCall::ResetHwEngine { node, status: st });
     let mut errored: BTreeSet<KmtHandle> = invalidated.iter().copied().collect();
+    if flush_after_reset {
+        // 24H2 `VidSchiResetHwEngine`: KeFlushQueuedDpcs right after the reset.
+        let step = lock(&sh.os).step;
+        flush_dpcs(a, step)?;
+        lock(&sh.os).events.push(TdrEvent::DpcFlushed { node });
+    }
     if st != STATUS_SUCCESS {
         drop(gate);
         let extra: Vec<KmtHandle> = errored.into_iter().collect();
@@ -124,4 +131,50 @@ pub(crate) fn recover_hw_node(
     }
     drop(gate);
     error_devices(a, sh, &errored)
+}
+
+/// A hardware-scheduled node's TDR in 24H2's order ([`crate::machine::answers::HwsTdr`]): the
+/// dependent group first (a failure or a mask without the node makes it adapter-wide, as
+/// `VidSchiCheckHwProgress` does with reason 9; an empty mask is bug check 0x119 / 8), the
+/// node's snapshot (its fence reports dropped from here, `VidSchiSetHwNodeResettingStateAtISR`),
+/// the debug report with `DxgkDdiCollectDbgInfo2`, then the reset of the hung node only (24H2
+/// preempts only the dependents that are not hardware-scheduled; rvgpu's nodes all are), the
+/// DPC flush and the resume.
+pub(crate) fn recover_hw_node_24h2(
+    a: &AdapterShared,
+    sh: &TdrShared,
+    node: u32,
+    stalled: Option<KmtHandle>,
+) -> Result<(), SimError> {
+    lock(&sh.os).events.push(TdrEvent::Timeout { node });
+    let (st, mask) = query_dependent_group(a, node)?;
+    if NT_SUCCESS(st) && mask == 0 {
+        let b = crate::BugCheck::video_scheduler(8, node.into(), 0, 0);
+        a.state.raise_bugcheck(b.clone());
+        return Err(SimError::Bugcheck(b));
+    }
+    if !NT_SUCCESS(st) || mask & (1u64 << node.min(63)) == 0 {
+        return adapter_reset(a, sh, TdrReason::EngineTimeoutPromotedToAdapterReset, &[]);
+    }
+    lock(&sh.os)
+        .events
+        .push(TdrEvent::DependentGroup { node, mask });
+    let gate = sh.gate.write().unwrap_or_else(|p| p.into_inner());
+    {
+        let _il = lock(&a.interrupt_lock);
+        let _irql = IrqlScope::enter(Irql::Device);
+        let mut os = lock(&sh.os);
+        let n = os.node(node);
+        n.ignore_irq = true;
+        let (s, c) = (n.s, n.c);
+        os.events.push(TdrEvent::Snapshot {
+            node,
+            submitted: s,
+            completed: c,
+        });
+    }
+    let step = lock(&sh.os).step;
+    pause_before_reset(a, sh, node, step);
+    collect_dbg_info_24h2(a, sh, node)?;
+    recover_hw_node(a, sh, node, stalled, gate, true)
 }

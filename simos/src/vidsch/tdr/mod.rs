@@ -143,6 +143,13 @@ pub enum TdrEvent {
     Timeout { node: u32 },
     /// `DxgkDdiCollectDbgInfo(reason)`; `bytes` up to the first NUL.
     CollectDbgInfo { reason: u32, bytes: usize },
+    /// `DxgkDdiCollectDbgInfo2(reason, TdrType)` (24H2 prefers it where the driver has it);
+    /// `bytes` up to the first NUL.
+    CollectDbgInfo2 {
+        reason: u32,
+        tdr_type: i32,
+        bytes: usize,
+    },
     /// The atomic snapshot at device IRQL.
     Snapshot {
         node: u32,
@@ -310,6 +317,8 @@ pub(crate) struct TdrOs {
     invalidated: Vec<KmtHandle>,
     pub resets: u64,
     pub adapter_resets: u64,
+    /// The text of the last `DxgkDdiCollectDbgInfo2` report (tests decode it).
+    pub last_report2: Option<String>,
 }
 
 impl TdrOs {
@@ -329,6 +338,7 @@ impl TdrOs {
             invalidated: Vec::new(),
             resets: 0,
             adapter_resets: 0,
+            last_report2: None,
         }
     }
 

@@ -3,6 +3,60 @@
 
 use super::*;
 
+/// The test's pause just before the reset (TDR-07): the hook works on the in-process device (a
+/// PCI board has none to pause).
+pub(super) fn pause_before_reset(a: &AdapterShared, sh: &TdrShared, node: u32, step: bool) {
+    let hook = a
+        .emulated
+        .as_ref()
+        .and_then(|d| Some((lock(&sh.pause).take()?, d)));
+    if let Some((mut h, dev)) = hook {
+        h(dev);
+        lock(&sh.os).events.push(TdrEvent::Paused { node });
+        *lock(&sh.pause) = Some(h);
+        if step {
+            // Interrupts keep arriving while VidSch prepares the reset (threaded mode: the
+            // interrupt thread): the node's reports are recorded as ignored.
+            for _ in 0..1000 {
+                if !matches!(
+                    crate::dxgkrnl::interrupt::service_interrupt(a, false),
+                    crate::dxgkrnl::interrupt::Serviced::Ran(_)
+                ) {
+                    break;
+                }
+            }
+            while crate::dxgkrnl::interrupt::service_dpc(a) {}
+        }
+    }
+}
+
+/// `DxgkDdiQueryDependentEngineGroup(node)` at PASSIVE: (status, mask).
+pub(super) fn query_dependent_group(
+    a: &AdapterShared,
+    node: u32,
+) -> Result<(NTSTATUS, u64), SimError> {
+    let qdeg = table(a)?
+        .DxgkDdiQueryDependentEngineGroup
+        .ok_or_else(|| sim_err(a, "TDR without DxgkDdiQueryDependentEngineGroup".into()))?;
+    let mut g = DXGKARG_QUERYDEPENDENTENGINEGROUP {
+        NodeOrdinal: node,
+        EngineOrdinal: 0,
+        DependentNodeOrdinalMask: 0,
+    };
+    let ctx = a.context();
+    let st = ddi::call(
+        a,
+        Routine::DxgkDdiQueryDependentEngineGroup,
+        qdeg as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { qdeg(ctx, &mut g) }
+        },
+    )?;
+    Ok((st, g.DependentNodeOrdinalMask))
+}
+
 /// The TDR-05 sequence for `node` from the preemption timeout on. `stalled`: the hardware
 /// queue that timed out (`Some(0)`: a hang report without a known queue; `None`: a DMA
 /// timeout).
@@ -13,6 +67,13 @@ pub(crate) fn recover_node(
     stalled: Option<KmtHandle>,
 ) -> Result<(), SimError> {
     let step = lock(&sh.os).step;
+    let per_engine = lock(&a.caps).is_some_and(|c| c.SupportPerEngineTDR != 0);
+    if a.os.reading.hws_tdr == crate::machine::answers::HwsTdr::DbgInfoBeforeReset
+        && per_engine
+        && crate::vidsch::hws::is_hw_node(a, node)
+    {
+        return recover_hw_node_24h2(a, sh, node, stalled);
+    }
     lock(&sh.os).events.push(TdrEvent::Timeout { node });
     // Step 3.
     collect_dbg_info(a, sh, VIDEO_ENGINE_TIMEOUT_DETECTED)?;
@@ -50,25 +111,7 @@ pub(crate) fn recover_node(
     let t = table(a)?;
     let ctx = a.context();
     let nodes = lock(&a.caps).map_or(1, |c| c.GpuEngineTopology.NbAsymetricProcessingNodes);
-    let qdeg = t
-        .DxgkDdiQueryDependentEngineGroup
-        .ok_or_else(|| sim_err(a, "TDR without DxgkDdiQueryDependentEngineGroup".into()))?;
-    let mut g = DXGKARG_QUERYDEPENDENTENGINEGROUP {
-        NodeOrdinal: node,
-        EngineOrdinal: 0,
-        DependentNodeOrdinalMask: 0,
-    };
-    let st = ddi::call(
-        a,
-        Routine::DxgkDdiQueryDependentEngineGroup,
-        qdeg as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { qdeg(ctx, &mut g) }
-        },
-    )?;
-    let mask = g.DependentNodeOrdinalMask;
+    let (st, mask) = query_dependent_group(a, node)?;
     let valid = if nodes >= 64 {
         u64::MAX
     } else {
@@ -117,36 +160,12 @@ pub(crate) fn recover_node(
             .events
             .push(TdrEvent::EngineStatus { node, responsive });
     }
-    // The test's pause (TDR-07).
-    // The hook works on the in-process device (a PCI board has none to pause).
-    let hook = a
-        .emulated
-        .as_ref()
-        .and_then(|d| Some((lock(&sh.pause).take()?, d)));
-    if let Some((mut h, dev)) = hook {
-        h(dev);
-        lock(&sh.os).events.push(TdrEvent::Paused { node });
-        *lock(&sh.pause) = Some(h);
-        if step {
-            // Interrupts keep arriving while VidSch prepares the reset (threaded mode: the
-            // interrupt thread): the node's reports are recorded as ignored.
-            for _ in 0..1000 {
-                if !matches!(
-                    crate::dxgkrnl::interrupt::service_interrupt(a, false),
-                    crate::dxgkrnl::interrupt::Serviced::Ran(_)
-                ) {
-                    break;
-                }
-            }
-            while crate::dxgkrnl::interrupt::service_dpc(a) {}
-        }
-    }
+    pause_before_reset(a, sh, node, step);
     // Step 8: ResetEngine for each node of the mask, in ordinal order (only with
     // SupportPerEngineTDR; otherwise the adapter-wide path).
-    let per_engine = lock(&a.caps).is_some_and(|c| c.SupportPerEngineTDR != 0);
     if per_engine && crate::vidsch::hws::is_hw_node(a, node) {
-        // Issue 13: a hardware-scheduled node resets through ResetHwEngine/ResumeHwEngine.
-        return recover_hw_node(a, sh, node, stalled, _gate);
+        // A hardware-scheduled node resets through ResetHwEngine/ResumeHwEngine.
+        return recover_hw_node(a, sh, node, stalled, _gate, false);
     }
     let (Some(reset), true) = (t.DxgkDdiResetEngine, per_engine) else {
         drop(_gate);

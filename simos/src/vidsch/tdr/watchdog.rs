@@ -247,6 +247,77 @@ pub(super) fn collect_dbg_info(
     Ok(())
 }
 
+/// The debug report just before a hardware-scheduled node's reset, as 24H2 makes it
+/// (`M:TdrCollectDbgInfoStage1` @0x140368AC0, `K:DXGADAPTER::_DdiCollectDbgInfoNoLocks`
+/// @0x1403698F8): a 16 MiB buffer, reason `VIDEO_ENGINE_TIMEOUT_DETECTED`;
+/// `DxgkDdiCollectDbgInfo2` with `DXGK_TDR_TYPE_ENGINE_TIMEOUT` and its 40-byte payload where
+/// the driver has the slot, else `DxgkDdiCollectDbgInfo`. The buffer is followed by a guard
+/// (the OS's is an "EOR" canary) the driver must not write.
+pub(super) fn collect_dbg_info_24h2(
+    a: &AdapterShared,
+    sh: &TdrShared,
+    node: u32,
+) -> Result<(), SimError> {
+    let Some(f) = table(a)?.DxgkDdiCollectDbgInfo2 else {
+        return collect_dbg_info(a, sh, VIDEO_ENGINE_TIMEOUT_DETECTED);
+    };
+    const SIZE: usize = 16 << 20;
+    const GUARD: u8 = 0xA5;
+    let mut buf = vec![GUARD; SIZE + 64];
+    let mut ext = DXGKARG_COLLECTDBGINFO_EXT::default();
+    let (suspends, ready) = crate::vidsch::hws::node_queue_counts(a, node);
+    let mut payload = DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT {
+        NodeOrdinal: node,
+        EngineOrdinal: 0,
+        LastHwCompletedFenceId: 0,
+        LastHwSubmittedFenceId: 0,
+        NumberOfPendingSuspendRequests: suspends,
+        NumberOfReadyInteractiveHwQueues: ready,
+        hContext: std::ptr::null_mut(),
+    };
+    let mut args = DXGKARG_COLLECTDBGINFO2 {
+        Reason: VIDEO_ENGINE_TIMEOUT_DETECTED,
+        pBuffer: buf.as_mut_ptr().cast(),
+        BufferSize: SIZE,
+        pExtension: &mut ext,
+        TdrType: DXGK_TDR_TYPE_ENGINE_TIMEOUT,
+        TdrPayloadSize: std::mem::size_of::<DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>() as u32,
+        TdrPayload: (&mut payload as *mut DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT).cast(),
+    };
+    let ctx = a.context();
+    let status = ddi::call(
+        a,
+        Routine::DxgkDdiCollectDbgInfo2,
+        f as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's DDI with its context, a buffer of BufferSize bytes and a
+            // payload of TdrPayloadSize bytes, all alive for the call.
+            unsafe { f(ctx, &mut args) }
+        },
+    )?;
+    if buf[SIZE..].iter().any(|b| *b != GUARD) {
+        return Err(sim_err(
+            a,
+            "driver bug: DxgkDdiCollectDbgInfo2 wrote past BufferSize".to_string(),
+        ));
+    }
+    let bytes = if NT_SUCCESS(status) {
+        buf[..SIZE].iter().position(|b| *b == 0).unwrap_or(SIZE)
+    } else {
+        0
+    };
+    let text = String::from_utf8_lossy(&buf[..bytes]).into_owned();
+    let mut os = lock(&sh.os);
+    os.events.push(TdrEvent::CollectDbgInfo2 {
+        reason: VIDEO_ENGINE_TIMEOUT_DETECTED,
+        tdr_type: DXGK_TDR_TYPE_ENGINE_TIMEOUT,
+        bytes,
+    });
+    os.last_report2 = Some(text);
+    Ok(())
+}
+
 /// Waits until no DPC of the adapter is queued or running (`KeFlushQueuedDpcs`), without
 /// closing its gate. Step mode: runs queued DPCs inline.
 pub(super) fn flush_dpcs(a: &AdapterShared, step: bool) -> Result<(), SimError> {
