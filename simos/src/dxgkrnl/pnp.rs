@@ -163,6 +163,9 @@ impl Machine {
             return Err(self.misuse(format!("adapter {i} already started")));
         }
         if life == Life::Absent {
+            // BR-14: `DpiFdoInitializeFdo` compares the KMD's file version with DriverVer
+            // before the miniport's AddDevice is called.
+            self.check_kmd_version(&a, &t)?;
             let add = t
                 .DxgkDdiAddDevice
                 .ok_or_else(|| self.misuse("no AddDevice".into()))?;
@@ -481,6 +484,65 @@ impl Machine {
                 Err(e)
             }
         }
+    }
+
+    /// BR-14 ([D24] `DpiFdoValidateKmdAndPnpVersionMatch` @ 0x1403F0520, see
+    /// [`crate::dxgkrnl::kmdver`]): a file version that differs from the device's DriverVersion
+    /// and is not exempt fails AddDevice with `STATUS_DEVICE_CONFIGURATION_ERROR`.
+    fn check_kmd_version(
+        &self,
+        a: &AdapterShared,
+        t: &DRIVER_INITIALIZATION_DATA,
+    ) -> Result<(), SimError> {
+        use crate::dxgkrnl::kmdver;
+        let file = match &a.config.kmd_file_version {
+            Some(v) => v.clone(),
+            None => self.kmd_file_version(),
+        };
+        let outcome = kmdver::check(
+            a.os.disable_version_mismatch_check,
+            t.Version,
+            u32::from(rvgpu_hw::pci::VENDOR_ID),
+            a.config.driver_version.as_deref(),
+            file,
+        );
+        match outcome {
+            kmdver::Outcome::Mismatch { pnp, file } => {
+                let why = format!(
+                    "the KMD's file version {} differs from the device's DriverVersion {} \
+                     (both majors below 21 would be exempt)",
+                    kmdver::dotted(file),
+                    kmdver::dotted(pnp)
+                );
+                self.state.push_log(
+                    rvgpu_kmd::platform::Level::Error,
+                    format!("AddDevice refused: BR-14: {why}"),
+                );
+                Err(SimError::StartRefused {
+                    rule: "BR-14",
+                    status: kmdver::STATUS_DEVICE_CONFIGURATION_ERROR,
+                    why,
+                })
+            }
+            // Equal, exempt or not compared: Windows goes on without a word.
+            kmdver::Outcome::Match
+            | kmdver::Outcome::Exempt { .. }
+            | kmdver::Outcome::Skipped(_) => Ok(()),
+        }
+    }
+
+    /// The file version of the driver build this machine loads: the `rvgpu.sys` a PE machine
+    /// runs, or the version build.rs stamps for the Linux build.
+    fn kmd_file_version(&self) -> Result<u64, String> {
+        #[cfg(target_os = "linux")]
+        if let crate::pe::DriverBuild::Pe(path) = &self.config.driver {
+            let path = match path {
+                Some(p) => p.clone(),
+                None => crate::pe::build_image()?,
+            };
+            return crate::dxgkrnl::kmdver::file_version_of(&path);
+        }
+        Ok(crate::dxgkrnl::registry::stamped_file_version())
     }
 
     fn refuse(

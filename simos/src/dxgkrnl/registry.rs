@@ -55,6 +55,28 @@ pub fn inf_user_mode_driver_name() -> RegValue {
     RegValue::multi_sz(&[&dll, &dll, &dll, &dll])
 }
 
+// The generator of the images' version resources: one rule for the version stamped.
+#[allow(dead_code)]
+#[path = "../../../build/version_res.rs"]
+mod version_res;
+
+/// BR-14: the version part of the `DriverVer` scripts/package.sh stamps into the INF (the
+/// workspace version with a build number of 0), which Windows stores as the device's
+/// `DEVPKEY_Device_DriverVersion`.
+pub fn inf_driver_version() -> String {
+    format!("{}.0", env!("CARGO_PKG_VERSION"))
+}
+
+/// BR-14: the `FILEVERSION` build.rs stamps into rvgpu.sys (build/version_res.rs), as the
+/// 64-bit value Dxgkrnl reads (`dwFileVersionMS` : `dwFileVersionLS`); 0 if the workspace
+/// version is not one the build script accepts (it then fails the image's build).
+pub fn stamped_file_version() -> u64 {
+    version_res::version_from_cargo(env!("CARGO_PKG_VERSION")).map_or(0, |v| {
+        v.iter()
+            .fold(0u64, |acc, part| (acc << 16) | u64::from(*part))
+    })
+}
+
 /// What Dxgkrnl makes of the value (`None`: absent).
 pub fn read_umd_name(value: Option<&RegValue>) -> UmdName {
     let Some(v) = value else {

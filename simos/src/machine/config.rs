@@ -107,6 +107,10 @@ pub struct OsConfig {
     /// this many rounds of [`crate::kmt::charge_thunk_cost`] (0: none). Default
     /// [`crate::kmt::DEFAULT_THUNK_COST`]; docs/performance.md gives the reasoning.
     pub thunk_cost: u32,
+    /// BR-14: `GraphicsDrivers\DisableVersionMismatchCheck` ([D24] `DpiFdoInitializeFdo` @
+    /// 0x140242CBC): set, Dxgkrnl does not compare the KMD's file version with the
+    /// package's `DriverVer`. Default off (the value is absent on a stock machine).
+    pub disable_version_mismatch_check: bool,
 }
 
 impl Default for OsConfig {
@@ -130,6 +134,7 @@ impl Default for OsConfig {
             block_list_disable_hwsch: false,
             vram_budget: None,
             thunk_cost: crate::kmt::DEFAULT_THUNK_COST,
+            disable_version_mismatch_check: false,
         }
     }
 }
@@ -156,6 +161,15 @@ pub struct AdapterConfig {
     /// called once per message. Default on; a PCI board (the guest's uio_pci_generic) is
     /// always line-based.
     pub msi: bool,
+    /// BR-14: the device's `DEVPKEY_Device_DriverVersion`, the version part of the installed
+    /// INF's `DriverVer` (`None`: absent). Default: what scripts/package.sh stamps into
+    /// `inf/rvgpu.inf` ([`crate::dxgkrnl::registry::inf_driver_version`]).
+    pub driver_version: Option<String>,
+    /// BR-14: the KMD file's version as Dxgkrnl reads it from its `VS_VERSION_INFO` (`Err`:
+    /// the file does not map as an image). `None` (default): the driver build's own — read
+    /// from the `rvgpu.sys` a PE machine loads, or for the Linux build the version build.rs
+    /// stamps into `rvgpu.sys` ([`crate::dxgkrnl::registry::stamped_file_version`]).
+    pub kmd_file_version: Option<Result<u64, String>>,
 }
 
 impl AdapterConfig {
@@ -168,6 +182,8 @@ impl AdapterConfig {
             hwsch_feature: true,
             user_mode_driver_name: Some(crate::dxgkrnl::registry::inf_user_mode_driver_name()),
             msi: true,
+            driver_version: Some(crate::dxgkrnl::registry::inf_driver_version()),
+            kmd_file_version: None,
         }
     }
 
@@ -187,6 +203,8 @@ impl AdapterConfig {
             hwsch_feature: true,
             user_mode_driver_name: Some(crate::dxgkrnl::registry::inf_user_mode_driver_name()),
             msi: true,
+            driver_version: Some(crate::dxgkrnl::registry::inf_driver_version()),
+            kmd_file_version: None,
         }
     }
 }

@@ -1,0 +1,371 @@
+//! BR-14: the KMD's file version against the package's `DriverVer`, checked when Dxgkrnl adds
+//! the device, before the miniport's `DxgkDdiAddDevice` runs.
+//!
+//! What Windows does ([D24] 24H2 dxgkrnl, commit 47643d2 of nohuto/decompiled-pseudocode,
+//! folder 11-24H2):
+//! - `DpiFdoInitializeFdo` @ 0x140242CBC (called by `DpiAddDevice`) reads
+//!   `GraphicsDrivers\DisableVersionMismatchCheck`; unless it is non-zero it reads the PDO's
+//!   `DEVPKEY_Device_DriverVersion` (the version part of the INF's `DriverVer`) and calls
+//!   `DpiFdoValidateKmdAndPnpVersionMatch` @ 0x1403F0520; a failure fails the FDO, so PnP
+//!   reports the device as Code 31.
+//! - `DpiFdoValidateKmdAndPnpVersionMatch` skips the comparison (success) for a driver whose
+//!   interface version is below 0x6000 and for several adapter kinds a render-only PCI
+//!   function is not; when the driver's path cannot be had, the file version cannot be read,
+//!   the property is absent, the string has fewer than three dots, or a part does not copy
+//!   into its six-character buffer or does not convert to an integer. Else it builds a 64-bit
+//!   version from the four parts (`a << 16 | b` high, `c << 16 | d` low, 32-bit arithmetic,
+//!   `b` and `d` cut to 16 bits) and compares it with the file's; different, and not exempted
+//!   by `IsKnownMismatchedVersionedDriver` @ 0x14023C708, it fails with
+//!   `STATUS_DEVICE_CONFIGURATION_ERROR` (0xC0000182) after a live dump.
+//! - `DxgkpGetFileVersion` @ 0x140393240 maps the file as an image and looks up resource type
+//!   16 (`RT_VERSION`), name 1; found, at least 0x5C bytes long and keyed `VS_VERSION_INFO`,
+//!   the version is `dwFileVersionMS` (offset 48) : `dwFileVersionLS` (offset 52). No such
+//!   resource is not an error: the version is then 0 (0.0.0.0).
+//! - `IsKnownMismatchedVersionedDriver`: exempt when both major numbers are below 21
+//!   (0x15), and for listed version pairs of three other vendors (0x8086, 0x1002 and the
+//!   `QCOM` ID).
+
+use std::path::Path;
+
+/// `STATUS_DEVICE_CONFIGURATION_ERROR`, the status `DpiFdoValidateKmdAndPnpVersionMatch`
+/// fails with.
+pub use crate::dxgkrnl::bringup::STATUS_DEVICE_CONFIGURATION_ERROR;
+
+/// Why the comparison was not made (Windows then lets the device start).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Skipped {
+    /// `GraphicsDrivers\DisableVersionMismatchCheck` is set.
+    DisabledByRegistry,
+    /// The driver's interface version is below 0x6000.
+    OldInterface(u32),
+    /// The file version could not be read (the image does not map).
+    NoFileVersion(String),
+    /// `DEVPKEY_Device_DriverVersion` is absent.
+    NoDriverVersion,
+    /// The property string is not four dot-separated parts Windows converts.
+    Unparsed(String),
+}
+
+/// The outcome of BR-14.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Compared and equal.
+    Match,
+    /// Compared, different, and exempted by `IsKnownMismatchedVersionedDriver`.
+    Exempt {
+        /// The property's version.
+        pnp: u64,
+        /// The file's version.
+        file: u64,
+    },
+    /// Not compared.
+    Skipped(Skipped),
+    /// Compared, different, not exempt: AddDevice fails with 0xC0000182.
+    Mismatch {
+        /// The property's version.
+        pnp: u64,
+        /// The file's version.
+        file: u64,
+    },
+}
+
+/// `a.b.c.d` of a 64-bit version.
+pub fn dotted(v: u64) -> String {
+    format!(
+        "{}.{}.{}.{}",
+        (v >> 48) & 0xFFFF,
+        (v >> 32) & 0xFFFF,
+        (v >> 16) & 0xFFFF,
+        v & 0xFFFF
+    )
+}
+
+fn rd16(b: &[u8], at: usize) -> Option<u16> {
+    let s = b.get(at..at.checked_add(2)?)?;
+    Some(u16::from_le_bytes([s[0], s[1]]))
+}
+
+fn rd32(b: &[u8], at: usize) -> Option<u32> {
+    let s = b.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+/// An image's sections as (virtual address, virtual size, file offset, file size), and its
+/// resource directory (RVA, size).
+struct Mapped<'a> {
+    data: &'a [u8],
+    sections: Vec<(u32, u32, u32, u32)>,
+}
+
+impl Mapped<'_> {
+    /// The bytes at `rva..rva+len`, from the file; `None` past a section's file data.
+    fn at(&self, rva: u32, len: u32) -> Option<&[u8]> {
+        let end = rva.checked_add(len)?;
+        for &(va, vsize, raw, rsize) in &self.sections {
+            let span = vsize.max(rsize);
+            if rva >= va && end <= va.checked_add(span)? {
+                let off = rva.checked_sub(va)?;
+                if off.checked_add(len)? > rsize {
+                    return None;
+                }
+                let start = usize::try_from(raw.checked_add(off)?).ok()?;
+                return self
+                    .data
+                    .get(start..start.checked_add(usize::try_from(len).ok()?)?);
+            }
+        }
+        None
+    }
+}
+
+/// The image's `RT_VERSION` #1 file version as [`DxgkpGetFileVersion`] reads it: `Ok(0)` when
+/// the image has no such resource (or one too short or not keyed `VS_VERSION_INFO`), `Err`
+/// when the file is not a PE32+ image the loader would map.
+///
+/// The language is the one the resource lookup with language 0 finds: a language-neutral
+/// entry if there is one, else the first entry (the simulation does not model the user and
+/// system default languages tried in between).
+///
+/// [`DxgkpGetFileVersion`]: self
+pub fn file_version(data: &[u8]) -> Result<u64, String> {
+    let bad = |m: &str| Err(format!("not a mappable PE32+ image: {m}"));
+    if rd16(data, 0) != Some(0x5A4D) {
+        return bad("no MZ header");
+    }
+    let Some(pe) = rd32(data, 0x3C).and_then(|v| usize::try_from(v).ok()) else {
+        return bad("truncated DOS header");
+    };
+    if rd32(data, pe) != Some(0x0000_4550) {
+        return bad("no PE signature");
+    }
+    let (Some(nsec), Some(opt_size)) = (
+        pe.checked_add(6).and_then(|a| rd16(data, a)),
+        pe.checked_add(20).and_then(|a| rd16(data, a)),
+    ) else {
+        return bad("truncated file header");
+    };
+    let Some(opt) = pe.checked_add(24) else {
+        return bad("header offset");
+    };
+    if rd16(data, opt) != Some(0x20B) {
+        return bad("not PE32+");
+    }
+    // Data directory 2 (resources) of a PE32+ optional header: offset 112 + 2 * 8.
+    let (Some(rsrc_rva), Some(rsrc_size), Some(ndirs)) = (
+        opt.checked_add(128).and_then(|a| rd32(data, a)),
+        opt.checked_add(132).and_then(|a| rd32(data, a)),
+        opt.checked_add(108).and_then(|a| rd32(data, a)),
+    ) else {
+        return bad("truncated optional header");
+    };
+    let Some(table) = opt.checked_add(usize::from(opt_size)) else {
+        return bad("header offset");
+    };
+    let mut sections = Vec::new();
+    for i in 0..usize::from(nsec) {
+        let Some(s) = i.checked_mul(40).and_then(|o| table.checked_add(o)) else {
+            return bad("section table offset");
+        };
+        let fields = (
+            s.checked_add(12).and_then(|a| rd32(data, a)),
+            s.checked_add(8).and_then(|a| rd32(data, a)),
+            s.checked_add(20).and_then(|a| rd32(data, a)),
+            s.checked_add(16).and_then(|a| rd32(data, a)),
+        );
+        let (Some(va), Some(vsize), Some(raw), Some(rsize)) = fields else {
+            return bad("truncated section table");
+        };
+        sections.push((va, vsize, raw, rsize));
+    }
+    if ndirs < 3 || rsrc_rva == 0 || rsrc_size == 0 {
+        return Ok(0);
+    }
+    let m = Mapped { data, sections };
+    Ok(version_resource(&m, rsrc_rva).unwrap_or(0))
+}
+
+/// Walks type 16 → name 1 → language (0, else the first) → data; `None`: not found.
+fn version_resource(m: &Mapped<'_>, root: u32) -> Option<u64> {
+    // One IMAGE_RESOURCE_DIRECTORY: 16 bytes, then named entries, then ID entries (8 bytes
+    // each: name or ID, and the offset of a subdirectory (high bit) or a data entry).
+    let entries = |dir_off: u32| -> Option<Vec<(u32, u32)>> {
+        let dir = m.at(root.checked_add(dir_off)?, 16)?;
+        let named = rd16(dir, 12)?;
+        let ids = rd16(dir, 14)?;
+        let n = u32::from(named).checked_add(u32::from(ids))?;
+        let first = root.checked_add(dir_off)?.checked_add(16)?;
+        let raw = m.at(first, n.checked_mul(8)?)?;
+        (0..usize::try_from(n).ok()?)
+            .map(|i| {
+                Some((
+                    rd32(raw, i.checked_mul(8)?)?,
+                    rd32(raw, i.checked_mul(8)?.checked_add(4)?)?,
+                ))
+            })
+            .collect()
+    };
+    let sub = |e: &(u32, u32)| (e.1 & 0x8000_0000 != 0).then_some(e.1 & 0x7FFF_FFFF);
+    let types = entries(0)?;
+    let ty = types.iter().find(|e| e.0 == 16)?;
+    let names = entries(sub(ty)?)?;
+    let name = names.iter().find(|e| e.0 == 1)?;
+    let langs = entries(sub(name)?)?;
+    let lang = langs.iter().find(|e| e.0 == 0).or_else(|| langs.first())?;
+    if lang.1 & 0x8000_0000 != 0 {
+        return None;
+    }
+    let data_entry = m.at(root.checked_add(lang.1)?, 16)?;
+    let (rva, size) = (rd32(data_entry, 0)?, rd32(data_entry, 4)?);
+    if size < 0x5C {
+        return None;
+    }
+    let block = m.at(rva, 0x5C)?;
+    let key: Vec<u16> = (0..16)
+        .map(|i| rd16(block, 6 + 2 * i))
+        .collect::<Option<_>>()?;
+    let want: Vec<u16> = "VS_VERSION_INFO\0".encode_utf16().collect();
+    if key != want {
+        return None;
+    }
+    let ms = rd32(block, 48)?;
+    let ls = rd32(block, 52)?;
+    Some((u64::from(ms) << 32) | u64::from(ls))
+}
+
+/// The file version of the image at `path` (`Err`: unreadable or not an image).
+pub fn file_version_of(path: &Path) -> Result<u64, String> {
+    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    file_version(&data)
+}
+
+/// The version `DpiFdoValidateKmdAndPnpVersionMatch` makes of the property string.
+pub fn pnp_version(s: &str) -> Result<u64, Skipped> {
+    let units: Vec<u16> = s.encode_utf16().take(0x7FFF).collect();
+    let dots: Vec<usize> = units
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c == u16::from(b'.'))
+        .map(|(i, _)| i)
+        .take(3)
+        .collect();
+    let [d1, d2, d3] = dots[..] else {
+        return Err(Skipped::Unparsed(format!(
+            "{s:?} has fewer than three dots"
+        )));
+    };
+    let spans = [(0, d1), (d1 + 1, d2), (d2 + 1, d3), (d3 + 1, units.len())];
+    let mut parts = [0u32; 4];
+    for (slot, (start, end)) in parts.iter_mut().zip(spans) {
+        let part = units.get(start..end).unwrap_or(&[]);
+        // The part is copied into a buffer of six characters first; a longer one fails
+        // the copy.
+        if part.len() > 6 {
+            return Err(Skipped::Unparsed(format!(
+                "{s:?}: a part longer than 6 characters"
+            )));
+        }
+        let text = String::from_utf16_lossy(part);
+        // Simulation limit: only decimal parts are converted (an INF's DriverVer is decimal);
+        // anything else is treated as a failed conversion, which skips the check.
+        if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(Skipped::Unparsed(format!(
+                "{s:?}: part {text:?} is not a number"
+            )));
+        }
+        *slot = text
+            .parse::<u32>()
+            .map_err(|_| Skipped::Unparsed(format!("{s:?}: part {text:?} overflows")))?;
+    }
+    let hi = (parts[0] << 16) | (parts[1] & 0xFFFF);
+    let lo = (parts[2] << 16) | (parts[3] & 0xFFFF);
+    Ok((u64::from(hi) << 32) | u64::from(lo))
+}
+
+/// `IsKnownMismatchedVersionedDriver` @ 0x14023C708: `vendor` is the adapter's PCI vendor ID
+/// (Dxgkrnl keeps the `QCOM` value for one vendor in the same field).
+pub fn known_mismatch(vendor: u32, pnp: u64, file: u64) -> bool {
+    let major = |v: u64| (v >> 48) & 0xFFFF;
+    if major(pnp) < 0x15 && major(file) < 0x15 {
+        return true;
+    }
+    match vendor {
+        0x8086 => pnp == 0x0016_0014_0010_1215 && file == 0x0015_0014_0010_1215,
+        0x1002 => file & !0xFFFF == 0x0015_0013_0080_0000,
+        0x4D4F_4351 => {
+            (pnp == 0x0016_0012_042C_0000 && file == 0x0016_0012_042B_003C)
+                || pnp & !0xFFFF == 0x0848_0038_0000_0000
+        }
+        _ => false,
+    }
+}
+
+/// BR-14 as `DpiFdoInitializeFdo` and `DpiFdoValidateKmdAndPnpVersionMatch` apply it.
+/// `file` is the file version as read (`Err`: the file does not map).
+pub fn check(
+    disabled: bool,
+    interface_version: u32,
+    vendor: u32,
+    driver_version: Option<&str>,
+    file: Result<u64, String>,
+) -> Outcome {
+    if disabled {
+        return Outcome::Skipped(Skipped::DisabledByRegistry);
+    }
+    // Dxgkrnl also skips it for interface versions below 0x8000 from the `QCOM` vendor.
+    if interface_version < 0x6000 || (vendor == 0x4D4F_4351 && interface_version < 0x8000) {
+        return Outcome::Skipped(Skipped::OldInterface(interface_version));
+    }
+    let file = match file {
+        Ok(v) => v,
+        Err(e) => return Outcome::Skipped(Skipped::NoFileVersion(e)),
+    };
+    let Some(s) = driver_version else {
+        return Outcome::Skipped(Skipped::NoDriverVersion);
+    };
+    let pnp = match pnp_version(s) {
+        Ok(v) => v,
+        Err(e) => return Outcome::Skipped(e),
+    };
+    if pnp == file {
+        Outcome::Match
+    } else if known_mismatch(vendor, pnp, file) {
+        Outcome::Exempt { pnp, file }
+    } else {
+        Outcome::Mismatch { pnp, file }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pnp_version_packs_parts_as_windows_does() {
+        assert_eq!(pnp_version("1.2.3.4"), Ok(0x0001_0002_0003_0004));
+        assert_eq!(pnp_version("31.0.101.5590"), Ok(0x001F_0000_0065_15D6));
+        assert!(matches!(pnp_version("1.2.3"), Err(Skipped::Unparsed(_))));
+        assert!(matches!(pnp_version("1.2.3.x"), Err(Skipped::Unparsed(_))));
+        assert!(matches!(
+            pnp_version("1.2.3.1234567"),
+            Err(Skipped::Unparsed(_))
+        ));
+    }
+
+    #[test]
+    fn exemption_needs_both_majors_below_21() {
+        assert!(known_mismatch(0x1234, 0x0014_0000_0000_0000, 0));
+        assert!(!known_mismatch(0x1234, 0x0015_0000_0000_0000, 0));
+        assert!(!known_mismatch(0x1234, 0, 0x0015_0000_0000_0000));
+    }
+
+    #[test]
+    fn garbage_is_not_an_image_and_does_not_panic() {
+        assert!(file_version(&[]).is_err());
+        assert!(file_version(b"MZ").is_err());
+        let mut d = vec![0u8; 0x200];
+        d[0] = b'M';
+        d[1] = b'Z';
+        d[0x3C] = 0xF0;
+        assert!(file_version(&d).is_err());
+    }
+}
