@@ -51,32 +51,39 @@ fn br_14_adddevice_accepts_the_packaged_versions() {
     r.unwrap_or_else(|e| panic!("{e}; log {:#?}", m.driver_log()));
 }
 
-static ADD_DEVICE_RAN: AtomicBool = AtomicBool::new(false);
+static REMOVE_DEVICE_RAN: AtomicBool = AtomicBool::new(false);
+static REAL_REMOVE: std::sync::Mutex<rvgpu_ddi::init::PDXGKDDI_REMOVE_DEVICE> =
+    std::sync::Mutex::new(None);
 
-/// Stands in for the miniport's AddDevice: records that it was called, and fails.
-unsafe extern "system" fn add_device_must_not_run(
-    _pdo: rvgpu_ddi::basic::PDEVICE_OBJECT,
-    _ctx: *mut *mut c_void,
-) -> NTSTATUS {
-    ADD_DEVICE_RAN.store(true, Ordering::SeqCst);
-    rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL
+/// Stands in for the miniport's RemoveDevice: records the call, then runs the driver's own.
+unsafe extern "system" fn remove_device_recorded(ctx: *mut c_void) -> NTSTATUS {
+    REMOVE_DEVICE_RAN.store(true, Ordering::SeqCst);
+    let real = REAL_REMOVE
+        .lock()
+        .unwrap()
+        .expect("the driver's RemoveDevice");
+    // SAFETY: the driver's RemoveDevice with the context its AddDevice returned.
+    unsafe { real(ctx) }
 }
 
 /// A DriverVer at or above the exemption that differs from the file version fails AddDevice
-/// with 0xC0000182, before the miniport's `DxgkDdiAddDevice` runs.
+/// with 0xC0000182; Dxgkrnl undoes the miniport's AddDevice with its RemoveDevice.
 #[test]
 fn br_14_adddevice_refuses_mismatched_file_version() {
     let mut m = Machine::new(cfg(Some("25.0.0.0"), None));
-    m.load_driver_with(|t| t.DxgkDdiAddDevice = Some(add_device_must_not_run))
-        .expect("load");
+    m.load_driver_with(|t| {
+        *REAL_REMOVE.lock().unwrap() = t.DxgkDdiRemoveDevice;
+        t.DxgkDdiRemoveDevice = Some(remove_device_recorded);
+    })
+    .expect("load");
     refused(
         m.start_adapter(0).map(|_| ()),
         "BR-14",
         STATUS_DEVICE_CONFIGURATION_ERROR,
     );
     assert!(
-        !ADD_DEVICE_RAN.load(Ordering::SeqCst),
-        "the miniport's AddDevice ran"
+        REMOVE_DEVICE_RAN.load(Ordering::SeqCst),
+        "the miniport's RemoveDevice was not called"
     );
     // The file above the exemption, the INF below it: still refused (both must be below 21).
     let (_, r) = start(cfg(Some("20.0.0.0"), Some(v("21.0.0.0"))));

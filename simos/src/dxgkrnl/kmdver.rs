@@ -1,8 +1,11 @@
 //! BR-14: the KMD's file version against the package's `DriverVer`, checked when Dxgkrnl adds
-//! the device, before the miniport's `DxgkDdiAddDevice` runs.
+//! the device, after the miniport's `DxgkDdiAddDevice` has made its context.
 //!
 //! What Windows does ([D24] 24H2 dxgkrnl, commit 47643d2 of nohuto/decompiled-pseudocode,
 //! folder 11-24H2):
+//! - `DpiAddDevice` @ 0x1402393B0 calls the miniport's AddDevice first, then creates and
+//!   attaches the FDO and calls `DpiFdoInitializeFdo`; when that fails it deletes the FDO and
+//!   calls the miniport's `DxgkDdiRemoveDevice` with the context AddDevice returned.
 //! - `DpiFdoInitializeFdo` @ 0x140242CBC (called by `DpiAddDevice`) reads
 //!   `GraphicsDrivers\DisableVersionMismatchCheck`; unless it is non-zero it reads the PDO's
 //!   `DEVPKEY_Device_DriverVersion` (the version part of the INF's `DriverVer`) and calls
@@ -281,8 +284,9 @@ pub fn pnp_version(s: &str) -> Result<u64, Skipped> {
     Ok((u64::from(hi) << 32) | u64::from(lo))
 }
 
-/// `IsKnownMismatchedVersionedDriver` @ 0x14023C708: `vendor` is the adapter's PCI vendor ID
-/// (Dxgkrnl keeps the `QCOM` value for one vendor in the same field).
+/// `IsKnownMismatchedVersionedDriver` @ 0x14023C708: `vendor` is the adapter's vendor ID
+/// (`DpiAddDevice` stores the PCI configuration space's vendor word there; for an ACPI device
+/// the first four bytes of `_HID`, which is where the `QCOM` value comes from).
 pub fn known_mismatch(vendor: u32, pnp: u64, file: u64) -> bool {
     let major = |v: u64| (v >> 48) & 0xFFFF;
     if major(pnp) < 0x15 && major(file) < 0x15 {

@@ -163,9 +163,6 @@ impl Machine {
             return Err(self.misuse(format!("adapter {i} already started")));
         }
         if life == Life::Absent {
-            // BR-14: `DpiFdoInitializeFdo` compares the KMD's file version with DriverVer
-            // before the miniport's AddDevice is called.
-            self.check_kmd_version(&a, &t)?;
             let add = t
                 .DxgkDdiAddDevice
                 .ok_or_else(|| self.misuse("no AddDevice".into()))?;
@@ -187,6 +184,14 @@ impl Machine {
             }
             a.set_context(ctx);
             *lock(&a.life) = Life::Added;
+            // BR-14: after the miniport's AddDevice, `DpiAddDevice` creates the FDO and
+            // `DpiFdoInitializeFdo` compares the KMD's file version with DriverVer; a refusal
+            // undoes the FDO and calls the miniport's RemoveDevice ([D24] `DpiAddDevice` @
+            // 0x1402393B0).
+            if let Err(refusal) = self.check_kmd_version(&a, &t) {
+                self.remove_adapter(i)?;
+                return Err(refusal);
+            }
         }
         let start = t
             .DxgkDdiStartDevice
@@ -488,7 +493,8 @@ impl Machine {
 
     /// BR-14 ([D24] `DpiFdoValidateKmdAndPnpVersionMatch` @ 0x1403F0520, see
     /// [`crate::dxgkrnl::kmdver`]): a file version that differs from the device's DriverVersion
-    /// and is not exempt fails AddDevice with `STATUS_DEVICE_CONFIGURATION_ERROR`.
+    /// and is not exempt fails AddDevice with `STATUS_DEVICE_CONFIGURATION_ERROR` (`Err`: the
+    /// refusal to return once the miniport's AddDevice is undone).
     fn check_kmd_version(
         &self,
         a: &AdapterShared,
