@@ -23,6 +23,41 @@ pub enum CpuArch {
     Arm64,
 }
 
+/// The Windows 11 build whose graphics kernel the simulated OS follows where builds differ
+/// (docs/windows-bringup.md §7b).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WindowsBuild {
+    /// Windows 11 24H2 (build 26100), the first with WDDM 3.2: the default.
+    #[default]
+    W24H2,
+    /// Windows 11 25H2.
+    W25H2,
+    /// Windows 11 26H1: `DXGK_FEATURE_NATIVE_FENCE` is not supported by the OS at all
+    /// ([D] 11-26H1 `CheckFeatureOSSupport` @ 0x140288B70).
+    W26H1,
+}
+
+impl WindowsBuild {
+    /// `24H2`, `25H2`, `26H1`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::W24H2 => "24H2",
+            Self::W25H2 => "25H2",
+            Self::W26H1 => "26H1",
+        }
+    }
+
+    /// Parses `24H2`, `25H2` or `26H1` (any case).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.to_ascii_uppercase().as_str() {
+            "24H2" => Ok(Self::W24H2),
+            "25H2" => Ok(Self::W25H2),
+            "26H1" => Ok(Self::W26H1),
+            _ => Err(format!("unknown Windows build {s} (24H2, 25H2, 26H1)")),
+        }
+    }
+}
+
 /// OS feature switches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OsConfig {
@@ -111,6 +146,8 @@ pub struct OsConfig {
     /// 0x140242CBC): set, Dxgkrnl does not compare the KMD's file version with the
     /// package's `DriverVer`. Default off (the value is absent on a stock machine).
     pub disable_version_mismatch_check: bool,
+    /// The Windows build the feature database follows (default 24H2).
+    pub windows_build: WindowsBuild,
 }
 
 impl Default for OsConfig {
@@ -135,6 +172,7 @@ impl Default for OsConfig {
             vram_budget: None,
             thunk_cost: crate::kmt::DEFAULT_THUNK_COST,
             disable_version_mismatch_check: false,
+            windows_build: WindowsBuild::W24H2,
         }
     }
 }
@@ -170,6 +208,11 @@ pub struct AdapterConfig {
     /// from the `rvgpu.sys` a PE machine loads, or for the Linux build the version build.rs
     /// stamps into `rvgpu.sys` ([`crate::dxgkrnl::registry::stamped_file_version`]).
     pub kmd_file_version: Option<Result<u64, String>>,
+    /// The adapter's software key (the `HKR` values of the INF's install section), where
+    /// Dxgkrnl's feature database reads its per-adapter overrides (`Features\<id>`,
+    /// `dxgkrnl::features`). Default: what `inf/rvgpu.inf` writes, parsed from the file
+    /// ([`crate::dxgkrnl::registry::inf_software_key`]).
+    pub software_key: crate::dxgkrnl::registry::RegKey,
 }
 
 impl AdapterConfig {
@@ -184,6 +227,7 @@ impl AdapterConfig {
             msi: true,
             driver_version: Some(crate::dxgkrnl::registry::inf_driver_version()),
             kmd_file_version: None,
+            software_key: crate::dxgkrnl::registry::inf_software_key().unwrap_or_default(),
         }
     }
 
@@ -205,6 +249,7 @@ impl AdapterConfig {
             msi: true,
             driver_version: Some(crate::dxgkrnl::registry::inf_driver_version()),
             kmd_file_version: None,
+            software_key: crate::dxgkrnl::registry::inf_software_key().unwrap_or_default(),
         }
     }
 }
