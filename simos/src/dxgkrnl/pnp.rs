@@ -115,12 +115,16 @@ impl Machine {
             ),
             crate::pe::DriverBuild::Linux => None,
         };
+        #[cfg(target_os = "linux")]
+        let knows_win8 = self.config.os.dxgkrnl_knows_win8_initialize;
         let status = load::with_loading(state.clone(), self.table.clone(), hook, as_built, || {
             #[cfg(target_os = "linux")]
             if let Some(pe) = &pe {
                 // The image's DriverEntry on an emulated processor; a fault in it is raised on
                 // this machine (checked below).
-                return pe.driver_entry(driver_object, registry_path).unwrap_or(0);
+                return load::with_win8_initialize(knows_win8, || {
+                    pe.driver_entry(driver_object, registry_path).unwrap_or(0)
+                });
             }
             // SAFETY: the pointers are stable, non-null stand-ins for the DRIVER_OBJECT and
             // the registry path (the driver only passes them on), and sim_dxgk_initialize

@@ -148,6 +148,12 @@ pub struct OsConfig {
     pub disable_version_mismatch_check: bool,
     /// The Windows build the feature database follows (default 24H2).
     pub windows_build: WindowsBuild,
+    /// BR-06: Dxgkrnl answers the Windows 8 registration request (IOCTL 0x230047,
+    /// `DpiInitializeWin8`) as every build since Windows 8 does ([D24] 24H2
+    /// `DxgkInternalDeviceIoctl` @ 0x1403A9E70). `false` stands for an older Dxgkrnl that
+    /// fails it with `STATUS_INVALID_DEVICE_REQUEST`, to prove the driver's fallback to
+    /// 0x23003F.
+    pub dxgkrnl_knows_win8_initialize: bool,
 }
 
 impl Default for OsConfig {
@@ -173,6 +179,7 @@ impl Default for OsConfig {
             thunk_cost: crate::kmt::DEFAULT_THUNK_COST,
             disable_version_mismatch_check: false,
             windows_build: WindowsBuild::W24H2,
+            dxgkrnl_knows_win8_initialize: true,
         }
     }
 }
