@@ -107,6 +107,25 @@ impl Machine {
             state.raise_bugcheck(b);
             return Err(SimError::Bugcheck(b));
         }
+        // LD-01..LD-05: the kernel loader refuses a malformed or unresolvable image before
+        // DriverEntry (docs/windows-bringup.md, `pe::loader`).
+        #[cfg(target_os = "linux")]
+        if let crate::pe::DriverBuild::Pe(path) = &self.config.driver {
+            let checked =
+                crate::pe::check_driver_file(path.as_deref(), self.config.os.memory_integrity)
+                    .map_err(|e| SimError::Simulation(format!("loading rvgpu.sys: {e}")))?;
+            if let Err(r) = checked {
+                state.push_log(
+                    rvgpu_kmd::platform::Level::Error,
+                    format!("image load refused: {}: {}", r.rule, r.why),
+                );
+                return Err(SimError::StartRefused {
+                    rule: r.rule,
+                    status: r.status as NTSTATUS,
+                    why: r.why,
+                });
+            }
+        }
         #[cfg(target_os = "linux")]
         let pe = match &self.config.driver {
             crate::pe::DriverBuild::Pe(path) => Some(

@@ -154,6 +154,10 @@ pub struct OsConfig {
     /// fails it with `STATUS_INVALID_DEVICE_REQUEST`, to prove the driver's fallback to
     /// 0x23003F.
     pub dxgkrnl_knows_win8_initialize: bool,
+    /// LD-04: memory integrity (hypervisor-protected code integrity) is on, as on a clean
+    /// Windows 11 installation on capable hardware: the kernel loader also refuses a driver
+    /// with a writable and executable section or without NX_COMPAT. Default on.
+    pub memory_integrity: bool,
 }
 
 impl Default for OsConfig {
@@ -180,6 +184,7 @@ impl Default for OsConfig {
             disable_version_mismatch_check: false,
             windows_build: WindowsBuild::W24H2,
             dxgkrnl_knows_win8_initialize: true,
+            memory_integrity: true,
         }
     }
 }
