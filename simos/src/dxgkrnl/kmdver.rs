@@ -83,156 +83,17 @@ pub fn dotted(v: u64) -> String {
     )
 }
 
-fn rd16(b: &[u8], at: usize) -> Option<u16> {
-    let s = b.get(at..at.checked_add(2)?)?;
-    Some(u16::from_le_bytes([s[0], s[1]]))
-}
-
-fn rd32(b: &[u8], at: usize) -> Option<u32> {
-    let s = b.get(at..at.checked_add(4)?)?;
-    Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-}
-
-/// An image's sections as (virtual address, virtual size, file offset, file size), and its
-/// resource directory (RVA, size).
-struct Mapped<'a> {
-    data: &'a [u8],
-    sections: Vec<(u32, u32, u32, u32)>,
-}
-
-impl Mapped<'_> {
-    /// The bytes at `rva..rva+len`, from the file; `None` past a section's file data.
-    fn at(&self, rva: u32, len: u32) -> Option<&[u8]> {
-        let end = rva.checked_add(len)?;
-        for &(va, vsize, raw, rsize) in &self.sections {
-            let span = vsize.max(rsize);
-            if rva >= va && end <= va.checked_add(span)? {
-                let off = rva.checked_sub(va)?;
-                if off.checked_add(len)? > rsize {
-                    return None;
-                }
-                let start = usize::try_from(raw.checked_add(off)?).ok()?;
-                return self
-                    .data
-                    .get(start..start.checked_add(usize::try_from(len).ok()?)?);
-            }
-        }
-        None
-    }
-}
-
-/// The image's `RT_VERSION` #1 file version as [`DxgkpGetFileVersion`] reads it: `Ok(0)` when
-/// the image has no such resource (or one too short or not keyed `VS_VERSION_INFO`), `Err`
-/// when the file is not a PE32+ image the loader would map.
+/// The image's `RT_VERSION` #1 file version as `DxgkpGetFileVersion` @ 0x140393240 reads it:
+/// `Ok(0)` when the image has no such resource (or one shorter than 0x5C bytes or not keyed
+/// `VS_VERSION_INFO`), `Err` when the file is not a PE32+ image the loader would map. The
+/// reader is shared with the build and packaging tools (build/version_res.rs,
+/// `read_file_version`).
 ///
 /// The language is the one the resource lookup with language 0 finds: a language-neutral
 /// entry if there is one, else the first entry (the simulation does not model the user and
 /// system default languages tried in between).
-///
-/// [`DxgkpGetFileVersion`]: self
 pub fn file_version(data: &[u8]) -> Result<u64, String> {
-    let bad = |m: &str| Err(format!("not a mappable PE32+ image: {m}"));
-    if rd16(data, 0) != Some(0x5A4D) {
-        return bad("no MZ header");
-    }
-    let Some(pe) = rd32(data, 0x3C).and_then(|v| usize::try_from(v).ok()) else {
-        return bad("truncated DOS header");
-    };
-    if rd32(data, pe) != Some(0x0000_4550) {
-        return bad("no PE signature");
-    }
-    let (Some(nsec), Some(opt_size)) = (
-        pe.checked_add(6).and_then(|a| rd16(data, a)),
-        pe.checked_add(20).and_then(|a| rd16(data, a)),
-    ) else {
-        return bad("truncated file header");
-    };
-    let Some(opt) = pe.checked_add(24) else {
-        return bad("header offset");
-    };
-    if rd16(data, opt) != Some(0x20B) {
-        return bad("not PE32+");
-    }
-    // Data directory 2 (resources) of a PE32+ optional header: offset 112 + 2 * 8.
-    let (Some(rsrc_rva), Some(rsrc_size), Some(ndirs)) = (
-        opt.checked_add(128).and_then(|a| rd32(data, a)),
-        opt.checked_add(132).and_then(|a| rd32(data, a)),
-        opt.checked_add(108).and_then(|a| rd32(data, a)),
-    ) else {
-        return bad("truncated optional header");
-    };
-    let Some(table) = opt.checked_add(usize::from(opt_size)) else {
-        return bad("header offset");
-    };
-    let mut sections = Vec::new();
-    for i in 0..usize::from(nsec) {
-        let Some(s) = i.checked_mul(40).and_then(|o| table.checked_add(o)) else {
-            return bad("section table offset");
-        };
-        let fields = (
-            s.checked_add(12).and_then(|a| rd32(data, a)),
-            s.checked_add(8).and_then(|a| rd32(data, a)),
-            s.checked_add(20).and_then(|a| rd32(data, a)),
-            s.checked_add(16).and_then(|a| rd32(data, a)),
-        );
-        let (Some(va), Some(vsize), Some(raw), Some(rsize)) = fields else {
-            return bad("truncated section table");
-        };
-        sections.push((va, vsize, raw, rsize));
-    }
-    if ndirs < 3 || rsrc_rva == 0 || rsrc_size == 0 {
-        return Ok(0);
-    }
-    let m = Mapped { data, sections };
-    Ok(version_resource(&m, rsrc_rva).unwrap_or(0))
-}
-
-/// Walks type 16 → name 1 → language (0, else the first) → data; `None`: not found.
-fn version_resource(m: &Mapped<'_>, root: u32) -> Option<u64> {
-    // One IMAGE_RESOURCE_DIRECTORY: 16 bytes, then named entries, then ID entries (8 bytes
-    // each: name or ID, and the offset of a subdirectory (high bit) or a data entry).
-    let entries = |dir_off: u32| -> Option<Vec<(u32, u32)>> {
-        let dir = m.at(root.checked_add(dir_off)?, 16)?;
-        let named = rd16(dir, 12)?;
-        let ids = rd16(dir, 14)?;
-        let n = u32::from(named).checked_add(u32::from(ids))?;
-        let first = root.checked_add(dir_off)?.checked_add(16)?;
-        let raw = m.at(first, n.checked_mul(8)?)?;
-        (0..usize::try_from(n).ok()?)
-            .map(|i| {
-                Some((
-                    rd32(raw, i.checked_mul(8)?)?,
-                    rd32(raw, i.checked_mul(8)?.checked_add(4)?)?,
-                ))
-            })
-            .collect()
-    };
-    let sub = |e: &(u32, u32)| (e.1 & 0x8000_0000 != 0).then_some(e.1 & 0x7FFF_FFFF);
-    let types = entries(0)?;
-    let ty = types.iter().find(|e| e.0 == 16)?;
-    let names = entries(sub(ty)?)?;
-    let name = names.iter().find(|e| e.0 == 1)?;
-    let langs = entries(sub(name)?)?;
-    let lang = langs.iter().find(|e| e.0 == 0).or_else(|| langs.first())?;
-    if lang.1 & 0x8000_0000 != 0 {
-        return None;
-    }
-    let data_entry = m.at(root.checked_add(lang.1)?, 16)?;
-    let (rva, size) = (rd32(data_entry, 0)?, rd32(data_entry, 4)?);
-    if size < 0x5C {
-        return None;
-    }
-    let block = m.at(rva, 0x5C)?;
-    let key: Vec<u16> = (0..16)
-        .map(|i| rd16(block, 6 + 2 * i))
-        .collect::<Option<_>>()?;
-    let want: Vec<u16> = "VS_VERSION_INFO\0".encode_utf16().collect();
-    if key != want {
-        return None;
-    }
-    let ms = rd32(block, 48)?;
-    let ls = rd32(block, 52)?;
-    Some((u64::from(ms) << 32) | u64::from(ls))
+    crate::dxgkrnl::registry::version_res::read_file_version(data)
 }
 
 /// The file version of the image at `path` (`Err`: unreadable or not an image).

@@ -62,10 +62,11 @@ pub fn inf_user_mode_driver_name() -> RegValue {
         })
 }
 
-// The generator of the images' version resources: one rule for the version stamped.
+// The generator of the images' version resources (one rule for the version stamped) and
+// its reader (BR-14).
 #[allow(dead_code)]
 #[path = "../../../build/version_res.rs"]
-mod version_res;
+pub(crate) mod version_res;
 
 /// BR-14: the version part of the `DriverVer` scripts/package.sh stamps into the INF (the
 /// workspace version with a build number of 0), which Windows stores as the device's
