@@ -12,8 +12,9 @@
 //!   `DpiFdoValidateKmdAndPnpVersionMatch` @ 0x1403F0520; a failure fails the FDO, so PnP
 //!   reports the device as Code 31.
 //! - `DpiFdoValidateKmdAndPnpVersionMatch` skips the comparison (success) for a driver whose
-//!   interface version is below 0x6000 and for several adapter kinds a render-only PCI
-//!   function is not; when the driver's path cannot be had, the file version cannot be read,
+//!   interface version is below 0x6000 (the operand is a field of the driver's extension,
+//!   read here as the DDI interface version: [I]) and for several adapter kinds a render-only
+//!   PCI function is not; when the driver's path cannot be had, the file version cannot be read,
 //!   the property is absent, the string has fewer than three dots, or a part does not copy
 //!   into its six-character buffer or does not convert to an integer. Else it builds a 64-bit
 //!   version from the four parts (`a << 16 | b` high, `c << 16 | d` low, 32-bit arithmetic,
