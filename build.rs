@@ -20,6 +20,10 @@
 //!    driver does not, and it would make the image refuse to load with a test signature on
 //!    some configurations. docs/windows.md has the details.
 //!
+//!    The image's version resource (`VS_VERSION_INFO`) is linked in as a `.res` file written
+//!    here (build/version_res.rs): its `FILEVERSION` is the INF's `DriverVer`, as Dxgkrnl
+//!    requires when it adds the device (docs/windows-bringup.md BR-14).
+//!
 //! 2. With `--features wdk-layout-check` and Microsoft's headers (`RVGPU_WDK_INCLUDE`, else an
 //!    installed WDK): bindgen over dispmprt.h and d3dkmddi.h, and compile-time assertions that
 //!    every `rvgpu-ddi` type and integer constant has the headers' size, alignment, field
@@ -36,6 +40,15 @@
 )]
 #[path = "build/layout_gen.rs"]
 mod layout_gen;
+
+// Host build tooling too (see above).
+#[allow(
+    dead_code, // the constants the other image's build script uses
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+#[path = "build/version_res.rs"]
+mod version_res;
 
 use std::env;
 
@@ -56,6 +69,7 @@ const DRIVER_LINK_ARGS: &[&str] = &[
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=build/layout_gen.rs");
+    println!("cargo::rerun-if-changed=build/version_res.rs");
     println!("cargo::rerun-if-env-changed=WDKContentRoot");
     println!("cargo::rerun-if-env-changed=RVGPU_WDK_INCLUDE");
     println!("cargo::rustc-check-cfg=cfg(wdk_layout_check)");
@@ -74,10 +88,35 @@ fn main() {
             // on the command line, which cargo's per-crate-type variant does not see.
             println!("cargo::rustc-link-arg={arg}");
         }
+        version_resource();
     }
 
     #[cfg(feature = "wdk-layout-check")]
     wdk::layout_check();
+}
+
+/// Writes the image's version resource (`rvgpu.res`, build/version_res.rs) and hands it to the
+/// linker: `FILEVERSION` = the workspace version with a build number of 0, the version
+/// scripts/package.sh stamps into the INF's `DriverVer`.
+fn version_resource() {
+    let cargo_version = env::var("CARGO_PKG_VERSION").unwrap_or_default();
+    let Some(version) = version_res::version_from_cargo(&cargo_version) else {
+        println!("cargo::warning=rvgpu: version {cargo_version:?} is not a.b.c with 16-bit parts");
+        std::process::exit(1);
+    };
+    let res = version_res::res_file(&version_res::ImageVersion {
+        version,
+        file_type: version_res::VFT_DRV,
+        file_subtype: version_res::VFT2_DRV_DISPLAY,
+        file_name: "rvgpu.sys",
+        description: "rvgpu display miniport (WDDM 3.2, render only)",
+    });
+    let path = std::path::Path::new(&env::var("OUT_DIR").unwrap_or_default()).join("rvgpu.res");
+    if let Err(e) = std::fs::write(&path, res) {
+        println!("cargo::warning=rvgpu: cannot write {}: {e}", path.display());
+        std::process::exit(1);
+    }
+    println!("cargo::rustc-link-arg={}", path.display());
 }
 
 #[cfg(feature = "wdk-layout-check")]

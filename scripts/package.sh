@@ -3,9 +3,12 @@
 # package:
 #
 #   scripts/package.sh [--test-sign] [--cert-dir DIR] [OUT_DIR]     (default OUT_DIR: package/)
+#   scripts/package.sh --stamp-inf FILE       (only write the stamped INF to FILE, build nothing)
 #
 # OUT_DIR/ gets rvgpu.sys, rvgpu.pdb, rvgpu_umd.dll, rvgpu_umd.pdb and rvgpu.inf with DriverVer
-# stamped (date of the last commit, or today; version from Cargo.toml), and the harness for a
+# stamped (date of the last commit, or today; version from Cargo.toml: the same version build.rs
+# and umd/build.rs stamp into the images' VS_VERSION_INFO, which Dxgkrnl requires to match,
+# docs/windows-bringup.md BR-14), and the harness for a
 # test machine, rvgpu-whlk.exe, with the WinDbg script windbg/rvgpu.js (docs/test-machine.md).
 #
 # With --test-sign it also writes what Windows needs to install the package in test-signing
@@ -32,9 +35,11 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 test_sign=0
 cert_dir="${RVGPU_TEST_CERT_DIR:-$root/target/test-cert}"
 out=""
+stamp_only=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --test-sign) test_sign=1 ;;
+        --stamp-inf) stamp_only="${2:?--stamp-inf needs a file}"; shift ;;
         --cert-dir) cert_dir="${2:?--cert-dir needs a directory}"; shift ;;
         -*) echo "package.sh: unknown option $1 (usage: package.sh [--test-sign] [--cert-dir DIR] [OUT_DIR])" >&2; exit 2 ;;
         *) [ -z "$out" ] || { echo "package.sh: more than one OUT_DIR" >&2; exit 2; }; out="$1" ;;
@@ -42,6 +47,24 @@ while [ $# -gt 0 ]; do
     shift
 done
 out="${out:-$root/package}"
+
+# DriverVer = MM/DD/YYYY,a.b.c.d: the date, and the crate version with a 0 build number (the
+# images' FILEVERSION, build/version_res.rs).
+version="$(sed -n 's/^version *= *"\([0-9.]*\)".*/\1/p' "$root/Cargo.toml" | head -n1)"
+[ -n "$version" ] || { echo "package.sh: no version in Cargo.toml" >&2; exit 1; }
+date="${RVGPU_DRIVER_DATE:-$(git -C "$root" log -1 --format=%cd --date=format:%m/%d/%Y 2>/dev/null || date +%m/%d/%Y)}"
+stamp_inf() { # the INF with DriverVer stamped, on stdout
+    sed -E "s|^DriverVer[[:space:]]*=.*$|DriverVer   = $date,$version.0|" "$root/inf/rvgpu.inf"
+}
+check_stamp() { # check_stamp FILE
+    grep -q "^DriverVer   = $date,$version.0" "$1" \
+        || { echo "package.sh: DriverVer was not stamped" >&2; exit 1; }
+}
+if [ -n "$stamp_only" ]; then
+    stamp_inf > "$stamp_only"
+    check_stamp "$stamp_only"
+    exit 0
+fi
 cargo="${CARGO:-cargo}"
 target=x86_64-pc-windows-msvc
 target_dir="${RVGPU_TARGET_DIR:-$root/target/pe}"
@@ -97,13 +120,8 @@ cp "$target_dir/$exe_target/harness/rvgpu-whlk.exe" "$out/rvgpu-whlk.exe"
 mkdir -p "$out/windbg"
 cp "$root/scripts/windbg/rvgpu.js" "$out/windbg/rvgpu.js"
 
-# DriverVer = MM/DD/YYYY,a.b.c.d: the date, and the crate version with a 0 build number.
-version="$(sed -n 's/^version *= *"\([0-9.]*\)".*/\1/p' "$root/Cargo.toml" | head -n1)"
-[ -n "$version" ] || { echo "package.sh: no version in Cargo.toml" >&2; exit 1; }
-date="${RVGPU_DRIVER_DATE:-$(git -C "$root" log -1 --format=%cd --date=format:%m/%d/%Y 2>/dev/null || date +%m/%d/%Y)}"
-sed -E "s|^DriverVer[[:space:]]*=.*$|DriverVer   = $date,$version.0|" "$root/inf/rvgpu.inf" > "$out/rvgpu.inf"
-grep -q "^DriverVer   = $date,$version.0" "$out/rvgpu.inf" \
-    || { echo "package.sh: DriverVer was not stamped" >&2; exit 1; }
+stamp_inf > "$out/rvgpu.inf"
+check_stamp "$out/rvgpu.inf"
 
 # Every file the INF installs must be in the package.
 for f in $(sed -n '/^\[SourceDisksFiles\]/,/^\[/p' "$out/rvgpu.inf" | sed -n 's/^\([A-Za-z0-9_.]*\) *=.*/\1/p'); do

@@ -8,10 +8,14 @@
 //! 1. load the Dxgkrnl service (`ZwLoadDriver` on its service key); "already loaded" is fine;
 //! 2. open `\Device\DxgKrnl` (`IoGetDeviceObjectPointer`), which returns a referenced file
 //!    object and the device object;
-//! 3. send it the internal device-control request `IOCTL_VIDEO_DDI_FUNC_REGISTER`
-//!    (`CTL_CODE(FILE_DEVICE_VIDEO, 0xF, METHOD_NEITHER, FILE_ANY_ACCESS)` = 0x23003F); with
-//!    METHOD_NEITHER the output buffer is passed as is, and Dxgkrnl writes into it the address
-//!    of its own initialisation routine (`DpiInitialize`);
+//! 3. send it the internal device-control request 0x230047, and only if Dxgkrnl does not know
+//!    it (`STATUS_INVALID_DEVICE_REQUEST`, a Dxgkrnl older than Windows 8) the original
+//!    `IOCTL_VIDEO_DDI_FUNC_REGISTER` (`CTL_CODE(FILE_DEVICE_VIDEO, 0xF, METHOD_NEITHER,
+//!    FILE_ANY_ACCESS)` = 0x23003F); with METHOD_NEITHER the output buffer is passed as is, and
+//!    Dxgkrnl writes into it the address of its own initialisation routine: `DpiInitializeWin8`
+//!    for the first, `DpiInitialize` for the second (the 24H2 `DxgkInternalDeviceIoctl` answers
+//!    both; docs/windows-bringup.md BR-06 has the sources, including why the Windows 8
+//!    request comes first);
 //! 4. call that routine with the driver object, registry path and the miniport's
 //!    DRIVER_INITIALIZATION_DATA, and return its status;
 //! 5. drop the file-object reference taken in step 2.
@@ -36,10 +40,14 @@ const FILE_DEVICE_VIDEO: u32 = 0x23;
 const METHOD_NEITHER: u32 = 3;
 const FILE_ANY_ACCESS: u32 = 0;
 
-/// The request that returns Dxgkrnl's initialisation entry point.
+/// The request that returns Dxgkrnl's initialisation entry point (`DpiInitialize`).
 pub const IOCTL_VIDEO_DDI_FUNC_REGISTER: u32 =
     ctl_code(FILE_DEVICE_VIDEO, 0xF, METHOD_NEITHER, FILE_ANY_ACCESS);
 const _: () = assert!(IOCTL_VIDEO_DDI_FUNC_REGISTER == 0x0023_003F);
+/// The request that returns the Windows 8 entry point (`DpiInitializeWin8`), asked first.
+pub const IOCTL_DXGK_INITIALIZE_WIN8: u32 =
+    ctl_code(FILE_DEVICE_VIDEO, 0x11, METHOD_NEITHER, FILE_ANY_ACCESS);
+const _: () = assert!(IOCTL_DXGK_INITIALIZE_WIN8 == 0x0023_0047);
 
 /// Dxgkrnl's service key, loaded with `ZwLoadDriver`.
 const DXGKRNL_SERVICE: &str = r"\Registry\Machine\System\CurrentControlSet\Services\DXGKrnl";
@@ -100,7 +108,14 @@ pub unsafe extern "system" fn dxgk_initialize(
 
     // SAFETY: the file object is referenced and the device object stays valid while it is;
     // both come from the successful IoGetDeviceObjectPointer above.
-    let result = unsafe { query_entry_point(device_object) }.and_then(|dpi_initialize| {
+    let entry = match unsafe { query_entry_point(device_object, IOCTL_DXGK_INITIALIZE_WIN8) } {
+        // SAFETY: as above.
+        Err(status::INVALID_DEVICE_REQUEST) => unsafe {
+            query_entry_point(device_object, IOCTL_VIDEO_DDI_FUNC_REGISTER)
+        },
+        other => other,
+    };
+    let result = entry.and_then(|dpi_initialize| {
         // SAFETY: Dxgkrnl's own initialisation routine, called as displib calls it, with the
         // caller's DriverEntry arguments and a valid table.
         let status = unsafe { dpi_initialize(driver_object, registry_path, init_data) };
@@ -119,13 +134,16 @@ pub unsafe extern "system" fn dxgk_initialize(
     }
 }
 
-/// Sends `IOCTL_VIDEO_DDI_FUNC_REGISTER` to Dxgkrnl's device and returns the entry point it
+/// Sends the registration request `code` to Dxgkrnl's device and returns the entry point it
 /// writes back.
 ///
 /// # Safety
 /// `device_object` must be Dxgkrnl's device object, kept alive by a reference the caller holds;
 /// PASSIVE_LEVEL.
-unsafe fn query_entry_point(device_object: *mut c_void) -> Result<DpiInitializeFn, NTSTATUS> {
+unsafe fn query_entry_point(
+    device_object: *mut c_void,
+    code: u32,
+) -> Result<DpiInitializeFn, NTSTATUS> {
     let mut entry: Option<DpiInitializeFn> = None;
     let mut event = ntos::KEVENT::zeroed();
     let mut io_status = ntos::IO_STATUS_BLOCK::zeroed();
@@ -140,7 +158,7 @@ unsafe fn query_entry_point(device_object: *mut c_void) -> Result<DpiInitializeF
     // the request. TRUE = IRP_MJ_INTERNAL_DEVICE_CONTROL.
     let irp = unsafe {
         ntos::IoBuildDeviceIoControlRequest(
-            IOCTL_VIDEO_DDI_FUNC_REGISTER,
+            code,
             device_object,
             ptr::null_mut(),
             0,

@@ -57,6 +57,8 @@ pub mod status {
     pub const IMAGE_ALREADY_LOADED: NTSTATUS = 0xC000_010E_u32 as NTSTATUS;
     /// STATUS_INVALID_DEVICE_STATE.
     pub const INVALID_DEVICE_STATE: NTSTATUS = 0xC000_0184_u32 as NTSTATUS;
+    /// STATUS_INVALID_DEVICE_REQUEST.
+    pub const INVALID_DEVICE_REQUEST: NTSTATUS = 0xC000_0010_u32 as NTSTATUS;
 }
 
 /// The signature of `DxgkInitialize` (dispmprt.h):

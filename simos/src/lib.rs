@@ -36,7 +36,9 @@ pub use dxgkrnl::lowres::{LowResources, PoolStats};
 pub use dxgkrnl::notify::{Notification, Processed};
 pub use dxgkrnl::state::{Fault, LogLine};
 pub use error::SimError;
-pub use machine::{AdapterConfig, AdapterInfo, CpuArch, Machine, MachineConfig, Mode, OsConfig};
+pub use machine::{
+    AdapterConfig, AdapterInfo, CpuArch, Machine, MachineConfig, Mode, OsConfig, WindowsBuild,
+};
 pub use rvgpu_kmd::platform::Irql;
 pub use sync::fence::{
     MonitoredFence, NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome,

@@ -1687,18 +1687,26 @@ fn br_80_hw_sch_mode_and_experimental_policy() {
 }
 
 /// BR-82: support state 0 and unknown feature IDs are `INVALID_PARAMETER` (Enabled FALSE);
-/// the IDs the legacy table treats as always on answer TRUE.
+/// the IDs the legacy table treats as always on answer TRUE. 24H2 knows only IDs 0…5:
+/// GPUVAIOMMU (36) and NATIVE_FENCE (37) are refused.
 #[test]
 fn br_82_legacy_query_refuses_state_0_and_unknown_features() {
     let (_, r, answers) = start_legacy(
         MachineConfig::single(Mode::Step),
-        &[(HWSCH, 0), (6, STABLE), (37, STABLE), (3, STABLE)],
+        &[
+            (HWSCH, 0),
+            (6, STABLE),
+            (36, STABLE),
+            (37, STABLE),
+            (3, STABLE),
+        ],
         None,
     );
     r.expect("the refused queries do not fail the start");
     assert_eq!(
         answers,
         [
+            (STATUS_INVALID_PARAMETER, 0),
             (STATUS_INVALID_PARAMETER, 0),
             (STATUS_INVALID_PARAMETER, 0),
             (STATUS_INVALID_PARAMETER, 0),

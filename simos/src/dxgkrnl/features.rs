@@ -67,16 +67,131 @@ impl FeatureDb {
 
 /// The OS's policy for a feature on this adapter (registry overrides, the adapter's
 /// configuration): each of the three features the driver can claim follows its machine switch
-/// (`OsConfig::{hwsch,ums,native_fence}_feature`, ANDed with the adapter's); anything else is
-/// allowed when the driver supports it.
+/// (`OsConfig::{hwsch,ums,native_fence}_feature`, ANDed with the adapter's); native fences
+/// also need the feature database's configuration ([`configure`], BR-110..112); anything else
+/// is allowed when the driver supports it.
 fn os_allows(a: &AdapterShared, id: DXGK_FEATURE_ID) -> bool {
     match id {
         // BR-78: a DISABLE_HWSCH block-list entry keeps hardware scheduling off.
         DXGK_FEATURE_HWSCH => a.os.hwsch_feature && !a.os.block_list_disable_hwsch,
         DXGK_FEATURE_USER_MODE_SUBMISSION => a.os.ums_feature,
-        DXGK_FEATURE_NATIVE_FENCE => a.os.native_fence_feature,
+        DXGK_FEATURE_NATIVE_FENCE => {
+            a.os.native_fence_feature
+                && os_supports(a.os.windows_build, id)
+                && configure(id, &a.config.software_key).enabled
+        }
         _ => true,
     }
+}
+
+/// One feature's configuration in the adapter's feature database: the OS's default for the
+/// feature with the adapter's registry overrides applied ([D24] 24H2 `ConfigureFeature` @
+/// 0x140288094, 25H2 @ 0x140280BF4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeatureConfig {
+    /// Lowest version the OS will enable.
+    pub min_version: DXGK_FEATURE_VERSION,
+    /// Highest version the OS will enable.
+    pub max_version: DXGK_FEATURE_VERSION,
+    /// The Enabled bit: clear, the feature is not enabled whatever the driver supports.
+    pub enabled: bool,
+    /// Passed to the driver's `QueryFeatureSupport` as `AllowExperimental`.
+    pub allow_experimental: bool,
+}
+
+/// The subkey of the adapter's software key that holds feature `id`'s overrides.
+///
+/// [D24] `DxgkCreateFeatureDatabase` @ 0x1402884A0 opens the adapter's key path with a suffix
+/// the decompiled text does not show, and `ConfigureFeature` reads the subkey named by the
+/// feature ID in decimal under it; the suffix is taken to be `Features` ([I], from the brief
+/// of this model and Microsoft's "a registry key can override feature configuration on a
+/// per-feature, per-adapter basis"; to confirm on a test machine, docs/test-machine.md).
+pub fn feature_subkey(id: DXGK_FEATURE_ID) -> String {
+    format!("Features\\{id}")
+}
+
+/// BR-110, BR-111: the feature database's configuration of `id` for an adapter whose software
+/// key is `key`.
+///
+/// - BR-110 ([D24] 24H2 `ConfigureFeatureDefaults` @ 0x1402882E4, 25H2 @ 0x140280E44): the
+///   defaults of `DXGK_FEATURE_NATIVE_FENCE` (37) and of PAGE_BASED_MEMORY_MANAGER (32) are
+///   copied with the Enabled bit cleared, with no condition. The default version range is not
+///   in the decompiled text (it is data); it is taken as 1..=1, the only published version.
+/// - BR-111 ([D24] `ConfigureFeature`): with the adapter's key open, the values `Enabled`,
+///   `MinVersion`, `MaxVersion` and `AllowExperimental` of the feature's subkey are read as
+///   `REG_DWORD`s (direct, type-checked: the query stops at the first value of another type,
+///   the values before it taken). Enabled and AllowExperimental keep their low bit; the range
+///   is narrowed to the registry's (min raised, max lowered) and falls back to the default
+///   when that leaves it empty.
+///
+/// Only features 32 and 37 are modelled here (the others keep the switches of
+/// [`os_allows`]); for them the result is the default.
+pub fn configure(id: DXGK_FEATURE_ID, key: &crate::dxgkrnl::registry::RegKey) -> FeatureConfig {
+    use crate::dxgkrnl::registry::REG_DWORD;
+    let default = FeatureConfig {
+        min_version: 1,
+        max_version: OS_VERSION,
+        enabled: !matches!(
+            id,
+            DXGK_FEATURE_NATIVE_FENCE | DXGK_FEATURE_PAGE_BASED_MEMORY_MANAGER
+        ),
+        allow_experimental: false,
+    };
+    if !matches!(
+        id,
+        DXGK_FEATURE_NATIVE_FENCE | DXGK_FEATURE_PAGE_BASED_MEMORY_MANAGER
+    ) {
+        return default;
+    }
+    let subkey = feature_subkey(id);
+    let mut enabled = u32::from(default.enabled);
+    let mut min = u32::from(default.min_version);
+    let mut max = u32::from(default.max_version);
+    let mut experimental = u32::from(default.allow_experimental);
+    for (name, slot) in [
+        ("Enabled", &mut enabled),
+        ("MinVersion", &mut min),
+        ("MaxVersion", &mut max),
+        ("AllowExperimental", &mut experimental),
+    ] {
+        let Some(v) = key.get(&subkey, name) else {
+            continue;
+        };
+        let word = (v.ty == REG_DWORD && v.data.len() == 4)
+            .then(|| u32::from_le_bytes([v.data[0], v.data[1], v.data[2], v.data[3]]));
+        match word {
+            Some(w) => *slot = w,
+            // The type check fails the whole query from here on.
+            None => break,
+        }
+    }
+    let lo = min.max(u32::from(default.min_version));
+    let hi = max.min(u32::from(default.max_version));
+    let (lo, hi) = if hi < lo {
+        (default.min_version, default.max_version)
+    } else {
+        // Both within the default range, which fits in 16 bits.
+        (lo as DXGK_FEATURE_VERSION, hi as DXGK_FEATURE_VERSION)
+    };
+    FeatureConfig {
+        min_version: lo,
+        max_version: hi,
+        enabled: enabled & 1 != 0,
+        allow_experimental: experimental & 1 != 0,
+    }
+}
+
+/// BR-112: whether the OS build supports `id` at all. [D] 11-26H1 `CheckFeatureOSSupport` @
+/// 0x140288B70 answers no for PAGE_BASED_MEMORY_MANAGER (32) and NATIVE_FENCE (37) whatever
+/// the database says, and its caller `IsFeatureEnabledUncached` @ 0x140289AE4 enables nothing
+/// the OS does not support; 24H2 and 25H2 have no such gate (their `IsFeatureEnabledUncached`
+/// follows the configuration, BR-110/111).
+pub fn os_supports(build: crate::machine::WindowsBuild, id: DXGK_FEATURE_ID) -> bool {
+    !(build == crate::machine::WindowsBuild::W26H1
+        && matches!(
+            id,
+            DXGK_FEATURE_NATIVE_FENCE | DXGK_FEATURE_PAGE_BASED_MEMORY_MANAGER
+        ))
 }
 
 /// Dependencies the OS hardcodes. [M] "Querying WDDM feature support and enablement",
@@ -144,7 +259,8 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
     for &id in DRIVER_FEATURES {
         let mut args = DXGKARG_QUERYFEATURESUPPORT {
             FeatureId: id,
-            AllowExperimental: 0,
+            // BR-111: the database's AllowExperimental bit for the feature.
+            AllowExperimental: u8::from(configure(id, &a.config.software_key).allow_experimental),
             ..Default::default()
         };
         let ctx = iface.Context;
@@ -260,9 +376,12 @@ impl crate::machine::Machine {
     }
 }
 
-/// Feature IDs the legacy `DxgkCbQueryFeatureSupport` knows ([D] 23H2 `DpQueryFeatureSupport`:
-/// HWSCH … SHARE_BACKING_STORE and GPUVAIOMMU); any other is `INVALID_PARAMETER` (BR-82).
-pub const LEGACY_FEATURES: &[DXGK_FEATURE_ID] = &[0, 1, 2, 3, 4, 5, 36];
+/// Feature IDs the legacy `DxgkCbQueryFeatureSupport` knows; any other is
+/// `INVALID_PARAMETER` (BR-82). [D24] 24H2 `DpQueryFeatureSupport` @ 0x1402350B0 accepts
+/// HWSCH … SHARE_BACKING_STORE (0…5) only: the GPUVAIOMMU (36) arm of the 23H2 build is gone,
+/// so every ID above 5 — NATIVE_FENCE (37) among them — is refused. The 25H2 and 26H1 builds
+/// are taken to keep the 24H2 list (not read).
+pub const LEGACY_FEATURES: &[DXGK_FEATURE_ID] = &[0, 1, 2, 3, 4, 5];
 
 /// BR-80..82: the OS's answer to `DxgkCbQueryFeatureSupport(id, state)`, the legacy path a
 /// driver without the feature interface uses. `Err` is the status the callback fails with.
@@ -270,8 +389,7 @@ pub const LEGACY_FEATURES: &[DXGK_FEATURE_ID] = &[0, 1, 2, 3, 4, 5, 36];
 /// [D] `DpQueryFeatureSupport`: state 0 and unknown IDs are refused. HWSCH, HWFLIPQUEUE and
 /// USER_MODE_SUBMISSION share one rule: `HwSchTreatExperimentalAsStable` turns an experimental
 /// claim into a stable one; experimental is then not enabled, stable is enabled when
-/// `HwSchMode` is 0 or 2, always-on is enabled. IDs 2, 3 and 5 are always enabled; GPUVAIOMMU
-/// (36) follows an OS feature flag (off here). Enabled HWSCH / USER_MODE_SUBMISSION set the
+/// `HwSchMode` is 0 or 2, always-on is enabled. IDs 2, 3 and 5 are always enabled. Enabled HWSCH / USER_MODE_SUBMISSION set the
 /// adapter bits the node rules read (BR-72/73). The simulated OS's own policy switches
 /// (`OsConfig::*_feature`, the BR-78 block list) apply on top, as with the feature interface.
 pub fn legacy_decision(
@@ -302,7 +420,6 @@ pub fn legacy_decision(
         DXGK_FEATURE_HWSCH | DXGK_FEATURE_HWFLIPQUEUE | DXGK_FEATURE_USER_MODE_SUBMISSION => {
             scheduled(state) && os_allows(a, id)
         }
-        36 => false,
         _ => true,
     })
 }

@@ -28,6 +28,26 @@ struct Loading {
 }
 
 thread_local! {
+    /// BR-06: whether the Dxgkrnl of the machine whose driver is being loaded on this thread
+    /// answers 0x230047 (`OsConfig::dxgkrnl_knows_win8_initialize`).
+    static KNOWS_WIN8: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// BR-06: whether the Dxgkrnl loading the driver on this thread answers the Windows 8
+/// registration request (0x230047) — every build since Windows 8 does.
+pub fn dxgkrnl_knows_win8_initialize() -> bool {
+    KNOWS_WIN8.with(std::cell::Cell::get)
+}
+
+/// Runs `f` with [`dxgkrnl_knows_win8_initialize`] answering `knows`.
+pub fn with_win8_initialize<R>(knows: bool, f: impl FnOnce() -> R) -> R {
+    let before = KNOWS_WIN8.with(|k| k.replace(knows));
+    let r = f();
+    KNOWS_WIN8.with(|k| k.set(before));
+    r
+}
+
+thread_local! {
     /// The machine whose driver is being loaded on this thread (DxgkInitialize has no
     /// context argument).
     static LOADING: RefCell<Option<Loading>> = const { RefCell::new(None) };

@@ -11,6 +11,7 @@ pub mod features;
 pub mod interrupt;
 pub mod irql;
 pub mod kernel;
+pub mod kmdver;
 pub mod ktimer;
 pub mod load;
 pub mod lowres;

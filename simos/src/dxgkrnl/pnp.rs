@@ -107,6 +107,25 @@ impl Machine {
             state.raise_bugcheck(b);
             return Err(SimError::Bugcheck(b));
         }
+        // LD-01..LD-05: the kernel loader refuses a malformed or unresolvable image before
+        // DriverEntry (docs/windows-bringup.md, `pe::loader`).
+        #[cfg(target_os = "linux")]
+        if let crate::pe::DriverBuild::Pe(path) = &self.config.driver {
+            let checked =
+                crate::pe::check_driver_file(path.as_deref(), self.config.os.memory_integrity)
+                    .map_err(|e| SimError::Simulation(format!("loading rvgpu.sys: {e}")))?;
+            if let Err(r) = checked {
+                state.push_log(
+                    rvgpu_kmd::platform::Level::Error,
+                    format!("image load refused: {}: {}", r.rule, r.why),
+                );
+                return Err(SimError::StartRefused {
+                    rule: r.rule,
+                    status: r.status as NTSTATUS,
+                    why: r.why,
+                });
+            }
+        }
         #[cfg(target_os = "linux")]
         let pe = match &self.config.driver {
             crate::pe::DriverBuild::Pe(path) => Some(
@@ -115,12 +134,16 @@ impl Machine {
             ),
             crate::pe::DriverBuild::Linux => None,
         };
+        #[cfg(target_os = "linux")]
+        let knows_win8 = self.config.os.dxgkrnl_knows_win8_initialize;
         let status = load::with_loading(state.clone(), self.table.clone(), hook, as_built, || {
             #[cfg(target_os = "linux")]
             if let Some(pe) = &pe {
                 // The image's DriverEntry on an emulated processor; a fault in it is raised on
                 // this machine (checked below).
-                return pe.driver_entry(driver_object, registry_path).unwrap_or(0);
+                return load::with_win8_initialize(knows_win8, || {
+                    pe.driver_entry(driver_object, registry_path).unwrap_or(0)
+                });
             }
             // SAFETY: the pointers are stable, non-null stand-ins for the DRIVER_OBJECT and
             // the registry path (the driver only passes them on), and sim_dxgk_initialize
@@ -184,6 +207,14 @@ impl Machine {
             }
             a.set_context(ctx);
             *lock(&a.life) = Life::Added;
+            // BR-14: after the miniport's AddDevice, `DpiAddDevice` creates the FDO and
+            // `DpiFdoInitializeFdo` compares the KMD's file version with DriverVer; a refusal
+            // undoes the FDO and calls the miniport's RemoveDevice ([D24] `DpiAddDevice` @
+            // 0x1402393B0).
+            if let Err(refusal) = self.check_kmd_version(&a, &t) {
+                self.remove_adapter(i)?;
+                return Err(refusal);
+            }
         }
         let start = t
             .DxgkDdiStartDevice
@@ -481,6 +512,66 @@ impl Machine {
                 Err(e)
             }
         }
+    }
+
+    /// BR-14 ([D24] `DpiFdoValidateKmdAndPnpVersionMatch` @ 0x1403F0520, see
+    /// [`crate::dxgkrnl::kmdver`]): a file version that differs from the device's DriverVersion
+    /// and is not exempt fails AddDevice with `STATUS_DEVICE_CONFIGURATION_ERROR` (`Err`: the
+    /// refusal to return once the miniport's AddDevice is undone).
+    fn check_kmd_version(
+        &self,
+        a: &AdapterShared,
+        t: &DRIVER_INITIALIZATION_DATA,
+    ) -> Result<(), SimError> {
+        use crate::dxgkrnl::kmdver;
+        let file = match &a.config.kmd_file_version {
+            Some(v) => v.clone(),
+            None => self.kmd_file_version(),
+        };
+        let outcome = kmdver::check(
+            a.os.disable_version_mismatch_check,
+            t.Version,
+            u32::from(rvgpu_hw::pci::VENDOR_ID),
+            a.config.driver_version.as_deref(),
+            file,
+        );
+        match outcome {
+            kmdver::Outcome::Mismatch { pnp, file } => {
+                let why = format!(
+                    "the KMD's file version {} differs from the device's DriverVersion {} \
+                     (both majors below 21 would be exempt)",
+                    kmdver::dotted(file),
+                    kmdver::dotted(pnp)
+                );
+                self.state.push_log(
+                    rvgpu_kmd::platform::Level::Error,
+                    format!("AddDevice refused: BR-14: {why}"),
+                );
+                Err(SimError::StartRefused {
+                    rule: "BR-14",
+                    status: kmdver::STATUS_DEVICE_CONFIGURATION_ERROR,
+                    why,
+                })
+            }
+            // Equal, exempt or not compared: Windows goes on without a word.
+            kmdver::Outcome::Match
+            | kmdver::Outcome::Exempt { .. }
+            | kmdver::Outcome::Skipped(_) => Ok(()),
+        }
+    }
+
+    /// The file version of the driver build this machine loads: the `rvgpu.sys` a PE machine
+    /// runs, or the version build.rs stamps for the Linux build.
+    fn kmd_file_version(&self) -> Result<u64, String> {
+        #[cfg(target_os = "linux")]
+        if let crate::pe::DriverBuild::Pe(path) = &self.config.driver {
+            let path = match path {
+                Some(p) => p.clone(),
+                None => crate::pe::build_image()?,
+            };
+            return crate::dxgkrnl::kmdver::file_version_of(&path);
+        }
+        Ok(crate::dxgkrnl::registry::stamped_file_version())
     }
 
     fn refuse(

@@ -23,6 +23,41 @@ pub enum CpuArch {
     Arm64,
 }
 
+/// The Windows 11 build whose graphics kernel the simulated OS follows where builds differ
+/// (docs/windows-bringup.md §7b).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WindowsBuild {
+    /// Windows 11 24H2 (build 26100), the first with WDDM 3.2: the default.
+    #[default]
+    W24H2,
+    /// Windows 11 25H2.
+    W25H2,
+    /// Windows 11 26H1: `DXGK_FEATURE_NATIVE_FENCE` is not supported by the OS at all
+    /// ([D] 11-26H1 `CheckFeatureOSSupport` @ 0x140288B70).
+    W26H1,
+}
+
+impl WindowsBuild {
+    /// `24H2`, `25H2`, `26H1`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::W24H2 => "24H2",
+            Self::W25H2 => "25H2",
+            Self::W26H1 => "26H1",
+        }
+    }
+
+    /// Parses `24H2`, `25H2` or `26H1` (any case).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.to_ascii_uppercase().as_str() {
+            "24H2" => Ok(Self::W24H2),
+            "25H2" => Ok(Self::W25H2),
+            "26H1" => Ok(Self::W26H1),
+            _ => Err(format!("unknown Windows build {s} (24H2, 25H2, 26H1)")),
+        }
+    }
+}
+
 /// OS feature switches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OsConfig {
@@ -111,6 +146,22 @@ pub struct OsConfig {
     /// doorbell and hardware-queue flows: the answer this machine plays (default: 24H2, or
     /// `RVGPU_OS_READING`; [`super::answers`]).
     pub reading: super::answers::Reading,
+    /// BR-14: `GraphicsDrivers\DisableVersionMismatchCheck` ([D24] `DpiFdoInitializeFdo` @
+    /// 0x140242CBC): set, Dxgkrnl does not compare the KMD's file version with the
+    /// package's `DriverVer`. Default off (the value is absent on a stock machine).
+    pub disable_version_mismatch_check: bool,
+    /// The Windows build the feature database follows (default 24H2).
+    pub windows_build: WindowsBuild,
+    /// BR-06: Dxgkrnl answers the Windows 8 registration request (IOCTL 0x230047,
+    /// `DpiInitializeWin8`) as every build since Windows 8 does ([D24] 24H2
+    /// `DxgkInternalDeviceIoctl` @ 0x1403A9E70). `false` stands for an older Dxgkrnl that
+    /// fails it with `STATUS_INVALID_DEVICE_REQUEST`, to prove the driver's fallback to
+    /// 0x23003F.
+    pub dxgkrnl_knows_win8_initialize: bool,
+    /// LD-04: memory integrity (hypervisor-protected code integrity) is on, as on a clean
+    /// Windows 11 installation on capable hardware: the kernel loader also refuses a driver
+    /// with a writable and executable section or without NX_COMPAT. Default on.
+    pub memory_integrity: bool,
 }
 
 impl Default for OsConfig {
@@ -135,6 +186,10 @@ impl Default for OsConfig {
             vram_budget: None,
             thunk_cost: crate::kmt::DEFAULT_THUNK_COST,
             reading: super::answers::Reading::from_env(),
+            disable_version_mismatch_check: false,
+            windows_build: WindowsBuild::W24H2,
+            dxgkrnl_knows_win8_initialize: true,
+            memory_integrity: true,
         }
     }
 }
@@ -161,6 +216,20 @@ pub struct AdapterConfig {
     /// called once per message. Default on; a PCI board (the guest's uio_pci_generic) is
     /// always line-based.
     pub msi: bool,
+    /// BR-14: the device's `DEVPKEY_Device_DriverVersion`, the version part of the installed
+    /// INF's `DriverVer` (`None`: absent). Default: what scripts/package.sh stamps into
+    /// `inf/rvgpu.inf` ([`crate::dxgkrnl::registry::inf_driver_version`]).
+    pub driver_version: Option<String>,
+    /// BR-14: the KMD file's version as Dxgkrnl reads it from its `VS_VERSION_INFO` (`Err`:
+    /// the file does not map as an image). `None` (default): the driver build's own — read
+    /// from the `rvgpu.sys` a PE machine loads, or for the Linux build the version build.rs
+    /// stamps into `rvgpu.sys` ([`crate::dxgkrnl::registry::stamped_file_version`]).
+    pub kmd_file_version: Option<Result<u64, String>>,
+    /// The adapter's software key (the `HKR` values of the INF's install section), where
+    /// Dxgkrnl's feature database reads its per-adapter overrides (`Features\<id>`,
+    /// `dxgkrnl::features`). Default: what `inf/rvgpu.inf` writes, parsed from the file
+    /// ([`crate::dxgkrnl::registry::inf_software_key`]).
+    pub software_key: crate::dxgkrnl::registry::RegKey,
 }
 
 impl AdapterConfig {
@@ -173,6 +242,9 @@ impl AdapterConfig {
             hwsch_feature: true,
             user_mode_driver_name: Some(crate::dxgkrnl::registry::inf_user_mode_driver_name()),
             msi: true,
+            driver_version: Some(crate::dxgkrnl::registry::inf_driver_version()),
+            kmd_file_version: None,
+            software_key: crate::dxgkrnl::registry::inf_software_key().unwrap_or_default(),
         }
     }
 
@@ -192,6 +264,9 @@ impl AdapterConfig {
             hwsch_feature: true,
             user_mode_driver_name: Some(crate::dxgkrnl::registry::inf_user_mode_driver_name()),
             msi: true,
+            driver_version: Some(crate::dxgkrnl::registry::inf_driver_version()),
+            kmd_file_version: None,
+            software_key: crate::dxgkrnl::registry::inf_software_key().unwrap_or_default(),
         }
     }
 }

@@ -17,6 +17,7 @@
 pub mod arena;
 pub mod cpu;
 pub mod image;
+pub mod loader;
 pub mod ntoskrnl;
 pub mod umd;
 pub mod unicorn;
@@ -867,6 +868,25 @@ pub fn window_range(len: usize) -> Option<NonNull<u8>> {
 
 /// Loads the image for a machine (building it first when no path is given) and makes the
 /// machine run it.
+/// The kernel loader's checks (LD-01..LD-05, [`loader`]) on the driver file at `path` (`None`:
+/// the image this workspace builds): `Ok(Err(refusal))` when Windows would refuse to load it,
+/// `Err` when the file cannot be had.
+pub fn check_driver_file(
+    path: Option<&Path>,
+    memory_integrity: bool,
+) -> Result<Result<(), loader::Refusal>, String> {
+    let built;
+    let path = match path {
+        Some(p) => p,
+        None => {
+            built = build_image()?;
+            &built
+        }
+    };
+    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(loader::check_driver_image(&data, memory_integrity))
+}
+
 pub fn attach(state: &MachineState, path: Option<&Path>) -> Result<Arc<PeImage>, String> {
     let built;
     let path = match path {

@@ -88,6 +88,9 @@ pub struct KernelState {
     /// The IRPs' memory (its address is the image's IRP pointer: boxed so it does not move).
     #[allow(clippy::vec_box, reason = "the image holds the IRP's address")]
     irp_storage: Mutex<Vec<Box<[u64; 32]>>>,
+    /// The internal device-control requests the image sent to `\Device\DxgKrnl`, in order,
+    /// with the status each completed with.
+    requests: Mutex<Vec<(u32, i32)>>,
 }
 
 impl std::fmt::Debug for KernelState {
@@ -105,6 +108,12 @@ impl KernelState {
             // SAFETY: a live allocation of ours with its layout; nothing runs the image any more.
             unsafe { std::alloc::dealloc(p as *mut u8, b.layout) };
         }
+    }
+
+    /// The internal device-control requests the image sent to Dxgkrnl's device, in order:
+    /// (IOCTL code, completion status).
+    pub fn dxgkrnl_requests(&self) -> Vec<(u32, i32)> {
+        lock(&self.requests).clone()
     }
 
     /// Bytes and blocks of pool the image holds.
@@ -421,8 +430,13 @@ fn format_c(fmt: u64, args: &[u64]) -> String {
 
 const DXGKRNL_SERVICE: &str = r"\Registry\Machine\System\CurrentControlSet\Services\DXGKrnl";
 const DXGKRNL_DEVICE: &str = r"\Device\DxgKrnl";
-/// `IOCTL_VIDEO_DDI_FUNC_REGISTER` (ntddvdeo.h).
+/// `IOCTL_VIDEO_DDI_FUNC_REGISTER` (ntddvdeo.h): answered with `DpiInitialize`.
 const IOCTL_VIDEO_DDI_FUNC_REGISTER: u32 = 0x0023_003F;
+/// The request answered with `DpiInitializeWin8` ([D24] 24H2 `DxgkInternalDeviceIoctl` @
+/// 0x1403A9E70), which the Windows 8 and later displib sends first (BR-06).
+const IOCTL_DXGK_INITIALIZE_WIN8: u32 = 0x0023_0047;
+/// `STATUS_BUFFER_TOO_SMALL`.
+const STATUS_BUFFER_TOO_SMALL: u64 = 0xC000_0023;
 
 /// `ZwLoadDriver` (PASSIVE_LEVEL): dxgkrnl is loaded on a running system, so loading it again
 /// answers `STATUS_IMAGE_ALREADY_LOADED`; any other service is not installed here.
@@ -491,22 +505,35 @@ fn io_build_device_io_control_request(img: &Arc<PeImage>, w: &[u64; 12]) -> Stub
     ret(at as u64)
 }
 
-/// `IofCallDriver`: dxgkrnl's answer to `IOCTL_VIDEO_DDI_FUNC_REGISTER` — the address of its
-/// `DpiInitialize` written to the output buffer (METHOD_NEITHER, kernel-mode caller), the
-/// request completed at once. Any other request is `STATUS_INVALID_DEVICE_REQUEST`.
+/// `IofCallDriver`: Dxgkrnl's internal device-control dispatch, completed at once, as [D24]
+/// 24H2 `DxgkInternalDeviceIoctl` @ 0x1403A9E70 answers the registration requests (BR-06):
+/// 0x23003F (`DpiInitialize`) and 0x230047 (`DpiInitializeWin8`; both reach
+/// `DpiInitializeInternal`, which differs only in a flag it keeps for the driver) write the
+/// routine's address into the METHOD_NEITHER output buffer, 8 bytes, when it is at least 8
+/// bytes long and not NULL, else fail with `STATUS_BUFFER_TOO_SMALL`. Any other request is
+/// `STATUS_INVALID_DEVICE_REQUEST` (simulation limit: the KMDOD, uninitialise, report-software-
+/// device, feature and interface requests Windows also answers are not modelled). A Dxgkrnl
+/// configured as older than Windows 8 (`OsConfig::dxgkrnl_knows_win8_initialize` off) does
+/// not know 0x230047.
 fn iof_call_driver(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     let Some((code, out, out_len, _event, iosb)) = lock(&img.kernel.irps).remove(&(w[1] as usize))
     else {
         return ret(STATUS_INVALID_PARAMETER);
     };
     lock(&img.kernel.irp_storage).retain(|b| b.as_ptr() as u64 != w[1]);
-    let (status, info) = if code == IOCTL_VIDEO_DDI_FUNC_REGISTER && out != 0 && out_len >= 8 {
+    let known = code == IOCTL_VIDEO_DDI_FUNC_REGISTER
+        || (code == IOCTL_DXGK_INITIALIZE_WIN8
+            && crate::dxgkrnl::load::dxgkrnl_knows_win8_initialize());
+    let (status, info) = if !known {
+        (STATUS_INVALID_DEVICE_REQUEST, 0)
+    } else if out == 0 || out_len < 8 {
+        (STATUS_BUFFER_TOO_SMALL, 0)
+    } else {
         // SAFETY: the IRP's output buffer, at least 8 bytes (checked).
         unsafe { (out as *mut u64).write_unaligned(img.dxgk_initialize_stub() as u64) };
         (STATUS_SUCCESS, 8)
-    } else {
-        (STATUS_INVALID_DEVICE_REQUEST, 0)
     };
+    lock(&img.kernel.requests).push((code, status as u32 as i32));
     if iosb != 0 {
         // SAFETY: the caller's IO_STATUS_BLOCK (16 bytes), given when the IRP was built.
         unsafe {

@@ -714,6 +714,75 @@ pub fn check_package(dir: &Path, inf_name: &str, catalog: &Catalog) -> Vec<Strin
     problems
 }
 
+// The images' version resources: written by the build scripts, read back here.
+#[allow(dead_code)]
+#[path = "../../../build/version_res.rs"]
+mod version_res;
+
+/// The version part of a `DriverVer` value (`MM/DD/YYYY,a.b.c.d`) as the 64-bit value Windows
+/// compares with an image's FILEVERSION (`a<<16|b : c<<16|d`); `None` when it is not four
+/// 16-bit decimal numbers.
+pub fn driver_ver_version(driver_ver: &str) -> Option<u64> {
+    let (_, version) = driver_ver.split_once(',')?;
+    let mut out = 0u64;
+    let mut parts = 0;
+    for p in version.trim().split('.') {
+        let n: u16 = p.trim().parse().ok()?;
+        out = (out << 16) | u64::from(n);
+        parts += 1;
+    }
+    (parts == 4).then_some(out)
+}
+
+/// The package's one-version rule: every PE image the INF installs carries the INF's
+/// `DriverVer` as its `VS_VERSION_INFO` FILEVERSION. For the kernel-mode driver Windows
+/// requires it (Dxgkrnl fails AddDevice with 0xC0000182 on a difference once either major
+/// number is 21 or more; docs/windows-bringup.md BR-14); for the user-mode library it is this
+/// project's rule (both are stamped from one version). Returns every mismatch found.
+pub fn check_file_versions(dir: &Path, facts: &InfFacts) -> Vec<String> {
+    let Some(driver_ver) = facts.driver_ver.as_deref() else {
+        return vec!["the INF has no DriverVer".into()];
+    };
+    let Some(want) = driver_ver_version(driver_ver) else {
+        return vec![format!(
+            "DriverVer {driver_ver:?} is not MM/DD/YYYY,a.b.c.d"
+        )];
+    };
+    let dotted = |v: u64| {
+        format!(
+            "{}.{}.{}.{}",
+            (v >> 48) & 0xFFFF,
+            (v >> 32) & 0xFFFF,
+            (v >> 16) & 0xFFFF,
+            v & 0xFFFF
+        )
+    };
+    let mut problems = Vec::new();
+    for name in &facts.source_files {
+        let Ok(data) = std::fs::read(dir.join(name)) else {
+            problems.push(format!("{name}: cannot be read"));
+            continue;
+        };
+        if !data.starts_with(b"MZ") {
+            continue;
+        }
+        match version_res::read_file_version(&data) {
+            Ok(v) if v == want => {}
+            Ok(0) => problems.push(format!(
+                "{name}: no VS_VERSION_INFO file version (DriverVer is {})",
+                dotted(want)
+            )),
+            Ok(v) => problems.push(format!(
+                "{name}: file version {} is not DriverVer's {}",
+                dotted(v),
+                dotted(want)
+            )),
+            Err(e) => problems.push(format!("{name}: {e}")),
+        }
+    }
+    problems
+}
+
 /// Upper-case hex, as Windows shows catalog tags.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02X}")).collect()

@@ -1,7 +1,8 @@
 //! rvgpu-cat: writes and checks the driver package's catalog (scripts/package.sh).
 //!
 //!   rvgpu-cat make  DIR OUT   write the unsigned catalog of DIR/rvgpu.inf's package to OUT
-//!   rvgpu-cat check DIR       check DIR's catalog (the INF's CatalogFile) against DIR's files
+//!   rvgpu-cat check DIR       check DIR's catalog (the INF's CatalogFile) against DIR's files,
+//!                             and that every image carries DriverVer as its file version
 //!   rvgpu-cat dump  CAT       print a catalog's attributes and members
 //!
 //! The INF is DIR/rvgpu.inf unless RVGPU_INF names another file in DIR.
@@ -60,14 +61,15 @@ fn read(path: &Path) -> Result<rvgpu_cat::Catalog, Error> {
 fn check(dir: &Path) -> Result<(), Error> {
     let inf = inf_name();
     let (facts, _) = rvgpu_cat::package_files(dir, &inf)?;
-    let Some(cat) = facts.catalog_file else {
+    let Some(cat) = facts.catalog_file.clone() else {
         return Err(Error(format!("{inf} has no CatalogFile in [Version]")));
     };
     let catalog = read(&dir.join(&cat))?;
-    let problems = rvgpu_cat::check_package(dir, &inf, &catalog);
+    let mut problems = rvgpu_cat::check_package(dir, &inf, &catalog);
+    problems.extend(rvgpu_cat::check_file_versions(dir, &facts));
     if problems.is_empty() {
         println!(
-            "rvgpu-cat: {cat} lists the {} files of {inf} with matching hashes ({} members, {} signer(s))",
+            "rvgpu-cat: {cat} lists the {} files of {inf} with matching hashes ({} members, {} signer(s)); the images carry DriverVer as their file version",
             catalog.members.len() / 2,
             catalog.members.len(),
             catalog.signers

@@ -1,0 +1,183 @@
+//! BR-110..112: Dxgkrnl's feature database as 24H2, 25H2 and 26H1 build it for native fences
+//! (`rvgpu_simos::dxgkrnl::features::{configure, os_supports}`): off by default, turned on by
+//! the adapter's `Features\37\Enabled` value, which `inf/rvgpu.inf` writes; never on 26H1.
+//! rvgpu starts in every case and advertises native fences (and user-mode submission, which
+//! needs them) only when the OS enabled them.
+
+use rvgpu_ddi::adapter::DXGK_VIDSCHCAPS;
+use rvgpu_ddi::feature::{
+    DXGK_FEATURE_HWSCH, DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_USER_MODE_SUBMISSION,
+};
+use rvgpu_simos::dxgkrnl::features::{configure, feature_subkey, os_supports};
+use rvgpu_simos::dxgkrnl::registry::{
+    inf_software_key, parse_inf_software_key, RegKey, RegValue, REG_SZ, RVGPU_INF,
+};
+use rvgpu_simos::{AdapterInfo, Machine, MachineConfig, Mode, SimError, WindowsBuild};
+
+const NF: i32 = DXGK_FEATURE_NATIVE_FENCE;
+
+fn cfg(build: WindowsBuild, key: impl FnOnce(&mut RegKey)) -> MachineConfig {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.windows_build = build;
+    key(&mut cfg.adapters[0].software_key);
+    cfg
+}
+
+fn start(cfg: MachineConfig) -> (Machine, Result<AdapterInfo, SimError>) {
+    let mut m = Machine::new(cfg);
+    m.load_driver().expect("load");
+    let r = m.start_adapter(0);
+    (m, r)
+}
+
+/// Starts `cfg` and returns whether native fences were enabled, after checking that rvgpu
+/// started and advertised `NativeGpuFence` exactly then (and user-mode submission only with
+/// them).
+fn native_fences(cfg: MachineConfig) -> bool {
+    let (m, r) = start(cfg);
+    let info = r.unwrap_or_else(|e| panic!("{e}; log {:#?}", m.driver_log()));
+    let db = m.feature_db(0);
+    let enabled = db.version(NF).is_some();
+    assert_eq!(
+        info.caps
+            .SchedulingCaps
+            .is_set(DXGK_VIDSCHCAPS::NativeGpuFence),
+        enabled,
+        "NativeGpuFence advertised against the OS's answer"
+    );
+    assert!(db.version(DXGK_FEATURE_HWSCH).is_some(), "HWSCH stays on");
+    if !enabled {
+        assert_eq!(
+            db.version(DXGK_FEATURE_USER_MODE_SUBMISSION),
+            None,
+            "user-mode submission depends on native fences"
+        );
+    }
+    enabled
+}
+
+fn no_change(_: &mut RegKey) {}
+
+fn without_features_key(k: &mut RegKey) {
+    k.remove_subkey("Features");
+}
+
+/// The simulated adapter's software key is what the INF writes, parsed from the file: the
+/// UMD names and the `Features\37` opt-in.
+#[test]
+fn br_110_software_key_default_is_what_the_inf_writes() {
+    let key = inf_software_key().expect("inf/rvgpu.inf parses");
+    assert_eq!(
+        key.get(&feature_subkey(NF), "Enabled"),
+        Some(&RegValue::dword(1))
+    );
+    assert!(key.get("", "UserModeDriverName").is_some());
+    assert_eq!(
+        MachineConfig::single(Mode::Step).adapters[0].software_key,
+        key
+    );
+    // Unknown value types and dangling tokens are errors, not panics.
+    let broken = RVGPU_INF.replace("%REG_DWORD%,1", "0x00000003,1");
+    assert!(parse_inf_software_key(&broken).is_err());
+    assert!(parse_inf_software_key(&RVGPU_INF.replace("%REG_DWORD%", "%NOPE%")).is_err());
+    assert!(parse_inf_software_key("").is_err());
+    assert!(parse_inf_software_key("[Manufacturer]\n%x%=\n").is_err());
+}
+
+/// 24H2 and 25H2: native fences are off by default and on only through the adapter's
+/// `Features\37\Enabled`; rvgpu starts either way.
+#[test]
+fn br_110_native_fence_needs_the_adapter_registry_value() {
+    for build in [WindowsBuild::W24H2, WindowsBuild::W25H2] {
+        assert!(
+            native_fences(cfg(build, no_change)),
+            "{}: the INF's value enables native fences",
+            build.name()
+        );
+        assert!(
+            !native_fences(cfg(build, without_features_key)),
+            "{}: without Features\\37 native fences stay off",
+            build.name()
+        );
+    }
+}
+
+/// `ConfigureFeature`: REG_DWORDs only (a value of another type ends the query), the low bit
+/// of Enabled, the version range narrowed and reset when empty.
+#[test]
+fn br_111_registry_override_is_read_as_configure_feature_reads_it() {
+    let sub = feature_subkey(NF);
+    let with = |values: &[(&str, RegValue)]| {
+        let mut k = RegKey::default();
+        for (n, v) in values {
+            k.set(&sub, n, v.clone());
+        }
+        configure(NF, &k)
+    };
+    assert!(!configure(NF, &RegKey::default()).enabled, "default off");
+    assert!(with(&[("Enabled", RegValue::dword(1))]).enabled);
+    assert!(!with(&[("Enabled", RegValue::dword(0))]).enabled);
+    assert!(
+        !with(&[("Enabled", RegValue::dword(2))]).enabled,
+        "low bit only"
+    );
+    let text = RegValue {
+        ty: REG_SZ,
+        data: vec![b'1', 0, 0, 0],
+    };
+    assert!(!with(&[("Enabled", text)]).enabled, "REG_SZ is not read");
+    let c = with(&[
+        ("Enabled", RegValue::dword(1)),
+        ("MinVersion", RegValue::dword(2)),
+    ]);
+    assert!(c.enabled);
+    assert_eq!(
+        (c.min_version, c.max_version),
+        (1, 1),
+        "empty range: defaults"
+    );
+    let c = with(&[
+        ("Enabled", RegValue::dword(1)),
+        ("AllowExperimental", RegValue::dword(1)),
+    ]);
+    assert!(c.allow_experimental);
+    // Enabled = 0 on a started machine: off, and rvgpu starts without native fences.
+    assert!(!native_fences(cfg(WindowsBuild::W24H2, |k| k.set(
+        &sub,
+        "Enabled",
+        RegValue::dword(0)
+    ))));
+}
+
+/// The shipped `rvgpu.sys` in the emulator reads the OS's answer as the Linux build does:
+/// native fences with the INF's value on 24H2, none without it or on 26H1.
+#[test]
+fn br_110_pe_image_follows_the_feature_database() {
+    if let Err(e) = rvgpu_simos::pe::unicorn::api() {
+        panic!("{e}");
+    }
+    let image = rvgpu_simos::pe::build_image().unwrap_or_else(|e| panic!("{e}"));
+    let pe = |mut c: MachineConfig| {
+        c.driver = rvgpu_simos::pe::DriverBuild::Pe(Some(image.clone()));
+        c
+    };
+    assert!(native_fences(pe(cfg(WindowsBuild::W24H2, no_change))));
+    assert!(!native_fences(pe(cfg(
+        WindowsBuild::W24H2,
+        without_features_key
+    ))));
+    assert!(!native_fences(pe(cfg(WindowsBuild::W26H1, no_change))));
+}
+
+/// 26H1: `CheckFeatureOSSupport` refuses native fences whatever the registry says; rvgpu
+/// starts without them.
+#[test]
+fn br_112_26h1_never_enables_native_fences() {
+    assert!(!os_supports(WindowsBuild::W26H1, NF));
+    assert!(os_supports(WindowsBuild::W24H2, NF) && os_supports(WindowsBuild::W25H2, NF));
+    assert!(!native_fences(cfg(WindowsBuild::W26H1, no_change)));
+    assert!(!native_fences(cfg(
+        WindowsBuild::W26H1,
+        without_features_key
+    )));
+}
