@@ -30,6 +30,7 @@ use rvgpu_ddi::basic::{BOOLEAN, PVOID, ULONG};
 use rvgpu_ddi::init::PDXGKDDI_INTERRUPT_ROUTINE;
 
 use rvgpu_ddi::interrupt::DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED;
+use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue, RING_BYTES};
 use rvgpu_simos::{
     Machine, MachineConfig, Mode, NativeFenceDesc, Notification, SimError, SimEvent,
@@ -223,6 +224,99 @@ fn legacy(n: u64) -> Row {
     }
 }
 
+/// Fences signalled round-robin in configuration (d).
+const STAGGER_FENCES: usize = 16;
+
+/// (d) CPU waiters staggered through each segment, under one reading of MonitoredValue: before
+/// every segment each of [`STAGGER_FENCES`] fences gets `waiters` CPU waits spread evenly over
+/// the segment's values. By the pages the OS re-arms MonitoredValue for the next wait as each
+/// is released, so only the signals that reach a wait interrupt; 24H2 keeps it at the first
+/// wait until the last is released, so every signal in between interrupts too. Counted: ISR
+/// calls, and reports that make the OS scan every fence (NULL, or more than 8 named, which
+/// 24H2's `VidSchiProcessIsrNativeFenceSignaled` turns into a scan).
+fn staggered(n: u64, waiters: u64, reading: Reading) -> (Row, u64) {
+    let t = Instant::now();
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.reading = reading;
+    let mut m = Machine::new(cfg);
+    m.load_driver_with(|t| {
+        let _ = REAL_ISR.set(t.DxgkDdiInterruptRoutine);
+        t.DxgkDdiInterruptRoutine = Some(counting_isr);
+    })
+    .expect("load");
+    m.start_adapter(0).expect("start");
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let fences: Vec<_> = (0..STAGGER_FENCES)
+        .map(|_| {
+            ok(
+                &m,
+                m.create_native_fence(0, q.pid(), NativeFenceDesc::default()),
+            )
+        })
+        .collect();
+    ok(&m, m.run_until_idle());
+    let base = m.interrupt_counts(0).0;
+    let claimed_base = CLAIMED.load(Ordering::Relaxed);
+    let notes_base = m.notifications(0).len();
+    let nf = STAGGER_FENCES as u64;
+    let per_fence = (n / nf).max(1);
+    let mut released = 0u64;
+    let mut from = 1u64;
+    while from <= per_fence {
+        let to = per_fence.min(from + SEGMENT - 1);
+        let span = to - from + 1;
+        let waits: Vec<SimEvent> = fences
+            .iter()
+            .flat_map(|f| (1..=waiters).map(|k| (f, from - 1 + (span * k).div_ceil(waiters))))
+            .map(|(f, v)| ok(&m, m.wait_native_fence_event(f, v)))
+            .collect();
+        let mut v = from;
+        while v <= to {
+            let end = to.min(v + PER_FILL / nf - 1);
+            for x in v..=end {
+                for f in &fences {
+                    ok(&m, q.signal(f, x));
+                }
+            }
+            ok(&m, q.kick());
+            let drained = ok(&m, m.run_until(1_000_000, Duration::ZERO, |_| q.drained()));
+            assert!(drained, "queue did not drain");
+            v = end + 1;
+        }
+        ok(&m, m.run_until_idle());
+        assert!(waits.iter().all(SimEvent::is_signaled), "lost wake-up");
+        released += 1;
+        from = to + 1;
+    }
+    let isr = m.interrupt_counts(0).0 - base;
+    let scans = m
+        .notifications(0)
+        .into_iter()
+        .skip(notes_base)
+        .filter(|p| {
+            matches!(&p.notification, Notification::NativeFenceSignaled { fences, .. }
+                if fences.as_ref().is_none_or(|v| v.len() > 8))
+        })
+        .count() as u64;
+    let name = match (reading.monitored_value.kept_while_waiting(), waiters) {
+        (true, 1) => "(d) 16 fences, 1 staggered waiter each, 24H2",
+        (true, _) => "(d) 16 fences, 4 staggered waiters each, 24H2",
+        (false, 1) => "(d) 16 fences, 1 staggered waiter each, pages",
+        (false, _) => "(d) 16 fences, 4 staggered waiters each, pages",
+    };
+    (
+        Row {
+            name,
+            isr_calls: isr,
+            claimed: CLAIMED.load(Ordering::Relaxed) - claimed_base,
+            notifications: m.notifications(0).len().saturating_sub(notes_base) as u64,
+            released_batches: Some(released),
+            seconds: t.elapsed().as_secs_f64(),
+        },
+        scans,
+    )
+}
+
 fn ratio(a: u64, b: u64) -> String {
     if b == 0 {
         "n/a".into()
@@ -260,6 +354,29 @@ fn main() {
             ratio(r.isr_calls, n),
             b,
             per_b,
+            r.seconds
+        );
+    }
+    println!();
+    println!(
+        "(d): {STAGGER_FENCES} fences signalled round-robin, N/{STAGGER_FENCES} values each; \
+         waits spread over each {SEGMENT}-value segment"
+    );
+    println!("| configuration | ISR calls | per signal | full-scan reports | wall s |");
+    println!("|---|---:|---:|---:|---:|");
+    for (waiters, reading) in [
+        (1, Reading::PAGES),
+        (1, Reading::W24H2),
+        (4, Reading::PAGES),
+        (4, Reading::W24H2),
+    ] {
+        let (r, scans) = staggered(n, waiters, reading);
+        println!(
+            "| {} | {} | {} | {} | {:.1} |",
+            r.name,
+            r.isr_calls,
+            ratio(r.isr_calls, n),
+            scans,
             r.seconds
         );
     }

@@ -457,3 +457,5 @@ fn nf_18_monitored_fence_opens_as_native() {
 }
 
 against_the_pe_image!();
+
+under_the_pages!();

@@ -852,3 +852,5 @@ fn issue_45_step_mode_waits_outlast_a_lost_progress_interrupt() {
     );
     no_fault(&m);
 }
+
+under_the_pages!();

@@ -1185,3 +1185,5 @@ fn log_stress_threaded_with_recreate() {
 }
 
 against_the_pe_image!();
+
+under_the_pages!();

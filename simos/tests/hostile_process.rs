@@ -279,3 +279,5 @@ against_the_pe_image!(
         "20,000 objects through the x86-64 emulator take over ten minutes; the quota is \
          driver/kmd/src/quota.rs, the same code in both builds",
 );
+
+under_the_pages!();

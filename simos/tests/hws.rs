@@ -435,3 +435,5 @@ fn hws_tdr_failed_reset_hw_engine_goes_adapter_wide() {
 }
 
 against_the_pe_image!();
+
+under_the_pages!();

@@ -139,3 +139,5 @@ fn nf_14_null_report_with_evaluate_legacy_scans_monitored_fences() {
         assert_eq!(el.outcome(), expect, "flag {flag}");
     }
 }
+
+under_the_pages!();

@@ -839,3 +839,5 @@ fn gpu_fixture_queues_share_the_engine_with_the_kmds_queues() {
 }
 
 against_the_pe_image!();
+
+under_the_pages!(image);

@@ -218,3 +218,5 @@ fn nf_06_vram_fence_pages_freed() {
     );
     assert!(m.bugcheck().is_none());
 }
+
+under_the_pages!();

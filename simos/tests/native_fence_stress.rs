@@ -236,3 +236,5 @@ fn nf_09_threaded_concurrent_waiters() {
 }
 
 against_the_pe_image!();
+
+under_the_pages!();

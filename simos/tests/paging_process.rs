@@ -124,3 +124,5 @@ fn issue_12_paging_process_goes_with_the_adapter_and_comes_back_with_it() {
     assert_eq!(system_pa(&m, va), mapped.then_some(va));
     no_fault(&m);
 }
+
+under_the_pages!();

@@ -36,3 +36,5 @@ fn process_exit_closes_its_native_and_monitored_fences() {
         no_fault(&m);
     }
 }
+
+under_the_pages!();

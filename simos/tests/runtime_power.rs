@@ -605,3 +605,5 @@ fn um_13_f1_waits_until_a_blocked_queue_completes() {
     assert_eq!(m.engine_fstate(0, 0), Some(if disconnects { 0 } else { 1 }));
     no_fault(&m);
 }
+
+under_the_pages!();

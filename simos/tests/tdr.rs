@@ -1549,3 +1549,5 @@ fn tdr_q7_blocked_wait_counts_as_timeout() {
 }
 
 against_the_pe_image!();
+
+under_the_pages!(image);

@@ -969,3 +969,5 @@ fn ums_stress_threaded() {
     assert!(victimised > 0 && chaos_stats.suspends > 0);
     exit_everyone(m, seed, &mut qs, &procs, victim, &obs, baseline);
 }
+
+under_the_pages!();

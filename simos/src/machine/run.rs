@@ -40,10 +40,15 @@ impl Machine {
         Ok(())
     }
 
-    /// Register and doorbell BAR accesses the driver made to adapter `i` while its function
-    /// was in D3hot (reads all-ones, writes dropped: [`crate::dxgkrnl::callbacks::D3Hot`]).
+    /// Register (BAR0) accesses the driver made to adapter `i` while its function was in D3hot
+    /// (reads all-ones, writes dropped: [`crate::dxgkrnl::callbacks::D3Hot`]).
     pub fn d3hot_accesses(&self, i: usize) -> Result<u64, SimError> {
         Ok(self.adapter(i)?.d3hot.strays())
+    }
+
+    /// Doorbell (BAR2) rings that reached adapter `i` in D3hot and were dropped.
+    pub fn d3hot_doorbell_rings(&self, i: usize) -> Result<u64, SimError> {
+        Ok(self.adapter(i)?.d3hot.rings())
     }
 
     fn service_dpcs(&self) -> bool {

@@ -51,3 +51,72 @@ macro_rules! against_the_pe_image {
         }
     };
 }
+
+/// Runs every test of this binary (but `skips`) again in a child process whose machines play
+/// Microsoft's pages where the decompiled 24H2 code disagrees with them
+/// (`RVGPU_OS_READING=pages`, docs/windows-bringup.md §8a), on the Linux build and, with
+/// `image`, on `rvgpu.sys` too. Does nothing inside such a child or a run that chose its build.
+pub fn rerun_under_the_pages(skips: &[(&str, &str)], image: bool) {
+    if std::env::var_os("RVGPU_OS_READING").is_some() || std::env::var_os("RVGPU_DRIVER").is_some()
+    {
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut builds = vec![("linux", None)];
+    if image {
+        if let Err(e) = rvgpu_simos::pe::unicorn::api() {
+            panic!("{e}");
+        }
+        let sys = rvgpu_simos::pe::build_image().unwrap_or_else(|e| panic!("{e}"));
+        builds.push(("pe", Some(sys)));
+    }
+    for (build, sys) in builds {
+        let mut cmd = Command::new(&exe);
+        cmd.env("RVGPU_OS_READING", "pages")
+            .env("RVGPU_DRIVER", build)
+            .args([
+                "--skip",
+                "against_the_pe_image",
+                "--skip",
+                "under_the_pages",
+            ]);
+        if let Some(sys) = &sys {
+            cmd.env("RVGPU_SYS", sys);
+        }
+        for (name, _why) in skips {
+            cmd.args(["--skip", name]);
+        }
+        let out = cmd.output().expect("running the test binary again");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let summary = stdout
+            .lines()
+            .find(|l| l.starts_with("test result:"))
+            .unwrap_or("no summary");
+        assert!(
+            out.status.success(),
+            "under the pages' answers ({build} build), this suite failed ({summary}):\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("under the pages' answers ({build} build): {summary}");
+    }
+}
+
+/// Declares the test that reruns the suite under the pages' answers: `under_the_pages!()` on
+/// the Linux build, `under_the_pages!(image)` on `rvgpu.sys` as well.
+#[macro_export]
+macro_rules! under_the_pages {
+    ($($skip:literal => $why:literal),* $(,)?) => {
+        /// Every test of this file again, the OS playing Microsoft's pages (§8a).
+        #[test]
+        fn under_the_pages() {
+            $crate::common::pe::rerun_under_the_pages(&[$(($skip, $why)),*], false);
+        }
+    };
+    (image $(, $skip:literal => $why:literal)* $(,)?) => {
+        /// Every test of this file again, the OS playing Microsoft's pages (§8a), on both builds.
+        #[test]
+        fn under_the_pages() {
+            $crate::common::pe::rerun_under_the_pages(&[$(($skip, $why)),*], true);
+        }
+    };
+}

@@ -51,10 +51,11 @@ pub(super) unsafe extern "system" fn get_device_information(
 pub struct D3Hot {
     on: AtomicBool,
     strays: AtomicU64,
+    rings: AtomicU64,
 }
 
 impl D3Hot {
-    /// Whether BAR accesses reach the device; counts one that does not.
+    /// Whether BAR0 accesses reach the device; counts one that does not.
     pub fn decoding(&self) -> bool {
         let on = self.on.load(Ordering::Acquire);
         if on {
@@ -63,12 +64,28 @@ impl D3Hot {
         !on
     }
 
+    /// Whether BAR2 (doorbell) accesses reach the device; counts one that does not apart: UMDs
+    /// make those, through doorbells the OS left connected into D3 (24H2, docs/windows-bringup.md
+    /// §8a), and the work they announce runs when the queues resume.
+    pub fn decoding_doorbell(&self) -> bool {
+        let on = self.on.load(Ordering::Acquire);
+        if on {
+            self.rings.fetch_add(1, Ordering::Relaxed);
+        }
+        !on
+    }
+
+    /// Doorbell BAR accesses made while in D3hot.
+    pub fn rings(&self) -> u64 {
+        self.rings.load(Ordering::Relaxed)
+    }
+
     /// Enters (or leaves) D3hot.
     pub fn set(&self, d3hot: bool) {
         self.on.store(d3hot, Ordering::Release);
     }
 
-    /// BAR accesses made while in D3hot.
+    /// BAR0 accesses made while in D3hot.
     pub fn strays(&self) -> u64 {
         self.strays.load(Ordering::Relaxed)
     }
@@ -117,7 +134,7 @@ pub struct DoorbellBus {
 
 impl MmioBus for DoorbellBus {
     fn read32(&self, _offset: usize) -> u32 {
-        if self.d3hot.decoding() {
+        if self.d3hot.decoding_doorbell() {
             0
         } else {
             u32::MAX
@@ -127,14 +144,14 @@ impl MmioBus for DoorbellBus {
         self.write64(offset, u64::from(value));
     }
     fn read64(&self, _offset: usize) -> u64 {
-        if self.d3hot.decoding() {
+        if self.d3hot.decoding_doorbell() {
             0
         } else {
             u64::MAX
         }
     }
     fn write64(&self, offset: usize, value: u64) {
-        if !self.d3hot.decoding() {
+        if !self.d3hot.decoding_doorbell() {
             return;
         }
         if let (Some(d), Ok(page)) = (
