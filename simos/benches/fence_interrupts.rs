@@ -267,7 +267,7 @@ fn staggered(n: u64, waiters: u64, reading: Reading) -> (Row, u64) {
         let span = to - from + 1;
         let waits: Vec<SimEvent> = fences
             .iter()
-            .flat_map(|f| (1..=waiters).map(|k| (f, from - 1 + (span * k).div_ceil(waiters))))
+            .flat_map(|f| (1..=waiters).map(move |k| (f, from - 1 + (span * k).div_ceil(waiters))))
             .map(|(f, v)| ok(&m, m.wait_native_fence_event(f, v)))
             .collect();
         let mut v = from;

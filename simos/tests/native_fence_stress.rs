@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{
-    Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome,
+    Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, SimEvent, WaitOutcome,
 };
 
 /// Queues a signal; a full ring is drained first (kick, run until idle).

@@ -448,7 +448,7 @@ fn tdr_01_24h2_collects_dbg_info2_after_the_group_and_before_the_reset() {
     let ev = m.tdr_events(0);
     let at = |f: &dyn Fn(&TdrEvent) -> bool| {
         ev.iter()
-            .position(|e| f(e))
+            .position(f)
             .unwrap_or_else(|| panic!("missing step: {ev:#?}"))
     };
     let group = at(&|e| matches!(e, TdrEvent::DependentGroup { node: 0, .. }));

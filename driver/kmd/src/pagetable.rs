@@ -276,8 +276,10 @@ fn note_fence_pages<P: Platform>(
     for i in 0..op.NumPageTableEntries {
         let idx = usize::try_from(i).unwrap_or(usize::MAX);
         // SAFETY: VidMm's array holds NumPageTableEntries entries (checked by `update`), so the
-        // element pointer is inside it; read unaligned, plain integers.
-        let e: DXGK_PTE = unsafe { op.pPageTableEntries.add(idx).read_unaligned() };
+        // element pointer is inside it.
+        let at = unsafe { op.pPageTableEntries.add(idx) };
+        // SAFETY: `at` points at one of VidMm's entries; read unaligned, plain integers.
+        let e: DXGK_PTE = unsafe { at.read_unaligned() };
         let va = op
             .FirstPteVirtualAddress
             .saturating_add(u64::from(i).saturating_mul(mmu::PAGE_4K));

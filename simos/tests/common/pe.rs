@@ -56,6 +56,7 @@ macro_rules! against_the_pe_image {
 /// Microsoft's pages where the decompiled 24H2 code disagrees with them
 /// (`RVGPU_OS_READING=pages`, docs/windows-bringup.md §8a), on the Linux build and, with
 /// `image`, on `rvgpu.sys` too. Does nothing inside such a child or a run that chose its build.
+#[allow(dead_code)]
 pub fn rerun_under_the_pages(skips: &[(&str, &str)], image: bool) {
     if std::env::var_os("RVGPU_OS_READING").is_some() || std::env::var_os("RVGPU_DRIVER").is_some()
     {

@@ -106,7 +106,7 @@ fn check_update_status(
         return check_status(status);
     }
     let b = crate::BugCheck::video_scheduler(code, status as u32 as u64, handle as u64, 0);
-    a.state.raise_bugcheck(b.clone());
+    a.state.raise_bugcheck(b);
     Err(SimError::Bugcheck(b))
 }
 

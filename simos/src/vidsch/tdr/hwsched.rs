@@ -150,7 +150,7 @@ pub(crate) fn recover_hw_node_24h2(
     let (st, mask) = query_dependent_group(a, node)?;
     if NT_SUCCESS(st) && mask == 0 {
         let b = crate::BugCheck::video_scheduler(8, node.into(), 0, 0);
-        a.state.raise_bugcheck(b.clone());
+        a.state.raise_bugcheck(b);
         return Err(SimError::Bugcheck(b));
     }
     if !NT_SUCCESS(st) || mask & (1u64 << node.min(63)) == 0 {
