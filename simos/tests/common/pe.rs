@@ -22,6 +22,12 @@ pub fn rerun_against_the_pe_image(skips: &[(&str, &str)]) {
     cmd.env("RVGPU_DRIVER", "pe")
         .env("RVGPU_SYS", &image)
         .args(["--skip", "against_the_pe_image"]);
+    run_child(cmd, skips, &format!("against {}", image.display()));
+}
+
+/// Runs the test binary `cmd` (but `skips`) and fails with its report if any test failed;
+/// `what` says how the child differs from this run.
+fn run_child(mut cmd: Command, skips: &[(&str, &str)], what: &str) {
     for (name, _why) in skips {
         cmd.args(["--skip", name]);
     }
@@ -33,11 +39,10 @@ pub fn rerun_against_the_pe_image(skips: &[(&str, &str)]) {
         .unwrap_or("no summary");
     assert!(
         out.status.success(),
-        "against {}, this suite failed ({summary}):\n{stdout}\n{}",
-        image.display(),
+        "{what}, this suite failed ({summary}):\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    eprintln!("against {}: {summary}", image.display());
+    eprintln!("{what}: {summary}");
 }
 
 /// Declares the test that reruns the suite against the image.
@@ -84,21 +89,7 @@ pub fn rerun_under_the_pages(skips: &[(&str, &str)], image: bool) {
         if let Some(sys) = &sys {
             cmd.env("RVGPU_SYS", sys);
         }
-        for (name, _why) in skips {
-            cmd.args(["--skip", name]);
-        }
-        let out = cmd.output().expect("running the test binary again");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let summary = stdout
-            .lines()
-            .find(|l| l.starts_with("test result:"))
-            .unwrap_or("no summary");
-        assert!(
-            out.status.success(),
-            "under the pages' answers ({build} build), this suite failed ({summary}):\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        eprintln!("under the pages' answers ({build} build): {summary}");
+        run_child(cmd, skips, &format!("under the pages' answers ({build} build)"));
     }
 }
 

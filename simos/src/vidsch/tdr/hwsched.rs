@@ -160,19 +160,7 @@ pub(crate) fn recover_hw_node_24h2(
         .events
         .push(TdrEvent::DependentGroup { node, mask });
     let gate = sh.gate.write().unwrap_or_else(|p| p.into_inner());
-    {
-        let _il = lock(&a.interrupt_lock);
-        let _irql = IrqlScope::enter(Irql::Device);
-        let mut os = lock(&sh.os);
-        let n = os.node(node);
-        n.ignore_irq = true;
-        let (s, c) = (n.s, n.c);
-        os.events.push(TdrEvent::Snapshot {
-            node,
-            submitted: s,
-            completed: c,
-        });
-    }
+    snapshot_node(a, sh, node);
     let step = lock(&sh.os).step;
     pause_before_reset(a, sh, node, step);
     collect_dbg_info_24h2(a, sh, node)?;

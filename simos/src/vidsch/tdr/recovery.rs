@@ -3,6 +3,24 @@
 
 use super::*;
 
+/// The node's (submitted, completed) snapshot at device IRQL under the interrupt lock; from
+/// here on the node's reports are ignored (24H2 drops its native-fence reports likewise,
+/// `VidSchiSetHwNodeResettingStateAtISR`).
+pub(super) fn snapshot_node(a: &AdapterShared, sh: &TdrShared, node: u32) -> (u32, u32) {
+    let _il = lock(&a.interrupt_lock);
+    let _irql = IrqlScope::enter(Irql::Device);
+    let mut os = lock(&sh.os);
+    let n = os.node(node);
+    n.ignore_irq = true;
+    let (s, c) = (n.s, n.c);
+    os.events.push(TdrEvent::Snapshot {
+        node,
+        submitted: s,
+        completed: c,
+    });
+    (s, c)
+}
+
 /// The test's pause just before the reset (TDR-07): the hook works on the in-process device (a
 /// PCI board has none to pause).
 pub(super) fn pause_before_reset(a: &AdapterShared, sh: &TdrShared, node: u32, step: bool) {
@@ -80,20 +98,7 @@ pub(crate) fn recover_node(
     // Gate kernel-mode submissions for the whole recovery.
     let _gate = sh.gate.write().unwrap_or_else(|p| p.into_inner());
     // Step 4: the snapshot at device IRQL.
-    let (s_snap, c_snap) = {
-        let _il = lock(&a.interrupt_lock);
-        let _irql = IrqlScope::enter(Irql::Device);
-        let mut os = lock(&sh.os);
-        let n = os.node(node);
-        n.ignore_irq = true;
-        let (s, c) = (n.s, n.c);
-        os.events.push(TdrEvent::Snapshot {
-            node,
-            submitted: s,
-            completed: c,
-        });
-        (s, c)
-    };
+    let (s_snap, c_snap) = snapshot_node(a, sh, node);
     // Step 5.
     let queue_work = ums::tdr_queues(a).iter().any(|q| {
         q.node == node && !q.suspended && !q.device_in_error && q.last_queued > q.completed
