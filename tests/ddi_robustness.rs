@@ -40,8 +40,9 @@ use rvgpu_ddi::submission::{
     DXGKARG_SUSPENDCONTEXT, DXGK_NODEMETADATA,
 };
 use rvgpu_ddi::tdr::{
-    DXGKARG_COLLECTDBGINFO, DXGKARG_QUERYDEPENDENTENGINEGROUP, DXGKARG_QUERYENGINESTATUS,
-    DXGKARG_RESETENGINE, VIDEO_ENGINE_TIMEOUT_DETECTED,
+    DXGKARG_COLLECTDBGINFO, DXGKARG_COLLECTDBGINFO2, DXGKARG_QUERYDEPENDENTENGINEGROUP,
+    DXGKARG_QUERYENGINESTATUS, DXGKARG_RESETENGINE, DXGK_TDR_TYPE_ENGINE_TIMEOUT,
+    VIDEO_ENGINE_TIMEOUT_DETECTED,
 };
 use rvgpu_ddi::{PowerDeviceD0, PowerDeviceMaximum, HANDLE, NTSTATUS, PDEVICE_OBJECT, PVOID};
 use rvgpu_kmd::{Adapter, DISPLAY_ADAPTER_HW_ID};
@@ -213,6 +214,7 @@ const COVERED: &[&str] = &[
     "DxgkDdiQueryEngineStatus",
     "DxgkDdiResetEngine",
     "DxgkDdiCollectDbgInfo",
+    "DxgkDdiCollectDbgInfo2",
     "DxgkDdiResetFromTimeout",
     "DxgkDdiRestartFromTimeout",
     "DxgkDdiSubmitCommand",
@@ -502,6 +504,10 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
     // SAFETY: as above.
     let s = unsafe { f(null, ptr::null()) };
     expect_status("CollectDbgInfo", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    let f = d.DxgkDdiCollectDbgInfo2.expect("CollectDbgInfo2 filled");
+    // SAFETY: as above.
+    let s = unsafe { f(null, ptr::null_mut()) };
+    expect_status("CollectDbgInfo2", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
     let f = d.DxgkDdiResetFromTimeout.expect("ResetFromTimeout filled");
     // SAFETY: NULL context is the tested input.
     let s = unsafe { f(null) };
@@ -1173,6 +1179,36 @@ fn null_argument_pointers_with_a_live_context_fail() {
         "CollectDbgInfo with BufferSize 0: {}",
         show(s)
     );
+    // CollectDbgInfo2: the same report; a NULL, short or misaligned payload is survived (the
+    // page allows NULL) and the text still bounded.
+    let f2 = d.DxgkDdiCollectDbgInfo2.expect("CollectDbgInfo2 filled");
+    // SAFETY: live context, NULL argument block.
+    let s = unsafe { f2(ctx, ptr::null_mut()) };
+    expect_status("CollectDbgInfo2", "NULL args", s, STATUS_INVALID_PARAMETER);
+    let mut payload = [0u64; 6];
+    for (size, at) in [(0u32, 0usize), (40, 0), (39, 0), (40, 1)] {
+        let mut text = [0xAAu8; 200];
+        let p: *mut u8 = payload.as_mut_ptr().cast();
+        let mut dbg2 = DXGKARG_COLLECTDBGINFO2 {
+            Reason: VIDEO_ENGINE_TIMEOUT_DETECTED,
+            pBuffer: text.as_mut_ptr().cast(),
+            BufferSize: 160,
+            pExtension: ptr::null_mut(),
+            TdrType: DXGK_TDR_TYPE_ENGINE_TIMEOUT,
+            TdrPayloadSize: size,
+            TdrPayload: if size == 0 {
+                ptr::null_mut()
+            } else {
+                p.wrapping_add(at).cast()
+            },
+        };
+        // SAFETY: live context; 160 writable bytes of a 200-byte local; a payload of `size`
+        // bytes inside a 48-byte local (or NULL).
+        let s = unsafe { f2(ctx, &mut dbg2) };
+        assert_eq!(s, STATUS_SUCCESS, "CollectDbgInfo2 payload {size}@{at}: {}", show(s));
+        assert!(text[..160].contains(&0), "NUL-terminated inside BufferSize");
+        assert!(text[160..].iter().all(|b| *b == 0xAA), "wrote past BufferSize");
+    }
     let f = d.DxgkDdiResetFromTimeout.expect("ResetFromTimeout filled");
     // SAFETY: live context.
     let s = unsafe { f(ctx) };
