@@ -37,7 +37,7 @@ for s in callgrind-submission.sh callgrind-fences.sh; do
 done >"$CURRENT"
 # "bus|path|reads|writes" per call, from the device model's counts (not from callgrind).
 (cd "$ROOT" && RVGPU_BUS_GATE=1 cargo test -q -p rvgpu-simos --test bus_cost -- --nocapture \
-    issue_46_bus_cost_of_each_hot_path) | grep '^bus|' >>"$CURRENT"
+    bus_cost_of_each_hot_path) | grep '^bus|' >>"$CURRENT"
 
 if [ "${1:-}" = --bless ]; then
     {

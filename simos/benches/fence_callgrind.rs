@@ -1,4 +1,4 @@
-//! The workload for `scripts/callgrind-fences.sh` (issue 4, "Benchmarks": instructions per
+//! The workload for `scripts/callgrind-fences.sh` (instructions per
 //! `DxgkDdiUpdateMonitoredValues` call and per ISR). Not timed: run under
 //! `valgrind --tool=callgrind --toggle-collect=<driver function>` it gives the instructions
 //! executed inside the driver's function (and what it calls, OS callbacks included), which
@@ -13,9 +13,9 @@
 //!    event), the DPC releases the wait and re-arms MonitoredValue to u64::MAX with a second
 //!    `UpdateMonitoredValues` call.
 //!
-//! `RVGPU_CALLGRIND_FENCES=N` creates N idle native fences first (issue 19's scaling table).
+//! `RVGPU_CALLGRIND_FENCES=N` creates N idle native fences first (the scaling table).
 //!
-//! With `RVGPU_CALLGRIND_MODE=null` (issue 19, the NULL-report row) the driver's ISR is a
+//! With `RVGPU_CALLGRIND_MODE=null` (the NULL-report row) the driver's ISR is a
 //! stand-in that reports every interrupt as a NULL native-fence array, and each round is: a
 //! CPU wait on the measured fence, its CurrentValue written behind the OS's back (as a GPU
 //! write would), one interrupt. The script counts VidSch's DPC-time fence work
@@ -73,7 +73,7 @@ fn main() {
         return;
     }
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    // Issue 19, flat with scale: idle native fences beside the measured one
+    // Flat with scale: idle native fences beside the measured one
     // (`RVGPU_CALLGRIND_FENCES`, default 0); the ISR and UpdateMonitoredValues must not care.
     let _idle = (0..idle)
         .map(|_| {

@@ -1,4 +1,4 @@
-//! Interrupts per N GPU fence signals (issue 4, "Benchmarks"): a counting benchmark, not a
+//! Interrupts per N GPU fence signals: a counting benchmark, not a
 //! timed one. Step mode, so every figure is deterministic (the same on every run and machine).
 //!
 //! Three configurations, measured in the same run, each on a fresh single-dGPU machine with

@@ -1,4 +1,4 @@
-//! GPU signal → blocked CPU waiter wake latency (issue 4, "Benchmarks"), criterion, threaded
+//! GPU signal → blocked CPU waiter wake latency, criterion, threaded
 //! mode, against a bare `Mutex` + `Condvar` wake between two threads measured in the same run.
 //!
 //! Both benchmarks use one protocol: a waiter thread is handed something to wait on, says it
@@ -20,7 +20,7 @@
 //!   wakes the waiter (the DPC releases the wait). Each hop is one `Mutex`+`Condvar` wake.
 //!
 //! After criterion's own report it prints the median and mean of every measured wake in
-//! each benchmark and the ratios native / chain (the comparison issue 19 asks for: same
+//! each benchmark and the ratios native / chain (like for like: same
 //! hand-offs) and native / bare (the last hop alone). Then it runs native and chain wakes
 //! alternately, [`INTERLEAVED_PAIRS`] pairs, and prints that ratio too: the host's noise
 //! moves whole stretches of seconds, which the separate benchmarks see at different times and

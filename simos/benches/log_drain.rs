@@ -1,4 +1,4 @@
-//! OS-side cost of the native fence log drain (issue 5, docs/logs.md §7 "Benchmark"), against
+//! OS-side cost of the native fence log drain (docs/logs.md §7 "Benchmark"), against
 //! the non-optimized baseline of resampling every native fence, for 1, 64 and 1024 user-mode
 //! hardware queues, all measured in the same run.
 //!

@@ -1,4 +1,4 @@
-//! The workload for `scripts/callgrind-submission.sh` (issue 6, "Benchmarks": instructions per
+//! The workload for `scripts/callgrind-submission.sh` (instructions per
 //! user-mode submission, per kernel-mode submission, per doorbell connect). Not timed: run
 //! under `valgrind --tool=callgrind --toggle-collect=<function>` it gives the instructions
 //! executed inside that function (and what it calls), which the script divides by the counts
@@ -11,13 +11,13 @@
 //!   machine runs until idle (the GPU consumes, the rings never fill, no submission waits).
 //! - `kernel` (baseline of `user`): K × `KernelQueue::submit` of the same FILL, drained the
 //!   same way: one `D3DKMTSubmitCommandToHwQueue` → `DxgkDdiSubmitCommandToHwQueue` each.
-//! - `floor` (the floor of `user`, issue 19): the same ring words as `user` (the FILL and the
+//! - `floor` (the floor of `user`): the same ring words as `user` (the FILL and the
 //!   closing PROGRESS, pre-encoded but for the value word), the last-queued value, the write pointer and the
 //!   doorbell store with its status read, stored directly into a queue built from the thunks
 //!   (`cg_floor_submit`): what any user-mode submission must do, with the same doorbell trap.
 //! - `victim`: one physical doorbell, 64 user-mode queues (doorbells created beforehand; other
-//!   numbers with `RVGPU_CALLGRIND_DOORBELLS` and `RVGPU_CALLGRIND_QUEUES`, the scaling table
-//!   of issue 19); K connects round-robin after a first round that connects every queue once:
+//!   numbers with `RVGPU_CALLGRIND_DOORBELLS` and `RVGPU_CALLGRIND_QUEUES`, the scaling table);
+//!   K connects round-robin after a first round that connects every queue once:
 //!   every counted connect victimises a holder through `DxgkCbDisconnectDoorbell`.
 //! - `free` (baseline of `victim`): 64 physical doorbells, 64 queues; K connects that each
 //!   find a free physical doorbell; after every 64 the doorbells are destroyed and recreated

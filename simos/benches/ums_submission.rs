@@ -1,5 +1,5 @@
-//! CPU cost of one user-mode submission against one kernel-mode submission of the same work
-//! (issue 6, "Benchmarks"), criterion, both measured in the same run on the same machine.
+//! CPU cost of one user-mode submission against one kernel-mode submission of the same work,
+//! criterion, both measured in the same run on the same machine.
 //!
 //! One step-mode single-dGPU machine with the real driver, one process, and on engine 0:
 //!

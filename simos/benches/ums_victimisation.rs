@@ -1,4 +1,4 @@
-//! Doorbell victimisation cost per connect (issue 6, "Benchmarks"), criterion, against a
+//! Doorbell victimisation cost per connect, criterion, against a
 //! connect that finds a free physical doorbell, both measured in the same run.
 //!
 //! Both benchmarks time `D3DKMTConnectDoorbell` ([`Kmt::connect_doorbell`] of the simulated

@@ -1,4 +1,4 @@
-//! Issue 15, "Benchmarks": instructions per CPU lock of a `rvgpu_umd::usage::Buffer`, as
+//! Instructions per CPU lock of a `rvgpu_umd::usage::Buffer`, as
 //! ratios to one unlocked store to the buffer's mapped memory (`SimMem::store`) counted in
 //! the same run. Counted by callgrind, as `scripts/callgrind-submission.sh` does for
 //! `ums_callgrind`: each figure is `--toggle-collect=<wrapper>` over K and 2K operations,

@@ -1,4 +1,4 @@
-//! Issue 12: the cost of giving a process memory under the GpuMmu model: one
+//! The cost of giving a process memory under the GpuMmu model: one
 //! `D3DKMTCreateAllocation2` (the KMD's `DxgkDdiCreateAllocation`, VidMm's placement, the page
 //! tables written through `DxgkDdiBuildPagingBuffer(UPDATEPAGETABLE)` on the paging node, and
 //! VidMm's check walk) followed by its destruction (UPDATEPAGETABLE of invalid entries, FLUSHTLB,
@@ -7,7 +7,7 @@
 //! Printed: microseconds per create + destroy and the ratio to the 4 KiB case, measured in
 //! the same run, interleaved (one round = one of each size, so machine load hits all alike).
 //! The figure includes the emulated GPU running the paging buffers and the simulated OS; it is
-//! the cost of the whole path here, not the driver's share (issue 19 separates those).
+//! the cost of the whole path here, not the driver's share (measured apart).
 //! `cargo bench -p rvgpu-simos --bench vidmm_map` (`-- --test`: a few rounds only).
 
 #[path = "../tests/common/mod.rs"]

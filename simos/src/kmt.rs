@@ -43,7 +43,7 @@ pub const STATUS_IO_TIMEOUT: i32 = 0xC000_00B5_u32 as i32;
 /// release build (the round is four instructions; `scripts/callgrind-submission.sh` reports
 /// the measured count). A D3DKMT call on Windows costs a system call (with the kernel's
 /// page-table isolation, a few hundred ns) plus Dxgkrnl's entry work (argument capture, handle
-/// table lookups, locks, ETW), together about 1–3 µs by issue 19's estimate; 2,000
+/// table lookups, locks, ETW), together about 1–3 µs by estimate; 2,000
 /// instructions is the low end of that (about 1 µs at two instructions per ns), so the kernel
 /// path is not charged more than it plausibly costs.
 pub const DEFAULT_THUNK_COST: u32 = 500;
@@ -231,7 +231,7 @@ impl<'m> SimKmt<'m> {
     fn with_kmt_handle(&self, f: NativeFence) -> Result<UmdNativeFence, NtStatus> {
         let h = self.m.native_fence_kmt_handle(&f).map_err(status)?;
         let pdd = f.pdd();
-        // D3DDDI_NATIVEFENCEMAPPING: this process's VAs (issue 12), and the CPU's view of
+        // D3DDDI_NATIVEFENCEMAPPING: this process's VAs, and the CPU's view of
         // CurrentValue (the OS's page itself here: user and kernel share memory).
         let mapping = FenceMapping {
             current_value_cpu: f.current_value_kernel_va(),
@@ -436,7 +436,7 @@ impl Kmt for SimKmt<'_> {
         self.m.reap_allocations(&a).map_err(status)
     }
 
-    /// Issue 15: VidMm pages in what is evicted before it returns, so the paging fence value
+    /// VidMm pages in what is evicted before it returns, so the paging fence value
     /// handed back is one already reached (the "ready to be accessed immediately" success of
     /// the MakeResident page) and no wait is needed.
     fn make_resident(
@@ -457,7 +457,7 @@ impl Kmt for SimKmt<'_> {
         Ok(PagingFence { fence: 0, value: 0 })
     }
 
-    /// Issue 12: the queue must be a paging queue of this device (22631
+    /// The queue must be a paging queue of this device (22631
     /// DxgkMakeResidentInternal opens `hPagingQueue` in the caller's process:
     /// INVALID_PARAMETER otherwise). The paging runs inside the call, as for
     /// [`make_resident`](Kmt::make_resident), and is then signalled on the queue's fence:
@@ -544,7 +544,7 @@ impl Kmt for SimKmt<'_> {
             .map_or(true, |a| lock(&a.memory_model).io_coherent())
     }
 
-    /// Issue 12 (`vidmm::va`): a paging queue of this process's device with its paging
+    /// `vidmm::va`: a paging queue of this process's device with its paging
     /// fence; `PhysicalAdapterIndex` 0 (one physical adapter).
     fn create_paging_queue(&self, priority: i32) -> Result<PagingQueue<SimFence>, NtStatus> {
         let a = self.thunk()?;
@@ -589,7 +589,7 @@ impl Kmt for SimKmt<'_> {
             .map_err(status)
     }
 
-    /// Issue 12 (`vidmm::va`): applied before the thunk returns, after the fence reached
+    /// `vidmm::va`: applied before the thunk returns, after the fence reached
     /// `FenceValue`; the fence is then at `FenceValue + 1`.
     fn update_gpu_va(&self, u: &UpdateGpuVa, ops: &[UpdateGpuVaOp]) -> Result<(), NtStatus> {
         let a = self.thunk()?;
@@ -652,10 +652,10 @@ impl Kmt for SimKmt<'_> {
         .map_err(status)
     }
 
-    // Issue 5 (docs/logs.md §4.7, §5): native fences with a D3DKMT handle, the CPU clock.
+    // Native fences with a D3DKMT handle and the CPU clock (docs/logs.md §4.7, §5).
 
     fn create_native_fence(&self, initial_value: u64) -> Result<UmdNativeFence, NtStatus> {
-        // Private: only a fence created shareable gets an NT handle (issue 45).
+        // Private: only a fence created shareable gets an NT handle.
         self.create_fence(initial_value, false)
     }
 

@@ -446,7 +446,7 @@ fn dpcs_of_different_adapters_run_concurrently() {
     );
 }
 
-/// Issue 44: every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
+/// Every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
 #[test]
 fn against_the_pe_image() {
     pe::rerun_against_the_pe_image(&[]);

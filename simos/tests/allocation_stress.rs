@@ -1,4 +1,4 @@
-//! Issue 15, AL-01/AL-02 under load: a seeded random mix of CPU locks (plain, DISCARD,
+//! AL-01/AL-02 under load: a seeded random mix of CPU locks (plain, DISCARD,
 //! NO_OVERWRITE, DO_NOT_WAIT, reads) and GPU fills and copies on a user-mode and a kernel-mode
 //! queue, all on a few shared `rvgpu_umd::usage::Buffer`s, checked against a model of what
 //! each region must hold if the UMD orders CPU and GPU accesses correctly.

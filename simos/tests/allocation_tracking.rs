@@ -1,4 +1,4 @@
-//! Issue 15: allocation usage tracking and CPU access (AL-01 … AL-05), through the real UMD
+//! Allocation usage tracking and CPU access (AL-01 … AL-05), through the real UMD
 //! (`rvgpu_umd::usage`), the simulated Dxgkrnl/VidMm, the real KMD and the emulated GPU.
 //!
 //! Work that must stay queued while the CPU acts is held behind a *gate*: a monitored fence the

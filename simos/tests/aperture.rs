@@ -1,4 +1,4 @@
-//! Issue 12: the aperture segment as Windows drives it (docs/memory.md "The aperture").
+//! The aperture segment as Windows drives it (docs/memory.md "The aperture").
 //!
 //! VidMm allocates ranges of the aperture itself, at offsets unrelated to bus addresses
 //! (`vidmm::aperture::FIRST_OFFSET` and up, where no system memory is), and has the driver map
@@ -103,11 +103,11 @@ fn packets(r: &[(NTSTATUS, Vec<u64>)]) -> Vec<Command> {
         .collect()
 }
 
-/// Issue 12: after MAP_APERTURE_SEGMENT at an offset unrelated to the pages' bus addresses,
+/// After MAP_APERTURE_SEGMENT at an offset unrelated to the pages' bus addresses,
 /// a TRANSFER into the aperture and a FILL of it reach the mapped pages, split where they
 /// are not contiguous.
 #[test]
-fn issue_12_map_aperture_then_transfer_and_fill_reach_the_mapped_pages() {
+fn map_aperture_then_transfer_and_fill_reach_the_mapped_pages() {
     let m = machine_with(Mode::Step, |_| {});
     let pages = scattered(&m, 3);
     let range = ok(&m, m.aperture_map_pages(0, &pages));
@@ -175,12 +175,12 @@ fn issue_12_map_aperture_then_transfer_and_fill_reach_the_mapped_pages() {
     no_fault(&m);
 }
 
-/// Issue 12: an UPDATEPAGETABLE whose entries name the aperture (`Segment` 1, page address =
+/// An UPDATEPAGETABLE whose entries name the aperture (`Segment` 1, page address =
 /// aperture offset) maps the pages the driver's table holds there: VidMm's strict walk
 /// checks every entry against the bus pages it mapped, and a FILL through the process's VA
 /// (VidMm's paging, addressed by the leaf's aperture segment address) lands in them.
 #[test]
-fn issue_12_update_page_table_with_aperture_segment_maps_the_mapped_pages() {
+fn update_page_table_with_aperture_segment_maps_the_mapped_pages() {
     let m = machine_with(Mode::Step, |_| {});
     let p = ok(&m, m.create_process(0));
     let pages = scattered(&m, 2);
@@ -195,10 +195,10 @@ fn issue_12_update_page_table_with_aperture_segment_maps_the_mapped_pages() {
     no_fault(&m);
 }
 
-/// Issue 12: after UNMAP_APERTURE_SEGMENT the range names the dummy page: a FILL or TRANSFER
+/// After UNMAP_APERTURE_SEGMENT the range names the dummy page: a FILL or TRANSFER
 /// there, and an UPDATEPAGETABLE entry naming it, are refused; nothing is written.
 #[test]
-fn issue_12_unmap_aperture_then_use_is_refused() {
+fn unmap_aperture_then_use_is_refused() {
     let m = machine_with(Mode::Step, |_| {});
     let p = ok(&m, m.create_process(0));
     let pages = scattered(&m, 2);
@@ -239,11 +239,11 @@ fn issue_12_unmap_aperture_then_use_is_refused() {
     }
 }
 
-/// Issue 12: malformed MAP_APERTURE_SEGMENT operations (a range past the aperture, an MDL
+/// Malformed MAP_APERTURE_SEGMENT operations (a range past the aperture, an MDL
 /// too short for the pages or past its end through `MdlOffset`, another segment, no MDL,
 /// reserved flags) are refused without a panic, and map nothing.
 #[test]
-fn issue_12_malformed_map_aperture_is_refused() {
+fn malformed_map_aperture_is_refused() {
     let m = machine_with(Mode::Step, |_| {});
     let pages = scattered(&m, 2);
     let mdl = Mdl::of_pages(&pages).unwrap();
@@ -284,10 +284,10 @@ fn issue_12_malformed_map_aperture_is_refused() {
     no_fault(&m);
 }
 
-/// Issue 12: VidMm's own paging of an allocation in system memory (a FILL, which has no MDL
+/// VidMm's own paging of an allocation in system memory (a FILL, which has no MDL
 /// arm) goes through a temporary aperture mapping, and the contents are right.
 #[test]
-fn issue_12_page_in_of_system_memory_fills_through_the_aperture() {
+fn page_in_of_system_memory_fills_through_the_aperture() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = machine_with(mode, |_| {});
         let p = ok(&m, m.create_process(0));

@@ -214,7 +214,7 @@ fn nf_10_driver_negotiates_native_fence_feature_and_releases_the_interface() {
 
 /// NF-10: with the OS feature disabled the driver still asks, but never requests the
 /// native-fence interface, and releases the feature interface at stop. Since hardware
-/// scheduling (issue 13) it asks about every feature it advertises (BR-83): HWSCH,
+/// scheduling it asks about every feature it advertises (BR-83): HWSCH,
 /// USER_MODE_SUBMISSION and NATIVE_FENCE. With native fences off the OS leaves user-mode
 /// submission off too (it depends on them); HWSCH stays on. So the driver advertises neither
 /// `NativeGpuFence` nor `UserModeSubmission`, and still `ContextSchedulingSupported`.
@@ -316,7 +316,7 @@ fn mf_02_driver_reports_64_bit_atomics_and_refuses_a_32_bit_device() {
     assert_eq!(m.bugcheck(), None);
 }
 
-/// Issue 44: every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
+/// Every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
 #[test]
 fn against_the_pe_image() {
     pe::rerun_against_the_pe_image(&[]);

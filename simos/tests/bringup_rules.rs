@@ -1,4 +1,4 @@
-//! Issue 14: the simulated Dxgkrnl's start-up rules (docs/windows-bringup.md, BR-nn). For each
+//! The simulated Dxgkrnl's start-up rules (docs/windows-bringup.md, BR-nn). For each
 //! rule, a driver that breaks it is refused the way Windows refuses it (rule, status), and the
 //! real rvgpu passes every rule with Windows' default policies.
 
@@ -359,7 +359,7 @@ fn start_with_physical(
     out
 }
 
-/// BR-58 (issue 14): rvgpu answers DXGKQAITYPE_PHYSICALADAPTERCAPS as DRIVERCAPS describes the
+/// BR-58: rvgpu answers DXGKQAITYPE_PHYSICALADAPTERCAPS as DRIVERCAPS describes the
 /// adapter: every node, the same paging node, GpuMmu, the start's device handle, no virtual
 /// copy engine.
 #[test]
@@ -1480,7 +1480,7 @@ unsafe extern "system" fn start_remembering_context(
     unsafe { real(ctx, info, iface, sources, children) }
 }
 
-/// Issue 14 notes, BR-66: Windows always names a context in `DxgkDdiSubmitCommand` (its own
+/// BR-66: Windows always names a context in `DxgkDdiSubmitCommand` (its own
 /// work runs on the system contexts it creates at start), so rvgpu refuses a null `hContext`
 /// with `STATUS_INVALID_PARAMETER` instead of running the buffer as "system" work.
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 46: what each hot path costs on the bus, counted by the device model (register reads
+//! What each hot path costs on the bus, counted by the device model (register reads
 //! are non-posted, a full round trip on PCIe; register and doorbell writes are posted). The
 //! table is printed (`cargo test -p rvgpu-simos --test bus_cost -- --nocapture`, the figures in
 //! docs/performance.md) and the reads are held: a hot path that gains a register read fails
@@ -92,7 +92,7 @@ fn native_signals(msi: bool) -> Vec<(String, u64, BusCounts)> {
 }
 
 #[test]
-fn issue_46_bus_cost_of_each_hot_path() {
+fn bus_cost_of_each_hot_path() {
     println!(
         "| hot path | register reads per call | posted writes per call | bus µs, hardware \
          (est.) | bus µs, guest (est.) | calls |"
@@ -177,7 +177,7 @@ fn issue_46_bus_cost_of_each_hot_path() {
     let (ums_reads, ums_writes) = show("user-mode submission (UMD, no DDI)", K, ums_total);
     no_fault(&m);
 
-    // Held: reads per call of each path (issue 46: the ISR reads at most the status register
+    // Held: reads per call of each path (the ISR reads at most the status register
     // on a line-based interrupt and nothing with MSI; user-mode submission reads nothing
     // and writes one doorbell).
     let held = [
@@ -202,11 +202,11 @@ fn issue_46_bus_cost_of_each_hot_path() {
     );
 }
 
-/// Issue 46: the package asks Windows for the message interrupt the simulated OS grants by
+/// The package asks Windows for the message interrupt the simulated OS grants by
 /// default (`AdapterConfig::msi`): `MSISupported` in a section the install's `.HW` section
 /// adds.
 #[test]
-fn issue_46_the_inf_asks_for_msi() {
+fn the_inf_asks_for_msi() {
     let inf = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../inf/rvgpu.inf"))
         .expect("inf/rvgpu.inf");
     let section = |name: &str| -> Vec<String> {

@@ -488,7 +488,7 @@ fn nothing_reaches_the_device_after_a_bugcheck() {
     assert_eq!(m.bugcheck(), first, "no second bug check");
 }
 
-/// Issue 44: every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
+/// Every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
 #[test]
 fn against_the_pe_image() {
     pe::rerun_against_the_pe_image(&[]);

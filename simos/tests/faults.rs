@@ -1,4 +1,4 @@
-//! Issue 18, faults of the machine: forged event records from an untrusted GPU, lost and late
+//! Faults of the machine: forged event records from an untrusted GPU, lost and late
 //! interrupts, and a device that disappears. Each test injects the fault through the emulated
 //! device and checks what the real KMD and the simulated OS make of it (docs/robustness.md has
 //! the fault matrix naming these tests).
@@ -59,7 +59,7 @@ fn non_fence_notifications(m: &Machine) -> Vec<Notification> {
         .collect()
 }
 
-/// Issue 18 finding 1: a faulty GPU writes records into the event ring that fit nothing the
+/// Untrusted event records: a faulty GPU writes records into the event ring that fit nothing the
 /// driver knows (an engine that does not exist, "hung" for an engine that is running, a
 /// reset that was never asked for, a scheduling-log interrupt without a log, faults and
 /// progress for queues that are not on that engine). The ISR drops and counts each; the OS
@@ -175,7 +175,7 @@ fn forged_event_records_are_dropped_and_counted() {
     no_fault(&m);
 }
 
-/// Issue 18, found by the `kmd_events` fuzz target (corpus `finding-forged-fault-live-queue`):
+/// Found by the `kmd_events` fuzz target (corpus `finding-forged-fault-live-queue`):
 /// a Fault record naming a live queue *on its own engine* passed every check the ISR could
 /// make from the record alone, so a faulty device (or corrupted event memory) put an innocent
 /// process's device in error. With `CAPS.QUEUE_STATE` the ISR asks the device: the queue is
@@ -183,7 +183,7 @@ fn forged_event_records_are_dropped_and_counted() {
 /// Without the capability the record is indistinguishable from a real fault and is believed
 /// (the known limit the register closes).
 #[test]
-fn issue_18_forged_fault_naming_a_running_queue_on_its_own_engine() {
+fn forged_fault_naming_a_running_queue_on_its_own_engine() {
     for queue_state in [true, false] {
         let m = machine_with(Mode::Step, |a| {
             a.device.doorbells = 4;
@@ -243,7 +243,7 @@ fn issue_18_forged_fault_naming_a_running_queue_on_its_own_engine() {
     }
 }
 
-/// Issue 18 finding 1, the other side: records the driver does expect still get through (the
+/// Untrusted event records, the other side: records the driver does expect still get through (the
 /// check is not "drop everything"): a real engine hang is reported as hung.
 #[test]
 fn genuine_engine_hang_record_still_reaches_the_os() {
@@ -266,7 +266,7 @@ fn genuine_engine_hang_record_still_reaches_the_os() {
     assert_eq!(rejected(&m)[0], 0);
 }
 
-/// Issue 18 finding 1 (MMU side): a user-mode queue cannot write the event ring: a COPY aimed
+/// Untrusted event records (MMU side): a user-mode queue cannot write the event ring: a COPY aimed
 /// at its address faults in the process's own GPU space and no record appears.
 #[test]
 fn user_queue_cannot_write_the_event_ring() {
@@ -314,7 +314,7 @@ fn user_queue_cannot_write_the_event_ring() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Lost and late interrupts (issue 18 finding 2).
+// Lost and late interrupts (docs/robustness.md §2).
 
 fn native_fence(m: &Machine, q: &GpuQueue) -> NativeFence {
     ok(
@@ -330,7 +330,7 @@ fn native_fence(m: &Machine, q: &GpuQueue) -> NativeFence {
     )
 }
 
-/// Issue 18 finding 2: one lost interrupt delivery does not stop the later ones. The
+/// Lost interrupts: one lost interrupt delivery does not stop the later ones. The
 /// delivery for a native-fence signal is lost (its waiter stays blocked: the OS was not told);
 /// the next event raises the line again, the ISR drains both records and every waiter is
 /// released: CPU waits on the native fence, and a user-mode queue's DMA progress wait.
@@ -370,7 +370,7 @@ fn lost_interrupt_is_recovered_by_the_next_and_every_waiter_released() {
     no_fault(&m);
 }
 
-/// Issue 18 finding 2, threaded: a lost delivery every few signals under real concurrency;
+/// Lost interrupts, threaded: a lost delivery every few signals under real concurrency;
 /// every blocking wait is released by a later signal's interrupt.
 #[test]
 fn lost_interrupts_threaded_every_waiter_released() {
@@ -435,7 +435,7 @@ fn lose_the_first_signals_delivery() -> LostSignal {
     }
 }
 
-/// Issue 18 finding 2 and NF-09 (no missed interrupt for a monitored update), the last event:
+/// Lost interrupts and NF-09 (no missed interrupt for a monitored update), the last event:
 /// the delivery of the very last native-fence signal is lost and nothing follows it. No ISR
 /// ever runs; the driver's interrupt watchdog (`driver/kmd/src/watchdog.rs`, a 100 ms kernel
 /// timer; a step-mode round is a millisecond) finds the cause still pending at two looks and
@@ -514,7 +514,7 @@ fn lost_delivery_of_the_last_signal_threaded_is_serviced_by_the_driver_watchdog(
     no_fault(&m);
 }
 
-/// Issue 18 finding 2: interrupts delivered late (held back for a number of device steps)
+/// Late interrupts: interrupts delivered late (held back for a number of device steps)
 /// and an ISR so late that the event ring overflowed: every waiter is released once the ISR
 /// runs (the overflow turns into "scan everything" reports, NF-14).
 #[test]
@@ -589,7 +589,7 @@ fn machine_with_quick_tdr() -> Machine {
     m
 }
 
-/// Issue 18 finding 2, kernel-mode DMA: the `DmaCompleted` interrupt of the last submission is
+/// Lost interrupts, kernel-mode DMA: the `DmaCompleted` interrupt of the last submission is
 /// lost and nothing follows it. The OS's watchdog asks `DxgkDdiQueryCurrentFence` before it
 /// treats the late fence as a hang (as Dxgkrnl does); the driver reports the missed completion
 /// and no TDR happens.
@@ -637,13 +637,13 @@ fn lost_dma_completion_is_found_by_query_current_fence_without_tdr() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Surprise removal and a dead bus (issue 18 finding 3).
+// Surprise removal and a dead bus (docs/robustness.md §3).
 
 fn removed(r: Result<impl std::fmt::Debug, SimError>) -> bool {
     matches!(r, Err(SimError::DdiFailed(s)) if s == STATUS_DEVICE_REMOVED)
 }
 
-/// Issue 18 finding 3: PnP surprise removal while work and waits are outstanding. The driver
+/// PnP surprise removal while work and waits are outstanding. The driver
 /// advertises `SupportSurpriseRemoval` and is told through `DxgkDdiNotifySurpriseRemoval`;
 /// every waiter is released as removed (not timed out), kernel-mode submissions and object
 /// creation fail with `STATUS_DEVICE_REMOVED`, process exit completes, and the PnP remove that
@@ -710,7 +710,7 @@ fn surprise_removal_releases_waiters_refuses_work_and_tears_down_clean() {
     no_fault(&m);
 }
 
-/// Issue 18 finding 3, a dead bus with no PnP notification: the device is lost mid-run and
+/// A dead bus with no PnP notification: the device is lost mid-run and
 /// every register reads all-ones. The driver finds out from its own accesses (the ISR of a
 /// shared-line interrupt does not claim it; a runlist commit's read-back sees
 /// `DEVICE_STATUS.LOST`), refuses to schedule new queues with `STATUS_DEVICE_REMOVED` instead
@@ -752,7 +752,7 @@ fn dead_bus_is_noticed_new_queues_refused_and_teardown_completes() {
     no_fault(&m);
 }
 
-/// Issue 18, a dead bus that PnP never reports, with TDR on (as Windows always has it): kernel
+/// A dead bus that PnP never reports, with TDR on (as Windows always has it): kernel
 /// work submitted after the loss is accepted (the DDI cannot know), never completes, and the
 /// TDR that follows cannot bring the device back. The driver's `DxgkDdiResetFromTimeout`
 /// fails (the device stays lost, `STATUS_DEVICE_HARDWARE_ERROR`) and the OS bug checks
@@ -761,7 +761,7 @@ fn dead_bus_is_noticed_new_queues_refused_and_teardown_completes() {
 /// The same happens when the first thing to need the GPU is VidMm (an allocation's paging
 /// buffer). With TDR off the OS would wait for ever; the simulation stops with an error there.
 #[test]
-fn issue_18_dead_bus_without_pnp_ends_in_video_tdr_failure() {
+fn dead_bus_without_pnp_ends_in_video_tdr_failure() {
     let tdr_failure = |m: &Machine, r: Result<(), SimError>| {
         let Err(SimError::Bugcheck(b)) = r else {
             panic!("expected a bug check, got {r:?}; {}", diagnostics(m));
@@ -811,14 +811,14 @@ fn issue_18_dead_bus_without_pnp_ends_in_video_tdr_failure() {
 
 against_the_pe_image!();
 
-/// Issue 45 hole 5: in step mode a blocking wait must not give up while a kernel timer is
+/// In step mode a blocking wait must not give up while a kernel timer is
 /// armed. The delivery of a user-mode queue's PROGRESS interrupt is lost; the GPU wrote the
 /// work and the progress fence holds the value; only the driver's interrupt watchdog (a
 /// periodic kernel timer) can tell the OS. The UMD's blocking wait, and the kernel-mode
 /// queue's, return success: simulated time runs on to the next armed timer when a round has
 /// nothing else to do, within the wait's own timeout.
 #[test]
-fn issue_45_step_mode_waits_outlast_a_lost_progress_interrupt() {
+fn step_mode_waits_outlast_a_lost_progress_interrupt() {
     let m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
     let dev = m.device(0).expect("device").clone();
     let p = ok(&m, m.create_process(0));

@@ -1,4 +1,4 @@
-//! WDDM 3.2 feature negotiation (issue 13, NF-10; docs/windows-bringup.md §7, docs/hws.md §1):
+//! WDDM 3.2 feature negotiation (NF-10; docs/windows-bringup.md §7, docs/hws.md §1):
 //! the OS learns what the driver supports through the driver's feature interface
 //! (DxgkDdiQueryInterface, GUID_WDDM_INTERFACE_FEATURE), enables features by its policy and
 //! their dependencies, and the driver advertises caps and node flags only for what was
@@ -330,13 +330,13 @@ fn br_73_user_mode_submission_with_hws_off_is_refused() {
     );
 }
 
-/// Issue 48, §10 question 2: the slot after `DxgkDdiNotifyWorkSubmission` (byte 1368). rvgpu
+/// §10 question 2: the slot after `DxgkDdiNotifyWorkSubmission` (byte 1368). rvgpu
 /// fills it, so it starts with user-mode submission under the 22631 rule
 /// (`ums_requires_slot_1368 = true`) and the WDDM 3.2 builds' (the default), and the slot's
 /// function refuses any call with `STATUS_NOT_SUPPORTED`. What each rule does to a driver that
-/// leaves it NULL: `startup_questions.rs` `issue_48_q2_*`.
+/// leaves it NULL: `startup_questions.rs` `q2_*`.
 #[test]
-fn issue_48_slot_1368_rvgpu_starts_under_either_answer() {
+fn slot_1368_rvgpu_starts_under_either_answer() {
     for required in [true, false] {
         // rvgpu as shipped: user-mode submission works.
         let mut c = cfg(true, true, true);

@@ -1,4 +1,4 @@
-//! Native fence logs (issue 5, LOG-01 … LOG-09) end to end: the real UMD (`submit_ops`, or raw
+//! Native fence logs (LOG-01 … LOG-09) end to end: the real UMD (`submit_ops`, or raw
 //! packets where a test needs exact control), the simulated D3DKMT thunks and Dxgkrnl (log
 //! buffers, DPC-time drain, `DxgkDdiUpdateNativeFenceLogs`, releases from signal entries,
 //! overflow fallback), the real KMD and the emulated GPU. Pure drain cases (overwrite during a
@@ -486,7 +486,7 @@ fn log_06_zero_and_repeated_timestamps_accepted() {
 
 #[test]
 fn log_06_backwards_timestamp_is_untrusted_and_scanned() {
-    // Issue 18: log contents are untrusted (a hostile LOG_WRITE or a faulty device). Windows
+    // Log contents are untrusted (a hostile LOG_WRITE or a faulty device). Windows
     // must not trust them, nor may the OS halt on them: it scans instead.
     let m = machine(Mode::Step);
     let p = process(&m);
@@ -551,7 +551,7 @@ fn log_05_header_going_backwards_is_untrusted_and_scanned() {
     assert!(c.log_fallback_scans >= 1, "{c:?}");
 }
 
-/// Issue 18's reproduction through the real path: a user-mode queue writes signal-log entries
+/// Hostile log contents through the real path: a user-mode queue writes signal-log entries
 /// with indices 1 then 0 (and a value its fence never reached). The OS counts the contents as
 /// untrusted and scans; nothing halts, nobody is released early, and the queue keeps working.
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 19, native fences at scale: 100,000 fences on one adapter through the simulated OS
+//! Native fences at scale: 100,000 fences on one adapter through the simulated OS
 //! and the real driver (the ISR's registry and the handle map grow as fences are created),
 //! growth that fails for memory, and slot reuse.
 
@@ -36,10 +36,10 @@ fn gpu_signal_reaches_waiter(m: &Machine, q: &mut GpuQueue, f: &NativeFence, v: 
     assert_eq!(f.current_value(), v);
 }
 
-/// Issue 19: 100,000 native fences live on one adapter (the old per-adapter cap was 16,384),
-/// and a GPU signal of the last one created still reaches its CPU waiter.
+/// 100,000 native fences live on one adapter, and a GPU signal of the last one created
+/// still reaches its CPU waiter.
 #[test]
-fn issue_19_100000_native_fences_on_one_adapter() {
+fn hundred_thousand_native_fences_on_one_adapter() {
     let m = started(MachineConfig::single(Mode::Step));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let fences: Vec<NativeFence> = (0..100_000)
@@ -55,11 +55,11 @@ fn issue_19_100000_native_fences_on_one_adapter() {
     no_fault(&m);
 }
 
-/// Issue 19: when the create that must grow the driver's fence state cannot allocate, it
+/// When the create that must grow the driver's fence state cannot allocate, it
 /// fails with STATUS_NO_MEMORY and changes nothing; the adapter stays usable, and the same
 /// create succeeds once memory is back. Swept over every pool allocation of that create.
 #[test]
-fn issue_19_fence_growth_without_memory_fails_the_create_cleanly() {
+fn fence_growth_without_memory_fails_the_create_cleanly() {
     let m = started(MachineConfig::single(Mode::Step));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     // The registry's first chunk and the handle map's first table hold 1,024 fences.
@@ -98,10 +98,10 @@ fn issue_19_fence_growth_without_memory_fails_the_create_cleanly() {
     gpu_signal_reaches_waiter(&m, &mut q, &fences[1023], 1);
 }
 
-/// Issue 19: destroyed fences' slots are reused by later creates (the registry does not grow
+/// Destroyed fences' slots are reused by later creates (the registry does not grow
 /// under create/destroy churn), and a reused slot's old tag is not the new fence's.
 #[test]
-fn issue_19_destroy_and_recreate_reuse_slots() {
+fn destroy_and_recreate_reuse_slots() {
     let m = started(MachineConfig::single(Mode::Step));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let mut fences: Vec<NativeFence> = (0..2000).map(|_| ok(&m, create(&m, q.pid()))).collect();
@@ -145,12 +145,12 @@ fn null_report_machine() -> Machine {
     m
 }
 
-/// Issue 19: a NULL native-fence report resamples only the fences that can need it (Windows:
+/// A NULL native-fence report resamples only the fences that can need it (Windows:
 /// "scans all pending native fence waiters"), yet releases every wait whose fence moved,
 /// wherever the fence is among thousands of idle ones, and a fence rejoins the scan when it
 /// gets a new waiter after its last one was released.
 #[test]
-fn issue_19_null_report_releases_every_moved_waiter_and_scans_only_waited_fences() {
+fn null_report_releases_every_moved_waiter_and_scans_only_waited_fences() {
     let m = null_report_machine();
     let pid = common::device_process(&m, 0);
     let all: Vec<NativeFence> = (0..3000).map(|_| ok(&m, create(&m, pid))).collect();

@@ -1,4 +1,4 @@
-//! Issue 12: the GPU VA thunks (`D3DKMTReserveGpuVirtualAddress`, `MapGpuVirtualAddress`,
+//! The GPU VA thunks (`D3DKMTReserveGpuVirtualAddress`, `MapGpuVirtualAddress`,
 //! `FreeGpuVirtualAddress`) and paging queues (`D3DKMTCreatePagingQueue`), used as a UMD
 //! would through its `Kmt` trait, over the simulated VidMm, the real KMD's paging buffers and
 //! the emulated GPU (docs/memory.md "GPU VA thunks").
@@ -156,7 +156,7 @@ fn untouched(m: &Machine, b: &Allocation<SimMem>) {
 
 /// Reserve gives a VA that maps nothing: a queue writing there faults and writes nothing.
 #[test]
-fn issue_12_reserved_va_faults_before_map() {
+fn reserved_va_faults_before_map() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let b = buffer(&m, &p.k, 1);
@@ -187,7 +187,7 @@ fn issue_12_reserved_va_faults_before_map() {
 /// Map part of an allocation at a VA the process chose: the queue's writes through that VA
 /// land at the mapped offset of the allocation, and the paging fence value is reached.
 #[test]
-fn issue_12_map_sub_range_at_chosen_va_is_written_by_queue() {
+fn map_sub_range_at_chosen_va_is_written_by_queue() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = with_doorbells(mode, 4);
         let p = process(&m);
@@ -228,7 +228,7 @@ fn issue_12_map_sub_range_at_chosen_va_is_written_by_queue() {
 /// `OffsetInPages + SizeInPages` past the allocation, or an offset at its end, is refused
 /// and maps nothing (VidMmMapGpuVirtualAddressInternal).
 #[test]
-fn issue_12_map_reaching_past_allocation_refused_nothing_mapped() {
+fn map_reaching_past_allocation_refused_nothing_mapped() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let b = buffer(&m, &p.k, 2);
@@ -280,7 +280,7 @@ fn issue_12_map_reaching_past_allocation_refused_nothing_mapped() {
 /// A process cannot map another process's allocation (its handle names nothing of the
 /// caller's: DxgkMapGpuVirtualAddress), nor use another process's paging queue.
 #[test]
-fn issue_12_map_of_another_process_allocation_refused() {
+fn map_of_another_process_allocation_refused() {
     let m = with_doorbells(Mode::Step, 4);
     let a = process(&m);
     let b = process(&m);
@@ -304,7 +304,7 @@ fn issue_12_map_of_another_process_allocation_refused() {
 /// GPU still holds a translation) and releases the VA: the queue that wrote there before now
 /// faults, never reaching the old pages. Step and threaded.
 #[test]
-fn issue_12_free_then_access_faults_never_stale() {
+fn free_then_access_faults_never_stale() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = with_doorbells(mode, 4);
         let p = process(&m);
@@ -347,7 +347,7 @@ fn issue_12_free_then_access_faults_never_stale() {
 /// Mapping a VA that maps one allocation to another replaces the mapping: the queue's next
 /// write lands in the new allocation, the old one is not touched.
 #[test]
-fn issue_12_remap_va_from_one_allocation_to_another() {
+fn remap_va_from_one_allocation_to_another() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let a = buffer(&m, &p.k, 1);
@@ -375,7 +375,7 @@ fn issue_12_remap_va_from_one_allocation_to_another() {
 /// `NoAccess`: a range VidMm places that maps nothing, and over a mapped range it takes the
 /// mapping away; either way the GPU faults.
 #[test]
-fn issue_12_no_access_range_faults() {
+fn no_access_range_faults() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let b = buffer(&m, &p.k, 2);
@@ -419,7 +419,7 @@ fn issue_12_no_access_range_faults() {
 /// Without `Write` the mapping is read-only: the GPU's walk of the process's tables reports
 /// `ReadOnly` for a write, reads work, and a queue FILL faults with nothing written.
 #[test]
-fn issue_12_read_only_mapping_write_faults_read_only() {
+fn read_only_mapping_write_faults_read_only() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let b = buffer(&m, &p.k, 1);
@@ -443,7 +443,7 @@ fn issue_12_read_only_mapping_write_faults_read_only() {
 /// reserved bits, `Zero` (the driver reports `ZeroInPteSupported` = 0), `NO_COMMIT`
 /// reservations; alignment, size and window rules; a taken range.
 #[test]
-fn issue_12_reserve_and_map_argument_rules() {
+fn reserve_and_map_argument_rules() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let b = buffer(&m, &p.k, 1);
@@ -535,7 +535,7 @@ fn issue_12_reserve_and_map_argument_rules() {
 /// An allocation mapped at several VAs, destroyed, leaves no mapping: VidMm unmaps every VA;
 /// the range Map made for it goes, a reserved range stays reserved (no access).
 #[test]
-fn issue_12_destroyed_allocation_leaves_no_mapping() {
+fn destroyed_allocation_leaves_no_mapping() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let b = buffer(&m, &p.k, 2);
@@ -573,7 +573,7 @@ fn issue_12_destroyed_allocation_leaves_no_mapping() {
 /// allocation's own VA does ("Access to nonresident allocation"): eviction takes the mapping
 /// away, page-in brings it back at the allocation's new place.
 #[test]
-fn issue_12_mapping_follows_residency() {
+fn mapping_follows_residency() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let pdd = AllocationPdd {
@@ -640,7 +640,7 @@ fn issue_12_mapping_follows_residency() {
 /// Process exit frees everything, orderly (UM-17) or killed (UM-18): paging queues with
 /// their fences, reservations and mappings; the OS's object counts return to what they were.
 #[test]
-fn issue_12_process_exit_frees_everything() {
+fn process_exit_frees_everything() {
     for kill in [false, true] {
         let m = with_doorbells(Mode::Step, 4);
         let counts = |m: &Machine| {
@@ -673,7 +673,7 @@ fn issue_12_process_exit_frees_everything() {
 /// Paging queues: each has its own fence; destroying one destroys its fence and makes its
 /// handle invalid (for Map too); another process cannot destroy it.
 #[test]
-fn issue_12_paging_queue_create_destroy() {
+fn paging_queue_create_destroy() {
     let m = with_doorbells(Mode::Step, 4);
     let a = process(&m);
     let b = process(&m);
@@ -712,7 +712,7 @@ fn issue_12_paging_queue_create_destroy() {
 /// A range the process reserved where VidMm would have put the next allocation's own VA is
 /// stepped over: the allocation lands elsewhere and the reserved range still maps nothing.
 #[test]
-fn issue_12_vidmm_allocation_vas_avoid_process_reservations() {
+fn vidmm_allocation_vas_avoid_process_reservations() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let first = buffer(&m, &p.k, 1);
@@ -739,7 +739,7 @@ fn issue_12_vidmm_allocation_vas_avoid_process_reservations() {
 /// later page leaves the driver's record of where the ring starts alone, so a doorbell whose
 /// ring is at the allocation's own VA is still accepted.
 #[test]
-fn issue_12_sub_range_mapping_reports_its_allocation_offset() {
+fn sub_range_mapping_reports_its_allocation_offset() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let context = okk(&m, p.k.create_context(0));
@@ -809,7 +809,7 @@ fn run_ring(
 /// it; a ring allocation mapped nowhere (not resident, so neither its own VA nor the process's
 /// mapping of it holds entries) is refused until it is made resident.
 #[test]
-fn issue_12_ring_mapped_twice_doorbell_uses_any_current_mapping() {
+fn ring_mapped_twice_doorbell_uses_any_current_mapping() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let target = buffer(&m, &p.k, 1);
@@ -923,7 +923,7 @@ fn update_target(m: &Machine, p: &Proc<'_>) -> (UpdateGpuVa, rvgpu_simos::Monito
 /// no access; the queue's writes land where the final tables say, and the fence ends at
 /// `FenceValue + 1`.
 #[test]
-fn issue_12_update_gpu_va_map_copy_unmap_in_order() {
+fn update_gpu_va_map_copy_unmap_in_order() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = with_doorbells(mode, 4);
         let p = process(&m);
@@ -978,7 +978,7 @@ fn issue_12_update_gpu_va_map_copy_unmap_in_order() {
 /// (here inside the thunk: with nobody to signal it in step mode the wait ends, the call
 /// fails and nothing is mapped); after a CPU signal it runs; `DoNotWait` runs at once.
 #[test]
-fn issue_12_update_gpu_va_waits_for_its_fence() {
+fn update_gpu_va_waits_for_its_fence() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let b = buffer(&m, &p.k, 1);
@@ -1024,7 +1024,7 @@ fn issue_12_update_gpu_va_waits_for_its_fence() {
 /// STATUS_INVALID_PARAMETER and nothing of the list applied, not even its valid first
 /// operation.
 #[test]
-fn issue_12_update_gpu_va_argument_rules() {
+fn update_gpu_va_argument_rules() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let other = process(&m);
@@ -1179,7 +1179,7 @@ fn issue_12_update_gpu_va_argument_rules() {
 /// and mapped; a queue of another process, or a destroyed one, is refused with no count
 /// changed.
 #[test]
-fn issue_12_make_resident_on_paging_queue_signals_its_fence() {
+fn make_resident_on_paging_queue_signals_its_fence() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let other = process(&m);

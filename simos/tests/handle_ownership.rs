@@ -1,4 +1,4 @@
-//! Issue 18: D3DKMT handles are per process. Process B naming process A's fence handle (a
+//! D3DKMT handles are per process. Process B naming process A's fence handle (a
 //! guessed number) names nothing: its CPU signal, CPU wait, destroy and GPU waits and signals
 //! fail with Windows' statuses, and A's fence is untouched.
 
@@ -57,13 +57,13 @@ fn another_process_cannot_use_a_fence_by_its_handle() {
 
 const STATUS_INSUFFICIENT_RESOURCES: NtStatus = NtStatus(0xC000_009A_u32 as i32);
 
-/// Issue 45 hole 1: a native fence crosses processes only as Windows lets it, by an NT handle
+/// Hostile sharing: a native fence crosses processes only as Windows lets it, by an NT handle
 /// its creator made (`D3DKMTShareObjects`) and duplicated into the other process's handle
 /// table. A second process that names the fence by its D3DKMT handle, by the creator's NT
 /// handle, or by any guessed value opens nothing; a fence created private cannot be shared at
 /// all; a duplicated handle opens the fence, and keeps it alive after its creator exits.
 #[test]
-fn issue_45_native_fences_open_only_by_an_nt_handle_duplicated_into_the_opener() {
+fn native_fences_open_only_by_an_nt_handle_duplicated_into_the_opener() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = started(MachineConfig::single(mode));
         let a = ok(&m, m.create_process(0));
@@ -139,11 +139,11 @@ fn issue_45_native_fences_open_only_by_an_nt_handle_duplicated_into_the_opener()
     }
 }
 
-/// Issue 45: a process's NT handles are its own to exhaust. One that shares a fence until its
+/// A process's NT handles are its own to exhaust. One that shares a fence until its
 /// handle table is full gets `STATUS_INSUFFICIENT_RESOURCES`; another process still shares;
 /// exit closes every handle and the fence goes with the last of them.
 #[test]
-fn issue_45_nt_handle_exhaustion_is_per_process_and_reclaimed_at_exit() {
+fn nt_handle_exhaustion_is_per_process_and_reclaimed_at_exit() {
     let m = started(MachineConfig::single(Mode::Step));
     let a = ok(&m, m.create_process(0));
     let b = ok(&m, m.create_process(0));

@@ -1,4 +1,4 @@
-//! Issue 18 (found by the `ddi` fuzz target): a kernel-mode submission held behind a GPU wait
+//! Found by the `ddi` fuzz target: a kernel-mode submission held behind a GPU wait
 //! (MF-03) carries user-mode arguments the driver refuses once the OS releases it. The thunk
 //! had already returned success, so the work can never run: the submitting device goes to
 //! error (UM-10) and the OS carries on. Before, the simulated OS halted with a simulation

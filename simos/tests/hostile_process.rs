@@ -1,4 +1,4 @@
-//! Issue 45: the attack matrix of docs/robustness.md §6, as a second process would try it.
+//! The attack matrix of docs/robustness.md §6, as a second process would try it.
 //!
 //! Process A holds one of every object a process can name (allocation, context, user-mode
 //! hardware queue with its ring, ring control and doorbell, monitored fence, native fence,
@@ -187,7 +187,7 @@ fn still_works(m: &Machine, ka: &SimKmt<'_>, a: &Victim) {
 }
 
 #[test]
-fn issue_45_attack_matrix_another_process_names_every_object() {
+fn attack_matrix_another_process_names_every_object() {
     for mode in [Mode::Step, Mode::Threaded] {
         let mut cfg = MachineConfig::single(mode);
         cfg.adapters[0].device.doorbells = 8;
@@ -208,12 +208,12 @@ fn issue_45_attack_matrix_another_process_names_every_object() {
 
 const STATUS_NO_MEMORY_STATUS: NtStatus = NtStatus(STATUS_NO_MEMORY);
 
-/// Issue 45 hole 4: one process takes every context and hardware queue it can. It is refused
+/// Greedy process: one process takes every context and hardware queue it can. It is refused
 /// with `STATUS_NO_MEMORY` short of the adapter's end (the driver keeps the last few for
 /// processes that hold few, `driver/kmd/src/quota.rs`), and a second process still creates its
 /// first context, user-mode queue with its doorbell, and native fence; nothing faults.
 #[test]
-fn issue_45_one_process_cannot_take_every_queue_and_context() {
+fn one_process_cannot_take_every_queue_and_context() {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.doorbells = 8;
     let m = started(cfg);
@@ -275,7 +275,7 @@ fn issue_45_one_process_cannot_take_every_queue_and_context() {
 }
 
 against_the_pe_image!(
-    "issue_45_one_process_cannot_take_every_queue_and_context" =>
+    "one_process_cannot_take_every_queue_and_context" =>
         "20,000 objects through the x86-64 emulator take over ten minutes; the quota is \
          driver/kmd/src/quota.rs, the same code in both builds",
 );

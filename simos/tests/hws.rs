@@ -1,4 +1,4 @@
-//! VidSch in hardware-scheduling mode (issue 13): node set-up (BR-77, BR-79), scheduling-log
+//! VidSch in hardware-scheduling mode: node set-up (BR-77, BR-79), scheduling-log
 //! processing, context rules (BR-92/94/95) and TDR through ResetHwEngine/ResumeHwEngine.
 
 mod common;
@@ -355,11 +355,11 @@ fn failing_reset_machine(cfg: MachineConfig) -> Machine {
     m
 }
 
-/// Issue 18 (global doorbells): an adapter reset unbinds every doorbell page; the KMD binds
+/// Global doorbells: an adapter reset unbinds every doorbell page; the KMD binds
 /// each process's page again at restart, so an innocent process's still-connected global
 /// doorbell rings its queue afterwards (no reconnect in between).
 #[test]
-fn issue_18_global_doorbell_pages_survive_an_adapter_reset() {
+fn global_doorbell_pages_survive_an_adapter_reset() {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.global_doorbell = true;
     cfg.adapters[0].device.doorbells = 2;

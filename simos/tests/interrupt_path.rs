@@ -79,14 +79,14 @@ fn dpc_processes_in_isr_order() {
     assert!(m.bugcheck().is_none());
 }
 
-/// Issue 19: in threaded mode the ISR runs once per interrupt. The line the device's
+/// In threaded mode the ISR runs once per interrupt. The line the device's
 /// deliverer drives is a thread's copy of the level and can lag it (that thread may be
 /// preempted, or inside the call that wakes the interrupt thread); an interrupt controller
 /// that sampled only that copy ran the ISR again and again after it had cleared its cause,
 /// about 300 unclaimed calls per interrupt on the wake bench's machine, and kept a CPU busy
 /// while the DPC and the released waiter needed it.
 #[test]
-fn issue_19_threaded_isr_runs_once_per_interrupt() {
+fn threaded_isr_runs_once_per_interrupt() {
     use rvgpu_simos::testing::gpu::GpuQueue;
     use rvgpu_simos::{NativeFenceDesc, WaitOutcome};
 
@@ -183,12 +183,12 @@ mod dpc_after_isr {
         unsafe { testing::driver_dpc(ctx) }
     }
 
-    /// Issue 19: a DPC an ISR queues runs after that ISR, never during it (as on Windows,
+    /// A DPC an ISR queues runs after that ISR, never during it (as on Windows,
     /// where it waits in the interrupted processor's queue until IRQL drops below
     /// DISPATCH_LEVEL). The threaded machine's DPC thread used to be woken by the queue call
     /// itself and ran the DPC on the other CPU while the ISR still held the interrupt lock.
     #[test]
-    fn issue_19_a_dpc_queued_by_the_isr_runs_after_it() {
+    fn a_dpc_queued_by_the_isr_runs_after_it() {
         let m = started_with(MachineConfig::single(Mode::Threaded), |t| {
             t.DxgkDdiInterruptRoutine = Some(isr_queues_then_lingers);
             t.DxgkDdiDpcRoutine = Some(dpc_checks);

@@ -1,4 +1,4 @@
-//! Issue 12: process isolation by the GPU MMU, end to end through the real UMD, the simulated
+//! Process isolation by the GPU MMU, end to end through the real UMD, the simulated
 //! Dxgkrnl/VidMm, the real KMD and the emulated GPU.
 //!
 //! Every process runs in its own GPU VA space: VidMm builds its page tables only through the

@@ -1,4 +1,4 @@
-//! Issue 18, "Fallible allocation everywhere a DDI can allocate": Driver Verifier's systematic
+//! Fallible allocation everywhere a DDI can allocate: Driver Verifier's systematic
 //! low-resources simulation, swept over every pool allocation of the driver.
 //!
 //! For each operation a user-mode process (or PnP) can trigger, and for N = 0, 1, 2, ... the

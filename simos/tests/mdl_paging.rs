@@ -1,4 +1,4 @@
-//! Issue 12: paging TRANSFER with MDLs (docs/memory.md "System memory and MDLs"). VidMm names
+//! Paging TRANSFER with MDLs (docs/memory.md "System memory and MDLs"). VidMm names
 //! an allocation's backing store, scattered system pages, by an MDL (`SegmentId` 0) when it
 //! evicts the allocation from VRAM and pages it back; the real KMD must follow the MDL's
 //! pages, `MdlOffset` and `TransferOffset`, in as many passes as its paging buffers need.
@@ -108,13 +108,13 @@ fn pages_hold_their_patterns(words: &[u64]) -> bool {
         .all(|(i, p)| p.iter().all(|&w| w == page_pattern(i as u64)))
 }
 
-/// Issue 12: under VRAM pressure VidMm evicts an idle allocation to its backing store, a set
+/// Under VRAM pressure VidMm evicts an idle allocation to its backing store, a set
 /// of physically scattered pages it names by MDL, and pages it back the same way: the
 /// contents land page by page in the backing store and return intact. 1 MiB of scattered
 /// pages is 256 COPY packets, more than one 4 KiB paging buffer holds, so both directions
 /// also go through the driver's multipass.
 #[test]
-fn issue_12_pressure_evicts_and_pages_back_through_mdl_transfers() {
+fn pressure_evicts_and_pages_back_through_mdl_transfers() {
     let m = started(MachineConfig::single(Mode::Step));
     let (_p, k) = process(&m);
     let (_p2, k2) = process(&m);
@@ -203,12 +203,12 @@ fn scattered_pages(m: &Machine) -> Vec<u64> {
     vec![a, b, b + PAGE, c, d]
 }
 
-/// Issue 12, through the real DDI: a TRANSFER from an MDL starts `MdlOffset` pages into it,
+/// Through the real DDI: a TRANSFER from an MDL starts `MdlOffset` pages into it,
 /// the segment side moves by `TransferOffset` (the MDL side does not), every physically
 /// contiguous run is one COPY, and with a paging buffer that holds one packet the driver
 /// builds one run per call, resuming where `MultipassOffset` says.
 #[test]
-fn issue_12_build_paging_buffer_mdl_transfer_offsets_and_multipass() {
+fn build_paging_buffer_mdl_transfer_offsets_and_multipass() {
     let m = started(MachineConfig::single(Mode::Step));
     let (_p, k) = process(&m);
     let (segment, seg) = vram_location(&m, &k);
@@ -297,12 +297,12 @@ fn issue_12_build_paging_buffer_mdl_transfer_offsets_and_multipass() {
     no_fault(&m);
 }
 
-/// Issue 12: malformed MDLs are refused with `STATUS_INVALID_PARAMETER` and nothing written,
+/// Malformed MDLs are refused with `STATUS_INVALID_PARAMETER` and nothing written,
 /// never a crash: a `ByteCount` that spans more pages than the array `Size` covers, a range
 /// past `ByteCount` through `MdlOffset`, a `ByteOffset` outside the first page, a `Size`
 /// smaller than the header. A FILL has no MDL arm (d3dkmddi.h), so `SegmentId` 0 there is refused too.
 #[test]
-fn issue_12_malformed_mdl_is_refused_without_panic() {
+fn malformed_mdl_is_refused_without_panic() {
     let m = started(MachineConfig::single(Mode::Step));
     let (_p, k) = process(&m);
     let (segment, seg) = vram_location(&m, &k);

@@ -1,4 +1,4 @@
-//! Issue 45 hole 3: system memory given to fences and process structures goes back when they
+//! Memory churn: system memory given to fences and process structures goes back when they
 //! go. A process that creates and destroys fences (native, shareable, monitored), and processes
 //! that come and go with queues, leave the machine's system memory where it started, so that a
 //! 16 MiB machine still has room for a new process and an 8 MiB allocation afterwards.
@@ -30,7 +30,7 @@ fn eight_mib_fits(m: &Machine) {
 }
 
 #[test]
-fn issue_45_fence_churn_returns_system_memory() {
+fn fence_churn_returns_system_memory() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = machine(mode);
         let p = ok(&m, m.create_process(0));
@@ -74,7 +74,7 @@ fn issue_45_fence_churn_returns_system_memory() {
 }
 
 #[test]
-fn issue_45_process_churn_returns_system_memory() {
+fn process_churn_returns_system_memory() {
     let m = machine(Mode::Step);
     let start = m.memory().system_used();
     for round in 0..200u64 {
@@ -100,10 +100,10 @@ fn issue_45_process_churn_returns_system_memory() {
     no_fault(&m);
 }
 
-/// Issue 45: running the machine out of system memory with fences is an NTSTATUS to the
+/// Running the machine out of system memory with fences is an NTSTATUS to the
 /// process that asked, never a halt; destroying them makes room again.
 #[test]
-fn issue_45_fence_storage_exhaustion_is_a_status() {
+fn fence_storage_exhaustion_is_a_status() {
     let m = started(MachineConfig::single(Mode::Step));
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
@@ -136,11 +136,11 @@ fn issue_45_fence_storage_exhaustion_is_a_status() {
     no_fault(&m);
 }
 
-/// Issue 45: a process's user-mode queues come and go, each with its wait and signal log
+/// A process's user-mode queues come and go, each with its wait and signal log
 /// buffers (mapped into the paging process, retired through VidMm): the machine's free system
 /// memory comes back exactly, within the process and after it exits.
 #[test]
-fn issue_45_queue_and_log_buffer_churn_returns_system_memory() {
+fn queue_and_log_buffer_churn_returns_system_memory() {
     let m = machine(Mode::Step);
     let before = m.system_memory_free();
     let p = ok(&m, m.create_process(0));
@@ -165,13 +165,13 @@ fn issue_45_queue_and_log_buffer_churn_returns_system_memory() {
     no_fault(&m);
 }
 
-/// Issue 45: creating and destroying system-memory allocations never runs the machine's bus
+/// Creating and destroying system-memory allocations never runs the machine's bus
 /// addresses out. Freed ranges used to be left behind for good (a bump allocator over the
 /// terabyte below `SYSMEM_LIMIT`): ~1,000 cycles of a 1 GiB allocation, nothing held at the
 /// end, and every allocation on the machine failed (fences, processes, queues). Now the
 /// allocator comes round to freed ranges; the churn goes on and memory is back exactly.
 #[test]
-fn issue_45_allocation_churn_does_not_run_the_bus_out() {
+fn allocation_churn_does_not_run_the_bus_out() {
     let m = started(MachineConfig::single(Mode::Step));
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
@@ -203,7 +203,7 @@ fn issue_45_allocation_churn_does_not_run_the_bus_out() {
 }
 
 against_the_pe_image!(
-    "issue_45_allocation_churn_does_not_run_the_bus_out" =>
+    "allocation_churn_does_not_run_the_bus_out" =>
         "1,100 one-GiB create/destroy cycles through the x86-64 emulator take about 40 s; the \
          image's part in them is the allocation DDIs the other churn tests run on it",
 );

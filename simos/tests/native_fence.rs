@@ -233,7 +233,7 @@ fn nf_05_packing_per_process_and_shareable_pages() {
     }
     assert_eq!(c.current_value_gpu() - b.current_value_gpu(), stride);
     assert!(!pages_of(&a).contains(&page(other.current_value_gpu())));
-    // The private data carries the report tag only (issue 12: addresses are per process).
+    // The private data carries the report tag only (addresses are per process).
     assert_eq!(a.pdd().reserved, [0; 6]);
     assert_ne!(a.pdd().report_tag, s.pdd().report_tag);
 }

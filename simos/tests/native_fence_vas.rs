@@ -1,4 +1,4 @@
-//! Issue 12: native fences at GPU VAs of each process, as Windows gives them
+//! Native fences at GPU VAs of each process, as Windows gives them
 //! (`D3DDDI_NATIVEFENCEMAPPING`: CurrentValue and MonitoredValue "in the current process's
 //! address space"), through the real UMD (`Kmt::create_shareable_native_fence` / `open_native_fence`),
 //! the simulated OS and the KMD. The device runs without `OPTIMIZED_FENCE_IRQ`, so every
@@ -64,13 +64,13 @@ fn shared_into(m: &Machine, from: &Proc, f: &UmdFence, to: &Proc) -> u64 {
     t
 }
 
-/// Issue 12: two processes that open one fence get VAs of their own (each different from the
+/// Two processes that open one fence get VAs of their own (each different from the
 /// other's and from the system process's), the UMD signals and waits through its own, and
 /// each process's signal wakes the other's waiters, CPU and GPU. The ISR resolves every
 /// record, whichever process's VA it carries, to the fence: one named report per signal,
 /// never a NULL report (no full rescan).
 #[test]
-fn issue_12_two_processes_own_fence_vas_and_wake_each_other() {
+fn two_processes_own_fence_vas_and_wake_each_other() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = machine(mode);
         let (a, b) = (process(&m), process(&m));
@@ -139,11 +139,11 @@ fn issue_12_two_processes_own_fence_vas_and_wake_each_other() {
     }
 }
 
-/// Issue 12: a process that uses another process's VA of a fence names nothing of its own
+/// A process that uses another process's VA of a fence names nothing of its own
 /// there: its signal page-faults, the fence keeps its value, the device goes to error (UM-10)
 /// and the other process keeps working.
 #[test]
-fn issue_12_another_process_fence_va_faults_and_writes_nothing() {
+fn another_process_fence_va_faults_and_writes_nothing() {
     let m = machine(Mode::Step);
     let (a, b) = (process(&m), process(&m));
     let fa = okk(&m, a.k.create_shareable_native_fence(7));
@@ -180,12 +180,12 @@ fn issue_12_another_process_fence_va_faults_and_writes_nothing() {
     no_fault(&m);
 }
 
-/// Issue 12 with issue 18's rule: the ISR trusts the tag, not the address, so a process can
+/// Untrusted tags: the ISR trusts the tag, not the address, so a process can
 /// name another process's fence by forging its tag. That costs one re-read of that fence by
 /// the OS (a named report and one DPC resample; no full scan), and the other process's
 /// waiter is released only when the value really passes.
 #[test]
-fn issue_12_forged_tag_costs_one_resample_and_releases_nobody() {
+fn forged_tag_costs_one_resample_and_releases_nobody() {
     let m = machine(Mode::Step);
     let (a, b) = (process(&m), process(&m));
     let fa = okk(&m, a.k.create_shareable_native_fence(0));
@@ -233,11 +233,11 @@ fn issue_12_forged_tag_costs_one_resample_and_releases_nobody() {
     no_fault(&m);
 }
 
-/// Issue 12: fence pages are mapped once per process and counted (fences packed on a page
+/// Fence pages are mapped once per process and counted (fences packed on a page
 /// share it); closing the last fence of a page unmaps it once no queue of the process that
 /// could still name it is left; process exit leaves nothing mapped and no fence behind.
 #[test]
-fn issue_12_fence_pages_counted_unmapped_at_close_and_at_exit() {
+fn fence_pages_counted_unmapped_at_close_and_at_exit() {
     let m = machine(Mode::Step);
     let a = process(&m);
     let pid = a.p.pid;
@@ -276,7 +276,7 @@ fn issue_12_fence_pages_counted_unmapped_at_close_and_at_exit() {
     okk(&m, q.close());
     // A queue made now cannot name f2 (its handle is gone), so it does not hold f2's pages;
     // made before they are unmapped, none of its allocations is at their VAs (VidMm reuses
-    // freed VAs, issue 45).
+    // freed VAs).
     let mut q = okk(&m, UserQueue::new(a.k, &config(0)));
     // The next native-fence call on the adapter unmaps them (here an open of f3, which maps
     // nothing new in its own process).

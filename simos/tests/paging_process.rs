@@ -1,4 +1,4 @@
-//! Issue 12: the paging (system) process has its own GPU VA space.
+//! The paging (system) process has its own GPU VA space.
 //!
 //! At adapter start VidMm opens the adapter for the system process (`DxgkDdiCreateProcess`
 //! with `SystemProcess`), builds its tables through the driver's paging buffers and gives its
@@ -40,7 +40,7 @@ fn system_pa(m: &Machine, va: u64) -> Option<u64> {
 }
 
 #[test]
-fn issue_12_paging_process_has_its_own_root_and_holds_only_what_the_cmp_needs() {
+fn paging_process_has_its_own_root_and_holds_only_what_the_cmp_needs() {
     let m = machine_with(Mode::Step, |_| {});
     let root = system_root(&m);
     assert_ne!(root, 0, "the system space is still the identity space");
@@ -74,7 +74,7 @@ fn issue_12_paging_process_has_its_own_root_and_holds_only_what_the_cmp_needs() 
 }
 
 #[test]
-fn issue_12_native_fence_logs_enter_and_leave_the_paging_process_with_their_queue() {
+fn native_fence_logs_enter_and_leave_the_paging_process_with_their_queue() {
     let m = machine_with(Mode::Step, |_| {});
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
@@ -101,7 +101,7 @@ fn issue_12_native_fence_logs_enter_and_leave_the_paging_process_with_their_queu
 }
 
 #[test]
-fn issue_12_paging_process_goes_with_the_adapter_and_comes_back_with_it() {
+fn paging_process_goes_with_the_adapter_and_comes_back_with_it() {
     let mut m = machine_with(Mode::Step, |_| {});
     let first = system_root(&m);
     assert_ne!(first, 0);

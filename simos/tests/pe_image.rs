@@ -1,4 +1,4 @@
-//! Issue 44: `rvgpu.sys` itself under the simulated OS — the loader, the simulated ntoskrnl's
+//! `rvgpu.sys` itself under the simulated OS — the loader, the simulated ntoskrnl's
 //! rules for the image's imports, and what exists only in the image (DriverEntry, the Rust
 //! DxgkInitialize, the Windows platform). The DDI behaviour of the image is tested by the
 //! suites that rerun against it (`against_the_pe_image` in bringup, bringup_rules, native_fence,
@@ -35,7 +35,7 @@ fn bugcheck(m: &Machine) -> Option<BugCheck> {
 /// and the C-library routines the compiler calls (`memcpy`, `memmove`, `memset`; `memcmp` is
 /// declared but not referenced, so the linker drops it), and nothing from any other module.
 #[test]
-fn issue_44_image_binds_its_ntoskrnl_imports() {
+fn image_binds_its_ntoskrnl_imports() {
     let img = PeImage::load(&image()).unwrap_or_else(|e| panic!("{e}"));
     let imports = img.imports();
     assert_eq!(imports.len(), 21, "{imports:?}");
@@ -63,7 +63,7 @@ fn issue_44_image_binds_its_ntoskrnl_imports() {
 
 /// An import the simulated kernel does not implement fails the load with its name.
 #[test]
-fn issue_44_unknown_import_fails_the_load_with_its_name() {
+fn unknown_import_fails_the_load_with_its_name() {
     let mut data = std::fs::read(image()).expect("the image");
     let at = data
         .windows(b"KeBugCheckEx\0".len())
@@ -79,7 +79,7 @@ fn issue_44_unknown_import_fails_the_load_with_its_name() {
 /// DriverEntry registers through dxgkrnl's own path (the IOCTL answer is the simulated
 /// DxgkInitialize), with the WDDM 3.2 table; the start-up rules then pass.
 #[test]
-fn issue_44_driver_entry_registers_through_the_ioctl() {
+fn driver_entry_registers_through_the_ioctl() {
     let m = pe_machine();
     let log = m.driver_log();
     assert!(
@@ -94,7 +94,7 @@ fn issue_44_driver_entry_registers_through_the_ioctl() {
 /// `KeBugCheckEx` from the image stops the machine with the image's code and parameters and
 /// does not return.
 #[test]
-fn issue_44_ke_bug_check_ex_is_the_machines_bug_check() {
+fn ke_bug_check_ex_is_the_machines_bug_check() {
     let m = pe_machine();
     let r = m
         .call_pe_import(
@@ -110,7 +110,7 @@ fn issue_44_ke_bug_check_ex_is_the_machines_bug_check() {
 
 /// `ExAllocatePool2` with a zero tag is 0xC2/0x9B (BAD_POOL_CALLER: an untrackable tag).
 #[test]
-fn issue_44_pool_allocation_with_a_zero_tag_bugchecks() {
+fn pool_allocation_with_a_zero_tag_bugchecks() {
     let m = pe_machine();
     let _ = m.call_pe_import(
         "ExAllocatePool2",
@@ -123,7 +123,7 @@ fn issue_44_pool_allocation_with_a_zero_tag_bugchecks() {
 
 /// Freeing with another tag than the allocation's is 0xC2/0x0A; a good free is quiet.
 #[test]
-fn issue_44_pool_free_with_the_wrong_tag_bugchecks() {
+fn pool_free_with_the_wrong_tag_bugchecks() {
     let m = pe_machine();
     let p = m
         .call_pe_import(
@@ -147,7 +147,7 @@ fn issue_44_pool_free_with_the_wrong_tag_bugchecks() {
 /// Non-paged pool above DISPATCH_LEVEL is Verifier's 0xC4/0x02; under the low-resources
 /// simulation the allocation is NULL instead.
 #[test]
-fn issue_44_pool_rules_follow_verifier() {
+fn pool_rules_follow_verifier() {
     let m = pe_machine();
     m.set_low_resources(LowResources::FailNth(0));
     let r = m
@@ -171,7 +171,7 @@ fn issue_44_pool_rules_follow_verifier() {
 
 /// `KeSetTimerEx` above DISPATCH_LEVEL is 0xA, as on Windows.
 #[test]
-fn issue_44_timer_above_dispatch_is_irql_not_less_or_equal() {
+fn timer_above_dispatch_is_irql_not_less_or_equal() {
     let m = pe_machine();
     let timer = Box::new([0u64; 8]);
     let _ = m.call_pe_import(
@@ -186,7 +186,7 @@ fn issue_44_timer_above_dispatch_is_irql_not_less_or_equal() {
 /// A fault in the image's code is the bug check Windows raises for it (0x50), not a crash of
 /// the host: `memcpy` (run in the emulated processor, as ntoskrnl's is) from an unmapped page.
 #[test]
-fn issue_44_fault_in_the_image_is_page_fault_in_nonpaged_area() {
+fn fault_in_the_image_is_page_fault_in_nonpaged_area() {
     let m = pe_machine();
     let dst = [0u8; 16];
     let r = m
@@ -199,7 +199,7 @@ fn issue_44_fault_in_the_image_is_page_fault_in_nonpaged_area() {
 
 /// `memcpy`, `memmove` (both directions) and `memset` as the image gets them.
 #[test]
-fn issue_44_c_library_routines() {
+fn c_library_routines() {
     let m = pe_machine();
     let call = |name: &str, args: &[u64]| {
         m.call_pe_import(name, Irql::Passive, args)
@@ -224,7 +224,7 @@ fn issue_44_c_library_routines() {
 /// Pool the image still holds after `DxgkDdiUnload` is Verifier's 0xC4/0x62; a clean unload
 /// leaves none.
 #[test]
-fn issue_44_unload_checks_the_images_pool() {
+fn unload_checks_the_images_pool() {
     let mut m = pe_machine();
     let r = m.stop_adapter(0);
     ok(&m, r);

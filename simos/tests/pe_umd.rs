@@ -1,4 +1,4 @@
-//! Issue 44: `rvgpu_umd.dll` itself under the simulated OS, next to `rvgpu.sys` — the DLL's
+//! `rvgpu_umd.dll` itself under the simulated OS, next to `rvgpu.sys` — the DLL's
 //! C API (umd/include/rvgpu_umd.h) run in the x86-64 emulator, its gdi32/kernel32/advapi32
 //! imports landing in the simulated OS's thunks (`rvgpu_simos::pe::umd`), the driver image
 //! behind them. What the DLL does here is what it does on Windows: `D3DKMT*` structures,
@@ -115,7 +115,7 @@ fn buffer_4k(p: &Arc<UserProcess>, adapter: u64) -> (u64, u64) {
 }
 
 #[test]
-fn issue_44_the_dll_binds_its_imports_to_the_simulated_os() {
+fn the_dll_binds_its_imports_to_the_simulated_os() {
     let img = umd();
     let imports = img.imports();
     let gdi = imports
@@ -144,7 +144,7 @@ fn issue_44_the_dll_binds_its_imports_to_the_simulated_os() {
 /// An import the simulated OS does not implement fails the load with its name (the driver
 /// image's rule).
 #[test]
-fn issue_44_an_unknown_dll_import_fails_the_load_with_its_name() {
+fn an_unknown_dll_import_fails_the_load_with_its_name() {
     let mut data = std::fs::read(build_umd().expect("built")).expect("the DLL");
     let at = data
         .windows(b"D3DKMTLock2\0".len())
@@ -356,7 +356,7 @@ fn nf_17_mf_04_the_shipped_dll_signals_and_waits_a_native_fence() {
 /// Attacker-style: the DLL handed garbage returns an error status, and a thunk given a bad
 /// structure pointer returns a status instead of halting the simulation (or the host).
 #[test]
-fn issue_44_garbage_is_a_status_never_a_halt() {
+fn garbage_is_a_status_never_a_halt() {
     let m = pe_machine();
     let p = UserProcess::new(m.clone(), umd());
     // The C API validates its arguments: null out-pointers, null handles.
@@ -452,7 +452,7 @@ fn issue_44_garbage_is_a_status_never_a_halt() {
 /// they are handed (docs/windows.md, "What the Direct3D runtimes find in rvgpu_umd.dll"),
 /// and make no thunk call.
 #[test]
-fn issue_44_the_dlls_d3d_entry_points_refuse() {
+fn the_dlls_d3d_entry_points_refuse() {
     const E_NOTIMPL: u64 = 0x8000_4001;
     let p = UserProcess::new(pe_machine(), umd());
     for name in ["OpenAdapter", "OpenAdapter10_2", "OpenAdapter12"] {
@@ -467,7 +467,7 @@ fn issue_44_the_dlls_d3d_entry_points_refuse() {
 /// code) rejects, the DLL rejects with `RVGPU_STATUS_INVALID_ARGUMENT` before anything reaches
 /// the ring; nothing faults; and the queue still runs valid work afterwards.
 #[test]
-fn issue_44_the_shipped_dll_rejects_what_its_parser_rejects() {
+fn the_shipped_dll_rejects_what_its_parser_rejects() {
     let m = pe_machine();
     let p = UserProcess::new(m.clone(), umd());
     let (a, q) = open_queue(&p);
@@ -631,7 +631,7 @@ fn fall_back_after_device_loss(m: Arc<Machine>) {
 /// returns an error NTSTATUS; the kernel32 and advapi32 routines given garbage fail as
 /// documented; nothing faults the host or the machine.
 #[test]
-fn issue_44_every_thunk_given_garbage_returns_an_error_status() {
+fn every_thunk_given_garbage_returns_an_error_status() {
     let m = pe_machine();
     let p = UserProcess::new(m.clone(), umd());
     let img = umd();
@@ -704,7 +704,7 @@ fn issue_44_every_thunk_given_garbage_returns_an_error_status() {
 /// --nocapture dll_instructions` (docs/pe-image.md, "Figures from the real binary").
 #[test]
 #[ignore = "a measurement: needs RVGPU_PE_COUNT=1"]
-fn issue_44_dll_instructions_per_user_mode_submit() {
+fn dll_instructions_per_user_mode_submit() {
     assert!(
         rvgpu_simos::pe::cpu::counting(),
         "run with RVGPU_PE_COUNT=1"

@@ -1,4 +1,4 @@
-//! Issue 18 (found by the `ddi` fuzz target's leak check): process exit, normal or abnormal,
+//! Found by the `ddi` fuzz target's leak check: process exit, normal or abnormal,
 //! closes the sync objects the process still holds, as Windows closes a process's handles —
 //! its monitored fences and its native-fence instances — so none outlive it in the OS.
 

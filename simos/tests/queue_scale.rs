@@ -1,4 +1,4 @@
-//! Issue 19: N hardware queues are set up in O(N). Each queue's creation, doorbell creation
+//! N hardware queues are set up in O(N). Each queue's creation, doorbell creation
 //! and destruction commits its own runlist slot (`RUNLIST_UPDATE`, docs/hardware.md 5.2), so
 //! the device reads the same number of runlist descriptors for the next queue whether the
 //! engine has 16 or 300 queues (it read the whole runlist at every commit before). Counted
@@ -32,7 +32,7 @@ fn slots_read_for_one_more(m: &Machine, n: usize) -> (u64, u64) {
 }
 
 #[test]
-fn issue_19_setting_up_a_queue_costs_the_device_the_same_with_16_or_300_queues() {
+fn setting_up_a_queue_costs_the_device_the_same_with_16_or_300_queues() {
     let small = slots_read_for_one_more(&with_doorbells(Mode::Step, 16), 16);
     let large = slots_read_for_one_more(&with_doorbells(Mode::Step, 16), 300);
     assert_eq!(small, large, "(setup, teardown) slots read");
@@ -44,7 +44,7 @@ fn issue_19_setting_up_a_queue_costs_the_device_the_same_with_16_or_300_queues()
 
 /// A device without `CAPS.RUNLIST_UPDATE` gets whole-runlist commits and runs the same work.
 #[test]
-fn issue_19_without_runlist_updates_queues_still_run() {
+fn without_runlist_updates_queues_still_run() {
     for update in [true, false] {
         let m = machine_with(Mode::Step, |a| a.device.runlist_update = update);
         let p = ok(&m, m.create_process(0));

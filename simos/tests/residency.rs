@@ -1,4 +1,4 @@
-//! Issue 15: residency (docs/memory.md "Residency"), through the UMD's thunks, the simulated
+//! Residency (docs/memory.md "Residency"), through the UMD's thunks, the simulated
 //! VidMm, the real KMD's paging buffers and the emulated GPU. Allocations only the GPU touches
 //! live in VRAM; `D3DKMTEvict` and `D3DKMTMakeResident` move them out and back with TRANSFER,
 //! UPDATEPAGETABLE and FLUSHTLB; budget pressure and D3 (UM-14) evict what no device requires.

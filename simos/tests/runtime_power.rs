@@ -1,4 +1,4 @@
-//! Runtime power management end to end (UM-13, issue 14): the power components the KMD
+//! Runtime power management end to end (UM-13): the power components the KMD
 //! reports at start and the rules the simulated Dxgkrnl applies to them (BR-100…BR-109,
 //! docs/windows-bringup.md §6a), and the engine really gated in F1 on the emulated GPU: work
 //! that reaches a gated engine does not run, the OS's kernel path brings the node to F0 first,

@@ -1,4 +1,4 @@
-//! Issue 48: the open start-up questions of docs/windows-bringup.md §10 that the later
+//! The open start-up questions of docs/windows-bringup.md §10 that the later
 //! (WDDM 3.2) builds of the decompiled kernel settle, and what the simulated OS does with each
 //! answer. [D24] below is docs/windows-bringup.md's tag for those builds.
 
@@ -30,7 +30,7 @@ fn machine() -> Machine {
 /// for 0x10004..0x11000 (through the slot at byte 1368) and the whole 1,544-byte table from
 /// 0x11001 on, with no upper limit.
 #[test]
-fn issue_48_q1_every_interface_from_0x11001_is_copied_whole() {
+fn q1_every_interface_from_0x11001_is_copied_whole() {
     let whole = std::mem::size_of::<DRIVER_INITIALIZATION_DATA>();
     assert_eq!(whole, 1544);
     assert_eq!(bringup::driver_data_size(0x10003), 1328);
@@ -52,7 +52,7 @@ fn issue_48_q1_every_interface_from_0x11001_is_copied_whole() {
 /// 3.2 value it declares (the preview SDK's 0x11002, the 26100 WDK's 0x11007, the first 3.2
 /// table size 0x11001, a later 0x11008): no build read refuses a version for being new.
 #[test]
-fn issue_48_q1_rvgpu_starts_declaring_any_wddm_3_2_interface_version() {
+fn q1_rvgpu_starts_declaring_any_wddm_3_2_interface_version() {
     for v in [0x11001u32, 0x11002, 0x11007, 0x11008] {
         let mut m = machine();
         m.load_driver_as_built(move |t| t.Version = v)
@@ -67,7 +67,7 @@ fn issue_48_q1_rvgpu_starts_declaring_any_wddm_3_2_interface_version() {
 /// §10 question 1, what is refused: below the Vista floor at load (BR-01, REVISION_MISMATCH),
 /// a WDDM 2.0 pre-release at start (BR-32, INVALID_PARAMETER), both as before.
 #[test]
-fn issue_48_q1_old_interfaces_are_still_refused_with_windows_status() {
+fn q1_old_interfaces_are_still_refused_with_windows_status() {
     let mut m = machine();
     match m.load_driver_as_built(|t| t.Version = 0x1000) {
         Err(SimError::DdiFailed(s)) => assert_eq!(s, STATUS_REVISION_MISMATCH),
@@ -88,7 +88,7 @@ fn issue_48_q1_old_interfaces_are_still_refused_with_windows_status() {
 /// at byte 1368 for a user-mode-submission node, so a driver that leaves it NULL starts with
 /// user-mode submission; under the 22631 configuration it is refused (BR-73).
 #[test]
-fn issue_48_q2_default_os_does_not_require_the_slot_after_notify_work_submission() {
+fn q2_default_os_does_not_require_the_slot_after_notify_work_submission() {
     assert!(!OsConfig::default().ums_requires_slot_1368);
     let mut m = machine();
     m.load_driver_with(|t| t.Reserved4 = std::ptr::null_mut())
@@ -155,7 +155,7 @@ fn start_with_segments(os: OsConfig, count: Option<u32>) -> (Machine, Result<(),
 /// after the counting call, so no VidMm and the start fails with STATUS_NO_MEMORY), and
 /// nothing there exempts an IoMmu-only adapter. That is the default OS.
 #[test]
-fn issue_48_q4_zero_segments_are_refused_with_no_memory() {
+fn q4_zero_segments_are_refused_with_no_memory() {
     assert!(!OsConfig::default().zero_segments_accepted);
     let (_, r) = start_with_segments(OsConfig::default(), Some(0));
     refused(r, "BR-62", STATUS_NO_MEMORY);
@@ -166,7 +166,7 @@ fn issue_48_q4_zero_segments_are_refused_with_no_memory() {
 /// forced to 0 still does not start there, for a later rule: no descriptors are asked for, so
 /// its paging-buffer size is never reported and the paging pool has no buffers (BR-65).
 #[test]
-fn issue_48_q4_22631_does_not_refuse_the_zero_count_itself() {
+fn q4_22631_does_not_refuse_the_zero_count_itself() {
     let os = OsConfig {
         zero_segments_accepted: true,
         ..OsConfig::default()
@@ -184,7 +184,7 @@ fn issue_48_q4_22631_does_not_refuse_the_zero_count_itself() {
 /// §10 question 4, what rvgpu survives: it always reports the aperture segment (and a local
 /// one per VRAM region), so it starts, with user-mode submission, under either answer.
 #[test]
-fn issue_48_q4_rvgpu_starts_under_either_answer() {
+fn q4_rvgpu_starts_under_either_answer() {
     for accepted in [false, true] {
         let os = OsConfig {
             zero_segments_accepted: accepted,
@@ -222,7 +222,7 @@ unsafe extern "system" fn recording_query_interface(ctx: PVOID, q: PQUERY_INTERF
 /// it. Neither does it in the simulation: the only requests rvgpu gets while starting are the
 /// feature interface's (56 and 48 bytes).
 #[test]
-fn issue_48_q6_the_184_byte_interface_never_reaches_the_miniport() {
+fn q6_the_184_byte_interface_never_reaches_the_miniport() {
     INTERFACE_SIZES.with(|v| v.borrow_mut().clear());
     let mut m = machine();
     m.load_driver_with(|t| {
@@ -292,7 +292,7 @@ fn irql_0x113_machine() -> Machine {
 /// `OsConfig::ddi_irql_mismatch_is_0x113` the machine stops with 0x113 (0x10, the DDI, IRQL at
 /// the call, IRQL at the return) instead of the simulation's 0xC8.
 #[test]
-fn issue_48_q10_ddi_wrapper_irql_mismatch_is_0x113() {
+fn q10_ddi_wrapper_irql_mismatch_is_0x113() {
     assert!(OsConfig::default().ddi_irql_mismatch_is_0x113);
     let mut m = irql_0x113_machine();
     let r = start_with_qai_hook(&mut m, qai_leaks_dispatch, |_| {});
@@ -316,7 +316,7 @@ fn issue_48_q10_ddi_wrapper_irql_mismatch_is_0x113() {
 /// other `DpiDxgkDdi*` of 22631) compare no IRQL, so a StartDevice that returns raised is
 /// still caught by the simulation's 0xC8 under the same configuration.
 #[test]
-fn issue_48_q10_pnp_ddis_keep_the_simulations_0xc8() {
+fn q10_pnp_ddis_keep_the_simulations_0xc8() {
     let mut m = irql_0x113_machine();
     m.load_driver_with(|t| {
         if let Some(real) = t.DxgkDdiStartDevice {

@@ -1,4 +1,4 @@
-//! Timeout detection and recovery (issue 7, TDR-01 … TDR-09, UM-10) end to end: the simulated
+//! Timeout detection and recovery (TDR-01 … TDR-09, UM-10) end to end: the simulated
 //! VidSch/VidMm of `rvgpu_simos::{legacy, tdr}` against the real KMD and the emulated GPU.
 //! Test names carry the requirement ID (docs/tdr.md §6).
 

@@ -214,7 +214,7 @@ fn write_after_free_of_contiguous_memory_is_caught_at_unload() {
     }
 }
 
-/// Issue 44: every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
+/// Every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
 #[test]
 fn against_the_pe_image() {
     pe::rerun_against_the_pe_image(&[]);

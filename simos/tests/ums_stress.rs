@@ -1,4 +1,4 @@
-//! Issue 6 "Proof": a seeded, reproducible stress of user-mode submission with the real UMD
+//! A seeded, reproducible stress of user-mode submission with the real UMD
 //! (`rvgpu_umd::submit::UserQueue`), the simulated Dxgkrnl, the real KMD and the emulated GPU.
 //!
 //! **Shape.** 1,024 user-mode queues (each with its own context, ring, ring control and

@@ -1,4 +1,4 @@
-//! User-mode work submission (issue 6, UM-01 … UM-22) end to end: the real UMD
+//! User-mode work submission (UM-01 … UM-22) end to end: the real UMD
 //! (`rvgpu_umd::submit`) through the simulated D3DKMT thunks (`rvgpu_simos::kmt`) against the
 //! simulated Dxgkrnl (`rvgpu_simos::ums`), the real KMD and the emulated GPU. One test per
 //! requirement that can be proven here, named after it.
@@ -139,8 +139,7 @@ fn um_03_node_metadata_gates_user_mode_queues() {
             let q = okk(&m, r);
             okk(&m, k.destroy_hw_queue(q.handle));
         } else {
-            // BR-95 ([D] DXGHWQUEUE::InitializeForUserModeSubmission): INVALID_PARAMETER
-            // (issue 13; was NOT_SUPPORTED before the rule was modelled).
+            // BR-95 ([D] DXGHWQUEUE::InitializeForUserModeSubmission): INVALID_PARAMETER.
             assert_eq!(r.err(), Some(NtStatus(STATUS_INVALID_PARAMETER)));
         }
         okk(&m, k.destroy_context(ctx));
@@ -1251,10 +1250,10 @@ fn connect_pages(ev: &[UmsEvent]) -> Vec<u32> {
         .collect()
 }
 
-/// Issue 18 (global-doorbell limit), UM-21: in global mode each process gets its own doorbell
+/// Global-doorbell limit, UM-21: in global mode each process gets its own doorbell
 /// page, shared by all its doorbells; with a page per process nothing is victimised.
 #[test]
-fn issue_18_global_doorbell_one_page_per_process() {
+fn global_doorbell_one_page_per_process() {
     let m = machine_with(Mode::Step, |a| {
         a.device.doorbells = 2;
         a.device.global_doorbell = true;
@@ -1298,11 +1297,11 @@ fn issue_18_global_doorbell_one_page_per_process() {
     no_fault(&m);
 }
 
-/// Issue 18 (global-doorbell limit): a process that writes another process's queue id
+/// Global-doorbell limit: a process that writes another process's queue id
 /// through its own doorbell mapping rings nothing; the owner's published work waits for the
 /// owner's ring. (Before, every process rang the one shared page and any queue id ran.)
 #[test]
-fn issue_18_global_doorbell_foreign_ring_runs_nothing() {
+fn global_doorbell_foreign_ring_runs_nothing() {
     let m = machine_with(Mode::Step, |a| {
         a.device.doorbells = 2;
         a.device.global_doorbell = true;
@@ -1330,11 +1329,11 @@ fn issue_18_global_doorbell_foreign_ring_runs_nothing() {
     no_fault(&m);
 }
 
-/// Issue 18, UM-20 in global mode: with more processes than pages, connecting a doorbell of a
+/// UM-20 in global mode: with more processes than pages, connecting a doorbell of a
 /// new process takes the least recently connected process's page, and every doorbell of
 /// that process on it is victimised (DISCONNECTED_RETRY); the victims reconnect and finish.
 #[test]
-fn issue_18_global_doorbell_victimises_a_whole_process() {
+fn global_doorbell_victimises_a_whole_process() {
     let m = machine_with(Mode::Step, |a| {
         a.device.doorbells = 1;
         a.device.global_doorbell = true;
@@ -1915,7 +1914,7 @@ fn um_11_14_kernel_mode_submission_while_suspended_and_in_d3() {
 against_the_pe_image!();
 
 // ---------------------------------------------------------------------------------------------
-// Issue 45 hole 2: a process that lies about its progress and exits normally.
+// Hostile progress: a process that lies about its progress and exits normally.
 
 /// How the hostile process lies about its progress before a normal exit.
 #[derive(Clone, Copy, Debug)]
@@ -1992,17 +1991,17 @@ fn lying_exit(mode: Mode, lie: Lie) {
 }
 
 #[test]
-fn issue_45_exit_after_lying_last_queued_value_step() {
+fn exit_after_lying_last_queued_value_step() {
     lying_exit(Mode::Step, Lie::LastQueuedMax);
 }
 
 #[test]
-fn issue_45_exit_after_progress_written_back_step() {
+fn exit_after_progress_written_back_step() {
     lying_exit(Mode::Step, Lie::ProgressBack);
 }
 
 #[test]
-fn issue_45_exit_after_lying_progress_threaded() {
+fn exit_after_lying_progress_threaded() {
     lying_exit(Mode::Threaded, Lie::LastQueuedMax);
     lying_exit(Mode::Threaded, Lie::ProgressBack);
 }

@@ -1,4 +1,4 @@
-//! GpuMmu memory model, driver side of VidMm objects (issue 12): processes and their root page
+//! GpuMmu memory model, driver side of VidMm objects: processes and their root page
 //! tables (`DxgkDdiCreateProcess`, `DxgkDdiDestroyProcess`, `DxgkDdiGetRootPageTableSize`,
 //! `DxgkDdiSetRootPageTable`) and allocations (`DxgkDdiCreateAllocation`,
 //! `DxgkDdiDestroyAllocation`, `DxgkDdiDescribeAllocation`,

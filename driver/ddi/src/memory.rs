@@ -2,7 +2,7 @@
 //! (`DXGKQAITYPE_QUERYSEGMENT4`), GPU MMU caps (`DXGKQAITYPE_GPUMMUCAPS`) and page-table level
 //! descriptors (`DXGKQAITYPE_PAGETABLELEVELDESC`).
 //!
-//! Only the bindings: the KMD's answers and the simulated VidMm's checks (issue 12) build on
+//! Only the bindings: the KMD's answers and the simulated VidMm's checks build on
 //! these.
 
 use crate::basic::*;

@@ -1,5 +1,5 @@
 //! Devices, contexts, node metadata, hardware queues and user-mode submission (doorbells):
-//! the DDIs and argument structures of issue 6 (d3dkmddi.h, d3dkmdt.h, d3dukmdt.h).
+//! the DDIs and argument structures of user-mode submission (d3dkmddi.h, d3dkmdt.h, d3dukmdt.h).
 //!
 //! Sources: the learn.microsoft.com reference page of each type (syntax blocks give member order
 //! and types; the localized copies of each page were compared with the en-us one). Offsets follow

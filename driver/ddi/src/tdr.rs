@@ -1,4 +1,4 @@
-//! Timeout detection and recovery (issue 7): the Windows 8 per-engine reset DDIs, the debug
+//! Timeout detection and recovery: the Windows 8 per-engine reset DDIs, the debug
 //! report DDI, and the legacy (OS-scheduled, "node ring") submission path that TDR resets —
 //! `DxgkDdiSubmitCommand`, `DxgkDdiSubmitCommandVirtual`, `DxgkDdiPreemptCommand`,
 //! `DxgkDdiQueryCurrentFence` and `DxgkDdiBuildPagingBuffer` (d3dkmddi.h, d3dukmdt.h).

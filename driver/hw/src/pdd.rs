@@ -36,7 +36,7 @@ pub struct NativeFencePdd {
 const _: () = assert!(core::mem::size_of::<NativeFencePdd>() == 64);
 
 // ---------------------------------------------------------------------------------------------
-// User-mode submission (issue 6). docs/usermode-submission.md describes the flows.
+// User-mode submission. docs/usermode-submission.md describes the flows.
 // ---------------------------------------------------------------------------------------------
 
 /// Version of [`HwQueuePdd`].
@@ -151,7 +151,7 @@ impl DoorbellPdd {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Allocations (issue 12, docs/memory.md "Allocations").
+// Allocations (docs/memory.md "Allocations").
 // ---------------------------------------------------------------------------------------------
 
 /// Version of [`AllocationPdd`].

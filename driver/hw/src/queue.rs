@@ -202,7 +202,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_12_user_mode_queue_needs_a_root() {
+    fn user_mode_queue_needs_a_root() {
         let user = QueueDescriptor {
             queue_id: 1,
             flags: (QueueFlags::VALID | QueueFlags::USER_MODE).bits(),

@@ -134,7 +134,7 @@ pub const fn decode_slots(decls: &[RegDecl]) -> usize {
 /// Offset to declaration, for a register map, built at compile time by
 /// [`register!`](crate::register): an MMIO decode is one table load and one check of the
 /// declaration found, instead of a search through every declaration (the device model
-/// decodes every trapped access; issue 19).
+/// decodes every trapped access).
 #[derive(Debug)]
 pub struct DecodeTable<const N: usize> {
     /// Slot `off / 4`: 1 + the index (in the map) of the declaration with an instance

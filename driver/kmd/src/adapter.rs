@@ -100,7 +100,7 @@ pub struct Live<P: Platform> {
     pub optimized_fence_irq: bool,
     /// The F-state the OS set for each engine's power component ([`crate::power`], UM-13).
     pub power: crate::power::EnginePower,
-    /// The aperture segment's page table (issue 12, [`crate::aperture`]); empty without
+    /// The aperture segment's page table ([`crate::aperture`]); empty without
     /// the GpuMmu model.
     pub aperture: crate::aperture::Aperture,
     isr: IsrCell,
@@ -181,10 +181,10 @@ pub struct Adapter<P: Platform> {
     pub stats: Stats,
     /// TDR diagnostics (reset results, counters): atomics, read by CollectDbgInfo lock-free.
     pub tdr: crate::reset::TdrLog,
-    /// What the ISR checks event records against, and what it dropped (issue 18).
+    /// What the ISR checks event records against, and what it dropped.
     pub event_guard: EventGuard,
-    /// Finds an interrupt delivery lost with no event after it (issue 18,
-    /// [`crate::watchdog`]). Armed while started and in D0.
+    /// Finds an interrupt delivery lost with no event after it
+    /// ([`crate::watchdog`]). Armed while started and in D0.
     pub watchdog: crate::watchdog::Watchdog<P>,
 }
 
@@ -205,8 +205,7 @@ impl<P: Platform> core::fmt::Debug for Adapter<P> {
 
 /// Native fences one adapter can hold at once ([`crate::fence::registry::MAX_FENCES`]: the ISR
 /// registry's chunk directory is reserved at this size, since linking a chunk in happens under
-/// the interrupt lock). The registry and the handle map grow up to it as fences are created
-/// (issue 19).
+/// the interrupt lock). The registry and the handle map grow up to it as fences are created.
 pub const FENCES_PER_ADAPTER: u32 = crate::fence::registry::MAX_FENCES;
 
 /// Fences the handle map holds before its first growth (a small table at AddDevice).
@@ -219,8 +218,8 @@ pub const POWER_D3: i32 = 4;
 /// `DISPLAY_ADAPTER_HW_ID`: the device UID that means "the adapter itself".
 pub const DISPLAY_ADAPTER_HW_ID: u32 = 0xFFFF_FFFF;
 
-/// What StartDevice takes from the pool, allocated in one step before any other resource
-/// (issue 18): the started-adapter block itself (filled last), the doorbell page table, the
+/// What StartDevice takes from the pool, allocated in one step before any other resource:
+/// the started-adapter block itself (filled last), the doorbell page table, the
 /// ISR's queue lookup and fence registry, the aperture's page table.
 struct StartHeap<P: Platform> {
     live: Box<core::mem::MaybeUninit<Live<P>>>,
@@ -360,7 +359,7 @@ impl<P: Platform> Adapter<P> {
             }
         };
         // The driver's own pool memory before any OS resource beyond the register mapping:
-        // if the pool is exhausted, StartDevice fails with nothing else to undo (issue 18).
+        // if the pool is exhausted, StartDevice fails with nothing else to undo.
         let global = identity
             .caps
             .contains(rvgpu_hw::regs::Caps::GLOBAL_DOORBELL);

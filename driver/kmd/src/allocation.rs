@@ -1,4 +1,4 @@
-//! Allocations (issue 12, docs/memory.md "Allocations"): `DxgkDdiCreateAllocation`,
+//! Allocations (docs/memory.md "Allocations"): `DxgkDdiCreateAllocation`,
 //! `DxgkDdiDestroyAllocation`, `DxgkDdiDescribeAllocation`,
 //! `DxgkDdiGetStandardAllocationDriverData`, `DxgkDdiOpenAllocation`,
 //! `DxgkDdiCloseAllocation`.
@@ -587,10 +587,10 @@ mod tests {
         Handle::new(0, Kind::Process, n).unwrap()
     }
 
-    /// Issue 12: runs of one place merge, an unmap in the middle splits, and past
+    /// Runs of one place merge, an unmap in the middle splits, and past
     /// MAX_MAPPINGS nothing more is recorded (the doorbell then refuses that place).
     #[test]
-    fn issue_12_mappings_merge_split_and_stay_bounded() {
+    fn mappings_merge_split_and_stay_bounded() {
         let p = process(1);
         let mut m = Mappings::default();
         // Two leaf-table halves of one mapping at 0x10_0000.

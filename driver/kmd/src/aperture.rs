@@ -1,4 +1,4 @@
-//! The aperture segment's page table (issue 12, docs/memory.md "The aperture").
+//! The aperture segment's page table (docs/memory.md "The aperture").
 //!
 //! VidMm owns the aperture's address range: it picks ranges of segment 1 itself and asks the
 //! driver to back them with an MDL's pages (`DXGK_OPERATION_MAP_APERTURE_SEGMENT`) or to point
@@ -162,10 +162,10 @@ mod tests {
         Aperture::try_new::<Host>(pages.saturating_mul(PAGE)).unwrap()
     }
 
-    /// Issue 12: a mapped aperture page translates to the MDL's page, not to the aperture
+    /// A mapped aperture page translates to the MDL's page, not to the aperture
     /// offset; runs split where the pages are not contiguous.
     #[test]
-    fn issue_12_aperture_offsets_translate_through_the_table() {
+    fn aperture_offsets_translate_through_the_table() {
         let ap = table(16);
         ap.map(4, &[0x300, 0x301, 0x100]).unwrap();
         assert_eq!(
@@ -180,9 +180,9 @@ mod tests {
         assert_eq!(ap.at(4 * PAGE, 8).map(|r| r.0 == 4 * PAGE), Some(false));
     }
 
-    /// Issue 12: UNMAP points the range at the dummy page, and nothing translates there.
+    /// UNMAP points the range at the dummy page, and nothing translates there.
     #[test]
-    fn issue_12_aperture_unmap_refuses_later_use() {
+    fn aperture_unmap_refuses_later_use() {
         let ap = table(8);
         ap.map(0, &[0x10, 0x11]).unwrap();
         ap.unmap(1, 1, 0x5000).unwrap();
@@ -194,10 +194,10 @@ mod tests {
         );
     }
 
-    /// Issue 12: ranges past the aperture, empty ranges and page numbers outside system
+    /// Ranges past the aperture, empty ranges and page numbers outside system
     /// memory are refused with nothing changed.
     #[test]
-    fn issue_12_aperture_malformed_map_is_refused() {
+    fn aperture_malformed_map_is_refused() {
         let ap = table(8);
         assert!(ap.map(7, &[0x10, 0x11]).is_err(), "past the end");
         assert_eq!(ap.at(7 * PAGE, 8), None, "nothing written");

@@ -50,7 +50,7 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
         // gate its engines; the two DDIs Dxgkrnl requires with the cap (BR-44) are always in
         // the table.
         SupportRuntimePowerManagement: u8::from(crate::power::supported(live)),
-        // Issue 18: DxgkDdiNotifySurpriseRemoval is in the table for both kinds of removal
+        // DxgkDdiNotifySurpriseRemoval is in the table for both kinds of removal
         // (in hibernation, and while running: `DxgkRemovalPnPNotify`).
         SupportSurpriseRemovalInHibernation: 1,
         SupportSurpriseRemoval: 1,
@@ -80,7 +80,7 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
         u32::from(live.optimized_fence_irq),
     );
     caps.SchedulingCaps = sched;
-    // The GpuMmu model (issue 12, crate::gpummu): VidMm owns per-process page tables the
+    // The GpuMmu model (crate::gpummu): VidMm owns per-process page tables the
     // driver writes through paging buffers; the node metadata and the GPUMMUCAPS answer say
     // the same (Dxgkrnl cross-checks them, docs/windows-bringup.md BR-68/71).
     if crate::gpummu::supported(live) {
@@ -319,7 +319,7 @@ pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Re
         DXGKQAITYPE_USERMODESUBMISSION_CAPS if crate::hws::user_mode_submission(live) => {
             write_out(args, &usermode_submission_caps())
         }
-        // The memory model (issue 12): segments always; the GPU MMU's caps and levels only
+        // The memory model: segments always; the GPU MMU's caps and levels only
         // when DRIVERCAPS claims GpuMmu.
         rvgpu_ddi::adapter::DXGKQAITYPE_QUERYSEGMENT4 => crate::gpummu::query_segments(live, args),
         rvgpu_ddi::adapter::DXGKQAITYPE_GPUMMUCAPS if crate::gpummu::supported(live) => {

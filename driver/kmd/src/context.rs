@@ -161,7 +161,7 @@ pub fn create_context<P: Platform>(
         if s.contexts.len() >= MAX_CONTEXTS {
             return Err(status::INSUFFICIENT_RESOURCES);
         }
-        // Issue 45: the last contexts are for processes that hold few (crate::quota);
+        // The last contexts are for processes that hold few (crate::quota);
         // STATUS_NO_MEMORY is what Dxgkrnl accepts from DxgkDdiCreateContext.
         let owner = s.process_of_device(device);
         let free = MAX_CONTEXTS.saturating_sub(s.contexts.len());

@@ -13,7 +13,7 @@
 //!   **Global mode** (`CAPS.GLOBAL_DOORBELL`): one page per *process*, bound to its process id
 //!   (`DOORBELL_BIND[i]` = `Process::id`); every doorbell of the process connects through it
 //!   and writes its queue id, and the device rings only that process's user-mode queues from
-//!   it, so no process can ring another's queue (issue 18). Nothing is victimised while
+//!   it, so no process can ring another's queue. Nothing is victimised while
 //!   processes with connected doorbells fit in the pages; past that, the least recently
 //!   connected process's page is taken and all its doorbells there are victimised
 //!   ([`connect_global`]). Either way the DDI returns the kernel VA of the page in the BAR2
@@ -512,7 +512,7 @@ pub fn connect<P: Platform>(args: &mut DXGKARG_CONNECTDOORBELL) -> Result<(), St
 
 /// Connects doorbell `h` and returns its page and its queue (the victimisation protocol of
 /// the module documentation). Each map lookup is done once: a victimising connect's cost
-/// grows with the depth of the lookups (issue 19).
+/// grows with the depth of the lookups.
 fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<(u32, Handle), Status> {
     let mut s = live.sched.lock();
     let d = *s.doorbells.get(&h).ok_or(status::INVALID_HANDLE)?;
@@ -522,7 +522,7 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<(u32, Handle),
     if crate::reset::device_in_error(&s, q) {
         return Err(status::DEVICE_REMOVED);
     }
-    // Issue 18: a page on a device that is gone would ring nothing; say so instead.
+    // A page on a device that is gone would ring nothing; say so instead.
     if crate::removal::check_lost(&live.regs) {
         return Err(status::DEVICE_REMOVED);
     }

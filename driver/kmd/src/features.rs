@@ -1,4 +1,4 @@
-//! OS feature negotiation through the Dxgkrnl feature interface (NF-10, issue 13).
+//! OS feature negotiation through the Dxgkrnl feature interface (NF-10).
 //!
 //! Both directions. The OS asks the driver which versions of each feature it implements
 //! (`DxgkDdiQueryFeatureSupport` behind `GUID_WDDM_INTERFACE_FEATURE`, [`driver_support`]);

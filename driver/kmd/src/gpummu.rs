@@ -1,4 +1,4 @@
-//! The GpuMmu memory model as the KMD reports it to VidMm (issue 12, docs/memory.md):
+//! The GpuMmu memory model as the KMD reports it to VidMm (docs/memory.md):
 //! segments (`DXGKQAITYPE_QUERYSEGMENT4`), the GPU MMU's caps (`DXGKQAITYPE_GPUMMUCAPS`), one
 //! page-table level descriptor per level (`DXGKQAITYPE_PAGETABLELEVELDESC`), and the one
 //! translation from VidMm's `DXGK_PTE` to the device's entry format (`rvgpu_hw::mmu::Pte`).

@@ -388,7 +388,7 @@ fn insert<P: Platform>(
     if s.queues.try_reserve::<P>().is_err() {
         return Err((status::NO_MEMORY, queue.kernel));
     }
-    // Issue 45: the last ids are for processes that hold few (crate::quota). The status is
+    // The last ids are for processes that hold few (crate::quota). The status is
     // the one Dxgkrnl accepts from DxgkDdiCreateHwQueue for a lack of resources.
     let owner = s
         .contexts
@@ -494,7 +494,7 @@ mod tests {
 
     #[test]
     fn no_queue_is_never_handed_out() {
-        // The id bitmap is fixed (no allocation when a queue is created, issue 18): any limit
+        // The id bitmap is fixed (no allocation when a queue is created): any limit
         // is capped at QUEUE_ID_LIMIT, far below NO_QUEUE.
         let mut ids = QueueIds::with_limit(u32::MAX);
         assert_eq!(ids.limit, QUEUE_ID_LIMIT);

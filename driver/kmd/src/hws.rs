@@ -1,4 +1,4 @@
-//! Hardware scheduling (`DXGK_FEATURE_HWSCH`, issue 13): the DDIs through which the OS drives
+//! Hardware scheduling (`DXGK_FEATURE_HWSCH`): the DDIs through which the OS drives
 //! the CMP's scheduler, and what the driver advertises for it.
 //!
 //! **When.** Only when the OS enabled `DXGK_FEATURE_HWSCH` ([`crate::features`]) *and* the

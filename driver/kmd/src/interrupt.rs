@@ -301,7 +301,7 @@ impl DeviceEvent {
     }
 }
 
-/// Why the ISR dropped an event record instead of acting on it (issue 18: the GPU and the
+/// Why the ISR dropped an event record instead of acting on it (the GPU and the
 /// memory it writes are untrusted, so a record must fit what the driver knows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
@@ -434,7 +434,7 @@ impl EventGuard {
 mod tests {
     use super::*;
 
-    /// Issue 18: a `ResetDone` is plausible only for a reset the driver started, once each.
+    /// A `ResetDone` is plausible only for a reset the driver started, once each.
     #[test]
     fn reset_done_accepted_only_for_an_outstanding_reset() {
         let g = EventGuard::default();
@@ -449,7 +449,7 @@ mod tests {
         assert!(!g.take_reset(regs::ENGINE_MAX), "out of range");
     }
 
-    /// Issue 18: a `SchedLog` record must carry the index right after the log's interrupt
+    /// A `SchedLog` record must carry the index right after the log's interrupt
     /// entry (wrapping at the log's size); an engine without a log accepts none.
     #[test]
     fn sched_log_header_must_follow_the_interrupt_entry() {

@@ -3,7 +3,7 @@
 //! `no_std` + `alloc`, generic over [`platform::Platform`] so that the same code runs in the
 //! Windows image and under the simulated OS. One module per concept.
 #![cfg_attr(not(test), no_std)]
-// Issue 18: the infallible allocation APIs are banned by clippy.toml outside `kmem`; unit tests
+// The infallible allocation APIs are banned by clippy.toml outside `kmem`; unit tests
 // may use them (the library itself is linted without cfg(test)).
 #![cfg_attr(
     test,

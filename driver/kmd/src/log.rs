@@ -1,4 +1,4 @@
-//! Native fence log buffers (issue 5, LOG-01 … LOG-09; design: docs/logs.md §3).
+//! Native fence log buffers (LOG-01 … LOG-09; design: docs/logs.md §3).
 //!
 //! - `DxgkDdiSetNativeFenceLogBuffer` ([`set_log_buffer`], DISPATCH_LEVEL,
 //!   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer>):

@@ -1,4 +1,4 @@
-//! The MDLs VidMm passes in paging operations (issue 12, docs/memory.md "System memory and
+//! The MDLs VidMm passes in paging operations (docs/memory.md "System memory and
 //! MDLs"): a TRANSFER side with `SegmentId` 0 names system memory by an MDL instead of a
 //! segment address (DXGKARG_BUILDPAGINGBUFFER page, `Transfer.Source.pMdl`).
 //!
@@ -152,9 +152,9 @@ impl Pages<'_> {
 mod tests {
     use super::*;
 
-    /// Issue 12: an MDL whose ByteCount spans more pages than its Size covers is refused.
+    /// An MDL whose ByteCount spans more pages than its Size covers is refused.
     #[test]
-    fn issue_12_mdl_bytecount_past_pfn_array_is_refused() {
+    fn mdl_bytecount_past_pfn_array_is_refused() {
         let pfns = [0x100u64, 0x200];
         assert!(MdlPages::new(&pfns, 0, 2 * 4096).is_ok());
         assert_eq!(
@@ -177,9 +177,9 @@ mod tests {
         );
     }
 
-    /// Issue 12: a range past ByteCount (through MdlOffset or the size) is refused.
+    /// A range past ByteCount (through MdlOffset or the size) is refused.
     #[test]
-    fn issue_12_mdl_range_stays_inside_bytecount() {
+    fn mdl_range_stays_inside_bytecount() {
         let pfns = [0x100u64, 0x200, 0x300];
         let m = MdlPages::new(&pfns, 0, 3 * 4096).unwrap();
         assert_eq!(m.range(1, 2 * 4096).unwrap().start, 4096);
@@ -188,9 +188,9 @@ mod tests {
         assert!(m.range(u32::MAX, 8).is_err());
     }
 
-    /// Issue 12: a header read from memory, with the array bounded by `Size`.
+    /// A header read from memory, with the array bounded by `Size`.
     #[test]
-    fn issue_12_mdl_read_bounds_the_array_by_size() {
+    fn mdl_read_bounds_the_array_by_size() {
         // Header (6 words) + 2 PFNs; ByteCount claims 3 pages.
         let mut words = [0u64; 8];
         words[1] = u64::from(48u16 + 16); // Size; MdlFlags 0

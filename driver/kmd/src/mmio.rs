@@ -57,7 +57,7 @@ impl<P: Platform> Regs<P> {
         }
     }
 
-    /// From now on no access touches the hardware (issue 18: after surprise removal "any
+    /// From now on no access touches the hardware (after surprise removal "any
     /// further attempt to access hardware might cause problems such as a hard hang",
     /// DxgkDdiNotifySurpriseRemoval's page).
     pub fn mark_gone(&self) {
@@ -118,7 +118,7 @@ impl<P: Platform> Regs<P> {
 
     /// One access of `R`'s declared width at `offset`; an offset outside the BAR is dropped.
     /// Inline: a hot path's register write is a few instructions around the access, and
-    /// whether the compiler inlined it on its own changed with unrelated code (issue 19's
+    /// whether the compiler inlined it on its own changed with unrelated code (the
     /// instruction-count gate saw +52 on UpdateMonitoredValues when a register was added).
     #[inline]
     fn write_raw<R: Register>(&self, offset: Option<usize>, value: R) {

@@ -897,7 +897,7 @@ fn push<P: Platform>(
 /// errors are malformed arguments and a full ring, which the OS's in-flight limit prevents).
 /// The DMA buffer `[DmaBufferPhysicalAddress + DmaBufferSubmissionStartOffset,
 /// … + DmaBufferSubmissionEndOffset)` (contiguous system memory with `DmaBufferSegmentId` 0,
-/// or an aperture segment address translated through the driver's table, issue 12)
+/// or an aperture segment address translated through the driver's table)
 /// becomes INDIRECTs + `PROGRESS(IRQ, SubmissionFenceId)` on the node ring; `Flags.Paging`
 /// is recorded for TDR-03/08. `hContext` is always a context the driver created: Windows
 /// submits its own work on the system contexts it creates at start (BR-66), so a null one is

@@ -1,4 +1,4 @@
-//! The GpuMmu paging operations of `DxgkDdiBuildPagingBuffer` (issue 12, docs/memory.md "Who
+//! The GpuMmu paging operations of `DxgkDdiBuildPagingBuffer` (docs/memory.md "Who
 //! writes page tables"): VidMm decides every entry; the KMD translates each `DXGK_PTE` into
 //! the device's format and writes it with paging-buffer packets that run on the paging node.
 //!

@@ -14,7 +14,7 @@
 //!   no packets (the device has no GART; see `crate::aperture`);
 //!
 //! a local segment's address is a VRAM offset the device sees at `VRAM_BASE` + offset
-//! (residency moves allocations between the two, issue 15). Everything else (swizzling,
+//! (residency moves allocations between the two). Everything else (swizzling,
 //! discard …) is refused with `STATUS_NOT_SUPPORTED` until the driver reports segments that
 //! need them.
 //!
@@ -605,11 +605,11 @@ mod tests {
         packets(&w[..n])
     }
 
-    /// Issue 12: a TRANSFER from an MDL reads the MDL's pages where they are: one packet per
+    /// A TRANSFER from an MDL reads the MDL's pages where they are: one packet per
     /// physically contiguous run, starting MdlOffset pages in, never assuming page i + 1
     /// follows page i.
     #[test]
-    fn issue_12_transfer_from_mdl_follows_discontiguous_pages() {
+    fn transfer_from_mdl_follows_discontiguous_pages() {
         // Buffer pages: 0x900, 0x300, 0x301, 0x100, 0x700. MdlOffset 1 skips the first.
         let pfns = [0x900u64, 0x300, 0x301, 0x100, 0x700];
         let mdl = crate::mdl::MdlPages::new(&pfns, 0, 5 * 4096).unwrap();
@@ -642,10 +642,10 @@ mod tests {
         );
     }
 
-    /// Issue 12: a TRANSFER to an MDL writes each run to its own page; a run on the segment
+    /// A TRANSFER to an MDL writes each run to its own page; a run on the segment
     /// side longer than a page is still split where the MDL's pages are.
     #[test]
-    fn issue_12_transfer_to_mdl_splits_at_every_discontinuity() {
+    fn transfer_to_mdl_splits_at_every_discontinuity() {
         let pfns = [0x500u64, 0x200, 0x201, 0x202];
         let mdl = crate::mdl::MdlPages::new(&pfns, 0, 4 * 4096).unwrap();
         let op = Op::Copy {
@@ -670,11 +670,11 @@ mod tests {
         );
     }
 
-    /// Issue 12, multipass: with room for one packet per paging buffer, an MDL transfer is
+    /// Multipass: with room for one packet per paging buffer, an MDL transfer is
     /// built one run per call, resuming at the run MultipassOffset names, and the passes
     /// together are exactly the one-pass packets.
     #[test]
-    fn issue_12_mdl_transfer_multipass_resumes_at_the_next_run() {
+    fn mdl_transfer_multipass_resumes_at_the_next_run() {
         let pfns = [0x40u64, 0x10, 0x30, 0x20];
         let mdl = crate::mdl::MdlPages::new(&pfns, 0, 4 * 4096).unwrap();
         let op = Op::Copy {
@@ -695,10 +695,10 @@ mod tests {
         assert_eq!(passes, all(&op));
     }
 
-    /// Issue 12: an MDL range that starts at an unaligned byte is refused, as the device
+    /// An MDL range that starts at an unaligned byte is refused, as the device
     /// would refuse the packet.
     #[test]
-    fn issue_12_mdl_transfer_validates_every_packet() {
+    fn mdl_transfer_validates_every_packet() {
         let pfns = [0x40u64, 0x10];
         let mdl = crate::mdl::MdlPages::new(&pfns, 4, 2 * 4096 - 4).unwrap();
         let op = Op::Copy {
@@ -721,11 +721,11 @@ mod tests {
         );
     }
 
-    /// Issue 12: a TRANSFER to an aperture address reaches the pages VidMm mapped there,
+    /// A TRANSFER to an aperture address reaches the pages VidMm mapped there,
     /// run by run; an aperture offset is never used as a bus address, and a range that runs
     /// into an unmapped aperture page is refused.
     #[test]
-    fn issue_12_transfer_through_the_aperture_uses_the_mapped_pages() {
+    fn transfer_through_the_aperture_uses_the_mapped_pages() {
         let ap = Aperture::try_new::<crate::kmem::Host>(64 * PAGE).unwrap();
         // Aperture pages 40..43 map bus pages 0x500, 0x501, 0x200.
         ap.map(40, &[0x500, 0x501, 0x200]).unwrap();

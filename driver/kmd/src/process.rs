@@ -1,4 +1,4 @@
-//! GPU processes and their address spaces (issue 12, docs/memory.md "Address spaces"):
+//! GPU processes and their address spaces (docs/memory.md "Address spaces"):
 //! `DxgkDdiCreateProcess` / `DxgkDdiDestroyProcess`, `DxgkDdiGetRootPageTableSize` and
 //! `DxgkDdiSetRootPageTable`.
 //!

@@ -1,4 +1,4 @@
-//! Fair use of the adapter's finite objects between processes (issue 45).
+//! Fair use of the adapter's finite objects between processes.
 //!
 //! The adapter has 4,096 hardware queue ids and room for 16,384 contexts, shared by every
 //! process. Windows limits handles per process but not these: a process that takes them all
@@ -50,7 +50,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue_45_reserve_goes_to_newcomers_only() {
+    fn reserve_goes_to_newcomers_only() {
         let s = Share {
             reserve: 4,
             first: 2,

@@ -1,4 +1,4 @@
-//! Surprise removal and a dead bus (issue 18).
+//! Surprise removal and a dead bus.
 //!
 //! Two ways the driver learns that the device is gone:
 //! - Dxgkrnl calls `DxgkDdiNotifySurpriseRemoval` (PnP told it; a level-zero DDI that may run

@@ -1,4 +1,4 @@
-//! Timeout detection and recovery (issue 7, TDR-01 … TDR-09; docs/tdr.md §3.4, "engineer B").
+//! Timeout detection and recovery (TDR-01 … TDR-09; docs/tdr.md §3.4, "engineer B").
 //!
 //! The Windows 8 per-engine path ([tdr8]) and the adapter-wide fallback:
 //!
@@ -303,7 +303,7 @@ fn reset_hw<P: Platform>(
     if !live.identity.caps.contains(Caps::PER_ENGINE_RESET) {
         return Err(status::NOT_SUPPORTED);
     }
-    // The ISR accepts a ResetDone only for a reset the driver asked for (issue 18).
+    // The ISR accepts a ResetDone only for a reset the driver asked for.
     a.event_guard.reset_started(node);
     live.regs
         .write_at(node, regs::EngineCtrl::new(ENGINE_CTRL_RESET));
@@ -312,7 +312,7 @@ fn reset_hw<P: Platform>(
     let result = live.regs.read_at::<regs::ResetResultReg>(node).raw();
     fence(Ordering::Acquire);
     if ResetResult::from_u32(result) != Some(ResetResult::Ok) {
-        // All-ones: the device may be gone (issue 18); later accesses then stop.
+        // All-ones: the device may be gone; later accesses then stop.
         let _ = crate::removal::check_lost(&live.regs);
         return Err(status::DEVICE_HARDWARE_ERROR);
     }
@@ -515,7 +515,7 @@ pub fn reset_engine<P: Platform>(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Hardware-scheduled nodes (issue 13): DxgkDdiResetHwEngine / DxgkDdiResumeHwEngine
+// Hardware-scheduled nodes: DxgkDdiResetHwEngine / DxgkDdiResumeHwEngine
 // ---------------------------------------------------------------------------------------------
 
 /// DxgkDdiResetHwEngine (PASSIVE; hardware-scheduled nodes). Resets the engine (the device

@@ -12,8 +12,8 @@
 //!   own (an engine or adapter reset);
 //! - [`commit_slot`] rewrites one queue's slot and has the device re-read only that slot
 //!   (`RUNLIST_UPDATE`, `CAPS.RUNLIST_UPDATE`): a queue created or destroyed, a doorbell
-//!   created or destroyed. Its cost does not depend on how many queues the engine has (issue
-//!   19: setting up N queues was O(N²) when every creation committed the whole runlist).
+//!   created or destroyed. Its cost does not depend on how many queues the engine has
+//!   (setting up N queues would be O(N²) if every creation committed the whole runlist).
 //!
 //! Both are atomic and synchronous: when the write returns, queues that left execute nothing
 //! more, so their rings may be freed, and the buffer may be rewritten for the next commit.
@@ -34,8 +34,8 @@ use crate::status::{self, Status};
 
 /// Hardware queues per runlist buffer: the most queues one engine may have (creation beyond
 /// it is refused). The device's limit less the node ring: 4,096 × 128 bytes = 512 KiB of
-/// contiguous memory per engine, allocated at adapter start. Issue 19 measures connects with
-/// up to this many queues on one engine.
+/// contiguous memory per engine, allocated at adapter start. The scaling tests
+/// measure connects with up to this many queues on one engine.
 pub const RUNLIST_CAPACITY: u32 = RUNLIST_MAX - 1;
 const _: () = assert!(RUNLIST_CAPACITY <= RUNLIST_MAX);
 /// Descriptors per runlist buffer: the node ring (docs/tdr.md §3.2, always first) and
@@ -147,7 +147,7 @@ fn store_slot(buf: &DmaBuffer, slot: u64, d: Option<&QueueDescriptor>) -> Result
 
 /// Whether `engine` may be committed now: an engine held by DxgkDdiResetHwEngine waits for
 /// DxgkDdiResumeHwEngine (a commit would end the device's hold early, hardware.md 10.1;
-/// resume commits what changed meanwhile). `Err`: the device is gone (issue 18): callers
+/// resume commits what changed meanwhile). `Err`: the device is gone: callers
 /// learn it instead of believing the queues are scheduled.
 fn may_commit<P: Platform>(regs: &Regs<P>, s: &Sched, engine: u32) -> Result<bool, Status> {
     if engine < 64 && s.hws_held & (1u64 << engine) != 0 {
@@ -357,7 +357,7 @@ mod tests {
         build(s, engine).map(|d| d.queue_id).collect()
     }
 
-    /// Issue 12: a queue of a GPU process runs only once VidMm has set its context's root;
+    /// A queue of a GPU process runs only once VidMm has set its context's root;
     /// with root 0 its descriptor would name the identity space. The system process's
     /// contexts need none.
     #[test]

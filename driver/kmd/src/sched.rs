@@ -228,7 +228,7 @@ impl Sched {
     /// suspended, its device is not in error (a queue of it hung an engine, UM-10), and, in a
     /// GPU process other than the system one, VidMm has set the context's root page table
     /// (`DxgkDdiSetRootPageTable`): before that the descriptor's root would be 0, the identity
-    /// space, where the queue's ring and DMA buffers could reach any memory (issue 12).
+    /// space, where the queue's ring and DMA buffers could reach any memory.
     pub fn runnable(&self, q: &HwQueue) -> bool {
         q.ring.is_some()
             && self.contexts.get(&q.context).is_some_and(|c| {

@@ -1,5 +1,5 @@
 //! The interrupt watchdog: finds an interrupt whose delivery was lost when nothing follows it
-//! (issue 18, docs/robustness.md section 2).
+//! (docs/robustness.md section 2).
 //!
 //! The device's line is level-triggered and any later event re-raises it, so a lost delivery
 //! normally costs only the time until the next event. The last event before a quiet spell has
@@ -130,7 +130,7 @@ mod tests {
     use crate::kmem::Host;
 
     #[test]
-    fn issue_18_a_cause_pending_at_two_looks_without_an_isr_is_a_lost_delivery() {
+    fn a_cause_pending_at_two_looks_without_an_isr_is_a_lost_delivery() {
         let w = Watchdog::<Host>::default();
         assert!(!w.look(0, 0), "quiet");
         assert!(!w.look(0b10, 0), "first sight: may be in flight");
@@ -141,7 +141,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_18_an_isr_between_looks_or_a_quiet_look_is_not_a_loss() {
+    fn an_isr_between_looks_or_a_quiet_look_is_not_a_loss() {
         let w = Watchdog::<Host>::default();
         assert!(!w.look(0b1, 5));
         assert!(
@@ -155,7 +155,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_18_a_platform_without_timers_leaves_the_watchdog_disarmed() {
+    fn a_platform_without_timers_leaves_the_watchdog_disarmed() {
         unsafe fn never(_: *const c_void) {}
         let w = Watchdog::<Host>::default();
         // SAFETY: `w` outlives the (never running) timer.

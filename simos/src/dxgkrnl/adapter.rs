@@ -38,7 +38,7 @@ impl DriverTable {
     }
 
     /// One entry of the table, read in place: the hot paths (ISR, DPC, UpdateMonitoredValues)
-    /// need one function pointer, not a copy of the whole table (issue 19: about 1 KiB copied
+    /// need one function pointer, not a copy of the whole table (about 1 KiB copied
     /// per call).
     pub fn slot<T>(&self, f: impl FnOnce(&DRIVER_INITIALIZATION_DATA) -> T) -> Option<T> {
         lock(&self.table).as_ref().map(|t| f(&t.0))
@@ -232,7 +232,7 @@ pub struct AdapterShared {
     /// during the ISR, and met the ISR's locks on the way.
     pub dpc_held: AtomicBool,
     /// The ISR captured a DMA-fence node report for VidSch's DPC-time bookkeeping
-    /// (`vidsch::tdr`); a DPC without one skips the TDR registry (issue 19: a registry lock
+    /// (`vidsch::tdr`); a DPC without one skips the TDR registry (a registry lock
     /// and lookup on every DPC on the way to a CPU waiter).
     pub tdr_reports: AtomicBool,
     /// The DPC gate: held while the driver's DPC routine runs (so a flush can wait for a
@@ -628,7 +628,7 @@ impl AdapterShared {
         }
         lock(&self.processed).extend(drained.drain(..));
         // The emptied buffer goes back (unless the ISR already started a new one), so the next
-        // ISR's push does not allocate at DIRQL (issue 19: one allocation per interrupt).
+        // ISR's push does not allocate at DIRQL (one allocation per interrupt).
         let mut pending = lock(&self.pending);
         if pending.is_empty() {
             std::mem::swap(&mut *pending, &mut drained);

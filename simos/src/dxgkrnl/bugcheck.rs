@@ -164,7 +164,7 @@ pub mod vidsch {
     /// Simulation-specific: `EngineStateChange.NewState` is not a `DXGK_ENGINE_STATE` value.
     /// Parameters: (0x1000_0005, NewState, node, type).
     pub const SIM_INVALID_ENGINE_STATE: u64 = 0x1000_0005;
-    /// Simulation-specific (issue 5, LOG-08): with `OptimizedNativeFenceSignaledInterrupt` a
+    /// Simulation-specific (LOG-08): with `OptimizedNativeFenceSignaledInterrupt` a
     /// `NativeFenceSignaled.hHWQueue` that is not a live hardware queue of the adapter, or one
     /// on another node. Parameters: (0x1000_0006, hHWQueue, NodeOrdinal, the queue's node or
     /// `u64::MAX` if unknown).

@@ -170,7 +170,7 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
     // it for as long as that thread is held up (preempted, or inside a wake-up call); a real
     // line falls within nanoseconds of the ISR's acknowledge. Sampled the latch alone, the
     // ISR ran again and again after clearing its cause (about 300 unclaimed calls per
-    // interrupt in the threaded wake bench, issue 19). A request that rises again under a
+    // interrupt in the threaded wake bench). A request that rises again under a
     // latch still high wakes this servicer anyway (the device's `Drive::Remind`).
     let level = a.line.asserted() && a.device.request_level() != Some(false);
     if !forced && !level {

@@ -49,7 +49,7 @@ pub enum Routine {
     DxgkDdiDestroyNativeFence,
     DxgkDdiUpdateMonitoredValues,
     DxgkDdiUpdateCurrentValuesFromCpu,
-    // User-mode submission (issue 6): devices, contexts, queues, doorbells, power.
+    // User-mode submission: devices, contexts, queues, doorbells, power.
     DxgkDdiGetNodeMetadata,
     DxgkDdiCreateDevice,
     DxgkDdiDestroyDevice,
@@ -90,7 +90,7 @@ pub enum Routine {
     InterfaceReference,
     /// `INTERFACE::InterfaceDereference`.
     InterfaceDereference,
-    // Legacy (kernel-mode) scheduling and TDR (issue 7, docs/tdr.md §2).
+    // Legacy (kernel-mode) scheduling and TDR (docs/tdr.md §2).
     DxgkDdiSubmitCommand,
     DxgkDdiSubmitCommandVirtual,
     DxgkDdiPreemptCommand,
@@ -104,17 +104,17 @@ pub enum Routine {
     DxgkDdiResetFromTimeout,
     DxgkDdiRestartFromTimeout,
     DxgkCbInvalidateHwContext,
-    // Hardware scheduling (issue 13, `crate::vidsch::hws`).
+    // Hardware scheduling (`crate::vidsch::hws`).
     DxgkDdiSetupPriorityBands,
     DxgkDdiSetSchedulingLogBuffer,
     DxgkDdiSetContextSchedulingProperties,
     DxgkDdiResetHwEngine,
     DxgkDdiResumeHwEngine,
-    // Native fence logs and GPU clock (issue 5).
+    // Native fence logs and GPU clock.
     DxgkDdiSetNativeFenceLogBuffer,
     DxgkDdiUpdateNativeFenceLogs,
     DxgkDdiCalibrateGpuClock,
-    // GpuMmu memory model (issue 12, docs/memory.md).
+    // GpuMmu memory model (docs/memory.md).
     DxgkDdiCreateProcess,
     DxgkDdiDestroyProcess,
     DxgkDdiSetRootPageTable,
@@ -390,7 +390,7 @@ impl Routine {
             Self::DxgkDdiResumeHwEngine => {
                 rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_resumehwengine")
             }
-            // Issue 5: the OS calls the three at DISPATCH_LEVEL (docs/logs.md §3.6, §9.3).
+            // The OS calls the three at DISPATCH_LEVEL (docs/logs.md §3.6, §9.3).
             Self::DxgkDdiSetNativeFenceLogBuffer => {
                 rule(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer")
             }

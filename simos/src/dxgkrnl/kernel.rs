@@ -231,7 +231,7 @@ pub fn map_trap_window(bus: &Arc<dyn MmioBus + Send + Sync>, len: usize) -> NonN
 
 /// Trap windows mapped so far in the process. Each one leaves its (deliberately leaked, never
 /// reused) window and bus reference behind: [`TRAP_WINDOW_RESIDUE`] bytes of host heap that
-/// leak checks of the driver must not count as the driver's (issue 18, low_resources tests).
+/// leak checks of the driver must not count as the driver's (low_resources tests).
 static TRAP_WINDOWS_MAPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Heap bytes one [`map_trap_window`] leaves allocated for the life of the process.
@@ -530,13 +530,13 @@ unsafe impl Platform for SimKernel {
         dma_bus_address(va.as_ptr() as usize).map(rvgpu_hw::addr::BusAddr::new)
     }
 
-    /// Issue 5: the simulation's QPC ([`crate::sync::trace::qpc`], 10 MHz), the clock the UMD's
+    /// The simulation's QPC ([`crate::sync::trace::qpc`], 10 MHz), the clock the UMD's
     /// queued events use too.
     fn query_performance_counter() -> (u64, u64) {
         (crate::sync::trace::qpc(), crate::sync::trace::QPC_HZ)
     }
 
-    /// Issue 18: Verifier's IRQL rule for pool (nothing above DISPATCH_LEVEL: the ISR and
+    /// Verifier's IRQL rule for pool (nothing above DISPATCH_LEVEL: the ISR and
     /// synchronized routines must not allocate) and its low-resources simulation, per machine.
     fn pool_allocation_permitted() -> bool {
         let irql = current_irql();

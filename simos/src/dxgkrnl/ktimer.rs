@@ -350,7 +350,7 @@ mod tests {
     /// simulation error (the Windows implementation would re-initialise a set KTIMER); a
     /// routine returning at another IRQL than DISPATCH_LEVEL is 0xC8.
     #[test]
-    fn issue_18_timer_irql_and_contract_rules() {
+    fn timer_irql_and_contract_rules() {
         // Above DISPATCH_LEVEL.
         let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
         m.load_driver().expect("load");
@@ -411,7 +411,7 @@ mod tests {
     /// A timer the driver left set when RemoveDevice returned is in freed memory: 0xC7, as
     /// Windows raises when memory holding a set timer is freed.
     #[test]
-    fn issue_18_a_timer_still_set_at_remove_device_is_bug_check_0xc7() {
+    fn a_timer_still_set_at_remove_device_is_bug_check_0xc7() {
         let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
         m.load_driver().expect("load");
         m.start_adapter(0).expect("start");
@@ -431,7 +431,7 @@ mod tests {
     /// Step mode: a round is a millisecond; the routine runs every period at DISPATCH_LEVEL,
     /// not while held back, and never after the cancel; a cancel above PASSIVE_LEVEL is 0xA.
     #[test]
-    fn issue_18_timers_fire_each_period_until_cancelled_and_cancel_needs_passive() {
+    fn timers_fire_each_period_until_cancelled_and_cancel_needs_passive() {
         let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
         m.load_driver().expect("load");
         m.start_adapter(0).expect("start");

@@ -36,14 +36,14 @@ pub enum Notification {
         /// `Flags.EvaluateLegacyMonitoredFences`: with a NULL array, scan the legacy monitored
         /// fences too (hardware that cannot tell the two apart, NF-14).
         evaluate_legacy: bool,
-        /// Issue 5 (LOG-08): the adapter advertised `OptimizedNativeFenceSignaledInterrupt`,
+        /// LOG-08: the adapter advertised `OptimizedNativeFenceSignaledInterrupt`,
         /// so the OS read `hHWQueue` and ignored the array (`fences` is then `None`).
         optimized: bool,
         /// The non-NULL `hHWQueue` (read only when `optimized`): the queue whose signal log to
         /// read; `None` = every queue on the engine.
         hw_queue: Option<usize>,
     },
-    /// `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT` (issue 13): the node's scheduling log reached
+    /// `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT`: the node's scheduling log reached
     /// its `InterruptEntry`.
     SchedulingLogInterrupt {
         /// Node ordinal.
@@ -51,7 +51,7 @@ pub enum Notification {
         /// Engine ordinal.
         engine: u32,
     },
-    /// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED` (issue 12): a hardware queue's GPU page fault.
+    /// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED`: a hardware queue's GPU page fault.
     HwQueuePageFaulted {
         /// `FaultedHwQueue` (the driver's queue handle).
         queue: usize,

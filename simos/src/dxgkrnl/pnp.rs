@@ -296,7 +296,7 @@ impl Machine {
             ..bringup::StartFacts::render_only(t.Version, a.os.cpu_arch, a.os.validate_wddm_caps)
         };
         let mut rules = bringup::check_caps(&caps, physical.as_ref(), &t, &facts);
-        // BR-61/62/64/68 (issue 12): VidMm asks for the segments and, for a GPU-VA adapter,
+        // BR-61/62/64/68: VidMm asks for the segments and, for a GPU-VA adapter,
         // the GPU MMU's caps and page-table levels while the render core is created.
         match crate::vidmm::model::query(&a, &t, &caps)? {
             Ok(model) => *lock(&a.memory_model) = model,
@@ -739,7 +739,7 @@ impl Machine {
             .ok_or_else(|| self.misuse("no StopDevice".into()))?;
         // BR-107: runtime power management stops before the adapter goes ([D] DXGADAPTER::Stop).
         crate::dxgkrnl::power::stop(a, t)?;
-        // Teardown: VidSch reads what the GPU logged last (issue 13).
+        // Teardown: VidSch reads what the GPU logged last.
         crate::vidsch::hws::drain_all(a);
         // The paging process goes before the adapter: the system contexts and the system
         // device, then the paging process itself.
@@ -784,7 +784,7 @@ impl Machine {
         self.stop_inner(&a, &t)
     }
 
-    /// PnP surprise removal of started adapter `i` while it runs (issue 18): the device is
+    /// PnP surprise removal of started adapter `i` while it runs: the device is
     /// gone at once (`DEVICE_STATUS.LOST`, registers all-ones, no DMA, no interrupt). Then, as
     /// Dxgkrnl does: `DxgkDdiNotifySurpriseRemoval(DxgkRemovalPnPNotify)` if the driver's
     /// caps set `SupportSurpriseRemoval` (its status is ignored, the page says); every D3D

@@ -41,7 +41,7 @@ pub struct MachineState {
     /// Run once when the machine halts (freezing the devices). Must not block or call back
     /// into the state.
     on_halt: Mutex<Vec<HaltHook>>,
-    /// Verifier's low-resources simulation for the driver's pool (issue 18).
+    /// Verifier's low-resources simulation for the driver's pool.
     pool: super::lowres::PoolInjector,
     /// The driver image this machine runs, when it runs `rvgpu.sys` in the emulator rather
     /// than the Linux build ([`crate::pe`]).

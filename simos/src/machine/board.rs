@@ -2,7 +2,7 @@
 //!
 //! Two boards implement [`Board`]:
 //! - the emulated [`Device`] in this process (every test, bench and the default harness run);
-//! - a PCI function a Linux guest sees ([`super::pci::PciBoard`], issue 16): the same
+//! - a PCI function a Linux guest sees ([`super::pci::PciBoard`]): the same
 //!   emulated GPU served by `rvgpu-vfu` across QEMU's PCIe, reached through the mapped BARs,
 //!   guest physical memory and a UIO interrupt.
 //!

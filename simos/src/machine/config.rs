@@ -105,7 +105,7 @@ pub struct OsConfig {
     /// How long blocking D3DKMT waits (and a normal exit's wait for a queue) wait in threaded
     /// mode before they fail.
     pub wait_timeout: Duration,
-    /// Issue 5: `NumberOfEntries` of the wait and signal logs the OS gives every user-mode
+    /// `NumberOfEntries` of the wait and signal logs the OS gives every user-mode
     /// queue (default 84, a full 4 KiB buffer; tests use 4 to force overflows, LOG-05).
     pub log_entries: u64,
     /// Windows' `HKLM\SYSTEM\CurrentControlSet\Control\GraphicsDrivers\ValidateWDDMCaps`:
@@ -113,10 +113,10 @@ pub struct OsConfig {
     /// features (docs/windows-bringup.md BR-52). [D] `DXGGLOBAL::Initialize` reads the value
     /// and leaves the check off when it is absent, so the default here is off too.
     pub validate_wddm_caps: bool,
-    /// Issue 13: `NumberOfEntries` of every hardware-scheduled node's scheduling log (Windows:
+    /// `NumberOfEntries` of every hardware-scheduled node's scheduling log (Windows:
     /// 0x800, [D] `VidSchCreateSchedulingLogs`; tests use small logs to force wrap-around).
     pub sched_log_entries: u32,
-    /// Issue 13: `targetNormalBandPercentage` of `DxgkDdiSetupPriorityBands`. [D]
+    /// `targetNormalBandPercentage` of `DxgkDdiSetupPriorityBands`. [D]
     /// `VidSchiInitializeNode` reads it from VIDSCH_GLOBAL+208, which only
     /// `VidSchSetYieldPercentage` writes (caller not in the 22631 pseudocode); 0 until set.
     pub hws_normal_band_percentage: u32,
@@ -133,11 +133,11 @@ pub struct OsConfig {
     /// `CheckKernelBlockList`) holds a `DISABLE_HWSCH` entry matching this driver: the OS
     /// enables no hardware scheduling for it, by either negotiation path.
     pub block_list_disable_hwsch: bool,
-    /// Issue 15: bytes of local memory (VRAM) each process may keep resident (VidMm's
+    /// Bytes of local memory (VRAM) each process may keep resident (VidMm's
     /// process budget, "Process residency budgets"); `None`: all of it. `D3DKMTMakeResident`
     /// past it fails with `STATUS_NO_MEMORY` and the bytes to trim.
     pub vram_budget: Option<u64>,
-    /// Issue 19: the modelled cost of a D3DKMT call's user→kernel transition (system call and
+    /// The modelled cost of a D3DKMT call's user→kernel transition (system call and
     /// the Dxgkrnl thunk's entry work), charged by every thunk of [`crate::kmt::SimKmt`] as
     /// this many rounds of [`crate::kmt::charge_thunk_cost`] (0: none). Default
     /// [`crate::kmt::DEFAULT_THUNK_COST`]; docs/performance.md gives the reasoning.
@@ -281,7 +281,7 @@ pub struct MachineConfig {
     /// Adapters, in PnP order.
     pub adapters: Vec<AdapterConfig>,
     /// Adapter 0 is a PCI function this (Linux guest) machine sees instead of the emulated
-    /// device in this process (issue 16, `machine::pci`). Threaded mode, one adapter.
+    /// device in this process (`machine::pci`). Threaded mode, one adapter.
     pub pci: Option<PciSpec>,
     /// Which build of the driver the machine loads: the Linux build linked in, or `rvgpu.sys`
     /// in the x86-64 emulator (default: `RVGPU_DRIVER`, see [`crate::pe::DriverBuild::from_env`]).

@@ -2,7 +2,7 @@
 //! simulated Dxgkrnl, and in threaded mode an interrupt thread and a DPC thread per adapter.
 //!
 //! Each adapter's hardware is a [`Board`]: the emulated device in this process, or (Linux
-//! guest, issue 16) a PCI function ([`pci`], chosen by [`MachineConfig::pci`]).
+//! guest) a PCI function ([`pci`], chosen by [`MachineConfig::pci`]).
 //!
 //! The test-facing API: [`Machine::new`] ([`Machine::try_new`]), [`Machine::load_driver`],
 //! [`Machine::start_adapter`],
@@ -290,7 +290,7 @@ impl Machine {
     }
 
     /// Driver Verifier's low-resources simulation for the driver's pool allocations on this
-    /// machine (issue 18, docs/robustness.md); restarts the allocation numbering and counts.
+    /// machine (docs/robustness.md); restarts the allocation numbering and counts.
     pub fn set_low_resources(&self, mode: crate::LowResources) {
         self.state.pool().set(mode);
     }
@@ -337,7 +337,7 @@ impl Machine {
         self.adapters.get(i).and_then(|a| a.emulated.as_ref())
     }
 
-    /// Whether adapter `i` is a PCI function outside this process (issue 16, `pci`).
+    /// Whether adapter `i` is a PCI function outside this process (`pci`).
     pub fn is_pci(&self, i: usize) -> bool {
         self.config.pci.is_some() && i == 0
     }
@@ -441,7 +441,7 @@ impl Machine {
 
     /// [`Machine::round_for_wait`] for a wait that may still spend `budget_ms` of simulated
     /// time. An idle round is not the end while a kernel timer is armed: a driver's timer
-    /// (the interrupt watchdog recovering a lost delivery, issue 45) is pending work, as it
+    /// (the interrupt watchdog recovering a lost delivery) is pending work, as it
     /// is on Windows, where the wait would sleep through to it. The step clock (a round is a
     /// millisecond) jumps to the next due timer if the wait's budget covers it, and that
     /// round runs it; false once nothing is pending within the budget.

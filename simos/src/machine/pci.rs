@@ -1,4 +1,4 @@
-//! The GPU as a PCI function a Linux guest sees (issue 16): the [`Board`] for running the real
+//! The GPU as a PCI function a Linux guest sees: the [`Board`] for running the real
 //! driver, the simulated OS and the UMD inside a VM whose rvgpu function `rvgpu-vfu` serves
 //! across QEMU's PCIe (docs/test-machine.md, "The driver stack in the guest").
 //!
@@ -546,7 +546,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_16_end_of_interrupt_unmasks_intx_and_nothing_else() {
+    fn end_of_interrupt_unmasks_intx_and_nothing_else() {
         // A config space (a plain file here) as uio_pci_generic's handler leaves it: memory,
         // bus master and INTx disable set.
         let mut cs = [0u8; 64];
@@ -567,7 +567,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_16_bar_accesses_are_bounded_and_aligned() {
+    fn bar_accesses_are_bounded_and_aligned() {
         // A BAR is a mapped file here; what matters is that a bad offset never leaves it.
         let (p, f) = temp("bar", &[0u8; 4096]);
         let m = Mapping::new(&f, 0, 4096).unwrap();
@@ -580,7 +580,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_16_a_missing_function_is_a_clear_error() {
+    fn a_missing_function_is_a_clear_error() {
         let spec = PciSpec {
             sysfs: Some(PathBuf::from("/nonexistent/rvgpu-function")),
             dma_base: 0x4000_0000,

@@ -1051,7 +1051,7 @@ mod tests {
     /// Two processors incrementing one word with `lock inc` lose no update (they take turns
     /// on the guest lock, yielding at each `pause`).
     #[test]
-    fn issue_44_processors_lose_no_locked_update() {
+    fn processors_lose_no_locked_update() {
         // loop: lock inc qword [rcx]; pause; dec rdx; jnz loop; ret
         let f = code(&[
             0xF0, 0x48, 0xFF, 0x01, 0xF3, 0x90, 0x48, 0xFF, 0xCA, 0x75, 0xF5, 0xC3,
@@ -1071,7 +1071,7 @@ mod tests {
     /// A processor spinning (with `pause`) on a flag that another processor sets ends: the
     /// spinner never keeps the lock the setter needs.
     #[test]
-    fn issue_44_a_spin_on_another_processor_ends() {
+    fn a_spin_on_another_processor_ends() {
         // loop: cmp qword [rcx], 0; jne done; pause; jmp loop; done: ret
         let spin = code(&[
             0x48, 0x83, 0x39, 0x00, 0x75, 0x04, 0xF3, 0x90, 0xEB, 0xF6, 0xC3,

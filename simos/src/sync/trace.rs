@@ -1,4 +1,4 @@
-//! The OS side of the GPU timeline (issue 5, docs/logs.md §4.6, §4.7, §6.1, §6.2): the CPU
+//! The OS side of the GPU timeline (docs/logs.md §4.6, §4.7, §6.1, §6.2): the CPU
 //! clock ([`qpc`]), the events the simulated OS reports ([`TraceEvent`] to a [`TraceSink`]),
 //! how a CPU wait was released ([`ReleaseVia`]), and the data the harness turns into a trace
 //! file: a [`Recorder`] that collects both the OS's events and the UMD's "queued" events
@@ -52,7 +52,7 @@ pub enum ReleaseVia {
         /// Free-running entry index.
         index: u64,
     },
-    /// Resampling the fence after a named-array report (issue 4's path) or a MonitoredValue
+    /// Resampling the fence after a named-array report or a MonitoredValue
     /// update.
     Resample,
     /// A scan of every native fence of the adapter (NULL report, log overflow or another log

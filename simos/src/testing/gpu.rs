@@ -280,7 +280,7 @@ impl GpuQueue {
 
     /// Queues FENCE_SIGNAL with the conditional interrupt (NF-03) for `fence`: its
     /// CurrentValue and MonitoredValue VAs in the queue's process (where the OS mapped them
-    /// for this instance, issue 12) and its report tag (from the private data create
+    /// for this instance) and its report tag (from the private data create
     /// returned). Call [`GpuQueue::kick`] to submit.
     pub fn signal(&mut self, fence: &NativeFence, value: u64) -> Result<(), SimError> {
         self.opened_here(fence)?;
@@ -346,7 +346,7 @@ impl GpuQueue {
     }
 
     /// Writes `value` through this queue's doorbell mapping, whatever it is: what a hostile
-    /// UMD of this process can do (issue 18: in global mode, another process's queue id).
+    /// UMD of this process can do (in global mode, another process's queue id).
     pub fn ring_raw(&self, value: u64) {
         self.bell.cpu.ring(value);
     }

@@ -15,7 +15,7 @@ pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), Sim
         (c.kmd, c.node)
     };
     let (kmd, node) = kmd;
-    // Issue 13: what the GPU logged about the context is read while it is alive.
+    // What the GPU logged about the context is read while it is alive.
     crate::vidsch::hws::context_destroying(a, kmd, node);
     let f = table(a)?.DxgkDdiDestroyContext;
     destroy_kmd_object(a, Routine::DxgkDdiDestroyContext, "context", f, kmd)?;
@@ -192,7 +192,7 @@ pub(crate) fn create_context_raw(
     );
     os.events.push(UmsEvent::CreateContext { context: h, node });
     drop(os);
-    // Issue 13: the KMD learns the context's band ([D] VidSchiCreateHwContextInternal).
+    // The KMD learns the context's band ([D] VidSchiCreateHwContextInternal).
     crate::vidsch::hws::context_created(a, h, kmd, node)?;
     Ok(h)
 }
@@ -214,7 +214,7 @@ pub(crate) fn destroy_context_thunk(
     destroy_context(a, h)
 }
 
-/// The device a context belongs to (issue 12: `D3DKMTUpdateGpuVirtualAddress`'s `hContext`).
+/// The device a context belongs to (`D3DKMTUpdateGpuVirtualAddress`'s `hContext`).
 pub(crate) fn context_device(a: &AdapterShared, h: KmtHandle) -> Option<KmtHandle> {
     lock(&a.ums).contexts.get(&h).map(|c| c.device)
 }

@@ -257,7 +257,7 @@ fn disconnect_through_driver(
 mod tests {
     use super::*;
 
-    /// Issue 19: `DxgkCbDisconnectDoorbell` resolves an OS kernel handle by computing its
+    /// `DxgkCbDisconnectDoorbell` resolves an OS kernel handle by computing its
     /// D3DKMT handle instead of scanning every doorbell; only real kernel handles map back.
     #[test]
     fn disconnect_doorbell_lookup_maps_kernel_handles_back_exactly() {

@@ -99,7 +99,7 @@ pub enum UmsEvent {
     /// MF-03: a submission arrived behind a pending GPU wait; the OS holds it (no
     /// `DxgkDdiSubmitCommandToHwQueue` yet).
     SubmitHeld { queue: KmtHandle, value: u64 },
-    /// Issue 18: the driver refused a held submission when the OS released it (user-mode
+    /// The driver refused a held submission when the OS released it (user-mode
     /// arguments it rejects); the device went to error instead of the OS halting.
     HeldSubmitRefused {
         queue: KmtHandle,

@@ -2,7 +2,7 @@
 //!
 //! A `BTreeMap` made every lookup a few compares deeper as the adapter filled up: a
 //! victimising `D3DKMTConnectDoorbell` looks a doorbell and its queue up several times, and
-//! its cost grew with the number of queues (issue 19, "flat with scale"). This map finds an
+//! its cost grew with the number of queues (it must stay flat with scale). This map finds an
 //! object with one hash probe and still iterates in handle order, as the `BTreeMap` did, so
 //! every scan (teardown, power-down, VidSch's pump) visits objects in the same order as
 //! before (the hash is [`rvgpu_device::hash::MulHash`]): handles come from one increasing counter, so inserts append, and an insert that

@@ -278,7 +278,7 @@ pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> 
                     // The driver refused work user mode handed in (its address, size or
                     // value) after D3DKMTSubmitCommandToHwQueue had already returned success:
                     // the submission can never run. User-mode input must not halt the OS
-                    // (issue 18, found by the `ddi` fuzz target), so the submitting device
+                    // (found by the `ddi` fuzz target), so the submitting device
                     // goes to error as after a fault (UM-10); its later held submissions are
                     // then discarded above. UNVERIFIED what Windows does with a deferred
                     // submission the driver refuses.

@@ -29,7 +29,7 @@ pub(super) fn destroy_hw_queue(
     // MF-03: held work never reaches the KMD; the queue's GPU waits are dropped.
     drop_held_work(a, h);
     let _q = lock(&lock_q);
-    // Issue 5: the queue is off the runlist; read what its logs still hold.
+    // The queue is off the runlist; read what its logs still hold.
     crate::sync::fencelog::queue_destroying(a, kmd)?;
     let f = table(a)?.DxgkDdiDestroyHwQueue;
     destroy_kmd_object(a, Routine::DxgkDdiDestroyHwQueue, "queue", f, kmd)?;
@@ -63,14 +63,14 @@ pub(super) fn destroy_hw_queue(
 }
 
 impl Machine {
-    /// The KMD's handle of `queue` (`hHWQueue` in the optimized interrupt, issue 5).
+    /// The KMD's handle of `queue` (`hHWQueue` in the optimized interrupt).
     pub fn hw_queue_kmd_handle(&self, i: usize, queue: KmtHandle) -> Option<usize> {
         let a = self.adapter_shared(i).ok()?;
         let os = lock(&a.ums);
         os.queues.get(&queue).map(|q| q.kmd)
     }
 
-    /// Issue 5 (LOG-01): Dxgkrnl moves the `kind` log of `queue` to a new buffer of `entries`
+    /// LOG-01: Dxgkrnl moves the `kind` log of `queue` to a new buffer of `entries`
     /// entries while the queue runs (see [`crate::sync::fencelog`]).
     pub fn recreate_hw_queue_log(
         &self,
@@ -91,7 +91,7 @@ impl Machine {
         crate::sync::fencelog::recreate(self, &a, kmd, kind, entries)
     }
 
-    /// Issue 5: the OS's log state of `queue`'s `kind` log: `(gpu, entries, cursor, last_end,
+    /// The OS's log state of `queue`'s `kind` log: `(gpu, entries, cursor, last_end,
     /// generation)`.
     pub fn hw_queue_log(
         &self,
@@ -105,7 +105,7 @@ impl Machine {
         crate::sync::fencelog::log_view(&q, kind)
     }
 
-    /// Issue 5: the current `kind` log buffer of `queue` (tests and benchmarks write entries
+    /// The current `kind` log buffer of `queue` (tests and benchmarks write entries
     /// into it with [`crate::sync::fencelog::Producer`], as the device does).
     pub fn hw_queue_log_buffer(
         &self,
@@ -120,7 +120,7 @@ impl Machine {
         Some(g.as_mut()?.get_mut(kind).buf.clone())
     }
 
-    /// Issue 5: every retired (recreated) log buffer of adapter `i` still holds its poison.
+    /// Every retired (recreated) log buffer of adapter `i` still holds its poison.
     pub fn check_retired_logs(&self, i: usize) -> Result<(), SimError> {
         crate::sync::fencelog::check_all_retired(self.adapter_shared(i)?)
     }
@@ -298,7 +298,7 @@ pub(crate) fn create_hw_queue(
         queue_id,
     });
     drop(os);
-    // Issue 5 (LOG-01, LOG-09): both logs of a user-mode queue, before the UMD can use it; a
+    // LOG-01, LOG-09: both logs of a user-mode queue, before the UMD can use it; a
     // failure fails the creation.
     if let Err(e) = crate::sync::fencelog::queue_created(a, kmd, queue_id, node, pid, logs) {
         let _ = destroy_hw_queue(m, a, h);

@@ -1,4 +1,4 @@
-//! The OS side of user-mode work submission (issue 6, UM-01 … UM-22): what Dxgkrnl/VidSch do
+//! The OS side of user-mode work submission (UM-01 … UM-22): what Dxgkrnl/VidSch do
 //! for processes, D3D devices, contexts, hardware queues, allocations and doorbells.
 //!
 //! **Objects.** A simulated process ([`UmsProcess`]) owns one D3D device on one adapter
@@ -162,7 +162,7 @@ pub(crate) fn new_handle() -> KmtHandle {
     NEXT_HANDLE.fetch_add(4, Ordering::Relaxed)
 }
 
-/// A new D3DKMT handle (issue 5: native fences get one from the same space).
+/// A new D3DKMT handle (native fences get one from the same space).
 pub(crate) fn new_kmt_handle() -> KmtHandle {
     new_handle()
 }
@@ -182,7 +182,7 @@ fn from_kernel_handle(k: usize) -> Option<KmtHandle> {
 
 impl UmsOs {
     /// The live doorbells `handle` names, as the KMD's handle or the OS kernel handle, in
-    /// D3DKMT handle order (issue 19: an index lookup, not a scan of every doorbell).
+    /// D3DKMT handle order (an index lookup, not a scan of every doorbell).
     fn doorbells_named(&self, handle: usize) -> Vec<KmtHandle> {
         let mut v: Vec<KmtHandle> = self
             .doorbell_by_kmd
@@ -406,7 +406,7 @@ pub struct UmsOs {
     /// ([`crate::machine::Machine::reap_allocations`]).
     pub(crate) reaped: Vec<AllocObj>,
     doorbells: handles::HandleMap<DoorbellObj>,
-    /// Issue 19: the live doorbells by the KMD's handle, `(kmd handle, D3DKMT handle)`, so
+    /// The live doorbells by the KMD's handle, `(kmd handle, D3DKMT handle)`, so
     /// that `DxgkCbDisconnectDoorbell` finds its doorbell without scanning every doorbell
     /// (a victimising connect cost grew with the queues). Ordered like `doorbells`, so two
     /// doorbells the driver gave one handle resolve as a scan would (the lower handle).
@@ -414,10 +414,10 @@ pub struct UmsOs {
     fences: BTreeMap<KmtHandle, MonitoredFence>,
     /// Some kernel-mode queue may be due for VidSch's worker (kicked, or a ring-full retry
     /// pending): without it the worker and the idle check skip the queues, which they
-    /// scanned at every run (setting up N queues cost O(N²), issue 19).
+    /// scanned at every run (setting up N queues cost O(N²)).
     hwq_due: Arc<std::sync::atomic::AtomicBool>,
     /// The process each fence handle belongs to: D3DKMT handles are per process, so another
-    /// process naming the same number names nothing (issue 18: B signalled and waited A's
+    /// process naming the same number names nothing (B signalled and waited A's
     /// fences by guessing handles).
     fence_owner: BTreeMap<KmtHandle, ProcessId>,
     pub(super) events: Vec<UmsEvent>,
@@ -606,7 +606,7 @@ pub(crate) fn queued_work(os: &UmsOs, device: KmtHandle) -> Vec<QueuedWork> {
         .collect()
 }
 
-/// The hardware queues of `pid`'s devices (issue 12: a fence page the process closed stays
+/// The hardware queues of `pid`'s devices (a fence page the process closed stays
 /// mapped while one of them lives, `vidmm::fencemap`).
 pub(crate) fn process_queues(os: &UmsOs, pid: ProcessId) -> Vec<KmtHandle> {
     os.queues

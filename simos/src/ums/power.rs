@@ -16,7 +16,7 @@ pub(crate) fn note_engine_state(a: &AdapterShared, node: u32, state: i32) {
     }
 }
 
-/// DPC: a hardware queue's GPU page fault (issue 12). The device goes to error at PASSIVE
+/// DPC: a hardware queue's GPU page fault. The device goes to error at PASSIVE
 /// ([`run_passive_work`]): its doorbells `DISCONNECTED_ABORT` (UM-10: device loss "on TDR, GPU
 /// stop, page fault", seed 004). That Windows does this on the
 /// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED` report itself, not only at a following TDR, is
@@ -625,7 +625,7 @@ impl Machine {
             return Ok(false);
         }
         // UM-14's optional step: with every context off the runlist, VidMm moves what no
-        // device requires out of VRAM (issue 15, `vidmm::residency`).
+        // device requires out of VRAM (`vidmm::residency`).
         self.residency_trim_for_d3(&a)?;
         set_power_state(&a, PowerDeviceD3)?;
         Ok(true)

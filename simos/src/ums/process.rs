@@ -31,7 +31,7 @@ pub(super) fn teardown(
         if wait && !wait_queue_idle(m, a, q)? {
             // The process's own values (its last-queued value, the progress its commands
             // wrote) never met: they are untrusted, so the exit goes on as a kill does, the
-            // process charged (UM-10, UM-18) and no other process waiting on it (issue 45).
+            // process charged (UM-10, UM-18) and no other process waiting on it.
             charge(a, &dl, device)?;
             wait = false;
         }
@@ -98,12 +98,12 @@ pub(super) fn teardown(
         m.vidmm_destroy_process(a, pid)?;
         m.forget_fence_process(a, pid);
     }
-    // Fence pages only its address space still reached go back to the machine (issue 45).
+    // Fence pages only its address space still reached go back to the machine.
     m.retire_empty_fence_pages(a);
     m.reap_system_pages(a)
 }
 
-/// UM-18's first step, also the end of a normal exit that cannot wait (issue 45): the device
+/// UM-18's first step, also the end of a normal exit that cannot wait: the device
 /// is marked in error and every context of it suspended for good.
 fn charge(a: &AdapterShared, dl: &Mutex<()>, device: KmtHandle) -> Result<(), SimError> {
     let _g = dev_guard(a, dl);
@@ -134,7 +134,7 @@ fn charge(a: &AdapterShared, dl: &Mutex<()>, device: KmtHandle) -> Result<(), Si
     Ok(())
 }
 
-/// Process exit closes every handle the process still holds (issue 18: the fuzz targets'
+/// Process exit closes every handle the process still holds (the fuzz targets'
 /// leak check found them kept after exit): its monitored fences (created or opened), its NT
 /// handles, then its native-fence instances, each as the matching close or destroy would.
 fn close_process_fences(m: &Machine, a: &AdapterShared, device: KmtHandle) -> Result<(), SimError> {

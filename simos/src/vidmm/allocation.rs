@@ -1,4 +1,4 @@
-//! Allocations of user-mode processes (issue 12): described by the driver
+//! Allocations of user-mode processes: described by the driver
 //! (`DxgkDdiCreateAllocation` with the UMD's private data), backed by system memory, placed
 //! and mapped into the process's GPU VA space when made resident (`vidmm::residency`, through
 //! the driver's paging buffers), CPU-mapped for the UMD, and kept alive by the doorbells that

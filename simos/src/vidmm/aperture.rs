@@ -1,4 +1,4 @@
-//! VidMm's aperture segment (issue 12, docs/memory.md "The aperture").
+//! VidMm's aperture segment (docs/memory.md "The aperture").
 //!
 //! Windows' VidMm allocates ranges of an aperture segment itself and has the driver back them
 //! with an MDL's pages: `DXGK_OPERATION_MAP_APERTURE_SEGMENT` before use,

@@ -1,4 +1,4 @@
-//! Native-fence pages in a process's GPU VA space (issue 12, docs/memory.md "Fence storage in
+//! Native-fence pages in a process's GPU VA space (docs/memory.md "Fence storage in
 //! processes").
 //!
 //! Windows returns, for each process that creates or opens a native fence, a
@@ -250,7 +250,7 @@ impl Machine {
         result
     }
 
-    /// Issue 12 (tests, leak checks): native-fence pages mapped into `pid` on adapter `i`,
+    /// Tests and leak checks: native-fence pages mapped into `pid` on adapter `i`,
     /// as `(in use, retired and not yet unmapped)`; a process whose address space is gone
     /// has none.
     pub fn native_fence_mapped_pages(&self, i: usize, pid: ProcessId) -> (usize, usize) {

@@ -282,7 +282,7 @@ pub struct AddressSpace {
     /// (the rest follows contiguously).
     large: BTreeMap<u64, Leaf>,
     /// Next VA the allocator tries: past the last reservation it made, or back at the lowest
-    /// one freed since (issue 45, [`Self::free`]).
+    /// one freed since ([`Self::free`]).
     next_va: u64,
     /// Lowest VA the allocator hands out.
     va_base: u64,
@@ -453,7 +453,7 @@ impl AddressSpace {
             return Err(VaError::BadRange);
         }
         self.reserved.remove(&va);
-        // Issue 45: the next reservation looks from the lowest freed VA up, so a process that
+        // The next reservation looks from the lowest freed VA up, so a process that
         // creates and destroys allocations reuses its VAs, and with them the page tables that
         // map them, instead of walking up its space taking new tables from the adapter's
         // heap (shared by every process) until none is left. The VA was unmapped (and the

@@ -1,5 +1,5 @@
-//! MDLs the simulated VidMm builds to name system memory in paging operations (issue 12,
-//! docs/memory.md "System memory and MDLs"): real MDL bytes (the wdm.h x64 header, then one
+//! MDLs the simulated VidMm builds to name system memory in paging operations
+//! (docs/memory.md "System memory and MDLs"): real MDL bytes (the wdm.h x64 header, then one
 //! 64-bit page number per page) in memory the driver reads during `DxgkDdiBuildPagingBuffer`.
 //!
 //! Page numbers are bus addresses / 4096: the simulated platform has no DMA remapping, so the

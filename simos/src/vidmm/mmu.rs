@@ -4,7 +4,7 @@
 //! `DxgkDdiBuildPagingBuffer(UPDATEPAGETABLE)` and `(FLUSHTLB)` submitted on the paging node
 //! (docs/memory.md "Who writes page tables"; Microsoft's "GpuMmu model" pages).
 //!
-//! Strictness (issue 12): after the driver's paging buffers complete, VidMm walks the tables
+//! Strictness: after the driver's paging buffers complete, VidMm walks the tables
 //! with the device's own walker and compares every page with what it asked for. A page the
 //! driver did not map, mapped elsewhere or with other permissions, or left mapped after an
 //! unmap, is a simulation fault naming the page: the driver did not carry out a paging
@@ -92,7 +92,7 @@ pub struct VidMm {
     pub(super) processes: HashMap<ProcessId, VmProcess>,
     /// Paging sequences in flight (they hold the GPU in D0).
     busy: u32,
-    /// The thread running a power transition that pages (the D3 trim, issue 15): it holds
+    /// The thread running a power transition that pages (the D3 trim): it holds
     /// the adapter's power sequence exclusively and the GPU is in D0, so its paging takes no
     /// power reference.
     pub(crate) power_thread: Option<std::thread::ThreadId>,
@@ -318,7 +318,7 @@ impl Machine {
     }
 
     /// Maps `phys` at `va`, which VidMm reserved in `pid`'s space before (a fresh
-    /// reservation, or an evicted allocation's VA when it comes back, issue 15); with large
+    /// reservation, or an evicted allocation's VA when it comes back); with large
     /// pages where `tag` allows them.
     pub(crate) fn vidmm_map_at(
         &self,
@@ -454,7 +454,7 @@ impl Machine {
     }
 
     /// Unmaps `pages` pages at `va` of `pid` through the driver and flushes the TLB; the VA
-    /// stays reserved (an evicted allocation keeps its address, issue 15).
+    /// stays reserved (an evicted allocation keeps its address).
     pub(crate) fn vidmm_unmap_keep(
         &self,
         a: &AdapterShared,

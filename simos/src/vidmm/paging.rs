@@ -107,7 +107,7 @@ impl Machine {
     /// `dma_bytes` and calling again while it asks for more room, as VidMm does. Returns each
     /// call's status and the words it wrote; stops after the first status that is neither
     /// success nor `STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER` (tests of the driver's MDL
-    /// handling, issue 12).
+    /// handling).
     #[allow(clippy::too_many_arguments)]
     pub fn build_transfer(
         &self,

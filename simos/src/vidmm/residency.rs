@@ -1,4 +1,4 @@
-//! VidMm residency (issue 15, docs/memory.md "Residency"): where each user allocation lives,
+//! VidMm residency (docs/memory.md "Residency"): where each user allocation lives,
 //! who needs it resident, and the paging that moves it.
 //!
 //! - **Placement.** An allocation the CPU never maps goes to local memory (VRAM) when the

@@ -1,4 +1,4 @@
-//! Paging queues and the GPU VA thunks (issue 12): `D3DKMTCreatePagingQueue` /
+//! Paging queues and the GPU VA thunks: `D3DKMTCreatePagingQueue` /
 //! `DestroyPagingQueue`, `D3DKMTReserveGpuVirtualAddress`, `D3DKMTMapGpuVirtualAddress`,
 //! `D3DKMTUpdateGpuVirtualAddress` and `D3DKMTFreeGpuVirtualAddress` over the process's
 //! [`AddressSpace`], and `D3DKMTMakeResident`'s paging queue (docs/memory.md, "GPU VA thunks").

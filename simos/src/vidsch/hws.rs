@@ -1,5 +1,5 @@
 //! VidSch in hardware-scheduling (HWS) mode: what Dxgkrnl does for nodes whose metadata has
-//! `DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported` (issue 13).
+//! `DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported`.
 //!
 //! **Node initialisation** ([`initialize_nodes`], at the end of a successful adapter start,
 //! before any work can be scheduled):

@@ -1,4 +1,4 @@
-//! The legacy (kernel-mode) VidSch path of issue 7 (docs/tdr.md §5.1): DMA buffers submitted
+//! The legacy (kernel-mode) VidSch path (docs/tdr.md §5.1): DMA buffers submitted
 //! per node through `DxgkDdiSubmitCommand` with increasing `SubmissionFenceId`s, and a minimal
 //! submission path VidMm's paging buffers ([`crate::vidmm::paging`]) take with `Flags.Paging` on
 //! the system context.

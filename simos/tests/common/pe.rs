@@ -1,4 +1,4 @@
-//! The same suite against the shipped image (issue 44): [`rerun_against_the_pe_image`] runs
+//! The same suite against the shipped image: [`rerun_against_the_pe_image`] runs
 //! this test binary again, every machine loading `rvgpu.sys` in the x86-64 emulator instead of
 //! the Linux build of the driver, so that a behaviour difference between the two builds fails
 //! a test of the README's test command.
@@ -49,7 +49,7 @@ fn run_child(mut cmd: Command, skips: &[(&str, &str)], what: &str) {
 #[macro_export]
 macro_rules! against_the_pe_image {
     ($($skip:literal => $why:literal),* $(,)?) => {
-        /// Issue 44: every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
+        /// Every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
         #[test]
         fn against_the_pe_image() {
             $crate::common::pe::rerun_against_the_pe_image(&[$(($skip, $why)),*]);

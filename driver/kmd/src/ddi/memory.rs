@@ -1,4 +1,4 @@
-//! The memory-model DDI entry points (issue 12): processes, root page tables, allocations.
+//! The memory-model DDI entry points: processes, root page tables, allocations.
 //! Same rules as the other thunks (`super`): turn raw pointers into references, check sizes
 //! and nulls, call the module that holds the logic, return an NTSTATUS.
 

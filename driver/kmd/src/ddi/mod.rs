@@ -190,7 +190,7 @@ unsafe extern "system" fn add_device<P: Platform>(
     if pdo.is_null() || context.is_null() {
         return status::INVALID_PARAMETER.code();
     }
-    // Pool exhaustion fails AddDevice cleanly (issue 18): PnP start-up convention,
+    // Pool exhaustion fails AddDevice cleanly: PnP start-up convention,
     // STATUS_INSUFFICIENT_RESOURCES, as for a full adapter table below.
     let Ok(adapter) = Adapter::<P>::try_new(pdo.cast()) else {
         return status::INSUFFICIENT_RESOURCES.code();
@@ -379,7 +379,7 @@ unsafe extern "system" fn reset_device<P: Platform>(ctx: PVOID) {
     }
 }
 
-/// DxgkDdiNotifySurpriseRemoval (level zero: may overlap other DDIs; issue 18).
+/// DxgkDdiNotifySurpriseRemoval (level zero: may overlap other DDIs).
 unsafe extern "system" fn notify_surprise_removal<P: Platform>(
     ctx: PVOID,
     kind: rvgpu_ddi::adapter::DXGK_SURPRISE_REMOVAL_TYPE,
@@ -612,7 +612,7 @@ unsafe extern "system" fn update_current_values_from_cpu<P: Platform>(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Devices, contexts, hardware queues and doorbells (issue 6). Handles other than hAdapter are
+// Devices, contexts, hardware queues and doorbells. Handles other than hAdapter are
 // numbers the driver decodes and looks up (crate::sched), so a bad one is an NTSTATUS.
 // ---------------------------------------------------------------------------------------------
 
@@ -806,7 +806,7 @@ unsafe extern "system" fn notify_work_submission<P: Platform>(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Node rings: OS-scheduled submission, preemption, paging (issue 7, docs/tdr.md §3.3;
+// Node rings: OS-scheduled submission, preemption, paging (docs/tdr.md §3.3;
 // crate::node, crate::paging). IRQLs from each DDI's Microsoft page, cited there.
 // ---------------------------------------------------------------------------------------------
 
@@ -915,7 +915,7 @@ unsafe extern "system" fn build_paging_buffer<P: Platform>(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Native fence logs and GPU clock calibration (issue 5, docs/logs.md §3).
+// Native fence logs and GPU clock calibration (docs/logs.md §3).
 // ---------------------------------------------------------------------------------------------
 
 /// DxgkDdiSetNativeFenceLogBuffer (DISPATCH_LEVEL, LOG-01).
@@ -980,7 +980,7 @@ unsafe extern "system" fn set_stable_power_state<P: Platform>(
 }
 
 // ---------------------------------------------------------------------------------------------
-// TDR (issue 7, docs/tdr.md §3.4; crate::reset, crate::dbginfo). IRQL and synchronisation
+// TDR (docs/tdr.md §3.4; crate::reset, crate::dbginfo). IRQL and synchronisation
 // levels are on each function's Microsoft page, cited in crate::reset.
 // ---------------------------------------------------------------------------------------------
 

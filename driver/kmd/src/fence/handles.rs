@@ -13,7 +13,7 @@
 //! - Readers load the key (Acquire), then the value, then the key again: if the key changed
 //!   meanwhile the entry was reused and the read is retried, so a reader does not pair a handle
 //!   with a value written for another key in between.
-//! - The table grows (issue 19): when an insert finds no room (more than two handles per
+//! - The table grows: when an insert finds no room (more than two handles per
 //!   bucket on average, or the handle's bucket full), the writer builds a table with twice the
 //!   buckets outside any lock a reader holds ([`HandleMap::try_grow`], fallible), copies the
 //!   live entries and publishes it with one pointer store. A reader that loaded the old table
@@ -542,10 +542,10 @@ mod tests {
         m.insert(h, v).unwrap();
     }
 
-    /// Issue 19: the map grows past its first table; every handle stays readable, including
+    /// The map grows past its first table; every handle stays readable, including
     /// through a reference to the table taken before the growth.
     #[test]
-    fn issue_19_handle_map_grows_and_keeps_every_entry() {
+    fn handle_map_grows_and_keeps_every_entry() {
         let m = HandleMap::try_new::<crate::kmem::Host>(4, 100_000).unwrap();
         let first = m.entries();
         let old = m.current();
@@ -575,9 +575,9 @@ mod tests {
         m.insert(0x1234_5670, 1).unwrap();
     }
 
-    /// Issue 19: a growth the pool cannot supply fails with nothing changed.
+    /// A growth the pool cannot supply fails with nothing changed.
     #[test]
-    fn issue_19_handle_map_growth_fails_cleanly_without_memory() {
+    fn handle_map_growth_fails_cleanly_without_memory() {
         let m = HandleMap::try_new::<crate::kmem::Host>(2, 1000).unwrap();
         let mut h = 0x40;
         while m.has_room(h) {

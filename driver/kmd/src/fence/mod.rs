@@ -56,7 +56,7 @@ fn table_status(e: TableError) -> Status {
         TableError::Exists => status::INVALID_PARAMETER,
         TableError::Unknown => status::INVALID_HANDLE,
         TableError::StillOpen => status::INVALID_DEVICE_STATE,
-        // DxgkDdiCreateNativeFence / OpenNativeFence could not allocate (issue 18).
+        // DxgkDdiCreateNativeFence / OpenNativeFence could not allocate.
         TableError::NoMemory => status::NO_MEMORY,
     }
 }
@@ -99,10 +99,10 @@ pub fn create<P: Platform>(
     // The table lock serialises every writer of this adapter's fence state (the handle map
     // requires it); the registry changes under the interrupt lock inside it.
     let mut table = live.fences.lock();
-    // Room in the table first (issue 18): the steps below change ISR-visible state, and a
+    // Room in the table first: the steps below change ISR-visible state, and a
     // failure after them would have to undo it.
     table.try_reserve::<P>().map_err(table_status)?;
-    // Room in the handle map (issue 19: it grows here, before anything changed).
+    // Room in the handle map (it grows here, before anything changed).
     if !a.fence_handles.has_room(h) && a.fence_handles.get(h).is_none() {
         a.fence_handles.try_grow::<P>(h).map_err(|e| match e {
             GrowError::NoMemory => status::NO_MEMORY,
@@ -149,7 +149,7 @@ pub fn create<P: Platform>(
     Ok(())
 }
 
-/// Gives `fence` a tag in the ISR's registry (issue 19): when every linked slot is in use, a
+/// Gives `fence` a tag in the ISR's registry: when every linked slot is in use, a
 /// chunk is allocated here, outside the interrupt lock, and only linked in under it, so
 /// nothing allocates at device IRQL. The caller holds the fence table's lock (one writer).
 fn register<P: Platform>(live: &Live<P>, fence: IsrFence) -> Result<u64, Status> {

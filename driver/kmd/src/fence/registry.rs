@@ -19,7 +19,7 @@
 //! slot gets a new generation, so its old tag never resolves again, even when the slot is
 //! reused.
 //!
-//! The slab grows (issue 19): slots come in chunks of [`CHUNK`], allocated by create outside
+//! The slab grows: slots come in chunks of [`CHUNK`], allocated by create outside
 //! the interrupt lock ([`Registry::try_chunk`]) and only linked in under it
 //! ([`Registry::add_chunk`], no allocation: the chunk directory's room for [`MAX_FENCES`] is
 //! reserved when the registry is built). A slot index is (chunk, offset), so resolving a tag
@@ -37,7 +37,7 @@ pub const CHUNK: u32 = 1024;
 
 /// Most live native fences one adapter can hold: the chunk directory is reserved up front at
 /// this size (16 KiB of slice pointers), because linking a chunk in happens under the interrupt lock
-/// where nothing may allocate. 1,048,576 is ten times issue 19's 100,000 target; a tag's slot
+/// where nothing may allocate. 1,048,576 is ten times the 100,000 target; a tag's slot
 /// field (32 bits) and the device (any 64-bit tag) would allow more.
 pub const MAX_FENCES: u32 = 1 << 20;
 
@@ -250,10 +250,10 @@ mod tests {
         assert_eq!(r.remove(t1), None, "double destroy of a stale tag");
     }
 
-    /// Issue 12: a record's MonitoredValue VA is the signalling process's own, so it takes no
+    /// A record's MonitoredValue VA is the signalling process's own, so it takes no
     /// part: a live tag resolves whatever address came with it; stale or invented tags never.
     #[test]
-    fn issue_12_tags_resolve_by_generation_alone() {
+    fn tags_resolve_by_generation_alone() {
         let mut r = Registry::with_capacity(4);
         let t = r.insert(f(7)).unwrap();
         assert_eq!(r.resolve(t), Some(f(7)));
@@ -277,10 +277,10 @@ mod tests {
         assert_eq!(r.len(), CHUNK as usize);
     }
 
-    /// Issue 19: the registry grows by chunks linked in without allocating, tags of every
+    /// The registry grows by chunks linked in without allocating, tags of every
     /// chunk resolve, and freed slots are reused before fresh ones.
     #[test]
-    fn issue_19_registry_grows_by_chunks_and_reuses_freed_slots() {
+    fn registry_grows_by_chunks_and_reuses_freed_slots() {
         let mut r = Registry::with_capacity(0);
         assert_eq!(r.capacity(), 0);
         assert_eq!(r.insert(f(1)), Err(RegistryError::Full));
@@ -318,10 +318,10 @@ mod tests {
         assert_eq!(r.capacity(), 4 * CHUNK as usize, "no growth for reuse");
     }
 
-    /// Issue 19: a chunk that cannot be allocated (pool exhausted) is an error the caller
+    /// A chunk that cannot be allocated (pool exhausted) is an error the caller
     /// reports; the registry is unchanged and grows once memory is back.
     #[test]
-    fn issue_19_registry_growth_fails_cleanly_without_memory() {
+    fn registry_growth_fails_cleanly_without_memory() {
         let mut r = Registry::with_capacity(0);
         crate::kmem::tests::budget(0);
         assert_eq!(
@@ -338,7 +338,7 @@ mod tests {
 
     /// The directory is reserved for exactly [`MAX_FENCES`]: one chunk more is handed back.
     #[test]
-    fn issue_19_registry_limit_is_max_fences() {
+    fn registry_limit_is_max_fences() {
         let mut r = Registry::with_capacity(0);
         for _ in 0..CHUNKS {
             r.add_chunk(Registry::try_chunk::<crate::kmem::Host>().unwrap())

@@ -49,7 +49,7 @@ pub struct FenceTable {
     pub pages: super::pages::FencePages,
 }
 
-/// A sorted map whose removals leave a hole, compacted once holes outnumber entries (issue 19):
+/// A sorted map whose removals leave a hole, compacted once holes outnumber entries:
 /// removing from the middle of a sorted vector moves everything after it, so destroying
 /// 100,000 fences in an order other than the reverse of creation was quadratic. Handles are
 /// created in increasing order, so inserts append; a removal is a search and a store,
@@ -291,11 +291,11 @@ mod tests {
         assert_eq!(t.destroy(0x100), Err(TableError::Unknown), "double destroy");
     }
 
-    /// Issue 19: fences destroyed in any order (here every other one, then the rest from the
+    /// Fences destroyed in any order (here every other one, then the rest from the
     /// front) leave the table exact, and its holes are compacted away (a removal no longer
     /// moves the rest of a sorted vector, yet the vector does not fill with holes).
     #[test]
-    fn issue_19_destroy_in_any_order_keeps_the_table_exact_and_compact() {
+    fn destroy_in_any_order_keeps_the_table_exact_and_compact() {
         let mut t = FenceTable::default();
         let n = 10_000usize;
         for h in 1..=n {

@@ -163,7 +163,7 @@ pub(super) fn decode(
         DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED => {
             let d = unsafe { data.Anonymous.NativeFenceSignaled };
             check_node(d.NodeOrdinal, d.EngineOrdinal)?;
-            // Issue 5 (LOG-08): with the optimized cap the OS reads hHWQueue only.
+            // LOG-08: with the optimized cap the OS reads hHWQueue only.
             let optimized = lock(&a.caps).is_some_and(|c| {
                 c.SchedulingCaps
                     .is_set(DXGK_VIDSCHCAPS::OptimizedNativeFenceSignaledInterrupt)

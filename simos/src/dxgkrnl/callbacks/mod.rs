@@ -221,7 +221,7 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
     );
     i.DxgkCbQueryFeatureSupport = Some(query_feature_support);
     i.DxgkCbDisconnectDoorbell = Some(disconnect_doorbell);
-    // TDR (issue 7): the guilty context of an engine reset (crate::vidsch::tdr).
+    // TDR: the guilty context of an engine reset (crate::vidsch::tdr).
     i.DxgkCbInvalidateHwContext = Some(crate::vidsch::tdr::cb_invalidate_hw_context);
     i
 }

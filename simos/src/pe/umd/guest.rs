@@ -182,7 +182,7 @@ mod tests {
 
     /// A bad address is an error, never a host fault; a good one round-trips.
     #[test]
-    fn issue_44_user_copies_report_bad_addresses() {
+    fn user_copies_report_bad_addresses() {
         let mut x = 42u64;
         let at = &raw mut x as u64;
         assert_eq!(read::<u64>(at), Ok(42));

@@ -46,7 +46,7 @@ pub(crate) fn note_notifications<'a>(
                     // NF-14: NULL with EvaluateLegacyMonitoredFences = 1 asks for every wait,
                     // legacy monitored-fence waits included.
                     os.legacy_work |= *evaluate_legacy;
-                    // Issue 5 without the optimized cap: the engine's logs are read for the
+                    // Without the optimized cap: the engine's logs are read for the
                     // timeline (releases from the scan or the logs, whichever comes first).
                     os.log_req.engines.insert(*node);
                 }
@@ -68,7 +68,7 @@ pub(crate) fn note_notifications<'a>(
 
 /// VidSch's DPC-time fence processing, after the driver's DPC returned (DISPATCH_LEVEL):
 /// resample the reported fences (for a NULL report, the adapter's scan set: every fence with
-/// waits, an armed MonitoredValue or cross-adapter peers, issue 19), release
+/// waits, an armed MonitoredValue or cross-adapter peers), release
 /// satisfied waits, re-arm MonitoredValue (NF-04), propagate cross-adapter values (NF-16).
 /// Never inlined: `scripts/callgrind-fences.sh` counts it by name (the NULL-report row).
 #[inline(never)]
@@ -85,7 +85,7 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
     for l in legacy {
         l.release();
     }
-    // Issue 5: the log drain (docs/logs.md §4.2), releases from signal entries first.
+    // The log drain (docs/logs.md §4.2), releases from signal entries first.
     let req = std::mem::take(&mut lock(&a.fence_os).log_req);
     let mut from_logs: Vec<Arc<FenceObj>> = Vec::new();
     let mut log_scan = false;
@@ -102,7 +102,7 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
         let mut os = lock(&a.fence_os);
         let all = std::mem::take(&mut os.work_all) || log_scan;
         let set = std::mem::take(&mut os.work);
-        // Issue 19: a NULL report resamples the fences that can need it, not every fence.
+        // A NULL report resamples the fences that can need it, not every fence.
         let v: Vec<Arc<FenceObj>> = if all {
             scan_set(&os)
         } else {

@@ -1,4 +1,4 @@
-//! The fence side of native fence logs (issue 5): settling after a drain, D3DKMT handles of
+//! The fence side of native fence logs: settling after a drain, D3DKMT handles of
 //! native fences, the trace sink.
 
 use super::*;
@@ -145,7 +145,7 @@ impl Machine {
     }
 
     /// The non-optimized baseline: what a NULL report costs the OS, a resample of every native
-    /// fence of adapter `i` that can need one (the scan set, issue 19), releasing and re-arming
+    /// fence of adapter `i` that can need one (the scan set), releasing and re-arming
     /// as the DPC does.
     pub fn scan_native_fences(&self, i: usize) -> Result<(), SimError> {
         let a = self.adapter_shared(i)?.clone();

@@ -162,7 +162,7 @@ pub enum WaitOutcome {
 struct EventInner {
     state: Mutex<Option<WaitOutcome>>,
     cv: Condvar,
-    /// How a satisfied wait was released (issue 5, docs/logs.md §4.3).
+    /// How a satisfied wait was released (docs/logs.md §4.3).
     via: Mutex<Option<ReleaseVia>>,
 }
 
@@ -196,7 +196,7 @@ impl SimEvent {
         if s.is_none() {
             *s = Some(o);
         }
-        // Notify after unlocking (issue 19): a waiter woken while the lock is held blocks
+        // Notify after unlocking: a waiter woken while the lock is held blocks
         // again on the mutex, and the wake system call is then paid with the lock held.
         drop(s);
         self.0.cv.notify_all();
@@ -207,7 +207,7 @@ impl SimEvent {
         *lock(&self.0.state)
     }
 
-    /// How a satisfied wait was released (`None` until it is; issue 5).
+    /// How a satisfied wait was released (`None` until it is).
     pub fn released_via(&self) -> Option<ReleaseVia> {
         *lock(&self.0.via)
     }
@@ -381,7 +381,7 @@ struct ObjState {
     mv_os: u64,
     /// Cross-adapter: MonitoredValue held at 0 (NF-16).
     hold_zero: bool,
-    /// D3DKMT handles of this fence (issue 5: a log entry names the fence by one), with the
+    /// D3DKMT handles of this fence (a log entry names the fence by one), with the
     /// process that holds each.
     kmt_handles: Vec<(u32, ProcessId)>,
     /// Cross-adapter peers: the same fence on other adapters.
@@ -391,7 +391,7 @@ struct ObjState {
     legacy_peers: Vec<Arc<LegacyObj>>,
     /// Last CurrentValue propagated to the peers.
     last_propagated: u64,
-    /// In the adapter's scan set (`FenceOs::scan`, issue 19).
+    /// In the adapter's scan set (`FenceOs::scan`).
     scanned: bool,
 }
 
@@ -421,7 +421,7 @@ pub struct NativeFence {
     obj: Arc<FenceObj>,
     process: ProcessId,
     local: usize,
-    /// Where VidMm mapped the values in `process` (`D3DDDI_NATIVEFENCEMAPPING`, issue 12).
+    /// Where VidMm mapped the values in `process` (`D3DDDI_NATIVEFENCEMAPPING`).
     va: ProcessVas,
 }
 
@@ -472,7 +472,7 @@ impl NativeFence {
         self.obj.mv.gpu()
     }
     /// CurrentValue's GPU VA in this instance's process (`CurrentValueGpuVa` of the
-    /// `D3DDDI_NATIVEFENCEMAPPING` the create or open thunk returns, issue 12).
+    /// `D3DDDI_NATIVEFENCEMAPPING` the create or open thunk returns).
     pub fn current_value_va(&self) -> u64 {
         self.va.current
     }

@@ -92,7 +92,7 @@ impl Machine {
             .map_or(0, |a| lock(&a.fence_os).local.live.len())
     }
 
-    /// Issue 18 (fuzzing's leak check): live sync objects of adapter `i` as the OS holds them,
+    /// Fuzzing's leak check: live sync objects of adapter `i` as the OS holds them,
     /// `(native fences, monitored fences, D3DKMT native-fence handles)`, and the bytes of
     /// system-memory fence pages (kept for the machine's life, so a leak check subtracts them).
     pub fn fence_live_counts(&self, i: usize) -> ((usize, usize, usize), u64) {
@@ -179,7 +179,7 @@ impl Machine {
                         os.release_value(v);
                     }
                     // The machine's memory is a resource processes share: a failure to
-                    // the caller, not a halt (issue 45).
+                    // the caller, not a halt.
                     return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
                 }
             }
@@ -289,7 +289,7 @@ impl Machine {
             return Err(SimError::Simulation(msg));
         }
         // GpuMmu: VidMm maps the values into the creator at VAs of its own before the open,
-        // which names them (issue 12).
+        // which names them.
         let va = match self.map_fence_pages(a, &obj, process) {
             Ok(va) => va,
             Err(e) => {
@@ -424,7 +424,7 @@ impl Machine {
             .ok_or_else(|| missing("DxgkDdiOpenNativeFence"))?;
         needs_device(&a, process)?;
         self.fence_reap_maps(&a)?;
-        // The process's own VAs first: the open names them (issue 12). Not under the settle
+        // The process's own VAs first: the open names them. Not under the settle
         // lock: mapping waits for paging, whose completion the DPC reports, and the DPC
         // settles fences.
         let va = self.map_fence_pages(&a, &fence.obj, process)?;
@@ -554,7 +554,7 @@ impl Machine {
     pub fn destroy_native_fence(&self, fence: &NativeFence) -> Result<(), SimError> {
         let a = self.adapter_shared(fence.adapter())?.clone();
         self.close_instance(&a, fence)?;
-        // The instance's use of the pages in its process ends with it (issue 12); paging,
+        // The instance's use of the pages in its process ends with it; paging,
         // so not under the settle lock.
         let r = self.unmap_fence_pages(&a, &fence.obj, fence.process);
         // Pages left empty go back once nothing maps them (freed at the next reap).

@@ -68,7 +68,7 @@ pub(super) fn resample(obj: &FenceObj) -> Option<u64> {
     r
 }
 
-/// Whether a NULL native-fence report must resample the fence in state `st` (issue 19): it has
+/// Whether a NULL native-fence report must resample the fence in state `st`: it has
 /// CPU waits (or GPU waits the OS resumes, MF-03), its MonitoredValue is armed below
 /// `u64::MAX`, or its value goes to other adapters (NF-16, NF-18). Every other fence has
 /// nothing a resample could release or propagate.
@@ -112,7 +112,7 @@ pub(super) fn refresh_scan(obj: &FenceObj) {
     note_scan(obj, &mut st);
 }
 
-/// The fences a NULL report resamples (issue 19): the adapter's scan set.
+/// The fences a NULL report resamples: the adapter's scan set.
 pub(super) fn scan_set(os: &FenceOs) -> Vec<Arc<FenceObj>> {
     os.scan
         .iter()
@@ -120,7 +120,7 @@ pub(super) fn scan_set(os: &FenceOs) -> Vec<Arc<FenceObj>> {
         .collect()
 }
 
-/// Reports released waits to the adapter's trace sink (issue 5).
+/// Reports released waits to the adapter's trace sink.
 pub(super) fn trace_released(obj: &FenceObj, st: &ObjState, done: &[Waiter]) {
     let Some(a) = obj.adapter.upgrade() else {
         return;
@@ -143,7 +143,7 @@ pub(super) fn trace_released(obj: &FenceObj, st: &ObjState, done: &[Waiter]) {
     }
 }
 
-/// Issue 5: a SIGNAL_EXECUTED log entry proves the fence reached `value` (fence values only
+/// A SIGNAL_EXECUTED log entry proves the fence reached `value` (fence values only
 /// grow): releases the waits with target `<= value`, attributed to the entry.
 pub(super) fn release_from_log(obj: &FenceObj, value: u64, via: ReleaseVia) {
     let _v = ViaScope::enter(via);
@@ -170,7 +170,7 @@ pub(super) fn settle_batch(
     objs.sort_by_key(|o| (o.global, Arc::as_ptr(o) as usize));
     objs.dedup_by(|x, y| Arc::ptr_eq(x, y));
     let _guards: Vec<_> = objs.iter().map(|o| lock(&o.settle_lock)).collect();
-    // One buffer for every round (issue 19: the DPC allocated afresh per round).
+    // One buffer for every round (the DPC allocated afresh per round).
     let mut updates: Vec<(usize, u64, *mut c_void)> = Vec::new();
     loop {
         updates.clear();

@@ -16,8 +16,8 @@ pub struct FenceOs {
     /// `NativeGpuFence`.
     pub caps: Option<DXGK_NATIVE_FENCE_CAPS>,
     pub(super) objs: HashMap<usize, Arc<FenceObj>>,
-    /// The fences a NULL native-fence report (or a log drain's fallback scan) resamples
-    /// (issue 19): those with CPU waits or an armed MonitoredValue, and cross-adapter ones.
+    /// The fences a NULL native-fence report (or a log drain's fallback scan) resamples:
+    /// those with CPU waits or an armed MonitoredValue, and cross-adapter ones.
     /// On a NULL report Windows looks at the pending native-fence waits (docs/performance.md);
     /// an idle fence has nothing to release, so it is not here.
     pub(super) scan: BTreeSet<usize>,
@@ -46,23 +46,23 @@ pub struct FenceOs {
     pub update_current_calls: u64,
     /// Fence resamples done at DPC time (one per fence per DPC).
     pub dpc_resamples: u64,
-    /// Issue 5: every hardware queue of the adapter with its logs ([`crate::sync::fencelog`]).
+    /// Every hardware queue of the adapter with its logs ([`crate::sync::fencelog`]).
     pub(crate) logs: Arc<crate::sync::fencelog::LogTable>,
-    /// Issue 5: the log drain's counters.
+    /// The log drain's counters.
     pub log_counters: crate::sync::fencelog::LogCounters,
-    /// Issue 5: what the DPC's notifications ask the log drain to read.
+    /// What the DPC's notifications ask the log drain to read.
     pub(super) log_req: crate::sync::fencelog::DrainRequest,
-    /// Issue 5: the OS's trace sink.
+    /// The OS's trace sink.
     pub(crate) trace: crate::sync::trace::SinkSlot,
-    /// Issue 5: D3DKMT handle → the process's instance: how a log entry's `hNativeFence`
+    /// D3DKMT handle → the process's instance: how a log entry's `hNativeFence`
     /// resolves (the instance's process must be the queue's).
     pub(super) kmt: HashMap<u32, NativeFence>,
-    /// Issue 5: last GPU counter CalibrateGpuClock returned, and when it was called.
+    /// Last GPU counter CalibrateGpuClock returned, and when it was called.
     pub(crate) last_gpu_clock: u64,
     pub(crate) last_calibration: Option<Instant>,
-    /// Issue 5: the KMD handles the last `DxgkDdiUpdateNativeFenceLogs` named (tests).
+    /// The KMD handles the last `DxgkDdiUpdateNativeFenceLogs` named (tests).
     pub(crate) last_log_update: Vec<usize>,
-    /// Issue 12: the fence pages mapped into each process, at VAs of its own.
+    /// The fence pages mapped into each process, at VAs of its own.
     pub(crate) maps: crate::vidmm::fencemap::FenceMaps,
 }
 
@@ -349,7 +349,7 @@ impl LocalPages {
 
 impl Machine {
     /// Hands the empty system fence pages of adapter `a` that nothing can reach any more to
-    /// VidMm to unmap from the paging process and free (issue 45: churn leaves the machine's
+    /// VidMm to unmap from the paging process and free (churn leaves the machine's
     /// memory where it started). Takes only the fence and VidMm locks; the freeing itself is
     /// `reap_system_pages`, where no thunk lock is held.
     /// Process `pid` exited: the pages it packed fence values into can go once empty.

@@ -42,7 +42,7 @@ pub(crate) fn query_caps(
 const INLINE_FENCES: usize = 8;
 
 /// One of the parallel arrays the two update DDIs take: on the stack for the usual few fences,
-/// so the DPC's MonitoredValue re-arm does not allocate three times (issue 19).
+/// so the DPC's MonitoredValue re-arm does not allocate three times.
 enum Buf<T: Copy> {
     Inline([T; INLINE_FENCES]),
     Heap(Vec<T>),

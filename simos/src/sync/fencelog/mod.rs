@@ -1,4 +1,4 @@
-//! The OS side of native fence logs (issue 5, LOG-01 … LOG-09; design: docs/logs.md §4).
+//! The OS side of native fence logs (LOG-01 … LOG-09; design: docs/logs.md §4).
 //!
 //! - **Buffers (LOG-01, LOG-09).** Every user-mode hardware queue gets a wait log and a signal
 //!   log inside `D3DKMTCreateHwQueue` ([`crate::ums`]): one zeroed, page-aligned 4 KiB system

@@ -1,4 +1,4 @@
-//! Recovery of a hardware-scheduled node (issue 13): `DxgkDdiResetHwEngine`, then — only if it
+//! Recovery of a hardware-scheduled node: `DxgkDdiResetHwEngine`, then — only if it
 //! returned `STATUS_SUCCESS` — `DxgkDdiResumeHwEngine` ([D] 22631 `dxgmms2/VidSchiResetHwEngine`:
 //! `DxgCoreInterface[39]`, then `[40]` only when the first returned 0; the result is "resume
 //! returned 0"). Either failing escalates to the adapter-wide path with reason 9. No

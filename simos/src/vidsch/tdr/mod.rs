@@ -1,4 +1,4 @@
-//! Timeout detection and recovery: the VidSch side of issue 7 (docs/tdr.md §5, TDR-01 … TDR-09,
+//! Timeout detection and recovery: the VidSch side (docs/tdr.md §5, TDR-01 … TDR-09,
 //! UM-10).
 //!
 //! **Scheduling state** (per adapter, [`TdrOs`]): per node the OS's own `(S, C)` — last
@@ -47,7 +47,7 @@
 //! failed `DxgkDdiResetEngine` (TDR-09) or an aborted paging packet (TDR-08): reason
 //! `EngineTimeoutPromotedToAdapterReset` (9) is recorded.
 //!
-//! **Hardware-scheduled nodes** (issue 13, [`recover_hw_node`]): steps 1–7 as above, then
+//! **Hardware-scheduled nodes** ([`recover_hw_node`]): steps 1–7 as above, then
 //! `DxgkDdiResetHwEngine` and, only after `STATUS_SUCCESS`, `DxgkDdiResumeHwEngine` instead of
 //! `DxgkDdiResetEngine` ([D] `VidSchiResetHwEngine`); no fence bookkeeping; either failing goes
 //! adapter-wide (reason 9).
@@ -178,7 +178,7 @@ pub enum TdrEvent {
         status: NTSTATUS,
         last_aborted: u32,
     },
-    /// `DxgkDdiResetHwEngine` returned (hardware-scheduled node, issue 13).
+    /// `DxgkDdiResetHwEngine` returned (hardware-scheduled node).
     ResetHwEngine { node: u32, status: NTSTATUS },
     /// `DxgkDdiResumeHwEngine` returned.
     ResumeHwEngine { node: u32, status: NTSTATUS },
