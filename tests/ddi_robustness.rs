@@ -1205,9 +1205,17 @@ fn null_argument_pointers_with_a_live_context_fail() {
         // SAFETY: live context; 160 writable bytes of a 200-byte local; a payload of `size`
         // bytes inside a 48-byte local (or NULL).
         let s = unsafe { f2(ctx, &mut dbg2) };
-        assert_eq!(s, STATUS_SUCCESS, "CollectDbgInfo2 payload {size}@{at}: {}", show(s));
+        assert_eq!(
+            s,
+            STATUS_SUCCESS,
+            "CollectDbgInfo2 payload {size}@{at}: {}",
+            show(s)
+        );
         assert!(text[..160].contains(&0), "NUL-terminated inside BufferSize");
-        assert!(text[160..].iter().all(|b| *b == 0xAA), "wrote past BufferSize");
+        assert!(
+            text[160..].iter().all(|b| *b == 0xAA),
+            "wrote past BufferSize"
+        );
     }
     let f = d.DxgkDdiResetFromTimeout.expect("ResetFromTimeout filled");
     // SAFETY: live context.

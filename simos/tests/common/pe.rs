@@ -89,7 +89,11 @@ pub fn rerun_under_the_pages(skips: &[(&str, &str)], image: bool) {
         if let Some(sys) = &sys {
             cmd.env("RVGPU_SYS", sys);
         }
-        run_child(cmd, skips, &format!("under the pages' answers ({build} build)"));
+        run_child(
+            cmd,
+            skips,
+            &format!("under the pages' answers ({build} build)"),
+        );
     }
 }
 
