@@ -691,7 +691,7 @@ fn links_between_documents_name_real_headings() {
         let text = read(&doc);
         for (at, _) in text.match_indices(".md#") {
             let start = text[..at]
-                .rfind(|c: char| c == '(' || c == '/' || c.is_whitespace())
+                .rfind(|c: char| c == '(' || c.is_whitespace())
                 .map_or(0, |i| i + 1);
             let page = &text[start..at + 3];
             let anchor: String = text[at + 4..]

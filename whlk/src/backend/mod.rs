@@ -101,6 +101,10 @@ pub struct SessionConfig {
     /// Windows' `ValidateWDDMCaps` policy (off by default, as on Windows): the WDDM 1.2
     /// mandatory-feature check of adapter start (docs/windows-bringup.md BR-52).
     pub validate_wddm_caps: bool,
+    /// The OS disconnects every doorbell before F1 and D3 and on device loss, as Microsoft's
+    /// pages describe (UM-13, UM-14); Windows 11 24H2 disconnects none
+    /// (docs/windows-bringup.md §8a). Only a backend that builds its machine can ask for it.
+    pub os_disconnects_doorbells: bool,
 }
 
 impl SessionConfig {
@@ -121,6 +125,7 @@ impl SessionConfig {
             engines: None,
             per_engine_reset: None,
             validate_wddm_caps: false,
+            os_disconnects_doorbells: false,
         }
     }
 
@@ -138,6 +143,7 @@ impl SessionConfig {
             || self.engines.is_some()
             || self.per_engine_reset.is_some()
             || self.validate_wddm_caps
+            || self.os_disconnects_doorbells
     }
 }
 

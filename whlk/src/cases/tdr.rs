@@ -1123,13 +1123,16 @@ fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
             .into_iter()
             .skip(m)
             .collect();
+        // The pages disconnect the guilty doorbells through the KMD; 24H2 only writes the
+        // status, checked above (docs/windows-bringup.md §8a). A disconnect, if any, is ABORT.
         for q in [hq, hq1] {
             ensure!(
-                ev.contains(&OsEvent::OsDisconnect {
-                    queue: Some(q),
-                    reason: DoorbellStatus::DisconnectedAbort
-                }),
-                "no ABORT disconnect of guilty queue {q:?}: {ev:?}"
+                !ev.iter().any(|e| matches!(
+                    e,
+                    OsEvent::OsDisconnect { queue, reason } if *queue == Some(q)
+                        && *reason != DoorbellStatus::DisconnectedAbort
+                )),
+                "guilty queue {q:?} disconnected with another reason than ABORT: {ev:?}"
             );
         }
         ensure!(

@@ -74,6 +74,9 @@ pub(crate) fn machine_config(config: &SessionConfig) -> MachineConfig {
     mc.os.native_fence_feature = config.native_fence_feature;
     mc.os.hwsch_feature = config.hwsch_feature;
     mc.os.validate_wddm_caps = config.validate_wddm_caps;
+    if config.os_disconnects_doorbells {
+        mc.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
+    }
     if let Some(n) = config.log_entries {
         mc.os.log_entries = n;
     }
