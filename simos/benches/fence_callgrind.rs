@@ -114,7 +114,8 @@ fn null_reports(k: u64, idle: u64) {
     })
     .expect("load");
     m.start_adapter(0).expect("start");
-    let pid = rvgpu_simos::ProcessId(1);
+    // A native fence belongs to a D3D device of its process.
+    let pid = ok(&m, m.create_process(0)).pid;
     let _idle = (0..idle)
         .map(|_| {
             ok(

@@ -778,14 +778,20 @@ pub fn connected_on_engine<P: Platform>(live: &Live<P>, engine: u32) -> bool {
 pub fn disconnect<P: Platform>(args: &DXGKARG_DISCONNECTDOORBELL) -> Result<(), Status> {
     sched::with_adapter::<P, _>(args.hDoorbell, Kind::Doorbell, |_, live, h| {
         let mut s = live.sched.lock();
-        let queue = s.doorbells.get(&h).ok_or(status::INVALID_HANDLE)?.queue;
+        let d = s.doorbells.get(&h).ok_or(status::INVALID_HANDLE)?;
+        let (queue, victim) = (d.queue, d.callbacks > 0);
         disconnect_locked(live, &mut s, h);
         // Collect a ring that hit the unbound page before this kick: the UMD's status page
         // says CONNECTED until Dxgkrnl updates it after this returns, so the UMD will not ring
         // again for that work. A ring after the kick and before Dxgkrnl's remap is still
-        // lost (module doc, "OS-initiated disconnects").
-        if let Some(q) = s.queues.get(&queue) {
-            live.regs.write_at(q.engine, regs::QueueKick::new(q.id));
+        // lost (module doc, "OS-initiated disconnects"). A victim told of its disconnect from
+        // inside our own ConnectDoorbell (24H2 calls this DDI from the callback) is kicked
+        // once the callback has returned instead (`victim_returned`), which covers that
+        // window too.
+        if !victim {
+            if let Some(q) = s.queues.get(&queue) {
+                live.regs.write_at(q.engine, regs::QueueKick::new(q.id));
+            }
         }
         Ok(())
     })

@@ -46,8 +46,6 @@ const LOAD: usize = 2;
 pub struct FenceLocation {
     pub adapter: u8,
     pub current_gpu: GpuVa,
-    /// The physical (CurrentValue, MonitoredValue) words, when learnt ([`HandleMap::words`]).
-    pub words: Option<(u64, u64)>,
 }
 
 struct Entry {

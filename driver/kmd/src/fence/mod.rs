@@ -243,19 +243,23 @@ pub fn close<P: Platform>(a: &Adapter<P>, args: &DXGKARG_CLOSENATIVEFENCE) -> Re
 fn locate<P: Platform>(h: usize) -> Option<FenceLocation> {
     (0..MAX_ADAPTERS).find_map(|i| {
         let slot = u8::try_from(i).ok()?;
-        let (current_gpu, words) = ADAPTERS
-            .with(slot, |a: &Adapter<P>| {
-                a.fence_handles
-                    .get(h)
-                    .map(|v| (GpuVa::new(v), a.fence_handles.words(h)))
-            })
-            .flatten()?;
+        let current_gpu = ADAPTERS
+            .with(slot, |a: &Adapter<P>| a.fence_handles.get(h))
+            .flatten()
+            .map(GpuVa::new)?;
         Some(FenceLocation {
             adapter: slot,
             current_gpu,
-            words,
         })
     })
+}
+
+/// The physical (CurrentValue, MonitoredValue) words of fence `h` on adapter `slot`, if learnt
+/// (`pages`): only the update DDIs called without CPU addresses need them.
+fn words<P: Platform>(slot: u8, h: usize) -> Option<(u64, u64)> {
+    ADAPTERS
+        .with(slot, |a: &Adapter<P>| a.fence_handles.words(h))
+        .flatten()
 }
 
 /// DxgkDdiDestroyNativeFence (PASSIVE): no adapter handle, found through the handle maps.
@@ -398,11 +402,13 @@ pub(crate) fn update_monitored<P: Platform>(
                 // told us to update (its MonitoredValue storage is ours to write here).
                 unsafe { (*p).store(v, Ordering::Relaxed) };
             }
-        } else if let Some(loc) = arrays.handle(i).and_then(|h| locate::<P>(h as usize)) {
+        } else if let Some(h) = arrays.handle(i) {
             // 24H2: no CPU address; the device stores the word (hardware.md 8.3). A fence
             // never opened has no known word, and no waiter either.
-            if let Some((_, mv)) = loc.words {
-                fence_store::<P>(loc.adapter, mv, v);
+            let h = h as usize;
+            let found = locate::<P>(h).and_then(|l| Some((l.adapter, words::<P>(l.adapter, h)?)));
+            if let Some((slot, (_, mv))) = found {
+                fence_store::<P>(slot, mv, v);
             }
         }
     }
@@ -483,7 +489,11 @@ pub(crate) fn update_current<P: Platform>(
                 // Release: what the CPU did before signalling is visible to a GPU waiter.
                 // SAFETY: a valid, aligned 64-bit location the OS told us to write.
                 unsafe { (*p).store(v, Ordering::Release) };
-            } else if let (false, Some((cv, _)), Some(v)) = (cpu_stores, loc.words, v) {
+            } else if let (false, Some((cv, _)), Some(v)) = (
+                cpu_stores,
+                h.and_then(|h| words::<P>(loc.adapter, h as usize)),
+                v,
+            ) {
                 // The device stores the value and re-evaluates the waits on that word.
                 fence(Ordering::SeqCst);
                 fence_store::<P>(loc.adapter, cv, v);
