@@ -166,7 +166,9 @@ pub fn submit<P: Platform>(
         // Earlier submissions held back go first; this one joins them if they still do not
         // fit or the ring is full (Windows turns a failure here into a device error, so a full
         // ring is not one: `drain_backlog` appends it once the CMP frees room).
-        drain(k);
+        if !k.backlog.is_empty() {
+            drain(k);
+        }
         if !k.backlog.is_empty() || append(k, packets) == Err(status::INSUFFICIENT_RESOURCES) {
             k.backlog
                 .try_push::<P>(packets)
