@@ -1,4 +1,4 @@
-//! Doorbell write → CMP pickup latency (issue 6, "Benchmarks"), criterion, threaded device,
+//! Doorbell write → CMP pickup latency, criterion, threaded device,
 //! against a bare cross-thread wake (`Mutex` + `Condvar`) measured in the same run.
 //!
 //! - `doorbell`: one queue bound to a dedicated doorbell on an idle threaded device. Its ring

@@ -1,4 +1,4 @@
-//! Device cost of a command with and without the MMU (issue 12 step 1), criterion, step mode.
+//! Device cost of a command with and without the MMU, criterion, step mode.
 //!
 //! One queue on engine 0, its ring pre-filled with one kind of packet. An iteration publishes
 //! one more packet (write_ptr store), writes `TLB_INVALIDATE`, rings the doorbell and runs one

@@ -1,5 +1,5 @@
 //! Instructions the emulated device spends per packet with idle queues beside the busy one
-//! (issue 19, "flat with scale"): run under callgrind by `scripts/callgrind-device.sh`, not
+//! (flat with scale): run under callgrind by `scripts/callgrind-device.sh`, not
 //! timed. A step-mode device, engine 0 with one kernel-mode queue on doorbell 0 and
 //! `RVGPU_CALLGRIND_IDLE` (default 0) other valid queues with empty rings. K times
 //! (`RVGPU_CALLGRIND_OPS`, default 1000): one `PROGRESS(v)` into the busy ring, publish

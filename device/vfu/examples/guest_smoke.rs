@@ -147,7 +147,7 @@ fn mean_read(bar0: &Map, n: u32) -> (Duration, u32) {
 }
 
 /// `guest_smoke costs`: a register read and a doorbell ring as the guest pays them once QEMU
-/// maps BAR2 (issue 46). QEMU's vfio-pci turns BAR mappings off while it emulates INTx (its
+/// maps BAR2. QEMU's vfio-pci turns BAR mappings off while it emulates INTx (its
 /// end-of-interrupt detection traps every BAR access) and back on 1.1 s after the last INTx,
 /// so this runs with the function on MSI and waits that long first. The ring stores 0 to the
 /// last page: the same store as any ring, which the server's poller takes as no ring

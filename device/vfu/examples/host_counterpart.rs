@@ -1,4 +1,4 @@
-//! The in-process counterpart of `guest_smoke`'s measurements (issue 16, "Benchmarks"): the same
+//! The in-process counterpart of `guest_smoke`'s measurements: the same
 //! three costs with the emulated GPU in the measuring process instead of behind QEMU's PCIe.
 //!
 //! - a register read (`SCRATCH`) through the device's MMIO bus, as the simulated kernel's trap

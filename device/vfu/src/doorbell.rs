@@ -1,4 +1,4 @@
-//! BAR2 as memory the client maps (issue 46): a guest's doorbell ring that does not trap.
+//! BAR2 as memory the client maps: a guest's doorbell ring that does not trap.
 //!
 //! Through QEMU every BAR write the server sees is a trap: a VM exit and a round trip over the
 //! socket (26.6 µs per ring measured in the guest). With dedicated doorbells the value a queue

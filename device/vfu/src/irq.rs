@@ -301,10 +301,10 @@ mod tests {
         r.read(&mut b).map_or(0, |n| n / 8)
     }
 
-    /// Issue 46: a message for the line's rise and one for each reminder (the request rising
+    /// A message for the line's rise and one for each reminder (the request rising
     /// again under a line still high), none for a wake with the line low; held in D3hot.
     #[test]
-    fn issue_46_msi_is_sent_on_each_raise_and_reminder() {
+    fn msi_is_sent_on_each_raise_and_reminder() {
         let irq = IrqRouter::new();
         let (mut rx, tx) = pipe();
         irq.set_msi(Some(tx));

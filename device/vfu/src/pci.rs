@@ -305,7 +305,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_16_bar_sizing_reads_back_size_and_type() {
+    fn bar_sizing_reads_back_size_and_type() {
         let mut c = ConfigSpace::new(Bars::new(16, 16 << 20));
         for n in 0..6u64 {
             assert!(c.write(0x10 + 4 * n, &u32::MAX.to_le_bytes()));
@@ -326,7 +326,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_16_bar_sizes_round_up_to_powers_of_two() {
+    fn bar_sizes_round_up_to_powers_of_two() {
         let b = Bars::new(3, 5 << 20);
         assert_eq!(b.doorbell, 16 << 10);
         assert_eq!(b.vram, 8 << 20);
@@ -337,7 +337,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_16_power_management_capability_takes_d0_and_d3hot_only() {
+    fn power_management_capability_takes_d0_and_d3hot_only() {
         let mut c = ConfigSpace::new(Bars::new(16, 1 << 20));
         assert_eq!(dword(&c, 0x34) & 0xFF, 0x40, "the list starts at PM");
         assert_eq!(
@@ -362,7 +362,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_16_config_space_rejects_ranges_outside_it() {
+    fn config_space_rejects_ranges_outside_it() {
         let mut c = ConfigSpace::new(Bars::new(16, 1 << 20));
         let mut b = [0xAA; 4];
         assert!(!c.read(4094, &mut b, false));

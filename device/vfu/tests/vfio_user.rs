@@ -1,4 +1,4 @@
-//! Issue 16: the rvgpu function served over vfio-user, driven by a vfio-user client in the
+//! The rvgpu function served over vfio-user, driven by a vfio-user client in the
 //! test (rust-vmm's `vfio_user::Client`, and raw messages where that client cannot express a
 //! bad request), without QEMU. Each test runs its own server on a socket in a temp dir.
 
@@ -285,7 +285,7 @@ fn isr(c: &mut Client, ram: &GuestRam, rptr: &mut u32) -> (u32, Vec<EventRecord>
 }
 
 #[test]
-fn issue_16_config_space_ids_bar_sizing_and_capabilities() {
+fn config_space_ids_bar_sizing_and_capabilities() {
     let h = Harness::start(1);
     let mut c = h.client();
     let cfg = region::CONFIG;
@@ -347,7 +347,7 @@ fn issue_16_config_space_ids_bar_sizing_and_capabilities() {
 }
 
 #[test]
-fn issue_16_bar0_registers_answer_through_the_mmio_bus() {
+fn bar0_registers_answer_through_the_mmio_bus() {
     let h = Harness::start(1);
     let mut c = h.client();
     assert_eq!(reg(&mut c, regs::ID), regs::ID_VALUE);
@@ -365,7 +365,7 @@ fn issue_16_bar0_registers_answer_through_the_mmio_bus() {
 }
 
 #[test]
-fn issue_16_ring_in_guest_ram_runs_and_raises_the_intx_eventfd() {
+fn ring_in_guest_ram_runs_and_raises_the_intx_eventfd() {
     let h = Harness::start(1);
     let mut c = h.client();
     let ram = GuestRam::new();
@@ -424,7 +424,7 @@ fn issue_16_ring_in_guest_ram_runs_and_raises_the_intx_eventfd() {
 }
 
 #[test]
-fn issue_16_intx_stays_masked_until_unmask_and_obeys_intx_disable() {
+fn intx_stays_masked_until_unmask_and_obeys_intx_disable() {
     let h = Harness::start(1);
     let mut c = h.client();
     let ram = GuestRam::new();
@@ -466,7 +466,7 @@ fn issue_16_intx_stays_masked_until_unmask_and_obeys_intx_disable() {
 }
 
 #[test]
-fn issue_16_msi_eventfd_takes_over_from_intx() {
+fn msi_eventfd_takes_over_from_intx() {
     let h = Harness::start(1);
     let mut c = h.client();
     let ram = GuestRam::new();
@@ -484,7 +484,7 @@ fn issue_16_msi_eventfd_takes_over_from_intx() {
 }
 
 #[test]
-fn issue_16_vram_bar_is_the_devices_vram_shared_by_mmap() {
+fn vram_bar_is_the_devices_vram_shared_by_mmap() {
     let h = Harness::start(1);
     let mut c = h.client();
     let r = c.region(region::BAR4).unwrap();
@@ -506,7 +506,7 @@ fn issue_16_vram_bar_is_the_devices_vram_shared_by_mmap() {
 }
 
 #[test]
-fn issue_16_bad_accesses_get_hardware_answers() {
+fn bad_accesses_get_hardware_answers() {
     let h = Harness::start(1);
     let mut c = h.client();
     let mut two = [0u8; 2];
@@ -577,7 +577,7 @@ fn raw_call(s: &mut UnixStream, msg: &[u8]) -> (u32, u32) {
 }
 
 #[test]
-fn issue_16_protocol_errors_get_error_replies_and_a_crashing_message_only_drops_the_client() {
+fn protocol_errors_get_error_replies_and_a_crashing_message_only_drops_the_client() {
     let h = Harness::start(2);
     let mut s = UnixStream::connect(&h.socket).unwrap();
     // REGION_READ (9) of region 20: no such region.
@@ -617,7 +617,7 @@ fn issue_16_protocol_errors_get_error_replies_and_a_crashing_message_only_drops_
 }
 
 #[test]
-fn issue_16_disconnect_resets_the_device_and_a_new_client_is_served() {
+fn disconnect_resets_the_device_and_a_new_client_is_served() {
     let h = Harness::start(2);
     let ram = GuestRam::new();
     let first = {
@@ -673,7 +673,7 @@ fn issue_16_disconnect_resets_the_device_and_a_new_client_is_served() {
 }
 
 #[test]
-fn issue_16_device_reset_message_powers_the_function_on_again() {
+fn device_reset_message_powers_the_function_on_again() {
     let h = Harness::start(1);
     let mut c = h.client();
     set_reg(&mut c, regs::SCRATCH, 0xABCD);
@@ -704,7 +704,7 @@ fn issue_16_device_reset_message_powers_the_function_on_again() {
 }
 
 #[test]
-fn issue_16_dma_unmap_takes_guest_ram_off_the_bus_and_overlaps_are_refused() {
+fn dma_unmap_takes_guest_ram_off_the_bus_and_overlaps_are_refused() {
     let h = Harness::start(1);
     let mut c = h.client();
     let ram = GuestRam::new();
@@ -727,7 +727,7 @@ fn issue_16_dma_unmap_takes_guest_ram_off_the_bus_and_overlaps_are_refused() {
 }
 
 #[test]
-fn issue_16_guest_ram_is_reachable_only_while_bus_master_is_on() {
+fn guest_ram_is_reachable_only_while_bus_master_is_on() {
     let h = Harness::start(1);
     let mut c = h.client();
     let ram = GuestRam::new();
@@ -786,7 +786,7 @@ fn raise_line_behind_the_bus(h: &Harness, c: &mut Client) {
 }
 
 #[test]
-fn issue_16_d3hot_decodes_config_only_takes_dma_off_and_holds_the_interrupt_until_d0() {
+fn d3hot_decodes_config_only_takes_dma_off_and_holds_the_interrupt_until_d0() {
     use rvgpu_hw::mmio::MmioBus;
     let h = Harness::start(1);
     let mut c = h.client();
@@ -844,7 +844,7 @@ fn issue_16_d3hot_decodes_config_only_takes_dma_off_and_holds_the_interrupt_unti
 }
 
 #[test]
-fn issue_16_d3hot_holds_intx_until_d0() {
+fn d3hot_holds_intx_until_d0() {
     let h = Harness::start(1);
     let mut c = h.client();
     let ram = GuestRam::new();
@@ -861,13 +861,13 @@ fn issue_16_d3hot_holds_intx_until_d0() {
     assert_eq!(h.probe.d3hot_accesses(), 0);
 }
 
-/// Issue 46: BAR2 is offered as a memfd the client maps (dedicated doorbells), so a guest's
+/// BAR2 is offered as a memfd the client maps (dedicated doorbells), so a guest's
 /// ring is a store to memory that never reaches the server; the device's poller rings the page.
 /// Eight queues on eight doorbell pages, 300 submissions each rung through the mapping with no
 /// wait between them: every queue runs to its last submission (merged rings lose nothing), and
 /// none of the rings was a trapped BAR2 write. In D3hot a store rings nothing.
 #[test]
-fn issue_46_mapped_doorbells_ring_without_a_trap_and_lose_no_work() {
+fn mapped_doorbells_ring_without_a_trap_and_lose_no_work() {
     const QUEUES: u64 = 8;
     const ROUNDS: u64 = 300;
     let h = Harness::start(1);
