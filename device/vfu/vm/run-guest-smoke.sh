@@ -3,7 +3,7 @@
 # inside it the guest_smoke example and then the real driver stack: rvgpu-whlk with the sim
 # backend on the PCI board (`--board pci --subset pci`: the real KMD, the simulated OS and the
 # UMD driving the function across QEMU's PCIe; docs/test-machine.md, "QEMU with rvgpu-vfu").
-# Not part of CI yet (issue 16). Needs root (debootstrap, chroot, mount) and the Debian mirror.
+# Run by tests/vm.rs. Needs root (debootstrap, chroot, mount) and the Debian mirror.
 #
 #   device/vfu/vm/run-guest-smoke.sh [WORKDIR]      (default /work/vm)
 #
@@ -179,14 +179,14 @@ n=${harness_msi%% *}
 [ "$n" -ge "$HARNESS_MIN" ] || { echo "FAIL: the harness passed $n cases on MSI, fewer than $HARNESS_MIN"; exit 1; }
 grep -qE '^PCI board: [1-9][0-9]* MSI interrupts delivered through UIO' <<<"$LOG" ||
     { echo "FAIL: no MSI interrupt reached the harness's PCI board"; exit 1; }
-# Issue 46: on MSI the ISR reads no register, but for the INT_STATUS read of a message its
+# On MSI the ISR reads no register, but for the INT_STATUS read of a message its
 # write-back word does not explain (docs/hardware.md 7.5: a coalesced or reminder message whose
 # causes an earlier call drained): a few per hundred calls. On INTx it reads one per call.
 msi_reads=$(sed -n '/(MSI)$/,$p' <<<"$LOG" | sed -n 's/^PCI board: [0-9]* ISR calls, \([0-9]*\) register reads.*/\1/p')
 msi_calls=$(sed -n '/(MSI)$/,$p' <<<"$LOG" | sed -n 's/^PCI board: \([0-9]*\) ISR calls,.*/\1/p')
 [ -n "$msi_calls" ] && [ "$msi_calls" -gt 0 ] && [ $((msi_reads * 4)) -le "$msi_calls" ] ||
     { echo "FAIL: the ISR on MSI read registers: $msi_reads reads in $msi_calls calls"; exit 1; }
-# Issue 46: with BAR2 mapped (the server offers it as shared memory, polled for rings), a
+# With BAR2 mapped (the server offers it as shared memory, polled for rings), a
 # doorbell ring costs the guest a store, at most a tenth of a (trapped) register read.
 costs=$(grep -E '^measure \(MSI, BAR2 mapped\)' <<<"$LOG" || true)
 polled=$(sed -n 's/^rvgpu-vfu: doorbell rings so far: \([0-9]*\) from the mapped BAR2.*/\1/p' "$VM/vfu.log" | tail -1)
