@@ -17,7 +17,7 @@ use rvgpu_simos::kmt::{SimKmt, SimMem};
 use rvgpu_simos::testing::tdr::{self as testing_tdr, Misreport};
 use rvgpu_simos::{
     AdapterConfig, Cause, Machine, MachineConfig, Mode, SimError, TdrConfig, TdrEvent, TdrReason,
-    UmsEvent,
+    UmsEvent, UmsProcess,
 };
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt};
 use rvgpu_umd::submit::{QueueConfig, UserQueue};
@@ -57,6 +57,23 @@ fn tdr_machine_reading(mode: Mode, reading: rvgpu_simos::machine::answers::Readi
     let m = started(cfg);
     ok(&m, m.enable_tdr(0, fast()));
     m
+}
+
+/// A process whose user-mode queue on node 0 runs a HANG; returns once the OS has resumed the
+/// node after resetting it (ResumeHwEngine). The queue is never dropped: its device is in error
+/// and the test looks at what the reset left.
+fn hang_a_user_queue_until_resumed(m: &Machine) -> UmsProcess {
+    let h = ok(m, m.create_process(0));
+    let kh = m.kmt(&h);
+    let mut uq = okk(m, UserQueue::new(kh, &ucfg(0)));
+    okk(m, uq.submit(&[Command::Hang]));
+    run_until(m, "reset", |m| {
+        m.tdr_events(0)
+            .iter()
+            .any(|e| matches!(e, TdrEvent::ResumeHwEngine { .. }))
+    });
+    std::mem::forget(uq);
+    h
 }
 
 fn ucfg(node: u32) -> QueueConfig {
@@ -436,15 +453,7 @@ fn tdr_04_last_completed_fence() {
 #[test]
 fn tdr_01_24h2_collects_dbg_info2_after_the_group_and_before_the_reset() {
     let m = tdr_machine_reading(Mode::Step, rvgpu_simos::machine::answers::Reading::W24H2);
-    let h = ok(&m, m.create_process(0));
-    let kh = m.kmt(&h);
-    let mut uq = okk(&m, UserQueue::new(kh, &ucfg(0)));
-    okk(&m, uq.submit(&[Command::Hang]));
-    run_until(&m, "reset", |m| {
-        m.tdr_events(0)
-            .iter()
-            .any(|e| matches!(e, TdrEvent::ResumeHwEngine { .. }))
-    });
+    hang_a_user_queue_until_resumed(&m);
     let ev = m.tdr_events(0);
     let at = |f: &dyn Fn(&TdrEvent) -> bool| {
         ev.iter()
@@ -488,15 +497,7 @@ fn tdr_01_24h2_collects_dbg_info2_after_the_group_and_before_the_reset() {
 #[test]
 fn tdr_06_hw_queue_hang_resets_through_reset_hw_engine() {
     let m = tdr_machine(Mode::Step, |_| {});
-    let h = ok(&m, m.create_process(0));
-    let kh = m.kmt(&h);
-    let mut uq = okk(&m, UserQueue::new(kh, &ucfg(0)));
-    okk(&m, uq.submit(&[Command::Hang]));
-    run_until(&m, "reset", |m| {
-        m.tdr_events(0)
-            .iter()
-            .any(|e| matches!(e, TdrEvent::ResumeHwEngine { .. }))
-    });
+    let h = hang_a_user_queue_until_resumed(&m);
     let ev = m.tdr_events(0);
     assert!(
         ev.iter()
@@ -512,7 +513,6 @@ fn tdr_06_hw_queue_hang_resets_through_reset_hw_engine() {
             .any(|e| matches!(e, TdrEvent::Invalidated { device } if *device == h.device)),
         "KMD named the guilty context: {ev:#?}"
     );
-    std::mem::forget(uq);
     no_fault(&m);
 }
 

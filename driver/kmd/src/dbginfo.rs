@@ -155,12 +155,14 @@ pub fn report<P: Platform>(a: &Adapter<P>, reason: u32, out: &mut impl Write) ->
     Ok(())
 }
 
-/// DxgkDdiCollectDbgInfo (level 0; PASSIVE for 0x117/0x141, any IRQL otherwise).
-/// `buf` is the OS's `pBuffer`/`BufferSize` (`None`: null with a non-zero size).
-pub(crate) fn collect<P: Platform>(
+/// Writes the report for `reason` into the OS's buffer, then `more` (a line of the caller's),
+/// truncating at its end and NUL-terminating. `buf` is the OS's `pBuffer`/`BufferSize`
+/// (`None`: null with a non-zero size); an empty buffer gets nothing.
+fn write_into<P: Platform>(
     a: &Adapter<P>,
-    args: &DXGKARG_COLLECTDBGINFO,
+    reason: u32,
     buf: Option<&mut [u8]>,
+    more: impl FnOnce(&mut Truncating<'_>) -> fmt::Result,
 ) -> Result<(), Status> {
     let buf = buf.ok_or(status::INVALID_PARAMETER)?;
     if buf.is_empty() {
@@ -169,31 +171,33 @@ pub(crate) fn collect<P: Platform>(
     }
     let mut w = Truncating::new(buf);
     // Truncation is not an error: the writer never fails.
-    let _ = report(a, args.Reason, &mut w);
+    let _ = report(a, reason, &mut w).and_then(|()| more(&mut w));
     w.terminate();
     Ok(())
 }
 
+/// DxgkDdiCollectDbgInfo (level 0; PASSIVE for 0x117/0x141, any IRQL otherwise).
+pub(crate) fn collect<P: Platform>(
+    a: &Adapter<P>,
+    args: &DXGKARG_COLLECTDBGINFO,
+    buf: Option<&mut [u8]>,
+) -> Result<(), Status> {
+    write_into(a, args.Reason, buf, |_| Ok(()))
+}
+
 /// DxgkDdiCollectDbgInfo2 (level 0, as [`collect`]): the same report, then what the OS says
 /// of the timeout. For `DXGK_TDR_TYPE_ENGINE_TIMEOUT` the payload names the node and, for a
-/// hardware-scheduled one, the outstanding suspends and ready interactive queues; the line
-/// `tdr type=6 node=… engine=… completed=… submitted=… suspends=… ready=…` carries it into the
-/// report (scripts/windbg decodes the report). `hContext` stays NULL: which context hung is
-/// known only under the scheduler lock, which level 0 must not take. A NULL or short payload
-/// (the page allows it) gives `tdr type=N` alone.
+/// hardware-scheduled one, the outstanding suspends and ready interactive queues, in a line
+/// `tdr type=6 node=… engine=… completed=… submitted=… suspends=… ready=…`. `hContext` stays
+/// NULL: which context hung is known only under the scheduler lock, which level 0 must not
+/// take. A NULL or short payload (the page allows it) gives `tdr type=N` alone.
 pub(crate) fn collect2<P: Platform>(
     a: &Adapter<P>,
     args: &DXGKARG_COLLECTDBGINFO2,
     buf: Option<&mut [u8]>,
     payload: Option<&DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>,
 ) -> Result<(), Status> {
-    let buf = buf.ok_or(status::INVALID_PARAMETER)?;
-    if buf.is_empty() {
-        return Ok(());
-    }
-    let mut w = Truncating::new(buf);
-    let _ = report(a, args.Reason, &mut w);
-    let _ = match payload {
+    write_into(a, args.Reason, buf, |w| match payload {
         Some(p) if args.TdrType == DXGK_TDR_TYPE_ENGINE_TIMEOUT => writeln!(
             w,
             "tdr type={} node={} engine={} completed={:#x} submitted={:#x} suspends={} ready={}",
@@ -206,9 +210,7 @@ pub(crate) fn collect2<P: Platform>(
             p.NumberOfReadyInteractiveHwQueues
         ),
         _ => writeln!(w, "tdr type={}", args.TdrType),
-    };
-    w.terminate();
-    Ok(())
+    })
 }
 
 #[cfg(test)]
