@@ -92,6 +92,24 @@ pub(super) fn update_monitored(
     }
 }
 
+/// `f` at device IRQL under the adapter's interrupt lock, as VidSch's `DpSynchronizeExecution`
+/// calls the update DDIs; `what` names the DDI for the error when the interrupt is not
+/// connected (no synchronisation is possible then).
+fn synchronized(
+    a: &AdapterShared,
+    what: &str,
+    f: impl FnOnce() -> Result<NTSTATUS, SimError>,
+) -> Result<NTSTATUS, SimError> {
+    let _guard = a.lock_interrupt();
+    if !a.connected.load(Ordering::Acquire) {
+        return Err(SimError::Simulation(format!(
+            "adapter {}'s interrupt is not connected: no {what}",
+            a.index
+        )));
+    }
+    f()
+}
+
 /// A failed update DDI: the pages' reading reports the status; 24H2's VidSch bug-checks
 /// 0x119 `VIDEO_SCHEDULER_INTERNAL_ERROR` with 0x12 (UpdateMonitoredValues) or 0x13
 /// (UpdateCurrentValuesFromCpu), the status and the fence's handle
@@ -135,14 +153,7 @@ fn update_monitored_call(
         Flags: DXGKARG_UPDATEMONITOREDVALUES_FLAGS::default(),
         Reserved: [0; 28],
     };
-    let status = {
-        let _guard = a.lock_interrupt();
-        if !a.connected.load(Ordering::Acquire) {
-            return Err(SimError::Simulation(format!(
-                "adapter {}'s interrupt is not connected: no UpdateMonitoredValues",
-                a.index
-            )));
-        }
+    let status = synchronized(a, "UpdateMonitoredValues", || {
         ddi::call(
             a,
             Routine::DxgkDdiUpdateMonitoredValues,
@@ -153,8 +164,8 @@ fn update_monitored_call(
                 // across the call; the MonitoredValue addresses are OS fence storage.
                 unsafe { f(&args) }
             },
-        )?
-    };
+        )
+    })?;
     lock(&a.fence_os).update_monitored_calls += 1;
     check_update_status(a, status, 0x12, entries.first().map_or(0, |e| e.0))
 }
@@ -230,14 +241,7 @@ fn update_current_call(
     };
     let status = match a.os.reading.cpu_update_irql {
         CpuUpdateIrql::DeviceUnderInterruptLock => {
-            let _guard = a.lock_interrupt();
-            if !a.connected.load(Ordering::Acquire) {
-                return Err(SimError::Simulation(format!(
-                    "adapter {}'s interrupt is not connected: no UpdateCurrentValuesFromCpu",
-                    a.index
-                )));
-            }
-            call()?
+            synchronized(a, "UpdateCurrentValuesFromCpu", call)?
         }
         CpuUpdateIrql::Dispatch => call()?,
     };
