@@ -228,10 +228,8 @@ fn user_docs_describe_what_is() {
     }
 }
 
-/// The simulated-OS suites that rerun against the PE image (`against_the_pe_image`): the
-/// README gives their number, docs/pe-image.md names each.
-#[test]
-fn documents_count_and_name_the_suites_rerun_against_the_image() {
+/// The simulated-OS suites that rerun against the PE image (`against_the_pe_image`).
+fn pe_rerun_suites() -> BTreeSet<String> {
     let dir = root().join("simos/tests");
     let mut suites = BTreeSet::new();
     for e in std::fs::read_dir(&dir).unwrap() {
@@ -246,6 +244,14 @@ fn documents_count_and_name_the_suites_rerun_against_the_image() {
             }
         }
     }
+    suites
+}
+
+/// The simulated-OS suites that rerun against the PE image (`against_the_pe_image`): the
+/// README gives their number, docs/pe-image.md names each.
+#[test]
+fn documents_count_and_name_the_suites_rerun_against_the_image() {
+    let suites = pe_rerun_suites();
     const WORDS: [&str; 31] = [
         "zero",
         "one",
@@ -752,4 +758,86 @@ fn fuzzing_page_lists_every_fuzz_target() {
         listed, targets,
         "docs/fuzzing.md's targets against fuzz/Cargo.toml"
     );
+}
+
+/// The harness cases the QEMU guest runs (`PCI_SUBSET` of whlk/src/cases/mod.rs).
+fn pci_subset() -> BTreeSet<String> {
+    let source = read("whlk/src/cases/mod.rs");
+    let start = source
+        .find("pub const PCI_SUBSET: &[&str] = &[")
+        .expect("whlk/src/cases/mod.rs: PCI_SUBSET");
+    let body = &source[start..];
+    let body = &body[..body.find("];").expect("end of PCI_SUBSET")];
+    body.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every *works* or *partly* cell of the README's status table names in backticks what proves
+/// it on that column: a test suite (on the PE image, one rerun against `rvgpu.sys`, a `pe_*`
+/// suite or an image test of `tests/`), a harness case of the QEMU guest's subset or its VM
+/// test, or `.ci/run` for the harness run CI makes.
+#[test]
+fn readme_status_cells_name_what_proves_them() {
+    let readme = read("README.md");
+    let header = "| feature | simulated OS (Linux build) | PE image | Linux guest on QEMU over PCIe | Windows |";
+    let from = readme.find(header).expect("the status table");
+    let table = &readme[from..];
+    let table = &table[..table.find("\n\n").unwrap_or(table.len())];
+    let suite = |name: &str| {
+        [
+            "simos/tests",
+            "tests",
+            "whlk/tests",
+            "fuzz/targets/tests",
+            "device/tests",
+            "device/vfu/tests",
+        ]
+        .iter()
+        .any(|d| root().join(d).join(format!("{name}.rs")).exists())
+    };
+    let rerun = pe_rerun_suites();
+    let on_image = |name: &str| {
+        rerun.contains(name)
+            || (name.starts_with("pe_") && root().join(format!("simos/tests/{name}.rs")).exists())
+            || std::fs::read_to_string(root().join(format!("tests/{name}.rs")))
+                .is_ok_and(|s| s.contains("rvgpu.sys"))
+            || (name == ".ci/run" && read(".ci/run").contains("--driver pe"))
+    };
+    let guest = pci_subset();
+    let in_guest = |name: &str| guest.contains(name) || name == "vm";
+    let mut bad = Vec::new();
+    for row in table_rows(table) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let feature = cells[1];
+        for (column, cell) in cells[2..cells.len() - 1].iter().enumerate() {
+            if !(cell.starts_with("works") || cell.starts_with("partly")) {
+                continue;
+            }
+            let named: Vec<&str> = cell.split('`').skip(1).step_by(2).collect();
+            if named.is_empty() {
+                bad.push(format!(
+                    "{feature}, column {}: `{cell}` names no proof",
+                    column + 1
+                ));
+            }
+            for name in named {
+                let ok = match column {
+                    0 => suite(name),
+                    1 => on_image(name),
+                    2 => in_guest(name),
+                    _ => false,
+                };
+                if !ok {
+                    bad.push(format!(
+                        "{feature}, column {}: `{name}` proves nothing there",
+                        column + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "README status cells:\n{}", bad.join("\n"));
 }
