@@ -377,20 +377,8 @@ fn documents_name_no_issue_numbers_dates_or_commits() {
             );
         }
         for word in text.split(|c: char| !c.is_ascii_alphanumeric() && c != '-') {
-            let b = word.as_bytes();
-            let date = b.len() == 10
-                && b[4] == b'-'
-                && b[7] == b'-'
-                && word.starts_with("20")
-                && word.replace('-', "").bytes().all(|c| c.is_ascii_digit());
-            assert!(!date, "{doc} gives a date: {word}");
-            // A commit hash: 7 to 40 lowercase hex digits with at least one letter and one digit.
-            let hash = (7..=40).contains(&b.len())
-                && b.iter()
-                    .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
-                && b.iter().any(u8::is_ascii_digit)
-                && b.iter().any(u8::is_ascii_alphabetic);
-            assert!(!hash, "{doc} names a commit: {word}");
+            assert!(!is_date(word), "{doc} gives a date: {word}");
+            assert!(!is_commit_hash(word), "{doc} names a commit: {word}");
         }
     }
 }
@@ -840,4 +828,107 @@ fn readme_status_cells_name_what_proves_them() {
         }
     }
     assert!(bad.is_empty(), "README status cells:\n{}", bad.join("\n"));
+}
+
+/// Whether `word` (alphanumerics and `-`) looks like a commit hash: 7 to 40 lowercase hex digits
+/// with at least one letter and one digit.
+fn is_commit_hash(word: &str) -> bool {
+    let b = word.as_bytes();
+    (7..=40).contains(&b.len())
+        && b.iter()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+        && b.iter().any(u8::is_ascii_digit)
+        && b.iter().any(u8::is_ascii_alphabetic)
+}
+
+/// Whether `word` is a date, `YYYY-MM-DD`.
+fn is_date(word: &str) -> bool {
+    let b = word.as_bytes();
+    b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && word.starts_with("20")
+        && word.replace('-', "").bytes().all(|c| c.is_ascii_digit())
+}
+
+/// The source files of the tree (tracked or new, not ignored) whose comments the history check
+/// reads.
+fn source_files() -> Vec<String> {
+    let out = Command::new("git")
+        .args(["ls-files", "--cached", "--others", "--exclude-standard"])
+        .current_dir(root())
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git ls-files: {out:?}");
+    let code = [
+        ".rs", ".sh", ".js", ".py", ".toml", ".c", ".h", ".natvis", ".inf",
+    ];
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|f| code.iter().any(|e| f.ends_with(e)) || f.starts_with(".ci/"))
+        .filter(|f| root().join(f).is_file())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Code tells no history either: no tracker numbers in comments, test names or strings, no
+/// dates, and no commit hashes in comments except those pinning another project's sources (the
+/// decompiled Windows code, cited as `nohuto/decompiled-pseudocode` with its commit).
+#[test]
+fn code_names_no_issue_numbers_dates_or_commits() {
+    let mut bad = Vec::new();
+    for file in source_files() {
+        let Ok(text) = std::fs::read_to_string(root().join(&file)) else {
+            continue;
+        };
+        let mut citing = false;
+        for (n, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            let at = format!("{file}:{}", n + 1);
+            for (i, _) in lower.match_indices("issue") {
+                let rest = lower[i + 5..].trim_start_matches([' ', '-', '_', 's', '#']);
+                if rest.starts_with(|c: char| c.is_ascii_digit()) {
+                    bad.push(format!("{at}: a tracker number: {}", line.trim()));
+                }
+            }
+            let comment = line
+                .find("//")
+                .or_else(|| line.trim_start().starts_with('#').then_some(0))
+                .map(|i| &line[i..]);
+            // A citation of the decompiled sources may continue on the next comment lines.
+            if comment.is_none() {
+                citing = false;
+            }
+            if lower.contains("decompiled-pseudocode") || lower.contains("helios") {
+                citing = true;
+            }
+            for word in line.split(|c: char| !c.is_ascii_alphanumeric() && c != '-') {
+                if is_date(word) {
+                    bad.push(format!("{at}: a date: {}", line.trim()));
+                }
+            }
+            if let Some(comment) = comment.filter(|_| !citing) {
+                // GUIDs stay whole (`-` joins their groups), so they are not hashes.
+                for word in comment.split(|c: char| !c.is_ascii_alphanumeric() && c != '-') {
+                    if is_commit_hash(word) {
+                        bad.push(format!("{at}: a commit: {}", line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "history in the code (it belongs in commit messages):\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_history_checks_see_dates_and_commits() {
+    assert!(is_date("2031-01-09"));
+    assert!(!is_date("0x11007"));
+    assert!(is_commit_hash("a1b2c3d"));
+    assert!(!is_commit_hash("deadbeef"));
+    assert!(!is_commit_hash("f3295a17-70a0"));
 }
