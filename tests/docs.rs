@@ -9,9 +9,11 @@
 //! - docs/ddi-status.md lists exactly the slots the driver's table fills, and its count of
 //!   mandatory slots is that of `tests/ddi_table.rs`;
 //! - the README's figure tables are rows of docs/performance.md, and its status table uses only
-//!   the words its legend defines, one docs/status.md section per row;
-//! - the documents stay within their word budget and tell no history (no issue numbers, dates or
-//!   commit hashes).
+//!   the words its legend defines, one docs/status.md section per row, each *works* cell naming
+//!   the suites or cases that prove it on that column;
+//! - docs/test-machine.md's guest cases are `PCI_SUBSET`; every `RVGPU_*` variable exists;
+//! - the documents stay within their word budget; documents and code tell no history (no
+//!   tracker numbers, dates or commit hashes).
 
 // Host-side test code: the kernel no-panic lints do not apply.
 #![allow(
@@ -931,4 +933,53 @@ fn the_history_checks_see_dates_and_commits() {
     assert!(is_commit_hash("a1b2c3d"));
     assert!(!is_commit_hash("deadbeef"));
     assert!(!is_commit_hash("f3295a17-70a0"));
+}
+
+/// docs/test-machine.md's table of the QEMU guest's cases is `PCI_SUBSET`.
+#[test]
+fn test_machine_lists_the_guests_cases() {
+    let doc = read("docs/test-machine.md");
+    let from = doc
+        .find("`--subset pci` is `PCI_SUBSET`")
+        .expect("docs/test-machine.md: `--subset pci` is `PCI_SUBSET`");
+    let rest = &doc[from..];
+    let rest = &rest[rest.find("\n|").expect("the table")..];
+    let table = &rest[..rest.find("\n\n").unwrap_or(rest.len())];
+    let listed: BTreeSet<String> = table_rows(table)
+        .iter()
+        .filter_map(|r| r.split('|').nth(1))
+        .map(|c| c.trim().trim_matches('`').to_owned())
+        .collect();
+    assert_eq!(listed, pci_subset(), "docs/test-machine.md's guest cases");
+}
+
+/// Every `RVGPU_*` environment variable a document names is read somewhere in the tree.
+#[test]
+fn environment_variables_in_the_documents_exist() {
+    let sources: String = source_files()
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(root().join(f)).ok())
+        .collect();
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for doc in documents() {
+        let text = read(&doc);
+        for (i, _) in text.match_indices("RVGPU_") {
+            let name: String = text[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            let name = name.trim_end_matches('_');
+            seen += 1;
+            if !sources.contains(name) {
+                bad.push(format!("{doc}: {name}"));
+            }
+        }
+    }
+    assert!(seen > 10, "found only {seen} variables");
+    assert!(
+        bad.is_empty(),
+        "variables nothing reads:\n{}",
+        bad.join("\n")
+    );
 }
