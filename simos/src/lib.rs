@@ -21,6 +21,7 @@
 pub mod dxgkrnl;
 pub mod error;
 pub mod kmt;
+mod lock;
 pub mod machine;
 pub mod ob;
 #[cfg(target_os = "linux")]
@@ -35,8 +36,8 @@ pub use dxgkrnl::bugcheck::BugCheck;
 pub use dxgkrnl::kernel::SimKernel;
 pub use dxgkrnl::lowres::{LowResources, PoolStats};
 pub use dxgkrnl::notify::{Notification, Processed};
-pub use dxgkrnl::state::{Fault, LogLine};
-pub use error::SimError;
+pub use dxgkrnl::state::LogLine;
+pub use error::{Fault, SimError};
 pub use machine::{
     AdapterConfig, AdapterInfo, CpuArch, Machine, MachineConfig, Mode, OsConfig, WindowsBuild,
 };

@@ -18,7 +18,7 @@ use rvgpu_ddi::NTSTATUS;
 
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::rules::{self, Routine, Slot};
-use crate::dxgkrnl::state::lock;
+use crate::lock::lock;
 use crate::machine::CpuArch;
 
 /// `STATUS_REVISION_MISMATCH`.
