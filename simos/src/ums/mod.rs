@@ -138,8 +138,8 @@ use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::kernel::current_irql;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, ProcessId, SimEvent, WaitOutcome};
 

@@ -241,9 +241,9 @@ impl Machine {
                 unsafe { f(ctx, &mut args) }
             },
         )?;
-        // BR-91 ([D] ADAPTER_RENDER::DdiCreateDevice): anything but SUCCESS or NO_MEMORY is
-        // "an invalid NTSTATUS code" in the triage log; the status still goes to the caller.
-        if status != 0 && status != STATUS_NO_MEMORY {
+        // BR-91 (the statuses column of the rule table): another status is "an invalid
+        // NTSTATUS code" in the triage log; the status still goes to the caller.
+        if !bringup::status_allowed("DxgkDdiCreateDevice", status) {
             lock(&a.triage).push(format!(
                 "BR-91: DxgkDdiCreateDevice: Driver returned an invalid NTSTATUS code: {:#x}",
                 status as u32

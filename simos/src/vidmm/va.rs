@@ -30,8 +30,8 @@ use rvgpu_device::device::mmu::{Fault, Mmu, Privilege};
 use rvgpu_hw::mmu::Access;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, ProcessId};
 use crate::ums::KmtHandle;
