@@ -22,8 +22,8 @@ use rvgpu_ddi::submission::DXGK_CONTEXTINFO;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bringup::Violation;
 use crate::dxgkrnl::bugcheck::{BugCheck, VIDEO_MEMORY_MANAGEMENT_INTERNAL};
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::vidmm::model::MemoryModel;
 
 /// The first argument helios saw when a GPU-VA context's privileged pool had no segment
