@@ -77,7 +77,7 @@ fn check_context_creation(
         return Ok(false);
     }
     let refuse = |why: &str| {
-        lock(&a.triage).push(format!("BR-92: node {node}: {why}"));
+        a.observer().triage(format!("BR-92: node {node}: {why}"));
         Err(SimError::DdiFailed(STATUS_UNSUCCESSFUL))
     };
     let wddm = lock(&a.caps).map_or(0, |c| c.WDDMVersion as u32);

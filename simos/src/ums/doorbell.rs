@@ -412,7 +412,7 @@ pub(crate) fn create_doorbell(
     // BR-96 ([D] `DxgkCreateDoorbellInternal`): at most 16 bytes of private data, checked
     // before the queue is looked up.
     if pdd.len() > DOORBELL_PRIVATE_DATA_MAX {
-        lock(&a.triage).push(format!(
+        a.observer().triage(format!(
             "BR-96: PrivateDriverDataSize {:#x} is greater than max permitted size {:#x}",
             pdd.len(),
             DOORBELL_PRIVATE_DATA_MAX

@@ -244,7 +244,7 @@ impl Machine {
         // BR-91 (the statuses column of the rule table): another status is "an invalid
         // NTSTATUS code" in the triage log; the status still goes to the caller.
         if !bringup::status_allowed("DxgkDdiCreateDevice", status) {
-            lock(&a.triage).push(format!(
+            a.observer().triage(format!(
                 "BR-91: DxgkDdiCreateDevice: Driver returned an invalid NTSTATUS code: {:#x}",
                 status as u32
             ));
