@@ -76,11 +76,7 @@ pub(super) fn teardown(
         destroy_context(a, c)?;
     }
     close_process_fences(m, a, device)?;
-    let kmd = lock(&a.ums)
-        .devices
-        .get(&device)
-        .map(|d| d.kmd)
-        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+    let kmd = lock(&a.ums).device(device)?.kmd;
     let f = table(a)?.DxgkDdiDestroyDevice;
     destroy_kmd_object(a, Routine::DxgkDdiDestroyDevice, "device", f, kmd)?;
     let pid = {

@@ -122,6 +122,13 @@ impl VidMm {
         self.processes.contains_key(&pid)
     }
 
+    /// `pid`'s address space; a process without one is `STATUS_INVALID_HANDLE`.
+    fn space_of(&mut self, pid: ProcessId) -> Result<&mut VmProcess, SimError> {
+        self.processes
+            .get_mut(&pid)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
+    }
+
     pub(crate) fn paging_begin(&mut self) {
         self.busy += 1;
     }
@@ -316,10 +323,7 @@ impl Machine {
         bytes: u64,
     ) -> Result<u64, SimError> {
         let mut v = lock(&a.vidmm);
-        let p = v
-            .processes
-            .get_mut(&pid)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        let p = v.space_of(pid)?;
         p.space.reserve(bytes).map_err(va_error)
     }
 
@@ -471,10 +475,7 @@ impl Machine {
     ) -> Result<(), SimError> {
         let (kmd, root, updates) = {
             let mut v = lock(&a.vidmm);
-            let p = v
-                .processes
-                .get_mut(&pid)
-                .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+            let p = v.space_of(pid)?;
             let u = p.space.unmap(va, pages).map_err(va_error)?;
             (p.kmd, (p.space.geometry.segment, p.space.root), u)
         };
