@@ -42,6 +42,8 @@ pub enum Routine {
     DxgkDdiQueryInterface,
     DxgkDdiQueryFeatureSupport,
     DxgkDdiQueryFeatureInterface,
+    /// `DXGKDDI_KERNELMODETESTINGINTERFACE::pfnBuildTestCommandBuffer`.
+    DxgkDdiBuildTestCommandBuffer,
     DxgkDdiQueryAdapterInfo,
     DxgkDdiCreateNativeFence,
     DxgkDdiOpenNativeFence,
@@ -201,6 +203,9 @@ impl Routine {
             }
             Self::DxgkDdiQueryFeatureInterface => {
                 rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeatureinterface")
+            }
+            Self::DxgkDdiBuildTestCommandBuffer => {
+                rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_buildtestcommandbuffer")
             }
             Self::DxgkDdiQueryAdapterInfo => {
                 rule(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryadapterinfo")

@@ -482,7 +482,13 @@ unsafe extern "system" fn query_feature_interface<P: Platform>(
     if unsafe { adapter::<P>(h_adapter) }.is_none() || args.is_null() {
         return status::INVALID_PARAMETER.code();
     }
-    status::NOT_SUPPORTED.code()
+    // SAFETY: Dxgkrnl's argument block, valid for the call (non-null, checked).
+    match unsafe { args.as_mut() } {
+        Some(q) if q.FeatureId == rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING => {
+            to_ntstatus(crate::kmtest::query_interface::<P>(q))
+        }
+        _ => status::NOT_SUPPORTED.code(),
+    }
 }
 
 /// DxgkDdiControlEtwLogging (PASSIVE): rvgpu logs through DbgPrintEx only for now.
