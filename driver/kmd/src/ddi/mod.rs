@@ -472,8 +472,9 @@ unsafe extern "system" fn query_feature_support<P: Platform>(
     status::SUCCESS
 }
 
-/// DxgkDdiQueryFeatureInterface (PASSIVE): rvgpu's features have no driver-side feature
-/// interfaces (native fences use DDIs of the main table).
+/// DxgkDdiQueryFeatureInterface (PASSIVE): the kernel-mode testing interface
+/// ([`crate::kmtest`]) is rvgpu's one driver-side feature interface (native fences use DDIs of
+/// the main table).
 unsafe extern "system" fn query_feature_interface<P: Platform>(
     h_adapter: HANDLE,
     args: *mut rvgpu_ddi::feature::DXGKARG_QUERYFEATUREINTERFACE,
