@@ -281,11 +281,7 @@ impl Machine {
                 unsafe { build(ctx, &mut args) }
             },
         )?;
-        if st != STATUS_SUCCESS && st != STATUS_BUFFER_OVERFLOW && st != STATUS_INVALID_PARAMETER {
-            lock(&a.triage).push(format!(
-                "DxgkDdiBuildTestCommandBuffer: driver returned an invalid NTSTATUS code {st:#x}"
-            ));
-        }
+        crate::dxgkrnl::bringup::triage_status(&a, Routine::DxgkDdiBuildTestCommandBuffer, st);
         if !NT_SUCCESS(st) {
             return Ok(st);
         }

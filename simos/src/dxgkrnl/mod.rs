@@ -21,4 +21,5 @@ pub mod pnp;
 pub mod power;
 pub mod registry;
 pub mod resources;
+pub mod rules;
 pub mod state;
