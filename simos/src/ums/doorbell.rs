@@ -414,9 +414,10 @@ pub(crate) fn create_doorbell(
     }
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
-    let (kmd_queue, size, last_queued, kmd_ring, kmd_control) = {
+    let (kmd_queue, size, last_queued, kmd_ring, kmd_control, pid) = {
         let os = lock(&a.ums);
         let q = os.live_queue_of(device, queue)?;
+        let pid = os.device(device)?.process;
         // UM-03, UM-04, UM-05.
         let Some(size) = os.doorbell_size() else {
             return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
@@ -449,12 +450,13 @@ pub(crate) fn create_doorbell(
             q.last_queued.clone(),
             kmd_alloc(ring),
             kmd_alloc(control),
+            pid,
         )
     };
     let f = table(a)?
         .DxgkDdiCreateDoorbell
         .map_or_else(not_supported, Ok)?;
-    let h = new_handle();
+    let h = new_handle(pid)?;
     let mut args = DXGKARG_CREATEDOORBELL {
         hHwQueue: kmd_queue as HANDLE,
         hDoorbell: kernel_handle(h) as HANDLE,

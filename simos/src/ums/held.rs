@@ -380,8 +380,8 @@ pub(crate) fn create_sync_fence(
     initial: u64,
 ) -> Result<(KmtHandle, MonitoredFence), SimError> {
     let pid = lock(&a.ums).device(device)?.process;
+    let h = new_handle(pid)?;
     let f = m.create_monitored_fence(a.index, pid, initial)?;
-    let h = new_handle();
     let mut os = lock(&a.ums);
     os.fences.insert(h, f.clone());
     os.fence_owner.insert(h, pid);
@@ -403,7 +403,7 @@ pub(crate) fn open_sync_fence(
     }
     let mut os = lock(&a.ums);
     let pid = os.device(device)?.process;
-    let h = new_handle();
+    let h = new_handle(pid)?;
     os.fences.insert(h, f.clone());
     os.fence_owner.insert(h, pid);
     Ok(h)

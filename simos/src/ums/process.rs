@@ -214,10 +214,12 @@ impl Machine {
             .DxgkDdiCreateDevice
             .map_or_else(not_supported, Ok)?;
         let pid = ProcessId(NEXT_PROCESS.fetch_add(1, Ordering::Relaxed));
+        // The process's D3DKMT handle table lives as long as this machine.
+        self.handles.own_process(pid);
+        let h = new_handle(pid)?;
         // WDDM 2.x: the process's GPU VA space exists before its first device, which names
         // it (DXGKARG_CREATEDEVICE::hKmdProcess).
         let kmd_process = self.vidmm_create_process(&a, pid)?;
-        let h = new_handle();
         let mut args = DXGKARG_CREATEDEVICE {
             hDevice: kernel_handle(h) as HANDLE,
             Anonymous: DXGKARG_CREATEDEVICE_0 {

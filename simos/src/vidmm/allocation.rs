@@ -158,7 +158,7 @@ impl Machine {
             cpu_visible: true,
             ..Described::default()
         };
-        let h = new_handle();
+        let h = new_handle(pid)?;
         let (alloc, mapped) = if gpummu {
             let d = describe(a, private)?;
             info = d;
