@@ -162,6 +162,10 @@ pub struct OsConfig {
     /// Windows 11 installation on capable hardware: the kernel loader also refuses a driver
     /// with a writable and executable section or without NX_COMPAT. Default on.
     pub memory_integrity: bool,
+    /// Test signing is on (`bcdedit /set testsigning on`), as on the test machine that runs
+    /// the test-signed package: the kernel-mode testing escape works only then
+    /// ([`crate::dxgkrnl::kmtest`]). Default on.
+    pub test_signing: bool,
 }
 
 impl Default for OsConfig {
@@ -190,6 +194,7 @@ impl Default for OsConfig {
             windows_build: WindowsBuild::W24H2,
             dxgkrnl_knows_win8_initialize: true,
             memory_integrity: true,
+            test_signing: true,
         }
     }
 }

@@ -500,6 +500,23 @@ impl PeImage {
         f
     }
 
+    /// The image's `pfnBuildTestCommandBuffer` (its kernel-mode testing interface) as a
+    /// forwarder the OS can call.
+    pub fn translate_build_test_command_buffer(
+        &self,
+        mut f: rvgpu_ddi::kmtest::PDXGKDDI_BUILDTESTCOMMANDBUFFER,
+    ) -> rvgpu_ddi::kmtest::PDXGKDDI_BUILDTESTCOMMANDBUFFER {
+        let a = f.addr();
+        if a != 0 {
+            self.ddi
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(FEATURE_BASE + 4, a);
+            f = AbiSlot::forwarder::<PeDdi, { FEATURE_BASE + 4 }>();
+        }
+        f
+    }
+
     /// Translates an interface `DxgkCbQueryServices` wrote for the image (the feature
     /// interface: its four routines become stubs).
     fn translate_services(&self, services: u64, interface: u64) {

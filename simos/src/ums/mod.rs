@@ -97,6 +97,8 @@ mod events;
 mod handles;
 mod held;
 mod hwqueue;
+mod kmtest;
+mod lookup;
 mod loss;
 mod mapping;
 mod power;
@@ -109,6 +111,7 @@ pub(crate) use self::doorbell::*;
 pub use self::events::*;
 pub use self::held::*;
 pub(crate) use self::hwqueue::*;
+pub(crate) use self::kmtest::TestTarget;
 pub(crate) use self::loss::*;
 pub use self::mapping::*;
 pub(crate) use self::power::*;
@@ -138,8 +141,8 @@ use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::kernel::current_irql;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, ProcessId, SimEvent, WaitOutcome};
 
@@ -531,11 +534,7 @@ pub(crate) fn device_lock(
     a: &AdapterShared,
     device: KmtHandle,
 ) -> Result<Arc<Mutex<()>>, SimError> {
-    lock(&a.ums)
-        .devices
-        .get(&device)
-        .map(|d| d.lock.clone())
-        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
+    lock(&a.ums).device(device).map(|d| d.lock.clone())
 }
 
 /// Held by a thunk: the adapter lock shared, then the device's lock.

@@ -472,8 +472,9 @@ unsafe extern "system" fn query_feature_support<P: Platform>(
     status::SUCCESS
 }
 
-/// DxgkDdiQueryFeatureInterface (PASSIVE): rvgpu's features have no driver-side feature
-/// interfaces (native fences use DDIs of the main table).
+/// DxgkDdiQueryFeatureInterface (PASSIVE): the kernel-mode testing interface
+/// ([`crate::kmtest`]) is rvgpu's one driver-side feature interface (native fences use DDIs of
+/// the main table).
 unsafe extern "system" fn query_feature_interface<P: Platform>(
     h_adapter: HANDLE,
     args: *mut rvgpu_ddi::feature::DXGKARG_QUERYFEATUREINTERFACE,
@@ -482,7 +483,13 @@ unsafe extern "system" fn query_feature_interface<P: Platform>(
     if unsafe { adapter::<P>(h_adapter) }.is_none() || args.is_null() {
         return status::INVALID_PARAMETER.code();
     }
-    status::NOT_SUPPORTED.code()
+    // SAFETY: Dxgkrnl's argument block, valid for the call (non-null, checked).
+    match unsafe { args.as_mut() } {
+        Some(q) if q.FeatureId == rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING => {
+            to_ntstatus(crate::kmtest::query_interface::<P>(q))
+        }
+        _ => status::NOT_SUPPORTED.code(),
+    }
 }
 
 /// DxgkDdiControlEtwLogging (PASSIVE): rvgpu logs through DbgPrintEx only for now.
