@@ -2,8 +2,12 @@
 //!
 //! ```text
 //! rvgpu-whlk [--backend sim|windows|kmt-sim] [--driver linux|pe|pe:PATH] [--umd rust|pe|pe:PATH] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
+//!             [--windows 24h2|25h2|26h1] [--without-inf-features]
 //!             [--junit PATH] [--timeline PATH | --no-timeline] [--timeline-svg PATH]
 //! ```
+//! `--windows` and `--without-inf-features` choose the Windows the simulated machines play
+//! ([`rvgpu_whlk::os`]); the run first prints which features that Windows enabled for the
+//! driver, and cases that need a disabled one are skipped with the reason.
 //! `--requirement` (repeatable, or a comma list) keeps the cases whose requirement list names
 //! one of the IDs; an ID no case names is a usage error listing the known IDs. A case needing a
 //! capability the backend lacks is reported as skipped with the reason.
@@ -99,6 +103,39 @@ struct Cli {
     /// Also draw the timeline as an SVG picture here.
     #[arg(long, value_name = "PATH")]
     timeline_svg: Option<std::path::PathBuf>,
+    /// The Windows build whose graphics kernel the simulated machines follow: `24h2` (the
+    /// default), `25h2`, or `26h1`, which does not support native fences at all.
+    #[arg(long, value_name = "24h2|25h2|26h1", default_value = "24h2")]
+    windows: String,
+    /// The simulated adapters' software keys without the `Features` values `rvgpu.inf` writes
+    /// (a stock Windows: native fences and user-mode submission off).
+    #[arg(long)]
+    without_inf_features: bool,
+}
+
+/// `--windows`, `--without-inf-features`: the Windows every simulated machine plays; prints
+/// which features it enabled for the driver.
+fn choose_windows(cli: &Cli) -> Result<(), String> {
+    let os = rvgpu_whlk::os::OsUnderTest {
+        build: rvgpu_simos::WindowsBuild::parse(&cli.windows)?,
+        inf_features: !cli.without_inf_features,
+    };
+    rvgpu_whlk::os::set(os);
+    let features = rvgpu_whlk::os::enabled_features()?
+        .iter()
+        .map(|(name, v)| format!("{name} v{v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    println!(
+        "Windows {}{}: features enabled for the driver: {features}",
+        os.build.name(),
+        if os.inf_features {
+            ""
+        } else {
+            " (the INF's Features values removed)"
+        }
+    );
+    Ok(())
 }
 
 /// `--driver`: for the PE image, builds it when no path is given, loads it once to fail early
@@ -267,6 +304,12 @@ fn main() -> ExitCode {
             "rvgpu-whlk: --driver pe runs on Linux only (the emulator is not part of this build)"
         );
         return ExitCode::from(2);
+    }
+    if !matches!(cli.backend, BackendKind::Windows) {
+        if let Err(e) = choose_windows(&cli) {
+            eprintln!("rvgpu-whlk: --windows {}: {e}", cli.windows);
+            return ExitCode::from(2);
+        }
     }
     if cli.umd != "rust" && !matches!(cli.backend, BackendKind::KmtSim) {
         eprintln!("rvgpu-whlk: --umd {} needs --backend kmt-sim", cli.umd);

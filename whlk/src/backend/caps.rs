@@ -55,6 +55,9 @@ pub enum Capability {
     AllocationUsage,
     /// [`GpuVaPlacement`].
     GpuVaPlacement,
+    /// The OS enabled `DXGK_FEATURE_NATIVE_FENCE` for the driver: native fences, their logs and
+    /// user-mode submission exist. No trait: off on a stock Windows (`crate::os`).
+    NativeFences,
 }
 
 impl Capability {
@@ -76,6 +79,7 @@ impl Capability {
         Self::ConfiguredMachine,
         Self::AllocationUsage,
         Self::GpuVaPlacement,
+        Self::NativeFences,
     ];
 
     /// The name shown in skip reasons and `--list`.
@@ -97,6 +101,7 @@ impl Capability {
             Self::ConfiguredMachine => "ConfiguredMachine",
             Self::AllocationUsage => "AllocationUsage",
             Self::GpuVaPlacement => "GpuVaPlacement",
+            Self::NativeFences => "NativeFences",
         }
     }
 
@@ -111,6 +116,7 @@ impl Capability {
                 | Self::Tdr
                 | Self::AllocationUsage
                 | Self::GpuVaPlacement
+                | Self::NativeFences
         )
     }
 

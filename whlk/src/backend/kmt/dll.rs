@@ -87,7 +87,16 @@ impl crate::backend::Backend for DllBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::of(&[Capability::UserModeSubmission, Capability::AllocationUsage])
+        if crate::os::native_fences() {
+            Capabilities::of(&[
+                Capability::UserModeSubmission,
+                Capability::AllocationUsage,
+                Capability::NativeFences,
+            ])
+        } else {
+            // Its queues are user-mode queues, which need native fences.
+            Capabilities::NONE
+        }
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
