@@ -21,7 +21,8 @@ use crate::machine::Board;
 
 use crate::dxgkrnl::interrupt::{SimLine, Wake, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
 use crate::dxgkrnl::notify::{Notification, Processed};
-use crate::dxgkrnl::state::{lock, MachineState};
+use crate::dxgkrnl::state::MachineState;
+use crate::lock::lock;
 use crate::machine::{AdapterConfig, OsConfig};
 
 /// The driver's table as copied by the simulated `DxgkInitialize`, shared by the machine and

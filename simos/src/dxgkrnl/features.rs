@@ -21,8 +21,8 @@ use rvgpu_kmd::platform::Irql;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 
 /// Driver features the OS asks about, in its order.
 pub const DRIVER_FEATURES: &[DXGK_FEATURE_ID] = &[

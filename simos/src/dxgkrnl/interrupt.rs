@@ -28,8 +28,8 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bugcheck::{self, BugCheck};
 use crate::dxgkrnl::irql::{self, Routine};
 use crate::dxgkrnl::kernel::{check_return_irql, current_irql, IrqlScope, MachineContext};
-use crate::dxgkrnl::state::lock;
-use crate::dxgkrnl::state::Fault;
+use crate::error::Fault;
+use crate::lock::lock;
 
 /// Consecutive unclaimed ISR calls with the device still requesting before 0xF2.
 pub const UNCLAIMED_STORM_LIMIT: u64 = 1_000;

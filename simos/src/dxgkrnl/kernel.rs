@@ -35,7 +35,8 @@ use rvgpu_hw::mmio::{MmioBus, TrapWindow};
 use rvgpu_kmd::platform::{Irql, Level, Platform};
 
 use crate::dxgkrnl::bugcheck::{self, kirql, BugCheck};
-use crate::dxgkrnl::state::{lock, MachineState};
+use crate::dxgkrnl::state::MachineState;
+use crate::lock::lock;
 
 thread_local! {
     static IRQL: Cell<Irql> = const { Cell::new(Irql::Passive) };

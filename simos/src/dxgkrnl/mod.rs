@@ -20,4 +20,5 @@ pub mod pnp;
 pub mod power;
 pub mod registry;
 pub mod resources;
+pub mod rules;
 pub mod state;

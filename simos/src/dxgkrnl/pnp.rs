@@ -19,8 +19,8 @@ use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::kernel::{self, SimKernel};
 use crate::dxgkrnl::load::{self, TableHook};
 use crate::dxgkrnl::resources::opaque;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::{AdapterInfo, Machine, Mode};
 
 /// The byte the OS pre-fills the `DXGK_DRIVERCAPS` buffer with before QueryAdapterInfo.

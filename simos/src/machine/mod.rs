@@ -41,8 +41,9 @@ use crate::dxgkrnl::bugcheck::BugCheck;
 use crate::dxgkrnl::interrupt::{self, Serviced, SimLine, Wake};
 use crate::dxgkrnl::kernel::{self, IrqlScope};
 use crate::dxgkrnl::notify::Processed;
-use crate::dxgkrnl::state::{lock, LogLine, MachineState};
+use crate::dxgkrnl::state::{LogLine, MachineState};
 use crate::error::SimError;
+use crate::lock::lock;
 
 /// The driver's adapter table is driver-wide with [`rvgpu_kmd::MAX_ADAPTERS`] slots,
 /// and every machine of the test process loads the same driver: live adapters of all machines

@@ -436,7 +436,8 @@ impl PeImage {
         StubResult::Return(status as u32 as u64)
     }
 
-    fn code_address(&self, id: usize) -> Option<usize> {
+    /// The image's code behind DDI slot `id` (`DRIVER_INITIALIZATION_DATA::SLOT_NAMES` order).
+    pub fn code_address(&self, id: usize) -> Option<usize> {
         self.ddi
             .read()
             .unwrap_or_else(|p| p.into_inner())

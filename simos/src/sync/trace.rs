@@ -25,7 +25,7 @@ use rvgpu_umd::fencelog::{FenceTrace, QueuedOp};
 
 pub use rvgpu_hw::cmd::LogKind;
 
-use crate::dxgkrnl::state::lock;
+use crate::lock::lock;
 use crate::sync::fence::ProcessId;
 
 /// Ticks per second of [`qpc`] (what `QueryPerformanceFrequency` returns in the simulation).

@@ -124,7 +124,7 @@ pub(crate) fn create_context_raw(
     let f = table(a)?
         .DxgkDdiCreateContext
         .map_or_else(not_supported, Ok)?;
-    let h = new_handle();
+    let h = new_handle(pid)?;
     let mut args = DXGKARG_CREATECONTEXT {
         hContext: std::ptr::null_mut(),
         NodeOrdinal: node,

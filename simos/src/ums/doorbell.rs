@@ -421,16 +421,17 @@ pub(crate) fn create_doorbell(
     }
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
-    let (kmd_queue, size, last_queued, kmd_ring, kmd_control) = {
+    let (kmd_queue, size, last_queued, kmd_ring, kmd_control, pid) = {
         let os = lock(&a.ums);
         let q = os
             .queues
             .get(&queue)
             .filter(|q| q.device == device)
             .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-        if os.devices.get(&device).is_none_or(|d| d.in_error) {
-            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
-        }
+        let pid = match os.devices.get(&device) {
+            Some(d) if !d.in_error => d.process,
+            _ => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+        };
         // UM-03, UM-04, UM-05.
         let Some(size) = os.doorbell_size() else {
             return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
@@ -463,12 +464,13 @@ pub(crate) fn create_doorbell(
             q.last_queued.clone(),
             kmd_alloc(ring),
             kmd_alloc(control),
+            pid,
         )
     };
     let f = table(a)?
         .DxgkDdiCreateDoorbell
         .map_or_else(not_supported, Ok)?;
-    let h = new_handle();
+    let h = new_handle(pid)?;
     let mut args = DXGKARG_CREATEDOORBELL {
         hHwQueue: kmd_queue as HANDLE,
         hDoorbell: kernel_handle(h) as HANDLE,

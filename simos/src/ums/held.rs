@@ -395,8 +395,8 @@ pub(crate) fn create_sync_fence(
         .get(&device)
         .map(|d| d.process)
         .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+    let h = new_handle(pid)?;
     let f = m.create_monitored_fence(a.index, pid, initial)?;
-    let h = new_handle();
     let mut os = lock(&a.ums);
     os.fences.insert(h, f.clone());
     os.fence_owner.insert(h, pid);
@@ -422,7 +422,7 @@ pub(crate) fn open_sync_fence(
         .get(&device)
         .map(|d| d.process)
         .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-    let h = new_handle();
+    let h = new_handle(pid)?;
     os.fences.insert(h, f.clone());
     os.fence_owner.insert(h, pid);
     Ok(h)

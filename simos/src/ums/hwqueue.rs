@@ -195,6 +195,8 @@ pub(crate) fn create_hw_queue(
     let f = table(a)?
         .DxgkDdiCreateHwQueue
         .map_or_else(not_supported, Ok)?;
+    let h = new_handle(pid)?;
+    let fence_h = new_handle(pid)?;
     // Paging (the logs' and the progress fence's mappings) before the thunk's locks.
     let logs = crate::sync::fencelog::alloc_queue_logs(m, a, user_mode)?;
     let progress = match m.create_monitored_fence(a.index, pid, 0) {
@@ -204,8 +206,6 @@ pub(crate) fn create_hw_queue(
             return Err(e);
         }
     };
-    let h = new_handle();
-    let fence_h = new_handle();
     let mut args = DXGKARG_CREATEHWQUEUE {
         hHwQueue: kernel_handle(h) as HANDLE,
         Flags: D3DDDI_CREATEHWQUEUEFLAGS::default().with(

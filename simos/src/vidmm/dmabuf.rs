@@ -17,8 +17,8 @@ use rvgpu_device::SysAlloc;
 
 use super::gpuva::MapAttrs;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
 use crate::sync::fence::ProcessId;
 

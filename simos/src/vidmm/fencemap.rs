@@ -35,8 +35,8 @@ use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::KmtHandle;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
 use crate::sync::fence::ProcessId;
 use crate::vidmm::gpuva::MapAttrs;

@@ -26,8 +26,8 @@ use rvgpu_kmd::platform::Irql;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
 use crate::sync::fence::ProcessId;
 use crate::vidmm::gpuva::{

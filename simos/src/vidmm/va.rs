@@ -30,8 +30,8 @@ use rvgpu_device::device::mmu::{Fault, Mmu, Privilege};
 use rvgpu_hw::mmu::Access;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, ProcessId};
 use crate::ums::KmtHandle;
@@ -219,13 +219,13 @@ impl Machine {
         priority: i32,
         physical_adapter_index: u32,
     ) -> Result<(KmtHandle, KmtHandle, MonitoredFence), SimError> {
-        device_pid(a, device)?;
+        let pid = device_pid(a, device)?;
         // One physical adapter per adapter here (no linked display adapters).
         if physical_adapter_index != 0 {
             return Err(bad());
         }
         let (fence, fence_obj) = crate::ums::create_sync_fence(self, a, device, 0)?;
-        let h = crate::ums::new_kmt_handle();
+        let h = crate::ums::new_kmt_handle(pid)?;
         lock(&a.gpuva).queues.insert(
             h,
             PagingQueue {

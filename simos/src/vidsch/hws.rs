@@ -59,8 +59,8 @@ use rvgpu_kmd::platform::Irql;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, table, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
 use crate::ums::KmtHandle;
 

@@ -78,7 +78,7 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "Logs.Timeline",
-        requirements: &["LOG-02", "LOG-03", "LOG-06", "ISSUE-5-TIMELINE"],
+        requirements: &["LOG-02", "LOG-03", "LOG-06"],
         summary: "threaded, 2 processes x 2 queues on 2 engines, ~200 waits and signals in a \
                   producer/consumer chain with CPU waits: every operation queued and logged \
                   once, consecutive indices, monotonic GPU times, causal mapping; the run's \

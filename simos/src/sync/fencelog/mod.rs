@@ -65,8 +65,8 @@ pub use rvgpu_hw::cmd::LogKind;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::sync::fence::ProcessId;
 use crate::sync::trace::{qpc, TraceEvent};
 
