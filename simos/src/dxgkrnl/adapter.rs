@@ -308,6 +308,10 @@ impl AdapterShared {
             device.memory().vram_size(),
             msi,
         );
+        crate::dxgkrnl::registry::publish_software_key(
+            resources.pdo() as usize,
+            config.software_key.clone(),
+        );
         let storm_min_ticks = crate::dxgkrnl::interrupt::storm_min_ticks(device.config());
         let d3hot = Arc::new(crate::dxgkrnl::callbacks::D3Hot::default());
         let doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync> =

@@ -167,6 +167,38 @@ impl RegValue {
     }
 }
 
+/// Software keys by the address of the adapter's PDO (the device object Dxgkrnl passes in
+/// `DXGK_DEVICE_INFO::PhysicalDeviceObject`), for the kernel's registry reads
+/// ([`software_key_dword`]).
+fn software_keys() -> &'static std::sync::RwLock<std::collections::HashMap<usize, RegKey>> {
+    static KEYS: std::sync::OnceLock<std::sync::RwLock<std::collections::HashMap<usize, RegKey>>> =
+        std::sync::OnceLock::new();
+    KEYS.get_or_init(Default::default)
+}
+
+/// Makes `key` the software key of the device whose PDO is at `pdo` (replacing a key an
+/// earlier adapter left at that address).
+pub(crate) fn publish_software_key(pdo: usize, key: RegKey) {
+    software_keys()
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(pdo, key);
+}
+
+/// The `REG_DWORD` `name` in the software key of the device whose PDO is at `pdo`: absent for
+/// an unknown PDO, a missing value, another type or a size other than four bytes.
+pub(crate) fn software_key_dword(pdo: usize, name: &str) -> Option<u32> {
+    let keys = software_keys()
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let v = keys.get(&pdo)?.get("", name)?;
+    if v.ty != REG_DWORD {
+        return None;
+    }
+    let b: [u8; 4] = v.data.as_slice().try_into().ok()?;
+    Some(u32::from_le_bytes(b))
+}
+
 /// `inf/rvgpu.inf` as built into the simulation (the registry default is what it writes).
 pub const RVGPU_INF: &str = include_str!("../../../inf/rvgpu.inf");
 
