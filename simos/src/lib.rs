@@ -19,6 +19,7 @@
 
 pub mod dxgkrnl;
 pub mod error;
+pub mod install;
 pub mod kmt;
 pub mod machine;
 pub mod ob;
