@@ -55,6 +55,8 @@ pub enum Capability {
     AllocationUsage,
     /// [`GpuVaPlacement`].
     GpuVaPlacement,
+    /// [`super::testing::KernelModeTesting`].
+    KernelModeTesting,
 }
 
 impl Capability {
@@ -76,6 +78,7 @@ impl Capability {
         Self::ConfiguredMachine,
         Self::AllocationUsage,
         Self::GpuVaPlacement,
+        Self::KernelModeTesting,
     ];
 
     /// The name shown in skip reasons and `--list`.
@@ -97,6 +100,7 @@ impl Capability {
             Self::ConfiguredMachine => "ConfiguredMachine",
             Self::AllocationUsage => "AllocationUsage",
             Self::GpuVaPlacement => "GpuVaPlacement",
+            Self::KernelModeTesting => "KernelModeTesting",
         }
     }
 
@@ -111,6 +115,7 @@ impl Capability {
                 | Self::Tdr
                 | Self::AllocationUsage
                 | Self::GpuVaPlacement
+                | Self::KernelModeTesting
         )
     }
 
