@@ -285,7 +285,7 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
         let versions = (claimed && args.SupportedOnCurrentConfig != 0 && min != 0 && min <= max)
             .then_some((min, max));
         if claimed && versions.is_none() && args.SupportedOnCurrentConfig != 0 {
-            lock(&a.triage).push(format!(
+            a.observer().triage(format!(
                 "feature {id}: SupportedByDriver with versions {min}..{max} (must be non-zero, \
                  Min <= Max): treated as unsupported"
             ));
@@ -359,7 +359,7 @@ fn query_interface(
             .read_unaligned()
     };
     if iface.Version != DXGKDDI_FEATURE_INTERFACE_VERSION_1 || iface.Size < 48 {
-        lock(&a.triage).push(format!(
+        a.observer().triage(format!(
             "feature interface returned with Size {} Version {}: ignored",
             iface.Size, iface.Version
         ));

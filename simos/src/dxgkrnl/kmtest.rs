@@ -88,7 +88,8 @@ pub(crate) fn query_interface(
         return Ok(None);
     };
     let Some(query) = iface.QueryFeatureInterface else {
-        lock(&a.triage).push("kernel-mode testing enabled without QueryFeatureInterface".into());
+        a.observer()
+            .triage("kernel-mode testing enabled without QueryFeatureInterface".into());
         return Ok(None);
     };
     let mut out = DXGKDDI_KERNELMODETESTINGINTERFACE::default();
@@ -112,7 +113,7 @@ pub(crate) fn query_interface(
         },
     )?;
     if !NT_SUCCESS(st) || args.InterfaceSize < size || out.pfnBuildTestCommandBuffer.is_none() {
-        lock(&a.triage).push(format!(
+        a.observer().triage(format!(
             "kernel-mode testing interface: status {st:#x}, size {}: not usable",
             args.InterfaceSize
         ));
@@ -289,7 +290,7 @@ impl Machine {
         if args.DmaBufferSize > esc.DmaBufferSize
             || args.DmaBufferPrivateDataSize > esc.DmaBufferPrivateDataSize
         {
-            lock(&a.triage).push(format!(
+            a.observer().triage(format!(
                 "DxgkDdiBuildTestCommandBuffer: driver returned invalid DMA buffer size {} / {}",
                 args.DmaBufferSize, args.DmaBufferPrivateDataSize
             ));

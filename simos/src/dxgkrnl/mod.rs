@@ -17,6 +17,7 @@ pub mod ktimer;
 pub mod load;
 pub mod lowres;
 pub mod notify;
+pub mod observer;
 pub mod pnp;
 pub mod power;
 pub mod registry;

@@ -98,6 +98,7 @@ mod handles;
 mod held;
 mod hwqueue;
 mod kmtest;
+mod lookup;
 mod loss;
 mod mapping;
 mod power;
@@ -533,11 +534,7 @@ pub(crate) fn device_lock(
     a: &AdapterShared,
     device: KmtHandle,
 ) -> Result<Arc<Mutex<()>>, SimError> {
-    lock(&a.ums)
-        .devices
-        .get(&device)
-        .map(|d| d.lock.clone())
-        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
+    lock(&a.ums).device(device).map(|d| d.lock.clone())
 }
 
 /// Held by a thunk: the adapter lock shared, then the device's lock.
