@@ -303,7 +303,6 @@ fn hang_recovered_guilty_only(b: &dyn Backend) -> CaseResult {
             "the innocent work completed without a recovery: {rec:?}"
         );
     }
-    let k = s.kmtest()?;
     // The innocent process goes on.
     let v = run(
         &mut *s,
