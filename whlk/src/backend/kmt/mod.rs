@@ -21,6 +21,8 @@
 
 #[cfg(target_os = "linux")]
 pub mod dll;
+#[cfg(target_os = "linux")]
+mod dll_fences;
 mod fences;
 mod gpuva;
 pub mod sim;
