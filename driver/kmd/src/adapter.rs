@@ -103,6 +103,8 @@ pub struct Live<P: Platform> {
     /// The aperture segment's page table ([`crate::aperture`]); empty without
     /// the GpuMmu model.
     pub aperture: crate::aperture::Aperture,
+    /// Each pool's share between processes, read from the registry at start.
+    pub quotas: crate::quota::Quotas,
     isr: IsrCell,
 }
 
@@ -343,6 +345,7 @@ impl<P: Platform> Adapter<P> {
 
     fn bring_up(&self, dxgk: Dxgk) -> Result<Box<Live<P>>, Status> {
         let info = dxgk.device_information()?;
+        let quotas = crate::quota::Quotas::read::<P>(info.PhysicalDeviceObject.cast());
         // SAFETY: Dxgkrnl's DXGK_DEVICE_INFO points at a valid translated resource list.
         let res = unsafe { resources::parse(info.TranslatedResourceList) }
             .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
@@ -476,6 +479,7 @@ impl<P: Platform> Adapter<P> {
                 optimized_fence_irq: false,
                 power,
                 aperture,
+                quotas,
                 isr: IsrCell(UnsafeCell::new(IsrState {
                     ring,
                     fences: isr_fences,
