@@ -55,6 +55,9 @@ pub enum Capability {
     AllocationUsage,
     /// [`GpuVaPlacement`].
     GpuVaPlacement,
+    /// The OS enabled `DXGK_FEATURE_NATIVE_FENCE` for the driver: native fences, their logs and
+    /// user-mode submission exist. No trait: off on a stock Windows (`crate::os`).
+    NativeFences,
     /// [`super::testing::KernelModeTesting`].
     KernelModeTesting,
 }
@@ -78,6 +81,7 @@ impl Capability {
         Self::ConfiguredMachine,
         Self::AllocationUsage,
         Self::GpuVaPlacement,
+        Self::NativeFences,
         Self::KernelModeTesting,
     ];
 
@@ -100,6 +104,7 @@ impl Capability {
             Self::ConfiguredMachine => "ConfiguredMachine",
             Self::AllocationUsage => "AllocationUsage",
             Self::GpuVaPlacement => "GpuVaPlacement",
+            Self::NativeFences => "NativeFences",
             Self::KernelModeTesting => "KernelModeTesting",
         }
     }
@@ -115,6 +120,7 @@ impl Capability {
                 | Self::Tdr
                 | Self::AllocationUsage
                 | Self::GpuVaPlacement
+                | Self::NativeFences
                 | Self::KernelModeTesting
         )
     }

@@ -21,6 +21,8 @@
 
 #[cfg(target_os = "linux")]
 pub mod dll;
+#[cfg(target_os = "linux")]
+mod dll_fences;
 mod fences;
 mod gpuva;
 pub mod sim;
@@ -111,6 +113,12 @@ pub trait KmtPlatform: Send + Sync {
     /// A fresh view of the machine for one case: the number of rvgpu adapters it has.
     fn open(&self, config: &SessionConfig)
         -> Result<Box<dyn KmtMachine<Kmt = Self::Kmt>>, Failure>;
+
+    /// Whether the OS enabled native fences for the driver (default: assumed, as on a test
+    /// machine whose package opts in; the simulated platform asks its Windows, `crate::os`).
+    fn native_fences(&self) -> bool {
+        true
+    }
 }
 
 /// The machine one case runs on, as user mode sees it.
@@ -159,13 +167,22 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::of(&[
+        let caps = Capabilities::of(&[
             Capability::Fences,
             Capability::UserModeSubmission,
             Capability::AllocationUsage,
             Capability::GpuVaPlacement,
             Capability::KernelModeTesting,
-        ])
+        ]);
+        if self.platform.native_fences() {
+            caps.with(Capability::NativeFences)
+        } else {
+            // GPU work (fence signals and waits, buffer use) goes through user-mode queues,
+            // which need native fences.
+            caps.without(Capability::UserModeSubmission)
+                .without(Capability::Fences)
+                .without(Capability::AllocationUsage)
+        }
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {

@@ -71,6 +71,7 @@ pub(crate) fn machine_config(config: &SessionConfig) -> MachineConfig {
     } else {
         MachineConfig::single(mode)
     };
+    crate::os::apply(&mut mc);
     mc.os.native_fence_feature = config.native_fence_feature;
     mc.os.hwsch_feature = config.hwsch_feature;
     mc.os.validate_wddm_caps = config.validate_wddm_caps;
@@ -102,7 +103,11 @@ impl Backend for SimBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::all()
+        if crate::os::native_fences() {
+            Capabilities::all()
+        } else {
+            Capabilities::all().without(super::Capability::NativeFences)
+        }
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
