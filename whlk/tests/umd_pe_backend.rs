@@ -20,6 +20,7 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
             Capability::Tdr,
             Capability::ConfiguredMachine,
             Capability::AllocationUsage,
+            Capability::NativeFences,
         ]
     );
     let all = cases::all();

@@ -87,13 +87,19 @@ impl crate::backend::Backend for DllBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::of(&[
-            Capability::UserModeSubmission,
-            Capability::AllocationUsage,
-            Capability::Fences,
-            Capability::ConfiguredMachine,
-            Capability::Tdr,
-        ])
+        if crate::os::native_fences() {
+            Capabilities::of(&[
+                Capability::UserModeSubmission,
+                Capability::AllocationUsage,
+                Capability::Fences,
+                Capability::ConfiguredMachine,
+                Capability::NativeFences,
+                Capability::Tdr,
+            ])
+        } else {
+            // Its queues and fences are user-mode queues and native fences.
+            Capabilities::NONE
+        }
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
