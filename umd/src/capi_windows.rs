@@ -145,6 +145,12 @@ pub fn destroy_queue(q: usize) -> RvgpuStatus {
 }
 
 pub fn submit(q: usize, b: &Batch) -> Result<u64, RvgpuStatus> {
+    if b.waits.is_empty() && b.signals.is_empty() {
+        // Packets alone: no fence operations to log, so no operation list to build.
+        let obj = handles::get::<Queue>(Kind::Queue, q)?;
+        let mut g = obj.lock();
+        return crate::usage::TrackedQueue::submit_commands(&mut *g, &b.cmds).map_err(from_submit);
+    }
     // Every fence resolved before the queue is touched: a bad handle changes nothing.
     let resolve = |l: &[(usize, u64)]| -> Result<Vec<(NativeFence, u64)>, RvgpuStatus> {
         l.iter()
