@@ -14,7 +14,11 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
     let b = DllBackend::new(None).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         b.capabilities().iter().collect::<Vec<_>>(),
-        [Capability::UserModeSubmission, Capability::AllocationUsage]
+        [
+            Capability::UserModeSubmission,
+            Capability::AllocationUsage,
+            Capability::NativeFences
+        ]
     );
     let all = cases::all();
     let reports = runner::run_all(&runner::select(&all, None), &b);
