@@ -84,7 +84,7 @@ pub fn local_handles() -> &'static LocalHandles {
 /// The D3DKMT handle value of entry `index` (0-based) of run `run`.
 fn encode(run: u32, index: u32) -> u32 {
     // Counted from 1: the bits below the top ones are never all clear.
-    D3DKMT_HANDLE_TOP_BITS | (run * D3DKMT_HANDLES_PER_RUN + index + 1) * D3DKMT_HANDLE_STEP
+    D3DKMT_HANDLE_TOP_BITS | ((run * D3DKMT_HANDLES_PER_RUN + index + 1) * D3DKMT_HANDLE_STEP)
 }
 
 impl LocalHandles {

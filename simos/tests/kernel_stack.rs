@@ -11,7 +11,6 @@ mod common;
 use common::*;
 use object::{Object, ObjectSection};
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
-use rvgpu_hw::cmd::Command;
 use rvgpu_simos::pe::{build_image, cpu, DriverBuild};
 use rvgpu_simos::{MachineConfig, Mode};
 use rvgpu_umd::kmt::Kmt;
