@@ -1,7 +1,7 @@
 //! `rvgpu-whlk`: runs the named cases and prints the results table.
 //!
 //! ```text
-//! rvgpu-whlk [--backend sim|windows|kmt-sim] [--driver linux|pe|pe:PATH] [--umd rust|pe|pe:PATH] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
+//! rvgpu-whlk [--backend sim|windows|kmt-sim] [--driver linux|pe|pe:DIR] [--umd rust|pe|pe:PATH] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
 //!             [--windows 24h2|25h2|26h1] [--without-inf-features]
 //!             [--junit PATH] [--timeline PATH | --no-timeline] [--timeline-svg PATH]
 //! ```
@@ -65,10 +65,11 @@ struct Cli {
     )]
     dma: String,
     /// Which build of the driver the simulated machines load: `linux` (its Rust code compiled
-    /// for this host), or `pe` — `rvgpu.sys` itself, the file a user installs, run in an x86-64
-    /// emulator behind the simulated Dxgkrnl (built on first use as scripts/package.sh builds
-    /// it; `pe:PATH` for another image).
-    #[arg(long, default_value = "linux", value_name = "linux|pe|pe:PATH")]
+    /// for this host), or `pe` — the test-signed package a user installs (made on first use by
+    /// `scripts/package.sh --test-sign`; `pe:DIR` for another package directory), installed
+    /// into each simulated machine as Windows installs it, its `rvgpu.sys` run in an x86-64
+    /// emulator behind the simulated Dxgkrnl.
+    #[arg(long, default_value = "linux", value_name = "linux|pe|pe:DIR")]
     driver: String,
     /// With `--backend kmt-sim`: which user-mode driver the cases go through: `rust` (the UMD's
     /// Rust code linked into this binary, over the simulated thunks) or `pe` — the shipped
@@ -138,22 +139,29 @@ fn choose_windows(cli: &Cli) -> Result<(), String> {
     Ok(())
 }
 
-/// `--driver`: for the PE image, builds it when no path is given, loads it once to fail early
-/// (no emulator, an import the simulated kernel lacks) and makes it every machine's driver.
+/// `--driver`: for the PE image, makes the test-signed package when no directory is given
+/// (`scripts/package.sh --test-sign`), installs it once on a test machine to fail early (a
+/// refused package, no emulator, an import the simulated kernel lacks) and makes it every
+/// machine's driver: each machine installs the package and loads the driver-store image.
 #[cfg(target_os = "linux")]
 fn choose_driver(arg: &str) -> Result<(), String> {
-    use rvgpu_simos::pe::{build_image, DriverBuild, PeImage};
-    let path = match DriverBuild::parse(arg)? {
+    use rvgpu_simos::install::{install_and_load, package};
+    use rvgpu_simos::pe::{DriverBuild, PeImage};
+    let dir = match DriverBuild::parse(arg)? {
         DriverBuild::Linux => return Ok(()),
         DriverBuild::Pe(Some(p)) => p,
-        DriverBuild::Pe(None) => build_image()?,
+        DriverBuild::Pe(None) => package::test_signed()?.dir,
     };
-    PeImage::load(&path)?;
+    let image = install_and_load(Some(&dir), &rvgpu_simos::OsConfig::default())?
+        .map_err(|r| format!("Windows would refuse the package {}: {r}", dir.display()))?
+        .0;
+    PeImage::load(&image)?;
     println!(
-        "driver: {} (the shipped image, run in the x86-64 emulator)",
-        path.display()
+        "driver: installed from {} (test-signed package), {} run in the x86-64 emulator",
+        dir.display(),
+        image.display()
     );
-    DriverBuild::set_default(DriverBuild::Pe(Some(path)));
+    DriverBuild::set_default(DriverBuild::Pe(Some(dir)));
     Ok(())
 }
 

@@ -116,17 +116,9 @@ pub fn native_gpu_fence<P: Platform>(live: &Live<P>) -> bool {
         .identity
         .caps
         .contains(rvgpu_hw::regs::Caps::NATIVE_FENCE);
-    let table = crate::ddi::initialization_data::<P>();
-    let ddis = table.DxgkDdiCreateNativeFence.is_some()
-        && table.DxgkDdiUpdateMonitoredValues.is_some()
-        && table.DxgkDdiUpdateCurrentValuesFromCpu.is_some();
-    os && device && ddis && log_ddis(&table)
-}
-
-/// LOG-09: native fences oblige the two log DDIs (the OS gives every user-mode queue both
-/// logs), so the native-fence bit requires them in the table.
-pub fn log_ddis(table: &rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA) -> bool {
-    table.DxgkDdiSetNativeFenceLogBuffer.is_some() && table.DxgkDdiUpdateNativeFenceLogs.is_some()
+    // LOG-09: native fences oblige the two log DDIs too (the OS gives every user-mode queue
+    // both logs).
+    os && device && live.ddis.native_fence && live.ddis.fence_logs
 }
 
 /// LOG-08 (docs/logs.md §3.1): per-queue fence interrupts need the device cap (events name

@@ -82,7 +82,7 @@ fn os_allows(a: &AdapterShared, id: DXGK_FEATURE_ID) -> bool {
         DXGK_FEATURE_NATIVE_FENCE => {
             a.os.native_fence_feature
                 && os_supports(a.os.windows_build, id)
-                && configure(id, &a.config.software_key).enabled
+                && configure(id, &a.registry_keys().software_key).enabled
         }
         _ => true,
     }
@@ -264,7 +264,9 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
         let mut args = DXGKARG_QUERYFEATURESUPPORT {
             FeatureId: id,
             // BR-111: the database's AllowExperimental bit for the feature.
-            AllowExperimental: u8::from(configure(id, &a.config.software_key).allow_experimental),
+            AllowExperimental: u8::from(
+                configure(id, &a.registry_keys().software_key).allow_experimental,
+            ),
             ..Default::default()
         };
         let ctx = iface.Context;

@@ -417,7 +417,7 @@ pub(crate) fn create_doorbell(
     let (kmd_queue, size, last_queued, kmd_ring, kmd_control, pid) = {
         let os = lock(&a.ums);
         let q = os.live_queue_of(device, queue)?;
-        let pid = os.live_device(device)?.process;
+        let pid = os.device(device)?.process;
         // UM-03, UM-04, UM-05.
         let Some(size) = os.doorbell_size() else {
             return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));

@@ -144,7 +144,8 @@ use crate::dxgkrnl::kernel::current_irql;
 use crate::error::SimError;
 use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::fence::{MonitoredFence, ProcessId, SimEvent, WaitOutcome};
+use crate::sync::fence::{MonitoredFence, SimEvent, WaitOutcome};
+use crate::sync::process_id::ProcessId;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 

@@ -58,6 +58,8 @@ pub enum Capability {
     /// The OS enabled `DXGK_FEATURE_NATIVE_FENCE` for the driver: native fences, their logs and
     /// user-mode submission exist. No trait: off on a stock Windows (`crate::os`).
     NativeFences,
+    /// [`super::testing::KernelModeTesting`].
+    KernelModeTesting,
 }
 
 impl Capability {
@@ -80,6 +82,7 @@ impl Capability {
         Self::AllocationUsage,
         Self::GpuVaPlacement,
         Self::NativeFences,
+        Self::KernelModeTesting,
     ];
 
     /// The name shown in skip reasons and `--list`.
@@ -102,6 +105,7 @@ impl Capability {
             Self::AllocationUsage => "AllocationUsage",
             Self::GpuVaPlacement => "GpuVaPlacement",
             Self::NativeFences => "NativeFences",
+            Self::KernelModeTesting => "KernelModeTesting",
         }
     }
 
@@ -117,6 +121,7 @@ impl Capability {
                 | Self::AllocationUsage
                 | Self::GpuVaPlacement
                 | Self::NativeFences
+                | Self::KernelModeTesting
         )
     }
 

@@ -29,7 +29,7 @@ use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
 use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::fence::ProcessId;
+use crate::sync::process_id::ProcessId;
 use crate::vidmm::gpuva::{
     AddressSpace, Geometry, MapAttrs, OsPte, Phys, TableHeap, Update, VaError,
 };

@@ -21,6 +21,8 @@
 
 #[cfg(target_os = "linux")]
 pub mod dll;
+#[cfg(target_os = "linux")]
+mod dll_fences;
 mod fences;
 mod gpuva;
 pub mod sim;
@@ -93,6 +95,11 @@ pub trait KmtSync: Kmt {
         value: u64,
         timeout: Duration,
     ) -> Result<FenceWait, NtStatus>;
+
+    /// The kernel-mode testing thunks ([`super::testing::TestThunks`]); by default none.
+    fn testing(&self) -> Option<&dyn super::testing::TestThunks> {
+        None
+    }
 }
 
 /// Where the D3DKMT backend gets its adapters and thunks.
@@ -165,6 +172,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             Capability::UserModeSubmission,
             Capability::AllocationUsage,
             Capability::GpuVaPlacement,
+            Capability::KernelModeTesting,
         ]);
         if self.platform.native_fences() {
             caps.with(Capability::NativeFences)
@@ -189,6 +197,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             tracked: Vec::new(),
             fence: fences::FenceState::default(),
             paging_queues: Vec::new(),
+            testing: Default::default(),
         }))
     }
 }
@@ -267,6 +276,25 @@ struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     /// The paging queue of each process that mapped a GPU VA itself: (process index,
     /// `hPagingQueue`, its fence).
     paging_queues: Vec<(usize, KmtHandle, KmtHandle)>,
+    /// The kernel-mode testing capability's objects ([`super::testing`]).
+    testing: super::testing::TestingState<K>,
+}
+
+impl<K: KmtSync + Send + Sync + 'static> super::testing::TestingHost for KmtSession<K> {
+    type K = K;
+    fn testing(&mut self) -> &mut super::testing::TestingState<K> {
+        &mut self.testing
+    }
+    fn testing_ref(&self) -> &super::testing::TestingState<K> {
+        &self.testing
+    }
+    fn open_test_device(&mut self, i: usize) -> Result<Arc<K>, Failure> {
+        // Devices opened here are not in `processes`: the capability's cases use nothing else.
+        self.machine.open_device(i)
+    }
+    fn test_failure(&self, s: NtStatus) -> Failure {
+        self.status(s)
+    }
 }
 
 impl<K: KmtSync + Send + Sync + 'static> Drop for KmtSession<K> {
@@ -465,6 +493,10 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
     }
 
     fn as_gpu_va(&mut self) -> Option<&mut dyn super::GpuVaPlacement> {
+        Some(self)
+    }
+
+    fn as_kmtest(&mut self) -> Option<&mut dyn super::testing::KernelModeTesting> {
         Some(self)
     }
 
