@@ -87,13 +87,6 @@ fn encode(run: u32, index: u32) -> u32 {
     D3DKMT_HANDLE_TOP_BITS | ((run * D3DKMT_HANDLES_PER_RUN + index + 1) * D3DKMT_HANDLE_STEP)
 }
 
-/// Whether `h` has the shape of a D3DKMT handle (top bits set, low six bits clear). NT
-/// handles and guessed small numbers do not.
-pub fn is_d3dkmt_handle(h: u64) -> bool {
-    u32::try_from(h)
-        .is_ok_and(|h| h & D3DKMT_HANDLE_TOP_BITS != 0 && h & (D3DKMT_HANDLE_STEP - 1) == 0)
-}
-
 impl LocalHandles {
     fn lock(&self) -> std::sync::MutexGuard<'_, LocalState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
