@@ -48,6 +48,9 @@ const EXE_ALLOW_LIST: &[&str] = &[
     "userenv.dll",
     "ws2_32.dll",
     "bcryptprimitives.dll",
+    // In-box: the simulated install stage's catalog check (rvgpu-cat's RSA) draws on
+    // getrandom, which calls BCryptGenRandom.
+    "bcrypt.dll",
     "msvcrt.dll",
     "gdi32.dll",
 ];
