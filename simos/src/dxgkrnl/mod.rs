@@ -13,6 +13,7 @@ pub mod irql;
 pub mod kernel;
 pub mod kmdver;
 pub mod ktimer;
+pub mod line;
 pub mod load;
 pub mod lowres;
 pub mod notify;
