@@ -25,6 +25,7 @@ fn reach(s: &mut dyn Session, c: Capability) -> Result<(), Failure> {
         Capability::BugChecks => s.bug_checks().map(|_| ()),
         Capability::AllocationUsage => s.alloc_usage().map(|_| ()),
         Capability::GpuVaPlacement => s.gpu_va().map(|_| ()),
+        Capability::KernelModeTesting => s.kmtest().map(|_| ()),
         // Not a session trait: checked when the session opens.
         Capability::ConfiguredMachine => Ok(()),
     }

@@ -220,6 +220,9 @@ pub struct AdapterShared {
     storm_since: AtomicU64,
     /// Shortest run (GPU ticks) that counts as a storm (see [`crate::dxgkrnl::interrupt`]).
     storm_min_ticks: u64,
+    /// The adapter's keys as the package's install wrote them (a PE machine's load,
+    /// `crate::install`); `None` until then.
+    pub(crate) installed_keys: Mutex<Option<crate::install::AdapterKeys>>,
 }
 
 impl std::fmt::Debug for AdapterShared {
@@ -285,6 +288,13 @@ impl AdapterShared {
         &self.observer
     }
 
+    /// The adapter's keys as Dxgkrnl reads them from the registry (BR-14, BR-35, the feature
+    /// database): what the install wrote, with the configuration's edits on top
+    /// ([`crate::install::AdapterKeys::with_edits`]).
+    pub fn registry_keys(&self) -> crate::install::AdapterKeys {
+        crate::install::AdapterKeys::with_edits(lock(&self.installed_keys).as_ref(), &self.config)
+    }
+
     /// A new adapter (registered under its handle).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -308,6 +318,10 @@ impl AdapterShared {
             device.config().doorbells,
             device.memory().vram_size(),
             msi,
+        );
+        crate::dxgkrnl::registry::publish_software_key(
+            resources.pdo() as usize,
+            config.software_key.clone(),
         );
         let storm_min_ticks = crate::dxgkrnl::interrupt::storm_min_ticks(device.config());
         let d3hot = Arc::new(crate::dxgkrnl::callbacks::D3Hot::default());
@@ -376,6 +390,7 @@ impl AdapterShared {
             claimed_run: AtomicU64::new(0),
             storm_since: AtomicU64::new(u64::MAX),
             storm_min_ticks,
+            installed_keys: Mutex::new(None),
         });
         let mut h = lock(&HANDLES);
         h.retain(|(_, w)| w.strong_count() > 0);

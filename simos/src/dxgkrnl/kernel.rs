@@ -537,6 +537,16 @@ unsafe impl Platform for SimKernel {
         (crate::sync::trace::qpc(), crate::sync::trace::QPC_HZ)
     }
 
+    /// The adapter's software key as the INF wrote it and the machine's configuration changed
+    /// it (`AdapterConfig::software_key`): what IoOpenDeviceRegistryKey with
+    /// PLUGPLAY_REGKEY_DRIVER opens for the PDO Dxgkrnl gave the driver, then
+    /// ZwQueryValueKey (`KeyValuePartialInformation`) reads. A value counts only if it is a
+    /// `REG_DWORD` of four bytes (learn.microsoft.com, IoOpenDeviceRegistryKey and
+    /// KEY_VALUE_PARTIAL_INFORMATION).
+    fn software_key_dword(pdo: *mut std::ffi::c_void, name: &str) -> Option<u32> {
+        crate::dxgkrnl::registry::software_key_dword(pdo as usize, name)
+    }
+
     /// Verifier's IRQL rule for pool (nothing above DISPATCH_LEVEL: the ISR and
     /// synchronized routines must not allocate) and its low-resources simulation, per machine.
     fn pool_allocation_permitted() -> bool {

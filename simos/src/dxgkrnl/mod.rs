@@ -12,6 +12,7 @@ pub mod interrupt;
 pub mod irql;
 pub mod kernel;
 pub mod kmdver;
+pub mod kmtest;
 pub mod ktimer;
 pub mod line;
 pub mod load;
