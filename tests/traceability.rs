@@ -950,7 +950,6 @@ fn in_test_dir(rel: &str) -> bool {
 
 #[derive(Default)]
 struct Trace {
-    modules: BTreeSet<String>,
     /// file → test names
     tests: BTreeMap<String, BTreeSet<String>>,
     cases: BTreeSet<String>,
@@ -1030,15 +1029,9 @@ fn scan(root: &Path, known: &BTreeSet<String>) -> Scan {
                     if in_ranges(ex, k) {
                         continue;
                     }
+                    // Only an unknown ID in a comment is of interest (listed below the table).
                     for (p, n) in ids_in_text(text, &prefixes) {
-                        if let Some(id) = note(fmt_id(&p, n), rel, &mut result) {
-                            result
-                                .by_id
-                                .get_mut(&id)
-                                .unwrap()
-                                .modules
-                                .insert(rel.clone());
-                        }
+                        note(fmt_id(&p, n), rel, &mut result);
                     }
                 }
             }
@@ -1127,12 +1120,11 @@ Rewrite it with
 RVGPU_BLESS=1 cargo test -p rvgpu --test traceability
 ```
 
-One row per requirement of [requirements.md](requirements.md): **Modules**, how many non-test \
-source files of the driver, UMD, device and simulated OS mention the ID in a comment (a list \
-`TDR-03/04` or range `LOG-01 … LOG-09` mentions each ID); **Tests**, the `#[test]` functions \
-whose name (`nf_09_…`; `um_11_12_…` carries two) or doc comment carries it; **Harness \
-cases**, those listing it (`cargo run -p rvgpu-whlk -- --requirement ID`); **Status**, \
-`tested`, `harness only` or **untested**.
+One row per requirement of [requirements.md](requirements.md): **Tests**, the `#[test]` \
+functions whose name (`nf_09_…`; `um_11_12_…` carries two) or doc comment carries the ID (a \
+list `TDR-03/04` or range `LOG-01 … LOG-09` carries each); **Harness cases**, those listing it \
+(`cargo run -p rvgpu-whlk -- --requirement ID`); **Status**, `tested`, `harness only` or \
+**untested**. Source comments that mention an ID are found with `grep -rn ID`.
 
 ";
 
@@ -1193,8 +1185,8 @@ fn generate(root: &Path) -> String {
     );
     let _ = writeln!(w);
     // Who honours each requirement is stated once, in requirements.md.
-    let _ = writeln!(w, "| ID | Status | Modules | Tests | Harness cases |");
-    let _ = writeln!(w, "|---|---|---:|---|---|");
+    let _ = writeln!(w, "| ID | Status | Tests | Harness cases |");
+    let _ = writeln!(w, "|---|---|---|---|");
     for r in &reqs {
         let t = &scan.by_id[&r.id];
         let tests: Vec<String> = t
@@ -1204,10 +1196,9 @@ fn generate(root: &Path) -> String {
             .collect();
         let _ = writeln!(
             w,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} |",
             r.id,
             status(t),
-            t.modules.len(),
             if tests.is_empty() {
                 "—".to_string()
             } else {

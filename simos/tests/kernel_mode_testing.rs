@@ -287,4 +287,7 @@ fn kt_driver_refusals_and_size_negotiation() {
     let _ = STATUS_SUCCESS;
 }
 
-against_the_pe_image!();
+against_the_pe_image!(
+    "kt_escape_needs_test_signing" =>
+        "the test-signed rvgpu.sys does not load with test signing off (CI-02)",
+);

@@ -122,7 +122,8 @@ typedef struct RvgpuQueueStatus {
     uint32_t kind;                /* the path batches take now (RVGPU_QUEUE_*) */
     uint32_t lost;                /* non-zero: the device was lost; destroy and recreate */
     uint32_t queue_id;            /* the device's queue id (in fence log entries) */
-    uint32_t reserved;
+    int32_t doorbell_status;      /* a user-mode queue's D3DDDI_DOORBELLSTATUS (0 connected,
+                                     1 connected-notify, 2 retry, 3 abort); -1 without one */
 } RvgpuQueueStatus;
 
 typedef struct RvgpuDeviceStatus {

@@ -179,8 +179,10 @@ pub struct RvgpuQueueStatus {
     pub lost: u32,
     /// The device's id of the queue (what the fence log entries carry).
     pub queue_id: u32,
-    /// Always 0.
-    pub reserved: u32,
+    /// What a user-mode queue's doorbell status page says (`D3DDDI_DOORBELLSTATUS`: 0
+    /// connected, 1 connected with notification, 2 disconnected, retry, 3 disconnected,
+    /// abort); -1 for a queue without a doorbell.
+    pub doorbell_status: i32,
 }
 
 /// What `rvgpu_buffer_status` reports.

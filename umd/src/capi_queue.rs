@@ -12,7 +12,7 @@ use rvgpu_hw::cmd::Command;
 use crate::capi_buffer::AdapterState;
 use crate::capi_handles::Shared;
 use crate::fencelog::{FenceTrace, Op, QueuedOp};
-use crate::kmt::{Kmt, KmtHandle};
+use crate::kmt::{DoorbellStatus, Kmt, KmtHandle};
 use crate::submit::{KernelQueue, QueueConfig, SubmissionPath, SubmitError, UserQueue};
 use crate::usage::{Timeline, TimelineId, TrackedQueue};
 
@@ -107,6 +107,8 @@ pub(crate) struct QueueState {
     pub(crate) lost: bool,
     pub(crate) queue_id: u32,
     pub(crate) dropped_log_entries: u64,
+    /// The raw `D3DDDI_DOORBELLSTATUS` of a user-mode queue's doorbell; -1 without one.
+    pub(crate) doorbell: i32,
 }
 
 impl<K: Kmt + Clone> CapiQueue<K> {
@@ -175,6 +177,17 @@ impl<K: Kmt> CapiQueue<K> {
     /// The queue's counters now.
     pub(crate) fn state(&mut self) -> QueueState {
         let _ = self.note(Ok(()));
+        let doorbell = match &self.queue {
+            Some(AnyQueue::User(q)) => match q.doorbell_status() {
+                Some(DoorbellStatus::Connected) => 0,
+                Some(DoorbellStatus::ConnectedNotify) => 1,
+                Some(DoorbellStatus::DisconnectedRetry) => 2,
+                Some(DoorbellStatus::DisconnectedAbort) => 3,
+                Some(DoorbellStatus::Unknown(x)) => x,
+                None => -1,
+            },
+            _ => -1,
+        };
         let (submitted, completed, kernel_mode, queue_id) = match &self.queue {
             Some(AnyQueue::User(q)) => (
                 q.last_submitted(),
@@ -192,6 +205,7 @@ impl<K: Kmt> CapiQueue<K> {
             lost: self.lost,
             queue_id,
             dropped_log_entries: self.log.dropped(),
+            doorbell,
         }
     }
 

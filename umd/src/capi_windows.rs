@@ -67,6 +67,14 @@ fn fence(f: usize) -> Result<(K, NativeFence), RvgpuStatus> {
     Ok((g.kmt.clone(), nf))
 }
 
+/// The fence's current value, read under its lock: `fence_destroy` unmaps the value under the
+/// same lock, so a destroyed fence is `InvalidHandle`, never a read of freed memory.
+fn fence_now(f: usize) -> Result<u64, RvgpuStatus> {
+    let obj = handles::get::<Fence>(Kind::Fence, f)?;
+    let g = obj.lock();
+    current_value(g.fence.as_ref().ok_or(RvgpuStatus::InvalidHandle)?)
+}
+
 /// The fence's current value through its CPU mapping.
 fn current_value(f: &NativeFence) -> Result<u64, RvgpuStatus> {
     let p = f.current_value_cpu as *const u64;
@@ -137,6 +145,12 @@ pub fn destroy_queue(q: usize) -> RvgpuStatus {
 }
 
 pub fn submit(q: usize, b: &Batch) -> Result<u64, RvgpuStatus> {
+    if b.waits.is_empty() && b.signals.is_empty() {
+        // Packets alone: no fence operations to log, so no operation list to build.
+        let obj = handles::get::<Queue>(Kind::Queue, q)?;
+        let mut g = obj.lock();
+        return crate::usage::TrackedQueue::submit_commands(&mut *g, &b.cmds).map_err(from_submit);
+    }
     // Every fence resolved before the queue is touched: a bad handle changes nothing.
     let resolve = |l: &[(usize, u64)]| -> Result<Vec<(NativeFence, u64)>, RvgpuStatus> {
         l.iter()
@@ -186,7 +200,7 @@ pub fn queue_status(q: usize) -> Result<RvgpuQueueStatus, RvgpuStatus> {
         },
         lost: u32::from(s.lost),
         queue_id: s.queue_id,
-        reserved: 0,
+        doorbell_status: s.doorbell,
     })
 }
 
@@ -259,7 +273,7 @@ pub fn fence_signal(f: usize, value: u64) -> RvgpuStatus {
 }
 
 pub fn fence_value(f: usize) -> Result<u64, RvgpuStatus> {
-    current_value(&fence(f)?.1)
+    fence_now(f)
 }
 
 pub fn fence_wait(f: usize, value: u64, timeout_ns: u64) -> RvgpuStatus {
@@ -267,10 +281,18 @@ pub fn fence_wait(f: usize, value: u64, timeout_ns: u64) -> RvgpuStatus {
         Ok(x) => x,
         Err(e) => return e,
     };
-    if current_value(&nf).is_ok_and(|v| v >= value) {
+    if fence_now(f).is_ok_and(|v| v >= value) {
         return RvgpuStatus::Ok;
     }
-    wait(&kmt, nf.kmt, value, timeout_ns)
+    match wait(&kmt, nf.kmt, value, timeout_ns) {
+        // The OS also ends the wait when the fence is destroyed meanwhile (by another thread):
+        // that wait is abandoned, not satisfied.
+        RvgpuStatus::Ok => match fence_now(f) {
+            Ok(v) if v >= value => RvgpuStatus::Ok,
+            _ => RvgpuStatus::DeviceLost,
+        },
+        s => s,
+    }
 }
 
 pub fn fence_destroy(f: usize) -> RvgpuStatus {

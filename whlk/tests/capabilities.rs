@@ -26,8 +26,8 @@ fn reach(s: &mut dyn Session, c: Capability) -> Result<(), Failure> {
         Capability::AllocationUsage => s.alloc_usage().map(|_| ()),
         Capability::GpuVaPlacement => s.gpu_va().map(|_| ()),
         Capability::KernelModeTesting => s.kmtest().map(|_| ()),
-        // Not a session trait: checked when the session opens.
-        Capability::ConfiguredMachine => Ok(()),
+        // Not session traits: checked when the session opens, or what the OS enabled.
+        Capability::ConfiguredMachine | Capability::NativeFences => Ok(()),
     }
 }
 

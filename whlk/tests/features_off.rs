@@ -28,7 +28,12 @@ fn outcomes(os: OsUnderTest, backend: &dyn Backend) -> Vec<Outcome> {
 fn check(on: &[Outcome], off: &[Outcome], why: &str, strict: bool) -> usize {
     let features = os::enabled_features().expect("the adapter starts");
     let names: Vec<&str> = features.iter().map(|(n, _)| *n).collect();
-    assert_eq!(names, ["HWSCH"], "enabled: {features:?}");
+    // Kernel-mode testing depends on no other feature, so it stays.
+    assert_eq!(
+        names,
+        ["HWSCH", "KERNEL_MODE_TESTING"],
+        "enabled: {features:?}"
+    );
     let mut passed = 0;
     for ((case, on), off) in cases::all().iter().zip(on).zip(off) {
         if case.needs.contains(&Capability::NativeFences) {

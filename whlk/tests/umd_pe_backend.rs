@@ -17,8 +17,10 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
         [
             Capability::Fences,
             Capability::UserModeSubmission,
+            Capability::Tdr,
             Capability::ConfiguredMachine,
             Capability::AllocationUsage,
+            Capability::NativeFences,
         ]
     );
     let all = cases::all();
@@ -37,6 +39,9 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
         "UserModeSubmission.BothPathsTogether",
         "UserModeSubmission.SubmitOrderAndProgressFence",
         "UserModeSubmission.ReconnectAndRetry",
+        "UserModeSubmission.GlobalDoorbell",
+        "Tdr.ComputeHangCopyRuns",
+        "Tdr.GuiltyDeviceAborted",
         "NativeFence.CpuWaitsThreaded",
         "NativeFence.CpuSignalReleasesGpuWaitThreaded",
         "NativeFence.DestroyAbandonsWaitThreaded",

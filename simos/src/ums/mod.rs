@@ -175,6 +175,7 @@ pub(crate) fn new_kmt_handle(process: ProcessId) -> Result<KmtHandle, SimError> 
 
 /// The table adapter handles of user-mode images come from: the PE bridge opens an adapter
 /// before the process has a device, and the simulated OS's processes are its devices.
+#[cfg(target_os = "linux")]
 const ADAPTER_OPENERS: ProcessId = ProcessId(1);
 
 /// A new adapter handle for a user-mode image (`D3DKMTOpenAdapterFromLuid`).

@@ -75,7 +75,13 @@ impl TestThunks for super::sim::kmt::SessKmt {
 
     fn arm_tdr(&self) -> Result<(), NtStatus> {
         let (m, p) = self.parts();
-        let t = super::TdrTimeouts::fast();
+        // Threaded: wall-clock limits long enough that a loaded host does not time out
+        // innocent work (Windows' TdrDelay is 2 s), short enough for a quick case.
+        let t = super::TdrTimeouts {
+            timeout: Duration::from_millis(500),
+            preempt_timeout: Duration::from_millis(50),
+            ..super::TdrTimeouts::fast()
+        };
         m.enable_tdr(
             p.adapter,
             rvgpu_simos::TdrConfig {

@@ -94,6 +94,7 @@ impl crate::backend::Backend for DllBackend {
                 Capability::Fences,
                 Capability::ConfiguredMachine,
                 Capability::NativeFences,
+                Capability::Tdr,
             ])
         } else {
             // Its queues and fences are user-mode queues and native fences.
@@ -562,6 +563,14 @@ impl Session for DllSession {
         Some(self)
     }
 
+    fn as_tdr(&mut self) -> Option<&mut dyn crate::backend::Tdr> {
+        Some(self)
+    }
+
+    fn as_tdr_ref(&self) -> Option<&dyn crate::backend::Tdr> {
+        Some(self)
+    }
+
     fn as_fences_ref(&self) -> Option<&dyn crate::backend::Fences> {
         Some(self)
     }
@@ -582,6 +591,81 @@ impl Drop for DllSession {
 
 /// (`RvgpuFence*`, value) pairs: a batch's wait or signal list.
 pub(super) type FenceList = Vec<(u64, u64)>;
+
+/// One [`StreamLane`] on its own thread: `rvgpu_queue_submit` of each batch, in order.
+fn stream_lane(
+    lane: &StreamLane,
+    up: &Arc<UserProcess>,
+    h: u64,
+    batches: &[Vec<u32>],
+) -> StreamReport {
+    let mut rep = StreamReport {
+        submitted: 0,
+        last_value: 0,
+        recovered_at: None,
+        error: None,
+    };
+    let call = |name: &str, args: &[u64]| -> Result<u64, String> {
+        up.call(name, args)
+            .map(|v| v & 0xFFFF_FFFF)
+            .map_err(|e| format!("{name}: {e:?}"))
+    };
+    std::thread::sleep(lane.start_after);
+    for d in batches {
+        if lane.max_in_flight > 0 {
+            let t0 = std::time::Instant::now();
+            loop {
+                let mut st = [0u64; 5];
+                match call("rvgpu_queue_status", &[h, st.as_mut_ptr() as u64]) {
+                    Ok(OK) => {}
+                    Ok(s) => {
+                        rep.error = Some(format!("rvgpu_queue_status returned {}", status_name(s)));
+                        return rep;
+                    }
+                    Err(e) => {
+                        rep.error = Some(e);
+                        return rep;
+                    }
+                }
+                if st[0].saturating_sub(st[1]) < lane.max_in_flight {
+                    break;
+                }
+                if t0.elapsed() > Duration::from_secs(20) {
+                    rep.error = Some(format!("batch {}: in flight for 20 s", rep.submitted));
+                    return rep;
+                }
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+        let desc: [u64; 6] = [d.as_ptr() as u64, d.len() as u64, 0, 0, 0, 0];
+        let mut v = 0u64;
+        match call(
+            "rvgpu_queue_submit",
+            &[h, desc.as_ptr() as u64, &raw mut v as u64],
+        ) {
+            Ok(OK) => {
+                rep.submitted += 1;
+                rep.last_value = v;
+            }
+            Ok(s) => {
+                rep.error = Some(format!("batch {}: {}", rep.submitted, status_name(s)));
+                return rep;
+            }
+            Err(e) => {
+                rep.error = Some(e);
+                return rep;
+            }
+        }
+    }
+    if lane.wait && rep.last_value > 0 {
+        match call("rvgpu_queue_wait", &[h, rep.last_value, u64::MAX]) {
+            Ok(OK) => {}
+            Ok(s) => rep.error = Some(format!("waiting: {}", status_name(s))),
+            Err(e) => rep.error = Some(e),
+        }
+    }
+    rep
+}
 
 /// Commands as the C API takes them: each 64-bit word as two dwords, low half first.
 fn dwords(cmds: &[rvgpu_hw::cmd::Command]) -> Result<Vec<u32>, Failure> {
@@ -774,8 +858,23 @@ impl UserModeSubmission for DllSession {
         self.ok(p, "rvgpu_destroy_queue", &[h])
     }
 
-    fn doorbell_status(&self, _q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
-        missing("the doorbell status")
+    fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
+        let (p, h) = self.queue(q)?;
+        let mut st = [0u64; 5];
+        self.ok(p, "rvgpu_queue_status", &[h, st.as_mut_ptr() as u64])?;
+        Ok(match (st[4] >> 32) as u32 as i32 {
+            0 => DoorbellStatus::Connected,
+            1 => DoorbellStatus::ConnectedNotify,
+            2 => DoorbellStatus::DisconnectedRetry,
+            3 => DoorbellStatus::DisconnectedAbort,
+            -1 => {
+                return Err(Failure::Backend(format!(
+                    "queue {} has no doorbell (a kernel-mode queue)",
+                    q.0
+                )))
+            }
+            x => DoorbellStatus::Other(x),
+        })
     }
 
     fn kernel_submit_on_user_queue(
@@ -783,11 +882,19 @@ impl UserModeSubmission for DllSession {
         _q: UmQueueRef,
         _work: &[Work],
     ) -> Result<i32, Failure> {
-        missing("a kernel-mode submission on a user-mode queue")
+        Err(Failure::Unsupported(
+            "a kernel-mode submission on a user-mode queue: the DLL chooses each queue's path, \
+             no application call submits past it"
+                .into(),
+        ))
     }
 
     fn release_ring_handles(&mut self, _q: UmQueueRef) -> Result<(), Failure> {
-        missing("releasing the ring allocations behind the UMD")
+        Err(Failure::Unsupported(
+            "releasing a queue's ring allocations while it lives: the DLL owns them and no \
+             application call reaches them"
+                .into(),
+        ))
     }
 
     fn await_engine_f1(&mut self, _i: usize, _n: u32, _b: Duration) -> Result<bool, Failure> {
@@ -798,8 +905,46 @@ impl UserModeSubmission for DllSession {
         missing("multi-process churn")
     }
 
-    fn stream(&mut self, _lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
-        missing("TDR streams")
+    /// One thread per lane, each submitting its batches through `rvgpu_queue_submit` on the
+    /// lane's queue (the C API is thread-safe). An application sees no TDR counter, so every
+    /// lane submits all its batches.
+    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
+        let mut jobs = Vec::with_capacity(lanes.len());
+        for (k, lane) in lanes.iter().enumerate() {
+            let (p, h) = self.queue(lane.queue)?;
+            if lanes[..k].iter().any(|l| l.queue == lane.queue) {
+                return Err(Failure::Backend(format!(
+                    "stream: queue {} is in two lanes",
+                    lane.queue.0
+                )));
+            }
+            let batches = lane
+                .batches
+                .iter()
+                .map(|w| {
+                    crate::backend::encode_work(w, |b, o, n| self.address(b, o, n))
+                        .and_then(|c| dwords(&c))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            jobs.push((lane, self.process(p)?.0, h, batches));
+        }
+        Ok(std::thread::scope(|sc| {
+            let handles: Vec<_> = jobs
+                .iter()
+                .map(|(lane, up, h, batches)| sc.spawn(move || stream_lane(lane, up, *h, batches)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|t| {
+                    t.join().unwrap_or_else(|_| StreamReport {
+                        submitted: 0,
+                        last_value: 0,
+                        recovered_at: None,
+                        error: Some("the lane's thread panicked".into()),
+                    })
+                })
+                .collect()
+        }))
     }
 }
 
@@ -938,6 +1083,42 @@ impl AllocationUsage for DllSession {
             *t = None;
         }
         Ok(())
+    }
+}
+
+/// TDR as an application meets it: on Windows detection and recovery are always on (the
+/// simulated OS turns them on when asked, with the case's timeouts, as Windows' `TdrDelay`
+/// setting would); a reset shows as lost queues and `RVGPU_STATUS_DEVICE_LOST`.
+impl crate::backend::Tdr for DllSession {
+    fn enable_tdr(&mut self, i: usize, t: crate::backend::TdrTimeouts) -> Result<(), Failure> {
+        self.m
+            .enable_tdr(
+                i,
+                rvgpu_simos::TdrConfig {
+                    timeout_steps: t.timeout_steps,
+                    timeout: t.timeout,
+                    preempt_steps: t.preempt_steps,
+                    preempt_timeout: t.preempt_timeout,
+                    ..Default::default()
+                },
+            )
+            .map_err(failure)
+    }
+
+    fn create_context(
+        &mut self,
+        _p: ProcessRef,
+        _node: u32,
+    ) -> Result<crate::backend::ContextRef, Failure> {
+        missing("a legacy context with DMA buffers (its queues are hardware queues)")
+    }
+
+    fn submit_dma(
+        &mut self,
+        _c: crate::backend::ContextRef,
+        _work: &[Work],
+    ) -> Result<u32, Failure> {
+        missing("a legacy context with DMA buffers (its queues are hardware queues)")
     }
 }
 
