@@ -19,7 +19,8 @@ use rvgpu_device::{Device, SysAlloc};
 
 use crate::machine::Board;
 
-use crate::dxgkrnl::interrupt::{SimLine, Wake, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
+use crate::dxgkrnl::interrupt::{CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
+use crate::dxgkrnl::line::{SimLine, Wake};
 use crate::dxgkrnl::notify::{Notification, Processed};
 use crate::dxgkrnl::observer::Observer;
 use crate::dxgkrnl::state::MachineState;

@@ -165,20 +165,7 @@ pub fn table_as_copied(t: &DRIVER_INITIALIZATION_DATA) -> DRIVER_INITIALIZATION_
     copy
 }
 
-/// The registry's `UserModeDriverName` as Dxgkrnl reads it (BR-35, [`crate::dxgkrnl::registry`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum UmdName {
-    /// At least one well-formed, non-empty name.
-    #[default]
-    Valid,
-    /// Absent, not a string type, or zero bytes long: [D] `DxgkRetrieveStringFromRegistry`
-    /// fails and `DpiGetAdapterInfo` marks the name missing.
-    Missing,
-    /// A `REG_MULTI_SZ` whose first string has no terminator inside the value.
-    BadlyFormed,
-    /// Present, but its first name is empty.
-    Empty,
-}
+pub use crate::dxgkrnl::registry::UmdName;
 
 /// What adapter creation's caps rules read besides the caps and the table.
 #[derive(Clone, Copy, Debug)]

@@ -68,8 +68,7 @@ impl PartialEq for BuildFn {
 }
 impl Eq for BuildFn {}
 
-/// `STATUS_BUFFER_OVERFLOW` (a warning: not `NT_SUCCESS`).
-pub const STATUS_BUFFER_OVERFLOW: NTSTATUS = 0x8000_0005_u32 as NTSTATUS;
+pub use crate::dxgkrnl::rules::STATUS_BUFFER_OVERFLOW;
 /// `STATUS_ACCESS_VIOLATION`: what the probe of a user buffer raises.
 pub const STATUS_ACCESS_VIOLATION: NTSTATUS = 0xC000_0005_u32 as NTSTATUS;
 /// Size of the escape's private data (x64).

@@ -14,6 +14,7 @@ pub mod kernel;
 pub mod kmdver;
 pub mod kmtest;
 pub mod ktimer;
+pub mod line;
 pub mod load;
 pub mod lowres;
 pub mod notify;

@@ -10,7 +10,20 @@
 //! first string without a terminator is "invalidly formatted", an empty first name "invalid";
 //! both `DEVICE_CONFIGURATION_ERROR`.
 
-use crate::dxgkrnl::bringup::UmdName;
+/// The registry's `UserModeDriverName` as Dxgkrnl reads it (BR-35).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UmdName {
+    /// At least one well-formed, non-empty name.
+    #[default]
+    Valid,
+    /// Absent, not a string type, or zero bytes long: [D] `DxgkRetrieveStringFromRegistry`
+    /// fails and `DpiGetAdapterInfo` marks the name missing.
+    Missing,
+    /// A `REG_MULTI_SZ` whose first string has no terminator inside the value.
+    BadlyFormed,
+    /// Present, but its first name is empty.
+    Empty,
+}
 
 /// `REG_SZ`.
 pub const REG_SZ: u32 = 1;

@@ -22,6 +22,9 @@ use rvgpu_kmd::platform::Irql;
 /// Dxgkrnl's `DdiSetPowerComponentFState` wrapper accepts besides success.
 pub const STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST: NTSTATUS = 0xC01E_0116_u32 as NTSTATUS;
 
+/// `STATUS_BUFFER_OVERFLOW` (ntstatus.h 0x80000005; a warning: not `NT_SUCCESS`).
+pub const STATUS_BUFFER_OVERFLOW: NTSTATUS = 0x8000_0005_u32 as NTSTATUS;
+
 /// The levels a routine may run at, inclusive, and where the rule is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IrqlRule {
@@ -216,7 +219,7 @@ rules! {
                 .ddi_wrapper()
                 .statuses("KT-8", &[
                     STATUS_SUCCESS,
-                    crate::dxgkrnl::kmtest::STATUS_BUFFER_OVERFLOW,
+                    STATUS_BUFFER_OVERFLOW,
                     STATUS_INVALID_PARAMETER,
                 ]);
         DxgkDdiQueryAdapterInfo =>

@@ -13,7 +13,7 @@
 //! bug-checked.
 
 pub mod answers;
-mod board;
+pub(crate) mod board;
 mod config;
 pub mod cpucache;
 #[cfg(target_os = "linux")]
@@ -38,8 +38,9 @@ use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::{AdapterShared, DriverTable, Life};
 use crate::dxgkrnl::bugcheck::BugCheck;
-use crate::dxgkrnl::interrupt::{self, Serviced, SimLine, Wake};
+use crate::dxgkrnl::interrupt::{self, Serviced};
 use crate::dxgkrnl::kernel::{self, IrqlScope};
+use crate::dxgkrnl::line::{SimLine, Wake};
 use crate::dxgkrnl::notify::Processed;
 use crate::dxgkrnl::state::{LogLine, MachineState};
 use crate::error::SimError;

@@ -45,7 +45,7 @@ use rvgpu_hw::regs::{self, Caps, DeviceStatus};
 
 use super::board::Board;
 use super::config::PciSpec;
-use crate::dxgkrnl::interrupt::SimLine;
+use crate::dxgkrnl::line::SimLine;
 
 /// PCI command register: memory space, bus master, INTx disable (PCI Local Bus 3.0, 6.2.2).
 const CMD_MEMORY: u16 = 1 << 1;
@@ -536,7 +536,7 @@ impl Drop for PciBoard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dxgkrnl::interrupt::Wake;
+    use crate::dxgkrnl::line::Wake;
 
     fn temp(name: &str, bytes: &[u8]) -> (PathBuf, File) {
         let p = std::env::temp_dir().join(format!("rvgpu-pci-{}-{name}", std::process::id()));

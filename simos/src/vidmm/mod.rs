@@ -14,6 +14,7 @@ pub mod dmabuf;
 pub mod dmapool;
 pub mod fencemap;
 pub mod gpuva;
+pub mod leaf;
 pub mod mdl;
 pub mod mmu;
 pub mod model;

@@ -139,7 +139,7 @@ impl Machine {
         // system VA, read/write for the GPU (MF-01); a process's commands reach only what
         // its address space maps.
         // No allocation behind it: the leaves carry no handle.
-        let tag = crate::vidmm::mmu::LeafTag::default();
+        let tag = crate::vidmm::leaf::LeafTag::default();
         if let Err(e) = self.vidmm_map_os_page(&a, process, obj.slot.gpu(), tag) {
             lock(&a.fence_os).legacy.remove(&obj.handle);
             return Err(e);
@@ -298,7 +298,7 @@ impl Machine {
             &b,
             process,
             obj.slot.gpu(),
-            crate::vidmm::mmu::LeafTag::default(),
+            crate::vidmm::leaf::LeafTag::default(),
         )?;
         Ok(MonitoredFence { obj })
     }

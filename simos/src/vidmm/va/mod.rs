@@ -37,7 +37,7 @@ use crate::sync::fence::MonitoredFence;
 use crate::sync::process_id::ProcessId;
 use crate::ums::KmtHandle;
 use crate::vidmm::gpuva::{MapAttrs, Phys};
-use crate::vidmm::mmu::LeafTag;
+use crate::vidmm::leaf::LeafTag;
 // The requests as the UMD's `Kmt` trait states them (`D3DDDI_RESERVEGPUVIRTUALADDRESS`,
 // `D3DDDI_MAPGPUVIRTUALADDRESS`), one definition for both sides of the thunk.
 use rvgpu_umd::kmt::{
