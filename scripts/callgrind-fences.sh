@@ -46,13 +46,13 @@ trap 'rm -rf "$OUT"' EXIT
 
 # run MODE OPS FUNCTION -> prints
 # "<Ir> <driver> <device> <os> <platform> <umv_calls> <isr_calls> <null_calls>"
-# (the split by scripts/callgrind-split.py). FUNCTION is a DDI of rvgpu_kmd::ddi, or a full
-# path (containing "::").
+# (the split by scripts/callgrind-split.py). FUNCTION is a DDI thunk of rvgpu_kmd::ddi
+# (`group::thunk`), or a full path (starting with "rvgpu").
 run() {
     local mode="$1" ops="$2" func="$3" sym line split umv isr null
     local file="$OUT/cg.$1.$2.${3//:/_}.${SCALE_ENV#*=}"
     sym="rvgpu_kmd::ddi::${func}"
-    [[ "$func" == *::* ]] && sym="$func"
+    [[ "$func" == rvgpu* ]] && sym="$func"
     line="$(env $SCALE_ENV RVGPU_CALLGRIND_MODE="$mode" RVGPU_CALLGRIND_OPS="$ops" valgrind --tool=callgrind \
         --callgrind-out-file="$file" --toggle-collect="${sym}*" "$BIN" 2>/dev/null)"
     split="$(python3 "$ROOT/scripts/callgrind-split.py" "$file" "^${sym}")"
@@ -74,9 +74,9 @@ per() {
 
 NULL_FN="rvgpu_simos::sync::fence::dpc::process_dpc_work"
 SCALE_ENV=""
-read -r -a UMV <<<"$(per native update_monitored_values umv)"
-read -r -a ISR <<<"$(per native interrupt_routine isr)"
-read -r -a LEGACY_ISR <<<"$(per legacy interrupt_routine isr)"
+read -r -a UMV <<<"$(per native fence::update_monitored_values umv)"
+read -r -a ISR <<<"$(per native pnp::interrupt_routine isr)"
+read -r -a LEGACY_ISR <<<"$(per legacy pnp::interrupt_routine isr)"
 
 echo
 echo "Instructions per call; driver = the KMD's own code (with what it inlines), device ="
@@ -113,8 +113,8 @@ if [ "${RVGPU_CALLGRIND_SCALE:-1}" != 0 ]; then
     FIRST=()
     for N in ${RVGPU_CALLGRIND_SCALE_FENCES:-1000 100000}; do
         SCALE_ENV="RVGPU_CALLGRIND_FENCES=$((N - 1))"
-        read -r -a U <<<"$(per native update_monitored_values umv)"
-        read -r -a I <<<"$(per native interrupt_routine isr)"
+        read -r -a U <<<"$(per native fence::update_monitored_values umv)"
+        read -r -a I <<<"$(per native pnp::interrupt_routine isr)"
         read -r -a Z <<<"$(per null "$NULL_FN" null)"
         echo "| $N | ${U[0]} | ${U[1]} | ${I[0]} | ${I[1]} | ${Z[0]} |"
         if [ "${#FIRST[@]}" = 0 ]; then

@@ -275,6 +275,27 @@ impl<'m> SimKmt<'m> {
             .map_err(status)
     }
 
+    /// `D3DKMTEscape` with `DriverKnownEscape` and a `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`
+    /// (`data`, whose pointers name `dma` and `private`): the kernel-mode testing escape
+    /// ([`crate::dxgkrnl::kmtest`]).
+    pub fn escape_build_test_command_buffer(
+        &self,
+        data: &mut [u8],
+        dma: &mut [u8],
+        private: &mut [u8],
+    ) -> Result<(), NtStatus> {
+        self.thunk()?;
+        let st = self
+            .m
+            .escape_build_test_command_buffer(self.p.adapter, self.p.pid, data, dma, private)
+            .map_err(status)?;
+        if st == 0 {
+            Ok(())
+        } else {
+            Err(NtStatus(st))
+        }
+    }
+
     /// `D3DKMTCreateSynchronizationObject2` of a `D3DDDI_MONITORED_FENCE` (MF-01) with
     /// `initial`: its D3DKMT handle (what the MF-03 thunks and
     /// [`Kmt::wait_for_fence`] take) and the OS object (CPU view, GPU VA, CPU signal through

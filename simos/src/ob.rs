@@ -84,14 +84,7 @@ pub fn local_handles() -> &'static LocalHandles {
 /// The D3DKMT handle value of entry `index` (0-based) of run `run`.
 fn encode(run: u32, index: u32) -> u32 {
     // Counted from 1: the bits below the top ones are never all clear.
-    D3DKMT_HANDLE_TOP_BITS | (run * D3DKMT_HANDLES_PER_RUN + index + 1) * D3DKMT_HANDLE_STEP
-}
-
-/// Whether `h` has the shape of a D3DKMT handle (top bits set, low six bits clear). NT
-/// handles and guessed small numbers do not.
-pub fn is_d3dkmt_handle(h: u64) -> bool {
-    u32::try_from(h)
-        .is_ok_and(|h| h & D3DKMT_HANDLE_TOP_BITS != 0 && h & (D3DKMT_HANDLE_STEP - 1) == 0)
+    D3DKMT_HANDLE_TOP_BITS | ((run * D3DKMT_HANDLES_PER_RUN + index + 1) * D3DKMT_HANDLE_STEP)
 }
 
 impl LocalHandles {

@@ -1491,6 +1491,11 @@ impl<K: Kmt> UserQueue<K> {
         }
     }
 
+    /// What the doorbell's status page says now (`None`: the queue has no doorbell any more).
+    pub fn doorbell_status(&self) -> Option<DoorbellStatus> {
+        self.doorbell.as_ref().map(|d| d.cpu.status())
+    }
+
     /// True once the queue is unusable (UM-10): drop it and create a new one.
     pub fn is_lost(&self) -> bool {
         self.lost

@@ -23,6 +23,7 @@ use rvgpu_ddi::interrupt::{
 };
 use rvgpu_hw::engine::EngineState;
 
+use crate::ddi::table::Filled;
 use crate::device::{self, DeviceIdentity};
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
@@ -80,6 +81,8 @@ unsafe impl Send for IsrCell {}
 pub struct Live<P: Platform> {
     pub dxgk: Dxgk,
     pub features: Features,
+    /// The optional DDI groups the driver's table fills (fixed for the image).
+    pub ddis: Filled,
     pub regs: Regs<P>,
     pub regs_va: NonNull<u8>,
     pub identity: DeviceIdentity,
@@ -308,7 +311,7 @@ impl<P: Platform> Adapter<P> {
 
     /// StartDevice: discover resources, map registers, bring the device up, publish the ISR
     /// state, enable interrupts. On failure everything acquired so far is released.
-    pub fn start(&self, dxgk: Dxgk) -> Result<(), Status> {
+    pub fn start(&self, dxgk: Dxgk, ddis: Filled) -> Result<(), Status> {
         {
             let mut l = self.lifecycle.lock();
             if l.0 != Lifecycle::Added {
@@ -317,7 +320,7 @@ impl<P: Platform> Adapter<P> {
             // Claim the transition so a concurrent (buggy) second start fails fast.
             l.0 = Lifecycle::Started;
         }
-        match self.bring_up(dxgk) {
+        match self.bring_up(dxgk, ddis) {
             Ok(mut live) => {
                 live.optimized_fence_irq = crate::caps::optimized_fence_irq(&live);
                 self.live.store(Box::into_raw(live), Ordering::Release);
@@ -343,7 +346,7 @@ impl<P: Platform> Adapter<P> {
         }
     }
 
-    fn bring_up(&self, dxgk: Dxgk) -> Result<Box<Live<P>>, Status> {
+    fn bring_up(&self, dxgk: Dxgk, ddis: Filled) -> Result<Box<Live<P>>, Status> {
         let info = dxgk.device_information()?;
         let quotas = crate::quota::Quotas::read::<P>(info.PhysicalDeviceObject.cast());
         // SAFETY: Dxgkrnl's DXGK_DEVICE_INFO points at a valid translated resource list.
@@ -467,6 +470,7 @@ impl<P: Platform> Adapter<P> {
             Live {
                 dxgk,
                 features,
+                ddis,
                 regs,
                 regs_va: va,
                 identity,

@@ -116,17 +116,9 @@ pub fn native_gpu_fence<P: Platform>(live: &Live<P>) -> bool {
         .identity
         .caps
         .contains(rvgpu_hw::regs::Caps::NATIVE_FENCE);
-    let table = crate::ddi::initialization_data::<P>();
-    let ddis = table.DxgkDdiCreateNativeFence.is_some()
-        && table.DxgkDdiUpdateMonitoredValues.is_some()
-        && table.DxgkDdiUpdateCurrentValuesFromCpu.is_some();
-    os && device && ddis && log_ddis(&table)
-}
-
-/// LOG-09: native fences oblige the two log DDIs (the OS gives every user-mode queue both
-/// logs), so the native-fence bit requires them in the table.
-pub fn log_ddis(table: &rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA) -> bool {
-    table.DxgkDdiSetNativeFenceLogBuffer.is_some() && table.DxgkDdiUpdateNativeFenceLogs.is_some()
+    // LOG-09: native fences oblige the two log DDIs too (the OS gives every user-mode queue
+    // both logs).
+    os && device && live.ddis.native_fence && live.ddis.fence_logs
 }
 
 /// LOG-08 (docs/logs.md §3.1): per-queue fence interrupts need the device cap (events name
@@ -398,6 +390,10 @@ pub fn node_metadata<P: Platform>(
             .with(
                 DXGK_NODEMETADATA_FLAGS::UserModeSubmission,
                 u32::from(crate::hws::user_mode_submission(live)),
+            )
+            .with(
+                DXGK_NODEMETADATA_FLAGS::SupportBuildTestCommandBuffer,
+                u32::from(crate::kmtest::enabled(live)),
             ),
         // Every engine translates through the GPU MMU when DRIVERCAPS claims it (BR-71).
         GpuMmuSupported: u8::from(crate::gpummu::supported(live)),

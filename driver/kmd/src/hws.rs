@@ -31,7 +31,6 @@ use rvgpu_ddi::hws::{
     DXGK_SCHEDULING_PRIORITY_BAND_COUNT, DXGK_SCHEDULING_PRIORITY_BAND_NORMAL,
     DXGK_SCHEDULING_PRIORITY_BAND_REALTIME,
 };
-use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_hw::regs::{self, Caps};
 use rvgpu_hw::schedlog;
 
@@ -46,17 +45,6 @@ use crate::status::{self, Status};
 const _: () = assert!(schedlog::HEADER_SIZE == DXGK_SCHEDULING_LOG_BUFFER::HEADER_SIZE);
 const _: () = assert!(schedlog::ENTRY_SIZE == DXGK_SCHEDULING_LOG_BUFFER::ENTRY_SIZE);
 
-/// Whether the driver's table carries the HWS DDIs the OS calls on a hardware-scheduled node
-/// (the [`crate::caps::native_gpu_fence`] pattern: the advertisement cannot get ahead of the
-/// code).
-pub fn ddis(t: &DRIVER_INITIALIZATION_DATA) -> bool {
-    t.DxgkDdiSetupPriorityBands.is_some()
-        && t.DxgkDdiSetSchedulingLogBuffer.is_some()
-        && t.DxgkDdiSetContextSchedulingProperties.is_some()
-        && t.DxgkDdiResetHwEngine.is_some()
-        && t.DxgkDdiResumeHwEngine.is_some()
-}
-
 /// The device half of [`active`]: a scheduling log, per-engine reset and page tables.
 pub fn device_capable(caps: Caps) -> bool {
     caps.contains(Caps::SCHED_LOG | Caps::PER_ENGINE_RESET | Caps::PAGE_TABLES)
@@ -68,7 +56,7 @@ pub fn active<P: Platform>(live: &Live<P>) -> bool {
     live.features.hwsch.is_some()
         && device_capable(live.identity.caps)
         && crate::gpummu::supported(live)
-        && ddis(&crate::ddi::initialization_data::<P>())
+        && live.ddis.hws
 }
 
 /// Whether nodes offer user-mode submission: the OS enabled `DXGK_FEATURE_USER_MODE_SUBMISSION`

@@ -36,6 +36,7 @@ mod hwqueue;
 mod hws;
 mod interrupt;
 mod kmem;
+mod kmtest;
 mod log;
 mod mdl;
 mod mmio;
@@ -63,4 +64,10 @@ mod watchdog;
 pub use adapter::{Adapter, DISPLAY_ADAPTER_HW_ID};
 pub use ddi::initialization_data;
 pub use globals::MAX_ADAPTERS;
-pub use reset::per_engine_tdr_for;
+
+/// TDR-01's advertisement rule for device caps `caps` with the driver's own table: whether
+/// StartDevice would set `SupportPerEngineTDR` (for the tests of the table, without an adapter).
+pub fn per_engine_tdr_for<P: platform::Platform>(caps: rvgpu_hw::regs::Caps) -> bool {
+    let ddis = ddi::table::Filled::of(&initialization_data::<P>());
+    reset::per_engine_tdr_rule(caps, ddis.per_engine_tdr)
+}

@@ -611,24 +611,6 @@ mod tests {
     }
 
     #[test]
-    fn log_09_native_fence_cap_requires_log_ddis() {
-        use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
-        use rvgpu_ddi::NTSTATUS;
-        unsafe extern "system" fn set(_: *const DXGKARG_SETNATIVEFENCELOGBUFFER) -> NTSTATUS {
-            0
-        }
-        unsafe extern "system" fn update(_: *const DXGKARG_UPDATENATIVEFENCELOGS) -> NTSTATUS {
-            0
-        }
-        let mut t = DRIVER_INITIALIZATION_DATA::default();
-        assert!(!crate::caps::log_ddis(&t));
-        t.DxgkDdiSetNativeFenceLogBuffer = Some(set);
-        assert!(!crate::caps::log_ddis(&t), "both log DDIs are needed");
-        t.DxgkDdiUpdateNativeFenceLogs = Some(update);
-        assert!(crate::caps::log_ddis(&t));
-    }
-
-    #[test]
     fn log_07_update_writes_one_flush_per_listed_queue() {
         let ids = [Some(3), Some(3), None, Some(5), Some(3)];
         let out: Vec<_> = dedup_ids(ids.into_iter()).collect();

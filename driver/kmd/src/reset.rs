@@ -205,30 +205,12 @@ impl TdrLog {
 ///
 /// [tdr8]: https://learn.microsoft.com/en-us/windows-hardware/drivers/display/tdr-changes-in-windows-8
 pub fn per_engine_tdr<P: Platform>(live: &Live<P>) -> bool {
-    per_engine_tdr_for::<P>(live.identity.caps)
+    per_engine_tdr_rule(live.identity.caps, live.ddis.per_engine_tdr)
 }
 
-/// [`per_engine_tdr`] for device caps `caps` (unit-testable without a started adapter).
-pub fn per_engine_tdr_for<P: Platform>(caps: Caps) -> bool {
-    let table = crate::ddi::initialization_data::<P>();
-    per_engine_tdr_rule(
-        caps,
-        table.DxgkDdiQueryDependentEngineGroup.is_some(),
-        table.DxgkDdiQueryEngineStatus.is_some(),
-        table.DxgkDdiResetEngine.is_some(),
-        table.DxgkDdiCollectDbgInfo.is_some(),
-    )
-}
-
-/// The rule itself: device capability and every obliged slot.
-pub fn per_engine_tdr_rule(
-    caps: Caps,
-    group: bool,
-    status: bool,
-    reset: bool,
-    dbginfo: bool,
-) -> bool {
-    caps.contains(Caps::PER_ENGINE_RESET) && group && status && reset && dbginfo
+/// The rule itself: device capability and every obliged slot (`Filled::per_engine_tdr`).
+pub fn per_engine_tdr_rule(caps: Caps, ddis: bool) -> bool {
+    caps.contains(Caps::PER_ENGINE_RESET) && ddis
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -856,19 +838,14 @@ mod tests {
         assert_eq!(dependent_mask(64), None);
     }
 
-    /// TDR-01: the capability needs the device bit and all four DDIs.
+    /// TDR-01: the capability needs the device bit and the four DDIs
+    /// (`ddi::table` checks that one missing slot clears the group).
     #[test]
     fn tdr_01_per_engine_tdr_needs_the_device_bit_and_all_four_ddis() {
         let dev = Caps::ATOMIC64 | Caps::PER_ENGINE_RESET;
-        assert!(per_engine_tdr_rule(dev, true, true, true, true));
-        assert!(!per_engine_tdr_rule(Caps::ATOMIC64, true, true, true, true));
-        for missing in 0..4 {
-            let has = |i| i != missing;
-            assert!(
-                !per_engine_tdr_rule(dev, has(0), has(1), has(2), has(3)),
-                "slot {missing} missing"
-            );
-        }
+        assert!(per_engine_tdr_rule(dev, true));
+        assert!(!per_engine_tdr_rule(Caps::ATOMIC64, true));
+        assert!(!per_engine_tdr_rule(dev, false));
     }
 
     /// UM-10: the device owning the aborted hardware queue goes in error; its queues on every

@@ -18,7 +18,6 @@ use rvgpu_ddi::NTSTATUS;
 
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::rules::{self, Routine, Slot};
-use crate::lock::lock;
 use crate::machine::CpuArch;
 
 /// `STATUS_REVISION_MISMATCH`.
@@ -854,7 +853,7 @@ pub fn status_allowed(ddi: &str, status: NTSTATUS) -> bool {
 pub fn triage_status(a: &AdapterShared, routine: Routine, status: NTSTATUS) {
     let rules = routine.rules();
     if rules.statuses.is_some_and(|s| !s.allowed.contains(&status)) {
-        lock(&a.triage).push(format!(
+        a.observer().triage(format!(
             "BR-23: {} returned an invalid NTSTATUS {:#010x}",
             rules.name, status as u32
         ));
@@ -866,6 +865,6 @@ impl crate::machine::Machine {
     /// (BR-23).
     pub fn triage_log(&self, i: usize) -> Vec<String> {
         self.adapter_shared(i)
-            .map_or_else(|_| Vec::new(), |a| lock(&a.triage).clone())
+            .map_or_else(|_| Vec::new(), |a| a.observer().triage_log())
     }
 }

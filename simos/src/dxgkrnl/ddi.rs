@@ -108,7 +108,8 @@ pub fn call<R>(
         a.os.ddi_irql_mismatch_is_0x113 && routine.rules().wrapper == Wrapper::IrqlChecked;
     let r = call_driver_checked(&a.state, routine, address, fatal_0x113, f);
     if outermost {
-        a.stats.charge_bus(routine, before, a.device.bus_counts());
+        a.observer()
+            .charge_bus(routine, before, a.device.bus_counts());
     }
     r
 }

@@ -209,6 +209,16 @@ rules! {
         DxgkDdiQueryFeatureSupport => at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeaturesupport");
         DxgkDdiQueryFeatureInterface =>
             at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeatureinterface");
+        // KT-8 ([D24] ADAPTER_RENDER::DdiBuildTestCommandBuffer @ 0x1401A12AC): an IRQL-checked
+        // wrapper that logs any status but these three as "an invalid NTSTATUS code".
+        DxgkDdiBuildTestCommandBuffer =>
+            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_buildtestcommandbuffer")
+                .ddi_wrapper()
+                .statuses("KT-8", &[
+                    STATUS_SUCCESS,
+                    crate::dxgkrnl::kmtest::STATUS_BUFFER_OVERFLOW,
+                    STATUS_INVALID_PARAMETER,
+                ]);
         DxgkDdiQueryAdapterInfo =>
             at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryadapterinfo")
                 .ddi_wrapper()

@@ -97,6 +97,8 @@ mod events;
 mod handles;
 mod held;
 mod hwqueue;
+mod kmtest;
+mod lookup;
 mod loss;
 mod mapping;
 mod power;
@@ -109,6 +111,7 @@ pub(crate) use self::doorbell::*;
 pub use self::events::*;
 pub use self::held::*;
 pub(crate) use self::hwqueue::*;
+pub(crate) use self::kmtest::TestTarget;
 pub(crate) use self::loss::*;
 pub use self::mapping::*;
 pub(crate) use self::power::*;
@@ -141,7 +144,8 @@ use crate::dxgkrnl::kernel::current_irql;
 use crate::error::SimError;
 use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::fence::{MonitoredFence, ProcessId, SimEvent, WaitOutcome};
+use crate::sync::fence::{MonitoredFence, SimEvent, WaitOutcome};
+use crate::sync::process_id::ProcessId;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
@@ -171,6 +175,7 @@ pub(crate) fn new_kmt_handle(process: ProcessId) -> Result<KmtHandle, SimError> 
 
 /// The table adapter handles of user-mode images come from: the PE bridge opens an adapter
 /// before the process has a device, and the simulated OS's processes are its devices.
+#[cfg(target_os = "linux")]
 const ADAPTER_OPENERS: ProcessId = ProcessId(1);
 
 /// A new adapter handle for a user-mode image (`D3DKMTOpenAdapterFromLuid`).
@@ -531,11 +536,7 @@ pub(crate) fn device_lock(
     a: &AdapterShared,
     device: KmtHandle,
 ) -> Result<Arc<Mutex<()>>, SimError> {
-    lock(&a.ums)
-        .devices
-        .get(&device)
-        .map(|d| d.lock.clone())
-        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
+    lock(&a.ums).device(device).map(|d| d.lock.clone())
 }
 
 /// Held by a thunk: the adapter lock shared, then the device's lock.

@@ -76,11 +76,7 @@ pub(super) fn teardown(
         destroy_context(a, c)?;
     }
     close_process_fences(m, a, device)?;
-    let kmd = lock(&a.ums)
-        .devices
-        .get(&device)
-        .map(|d| d.kmd)
-        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+    let kmd = lock(&a.ums).device(device)?.kmd;
     let f = table(a)?.DxgkDdiDestroyDevice;
     destroy_kmd_object(a, Routine::DxgkDdiDestroyDevice, "device", f, kmd)?;
     let pid = {
@@ -246,7 +242,7 @@ impl Machine {
         // BR-91 (the statuses column of the rule table): another status is "an invalid
         // NTSTATUS code" in the triage log; the status still goes to the caller.
         if !bringup::status_allowed("DxgkDdiCreateDevice", status) {
-            lock(&a.triage).push(format!(
+            a.observer().triage(format!(
                 "BR-91: DxgkDdiCreateDevice: Driver returned an invalid NTSTATUS code: {:#x}",
                 status as u32
             ));

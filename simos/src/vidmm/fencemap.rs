@@ -38,7 +38,7 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::error::SimError;
 use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::fence::ProcessId;
+use crate::sync::process_id::ProcessId;
 use crate::vidmm::gpuva::MapAttrs;
 use crate::vidmm::mmu::{phys_of, LeafTag};
 

@@ -46,7 +46,7 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::error::SimError;
 use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::fence::ProcessId;
+use crate::sync::process_id::ProcessId;
 use crate::ums::{KmtHandle, QueuedWork};
 use crate::vidmm::gpuva::{MapAttrs, Phys};
 use crate::vidmm::mmu::{paging_node, LeafTag, TABLE_SHARE};

@@ -32,7 +32,7 @@ use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
 use crate::lock::lock;
 use crate::machine::{Machine, Mode};
-use crate::sync::fence::ProcessId;
+use crate::sync::process_id::ProcessId;
 use crate::ums::{self, KmtHandle, UmsProcess};
 use crate::vidsch::tdr::{self, DmaBuf, Packet, TdrShared};
 

@@ -1,6 +1,6 @@
 //! The memory-model DDI entry points: processes, root page tables, allocations.
-//! Same rules as the other thunks (`super`): turn raw pointers into references, check sizes
-//! and nulls, call the module that holds the logic, return an NTSTATUS.
+//! Same rules as the other thunks (`super::thunk`): turn raw pointers into references, check
+//! sizes and nulls, call the module that holds the logic, return an NTSTATUS.
 
 use rvgpu_ddi::allocation::{
     DXGKARG_CLOSEALLOCATION, DXGKARG_CREATEALLOCATION, DXGKARG_CREATEPROCESS,
@@ -10,64 +10,32 @@ use rvgpu_ddi::allocation::{
 };
 use rvgpu_ddi::{HANDLE, NTSTATUS, SIZE_T};
 
-use super::{adapter, os_buffer};
-use crate::allocation::{self, MAX_PER_CALL};
+use super::thunk::{
+    adapter_and, adapter_and_mut, os_array, read_only, OnAdapterMut, OnContextWith,
+};
+use crate::adapter::Adapter;
+use crate::allocation;
 use crate::platform::Platform;
 use crate::process;
-use crate::status::{self, to_ntstatus};
-
-/// An OS array of `n` `T`s as a slice (`None` for a null array, more than
-/// [`MAX_PER_CALL`] elements, or none).
-///
-/// # Safety
-/// A non-null `p` must point at `n` valid, writable `T`s for `'a` that nothing else accesses
-/// meanwhile (Dxgkrnl's contract for its argument arrays).
-unsafe fn os_array<'a, T>(p: *mut T, n: u32) -> Option<&'a mut [T]> {
-    if p.is_null() || n == 0 || n > MAX_PER_CALL {
-        return None;
-    }
-    let n = usize::try_from(n).ok()?;
-    // SAFETY: the function contract.
-    Some(unsafe { core::slice::from_raw_parts_mut(p, n) })
-}
-
-/// A private-data buffer of the call as read-only bytes (`None`: null or empty).
-///
-/// # Safety
-/// A non-null `p` must be valid for reads of `len` bytes for `'a`.
-unsafe fn read_only<'a>(p: *mut core::ffi::c_void, len: u32) -> Option<&'a [u8]> {
-    let len = usize::try_from(len).ok()?;
-    if len == 0 {
-        return None;
-    }
-    // SAFETY: the function contract.
-    unsafe { os_buffer(p, len) }.map(|b| &*b)
-}
+use crate::status::{self, to_ntstatus, Status};
 
 /// DxgkDdiCreateProcess (PASSIVE).
-pub(super) unsafe extern "system" fn create_process<P: Platform>(
-    h_adapter: HANDLE,
-    args: *mut DXGKARG_CREATEPROCESS,
-) -> NTSTATUS {
-    // SAFETY: Dxgkrnl passes our own context as hAdapter.
-    let a = unsafe { adapter::<P>(h_adapter) };
-    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
-    let args = unsafe { args.as_mut() };
-    match (a, args) {
-        (Some(a), Some(args)) => to_ntstatus(process::create(a, args)),
-        _ => status::INVALID_PARAMETER.code(),
+pub(super) enum CreateProcess {}
+impl<P: Platform> OnAdapterMut<P> for CreateProcess {
+    type Args = DXGKARG_CREATEPROCESS;
+    fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
+        process::create(a, args)
     }
 }
 
 /// DxgkDdiDestroyProcess (PASSIVE).
-pub(super) unsafe extern "system" fn destroy_process<P: Platform>(
-    h_adapter: HANDLE,
-    h_process: HANDLE,
-) -> NTSTATUS {
-    // SAFETY: Dxgkrnl passes our own context as hAdapter.
-    match unsafe { adapter::<P>(h_adapter) } {
-        Some(a) => to_ntstatus(process::destroy(a, h_process)),
-        None => status::INVALID_PARAMETER.code(),
+pub(super) enum DestroyProcess {}
+impl<P: Platform> OnContextWith<P> for DestroyProcess {
+    type Arg = HANDLE;
+    type Out = NTSTATUS;
+    const NO_ADAPTER: NTSTATUS = status::INVALID_PARAMETER.code();
+    fn call(a: &Adapter<P>, h_process: HANDLE) -> NTSTATUS {
+        to_ntstatus(process::destroy(a, h_process))
     }
 }
 
@@ -76,12 +44,10 @@ pub(super) unsafe extern "system" fn get_root_page_table_size<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_GETROOTPAGETABLESIZE,
 ) -> SIZE_T {
-    // SAFETY: Dxgkrnl passes our own context as hAdapter.
-    let a = unsafe { adapter::<P>(h_adapter) };
-    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
-    match (a, unsafe { args.as_mut() }) {
-        (Some(_), Some(args)) => process::root_size(args),
-        _ => 0,
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
+    match unsafe { adapter_and_mut::<P, _>(h_adapter, args) } {
+        Some((_, args)) => process::root_size(args),
+        None => 0,
     }
 }
 
@@ -90,7 +56,7 @@ pub(super) unsafe extern "system" fn set_root_page_table<P: Platform>(
     _h_adapter: HANDLE,
     args: *const DXGKARG_SETROOTPAGETABLE,
 ) {
-    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
     let Some(args) = (unsafe { args.as_ref() }) else {
         return;
     };
@@ -109,10 +75,8 @@ pub(super) unsafe extern "system" fn create_allocation<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_CREATEALLOCATION,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl passes our own context as hAdapter.
-    let a = unsafe { adapter::<P>(h_adapter) };
-    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
-    let Some((a, args)) = a.zip(unsafe { args.as_mut() }) else {
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
+    let Some((a, args)) = (unsafe { adapter_and_mut::<P, _>(h_adapter, args) }) else {
         return status::INVALID_PARAMETER.code();
     };
     // SAFETY: Dxgkrnl's array of NumAllocations infos, valid and ours for the call.
@@ -132,10 +96,8 @@ pub(super) unsafe extern "system" fn destroy_allocation<P: Platform>(
     h_adapter: HANDLE,
     args: *const DXGKARG_DESTROYALLOCATION,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl passes our own context as hAdapter.
-    let a = unsafe { adapter::<P>(h_adapter) };
-    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
-    let Some((a, args)) = a.zip(unsafe { args.as_ref() }) else {
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
+    let Some((a, args)) = (unsafe { adapter_and::<P, _>(h_adapter, args) }) else {
         return status::INVALID_PARAMETER.code();
     };
     // SAFETY: Dxgkrnl's list of NumAllocations handles, valid for the call; read only.
@@ -169,7 +131,7 @@ pub(super) unsafe extern "system" fn open_allocation<P: Platform>(
     h_device: HANDLE,
     args: *const DXGKARG_OPENALLOCATION,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
     let Some(args) = (unsafe { args.as_ref() }) else {
         return status::INVALID_PARAMETER.code();
     };
@@ -190,7 +152,7 @@ pub(super) unsafe extern "system" fn close_allocation<P: Platform>(
     h_device: HANDLE,
     args: *const DXGKARG_CLOSEALLOCATION,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
     let Some(args) = (unsafe { args.as_ref() }) else {
         return status::INVALID_PARAMETER.code();
     };

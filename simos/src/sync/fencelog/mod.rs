@@ -67,7 +67,7 @@ use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
 use crate::lock::lock;
-use crate::sync::fence::ProcessId;
+use crate::sync::process_id::ProcessId;
 use crate::sync::trace::{qpc, TraceEvent};
 
 /// Entries per log the OS allocates by default (a full 4 KiB buffer).

@@ -1,0 +1,92 @@
+//! Node rings: OS-scheduled submission, preemption, paging (docs/tdr.md §3.3; crate::node,
+//! crate::paging), and the display DDIs a render-only adapter refuses (crate::present). IRQLs
+//! from each DDI's Microsoft page, cited there.
+
+use rvgpu_ddi::tdr::{
+    DXGKARG_BUILDPAGINGBUFFER, DXGKARG_PREEMPTCOMMAND, DXGKARG_QUERYCURRENTFENCE,
+    DXGKARG_SUBMITCOMMAND, DXGKARG_SUBMITCOMMANDVIRTUAL,
+};
+use rvgpu_ddi::{BOOLEAN, HANDLE, NTSTATUS};
+
+use super::thunk::{adapter_and_mut, OnAdapter, OnAdapterMut};
+use crate::adapter::Adapter;
+use crate::node;
+use crate::platform::Platform;
+use crate::status::{self, to_ntstatus, Status};
+
+/// DxgkDdiSubmitCommand (DISPATCH_LEVEL; an error status is bug check 0x119 / 0x2).
+pub(super) enum SubmitCommand {}
+impl<P: Platform> OnAdapter<P> for SubmitCommand {
+    type Args = DXGKARG_SUBMITCOMMAND;
+    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
+        node::submit_command(a, args)
+    }
+}
+
+/// DxgkDdiSubmitCommandVirtual (IRQL not on the page; DISPATCH-safe).
+pub(super) enum SubmitCommandVirtual {}
+impl<P: Platform> OnAdapter<P> for SubmitCommandVirtual {
+    type Args = DXGKARG_SUBMITCOMMANDVIRTUAL;
+    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
+        node::submit_command_virtual(a, args)
+    }
+}
+
+/// DxgkDdiPreemptCommand (DISPATCH_LEVEL; an error status is bug check 0x119 / 0x2).
+pub(super) enum PreemptCommand {}
+impl<P: Platform> OnAdapter<P> for PreemptCommand {
+    type Args = DXGKARG_PREEMPTCOMMAND;
+    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
+        node::preempt_command(a, args)
+    }
+}
+
+/// DxgkDdiQueryCurrentFence (IRQL not on the page; DISPATCH-safe).
+pub(super) enum QueryCurrentFence {}
+impl<P: Platform> OnAdapterMut<P> for QueryCurrentFence {
+    type Args = DXGKARG_QUERYCURRENTFENCE;
+    fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
+        node::query_current_fence(a, args)
+    }
+}
+
+/// DxgkDdiBuildPagingBuffer (PASSIVE per the public headers).
+pub(super) unsafe extern "system" fn build_paging_buffer<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut DXGKARG_BUILDPAGINGBUFFER,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
+    match unsafe { adapter_and_mut::<P, _>(h_adapter, args) } {
+        Some((a, args)) => crate::paging::build_paging_buffer(a, args),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiPresent (PASSIVE): refused, rvgpu has nothing to present with (`crate::present`).
+pub(super) unsafe extern "system" fn present(
+    h_context: HANDLE,
+    args: *mut rvgpu_ddi::present::DXGKARG_PRESENT,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
+    let args = unsafe { args.as_mut() };
+    match args {
+        // The context is not looked at: no present is carried out on any of them.
+        Some(args) if !h_context.is_null() => to_ntstatus(crate::present::present(args)),
+        // INVALID_HANDLE is in the wrapper's allow-list; INVALID_PARAMETER is not.
+        _ => status::INVALID_HANDLE.code(),
+    }
+}
+
+/// DxgkDdiControlInterrupt (PASSIVE): no interrupt type is under its control on rvgpu.
+pub(super) unsafe extern "system" fn control_interrupt(
+    h_adapter: HANDLE,
+    ty: rvgpu_ddi::interrupt::DXGK_INTERRUPT_TYPE,
+    enable: BOOLEAN,
+) -> NTSTATUS {
+    // A null context is the only one that resolves to no adapter (super::thunk::adapter).
+    if h_adapter.is_null() {
+        // UNSUCCESSFUL is in the wrapper's allow-list (SUCCESS, UNSUCCESSFUL, NOT_IMPLEMENTED).
+        return status::UNSUCCESSFUL.code();
+    }
+    to_ntstatus(crate::present::control_interrupt(ty, enable != 0))
+}

@@ -1,0 +1,180 @@
+//! What the driver tells Dxgkrnl about itself: the feature interface, QueryAdapterInfo, node
+//! metadata, and the GPU clock.
+
+use rvgpu_ddi::adapter::{
+    DXGKARG_CALIBRATEGPUCLOCK, DXGKARG_QUERYADAPTERINFO, DXGKARG_SETSTABLEPOWERSTATE,
+    PQUERY_INTERFACE,
+};
+use rvgpu_ddi::feature::{
+    DXGKARG_QUERYFEATUREINTERFACE, DXGKARG_QUERYFEATURESUPPORT, DXGKDDI_FEATURE_INTERFACE,
+    DXGKDDI_FEATURE_INTERFACE_VERSION_1, GUID_WDDM_INTERFACE_FEATURE,
+};
+use rvgpu_ddi::submission::DXGKARG_GETNODEMETADATA;
+use rvgpu_ddi::{HANDLE, NTSTATUS, PVOID, UINT};
+
+use super::thunk::{adapter_and, adapter_and_mut, OnAdapter};
+use crate::adapter::Adapter;
+use crate::caps;
+use crate::platform::Platform;
+use crate::status::{self, to_ntstatus, Status};
+
+/// DxgkDdiQueryInterface (PASSIVE): rvgpu exports one interface, the WDDM 3.2 feature interface
+/// (`GUID_WDDM_INTERFACE_FEATURE`, version 1) through which Dxgkrnl learns which features the
+/// driver supports (`crate::features::driver_support`). Any other request is NOT_SUPPORTED, as is
+/// version 2, which 24H2 asks for first before falling back to version 1.
+pub(super) unsafe extern "system" fn query_interface<P: Platform>(
+    ctx: PVOID,
+    query: PQUERY_INTERFACE,
+) -> NTSTATUS {
+    // A null context is the only one that resolves to no adapter (super::thunk::adapter).
+    if ctx.is_null() {
+        return status::INVALID_PARAMETER.code();
+    }
+    // SAFETY: Dxgkrnl's request block, valid for the call when non-null.
+    let Some(q) = (unsafe { query.as_ref() }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    // SAFETY: the GUID the request names, valid for the call when non-null.
+    let Some(guid) = (unsafe { q.InterfaceType.as_ref() }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    if *guid != GUID_WDDM_INTERFACE_FEATURE {
+        return status::NOT_SUPPORTED.code();
+    }
+    let size = core::mem::size_of::<DXGKDDI_FEATURE_INTERFACE>();
+    if q.Version != DXGKDDI_FEATURE_INTERFACE_VERSION_1
+        || usize::from(q.Size) < size
+        || q.Interface.is_null()
+    {
+        return status::NOT_SUPPORTED.code();
+    }
+    let out = DXGKDDI_FEATURE_INTERFACE {
+        Size: q.Size.min(u16::try_from(size).unwrap_or(u16::MAX)),
+        Version: DXGKDDI_FEATURE_INTERFACE_VERSION_1,
+        Context: ctx,
+        InterfaceReference: Some(feature_interface_reference),
+        InterfaceDereference: Some(feature_interface_reference),
+        QueryFeatureSupport: Some(query_feature_support::<P>),
+        QueryFeatureInterface: Some(query_feature_interface::<P>),
+    };
+    // SAFETY: Dxgkrnl provides `Size` (>= the interface's size, checked) writable bytes at
+    // `Interface`; unaligned write as its alignment is not promised.
+    unsafe {
+        q.Interface
+            .cast::<DXGKDDI_FEATURE_INTERFACE>()
+            .write_unaligned(out)
+    };
+    status::SUCCESS
+}
+
+/// `InterfaceReference`/`InterfaceDereference` of the feature interface. The interface has no
+/// state of its own: its context is the adapter, which outlives every use Dxgkrnl makes of it
+/// (it drops the interface before RemoveDevice), so there is nothing to count.
+pub(super) unsafe extern "system" fn feature_interface_reference(_context: PVOID) {}
+
+/// DxgkDdiQueryFeatureSupport (PASSIVE): which versions of a feature the driver implements.
+pub(super) unsafe extern "system" fn query_feature_support<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut DXGKARG_QUERYFEATURESUPPORT,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk); the interface's context is our own
+    // adapter context.
+    let Some((_, args)) = (unsafe { adapter_and_mut::<P, _>(h_adapter, args) }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    let (min, max, supported) = match crate::features::driver_support(args.FeatureId) {
+        Some((min, max)) => (min, max, 1),
+        None => (0, 0, 0),
+    };
+    args.MinSupportedVersion = min;
+    args.MaxSupportedVersion = max;
+    args.SupportedByDriver = supported;
+    args.SupportedOnCurrentConfig = supported;
+    status::SUCCESS
+}
+
+/// DxgkDdiQueryFeatureInterface (PASSIVE): the kernel-mode testing interface
+/// ([`crate::kmtest`]) is rvgpu's one driver-side feature interface (native fences use DDIs of
+/// the main table).
+pub(super) unsafe extern "system" fn query_feature_interface<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut DXGKARG_QUERYFEATUREINTERFACE,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk); the interface's context is our own
+    // adapter context.
+    let Some((_, q)) = (unsafe { adapter_and_mut::<P, _>(h_adapter, args) }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    if q.FeatureId == rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING {
+        return to_ntstatus(crate::kmtest::query_interface::<P>(q));
+    }
+    status::NOT_SUPPORTED.code()
+}
+
+/// DxgkDdiQueryAdapterInfo (PASSIVE).
+pub(super) enum QueryAdapterInfo {}
+impl<P: Platform> OnAdapter<P> for QueryAdapterInfo {
+    type Args = DXGKARG_QUERYADAPTERINFO;
+    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
+        match a.live() {
+            Some(live) => caps::query(live, args),
+            // Before StartDevice only the types Dxgkrnl sends at that stage have an answer.
+            None => caps::query_pre_start(args).unwrap_or(Err(status::INVALID_DEVICE_STATE)),
+        }
+    }
+}
+
+/// DxgkDdiGetNodeMetadata (PASSIVE).
+pub(super) unsafe extern "system" fn get_node_metadata<P: Platform>(
+    h_adapter: HANDLE,
+    node_and_adapter: UINT,
+    out: *mut DXGKARG_GETNODEMETADATA,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
+    let Some((a, out)) = (unsafe { adapter_and_mut::<P, _>(h_adapter, out) }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    let Some(live) = a.live() else {
+        return status::INVALID_DEVICE_STATE.code();
+    };
+    match caps::node_metadata(live, node_and_adapter) {
+        Ok(md) => {
+            *out = md;
+            status::SUCCESS
+        }
+        Err(e) => e.code(),
+    }
+}
+
+/// DxgkDdiCalibrateGpuClock (DISPATCH_LEVEL).
+pub(super) unsafe extern "system" fn calibrate_gpu_clock<P: Platform>(
+    h_adapter: HANDLE,
+    node: UINT,
+    engine: UINT,
+    out: *mut DXGKARG_CALIBRATEGPUCLOCK,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
+    match unsafe { adapter_and_mut::<P, _>(h_adapter, out) } {
+        Some((a, out)) => to_ntstatus(crate::clock::calibrate(a, node, engine, out)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// DxgkDdiSetStablePowerState (PASSIVE). Dxgkrnl requires it beside CalibrateGpuClock from
+/// interface 0x5008 on (docs/windows-bringup.md BR-54). The emulated GPU has one clock and no
+/// power states to vary, so its power state is always stable: the request is recorded for
+/// debugging and nothing changes.
+pub(super) unsafe extern "system" fn set_stable_power_state<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const DXGKARG_SETSTABLEPOWERSTATE,
+) {
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
+    if let Some((_, args)) = unsafe { adapter_and::<P, _>(h_adapter, args) } {
+        crate::klog!(
+            P,
+            Info,
+            "rvgpu: SetStablePowerState({}): the device has one fixed clock",
+            args.Enabled != 0
+        );
+    }
+}

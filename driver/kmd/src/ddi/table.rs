@@ -1,0 +1,105 @@
+//! Which optional DDI groups the driver's table fills.
+//!
+//! A capability that obliges DDIs is advertised only when the table fills them, so the bit
+//! cannot get ahead of the code (NF-10/NF-12, LOG-09, TDR-01, the HWS DDIs). StartDevice takes
+//! this answer from the table once ([`Filled::of`]) and hands it to the adapter
+//! (`Live::ddis`); the logic reads it there and never reaches for the FFI table itself.
+
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+
+/// The DDI groups the table fills, one flag per group a capability obliges.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Filled {
+    /// CreateNativeFence, UpdateMonitoredValues and UpdateCurrentValuesFromCpu (NF-12).
+    pub native_fence: bool,
+    /// SetNativeFenceLogBuffer and UpdateNativeFenceLogs (LOG-09: native fences oblige them,
+    /// the OS gives every user-mode queue both logs).
+    pub fence_logs: bool,
+    /// QueryDependentEngineGroup, QueryEngineStatus, ResetEngine and CollectDbgInfo, which
+    /// `SupportPerEngineTDR` obliges (TDR-01).
+    pub per_engine_tdr: bool,
+    /// The HWS DDIs the OS calls on a hardware-scheduled node.
+    pub hws: bool,
+}
+
+impl Filled {
+    /// The groups `t` fills.
+    pub fn of(t: &DRIVER_INITIALIZATION_DATA) -> Self {
+        Self {
+            native_fence: t.DxgkDdiCreateNativeFence.is_some()
+                && t.DxgkDdiUpdateMonitoredValues.is_some()
+                && t.DxgkDdiUpdateCurrentValuesFromCpu.is_some(),
+            fence_logs: t.DxgkDdiSetNativeFenceLogBuffer.is_some()
+                && t.DxgkDdiUpdateNativeFenceLogs.is_some(),
+            per_engine_tdr: t.DxgkDdiQueryDependentEngineGroup.is_some()
+                && t.DxgkDdiQueryEngineStatus.is_some()
+                && t.DxgkDdiResetEngine.is_some()
+                && t.DxgkDdiCollectDbgInfo.is_some(),
+            hws: t.DxgkDdiSetupPriorityBands.is_some()
+                && t.DxgkDdiSetSchedulingLogBuffer.is_some()
+                && t.DxgkDdiSetContextSchedulingProperties.is_some()
+                && t.DxgkDdiResetHwEngine.is_some()
+                && t.DxgkDdiResumeHwEngine.is_some(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kmem::Host as TestKernel;
+
+    /// The driver's own table fills every group.
+    #[test]
+    fn the_driver_table_fills_every_obliged_group() {
+        let f = Filled::of(&super::super::initialization_data::<TestKernel>());
+        assert_eq!(
+            f,
+            Filled {
+                native_fence: true,
+                fence_logs: true,
+                per_engine_tdr: true,
+                hws: true
+            }
+        );
+    }
+
+    /// LOG-09: both log DDIs are needed.
+    #[test]
+    fn log_09_native_fence_cap_requires_log_ddis() {
+        let mut t = super::super::initialization_data::<TestKernel>();
+        t.DxgkDdiUpdateNativeFenceLogs = None;
+        assert!(!Filled::of(&t).fence_logs, "both log DDIs are needed");
+        let mut t = super::super::initialization_data::<TestKernel>();
+        t.DxgkDdiSetNativeFenceLogBuffer = None;
+        assert!(!Filled::of(&t).fence_logs, "both log DDIs are needed");
+        assert!(!Filled::of(&DRIVER_INITIALIZATION_DATA::default()).fence_logs);
+    }
+
+    /// TDR-01: the per-engine group needs all four DDIs.
+    #[test]
+    fn tdr_01_per_engine_tdr_needs_all_four_ddis() {
+        type Clear = fn(&mut DRIVER_INITIALIZATION_DATA);
+        let clears: [Clear; 4] = [
+            |t| t.DxgkDdiQueryDependentEngineGroup = None,
+            |t| t.DxgkDdiQueryEngineStatus = None,
+            |t| t.DxgkDdiResetEngine = None,
+            |t| t.DxgkDdiCollectDbgInfo = None,
+        ];
+        for (i, clear) in clears.iter().enumerate() {
+            let mut t = super::super::initialization_data::<TestKernel>();
+            clear(&mut t);
+            assert!(!Filled::of(&t).per_engine_tdr, "slot {i} missing");
+        }
+    }
+
+    /// NF-12 and the HWS group: one missing slot clears the group.
+    #[test]
+    fn nf_12_and_hws_groups_need_every_slot() {
+        let mut t = super::super::initialization_data::<TestKernel>();
+        t.DxgkDdiUpdateCurrentValuesFromCpu = None;
+        t.DxgkDdiResumeHwEngine = None;
+        let f = Filled::of(&t);
+        assert!(!f.native_fence && !f.hws && f.fence_logs && f.per_engine_tdr);
+    }
+}
