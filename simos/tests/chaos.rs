@@ -1,0 +1,383 @@
+//! A chaos run: the whole stack under sustained mixed load with faults injected at random,
+//! threaded, with invariants checked as it goes and a figure line at the end.
+//!
+//! **Load.** `WORKERS` threads, each living through one process after another: a user-mode
+//! queue (on node `worker % 2`) with its doorbell, a kernel-mode context, allocations of 4 KiB
+//! to 256 KiB made as it goes (residency: each is made resident when created and leaves with
+//! its process), and its own open handle on a native fence that a hub process created
+//! shareable (so every fence is shared across processes). Each round is a user-mode FILL
+//! waited for, a kernel-mode FILL, or a CPU signal of the shared fence waited for through the
+//! hub's instance. A process ends by a normal exit with its last submission in flight, a kill
+//! with its last submission in flight, or a clean close and exit.
+//!
+//! **Faults**, one every few tens of milliseconds from the seeded generator: a lost interrupt
+//! delivery; a guilty process whose user-mode queue hangs its engine until the OS's TDR resets
+//! it (its device then in error, the guilty process killed); a pool allocation of the KMD that
+//! fails (Driver Verifier's low-resources simulation, one failure point), during which a
+//! refused creation or submission is the expected outcome.
+//!
+//! **Invariants.** Checked continuously: no bug check and no simulation fault (after every
+//! fault and by every worker after every round); every wait returns (a FILL's progress reaches
+//! its value within 10 s unless its process's device is in error; a fence's waiter is
+//! satisfied within 10 s): `lost` counts the ones that did not, and must stay 0. At the end,
+//! once every process exited and the hub destroyed its fences: the OS's devices, contexts,
+//! queues, doorbells, allocations, fences, paging queues and VA ranges and the machine's
+//! system memory (fence pages, which the OS keeps for the machine's life, apart) are back to
+//! what they were before the first worker started.
+//!
+//! **Figures.** One line: operations, faults by kind, waits satisfied, lost, peak and final
+//! system memory. `RVGPU_CHAOS_SECS` sets the length (default 8; any length), and
+//! `RVGPU_CHAOS_SEED` the seed (decimal or `0x` hex; printed): the fault schedule and every
+//! worker's choices follow from it, the interleaving from the threads.
+//!
+//! Not injected here: engine and adapter resets other than the TDR's, surprise removal and
+//! re-arrival (their own suites: tdr.rs, faults.rs, adapter_life.rs), and monitored fences.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::*;
+use rvgpu_hw::cmd::Command;
+use rvgpu_simos::{
+    LowResources, Machine, MachineConfig, Mode, NativeFenceDesc, TdrConfig, TdrEvent, UmsProcess,
+    WaitOutcome,
+};
+use rvgpu_umd::kmt::Kmt;
+use rvgpu_umd::submit::UserQueue;
+
+const WORKERS: usize = 12;
+const WAIT: Duration = Duration::from_secs(10);
+
+/// xorshift64*: small, seeded, reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Self(seed | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().map_or(default, |v| {
+        let v = v.trim();
+        match v.strip_prefix("0x") {
+            Some(h) => u64::from_str_radix(h, 16).unwrap_or(default),
+            None => v.parse().unwrap_or(default),
+        }
+    })
+}
+
+/// What the run counted.
+#[derive(Default)]
+struct Counts {
+    ops: AtomicU64,
+    processes: AtomicU64,
+    refused: AtomicU64,
+    satisfied: AtomicU64,
+    lost: AtomicU64,
+    in_error: AtomicU64,
+    kills: AtomicU64,
+    exits_in_flight: AtomicU64,
+    lost_interrupts: AtomicU64,
+    hangs: AtomicU64,
+    pool_failures: AtomicU64,
+}
+
+impl Counts {
+    fn add(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn halted(m: &Machine, what: &str) {
+    if let Some(f) = m.fault() {
+        panic!("{what}: machine fault {f}\n{}", diagnostics(m));
+    }
+}
+
+/// Whether `p`'s device was put in error (a TDR blamed it, or it faulted).
+fn in_error(m: &Machine, p: &UmsProcess) -> bool {
+    m.tdr_events(0)
+        .iter()
+        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == p.device))
+}
+
+/// One worker: processes one after another until `stop`.
+fn worker(
+    m: &Machine,
+    w: usize,
+    seed: u64,
+    hub: &rvgpu_simos::NativeFence,
+    next_value: &AtomicU64,
+    stop: &AtomicBool,
+    c: &Counts,
+) {
+    let mut rng = Rng::new(seed ^ (w as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let node = (w % 2) as u32;
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(p) = m.create_process(0) else {
+            Counts::add(&c.refused);
+            std::thread::sleep(Duration::from_millis(2));
+            continue;
+        };
+        Counts::add(&c.processes);
+        let k = m.kmt(&p);
+        let setup = (|| {
+            let buf = k.create_allocation(4096).ok()?;
+            let q = UserQueue::new(k, &config(node)).ok()?;
+            let ctx = k.create_context(node).ok()?;
+            let f = m.open_native_fence(hub, p.pid).ok()?;
+            Some((buf, q, ctx, f))
+        })();
+        let Some((buf, mut q, ctx, f)) = setup else {
+            // Refused under the injected pool failure: the process goes, and with it what
+            // was made.
+            Counts::add(&c.refused);
+            let _ = m.exit_process(&p);
+            continue;
+        };
+        let mut extra = Vec::new();
+        let rounds = 4 + rng.below(24);
+        for r in 0..rounds {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            Counts::add(&c.ops);
+            match rng.below(4) {
+                0 | 1 => {
+                    let pattern = (w as u64) << 32 | r;
+                    match q.submit(&[fill(&buf, 8 * (r % 64), pattern)]) {
+                        Ok(v) => {
+                            let t0 = Instant::now();
+                            while q.completed() < v && t0.elapsed() < WAIT {
+                                if in_error(m, &p) {
+                                    break;
+                                }
+                                std::thread::sleep(Duration::from_micros(200));
+                            }
+                            if q.completed() >= v {
+                                Counts::add(&c.satisfied);
+                            } else if in_error(m, &p) {
+                                Counts::add(&c.in_error);
+                                break;
+                            } else {
+                                Counts::add(&c.lost);
+                                eprintln!(
+                                    "lost: worker {w} FILL {v}, completed {}\n{}",
+                                    q.completed(),
+                                    diagnostics(m)
+                                );
+                            }
+                        }
+                        Err(_) => Counts::add(&c.refused),
+                    }
+                }
+                2 => {
+                    if m.submit_legacy(&p, ctx, &[fill(&buf, 512 + 8 * (r % 64), r)])
+                        .is_err()
+                    {
+                        Counts::add(&c.refused);
+                    }
+                    if rng.below(2) == 0 {
+                        if let Ok(a) = k.create_allocation(4096 << rng.below(7)) {
+                            extra.push(a);
+                        }
+                    }
+                }
+                _ => {
+                    let v = next_value.fetch_add(1, Ordering::AcqRel) + 1;
+                    match m.signal_native_fence_from_cpu(&f, v) {
+                        Ok(()) => match m.wait_native_fence(hub, v, WAIT) {
+                            Ok(WaitOutcome::Satisfied) => Counts::add(&c.satisfied),
+                            Ok(o) => {
+                                Counts::add(&c.lost);
+                                eprintln!("lost: worker {w} fence wait {v}: {o:?}");
+                            }
+                            Err(_) => Counts::add(&c.refused),
+                        },
+                        Err(_) => Counts::add(&c.refused),
+                    }
+                }
+            }
+            halted(m, "during a worker's round");
+        }
+        let _ = m.destroy_native_fence(&f);
+        drop(extra);
+        // How the process ends.
+        match rng.below(3) {
+            0 => {
+                let _ = q.submit(&[fill(&buf, 1024, 1)]);
+                Counts::add(&c.kills);
+                m.kill_process(&p)
+                    .unwrap_or_else(|e| panic!("kill: {e}\n{}", diagnostics(m)));
+                std::mem::forget(q);
+            }
+            1 => {
+                let _ = q.submit(&[fill(&buf, 1024, 2)]);
+                Counts::add(&c.exits_in_flight);
+                m.exit_process(&p).unwrap_or_else(|e| {
+                    panic!("exit with work in flight: {e}\n{}", diagnostics(m))
+                });
+                std::mem::forget(q);
+            }
+            _ => {
+                let _ = q.close();
+                m.exit_process(&p).expect("exit");
+            }
+        }
+        halted(m, "after a process ended");
+    }
+}
+
+/// A guilty process hangs `node` until the TDR resets it, then is killed.
+fn hang(m: &Machine, node: u32, c: &Counts) {
+    let Ok(g) = m.create_process(0) else {
+        return;
+    };
+    let Ok(mut q) = UserQueue::new(m.kmt(&g), &config(node)) else {
+        let _ = m.exit_process(&g);
+        return;
+    };
+    if q.submit(&[Command::Hang]).is_ok() {
+        Counts::add(&c.hangs);
+        let t0 = Instant::now();
+        while !in_error(m, &g) && t0.elapsed() < WAIT {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert!(
+            in_error(m, &g),
+            "the hang was never reset\n{}",
+            diagnostics(m)
+        );
+    }
+    m.kill_process(&g).expect("kill the guilty process");
+    std::mem::forget(q);
+}
+
+/// Everything the end state is compared on.
+fn measure(m: &Machine) -> impl PartialEq + std::fmt::Debug {
+    let (fences, fence_pages) = m.fence_live_counts(0);
+    (
+        m.ums_live_counts(0),
+        fences,
+        m.gpuva_live_counts(0),
+        m.memory().system_used().saturating_sub(fence_pages),
+    )
+}
+
+#[test]
+#[ignore = "open finding: a worker's exit_process fails with STATUS_INVALID_PARAMETER or \
+            STATUS_INVALID_HANDLE from a DDI under this load, with or without the hang and \
+            pool faults; not yet triaged"]
+fn chaos_threaded_mixed_load_with_faults_holds_every_invariant() {
+    let secs = env_u64("RVGPU_CHAOS_SECS", 8);
+    let seed = env_u64("RVGPU_CHAOS_SEED", 0xC4A0_5EED);
+    println!("chaos: seed {seed:#x}, {secs} s (RVGPU_CHAOS_SEED, RVGPU_CHAOS_SECS)");
+    let mut cfg = MachineConfig::single(Mode::Threaded);
+    cfg.adapters[0].device.doorbells = 16;
+    let m = started(cfg);
+    ok(
+        &m,
+        m.enable_tdr(
+            0,
+            TdrConfig {
+                timeout: Duration::from_millis(300),
+                preempt_timeout: Duration::from_millis(5),
+                ..TdrConfig::default()
+            },
+        ),
+    );
+    // One round trip first, so lazily made state is in the baseline.
+    one_user_mode_submission(&m);
+    let base = measure(&m);
+    let base_mem = m.memory().system_used();
+    let hub = ok(&m, m.create_process(0));
+    let shared = NativeFenceDesc {
+        shareable: true,
+        ..NativeFenceDesc::default()
+    };
+    let fences: Vec<_> = (0..WORKERS)
+        .map(|_| ok(&m, m.create_native_fence(0, hub.pid, shared)))
+        .collect();
+    let values: Vec<AtomicU64> = (0..WORKERS).map(|_| AtomicU64::new(0)).collect();
+    let c = Counts::default();
+    let stop = AtomicBool::new(false);
+    let peak = AtomicU64::new(0);
+    let dev = m.device(0).expect("device").clone();
+    std::thread::scope(|s| {
+        for w in 0..WORKERS {
+            let (m, f, v, stop, c) = (&m, &fences[w], &values[w], &stop, &c);
+            s.spawn(move || worker(m, w, seed, f, v, stop, c));
+        }
+        let mut rng = Rng::new(seed);
+        let end = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10 + rng.below(60)));
+            peak.fetch_max(m.memory().system_used(), Ordering::Relaxed);
+            match rng.below(10) {
+                0..=5 => {
+                    dev.drop_next_interrupt();
+                    Counts::add(&c.lost_interrupts);
+                }
+                6 | 7 => {
+                    m.set_low_resources(LowResources::FailNth(1 + rng.below(40)));
+                    std::thread::sleep(Duration::from_millis(20));
+                    m.set_low_resources(LowResources::Off);
+                    Counts::add(&c.pool_failures);
+                }
+                _ => hang(&m, rng.below(2) as u32, &c),
+            }
+            halted(&m, "after a fault");
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    m.set_low_resources(LowResources::Off);
+    for f in &fences {
+        ok(&m, m.destroy_native_fence(f));
+    }
+    ok(&m, m.exit_process(&hub));
+    halted(&m, "at the end");
+    // Teardown work the OS finishes asynchronously (paging, reaped fence pages).
+    let t0 = Instant::now();
+    while measure(&m) != base && t0.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let end_mem = m.memory().system_used();
+    let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    println!(
+        "chaos figures: {} s, seed {seed:#x}: {} operations in {} processes, {} refused; faults: \
+         {} kills and {} exits with work in flight, {} lost interrupts, {} hangs reset by TDR, \
+         {} KMD pool failures; {} waits satisfied, {} ended by device error, lost = {}; system \
+         memory {} KiB at start, peak {} KiB, final {} KiB",
+        secs,
+        n(&c.ops),
+        n(&c.processes),
+        n(&c.refused),
+        n(&c.kills),
+        n(&c.exits_in_flight),
+        n(&c.lost_interrupts),
+        n(&c.hangs),
+        n(&c.pool_failures),
+        n(&c.satisfied),
+        n(&c.in_error),
+        n(&c.lost),
+        base_mem / 1024,
+        n(&peak).max(base_mem) / 1024,
+        end_mem / 1024,
+    );
+    assert_eq!(n(&c.lost), 0, "waits never released");
+    assert!(n(&c.satisfied) > 0, "no work ran");
+    assert_eq!(measure(&m), base, "objects or memory left after every exit");
+    no_fault(&m);
+}
