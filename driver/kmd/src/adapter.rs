@@ -32,6 +32,7 @@ use crate::fence::handles::HandleMap;
 use crate::fence::registry::Registry;
 use crate::fence::report::{Batch, Report};
 use crate::fence::table::FenceTable;
+use crate::handle::{Handle, Kind, Minter};
 use crate::interrupt::{DeviceEvent, EventGuard, EventRing, Rejection, EVENT_RING_RECORDS};
 use crate::klog;
 use crate::kmem::{self, NoMemory};
@@ -39,7 +40,7 @@ use crate::mmio::Regs;
 use crate::platform::Platform;
 use crate::resources::{self, Resources};
 use crate::runlist;
-use crate::sched::{Handle, Kind, Sched};
+use crate::sched::Sched;
 use crate::status::{self, Status};
 use crate::sync::SpinLock;
 
@@ -176,9 +177,9 @@ pub struct Adapter<P: Platform> {
     table_slot: AtomicU8,
     lifecycle: SpinLock<P, (Lifecycle, PowerState)>,
     live: AtomicPtr<Live<P>>,
-    /// Sequence numbers of KMD handles ([`crate::sched::Handle`]): never reused, even across
-    /// restarts, so a stale handle cannot name a new object.
-    next_handle: AtomicU64,
+    /// Mints KMD handles ([`crate::handle::Handle`]): never reused, even across restarts, so
+    /// a stale handle cannot name a new object.
+    handles: Minter,
     /// OS fence handle → (adapter slot, tag), for the DDIs without an adapter handle.
     pub fence_handles: HandleMap,
     pub stats: Stats,
@@ -259,7 +260,7 @@ impl<P: Platform> Adapter<P> {
             table_slot: AtomicU8::new(u8::MAX),
             lifecycle: SpinLock::new((Lifecycle::Added, PowerState(POWER_D0))),
             live: AtomicPtr::new(ptr::null_mut()),
-            next_handle: AtomicU64::new(1),
+            handles: Minter::default(),
             fence_handles: HandleMap::try_new::<P>(
                 FENCE_HANDLES_AT_ADD,
                 FENCES_PER_ADAPTER as usize,
@@ -283,8 +284,7 @@ impl<P: Platform> Adapter<P> {
 
     /// A new KMD handle of `kind` for an object of this adapter.
     pub fn new_handle(&self, kind: Kind) -> Result<Handle, Status> {
-        let seq = self.next_handle.fetch_add(1, Ordering::Relaxed);
-        Handle::new(self.table_slot(), kind, seq).ok_or(status::INSUFFICIENT_RESOURCES)
+        self.handles.mint(self.table_slot(), kind)
     }
 
     /// Current lifecycle state.
@@ -1080,7 +1080,7 @@ fn check_event<P: Platform>(
 /// (`info`: `mmu::FaultInfo`). The queue is named by the driver's handle, as LOG-08's
 /// `hHWQueue` is (UNVERIFIED which handle Windows expects, docs/memory.md).
 fn hw_queue_page_faulted(
-    h: crate::sched::Handle,
+    h: crate::handle::Handle,
     engine: u32,
     va: u64,
     info: u64,

@@ -19,9 +19,10 @@ use rvgpu_ddi::submission::{
 use rvgpu_ddi::HANDLE;
 
 use crate::adapter::Adapter;
+use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{self, Handle, Kind};
+use crate::sched;
 use crate::status::{self, Status};
 
 /// A D3D device.
@@ -90,7 +91,7 @@ pub fn create_device<P: Platform>(
     let process = if args.hKmdProcess.is_null() {
         None
     } else {
-        let p = sched::Handle::decode_on(args.hKmdProcess, Kind::Process, a.table_slot())?;
+        let p = Handle::decode_on(args.hKmdProcess, Kind::Process, a.table_slot())?;
         if !s.processes.contains_key(&p) {
             return Err(status::INVALID_HANDLE);
         }

@@ -72,11 +72,12 @@ use rvgpu_hw::regs;
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::adapter::Live;
+use crate::handle::{Handle, Kind};
 use crate::hwqueue::Ring;
 use crate::klog;
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{self, Handle, Kind, Sched};
+use crate::sched::{self, Sched};
 use crate::status::{self, Status};
 
 /// A doorbell object.

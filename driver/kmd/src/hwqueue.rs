@@ -27,9 +27,10 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
+use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::runlist::{self, RUNLIST_CAPACITY};
-use crate::sched::{self, Handle, Kind};
+use crate::sched;
 use crate::status::{self, Status};
 
 /// A ring as the device sees it (GPU addresses).

@@ -35,9 +35,9 @@ use rvgpu_hw::regs::{self, Caps};
 use rvgpu_hw::schedlog;
 
 use crate::adapter::{Adapter, Live};
+use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{Handle, Kind};
 use crate::status::{self, Status};
 
 // The device writes the OS's layout (rvgpu-hw describes it without depending on the DDI

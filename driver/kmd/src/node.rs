@@ -52,11 +52,11 @@ use rvgpu_hw::regs;
 use crate::adapter::{Adapter, Live};
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
+use crate::handle::{Handle, Kind};
 use crate::hwqueue::{KernelRing, QueueIds};
 use crate::interrupt::DeviceEvent;
 use crate::kmem::{self, NoMemory};
 use crate::platform::Platform;
-use crate::sched::{Handle, Kind};
 use crate::status::{self, Status};
 use crate::submit::{self, MAX_SUBMIT_BYTES};
 

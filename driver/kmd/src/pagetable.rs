@@ -29,9 +29,9 @@ use rvgpu_hw::mmu;
 use crate::adapter::{Adapter, Live};
 use crate::allocation;
 use crate::gpummu;
+use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::process;
-use crate::sched::{Handle, Kind};
 use crate::status::{self, Status};
 
 /// Most ranges one COPYPAGETABLEENTRIES may carry (a table's worth).

@@ -18,9 +18,10 @@ use rvgpu_hw::{mmu, regs};
 
 use crate::adapter::{Adapter, Live};
 use crate::gpummu;
+use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{self, Handle, Kind, Sched};
+use crate::sched::{self, Sched};
 use crate::status::{self, Status};
 
 /// A GPU process (one per process that opened the adapter, plus the system process).

@@ -26,10 +26,11 @@ use rvgpu_hw::regs;
 
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
+use crate::handle::Handle;
 use crate::hwqueue::HwQueue;
 use crate::mmio::Regs;
 use crate::platform::Platform;
-use crate::sched::{Handle, Sched};
+use crate::sched::Sched;
 use crate::status::{self, Status};
 
 /// Hardware queues per runlist buffer: the most queues one engine may have (creation beyond
@@ -283,8 +284,8 @@ mod tests {
     use super::*;
     use crate::context::{Context, Device};
     use crate::doorbell::Doorbell;
+    use crate::handle::{Handle, Kind};
     use crate::hwqueue::{HwQueue, Ring};
-    use crate::sched::{Handle, Kind};
 
     fn h(kind: Kind, n: u64) -> Handle {
         Handle::new(0, kind, n).unwrap()

@@ -219,8 +219,8 @@ fn device_process<P: Platform>(
     a: &Adapter<P>,
     live: &Live<P>,
     h_device: HANDLE,
-) -> Option<crate::sched::Handle> {
-    let h = crate::sched::Handle::decode_on(h_device, crate::sched::Kind::Device, a.table_slot())
+) -> Option<crate::handle::Handle> {
+    let h = crate::handle::Handle::decode_on(h_device, crate::handle::Kind::Device, a.table_slot())
         .ok()?;
     live.sched.lock().devices.get(&h).and_then(|d| d.process)
 }
