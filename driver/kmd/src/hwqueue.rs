@@ -273,15 +273,7 @@ fn write_pdd(data: Option<&mut [u8]>, pdd: &HwQueuePdd) {
 /// Allocates and zeroes a kernel-mode queue's ring and ring control (PASSIVE).
 fn alloc_kernel_ring<P: Platform>(dxgk: &Dxgk) -> Result<KernelRing, Status> {
     let bytes = u64::from(KERNEL_RING_BYTES).saturating_add(rvgpu_hw::PAGE_SIZE);
-    let (va, handle) = dxgk.allocate_contiguous(bytes)?;
-    let Some(bus) = P::bus_address(va) else {
-        let _ = dxgk.free_contiguous(handle);
-        return Err(status::INSUFFICIENT_RESOURCES);
-    };
-    // SAFETY: fresh contiguous memory of `bytes` bytes, page aligned, owned by us until freed
-    // through `handle`.
-    let buf = unsafe { DmaBuffer::from_raw(va, bus, bytes, handle) };
-    buf.zero();
+    let buf = DmaBuffer::alloc::<P>(dxgk, bytes)?;
     Ok(KernelRing {
         buf,
         size: KERNEL_RING_BYTES,

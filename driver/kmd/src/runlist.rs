@@ -57,23 +57,13 @@ pub fn alloc<P: Platform>(dxgk: &Dxgk, engines: u32) -> Result<Vec<DmaBuffer>, S
     let mut out = crate::kmem::try_with_capacity::<P, DmaBuffer>(n)
         .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
     for _ in 0..engines {
-        let buf = match dxgk.allocate_contiguous(bytes) {
-            Ok((va, handle)) => match P::bus_address(va) {
-                // SAFETY: fresh contiguous memory of `bytes` bytes, page aligned, owned by us
-                // until freed through `handle`.
-                Some(bus) => unsafe { DmaBuffer::from_raw(va, bus, bytes, handle) },
-                None => {
-                    let _ = dxgk.free_contiguous(handle);
-                    free(dxgk, out);
-                    return Err(status::INSUFFICIENT_RESOURCES);
-                }
-            },
+        let buf = match DmaBuffer::alloc::<P>(dxgk, bytes) {
+            Ok(buf) => buf,
             Err(e) => {
                 free(dxgk, out);
                 return Err(e);
             }
         };
-        buf.zero();
         // Room for every engine was reserved above.
         if let Err(b) = crate::kmem::push_reserved(&mut out, buf) {
             let _ = dxgk.free_contiguous(b.handle());

@@ -273,17 +273,9 @@ impl<P: Platform> Adapter<P> {
         } else {
             ring_bytes
         };
-        let (va, handle) = dxgk.allocate_contiguous(bytes)?;
-        let Some(bus) = P::bus_address(va) else {
-            let _ = dxgk.free_contiguous(handle);
-            return Err(status::INSUFFICIENT_RESOURCES);
-        };
-        // SAFETY: fresh contiguous memory of `bytes` bytes, page aligned, owned by us until
-        // freed through `handle`.
-        let buf = unsafe { DmaBuffer::from_raw(va, bus, bytes, handle) };
-        buf.zero();
+        let buf = DmaBuffer::alloc::<P>(dxgk, bytes)?;
         // Window 0 is the event ring's: the device may write nothing else of ours yet.
-        device::set_window(regs, 0, bus, bytes);
+        device::set_window(regs, 0, buf.bus(), bytes);
         let mut ring = EventRing::new(buf, EVENT_RING_RECORDS).ok_or(status::UNSUCCESSFUL)?;
         ring.set_mode(writeback, message);
         ring.program(regs);
