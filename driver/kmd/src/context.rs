@@ -260,3 +260,107 @@ pub fn resume_context<P: Platform>(
 ) -> Result<(), Status> {
     set_suspended(a, args.hContext, false)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handle::Kind;
+    use crate::hwqueue::{HwQueue, Ring};
+    use crate::process::Process;
+    use crate::sched::Sched;
+
+    fn h(kind: Kind, n: u64) -> Handle {
+        Handle::new(0, kind, n).unwrap()
+    }
+
+    /// One device (of process 1 when `process`), one context on engine 0, one queue with a
+    /// ring.
+    fn state(system_process: bool) -> Sched {
+        let mut s = Sched::new(1, false, alloc::vec::Vec::new());
+        s.processes.insert(
+            h(Kind::Process, 1),
+            Process {
+                os_handle: 0x10,
+                system: system_process,
+                id: 1,
+            },
+        );
+        s.devices.insert(
+            h(Kind::Device, 2),
+            Device {
+                os_handle: 0x20,
+                system: false,
+                in_error: false,
+                process: Some(h(Kind::Process, 1)),
+            },
+        );
+        s.contexts.insert(
+            h(Kind::Context, 3),
+            Context {
+                device: h(Kind::Device, 2),
+                engine: 0,
+                suspended: false,
+                os_handle: 0x30,
+                root: 0,
+                priority: crate::hws::ContextPriority::DEFAULT,
+            },
+        );
+        s.queues.insert(
+            h(Kind::Queue, 4),
+            HwQueue {
+                os_handle: 0x40,
+                context: h(Kind::Context, 3),
+                engine: 0,
+                id: 5,
+                priority: 0,
+                user_mode: false,
+                progress_gpu: rvgpu_hw::addr::GpuVa::new(0x9000),
+                native_progress: false,
+                ring: Some(Ring {
+                    base: rvgpu_hw::addr::GpuVa::new(0x10_0000),
+                    size: 4096,
+                    control: rvgpu_hw::addr::GpuVa::new(0x20_0000),
+                }),
+                kernel: None,
+                doorbell: None,
+                logs: crate::log::QueueLogs::default(),
+            },
+        );
+        s
+    }
+
+    fn runnable(s: &Sched) -> bool {
+        s.runnable(s.queues.get(&h(Kind::Queue, 4)).unwrap())
+    }
+
+    /// UM-11/UM-10 and the root rule: a context's queue runs while the context is not
+    /// suspended, its device is not in error and, in a process other than the system one,
+    /// VidMm has set the context's root page table.
+    #[test]
+    fn um_11_a_contexts_queue_runs_only_when_suspension_error_and_root_allow() {
+        let mut s = state(false);
+        assert!(!runnable(&s), "no root yet in a user process");
+        s.contexts.get_mut(&h(Kind::Context, 3)).unwrap().root = 0x4000;
+        assert!(runnable(&s));
+        s.contexts.get_mut(&h(Kind::Context, 3)).unwrap().suspended = true;
+        assert!(!runnable(&s), "suspended");
+        s.contexts.get_mut(&h(Kind::Context, 3)).unwrap().suspended = false;
+        s.devices.get_mut(&h(Kind::Device, 2)).unwrap().in_error = true;
+        assert!(!runnable(&s), "device in error");
+        let s = state(true);
+        assert!(
+            runnable(&s),
+            "the system process runs in the identity space"
+        );
+    }
+
+    /// Only queues of the asked engine that may run are runlist entries.
+    #[test]
+    fn runlist_entries_are_the_runnable_queues_of_the_engine() {
+        let mut s = state(true);
+        assert_eq!(s.runlist_entries(0).count(), 1);
+        assert_eq!(s.runlist_entries(1).count(), 0);
+        s.contexts.get_mut(&h(Kind::Context, 3)).unwrap().suspended = true;
+        assert_eq!(s.runlist_entries(0).count(), 0);
+    }
+}

@@ -389,3 +389,33 @@ pub fn status_of(pass: &Pass, multipass: &mut u32) -> NTSTATUS {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pass that left ranges asks to be called again from the next one; a complete pass
+    /// resets the offset and succeeds.
+    #[test]
+    fn a_partial_pass_is_insufficient_dma_buffer_with_the_next_offset() {
+        let mut offset = 0;
+        let partial = Pass {
+            words: 8,
+            more: Some(3),
+        };
+        assert_eq!(
+            status_of(&partial, &mut offset),
+            STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER
+        );
+        assert_eq!(offset, 3);
+        let done = Pass {
+            words: 8,
+            more: None,
+        };
+        assert_eq!(
+            status_of(&done, &mut offset),
+            rvgpu_ddi::ntstatus::STATUS_SUCCESS
+        );
+        assert_eq!(offset, 0);
+    }
+}

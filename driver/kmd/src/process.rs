@@ -209,3 +209,89 @@ pub fn set_root<P: Platform>(args: &DXGKARG_SETROOTPAGETABLE) -> Result<(), Stat
         Ok(())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::{Context, Device};
+    use crate::handle::Kind;
+
+    fn h(kind: Kind, n: u64) -> Handle {
+        Handle::new(0, kind, n).unwrap()
+    }
+
+    fn process(id: u32) -> Process {
+        Process {
+            os_handle: 0x100,
+            system: false,
+            id,
+        }
+    }
+
+    /// Process ids skip 0 (queues of no process), `NO_QUEUE` and the ids live processes hold,
+    /// and are reused as late as possible.
+    #[test]
+    fn free_ids_skip_reserved_and_live_ones() {
+        let mut s = Sched::new(0, false, alloc::vec::Vec::new());
+        assert_eq!(free_id(&s), Some(1));
+        s.processes.insert(h(Kind::Process, 1), process(1));
+        s.processes.insert(h(Kind::Process, 2), process(2));
+        s.last_process_id = 1;
+        assert_eq!(free_id(&s), Some(3), "2 is taken");
+        s.last_process_id = rvgpu_hw::queue::NO_QUEUE - 1;
+        assert_eq!(free_id(&s), Some(3), "NO_QUEUE, wrap past 0, 1 and 2 taken");
+    }
+
+    /// A context's queues carry its device's process id; a device of no process gives 0.
+    #[test]
+    fn id_of_context_follows_device_to_process() {
+        let mut s = Sched::new(0, false, alloc::vec::Vec::new());
+        let (p, with, without) = (h(Kind::Process, 1), h(Kind::Device, 2), h(Kind::Device, 3));
+        s.processes.insert(p, process(7));
+        for (d, process) in [(with, Some(p)), (without, None)] {
+            s.devices.insert(
+                d,
+                Device {
+                    os_handle: 0,
+                    system: false,
+                    in_error: false,
+                    process,
+                },
+            );
+        }
+        for (n, device) in [(4, with), (5, without)] {
+            s.contexts.insert(
+                h(Kind::Context, n),
+                Context {
+                    device,
+                    engine: 0,
+                    suspended: false,
+                    os_handle: 0,
+                    root: 0,
+                    priority: crate::hws::ContextPriority::DEFAULT,
+                },
+            );
+        }
+        assert_eq!(id_of_context(&s, h(Kind::Context, 4)), 7);
+        assert_eq!(id_of_context(&s, h(Kind::Context, 5)), 0);
+        assert_eq!(id_of_context(&s, h(Kind::Context, 6)), 0, "unknown context");
+    }
+
+    /// The root is one table of 512 entries whatever VidMm asked; another physical adapter
+    /// gets 0 bytes.
+    #[test]
+    fn root_size_is_one_fixed_table_on_adapter_zero_only() {
+        let mut args = rvgpu_ddi::allocation::DXGKARG_GETROOTPAGETABLESIZE {
+            NumberOfPte: 3,
+            PhysicalAdapterIndex: 0,
+        };
+        assert_eq!(root_size(&mut args), 4096);
+        assert_eq!(args.NumberOfPte, 512);
+        let mut other = rvgpu_ddi::allocation::DXGKARG_GETROOTPAGETABLESIZE {
+            NumberOfPte: 3,
+            PhysicalAdapterIndex: 1,
+        };
+        assert_eq!(root_size(&mut other), 0);
+        assert_eq!(other.NumberOfPte, 3, "left as it was");
+    }
+}
