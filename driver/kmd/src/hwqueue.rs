@@ -302,7 +302,8 @@ pub(crate) fn create<P: Platform>(
         let user = args
             .Flags
             .is_set(D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission);
-        if !crate::hws::active(live) || (user && !crate::hws::user_mode_submission(live)) {
+        if !crate::hws::ddi::active(live) || (user && !crate::hws::ddi::user_mode_submission(live))
+        {
             return Err(status::INVALID_PARAMETER);
         }
         let user_mode = args

@@ -519,7 +519,7 @@ pub fn reset_hw_engine<P: Platform>(
     args: &rvgpu_ddi::hws::DXGKARG_RESETHWENGINE,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    if !crate::hws::active(live) {
+    if !crate::hws::ddi::active(live) {
         return Err(status::NOT_SUPPORTED);
     }
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
@@ -589,7 +589,7 @@ pub fn resume_hw_engine<P: Platform>(
     args: &rvgpu_ddi::hws::DXGKARG_RESUMEHWENGINE,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    if !crate::hws::active(live) {
+    if !crate::hws::ddi::active(live) {
         return Err(status::NOT_SUPPORTED);
     }
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
