@@ -610,7 +610,7 @@ fn connect_global<P: Platform>(
         .and_then(|d| s.queues.get(&d.queue))
         .map(|q| q.context)
         .ok_or(status::INVALID_HANDLE)?;
-    let pid = crate::process::id_of_context(&s, context);
+    let pid = s.process_id_of_context(context);
     let (page, calls) = match s.physical.choose_process(pid) {
         None => return Err(status::INSUFFICIENT_RESOURCES),
         Some(Choice::Shared(i)) => {

@@ -170,7 +170,7 @@ pub fn update<P: Platform>(
     // SAFETY: the table address arm is the one UpdateMode (GPU_PHYSICAL, checked) names; it
     // is plain data.
     let at = unsafe { op.PageTableAddress.Anonymous.GpuPhysical };
-    let table = process::table_address(live, &at)?;
+    let table = process::ddi::table_address(live, &at)?;
     let who = Mapping::of(a, live, op)?;
     let policy = match who {
         Mapping::Allocation(al) => Some(al),
@@ -298,7 +298,7 @@ pub fn flush<P: Platform>(
     op: &DXGK_BUILDPAGINGBUFFER_FLUSHTLB,
     out: &mut [u64],
 ) -> Result<Pass, Status> {
-    let root = process::table_address(live, &op.RootPageTableAddress)?;
+    let root = process::ddi::table_address(live, &op.RootPageTableAddress)?;
     let words = cmd::tlb_invalidate(root);
     let Some(slot) = out.get_mut(..words.len()) else {
         return Ok(Pass {

@@ -100,7 +100,7 @@ pub fn descriptor(s: &Sched, q: &HwQueue) -> Option<QueueDescriptor> {
         });
     let mut d = q.descriptor(doorbell, root, priority, q.context.raw())?;
     // The global doorbell page of this process rings it (hardware.md 5.5).
-    d.process_id = crate::process::id_of_context(s, q.context);
+    d.process_id = s.process_id_of_context(q.context);
     Some(d)
 }
 

@@ -24,6 +24,17 @@ use crate::platform::Platform;
 use crate::status::{self, Status};
 
 impl Sched {
+    /// The process id of the queues of context `ctx` (0: a device of no GPU process, the
+    /// identity space).
+    pub fn process_id_of_context(&self, ctx: Handle) -> u32 {
+        self.contexts
+            .get(&ctx)
+            .and_then(|c| self.devices.get(&c.device))
+            .and_then(|d| d.process)
+            .and_then(|p| self.processes.get(&p))
+            .map_or(0, |p| p.id)
+    }
+
     /// The GPU process that owns device `d` (`None`: the system device, or no process named).
     pub fn process_of_device(&self, d: Handle) -> Option<Handle> {
         self.devices.get(&d).and_then(|d| d.process)

@@ -1,12 +1,4 @@
-//! GPU processes and their address spaces (docs/memory.md "Address spaces"):
-//! `DxgkDdiCreateProcess` / `DxgkDdiDestroyProcess`, `DxgkDdiGetRootPageTableSize` and
-//! `DxgkDdiSetRootPageTable`.
-//!
-//! VidMm owns the page tables; the KMD only learns, per context, where the root table is
-//! (`DxgkDdiSetRootPageTable`) and writes it into the descriptor of every hardware queue of
-//! that context (`QueueDescriptor::page_table_base`, hardware.md §12.4). A process record tells
-//! the paging code whether a mapping belongs to the system (paging) process, whose pages are
-//! never reachable from user-mode queues.
+//! The GPU-process DDIs over the state of [`super`].
 
 use rvgpu_ddi::allocation::{
     DXGKARG_CREATEPROCESS, DXGKARG_GETROOTPAGETABLESIZE, DXGKARG_SETROOTPAGETABLE,
@@ -24,19 +16,7 @@ use crate::runlist;
 use crate::sched::{self, Sched};
 use crate::status::{self, Status};
 
-/// A GPU process (one per process that opened the adapter, plus the system process).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Process {
-    /// Dxgkrnl's handle of the process.
-    pub os_handle: usize,
-    /// VidMm's paging process / the system process: its mappings are kernel-only.
-    pub system: bool,
-    /// The device's process id (`QueueDescriptor::process_id`): unique among the adapter's
-    /// live processes, never 0 (queues of no process) or `NO_QUEUE`. In global doorbell mode
-    /// the process's doorbell page is bound to it, so only its queues ring through that page
-    /// (hardware.md 5.5).
-    pub id: u32,
-}
+use super::{Process, MAX_PROCESSES};
 
 /// A process id no live process of `s` has, after the last one handed out (so ids are
 /// reused as late as possible); `None` only if every id is taken, which `MAX_PROCESSES`
@@ -54,20 +34,6 @@ fn free_id(s: &Sched) -> Option<u32> {
     }
     None
 }
-
-/// The process id of the queues of context `ctx` (0: a device of no GPU process, the
-/// identity space).
-pub fn id_of_context(s: &Sched, ctx: Handle) -> u32 {
-    s.contexts
-        .get(&ctx)
-        .and_then(|c| s.devices.get(&c.device))
-        .and_then(|d| d.process)
-        .and_then(|p| s.processes.get(&p))
-        .map_or(0, |p| p.id)
-}
-
-/// Most processes one adapter keeps (bounds what an untrusted caller can grow).
-pub const MAX_PROCESSES: usize = 4096;
 
 /// The device physical address of a page table VidMm names by segment and offset: local
 /// memory only (docs/memory.md: page tables live in the local segment), 4 KiB aligned, the
@@ -272,9 +238,13 @@ mod tests {
                 },
             );
         }
-        assert_eq!(id_of_context(&s, h(Kind::Context, 4)), 7);
-        assert_eq!(id_of_context(&s, h(Kind::Context, 5)), 0);
-        assert_eq!(id_of_context(&s, h(Kind::Context, 6)), 0, "unknown context");
+        assert_eq!(s.process_id_of_context(h(Kind::Context, 4)), 7);
+        assert_eq!(s.process_id_of_context(h(Kind::Context, 5)), 0);
+        assert_eq!(
+            s.process_id_of_context(h(Kind::Context, 6)),
+            0,
+            "unknown context"
+        );
     }
 
     /// The root is one table of 512 entries whatever VidMm asked; another physical adapter
