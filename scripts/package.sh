@@ -2,7 +2,8 @@
 # Cross-builds the Windows images on Linux (or any host with rustup) and assembles the driver
 # package:
 #
-#   scripts/package.sh [--test-sign] [--cert-dir DIR] [OUT_DIR]     (default OUT_DIR: package/)
+#   scripts/package.sh [--test-sign] [--driver-only] [--cert-dir DIR] [OUT_DIR]
+#                                                        (default OUT_DIR: package/)
 #   scripts/package.sh --stamp-inf FILE       (only write the stamped INF to FILE, build nothing)
 #
 # OUT_DIR/ gets rvgpu.sys, rvgpu.pdb, rvgpu_umd.dll, rvgpu_umd.pdb and rvgpu.inf with DriverVer
@@ -10,6 +11,8 @@
 # and umd/build.rs stamp into the images' VS_VERSION_INFO, which Dxgkrnl requires to match,
 # docs/windows-bringup.md BR-14), and the harness for a
 # test machine, rvgpu-whlk.exe, with the WinDbg script windbg/rvgpu.js (docs/test-machine.md).
+# --driver-only leaves out the harness, the WinDbg script and the PDBs: what the simulated
+# machine installs (simos::install::package), without the mingw-w64 build.
 #
 # With --test-sign it also writes what Windows needs to install the package in test-signing
 # mode (docs/windows.md, "On Linux (or any host): the test-signed package"):
@@ -33,15 +36,17 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 test_sign=0
+driver_only=0
 cert_dir="${RVGPU_TEST_CERT_DIR:-$root/target/test-cert}"
 out=""
 stamp_only=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --test-sign) test_sign=1 ;;
+        --driver-only) driver_only=1 ;;
         --stamp-inf) stamp_only="${2:?--stamp-inf needs a file}"; shift ;;
         --cert-dir) cert_dir="${2:?--cert-dir needs a directory}"; shift ;;
-        -*) echo "package.sh: unknown option $1 (usage: package.sh [--test-sign] [--cert-dir DIR] [OUT_DIR])" >&2; exit 2 ;;
+        -*) echo "package.sh: unknown option $1 (usage: package.sh [--test-sign] [--driver-only] [--cert-dir DIR] [OUT_DIR])" >&2; exit 2 ;;
         *) [ -z "$out" ] || { echo "package.sh: more than one OUT_DIR" >&2; exit 2; }; out="$1" ;;
     esac
     shift
@@ -72,7 +77,7 @@ bin="$target_dir/$target/driver"
 
 # mingw-w64 is the linker and C runtime for rvgpu-whlk.exe: installed when it can be, else one
 # line with the command to run (exit status 3).
-bash "$root/scripts/setup.sh" mingw
+[ "$driver_only" = 1 ] || bash "$root/scripts/setup.sh" mingw
 
 # The target is in rust-toolchain.toml; make sure it is installed when rustup is around.
 if command -v rustup >/dev/null 2>&1; then
@@ -92,12 +97,12 @@ common=(--profile driver --target "$target" --target-dir "$target_dir"
 
 # Harness executable: the same crate as `cargo run -p rvgpu-whlk`, with the Windows backend.
 exe_target=x86_64-pc-windows-gnu
-if command -v rustup >/dev/null 2>&1; then
+if [ "$driver_only" = 0 ] && command -v rustup >/dev/null 2>&1; then
     (cd "$root" && rustup target list --installed | grep -qx "$exe_target") \
         || (cd "$root" && rustup target add "$exe_target")
 fi
-(cd "$root" && "$cargo" build -p rvgpu-whlk --bin rvgpu-whlk --profile harness \
-    --target "$exe_target" --target-dir "$target_dir" \
+[ "$driver_only" = 1 ] || (cd "$root" && "$cargo" build -p rvgpu-whlk --bin rvgpu-whlk \
+    --profile harness --target "$exe_target" --target-dir "$target_dir" \
     --config "target.$exe_target.linker=\"x86_64-w64-mingw32-gcc\"")
 
 # Test signing needs osslsigncode and openssl: say so before the long build, not after.
@@ -112,13 +117,15 @@ mkdir -p "$out"
 rm -f "$out"/rvgpu.sys "$out"/rvgpu.pdb "$out"/rvgpu_umd.dll "$out"/rvgpu_umd.pdb "$out"/rvgpu.inf \
     "$out"/rvgpu-whlk.exe "$out"/rvgpu.cat "$out"/rvgpu-test.cer
 cp "$bin/rvgpu.dll" "$out/rvgpu.sys"
-cp "$bin/rvgpu.pdb" "$out/rvgpu.pdb"
 cp "$bin/rvgpu_umd.dll" "$out/rvgpu_umd.dll"
-cp "$bin/rvgpu_umd.pdb" "$out/rvgpu_umd.pdb"
-cp "$target_dir/$exe_target/harness/rvgpu-whlk.exe" "$out/rvgpu-whlk.exe"
-# The WinDbg extension script (docs/windows.md, "WinDbg extension script").
-mkdir -p "$out/windbg"
-cp "$root/scripts/windbg/rvgpu.js" "$out/windbg/rvgpu.js"
+if [ "$driver_only" = 0 ]; then
+    cp "$bin/rvgpu.pdb" "$out/rvgpu.pdb"
+    cp "$bin/rvgpu_umd.pdb" "$out/rvgpu_umd.pdb"
+    cp "$target_dir/$exe_target/harness/rvgpu-whlk.exe" "$out/rvgpu-whlk.exe"
+    # The WinDbg extension script (docs/windows.md, "WinDbg extension script").
+    mkdir -p "$out/windbg"
+    cp "$root/scripts/windbg/rvgpu.js" "$out/windbg/rvgpu.js"
+fi
 
 stamp_inf > "$out/rvgpu.inf"
 check_stamp "$out/rvgpu.inf"

@@ -5,7 +5,8 @@
 #
 # TOOL: mingw (x86_64-w64-mingw32-gcc), valgrind, osslsigncode, openssl (the last two for the
 # test-signed package), unicorn (libunicorn.so.2: the x86-64 emulator rvgpu.sys runs in under
-# the simulated OS, docs/pe-image.md).
+# the simulated OS, docs/pe-image.md), wine (Debian's wine64, the second Windows loader
+# tests/wine.rs runs rvgpu-whlk.exe under; Debian puts it at /usr/lib/wine/wine64).
 #
 # A tool that is missing is installed with apt-get when this runs as root on a machine with
 # apt-get; several test binaries may ask at once, so the check and the install happen under one
@@ -25,6 +26,7 @@ command_of() {
         mingw) echo x86_64-w64-mingw32-gcc ;;
         valgrind | osslsigncode | openssl) echo "$1" ;;
         unicorn) echo libunicorn.so.2 ;;
+        wine) echo /usr/lib/wine/wine64 ;;
         *) return 1 ;;
     esac
 }
@@ -33,6 +35,7 @@ package_of() {
         mingw) echo gcc-mingw-w64-x86-64 ;;
         valgrind | osslsigncode | openssl) echo "$1" ;;
         unicorn) echo libunicorn2 ;;
+        wine) echo wine64 ;;
         *) return 1 ;;
     esac
 }

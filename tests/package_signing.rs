@@ -149,10 +149,17 @@ fn the_catalog_lists_exactly_the_inf_files_with_their_hashes() {
             .into(),
         "the INF copies other files than this test knows"
     );
+    // The SHA-256 members are named; their SHA-1 twins carry only CAT_MEMBERINFO2, as in
+    // MakeCat's version 2 catalogs (makecat_catalog_facts_hold_for_ours).
     let names: BTreeSet<String> = catalog
         .members
         .iter()
-        .map(|m| m.file.clone().expect("every member has a File attribute"))
+        .filter(|m| m.tag.len() == 32)
+        .map(|m| {
+            m.file
+                .clone()
+                .expect("every SHA-256 member has a File attribute")
+        })
         .collect();
     assert_eq!(names, expected, "files in the catalog");
     assert_eq!(
@@ -183,14 +190,20 @@ fn the_catalog_lists_exactly_the_inf_files_with_their_hashes() {
             catalog
                 .members
                 .iter()
-                .find(|m| m.tag == tag && m.file.as_deref() == Some(name))
+                .find(|m| m.tag == tag)
                 .unwrap_or_else(|| panic!("{name}: no member tagged {}", rvgpu_cat::hex(tag)))
         };
         let m1 = of(&sha1);
         let m256 = of(&sha256);
+        assert_eq!(m256.file.as_deref(), Some(name.as_str()), "{name}: File");
+        assert_eq!(m256.os_attr.as_deref(), Some("2:10.0"), "{name}: OSAttr");
+        let kind = if name.ends_with(".inf") {
+            rvgpu_cat::MEMBERINFO2_FLAT
+        } else {
+            rvgpu_cat::MEMBERINFO2_PE
+        };
         for m in [m1, m256] {
-            assert_eq!(m.os_attr.as_deref(), Some("2:10.0"), "{name}: OSAttr");
-            assert!(m.member_info2, "{name}: CAT_MEMBERINFO2");
+            assert_eq!(m.member_info2, Some(kind), "{name}: CAT_MEMBERINFO2");
         }
         let subject = if name.ends_with(".inf") {
             rvgpu_cat::Subject::Flat
@@ -306,4 +319,250 @@ fn a_modified_driver_image_fails_the_check() {
             .any(|p| p.starts_with("rvgpu_umd.dll:") || p.starts_with("rvgpu.inf:")),
         "{problems:?}"
     );
+}
+
+// --- MakeCat's catalog as the reference ----------------------------------------------------
+//
+// The osslsigncode project's `tests/files/unsigned.cat` is MakeCat output for a CDF with
+// `CatalogVersion=2`, `HashAlgorithms=SHA256`, `PageHashes=true` and a catalog attribute
+// `CATATTR1=0x11010001:OSAttr:2:6.0` (its `tests/sources/CatalogDefinitionFileName.cdf`); seven
+// files, one of them a PE image. Read with `openssl asn1parse`, its structure is the list of
+// facts below; the file itself is not part of this project. `makecat_catalog_facts_hold_for_ours`
+// holds the unsigned catalog rvgpu-cat writes to each of them, by walking its DER with a reader
+// of its own (not rvgpu-cat's).
+
+/// One DER element: tag byte, content, and the bytes after it.
+fn tlv(d: &[u8]) -> (u8, &[u8], &[u8]) {
+    let tag = d[0];
+    let (len, head) = match d[1] {
+        n if n < 0x80 => (n as usize, 2),
+        n => {
+            let k = (n & 0x7F) as usize;
+            let len = d[2..2 + k]
+                .iter()
+                .fold(0usize, |a, b| (a << 8) | *b as usize);
+            (len, 2 + k)
+        }
+    };
+    (tag, &d[head..head + len], &d[head + len..])
+}
+
+/// The elements of a constructed content.
+fn children(mut d: &[u8]) -> Vec<(u8, &[u8])> {
+    let mut out = Vec::new();
+    while !d.is_empty() {
+        let (t, c, rest) = tlv(d);
+        out.push((t, c));
+        d = rest;
+    }
+    out
+}
+
+/// An OID's DER content as dotted text.
+fn oid(c: &[u8]) -> String {
+    let mut parts = vec![(c[0] / 40) as u64, (c[0] % 40) as u64];
+    let mut v = 0u64;
+    for b in &c[1..] {
+        v = (v << 7) | (b & 0x7F) as u64;
+        if b & 0x80 == 0 {
+            parts.push(v);
+            v = 0;
+        }
+    }
+    parts
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn utf16z(b: &[u8]) -> String {
+    let u: Vec<u16> = b
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    assert_eq!(u.last(), Some(&0), "NUL-terminated UTF-16LE");
+    String::from_utf16(&u[..u.len() - 1]).unwrap()
+}
+
+/// A CAT_NAMEVALUE's (name, flags, value).
+fn name_value(c: &[u8]) -> (String, u32, String) {
+    let f = children(c);
+    assert_eq!(f.len(), 3, "CAT_NAMEVALUE is name, flags, value");
+    assert_eq!(
+        (f[0].0, f[1].0, f[2].0),
+        (0x1E, 0x02, 0x04),
+        "BMPString, INTEGER, OCTET STRING"
+    );
+    let name: Vec<u16> = f[0]
+        .1
+        .chunks_exact(2)
+        .map(|c| u16::from_be_bytes([c[0], c[1]]))
+        .collect();
+    let flags = f[1].1.iter().fold(0u32, |a, b| (a << 8) | *b as u32);
+    (String::from_utf16(&name).unwrap(), flags, utf16z(f[2].1))
+}
+
+#[test]
+fn makecat_catalog_facts_hold_for_ours() {
+    let (dir, _) = package();
+    let (_, files) = rvgpu_cat::package_files(dir, "rvgpu.inf").unwrap();
+    let der = rvgpu_cat::write_catalog(
+        &files,
+        &[("OS".into(), rvgpu_cat::CATALOG_OS.into())],
+        std::time::SystemTime::now(),
+    )
+    .unwrap();
+
+    // ContentInfo { signedData, [0] SignedData }.
+    let (t, info, rest) = tlv(&der);
+    assert!(t == 0x30 && rest.is_empty());
+    let info = children(info);
+    assert_eq!(oid(info[0].1), "1.2.840.113549.1.7.2", "signedData");
+    assert_eq!(info[1].0, 0xA0);
+    let (_, signed, _) = tlv(info[1].1);
+    let signed = children(signed);
+    // Fact 1: version 1, no digest algorithms and no signer until signed, no certificates;
+    // the content type szOID_CTL and the trust list directly under [0] (PKCS #7, not CMS's
+    // OCTET STRING).
+    assert_eq!(
+        signed.len(),
+        4,
+        "version, digestAlgorithms, content, signerInfos"
+    );
+    assert_eq!(signed[0], (0x02, &[1u8][..]), "version 1");
+    assert_eq!(signed[1], (0x31, &[][..]), "empty digestAlgorithms");
+    assert_eq!(signed[3], (0x31, &[][..]), "empty signerInfos");
+    let encap = children(signed[2].1);
+    assert_eq!(oid(encap[0].1), "1.3.6.1.4.1.311.10.1", "szOID_CTL");
+    assert_eq!(encap[1].0, 0xA0);
+    let (t, ctl, _) = tlv(encap[1].1);
+    assert_eq!(t, 0x30, "the trust list itself, no OCTET STRING around it");
+
+    // Fact 2: subjectUsage { szOID_CATALOG_LIST }, a 16-byte list identifier, UTCTime,
+    // subjectAlgorithm { szOID_CATALOG_LIST_MEMBER2, NULL }, the members, [0] extensions; no
+    // version, sequence number or next update.
+    let ctl = children(ctl);
+    let tags: Vec<u8> = ctl.iter().map(|(t, _)| *t).collect();
+    assert_eq!(tags, [0x30, 0x04, 0x17, 0x30, 0x30, 0xA0]);
+    assert_eq!(oid(children(ctl[0].1)[0].1), "1.3.6.1.4.1.311.12.1.1");
+    assert_eq!(ctl[1].1.len(), 16);
+    let alg = children(ctl[3].1);
+    assert_eq!(oid(alg[0].1), "1.3.6.1.4.1.311.12.1.3");
+    assert_eq!(alg[1], (0x05, &[][..]), "NULL parameters");
+
+    // Fact 3: members in the order of their tags' bytes, a SHA-1 (20-byte) and a SHA-256
+    // (32-byte) member for every file.
+    let members = children(ctl[4].1);
+    let mtags: Vec<&[u8]> = members.iter().map(|(_, m)| tlv(m).1).collect();
+    let mut sorted = mtags.clone();
+    sorted.sort();
+    assert_eq!(mtags, sorted, "members in tag order");
+    assert_eq!(mtags.iter().filter(|t| t.len() == 20).count(), files.len());
+    assert_eq!(mtags.iter().filter(|t| t.len() == 32).count(), files.len());
+
+    for f in &files {
+        // Fact 6: CAT_MEMBERINFO2's value is an empty primitive [0] for a PE image, [2] for
+        // a flat file, the same on both twins.
+        let kind = if f.pe { 0x80 } else { 0x82 };
+        for (tag, long) in [(&f.sha1, false), (&f.sha256, true)] {
+            let (_, m) = members
+                .iter()
+                .find(|(_, m)| tlv(m).1 == tag.as_slice())
+                .unwrap_or_else(|| panic!("{}: member", f.name));
+            let (_, _, attrs) = tlv(m);
+            let (t, attrs, _) = tlv(attrs);
+            assert_eq!(t, 0x31, "attributes are a SET");
+            // (type, the value's tag byte followed by its content)
+            let attrs: Vec<(String, Vec<u8>)> = children(attrs)
+                .iter()
+                .map(|(_, a)| {
+                    let a = children(a);
+                    let values = children(a[1].1);
+                    assert_eq!(values.len(), 1, "one value an attribute");
+                    let mut v = vec![values[0].0];
+                    v.extend_from_slice(values[0].1);
+                    (oid(a[0].1), v)
+                })
+                .collect();
+            // Fact 4: the SHA-1 twin carries CAT_MEMBERINFO2 alone.
+            let ids: Vec<&str> = attrs.iter().map(|(o, _)| o.as_str()).collect();
+            if !long {
+                assert_eq!(ids, ["1.3.6.1.4.1.311.12.2.3"], "{}: SHA-1 twin", f.name);
+            } else {
+                // Fact 5: the SHA-256 member: CAT_MEMBERINFO2, the name-values, the indirect
+                // data.
+                assert_eq!(ids[0], "1.3.6.1.4.1.311.12.2.3", "{}", f.name);
+                assert!(ids.contains(&"1.3.6.1.4.1.311.12.2.1"), "{}", f.name);
+                assert_eq!(ids.last(), Some(&"1.3.6.1.4.1.311.2.1.4"), "{}", f.name);
+            }
+            assert_eq!(attrs[0].1, [kind], "{}: CAT_MEMBERINFO2 tag", f.name);
+            if !long {
+                continue;
+            }
+            // Fact 5: "File" with flags 0x10010001 (CRYPTCAT_ATTR_AUTHENTICATED |
+            // DATAASCII | NAMEASCII; the CDF's 0x11010001 is stored as 0x10010001) and a
+            // NUL-terminated UTF-16LE value; and the OSAttr Inf2Cat writes for Windows 10.0.
+            let nvs: Vec<(String, u32, String)> = attrs
+                .iter()
+                .filter(|(o, _)| o == "1.3.6.1.4.1.311.12.2.1")
+                .map(|(_, v)| name_value(&v[1..]))
+                .collect();
+            assert!(
+                nvs.contains(&("File".into(), 0x1001_0001, f.name.clone())),
+                "{nvs:?}"
+            );
+            // MakeCat's catalog carries OSAttr "2:6.0" for its CDF's Windows Vista target;
+            // Windows 10 and 11 are NT 10.0: "2:10.0" (2 = VER_PLATFORM_WIN32_NT).
+            assert!(
+                nvs.contains(&("OSAttr".into(), 0x1001_0001, "2:10.0".into())),
+                "{nvs:?}"
+            );
+            // Facts 7 and 8: the indirect data: SPC_CAB_DATA_OBJID with an empty
+            // `[2] { [0] "" }` link for a flat file, SPC_PE_IMAGE_DATAOBJ for a PE image;
+            // the digest SHA-256 with NULL parameters, equal to the member's tag.
+            let (_, indirect) = attrs.last().unwrap();
+            let ind = children(&indirect[1..]);
+            let data = children(ind[0].1);
+            let digest = children(ind[1].1);
+            if f.pe {
+                assert_eq!(oid(data[0].1), "1.3.6.1.4.1.311.2.1.15", "{}", f.name);
+                // MakeCat's PE member (PageHashes=true) puts page hashes under [0] { [1]
+                // SpcSerializedObject }; without page hashes the link is [0] { [2] { [0] } }.
+                let pe_data = children(data[1].1);
+                assert_eq!(pe_data[0].0, 0x03, "flags BIT STRING");
+                assert_eq!(pe_data[1].0, 0xA0, "file [0]");
+            } else {
+                assert_eq!(oid(data[0].1), "1.3.6.1.4.1.311.2.1.25", "{}", f.name);
+                assert_eq!(
+                    data[1],
+                    (0xA2, &[0x80u8, 0x00][..]),
+                    "{}: [2] {{ [0] \"\" }}",
+                    f.name
+                );
+            }
+            let alg = children(digest[0].1);
+            assert_eq!(oid(alg[0].1), "2.16.840.1.101.3.4.2.1", "sha256");
+            assert_eq!(alg[1], (0x05, &[][..]));
+            assert_eq!(
+                digest[1],
+                (0x04, tag.as_slice()),
+                "{}: digest = tag",
+                f.name
+            );
+        }
+    }
+
+    // Fact 9: catalog attributes: [0] { SEQUENCE OF Extension { CAT_NAMEVALUE, OCTET STRING
+    // (the name-value's DER) } }, no critical flag, flags 0x10010001.
+    let (t, exts, _) = tlv(ctl[5].1);
+    assert_eq!(t, 0x30);
+    for (_, ext) in children(exts) {
+        let e = children(ext);
+        assert_eq!(e.len(), 2, "extnID and extnValue, no critical flag");
+        assert_eq!(oid(e[0].1), "1.3.6.1.4.1.311.12.2.1");
+        assert_eq!(e[1].0, 0x04);
+        let (name, flags, _) = name_value(tlv(e[1].1).1);
+        assert_eq!(flags, 0x1001_0001, "{name}");
+    }
 }

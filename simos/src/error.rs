@@ -1,11 +1,21 @@
-//! Errors of the test-facing API.
+//! Errors of the test-facing API and why a machine halted (a leaf: it knows only the bug
+//! check it carries).
 
 use core::fmt;
 
 use rvgpu_ddi::NTSTATUS;
 
 use crate::dxgkrnl::bugcheck::BugCheck;
-use crate::dxgkrnl::state::Fault;
+
+/// Why a machine halted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Windows would have bug-checked.
+    BugCheck(BugCheck),
+    /// The simulation met something it cannot model or a rule of its own was broken (for
+    /// example a callback it does not simulate); the test fails with this message.
+    Simulation(String),
+}
 
 /// Why a simulation call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -60,6 +60,21 @@ pub fn charge_thunk_cost(rounds: u32) {
     std::hint::black_box(x);
 }
 
+/// The status of a destroy or share naming a handle that is not (any longer) in the caller's
+/// D3DKMT handle table: destroyed before, another process's, 0, a global handle or an NT
+/// handle. Wine's `dlls/win32u/tests/d3dkmt.c`, whose `ok()` lines pass on Windows:
+/// `D3DKMTDestroySynchronizationObject` and `D3DKMTDestroyAllocation` "destroying multiple
+/// times fails" with STATUS_INVALID_PARAMETER, as do a zeroed argument, the global handle
+/// ("cannot destroy the global D3DKMT_HANDLE") and an NT handle ("cannot destroy the
+/// handle"); `D3DKMTShareObjects` of a destroyed handle is STATUS_INVALID_PARAMETER too.
+fn not_in_table(s: NtStatus) -> NtStatus {
+    if s.0 == STATUS_INVALID_HANDLE {
+        NtStatus(STATUS_INVALID_PARAMETER)
+    } else {
+        s
+    }
+}
+
 fn status(e: SimError) -> NtStatus {
     match e {
         SimError::DdiFailed(s) => NtStatus(s),
@@ -260,6 +275,27 @@ impl<'m> SimKmt<'m> {
             .map_err(status)
     }
 
+    /// `D3DKMTEscape` with `DriverKnownEscape` and a `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`
+    /// (`data`, whose pointers name `dma` and `private`): the kernel-mode testing escape
+    /// ([`crate::dxgkrnl::kmtest`]).
+    pub fn escape_build_test_command_buffer(
+        &self,
+        data: &mut [u8],
+        dma: &mut [u8],
+        private: &mut [u8],
+    ) -> Result<(), NtStatus> {
+        self.thunk()?;
+        let st = self
+            .m
+            .escape_build_test_command_buffer(self.p.adapter, self.p.pid, data, dma, private)
+            .map_err(status)?;
+        if st == 0 {
+            Ok(())
+        } else {
+            Err(NtStatus(st))
+        }
+    }
+
     /// `D3DKMTCreateSynchronizationObject2` of a `D3DDDI_MONITORED_FENCE` (MF-01) with
     /// `initial`: its D3DKMT handle (what the MF-03 thunks and
     /// [`Kmt::wait_for_fence`] take) and the OS object (CPU view, GPU VA, CPU signal through
@@ -277,7 +313,8 @@ impl<'m> SimKmt<'m> {
     /// abandoned, GPU waits no longer hold their queues.
     pub fn destroy_monitored_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
         let a = self.thunk()?;
-        ums::destroy_sync_fence(self.m, &a, self.p.device, fence).map_err(status)?;
+        ums::destroy_sync_fence(self.m, &a, self.p.device, fence)
+            .map_err(|e| not_in_table(status(e)))?;
         self.m.reap_system_pages(&a).map_err(status)
     }
 
@@ -432,7 +469,7 @@ impl Kmt for SimKmt<'_> {
             allocation,
             flags.assume_not_in_use,
         )
-        .map_err(status)?;
+        .map_err(|e| not_in_table(status(e)))?;
         self.m.reap_allocations(&a).map_err(status)
     }
 
@@ -667,7 +704,7 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus> {
-        let f = self.own_native_fence(fence)?;
+        let f = self.own_native_fence(fence).map_err(not_in_table)?;
         self.m.share_native_fence(&f).map_err(status)
     }
 
@@ -684,11 +721,11 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
-        self.own_native_fence(fence)?;
+        self.own_native_fence(fence).map_err(not_in_table)?;
         let f = self
             .m
             .take_native_fence_kmt(self.p.adapter, fence)
-            .ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
+            .ok_or(NtStatus(STATUS_INVALID_PARAMETER))?;
         self.m.destroy_native_fence(&f).map_err(status)?;
         // Fence pages it left empty leave the paging process and go back (no lock held here).
         let a = self.adapter()?;

@@ -3,7 +3,8 @@
 //! A [`Machine`] is one physical memory, N emulated adapters and a simulated Dxgkrnl that calls
 //! the driver exactly the way Windows does: `DriverEntry` → [`dxgkrnl::load::sim_dxgk_initialize`]
 //! (the table is validated and copied), then every DDI through that table with real DXGKARG
-//! structures ([`dxgkrnl::ddi`]), at the IRQL Windows uses ([`dxgkrnl::irql`]), with a
+//! structures ([`dxgkrnl::ddi`]), at the IRQL Windows uses ([`dxgkrnl::irql`], with every rule of
+//! a DDI in one row of [`dxgkrnl::rules`]), with a
 //! [`dxgkrnl::callbacks`] table behind `DXGKRNL_INTERFACE`, interrupts and DPCs serviced by
 //! dedicated threads or inline ([`dxgkrnl::interrupt`]), and the host kernel
 //! [`dxgkrnl::kernel::SimKernel`] as the driver's `Platform`.
@@ -19,7 +20,9 @@
 
 pub mod dxgkrnl;
 pub mod error;
+pub mod install;
 pub mod kmt;
+mod lock;
 pub mod machine;
 pub mod ob;
 #[cfg(target_os = "linux")]
@@ -34,8 +37,8 @@ pub use dxgkrnl::bugcheck::BugCheck;
 pub use dxgkrnl::kernel::SimKernel;
 pub use dxgkrnl::lowres::{LowResources, PoolStats};
 pub use dxgkrnl::notify::{Notification, Processed};
-pub use dxgkrnl::state::{Fault, LogLine};
-pub use error::SimError;
+pub use dxgkrnl::state::LogLine;
+pub use error::{Fault, SimError};
 pub use machine::{
     AdapterConfig, AdapterInfo, CpuArch, Machine, MachineConfig, Mode, OsConfig, WindowsBuild,
 };

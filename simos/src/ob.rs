@@ -10,6 +10,9 @@
 //! (a reference keeps the object alive, as an NT handle does).
 //! <https://learn.microsoft.com/windows/win32/sysinfo/handles-and-objects>,
 //! <https://learn.microsoft.com/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtshareobjects>.
+//!
+//! D3DKMT handles (the `D3DKMT_HANDLE`s thunks return) come from a per-process table too,
+//! with the values Windows gives them ([`LocalHandles`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -18,6 +21,121 @@ use rvgpu_ddi::ntstatus::{STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_HANDLE};
 use rvgpu_ddi::NTSTATUS;
 
 use crate::sync::fence::{FenceObj, ProcessId};
+
+/// The bits every D3DKMT handle has set. Wine's `dlls/win32u/tests/d3dkmt.c`
+/// (`check_d3dkmt_local`, `is_d3dkmt_handle`), whose `ok()` lines pass on Windows, checks
+/// `handle & 0xc0000000` on every local handle Windows returns and `!(handle & 0xc0000000)` on
+/// every NT handle, which tells the two apart. Both bits are set here so a caller that
+/// sign-extends or truncates a handle (`as i32`, `as u16`) fails here as it would there.
+pub const D3DKMT_HANDLE_TOP_BITS: u32 = 0xC000_0000;
+/// The step between a process's consecutive D3DKMT handles, and the bits that are clear in
+/// every one (the same test: `handle && !(handle & 0x3f)`, and the next handle a process gets
+/// is the last one plus 0x40, "local handles are monotonically increasing", whatever kind
+/// of object and whether or not the last one was destroyed since).
+pub const D3DKMT_HANDLE_STEP: u32 = 0x40;
+/// Handles one run of a process's table holds before the process continues in a new run.
+/// Windows' handle values are per process and may coincide across processes; the simulated
+/// OS keeps objects of every process in adapter-wide maps, so each process draws its values
+/// from runs no other live process uses. Within a run, a process's handles are exactly
+/// Windows' sequence; a process holding more than this many handles over its life continues
+/// in another run (a jump Windows does not make, far past what Wine's tests or the
+/// harness create).
+pub const D3DKMT_HANDLES_PER_RUN: u32 = 1 << 12;
+/// Runs below [`D3DKMT_HANDLE_TOP_BITS`]: 2^24 values a step apart, less the one that would
+/// be the bare top bits.
+const RUNS: u32 = ((1 << 24) - 1) / D3DKMT_HANDLES_PER_RUN;
+
+#[derive(Debug, Default)]
+struct ProcessRun {
+    /// The runs this process holds; it allocates from the last.
+    runs: Vec<u32>,
+    /// Handles taken from the last run.
+    used: u32,
+}
+
+/// Every process's D3DKMT handle table: which values it has handed out. A value is never
+/// handed out twice to a process (Wine's test: a destroyed handle is not reused, the next
+/// one is 0x40 above the last); a run goes back to the pool only when its process is gone.
+#[derive(Debug, Default)]
+struct LocalState {
+    processes: HashMap<ProcessId, ProcessRun>,
+    /// Run -> the process using it.
+    owner: BTreeMap<u32, ProcessId>,
+    /// Where the search for a free run starts (runs are taken round-robin, so a run a
+    /// process gave up is reused as late as possible).
+    cursor: u32,
+}
+
+/// D3DKMT handle tables of every process (one for the whole simulation: many machines run in
+/// one test process and the driver's own handle maps are driver-wide).
+#[derive(Debug, Default)]
+pub struct LocalHandles {
+    state: Mutex<LocalState>,
+}
+
+static LOCAL_HANDLES: std::sync::LazyLock<LocalHandles> =
+    std::sync::LazyLock::new(LocalHandles::default);
+
+/// The simulation's D3DKMT handle tables.
+pub fn local_handles() -> &'static LocalHandles {
+    &LOCAL_HANDLES
+}
+
+/// The D3DKMT handle value of entry `index` (0-based) of run `run`.
+fn encode(run: u32, index: u32) -> u32 {
+    // Counted from 1: the bits below the top ones are never all clear.
+    D3DKMT_HANDLE_TOP_BITS | ((run * D3DKMT_HANDLES_PER_RUN + index + 1) * D3DKMT_HANDLE_STEP)
+}
+
+/// Whether `h` has the shape of a D3DKMT handle (top bits set, low six bits clear). NT
+/// handles and guessed small numbers do not.
+pub fn is_d3dkmt_handle(h: u64) -> bool {
+    u32::try_from(h)
+        .is_ok_and(|h| h & D3DKMT_HANDLE_TOP_BITS != 0 && h & (D3DKMT_HANDLE_STEP - 1) == 0)
+}
+
+impl LocalHandles {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LocalState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new D3DKMT handle in `process`'s table: 0x40 above the last one it got.
+    /// `STATUS_INSUFFICIENT_RESOURCES` only when every run belongs to a live process.
+    pub fn allocate(&self, process: ProcessId) -> Result<u32, NTSTATUS> {
+        let mut s = self.lock();
+        if let Some(p) = s.processes.get_mut(&process) {
+            if let Some(&run) = p.runs.last().filter(|_| p.used < D3DKMT_HANDLES_PER_RUN) {
+                let h = encode(run, p.used);
+                p.used += 1;
+                return Ok(h);
+            }
+        }
+        let run = (0..RUNS)
+            .map(|i| (s.cursor + i) % RUNS)
+            .find(|r| !s.owner.contains_key(r))
+            .ok_or(STATUS_INSUFFICIENT_RESOURCES)?;
+        s.cursor = (run + 1) % RUNS;
+        s.owner.insert(run, process);
+        let p = s.processes.entry(process).or_default();
+        // The process's earlier runs stay its own: its objects there are still alive.
+        p.runs.push(run);
+        p.used = 1;
+        Ok(encode(run, 0))
+    }
+
+    /// Process exit: its table goes, and its values may be another process's later.
+    pub fn release(&self, process: ProcessId) {
+        let mut s = self.lock();
+        for run in s
+            .processes
+            .remove(&process)
+            .map(|p| p.runs)
+            .unwrap_or_default()
+        {
+            s.owner.remove(&run);
+        }
+    }
+}
 
 /// What an NT handle refers to.
 #[derive(Clone, Debug)]
@@ -38,15 +156,34 @@ struct Table {
     entries: BTreeMap<u64, NtObject>,
 }
 
-/// Every process's NT handle table.
+/// Every process's NT handle table, on one machine.
 #[derive(Debug, Default)]
 pub struct HandleTables {
     tables: Mutex<HashMap<ProcessId, Table>>,
+    /// The machine's processes: their D3DKMT handle tables ([`LocalHandles`]) go with it.
+    processes: Mutex<Vec<ProcessId>>,
+}
+
+impl Drop for HandleTables {
+    fn drop(&mut self) {
+        let processes = self.processes.get_mut().unwrap_or_else(|p| p.into_inner());
+        for p in processes.drain(..) {
+            local_handles().release(p);
+        }
+    }
 }
 
 impl HandleTables {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProcessId, Table>> {
         self.tables.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `process` runs on this machine: its D3DKMT handle table is released with the machine.
+    pub fn own_process(&self, process: ProcessId) {
+        self.processes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(process);
     }
 
     /// A new handle to `obj` in `process`'s table.

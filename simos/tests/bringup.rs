@@ -215,13 +215,14 @@ fn nf_10_driver_negotiates_native_fence_feature_and_releases_the_interface() {
 /// NF-10: with the OS feature disabled the driver still asks, but never requests the
 /// native-fence interface, and releases the feature interface at stop. Since hardware
 /// scheduling it asks about every feature it advertises (BR-83): HWSCH,
-/// USER_MODE_SUBMISSION and NATIVE_FENCE. With native fences off the OS leaves user-mode
-/// submission off too (it depends on them); HWSCH stays on. So the driver advertises neither
+/// USER_MODE_SUBMISSION, KERNEL_MODE_TESTING and NATIVE_FENCE. With native fences off the OS
+/// leaves user-mode submission off too (it depends on them); HWSCH stays on. So the driver advertises neither
 /// `NativeGpuFence` nor `UserModeSubmission`, and still `ContextSchedulingSupported`.
 #[test]
 fn nf_10_disabled_feature_is_not_used() {
     use rvgpu_ddi::feature::{
-        DXGK_FEATURE_HWSCH, DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_USER_MODE_SUBMISSION,
+        DXGK_FEATURE_HWSCH, DXGK_FEATURE_KERNEL_MODE_TESTING, DXGK_FEATURE_NATIVE_FENCE,
+        DXGK_FEATURE_USER_MODE_SUBMISSION,
     };
     use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 
@@ -242,6 +243,7 @@ fn nf_10_disabled_feature_is_not_used() {
         vec![
             DXGK_FEATURE_HWSCH,
             DXGK_FEATURE_USER_MODE_SUBMISSION,
+            DXGK_FEATURE_KERNEL_MODE_TESTING,
             DXGK_FEATURE_NATIVE_FENCE
         ]
     );

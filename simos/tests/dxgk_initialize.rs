@@ -3,7 +3,7 @@
 //! `IOCTL_VIDEO_DDI_FUNC_REGISTER` (0x23003F, `DpiInitialize`) only when Dxgkrnl does not know
 //! the first; the simulated Dxgkrnl answers both as the 24H2 `DxgkInternalDeviceIoctl` does.
 
-use rvgpu_simos::pe::{build_image, unicorn, DriverBuild};
+use rvgpu_simos::pe::{unicorn, DriverBuild};
 use rvgpu_simos::{Machine, MachineConfig, Mode};
 
 const WIN8: u32 = 0x0023_0047;
@@ -17,7 +17,7 @@ fn registration(knows_win8: bool) -> Vec<(u32, i32)> {
         panic!("{e}");
     }
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.driver = DriverBuild::Pe(Some(build_image().unwrap_or_else(|e| panic!("{e}"))));
+    cfg.driver = DriverBuild::Pe(None);
     cfg.os.dxgkrnl_knows_win8_initialize = knows_win8;
     let mut m = Machine::new(cfg);
     m.load_driver()

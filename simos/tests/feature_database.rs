@@ -9,9 +9,7 @@ use rvgpu_ddi::feature::{
     DXGK_FEATURE_HWSCH, DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_USER_MODE_SUBMISSION,
 };
 use rvgpu_simos::dxgkrnl::features::{configure, feature_subkey, os_supports};
-use rvgpu_simos::dxgkrnl::registry::{
-    inf_software_key, parse_inf_software_key, RegKey, RegValue, REG_SZ, RVGPU_INF,
-};
+use rvgpu_simos::dxgkrnl::registry::{inf_software_key, RegKey, RegValue, REG_SZ, RVGPU_INF};
 use rvgpu_simos::{AdapterInfo, Machine, MachineConfig, Mode, SimError, WindowsBuild};
 
 const NF: i32 = DXGK_FEATURE_NATIVE_FENCE;
@@ -76,12 +74,15 @@ fn br_110_software_key_default_is_what_the_inf_writes() {
         MachineConfig::single(Mode::Step).adapters[0].software_key,
         key
     );
-    // Unknown value types and dangling tokens are errors, not panics.
-    let broken = RVGPU_INF.replace("%REG_DWORD%,1", "0x00000003,1");
-    assert!(parse_inf_software_key(&broken).is_err());
-    assert!(parse_inf_software_key(&RVGPU_INF.replace("%REG_DWORD%", "%NOPE%")).is_err());
-    assert!(parse_inf_software_key("").is_err());
-    assert!(parse_inf_software_key("[Manufacturer]\n%x%=\n").is_err());
+    // Unknown value types and dangling tokens are refusals of the INF stage, not panics.
+    let stamped = rvgpu_simos::install::stamped_repository_inf();
+    let install = |text: &str| rvgpu_simos::install::System::stock(26100).install_inf_only(text);
+    assert!(install(&stamped).is_ok());
+    assert!(install(&stamped.replace("%REG_DWORD%,1", "0x00000003,1")).is_err());
+    assert!(install(&stamped.replace("%REG_DWORD%", "%NOPE%")).is_err());
+    assert!(install("").is_err());
+    assert!(install("[Manufacturer]\n%x%=\n").is_err());
+    let _ = RVGPU_INF;
 }
 
 /// 24H2 and 25H2: native fences are off by default and on only through the adapter's
@@ -156,9 +157,8 @@ fn br_110_pe_image_follows_the_feature_database() {
     if let Err(e) = rvgpu_simos::pe::unicorn::api() {
         panic!("{e}");
     }
-    let image = rvgpu_simos::pe::build_image().unwrap_or_else(|e| panic!("{e}"));
     let pe = |mut c: MachineConfig| {
-        c.driver = rvgpu_simos::pe::DriverBuild::Pe(Some(image.clone()));
+        c.driver = rvgpu_simos::pe::DriverBuild::Pe(None);
         c
     };
     assert!(native_fences(pe(cfg(WindowsBuild::W24H2, no_change))));

@@ -68,8 +68,9 @@ fn cfg(hwsch: bool, ums: bool, native_fence: bool) -> MachineConfig {
     c
 }
 
-/// The driver claims version 1 of HWSCH, USER_MODE_SUBMISSION and NATIVE_FENCE through its
-/// interface; with the OS allowing everything, all three are enabled and advertised.
+/// The driver claims version 1 of HWSCH, USER_MODE_SUBMISSION and NATIVE_FENCE (and of
+/// KERNEL_MODE_TESTING, which depends on nothing) through its interface; with the OS allowing
+/// everything, all are enabled and advertised.
 #[test]
 fn nf_10_hws_ums_and_native_fences_are_enabled_through_the_drivers_feature_interface() {
     let m = start(cfg(true, true, true), false);
@@ -88,6 +89,7 @@ fn nf_10_hws_ums_and_native_fences_are_enabled_through_the_drivers_feature_inter
         (DXGK_FEATURE_HWSCH, 1),
         (DXGK_FEATURE_USER_MODE_SUBMISSION, 1),
         (DXGK_FEATURE_NATIVE_FENCE, 1),
+        (rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING, 1),
     ];
     want.sort();
     assert_eq!(enabled, want);
@@ -178,7 +180,14 @@ fn nf_10_os_policy_off_leaves_a_supported_feature_disabled() {
     let m = start(cfg(true, true, false), false);
     let db = m.feature_db(0);
     assert!(db.driver_interface);
-    assert_eq!(db.enabled, vec![(DXGK_FEATURE_HWSCH, 1)], "{db:?}");
+    assert_eq!(
+        db.enabled,
+        vec![
+            (DXGK_FEATURE_HWSCH, 1),
+            (rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING, 1)
+        ],
+        "{db:?}"
+    );
     let a = advertised(&m);
     assert!(!a.native_gpu_fence && !a.user_mode_submission && a.context_scheduling);
 }

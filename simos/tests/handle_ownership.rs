@@ -1,6 +1,8 @@
 //! D3DKMT handles are per process. Process B naming process A's fence handle (a
 //! guessed number) names nothing: its CPU signal, CPU wait, destroy and GPU waits and signals
-//! fail with Windows' statuses, and A's fence is untouched.
+//! fail with Windows' statuses, and A's fence is untouched. A destroy or share of a handle
+//! not in the caller's table is STATUS_INVALID_PARAMETER (Wine's `d3dkmt.c`, run on Windows:
+//! "destroying multiple times fails").
 
 mod common;
 
@@ -23,7 +25,7 @@ fn another_process_cannot_use_a_fence_by_its_handle() {
 
     assert_eq!(kb.signal_fence_from_cpu(h, 100), Err(STATUS_INVALID_HANDLE));
     assert_eq!(kb.wait_for_fence(h, 1), Err(STATUS_INVALID_HANDLE));
-    assert_eq!(kb.destroy_monitored_fence(h), Err(STATUS_INVALID_HANDLE));
+    assert_eq!(kb.destroy_monitored_fence(h), Err(STATUS_INVALID_PARAMETER));
     // GPU waits and signals of B's own kernel-mode queue naming A's fence.
     let q = okk(
         &m,
@@ -88,7 +90,7 @@ fn native_fences_open_only_by_an_nt_handle_duplicated_into_the_opener() {
         // Nor can B share A's fence by A's D3DKMT handle.
         assert_eq!(
             kb.share_native_fence(shared.kmt),
-            Err(STATUS_INVALID_HANDLE)
+            Err(STATUS_INVALID_PARAMETER)
         );
         let h = okk(&m, ka.share_native_fence(shared.kmt));
         // A's NT handle, and every guess, names nothing in B's table.

@@ -2,6 +2,7 @@
 //! shipped image passes them all; a copy broken in one way is refused with Windows' status,
 //! before its DriverEntry runs.
 
+use rvgpu_simos::install::package::Catalog::Resign;
 use rvgpu_simos::pe::loader::{
     check_driver_image, STATUS_DRIVER_ENTRYPOINT_NOT_FOUND, STATUS_INVALID_IMAGE_FORMAT,
     STATUS_INVALID_IMAGE_PROTECT,
@@ -190,8 +191,8 @@ fn ld_05_import_ntoskrnl_does_not_export_is_refused() {
     refused(&d, true, "LD-05", STATUS_DRIVER_ENTRYPOINT_NOT_FOUND);
 }
 
-/// On a machine: the refused image never reaches DriverEntry, and the load fails with the
-/// loader's status.
+/// On a machine: the refused image, installed from a signed package, never reaches
+/// DriverEntry, and the load fails with the loader's status.
 #[test]
 fn ld_04_machine_refuses_to_load_a_writable_code_image() {
     if let Err(e) = unicorn::api() {
@@ -202,10 +203,16 @@ fn ld_04_machine_refuses_to_load_a_writable_code_image() {
         let c = u32_at(d, s + 36) | 0x8000_0000;
         put32(d, s + 36, c);
     });
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("rvgpu-wx.sys");
-    std::fs::write(&path, &d).unwrap();
+    // The broken image in a package signed again: it installs, and the loader refuses it.
+    let package = rvgpu_simos::install::package::test_signed().unwrap_or_else(|e| panic!("{e}"));
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("package-wx");
+    let package =
+        rvgpu_simos::install::package::remake(&package, &out, Resign { leave_out: &[] }, |dir| {
+            std::fs::write(dir.join("rvgpu.sys"), &d).unwrap()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.driver = DriverBuild::Pe(Some(path));
+    cfg.driver = DriverBuild::Pe(Some(package.dir));
     let mut m = Machine::new(cfg);
     match m.load_driver() {
         Err(SimError::StartRefused { rule, status, .. }) => {

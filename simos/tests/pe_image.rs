@@ -23,7 +23,7 @@ fn image() -> std::path::PathBuf {
 
 fn pe_machine() -> Machine {
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.driver = DriverBuild::Pe(Some(image()));
+    cfg.driver = DriverBuild::Pe(None);
     started(cfg)
 }
 

@@ -12,7 +12,7 @@ use common::*;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::pe::cpu::Stop;
 use rvgpu_simos::pe::umd::{UmdImage, UserProcess};
-use rvgpu_simos::pe::{build_image, build_umd, DriverBuild};
+use rvgpu_simos::pe::{build_umd, DriverBuild};
 use rvgpu_simos::{Machine, MachineConfig, Mode};
 
 /// `RvgpuStatus` values (rvgpu_umd.h).
@@ -33,9 +33,7 @@ fn umd() -> Arc<UmdImage> {
 /// A machine running `rvgpu.sys` in the emulator (threaded, as a Windows machine runs its
 /// GPU, interrupts and DPCs on their own), started.
 fn pe_machine() -> Arc<Machine> {
-    machine(DriverBuild::Pe(Some(
-        build_image().unwrap_or_else(|e| panic!("{e}")),
-    )))
+    machine(DriverBuild::Pe(None))
 }
 
 /// A started machine (threaded) running `driver`.

@@ -1,25 +1,48 @@
 /*
  * rvgpu_umd.h - C API of the rvgpu user-mode driver (rvgpu_umd.dll).
  *
- * Mirrors umd/src/capi.rs; tests/umd_header.rs checks that every function and status value
- * here matches the Rust declarations.
+ * Mirrors umd/src/capi.rs; tests/umd_header.rs checks that every function, status value and
+ * constant here matches the Rust declarations, and compiles this header as C99 with
+ * -Wall -Werror.
  *
- * On Windows the calls go to the D3DKMT thunks (user-mode submission through a ring and a
- * doorbell, with a kernel-mode fallback; native fences). That code has run only in an x86-64
- * emulator over a simulated OS (docs/pe-image.md), never on Windows, and queue creation cannot succeed until the kernel driver gives allocations GPU virtual
- * addresses: rvgpu_create_queue then returns the failing call's status (see capi.rs). Off
- * Windows rvgpu_open_adapter returns RVGPU_STATUS_NOT_IMPLEMENTED.
+ * Objects are explicit: an application opens an adapter and creates queues, fences and
+ * buffers on it; there is no current adapter or queue and no state outside the objects. Every
+ * call returns an RvgpuStatus and validates its arguments: a NULL pointer or handle is
+ * RVGPU_STATUS_INVALID_ARGUMENT; a destroyed, forged or wrong-kind handle is
+ * RVGPU_STATUS_INVALID_HANDLE (handles are tokens the DLL looks up in its table of live
+ * objects, never pointers it dereferences). Non-NULL pointers must be valid for what each call
+ * documents. Out-parameters are cleared first, so a failed call leaves NULL or 0 there.
+ *
+ * Queues: RVGPU_QUEUE_USER_MODE queues submit through their own ring and doorbell, without a
+ * system call (the driver may move one to its kernel-mode fallback: rvgpu_queue_status shows
+ * it). RVGPU_QUEUE_KERNEL_MODE queues submit every batch through the kernel. Each submission returns
+ * a progress value; rvgpu_queue_wait waits for one.
+ *
+ * Fences are native timeline fences: a 64-bit value that only grows. The CPU signals and waits
+ * (rvgpu_fence_signal, rvgpu_fence_wait); the GPU waits and signals as the wait and signal lists
+ * of rvgpu_queue_submit. A fence created RVGPU_FENCE_SHAREABLE can be shared with another
+ * process by NT handle: rvgpu_fence_share, then DuplicateHandle, then rvgpu_fence_open there.
+ * The DLL does not bind D3DKMTShareObjects and D3DKMTOpenNativeFenceFromNtHandle yet, so both
+ * return RVGPU_STATUS_NOT_IMPLEMENTED today.
  *
  * Commands are rvgpu packets: 64-bit words, each passed as two dwords, low half first.
  * Timeouts: 0 polls, UINT64_MAX waits forever.
+ *
  * Buffers: rvgpu_buffer_lock maps a buffer with RVGPU_LOCK_* flags and takes the queues whose
  * work may use it; the UMD tracks which queue values read or write each buffer, for the work it
- * submits through rvgpu_buffer_fill and rvgpu_buffer_copy (not the packets of rvgpu_submit).
- * A lock with RVGPU_LOCK_DO_NOT_WAIT that would wait returns RVGPU_STATUS_WAS_STILL_DRAWING.
- * A lock must list every live queue that used the buffer (a lock that cannot account for a use
- * returns RVGPU_STATUS_INVALID_ARGUMENT); uses by a queue since destroyed are over.
- * Threading: adapters and fences may be used from any thread; a queue, or a buffer, by one
- * thread at a time.
+ * submits through rvgpu_buffer_fill and rvgpu_buffer_copy (not the packets of rvgpu_submit or
+ * rvgpu_queue_submit). A lock with RVGPU_LOCK_DO_NOT_WAIT that would wait returns
+ * RVGPU_STATUS_WAS_STILL_DRAWING. A lock must list every live queue that used the buffer (a lock
+ * that cannot account for a use returns RVGPU_STATUS_INVALID_ARGUMENT); uses by a queue since
+ * destroyed are over.
+ *
+ * Threading: every call is thread-safe. Calls on one queue, or one buffer, are serialized by
+ * that object's lock; rvgpu_queue_wait and rvgpu_fence_wait wait without it, so one thread may
+ * wait while another submits. Destroying an object while another thread uses it is safe: the
+ * other call finishes, later calls get RVGPU_STATUS_INVALID_HANDLE.
+ *
+ * Off Windows (the host build used by tests) rvgpu_open_adapter returns
+ * RVGPU_STATUS_NOT_IMPLEMENTED, so no handle exists.
  */
 #ifndef RVGPU_UMD_H
 #define RVGPU_UMD_H
@@ -39,7 +62,8 @@ typedef enum RvgpuStatus {
     RVGPU_STATUS_TIMEOUT = 4,
     RVGPU_STATUS_OUT_OF_MEMORY = 5,
     RVGPU_STATUS_KERNEL_ERROR = 6,
-    RVGPU_STATUS_WAS_STILL_DRAWING = 7
+    RVGPU_STATUS_WAS_STILL_DRAWING = 7,
+    RVGPU_STATUS_INVALID_HANDLE = 8
 } RvgpuStatus;
 
 /* rvgpu_buffer_lock flags: READ and/or WRITE, or DISCARD or NO_OVERWRITE; any with DO_NOT_WAIT. */
@@ -49,29 +73,120 @@ typedef enum RvgpuStatus {
 #define RVGPU_LOCK_NO_OVERWRITE 0x8u
 #define RVGPU_LOCK_DO_NOT_WAIT 0x10u
 
+/* RvgpuQueueDesc.kind and RvgpuQueueStatus.kind. */
+#define RVGPU_QUEUE_USER_MODE 0u
+#define RVGPU_QUEUE_KERNEL_MODE 1u
+
+/* rvgpu_fence_create2 flags. */
+#define RVGPU_FENCE_SHAREABLE 0x1u
+
+/* RvgpuFenceLogEntry.kind. */
+#define RVGPU_FENCE_LOG_WAIT 0u
+#define RVGPU_FENCE_LOG_SIGNAL 1u
+
 typedef struct RvgpuAdapter RvgpuAdapter;
 typedef struct RvgpuQueue RvgpuQueue;
 typedef struct RvgpuFence RvgpuFence;
 typedef struct RvgpuBuffer RvgpuBuffer;
 
+/* How rvgpu_queue_create makes a queue. */
+typedef struct RvgpuQueueDesc {
+    uint32_t node;      /* engine (node ordinal) */
+    uint32_t kind;      /* RVGPU_QUEUE_USER_MODE or RVGPU_QUEUE_KERNEL_MODE */
+    uint32_t priority;  /* scheduling priority; the driver clamps it */
+    uint32_t ring_size; /* ring (and kernel command buffer) bytes: a power of two from 256 to
+                           16 MiB; 0 for 64 KiB */
+} RvgpuQueueDesc;
+
+/* One entry of a wait or signal list. */
+typedef struct RvgpuFenceValue {
+    RvgpuFence *fence;
+    uint64_t value;
+} RvgpuFenceValue;
+
+/* One batch: the GPU waits for every wait entry, runs the commands, signals every signal
+   entry. Each array may be NULL when its count is 0; a batch needs at least one of the three. */
+typedef struct RvgpuSubmitDesc {
+    const uint32_t *commands;
+    size_t dword_count;
+    const RvgpuFenceValue *waits;
+    size_t wait_count;
+    const RvgpuFenceValue *signals;
+    size_t signal_count;
+} RvgpuSubmitDesc;
+
+typedef struct RvgpuQueueStatus {
+    uint64_t submitted;           /* last progress value submitted (0: none) */
+    uint64_t completed;           /* progress value the GPU completed */
+    uint64_t dropped_log_entries; /* fence log entries dropped before they were read */
+    uint32_t kind;                /* the path batches take now (RVGPU_QUEUE_*) */
+    uint32_t lost;                /* non-zero: the device was lost; destroy and recreate */
+    uint32_t queue_id;            /* the device's queue id (in fence log entries) */
+    uint32_t reserved;
+} RvgpuQueueStatus;
+
+typedef struct RvgpuDeviceStatus {
+    uint32_t lost;        /* non-zero once a queue of the adapter found the device lost */
+    uint32_t reset_count; /* queues whose work a reset or loss aborted, each counted once */
+} RvgpuDeviceStatus;
+
+typedef struct RvgpuBufferStatus {
+    uint64_t gpu_va;     /* GPU address of the current memory */
+    uint64_t renames;    /* RVGPU_LOCK_DISCARD renames of a busy buffer */
+    uint64_t lock_waits; /* locks that blocked on GPU work */
+    uint64_t backings;   /* current memory plus renamed memory the GPU still uses */
+} RvgpuBufferStatus;
+
+/* One fence operation a queue submitted, oldest first (rvgpu_queue_read_fence_log). */
+typedef struct RvgpuFenceLogEntry {
+    uint64_t value;         /* fence value waited for or signalled */
+    uint64_t cpu_timestamp; /* QueryPerformanceCounter ticks before the batch was written */
+    uint32_t queue_id;
+    uint32_t kind;          /* RVGPU_FENCE_LOG_WAIT or RVGPU_FENCE_LOG_SIGNAL */
+    uint32_t index;         /* free-running index of its device log entry, if logged */
+    uint32_t logged;        /* non-zero: the device writes a log entry (user-mode path) */
+    uint32_t os_fence;      /* the fence's D3DKMT handle (the log entry's hNativeFence) */
+    uint32_t reserved;
+} RvgpuFenceLogEntry;
+
+/* Adapters. */
 RvgpuStatus rvgpu_open_adapter(uint32_t luid_low, int32_t luid_high, RvgpuAdapter **out_adapter);
 RvgpuStatus rvgpu_close_adapter(RvgpuAdapter *adapter);
+RvgpuStatus rvgpu_device_status(RvgpuAdapter *adapter, RvgpuDeviceStatus *out_status);
+
+/* Queues. rvgpu_create_queue is rvgpu_queue_create of a user-mode queue; rvgpu_submit is
+   rvgpu_queue_submit of commands alone. */
+RvgpuStatus rvgpu_queue_create(RvgpuAdapter *adapter, const RvgpuQueueDesc *desc, RvgpuQueue **out_queue);
 RvgpuStatus rvgpu_create_queue(RvgpuAdapter *adapter, uint32_t node, uint32_t priority, RvgpuQueue **out_queue);
 RvgpuStatus rvgpu_destroy_queue(RvgpuQueue *queue);
+RvgpuStatus rvgpu_queue_submit(RvgpuQueue *queue, const RvgpuSubmitDesc *desc, uint64_t *out_progress);
 RvgpuStatus rvgpu_submit(RvgpuQueue *queue, const uint32_t *commands, size_t dword_count, uint64_t *out_progress);
 RvgpuStatus rvgpu_queue_wait(RvgpuQueue *queue, uint64_t value, uint64_t timeout_ns);
+RvgpuStatus rvgpu_queue_status(RvgpuQueue *queue, RvgpuQueueStatus *out_status);
+RvgpuStatus rvgpu_queue_read_fence_log(RvgpuQueue *queue, RvgpuFenceLogEntry *entries, size_t capacity, size_t *out_count);
+
+/* Fences. */
 RvgpuStatus rvgpu_fence_create(RvgpuAdapter *adapter, uint64_t initial_value, RvgpuFence **out_fence);
+RvgpuStatus rvgpu_fence_create2(RvgpuAdapter *adapter, uint64_t initial_value, uint32_t flags, RvgpuFence **out_fence);
+RvgpuStatus rvgpu_fence_share(RvgpuFence *fence, void **out_nt_handle);
+RvgpuStatus rvgpu_fence_open(RvgpuAdapter *adapter, void *nt_handle, RvgpuFence **out_fence);
 RvgpuStatus rvgpu_fence_signal(RvgpuFence *fence, uint64_t value);
+RvgpuStatus rvgpu_fence_value(RvgpuFence *fence, uint64_t *out_value);
 RvgpuStatus rvgpu_fence_wait(RvgpuFence *fence, uint64_t value, uint64_t timeout_ns);
 RvgpuStatus rvgpu_fence_destroy(RvgpuFence *fence);
+
+/* Buffers. */
 RvgpuStatus rvgpu_buffer_create(RvgpuAdapter *adapter, uint64_t size, RvgpuBuffer **out_buffer);
 RvgpuStatus rvgpu_buffer_destroy(RvgpuBuffer *buffer, RvgpuQueue *const *queues, size_t queue_count);
 RvgpuStatus rvgpu_buffer_gpu_va(RvgpuBuffer *buffer, uint64_t *out_gpu_va);
+RvgpuStatus rvgpu_buffer_status(RvgpuBuffer *buffer, RvgpuBufferStatus *out_status);
 RvgpuStatus rvgpu_buffer_lock(RvgpuBuffer *buffer, uint32_t flags, RvgpuQueue *const *queues, size_t queue_count, void **out_data);
 RvgpuStatus rvgpu_buffer_unlock(RvgpuBuffer *buffer);
 RvgpuStatus rvgpu_buffer_fill(RvgpuQueue *queue, RvgpuBuffer *buffer, uint64_t offset, uint64_t bytes, uint64_t pattern, uint64_t *out_progress);
 RvgpuStatus rvgpu_buffer_copy(RvgpuQueue *queue, RvgpuBuffer *src, uint64_t src_offset, RvgpuBuffer *dst, uint64_t dst_offset, uint64_t bytes, uint64_t *out_progress);
-const char *rvgpu_status_string(RvgpuStatus status);
+
+/* A static English name for any status value ("unknown status" for other values). */
+const char *rvgpu_status_string(uint32_t status);
 
 #ifdef __cplusplus
 }

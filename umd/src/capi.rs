@@ -1,41 +1,43 @@
 //! The UMD's C API, exported by rvgpu_umd.dll and declared in `umd/include/rvgpu_umd.h`
-//! (tests/umd_header.rs checks that the two agree; tests/pe_images.rs that the DLL exports
-//! every function here).
+//! (tests/umd_header.rs checks that the two agree and that the header compiles as C99;
+//! tests/pe_images.rs that the DLL exports every function here).
+//!
+//! The API is explicit: an application opens an adapter and creates queues (user-mode or
+//! kernel-mode, with a priority), timeline fences (signalled and waited on the CPU and on the
+//! GPU, shared between processes by NT handle) and buffers on it; it submits batches with
+//! lists of fence waits and signals, reads queue and device status and the queue's record of
+//! its fence operations. Every call returns an [`RvgpuStatus`].
+//!
+//! Handles are tokens into the table of live objects (`capi_handles`): a null handle is
+//! `InvalidArgument`, a destroyed, forged or wrong-kind one `InvalidHandle`; neither is ever
+//! dereferenced. Every pointer argument is checked for null before use; a non-null pointer
+//! must be valid for what the call documents (C cannot say more).
 //!
 //! Status:
-//! - **On Windows** the calls are implemented (`capi_windows`): an adapter is a
-//!   [`WinKmt`](crate::kmt_windows::WinKmt) (adapter, D3D device, paging queue); a queue is the
-//!   portable [`UserQueue`](crate::submit::UserQueue) over it (user-mode submission with the
-//!   kernel-mode fallback); `rvgpu_submit` parses the packets and submits them;
-//!   `rvgpu_queue_wait` waits on a progress value; fences are native fences
-//!   (`D3DKMTCreateNativeFence`), signalled and waited from the CPU. This is compiled by the
-//!   Windows cross-build only; it has run in the x86-64 emulator over the simulated OS's
-//!   thunks (docs/pe-image.md, `simos/tests/pe_umd.rs`), never on Windows; queue creation cannot succeed yet on a real
-//!   system because the v1 KMD gives allocations no GPU virtual address (kmt_windows.rs), so
-//!   `rvgpu_create_queue` returns the failing thunk's status mapped to an [`RvgpuStatus`]
-//!   (`NotImplemented` for `STATUS_NOT_SUPPORTED`).
+//! - **On Windows** the calls are implemented (`capi_windows`) over the D3DKMT thunks and
+//!   the portable queue core (`capi_queue`: [`UserQueue`](crate::submit::UserQueue) with its
+//!   kernel-mode fallback, or [`KernelQueue`](crate::submit::KernelQueue)). This is compiled
+//!   by the Windows cross-build only; it runs in the x86-64 emulator over the simulated OS's
+//!   thunks (docs/pe-image.md, `simos/tests/pe_umd.rs`, `rvgpu-whlk --backend kmt-sim --umd
+//!   pe`), never yet on Windows.
 //! - **Elsewhere** (the host build, used by tests) there is no D3DKMT: `rvgpu_open_adapter`
-//!   returns [`RvgpuStatus::NotImplemented`] after argument validation, so no adapter, queue or
-//!   fence handle can exist, and the other calls validate their arguments and return
-//!   `NotImplemented` too. The portable core is tested directly (`submit`) and through the
-//!   simulated OS.
+//!   returns [`RvgpuStatus::NotImplemented`] after argument validation, so no handle exists
+//!   and every other call validates its arguments and refuses its handles.
 //!
 //! Command streams are rvgpu packets (docs/hardware.md, "Command set"): 64-bit words, each
 //! passed as two 32-bit dwords, low half first; they are decoded and validated before anything
 //! is written ([`parse_commands`]).
 //!
-//! Buffers (AL-01 … AL-03; `capi_buffer`): `rvgpu_buffer_create` makes a CPU-visible
-//! buffer on an adapter; `rvgpu_buffer_lock` maps it with `RVGPU_LOCK_*` flags (the values of
-//! [`LockFlags`]) and names the queues whose work may use it, since the UMD tracks use per
-//! queue; a busy buffer locked with `RVGPU_LOCK_DO_NOT_WAIT` returns
-//! [`RvgpuStatus::WasStillDrawing`]. GPU work is tracked when it goes through
-//! `rvgpu_buffer_fill` / `rvgpu_buffer_copy` (one submission each); the packets of
-//! `rvgpu_submit` are not, so work that touches a buffer through its `rvgpu_buffer_gpu_va`
-//! there must be waited for by the caller before a lock. Off Windows these calls validate their
-//! arguments and return `NotImplemented`, like the others.
+//! Buffers (AL-01 … AL-03; `capi_buffer`): `rvgpu_buffer_lock` maps a buffer with
+//! `RVGPU_LOCK_*` flags (the values of [`LockFlags`]) and names the queues whose work may use
+//! it, since the UMD tracks use per queue; a busy buffer locked with `RVGPU_LOCK_DO_NOT_WAIT`
+//! returns [`RvgpuStatus::WasStillDrawing`]. GPU work is tracked when it goes through
+//! `rvgpu_buffer_fill` / `rvgpu_buffer_copy`; packets of `rvgpu_submit` and
+//! `rvgpu_queue_submit` are not.
 //!
-//! Threading: adapters and fences may be used from any thread; one queue, and one buffer, must
-//! not be used by two threads at the same time.
+//! Threading: every call may be made from any thread. Calls on one queue or one buffer are
+//! serialized by the object's lock; waits (`rvgpu_queue_wait`, `rvgpu_fence_wait`) are made
+//! without it, so one thread may wait while another submits.
 #![allow(clippy::missing_safety_doc)] // each function documents its contract as "Safety" below
 
 use alloc::vec::Vec;
@@ -59,9 +61,9 @@ pub enum RvgpuStatus {
     Ok = 0,
     /// A pointer was null or a value out of range.
     InvalidArgument = 1,
-    /// Not implemented yet (see the module documentation).
+    /// Not implemented on this build (see the module documentation).
     NotImplemented = 2,
-    /// The adapter was removed or reset.
+    /// The adapter was removed or reset: destroy the queue and create a new one.
     DeviceLost = 3,
     /// A wait timed out.
     Timeout = 4,
@@ -72,6 +74,8 @@ pub enum RvgpuStatus {
     /// A lock with `RVGPU_LOCK_DO_NOT_WAIT` found the buffer in use by queued work
     /// (D3D's `WasStillDrawing`); nothing was locked.
     WasStillDrawing = 7,
+    /// A handle names no live object of its kind (destroyed, forged, or another kind's).
+    InvalidHandle = 8,
 }
 
 /// Lock for reading: waits for the GPU's queued writes.
@@ -84,6 +88,20 @@ pub const RVGPU_LOCK_DISCARD: u32 = 0x4;
 pub const RVGPU_LOCK_NO_OVERWRITE: u32 = 0x8;
 /// Never block: a lock that would wait returns `RVGPU_STATUS_WAS_STILL_DRAWING`.
 pub const RVGPU_LOCK_DO_NOT_WAIT: u32 = 0x10;
+
+/// `RvgpuQueueDesc::kind`: the queue's own ring and doorbell (user-mode submission), with a
+/// kernel-mode fallback the driver may switch it to.
+pub const RVGPU_QUEUE_USER_MODE: u32 = 0;
+/// `RvgpuQueueDesc::kind`: every batch through the kernel (`D3DKMTSubmitCommandToHwQueue`).
+pub const RVGPU_QUEUE_KERNEL_MODE: u32 = 1;
+
+/// `rvgpu_fence_create2` flag: the fence can be shared with `rvgpu_fence_share`.
+pub const RVGPU_FENCE_SHAREABLE: u32 = 0x1;
+
+/// `RvgpuFenceLogEntry::kind`: a GPU wait.
+pub const RVGPU_FENCE_LOG_WAIT: u32 = 0;
+/// `RvgpuFenceLogEntry::kind`: a GPU signal.
+pub const RVGPU_FENCE_LOG_SIGNAL: u32 = 1;
 
 // The C values are the Rust flags' bits, passed through unchanged.
 const _: () = assert!(
@@ -100,6 +118,119 @@ const _: () = assert!(
             == LockFlags::ALL.0
 );
 
+/// How `rvgpu_queue_create` makes a queue.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RvgpuQueueDesc {
+    /// Engine (node ordinal).
+    pub node: u32,
+    /// `RVGPU_QUEUE_USER_MODE` or `RVGPU_QUEUE_KERNEL_MODE`.
+    pub kind: u32,
+    /// Scheduling priority (the driver clamps it).
+    pub priority: u32,
+    /// Bytes of the user-mode ring, and of the kernel-mode command buffer: a power of two
+    /// from 256 bytes to 16 MiB; 0 for the default, 64 KiB.
+    pub ring_size: u32,
+}
+
+/// A fence and a value: one entry of a wait or signal list.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RvgpuFenceValue {
+    /// The fence.
+    pub fence: *mut RvgpuFence,
+    /// The value waited for or signalled.
+    pub value: u64,
+}
+
+/// One batch for `rvgpu_queue_submit`: the GPU waits for every `waits` entry, runs the
+/// commands, then signals every `signals` entry. Each list may be empty (its pointer NULL).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RvgpuSubmitDesc {
+    /// Command dwords (rvgpu packets, 64-bit words low dword first).
+    pub commands: *const u32,
+    /// Number of dwords (even).
+    pub dword_count: usize,
+    /// Fences the GPU waits for before the commands.
+    pub waits: *const RvgpuFenceValue,
+    /// Entries of `waits`.
+    pub wait_count: usize,
+    /// Fences the GPU signals after the commands.
+    pub signals: *const RvgpuFenceValue,
+    /// Entries of `signals`.
+    pub signal_count: usize,
+}
+
+/// What `rvgpu_queue_status` reports.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RvgpuQueueStatus {
+    /// The last progress value submitted (0: none).
+    pub submitted: u64,
+    /// The progress value the GPU completed.
+    pub completed: u64,
+    /// Fence log entries dropped because they were not read in time.
+    pub dropped_log_entries: u64,
+    /// The path batches take now: `RVGPU_QUEUE_USER_MODE` or `RVGPU_QUEUE_KERNEL_MODE` (a
+    /// user-mode queue the driver moved to its fallback reports kernel mode).
+    pub kind: u32,
+    /// Non-zero once the device was lost for this queue: destroy it and create a new one.
+    pub lost: u32,
+    /// The device's id of the queue (what the fence log entries carry).
+    pub queue_id: u32,
+    /// Always 0.
+    pub reserved: u32,
+}
+
+/// What `rvgpu_buffer_status` reports.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RvgpuBufferStatus {
+    /// GPU virtual address of the current memory (a `RVGPU_LOCK_DISCARD` rename changes it).
+    pub gpu_va: u64,
+    /// Renames so far (`RVGPU_LOCK_DISCARD` locks of a busy buffer).
+    pub renames: u64,
+    /// Locks that blocked on GPU work.
+    pub lock_waits: u64,
+    /// Pieces of memory that exist: the current one and renamed ones the GPU still uses.
+    pub backings: u64,
+}
+
+/// What `rvgpu_device_status` reports.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RvgpuDeviceStatus {
+    /// Non-zero once a queue of the adapter found the device lost or reset.
+    pub lost: u32,
+    /// Queues of the adapter whose work a device reset or loss aborted (each counted once).
+    pub reset_count: u32,
+}
+
+/// One fence operation a queue submitted (`rvgpu_queue_read_fence_log`): the application's
+/// side of the device's native fence logs, joined with the OS's entries on
+/// `(queue_id, kind, index)`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RvgpuFenceLogEntry {
+    /// The fence value waited for or signalled.
+    pub value: u64,
+    /// CPU timestamp (QueryPerformanceCounter ticks) taken before the batch was written.
+    pub cpu_timestamp: u64,
+    /// The device's queue id.
+    pub queue_id: u32,
+    /// `RVGPU_FENCE_LOG_WAIT` or `RVGPU_FENCE_LOG_SIGNAL`.
+    pub kind: u32,
+    /// The free-running index of its log entry; meaningful when `logged` is non-zero.
+    pub index: u32,
+    /// Non-zero when the device writes a log entry for it (user-mode path only).
+    pub logged: u32,
+    /// The fence's D3DKMT handle in this process (the log entry's `hNativeFence`).
+    pub os_fence: u32,
+    /// Always 0.
+    pub reserved: u32,
+}
+
 /// NTSTATUS → API status.
 pub fn status_from_nt(s: NtStatus) -> RvgpuStatus {
     // The bit patterns of the NTSTATUS values (negative as i32).
@@ -108,11 +239,13 @@ pub fn status_from_nt(s: NtStatus) -> RvgpuStatus {
     const STATUS_NOT_SUPPORTED: u32 = 0xC000_00BB;
     const STATUS_DEVICE_REMOVED: u32 = 0xC000_02B6;
     const STATUS_TIMEOUT: u32 = 0x0000_0102;
+    const STATUS_INVALID_HANDLE: u32 = 0xC000_0008;
     match s.0 as u32 {
         STATUS_NO_MEMORY | STATUS_INSUFFICIENT_RESOURCES => RvgpuStatus::OutOfMemory,
         STATUS_NOT_SUPPORTED => RvgpuStatus::NotImplemented,
         STATUS_DEVICE_REMOVED => RvgpuStatus::DeviceLost,
         STATUS_TIMEOUT => RvgpuStatus::Timeout,
+        STATUS_INVALID_HANDLE => RvgpuStatus::InvalidHandle,
         _ => RvgpuStatus::KernelError,
     }
 }
@@ -182,194 +315,246 @@ pub fn parse_commands(dwords: &[u32]) -> Result<Vec<Command>, RvgpuStatus> {
     Ok(out)
 }
 
-/// No D3DKMT off Windows: nothing can be opened, so no handle ever reaches the other calls.
+/// A validated batch: the packets and the (fence handle, value) lists.
+#[derive(Debug, Default)]
+#[cfg_attr(not(windows), allow(dead_code))] // read by the Windows implementation only
+pub(crate) struct Batch {
+    pub(crate) cmds: Vec<Command>,
+    pub(crate) waits: Vec<(usize, u64)>,
+    pub(crate) signals: Vec<(usize, u64)>,
+}
+
+/// No D3DKMT off Windows: nothing can be opened, so no handle of these kinds ever exists and
+/// each call refuses the one it is given (after `capi` checked it is non-null).
 #[cfg(not(windows))]
 mod imp {
-    use super::{Command, RvgpuAdapter, RvgpuFence, RvgpuQueue, RvgpuStatus};
+    use super::RvgpuStatus;
+    use super::{Batch, RvgpuDeviceStatus, RvgpuFenceLogEntry, RvgpuQueueDesc, RvgpuQueueStatus};
 
-    const NO: RvgpuStatus = RvgpuStatus::NotImplemented;
+    const NONE: RvgpuStatus = RvgpuStatus::InvalidHandle;
 
-    pub fn open_adapter(_low: u32, _high: i32) -> Result<*mut RvgpuAdapter, RvgpuStatus> {
-        Err(NO)
+    pub fn open_adapter(_low: u32, _high: i32) -> Result<usize, RvgpuStatus> {
+        Err(RvgpuStatus::NotImplemented)
     }
-    pub unsafe fn close_adapter(_a: *mut RvgpuAdapter) -> RvgpuStatus {
-        NO
+    pub fn close_adapter(_a: usize) -> RvgpuStatus {
+        NONE
     }
-    pub unsafe fn create_queue(
-        _a: *mut RvgpuAdapter,
-        _node: u32,
-        _priority: u32,
-    ) -> Result<*mut RvgpuQueue, RvgpuStatus> {
-        Err(NO)
+    pub fn device_status(_a: usize) -> Result<RvgpuDeviceStatus, RvgpuStatus> {
+        Err(NONE)
     }
-    pub unsafe fn destroy_queue(_q: *mut RvgpuQueue) -> RvgpuStatus {
-        NO
+    pub fn create_queue(_a: usize, _d: &RvgpuQueueDesc) -> Result<usize, RvgpuStatus> {
+        Err(NONE)
     }
-    pub unsafe fn submit(_q: *mut RvgpuQueue, _cmds: &[Command]) -> Result<u64, RvgpuStatus> {
-        Err(NO)
+    pub fn destroy_queue(_q: usize) -> RvgpuStatus {
+        NONE
     }
-    pub unsafe fn queue_wait(_q: *mut RvgpuQueue, _value: u64, _timeout_ns: u64) -> RvgpuStatus {
-        NO
+    pub fn submit(_q: usize, _b: &Batch) -> Result<u64, RvgpuStatus> {
+        Err(NONE)
     }
-    pub unsafe fn fence_create(
-        _a: *mut RvgpuAdapter,
-        _initial: u64,
-    ) -> Result<*mut RvgpuFence, RvgpuStatus> {
-        Err(NO)
+    pub fn queue_wait(_q: usize, _value: u64, _timeout_ns: u64) -> RvgpuStatus {
+        NONE
     }
-    pub unsafe fn fence_signal(_f: *mut RvgpuFence, _value: u64) -> RvgpuStatus {
-        NO
+    pub fn queue_status(_q: usize) -> Result<RvgpuQueueStatus, RvgpuStatus> {
+        Err(NONE)
     }
-    pub unsafe fn fence_wait(_f: *mut RvgpuFence, _value: u64, _timeout_ns: u64) -> RvgpuStatus {
-        NO
+    pub fn read_fence_log(
+        _q: usize,
+        _out: &mut [RvgpuFenceLogEntry],
+    ) -> Result<usize, RvgpuStatus> {
+        Err(NONE)
     }
-    pub unsafe fn fence_destroy(_f: *mut RvgpuFence) -> RvgpuStatus {
-        NO
+    pub fn fence_create(_a: usize, _initial: u64, _flags: u32) -> Result<usize, RvgpuStatus> {
+        Err(NONE)
+    }
+    pub fn fence_open(_a: usize, _nt: usize) -> Result<usize, RvgpuStatus> {
+        Err(NONE)
+    }
+    pub fn fence_share(_f: usize) -> Result<usize, RvgpuStatus> {
+        Err(NONE)
+    }
+    pub fn fence_signal(_f: usize, _value: u64) -> RvgpuStatus {
+        NONE
+    }
+    pub fn fence_value(_f: usize) -> Result<u64, RvgpuStatus> {
+        Err(NONE)
+    }
+    pub fn fence_wait(_f: usize, _value: u64, _timeout_ns: u64) -> RvgpuStatus {
+        NONE
+    }
+    pub fn fence_destroy(_f: usize) -> RvgpuStatus {
+        NONE
     }
 }
 
-/// The buffer calls over the types behind the handles: `WinKmt` and its `UserQueue` on
-/// Windows, the mock of the unit tests on the host.
+/// The buffer calls over the types behind the handles: `WinKmt` and its queues on Windows,
+/// the mocks of the unit tests on the host.
 #[cfg(any(windows, test))]
 mod buf_imp {
-    use super::{RvgpuAdapter, RvgpuBuffer, RvgpuQueue, RvgpuStatus};
     use crate::capi_buffer as core_;
-    use core::ffi::c_void;
 
     #[cfg(windows)]
     type K = alloc::sync::Arc<crate::kmt_windows::WinKmt>;
     #[cfg(windows)]
-    type Q = crate::submit::UserQueue<K>;
+    type Q = crate::capi_queue::CapiQueue<K>;
     #[cfg(all(test, not(windows)))]
     use super::buffer_tests::{MockKmt as K, MockQueue as Q};
 
-    pub unsafe fn create(a: *mut RvgpuAdapter, size: u64) -> Result<*mut RvgpuBuffer, RvgpuStatus> {
-        // SAFETY: forwarded caller contract.
-        unsafe { core_::create::<K>(a, size) }
+    pub fn create_(a: usize, size: u64) -> Result<usize, super::RvgpuStatus> {
+        core_::create::<K>(a, size)
     }
-    pub unsafe fn destroy(b: *mut RvgpuBuffer, queues: &[*mut RvgpuQueue]) -> RvgpuStatus {
-        // SAFETY: forwarded caller contract.
-        unsafe { core_::destroy::<K, Q>(b, queues) }
+    pub fn destroy_(b: usize, queues: &[usize]) -> super::RvgpuStatus {
+        core_::destroy::<K, Q>(b, queues)
     }
-    pub unsafe fn gpu_va(b: *mut RvgpuBuffer) -> Result<u64, RvgpuStatus> {
-        // SAFETY: forwarded caller contract.
-        Ok(unsafe { core_::gpu_va::<K>(b) })
+    pub fn gpu_va(b: usize) -> Result<u64, super::RvgpuStatus> {
+        core_::gpu_va::<K>(b)
     }
-    pub unsafe fn lock(
-        b: *mut RvgpuBuffer,
+    pub fn status(b: usize) -> Result<super::RvgpuBufferStatus, super::RvgpuStatus> {
+        core_::status::<K>(b)
+    }
+    pub fn lock_(
+        b: usize,
         flags: u32,
-        queues: &[*mut RvgpuQueue],
-    ) -> Result<*mut c_void, RvgpuStatus> {
-        // SAFETY: forwarded caller contract.
-        unsafe { core_::lock::<K, Q>(b, flags, queues) }
+        queues: &[usize],
+    ) -> Result<*mut core::ffi::c_void, super::RvgpuStatus> {
+        core_::lock::<K, Q>(b, flags, queues)
     }
-    pub unsafe fn unlock(b: *mut RvgpuBuffer) -> RvgpuStatus {
-        // SAFETY: forwarded caller contract.
-        unsafe { core_::unlock::<K>(b) }
+    pub fn unlock_(b: usize) -> super::RvgpuStatus {
+        core_::unlock::<K>(b)
     }
-    pub unsafe fn fill(
-        q: *mut RvgpuQueue,
-        b: *mut RvgpuBuffer,
+    pub fn fill(
+        q: usize,
+        b: usize,
         offset: u64,
         bytes: u64,
         pattern: u64,
-    ) -> Result<u64, RvgpuStatus> {
-        // SAFETY: forwarded caller contract.
-        unsafe { core_::fill::<K, Q>(q, b, offset, bytes, pattern) }
+    ) -> Result<u64, super::RvgpuStatus> {
+        core_::fill::<K, Q>(q, b, offset, bytes, pattern)
     }
-    pub unsafe fn copy(
-        q: *mut RvgpuQueue,
-        src: *mut RvgpuBuffer,
+    pub fn copy(
+        q: usize,
+        src: usize,
         src_offset: u64,
-        dst: *mut RvgpuBuffer,
+        dst: usize,
         dst_offset: u64,
         bytes: u64,
-    ) -> Result<u64, RvgpuStatus> {
-        // SAFETY: forwarded caller contract.
-        unsafe { core_::copy::<K, Q>(q, src, src_offset, dst, dst_offset, bytes) }
+    ) -> Result<u64, super::RvgpuStatus> {
+        core_::copy::<K, Q>(q, src, src_offset, dst, dst_offset, bytes)
     }
 }
 
 /// No D3DKMT off Windows: no adapter, so no buffer either.
 #[cfg(not(any(windows, test)))]
 mod buf_imp {
-    use super::{RvgpuAdapter, RvgpuBuffer, RvgpuQueue, RvgpuStatus};
+    use super::RvgpuStatus;
     use core::ffi::c_void;
 
-    const NO: RvgpuStatus = RvgpuStatus::NotImplemented;
+    const NONE: RvgpuStatus = RvgpuStatus::InvalidHandle;
 
-    pub unsafe fn create(
-        _a: *mut RvgpuAdapter,
-        _size: u64,
-    ) -> Result<*mut RvgpuBuffer, RvgpuStatus> {
-        Err(NO)
+    pub fn create_(_a: usize, _size: u64) -> Result<usize, RvgpuStatus> {
+        Err(NONE)
     }
-    pub unsafe fn destroy(_b: *mut RvgpuBuffer, _queues: &[*mut RvgpuQueue]) -> RvgpuStatus {
-        NO
+    pub fn destroy_(_b: usize, _queues: &[usize]) -> RvgpuStatus {
+        NONE
     }
-    pub unsafe fn gpu_va(_b: *mut RvgpuBuffer) -> Result<u64, RvgpuStatus> {
-        Err(NO)
+    pub fn gpu_va(_b: usize) -> Result<u64, RvgpuStatus> {
+        Err(NONE)
     }
-    pub unsafe fn lock(
-        _b: *mut RvgpuBuffer,
-        _flags: u32,
-        _queues: &[*mut RvgpuQueue],
-    ) -> Result<*mut c_void, RvgpuStatus> {
-        Err(NO)
+    pub fn status(_b: usize) -> Result<super::RvgpuBufferStatus, RvgpuStatus> {
+        Err(NONE)
     }
-    pub unsafe fn unlock(_b: *mut RvgpuBuffer) -> RvgpuStatus {
-        NO
+    pub fn lock_(_b: usize, _flags: u32, _queues: &[usize]) -> Result<*mut c_void, RvgpuStatus> {
+        Err(NONE)
     }
-    pub unsafe fn fill(
-        _q: *mut RvgpuQueue,
-        _b: *mut RvgpuBuffer,
+    pub fn unlock_(_b: usize) -> RvgpuStatus {
+        NONE
+    }
+    pub fn fill(
+        _q: usize,
+        _b: usize,
         _offset: u64,
         _bytes: u64,
         _pattern: u64,
     ) -> Result<u64, RvgpuStatus> {
-        Err(NO)
+        Err(NONE)
     }
-    pub unsafe fn copy(
-        _q: *mut RvgpuQueue,
-        _src: *mut RvgpuBuffer,
+    pub fn copy(
+        _q: usize,
+        _src: usize,
         _src_offset: u64,
-        _dst: *mut RvgpuBuffer,
+        _dst: usize,
         _dst_offset: u64,
         _bytes: u64,
     ) -> Result<u64, RvgpuStatus> {
-        Err(NO)
+        Err(NONE)
     }
 }
 
-/// A C array of queue handles as a slice (`count` 0 allows a null array).
+/// A handle's token (never dereferenced).
+fn h<T>(p: *mut T) -> usize {
+    p.addr()
+}
+
+/// A token as a handle of type `T`.
+pub(crate) fn handle<T>(token: usize) -> *mut T {
+    ptr::without_provenance_mut(token)
+}
+
+/// `r`'s error, or `Ok` after `write` stored its value.
+fn out<T>(r: Result<T, RvgpuStatus>, write: impl FnOnce(T)) -> RvgpuStatus {
+    match r {
+        Ok(v) => {
+            write(v);
+            RvgpuStatus::Ok
+        }
+        Err(e) => e,
+    }
+}
+
+/// A C array as a slice (`count` 0 allows a null array; NULL with a count is refused).
 ///
 /// # Safety
-/// `queues` is null or valid for reading `count` pointers for the slice's lifetime.
-unsafe fn queue_list<'a>(
-    queues: *const *mut RvgpuQueue,
-    count: usize,
-) -> Option<&'a [*mut RvgpuQueue]> {
+/// `p` is null or valid for reading `count` elements for the slice's lifetime.
+unsafe fn list<'a, T>(p: *const T, count: usize) -> Option<&'a [T]> {
     if count == 0 {
         return Some(&[]);
     }
-    if queues.is_null() {
+    if p.is_null() || count > isize::MAX as usize / core::mem::size_of::<T>().max(1) {
         return None;
     }
     // SAFETY: non-null and readable for `count` entries per the caller's contract.
-    Some(unsafe { core::slice::from_raw_parts(queues, count) })
+    Some(unsafe { core::slice::from_raw_parts(p, count) })
+}
+
+/// A C array of queue handles as their tokens.
+///
+/// # Safety
+/// As for [`list`].
+unsafe fn queue_tokens(queues: *const *mut RvgpuQueue, count: usize) -> Option<Vec<usize>> {
+    // SAFETY: forwarded caller contract.
+    let l = unsafe { list(queues, count) }?;
+    Some(l.iter().map(|q| h(*q)).collect())
 }
 
 /// Clears an out-pointer if it is non-null; reports whether it was.
 ///
 /// # Safety
-/// `out` is null or valid for a pointer-sized write.
-unsafe fn clear_out<T>(out: *mut *mut T) -> bool {
+/// `out` is null or valid for one write of `T`.
+unsafe fn clear<T: Copy>(out: *mut T, zero: T) -> bool {
     if out.is_null() {
         return false;
     }
     // SAFETY: non-null and writable per the caller's contract.
-    unsafe { out.write(ptr::null_mut()) };
+    unsafe { out.write(zero) };
     true
+}
+
+/// Writes `v` through an out-pointer [`clear`] accepted.
+///
+/// # Safety
+/// `out` is non-null and valid for one write of `T`.
+unsafe fn put<T>(out: *mut T, v: T) {
+    // SAFETY: the caller's contract.
+    unsafe { out.write(v) };
 }
 
 /// Opens the rvgpu adapter with the given LUID.
@@ -383,37 +568,52 @@ pub unsafe extern "C" fn rvgpu_open_adapter(
     out_adapter: *mut *mut RvgpuAdapter,
 ) -> RvgpuStatus {
     // SAFETY: forwarded caller contract.
-    if !unsafe { clear_out(out_adapter) } {
+    if !unsafe { clear(out_adapter, ptr::null_mut()) } {
         return RvgpuStatus::InvalidArgument;
     }
-    match imp::open_adapter(luid_low, luid_high) {
-        Ok(a) => {
-            // SAFETY: checked non-null above; writable per the caller's contract.
-            unsafe { out_adapter.write(a) };
-            RvgpuStatus::Ok
-        }
-        Err(e) => e,
-    }
+    // SAFETY: accepted by `clear`.
+    out(imp::open_adapter(luid_low, luid_high), |a| unsafe {
+        put(out_adapter, handle(a))
+    })
 }
 
-/// Closes an adapter opened by `rvgpu_open_adapter`. Queues and fences created on it stay
-/// usable until destroyed (they hold the device).
+/// Closes an adapter. Queues, fences and buffers created on it stay usable until destroyed
+/// (they hold the device).
 ///
 /// # Safety
-/// `adapter` must be null or a handle from `rvgpu_open_adapter` not yet closed.
+/// None beyond C's: the handle is only looked up.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_close_adapter(adapter: *mut RvgpuAdapter) -> RvgpuStatus {
     if adapter.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: a live adapter handle per the caller's contract.
-    unsafe { imp::close_adapter(adapter) }
+    imp::close_adapter(h(adapter))
 }
 
-/// Creates a hardware queue on engine `node` with the given priority.
+/// The adapter's status as its queues saw it: lost, and how many queues a reset aborted.
 ///
 /// # Safety
-/// `adapter` must be a live adapter handle; `out_queue` null or valid for one pointer write.
+/// `out_status` must be null or valid for one `RvgpuDeviceStatus` write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_device_status(
+    adapter: *mut RvgpuAdapter,
+    out_status: *mut RvgpuDeviceStatus,
+) -> RvgpuStatus {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_status, RvgpuDeviceStatus::default()) } || adapter.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    // SAFETY: accepted by `clear`.
+    out(imp::device_status(h(adapter)), |s| unsafe {
+        put(out_status, s)
+    })
+}
+
+/// Creates a user-mode hardware queue on engine `node` with the given priority
+/// (`rvgpu_queue_create` with `RVGPU_QUEUE_USER_MODE`).
+///
+/// # Safety
+/// `out_queue` must be null or valid for one pointer write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_create_queue(
     adapter: *mut RvgpuAdapter,
@@ -421,44 +621,64 @@ pub unsafe extern "C" fn rvgpu_create_queue(
     priority: u32,
     out_queue: *mut *mut RvgpuQueue,
 ) -> RvgpuStatus {
+    let desc = RvgpuQueueDesc {
+        node,
+        kind: RVGPU_QUEUE_USER_MODE,
+        priority,
+        ring_size: 0,
+    };
+    // SAFETY: `desc` is a valid descriptor; the rest is forwarded.
+    unsafe { rvgpu_queue_create(adapter, &desc, out_queue) }
+}
+
+/// Creates a queue as `desc` describes (engine, user- or kernel-mode, priority).
+///
+/// # Safety
+/// `desc` must be null or valid for reading one `RvgpuQueueDesc`; `out_queue` null or valid
+/// for one pointer write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_queue_create(
+    adapter: *mut RvgpuAdapter,
+    desc: *const RvgpuQueueDesc,
+    out_queue: *mut *mut RvgpuQueue,
+) -> RvgpuStatus {
     // SAFETY: forwarded caller contract.
-    if !unsafe { clear_out(out_queue) } || adapter.is_null() {
+    if !unsafe { clear(out_queue, ptr::null_mut()) } || adapter.is_null() || desc.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: a live adapter handle per the caller's contract.
-    match unsafe { imp::create_queue(adapter, node, priority) } {
-        Ok(q) => {
-            // SAFETY: checked non-null above; writable per the caller's contract.
-            unsafe { out_queue.write(q) };
-            RvgpuStatus::Ok
-        }
-        Err(e) => e,
+    // SAFETY: non-null and readable per the caller's contract.
+    let d = unsafe { desc.read_unaligned() };
+    if d.kind > RVGPU_QUEUE_KERNEL_MODE {
+        return RvgpuStatus::InvalidArgument;
     }
+    // SAFETY: accepted by `clear`.
+    out(imp::create_queue(h(adapter), &d), |q| unsafe {
+        put(out_queue, handle(q))
+    })
 }
 
 /// Waits for the queue's submitted work to complete, then destroys it (doorbell, queues,
 /// allocations, context). The handle is invalid afterwards, whatever the status.
 ///
 /// # Safety
-/// `queue` must be null or a live queue handle.
+/// None beyond C's: the handle is only looked up.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_destroy_queue(queue: *mut RvgpuQueue) -> RvgpuStatus {
     if queue.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: a live queue handle per the caller's contract.
-    unsafe { imp::destroy_queue(queue) }
+    imp::destroy_queue(h(queue))
 }
 
 /// Submits `dword_count` command dwords (rvgpu packets, 64-bit words low dword first): they are
-/// validated, written to the queue's ring and the doorbell is rung (or, after a fallback, they
-/// go through the kernel-mode queue). On success `*out_progress` is the progress value that
-/// marks their completion (`rvgpu_queue_wait`). `RVGPU_STATUS_DEVICE_LOST`: destroy the queue
-/// and create a new one.
+/// validated, written to the queue's ring and the doorbell is rung (or, on a kernel-mode queue
+/// or after a fallback, they go through the kernel). On success `*out_progress` is the
+/// progress value that marks their completion (`rvgpu_queue_wait`). `RVGPU_STATUS_DEVICE_LOST`:
+/// destroy the queue and create a new one.
 ///
 /// # Safety
-/// `queue` must be a live queue handle, `commands` valid for reading `dword_count` dwords,
-/// `out_progress` null or valid for one `u64` write.
+/// `commands` must be null or valid for reading `dword_count` dwords, `out_progress` null or
+/// valid for one `u64` write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_submit(
     queue: *mut RvgpuQueue,
@@ -466,33 +686,77 @@ pub unsafe extern "C" fn rvgpu_submit(
     dword_count: usize,
     out_progress: *mut u64,
 ) -> RvgpuStatus {
-    if queue.is_null() || commands.is_null() || dword_count == 0 || out_progress.is_null() {
+    if commands.is_null() || dword_count == 0 {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: non-null and writable per the caller's contract.
-    unsafe { out_progress.write(0) };
-    // SAFETY: non-null and readable for `dword_count` dwords per the caller's contract.
-    let dwords = unsafe { core::slice::from_raw_parts(commands, dword_count) };
+    let desc = RvgpuSubmitDesc {
+        commands,
+        dword_count,
+        waits: ptr::null(),
+        wait_count: 0,
+        signals: ptr::null(),
+        signal_count: 0,
+    };
+    // SAFETY: `desc` is valid; its stream is the caller's, forwarded.
+    unsafe { rvgpu_queue_submit(queue, &desc, out_progress) }
+}
+
+/// Submits one batch: the GPU waits until every fence of `desc->waits` reached its value,
+/// runs the commands, then signals every fence of `desc->signals` to its value. Everything is
+/// validated (packets, fence handles) before anything is written. On success `*out_progress`
+/// is the progress value that marks the batch's completion.
+///
+/// # Safety
+/// `desc` must be null or valid for reading one `RvgpuSubmitDesc` whose arrays are valid for
+/// their counts; `out_progress` null or valid for one `u64` write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_queue_submit(
+    queue: *mut RvgpuQueue,
+    desc: *const RvgpuSubmitDesc,
+    out_progress: *mut u64,
+) -> RvgpuStatus {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_progress, 0) } || queue.is_null() || desc.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    // SAFETY: non-null and readable per the caller's contract.
+    let d = unsafe { desc.read_unaligned() };
+    // SAFETY: the descriptor's arrays are valid for their counts per the caller's contract.
+    let dwords = unsafe { list(d.commands, d.dword_count) };
+    // SAFETY: as above.
+    let waits = unsafe { list(d.waits, d.wait_count) };
+    // SAFETY: as above.
+    let signals = unsafe { list(d.signals, d.signal_count) };
+    let (Some(dwords), Some(waits), Some(signals)) = (dwords, waits, signals) else {
+        return RvgpuStatus::InvalidArgument;
+    };
+    if dwords.is_empty() && waits.is_empty() && signals.is_empty() {
+        return RvgpuStatus::InvalidArgument;
+    }
     let cmds = match parse_commands(dwords) {
         Ok(c) => c,
         Err(e) => return e,
     };
-    // SAFETY: a live queue handle per the caller's contract.
-    match unsafe { imp::submit(queue, &cmds) } {
-        Ok(v) => {
-            // SAFETY: as above.
-            unsafe { out_progress.write(v) };
-            RvgpuStatus::Ok
-        }
-        Err(e) => e,
+    let pairs = |l: &[RvgpuFenceValue]| l.iter().map(|f| (h(f.fence), f.value)).collect();
+    let batch = Batch {
+        cmds,
+        waits: pairs(waits),
+        signals: pairs(signals),
+    };
+    if batch.waits.iter().chain(&batch.signals).any(|f| f.0 == 0) {
+        return RvgpuStatus::InvalidArgument;
     }
+    // SAFETY: accepted by `clear`.
+    out(imp::submit(h(queue), &batch), |v| unsafe {
+        put(out_progress, v)
+    })
 }
 
-/// Waits on the CPU until the work of progress value `value` (from `rvgpu_submit`) completed,
-/// or `timeout_ns` elapses (`0`: poll; `UINT64_MAX`: forever).
+/// Waits on the CPU until the work of progress value `value` completed, or `timeout_ns`
+/// elapses (`0`: poll; `UINT64_MAX`: forever).
 ///
 /// # Safety
-/// `queue` must be null or a live queue handle.
+/// None beyond C's: the handle is only looked up.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_queue_wait(
     queue: *mut RvgpuQueue,
@@ -502,14 +766,69 @@ pub unsafe extern "C" fn rvgpu_queue_wait(
     if queue.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: a live queue handle per the caller's contract.
-    unsafe { imp::queue_wait(queue, value, timeout_ns) }
+    imp::queue_wait(h(queue), value, timeout_ns)
 }
 
-/// Creates a native fence with an initial value.
+/// The queue's progress (submitted and completed values), path, loss and id.
 ///
 /// # Safety
-/// `adapter` must be a live adapter handle; `out_fence` null or valid for one pointer write.
+/// `out_status` must be null or valid for one `RvgpuQueueStatus` write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_queue_status(
+    queue: *mut RvgpuQueue,
+    out_status: *mut RvgpuQueueStatus,
+) -> RvgpuStatus {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_status, RvgpuQueueStatus::default()) } || queue.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    // SAFETY: accepted by `clear`.
+    out(imp::queue_status(h(queue)), |s| unsafe {
+        put(out_status, s)
+    })
+}
+
+/// Moves up to `capacity` of the queue's oldest recorded fence operations, in submission
+/// order, into `entries`, and their number into `*out_count`. The queue keeps the newest 256;
+/// older ones are counted in `RvgpuQueueStatus::dropped_log_entries`.
+///
+/// # Safety
+/// `entries` must be null or valid for writing `capacity` entries; `out_count` null or valid
+/// for one `size_t` write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_queue_read_fence_log(
+    queue: *mut RvgpuQueue,
+    entries: *mut RvgpuFenceLogEntry,
+    capacity: usize,
+    out_count: *mut usize,
+) -> RvgpuStatus {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_count, 0) } || queue.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    if capacity > 0 && entries.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    let mut buf = alloc::vec![RvgpuFenceLogEntry::default(); capacity.min(256)];
+    let n = match imp::read_fence_log(h(queue), &mut buf) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    for (i, e) in buf.iter().take(n).enumerate() {
+        // SAFETY: `i < n <= capacity`: inside the caller's array.
+        let at = unsafe { entries.add(i) };
+        // SAFETY: as above; writable per the caller's contract.
+        unsafe { at.write_unaligned(*e) };
+    }
+    // SAFETY: accepted by `clear`.
+    unsafe { put(out_count, n) };
+    RvgpuStatus::Ok
+}
+
+/// Creates a native fence with an initial value (`rvgpu_fence_create2` without flags).
+///
+/// # Safety
+/// `out_fence` must be null or valid for one pointer write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_fence_create(
     adapter: *mut RvgpuAdapter,
@@ -517,38 +836,111 @@ pub unsafe extern "C" fn rvgpu_fence_create(
     out_fence: *mut *mut RvgpuFence,
 ) -> RvgpuStatus {
     // SAFETY: forwarded caller contract.
-    if !unsafe { clear_out(out_fence) } || adapter.is_null() {
+    unsafe { rvgpu_fence_create2(adapter, initial_value, 0, out_fence) }
+}
+
+/// Creates a native (timeline) fence with an initial value; `RVGPU_FENCE_SHAREABLE` lets it
+/// be shared with other processes (`rvgpu_fence_share`).
+///
+/// # Safety
+/// `out_fence` must be null or valid for one pointer write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_fence_create2(
+    adapter: *mut RvgpuAdapter,
+    initial_value: u64,
+    flags: u32,
+    out_fence: *mut *mut RvgpuFence,
+) -> RvgpuStatus {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_fence, ptr::null_mut()) }
+        || adapter.is_null()
+        || flags & !RVGPU_FENCE_SHAREABLE != 0
+    {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: a live adapter handle per the caller's contract.
-    match unsafe { imp::fence_create(adapter, initial_value) } {
-        Ok(f) => {
-            // SAFETY: checked non-null above; writable per the caller's contract.
-            unsafe { out_fence.write(f) };
-            RvgpuStatus::Ok
-        }
-        Err(e) => e,
+    // SAFETY: accepted by `clear`.
+    out(
+        imp::fence_create(h(adapter), initial_value, flags),
+        |f| unsafe { put(out_fence, handle(f)) },
+    )
+}
+
+/// Makes an NT handle for a fence created `RVGPU_FENCE_SHAREABLE` (`D3DKMTShareObjects`); the
+/// caller passes it to another process (`DuplicateHandle`) and closes it (`CloseHandle`).
+///
+/// # Safety
+/// `out_nt_handle` must be null or valid for one pointer write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_fence_share(
+    fence: *mut RvgpuFence,
+    out_nt_handle: *mut *mut c_void,
+) -> RvgpuStatus {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_nt_handle, ptr::null_mut()) } || fence.is_null() {
+        return RvgpuStatus::InvalidArgument;
     }
+    // SAFETY: accepted by `clear`.
+    out(imp::fence_share(h(fence)), |n| unsafe {
+        put(out_nt_handle, handle(n))
+    })
+}
+
+/// Opens a shared fence from an NT handle of this process
+/// (`D3DKMTOpenNativeFenceFromNtHandle`); the NT handle stays the caller's to close.
+///
+/// # Safety
+/// `out_fence` must be null or valid for one pointer write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_fence_open(
+    adapter: *mut RvgpuAdapter,
+    nt_handle: *mut c_void,
+    out_fence: *mut *mut RvgpuFence,
+) -> RvgpuStatus {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_fence, ptr::null_mut()) } || adapter.is_null() || nt_handle.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    // SAFETY: accepted by `clear`.
+    out(imp::fence_open(h(adapter), h(nt_handle)), |f| unsafe {
+        put(out_fence, handle(f))
+    })
 }
 
 /// Signals `fence` to `value` from the CPU.
 ///
 /// # Safety
-/// `fence` must be null or a live fence handle.
+/// None beyond C's: the handle is only looked up.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_fence_signal(fence: *mut RvgpuFence, value: u64) -> RvgpuStatus {
     if fence.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: a live fence handle per the caller's contract.
-    unsafe { imp::fence_signal(fence, value) }
+    imp::fence_signal(h(fence), value)
+}
+
+/// The fence's current value.
+///
+/// # Safety
+/// `out_value` must be null or valid for one `u64` write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_fence_value(
+    fence: *mut RvgpuFence,
+    out_value: *mut u64,
+) -> RvgpuStatus {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_value, 0) } || fence.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    // SAFETY: accepted by `clear`.
+    out(imp::fence_value(h(fence)), |v| unsafe { put(out_value, v) })
 }
 
 /// Waits on the CPU until `fence` reaches `value` or `timeout_ns` elapses
-/// (`0`: poll; `UINT64_MAX`: forever).
+/// (`0`: poll; `UINT64_MAX`: forever). `RVGPU_STATUS_DEVICE_LOST` if the fence went away
+/// while waiting.
 ///
 /// # Safety
-/// `fence` must be null or a live fence handle.
+/// None beyond C's: the handle is only looked up.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_fence_wait(
     fence: *mut RvgpuFence,
@@ -558,29 +950,27 @@ pub unsafe extern "C" fn rvgpu_fence_wait(
     if fence.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: a live fence handle per the caller's contract.
-    unsafe { imp::fence_wait(fence, value, timeout_ns) }
+    imp::fence_wait(h(fence), value, timeout_ns)
 }
 
-/// Destroys a native fence.
+/// Destroys a native fence; a CPU wait on it in another thread returns
+/// `RVGPU_STATUS_DEVICE_LOST`.
 ///
 /// # Safety
-/// `fence` must be null or a live fence handle.
+/// None beyond C's: the handle is only looked up.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_fence_destroy(fence: *mut RvgpuFence) -> RvgpuStatus {
     if fence.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: a live fence handle per the caller's contract.
-    unsafe { imp::fence_destroy(fence) }
+    imp::fence_destroy(h(fence))
 }
 
 /// Creates a CPU-visible buffer of `size` bytes (VidMm may round it up to whole pages) on
 /// `adapter`. It keeps the adapter's device alive until destroyed.
 ///
 /// # Safety
-/// `adapter` must be null or a live adapter handle; `out_buffer` null or valid for one pointer
-/// write.
+/// `out_buffer` must be null or valid for one pointer write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_buffer_create(
     adapter: *mut RvgpuAdapter,
@@ -588,28 +978,23 @@ pub unsafe extern "C" fn rvgpu_buffer_create(
     out_buffer: *mut *mut RvgpuBuffer,
 ) -> RvgpuStatus {
     // SAFETY: forwarded caller contract.
-    if !unsafe { clear_out(out_buffer) } || adapter.is_null() || size == 0 {
+    if !unsafe { clear(out_buffer, ptr::null_mut()) } || adapter.is_null() || size == 0 {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: a live adapter handle per the caller's contract.
-    match unsafe { buf_imp::create(adapter, size) } {
-        Ok(b) => {
-            // SAFETY: checked non-null above; writable per the caller's contract.
-            unsafe { out_buffer.write(b) };
-            RvgpuStatus::Ok
-        }
-        Err(e) => e,
-    }
+    // SAFETY: accepted by `clear`.
+    out(buf_imp::create_(h(adapter), size), |b| unsafe {
+        put(out_buffer, handle(b))
+    })
 }
 
 /// Destroys a buffer without waiting. `queues` (`queue_count` handles; NULL if 0) are the live
 /// queues that may have used it: memory no listed queue still uses is freed at once, the rest
-/// once the GPU is done with it (the OS defers it). On `RVGPU_STATUS_INVALID_ARGUMENT` (a null
-/// entry) the buffer is left as it was; on any other status it is gone.
+/// once the GPU is done with it (the OS defers it). On `RVGPU_STATUS_INVALID_ARGUMENT` or
+/// `RVGPU_STATUS_INVALID_HANDLE` (a bad entry) the buffer is left as it was; on any other
+/// status it is gone.
 ///
 /// # Safety
-/// `buffer` must be null or a live buffer handle; `queues` null or valid for reading
-/// `queue_count` pointers, each null or a live queue handle.
+/// `queues` must be null or valid for reading `queue_count` handles.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_buffer_destroy(
     buffer: *mut RvgpuBuffer,
@@ -617,14 +1002,13 @@ pub unsafe extern "C" fn rvgpu_buffer_destroy(
     queue_count: usize,
 ) -> RvgpuStatus {
     // SAFETY: forwarded caller contract.
-    let Some(list) = (unsafe { queue_list(queues, queue_count) }) else {
+    let Some(list) = (unsafe { queue_tokens(queues, queue_count) }) else {
         return RvgpuStatus::InvalidArgument;
     };
     if buffer.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: a live buffer and queues per the caller's contract.
-    unsafe { buf_imp::destroy(buffer, list) }
+    buf_imp::destroy_(h(buffer), &list)
 }
 
 /// The GPU virtual address of the buffer's memory now, for packets passed to `rvgpu_submit`.
@@ -632,27 +1016,39 @@ pub unsafe extern "C" fn rvgpu_buffer_destroy(
 /// submitted this way is not tracked for locks (see the header).
 ///
 /// # Safety
-/// `buffer` must be null or a live buffer handle; `out_gpu_va` null or valid for one `u64`
-/// write.
+/// `out_gpu_va` must be null or valid for one `u64` write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_buffer_gpu_va(
     buffer: *mut RvgpuBuffer,
     out_gpu_va: *mut u64,
 ) -> RvgpuStatus {
-    if buffer.is_null() || out_gpu_va.is_null() {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_gpu_va, 0) } || buffer.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: non-null and writable per the caller's contract.
-    unsafe { out_gpu_va.write(0) };
-    // SAFETY: a live buffer handle per the caller's contract.
-    match unsafe { buf_imp::gpu_va(buffer) } {
-        Ok(va) => {
-            // SAFETY: as above.
-            unsafe { out_gpu_va.write(va) };
-            RvgpuStatus::Ok
-        }
-        Err(e) => e,
+    // SAFETY: accepted by `clear`.
+    out(buf_imp::gpu_va(h(buffer)), |v| unsafe {
+        put(out_gpu_va, v)
+    })
+}
+
+/// The buffer's current GPU address and its lock counters.
+///
+/// # Safety
+/// `out_status` must be null or valid for one `RvgpuBufferStatus` write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_buffer_status(
+    buffer: *mut RvgpuBuffer,
+    out_status: *mut RvgpuBufferStatus,
+) -> RvgpuStatus {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_status, RvgpuBufferStatus::default()) } || buffer.is_null() {
+        return RvgpuStatus::InvalidArgument;
     }
+    // SAFETY: accepted by `clear`.
+    out(buf_imp::status(h(buffer)), |v| unsafe {
+        put(out_status, v)
+    })
 }
 
 /// Maps the buffer for the CPU with `flags` (`RVGPU_LOCK_*`: READ and/or WRITE, or DISCARD or
@@ -662,13 +1058,12 @@ pub unsafe extern "C" fn rvgpu_buffer_gpu_va(
 /// `RVGPU_STATUS_INVALID_ARGUMENT`. A queue since destroyed need not be named: destroying a
 /// queue takes it off the hardware (its work completed or never runs), so its uses are over.
 /// Without DO_NOT_WAIT the call blocks until the GPU work the lock must wait for completed;
-/// with it, such a lock returns `RVGPU_STATUS_WAS_STILL_DRAWING` at once. The mapping is valid until `rvgpu_buffer_unlock`;
-/// locking a locked buffer is `RVGPU_STATUS_INVALID_ARGUMENT`.
+/// with it, such a lock returns `RVGPU_STATUS_WAS_STILL_DRAWING` at once. The mapping is valid
+/// until `rvgpu_buffer_unlock`; locking a locked buffer is `RVGPU_STATUS_INVALID_ARGUMENT`.
 ///
 /// # Safety
-/// `buffer` must be null or a live buffer handle; `queues` null or valid for reading
-/// `queue_count` pointers, each null or a live queue handle; `out_data` null or valid for one
-/// pointer write.
+/// `queues` must be null or valid for reading `queue_count` handles; `out_data` null or valid
+/// for one pointer write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_buffer_lock(
     buffer: *mut RvgpuBuffer,
@@ -678,35 +1073,29 @@ pub unsafe extern "C" fn rvgpu_buffer_lock(
     out_data: *mut *mut c_void,
 ) -> RvgpuStatus {
     // SAFETY: forwarded caller contract.
-    if !unsafe { clear_out(out_data) } || buffer.is_null() {
+    if !unsafe { clear(out_data, ptr::null_mut()) } || buffer.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
     // SAFETY: forwarded caller contract.
-    let Some(list) = (unsafe { queue_list(queues, queue_count) }) else {
+    let Some(list) = (unsafe { queue_tokens(queues, queue_count) }) else {
         return RvgpuStatus::InvalidArgument;
     };
-    // SAFETY: a live buffer and queues per the caller's contract.
-    match unsafe { buf_imp::lock(buffer, flags, list) } {
-        Ok(p) => {
-            // SAFETY: checked non-null above; writable per the caller's contract.
-            unsafe { out_data.write(p) };
-            RvgpuStatus::Ok
-        }
-        Err(e) => e,
-    }
+    // SAFETY: accepted by `clear`.
+    out(buf_imp::lock_(h(buffer), flags, &list), |p| unsafe {
+        put(out_data, p)
+    })
 }
 
 /// Ends a lock; the pointer it returned must not be used afterwards.
 ///
 /// # Safety
-/// `buffer` must be null or a live buffer handle.
+/// None beyond C's: the handle is only looked up.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_buffer_unlock(buffer: *mut RvgpuBuffer) -> RvgpuStatus {
     if buffer.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: a live buffer handle per the caller's contract.
-    unsafe { buf_imp::unlock(buffer) }
+    buf_imp::unlock_(h(buffer))
 }
 
 /// Submits on `queue` a fill of `bytes` bytes of `buffer` at `offset` with the 64-bit
@@ -714,8 +1103,7 @@ pub unsafe extern "C" fn rvgpu_buffer_unlock(buffer: *mut RvgpuBuffer) -> RvgpuS
 /// `*out_progress` writes the buffer, for later locks.
 ///
 /// # Safety
-/// `queue` and `buffer` must be null or live handles; `out_progress` null or valid for one
-/// `u64` write.
+/// `out_progress` must be null or valid for one `u64` write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_buffer_fill(
     queue: *mut RvgpuQueue,
@@ -725,20 +1113,13 @@ pub unsafe extern "C" fn rvgpu_buffer_fill(
     pattern: u64,
     out_progress: *mut u64,
 ) -> RvgpuStatus {
-    if queue.is_null() || buffer.is_null() || out_progress.is_null() {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_progress, 0) } || queue.is_null() || buffer.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: non-null and writable per the caller's contract.
-    unsafe { out_progress.write(0) };
-    // SAFETY: live handles per the caller's contract.
-    match unsafe { buf_imp::fill(queue, buffer, offset, bytes, pattern) } {
-        Ok(v) => {
-            // SAFETY: as above.
-            unsafe { out_progress.write(v) };
-            RvgpuStatus::Ok
-        }
-        Err(e) => e,
-    }
+    let r = buf_imp::fill(h(queue), h(buffer), offset, bytes, pattern);
+    // SAFETY: accepted by `clear`.
+    out(r, |v| unsafe { put(out_progress, v) })
 }
 
 /// Submits on `queue` a copy of `bytes` bytes from `src` at `src_offset` to `dst` at
@@ -746,8 +1127,7 @@ pub unsafe extern "C" fn rvgpu_buffer_fill(
 /// that `*out_progress` reads `src` and writes `dst`.
 ///
 /// # Safety
-/// `queue`, `src` and `dst` must be null or live handles; `out_progress` null or valid for one
-/// `u64` write.
+/// `out_progress` must be null or valid for one `u64` write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rvgpu_buffer_copy(
     queue: *mut RvgpuQueue,
@@ -758,34 +1138,32 @@ pub unsafe extern "C" fn rvgpu_buffer_copy(
     bytes: u64,
     out_progress: *mut u64,
 ) -> RvgpuStatus {
-    if queue.is_null() || src.is_null() || dst.is_null() || out_progress.is_null() {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_progress, 0) } || queue.is_null() || src.is_null() || dst.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    // SAFETY: non-null and writable per the caller's contract.
-    unsafe { out_progress.write(0) };
-    // SAFETY: live handles per the caller's contract.
-    match unsafe { buf_imp::copy(queue, src, src_offset, dst, dst_offset, bytes) } {
-        Ok(v) => {
-            // SAFETY: as above.
-            unsafe { out_progress.write(v) };
-            RvgpuStatus::Ok
-        }
-        Err(e) => e,
-    }
+    let r = buf_imp::copy(h(queue), h(src), src_offset, h(dst), dst_offset, bytes);
+    // SAFETY: accepted by `clear`.
+    out(r, |v| unsafe { put(out_progress, v) })
 }
 
-/// A static, NUL-terminated English name for a status.
+/// A static, NUL-terminated English name for a status value ("unknown status" for a value
+/// that is none).
 #[unsafe(no_mangle)]
-pub extern "C" fn rvgpu_status_string(status: RvgpuStatus) -> *const c_char {
+pub extern "C" fn rvgpu_status_string(status: u32) -> *const c_char {
+    // A `u32`, not the enum: a C caller may pass any integer, and a Rust enum with a value
+    // outside its variants would be undefined behaviour.
     let s: &'static core::ffi::CStr = match status {
-        RvgpuStatus::Ok => c"ok",
-        RvgpuStatus::InvalidArgument => c"invalid argument",
-        RvgpuStatus::NotImplemented => c"not implemented",
-        RvgpuStatus::DeviceLost => c"device lost",
-        RvgpuStatus::Timeout => c"timeout",
-        RvgpuStatus::OutOfMemory => c"out of memory",
-        RvgpuStatus::KernelError => c"kernel call failed",
-        RvgpuStatus::WasStillDrawing => c"was still drawing",
+        0 => c"ok",
+        1 => c"invalid argument",
+        2 => c"not implemented",
+        3 => c"device lost",
+        4 => c"timeout",
+        5 => c"out of memory",
+        6 => c"kernel call failed",
+        7 => c"was still drawing",
+        8 => c"invalid handle",
+        _ => c"unknown status",
     };
     s.as_ptr()
 }
@@ -873,7 +1251,7 @@ mod tests {
         assert_eq!(st, RvgpuStatus::NotImplemented);
         assert!(adapter.is_null());
         // SAFETY: returns a static C string.
-        let name = unsafe { core::ffi::CStr::from_ptr(rvgpu_status_string(st)) };
+        let name = unsafe { core::ffi::CStr::from_ptr(rvgpu_status_string(st as u32)) };
         assert_eq!(name.to_str().unwrap(), "not implemented");
     }
 }

@@ -2,7 +2,8 @@
 //! generic over the kernel thunks `K` and the queue type `Q`: on Windows `K` is
 //! `Arc<WinKmt>` and `Q` the portable `UserQueue` over it (`capi_windows`); the unit tests run
 //! the same code over a mock (`capi_buffer_tests`). `capi` validates the C arguments first,
-//! so every pointer reaching this module is non-null.
+//! so every handle reaching this module is non-zero; each is looked up in the handle table
+//! (`capi_handles`), which refuses a stale or wrong-kind one.
 //!
 //! A buffer is a [`usage::Buffer`] plus the thunks it was created with (a clone: the buffer
 //! keeps the device alive, as queues and fences do). GPU work that should be tracked goes
@@ -11,33 +12,47 @@
 //! buffer. Packets passed to `rvgpu_submit` are not parsed for buffer addresses: work submitted
 //! that way is not tracked.
 
-use alloc::boxed::Box;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::ffi::c_void;
+use core::sync::atomic::{AtomicBool, AtomicU32};
 
-use crate::capi::{
-    status_from_nt, status_from_submit, RvgpuAdapter, RvgpuBuffer, RvgpuQueue, RvgpuStatus,
-};
+use crate::capi::{status_from_nt, status_from_submit, RvgpuStatus};
+use crate::capi_handles::{self as handles, Guard, Kind, Shared};
 use crate::kmt::{AllocationCpu, Kmt};
 use crate::usage::{self, Batch, Buffer, LockError, LockFlags, Timeline, TrackedQueue};
 
-/// What an `RvgpuAdapter` points to.
+/// An adapter's loss as its queues saw it (`rvgpu_device_status`).
+#[derive(Debug, Default)]
+#[cfg_attr(not(windows), allow(dead_code))] // read by the Windows implementation only
+pub(crate) struct AdapterState {
+    /// A queue of the adapter found the device lost.
+    pub(crate) lost: AtomicBool,
+    /// Queues of the adapter whose work a device reset or loss aborted (each counted once).
+    pub(crate) resets: AtomicU32,
+}
+
+/// What an `RvgpuAdapter` names.
 #[derive(Debug)]
 pub(crate) struct AdapterObj<K> {
     pub(crate) kmt: K,
+    /// What its queues report (read by `rvgpu_device_status`, Windows only).
+    #[cfg_attr(not(windows), allow(dead_code))]
+    pub(crate) state: Arc<AdapterState>,
 }
 
-/// What an `RvgpuQueue` points to.
-#[derive(Debug)]
-pub(crate) struct QueueObj<Q> {
-    pub(crate) queue: Q,
-}
-
-/// What an `RvgpuBuffer` points to.
+/// What an `RvgpuBuffer` names.
 #[derive(Debug)]
 pub(crate) struct BufferObj<K: Kmt> {
     kmt: K,
-    buf: Buffer<K::Mem>,
+    /// `None` once destroyed (a call that looked the handle up before that finds it gone).
+    buf: Option<Buffer<K::Mem>>,
+}
+
+impl<K: Kmt> BufferObj<K> {
+    fn buf(&self) -> Result<&Buffer<K::Mem>, RvgpuStatus> {
+        self.buf.as_ref().ok_or(RvgpuStatus::InvalidHandle)
+    }
 }
 
 /// [`LockError`] → API status. Misuse that the C caller can fix (bad flags, lock state, ranges,
@@ -54,144 +69,160 @@ pub(crate) fn status_from_lock(e: LockError) -> RvgpuStatus {
     }
 }
 
-/// The queues of a C array as timelines.
-///
-/// # Safety
-/// Every entry is null (refused) or a live queue handle whose object is a `QueueObj<Q>`, not
-/// used mutably by another thread during `'a`.
-unsafe fn timelines<'a, Q: Timeline + 'a>(
-    queues: &[*mut RvgpuQueue],
-) -> Result<Vec<&'a dyn Timeline>, RvgpuStatus> {
-    let mut out = Vec::with_capacity(queues.len());
-    for &q in queues {
-        if q.is_null() {
-            return Err(RvgpuStatus::InvalidArgument);
-        }
-        // SAFETY: a live `QueueObj<Q>` (caller contract); only shared access.
-        let obj = unsafe { &*q.cast::<QueueObj<Q>>() };
-        out.push(&obj.queue as &dyn Timeline);
+/// The live queues of a C array, without repeats, in lock order.
+fn queue_objects<Q: 'static>(queues: &[usize]) -> Result<Vec<Arc<Shared<Q>>>, RvgpuStatus> {
+    if queues.contains(&0) {
+        return Err(RvgpuStatus::InvalidArgument);
     }
-    Ok(out)
+    handles::lock_order(queues)
+        .into_iter()
+        .map(|h| handles::get::<Q>(Kind::Queue, h))
+        .collect()
 }
 
-/// # Safety
-/// `a` is a live adapter handle whose object is an `AdapterObj<K>`.
-pub(crate) unsafe fn create<K: Kmt + Clone>(
-    a: *mut RvgpuAdapter,
-    size: u64,
-) -> Result<*mut RvgpuBuffer, RvgpuStatus> {
-    // SAFETY: a live adapter (caller contract); only shared access.
-    let adapter = unsafe { &*a.cast::<AdapterObj<K>>() };
-    let buf = Buffer::new(&adapter.kmt, size, 0).map_err(status_from_lock)?;
-    let obj = BufferObj {
-        kmt: adapter.kmt.clone(),
-        buf,
-    };
-    Ok(Box::into_raw(Box::new(obj)).cast())
+/// Locks every queue of `objs` (in their order) and runs `f` over them as timelines.
+fn with_timelines<Q: Timeline + 'static, R>(
+    objs: &[Arc<Shared<Q>>],
+    f: impl FnOnce(&[&dyn Timeline]) -> R,
+) -> R {
+    let guards: Vec<Guard<'_, Q>> = objs.iter().map(|o| o.lock()).collect();
+    let tl: Vec<&dyn Timeline> = guards.iter().map(|g| &**g as &dyn Timeline).collect();
+    f(&tl)
 }
 
-/// # Safety
-/// `b` is a live handle from [`create`] (consumed); `queues` as for [`timelines`].
-pub(crate) unsafe fn destroy<K: Kmt, Q: Timeline>(
-    b: *mut RvgpuBuffer,
-    queues: &[*mut RvgpuQueue],
+fn buffer<K: Kmt + 'static>(b: usize) -> Result<Arc<Shared<BufferObj<K>>>, RvgpuStatus> {
+    handles::get::<BufferObj<K>>(Kind::Buffer, b)
+}
+
+pub(crate) fn create<K: Kmt + Clone + 'static>(a: usize, size: u64) -> Result<usize, RvgpuStatus> {
+    let adapter = handles::get::<AdapterObj<K>>(Kind::Adapter, a)?;
+    let kmt = adapter.lock().kmt.clone();
+    let buf = Buffer::new(&kmt, size, 0).map_err(status_from_lock)?;
+    handles::insert(
+        Kind::Buffer,
+        BufferObj {
+            kmt,
+            buf: Some(buf),
+        },
+    )
+}
+
+pub(crate) fn destroy<K: Kmt + 'static, Q: Timeline + 'static>(
+    b: usize,
+    queues: &[usize],
 ) -> RvgpuStatus {
-    // Checked before the buffer is consumed, so that a bad list leaves the handle valid.
-    // SAFETY: forwarded caller contract.
-    let tl = match unsafe { timelines::<Q>(queues) } {
-        Ok(t) => t,
+    // Checked before the buffer is taken, so that a bad list leaves the handle valid.
+    let objs = match buffer::<K>(b).and_then(|_| queue_objects::<Q>(queues)) {
+        Ok(o) => o,
         Err(e) => return e,
     };
-    // SAFETY: made by `Box::into_raw` in `create`, released once (caller contract).
-    let obj = unsafe { Box::from_raw(b.cast::<BufferObj<K>>()) };
-    let BufferObj { kmt, buf } = *obj;
-    buf.destroy(&kmt, &tl)
+    let obj = match handles::take::<BufferObj<K>>(Kind::Buffer, b) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let mut g = obj.lock();
+    let Some(buf) = g.buf.take() else {
+        return RvgpuStatus::InvalidHandle;
+    };
+    with_timelines(&objs, |tl| buf.destroy(&g.kmt, tl))
         .map_or_else(status_from_lock, |()| RvgpuStatus::Ok)
 }
 
-/// # Safety
-/// `b` is a live buffer handle whose object is a `BufferObj<K>`.
-pub(crate) unsafe fn gpu_va<K: Kmt>(b: *mut RvgpuBuffer) -> u64 {
-    // SAFETY: a live buffer (caller contract); only shared access.
-    let obj = unsafe { &*b.cast::<BufferObj<K>>() };
-    obj.buf.gpu_va()
+pub(crate) fn gpu_va<K: Kmt + 'static>(b: usize) -> Result<u64, RvgpuStatus> {
+    Ok(buffer::<K>(b)?.lock().buf()?.gpu_va())
 }
 
-/// # Safety
-/// `b` is a live buffer handle (a `BufferObj<K>`) used by one thread at a time; `queues` as
-/// for [`timelines`].
-pub(crate) unsafe fn lock<K: Kmt, Q: Timeline>(
-    b: *mut RvgpuBuffer,
+pub(crate) fn status<K: Kmt + 'static>(
+    b: usize,
+) -> Result<crate::capi::RvgpuBufferStatus, RvgpuStatus> {
+    let obj = buffer::<K>(b)?;
+    let g = obj.lock();
+    let buf = g.buf()?;
+    let st = buf.stats();
+    Ok(crate::capi::RvgpuBufferStatus {
+        gpu_va: buf.gpu_va(),
+        renames: st.renames,
+        lock_waits: st.waits,
+        backings: st.backings as u64,
+    })
+}
+
+pub(crate) fn lock<K: Kmt + 'static, Q: Timeline + 'static>(
+    b: usize,
     flags: u32,
-    queues: &[*mut RvgpuQueue],
+    queues: &[usize],
 ) -> Result<*mut c_void, RvgpuStatus> {
-    // SAFETY: a live buffer (caller contract); only shared access.
-    let obj = unsafe { &*b.cast::<BufferObj<K>>() };
-    // SAFETY: forwarded caller contract.
-    let tl = unsafe { timelines::<Q>(queues) }?;
-    let mem = obj
-        .buf
-        .lock(&obj.kmt, LockFlags(flags), &tl)
+    let obj = buffer::<K>(b)?;
+    let objs = queue_objects::<Q>(queues)?;
+    let g = obj.lock();
+    let buf = g.buf()?;
+    let mem = with_timelines(&objs, |tl| buf.lock(&g.kmt, LockFlags(flags), tl))
         .map_err(status_from_lock)?;
     let p = mem.cpu_ptr();
     if p.is_null() {
         // Thunks without an address for the mapping cannot serve a C caller.
-        let _ = obj.buf.unlock(&obj.kmt);
+        let _ = buf.unlock(&g.kmt);
         return Err(RvgpuStatus::NotImplemented);
     }
     Ok(p.cast())
 }
 
-/// # Safety
-/// `b` is a live buffer handle (a `BufferObj<K>`) used by one thread at a time.
-pub(crate) unsafe fn unlock<K: Kmt>(b: *mut RvgpuBuffer) -> RvgpuStatus {
-    // SAFETY: a live buffer (caller contract); only shared access.
-    let obj = unsafe { &*b.cast::<BufferObj<K>>() };
-    obj.buf
-        .unlock(&obj.kmt)
-        .map_or_else(status_from_lock, |()| RvgpuStatus::Ok)
+pub(crate) fn unlock<K: Kmt + 'static>(b: usize) -> RvgpuStatus {
+    match buffer::<K>(b) {
+        Ok(obj) => {
+            let g = obj.lock();
+            g.buf()
+                .and_then(|b| b.unlock(&g.kmt).map_err(status_from_lock))
+                .map_or_else(|e| e, |()| RvgpuStatus::Ok)
+        }
+        Err(e) => e,
+    }
 }
 
-/// # Safety
-/// `q` is a live queue handle (a `QueueObj<Q>`) and `b` a live buffer handle (a
-/// `BufferObj<K>`), each used by one thread at a time.
-pub(crate) unsafe fn fill<K: Kmt, Q: TrackedQueue>(
-    q: *mut RvgpuQueue,
-    b: *mut RvgpuBuffer,
+pub(crate) fn fill<K: Kmt + 'static, Q: TrackedQueue + 'static>(
+    q: usize,
+    b: usize,
     offset: u64,
     bytes: u64,
     pattern: u64,
 ) -> Result<u64, RvgpuStatus> {
-    // SAFETY: a live buffer (caller contract); only shared access.
-    let obj = unsafe { &*b.cast::<BufferObj<K>>() };
+    let obj = buffer::<K>(b)?;
+    let queue = handles::get::<Q>(Kind::Queue, q)?;
+    let g = obj.lock();
     let mut batch = Batch::new();
     batch
-        .fill(&obj.buf, offset, bytes, pattern)
+        .fill(g.buf()?, offset, bytes, pattern)
         .map_err(status_from_lock)?;
-    // SAFETY: a live queue used by one thread at a time (the API's threading rule).
-    let queue = unsafe { &mut *q.cast::<QueueObj<Q>>() };
-    usage::submit(&mut queue.queue, batch).map_err(status_from_submit)
+    let mut qg = queue.lock();
+    usage::submit(&mut *qg, batch).map_err(status_from_submit)
 }
 
-/// # Safety
-/// As for [`fill`], for both buffers.
-pub(crate) unsafe fn copy<K: Kmt, Q: TrackedQueue>(
-    q: *mut RvgpuQueue,
-    src: *mut RvgpuBuffer,
+pub(crate) fn copy<K: Kmt + 'static, Q: TrackedQueue + 'static>(
+    q: usize,
+    src: usize,
     src_offset: u64,
-    dst: *mut RvgpuBuffer,
+    dst: usize,
     dst_offset: u64,
     bytes: u64,
 ) -> Result<u64, RvgpuStatus> {
-    // SAFETY: live buffers (caller contract); only shared access.
-    let s = unsafe { &*src.cast::<BufferObj<K>>() };
-    // SAFETY: as above.
-    let d = unsafe { &*dst.cast::<BufferObj<K>>() };
+    if src == dst {
+        return Err(RvgpuStatus::InvalidArgument);
+    }
+    let s = buffer::<K>(src)?;
+    let d = buffer::<K>(dst)?;
+    let queue = handles::get::<Q>(Kind::Queue, q)?;
+    // Buffers in handle order, then the queue (the table's lock order).
+    let (sg, dg) = if src < dst {
+        let sg = s.lock();
+        (sg, d.lock())
+    } else {
+        let dg = d.lock();
+        (s.lock(), dg)
+    };
     let mut batch = Batch::new();
     batch
-        .copy(&s.buf, src_offset, &d.buf, dst_offset, bytes)
+        .copy(sg.buf()?, src_offset, dg.buf()?, dst_offset, bytes)
         .map_err(status_from_lock)?;
-    // SAFETY: a live queue used by one thread at a time (the API's threading rule).
-    let queue = unsafe { &mut *q.cast::<QueueObj<Q>>() };
-    usage::submit(&mut queue.queue, batch).map_err(status_from_submit)
+    let mut qg = queue.lock();
+    usage::submit(&mut *qg, batch).map_err(status_from_submit)
 }

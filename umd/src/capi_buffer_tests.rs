@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::capi_buffer::{AdapterObj, QueueObj};
+use crate::capi_buffer::{AdapterObj, AdapterState};
+use crate::capi_handles::{self as handles, Kind};
 use crate::kmt::{
     Allocation, AllocationCpu, AllocationKind, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu,
     DoorbellStatus, FenceCpu, HwQueue, Kmt, KmtHandle, MappedGpu, NtStatus, STATUS_NOT_SUPPORTED,
@@ -243,7 +244,16 @@ impl Setup {
             coherent,
             ..World::default()
         })));
-        let adapter = Box::into_raw(Box::new(AdapterObj { kmt: kmt.clone() })).cast();
+        let adapter = handle(
+            handles::insert(
+                Kind::Adapter,
+                AdapterObj {
+                    kmt: kmt.clone(),
+                    state: std::sync::Arc::new(AdapterState::default()),
+                },
+            )
+            .unwrap(),
+        );
         let queue = |fence: KmtHandle| -> *mut RvgpuQueue {
             let q = MockQueue {
                 w: kmt.0.clone(),
@@ -251,7 +261,7 @@ impl Setup {
                 fence,
                 last: 0,
             };
-            Box::into_raw(Box::new(QueueObj { queue: q })).cast()
+            handle(handles::insert(Kind::Queue, q).unwrap())
         };
         let queues = [queue(0x10), queue(0x20)];
         Self {
@@ -275,10 +285,12 @@ impl Setup {
     /// The GPU completes everything submitted so far on every queue.
     fn complete_all(&self) {
         for q in self.queues {
-            // SAFETY: a live queue handle made in `new`.
-            let obj = unsafe { &*q.cast::<QueueObj<MockQueue>>() };
-            let last = obj.queue.last;
-            self.kmt.0.borrow_mut().fences.insert(obj.queue.fence, last);
+            let obj = handles::get::<MockQueue>(Kind::Queue, q.addr()).unwrap();
+            let (fence, last) = {
+                let g = obj.lock();
+                (g.fence, g.last)
+            };
+            self.kmt.0.borrow_mut().fences.insert(fence, last);
         }
     }
 
@@ -328,11 +340,9 @@ impl Setup {
 impl Drop for Setup {
     fn drop(&mut self) {
         for q in self.queues {
-            // SAFETY: made by `Box::into_raw` in `new`, released once here.
-            drop(unsafe { Box::from_raw(q.cast::<QueueObj<MockQueue>>()) });
+            let _ = handles::take::<MockQueue>(Kind::Queue, q.addr());
         }
-        // SAFETY: as above.
-        drop(unsafe { Box::from_raw(self.adapter.cast::<AdapterObj<MockKmt>>()) });
+        let _ = handles::take::<AdapterObj<MockKmt>>(Kind::Adapter, self.adapter.addr());
     }
 }
 
@@ -357,8 +367,9 @@ fn al02_do_not_wait_on_a_busy_buffer_returns_was_still_drawing() {
     }
     assert_eq!(s.waits(), 0, "DO_NOT_WAIT never blocks");
     // SAFETY: returns a static C string.
-    let name =
-        unsafe { core::ffi::CStr::from_ptr(rvgpu_status_string(RvgpuStatus::WasStillDrawing)) };
+    let name = unsafe {
+        core::ffi::CStr::from_ptr(rvgpu_status_string(RvgpuStatus::WasStillDrawing as u32))
+    };
     assert_eq!(name.to_str().unwrap(), "was still drawing");
 
     // The blocking lock waits on queue 1's fence for value 1, then maps.
@@ -647,4 +658,38 @@ fn al02_lock_flag_values_are_the_rust_flags() {
     assert_eq!(RVGPU_LOCK_DISCARD, LockFlags::DISCARD.0);
     assert_eq!(RVGPU_LOCK_NO_OVERWRITE, LockFlags::NO_OVERWRITE.0);
     assert_eq!(RVGPU_LOCK_DO_NOT_WAIT, LockFlags::DO_NOT_WAIT.0);
+}
+
+/// AL-02: a destroyed buffer's handle, a queue handle passed as a buffer and a forged value
+/// are refused with INVALID_HANDLE and touch nothing; the live buffer is unaffected.
+#[test]
+fn al02_stale_wrong_kind_and_forged_handles_return_invalid_handle() {
+    let s = Setup::new(true);
+    let stale = s.buffer(4096);
+    assert_eq!(s.destroy(stale), RvgpuStatus::Ok);
+    let b = s.buffer(4096);
+    let bad = RvgpuStatus::InvalidHandle;
+    let as_buffer = handle::<RvgpuBuffer>(s.queues[0].addr());
+    let forged = handle::<RvgpuBuffer>(0x0123_4567_0400_0042);
+    for h in [stale, as_buffer, forged] {
+        let (st, p) = s.lock(h, RVGPU_LOCK_READ);
+        assert_eq!((st, p), (bad, ptr::null_mut()));
+        assert_eq!(s.unlock(h), bad);
+        assert_eq!(s.destroy(h), bad);
+        let mut v = 7u64;
+        // SAFETY: a valid out-pointer; the handle is only looked up.
+        assert_eq!(unsafe { rvgpu_buffer_gpu_va(h, &mut v) }, bad);
+        assert_eq!(v, 0);
+        // SAFETY: as above.
+        let st = unsafe { rvgpu_buffer_fill(s.queues[0], h, 0, 8, 0, &mut v) };
+        assert_eq!(st, bad);
+    }
+    // A buffer passed where a queue belongs.
+    let mut v = 0u64;
+    // SAFETY: a valid out-pointer; handles are only looked up.
+    let st = unsafe { rvgpu_buffer_fill(handle(b.addr()), b, 0, 8, 0, &mut v) };
+    assert_eq!(st, bad);
+    assert_eq!(s.lock(b, RVGPU_LOCK_READ).0, RvgpuStatus::Ok);
+    assert_eq!(s.unlock(b), RvgpuStatus::Ok);
+    assert_eq!(s.destroy(b), RvgpuStatus::Ok);
 }

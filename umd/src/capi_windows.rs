@@ -1,38 +1,48 @@
-//! The C API on Windows: handles are boxed objects over [`WinKmt`] and the portable
-//! [`UserQueue`] (the object types are `capi_buffer`'s, which also serves the buffer calls).
+//! The C API on Windows: the objects behind the handles (`capi_handles`) over [`WinKmt`]
+//! and the portable queue core ([`CapiQueue`]; the buffer objects are `capi_buffer`'s).
 //! Compiled by the Windows cross-build only; run in the x86-64 emulator over the simulated
-//! OS's thunks, never on Windows (see `capi`).
+//! OS's thunks, never yet on Windows (see `capi`).
 
-use alloc::boxed::Box;
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 
-use rvgpu_hw::cmd::Command;
 use windows_sys::Win32::Foundation::LUID;
 
 use crate::capi::{
-    status_from_nt as from_nt, status_from_submit as from_submit, RvgpuAdapter, RvgpuFence,
-    RvgpuQueue, RvgpuStatus,
+    status_from_nt as from_nt, status_from_submit as from_submit, Batch, RvgpuDeviceStatus,
+    RvgpuFenceLogEntry, RvgpuQueueDesc, RvgpuQueueStatus, RvgpuStatus, RVGPU_FENCE_LOG_SIGNAL,
+    RVGPU_FENCE_LOG_WAIT, RVGPU_FENCE_SHAREABLE, RVGPU_QUEUE_KERNEL_MODE, RVGPU_QUEUE_USER_MODE,
 };
-use crate::capi_buffer::{AdapterObj, QueueObj};
+use crate::capi_buffer::{AdapterObj, AdapterState};
+use crate::capi_handles::{self as handles, Kind};
+use crate::capi_queue::CapiQueue;
 use crate::etw_windows::EtwFenceTrace;
-use crate::kmt_windows::{WaitOutcome, WinKmt, WinNativeFence};
-use crate::submit::{QueueConfig, UserQueue};
+use crate::fence::NativeFence;
+use crate::fencelog::{FenceTrace, LogKind, Op};
+use crate::kmt::{Kmt, KmtHandle, NtStatus};
+use crate::kmt_windows::{WaitOutcome, WinKmt};
+use crate::submit::QueueConfig;
 
-type Adapter = AdapterObj<Arc<WinKmt>>;
+type K = Arc<WinKmt>;
+type Adapter = AdapterObj<K>;
+type Queue = CapiQueue<K>;
 
-type Queue = QueueObj<UserQueue<Arc<WinKmt>>>;
-
+/// What an `RvgpuFence` names: the process's handle to a native fence and its mapping.
 struct Fence {
-    kmt: Arc<WinKmt>,
-    fence: WinNativeFence,
+    kmt: K,
+    /// `None` once destroyed (a call that looked the handle up before finds it gone).
+    fence: Option<NativeFence>,
 }
+
+/// `STATUS_INVALID_PARAMETER`: a thunk's answer to a mapping it cannot use.
+const STATUS_INVALID_PARAMETER: i32 = 0xC000_000D_u32 as i32;
 
 fn status<T>(r: Result<T, RvgpuStatus>) -> RvgpuStatus {
     r.map_or_else(|e| e, |_| RvgpuStatus::Ok)
 }
 
 /// Waits on `fence` for `value` with the API's timeout rule (0: poll, `u64::MAX`: forever).
-fn wait(kmt: &WinKmt, fence: u32, value: u64, timeout_ns: u64) -> RvgpuStatus {
+fn wait(kmt: &WinKmt, fence: KmtHandle, value: u64, timeout_ns: u64) -> RvgpuStatus {
     if timeout_ns == 0 {
         return RvgpuStatus::Timeout;
     }
@@ -43,124 +53,234 @@ fn wait(kmt: &WinKmt, fence: u32, value: u64, timeout_ns: u64) -> RvgpuStatus {
     }
 }
 
-pub fn open_adapter(low: u32, high: i32) -> Result<*mut RvgpuAdapter, RvgpuStatus> {
+fn adapter(a: usize) -> Result<(K, Arc<AdapterState>), RvgpuStatus> {
+    let obj = handles::get::<Adapter>(Kind::Adapter, a)?;
+    let g = obj.lock();
+    Ok((g.kmt.clone(), g.state.clone()))
+}
+
+/// The fence's thunks and handle, copied out under its lock.
+fn fence(f: usize) -> Result<(K, NativeFence), RvgpuStatus> {
+    let obj = handles::get::<Fence>(Kind::Fence, f)?;
+    let g = obj.lock();
+    let nf = g.fence.ok_or(RvgpuStatus::InvalidHandle)?;
+    Ok((g.kmt.clone(), nf))
+}
+
+/// The fence's current value through its CPU mapping.
+fn current_value(f: &NativeFence) -> Result<u64, RvgpuStatus> {
+    let p = f.current_value_cpu as *const u64;
+    if p.is_null() || !p.is_aligned() {
+        return Err(RvgpuStatus::KernelError);
+    }
+    // SAFETY: `CurrentValueCpuVa` from D3DKMTCreateNativeFence or
+    // D3DKMTOpenNativeFenceFromNtHandle: a read-only 8-aligned mapping (checked above) that
+    // lives until the sync object is destroyed, which `fence_destroy` does only after taking
+    // the fence out of its object. Atomic load of a lock-free size on read-only memory.
+    Ok(
+        unsafe { core::sync::atomic::AtomicU64::from_ptr(p.cast_mut()) }
+            .load(core::sync::atomic::Ordering::Acquire),
+    )
+}
+
+pub fn open_adapter(low: u32, high: i32) -> Result<usize, RvgpuStatus> {
     let kmt = WinKmt::open(LUID {
         LowPart: low,
         HighPart: high,
     })
     .map_err(from_nt)?;
-    let adapter = Box::new(Adapter { kmt: Arc::new(kmt) });
-    Ok(Box::into_raw(adapter).cast())
+    handles::insert(
+        Kind::Adapter,
+        Adapter {
+            kmt: Arc::new(kmt),
+            state: Arc::new(AdapterState::default()),
+        },
+    )
 }
 
-/// # Safety
-/// `a` is a live handle from [`open_adapter`]; it is consumed.
-pub unsafe fn close_adapter(a: *mut RvgpuAdapter) -> RvgpuStatus {
-    // SAFETY: made by `Box::into_raw` in `open_adapter`, released once (caller contract).
-    drop(unsafe { Box::from_raw(a.cast::<Adapter>()) });
-    RvgpuStatus::Ok
+pub fn close_adapter(a: usize) -> RvgpuStatus {
+    status(handles::take::<Adapter>(Kind::Adapter, a))
 }
 
-/// # Safety
-/// `a` is a live adapter handle.
-pub unsafe fn create_queue(
-    a: *mut RvgpuAdapter,
-    node: u32,
-    priority: u32,
-) -> Result<*mut RvgpuQueue, RvgpuStatus> {
-    // SAFETY: a live adapter (caller contract); only shared access.
-    let adapter = unsafe { &*a.cast::<Adapter>() };
-    let config = QueueConfig {
-        node,
-        priority,
+pub fn device_status(a: usize) -> Result<RvgpuDeviceStatus, RvgpuStatus> {
+    let (_, state) = adapter(a)?;
+    Ok(RvgpuDeviceStatus {
+        lost: u32::from(state.lost.load(core::sync::atomic::Ordering::Acquire)),
+        reset_count: state.resets.load(core::sync::atomic::Ordering::Acquire),
+    })
+}
+
+pub fn create_queue(a: usize, d: &RvgpuQueueDesc) -> Result<usize, RvgpuStatus> {
+    let (kmt, state) = adapter(a)?;
+    let mut config = QueueConfig {
+        node: d.node,
+        priority: d.priority,
         ..QueueConfig::default()
     };
-    let mut queue = UserQueue::new(adapter.kmt.clone(), &config).map_err(from_submit)?;
-    // The "native fence queued" ETW events (docs/logs.md §5) of `submit_ops`; `rvgpu_submit`
-    // passes packets, so the C API itself does not produce any yet.
-    if let Some(t) = EtwFenceTrace::register() {
-        queue.set_fence_trace(Some(Arc::new(t)));
+    if d.ring_size != 0 {
+        // The queue refuses a size it cannot use (BadConfig: INVALID_ARGUMENT).
+        config.ring_size = d.ring_size;
+        config.command_buffer_size = u64::from(d.ring_size);
     }
-    Ok(Box::into_raw(Box::new(Queue { queue })).cast())
+    // The "native fence queued" ETW events (docs/logs.md §5) of the queue's fence operations.
+    let etw = EtwFenceTrace::register().map(|t| Arc::new(t) as Arc<dyn FenceTrace>);
+    let q = CapiQueue::new(kmt, &config, d.kind == RVGPU_QUEUE_KERNEL_MODE, state, etw)
+        .map_err(from_submit)?;
+    handles::insert(Kind::Queue, q)
 }
 
-/// # Safety
-/// `q` is a live handle from [`create_queue`]; it is consumed.
-pub unsafe fn destroy_queue(q: *mut RvgpuQueue) -> RvgpuStatus {
-    // SAFETY: made by `Box::into_raw` in `create_queue`, released once (caller contract).
-    let queue = unsafe { Box::from_raw(q.cast::<Queue>()) };
-    status(queue.queue.close().map_err(from_submit))
+pub fn destroy_queue(q: usize) -> RvgpuStatus {
+    match handles::take::<Queue>(Kind::Queue, q) {
+        Ok(obj) => status(obj.lock().close().map_err(from_submit)),
+        Err(e) => e,
+    }
 }
 
-/// # Safety
-/// `q` is a live queue handle not used concurrently.
-pub unsafe fn submit(q: *mut RvgpuQueue, cmds: &[Command]) -> Result<u64, RvgpuStatus> {
-    // SAFETY: a live queue used by one thread at a time (the API's threading rule).
-    let queue = unsafe { &mut *q.cast::<Queue>() };
-    queue.queue.submit(cmds).map_err(from_submit)
+pub fn submit(q: usize, b: &Batch) -> Result<u64, RvgpuStatus> {
+    // Every fence resolved before the queue is touched: a bad handle changes nothing.
+    let resolve = |l: &[(usize, u64)]| -> Result<Vec<(NativeFence, u64)>, RvgpuStatus> {
+        l.iter()
+            .map(|&(f, v)| fence(f).map(|(_, nf)| (nf, v)))
+            .collect()
+    };
+    let waits = resolve(&b.waits)?;
+    let signals = resolve(&b.signals)?;
+    let mut ops: Vec<Op<'_>> = Vec::with_capacity(waits.len() + b.cmds.len() + signals.len());
+    ops.extend(waits.iter().map(|(f, v)| Op::Wait(f, *v)));
+    ops.extend(b.cmds.iter().map(|c| Op::Cmd(*c)));
+    ops.extend(signals.iter().map(|(f, v)| Op::Signal(f, *v)));
+    let obj = handles::get::<Queue>(Kind::Queue, q)?;
+    let mut g = obj.lock();
+    g.submit_ops(&ops).map_err(from_submit)
 }
 
-/// # Safety
-/// `q` is a live queue handle not used concurrently.
-pub unsafe fn queue_wait(q: *mut RvgpuQueue, value: u64, timeout_ns: u64) -> RvgpuStatus {
-    // SAFETY: a live queue (caller contract); only shared access.
-    let queue = unsafe { &*q.cast::<Queue>() };
-    match queue.queue.wait_target(value) {
+pub fn queue_wait(q: usize, value: u64, timeout_ns: u64) -> RvgpuStatus {
+    let target = match handles::get::<Queue>(Kind::Queue, q) {
+        Ok(obj) => {
+            let mut g = obj.lock();
+            g.target(value)
+                .map(|t| t.map(|t| (g.kmt().clone(), t)))
+                .map_err(from_submit)
+        }
+        Err(e) => Err(e),
+    };
+    // The wait is made without the queue's lock, so other threads can submit meanwhile.
+    match target {
         Ok(None) => RvgpuStatus::Ok,
-        Ok(Some((fence, v))) => wait(queue.queue.kmt(), fence, v, timeout_ns),
-        Err(e) => from_submit(e),
+        Ok(Some((kmt, (fence, v)))) => wait(&kmt, fence, v, timeout_ns),
+        Err(e) => e,
     }
 }
 
-/// # Safety
-/// `a` is a live adapter handle.
-pub unsafe fn fence_create(
-    a: *mut RvgpuAdapter,
-    initial: u64,
-) -> Result<*mut RvgpuFence, RvgpuStatus> {
-    // SAFETY: a live adapter (caller contract); only shared access.
-    let adapter = unsafe { &*a.cast::<Adapter>() };
-    let fence = adapter
-        .kmt
-        .create_native_fence_mapped(initial)
-        .map_err(from_nt)?;
-    let kmt = adapter.kmt.clone();
-    Ok(Box::into_raw(Box::new(Fence { kmt, fence })).cast())
+pub fn queue_status(q: usize) -> Result<RvgpuQueueStatus, RvgpuStatus> {
+    let obj = handles::get::<Queue>(Kind::Queue, q)?;
+    let s = obj.lock().state();
+    Ok(RvgpuQueueStatus {
+        submitted: s.submitted,
+        completed: s.completed,
+        dropped_log_entries: s.dropped_log_entries,
+        kind: if s.kernel_mode {
+            RVGPU_QUEUE_KERNEL_MODE
+        } else {
+            RVGPU_QUEUE_USER_MODE
+        },
+        lost: u32::from(s.lost),
+        queue_id: s.queue_id,
+        reserved: 0,
+    })
 }
 
-/// # Safety
-/// `f` is a live fence handle.
-pub unsafe fn fence_signal(f: *mut RvgpuFence, value: u64) -> RvgpuStatus {
-    // SAFETY: a live fence (caller contract); only shared access.
-    let fence = unsafe { &*f.cast::<Fence>() };
-    status(
-        fence
-            .kmt
-            .signal_from_cpu(fence.fence.handle, value)
-            .map_err(from_nt),
+pub fn read_fence_log(q: usize, out: &mut [RvgpuFenceLogEntry]) -> Result<usize, RvgpuStatus> {
+    let obj = handles::get::<Queue>(Kind::Queue, q)?;
+    let log = obj.lock().log.clone();
+    let max = out.len();
+    let mut slots = out.iter_mut();
+    Ok(log.drain(max, |op| {
+        if let Some(e) = slots.next() {
+            *e = RvgpuFenceLogEntry {
+                value: op.value,
+                cpu_timestamp: op.qpc,
+                queue_id: op.queue_id,
+                kind: match op.kind {
+                    LogKind::Wait => RVGPU_FENCE_LOG_WAIT,
+                    LogKind::Signal => RVGPU_FENCE_LOG_SIGNAL,
+                },
+                index: op.index,
+                logged: u32::from(op.logged),
+                os_fence: op.fence,
+                reserved: 0,
+            };
+        }
+    }))
+}
+
+fn add_fence(kmt: K, nf: NativeFence) -> Result<usize, RvgpuStatus> {
+    if current_value(&nf).is_err() {
+        let _ = kmt.destroy_native_fence(nf.kmt);
+        return Err(from_nt(NtStatus(STATUS_INVALID_PARAMETER)));
+    }
+    handles::insert(
+        Kind::Fence,
+        Fence {
+            kmt,
+            fence: Some(nf),
+        },
     )
 }
 
-/// # Safety
-/// `f` is a live fence handle.
-pub unsafe fn fence_wait(f: *mut RvgpuFence, value: u64, timeout_ns: u64) -> RvgpuStatus {
-    // SAFETY: a live fence (caller contract); only shared access.
-    let fence = unsafe { &*f.cast::<Fence>() };
-    if fence.fence.value() >= value {
+pub fn fence_create(a: usize, initial: u64, flags: u32) -> Result<usize, RvgpuStatus> {
+    let (kmt, _) = adapter(a)?;
+    let nf = if flags & RVGPU_FENCE_SHAREABLE != 0 {
+        kmt.create_shareable_native_fence(initial)
+    } else {
+        kmt.create_native_fence(initial)
+    }
+    .map_err(from_nt)?;
+    add_fence(kmt, nf)
+}
+
+pub fn fence_open(a: usize, nt: usize) -> Result<usize, RvgpuStatus> {
+    let (kmt, _) = adapter(a)?;
+    let nf = kmt.open_native_fence(nt as u64).map_err(from_nt)?;
+    add_fence(kmt, nf)
+}
+
+pub fn fence_share(f: usize) -> Result<usize, RvgpuStatus> {
+    let (kmt, nf) = fence(f)?;
+    let nt = kmt.share_native_fence(nf.kmt).map_err(from_nt)?;
+    usize::try_from(nt).map_err(|_| RvgpuStatus::KernelError)
+}
+
+pub fn fence_signal(f: usize, value: u64) -> RvgpuStatus {
+    match fence(f) {
+        Ok((kmt, nf)) => status(kmt.signal_from_cpu(nf.kmt, value).map_err(from_nt)),
+        Err(e) => e,
+    }
+}
+
+pub fn fence_value(f: usize) -> Result<u64, RvgpuStatus> {
+    current_value(&fence(f)?.1)
+}
+
+pub fn fence_wait(f: usize, value: u64, timeout_ns: u64) -> RvgpuStatus {
+    let (kmt, nf) = match fence(f) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    if current_value(&nf).is_ok_and(|v| v >= value) {
         return RvgpuStatus::Ok;
     }
-    wait(&fence.kmt, fence.fence.handle, value, timeout_ns)
+    wait(&kmt, nf.kmt, value, timeout_ns)
 }
 
-/// # Safety
-/// `f` is a live handle from [`fence_create`]; it is consumed.
-pub unsafe fn fence_destroy(f: *mut RvgpuFence) -> RvgpuStatus {
-    // SAFETY: made by `Box::into_raw` in `fence_create`, released once (caller contract).
-    let fence = unsafe { Box::from_raw(f.cast::<Fence>()) };
-    status(
-        fence
-            .kmt
-            .destroy_sync_object(fence.fence.handle)
-            .map_err(from_nt),
-    )
+pub fn fence_destroy(f: usize) -> RvgpuStatus {
+    let obj = match handles::take::<Fence>(Kind::Fence, f) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let mut g = obj.lock();
+    match g.fence.take() {
+        Some(nf) => status(g.kmt.destroy_sync_object(nf.kmt).map_err(from_nt)),
+        None => RvgpuStatus::InvalidHandle,
+    }
 }

@@ -14,6 +14,10 @@ extern crate alloc;
 pub mod capi;
 #[cfg(any(windows, test))]
 mod capi_buffer;
+#[cfg(any(windows, test))]
+mod capi_handles;
+#[cfg(windows)]
+mod capi_queue;
 #[cfg(windows)]
 mod capi_windows;
 pub mod d3d_runtime;

@@ -80,7 +80,7 @@ macro_rules! ensure {
 pub struct Case {
     /// `Area.Name`, e.g. `Adapter.StartStop`.
     pub name: &'static str,
-    /// Requirement IDs (requirements.md) or issue sections the case proves.
+    /// Requirement IDs (docs/requirements.md) the case proves.
     pub requirements: &'static [&'static str],
     /// One line on what it checks.
     pub summary: &'static str,

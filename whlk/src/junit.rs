@@ -104,7 +104,7 @@ mod tests {
         let reports = [
             CaseReport {
                 name: "Adapter.StartStop",
-                requirements: &["ISSUE-2"],
+                requirements: &["DDI-01"],
                 outcome: Outcome::Pass,
                 duration: Duration::from_millis(3),
                 timelines: Vec::new(),

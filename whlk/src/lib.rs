@@ -15,6 +15,7 @@ pub mod backend;
 pub mod case;
 pub mod cases;
 pub mod junit;
+pub mod os;
 pub mod report;
 pub mod runner;
 pub mod timeline;

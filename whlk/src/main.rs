@@ -1,9 +1,13 @@
 //! `rvgpu-whlk`: runs the named cases and prints the results table.
 //!
 //! ```text
-//! rvgpu-whlk [--backend sim|windows|kmt-sim] [--driver linux|pe|pe:PATH] [--umd rust|pe|pe:PATH] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
+//! rvgpu-whlk [--backend sim|windows|kmt-sim] [--driver linux|pe|pe:DIR] [--umd rust|pe|pe:PATH] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
+//!             [--windows 24h2|25h2|26h1] [--without-inf-features]
 //!             [--junit PATH] [--timeline PATH | --no-timeline] [--timeline-svg PATH]
 //! ```
+//! `--windows` and `--without-inf-features` choose the Windows the simulated machines play
+//! ([`rvgpu_whlk::os`]); the run first prints which features that Windows enabled for the
+//! driver, and cases that need a disabled one are skipped with the reason.
 //! `--requirement` (repeatable, or a comma list) keeps the cases whose requirement list names
 //! one of the IDs; an ID no case names is a usage error listing the known IDs. A case needing a
 //! capability the backend lacks is reported as skipped with the reason.
@@ -61,10 +65,11 @@ struct Cli {
     )]
     dma: String,
     /// Which build of the driver the simulated machines load: `linux` (its Rust code compiled
-    /// for this host), or `pe` — `rvgpu.sys` itself, the file a user installs, run in an x86-64
-    /// emulator behind the simulated Dxgkrnl (built on first use as scripts/package.sh builds
-    /// it; `pe:PATH` for another image).
-    #[arg(long, default_value = "linux", value_name = "linux|pe|pe:PATH")]
+    /// for this host), or `pe` — the test-signed package a user installs (made on first use by
+    /// `scripts/package.sh --test-sign`; `pe:DIR` for another package directory), installed
+    /// into each simulated machine as Windows installs it, its `rvgpu.sys` run in an x86-64
+    /// emulator behind the simulated Dxgkrnl.
+    #[arg(long, default_value = "linux", value_name = "linux|pe|pe:DIR")]
     driver: String,
     /// With `--backend kmt-sim`: which user-mode driver the cases go through: `rust` (the UMD's
     /// Rust code linked into this binary, over the simulated thunks) or `pe` — the shipped
@@ -99,24 +104,64 @@ struct Cli {
     /// Also draw the timeline as an SVG picture here.
     #[arg(long, value_name = "PATH")]
     timeline_svg: Option<std::path::PathBuf>,
+    /// The Windows build whose graphics kernel the simulated machines follow: `24h2` (the
+    /// default), `25h2`, or `26h1`, which does not support native fences at all.
+    #[arg(long, value_name = "24h2|25h2|26h1", default_value = "24h2")]
+    windows: String,
+    /// The simulated adapters' software keys without the `Features` values `rvgpu.inf` writes
+    /// (a stock Windows: native fences and user-mode submission off).
+    #[arg(long)]
+    without_inf_features: bool,
 }
 
-/// `--driver`: for the PE image, builds it when no path is given, loads it once to fail early
-/// (no emulator, an import the simulated kernel lacks) and makes it every machine's driver.
+/// `--windows`, `--without-inf-features`: the Windows every simulated machine plays; prints
+/// which features it enabled for the driver.
+fn choose_windows(cli: &Cli) -> Result<(), String> {
+    let os = rvgpu_whlk::os::OsUnderTest {
+        build: rvgpu_simos::WindowsBuild::parse(&cli.windows)?,
+        inf_features: !cli.without_inf_features,
+    };
+    rvgpu_whlk::os::set(os);
+    let features = rvgpu_whlk::os::enabled_features()?
+        .iter()
+        .map(|(name, v)| format!("{name} v{v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    println!(
+        "Windows {}{}: features enabled for the driver: {features}",
+        os.build.name(),
+        if os.inf_features {
+            ""
+        } else {
+            " (the INF's Features values removed)"
+        }
+    );
+    Ok(())
+}
+
+/// `--driver`: for the PE image, makes the test-signed package when no directory is given
+/// (`scripts/package.sh --test-sign`), installs it once on a test machine to fail early (a
+/// refused package, no emulator, an import the simulated kernel lacks) and makes it every
+/// machine's driver: each machine installs the package and loads the driver-store image.
 #[cfg(target_os = "linux")]
 fn choose_driver(arg: &str) -> Result<(), String> {
-    use rvgpu_simos::pe::{build_image, DriverBuild, PeImage};
-    let path = match DriverBuild::parse(arg)? {
+    use rvgpu_simos::install::{install_and_load, package};
+    use rvgpu_simos::pe::{DriverBuild, PeImage};
+    let dir = match DriverBuild::parse(arg)? {
         DriverBuild::Linux => return Ok(()),
         DriverBuild::Pe(Some(p)) => p,
-        DriverBuild::Pe(None) => build_image()?,
+        DriverBuild::Pe(None) => package::test_signed()?.dir,
     };
-    PeImage::load(&path)?;
+    let image = install_and_load(Some(&dir), &rvgpu_simos::OsConfig::default())?
+        .map_err(|r| format!("Windows would refuse the package {}: {r}", dir.display()))?
+        .0;
+    PeImage::load(&image)?;
     println!(
-        "driver: {} (the shipped image, run in the x86-64 emulator)",
-        path.display()
+        "driver: installed from {} (test-signed package), {} run in the x86-64 emulator",
+        dir.display(),
+        image.display()
     );
-    DriverBuild::set_default(DriverBuild::Pe(Some(path)));
+    DriverBuild::set_default(DriverBuild::Pe(Some(dir)));
     Ok(())
 }
 
@@ -267,6 +312,12 @@ fn main() -> ExitCode {
             "rvgpu-whlk: --driver pe runs on Linux only (the emulator is not part of this build)"
         );
         return ExitCode::from(2);
+    }
+    if !matches!(cli.backend, BackendKind::Windows) {
+        if let Err(e) = choose_windows(&cli) {
+            eprintln!("rvgpu-whlk: --windows {}: {e}", cli.windows);
+            return ExitCode::from(2);
+        }
     }
     if cli.umd != "rust" && !matches!(cli.backend, BackendKind::KmtSim) {
         eprintln!("rvgpu-whlk: --umd {} needs --backend kmt-sim", cli.umd);

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use crate::backend::{self, Backend, Capabilities};
+use crate::backend::{self, Backend, Capabilities, Capability};
 use crate::case::{Case, CaseError, Outcome};
 use crate::timeline::Timeline;
 
@@ -85,14 +85,31 @@ pub fn select_by<'a>(
         .collect())
 }
 
-/// Why `backend` cannot run `case`, if it cannot: the capabilities it lacks.
+/// Why `backend` cannot run `case`, if it cannot: the capabilities it lacks, or what the
+/// Windows under test did not enable ([`crate::os::lacks`]).
 pub fn missing(case: &Case, backend: &dyn Backend) -> Option<String> {
-    let lacks = Capabilities::of(case.needs).difference(backend.capabilities());
-    (!lacks.is_empty()).then(|| {
-        format!(
+    let caps = backend.capabilities();
+    let lacks = Capabilities::of(case.needs).difference(caps);
+    if lacks.is_empty() {
+        return None;
+    }
+    // A backend without native fences because the Windows under test did not enable them
+    // (and what it built on them, e.g. GPU work through user-mode queues) says so.
+    let os = if caps.contains(Capability::NativeFences) {
+        None
+    } else {
+        crate::os::lacks(Capability::NativeFences)
+    };
+    Some(match os {
+        Some(why) if lacks == Capabilities::of(&[Capability::NativeFences]) => why,
+        Some(why) => format!(
+            "needs capability {lacks}, which backend {} lacks: {why}",
+            backend.name()
+        ),
+        None => format!(
             "needs capability {lacks}, which backend {} lacks",
             backend.name()
-        )
+        ),
     })
 }
 

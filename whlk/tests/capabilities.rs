@@ -25,8 +25,9 @@ fn reach(s: &mut dyn Session, c: Capability) -> Result<(), Failure> {
         Capability::BugChecks => s.bug_checks().map(|_| ()),
         Capability::AllocationUsage => s.alloc_usage().map(|_| ()),
         Capability::GpuVaPlacement => s.gpu_va().map(|_| ()),
-        // Not a session trait: checked when the session opens.
-        Capability::ConfiguredMachine => Ok(()),
+        Capability::KernelModeTesting => s.kmtest().map(|_| ()),
+        // Not session traits: checked when the session opens, or what the OS enabled.
+        Capability::ConfiguredMachine | Capability::NativeFences => Ok(()),
     }
 }
 

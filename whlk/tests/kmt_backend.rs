@@ -18,10 +18,11 @@ fn kmt_backend_passes_or_skips_every_case() {
             Capability::Fences,
             Capability::UserModeSubmission,
             Capability::AllocationUsage,
-            Capability::GpuVaPlacement
+            Capability::GpuVaPlacement,
+            Capability::KernelModeTesting
         ],
-        "a D3DKMT program offers fences, user-mode submission, the UMD's tracked buffers and \
-         the GPU VA thunks"
+        "a D3DKMT program offers fences, user-mode submission, the UMD's tracked buffers, \
+         the GPU VA thunks and the kernel-mode testing escape"
     );
     let all = cases::all();
     let reports = runner::run_all(&runner::select(&all, None), &b);

@@ -47,6 +47,7 @@ pub mod fence;
 pub mod hws;
 pub mod init;
 pub mod interrupt;
+pub mod kmtest;
 pub mod mdl;
 pub mod memory;
 pub mod ntstatus;

@@ -390,6 +390,10 @@ pub fn node_metadata<P: Platform>(
             .with(
                 DXGK_NODEMETADATA_FLAGS::UserModeSubmission,
                 u32::from(crate::hws::ddi::user_mode_submission(live)),
+            )
+            .with(
+                DXGK_NODEMETADATA_FLAGS::SupportBuildTestCommandBuffer,
+                u32::from(crate::kmtest::enabled(live)),
             ),
         // Every engine translates through the GPU MMU when DRIVERCAPS claims it (BR-71).
         GpuMmuSupported: u8::from(crate::gpummu::supported(live)),

@@ -23,8 +23,9 @@ use core::mem::size_of;
 use rvgpu_ddi::feature::{
     DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1, DXGKARGCB_ISFEATUREENABLED2,
     DXGKARGCB_QUERYFEATUREINTERFACE, DXGKCBINT_FEATURE_NATIVEFENCE_1, DXGK_FEATURE_HWSCH,
-    DXGK_FEATURE_ID, DXGK_FEATURE_INTERFACE, DXGK_FEATURE_NATIVE_FENCE,
-    DXGK_FEATURE_USER_MODE_SUBMISSION, DXGK_FEATURE_VERSION, DXGK_ISFEATUREENABLED_RESULT_0,
+    DXGK_FEATURE_ID, DXGK_FEATURE_INTERFACE, DXGK_FEATURE_KERNEL_MODE_TESTING,
+    DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_USER_MODE_SUBMISSION, DXGK_FEATURE_VERSION,
+    DXGK_ISFEATUREENABLED_RESULT_0,
 };
 
 use crate::dxgk::Dxgk;
@@ -45,6 +46,7 @@ pub(crate) fn driver_support(
         DXGK_FEATURE_HWSCH | DXGK_FEATURE_USER_MODE_SUBMISSION | DXGK_FEATURE_NATIVE_FENCE => {
             Some((1, 1))
         }
+        DXGK_FEATURE_KERNEL_MODE_TESTING => Some((crate::kmtest::VERSION, crate::kmtest::VERSION)),
         _ => None,
     }
 }
@@ -69,6 +71,8 @@ pub struct Features {
     pub user_mode_submission: Option<DXGK_FEATURE_VERSION>,
     /// `Some` if the OS enabled native fences and answered the interface query.
     pub native_fence: Option<NativeFenceFeature>,
+    /// Negotiated version of `DXGK_FEATURE_KERNEL_MODE_TESTING` ([`crate::kmtest`]).
+    pub kernel_mode_testing: Option<DXGK_FEATURE_VERSION>,
 }
 
 // SAFETY: the interface is a table of Dxgkrnl function pointers and an opaque context that
@@ -93,6 +97,7 @@ impl Features {
             hwsch,
             user_mode_submission,
             native_fence,
+            kernel_mode_testing: Self::is_enabled(&interface, DXGK_FEATURE_KERNEL_MODE_TESTING),
         }
     }
 

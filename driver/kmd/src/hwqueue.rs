@@ -390,7 +390,11 @@ fn insert<P: Platform>(
         .and_then(|c| s.process_of_device(c.device));
     let free = usize::try_from(s.ids.free_count()).unwrap_or(0);
     let held = &*s;
-    if !crate::quota::QUEUES.grants(free, owner.map(|p| move || held.queues_of_process(p))) {
+    if !live
+        .quotas
+        .queues
+        .grants(free, owner.map(|p| move || held.queues_of_process(p)))
+    {
         return Err((status::NO_MEMORY, queue.kernel));
     }
     let Some(id) = s.ids.alloc() else {

@@ -37,6 +37,7 @@ mod hwqueue;
 mod hws;
 mod interrupt;
 mod kmem;
+mod kmtest;
 mod log;
 mod mdl;
 mod mmio;

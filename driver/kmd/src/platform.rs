@@ -106,6 +106,15 @@ pub unsafe trait Platform: 'static {
         true
     }
 
+    /// The `REG_DWORD` value `name` under the software (driver) key of the device whose
+    /// physical device object is `pdo` (IoOpenDeviceRegistryKey with PLUGPLAY_REGKEY_DRIVER,
+    /// then ZwQueryValueKey, on Windows), or `None` if it is absent, of another type, or the
+    /// platform has no registry (the default). PASSIVE_LEVEL.
+    fn software_key_dword(pdo: *mut c_void, name: &str) -> Option<u32> {
+        let _ = (pdo, name);
+        None
+    }
+
     /// Storage for one periodic kernel timer and the DPC it queues (a KTIMER and a KDPC on
     /// Windows). It lives inside the driver's own (non-paged) structures: created with
     /// `Default` before the structure has its final address, armed once it has.

@@ -1,13 +1,18 @@
 //! Fair use of the adapter's finite objects between processes.
 //!
-//! The adapter has 4,096 hardware queue ids and room for 16,384 contexts, shared by every
-//! process. Windows limits handles per process but not these: a process that takes them all
-//! would make every other process's first queue or context fail. So the last few free objects
-//! of each pool are a reserve that only a process holding fewer than a handful may take: a
-//! greedy process stops short of the reserve, and every other process still gets its first
-//! objects. The figures are this driver's choice (docs/robustness.md §6): large enough for
-//! many newcomers at once, small enough that one application can still use nearly the whole
-//! adapter.
+//! The adapter has 4,096 hardware queue ids, room for 16,384 contexts and 2^20 native fences,
+//! shared by every process. Windows limits handles per process but not these: a process that
+//! takes them all would make every other process's first queue, context or fence fail. So the
+//! last few free objects of each pool are a reserve that only a process holding fewer than a
+//! handful may take: a greedy process stops short of the reserve, and every other process
+//! still gets its first objects. The figures are this driver's choice (docs/robustness.md §6):
+//! large enough for many newcomers at once, small enough that one application can still use
+//! nearly the whole adapter. Each is a `REG_DWORD` under the adapter's software key, read once
+//! at start ([`Quotas::read`]), so an administrator or a test can change it.
+
+use core::ffi::c_void;
+
+use crate::platform::Platform;
 
 /// The rule of one pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +35,69 @@ pub const CONTEXTS: Share = Share {
     first: 4,
 };
 
+/// Native fences (counted by the local handles a process has open: its creations and its
+/// opens of shared fences).
+pub const FENCES: Share = Share {
+    reserve: 4096,
+    first: 64,
+};
+
+/// Every pool's rule, as the adapter uses them while started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quotas {
+    /// Hardware queues and so doorbells ([`QUEUES`]).
+    pub queues: Share,
+    /// Contexts ([`CONTEXTS`]).
+    pub contexts: Share,
+    /// Native fences ([`FENCES`]).
+    pub fences: Share,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Self {
+            queues: QUEUES,
+            contexts: CONTEXTS,
+            fences: FENCES,
+        }
+    }
+}
+
+/// The registry values (under the adapter's software key) that override each figure.
+pub const VALUES: [&str; 6] = [
+    "QueueReserve",
+    "QueueFirst",
+    "ContextReserve",
+    "ContextFirst",
+    "FenceReserve",
+    "FenceFirst",
+];
+
+impl Quotas {
+    /// The defaults with every `REG_DWORD` the adapter's software key holds among [`VALUES`]
+    /// applied (PASSIVE, at start). `pdo` is the adapter's physical device object. A value that
+    /// is absent or not a `REG_DWORD` leaves its default; every number is safe (a reserve past
+    /// the pool's size counts every process, a `first` of 0 gives the reserve to the system
+    /// device only).
+    pub fn read<P: Platform>(pdo: *mut c_void) -> Self {
+        let mut q = Self::default();
+        let fields: [&mut usize; 6] = [
+            &mut q.queues.reserve,
+            &mut q.queues.first,
+            &mut q.contexts.reserve,
+            &mut q.contexts.first,
+            &mut q.fences.reserve,
+            &mut q.fences.first,
+        ];
+        for (name, field) in VALUES.iter().zip(fields) {
+            if let Some(v) = P::software_key_dword(pdo, name) {
+                *field = usize::try_from(v).unwrap_or(usize::MAX);
+            }
+        }
+        q
+    }
+}
+
 impl Share {
     /// Whether a process may take one more object of a pool with `free` left; `mine` counts
     /// what the process holds (asked only when the pool is down to its reserve). `None`: the
@@ -48,6 +116,14 @@ impl Share {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without a registry (the host platform answers nothing) the defaults stand.
+    #[test]
+    fn quotas_default_without_registry_values() {
+        let q = Quotas::read::<crate::kmem::Host>(core::ptr::null_mut());
+        assert_eq!(q, Quotas::default());
+        assert_eq!(q.fences, FENCES);
+    }
 
     #[test]
     fn reserve_goes_to_newcomers_only() {

@@ -5,13 +5,15 @@
 //! through the same functions, so `cargo test` catches regressions without the fuzzer. Every
 //! invariant is an assertion: a violation is a panic, which libFuzzer reports as a crash.
 //!
-//! Targets: [`gpu_ring`] (device + command decoder), [`ddi`] (DDIs with user-mode private
+//! Targets: [`gpu_ring`] (device + command decoder), [`gpu_device`] (the device under
+//! arbitrary registers, user-mode queues and page tables), [`ddi`] (DDIs with user-mode private
 //! data through the simulated OS), [`kmd_events`] (event ring and fence logs with arbitrary
 //! GPU-written contents), [`umd_capi`] (the UMD's C API), [`vfu_backend`] (the vfio-user
 //! server's message handling, as a hostile client drives it).
 
 pub mod commands;
 pub mod ddi;
+pub mod gpu_device;
 pub mod gpu_ring;
 pub mod input;
 pub mod kmd_events;
@@ -36,6 +38,11 @@ pub const TARGETS: &[Target] = &[
         name: "gpu_ring",
         run: gpu_ring::run,
         seeds: gpu_ring::seeds,
+    },
+    Target {
+        name: "gpu_device",
+        run: gpu_device::run,
+        seeds: gpu_device::seeds,
     },
     Target {
         name: "ddi",

@@ -17,6 +17,8 @@ use crate::input::{Input, Writer};
 
 /// Calls per input at most.
 const MAX_CALLS: usize = 64;
+/// Call selectors (`sel % SELECTORS`); the last one replays a command stream.
+const SELECTORS: u8 = 27;
 
 fn ptr_or_null<T>(b: u8, p: *mut T) -> *mut T {
     if b & 1 == 0 {
@@ -31,12 +33,12 @@ fn check(name: &str, s: RvgpuStatus) {
     assert!(
         matches!(
             s,
-            RvgpuStatus::InvalidArgument | RvgpuStatus::NotImplemented
+            RvgpuStatus::InvalidArgument | RvgpuStatus::NotImplemented | RvgpuStatus::InvalidHandle
         ),
         "{name} returned {s:?} on the host"
     );
     // SAFETY: the function returns a static C string for every status.
-    let text = unsafe { std::ffi::CStr::from_ptr(capi::rvgpu_status_string(s)) };
+    let text = unsafe { std::ffi::CStr::from_ptr(capi::rvgpu_status_string(s as u32)) };
     assert!(!text.to_bytes().is_empty());
 }
 
@@ -66,7 +68,7 @@ pub fn run(data: &[u8]) {
         // SAFETY (every call below): each pointer is null or points at a live local of the
         // right type; "handles" are never dereferenced off Windows (no handle can exist).
         unsafe {
-            match sel % 18 {
+            match sel % SELECTORS {
                 0 => {
                     let (lo, hi) = (inp.u32(), inp.u32() as i32);
                     let s = capi::rvgpu_open_adapter(lo, hi, ptr_or_null(nulls, &mut out_adapter));
@@ -213,6 +215,130 @@ pub fn run(data: &[u8]) {
                         ptr_or_null(nulls >> 3, &mut out_u64),
                     ),
                 ),
+                17 => {
+                    let desc = capi::RvgpuQueueDesc {
+                        node: inp.u32(),
+                        kind: inp.u32() % 3,
+                        priority: inp.u32(),
+                        ring_size: inp.u32(),
+                    };
+                    let s = capi::rvgpu_queue_create(
+                        ptr_or_null(nulls, adapter),
+                        if nulls & 2 == 0 { ptr::null() } else { &desc },
+                        ptr_or_null(nulls >> 2, &mut out_queue),
+                    );
+                    check("queue_create", s);
+                    assert!(out_queue.is_null());
+                }
+                18 => {
+                    let raw = inp.bytes(256);
+                    let dwords: Vec<u32> = raw
+                        .chunks_exact(4)
+                        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .collect();
+                    let list = [capi::RvgpuFenceValue {
+                        fence: ptr_or_null(nulls >> 4, fence),
+                        value: inp.u64(),
+                    }];
+                    let n = usize::from(inp.u8() % 2);
+                    let desc = capi::RvgpuSubmitDesc {
+                        commands: if nulls & 8 == 0 {
+                            ptr::null()
+                        } else {
+                            dwords.as_ptr()
+                        },
+                        dword_count: dwords.len(),
+                        waits: if nulls & 16 == 0 {
+                            ptr::null()
+                        } else {
+                            list.as_ptr()
+                        },
+                        wait_count: n,
+                        signals: list.as_ptr(),
+                        signal_count: usize::from(inp.u8() % 2),
+                    };
+                    let s = capi::rvgpu_queue_submit(
+                        ptr_or_null(nulls, queue),
+                        if nulls & 2 == 0 { ptr::null() } else { &desc },
+                        ptr_or_null(nulls >> 2, &mut out_u64),
+                    );
+                    check("queue_submit", s);
+                }
+                19 => {
+                    let mut st = capi::RvgpuQueueStatus::default();
+                    check(
+                        "queue_status",
+                        capi::rvgpu_queue_status(
+                            ptr_or_null(nulls, queue),
+                            ptr_or_null(nulls >> 1, &mut st),
+                        ),
+                    );
+                }
+                20 => {
+                    let mut log = [capi::RvgpuFenceLogEntry::default(); 4];
+                    let mut n = 0usize;
+                    check(
+                        "queue_read_fence_log",
+                        capi::rvgpu_queue_read_fence_log(
+                            ptr_or_null(nulls, queue),
+                            ptr_or_null(nulls >> 1, log.as_mut_ptr()),
+                            usize::from(inp.u8() % 5),
+                            ptr_or_null(nulls >> 2, &mut n),
+                        ),
+                    );
+                    assert_eq!(n, 0);
+                }
+                21 => {
+                    let s = capi::rvgpu_fence_create2(
+                        ptr_or_null(nulls, adapter),
+                        inp.u64(),
+                        inp.u32(),
+                        ptr_or_null(nulls >> 1, &mut out_fence),
+                    );
+                    check("fence_create2", s);
+                    assert!(out_fence.is_null());
+                }
+                22 => check(
+                    "fence_value",
+                    capi::rvgpu_fence_value(
+                        ptr_or_null(nulls, fence),
+                        ptr_or_null(nulls >> 1, &mut out_u64),
+                    ),
+                ),
+                23 => check(
+                    "fence_share",
+                    capi::rvgpu_fence_share(
+                        ptr_or_null(nulls, fence),
+                        ptr_or_null(nulls >> 1, &mut out_ptr),
+                    ),
+                ),
+                24 => {
+                    let s = capi::rvgpu_fence_open(
+                        ptr_or_null(nulls, adapter),
+                        ptr_or_null(nulls >> 1, fake_ptr),
+                        ptr_or_null(nulls >> 2, &mut out_fence),
+                    );
+                    check("fence_open", s);
+                    assert!(out_fence.is_null());
+                }
+                25 => {
+                    let mut d = capi::RvgpuDeviceStatus::default();
+                    let mut b = capi::RvgpuBufferStatus::default();
+                    check(
+                        "device_status",
+                        capi::rvgpu_device_status(
+                            ptr_or_null(nulls, adapter),
+                            ptr_or_null(nulls >> 1, &mut d),
+                        ),
+                    );
+                    check(
+                        "buffer_status",
+                        capi::rvgpu_buffer_status(
+                            ptr_or_null(nulls >> 2, buffer),
+                            ptr_or_null(nulls >> 3, &mut b),
+                        ),
+                    );
+                }
                 _ => {
                     let raw = inp.bytes(2048);
                     let dwords: Vec<u32> = raw
@@ -255,7 +381,7 @@ fn parse_roundtrip(dwords: &[u32]) {
 pub fn seeds() -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     let mut w = Writer::new();
-    for sel in 0..18u8 {
+    for sel in 0..SELECTORS {
         w.u8(sel).u8(0xff);
         for _ in 0..5 {
             w.u64(4096);
@@ -275,7 +401,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     }
     let mut w = Writer::new();
     w.u8(4).u8(0xff).bytes(&dw, true);
-    w.u8(17).u8(0).bytes(&dw, true);
+    w.u8(SELECTORS - 1).u8(0).bytes(&dw, true);
     out.push(("submit-every-packet".to_string(), w.finish()));
     out
 }

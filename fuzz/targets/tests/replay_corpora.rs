@@ -35,6 +35,11 @@ fn fuzz_corpus_gpu_ring_replays_clean() {
 }
 
 #[test]
+fn fuzz_corpus_gpu_device_registers_queues_tables_replays_clean() {
+    replay("gpu_device");
+}
+
+#[test]
 fn fuzz_corpus_ddi_private_data_replays_clean() {
     replay("ddi");
 }

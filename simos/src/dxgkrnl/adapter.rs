@@ -21,7 +21,9 @@ use crate::machine::Board;
 
 use crate::dxgkrnl::interrupt::{SimLine, Wake, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
 use crate::dxgkrnl::notify::{Notification, Processed};
-use crate::dxgkrnl::state::{lock, MachineState};
+use crate::dxgkrnl::observer::Observer;
+use crate::dxgkrnl::state::MachineState;
+use crate::lock::lock;
 use crate::machine::{AdapterConfig, OsConfig};
 
 /// The driver's table as copied by the simulated `DxgkInitialize`, shared by the machine and
@@ -72,107 +74,6 @@ pub struct SendTable<T>(pub T);
 unsafe impl<T> Send for SendTable<T> {}
 // SAFETY: as above; readers only copy the table.
 unsafe impl<T> Sync for SendTable<T> {}
-
-/// Counters tests can read.
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// ISR calls.
-    pub isr_calls: AtomicU64,
-    /// DPC calls.
-    pub dpc_calls: AtomicU64,
-    /// Bus accesses of each DDI (outermost calls), the ISR and the DPC: calls and what the
-    /// device counted during them. Exact in step mode; in threaded mode another thread's
-    /// accesses can fall inside a call.
-    pub bus: BusLedger,
-}
-
-impl Stats {
-    /// Charges `routine` one call and the accesses since `before` (`None`: a board that
-    /// cannot count).
-    pub fn charge_bus(
-        &self,
-        routine: crate::dxgkrnl::irql::Routine,
-        before: Option<rvgpu_device::BusCounts>,
-        now: Option<rvgpu_device::BusCounts>,
-    ) {
-        if let (Some(b), Some(n)) = (before, now) {
-            self.bus.charge(routine, n.since(&b));
-        }
-    }
-}
-
-/// Per-routine tallies, indexed by the routine's id: a few relaxed atomic adds per call, so
-/// that counting does not weigh on the simulated OS's own figures (its DDI wrappers run on
-/// every hot path the benchmarks measure).
-#[derive(Debug)]
-pub struct BusLedger {
-    slots: Box<[BusSlot]>,
-    /// The routine of each slot used so far (written once per slot).
-    names: Mutex<HashMap<u64, crate::dxgkrnl::irql::Routine>>,
-}
-
-#[derive(Debug, Default)]
-struct BusSlot {
-    seen: AtomicBool,
-    calls: AtomicU64,
-    reads: AtomicU64,
-    writes: AtomicU64,
-    doorbell_writes: AtomicU64,
-}
-
-/// Routine ids are small (the `Routine` enum's discriminants).
-const BUS_SLOTS: usize = 256;
-
-impl Default for BusLedger {
-    fn default() -> Self {
-        Self {
-            slots: (0..BUS_SLOTS).map(|_| BusSlot::default()).collect(),
-            names: Mutex::new(HashMap::new()),
-        }
-    }
-}
-
-impl BusLedger {
-    fn charge(&self, routine: crate::dxgkrnl::irql::Routine, c: rvgpu_device::BusCounts) {
-        let id = routine.id();
-        let Some(slot) = usize::try_from(id).ok().and_then(|i| self.slots.get(i)) else {
-            return;
-        };
-        if !slot.seen.swap(true, Ordering::Relaxed) {
-            self.names
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, routine);
-        }
-        slot.calls.fetch_add(1, Ordering::Relaxed);
-        slot.reads.fetch_add(c.reads, Ordering::Relaxed);
-        slot.writes.fetch_add(c.writes, Ordering::Relaxed);
-        slot.doorbell_writes
-            .fetch_add(c.doorbell_writes, Ordering::Relaxed);
-    }
-
-    /// Every routine charged so far: name, calls, accesses.
-    pub fn snapshot(&self) -> Vec<(String, u64, rvgpu_device::BusCounts)> {
-        let names = self.names.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let mut v: Vec<_> = names
-            .into_iter()
-            .filter_map(|(id, r)| {
-                let s = self.slots.get(usize::try_from(id).ok()?)?;
-                Some((
-                    format!("{r:?}"),
-                    s.calls.load(Ordering::Relaxed),
-                    rvgpu_device::BusCounts {
-                        reads: s.reads.load(Ordering::Relaxed),
-                        writes: s.writes.load(Ordering::Relaxed),
-                        doorbell_writes: s.doorbell_writes.load(Ordering::Relaxed),
-                    },
-                ))
-            })
-            .collect();
-        v.sort_by(|x, y| x.0.cmp(&y.0));
-        v
-    }
-}
 
 /// What freed contiguous memory is filled with while in quarantine.
 pub const FREED_POISON: u64 = 0xF4EE_D0F4_EED0_F4EE;
@@ -265,10 +166,6 @@ pub struct AdapterShared {
     /// References the driver holds on the feature interface (DxgkCbQueryServices takes one,
     /// InterfaceReference/InterfaceDereference adjust it). Must be zero once stopped.
     pub feature_refs: AtomicI64,
-    /// Feature IDs the driver asked IsFeatureEnabled about, in order (NF-10).
-    pub features_queried: Mutex<Vec<i32>>,
-    /// Times the driver obtained the native-fence feature interface (QueryFeatureInterface).
-    pub native_fence_interface_queries: AtomicU64,
     /// The callback table handed to StartDevice.
     pub interface: Mutex<Option<SendTable<DXGKRNL_INTERFACE>>>,
     /// Driver caps read at start.
@@ -284,9 +181,6 @@ pub struct AdapterShared {
     /// Paging queues and the GPU VA ranges processes reserve and map through the D3DKMT
     /// thunks ([`crate::vidmm::va`]). Taken after `residency`, before `vidmm`.
     pub gpuva: Mutex<crate::vidmm::va::State>,
-    /// Dxgkrnl's triage log for this adapter: statuses outside a DDI wrapper's allow-list
-    /// (BR-23).
-    pub triage: Mutex<Vec<String>>,
     /// VidSch's system device and per-node system contexts (BR-66, [`crate::vidsch::system`]).
     pub system: Mutex<crate::vidsch::system::SystemObjects>,
     /// VidSch's hardware-scheduling state: node set-up calls, scheduling logs, context bands
@@ -294,8 +188,8 @@ pub struct AdapterShared {
     pub hws: Mutex<crate::vidsch::hws::HwsOs>,
     /// The feature database negotiated before StartDevice ([`crate::dxgkrnl::features`]).
     pub features: Mutex<crate::dxgkrnl::features::FeatureDb>,
-    /// Counters.
-    pub stats: Stats,
+    /// What tests observe of the adapter (counters and logs the OS decides nothing on).
+    observer: Observer,
     /// Kernel timers the driver set for this adapter ([`crate::dxgkrnl::ktimer`]).
     pub timers: crate::dxgkrnl::ktimer::Timers,
     /// Resources the driver gets pointers into (never moves).
@@ -325,6 +219,9 @@ pub struct AdapterShared {
     storm_since: AtomicU64,
     /// Shortest run (GPU ticks) that counts as a storm (see [`crate::dxgkrnl::interrupt`]).
     storm_min_ticks: u64,
+    /// The adapter's keys as the package's install wrote them (a PE machine's load,
+    /// `crate::install`); `None` until then.
+    pub(crate) installed_keys: Mutex<Option<crate::install::AdapterKeys>>,
 }
 
 impl std::fmt::Debug for AdapterShared {
@@ -384,6 +281,19 @@ impl Drop for InterruptLockGuard<'_> {
 }
 
 impl AdapterShared {
+    /// What tests observe of the adapter: the OS records into it, tests read it through
+    /// `Machine`; nothing the OS decides reads it.
+    pub fn observer(&self) -> &Observer {
+        &self.observer
+    }
+
+    /// The adapter's keys as Dxgkrnl reads them from the registry (BR-14, BR-35, the feature
+    /// database): what the install wrote, with the configuration's edits on top
+    /// ([`crate::install::AdapterKeys::with_edits`]).
+    pub fn registry_keys(&self) -> crate::install::AdapterKeys {
+        crate::install::AdapterKeys::with_edits(lock(&self.installed_keys).as_ref(), &self.config)
+    }
+
     /// A new adapter (registered under its handle).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -407,6 +317,10 @@ impl AdapterShared {
             device.config().doorbells,
             device.memory().vram_size(),
             msi,
+        );
+        crate::dxgkrnl::registry::publish_software_key(
+            resources.pdo() as usize,
+            config.software_key.clone(),
         );
         let storm_min_ticks = crate::dxgkrnl::interrupt::storm_min_ticks(device.config());
         let d3hot = Arc::new(crate::dxgkrnl::callbacks::D3Hot::default());
@@ -452,19 +366,16 @@ impl AdapterShared {
             native_fences: Mutex::new(HashSet::new()),
             fence_os: Mutex::new(crate::sync::fence::FenceOs::default()),
             feature_refs: AtomicI64::new(0),
-            features_queried: Mutex::new(Vec::new()),
-            native_fence_interface_queries: AtomicU64::new(0),
             interface: Mutex::new(None),
             caps: Mutex::new(None),
             memory_model: Mutex::new(Default::default()),
             vidmm: Mutex::new(Default::default()),
             residency: Mutex::new(Default::default()),
             gpuva: Mutex::new(Default::default()),
-            triage: Mutex::new(Vec::new()),
             system: Mutex::new(Default::default()),
             hws: Mutex::new(Default::default()),
             features: Mutex::new(Default::default()),
-            stats: Stats::default(),
+            observer: Observer::default(),
             timers: crate::dxgkrnl::ktimer::Timers::new(step),
             resources,
             doorbell_bus,
@@ -478,6 +389,7 @@ impl AdapterShared {
             claimed_run: AtomicU64::new(0),
             storm_since: AtomicU64::new(u64::MAX),
             storm_min_ticks,
+            installed_keys: Mutex::new(None),
         });
         let mut h = lock(&HANDLES);
         h.retain(|(_, w)| w.strong_count() > 0);

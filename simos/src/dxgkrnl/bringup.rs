@@ -17,7 +17,7 @@ use rvgpu_ddi::submission::{DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS};
 use rvgpu_ddi::NTSTATUS;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::state::lock;
+use crate::dxgkrnl::rules::{self, Routine, Slot};
 use crate::machine::CpuArch;
 
 /// `STATUS_REVISION_MISMATCH`.
@@ -61,23 +61,11 @@ const KNOWN_WDDM_VERSIONS: &[u32] = &[
     0x2900, 0x3000, 0x3100, 0x3200,
 ];
 
-/// BR-02 ([D] `DpiInitializeInternal`): the slots `DxgkInitialize` requires, and the pair of
-/// which one must be filled. `NotifyAcpiEvent`, `QueryInterface` and `QueryAdapterInfo` are not
-/// checked here (QueryAdapterInfo is, at adapter creation: BR-30).
-pub const LOAD_SLOTS: &[&str] = &[
-    "DxgkDdiAddDevice",
-    "DxgkDdiStartDevice",
-    "DxgkDdiStopDevice",
-    "DxgkDdiRemoveDevice",
-    "DxgkDdiDispatchIoRequest",
-    "DxgkDdiInterruptRoutine",
-    "DxgkDdiDpcRoutine",
-    "DxgkDdiQueryChildRelations",
-    "DxgkDdiQueryDeviceDescriptor",
-    "DxgkDdiSetPowerState",
-    "DxgkDdiResetDevice",
-    "DxgkDdiUnload",
-];
+/// BR-02 ([D] `DpiInitializeInternal`): the slots `DxgkInitialize` requires ([`Slot::Load`] in
+/// the rule table; one of the [`Slot::LoadOneOf`] pair must be filled too). `NotifyAcpiEvent`,
+/// `QueryInterface` and `QueryAdapterInfo` are not checked here (QueryAdapterInfo is, at adapter
+/// creation: BR-30).
+pub const LOAD_SLOTS: &[&str] = &rules::slot_names::<{ rules::slot_count(Slot::Load) }>(Slot::Load);
 
 /// BR-01 and BR-02: what `DxgkInitialize` checks.
 pub fn check_load(t: &DRIVER_INITIALIZATION_DATA) -> Result<(), Violation> {
@@ -91,8 +79,10 @@ pub fn check_load(t: &DRIVER_INITIALIZATION_DATA) -> Result<(), Violation> {
     }
     let filled = |name: &str| t.slots().any(|(n, f)| n == name && f);
     let mut missing: Vec<&str> = LOAD_SLOTS.iter().copied().filter(|n| !filled(n)).collect();
-    if !filled("DxgkDdiQueryChildStatus") && !filled("DxgkDdiQueryConnectionChange") {
-        missing.push("DxgkDdiQueryChildStatus or DxgkDdiQueryConnectionChange");
+    let one_of: Vec<&str> = rules::slots(Slot::LoadOneOf).collect();
+    let either = one_of.join(" or ");
+    if !one_of.iter().any(|n| filled(n)) {
+        missing.push(&either);
     }
     if missing.is_empty() {
         Ok(())
@@ -225,35 +215,12 @@ impl StartFacts {
     }
 }
 
-/// DDIs whose presence makes a render core ([D] `CreateRenderCore`: on a WDDM 1.2+ driver
-/// with every one of them NULL the adapter simply has no render core, BR-56). One more slot of
-/// Windows' list (DXGADAPTER qword 85) is not identified and not modelled.
-pub const RENDER_CORE_DDIS: &[&str] = &[
-    "DxgkDdiCreateDevice",
-    "DxgkDdiDestroyDevice",
-    "DxgkDdiCreateAllocation",
-    "DxgkDdiDestroyAllocation",
-    "DxgkDdiDescribeAllocation",
-    "DxgkDdiGetStandardAllocationDriverData",
-    "DxgkDdiOpenAllocation",
-    "DxgkDdiCloseAllocation",
-    "DxgkDdiAcquireSwizzlingRange",
-    "DxgkDdiReleaseSwizzlingRange",
-    "DxgkDdiPatch",
-    "DxgkDdiSubmitCommand",
-    "DxgkDdiPreemptCommand",
-    "DxgkDdiBuildPagingBuffer",
-    "DxgkDdiResetFromTimeout",
-    "DxgkDdiRestartFromTimeout",
-    "DxgkDdiQueryCurrentFence",
-    "DxgkDdiRender",
-    "DxgkDdiRenderKm",
-    "DxgkDdiPresent",
-    "DxgkDdiCreateOverlay",
-    "DxgkDdiUpdateOverlay",
-    "DxgkDdiFlipOverlay",
-    "DxgkDdiDestroyOverlay",
-];
+/// DDIs whose presence makes a render core ([`Slot::RenderCore`] in the rule table; [D]
+/// `CreateRenderCore`: on a WDDM 1.2+ driver with every one of them NULL the adapter simply has
+/// no render core, BR-56). One more slot of Windows' list (DXGADAPTER qword 85) is not identified
+/// and not modelled.
+pub const RENDER_CORE_DDIS: &[&str] =
+    &rules::slot_names::<{ rules::slot_count(Slot::RenderCore) }>(Slot::RenderCore);
 
 /// The caps and DDI-table rules of adapter creation, in Windows' order (docs/windows-bringup.md
 /// §4: [D] `DXGADAPTER::Initialize` up to the render core, then [D] `CreateRenderCore` and the
@@ -844,13 +811,7 @@ pub fn check_node_ums(
     if !os.native_gpu_fence {
         why.push("no NativeGpuFence in the driver caps (24H2)".to_string());
     }
-    for d in [
-        "DxgkDdiCreateDoorbell",
-        "DxgkDdiConnectDoorbell",
-        "DxgkDdiDisconnectDoorbell",
-        "DxgkDdiDestroyDoorbell",
-        "DxgkDdiNotifyWorkSubmission",
-    ] {
+    for d in rules::slots(Slot::Doorbell) {
         if !filled(d) {
             why.push(format!("{d} missing"));
         }
@@ -881,53 +842,20 @@ pub fn check_history_precision(
     })
 }
 
-/// BR-23: the statuses Dxgkrnl's DDI wrappers accept; anything else is logged to the triage
-/// log as an invalid status (not refused).
+/// BR-23: whether Dxgkrnl's wrapper of `ddi` accepts `status` (the statuses column of the rule
+/// table); anything else is logged to the triage log as an invalid status (not refused).
 pub fn status_allowed(ddi: &str, status: NTSTATUS) -> bool {
-    let allowed: &[NTSTATUS] = match ddi {
-        "DxgkDdiQueryAdapterInfo" => &[
-            STATUS_SUCCESS,
-            STATUS_INVALID_PARAMETER,
-            STATUS_NOT_IMPLEMENTED,
-            STATUS_NO_MEMORY,
-        ],
-        "DxgkDdiGetNodeMetadata" => &[STATUS_SUCCESS, STATUS_INVALID_PARAMETER],
-        // BR-107/108 (runtime power, `dxgkrnl::power`).
-        "DxgkDdiSetPowerComponentFState" => &[
-            STATUS_SUCCESS,
-            crate::dxgkrnl::power::STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST,
-        ],
-        "DxgkDdiPowerRuntimeControlRequest" => &[STATUS_SUCCESS, STATUS_INVALID_PARAMETER],
-        "DxgkDdiCreateDevice" | "DxgkDdiCreateContext" => &[STATUS_SUCCESS, STATUS_NO_MEMORY],
-        // [D] `ADAPTER_RENDER::DdiPresent`.
-        "DxgkDdiPresent" => &[
-            STATUS_SUCCESS,
-            STATUS_INVALID_HANDLE,
-            STATUS_NO_MEMORY,
-            STATUS_ILLEGAL_INSTRUCTION,
-            STATUS_PRIVILEGED_INSTRUCTION,
-            STATUS_INSUFFICIENT_RESOURCES,
-            STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER,
-            STATUS_GRAPHICS_CANNOTCOLORCONVERT,
-            STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE,
-        ],
-        // [D] `DXGADAPTER::DdiControlInterrupt`.
-        "DxgkDdiControlInterrupt" => &[STATUS_SUCCESS, STATUS_UNSUCCESSFUL, STATUS_NOT_IMPLEMENTED],
-        "DxgkDdiCreateHwQueue" | "DxgkDdiCreateDoorbell" | "DxgkDdiConnectDoorbell" => {
-            &[STATUS_SUCCESS, STATUS_NOT_IMPLEMENTED, STATUS_NO_MEMORY]
-        }
-        _ => return true,
-    };
-    allowed.contains(&status)
+    rules::status_allowed(ddi, status)
 }
 
-/// Records `status` of `ddi` in the adapter's triage log when the wrapper's allow-list does not
-/// have it (BR-23: Windows logs it and goes on).
-pub fn triage_status(a: &AdapterShared, ddi: &str, status: NTSTATUS) {
-    if !status_allowed(ddi, status) {
-        lock(&a.triage).push(format!(
-            "BR-23: {ddi} returned an invalid NTSTATUS {:#010x}",
-            status as u32
+/// Records `status` of `routine` in the adapter's triage log when the wrapper's allow-list does
+/// not have it (BR-23: Windows logs it and goes on).
+pub fn triage_status(a: &AdapterShared, routine: Routine, status: NTSTATUS) {
+    let rules = routine.rules();
+    if rules.statuses.is_some_and(|s| !s.allowed.contains(&status)) {
+        a.observer().triage(format!(
+            "BR-23: {} returned an invalid NTSTATUS {:#010x}",
+            rules.name, status as u32
         ));
     }
 }
@@ -937,6 +865,6 @@ impl crate::machine::Machine {
     /// (BR-23).
     pub fn triage_log(&self, i: usize) -> Vec<String> {
         self.adapter_shared(i)
-            .map_or_else(|_| Vec::new(), |a| lock(&a.triage).clone())
+            .map_or_else(|_| Vec::new(), |a| a.observer().triage_log())
     }
 }

@@ -3,7 +3,8 @@
 //! [`call`] sets the IRQL the DDI runs at, marks the adapter whose DDI the thread is inside,
 //! refuses on a halted machine, enforces the routine's IRQL rule on entry, calls, and checks the
 //! IRQL on return (0xC8 on a mismatch; Windows' 0x113 for the DDIs behind Dxgkrnl's `Ddi*`
-//! wrappers under `OsConfig::ddi_irql_mismatch_is_0x113`). The slot lookup stays with the
+//! wrappers, [`Wrapper::IrqlChecked`] in the rule table, under
+//! `OsConfig::ddi_irql_mismatch_is_0x113`). The slot lookup stays with the
 //! caller (its message and the point where a missing slot is noticed differ per DDI); the
 //! status helpers below map what the DDI returned.
 
@@ -23,6 +24,7 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bugcheck;
 use crate::dxgkrnl::irql::{self, Routine};
 use crate::dxgkrnl::kernel::{self, current_irql, IrqlScope, MachineContext};
+use crate::dxgkrnl::rules::Wrapper;
 use crate::dxgkrnl::state::MachineState;
 use crate::error::SimError;
 
@@ -102,10 +104,12 @@ pub fn call<R>(
     } else {
         None
     };
-    let fatal_0x113 = a.os.ddi_irql_mismatch_is_0x113 && through_ddi_wrapper(routine);
+    let fatal_0x113 =
+        a.os.ddi_irql_mismatch_is_0x113 && routine.rules().wrapper == Wrapper::IrqlChecked;
     let r = call_driver_checked(&a.state, routine, address, fatal_0x113, f);
     if outermost {
-        a.stats.charge_bus(routine, before, a.device.bus_counts());
+        a.observer()
+            .charge_bus(routine, before, a.device.bus_counts());
     }
     r
 }
@@ -120,69 +124,6 @@ pub fn call_driver<R>(
     f: impl FnOnce() -> R,
 ) -> Result<R, SimError> {
     call_driver_checked(state, routine, address, false, f)
-}
-
-/// Whether Windows calls `routine` through one of Dxgkrnl's `DXGADAPTER` / `ADAPTER_RENDER`
-/// `Ddi*` wrappers, which compare the IRQL before and after the call and write a Critical
-/// watchdog record 0x113 / 0x10 on a mismatch (BR-24, docs/windows-bringup.md §10 Q10). Each
-/// DDI listed has such a wrapper in the 22631 pseudocode ([D]: 165 wrappers carry
-/// `WdLogSingleEntry5(0, 0x113, 0x10, …)`, among them `DdiQueryAdapterInfo`,
-/// `DdiCreateHwQueue`, `DdiBuildPagingBuffer`, `DdiCreateProcess`), `DxgkDdiCreateNativeFence`
-/// in the WDDM 3.2 builds ([D24] `ADAPTER_RENDER::DdiCreateNativeFence` @ 0x140425BF0). The
-/// PnP-layer wrappers (`DpiDxgkDdiAddDevice`, `DpiDxgkDdiStartDevice`, … `DpiDxgkDdiUnload`,
-/// `DpiDxgkDdiQueryInterface`) have no such check, and DDIs not confirmed in either are left
-/// out.
-fn through_ddi_wrapper(routine: Routine) -> bool {
-    use Routine as R;
-    matches!(
-        routine,
-        R::DxgkDdiQueryAdapterInfo
-            | R::DxgkDdiCreateNativeFence
-            | R::DxgkDdiGetNodeMetadata
-            | R::DxgkDdiCreateDevice
-            | R::DxgkDdiDestroyDevice
-            | R::DxgkDdiCreateContext
-            | R::DxgkDdiDestroyContext
-            | R::DxgkDdiSuspendContext
-            | R::DxgkDdiResumeContext
-            | R::DxgkDdiCreateHwQueue
-            | R::DxgkDdiDestroyHwQueue
-            | R::DxgkDdiSubmitCommandToHwQueue
-            | R::DxgkDdiCreateDoorbell
-            | R::DxgkDdiConnectDoorbell
-            | R::DxgkDdiDisconnectDoorbell
-            | R::DxgkDdiDestroyDoorbell
-            | R::DxgkDdiNotifyWorkSubmission
-            | R::DxgkDdiSetPowerComponentFState
-            | R::DxgkDdiPowerRuntimeControlRequest
-            | R::DxgkDdiSubmitCommand
-            | R::DxgkDdiSubmitCommandVirtual
-            | R::DxgkDdiPreemptCommand
-            | R::DxgkDdiQueryCurrentFence
-            | R::DxgkDdiBuildPagingBuffer
-            | R::DxgkDdiQueryDependentEngineGroup
-            | R::DxgkDdiQueryEngineStatus
-            | R::DxgkDdiResetEngine
-            | R::DxgkDdiCollectDbgInfo
-            | R::DxgkDdiCollectDbgInfo2
-            | R::DxgkDdiResetFromTimeout
-            | R::DxgkDdiRestartFromTimeout
-            | R::DxgkDdiSetupPriorityBands
-            | R::DxgkDdiSetSchedulingLogBuffer
-            | R::DxgkDdiSetContextSchedulingProperties
-            | R::DxgkDdiResetHwEngine
-            | R::DxgkDdiResumeHwEngine
-            | R::DxgkDdiCalibrateGpuClock
-            | R::DxgkDdiCreateProcess
-            | R::DxgkDdiDestroyProcess
-            | R::DxgkDdiSetRootPageTable
-            | R::DxgkDdiGetRootPageTableSize
-            | R::DxgkDdiDestroyAllocation
-            | R::DxgkDdiDescribeAllocation
-            | R::DxgkDdiGetStandardAllocationDriverData
-            | R::DxgkDdiOpenAllocation
-            | R::DxgkDdiCloseAllocation
-    )
 }
 
 /// [`call_driver`]; with `fatal_0x113` a return at another IRQL raises Windows' 0x113 / 0x10
@@ -319,6 +260,6 @@ pub(crate) fn query_adapter_info_args(
         // alive for the call.
         unsafe { q(ctx, args) }
     })?;
-    crate::dxgkrnl::bringup::triage_status(a, "DxgkDdiQueryAdapterInfo", status);
+    crate::dxgkrnl::bringup::triage_status(a, Routine::DxgkDdiQueryAdapterInfo, status);
     Ok(status)
 }

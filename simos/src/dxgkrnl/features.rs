@@ -21,8 +21,8 @@ use rvgpu_kmd::platform::Irql;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 
 /// Driver features the OS asks about, in its order.
 pub const DRIVER_FEATURES: &[DXGK_FEATURE_ID] = &[
@@ -30,6 +30,7 @@ pub const DRIVER_FEATURES: &[DXGK_FEATURE_ID] = &[
     DXGK_FEATURE_HWFLIPQUEUE,
     DXGK_FEATURE_USER_MODE_SUBMISSION,
     DXGK_FEATURE_NATIVE_FENCE,
+    DXGK_FEATURE_KERNEL_MODE_TESTING,
 ];
 
 /// The highest version of each feature this simulated OS implements.
@@ -56,6 +57,9 @@ pub struct FeatureDb {
     /// `DxgkCbQueryFeatureSupport` calls (BR-80..82): feature, the driver's support state,
     /// the OS's answer (`None`: the call failed).
     pub legacy_queries: Vec<(DXGK_FEATURE_ID, u32, Option<bool>)>,
+    /// `pfnBuildTestCommandBuffer` from the driver's kernel-mode testing interface
+    /// ([`crate::dxgkrnl::kmtest`]), when that feature is enabled.
+    pub build_test_command_buffer: crate::dxgkrnl::kmtest::BuildFn,
 }
 
 impl FeatureDb {
@@ -78,7 +82,7 @@ fn os_allows(a: &AdapterShared, id: DXGK_FEATURE_ID) -> bool {
         DXGK_FEATURE_NATIVE_FENCE => {
             a.os.native_fence_feature
                 && os_supports(a.os.windows_build, id)
-                && configure(id, &a.config.software_key).enabled
+                && configure(id, &a.registry_keys().software_key).enabled
         }
         _ => true,
     }
@@ -260,7 +264,9 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
         let mut args = DXGKARG_QUERYFEATURESUPPORT {
             FeatureId: id,
             // BR-111: the database's AllowExperimental bit for the feature.
-            AllowExperimental: u8::from(configure(id, &a.config.software_key).allow_experimental),
+            AllowExperimental: u8::from(
+                configure(id, &a.registry_keys().software_key).allow_experimental,
+            ),
             ..Default::default()
         };
         let ctx = iface.Context;
@@ -281,13 +287,16 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
         let versions = (claimed && args.SupportedOnCurrentConfig != 0 && min != 0 && min <= max)
             .then_some((min, max));
         if claimed && versions.is_none() && args.SupportedOnCurrentConfig != 0 {
-            lock(&a.triage).push(format!(
+            a.observer().triage(format!(
                 "feature {id}: SupportedByDriver with versions {min}..{max} (must be non-zero, \
                  Min <= Max): treated as unsupported"
             ));
         }
         db.support.push(DriverSupport { id, versions });
     }
+    db.enabled = decide(&db.support, |id| os_allows(a, id));
+    db.build_test_command_buffer =
+        crate::dxgkrnl::kmtest::BuildFn(crate::dxgkrnl::kmtest::query_interface(a, &iface, &db)?);
     if let Some(deref) = iface.InterfaceDereference {
         let ctx = iface.Context;
         // In the machine's context, as every call into the driver (a fault in it is raised on
@@ -296,7 +305,6 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
         // SAFETY: the driver's own dereference with its context (the OS is done with it).
         unsafe { deref(ctx) };
     }
-    db.enabled = decide(&db.support, |id| os_allows(a, id));
     Ok(db)
 }
 
@@ -353,7 +361,7 @@ fn query_interface(
             .read_unaligned()
     };
     if iface.Version != DXGKDDI_FEATURE_INTERFACE_VERSION_1 || iface.Size < 48 {
-        lock(&a.triage).push(format!(
+        a.observer().triage(format!(
             "feature interface returned with Size {} Version {}: ignored",
             iface.Size, iface.Version
         ));

@@ -28,8 +28,8 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bugcheck::{self, BugCheck};
 use crate::dxgkrnl::irql::{self, Routine};
 use crate::dxgkrnl::kernel::{check_return_irql, current_irql, IrqlScope, MachineContext};
-use crate::dxgkrnl::state::lock;
-use crate::dxgkrnl::state::Fault;
+use crate::error::Fault;
+use crate::lock::lock;
 
 /// Consecutive unclaimed ISR calls with the device still requesting before 0xF2.
 pub const UNCLAIMED_STORM_LIMIT: u64 = 1_000;
@@ -243,7 +243,7 @@ fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
         a.state.raise_bugcheck(b);
         return None;
     }
-    a.stats.isr_calls.fetch_add(1, Ordering::Relaxed);
+    a.observer().isr_called();
     let before = a.device.bus_counts();
     // A PCI function (the guest test): the ISR's own register reads, reported by the harness.
     #[cfg(target_os = "linux")]
@@ -257,7 +257,7 @@ fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
     if let Some(before) = thread_reads {
         crate::machine::pci::note_isr(crate::machine::pci::thread_reads().wrapping_sub(before));
     }
-    a.stats
+    a.observer()
         .charge_bus(Routine::DxgkDdiInterruptRoutine, before, after);
     let returned = check_return_irql(
         Irql::Device,
@@ -317,12 +317,12 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
         a.state.raise_bugcheck(b);
         return false;
     }
-    a.stats.dpc_calls.fetch_add(1, Ordering::Relaxed);
+    a.observer().dpc_called();
     let before = a.device.bus_counts();
     // SAFETY: the driver's DxgkDdiDpcRoutine from its validated table, with its context, at
     // DISPATCH_LEVEL, one DPC at a time per adapter (under the DPC gate).
     unsafe { dpc(ctx) };
-    a.stats
+    a.observer()
         .charge_bus(Routine::DxgkDdiDpcRoutine, before, a.device.bus_counts());
     if let Err(b) = check_return_irql(
         Irql::Dispatch,

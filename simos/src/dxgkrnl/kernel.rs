@@ -35,7 +35,8 @@ use rvgpu_hw::mmio::{MmioBus, TrapWindow};
 use rvgpu_kmd::platform::{Irql, Level, Platform};
 
 use crate::dxgkrnl::bugcheck::{self, kirql, BugCheck};
-use crate::dxgkrnl::state::{lock, MachineState};
+use crate::dxgkrnl::state::MachineState;
+use crate::lock::lock;
 
 thread_local! {
     static IRQL: Cell<Irql> = const { Cell::new(Irql::Passive) };
@@ -534,6 +535,16 @@ unsafe impl Platform for SimKernel {
     /// queued events use too.
     fn query_performance_counter() -> (u64, u64) {
         (crate::sync::trace::qpc(), crate::sync::trace::QPC_HZ)
+    }
+
+    /// The adapter's software key as the INF wrote it and the machine's configuration changed
+    /// it (`AdapterConfig::software_key`): what IoOpenDeviceRegistryKey with
+    /// PLUGPLAY_REGKEY_DRIVER opens for the PDO Dxgkrnl gave the driver, then
+    /// ZwQueryValueKey (`KeyValuePartialInformation`) reads. A value counts only if it is a
+    /// `REG_DWORD` of four bytes (learn.microsoft.com, IoOpenDeviceRegistryKey and
+    /// KEY_VALUE_PARTIAL_INFORMATION).
+    fn software_key_dword(pdo: *mut std::ffi::c_void, name: &str) -> Option<u32> {
+        crate::dxgkrnl::registry::software_key_dword(pdo as usize, name)
     }
 
     /// Verifier's IRQL rule for pool (nothing above DISPATCH_LEVEL: the ISR and

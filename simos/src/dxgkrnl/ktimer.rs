@@ -39,7 +39,7 @@ use crate::dxgkrnl::bugcheck::{self, kirql, BugCheck};
 use crate::dxgkrnl::kernel::{
     check_return_irql, current_irql, current_machine, raise, IrqlScope, MachineContext,
 };
-use crate::dxgkrnl::state::lock;
+use crate::lock::lock;
 
 /// The driver's timer storage (`Platform::Timer` of [`crate::dxgkrnl::kernel::SimKernel`]):
 /// the set timer it stands for, if any.

@@ -19,8 +19,8 @@ use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::kernel::{self, SimKernel};
 use crate::dxgkrnl::load::{self, TableHook};
 use crate::dxgkrnl::resources::opaque;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::{AdapterInfo, Machine, Mode};
 
 /// The byte the OS pre-fills the `DXGK_DRIVERCAPS` buffer with before QueryAdapterInfo.
@@ -107,31 +107,39 @@ impl Machine {
             state.raise_bugcheck(b);
             return Err(SimError::Bugcheck(b));
         }
-        // LD-01..LD-05: the kernel loader refuses a malformed or unresolvable image before
-        // DriverEntry (docs/windows-bringup.md, `pe::loader`).
-        #[cfg(target_os = "linux")]
-        if let crate::pe::DriverBuild::Pe(path) = &self.config.driver {
-            let checked =
-                crate::pe::check_driver_file(path.as_deref(), self.config.os.memory_integrity)
-                    .map_err(|e| SimError::Simulation(format!("loading rvgpu.sys: {e}")))?;
-            if let Err(r) = checked {
-                state.push_log(
-                    rvgpu_kmd::platform::Level::Error,
-                    format!("image load refused: {}: {}", r.rule, r.why),
-                );
-                return Err(SimError::StartRefused {
-                    rule: r.rule,
-                    status: r.status as NTSTATUS,
-                    why: r.why,
-                });
-            }
-        }
+        // The image comes from the package: installed as `pnputil /add-driver /install` does
+        // (INF, catalog, trust), then the service start's code integrity and kernel loader
+        // checks (LD-01..LD-05) on the driver-store copy (docs/windows-bringup.md §1a, §1b,
+        // `crate::install`).
         #[cfg(target_os = "linux")]
         let pe = match &self.config.driver {
-            crate::pe::DriverBuild::Pe(path) => Some(
-                crate::pe::attach(&state, path.as_deref())
-                    .map_err(|e| SimError::Simulation(format!("loading rvgpu.sys: {e}")))?,
-            ),
+            crate::pe::DriverBuild::Pe(package) => {
+                let loaded = crate::install::install_and_load(package.as_deref(), &self.config.os)
+                    .map_err(|e| SimError::Simulation(format!("installing rvgpu: {e}")))?;
+                let image = match loaded {
+                    Ok((image, keys)) => {
+                        for a in &self.adapters {
+                            *lock(&a.installed_keys) = Some(keys.clone());
+                        }
+                        image
+                    }
+                    Err(r) => {
+                        state.push_log(
+                            rvgpu_kmd::platform::Level::Error,
+                            format!("driver install or load refused: {r}"),
+                        );
+                        return Err(SimError::StartRefused {
+                            rule: r.rule,
+                            status: r.code as NTSTATUS,
+                            why: r.why,
+                        });
+                    }
+                };
+                Some(
+                    crate::pe::attach(&state, Some(&image))
+                        .map_err(|e| SimError::Simulation(format!("loading rvgpu.sys: {e}")))?,
+                )
+            }
             crate::pe::DriverBuild::Linux => None,
         };
         #[cfg(target_os = "linux")]
@@ -290,7 +298,7 @@ impl Machine {
             sources,
             children,
             umd_name: crate::dxgkrnl::registry::read_umd_name(
-                a.config.user_mode_driver_name.as_ref(),
+                a.registry_keys().user_mode_driver_name.as_ref(),
             ),
             framebuffer_save_size: self.query_framebuffer_save_size(&a, &t, &caps)?,
             ..bringup::StartFacts::render_only(t.Version, a.os.cpu_arch, a.os.validate_wddm_caps)
@@ -532,7 +540,7 @@ impl Machine {
             a.os.disable_version_mismatch_check,
             t.Version,
             u32::from(rvgpu_hw::pci::VENDOR_ID),
-            a.config.driver_version.as_deref(),
+            a.registry_keys().driver_version.as_deref(),
             file,
         );
         match outcome {
@@ -564,12 +572,8 @@ impl Machine {
     /// runs, or the version build.rs stamps for the Linux build.
     fn kmd_file_version(&self) -> Result<u64, String> {
         #[cfg(target_os = "linux")]
-        if let crate::pe::DriverBuild::Pe(path) = &self.config.driver {
-            let path = match path {
-                Some(p) => p.clone(),
-                None => crate::pe::build_image()?,
-            };
-            return crate::dxgkrnl::kmdver::file_version_of(&path);
+        if let Some(pe) = self.state.pe() {
+            return crate::dxgkrnl::kmdver::file_version_of(pe.path());
         }
         Ok(crate::dxgkrnl::registry::stamped_file_version())
     }

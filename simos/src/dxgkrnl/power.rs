@@ -33,9 +33,7 @@ use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
 
-/// `STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST` (ntstatus.h 0xC01E0116): the one failure status
-/// Dxgkrnl's `DdiSetPowerComponentFState` wrapper accepts besides success.
-pub const STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST: NTSTATUS = 0xC01E_0116_u32 as NTSTATUS;
+pub use crate::dxgkrnl::rules::STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST;
 
 /// `InitializePowerManagement` keeps at most 0xFFFF components ([D]: "Miniport returned
 /// invalid number of power components").
@@ -423,7 +421,7 @@ pub(crate) fn notify(
             }
         },
     )?;
-    triage_status(a, "DxgkDdiPowerRuntimeControlRequest", status);
+    triage_status(a, Routine::DxgkDdiPowerRuntimeControlRequest, status);
     Ok(())
 }
 

@@ -18,6 +18,8 @@ pub const REG_SZ: u32 = 1;
 pub const REG_MULTI_SZ: u32 = 7;
 /// `REG_DWORD`.
 pub const REG_DWORD: u32 = 4;
+/// `REG_EXPAND_SZ`.
+pub const REG_EXPAND_SZ: u32 = 2;
 
 /// One registry value: its type and raw data.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,17 +47,13 @@ impl RegValue {
     }
 }
 
-/// Where `%13%` (the driver-store directory of the package) points in the simulated machine.
-pub const DRIVER_STORE_DIR: &str =
-    r"C:\Windows\System32\DriverStore\FileRepository\rvgpu.inf_amd64_0000000000000000";
-
-/// The `UserModeDriverName` `inf/rvgpu.inf` writes (the UMD, once per D3D runtime slot), as
-/// parsed from the INF. An INF that writes none (or does not parse) gives a value of zero
-/// bytes, which Dxgkrnl reads as a missing name (BR-35), so the start says so.
+/// The `UserModeDriverName` the installed INF wrote (the UMD, once per D3D runtime slot, with
+/// `%13%` expanded to the driver-store folder; `crate::install::default_adapter_keys`). An
+/// install that wrote none gives a value of zero bytes, which Dxgkrnl reads as a missing name
+/// (BR-35), so the start says so.
 pub fn inf_user_mode_driver_name() -> RegValue {
-    inf_software_key()
-        .ok()
-        .and_then(|k| k.get("", "UserModeDriverName").cloned())
+    crate::install::default_adapter_keys()
+        .user_mode_driver_name
         .unwrap_or(RegValue {
             ty: REG_MULTI_SZ,
             data: Vec::new(),
@@ -167,238 +165,43 @@ impl RegValue {
     }
 }
 
+/// Software keys by the address of the adapter's PDO (the device object Dxgkrnl passes in
+/// `DXGK_DEVICE_INFO::PhysicalDeviceObject`), for the kernel's registry reads
+/// ([`software_key_dword`]).
+fn software_keys() -> &'static std::sync::RwLock<std::collections::HashMap<usize, RegKey>> {
+    static KEYS: std::sync::OnceLock<std::sync::RwLock<std::collections::HashMap<usize, RegKey>>> =
+        std::sync::OnceLock::new();
+    KEYS.get_or_init(Default::default)
+}
+
+/// Makes `key` the software key of the device whose PDO is at `pdo` (replacing a key an
+/// earlier adapter left at that address).
+pub(crate) fn publish_software_key(pdo: usize, key: RegKey) {
+    software_keys()
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(pdo, key);
+}
+
+/// The `REG_DWORD` `name` in the software key of the device whose PDO is at `pdo`: absent for
+/// an unknown PDO, a missing value, another type or a size other than four bytes.
+pub(crate) fn software_key_dword(pdo: usize, name: &str) -> Option<u32> {
+    let keys = software_keys()
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let v = keys.get(&pdo)?.get("", name)?;
+    if v.ty != REG_DWORD {
+        return None;
+    }
+    let b: [u8; 4] = v.data.as_slice().try_into().ok()?;
+    Some(u32::from_le_bytes(b))
+}
+
 /// `inf/rvgpu.inf` as built into the simulation (the registry default is what it writes).
 pub const RVGPU_INF: &str = include_str!("../../../inf/rvgpu.inf");
 
-/// The software key `inf/rvgpu.inf` writes for the adapter ([`parse_inf_software_key`] of
-/// [`RVGPU_INF`]).
+/// The adapter's software key as installing the driver wrote it
+/// (`crate::install::default_adapter_keys`).
 pub fn inf_software_key() -> Result<RegKey, String> {
-    parse_inf_software_key(RVGPU_INF)
-}
-
-/// An INF's lines by section (names lower-cased), comments and blank lines dropped, `\`
-/// continuations joined.
-fn inf_sections(text: &str) -> Vec<(String, Vec<String>)> {
-    let mut sections: Vec<(String, Vec<String>)> = Vec::new();
-    let mut pending = String::new();
-    for raw in text.lines() {
-        let line = strip_inf_comment(raw).trim();
-        if let Some(head) = line.strip_suffix('\\') {
-            pending.push_str(head);
-            continue;
-        }
-        let line = if pending.is_empty() {
-            line.to_owned()
-        } else {
-            let joined = format!("{pending}{line}");
-            pending.clear();
-            joined
-        };
-        if line.is_empty() {
-            continue;
-        }
-        if line.starts_with('[') {
-            if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-                sections.push((name.trim().to_ascii_lowercase(), Vec::new()));
-            }
-            continue;
-        }
-        if let Some((_, lines)) = sections.last_mut() {
-            lines.push(line);
-        }
-    }
-    sections
-}
-
-fn strip_inf_comment(line: &str) -> &str {
-    let mut quoted = false;
-    for (i, c) in line.char_indices() {
-        match c {
-            '"' => quoted = !quoted,
-            ';' if !quoted => return line.get(..i).unwrap_or(line),
-            _ => {}
-        }
-    }
-    line
-}
-
-/// Splits a line's fields at commas outside quotes (quotes kept).
-fn inf_fields(s: &str) -> Vec<String> {
-    let mut out = vec![String::new()];
-    let mut quoted = false;
-    for c in s.chars() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                if let Some(f) = out.last_mut() {
-                    f.push(c);
-                }
-            }
-            ',' if !quoted => out.push(String::new()),
-            _ => {
-                if let Some(f) = out.last_mut() {
-                    f.push(c);
-                }
-            }
-        }
-    }
-    out.into_iter().map(|f| f.trim().to_owned()).collect()
-}
-
-/// Replaces `%token%` with its `[Strings]` value or, for `%13%`, the driver-store directory;
-/// `%%` is a percent sign. Quotes around a whole field are dropped.
-fn inf_substitute(field: &str, strings: &[(String, String)]) -> Result<String, String> {
-    let field = field
-        .strip_prefix('"')
-        .and_then(|f| f.strip_suffix('"'))
-        .unwrap_or(field);
-    let mut out = String::new();
-    let mut rest = field;
-    while let Some(start) = rest.find('%') {
-        out.push_str(rest.get(..start).unwrap_or(""));
-        let after = rest.get(start + 1..).unwrap_or("");
-        let Some(end) = after.find('%') else {
-            return Err(format!("unterminated %token% in {field:?}"));
-        };
-        let token = after.get(..end).unwrap_or("");
-        if token.is_empty() {
-            out.push('%');
-        } else if token == "13" {
-            out.push_str(DRIVER_STORE_DIR);
-        } else {
-            let value = strings
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(token))
-                .map(|(_, v)| v.as_str())
-                .ok_or_else(|| format!("%{token}% is not in [Strings]"))?;
-            out.push_str(value);
-        }
-        rest = after.get(end + 1..).unwrap_or("");
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
-fn inf_number(s: &str) -> Result<u32, String> {
-    let t = s.trim();
-    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => u32::from_str_radix(hex, 16),
-        None => t.parse::<u32>(),
-    };
-    parsed.map_err(|_| format!("{t:?} is not a number"))
-}
-
-/// `FLG_ADDREG_TYPE_*` in an `AddReg` line's flags ("INF AddReg Directive").
-const FLG_ADDREG_TYPE_MASK: u32 = 0xFFFF_0001;
-const FLG_ADDREG_TYPE_SZ: u32 = 0;
-const FLG_ADDREG_TYPE_MULTI_SZ: u32 = 0x0001_0000;
-const FLG_ADDREG_TYPE_EXPAND_SZ: u32 = 0x0002_0000;
-const FLG_ADDREG_TYPE_DWORD: u32 = 0x0001_0001;
-/// `REG_EXPAND_SZ`.
-pub const REG_EXPAND_SZ: u32 = 2;
-
-fn sz_value(ty: u32, s: &str) -> RegValue {
-    let mut units: Vec<u16> = s.encode_utf16().collect();
-    units.push(0);
-    RegValue {
-        ty,
-        data: units.iter().flat_map(|u| u.to_le_bytes()).collect(),
-    }
-}
-
-/// The `HKR` values the INF's install section writes into the driver's software key: the
-/// install section is the first device's in the first models section of `[Manufacturer]`,
-/// its `AddReg` sections are read in order ("INF AddReg Directive", "INF DDInstall Section"
-/// on learn.microsoft.com). Only `HKR` lines are taken; value types `REG_SZ`,
-/// `REG_EXPAND_SZ`, `REG_MULTI_SZ` and `REG_DWORD` are understood, anything else is an error.
-pub fn parse_inf_software_key(text: &str) -> Result<RegKey, String> {
-    let sections = inf_sections(text);
-    let section = |name: &str| -> Option<&Vec<String>> {
-        let name = name.to_ascii_lowercase();
-        sections.iter().find(|(n, _)| *n == name).map(|(_, l)| l)
-    };
-    let strings: Vec<(String, String)> = section("strings")
-        .map(|lines| {
-            lines
-                .iter()
-                .filter_map(|l| l.split_once('='))
-                .map(|(k, v)| {
-                    let v = v.trim();
-                    let v = v
-                        .strip_prefix('"')
-                        .and_then(|v| v.strip_suffix('"'))
-                        .unwrap_or(v);
-                    (k.trim().to_owned(), v.to_owned())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let manufacturer = section("manufacturer").ok_or("no [Manufacturer] section")?;
-    let first = manufacturer.first().ok_or("[Manufacturer] is empty")?;
-    let (_, models) = first
-        .split_once('=')
-        .ok_or("[Manufacturer] line without '='")?;
-    let fields = inf_fields(models);
-    let base = fields
-        .first()
-        .ok_or("[Manufacturer] names no models section")?;
-    let models_name = match fields.get(1) {
-        Some(decoration) => format!("{base}.{decoration}"),
-        None => base.clone(),
-    };
-    let models = section(&models_name).ok_or(format!("no [{models_name}] section"))?;
-    let device = models.first().ok_or(format!("[{models_name}] is empty"))?;
-    let (_, install) = device
-        .split_once('=')
-        .ok_or(format!("[{models_name}] line without '='"))?;
-    let install = inf_fields(install)
-        .into_iter()
-        .next()
-        .ok_or("a device without an install section")?;
-    let install_lines = section(&install).ok_or(format!("no [{install}] section"))?;
-    let mut key = RegKey::default();
-    for line in install_lines {
-        let Some((directive, list)) = line.split_once('=') else {
-            continue;
-        };
-        if !directive.trim().eq_ignore_ascii_case("AddReg") {
-            continue;
-        }
-        for reg_section in inf_fields(list).iter().filter(|s| !s.is_empty()) {
-            let lines = section(reg_section).ok_or(format!("no [{reg_section}] section"))?;
-            for l in lines {
-                let f = inf_fields(l);
-                if !f.first().is_some_and(|r| r.eq_ignore_ascii_case("HKR")) {
-                    continue;
-                }
-                let field = |i: usize| -> Result<String, String> {
-                    inf_substitute(f.get(i).map_or("", String::as_str), &strings)
-                };
-                let subkey = field(1)?;
-                let name = field(2)?;
-                let flags = match field(3)? {
-                    s if s.is_empty() => 0,
-                    s => inf_number(&s)?,
-                };
-                let value = match flags & FLG_ADDREG_TYPE_MASK {
-                    FLG_ADDREG_TYPE_DWORD => RegValue::dword(inf_number(&field(4)?)?),
-                    FLG_ADDREG_TYPE_MULTI_SZ => {
-                        let names: Vec<String> =
-                            (4..f.len().max(5)).map(field).collect::<Result<_, _>>()?;
-                        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                        RegValue::multi_sz(&refs)
-                    }
-                    FLG_ADDREG_TYPE_EXPAND_SZ => sz_value(REG_EXPAND_SZ, &field(4)?),
-                    FLG_ADDREG_TYPE_SZ => sz_value(REG_SZ, &field(4)?),
-                    other => {
-                        return Err(format!(
-                            "[{reg_section}] {l:?}: value type flags {other:#x} not understood"
-                        ))
-                    }
-                };
-                key.set(&subkey, &name, value);
-            }
-        }
-    }
-    Ok(key)
+    Ok(crate::install::default_adapter_keys().software_key)
 }

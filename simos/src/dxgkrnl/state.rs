@@ -7,21 +7,13 @@
 //! `KeBugCheckEx`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use rvgpu_kmd::platform::Level;
 
 use crate::dxgkrnl::bugcheck::BugCheck;
-
-/// Why a machine halted.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Fault {
-    /// Windows would have bug-checked.
-    BugCheck(BugCheck),
-    /// The simulation met something it cannot model or a rule of its own was broken (for
-    /// example a callback it does not simulate); the test fails with this message.
-    Simulation(String),
-}
+pub use crate::error::Fault;
+pub(crate) use crate::lock::lock;
 
 /// One line of the driver's debug output (DbgPrintEx).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,12 +54,6 @@ impl std::fmt::Debug for MachineState {
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-/// Locks a mutex, recovering the data if a thread panicked while holding it: a panic is already
-/// a test failure, and the simulation must still be able to report what it recorded.
-pub(crate) fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 impl MachineState {
     /// A running machine.

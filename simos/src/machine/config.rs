@@ -162,6 +162,12 @@ pub struct OsConfig {
     /// Windows 11 installation on capable hardware: the kernel loader also refuses a driver
     /// with a writable and executable section or without NX_COMPAT. Default on.
     pub memory_integrity: bool,
+    /// CI-02: test signing is on (`bcdedit /set testsigning on`), as on the test machine
+    /// docs/test-machine.md prepares, whose stores also hold the package's test certificate
+    /// (`crate::install::System::test_machine`). Off: code integrity refuses the test-signed
+    /// `rvgpu.sys` (Code 52), and the kernel-mode testing escape is refused
+    /// ([`crate::dxgkrnl::kmtest`]). Default on.
+    pub test_signing: bool,
 }
 
 impl Default for OsConfig {
@@ -190,6 +196,7 @@ impl Default for OsConfig {
             windows_build: WindowsBuild::W24H2,
             dxgkrnl_knows_win8_initialize: true,
             memory_integrity: true,
+            test_signing: true,
         }
     }
 }

@@ -41,8 +41,9 @@ use crate::dxgkrnl::bugcheck::BugCheck;
 use crate::dxgkrnl::interrupt::{self, Serviced, SimLine, Wake};
 use crate::dxgkrnl::kernel::{self, IrqlScope};
 use crate::dxgkrnl::notify::Processed;
-use crate::dxgkrnl::state::{lock, LogLine, MachineState};
+use crate::dxgkrnl::state::{LogLine, MachineState};
 use crate::error::SimError;
+use crate::lock::lock;
 
 /// The driver's adapter table is driver-wide with [`rvgpu_kmd::MAX_ADAPTERS`] slots,
 /// and every machine of the test process loads the same driver: live adapters of all machines
@@ -360,20 +361,17 @@ impl Machine {
         self.adapters.get(i).map_or((0, Vec::new(), 0), |a| {
             (
                 a.feature_refs.load(Ordering::Acquire),
-                lock(&a.features_queried).clone(),
-                a.native_fence_interface_queries.load(Ordering::Relaxed),
+                a.observer().features_queried(),
+                a.observer().native_fence_interface_queries(),
             )
         })
     }
 
     /// ISR and DPC call counts of adapter `i`.
     pub fn interrupt_counts(&self, i: usize) -> (u64, u64) {
-        self.adapters.get(i).map_or((0, 0), |a| {
-            (
-                a.stats.isr_calls.load(Ordering::Relaxed),
-                a.stats.dpc_calls.load(Ordering::Relaxed),
-            )
-        })
+        self.adapters
+            .get(i)
+            .map_or((0, 0), |a| a.observer().interrupt_counts())
     }
 
     /// Bus accesses per DDI of adapter `i` (docs/performance.md, "Bus cost"): the DDI's name,
@@ -382,7 +380,7 @@ impl Machine {
     pub fn bus_costs(&self, i: usize) -> Vec<(String, u64, rvgpu_device::BusCounts)> {
         self.adapters
             .get(i)
-            .map_or_else(Vec::new, |a| a.stats.bus.snapshot())
+            .map_or_else(Vec::new, |a| a.observer().bus_costs())
     }
 
     /// Everything adapter `i`'s device counted so far (user-mode doorbell rings included).

@@ -41,6 +41,15 @@ use crate::dxgkrnl::bugcheck::{self, BugCheck};
 use crate::dxgkrnl::kernel;
 use crate::dxgkrnl::state::lock;
 
+mod count;
+mod stack;
+
+pub use count::{
+    counting, executed, executed_user, register_count_range, register_user_count_range,
+};
+use count::{on_count, COUNT_RANGES};
+pub use stack::{deepest_stacks, StackUse};
+
 // ---------------------------------------------------------------------------------------------
 // The lock the processors take turns on.
 
@@ -299,66 +308,6 @@ fn decode(word: usize) -> Option<(u32, Special)> {
     Some((len, s))
 }
 
-// ---------------------------------------------------------------------------------------------
-// Counting the image's instructions (`RVGPU_PE_COUNT=1`).
-
-/// Whether the processors count the image's instructions (a code hook on every instruction of
-/// every image: slow, for the instruction figures only). Set by `RVGPU_PE_COUNT`.
-pub fn counting() -> bool {
-    static C: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *C.get_or_init(|| std::env::var_os("RVGPU_PE_COUNT").is_some())
-}
-
-thread_local! {
-    /// Image instructions this thread executed (counting mode).
-    static EXECUTED: Cell<u64> = const { Cell::new(0) };
-    /// User-mode image instructions this thread executed (counting mode), apart.
-    static EXECUTED_USER: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Image instructions the calling thread has executed so far (counting mode).
-pub fn executed() -> u64 {
-    EXECUTED.with(Cell::get)
-}
-
-/// User-mode image instructions the calling thread has executed so far (counting mode).
-pub fn executed_user() -> u64 {
-    EXECUTED_USER.with(Cell::get)
-}
-
-unsafe extern "C" fn on_count(_uc: Uc, _addr: u64, _size: u32, user: *mut c_void) {
-    // The hook's user data says whose range it is (0: a kernel image, 1: a user-mode one).
-    let counter = if user.is_null() {
-        &EXECUTED
-    } else {
-        &EXECUTED_USER
-    };
-    counter.with(|c| c.set(c.get() + 1));
-}
-
-/// Image ranges to count in (appended when an image is mapped in counting mode).
-static COUNT_RANGES: RwLock<Vec<(usize, usize, bool)>> = RwLock::new(Vec::new());
-
-/// Counts the instructions executed in `[start, end)` (counting mode).
-pub fn register_count_range(start: usize, end: usize) {
-    add_count_range(start, end, false);
-}
-
-/// Counts the instructions executed in `[start, end)`, a user-mode image's, apart from the
-/// kernel images' ([`executed_user`]; counting mode).
-pub fn register_user_count_range(start: usize, end: usize) {
-    add_count_range(start, end, true);
-}
-
-fn add_count_range(start: usize, end: usize, user: bool) {
-    if counting() {
-        COUNT_RANGES
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((start, end, user));
-    }
-}
-
 /// The address every outermost call returns to: the processor stops when it gets there.
 fn sentinel() -> Result<usize, String> {
     static S: std::sync::OnceLock<Result<usize, String>> = std::sync::OnceLock::new();
@@ -407,6 +356,7 @@ impl Engine {
             return Err(format!("uc_open: {}", unicorn::error_text(api, e)));
         }
         let stack = arena::alloc(STACK, arena::Access::ReadWrite)?;
+        stack::paint(stack, STACK);
         register_range(stack, STACK, Range::Ram);
         let eng = Box::new(Self {
             api,
@@ -831,6 +781,7 @@ fn call_in(addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
         acquire();
     }
     let r = run(&engine, addr, args, user);
+    stack::measure(addr, entry_rsp(&engine, args.len()), engine.stack);
     if !held {
         release();
     }
@@ -838,19 +789,24 @@ fn call_in(addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
     r
 }
 
+/// Where a call with `args` arguments has its return address: the frame is 16-byte aligned
+/// before the call, the return address below it, shadow space and stack arguments above.
+fn entry_rsp(e: &Engine, args: usize) -> usize {
+    let top = (e.stack + STACK - 256) & !15;
+    let extra = args.saturating_sub(4);
+    let frame = (top - 0x20 - 8 * extra) & !15;
+    frame - 8
+}
+
 fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
     let sentinel = sentinel().map_err(Stop::Emulator)? as u64;
     e.sync_specials();
-    // The frame: 16-byte aligned before the call, return address below it, shadow space and
-    // stack arguments above.
-    let top = (e.stack + STACK - 256) & !15;
-    let extra = args.len().saturating_sub(4);
-    let frame = (top - 0x20 - 8 * extra) & !15;
+    let rsp = entry_rsp(e, args.len());
+    let frame = rsp + 8;
     for (i, a) in args.iter().enumerate().skip(4) {
         // SAFETY: inside this engine's stack range, 8-byte aligned.
         unsafe { ((frame + 0x20 + 8 * (i - 4)) as *mut u64).write(*a) };
     }
-    let rsp = frame - 8;
     // SAFETY: as above.
     unsafe { (rsp as *mut u64).write(sentinel) };
     e.write(reg::RSP, rsp as u64);
@@ -1036,57 +992,4 @@ fn fault(b: BugCheck) -> Result<u64, Stop> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Places `code` in a fresh arena range the processors map.
-    fn code(bytes: &[u8]) -> usize {
-        let base = arena::alloc(bytes.len(), arena::Access::ReadWrite).expect("arena");
-        // SAFETY: fresh read-write memory of at least `bytes.len()` bytes.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base as *mut u8, bytes.len()) };
-        register_range(base, bytes.len(), Range::Ram);
-        base
-    }
-
-    /// Two processors incrementing one word with `lock inc` lose no update (they take turns
-    /// on the guest lock, yielding at each `pause`).
-    #[test]
-    fn processors_lose_no_locked_update() {
-        // loop: lock inc qword [rcx]; pause; dec rdx; jnz loop; ret
-        let f = code(&[
-            0xF0, 0x48, 0xFF, 0x01, 0xF3, 0x90, 0x48, 0xFF, 0xCA, 0x75, 0xF5, 0xC3,
-        ]);
-        register_specials(Arc::from(vec![(f + 4, 2, Special::Pause)]));
-        let word = Box::new(std::sync::atomic::AtomicU64::new(0));
-        let at = word.as_ptr() as u64;
-        const N: u64 = 20_000;
-        std::thread::scope(|s| {
-            for _ in 0..2 {
-                s.spawn(move || call(f, &[at, N]).expect("ran"));
-            }
-        });
-        assert_eq!(word.load(std::sync::atomic::Ordering::SeqCst), 2 * N);
-    }
-
-    /// A processor spinning (with `pause`) on a flag that another processor sets ends: the
-    /// spinner never keeps the lock the setter needs.
-    #[test]
-    fn a_spin_on_another_processor_ends() {
-        // loop: cmp qword [rcx], 0; jne done; pause; jmp loop; done: ret
-        let spin = code(&[
-            0x48, 0x83, 0x39, 0x00, 0x75, 0x04, 0xF3, 0x90, 0xEB, 0xF6, 0xC3,
-        ]);
-        register_specials(Arc::from(vec![(spin + 6, 2, Special::Pause)]));
-        // mov qword [rcx], 1; ret
-        let set = code(&[0x48, 0xC7, 0x01, 0x01, 0x00, 0x00, 0x00, 0xC3]);
-        let flag = Box::new(std::sync::atomic::AtomicU64::new(0));
-        let at = flag.as_ptr() as u64;
-        std::thread::scope(|s| {
-            let spinner = s.spawn(move || call(spin, &[at]).expect("ran"));
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            call(set, &[at]).expect("ran");
-            spinner.join().expect("the spinner ended");
-        });
-        assert_eq!(flag.load(std::sync::atomic::Ordering::SeqCst), 1);
-    }
-}
+mod tests;

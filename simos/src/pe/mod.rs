@@ -43,8 +43,10 @@ pub enum DriverBuild {
     /// The driver's Rust code compiled for this host and linked into the simulation.
     #[default]
     Linux,
-    /// `rvgpu.sys` itself, run in the x86-64 emulator: the image at this path, or (`None`)
-    /// the one this workspace builds, built on first use ([`build_image`]).
+    /// `rvgpu.sys` itself, run in the x86-64 emulator, installed from a driver package as
+    /// Windows installs it (`crate::install`): the package directory at this path (what
+    /// `scripts/package.sh --test-sign` writes), or (`None`) the workspace's test-signed
+    /// package, made on first use (`crate::install::package::test_signed`).
     Pe(Option<PathBuf>),
 }
 
@@ -52,14 +54,13 @@ static DEFAULT: RwLock<Option<DriverBuild>> = RwLock::new(None);
 
 impl DriverBuild {
     /// The default for new machines: what [`DriverBuild::set_default`] chose, else
-    /// `RVGPU_DRIVER` (`pe`, or a path to a `.sys`), else the Linux build.
+    /// `RVGPU_DRIVER` (`pe`, or `pe:DIR` for a package directory), else the Linux build.
     pub fn from_env() -> Self {
         if let Some(d) = DEFAULT.read().unwrap_or_else(|p| p.into_inner()).clone() {
             return d;
         }
         match std::env::var("RVGPU_DRIVER") {
-            Ok(v) if v == "pe" => Self::Pe(None),
-            Ok(v) if v.ends_with(".sys") => Self::Pe(Some(PathBuf::from(v))),
+            Ok(v) if v.starts_with("pe") => Self::parse(&v).unwrap_or(Self::Pe(None)),
             _ => Self::Linux,
         }
     }
@@ -78,14 +79,14 @@ impl DriverBuild {
         }
     }
 
-    /// Parses `linux`, `pe` or `pe:PATH`.
+    /// Parses `linux`, `pe` or `pe:DIR` (a package directory).
     pub fn parse(s: &str) -> Result<Self, String> {
         match s {
             "linux" => Ok(Self::Linux),
             "pe" => Ok(Self::Pe(None)),
             _ => match s.strip_prefix("pe:") {
                 Some(p) => Ok(Self::Pe(Some(PathBuf::from(p)))),
-                None => Err(format!("unknown driver build {s} (linux, pe, pe:PATH)")),
+                None => Err(format!("unknown driver build {s} (linux, pe, pe:DIR)")),
             },
         }
     }
@@ -436,7 +437,8 @@ impl PeImage {
         StubResult::Return(status as u32 as u64)
     }
 
-    fn code_address(&self, id: usize) -> Option<usize> {
+    /// The image's code behind DDI slot `id` (`DRIVER_INITIALIZATION_DATA::SLOT_NAMES` order).
+    pub fn code_address(&self, id: usize) -> Option<usize> {
         self.ddi
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -496,6 +498,23 @@ impl PeImage {
         fwd::<_, { FEATURE_BASE + 1 }>(self, &mut f.InterfaceDereference);
         fwd::<_, { FEATURE_BASE + 2 }>(self, &mut f.QueryFeatureSupport);
         fwd::<_, { FEATURE_BASE + 3 }>(self, &mut f.QueryFeatureInterface);
+        f
+    }
+
+    /// The image's `pfnBuildTestCommandBuffer` (its kernel-mode testing interface) as a
+    /// forwarder the OS can call.
+    pub fn translate_build_test_command_buffer(
+        &self,
+        mut f: rvgpu_ddi::kmtest::PDXGKDDI_BUILDTESTCOMMANDBUFFER,
+    ) -> rvgpu_ddi::kmtest::PDXGKDDI_BUILDTESTCOMMANDBUFFER {
+        let a = f.addr();
+        if a != 0 {
+            self.ddi
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(FEATURE_BASE + 4, a);
+            f = AbiSlot::forwarder::<PeDdi, { FEATURE_BASE + 4 }>();
+        }
         f
     }
 
@@ -866,27 +885,9 @@ pub fn window_range(len: usize) -> Option<NonNull<u8>> {
     NonNull::new(base as *mut u8)
 }
 
-/// Loads the image for a machine (building it first when no path is given) and makes the
-/// machine run it.
-/// The kernel loader's checks (LD-01..LD-05, [`loader`]) on the driver file at `path` (`None`:
-/// the image this workspace builds): `Ok(Err(refusal))` when Windows would refuse to load it,
-/// `Err` when the file cannot be had.
-pub fn check_driver_file(
-    path: Option<&Path>,
-    memory_integrity: bool,
-) -> Result<Result<(), loader::Refusal>, String> {
-    let built;
-    let path = match path {
-        Some(p) => p,
-        None => {
-            built = build_image()?;
-            &built
-        }
-    };
-    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(loader::check_driver_image(&data, memory_integrity))
-}
-
+/// Maps the image at `path` (`None`: the one this workspace builds) for a machine and makes
+/// the machine run it. A machine's load path passes the driver-store copy its install left
+/// (`crate::install::install_and_load`).
 pub fn attach(state: &MachineState, path: Option<&Path>) -> Result<Arc<PeImage>, String> {
     let built;
     let path = match path {

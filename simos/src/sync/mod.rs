@@ -3,4 +3,5 @@
 
 pub mod fence;
 pub mod fencelog;
+pub mod process_id;
 pub mod trace;

@@ -25,8 +25,8 @@ use rvgpu_umd::fencelog::{FenceTrace, QueuedOp};
 
 pub use rvgpu_hw::cmd::LogKind;
 
-use crate::dxgkrnl::state::lock;
-use crate::sync::fence::ProcessId;
+use crate::lock::lock;
+use crate::sync::process_id::ProcessId;
 
 /// Ticks per second of [`qpc`] (what `QueryPerformanceFrequency` returns in the simulation).
 pub const QPC_HZ: u64 = 10_000_000;

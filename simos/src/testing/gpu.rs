@@ -390,7 +390,7 @@ impl GpuQueue {
     }
 
     /// The process id of [`GpuQueue::process`] (where fences the queue names are opened).
-    pub fn pid(&self) -> crate::sync::fence::ProcessId {
+    pub fn pid(&self) -> crate::sync::process_id::ProcessId {
         self.process.pid
     }
 
@@ -620,7 +620,7 @@ impl KernelGpuQueue {
     }
 
     /// The process id of [`KernelGpuQueue::process`].
-    pub fn pid(&self) -> crate::sync::fence::ProcessId {
+    pub fn pid(&self) -> crate::sync::process_id::ProcessId {
         self.process.pid
     }
 

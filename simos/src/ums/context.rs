@@ -5,10 +5,7 @@ use super::*;
 pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
     let kmd = {
         let os = lock(&a.ums);
-        let c = os
-            .contexts
-            .get(&h)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        let c = os.context(h)?;
         if os.queues.values().any(|q| q.context == h) {
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
@@ -77,7 +74,7 @@ fn check_context_creation(
         return Ok(false);
     }
     let refuse = |why: &str| {
-        lock(&a.triage).push(format!("BR-92: node {node}: {why}"));
+        a.observer().triage(format!("BR-92: node {node}: {why}"));
         Err(SimError::DdiFailed(STATUS_UNSUCCESSFUL))
     };
     let wddm = lock(&a.caps).map_or(0, |c| c.WDDMVersion as u32);
@@ -107,13 +104,7 @@ pub(crate) fn create_context_raw(
 ) -> Result<KmtHandle, SimError> {
     let (kmd_device, pid) = {
         let os = lock(&a.ums);
-        let d = os
-            .devices
-            .get(&device)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-        if d.in_error {
-            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
-        }
+        let d = os.live_device(device)?;
         let nodes = lock(&a.caps).map_or(0, |c| c.GpuEngineTopology.NbAsymetricProcessingNodes);
         if node >= nodes {
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
@@ -124,7 +115,7 @@ pub(crate) fn create_context_raw(
     let f = table(a)?
         .DxgkDdiCreateContext
         .map_or_else(not_supported, Ok)?;
-    let h = new_handle();
+    let h = new_handle(pid)?;
     let mut args = DXGKARG_CREATECONTEXT {
         hContext: std::ptr::null_mut(),
         NodeOrdinal: node,

@@ -164,14 +164,7 @@ pub(super) fn connect_locked(
 ) -> Result<(), SimError> {
     let (kmd, node) = {
         let os = lock(&a.ums);
-        let d = os
-            .doorbells
-            .get(&h)
-            .filter(|d| d.device == device)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-        if os.devices.get(&device).is_none_or(|dv| dv.in_error) {
-            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
-        }
+        let d = os.live_doorbell_of(device, h)?;
         match d.state {
             // 24H2 `K:DxgkConnectDoorbellInternal` @0x1401D846C: an aborted doorbell (status
             // 3) is STATUS_INVALID_PARAMETER; a connected one succeeds with no DDI.
@@ -412,7 +405,7 @@ pub(crate) fn create_doorbell(
     // BR-96 ([D] `DxgkCreateDoorbellInternal`): at most 16 bytes of private data, checked
     // before the queue is looked up.
     if pdd.len() > DOORBELL_PRIVATE_DATA_MAX {
-        lock(&a.triage).push(format!(
+        a.observer().triage(format!(
             "BR-96: PrivateDriverDataSize {:#x} is greater than max permitted size {:#x}",
             pdd.len(),
             DOORBELL_PRIVATE_DATA_MAX
@@ -421,16 +414,10 @@ pub(crate) fn create_doorbell(
     }
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
-    let (kmd_queue, size, last_queued, kmd_ring, kmd_control) = {
+    let (kmd_queue, size, last_queued, kmd_ring, kmd_control, pid) = {
         let os = lock(&a.ums);
-        let q = os
-            .queues
-            .get(&queue)
-            .filter(|q| q.device == device)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-        if os.devices.get(&device).is_none_or(|d| d.in_error) {
-            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
-        }
+        let q = os.live_queue_of(device, queue)?;
+        let pid = os.device(device)?.process;
         // UM-03, UM-04, UM-05.
         let Some(size) = os.doorbell_size() else {
             return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
@@ -463,12 +450,13 @@ pub(crate) fn create_doorbell(
             q.last_queued.clone(),
             kmd_alloc(ring),
             kmd_alloc(control),
+            pid,
         )
     };
     let f = table(a)?
         .DxgkDdiCreateDoorbell
         .map_or_else(not_supported, Ok)?;
-    let h = new_handle();
+    let h = new_handle(pid)?;
     let mut args = DXGKARG_CREATEDOORBELL {
         hHwQueue: kmd_queue as HANDLE,
         hDoorbell: kernel_handle(h) as HANDLE,
@@ -576,11 +564,7 @@ pub(crate) fn notify_work_submission(
     let _g = dev_guard(a, &dl);
     let kmd_queue = {
         let os = lock(&a.ums);
-        let d = os
-            .doorbells
-            .get(&h)
-            .filter(|d| d.device == device)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        let d = os.doorbell_of(device, h)?;
         if !matches!(d.state, DoorbellState::Connected { .. }) {
             // Not connected: nothing to tell the KMD; the work is collected at reconnect.
             return Ok(());

@@ -5,7 +5,7 @@
 //! its cost grew with the number of queues (it must stay flat with scale). This map finds an
 //! object with one hash probe and still iterates in handle order, as the `BTreeMap` did, so
 //! every scan (teardown, power-down, VidSch's pump) visits objects in the same order as
-//! before (the hash is [`rvgpu_device::hash::MulHash`]): handles come from one increasing counter, so inserts append, and an insert that
+//! before (the hash is [`rvgpu_device::hash::MulHash`]): a process's handles increase (`crate::ob::LocalHandles`), so inserts mostly append, and an insert that
 //! does not (a handle allocated before another but inserted after it) re-sorts.
 
 use std::collections::HashMap;

@@ -45,14 +45,7 @@ pub(super) fn mf03_queue(
     queue: KmtHandle,
 ) -> Result<(Arc<HwqSched>, MonitoredFence), SimError> {
     let os = lock(&a.ums);
-    let q = os
-        .queues
-        .get(&queue)
-        .filter(|q| q.device == device)
-        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-    if os.devices.get(&device).is_none_or(|d| d.in_error) {
-        return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
-    }
+    let q = os.live_queue_of(device, queue)?;
     if q.user_mode {
         // A user-mode queue synchronises in its ring (native fences); the OS has no list
         // for it (UNVERIFIED what Windows returns; the docs list STATUS_INVALID_PARAMETER).
@@ -73,11 +66,7 @@ pub(super) fn mf03_fences(
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
     let os = lock(&a.ums);
-    let pid = os
-        .devices
-        .get(&device)
-        .map(|d| d.process)
-        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+    let pid = os.device(device)?.process;
     objects
         .iter()
         .map(|&(h, v)| {
@@ -390,13 +379,9 @@ pub(crate) fn create_sync_fence(
     device: KmtHandle,
     initial: u64,
 ) -> Result<(KmtHandle, MonitoredFence), SimError> {
-    let pid = lock(&a.ums)
-        .devices
-        .get(&device)
-        .map(|d| d.process)
-        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+    let pid = lock(&a.ums).device(device)?.process;
+    let h = new_handle(pid)?;
     let f = m.create_monitored_fence(a.index, pid, initial)?;
-    let h = new_handle();
     let mut os = lock(&a.ums);
     os.fences.insert(h, f.clone());
     os.fence_owner.insert(h, pid);
@@ -417,12 +402,8 @@ pub(crate) fn open_sync_fence(
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
     let mut os = lock(&a.ums);
-    let pid = os
-        .devices
-        .get(&device)
-        .map(|d| d.process)
-        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-    let h = new_handle();
+    let pid = os.device(device)?.process;
+    let h = new_handle(pid)?;
     os.fences.insert(h, f.clone());
     os.fence_owner.insert(h, pid);
     Ok(h)

@@ -11,10 +11,7 @@ pub(super) fn destroy_hw_queue(
 ) -> Result<(), SimError> {
     let (kmd, queue_id, fence, fence_h, lock_q) = {
         let os = lock(&a.ums);
-        let q = os
-            .queues
-            .get(&h)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        let q = os.queue(h)?;
         if q.doorbell.is_some() {
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
@@ -165,18 +162,8 @@ pub(crate) fn create_hw_queue(
 ) -> Result<CreatedQueue, SimError> {
     let (kmd_ctx, node, pid, hw_queue, doorbells) = {
         let os = lock(&a.ums);
-        let c = os
-            .contexts
-            .get(&context)
-            .filter(|c| c.device == device)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-        let d = os
-            .devices
-            .get(&device)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-        if d.in_error {
-            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
-        }
+        let c = os.context_of(device, context)?;
+        let d = os.live_device(device)?;
         (
             c.kmd,
             c.node,
@@ -195,6 +182,8 @@ pub(crate) fn create_hw_queue(
     let f = table(a)?
         .DxgkDdiCreateHwQueue
         .map_or_else(not_supported, Ok)?;
+    let h = new_handle(pid)?;
+    let fence_h = new_handle(pid)?;
     // Paging (the logs' and the progress fence's mappings) before the thunk's locks.
     let logs = crate::sync::fencelog::alloc_queue_logs(m, a, user_mode)?;
     let progress = match m.create_monitored_fence(a.index, pid, 0) {
@@ -204,8 +193,6 @@ pub(crate) fn create_hw_queue(
             return Err(e);
         }
     };
-    let h = new_handle();
-    let fence_h = new_handle();
     let mut args = DXGKARG_CREATEHWQUEUE {
         hHwQueue: kernel_handle(h) as HANDLE,
         Flags: D3DDDI_CREATEHWQUEUEFLAGS::default().with(
@@ -383,11 +370,7 @@ pub(super) fn submit_raw_at(
 ) -> Result<NTSTATUS, SimError> {
     let (kmd, progress, lock_q) = {
         let os = lock(&a.ums);
-        let q = os
-            .queues
-            .get(&queue)
-            .filter(|q| q.device == device)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        let q = os.queue_of(device, queue)?;
         (q.kmd, q.progress.clone(), q.submit_lock.clone())
     };
     let _q = lock(&lock_q);
@@ -430,14 +413,7 @@ pub(crate) fn submit_command(
 ) -> Result<(), SimError> {
     let (last, sched) = {
         let os = lock(&a.ums);
-        let q = os
-            .queues
-            .get(&queue)
-            .filter(|q| q.device == device)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-        if os.devices.get(&device).is_none_or(|d| d.in_error) {
-            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
-        }
+        let q = os.live_queue_of(device, queue)?;
         if q.user_mode {
             // UM-05: user-mode queues have no kernel-mode path.
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
@@ -501,9 +477,5 @@ pub(crate) fn submit_command(
 
 /// The node of hardware queue `queue`.
 pub(super) fn queue_node(a: &AdapterShared, queue: KmtHandle) -> Result<u32, SimError> {
-    lock(&a.ums)
-        .queues
-        .get(&queue)
-        .map(|q| q.node)
-        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
+    lock(&a.ums).queue(queue).map(|q| q.node)
 }

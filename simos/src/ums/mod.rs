@@ -97,6 +97,8 @@ mod events;
 mod handles;
 mod held;
 mod hwqueue;
+mod kmtest;
+mod lookup;
 mod loss;
 mod mapping;
 mod power;
@@ -109,6 +111,7 @@ pub(crate) use self::doorbell::*;
 pub use self::events::*;
 pub use self::held::*;
 pub(crate) use self::hwqueue::*;
+pub(crate) use self::kmtest::TestTarget;
 pub(crate) use self::loss::*;
 pub use self::mapping::*;
 pub(crate) use self::power::*;
@@ -138,10 +141,11 @@ use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::kernel::current_irql;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::fence::{MonitoredFence, ProcessId, SimEvent, WaitOutcome};
+use crate::sync::fence::{MonitoredFence, SimEvent, WaitOutcome};
+use crate::sync::process_id::ProcessId;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
@@ -153,18 +157,30 @@ pub const POWER_ACTION_NONE: POWER_ACTION = 0;
 /// A D3DKMT handle (what the UMD holds).
 pub type KmtHandle = u32;
 
-/// D3DKMT handles: process-wide unique (many machines share the test process).
-static NEXT_HANDLE: AtomicU32 = AtomicU32::new(0x4000_0100);
 /// Processes.
 static NEXT_PROCESS: AtomicU32 = AtomicU32::new(0x1000);
 
-pub(crate) fn new_handle() -> KmtHandle {
-    NEXT_HANDLE.fetch_add(4, Ordering::Relaxed)
+/// A new D3DKMT handle in `process`'s handle table ([`crate::ob::LocalHandles`]: Windows'
+/// values, unique among live processes of the whole test process, as many machines share it).
+pub(crate) fn new_handle(process: ProcessId) -> Result<KmtHandle, SimError> {
+    crate::ob::local_handles()
+        .allocate(process)
+        .map_err(SimError::DdiFailed)
 }
 
-/// A new D3DKMT handle (native fences get one from the same space).
-pub(crate) fn new_kmt_handle() -> KmtHandle {
-    new_handle()
+/// A new D3DKMT handle (native fences get one from the same table).
+pub(crate) fn new_kmt_handle(process: ProcessId) -> Result<KmtHandle, SimError> {
+    new_handle(process)
+}
+
+/// The table adapter handles of user-mode images come from: the PE bridge opens an adapter
+/// before the process has a device, and the simulated OS's processes are its devices.
+const ADAPTER_OPENERS: ProcessId = ProcessId(1);
+
+/// A new adapter handle for a user-mode image (`D3DKMTOpenAdapterFromLuid`).
+#[cfg(target_os = "linux")]
+pub(crate) fn new_adapter_handle() -> Result<KmtHandle, SimError> {
+    new_handle(ADAPTER_OPENERS)
 }
 
 /// The OS kernel handle of the object with D3DKMT handle `h` (what the KMD gets as input).
@@ -519,11 +535,7 @@ pub(crate) fn device_lock(
     a: &AdapterShared,
     device: KmtHandle,
 ) -> Result<Arc<Mutex<()>>, SimError> {
-    lock(&a.ums)
-        .devices
-        .get(&device)
-        .map(|d| d.lock.clone())
-        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
+    lock(&a.ums).device(device).map(|d| d.lock.clone())
 }
 
 /// Held by a thunk: the adapter lock shared, then the device's lock.

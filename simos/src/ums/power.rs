@@ -286,7 +286,7 @@ fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), Si
                     unsafe { f(ctx, component, fstate) }
                 },
             )?;
-            bringup::triage_status(a, "DxgkDdiSetPowerComponentFState", status);
+            bringup::triage_status(a, Routine::DxgkDdiSetPowerComponentFState, status);
             true
         }
         _ => false,

@@ -76,11 +76,7 @@ pub(super) fn teardown(
         destroy_context(a, c)?;
     }
     close_process_fences(m, a, device)?;
-    let kmd = lock(&a.ums)
-        .devices
-        .get(&device)
-        .map(|d| d.kmd)
-        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+    let kmd = lock(&a.ums).device(device)?.kmd;
     let f = table(a)?.DxgkDdiDestroyDevice;
     destroy_kmd_object(a, Routine::DxgkDdiDestroyDevice, "device", f, kmd)?;
     let pid = {
@@ -218,10 +214,12 @@ impl Machine {
             .DxgkDdiCreateDevice
             .map_or_else(not_supported, Ok)?;
         let pid = ProcessId(NEXT_PROCESS.fetch_add(1, Ordering::Relaxed));
+        // The process's D3DKMT handle table lives as long as this machine.
+        self.handles.own_process(pid);
+        let h = new_handle(pid)?;
         // WDDM 2.x: the process's GPU VA space exists before its first device, which names
         // it (DXGKARG_CREATEDEVICE::hKmdProcess).
         let kmd_process = self.vidmm_create_process(&a, pid)?;
-        let h = new_handle();
         let mut args = DXGKARG_CREATEDEVICE {
             hDevice: kernel_handle(h) as HANDLE,
             Anonymous: DXGKARG_CREATEDEVICE_0 {
@@ -241,10 +239,10 @@ impl Machine {
                 unsafe { f(ctx, &mut args) }
             },
         )?;
-        // BR-91 ([D] ADAPTER_RENDER::DdiCreateDevice): anything but SUCCESS or NO_MEMORY is
-        // "an invalid NTSTATUS code" in the triage log; the status still goes to the caller.
-        if status != 0 && status != STATUS_NO_MEMORY {
-            lock(&a.triage).push(format!(
+        // BR-91 (the statuses column of the rule table): another status is "an invalid
+        // NTSTATUS code" in the triage log; the status still goes to the caller.
+        if !bringup::status_allowed("DxgkDdiCreateDevice", status) {
+            a.observer().triage(format!(
                 "BR-91: DxgkDdiCreateDevice: Driver returned an invalid NTSTATUS code: {:#x}",
                 status as u32
             ));

@@ -36,7 +36,7 @@ pub(crate) fn query_node_metadata(
                     unsafe { get(ctx, node, entry) }
                 },
             )?;
-            bringup::triage_status(a, "DxgkDdiGetNodeMetadata", status);
+            bringup::triage_status(a, Routine::DxgkDdiGetNodeMetadata, status);
             if array[at + stride..].iter().any(|b| *b != 0xCD) {
                 return Err(ddi::sim_err(
                     a,

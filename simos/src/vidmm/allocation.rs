@@ -21,8 +21,8 @@ use rvgpu_kmd::platform::Irql;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
 use crate::ums::{dev_guard, device_lock, new_handle, KmtHandle, QueuedWork, UmsEvent, UmsOs};
@@ -158,7 +158,7 @@ impl Machine {
             cpu_visible: true,
             ..Described::default()
         };
-        let h = new_handle();
+        let h = new_handle(pid)?;
         let (alloc, mapped) = if gpummu {
             let d = describe(a, private)?;
             info = d;

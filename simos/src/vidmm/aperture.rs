@@ -29,8 +29,8 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
 use crate::ums::KmtHandle;
 use crate::vidmm::mdl::Mdl;

@@ -11,7 +11,7 @@ use crate::dxgkrnl::adapter::Contiguous;
 use crate::dxgkrnl::bugcheck::{self, BugCheck};
 use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::kernel;
-use crate::dxgkrnl::state::lock;
+use crate::lock::lock;
 
 use crate::dxgkrnl::callbacks::enter;
 use crate::machine::Machine;

@@ -17,10 +17,10 @@ use rvgpu_device::SysAlloc;
 
 use super::gpuva::MapAttrs;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::fence::ProcessId;
+use crate::sync::process_id::ProcessId;
 
 /// Pages of one process's arena (1 MiB: 256 single-page buffers in flight).
 pub(crate) const ARENA_PAGES: u64 = 256;

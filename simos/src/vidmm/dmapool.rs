@@ -22,12 +22,12 @@ use rvgpu_ddi::submission::DXGK_CONTEXTINFO;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bringup::Violation;
 use crate::dxgkrnl::bugcheck::{BugCheck, VIDEO_MEMORY_MANAGEMENT_INTERNAL};
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::vidmm::model::MemoryModel;
 
 /// The first argument helios saw when a GPU-VA context's privileged pool had no segment
-/// (`docs/archive/INITDMAPOOLS_HANDOVER.md`, update of 2026-06-22).
+/// (`docs/archive/INITDMAPOOLS_HANDOVER.md`).
 pub const VIDMM_INTERNAL_NULL_POOL_ALLOCATION: u64 = 0x49;
 
 /// `VIDMM_GLOBAL::VerifySegmentSet(set, attribute = Aperture)`: `Err` names what is wrong.

@@ -35,10 +35,10 @@ use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::KmtHandle;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::fence::ProcessId;
+use crate::sync::process_id::ProcessId;
 use crate::vidmm::gpuva::MapAttrs;
 use crate::vidmm::mmu::{phys_of, LeafTag};
 

@@ -43,10 +43,10 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::fence::ProcessId;
+use crate::sync::process_id::ProcessId;
 use crate::ums::{KmtHandle, QueuedWork};
 use crate::vidmm::gpuva::{MapAttrs, Phys};
 use crate::vidmm::mmu::{paging_node, LeafTag, TABLE_SHARE};

@@ -59,8 +59,8 @@ use rvgpu_kmd::platform::Irql;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, table, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
 use crate::ums::KmtHandle;
 
@@ -448,7 +448,8 @@ pub(crate) fn log_interrupt(a: &AdapterShared, node: u32) {
             // [D] VidSchDdiNotifyInterruptWorker: case 0xF only on a hardware-scheduled adapter.
             "ignored: DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT on an adapter without hardware scheduling"
         };
-        lock(&a.triage).push(format!("sched-log: node {node}: {why}"));
+        a.observer()
+            .triage(format!("sched-log: node {node}: {why}"));
         return;
     }
     read_log(a, node);
@@ -536,10 +537,11 @@ pub(crate) fn read_log(a: &AdapterShared, node: u32) {
         }
     }
     if !violations.is_empty() {
-        let mut t = lock(&a.triage);
-        for v in violations {
-            t.push(format!("sched-log: node {node}: {v}"));
-        }
+        a.observer().triage_all(
+            violations
+                .into_iter()
+                .map(|v| format!("sched-log: node {node}: {v}")),
+        );
     }
 }
 
@@ -566,7 +568,7 @@ pub(crate) fn check_context_flags(
         }
         _ => return Ok(()),
     };
-    lock(&a.triage).push(format!("BR-92: node {node}: {why}"));
+    a.observer().triage(format!("BR-92: node {node}: {why}"));
     Err(SimError::DdiFailed(STATUS_UNSUCCESSFUL))
 }
 
@@ -579,14 +581,14 @@ pub(crate) fn check_queue(
     user_mode: bool,
 ) -> Result<(), SimError> {
     if !context_hw_queue {
-        lock(&a.triage).push(format!(
+        a.observer().triage(format!(
             "BR-94: Cannot create HW queue on context (node {node}) that doesn't support \
              hardware queues."
         ));
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
     if user_mode && !node_flags(a, node).is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission) {
-        lock(&a.triage).push(format!(
+        a.observer().triage(format!(
             "BR-95: Cannot create UserModeSubmission capable HWQueue, because Node Ordinal \
              {node} does not support UserModeSubmission"
         ));

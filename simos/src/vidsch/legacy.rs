@@ -29,10 +29,10 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bugcheck::{vidsch, BugCheck};
 use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::{Machine, Mode};
-use crate::sync::fence::ProcessId;
+use crate::sync::process_id::ProcessId;
 use crate::ums::{self, KmtHandle, UmsProcess};
 use crate::vidsch::tdr::{self, DmaBuf, Packet, TdrShared};
 

@@ -19,8 +19,8 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bringup::Violation;
 use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_kmd::platform::Irql;
 

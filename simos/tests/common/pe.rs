@@ -1,7 +1,8 @@
 //! The same suite against the shipped image: [`rerun_against_the_pe_image`] runs
-//! this test binary again, every machine loading `rvgpu.sys` in the x86-64 emulator instead of
-//! the Linux build of the driver, so that a behaviour difference between the two builds fails
-//! a test of the README's test command.
+//! this test binary again, every machine installing the test-signed package
+//! (`scripts/package.sh --test-sign`) and loading its `rvgpu.sys` in the x86-64 emulator
+//! instead of the Linux build of the driver, so that a behaviour difference between the two
+//! builds fails a test of the README's test command.
 
 use std::process::Command;
 
@@ -16,13 +17,18 @@ pub fn rerun_against_the_pe_image(skips: &[(&str, &str)]) {
     if let Err(e) = rvgpu_simos::pe::unicorn::api() {
         panic!("{e}");
     }
-    let image = rvgpu_simos::pe::build_image().unwrap_or_else(|e| panic!("{e}"));
+    let package = rvgpu_simos::install::package::test_signed().unwrap_or_else(|e| panic!("{e}"));
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut cmd = Command::new(exe);
     cmd.env("RVGPU_DRIVER", "pe")
-        .env("RVGPU_SYS", &image)
+        .env("RVGPU_PACKAGE", &package.dir)
+        .env("RVGPU_TEST_CERT_DIR", &package.cert_dir)
         .args(["--skip", "against_the_pe_image"]);
-    run_child(cmd, skips, &format!("against {}", image.display()));
+    run_child(
+        cmd,
+        skips,
+        &format!("installed from {}", package.dir.display()),
+    );
 }
 
 /// Runs the test binary `cmd` (but `skips`) and fails with its report if any test failed;
@@ -73,10 +79,11 @@ pub fn rerun_under_the_pages(skips: &[(&str, &str)], image: bool) {
         if let Err(e) = rvgpu_simos::pe::unicorn::api() {
             panic!("{e}");
         }
-        let sys = rvgpu_simos::pe::build_image().unwrap_or_else(|e| panic!("{e}"));
-        builds.push(("pe", Some(sys)));
+        let package =
+            rvgpu_simos::install::package::test_signed().unwrap_or_else(|e| panic!("{e}"));
+        builds.push(("pe", Some(package)));
     }
-    for (build, sys) in builds {
+    for (build, package) in builds {
         let mut cmd = Command::new(&exe);
         cmd.env("RVGPU_OS_READING", "pages")
             .env("RVGPU_DRIVER", build)
@@ -86,8 +93,9 @@ pub fn rerun_under_the_pages(skips: &[(&str, &str)], image: bool) {
                 "--skip",
                 "under_the_pages",
             ]);
-        if let Some(sys) = &sys {
-            cmd.env("RVGPU_SYS", sys);
+        if let Some(package) = &package {
+            cmd.env("RVGPU_PACKAGE", &package.dir)
+                .env("RVGPU_TEST_CERT_DIR", &package.cert_dir);
         }
         run_child(
             cmd,

@@ -22,12 +22,14 @@
 //!   } }, signerInfos {} } }
 //! ```
 
+pub mod signature;
+
 use std::fmt;
 use std::path::Path;
 
 use der::asn1::{Any, BitString, BmpString, ContextSpecific, ObjectIdentifier, OctetString};
 use der::asn1::{SetOfVec, UtcTime};
-use der::{Decode, Encode, Sequence, Tag, TagMode, TagNumber};
+use der::{Decode, Encode, Sequence, Tag, TagMode, TagNumber, Tagged};
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
 use spki::AlgorithmIdentifierOwned;
@@ -400,45 +402,57 @@ fn indirect_data(pe: bool, sha256: &[u8]) -> Result<SpcIndirectDataContent, Erro
     })
 }
 
+/// CAT_MEMBERINFO2's value: an empty context-specific primitive whose tag number names the
+/// kind of subject interface package that hashed the file. MakeCat's version 2 catalog (the
+/// osslsigncode project's `tests/files/unsigned.cat`, tests/package_signing.rs) writes `[0]`
+/// for a PE image, `[1]` for a cabinet and `[2]` for a flat file, on both twins of a file.
+pub const MEMBERINFO2_PE: u8 = 0;
+/// CAT_MEMBERINFO2 `[2]`: a file hashed flat.
+pub const MEMBERINFO2_FLAT: u8 = 2;
+
 /// The two members of one file: tagged by its SHA-1 and by its SHA-256 hash (raw bytes, as
-/// version 2 catalogs tag them). Both carry the file name and OS attributes and
-/// CAT_MEMBERINFO2 (an empty `[2]`); the SHA-256 member also carries the indirect data with
-/// the digest, as MakeCat's version 2 catalogs do.
+/// version 2 catalogs tag them). As in MakeCat's version 2 catalogs, the SHA-1 twin carries
+/// only CAT_MEMBERINFO2; the SHA-256 member carries it too, with the file name, the OS
+/// attribute and the indirect data with the digest.
 fn members(file: &FileHashes) -> Result<[TrustedSubject; 2], Error> {
-    let member_info = Any::new(
-        Tag::ContextSpecific {
-            constructed: false,
-            number: TagNumber::N2,
-        },
-        Vec::<u8>::new(),
-    )?;
-    let common = |extra: Option<Attribute>| -> Result<SetOfVec<Attribute>, Error> {
-        let mut attrs = vec![
-            attribute(
-                oid::CAT_NAMEVALUE,
-                Any::encode_from(&name_value("File", &file.name)?)?,
-            )?,
-            attribute(
-                oid::CAT_NAMEVALUE,
-                Any::encode_from(&name_value("OSAttr", OS_ATTR)?)?,
-            )?,
-            attribute(oid::CAT_MEMBERINFO2, member_info.clone())?,
-        ];
-        attrs.extend(extra);
-        Ok(SetOfVec::try_from(attrs)?)
+    let kind = if file.pe {
+        MEMBERINFO2_PE
+    } else {
+        MEMBERINFO2_FLAT
     };
-    let indirect = attribute(
-        oid::SPC_INDIRECT_DATA,
-        Any::encode_from(&indirect_data(file.pe, &file.sha256)?)?,
+    let member_info = attribute(
+        oid::CAT_MEMBERINFO2,
+        Any::new(
+            Tag::ContextSpecific {
+                constructed: false,
+                number: TagNumber::new(kind),
+            },
+            Vec::<u8>::new(),
+        )?,
     )?;
+    let full = vec![
+        member_info.clone(),
+        attribute(
+            oid::CAT_NAMEVALUE,
+            Any::encode_from(&name_value("File", &file.name)?)?,
+        )?,
+        attribute(
+            oid::CAT_NAMEVALUE,
+            Any::encode_from(&name_value("OSAttr", OS_ATTR)?)?,
+        )?,
+        attribute(
+            oid::SPC_INDIRECT_DATA,
+            Any::encode_from(&indirect_data(file.pe, &file.sha256)?)?,
+        )?,
+    ];
     Ok([
         TrustedSubject {
             identifier: OctetString::new(file.sha1.clone())?,
-            attributes: common(None)?,
+            attributes: SetOfVec::try_from(vec![member_info])?,
         },
         TrustedSubject {
             identifier: OctetString::new(file.sha256.clone())?,
-            attributes: common(Some(indirect))?,
+            attributes: SetOfVec::try_from(full)?,
         },
     ])
 }
@@ -529,8 +543,8 @@ pub struct Member {
     pub os_attr: Option<String>,
     /// The indirect data: what the digest is of, its algorithm and the digest.
     pub digest: Option<(Subject, ObjectIdentifier, Vec<u8>)>,
-    /// Whether CAT_MEMBERINFO2 is present.
-    pub member_info2: bool,
+    /// CAT_MEMBERINFO2's tag number ([`MEMBERINFO2_PE`], [`MEMBERINFO2_FLAT`]), if present.
+    pub member_info2: Option<u8>,
 }
 
 /// A catalog, as read back.
@@ -581,7 +595,7 @@ pub fn read_catalog(der_bytes: &[u8]) -> Result<Catalog, Error> {
             file: None,
             os_attr: None,
             digest: None,
-            member_info2: false,
+            member_info2: None,
         };
         for a in s.attributes.iter() {
             for v in a.values.iter() {
@@ -594,7 +608,10 @@ pub fn read_catalog(der_bytes: &[u8]) -> Result<Catalog, Error> {
                         _ => {}
                     }
                 } else if a.oid == oid::CAT_MEMBERINFO2 {
-                    m.member_info2 = true;
+                    m.member_info2 = Some(match v.tag() {
+                        Tag::ContextSpecific { number, .. } => number.value(),
+                        _ => return err("CAT_MEMBERINFO2 is not a context-specific tag"),
+                    });
                 } else if a.oid == oid::SPC_INDIRECT_DATA {
                     let ind: SpcIndirectDataContent = v.decode_as()?;
                     let subject = match ind.data.kind {
@@ -677,7 +694,18 @@ pub fn check_package(dir: &Path, inf_name: &str, catalog: &Catalog) -> Vec<Strin
             };
             matched[i] = true;
             let m = &catalog.members[i];
-            if m.file.as_deref() != Some(f.name.as_str()) {
+            let kind = if f.pe {
+                MEMBERINFO2_PE
+            } else {
+                MEMBERINFO2_FLAT
+            };
+            if m.member_info2 != Some(kind) {
+                problems.push(format!(
+                    "{}: the {algorithm} member's CAT_MEMBERINFO2 is {:?}, not [{kind}]",
+                    f.name, m.member_info2
+                ));
+            }
+            if algorithm == "SHA-256" && m.file.as_deref() != Some(f.name.as_str()) {
                 problems.push(format!(
                     "{}: the {algorithm} member is named {:?}",
                     f.name, m.file
@@ -836,8 +864,10 @@ mod tests {
             pe.digest,
             Some((Subject::PeImage, oid::SHA256, vec![0x22; 32]))
         );
+        assert_eq!(pe.member_info2, Some(MEMBERINFO2_PE));
         let sha1_member = cat.members.iter().find(|m| m.tag == [0x11; 20]).unwrap();
-        assert!(sha1_member.member_info2 && sha1_member.digest.is_none());
+        assert_eq!(sha1_member.member_info2, Some(MEMBERINFO2_PE));
+        assert!(sha1_member.digest.is_none() && sha1_member.file.is_none());
     }
 
     #[test]

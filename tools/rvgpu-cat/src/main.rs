@@ -4,6 +4,7 @@
 //!   rvgpu-cat check DIR       check DIR's catalog (the INF's CatalogFile) against DIR's files,
 //!                             and that every image carries DriverVer as its file version
 //!   rvgpu-cat dump  CAT       print a catalog's attributes and members
+//!   rvgpu-cat verify CAT      check a catalog's signature and print its signer
 //!
 //! The INF is DIR/rvgpu.inf unless RVGPU_INF names another file in DIR.
 
@@ -92,7 +93,7 @@ fn dump(path: &Path) -> Result<(), Error> {
     }
     for m in &catalog.members {
         println!(
-            "member {} File={:?} OSAttr={:?} memberinfo2={} digest={:?}",
+            "member {} File={:?} OSAttr={:?} memberinfo2={:?} digest={:?}",
             hex(&m.tag),
             m.file,
             m.os_attr,
@@ -105,14 +106,26 @@ fn dump(path: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+fn verify(path: &Path) -> Result<(), Error> {
+    let bytes = std::fs::read(path).map_err(|e| Error(format!("{}: {e}", path.display())))?;
+    let signed = rvgpu_cat::signature::verify(&bytes)
+        .map_err(|e| Error(format!("{}: {e}", path.display())))?;
+    println!(
+        "signature ok, signer {}",
+        rvgpu_cat::signature::subject(&signed.signer)
+    );
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["make", dir, out] => make(Path::new(dir), Path::new(out)),
         ["check", dir] => check(Path::new(dir)),
         ["dump", cat] => dump(Path::new(cat)),
+        ["verify", cat] => verify(Path::new(cat)),
         _ => {
-            eprintln!("usage: rvgpu-cat make DIR OUT | check DIR | dump CAT");
+            eprintln!("usage: rvgpu-cat make DIR OUT | check DIR | dump CAT | verify CAT");
             return ExitCode::from(2);
         }
     };

@@ -55,6 +55,11 @@ pub enum Capability {
     AllocationUsage,
     /// [`GpuVaPlacement`].
     GpuVaPlacement,
+    /// The OS enabled `DXGK_FEATURE_NATIVE_FENCE` for the driver: native fences, their logs and
+    /// user-mode submission exist. No trait: off on a stock Windows (`crate::os`).
+    NativeFences,
+    /// [`super::testing::KernelModeTesting`].
+    KernelModeTesting,
 }
 
 impl Capability {
@@ -76,6 +81,8 @@ impl Capability {
         Self::ConfiguredMachine,
         Self::AllocationUsage,
         Self::GpuVaPlacement,
+        Self::NativeFences,
+        Self::KernelModeTesting,
     ];
 
     /// The name shown in skip reasons and `--list`.
@@ -97,6 +104,8 @@ impl Capability {
             Self::ConfiguredMachine => "ConfiguredMachine",
             Self::AllocationUsage => "AllocationUsage",
             Self::GpuVaPlacement => "GpuVaPlacement",
+            Self::NativeFences => "NativeFences",
+            Self::KernelModeTesting => "KernelModeTesting",
         }
     }
 
@@ -111,6 +120,8 @@ impl Capability {
                 | Self::Tdr
                 | Self::AllocationUsage
                 | Self::GpuVaPlacement
+                | Self::NativeFences
+                | Self::KernelModeTesting
         )
     }
 

@@ -20,6 +20,7 @@ pub mod kmt;
 pub mod restricted;
 mod session;
 pub mod sim;
+pub mod testing;
 
 use std::fmt;
 use std::time::Duration;

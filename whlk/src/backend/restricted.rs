@@ -148,6 +148,13 @@ impl Session for RestrictedSession {
             None
         }
     }
+    fn as_kmtest(&mut self) -> Option<&mut dyn super::testing::KernelModeTesting> {
+        if self.keep.contains(Capability::KernelModeTesting) {
+            self.inner.as_kmtest()
+        } else {
+            None
+        }
+    }
     fn as_alloc_usage_ref(&self) -> Option<&dyn AllocationUsage> {
         if self.keep.contains(Capability::AllocationUsage) {
             self.inner.as_alloc_usage_ref()

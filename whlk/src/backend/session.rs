@@ -102,6 +102,11 @@ pub trait Session {
         None
     }
 
+    /// The [`super::testing::KernelModeTesting`] capability, if the backend has it.
+    fn as_kmtest(&mut self) -> Option<&mut dyn super::testing::KernelModeTesting> {
+        None
+    }
+
     /// The [`Tdr`] capability, if the backend has it.
     fn as_tdr(&mut self) -> Option<&mut dyn Tdr> {
         None
@@ -310,6 +315,10 @@ impl dyn Session + '_ {
     /// The [`AllocationUsage`] capability, shared.
     pub fn alloc_usage_ref(&self) -> Result<&dyn AllocationUsage, Failure> {
         reach(Capability::AllocationUsage, self.as_alloc_usage_ref())
+    }
+    /// The [`super::testing::KernelModeTesting`] capability.
+    pub fn kmtest(&mut self) -> Result<&mut dyn super::testing::KernelModeTesting, Failure> {
+        reach(Capability::KernelModeTesting, self.as_kmtest())
     }
     /// The [`GpuVaPlacement`] capability.
     pub fn gpu_va(&mut self) -> Result<&mut dyn GpuVaPlacement, Failure> {

@@ -10,7 +10,7 @@ use super::common::no_fault;
 pub const CASES: &[Case] = &[
     Case {
         name: "Adapter.StartStop",
-        requirements: &["ISSUE-2"],
+        requirements: &["DDI-01"],
         summary: "load, start, stop, remove, unload through DRIVER_INITIALIZATION_DATA (step mode)",
         needs: &[],
         optional: &[Capability::BugChecks],
@@ -18,7 +18,7 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "Adapter.StartStopThreaded",
-        requirements: &["ISSUE-2"],
+        requirements: &["DDI-01"],
         summary: "the same life cycle with device, interrupt and DPC threads",
         needs: &[],
         optional: &[Capability::BugChecks],
@@ -26,7 +26,7 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "Adapter.RestartAfterStop",
-        requirements: &["ISSUE-2"],
+        requirements: &["DDI-01"],
         summary: "StartDevice again after StopDevice",
         needs: &[],
         optional: &[],
@@ -34,7 +34,7 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "Adapter.TwoAdapters",
-        requirements: &["ISSUE-2"],
+        requirements: &["DDI-01"],
         summary: "an iGPU and a dGPU start and stop independently under one driver",
         needs: &[],
         optional: &[],

@@ -24,9 +24,9 @@ const POLLS: u64 = 500;
 /// The cases of this area.
 pub const CASES: &[Case] = &[Case {
     name: "GpuVa.MapSubRangeAtChosenVaThenFree",
-    requirements: &["ISSUE-12"],
+    requirements: &["DDI-03", "UM-10"],
     summary: "a process reserves a range, maps pages 1-2 of a buffer at a VA it chose, a user-mode queue writes there and the buffer's page 1 changes; after the free the same write page-faults, writes nothing and the device is lost to the UMD (doorbell aborted where observable)",
-    needs: &[Capability::UserModeSubmission, Capability::GpuVaPlacement],
+    needs: &[Capability::UserModeSubmission, Capability::GpuVaPlacement, Capability::NativeFences],
     optional: &[Capability::BugChecks],
     run: map_sub_range_then_free,
 }];

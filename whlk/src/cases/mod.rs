@@ -7,6 +7,7 @@ pub mod gpuva;
 pub mod interrupt;
 pub mod logs;
 pub mod native_fence;
+pub mod neutral;
 pub mod simulation;
 pub mod tdr;
 pub mod usermode_submission;
@@ -37,5 +38,6 @@ pub fn all() -> Vec<Case> {
     v.extend_from_slice(gpuva::CASES);
     v.extend_from_slice(logs::CASES);
     v.extend_from_slice(tdr::CASES);
+    v.extend_from_slice(neutral::CASES);
     v
 }

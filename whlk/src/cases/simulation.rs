@@ -17,7 +17,7 @@ const NATIVE_FENCE_SIGNALED: u64 = 19;
 pub const CASES: &[Case] = &[
     Case {
         name: "Simulation.BugcheckOnBadFenceHandle",
-        requirements: &["NF-14", "ISSUE-2"],
+        requirements: &["NF-14"],
         summary:
             "an ISR reporting an unknown native fence handle halts with 0x119 (1, handle, 19, 0)",
         needs: &[Capability::FaultInjection, Capability::BugChecks],
@@ -26,7 +26,7 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "Simulation.IrqlEnforcedDdi",
-        requirements: &["ISSUE-2"],
+        requirements: &["DDI-02"],
         summary: "QueryAdapterInfo entered at DISPATCH_LEVEL halts with 0xA",
         needs: &[Capability::DirectDdi, Capability::BugChecks],
         optional: &[],
@@ -34,7 +34,7 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "Simulation.IrqlEnforcedCallback",
-        requirements: &["ISSUE-2"],
+        requirements: &["DDI-02"],
         summary: "a PASSIVE callback called from the ISR halts with 0xA",
         needs: &[Capability::FaultInjection, Capability::BugChecks],
         optional: &[],

@@ -207,7 +207,11 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-05", "UM-10"],
         summary: "a user-mode HANG on node 0: the copy queue on node 1 submits and completes \
                   through detection and reset; none lost, none twice; the guilty queue refused",
-        needs: &[Capability::UserModeSubmission, Capability::Tdr],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::Tdr,
+            Capability::NativeFences,
+        ],
         optional: &[Capability::TdrTrace, Capability::BugChecks],
         run: compute_hang_copy_runs,
     },
@@ -216,7 +220,11 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-10"],
         summary: "a user-mode HANG: the guilty device's doorbells DISCONNECTED_ABORT, its \
                   submissions refused; the other device never disconnected; a new process works",
-        needs: &[Capability::UserModeSubmission, Capability::Tdr],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::Tdr,
+            Capability::NativeFences,
+        ],
         optional: &[
             Capability::TdrTrace,
             Capability::OsTrace,
@@ -229,7 +237,11 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-10", "TDR-05"],
         summary: "threaded: 4 processes x 2 engines submit continuously while a fifth hangs \
                   node 0; every innocent batch runs exactly once, traffic continues past the reset",
-        needs: &[Capability::UserModeSubmission, Capability::Tdr],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::Tdr,
+            Capability::NativeFences,
+        ],
         optional: &[Capability::TdrTrace, Capability::BugChecks],
         run: user_mode_traffic_survives,
     },

@@ -101,6 +101,7 @@ impl<P: Platform> Adapter<P> {
 
     fn bring_up(&self, dxgk: Dxgk, ddis: Filled) -> Result<Box<Live<P>>, Status> {
         let info = dxgk.device_information()?;
+        let quotas = crate::quota::Quotas::read::<P>(info.PhysicalDeviceObject.cast());
         // SAFETY: Dxgkrnl's DXGK_DEVICE_INFO points at a valid translated resource list.
         let res = unsafe { resources::parse(info.TranslatedResourceList) }
             .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
@@ -235,6 +236,7 @@ impl<P: Platform> Adapter<P> {
                 optimized_fence_irq: false,
                 power,
                 aperture,
+                quotas,
                 isr: IsrCell(UnsafeCell::new(IsrState {
                     ring,
                     fences: isr_fences,

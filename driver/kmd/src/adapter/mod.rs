@@ -101,6 +101,8 @@ pub struct Live<P: Platform> {
     /// The aperture segment's page table ([`crate::aperture`]); empty without
     /// the GpuMmu model.
     pub aperture: crate::aperture::Aperture,
+    /// Each pool's share between processes, read from the registry at start.
+    pub quotas: crate::quota::Quotas,
     isr: IsrCell,
 }
 

@@ -115,7 +115,10 @@ pub fn create_context<P: Platform>(
         let owner = s.process_of_device(device);
         let free = MAX_CONTEXTS.saturating_sub(s.contexts.len());
         let held = &*s;
-        if !crate::quota::CONTEXTS.grants(free, owner.map(|p| move || held.contexts_of_process(p)))
+        if !live
+            .quotas
+            .contexts
+            .grants(free, owner.map(|p| move || held.contexts_of_process(p)))
         {
             return Err(status::NO_MEMORY);
         }

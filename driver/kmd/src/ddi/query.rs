@@ -55,7 +55,7 @@ pub(super) unsafe extern "system" fn query_interface<P: Platform>(
         InterfaceReference: Some(feature_interface_reference),
         InterfaceDereference: Some(feature_interface_reference),
         QueryFeatureSupport: Some(query_feature_support::<P>),
-        QueryFeatureInterface: Some(query_feature_interface),
+        QueryFeatureInterface: Some(query_feature_interface::<P>),
     };
     // SAFETY: Dxgkrnl provides `Size` (>= the interface's size, checked) writable bytes at
     // `Interface`; unaligned write as its alignment is not promised.
@@ -93,15 +93,20 @@ pub(super) unsafe extern "system" fn query_feature_support<P: Platform>(
     status::SUCCESS
 }
 
-/// DxgkDdiQueryFeatureInterface (PASSIVE): rvgpu's features have no driver-side feature
-/// interfaces (native fences use DDIs of the main table).
-pub(super) unsafe extern "system" fn query_feature_interface(
+/// DxgkDdiQueryFeatureInterface (PASSIVE): the kernel-mode testing interface
+/// ([`crate::kmtest`]) is rvgpu's one driver-side feature interface (native fences use DDIs of
+/// the main table).
+pub(super) unsafe extern "system" fn query_feature_interface<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_QUERYFEATUREINTERFACE,
 ) -> NTSTATUS {
-    // A null context is the only one that resolves to no adapter (super::thunk::adapter).
-    if h_adapter.is_null() || args.is_null() {
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk); the interface's context is our own
+    // adapter context.
+    let Some((_, q)) = (unsafe { adapter_and_mut::<P, _>(h_adapter, args) }) else {
         return status::INVALID_PARAMETER.code();
+    };
+    if q.FeatureId == rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING {
+        return to_ntstatus(crate::kmtest::query_interface::<P>(q));
     }
     status::NOT_SUPPORTED.code()
 }

@@ -202,8 +202,21 @@ pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Resu
         }
         None => None,
     };
+    // The process's share of the table (crate::quota): the last free fences go only to a
+    // process holding few; the creator's open failing makes the OS destroy the new global, so
+    // creation is refused too. STATUS_NO_MEMORY, as for queues and contexts.
+    let free = (registry::MAX_FENCES as usize).saturating_sub(table.len());
+    let owner = process.map(crate::handle::Handle::raw);
+    let held = &*table;
+    if !live
+        .quotas
+        .fences
+        .grants(free, owner.map(|p| move || held.opens_of_process(p)))
+    {
+        return Err(status::NO_MEMORY);
+    }
     table
-        .open::<P>(g, l, args.hDevice as usize)
+        .open::<P>(g, l, args.hDevice as usize, owner.unwrap_or(0))
         .map_err(table_status)?;
     if fence.words.is_none() {
         if let (Some(w), Some(f)) = (words, table.get_mut(g)) {

@@ -133,6 +133,9 @@ impl<V> Sparse<V> {
 pub struct Local {
     pub global: usize,
     pub device: usize,
+    /// The opening device's process (its raw handle), 0 if unknown: what the per-process
+    /// share counts ([`crate::quota::Quotas::fences`]).
+    pub process: u64,
 }
 
 impl FenceTable {
@@ -181,12 +184,23 @@ impl FenceTable {
         Ok(())
     }
 
-    /// OpenNativeFence: a new local handle on global `g`.
+    /// Local handles open by process `process` (a scan: asked only when the table is down
+    /// to its reserve, [`crate::quota::Share::grants`]).
+    pub fn opens_of_process(&self, process: u64) -> usize {
+        self.locals
+            .map
+            .values()
+            .filter(|l| l.is_some_and(|l| l.process == process))
+            .count()
+    }
+
+    /// OpenNativeFence: a new local handle on global `g` for `device` of `process`.
     pub fn open<P: Platform>(
         &mut self,
         g: usize,
         local: usize,
         device: usize,
+        process: u64,
     ) -> Result<(), TableError> {
         if self.locals.contains_key(local) {
             return Err(TableError::Exists);
@@ -198,10 +212,14 @@ impl FenceTable {
         self.locals
             .try_reserve::<P>()
             .map_err(|_| TableError::NoMemory)?;
-        if !self
-            .locals
-            .insert_reserved(local, Local { global: g, device })
-        {
+        if !self.locals.insert_reserved(
+            local,
+            Local {
+                global: g,
+                device,
+                process,
+            },
+        ) {
             return Err(TableError::NoMemory);
         }
         if let Some(f) = self.globals.get_mut(g) {
@@ -250,8 +268,8 @@ mod tests {
     fn nf_13_global_and_local_handle_lifetimes() {
         let mut t = FenceTable::default();
         t.create::<crate::kmem::Host>(0x100, fence(1)).unwrap();
-        t.open::<crate::kmem::Host>(0x100, 0xA1, 0xD1).unwrap();
-        t.open::<crate::kmem::Host>(0x100, 0xB1, 0xD2).unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xA1, 0xD1, 0).unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xB1, 0xD2, 0).unwrap();
         assert_eq!(t.get(0x100).map(|f| f.opens), Some(2));
         t.close(0xA1).unwrap();
         assert!(t.get(0x100).is_some(), "A's close leaves the global object");
@@ -269,7 +287,7 @@ mod tests {
     fn nf_13_out_of_order_calls_are_refused() {
         let mut t = FenceTable::default();
         assert_eq!(
-            t.open::<crate::kmem::Host>(0x100, 0xA1, 0),
+            t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0),
             Err(TableError::Unknown),
             "open before create"
         );
@@ -278,9 +296,9 @@ mod tests {
             t.create::<crate::kmem::Host>(0x100, fence(2)),
             Err(TableError::Exists)
         );
-        t.open::<crate::kmem::Host>(0x100, 0xA1, 0).unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0).unwrap();
         assert_eq!(
-            t.open::<crate::kmem::Host>(0x100, 0xA1, 0),
+            t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0),
             Err(TableError::Exists),
             "local handle reused"
         );

@@ -96,7 +96,7 @@ pub(super) unsafe extern "system" fn is_feature_enabled(
     }
     // SAFETY: non-null pointer to the driver's argument block.
     let args = unsafe { &mut *args };
-    lock(&a.features_queried).push(args.FeatureId);
+    a.observer().feature_queried(args.FeatureId);
     // The answer is the adapter's feature database, built before StartDevice from the
     // driver's own interface and the OS's policy (`dxgkrnl::features`).
     let version = lock(&a.features).version(args.FeatureId);
@@ -149,8 +149,7 @@ pub(super) unsafe extern "system" fn query_feature_interface(
                 GetOSCaps: Some(native_fence_get_os_caps),
             })
     };
-    a.native_fence_interface_queries
-        .fetch_add(1, Ordering::Relaxed);
+    a.observer().native_fence_interface_queried();
     args.InterfaceSize = size as u16;
     STATUS_SUCCESS
 }

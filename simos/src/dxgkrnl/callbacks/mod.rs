@@ -38,7 +38,7 @@ use crate::dxgkrnl::irql::{self, Routine};
 use crate::dxgkrnl::kernel::{self, current_irql, current_machine, IrqlScope};
 use crate::dxgkrnl::notify::{self, Notification};
 use crate::dxgkrnl::resources;
-use crate::dxgkrnl::state::lock;
+use crate::lock::lock;
 
 // ---------------------------------------------------------------------------------------------
 // Entry checks.

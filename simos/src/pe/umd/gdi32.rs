@@ -535,7 +535,7 @@ fn open_adapter_from_luid(p: &UserProcess, at: u64) -> Status {
     let i = (0..p.machine.adapter_count())
         .find(|&i| luid_of(i) == (a.luid_low, a.luid_high))
         .ok_or(STATUS_INVALID_PARAMETER)?;
-    let h = crate::ums::new_kmt_handle();
+    let h = crate::ums::new_adapter_handle().map_err(|e| sim_status(&e))?;
     lock(&p.handles).adapters.insert(h, i);
     put(at, offset_of!(OpenAdapterFromLuid, h_adapter), &h)
 }

@@ -111,6 +111,8 @@ pub(super) fn import(module: &str, name: &str) -> Option<Handler> {
         ("kernel32.dll", "GetModuleHandleW") => get_module_handle,
         ("kernel32.dll", "LoadLibraryW") => get_module_handle,
         ("kernel32.dll", "GetProcAddress") => get_proc_address,
+        ("kernel32.dll", "QueryPerformanceCounter") => query_performance_counter,
+        ("kernel32.dll", "QueryPerformanceFrequency") => query_performance_frequency,
         ("advapi32.dll", "EventRegister") => event_register,
         ("advapi32.dll", "EventUnregister") => |_, _| StubResult::Return(ERROR_SUCCESS),
         ("advapi32.dll", "EventSetInformation") => |_, _| StubResult::Return(ERROR_SUCCESS),
@@ -118,6 +120,25 @@ pub(super) fn import(module: &str, name: &str) -> Option<Handler> {
         ("advapi32.dll", "EventWriteTransfer") => |_, _| StubResult::Return(ERROR_SUCCESS),
         _ => return None,
     })
+}
+
+/// Stores `v` at `at` for a `Query*` call: TRUE, or FALSE for a pointer it cannot write.
+fn store_i64(at: u64, v: u64) -> StubResult {
+    let v = i64::try_from(v).unwrap_or(i64::MAX);
+    StubResult::Return(u64::from(super::guest::write(at, &v).is_ok()))
+}
+
+/// `QueryPerformanceCounter(lpPerformanceCount)`: the simulated OS's QPC, the clock its fence
+/// log calibrations use (`crate::sync::trace::qpc`).
+/// <https://learn.microsoft.com/en-us/windows/win32/api/profileapi/nf-profileapi-queryperformancecounter>
+fn query_performance_counter(_: &UserProcess, w: &[u64; 12]) -> StubResult {
+    store_i64(w[0], crate::sync::trace::qpc())
+}
+
+/// `QueryPerformanceFrequency(lpFrequency)`.
+/// <https://learn.microsoft.com/en-us/windows/win32/api/profileapi/nf-profileapi-queryperformancefrequency>
+fn query_performance_frequency(_: &UserProcess, w: &[u64; 12]) -> StubResult {
+    store_i64(w[0], crate::sync::trace::QPC_HZ)
 }
 
 /// `HeapAlloc(hHeap, dwFlags, dwBytes)`: NULL on failure (no HEAP_GENERATE_EXCEPTIONS).

@@ -99,8 +99,8 @@ use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::ddi::{self, check_status, missing, table, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::notify::Notification;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::answers::{CpuUpdateIrql, SystemVas, ValueUpdates};
 use crate::machine::{Machine, Mode};
 use crate::sync::trace::ReleaseVia;
@@ -122,9 +122,7 @@ fn next_handle() -> usize {
     NEXT_HANDLE.fetch_add(0x10, Ordering::Relaxed)
 }
 
-/// A process of the simulated OS (owner of local handles and of packed fence pages).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ProcessId(pub u32);
+pub use crate::sync::process_id::ProcessId;
 
 /// What [`Machine::create_native_fence`] creates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -65,9 +65,9 @@ pub use rvgpu_hw::cmd::LogKind;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
-use crate::sync::fence::ProcessId;
+use crate::lock::lock;
+use crate::sync::process_id::ProcessId;
 use crate::sync::trace::{qpc, TraceEvent};
 
 /// Entries per log the OS allocates by default (a full 4 KiB buffer).

@@ -85,8 +85,8 @@ use crate::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
 use crate::dxgkrnl::ddi::{self, check_status, sim_err, table, At};
 use crate::dxgkrnl::irql::{self, Routine};
 use crate::dxgkrnl::kernel::{current_irql, IrqlScope};
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::{Machine, Mode};
 use crate::ums::{self, KmtHandle};
 

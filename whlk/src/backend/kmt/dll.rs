@@ -87,7 +87,18 @@ impl crate::backend::Backend for DllBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::of(&[Capability::UserModeSubmission, Capability::AllocationUsage])
+        if crate::os::native_fences() {
+            Capabilities::of(&[
+                Capability::UserModeSubmission,
+                Capability::AllocationUsage,
+                Capability::Fences,
+                Capability::ConfiguredMachine,
+                Capability::NativeFences,
+            ])
+        } else {
+            // Its queues and fences are user-mode queues and native fences.
+            Capabilities::NONE
+        }
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
@@ -101,6 +112,8 @@ impl crate::backend::Backend for DllBackend {
             buffers: Vec::new(),
             tracked: Vec::new(),
             queues: Vec::new(),
+            gates: Vec::new(),
+            fence: super::dll_fences::FenceState::default(),
         }))
     }
 }
@@ -125,9 +138,22 @@ struct DQueue {
     process: usize,
     /// `RvgpuQueue*`; `None` once closed.
     handle: Option<u64>,
+    /// What `rvgpu_queue_status` said last (kept after the close).
+    info: UmQueueInfo,
 }
 
-struct DllSession {
+/// A gate: a GPU wait on word `offset` of buffer `buffer`, made a wait on a native fence of the
+/// buffer's process that `write_buffer` signals from the CPU (the device re-evaluates a wait on
+/// plain memory only when the OS says the word changed, which no application call does).
+struct Gate {
+    process: usize,
+    buffer: usize,
+    offset: u64,
+    /// `RvgpuFence*`.
+    fence: u64,
+}
+
+pub(super) struct DllSession {
     m: Arc<Machine>,
     image: Arc<UmdImage>,
     render_only: Vec<bool>,
@@ -136,14 +162,16 @@ struct DllSession {
     buffers: Vec<Option<DBuffer>>,
     tracked: Vec<Option<DBuffer>>,
     queues: Vec<DQueue>,
+    gates: Vec<Gate>,
+    pub(super) fence: super::dll_fences::FenceState,
 }
 
 impl DllSession {
-    fn fault(&self) -> Option<Failure> {
+    pub(super) fn fault(&self) -> Option<Failure> {
         self.m.fault().map(failure)
     }
 
-    fn process(&self, p: usize) -> Result<(Arc<UserProcess>, u64), Failure> {
+    pub(super) fn process(&self, p: usize) -> Result<(Arc<UserProcess>, u64), Failure> {
         self.processes
             .get(p)
             .and_then(|d| d.live.clone())
@@ -151,7 +179,7 @@ impl DllSession {
     }
 
     /// Calls export `name` of process `p`'s DLL; its `RvgpuStatus` (or RAX).
-    fn call(&self, p: usize, name: &str, args: &[u64]) -> Result<u64, Failure> {
+    pub(super) fn call(&self, p: usize, name: &str, args: &[u64]) -> Result<u64, Failure> {
         let (up, _) = self.process(p)?;
         match up.call(name, args) {
             Ok(v) => Ok(v & 0xFFFF_FFFF),
@@ -165,10 +193,13 @@ impl DllSession {
     }
 
     /// [`call`](Self::call), success required.
-    fn ok(&self, p: usize, name: &str, args: &[u64]) -> Result<(), Failure> {
+    pub(super) fn ok(&self, p: usize, name: &str, args: &[u64]) -> Result<(), Failure> {
         match self.call(p, name, args)? {
             OK => Ok(()),
-            NOT_IMPLEMENTED => missing(name),
+            NOT_IMPLEMENTED => Err(Failure::Unsupported(format!(
+                "{name} returned RVGPU_STATUS_NOT_IMPLEMENTED (declared in rvgpu_umd.h, not \
+                 implemented by this build of the DLL)"
+            ))),
             s => Err(self.fault().unwrap_or_else(|| {
                 Failure::Backend(format!("{name} returned {}", status_name(s)))
             })),
@@ -189,7 +220,7 @@ impl DllSession {
             .ok_or_else(|| Failure::Backend(format!("no live tracked buffer {}", b.0)))
     }
 
-    fn queue(&self, q: UmQueueRef) -> Result<(usize, u64), Failure> {
+    pub(super) fn queue(&self, q: UmQueueRef) -> Result<(usize, u64), Failure> {
         let d = self
             .queues
             .get(q.0)
@@ -284,6 +315,91 @@ impl DllSession {
         }
     }
 
+    /// The gate fence of word `offset` of plain buffer `b` for a queue of `process`, made on
+    /// first use with the word's value.
+    fn gate(&mut self, process: usize, b: BufferRef, offset: u64) -> Result<u64, Failure> {
+        if let Some(g) = self
+            .gates
+            .iter()
+            .find(|g| g.buffer == b.0 && g.offset == offset)
+        {
+            return Ok(g.fence);
+        }
+        if self.buffer(b)?.process != process {
+            return Err(Failure::Unsupported(
+                "a GPU wait on another process's memory (a gate is a native fence of the \
+                 buffer's process)"
+                    .into(),
+            ));
+        }
+        let initial = self.read_buffer(b, offset)?;
+        let (_, adapter) = self.process(process)?;
+        let mut fence = 0u64;
+        self.ok(
+            process,
+            "rvgpu_fence_create",
+            &[adapter, initial, &raw mut fence as u64],
+        )?;
+        self.gates.push(Gate {
+            process,
+            buffer: b.0,
+            offset,
+            fence,
+        });
+        Ok(fence)
+    }
+
+    /// `rvgpu_queue_submit` of one batch: GPU waits, packets, GPU signals (fence handle,
+    /// value); its progress value.
+    pub(super) fn submit_batch(
+        &self,
+        p: usize,
+        h: u64,
+        cmds: &[rvgpu_hw::cmd::Command],
+        waits: &[(u64, u64)],
+        signals: &[(u64, u64)],
+    ) -> Result<u64, Failure> {
+        let d = dwords(cmds)?;
+        let w: Vec<[u64; 2]> = waits.iter().map(|&(f, v)| [f, v]).collect();
+        let s: Vec<[u64; 2]> = signals.iter().map(|&(f, v)| [f, v]).collect();
+        // RvgpuSubmitDesc: six pointer-sized fields.
+        let desc: [u64; 6] = [
+            if d.is_empty() { 0 } else { d.as_ptr() as u64 },
+            d.len() as u64,
+            if w.is_empty() { 0 } else { w.as_ptr() as u64 },
+            w.len() as u64,
+            if s.is_empty() { 0 } else { s.as_ptr() as u64 },
+            s.len() as u64,
+        ];
+        let mut progress = 0u64;
+        self.ok(
+            p,
+            "rvgpu_queue_submit",
+            &[h, desc.as_ptr() as u64, &raw mut progress as u64],
+        )?;
+        Ok(progress)
+    }
+
+    /// `rvgpu_queue_status` of a live queue handle.
+    fn status_of(&self, p: usize, h: u64) -> Result<UmQueueInfo, Failure> {
+        // RvgpuQueueStatus: three u64, four u32.
+        let mut st = [0u64; 5];
+        self.ok(p, "rvgpu_queue_status", &[h, st.as_mut_ptr() as u64])?;
+        let [submitted, completed, _dropped, kind_lost, id] = st;
+        Ok(UmQueueInfo {
+            path: if kind_lost as u32 == 1 {
+                SubmitPath::KernelMode
+            } else {
+                SubmitPath::UserMode
+            },
+            lost: (kind_lost >> 32) as u32 != 0,
+            last_submitted: submitted,
+            completed,
+            queue_id: id as u32,
+            scheduled: None,
+        })
+    }
+
     /// Everything of process `p` through the DLL, then the process ends.
     fn close_process(&mut self, p: usize) -> Result<(), Failure> {
         let (_, adapter) = self.process(p)?;
@@ -329,11 +445,27 @@ impl DllSession {
                 .filter(|q| q.process == p)
                 .and_then(|q| q.handle);
             if let Some(h) = h {
+                if let Ok(info) = self.status_of(p, h) {
+                    if let Some(q) = self.queues.get_mut(i) {
+                        q.info = info;
+                    }
+                }
                 note(self.ok(p, "rvgpu_destroy_queue", &[h]));
                 if let Some(q) = self.queues.get_mut(i) {
                     q.handle = None;
                 }
             }
+        }
+
+        for f in self.fence.take_live_of(p) {
+            note(self.ok(p, "rvgpu_fence_destroy", &[f]));
+        }
+        let (mine, others): (Vec<Gate>, Vec<Gate>) = std::mem::take(&mut self.gates)
+            .into_iter()
+            .partition(|g| g.process == p);
+        self.gates = others;
+        for g in mine {
+            note(self.ok(p, "rvgpu_fence_destroy", &[g.fence]));
         }
         note(self.ok(p, "rvgpu_close_adapter", &[adapter]));
         if let Some(d) = self.processes.get_mut(p) {
@@ -425,7 +557,31 @@ impl Session for DllSession {
     fn as_alloc_usage_ref(&self) -> Option<&dyn AllocationUsage> {
         Some(self)
     }
+
+    fn as_fences(&mut self) -> Option<&mut dyn crate::backend::Fences> {
+        Some(self)
+    }
+
+    fn as_fences_ref(&self) -> Option<&dyn crate::backend::Fences> {
+        Some(self)
+    }
 }
+
+/// The session ends as an application exits: its waits stop, then every process still open
+/// destroys what it holds and closes its adapter, before the machine goes.
+impl Drop for DllSession {
+    fn drop(&mut self) {
+        self.fence.stop();
+        for p in 0..self.processes.len() {
+            if self.processes.get(p).is_some_and(|d| d.live.is_some()) {
+                let _ = self.close_process(p);
+            }
+        }
+    }
+}
+
+/// (`RvgpuFence*`, value) pairs: a batch's wait or signal list.
+pub(super) type FenceList = Vec<(u64, u64)>;
 
 /// Commands as the C API takes them: each 64-bit word as two dwords, low half first.
 fn dwords(cmds: &[rvgpu_hw::cmd::Command]) -> Result<Vec<u32>, Failure> {
@@ -505,12 +661,24 @@ impl UserModeSubmission for DllSession {
         })
     }
 
+    /// The store happens; a GPU wait queued on the word (a gate) is released by signalling
+    /// the gate's fence to the value from the CPU.
     fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
         let i = self.word(b, offset)?;
         // SAFETY: the lock's view; word `i` checked inside the buffer.
         self.with_view(b, LOCK_WRITE, |base, _| unsafe {
             base.add(i).write_volatile(value)
-        })
+        })?;
+        let Some(fence) = self
+            .gates
+            .iter()
+            .find(|g| g.buffer == b.0 && g.offset == offset)
+            .map(|g| g.fence)
+        else {
+            return Ok(());
+        };
+        let p = self.buffer(b)?.process;
+        self.ok(p, "rvgpu_fence_signal", &[fence, value])
     }
 
     fn create_queue(
@@ -519,42 +687,58 @@ impl UserModeSubmission for DllSession {
         node: u32,
         kind: SubmitPath,
     ) -> Result<UmQueueRef, Failure> {
-        if kind == SubmitPath::KernelMode {
-            return missing("a kernel-mode queue (rvgpu_create_queue makes user-mode queues)");
-        }
         let (_, adapter) = self.process(p.0)?;
+        // RvgpuQueueDesc: node, kind, priority, ring size (4 KiB: the rings the cases wrap).
+        let kind = u32::from(kind == SubmitPath::KernelMode);
+        let desc: [u32; 4] = [node, kind, 0, 4096];
         let mut q = 0u64;
         self.ok(
             p.0,
-            "rvgpu_create_queue",
-            &[adapter, u64::from(node), 0, &raw mut q as u64],
+            "rvgpu_queue_create",
+            &[adapter, desc.as_ptr() as u64, &raw mut q as u64],
         )?;
+        let info = self.status_of(p.0, q)?;
         self.queues.push(DQueue {
             process: p.0,
             handle: Some(q),
+            info,
         });
         Ok(UmQueueRef(self.queues.len() - 1))
     }
 
     fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
         let (p, h) = self.queue(q)?;
-        if work.iter().any(|w| matches!(w, Work::WaitAtLeast { .. })) {
-            return missing("a GPU wait on a buffer word (no fence has a GPU address in it)");
+        // A `WaitAtLeast` is a GPU wait on the word's gate fence: it opens a new batch, since
+        // a batch's waits come before its packets.
+        let mut batches: Vec<(FenceList, Vec<Work>)> = vec![(Vec::new(), Vec::new())];
+        for w in work {
+            if let Work::WaitAtLeast {
+                buffer,
+                offset,
+                value,
+            } = *w
+            {
+                let fence = self.gate(p, buffer, offset)?;
+                if batches.last().is_some_and(|b| !b.1.is_empty()) {
+                    batches.push((Vec::new(), Vec::new()));
+                }
+                if let Some(b) = batches.last_mut() {
+                    b.0.push((fence, value));
+                }
+            } else if let Some(b) = batches.last_mut() {
+                b.1.push(*w);
+            }
         }
-        let cmds = crate::backend::encode_work(work, |b, off, bytes| self.address(b, off, bytes))?;
-        let d = dwords(&cmds)?;
-        let mut progress = 0u64;
-        self.ok(
-            p,
-            "rvgpu_submit",
-            &[
-                h,
-                d.as_ptr() as u64,
-                d.len() as u64,
-                &raw mut progress as u64,
-            ],
-        )?;
-        Ok(progress)
+        let mut last = None;
+        for (waits, items) in &batches {
+            let cmds =
+                crate::backend::encode_work(items, |b, off, bytes| self.address(b, off, bytes))?;
+            if cmds.is_empty() && waits.is_empty() {
+                continue;
+            }
+            last = Some(self.submit_batch(p, h, &cmds, waits, &[])?);
+        }
+        last.ok_or_else(|| Failure::Backend("nothing to submit".into()))
     }
 
     fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
@@ -569,14 +753,23 @@ impl UserModeSubmission for DllSession {
         }
     }
 
-    fn queue_info(&self, _q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
-        missing("the queue's submission path and progress counters")
+    fn queue_info(&self, q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
+        let d = self
+            .queues
+            .get(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+        match d.handle {
+            Some(h) => self.status_of(d.process, h),
+            None => Ok(d.info),
+        }
     }
 
     fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
         let (p, h) = self.queue(q)?;
+        let info = self.status_of(p, h)?;
         if let Some(d) = self.queues.get_mut(q.0) {
             d.handle = None;
+            d.info = info;
         }
         self.ok(p, "rvgpu_destroy_queue", &[h])
     }
@@ -623,10 +816,11 @@ impl AllocationUsage for DllSession {
         gate: Option<(BufferRef, u64, u64)>,
         work: &[TrackedWork],
     ) -> Result<u64, Failure> {
-        if gate.is_some() {
-            return missing("a GPU wait on a buffer word (no fence has a GPU address in it)");
-        }
         let (p, h) = self.queue(q)?;
+        if let Some((buffer, offset, value)) = gate {
+            let fence = self.gate(p, buffer, offset)?;
+            self.submit_batch(p, h, &[], &[(fence, value)], &[])?;
+        }
         let mut last = None;
         for w in work {
             let mut progress = 0u64;
@@ -713,8 +907,22 @@ impl AllocationUsage for DllSession {
         Ok(())
     }
 
-    fn tracked_info(&self, _b: TrackedRef) -> Result<TrackedInfo, Failure> {
-        missing("the buffer's rename and lock-wait counters")
+    fn tracked_info(&self, b: TrackedRef) -> Result<TrackedInfo, Failure> {
+        let d = self.tracked_buffer(b)?;
+        // RvgpuBufferStatus: four u64.
+        let mut st = [0u64; 4];
+        self.ok(
+            d.process,
+            "rvgpu_buffer_status",
+            &[d.handle, st.as_mut_ptr() as u64],
+        )?;
+        let [gpu_va, renames, waits, backings] = st;
+        Ok(TrackedInfo {
+            gpu_va,
+            renames,
+            waits,
+            backings: usize::try_from(backings).unwrap_or(usize::MAX),
+        })
     }
 
     fn destroy_tracked(&mut self, b: TrackedRef) -> Result<(), Failure> {

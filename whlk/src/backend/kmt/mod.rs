@@ -21,6 +21,8 @@
 
 #[cfg(target_os = "linux")]
 pub mod dll;
+#[cfg(target_os = "linux")]
+mod dll_fences;
 mod fences;
 mod gpuva;
 pub mod sim;
@@ -93,6 +95,11 @@ pub trait KmtSync: Kmt {
         value: u64,
         timeout: Duration,
     ) -> Result<FenceWait, NtStatus>;
+
+    /// The kernel-mode testing thunks ([`super::testing::TestThunks`]); by default none.
+    fn testing(&self) -> Option<&dyn super::testing::TestThunks> {
+        None
+    }
 }
 
 /// Where the D3DKMT backend gets its adapters and thunks.
@@ -106,6 +113,12 @@ pub trait KmtPlatform: Send + Sync {
     /// A fresh view of the machine for one case: the number of rvgpu adapters it has.
     fn open(&self, config: &SessionConfig)
         -> Result<Box<dyn KmtMachine<Kmt = Self::Kmt>>, Failure>;
+
+    /// Whether the OS enabled native fences for the driver (default: assumed, as on a test
+    /// machine whose package opts in; the simulated platform asks its Windows, `crate::os`).
+    fn native_fences(&self) -> bool {
+        true
+    }
 }
 
 /// The machine one case runs on, as user mode sees it.
@@ -154,12 +167,22 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::of(&[
+        let caps = Capabilities::of(&[
             Capability::Fences,
             Capability::UserModeSubmission,
             Capability::AllocationUsage,
             Capability::GpuVaPlacement,
-        ])
+            Capability::KernelModeTesting,
+        ]);
+        if self.platform.native_fences() {
+            caps.with(Capability::NativeFences)
+        } else {
+            // GPU work (fence signals and waits, buffer use) goes through user-mode queues,
+            // which need native fences.
+            caps.without(Capability::UserModeSubmission)
+                .without(Capability::Fences)
+                .without(Capability::AllocationUsage)
+        }
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
@@ -174,6 +197,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             tracked: Vec::new(),
             fence: fences::FenceState::default(),
             paging_queues: Vec::new(),
+            testing: Default::default(),
         }))
     }
 }
@@ -252,6 +276,25 @@ struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     /// The paging queue of each process that mapped a GPU VA itself: (process index,
     /// `hPagingQueue`, its fence).
     paging_queues: Vec<(usize, KmtHandle, KmtHandle)>,
+    /// The kernel-mode testing capability's objects ([`super::testing`]).
+    testing: super::testing::TestingState<K>,
+}
+
+impl<K: KmtSync + Send + Sync + 'static> super::testing::TestingHost for KmtSession<K> {
+    type K = K;
+    fn testing(&mut self) -> &mut super::testing::TestingState<K> {
+        &mut self.testing
+    }
+    fn testing_ref(&self) -> &super::testing::TestingState<K> {
+        &self.testing
+    }
+    fn open_test_device(&mut self, i: usize) -> Result<Arc<K>, Failure> {
+        // Devices opened here are not in `processes`: the capability's cases use nothing else.
+        self.machine.open_device(i)
+    }
+    fn test_failure(&self, s: NtStatus) -> Failure {
+        self.status(s)
+    }
 }
 
 impl<K: KmtSync + Send + Sync + 'static> Drop for KmtSession<K> {
@@ -450,6 +493,10 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
     }
 
     fn as_gpu_va(&mut self) -> Option<&mut dyn super::GpuVaPlacement> {
+        Some(self)
+    }
+
+    fn as_kmtest(&mut self) -> Option<&mut dyn super::testing::KernelModeTesting> {
         Some(self)
     }
 

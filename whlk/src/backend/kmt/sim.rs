@@ -43,6 +43,10 @@ impl KmtPlatform for SimPlatform {
         "kmt-sim"
     }
 
+    fn native_fences(&self) -> bool {
+        crate::os::native_fences()
+    }
+
     fn open(&self, config: &SessionConfig) -> Result<Box<dyn KmtMachine<Kmt = SessKmt>>, Failure> {
         let (m, render_only) = started_machine(config)?;
         Ok(Box::new(SimMachine {

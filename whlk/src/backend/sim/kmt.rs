@@ -65,6 +65,11 @@ impl SessKmt {
         }
     }
 
+    /// The machine and the process these thunks belong to.
+    pub(crate) fn parts(&self) -> (&Arc<Machine>, UmsProcess) {
+        (&self.m, self.p)
+    }
+
     pub(crate) fn record(&self) -> Arc<Mutex<Created>> {
         self.rec.clone()
     }
@@ -283,6 +288,22 @@ impl Kmt for SessKmt {
         self.k().wait_for_fence(fence, value)
     }
 
+    fn submit_wait_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        self.k().submit_wait_to_hw_queue(queue, fences)
+    }
+
+    fn submit_signal_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        self.k().submit_signal_to_hw_queue(queue, fences)
+    }
+
     fn create_native_fence(&self, initial_value: u64) -> Result<UmdNativeFence, NtStatus> {
         self.k().create_native_fence(initial_value)
     }
@@ -366,6 +387,10 @@ impl SessKmt {
 /// as Dxgkrnl does.
 impl KmtSync for SessKmt {
     type Value = SimMonitoredValue;
+
+    fn testing(&self) -> Option<&dyn crate::backend::testing::TestThunks> {
+        Some(self)
+    }
 
     fn create_monitored_fence(&self, initial: u64) -> Result<MonitoredSync<Self::Value>, NtStatus> {
         let (handle, f) = self.k().create_monitored_fence(initial)?;

@@ -71,6 +71,7 @@ pub(crate) fn machine_config(config: &SessionConfig) -> MachineConfig {
     } else {
         MachineConfig::single(mode)
     };
+    crate::os::apply(&mut mc);
     mc.os.native_fence_feature = config.native_fence_feature;
     mc.os.hwsch_feature = config.hwsch_feature;
     mc.os.validate_wddm_caps = config.validate_wddm_caps;
@@ -102,7 +103,11 @@ impl Backend for SimBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::all()
+        if crate::os::native_fences() {
+            Capabilities::all()
+        } else {
+            Capabilities::all().without(super::Capability::NativeFences)
+        }
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
@@ -194,6 +199,7 @@ fn open_sim_session(
         contexts: Vec::new(),
         tracked: Vec::new(),
         paging_queues: Vec::new(),
+        testing: Default::default(),
     }))
 }
 
@@ -230,6 +236,27 @@ struct SimSession {
         usize,
         rvgpu_umd::kmt::PagingQueue<rvgpu_simos::kmt::SimFence>,
     )>,
+    /// The kernel-mode testing capability's objects ([`crate::backend::testing`]).
+    testing: crate::backend::testing::TestingState<SessKmt>,
+}
+
+impl crate::backend::testing::TestingHost for SimSession {
+    type K = SessKmt;
+    fn testing(&mut self) -> &mut crate::backend::testing::TestingState<SessKmt> {
+        &mut self.testing
+    }
+    fn testing_ref(&self) -> &crate::backend::testing::TestingState<SessKmt> {
+        &self.testing
+    }
+    fn open_test_device(&mut self, i: usize) -> Result<Arc<SessKmt>, Failure> {
+        let p = self.machine.create_process(i).map_err(failure)?;
+        Ok(Arc::new(SessKmt::new(self.machine.clone(), p)))
+    }
+    fn test_failure(&self, s: rvgpu_umd::kmt::NtStatus) -> Failure {
+        self.machine
+            .fault()
+            .map_or(Failure::DdiFailed(s.0), failure)
+    }
 }
 
 /// A native fence made through the UMD thunks: the UMD's view (D3DKMT handle, GPU addresses)
@@ -665,6 +692,9 @@ impl Session for SimSession {
         Some(self)
     }
     fn as_gpu_va(&mut self) -> Option<&mut dyn crate::backend::GpuVaPlacement> {
+        Some(self)
+    }
+    fn as_kmtest(&mut self) -> Option<&mut dyn crate::backend::testing::KernelModeTesting> {
         Some(self)
     }
     fn as_alloc_usage_ref(&self) -> Option<&dyn AllocationUsage> {

@@ -30,10 +30,11 @@ use rvgpu_device::device::mmu::{Fault, Mmu, Privilege};
 use rvgpu_hw::mmu::Access;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::state::lock;
 use crate::error::SimError;
+use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::fence::{MonitoredFence, ProcessId};
+use crate::sync::fence::MonitoredFence;
+use crate::sync::process_id::ProcessId;
 use crate::ums::KmtHandle;
 use crate::vidmm::gpuva::{MapAttrs, Phys};
 use crate::vidmm::mmu::LeafTag;
@@ -44,6 +45,10 @@ use rvgpu_umd::kmt::{
     RESERVE_ZERO, UPDATE_GPU_VA_COPY, UPDATE_GPU_VA_MAP, UPDATE_GPU_VA_MAP_PROTECT,
     UPDATE_GPU_VA_UNMAP,
 };
+
+mod paging_queue;
+
+use paging_queue::PagingQueue;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
@@ -62,18 +67,6 @@ pub const RESERVE_ALIGN: u64 = 0x1_0000;
 /// process uses (fence storage) at their device address (`vidmm::mmu`'s `VA_BASE`), so that
 /// part of the space is never free for the process.
 pub const USER_VA_FLOOR: u64 = 0x4000_0000_0000;
-
-#[derive(Debug)]
-struct PagingQueue {
-    device: KmtHandle,
-    #[allow(dead_code)]
-    priority: i32,
-    /// `hSyncObject`: the monitored fence paging work on this queue signals.
-    fence: KmtHandle,
-    fence_obj: MonitoredFence,
-    /// The last paging fence value handed out.
-    value: u64,
-}
 
 /// Part of a range that maps pages of one allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -208,60 +201,6 @@ fn zero_in_pte(a: &AdapterShared) -> bool {
 }
 
 impl Machine {
-    /// `D3DKMTCreatePagingQueue` for `device` (22631 DxgkCreatePagingQueueInternal: an
-    /// unknown device or a `PhysicalAdapterIndex` past the adapter's count is
-    /// INVALID_PARAMETER; the priority is stored as given). Returns the queue, its paging
-    /// fence's handle and the fence (read-only CPU view, `FenceValueCPUVirtualAddress`).
-    pub(crate) fn paging_queue_create(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        priority: i32,
-        physical_adapter_index: u32,
-    ) -> Result<(KmtHandle, KmtHandle, MonitoredFence), SimError> {
-        device_pid(a, device)?;
-        // One physical adapter per adapter here (no linked display adapters).
-        if physical_adapter_index != 0 {
-            return Err(bad());
-        }
-        let (fence, fence_obj) = crate::ums::create_sync_fence(self, a, device, 0)?;
-        let h = crate::ums::new_kmt_handle();
-        lock(&a.gpuva).queues.insert(
-            h,
-            PagingQueue {
-                device,
-                priority,
-                fence,
-                fence_obj: fence_obj.clone(),
-                value: 0,
-            },
-        );
-        Ok((h, fence, fence_obj))
-    }
-
-    /// `D3DKMTDestroyPagingQueue`: the queue and its fence ("Destroying the paging queue
-    /// (either implicitly or explicitly) will automatically destroy this sync object",
-    /// D3DKMT_CREATEPAGINGQUEUE). A handle that is not a queue of `device` is
-    /// INVALID_PARAMETER. Paging here finishes inside each thunk, so nothing is pending.
-    pub(crate) fn paging_queue_destroy(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        queue: KmtHandle,
-    ) -> Result<(), SimError> {
-        let q = {
-            let mut st = lock(&a.gpuva);
-            match st.queues.get(&queue) {
-                Some(q) if q.device == device => {}
-                _ => return Err(bad()),
-            }
-            st.queues.remove(&queue).ok_or_else(bad)?
-        };
-        // The UMD may have destroyed the fence through its handle already: nothing left.
-        let _ = crate::ums::destroy_sync_fence(self, a, device, q.fence);
-        Ok(())
-    }
-
     /// Live paging queues, process VA ranges and mapped parts of adapter `i` (the fuzz
     /// targets' leak check).
     pub fn gpuva_live_counts(&self, i: usize) -> (usize, usize, usize) {
@@ -292,43 +231,6 @@ impl Machine {
         let (_, segment, root) = lock(&a.vidmm).process(pid)?;
         let root = crate::vidmm::mmu::segment_pa(a, segment, root)?;
         Some(Mmu::new().translate_page(a.device.memory(), root, va, access, Privilege::User))
-    }
-
-    /// The next paging fence value of `queue`, signalled (the paging this thunk did has
-    /// completed).
-    fn paging_fence_advance(&self, a: &AdapterShared, queue: KmtHandle) -> Result<u64, SimError> {
-        let (f, value) = {
-            let mut st = lock(&a.gpuva);
-            let q = st.queues.get_mut(&queue).ok_or_else(bad)?;
-            q.value += 1;
-            (q.fence_obj.clone(), q.value)
-        };
-        // A fence the process destroyed through its handle has no one to tell; a halted
-        // machine is reported.
-        if let Err(e) = self.signal_monitored_fence_from_cpu(&f, value) {
-            if self.fault().is_some() {
-                return Err(e);
-            }
-        }
-        Ok(value)
-    }
-
-    /// `D3DKMTMakeResident` on paging queue `queue` of `device`: `queue` checked (not a queue
-    /// of the device: INVALID_PARAMETER), `page` does the residency work, then the queue's
-    /// fence advances to the value returned (the paging is complete).
-    pub(crate) fn paging_queue_make_resident(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        queue: KmtHandle,
-        page: impl FnOnce(&Self) -> Result<(), crate::vidmm::residency::MakeResidentFail>,
-    ) -> Result<u64, crate::vidmm::residency::MakeResidentFail> {
-        match lock(&a.gpuva).queues.get(&queue) {
-            Some(q) if q.device == device => {}
-            _ => return Err(bad().into()),
-        }
-        page(self)?;
-        Ok(self.paging_fence_advance(a, queue)?)
     }
 
     /// `D3DKMTReserveGpuVirtualAddress` in `device`'s process. The rules, from 22631 dxgkrnl

@@ -1,0 +1,310 @@
+//! The WDDM 3.2 kernel-mode testing interface (d3dukmdt.h, d3dkmddi.h): the feature interface
+//! the KMD returns for `DXGK_FEATURE_KERNEL_MODE_TESTING`, the argument of its one function and
+//! the known escape through which user mode reaches it.
+//!
+//! Overview: <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/kernel-mode-testing-of-wddm-features>.
+//! None of these types is in the 10.0.22621 headers the layout check reads; the offsets below
+//! are those of the reference pages' declarations under the x64 ABI, and agree with how 24H2's
+//! Dxgkrnl reads them ([D] `KnownEscapeBuildTestCommandBuffer` @ 0x1401D1030: a 0x70-byte
+//! escape whose `Operation` is at 0x50, sizes at 0x68/0x6C; the 14-word
+//! `DXGKARG_BUILDTESTCOMMANDBUFFER` it builds on its stack with the sizes at 0x60 and the flags
+//! at 0x68).
+
+use crate::basic::*;
+use crate::macros::{bitfield, layout};
+
+/// `D3DDDI_TESTCOMMANDBUFFEROP`: what a test command buffer does.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-d3dddi_testcommandbufferop>
+pub type D3DDDI_TESTCOMMANDBUFFEROP = u32;
+/// Not specified.
+pub const D3DDDI_TESTCOMMANDBUFFEROP_INVALID: D3DDDI_TESTCOMMANDBUFFEROP = 0;
+/// Copy (`D3DDDI_TESTCOMMANDBUFFER_COPY`).
+pub const D3DDDI_TESTCOMMANDBUFFEROP_COPY: D3DDDI_TESTCOMMANDBUFFEROP = 1;
+/// Fill (`D3DDDI_TESTCOMMANDBUFFER_FILL`).
+pub const D3DDDI_TESTCOMMANDBUFFEROP_FILL: D3DDDI_TESTCOMMANDBUFFEROP = 2;
+/// A hung engine: an infinite loop that must not be preemptible.
+pub const D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_LOOP: D3DDDI_TESTCOMMANDBUFFEROP = 3;
+/// A long-running command for preemption tests: an infinite loop that must be preemptible.
+pub const D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_PREEMPTABLE_LOOP: D3DDDI_TESTCOMMANDBUFFEROP = 4;
+/// One past the last operation.
+pub const D3DDDI_TESTCOMMANDBUFFEROP_MAX: D3DDDI_TESTCOMMANDBUFFEROP = 5;
+
+/// `D3DDDI_TESTCOMMANDBUFFER_COPY`: copy `NumBytes` (a multiple of 4) between GPU VAs.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_testcommandbuffer_copy>
+// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct D3DDDI_TESTCOMMANDBUFFER_COPY {
+    /// Source GPU VA.
+    pub SrcAddress: D3DGPU_VIRTUAL_ADDRESS,
+    /// Destination GPU VA.
+    pub DstAddress: D3DGPU_VIRTUAL_ADDRESS,
+    /// Bytes to copy, a multiple of 4.
+    pub NumBytes: UINT,
+}
+layout!(
+    D3DDDI_TESTCOMMANDBUFFER_COPY,
+    size = 24,
+    SrcAddress = 0,
+    DstAddress = 8,
+    NumBytes = 16
+);
+
+/// `D3DDDI_TESTCOMMANDBUFFER_FILL`: fill `NumBytes` (a multiple of 4) with a 4-byte pattern
+/// repeated.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_testcommandbuffer_fill>
+// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct D3DDDI_TESTCOMMANDBUFFER_FILL {
+    /// Destination GPU VA.
+    pub DstAddress: D3DGPU_VIRTUAL_ADDRESS,
+    /// Bytes to fill, a multiple of 4.
+    pub NumBytes: UINT,
+    /// The 4 bytes written over and over.
+    pub Pattern: UINT,
+}
+layout!(
+    D3DDDI_TESTCOMMANDBUFFER_FILL,
+    size = 16,
+    DstAddress = 0,
+    NumBytes = 8,
+    Pattern = 12
+);
+
+/// The anonymous union of [`D3DDDI_TESTCOMMANDBUFFER`] (64 bytes).
+// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union D3DDDI_TESTCOMMANDBUFFER_0 {
+    /// `Operation` COPY.
+    pub Copy: D3DDDI_TESTCOMMANDBUFFER_COPY,
+    /// `Operation` FILL.
+    pub Fill: D3DDDI_TESTCOMMANDBUFFER_FILL,
+    /// The union's size.
+    pub Reserved: [u8; 64],
+}
+layout!(D3DDDI_TESTCOMMANDBUFFER_0, size = 64);
+
+impl Default for D3DDDI_TESTCOMMANDBUFFER_0 {
+    fn default() -> Self {
+        Self { Reserved: [0; 64] }
+    }
+}
+
+impl core::fmt::Debug for D3DDDI_TESTCOMMANDBUFFER_0 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // SAFETY: every member is plain data over the same 64 initialised bytes.
+        let bytes = unsafe { self.Reserved };
+        f.debug_struct("D3DDDI_TESTCOMMANDBUFFER_0")
+            .field("Reserved", &bytes)
+            .finish()
+    }
+}
+
+/// `D3DDDI_TESTCOMMANDBUFFER`: one test command.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_testcommandbuffer>
+// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct D3DDDI_TESTCOMMANDBUFFER {
+    /// The operation's arguments.
+    pub Anonymous: D3DDDI_TESTCOMMANDBUFFER_0,
+    /// [`D3DDDI_TESTCOMMANDBUFFEROP`].
+    pub Operation: D3DDDI_TESTCOMMANDBUFFEROP,
+    /// Reserved.
+    pub Reserved1: UINT,
+}
+layout!(
+    D3DDDI_TESTCOMMANDBUFFER,
+    size = 72,
+    Anonymous = 0,
+    Operation = 64,
+    Reserved1 = 68
+);
+
+impl D3DDDI_TESTCOMMANDBUFFER {
+    /// A COPY command.
+    pub fn copy(src: u64, dst: u64, bytes: u32) -> Self {
+        Self {
+            Anonymous: D3DDDI_TESTCOMMANDBUFFER_0 {
+                Copy: D3DDDI_TESTCOMMANDBUFFER_COPY {
+                    SrcAddress: src,
+                    DstAddress: dst,
+                    NumBytes: bytes,
+                },
+            },
+            Operation: D3DDDI_TESTCOMMANDBUFFEROP_COPY,
+            Reserved1: 0,
+        }
+    }
+
+    /// A FILL command.
+    pub fn fill(dst: u64, bytes: u32, pattern: u32) -> Self {
+        let mut c = Self {
+            Operation: D3DDDI_TESTCOMMANDBUFFEROP_FILL,
+            ..Default::default()
+        };
+        c.Anonymous.Fill = D3DDDI_TESTCOMMANDBUFFER_FILL {
+            DstAddress: dst,
+            NumBytes: bytes,
+            Pattern: pattern,
+        };
+        c
+    }
+
+    /// A command without arguments (the two loops, or any raw operation value).
+    pub fn op(operation: D3DDDI_TESTCOMMANDBUFFEROP) -> Self {
+        Self {
+            Operation: operation,
+            ..Default::default()
+        }
+    }
+
+    /// The COPY arguments (meaningful when `Operation` is COPY).
+    pub fn copy_args(&self) -> D3DDDI_TESTCOMMANDBUFFER_COPY {
+        // SAFETY: plain data; every bit pattern of the union's bytes is a valid COPY.
+        unsafe { self.Anonymous.Copy }
+    }
+
+    /// The FILL arguments (meaningful when `Operation` is FILL).
+    pub fn fill_args(&self) -> D3DDDI_TESTCOMMANDBUFFER_FILL {
+        // SAFETY: plain data; every bit pattern of the union's bytes is a valid FILL.
+        unsafe { self.Anonymous.Fill }
+    }
+}
+
+bitfield! {
+    /// `D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS`: what `hContext` names.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_buildtestcommandbufferflags>
+    pub struct D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS: u32 {
+        /// 1: a hardware queue handle (`DxgkDdiCreateHwQueue`); 0: a context handle.
+        HardwareQueue: 0, 1;
+        /// Reserved.
+        Reserved: 1, 31;
+    }
+}
+layout!(D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS, size = 4);
+
+/// `DXGKARG_BUILDTESTCOMMANDBUFFER`: argument of `pfnBuildTestCommandBuffer`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_buildtestcommandbuffer>
+// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DXGKARG_BUILDTESTCOMMANDBUFFER {
+    /// The KMD's context handle (`Flags.HardwareQueue` 0) or hardware queue handle (1).
+    pub hContext: HANDLE,
+    /// The command.
+    pub Command: D3DDDI_TESTCOMMANDBUFFER,
+    /// Where the KMD writes the device's commands (may be null: size query).
+    pub pDmaBuffer: PVOID,
+    /// Where the KMD writes data the commands need (may be null).
+    pub pDmaBufferPrivateData: PVOID,
+    /// In: `pDmaBuffer`'s size; out: bytes written, or needed with `STATUS_BUFFER_OVERFLOW`.
+    pub DmaBufferSize: UINT,
+    /// In: `pDmaBufferPrivateData`'s size; out: bytes written, or needed.
+    pub DmaBufferPrivateDataSize: UINT,
+    /// Flags.
+    pub Flags: D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS,
+}
+layout!(
+    DXGKARG_BUILDTESTCOMMANDBUFFER,
+    size = 112,
+    hContext = 0,
+    Command = 8,
+    pDmaBuffer = 80,
+    pDmaBufferPrivateData = 88,
+    DmaBufferSize = 96,
+    DmaBufferPrivateDataSize = 100,
+    Flags = 104
+);
+
+/// `DXGKDDI_BUILDTESTCOMMANDBUFFER` (PASSIVE_LEVEL): returns `STATUS_SUCCESS`,
+/// `STATUS_BUFFER_OVERFLOW` with the sizes needed, or an error.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_buildtestcommandbuffer>
+pub type PDXGKDDI_BUILDTESTCOMMANDBUFFER = Option<
+    unsafe extern "system" fn(
+        hAdapter: HANDLE,
+        pArgs: *mut DXGKARG_BUILDTESTCOMMANDBUFFER,
+    ) -> NTSTATUS,
+>;
+
+/// `DXGKDDI_KERNELMODETESTINGINTERFACE`: what `DxgkDdiQueryFeatureInterface` returns for
+/// `DXGK_FEATURE_KERNEL_MODE_TESTING`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkddi_kernelmodetestinginterface>
+// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DXGKDDI_KERNELMODETESTINGINTERFACE {
+    /// The builder.
+    pub pfnBuildTestCommandBuffer: PDXGKDDI_BUILDTESTCOMMANDBUFFER,
+}
+layout!(
+    DXGKDDI_KERNELMODETESTINGINTERFACE,
+    size = 8,
+    pfnBuildTestCommandBuffer = 0
+);
+
+/// `D3DDDI_DRIVERESCAPETYPE`: the known driver escapes (`D3DDDI_ESCAPEFLAGS::DriverKnownEscape`).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-_d3dddi_driverescapetype>
+pub type D3DDDI_DRIVERESCAPETYPE = u32;
+/// Builds a test command buffer ([`D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`]).
+pub const D3DDDI_DRIVERESCAPETYPE_BUILDTESTCOMMANDBUFFER: D3DDDI_DRIVERESCAPETYPE = 3;
+
+/// `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`: the escape's private data (x64 layout; the
+/// `D3DKMT_PTR` members are 8 bytes).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_driverescape_buildtestcommandbuffer>
+// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER {
+    /// [`D3DDDI_DRIVERESCAPETYPE_BUILDTESTCOMMANDBUFFER`].
+    pub EscapeType: D3DDDI_DRIVERESCAPETYPE,
+    /// The D3D device (D3DKMT handle).
+    pub hDevice: D3DKMT_HANDLE,
+    /// The context or hardware queue (D3DKMT handle).
+    pub hContext: D3DKMT_HANDLE,
+    /// Flags.
+    pub Flags: D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS,
+    /// The command.
+    pub Command: D3DDDI_TESTCOMMANDBUFFER,
+    /// User-mode buffer for the commands.
+    pub pDmaBuffer: u64,
+    /// User-mode buffer for the private data.
+    pub pDmaBufferPrivateData: u64,
+    /// In: `pDmaBuffer`'s size; out: bytes written.
+    pub DmaBufferSize: UINT,
+    /// In: `pDmaBufferPrivateData`'s size; out: bytes written.
+    pub DmaBufferPrivateDataSize: UINT,
+}
+layout!(
+    D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER,
+    size = 112,
+    EscapeType = 0,
+    hDevice = 4,
+    hContext = 8,
+    Flags = 12,
+    Command = 16,
+    pDmaBuffer = 88,
+    pDmaBufferPrivateData = 96,
+    DmaBufferSize = 104,
+    DmaBufferPrivateDataSize = 108
+);
+
+/// Largest DMA buffer the escape accepts ("limited to 4 KB", overview page; [D]
+/// `KnownEscapeBuildTestCommandBuffer`: `DmaBufferSize - 4 > 0xFFC` is refused).
+pub const TEST_DMA_BUFFER_MAX: u32 = 4096;
+/// Smallest DMA buffer the escape accepts ([D] as above).
+pub const TEST_DMA_BUFFER_MIN: u32 = 4;
+/// Largest private data the escape accepts ("limited to 1 KB"; [D]: `> 0x400` refused).
+pub const TEST_PRIVATE_DATA_MAX: u32 = 1024;

@@ -1,0 +1,332 @@
+//! The OS side of the kernel-mode testing interface (WDDM 3.2), as 24H2's Dxgkrnl does it:
+//! feature negotiation ([`query_interface`]) and the known escape that reaches
+//! `pfnBuildTestCommandBuffer` from user mode ([`crate::machine::Machine::escape_build_test_command_buffer`]).
+//! Overview: [M] <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/kernel-mode-testing-of-wddm-features>.
+//!
+//! Rules, each with its source ([D]: 11-24H2 dxgkrnl.sys):
+//! - KT-1 [M] overview, "Reporting support": the OS asks `DxgkDdiQueryFeatureSupport` for
+//!   `DXGK_FEATURE_KERNEL_MODE_TESTING`, then `DxgkDdiQueryFeatureInterface` with the same ID for
+//!   `DXGKDDI_KERNELMODETESTINGINTERFACE`. A failed query, a short answer or a null
+//!   `pfnBuildTestCommandBuffer` leaves the OS without the function (a triage line), and then
+//!   [D] `ADAPTER_RENDER::DdiBuildTestCommandBuffer` @ 0x1401A12AC fails the escape with
+//!   `STATUS_NOT_SUPPORTED`.
+//! - KT-2 [D] `DxgkpDriverKnownEscape` @ 0x1403C1B14: fewer than 4 bytes, or an `EscapeType`
+//!   other than the four known ones, is `STATUS_INVALID_PARAMETER`; type 3 goes to
+//!   `KnownEscapeBuildTestCommandBuffer` @ 0x1401D1030, whose checks follow in its order:
+//! - KT-3 test signing off (`g_OSTestSigningEnabled`): `STATUS_INVALID_PARAMETER` ([M] "used only
+//!   when test-signing is enabled");
+//! - KT-4 private data shorter than the 0x70-byte `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`:
+//!   `STATUS_INVALID_PARAMETER` ("Invalid private driver size");
+//! - KT-5 `Operation` 0 or ≥ `D3DDDI_TESTCOMMANDBUFFEROP_MAX`: `STATUS_INVALID_PARAMETER`
+//!   ("Invalid command"); nothing else of the command is looked at by the OS: sizes, addresses
+//!   and patterns are the driver's to check;
+//! - KT-6 `DmaBufferSize` outside 4..=4096 or `DmaBufferPrivateDataSize` above 1024:
+//!   `STATUS_INVALID_PARAMETER` ([M] "limited to 4 KB … 1 KB");
+//! - KT-7 `hContext` must be the process's hardware queue when `Flags.HardwareQueue` is 1 ("Invalid
+//!   HwQueue handle"), its context otherwise ("Invalid context handle"): else
+//!   `STATUS_INVALID_PARAMETER`; `hDevice` is not read;
+//! - KT-8 the driver gets the KMD handle of that object, the command as given, kernel buffers of
+//!   the two sizes, and `Flags` with only `HardwareQueue` (the caller's reserved bits do not reach
+//!   it); a failure (`STATUS_BUFFER_OVERFLOW` included, which is not `NT_SUCCESS`) is returned
+//!   as is, leaving the caller's sizes untouched; any status other than success,
+//!   `STATUS_BUFFER_OVERFLOW` and `STATUS_INVALID_PARAMETER` is logged "Driver returned an invalid
+//!   NTSTATUS code" (`DdiBuildTestCommandBuffer`);
+//! - KT-9 on success, sizes larger than the buffers given are `STATUS_UNSUCCESSFUL` ("Driver
+//!   returned invalid DMA buffer size"); otherwise the buffers are copied to the caller's
+//!   (probed: a range outside user space is an access violation) and the sizes written back.
+//!
+//! What the simulation leaves out: `DxgkEscape`'s own checks before the known-escape dispatch
+//! (adapter handle, flags), the GPU-PV path (a guest adapter forwards the escape to the host),
+//! and the kernel-mode caller path (a kernel client's buffers are used in place).
+
+use rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING;
+use rvgpu_ddi::feature::{DXGKARG_QUERYFEATUREINTERFACE, DXGKDDI_FEATURE_INTERFACE};
+use rvgpu_ddi::kmtest::*;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_ddi::NTSTATUS;
+use rvgpu_kmd::platform::Irql;
+
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::features::FeatureDb;
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::state::lock;
+use crate::error::SimError;
+use crate::machine::Machine;
+use crate::sync::fence::ProcessId;
+use crate::ums::{KmtHandle, TestTarget};
+
+/// The driver's `pfnBuildTestCommandBuffer` as the feature database keeps it (compared by
+/// address).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BuildFn(pub PDXGKDDI_BUILDTESTCOMMANDBUFFER);
+
+impl PartialEq for BuildFn {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.map(|f| f as usize) == other.0.map(|f| f as usize)
+    }
+}
+impl Eq for BuildFn {}
+
+/// `STATUS_BUFFER_OVERFLOW` (a warning: not `NT_SUCCESS`).
+pub const STATUS_BUFFER_OVERFLOW: NTSTATUS = 0x8000_0005_u32 as NTSTATUS;
+/// `STATUS_ACCESS_VIOLATION`: what the probe of a user buffer raises.
+pub const STATUS_ACCESS_VIOLATION: NTSTATUS = 0xC000_0005_u32 as NTSTATUS;
+/// Size of the escape's private data (x64).
+pub const ESCAPE_SIZE: usize = core::mem::size_of::<D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER>();
+/// `D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS::HardwareQueue`.
+const HARDWARE_QUEUE: u32 = 1;
+
+/// KT-1: the driver's `pfnBuildTestCommandBuffer`, if the feature is enabled and the driver
+/// answers `DxgkDdiQueryFeatureInterface` for it. `iface` is the driver's feature interface.
+pub(crate) fn query_interface(
+    a: &AdapterShared,
+    iface: &DXGKDDI_FEATURE_INTERFACE,
+    db: &FeatureDb,
+) -> Result<PDXGKDDI_BUILDTESTCOMMANDBUFFER, SimError> {
+    let Some(version) = db.version(DXGK_FEATURE_KERNEL_MODE_TESTING) else {
+        return Ok(None);
+    };
+    let Some(query) = iface.QueryFeatureInterface else {
+        a.observer()
+            .triage("kernel-mode testing enabled without QueryFeatureInterface".into());
+        return Ok(None);
+    };
+    let mut out = DXGKDDI_KERNELMODETESTINGINTERFACE::default();
+    let size = core::mem::size_of::<DXGKDDI_KERNELMODETESTINGINTERFACE>() as u16;
+    let mut args = DXGKARG_QUERYFEATUREINTERFACE {
+        FeatureId: DXGK_FEATURE_KERNEL_MODE_TESTING,
+        Version: version,
+        InterfaceSize: size,
+        Interface: (&raw mut out).cast(),
+    };
+    let ctx = iface.Context;
+    let st = ddi::call(
+        a,
+        Routine::DxgkDdiQueryFeatureInterface,
+        query as usize,
+        At::Level(Irql::Passive),
+        || {
+            // SAFETY: the driver's function with its interface context and a block naming an
+            // 8-byte interface buffer that outlives the call.
+            unsafe { query(ctx, &mut args) }
+        },
+    )?;
+    if !NT_SUCCESS(st) || args.InterfaceSize < size || out.pfnBuildTestCommandBuffer.is_none() {
+        a.observer().triage(format!(
+            "kernel-mode testing interface: status {st:#x}, size {}: not usable",
+            args.InterfaceSize
+        ));
+        return Ok(None);
+    }
+    // The PE image's routine is its code: the OS calls it through a forwarder.
+    #[cfg(target_os = "linux")]
+    if let Some(pe) = a.state.pe() {
+        return Ok(pe.translate_build_test_command_buffer(out.pfnBuildTestCommandBuffer));
+    }
+    Ok(out.pfnBuildTestCommandBuffer)
+}
+
+/// The highest user-mode address + 1 (`MmUserProbeAddress` on x64): a probed range must end
+/// at or below it.
+const USER_PROBE_ADDRESS: u64 = 0x7FFF_FFFF_0000;
+
+/// KT-9: the probe of a user buffer of `len` bytes at `p`.
+fn probe(p: u64, len: u32) -> Result<(), NTSTATUS> {
+    let end = p
+        .checked_add(u64::from(len))
+        .ok_or(STATUS_ACCESS_VIOLATION)?;
+    if len != 0 && (p == 0 || end > USER_PROBE_ADDRESS) {
+        return Err(STATUS_ACCESS_VIOLATION);
+    }
+    Ok(())
+}
+
+/// The escape's private data for `command` on `context` (a hardware queue if `hardware_queue`),
+/// naming `dma` and `private` as its buffers with their full sizes.
+pub fn escape_data(
+    context: KmtHandle,
+    hardware_queue: bool,
+    command: D3DDDI_TESTCOMMANDBUFFER,
+    dma: &mut [u8],
+    private: &mut [u8],
+) -> [u8; ESCAPE_SIZE] {
+    let esc = D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER {
+        EscapeType: D3DDDI_DRIVERESCAPETYPE_BUILDTESTCOMMANDBUFFER,
+        hDevice: 0,
+        hContext: context,
+        Flags: D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS {
+            Value: u32::from(hardware_queue),
+        },
+        Command: command,
+        pDmaBuffer: dma.as_mut_ptr() as u64,
+        pDmaBufferPrivateData: if private.is_empty() {
+            0
+        } else {
+            private.as_mut_ptr() as u64
+        },
+        DmaBufferSize: u32::try_from(dma.len()).unwrap_or(u32::MAX),
+        DmaBufferPrivateDataSize: u32::try_from(private.len()).unwrap_or(u32::MAX),
+    };
+    let mut out = [0u8; ESCAPE_SIZE];
+    // SAFETY: `out` is exactly the structure's size; plain data, written unaligned.
+    unsafe {
+        out.as_mut_ptr()
+            .cast::<D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER>()
+            .write_unaligned(esc)
+    };
+    out
+}
+
+/// The `DmaBufferSize` and `DmaBufferPrivateDataSize` of escape data (what the OS wrote back).
+pub fn escape_sizes(data: &[u8]) -> Option<(u32, u32)> {
+    let w = |at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(data.get(at..at + 4)?.try_into().ok()?))
+    };
+    Some((w(104)?, w(108)?))
+}
+
+impl Machine {
+    /// `D3DKMTEscape` with `D3DDDI_ESCAPEFLAGS::DriverKnownEscape` of process `pid` on adapter
+    /// `adapter`, `data` being the private driver data (a
+    /// `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`, or shorter to be refused). The escape's
+    /// `pDmaBuffer`/`pDmaBufferPrivateData` name the caller's buffers, which are `dma` and
+    /// `private` (the process's memory): a pointer that is not the slice's address, or a size
+    /// beyond the slice, is a buffer the process does not have and faults like a failed probe.
+    /// Returns the escape's status (rules KT-2 … KT-9).
+    pub fn escape_build_test_command_buffer(
+        &self,
+        adapter: usize,
+        pid: ProcessId,
+        data: &mut [u8],
+        dma: &mut [u8],
+        private: &mut [u8],
+    ) -> Result<NTSTATUS, SimError> {
+        let a = self.adapter_shared(adapter)?.clone();
+        // KT-2.
+        let Some(kind) = data.get(..4) else {
+            return Ok(STATUS_INVALID_PARAMETER);
+        };
+        if u32::from_le_bytes([kind[0], kind[1], kind[2], kind[3]])
+            != D3DDDI_DRIVERESCAPETYPE_BUILDTESTCOMMANDBUFFER
+        {
+            // Types 0..2 (allocation and resource translation, CPU event usage) are not
+            // modelled: each needs objects the simulation does not have.
+            return Ok(STATUS_INVALID_PARAMETER);
+        }
+        // KT-3.
+        if !a.os.test_signing {
+            return Ok(STATUS_INVALID_PARAMETER);
+        }
+        // KT-4.
+        if data.len() < ESCAPE_SIZE {
+            return Ok(STATUS_INVALID_PARAMETER);
+        }
+        // SAFETY: `data` holds at least the escape's bytes; it is plain data (integers and a
+        // union of integer structs), read unaligned.
+        let mut esc = unsafe {
+            data.as_ptr()
+                .cast::<D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER>()
+                .read_unaligned()
+        };
+        // KT-5.
+        let op = esc.Command.Operation;
+        if op == D3DDDI_TESTCOMMANDBUFFEROP_INVALID || op >= D3DDDI_TESTCOMMANDBUFFEROP_MAX {
+            return Ok(STATUS_INVALID_PARAMETER);
+        }
+        // KT-6.
+        if !(TEST_DMA_BUFFER_MIN..=TEST_DMA_BUFFER_MAX).contains(&esc.DmaBufferSize)
+            || esc.DmaBufferPrivateDataSize > TEST_PRIVATE_DATA_MAX
+        {
+            return Ok(STATUS_INVALID_PARAMETER);
+        }
+        // KT-7.
+        let queue = esc.Flags.Value & HARDWARE_QUEUE != 0;
+        let target = lock(&a.ums).test_target(pid, esc.hContext as KmtHandle);
+        let kmd = match (queue, target) {
+            (true, Some(TestTarget::Queue { kmd }))
+            | (false, Some(TestTarget::Context { kmd })) => kmd,
+            _ => return Ok(STATUS_INVALID_PARAMETER),
+        };
+        // KT-1: no function, no escape.
+        let Some(build) = lock(&a.features).build_test_command_buffer.0 else {
+            return Ok(STATUS_NOT_SUPPORTED);
+        };
+        // KT-8: kernel buffers, the KMD's handle, only the HardwareQueue flag.
+        let mut kdma = vec![0u8; esc.DmaBufferSize as usize];
+        let mut kpriv = vec![0u8; esc.DmaBufferPrivateDataSize as usize];
+        let mut args = DXGKARG_BUILDTESTCOMMANDBUFFER {
+            hContext: kmd as rvgpu_ddi::HANDLE,
+            Command: esc.Command,
+            pDmaBuffer: kdma.as_mut_ptr().cast(),
+            pDmaBufferPrivateData: if kpriv.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                kpriv.as_mut_ptr().cast()
+            },
+            DmaBufferSize: esc.DmaBufferSize,
+            DmaBufferPrivateDataSize: esc.DmaBufferPrivateDataSize,
+            Flags: D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS {
+                Value: esc.Flags.Value & HARDWARE_QUEUE,
+            },
+        };
+        let ctx = a.context();
+        let st = ddi::call(
+            &a,
+            Routine::DxgkDdiBuildTestCommandBuffer,
+            build as usize,
+            At::Level(Irql::Passive),
+            || {
+                // SAFETY: the driver's function with its adapter context and an argument block
+                // whose buffers (of the sizes it names) outlive the call.
+                unsafe { build(ctx, &mut args) }
+            },
+        )?;
+        crate::dxgkrnl::bringup::triage_status(&a, Routine::DxgkDdiBuildTestCommandBuffer, st);
+        if !NT_SUCCESS(st) {
+            return Ok(st);
+        }
+        // KT-9.
+        if args.DmaBufferSize > esc.DmaBufferSize
+            || args.DmaBufferPrivateDataSize > esc.DmaBufferPrivateDataSize
+        {
+            a.observer().triage(format!(
+                "DxgkDdiBuildTestCommandBuffer: driver returned invalid DMA buffer size {} / {}",
+                args.DmaBufferSize, args.DmaBufferPrivateDataSize
+            ));
+            return Ok(STATUS_UNSUCCESSFUL);
+        }
+        let copy_out = |p: u64, user: &mut [u8], from: &[u8], n: u32| -> Result<(), NTSTATUS> {
+            probe(p, n)?;
+            let n = n as usize;
+            if n == 0 {
+                return Ok(());
+            }
+            if p != user.as_ptr() as u64 || n > user.len() {
+                return Err(STATUS_ACCESS_VIOLATION);
+            }
+            user[..n].copy_from_slice(&from[..n]);
+            Ok(())
+        };
+        if let Err(st) = copy_out(esc.pDmaBuffer, dma, &kdma, args.DmaBufferSize) {
+            return Ok(st);
+        }
+        if let Err(st) = copy_out(
+            esc.pDmaBufferPrivateData,
+            private,
+            &kpriv,
+            args.DmaBufferPrivateDataSize,
+        ) {
+            return Ok(st);
+        }
+        esc.DmaBufferSize = args.DmaBufferSize;
+        esc.DmaBufferPrivateDataSize = args.DmaBufferPrivateDataSize;
+        // SAFETY: as the read above; the write stays inside `data` (checked length).
+        unsafe {
+            data.as_mut_ptr()
+                .cast::<D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER>()
+                .write_unaligned(esc)
+        };
+        Ok(STATUS_SUCCESS)
+    }
+}

@@ -1,0 +1,196 @@
+//! What tests observe of one adapter: counters and logs the simulated OS keeps so that a test
+//! can read them, and that nothing the OS decides reads. The OS records through the
+//! `pub(crate)` methods; tests read through `Machine` or the `pub` readers.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::dxgkrnl::irql::Routine;
+use crate::lock::lock;
+
+/// The observations of one adapter.
+#[derive(Debug, Default)]
+pub struct Observer {
+    stats: Stats,
+    /// Dxgkrnl's triage log for this adapter: statuses outside a DDI wrapper's allow-list
+    /// (BR-23) and the other refusals Windows logs and goes on.
+    triage: Mutex<Vec<String>>,
+    /// Feature IDs the driver asked IsFeatureEnabled about, in order (NF-10).
+    features_queried: Mutex<Vec<i32>>,
+    /// Times the driver obtained the native-fence feature interface (QueryFeatureInterface).
+    native_fence_interface_queries: AtomicU64,
+}
+
+impl Observer {
+    /// Adds a line to the triage log.
+    pub(crate) fn triage(&self, line: String) {
+        lock(&self.triage).push(line);
+    }
+
+    /// Adds lines to the triage log together.
+    pub(crate) fn triage_all(&self, lines: impl IntoIterator<Item = String>) {
+        lock(&self.triage).extend(lines);
+    }
+
+    /// The triage log so far.
+    pub fn triage_log(&self) -> Vec<String> {
+        lock(&self.triage).clone()
+    }
+
+    /// The driver asked IsFeatureEnabled about `id`.
+    pub(crate) fn feature_queried(&self, id: i32) {
+        lock(&self.features_queried).push(id);
+    }
+
+    /// Feature IDs the driver asked IsFeatureEnabled about, in order.
+    pub fn features_queried(&self) -> Vec<i32> {
+        lock(&self.features_queried).clone()
+    }
+
+    /// The driver obtained the native-fence feature interface.
+    pub(crate) fn native_fence_interface_queried(&self) {
+        self.native_fence_interface_queries
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Times the driver obtained the native-fence feature interface.
+    pub fn native_fence_interface_queries(&self) -> u64 {
+        self.native_fence_interface_queries.load(Ordering::Relaxed)
+    }
+
+    /// The ISR was called.
+    pub(crate) fn isr_called(&self) {
+        self.stats.isr_calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The DPC routine was called.
+    pub(crate) fn dpc_called(&self) {
+        self.stats.dpc_calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// ISR and DPC call counts.
+    pub fn interrupt_counts(&self) -> (u64, u64) {
+        (
+            self.stats.isr_calls.load(Ordering::Relaxed),
+            self.stats.dpc_calls.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Charges `routine` one call and the accesses since `before` (`None`: a board that
+    /// cannot count).
+    pub(crate) fn charge_bus(
+        &self,
+        routine: Routine,
+        before: Option<rvgpu_device::BusCounts>,
+        now: Option<rvgpu_device::BusCounts>,
+    ) {
+        self.stats.charge_bus(routine, before, now);
+    }
+
+    /// Every routine charged so far: name, calls, accesses.
+    pub fn bus_costs(&self) -> Vec<(String, u64, rvgpu_device::BusCounts)> {
+        self.stats.bus.snapshot()
+    }
+}
+
+/// Counters tests can read.
+#[derive(Debug, Default)]
+struct Stats {
+    /// ISR calls.
+    isr_calls: AtomicU64,
+    /// DPC calls.
+    dpc_calls: AtomicU64,
+    /// Bus accesses of each DDI (outermost calls), the ISR and the DPC: calls and what the
+    /// device counted during them. Exact in step mode; in threaded mode another thread's
+    /// accesses can fall inside a call.
+    bus: BusLedger,
+}
+
+impl Stats {
+    /// Charges `routine` one call and the accesses since `before` (`None`: a board that
+    /// cannot count).
+    fn charge_bus(
+        &self,
+        routine: Routine,
+        before: Option<rvgpu_device::BusCounts>,
+        now: Option<rvgpu_device::BusCounts>,
+    ) {
+        if let (Some(b), Some(n)) = (before, now) {
+            self.bus.charge(routine, n.since(&b));
+        }
+    }
+}
+
+/// Per-routine tallies, indexed by the routine's id: a few relaxed atomic adds per call, so
+/// that counting does not weigh on the simulated OS's own figures (its DDI wrappers run on
+/// every hot path the benchmarks measure).
+#[derive(Debug)]
+struct BusLedger {
+    slots: Box<[BusSlot]>,
+    /// The routine of each slot used so far (written once per slot).
+    names: Mutex<HashMap<u64, Routine>>,
+}
+
+#[derive(Debug, Default)]
+struct BusSlot {
+    seen: AtomicBool,
+    calls: AtomicU64,
+    reads: AtomicU64,
+    writes: AtomicU64,
+    doorbell_writes: AtomicU64,
+}
+
+/// Routine ids are small (the `Routine` enum's discriminants).
+const BUS_SLOTS: usize = 256;
+
+impl Default for BusLedger {
+    fn default() -> Self {
+        Self {
+            slots: (0..BUS_SLOTS).map(|_| BusSlot::default()).collect(),
+            names: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl BusLedger {
+    fn charge(&self, routine: Routine, c: rvgpu_device::BusCounts) {
+        let id = routine.id();
+        let Some(slot) = usize::try_from(id).ok().and_then(|i| self.slots.get(i)) else {
+            return;
+        };
+        if !slot.seen.swap(true, Ordering::Relaxed) {
+            self.names
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, routine);
+        }
+        slot.calls.fetch_add(1, Ordering::Relaxed);
+        slot.reads.fetch_add(c.reads, Ordering::Relaxed);
+        slot.writes.fetch_add(c.writes, Ordering::Relaxed);
+        slot.doorbell_writes
+            .fetch_add(c.doorbell_writes, Ordering::Relaxed);
+    }
+
+    /// Every routine charged so far: name, calls, accesses.
+    fn snapshot(&self) -> Vec<(String, u64, rvgpu_device::BusCounts)> {
+        let names = self.names.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut v: Vec<_> = names
+            .into_iter()
+            .filter_map(|(id, r)| {
+                let s = self.slots.get(usize::try_from(id).ok()?)?;
+                Some((
+                    format!("{r:?}"),
+                    s.calls.load(Ordering::Relaxed),
+                    rvgpu_device::BusCounts {
+                        reads: s.reads.load(Ordering::Relaxed),
+                        writes: s.writes.load(Ordering::Relaxed),
+                        doorbell_writes: s.doorbell_writes.load(Ordering::Relaxed),
+                    },
+                ))
+            })
+            .collect();
+        v.sort_by(|x, y| x.0.cmp(&y.0));
+        v
+    }
+}

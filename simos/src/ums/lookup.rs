@@ -1,0 +1,99 @@
+//! The thunks' lookup of a D3DKMT handle: the object it names, that it belongs to the caller's
+//! device, and that the device is not in error, written once. A handle that names no object of
+//! the caller's is `STATUS_INVALID_HANDLE` (Windows' per-process handle tables answer so); an
+//! object of a device in error is `STATUS_DEVICE_REMOVED`, checked after the handle.
+
+use super::*;
+
+/// A handle that names no object of the caller's.
+pub(crate) fn invalid_handle() -> SimError {
+    SimError::DdiFailed(STATUS_INVALID_HANDLE)
+}
+
+impl UmsOs {
+    /// Device `h`.
+    pub(super) fn device(&self, h: KmtHandle) -> Result<&DeviceObj, SimError> {
+        self.devices.get(&h).ok_or_else(invalid_handle)
+    }
+
+    /// Device `h`, not in error.
+    pub(super) fn live_device(&self, h: KmtHandle) -> Result<&DeviceObj, SimError> {
+        let d = self.device(h)?;
+        if d.in_error {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        Ok(d)
+    }
+
+    /// `STATUS_DEVICE_REMOVED` when `device` is gone or in error.
+    fn device_live(&self, device: KmtHandle) -> Result<(), SimError> {
+        if self.devices.get(&device).is_none_or(|d| d.in_error) {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        Ok(())
+    }
+
+    /// Context `h`.
+    pub(super) fn context(&self, h: KmtHandle) -> Result<&ContextObj, SimError> {
+        self.contexts.get(&h).ok_or_else(invalid_handle)
+    }
+
+    /// Context `h` of `device`.
+    pub(super) fn context_of(
+        &self,
+        device: KmtHandle,
+        h: KmtHandle,
+    ) -> Result<&ContextObj, SimError> {
+        self.contexts
+            .get(&h)
+            .filter(|c| c.device == device)
+            .ok_or_else(invalid_handle)
+    }
+
+    /// Hardware queue `h`.
+    pub(super) fn queue(&self, h: KmtHandle) -> Result<&QueueObj, SimError> {
+        self.queues.get(&h).ok_or_else(invalid_handle)
+    }
+
+    /// Hardware queue `h` of `device`.
+    pub(super) fn queue_of(&self, device: KmtHandle, h: KmtHandle) -> Result<&QueueObj, SimError> {
+        self.queues
+            .get(&h)
+            .filter(|q| q.device == device)
+            .ok_or_else(invalid_handle)
+    }
+
+    /// Hardware queue `h` of `device`, the device not in error.
+    pub(super) fn live_queue_of(
+        &self,
+        device: KmtHandle,
+        h: KmtHandle,
+    ) -> Result<&QueueObj, SimError> {
+        let q = self.queue_of(device, h)?;
+        self.device_live(device)?;
+        Ok(q)
+    }
+
+    /// Doorbell `h` of `device`.
+    pub(super) fn doorbell_of(
+        &self,
+        device: KmtHandle,
+        h: KmtHandle,
+    ) -> Result<&DoorbellObj, SimError> {
+        self.doorbells
+            .get(&h)
+            .filter(|d| d.device == device)
+            .ok_or_else(invalid_handle)
+    }
+
+    /// Doorbell `h` of `device`, the device not in error.
+    pub(super) fn live_doorbell_of(
+        &self,
+        device: KmtHandle,
+        h: KmtHandle,
+    ) -> Result<&DoorbellObj, SimError> {
+        let d = self.doorbell_of(device, h)?;
+        self.device_live(device)?;
+        Ok(d)
+    }
+}

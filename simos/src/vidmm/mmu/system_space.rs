@@ -1,0 +1,177 @@
+//! VidMm's paging (system) process: its GPU VA space, opened before the system device and
+//! built after it, through which the CMP reaches the OS's own pages (fence storage, log
+//! buffers, scheduling logs), and the retirement of those pages through the driver before they
+//! are reused.
+
+use super::*;
+
+/// Hands `[bus, bus + bytes)` of system memory back: without a paging process it is freed at
+/// once, otherwise it stays allocated (and mapped) until [`Machine::reap_system_pages`]
+/// unmaps it through the driver, so the CMP never reaches memory that was reused.
+pub(crate) fn retire_system(a: &AdapterShared, bus: u64, bytes: u64) {
+    {
+        let mut v = lock(&a.vidmm);
+        if v.has_process(PAGING_PID) {
+            v.retired_system.push((bus, bytes));
+            return;
+        }
+    }
+    a.device.memory().free_system(bus);
+}
+
+/// Adapter stop, after the system device (which belongs to it) is destroyed: VidMm drops the
+/// paging process's mappings without paging them out (the GPU is being stopped and runs
+/// nothing any more; every table VidMm hands out again is cleared first), then
+/// `DxgkDdiDestroyProcess`, and its tables go back to the heap. The driver drops the system
+/// root and its translations when the process goes.
+pub(crate) fn close_paging_process(a: &AdapterShared) -> Result<(), SimError> {
+    if lock(&a.vidmm).has_process(PAGING_PID) {
+        let retired = {
+            let mut v = lock(&a.vidmm);
+            if let Some(p) = v.processes.get_mut(&PAGING_PID) {
+                for (va, pages) in p.space.mapped() {
+                    let _ = p.space.unmap(va, pages);
+                    let _ = p.space.free(va);
+                }
+            }
+            std::mem::take(&mut v.retired_system)
+        };
+        for (bus, _) in retired {
+            a.device.memory().free_system(bus);
+        }
+        return drop_space(a, PAGING_PID);
+    }
+    // Opened but its space never built (a start that failed in between).
+    let kmd = lock(&a.vidmm).paging_kmd.take();
+    match kmd {
+        Some(kmd) => ddi_destroy_process(a, kmd),
+        None => Ok(()),
+    }
+}
+
+impl Machine {
+    /// The paging process's GPU VA space (BR-65, BR-66 order; [D]
+    /// `VIDMM_GLOBAL::VidMmInitializePagingProcess` → `VIDMM_PAGING_PROCESS::InitPagingProcess`
+    /// → `InitPagingProcessVaSpace`): after the system device and contexts exist, VidMm opens
+    /// the adapter for the system process (`DxgkDdiCreateProcess` with `SystemProcess`),
+    /// builds its tables through the driver's paging buffers, and gives its root to the
+    /// paging node's system context (`VidSchSetPagingNodePageDirectory` →
+    /// `DxgkDdiSetRootPageTable`). From then on the OS's pages the GPU reaches through the
+    /// system space (fence storage, log buffers, scheduling logs) are mapped here
+    /// ([`Machine::vidmm_map_system`]); nothing else is reachable in it. A GpuMmu adapter only.
+    ///
+    /// This is the second half; [`open_paging_process`] (before the system device) is the
+    /// first.
+    pub(crate) fn vidmm_init_paging_process(&self, a: &AdapterShared) -> Result<(), SimError> {
+        let Some(kmd) = paging_process_kmd(a) else {
+            return Ok(());
+        };
+        self.vidmm_new_space(a, PAGING_PID, kmd, PAGING_VA_BASE)?;
+        let node = paging_node(a);
+        let context = crate::vidsch::system::context(a, node);
+        if context == 0 {
+            return Err(sim(format!(
+                "no system context on paging node {node} for the paging process's root"
+            )));
+        }
+        set_root(a, PAGING_PID, context)
+    }
+
+    /// Maps the OS's pages covering `[pa, pa + bytes)` (device addresses) into the paging
+    /// process at the same VAs, so the CMP reaches them through the system space; pages
+    /// mapped already stay as they are. Nothing on an adapter without a paging process.
+    pub(crate) fn vidmm_map_system(
+        &self,
+        a: &AdapterShared,
+        pa: u64,
+        bytes: u64,
+        tag: LeafTag,
+    ) -> Result<(), SimError> {
+        let serial = {
+            let v = lock(&a.vidmm);
+            if !v.has_process(PAGING_PID) {
+                return Ok(());
+            }
+            v.system_serial.clone()
+        };
+        let _serial = lock(&serial);
+        let first = pa - pa % 4096;
+        let end = pa
+            .checked_add(bytes.max(1))
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+        let mut page = first;
+        while page < end {
+            self.vidmm_map_os_page(a, PAGING_PID, page, tag)?;
+            page += 4096;
+        }
+        Ok(())
+    }
+
+    /// Unmaps what the OS retired ([`retire_system`]) from the paging process and frees it.
+    /// Called where no thunk or adapter sequencing lock is held (paging takes them).
+    pub(crate) fn reap_system_pages(&self, a: &AdapterShared) -> Result<(), SimError> {
+        let retired = std::mem::take(&mut lock(&a.vidmm).retired_system);
+        let mut first_err = None;
+        for (bus, bytes) in retired {
+            match self.vidmm_unmap_system(a, bus, bytes) {
+                Ok(()) => {
+                    a.device.memory().free_system(bus);
+                }
+                Err(e) => {
+                    // Possibly still mapped: never reuse it (adapter stop frees it).
+                    lock(&a.vidmm).retired_system.push((bus, bytes));
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Unmaps `[pa, pa + bytes)` from the paging process (before the OS frees those pages),
+    /// flushing the TLB so the CMP can no longer reach them.
+    pub(crate) fn vidmm_unmap_system(
+        &self,
+        a: &AdapterShared,
+        pa: u64,
+        bytes: u64,
+    ) -> Result<(), SimError> {
+        let serial = {
+            let v = lock(&a.vidmm);
+            if !v.has_process(PAGING_PID) {
+                return Ok(());
+            }
+            v.system_serial.clone()
+        };
+        let _serial = lock(&serial);
+        let first = pa - pa % 4096;
+        let pages = (pa + bytes.max(1) - first).div_ceil(4096);
+        for i in 0..pages {
+            let va = first + i * 4096;
+            if a.device.is_lost() {
+                self.vidmm_forget(a, PAGING_PID, va, 1);
+            } else {
+                self.vidmm_unmap(a, PAGING_PID, va, 1, LeafTag::default())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first half of the paging process ([D] `VIDMM_PAGING_PROCESS::InitPagingProcess`, before
+/// `VidSchCreateSystemDevices`): VidMm opens the adapter for the system process, so the driver
+/// sees `DxgkDdiCreateProcess` with `SystemProcess`; the system device is created in it. A
+/// GpuMmu adapter only; a failure fails the start with the driver's status.
+pub(crate) fn open_paging_process(a: &AdapterShared) -> Result<(), SimError> {
+    if geometry(a).is_none() {
+        return Ok(());
+    }
+    let flags = DXGK_CREATEPROCESSFLAGS::default().with(DXGK_CREATEPROCESSFLAGS::SystemProcess, 1);
+    let kmd = ddi_create_process(a, PAGING_PID, flags)?;
+    lock(&a.vidmm).paging_kmd = Some(kmd);
+    Ok(())
+}
+
+/// The driver's handle of the paging process, once opened.
+pub(crate) fn paging_process_kmd(a: &AdapterShared) -> Option<usize> {
+    lock(&a.vidmm).paging_kmd
+}

@@ -1,0 +1,247 @@
+//! What an `RvgpuQueue` is: a user-mode queue ([`UserQueue`], with its kernel-mode fallback)
+//! or a kernel-mode queue ([`KernelQueue`]) of one adapter, the record of its fence
+//! operations that `rvgpu_queue_read_fence_log` drains, and the adapter's loss bookkeeping it
+//! reports to. Portable over the thunks `K`; the Windows build uses it over `WinKmt`.
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rvgpu_hw::cmd::Command;
+
+use crate::capi_buffer::AdapterState;
+use crate::capi_handles::Shared;
+use crate::fencelog::{FenceTrace, Op, QueuedOp};
+use crate::kmt::{Kmt, KmtHandle};
+use crate::submit::{KernelQueue, QueueConfig, SubmissionPath, SubmitError, UserQueue};
+use crate::usage::{Timeline, TimelineId, TrackedQueue};
+
+/// Fence operations a queue kept for `rvgpu_queue_read_fence_log` (the newest
+/// [`FenceLog::CAPACITY`]; older ones are counted as dropped), each also forwarded to the
+/// ETW trace when one is registered.
+pub(crate) struct FenceLog {
+    entries: Shared<VecDeque<QueuedOp>>,
+    dropped: AtomicU64,
+    forward: Option<Arc<dyn FenceTrace>>,
+}
+
+impl core::fmt::Debug for FenceLog {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("FenceLog")
+            .field("dropped", &self.dropped)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FenceLog {
+    /// Operations kept before the oldest is dropped.
+    pub(crate) const CAPACITY: usize = 256;
+
+    pub(crate) fn new(forward: Option<Arc<dyn FenceTrace>>) -> Self {
+        Self {
+            entries: Shared::new(VecDeque::new()),
+            dropped: AtomicU64::new(0),
+            forward,
+        }
+    }
+
+    /// Moves up to `max` of the oldest operations into `out`.
+    pub(crate) fn drain(&self, max: usize, mut out: impl FnMut(&QueuedOp)) -> usize {
+        let mut e = self.entries.lock();
+        let n = max.min(e.len());
+        for op in e.drain(..n) {
+            out(&op);
+        }
+        n
+    }
+
+    /// Operations dropped because nobody read them in time.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+impl FenceTrace for FenceLog {
+    fn queued(&self, op: &QueuedOp) {
+        {
+            let mut e = self.entries.lock();
+            if e.len() >= Self::CAPACITY {
+                e.pop_front();
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            e.push_back(*op);
+        }
+        if let Some(f) = &self.forward {
+            f.queued(op);
+        }
+    }
+}
+
+/// The two kinds of queue (one per handle, so the size difference does not matter).
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum AnyQueue<K: Kmt> {
+    User(UserQueue<K>),
+    Kernel(KernelQueue<K>),
+}
+
+/// An `RvgpuQueue`'s object.
+#[derive(Debug)]
+pub(crate) struct CapiQueue<K: Kmt> {
+    /// `None` once closed (a call that looked the handle up before finds it gone).
+    queue: Option<AnyQueue<K>>,
+    timeline: TimelineId,
+    retired: Arc<AtomicBool>,
+    kmt: K,
+    pub(crate) log: Arc<FenceLog>,
+    adapter: Arc<AdapterState>,
+    lost: bool,
+}
+
+/// What `rvgpu_queue_status` reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QueueState {
+    pub(crate) submitted: u64,
+    pub(crate) completed: u64,
+    pub(crate) kernel_mode: bool,
+    pub(crate) lost: bool,
+    pub(crate) queue_id: u32,
+    pub(crate) dropped_log_entries: u64,
+}
+
+impl<K: Kmt + Clone> CapiQueue<K> {
+    /// A user-mode (`kernel_mode` false) or kernel-mode queue on `config.node`.
+    pub(crate) fn new(
+        kmt: K,
+        config: &QueueConfig,
+        kernel_mode: bool,
+        adapter: Arc<AdapterState>,
+        forward: Option<Arc<dyn FenceTrace>>,
+    ) -> Result<Self, SubmitError> {
+        let log = Arc::new(FenceLog::new(forward));
+        let trace: Arc<dyn FenceTrace> = log.clone();
+        let (queue, timeline, retired) = if kernel_mode {
+            let mut q = KernelQueue::new(kmt.clone(), config)?;
+            q.set_fence_trace(Some(trace));
+            let (t, r) = (q.timeline(), q.retired_flag());
+            (AnyQueue::Kernel(q), t, r)
+        } else {
+            let mut q = UserQueue::new(kmt.clone(), config)?;
+            q.set_fence_trace(Some(trace));
+            let (t, r) = (q.timeline(), q.retired_flag());
+            (AnyQueue::User(q), t, r)
+        };
+        Ok(Self {
+            queue: Some(queue),
+            timeline,
+            retired,
+            kmt,
+            log,
+            adapter,
+            lost: false,
+        })
+    }
+}
+
+impl<K: Kmt> CapiQueue<K> {
+    /// Records a loss the first time an operation reports one.
+    fn note<T>(&mut self, r: Result<T, SubmitError>) -> Result<T, SubmitError> {
+        let lost_now = matches!(r, Err(SubmitError::Lost))
+            || matches!(&self.queue, Some(AnyQueue::User(q)) if q.is_lost());
+        if lost_now && !self.lost {
+            self.lost = true;
+            self.adapter.lost.store(true, Ordering::Release);
+            self.adapter.resets.fetch_add(1, Ordering::AcqRel);
+        }
+        r
+    }
+
+    /// One batch: `ops` in order.
+    pub(crate) fn submit_ops(&mut self, ops: &[Op<'_>]) -> Result<u64, SubmitError> {
+        let r = match &mut self.queue {
+            Some(AnyQueue::User(q)) => q.submit_ops(ops),
+            Some(AnyQueue::Kernel(q)) => q.submit_ops(ops),
+            None => Err(SubmitError::Lost),
+        };
+        self.note(r)
+    }
+
+    /// What to wait on for `value`.
+    pub(crate) fn target(&mut self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError> {
+        let r = self.wait_target(value);
+        self.note(r)
+    }
+
+    /// The queue's counters now.
+    pub(crate) fn state(&mut self) -> QueueState {
+        let _ = self.note(Ok(()));
+        let (submitted, completed, kernel_mode, queue_id) = match &self.queue {
+            Some(AnyQueue::User(q)) => (
+                q.last_submitted(),
+                q.completed(),
+                q.path() == SubmissionPath::KernelMode,
+                q.queue_id(),
+            ),
+            Some(AnyQueue::Kernel(q)) => (q.last_submitted(), q.completed(), true, q.queue_id()),
+            None => (0, 0, false, 0),
+        };
+        QueueState {
+            submitted,
+            completed,
+            kernel_mode,
+            lost: self.lost,
+            queue_id,
+            dropped_log_entries: self.log.dropped(),
+        }
+    }
+
+    /// The thunks.
+    pub(crate) fn kmt(&self) -> &K {
+        &self.kmt
+    }
+
+    /// Normal close: waits for the last value (unless lost), then destroys everything. A
+    /// second close finds nothing (`Lost`).
+    pub(crate) fn close(&mut self) -> Result<(), SubmitError> {
+        match self.queue.take() {
+            Some(AnyQueue::User(q)) => q.close(),
+            Some(AnyQueue::Kernel(q)) => q.close(),
+            None => Err(SubmitError::Lost),
+        }
+    }
+}
+
+/// A closed queue's work is over (closing waited for it or it never runs).
+impl<K: Kmt> Timeline for CapiQueue<K> {
+    fn timeline_id(&self) -> TimelineId {
+        self.timeline
+    }
+    fn completed(&self) -> u64 {
+        match &self.queue {
+            Some(AnyQueue::User(q)) => q.completed(),
+            Some(AnyQueue::Kernel(q)) => q.completed(),
+            None => u64::MAX,
+        }
+    }
+    fn wait_target(&self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError> {
+        match &self.queue {
+            Some(AnyQueue::User(q)) => q.wait_target(value),
+            Some(AnyQueue::Kernel(q)) => q.wait_target(value),
+            None => Ok(None),
+        }
+    }
+    fn retired_flag(&self) -> Option<Arc<AtomicBool>> {
+        Some(self.retired.clone())
+    }
+}
+
+impl<K: Kmt> TrackedQueue for CapiQueue<K> {
+    fn submit_commands(&mut self, cmds: &[Command]) -> Result<u64, SubmitError> {
+        let r = match &mut self.queue {
+            Some(AnyQueue::User(q)) => q.submit(cmds),
+            Some(AnyQueue::Kernel(q)) => q.submit(cmds),
+            None => Err(SubmitError::Lost),
+        };
+        self.note(r)
+    }
+}

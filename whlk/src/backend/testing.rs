@@ -1,0 +1,457 @@
+//! The kernel-mode testing capability: what a test program has on any WDDM 3.2 driver that
+//! implements the kernel-mode testing interface, so that the vendor-neutral cases
+//! (`cases::neutral`) never speak a device's command format.
+//!
+//! Everything goes through D3DKMT thunks: the driver's command buffers come from
+//! `D3DKMTEscape` with `D3DDDI_DRIVERESCAPETYPE_BUILDTESTCOMMANDBUFFER` (the OS hands the
+//! command to `pfnBuildTestCommandBuffer`), run through `D3DKMTSubmitCommandToHwQueue` on a
+//! kernel-mode hardware queue created without private data, and are ordered and observed with
+//! monitored fences (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`,
+//! `D3DKMTSubmitSignalSyncObjectsToHwQueue`, CPU waits).
+//! Reference: <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/kernel-mode-testing-of-wddm-features>.
+//!
+//! Two things are still rvgpu's: buffers are made by the harness's allocation thunk, which
+//! passes rvgpu's allocation private data (the overview page asks for the standard allocation
+//! types `EXISTINGHEAP`/`INTERNALBACKINGSTORE`, not bound here), and a backend reaches the escape
+//! through [`TestThunks`], which only the simulated thunks implement so far (the Windows
+//! thunks have no `D3DKMTEscape` binding yet: there the capability reports the interface
+//! missing).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rvgpu_ddi::kmtest::{D3DDDI_TESTCOMMANDBUFFER, TEST_DMA_BUFFER_MAX, TEST_PRIVATE_DATA_MAX};
+use rvgpu_umd::kmt::{
+    Allocation, AllocationCpu, AllocationKind, HwQueue, Kmt, KmtHandle, NtStatus,
+};
+
+use super::kmt::{FenceWait, KmtSync, MonitoredSync};
+use super::{Failure, WaitResult};
+
+/// The thunks beyond [`KmtSync`] that the capability needs.
+pub trait TestThunks {
+    /// `D3DKMTEscape` with `DriverKnownEscape`: `data` is a
+    /// `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER` whose pointers name `dma` and `private`.
+    fn escape_build_test_command_buffer(
+        &self,
+        data: &mut [u8],
+        dma: &mut [u8],
+        private: &mut [u8],
+    ) -> Result<(), NtStatus>;
+
+    /// Whether the OS enabled `DXGK_FEATURE_KERNEL_MODE_TESTING` for the adapter
+    /// (`D3DKMTIsFeatureEnabled`).
+    fn kernel_mode_testing_enabled(&self) -> Result<bool, NtStatus>;
+
+    /// Makes sure timeout detection and recovery is on for the adapter: always so on Windows;
+    /// the simulated OS's TDR is opt-in per adapter.
+    fn arm_tdr(&self) -> Result<(), NtStatus>;
+}
+
+impl TestThunks for super::sim::kmt::SessKmt {
+    fn escape_build_test_command_buffer(
+        &self,
+        data: &mut [u8],
+        dma: &mut [u8],
+        private: &mut [u8],
+    ) -> Result<(), NtStatus> {
+        let (m, p) = self.parts();
+        let st = m
+            .escape_build_test_command_buffer(p.adapter, p.pid, data, dma, private)
+            .map_err(|_| NtStatus(rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL))?;
+        if st == 0 {
+            Ok(())
+        } else {
+            Err(NtStatus(st))
+        }
+    }
+
+    fn kernel_mode_testing_enabled(&self) -> Result<bool, NtStatus> {
+        let (m, p) = self.parts();
+        Ok(m.feature_db(p.adapter)
+            .version(rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING)
+            .is_some())
+    }
+
+    fn arm_tdr(&self) -> Result<(), NtStatus> {
+        let (m, p) = self.parts();
+        let t = super::TdrTimeouts::fast();
+        m.enable_tdr(
+            p.adapter,
+            rvgpu_simos::TdrConfig {
+                timeout_steps: t.timeout_steps,
+                timeout: t.timeout,
+                preempt_steps: t.preempt_steps,
+                preempt_timeout: t.preempt_timeout,
+                ..rvgpu_simos::TdrConfig::default()
+            },
+        )
+        .map_err(|_| NtStatus(rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL))
+    }
+}
+
+/// A vendor-neutral test command (`D3DDDI_TESTCOMMANDBUFFER`).
+#[derive(Clone, Copy, Debug)]
+pub enum TestCommand {
+    /// `D3DDDI_TESTCOMMANDBUFFEROP_COPY`.
+    Copy { src: u64, dst: u64, bytes: u32 },
+    /// `D3DDDI_TESTCOMMANDBUFFEROP_FILL`.
+    Fill { dst: u64, bytes: u32, pattern: u32 },
+    /// `D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_LOOP`: a hung, non-preemptible engine.
+    InfiniteLoop,
+    /// `D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_PREEMPTABLE_LOOP`.
+    PreemptibleLoop,
+    /// Any operation value, arguments zero (the refusal checks).
+    Op(u32),
+}
+
+impl TestCommand {
+    fn raw(self) -> D3DDDI_TESTCOMMANDBUFFER {
+        use rvgpu_ddi::kmtest::*;
+        match self {
+            Self::Copy { src, dst, bytes } => D3DDDI_TESTCOMMANDBUFFER::copy(src, dst, bytes),
+            Self::Fill {
+                dst,
+                bytes,
+                pattern,
+            } => D3DDDI_TESTCOMMANDBUFFER::fill(dst, bytes, pattern),
+            Self::InfiniteLoop => {
+                D3DDDI_TESTCOMMANDBUFFER::op(D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_LOOP)
+            }
+            Self::PreemptibleLoop => {
+                D3DDDI_TESTCOMMANDBUFFER::op(D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_PREEMPTABLE_LOOP)
+            }
+            Self::Op(op) => D3DDDI_TESTCOMMANDBUFFER::op(op),
+        }
+    }
+}
+
+/// A test process (one D3D device) of the capability.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TestProcess(pub usize);
+/// A kernel-mode hardware queue of a test process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TestQueue(pub usize);
+/// A monitored fence of a test process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TestFence(pub usize);
+/// A GPU-visible buffer of a test process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TestBuffer {
+    /// Index in the session.
+    pub index: usize,
+    /// Its GPU VA in its process.
+    pub gpu_va: u64,
+}
+
+/// The capability ([`super::Capability::KernelModeTesting`]).
+pub trait KernelModeTesting {
+    /// Whether adapter `i`'s driver offers the interface (the OS enabled the feature).
+    fn interface_offered(&mut self, i: usize) -> Result<bool, Failure>;
+    /// Makes sure TDR is on for adapter `i` (Windows: always).
+    fn arm_tdr(&mut self, i: usize) -> Result<(), Failure>;
+    /// Opens a test process (a D3D device) on adapter `i`.
+    fn open(&mut self, i: usize) -> Result<TestProcess, Failure>;
+    /// A context on `node` and a kernel-mode hardware queue on it, without private data.
+    fn create_queue(&mut self, p: TestProcess, node: u32) -> Result<TestQueue, Failure>;
+    /// `D3DKMTDestroyHwQueue`.
+    fn destroy_queue(&mut self, q: TestQueue) -> Result<(), Failure>;
+    /// A zeroed GPU-visible buffer of `bytes` bytes.
+    fn create_buffer(&mut self, p: TestProcess, bytes: u64) -> Result<TestBuffer, Failure>;
+    /// The u64 at `offset` of `b`, read by the CPU.
+    fn read(&self, b: TestBuffer, offset: u64) -> Result<u64, Failure>;
+    /// The driver's command buffer for `cmd` on `q` through the escape, offering a
+    /// `dma_size`-byte buffer: the bytes, or `Failure::DdiFailed` with the escape's status.
+    fn build(&mut self, q: TestQueue, cmd: TestCommand, dma_size: u32) -> Result<Vec<u8>, Failure>;
+    /// `D3DKMTSubmitCommandToHwQueue` of `bytes` (copied to a fresh allocation); returns the
+    /// progress value that marks its completion.
+    fn submit(&mut self, q: TestQueue, bytes: &[u8]) -> Result<u64, Failure>;
+    /// Waits up to `timeout` for the queue's submissions up to `value` to complete (a
+    /// monitored fence the OS signals after them).
+    fn wait(&mut self, q: TestQueue, value: u64, timeout: Duration) -> Result<WaitResult, Failure>;
+    /// A monitored fence of `p` at 0.
+    fn create_fence(&mut self, p: TestProcess) -> Result<TestFence, Failure>;
+    /// Later submissions to `q` wait (on the OS's side) until `f` reaches `value`.
+    fn gpu_wait(&mut self, q: TestQueue, f: TestFence, value: u64) -> Result<(), Failure>;
+    /// The OS signals `f` to `value` once every earlier submission to `q` completed.
+    fn gpu_signal(&mut self, q: TestQueue, f: TestFence, value: u64) -> Result<(), Failure>;
+    /// A CPU wait for `f` to reach `value`, up to `timeout`.
+    fn cpu_wait(
+        &mut self,
+        f: TestFence,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitResult, Failure>;
+    /// `D3DKMTSignalSynchronizationObjectFromCpu`.
+    fn cpu_signal(&mut self, f: TestFence, value: u64) -> Result<(), Failure>;
+}
+
+struct TQueue<K: KmtSync> {
+    process: usize,
+    context: KmtHandle,
+    hw: Option<HwQueue<K::Fence>>,
+    /// The fence the OS signals after each submission (what [`KernelModeTesting::wait`] waits on).
+    done: MonitoredSync<K::Value>,
+    next: u64,
+    /// Command buffers, kept while the queue may still read them.
+    cmds: Vec<Allocation<K::Mem>>,
+}
+
+/// The capability's objects, over one backend's thunks.
+pub struct TestingState<K: KmtSync> {
+    processes: Vec<Arc<K>>,
+    queues: Vec<TQueue<K>>,
+    buffers: Vec<Allocation<K::Mem>>,
+    fences: Vec<(usize, MonitoredSync<K::Value>)>,
+}
+
+impl<K: KmtSync> Default for TestingState<K> {
+    fn default() -> Self {
+        Self {
+            processes: Vec::new(),
+            queues: Vec::new(),
+            buffers: Vec::new(),
+            fences: Vec::new(),
+        }
+    }
+}
+
+/// A session that has [`TestingState`]: implementing this gives it [`KernelModeTesting`].
+pub trait TestingHost {
+    /// The thunks' type.
+    type K: KmtSync + 'static;
+    /// The state.
+    fn testing(&mut self) -> &mut TestingState<Self::K>;
+    /// The state, shared.
+    fn testing_ref(&self) -> &TestingState<Self::K>;
+    /// Opens a D3D device on adapter `i` (one set of thunks).
+    fn open_test_device(&mut self, i: usize) -> Result<Arc<Self::K>, Failure>;
+    /// The failure a thunk status stands for (the machine's halt, if there was one).
+    fn test_failure(&self, s: NtStatus) -> Failure {
+        Failure::DdiFailed(s.0)
+    }
+}
+
+fn missing() -> Failure {
+    Failure::Unsupported("these thunks have no kernel-mode testing escape".into())
+}
+
+fn wait_result(w: FenceWait) -> WaitResult {
+    match w {
+        FenceWait::Reached => WaitResult::Satisfied,
+        FenceWait::TimedOut => WaitResult::TimedOut,
+        FenceWait::Abandoned => WaitResult::Abandoned,
+    }
+}
+
+impl<K: KmtSync> TestingState<K> {
+    fn process(&self, p: usize) -> Result<&Arc<K>, Failure> {
+        self.processes
+            .get(p)
+            .ok_or_else(|| Failure::Backend(format!("no test process {p}")))
+    }
+
+    fn queue(&self, q: TestQueue) -> Result<&TQueue<K>, Failure> {
+        self.queues
+            .get(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no test queue {}", q.0)))
+    }
+
+    fn hw(&self, q: TestQueue) -> Result<(&Arc<K>, KmtHandle), Failure> {
+        let t = self.queue(q)?;
+        let h =
+            t.hw.as_ref()
+                .ok_or_else(|| Failure::Backend(format!("test queue {} destroyed", q.0)))?
+                .handle;
+        Ok((self.process(t.process)?, h))
+    }
+
+    fn fence(&self, f: TestFence) -> Result<(&Arc<K>, KmtHandle), Failure> {
+        let (p, m) = self
+            .fences
+            .get(f.0)
+            .ok_or_else(|| Failure::Backend(format!("no test fence {}", f.0)))?;
+        Ok((self.process(*p)?, m.handle))
+    }
+}
+
+impl<T: TestingHost> KernelModeTesting for T {
+    fn interface_offered(&mut self, i: usize) -> Result<bool, Failure> {
+        let k = self.open_test_device(i)?;
+        let t = k.testing().ok_or_else(missing)?;
+        t.kernel_mode_testing_enabled()
+            .map_err(|s| self.test_failure(s))
+    }
+
+    fn arm_tdr(&mut self, i: usize) -> Result<(), Failure> {
+        let k = self.open_test_device(i)?;
+        let t = k.testing().ok_or_else(missing)?;
+        t.arm_tdr().map_err(|s| self.test_failure(s))
+    }
+
+    fn open(&mut self, i: usize) -> Result<TestProcess, Failure> {
+        let k = self.open_test_device(i)?;
+        let st = self.testing();
+        st.processes.push(k);
+        Ok(TestProcess(st.processes.len() - 1))
+    }
+
+    fn create_queue(&mut self, p: TestProcess, node: u32) -> Result<TestQueue, Failure> {
+        let k = self.testing_ref().process(p.0)?.clone();
+        let r = (|| {
+            let context = k.create_context(node)?;
+            // No private data: the interface's drivers must take a queue without it.
+            let hw = k.create_hw_queue(context, false, &mut [])?;
+            let done = k.create_monitored_fence(0)?;
+            Ok::<_, NtStatus>((context, hw, done))
+        })();
+        let (context, hw, done) = r.map_err(|s| self.test_failure(s))?;
+        let st = self.testing();
+        st.queues.push(TQueue {
+            process: p.0,
+            context,
+            hw: Some(hw),
+            done,
+            next: 1,
+            cmds: Vec::new(),
+        });
+        Ok(TestQueue(st.queues.len() - 1))
+    }
+
+    fn destroy_queue(&mut self, q: TestQueue) -> Result<(), Failure> {
+        let (k, h) = self.testing_ref().hw(q)?;
+        let k = k.clone();
+        let context = self.testing_ref().queue(q)?.context;
+        k.destroy_hw_queue(h).map_err(|s| self.test_failure(s))?;
+        k.destroy_context(context)
+            .map_err(|s| self.test_failure(s))?;
+        if let Some(t) = self.testing().queues.get_mut(q.0) {
+            t.hw = None;
+        }
+        Ok(())
+    }
+
+    fn create_buffer(&mut self, p: TestProcess, bytes: u64) -> Result<TestBuffer, Failure> {
+        let k = self.testing_ref().process(p.0)?.clone();
+        let a = k
+            .create_allocation(bytes)
+            .map_err(|s| self.test_failure(s))?;
+        let gpu_va = a.gpu_va;
+        let st = self.testing();
+        st.buffers.push(a);
+        Ok(TestBuffer {
+            index: st.buffers.len() - 1,
+            gpu_va,
+        })
+    }
+
+    fn read(&self, b: TestBuffer, offset: u64) -> Result<u64, Failure> {
+        let a = self
+            .testing_ref()
+            .buffers
+            .get(b.index)
+            .ok_or_else(|| Failure::Backend(format!("no test buffer {}", b.index)))?;
+        Ok(a.mem.load(offset))
+    }
+
+    fn build(&mut self, q: TestQueue, cmd: TestCommand, dma_size: u32) -> Result<Vec<u8>, Failure> {
+        let (k, h) = self.testing_ref().hw(q)?;
+        let k = k.clone();
+        let t = k.testing().ok_or_else(missing)?;
+        let mut dma = vec![0u8; dma_size as usize];
+        let mut private = vec![0u8; TEST_PRIVATE_DATA_MAX as usize];
+        let mut data =
+            rvgpu_simos::dxgkrnl::kmtest::escape_data(h, true, cmd.raw(), &mut dma, &mut private);
+        t.escape_build_test_command_buffer(&mut data, &mut dma, &mut private)
+            .map_err(|s| self.test_failure(s))?;
+        let (n, _) = rvgpu_simos::dxgkrnl::kmtest::escape_sizes(&data)
+            .ok_or_else(|| Failure::Backend("escape data too short".into()))?;
+        if n > dma_size.min(TEST_DMA_BUFFER_MAX) {
+            return Err(Failure::Backend(format!("escape wrote back {n} bytes")));
+        }
+        dma.truncate(n as usize);
+        Ok(dma)
+    }
+
+    fn submit(&mut self, q: TestQueue, bytes: &[u8]) -> Result<u64, Failure> {
+        let (k, h) = self.testing_ref().hw(q)?;
+        let k = k.clone();
+        let done = self.testing_ref().queue(q)?.done.handle;
+        let value = self.testing_ref().queue(q)?.next;
+        let size = (bytes.len() as u64).max(8).next_multiple_of(4096);
+        let c = k
+            .create_allocation_as(size, AllocationKind::Commands)
+            .map_err(|s| self.test_failure(s))?;
+        for (i, w) in bytes.chunks(8).enumerate() {
+            let mut word = [0u8; 8];
+            word[..w.len()].copy_from_slice(w);
+            c.mem.store(i as u64 * 8, u64::from_le_bytes(word));
+        }
+        let len = u32::try_from(bytes.len())
+            .map_err(|_| Failure::Backend("command buffer too big".into()))?;
+        k.submit_command_to_hw_queue(h, value, c.gpu_va, len)
+            .map_err(|s| self.test_failure(s))?;
+        k.submit_signal_to_hw_queue(h, &[(done, value)])
+            .map_err(|s| self.test_failure(s))?;
+        if let Some(t) = self.testing().queues.get_mut(q.0) {
+            t.cmds.push(c);
+            t.next = value + 1;
+        }
+        Ok(value)
+    }
+
+    fn wait(&mut self, q: TestQueue, value: u64, timeout: Duration) -> Result<WaitResult, Failure> {
+        let t = self.testing_ref().queue(q)?;
+        let k = self.testing_ref().process(t.process)?.clone();
+        let done = t.done.handle;
+        k.wait_timeout(done, value, timeout)
+            .map(wait_result)
+            .map_err(|s| self.test_failure(s))
+    }
+
+    fn create_fence(&mut self, p: TestProcess) -> Result<TestFence, Failure> {
+        let k = self.testing_ref().process(p.0)?.clone();
+        let f = k
+            .create_monitored_fence(0)
+            .map_err(|s| self.test_failure(s))?;
+        let st = self.testing();
+        st.fences.push((p.0, f));
+        Ok(TestFence(st.fences.len() - 1))
+    }
+
+    fn gpu_wait(&mut self, q: TestQueue, f: TestFence, value: u64) -> Result<(), Failure> {
+        let (k, h) = self.testing_ref().hw(q)?;
+        let k = k.clone();
+        let (_, fh) = self.testing_ref().fence(f)?;
+        k.submit_wait_to_hw_queue(h, &[(fh, value)])
+            .map_err(|s| self.test_failure(s))
+    }
+
+    fn gpu_signal(&mut self, q: TestQueue, f: TestFence, value: u64) -> Result<(), Failure> {
+        let (k, h) = self.testing_ref().hw(q)?;
+        let k = k.clone();
+        let (_, fh) = self.testing_ref().fence(f)?;
+        k.submit_signal_to_hw_queue(h, &[(fh, value)])
+            .map_err(|s| self.test_failure(s))
+    }
+
+    fn cpu_wait(
+        &mut self,
+        f: TestFence,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitResult, Failure> {
+        let (k, fh) = self.testing_ref().fence(f)?;
+        let k = k.clone();
+        k.wait_timeout(fh, value, timeout)
+            .map(wait_result)
+            .map_err(|s| self.test_failure(s))
+    }
+
+    fn cpu_signal(&mut self, f: TestFence, value: u64) -> Result<(), Failure> {
+        let (k, fh) = self.testing_ref().fence(f)?;
+        let k = k.clone();
+        k.signal_from_cpu(fh, value)
+            .map_err(|s| self.test_failure(s))
+    }
+}
