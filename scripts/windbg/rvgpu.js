@@ -63,7 +63,7 @@ const LAYOUT = {
     "rvgpu_kmd::fence::table::FenceTable": ["globals", "locals"],
     "rvgpu_kmd::fence::table::Fence": ["tag", "current_gpu", "monitored_gpu", "fence_type", "opens"],
     "rvgpu_kmd::fence::table::Local": ["global", "device"],
-    "rvgpu_kmd::sched::Handle": ["__0"],
+    "rvgpu_kmd::handle::Handle": ["__0"],
     "rvgpu_hw::addr::GpuVa": ["__0"],
     "rvgpu_kmd::reset::TdrLog": [
         "last_done", "last_rptr", "last_aborted", "engine_resets", "failed_resets",
@@ -143,9 +143,9 @@ function option(o) {
     return num(o.tag) === 1 ? o.variant1.value.__0 : null;
 }
 
-/// A scheduler handle (`sched::Handle`, a u64 newtype) as text.
+/// A scheduler handle (`handle::Handle`, a u64 newtype) as text.
 function handle(h) {
-    return hex(field(h, "rvgpu_kmd::sched::Handle", "__0"));
+    return hex(field(h, "rvgpu_kmd::handle::Handle", "__0"));
 }
 
 /// `Some(x)` → `text(x)`; `None` → null.

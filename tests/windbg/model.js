@@ -57,7 +57,7 @@ function vec(elem, size, items) {
 }
 const map = (k, v, size, pairs) =>
     ({ entries: vec("tuple$<" + k + "," + v + ">", size, pairs.map(([a, b]) => ({ __0: a, __1: b }))) });
-const H = "rvgpu_kmd::sched::Handle";
+const H = "rvgpu_kmd::handle::Handle";
 
 const sched = {
     devices: map(H, "rvgpu_kmd::context::Device", 32, [[h(0xD1), { os_handle: 0x100 }]]),

@@ -16,7 +16,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, layout, zeroed_default};
+use crate::macros::{bitfield, index_word_union, layout, zeroed_default};
 
 /// `DXGK_NATIVE_FENCE_CAPS`: answer to `DXGKQAITYPE_NATIVE_FENCE_CAPS` (56 bytes on x64, which
 /// is also the output size dxgkrnl passes for this query).
@@ -469,61 +469,10 @@ layout!(
     AtomicWraparoundAndEntryIndex = 0
 );
 
-impl DXGK_NATIVE_FENCE_LOG_HEADER_0 {
-    /// Builds the union from its two halves.
-    pub const fn from_parts(first_free_entry_index: u32, wraparound_count: u32) -> Self {
-        Self {
-            Anonymous: DXGK_NATIVE_FENCE_LOG_HEADER_0_0 {
-                FirstFreeEntryIndex: first_free_entry_index,
-                WraparoundCount: wraparound_count,
-            },
-        }
-    }
-
-    /// Builds the union from the 64-bit word.
-    pub const fn from_u64(value: u64) -> Self {
-        Self {
-            AtomicWraparoundAndEntryIndex: value,
-        }
-    }
-
-    /// The 64-bit word.
-    pub const fn get(self) -> u64 {
-        // SAFETY: both arms cover all 8 bytes with plain integers and have no padding, so the
-        // union is always fully initialised and every bit pattern is a valid u64.
-        unsafe { self.AtomicWraparoundAndEntryIndex }
-    }
-
-    /// The split view (as C's overlay defines it).
-    pub const fn parts(self) -> DXGK_NATIVE_FENCE_LOG_HEADER_0_0 {
-        // SAFETY: as in `get`: fully initialised, every bit pattern valid for two u32.
-        unsafe { self.Anonymous }
-    }
-}
-
-impl Default for DXGK_NATIVE_FENCE_LOG_HEADER_0 {
-    fn default() -> Self {
-        Self::from_u64(0)
-    }
-}
-
-impl core::fmt::Debug for DXGK_NATIVE_FENCE_LOG_HEADER_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let p = self.parts();
-        f.debug_struct("DXGK_NATIVE_FENCE_LOG_HEADER_0")
-            .field("FirstFreeEntryIndex", &p.FirstFreeEntryIndex)
-            .field("WraparoundCount", &p.WraparoundCount)
-            .finish()
-    }
-}
-
-impl PartialEq for DXGK_NATIVE_FENCE_LOG_HEADER_0 {
-    fn eq(&self, other: &Self) -> bool {
-        self.get() == other.get()
-    }
-}
-
-impl Eq for DXGK_NATIVE_FENCE_LOG_HEADER_0 {}
+index_word_union!(
+    DXGK_NATIVE_FENCE_LOG_HEADER_0,
+    DXGK_NATIVE_FENCE_LOG_HEADER_0_0
+);
 
 /// `DXGK_NATIVE_FENCE_LOG_HEADER`: header of a native fence log buffer (40 bytes).
 ///

@@ -199,3 +199,71 @@ macro_rules! zeroed_default {
 }
 
 pub(crate) use zeroed_default;
+
+/// The methods and traits of a log header's leading union (`union { struct { UINT
+/// FirstFreeEntryIndex; UINT WraparoundCount; }; ULARGE_INTEGER AtomicWraparoundAndEntryIndex;
+/// }`, as both `DXGK_NATIVE_FENCE_LOG_HEADER` and `DXGK_SCHEDULING_LOG_HEADER` begin):
+/// constructors from the two halves or the 64-bit word, both views, and `Default`, `Debug`,
+/// `PartialEq`/`Eq` through the word. `$parts` is the split-view struct.
+macro_rules! index_word_union {
+    ($union:ident, $parts:ident) => {
+        impl $union {
+            /// Builds the union from its two halves.
+            pub const fn from_parts(first_free_entry_index: u32, wraparound_count: u32) -> Self {
+                Self {
+                    Anonymous: $parts {
+                        FirstFreeEntryIndex: first_free_entry_index,
+                        WraparoundCount: wraparound_count,
+                    },
+                }
+            }
+
+            /// Builds the union from the 64-bit word.
+            pub const fn from_u64(value: u64) -> Self {
+                Self {
+                    AtomicWraparoundAndEntryIndex: value,
+                }
+            }
+
+            /// The 64-bit word.
+            pub const fn get(self) -> u64 {
+                // SAFETY: both arms cover all 8 bytes with plain integers and have no padding,
+                // so the union is always fully initialised and every bit pattern is a valid
+                // u64.
+                unsafe { self.AtomicWraparoundAndEntryIndex }
+            }
+
+            /// The split view (as C's overlay defines it).
+            pub const fn parts(self) -> $parts {
+                // SAFETY: as in `get`: fully initialised, every bit pattern valid for two u32.
+                unsafe { self.Anonymous }
+            }
+        }
+
+        impl Default for $union {
+            fn default() -> Self {
+                Self::from_u64(0)
+            }
+        }
+
+        impl core::fmt::Debug for $union {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                let p = self.parts();
+                f.debug_struct(stringify!($union))
+                    .field("FirstFreeEntryIndex", &p.FirstFreeEntryIndex)
+                    .field("WraparoundCount", &p.WraparoundCount)
+                    .finish()
+            }
+        }
+
+        impl PartialEq for $union {
+            fn eq(&self, other: &Self) -> bool {
+                self.get() == other.get()
+            }
+        }
+
+        impl Eq for $union {}
+    };
+}
+
+pub(crate) use index_word_union;

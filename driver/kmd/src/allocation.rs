@@ -29,8 +29,9 @@ use zerocopy::FromBytes;
 
 use crate::adapter::{Adapter, Live};
 use crate::gpummu;
+use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
-use crate::sched::{self, Handle, Kind};
+use crate::sched;
 use crate::status::{self, Status};
 
 /// An allocation as the KMD keeps it.

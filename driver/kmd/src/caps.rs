@@ -308,7 +308,7 @@ pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Re
         // UM-04: the OS maps a dummy page of this size before connect and after disconnect.
         // Answered only when some node offers user-mode submission (the OS asks only then,
         // BR-76).
-        DXGKQAITYPE_USERMODESUBMISSION_CAPS if crate::hws::user_mode_submission(live) => {
+        DXGKQAITYPE_USERMODESUBMISSION_CAPS if crate::hws::ddi::user_mode_submission(live) => {
             write_out(args, &usermode_submission_caps())
         }
         // The memory model: segments always; the GPU MMU's caps and levels only
@@ -385,11 +385,11 @@ pub fn node_metadata<P: Platform>(
         Flags: DXGK_NODEMETADATA_FLAGS::default()
             .with(
                 DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported,
-                u32::from(crate::hws::active(live)),
+                u32::from(crate::hws::ddi::active(live)),
             )
             .with(
                 DXGK_NODEMETADATA_FLAGS::UserModeSubmission,
-                u32::from(crate::hws::user_mode_submission(live)),
+                u32::from(crate::hws::ddi::user_mode_submission(live)),
             )
             .with(
                 DXGK_NODEMETADATA_FLAGS::SupportBuildTestCommandBuffer,

@@ -11,6 +11,10 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use rvgpu_hw::addr::{BusAddr, GpuVa};
 
+use crate::dxgk::Dxgk;
+use crate::platform::Platform;
+use crate::status::{self, Status};
+
 /// A contiguous, device-visible buffer: kernel VA, bus address, size in bytes (a multiple of
 /// 8), and the Dxgkrnl handle that frees it.
 #[derive(Debug)]
@@ -39,6 +43,22 @@ impl DmaBuffer {
             bytes,
             handle,
         }
+    }
+
+    /// `bytes` of zeroed, physically contiguous memory from `DxgkCbAllocateContiguousMemory`
+    /// (PASSIVE), with its bus address. Nothing is kept on failure: memory whose bus address
+    /// the platform cannot tell is freed again (`STATUS_INSUFFICIENT_RESOURCES`).
+    pub fn alloc<P: Platform>(dxgk: &Dxgk, bytes: u64) -> Result<Self, Status> {
+        let (va, handle) = dxgk.allocate_contiguous(bytes)?;
+        let Some(bus) = P::bus_address(va) else {
+            let _ = dxgk.free_contiguous(handle);
+            return Err(status::INSUFFICIENT_RESOURCES);
+        };
+        // SAFETY: fresh contiguous memory of `bytes` bytes, page aligned, owned by us until
+        // freed through `handle`, accessed only atomically.
+        let buf = unsafe { Self::from_raw(va, bus, bytes, handle) };
+        buf.zero();
+        Ok(buf)
     }
 
     /// Bus address of byte 0.

@@ -72,11 +72,12 @@ use rvgpu_hw::regs;
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::adapter::Live;
+use crate::handle::{Handle, Kind};
 use crate::hwqueue::Ring;
 use crate::klog;
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{self, Handle, Kind, Sched};
+use crate::sched::{self, Sched};
 use crate::status::{self, Status};
 
 /// A doorbell object.
@@ -609,7 +610,7 @@ fn connect_global<P: Platform>(
         .and_then(|d| s.queues.get(&d.queue))
         .map(|q| q.context)
         .ok_or(status::INVALID_HANDLE)?;
-    let pid = crate::process::id_of_context(&s, context);
+    let pid = s.process_id_of_context(context);
     let (page, calls) = match s.physical.choose_process(pid) {
         None => return Err(status::INSUFFICIENT_RESOURCES),
         Some(Choice::Shared(i)) => {

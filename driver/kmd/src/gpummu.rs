@@ -404,3 +404,20 @@ fn entry_target<P: Platform>(
     };
     Ok((addr, vram, large))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every level is one 4 KiB table of 512 entries in the local segment, aligned to its
+    /// size: what the device's walker reads (hardware.md §12).
+    #[test]
+    fn every_level_is_one_aligned_local_table_of_512_entries() {
+        let d = level_desc();
+        assert_eq!(1u64 << d.PageTableIndexBitCount, mmu::ENTRIES_PER_TABLE);
+        assert_eq!(u64::from(d.PageTableSizeInBytes), mmu::TABLE_SIZE);
+        assert_eq!(d.PageTableAlignmentInBytes, d.PageTableSizeInBytes);
+        assert_eq!(d.PageTableSegmentId, SEGMENT_LOCAL);
+        assert_eq!(d.PagingProcessPageTableSegmentId, SEGMENT_LOCAL);
+    }
+}

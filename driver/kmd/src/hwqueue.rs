@@ -27,9 +27,10 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
+use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::runlist::{self, RUNLIST_CAPACITY};
-use crate::sched::{self, Handle, Kind};
+use crate::sched;
 use crate::status::{self, Status};
 
 /// A ring as the device sees it (GPU addresses).
@@ -272,15 +273,7 @@ fn write_pdd(data: Option<&mut [u8]>, pdd: &HwQueuePdd) {
 /// Allocates and zeroes a kernel-mode queue's ring and ring control (PASSIVE).
 fn alloc_kernel_ring<P: Platform>(dxgk: &Dxgk) -> Result<KernelRing, Status> {
     let bytes = u64::from(KERNEL_RING_BYTES).saturating_add(rvgpu_hw::PAGE_SIZE);
-    let (va, handle) = dxgk.allocate_contiguous(bytes)?;
-    let Some(bus) = P::bus_address(va) else {
-        let _ = dxgk.free_contiguous(handle);
-        return Err(status::INSUFFICIENT_RESOURCES);
-    };
-    // SAFETY: fresh contiguous memory of `bytes` bytes, page aligned, owned by us until freed
-    // through `handle`.
-    let buf = unsafe { DmaBuffer::from_raw(va, bus, bytes, handle) };
-    buf.zero();
+    let buf = DmaBuffer::alloc::<P>(dxgk, bytes)?;
     Ok(KernelRing {
         buf,
         size: KERNEL_RING_BYTES,
@@ -309,7 +302,8 @@ pub(crate) fn create<P: Platform>(
         let user = args
             .Flags
             .is_set(D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission);
-        if !crate::hws::active(live) || (user && !crate::hws::user_mode_submission(live)) {
+        if !crate::hws::ddi::active(live) || (user && !crate::hws::ddi::user_mode_submission(live))
+        {
             return Err(status::INVALID_PARAMETER);
         }
         let user_mode = args

@@ -32,6 +32,7 @@ mod features;
 mod fence;
 mod globals;
 mod gpummu;
+mod handle;
 mod hwqueue;
 mod hws;
 mod interrupt;

@@ -34,11 +34,12 @@ use rvgpu_hw::regs;
 
 use crate::adapter::{Adapter, Live};
 use crate::globals::ADAPTERS;
+use crate::handle::{Handle, Kind};
 use crate::hwqueue::QUEUE_ID_LIMIT;
 use crate::kmem::{self, NoMemory};
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{self, Handle, Kind};
+use crate::sched;
 use crate::status::{self, Status};
 
 /// Which of a queue's two logs.

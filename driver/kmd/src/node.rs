@@ -52,11 +52,11 @@ use rvgpu_hw::regs;
 use crate::adapter::{Adapter, Live};
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
+use crate::handle::{Handle, Kind};
 use crate::hwqueue::{KernelRing, QueueIds};
 use crate::interrupt::DeviceEvent;
 use crate::kmem::{self, NoMemory};
 use crate::platform::Platform;
-use crate::sched::{Handle, Kind};
 use crate::status::{self, Status};
 use crate::submit::{self, MAX_SUBMIT_BYTES};
 
@@ -520,22 +520,13 @@ impl NodeRings {
         let fences = NodeFences::try_new::<P>(NODE_PENDING_MAX)
             .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
         let id = ids.alloc().ok_or(status::INSUFFICIENT_RESOURCES)?;
-        let (va, handle) = match dxgk.allocate_contiguous(NODE_ALLOC_BYTES) {
-            Ok(v) => v,
+        let buf = match DmaBuffer::alloc::<P>(dxgk, NODE_ALLOC_BYTES) {
+            Ok(buf) => buf,
             Err(e) => {
                 ids.free(id);
                 return Err(e);
             }
         };
-        let Some(bus) = P::bus_address(va) else {
-            let _ = dxgk.free_contiguous(handle);
-            ids.free(id);
-            return Err(status::INSUFFICIENT_RESOURCES);
-        };
-        // SAFETY: fresh contiguous memory of NODE_ALLOC_BYTES bytes, page aligned, owned by us
-        // until freed through `handle`, accessed only atomically.
-        let buf = unsafe { DmaBuffer::from_raw(va, bus, NODE_ALLOC_BYTES, handle) };
-        buf.zero();
         Ok(NodeRing {
             engine,
             queue_id: id,

@@ -29,9 +29,9 @@ use rvgpu_hw::mmu;
 use crate::adapter::{Adapter, Live};
 use crate::allocation;
 use crate::gpummu;
+use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::process;
-use crate::sched::{Handle, Kind};
 use crate::status::{self, Status};
 
 /// Most ranges one COPYPAGETABLEENTRIES may carry (a table's worth).
@@ -170,7 +170,7 @@ pub fn update<P: Platform>(
     // SAFETY: the table address arm is the one UpdateMode (GPU_PHYSICAL, checked) names; it
     // is plain data.
     let at = unsafe { op.PageTableAddress.Anonymous.GpuPhysical };
-    let table = process::table_address(live, &at)?;
+    let table = process::ddi::table_address(live, &at)?;
     let who = Mapping::of(a, live, op)?;
     let policy = match who {
         Mapping::Allocation(al) => Some(al),
@@ -298,7 +298,7 @@ pub fn flush<P: Platform>(
     op: &DXGK_BUILDPAGINGBUFFER_FLUSHTLB,
     out: &mut [u64],
 ) -> Result<Pass, Status> {
-    let root = process::table_address(live, &op.RootPageTableAddress)?;
+    let root = process::ddi::table_address(live, &op.RootPageTableAddress)?;
     let words = cmd::tlb_invalidate(root);
     let Some(slot) = out.get_mut(..words.len()) else {
         return Ok(Pass {
@@ -387,5 +387,35 @@ pub fn status_of(pass: &Pass, multipass: &mut u32) -> NTSTATUS {
             *multipass = 0;
             rvgpu_ddi::ntstatus::STATUS_SUCCESS
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pass that left ranges asks to be called again from the next one; a complete pass
+    /// resets the offset and succeeds.
+    #[test]
+    fn a_partial_pass_is_insufficient_dma_buffer_with_the_next_offset() {
+        let mut offset = 0;
+        let partial = Pass {
+            words: 8,
+            more: Some(3),
+        };
+        assert_eq!(
+            status_of(&partial, &mut offset),
+            STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER
+        );
+        assert_eq!(offset, 3);
+        let done = Pass {
+            words: 8,
+            more: None,
+        };
+        assert_eq!(
+            status_of(&done, &mut offset),
+            rvgpu_ddi::ntstatus::STATUS_SUCCESS
+        );
+        assert_eq!(offset, 0);
     }
 }

@@ -72,3 +72,33 @@ pub fn gone_is_done(r: Result<(), Status>) -> Result<(), Status> {
         other => other,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kmem::Host;
+
+    /// Taking work off a removed device is done; other failures stay failures.
+    #[test]
+    fn gone_is_done_only_for_device_removed() {
+        assert_eq!(gone_is_done(Err(status::DEVICE_REMOVED)), Ok(()));
+        assert_eq!(gone_is_done(Ok(())), Ok(()));
+        assert_eq!(
+            gone_is_done(Err(status::INVALID_HANDLE)),
+            Err(status::INVALID_HANDLE)
+        );
+    }
+
+    /// Surprise removal of an unstarted adapter: the two removal types are accepted, any
+    /// other is STATUS_INVALID_PARAMETER.
+    #[test]
+    fn surprise_removal_checks_its_type_without_a_started_adapter() {
+        let a = Adapter::<Host>::try_new(core::ptr::null_mut()).unwrap();
+        assert_eq!(notify_surprise_removal(&a, DxgkRemovalHibernation), Ok(()));
+        assert_eq!(notify_surprise_removal(&a, DxgkRemovalPnPNotify), Ok(()));
+        assert_eq!(
+            notify_surprise_removal(&a, 77),
+            Err(status::INVALID_PARAMETER)
+        );
+    }
+}

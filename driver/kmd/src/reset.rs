@@ -43,10 +43,11 @@ use rvgpu_hw::regs::{self, Caps, DeviceStatus, ENGINE_MAX};
 
 use crate::adapter::{Adapter, Live};
 use crate::device;
+use crate::handle::Handle;
 use crate::klog;
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{Handle, Sched};
+use crate::sched::Sched;
 use crate::status::{self, Status};
 
 // ---------------------------------------------------------------------------------------------
@@ -518,7 +519,7 @@ pub fn reset_hw_engine<P: Platform>(
     args: &rvgpu_ddi::hws::DXGKARG_RESETHWENGINE,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    if !crate::hws::active(live) {
+    if !crate::hws::ddi::active(live) {
         return Err(status::NOT_SUPPORTED);
     }
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
@@ -588,7 +589,7 @@ pub fn resume_hw_engine<P: Platform>(
     args: &rvgpu_ddi::hws::DXGKARG_RESUMEHWENGINE,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    if !crate::hws::active(live) {
+    if !crate::hws::ddi::active(live) {
         return Err(status::NOT_SUPPORTED);
     }
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
@@ -855,8 +856,8 @@ mod tests {
     #[test]
     fn um_10_blame_errors_only_the_guilty_device() {
         use crate::context::{Context, Device};
+        use crate::handle::Kind;
         use crate::hwqueue::{HwQueue, Ring};
-        use crate::sched::Kind;
         let h = |k, n| Handle::new(0, k, n).unwrap();
         let mut s = Sched::new(4, false, alloc::vec::Vec::new());
         let (guilty_dev, innocent_dev) = (h(Kind::Device, 1), h(Kind::Device, 2));

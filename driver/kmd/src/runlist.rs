@@ -26,10 +26,11 @@ use rvgpu_hw::regs;
 
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
+use crate::handle::Handle;
 use crate::hwqueue::HwQueue;
 use crate::mmio::Regs;
 use crate::platform::Platform;
-use crate::sched::{Handle, Sched};
+use crate::sched::Sched;
 use crate::status::{self, Status};
 
 /// Hardware queues per runlist buffer: the most queues one engine may have (creation beyond
@@ -56,23 +57,13 @@ pub fn alloc<P: Platform>(dxgk: &Dxgk, engines: u32) -> Result<Vec<DmaBuffer>, S
     let mut out = crate::kmem::try_with_capacity::<P, DmaBuffer>(n)
         .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
     for _ in 0..engines {
-        let buf = match dxgk.allocate_contiguous(bytes) {
-            Ok((va, handle)) => match P::bus_address(va) {
-                // SAFETY: fresh contiguous memory of `bytes` bytes, page aligned, owned by us
-                // until freed through `handle`.
-                Some(bus) => unsafe { DmaBuffer::from_raw(va, bus, bytes, handle) },
-                None => {
-                    let _ = dxgk.free_contiguous(handle);
-                    free(dxgk, out);
-                    return Err(status::INSUFFICIENT_RESOURCES);
-                }
-            },
+        let buf = match DmaBuffer::alloc::<P>(dxgk, bytes) {
+            Ok(buf) => buf,
             Err(e) => {
                 free(dxgk, out);
                 return Err(e);
             }
         };
-        buf.zero();
         // Room for every engine was reserved above.
         if let Err(b) = crate::kmem::push_reserved(&mut out, buf) {
             let _ = dxgk.free_contiguous(b.handle());
@@ -109,7 +100,7 @@ pub fn descriptor(s: &Sched, q: &HwQueue) -> Option<QueueDescriptor> {
         });
     let mut d = q.descriptor(doorbell, root, priority, q.context.raw())?;
     // The global doorbell page of this process rings it (hardware.md 5.5).
-    d.process_id = crate::process::id_of_context(s, q.context);
+    d.process_id = s.process_id_of_context(q.context);
     Some(d)
 }
 
@@ -283,8 +274,8 @@ mod tests {
     use super::*;
     use crate::context::{Context, Device};
     use crate::doorbell::Doorbell;
+    use crate::handle::{Handle, Kind};
     use crate::hwqueue::{HwQueue, Ring};
-    use crate::sched::{Handle, Kind};
 
     fn h(kind: Kind, n: u64) -> Handle {
         Handle::new(0, kind, n).unwrap()

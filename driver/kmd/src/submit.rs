@@ -21,9 +21,9 @@ use rvgpu_hw::queue::{ring_free, RingControl};
 use rvgpu_hw::regs;
 
 use crate::adapter::{Adapter, Live};
+use crate::handle::{Handle, Kind};
 use crate::hwqueue::KernelRing;
 use crate::platform::Platform;
-use crate::sched::{Handle, Kind};
 use crate::status::{self, Status};
 
 /// Largest DMA buffer accepted in one submission (16 INDIRECTs).

@@ -24,7 +24,7 @@ pub(super) enum CreateProcess {}
 impl<P: Platform> OnAdapterMut<P> for CreateProcess {
     type Args = DXGKARG_CREATEPROCESS;
     fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        process::create(a, args)
+        process::ddi::create(a, args)
     }
 }
 
@@ -35,7 +35,7 @@ impl<P: Platform> OnContextWith<P> for DestroyProcess {
     type Out = NTSTATUS;
     const NO_ADAPTER: NTSTATUS = status::INVALID_PARAMETER.code();
     fn call(a: &Adapter<P>, h_process: HANDLE) -> NTSTATUS {
-        to_ntstatus(process::destroy(a, h_process))
+        to_ntstatus(process::ddi::destroy(a, h_process))
     }
 }
 
@@ -46,7 +46,7 @@ pub(super) unsafe extern "system" fn get_root_page_table_size<P: Platform>(
 ) -> SIZE_T {
     // SAFETY: Dxgkrnl's pointer contract (super::thunk).
     match unsafe { adapter_and_mut::<P, _>(h_adapter, args) } {
-        Some((_, args)) => process::root_size(args),
+        Some((_, args)) => process::ddi::root_size(args),
         None => 0,
     }
 }
@@ -60,7 +60,7 @@ pub(super) unsafe extern "system" fn set_root_page_table<P: Platform>(
     let Some(args) = (unsafe { args.as_ref() }) else {
         return;
     };
-    if let Err(e) = process::set_root::<P>(args) {
+    if let Err(e) = process::ddi::set_root::<P>(args) {
         crate::klog!(
             P,
             Error,

@@ -23,13 +23,13 @@ pub(super) enum CreateDevice {}
 impl<P: Platform> OnAdapterMut<P> for CreateDevice {
     type Args = DXGKARG_CREATEDEVICE;
     fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        context::create_device(a, args)
+        context::ddi::create_device(a, args)
     }
 }
 
 /// DxgkDdiDestroyDevice (PASSIVE).
 pub(super) unsafe extern "system" fn destroy_device<P: Platform>(h_device: HANDLE) -> NTSTATUS {
-    to_ntstatus(context::destroy_device::<P>(h_device))
+    to_ntstatus(context::ddi::destroy_device::<P>(h_device))
 }
 
 /// DxgkDdiCreateContext (PASSIVE).
@@ -39,14 +39,14 @@ pub(super) unsafe extern "system" fn create_context<P: Platform>(
 ) -> NTSTATUS {
     // SAFETY: Dxgkrnl's pointer contract (super::thunk).
     match unsafe { args.as_mut() } {
-        Some(args) => to_ntstatus(context::create_context::<P>(h_device, args)),
+        Some(args) => to_ntstatus(context::ddi::create_context::<P>(h_device, args)),
         None => status::INVALID_PARAMETER.code(),
     }
 }
 
 /// DxgkDdiDestroyContext (PASSIVE).
 pub(super) unsafe extern "system" fn destroy_context<P: Platform>(h_context: HANDLE) -> NTSTATUS {
-    to_ntstatus(context::destroy_context::<P>(h_context))
+    to_ntstatus(context::ddi::destroy_context::<P>(h_context))
 }
 
 /// DxgkDdiSuspendContext (PASSIVE).
@@ -54,7 +54,7 @@ pub(super) enum SuspendContext {}
 impl<P: Platform> OnAdapter<P> for SuspendContext {
     type Args = DXGKARG_SUSPENDCONTEXT;
     fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        context::suspend_context(a, args)
+        context::ddi::suspend_context(a, args)
     }
 }
 
@@ -63,7 +63,7 @@ pub(super) enum ResumeContext {}
 impl<P: Platform> OnAdapter<P> for ResumeContext {
     type Args = DXGKARG_RESUMECONTEXT;
     fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        context::resume_context(a, args)
+        context::ddi::resume_context(a, args)
     }
 }
 

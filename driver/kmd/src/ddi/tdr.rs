@@ -50,7 +50,7 @@ pub(super) enum SetupPriorityBands {}
 impl<P: Platform> OnAdapter<P> for SetupPriorityBands {
     type Args = DXGKARG_SETUPPRIORITYBANDS;
     fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        crate::hws::setup_priority_bands(a, args)
+        crate::hws::ddi::setup_priority_bands(a, args)
     }
 }
 
@@ -59,7 +59,7 @@ pub(super) enum SetSchedulingLogBuffer {}
 impl<P: Platform> OnAdapter<P> for SetSchedulingLogBuffer {
     type Args = DXGKARG_SETSCHEDULINGLOGBUFFER;
     fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        crate::hws::set_scheduling_log_buffer(a, args)
+        crate::hws::ddi::set_scheduling_log_buffer(a, args)
     }
 }
 
@@ -68,7 +68,7 @@ pub(super) enum SetContextSchedulingProperties {}
 impl<P: Platform> OnAdapter<P> for SetContextSchedulingProperties {
     type Args = DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES;
     fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        crate::hws::set_context_scheduling_properties(a, args)
+        crate::hws::ddi::set_context_scheduling_properties(a, args)
     }
 }
 

@@ -206,7 +206,7 @@ pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Resu
     // process holding few; the creator's open failing makes the OS destroy the new global, so
     // creation is refused too. STATUS_NO_MEMORY, as for queues and contexts.
     let free = (registry::MAX_FENCES as usize).saturating_sub(table.len());
-    let owner = process.map(crate::sched::Handle::raw);
+    let owner = process.map(crate::handle::Handle::raw);
     let held = &*table;
     if !live
         .quotas
@@ -232,8 +232,8 @@ fn device_process<P: Platform>(
     a: &Adapter<P>,
     live: &Live<P>,
     h_device: HANDLE,
-) -> Option<crate::sched::Handle> {
-    let h = crate::sched::Handle::decode_on(h_device, crate::sched::Kind::Device, a.table_slot())
+) -> Option<crate::handle::Handle> {
+    let h = crate::handle::Handle::decode_on(h_device, crate::handle::Kind::Device, a.table_slot())
         .ok()?;
     live.sched.lock().devices.get(&h).and_then(|d| d.process)
 }

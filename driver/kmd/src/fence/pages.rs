@@ -13,9 +13,9 @@
 //! open; nothing here runs at device IRQL. Their number is bounded: a record that does not fit
 //! is dropped, and an open that needs it fails cleanly.
 
+use crate::handle::Handle;
 use crate::kmem::{NoMemory, SortedMap};
 use crate::platform::Platform;
-use crate::sched::Handle;
 
 /// Bytes per recorded page.
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
@@ -109,8 +109,8 @@ impl FencePages {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::Kind;
     use crate::kmem::Host;
-    use crate::sched::Kind;
 
     fn process(n: u64) -> Handle {
         Handle::new(0, Kind::Process, n).unwrap()

@@ -42,8 +42,8 @@ use rvgpu_ddi::kmtest::{
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
 use crate::adapter::Adapter;
+use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
-use crate::sched::{Handle, Kind};
 use crate::status::{self, Status};
 
 pub(crate) use build::{packets, Packets, Target};

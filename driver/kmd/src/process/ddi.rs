@@ -1,12 +1,4 @@
-//! GPU processes and their address spaces (docs/memory.md "Address spaces"):
-//! `DxgkDdiCreateProcess` / `DxgkDdiDestroyProcess`, `DxgkDdiGetRootPageTableSize` and
-//! `DxgkDdiSetRootPageTable`.
-//!
-//! VidMm owns the page tables; the KMD only learns, per context, where the root table is
-//! (`DxgkDdiSetRootPageTable`) and writes it into the descriptor of every hardware queue of
-//! that context (`QueueDescriptor::page_table_base`, hardware.md §12.4). A process record tells
-//! the paging code whether a mapping belongs to the system (paging) process, whose pages are
-//! never reachable from user-mode queues.
+//! The GPU-process DDIs over the state of [`super`].
 
 use rvgpu_ddi::allocation::{
     DXGKARG_CREATEPROCESS, DXGKARG_GETROOTPAGETABLESIZE, DXGKARG_SETROOTPAGETABLE,
@@ -18,24 +10,13 @@ use rvgpu_hw::{mmu, regs};
 
 use crate::adapter::{Adapter, Live};
 use crate::gpummu;
+use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{self, Handle, Kind, Sched};
+use crate::sched::{self, Sched};
 use crate::status::{self, Status};
 
-/// A GPU process (one per process that opened the adapter, plus the system process).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Process {
-    /// Dxgkrnl's handle of the process.
-    pub os_handle: usize,
-    /// VidMm's paging process / the system process: its mappings are kernel-only.
-    pub system: bool,
-    /// The device's process id (`QueueDescriptor::process_id`): unique among the adapter's
-    /// live processes, never 0 (queues of no process) or `NO_QUEUE`. In global doorbell mode
-    /// the process's doorbell page is bound to it, so only its queues ring through that page
-    /// (hardware.md 5.5).
-    pub id: u32,
-}
+use super::{Process, MAX_PROCESSES};
 
 /// A process id no live process of `s` has, after the last one handed out (so ids are
 /// reused as late as possible); `None` only if every id is taken, which `MAX_PROCESSES`
@@ -53,20 +34,6 @@ fn free_id(s: &Sched) -> Option<u32> {
     }
     None
 }
-
-/// The process id of the queues of context `ctx` (0: a device of no GPU process, the
-/// identity space).
-pub fn id_of_context(s: &Sched, ctx: Handle) -> u32 {
-    s.contexts
-        .get(&ctx)
-        .and_then(|c| s.devices.get(&c.device))
-        .and_then(|d| d.process)
-        .and_then(|p| s.processes.get(&p))
-        .map_or(0, |p| p.id)
-}
-
-/// Most processes one adapter keeps (bounds what an untrusted caller can grow).
-pub const MAX_PROCESSES: usize = 4096;
 
 /// The device physical address of a page table VidMm names by segment and offset: local
 /// memory only (docs/memory.md: page tables live in the local segment), 4 KiB aligned, the
@@ -207,4 +174,94 @@ pub fn set_root<P: Platform>(args: &DXGKARG_SETROOTPAGETABLE) -> Result<(), Stat
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::{Context, Device};
+    use crate::handle::Kind;
+
+    fn h(kind: Kind, n: u64) -> Handle {
+        Handle::new(0, kind, n).unwrap()
+    }
+
+    fn process(id: u32) -> Process {
+        Process {
+            os_handle: 0x100,
+            system: false,
+            id,
+        }
+    }
+
+    /// Process ids skip 0 (queues of no process), `NO_QUEUE` and the ids live processes hold,
+    /// and are reused as late as possible.
+    #[test]
+    fn free_ids_skip_reserved_and_live_ones() {
+        let mut s = Sched::new(0, false, alloc::vec::Vec::new());
+        assert_eq!(free_id(&s), Some(1));
+        s.processes.insert(h(Kind::Process, 1), process(1));
+        s.processes.insert(h(Kind::Process, 2), process(2));
+        s.last_process_id = 1;
+        assert_eq!(free_id(&s), Some(3), "2 is taken");
+        s.last_process_id = rvgpu_hw::queue::NO_QUEUE - 1;
+        assert_eq!(free_id(&s), Some(3), "NO_QUEUE, wrap past 0, 1 and 2 taken");
+    }
+
+    /// A context's queues carry its device's process id; a device of no process gives 0.
+    #[test]
+    fn id_of_context_follows_device_to_process() {
+        let mut s = Sched::new(0, false, alloc::vec::Vec::new());
+        let (p, with, without) = (h(Kind::Process, 1), h(Kind::Device, 2), h(Kind::Device, 3));
+        s.processes.insert(p, process(7));
+        for (d, process) in [(with, Some(p)), (without, None)] {
+            s.devices.insert(
+                d,
+                Device {
+                    os_handle: 0,
+                    system: false,
+                    in_error: false,
+                    process,
+                },
+            );
+        }
+        for (n, device) in [(4, with), (5, without)] {
+            s.contexts.insert(
+                h(Kind::Context, n),
+                Context {
+                    device,
+                    engine: 0,
+                    suspended: false,
+                    os_handle: 0,
+                    root: 0,
+                    priority: crate::hws::ContextPriority::DEFAULT,
+                },
+            );
+        }
+        assert_eq!(s.process_id_of_context(h(Kind::Context, 4)), 7);
+        assert_eq!(s.process_id_of_context(h(Kind::Context, 5)), 0);
+        assert_eq!(
+            s.process_id_of_context(h(Kind::Context, 6)),
+            0,
+            "unknown context"
+        );
+    }
+
+    /// The root is one table of 512 entries whatever VidMm asked; another physical adapter
+    /// gets 0 bytes.
+    #[test]
+    fn root_size_is_one_fixed_table_on_adapter_zero_only() {
+        let mut args = rvgpu_ddi::allocation::DXGKARG_GETROOTPAGETABLESIZE {
+            NumberOfPte: 3,
+            PhysicalAdapterIndex: 0,
+        };
+        assert_eq!(root_size(&mut args), 4096);
+        assert_eq!(args.NumberOfPte, 512);
+        let mut other = rvgpu_ddi::allocation::DXGKARG_GETROOTPAGETABLESIZE {
+            NumberOfPte: 3,
+            PhysicalAdapterIndex: 1,
+        };
+        assert_eq!(root_size(&mut other), 0);
+        assert_eq!(other.NumberOfPte, 3, "left as it was");
+    }
 }

@@ -1,16 +1,5 @@
-//! D3D devices and contexts (`DxgkDdiCreateDevice` … `DxgkDdiResumeContext`).
-//!
-//! A device is a process's D3D device; a context runs on one engine (`NodeOrdinal`) and owns
-//! hardware queues (docs/usermode-submission.md, "Objects"). The driver keeps only what the
-//! scheduler needs: which device a context belongs to, its engine, and whether it is
-//! suspended. Suspending a context takes its queues off the engine's runlist (UM-11, UM-14,
-//! UM-18): when `RUNLIST_COMMIT` returns, nothing of theirs executes any more. Doorbells stay
-//! connected and rings stay written; resuming puts the queues back and the CMP loads their
-//! write pointers, picking up what was written meanwhile (UM-12).
-//!
-//! Destruction follows Dxgkrnl's order (doorbells, queues, contexts, device): destroying an
-//! object that still has children is refused with `STATUS_INVALID_DEVICE_STATE` rather than
-//! leaving children that point at nothing.
+//! The device and context DDIs (`DxgkDdiCreateDevice` … `DxgkDdiResumeContext`) over the
+//! state of [`super`].
 
 use rvgpu_ddi::submission::{
     DXGKARG_CREATECONTEXT, DXGKARG_CREATEDEVICE, DXGKARG_RESUMECONTEXT, DXGKARG_SUSPENDCONTEXT,
@@ -19,53 +8,13 @@ use rvgpu_ddi::submission::{
 use rvgpu_ddi::HANDLE;
 
 use crate::adapter::Adapter;
+use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{self, Handle, Kind};
+use crate::sched;
 use crate::status::{self, Status};
 
-/// A D3D device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Device {
-    /// Dxgkrnl's handle of the device.
-    pub os_handle: usize,
-    /// The system (paging) device.
-    pub system: bool,
-    /// Put in error by the KMD after one of its hardware queues hung an engine
-    /// (`DxgkDdiResetEngine`, UM-10): none of its queues is in a runlist any more.
-    pub in_error: bool,
-    /// The GPU process (`DXGKARG_CREATEDEVICE::hKmdProcess`), if the OS named one.
-    pub process: Option<Handle>,
-}
-
-/// A GPU context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Context {
-    /// The owning device.
-    pub device: Handle,
-    /// Engine (node ordinal) its queues run on.
-    pub engine: u32,
-    /// Suspended contexts' queues are not in the runlist.
-    pub suspended: bool,
-    /// The input value of `DXGKARG_CREATECONTEXT::hContext` (0 if the OS passed none): what
-    /// `DxgkCbInvalidateHwContext` names (docs/tdr.md Q2, UNVERIFIED).
-    pub os_handle: usize,
-    /// Device physical address of the root page table VidMm set for the context
-    /// (`DxgkDdiSetRootPageTable`); 0 until then (the identity space, hardware.md §12.2).
-    pub root: u64,
-    /// Scheduling priority from `DxgkDdiSetContextSchedulingProperties` (hardware
-    /// scheduling, [`crate::hws`]); normal band until the OS sets it.
-    pub priority: crate::hws::ContextPriority,
-}
-
-/// DMA buffer size reported for the legacy (non-HW-queue) submission path. Contexts of this
-/// driver submit through hardware queues; the value only has to be a sane page multiple.
-pub const LEGACY_DMA_BUFFER_SIZE: u32 = 64 * 1024;
-
-/// Most devices one adapter keeps (bounds the tables an untrusted caller can grow).
-pub const MAX_DEVICES: usize = 4096;
-/// Most contexts one adapter keeps.
-pub const MAX_CONTEXTS: usize = 16_384;
+use super::{Context, Device, LEGACY_DMA_BUFFER_SIZE, MAX_CONTEXTS, MAX_DEVICES};
 
 /// DxgkDdiCreateDevice (PASSIVE).
 pub fn create_device<P: Platform>(
@@ -90,7 +39,7 @@ pub fn create_device<P: Platform>(
     let process = if args.hKmdProcess.is_null() {
         None
     } else {
-        let p = sched::Handle::decode_on(args.hKmdProcess, Kind::Process, a.table_slot())?;
+        let p = Handle::decode_on(args.hKmdProcess, Kind::Process, a.table_slot())?;
         if !s.processes.contains_key(&p) {
             return Err(status::INVALID_HANDLE);
         }
