@@ -281,6 +281,12 @@ impl Drop for InterruptLockGuard<'_> {
     }
 }
 
+impl Drop for AdapterShared {
+    fn drop(&mut self) {
+        crate::dxgkrnl::registry::withdraw_software_key(self.resources.pdo() as usize);
+    }
+}
+
 impl AdapterShared {
     /// What tests observe of the adapter: the OS records into it, tests read it through
     /// `Machine`; nothing the OS decides reads it.

@@ -196,6 +196,15 @@ pub(crate) fn publish_software_key(pdo: usize, key: RegKey) {
         .insert(pdo, key);
 }
 
+/// Withdraws the software key of the device whose PDO is at `pdo`, when its adapter goes: the
+/// PDO's address can be reused by a later adapter, and a key left behind would outlive it.
+pub(crate) fn withdraw_software_key(pdo: usize) {
+    software_keys()
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .remove(&pdo);
+}
+
 /// The `REG_DWORD` `name` in the software key of the device whose PDO is at `pdo`: absent for
 /// an unknown PDO, a missing value, another type or a size other than four bytes.
 pub(crate) fn software_key_dword(pdo: usize, name: &str) -> Option<u32> {
