@@ -9,10 +9,11 @@ use rvgpu_ddi::feature::{
     DXGKARG_QUERYFEATUREINTERFACE, DXGKARG_QUERYFEATURESUPPORT, DXGKDDI_FEATURE_INTERFACE,
     DXGKDDI_FEATURE_INTERFACE_VERSION_1, GUID_WDDM_INTERFACE_FEATURE,
 };
+use rvgpu_ddi::kmtest::{DXGKARG_BUILDTESTCOMMANDBUFFER, DXGKDDI_KERNELMODETESTINGINTERFACE};
 use rvgpu_ddi::submission::DXGKARG_GETNODEMETADATA;
 use rvgpu_ddi::{HANDLE, NTSTATUS, PVOID, UINT};
 
-use super::thunk::{adapter_and, adapter_and_mut, OnAdapter};
+use super::thunk::{adapter_and, adapter_and_mut, os_buffer, OnAdapter};
 use crate::adapter::Adapter;
 use crate::caps;
 use crate::platform::Platform;
@@ -105,10 +106,41 @@ pub(super) unsafe extern "system" fn query_feature_interface<P: Platform>(
     let Some((_, q)) = (unsafe { adapter_and_mut::<P, _>(h_adapter, args) }) else {
         return status::INVALID_PARAMETER.code();
     };
-    if q.FeatureId == rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING {
-        return to_ntstatus(crate::kmtest::query_interface::<P>(q));
+    if q.FeatureId != rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING {
+        return status::NOT_SUPPORTED.code();
     }
-    status::NOT_SUPPORTED.code()
+    let size = match crate::kmtest::interface_request(q) {
+        Ok(size) => size,
+        Err(e) => return e.code(),
+    };
+    let iface = DXGKDDI_KERNELMODETESTINGINTERFACE {
+        pfnBuildTestCommandBuffer: Some(build_test_command_buffer::<P>),
+    };
+    // SAFETY: Dxgkrnl provides `InterfaceSize` writable bytes at `Interface` (checked non-null
+    // and >= the interface's size by `interface_request`); unaligned, as its alignment is not
+    // promised.
+    unsafe {
+        q.Interface
+            .cast::<DXGKDDI_KERNELMODETESTINGINTERFACE>()
+            .write_unaligned(iface)
+    };
+    q.InterfaceSize = size;
+    status::SUCCESS
+}
+
+/// `pfnBuildTestCommandBuffer` of the kernel-mode testing interface (PASSIVE):
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_buildtestcommandbuffer>.
+unsafe extern "system" fn build_test_command_buffer<P: Platform>(
+    h_adapter: HANDLE,
+    args: *mut DXGKARG_BUILDTESTCOMMANDBUFFER,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk); hAdapter is our adapter context.
+    let Some((a, args)) = (unsafe { adapter_and_mut::<P, _>(h_adapter, args) }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    // SAFETY: the DMA buffer and its size obey the contract for buffers (super::thunk).
+    let out = unsafe { os_buffer(args.pDmaBuffer, args.DmaBufferSize) };
+    to_ntstatus(crate::kmtest::build_into(a, args, out))
 }
 
 /// DxgkDdiQueryAdapterInfo (PASSIVE).

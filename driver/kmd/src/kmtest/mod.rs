@@ -39,7 +39,7 @@ use rvgpu_ddi::kmtest::{
     D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS, DXGKARG_BUILDTESTCOMMANDBUFFER,
     DXGKDDI_KERNELMODETESTINGINTERFACE,
 };
-use rvgpu_ddi::{HANDLE, NTSTATUS};
+use rvgpu_ddi::NTSTATUS;
 
 use crate::adapter::Adapter;
 use crate::handle::{Handle, Kind};
@@ -55,28 +55,16 @@ pub(crate) const VERSION: u16 = 1;
 /// written back are what the call needs.
 pub(crate) const BUFFER_OVERFLOW: Status = Status(0x8000_0005_u32 as NTSTATUS);
 
-/// `DxgkDdiQueryFeatureInterface(DXGK_FEATURE_KERNEL_MODE_TESTING)`: the interface, for the
-/// version the OS negotiated. The OS asks before StartDevice, so nothing here needs the device.
-pub(crate) fn query_interface<P: Platform>(
-    args: &mut DXGKARG_QUERYFEATUREINTERFACE,
-) -> Result<(), Status> {
+/// Whether a `DxgkDdiQueryFeatureInterface(DXGK_FEATURE_KERNEL_MODE_TESTING)` request can be
+/// answered: the version rvgpu implements and room for the interface. The OS asks before
+/// StartDevice, so nothing here needs the device. Returns the size to report back.
+pub(crate) fn interface_request(args: &DXGKARG_QUERYFEATUREINTERFACE) -> Result<u16, Status> {
     let size = size_of::<DXGKDDI_KERNELMODETESTINGINTERFACE>();
     if args.Version != VERSION || usize::from(args.InterfaceSize) < size || args.Interface.is_null()
     {
         return Err(status::INVALID_PARAMETER);
     }
-    let iface = DXGKDDI_KERNELMODETESTINGINTERFACE {
-        pfnBuildTestCommandBuffer: Some(build_test_command_buffer::<P>),
-    };
-    // SAFETY: Dxgkrnl provides `InterfaceSize` (checked >= the interface's size) writable bytes
-    // at `Interface`; unaligned write as its alignment is not promised.
-    unsafe {
-        args.Interface
-            .cast::<DXGKDDI_KERNELMODETESTINGINTERFACE>()
-            .write_unaligned(iface)
-    };
-    args.InterfaceSize = u16::try_from(size).map_err(|_| status::INVALID_PARAMETER)?;
-    Ok(())
+    u16::try_from(size).map_err(|_| status::INVALID_PARAMETER)
 }
 
 /// Whether the OS enabled the feature at StartDevice (what the node metadata's
@@ -85,36 +73,24 @@ pub(crate) fn enabled<P: Platform>(live: &crate::adapter::Live<P>) -> bool {
     live.features.kernel_mode_testing.is_some()
 }
 
-/// `pfnBuildTestCommandBuffer` (PASSIVE_LEVEL).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_buildtestcommandbuffer>
-unsafe extern "system" fn build_test_command_buffer<P: Platform>(
-    h_adapter: HANDLE,
-    args: *mut DXGKARG_BUILDTESTCOMMANDBUFFER,
-) -> NTSTATUS {
-    // SAFETY: Dxgkrnl passes our own adapter context (MiniportDeviceContext) as hAdapter.
-    let a = unsafe { h_adapter.cast_const().cast::<Adapter<P>>().as_ref() };
-    // SAFETY: Dxgkrnl's argument block, valid for the call when non-null.
-    let args = unsafe { args.as_mut() };
-    let (Some(a), Some(args)) = (a, args) else {
-        return status::INVALID_PARAMETER.code();
-    };
-    let out = args.pDmaBuffer;
-    let size = args.DmaBufferSize;
-    status::to_ntstatus(build(a, args).and_then(|p| {
-        let need = p.bytes().ok_or(status::INVALID_PARAMETER)?;
-        // Private data: none, so any buffer (or none) is big enough.
-        args.DmaBufferPrivateDataSize = 0;
-        args.DmaBufferSize = need;
-        if out.is_null() || size < need {
-            return Err(BUFFER_OVERFLOW);
-        }
-        let len = usize::try_from(need).map_err(|_| status::INVALID_PARAMETER)?;
-        // SAFETY: Dxgkrnl provides `DmaBufferSize` (checked >= `need`) writable bytes at
-        // `pDmaBuffer` for the call, and nothing else accesses them meanwhile.
-        let dst = unsafe { core::slice::from_raw_parts_mut(out.cast::<u8>(), len) };
-        p.write(dst).ok_or(status::INVALID_PARAMETER)
-    }))
+/// `pfnBuildTestCommandBuffer` once its pointers are references (the thunk is
+/// `ddi::query::build_test_command_buffer`): the packets for `args`, written to `out` when it
+/// holds them, else `STATUS_BUFFER_OVERFLOW` with the size needed in `args.DmaBufferSize`.
+pub(crate) fn build_into<P: Platform>(
+    a: &Adapter<P>,
+    args: &mut DXGKARG_BUILDTESTCOMMANDBUFFER,
+    out: Option<&mut [u8]>,
+) -> Result<(), Status> {
+    let p = build(a, args)?;
+    let need = p.bytes().ok_or(status::INVALID_PARAMETER)?;
+    // Private data: none, so any buffer (or none) is big enough.
+    args.DmaBufferPrivateDataSize = 0;
+    args.DmaBufferSize = need;
+    let len = usize::try_from(need).map_err(|_| status::INVALID_PARAMETER)?;
+    match out.and_then(|o| o.get_mut(..len)) {
+        Some(dst) => p.write(dst).ok_or(status::INVALID_PARAMETER),
+        None => Err(BUFFER_OVERFLOW),
+    }
 }
 
 /// Validates the request and resolves what the buffer will run on: the packets to write.
