@@ -14,9 +14,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::dll::{DllSession, FenceList};
+use super::fences::set;
 use crate::backend::{
     EventRef, Failure, FenceRef, FenceValues, Fences, MonitoredRef, ProcessRef, QueueRef,
     SubmitPath, UmQueueRef, UserModeSubmission, WaitResult,
@@ -105,12 +106,6 @@ fn no_monitored<T>() -> Result<T, Failure> {
          timeline fences)"
             .into(),
     ))
-}
-
-fn set(outcome: &(Mutex<Option<WaitResult>>, Condvar), r: WaitResult) {
-    let (m, cv) = outcome;
-    *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(r);
-    cv.notify_all();
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -258,22 +253,7 @@ impl Fences for DllSession {
 
     fn event_result(&self, e: EventRef, timeout: Duration) -> Option<WaitResult> {
         let ev = self.fence.events.get(e.0)?;
-        let (m, cv) = &*ev.outcome;
-        let deadline = Instant::now() + timeout;
-        let mut g = m.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        loop {
-            if let Some(r) = *g {
-                return Some(r);
-            }
-            let left = deadline.checked_duration_since(Instant::now())?;
-            if left.is_zero() {
-                return None;
-            }
-            g = cv
-                .wait_timeout(g, left)
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .0;
-        }
+        super::fences::awaited(&ev.outcome, timeout)
     }
 
     fn cpu_wait(

@@ -119,10 +119,34 @@ fn unobservable<T>(what: &str) -> Result<T, Failure> {
     )))
 }
 
-fn set(outcome: &(Mutex<Option<WaitResult>>, Condvar), r: WaitResult) {
+/// Where a background wait leaves its result (an event-form wait of either KMT backend).
+pub(super) type Outcome = (Mutex<Option<WaitResult>>, Condvar);
+
+/// Records the result of a background wait and wakes whoever awaits it.
+pub(super) fn set(outcome: &Outcome, r: WaitResult) {
     let (m, cv) = outcome;
     *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(r);
     cv.notify_all();
+}
+
+/// The result of a background wait, awaited for at most `timeout` (`None`: not yet).
+pub(super) fn awaited(outcome: &Outcome, timeout: Duration) -> Option<WaitResult> {
+    let (m, cv) = outcome;
+    let deadline = Instant::now() + timeout;
+    let mut g = m.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    loop {
+        if let Some(r) = *g {
+            return Some(r);
+        }
+        let left = deadline.checked_duration_since(Instant::now())?;
+        if left.is_zero() {
+            return None;
+        }
+        g = cv
+            .wait_timeout(g, left)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0;
+    }
 }
 
 impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
@@ -289,22 +313,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
 
     fn event_result(&self, e: EventRef, timeout: Duration) -> Option<WaitResult> {
         let ev = self.fence.events.get(e.0)?;
-        let (m, cv) = &*ev.outcome;
-        let deadline = Instant::now() + timeout;
-        let mut g = m.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        loop {
-            if let Some(r) = *g {
-                return Some(r);
-            }
-            let left = deadline.checked_duration_since(Instant::now())?;
-            if left.is_zero() {
-                return None;
-            }
-            g = cv
-                .wait_timeout(g, left)
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .0;
-        }
+        awaited(&ev.outcome, timeout)
     }
 
     fn cpu_wait(
