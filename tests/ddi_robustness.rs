@@ -4,7 +4,7 @@
 //! Each filled slot of the driver's `DRIVER_INITIALIZATION_DATA` is called through the table, the
 //! way Dxgkrnl calls it, with a NULL context and/or NULL argument pointers. NTSTATUS slots must
 //! return a failure code (STATUS_INVALID_PARAMETER where the driver's thunks document it,
-//! driver/kmd/src/ddi.rs) and must not crash; void/BOOLEAN slots must simply return (the ISR
+//! driver/kmd/src/ddi/) and must not crash; void/BOOLEAN slots must simply return (the ISR
 //! returning FALSE). A coverage check makes a newly filled slot fail here until it gets a case.
 //!
 //! The lifecycle test uses the real AddDevice/RemoveDevice: an unstarted adapter refuses
@@ -129,6 +129,34 @@ fn expect_status(slot: &str, case: &str, s: NTSTATUS, want: NTSTATUS) {
         show(s),
         show(want)
     );
+}
+
+/// Short names for the statuses the table's rows expect.
+const BAD_PARAMETER: NTSTATUS = STATUS_INVALID_PARAMETER;
+const BAD_HANDLE: NTSTATUS = STATUS_INVALID_HANDLE;
+const BAD_STATE: NTSTATUS = STATUS_INVALID_DEVICE_STATE;
+
+/// A NULL pointer of whatever type the slot's parameter has.
+fn nil<T>() -> *mut T {
+    ptr::null_mut()
+}
+
+/// Rows of the robustness table: each calls the filled slot `d.$slot` with the given
+/// arguments and asserts it failed with `$want` (`$case` names the row in the message).
+///
+/// The arguments of every row obey the one contract the expansion's `unsafe` relies on: each
+/// is NULL, a plain value, an object handle (which the driver decodes and looks up, never
+/// dereferences), the context of a live [`AdapterCtx`], or a pointer to a local that is alive,
+/// aligned and sized for its type for the duration of the call.
+macro_rules! refused {
+    ($d:ident; $($slot:ident ( $($arg:expr),* $(,)? ) => $want:expr, $case:expr;)+) => {{
+        $(
+            let f = $d.$slot.expect(concat!(stringify!($slot), " filled"));
+            // SAFETY: the row's arguments obey the macro's contract (above).
+            let s = unsafe { f($($arg),*) };
+            expect_status(stringify!($slot).trim_start_matches("DxgkDdi"), $case, s, $want);
+        )+
+    }};
 }
 
 /// A context from the real AddDevice, removed (and freed) on drop.
@@ -273,52 +301,35 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
     let null = ptr::null_mut::<c_void>();
 
     // DxgkDdiAddDevice: NULL PDO and/or NULL out pointer.
-    let f = d.DxgkDdiAddDevice.expect("AddDevice filled");
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { f(ptr::null_mut(), ptr::null_mut()) };
-    expect_status("AddDevice", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiAddDevice(nil(), nil()) => BAD_PARAMETER, "NULL, NULL";
+    }
     let mut out: PVOID = null;
-    // SAFETY: NULL PDO, valid out pointer to a local.
-    let s = unsafe { f(ptr::null_mut(), &mut out) };
-    expect_status("AddDevice", "NULL PDO", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiAddDevice(nil(), &mut out) => BAD_PARAMETER, "NULL PDO";
+    }
     assert!(out.is_null(), "AddDevice wrote a context despite failing");
     let mut pdo_stand_in = 0u64;
     let pdo: PDEVICE_OBJECT = ptr::from_mut(&mut pdo_stand_in).cast();
-    // SAFETY: non-null opaque PDO, NULL out pointer (the driver must not write through it).
-    let s = unsafe { f(pdo, ptr::null_mut()) };
-    expect_status("AddDevice", "NULL out", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiAddDevice(pdo, nil()) => BAD_PARAMETER, "NULL out";
+    }
 
     // DxgkDdiStartDevice: NULL context and NULL out/in pointers.
-    let f = d.DxgkDdiStartDevice.expect("StartDevice filled");
-    // SAFETY: all-NULL arguments; the driver rejects a NULL context before touching anything.
-    let s = unsafe {
-        f(
-            null,
-            ptr::null_mut(),
-            ptr::null_mut(),
-            ptr::null_mut(),
-            ptr::null_mut(),
-        )
-    };
-    expect_status("StartDevice", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiStartDevice(null, nil(), nil(), nil(), nil()) => BAD_PARAMETER, "NULL ctx";
+    }
 
     // DxgkDdiStopDevice / DxgkDdiRemoveDevice: NULL context.
-    let f = d.DxgkDdiStopDevice.expect("StopDevice filled");
-    // SAFETY: NULL context is the tested input.
-    let s = unsafe { f(null) };
-    expect_status("StopDevice", "NULL ctx", s, STATUS_INVALID_PARAMETER);
-    let f = d.DxgkDdiRemoveDevice.expect("RemoveDevice filled");
-    // SAFETY: NULL context is the tested input.
-    let s = unsafe { f(null) };
-    expect_status("RemoveDevice", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiStopDevice(null) => BAD_PARAMETER, "NULL ctx";
+        DxgkDdiRemoveDevice(null) => BAD_PARAMETER, "NULL ctx";
+    }
 
     // DxgkDdiDispatchIoRequest.
-    let f = d
-        .DxgkDdiDispatchIoRequest
-        .expect("DispatchIoRequest filled");
-    // SAFETY: NULL context and packet.
-    let s = unsafe { f(null, 0, ptr::null_mut()) };
-    expect_status("DispatchIoRequest", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiDispatchIoRequest(null, 0, nil()) => BAD_PARAMETER, "NULL ctx";
+    }
 
     // DxgkDdiInterruptRoutine (BOOLEAN): a NULL context is not our interrupt.
     let f = d.DxgkDdiInterruptRoutine.expect("InterruptRoutine filled");
@@ -332,61 +343,36 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
     unsafe { f(null) };
 
     // DxgkDdiQueryChildRelations.
-    let f = d
-        .DxgkDdiQueryChildRelations
-        .expect("QueryChildRelations filled");
-    // SAFETY: NULL context and array.
-    let s = unsafe { f(null, ptr::null_mut(), 0) };
-    expect_status(
-        "QueryChildRelations",
-        "NULL ctx",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiQueryChildRelations(null, nil(), 0) => BAD_PARAMETER, "NULL ctx";
+    }
 
     // DxgkDdiQueryChildStatus.
-    let f = d.DxgkDdiQueryChildStatus.expect("QueryChildStatus filled");
-    // SAFETY: NULL context and status pointer.
-    let s = unsafe { f(null, ptr::null_mut(), 0) };
-    expect_status("QueryChildStatus", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiQueryChildStatus(null, nil(), 0) => BAD_PARAMETER, "NULL ctx";
+    }
 
     // DxgkDdiQueryDeviceDescriptor.
-    let f = d
-        .DxgkDdiQueryDeviceDescriptor
-        .expect("QueryDeviceDescriptor filled");
-    // SAFETY: NULL context and descriptor.
-    let s = unsafe { f(null, 0, ptr::null_mut()) };
-    expect_status(
-        "QueryDeviceDescriptor",
-        "NULL ctx",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiQueryDeviceDescriptor(null, 0, nil()) => BAD_PARAMETER, "NULL ctx";
+    }
 
     // DxgkDdiSetPowerState.
-    let f = d.DxgkDdiSetPowerState.expect("SetPowerState filled");
-    // SAFETY: NULL context; the other arguments are plain values.
-    let s = unsafe { f(null, DISPLAY_ADAPTER_HW_ID, PowerDeviceD0, 0) };
-    expect_status("SetPowerState", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiSetPowerState(null, DISPLAY_ADAPTER_HW_ID, PowerDeviceD0, 0)
+            => BAD_PARAMETER, "NULL ctx";
+    }
 
     // DxgkDdiNotifyAcpiEvent.
-    let f = d.DxgkDdiNotifyAcpiEvent.expect("NotifyAcpiEvent filled");
-    // SAFETY: NULL context, argument and out pointer.
-    let s = unsafe { f(null, DxgkAcpiEvent, 0, null, ptr::null_mut()) };
-    expect_status("NotifyAcpiEvent", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiNotifyAcpiEvent(null, DxgkAcpiEvent, 0, null, nil()) => BAD_PARAMETER, "NULL ctx";
+    }
 
     // DxgkDdiNotifySurpriseRemoval: NULL context.
-    let f = d
-        .DxgkDdiNotifySurpriseRemoval
-        .expect("NotifySurpriseRemoval filled");
-    // SAFETY: NULL context is the tested input.
-    let s = unsafe { f(null, rvgpu_ddi::adapter::DxgkRemovalPnPNotify) };
-    expect_status(
-        "NotifySurpriseRemoval",
-        "NULL ctx",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiNotifySurpriseRemoval(null, rvgpu_ddi::adapter::DxgkRemovalPnPNotify)
+            => BAD_PARAMETER, "NULL ctx";
+    }
 
     // DxgkDdiResetDevice (void), DxgkDdiUnload (void), DxgkDdiControlEtwLogging (void).
     let f = d.DxgkDdiResetDevice.expect("ResetDevice filled");
@@ -404,242 +390,89 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
     unsafe { f(1, u32::MAX, u8::MAX) };
 
     // DxgkDdiQueryInterface.
-    let f = d.DxgkDdiQueryInterface.expect("QueryInterface filled");
-    // SAFETY: NULL context and query.
-    let s = unsafe { f(null, ptr::null_mut()) };
-    expect_status("QueryInterface", "NULL ctx", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiQueryInterface(null, nil()) => BAD_PARAMETER, "NULL ctx";
+    }
 
     // DxgkDdiQueryAdapterInfo: NULL hAdapter and NULL argument block.
-    let f = d.DxgkDdiQueryAdapterInfo.expect("QueryAdapterInfo filled");
-    // SAFETY: NULL handle and arguments.
-    let s = unsafe { f(null, ptr::null()) };
-    expect_status(
-        "QueryAdapterInfo",
-        "NULL hAdapter",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiQueryAdapterInfo(null, nil()) => BAD_PARAMETER, "NULL hAdapter";
+    }
 
     // Native-fence DDIs: NULL adapter and/or NULL argument blocks.
-    let f = d
-        .DxgkDdiCreateNativeFence
-        .expect("CreateNativeFence filled");
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { f(null, ptr::null_mut()) };
-    expect_status(
-        "CreateNativeFence",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    let f = d.DxgkDdiOpenNativeFence.expect("OpenNativeFence filled");
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { f(null, ptr::null_mut()) };
-    expect_status("OpenNativeFence", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
-    let f = d.DxgkDdiCloseNativeFence.expect("CloseNativeFence filled");
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { f(null, ptr::null_mut()) };
-    expect_status(
-        "CloseNativeFence",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    let f = d
-        .DxgkDdiDestroyNativeFence
-        .expect("DestroyNativeFence filled");
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { f(ptr::null_mut()) };
-    expect_status("DestroyNativeFence", "NULL", s, STATUS_INVALID_PARAMETER);
-    let f = d
-        .DxgkDdiUpdateMonitoredValues
-        .expect("UpdateMonitoredValues filled");
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { f(ptr::null()) };
-    expect_status("UpdateMonitoredValues", "NULL", s, STATUS_INVALID_PARAMETER);
-    let f = d
-        .DxgkDdiUpdateCurrentValuesFromCpu
-        .expect("UpdateCurrentValuesFromCpu filled");
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { f(ptr::null()) };
-    expect_status(
-        "UpdateCurrentValuesFromCpu",
-        "NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiCreateNativeFence(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiOpenNativeFence(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiCloseNativeFence(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiDestroyNativeFence(nil()) => BAD_PARAMETER, "NULL";
+        DxgkDdiUpdateMonitoredValues(nil()) => BAD_PARAMETER, "NULL";
+        DxgkDdiUpdateCurrentValuesFromCpu(nil()) => BAD_PARAMETER, "NULL";
+    }
 
     // TDR (TDR-01, TDR-09): NULL adapter and/or NULL argument blocks.
-    let f = d
-        .DxgkDdiQueryDependentEngineGroup
-        .expect("QueryDependentEngineGroup filled");
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { f(null, ptr::null_mut()) };
-    expect_status(
-        "QueryDependentEngineGroup",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    let f = d
-        .DxgkDdiQueryEngineStatus
-        .expect("QueryEngineStatus filled");
-    // SAFETY: as above.
-    let s = unsafe { f(null, ptr::null_mut()) };
-    expect_status(
-        "QueryEngineStatus",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    let f = d.DxgkDdiResetEngine.expect("ResetEngine filled");
-    // SAFETY: as above.
-    let s = unsafe { f(null, ptr::null_mut()) };
-    expect_status("ResetEngine", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiQueryDependentEngineGroup(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiQueryEngineStatus(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiResetEngine(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+    }
     let mut reset = DXGKARG_RESETENGINE::default();
-    // SAFETY: NULL adapter, a live local argument block.
-    let s = unsafe { f(null, &mut reset) };
-    expect_status("ResetEngine", "NULL hAdapter", s, STATUS_INVALID_PARAMETER);
-    let f = d.DxgkDdiCollectDbgInfo.expect("CollectDbgInfo filled");
-    // SAFETY: as above.
-    let s = unsafe { f(null, ptr::null()) };
-    expect_status("CollectDbgInfo", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
-    let f = d.DxgkDdiCollectDbgInfo2.expect("CollectDbgInfo2 filled");
-    // SAFETY: as above.
-    let s = unsafe { f(null, ptr::null_mut()) };
-    expect_status("CollectDbgInfo2", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
-    let f = d.DxgkDdiResetFromTimeout.expect("ResetFromTimeout filled");
-    // SAFETY: NULL context is the tested input.
-    let s = unsafe { f(null) };
-    expect_status("ResetFromTimeout", "NULL", s, STATUS_INVALID_PARAMETER);
-    let f = d
-        .DxgkDdiRestartFromTimeout
-        .expect("RestartFromTimeout filled");
-    // SAFETY: NULL context is the tested input.
-    let s = unsafe { f(null) };
-    expect_status("RestartFromTimeout", "NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiResetEngine(null, &mut reset) => BAD_PARAMETER, "NULL hAdapter";
+        DxgkDdiCollectDbgInfo(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiCollectDbgInfo2(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiResetFromTimeout(null) => BAD_PARAMETER, "NULL";
+        DxgkDdiRestartFromTimeout(null) => BAD_PARAMETER, "NULL";
+    }
 
     // Devices, contexts, hardware queues, doorbells: NULL adapter, NULL argument blocks, and
     // NULL object handles (which the driver decodes, never dereferences).
-    let f = d.DxgkDdiCreateDevice.expect("CreateDevice filled");
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { f(null, ptr::null_mut()) };
-    expect_status("CreateDevice", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
-    let f = d.DxgkDdiDestroyDevice.expect("DestroyDevice filled");
-    // SAFETY: a NULL handle is decoded, not dereferenced.
-    let s = unsafe { f(null) };
-    expect_status("DestroyDevice", "NULL", s, STATUS_INVALID_HANDLE);
-    let f = d.DxgkDdiCreateContext.expect("CreateContext filled");
-    // SAFETY: NULL arguments are what is being tested.
-    let s = unsafe { f(null, ptr::null_mut()) };
-    expect_status("CreateContext", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
-    let f = d.DxgkDdiDestroyContext.expect("DestroyContext filled");
-    // SAFETY: a NULL handle is decoded, not dereferenced.
-    let s = unsafe { f(null) };
-    expect_status("DestroyContext", "NULL", s, STATUS_INVALID_HANDLE);
-    let f = d.DxgkDdiGetNodeMetadata.expect("GetNodeMetadata filled");
-    // SAFETY: NULL arguments are what is being tested.
-    let s = unsafe { f(null, 0, ptr::null_mut()) };
-    expect_status("GetNodeMetadata", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
-    let f = d.DxgkDdiSuspendContext.expect("SuspendContext filled");
-    // SAFETY: NULL arguments are what is being tested.
-    let s = unsafe { f(null, ptr::null()) };
-    expect_status("SuspendContext", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
-    let f = d.DxgkDdiResumeContext.expect("ResumeContext filled");
-    // SAFETY: NULL arguments are what is being tested.
-    let s = unsafe { f(null, ptr::null()) };
-    expect_status("ResumeContext", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
-    let f = d.DxgkDdiCreateHwQueue.expect("CreateHwQueue filled");
-    // SAFETY: NULL arguments are what is being tested.
-    let s = unsafe { f(null, ptr::null_mut()) };
-    expect_status("CreateHwQueue", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiCreateDevice(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiDestroyDevice(null) => BAD_HANDLE, "NULL";
+        DxgkDdiCreateContext(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiDestroyContext(null) => BAD_HANDLE, "NULL";
+        DxgkDdiGetNodeMetadata(null, 0, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiSuspendContext(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiResumeContext(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiCreateHwQueue(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+    }
     let mut queue = DXGKARG_CREATEHWQUEUE::default();
-    // SAFETY: NULL context handle (decoded, not dereferenced), a live local argument block.
-    let s = unsafe { f(null, &mut queue) };
-    expect_status("CreateHwQueue", "NULL hHwContext", s, STATUS_INVALID_HANDLE);
-    let f = d.DxgkDdiDestroyHwQueue.expect("DestroyHwQueue filled");
-    // SAFETY: a NULL handle is decoded, not dereferenced.
-    let s = unsafe { f(null) };
-    expect_status("DestroyHwQueue", "NULL", s, STATUS_INVALID_HANDLE);
-    let f = d
-        .DxgkDdiSubmitCommandToHwQueue
-        .expect("SubmitCommandToHwQueue filled");
-    // SAFETY: NULL arguments are what is being tested.
-    let s = unsafe { f(null, ptr::null()) };
-    expect_status(
-        "SubmitCommandToHwQueue",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    let f = d.DxgkDdiCreateDoorbell.expect("CreateDoorbell filled");
-    // SAFETY: NULL arguments are what is being tested.
-    let s = unsafe { f(ptr::null_mut()) };
-    expect_status("CreateDoorbell", "NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiCreateHwQueue(null, &mut queue) => BAD_HANDLE, "NULL hHwContext";
+        DxgkDdiDestroyHwQueue(null) => BAD_HANDLE, "NULL";
+        DxgkDdiSubmitCommandToHwQueue(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiCreateDoorbell(nil()) => BAD_PARAMETER, "NULL";
+    }
     let mut create = DXGKARG_CREATEDOORBELL::default();
-    // SAFETY: a live local argument block naming a NULL queue.
-    let s = unsafe { f(&mut create) };
-    expect_status("CreateDoorbell", "NULL hHwQueue", s, STATUS_INVALID_HANDLE);
-    let f = d.DxgkDdiConnectDoorbell.expect("ConnectDoorbell filled");
-    // SAFETY: NULL arguments are what is being tested.
-    let s = unsafe { f(ptr::null_mut()) };
-    expect_status("ConnectDoorbell", "NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiCreateDoorbell(&mut create) => BAD_HANDLE, "NULL hHwQueue";
+        DxgkDdiConnectDoorbell(nil()) => BAD_PARAMETER, "NULL";
+    }
     let mut connect = DXGKARG_CONNECTDOORBELL::default();
-    // SAFETY: a live local argument block naming a NULL doorbell.
-    let s = unsafe { f(&mut connect) };
-    expect_status(
-        "ConnectDoorbell",
-        "NULL hDoorbell",
-        s,
-        STATUS_INVALID_HANDLE,
-    );
+    refused! { d;
+        DxgkDdiConnectDoorbell(&mut connect) => BAD_HANDLE, "NULL hDoorbell";
+    }
     assert!(
         connect.KernelCpuVirtualAddress.is_null(),
         "a refused connect returned an address"
     );
-    let f = d
-        .DxgkDdiDisconnectDoorbell
-        .expect("DisconnectDoorbell filled");
-    // SAFETY: NULL arguments are what is being tested.
-    let s = unsafe { f(ptr::null_mut()) };
-    expect_status("DisconnectDoorbell", "NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiDisconnectDoorbell(nil()) => BAD_PARAMETER, "NULL";
+    }
     let mut disconnect = DXGKARG_DISCONNECTDOORBELL::default();
-    // SAFETY: a live local argument block naming a NULL doorbell.
-    let s = unsafe { f(&mut disconnect) };
-    expect_status(
-        "DisconnectDoorbell",
-        "NULL hDoorbell",
-        s,
-        STATUS_INVALID_HANDLE,
-    );
-    let f = d.DxgkDdiDestroyDoorbell.expect("DestroyDoorbell filled");
-    // SAFETY: NULL arguments are what is being tested.
-    let s = unsafe { f(ptr::null_mut()) };
-    expect_status("DestroyDoorbell", "NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiDisconnectDoorbell(&mut disconnect) => BAD_HANDLE, "NULL hDoorbell";
+        DxgkDdiDestroyDoorbell(nil()) => BAD_PARAMETER, "NULL";
+    }
     let mut destroy = DXGKARG_DESTROYDOORBELL::default();
-    // SAFETY: a live local argument block naming a NULL doorbell.
-    let s = unsafe { f(&mut destroy) };
-    expect_status(
-        "DestroyDoorbell",
-        "NULL hDoorbell",
-        s,
-        STATUS_INVALID_HANDLE,
-    );
-    let f = d
-        .DxgkDdiNotifyWorkSubmission
-        .expect("NotifyWorkSubmission filled");
-    // SAFETY: NULL arguments are what is being tested.
-    let s = unsafe { f(ptr::null_mut()) };
-    expect_status("NotifyWorkSubmission", "NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiDestroyDoorbell(&mut destroy) => BAD_HANDLE, "NULL hDoorbell";
+        DxgkDdiNotifyWorkSubmission(nil()) => BAD_PARAMETER, "NULL";
+    }
     let mut notify = DXGKARG_NOTIFYWORKSUBMISSION::default();
-    // SAFETY: a live local argument block naming a NULL queue.
-    let s = unsafe { f(&mut notify) };
-    expect_status(
-        "NotifyWorkSubmission",
-        "NULL hHwQueue",
-        s,
-        STATUS_INVALID_HANDLE,
-    );
+    refused! { d;
+        DxgkDdiNotifyWorkSubmission(&mut notify) => BAD_HANDLE, "NULL hHwQueue";
+    }
 }
 
 /// Handles that look plausible but name nothing (garbage values, other kinds, handles built
@@ -665,109 +498,41 @@ fn garbage_object_handles_are_invalid_handles() {
     .collect();
     for &h in &junk {
         let case = format!("{h:p}");
-        let f = d.DxgkDdiDestroyDevice.expect("filled");
-        // SAFETY: the handle is decoded, never dereferenced.
-        expect_status(
-            "DestroyDevice",
-            &case,
-            unsafe { f(h) },
-            STATUS_INVALID_HANDLE,
-        );
-        let f = d.DxgkDdiDestroyContext.expect("filled");
-        // SAFETY: as above.
-        expect_status(
-            "DestroyContext",
-            &case,
-            unsafe { f(h) },
-            STATUS_INVALID_HANDLE,
-        );
-        let f = d.DxgkDdiDestroyHwQueue.expect("filled");
-        // SAFETY: as above.
-        expect_status(
-            "DestroyHwQueue",
-            &case,
-            unsafe { f(h) },
-            STATUS_INVALID_HANDLE,
-        );
-        let f = d.DxgkDdiCreateContext.expect("filled");
         let mut ctx = DXGKARG_CREATECONTEXT::default();
-        // SAFETY: as above, with a live local argument block.
-        expect_status(
-            "CreateContext",
-            &case,
-            unsafe { f(h, &mut ctx) },
-            STATUS_INVALID_HANDLE,
-        );
-        assert!(ctx.hContext.is_null(), "a refused create returned a handle");
-        let f = d.DxgkDdiCreateHwQueue.expect("filled");
         let mut q = DXGKARG_CREATEHWQUEUE {
             HwQueueProgressFenceGPUVirtualAddress: 0x1_0000,
             ..Default::default()
         };
-        // SAFETY: as above.
-        expect_status(
-            "CreateHwQueue",
-            &case,
-            unsafe { f(h, &mut q) },
-            STATUS_INVALID_HANDLE,
-        );
-        let f = d.DxgkDdiCreateDoorbell.expect("filled");
-        let mut c = DXGKARG_CREATEDOORBELL {
+        let mut create = DXGKARG_CREATEDOORBELL {
             hHwQueue: h,
             ..Default::default()
         };
-        // SAFETY: as above.
-        expect_status(
-            "CreateDoorbell",
-            &case,
-            unsafe { f(&mut c) },
-            STATUS_INVALID_HANDLE,
-        );
-        let f = d.DxgkDdiConnectDoorbell.expect("filled");
-        let mut c = DXGKARG_CONNECTDOORBELL {
+        let mut connect = DXGKARG_CONNECTDOORBELL {
             hDoorbell: h,
             ..Default::default()
         };
-        // SAFETY: as above.
-        expect_status(
-            "ConnectDoorbell",
-            &case,
-            unsafe { f(&mut c) },
-            STATUS_INVALID_HANDLE,
-        );
-        let f = d.DxgkDdiDisconnectDoorbell.expect("filled");
-        let mut c = DXGKARG_DISCONNECTDOORBELL {
+        let mut disconnect = DXGKARG_DISCONNECTDOORBELL {
             hDoorbell: h,
             ..Default::default()
         };
-        // SAFETY: as above.
-        expect_status(
-            "DisconnectDoorbell",
-            &case,
-            unsafe { f(&mut c) },
-            STATUS_INVALID_HANDLE,
-        );
-        let f = d.DxgkDdiDestroyDoorbell.expect("filled");
-        let mut c = DXGKARG_DESTROYDOORBELL { hDoorbell: h };
-        // SAFETY: as above.
-        expect_status(
-            "DestroyDoorbell",
-            &case,
-            unsafe { f(&mut c) },
-            STATUS_INVALID_HANDLE,
-        );
-        let f = d.DxgkDdiNotifyWorkSubmission.expect("filled");
-        let mut c = DXGKARG_NOTIFYWORKSUBMISSION {
+        let mut destroy = DXGKARG_DESTROYDOORBELL { hDoorbell: h };
+        let mut notify = DXGKARG_NOTIFYWORKSUBMISSION {
             hHwQueue: h,
             ..Default::default()
         };
-        // SAFETY: as above.
-        expect_status(
-            "NotifyWorkSubmission",
-            &case,
-            unsafe { f(&mut c) },
-            STATUS_INVALID_HANDLE,
-        );
+        refused! { d;
+            DxgkDdiDestroyDevice(h) => BAD_HANDLE, &case;
+            DxgkDdiDestroyContext(h) => BAD_HANDLE, &case;
+            DxgkDdiDestroyHwQueue(h) => BAD_HANDLE, &case;
+            DxgkDdiCreateContext(h, &mut ctx) => BAD_HANDLE, &case;
+            DxgkDdiCreateHwQueue(h, &mut q) => BAD_HANDLE, &case;
+            DxgkDdiCreateDoorbell(&mut create) => BAD_HANDLE, &case;
+            DxgkDdiConnectDoorbell(&mut connect) => BAD_HANDLE, &case;
+            DxgkDdiDisconnectDoorbell(&mut disconnect) => BAD_HANDLE, &case;
+            DxgkDdiDestroyDoorbell(&mut destroy) => BAD_HANDLE, &case;
+            DxgkDdiNotifyWorkSubmission(&mut notify) => BAD_HANDLE, &case;
+        }
+        assert!(ctx.hContext.is_null(), "a refused create returned a handle");
     }
 }
 
@@ -782,101 +547,48 @@ fn null_argument_pointers_with_a_live_context_fail() {
     let a = a.expect("AddDevice returned a context");
     let ctx = a.ctx;
 
-    let f = d.DxgkDdiStartDevice.expect("StartDevice filled");
-    // SAFETY: live context, NULL argument pointers (rejected before any use).
-    let s = unsafe {
-        f(
-            ctx,
-            ptr::null_mut(),
-            ptr::null_mut(),
-            ptr::null_mut(),
-            ptr::null_mut(),
-        )
-    };
-    expect_status("StartDevice", "NULL args", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiStartDevice(ctx, nil(), nil(), nil(), nil()) => BAD_PARAMETER, "NULL args";
+    }
 
-    let f = d
-        .DxgkDdiDispatchIoRequest
-        .expect("DispatchIoRequest filled");
-    // SAFETY: live context, NULL packet.
-    let s = unsafe { f(ctx, 0, ptr::null_mut()) };
-    expect_status(
-        "DispatchIoRequest",
-        "NULL packet",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiDispatchIoRequest(ctx, 0, nil()) => BAD_PARAMETER, "NULL packet";
+    }
 
-    let f = d
-        .DxgkDdiQueryChildRelations
-        .expect("QueryChildRelations filled");
-    // SAFETY: live context, NULL array.
-    let s = unsafe { f(ctx, ptr::null_mut(), 0) };
-    expect_status(
-        "QueryChildRelations",
-        "NULL array",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiQueryChildRelations(ctx, nil(), 0) => BAD_PARAMETER, "NULL array";
+    }
     let mut one = std::mem::MaybeUninit::<DXGK_CHILD_DESCRIPTOR>::zeroed();
-    // SAFETY: live context; a valid one-entry buffer whose declared size (0) is too small.
-    let s = unsafe { f(ctx, one.as_mut_ptr(), 0) };
-    expect_status("QueryChildRelations", "size 0", s, STATUS_BUFFER_TOO_SMALL);
+    refused! { d;
+        DxgkDdiQueryChildRelations(ctx, one.as_mut_ptr(), 0) => STATUS_BUFFER_TOO_SMALL, "size 0";
+    }
 
-    let f = d.DxgkDdiQueryChildStatus.expect("QueryChildStatus filled");
-    // SAFETY: live context, NULL status pointer.
-    let s = unsafe { f(ctx, ptr::null_mut(), 1) };
-    expect_status(
-        "QueryChildStatus",
-        "NULL status",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiQueryChildStatus(ctx, nil(), 1) => BAD_PARAMETER, "NULL status";
+    }
 
-    let f = d
-        .DxgkDdiQueryDeviceDescriptor
-        .expect("QueryDeviceDescriptor filled");
-    // SAFETY: live context, NULL descriptor.
-    let s = unsafe { f(ctx, 0, ptr::null_mut()) };
-    expect_status(
-        "QueryDeviceDescriptor",
-        "NULL descriptor",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiQueryDeviceDescriptor(ctx, 0, nil()) => BAD_PARAMETER, "NULL descriptor";
+    }
 
-    let f = d.DxgkDdiSetPowerState.expect("SetPowerState filled");
-    // SAFETY: live context; a child UID a render-only adapter does not have.
-    let s = unsafe { f(ctx, 0, PowerDeviceD0, 0) };
-    expect_status("SetPowerState", "child uid 0", s, STATUS_INVALID_PARAMETER);
-    // SAFETY: live context; an out-of-range power state.
-    let s = unsafe { f(ctx, DISPLAY_ADAPTER_HW_ID, PowerDeviceMaximum, 0) };
-    expect_status(
-        "SetPowerState",
-        "PowerDeviceMaximum",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiSetPowerState(ctx, 0, PowerDeviceD0, 0) => BAD_PARAMETER, "child uid 0";
+        DxgkDdiSetPowerState(ctx, DISPLAY_ADAPTER_HW_ID, PowerDeviceMaximum, 0)
+            => BAD_PARAMETER, "PowerDeviceMaximum";
+    }
 
-    let f = d.DxgkDdiNotifyAcpiEvent.expect("NotifyAcpiEvent filled");
-    // SAFETY: live context, NULL out pointer.
-    let s = unsafe { f(ctx, DxgkAcpiEvent, 0, ptr::null_mut(), ptr::null_mut()) };
-    expect_status(
-        "NotifyAcpiEvent",
-        "NULL AcpiFlags",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiNotifyAcpiEvent(ctx, DxgkAcpiEvent, 0, nil(), nil())
+            => BAD_PARAMETER, "NULL AcpiFlags";
+    }
 
-    let f = d.DxgkDdiQueryInterface.expect("QueryInterface filled");
-    // SAFETY: live context, NULL query.
-    let s = unsafe { f(ctx, ptr::null_mut()) };
-    expect_status("QueryInterface", "NULL query", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiQueryInterface(ctx, nil()) => BAD_PARAMETER, "NULL query";
+    }
 
-    let f = d.DxgkDdiQueryAdapterInfo.expect("QueryAdapterInfo filled");
-    // SAFETY: live context, NULL argument block.
-    let s = unsafe { f(ctx, ptr::null()) };
-    expect_status("QueryAdapterInfo", "NULL args", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiQueryAdapterInfo(ctx, nil()) => BAD_PARAMETER, "NULL args";
+    }
     let mut out = [0u8; 64];
     let out_len = u32::try_from(out.len()).expect("small");
     let args = DXGKARG_QUERYADAPTERINFO {
@@ -888,52 +600,29 @@ fn null_argument_pointers_with_a_live_context_fail() {
         Flags: DXGK_QUERYADAPTERINFOFLAGS::from_value(0),
         hKmdProcessHandle: ptr::null_mut(),
     };
-    // SAFETY: live context; `args` and its output buffer are live locals for the call.
-    let s = unsafe { f(ctx, &args) };
-    expect_status(
-        "QueryAdapterInfo",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiQueryAdapterInfo(ctx, &args) => BAD_STATE, "unstarted adapter";
+    }
 
     // Native fences on an unstarted adapter (no negotiated feature): refused, nothing kept.
-    let f = d
-        .DxgkDdiCreateNativeFence
-        .expect("CreateNativeFence filled");
     let mut create = DXGKARG_CREATENATIVEFENCE {
         hGlobalNativeFence: 0x1000 as HANDLE,
         CurrentValueSystemProcessGpuVa: 0x1_0000,
         MonitoredValueSystemProcessGpuVa: 0x1_0008,
         ..Default::default()
     };
-    // SAFETY: live context; `create` is a live local.
-    let s = unsafe { f(ctx, &mut create) };
-    expect_status(
-        "CreateNativeFence",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiCreateNativeFence(ctx, &mut create) => BAD_STATE, "unstarted adapter";
+    }
     // An unknown global handle, and empty or oversized update batches.
-    let f = d
-        .DxgkDdiDestroyNativeFence
-        .expect("DestroyNativeFence filled");
     let destroy = DXGKARG_DESTROYNATIVEFENCE {
         hGlobalNativeFence: 0x1000 as HANDLE,
         ..Default::default()
     };
-    // SAFETY: a live local argument block.
-    let s = unsafe { f(ptr::from_ref(&destroy).cast_mut()) };
-    expect_status(
-        "DestroyNativeFence",
-        "unknown handle",
-        s,
-        STATUS_INVALID_HANDLE,
-    );
-    let f = d
-        .DxgkDdiUpdateMonitoredValues
-        .expect("UpdateMonitoredValues filled");
+    refused! { d;
+        DxgkDdiDestroyNativeFence(ptr::from_ref(&destroy).cast_mut())
+            => BAD_HANDLE, "unknown handle";
+    }
     let mut handle: HANDLE = 0x1000 as HANDLE;
     let mut value = 5u64;
     let mut slot = 0u64;
@@ -945,27 +634,14 @@ fn null_argument_pointers_with_a_live_context_fail() {
         NumFences: 0,
         ..Default::default()
     };
-    // SAFETY: live locals; NumFences 0 is what is tested.
-    let s = unsafe { f(&update) };
-    expect_status(
-        "UpdateMonitoredValues",
-        "NumFences 0",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiUpdateMonitoredValues(&update) => BAD_PARAMETER, "NumFences 0";
+    }
     update.NumFences = 1;
-    // SAFETY: live locals naming one fence the driver never created.
-    let s = unsafe { f(&update) };
-    expect_status(
-        "UpdateMonitoredValues",
-        "unknown handle",
-        s,
-        STATUS_INVALID_HANDLE,
-    );
+    refused! { d;
+        DxgkDdiUpdateMonitoredValues(&update) => BAD_HANDLE, "unknown handle";
+    }
     assert_eq!(slot, 0, "nothing may be written for a refused update");
-    let f = d
-        .DxgkDdiUpdateCurrentValuesFromCpu
-        .expect("UpdateCurrentValuesFromCpu filled");
     let current = DXGKARG_UPDATECURRENTVALUESFROMCPU {
         NativeFenceArray: &mut handle,
         UpdatedValueArray: &mut value,
@@ -973,183 +649,100 @@ fn null_argument_pointers_with_a_live_context_fail() {
         NumFences: 1,
         ..Default::default()
     };
-    // SAFETY: live locals naming one fence the driver never created.
-    let s = unsafe { f(&current) };
-    expect_status(
-        "UpdateCurrentValuesFromCpu",
-        "unknown handle",
-        s,
-        STATUS_INVALID_HANDLE,
-    );
+    refused! { d;
+        DxgkDdiUpdateCurrentValuesFromCpu(&current) => BAD_HANDLE, "unknown handle";
+    }
     assert_eq!(slot, 0, "nothing may be written for a refused update");
 
     // Devices, node metadata, suspend/resume and submission on an unstarted adapter: refused.
-    let f = d.DxgkDdiCreateDevice.expect("CreateDevice filled");
     let mut dev = DXGKARG_CREATEDEVICE {
         hDevice: 0x2000 as HANDLE,
         ..Default::default()
     };
-    // SAFETY: live context; `dev` is a live local.
-    let s = unsafe { f(ctx, &mut dev) };
-    expect_status(
-        "CreateDevice",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiCreateDevice(ctx, &mut dev) => BAD_STATE, "unstarted adapter";
+    }
     assert_eq!(
         dev.hDevice, 0x2000 as HANDLE,
         "refused create changed hDevice"
     );
-    let f = d.DxgkDdiGetNodeMetadata.expect("GetNodeMetadata filled");
-    // SAFETY: live context, NULL out pointer.
-    let s = unsafe { f(ctx, 0, ptr::null_mut()) };
-    expect_status("GetNodeMetadata", "NULL out", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiGetNodeMetadata(ctx, 0, nil()) => BAD_PARAMETER, "NULL out";
+    }
     let mut md = DXGK_NODEMETADATA::default();
-    // SAFETY: live context; `md` is a live local.
-    let s = unsafe { f(ctx, 0, &mut md) };
-    expect_status(
-        "GetNodeMetadata",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
-    let f = d.DxgkDdiSuspendContext.expect("SuspendContext filled");
+    refused! { d;
+        DxgkDdiGetNodeMetadata(ctx, 0, &mut md) => BAD_STATE, "unstarted adapter";
+    }
     let suspend = DXGKARG_SUSPENDCONTEXT {
         hContext: 0x1000 as HANDLE,
         contextSuspendFence: 1,
     };
-    // SAFETY: live context; `suspend` is a live local naming a context that does not exist.
-    let s = unsafe { f(ctx, &suspend) };
-    expect_status(
-        "SuspendContext",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
-    let f = d.DxgkDdiResumeContext.expect("ResumeContext filled");
+    refused! { d;
+        DxgkDdiSuspendContext(ctx, &suspend) => BAD_STATE, "unstarted adapter";
+    }
     let resume = DXGKARG_RESUMECONTEXT {
         hContext: 0x1000 as HANDLE,
     };
-    // SAFETY: as above.
-    let s = unsafe { f(ctx, &resume) };
-    expect_status(
-        "ResumeContext",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
-    let f = d
-        .DxgkDdiSubmitCommandToHwQueue
-        .expect("SubmitCommandToHwQueue filled");
-    // SAFETY: live context, NULL argument block.
-    let s = unsafe { f(ctx, ptr::null()) };
-    expect_status(
-        "SubmitCommandToHwQueue",
-        "NULL args",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiResumeContext(ctx, &resume) => BAD_STATE, "unstarted adapter";
+        DxgkDdiSubmitCommandToHwQueue(ctx, nil()) => BAD_PARAMETER, "NULL args";
+    }
     let submit = DXGKARG_SUBMITCOMMANDTOHWQUEUE {
         hHwQueue: 0x1000 as HANDLE,
         DmaBufferVirtualAddress: 0x10_0000,
         DmaBufferSize: 4096,
         ..Default::default()
     };
-    // SAFETY: live context; `submit` is a live local naming a garbage queue handle.
-    let s = unsafe { f(ctx, &submit) };
-    expect_status(
-        "SubmitCommandToHwQueue",
-        "garbage hHwQueue",
-        s,
-        STATUS_INVALID_HANDLE,
-    );
+    refused! { d;
+        DxgkDdiSubmitCommandToHwQueue(ctx, &submit) => BAD_HANDLE, "garbage hHwQueue";
+    }
 
     // TDR DDIs on an unstarted adapter: NULL blocks refused, then "not started"; nothing
     // written to the outputs. CollectDbgInfo (level 0, any time) still answers, bounded.
-    let f = d
-        .DxgkDdiQueryDependentEngineGroup
-        .expect("QueryDependentEngineGroup filled");
-    // SAFETY: live context, NULL argument block.
-    let s = unsafe { f(ctx, ptr::null_mut()) };
-    expect_status(
-        "QueryDependentEngineGroup",
-        "NULL args",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiQueryDependentEngineGroup(ctx, nil()) => BAD_PARAMETER, "NULL args";
+    }
     let mut group = DXGKARG_QUERYDEPENDENTENGINEGROUP::default();
-    // SAFETY: live context; `group` is a live local.
-    let s = unsafe { f(ctx, &mut group) };
-    expect_status(
-        "QueryDependentEngineGroup",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiQueryDependentEngineGroup(ctx, &mut group) => BAD_STATE, "unstarted adapter";
+    }
     assert_eq!(
         group.DependentNodeOrdinalMask, 0,
         "refused query wrote a mask"
     );
-    let f = d
-        .DxgkDdiQueryEngineStatus
-        .expect("QueryEngineStatus filled");
-    // SAFETY: live context, NULL argument block.
-    let s = unsafe { f(ctx, ptr::null_mut()) };
-    expect_status(
-        "QueryEngineStatus",
-        "NULL args",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiQueryEngineStatus(ctx, nil()) => BAD_PARAMETER, "NULL args";
+    }
     let mut status = DXGKARG_QUERYENGINESTATUS::default();
-    // SAFETY: live context; `status` is a live local.
-    let s = unsafe { f(ctx, &mut status) };
-    expect_status(
-        "QueryEngineStatus",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
-    let f = d.DxgkDdiResetEngine.expect("ResetEngine filled");
-    // SAFETY: live context, NULL argument block.
-    let s = unsafe { f(ctx, ptr::null_mut()) };
-    expect_status("ResetEngine", "NULL args", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiQueryEngineStatus(ctx, &mut status) => BAD_STATE, "unstarted adapter";
+        DxgkDdiResetEngine(ctx, nil()) => BAD_PARAMETER, "NULL args";
+    }
     let mut reset = DXGKARG_RESETENGINE {
         NodeOrdinal: 0,
         EngineOrdinal: 0,
         LastAbortedFenceId: 0xDEAD,
     };
-    // SAFETY: live context; `reset` is a live local.
-    let s = unsafe { f(ctx, &mut reset) };
-    expect_status(
-        "ResetEngine",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiResetEngine(ctx, &mut reset) => BAD_STATE, "unstarted adapter";
+    }
     assert_eq!(
         reset.LastAbortedFenceId, 0xDEAD,
         "refused reset wrote an ID"
     );
     let f = d.DxgkDdiCollectDbgInfo.expect("CollectDbgInfo filled");
-    // SAFETY: live context, NULL argument block.
-    let s = unsafe { f(ctx, ptr::null()) };
-    expect_status("CollectDbgInfo", "NULL args", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiCollectDbgInfo(ctx, nil()) => BAD_PARAMETER, "NULL args";
+    }
     let mut dbg = DXGKARG_COLLECTDBGINFO {
         Reason: VIDEO_ENGINE_TIMEOUT_DETECTED,
         pBuffer: ptr::null_mut(),
         BufferSize: 64,
         pExtension: ptr::null_mut(),
     };
-    // SAFETY: live context; a size without a buffer (refused before any write).
-    let s = unsafe { f(ctx, &dbg) };
-    expect_status(
-        "CollectDbgInfo",
-        "NULL pBuffer",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiCollectDbgInfo(ctx, &dbg) => BAD_PARAMETER, "NULL pBuffer";
+    }
     let mut text = [0xAAu8; 24];
     dbg.pBuffer = text.as_mut_ptr().cast();
     dbg.BufferSize = 16;
@@ -1182,9 +775,9 @@ fn null_argument_pointers_with_a_live_context_fail() {
     // CollectDbgInfo2: the same report; a NULL, short or misaligned payload is survived (the
     // page allows NULL) and the text still bounded.
     let f2 = d.DxgkDdiCollectDbgInfo2.expect("CollectDbgInfo2 filled");
-    // SAFETY: live context, NULL argument block.
-    let s = unsafe { f2(ctx, ptr::null_mut()) };
-    expect_status("CollectDbgInfo2", "NULL args", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiCollectDbgInfo2(ctx, nil()) => BAD_PARAMETER, "NULL args";
+    }
     let mut payload = [0u64; 6];
     for (size, at) in [(0u32, 0usize), (40, 0), (39, 0), (40, 1)] {
         let mut text = [0xAAu8; 200];
@@ -1217,26 +810,10 @@ fn null_argument_pointers_with_a_live_context_fail() {
             "wrote past BufferSize"
         );
     }
-    let f = d.DxgkDdiResetFromTimeout.expect("ResetFromTimeout filled");
-    // SAFETY: live context.
-    let s = unsafe { f(ctx) };
-    expect_status(
-        "ResetFromTimeout",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
-    let f = d
-        .DxgkDdiRestartFromTimeout
-        .expect("RestartFromTimeout filled");
-    // SAFETY: live context.
-    let s = unsafe { f(ctx) };
-    expect_status(
-        "RestartFromTimeout",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiResetFromTimeout(ctx) => BAD_STATE, "unstarted adapter";
+        DxgkDdiRestartFromTimeout(ctx) => BAD_STATE, "unstarted adapter";
+    }
 
     // ISR and DPC on an unstarted adapter: not our interrupt, DPC returns.
     let f = d.DxgkDdiInterruptRoutine.expect("InterruptRoutine filled");
@@ -1257,15 +834,10 @@ fn null_argument_pointers_with_a_live_context_fail() {
     let f = d
         .DxgkDdiNotifySurpriseRemoval
         .expect("NotifySurpriseRemoval filled");
-    // SAFETY: live context; the type is a plain integer.
-    let s = unsafe { f(ctx, 7) };
-    expect_status(
-        "NotifySurpriseRemoval",
-        "bad type",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    // SAFETY: as above.
+    refused! { d;
+        DxgkDdiNotifySurpriseRemoval(ctx, 7) => BAD_PARAMETER, "bad type";
+    }
+    // SAFETY: the live context and a plain value.
     let s = unsafe { f(ctx, rvgpu_ddi::adapter::DxgkRemovalHibernation) };
     assert_eq!(
         s, STATUS_SUCCESS,
@@ -1330,139 +902,57 @@ fn node_ring_ddis_validate_their_arguments() {
     };
     let d = table();
     let null: HANDLE = ptr::null_mut();
-    let submit = d.DxgkDdiSubmitCommand.expect("SubmitCommand filled");
-    let virt = d
-        .DxgkDdiSubmitCommandVirtual
-        .expect("SubmitCommandVirtual filled");
-    let preempt = d.DxgkDdiPreemptCommand.expect("PreemptCommand filled");
-    let fence = d
-        .DxgkDdiQueryCurrentFence
-        .expect("QueryCurrentFence filled");
-    let paging = d
-        .DxgkDdiBuildPagingBuffer
-        .expect("BuildPagingBuffer filled");
 
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { submit(null, ptr::null()) };
-    expect_status("SubmitCommand", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
-    // SAFETY: as above.
-    let s = unsafe { virt(null, ptr::null()) };
-    expect_status(
-        "SubmitCommandVirtual",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    // SAFETY: as above.
-    let s = unsafe { preempt(null, ptr::null()) };
-    expect_status("PreemptCommand", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
-    // SAFETY: as above.
-    let s = unsafe { fence(null, ptr::null_mut()) };
-    expect_status(
-        "QueryCurrentFence",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    // SAFETY: as above.
-    let s = unsafe { paging(null, ptr::null_mut()) };
-    expect_status(
-        "BuildPagingBuffer",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiSubmitCommand(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiSubmitCommandVirtual(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiPreemptCommand(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiQueryCurrentFence(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiBuildPagingBuffer(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+    }
     let mut qcf = DXGKARG_QUERYCURRENTFENCE::default();
-    // SAFETY: NULL adapter, a live local argument block.
-    let s = unsafe { fence(null, &mut qcf) };
-    expect_status(
-        "QueryCurrentFence",
-        "NULL hAdapter",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiQueryCurrentFence(null, &mut qcf) => BAD_PARAMETER, "NULL hAdapter";
+    }
 
     let mut pdo_stand_in = 0u64;
     let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
     assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
     let a = a.expect("AddDevice returned a context");
     let ctx = a.ctx;
-    // SAFETY: live context, NULL argument blocks.
-    let s = unsafe { submit(ctx, ptr::null()) };
-    expect_status("SubmitCommand", "NULL args", s, STATUS_INVALID_PARAMETER);
-    // SAFETY: as above.
-    let s = unsafe { virt(ctx, ptr::null()) };
-    expect_status(
-        "SubmitCommandVirtual",
-        "NULL args",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    // SAFETY: as above.
-    let s = unsafe { preempt(ctx, ptr::null()) };
-    expect_status("PreemptCommand", "NULL args", s, STATUS_INVALID_PARAMETER);
-    // SAFETY: as above.
-    let s = unsafe { fence(ctx, ptr::null_mut()) };
-    expect_status(
-        "QueryCurrentFence",
-        "NULL args",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    // SAFETY: as above.
-    let s = unsafe { paging(ctx, ptr::null_mut()) };
-    expect_status(
-        "BuildPagingBuffer",
-        "NULL args",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiSubmitCommand(ctx, nil()) => BAD_PARAMETER, "NULL args";
+        DxgkDdiSubmitCommandVirtual(ctx, nil()) => BAD_PARAMETER, "NULL args";
+        DxgkDdiPreemptCommand(ctx, nil()) => BAD_PARAMETER, "NULL args";
+        DxgkDdiQueryCurrentFence(ctx, nil()) => BAD_PARAMETER, "NULL args";
+        DxgkDdiBuildPagingBuffer(ctx, nil()) => BAD_PARAMETER, "NULL args";
+    }
 
     let sc = DXGKARG_SUBMITCOMMAND {
         SubmissionFenceId: 1,
         ..Default::default()
     };
-    // SAFETY: live context; `sc` is a live local.
-    let s = unsafe { submit(ctx, &sc) };
-    expect_status(
-        "SubmitCommand",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiSubmitCommand(ctx, &sc) => BAD_STATE, "unstarted adapter";
+    }
     let sv = DXGKARG_SUBMITCOMMANDVIRTUAL {
         SubmissionFenceId: 1,
         ..Default::default()
     };
-    // SAFETY: as above.
-    let s = unsafe { virt(ctx, &sv) };
-    expect_status(
-        "SubmitCommandVirtual",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiSubmitCommandVirtual(ctx, &sv) => BAD_STATE, "unstarted adapter";
+    }
     let pc = DXGKARG_PREEMPTCOMMAND::default();
-    // SAFETY: as above.
-    let s = unsafe { preempt(ctx, &pc) };
-    expect_status(
-        "PreemptCommand",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiPreemptCommand(ctx, &pc) => BAD_STATE, "unstarted adapter";
+    }
     let mut qcf = DXGKARG_QUERYCURRENTFENCE {
         CurrentFence: 0xDEAD,
         ..Default::default()
     };
-    // SAFETY: as above.
-    let s = unsafe { fence(ctx, &mut qcf) };
-    expect_status(
-        "QueryCurrentFence",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiQueryCurrentFence(ctx, &mut qcf) => BAD_STATE, "unstarted adapter";
+    }
     assert_eq!(qcf.CurrentFence, 0xDEAD, "refused query wrote a fence");
     let mut words = [0u64; 8];
     let mut bp = DXGKARG_BUILDPAGINGBUFFER {
@@ -1471,14 +961,9 @@ fn node_ring_ddis_validate_their_arguments() {
         Operation: DXGK_OPERATION_FILL,
         ..Default::default()
     };
-    // SAFETY: live context; `bp` and the buffer it names are live locals.
-    let s = unsafe { paging(ctx, &mut bp) };
-    expect_status(
-        "BuildPagingBuffer",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiBuildPagingBuffer(ctx, &mut bp) => BAD_STATE, "unstarted adapter";
+    }
     assert_eq!(words, [0u64; 8], "refused build wrote the buffer");
     drop(a);
 }
@@ -1501,14 +986,9 @@ fn log_01_log_07_native_fence_log_and_clock_arguments() {
     let f = d
         .DxgkDdiSetNativeFenceLogBuffer
         .expect("SetNativeFenceLogBuffer filled");
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { f(ptr::null()) };
-    expect_status(
-        "SetNativeFenceLogBuffer",
-        "NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiSetNativeFenceLogBuffer(nil()) => BAD_PARAMETER, "NULL";
+    }
     // A whole 4 KiB log buffer with the header the OS writes (Type = SIGNALS, 84 entries).
     let mut buf = vec![0u64; 512];
     buf[1] = 2;
@@ -1560,9 +1040,9 @@ fn log_01_log_07_native_fence_log_and_clock_arguments() {
     let f = d
         .DxgkDdiUpdateNativeFenceLogs
         .expect("UpdateNativeFenceLogs filled");
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { f(ptr::null()) };
-    expect_status("UpdateNativeFenceLogs", "NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiUpdateNativeFenceLogs(nil()) => BAD_PARAMETER, "NULL";
+    }
     let none = DXGKARG_UPDATENATIVEFENCELOGS::default();
     // SAFETY: a live local naming no queue.
     let s = unsafe { f(&none) };
@@ -1574,56 +1054,33 @@ fn log_01_log_07_native_fence_log_and_clock_arguments() {
         NumberOfQueues: 1,
         ..Default::default()
     };
-    // SAFETY: a live local whose NULL array is rejected unread.
-    let s = unsafe { f(&null_array) };
-    expect_status(
-        "UpdateNativeFenceLogs",
-        "NULL hHWQueue",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiUpdateNativeFenceLogs(&null_array) => BAD_PARAMETER, "NULL hHWQueue";
+    }
     let mut queues = [junk, ptr::null_mut(), 0x1234usize as HANDLE];
     let garbage = DXGKARG_UPDATENATIVEFENCELOGS {
         NumberOfQueues: 3,
         hHWQueue: queues.as_mut_ptr(),
         ..Default::default()
     };
-    // SAFETY: a live local naming three handles in a live local array.
-    let s = unsafe { f(&garbage) };
-    expect_status(
-        "UpdateNativeFenceLogs",
-        "garbage handles",
-        s,
-        STATUS_INVALID_HANDLE,
-    );
+    refused! { d;
+        DxgkDdiUpdateNativeFenceLogs(&garbage) => BAD_HANDLE, "garbage handles";
+    }
 
-    let f = d
-        .DxgkDdiCalibrateGpuClock
-        .expect("CalibrateGpuClock filled");
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { f(ptr::null_mut(), 0, 0, ptr::null_mut()) };
-    expect_status(
-        "CalibrateGpuClock",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiCalibrateGpuClock(nil(), 0, 0, nil()) => BAD_PARAMETER, "NULL, NULL";
+    }
     let mut pdo_stand_in = 0u64;
     let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
     assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
     let a = a.expect("AddDevice returned a context");
-    // SAFETY: live context, NULL out pointer.
-    let s = unsafe { f(a.ctx, 0, 0, ptr::null_mut()) };
-    expect_status("CalibrateGpuClock", "NULL out", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiCalibrateGpuClock(a.ctx, 0, 0, nil()) => BAD_PARAMETER, "NULL out";
+    }
     let mut out = DXGKARG_CALIBRATEGPUCLOCK::default();
-    // SAFETY: live context; `out` is a live local.
-    let s = unsafe { f(a.ctx, 0, 0, &mut out) };
-    expect_status(
-        "CalibrateGpuClock",
-        "unstarted adapter",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiCalibrateGpuClock(a.ctx, 0, 0, &mut out) => BAD_STATE, "unstarted adapter";
+    }
     assert_eq!(
         out,
         DXGKARG_CALIBRATEGPUCLOCK::default(),
@@ -1657,41 +1114,22 @@ fn gpummu_memory_ddis_validate_their_arguments() {
     let d = table();
     let null: HANDLE = ptr::null_mut();
     let junk: HANDLE = ptr::without_provenance_mut::<c_void>(0x1234);
-    let create_process = d.DxgkDdiCreateProcess.expect("CreateProcess filled");
-    let destroy_process = d.DxgkDdiDestroyProcess.expect("DestroyProcess filled");
     let root_size = d
         .DxgkDdiGetRootPageTableSize
         .expect("GetRootPageTableSize filled");
     let set_root = d.DxgkDdiSetRootPageTable.expect("SetRootPageTable filled");
-    let create = d.DxgkDdiCreateAllocation.expect("CreateAllocation filled");
-    let destroy = d
-        .DxgkDdiDestroyAllocation
-        .expect("DestroyAllocation filled");
-    let describe = d
-        .DxgkDdiDescribeAllocation
-        .expect("DescribeAllocation filled");
-    let standard = d
-        .DxgkDdiGetStandardAllocationDriverData
-        .expect("GetStandardAllocationDriverData filled");
-    let open = d.DxgkDdiOpenAllocation.expect("OpenAllocation filled");
-    let close = d.DxgkDdiCloseAllocation.expect("CloseAllocation filled");
 
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { create_process(null, ptr::null_mut()) };
-    expect_status("CreateProcess", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiCreateProcess(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+    }
     let mut cp = DXGKARG_CREATEPROCESS::default();
-    // SAFETY: NULL adapter, a live local argument block.
-    let s = unsafe { create_process(null, &mut cp) };
-    expect_status("CreateProcess", "NULL adapter", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiCreateProcess(null, &mut cp) => BAD_PARAMETER, "NULL adapter";
+    }
     assert!(cp.hKmdProcess.is_null(), "nothing handed out");
-    // SAFETY: as above.
-    let s = unsafe { destroy_process(null, junk) };
-    expect_status(
-        "DestroyProcess",
-        "NULL adapter",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiDestroyProcess(null, junk) => BAD_PARAMETER, "NULL adapter";
+    }
     let mut rs = DXGKARG_GETROOTPAGETABLESIZE::default();
     // SAFETY: NULL adapter, a live local argument block.
     let size = unsafe { root_size(null, &mut rs) };
@@ -1707,70 +1145,35 @@ fn gpummu_memory_ddis_validate_their_arguments() {
     // SAFETY: a live local argument block naming no context.
     unsafe { set_root(null, &sr) };
 
-    // SAFETY: as above.
-    let s = unsafe { create(null, ptr::null_mut()) };
-    expect_status(
-        "CreateAllocation",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiCreateAllocation(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+    }
     let mut ca = DXGKARG_CREATEALLOCATION::default();
-    // SAFETY: NULL adapter, a live local block with no allocation array.
-    let s = unsafe { create(null, &mut ca) };
-    expect_status(
-        "CreateAllocation",
-        "NULL adapter",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    // SAFETY: as above.
-    let s = unsafe { destroy(null, ptr::null()) };
-    expect_status(
-        "DestroyAllocation",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiCreateAllocation(null, &mut ca) => BAD_PARAMETER, "NULL adapter";
+        DxgkDdiDestroyAllocation(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+    }
     let da = DXGKARG_DESTROYALLOCATION::default();
-    // SAFETY: as above.
-    let s = unsafe { destroy(null, &da) };
-    expect_status(
-        "DestroyAllocation",
-        "NULL adapter",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    // Render-only: no standard or display allocations at all.
-    // SAFETY: the driver refuses without reading the block.
-    let s = unsafe { describe(null, ptr::null_mut()) };
-    expect_status("DescribeAllocation", "any", s, STATUS_NOT_SUPPORTED);
-    // SAFETY: as above.
-    let s = unsafe { standard(null, ptr::null_mut()) };
-    expect_status(
-        "GetStandardAllocationDriverData",
-        "any",
-        s,
-        STATUS_NOT_SUPPORTED,
-    );
-    // SAFETY: as above.
-    let s = unsafe { open(null, ptr::null()) };
-    expect_status("OpenAllocation", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiDestroyAllocation(null, &da) => BAD_PARAMETER, "NULL adapter";
+        // Render-only: no standard or display allocations at all.
+        DxgkDdiDescribeAllocation(null, nil()) => STATUS_NOT_SUPPORTED, "any";
+        DxgkDdiGetStandardAllocationDriverData(null, nil()) => STATUS_NOT_SUPPORTED, "any";
+        DxgkDdiOpenAllocation(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+    }
     let oa = DXGKARG_OPENALLOCATION::default();
-    // SAFETY: a live local block with no info array.
-    let s = unsafe { open(junk, &oa) };
-    expect_status("OpenAllocation", "no infos", s, STATUS_INVALID_PARAMETER);
-    // SAFETY: as above.
-    let s = unsafe { close(null, ptr::null()) };
-    expect_status("CloseAllocation", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiOpenAllocation(junk, &oa) => BAD_PARAMETER, "no infos";
+        DxgkDdiCloseAllocation(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+    }
     let list = [junk];
     let cl = DXGKARG_CLOSEALLOCATION {
         NumAllocations: 1,
         pOpenHandleList: list.as_ptr(),
     };
-    // SAFETY: a live local block and list naming no allocation of no device.
-    let s = unsafe { close(junk, &cl) };
-    expect_status("CloseAllocation", "junk device", s, STATUS_INVALID_HANDLE);
+    refused! { d;
+        DxgkDdiCloseAllocation(junk, &cl) => BAD_HANDLE, "junk device";
+    }
 }
 
 /// The hardware-scheduling DDIs: NULL adapter or argument block is
@@ -1790,102 +1193,43 @@ fn hws_ddis_validate_their_arguments() {
     let ctx = a.as_ref().expect("AddDevice returned a context").ctx;
 
     let bands = DXGKARG_SETUPPRIORITYBANDS::default();
-    let f = d
-        .DxgkDdiSetupPriorityBands
-        .expect("SetupPriorityBands filled");
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { f(null, ptr::null()) };
-    expect_status(
-        "SetupPriorityBands",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    // SAFETY: live context, NULL argument block.
-    let s = unsafe { f(ctx, ptr::null()) };
-    expect_status(
-        "SetupPriorityBands",
-        "NULL args",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    // SAFETY: live context, a live local argument block.
-    let s = unsafe { f(ctx, &bands) };
-    expect_status(
-        "SetupPriorityBands",
-        "unstarted",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiSetupPriorityBands(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiSetupPriorityBands(ctx, nil()) => BAD_PARAMETER, "NULL args";
+        DxgkDdiSetupPriorityBands(ctx, &bands) => BAD_STATE, "unstarted";
+    }
 
     let log = DXGKARG_SETSCHEDULINGLOGBUFFER {
         NumberOfEntries: 16,
         LogBufferGpuVa: 0x1000,
         ..Default::default()
     };
-    let f = d
-        .DxgkDdiSetSchedulingLogBuffer
-        .expect("SetSchedulingLogBuffer filled");
-    // SAFETY: as above.
-    let s = unsafe { f(null, ptr::null()) };
-    expect_status(
-        "SetSchedulingLogBuffer",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    // SAFETY: as above.
-    let s = unsafe { f(ctx, &log) };
-    expect_status(
-        "SetSchedulingLogBuffer",
-        "unstarted",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiSetSchedulingLogBuffer(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiSetSchedulingLogBuffer(ctx, &log) => BAD_STATE, "unstarted";
+    }
 
     let props = DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES::default();
-    let f = d
-        .DxgkDdiSetContextSchedulingProperties
-        .expect("SetContextSchedulingProperties filled");
-    // SAFETY: as above.
-    let s = unsafe { f(null, ptr::null()) };
-    expect_status(
-        "SetContextSchedulingProperties",
-        "NULL, NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
-    // SAFETY: as above.
-    let s = unsafe { f(ctx, &props) };
-    expect_status(
-        "SetContextSchedulingProperties",
-        "unstarted",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiSetContextSchedulingProperties(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiSetContextSchedulingProperties(ctx, &props) => BAD_STATE, "unstarted";
+    }
 
-    let f = d.DxgkDdiResetHwEngine.expect("ResetHwEngine filled");
-    // SAFETY: as above.
-    let s = unsafe { f(null, ptr::null_mut()) };
-    expect_status("ResetHwEngine", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiResetHwEngine(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+    }
     let mut reset = DXGKARG_RESETHWENGINE::default();
-    // SAFETY: as above.
-    let s = unsafe { f(ctx, &mut reset) };
-    expect_status("ResetHwEngine", "unstarted", s, STATUS_INVALID_DEVICE_STATE);
+    refused! { d;
+        DxgkDdiResetHwEngine(ctx, &mut reset) => BAD_STATE, "unstarted";
+    }
 
-    let f = d.DxgkDdiResumeHwEngine.expect("ResumeHwEngine filled");
-    // SAFETY: as above.
-    let s = unsafe { f(null, ptr::null_mut()) };
-    expect_status("ResumeHwEngine", "NULL, NULL", s, STATUS_INVALID_PARAMETER);
+    refused! { d;
+        DxgkDdiResumeHwEngine(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+    }
     let mut resume = DXGKARG_RESUMEHWENGINE::default();
-    // SAFETY: as above.
-    let s = unsafe { f(ctx, &mut resume) };
-    expect_status(
-        "ResumeHwEngine",
-        "unstarted",
-        s,
-        STATUS_INVALID_DEVICE_STATE,
-    );
+    refused! { d;
+        DxgkDdiResumeHwEngine(ctx, &mut resume) => BAD_STATE, "unstarted";
+    }
     drop(a);
 }
 
@@ -1905,7 +1249,6 @@ fn render_core_present_and_control_interrupt_refuse_everything() {
     assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
     let ctx = a.as_ref().expect("AddDevice returned a context").ctx;
 
-    let present = d.DxgkDdiPresent.expect("Present filled");
     let mut dma = [0xA5u8; 64];
     let mut args = DXGKARG_PRESENT {
         pDmaBuffer: dma.as_mut_ptr().cast(),
@@ -1914,30 +1257,30 @@ fn render_core_present_and_control_interrupt_refuse_everything() {
         ..Default::default()
     };
     let start = args.pDmaBuffer;
-    // SAFETY: NULL arguments are what is being tested; the driver checks them first.
-    let s = unsafe { present(null, ptr::null_mut()) };
-    expect_status("Present", "NULL, NULL", s, STATUS_INVALID_HANDLE);
+    refused! { d;
+        DxgkDdiPresent(null, nil()) => BAD_HANDLE, "NULL, NULL";
+    }
     // A context handle is opaque to this DDI's refusal; any non-null value stands in for one.
     let h_context: HANDLE = ptr::from_mut(&mut pdo_stand_in).cast();
-    // SAFETY: a live local argument block with a 64-byte DMA buffer.
-    let s = unsafe { present(h_context, &mut args) };
-    expect_status("Present", "a blt", s, STATUS_ILLEGAL_INSTRUCTION);
+    refused! { d;
+        DxgkDdiPresent(h_context, &mut args) => STATUS_ILLEGAL_INSTRUCTION, "a blt";
+    }
     assert_eq!(args.pDmaBuffer, start, "the DMA pointer moved");
     assert!(dma.iter().all(|&b| b == 0xA5), "the DMA buffer was written");
 
-    let control = d.DxgkDdiControlInterrupt.expect("ControlInterrupt filled");
-    // SAFETY: as above.
-    let s = unsafe { control(null, DXGK_INTERRUPT_CRTC_VSYNC, 1) };
-    expect_status("ControlInterrupt", "NULL adapter", s, STATUS_UNSUCCESSFUL);
+    refused! { d;
+        DxgkDdiControlInterrupt(null, DXGK_INTERRUPT_CRTC_VSYNC, 1)
+            => STATUS_UNSUCCESSFUL, "NULL adapter";
+    }
     for (ty, enable) in [
         (DXGK_INTERRUPT_CRTC_VSYNC, 1),
         (DXGK_INTERRUPT_CRTC_VSYNC, 0),
         (DXGK_INTERRUPT_DMA_COMPLETED, 1),
         (-1, 7),
     ] {
-        // SAFETY: a live adapter context; the type and flag are plain values.
-        let s = unsafe { control(ctx, ty, enable) };
-        expect_status("ControlInterrupt", "any type", s, STATUS_NOT_IMPLEMENTED);
+        refused! { d;
+            DxgkDdiControlInterrupt(ctx, ty, enable) => STATUS_NOT_IMPLEMENTED, "any type";
+        }
     }
 }
 
@@ -1958,89 +1301,38 @@ fn um_13_runtime_power_ddis_validate_their_arguments() {
     assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
     let ctx = a.as_ref().expect("AddDevice returned a context").ctx;
 
-    let f = d
-        .DxgkDdiSetPowerComponentFState
-        .expect("SetPowerComponentFState filled");
-    // SAFETY: NULL context is what is being tested; the driver checks it first.
-    let s = unsafe { f(null, 0, 0) };
-    expect_status(
-        "SetPowerComponentFState",
-        "NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiSetPowerComponentFState(null, 0, 0) => BAD_PARAMETER, "NULL";
+    }
     for (component, fstate) in [(0, 0), (0, 1), (u32::MAX, u32::MAX), (0x1_0000, 0)] {
-        // SAFETY: live context, plain integer arguments.
-        let s = unsafe { f(ctx, component, fstate) };
-        expect_status(
-            "SetPowerComponentFState",
-            "unstarted",
-            s,
-            STATUS_INVALID_DEVICE_STATE,
-        );
+        refused! { d;
+            DxgkDdiSetPowerComponentFState(ctx, component, fstate) => BAD_STATE, "unstarted";
+        }
     }
 
-    let f = d
-        .DxgkDdiPowerRuntimeControlRequest
-        .expect("PowerRuntimeControlRequest filled");
     let mut ret = 55usize;
-    // SAFETY: NULL arguments are what is being tested.
-    let s = unsafe {
-        f(
-            null,
-            ptr::null(),
-            ptr::null_mut(),
-            0,
-            ptr::null_mut(),
-            0,
-            &mut ret,
-        )
-    };
-    expect_status(
-        "PowerRuntimeControlRequest",
-        "NULL",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiPowerRuntimeControlRequest(null, nil(), nil(), 0, nil(), 0, &mut ret)
+            => BAD_PARAMETER, "NULL";
+    }
     assert_eq!(ret, 0, "BytesReturned cleared");
-    // SAFETY: live context, NULL GUID.
-    let s = unsafe {
-        f(
-            ctx,
-            ptr::null(),
-            ptr::null_mut(),
-            0,
-            ptr::null_mut(),
-            0,
-            ptr::null_mut(),
-        )
-    };
-    expect_status(
-        "PowerRuntimeControlRequest",
-        "NULL GUID",
-        s,
-        STATUS_INVALID_PARAMETER,
-    );
+    refused! { d;
+        DxgkDdiPowerRuntimeControlRequest(ctx, nil(), nil(), 0, nil(), 0, nil())
+            => BAD_PARAMETER, "NULL GUID";
+    }
     let mut garbage = [0xA5u8; 32];
     for code in [GUID_DXGKDDI_POWER_MANAGEMENT_STARTED, GUID::default()] {
-        // SAFETY: live context, a live GUID and a garbage buffer whose size is given.
-        let s = unsafe {
-            f(
+        refused! { d;
+            DxgkDdiPowerRuntimeControlRequest(
                 ctx,
                 &code,
                 garbage.as_mut_ptr().cast(),
                 usize::MAX,
                 garbage.as_mut_ptr().cast(),
                 garbage.len(),
-                ptr::null_mut(),
-            )
-        };
-        expect_status(
-            "PowerRuntimeControlRequest",
-            "unstarted",
-            s,
-            STATUS_INVALID_DEVICE_STATE,
-        );
+                nil(),
+            ) => BAD_STATE, "unstarted";
+        }
     }
     assert!(garbage.iter().all(|&b| b == 0xA5), "buffers untouched");
 
