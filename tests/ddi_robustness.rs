@@ -890,7 +890,7 @@ fn add_device_then_remove_device_frees_the_adapter() {
     );
 }
 
-/// The node-ring DDIs (docs/tdr.md §3.3; TDR-03/04/05): NULL adapter and NULL
+/// The node-ring DDIs (docs/tdr.md; TDR-03/04/05): NULL adapter and NULL
 /// argument blocks are STATUS_INVALID_PARAMETER; on a live but unstarted adapter a well-formed
 /// block is STATUS_INVALID_DEVICE_STATE and no output is written. (SubmitCommand and
 /// PreemptCommand errors are bug check 0x119/0x2 on Windows; the OS never sends these.)
@@ -968,7 +968,7 @@ fn node_ring_ddis_validate_their_arguments() {
     drop(a);
 }
 
-/// Native fence logs and GPU clock calibration (docs/logs.md §3): NULL argument
+/// Native fence logs and GPU clock calibration (docs/logs.md): NULL argument
 /// blocks, NULL/unaligned log CPU VAs, bad headers and entry counts (LOG-01), empty and NULL
 /// queue arrays (LOG-07), garbage queue handles, and calibration of a NULL or unstarted
 /// adapter. Handles are decoded and looked up, never dereferenced; the log header is read only

@@ -981,3 +981,135 @@ fn environment_variables_in_the_documents_exist() {
         bad.join("\n")
     );
 }
+
+/// The numbers of a document's numbered headings (`## 3. …`, `### 12.5 …`, `## 8a. …`).
+fn section_numbers(doc: &str) -> BTreeSet<String> {
+    read(doc)
+        .lines()
+        .filter_map(|l| l.strip_prefix('#'))
+        .map(|l| l.trim_start_matches('#').trim_start())
+        .filter_map(|l| l.split(' ').next())
+        .map(|n| n.trim_end_matches('.'))
+        .filter(|n| is_section(n))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `3`, `12.5`, `8a`: digits, an optional letter, then `.digits` parts.
+fn is_section(n: &str) -> bool {
+    let mut parts = n.split('.');
+    let Some(first) = parts.next() else {
+        return false;
+    };
+    let digits = first.trim_end_matches(|c: char| c.is_ascii_lowercase());
+    !digits.is_empty()
+        && first.len() <= digits.len() + 1
+        && digits.bytes().all(|c| c.is_ascii_digit())
+        && parts.all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
+}
+
+/// Every `§` reference in code and documents names the document it points into (a document
+/// may name its own sections bare; other standards are cited as `RFC nnnn §x`), and that
+/// document has a heading with that number, so a reader who follows a comment finds the text.
+/// A link by anchor (`logs.md#kmd`) from code names a heading of the page.
+#[test]
+fn section_references_name_real_sections() {
+    let mut files = source_files();
+    files.extend(documents());
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    let mut numbers = std::collections::BTreeMap::new();
+    // This file names the sign in its own comments and strings.
+    files.retain(|f| f != "tests/docs.rs");
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(root().join(&file)) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            let at = format!("{file}:{}", n + 1);
+            for (i, _) in line.match_indices('§') {
+                let num: String = line[i + '§'.len_utf8()..]
+                    .trim_start()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+                    .collect();
+                let num = num.trim_end_matches('.').to_owned();
+                // A `§` before words cites a source document by title (requirements.md).
+                if !num.starts_with(|c: char| c.is_ascii_digit()) {
+                    continue;
+                }
+                let before = &line[..i];
+                let doc = before
+                    .rfind(".md")
+                    .map(|end| {
+                        let start = before[..end]
+                            .rfind(|c: char| !(c.is_ascii_alphanumeric() || "-_/".contains(c)))
+                            .map_or(0, |s| s + 1);
+                        let name = &before[start..end];
+                        let name = name.rsplit('/').next().unwrap_or(name);
+                        format!("docs/{name}.md")
+                    })
+                    .or_else(|| file.starts_with("docs/").then(|| file.clone()));
+                // Another standard (`RFC 2315 §9.3`) or another project's file in capitals
+                // (`BRINGUP_QUIRKS.md §6`, Helios's).
+                let cites = before.rsplit(['(', ';', ',']).next().unwrap_or(before);
+                if cites.contains("RFC ")
+                    || doc
+                        .as_deref()
+                        .is_some_and(|d| d.bytes().any(|c| c.is_ascii_uppercase()))
+                {
+                    continue;
+                }
+                let Some(doc) = doc else {
+                    bad.push(format!("{at}: §{num} names no document"));
+                    continue;
+                };
+                seen += 1;
+                if !root().join(&doc).is_file() {
+                    bad.push(format!("{at}: §{num} of {doc}, which does not exist"));
+                    continue;
+                }
+                let have = numbers
+                    .entry(doc.clone())
+                    .or_insert_with(|| section_numbers(&doc));
+                if !have.contains(&num) {
+                    bad.push(format!("{at}: {doc} has no section {num}"));
+                }
+            }
+            if file.starts_with("docs/") || file.ends_with(".md") {
+                continue;
+            }
+            for (i, _) in line.match_indices(".md#") {
+                let start = line[..i]
+                    .rfind(|c: char| !(c.is_ascii_alphanumeric() || "-_/".contains(c)))
+                    .map_or(0, |s| s + 1);
+                let name = line[start..i].rsplit('/').next().unwrap_or_default();
+                let anchor: String = line[i + 4..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || matches!(c, '-' | '_'))
+                    .collect();
+                let doc = format!("docs/{name}.md");
+                let Ok(target) = std::fs::read_to_string(root().join(&doc)) else {
+                    continue;
+                };
+                seen += 1;
+                let found = target
+                    .lines()
+                    .filter_map(|l| l.strip_prefix('#'))
+                    .any(|h| slug(h.trim_start_matches('#')) == anchor);
+                if !found {
+                    bad.push(format!("{at}: {doc} has no heading #{anchor}"));
+                }
+            }
+        }
+    }
+    assert!(
+        seen > 100,
+        "only {seen} section references found: the scan is broken"
+    );
+    assert!(
+        bad.is_empty(),
+        "section references that lead nowhere:\n{}",
+        bad.join("\n")
+    );
+}

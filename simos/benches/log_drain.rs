@@ -1,4 +1,4 @@
-//! OS-side cost of the native fence log drain (docs/logs.md §7 "Benchmark"), against
+//! OS-side cost of the native fence log drain (docs/logs.md#simulated-os "Benchmark"), against
 //! the non-optimized baseline of resampling every native fence, for 1, 64 and 1024 user-mode
 //! hardware queues, all measured in the same run.
 //!
@@ -16,7 +16,7 @@
 //! - `named/E`: the drain of one optimized report naming queue 0, with E ∈ {1, 8, 83} new
 //!   signal entries. Slope (E83 − E1)/82 = cost per entry. (Not 84: with exactly N new
 //!   entries the OS's re-check drops the oldest one, whose slot the next write would reuse —
-//!   docs/logs.md §4.2's conservative `i + N ≤ count(h1)` — and falls back to a scan.)
+//!   docs/logs.md#simulated-os's conservative `i + N ≤ count(h1)` — and falls back to a scan.)
 //! - `null`: the drain of a NULL `hHWQueue` report on queue 0's engine (every header of that
 //!   engine read, Q/4 queues; one queue dirty with 1 entry).
 //! - `scan`: the baseline, resampling every native fence of the adapter (4·Q fences), what a

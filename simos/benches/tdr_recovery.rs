@@ -1,4 +1,4 @@
-//! TDR recovery figures (docs/tdr.md §6 "Figures"): time from a hang to the engine
+//! TDR recovery figures (docs/tdr.md#the-simulated-os "Figures"): time from a hang to the engine
 //! running again, and work lost on the other engine. Plain `main` (no criterion: the figures
 //! are single events, not a hot loop), run with `cargo bench -p rvgpu-simos --bench
 //! tdr_recovery`. Nothing is asserted on time; lost/duplicated work is checked.

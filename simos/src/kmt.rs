@@ -689,7 +689,7 @@ impl Kmt for SimKmt<'_> {
         .map_err(status)
     }
 
-    // Native fences with a D3DKMT handle and the CPU clock (docs/logs.md §4.7, §5).
+    // Native fences with a D3DKMT handle and the CPU clock (docs/logs.md#simulated-os).
 
     fn create_native_fence(&self, initial_value: u64) -> Result<UmdNativeFence, NtStatus> {
         // Private: only a fence created shareable gets an NT handle.

@@ -694,7 +694,7 @@ fn log_07_drain_order_header_flush_entries() {
 // ---------------------------------------------------------------------------------------------
 // LOG-08
 
-/// The seed's E1–E4 example (docs/logs.md §4.8). Queues A and B on engine 0; B signals G with
+/// The seed's E1–E4 example (docs/logs.md#simulated-os). Queues A and B on engine 0; B signals G with
 /// a plain write; A publishes E1..E3 (plain) and E4 (conditional) in one batch. Both batches
 /// then stall on a GPU wait, so no batch-completion (PROGRESS) interrupt joins the picture:
 /// the only report is E4's.
@@ -809,7 +809,7 @@ fn log_08_seed_example_e1_e4() {
         );
     }
     eprintln!("E1-E4 notifications (node, optimized, hHWQueue, array): {notes:?}");
-    // Second half (§4.8): fence events without a queue id (device injection), B's conditional
+    // Second half (docs/logs.md#simulated-os): fence events without a queue id (device injection), B's conditional
     // signal of G: with the cap the ISR reports NULL hHWQueue (no Evaluate flag: every queue
     // of the engine has logs) and the OS reads A's and B's logs; WG2 is released from B's
     // entry 1.

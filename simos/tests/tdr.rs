@@ -1,6 +1,6 @@
 //! Timeout detection and recovery (TDR-01 … TDR-09, UM-10) end to end: the simulated
 //! VidSch/VidMm of `rvgpu_simos::{legacy, tdr}` against the real KMD and the emulated GPU.
-//! Test names carry the requirement ID (docs/tdr.md §6).
+//! Test names carry the requirement ID (docs/tdr.md#the-simulated-os).
 
 mod common;
 
@@ -516,7 +516,7 @@ fn tdr_06_hw_queue_hang_resets_through_reset_hw_engine() {
     no_fault(&m);
 }
 
-/// TDR-06 / §5.4: a ResetEngine returning S + 1 is bug check 0x119 (0xA, LastAborted, C,
+/// TDR-06: a ResetEngine returning S + 1 is bug check 0x119 (0xA, LastAborted, C,
 /// node); the machine is frozen.
 #[test]
 fn tdr_06_bad_aborted_fence_bugchecks() {

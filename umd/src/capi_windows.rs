@@ -130,7 +130,7 @@ pub fn create_queue(a: usize, d: &RvgpuQueueDesc) -> Result<usize, RvgpuStatus> 
         config.ring_size = d.ring_size;
         config.command_buffer_size = u64::from(d.ring_size);
     }
-    // The "native fence queued" ETW events (docs/logs.md §5) of the queue's fence operations.
+    // The "native fence queued" ETW events (docs/logs.md#umd) of the queue's fence operations.
     let etw = EtwFenceTrace::register().map(|t| Arc::new(t) as Arc<dyn FenceTrace>);
     let q = CapiQueue::new(kmt, &config, d.kind == RVGPU_QUEUE_KERNEL_MODE, state, etw)
         .map_err(from_submit)?;

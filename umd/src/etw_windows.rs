@@ -1,4 +1,4 @@
-//! The "native fence queued" ETW event on Windows (docs/logs.md §5): a minimal TraceLogging
+//! The "native fence queued" ETW event on Windows (docs/logs.md#umd): a minimal TraceLogging
 //! provider `rvgpu.Umd` with one event, `NativeFenceQueued`, whose fields are those of
 //! [`QueuedOp`]. [`EtwFenceTrace`] is a [`FenceTrace`], so a queue forwards its "queued" events
 //! to ETW when the C API installs it.

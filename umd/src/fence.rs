@@ -95,7 +95,7 @@ impl GpuFence {
     }
 }
 
-/// A native fence as the UMD holds it (docs/logs.md §5): the process's D3DKMT handle,
+/// A native fence as the UMD holds it (docs/logs.md#umd): the process's D3DKMT handle,
 /// which LOG_WRITE records as the log entry's `hNativeFence` (LOG-03), and its addresses in this
 /// process.
 /// Returned by [`Kmt::create_native_fence`](crate::kmt::Kmt::create_native_fence) and

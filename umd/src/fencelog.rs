@@ -1,4 +1,4 @@
-//! Native fence logs on the UMD side (docs/logs.md §5; LOG-02, LOG-04): the per-queue
+//! Native fence logs on the UMD side (docs/logs.md#umd; LOG-02, LOG-04): the per-queue
 //! log cursors, the expansion of native-fence operations into their packets, and the "queued"
 //! event of each operation for the GPU timeline.
 //!
@@ -88,7 +88,7 @@ pub enum Op<'a> {
     Wait(&'a NativeFence, u64),
 }
 
-/// The "queued" event of one native-fence operation (docs/logs.md §5, §6.1): the harness joins
+/// The "queued" event of one native-fence operation (docs/logs.md#umd): the harness joins
 /// it with the OS's log entry on `(adapter, queue_id, kind, index)`; `(fence, value)` must then
 /// equal the entry's `(hNativeFence, FenceValue)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

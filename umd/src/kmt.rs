@@ -576,7 +576,7 @@ pub trait Kmt {
         Err(STATUS_NOT_SUPPORTED)
     }
 
-    // Native fence logs (docs/logs.md §5). Default bodies keep every implementation
+    // Native fence logs (docs/logs.md#umd). Default bodies keep every implementation
     // compiling; an implementation that supports logs and the timeline overrides them.
 
     /// `D3DKMTCreateNativeFence` of a default-type native fence on the UMD's device with

@@ -33,7 +33,7 @@
 //!   [`SubmitError::Lost`] from then on; the caller drops it and creates a new one.
 //! - Teardown order: doorbell, hardware queues, allocations, context ([`UserQueue::close`]
 //!   waits for the last submitted value first; dropping does not wait).
-//! - **Native fence logs** (docs/logs.md §5, `fencelog`): [`UserQueue::submit_ops`]
+//! - **Native fence logs** (docs/logs.md#umd, `fencelog`): [`UserQueue::submit_ops`]
 //!   expands native-fence signals and waits into their packet and a LOG_WRITE with the next
 //!   index of the queue's wait or signal log, published in the same write-pointer update, and
 //!   reports each operation's "queued" event to the caller's [`FenceTrace`]. Kernel-mode queues
@@ -735,7 +735,7 @@ impl<K: Kmt> KernelQueue<K> {
         self.path.submit(&self.kmt, cmds)
     }
 
-    /// Submits native-fence operations and packets (docs/logs.md §5). A kernel-mode queue has
+    /// Submits native-fence operations and packets (docs/logs.md#umd). A kernel-mode queue has
     /// no logs, so no LOG_WRITE is emitted; each signal and wait is still reported to the
     /// [`FenceTrace`] (with `logged: false`) once the batch is submitted.
     pub fn submit_ops(&mut self, ops: &[Op<'_>]) -> Result<u64, SubmitError> {
@@ -1083,7 +1083,7 @@ impl<K: Kmt> UserQueue<K> {
         self.submit_batch(cmds).map(|(value, _)| value)
     }
 
-    /// Submits native-fence operations and packets as one batch (docs/logs.md §5, LOG-02,
+    /// Submits native-fence operations and packets as one batch (docs/logs.md#umd, LOG-02,
     /// LOG-04); returns the progress value that marks their completion.
     ///
     /// On the user-mode path each [`Op::Signal`] becomes `FENCE_SIGNAL` (conditional

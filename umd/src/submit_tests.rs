@@ -1506,7 +1506,7 @@ fn thunks_shared_through_arc() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Native fence logs (docs/logs.md §5): LOG-02, LOG-04 on the UMD side
+// Native fence logs (docs/logs.md#umd): LOG-02, LOG-04 on the UMD side
 // ---------------------------------------------------------------------------------------------
 
 use crate::fence::NativeFence;

@@ -1,4 +1,4 @@
-//! The GPU timeline (docs/logs.md §6): native-fence operations of a run as a Chrome
+//! The GPU timeline (docs/logs.md#the-gpu-timeline): native-fence operations of a run as a Chrome
 //! trace-event JSON file that the Perfetto UI (<https://ui.perfetto.dev>) and
 //! `chrome://tracing` open, plus an SVG picture of the same data for the README.
 //!
@@ -9,12 +9,12 @@
 //! entries the OS drained, and the `DxgkDdiCalibrateGpuClock` samples).
 //!
 //! **Time.** CPU times are QPC ticks (`qpc_hz` per second); GPU times are GPU clock ticks,
-//! mapped to QPC ticks through the calibration samples of their adapter (§6.2): between two
+//! mapped to QPC ticks through the calibration samples of their adapter (docs/logs.md#the-gpu-timeline): between two
 //! samples linear interpolation (absorbs drift), before the first / after the last
 //! extrapolation from the nearest sample with the sample's `qpc_hz / gpu_hz`. The file's `ts`
 //! are microseconds since the earliest event of the whole file (float, ns precision).
 //!
-//! **File** (§6.3, object form of the Trace Event Format):
+//! **File** (docs/logs.md#the-gpu-timeline, object form of the Trace Event Format):
 //! - one trace "process" per hardware queue, with
 //!   `pid = 1_000_000 · (group + 1) + 10_000 · adapter + queue_id`
 //!   (group = the case's position in the file; docs/logs.md's `1000 · (adapter + 1) + queue_id`
@@ -166,7 +166,7 @@ impl Timeline {
     }
 
     /// Operations whose mapped GPU end is earlier than their CPU queued time by more than the
-    /// mapping's uncertainty plus 1 µs (docs/logs.md §6.2: causality), as messages.
+    /// mapping's uncertainty plus 1 µs (docs/logs.md#the-gpu-timeline: causality), as messages.
     pub fn causality_violations(&self) -> Vec<String> {
         let mut out = Vec::new();
         let mut clocks = BTreeMap::new();
@@ -198,7 +198,7 @@ impl Timeline {
     }
 }
 
-/// GPU → CPU time mapping of one adapter (docs/logs.md §6.2).
+/// GPU → CPU time mapping of one adapter (docs/logs.md#the-gpu-timeline).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClockMap {
     qpc_hz: u64,
@@ -734,7 +734,7 @@ fn tick_step(span: f64) -> f64 {
         .unwrap_or(10.0 * p)
 }
 
-/// An SVG picture of `timelines` (the README screenshot's fallback, docs/logs.md §6.5): per
+/// An SVG picture of `timelines` (the README screenshot's fallback, docs/logs.md#the-gpu-timeline): per
 /// queue a lane with its wait boxes (light pink), signal boxes (dark pink), each from the CPU
 /// queued time to the GPU end time and stacked where they overlap, and a GPU row (stalls grey,
 /// signals as ticks); a time axis and a legend. `width` in pixels.
@@ -1240,7 +1240,7 @@ mod tests {
         }
     }
 
-    /// docs/logs.md §7 `timeline_json_is_valid_and_async_pairs_match`: the file parses, every
+    /// docs/logs.md#the-gpu-timeline `timeline_json_is_valid_and_async_pairs_match`: the file parses, every
     /// `b` has exactly one `e` with the same id, name, category and pid at a time not before
     /// it, ids are unique, metadata names every queue and comes first, and the events are
     /// sorted by time.
@@ -1314,7 +1314,7 @@ mod tests {
         assert!(reasons.contains(&"marker"));
     }
 
-    /// docs/logs.md §7 `timeline_gpu_to_cpu_mapping_is_causal`, mapping part: interpolation
+    /// docs/logs.md#the-gpu-timeline `timeline_gpu_to_cpu_mapping_is_causal`, mapping part: interpolation
     /// between samples (absorbing drift), extrapolation with the frequency ratio outside them.
     #[test]
     fn timeline_gpu_to_cpu_mapping_interpolates_and_extrapolates() {
@@ -1346,7 +1346,7 @@ mod tests {
         close(d.to_qpc(1_000_000), 1000.0);
     }
 
-    /// Causality (§6.2): operations mapped within tolerance pass, a GPU end well before the
+    /// Causality (docs/logs.md#the-gpu-timeline): operations mapped within tolerance pass, a GPU end well before the
     /// queued time is reported.
     #[test]
     fn timeline_gpu_to_cpu_mapping_is_causal() {
@@ -1442,7 +1442,7 @@ mod tests {
         assert_eq!(s, "x\t\"y\"\u{1f}");
     }
 
-    /// docs/logs.md §7 `timeline_svg_renders`: one rect per box plus legend and stalls, the
+    /// docs/logs.md#the-gpu-timeline `timeline_svg_renders`: one rect per box plus legend and stalls, the
     /// queue names, balanced tags.
     #[test]
     fn timeline_svg_renders() {

@@ -7,7 +7,7 @@
 //! - corrupt a queue's ring at its read pointer;
 //! - post a forged event record (a faulty GPU's view of the event ring);
 //! - anonymous fence events: FENCE_SIGNALED records carry `NO_QUEUE` although the device
-//!   has `CAPS.OPTIMIZED_FENCE_IRQ` (docs/logs.md §4.8: the driver must then report
+//!   has `CAPS.OPTIMIZED_FENCE_IRQ` (docs/logs.md#kmd: the driver must then report
 //!   NULL `hHWQueue`).
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -14,7 +14,7 @@
 //! - A translation that completed before the invalidation may still be in use by the command
 //!   being executed; the register path waits for the CMP's current quantum to finish (it takes
 //!   the CMP lock, `Core::tlb_invalidate`), and every quantum translates afresh, so no access
-//!   after the register write returns uses a translation from before it (§12.5).
+//!   after the register write returns uses a translation from before it (hardware.md §12.5).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

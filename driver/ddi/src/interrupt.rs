@@ -527,7 +527,7 @@ pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled {
     /// `OptimizedNativeFenceSignaledInterrupt` is TRUE. Documented in the structure page's
     /// source (MicrosoftDocs/windows-driver-docs-ddi,
     /// `wdk-ddi-src/content/d3dkmddi/ns-d3dkmddi-_dxgkargcb_notify_interrupt_data.md`);
-    /// UNVERIFIED which WDK's d3dkmddi.h first has it (docs/logs.md §9.1).
+    /// UNVERIFIED which WDK's d3dkmddi.h first has it (docs/logs.md#kmd).
     pub hHWQueue: HANDLE,
 }
 layout!(

@@ -102,7 +102,7 @@ pub fn header_after(n: u32, entries: u64) -> Option<u64> {
 
 /// The free-running number of entries written to a log of `entries` entries whose header word
 /// reads `header`: `WraparoundCount * entries + FirstFreeEntryIndex`, i.e. `n + 1` after writing
-/// free-running index `n` (docs/logs.md §2), whatever way `entries` splits it. Saturates at
+/// free-running index `n` (docs/logs.md#kmd), whatever way `entries` splits it. Saturates at
 /// `u64::MAX` (cannot happen for a header the device wrote: both halves are 32-bit).
 pub fn header_count(header: u64, entries: u64) -> u64 {
     let (first, wrap) = unpack_index(header);

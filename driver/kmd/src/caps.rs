@@ -121,7 +121,7 @@ pub fn native_gpu_fence<P: Platform>(live: &Live<P>) -> bool {
     os && device && live.ddis.native_fence && live.ddis.fence_logs
 }
 
-/// LOG-08 (docs/logs.md §3.1): per-queue fence interrupts need the device cap (events name
+/// LOG-08 (docs/logs.md#kmd): per-queue fence interrupts need the device cap (events name
 /// the running queue), the device's log writes (`FENCE_LOG`) and native fences advertised
 /// (with the log DDIs). A device without `CAPS.OPTIMIZED_FENCE_IRQ` gets the fence-array
 /// reports of NF-14/NF-15.

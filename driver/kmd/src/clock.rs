@@ -1,7 +1,7 @@
 //! `DxgkDdiCalibrateGpuClock` (DISPATCH_LEVEL,
 //! <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock>):
 //! one GPU clock sample paired with one CPU (QPC) sample, which Dxgkrnl uses to map GPU
-//! timestamps (native fence log entries, LOG-03/LOG-06) to CPU time (docs/logs.md §3.5).
+//! timestamps (native fence log entries, LOG-03/LOG-06) to CPU time (docs/logs.md#kmd).
 //!
 //! Every engine and the context-management processor read the same `GPU_CLOCK`
 //! (hardware.md 11), so the answer does not depend on the node or on

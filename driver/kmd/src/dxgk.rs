@@ -163,7 +163,7 @@ impl Dxgk {
 
     /// DxgkCbInvalidateHwContext (PASSIVE: call it with no spin lock held): tells Dxgkrnl that
     /// the context `h_context` caused an engine hang and lost its state in the reset; the OS
-    /// puts its device in error and submits nothing more from it (docs/tdr.md §3.4 step 5,
+    /// puts its device in error and submits nothing more from it (docs/tdr.md#the-kmd step 5,
     /// UM-10). `CollateralDamage` = 0 (primary cause). Which handle Dxgkrnl expects is
     /// UNVERIFIED (docs/tdr.md Q2).
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_invalidatehwcontext>

@@ -1,4 +1,4 @@
-//! Native fence log buffers (LOG-01 … LOG-09; design: docs/logs.md §3).
+//! Native fence log buffers (LOG-01 … LOG-09; design: docs/logs.md#kmd).
 //!
 //! - `DxgkDdiSetNativeFenceLogBuffer` ([`set_log_buffer`], DISPATCH_LEVEL,
 //!   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer>):
@@ -15,7 +15,7 @@
 //!   native-fence interrupt (LOG-08).
 //!
 //! Which log a call is for: the argument has no type, so the OS-written header's `Type` says
-//! (docs/logs.md §9.4). The KMD keeps no CPU pointer to a log; it reads the header only during
+//! (docs/logs.md#kmd). The KMD keeps no CPU pointer to a log; it reads the header only during
 //! the call.
 
 use alloc::boxed::Box;
@@ -330,7 +330,7 @@ pub enum QueueLookup {
 /// `DxgkCbSynchronizeExecution` at destroy ([`clear_queue_irq`]), so an ISR that read an
 /// entry has finished reporting it before the OS can free the queue. Per engine, a count of
 /// table entries without both logs decides whether a NULL report must also ask the OS to
-/// scan every waiter (docs/logs.md §3.4).
+/// scan every waiter (docs/logs.md#kmd).
 #[derive(Debug)]
 pub struct QueueIrqTable {
     slots: Box<[AtomicU64]>,

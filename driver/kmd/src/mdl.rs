@@ -6,8 +6,8 @@
 //! count does not fit the page array its own `Size` covers, or a range past its `ByteCount`,
 //! is `STATUS_INVALID_PARAMETER`; nothing here reads past the array `Size` covers.
 //!
-//! PFNs become bus addresses (`pfn × 4096`): paging buffers run on the bus (hardware.md
-//! §12.2) and the simulated platform has no DMA remapping. A platform that remaps DMA would
+//! PFNs become bus addresses (`pfn × 4096`): paging buffers run on the bus (hardware.md §12.2)
+//! and the simulated platform has no DMA remapping. A platform that remaps DMA would
 //! need the pages mapped for the device first (`DxgkCbMapMdlToIoMmu`); not built.
 
 use rvgpu_ddi::mdl::{MDL, MDL_PFN_ARRAY_OFFSET, PFN_NUMBER, PMDL};

@@ -1,5 +1,5 @@
-//! Node rings: the OS-scheduled ("legacy") submission path of every engine (docs/tdr.md §0.1,
-//! §3.2, §3.3; TDR-03, TDR-04, TDR-06, TDR-07).
+//! Node rings: the OS-scheduled ("legacy") submission path of every engine (docs/tdr.md#the-kmd;
+//! TDR-03, TDR-04, TDR-06, TDR-07).
 //!
 //! Per node (engine) the KMD owns one kernel ring, a hardware queue of its own that sits
 //! **first** in the engine's runlist at a priority above every HW queue
@@ -26,7 +26,7 @@
 //! [`crate::sched::Sched::nodes`], so [`crate::runlist::build`] reads it without the interrupt
 //! lock.
 //!
-//! Preemption is a drain (docs/tdr.md §3.3): the device has no mid-packet preemption, so
+//! Preemption is a drain (docs/tdr.md#the-kmd): the device has no mid-packet preemption, so
 //! `DxgkDdiPreemptCommand` reports `DmaPreempted` at once when nothing is pending and otherwise
 //! when the ring has drained; a hung ring never drains and the OS's preemption timeout starts
 //! the TDR.
@@ -66,7 +66,7 @@ pub const NODE_RING_BYTES: u32 = 64 * 1024;
 /// allocated at DIRQL). The simulated OS keeps at most 256 DMA buffers in flight per node;
 /// Windows' limit is UNVERIFIED (docs/tdr.md Q5).
 pub const NODE_PENDING_MAX: usize = 1024;
-/// Descriptor priority of a node ring: above every HW queue's (docs/tdr.md §3.2), whatever
+/// Descriptor priority of a node ring: above every HW queue's (docs/tdr.md#the-kmd), whatever
 /// band its context is in ([`crate::hws::ContextPriority`] uses bits 0..24).
 pub const NODE_RING_PRIORITY: u32 = 1 << 24;
 /// Byte offset of the fence word `F` behind the ring and its ring control.
@@ -321,7 +321,7 @@ impl NodeFences {
         self.pending.iter()
     }
 
-    /// After a successful ResetEngine (docs/tdr.md §3.4 step 4): nothing pending, `C := S :=
+    /// After a successful ResetEngine (docs/tdr.md#the-kmd step 4): nothing pending, `C := S :=
     /// last_aborted`, no preemption outstanding.
     pub fn reset_to(&mut self, last_aborted: u32) {
         self.pending.clear();
@@ -432,7 +432,7 @@ pub struct NodeRings {
 
 /// The runlist-side view of the node rings: descriptors fixed at start (read under the
 /// scheduler lock by [`crate::runlist::build`]) and which nodes' rings are parked out of their
-/// runlist (ResetEngine's leave/re-enter, docs/tdr.md §3.4 step 4).
+/// runlist (ResetEngine's leave/re-enter, docs/tdr.md#the-kmd step 4).
 #[derive(Clone, Debug, Default)]
 pub struct NodeSlots {
     descriptors: Vec<QueueDescriptor>,
@@ -603,7 +603,7 @@ impl NodeRings {
     }
 
     /// The fence ID of the pending submission whose ring bytes contain `rptr` (the device's
-    /// `RESET_RPTR`, a free-running byte position), if any (docs/tdr.md §3.4 table, row 1).
+    /// `RESET_RPTR`, a free-running byte position), if any (docs/tdr.md#the-kmd table, row 1).
     pub fn pending_fence_at(&self, node: u32, rptr: u64) -> Option<u32> {
         self.pending_at(node, rptr).map(|p| p.fence)
     }
@@ -618,7 +618,7 @@ impl NodeRings {
         self.get(node)?.fences.faulted()
     }
 
-    /// After a successful ResetEngine on `node` (docs/tdr.md §3.4 step 4): pending cleared,
+    /// After a successful ResetEngine on `node` (docs/tdr.md#the-kmd step 4): pending cleared,
     /// `F := C := S := last_aborted`, preemption request dropped, and the ring control's
     /// `read_ptr := write_ptr` so the ring is empty when it re-enters the runlist. The caller
     /// has committed `node`'s runlist without the node ring ([`NodeSlots::set_parked`]) before
@@ -1011,7 +1011,7 @@ pub fn submit_command_virtual<P: Platform>(
 }
 
 /// DxgkDdiPreemptCommand (DISPATCH_LEVEL; an error is bug check 0x119 / 0x2). Preemption is a
-/// drain (docs/tdr.md §3.3): with nothing pending, `DmaPreempted(PreemptionFenceId, C)` is
+/// drain (docs/tdr.md#the-kmd): with nothing pending, `DmaPreempted(PreemptionFenceId, C)` is
 /// reported at once from a routine synchronised with the ISR (the page's special case);
 /// otherwise the ISR reports it when the ring has drained.
 ///

@@ -1,4 +1,4 @@
-//! `DxgkDdiBuildPagingBuffer` (docs/tdr.md §3.1, TDR-03/TDR-08): the paging operations the
+//! `DxgkDdiBuildPagingBuffer` (docs/tdr.md#the-kmd, TDR-03/TDR-08): the paging operations the
 //! node ring executes, written into the OS's paging buffer as device packets.
 //!
 //! - `DXGK_OPERATION_FILL` → `FILL` packets (the 32-bit pattern repeated to 64 bits);

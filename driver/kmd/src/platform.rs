@@ -86,7 +86,7 @@ pub unsafe trait Platform: 'static {
     /// The CPU performance counter and its frequency: `(count, Hz)`
     /// (`KeQueryPerformanceCounter` on Windows, the simulated OS's `qpc()` clock under it).
     /// Callable at any IRQL up to DISPATCH_LEVEL. `DxgkDdiCalibrateGpuClock` pairs it with the
-    /// device's `GPU_CLOCK` (docs/logs.md §3.5, hardware.md 11).
+    /// device's `GPU_CLOCK` (docs/logs.md#kmd, hardware.md 11).
     ///
     /// The default is "no CPU clock" (`(0, 0)`): a platform that does not provide one makes
     /// calibration fail with STATUS_NOT_SUPPORTED rather than report a made-up time.

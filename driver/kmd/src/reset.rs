@@ -1,4 +1,4 @@
-//! Timeout detection and recovery (TDR-01 … TDR-09; docs/tdr.md §3.4, "engineer B").
+//! Timeout detection and recovery (TDR-01 … TDR-09; docs/tdr.md#the-kmd, "engineer B").
 //!
 //! The Windows 8 per-engine path ([tdr8]) and the adapter-wide fallback:
 //!
@@ -15,7 +15,7 @@
 //! doorbell DDI (level 0 or other classes, which can run beside a first-level DDI) edits the
 //! runlist between the reset and the commit that ends the hold. The node rings are read and
 //! drained inside `DxgkCbSynchronizeExecution` ([`Live::synchronized`]): lock order **sched
-//! lock → interrupt lock**, never the reverse (docs/tdr.md §3.2). `DxgkCbInvalidateHwContext`
+//! lock → interrupt lock**, never the reverse (docs/tdr.md#the-kmd). `DxgkCbInvalidateHwContext`
 //! is PASSIVE_LEVEL [ihc] and is called after the lock is released. `DxgkDdiCollectDbgInfo`
 //! ([`crate::dbginfo`]) takes none of these locks, so it can run beside a reset (TDR-01).
 //!
@@ -54,7 +54,7 @@ use crate::status::{self, Status};
 // LastAbortedFenceId (TDR-06, TDR-07)
 // ---------------------------------------------------------------------------------------------
 
-/// A node ring's fence bookkeeping at the moment of the reset (docs/tdr.md §3.4 step 3).
+/// A node ring's fence bookkeeping at the moment of the reset (docs/tdr.md#the-kmd step 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeFences {
     /// `S`: last submitted fence ID.
@@ -79,7 +79,7 @@ pub enum Aborted {
     Nothing,
 }
 
-/// `LastAbortedFenceId` for the outcome table of docs/tdr.md §3.4 (TDR-06):
+/// `LastAbortedFenceId` for the outcome table of docs/tdr.md#the-kmd (TDR-06):
 ///
 /// | device answer | value |
 /// |---|---|
@@ -390,7 +390,7 @@ fn invalidate<P: Platform>(a: &Adapter<P>, live: &Live<P>, g: Guilty) {
     }
 }
 
-/// DxgkDdiResetEngine (PASSIVE, first level; docs/tdr.md §3.4).
+/// DxgkDdiResetEngine (PASSIVE, first level; docs/tdr.md#the-kmd).
 ///
 /// 1. Validate; under the scheduler lock reset the engine (`CTRL`); `RESET_RESULT ≠ Ok` →
 ///    error, nothing changed.
@@ -612,7 +612,7 @@ const ADAPTER_RESET_POLLS: u32 = 1_000_000;
 /// reads and writes no memory. Every node: pending cleared, `F := C := S` (TDR-04). KMD-owned
 /// rings of kernel-mode hardware queues are emptied too (`read_ptr := write_ptr`) so that a
 /// hung submission does not run again at restart; user-mode rings are the UMD's and keep their
-/// contents (the OS errors the devices with outstanding work, docs/tdr.md §5.3). Doorbell
+/// contents (the OS errors the devices with outstanding work, docs/tdr.md#the-kmd). Doorbell
 /// bindings and runlists are restored by [`restart_from_timeout`].
 ///
 /// Failure means the OS bug checks (0x116), so the only error is a device that does not come
@@ -745,7 +745,7 @@ mod tests {
         }
     }
 
-    /// TDR-06: every row of docs/tdr.md §3.4's outcome table, each asserted equal to the
+    /// TDR-06: every row of docs/tdr.md#the-kmd's outcome table, each asserted equal to the
     /// expected ID and inside `[C, S]`.
     #[test]
     fn tdr_06_every_row_of_the_outcome_table() {

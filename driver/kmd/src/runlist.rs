@@ -39,7 +39,7 @@ use crate::status::{self, Status};
 /// measure connects with up to this many queues on one engine.
 pub const RUNLIST_CAPACITY: u32 = RUNLIST_MAX - 1;
 const _: () = assert!(RUNLIST_CAPACITY <= RUNLIST_MAX);
-/// Descriptors per runlist buffer: the node ring (docs/tdr.md §3.2, always first) and
+/// Descriptors per runlist buffer: the node ring (docs/tdr.md#the-kmd, always first) and
 /// [`RUNLIST_CAPACITY`] hardware queues.
 pub const RUNLIST_ENTRIES: u32 = RUNLIST_CAPACITY + 1;
 const _: () = assert!(RUNLIST_ENTRIES <= RUNLIST_MAX);
@@ -105,7 +105,7 @@ pub fn descriptor(s: &Sched, q: &HwQueue) -> Option<QueueDescriptor> {
 }
 
 /// The descriptors `engine`'s runlist holds now: the engine's node ring (unless parked by a
-/// reset, docs/tdr.md §3.2/§3.4), then the runnable hardware queues, in handle order, at
+/// reset, docs/tdr.md#the-kmd), then the runnable hardware queues, in handle order, at
 /// most [`RUNLIST_CAPACITY`]. Each goes to the slot of its queue id ([`slot`]); the node
 /// rings took the adapter's first ids at start, so the node ring is first.
 pub fn build(s: &Sched, engine: u32) -> impl Iterator<Item = QueueDescriptor> + '_ {
@@ -447,7 +447,7 @@ mod tests {
         assert_eq!(build(&s, 1).count(), RUNLIST_CAPACITY as usize);
     }
 
-    /// docs/tdr.md §3.2: each engine's node ring is the first entry of its runlist, at a
+    /// docs/tdr.md#the-kmd: each engine's node ring is the first entry of its runlist, at a
     /// priority above every HW queue; a parked node ring (ResetEngine's leave commit) is left
     /// out and the HW queues keep their order.
     #[test]

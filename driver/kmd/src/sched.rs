@@ -79,7 +79,7 @@ pub struct Sched {
     pub physical: Physical,
     /// One runlist buffer per engine (allocated at start, written only under the lock).
     pub runlists: Vec<DmaBuffer>,
-    /// Node-ring descriptors, first in each engine's runlist (docs/tdr.md §3.2).
+    /// Node-ring descriptors, first in each engine's runlist (docs/tdr.md#the-kmd).
     pub nodes: crate::node::NodeSlots,
     /// Priority bands as the OS set them (hardware scheduling, [`crate::hws`]).
     pub bands: crate::hws::Bands,

@@ -136,7 +136,7 @@ pub mod vidsch {
     pub const DRIVER_REPORTED_INVALID_FENCE_ID: u64 = 0x1;
     /// `DRIVER_SUBMIT_FAILED` (0x2): the driver failed a command submission
     /// (`DxgkDdiSubmitCommand`, `DxgkDdiPreemptCommand`: "an error status is bug check 0x119
-    /// subtype 0x2", docs/tdr.md §2). Parameters: (0x2, the NTSTATUS, node ordinal, fence ID) —
+    /// subtype 0x2", docs/tdr.md#the-simulated-os). Parameters: (0x2, the NTSTATUS, node ordinal, fence ID) —
     /// parameters 2-4 are the simulation's choice.
     pub const DRIVER_SUBMIT_FAILED: u64 = 0x2;
     /// `REPORTED_INVALID_ABORTED_FENCE`: after a successful engine reset the driver reported a

@@ -205,7 +205,7 @@ pub fn os_supports(build: crate::machine::WindowsBuild, id: DXGK_FEATURE_ID) -> 
 /// start checks say:
 /// - USER_MODE_SUBMISSION → HWSCH ([M] user-mode work submission runs on hardware-scheduled
 ///   nodes; [D] BR-73 requires context scheduling on a UMS node) and → NATIVE_FENCE (user-mode
-///   queues can only use native fences; 24H2 requires `NativeGpuFence` for a UMS node, §7a);
+///   queues can only use native fences; 24H2 requires `NativeGpuFence` for a UMS node, windows-bringup.md §7a);
 /// - NATIVE_FENCE → HWSCH ([M] "Native GPU fence objects": a feature of "GPU hardware
 ///   scheduling stage 2").
 ///

@@ -65,7 +65,7 @@ impl Machine {
 
     /// Like [`Machine::load_driver`], but `edit` changes the table the driver hands to
     /// `DxgkInitialize` *before* Dxgkrnl copies and checks it: a driver built differently (for
-    /// instance declaring another interface version, §10 question 1).
+    /// instance declaring another interface version, windows-bringup.md §10 question 1).
     pub fn load_driver_as_built(
         &mut self,
         edit: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,

@@ -351,7 +351,7 @@ rules! {
         InterfaceReference => at(P, D, "wdm/nc-wdm-pinterface_reference");
         /// `INTERFACE::InterfaceDereference`.
         InterfaceDereference => at(P, D, "wdm/nc-wdm-pinterface_dereference");
-        // Legacy (kernel-mode) scheduling and TDR (docs/tdr.md §2).
+        // Legacy (kernel-mode) scheduling and TDR (docs/tdr.md#the-simulated-os).
         //
         // "DISPATCH_LEVEL"; an error status is bug check 0x119 subtype 0x2.
         DxgkDdiSubmitCommand =>
@@ -409,7 +409,7 @@ rules! {
             at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_resumehwengine").ddi_wrapper();
         // Native fence logs and GPU clock.
         //
-        // The OS calls the three at DISPATCH_LEVEL (docs/logs.md §3.6, §9.3).
+        // The OS calls the three at DISPATCH_LEVEL (docs/logs.md#simulated-os).
         DxgkDdiSetNativeFenceLogBuffer =>
             at(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer");
         DxgkDdiUpdateNativeFenceLogs =>

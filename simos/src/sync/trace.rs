@@ -1,4 +1,4 @@
-//! The OS side of the GPU timeline (docs/logs.md §4.6, §4.7, §6.1, §6.2): the CPU
+//! The OS side of the GPU timeline (docs/logs.md#the-gpu-timeline): the CPU
 //! clock ([`qpc`]), the events the simulated OS reports ([`TraceEvent`] to a [`TraceSink`]),
 //! how a CPU wait was released ([`ReleaseVia`]), and the data the harness turns into a trace
 //! file: a [`Recorder`] that collects both the OS's events and the UMD's "queued" events
@@ -10,10 +10,10 @@
 //!   never 0. The simulated kernel's `Platform::query_performance_counter` (what the KMD's
 //!   calibration reads) and the UMD's sim thunk `Kmt::cpu_timestamp` both use it, so queued
 //!   times and calibration samples are on one clock.
-//! - **Join (§6.1).** One operation per `(adapter, queue_id, kind, index mod 2^32)`; the
+//! - **Join (docs/logs.md#the-gpu-timeline).** One operation per `(adapter, queue_id, kind, index mod 2^32)`; the
 //!   entry's `(hNativeFence, FenceValue)` must equal the queued op's `(fence, value)`, else
 //!   [`Operation::mismatch`] is set (a case failure for the harness).
-//! - **Mapping (§6.2).** Between two samples linear interpolation; before the first / after
+//! - **Mapping (docs/logs.md#the-gpu-timeline).** Between two samples linear interpolation; before the first / after
 //!   the last, extrapolation with `qpc_hz / gpu_hz` from the nearest sample.
 
 use std::collections::BTreeMap;
@@ -40,7 +40,7 @@ pub fn qpc() -> u64 {
     u64::try_from(ns / 100).unwrap_or(u64::MAX - 1) + 1
 }
 
-/// How a CPU wait on a native fence was released (docs/logs.md §4.3).
+/// How a CPU wait on a native fence was released (docs/logs.md#the-gpu-timeline).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReleaseVia {
     /// A SIGNAL_EXECUTED entry of a queue's signal log (free-running index `index`).
@@ -64,7 +64,7 @@ pub enum ReleaseVia {
     Immediate,
 }
 
-/// One event of the simulated OS for the timeline (docs/logs.md §4.7).
+/// One event of the simulated OS for the timeline (docs/logs.md#the-gpu-timeline).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceEvent {
     /// A user-mode hardware queue got its logs (inside `D3DKMTCreateHwQueue`).
@@ -146,7 +146,7 @@ impl std::fmt::Debug for SinkSlot {
 }
 
 /// A UMD "queued" event with the adapter it came from (the harness's per-process wrapper adds
-/// it, §6.1).
+/// it, docs/logs.md#the-gpu-timeline).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Queued {
     pub adapter: usize,
@@ -183,7 +183,7 @@ impl FenceTrace for AdapterTrace {
     }
 }
 
-/// One native-fence operation of the timeline (§6.1): what the UMD queued joined with what the
+/// One native-fence operation of the timeline (docs/logs.md#the-gpu-timeline): what the UMD queued joined with what the
 /// GPU logged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Operation {
@@ -253,7 +253,7 @@ impl Recorder {
         m
     }
 
-    /// The join of §6.1: one [`Operation`] per `(adapter, queue_id, kind, index mod 2^32)`
+    /// The join of docs/logs.md#the-gpu-timeline: one [`Operation`] per `(adapter, queue_id, kind, index mod 2^32)`
     /// seen in a logged queued event or a log entry, sorted by that key. An operation whose
     /// entry was never read (lost to an overflow, see [`TraceEvent::LogLost`], or not yet
     /// drained) has `lost` set.
@@ -324,7 +324,7 @@ impl Recorder {
     }
 }
 
-/// GPU → CPU (QPC) time mapping from calibration samples (§6.2).
+/// GPU → CPU (QPC) time mapping from calibration samples (docs/logs.md#the-gpu-timeline).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClockMap {
     /// QPC ticks per second.

@@ -1,6 +1,6 @@
 //! Test-only misbehaving TDR DDIs: table hooks for [`crate::Machine::load_driver_with`]
 //! that wrap the driver's real routine and break its contract, to prove the simulated OS
-//! catches it (docs/tdr.md §5.4). Kept apart from `testing.rs` (the `gpu` stand-in).
+//! catches it (docs/tdr.md#the-simulated-os). Kept apart from `testing.rs` (the `gpu` stand-in).
 
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 

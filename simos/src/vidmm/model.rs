@@ -214,7 +214,7 @@ pub(crate) fn query(
             format!("{n} segments reported (at most 32)"),
         )));
     }
-    // BR-62, §10 Q4: at least one segment. [D24] dxgmms2 `CreatePhysicalAdapterSegments`
+    // BR-62, windows-bringup.md §10 Q4: at least one segment. [D24] dxgmms2 `CreatePhysicalAdapterSegments`
     // (@ 0x14009B368 and @ 0x1400B14D0, the two later builds read) refuses a zero count with
     // STATUS_UNSUCCESSFUL right after the counting call, whatever the memory model (no IoMmu
     // exemption); VIDMM_GLOBAL::Init fails, VidMmiInit returns no VidMm and the start fails

@@ -1,4 +1,4 @@
-//! The legacy (kernel-mode) VidSch path (docs/tdr.md §5.1): DMA buffers submitted
+//! The legacy (kernel-mode) VidSch path (docs/tdr.md#the-simulated-os): DMA buffers submitted
 //! per node through `DxgkDdiSubmitCommand` with increasing `SubmissionFenceId`s, and a minimal
 //! submission path VidMm's paging buffers ([`crate::vidmm::paging`]) take with `Flags.Paging` on
 //! the system context.
@@ -36,7 +36,7 @@ use crate::sync::process_id::ProcessId;
 use crate::ums::{self, KmtHandle, UmsProcess};
 use crate::vidsch::tdr::{self, DmaBuf, Packet, TdrShared};
 
-/// Kernel-mode DMA buffers in flight per node (docs/tdr.md §3.2: the KMD's ring holds 1024).
+/// Kernel-mode DMA buffers in flight per node (docs/tdr.md#the-simulated-os: the KMD's ring holds 1024).
 pub const IN_FLIGHT_LIMIT: u32 = 256;
 
 pub(crate) fn encode(cmds: &[Command]) -> Result<Vec<u64>, SimError> {

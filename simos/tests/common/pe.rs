@@ -110,14 +110,14 @@ pub fn rerun_under_the_pages(skips: &[(&str, &str)], image: bool) {
 #[macro_export]
 macro_rules! under_the_pages {
     ($($skip:literal => $why:literal),* $(,)?) => {
-        /// Every test of this file again, the OS playing Microsoft's pages (§8a).
+        /// Every test of this file again, the OS playing Microsoft's pages (windows-bringup.md §8a).
         #[test]
         fn under_the_pages() {
             $crate::common::pe::rerun_under_the_pages(&[$(($skip, $why)),*], false);
         }
     };
     (image $(, $skip:literal => $why:literal)* $(,)?) => {
-        /// Every test of this file again, the OS playing Microsoft's pages (§8a), on both builds.
+        /// Every test of this file again, the OS playing Microsoft's pages (windows-bringup.md §8a), on both builds.
         #[test]
         fn under_the_pages() {
             $crate::common::pe::rerun_under_the_pages(&[$(($skip, $why)),*], true);

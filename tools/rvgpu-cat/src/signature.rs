@@ -3,7 +3,7 @@
 //! signer's certificate is in the SignedData, the signed attributes name the trust list as the
 //! content and carry its digest, and the signature over the signed attributes verifies with
 //! the certificate's key (RFC 2315 §9.3: the digest covers the content octets of the content
-//! field, without its identifier and length octets; §9.3 again: the signature covers the DER
+//! field, without its identifier and length octets; RFC 2315 §9.3 again: the signature covers the DER
 //! of the authenticated attributes as a SET OF). Who may be trusted is the caller's question
 //! (the machine's certificate stores); [`certificate_signed_by`] checks one link of a chain.
 //!

@@ -439,7 +439,7 @@ pub trait FenceLogs {
     /// the UMD's "queued" events of every queue (also those created later).
     fn trace_fences(&mut self) -> Result<(), Failure>;
 
-    /// The recorded fence operations joined (docs/logs.md §6.1) with the calibration samples,
+    /// The recorded fence operations joined (docs/logs.md) with the calibration samples,
     /// labelled `label`. Simulation only.
     fn fence_timeline(&self, label: &str) -> Result<crate::timeline::Timeline, Failure>;
 

@@ -535,7 +535,7 @@ pub enum OsEvent {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Native fence logs and the GPU timeline (LOG-01 … LOG-09, docs/logs.md §6.4).
+// Native fence logs and the GPU timeline (LOG-01 … LOG-09, docs/logs.md).
 
 /// A native fence a process made through the UMD (`Kmt::create_native_fence`): its D3DKMT
 /// handle is what the queue's LOG_WRITEs record.
@@ -566,7 +566,7 @@ pub struct QueueLogs {
     pub signal_entries: Option<u64>,
 }
 
-/// What the OS counted of its log drains on one adapter (docs/logs.md §4.3).
+/// What the OS counted of its log drains on one adapter (docs/logs.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LogCounters {
     /// DPC-time drains that read at least one header.
@@ -659,7 +659,7 @@ pub enum TdrCause {
     Faulted(u32),
 }
 
-/// One step of the OS's detection and recovery, in order (docs/tdr.md §5; devices named by
+/// One step of the OS's detection and recovery, in order (docs/tdr.md; devices named by
 /// the session's processes where they are one of them).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TdrStep {

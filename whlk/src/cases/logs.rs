@@ -1,9 +1,9 @@
 //! `Logs.*`: native fence logs and the GPU timeline (LOG-01 … LOG-09,
-//! docs/logs.md §6.4, §7), one case per requirement group, named after it.
+//! docs/logs.md#the-gpu-timeline), one case per requirement group, named after it.
 //!
 //! Work goes through the UMD (`submit_ops`: every GPU wait and signal followed by its
 //! LOG_WRITE), the OS drains the logs at DPC time, and the session's recorder joins the UMD's
-//! "queued" events with the log entries (docs/logs.md §6.1). `Logs.Timeline` hands its
+//! "queued" events with the log entries (docs/logs.md#the-gpu-timeline). `Logs.Timeline` hands its
 //! timeline to the runner ([`runner::attach_timeline`]), which writes the run's timeline file;
 //! the step-mode cases do not (their GPU clock advances per machine step, so their GPU times
 //! do not map to CPU times).
@@ -111,7 +111,7 @@ fn per_log(tl: &Timeline) -> BTreeMap<(u32, LogKind), Vec<FenceOp>> {
     m
 }
 
-/// LOG-02, LOG-03, LOG-06 and §6.2 on a joined timeline: every operation was queued and
+/// LOG-02, LOG-03, LOG-06 and docs/logs.md#the-gpu-timeline on a joined timeline: every operation was queued and
 /// logged, without mismatch; each log's indices run `0..n` without gaps; non-zero GPU end
 /// times never go backwards within a log; a wait's observed time is not after its end; with
 /// `causal`, the mapped GPU end is not before the CPU queued time. Causality only means

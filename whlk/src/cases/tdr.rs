@@ -1,4 +1,4 @@
-//! `Tdr.*`: timeout detection and recovery (TDR-01 … TDR-09, UM-10; docs/tdr.md §6),
+//! `Tdr.*`: timeout detection and recovery (TDR-01 … TDR-09, UM-10; docs/tdr.md),
 //! one case per requirement, named after it, through the real KMD, the simulated VidSch/VidMm
 //! and the emulated GPU.
 //!
@@ -31,7 +31,7 @@ const VIDEO_TDR_TIMEOUT_DETECTED: u32 = 0x117;
 const VIDEO_ENGINE_TIMEOUT_DETECTED: u32 = 0x141;
 /// `STATUS_DEVICE_REMOVED`.
 const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
-/// Reasons (docs/tdr.md §5.1; only 9 is Windows' documented value).
+/// Reasons (docs/tdr.md; only 9 is Windows' documented value).
 const REASON_ENGINE_TIMEOUT: u32 = 1;
 const REASON_PROMOTED: u32 = 9;
 /// Step-mode budget of one wait (20 000 rounds).

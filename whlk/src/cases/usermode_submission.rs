@@ -1202,7 +1202,7 @@ fn device_loss_aborts_and_recreate(b: &dyn Backend) -> CaseResult {
         s.os_trace_ref()?.doorbell_mapping(q)?.is_none(),
         "an aborted doorbell still maps the physical page"
     );
-    // The pages have the OS disconnect it through the KMD; 24H2 only writes the status (§8a
+    // The pages have the OS disconnect it through the KMD; 24H2 only writes the status (windows-bringup.md §8a
     // of docs/windows-bringup.md). Either way a disconnect, if any, says ABORT.
     let ev = events_since(&*s, m)?;
     ensure!(

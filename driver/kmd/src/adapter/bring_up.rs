@@ -197,7 +197,7 @@ impl<P: Platform> Adapter<P> {
         } = heap;
         let mut sched = Sched::with_physical(physical, runlists);
         sched.runlist_update = identity.caps.contains(rvgpu_hw::regs::Caps::RUNLIST_UPDATE);
-        // Node rings (docs/tdr.md §3.2): allocated and entered in every engine's runlist
+        // Node rings (docs/tdr.md#the-kmd): allocated and entered in every engine's runlist
         // before anything else can be, so OS-scheduled work always has its queue.
         let nodes =
             match crate::node::bring_up::<P>(&dxgk, &regs, &mut sched, identity.config.engines) {

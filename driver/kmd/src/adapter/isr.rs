@@ -68,7 +68,7 @@ impl<P: Platform> Adapter<P> {
         // SAFETY: the ISR holds the interrupt lock (IsrCell's invariant).
         let isr = unsafe { &mut *live.isr.0.get() };
         let (ring, registry, nodes) = (&mut isr.ring, &isr.fences, &mut isr.nodes);
-        // Node-ring reports (DmaCompleted / DmaPreempted / DmaFaulted, docs/tdr.md §3.3).
+        // Node-ring reports (DmaCompleted / DmaPreempted / DmaFaulted, docs/tdr.md#the-kmd).
         let mut node_emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| live.dxgk.notify_interrupt(d);
         let mut batch = if live.optimized_fence_irq {
             Batch::optimized()

@@ -58,7 +58,7 @@ pub struct PowerState(pub i32);
 pub struct IsrState {
     pub ring: EventRing,
     pub fences: Registry,
-    /// The node rings (legacy submission path, docs/tdr.md §3.2): interrupt lock only.
+    /// The node rings (legacy submission path, docs/tdr.md#the-kmd): interrupt lock only.
     pub nodes: crate::node::NodeRings,
 }
 

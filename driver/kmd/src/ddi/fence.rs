@@ -1,4 +1,4 @@
-//! The native-fence DDIs (crate::fence) and the native fence logs (docs/logs.md §3,
+//! The native-fence DDIs (crate::fence) and the native fence logs (docs/logs.md#kmd,
 //! crate::log).
 
 use core::ffi::c_void;

@@ -1,4 +1,4 @@
-//! Node rings: OS-scheduled submission, preemption, paging (docs/tdr.md §3.3; crate::node,
+//! Node rings: OS-scheduled submission, preemption, paging (docs/tdr.md#the-kmd; crate::node,
 //! crate::paging), and the display DDIs a render-only adapter refuses (crate::present). IRQLs
 //! from each DDI's Microsoft page, cited there.
 

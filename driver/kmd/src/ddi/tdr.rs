@@ -1,4 +1,4 @@
-//! TDR (docs/tdr.md §3.4; crate::reset, crate::dbginfo) and hardware scheduling (crate::hws).
+//! TDR (docs/tdr.md#the-kmd; crate::reset, crate::dbginfo) and hardware scheduling (crate::hws).
 //! IRQL and synchronisation levels are on each function's Microsoft page, cited in
 //! crate::reset and crate::hws.
 

@@ -213,7 +213,7 @@ impl Batch {
         for engine in 0..engines {
             self.legacy(engine, emit);
             if native && self.optimized {
-                // Every node: NULL hHWQueue and a scan of every waiter (docs/logs.md §3.4).
+                // Every node: NULL hHWQueue and a scan of every waiter (docs/logs.md#kmd).
                 self.native_queue(engine, None, true, emit);
                 self.flush(emit);
             } else if native {

@@ -85,7 +85,7 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
     for l in legacy {
         l.release();
     }
-    // The log drain (docs/logs.md §4.2), releases from signal entries first.
+    // The log drain (docs/logs.md#simulated-os), releases from signal entries first.
     let req = std::mem::take(&mut lock(&a.fence_os).log_req);
     let mut from_logs: Vec<Arc<FenceObj>> = Vec::new();
     let mut log_scan = false;
@@ -211,7 +211,7 @@ pub(crate) fn log_drain_locked(
     Ok((touched, scan))
 }
 
-/// Calibrates the GPU clock of every node when due (§4.6): every drain in step mode (the GPU
+/// Calibrates the GPU clock of every node when due (docs/logs.md#simulated-os): every drain in step mode (the GPU
 /// clock advances per step there), at most every 30 ms of real time in threaded mode.
 pub(super) fn maybe_calibrate(a: &AdapterShared) {
     let due = {

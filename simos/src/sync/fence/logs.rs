@@ -30,15 +30,15 @@ pub(crate) fn settle_after_drain(
 }
 
 impl Machine {
-    /// Installs the OS's trace sink on every adapter (docs/logs.md §4.7). With a sink the OS
-    /// also calibrates the GPU clock at log drains (§4.6).
+    /// Installs the OS's trace sink on every adapter (docs/logs.md#simulated-os). With a sink the OS
+    /// also calibrates the GPU clock at log drains (docs/logs.md#simulated-os).
     pub fn set_trace_sink(&self, s: Arc<dyn crate::sync::trace::TraceSink>) {
         for i in 0.. {
             let Ok(a) = self.adapter_shared(i) else {
                 break;
             };
             lock(&a.fence_os).trace = crate::sync::trace::SinkSlot(Some(s.clone()));
-            // A first calibration sample per node (docs/logs.md §4.6), when the adapter runs.
+            // A first calibration sample per node (docs/logs.md#simulated-os), when the adapter runs.
             if *lock(&a.life) == Life::Started {
                 let a = a.clone();
                 maybe_calibrate(&a);
@@ -154,7 +154,7 @@ impl Machine {
         settle_after_drain(&a, Vec::new(), true)
     }
 
-    /// `DxgkDdiCalibrateGpuClock(node, 0)` on adapter `i` with the OS's checks (§4.6):
+    /// `DxgkDdiCalibrateGpuClock(node, 0)` on adapter `i` with the OS's checks (docs/logs.md#simulated-os):
     /// `(gpu_hz, gpu, cpu, bracket)`.
     pub fn calibrate_gpu_clock(
         &self,

@@ -160,7 +160,7 @@ pub enum WaitOutcome {
 struct EventInner {
     state: Mutex<Option<WaitOutcome>>,
     cv: Condvar,
-    /// How a satisfied wait was released (docs/logs.md §4.3).
+    /// How a satisfied wait was released (docs/logs.md#simulated-os).
     via: Mutex<Option<ReleaseVia>>,
 }
 

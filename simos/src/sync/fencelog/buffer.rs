@@ -1,5 +1,5 @@
 //! One log buffer in memory and the OS's reader over it: entries in index order, laps, overflow
-//! and torn-entry detection (docs/logs.md §4.2).
+//! and torn-entry detection (docs/logs.md#simulated-os).
 
 use super::*;
 

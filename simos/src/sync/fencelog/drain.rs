@@ -74,7 +74,7 @@ pub(super) fn bump(a: &AdapterShared, f: impl FnOnce(&mut LogCounters)) {
     f(&mut lock(&a.fence_os).log_counters);
 }
 
-/// The DPC-time drain (§4.2) of adapter `a`. `forced` queues are read whatever the request
+/// The DPC-time drain (docs/logs.md#simulated-os) of adapter `a`. `forced` queues are read whatever the request
 /// says (recreate, destroy). Returns the signals seen and whether a fallback scan is due.
 pub fn drain(
     a: &AdapterShared,
@@ -130,7 +130,7 @@ pub fn drain(
         let s = peek(&mut l.signal);
         if s.is_none() && req.named.contains(&q.kmd) {
             // A named queue without a new signal entry: the signal that interrupted is not in
-            // its log (index wrap, a KMD mistake): scan (§9.8).
+            // its log (index wrap, a KMD mistake): scan (docs/logs.md#simulated-os).
             out.scan_all = true;
         }
         if w.is_some() || s.is_some() {
@@ -268,7 +268,7 @@ pub(super) fn distrust(a: &AdapterShared, q: &QueueLog, m: &str) {
     );
 }
 
-/// One `DxgkDdiCalibrateGpuClock(node, 0)` at DISPATCH_LEVEL with the OS's checks (§4.6):
+/// One `DxgkDdiCalibrateGpuClock(node, 0)` at DISPATCH_LEVEL with the OS's checks (docs/logs.md#simulated-os):
 /// `q_before ≤ CpuClockCounter ≤ q_after`, `GpuFrequency` = the device's `CLOCK_FREQ`, the
 /// GPU counter never below the adapter's previous answer. Emits [`TraceEvent::Calibration`].
 /// Returns `(gpu_hz, gpu, cpu, bracket)`.

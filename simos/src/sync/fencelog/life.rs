@@ -1,4 +1,4 @@
-//! Buffer life (§4.1), called from `crate::ums`: buffers created with a hardware queue,
+//! Buffer life (docs/logs.md#simulated-os), called from `crate::ums`: buffers created with a hardware queue,
 //! retired at destroy and checked for writes after retirement.
 
 use super::*;
@@ -169,7 +169,7 @@ pub(super) fn check_retired(
     Ok(())
 }
 
-/// `Machine::recreate_hw_queue_log` (§4.1, the stand-in for Dxgkrnl moving a log): drain,
+/// `Machine::recreate_hw_queue_log` (docs/logs.md#simulated-os, the stand-in for Dxgkrnl moving a log): drain,
 /// new buffer, `DxgkDdiSetNativeFenceLogBuffer`, drain the old buffer once more, carry the
 /// cursor and last timestamp, poison and keep the old buffer.
 pub(crate) fn recreate(

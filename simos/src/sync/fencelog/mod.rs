@@ -1,4 +1,4 @@
-//! The OS side of native fence logs (LOG-01 … LOG-09; design: docs/logs.md §4).
+//! The OS side of native fence logs (LOG-01 … LOG-09; design: docs/logs.md#simulated-os).
 //!
 //! - **Buffers (LOG-01, LOG-09).** Every user-mode hardware queue gets a wait log and a signal
 //!   log inside `D3DKMTCreateHwQueue` ([`crate::ums`]): one zeroed, page-aligned 4 KiB system
@@ -8,7 +8,7 @@
 //!   queue creation. [`crate::Machine::recreate_hw_queue_log`] moves a log (drain, new buffer,
 //!   set, drain the old one once more, carry the cursor, poison the old buffer and keep it:
 //!   a changed word later is the device writing a freed log, a simulation error).
-//! - **Drain (LOG-07, §4.2).** After the driver's DPC returns, for each candidate queue (the
+//! - **Drain (LOG-07, docs/logs.md#simulated-os).** After the driver's DPC returns, for each candidate queue (the
 //!   named `hHWQueue`s, every log-bearing queue of an engine reported with a NULL
 //!   `hHWQueue`, and without the optimized cap every log-bearing queue of a reported engine)
 //!   the OS reads both headers (acquire) and computes the free-running count
@@ -127,7 +127,7 @@ pub struct QueueLog {
     pub logs: Mutex<Option<QueueLogs>>,
 }
 
-/// Counters of the drain (docs/logs.md §4.3).
+/// Counters of the drain (docs/logs.md#simulated-os).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LogCounters {
     /// Drains that read at least one header.

@@ -1,4 +1,4 @@
-//! Timeout detection and recovery: the VidSch side (docs/tdr.md §5, TDR-01 … TDR-09,
+//! Timeout detection and recovery: the VidSch side (docs/tdr.md#the-simulated-os, TDR-01 … TDR-09,
 //! UM-10).
 //!
 //! **Scheduling state** (per adapter, [`TdrOs`]): per node the OS's own `(S, C)` — last
@@ -39,7 +39,7 @@
 //! UM-10: every doorbell of an errored device goes `DISCONNECTED_ABORT`; nothing happens to
 //! other devices.
 //!
-//! **Adapter-wide path** ([`adapter_reset`], docs/tdr.md §5.3): `CollectDbgInfo(0x117)`, every
+//! **Adapter-wide path** ([`adapter_reset`], docs/tdr.md#the-simulated-os): `CollectDbgInfo(0x117)`, every
 //! user-mode submission thunk and kernel-mode submission gated, `DxgkDdiResetFromTimeout`
 //! (failure: bug check 0x116), every node `C := S` with its in-flight packets dropped and their
 //! devices (and every device with a hardware queue behind its last-queued value) in error,
@@ -90,7 +90,7 @@ use crate::lock::lock;
 use crate::machine::{Machine, Mode};
 use crate::ums::{self, KmtHandle};
 
-/// Why the OS reset (docs/tdr.md §5.1). Only 9's value is from the seed; the others are the
+/// Why the OS reset (docs/tdr.md#the-simulated-os). Only 9's value is from the seed; the others are the
 /// simulation's (UNVERIFIED).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
@@ -214,7 +214,7 @@ pub enum TdrEvent {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TdrConfig {
     /// Step mode: rounds without progress before a timeout (> the device's 200-step hang
-    /// detection, docs/tdr.md §5.1).
+    /// detection, docs/tdr.md#the-simulated-os).
     pub timeout_steps: u64,
     /// Threaded mode: time without progress before a timeout.
     pub timeout: Duration,

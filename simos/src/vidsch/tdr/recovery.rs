@@ -243,7 +243,7 @@ pub(crate) fn recover_node(
         }
         if let Some(e) = a.device.engine_snapshot(rn) {
             use rvgpu_hw::engine::EngineState;
-            // §3.4 step 6: the node ring (the descriptor above every hardware-queue priority)
+            // ResetEngine step 6 (docs/tdr.md#the-kmd): the node ring (the descriptor above every hardware-queue priority)
             // is empty once ResetEngine returns: nothing of the aborted work is left to run.
             let node_ring_busy = e.queues.iter().any(|q| {
                 q.priority > rvgpu_hw::pdd::HW_QUEUE_PRIORITY_MAX
@@ -254,7 +254,7 @@ pub(crate) fn recover_node(
                     a,
                     format!(
                         "driver bug: after DxgkDdiResetEngine(node {rn}) the node ring still \
-                         holds work (docs/tdr.md §3.4 step 6)"
+                         holds work (docs/tdr.md#the-simulated-os step 6)"
                     ),
                 ));
             }
@@ -263,7 +263,7 @@ pub(crate) fn recover_node(
                     a,
                     format!(
                         "driver bug: after DxgkDdiResetEngine(node {rn}) the engine is {:?}, \
-                         held {} (docs/tdr.md §3.4 step 6)",
+                         held {} (docs/tdr.md#the-simulated-os step 6)",
                         e.state, e.held
                     ),
                 ));
@@ -464,7 +464,7 @@ pub(super) fn error_devices(
     Ok(())
 }
 
-/// The adapter-wide path (docs/tdr.md §5.3). `extra`: devices to put in error besides those
+/// The adapter-wide path (docs/tdr.md#the-simulated-os). `extra`: devices to put in error besides those
 /// with outstanding work (TDR-08's owners).
 pub(crate) fn adapter_reset(
     a: &AdapterShared,

@@ -174,7 +174,7 @@ pub(crate) unsafe extern "system" fn cb_invalidate_hw_context(
     if lock(&sh.os).in_reset.is_none() {
         a.state.raise_sim_error(
             "driver bug: DxgkCbInvalidateHwContext outside DxgkDdiResetEngine / \
-             DxgkDdiResetHwEngine (docs/tdr.md §5.4)",
+             DxgkDdiResetHwEngine (docs/tdr.md#the-simulated-os)",
         );
         return STATUS_INVALID_PARAMETER;
     }

@@ -31,7 +31,7 @@ fn op_kind(k: HwLogKind) -> OpKind {
     }
 }
 
-/// The recorder's data as a [`Timeline`]: the joined operations (docs/logs.md §6.1), the
+/// The recorder's data as a [`Timeline`]: the joined operations (docs/logs.md#simulated-os), the
 /// queues, the calibration samples, and markers for lost entries and moved logs (at the
 /// queued time of the nearest operation of that log: the OS's events carry no time).
 fn recorded_timeline(rec: &Recorder, label: &str) -> Timeline {
