@@ -454,6 +454,9 @@ pub enum Wddm32Thunk {
     /// `D3DKMTCreateNativeFence` (24H2): not a function in windows-sys 0.61 either, and its
     /// `D3DKMT_CREATENATIVEFENCE` there is a prerelease layout.
     CreateNativeFence,
+    /// `D3DKMTIsFeatureEnabled` (24H2), absent from windows-sys 0.61:
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtisfeatureenabled>.
+    IsFeatureEnabled,
 }
 
 impl Wddm32Thunk {
@@ -464,6 +467,7 @@ impl Wddm32Thunk {
             Self::DestroyDoorbell => c"D3DKMTDestroyDoorbell",
             Self::NotifyWorkSubmission => c"D3DKMTNotifyWorkSubmission",
             Self::CreateNativeFence => c"D3DKMTCreateNativeFence",
+            Self::IsFeatureEnabled => c"D3DKMTIsFeatureEnabled",
         }
     }
 
@@ -488,7 +492,8 @@ const GDI32: [u16; 10] = {
 };
 
 /// Looked-up thunks: null = not looked up yet, [`MISSING`] = this Windows lacks it.
-static THUNKS: [AtomicPtr<c_void>; 5] = [
+static THUNKS: [AtomicPtr<c_void>; 6] = [
+    AtomicPtr::new(ptr::null_mut()),
     AtomicPtr::new(ptr::null_mut()),
     AtomicPtr::new(ptr::null_mut()),
     AtomicPtr::new(ptr::null_mut()),
@@ -801,6 +806,11 @@ impl WinKmt {
     /// The D3DKMT device handle.
     pub fn device(&self) -> u32 {
         self.device
+    }
+
+    /// The D3DKMT adapter handle the device was created on.
+    pub fn adapter(&self) -> u32 {
+        self.adapter
     }
 
     fn wait(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {

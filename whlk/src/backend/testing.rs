@@ -13,9 +13,8 @@
 //! Two things are still rvgpu's: buffers are made by the harness's allocation thunk, which
 //! passes rvgpu's allocation private data (the overview page asks for the standard allocation
 //! types `EXISTINGHEAP`/`INTERNALBACKINGSTORE`, not bound here), and a backend reaches the escape
-//! through [`TestThunks`], which only the simulated thunks implement so far (the Windows
-//! thunks have no `D3DKMTEscape` binding yet: there the capability reports the interface
-//! missing).
+//! through [`TestThunks`] (the simulated thunks, and gdi32's `D3DKMTEscape` and
+//! `D3DKMTIsFeatureEnabled` on Windows, `kmt::windows`).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -17,7 +17,8 @@
 //! The driver's caps, the OS's internals, fault injection and the other simulation-only
 //! capabilities are absent, so the cases that need them are reported as skipped with the
 //! reason. Methods that need more than the thunks (OS events, churn threads, MonitoredValue)
-//! answer [`Failure::Unsupported`], which also skips the case. No driver escape is used.
+//! answer [`Failure::Unsupported`], which also skips the case. The one driver escape is the
+//! kernel-mode testing interface's known escape (`super::testing`).
 
 #[cfg(target_os = "linux")]
 pub mod dll;

@@ -25,7 +25,14 @@ use windows_sys::Wdk::Graphics::Direct3D::{
 };
 use windows_sys::Win32::Foundation::LUID;
 
+use rvgpu_ddi::feature::{DXGK_FEATURE_KERNEL_MODE_TESTING, DXGK_ISFEATUREENABLED_RESULT};
+use rvgpu_umd::kmt_windows::Wddm32Thunk;
+use windows_sys::Wdk::Graphics::Direct3D::{
+    D3DKMTEscape, D3DDDI_ESCAPEFLAGS, D3DKMT_ESCAPE, D3DKMT_ESCAPE_DRIVERPRIVATE,
+};
+
 use super::{FenceWait, KmtMachine, KmtPlatform, KmtSync, MonitoredSync};
+use crate::backend::testing::TestThunks;
 use crate::backend::{Failure, ProcessEnd, SessionConfig};
 
 /// `D3DKMT_ADAPTERTYPE` bits (d3dkmthk.h): RenderSupported is bit 0, DisplaySupported bit 1.
@@ -190,6 +197,10 @@ impl FenceCpu for WinMonitoredValue {
 impl KmtSync for WinKmt {
     type Value = WinMonitoredValue;
 
+    fn testing(&self) -> Option<&dyn TestThunks> {
+        Some(self)
+    }
+
     fn create_monitored_fence(&self, initial: u64) -> Result<MonitoredSync<Self::Value>, NtStatus> {
         let f = WinKmt::create_monitored_fence(self, initial)?;
         Ok(MonitoredSync {
@@ -214,5 +225,83 @@ impl KmtSync for WinKmt {
             WaitOutcome::Reached => Ok(FenceWait::Reached),
             WaitOutcome::TimedOut => Ok(FenceWait::TimedOut),
         }
+    }
+}
+
+/// `D3DDDI_ESCAPEFLAGS::DriverKnownEscape` (bit 6 of the flags word, d3dukmdt.h):
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_escapeflags>.
+const DRIVER_KNOWN_ESCAPE: u32 = 1 << 6;
+
+/// `D3DKMT_ISFEATUREENABLED`, absent from windows-sys 0.61:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_isfeatureenabled>.
+#[repr(C)]
+#[derive(Default)]
+struct IsFeatureEnabled {
+    h_adapter: u32,
+    feature_id: rvgpu_ddi::feature::DXGK_FEATURE_ID,
+    result: DXGK_ISFEATUREENABLED_RESULT,
+}
+const _: () = assert!(std::mem::size_of::<IsFeatureEnabled>() == 12);
+
+/// The kernel-mode testing thunks on Windows: the known escape through `D3DKMTEscape`, the
+/// feature's state through `D3DKMTIsFeatureEnabled` (looked up in gdi32.dll: a Windows before
+/// 24H2 lacks it, and there the interface is reported missing).
+impl TestThunks for WinKmt {
+    fn escape_build_test_command_buffer(
+        &self,
+        data: &mut [u8],
+        _dma: &mut [u8],
+        _private: &mut [u8],
+    ) -> Result<(), NtStatus> {
+        // `data`'s pointers already name `_dma` and `_private` (the caller built it so); the OS
+        // copies the driver's output into them.
+        let mut flags = D3DDDI_ESCAPEFLAGS::default();
+        flags.Anonymous.Value = DRIVER_KNOWN_ESCAPE;
+        let args = D3DKMT_ESCAPE {
+            hAdapter: self.adapter(),
+            hDevice: self.device(),
+            Type: D3DKMT_ESCAPE_DRIVERPRIVATE,
+            Flags: flags,
+            pPrivateDriverData: data.as_mut_ptr().cast::<c_void>(),
+            PrivateDriverDataSize: u32::try_from(data.len())
+                .map_err(|_| NtStatus(rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER))?,
+            hContext: 0,
+        };
+        // SAFETY: the argument block names `data`, writable for its length, and the buffers
+        // `data` points at are the caller's, alive for the call.
+        let st = unsafe { D3DKMTEscape(&args) };
+        if st < 0 {
+            Err(NtStatus(st))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn kernel_mode_testing_enabled(&self) -> Result<bool, NtStatus> {
+        let mut args = IsFeatureEnabled {
+            h_adapter: self.adapter(),
+            feature_id: DXGK_FEATURE_KERNEL_MODE_TESTING,
+            ..Default::default()
+        };
+        // SAFETY: the thunk's argument block, on this frame for the call.
+        let st = unsafe {
+            rvgpu_umd::kmt_windows::call(
+                Wddm32Thunk::IsFeatureEnabled,
+                (&raw mut args).cast::<c_void>(),
+            )
+        };
+        match st {
+            rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED => Ok(false),
+            st if st < 0 => Err(NtStatus(st)),
+            _ => Ok(args
+                .result
+                .Anonymous
+                .is_set(rvgpu_ddi::feature::DXGK_ISFEATUREENABLED_RESULT_0::Enabled)),
+        }
+    }
+
+    /// Timeout detection and recovery is always on for a Windows adapter.
+    fn arm_tdr(&self) -> Result<(), NtStatus> {
+        Ok(())
     }
 }
