@@ -524,7 +524,7 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<(u32, Handle),
         return Err(status::DEVICE_REMOVED);
     }
     // A page on a device that is gone would ring nothing; say so instead.
-    if crate::removal::check_lost(&live.regs) {
+    if live.regs.check_lost() {
         return Err(status::DEVICE_REMOVED);
     }
     if let Some(page) = d.physical {

@@ -46,10 +46,15 @@ pub(crate) fn driver_support(
         DXGK_FEATURE_HWSCH | DXGK_FEATURE_USER_MODE_SUBMISSION | DXGK_FEATURE_NATIVE_FENCE => {
             Some((1, 1))
         }
-        DXGK_FEATURE_KERNEL_MODE_TESTING => Some((crate::kmtest::VERSION, crate::kmtest::VERSION)),
+        DXGK_FEATURE_KERNEL_MODE_TESTING => {
+            Some((KERNEL_MODE_TESTING_VERSION, KERNEL_MODE_TESTING_VERSION))
+        }
         _ => None,
     }
 }
+
+/// The version of the kernel-mode testing interface the driver implements ([`crate::kmtest`]).
+pub(crate) const KERNEL_MODE_TESTING_VERSION: DXGK_FEATURE_VERSION = 1;
 
 /// The native-fence feature as negotiated with the OS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

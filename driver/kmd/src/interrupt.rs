@@ -233,7 +233,7 @@ impl EventRing {
                 let status = regs.read::<regs::IntStatus>().raw();
                 if status == u32::MAX {
                     // Not ours (hardware.md 7.3); tell a lost device apart from a glitch.
-                    let _ = crate::removal::check_lost(regs);
+                    let _ = regs.check_lost();
                     return None;
                 }
                 if status == 0 {

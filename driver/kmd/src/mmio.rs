@@ -7,6 +7,7 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use rvgpu_hw::register::{Fixed, Indexed, Readable, RegRaw, Register, Width, Writable};
+use rvgpu_hw::regs::{self, DeviceStatus};
 
 use crate::platform::Platform;
 
@@ -68,6 +69,30 @@ impl<P: Platform> Regs<P> {
     /// Whether [`Self::mark_gone`] ran.
     pub fn is_gone(&self) -> bool {
         self.state.load(core::sync::atomic::Ordering::Acquire) & GONE != 0
+    }
+
+    /// Whether `DEVICE_STATUS` says the device is lost (all-ones, a dead bus, has the bit too);
+    /// if so, marks the registers gone. One register read unless already gone; nothing is read
+    /// out of D0 (all-ones would be D3hot's answer anyway).
+    pub fn check_lost(&self) -> bool {
+        if self.is_gone() {
+            return true;
+        }
+        if !self.is_powered() {
+            return false;
+        }
+        let st = DeviceStatus::from_bits_retain(self.read::<regs::DeviceStatusReg>().raw());
+        if st.contains(DeviceStatus::LOST) {
+            self.mark_gone();
+            crate::klog!(
+                P,
+                Warning,
+                "rvgpu: device lost (DEVICE_STATUS {:#x})",
+                st.bits()
+            );
+            return true;
+        }
+        false
     }
 
     /// The function enters (`false`) or is back in (`true`) D0 (DxgkDdiSetPowerState).

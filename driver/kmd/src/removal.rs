@@ -15,37 +15,11 @@
 use rvgpu_ddi::adapter::{
     DxgkRemovalHibernation, DxgkRemovalPnPNotify, DXGK_SURPRISE_REMOVAL_TYPE,
 };
-use rvgpu_hw::regs::{self, DeviceStatus};
 
 use crate::adapter::Adapter;
 use crate::klog;
-use crate::mmio::Regs;
 use crate::platform::Platform;
 use crate::status::{self, Status};
-
-/// Whether `DEVICE_STATUS` says the device is lost (all-ones, a dead bus, has the bit too);
-/// if so, marks the registers gone. One register read unless already gone.
-pub fn check_lost<P: Platform>(regs: &Regs<P>) -> bool {
-    if regs.is_gone() {
-        return true;
-    }
-    if !regs.is_powered() {
-        // Out of D0 nothing is read, and all-ones would be D3hot's answer anyway.
-        return false;
-    }
-    let st = DeviceStatus::from_bits_retain(regs.read::<regs::DeviceStatusReg>().raw());
-    if st.contains(DeviceStatus::LOST) {
-        regs.mark_gone();
-        klog!(
-            P,
-            Warning,
-            "rvgpu: device lost (DEVICE_STATUS {:#x})",
-            st.bits()
-        );
-        return true;
-    }
-    false
-}
 
 /// DxgkDdiNotifySurpriseRemoval: the hardware is gone. Nothing is freed here (the OS goes on
 /// to destroy every object and to stop and remove the adapter, and those DDIs free the

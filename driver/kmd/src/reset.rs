@@ -296,7 +296,7 @@ fn reset_hw<P: Platform>(
     fence(Ordering::Acquire);
     if ResetResult::from_u32(result) != Some(ResetResult::Ok) {
         // All-ones: the device may be gone; later accesses then stop.
-        let _ = crate::removal::check_lost(&live.regs);
+        let _ = live.regs.check_lost();
         return Err(status::DEVICE_HARDWARE_ERROR);
     }
     Ok(DeviceAnswer {

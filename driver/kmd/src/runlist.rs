@@ -194,7 +194,7 @@ pub fn commit<P: Platform>(regs: &Regs<P>, s: &Sched, engine: u32) -> Result<u32
     len_of.store(len32, Ordering::Relaxed);
     // The read-back orders the commit before what follows and tells a dead device (the
     // commit then did nothing).
-    if crate::removal::check_lost(regs) {
+    if regs.check_lost() {
         return Err(status::DEVICE_REMOVED);
     }
     Ok(count)
@@ -237,7 +237,7 @@ pub fn commit_slot<P: Platform>(
     }
     regs.write_at(engine, regs::RunlistUpdate::new(id32));
     len_of.store(len32, Ordering::Relaxed);
-    if crate::removal::check_lost(regs) {
+    if regs.check_lost() {
         return Err(status::DEVICE_REMOVED);
     }
     Ok(())

@@ -49,7 +49,7 @@ use crate::status::{self, Status};
 pub(crate) use build::{packets, Packets, Target};
 
 /// The one version of the feature rvgpu implements.
-pub(crate) const VERSION: u16 = 1;
+use crate::features::KERNEL_MODE_TESTING_VERSION as VERSION;
 
 /// `STATUS_BUFFER_OVERFLOW`: a warning (high bit set, so not `NT_SUCCESS`) that the sizes
 /// written back are what the call needs.
