@@ -244,7 +244,7 @@ fn describe<P: Platform>(live: &Live<P>, al: &Allocation, info: &mut DXGK_ALLOCA
     if !al.cached {
         set |= bit(gpummu::SEGMENT_LOCAL);
     }
-    if !cpu_visible && gpummu::local_segment(live, gpummu::SEGMENT_LOCAL_HIDDEN).is_some() {
+    if !cpu_visible && gpummu::local_segment(live.mmu(), gpummu::SEGMENT_LOCAL_HIDDEN).is_some() {
         set |= bit(gpummu::SEGMENT_LOCAL_HIDDEN);
     }
     info.Size = usize::try_from(al.size).unwrap_or(0);
@@ -273,7 +273,7 @@ fn preference<P: Platform>(live: &Live<P>, al: &Allocation) -> DXGK_SEGMENTPREFE
     if al.cpu_visible {
         order[0] = gpummu::SEGMENT_APERTURE;
     } else {
-        let hidden = gpummu::local_segment(live, gpummu::SEGMENT_LOCAL_HIDDEN).is_some();
+        let hidden = gpummu::local_segment(live.mmu(), gpummu::SEGMENT_LOCAL_HIDDEN).is_some();
         order = if hidden {
             [
                 gpummu::SEGMENT_LOCAL_HIDDEN,
@@ -299,7 +299,7 @@ pub fn create<'p, P: Platform>(
     private: impl Fn(&DXGK_ALLOCATIONINFO) -> Option<&'p [u8]>,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    if !gpummu::supported(live) {
+    if !gpummu::supported(live.mmu()) {
         return Err(status::NOT_SUPPORTED);
     }
     // No resources (no D3D runtime objects above allocations) and no resource private data.

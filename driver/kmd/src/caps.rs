@@ -5,8 +5,8 @@
 use core::mem::size_of;
 
 use rvgpu_ddi::adapter::{
-    DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS, DXGKQAITYPE_NATIVE_FENCE_CAPS,
-    DXGKQAITYPE_USERMODESUBMISSION_CAPS, DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS,
+    DXGKQAITYPE_DRIVERCAPS, DXGKQAITYPE_NATIVE_FENCE_CAPS, DXGKQAITYPE_USERMODESUBMISSION_CAPS,
+    DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS,
 };
 use rvgpu_ddi::fence::DXGK_NATIVE_FENCE_CAPS;
 use rvgpu_ddi::submission::{
@@ -19,6 +19,7 @@ use rvgpu_hw::engine::{ENGINE_COMPUTE, ENGINE_COPY};
 
 use crate::adapter::Live;
 use crate::platform::Platform;
+use crate::qai::Request;
 use crate::status::{self, Status};
 
 /// `DXGK_DRIVERCAPS` for a render-only WDDM 3.2 adapter with hardware scheduling.
@@ -83,7 +84,7 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
     // The GpuMmu model (crate::gpummu): VidMm owns per-process page tables the
     // driver writes through paging buffers; the node metadata and the GPUMMUCAPS answer say
     // the same (Dxgkrnl cross-checks them, docs/windows-bringup.md BR-68/71).
-    if crate::gpummu::supported(live) {
+    if crate::gpummu::supported(live.mmu()) {
         let mut mm = rvgpu_ddi::adapter::DXGK_VIDMMCAPS_0::default();
         mm.set(
             rvgpu_ddi::adapter::DXGK_VIDMMCAPS_0::VirtualAddressingSupported,
@@ -92,14 +93,14 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
         mm.set(rvgpu_ddi::adapter::DXGK_VIDMMCAPS_0::GpuMmuSupported, 1);
         caps.MemoryManagementCaps = rvgpu_ddi::adapter::DXGK_VIDMMCAPS {
             Anonymous: mm,
-            PagingNode: crate::gpummu::paging_node(live),
+            PagingNode: crate::gpummu::paging_node(live.mmu()),
         };
     }
     // AL-06: a device that does not snoop CPU caches makes the aperture non-coherent, and the
     // OS must know before it maps anything cached (Dxgkrnl refuses this on x86/x64, BR-50).
     caps.PresentationCaps.set(
         rvgpu_ddi::adapter::DXGK_PRESENTATIONCAPS::NoCacheCoherentApertureMemory,
-        u32::from(!crate::gpummu::io_coherent(live)),
+        u32::from(!crate::gpummu::io_coherent(live.mmu())),
     );
     // HwQueuePacketCap stays 0: hardware flip queues are not built (render-only adapter).
     caps
@@ -169,11 +170,8 @@ pub const DRIVERCAPS_SIZES: [usize; 8] = {
 /// else the prefix of the largest layout (see [`DRIVERCAPS_SIZES`]) that fits, as an OS of that
 /// interface version reads exactly that many bytes. A buffer smaller than the WDDM 1.0 layout
 /// is refused with STATUS_INVALID_PARAMETER (QueryAdapterInfo's status allow-list, BR-23).
-pub fn write_driver_caps(
-    args: &DXGKARG_QUERYADAPTERINFO,
-    caps: &DXGK_DRIVERCAPS,
-) -> Result<(), Status> {
-    write_prefix(args, caps, &DRIVERCAPS_SIZES)
+pub fn write_driver_caps(q: &mut Request<'_>, caps: &DXGK_DRIVERCAPS) -> Result<(), Status> {
+    q.write_prefix(caps, &DRIVERCAPS_SIZES)
 }
 
 /// The WDDM level reported in DRIVERCAPS and in the pre-start WDDMDEVICECAPS.
@@ -182,31 +180,25 @@ pub const WDDM_VERSION: rvgpu_ddi::adapter::DXGK_WDDMVERSION = rvgpu_ddi::adapte
 /// QueryAdapterInfo types that Dxgkrnl sends after AddDevice and before StartDevice (their
 /// reference pages say so). They are answered without the device: from constants of the
 /// driver and of the hardware's address map. Other types return `None`.
-pub fn query_pre_start(args: &DXGKARG_QUERYADAPTERINFO) -> Option<Result<(), Status>> {
+pub fn query_pre_start(q: &mut Request<'_>) -> Option<Result<(), Status>> {
     use rvgpu_ddi::adapter::{
         DXGKQAITYPE_IOMMU_CAPS, DXGKQAITYPE_PHYSICAL_MEMORY_CAPS, DXGKQAITYPE_WDDMDEVICECAPS,
         DXGK_IOMMU_CAPS, DXGK_PHYSICAL_MEMORY_CAPS, DXGK_WDDMDEVICECAPS,
     };
-    Some(match args.Type {
-        DXGKQAITYPE_WDDMDEVICECAPS => write_out(
-            args,
-            &DXGK_WDDMDEVICECAPS {
-                WDDMVersion: WDDM_VERSION,
-            },
-        ),
+    Some(match q.ty {
+        DXGKQAITYPE_WDDMDEVICECAPS => q.write(&DXGK_WDDMDEVICECAPS {
+            WDDMVersion: WDDM_VERSION,
+        }),
         // The device reaches system memory below SYSMEM_LIMIT only (hardware.md, address map).
-        DXGKQAITYPE_PHYSICAL_MEMORY_CAPS => write_out(
-            args,
-            &DXGK_PHYSICAL_MEMORY_CAPS {
-                HighestVisibleAddress: PHYSICAL_ADDRESS {
-                    QuadPart: (rvgpu_hw::addr::SYSMEM_LIMIT - 1) as i64,
-                },
+        DXGKQAITYPE_PHYSICAL_MEMORY_CAPS => q.write(&DXGK_PHYSICAL_MEMORY_CAPS {
+            HighestVisibleAddress: PHYSICAL_ADDRESS {
+                QuadPart: (rvgpu_hw::addr::SYSMEM_LIMIT - 1) as i64,
             },
-        ),
+        }),
         // No IOMMU isolation or DMA remapping: the driver programs bus addresses directly and
         // does not use the IOMMU callbacks (MemoryManagementCaps claims neither model either,
         // and Dxgkrnl expects the two to agree).
-        DXGKQAITYPE_IOMMU_CAPS => write_out(args, &DXGK_IOMMU_CAPS::default()),
+        DXGKQAITYPE_IOMMU_CAPS => q.write(&DXGK_IOMMU_CAPS::default()),
         _ => return None,
     })
 }
@@ -214,36 +206,22 @@ pub fn query_pre_start(args: &DXGKARG_QUERYADAPTERINFO) -> Option<Result<(), Sta
 /// `DXGKQAITYPE_HISTORYBUFFERPRECISION`: history buffer timestamps are reads of the device's
 /// 64-bit GPU_CLOCK counter, so all 64 bits are valid. The optional input names a physical
 /// adapter, which must be 0 (no linked adapters).
-pub fn history_buffer_precision(args: &DXGKARG_QUERYADAPTERINFO) -> Result<(), Status> {
+pub fn history_buffer_precision(q: &mut Request<'_>) -> Result<(), Status> {
     use rvgpu_ddi::adapter::DXGKARG_HISTORYBUFFERPRECISION;
-    check_adapter_index(args, false)?;
-    write_out(args, &DXGKARG_HISTORYBUFFERPRECISION { PrecisionBits: 64 })
+    check_adapter_index(q, false)?;
+    q.write(&DXGKARG_HISTORYBUFFERPRECISION { PrecisionBits: 64 })
 }
 
 /// The 4-byte physical-adapter index some queries take as input
 /// (`DXGK_QUERYHISTORYBUFFERPRECISIONIN`, `DXGK_QUERYPHYSICALADAPTERCAPSIN`): it must name
 /// adapter 0, the only one (no linked adapters). `required`: absent input is refused, else it
 /// means adapter 0.
-fn check_adapter_index(args: &DXGKARG_QUERYADAPTERINFO, required: bool) -> Result<(), Status> {
+fn check_adapter_index(q: &Request<'_>, required: bool) -> Result<(), Status> {
     use rvgpu_ddi::adapter::DXGK_QUERYPHYSICALADAPTERCAPSIN;
-    if args.pInputData.is_null() {
-        return if required {
-            Err(status::INVALID_PARAMETER)
-        } else {
-            Ok(())
-        };
+    if !q.has_input() && !required {
+        return Ok(());
     }
-    let need = size_of::<DXGK_QUERYPHYSICALADAPTERCAPSIN>();
-    if usize::try_from(args.InputDataSize).map_or(true, |n| n < need) {
-        return Err(status::INVALID_PARAMETER);
-    }
-    // SAFETY: the OS's input block of at least `need` bytes (checked above); read unaligned
-    // as its alignment is not promised.
-    let input = unsafe {
-        args.pInputData
-            .cast::<DXGK_QUERYPHYSICALADAPTERCAPSIN>()
-            .read_unaligned()
-    };
+    let input: DXGK_QUERYPHYSICALADAPTERCAPSIN = q.input()?;
     if input.PhysicalAdapterIndex != 0 {
         return Err(status::INVALID_PARAMETER);
     }
@@ -257,24 +235,24 @@ fn check_adapter_index(args: &DXGKARG_QUERYADAPTERINFO, required: bool) -> Resul
 /// docs/windows-bringup.md §3): the driver answers the prefix that fits.
 pub fn physical_adapter_caps<P: Platform>(
     live: &Live<P>,
-    args: &DXGKARG_QUERYADAPTERINFO,
+    q: &mut Request<'_>,
 ) -> Result<(), Status> {
     use rvgpu_ddi::adapter::{DXGK_PHYSICALADAPTERCAPS, DXGK_PHYSICALADAPTERFLAGS};
-    check_adapter_index(args, true)?;
+    check_adapter_index(q, true)?;
     let word = |v: u32| u16::try_from(v).map_err(|_| status::INVALID_PARAMETER);
     let mut flags = DXGK_PHYSICALADAPTERFLAGS::default();
     flags.set(
         DXGK_PHYSICALADAPTERFLAGS::GpuMmuSupported,
-        u32::from(crate::gpummu::supported(live)),
+        u32::from(crate::gpummu::supported(live.mmu())),
     );
     let caps = DXGK_PHYSICALADAPTERCAPS {
         NumExecutionNodes: word(live.identity.config.engines)?,
-        PagingNodeIndex: word(crate::gpummu::paging_node(live))?,
+        PagingNodeIndex: word(crate::gpummu::paging_node(live.mmu()))?,
         DxgkPhysicalAdapterHandle: live.dxgk.device_handle(),
         Flags: flags,
         ..Default::default()
     };
-    write_prefix(args, &caps, &PHYSICAL_ADAPTER_CAPS_SIZES)
+    q.write_prefix(&caps, &PHYSICAL_ADAPTER_CAPS_SIZES)
 }
 
 /// The `DXGK_PHYSICALADAPTERCAPS` sizes Dxgkrnl asks with: before WDDM 2.1 (nodes, paging
@@ -283,17 +261,17 @@ pub fn physical_adapter_caps<P: Platform>(
 const PHYSICAL_ADAPTER_CAPS_SIZES: [usize; 3] = [20, 24, 32];
 
 /// Handles one QueryAdapterInfo request.
-pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Result<(), Status> {
-    if let Some(answer) = query_pre_start(args) {
+pub fn query<P: Platform>(live: &Live<P>, q: &mut Request<'_>) -> Result<(), Status> {
+    if let Some(answer) = query_pre_start(q) {
         return answer;
     }
-    match args.Type {
+    match q.ty {
         DXGKQAITYPE_DRIVERCAPS => {
             let caps = driver_caps(live);
-            write_driver_caps(args, &caps)
+            write_driver_caps(q, &caps)
         }
-        rvgpu_ddi::adapter::DXGKQAITYPE_HISTORYBUFFERPRECISION => history_buffer_precision(args),
-        rvgpu_ddi::adapter::DXGKQAITYPE_PHYSICALADAPTERCAPS => physical_adapter_caps(live, args),
+        rvgpu_ddi::adapter::DXGKQAITYPE_HISTORYBUFFERPRECISION => history_buffer_precision(q),
+        rvgpu_ddi::adapter::DXGKQAITYPE_PHYSICALADAPTERCAPS => physical_adapter_caps(live, q),
         DXGKQAITYPE_NATIVE_FENCE_CAPS if native_gpu_fence(live) => {
             let caps = DXGK_NATIVE_FENCE_CAPS {
                 // NF-05: non-shareable fences of a process are packed at this stride.
@@ -303,28 +281,32 @@ pub fn query<P: Platform>(live: &Live<P>, args: &DXGKARG_QUERYADAPTERINFO) -> Re
                 MapToGpuSystemProcess: 1,
                 ..Default::default()
             };
-            write_out(args, &caps)
+            q.write(&caps)
         }
         // UM-04: the OS maps a dummy page of this size before connect and after disconnect.
         // Answered only when some node offers user-mode submission (the OS asks only then,
         // BR-76).
         DXGKQAITYPE_USERMODESUBMISSION_CAPS if crate::hws::ddi::user_mode_submission(live) => {
-            write_out(args, &usermode_submission_caps())
+            q.write(&usermode_submission_caps())
         }
         // The memory model: segments always; the GPU MMU's caps and levels only
         // when DRIVERCAPS claims GpuMmu.
-        rvgpu_ddi::adapter::DXGKQAITYPE_QUERYSEGMENT4 => crate::gpummu::query_segments(live, args),
-        rvgpu_ddi::adapter::DXGKQAITYPE_GPUMMUCAPS if crate::gpummu::supported(live) => {
-            crate::gpummu::query_mmu_caps(live, args)
+        rvgpu_ddi::adapter::DXGKQAITYPE_QUERYSEGMENT4 => {
+            crate::gpummu::query_segments(live.mmu(), q)
         }
-        rvgpu_ddi::adapter::DXGKQAITYPE_PAGETABLELEVELDESC if crate::gpummu::supported(live) => {
-            crate::gpummu::query_level(live, args)
+        rvgpu_ddi::adapter::DXGKQAITYPE_GPUMMUCAPS if crate::gpummu::supported(live.mmu()) => {
+            crate::gpummu::query_mmu_caps(live.mmu(), q)
+        }
+        rvgpu_ddi::adapter::DXGKQAITYPE_PAGETABLELEVELDESC
+            if crate::gpummu::supported(live.mmu()) =>
+        {
+            crate::gpummu::query_level(live.mmu(), q)
         }
         // UM-13, BR-100…BR-109: asked only when SupportRuntimePowerManagement is set
         // (POWERCOMPONENTPSTATEINFO stays unanswered: one fixed clock, BR-109 tolerates it).
-        rvgpu_ddi::adapter::DXGKQAITYPE_NUMPOWERCOMPONENTS => crate::power::query_count(live, args),
+        rvgpu_ddi::adapter::DXGKQAITYPE_NUMPOWERCOMPONENTS => crate::power::query_count(live, q),
         rvgpu_ddi::adapter::DXGKQAITYPE_POWERCOMPONENTINFO if crate::power::supported(live) => {
-            crate::power::query_info(live, args)
+            crate::power::query_info(live, q)
         }
         // Types this adapter does not implement. Dxgkrnl's QueryAdapterInfo wrapper accepts
         // SUCCESS, INVALID_PARAMETER, NOT_IMPLEMENTED and NO_MEMORY and logs anything else as
@@ -396,65 +378,19 @@ pub fn node_metadata<P: Platform>(
                 u32::from(crate::kmtest::enabled(live)),
             ),
         // Every engine translates through the GPU MMU when DRIVERCAPS claims it (BR-71).
-        GpuMmuSupported: u8::from(crate::gpummu::supported(live)),
+        GpuMmuSupported: u8::from(crate::gpummu::supported(live.mmu())),
         ..Default::default()
     };
     Ok(md)
-}
-
-/// Copies `value` to the request's output buffer after checking its size.
-pub(crate) fn write_out<T: Copy>(args: &DXGKARG_QUERYADAPTERINFO, value: &T) -> Result<(), Status> {
-    let need = size_of::<T>();
-    let have = usize::try_from(args.OutputDataSize).map_err(|_| status::INVALID_PARAMETER)?;
-    if args.pOutputData.is_null() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    if have < need {
-        // Not BUFFER_TOO_SMALL: outside QueryAdapterInfo's status allow-list (BR-23).
-        return Err(status::INVALID_PARAMETER);
-    }
-    // SAFETY: Dxgkrnl provides `OutputDataSize` writable bytes at `pOutputData` (checked to be
-    // at least `size_of::<T>()` above); unaligned write because the OS buffer's alignment is
-    // not promised.
-    unsafe { args.pOutputData.cast::<T>().write_unaligned(*value) };
-    Ok(())
-}
-
-/// Writes the prefix of `value` of the largest of `sizes` (ascending layout sizes of the
-/// interface versions) that fits the request, as an OS of that interface version reads exactly
-/// that many bytes. A buffer smaller than the first is refused with STATUS_INVALID_PARAMETER
-/// (QueryAdapterInfo's status allow-list, BR-23).
-fn write_prefix<T: Copy>(
-    args: &DXGKARG_QUERYADAPTERINFO,
-    value: &T,
-    sizes: &[usize],
-) -> Result<(), Status> {
-    let have = usize::try_from(args.OutputDataSize).map_err(|_| status::INVALID_PARAMETER)?;
-    if args.pOutputData.is_null() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    let Some(len) = sizes.iter().rev().copied().find(|n| *n <= have) else {
-        return Err(status::INVALID_PARAMETER);
-    };
-    let len = len.min(size_of::<T>());
-    // SAFETY: `value` is a live `T` of `size_of::<T>()` ≥ `len` bytes; Dxgkrnl provides
-    // `OutputDataSize` ≥ `len` writable bytes at `pOutputData` (checked above); the regions do
-    // not overlap (ours is a local); byte copies need no alignment.
-    unsafe {
-        core::ptr::copy_nonoverlapping(
-            (value as *const T).cast::<u8>(),
-            args.pOutputData.cast::<u8>(),
-            len,
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 #[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
-    use rvgpu_ddi::adapter::{DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGK_QUERYADAPTERINFOFLAGS};
+    use rvgpu_ddi::adapter::{
+        DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGK_QUERYADAPTERINFOFLAGS,
+    };
 
     fn args(ty: u32, out: &mut [u8], input: Option<&mut [u8]>) -> DXGKARG_QUERYADAPTERINFO {
         let (p_in, n_in) = match input {
@@ -470,6 +406,13 @@ mod tests {
             Flags: DXGK_QUERYADAPTERINFOFLAGS::from_value(0),
             hKmdProcessHandle: core::ptr::null_mut(),
         }
+    }
+
+    /// The request `a` describes; used within the statement that makes it.
+    fn req(a: &DXGKARG_QUERYADAPTERINFO) -> Request<'_> {
+        // SAFETY: `args` points at the test's live buffers of the sizes it states, used by
+        // nothing else while the request lives.
+        unsafe { Request::from_os(a) }
     }
 
     /// sizeof(DXGK_DRIVERCAPS) on x64 as clang computes it from the 10.0.22621 d3dkmddi.h with
@@ -496,7 +439,7 @@ mod tests {
         let mut buf = vec![0xEEu8; whole + 8];
         let mut a = args(DXGKQAITYPE_DRIVERCAPS as u32, &mut buf[..len], None);
         a.OutputDataSize = u32::try_from(len).unwrap();
-        assert_eq!(write_driver_caps(&a, &caps), Ok(()));
+        assert_eq!(write_driver_caps(&mut req(&a), &caps), Ok(()));
         let wv = core::mem::offset_of!(DXGK_DRIVERCAPS, WDDMVersion);
         assert_eq!(
             i32::from_le_bytes(buf[wv..wv + 4].try_into().unwrap()),
@@ -506,25 +449,28 @@ mod tests {
         // The whole structure when the buffer holds it (a larger one is not filled further).
         let mut buf = vec![0xEEu8; whole + 8];
         let a = args(DXGKQAITYPE_DRIVERCAPS as u32, &mut buf, None);
-        assert_eq!(write_driver_caps(&a, &caps), Ok(()));
+        assert_eq!(write_driver_caps(&mut req(&a), &caps), Ok(()));
         let mh = core::mem::offset_of!(DXGK_DRIVERCAPS, MaxHwQueuedFlips);
         assert_eq!(buf[mh], 7);
         assert!(buf[whole..].iter().all(|b| *b == 0xEE));
         // A size between two steps gets the smaller step; below the first step is refused.
         let mut buf = vec![0xEEu8; DRIVERCAPS_SIZES[1] + 3];
         let a = args(DXGKQAITYPE_DRIVERCAPS as u32, &mut buf, None);
-        assert_eq!(write_driver_caps(&a, &caps), Ok(()));
+        assert_eq!(write_driver_caps(&mut req(&a), &caps), Ok(()));
         assert!(buf[DRIVERCAPS_SIZES[1]..].iter().all(|b| *b == 0xEE));
         let mut buf = vec![0u8; DRIVERCAPS_SIZES[0] - 1];
         let a = args(DXGKQAITYPE_DRIVERCAPS as u32, &mut buf, None);
-        assert_eq!(write_driver_caps(&a, &caps), Err(status::INVALID_PARAMETER));
+        assert_eq!(
+            write_driver_caps(&mut req(&a), &caps),
+            Err(status::INVALID_PARAMETER)
+        );
     }
 
     #[test]
     fn history_buffer_precision_is_64_bits() {
         let mut out = [0u8; 4];
         let a = args(DXGKQAITYPE_HISTORYBUFFERPRECISION as u32, &mut out, None);
-        assert_eq!(history_buffer_precision(&a), Ok(()));
+        assert_eq!(history_buffer_precision(&mut req(&a)), Ok(()));
         assert_eq!(u32::from_le_bytes(out), 64);
         let mut out = [0u8; 4];
         let mut input = 0u32.to_le_bytes();
@@ -533,16 +479,22 @@ mod tests {
             &mut out,
             Some(&mut input),
         );
-        assert_eq!(history_buffer_precision(&a), Ok(()));
+        assert_eq!(history_buffer_precision(&mut req(&a)), Ok(()));
         let mut input = 1u32.to_le_bytes();
         let a = args(
             DXGKQAITYPE_HISTORYBUFFERPRECISION as u32,
             &mut out,
             Some(&mut input),
         );
-        assert_eq!(history_buffer_precision(&a), Err(status::INVALID_PARAMETER));
+        assert_eq!(
+            history_buffer_precision(&mut req(&a)),
+            Err(status::INVALID_PARAMETER)
+        );
         let mut small = [0u8; 3];
         let a = args(DXGKQAITYPE_HISTORYBUFFERPRECISION as u32, &mut small, None);
-        assert_eq!(history_buffer_precision(&a), Err(status::INVALID_PARAMETER));
+        assert_eq!(
+            history_buffer_precision(&mut req(&a)),
+            Err(status::INVALID_PARAMETER)
+        );
     }
 }

@@ -25,7 +25,6 @@
 //!   identity space, so it reaches every table without mapping any.
 //! - Paging buffers come from system memory (`PagingBufferSegmentId` 0).
 
-use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
 use rvgpu_ddi::memory::{
     DXGK_GPUMMUCAPS, DXGK_GPUMMUCAPS_FLAGS, DXGK_PAGETABLEUPDATE_GPU_PHYSICAL,
     DXGK_PAGE_TABLE_LEVEL_DESC, DXGK_PTE, DXGK_PTE_0, DXGK_QUERYPAGETABLELEVELDESCIN,
@@ -36,10 +35,24 @@ use rvgpu_ddi::PHYSICAL_ADDRESS;
 use rvgpu_hw::mmu;
 use rvgpu_hw::regs::Caps;
 
-use crate::adapter::Live;
-use crate::caps::write_out;
-use crate::platform::Platform;
+use crate::aperture::Aperture;
+use crate::device::DeviceIdentity;
+use crate::qai::{write_bytes, Request};
+use crate::resources::Resources;
 use crate::status::{self, Status};
+
+/// What the memory model's answers depend on: the device's identity, where its VRAM BAR is,
+/// and the aperture table. A view of the started adapter (`Live::mmu`), so that this module
+/// knows nothing else of it.
+#[derive(Clone, Copy, Debug)]
+pub struct Mmu<'a> {
+    /// What the device reported at start.
+    pub identity: &'a DeviceIdentity,
+    /// The adapter's BARs.
+    pub resources: &'a Resources,
+    /// The aperture segment's page table.
+    pub aperture: &'a Aperture,
+}
 
 /// Segment id of the aperture segment (VidMm's ranges, mapped by the driver's table).
 pub const SEGMENT_APERTURE: u32 = 1;
@@ -61,8 +74,8 @@ pub const PAGING_BUFFER_SIZE: u32 = 4096;
 
 /// The node paging buffers run on: the copy engine when there is one (paging is copies and
 /// fills), else engine 0.
-pub fn paging_node<P: Platform>(live: &Live<P>) -> u32 {
-    if live.identity.config.engines > rvgpu_hw::engine::ENGINE_COPY {
+pub fn paging_node(m: Mmu<'_>) -> u32 {
+    if m.identity.config.engines > rvgpu_hw::engine::ENGINE_COPY {
         rvgpu_hw::engine::ENGINE_COPY
     } else {
         0
@@ -71,14 +84,14 @@ pub fn paging_node<P: Platform>(live: &Live<P>) -> u32 {
 
 /// True when the device can translate (hardware.md §12) and the driver therefore offers the
 /// GpuMmu model.
-pub fn supported<P: Platform>(live: &Live<P>) -> bool {
-    live.identity.caps.contains(Caps::PAGE_TABLES)
+pub fn supported(m: Mmu<'_>) -> bool {
+    m.identity.caps.contains(Caps::PAGE_TABLES)
 }
 
 /// The local segments: `(id, offset into VRAM, size, CPU-visible)`, in id order.
-fn local_segments<P: Platform>(live: &Live<P>) -> impl Iterator<Item = (u32, u64, u64, bool)> {
-    let size = live.identity.vram_size;
-    let visible = live.identity.vram_visible.min(size);
+fn local_segments(m: Mmu<'_>) -> impl Iterator<Item = (u32, u64, u64, bool)> {
+    let size = m.identity.vram_size;
+    let visible = m.identity.vram_visible.min(size);
     let hidden = size.saturating_sub(visible);
     let first = if visible == 0 {
         (SEGMENT_LOCAL, 0, size, false)
@@ -91,28 +104,23 @@ fn local_segments<P: Platform>(live: &Live<P>) -> impl Iterator<Item = (u32, u64
 }
 
 /// Number of segments reported.
-pub fn segment_count<P: Platform>(live: &Live<P>) -> u32 {
+pub fn segment_count(m: Mmu<'_>) -> u32 {
     // The aperture and one or two local segments.
-    let locals = u32::try_from(local_segments(live).count()).unwrap_or(0);
+    let locals = u32::try_from(local_segments(m).count()).unwrap_or(0);
     locals.saturating_add(1)
 }
 
 /// Start of segment `id` in VRAM and its size, or `None` for an id that is not local memory.
-pub fn local_segment<P: Platform>(live: &Live<P>, id: u32) -> Option<(u64, u64)> {
-    local_segments(live)
+pub fn local_segment(m: Mmu<'_>, id: u32) -> Option<(u64, u64)> {
+    local_segments(m)
         .find(|s| s.0 == id)
         .map(|(_, base, size, _)| (base, size))
 }
 
-fn local_descriptor<P: Platform>(
-    live: &Live<P>,
-    base: u64,
-    size: u64,
-    cpu: bool,
-) -> DXGK_SEGMENTDESCRIPTOR4 {
+fn local_descriptor(m: Mmu<'_>, base: u64, size: u64, cpu: bool) -> DXGK_SEGMENTDESCRIPTOR4 {
     let mut flags = DXGK_SEGMENTFLAGS::default();
     flags.set(DXGK_SEGMENTFLAGS::CpuVisible, u32::from(cpu));
-    let cpu_base = live.resources.vram.start.saturating_add(base);
+    let cpu_base = m.resources.vram.start.saturating_add(base);
     DXGK_SEGMENTDESCRIPTOR4 {
         Flags: flags,
         // Where the segment starts in VRAM: what the KMD adds to a segment offset to get the
@@ -137,20 +145,17 @@ fn local_descriptor<P: Platform>(
 /// True when the device's DMA snoops the CPU's caches (`Caps::IO_COHERENT`). Everything the
 /// KMD says about coherency follows this one bit: the aperture's `CacheCoherent`, GPUMMUCAPS,
 /// DRIVERCAPS `NoCacheCoherentApertureMemory` and the device entries' `COHERENT` (AL-06).
-pub fn io_coherent<P: Platform>(live: &Live<P>) -> bool {
-    live.identity.caps.contains(Caps::IO_COHERENT)
+pub fn io_coherent(m: Mmu<'_>) -> bool {
+    m.identity.caps.contains(Caps::IO_COHERENT)
 }
 
 /// The aperture segment: system memory the GPU reaches through its page tables. Coherent
 /// only when the device snoops (x86/x64 platforms always do: Dxgkrnl refuses
 /// `NoCacheCoherentApertureMemory` there, BR-50).
-fn aperture_descriptor<P: Platform>(live: &Live<P>) -> DXGK_SEGMENTDESCRIPTOR4 {
+fn aperture_descriptor(m: Mmu<'_>) -> DXGK_SEGMENTDESCRIPTOR4 {
     let flags = DXGK_SEGMENTFLAGS::default()
         .with(DXGK_SEGMENTFLAGS::Aperture, 1)
-        .with(
-            DXGK_SEGMENTFLAGS::CacheCoherent,
-            u32::from(io_coherent(live)),
-        );
+        .with(DXGK_SEGMENTFLAGS::CacheCoherent, u32::from(io_coherent(m)));
     DXGK_SEGMENTDESCRIPTOR4 {
         Flags: flags,
         Size: usize::try_from(APERTURE_SIZE).unwrap_or(0),
@@ -162,72 +167,53 @@ fn aperture_descriptor<P: Platform>(live: &Live<P>) -> DXGK_SEGMENTDESCRIPTOR4 {
 /// `DXGKQAITYPE_QUERYSEGMENT4`: the counting call (`NbSegment` 0: set the count and touch
 /// nothing else), then the filling call with the OS's array at its stride (Microsoft's
 /// DXGK_QUERYSEGMENTOUT4 page).
-pub fn query_segments<P: Platform>(
-    live: &Live<P>,
-    args: &DXGKARG_QUERYADAPTERINFO,
-) -> Result<(), Status> {
-    let input: DXGK_QUERYSEGMENTIN4 = read_in(args)?;
+pub fn query_segments(m: Mmu<'_>, q: &mut Request<'_>) -> Result<(), Status> {
+    let input: DXGK_QUERYSEGMENTIN4 = q.input()?;
     if input.PhysicalAdapterIndex != 0 {
         return Err(status::INVALID_PARAMETER);
     }
-    let out = out_ptr::<DXGK_QUERYSEGMENTOUT4>(args)?;
-    // SAFETY: `out_ptr` checked that the OS's buffer holds a DXGK_QUERYSEGMENTOUT4; read
-    // unaligned (the OS promises no alignment).
-    let mut o = unsafe { out.read_unaligned() };
-    let count = segment_count(live);
+    let mut o: DXGK_QUERYSEGMENTOUT4 = q.output_now()?;
+    let count = segment_count(m);
     if o.NbSegment == 0 {
         o.NbSegment = count;
-        // SAFETY: as above, for the write back.
-        unsafe { out.write_unaligned(o) };
-        return Ok(());
+        return q.write(&o);
     }
     let stride = o.SegmentDescriptorStride;
-    if o.NbSegment != count || o.pSegmentDescriptor.is_null() || stride == 0 {
+    if o.NbSegment != count || stride == 0 {
         return Err(status::INVALID_PARAMETER);
     }
     let each = stride.min(size_of::<DXGK_SEGMENTDESCRIPTOR4>());
-    let locals =
-        local_segments(live).map(|(_, base, size, cpu)| local_descriptor(live, base, size, cpu));
-    for (i, d) in core::iter::once(aperture_descriptor(live))
+    let array = q.segment_array()?;
+    let locals = local_segments(m).map(|(_, base, size, cpu)| local_descriptor(m, base, size, cpu));
+    for (d, slot) in core::iter::once(aperture_descriptor(m))
         .chain(locals)
-        .enumerate()
+        .zip(array.chunks_mut(stride))
     {
-        let off = i.checked_mul(stride).ok_or(status::INVALID_PARAMETER)?;
-        // SAFETY: the OS's array holds `NbSegment` (= count, checked) elements of `stride`
-        // bytes, so `off` is inside it.
-        let dst = unsafe { o.pSegmentDescriptor.add(off) };
-        // SAFETY: `off + each <= count * stride` bytes of the OS's array are writable; bytes
-        // are copied, so alignment is moot; `d` is a local.
-        unsafe { core::ptr::copy_nonoverlapping((&raw const d).cast::<u8>(), dst, each) };
+        write_bytes(slot, &d, each)?;
     }
     o.PagingBufferSegmentId = 0;
     o.PagingBufferSize = PAGING_BUFFER_SIZE;
     o.PagingBufferPrivateDataSize = 0;
-    // SAFETY: as above, for the write back.
-    unsafe { out.write_unaligned(o) };
-    Ok(())
+    q.write(&o)
 }
 
 /// `DXGKQAITYPE_GPUMMUCAPS` (input: the physical adapter index): hardware.md §12.3.
-pub fn query_mmu_caps<P: Platform>(
-    live: &Live<P>,
-    args: &DXGKARG_QUERYADAPTERINFO,
-) -> Result<(), Status> {
-    let index: u32 = read_in(args)?;
+pub fn query_mmu_caps(m: Mmu<'_>, q: &mut Request<'_>) -> Result<(), Status> {
+    let index: u32 = q.input()?;
     if index != 0 {
         return Err(status::INVALID_PARAMETER);
     }
-    write_out(args, &mmu_caps(live))
+    q.write(&mmu_caps(m))
 }
 
 /// What the device's MMU does, in VidMm's terms.
-pub fn mmu_caps<P: Platform>(live: &Live<P>) -> DXGK_GPUMMUCAPS {
+pub fn mmu_caps(m: Mmu<'_>) -> DXGK_GPUMMUCAPS {
     let flags = DXGK_GPUMMUCAPS_FLAGS::default()
         .with(DXGK_GPUMMUCAPS_FLAGS::ReadOnlyMemorySupported, 1)
         .with(DXGK_GPUMMUCAPS_FLAGS::NoExecuteMemorySupported, 1)
         .with(
             DXGK_GPUMMUCAPS_FLAGS::CacheCoherentMemorySupported,
-            u32::from(io_coherent(live)),
+            u32::from(io_coherent(m)),
         )
         // The TLB is not snooped: a FLUSHTLB must follow every update (hardware.md §12.5).
         .with(DXGK_GPUMMUCAPS_FLAGS::ExplicitPageTableInvalidation, 1)
@@ -250,15 +236,12 @@ pub fn mmu_caps<P: Platform>(live: &Live<P>) -> DXGK_GPUMMUCAPS {
 
 /// `DXGKQAITYPE_PAGETABLELEVELDESC`: every level is a 4 KiB table of 512 entries in the
 /// local segment, for user processes and the paging process alike.
-pub fn query_level<P: Platform>(
-    _live: &Live<P>,
-    args: &DXGKARG_QUERYADAPTERINFO,
-) -> Result<(), Status> {
-    let input: DXGK_QUERYPAGETABLELEVELDESCIN = read_in(args)?;
+pub fn query_level(_m: Mmu<'_>, q: &mut Request<'_>) -> Result<(), Status> {
+    let input: DXGK_QUERYPAGETABLELEVELDESCIN = q.input()?;
     if input.PhysicalAdapterIndex != 0 || u32::from(input.LevelIndex) >= u32::from(mmu::LEVELS) {
         return Err(status::INVALID_PARAMETER);
     }
-    write_out(args, &level_desc())
+    q.write(&level_desc())
 }
 
 /// The descriptor of every level.
@@ -273,37 +256,12 @@ pub fn level_desc() -> DXGK_PAGE_TABLE_LEVEL_DESC {
     }
 }
 
-/// Reads the query's input block.
-fn read_in<T: Copy>(args: &DXGKARG_QUERYADAPTERINFO) -> Result<T, Status> {
-    let have = usize::try_from(args.InputDataSize).map_err(|_| status::INVALID_PARAMETER)?;
-    if args.pInputData.is_null() || have < size_of::<T>() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    // SAFETY: Dxgkrnl provides `InputDataSize` readable bytes at `pInputData` (checked to
-    // hold a T); every T read here is plain integers, valid for any bit pattern.
-    Ok(unsafe { args.pInputData.cast::<T>().read_unaligned() })
-}
-
-/// The output block as a `T` pointer, after checking its size.
-fn out_ptr<T>(args: &DXGKARG_QUERYADAPTERINFO) -> Result<*mut T, Status> {
-    let have = usize::try_from(args.OutputDataSize).map_err(|_| status::INVALID_PARAMETER)?;
-    if args.pOutputData.is_null() || have < size_of::<T>() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    Ok(args.pOutputData.cast::<T>())
-}
-
 /// Translates one VidMm entry for a table at `level` into the device's format
 /// (docs/memory.md "DXGK_PTE → device entry"). `user`: the page may be reached from user-mode
 /// queues (the KMD's decision, not VidMm's: DXGK_PTE has no such bit). Refused:
 /// `Zero` (ZeroInPteSupported is 0), a segment rvgpu did not report, a local page outside
 /// its segment, `LargePage` anywhere but level 1, reserved bits.
-pub fn device_entry<P: Platform>(
-    live: &Live<P>,
-    e: &DXGK_PTE,
-    level: u8,
-    user: bool,
-) -> Result<u64, Status> {
+pub fn device_entry(m: Mmu<'_>, e: &DXGK_PTE, level: u8, user: bool) -> Result<u64, Status> {
     let f = e.Anonymous;
     if f.get(DXGK_PTE_0::Valid) == 0 {
         return Ok(mmu::Pte::INVALID.0);
@@ -315,14 +273,14 @@ pub fn device_entry<P: Platform>(
     {
         return Err(status::INVALID_PARAMETER);
     }
-    let (addr, vram, large) = entry_target(live, e, level)?;
+    let (addr, vram, large) = entry_target(m, e, level)?;
     let pte = if level == 0 || large {
         let attrs = mmu::PageAttrs {
             writable: f.get(DXGK_PTE_0::ReadOnly) == 0,
             user,
             vram,
             // A device that does not snoop cannot honour VidMm's request (AL-06).
-            coherent: f.get(DXGK_PTE_0::CacheCoherent) != 0 && io_coherent(live),
+            coherent: f.get(DXGK_PTE_0::CacheCoherent) != 0 && io_coherent(m),
             no_execute: f.get(DXGK_PTE_0::NoExecute) != 0,
         };
         mmu::Pte::page(addr, attrs, large)
@@ -334,8 +292,8 @@ pub fn device_entry<P: Platform>(
 
 /// The device address (system bus address, or `VRAM_BASE` + VRAM offset) a valid entry
 /// `e` at `level` points at: what fence addresses are compared with.
-pub fn device_address<P: Platform>(live: &Live<P>, e: &DXGK_PTE, level: u8) -> Result<u64, Status> {
-    let (addr, vram, _) = entry_target(live, e, level)?;
+pub fn device_address(m: Mmu<'_>, e: &DXGK_PTE, level: u8) -> Result<u64, Status> {
+    let (addr, vram, _) = entry_target(m, e, level)?;
     if vram {
         rvgpu_hw::addr::VRAM_BASE
             .checked_add(addr)
@@ -349,11 +307,7 @@ pub fn device_address<P: Platform>(live: &Live<P>, e: &DXGK_PTE, level: u8) -> R
 /// Segment-relative addresses of local segments become VRAM offsets, checked against the
 /// segment; system addresses are checked against the bus window; aperture pages become the
 /// bus pages the driver's table maps there, and must all be mapped, contiguously.
-fn entry_target<P: Platform>(
-    live: &Live<P>,
-    e: &DXGK_PTE,
-    level: u8,
-) -> Result<(u64, bool, bool), Status> {
+fn entry_target(m: Mmu<'_>, e: &DXGK_PTE, level: u8) -> Result<(u64, bool, bool), Status> {
     let f = e.Anonymous;
     let large = f.get(DXGK_PTE_0::LargePage) != 0;
     if large && level != mmu::LARGE_LEVEL {
@@ -377,7 +331,7 @@ fn entry_target<P: Platform>(
     };
     let (addr, vram) = match segment {
         SEGMENT_APERTURE => {
-            let bus = live
+            let bus = m
                 .aperture
                 .contiguous(offset, span)
                 .ok_or(status::INVALID_PARAMETER)?;
@@ -391,7 +345,7 @@ fn entry_target<P: Platform>(
             (offset, false)
         }
         id => {
-            let (base, size) = local_segment(live, id).ok_or(status::INVALID_PARAMETER)?;
+            let (base, size) = local_segment(m, id).ok_or(status::INVALID_PARAMETER)?;
             let end = offset.checked_add(span).ok_or(status::INVALID_PARAMETER)?;
             if end > size {
                 return Err(status::INVALID_PARAMETER);
@@ -408,6 +362,148 @@ fn entry_target<P: Platform>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kmem::Host;
+    use crate::resources::MemRange;
+    use rvgpu_hw::regs::Config;
+
+    /// A device with page tables, `vram` bytes of VRAM of which the BAR reaches `visible`.
+    fn device(vram: u64, visible: u64) -> (DeviceIdentity, Resources, Aperture) {
+        let identity = DeviceIdentity {
+            version: rvgpu_hw::regs::VERSION_VALUE,
+            caps: Caps::PAGE_TABLES | Caps::ATOMIC64,
+            config: Config {
+                engines: 2,
+                doorbells: 4,
+            },
+            vram_size: vram,
+            vram_visible: visible,
+            clock_hz: 1_000_000,
+        };
+        let resources = Resources {
+            vram: MemRange {
+                start: 0x8000_0000,
+                length: visible,
+            },
+            ..Default::default()
+        };
+        (
+            identity,
+            resources,
+            Aperture::try_new::<Host>(16 * 4096).unwrap(),
+        )
+    }
+
+    fn pte(segment: u32, frame: u64) -> DXGK_PTE {
+        let mut e = DXGK_PTE::default();
+        e.Anonymous.set(DXGK_PTE_0::Valid, 1);
+        e.Anonymous.set(DXGK_PTE_0::Segment, u64::from(segment));
+        e.Anonymous2.PageAddress = frame;
+        e
+    }
+
+    /// The aperture, then one local segment, or two when the BAR reaches only part of VRAM
+    /// (the rest GPU-only): what VidMm is told and what entries may name.
+    #[test]
+    fn segments_follow_the_vram_the_bar_reaches() {
+        let (id, res, ap) = device(64 << 20, 64 << 20);
+        let m = Mmu {
+            identity: &id,
+            resources: &res,
+            aperture: &ap,
+        };
+        assert_eq!(segment_count(m), 2);
+        assert_eq!(local_segment(m, SEGMENT_LOCAL), Some((0, 64 << 20)));
+        assert_eq!(local_segment(m, SEGMENT_LOCAL_HIDDEN), None);
+        let (id, res, ap) = device(64 << 20, 16 << 20);
+        let m = Mmu {
+            identity: &id,
+            resources: &res,
+            aperture: &ap,
+        };
+        assert_eq!(segment_count(m), 3);
+        assert_eq!(local_segment(m, SEGMENT_LOCAL), Some((0, 16 << 20)));
+        assert_eq!(
+            local_segment(m, SEGMENT_LOCAL_HIDDEN),
+            Some((16 << 20, 48 << 20))
+        );
+        assert_eq!(local_segment(m, SEGMENT_APERTURE), None, "not local memory");
+    }
+
+    /// VidMm's entries become device entries only when they name memory rvgpu reported:
+    /// a local page inside its segment, system memory below the bus limit, an aperture page
+    /// the driver's table maps. Anything else is refused, never translated.
+    #[test]
+    fn entries_outside_reported_memory_are_refused() {
+        let (id, res, ap) = device(64 << 20, 16 << 20);
+        let m = Mmu {
+            identity: &id,
+            resources: &res,
+            aperture: &ap,
+        };
+        let hidden_first = pte(SEGMENT_LOCAL_HIDDEN, 0);
+        assert_eq!(
+            device_address(m, &hidden_first, 0),
+            Ok(rvgpu_hw::addr::VRAM_BASE + (16 << 20))
+        );
+        let past = pte(SEGMENT_LOCAL, (16 << 20) / 4096);
+        assert_eq!(
+            device_entry(m, &past, 0, false),
+            Err(status::INVALID_PARAMETER)
+        );
+        let sys = pte(SEGMENT_SYSTEM, rvgpu_hw::addr::SYSMEM_LIMIT / 4096);
+        assert_eq!(
+            device_entry(m, &sys, 0, false),
+            Err(status::INVALID_PARAMETER)
+        );
+        let unmapped = pte(SEGMENT_APERTURE, 3);
+        assert_eq!(
+            device_entry(m, &unmapped, 0, false),
+            Err(status::INVALID_PARAMETER)
+        );
+        ap.map(3, &[0x123]).unwrap();
+        assert_eq!(device_address(m, &unmapped, 0), Ok(0x12_3000));
+        let unknown = pte(7, 0);
+        assert_eq!(
+            device_entry(m, &unknown, 0, false),
+            Err(status::INVALID_PARAMETER)
+        );
+        let mut large_at_leaf = pte(SEGMENT_LOCAL, 0);
+        large_at_leaf.Anonymous.set(DXGK_PTE_0::LargePage, 1);
+        assert_eq!(
+            device_entry(m, &large_at_leaf, 0, false),
+            Err(status::INVALID_PARAMETER)
+        );
+        assert_eq!(
+            device_entry(m, &DXGK_PTE::default(), 0, false),
+            Ok(mmu::Pte::INVALID.0)
+        );
+    }
+
+    /// Without page tables the model is not offered, and the caps say how the TLB is kept.
+    #[test]
+    fn gpummu_is_offered_only_with_page_tables() {
+        let (mut id, res, ap) = device(64 << 20, 64 << 20);
+        let m = Mmu {
+            identity: &id,
+            resources: &res,
+            aperture: &ap,
+        };
+        assert!(supported(m));
+        let caps = mmu_caps(m);
+        assert_eq!(
+            caps.Flags
+                .get(DXGK_GPUMMUCAPS_FLAGS::ExplicitPageTableInvalidation),
+            1
+        );
+        assert_eq!(caps.PageTableLevelCount, u32::from(mmu::LEVELS));
+        id.caps.remove(Caps::PAGE_TABLES);
+        let m = Mmu {
+            identity: &id,
+            resources: &res,
+            aperture: &ap,
+        };
+        assert!(!supported(m));
+    }
 
     /// Every level is one 4 KiB table of 512 entries in the local segment, aligned to its
     /// size: what the device's walker reads (hardware.md §12).

@@ -48,6 +48,7 @@ pub mod platform;
 mod power;
 mod present;
 mod process;
+mod qai;
 mod quota;
 mod removal;
 mod reset;

@@ -915,7 +915,7 @@ pub fn submit_command<P: Platform>(
     let phys = u64::try_from(phys).map_err(|_| status::INVALID_PARAMETER)?;
     let bytes = u64::from(end.saturating_sub(start));
     let addr = if args.DmaBufferSegmentId == crate::gpummu::SEGMENT_APERTURE
-        && crate::gpummu::supported(live)
+        && crate::gpummu::supported(live.mmu())
     {
         // A buffer of a privileged DMA pool in the aperture: `DmaBufferPhysicalAddress` is
         // its segment address (the DXGKARG_SUBMITCOMMAND page), which the driver's table

@@ -116,7 +116,7 @@ impl Mapping {
                 }
                 // Fence addresses are device addresses; the entry's is segment-relative for
                 // local memory (an INTRA_GPU fence in VRAM, NF-06).
-                let page = gpummu::device_address(live, e, 0)? / mmu::PAGE_4K;
+                let page = gpummu::device_address(live.mmu(), e, 0)? / mmu::PAGE_4K;
                 if page == monitored {
                     Ok(false)
                 } else if page == current {
@@ -205,7 +205,7 @@ pub fn update<P: Platform>(
             }
             // A large page is a leaf one level up (DXGK_PTE::LargePage).
             let user = (level == 0 || e.large_page()) && who.user(live, &e)?;
-            *slot = gpummu::device_entry(live, &e, level, user)?;
+            *slot = gpummu::device_entry(live.mmu(), &e, level, user)?;
         }
         let index = u64::from(op.StartIndex.saturating_add(next));
         let dst = table
@@ -284,7 +284,7 @@ fn note_fence_pages<P: Platform>(
             .FirstPteVirtualAddress
             .saturating_add(u64::from(i).saturating_mul(mmu::PAGE_4K));
         let phys = if e.valid() {
-            gpummu::device_address(live, &e, 0).ok()
+            gpummu::device_address(live.mmu(), &e, 0).ok()
         } else {
             None
         };

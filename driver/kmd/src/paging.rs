@@ -245,7 +245,7 @@ fn segment_location<'a, P: Platform>(
             start: addr,
         });
     }
-    let (base, size) = crate::gpummu::local_segment(live, id).ok_or(bad)?;
+    let (base, size) = crate::gpummu::local_segment(live.mmu(), id).ok_or(bad)?;
     let end = addr.checked_add(bytes).ok_or(bad)?;
     if addr < base || end > base.saturating_add(size) {
         return Err(bad);
@@ -411,10 +411,10 @@ pub fn build_paging_buffer<P: Platform>(
         PagingOperation::UpdatePageTable(_)
         | PagingOperation::FlushTlb(_)
         | PagingOperation::CopyPageTableEntries(_) => return build_gpummu(a, live, args),
-        PagingOperation::MapAperture(m) if crate::gpummu::supported(live) => {
+        PagingOperation::MapAperture(m) if crate::gpummu::supported(live.mmu()) => {
             return map_aperture(live, &m)
         }
-        PagingOperation::UnmapAperture(u) if crate::gpummu::supported(live) => {
+        PagingOperation::UnmapAperture(u) if crate::gpummu::supported(live.mmu()) => {
             return unmap_aperture(live, &u)
         }
         _ => {}
@@ -468,7 +468,7 @@ fn build_gpummu<P: Platform>(
     args: &mut DXGKARG_BUILDPAGINGBUFFER,
 ) -> NTSTATUS {
     use crate::pagetable;
-    if !crate::gpummu::supported(live) {
+    if !crate::gpummu::supported(live.mmu()) {
         return STATUS_NOT_SUPPORTED;
     }
     let buf = args.pDmaBuffer;

@@ -42,10 +42,8 @@
 //! done at SetPowerState. A new StartDevice powers every engine up (F0), the state Dxgkrnl
 //! registers components in.
 
-use core::mem::size_of;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
 use rvgpu_ddi::power::{
     DXGK_FSTATE_UNKNOWN_POWER, DXGK_POWER_COMPONENT_ENGINE, DXGK_POWER_COMPONENT_ENGINE_DESC,
     DXGK_POWER_COMPONENT_FLAGS, DXGK_POWER_COMPONENT_INDEX, DXGK_POWER_COMPONENT_MAPPING,
@@ -58,9 +56,9 @@ use rvgpu_hw::engine::{ENGINE_POWER_F0, ENGINE_POWER_STATES};
 use rvgpu_hw::regs::{self, Caps, ENGINE_MAX};
 
 use crate::adapter::{Adapter, Live};
-use crate::caps::write_out;
 use crate::mmio::Regs;
 use crate::platform::Platform;
+use crate::qai::Request;
 use crate::status::{self, Status};
 
 /// F1's `TransitionLatency` (100 ns units): back to F0 is one `POWER` register write, after
@@ -139,45 +137,20 @@ pub fn restore<P: Platform>(live: &Live<P>) {
     }
 }
 
-/// The optional 4-byte physical-adapter index of `NUMPOWERCOMPONENTS`: absent means 0.
-fn physical_adapter(args: &DXGKARG_QUERYADAPTERINFO) -> Result<u32, Status> {
-    if args.pInputData.is_null() {
-        return Ok(0);
-    }
-    read_in::<u32>(args)
-}
-
-fn read_in<T: Copy>(args: &DXGKARG_QUERYADAPTERINFO) -> Result<T, Status> {
-    let have = usize::try_from(args.InputDataSize).map_err(|_| status::INVALID_PARAMETER)?;
-    if args.pInputData.is_null() || have < size_of::<T>() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    // SAFETY: Dxgkrnl provides `InputDataSize` readable bytes at `pInputData` (checked to
-    // hold a T); T is a plain integer word here, valid for any bit pattern.
-    Ok(unsafe { args.pInputData.cast::<T>().read_unaligned() })
-}
-
 /// `DXGKQAITYPE_NUMPOWERCOMPONENTS`: the components of physical adapter 0 (the only one).
-pub fn query_count<P: Platform>(
-    live: &Live<P>,
-    args: &DXGKARG_QUERYADAPTERINFO,
-) -> Result<(), Status> {
-    if physical_adapter(args)? != 0 {
+/// The input, a 4-byte physical-adapter index, is optional: absent means 0.
+pub fn query_count<P: Platform>(live: &Live<P>, q: &mut Request<'_>) -> Result<(), Status> {
+    if q.has_input() && q.input::<u32>()? != 0 {
         return Err(status::INVALID_PARAMETER);
     }
-    write_out(args, &count(live))
+    q.write(&count(live))
 }
 
 /// `DXGKQAITYPE_POWERCOMPONENTINFO`: component `i` is engine `i`'s power, mapped to node `i`.
-pub fn query_info<P: Platform>(
-    live: &Live<P>,
-    args: &DXGKARG_QUERYADAPTERINFO,
-) -> Result<(), Status> {
-    let index = DXGK_POWER_COMPONENT_INDEX {
-        Value: read_in::<u32>(args)?,
-    };
+pub fn query_info<P: Platform>(live: &Live<P>, q: &mut Request<'_>) -> Result<(), Status> {
+    let index = DXGK_POWER_COMPONENT_INDEX { Value: q.input()? };
     let node = component_engine(live, index)?;
-    write_out(args, &component(node))
+    q.write(&component(node))
 }
 
 /// The engine a component index names, or `STATUS_INVALID_PARAMETER`.

@@ -107,6 +107,15 @@ pub struct Live<P: Platform> {
 }
 
 impl<P: Platform> Live<P> {
+    /// The part of the adapter the memory model's answers read ([`crate::gpummu`]).
+    pub fn mmu(&self) -> crate::gpummu::Mmu<'_> {
+        crate::gpummu::Mmu {
+            identity: &self.identity,
+            resources: &self.resources,
+            aperture: &self.aperture,
+        }
+    }
+
     /// Runs `f` on the ISR's state under the interrupt lock (DxgkCbSynchronizeExecution), so
     /// it never overlaps the ISR. `f` runs at device IRQL: it must not allocate or block.
     pub fn synchronized<F, R>(&self, f: F) -> Result<R, Status>

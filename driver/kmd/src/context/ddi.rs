@@ -139,7 +139,7 @@ pub fn create_context<P: Platform>(
         // contexts, and every context without GPU VA) come from the aperture segment. With no
         // segment a GPU-VA context's pool is contiguous memory VidMm cannot map, and Windows
         // bug-checks (docs/windows-bringup.md BR-65, BR-67).
-        let dma_segments = if crate::gpummu::supported(live) {
+        let dma_segments = if crate::gpummu::supported(live.mmu()) {
             1 << (crate::gpummu::SEGMENT_APERTURE - 1)
         } else {
             0

@@ -70,7 +70,7 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiUnload: Some(pnp::unload),
         DxgkDdiQueryInterface: Some(query::query_interface::<P>),
         DxgkDdiControlEtwLogging: Some(pnp::control_etw_logging),
-        DxgkDdiQueryAdapterInfo: Some(on_adapter::<P, query::QueryAdapterInfo>),
+        DxgkDdiQueryAdapterInfo: Some(query::query_adapter_info::<P>),
         DxgkDdiCreateNativeFence: Some(on_adapter_mut::<P, fence::CreateNativeFence>),
         DxgkDdiDestroyNativeFence: Some(on_args_reading::<P, fence::DestroyNativeFence>),
         DxgkDdiOpenNativeFence: Some(on_adapter_reading::<P, fence::OpenNativeFence>),

@@ -13,11 +13,11 @@ use rvgpu_ddi::kmtest::{DXGKARG_BUILDTESTCOMMANDBUFFER, DXGKDDI_KERNELMODETESTIN
 use rvgpu_ddi::submission::DXGKARG_GETNODEMETADATA;
 use rvgpu_ddi::{HANDLE, NTSTATUS, PVOID, UINT};
 
-use super::thunk::{adapter_and, adapter_and_mut, os_buffer, OnAdapter};
-use crate::adapter::Adapter;
+use super::thunk::{adapter_and, adapter_and_mut, os_buffer};
 use crate::caps;
 use crate::platform::Platform;
-use crate::status::{self, to_ntstatus, Status};
+use crate::qai::Request;
+use crate::status::{self, to_ntstatus};
 
 /// DxgkDdiQueryInterface (PASSIVE): rvgpu exports one interface, the WDDM 3.2 feature interface
 /// (`GUID_WDDM_INTERFACE_FEATURE`, version 1) through which Dxgkrnl learns which features the
@@ -143,17 +143,23 @@ unsafe extern "system" fn build_test_command_buffer<P: Platform>(
     to_ntstatus(crate::kmtest::build_into(a, args, out))
 }
 
-/// DxgkDdiQueryAdapterInfo (PASSIVE).
-pub(super) enum QueryAdapterInfo {}
-impl<P: Platform> OnAdapter<P> for QueryAdapterInfo {
-    type Args = DXGKARG_QUERYADAPTERINFO;
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        match a.live() {
-            Some(live) => caps::query(live, args),
-            // Before StartDevice only the types Dxgkrnl sends at that stage have an answer.
-            None => caps::query_pre_start(args).unwrap_or(Err(status::INVALID_DEVICE_STATE)),
-        }
-    }
+/// DxgkDdiQueryAdapterInfo (PASSIVE): the request's buffers resolved once
+/// ([`crate::qai::Request`]), then answered by `caps`.
+pub(super) unsafe extern "system" fn query_adapter_info<P: Platform>(
+    h_adapter: HANDLE,
+    args: *const DXGKARG_QUERYADAPTERINFO,
+) -> NTSTATUS {
+    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
+    let Some((a, args)) = (unsafe { adapter_and::<P, _>(h_adapter, args) }) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    // SAFETY: the same contract for the buffers the block names (`Request::from_os`).
+    let mut q = unsafe { Request::from_os(args) };
+    to_ntstatus(match a.live() {
+        Some(live) => caps::query(live, &mut q),
+        // Before StartDevice only the types Dxgkrnl sends at that stage have an answer.
+        None => caps::query_pre_start(&mut q).unwrap_or(Err(status::INVALID_DEVICE_STATE)),
+    })
 }
 
 /// DxgkDdiGetNodeMetadata (PASSIVE).

@@ -20,7 +20,7 @@ use super::{device_capable, Bands, ContextPriority};
 pub fn active<P: Platform>(live: &Live<P>) -> bool {
     live.features.hwsch.is_some()
         && device_capable(live.identity.caps)
-        && crate::gpummu::supported(live)
+        && crate::gpummu::supported(live.mmu())
         && live.ddis.hws
 }
 

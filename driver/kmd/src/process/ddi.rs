@@ -43,7 +43,7 @@ pub fn table_address<P: Platform>(
     at: &D3DGPU_PHYSICAL_ADDRESS,
 ) -> Result<u64, Status> {
     let (base, size) =
-        gpummu::local_segment(live, at.SegmentId).ok_or(status::INVALID_PARAMETER)?;
+        gpummu::local_segment(live.mmu(), at.SegmentId).ok_or(status::INVALID_PARAMETER)?;
     let off = at.SegmentOffset;
     let end = off
         .checked_add(mmu::TABLE_SIZE)
@@ -60,7 +60,7 @@ pub fn table_address<P: Platform>(
 /// DxgkDdiCreateProcess (PASSIVE).
 pub fn create<P: Platform>(a: &Adapter<P>, args: &mut DXGKARG_CREATEPROCESS) -> Result<(), Status> {
     let live = a.started()?;
-    if !gpummu::supported(live) {
+    if !gpummu::supported(live.mmu()) {
         return Err(status::NOT_SUPPORTED);
     }
     let flags = args.Flags;
@@ -131,7 +131,7 @@ pub fn root_size(args: &mut DXGKARG_GETROOTPAGETABLESIZE) -> usize {
 /// outside local memory) leaves the context as it was and is logged: the DDI has no status.
 pub fn set_root<P: Platform>(args: &DXGKARG_SETROOTPAGETABLE) -> Result<(), Status> {
     sched::with_adapter::<P, _>(args.hContext, Kind::Context, |_, live, ctx| {
-        if !gpummu::supported(live) {
+        if !gpummu::supported(live.mmu()) {
             return Err(status::NOT_SUPPORTED);
         }
         if u64::from(args.NumEntries) > mmu::ENTRIES_PER_TABLE || args.NumEntries == 0 {
