@@ -73,7 +73,7 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
     );
     sched.set(
         DXGK_VIDSCHCAPS::NativeGpuFence,
-        u32::from(native_gpu_fence(live)),
+        u32::from(live.native_gpu_fence()),
     );
     // LOG-08: fence interrupts name the hardware queue whose signal log to read.
     sched.set(
@@ -106,22 +106,6 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
     caps
 }
 
-/// NF-10: native GPU fences are advertised only when the OS enabled
-/// `DXGK_FEATURE_NATIVE_FENCE` (the OS fails adapter start otherwise), the device implements
-/// them, and the driver's table provides the native-fence DDIs (advertising obliges them,
-/// NF-12). Tying the last condition to the table itself means the bit cannot get ahead of
-/// the implementation.
-pub fn native_gpu_fence<P: Platform>(live: &Live<P>) -> bool {
-    let os = live.features.native_fence.is_some();
-    let device = live
-        .identity
-        .caps
-        .contains(rvgpu_hw::regs::Caps::NATIVE_FENCE);
-    // LOG-09: native fences oblige the two log DDIs too (the OS gives every user-mode queue
-    // both logs).
-    os && device && live.ddis.native_fence && live.ddis.fence_logs
-}
-
 /// LOG-08 (docs/logs.md#kmd): per-queue fence interrupts need the device cap (events name
 /// the running queue), the device's log writes (`FENCE_LOG`) and native fences advertised
 /// (with the log DDIs). A device without `CAPS.OPTIMIZED_FENCE_IRQ` gets the fence-array
@@ -130,7 +114,7 @@ pub fn optimized_fence_irq<P: Platform>(live: &Live<P>) -> bool {
     let caps = live.identity.caps;
     caps.contains(rvgpu_hw::regs::Caps::OPTIMIZED_FENCE_IRQ)
         && caps.contains(rvgpu_hw::regs::Caps::FENCE_LOG)
-        && native_gpu_fence(live)
+        && live.native_gpu_fence()
 }
 
 /// The sizes `DXGK_DRIVERCAPS` has had on x64, one per interface-version step of d3dkmddi.h
@@ -272,7 +256,7 @@ pub fn query<P: Platform>(live: &Live<P>, q: &mut Request<'_>) -> Result<(), Sta
         }
         rvgpu_ddi::adapter::DXGKQAITYPE_HISTORYBUFFERPRECISION => history_buffer_precision(q),
         rvgpu_ddi::adapter::DXGKQAITYPE_PHYSICALADAPTERCAPS => physical_adapter_caps(live, q),
-        DXGKQAITYPE_NATIVE_FENCE_CAPS if native_gpu_fence(live) => {
+        DXGKQAITYPE_NATIVE_FENCE_CAPS if live.native_gpu_fence() => {
             let caps = DXGK_NATIVE_FENCE_CAPS {
                 // NF-05: non-shareable fences of a process are packed at this stride.
                 MonitoredValueStride: u32::try_from(rvgpu_hw::fence::VALUE_STRIDE).unwrap_or(8),
@@ -375,7 +359,8 @@ pub fn node_metadata<P: Platform>(
             )
             .with(
                 DXGK_NODEMETADATA_FLAGS::SupportBuildTestCommandBuffer,
-                u32::from(crate::kmtest::enabled(live)),
+                // The OS enabled the kernel-mode testing feature (crate::kmtest).
+                u32::from(live.features.kernel_mode_testing.is_some()),
             ),
         // Every engine translates through the GPU MMU when DRIVERCAPS claims it (BR-71).
         GpuMmuSupported: u8::from(crate::gpummu::supported(live.mmu())),

@@ -21,7 +21,7 @@
 //!
 //! **Which DDIs Windows calls.** `SupportPerEngineTDR` is advertised only when the device has
 //! `CAPS.PER_ENGINE_RESET` and the table carries the four per-engine DDIs ([`per_engine_tdr`]),
-//! the `caps::native_gpu_fence` pattern: the bit cannot get ahead of the code.
+//! the `Live::native_gpu_fence` pattern: the bit cannot get ahead of the code.
 //!
 //! [tdr8]: https://learn.microsoft.com/en-us/windows-hardware/drivers/display/tdr-changes-in-windows-8
 //! [qdeg]: https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querydependentenginegroup

@@ -107,6 +107,22 @@ pub struct Live<P: Platform> {
 }
 
 impl<P: Platform> Live<P> {
+    /// NF-10: native GPU fences are advertised only when the OS enabled
+    /// `DXGK_FEATURE_NATIVE_FENCE` (the OS fails adapter start otherwise), the device implements
+    /// them, and the driver's table provides the native-fence DDIs (advertising obliges them,
+    /// NF-12). Tying the last condition to the table itself means the bit cannot get ahead of
+    /// the implementation.
+    pub fn native_gpu_fence(&self) -> bool {
+        let os = self.features.native_fence.is_some();
+        let device = self
+            .identity
+            .caps
+            .contains(rvgpu_hw::regs::Caps::NATIVE_FENCE);
+        // LOG-09: native fences oblige the two log DDIs too (the OS gives every user-mode queue
+        // both logs).
+        os && device && self.ddis.native_fence && self.ddis.fence_logs
+    }
+
     /// The part of the adapter the memory model's answers read ([`crate::gpummu`]).
     pub fn mmu(&self) -> crate::gpummu::Mmu<'_> {
         crate::gpummu::Mmu {

@@ -29,9 +29,7 @@ pub fn active<P: Platform>(live: &Live<P>) -> bool {
 /// are advertised (24H2 requires `NativeGpuFence` for a user-mode submission node, and user-mode
 /// queues can only use native fences).
 pub fn user_mode_submission<P: Platform>(live: &Live<P>) -> bool {
-    live.features.user_mode_submission.is_some()
-        && active(live)
-        && crate::caps::native_gpu_fence(live)
+    live.features.user_mode_submission.is_some() && active(live) && live.native_gpu_fence()
 }
 
 /// Longest grace period or quantum accepted: one minute in 100 ns units. The OS's defaults are

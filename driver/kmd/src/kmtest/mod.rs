@@ -67,12 +67,6 @@ pub(crate) fn interface_request(args: &DXGKARG_QUERYFEATUREINTERFACE) -> Result<
     u16::try_from(size).map_err(|_| status::INVALID_PARAMETER)
 }
 
-/// Whether the OS enabled the feature at StartDevice (what the node metadata's
-/// `SupportBuildTestCommandBuffer` reports).
-pub(crate) fn enabled<P: Platform>(live: &crate::adapter::Live<P>) -> bool {
-    live.features.kernel_mode_testing.is_some()
-}
-
 /// `pfnBuildTestCommandBuffer` once its pointers are references (the thunk is
 /// `ddi::query::build_test_command_buffer`): the packets for `args`, written to `out` when it
 /// holds them, else `STATUS_BUFFER_OVERFLOW` with the size needed in `args.DmaBufferSize`.
