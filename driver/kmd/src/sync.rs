@@ -55,6 +55,26 @@ impl<P: Platform, T> SpinLock<P, T> {
         }
     }
 
+    /// Acquires the lock only if it is free now, raising to DISPATCH_LEVEL while held; never
+    /// spins, so a zero-level DDI may ask beside any holder. Must not be called above
+    /// DISPATCH_LEVEL.
+    pub fn try_lock(&self) -> Option<SpinGuard<'_, P, T>> {
+        let previous = P::raise_to_dispatch();
+        if self
+            .locked
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            Some(SpinGuard {
+                lock: self,
+                previous,
+            })
+        } else {
+            P::lower_irql(previous);
+            None
+        }
+    }
+
     /// Mutable access without locking, through exclusive ownership.
     pub fn get_mut(&mut self) -> &mut T {
         self.value.get_mut()
