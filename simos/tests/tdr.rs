@@ -498,7 +498,13 @@ fn tdr_01_24h2_collects_dbg_info2_after_the_group_and_before_the_reset() {
     assert_eq!(dump.status, 0);
     let hd = tdrdump::header(&dump.bytes).expect("an rvgpu dump");
     assert_eq!(
-        (hd.reason, hd.tdr_type, hd.timed_out_node, hd.records, hd.flags),
+        (
+            hd.reason,
+            hd.tdr_type,
+            hd.timed_out_node,
+            hd.records,
+            hd.flags
+        ),
         (0x141, 6, 0, 2, 0)
     );
     let e0 = tdrdump::engine(&dump.bytes, &hd, 0).unwrap();
@@ -548,16 +554,26 @@ fn tdr_01_dump_names_the_hung_kernel_queue_its_fences_and_packet() {
     assert_eq!((hd.engine_count, hd.records, hd.engine_resets), (2, 2, 0));
     let e0 = tdrdump::engine(&dump.bytes, &hd, 0).unwrap();
     // Still executing the HANG: the OS's timeout came before the device's hang detection.
-    assert_eq!((e0.state, e0.queue_id), (tdrdump::ENGINE_RUNNING, kq.queue_id()));
+    assert_eq!(
+        (e0.state, e0.queue_id),
+        (tdrdump::ENGINE_RUNNING, kq.queue_id())
+    );
     assert_eq!(e0.valid, 0x1FF, "every field known: {e0:#x?}");
     assert_eq!((e0.last_submitted, e0.last_completed), (hang, done));
-    assert!(e0.read_ptr > 0 && e0.write_ptr == 2 * e0.read_ptr, "{e0:#x?}");
+    assert!(
+        e0.read_ptr > 0 && e0.write_ptr == 2 * e0.read_ptr,
+        "{e0:#x?}"
+    );
     assert_eq!(
         e0.hung_gpu_va,
         e0.ring_base + e0.read_ptr % u64::from(e0.ring_size)
     );
     let e1 = tdrdump::engine(&dump.bytes, &hd, 1).unwrap();
-    assert_eq!((e1.node, e1.state, e1.valid), (1, tdrdump::ENGINE_IDLE, 0), "{e1:#x?}");
+    assert_eq!(
+        (e1.node, e1.state, e1.valid),
+        (1, tdrdump::ENGINE_IDLE, 0),
+        "{e1:#x?}"
+    );
     run_until(&m, "reset", |m| resets(m) == 1);
     std::mem::forget(kq);
     no_fault(&m);
@@ -575,7 +591,10 @@ fn tdr_01_dump_respects_the_buffer_size() {
     assert_eq!((hd.engine_count, hd.records), (2, 1));
     assert_eq!(hd.flags, tdrdump::DUMP_TRUNCATED);
     assert_eq!((hd.tdr_type, hd.timed_out_node), (1, tdrdump::NO_NODE));
-    assert!(b[32 + 96..].iter().all(|x| *x == 0), "nothing past the record");
+    assert!(
+        b[32 + 96..].iter().all(|x| *x == 0),
+        "nothing past the record"
+    );
     let (st, b) = ok(&m, m.collect_dbg_info2(0, 31));
     assert_eq!(st, STATUS_UNSUCCESSFUL);
     assert!(b.iter().all(|x| *x == 0));

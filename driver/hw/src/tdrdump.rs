@@ -134,8 +134,13 @@ pub struct TdrDumpEngine {
     pub reserved: u32,
 }
 
-const _: () = assert!(core::mem::size_of::<TdrDumpHeader>() == 32);
-const _: () = assert!(core::mem::size_of::<TdrDumpEngine>() == 96);
+/// Bytes of [`TdrDumpHeader`] in this version.
+pub const HEADER_SIZE: u16 = 32;
+/// Bytes of [`TdrDumpEngine`] in this version.
+pub const RECORD_SIZE: u16 = 96;
+
+const _: () = assert!(core::mem::size_of::<TdrDumpHeader>() == HEADER_SIZE as usize);
+const _: () = assert!(core::mem::size_of::<TdrDumpEngine>() == RECORD_SIZE as usize);
 const _: () = assert!(core::mem::offset_of!(TdrDumpEngine, queue_handle) == 24);
 const _: () = assert!(core::mem::offset_of!(TdrDumpEngine, hung_gpu_va) == 72);
 

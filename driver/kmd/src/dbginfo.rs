@@ -29,7 +29,6 @@
 //! [cdi]: https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo
 
 use core::fmt::{self, Write};
-use core::mem::size_of;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use rvgpu_ddi::tdr::{
@@ -169,7 +168,11 @@ pub fn report<P: Platform>(a: &Adapter<P>, reason: u32, out: &mut impl Write) ->
 /// Writes the report for `reason` into the OS's buffer, truncating at its end and
 /// NUL-terminating. `buf` is the OS's `pBuffer`/`BufferSize` (`None`: null with a non-zero
 /// size); an empty buffer gets nothing.
-fn write_into<P: Platform>(a: &Adapter<P>, reason: u32, buf: Option<&mut [u8]>) -> Result<(), Status> {
+fn write_into<P: Platform>(
+    a: &Adapter<P>,
+    reason: u32,
+    buf: Option<&mut [u8]>,
+) -> Result<(), Status> {
     let buf = buf.ok_or(status::INVALID_PARAMETER)?;
     if buf.is_empty() {
         // Nothing can be written; the OS simply gets no driver text.
@@ -339,15 +342,15 @@ pub(crate) fn collect2<P: Platform>(
 ) -> Result<(), Status> {
     let buf = buf.ok_or(status::UNSUCCESSFUL)?;
     let live = a.started().map_err(|_| status::UNSUCCESSFUL)?;
-    let header_size = size_of::<TdrDumpHeader>();
-    let record_size = size_of::<TdrDumpEngine>();
+    let header_size = usize::from(tdrdump::HEADER_SIZE);
+    let record_size = usize::from(tdrdump::RECORD_SIZE);
     let room = buf
         .len()
         .checked_sub(header_size)
-        .ok_or(status::UNSUCCESSFUL)?
-        / record_size;
-    let engines = live.identity.config.engines.min(ENGINE_MAX);
-    let records = u16::try_from(room.min(engines as usize)).unwrap_or(0);
+        .and_then(|n| n.checked_div(record_size))
+        .ok_or(status::UNSUCCESSFUL)?;
+    let engines = u16::try_from(live.identity.config.engines.min(ENGINE_MAX)).unwrap_or(0);
+    let records = u16::try_from(room).unwrap_or(u16::MAX).min(engines);
     let payload = payload.filter(|_| args.TdrType == DXGK_TDR_TYPE_ENGINE_TIMEOUT);
     let sched = (P::current_irql() <= Irql::Dispatch)
         .then(|| live.sched.try_lock())
@@ -356,16 +359,16 @@ pub(crate) fn collect2<P: Platform>(
     if sched.is_none() {
         flags |= tdrdump::DUMP_SCHED_BUSY;
     }
-    if u32::from(records) < engines {
+    if records < engines {
         flags |= tdrdump::DUMP_TRUNCATED;
     }
     let named = payload.map_or(NO_NODE, |p| p.NodeOrdinal);
     let h = TdrDumpHeader {
         magic: tdrdump::TDR_DUMP_MAGIC,
         version: tdrdump::TDR_DUMP_VERSION,
-        header_size: header_size as u16,
-        record_size: record_size as u16,
-        engine_count: engines as u16,
+        header_size: tdrdump::HEADER_SIZE,
+        record_size: tdrdump::RECORD_SIZE,
+        engine_count: engines,
         records,
         flags,
         reason: args.Reason,
@@ -385,6 +388,42 @@ pub(crate) fn collect2<P: Platform>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dump_states_come_from_the_status_register() {
+        let reg = |state, has_work, held| {
+            EngineStatus {
+                state,
+                has_work,
+                held,
+            }
+            .to_reg()
+        };
+        assert_eq!(
+            dump_state(reg(EngineState::Hung, true, false)),
+            tdrdump::ENGINE_HUNG
+        );
+        assert_eq!(
+            dump_state(reg(EngineState::Active, true, false)),
+            tdrdump::ENGINE_RUNNING
+        );
+        assert_eq!(
+            dump_state(reg(EngineState::Active, false, false)),
+            tdrdump::ENGINE_IDLE
+        );
+        assert_eq!(
+            dump_state(reg(EngineState::Idle, true, true)),
+            tdrdump::ENGINE_RESET
+        );
+        assert_eq!(
+            dump_state(reg(EngineState::Resetting, false, false)),
+            tdrdump::ENGINE_RESET
+        );
+        assert_eq!(dump_state(u32::MAX), tdrdump::ENGINE_UNKNOWN);
+        assert_eq!(dump_state(0xF), tdrdump::ENGINE_UNKNOWN);
+        assert_eq!(progress_value(0), None);
+        assert_eq!(progress_value(0x1001), None, "misaligned");
+    }
 
     #[test]
     fn truncates_and_terminates() {

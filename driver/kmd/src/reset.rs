@@ -326,8 +326,7 @@ fn reset_hw<P: Platform>(
 /// The guilty context of an aborted hardware queue: what `DxgkCbInvalidateHwContext` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Guilty {
-    /// The handle passed as `hHwContext` (docs/tdr.md Q2: the input value of
-    /// `DXGKARG_CREATECONTEXT::hContext` when the OS passed one, else the KMD's handle).
+    /// The handle passed as `hHwContext` ([`context_handle`]).
     handle: usize,
 }
 

@@ -160,7 +160,11 @@ impl Machine {
     /// allows NULL) at PASSIVE_LEVEL from the calling thread, with a zeroed `size`-byte buffer
     /// and a guard after it, for tests of the buffer contract. Returns the status and the
     /// buffer; a write past `BufferSize` is a simulation error.
-    pub fn collect_dbg_info2(&self, i: usize, size: usize) -> Result<(NTSTATUS, Vec<u8>), SimError> {
+    pub fn collect_dbg_info2(
+        &self,
+        i: usize,
+        size: usize,
+    ) -> Result<(NTSTATUS, Vec<u8>), SimError> {
         let a = self.adapter_shared(i)?.clone();
         let f = table(&a)?
             .DxgkDdiCollectDbgInfo2

@@ -315,14 +315,15 @@ pub(super) fn collect_dbg_info_24h2(
     if buf[SIZE..] != CANARY[..] || ext.canary != *CANARY {
         return Err(sim_err(
             a,
-            "driver bug: DxgkDdiCollectDbgInfo2 wrote past BufferSize or its extension"
-                .to_string(),
+            "driver bug: DxgkDdiCollectDbgInfo2 wrote past BufferSize or its extension".to_string(),
         ));
     }
     if ![STATUS_SUCCESS, STATUS_UNSUCCESSFUL, STATUS_NO_MEMORY].contains(&status) {
         return Err(sim_err(
             a,
-            format!("driver bug: DxgkDdiCollectDbgInfo2 returned {status:#x}, not one of its three"),
+            format!(
+                "driver bug: DxgkDdiCollectDbgInfo2 returned {status:#x}, not one of its three"
+            ),
         ));
     }
     // Stage1 follows a non-null `hContext` into the context's process: it must be a context
@@ -334,7 +335,10 @@ pub(super) fn collect_dbg_info_24h2(
             format!("driver bug: DxgkDdiCollectDbgInfo2 named hContext {hcontext:#x}, no context of the adapter"),
         ));
     }
-    let kept = buf[..SIZE].iter().rposition(|b| *b != 0).map_or(1, |i| i + 1);
+    let kept = buf[..SIZE]
+        .iter()
+        .rposition(|b| *b != 0)
+        .map_or(1, |i| i + 1);
     buf.truncate(kept);
     let mut os = lock(&sh.os);
     os.events.push(TdrEvent::CollectDbgInfo2 {
