@@ -574,8 +574,71 @@ fn tdr_01_dump_names_the_hung_kernel_queue_its_fences_and_packet() {
         (1, tdrdump::ENGINE_IDLE, 0),
         "{e1:#x?}"
     );
-    run_until(&m, "reset", |m| resets(m) == 1);
+    // After the recovery the engine counts its reset and no longer names the queue.
+    run_until(&m, "resumed", |m| {
+        m.tdr_events(0)
+            .iter()
+            .any(|e| matches!(e, TdrEvent::ResumeHwEngine { .. }))
+    });
+    let (st, b) = ok(&m, m.collect_dbg_info2(0, 4096));
+    assert_eq!(st, 0);
+    let hd = tdrdump::header(&b).unwrap();
+    let e0 = tdrdump::engine(&b, &hd, 0).unwrap();
+    assert_eq!((hd.engine_resets, e0.resets), (1, 1));
+    assert_eq!(e0.valid & tdrdump::VALID_GUILTY, 0, "{e0:#x?}");
     std::mem::forget(kq);
+    no_fault(&m);
+}
+
+/// TDR-01: CollectDbgInfo2 is level 0 too: called in a loop on another thread while another
+/// process creates and destroys queues (the scheduler lock) and a hang is detected and reset
+/// (ResetHwEngine holds the lock), every call returns a whole dump at once; nothing
+/// deadlocks.
+#[test]
+fn tdr_01_collect_dbg_info2_level_zero() {
+    let mut cfg = MachineConfig::single(Mode::Threaded);
+    cfg.os.reading = rvgpu_simos::machine::answers::Reading::W24H2;
+    let m = started(cfg);
+    ok(
+        &m,
+        m.enable_tdr(
+            0,
+            TdrConfig {
+                timeout: THREADED_TDR_DELAY,
+                preempt_timeout: Duration::from_millis(5),
+                ..TdrConfig::default()
+            },
+        ),
+    );
+    let h = ok(&m, m.create_process(0));
+    let c = ok(&m, m.create_process(0));
+    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
+    std::thread::scope(|s| {
+        let collector = s.spawn(|| {
+            let mut n = 0usize;
+            while resets(&m) == 0 && n < 100_000 {
+                let (st, b) = ok(&m, m.collect_dbg_info2(0, 4096));
+                assert_eq!(st, 0);
+                let hd = tdrdump::header(&b).expect("a whole header");
+                assert_eq!(hd.records, 2);
+                n += 1;
+            }
+            n
+        });
+        let churn = s.spawn(|| {
+            let mut n = 0;
+            while resets(&m) == 0 && n < 2000 {
+                drop(okk(&m, UserQueue::new(m.kmt(&c), &ucfg(1))));
+                n += 1;
+            }
+        });
+        okk(&m, hq.submit(&[Command::Hang]));
+        run_until(&m, "engine reset", |m| resets(m) == 1);
+        churn.join().unwrap();
+        assert!(collector.join().unwrap() > 0);
+    });
+    assert!(m.last_tdr_dump(0).is_some());
+    std::mem::forget(hq);
     no_fault(&m);
 }
 

@@ -124,3 +124,23 @@ impl<P: Platform, T> Drop for SpinGuard<'_, P, T> {
         P::lower_irql(self.previous);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kmem::Host;
+
+    #[test]
+    fn try_lock_never_waits_for_a_holder() {
+        let l = SpinLock::<Host, u32>::new(7);
+        {
+            let held = l.lock();
+            assert!(l.try_lock().is_none(), "taken while held");
+            assert_eq!(*held, 7);
+        }
+        let mut g = l.try_lock().expect("free again");
+        *g = 8;
+        drop(g);
+        assert_eq!(*l.lock(), 8);
+    }
+}
