@@ -35,7 +35,7 @@ use rvgpu_ddi::tdr::{
     DXGKARG_COLLECTDBGINFO, DXGKARG_COLLECTDBGINFO2, DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT,
     DXGK_TDR_TYPE_ENGINE_TIMEOUT,
 };
-use rvgpu_hw::engine::{EngineState, EngineStatus};
+use rvgpu_hw::engine::{EngineState, EngineStatus, ResetResult};
 use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::{self, ENGINE_MAX};
 use rvgpu_hw::tdrdump::{self, TdrDumpEngine, TdrDumpHeader, NO_NODE};
@@ -252,7 +252,9 @@ fn engine_record<P: Platform>(
     let (queue, guilty, rptr) = match (d.state, a.tdr.last_reset_done(e)) {
         (tdrdump::ENGINE_HUNG, _) => (current, true, None),
         (tdrdump::ENGINE_RUNNING, _) if timed_out => (current, true, None),
-        (tdrdump::ENGINE_RESET, Some(x)) if x.queue != NO_QUEUE && x.result == 1 => {
+        (tdrdump::ENGINE_RESET, Some(x))
+            if x.queue != NO_QUEUE && x.result == ResetResult::Ok as u32 =>
+        {
             (x.queue, true, Some(x.rptr))
         }
         _ => (current, false, None),
@@ -377,7 +379,9 @@ pub(crate) fn collect2<P: Platform>(
         engine_resets: u32::try_from(a.tdr.engine_resets.load(Ordering::Relaxed))
             .unwrap_or(u32::MAX),
     };
-    let (head, rest) = buf.split_at_mut(header_size);
+    let (head, rest) = buf
+        .split_at_mut_checked(header_size)
+        .ok_or(status::UNSUCCESSFUL)?;
     head.copy_from_slice(h.as_bytes());
     for (e, out) in (0..u32::from(records)).zip(rest.chunks_exact_mut(record_size)) {
         out.copy_from_slice(engine_record(a, live, sched.as_deref(), e, payload).as_bytes());

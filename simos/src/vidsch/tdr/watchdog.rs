@@ -326,13 +326,16 @@ pub(super) fn collect_dbg_info_24h2(
             ),
         ));
     }
-    // Stage1 follows a non-null `hContext` into the context's process: it must be a context
-    // handle the OS gave this adapter.
+    // Stage1 follows a non-null `hContext` as its own context object into the context's
+    // process: it must be the OS's handle of a context of this adapter, never the KMD's.
     let hcontext = payload.hContext as usize;
-    if hcontext != 0 && ums::tdr_device_of_context(a, hcontext).is_none() {
+    if hcontext != 0 && !ums::tdr_is_os_context(a, hcontext) {
         return Err(sim_err(
             a,
-            format!("driver bug: DxgkDdiCollectDbgInfo2 named hContext {hcontext:#x}, no context of the adapter"),
+            format!(
+                "driver bug: DxgkDdiCollectDbgInfo2 named hContext {hcontext:#x}, not the OS's \
+                 handle of a context of the adapter"
+            ),
         ));
     }
     let kept = buf[..SIZE]
