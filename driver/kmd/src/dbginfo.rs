@@ -335,7 +335,8 @@ fn engine_record<P: Platform>(
 /// (`TdrCollectDbgInfoStage1` @0x140368AC0), and the KMD's context handles are its own.
 ///
 /// A buffer too small for the header gets nothing and `STATUS_UNSUCCESSFUL`; one that holds
-/// fewer records than engines gets those and [`tdrdump::DUMP_TRUNCATED`].
+/// fewer records than engines gets those and [`tdrdump::DUMP_TRUNCATED`]. An adapter not
+/// started gets a header with no engines.
 pub(crate) fn collect2<P: Platform>(
     a: &Adapter<P>,
     args: &DXGKARG_COLLECTDBGINFO2,
@@ -343,7 +344,7 @@ pub(crate) fn collect2<P: Platform>(
     payload: Option<&DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>,
 ) -> Result<(), Status> {
     let buf = buf.ok_or(status::UNSUCCESSFUL)?;
-    let live = a.started().map_err(|_| status::UNSUCCESSFUL)?;
+    let live = a.live();
     let header_size = usize::from(tdrdump::HEADER_SIZE);
     let record_size = usize::from(tdrdump::RECORD_SIZE);
     let room = buf
@@ -351,14 +352,16 @@ pub(crate) fn collect2<P: Platform>(
         .checked_sub(header_size)
         .and_then(|n| n.checked_div(record_size))
         .ok_or(status::UNSUCCESSFUL)?;
-    let engines = u16::try_from(live.identity.config.engines.min(ENGINE_MAX)).unwrap_or(0);
+    // Not started: a header with no engines.
+    let engines = live.map_or(0, |l| l.identity.config.engines.min(ENGINE_MAX));
+    let engines = u16::try_from(engines).unwrap_or(0);
     let records = u16::try_from(room).unwrap_or(u16::MAX).min(engines);
     let payload = payload.filter(|_| args.TdrType == DXGK_TDR_TYPE_ENGINE_TIMEOUT);
-    let sched = (P::current_irql() <= Irql::Dispatch)
-        .then(|| live.sched.try_lock())
-        .flatten();
+    let sched = live
+        .filter(|_| P::current_irql() <= Irql::Dispatch)
+        .and_then(|l| l.sched.try_lock());
     let mut flags = 0;
-    if sched.is_none() {
+    if live.is_some() && sched.is_none() {
         flags |= tdrdump::DUMP_SCHED_BUSY;
     }
     if records < engines {
@@ -383,8 +386,10 @@ pub(crate) fn collect2<P: Platform>(
         .split_at_mut_checked(header_size)
         .ok_or(status::UNSUCCESSFUL)?;
     head.copy_from_slice(h.as_bytes());
-    for (e, out) in (0..u32::from(records)).zip(rest.chunks_exact_mut(record_size)) {
-        out.copy_from_slice(engine_record(a, live, sched.as_deref(), e, payload).as_bytes());
+    if let Some(live) = live {
+        for (e, out) in (0..u32::from(records)).zip(rest.chunks_exact_mut(record_size)) {
+            out.copy_from_slice(engine_record(a, live, sched.as_deref(), e, payload).as_bytes());
+        }
     }
     Ok(())
 }
