@@ -12,6 +12,8 @@
 //                            type, opens) and the local handles on them
 //   !rvgpu_tdr               the last TDR record: reset counters and, per engine, the last
 //                            ResetDone event and LastAbortedFenceId
+//   !rvgpu_tdrdump ADDR [N]  decodes the driver's TDR dump record (DxgkDdiCollectDbgInfo2's
+//                            buffer, N bytes of it kept) at ADDR: one line per engine
 //   dx @$rvgpu()             the same as objects (dx -r3 @$rvgpu() for everything)
 //
 // Every function takes an optional adapter index (the slot in the driver's adapter table).
@@ -406,6 +408,122 @@ function tdr(index) {
     return out;
 }
 
+// The TDR dump record DxgkDdiCollectDbgInfo2 writes (rvgpu_hw::tdrdump, docs/tdr.md): a
+// 32-byte header ("RVTD", version, sizes, counts, flags, reason, TDR type, node, resets) then
+// one record per engine, little-endian. Windows keeps the bytes only up to the last non-zero
+// one, so bytes past N read as zero.
+const DUMP_MAGIC = 0x44545652;
+const DUMP_HEADER_SIZE = 32;
+const DUMP_RECORD_SIZE = 96;
+const DUMP_STATES = { 0: "idle", 1: "running", 2: "hung", 3: "reset", 255: "unknown" };
+const DUMP_FLAGS = { 1: "sched-busy", 2: "truncated" };
+// Record validity bits, in the order the line prints them.
+const VALID_QUEUE = 1, VALID_GUILTY = 2, VALID_HANDLES = 4, VALID_RING = 8, VALID_RPTR = 16;
+const VALID_WPTR = 32, VALID_SUBMITTED = 64, VALID_COMPLETED = 128, VALID_HUNG_VA = 256;
+
+function le32(b, o) {
+    return (b[o] | (b[o + 1] << 8) | (b[o + 2] << 16) | (b[o + 3] << 24)) >>> 0;
+}
+
+function le16(b, o) {
+    return b[o] | (b[o + 1] << 8);
+}
+
+function le64(b, o) {
+    return new host.Int64(le32(b, o), le32(b, o + 4));
+}
+
+function flagNames(bits, names) {
+    const out = [];
+    for (const k of Object.keys(names)) {
+        if (bits & Number(k)) {
+            out.push(names[k]);
+        }
+    }
+    return out.length === 0 ? "none" : out.join(",");
+}
+
+/// One engine record as an object and its line.
+function dumpEngine(r) {
+    const valid = le32(r, 12);
+    const e = {
+        node: le32(r, 0),
+        state: DUMP_STATES[le32(r, 4)] || "state" + le32(r, 4),
+        status: hex(le32(r, 8)),
+        resets: le32(r, 20),
+    };
+    let line = "engine " + e.node + ": " + e.state + " status=" + e.status;
+    const add = (bit, name, value, text) => {
+        if (valid & bit) {
+            e[name] = value;
+            line += " " + text;
+        }
+    };
+    add(VALID_QUEUE, "queueId", hex(le32(r, 16)), "queue=" + hex(le32(r, 16)));
+    add(VALID_GUILTY, "guilty", true, "guilty");
+    add(VALID_HANDLES, "context", hex(le64(r, 32)),
+        "context=" + hex(le64(r, 32)) + " hwqueue=" + hex(le64(r, 24)));
+    add(VALID_SUBMITTED, "lastSubmitted", hex(le64(r, 40)), "submitted=" + hex(le64(r, 40)));
+    add(VALID_COMPLETED, "lastCompleted", hex(le64(r, 48)), "completed=" + hex(le64(r, 48)));
+    add(VALID_RPTR, "readPointer", hex(le64(r, 56)), "rptr=" + hex(le64(r, 56)));
+    add(VALID_WPTR, "writePointer", hex(le64(r, 64)), "wptr=" + hex(le64(r, 64)));
+    add(VALID_RING, "ring", hex(le64(r, 80)), "ring=" + hex(le64(r, 80)) + "+" + hex(le32(r, 88)));
+    add(VALID_HUNG_VA, "hungPacketGpuVa", hex(le64(r, 72)), "hung_at=" + hex(le64(r, 72)));
+    line += " resets=" + e.resets;
+    e.line = line;
+    return e;
+}
+
+/// `!rvgpu_tdrdump ADDR [N]`: the dump record at ADDR (N: bytes of it present), printed one
+/// line per engine and returned as objects.
+function tdrDump(address, size) {
+    if (address === undefined) {
+        throw new Error("rvgpu.js: usage: !rvgpu_tdrdump <address> [bytes]");
+    }
+    const base = int64(address);
+    const limit = size === undefined ? null : num(size);
+    const read = (offset, count) => {
+        const n = limit === null ? count : Math.max(0, Math.min(count, limit - offset));
+        const got = n > 0 ? host.memory.readMemoryValues(base.add(offset), n, 1) : [];
+        const out = [];
+        for (let i = 0; i < count; i++) {
+            out.push(i < n ? num(got[i]) & 0xFF : 0);
+        }
+        return out;
+    };
+    const h = read(0, DUMP_HEADER_SIZE);
+    const headerSize = le16(h, 6), recordSize = le16(h, 8);
+    if (le32(h, 0) !== DUMP_MAGIC || le16(h, 4) < 1 || headerSize < DUMP_HEADER_SIZE
+        || recordSize < DUMP_RECORD_SIZE) {
+        throw new Error("rvgpu.js: no rvgpu TDR dump at " + hex(base));
+    }
+    const node = le32(h, 24);
+    const dump = {
+        version: le16(h, 4),
+        engines: le16(h, 10),
+        records: le16(h, 12),
+        flags: flagNames(le16(h, 14), DUMP_FLAGS),
+        reason: hex(le32(h, 16)),
+        tdrType: le32(h, 20) | 0,
+        timedOutNode: node === 0xFFFFFFFF ? null : node,
+        engineResets: le32(h, 28),
+        perEngine: [],
+    };
+    const lines = ["rvgpu TDR dump v" + dump.version + ": reason=" + dump.reason + " type="
+        + dump.tdrType + " node=" + (dump.timedOutNode === null ? "none" : dump.timedOutNode)
+        + " engines=" + dump.engines + " records=" + dump.records + " resets="
+        + dump.engineResets + " flags=" + dump.flags];
+    for (let i = 0; i < dump.records; i++) {
+        const e = dumpEngine(read(headerSize + i * recordSize, DUMP_RECORD_SIZE));
+        dump.perEngine.push(e);
+        lines.push(e.line);
+    }
+    for (const l of lines) {
+        host.diagnostics.debugLog(l + "\n");
+    }
+    return dump;
+}
+
 /// Everything, for `dx @$rvgpu()`.
 function all(index) {
     return {
@@ -426,5 +544,6 @@ function initializeScript() {
         new host.functionAlias(doorbells, "rvgpu_doorbells"),
         new host.functionAlias(fences, "rvgpu_fences"),
         new host.functionAlias(tdr, "rvgpu_tdr"),
+        new host.functionAlias(tdrDump, "rvgpu_tdrdump"),
     ];
 }

@@ -49,4 +49,4 @@ pub use sync::fence::{
 pub use sync::trace::{qpc, ReleaseVia, TraceEvent, TraceSink};
 pub use ums::{DoorbellInfo, DoorbellState, Power, UmsEvent, UmsProcess};
 pub use vidsch::hws::{ContextPriority, HwsCall, SchedLogEntry, SchedLogStats};
-pub use vidsch::tdr::{Cause, TdrConfig, TdrEvent, TdrReason};
+pub use vidsch::tdr::{Cause, TdrConfig, TdrDump, TdrEvent, TdrReason};

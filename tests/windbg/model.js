@@ -146,7 +146,7 @@ const api = new Function("host", text +
 // The aliases a tester types.
 const names = api.initializeScript().filter((x) => x.name).map((x) => x.name).sort();
 assert.deepStrictEqual(names, ["rvgpu", "rvgpu_adapters", "rvgpu_doorbells", "rvgpu_fences",
-                               "rvgpu_queues", "rvgpu_tdr"]);
+                               "rvgpu_queues", "rvgpu_tdr", "rvgpu_tdrdump"]);
 
 // Adapters: only the published slot (not the free ones, not the one being claimed).
 const ads = api.adapters();

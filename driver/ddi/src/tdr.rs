@@ -269,7 +269,9 @@ pub struct DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT {
     pub NumberOfPendingSuspendRequests: u32,
     /// In (hardware-scheduled engines): ready interactive hardware queues in flight.
     pub NumberOfReadyInteractiveHwQueues: u32,
-    /// Out: the context the driver believes timed out, or NULL if it cannot tell.
+    /// Out: the context the driver believes timed out, or NULL if it cannot tell. 24H2 clears
+    /// it before the call and follows a non-NULL value as an object of its own
+    /// (`TdrCollectDbgInfoStage1` @0x140368AC0).
     pub hContext: HANDLE,
 }
 layout!(
@@ -286,6 +288,11 @@ layout!(
 
 /// `DXGKARG_COLLECTDBGINFO2`: [`DXGKARG_COLLECTDBGINFO`] with the kind of timeout and its
 /// payload after it (the first four fields keep their meaning and offsets).
+///
+/// Layout: the page's syntax block. The 10.0.22621 WDK's d3dkmddi.h predates WDDM 3.2 and
+/// declares only `DXGKARG_COLLECTDBGINFO` and `_EXT`, whose members, types and order match the
+/// first four fields here; the rest follows from MSVC natural alignment (asserted below). 24H2
+/// fills it in `TdrCollectDbgInfoStage1` @0x140368AC0: `BufferSize` 16 MiB, zeroed.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_collectdbginfo2>
 #[repr(C)]
@@ -320,7 +327,9 @@ layout!(
 
 /// `DXGKDDI_COLLECTDBGINFO2`: `(IN_CONST_HANDLE hAdapter, INOUT_PDXGKARG_COLLECTDBGINFO2)`.
 /// Optional for WDDM 3.2; where present Dxgkrnl calls it instead of `DxgkDdiCollectDbgInfo`
-/// (24H2 `DXGADAPTER::_DdiCollectDbgInfoNoLocks`).
+/// (24H2 `DXGADAPTER::_DdiCollectDbgInfoNoLocks` @0x1403698F8, which counts any status but
+/// `STATUS_SUCCESS`, `STATUS_UNSUCCESSFUL` and `STATUS_NO_MEMORY`, the page's three, as
+/// invalid).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo2>
 pub type PDXGKDDI_COLLECTDBGINFO2 = Option<

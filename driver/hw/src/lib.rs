@@ -24,6 +24,7 @@ pub mod queue;
 pub mod register;
 pub mod regs;
 pub mod schedlog;
+pub mod tdrdump;
 
 /// Size of a GPU page and of one doorbell page.
 pub const PAGE_SIZE: u64 = 4096;

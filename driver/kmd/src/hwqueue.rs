@@ -100,6 +100,11 @@ pub struct HwQueue {
     pub user_mode: bool,
     /// GPU VA of the progress fence value.
     pub progress_gpu: GpuVa,
+    /// The OS's kernel CPU VA of the progress fence value (read only, valid while the queue
+    /// lives; 0 if none was given): what the TDR dump reads as last completed.
+    pub progress_cpu: usize,
+    /// Kernel-mode queues: the progress fence value of the last accepted submission.
+    pub last_submitted: u64,
     /// Created with `D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence`: the progress fence is a
     /// native fence, so a `PROGRESS` event may satisfy native-fence waits and needs a
     /// native-fence report besides the monitored-fence one (the ISR learns it from the queue
@@ -335,6 +340,8 @@ pub(crate) fn create<P: Platform>(
             priority,
             user_mode,
             progress_gpu,
+            progress_cpu: args.HwQueueProgressFenceCPUVirtualAddress as usize,
+            last_submitted: 0,
             native_progress,
             ring,
             kernel,
@@ -514,6 +521,8 @@ mod tests {
             priority: 3,
             user_mode: true,
             progress_gpu: rvgpu_hw::addr::GpuVa::new(0x8000),
+            progress_cpu: 0,
+            last_submitted: 0,
             native_progress: false,
             ring: None,
             kernel: None,

@@ -116,6 +116,8 @@ pub struct TdrLog {
     last_rptr: [AtomicU64; ENGINE_MAX as usize],
     /// Per engine: the last `LastAbortedFenceId` returned.
     last_aborted: [AtomicU32; ENGINE_MAX as usize],
+    /// Per engine: successful resets.
+    resets: [AtomicU32; ENGINE_MAX as usize],
     /// Successful engine resets.
     pub engine_resets: AtomicU64,
     /// Engine resets that failed (TDR-09).
@@ -132,6 +134,7 @@ impl Default for TdrLog {
             last_done: [const { AtomicU64::new(u64::MAX) }; ENGINE_MAX as usize],
             last_rptr: [const { AtomicU64::new(0) }; ENGINE_MAX as usize],
             last_aborted: [const { AtomicU32::new(0) }; ENGINE_MAX as usize],
+            resets: [const { AtomicU32::new(0) }; ENGINE_MAX as usize],
             engine_resets: AtomicU64::new(0),
             failed_resets: AtomicU64::new(0),
             adapter_resets: AtomicU64::new(0),
@@ -187,6 +190,21 @@ impl TdrLog {
         Self::slot(engine)
             .and_then(|e| self.last_aborted.get(e))
             .map_or(0, |a| a.load(Ordering::Relaxed))
+    }
+
+    /// A successful reset of `engine`.
+    fn engine_reset(&self, engine: u32) {
+        self.engine_resets.fetch_add(1, Ordering::Relaxed);
+        if let Some(r) = Self::slot(engine).and_then(|e| self.resets.get(e)) {
+            r.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Successful resets of `engine`.
+    pub fn resets(&self, engine: u32) -> u32 {
+        Self::slot(engine)
+            .and_then(|e| self.resets.get(e))
+            .map_or(0, |r| r.load(Ordering::Relaxed))
     }
 
     fn set_last_aborted(&self, engine: u32, v: u32) {
@@ -308,9 +326,19 @@ fn reset_hw<P: Platform>(
 /// The guilty context of an aborted hardware queue: what `DxgkCbInvalidateHwContext` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Guilty {
-    /// The handle passed as `hHwContext` (docs/tdr.md Q2: the input value of
-    /// `DXGKARG_CREATECONTEXT::hContext` when the OS passed one, else the KMD's handle).
+    /// The handle passed as `hHwContext` ([`context_handle`]).
     handle: usize,
+}
+
+/// The handle `DxgkCbInvalidateHwContext` names context `ctx` by (docs/tdr.md Q2: the input
+/// value of `DXGKARG_CREATECONTEXT::hContext` when the OS passed one, else the KMD's handle).
+pub fn context_handle(s: &Sched, ctx: Handle) -> Option<usize> {
+    let c = s.contexts.get(&ctx)?;
+    Some(if c.os_handle != 0 {
+        c.os_handle
+    } else {
+        usize::try_from(ctx.raw()).unwrap_or(0)
+    })
 }
 
 /// Puts the device owning the hardware queue with id `queue` on `node` in error (UM-10): from
@@ -322,15 +350,9 @@ fn blame(s: &mut Sched, node: u32, queue: u32) -> Option<(Guilty, u64)> {
         .queues
         .values()
         .find(|q| q.id == queue && q.engine == node)?;
-    let ctx_handle = q.context;
-    let ctx = s.contexts.get(&ctx_handle)?;
-    let device: Handle = ctx.device;
+    let device: Handle = s.contexts.get(&q.context)?.device;
     let guilty = Guilty {
-        handle: if ctx.os_handle != 0 {
-            ctx.os_handle
-        } else {
-            usize::try_from(ctx_handle.raw()).unwrap_or(0)
-        },
+        handle: context_handle(s, q.context)?,
     };
     // Engines where the device has queues in a runlist now: they must be recommitted so those
     // queues leave (the reset itself only dropped the aborted one).
@@ -482,7 +504,7 @@ pub fn reset_engine<P: Platform>(
         (last?, blamed.map(|(g, _)| g))
     };
     args.LastAbortedFenceId = last;
-    a.tdr.engine_resets.fetch_add(1, Ordering::Relaxed);
+    a.tdr.engine_reset(node);
     a.tdr.set_last_aborted(node, last);
     if let Some(g) = guilty {
         invalidate(a, live, g);
@@ -567,7 +589,7 @@ pub fn reset_hw_engine<P: Platform>(
         }
         blamed.map(|(g, _)| g)
     };
-    a.tdr.engine_resets.fetch_add(1, Ordering::Relaxed);
+    a.tdr.engine_reset(node);
     if let Some(g) = guilty {
         invalidate(a, live, g);
     }
@@ -907,6 +929,8 @@ mod tests {
                     priority: 0,
                     user_mode: true,
                     progress_gpu: rvgpu_hw::addr::GpuVa::new(0x9000),
+                    progress_cpu: 0,
+                    last_submitted: 0,
                     native_progress: false,
                     ring: Some(ring),
                     kernel: None,

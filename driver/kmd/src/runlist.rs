@@ -298,6 +298,8 @@ mod tests {
             priority: 0,
             user_mode: user,
             progress_gpu: rvgpu_hw::addr::GpuVa::new(0x9000),
+            progress_cpu: 0,
+            last_submitted: 0,
             native_progress: false,
             ring,
             kernel: None,

@@ -176,6 +176,7 @@ pub fn submit<P: Platform>(
             live.backlogged
                 .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         }
+        q.last_submitted = args.HwQueueProgressFenceId;
         // P4: the CMP loads write_ptr before this write returns (a suspended queue picks it
         // up when it re-enters the runlist).
         live.regs.write_at(engine, regs::QueueKick::new(id));

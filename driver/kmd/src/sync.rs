@@ -55,6 +55,26 @@ impl<P: Platform, T> SpinLock<P, T> {
         }
     }
 
+    /// Acquires the lock only if it is free now, raising to DISPATCH_LEVEL while held; never
+    /// spins, so a zero-level DDI may ask beside any holder. Must not be called above
+    /// DISPATCH_LEVEL.
+    pub fn try_lock(&self) -> Option<SpinGuard<'_, P, T>> {
+        let previous = P::raise_to_dispatch();
+        if self
+            .locked
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            Some(SpinGuard {
+                lock: self,
+                previous,
+            })
+        } else {
+            P::lower_irql(previous);
+            None
+        }
+    }
+
     /// Mutable access without locking, through exclusive ownership.
     pub fn get_mut(&mut self) -> &mut T {
         self.value.get_mut()
@@ -102,5 +122,25 @@ impl<P: Platform, T> Drop for SpinGuard<'_, P, T> {
     fn drop(&mut self) {
         self.lock.locked.store(false, Ordering::Release);
         P::lower_irql(self.previous);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kmem::Host;
+
+    #[test]
+    fn try_lock_never_waits_for_a_holder() {
+        let l = SpinLock::<Host, u32>::new(7);
+        {
+            let held = l.lock();
+            assert!(l.try_lock().is_none(), "taken while held");
+            assert_eq!(*held, 7);
+        }
+        let mut g = l.try_lock().expect("free again");
+        *g = 8;
+        drop(g);
+        assert_eq!(*l.lock(), 8);
     }
 }

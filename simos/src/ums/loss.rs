@@ -118,6 +118,16 @@ pub(crate) fn tdr_device_of_context(a: &AdapterShared, handle: usize) -> Option<
         .map(|c| c.device)
 }
 
+/// Whether `handle` is the OS kernel handle of a context of the adapter (not the KMD's: what
+/// 24H2 accepts where it follows the handle as its own object).
+pub(crate) fn tdr_is_os_context(a: &AdapterShared, handle: usize) -> bool {
+    handle != 0
+        && lock(&a.ums)
+            .contexts
+            .values()
+            .any(|c| kernel_handle(c.handle) == handle)
+}
+
 /// Whether device `device` is in error (or gone).
 pub(crate) fn tdr_device_in_error(a: &AdapterShared, device: KmtHandle) -> bool {
     lock(&a.ums).devices.get(&device).is_none_or(|d| d.in_error)

@@ -63,12 +63,12 @@ impl Machine {
             .unwrap_or_default()
     }
 
-    /// The text of the last `DxgkDdiCollectDbgInfo2` report on adapter `i` (24H2's TDR of a
-    /// hardware-scheduled node).
-    pub fn last_tdr_report2(&self, i: usize) -> Option<String> {
+    /// The last `DxgkDdiCollectDbgInfo2` dump on adapter `i` (24H2's TDR of a
+    /// hardware-scheduled node), as Windows keeps it.
+    pub fn last_tdr_dump(&self, i: usize) -> Option<TdrDump> {
         self.adapter_shared(i)
             .ok()
-            .and_then(|a| lock(&shared(a).os).last_report2.clone())
+            .and_then(|a| lock(&shared(a).os).last_dump.clone())
     }
 
     /// The reason of the last recovery on adapter `i` (TDR-09: 9 after a promotion).
@@ -154,6 +154,53 @@ impl Machine {
         check_status(st)?;
         let n = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
         Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+    }
+
+    /// `DxgkDdiCollectDbgInfo2(0x141, DXGK_TDR_TYPE_FORCED)` without a payload (the page
+    /// allows NULL) at PASSIVE_LEVEL from the calling thread, with a zeroed `size`-byte buffer
+    /// and a guard after it, for tests of the buffer contract. Returns the status and the
+    /// buffer; a write past `BufferSize` is a simulation error.
+    pub fn collect_dbg_info2(
+        &self,
+        i: usize,
+        size: usize,
+    ) -> Result<(NTSTATUS, Vec<u8>), SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        let f = table(&a)?
+            .DxgkDdiCollectDbgInfo2
+            .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
+        const GUARD: u8 = 0xA5;
+        let mut buf = vec![0u8; size + 64];
+        buf[size..].fill(GUARD);
+        let mut ext = DXGKARG_COLLECTDBGINFO_EXT::default();
+        let mut args = DXGKARG_COLLECTDBGINFO2 {
+            Reason: VIDEO_ENGINE_TIMEOUT_DETECTED,
+            pBuffer: buf.as_mut_ptr().cast(),
+            BufferSize: size,
+            pExtension: &mut ext,
+            TdrType: DXGK_TDR_TYPE_FORCED,
+            TdrPayloadSize: 0,
+            TdrPayload: std::ptr::null_mut(),
+        };
+        let ctx = a.context();
+        let st = ddi::call(
+            &a,
+            Routine::DxgkDdiCollectDbgInfo2,
+            f as usize,
+            At::Level(Irql::Passive),
+            || {
+                // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
+                unsafe { f(ctx, &mut args) }
+            },
+        )?;
+        if buf[size..].iter().any(|b| *b != GUARD) {
+            return Err(sim_err(
+                &a,
+                "driver bug: DxgkDdiCollectDbgInfo2 wrote past BufferSize".to_string(),
+            ));
+        }
+        buf.truncate(size);
+        Ok((st, buf))
     }
 
     /// Runs the TDR sequence on `node` now, as if its timeout had expired (no preemption

@@ -123,6 +123,20 @@ pub enum Cause {
     },
 }
 
+/// The driver's part of a TDR dump from `DxgkDdiCollectDbgInfo2`, kept as 24H2 keeps it
+/// (`TdrCollectDbgInfoStage1` @0x140368AC0): the bytes of its zeroed 16 MiB buffer up to the
+/// last non-zero one, at least one (`CTDR_DUMP_BUFFER::ShrinkLastSegment` @0x140369884),
+/// whatever the status, which the dump's flags record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TdrDump {
+    /// What the driver returned.
+    pub status: i32,
+    /// The kept bytes (rvgpu's are a `rvgpu_hw::tdrdump` record).
+    pub bytes: Vec<u8>,
+    /// The engine-timeout payload's `hContext` after the call (0: the driver named none).
+    pub hcontext: usize,
+}
+
 /// One step of detection and recovery, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TdrEvent {
@@ -144,7 +158,7 @@ pub enum TdrEvent {
     /// `DxgkDdiCollectDbgInfo(reason)`; `bytes` up to the first NUL.
     CollectDbgInfo { reason: u32, bytes: usize },
     /// `DxgkDdiCollectDbgInfo2(reason, TdrType)` (24H2 prefers it where the driver has it);
-    /// `bytes` up to the first NUL.
+    /// `bytes` kept in the dump ([`TdrDump`]).
     CollectDbgInfo2 {
         reason: u32,
         tdr_type: i32,
@@ -317,8 +331,8 @@ pub(crate) struct TdrOs {
     invalidated: Vec<KmtHandle>,
     pub resets: u64,
     pub adapter_resets: u64,
-    /// The text of the last `DxgkDdiCollectDbgInfo2` report (tests decode it).
-    pub last_report2: Option<String>,
+    /// The last `DxgkDdiCollectDbgInfo2` dump, as Windows keeps it.
+    pub last_dump: Option<TdrDump>,
 }
 
 impl TdrOs {
@@ -338,7 +352,7 @@ impl TdrOs {
             invalidated: Vec::new(),
             resets: 0,
             adapter_resets: 0,
-            last_report2: None,
+            last_dump: None,
         }
     }
 

@@ -249,10 +249,16 @@ pub(super) fn collect_dbg_info(
 
 /// The debug report just before a hardware-scheduled node's reset, as 24H2 makes it
 /// (`M:TdrCollectDbgInfoStage1` @0x140368AC0, `K:DXGADAPTER::_DdiCollectDbgInfoNoLocks`
-/// @0x1403698F8): a 16 MiB buffer, reason `VIDEO_ENGINE_TIMEOUT_DETECTED`;
-/// `DxgkDdiCollectDbgInfo2` with `DXGK_TDR_TYPE_ENGINE_TIMEOUT` and its 40-byte payload where
-/// the driver has the slot, else `DxgkDdiCollectDbgInfo`. The buffer is followed by a guard
-/// (the OS's is an "EOR" canary) the driver must not write.
+/// @0x1403698F8): reason `VIDEO_ENGINE_TIMEOUT_DETECTED`, `DxgkDdiCollectDbgInfo2` with
+/// `DXGK_TDR_TYPE_ENGINE_TIMEOUT` and its 40-byte payload (`hContext` cleared for the driver)
+/// where the driver has the slot, else `DxgkDdiCollectDbgInfo`.
+///
+/// What Stage1 gives and checks: a zeroed 16 MiB buffer (`ExAllocatePool2` without
+/// `POOL_FLAG_UNINITIALIZED`) followed by an "EOR" canary, and a 32-byte extension followed by
+/// one; a damaged canary marks the dump corrupt, which here is a driver bug. `NoLocks` accepts
+/// only `STATUS_SUCCESS`, `STATUS_UNSUCCESSFUL` and `STATUS_NO_MEMORY` (anything else is
+/// "Driver returned an invalid NTSTATUS code"), also a driver bug here. The bytes are kept as
+/// [`TdrDump`] keeps them, whatever the status.
 pub(super) fn collect_dbg_info_24h2(
     a: &AdapterShared,
     sh: &TdrShared,
@@ -262,9 +268,19 @@ pub(super) fn collect_dbg_info_24h2(
         return collect_dbg_info(a, sh, VIDEO_ENGINE_TIMEOUT_DETECTED);
     };
     const SIZE: usize = 16 << 20;
-    const GUARD: u8 = 0xA5;
-    let mut buf = vec![GUARD; SIZE + 64];
-    let mut ext = DXGKARG_COLLECTDBGINFO_EXT::default();
+    const CANARY: &[u8; 4] = b"EOR\0";
+    let mut buf = vec![0u8; SIZE + CANARY.len()];
+    buf[SIZE..].copy_from_slice(CANARY);
+    /// The extension and its canary, one allocation as Stage1's 36 bytes.
+    #[repr(C)]
+    struct Ext {
+        ext: DXGKARG_COLLECTDBGINFO_EXT,
+        canary: [u8; 4],
+    }
+    let mut ext = Ext {
+        ext: DXGKARG_COLLECTDBGINFO_EXT::default(),
+        canary: *CANARY,
+    };
     let (suspends, ready) = crate::vidsch::hws::node_queue_counts(a, node);
     let mut payload = DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT {
         NodeOrdinal: node,
@@ -279,7 +295,7 @@ pub(super) fn collect_dbg_info_24h2(
         Reason: VIDEO_ENGINE_TIMEOUT_DETECTED,
         pBuffer: buf.as_mut_ptr().cast(),
         BufferSize: SIZE,
-        pExtension: &mut ext,
+        pExtension: &mut ext.ext,
         TdrType: DXGK_TDR_TYPE_ENGINE_TIMEOUT,
         TdrPayloadSize: std::mem::size_of::<DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>() as u32,
         TdrPayload: (&mut payload as *mut DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT).cast(),
@@ -291,30 +307,53 @@ pub(super) fn collect_dbg_info_24h2(
         f as usize,
         At::Level(Irql::Passive),
         || {
-            // SAFETY: the driver's DDI with its context, a buffer of BufferSize bytes and a
-            // payload of TdrPayloadSize bytes, all alive for the call.
+            // SAFETY: the driver's DDI with its context, a buffer of BufferSize bytes, an
+            // extension and a payload of TdrPayloadSize bytes, all alive for the call.
             unsafe { f(ctx, &mut args) }
         },
     )?;
-    if buf[SIZE..].iter().any(|b| *b != GUARD) {
+    if buf[SIZE..] != CANARY[..] || ext.canary != *CANARY {
         return Err(sim_err(
             a,
-            "driver bug: DxgkDdiCollectDbgInfo2 wrote past BufferSize".to_string(),
+            "driver bug: DxgkDdiCollectDbgInfo2 wrote past BufferSize or its extension".to_string(),
         ));
     }
-    let bytes = if NT_SUCCESS(status) {
-        buf[..SIZE].iter().position(|b| *b == 0).unwrap_or(SIZE)
-    } else {
-        0
-    };
-    let text = String::from_utf8_lossy(&buf[..bytes]).into_owned();
+    if ![STATUS_SUCCESS, STATUS_UNSUCCESSFUL, STATUS_NO_MEMORY].contains(&status) {
+        return Err(sim_err(
+            a,
+            format!(
+                "driver bug: DxgkDdiCollectDbgInfo2 returned {status:#x}, not one of its three"
+            ),
+        ));
+    }
+    // Stage1 follows a non-null `hContext` as its own context object into the context's
+    // process: it must be the OS's handle of a context of this adapter, never the KMD's.
+    let hcontext = payload.hContext as usize;
+    if hcontext != 0 && !ums::tdr_is_os_context(a, hcontext) {
+        return Err(sim_err(
+            a,
+            format!(
+                "driver bug: DxgkDdiCollectDbgInfo2 named hContext {hcontext:#x}, not the OS's \
+                 handle of a context of the adapter"
+            ),
+        ));
+    }
+    let kept = buf[..SIZE]
+        .iter()
+        .rposition(|b| *b != 0)
+        .map_or(1, |i| i + 1);
+    buf.truncate(kept);
     let mut os = lock(&sh.os);
     os.events.push(TdrEvent::CollectDbgInfo2 {
         reason: VIDEO_ENGINE_TIMEOUT_DETECTED,
         tdr_type: DXGK_TDR_TYPE_ENGINE_TIMEOUT,
-        bytes,
+        bytes: kept,
     });
-    os.last_report2 = Some(text);
+    os.last_dump = Some(TdrDump {
+        status,
+        bytes: buf,
+        hcontext,
+    });
     Ok(())
 }
 
