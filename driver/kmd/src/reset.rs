@@ -330,7 +330,7 @@ struct Guilty {
     handle: usize,
 }
 
-/// The handle `DxgkCbInvalidateHwContext` names context `ctx` by (docs/tdr.md Q2: the input
+/// The handle `DxgkCbInvalidateHwContext` names context `ctx` by (the input
 /// value of `DXGKARG_CREATECONTEXT::hContext` when the OS passed one, else the KMD's handle).
 pub fn context_handle(s: &Sched, ctx: Handle) -> Option<usize> {
     let c = s.contexts.get(&ctx)?;
