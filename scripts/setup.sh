@@ -6,7 +6,8 @@
 # TOOL: mingw (x86_64-w64-mingw32-gcc), valgrind, osslsigncode, openssl (the last two for the
 # test-signed package), unicorn (libunicorn.so.2: the x86-64 emulator rvgpu.sys runs in under
 # the simulated OS, docs/pe-image.md), wine (Debian's wine64, the second Windows loader
-# tests/wine.rs runs rvgpu-whlk.exe under; Debian puts it at /usr/lib/wine/wine64).
+# tests/wine.rs runs rvgpu-whlk.exe under; Debian puts it at /usr/lib/wine/wine64), lldb (the
+# debugger simos/tests/lldb.rs attaches to rvgpu.sys in the emulator, docs/pe-image.md).
 #
 # A tool that is missing is installed with apt-get when this runs as root on a machine with
 # apt-get; several test binaries may ask at once, so the check and the install happen under one
@@ -27,6 +28,7 @@ command_of() {
         valgrind | osslsigncode | openssl) echo "$1" ;;
         unicorn) echo libunicorn.so.2 ;;
         wine) echo /usr/lib/wine/wine64 ;;
+        lldb) echo lldb-22 ;;
         *) return 1 ;;
     esac
 }
@@ -36,6 +38,7 @@ package_of() {
         valgrind | osslsigncode | openssl) echo "$1" ;;
         unicorn) echo libunicorn2 ;;
         wine) echo wine64 ;;
+        lldb) echo lldb-22 ;;
         *) return 1 ;;
     esac
 }
