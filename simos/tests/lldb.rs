@@ -149,20 +149,23 @@ fn lldb_stops_in_the_native_fence_ddi_reads_the_adapter_and_catches_a_bug_check(
     };
     let slide = gdb::slide(base).expect("the image's headers");
 
-    let out = lldb(&[
-        format!("target create {}", sys.display()),
-        format!("target symbols add {}", pdb.display()),
-        format!("gdb-remote {}", at.port()),
-        format!("target modules load --file rvgpu.sys --slide {slide:#x}"),
-        format!("breakpoint set --name '{CREATE_NATIVE_FENCE}'"),
-        "continue".into(),
-        "bt".into(),
-        "target variable ADAPTERS.slots[0].ptr.p.value".into(),
-        "frame select 3".into(),
-        "frame variable self->table_slot.v.value".into(),
-        "breakpoint delete --force".into(),
-        "continue".into(),
-    ], &["bt 1", "process plugin packet monitor bugcheck", "detach"]);
+    let out = lldb(
+        &[
+            format!("target create {}", sys.display()),
+            format!("target symbols add {}", pdb.display()),
+            format!("gdb-remote {}", at.port()),
+            format!("target modules load --file rvgpu.sys --slide {slide:#x}"),
+            format!("breakpoint set --name '{CREATE_NATIVE_FENCE}'"),
+            "continue".into(),
+            "bt".into(),
+            "target variable ADAPTERS.slots[0].ptr.p.value".into(),
+            "frame select 3".into(),
+            "frame variable self->table_slot.v.value".into(),
+            "breakpoint delete --force".into(),
+            "continue".into(),
+        ],
+        &["bt 1", "process plugin packet monitor bugcheck", "detach"],
+    );
     // Whatever LLDB did, the machine must not wait for it: a connection that closes at once
     // ends a session that never started.
     let _ = TcpStream::connect(at);
@@ -174,7 +177,10 @@ fn lldb_stops_in_the_native_fence_ddi_reads_the_adapter_and_catches_a_bug_check(
         "LLDB did not stop at the breakpoint\n{out}"
     );
     let ddi = format!("rvgpu.sys`{CREATE_NATIVE_FENCE}(h_adapter=");
-    assert!(out.contains(&ddi), "the backtrace does not name the DDI\n{out}");
+    assert!(
+        out.contains(&ddi),
+        "the backtrace does not name the DDI\n{out}"
+    );
     assert!(
         out.contains("rvgpu.sys`rvgpu_kmd::fence::create(a="),
         "the backtrace does not show the inlined fence::create\n{out}"
@@ -194,6 +200,10 @@ fn lldb_stops_in_the_native_fence_ddi_reads_the_adapter_and_catches_a_bug_check(
         out.contains("PAGE_FAULT_IN_NONPAGED_AREA (0x50)"),
         "the stub did not name the bug check\n{out}"
     );
-    assert_eq!(bugcheck, Some(0x50), "the bug check after the debugger let go\n{out}");
+    assert_eq!(
+        bugcheck,
+        Some(0x50),
+        "the bug check after the debugger let go\n{out}"
+    );
     assert!(elapsed < LLDB_LIMIT, "took {elapsed:?}");
 }

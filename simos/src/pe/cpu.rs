@@ -858,10 +858,10 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
                     if user {
                         return user_exception(STATUS_BREAKPOINT, 0, at as u64);
                     }
-                    return fault(e, BugCheck::new(
-                        KMODE_EXCEPTION_NOT_HANDLED,
-                        [0x8000_0003, at as u64, 0, 0],
-                    ));
+                    return fault(
+                        e,
+                        BugCheck::new(KMODE_EXCEPTION_NOT_HANDLED, [0x8000_0003, at as u64, 0, 0]),
+                    );
                 };
                 let sp = e.read(reg::RSP) as usize;
                 let mut words = [0u64; 12];
@@ -898,10 +898,13 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
                         return user_exception(code, 0, rip.wrapping_sub(1));
                     }
                     StubResult::Raise(code) => {
-                        return fault(e, BugCheck::new(
-                            KMODE_EXCEPTION_NOT_HANDLED,
-                            [u64::from(code), rip.wrapping_sub(1), 0, 0],
-                        ));
+                        return fault(
+                            e,
+                            BugCheck::new(
+                                KMODE_EXCEPTION_NOT_HANDLED,
+                                [u64::from(code), rip.wrapping_sub(1), 0, 0],
+                            ),
+                        );
                     }
                     StubResult::Return(v) => {
                         e.write(reg::RAX, v);
@@ -941,10 +944,10 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
             }
             Some(Exit::Invalid) if user => return user_exception(0xC000_001D, 0, rip),
             Some(Exit::Invalid) => {
-                return fault(e, BugCheck::new(
-                    KMODE_EXCEPTION_NOT_HANDLED,
-                    [0xC000_001D, rip, 0, 0],
-                ));
+                return fault(
+                    e,
+                    BugCheck::new(KMODE_EXCEPTION_NOT_HANDLED, [0xC000_001D, rip, 0, 0]),
+                );
             }
             Some(Exit::Fault { addr, kind }) => {
                 if kind == unicorn::mem::FETCH_UNMAPPED
@@ -961,10 +964,13 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
                 }
                 let write = u64::from(kind == unicorn::mem::WRITE_UNMAPPED);
                 let fetch = kind == unicorn::mem::FETCH_UNMAPPED;
-                return fault(e, BugCheck::new(
-                    bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
-                    [addr, if fetch { 0x10 } else { write * 2 }, rip, 0],
-                ));
+                return fault(
+                    e,
+                    BugCheck::new(
+                        bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+                        [addr, if fetch { 0x10 } else { write * 2 }, rip, 0],
+                    ),
+                );
             }
             None => {
                 let sp = e.read(reg::RSP) as usize;
@@ -1041,7 +1047,11 @@ fn signal_of(b: &BugCheck) -> gdb::Signal {
 /// stops at the call first.
 fn halted_in_call(e: &Engine) {
     if let Some(b) = kernel::current_machine().and_then(|m| m.bugcheck()) {
-        gdb::bug_check(e.processor(), format!("{b}, raised in a routine the image called"), signal_of(&b));
+        gdb::bug_check(
+            e.processor(),
+            format!("{b}, raised in a routine the image called"),
+            signal_of(&b),
+        );
     }
 }
 

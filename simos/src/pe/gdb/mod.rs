@@ -23,6 +23,7 @@
 //! the process cannot access is an error reply, never a fault; an unknown thread is an error
 //! reply; a protocol error ends the session and the run goes on without a debugger.
 
+mod framing;
 mod target;
 
 use std::collections::BTreeMap;
@@ -39,6 +40,7 @@ use gdbstub::stub::{GdbStub, MultiThreadStopReason};
 
 use super::unicorn::Uc;
 use crate::dxgkrnl::state::lock;
+use framing::{Frame, Framing};
 use target::Stopped;
 
 /// Whether a debugger is attached or awaited: the processors' hook does nothing else when
@@ -87,7 +89,8 @@ pub fn listen(addr: &str) -> Result<SocketAddr, String> {
     if STARTED.load(Ordering::Acquire) {
         return Err("the debugger stub must be set up before the first call into an image".into());
     }
-    let l = TcpListener::bind(addr).map_err(|e| format!("RVGPU_GDB: cannot listen on {addr}: {e}"))?;
+    let l =
+        TcpListener::bind(addr).map_err(|e| format!("RVGPU_GDB: cannot listen on {addr}: {e}"))?;
     let at = l.local_addr().map_err(|e| format!("RVGPU_GDB: {e}"))?;
     *lock(&SESSION) = Session::Listening(l);
     HOOKED.store(true, Ordering::Release);
@@ -218,7 +221,7 @@ fn attach(l: TcpListener, p: Processor) {
     let mut t = Stopped::new(p);
     let machine = match GdbStub::new(Link::new(stream)).run_state_machine(&mut t) {
         Ok(m) => m,
-        Err(e) => return end(&format!("{e}")),
+        Err(e) => return end(&format!("{e:?}")),
     };
     serve(machine, &mut t);
 }
@@ -236,7 +239,7 @@ fn stop(p: Processor, reason: MultiThreadStopReason<u64>) {
     let machine = match machine {
         GdbStubStateMachine::Running(r) => match r.report_stop(&mut t, reason) {
             Ok(m) => m,
-            Err(e) => return end(&format!("{e}")),
+            Err(e) => return end(&format!("{e:?}")),
         },
         other => other,
     };
@@ -246,6 +249,7 @@ fn stop(p: Processor, reason: MultiThreadStopReason<u64>) {
 /// Feeds the debugger's bytes to the protocol until it resumes the target (the session is
 /// stored again) or goes away (the run continues without it).
 fn serve(mut machine: Machine, t: &mut Stopped) {
+    let mut framing = Framing::default();
     loop {
         machine = match machine {
             GdbStubStateMachine::Idle(mut i) => {
@@ -253,9 +257,30 @@ fn serve(mut machine: Machine, t: &mut Stopped) {
                     Ok(b) => b,
                     Err(e) => return end(&format!("connection: {e}")),
                 };
-                match i.incoming_data(t, byte) {
-                    Ok(m) => m,
-                    Err(e) => return end(&format!("{e}")),
+                match framing.push(byte) {
+                    Frame::Nothing => GdbStubStateMachine::Idle(i),
+                    Frame::Nack => {
+                        let c = i.borrow_conn();
+                        if let Err(e) = c.write(b'-').and_then(|()| c.flush()) {
+                            return end(&format!("connection: {e}"));
+                        }
+                        GdbStubStateMachine::Idle(i)
+                    }
+                    Frame::TooLong => return end("a packet longer than any the stub takes"),
+                    Frame::Bytes(bytes) => {
+                        let mut m = GdbStubStateMachine::Idle(i);
+                        for b in bytes {
+                            m = match m {
+                                GdbStubStateMachine::Idle(i) => match i.incoming_data(t, b) {
+                                    Ok(m) => m,
+                                    Err(e) => return end(&format!("{e:?}")),
+                                },
+                                // A whole packet changes the state at its last byte only.
+                                other => other,
+                            };
+                        }
+                        m
+                    }
                 }
             }
             GdbStubStateMachine::Running(r) => {
@@ -267,7 +292,7 @@ fn serve(mut machine: Machine, t: &mut Stopped) {
                     Some(MultiThreadStopReason::Signal(Signal::SIGINT));
                 match c.interrupt_handled(t, reason) {
                     Ok(m) => m,
-                    Err(e) => return end(&format!("{e}")),
+                    Err(e) => return end(&format!("{e:?}")),
                 }
             }
             GdbStubStateMachine::Disconnected(d) => {
@@ -298,7 +323,9 @@ pub fn slide(base: usize) -> Option<u64> {
     target::read_memory(base as u64, &mut dos).ok()?;
     let e_lfanew = u32::from_le_bytes(dos.get(0x3C..0x40)?.try_into().ok()?);
     // PE32+: the optional header's ImageBase sits 24 + 24 bytes after the signature.
-    let at = (base as u64).checked_add(u64::from(e_lfanew))?.checked_add(24 + 24)?;
+    let at = (base as u64)
+        .checked_add(u64::from(e_lfanew))?
+        .checked_add(24 + 24)?;
     let mut image_base = [0u8; 8];
     target::read_memory(at, &mut image_base).ok()?;
     Some((base as u64).wrapping_sub(u64::from_le_bytes(image_base)))

@@ -12,7 +12,9 @@ use gdbstub::target::ext::base::multithread::{
     MultiThreadSingleStepOps,
 };
 use gdbstub::target::ext::base::BaseOps;
-use gdbstub::target::ext::breakpoints::{Breakpoints, BreakpointsOps, SwBreakpoint, SwBreakpointOps};
+use gdbstub::target::ext::breakpoints::{
+    Breakpoints, BreakpointsOps, SwBreakpoint, SwBreakpointOps,
+};
 use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd, MonitorCmdOps};
 use gdbstub::target::ext::target_description_xml_override::{
     TargetDescriptionXmlOverride, TargetDescriptionXmlOverrideOps,
@@ -370,12 +372,19 @@ impl TargetDescriptionXmlOverride for Stopped {
 }
 
 impl MonitorCmd for Stopped {
-    fn handle_monitor_cmd(&mut self, cmd: &[u8], mut out: ConsoleOutput<'_>) -> Result<(), Self::Error> {
+    fn handle_monitor_cmd(
+        &mut self,
+        cmd: &[u8],
+        mut out: ConsoleOutput<'_>,
+    ) -> Result<(), Self::Error> {
         match cmd.trim_ascii() {
             b"modules" => {
                 for (name, base, size) in super::modules() {
                     let slide = super::slide(base).unwrap_or(0);
-                    gdbstub::outputln!(out, "{name} base {base:#x} size {size:#x} slide {slide:#x}");
+                    gdbstub::outputln!(
+                        out,
+                        "{name} base {base:#x} size {size:#x} slide {slide:#x}"
+                    );
                 }
             }
             b"bugcheck" => match lock(&LAST_BUGCHECK).clone() {
@@ -418,13 +427,22 @@ fn description() -> &'static str {
         }
         core.push(("rip".into(), 64, "code_ptr", Some(16), "pc"));
         core.push(("eflags".into(), 32, "int32", Some(49), "flags"));
-        for (n, d) in [("cs", 51), ("ss", 52), ("ds", 53), ("es", 50), ("fs", 54), ("gs", 55)] {
+        for (n, d) in [
+            ("cs", 51),
+            ("ss", 52),
+            ("ds", 53),
+            ("es", 50),
+            ("fs", 54),
+            ("gs", 55),
+        ] {
             core.push((n.into(), 32, "int32", Some(d), ""));
         }
         for i in 0..8 {
             core.push((format!("st{i}"), 80, "i387_ext", Some(33 + i), ""));
         }
-        for n in ["fctrl", "fstat", "ftag", "fiseg", "fioff", "foseg", "fooff", "fop"] {
+        for n in [
+            "fctrl", "fstat", "ftag", "fiseg", "fioff", "foseg", "fooff", "fop",
+        ] {
             core.push((n.into(), 32, "int", None, ""));
         }
         let mut sse: Vec<(String, u32, &str, Option<u32>, &str)> = Vec::new();
