@@ -7,11 +7,12 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use common::*;
 use rvgpu_simos::pe::{gdb, DriverBuild};
-use rvgpu_simos::{MachineConfig, Mode};
+use rvgpu_simos::{MachineConfig, Mode, NativeFenceDesc};
 
 /// A GDB remote-protocol client, in acknowledged mode.
 struct Client(TcpStream);
@@ -79,16 +80,27 @@ fn is_error(reply: &Option<String>) -> bool {
 
 /// Reads of unmapped, wrapping and huge ranges, writes to them, registers of threads that do
 /// not exist, breakpoints past the stub's limit and description reads past its end are error
-/// replies (or empty ones); the stub still answers after them, and an oversized packet ends
-/// the session while the machine starts its adapter as if no debugger had come.
+/// replies (or empty ones); the stub still answers after them and after line noise; an
+/// interrupt stops the running image with SIGINT; an oversized packet ends the session, and
+/// the machine runs on without a bug check.
 #[test]
 fn hostile_packets_get_error_replies_and_the_machine_runs_on() {
     rvgpu_simos::pe::unicorn::api().unwrap_or_else(|e| panic!("{e}"));
     let at = gdb::listen("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    // The machine starts its adapter, then keeps the image busy (native fences made and
+    // destroyed) until told to stop, so that an interrupt finds it running.
+    static DONE: AtomicBool = AtomicBool::new(false);
     let machine = std::thread::spawn(|| {
         let mut cfg = MachineConfig::single(Mode::Step);
         cfg.driver = DriverBuild::Pe(None);
         let m = started(cfg);
+        let pid = device_process(&m, 0);
+        let start = Instant::now();
+        while !DONE.load(Ordering::Acquire) && start.elapsed() < Duration::from_secs(60) {
+            if let Ok(f) = m.create_native_fence(0, pid, NativeFenceDesc::default()) {
+                let _ = m.destroy_native_fence(&f);
+            }
+        }
         m.bugcheck()
     });
 
@@ -153,11 +165,19 @@ fn hostile_packets_get_error_replies_and_the_machine_runs_on() {
     let regs = c.ask("g").expect("g after garbage");
     assert_eq!(regs.len(), 2 * 0x218, "{regs}");
 
+    // Running, then interrupted (Ctrl-C): a stop with SIGINT, registers readable there.
+    c.send_raw(b"$vCont;c#a8");
+    c.send_raw(b"\x03");
+    let stop = c.reply().expect("the stop after the interrupt");
+    assert!(stop.starts_with("T02"), "{stop}");
+    assert_eq!(c.ask("g").expect("g").len(), 2 * 0x218);
+
     // A packet larger than the stub's buffer ends the session (so does one that does not
     // parse, `mzz,10`: the protocol library takes it as the debugger's failure).
     let big = "m".repeat(64 * 1024);
     c.send_raw(format!("${big}#00").as_bytes());
     assert_eq!(c.reply(), None, "the session outlived an oversized packet");
+    DONE.store(true, Ordering::Release);
 
     let bugcheck = machine.join().expect("the machine ran on");
     assert_eq!(bugcheck, None, "the machine stopped");

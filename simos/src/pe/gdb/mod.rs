@@ -47,6 +47,9 @@ use target::Stopped;
 /// false.
 static LIVE: AtomicBool = AtomicBool::new(false);
 
+/// Whether the stub waits for its debugger (the next instruction attaches it).
+static LISTENING: AtomicBool = AtomicBool::new(false);
+
 /// Whether processors get the instruction hook (a debugger was asked for before the first
 /// processor was made).
 static HOOKED: AtomicBool = AtomicBool::new(false);
@@ -93,6 +96,7 @@ pub fn listen(addr: &str) -> Result<SocketAddr, String> {
         TcpListener::bind(addr).map_err(|e| format!("RVGPU_GDB: cannot listen on {addr}: {e}"))?;
     let at = l.local_addr().map_err(|e| format!("RVGPU_GDB: {e}"))?;
     *lock(&SESSION) = Session::Listening(l);
+    LISTENING.store(true, Ordering::Release);
     HOOKED.store(true, Ordering::Release);
     LIVE.store(true, Ordering::Release);
     Ok(at)
@@ -145,6 +149,13 @@ pub(super) struct Processor {
     pub uc: usize,
 }
 
+/// Instructions between two looks at the connection for the debugger's interrupt (Ctrl-C)
+/// while the image runs.
+const POLL_EVERY: u32 = 1 << 16;
+
+/// Instructions executed under the debugger (for [`POLL_EVERY`]).
+static TICKS: AtomicU32 = AtomicU32::new(0);
+
 /// Before processor `p` executes the instruction at `addr` (the hook; the caller holds the
 /// guest lock). Stops there when the debugger asked to.
 pub(super) fn at_instruction(p: Processor, addr: u64) {
@@ -157,36 +168,73 @@ pub(super) fn at_instruction(p: Processor, addr: u64) {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .contains(&addr);
+    let poll = TICKS
+        .fetch_add(1, Ordering::Relaxed)
+        .is_multiple_of(POLL_EVERY);
+    if !(step || bp || poll || LISTENING.load(Ordering::Relaxed)) {
+        return;
+    }
     let Some(tid) = Tid::new(p.id as usize) else {
         return;
     };
     let mut session = lock(&SESSION);
-    let reason = match std::mem::replace(&mut *session, Session::None) {
+    let machine = match std::mem::replace(&mut *session, Session::None) {
         Session::Listening(l) => {
             drop(session);
-            attach(l, p);
-            return;
+            return attach(l, p);
         }
         Session::None => return,
-        s @ Session::Attached(_) => {
-            *session = s;
-            if bp {
-                MultiThreadStopReason::SwBreak(tid)
-            } else if step {
-                MultiThreadStopReason::SignalWithThread {
-                    tid,
-                    signal: Signal::SIGTRAP,
-                }
-            } else {
-                return;
-            }
-        }
+        Session::Attached(m) => m,
     };
     drop(session);
+    let reason = if bp {
+        MultiThreadStopReason::SwBreak(tid)
+    } else if step {
+        MultiThreadStopReason::SignalWithThread {
+            tid,
+            signal: Signal::SIGTRAP,
+        }
+    } else {
+        return interrupt_if_asked(machine, p);
+    };
     if step {
         STEP.store(0, Ordering::Relaxed);
     }
-    stop(p, reason);
+    stop(machine, p, reason);
+}
+
+/// While the image runs: if the debugger sent something (its interrupt), hands it to the
+/// protocol, and stops `p` with SIGINT when it was the interrupt.
+fn interrupt_if_asked(machine: Machine, p: Processor) {
+    let GdbStubStateMachine::Running(mut r) = machine else {
+        *lock(&SESSION) = Session::Attached(machine);
+        return;
+    };
+    if !r.borrow_conn().readable() {
+        *lock(&SESSION) = Session::Attached(r.into());
+        return;
+    }
+    let byte = match r.borrow_conn().read() {
+        Ok(b) => b,
+        Err(e) => return end(&format!("connection: {e}")),
+    };
+    let mut t = Stopped::new(p);
+    let machine = match r.incoming_data(&mut t, byte) {
+        Ok(GdbStubStateMachine::CtrlCInterrupt(c)) => {
+            let reason =
+                Tid::new(p.id as usize).map(|tid| MultiThreadStopReason::SignalWithThread {
+                    tid,
+                    signal: Signal::SIGINT,
+                });
+            match c.interrupt_handled(&mut t, reason) {
+                Ok(m) => m,
+                Err(e) => return end(&format!("{e:?}")),
+            }
+        }
+        Ok(m) => m,
+        Err(e) => return end(&format!("{e:?}")),
+    };
+    serve(machine, &mut t);
 }
 
 /// A bug check is about to be raised while processor `p` runs the image (`what` names it):
@@ -198,13 +246,21 @@ pub(super) fn bug_check(p: Processor, what: String, signal: Signal) {
     let Some(tid) = Tid::new(p.id as usize) else {
         return;
     };
+    let Some(machine) = take_attached() else {
+        return;
+    };
     eprintln!("rvgpu: {what}: stopped in the debugger");
     *lock(&LAST_BUGCHECK) = Some(what);
-    stop(p, MultiThreadStopReason::SignalWithThread { tid, signal });
+    stop(
+        machine,
+        p,
+        MultiThreadStopReason::SignalWithThread { tid, signal },
+    );
 }
 
 /// Waits for the debugger on `l` and serves it with `p` stopped at its first instruction.
 fn attach(l: TcpListener, p: Processor) {
+    LISTENING.store(false, Ordering::Release);
     let at = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
     for (name, base, _) in modules() {
         eprintln!(
@@ -227,14 +283,7 @@ fn attach(l: TcpListener, p: Processor) {
 }
 
 /// Reports `reason` to the attached debugger and serves it until it resumes.
-fn stop(p: Processor, reason: MultiThreadStopReason<u64>) {
-    let machine = match std::mem::replace(&mut *lock(&SESSION), Session::None) {
-        Session::Attached(m) => m,
-        other => {
-            *lock(&SESSION) = other;
-            return;
-        }
-    };
+fn stop(machine: Machine, p: Processor, reason: MultiThreadStopReason<u64>) {
     let mut t = Stopped::new(p);
     let machine = match machine {
         GdbStubStateMachine::Running(r) => match r.report_stop(&mut t, reason) {
@@ -244,6 +293,18 @@ fn stop(p: Processor, reason: MultiThreadStopReason<u64>) {
         other => other,
     };
     serve(machine, &mut t);
+}
+
+/// Takes the attached session's protocol state, if a debugger is attached.
+fn take_attached() -> Option<Machine> {
+    let mut session = lock(&SESSION);
+    match std::mem::replace(&mut *session, Session::None) {
+        Session::Attached(m) => Some(m),
+        other => {
+            *session = other;
+            None
+        }
+    }
 }
 
 /// Feeds the debugger's bytes to the protocol until it resumes the target (the session is
@@ -343,6 +404,21 @@ impl Link {
             stream,
             out: Vec::new(),
         }
+    }
+}
+
+impl Link {
+    /// Whether a byte can be read at once.
+    fn readable(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut pfd = libc::pollfd {
+            fd: self.stream.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call; timeout 0 (no wait).
+        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+        n > 0
     }
 }
 
