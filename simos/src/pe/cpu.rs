@@ -26,6 +26,11 @@
 //! `int3`; the trap stops the processor, the host reads the Windows x64 arguments (RCX, RDX,
 //! R8, R9, then the stack above the shadow space), runs the routine without the lock, writes
 //! RAX and returns to the caller as `ret` would.
+//!
+//! **A debugger** ([`super::gdb`], `RVGPU_GDB`): every processor made once one was asked for
+//! has a code hook on every instruction (breakpoints, single steps, its interrupt), and a bug
+//! check raised while a processor runs the image stops the debugger first. Without one, no
+//! processor has the hook.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -608,10 +613,9 @@ unsafe extern "C" fn on_interrupt(uc: Uc, intno: u32, user: *mut c_void) {
     unsafe { (e.api.emu_stop)(uc) };
 }
 
-unsafe extern "C" fn on_debug(uc: Uc, addr: u64, _size: u32, user: *mut c_void) {
+unsafe extern "C" fn on_debug(_uc: Uc, addr: u64, _size: u32, user: *mut c_void) {
     // SAFETY: as in on_interrupt.
     let e = unsafe { &*user.cast::<Engine>() };
-    let _ = uc;
     gdb::at_instruction(e.processor(), addr);
 }
 

@@ -12,7 +12,8 @@
 //! image's machine code. In the other direction, the `DXGKRNL_INTERFACE` handed to
 //! `DxgkDdiStartDevice` (and the feature interface `DxgkCbQueryServices` returns) point at stubs
 //! that run the simulated callbacks. Register BARs the image maps are emulated MMIO regions
-//! routed to the same device model the Linux build reaches.
+//! routed to the same device model the Linux build reaches. A debugger attaches through
+//! [`gdb`] (`RVGPU_GDB`).
 
 pub mod arena;
 pub mod cpu;
