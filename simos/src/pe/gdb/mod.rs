@@ -1,9 +1,9 @@
 //! A debugger attached to the image: a GDB remote-serial-protocol stub (`RVGPU_GDB=ADDR`).
 //!
 //! **Off by default.** Nothing here runs unless `RVGPU_GDB=HOST:PORT` is set (read once, when
-//! the first processor is made) or [`listen`] is called before any processor exists: the
-//! processors then get an instruction hook ([`LIVE`] is false otherwise, and no processor has
-//! the hook, so a run without a debugger executes exactly what it did before).
+//! the first processor is made) or [`listen`] is called before any processor exists: only then
+//! do processors get the instruction hook, so a run without a debugger executes exactly what it
+//! did before. When a session ends, the hook returns at once.
 //!
 //! **Attaching.** The stub listens on the address and, at the first instruction any processor
 //! executes (`DriverEntry`, before the first DDI), waits for one debugger connection: the
@@ -14,14 +14,17 @@
 //! instructions (waiting for the lock, or in host code that has to take it to go on), so the
 //! whole image is stopped, as a kernel debugger stops every processor of a Windows machine.
 //! Every processor is a thread of the debugger (thread id = processor number); breakpoints and
-//! single steps are the instruction hook's, so the image's bytes are never changed. A bug check
-//! raised while the image runs (its own fault, or a routine it called) stops the debugger with
-//! a signal before the bug check is raised (`monitor bugcheck` prints it).
+//! single steps are the instruction hook's, so the image's bytes are never changed (a memory
+//! write into code already translated is not seen by the emulator). The debugger's interrupt
+//! is looked for every [`POLL_EVERY`] instructions, so it stops the image only while image
+//! code runs. A bug check raised while the image runs (its own fault, or a routine it called)
+//! stops the debugger with a signal before the bug check is raised (`monitor bugcheck`).
 //!
-//! **Untrusted input.** The debugger's packets are parsed by `gdbstub`; what they ask for is
-//! bounded here: memory goes through `process_vm_readv`/`process_vm_writev`, so an address
-//! the process cannot access is an error reply, never a fault; an unknown thread is an error
-//! reply; a protocol error ends the session and the run goes on without a debugger.
+//! **Untrusted input.** Line noise and packets with a bad checksum never reach the protocol
+//! library (`framing`); what the packets ask for is bounded here: memory goes through
+//! `process_vm_readv`/`process_vm_writev`, so an address the process cannot access is an error
+//! reply, never a fault; an unknown thread is an error reply; breakpoints are capped; a
+//! protocol error ends the session and the run goes on without a debugger.
 
 mod framing;
 mod target;
