@@ -7,7 +7,8 @@
 # test-signed package), unicorn (libunicorn.so.2: the x86-64 emulator rvgpu.sys runs in under
 # the simulated OS, docs/pe-image.md), wine (Debian's wine64, the second Windows loader
 # tests/wine.rs runs rvgpu-whlk.exe under; Debian puts it at /usr/lib/wine/wine64), node
-# (Debian's nodejs: runs the WinDbg script over modelled debugger objects).
+# (Debian's nodejs: runs the WinDbg script over modelled debugger objects), lldb (the
+# debugger simos/tests/lldb.rs attaches to rvgpu.sys in the emulator, docs/pe-image.md).
 #
 # A tool that is missing is installed with apt-get when this runs as root on a machine with
 # apt-get; several test binaries may ask at once, so the check and the install happen under one
@@ -29,6 +30,7 @@ command_of() {
         unicorn) echo libunicorn.so.2 ;;
         wine) echo /usr/lib/wine/wine64 ;;
         node) echo node ;;
+        lldb) echo lldb-22 ;;
         *) return 1 ;;
     esac
 }
@@ -39,6 +41,7 @@ package_of() {
         unicorn) echo libunicorn2 ;;
         wine) echo wine64 ;;
         node) echo nodejs ;;
+        lldb) echo lldb-22 ;;
         *) return 1 ;;
     esac
 }

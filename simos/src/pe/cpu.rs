@@ -26,6 +26,11 @@
 //! `int3`; the trap stops the processor, the host reads the Windows x64 arguments (RCX, RDX,
 //! R8, R9, then the stack above the shadow space), runs the routine without the lock, writes
 //! RAX and returns to the caller as `ret` would.
+//!
+//! **A debugger** ([`super::gdb`], `RVGPU_GDB`): every processor made once one was asked for
+//! has a code hook on every instruction (breakpoints, single steps, its interrupt), and a bug
+//! check raised while a processor runs the image stops the debugger first. Without one, no
+//! processor has the hook.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -35,6 +40,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use rvgpu_kmd::platform::Irql;
 
 use super::arena;
+use super::gdb;
 use super::image::Special;
 use super::unicorn::{self, hook, reg, Api, HookCode, Uc};
 use crate::dxgkrnl::bugcheck::{self, BugCheck};
@@ -337,6 +343,8 @@ const STACK: usize = 512 * 1024;
 struct Engine {
     api: &'static Api,
     uc: Uc,
+    /// The processor's number (the debugger's thread id).
+    id: u32,
     exit: Cell<Option<Exit>>,
     /// Host memory mapped so far: start → end.
     mapped: RefCell<BTreeMap<usize, usize>>,
@@ -348,7 +356,9 @@ struct Engine {
 
 impl Engine {
     fn new() -> Result<Box<Self>, String> {
+        static NEXT_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
         let api = unicorn::api()?;
+        let debugged = gdb::processors_hooked();
         let mut uc: Uc = std::ptr::null_mut();
         // SAFETY: out pointer to a local.
         let e = unsafe { (api.open)(unicorn::ARCH_X86, unicorn::MODE_64, &mut uc) };
@@ -361,6 +371,7 @@ impl Engine {
         let eng = Box::new(Self {
             api,
             uc,
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             exit: Cell::new(None),
             mapped: RefCell::new(BTreeMap::new()),
             specials_seen: Cell::new(0),
@@ -420,7 +431,21 @@ impl Engine {
         eng.write(50, cr0);
         let cr4 = eng.read(54) | (1 << 9) | (1 << 10);
         eng.write(54, cr4);
+        if debugged {
+            // Every instruction, before anything is translated: breakpoints and single steps
+            // (`gdb`). Only when a debugger was asked for.
+            eng.code_hook(on_debug, me as usize, 1, 0);
+            gdb::add_processor(eng.id, eng.uc);
+        }
         Ok(eng)
+    }
+
+    /// This processor, for the debugger.
+    fn processor(&self) -> gdb::Processor {
+        gdb::Processor {
+            id: self.id,
+            uc: self.uc as usize,
+        }
     }
 
     fn read(&self, r: i32) -> u64 {
@@ -543,6 +568,7 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        gdb::remove_processor(self.id);
         // SAFETY: the instance is ours and no longer running.
         unsafe { (self.api.close)(self.uc) };
         unregister_range(self.stack);
@@ -585,6 +611,12 @@ unsafe extern "C" fn on_interrupt(uc: Uc, intno: u32, user: *mut c_void) {
     e.exit.set(Some(Exit::Interrupt(intno)));
     // SAFETY: stopping the instance this hook runs on.
     unsafe { (e.api.emu_stop)(uc) };
+}
+
+unsafe extern "C" fn on_debug(_uc: Uc, addr: u64, _size: u32, user: *mut c_void) {
+    // SAFETY: as in on_interrupt.
+    let e = unsafe { &*user.cast::<Engine>() };
+    gdb::at_instruction(e.processor(), addr);
 }
 
 unsafe extern "C" fn on_invalid(_uc: Uc, user: *mut c_void) -> bool {
@@ -830,10 +862,10 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
                     if user {
                         return user_exception(STATUS_BREAKPOINT, 0, at as u64);
                     }
-                    return fault(BugCheck::new(
-                        KMODE_EXCEPTION_NOT_HANDLED,
-                        [0x8000_0003, at as u64, 0, 0],
-                    ));
+                    return fault(
+                        e,
+                        BugCheck::new(KMODE_EXCEPTION_NOT_HANDLED, [0x8000_0003, at as u64, 0, 0]),
+                    );
                 };
                 let sp = e.read(reg::RSP) as usize;
                 let mut words = [0u64; 12];
@@ -858,18 +890,25 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
                 }
                 let result = outside(|| f(&words));
                 if kernel::current_machine().is_some_and(|m| m.is_halted()) {
+                    halted_in_call(e);
                     return Err(Stop::Halted);
                 }
                 match result {
-                    StubResult::NoReturn => return Err(Stop::Halted),
+                    StubResult::NoReturn => {
+                        halted_in_call(e);
+                        return Err(Stop::Halted);
+                    }
                     StubResult::Raise(code) if user => {
                         return user_exception(code, 0, rip.wrapping_sub(1));
                     }
                     StubResult::Raise(code) => {
-                        return fault(BugCheck::new(
-                            KMODE_EXCEPTION_NOT_HANDLED,
-                            [u64::from(code), rip.wrapping_sub(1), 0, 0],
-                        ));
+                        return fault(
+                            e,
+                            BugCheck::new(
+                                KMODE_EXCEPTION_NOT_HANDLED,
+                                [u64::from(code), rip.wrapping_sub(1), 0, 0],
+                            ),
+                        );
                     }
                     StubResult::Return(v) => {
                         e.write(reg::RAX, v);
@@ -905,14 +944,14 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
                     0x29 => (KERNEL_SECURITY_CHECK_FAILURE, e.read(reg::RCX)),
                     _ => (KMODE_EXCEPTION_NOT_HANDLED, 0xC000_0005),
                 };
-                return fault(BugCheck::new(code, [status, rip, 0, 0]));
+                return fault(e, BugCheck::new(code, [status, rip, 0, 0]));
             }
             Some(Exit::Invalid) if user => return user_exception(0xC000_001D, 0, rip),
             Some(Exit::Invalid) => {
-                return fault(BugCheck::new(
-                    KMODE_EXCEPTION_NOT_HANDLED,
-                    [0xC000_001D, rip, 0, 0],
-                ));
+                return fault(
+                    e,
+                    BugCheck::new(KMODE_EXCEPTION_NOT_HANDLED, [0xC000_001D, rip, 0, 0]),
+                );
             }
             Some(Exit::Fault { addr, kind }) => {
                 if kind == unicorn::mem::FETCH_UNMAPPED
@@ -929,10 +968,13 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
                 }
                 let write = u64::from(kind == unicorn::mem::WRITE_UNMAPPED);
                 let fetch = kind == unicorn::mem::FETCH_UNMAPPED;
-                return fault(BugCheck::new(
-                    bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
-                    [addr, if fetch { 0x10 } else { write * 2 }, rip, 0],
-                ));
+                return fault(
+                    e,
+                    BugCheck::new(
+                        bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+                        [addr, if fetch { 0x10 } else { write * 2 }, rip, 0],
+                    ),
+                );
             }
             None => {
                 let sp = e.read(reg::RSP) as usize;
@@ -971,7 +1013,7 @@ fn user_exception(code: u32, address: u64, rip: u64) -> Result<u64, Stop> {
     Err(Stop::UserException { code, address, rip })
 }
 
-fn fault(b: BugCheck) -> Result<u64, Stop> {
+fn fault(e: &Engine, b: BugCheck) -> Result<u64, Stop> {
     // Where in the image, as a debugger names it (module + offset), for the log.
     let rip = b.params[2] as usize;
     let at = match range_of(rip) {
@@ -987,8 +1029,34 @@ fn fault(b: BugCheck) -> Result<u64, Stop> {
     if trace() {
         eprintln!("[pe] fault {b} at {at}");
     }
+    gdb::bug_check(e.processor(), format!("{b} at {at}"), signal_of(&b));
     kernel::raise(b);
     Err(Stop::Halted)
+}
+
+/// The signal a debugger is stopped with for bug check `b`: the POSIX signal of the same
+/// fault, else SIGABRT (the machine stops).
+fn signal_of(b: &BugCheck) -> gdb::Signal {
+    match (b.code, b.params[0]) {
+        (bugcheck::PAGE_FAULT_IN_NONPAGED_AREA, _) => gdb::Signal::SIGSEGV,
+        (KMODE_EXCEPTION_NOT_HANDLED, 0xC000_0005) => gdb::Signal::SIGSEGV,
+        (KMODE_EXCEPTION_NOT_HANDLED, 0xC000_001D) => gdb::Signal::SIGILL,
+        (KMODE_EXCEPTION_NOT_HANDLED, 0xC000_0094) => gdb::Signal::SIGFPE,
+        (KMODE_EXCEPTION_NOT_HANDLED, 0x8000_0003) => gdb::Signal::SIGTRAP,
+        _ => gdb::Signal::SIGABRT,
+    }
+}
+
+/// A bug check a routine the image called raised (the machine is halted): the debugger
+/// stops at the call first.
+fn halted_in_call(e: &Engine) {
+    if let Some(b) = kernel::current_machine().and_then(|m| m.bugcheck()) {
+        gdb::bug_check(
+            e.processor(),
+            format!("{b}, raised in a routine the image called"),
+            signal_of(&b),
+        );
+    }
 }
 
 #[cfg(test)]

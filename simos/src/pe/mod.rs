@@ -12,10 +12,12 @@
 //! image's machine code. In the other direction, the `DXGKRNL_INTERFACE` handed to
 //! `DxgkDdiStartDevice` (and the feature interface `DxgkCbQueryServices` returns) point at stubs
 //! that run the simulated callbacks. Register BARs the image maps are emulated MMIO regions
-//! routed to the same device model the Linux build reaches.
+//! routed to the same device model the Linux build reaches. A debugger attaches through
+//! [`gdb`] (`RVGPU_GDB`).
 
 pub mod arena;
 pub mod cpu;
+pub mod gdb;
 pub mod image;
 pub mod loader;
 pub mod ntoskrnl;
@@ -269,6 +271,8 @@ impl Loaded {
         let data = std::fs::read(path)
             .map_err(|e| format!("cannot read the driver image {}: {e}", path.display()))?;
         let img = image::Image::map(&data)?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        gdb::note_module(name.as_deref().unwrap_or("rvgpu.sys"), img.base, img.size);
         cpu::register_range(img.base, img.size, cpu::Range::Ram);
         cpu::register_count_range(img.base, img.base + img.size);
         let stubs = Stubs::new(64)?;
