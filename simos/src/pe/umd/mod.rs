@@ -323,6 +323,16 @@ impl UserProcess {
     pub fn open_devices(&self) -> usize {
         lock(&self.handles).devices.len()
     }
+
+    /// The simulated processes behind the D3D devices the DLL has open (each has its own NT
+    /// handle table; a harness's `DuplicateHandle` names one).
+    pub fn nt_processes(&self) -> Vec<crate::ProcessId> {
+        lock(&self.handles)
+            .devices
+            .values()
+            .map(|d| d.sim.pid)
+            .collect()
+    }
 }
 
 impl Drop for UserProcess {

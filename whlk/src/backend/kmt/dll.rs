@@ -172,6 +172,19 @@ impl DllSession {
         self.m.fault().map(failure)
     }
 
+    pub(super) fn machine(&self) -> &Machine {
+        &self.m
+    }
+
+    /// The simulated OS process behind process `p`'s D3D device (its NT handle table).
+    pub(super) fn nt_process(&self, p: usize) -> Result<rvgpu_simos::ProcessId, Failure> {
+        let (up, _) = self.process(p)?;
+        up.nt_processes()
+            .first()
+            .copied()
+            .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))
+    }
+
     pub(super) fn process(&self, p: usize) -> Result<(Arc<UserProcess>, u64), Failure> {
         self.processes
             .get(p)
