@@ -95,6 +95,10 @@ impl crate::backend::Backend for DllBackend {
                 Capability::ConfiguredMachine,
                 Capability::NativeFences,
                 Capability::Tdr,
+                Capability::OsTrace,
+                Capability::OsControl,
+                Capability::FaultInjection,
+                Capability::BugChecks,
             ])
         } else {
             // Its queues and fences are user-mode queues and native fences.
@@ -103,6 +107,12 @@ impl crate::backend::Backend for DllBackend {
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
+        if let Some(m) = config.misbehaviour {
+            return Err(Failure::Unsupported(format!(
+                "{m:?}: a stand-in for part of the driver, which only the simulation backend \
+                 loads (this one starts the machine with the real driver, as PnP does)"
+            )));
+        }
         let (m, render_only) = super::sim::started_machine(config)?;
         Ok(Box::new(DllSession {
             m: Arc::new(m),
@@ -115,14 +125,17 @@ impl crate::backend::Backend for DllBackend {
             queues: Vec::new(),
             gates: Vec::new(),
             fence: super::dll_fences::FenceState::default(),
+            suspended: Vec::new(),
         }))
     }
 }
 
-struct DProcess {
-    adapter: usize,
+pub(super) struct DProcess {
+    pub(super) adapter: usize,
     /// The process and its `RvgpuAdapter*`; `None` once it ended.
-    live: Option<(Arc<UserProcess>, u64)>,
+    pub(super) live: Option<(Arc<UserProcess>, u64)>,
+    /// Its D3D device's handle (how the OS's records name the process).
+    pub(super) device: u32,
 }
 
 /// A buffer (`RvgpuBuffer*`), plain or tracked.
@@ -135,12 +148,15 @@ struct DBuffer {
     view: u64,
 }
 
-struct DQueue {
-    process: usize,
+pub(super) struct DQueue {
+    pub(super) process: usize,
     /// `RvgpuQueue*`; `None` once closed.
-    handle: Option<u64>,
+    pub(super) handle: Option<u64>,
     /// What `rvgpu_queue_status` said last (kept after the close).
     info: UmQueueInfo,
+    /// The D3DKMT objects `rvgpu_queue_create` made (context, hardware queue, doorbell, ring
+    /// allocations, ...): how the OS's records name the queue.
+    pub(super) objects: Vec<u32>,
 }
 
 /// A gate: a GPU wait on word `offset` of buffer `buffer`, made a wait on a native fence of the
@@ -159,12 +175,14 @@ pub(super) struct DllSession {
     image: Arc<UmdImage>,
     render_only: Vec<bool>,
     opened: Vec<bool>,
-    processes: Vec<DProcess>,
+    pub(super) processes: Vec<DProcess>,
     buffers: Vec<Option<DBuffer>>,
     tracked: Vec<Option<DBuffer>>,
-    queues: Vec<DQueue>,
+    pub(super) queues: Vec<DQueue>,
     gates: Vec<Gate>,
     pub(super) fence: super::dll_fences::FenceState,
+    /// Contexts the OS suspended, by process (OsControl).
+    pub(super) suspended: Vec<(usize, u32)>,
 }
 
 impl DllSession {
@@ -221,10 +239,23 @@ impl DllSession {
     }
 
     fn buffer(&self, b: BufferRef) -> Result<&DBuffer, Failure> {
-        self.buffers
+        let d = self
+            .buffers
             .get(b.0)
             .and_then(Option::as_ref)
-            .ok_or_else(|| Failure::Backend(format!("no live buffer {}", b.0)))
+            .ok_or_else(|| Failure::Backend(format!("no live buffer {}", b.0)))?;
+        if self
+            .processes
+            .get(d.process)
+            .is_some_and(|p| p.live.is_none())
+        {
+            return Err(Failure::Unsupported(
+                "the memory of a process that has ended (an application's buffers end with \
+                 it; only the OS could still read them)"
+                    .into(),
+            ));
+        }
+        Ok(d)
     }
 
     fn tracked_buffer(&self, b: TrackedRef) -> Result<&DBuffer, Failure> {
@@ -489,6 +520,44 @@ impl DllSession {
     }
 }
 
+impl DllSession {
+    /// The process ends without cleaning up (UM-17 a normal exit, UM-18 killed from outside):
+    /// the DLL runs no more code and the OS tears down its devices. Its queues keep their last
+    /// status; its buffers are gone with it.
+    fn exit_process(&mut self, p: usize, how: ProcessEnd) -> Result<(), Failure> {
+        let (up, _) = self.process(p)?;
+        for i in 0..self.queues.len() {
+            let h = self
+                .queues
+                .get(i)
+                .filter(|q| q.process == p)
+                .and_then(|q| q.handle);
+            if let Some(h) = h {
+                let info = self.status_of(p, h);
+                if let Some(q) = self.queues.get_mut(i) {
+                    q.handle = None;
+                    if let Ok(info) = info {
+                        q.info = info;
+                    }
+                }
+            }
+        }
+        for d in up.devices() {
+            match how {
+                ProcessEnd::Normal => self.m.exit_process(&d),
+                ProcessEnd::Abnormal => self.m.kill_process(&d),
+            }
+            .map_err(failure)?;
+        }
+        self.gates.retain(|g| g.process != p);
+        let _ = self.fence.take_live_of(p);
+        if let Some(d) = self.processes.get_mut(p) {
+            d.live = None;
+        }
+        self.fault().map_or(Ok(()), Err)
+    }
+}
+
 impl Session for DllSession {
     fn adapter_count(&self) -> usize {
         self.m.adapter_count()
@@ -585,6 +654,38 @@ impl Session for DllSession {
     }
 
     fn as_fences_ref(&self) -> Option<&dyn crate::backend::Fences> {
+        Some(self)
+    }
+
+    fn as_os_trace(&mut self) -> Option<&mut dyn crate::backend::OsTrace> {
+        Some(self)
+    }
+
+    fn as_os_trace_ref(&self) -> Option<&dyn crate::backend::OsTrace> {
+        Some(self)
+    }
+
+    fn as_os_control(&mut self) -> Option<&mut dyn crate::backend::OsControl> {
+        Some(self)
+    }
+
+    fn as_os_control_ref(&self) -> Option<&dyn crate::backend::OsControl> {
+        Some(self)
+    }
+
+    fn as_faults(&mut self) -> Option<&mut dyn crate::backend::FaultInjection> {
+        Some(self)
+    }
+
+    fn as_faults_ref(&self) -> Option<&dyn crate::backend::FaultInjection> {
+        Some(self)
+    }
+
+    fn as_bug_checks(&mut self) -> Option<&mut dyn crate::backend::BugChecks> {
+        Some(self)
+    }
+
+    fn as_bug_checks_ref(&self) -> Option<&dyn crate::backend::BugChecks> {
         Some(self)
     }
 }
@@ -722,19 +823,18 @@ impl UserModeSubmission for DllSession {
                 status_name(r & 0xFFFF_FFFF)
             )));
         }
+        let device = up.devices().first().map_or(0, |d| d.device);
         self.processes.push(DProcess {
             adapter: i,
             live: Some((up, adapter)),
+            device,
         });
         Ok(ProcessRef(self.processes.len() - 1))
     }
 
     fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
         self.process(p.0)?;
-        if how == ProcessEnd::Abnormal {
-            return missing("ending the process abnormally (killing it from outside)");
-        }
-        self.close_process(p.0)
+        self.exit_process(p.0, how)
     }
 
     fn create_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
@@ -788,17 +888,26 @@ impl UserModeSubmission for DllSession {
         // RvgpuQueueDesc: node, kind, priority, ring size (4 KiB: the rings the cases wrap).
         let kind = u32::from(kind == SubmitPath::KernelMode);
         let desc: [u32; 4] = [node, kind, 0, 4096];
+        let before = self.process(p.0)?.0.objects();
         let mut q = 0u64;
         self.ok(
             p.0,
             "rvgpu_queue_create",
             &[adapter, desc.as_ptr() as u64, &raw mut q as u64],
         )?;
+        let objects = self
+            .process(p.0)?
+            .0
+            .objects()
+            .into_iter()
+            .filter(|h| before.binary_search(h).is_err())
+            .collect();
         let info = self.status_of(p.0, q)?;
         self.queues.push(DQueue {
             process: p.0,
             handle: Some(q),
             info,
+            objects,
         });
         Ok(UmQueueRef(self.queues.len() - 1))
     }

@@ -11,7 +11,7 @@
 //! (TDR and its trace), `control` (the simulation-only traces, controls, fault injection,
 //! direct DDI calls, step mode, bug checks); `kmt` has the thunks the UMD runs on.
 
-mod control;
+pub(crate) mod control;
 mod fences;
 mod gpuva;
 pub(crate) mod kmt;
