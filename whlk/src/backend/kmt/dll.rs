@@ -99,6 +99,7 @@ impl crate::backend::Backend for DllBackend {
                 Capability::OsControl,
                 Capability::FaultInjection,
                 Capability::BugChecks,
+                Capability::KernelModeTesting,
             ])
         } else {
             // Its queues and fences are user-mode queues and native fences.
@@ -113,7 +114,7 @@ impl crate::backend::Backend for DllBackend {
                  loads (this one starts the machine with the real driver, as PnP does)"
             )));
         }
-        let (m, render_only) = super::sim::started_machine(config)?;
+        let (m, render_only) = super::sim::machine_after_starts(config)?;
         Ok(Box::new(DllSession {
             m: Arc::new(m),
             image: self.image.clone(),
@@ -126,6 +127,8 @@ impl crate::backend::Backend for DllBackend {
             gates: Vec::new(),
             fence: super::dll_fences::FenceState::default(),
             suspended: Vec::new(),
+            idle_f1: config.idle_f1_ticks != 0,
+            testing: Default::default(),
         }))
     }
 }
@@ -173,7 +176,8 @@ struct Gate {
 pub(super) struct DllSession {
     m: Arc<Machine>,
     image: Arc<UmdImage>,
-    render_only: Vec<bool>,
+    /// Per adapter, whether PnP's start left it render-only, or why the start failed.
+    render_only: Vec<Result<bool, Failure>>,
     opened: Vec<bool>,
     pub(super) processes: Vec<DProcess>,
     buffers: Vec<Option<DBuffer>>,
@@ -183,6 +187,10 @@ pub(super) struct DllSession {
     pub(super) fence: super::dll_fences::FenceState,
     /// Contexts the OS suspended, by process (OsControl).
     pub(super) suspended: Vec<(usize, u32)>,
+    /// The engines request F1 when idle (`SessionConfig::idle_f1_ticks`).
+    idle_f1: bool,
+    /// The kernel-mode testing interface's objects (`dll_os`).
+    pub(super) testing: crate::backend::testing::TestingState<crate::backend::sim::kmt::SessKmt>,
 }
 
 impl DllSession {
@@ -192,6 +200,10 @@ impl DllSession {
 
     pub(super) fn machine(&self) -> &Machine {
         &self.m
+    }
+
+    pub(super) fn machine_arc(&self) -> Arc<Machine> {
+        self.m.clone()
     }
 
     /// The simulated OS process behind process `p`'s D3D device (its NT handle table).
@@ -574,10 +586,11 @@ impl Session for DllSession {
     /// PnP started the adapter; "starting" it checks what the OS reports, as the D3DKMT
     /// backend does.
     fn start_adapter(&mut self, i: usize) -> Result<StartedAdapter, Failure> {
-        let render_only = *self
+        let render_only = self
             .render_only
             .get(i)
-            .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?;
+            .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?
+            .clone()?;
         if let Some(o) = self.opened.get_mut(i) {
             *o = true;
         }
@@ -588,8 +601,13 @@ impl Session for DllSession {
         })
     }
 
-    fn driver_caps(&mut self, _i: usize) -> Result<DriverCaps, Failure> {
-        missing("DXGK_DRIVERCAPS")
+    /// What the driver reported to the OS (`DXGKQAITYPE_DRIVERCAPS`): the OS's record,
+    /// read by the harness (an application sees only what D3DKMTQueryAdapterInfo passes on).
+    fn driver_caps(&mut self, i: usize) -> Result<DriverCaps, Failure> {
+        self.m
+            .query_driver_caps(i)
+            .map(|c| crate::backend::sim::caps(&c))
+            .map_err(failure)
     }
 
     fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
@@ -678,6 +696,10 @@ impl Session for DllSession {
     }
 
     fn as_faults_ref(&self) -> Option<&dyn crate::backend::FaultInjection> {
+        Some(self)
+    }
+
+    fn as_kmtest(&mut self) -> Option<&mut dyn crate::backend::testing::KernelModeTesting> {
         Some(self)
     }
 
@@ -781,6 +803,73 @@ fn stream_lane(
     rep
 }
 
+/// One [`ChurnLane`] on its own thread.
+fn churn_lane(
+    lane: &ChurnLane,
+    up: &Arc<UserProcess>,
+    adapter: u64,
+    batches: &[Vec<u32>],
+) -> ChurnReport {
+    let mut rep = ChurnReport {
+        rounds_done: 0,
+        kernel_mode_rounds: 0,
+        error: None,
+    };
+    let call = |name: &str, args: &[u64]| -> Result<(), String> {
+        match up.call(name, args).map(|v| v & 0xFFFF_FFFF) {
+            Ok(OK) => Ok(()),
+            Ok(s) => Err(format!("{name} returned {}", status_name(s))),
+            Err(e) => Err(format!("{name}: {e:?}")),
+        }
+    };
+    let per = usize::try_from(lane.batches_per_round).unwrap_or(usize::MAX);
+    for round in 0..lane.rounds {
+        let r = (|| -> Result<bool, String> {
+            // RvgpuQueueDesc: node, user mode, priority 0, 4 KiB ring.
+            let desc: [u32; 4] = [lane.node, 0, 0, 4096];
+            let mut q = 0u64;
+            call(
+                "rvgpu_queue_create",
+                &[adapter, desc.as_ptr() as u64, &raw mut q as u64],
+            )?;
+            let first = usize::try_from(round)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(per);
+            let mut last = 0u64;
+            let mut result = Ok(());
+            for d in batches.iter().skip(first).take(per) {
+                let desc: [u64; 6] = [d.as_ptr() as u64, d.len() as u64, 0, 0, 0, 0];
+                result = call(
+                    "rvgpu_queue_submit",
+                    &[q, desc.as_ptr() as u64, &raw mut last as u64],
+                );
+                if result.is_err() {
+                    break;
+                }
+            }
+            if result.is_ok() && last > 0 {
+                result = call("rvgpu_queue_wait", &[q, last, u64::MAX]);
+            }
+            let mut st = [0u64; 5];
+            let status = call("rvgpu_queue_status", &[q, st.as_mut_ptr() as u64]);
+            let closed = call("rvgpu_destroy_queue", &[q]);
+            result.and(status).and(closed)?;
+            Ok(st[3] as u32 == 1)
+        })();
+        match r {
+            Ok(kernel) => {
+                rep.rounds_done += 1;
+                rep.kernel_mode_rounds += u32::from(kernel);
+            }
+            Err(e) => {
+                rep.error = Some(format!("round {round}: {e}"));
+                return rep;
+            }
+        }
+    }
+    rep
+}
+
 /// Commands as the C API takes them: each 64-bit word as two dwords, low half first.
 fn dwords(cmds: &[rvgpu_hw::cmd::Command]) -> Result<Vec<u32>, Failure> {
     let mut out = Vec::new();
@@ -798,8 +887,22 @@ fn dwords(cmds: &[rvgpu_hw::cmd::Command]) -> Result<Vec<u32>, Failure> {
 }
 
 impl UserModeSubmission for DllSession {
-    fn submission_caps(&mut self, _i: usize) -> Result<SubmissionCaps, Failure> {
-        missing("node metadata and DXGK_USERMODESUBMISSION_CAPS")
+    /// The node metadata and user-mode submission caps the driver reported to the OS (the
+    /// OS's record, read by the harness).
+    fn submission_caps(&mut self, i: usize) -> Result<SubmissionCaps, Failure> {
+        use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
+        Ok(SubmissionCaps {
+            user_mode_nodes: self
+                .m
+                .node_metadata(i)
+                .iter()
+                .map(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission))
+                .collect(),
+            doorbell_size: self
+                .m
+                .usermode_submission_caps(i)
+                .map(|c| c.DoorbellSizeInBytes),
+        })
     }
 
     fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
@@ -1019,12 +1122,61 @@ impl UserModeSubmission for DllSession {
         ))
     }
 
-    fn await_engine_f1(&mut self, _i: usize, _n: u32, _b: Duration) -> Result<bool, Failure> {
-        missing("the engine's F-state")
+    /// The engine's F-state as the OS tracks it (the simulated engines request F1 only with
+    /// `SessionConfig::idle_f1_ticks` set).
+    fn await_engine_f1(&mut self, i: usize, node: u32, budget: Duration) -> Result<bool, Failure> {
+        if !self.idle_f1 {
+            return Err(Failure::Unsupported(
+                "the simulated engines request F1 only with SessionConfig::idle_f1_ticks set"
+                    .into(),
+            ));
+        }
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < budget {
+            if self.m.engine_fstate(i, node) == Some(1) {
+                return Ok(true);
+            }
+            if let Some(f) = self.fault() {
+                return Err(f);
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        Ok(self.m.engine_fstate(i, node) == Some(1))
     }
 
-    fn churn(&mut self, _lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
-        missing("multi-process churn")
+    /// One thread per lane, each making its queues one after another through the C API:
+    /// `rvgpu_queue_create`, its batches by `rvgpu_queue_submit`, `rvgpu_queue_wait`,
+    /// `rvgpu_queue_status` (which path the queue ended on), `rvgpu_destroy_queue`.
+    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        let mut jobs = Vec::with_capacity(lanes.len());
+        for lane in lanes {
+            let (up, adapter) = self.process(lane.process.0)?;
+            let batches = lane
+                .work
+                .iter()
+                .map(|w| {
+                    crate::backend::encode_work(w, |b, o, n| self.address(b, o, n))
+                        .and_then(|c| dwords(&c))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            jobs.push((lane, up, adapter, batches));
+        }
+        Ok(std::thread::scope(|sc| {
+            let handles: Vec<_> = jobs
+                .iter()
+                .map(|(lane, up, a, batches)| sc.spawn(move || churn_lane(lane, up, *a, batches)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|t| {
+                    t.join().unwrap_or_else(|_| ChurnReport {
+                        rounds_done: 0,
+                        kernel_mode_rounds: 0,
+                        error: Some("the lane's thread panicked".into()),
+                    })
+                })
+                .collect()
+        }))
     }
 
     /// One thread per lane, each submitting its batches through `rvgpu_queue_submit` on the

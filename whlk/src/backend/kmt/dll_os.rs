@@ -8,12 +8,19 @@
 //! The OS's records name D3DKMT objects; a queue is named by the objects its
 //! `rvgpu_queue_create` made ([`super::dll::DQueue::objects`]), a process by its device.
 //! What depends on objects the DLL keeps to itself is `Unsupported` with that reason.
+//!
+//! The kernel-mode testing interface ([`crate::backend::testing`]) is D3DKMT's, not the
+//! DLL's: a test program reaches it through the thunks beside the DLL, as here through the
+//! simulated thunks on devices of its own.
+
+use std::sync::Arc;
 
 use rvgpu_simos::SimError;
 
 use super::dll::DllSession;
 use crate::backend::sim::control;
 use crate::backend::sim::failure;
+use crate::backend::sim::kmt::SessKmt;
 use crate::backend::{
     BufferRef, BugCheckInfo, BugChecks, DeviceLoss, EngineStateChange, Failure, FaultInjection,
     OsControl, OsEvent, OsTrace, PowerStatus, ProcessRef, UmQueueRef,
@@ -191,5 +198,26 @@ impl BugChecks for DllSession {
             code: b.code,
             params: b.params,
         })
+    }
+}
+
+impl crate::backend::testing::TestingHost for DllSession {
+    type K = SessKmt;
+
+    fn testing(&mut self) -> &mut crate::backend::testing::TestingState<SessKmt> {
+        &mut self.testing
+    }
+
+    fn testing_ref(&self) -> &crate::backend::testing::TestingState<SessKmt> {
+        &self.testing
+    }
+
+    fn open_test_device(&mut self, i: usize) -> Result<Arc<SessKmt>, Failure> {
+        let p = self.machine().create_process(i).map_err(failure)?;
+        Ok(Arc::new(SessKmt::new(self.machine_arc(), p)))
+    }
+
+    fn test_failure(&self, s: rvgpu_umd::kmt::NtStatus) -> Failure {
+        self.fault().unwrap_or(Failure::DdiFailed(s.0))
     }
 }

@@ -576,7 +576,7 @@ pub(crate) fn failure(e: SimError) -> Failure {
     }
 }
 
-fn caps(c: &DXGK_DRIVERCAPS) -> DriverCaps {
+pub(crate) fn caps(c: &DXGK_DRIVERCAPS) -> DriverCaps {
     let s = c.SchedulingCaps;
     DriverCaps {
         multi_engine_aware: s.is_set(DXGK_VIDSCHCAPS::MultiEngineAware),
