@@ -867,6 +867,48 @@ fn dll_instructions_per_user_mode_submit() {
     let per = (i2 - i1) as f64 / (c2 - c1) as f64;
     assert_eq!(p.calls("D3DKMTSubmitCommandToHwQueue"), thunks);
     println!("rvgpu_umd.dll: {per:.1} instructions per rvgpu_submit (one FILL, user mode)");
+    // A GPU signal: rvgpu_queue_submit of a batch with one signal entry and no commands.
+    let mut fence = 0u64;
+    assert_eq!(call(&p, "rvgpu_fence_create", &[a, 0, addr(&mut fence)]), OK);
+    let mut value = 0u64;
+    let signals = |n: usize, value: &mut u64| {
+        for _ in 0..n {
+            *value += 1;
+            let entry = [fence, *value];
+            let desc = [0u64, 0, 0, 0, entry.as_ptr() as u64, 1];
+            let mut last = 0u64;
+            assert_eq!(
+                call(
+                    &p,
+                    "rvgpu_queue_submit",
+                    &[q, desc.as_ptr() as u64, addr(&mut last)]
+                ),
+                OK
+            );
+            assert_eq!(call(&p, "rvgpu_queue_wait", &[q, last, u64::MAX]), OK);
+        }
+    };
+    signals(100, &mut value);
+    let (c1, i1) = p.instructions("rvgpu_queue_submit").expect("counted");
+    signals(100, &mut value);
+    let (c2, i2) = p.instructions("rvgpu_queue_submit").expect("counted");
+    let per = (i2 - i1) as f64 / (c2 - c1) as f64;
+    assert_eq!(p.calls("D3DKMTSubmitCommandToHwQueue"), thunks);
+    println!("rvgpu_umd.dll: {per:.1} instructions per rvgpu_queue_submit of one GPU signal");
+    // A CPU signal: rvgpu_fence_signal (its thunk not counted).
+    for _ in 0..100 {
+        value += 1;
+        assert_eq!(call(&p, "rvgpu_fence_signal", &[fence, value]), OK);
+    }
+    let (c1, i1) = p.instructions("rvgpu_fence_signal").expect("counted");
+    for _ in 0..100 {
+        value += 1;
+        assert_eq!(call(&p, "rvgpu_fence_signal", &[fence, value]), OK);
+    }
+    let (c2, i2) = p.instructions("rvgpu_fence_signal").expect("counted");
+    let per = (i2 - i1) as f64 / (c2 - c1) as f64;
+    println!("rvgpu_umd.dll: {per:.1} instructions per rvgpu_fence_signal");
+    assert_eq!(call(&p, "rvgpu_fence_destroy", &[fence]), OK);
     assert_eq!(call(&p, "rvgpu_buffer_destroy", &[b, 0, 0]), OK);
     assert_eq!(call(&p, "rvgpu_destroy_queue", &[q]), OK);
     assert_eq!(call(&p, "rvgpu_close_adapter", &[a]), OK);

@@ -3,13 +3,15 @@
 //! advapi32 imports bound to the simulated OS (`rvgpu_simos::pe::umd`, docs/pe-image.md) — on
 //! a machine brought up as [`super::sim::SimPlatform`] brings it up.
 //!
-//! A case sees what an application linked against the DLL sees. A process is a
+//! A case's application sees what an application linked against the DLL sees. A process is a
 //! [`UserProcess`] that loaded the DLL and opened the adapter with `rvgpu_open_adapter`;
-//! buffers are `rvgpu_buffer_*`, queues `rvgpu_create_queue` (user-mode submission, the DLL's
-//! kernel-mode fallback behind it), work `rvgpu_submit` of packets and `rvgpu_buffer_fill` /
-//! `rvgpu_buffer_copy`, waits `rvgpu_queue_wait`. Whatever a case needs beyond the C API is
-//! `Unsupported`, naming the missing piece, so the case is skipped with that reason (see
-//! docs/pe-image.md for which cases that leaves).
+//! buffers are `rvgpu_buffer_*`, queues `rvgpu_queue_create` (user-mode or kernel-mode), work
+//! `rvgpu_queue_submit` of packets with fence wait and signal lists and `rvgpu_buffer_fill` /
+//! `rvgpu_buffer_copy`, waits `rvgpu_queue_wait`, shared fences `rvgpu_fence_share` /
+//! `rvgpu_fence_open`. Around it the harness reads and steers the simulated OS and device
+//! (`dll_os`: the OS's records, power, device loss, injected faults, the OS's copy of the
+//! driver's caps, process exits). What neither can do is `Unsupported`, naming why, so the
+//! case is skipped with that reason.
 
 use std::sync::Arc;
 use std::time::Duration;
