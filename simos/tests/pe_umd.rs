@@ -869,7 +869,10 @@ fn dll_instructions_per_user_mode_submit() {
     println!("rvgpu_umd.dll: {per:.1} instructions per rvgpu_submit (one FILL, user mode)");
     // A GPU signal: rvgpu_queue_submit of a batch with one signal entry and no commands.
     let mut fence = 0u64;
-    assert_eq!(call(&p, "rvgpu_fence_create", &[a, 0, addr(&mut fence)]), OK);
+    assert_eq!(
+        call(&p, "rvgpu_fence_create", &[a, 0, addr(&mut fence)]),
+        OK
+    );
     let mut value = 0u64;
     let signals = |n: usize, value: &mut u64| {
         for _ in 0..n {
