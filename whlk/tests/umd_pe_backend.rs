@@ -18,6 +18,8 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
         [
             Capability::Fences,
             Capability::UserModeSubmission,
+            Capability::UmdFences,
+            Capability::FenceLogs,
             Capability::Tdr,
             Capability::OsTrace,
             Capability::OsControl,
@@ -60,10 +62,11 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
         "UserModeSubmission.DoorbellVictimisationWalkthrough",
         "UserModeSubmission.SuspendResume",
         "UserModeSubmission.D3AndBack",
-        "UserModeSubmission.EngineF1",
         "UserModeSubmission.DeviceLossAbortsAndRecreate",
         // Queues made and destroyed by three threads at once.
         "UserModeSubmission.ThreadedChurn",
+        // The OS's fence logs of a queue the DLL made.
+        "Logs.EveryUserQueueHasBothLogs",
         // The kernel-mode testing interface beside the DLL.
         "Neutral.FillCopyReadBack",
     ] {

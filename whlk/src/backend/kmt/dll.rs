@@ -102,6 +102,8 @@ impl crate::backend::Backend for DllBackend {
                 Capability::FaultInjection,
                 Capability::BugChecks,
                 Capability::KernelModeTesting,
+                Capability::UmdFences,
+                Capability::FenceLogs,
             ])
         } else {
             // Its queues and fences are user-mode queues and native fences.
@@ -129,8 +131,8 @@ impl crate::backend::Backend for DllBackend {
             gates: Vec::new(),
             fence: super::dll_fences::FenceState::default(),
             suspended: Vec::new(),
-            idle_f1: config.idle_f1_ticks != 0,
             testing: Default::default(),
+            um_fences: Vec::new(),
         }))
     }
 }
@@ -189,8 +191,8 @@ pub(super) struct DllSession {
     pub(super) fence: super::dll_fences::FenceState,
     /// Contexts the OS suspended, by process (OsControl).
     pub(super) suspended: Vec<(usize, u32)>,
-    /// The engines request F1 when idle (`SessionConfig::idle_f1_ticks`).
-    idle_f1: bool,
+    /// Fences made through `UmdFences`: (process, `RvgpuFence*`).
+    pub(super) um_fences: Vec<(usize, u64)>,
     /// The kernel-mode testing interface's objects (`dll_os`).
     pub(super) testing: crate::backend::testing::TestingState<crate::backend::sim::kmt::SessKmt>,
 }
@@ -353,6 +355,15 @@ impl DllSession {
             gpu_va,
             view: 0,
         })
+    }
+
+    pub(super) fn buffer_address(
+        &self,
+        b: BufferRef,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<u64, Failure> {
+        self.address(b, offset, bytes)
     }
 
     fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
@@ -698,6 +709,22 @@ impl Session for DllSession {
     }
 
     fn as_faults_ref(&self) -> Option<&dyn crate::backend::FaultInjection> {
+        Some(self)
+    }
+
+    fn as_umd_fences(&mut self) -> Option<&mut dyn crate::backend::UmdFences> {
+        Some(self)
+    }
+
+    fn as_umd_fences_ref(&self) -> Option<&dyn crate::backend::UmdFences> {
+        Some(self)
+    }
+
+    fn as_fence_logs(&mut self) -> Option<&mut dyn crate::backend::FenceLogs> {
+        Some(self)
+    }
+
+    fn as_fence_logs_ref(&self) -> Option<&dyn crate::backend::FenceLogs> {
         Some(self)
     }
 
@@ -1124,26 +1151,14 @@ impl UserModeSubmission for DllSession {
         ))
     }
 
-    /// The engine's F-state as the OS tracks it (the simulated engines request F1 only with
-    /// `SessionConfig::idle_f1_ticks` set).
-    fn await_engine_f1(&mut self, i: usize, node: u32, budget: Duration) -> Result<bool, Failure> {
-        if !self.idle_f1 {
-            return Err(Failure::Unsupported(
-                "the simulated engines request F1 only with SessionConfig::idle_f1_ticks set"
-                    .into(),
-            ));
-        }
-        let t0 = std::time::Instant::now();
-        while t0.elapsed() < budget {
-            if self.m.engine_fstate(i, node) == Some(1) {
-                return Ok(true);
-            }
-            if let Some(f) = self.fault() {
-                return Err(f);
-            }
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        Ok(self.m.engine_fstate(i, node) == Some(1))
+    /// The engines' idle timers run in real time beside the DLL (its calls block, so the
+    /// machine cannot be stepped): which engine requests F1 first is a race, not the case's.
+    fn await_engine_f1(&mut self, _i: usize, _node: u32, _b: Duration) -> Result<bool, Failure> {
+        Err(Failure::Unsupported(
+            "an engine's F1 at a chosen moment: the DLL's machine runs threaded (its calls \
+             block), so every idle engine's timer runs at once"
+                .into(),
+        ))
     }
 
     /// One thread per lane, each making its queues one after another through the C API:

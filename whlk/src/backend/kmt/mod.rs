@@ -23,6 +23,7 @@
 pub mod dll;
 #[cfg(target_os = "linux")]
 mod dll_fences;
+mod dll_logs;
 mod dll_os;
 mod fences;
 mod gpuva;

@@ -15,7 +15,7 @@ pub(crate) mod control;
 mod fences;
 mod gpuva;
 pub(crate) mod kmt;
-mod logs;
+pub(crate) mod logs;
 mod tdr;
 mod usage;
 mod usermode;
