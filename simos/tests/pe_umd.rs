@@ -479,6 +479,50 @@ fn nf_13_the_shipped_dll_shares_a_native_fence_between_processes() {
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
+/// `examples/two_queues.c`, the README's first program, links with mingw-w64 against the
+/// shipped DLL itself: every C API function it calls is an export of `rvgpu_umd.dll`, and the
+/// executable imports nothing else of it.
+#[test]
+fn the_two_queues_example_links_against_the_shipped_dll() {
+    let dll = build_umd().unwrap_or_else(|e| panic!("{e}"));
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let exe = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("two_queues.exe");
+    let out = std::process::Command::new("x86_64-w64-mingw32-gcc")
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I"])
+        .arg(root.join("umd/include"))
+        .arg(root.join("examples/two_queues.c"))
+        .arg(&dll)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("mingw-w64 runs (bash scripts/setup.sh mingw)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dump = std::process::Command::new("x86_64-w64-mingw32-objdump")
+        .arg("-p")
+        .arg(&exe)
+        .output()
+        .expect("objdump");
+    let text = String::from_utf8_lossy(&dump.stdout);
+    let exports = UmdImage::load(&dll)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .exports();
+    let imported: Vec<&str> = text
+        .split_whitespace()
+        .filter(|w| w.starts_with("rvgpu_") && *w != "rvgpu_umd.dll")
+        .collect();
+    assert!(imported.len() > 10, "{text}");
+    for f in imported {
+        assert!(
+            exports.iter().any(|e| e == f),
+            "{f} is not exported: {exports:?}"
+        );
+    }
+}
+
 /// Attacker-style: the DLL handed garbage returns an error status, and a thunk given a bad
 /// structure pointer returns a status instead of halting the simulation (or the host).
 #[test]
