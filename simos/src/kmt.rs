@@ -234,6 +234,27 @@ impl<'m> SimKmt<'m> {
         }
     }
 
+    /// `D3DKMTOpenNativeFenceFromNtHandle` as the OS returns it to a user-mode image (the PE
+    /// bridge): the new D3DKMT handle and the opened instance.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn open_native_fence_raw(
+        &self,
+        shared: u64,
+    ) -> Result<(KmtHandle, NativeFence), NtStatus> {
+        self.thunk()?;
+        let f = self
+            .m
+            .open_native_fence_from_nt_handle(self.p.adapter, self.p.pid, shared)
+            .map_err(status)?;
+        match self.m.native_fence_kmt_handle(&f) {
+            Ok(h) => Ok((h, f)),
+            Err(e) => {
+                let _ = self.m.destroy_native_fence(&f);
+                Err(status(e))
+            }
+        }
+    }
+
     /// This process's instance with D3DKMT handle `h` (another process's handle names
     /// nothing here).
     fn own_native_fence(&self, h: KmtHandle) -> Result<NativeFence, NtStatus> {

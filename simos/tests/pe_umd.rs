@@ -85,7 +85,7 @@ fn dwords(cmds: &[Command]) -> Vec<u32> {
     out
 }
 
-/// The DLL binds every import to the simulated OS: the 20 gdi32 thunks it links against, the
+/// The DLL binds every import to the simulated OS: the 21 gdi32 thunks it links against, the
 /// kernel32 routines of its runtime (heap, SRW locks, events, waits, module lookup), advapi32's
 /// ETW registration and ntdll's C-library routines; its exports are the C API.
 /// Opens the adapter and creates a user-mode queue through the DLL's C API: (adapter, queue).
@@ -120,7 +120,7 @@ fn the_dll_binds_its_imports_to_the_simulated_os() {
         .iter()
         .filter(|i| i.starts_with("gdi32.dll!"))
         .count();
-    assert_eq!(gdi, 20, "{imports:?}");
+    assert_eq!(gdi, 21, "{imports:?}");
     for needed in [
         "gdi32.dll!D3DKMTOpenAdapterFromLuid",
         "gdi32.dll!D3DKMTSubmitCommandToHwQueue",
@@ -349,6 +349,178 @@ fn nf_17_mf_04_the_shipped_dll_signals_and_waits_a_native_fence() {
     assert_eq!(call(&p, "rvgpu_close_adapter", &[adapter]), OK);
     assert_eq!(p.heap_blocks(), 0, "the DLL freed what it allocated");
     assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// NF-13: a native fence shared between two processes through the shipped DLL — created
+/// shareable in one, `rvgpu_fence_share` (`D3DKMTShareObjects`), duplicated into the other
+/// (`DuplicateHandle`, done here as the OS), `rvgpu_fence_open` there
+/// (`D3DKMTOpenNativeFenceFromNtHandle`): CPU signals, a GPU signal and a GPU wait of one
+/// process are seen by the other; what cannot be shared is refused with a status.
+#[test]
+fn nf_13_the_shipped_dll_shares_a_native_fence_between_processes() {
+    const INVALID_HANDLE: u64 = 8;
+    let m = pe_machine();
+    let img = umd();
+    let (pa, pb) = (
+        UserProcess::new(m.clone(), img.clone()),
+        UserProcess::new(m.clone(), img),
+    );
+    let (aa, qa) = open_queue(&pa);
+    let (ab, qb) = open_queue(&pb);
+    let (buf, va) = buffer_4k(&pb, ab);
+    let mut plain = 0u64;
+    assert_eq!(
+        call(&pa, "rvgpu_fence_create", &[aa, 0, addr(&mut plain)]),
+        OK
+    );
+    let mut nt = 0u64;
+    assert_eq!(
+        call(&pa, "rvgpu_fence_share", &[plain, addr(&mut nt)]),
+        INVALID_ARGUMENT,
+        "a fence not created shareable"
+    );
+    assert_eq!(nt, 0);
+    let mut fa = 0u64;
+    assert_eq!(
+        call(&pa, "rvgpu_fence_create2", &[aa, 1, 1, addr(&mut fa)]),
+        OK
+    );
+    assert_eq!(call(&pa, "rvgpu_fence_share", &[fa, 0]), INVALID_ARGUMENT);
+    assert_eq!(call(&pa, "rvgpu_fence_share", &[fa, addr(&mut nt)]), OK);
+    assert_ne!(nt, 0);
+    let (from, to) = (pa.nt_processes()[0], pb.nt_processes()[0]);
+    let theirs = m.duplicate_handle(from, nt, to).expect("DuplicateHandle");
+    assert_eq!(
+        pa.call_import("CloseHandle", &[nt]).expect("CloseHandle"),
+        1
+    );
+    let mut fb = 0u64;
+    // Another process's value, and a forged one, name nothing in this process.
+    for bad in [nt ^ 0x4000, 0x7FF0] {
+        assert_eq!(
+            call(&pb, "rvgpu_fence_open", &[ab, bad, addr(&mut fb)]),
+            INVALID_HANDLE,
+            "{bad:#x}"
+        );
+        assert_eq!(fb, 0);
+    }
+    assert_eq!(
+        call(&pb, "rvgpu_fence_open", &[ab, 0, addr(&mut fb)]),
+        INVALID_ARGUMENT
+    );
+    assert_eq!(
+        call(&pb, "rvgpu_fence_open", &[ab, theirs, addr(&mut fb)]),
+        OK,
+        "{}",
+        log_of(&m)
+    );
+    assert_eq!(
+        pb.call_import("CloseHandle", &[theirs])
+            .expect("CloseHandle"),
+        1
+    );
+    assert_eq!(
+        pb.call_import("CloseHandle", &[theirs])
+            .expect("CloseHandle"),
+        0
+    );
+    let mut v = 0u64;
+    assert_eq!(call(&pb, "rvgpu_fence_value", &[fb, addr(&mut v)]), OK);
+    assert_eq!(v, 1, "the opener sees the creator's value");
+    // CPU signal in B, seen in A.
+    assert_eq!(call(&pb, "rvgpu_fence_signal", &[fb, 5]), OK);
+    assert_eq!(call(&pa, "rvgpu_fence_wait", &[fa, 5, 5_000_000_000]), OK);
+    // B's queue waits on the GPU for 7, fills, signals 8; A's CPU signal of 7 releases it.
+    let cmds = dwords(&[Command::Fill {
+        dst: va,
+        bytes: 64,
+        pattern: 0xAB,
+    }]);
+    let waits = [fb, 7u64];
+    let signals = [fb, 8u64];
+    let desc = [
+        cmds.as_ptr() as u64,
+        cmds.len() as u64,
+        waits.as_ptr() as u64,
+        1,
+        signals.as_ptr() as u64,
+        1,
+    ];
+    let mut progress = 0u64;
+    assert_eq!(
+        call(
+            &pb,
+            "rvgpu_queue_submit",
+            &[qb, desc.as_ptr() as u64, addr(&mut progress)]
+        ),
+        OK
+    );
+    assert_eq!(
+        call(&pb, "rvgpu_queue_wait", &[qb, progress, 50_000_000]),
+        TIMEOUT
+    );
+    assert_eq!(call(&pa, "rvgpu_fence_signal", &[fa, 7]), OK);
+    assert_eq!(call(&pa, "rvgpu_fence_wait", &[fa, 8, 5_000_000_000]), OK);
+    assert_eq!(call(&pb, "rvgpu_queue_wait", &[qb, progress, u64::MAX]), OK);
+    // The creator's end goes first; the opener's instance keeps the fence.
+    assert_eq!(call(&pa, "rvgpu_fence_destroy", &[fa]), OK);
+    assert_eq!(call(&pb, "rvgpu_fence_signal", &[fb, 9]), OK);
+    assert_eq!(call(&pb, "rvgpu_fence_value", &[fb, addr(&mut v)]), OK);
+    assert_eq!(v, 9);
+    assert_eq!(call(&pb, "rvgpu_fence_destroy", &[fb]), OK);
+    assert_eq!(call(&pa, "rvgpu_fence_destroy", &[plain]), OK);
+    assert_eq!(call(&pb, "rvgpu_buffer_destroy", &[buf, 0, 0]), OK);
+    for (p, a, q) in [(&pa, aa, qa), (&pb, ab, qb)] {
+        assert_eq!(call(p, "rvgpu_destroy_queue", &[q]), OK);
+        assert_eq!(call(p, "rvgpu_close_adapter", &[a]), OK);
+        assert_eq!(p.heap_blocks(), 0);
+    }
+    assert_eq!(m.nt_handle_count(from) + m.nt_handle_count(to), 0);
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// `examples/two_queues.c`, the README's first program, links with mingw-w64 against the
+/// shipped DLL itself: every C API function it calls is an export of `rvgpu_umd.dll`, and the
+/// executable imports nothing else of it.
+#[test]
+fn the_two_queues_example_links_against_the_shipped_dll() {
+    let dll = build_umd().unwrap_or_else(|e| panic!("{e}"));
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let exe = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("two_queues.exe");
+    let out = std::process::Command::new("x86_64-w64-mingw32-gcc")
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I"])
+        .arg(root.join("umd/include"))
+        .arg(root.join("examples/two_queues.c"))
+        .arg(&dll)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("mingw-w64 runs (bash scripts/setup.sh mingw)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dump = std::process::Command::new("x86_64-w64-mingw32-objdump")
+        .arg("-p")
+        .arg(&exe)
+        .output()
+        .expect("objdump");
+    let text = String::from_utf8_lossy(&dump.stdout);
+    let exports = UmdImage::load(&dll)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .exports();
+    let imported: Vec<&str> = text
+        .split_whitespace()
+        .filter(|w| w.starts_with("rvgpu_") && *w != "rvgpu_umd.dll")
+        .collect();
+    assert!(imported.len() > 10, "{text}");
+    for f in imported {
+        assert!(
+            exports.iter().any(|e| e == f),
+            "{f} is not exported: {exports:?}"
+        );
+    }
 }
 
 /// Attacker-style: the DLL handed garbage returns an error status, and a thunk given a bad
@@ -644,10 +816,11 @@ fn every_thunk_given_garbage_returns_an_error_status() {
         "D3DKMTDestroyDoorbell",
         "D3DKMTNotifyWorkSubmission",
         "D3DKMTCreateNativeFence",
+        "D3DKMTOpenNativeFenceFromNtHandle",
     ] {
         thunks.push(t.to_string());
     }
-    assert_eq!(thunks.len(), 25);
+    assert_eq!(thunks.len(), 27);
     static RO: [u8; 256] = [0; 256];
     for t in &thunks {
         let mut zeros = [0u8; 256];
@@ -738,6 +911,51 @@ fn dll_instructions_per_user_mode_submit() {
     let per = (i2 - i1) as f64 / (c2 - c1) as f64;
     assert_eq!(p.calls("D3DKMTSubmitCommandToHwQueue"), thunks);
     println!("rvgpu_umd.dll: {per:.1} instructions per rvgpu_submit (one FILL, user mode)");
+    // A GPU signal: rvgpu_queue_submit of a batch with one signal entry and no commands.
+    let mut fence = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_fence_create", &[a, 0, addr(&mut fence)]),
+        OK
+    );
+    let mut value = 0u64;
+    let signals = |n: usize, value: &mut u64| {
+        for _ in 0..n {
+            *value += 1;
+            let entry = [fence, *value];
+            let desc = [0u64, 0, 0, 0, entry.as_ptr() as u64, 1];
+            let mut last = 0u64;
+            assert_eq!(
+                call(
+                    &p,
+                    "rvgpu_queue_submit",
+                    &[q, desc.as_ptr() as u64, addr(&mut last)]
+                ),
+                OK
+            );
+            assert_eq!(call(&p, "rvgpu_queue_wait", &[q, last, u64::MAX]), OK);
+        }
+    };
+    signals(100, &mut value);
+    let (c1, i1) = p.instructions("rvgpu_queue_submit").expect("counted");
+    signals(100, &mut value);
+    let (c2, i2) = p.instructions("rvgpu_queue_submit").expect("counted");
+    let per = (i2 - i1) as f64 / (c2 - c1) as f64;
+    assert_eq!(p.calls("D3DKMTSubmitCommandToHwQueue"), thunks);
+    println!("rvgpu_umd.dll: {per:.1} instructions per rvgpu_queue_submit of one GPU signal");
+    // A CPU signal: rvgpu_fence_signal (its thunk not counted).
+    for _ in 0..100 {
+        value += 1;
+        assert_eq!(call(&p, "rvgpu_fence_signal", &[fence, value]), OK);
+    }
+    let (c1, i1) = p.instructions("rvgpu_fence_signal").expect("counted");
+    for _ in 0..100 {
+        value += 1;
+        assert_eq!(call(&p, "rvgpu_fence_signal", &[fence, value]), OK);
+    }
+    let (c2, i2) = p.instructions("rvgpu_fence_signal").expect("counted");
+    let per = (i2 - i1) as f64 / (c2 - c1) as f64;
+    println!("rvgpu_umd.dll: {per:.1} instructions per rvgpu_fence_signal");
+    assert_eq!(call(&p, "rvgpu_fence_destroy", &[fence]), OK);
     assert_eq!(call(&p, "rvgpu_buffer_destroy", &[b, 0, 0]), OK);
     assert_eq!(call(&p, "rvgpu_destroy_queue", &[q]), OK);
     assert_eq!(call(&p, "rvgpu_close_adapter", &[a]), OK);

@@ -21,9 +21,10 @@
  * Fences are native timeline fences: a 64-bit value that only grows. The CPU signals and waits
  * (rvgpu_fence_signal, rvgpu_fence_wait); the GPU waits and signals as the wait and signal lists
  * of rvgpu_queue_submit. A fence created RVGPU_FENCE_SHAREABLE can be shared with another
- * process by NT handle: rvgpu_fence_share, then DuplicateHandle, then rvgpu_fence_open there.
- * The DLL does not bind D3DKMTShareObjects and D3DKMTOpenNativeFenceFromNtHandle yet, so both
- * return RVGPU_STATUS_NOT_IMPLEMENTED today.
+ * process by NT handle: rvgpu_fence_share (D3DKMTShareObjects), then DuplicateHandle, then
+ * rvgpu_fence_open there (D3DKMTOpenNativeFenceFromNtHandle); each process closes its NT handle
+ * with CloseHandle. Sharing a fence not created shareable is RVGPU_STATUS_INVALID_ARGUMENT; a
+ * value that is no NT handle of this process is RVGPU_STATUS_INVALID_HANDLE.
  *
  * Commands are rvgpu packets: 64-bit words, each passed as two dwords, low half first.
  * Timeouts: 0 polls, UINT64_MAX waits forever.

@@ -1190,6 +1190,41 @@ mod tests {
         assert_eq!(wait, RvgpuStatus::InvalidArgument);
     }
 
+    /// NF-13's entry points with what an attacker passes: NULLs are `InvalidArgument`, a
+    /// forged fence, adapter or NT handle is `InvalidHandle`, and the out-parameters are
+    /// cleared either way.
+    #[test]
+    fn nf_13_sharing_refuses_null_and_forged_handles() {
+        let forged = 0x5A5A_5A58usize as *mut RvgpuFence;
+        let mut nt: *mut c_void = 0x1234 as *mut c_void;
+        // SAFETY: a valid out-pointer; the handle is only looked up.
+        let s = unsafe { rvgpu_fence_share(forged, &mut nt) };
+        assert_eq!((s, nt), (RvgpuStatus::InvalidHandle, ptr::null_mut()));
+        // SAFETY: null pointers are part of the contract.
+        let s = unsafe { rvgpu_fence_share(ptr::null_mut(), &mut nt) };
+        assert_eq!(s, RvgpuStatus::InvalidArgument);
+        // SAFETY: as above.
+        let s = unsafe { rvgpu_fence_share(forged, ptr::null_mut()) };
+        assert_eq!(s, RvgpuStatus::InvalidArgument);
+        let adapter = 0x5A5A_5A58usize as *mut RvgpuAdapter;
+        let mut f: *mut RvgpuFence = forged;
+        // SAFETY: a valid out-pointer; handles are only looked up.
+        let s = unsafe { rvgpu_fence_open(adapter, 0x44 as *mut c_void, &mut f) };
+        assert_eq!((s, f), (RvgpuStatus::InvalidHandle, ptr::null_mut()));
+        for (a, h) in [
+            (ptr::null_mut(), 0x44 as *mut c_void),
+            (adapter, ptr::null_mut()),
+        ] {
+            f = forged;
+            // SAFETY: as above.
+            let s = unsafe { rvgpu_fence_open(a, h, &mut f) };
+            assert_eq!((s, f), (RvgpuStatus::InvalidArgument, ptr::null_mut()));
+        }
+        // SAFETY: as above.
+        let s = unsafe { rvgpu_fence_open(adapter, 0x44 as *mut c_void, ptr::null_mut()) };
+        assert_eq!(s, RvgpuStatus::InvalidArgument);
+    }
+
     #[test]
     fn command_streams_are_decoded_and_validated() {
         use rvgpu_hw::cmd::Command;

@@ -32,6 +32,8 @@ struct Fence {
     kmt: K,
     /// `None` once destroyed (a call that looked the handle up before finds it gone).
     fence: Option<NativeFence>,
+    /// Created `RVGPU_FENCE_SHAREABLE` (only such a fence has an NT handle to give).
+    shareable: bool,
 }
 
 /// `STATUS_INVALID_PARAMETER`: a thunk's answer to a mapping it cannot use.
@@ -228,7 +230,7 @@ pub fn read_fence_log(q: usize, out: &mut [RvgpuFenceLogEntry]) -> Result<usize,
     }))
 }
 
-fn add_fence(kmt: K, nf: NativeFence) -> Result<usize, RvgpuStatus> {
+fn add_fence(kmt: K, nf: NativeFence, shareable: bool) -> Result<usize, RvgpuStatus> {
     if current_value(&nf).is_err() {
         let _ = kmt.destroy_native_fence(nf.kmt);
         return Err(from_nt(NtStatus(STATUS_INVALID_PARAMETER)));
@@ -238,29 +240,49 @@ fn add_fence(kmt: K, nf: NativeFence) -> Result<usize, RvgpuStatus> {
         Fence {
             kmt,
             fence: Some(nf),
+            shareable,
         },
     )
 }
 
 pub fn fence_create(a: usize, initial: u64, flags: u32) -> Result<usize, RvgpuStatus> {
     let (kmt, _) = adapter(a)?;
-    let nf = if flags & RVGPU_FENCE_SHAREABLE != 0 {
+    let shareable = flags & RVGPU_FENCE_SHAREABLE != 0;
+    let nf = if shareable {
         kmt.create_shareable_native_fence(initial)
     } else {
         kmt.create_native_fence(initial)
     }
     .map_err(from_nt)?;
-    add_fence(kmt, nf)
+    add_fence(kmt, nf, shareable)
 }
 
+/// A fence opened from an NT handle is shared already, so this process may share it on.
 pub fn fence_open(a: usize, nt: usize) -> Result<usize, RvgpuStatus> {
     let (kmt, _) = adapter(a)?;
-    let nf = kmt.open_native_fence(nt as u64).map_err(from_nt)?;
-    add_fence(kmt, nf)
+    let nf = kmt
+        .open_native_fence(nt as u64)
+        .map_err(|e| match from_nt(e) {
+            // The OS's answer to a value that names no NT handle of this process.
+            RvgpuStatus::KernelError => RvgpuStatus::InvalidHandle,
+            s => s,
+        })?;
+    add_fence(kmt, nf, true)
 }
 
 pub fn fence_share(f: usize) -> Result<usize, RvgpuStatus> {
-    let (kmt, nf) = fence(f)?;
+    let (kmt, nf, shareable) = {
+        let obj = handles::get::<Fence>(Kind::Fence, f)?;
+        let g = obj.lock();
+        (
+            g.kmt.clone(),
+            g.fence.ok_or(RvgpuStatus::InvalidHandle)?,
+            g.shareable,
+        )
+    };
+    if !shareable {
+        return Err(RvgpuStatus::InvalidArgument);
+    }
     let nt = kmt.share_native_fence(nf.kmt).map_err(from_nt)?;
     usize::try_from(nt).map_err(|_| RvgpuStatus::KernelError)
 }

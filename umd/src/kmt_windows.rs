@@ -100,6 +100,8 @@ fn sync_arrays(chunk: &[(KmtHandle, u64)]) -> ([u32; SYNC_CHUNK], [u64; SYNC_CHU
 pub const STATUS_NOT_SUPPORTED: NTSTATUS = 0xC000_00BB_u32 as NTSTATUS;
 /// The OS returned something unusable (a null or misaligned CPU address).
 pub const STATUS_INVALID_PARAMETER: NTSTATUS = 0xC000_000D_u32 as NTSTATUS;
+/// `STATUS_INVALID_HANDLE`.
+const STATUS_INVALID_HANDLE: NTSTATUS = 0xC000_0008_u32 as NTSTATUS;
 /// An event could not be created.
 pub const STATUS_INSUFFICIENT_RESOURCES: NTSTATUS = 0xC000_009A_u32 as NTSTATUS;
 
@@ -214,6 +216,31 @@ pub struct D3dkmtCreateNativeFence {
     pub Reserved: [u8; 28],
 }
 
+/// `D3DKMT_OPENNATIVEFENCEFROMNTHANDLE`:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_opennativefencefromnthandle>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dkmtOpenNativeFenceFromNtHandle {
+    pub hNtHandle: *mut c_void,
+    pub hDevice: u32,
+    pub EngineAffinity: u32,
+    /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`.
+    pub Flags: u32,
+    pub hSyncObject: u32,
+    pub NativeFenceMapping: D3dddiNativeFenceMapping,
+    pub PrivateDriverData: [u8; NATIVE_FENCE_PDD_SIZE],
+    pub Reserved: [u8; 32],
+}
+
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::Shared` (bit 0): the fence may be shared by NT handle.
+const SYNC_FLAG_SHARED: u32 = 1 << 0;
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::NtSecuritySharing` (bit 1): shared through
+/// `D3DKMTShareObjects` (an NT handle) rather than a global handle.
+const SYNC_FLAG_NT_SECURITY_SHARING: u32 = 1 << 1;
+/// `GENERIC_ALL`: what a D3D runtime asks for when it shares a sync object by NT handle.
+const GENERIC_ALL: u32 = 0x1000_0000;
+
 // The GPU VA thunks' structures come from windows-sys; their layout checked against the
 // 22621 SDK's d3dukmdt.h / d3dkmthk.h (every D3DKMT_ALIGN64 member 8-aligned).
 #[cfg(target_pointer_width = "64")]
@@ -322,6 +349,11 @@ const _: () = {
     assert!(offset_of!(D3dkmtCreateNativeFence, Info) == 72);
     assert!(offset_of!(D3dkmtCreateNativeFence, Flags) == 184);
     assert!(size_of::<D3dkmtCreateNativeFence>() == 216);
+    assert!(offset_of!(D3dkmtOpenNativeFenceFromNtHandle, hDevice) == 8);
+    assert!(offset_of!(D3dkmtOpenNativeFenceFromNtHandle, hSyncObject) == 20);
+    assert!(offset_of!(D3dkmtOpenNativeFenceFromNtHandle, NativeFenceMapping) == 24);
+    assert!(offset_of!(D3dkmtOpenNativeFenceFromNtHandle, PrivateDriverData) == 80);
+    assert!(size_of::<D3dkmtOpenNativeFenceFromNtHandle>() == 176);
 };
 
 // windows-sys' `D3DKMT_CREATESYNCHRONIZATIONOBJECT2` against the Windows SDK's d3dkmthk.h and
@@ -454,12 +486,18 @@ pub enum Wddm32Thunk {
     /// `D3DKMTCreateNativeFence` (24H2): not a function in windows-sys 0.61 either, and its
     /// `D3DKMT_CREATENATIVEFENCE` there is a prerelease layout.
     CreateNativeFence,
+    /// `D3DKMTOpenNativeFenceFromNtHandle` (24H2): not in windows-sys 0.61.
+    OpenNativeFenceFromNtHandle,
     /// `D3DKMTIsFeatureEnabled` (24H2), absent from windows-sys 0.61:
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtisfeatureenabled>.
     IsFeatureEnabled,
 }
 
 impl Wddm32Thunk {
+    /// How many there are: the last one's index plus one (sizes the lookup cache; a new thunk
+    /// goes last, or here).
+    const COUNT: usize = Self::IsFeatureEnabled as usize + 1;
+
     const fn name(self) -> &'static core::ffi::CStr {
         match self {
             Self::CreateDoorbell => c"D3DKMTCreateDoorbell",
@@ -467,6 +505,7 @@ impl Wddm32Thunk {
             Self::DestroyDoorbell => c"D3DKMTDestroyDoorbell",
             Self::NotifyWorkSubmission => c"D3DKMTNotifyWorkSubmission",
             Self::CreateNativeFence => c"D3DKMTCreateNativeFence",
+            Self::OpenNativeFenceFromNtHandle => c"D3DKMTOpenNativeFenceFromNtHandle",
             Self::IsFeatureEnabled => c"D3DKMTIsFeatureEnabled",
         }
     }
@@ -492,14 +531,8 @@ const GDI32: [u16; 10] = {
 };
 
 /// Looked-up thunks: null = not looked up yet, [`MISSING`] = this Windows lacks it.
-static THUNKS: [AtomicPtr<c_void>; 6] = [
-    AtomicPtr::new(ptr::null_mut()),
-    AtomicPtr::new(ptr::null_mut()),
-    AtomicPtr::new(ptr::null_mut()),
-    AtomicPtr::new(ptr::null_mut()),
-    AtomicPtr::new(ptr::null_mut()),
-    AtomicPtr::new(ptr::null_mut()),
-];
+static THUNKS: [AtomicPtr<c_void>; Wddm32Thunk::COUNT] =
+    [const { AtomicPtr::new(ptr::null_mut()) }; Wddm32Thunk::COUNT];
 const MISSING: *mut c_void = ptr::dangling_mut::<c_void>();
 
 fn lookup_uncached(thunk: Wddm32Thunk) -> Option<Thunk> {
@@ -961,6 +994,16 @@ impl WinKmt {
         &self,
         initial_value: u64,
     ) -> Result<WinNativeFence, NtStatus> {
+        self.create_native_fence_with(initial_value, 0)
+    }
+
+    /// [`create_native_fence_mapped`](Self::create_native_fence_mapped) with
+    /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` `flags`.
+    fn create_native_fence_with(
+        &self,
+        initial_value: u64,
+        flags: u32,
+    ) -> Result<WinNativeFence, NtStatus> {
         let mut args = D3dkmtCreateNativeFence {
             hDevice: self.device,
             hSyncObject: 0,
@@ -969,7 +1012,7 @@ impl WinKmt {
                 InitialFenceValue: initial_value,
                 EngineAffinity: 0,
                 Type: 0,
-                Flags: 0,
+                Flags: flags,
                 NativeFenceMapping: D3dddiNativeFenceMapping {
                     CurrentValueCpuVa: ptr::null_mut(),
                     CurrentValueGpuVa: 0,
@@ -1522,8 +1565,89 @@ impl Kmt for WinKmt {
         }
     }
 
-    // `open_native_fence` keeps the trait's default (STATUS_NOT_SUPPORTED): the layout of
-    // `D3DKMT_OPENNATIVEFENCEFROMNTHANDLE` has not been checked here.
+    fn create_shareable_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
+        let f = self.create_native_fence_with(
+            initial_value,
+            SYNC_FLAG_SHARED | SYNC_FLAG_NT_SECURITY_SHARING,
+        )?;
+        match NativeFence::new(f.handle, &f.mapping, &f.private_data) {
+            Ok(n) => Ok(n),
+            Err(_) => {
+                let _ = self.destroy_sync_object(f.handle);
+                Err(NtStatus(STATUS_INVALID_PARAMETER))
+            }
+        }
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtshareobjects>
+    /// of one native fence, no object attributes (an unnamed handle).
+    fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus> {
+        use windows_sys::Wdk::Graphics::Direct3D::D3DKMTShareObjects;
+        let objects = [fence];
+        let mut nt: windows_sys::Win32::Foundation::HANDLE = ptr::null_mut();
+        // SAFETY: one handle in `objects`, no attributes, `nt` a writable HANDLE on this frame.
+        check(unsafe {
+            D3DKMTShareObjects(1, objects.as_ptr(), ptr::null(), GENERIC_ALL, &mut nt)
+        })?;
+        if nt.is_null() {
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        }
+        Ok(nt as u64)
+    }
+
+    fn close_nt_handle(&self, handle: u64) -> Result<(), NtStatus> {
+        use windows_sys::Win32::Foundation::CloseHandle;
+        // SAFETY: CloseHandle takes any value; one this process does not hold fails.
+        if unsafe { CloseHandle(handle as usize as *mut c_void) } == 0 {
+            return Err(NtStatus(STATUS_INVALID_HANDLE));
+        }
+        Ok(())
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopennativefencefromnthandle>
+    /// on this device: this process's handle and its own mapping of the fence.
+    fn open_native_fence(&self, shared: u64) -> Result<NativeFence, NtStatus> {
+        let mut args = D3dkmtOpenNativeFenceFromNtHandle {
+            hNtHandle: shared as usize as *mut c_void,
+            hDevice: self.device,
+            EngineAffinity: 0,
+            Flags: 0,
+            hSyncObject: 0,
+            NativeFenceMapping: D3dddiNativeFenceMapping {
+                CurrentValueCpuVa: ptr::null_mut(),
+                CurrentValueGpuVa: 0,
+                MonitoredValueGpuVa: 0,
+                Reserved: [0; 32],
+            },
+            PrivateDriverData: [0; NATIVE_FENCE_PDD_SIZE],
+            Reserved: [0; 32],
+        };
+        // SAFETY: the documented D3DKMT_OPENNATIVEFENCEFROMNTHANDLE layout (asserted above),
+        // on this stack frame.
+        check(unsafe {
+            call(
+                Wddm32Thunk::OpenNativeFenceFromNtHandle,
+                ptr::addr_of_mut!(args).cast(),
+            )
+        })?;
+        let m = &args.NativeFenceMapping;
+        let cpu = aligned::<u64>(m.CurrentValueCpuVa);
+        let mapping = FenceMapping {
+            current_value_cpu: cpu.map_or(0, |p| p as usize),
+            current_value_gpu: m.CurrentValueGpuVa,
+            monitored_value_gpu: m.MonitoredValueGpuVa,
+        };
+        match (
+            cpu,
+            NativeFence::new(args.hSyncObject, &mapping, &args.PrivateDriverData),
+        ) {
+            (Some(_), Ok(n)) => Ok(n),
+            _ => {
+                let _ = self.destroy_sync_object(args.hSyncObject);
+                Err(NtStatus(STATUS_INVALID_PARAMETER))
+            }
+        }
+    }
 
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatepagingqueue>
     /// (`PhysicalAdapterIndex` 0; the fence's CPU view is `FenceValueCPUVirtualAddress`).

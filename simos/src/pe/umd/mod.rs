@@ -323,6 +323,30 @@ impl UserProcess {
     pub fn open_devices(&self) -> usize {
         lock(&self.handles).devices.len()
     }
+
+    /// The simulated processes behind the D3D devices the DLL has open (each has its own NT
+    /// handle table; a harness's `DuplicateHandle` names one).
+    pub fn nt_processes(&self) -> Vec<crate::ProcessId> {
+        self.devices().iter().map(|d| d.pid).collect()
+    }
+
+    /// The D3D devices the DLL has open, as the simulated OS knows them.
+    pub fn devices(&self) -> Vec<crate::UmsProcess> {
+        lock(&self.handles)
+            .devices
+            .values()
+            .map(|d| d.sim)
+            .collect()
+    }
+
+    /// Every D3DKMT object handle the DLL holds (contexts, queues, doorbells, allocations,
+    /// sync objects, paging queues), sorted: a harness tells which objects a C API call made
+    /// by the handles that appeared.
+    pub fn objects(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = lock(&self.handles).owner.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
 }
 
 impl Drop for UserProcess {

@@ -230,8 +230,10 @@ fn create_event(p: &UserProcess, w: &[u64; 12]) -> StubResult {
         st.manual_reset = w[1] as u32 != 0;
         st.signalled = w[2] as u32 != 0;
     }
-    // Kernel handles are multiples of 4, never 0.
-    let h = 0x1000 + 4 * p.win32.next_handle.fetch_add(1, Ordering::Relaxed);
+    // Kernel handles are multiples of 4, never 0. One process table on Windows; here the NT
+    // objects of the OS (`crate::ob`, counted up from 4) have their own, so events start far
+    // above them and the two never name the same value.
+    let h = 0x4000_0000 + 4 * p.win32.next_handle.fetch_add(1, Ordering::Relaxed);
     lock(&p.win32.events).insert(h, Arc::new(ev));
     StubResult::Return(h)
 }
@@ -295,10 +297,15 @@ fn wait_for_single_object(p: &UserProcess, w: &[u64; 12]) -> StubResult {
     StubResult::Return(WAIT_OBJECT_0)
 }
 
-/// `CloseHandle`: FALSE for a handle this process does not have.
+/// `CloseHandle`: an event of this process, else an NT handle in the table of the process
+/// behind one of its D3D devices (a shared fence's, from `D3DKMTShareObjects` or
+/// duplicated in); FALSE for a handle this process does not have.
 /// <https://learn.microsoft.com/en-us/windows/win32/api/handleapi/nf-handleapi-closehandle>
 fn close_handle(p: &UserProcess, w: &[u64; 12]) -> StubResult {
-    let r = lock(&p.win32.events).remove(&w[0]).is_some();
+    let r = lock(&p.win32.events).remove(&w[0]).is_some()
+        || p.nt_processes()
+            .into_iter()
+            .any(|pid| p.machine().close_nt_handle(pid, w[0]).is_ok());
     StubResult::Return(if r { TRUE } else { FALSE })
 }
 

@@ -3,13 +3,15 @@
 //! advapi32 imports bound to the simulated OS (`rvgpu_simos::pe::umd`, docs/pe-image.md) — on
 //! a machine brought up as [`super::sim::SimPlatform`] brings it up.
 //!
-//! A case sees what an application linked against the DLL sees. A process is a
+//! A case's application sees what an application linked against the DLL sees. A process is a
 //! [`UserProcess`] that loaded the DLL and opened the adapter with `rvgpu_open_adapter`;
-//! buffers are `rvgpu_buffer_*`, queues `rvgpu_create_queue` (user-mode submission, the DLL's
-//! kernel-mode fallback behind it), work `rvgpu_submit` of packets and `rvgpu_buffer_fill` /
-//! `rvgpu_buffer_copy`, waits `rvgpu_queue_wait`. Whatever a case needs beyond the C API is
-//! `Unsupported`, naming the missing piece, so the case is skipped with that reason (see
-//! docs/pe-image.md for which cases that leaves).
+//! buffers are `rvgpu_buffer_*`, queues `rvgpu_queue_create` (user-mode or kernel-mode), work
+//! `rvgpu_queue_submit` of packets with fence wait and signal lists and `rvgpu_buffer_fill` /
+//! `rvgpu_buffer_copy`, waits `rvgpu_queue_wait`, shared fences `rvgpu_fence_share` /
+//! `rvgpu_fence_open`. Around it the harness reads and steers the simulated OS and device
+//! (`dll_os`: the OS's records, power, device loss, injected faults, the OS's copy of the
+//! driver's caps, process exits). What neither can do is `Unsupported`, naming why, so the
+//! case is skipped with that reason.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,6 +97,13 @@ impl crate::backend::Backend for DllBackend {
                 Capability::ConfiguredMachine,
                 Capability::NativeFences,
                 Capability::Tdr,
+                Capability::OsTrace,
+                Capability::OsControl,
+                Capability::FaultInjection,
+                Capability::BugChecks,
+                Capability::KernelModeTesting,
+                Capability::UmdFences,
+                Capability::FenceLogs,
             ])
         } else {
             // Its queues and fences are user-mode queues and native fences.
@@ -103,7 +112,13 @@ impl crate::backend::Backend for DllBackend {
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
-        let (m, render_only) = super::sim::started_machine(config)?;
+        if let Some(m) = config.misbehaviour {
+            return Err(Failure::Unsupported(format!(
+                "{m:?}: a stand-in for part of the driver, which only the simulation backend \
+                 loads (this one starts the machine with the real driver, as PnP does)"
+            )));
+        }
+        let (m, render_only) = super::sim::machine_after_starts(config)?;
         Ok(Box::new(DllSession {
             m: Arc::new(m),
             image: self.image.clone(),
@@ -115,14 +130,19 @@ impl crate::backend::Backend for DllBackend {
             queues: Vec::new(),
             gates: Vec::new(),
             fence: super::dll_fences::FenceState::default(),
+            suspended: Vec::new(),
+            testing: Default::default(),
+            um_fences: Vec::new(),
         }))
     }
 }
 
-struct DProcess {
-    adapter: usize,
+pub(super) struct DProcess {
+    pub(super) adapter: usize,
     /// The process and its `RvgpuAdapter*`; `None` once it ended.
-    live: Option<(Arc<UserProcess>, u64)>,
+    pub(super) live: Option<(Arc<UserProcess>, u64)>,
+    /// Its D3D device's handle (how the OS's records name the process).
+    pub(super) device: u32,
 }
 
 /// A buffer (`RvgpuBuffer*`), plain or tracked.
@@ -135,12 +155,15 @@ struct DBuffer {
     view: u64,
 }
 
-struct DQueue {
-    process: usize,
+pub(super) struct DQueue {
+    pub(super) process: usize,
     /// `RvgpuQueue*`; `None` once closed.
-    handle: Option<u64>,
+    pub(super) handle: Option<u64>,
     /// What `rvgpu_queue_status` said last (kept after the close).
     info: UmQueueInfo,
+    /// The D3DKMT objects `rvgpu_queue_create` made (context, hardware queue, doorbell, ring
+    /// allocations, ...): how the OS's records name the queue.
+    pub(super) objects: Vec<u32>,
 }
 
 /// A gate: a GPU wait on word `offset` of buffer `buffer`, made a wait on a native fence of the
@@ -157,19 +180,43 @@ struct Gate {
 pub(super) struct DllSession {
     m: Arc<Machine>,
     image: Arc<UmdImage>,
-    render_only: Vec<bool>,
+    /// Per adapter, whether PnP's start left it render-only, or why the start failed.
+    render_only: Vec<Result<bool, Failure>>,
     opened: Vec<bool>,
-    processes: Vec<DProcess>,
+    pub(super) processes: Vec<DProcess>,
     buffers: Vec<Option<DBuffer>>,
     tracked: Vec<Option<DBuffer>>,
-    queues: Vec<DQueue>,
+    pub(super) queues: Vec<DQueue>,
     gates: Vec<Gate>,
     pub(super) fence: super::dll_fences::FenceState,
+    /// Contexts the OS suspended, by process (OsControl).
+    pub(super) suspended: Vec<(usize, u32)>,
+    /// Fences made through `UmdFences`: (process, `RvgpuFence*`).
+    pub(super) um_fences: Vec<(usize, u64)>,
+    /// The kernel-mode testing interface's objects (`dll_os`).
+    pub(super) testing: crate::backend::testing::TestingState<crate::backend::sim::kmt::SessKmt>,
 }
 
 impl DllSession {
     pub(super) fn fault(&self) -> Option<Failure> {
         self.m.fault().map(failure)
+    }
+
+    pub(super) fn machine(&self) -> &Machine {
+        &self.m
+    }
+
+    pub(super) fn machine_arc(&self) -> Arc<Machine> {
+        self.m.clone()
+    }
+
+    /// The simulated OS process behind process `p`'s D3D device (its NT handle table).
+    pub(super) fn nt_process(&self, p: usize) -> Result<rvgpu_simos::ProcessId, Failure> {
+        let (up, _) = self.process(p)?;
+        up.nt_processes()
+            .first()
+            .copied()
+            .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))
     }
 
     pub(super) fn process(&self, p: usize) -> Result<(Arc<UserProcess>, u64), Failure> {
@@ -208,10 +255,23 @@ impl DllSession {
     }
 
     fn buffer(&self, b: BufferRef) -> Result<&DBuffer, Failure> {
-        self.buffers
+        let d = self
+            .buffers
             .get(b.0)
             .and_then(Option::as_ref)
-            .ok_or_else(|| Failure::Backend(format!("no live buffer {}", b.0)))
+            .ok_or_else(|| Failure::Backend(format!("no live buffer {}", b.0)))?;
+        if self
+            .processes
+            .get(d.process)
+            .is_some_and(|p| p.live.is_none())
+        {
+            return Err(Failure::Unsupported(
+                "the memory of a process that has ended (an application's buffers end with \
+                 it; only the OS could still read them)"
+                    .into(),
+            ));
+        }
+        Ok(d)
     }
 
     fn tracked_buffer(&self, b: TrackedRef) -> Result<&DBuffer, Failure> {
@@ -295,6 +355,15 @@ impl DllSession {
             gpu_va,
             view: 0,
         })
+    }
+
+    pub(super) fn buffer_address(
+        &self,
+        b: BufferRef,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<u64, Failure> {
+        self.address(b, offset, bytes)
     }
 
     fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
@@ -476,6 +545,44 @@ impl DllSession {
     }
 }
 
+impl DllSession {
+    /// The process ends without cleaning up (UM-17 a normal exit, UM-18 killed from outside):
+    /// the DLL runs no more code and the OS tears down its devices. Its queues keep their last
+    /// status; its buffers are gone with it.
+    fn exit_process(&mut self, p: usize, how: ProcessEnd) -> Result<(), Failure> {
+        let (up, _) = self.process(p)?;
+        for i in 0..self.queues.len() {
+            let h = self
+                .queues
+                .get(i)
+                .filter(|q| q.process == p)
+                .and_then(|q| q.handle);
+            if let Some(h) = h {
+                let info = self.status_of(p, h);
+                if let Some(q) = self.queues.get_mut(i) {
+                    q.handle = None;
+                    if let Ok(info) = info {
+                        q.info = info;
+                    }
+                }
+            }
+        }
+        for d in up.devices() {
+            match how {
+                ProcessEnd::Normal => self.m.exit_process(&d),
+                ProcessEnd::Abnormal => self.m.kill_process(&d),
+            }
+            .map_err(failure)?;
+        }
+        self.gates.retain(|g| g.process != p);
+        let _ = self.fence.take_live_of(p);
+        if let Some(d) = self.processes.get_mut(p) {
+            d.live = None;
+        }
+        self.fault().map_or(Ok(()), Err)
+    }
+}
+
 impl Session for DllSession {
     fn adapter_count(&self) -> usize {
         self.m.adapter_count()
@@ -492,10 +599,11 @@ impl Session for DllSession {
     /// PnP started the adapter; "starting" it checks what the OS reports, as the D3DKMT
     /// backend does.
     fn start_adapter(&mut self, i: usize) -> Result<StartedAdapter, Failure> {
-        let render_only = *self
+        let render_only = self
             .render_only
             .get(i)
-            .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?;
+            .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?
+            .clone()?;
         if let Some(o) = self.opened.get_mut(i) {
             *o = true;
         }
@@ -506,8 +614,13 @@ impl Session for DllSession {
         })
     }
 
-    fn driver_caps(&mut self, _i: usize) -> Result<DriverCaps, Failure> {
-        missing("DXGK_DRIVERCAPS")
+    /// What the driver reported to the OS (`DXGKQAITYPE_DRIVERCAPS`): the OS's record,
+    /// read by the harness (an application sees only what D3DKMTQueryAdapterInfo passes on).
+    fn driver_caps(&mut self, i: usize) -> Result<DriverCaps, Failure> {
+        self.m
+            .query_driver_caps(i)
+            .map(|c| crate::backend::sim::caps(&c))
+            .map_err(failure)
     }
 
     fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
@@ -572,6 +685,58 @@ impl Session for DllSession {
     }
 
     fn as_fences_ref(&self) -> Option<&dyn crate::backend::Fences> {
+        Some(self)
+    }
+
+    fn as_os_trace(&mut self) -> Option<&mut dyn crate::backend::OsTrace> {
+        Some(self)
+    }
+
+    fn as_os_trace_ref(&self) -> Option<&dyn crate::backend::OsTrace> {
+        Some(self)
+    }
+
+    fn as_os_control(&mut self) -> Option<&mut dyn crate::backend::OsControl> {
+        Some(self)
+    }
+
+    fn as_os_control_ref(&self) -> Option<&dyn crate::backend::OsControl> {
+        Some(self)
+    }
+
+    fn as_faults(&mut self) -> Option<&mut dyn crate::backend::FaultInjection> {
+        Some(self)
+    }
+
+    fn as_faults_ref(&self) -> Option<&dyn crate::backend::FaultInjection> {
+        Some(self)
+    }
+
+    fn as_umd_fences(&mut self) -> Option<&mut dyn crate::backend::UmdFences> {
+        Some(self)
+    }
+
+    fn as_umd_fences_ref(&self) -> Option<&dyn crate::backend::UmdFences> {
+        Some(self)
+    }
+
+    fn as_fence_logs(&mut self) -> Option<&mut dyn crate::backend::FenceLogs> {
+        Some(self)
+    }
+
+    fn as_fence_logs_ref(&self) -> Option<&dyn crate::backend::FenceLogs> {
+        Some(self)
+    }
+
+    fn as_kmtest(&mut self) -> Option<&mut dyn crate::backend::testing::KernelModeTesting> {
+        Some(self)
+    }
+
+    fn as_bug_checks(&mut self) -> Option<&mut dyn crate::backend::BugChecks> {
+        Some(self)
+    }
+
+    fn as_bug_checks_ref(&self) -> Option<&dyn crate::backend::BugChecks> {
         Some(self)
     }
 }
@@ -667,6 +832,73 @@ fn stream_lane(
     rep
 }
 
+/// One [`ChurnLane`] on its own thread.
+fn churn_lane(
+    lane: &ChurnLane,
+    up: &Arc<UserProcess>,
+    adapter: u64,
+    batches: &[Vec<u32>],
+) -> ChurnReport {
+    let mut rep = ChurnReport {
+        rounds_done: 0,
+        kernel_mode_rounds: 0,
+        error: None,
+    };
+    let call = |name: &str, args: &[u64]| -> Result<(), String> {
+        match up.call(name, args).map(|v| v & 0xFFFF_FFFF) {
+            Ok(OK) => Ok(()),
+            Ok(s) => Err(format!("{name} returned {}", status_name(s))),
+            Err(e) => Err(format!("{name}: {e:?}")),
+        }
+    };
+    let per = usize::try_from(lane.batches_per_round).unwrap_or(usize::MAX);
+    for round in 0..lane.rounds {
+        let r = (|| -> Result<bool, String> {
+            // RvgpuQueueDesc: node, user mode, priority 0, 4 KiB ring.
+            let desc: [u32; 4] = [lane.node, 0, 0, 4096];
+            let mut q = 0u64;
+            call(
+                "rvgpu_queue_create",
+                &[adapter, desc.as_ptr() as u64, &raw mut q as u64],
+            )?;
+            let first = usize::try_from(round)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(per);
+            let mut last = 0u64;
+            let mut result = Ok(());
+            for d in batches.iter().skip(first).take(per) {
+                let desc: [u64; 6] = [d.as_ptr() as u64, d.len() as u64, 0, 0, 0, 0];
+                result = call(
+                    "rvgpu_queue_submit",
+                    &[q, desc.as_ptr() as u64, &raw mut last as u64],
+                );
+                if result.is_err() {
+                    break;
+                }
+            }
+            if result.is_ok() && last > 0 {
+                result = call("rvgpu_queue_wait", &[q, last, u64::MAX]);
+            }
+            let mut st = [0u64; 5];
+            let status = call("rvgpu_queue_status", &[q, st.as_mut_ptr() as u64]);
+            let closed = call("rvgpu_destroy_queue", &[q]);
+            result.and(status).and(closed)?;
+            Ok(st[3] as u32 == 1)
+        })();
+        match r {
+            Ok(kernel) => {
+                rep.rounds_done += 1;
+                rep.kernel_mode_rounds += u32::from(kernel);
+            }
+            Err(e) => {
+                rep.error = Some(format!("round {round}: {e}"));
+                return rep;
+            }
+        }
+    }
+    rep
+}
+
 /// Commands as the C API takes them: each 64-bit word as two dwords, low half first.
 fn dwords(cmds: &[rvgpu_hw::cmd::Command]) -> Result<Vec<u32>, Failure> {
     let mut out = Vec::new();
@@ -684,8 +916,22 @@ fn dwords(cmds: &[rvgpu_hw::cmd::Command]) -> Result<Vec<u32>, Failure> {
 }
 
 impl UserModeSubmission for DllSession {
-    fn submission_caps(&mut self, _i: usize) -> Result<SubmissionCaps, Failure> {
-        missing("node metadata and DXGK_USERMODESUBMISSION_CAPS")
+    /// The node metadata and user-mode submission caps the driver reported to the OS (the
+    /// OS's record, read by the harness).
+    fn submission_caps(&mut self, i: usize) -> Result<SubmissionCaps, Failure> {
+        use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
+        Ok(SubmissionCaps {
+            user_mode_nodes: self
+                .m
+                .node_metadata(i)
+                .iter()
+                .map(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission))
+                .collect(),
+            doorbell_size: self
+                .m
+                .usermode_submission_caps(i)
+                .map(|c| c.DoorbellSizeInBytes),
+        })
     }
 
     fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
@@ -709,19 +955,18 @@ impl UserModeSubmission for DllSession {
                 status_name(r & 0xFFFF_FFFF)
             )));
         }
+        let device = up.devices().first().map_or(0, |d| d.device);
         self.processes.push(DProcess {
             adapter: i,
             live: Some((up, adapter)),
+            device,
         });
         Ok(ProcessRef(self.processes.len() - 1))
     }
 
     fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
         self.process(p.0)?;
-        if how == ProcessEnd::Abnormal {
-            return missing("ending the process abnormally (killing it from outside)");
-        }
-        self.close_process(p.0)
+        self.exit_process(p.0, how)
     }
 
     fn create_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
@@ -775,17 +1020,26 @@ impl UserModeSubmission for DllSession {
         // RvgpuQueueDesc: node, kind, priority, ring size (4 KiB: the rings the cases wrap).
         let kind = u32::from(kind == SubmitPath::KernelMode);
         let desc: [u32; 4] = [node, kind, 0, 4096];
+        let before = self.process(p.0)?.0.objects();
         let mut q = 0u64;
         self.ok(
             p.0,
             "rvgpu_queue_create",
             &[adapter, desc.as_ptr() as u64, &raw mut q as u64],
         )?;
+        let objects = self
+            .process(p.0)?
+            .0
+            .objects()
+            .into_iter()
+            .filter(|h| before.binary_search(h).is_err())
+            .collect();
         let info = self.status_of(p.0, q)?;
         self.queues.push(DQueue {
             process: p.0,
             handle: Some(q),
             info,
+            objects,
         });
         Ok(UmQueueRef(self.queues.len() - 1))
     }
@@ -897,12 +1151,49 @@ impl UserModeSubmission for DllSession {
         ))
     }
 
-    fn await_engine_f1(&mut self, _i: usize, _n: u32, _b: Duration) -> Result<bool, Failure> {
-        missing("the engine's F-state")
+    /// The engines' idle timers run in real time beside the DLL (its calls block, so the
+    /// machine cannot be stepped): which engine requests F1 first is a race, not the case's.
+    fn await_engine_f1(&mut self, _i: usize, _node: u32, _b: Duration) -> Result<bool, Failure> {
+        Err(Failure::Unsupported(
+            "an engine's F1 at a chosen moment: the DLL's machine runs threaded (its calls \
+             block), so every idle engine's timer runs at once"
+                .into(),
+        ))
     }
 
-    fn churn(&mut self, _lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
-        missing("multi-process churn")
+    /// One thread per lane, each making its queues one after another through the C API:
+    /// `rvgpu_queue_create`, its batches by `rvgpu_queue_submit`, `rvgpu_queue_wait`,
+    /// `rvgpu_queue_status` (which path the queue ended on), `rvgpu_destroy_queue`.
+    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        let mut jobs = Vec::with_capacity(lanes.len());
+        for lane in lanes {
+            let (up, adapter) = self.process(lane.process.0)?;
+            let batches = lane
+                .work
+                .iter()
+                .map(|w| {
+                    crate::backend::encode_work(w, |b, o, n| self.address(b, o, n))
+                        .and_then(|c| dwords(&c))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            jobs.push((lane, up, adapter, batches));
+        }
+        Ok(std::thread::scope(|sc| {
+            let handles: Vec<_> = jobs
+                .iter()
+                .map(|(lane, up, a, batches)| sc.spawn(move || churn_lane(lane, up, *a, batches)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|t| {
+                    t.join().unwrap_or_else(|_| ChurnReport {
+                        rounds_done: 0,
+                        kernel_mode_rounds: 0,
+                        error: Some("the lane's thread panicked".into()),
+                    })
+                })
+                .collect()
+        }))
     }
 
     /// One thread per lane, each submitting its batches through `rvgpu_queue_submit` on the

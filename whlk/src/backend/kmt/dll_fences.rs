@@ -160,6 +160,27 @@ impl DllSession {
         Ok(())
     }
 
+    /// Fence `h` of process `holder` opened in process `p` as an application does it:
+    /// `rvgpu_fence_share`, `DuplicateHandle` (the harness, as the OS), `rvgpu_fence_open`,
+    /// each NT handle closed. Its `RvgpuFence*` in `p`.
+    pub(super) fn share_into(&mut self, holder: usize, h: u64, p: usize) -> Result<u64, Failure> {
+        let mut nt = 0u64;
+        self.ok(holder, "rvgpu_fence_share", &[h, &raw mut nt as u64])?;
+        let (from, to) = (self.nt_process(holder)?, self.nt_process(p)?);
+        let dup = self.machine().duplicate_handle(from, nt, to);
+        let _ = self.machine().close_nt_handle(from, nt);
+        let theirs = dup.map_err(crate::backend::sim::failure)?;
+        let (_, adapter) = self.process(p)?;
+        let mut mine = 0u64;
+        let r = self.ok(
+            p,
+            "rvgpu_fence_open",
+            &[adapter, theirs, &raw mut mine as u64],
+        );
+        let _ = self.machine().close_nt_handle(to, theirs);
+        r.map(|()| mine)
+    }
+
     fn wait_status(&self, s: u64, what: &str) -> Result<WaitResult, Failure> {
         match s {
             OK => Ok(WaitResult::Satisfied),
@@ -192,16 +213,22 @@ impl Fences for DllSession {
         Ok(self.add_fence(p, h))
     }
 
-    /// `rvgpu_fence_share` / `rvgpu_fence_open` are declared, but the DLL's thunk layer does
-    /// not bind `D3DKMTShareObjects` and `D3DKMTOpenNativeFenceFromNtHandle` yet (both
-    /// return `RVGPU_STATUS_NOT_IMPLEMENTED`).
-    fn open_native_fence(&mut self, _f: FenceRef, _process: u32) -> Result<FenceRef, Failure> {
-        Err(Failure::Unsupported(
-            "sharing a native fence with another process (rvgpu_fence_share and \
-             rvgpu_fence_open return NOT_IMPLEMENTED until the DLL binds D3DKMTShareObjects \
-             and D3DKMTOpenNativeFenceFromNtHandle)"
-                .into(),
-        ))
+    /// As a second process gets a fence on Windows: the holder's DLL shares it
+    /// (`rvgpu_fence_share`, an NT handle in the holder's table), the handle is duplicated into
+    /// `process`'s table (`DuplicateHandle`, which the harness does as the OS), that process's
+    /// DLL opens it (`rvgpu_fence_open`), and each side closes its NT handle.
+    fn open_native_fence(&mut self, f: FenceRef, process: u32) -> Result<FenceRef, Failure> {
+        let (holder, h) = self.native(f)?;
+        let i = self
+            .fence
+            .procs
+            .iter()
+            .find(|&&(_, _, p)| p == holder)
+            .map(|&(a, _, _)| a)
+            .ok_or_else(|| Failure::Backend(format!("fence {} has no adapter", f.0)))?;
+        let p = self.fence_process(i, process)?;
+        let mine = self.share_into(holder, h, p)?;
+        Ok(self.add_fence(p, mine))
     }
 
     fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure> {

@@ -24,6 +24,10 @@
 pub mod dll;
 #[cfg(target_os = "linux")]
 mod dll_fences;
+#[cfg(target_os = "linux")]
+mod dll_logs;
+#[cfg(target_os = "linux")]
+mod dll_os;
 mod fences;
 mod gpuva;
 pub mod sim;

@@ -17,6 +17,15 @@ use crate::backend::{ExecMode, Failure, ProcessEnd, SessionConfig};
 /// adapter started, threaded (a real machine runs its GPU, interrupts and DPCs on their own).
 /// Also whether each adapter is render-only (no sources, no children).
 pub(super) fn started_machine(config: &SessionConfig) -> Result<(Machine, Vec<bool>), Failure> {
+    let (m, starts) = machine_after_starts(config)?;
+    Ok((m, starts.into_iter().collect::<Result<_, _>>()?))
+}
+
+/// [`started_machine`] that keeps each adapter's start result (render-only, or why PnP could
+/// not start it) rather than failing on the first.
+pub(super) fn machine_after_starts(
+    config: &SessionConfig,
+) -> Result<(Machine, Vec<Result<bool, Failure>>), Failure> {
     let mut mc: MachineConfig = machine_config(&SessionConfig {
         mode: ExecMode::Threaded,
         ..config.clone()
@@ -24,12 +33,14 @@ pub(super) fn started_machine(config: &SessionConfig) -> Result<(Machine, Vec<bo
     mc.mode = Mode::Threaded;
     let mut m = Machine::new(mc);
     m.load_driver().map_err(failure)?;
-    let mut render_only = Vec::new();
-    for i in 0..m.adapter_count() {
-        let info = m.start_adapter(i).map_err(failure)?;
-        render_only.push(info.sources == 0 && info.children == 0);
-    }
-    Ok((m, render_only))
+    let starts = (0..m.adapter_count())
+        .map(|i| {
+            m.start_adapter(i)
+                .map(|info| info.sources == 0 && info.children == 0)
+                .map_err(failure)
+        })
+        .collect();
+    Ok((m, starts))
 }
 
 /// The simulated platform.

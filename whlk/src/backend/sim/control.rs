@@ -21,22 +21,7 @@ use crate::backend::{
 
 impl OsTrace for SimSession {
     fn engine_state_changes(&self, i: usize) -> Vec<EngineStateChange> {
-        self.machine
-            .notifications(i)
-            .into_iter()
-            .filter_map(|p| match p.notification {
-                Notification::EngineStateChange {
-                    node,
-                    engine,
-                    new_state,
-                } => Some(EngineStateChange {
-                    node,
-                    engine,
-                    new_state,
-                }),
-                _ => None,
-            })
-            .collect()
+        engine_state_changes(&self.machine, i)
     }
 
     fn interrupt_count(&self, i: usize) -> u64 {
@@ -66,17 +51,7 @@ impl OsTrace for SimSession {
     }
 
     fn power_status(&self, i: usize) -> Result<PowerStatus, Failure> {
-        let power = self
-            .machine
-            .power_state(i)
-            .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?;
-        let nodes = u32::try_from(self.machine.node_metadata(i).len()).unwrap_or(0);
-        Ok(PowerStatus {
-            d3: power == Power::D3,
-            node_fstates: (0..nodes)
-                .map(|n| self.machine.engine_fstate(i, n).unwrap_or(0))
-                .collect(),
-        })
+        power_status(&self.machine, i)
     }
 
     fn os_events(&self, i: usize) -> Result<Vec<OsEvent>, Failure> {
@@ -100,72 +75,108 @@ impl OsTrace for SimSession {
             .collect();
         let q = |h: &KmtHandle| owner.get(h).copied();
         let p = |h: &KmtHandle| procs.get(h).copied();
-        Ok(self
-            .machine
-            .ums_events(i)
-            .iter()
-            .map(|e| match e {
-                UmsEvent::CreateDoorbell { doorbell } => {
-                    OsEvent::CreateDoorbell { queue: q(doorbell) }
-                }
-                UmsEvent::ConnectDoorbell { doorbell, page, .. } => OsEvent::Connect {
-                    queue: q(doorbell),
-                    page: *page,
-                },
-                UmsEvent::ConnectFailed { doorbell, status } => OsEvent::ConnectFailed {
-                    queue: q(doorbell),
-                    status: *status,
-                },
-                UmsEvent::CallbackDisconnect {
-                    doorbell, reason, ..
-                } => OsEvent::VictimCallback {
-                    queue: q(doorbell),
-                    reason: doorbell_status(*reason),
-                },
-                UmsEvent::DisconnectDoorbell { doorbell, reason } => OsEvent::OsDisconnect {
-                    queue: q(doorbell),
-                    reason: doorbell_status(*reason),
-                },
-                UmsEvent::NotifyWorkSubmission { doorbell } => {
-                    OsEvent::Notify { queue: q(doorbell) }
-                }
-                UmsEvent::Submit { queue, value } => OsEvent::KernelSubmit {
-                    queue: q(queue),
-                    value: *value,
-                },
-                UmsEvent::WaitedIdle { queue, value } => OsEvent::WaitedIdle {
-                    queue: q(queue),
-                    value: *value,
-                },
-                UmsEvent::DestroyDoorbell { doorbell } => {
-                    OsEvent::DestroyDoorbell { queue: q(doorbell) }
-                }
-                UmsEvent::DestroyHwQueue { queue } => OsEvent::DestroyHwQueue { queue: q(queue) },
-                UmsEvent::FreeAllocation { .. } => OsEvent::FreeAllocation,
-                UmsEvent::SuspendContext { context, .. } => {
-                    OsEvent::SuspendContext { queue: q(context) }
-                }
-                UmsEvent::ResumeContext { context } => OsEvent::ResumeContext { queue: q(context) },
-                UmsEvent::DestroyContext { context } => {
-                    OsEvent::DestroyContext { queue: q(context) }
-                }
-                UmsEvent::SetPowerState { state } => OsEvent::SetPowerState {
-                    d3: *state == PowerDeviceD3,
-                },
-                UmsEvent::SetFState { node, fstate, .. } => OsEvent::SetFState {
-                    node: *node,
-                    fstate: *fstate,
-                },
-                UmsEvent::EngineState { node, state } => OsEvent::EngineState {
-                    node: *node,
-                    state: *state,
-                },
-                UmsEvent::DeviceError { device } => OsEvent::DeviceError { process: p(device) },
-                UmsEvent::DestroyDevice { device } => OsEvent::DestroyDevice { process: p(device) },
-                _ => OsEvent::Other,
-            })
-            .collect())
+        Ok(os_events(&self.machine, i, q, p))
     }
+}
+
+/// The engine-state changes the driver reported on adapter `i` (any backend on a [`Machine`]).
+pub(crate) fn engine_state_changes(m: &Machine, i: usize) -> Vec<EngineStateChange> {
+    m.notifications(i)
+        .into_iter()
+        .filter_map(|p| match p.notification {
+            Notification::EngineStateChange {
+                node,
+                engine,
+                new_state,
+            } => Some(EngineStateChange {
+                node,
+                engine,
+                new_state,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Adapter `i`'s power state and each node's F-state.
+pub(crate) fn power_status(m: &Machine, i: usize) -> Result<PowerStatus, Failure> {
+    let power = m
+        .power_state(i)
+        .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?;
+    let nodes = u32::try_from(m.node_metadata(i).len()).unwrap_or(0);
+    Ok(PowerStatus {
+        d3: power == Power::D3,
+        node_fstates: (0..nodes)
+            .map(|n| m.engine_fstate(i, n).unwrap_or(0))
+            .collect(),
+    })
+}
+
+/// What the OS did on adapter `i` (its UMS event log), with each object named by `q` (the
+/// backend's queue of a context, hardware queue or doorbell handle) and each device by `p`.
+pub(crate) fn os_events(
+    m: &Machine,
+    i: usize,
+    q: impl Fn(&KmtHandle) -> Option<UmQueueRef>,
+    p: impl Fn(&KmtHandle) -> Option<ProcessRef>,
+) -> Vec<OsEvent> {
+    m.ums_events(i)
+        .iter()
+        .map(|e| match e {
+            UmsEvent::CreateDoorbell { doorbell } => OsEvent::CreateDoorbell { queue: q(doorbell) },
+            UmsEvent::ConnectDoorbell { doorbell, page, .. } => OsEvent::Connect {
+                queue: q(doorbell),
+                page: *page,
+            },
+            UmsEvent::ConnectFailed { doorbell, status } => OsEvent::ConnectFailed {
+                queue: q(doorbell),
+                status: *status,
+            },
+            UmsEvent::CallbackDisconnect {
+                doorbell, reason, ..
+            } => OsEvent::VictimCallback {
+                queue: q(doorbell),
+                reason: doorbell_status(*reason),
+            },
+            UmsEvent::DisconnectDoorbell { doorbell, reason } => OsEvent::OsDisconnect {
+                queue: q(doorbell),
+                reason: doorbell_status(*reason),
+            },
+            UmsEvent::NotifyWorkSubmission { doorbell } => OsEvent::Notify { queue: q(doorbell) },
+            UmsEvent::Submit { queue, value } => OsEvent::KernelSubmit {
+                queue: q(queue),
+                value: *value,
+            },
+            UmsEvent::WaitedIdle { queue, value } => OsEvent::WaitedIdle {
+                queue: q(queue),
+                value: *value,
+            },
+            UmsEvent::DestroyDoorbell { doorbell } => {
+                OsEvent::DestroyDoorbell { queue: q(doorbell) }
+            }
+            UmsEvent::DestroyHwQueue { queue } => OsEvent::DestroyHwQueue { queue: q(queue) },
+            UmsEvent::FreeAllocation { .. } => OsEvent::FreeAllocation,
+            UmsEvent::SuspendContext { context, .. } => {
+                OsEvent::SuspendContext { queue: q(context) }
+            }
+            UmsEvent::ResumeContext { context } => OsEvent::ResumeContext { queue: q(context) },
+            UmsEvent::DestroyContext { context } => OsEvent::DestroyContext { queue: q(context) },
+            UmsEvent::SetPowerState { state } => OsEvent::SetPowerState {
+                d3: *state == PowerDeviceD3,
+            },
+            UmsEvent::SetFState { node, fstate, .. } => OsEvent::SetFState {
+                node: *node,
+                fstate: *fstate,
+            },
+            UmsEvent::EngineState { node, state } => OsEvent::EngineState {
+                node: *node,
+                state: *state,
+            },
+            UmsEvent::DeviceError { device } => OsEvent::DeviceError { process: p(device) },
+            UmsEvent::DestroyDevice { device } => OsEvent::DestroyDevice { process: p(device) },
+            _ => OsEvent::Other,
+        })
+        .collect()
 }
 
 impl OsControl for SimSession {
@@ -259,20 +270,24 @@ impl FaultInjection for SimSession {
     }
 
     fn complete_before_reset(&mut self, i: usize, node: u32) -> Result<(), Failure> {
-        self.machine
-            .set_tdr_pause(
-                i,
-                Some(move |d: &Arc<rvgpu_device::Device>| {
-                    for _ in 0..1_000_000 {
-                        if !d.engine_snapshot(node).is_some_and(|e| e.has_work) {
-                            break;
-                        }
-                        d.step();
-                    }
-                }),
-            )
-            .map_err(failure)
+        complete_before_reset(&self.machine, i, node)
     }
+}
+
+/// The next reset of adapter `i` first lets `node` finish what it has (TDR-07).
+pub(crate) fn complete_before_reset(m: &Machine, i: usize, node: u32) -> Result<(), Failure> {
+    m.set_tdr_pause(
+        i,
+        Some(move |d: &Arc<rvgpu_device::Device>| {
+            for _ in 0..1_000_000 {
+                if !d.engine_snapshot(node).is_some_and(|e| e.has_work) {
+                    break;
+                }
+                d.step();
+            }
+        }),
+    )
+    .map_err(failure)
 }
 
 impl DirectDdi for SimSession {

@@ -17,7 +17,7 @@ use crate::backend::{
 };
 use crate::timeline::{Calibration, FenceOp, Marker, OpKind, QueueTrack, Timeline};
 
-fn hw_kind(k: LogKind) -> HwLogKind {
+pub(crate) fn hw_kind(k: LogKind) -> HwLogKind {
     match k {
         LogKind::Wait => HwLogKind::Wait,
         LogKind::Signal => HwLogKind::Signal,

@@ -11,11 +11,11 @@
 //! (TDR and its trace), `control` (the simulation-only traces, controls, fault injection,
 //! direct DDI calls, step mode, bug checks); `kmt` has the thunks the UMD runs on.
 
-mod control;
+pub(crate) mod control;
 mod fences;
 mod gpuva;
 pub(crate) mod kmt;
-mod logs;
+pub(crate) mod logs;
 mod tdr;
 mod usage;
 mod usermode;
@@ -576,7 +576,7 @@ pub(crate) fn failure(e: SimError) -> Failure {
     }
 }
 
-fn caps(c: &DXGK_DRIVERCAPS) -> DriverCaps {
+pub(crate) fn caps(c: &DXGK_DRIVERCAPS) -> DriverCaps {
     let s = c.SchedulingCaps;
     DriverCaps {
         multi_engine_aware: s.is_set(DXGK_VIDSCHCAPS::MultiEngineAware),

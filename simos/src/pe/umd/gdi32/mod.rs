@@ -61,7 +61,10 @@ mod doorbell;
 mod sync;
 pub(super) use doorbell::DoorbellPage;
 use doorbell::{connect_doorbell, create_doorbell, destroy_doorbell, notify_work_submission};
-use sync::{create_native_fence, destroy_synchronization_object, signal_from_cpu, wait_from_cpu};
+use sync::{
+    create_native_fence, destroy_synchronization_object, open_native_fence_from_nt_handle,
+    share_objects, signal_from_cpu, wait_from_cpu,
+};
 pub(super) use sync::{wait_group, WaitGroup};
 type Status = Result<(), u32>;
 
@@ -102,6 +105,10 @@ pub(super) fn import(name: &str) -> Option<Handler> {
         "D3DKMTDestroySynchronizationObject" => thunk!(destroy_synchronization_object),
         "D3DKMTSignalSynchronizationObjectFromCpu" => thunk!(signal_from_cpu),
         "D3DKMTWaitForSynchronizationObjectFromCpu" => thunk!(wait_from_cpu),
+        // Five arguments, not one structure.
+        "D3DKMTShareObjects" => {
+            |p: &UserProcess, w: &[u64; 12]| -> StubResult { status_of(share_objects(p, w)) }
+        }
         _ => return None,
     })
 }
@@ -114,6 +121,10 @@ pub(super) const RUNTIME: &[(&str, Handler)] = &[
     ("D3DKMTDestroyDoorbell", thunk!(destroy_doorbell)),
     ("D3DKMTNotifyWorkSubmission", thunk!(notify_work_submission)),
     ("D3DKMTCreateNativeFence", thunk!(create_native_fence)),
+    (
+        "D3DKMTOpenNativeFenceFromNtHandle",
+        thunk!(open_native_fence_from_nt_handle),
+    ),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -436,9 +447,29 @@ struct CreateNativeFence {
     reserved: [u8; 28],
 }
 
+/// `D3DKMT_OPENNATIVEFENCEFROMNTHANDLE` (as `kmt_windows::D3dkmtOpenNativeFenceFromNtHandle`).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct OpenNativeFenceFromNtHandle {
+    h_nt_handle: u64,
+    h_device: u32,
+    engine_affinity: u32,
+    flags: u32,
+    h_sync_object: u32,
+    current_value_cpu_va: u64,
+    current_value_gpu_va: u64,
+    monitored_value_gpu_va: u64,
+    mapping_reserved: [u8; 32],
+    private_driver_data: [u8; 64],
+    reserved: [u8; 32],
+}
+
 // The layouts the DLL's side asserts (umd/src/kmt_windows.rs; windows-sys for the others).
 const _: () = {
     assert!(size_of::<OpenAdapterFromLuid>() == 12);
+    assert!(offset_of!(OpenNativeFenceFromNtHandle, h_sync_object) == 20);
+    assert!(offset_of!(OpenNativeFenceFromNtHandle, private_driver_data) == 80);
+    assert!(size_of::<OpenNativeFenceFromNtHandle>() == 176);
     assert!(size_of::<CreateDevice>() == 64);
     assert!(offset_of!(CreateDevice, h_device) == 12);
     assert!(size_of::<CreatePagingQueue>() == 32);

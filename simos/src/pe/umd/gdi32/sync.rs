@@ -215,3 +215,78 @@ pub(super) fn create_native_fence(p: &UserProcess, at: u64) -> Status {
         &f.monitored_value_va(),
     )
 }
+
+/// Most objects one `D3DKMTShareObjects` shares here: the DLL shares one native fence at a
+/// time (the thunk documents no limit; the bound keeps the copy small).
+const MAX_SHARED_OBJECTS: u32 = 1;
+
+/// `D3DKMTShareObjects(cObjects, hObjects, pObjectAttributes, dwDesiredAccess,
+/// phSharedNtHandle)` of one shareable native fence of this process: a new NT handle in the
+/// owning process's table, written to `phSharedNtHandle`. Object attributes (a name, a
+/// security descriptor) are not modelled: a non-null pointer is refused.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtshareobjects>
+pub(super) fn share_objects(p: &UserProcess, w: &[u64; 12]) -> Status {
+    let count = w[0] as u32;
+    if count == 0 || w[2] != 0 {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    let handles: Vec<u32> = array(w[1], count, MAX_SHARED_OBJECTS)?;
+    if !guest::writable(w[4], 8) {
+        return Err(if w[4] == 0 {
+            STATUS_INVALID_PARAMETER
+        } else {
+            STATUS_ACCESS_VIOLATION
+        });
+    }
+    let h = *handles.first().ok_or(STATUS_INVALID_PARAMETER)?;
+    let d = p.owner(h)?;
+    let (_, s) = p.sync_object(d.sim.device, h)?;
+    // Only native fences are shared through this bridge (the DLL's one shareable object).
+    if !matches!(s, Sync::Native(_)) {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    let nt_handle = p.kmt(d).share_native_fence(h).map_err(nt)?;
+    put(w[4], 0, &nt_handle)
+}
+
+/// `D3DKMTOpenNativeFenceFromNtHandle` on one of this process's devices: `hNtHandle` must be
+/// in the table of the process behind that device; the fence's new D3DKMT handle, this
+/// process's mapping of it and the KMD's private data are written back.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopennativefencefromnthandle>
+pub(super) fn open_native_fence_from_nt_handle(p: &UserProcess, at: u64) -> Status {
+    let a: OpenNativeFenceFromNtHandle = args(at)?;
+    probe_out::<OpenNativeFenceFromNtHandle>(at)?;
+    let d = p.device(a.h_device)?;
+    let (h, f) = p.kmt(d).open_native_fence_raw(a.h_nt_handle).map_err(nt)?;
+    p.record(h, d.sim.device);
+    let pdd = f.pdd();
+    let mut pdd_bytes = [0u8; 64];
+    let src = pdd.as_bytes();
+    let n = src.len().min(64);
+    pdd_bytes[..n].copy_from_slice(&src[..n]);
+    put(
+        at,
+        offset_of!(OpenNativeFenceFromNtHandle, h_sync_object),
+        &h,
+    )?;
+    put(
+        at,
+        offset_of!(OpenNativeFenceFromNtHandle, private_driver_data),
+        &pdd_bytes,
+    )?;
+    put(
+        at,
+        offset_of!(OpenNativeFenceFromNtHandle, current_value_cpu_va),
+        &(f.current_value_kernel_va() as u64),
+    )?;
+    put(
+        at,
+        offset_of!(OpenNativeFenceFromNtHandle, current_value_gpu_va),
+        &f.current_value_va(),
+    )?;
+    put(
+        at,
+        offset_of!(OpenNativeFenceFromNtHandle, monitored_value_gpu_va),
+        &f.monitored_value_va(),
+    )
+}

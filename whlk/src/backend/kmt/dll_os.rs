@@ -1,0 +1,223 @@
+//! The simulation's view of the OS and the device beside an application on rvgpu_umd.dll:
+//! what the OS recorded ([`OsTrace`]), what the OS does to a process or an adapter
+//! ([`OsControl`]), faults injected into the device ([`FaultInjection`]) and the machine's bug
+//! check ([`BugChecks`]). None of it is the application's: the case's application goes through
+//! the DLL's C API, and these are the harness watching and steering the simulated OS and GPU
+//! around it, as on the simulation backend (`crate::backend::sim`).
+//!
+//! The OS's records name D3DKMT objects; a queue is named by the objects its
+//! `rvgpu_queue_create` made ([`super::dll::DQueue::objects`]), a process by its device.
+//! What depends on objects the DLL keeps to itself is `Unsupported` with that reason.
+//!
+//! The kernel-mode testing interface ([`crate::backend::testing`]) is D3DKMT's, not the
+//! DLL's: a test program reaches it through the thunks beside the DLL, as here through the
+//! simulated thunks on devices of its own.
+
+use std::sync::Arc;
+
+use rvgpu_simos::SimError;
+
+use super::dll::DllSession;
+use crate::backend::sim::control;
+use crate::backend::sim::failure;
+use crate::backend::sim::kmt::SessKmt;
+use crate::backend::{
+    BufferRef, BugCheckInfo, BugChecks, DeviceLoss, EngineStateChange, Failure, FaultInjection,
+    OsControl, OsEvent, OsTrace, PowerStatus, ProcessRef, UmQueueRef,
+};
+
+impl DllSession {
+    /// The adapter and objects of queue `q` (live or closed).
+    fn queue_objects(&self, q: UmQueueRef) -> Result<(usize, &[u32]), Failure> {
+        let d = self
+            .queues
+            .get(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+        let adapter = self
+            .processes
+            .get(d.process)
+            .map(|p| p.adapter)
+            .ok_or_else(|| Failure::Backend(format!("queue {} has no process", q.0)))?;
+        Ok((adapter, &d.objects))
+    }
+}
+
+impl OsTrace for DllSession {
+    fn engine_state_changes(&self, i: usize) -> Vec<EngineStateChange> {
+        control::engine_state_changes(self.machine(), i)
+    }
+
+    fn interrupt_count(&self, i: usize) -> u64 {
+        self.machine().interrupt_counts(i).0
+    }
+
+    fn os_events(&self, i: usize) -> Result<Vec<OsEvent>, Failure> {
+        let q = |h: &u32| {
+            self.queues
+                .iter()
+                .position(|d| d.objects.contains(h))
+                .map(UmQueueRef)
+        };
+        let p = |h: &u32| {
+            self.processes
+                .iter()
+                .position(|d| d.device == *h && d.adapter == i)
+                .map(ProcessRef)
+        };
+        Ok(control::os_events(self.machine(), i, q, p))
+    }
+
+    fn power_status(&self, i: usize) -> Result<PowerStatus, Failure> {
+        control::power_status(self.machine(), i)
+    }
+
+    /// The physical page the OS maps the queue's doorbell to (`None`: the dummy page).
+    fn doorbell_mapping(&self, q: UmQueueRef) -> Result<Option<u32>, Failure> {
+        let (adapter, objects) = self.queue_objects(q)?;
+        objects
+            .iter()
+            .find_map(|h| self.machine().doorbell_info(adapter, *h))
+            .map(|info| info.mapped_page)
+            .ok_or_else(|| Failure::Backend(format!("queue {} has no doorbell", q.0)))
+    }
+
+    fn ring_resident(&self, _q: UmQueueRef) -> Result<bool, Failure> {
+        Err(Failure::Unsupported(
+            "which of the DLL's allocations are a queue's ring and ring control is the DLL's own \
+             knowledge (no application call names them)"
+                .into(),
+        ))
+    }
+}
+
+impl OsControl for DllSession {
+    /// The OS suspends every context of the process's live queues (`DxgkDdiSuspendContext`);
+    /// a queue object that is not a context is refused by the OS and skipped.
+    fn suspend_process(&mut self, p: ProcessRef) -> Result<(), Failure> {
+        let (up, _) = self.process(p.0)?;
+        let Some(ums) = up.devices().first().copied() else {
+            return Err(Failure::Backend(format!("process {} has no device", p.0)));
+        };
+        let objects: Vec<u32> = self
+            .queues
+            .iter()
+            .filter(|q| q.process == p.0 && q.handle.is_some())
+            .flat_map(|q| q.objects.iter().copied())
+            .collect();
+        for h in objects {
+            match self.machine().suspend_context(&ums, h) {
+                Ok(()) => self.suspended.push((p.0, h)),
+                Err(SimError::DdiFailed(_)) => {}
+                Err(e) => return Err(failure(e)),
+            }
+        }
+        self.fault().map_or(Ok(()), Err)
+    }
+
+    fn resume_process(&mut self, p: ProcessRef) -> Result<(), Failure> {
+        let (up, _) = self.process(p.0)?;
+        let Some(ums) = up.devices().first().copied() else {
+            return Err(Failure::Backend(format!("process {} has no device", p.0)));
+        };
+        let (mine, others) = std::mem::take(&mut self.suspended)
+            .into_iter()
+            .partition::<Vec<_>, _>(|(pi, _)| *pi == p.0);
+        self.suspended = others;
+        for (_, c) in mine {
+            self.machine().resume_context(&ums, c).map_err(failure)?;
+        }
+        self.fault().map_or(Ok(()), Err)
+    }
+
+    fn power_down(&mut self, i: usize) -> Result<bool, Failure> {
+        self.machine().power_down(i).map_err(failure)
+    }
+
+    fn power_up(&mut self, i: usize) -> Result<(), Failure> {
+        self.machine().power_up(i).map_err(failure)
+    }
+
+    fn device_loss(&mut self, i: usize, how: DeviceLoss) -> Result<(), Failure> {
+        match how {
+            DeviceLoss::DoorbellsAborted => self.machine().device_lost(i),
+            DeviceLoss::Removed => self.machine().device_removed(i),
+        }
+        .map_err(failure)?;
+        self.fault().map_or(Ok(()), Err)
+    }
+
+    fn page_in(
+        &mut self,
+        _b: BufferRef,
+        _node: u32,
+        _offset: u64,
+        _bytes: u64,
+        _pattern: u32,
+    ) -> Result<Vec<u32>, Failure> {
+        Err(Failure::Unsupported(
+            "a paging transfer into an application's buffer: VidMm's, and the DLL's buffers \
+             are resident for their life"
+                .into(),
+        ))
+    }
+}
+
+impl FaultInjection for DllSession {
+    fn raise_interrupt(&mut self, i: usize) -> Result<(), Failure> {
+        self.machine().raise_interrupt(i).map_err(failure)
+    }
+
+    fn inject_hang(&mut self, i: usize, node: u32) -> Result<(), Failure> {
+        self.machine()
+            .device(i)
+            .ok_or_else(|| Failure::Backend(format!("no device {i}")))?
+            .inject_hang(node);
+        Ok(())
+    }
+
+    fn fail_next_reset(&mut self, i: usize, node: u32) -> Result<(), Failure> {
+        self.machine()
+            .device(i)
+            .ok_or_else(|| Failure::Backend(format!("no device {i}")))?
+            .fail_next_reset(node);
+        Ok(())
+    }
+
+    fn force_tdr(&mut self, i: usize, node: u32) -> Result<(), Failure> {
+        self.machine().force_tdr(i, node).map_err(failure)
+    }
+
+    fn complete_before_reset(&mut self, i: usize, node: u32) -> Result<(), Failure> {
+        control::complete_before_reset(self.machine(), i, node)
+    }
+}
+
+impl BugChecks for DllSession {
+    fn bugcheck(&self) -> Option<BugCheckInfo> {
+        self.machine().bugcheck().map(|b| BugCheckInfo {
+            code: b.code,
+            params: b.params,
+        })
+    }
+}
+
+impl crate::backend::testing::TestingHost for DllSession {
+    type K = SessKmt;
+
+    fn testing(&mut self) -> &mut crate::backend::testing::TestingState<SessKmt> {
+        &mut self.testing
+    }
+
+    fn testing_ref(&self) -> &crate::backend::testing::TestingState<SessKmt> {
+        &self.testing
+    }
+
+    fn open_test_device(&mut self, i: usize) -> Result<Arc<SessKmt>, Failure> {
+        let p = self.machine().create_process(i).map_err(failure)?;
+        Ok(Arc::new(SessKmt::new(self.machine_arc(), p)))
+    }
+
+    fn test_failure(&self, s: rvgpu_umd::kmt::NtStatus) -> Failure {
+        self.fault().unwrap_or(Failure::DdiFailed(s.0))
+    }
+}
