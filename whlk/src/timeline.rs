@@ -124,6 +124,18 @@ pub struct Marker {
     pub text: String,
 }
 
+/// An event of the driver's ETW provider (`rvgpu.Kmd`), decoded from its TraceLogging
+/// metadata by the session that recorded it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtwMark {
+    /// When it was written (QPC ticks).
+    pub qpc: u64,
+    /// The event's name.
+    pub name: String,
+    /// Its fields, by name, as text.
+    pub fields: Vec<(String, String)>,
+}
+
 /// The fence operations of one case.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Timeline {
@@ -139,6 +151,8 @@ pub struct Timeline {
     pub calibrations: Vec<Calibration>,
     /// Markers.
     pub markers: Vec<Marker>,
+    /// The driver's ETW events, on a track of their own beside the queues.
+    pub etw: Vec<EtwMark>,
 }
 
 impl Timeline {
@@ -151,6 +165,7 @@ impl Timeline {
             ops: Vec::new(),
             calibrations: Vec::new(),
             markers: Vec::new(),
+            etw: Vec::new(),
         }
     }
 
@@ -289,6 +304,9 @@ struct GpuMark {
     dur: Option<f64>,
 }
 
+/// The pid of the ETW track.
+const ETW_PID: u64 = 2;
+
 /// A process-scoped instant (missing record, marker).
 #[derive(Clone, Debug, PartialEq)]
 struct Instant {
@@ -306,6 +324,8 @@ struct Layout {
     instants: Vec<Instant>,
     /// (adapter label, ts, drift µs).
     drift: Vec<(String, f64, f64)>,
+    /// ETW events: (ts, name, fields).
+    etw: Vec<(f64, String, Vec<(String, String)>)>,
     /// Microseconds from the origin to the last event.
     span: f64,
     uncertainty_us: f64,
@@ -323,6 +343,7 @@ fn layout(timelines: &[Timeline]) -> Layout {
     let mut raw_gpu = Vec::new();
     let mut raw_instants = Vec::new();
     let mut raw_drift = Vec::new();
+    let mut raw_etw = Vec::new();
     let mut tracks: BTreeMap<u64, Track> = BTreeMap::new();
     let mut uncertainty = 0.0f64;
     for (group, tl) in timelines.iter().enumerate() {
@@ -458,6 +479,9 @@ fn layout(timelines: &[Timeline]) -> Layout {
                 }
             }
         }
+        for e in &tl.etw {
+            raw_etw.push((e.qpc as f64 * scale, e.name.clone(), e.fields.clone()));
+        }
         for m in &tl.markers {
             let pid = m.queue_id.map_or(1, |q| add_track(m.adapter, q));
             raw_instants.push(Instant {
@@ -473,6 +497,7 @@ fn layout(timelines: &[Timeline]) -> Layout {
         .map(|b| b.start)
         .chain(raw_gpu.iter().map(|g| g.ts))
         .chain(raw_instants.iter().map(|i| i.ts))
+        .chain(raw_etw.iter().map(|e| e.0))
         .fold(f64::INFINITY, f64::min);
     // Calibrations start at adapter start, long before the first operation: they do not move
     // the origin, and the drift counter starts with the first sample at or after it.
@@ -512,6 +537,10 @@ fn layout(timelines: &[Timeline]) -> Layout {
     }
     for (n, t, d) in raw_drift {
         l.drift.push((n, us(t), d));
+    }
+    for (t, name, fields) in raw_etw {
+        l.span = l.span.max(us(t));
+        l.etw.push((us(t), name, fields));
     }
     l
 }
@@ -651,6 +680,31 @@ pub fn to_json(timelines: &[Timeline]) -> String {
                 i.pid,
                 num(i.ts),
                 json_str(&i.reason)
+            ),
+        ));
+    }
+    if !l.etw.is_empty() {
+        meta.push(format!(
+            r#"{{"ph":"M","name":"process_name","pid":{ETW_PID},"args":{{"name":{}}}}}"#,
+            json_str("ETW rvgpu.Kmd")
+        ));
+        meta.push(format!(
+            r#"{{"ph":"M","name":"process_sort_index","pid":{ETW_PID},"args":{{"sort_index":{}}}}}"#,
+            l.tracks.len() + 1
+        ));
+    }
+    for (ts, name, fields) in &l.etw {
+        let args: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| format!("{}:{}", json_str(k), json_str(v)))
+            .collect();
+        events.push((
+            *ts,
+            format!(
+                r#"{{"ph":"i","cat":"etw","name":{},"s":"p","pid":{ETW_PID},"tid":1,"ts":{},"args":{{{}}}}}"#,
+                json_str(name),
+                num(*ts),
+                args.join(",")
             ),
         ));
     }
