@@ -525,6 +525,7 @@ pub fn reset_hw_engine<P: Platform>(
         return Err(status::NOT_SUPPORTED);
     }
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    crate::etw::events::emit::<P, 2>(&crate::etw::events::TDR_ENGINE_RESET, || [a.table_slot().into(), node.into()]);
     let bit = 1u64.checked_shl(node).unwrap_or(0);
     let guilty = {
         let mut s = live.sched.lock();

@@ -1,12 +1,13 @@
 //! The ntoskrnl routines `rvgpu.sys` imports, implemented with Windows' rules.
 //!
-//! The image imports 21 routines (src/ntos.rs, src/rt.rs; `memcmp` as well if the compiler
+//! The image imports 24 routines (src/ntos.rs, src/rt.rs; `memcmp` as well if the compiler
 //! ever references it). Each is bound to a stub that runs
 //! the simulated kernel's version: the pool through Verifier's low-resources injector
 //! ([`crate::dxgkrnl::lowres`]), timers and DPCs through the simulated kernel's timers
 //! ([`crate::dxgkrnl::ktimer`]), `KeBugCheckEx` as the machine's bug check with its code and
 //! parameters, and the Dxgkrnl registration path (`ZwLoadDriver`, `IoGetDeviceObjectPointer`,
-//! the `IOCTL_VIDEO_DDI_FUNC_REGISTER` IRP) answered as the running dxgkrnl answers it. The
+//! the `IOCTL_VIDEO_DDI_FUNC_REGISTER` IRP) answered as the running dxgkrnl answers it, and
+//! ETW's registration and write routines into the simulated ETW ([`crate::etw`]). The
 //! C-library routines (`memcpy`, `memmove`, `memset`, `memcmp`) are machine code run in
 //! the emulated processor itself, as ntoskrnl's own are: a bad pointer faults in the image's
 //! context (0x50) instead of in the host.

@@ -90,7 +90,7 @@ events! {
         [("Queue", Hex64), ("QueueId", U32)];
     /// The OS detected a timeout on a node (DxgkDdiQueryDependentEngineGroup, its first call).
     TDR_TIMEOUT = 6, "TdrTimeoutDetected", WARNING, KW_TDR, [("Adapter", U32), ("Node", U32)];
-    /// DxgkDdiResetEngine: one engine reset.
+    /// DxgkDdiResetEngine or DxgkDdiResetHwEngine: one engine reset.
     TDR_ENGINE_RESET = 7, "TdrEngineReset", WARNING, KW_TDR, [("Adapter", U32), ("Node", U32)];
     /// DxgkDdiResetFromTimeout: the adapter reset.
     TDR_ADAPTER_RESET = 8, "TdrAdapterReset", WARNING, KW_TDR, [("Adapter", U32)];
