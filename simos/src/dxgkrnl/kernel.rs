@@ -539,11 +539,11 @@ unsafe impl Platform for SimKernel {
         context: *mut core::ffi::c_void,
     ) -> Result<u64, i32> {
         let cb = crate::etw::Callback::Host(callback, context as usize);
-        Ok(crate::etw::register(*provider, Some(cb), None))
+        Ok(crate::etw::register(*provider, Some(cb)))
     }
 
     fn etw_unregister(handle: u64) {
-        crate::etw::unregister(handle, None);
+        crate::etw::unregister(handle);
     }
 
     /// The event goes to the writing thread's machine's session.
@@ -553,7 +553,7 @@ unsafe impl Platform for SimKernel {
         data: &[rvgpu_kmd::etw::EventDataDescriptor],
     ) {
         let Some(m) = current_machine() else { return };
-        let Some(guid) = crate::etw::provider_of(handle, None) else {
+        let Some(guid) = crate::etw::provider_of(handle) else {
             return;
         };
         let parts: Vec<(u8, &[u8])> = data

@@ -5,14 +5,12 @@
 //!
 //! **Sessions** are per machine ([`Session`], `MachineState::etw`): a session enables a provider
 //! GUID at a level and keywords, and records the events of that provider written on its
-//! machine's threads. **Registrations** are of two kinds:
-//!
-//! - the PE image's (`simos::pe` ntoskrnl stubs), owned by its machine: their callbacks see
-//!   that machine's sessions only, as each machine is its own Windows;
-//! - the Linux build's (`SimKernel`), one copy of the driver serving every machine of the
-//!   process: its callback sees the sessions of all machines combined, as ETW combines the
-//!   sessions of one kernel (the highest level, the union of `MatchAnyKeyword`, the
-//!   intersection of `MatchAllKeyword`). Its events go to the writing thread's machine.
+//! machine's threads. **Registrations** are process-wide: one copy of the driver serves every
+//! machine of a process (the Linux build's statics, and the image's, which is mapped once per
+//! process), registered through `SimKernel` or the image's ntoskrnl imports (`simos::pe`). A
+//! registration's callback sees the sessions of all machines combined, as ETW combines the
+//! sessions of one kernel (the highest level, the union of `MatchAnyKeyword`, the intersection
+//! of `MatchAllKeyword`); its events go to the writing thread's machine.
 //!
 //! The enable rules (level 0 = every level; an event without keywords always matches, else it
 //! needs one of MatchAny, or MatchAny = 0, and all of MatchAll) are ETW's, from the
@@ -144,9 +142,8 @@ impl Drop for Session {
     fn drop(&mut self) {
         let guids: Vec<Guid> = lock(&self.enables).iter().map(|e| e.guid).collect();
         lock(&ENABLES).retain(|(m, _)| *m != self.machine);
-        lock(&REGISTRATIONS).retain(|r| r.owner != Some(self.machine));
         for g in guids {
-            notify_process_wide(g);
+            notify(None, g);
         }
     }
 }
@@ -164,14 +161,14 @@ pub fn enable(state: &Arc<MachineState>, e: Enable) {
         all.retain(|(m, x)| !(*m == state.id() && x.guid == e.guid));
         all.push((state.id(), e));
     }
-    notify(state, e.guid);
+    notify(Some(state), e.guid);
 }
 
 /// Stops `state`'s session for `guid`.
 pub fn disable(state: &Arc<MachineState>, guid: Guid) {
     lock(&state.etw().enables).retain(|x| x.guid != guid);
     lock(&ENABLES).retain(|(m, x)| !(*m == state.id() && x.guid == guid));
-    notify(state, guid);
+    notify(Some(state), guid);
 }
 
 /// An enable callback: the Linux build's, or one in the PE image.
@@ -189,8 +186,6 @@ struct Registration {
     handle: u64,
     guid: Guid,
     callback: Option<Callback>,
-    /// The machine whose image registered it; `None`: the Linux build's.
-    owner: Option<u64>,
 }
 
 static REGISTRATIONS: Mutex<Vec<Registration>> = Mutex::new(Vec::new());
@@ -199,12 +194,12 @@ static ENABLES: Mutex<Vec<(u64, Enable)>> = Mutex::new(Vec::new());
 /// REGHANDLEs are opaque to providers; these look like kernel pointers and are never reused.
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(0xFFFF_C000_0001_0000);
 
-/// The combined enable a registration of `owner` sees for `guid`.
-fn combined(owner: Option<u64>, guid: Guid) -> Option<Enable> {
+/// The combined enable every machine's sessions ask of `guid`.
+fn combined(guid: Guid) -> Option<Enable> {
     let all = lock(&ENABLES);
     let mut it = all
         .iter()
-        .filter(|(m, e)| e.guid == guid && owner.is_none_or(|o| o == *m))
+        .filter(|(_, e)| e.guid == guid)
         .map(|(_, e)| *e);
     let first = it.next()?;
     Some(it.fold(first, |a, b| Enable {
@@ -264,32 +259,20 @@ fn call(cb: Callback, e: Option<Enable>) {
     }
 }
 
-/// Tells the registrations of `guid` that `state`'s sessions changed.
-fn notify(state: &Arc<MachineState>, guid: Guid) {
-    let own: Vec<Callback> = lock(&REGISTRATIONS)
-        .iter()
-        .filter(|r| r.guid == guid && r.owner == Some(state.id()))
-        .filter_map(|r| r.callback)
-        .collect();
-    if !own.is_empty() {
-        let e = combined(Some(state.id()), guid);
-        let _ctx = crate::dxgkrnl::kernel::MachineContext::enter(state.clone());
-        let _irql = crate::dxgkrnl::kernel::IrqlScope::enter(rvgpu_kmd::platform::Irql::Passive);
-        for cb in own {
-            call(cb, e);
-        }
-    }
-    notify_process_wide(guid);
-}
-
-/// Tells the Linux build's registrations of `guid` what every machine's sessions now ask.
-fn notify_process_wide(guid: Guid) {
+/// Tells the registrations of `guid` what the sessions now ask, in `state`'s context when a
+/// machine's session changed (the image's callback runs on its emulated processor).
+fn notify(state: Option<&Arc<MachineState>>, guid: Guid) {
     let cbs: Vec<Callback> = lock(&REGISTRATIONS)
         .iter()
-        .filter(|r| r.guid == guid && r.owner.is_none())
+        .filter(|r| r.guid == guid)
         .filter_map(|r| r.callback)
         .collect();
-    let e = combined(None, guid);
+    if cbs.is_empty() {
+        return;
+    }
+    let e = combined(guid);
+    let _ctx = state.map(|s| crate::dxgkrnl::kernel::MachineContext::enter(s.clone()));
+    let _irql = crate::dxgkrnl::kernel::IrqlScope::enter(rvgpu_kmd::platform::Irql::Passive);
     for cb in cbs {
         call(cb, e);
     }
@@ -297,8 +280,8 @@ fn notify_process_wide(guid: Guid) {
 
 /// `EtwRegister`'s work once its arguments are checked: a new handle; the callback runs
 /// before this returns if a session already enables the provider.
-pub(crate) fn register(guid: Guid, callback: Option<Callback>, owner: Option<u64>) -> u64 {
-    register_then(guid, callback, owner, |_| {})
+pub(crate) fn register(guid: Guid, callback: Option<Callback>) -> u64 {
+    register_then(guid, callback, |_| {})
 }
 
 /// As [`register`], with `published(handle)` run before the callback (the image's
@@ -306,7 +289,6 @@ pub(crate) fn register(guid: Guid, callback: Option<Callback>, owner: Option<u64
 pub(crate) fn register_then(
     guid: Guid,
     callback: Option<Callback>,
-    owner: Option<u64>,
     published: impl FnOnce(u64),
 ) -> u64 {
     let handle = NEXT_HANDLE.fetch_add(0x100, Ordering::Relaxed);
@@ -314,38 +296,33 @@ pub(crate) fn register_then(
         handle,
         guid,
         callback,
-        owner,
     });
     published(handle);
-    if let (Some(cb), Some(e)) = (callback, combined(owner, guid)) {
+    if let (Some(cb), Some(e)) = (callback, combined(guid)) {
         call(cb, Some(e));
     }
     handle
 }
 
-/// `EtwUnregister`: whether `handle` was a registration of `owner`.
-pub(crate) fn unregister(handle: u64, owner: Option<u64>) -> bool {
+/// `EtwUnregister`: whether `handle` was a registration.
+pub(crate) fn unregister(handle: u64) -> bool {
     let mut regs = lock(&REGISTRATIONS);
     let before = regs.len();
-    regs.retain(|r| !(r.handle == handle && r.owner == owner));
+    regs.retain(|r| r.handle != handle);
     regs.len() != before
 }
 
-/// The provider of `owner`'s registration `handle`.
-pub(crate) fn provider_of(handle: u64, owner: Option<u64>) -> Option<Guid> {
+/// The provider of registration `handle`.
+pub(crate) fn provider_of(handle: u64) -> Option<Guid> {
     lock(&REGISTRATIONS)
         .iter()
-        .find(|r| r.handle == handle && r.owner == owner)
+        .find(|r| r.handle == handle)
         .map(|r| r.guid)
 }
 
-/// The providers machine `owner`'s image still has registered.
-pub fn registrations_of(owner: u64) -> Vec<Guid> {
-    lock(&REGISTRATIONS)
-        .iter()
-        .filter(|r| r.owner == Some(owner))
-        .map(|r| r.guid)
-        .collect()
+/// How many registrations of provider `guid` the process holds.
+pub fn registrations(guid: Guid) -> usize {
+    lock(&REGISTRATIONS).iter().filter(|r| r.guid == guid).count()
 }
 
 impl crate::Machine {

@@ -750,16 +750,11 @@ fn image_bytes<'a>(p: u64, len: usize) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(p as *const u8, len) }
 }
 
-/// The machine an ETW routine runs for (its registrations' owner).
-fn etw_owner() -> Option<u64> {
-    current_machine().map(|m| m.id())
-}
-
 /// `EtwRegister(ProviderId, EnableCallback, CallbackContext, RegHandle)` (PASSIVE_LEVEL), as
 /// 24H2 `EtwpRegisterKMProvider` @ 0x140A57524 does it: `*RegHandle = 0` first (a NULL
 /// `RegHandle` or `ProviderId` is a fault there: 0x50 here), the security provider refused,
 /// a context without a callback `STATUS_INVALID_PARAMETER`; the callback runs before the
-/// return when a session of this machine already enables the provider.
+/// return when a session already enables the provider.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-etwregister>
 fn etw_register(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     if irql_above(Irql::Passive, 0) {
@@ -788,28 +783,24 @@ fn etw_register(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     if callback == 0 && context != 0 {
         return ret(STATUS_INVALID_PARAMETER);
     }
-    let Some(owner) = etw_owner() else {
-        return ret(STATUS_INVALID_PARAMETER);
-    };
     let cb = (callback != 0).then_some(crate::etw::Callback::Pe(callback as usize, context));
     // The handle is written before the callback runs, as the decompiled routine stores it
     // before calling the callback.
-    let handle = crate::etw::register_then(guid, cb, Some(owner), |h| {
+    crate::etw::register_then(guid, cb, |h| {
         // SAFETY: as above.
         unsafe { (out as *mut u64).write_unaligned(h) };
     });
-    let _ = handle;
     ret(STATUS_SUCCESS)
 }
 
-/// `EtwUnregister(RegHandle)` (PASSIVE_LEVEL): `STATUS_INVALID_HANDLE` for a handle this
-/// image does not hold.
+/// `EtwUnregister(RegHandle)` (PASSIVE_LEVEL): `STATUS_INVALID_HANDLE` for a handle that is
+/// no registration.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-etwunregister>
 fn etw_unregister(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     if irql_above(Irql::Passive, 0) {
         return ret(STATUS_INVALID_PARAMETER);
     }
-    if crate::etw::unregister(w[0], etw_owner()) {
+    if crate::etw::unregister(w[0]) {
         ret(STATUS_SUCCESS)
     } else {
         ret(STATUS_INVALID_HANDLE)
@@ -828,7 +819,7 @@ fn etw_write_transfer(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     let Some(m) = current_machine() else {
         return ret(STATUS_INVALID_HANDLE);
     };
-    let Some(guid) = crate::etw::provider_of(handle, Some(m.id())) else {
+    let Some(guid) = crate::etw::provider_of(handle) else {
         return ret(STATUS_INVALID_HANDLE);
     };
     if count > MAX_EVENT_DATA_DESCRIPTORS {
