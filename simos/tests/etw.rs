@@ -237,7 +237,10 @@ fn ddi_04_dxgkrnl_switch_and_session_filters_exclude_events() {
     };
     m.etw_enable(only_tdr);
     one_user_mode_submission(&m);
-    assert!(m.etw().events().is_empty(), "outside the session's keywords");
+    assert!(
+        m.etw().events().is_empty(),
+        "outside the session's keywords"
+    );
     m.etw_enable(Enable {
         level: 3,
         ..Enable::all(RVGPU_KMD)

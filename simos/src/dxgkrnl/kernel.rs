@@ -561,7 +561,8 @@ unsafe impl Platform for SimKernel {
             .map(|d| {
                 // SAFETY: the driver's descriptors point to its statics and its stack, alive
                 // for the call (Platform::etw_write's contract), `size` bytes each.
-                let bytes = unsafe { std::slice::from_raw_parts(d.ptr as *const u8, d.size as usize) };
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(d.ptr as *const u8, d.size as usize) };
                 (d.kind, bytes)
             })
             .collect();

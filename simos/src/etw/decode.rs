@@ -193,7 +193,9 @@ impl<'a> Cursor<'a> {
 
 /// The blob without its `u16` size prefix, which must equal the blob's length.
 fn sized<'a>(blob: &'a [u8], what: &'static str) -> Result<Cursor<'a>, DecodeError> {
-    let (size, rest) = blob.split_first_chunk::<2>().ok_or(DecodeError::Size(what))?;
+    let (size, rest) = blob
+        .split_first_chunk::<2>()
+        .ok_or(DecodeError::Size(what))?;
     if usize::from(u16::from_le_bytes(*size)) != blob.len() {
         return Err(DecodeError::Size(what));
     }
@@ -361,7 +363,14 @@ mod tests {
 
     fn good() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
         let prov = blob(&[b"P\0"]);
-        let ev = blob(&[&[0], b"E\0", b"A\0", &[tlg_in::UINT32], b"S\0", &[0x87, OUT_NTSTATUS]]);
+        let ev = blob(&[
+            &[0],
+            b"E\0",
+            b"A\0",
+            &[tlg_in::UINT32],
+            b"S\0",
+            &[0x87, OUT_NTSTATUS],
+        ]);
         let payload = [7u32.to_le_bytes(), 0xC000_000Du32.to_le_bytes()].concat();
         (prov, ev, payload)
     }

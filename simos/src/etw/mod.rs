@@ -197,10 +197,7 @@ static NEXT_HANDLE: AtomicU64 = AtomicU64::new(0xFFFF_C000_0001_0000);
 /// The combined enable every machine's sessions ask of `guid`.
 fn combined(guid: Guid) -> Option<Enable> {
     let all = lock(&ENABLES);
-    let mut it = all
-        .iter()
-        .filter(|(_, e)| e.guid == guid)
-        .map(|(_, e)| *e);
+    let mut it = all.iter().filter(|(_, e)| e.guid == guid).map(|(_, e)| *e);
     let first = it.next()?;
     Some(it.fold(first, |a, b| Enable {
         guid,
@@ -236,7 +233,17 @@ fn call(cb: Callback, e: Option<Enable>) {
         Callback::Host(f, ctx) => {
             // SAFETY: the Linux build's callback with the context it registered; it reads
             // nothing through the (null) filter pointer.
-            unsafe { f(&SOURCE, code, level, any, all, std::ptr::null(), ctx as *mut _) }
+            unsafe {
+                f(
+                    &SOURCE,
+                    code,
+                    level,
+                    any,
+                    all,
+                    std::ptr::null(),
+                    ctx as *mut _,
+                )
+            }
         }
         Callback::Pe(routine, ctx) => {
             #[cfg(target_os = "linux")]
@@ -322,7 +329,10 @@ pub(crate) fn provider_of(handle: u64) -> Option<Guid> {
 
 /// How many registrations of provider `guid` the process holds.
 pub fn registrations(guid: Guid) -> usize {
-    lock(&REGISTRATIONS).iter().filter(|r| r.guid == guid).count()
+    lock(&REGISTRATIONS)
+        .iter()
+        .filter(|r| r.guid == guid)
+        .count()
 }
 
 impl crate::Machine {

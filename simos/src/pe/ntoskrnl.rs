@@ -764,7 +764,12 @@ fn etw_register(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     if out == 0 || guid_at == 0 {
         raise(BugCheck::new(
             bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
-            [if out == 0 { 0 } else { guid_at }, u64::from(out == 0) * 2, 0, 0],
+            [
+                if out == 0 { 0 } else { guid_at },
+                u64::from(out == 0) * 2,
+                0,
+                0,
+            ],
         ));
         return ret(STATUS_INVALID_PARAMETER);
     }

@@ -153,6 +153,19 @@ mod tests {
     fn status_fields_carry_an_out_type() {
         const F: &[Field] = &[("S", Ty::Status)];
         let m: [u8; meta::event_len("E", F)] = meta::event("E", F);
-        assert_eq!(m, [9, 0, 0, b'E', 0, b'S', 0, meta::IN_INT32 | meta::CHAIN, meta::OUT_NTSTATUS]);
+        assert_eq!(
+            m,
+            [
+                9,
+                0,
+                0,
+                b'E',
+                0,
+                b'S',
+                0,
+                meta::IN_INT32 | meta::CHAIN,
+                meta::OUT_NTSTATUS
+            ]
+        );
     }
 }

@@ -118,10 +118,7 @@ struct Writer<const N: usize> {
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 impl<const N: usize> Writer<N> {
     const fn new() -> Self {
-        Self {
-            out: [0; N],
-            at: 2,
-        }
+        Self { out: [0; N], at: 2 }
     }
     const fn byte(&mut self, b: u8) {
         self.out[self.at] = b;
