@@ -324,8 +324,8 @@ struct Layout {
     instants: Vec<Instant>,
     /// (adapter label, ts, drift µs).
     drift: Vec<(String, f64, f64)>,
-    /// ETW events: (ts, name, fields).
-    etw: Vec<(f64, String, Vec<(String, String)>)>,
+    /// ETW events at their ts.
+    etw: Vec<(f64, EtwMark)>,
     /// Microseconds from the origin to the last event.
     span: f64,
     uncertainty_us: f64,
@@ -480,7 +480,7 @@ fn layout(timelines: &[Timeline]) -> Layout {
             }
         }
         for e in &tl.etw {
-            raw_etw.push((e.qpc as f64 * scale, e.name.clone(), e.fields.clone()));
+            raw_etw.push((e.qpc as f64 * scale, e.clone()));
         }
         for m in &tl.markers {
             let pid = m.queue_id.map_or(1, |q| add_track(m.adapter, q));
@@ -538,9 +538,9 @@ fn layout(timelines: &[Timeline]) -> Layout {
     for (n, t, d) in raw_drift {
         l.drift.push((n, us(t), d));
     }
-    for (t, name, fields) in raw_etw {
+    for (t, e) in raw_etw {
         l.span = l.span.max(us(t));
-        l.etw.push((us(t), name, fields));
+        l.etw.push((us(t), e));
     }
     l
 }
@@ -693,8 +693,9 @@ pub fn to_json(timelines: &[Timeline]) -> String {
             l.tracks.len() + 1
         ));
     }
-    for (ts, name, fields) in &l.etw {
-        let args: Vec<String> = fields
+    for (ts, e) in &l.etw {
+        let args: Vec<String> = e
+            .fields
             .iter()
             .map(|(k, v)| format!("{}:{}", json_str(k), json_str(v)))
             .collect();
@@ -702,7 +703,7 @@ pub fn to_json(timelines: &[Timeline]) -> String {
             *ts,
             format!(
                 r#"{{"ph":"i","cat":"etw","name":{},"s":"p","pid":{ETW_PID},"tid":1,"ts":{},"args":{{{}}}}}"#,
-                json_str(name),
+                json_str(&e.name),
                 num(*ts),
                 args.join(",")
             ),
@@ -1298,6 +1299,36 @@ mod tests {
     /// `b` has exactly one `e` with the same id, name, category and pid at a time not before
     /// it, ids are unique, metadata names every queue and comes first, and the events are
     /// sorted by time.
+    #[test]
+    fn ddi_04_etw_events_are_instants_on_their_own_track() {
+        let mut tl = synthetic();
+        tl.etw.push(EtwMark {
+            qpc: 1150,
+            name: "HwQueueCreate".into(),
+            fields: vec![("QueueId".into(), "3".into())],
+        });
+        let text = to_json(std::slice::from_ref(&tl));
+        let j = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let ev = events(&j);
+        let track = ev
+            .iter()
+            .find(|e| {
+                e.str("name") == Some("process_name")
+                    && e.get("args").and_then(|a| a.str("name")) == Some("ETW rvgpu.Kmd")
+            })
+            .and_then(|e| e.num("pid"))
+            .expect("the ETW track");
+        let etw: Vec<&Json> = ev.iter().filter(|e| e.str("cat") == Some("etw")).collect();
+        assert_eq!(etw.len(), 1);
+        assert_eq!(etw[0].str("ph"), Some("i"));
+        assert_eq!(etw[0].num("pid"), Some(track));
+        assert_eq!(etw[0].str("name"), Some("HwQueueCreate"));
+        assert_eq!(etw[0].get("args").and_then(|a| a.str("QueueId")), Some("3"));
+        // Without ETW events there is no ETW track.
+        let plain = to_json(std::slice::from_ref(&synthetic()));
+        assert!(!plain.contains("ETW rvgpu.Kmd"));
+    }
+
     #[test]
     fn timeline_json_is_valid_and_async_pairs_match() {
         let tl = synthetic();

@@ -10,6 +10,10 @@
 //!
 //! Both travel in front of every event's fields as the first two data descriptors
 //! (`EVENT_DATA_DESCRIPTOR_TYPE_PROVIDER_METADATA`, then `…_EVENT_METADATA`).
+//!
+//! Every function here runs in constant evaluation only (the blobs are statics): an index out
+//! of range or an overflow fails the build, never a running kernel.
+#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
 /// `TlgInUINT32`.
 pub const IN_UINT32: u8 = 8;
@@ -113,9 +117,6 @@ struct Writer<const N: usize> {
     at: usize,
 }
 
-// Compile-time code: an out-of-range index or an overflow here fails the build, never a
-// running kernel.
-#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 impl<const N: usize> Writer<N> {
     const fn new() -> Self {
         Self { out: [0; N], at: 2 }
