@@ -10,6 +10,7 @@ use common::*;
 use std::sync::Mutex;
 
 use rvgpu_hw::cmd::Command;
+use rvgpu_kmd::platform::Irql;
 use rvgpu_simos::etw::{Enable, Value, RVGPU_KMD};
 use rvgpu_simos::sync::fence::NativeFenceDesc;
 use rvgpu_simos::testing::gpu::GpuQueue;
@@ -267,6 +268,68 @@ fn ddi_04_the_provider_is_registered_while_the_driver_is_loaded() {
     let r = m.unload();
     ok(&m, r);
     assert!(rvgpu_simos::etw::registrations(RVGPU_KMD) <= 1);
+}
+
+/// The image's ETW imports keep Windows' rules (24H2 `EtwpRegisterKMProvider`, the
+/// `EtwWriteTransfer` page): the security provider and a context without a callback are
+/// refused, an unknown handle or more than 128 descriptors is refused, malformed metadata is
+/// the session's decode error and nothing else. Only against the image (the rerun).
+#[test]
+fn ddi_04_the_images_etw_imports_refuse_what_windows_refuses() {
+    let _s = serial();
+    let m = recording(None, |_| {});
+    let guid = rvgpu_simos::etw::Guid {
+        data1: 0x1234_5678,
+        data2: 1,
+        data3: 2,
+        data4: [3; 8],
+    };
+    let security = rvgpu_simos::etw::Guid {
+        data1: 0x5484_9625,
+        data2: 0x5478,
+        data3: 0x4994,
+        data4: [0xa5, 0xba, 0x3e, 0x3b, 0x03, 0x28, 0xc3, 0x0d],
+    };
+    let mut handle = u64::MAX;
+    let call = |name: &str, args: &[u64]| m.call_pe_import(name, Irql::Passive, args);
+    let out = std::ptr::addr_of_mut!(handle) as u64;
+    let Some(r) = call(
+        "EtwRegister",
+        &[std::ptr::addr_of!(security) as u64, 0, 0, out],
+    ) else {
+        return; // the Linux build has no imports
+    };
+    assert_eq!(r.ok(), Some(0xC000_0022), "the security provider");
+    assert_eq!(handle, 0, "RegHandle is cleared first");
+    let g = std::ptr::addr_of!(guid) as u64;
+    let r = call("EtwRegister", &[g, 0, 0x10, out]).unwrap();
+    assert_eq!(r.ok(), Some(0xC000_000D), "a context without a callback");
+    let r = call("EtwRegister", &[g, 0, 0, out]).unwrap();
+    assert_eq!(r.ok(), Some(0));
+    assert_ne!(handle, 0);
+    m.etw_enable(Enable::all(guid));
+    let desc = [0u64, 0x0B << 24 | 4 << 32, 0];
+    let d = desc.as_ptr() as u64;
+    let prov = [4u8, 0, b'P', 0];
+    let bad = [9u8, 0, 0, b'E'];
+    let data: Vec<u64> = [(&prov[..], 2u64), (&bad[..], 1)]
+        .iter()
+        .flat_map(|(b, kind)| [b.as_ptr() as u64, b.len() as u64 | kind << 32])
+        .collect();
+    let p = data.as_ptr() as u64;
+    let r = call("EtwWriteTransfer", &[0xDEAD, d, 0, 0, 2, p]).unwrap();
+    assert_eq!(r.ok(), Some(0xC000_0008), "an unknown handle");
+    let r = call("EtwWriteTransfer", &[handle, d, 0, 0, 129, p]).unwrap();
+    assert_eq!(r.ok(), Some(0xC000_000D), "more than 128 descriptors");
+    let r = call("EtwWriteTransfer", &[handle, d, 0, 0, 2, p]).unwrap();
+    assert_eq!(r.ok(), Some(0));
+    assert_eq!(m.etw().errors().len(), 1, "{:?}", m.etw().errors());
+    assert!(m.etw().events().is_empty());
+    no_fault(&m);
+    let r = call("EtwUnregister", &[handle]).unwrap();
+    assert_eq!(r.ok(), Some(0));
+    let r = call("EtwUnregister", &[handle]).unwrap();
+    assert_eq!(r.ok(), Some(0xC000_0008), "unregistered twice");
 }
 
 against_the_pe_image!();

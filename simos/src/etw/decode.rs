@@ -376,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn decodes_names_and_typed_fields() {
+    fn ddi_04_decodes_names_and_typed_fields() {
         let (p, e, d) = good();
         let ev = decode(11, 4, 1, &[(2, &p), (1, &e), (0, &d)]).unwrap();
         assert_eq!((ev.provider.as_str(), ev.name.as_str()), ("P", "E"));
@@ -385,7 +385,7 @@ mod tests {
     }
 
     #[test]
-    fn hostile_blobs_are_errors_never_panics() {
+    fn ddi_04_hostile_blobs_are_errors_never_panics() {
         let (p, e, d) = good();
         // Every truncation and every single-byte corruption of either blob and the payload.
         for cut in 0..e.len() {
@@ -415,7 +415,7 @@ mod tests {
     }
 
     #[test]
-    fn structural_errors_are_named() {
+    fn ddi_04_structural_errors_are_named() {
         let (p, e, d) = good();
         assert_eq!(
             decode(0, 4, 0, &[(2, &p), (1, &e), (0, &d)]),

@@ -371,3 +371,76 @@ impl crate::Machine {
         self.state.etw()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const G: Guid = Guid {
+        data1: 1,
+        data2: 2,
+        data3: 3,
+        data4: [4; 8],
+    };
+
+    fn descriptor(level: u8, keyword: u64) -> rvgpu_kmd::etw::EventDescriptor {
+        rvgpu_kmd::etw::EventDescriptor {
+            id: 0,
+            version: 0,
+            channel: decode::CHANNEL_TRACELOGGING,
+            level,
+            opcode: 0,
+            task: 0,
+            keyword,
+        }
+    }
+
+    /// A provider's malformed metadata is an error the session keeps, never a panic; what the
+    /// session does not enable is not even decoded.
+    #[test]
+    fn ddi_04_session_keeps_decode_errors_and_filters_by_level_and_keyword() {
+        let s = Session::new(u64::MAX);
+        lock(&s.enables).push(Enable {
+            level: 4,
+            match_any: 0x2,
+            ..Enable::all(G)
+        });
+        let prov: &[u8] = &[4, 0, b'P', 0];
+        let bad_event: &[u8] = &[9, 0, 0, b'E'];
+        s.deliver(G, &descriptor(4, 0x2), &[(2, prov), (1, bad_event)]);
+        assert_eq!(s.errors().len(), 1, "{:?}", s.errors());
+        let event: &[u8] = &[5, 0, 0, b'E', 0];
+        s.deliver(G, &descriptor(5, 0x2), &[(2, prov), (1, event)]);
+        s.deliver(G, &descriptor(4, 0x1), &[(2, prov), (1, event)]);
+        assert!(
+            s.events().is_empty(),
+            "above the level, outside the keywords"
+        );
+        s.deliver(G, &descriptor(4, 0x2), &[(2, prov), (1, event)]);
+        s.deliver(G, &descriptor(1, 0), &[(2, prov), (1, event)]);
+        assert_eq!(s.events().len(), 2);
+        assert_eq!(s.events()[0].decoded.name, "E");
+    }
+
+    #[test]
+    fn sessions_combine_as_etw_combines_them() {
+        let a = Enable {
+            level: 3,
+            match_any: 0x1,
+            match_all: 0x3,
+            ..Enable::all(G)
+        };
+        let b = Enable {
+            level: 5,
+            match_any: 0x4,
+            match_all: 0x1,
+            ..Enable::all(G)
+        };
+        lock(&ENABLES).push((u64::MAX - 1, a));
+        lock(&ENABLES).push((u64::MAX - 2, b));
+        let c = combined(G).expect("enabled");
+        lock(&ENABLES).retain(|(m, _)| *m < u64::MAX - 2);
+        assert_eq!((c.level, c.match_any, c.match_all), (5, 0x5, 0x1));
+        assert!(combined(G).is_none());
+    }
+}

@@ -288,6 +288,44 @@ mod tests {
         assert!(!keywords_match(0x1, 0x1, 0x3));
     }
 
+    /// DDI-04: the session's level and keywords and Dxgkrnl's switch each gate the events.
+    #[test]
+    fn ddi_04_enable_callback_and_dxgkrnl_switch_set_the_gate() {
+        use events::{on, HWQUEUE_CREATE, KW_HWQUEUE, NATIVE_FENCE_SIGNAL, TDR_RESTART};
+        let session = |code: u32, level: u8, any: u64| {
+            // SAFETY: the callback reads none of its pointers.
+            unsafe {
+                enable_callback(
+                    core::ptr::null(),
+                    code,
+                    level,
+                    any,
+                    0,
+                    core::ptr::null(),
+                    core::ptr::null_mut(),
+                )
+            }
+        };
+        assert!(!on(&HWQUEUE_CREATE), "no session");
+        session(CONTROL_ENABLE, 4, KW_HWQUEUE);
+        assert!(on(&HWQUEUE_CREATE));
+        assert!(!on(&NATIVE_FENCE_SIGNAL), "verbose and another keyword");
+        assert!(!on(&TDR_RESTART), "another keyword");
+        control(false, 0, 0);
+        assert_eq!(GATE.load(Ordering::Relaxed), 0, "Dxgkrnl switched it off");
+        control(true, 0, 3);
+        assert!(!on(&HWQUEUE_CREATE), "above Dxgkrnl's level");
+        control(true, 0, 0);
+        assert!(on(&HWQUEUE_CREATE));
+        session(CONTROL_ENABLE, 0, 0);
+        assert!(
+            on(&NATIVE_FENCE_SIGNAL) && on(&TDR_RESTART),
+            "level 0, any keyword"
+        );
+        session(CONTROL_DISABLE, 0, 0);
+        assert_eq!(GATE.load(Ordering::Relaxed), 0);
+    }
+
     #[test]
     fn provider_metadata_is_size_then_name() {
         assert_eq!(&PROVIDER_META[..2], &12u16.to_le_bytes());
