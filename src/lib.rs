@@ -98,6 +98,8 @@ pub unsafe fn driver_entry<P: Platform>(
         rvgpu_kmd::klog!(P, Error, "DriverEntry: null DriverObject or RegistryPath");
         return status::INVALID_PARAMETER;
     }
+    // The ETW provider first, so DriverEntry's own steps can be traced; a failed load ends it.
+    rvgpu_kmd::etw::register::<P>();
     let init_data = rvgpu_kmd::initialization_data::<P>();
     rvgpu_kmd::klog!(
         P,
@@ -110,6 +112,7 @@ pub unsafe fn driver_entry<P: Platform>(
     let status = unsafe { dxgk_initialize(driver_object, registry_path, &init_data) };
     if status < 0 {
         rvgpu_kmd::klog!(P, Error, "DxgkInitialize failed: {:#010x}", status);
+        rvgpu_kmd::etw::unregister::<P>();
     }
     status
 }

@@ -197,6 +197,26 @@ unsafe extern "system" {
     /// Returns once every queued DPC has run on every processor. PASSIVE_LEVEL.
     /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-keflushqueueddpcs>
     pub fn KeFlushQueuedDpcs();
+    /// PASSIVE_LEVEL; the callback may run before it returns.
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-etwregister>
+    pub fn EtwRegister(
+        ProviderId: *const rvgpu_kmd::etw::Guid,
+        EnableCallback: Option<rvgpu_kmd::etw::EnableCallback>,
+        CallbackContext: *mut c_void,
+        RegHandle: *mut u64,
+    ) -> NTSTATUS;
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-etwunregister>
+    pub fn EtwUnregister(RegHandle: u64) -> NTSTATUS;
+    /// Any IRQL (the data must be non-paged above APC_LEVEL).
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-etwwritetransfer>
+    pub fn EtwWriteTransfer(
+        RegHandle: u64,
+        EventDescriptor: *const rvgpu_kmd::etw::EventDescriptor,
+        ActivityId: *const rvgpu_kmd::etw::Guid,
+        RelatedActivityId: *const rvgpu_kmd::etw::Guid,
+        UserDataCount: u32,
+        UserData: *const rvgpu_kmd::etw::EventDataDescriptor,
+    ) -> NTSTATUS;
     /// `ObDereferenceObject` is a macro over this export.
     /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-obdereferenceobject>
     pub fn ObfDereferenceObject(Object: *mut c_void) -> isize;

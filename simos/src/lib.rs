@@ -20,6 +20,7 @@
 
 pub mod dxgkrnl;
 pub mod error;
+pub mod etw;
 pub mod install;
 pub mod kmt;
 mod lock;

@@ -245,6 +245,47 @@ unsafe impl Platform for WinKernel {
         )
     }
 
+    fn etw_register(
+        provider: &'static rvgpu_kmd::etw::Guid,
+        callback: rvgpu_kmd::etw::EnableCallback,
+        context: *mut c_void,
+    ) -> Result<u64, i32> {
+        let mut handle: u64 = 0;
+        // SAFETY: a static GUID, a callback that stays in the image until Unload unregisters
+        // it, and a writable handle; DriverEntry runs at PASSIVE_LEVEL.
+        let st = unsafe { ntos::EtwRegister(provider, Some(callback), context, &raw mut handle) };
+        if st < 0 {
+            Err(st)
+        } else {
+            Ok(handle)
+        }
+    }
+
+    fn etw_unregister(handle: u64) {
+        // SAFETY: a handle EtwRegister returned, unregistered once (Unload, PASSIVE_LEVEL).
+        unsafe { ntos::EtwUnregister(handle) };
+    }
+
+    fn etw_write(
+        handle: u64,
+        descriptor: &rvgpu_kmd::etw::EventDescriptor,
+        data: &[rvgpu_kmd::etw::EventDataDescriptor],
+    ) {
+        let count = u32::try_from(data.len()).unwrap_or(0);
+        // SAFETY: a live registration; the descriptors point to statics and the caller's
+        // stack, non-paged, alive for the call; no activity ids.
+        unsafe {
+            ntos::EtwWriteTransfer(
+                handle,
+                descriptor,
+                core::ptr::null(),
+                core::ptr::null(),
+                count,
+                data.as_ptr(),
+            )
+        };
+    }
+
     fn log(level: Level, args: fmt::Arguments<'_>) {
         let mut buf = LogBuffer::new();
         // Truncation is the only possible failure and is handled inside `write_str`.

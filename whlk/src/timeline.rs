@@ -124,6 +124,18 @@ pub struct Marker {
     pub text: String,
 }
 
+/// An event of the driver's ETW provider (`rvgpu.Kmd`), decoded from its TraceLogging
+/// metadata by the session that recorded it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtwMark {
+    /// When it was written (QPC ticks).
+    pub qpc: u64,
+    /// The event's name.
+    pub name: String,
+    /// Its fields, by name, as text.
+    pub fields: Vec<(String, String)>,
+}
+
 /// The fence operations of one case.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Timeline {
@@ -139,6 +151,8 @@ pub struct Timeline {
     pub calibrations: Vec<Calibration>,
     /// Markers.
     pub markers: Vec<Marker>,
+    /// The driver's ETW events, on a track of their own beside the queues.
+    pub etw: Vec<EtwMark>,
 }
 
 impl Timeline {
@@ -151,6 +165,7 @@ impl Timeline {
             ops: Vec::new(),
             calibrations: Vec::new(),
             markers: Vec::new(),
+            etw: Vec::new(),
         }
     }
 
@@ -289,6 +304,9 @@ struct GpuMark {
     dur: Option<f64>,
 }
 
+/// The pid of the ETW track.
+const ETW_PID: u64 = 2;
+
 /// A process-scoped instant (missing record, marker).
 #[derive(Clone, Debug, PartialEq)]
 struct Instant {
@@ -306,6 +324,8 @@ struct Layout {
     instants: Vec<Instant>,
     /// (adapter label, ts, drift µs).
     drift: Vec<(String, f64, f64)>,
+    /// ETW events at their ts.
+    etw: Vec<(f64, EtwMark)>,
     /// Microseconds from the origin to the last event.
     span: f64,
     uncertainty_us: f64,
@@ -323,6 +343,7 @@ fn layout(timelines: &[Timeline]) -> Layout {
     let mut raw_gpu = Vec::new();
     let mut raw_instants = Vec::new();
     let mut raw_drift = Vec::new();
+    let mut raw_etw = Vec::new();
     let mut tracks: BTreeMap<u64, Track> = BTreeMap::new();
     let mut uncertainty = 0.0f64;
     for (group, tl) in timelines.iter().enumerate() {
@@ -458,6 +479,9 @@ fn layout(timelines: &[Timeline]) -> Layout {
                 }
             }
         }
+        for e in &tl.etw {
+            raw_etw.push((e.qpc as f64 * scale, e.clone()));
+        }
         for m in &tl.markers {
             let pid = m.queue_id.map_or(1, |q| add_track(m.adapter, q));
             raw_instants.push(Instant {
@@ -473,6 +497,7 @@ fn layout(timelines: &[Timeline]) -> Layout {
         .map(|b| b.start)
         .chain(raw_gpu.iter().map(|g| g.ts))
         .chain(raw_instants.iter().map(|i| i.ts))
+        .chain(raw_etw.iter().map(|e| e.0))
         .fold(f64::INFINITY, f64::min);
     // Calibrations start at adapter start, long before the first operation: they do not move
     // the origin, and the drift counter starts with the first sample at or after it.
@@ -512,6 +537,10 @@ fn layout(timelines: &[Timeline]) -> Layout {
     }
     for (n, t, d) in raw_drift {
         l.drift.push((n, us(t), d));
+    }
+    for (t, e) in raw_etw {
+        l.span = l.span.max(us(t));
+        l.etw.push((us(t), e));
     }
     l
 }
@@ -651,6 +680,32 @@ pub fn to_json(timelines: &[Timeline]) -> String {
                 i.pid,
                 num(i.ts),
                 json_str(&i.reason)
+            ),
+        ));
+    }
+    if !l.etw.is_empty() {
+        meta.push(format!(
+            r#"{{"ph":"M","name":"process_name","pid":{ETW_PID},"args":{{"name":{}}}}}"#,
+            json_str("ETW rvgpu.Kmd")
+        ));
+        meta.push(format!(
+            r#"{{"ph":"M","name":"process_sort_index","pid":{ETW_PID},"args":{{"sort_index":{}}}}}"#,
+            l.tracks.len() + 1
+        ));
+    }
+    for (ts, e) in &l.etw {
+        let args: Vec<String> = e
+            .fields
+            .iter()
+            .map(|(k, v)| format!("{}:{}", json_str(k), json_str(v)))
+            .collect();
+        events.push((
+            *ts,
+            format!(
+                r#"{{"ph":"i","cat":"etw","name":{},"s":"p","pid":{ETW_PID},"tid":1,"ts":{},"args":{{{}}}}}"#,
+                json_str(&e.name),
+                num(*ts),
+                args.join(",")
             ),
         ));
     }
@@ -1244,6 +1299,36 @@ mod tests {
     /// `b` has exactly one `e` with the same id, name, category and pid at a time not before
     /// it, ids are unique, metadata names every queue and comes first, and the events are
     /// sorted by time.
+    #[test]
+    fn ddi_04_etw_events_are_instants_on_their_own_track() {
+        let mut tl = synthetic();
+        tl.etw.push(EtwMark {
+            qpc: 1150,
+            name: "HwQueueCreate".into(),
+            fields: vec![("QueueId".into(), "3".into())],
+        });
+        let text = to_json(std::slice::from_ref(&tl));
+        let j = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let ev = events(&j);
+        let track = ev
+            .iter()
+            .find(|e| {
+                e.str("name") == Some("process_name")
+                    && e.get("args").and_then(|a| a.str("name")) == Some("ETW rvgpu.Kmd")
+            })
+            .and_then(|e| e.num("pid"))
+            .expect("the ETW track");
+        let etw: Vec<&Json> = ev.iter().filter(|e| e.str("cat") == Some("etw")).collect();
+        assert_eq!(etw.len(), 1);
+        assert_eq!(etw[0].str("ph"), Some("i"));
+        assert_eq!(etw[0].num("pid"), Some(track));
+        assert_eq!(etw[0].str("name"), Some("HwQueueCreate"));
+        assert_eq!(etw[0].get("args").and_then(|a| a.str("QueueId")), Some("3"));
+        // Without ETW events there is no ETW track.
+        let plain = to_json(std::slice::from_ref(&synthetic()));
+        assert!(!plain.contains("ETW rvgpu.Kmd"));
+    }
+
     #[test]
     fn timeline_json_is_valid_and_async_pairs_match() {
         let tl = synthetic();

@@ -502,6 +502,9 @@ pub fn connect<P: Platform>(args: &mut DXGKARG_CONNECTDOORBELL) -> Result<(), St
         args.KernelCpuVirtualAddress = base.as_ptr().wrapping_add(off).cast();
         args.SecondaryKernelCpuVirtualAddress = core::ptr::null_mut();
         args.Status = D3DDDI_DOORBELLSTATUS_CONNECTED;
+        crate::etw::events::emit::<P, 2>(&crate::etw::events::DOORBELL_CONNECT, || {
+            [h.as_handle().addr() as u64, page.into()]
+        });
         // Collect work the UMD published while the queue had no doorbell (hardware.md 5.5).
         let s = live.sched.lock();
         if let Some(q) = s.queues.get(&queue) {
@@ -843,6 +846,9 @@ pub fn notify_work_submission<P: Platform>(
         if !q.user_mode {
             return Err(status::INVALID_PARAMETER);
         }
+        crate::etw::events::emit::<P, 2>(&crate::etw::events::DOORBELL_RING, || {
+            [q.id.into(), q.engine.into()]
+        });
         live.regs.write_at(q.engine, regs::QueueKick::new(q.id));
         Ok(())
     })

@@ -364,6 +364,9 @@ pub(crate) fn create<P: Platform>(
             write_pdd(data, &p);
         }
         args.hHwQueue = h.as_handle();
+        crate::etw::events::emit::<P, 3>(&crate::etw::events::HWQUEUE_CREATE, || {
+            [h.as_handle().addr() as u64, id.into(), engine.into()]
+        });
         Ok(())
     })
 }
@@ -458,6 +461,9 @@ pub fn destroy<P: Platform>(h_queue: HANDLE) -> Result<(), Status> {
         // reused only after that.
         crate::log::clear_queue_irq(live, id, engine);
         live.sched.lock().ids.free(id);
+        crate::etw::events::emit::<P, 2>(&crate::etw::events::HWQUEUE_DESTROY, || {
+            [h.as_handle().addr() as u64, id.into()]
+        });
         if let Some(k) = kernel {
             let _ = live.dxgk.free_contiguous(k.buf.handle());
         }

@@ -28,6 +28,7 @@ mod device;
 mod dma;
 mod doorbell;
 mod dxgk;
+pub mod etw;
 mod features;
 mod fence;
 mod globals;

@@ -115,6 +115,35 @@ pub unsafe trait Platform: 'static {
         None
     }
 
+    /// Registers an ETW provider (`EtwRegister`, PASSIVE_LEVEL): `callback(…, context)` runs
+    /// whenever a session enables or disables it, from inside this call too if one already
+    /// listens. Returns the registration handle, or the failure status. The default is a
+    /// kernel without ETW (`STATUS_NOT_SUPPORTED`).
+    fn etw_register(
+        provider: &'static crate::etw::Guid,
+        callback: crate::etw::EnableCallback,
+        context: *mut c_void,
+    ) -> Result<u64, i32> {
+        let _ = (provider, callback, context);
+        Err(crate::status::NOT_SUPPORTED.code())
+    }
+
+    /// Ends a registration from [`Platform::etw_register`] (`EtwUnregister`, PASSIVE_LEVEL).
+    fn etw_unregister(handle: u64) {
+        let _ = handle;
+    }
+
+    /// Writes one event (`EtwWriteTransfer` without activity ids; any IRQL, the data in
+    /// non-paged memory): `data` is the provider metadata, the event metadata, then the
+    /// fields.
+    fn etw_write(
+        handle: u64,
+        descriptor: &crate::etw::EventDescriptor,
+        data: &[crate::etw::EventDataDescriptor],
+    ) {
+        let _ = (handle, descriptor, data);
+    }
+
     /// Storage for one periodic kernel timer and the DPC it queues (a KTIMER and a KDPC on
     /// Windows). It lives inside the driver's own (non-paged) structures: created with
     /// `Default` before the structure has its final address, armed once it has.

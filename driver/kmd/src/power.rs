@@ -233,6 +233,9 @@ pub fn set_fstate<P: Platform>(a: &Adapter<P>, component: u32, fstate: u32) -> R
         .ok_or(status::INVALID_PARAMETER)?;
     // The OS's view first, then the register (see the module documentation).
     slot.store(fstate, Ordering::Release);
+    crate::etw::events::emit::<P, 3>(&crate::etw::events::POWER_FSTATE, || {
+        [a.table_slot().into(), component.into(), fstate.into()]
+    });
     // Windows 24H2 disconnects no doorbell before F1 (the pages say it does, UM-14;
     // docs/windows-bringup.md, "Where the code and the pages disagree"): a ring on a
     // connected doorbell of a gated engine would wait for an F0 nobody asks for. So an engine

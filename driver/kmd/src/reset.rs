@@ -260,6 +260,9 @@ pub fn query_dependent_engine_group<P: Platform>(
 ) -> Result<(), Status> {
     let live = a.started()?;
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    crate::etw::events::emit::<P, 2>(&crate::etw::events::TDR_TIMEOUT, || {
+        [a.table_slot().into(), node.into()]
+    });
     args.DependentNodeOrdinalMask = dependent_mask(node).ok_or(status::INVALID_PARAMETER)?;
     Ok(())
 }
@@ -432,6 +435,9 @@ pub fn reset_engine<P: Platform>(
 ) -> Result<(), Status> {
     let live = a.started()?;
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    crate::etw::events::emit::<P, 2>(&crate::etw::events::TDR_ENGINE_RESET, || {
+        [a.table_slot().into(), node.into()]
+    });
     let (last, guilty) = {
         let mut s = live.sched.lock();
         let answer = match reset_hw(a, live, node) {
@@ -545,6 +551,9 @@ pub fn reset_hw_engine<P: Platform>(
         return Err(status::NOT_SUPPORTED);
     }
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    crate::etw::events::emit::<P, 2>(&crate::etw::events::TDR_ENGINE_RESET, || {
+        [a.table_slot().into(), node.into()]
+    });
     let bit = 1u64.checked_shl(node).unwrap_or(0);
     let guilty = {
         let mut s = live.sched.lock();
@@ -641,6 +650,9 @@ const ADAPTER_RESET_POLLS: u32 = 1_000_000;
 /// out of reset.
 pub fn reset_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
     let live = a.started()?;
+    crate::etw::events::emit::<P, 1>(&crate::etw::events::TDR_ADAPTER_RESET, || {
+        [a.table_slot().into()]
+    });
     // No watchdog look at a device being reset: its ring and causes mean nothing until
     // RestartFromTimeout has programmed them again (which re-arms it).
     a.watchdog.disarm();
@@ -694,6 +706,7 @@ pub fn reset_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
 /// then `QUEUE_KICK` of every queue in a runlist.
 pub fn restart_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
     let live = a.started()?;
+    crate::etw::events::emit::<P, 1>(&crate::etw::events::TDR_RESTART, || [a.table_slot().into()]);
     let regs = &live.regs;
     let sysmem = rvgpu_hw::addr::BusAddr::new(rvgpu_hw::PAGE_SIZE);
     device::set_window(

@@ -179,6 +179,9 @@ pub fn submit<P: Platform>(
         q.last_submitted = args.HwQueueProgressFenceId;
         // P4: the CMP loads write_ptr before this write returns (a suspended queue picks it
         // up when it re-enters the runlist).
+        crate::etw::events::emit::<P, 2>(&crate::etw::events::DOORBELL_RING, || {
+            [id.into(), engine.into()]
+        });
         live.regs.write_at(engine, regs::QueueKick::new(id));
         Ok(())
     }

@@ -531,6 +531,44 @@ unsafe impl Platform for SimKernel {
         dma_bus_address(va.as_ptr() as usize).map(rvgpu_hw::addr::BusAddr::new)
     }
 
+    /// ETW of the Linux build: one registration serving every machine of the process
+    /// ([`crate::etw`]).
+    fn etw_register(
+        provider: &'static rvgpu_kmd::etw::Guid,
+        callback: rvgpu_kmd::etw::EnableCallback,
+        context: *mut core::ffi::c_void,
+    ) -> Result<u64, i32> {
+        let cb = crate::etw::Callback::Host(callback, context as usize);
+        Ok(crate::etw::register(*provider, Some(cb)))
+    }
+
+    fn etw_unregister(handle: u64) {
+        crate::etw::unregister(handle);
+    }
+
+    /// The event goes to the writing thread's machine's session.
+    fn etw_write(
+        handle: u64,
+        descriptor: &rvgpu_kmd::etw::EventDescriptor,
+        data: &[rvgpu_kmd::etw::EventDataDescriptor],
+    ) {
+        let Some(m) = current_machine() else { return };
+        let Some(guid) = crate::etw::provider_of(handle) else {
+            return;
+        };
+        let parts: Vec<(u8, &[u8])> = data
+            .iter()
+            .map(|d| {
+                // SAFETY: the driver's descriptors point to its statics and its stack, alive
+                // for the call (Platform::etw_write's contract), `size` bytes each.
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(d.ptr as *const u8, d.size as usize) };
+                (d.kind, bytes)
+            })
+            .collect();
+        m.etw().deliver(guid, descriptor, &parts);
+    }
+
     /// The simulation's QPC ([`crate::sync::trace::qpc`], 10 MHz), the clock the UMD's
     /// queued events use too.
     fn query_performance_counter() -> (u64, u64) {

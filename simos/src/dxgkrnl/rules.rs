@@ -208,6 +208,7 @@ rules! {
         DxgkDdiNotifySurpriseRemoval =>
             at(P, P, "dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal");
         DxgkDdiUnload => at(P, P, "dispmprt/nc-dispmprt-dxgkddi_unload").slot(Slot::Load);
+        DxgkDdiControlEtwLogging => at(P, P, "dispmprt/nc-dispmprt-dxgkddi_control_etw_logging");
         DxgkDdiQueryInterface => at(P, P, "dispmprt/nc-dispmprt-dxgkddi_query_interface");
         DxgkDdiQueryFeatureSupport => at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeaturesupport");
         DxgkDdiQueryFeatureInterface =>

@@ -35,6 +35,8 @@ pub struct MachineState {
     on_halt: Mutex<Vec<HaltHook>>,
     /// Verifier's low-resources simulation for the driver's pool.
     pool: super::lowres::PoolInjector,
+    /// The machine's ETW session ([`crate::etw`]).
+    etw: crate::etw::Session,
     /// The driver image this machine runs, when it runs `rvgpu.sys` in the emulator rather
     /// than the Linux build ([`crate::pe`]).
     #[cfg(target_os = "linux")]
@@ -58,8 +60,10 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 impl MachineState {
     /// A running machine.
     pub fn new() -> Self {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Self {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id,
+            etw: crate::etw::Session::new(id),
             halted: AtomicBool::new(false),
             fault: Mutex::new(None),
             log: Mutex::new(Vec::new()),
@@ -106,6 +110,11 @@ impl MachineState {
     /// The driver's pool: Verifier's low-resources simulation and the allocation count.
     pub fn pool(&self) -> &super::lowres::PoolInjector {
         &self.pool
+    }
+
+    /// The machine's ETW session.
+    pub fn etw(&self) -> &crate::etw::Session {
+        &self.etw
     }
 
     /// Process-unique id (for messages).

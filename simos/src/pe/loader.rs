@@ -51,6 +51,9 @@ fn refuse(rule: &'static str, status: u32, why: impl Into<String>) -> Refusal {
 /// this list is refused as Windows refuses a name ntoskrnl does not export (LD-05).
 pub const NTOSKRNL_EXPORTS: &[&str] = &[
     "DbgPrintEx",
+    "EtwRegister",
+    "EtwUnregister",
+    "EtwWriteTransfer",
     "ExAllocatePool2",
     "ExFreePoolWithTag",
     "IoBuildDeviceIoControlRequest",

@@ -1,12 +1,13 @@
 //! The ntoskrnl routines `rvgpu.sys` imports, implemented with Windows' rules.
 //!
-//! The image imports 21 routines (src/ntos.rs, src/rt.rs; `memcmp` as well if the compiler
+//! The image imports 24 routines (src/ntos.rs, src/rt.rs; `memcmp` as well if the compiler
 //! ever references it). Each is bound to a stub that runs
 //! the simulated kernel's version: the pool through Verifier's low-resources injector
 //! ([`crate::dxgkrnl::lowres`]), timers and DPCs through the simulated kernel's timers
 //! ([`crate::dxgkrnl::ktimer`]), `KeBugCheckEx` as the machine's bug check with its code and
 //! parameters, and the Dxgkrnl registration path (`ZwLoadDriver`, `IoGetDeviceObjectPointer`,
-//! the `IOCTL_VIDEO_DDI_FUNC_REGISTER` IRP) answered as the running dxgkrnl answers it. The
+//! the `IOCTL_VIDEO_DDI_FUNC_REGISTER` IRP) answered as the running dxgkrnl answers it, and
+//! ETW's registration and write routines into the simulated ETW ([`crate::etw`]). The
 //! C-library routines (`memcpy`, `memmove`, `memset`, `memcmp`) are machine code run in
 //! the emulated processor itself, as ntoskrnl's own are: a bad pointer faults in the image's
 //! context (0x50) instead of in the host.
@@ -146,6 +147,9 @@ fn handler(name: &str) -> Option<Handler> {
         "KeFlushQueuedDpcs" => ke_flush_queued_dpcs,
         "ObfDereferenceObject" => obf_dereference_object,
         "DbgPrintEx" => dbg_print_ex,
+        "EtwRegister" => etw_register,
+        "EtwUnregister" => etw_unregister,
+        "EtwWriteTransfer" => etw_write_transfer,
         _ => return None,
     })
 }
@@ -692,4 +696,171 @@ fn ke_flush_queued_dpcs(img: &Arc<PeImage>, _w: &[u64; 12]) -> StubResult {
         ktimer::wait_not_running(&a);
     }
     ret(0)
+}
+
+// --- ETW ------------------------------------------------------------------------------------
+
+const STATUS_INVALID_HANDLE: u64 = 0xC000_0008;
+const STATUS_ACCESS_DENIED: u64 = 0xC000_0022;
+/// `MAX_EVENT_DATA_DESCRIPTORS` (evntprov.h): the most data descriptors one write may pass.
+const MAX_EVENT_DATA_DESCRIPTORS: u64 = 128;
+/// The largest event ETW delivers (64 KiB, the session buffer limit); a larger one is dropped
+/// here with `STATUS_INVALID_PARAMETER` (simulation's choice: Windows counts it as lost).
+const MAX_EVENT_BYTES: usize = 0xFFFF;
+/// The Security-Auditing provider {54849625-5478-4994-a5ba-3e3b0328c30d}, which 24H2
+/// `EtwpRegisterKMProvider` @ 0x140A57524 refuses to register (`STATUS_ACCESS_DENIED`).
+const SECURITY_PROVIDER: rvgpu_kmd::etw::Guid = rvgpu_kmd::etw::Guid {
+    data1: 0x5484_9625,
+    data2: 0x5478,
+    data3: 0x4994,
+    data4: [0xa5, 0xba, 0x3e, 0x3b, 0x03, 0x28, 0xc3, 0x0d],
+};
+
+/// `EVENT_DESCRIPTOR` as the image lays it out.
+#[derive(zerocopy::FromBytes, zerocopy::KnownLayout, zerocopy::Immutable)]
+#[repr(C)]
+struct RawEventDescriptor {
+    id: u16,
+    version: u8,
+    channel: u8,
+    level: u8,
+    opcode: u8,
+    task: u16,
+    keyword: u64,
+}
+
+/// `EVENT_DATA_DESCRIPTOR` as the image lays it out.
+#[derive(zerocopy::FromBytes, zerocopy::KnownLayout, zerocopy::Immutable)]
+#[repr(C)]
+struct RawDataDescriptor {
+    ptr: u64,
+    size: u32,
+    kind: u8,
+    reserved1: u8,
+    reserved2: u16,
+}
+
+/// `len` bytes the image passed at `p` (identity-mapped host memory, as every stub reads).
+fn image_bytes<'a>(p: u64, len: usize) -> &'a [u8] {
+    if len == 0 {
+        return &[];
+    }
+    // SAFETY: the image's pointer and length, checked non-null by the caller; the image's
+    // memory is host memory at the same address.
+    unsafe { std::slice::from_raw_parts(p as *const u8, len) }
+}
+
+/// `EtwRegister(ProviderId, EnableCallback, CallbackContext, RegHandle)` (PASSIVE_LEVEL), as
+/// 24H2 `EtwpRegisterKMProvider` @ 0x140A57524 does it: `*RegHandle = 0` first (a NULL
+/// `RegHandle` or `ProviderId` is a fault there: 0x50 here), the security provider refused,
+/// a context without a callback `STATUS_INVALID_PARAMETER`; the callback runs before the
+/// return when a session already enables the provider.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-etwregister>
+fn etw_register(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    if irql_above(Irql::Passive, 0) {
+        return ret(STATUS_INVALID_PARAMETER);
+    }
+    let (guid_at, callback, context, out) = (w[0], w[1], w[2], w[3]);
+    if out == 0 || guid_at == 0 {
+        raise(BugCheck::new(
+            bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+            [
+                if out == 0 { 0 } else { guid_at },
+                u64::from(out == 0) * 2,
+                0,
+                0,
+            ],
+        ));
+        return ret(STATUS_INVALID_PARAMETER);
+    }
+    // SAFETY: the image's REGHANDLE out-pointer (non-null).
+    unsafe { (out as *mut u64).write_unaligned(0) };
+    let b = image_bytes(guid_at, 16);
+    let guid = rvgpu_kmd::etw::Guid {
+        data1: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        data2: u16::from_le_bytes([b[4], b[5]]),
+        data3: u16::from_le_bytes([b[6], b[7]]),
+        data4: [b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]],
+    };
+    if guid == SECURITY_PROVIDER {
+        return ret(STATUS_ACCESS_DENIED);
+    }
+    if callback == 0 && context != 0 {
+        return ret(STATUS_INVALID_PARAMETER);
+    }
+    let cb = (callback != 0).then_some(crate::etw::Callback::Pe(callback as usize, context));
+    // The handle is written before the callback runs, as the decompiled routine stores it
+    // before calling the callback.
+    crate::etw::register_then(guid, cb, |h| {
+        // SAFETY: as above.
+        unsafe { (out as *mut u64).write_unaligned(h) };
+    });
+    ret(STATUS_SUCCESS)
+}
+
+/// `EtwUnregister(RegHandle)` (PASSIVE_LEVEL): `STATUS_INVALID_HANDLE` for a handle that is
+/// no registration.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-etwunregister>
+fn etw_unregister(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    if irql_above(Irql::Passive, 0) {
+        return ret(STATUS_INVALID_PARAMETER);
+    }
+    if crate::etw::unregister(w[0]) {
+        ret(STATUS_SUCCESS)
+    } else {
+        ret(STATUS_INVALID_HANDLE)
+    }
+}
+
+/// `EtwWriteTransfer(RegHandle, EventDescriptor, ActivityId, RelatedActivityId,
+/// UserDataCount, UserData)` (any IRQL): the event goes to this machine's session, which
+/// decodes it from its TraceLogging metadata. An unknown handle is `STATUS_INVALID_HANDLE`;
+/// more than `MAX_EVENT_DATA_DESCRIPTORS` descriptors `STATUS_INVALID_PARAMETER`; a NULL
+/// descriptor pointer faults (0x50).
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-etwwritetransfer>
+fn etw_write_transfer(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+    use zerocopy::FromBytes;
+    let (handle, desc_at, count, data_at) = (w[0], w[1], w[4] & 0xFFFF_FFFF, w[5]);
+    let Some(m) = current_machine() else {
+        return ret(STATUS_INVALID_HANDLE);
+    };
+    let Some(guid) = crate::etw::provider_of(handle) else {
+        return ret(STATUS_INVALID_HANDLE);
+    };
+    if count > MAX_EVENT_DATA_DESCRIPTORS {
+        return ret(STATUS_INVALID_PARAMETER);
+    }
+    if desc_at == 0 || (count != 0 && data_at == 0) {
+        raise(BugCheck::new(
+            bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+            [0, 0, 0, 0],
+        ));
+        return ret(STATUS_INVALID_PARAMETER);
+    }
+    let Ok(d) = RawEventDescriptor::read_from_bytes(image_bytes(desc_at, 16)) else {
+        return ret(STATUS_INVALID_PARAMETER);
+    };
+    let Ok(raw) = <[RawDataDescriptor]>::ref_from_bytes(image_bytes(data_at, count as usize * 16))
+    else {
+        return ret(STATUS_INVALID_PARAMETER);
+    };
+    let total = raw.iter().map(|r| r.size as usize).sum::<usize>();
+    if total > MAX_EVENT_BYTES || raw.iter().any(|r| r.size != 0 && r.ptr == 0) {
+        return ret(STATUS_INVALID_PARAMETER);
+    }
+    let parts: Vec<(u8, &[u8])> = raw
+        .iter()
+        .map(|r| (r.kind, image_bytes(r.ptr, r.size as usize)))
+        .collect();
+    let descriptor = rvgpu_kmd::etw::EventDescriptor {
+        id: d.id,
+        version: d.version,
+        channel: d.channel,
+        level: d.level,
+        opcode: d.opcode,
+        task: d.task,
+        keyword: d.keyword,
+    };
+    m.etw().deliver(guid, &descriptor, &parts);
+    ret(STATUS_SUCCESS)
 }

@@ -365,6 +365,9 @@ impl<P: Platform> Adapter<P> {
         if !(POWER_D0..=POWER_D3).contains(&state) {
             return Err(status::INVALID_PARAMETER);
         }
+        crate::etw::events::emit::<P, 2>(&crate::etw::events::POWER_DEVICE, || {
+            [self.table_slot().into(), state as u64]
+        });
         if state == POWER_D0 {
             // The bus driver powered the function up before this call.
             if let Some(live) = self.live() {

@@ -85,6 +85,25 @@ impl<P: Platform> Adapter<P> {
                 self.event_guard.reject(why);
                 return;
             }
+            crate::etw::events::emit_some::<P, 5>(&crate::etw::events::NATIVE_FENCE_SIGNAL, || {
+                match ev {
+                    DeviceEvent::FenceSignaled {
+                        legacy: false,
+                        engine,
+                        queue,
+                        tag,
+                        value,
+                        ..
+                    } => Some([
+                        self.table_slot().into(),
+                        engine.into(),
+                        queue.into(),
+                        tag,
+                        value,
+                    ]),
+                    _ => None,
+                }
+            });
             // A Progress or Fault record of a node ring is the legacy path's (TDR-04): it is
             // reported as DMA completion / fault, not as a hardware queue's progress.
             if nodes.on_event(ev, &mut node_emit) {

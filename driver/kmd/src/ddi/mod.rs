@@ -67,7 +67,7 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiNotifyAcpiEvent: Some(pnp::notify_acpi_event),
         DxgkDdiResetDevice: Some(on_context::<P, pnp::ResetDevice>),
         DxgkDdiNotifySurpriseRemoval: Some(on_context_with::<P, pnp::NotifySurpriseRemoval>),
-        DxgkDdiUnload: Some(pnp::unload),
+        DxgkDdiUnload: Some(pnp::unload::<P>),
         DxgkDdiQueryInterface: Some(query::query_interface::<P>),
         DxgkDdiControlEtwLogging: Some(pnp::control_etw_logging),
         DxgkDdiQueryAdapterInfo: Some(query::query_adapter_info::<P>),

@@ -239,13 +239,17 @@ impl<P: Platform> OnContextWith<P> for NotifySurpriseRemoval {
     }
 }
 
-/// DxgkDdiUnload (PASSIVE): the driver keeps no global state, so there is nothing to free.
-pub(super) unsafe extern "system" fn unload() {}
+/// DxgkDdiUnload (PASSIVE): ends the ETW provider's registration (the only driver-wide state).
+pub(super) unsafe extern "system" fn unload<P: Platform>() {
+    crate::etw::unregister::<P>();
+}
 
-/// DxgkDdiControlEtwLogging (PASSIVE): rvgpu logs through DbgPrintEx only for now.
+/// DxgkDdiControlEtwLogging (PASSIVE): Dxgkrnl's switch for the driver's ETW events
+/// ([`crate::etw::control`]); no flags are defined.
 pub(super) unsafe extern "system" fn control_etw_logging(
-    _enable: BOOLEAN,
-    _flags: ULONG,
-    _level: UCHAR,
+    enable: BOOLEAN,
+    flags: ULONG,
+    level: UCHAR,
 ) {
+    crate::etw::control(enable != 0, flags, level);
 }

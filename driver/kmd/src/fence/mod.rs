@@ -409,6 +409,9 @@ pub(crate) fn update_monitored<P: Platform>(
         let Some(v) = arrays.updated(i) else {
             continue;
         };
+        crate::etw::events::emit::<P, 2>(&crate::etw::events::NATIVE_FENCE_WAIT, || {
+            [arrays.handle(i).map_or(0, |h| h as u64), v]
+        });
         if stores {
             if let Some(p) = arrays.value_cpu(i).and_then(value_ptr) {
                 // SAFETY: validated above: a valid, aligned 64-bit location the OS owns and

@@ -251,6 +251,9 @@ impl FenceLogs for SimSession {
             }
         }
         self.recorder = Some(rec);
+        // The driver's ETW events join the timeline (docs/logs.md, ETW).
+        self.machine
+            .etw_enable(rvgpu_simos::etw::Enable::all(rvgpu_simos::etw::RVGPU_KMD));
         // A first sample now: the OS calibrates at start, before the recorder was there.
         self.calibrate_all();
         self.check_fault()
@@ -263,7 +266,24 @@ impl FenceLogs for SimSession {
         // A last sample, so that every GPU time of the run lies between two samples.
         self.calibrate_all();
         self.check_fault()?;
-        Ok(recorded_timeline(rec, label))
+        let mut tl = recorded_timeline(rec, label);
+        tl.etw = self
+            .machine
+            .etw()
+            .events()
+            .into_iter()
+            .map(|e| crate::timeline::EtwMark {
+                qpc: e.qpc,
+                name: e.decoded.name.clone(),
+                fields: e
+                    .decoded
+                    .fields
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_string()))
+                    .collect(),
+            })
+            .collect();
+        Ok(tl)
     }
 
     fn queue_logs(&self, q: UmQueueRef) -> Result<QueueLogs, Failure> {
