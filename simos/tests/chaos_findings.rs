@@ -144,7 +144,11 @@ fn um_17_exit_closes_the_native_fences_the_process_opened() {
     let opened = ok(&m, m.open_native_fence(&f, p.pid));
     ok(&m, m.exit_process(&p));
     ok(&m, m.destroy_native_fence(&f));
-    assert_eq!(m.fence_live_counts(0).0, (0, 0, 0), "the fence outlived every instance");
+    assert_eq!(
+        m.fence_live_counts(0).0,
+        (0, 0, 0),
+        "the fence outlived every instance"
+    );
     drop(opened);
     ok(&m, m.exit_process(&hub));
     no_fault(&m);
