@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Instruction-count regression gate: runs scripts/callgrind-submission.sh and
-# scripts/callgrind-fences.sh (K = 200, scaling tables off) and compares the total and own
+# Instruction-count regression gate: runs scripts/callgrind-submission.sh,
+# scripts/callgrind-fences.sh (K = 200, scaling tables off) and scripts/pe-instructions.sh
+# (rvgpu.sys's own count per DDI in the emulator: ISR, DPC, UpdateMonitoredValues,
+# SubmitCommandToHwQueue, ConnectDoorbell) and compares the total and own
 # (driver or UMD) instruction counts of every row with the committed baseline
 # scripts/callgrind-baseline.txt. Fails when a figure grew by more than 10 %; a figure that
 # shrank by more than 10 % is reported, so the baseline can be re-blessed to keep the gain.
@@ -35,6 +37,11 @@ for s in callgrind-submission.sh callgrind-fences.sh; do
             gsub(/^ +| +$/, "", $2); gsub(/ /, "", $3); gsub(/ /, "", $4)
             print $2 "|" $3 "|" $4 }'
 done >"$CURRENT"
+# "rvgpu.sys: DDI|n|n" per call: the shipped image's own instructions in the x86-64 emulator
+# (scripts/pe-instructions.sh, exact for a build), so the image's hot paths are gated too.
+bash "$ROOT/scripts/pe-instructions.sh" "$K" |
+    awk '/^  Dxgk/ && $NF ~ /^[0-9]+$/ { n = $NF; sub(/ +[0-9]+$/, ""); sub(/^ +/, ""); print "rvgpu.sys: " $0 "|" n "|" n }' \
+    >>"$CURRENT"
 # "bus|path|reads|writes" per call, from the device model's counts (not from callgrind).
 (cd "$ROOT" && RVGPU_BUS_GATE=1 cargo test -q -p rvgpu-simos --test bus_cost -- --nocapture \
     bus_cost_of_each_hot_path) | grep '^bus|' >>"$CURRENT"

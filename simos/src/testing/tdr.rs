@@ -1,10 +1,12 @@
 //! Test-only misbehaving TDR DDIs: table hooks for [`crate::Machine::load_driver_with`]
 //! that wrap the driver's real routine and break its contract, to prove the simulated OS
-//! catches it (docs/tdr.md#the-simulated-os). Kept apart from `testing.rs` (the `gpu` stand-in).
+//! catches it (docs/tdr.md#the-simulated-os), or that stretch a window the contract allows.
+//! Kept apart from `testing.rs` (the `gpu` stand-in).
 
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 
 use rvgpu_ddi::basic::*;
+use rvgpu_ddi::hws::DXGKARG_RESUMEHWENGINE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::tdr::DXGKARG_RESETENGINE;
 
@@ -59,4 +61,62 @@ pub fn misreport_aborted(t: &mut DRIVER_INITIALIZATION_DATA, how: Misreport) {
         Ordering::Release,
     );
     t.DxgkDdiResetEngine = Some(misreporting_reset_engine);
+}
+
+type ResumeFn = unsafe extern "system" fn(HANDLE, *mut DXGKARG_RESUMEHWENGINE) -> NTSTATUS;
+
+/// The driver's real `DxgkDdiResumeHwEngine`, and how long the wrapper stays in the DDI
+/// after it returned (milliseconds). Process-wide, as above.
+static REAL_RESUME: AtomicUsize = AtomicUsize::new(0);
+static RESUME_LINGER_MS: AtomicU64 = AtomicU64::new(0);
+/// Step mode: the wrapper steps the device and services its interrupts instead of sleeping.
+static RESUME_STEPS: AtomicBool = AtomicBool::new(false);
+
+unsafe extern "system" fn lingering_resume(
+    ctx: HANDLE,
+    args: *mut DXGKARG_RESUMEHWENGINE,
+) -> NTSTATUS {
+    let real = REAL_RESUME.load(Ordering::Acquire);
+    if real == 0 || args.is_null() {
+        return rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
+    }
+    // SAFETY: `real` is the driver's DxgkDdiResumeHwEngine saved from its validated table.
+    let f: ResumeFn = unsafe { std::mem::transmute::<usize, ResumeFn>(real) };
+    // SAFETY: the OS's context and argument block, passed through.
+    let st = unsafe { f(ctx, args) };
+    let ms = RESUME_LINGER_MS.load(Ordering::Acquire);
+    let stepped = RESUME_STEPS.load(Ordering::Acquire);
+    match crate::dxgkrnl::adapter::AdapterShared::from_context(ctx) {
+        // Step mode: what the device and the interrupt thread would do meanwhile.
+        Some(a) if stepped => {
+            let Some(dev) = a.emulated.clone() else {
+                return st;
+            };
+            for _ in 0..ms.saturating_mul(100) {
+                let stepped = dev.step();
+                let serviced = matches!(
+                    crate::dxgkrnl::interrupt::service_interrupt(&a, false),
+                    crate::dxgkrnl::interrupt::Serviced::Ran(_)
+                );
+                if !stepped && !serviced {
+                    break;
+                }
+            }
+        }
+        _ => std::thread::sleep(std::time::Duration::from_millis(ms)),
+    }
+    st
+}
+
+/// Replaces `DxgkDdiResumeHwEngine` with a wrapper that returns `ms` milliseconds after the
+/// engine resumed (a driver may take its time; the contract allows it): the engine runs, and
+/// interrupts, before the OS gets the status back. `step`: a step-mode machine, where the
+/// wrapper steps the device and services its interrupts itself (up to `ms` × 100 passes).
+pub fn linger_after_resume(t: &mut DRIVER_INITIALIZATION_DATA, ms: u64, step: bool) {
+    RESUME_STEPS.store(step, Ordering::Release);
+    if let Some(f) = t.DxgkDdiResumeHwEngine {
+        REAL_RESUME.store(f as usize, Ordering::Release);
+    }
+    RESUME_LINGER_MS.store(ms, Ordering::Release);
+    t.DxgkDdiResumeHwEngine = Some(lingering_resume);
 }

@@ -329,13 +329,18 @@ pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), Si
         os.doorbells
             .get(&h)
             .and_then(|d| os.queues.get(&d.queue))
-            .and_then(|q| q.queue_id)
+            .and_then(|q| Some((q.queue_id?, q.node)))
     };
-    if let Some(id) = queue_id {
+    if let Some((id, node)) = queue_id {
         // A lost device reads no memory again (hardware.md 10.4; an adapter reset, the only
-        // way back, empties every runlist): its stale runlist is no hazard.
+        // way back, empties every runlist): its stale runlist is no hazard. Nor is a held
+        // engine's (hardware.md 10.1: after an engine reset it runs nothing until the driver's
+        // next commit, which no longer lists the queue).
         // Not observable on a PCI board (`Board::queue` is `None`): checked in-process only.
-        if !a.device.is_lost() && a.device.queue(id).is_some_and(|q| q.is_some()) {
+        if !a.device.is_lost()
+            && !engine_held(a, node)
+            && a.device.queue(id).is_some_and(|q| q.is_some())
+        {
             return Err(sim_err(
                 a,
                 format!(
@@ -593,4 +598,10 @@ pub(crate) fn notify_work_submission(
         .events
         .push(UmsEvent::NotifyWorkSubmission { doorbell: h });
     Ok(())
+}
+
+/// Whether the device holds `engine` after an engine reset (hardware.md 10.1): it runs nothing,
+/// and reads none of its runlisted queues' rings, until the driver's next commit.
+pub(super) fn engine_held(a: &AdapterShared, engine: u32) -> bool {
+    a.device.engine_snapshot(engine).is_some_and(|e| e.held)
 }

@@ -9,7 +9,7 @@ pub(super) fn destroy_hw_queue(
     a: &AdapterShared,
     h: KmtHandle,
 ) -> Result<(), SimError> {
-    let (kmd, queue_id, fence, fence_h, lock_q) = {
+    let (kmd, queue_id, node, fence, fence_h, lock_q) = {
         let os = lock(&a.ums);
         let q = os.queue(h)?;
         if q.doorbell.is_some() {
@@ -18,6 +18,7 @@ pub(super) fn destroy_hw_queue(
         (
             q.kmd,
             q.queue_id,
+            q.node,
             q.progress.clone(),
             q.fence,
             q.submit_lock.clone(),
@@ -41,9 +42,13 @@ pub(super) fn destroy_hw_queue(
     }
     if let Some(id) = queue_id {
         // A lost device reads no memory again (hardware.md 10.4; an adapter reset, the only
-        // way back, empties every runlist): its stale runlist is no hazard.
+        // way back, empties every runlist): its stale runlist is no hazard, nor is a held
+        // engine's (`doorbell::engine_held`).
         // Not observable on a PCI board (`Board::queue` is `None`): checked in-process only.
-        if !a.device.is_lost() && a.device.queue(id).is_some_and(|q| q.is_some()) {
+        if !a.device.is_lost()
+            && !super::doorbell::engine_held(a, node)
+            && a.device.queue(id).is_some_and(|q| q.is_some())
+        {
             return Err(sim_err(
                 a,
                 format!(

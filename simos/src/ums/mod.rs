@@ -422,6 +422,11 @@ pub struct UmsOs {
     /// Allocations no one references any more, waiting for VidMm to unmap and free them
     /// ([`crate::machine::Machine::reap_allocations`]).
     pub(crate) reaped: Vec<AllocObj>,
+    /// Held by whoever is releasing what `reaped` held, for the whole loop: a reap that
+    /// returns has seen every allocation freed before it called released, also those another
+    /// thread took first. A process exit counts on that before it unmaps what its space still
+    /// maps and drops the space.
+    pub(crate) reap_serial: Arc<Mutex<()>>,
     doorbells: handles::HandleMap<DoorbellObj>,
     /// The live doorbells by the KMD's handle, `(kmd handle, D3DKMT handle)`, so
     /// that `DxgkCbDisconnectDoorbell` finds its doorbell without scanning every doorbell
@@ -466,6 +471,7 @@ impl Default for UmsOs {
             queues: handles::HandleMap::default(),
             allocations: BTreeMap::new(),
             reaped: Vec::new(),
+            reap_serial: Arc::new(Mutex::new(())),
             doorbells: handles::HandleMap::default(),
             doorbell_by_kmd: std::collections::BTreeSet::new(),
             fences: BTreeMap::new(),

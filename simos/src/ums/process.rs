@@ -153,6 +153,10 @@ fn close_process_fences(m: &Machine, a: &AdapterShared, device: KmtHandle) -> Re
             m.destroy_native_fence(&f)?;
         }
     }
+    // Instances without a D3DKMT handle (opened through the machine's own API) too.
+    for f in m.native_fence_instances_of(a.index, pid) {
+        m.destroy_native_fence(&f)?;
+    }
     Ok(())
 }
 

@@ -285,6 +285,12 @@ impl Machine {
                 free_alloc(&mut os, h);
             }
         }
+        // One releaser at a time (`UmsOs::reap_serial`): else a process exit could find the
+        // queue empty while another thread still unmaps one of its allocations, then unmap the
+        // same pages (STATUS_INVALID_PARAMETER) or drop the space under the other thread's
+        // unmap (STATUS_INVALID_HANDLE).
+        let serial = lock(&a.ums).reap_serial.clone();
+        let _one = lock(&serial);
         loop {
             let Some(al) = lock(&a.ums).reaped.pop() else {
                 return Ok(());

@@ -250,6 +250,19 @@ impl Machine {
         result
     }
 
+    /// Process `pid`'s address space is going (its exit): its pages, live and retired, leave
+    /// the books first, under the serial lock. The exit unmaps what its space still maps;
+    /// without this a reap on another thread could unmap a retired page between the exit's
+    /// reading of its mappings and its unmapping of them (the second unmap a bad range), or
+    /// unmap into a space the exit has just dropped (an invalid handle).
+    pub(crate) fn fence_maps_drop_process(&self, a: &AdapterShared, pid: ProcessId) {
+        let serial = lock(&a.fence_os).maps.serial.clone();
+        let _one = lock(&serial);
+        let mut os = lock(&a.fence_os);
+        os.maps.pages.retain(|(p, _), _| *p != pid);
+        os.maps.retired.retain(|r| r.pid != pid);
+    }
+
     /// Tests and leak checks: native-fence pages mapped into `pid` on adapter `i`,
     /// as `(in use, retired and not yet unmapped)`; a process whose address space is gone
     /// has none.

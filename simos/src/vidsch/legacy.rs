@@ -469,3 +469,21 @@ impl Machine {
         Ok(args.CurrentFence)
     }
 }
+
+/// Adapter-wide resets of `a` so far.
+pub(crate) fn adapter_resets(a: &AdapterShared) -> u64 {
+    lock(&tdr::shared(a).os).adapter_resets
+}
+
+/// Whether an adapter-wide reset after the count `before` dropped one of `ids` on `node`
+/// before it ran (the reset retires in-flight packets without running them).
+pub(crate) fn dropped_by_reset(a: &AdapterShared, node: u32, before: u64, ids: &[u32]) -> bool {
+    let sh = tdr::shared(a);
+    let os = lock(&sh.os);
+    if os.adapter_resets == before || ids.is_empty() {
+        return false;
+    }
+    os.events.iter().rev().any(|e| {
+        matches!(e, tdr::TdrEvent::Dropped { node: n, fence } if *n == node && ids.contains(fence))
+    })
+}

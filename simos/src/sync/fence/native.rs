@@ -547,6 +547,36 @@ impl Machine {
         Ok(nb)
     }
 
+    /// The native-fence instances `process` still has open on adapter `i`, with or without a
+    /// D3DKMT handle (those opened through the machine's own API have none): its exit closes
+    /// them all, or they would keep their fence alive.
+    pub(crate) fn native_fence_instances_of(
+        &self,
+        i: usize,
+        process: ProcessId,
+    ) -> Vec<NativeFence> {
+        let Ok(a) = self.adapter_shared(i) else {
+            return Vec::new();
+        };
+        let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
+        let mut out = Vec::new();
+        for obj in objs {
+            let locals: Vec<usize> = lock(&obj.st)
+                .instances
+                .iter()
+                .filter(|(_, p)| **p == process)
+                .map(|(l, _)| *l)
+                .collect();
+            out.extend(locals.into_iter().map(|local| NativeFence {
+                obj: obj.clone(),
+                process,
+                local,
+                va: ProcessVas::default(),
+            }));
+        }
+        out
+    }
+
     /// A process destroys its instance (NF-13): `DxgkDdiCloseNativeFence` for its local
     /// handle; if it was the last instance, then `DxgkDdiDestroyNativeFence` for the global
     /// handle. Pending CPU waits of a destroyed fence end [`WaitOutcome::Abandoned`]. An

@@ -240,6 +240,7 @@ impl Machine {
         a: &AdapterShared,
         pid: ProcessId,
     ) -> Result<(), SimError> {
+        self.fence_maps_drop_process(a, pid);
         self.vidmm_unmap_all(a, pid)?;
         drop_space(a, pid)
     }
@@ -496,7 +497,33 @@ impl Machine {
     ) -> Result<(), SimError> {
         let _power = crate::ums::paging_power(a)?;
         let node = paging_node(a);
-        let mut last = None;
+        for _ in 0..3 {
+            let resets = crate::vidsch::legacy::adapter_resets(a);
+            let ids = self.vidmm_run_once(a, node, kmd, updates, tag)?;
+            if !crate::vidsch::legacy::dropped_by_reset(a, node, resets, &ids) {
+                return Ok(());
+            }
+            // An adapter-wide reset dropped part of the batch before it ran (docs/tdr.md:
+            // in-flight packets dropped), so the tables do not hold what VidMm's books say:
+            // VidMm issues the batch again, whole and in order (clears, links, leaves).
+            // Which paging work Windows redoes after ResetFromTimeout is UNVERIFIED.
+        }
+        Err(sim(format!(
+            "paging on node {node} dropped by three adapter resets in a row"
+        )))
+    }
+
+    /// One pass of [`Machine::vidmm_run`]: the batch built, submitted and waited for; returns
+    /// the fence IDs of its paging buffers.
+    fn vidmm_run_once(
+        &self,
+        a: &AdapterShared,
+        node: u32,
+        kmd: usize,
+        updates: &[Update],
+        tag: LeafTag,
+    ) -> Result<Vec<u32>, SimError> {
+        let mut all = Vec::new();
         for u in updates {
             let mut entries: Vec<DXGK_PTE> = u.entries.iter().map(dxgk_pte).collect();
             let mut flags = DXGK_UPDATEPAGETABLEFLAGS::default();
@@ -547,12 +574,12 @@ impl Machine {
                 &mut op,
                 Vec::new(),
             )?;
-            last = ids.last().copied().or(last);
+            all.extend(ids);
         }
-        if let Some(id) = last {
-            self.vidmm_wait(a, node, id)?;
+        if let Some(id) = all.last() {
+            self.vidmm_wait(a, node, *id)?;
         }
-        Ok(())
+        Ok(all)
     }
 
     fn vidmm_flush(
@@ -577,9 +604,16 @@ impl Machine {
                 EndVirtualAddress: end,
             },
         };
-        let ids = self.paging_op(a, node, DXGK_OPERATION_FLUSH_TLB, &mut op, Vec::new())?;
-        if let Some(id) = ids.last() {
-            self.vidmm_wait(a, node, *id)?;
+        for _ in 0..3 {
+            let resets = crate::vidsch::legacy::adapter_resets(a);
+            let ids = self.paging_op(a, node, DXGK_OPERATION_FLUSH_TLB, &mut op, Vec::new())?;
+            if let Some(id) = ids.last() {
+                self.vidmm_wait(a, node, *id)?;
+            }
+            // Dropped by an adapter-wide reset before it ran: issued again (`vidmm_run`).
+            if !crate::vidsch::legacy::dropped_by_reset(a, node, resets, &ids) {
+                break;
+            }
         }
         // The flush ran: the device must hold no translation of the unmapped range (pages
         // still mapped may be cached again meanwhile by queues that keep running).

@@ -76,6 +76,7 @@ pub(crate) fn recover_hw_node(
             &extra,
         );
     }
+    sync_node_ring(a, sh, node);
     let mut rs = DXGKARG_RESUMEHWENGINE {
         NodeOrdinal: node,
         EngineOrdinal: 0,
@@ -117,7 +118,6 @@ pub(crate) fn recover_hw_node(
         let mut os = lock(&sh.os);
         let now = os.now();
         let n = os.node(node);
-        n.ignore_irq = false;
         n.hung = false;
         n.faulted = None;
         n.preempt = None;
@@ -131,6 +131,32 @@ pub(crate) fn recover_hw_node(
     }
     drop(gate);
     error_devices(a, sh, &errored)
+}
+
+/// Between a successful `DxgkDdiResetHwEngine` and the resume, "the OS needs to re-enable
+/// interrupts from this engine and synchronize its state with the reset GPU engine" (the
+/// DxgkDdiResetHwEngine page, Remarks): the node's reports count again, and completions of
+/// its kernel-mode ring that the driver reported while they were ignored (from the snapshot
+/// on) are learnt from `DxgkDdiQueryCurrentFence` and retired as that `DmaCompleted` would
+/// retire them. Else the OS's C would stay behind the driver's, and the next `DmaPreempted`
+/// (whose LastCompletedFenceId is the driver's C) would be bug check 0x119 / 0x1.
+/// Which call Windows uses to synchronize is UNVERIFIED.
+fn sync_node_ring(a: &AdapterShared, sh: &TdrShared, node: u32) {
+    lock(&sh.os).node(node).ignore_irq = false;
+    let Some(f) = query_current_fence(a, node) else {
+        return;
+    };
+    {
+        let mut os = lock(&sh.os);
+        let n = os.node(node);
+        let ahead = f.wrapping_sub(n.c);
+        if ahead == 0 || ahead > n.s.wrapping_sub(n.c) {
+            return;
+        }
+        os.isr.push((node, Report::Completed(f)));
+    }
+    a.tdr_reports.store(true, Ordering::Release);
+    dpc_process(a);
 }
 
 /// A hardware-scheduled node's TDR in 24H2's order ([`crate::machine::answers::HwsTdr`]): the

@@ -140,7 +140,7 @@ pub(crate) fn run_passive(a: &AdapterShared) -> bool {
 /// `DxgkDdiQueryCurrentFence(node)` at PASSIVE from the watchdog: the fence the driver says
 /// completed last, `None` if it failed. A failure is not a bug check: the timeout that follows
 /// handles a node the driver cannot answer for.
-fn query_current_fence(a: &AdapterShared, node: u32) -> Option<u32> {
+pub(super) fn query_current_fence(a: &AdapterShared, node: u32) -> Option<u32> {
     let f = table(a).ok().and_then(|t| t.DxgkDdiQueryCurrentFence)?;
     let mut args = DXGKARG_QUERYCURRENTFENCE {
         CurrentFence: 0,
