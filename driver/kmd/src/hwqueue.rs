@@ -456,7 +456,7 @@ pub fn destroy<P: Platform>(h_queue: HANDLE) -> Result<(), Status> {
         // LOG-08: the ISR's table entry is cleared under the interrupt lock, so no ISR still
         // holds this queue's handle when we return (and the OS frees the queue); the id is
         // reused only after that.
-        crate::log::clear_queue_irq(live, id, engine);
+        crate::log::ddi::clear_queue_irq(live, id, engine);
         live.sched.lock().ids.free(id);
         if let Some(k) = kernel {
             let _ = live.dxgk.free_contiguous(k.buf.handle());
