@@ -31,7 +31,7 @@ use crate::adapter::{Adapter, Live};
 use crate::gpummu;
 use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
-use crate::sched;
+use crate::sched::ddi as sched;
 use crate::status::{self, Status};
 
 /// An allocation as the KMD keeps it.

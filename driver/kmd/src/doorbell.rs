@@ -77,7 +77,7 @@ use crate::hwqueue::Ring;
 use crate::klog;
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{self, Sched};
+use crate::sched::{ddi as sched, Sched};
 use crate::status::{self, Status};
 
 /// A doorbell object.

@@ -30,7 +30,7 @@ use crate::dxgk::Dxgk;
 use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::runlist::{self, RUNLIST_CAPACITY};
-use crate::sched;
+use crate::sched::ddi as sched;
 use crate::status::{self, Status};
 
 /// A ring as the device sees it (GPU addresses).

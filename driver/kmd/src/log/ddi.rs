@@ -14,7 +14,7 @@ use crate::globals::ADAPTERS;
 use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched;
+use crate::sched::ddi::with_adapter;
 use crate::status::{self, Status};
 
 use super::{dedup_ids, read_header, seq_of, validate};
@@ -24,7 +24,7 @@ use super::{dedup_ids, read_header, seq_of, validate};
 pub fn set_log_buffer<P: Platform>(args: &DXGKARG_SETNATIVEFENCELOGBUFFER) -> Result<(), Status> {
     // SAFETY: `LogBufferCpuVa` is the OS's kernel mapping of the buffer, valid for the call.
     let header = unsafe { read_header(args.LogBufferCpuVa) }?;
-    sched::with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |_, live, h| {
+    with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |_, live, h| {
         let (kind, buf) = validate(
             args.NumberOfEntries,
             header,
