@@ -409,7 +409,7 @@ pub(crate) fn create<P: Platform>(
         // The ring is where VidMm mapped the allocations the OS names, in the queue's process
         // (a device without a GPU process has no user-mode queues to ring: UMS needs GPU VA,
         // BR-71/73).
-        let ring = crate::allocation::ring_from_allocations(
+        let ring = crate::allocation::ddi::ring_from_allocations(
             a,
             &s,
             process,
