@@ -217,7 +217,7 @@ pub enum QueueLookup {
 /// valid, bit 62 both logs set, bit 61 native progress fence, bits 59:52 the engine, bits 51:0
 /// the handle's sequence number. Written with release
 /// stores under the scheduler lock (create, SetNativeFenceLogBuffer); cleared through
-/// `DxgkCbSynchronizeExecution` at destroy ([`clear_queue_irq`]), so an ISR that read an
+/// `DxgkCbSynchronizeExecution` at destroy ([`ddi::clear_queue_irq`]), so an ISR that read an
 /// entry has finished reporting it before the OS can free the queue. Per engine, a count of
 /// table entries without both logs decides whether a NULL report must also ask the OS to
 /// scan every waiter (docs/logs.md#kmd).
