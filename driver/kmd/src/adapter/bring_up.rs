@@ -20,6 +20,7 @@ use crate::interrupt::{EventRing, EVENT_RING_RECORDS};
 use crate::klog;
 use crate::kmem::{self, NoMemory};
 use crate::mmio::Regs;
+use crate::node;
 use crate::platform::Platform;
 use crate::resources::{self, Resources};
 use crate::runlist;
@@ -199,26 +200,22 @@ impl<P: Platform> Adapter<P> {
         sched.runlist_update = identity.caps.contains(rvgpu_hw::regs::Caps::RUNLIST_UPDATE);
         // Node rings (docs/tdr.md#the-kmd): allocated and entered in every engine's runlist
         // before anything else can be, so OS-scheduled work always has its queue.
-        let nodes = match crate::node::start::bring_up::<P>(
-            &dxgk,
-            &regs,
-            &mut sched,
-            identity.config.engines,
-        ) {
-            Ok(n) => n,
-            Err(e) => {
-                // The device was told about the event ring: stop it before freeing.
-                regs.write(rvgpu_hw::regs::EventRingCtrl::new(0));
-                regs.write(rvgpu_hw::regs::EventWbAddr::new(0));
-                let _ = dxgk.free_contiguous(ring.into_buffer().handle());
-                if let Some(d) = doorbell_va {
-                    let _ = dxgk.unmap(d);
+        let nodes =
+            match node::start::bring_up::<P>(&dxgk, &regs, &mut sched, identity.config.engines) {
+                Ok(n) => n,
+                Err(e) => {
+                    // The device was told about the event ring: stop it before freeing.
+                    regs.write(rvgpu_hw::regs::EventRingCtrl::new(0));
+                    regs.write(rvgpu_hw::regs::EventWbAddr::new(0));
+                    let _ = dxgk.free_contiguous(ring.into_buffer().handle());
+                    if let Some(d) = doorbell_va {
+                        let _ = dxgk.unmap(d);
+                    }
+                    runlist::free(&dxgk, core::mem::take(&mut sched.runlists));
+                    let _ = dxgk.unmap(va);
+                    return Err(e);
                 }
-                runlist::free(&dxgk, core::mem::take(&mut sched.runlists));
-                let _ = dxgk.unmap(va);
-                return Err(e);
-            }
-        };
+            };
         // Negotiated last: nothing after it can fail, so the interface reference it takes is
         // always released by `tear_down`.
         let features = Features::negotiate(&dxgk);
