@@ -77,7 +77,7 @@ use crate::hwqueue::Ring;
 use crate::klog;
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{self, Sched};
+use crate::sched::{ddi as sched, Sched};
 use crate::status::{self, Status};
 
 /// A doorbell object.
@@ -409,7 +409,7 @@ pub(crate) fn create<P: Platform>(
         // The ring is where VidMm mapped the allocations the OS names, in the queue's process
         // (a device without a GPU process has no user-mode queues to ring: UMS needs GPU VA,
         // BR-71/73).
-        let ring = crate::allocation::ring_from_allocations(
+        let ring = crate::allocation::ddi::ring_from_allocations(
             a,
             &s,
             process,

@@ -30,7 +30,7 @@ use crate::dxgk::Dxgk;
 use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::runlist::{self, RUNLIST_CAPACITY};
-use crate::sched;
+use crate::sched::ddi as sched;
 use crate::status::{self, Status};
 
 /// A ring as the device sees it (GPU addresses).
@@ -459,7 +459,7 @@ pub fn destroy<P: Platform>(h_queue: HANDLE) -> Result<(), Status> {
         // LOG-08: the ISR's table entry is cleared under the interrupt lock, so no ISR still
         // holds this queue's handle when we return (and the OS frees the queue); the id is
         // reused only after that.
-        crate::log::clear_queue_irq(live, id, engine);
+        crate::log::ddi::clear_queue_irq(live, id, engine);
         live.sched.lock().ids.free(id);
         crate::etw::events::emit::<P, 2>(&crate::etw::events::HWQUEUE_DESTROY, || {
             [h.as_handle().addr() as u64, id.into()]

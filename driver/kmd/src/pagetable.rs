@@ -67,7 +67,7 @@ impl Mapping {
         live: &Live<P>,
         op: &DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
     ) -> Result<Self, Status> {
-        if !allocation::user_process(a, live, op.hProcess)? {
+        if !allocation::ddi::user_process(a, live, op.hProcess)? {
             return Ok(Self::System);
         }
         if op.Flags.get(DXGK_UPDATEPAGETABLEFLAGS::NativeFence) != 0 {
@@ -99,7 +99,7 @@ impl Mapping {
         if op.hAllocation.is_null() {
             return Ok(Self::Os);
         }
-        allocation::page_policy(a, live, op.hAllocation)
+        allocation::ddi::page_policy(a, live, op.hAllocation)
             .map(Self::Allocation)
             .ok_or(status::INVALID_HANDLE)
     }
@@ -235,7 +235,7 @@ pub fn update<P: Platform>(
             Mapping::Allocation(_) => op.hAllocation,
             _ => core::ptr::null_mut(),
         };
-        allocation::note_mapping(
+        allocation::ddi::note_mapping(
             a,
             live,
             op.hProcess,

@@ -20,6 +20,7 @@ use crate::interrupt::{EventRing, EVENT_RING_RECORDS};
 use crate::klog;
 use crate::kmem::{self, NoMemory};
 use crate::mmio::Regs;
+use crate::node;
 use crate::platform::Platform;
 use crate::resources::{self, Resources};
 use crate::runlist;
@@ -200,7 +201,7 @@ impl<P: Platform> Adapter<P> {
         // Node rings (docs/tdr.md#the-kmd): allocated and entered in every engine's runlist
         // before anything else can be, so OS-scheduled work always has its queue.
         let nodes =
-            match crate::node::bring_up::<P>(&dxgk, &regs, &mut sched, identity.config.engines) {
+            match node::start::bring_up::<P>(&dxgk, &regs, &mut sched, identity.config.engines) {
                 Ok(n) => n,
                 Err(e) => {
                     // The device was told about the event ring: stop it before freeing.

@@ -11,7 +11,7 @@ use crate::adapter::Adapter;
 use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched;
+use crate::sched::ddi::with_adapter;
 use crate::status::{self, Status};
 
 use super::{Context, Device, LEGACY_DMA_BUFFER_SIZE, MAX_CONTEXTS, MAX_DEVICES};
@@ -61,7 +61,7 @@ pub fn create_device<P: Platform>(
 
 /// DxgkDdiDestroyDevice (PASSIVE): only once its contexts are gone.
 pub fn destroy_device<P: Platform>(h_device: HANDLE) -> Result<(), Status> {
-    sched::with_adapter::<P, _>(h_device, Kind::Device, |_, live, h| {
+    with_adapter::<P, _>(h_device, Kind::Device, |_, live, h| {
         let mut s = live.sched.lock();
         if !s.devices.contains_key(&h) {
             return Err(status::INVALID_HANDLE);
@@ -79,7 +79,7 @@ pub fn create_context<P: Platform>(
     h_device: HANDLE,
     args: &mut DXGKARG_CREATECONTEXT,
 ) -> Result<(), Status> {
-    sched::with_adapter::<P, _>(h_device, Kind::Device, |a, live, device| {
+    with_adapter::<P, _>(h_device, Kind::Device, |a, live, device| {
         let known = DXGK_CREATECONTEXTFLAGS::default()
             .with(DXGK_CREATECONTEXTFLAGS::SystemContext, 1)
             .with(DXGK_CREATECONTEXTFLAGS::GdiContext, 1)
@@ -155,7 +155,7 @@ pub fn create_context<P: Platform>(
 
 /// DxgkDdiDestroyContext (PASSIVE): only once its hardware queues are gone.
 pub fn destroy_context<P: Platform>(h_context: HANDLE) -> Result<(), Status> {
-    sched::with_adapter::<P, _>(h_context, Kind::Context, |_, live, h| {
+    with_adapter::<P, _>(h_context, Kind::Context, |_, live, h| {
         let mut s = live.sched.lock();
         if !s.contexts.contains_key(&h) {
             return Err(status::INVALID_HANDLE);

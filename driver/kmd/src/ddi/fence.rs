@@ -119,7 +119,7 @@ pub(super) enum SetNativeFenceLogBuffer {}
 impl<P: Platform> OnArgs<P> for SetNativeFenceLogBuffer {
     type Args = DXGKARG_SETNATIVEFENCELOGBUFFER;
     fn call(args: &Self::Args) -> Result<(), Status> {
-        crate::log::set_log_buffer::<P>(args)
+        crate::log::ddi::set_log_buffer::<P>(args)
     }
 }
 
@@ -128,6 +128,6 @@ pub(super) enum UpdateNativeFenceLogs {}
 impl<P: Platform> OnArgs<P> for UpdateNativeFenceLogs {
     type Args = DXGKARG_UPDATENATIVEFENCELOGS;
     fn call(args: &Self::Args) -> Result<(), Status> {
-        crate::log::update_logs::<P>(args)
+        crate::log::ddi::update_logs::<P>(args)
     }
 }

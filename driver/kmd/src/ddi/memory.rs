@@ -88,7 +88,7 @@ pub(super) unsafe extern "system" fn create_allocation<P: Platform>(
         // from user mode and keeps for the call; read only.
         unsafe { read_only(i.pPrivateDriverData, i.PrivateDriverDataSize) }
     };
-    to_ntstatus(allocation::create(a, args, infos, private))
+    to_ntstatus(allocation::ddi::create(a, args, infos, private))
 }
 
 /// DxgkDdiDestroyAllocation (PASSIVE).
@@ -103,7 +103,7 @@ pub(super) unsafe extern "system" fn destroy_allocation<P: Platform>(
     // SAFETY: Dxgkrnl's list of NumAllocations handles, valid for the call; read only.
     let list = unsafe { os_array(args.pAllocationList.cast_mut(), args.NumAllocations) };
     match list {
-        Some(list) => to_ntstatus(allocation::destroy(a, list)),
+        Some(list) => to_ntstatus(allocation::ddi::destroy(a, list)),
         None => status::INVALID_PARAMETER.code(),
     }
 }
@@ -144,7 +144,7 @@ pub(super) unsafe extern "system" fn open_allocation<P: Platform>(
         // for the call; read only.
         unsafe { read_only(i.pPrivateDriverData, i.PrivateDriverDataSize) }
     };
-    to_ntstatus(allocation::open::<P>(h_device, infos, private))
+    to_ntstatus(allocation::ddi::open::<P>(h_device, infos, private))
 }
 
 /// DxgkDdiCloseAllocation (PASSIVE).
@@ -159,7 +159,7 @@ pub(super) unsafe extern "system" fn close_allocation<P: Platform>(
     // SAFETY: Dxgkrnl's list of NumAllocations handles, valid for the call; read only.
     let list = unsafe { os_array(args.pOpenHandleList.cast_mut(), args.NumAllocations) };
     match list {
-        Some(list) => to_ntstatus(allocation::close::<P>(h_device, list)),
+        Some(list) => to_ntstatus(allocation::ddi::close::<P>(h_device, list)),
         None => status::INVALID_PARAMETER.code(),
     }
 }

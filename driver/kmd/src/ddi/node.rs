@@ -19,7 +19,7 @@ pub(super) enum SubmitCommand {}
 impl<P: Platform> OnAdapter<P> for SubmitCommand {
     type Args = DXGKARG_SUBMITCOMMAND;
     fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        node::submit_command(a, args)
+        node::ddi::submit_command(a, args)
     }
 }
 
@@ -28,7 +28,7 @@ pub(super) enum SubmitCommandVirtual {}
 impl<P: Platform> OnAdapter<P> for SubmitCommandVirtual {
     type Args = DXGKARG_SUBMITCOMMANDVIRTUAL;
     fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        node::submit_command_virtual(a, args)
+        node::ddi::submit_command_virtual(a, args)
     }
 }
 
@@ -37,7 +37,7 @@ pub(super) enum PreemptCommand {}
 impl<P: Platform> OnAdapter<P> for PreemptCommand {
     type Args = DXGKARG_PREEMPTCOMMAND;
     fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        node::preempt_command(a, args)
+        node::ddi::preempt_command(a, args)
     }
 }
 
@@ -46,7 +46,7 @@ pub(super) enum QueryCurrentFence {}
 impl<P: Platform> OnAdapterMut<P> for QueryCurrentFence {
     type Args = DXGKARG_QUERYCURRENTFENCE;
     fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        node::query_current_fence(a, args)
+        node::ddi::query_current_fence(a, args)
     }
 }
 

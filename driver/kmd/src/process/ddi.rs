@@ -13,7 +13,8 @@ use crate::gpummu;
 use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::runlist;
-use crate::sched::{self, Sched};
+use crate::sched::ddi::with_adapter;
+use crate::sched::Sched;
 use crate::status::{self, Status};
 
 use super::{Process, MAX_PROCESSES};
@@ -130,7 +131,7 @@ pub fn root_size(args: &mut DXGKARG_GETROOTPAGETABLESIZE) -> usize {
 /// their next packet through it. A request the driver cannot honour (unknown context, a root
 /// outside local memory) leaves the context as it was and is logged: the DDI has no status.
 pub fn set_root<P: Platform>(args: &DXGKARG_SETROOTPAGETABLE) -> Result<(), Status> {
-    sched::with_adapter::<P, _>(args.hContext, Kind::Context, |_, live, ctx| {
+    with_adapter::<P, _>(args.hContext, Kind::Context, |_, live, ctx| {
         if !gpummu::supported(live.mmu()) {
             return Err(status::NOT_SUPPORTED);
         }

@@ -18,8 +18,8 @@
 //! - `F`, the fence word the device writes (what PROGRESS wrote last).
 //!
 //! Locking. The node state is written at DISPATCH (the submit DDIs) and read at device IRQL
-//! (ISR, ResetEngine's snapshot), so [`NodeRings`] lives in [`IsrState`] and is touched only
-//! under the interrupt lock: in the ISR or through [`Live::synchronized`]. Appending a
+//! (ISR, ResetEngine's snapshot), so [`NodeRings`] lives in [`crate::adapter::IsrState`] and is touched only
+//! under the interrupt lock: in the ISR or through [`crate::adapter::Live::synchronized`]. Appending a
 //! submission's words (≤ 50) happens inside that routine too. The scheduler lock is never taken
 //! inside it (lock order: sched lock → interrupt lock). The descriptor of a node ring
 //! (ring, control, fence addresses, id) is fixed at start and copied into
@@ -33,26 +33,19 @@
 
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
-use rvgpu_hw::addr::{BusAddr, GpuVa};
+use rvgpu_hw::addr::GpuVa;
 
 use rvgpu_ddi::interrupt::{
     DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted, DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted,
     DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted, DXGKARGCB_NOTIFY_INTERRUPT_DATA,
     DXGK_INTERRUPT_DMA_COMPLETED, DXGK_INTERRUPT_DMA_FAULTED, DXGK_INTERRUPT_DMA_PREEMPTED,
 };
-use rvgpu_ddi::submission::DXGK_SUBMITCOMMANDFLAGS;
-use rvgpu_ddi::tdr::{
-    DXGKARG_PREEMPTCOMMAND, DXGKARG_QUERYCURRENTFENCE, DXGKARG_SUBMITCOMMAND,
-    DXGKARG_SUBMITCOMMANDVIRTUAL,
-};
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
-use rvgpu_hw::regs;
 
-use crate::adapter::{Adapter, Live};
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
-use crate::handle::{Handle, Kind};
+use crate::handle::Handle;
 use crate::hwqueue::{KernelRing, QueueIds};
 use crate::interrupt::DeviceEvent;
 use crate::kmem::{self, NoMemory};
@@ -60,6 +53,8 @@ use crate::platform::Platform;
 use crate::status::{self, Status};
 use crate::submit::{self, MAX_SUBMIT_BYTES};
 
+pub mod ddi;
+pub mod start;
 /// Ring bytes of a node ring: 64 KiB, about 1,600 one-INDIRECT submissions.
 pub const NODE_RING_BYTES: u32 = 64 * 1024;
 /// Submissions one node ring tracks at once (fixed capacity, allocated at start: nothing is
@@ -423,8 +418,8 @@ impl NodeRing {
     }
 }
 
-/// The node rings of one adapter, indexed by node ordinal. Lives in [`IsrState`]: every method
-/// runs under the interrupt lock (ISR or [`Live::synchronized`]).
+/// The node rings of one adapter, indexed by node ordinal. Lives in [`crate::adapter::IsrState`]: every method
+/// runs under the interrupt lock (ISR or [`crate::adapter::Live::synchronized`]).
 #[derive(Debug, Default)]
 pub struct NodeRings {
     rings: Vec<NodeRing>,
@@ -762,63 +757,6 @@ fn dma_faulted(id: u32, st: NTSTATUS, node: u32) -> DXGKARGCB_NOTIFY_INTERRUPT_D
     d
 }
 
-/// Bring-up step (StartDevice, PASSIVE): allocates the node rings, records their descriptors in
-/// `sched` and commits every engine's runlist so each node ring is loaded (first entry) before
-/// the OS can submit. On failure nothing is kept.
-pub fn bring_up<P: Platform>(
-    dxgk: &Dxgk,
-    regs: &crate::mmio::Regs<P>,
-    sched: &mut crate::sched::Sched,
-    engines: u32,
-) -> Result<NodeRings, Status> {
-    let mut nodes = NodeRings::alloc::<P>(dxgk, engines, &mut sched.ids)?;
-    sched.nodes = match nodes.try_slots::<P>() {
-        Ok(slots) => slots,
-        Err(_) => {
-            nodes.free(dxgk, &mut sched.ids);
-            return Err(status::INSUFFICIENT_RESOURCES);
-        }
-    };
-    for engine in 0..engines {
-        if let Err(e) = crate::runlist::commit(regs, sched, engine) {
-            sched.nodes = NodeSlots::default();
-            crate::device::quiesce(regs, engines);
-            nodes.free(dxgk, &mut sched.ids);
-            return Err(e);
-        }
-    }
-    Ok(nodes)
-}
-
-/// Validated node ordinal of a started adapter (`EngineOrdinal` must be 0: one engine per
-/// node, docs/tdr.md TDR-02).
-fn node_of<P: Platform>(live: &Live<P>, node: u32, engine_ordinal: u32) -> Result<u32, Status> {
-    if node >= live.identity.config.engines || engine_ordinal != 0 {
-        return Err(status::INVALID_PARAMETER);
-    }
-    Ok(node)
-}
-
-/// The KMD context `raw` names on this adapter and node with its process's root page table
-/// (0: none set), or `None` for a null handle.
-fn context_on<P: Platform>(
-    a: &Adapter<P>,
-    live: &Live<P>,
-    raw: rvgpu_ddi::HANDLE,
-    node: u32,
-) -> Result<Option<(Handle, u64)>, Status> {
-    if raw.is_null() {
-        return Ok(None);
-    }
-    let h = Handle::decode_on(raw, Kind::Context, a.table_slot())?;
-    let s = live.sched.lock();
-    let c = s.contexts.get(&h).ok_or(status::INVALID_HANDLE)?;
-    if c.engine != node {
-        return Err(status::INVALID_PARAMETER);
-    }
-    Ok(Some((h, c.root)))
-}
-
 /// Checks a DMA range (`addr`, `bytes`): 8-aligned, inside the address space, at most
 /// [`MAX_SUBMIT_BYTES`]; an empty range needs no address.
 pub(crate) fn check_range(addr: GpuVa, bytes: u64) -> Result<(), Status> {
@@ -833,251 +771,10 @@ pub(crate) fn check_range(addr: GpuVa, bytes: u64) -> Result<(), Status> {
     }
     Ok(())
 }
-
-/// Whose DMA buffer a submission is: the context (`None`: the system context) and the root
-/// of the space the buffer runs in (a SubmitCommandVirtual buffer: its context's process; 0:
-/// the ring's own space, for buffers the OS addresses physically).
-#[derive(Clone, Copy, Debug)]
-struct Owner {
-    context: Option<Handle>,
-    root: u64,
-}
-
-/// Encodes and appends one DMA buffer to `node`'s ring under the interrupt lock, then kicks
-/// the ring's queue (hardware.md 8.5, P1..P4).
-fn push<P: Platform>(
-    live: &Live<P>,
-    node: u32,
-    addr: GpuVa,
-    bytes: u64,
-    fence: u32,
-    flags: DXGK_SUBMITCOMMANDFLAGS,
-    owner: Owner,
-) -> Result<(), Status> {
-    let Owner { context, root } = owner;
-    if flags.get(DXGK_SUBMITCOMMANDFLAGS::Reserved) != 0 {
-        return Err(status::INVALID_PARAMETER);
-    }
-    let null = flags.is_set(DXGK_SUBMITCOMMANDFLAGS::NullRendering) || bytes == 0;
-    let paging = flags.is_set(DXGK_SUBMITCOMMANDFLAGS::Paging);
-    let mut words = [0u64; MAX_WORDS];
-    let n = submit::encode(addr, bytes, root, u64::from(fence), null, &mut words)
-        .ok_or(status::INVALID_PARAMETER)?;
-    let packets = words.get(..n).ok_or(status::INVALID_PARAMETER)?;
-    let appended = live.synchronized(|isr| {
-        let r = isr.nodes.get_mut(node).ok_or(status::INVALID_PARAMETER)?;
-        r.append(packets, fence, paging, context)?;
-        Ok::<u32, Status>(r.queue_id)
-    })?;
-    let queue_id = appended.inspect_err(|e| {
-        // On Windows this status is bug check 0x119 / 0x2: say why first.
-        crate::klog!(
-            P,
-            Error,
-            "rvgpu: node {} refused fence {} (last submitted or ring full): {:#x}",
-            node,
-            fence,
-            e.code()
-        );
-    })?;
-    live.regs.write_at(node, regs::QueueKick::new(queue_id));
-    Ok(())
-}
-
-/// DxgkDdiSubmitCommand (DISPATCH_LEVEL; an error status is bug check 0x119 / 0x2, so the only
-/// errors are malformed arguments and a full ring, which the OS's in-flight limit prevents).
-/// The DMA buffer `[DmaBufferPhysicalAddress + DmaBufferSubmissionStartOffset,
-/// … + DmaBufferSubmissionEndOffset)` (contiguous system memory with `DmaBufferSegmentId` 0,
-/// or an aperture segment address translated through the driver's table)
-/// becomes INDIRECTs + `PROGRESS(IRQ, SubmissionFenceId)` on the node ring; `Flags.Paging`
-/// is recorded for TDR-03/08. `hContext` is always a context the driver created: Windows
-/// submits its own work on the system contexts it creates at start (BR-66), so a null one is
-/// a malformed call (`STATUS_INVALID_PARAMETER`), never a "system" submission.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommand>
-pub fn submit_command<P: Platform>(
-    a: &Adapter<P>,
-    args: &DXGKARG_SUBMITCOMMAND,
-) -> Result<(), Status> {
-    let live = a.started()?;
-    let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
-    let (start, end) = (
-        args.DmaBufferSubmissionStartOffset,
-        args.DmaBufferSubmissionEndOffset,
-    );
-    if start > end || end > args.DmaBufferSize {
-        return Err(status::INVALID_PARAMETER);
-    }
-    if args.DmaBufferPrivateDataSize != 0 && args.pDmaBufferPrivateData.is_null() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    let phys = crate::args::quad(&args.DmaBufferPhysicalAddress);
-    let phys = u64::try_from(phys).map_err(|_| status::INVALID_PARAMETER)?;
-    let bytes = u64::from(end.saturating_sub(start));
-    let addr = if args.DmaBufferSegmentId == crate::gpummu::SEGMENT_APERTURE
-        && crate::gpummu::supported(live.mmu())
-    {
-        // A buffer of a privileged DMA pool in the aperture: `DmaBufferPhysicalAddress` is
-        // its segment address (the DXGKARG_SUBMITCOMMAND page), which the driver's table
-        // translates. The device fetches a DMA buffer by one bus address, so the submitted
-        // part must be mapped to contiguous pages (not built: fetching through the MMU).
-        let first = phys
-            .checked_add(u64::from(start))
-            .ok_or(status::INVALID_PARAMETER)?;
-        if bytes == 0 {
-            // Nothing is fetched (a null submission).
-            GpuVa::new(0)
-        } else {
-            GpuVa::new(
-                live.aperture
-                    .contiguous(first, bytes)
-                    .ok_or(status::INVALID_PARAMETER)?,
-            )
-        }
-    } else if args.DmaBufferSegmentId != 0 {
-        // Only the aperture holds DMA buffers (BR-65/67); 0 is contiguous system memory.
-        return Err(status::INVALID_PARAMETER);
-    } else {
-        // The physical address (paging buffers live in contiguous system memory); an OS that
-        // passes only the GPU VA (WDDM 2.0 member) gets it used instead: identical in v1's
-        // identity addressing.
-        let phys = BusAddr::new(phys);
-        let base = if !phys.is_null() {
-            phys.identity_va()
-        } else {
-            GpuVa::new(args.DmaBufferVirtualAddress)
-        };
-        base.checked_add(u64::from(start))
-            .ok_or(status::INVALID_PARAMETER)?
-    };
-    check_range(addr, bytes)?;
-    let raw = crate::args::submit_context(args);
-    if raw.is_null() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    let context = context_on(a, live, raw, node)?;
-    push(
-        live,
-        node,
-        addr,
-        bytes,
-        args.SubmissionFenceId,
-        args.Flags,
-        Owner {
-            context: context.map(|(h, _)| h),
-            root: 0,
-        },
-    )
-}
-
-/// DxgkDdiSubmitCommandVirtual (DISPATCH-safe; the page gives no IRQL, UNVERIFIED: docs/tdr.md
-/// Q5). The DMA buffer at `DmaBufferVirtualAddress` (identity GPU VA in v1) of context
-/// `hContext` on its node becomes INDIRECTs + `PROGRESS(IRQ, SubmissionFenceId)` on the node
-/// ring. A malformed buffer is `STATUS_INVALID_PARAMETER` (the page allows it for this DDI).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual>
-pub fn submit_command_virtual<P: Platform>(
-    a: &Adapter<P>,
-    args: &DXGKARG_SUBMITCOMMANDVIRTUAL,
-) -> Result<(), Status> {
-    let live = a.started()?;
-    let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
-    if args.hContext.is_null() {
-        return Err(status::INVALID_HANDLE);
-    }
-    if args.DmaBufferPrivateDataSize != 0 && args.pDmaBufferPrivateData.is_null() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    if args.DmaBufferUmdPrivateDataSize > args.DmaBufferPrivateDataSize {
-        return Err(status::INVALID_PARAMETER);
-    }
-    let bytes = u64::from(args.DmaBufferSize);
-    let addr = GpuVa::new(args.DmaBufferVirtualAddress);
-    check_range(addr, bytes)?;
-    let context = context_on(a, live, args.hContext, node)?;
-    push(
-        live,
-        node,
-        addr,
-        bytes,
-        args.SubmissionFenceId,
-        args.Flags,
-        // A process's buffer runs in its space (INDIRECT_VM with the context's root).
-        Owner {
-            context: context.map(|(h, _)| h),
-            root: context.map_or(0, |(_, r)| r),
-        },
-    )
-}
-
-/// DxgkDdiPreemptCommand (DISPATCH_LEVEL; an error is bug check 0x119 / 0x2). Preemption is a
-/// drain (docs/tdr.md#the-kmd): with nothing pending, `DmaPreempted(PreemptionFenceId, C)` is
-/// reported at once from a routine synchronised with the ISR (the page's special case);
-/// otherwise the ISR reports it when the ring has drained.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_preemptcommand>
-pub fn preempt_command<P: Platform>(
-    a: &Adapter<P>,
-    args: &DXGKARG_PREEMPTCOMMAND,
-) -> Result<(), Status> {
-    let live = a.started()?;
-    let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
-    if args
-        .Flags
-        .get(rvgpu_ddi::tdr::DXGK_PREEMPTCOMMANDFLAGS::Reserved)
-        != 0
-    {
-        return Err(status::INVALID_PARAMETER);
-    }
-    let dxgk = live.dxgk;
-    let id = args.PreemptionFenceId;
-    let reported = live.synchronized(|isr| {
-        let r = isr.nodes.get_mut(node).ok_or(status::INVALID_PARAMETER)?;
-        let now = r.fences.preempt(id);
-        if let Some((id, last)) = now {
-            dxgk.notify_interrupt(&dma_preempted(id, last, node));
-        }
-        Ok::<bool, Status>(now.is_some())
-    })??;
-    if reported {
-        let _ = dxgk.queue_dpc();
-    }
-    Ok(())
-}
-
-/// DxgkDdiQueryCurrentFence (PASSIVE per the public header, UNVERIFIED; safe at DISPATCH).
-/// Reads `F`; a completion not reported yet is reported first (`DmaCompleted` from a routine
-/// synchronised with the ISR, as the page requires); returns the node's last completed fence
-/// ID.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querycurrentfence>
-pub fn query_current_fence<P: Platform>(
-    a: &Adapter<P>,
-    args: &mut DXGKARG_QUERYCURRENTFENCE,
-) -> Result<(), Status> {
-    let live = a.started()?;
-    let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
-    let dxgk = live.dxgk;
-    let mut notified = false;
-    let current = live.synchronized(|isr| {
-        let mut emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| {
-            notified = true;
-            dxgk.notify_interrupt(d);
-        };
-        isr.nodes
-            .catch_up(node, &mut emit)
-            .ok_or(status::INVALID_PARAMETER)
-    })??;
-    if notified {
-        let _ = dxgk.queue_dpc();
-    }
-    args.CurrentFence = current;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rvgpu_hw::addr::BusAddr;
     use rvgpu_hw::cmd::{decode, Command};
 
     fn pending(fence: u32, start: u64, end: u64) -> Pending {
@@ -1461,5 +1158,54 @@ mod tests {
         assert_eq!(s.entry(1).map(|d| d.queue_id), Some(101));
         assert_eq!(s.entry(2), None);
         assert_eq!(r.node_of_queue(101), Some(1));
+    }
+
+    /// TDR-03: a DMA range is 8-aligned, at most `MAX_SUBMIT_BYTES`, addressed unless empty,
+    /// and does not wrap the address space.
+    #[test]
+    fn tdr_03_dma_range_is_aligned_bounded_and_addressed() {
+        let a = GpuVa::new(0x10_0000);
+        assert_eq!(check_range(a, 4096), Ok(()));
+        assert_eq!(check_range(a, MAX_SUBMIT_BYTES), Ok(()));
+        assert_eq!(
+            check_range(GpuVa::NULL, 0),
+            Ok(()),
+            "empty: no address needed"
+        );
+        for (addr, bytes) in [
+            (a, MAX_SUBMIT_BYTES + 8),
+            (a, 12),
+            (GpuVa::new(0x10_0004), 8),
+            (GpuVa::NULL, 8),
+            (GpuVa::new(!7), 16),
+        ] {
+            assert_eq!(
+                check_range(addr, bytes),
+                Err(status::INVALID_PARAMETER),
+                "{addr:?} + {bytes}"
+            );
+        }
+    }
+
+    /// TDR-05: the reset snapshot is `(S, C, F)` of the node named, found by queue id too;
+    /// an unknown node or queue has none.
+    #[test]
+    fn tdr_05_snapshot_reads_submitted_completed_and_fence_word() {
+        let mut r = rings(2);
+        for id in [3u32, 4] {
+            r.get_mut(1)
+                .unwrap()
+                .append(&words(0x10_0000, 8, id), id, false, None)
+                .unwrap();
+        }
+        assert_eq!(r.snapshot(1), Some((4, 0, 0)));
+        progress(&mut r, 1, 3);
+        assert_eq!(r.snapshot(1), Some((4, 3, 3)));
+        assert_eq!(r.snapshot(0), Some((0, 0, 0)));
+        assert_eq!(r.snapshot(2), None);
+        assert_eq!(r.node_of_queue(101), Some(1));
+        assert_eq!(r.node_of_queue(7), None);
+        assert_eq!((r.len(), r.is_empty()), (2, false));
+        assert!(NodeRings::default().is_empty());
     }
 }

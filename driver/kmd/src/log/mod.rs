@@ -1,6 +1,6 @@
 //! Native fence log buffers (LOG-01 … LOG-09; design: docs/logs.md#kmd).
 //!
-//! - `DxgkDdiSetNativeFenceLogBuffer` ([`set_log_buffer`], DISPATCH_LEVEL,
+//! - `DxgkDdiSetNativeFenceLogBuffer` ([`ddi::set_log_buffer`], DISPATCH_LEVEL,
 //!   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer>):
 //!   the OS hands over the wait or the signal log of a hardware queue. The KMD stores the
 //!   system-process GPU VA in the queue ([`QueueLogs`]); the queue descriptor carries it to
@@ -8,7 +8,7 @@
 //!   recommitted and the queue's logs flushed (`LOG_FLUSH`) before the call returns: after
 //!   it the device never writes the old buffer (the OS may "destroy and recreate" a log,
 //!   which is the same call with a new address).
-//! - `DxgkDdiUpdateNativeFenceLogs` ([`update_logs`], DISPATCH_LEVEL,
+//! - `DxgkDdiUpdateNativeFenceLogs` ([`ddi::update_logs`], DISPATCH_LEVEL,
 //!   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatenativefencelogs>):
 //!   one `LOG_FLUSH` per listed queue, the CPU-side barrier of LOG-07 (hardware.md 8.4).
 //! - [`QueueIrqTable`]: the ISR's lock-free queue id → KMD queue handle map for the optimized
@@ -24,23 +24,20 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use rvgpu_hw::addr::GpuVa;
 
-use rvgpu_ddi::fence::{
-    DXGKARG_SETNATIVEFENCELOGBUFFER, DXGKARG_UPDATENATIVEFENCELOGS, DXGK_NATIVE_FENCE_LOG_BUFFER,
-};
-use rvgpu_ddi::HANDLE;
+use rvgpu_ddi::fence::DXGK_NATIVE_FENCE_LOG_BUFFER;
 use rvgpu_hw::log::{ENTRIES_PER_BUFFER, LOG_BUFFER_SIZE, LOG_TYPE_SIGNALS, LOG_TYPE_WAITS};
-use rvgpu_hw::queue::NO_QUEUE;
-use rvgpu_hw::regs;
+use rvgpu_hw::queue::{NO_QUEUE, RUNLIST_MAX};
 
-use crate::adapter::{Adapter, Live};
-use crate::globals::ADAPTERS;
 use crate::handle::{Handle, Kind};
-use crate::hwqueue::QUEUE_ID_LIMIT;
 use crate::kmem::{self, NoMemory};
 use crate::platform::Platform;
-use crate::runlist;
-use crate::sched;
 use crate::status::{self, Status};
+
+pub mod ddi;
+
+/// Queue ids the table covers: every id the allocator hands out (an id is a runlist slot,
+/// `crate::hwqueue::QUEUE_ID_LIMIT`).
+const QUEUE_ID_LIMIT: u32 = RUNLIST_MAX;
 
 /// Which of a queue's two logs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,113 +164,6 @@ unsafe fn read_header(p: *const DXGK_NATIVE_FENCE_LOG_BUFFER) -> Result<HeaderVi
     })
 }
 
-/// DxgkDdiSetNativeFenceLogBuffer (DISPATCH_LEVEL; LOG-01, LOG-09). Any failure leaves the
-/// queue unchanged.
-pub fn set_log_buffer<P: Platform>(args: &DXGKARG_SETNATIVEFENCELOGBUFFER) -> Result<(), Status> {
-    // SAFETY: `LogBufferCpuVa` is the OS's kernel mapping of the buffer, valid for the call.
-    let header = unsafe { read_header(args.LogBufferCpuVa) }?;
-    sched::with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |_, live, h| {
-        let (kind, buf) = validate(
-            args.NumberOfEntries,
-            header,
-            GpuVa::new(args.LogBufferSystemProcessGpuVa),
-            live.identity.vram_size,
-        )?;
-        let flush = {
-            let mut s = live.sched.lock();
-            let q = s.queues.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
-            let previous = q.logs;
-            q.logs.set(kind, buf);
-            let (id, engine, complete) = (q.id, q.engine, q.logs.complete());
-            let runnable = s.queues.get(&h).is_some_and(|q| s.runnable(q));
-            if runnable {
-                // The queue keeps its id and ring; the device uses the new address from its
-                // next packet (hardware.md M14). The commit holds the CMP, so no packet is
-                // mid-flight with the old descriptor when it returns.
-                if let Err(e) = runlist::commit_slot(&live.regs, &s, engine, id, Some(h)) {
-                    if let Some(q) = s.queues.get_mut(&h) {
-                        q.logs = previous;
-                    }
-                    let _ = runlist::commit_slot(&live.regs, &s, engine, id, Some(h));
-                    return Err(e);
-                }
-            }
-            if complete && !previous.complete() {
-                live.queue_irq.logs_complete(id, seq_of(h), engine);
-            }
-            runnable.then_some(id)
-        };
-        if let Some(id) = flush {
-            // No write to the old buffer can still be in flight when we return.
-            live.regs.write(regs::LogFlush::new(id));
-        }
-        Ok(())
-    })
-}
-
-/// DxgkDdiUpdateNativeFenceLogs (DISPATCH_LEVEL; LOG-07): one `LOG_FLUSH` per listed queue
-/// (consecutive duplicates once). Unknown handles make the call return INVALID_HANDLE after
-/// the valid ones were flushed.
-pub fn update_logs<P: Platform>(args: &DXGKARG_UPDATENATIVEFENCELOGS) -> Result<(), Status> {
-    if args.NumberOfQueues == 0 {
-        return Ok(());
-    }
-    if args.hHWQueue.is_null() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    let n = usize::try_from(args.NumberOfQueues).map_err(|_| status::INVALID_PARAMETER)?;
-    // SAFETY: the OS passes `NumberOfQueues` handles at the non-null `hHWQueue` for the call.
-    let handles = unsafe { core::slice::from_raw_parts(args.hHWQueue.cast_const(), n) };
-    let mut result = Ok(());
-    let mut rest = handles;
-    while let Some(first) = rest.first() {
-        // One run of handles naming the same adapter slot: one lock acquisition.
-        let slot = Handle::decode(*first, Kind::Queue).map(Handle::slot);
-        let run = rest
-            .iter()
-            .take_while(|h| Handle::decode(**h, Kind::Queue).map(Handle::slot) == slot)
-            .count()
-            .max(1);
-        let (this, next) = rest.split_at(run.min(rest.len()));
-        rest = next;
-        let r = match slot {
-            Some(slot) => ADAPTERS
-                .with(slot, |a: &Adapter<P>| match a.live() {
-                    Some(live) => flush_run(live, this),
-                    None => Err(status::INVALID_HANDLE),
-                })
-                .unwrap_or(Err(status::INVALID_HANDLE)),
-            None => Err(status::INVALID_HANDLE),
-        };
-        if r.is_err() {
-            result = r;
-        }
-    }
-    result
-}
-
-/// Flushes the queues of one adapter named by `handles` (the scheduler lock is held while the
-/// flush registers are written, so no queue id is freed and reused in between).
-fn flush_run<P: Platform>(live: &Live<P>, handles: &[HANDLE]) -> Result<(), Status> {
-    let s = live.sched.lock();
-    let mut result = Ok(());
-    let ids = handles.iter().map(|raw| {
-        Handle::decode(*raw, Kind::Queue)
-            .and_then(|h| s.queues.get(&h))
-            .map(|q| q.id)
-    });
-    for id in dedup_ids(ids) {
-        match id {
-            Some(id) => live.regs.write(regs::LogFlush::new(id)),
-            None => result = Err(status::INVALID_HANDLE),
-        }
-    }
-    // LOG-07: the flushes returned, so every counted entry is in memory; the caller's reads
-    // of the entries must not be hoisted above them.
-    core::sync::atomic::fence(Ordering::SeqCst);
-    result
-}
-
 /// Drops consecutive repeats of the same queue id (unknown handles are kept).
 pub fn dedup_ids(ids: impl Iterator<Item = Option<u32>>) -> impl Iterator<Item = Option<u32>> {
     let mut last: Option<u32> = None;
@@ -327,7 +217,7 @@ pub enum QueueLookup {
 /// valid, bit 62 both logs set, bit 61 native progress fence, bits 59:52 the engine, bits 51:0
 /// the handle's sequence number. Written with release
 /// stores under the scheduler lock (create, SetNativeFenceLogBuffer); cleared through
-/// `DxgkCbSynchronizeExecution` at destroy ([`clear_queue_irq`]), so an ISR that read an
+/// `DxgkCbSynchronizeExecution` at destroy ([`ddi::clear_queue_irq`]), so an ISR that read an
 /// entry has finished reporting it before the OS can free the queue. Per engine, a count of
 /// table entries without both logs decides whether a NULL report must also ask the OS to
 /// scan every waiter (docs/logs.md#kmd).
@@ -494,18 +384,6 @@ impl QueueIrqTable {
     }
 }
 
-/// Clears queue `id`'s ISR table entry inside `DxgkCbSynchronizeExecution` (DestroyHwQueue,
-/// PASSIVE, after the queue left its runlist): when this returns, no ISR is between reading
-/// the entry and reporting its handle. If the callback fails (it does not on Windows), the
-/// entry is cleared anyway; a report naming a queue being destroyed is then possible but only
-/// for an ISR that started before the destroy.
-pub fn clear_queue_irq<P: Platform>(live: &Live<P>, id: u32, engine: u32) {
-    let table = &live.queue_irq;
-    if live.synchronized(|_| table.remove(id, engine)).is_err() {
-        table.remove(id, engine);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -649,7 +527,8 @@ mod tests {
         assert!(t.engine_has_logless(7), "unknown engine: assume the worst");
         assert_eq!(
             QueueIrqTable::for_adapter(1).slots.len(),
-            QUEUE_ID_LIMIT as usize
+            crate::hwqueue::QUEUE_ID_LIMIT as usize,
+            "every id the queue id allocator hands out has a slot"
         );
     }
 
@@ -680,5 +559,25 @@ mod tests {
         assert!(t.progress_is_native(3));
         assert!(t.progress_is_native(NO_QUEUE));
         assert!(t.progress_is_native(16));
+    }
+
+    /// LOG-08: the ISR learns a queue's engine and handle only while the queue is in the table,
+    /// whatever its logs; the handle's sequence number and the engine survive the logs being
+    /// set, and a removed or never-inserted id reads as no queue.
+    #[test]
+    fn log_08_isr_reads_engine_and_handle_of_live_queues_only() {
+        let t = QueueIrqTable::new(16, 4);
+        let h = Handle::new(3, Kind::Queue, 0x1234).unwrap();
+        assert_eq!((t.engine_of(9), t.queue_handle(3, 9)), (None, None));
+        assert!(t.id_in_range(9) && t.id_in_range(15));
+        assert!(!t.id_in_range(16) && !t.id_in_range(NO_QUEUE));
+        t.insert(9, seq_of(h), 3, false);
+        assert_eq!((t.engine_of(9), t.queue_handle(3, 9)), (Some(3), Some(h)));
+        t.logs_complete(9, seq_of(h), 3);
+        assert_eq!((t.engine_of(9), t.queue_handle(3, 9)), (Some(3), Some(h)));
+        t.remove(9, 3);
+        assert_eq!((t.engine_of(9), t.queue_handle(3, 9)), (None, None));
+        assert!(t.id_in_range(9), "a free id is still in range");
+        assert_eq!(t.engine_of(NO_QUEUE), None);
     }
 }

@@ -1,7 +1,7 @@
 //! The scheduler state of a started adapter: D3D devices, contexts, hardware queues, doorbells,
 //! physical doorbells and the per-engine runlists, all under one spin lock (docs/
 //! usermode-submission.md, "IRQL and locking"). Objects are keyed by their KMD handle
-//! ([`crate::handle`]); [`with_adapter`] resolves a handle to its started adapter.
+//! ([`crate::handle`]); [`ddi::with_adapter`] resolves a handle to its started adapter.
 //!
 //! **Lock.** [`Sched`] lives in a [`crate::sync::SpinLock`] (DISPATCH). The ISR never takes
 //! it. Work done under it is bounded: table updates, runlist rewrites (at most
@@ -11,17 +11,13 @@
 use crate::kmem::SortedMap;
 use alloc::vec::Vec;
 
-use rvgpu_ddi::HANDLE;
-
-use crate::adapter::{Adapter, Live};
 use crate::context::{Context, Device};
 use crate::dma::DmaBuffer;
 use crate::doorbell::{Doorbell, Physical};
-use crate::globals::ADAPTERS;
-use crate::handle::{Handle, Kind};
+use crate::handle::Handle;
 use crate::hwqueue::{HwQueue, QueueIds};
-use crate::platform::Platform;
-use crate::status::{self, Status};
+
+pub mod ddi;
 
 impl Sched {
     /// The process id of the queues of context `ctx` (0: a device of no GPU process, the
@@ -167,18 +163,124 @@ impl Sched {
     }
 }
 
-/// Runs `f` on the started adapter that `h` names, with the decoded handle. A handle that
-/// names no live adapter of this platform is `STATUS_INVALID_HANDLE`.
-pub fn with_adapter<P: Platform, R>(
-    raw: HANDLE,
-    kind: Kind,
-    f: impl FnOnce(&Adapter<P>, &Live<P>, Handle) -> Result<R, Status>,
-) -> Result<R, Status> {
-    let h = Handle::decode(raw, kind).ok_or(status::INVALID_HANDLE)?;
-    ADAPTERS
-        .with(h.slot(), |a: &Adapter<P>| match a.live() {
-            Some(live) => f(a, live, h),
-            None => Err(status::INVALID_HANDLE),
-        })
-        .unwrap_or(Err(status::INVALID_HANDLE))
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handle::Kind;
+    use crate::hwqueue::Ring;
+    use rvgpu_hw::addr::GpuVa;
+
+    fn h(kind: Kind, n: u64) -> Handle {
+        Handle::new(0, kind, n).unwrap()
+    }
+
+    fn queue(ctx: u64, engine: u32, ring: bool) -> HwQueue {
+        HwQueue {
+            os_handle: 0,
+            context: h(Kind::Context, ctx),
+            engine,
+            id: 0,
+            priority: 0,
+            user_mode: !ring,
+            progress_gpu: GpuVa::new(0x9000),
+            progress_cpu: 0,
+            last_submitted: 0,
+            native_progress: false,
+            ring: ring.then_some(Ring {
+                base: GpuVa::new(0x10_0000),
+                size: 4096,
+                control: GpuVa::new(0x18_0000),
+            }),
+            kernel: None,
+            doorbell: None,
+            logs: crate::log::QueueLogs::default(),
+        }
+    }
+
+    /// Process 7 owns device 1 (contexts 1, 2); device 2 has no process (context 3).
+    /// Queues: 10 on context 1 (engine 0), 11 on context 2 (engine 1), 12 on context 3
+    /// (engine 0), 13 on context 1 without a ring (engine 0).
+    fn state() -> Sched {
+        let mut s = Sched::new(4, false, Vec::new());
+        s.processes.insert(
+            h(Kind::Process, 7),
+            crate::process::Process {
+                os_handle: 0x70,
+                system: false,
+                id: 3,
+            },
+        );
+        for (n, process) in [(1, Some(h(Kind::Process, 7))), (2, None)] {
+            s.devices.insert(
+                h(Kind::Device, n),
+                Device {
+                    os_handle: 0,
+                    system: false,
+                    in_error: false,
+                    process,
+                },
+            );
+        }
+        for (n, dev, engine) in [(1, 1, 0), (2, 1, 1), (3, 2, 0)] {
+            s.contexts.insert(
+                h(Kind::Context, n),
+                Context {
+                    device: h(Kind::Device, dev),
+                    engine,
+                    suspended: false,
+                    os_handle: 0,
+                    root: 0x4000,
+                    priority: crate::hws::ContextPriority::DEFAULT,
+                },
+            );
+        }
+        for (n, ctx, engine, ring) in [(10, 1, 0, true), (11, 2, 1, true), (12, 3, 0, true)] {
+            s.queues.insert(h(Kind::Queue, n), queue(ctx, engine, ring));
+        }
+        s.queues.insert(h(Kind::Queue, 13), queue(1, 0, false));
+        s
+    }
+
+    /// A context's queues carry its device's process id (0 without a process), and the
+    /// per-process counts (the pool shares, crate::quota) see only that process's objects.
+    #[test]
+    fn objects_are_attributed_to_their_devices_process() {
+        let s = state();
+        let p = h(Kind::Process, 7);
+        assert_eq!(s.process_id_of_context(h(Kind::Context, 1)), 3);
+        assert_eq!(
+            s.process_id_of_context(h(Kind::Context, 3)),
+            0,
+            "no process"
+        );
+        assert_eq!(
+            s.process_id_of_context(h(Kind::Context, 9)),
+            0,
+            "no context"
+        );
+        assert_eq!(s.process_of_device(h(Kind::Device, 1)), Some(p));
+        assert_eq!(s.process_of_device(h(Kind::Device, 2)), None);
+        assert_eq!(s.contexts_of_process(p), 2);
+        assert_eq!(s.queues_of_process(p), 3);
+        assert_eq!(s.contexts_of_process(h(Kind::Process, 8)), 0);
+        assert_eq!(s.queues_of_process(h(Kind::Process, 8)), 0);
+    }
+
+    /// UM-11: an engine's runlist holds its runnable queues in handle order: none without a
+    /// ring, none of another engine, none of a suspended context.
+    #[test]
+    fn um_11_runlist_entries_are_the_engines_runnable_queues_in_order() {
+        let mut s = state();
+        let entries =
+            |s: &Sched, e| -> Vec<Handle> { s.runlist_entries(e).map(|q| q.context).collect() };
+        assert_eq!(
+            entries(&s, 0),
+            vec![h(Kind::Context, 1), h(Kind::Context, 3)]
+        );
+        assert_eq!(entries(&s, 1), vec![h(Kind::Context, 2)]);
+        assert!(entries(&s, 2).is_empty());
+        s.contexts.get_mut(&h(Kind::Context, 1)).unwrap().suspended = true;
+        assert_eq!(entries(&s, 0), vec![h(Kind::Context, 3)]);
+        assert!(Sched::default().runlist_entries(0).next().is_none());
+    }
 }
