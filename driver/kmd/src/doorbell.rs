@@ -355,7 +355,7 @@ fn read_pdd(data: Option<&[u8]>) -> Result<(DoorbellPdd, u32), Status> {
 /// The device's rules for a ring (hardware.md 5.1, 12.3): a power-of-two size in range,
 /// an 8-aligned base, a 64-aligned control block, both inside the GPU VA range and not
 /// overlapping. Where they may point is decided by the allocations that hold them
-/// ([`crate::allocation::check_ring_allocations`]).
+/// ([`crate::allocation::ddi::ring_from_allocations`]).
 pub fn check_ring(r: &Ring) -> Result<(), Status> {
     let bad = Err(status::INVALID_PARAMETER);
     if !r.size.is_power_of_two() || !(RING_MIN..=RING_MAX).contains(&r.size) {
