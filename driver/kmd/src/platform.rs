@@ -120,8 +120,8 @@ pub unsafe trait Platform: 'static {
     /// listens. Returns the registration handle, or the failure status. The default is a
     /// kernel without ETW (`STATUS_NOT_SUPPORTED`).
     fn etw_register(
-        provider: &'static crate::etw::Guid,
-        callback: crate::etw::EnableCallback,
+        provider: &'static crate::etw::abi::Guid,
+        callback: crate::etw::abi::EnableCallback,
         context: *mut c_void,
     ) -> Result<u64, i32> {
         let _ = (provider, callback, context);
@@ -138,8 +138,8 @@ pub unsafe trait Platform: 'static {
     /// fields.
     fn etw_write(
         handle: u64,
-        descriptor: &crate::etw::EventDescriptor,
-        data: &[crate::etw::EventDataDescriptor],
+        descriptor: &crate::etw::abi::EventDescriptor,
+        data: &[crate::etw::abi::EventDataDescriptor],
     ) {
         let _ = (handle, descriptor, data);
     }
