@@ -52,7 +52,7 @@ fn pool_bytes_per_100_objects_do_not_grow() {
     const FIGURES: [(&str, usize); 4] = [
         ("native fence", 13_408),
         ("context", 5_952),
-        ("hardware queue", 30_720),
+        ("hardware queue", 32_768),
         ("process", 7_936),
     ];
     for (kind, figure) in FIGURES {
