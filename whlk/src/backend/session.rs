@@ -10,6 +10,25 @@ use super::{
     SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmdFences, UserModeSubmission,
 };
 
+/// Inside `impl Session for T`: the accessors of the capability traits `T` implements, each
+/// answering `Some(self)`. A row `as_x / as_x_ref: Trait` gives both; `as_x: Trait` only the
+/// mutable one (the traits without a shared accessor).
+macro_rules! capabilities {
+    ($($get:ident $(/ $get_ref:ident)? : $tr:path),* $(,)?) => {
+        $(
+            fn $get(&mut self) -> Option<&mut dyn $tr> {
+                Some(self)
+            }
+            $(
+                fn $get_ref(&self) -> Option<&dyn $tr> {
+                    Some(self)
+                }
+            )?
+        )*
+    };
+}
+pub(crate) use capabilities;
+
 /// One machine with its adapters, for one case: the driver and adapter life cycle every
 /// backend has, and the capability traits ([`super::caps`]) the backend implements. `as_x` returns
 /// `None` for a capability the backend lacks; cases reach them through [`dyn Session`]'s

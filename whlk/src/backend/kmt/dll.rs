@@ -656,88 +656,18 @@ impl Session for DllSession {
         super::poll_until(self, budget, |s| s.fault(), done)
     }
 
-    fn as_ums(&mut self) -> Option<&mut dyn UserModeSubmission> {
-        Some(self)
-    }
-
-    fn as_ums_ref(&self) -> Option<&dyn UserModeSubmission> {
-        Some(self)
-    }
-
-    fn as_alloc_usage(&mut self) -> Option<&mut dyn AllocationUsage> {
-        Some(self)
-    }
-
-    fn as_alloc_usage_ref(&self) -> Option<&dyn AllocationUsage> {
-        Some(self)
-    }
-
-    fn as_fences(&mut self) -> Option<&mut dyn crate::backend::Fences> {
-        Some(self)
-    }
-
-    fn as_tdr(&mut self) -> Option<&mut dyn crate::backend::Tdr> {
-        Some(self)
-    }
-
-    fn as_tdr_ref(&self) -> Option<&dyn crate::backend::Tdr> {
-        Some(self)
-    }
-
-    fn as_fences_ref(&self) -> Option<&dyn crate::backend::Fences> {
-        Some(self)
-    }
-
-    fn as_os_trace(&mut self) -> Option<&mut dyn crate::backend::OsTrace> {
-        Some(self)
-    }
-
-    fn as_os_trace_ref(&self) -> Option<&dyn crate::backend::OsTrace> {
-        Some(self)
-    }
-
-    fn as_os_control(&mut self) -> Option<&mut dyn crate::backend::OsControl> {
-        Some(self)
-    }
-
-    fn as_os_control_ref(&self) -> Option<&dyn crate::backend::OsControl> {
-        Some(self)
-    }
-
-    fn as_faults(&mut self) -> Option<&mut dyn crate::backend::FaultInjection> {
-        Some(self)
-    }
-
-    fn as_faults_ref(&self) -> Option<&dyn crate::backend::FaultInjection> {
-        Some(self)
-    }
-
-    fn as_umd_fences(&mut self) -> Option<&mut dyn crate::backend::UmdFences> {
-        Some(self)
-    }
-
-    fn as_umd_fences_ref(&self) -> Option<&dyn crate::backend::UmdFences> {
-        Some(self)
-    }
-
-    fn as_fence_logs(&mut self) -> Option<&mut dyn crate::backend::FenceLogs> {
-        Some(self)
-    }
-
-    fn as_fence_logs_ref(&self) -> Option<&dyn crate::backend::FenceLogs> {
-        Some(self)
-    }
-
-    fn as_kmtest(&mut self) -> Option<&mut dyn crate::backend::testing::KernelModeTesting> {
-        Some(self)
-    }
-
-    fn as_bug_checks(&mut self) -> Option<&mut dyn crate::backend::BugChecks> {
-        Some(self)
-    }
-
-    fn as_bug_checks_ref(&self) -> Option<&dyn crate::backend::BugChecks> {
-        Some(self)
+    crate::backend::session::capabilities! {
+        as_ums / as_ums_ref: UserModeSubmission,
+        as_alloc_usage / as_alloc_usage_ref: AllocationUsage,
+        as_fences / as_fences_ref: crate::backend::Fences,
+        as_tdr / as_tdr_ref: crate::backend::Tdr,
+        as_os_trace / as_os_trace_ref: crate::backend::OsTrace,
+        as_os_control / as_os_control_ref: crate::backend::OsControl,
+        as_faults / as_faults_ref: crate::backend::FaultInjection,
+        as_umd_fences / as_umd_fences_ref: crate::backend::UmdFences,
+        as_fence_logs / as_fence_logs_ref: crate::backend::FenceLogs,
+        as_kmtest: crate::backend::testing::KernelModeTesting,
+        as_bug_checks / as_bug_checks_ref: crate::backend::BugChecks,
     }
 }
 

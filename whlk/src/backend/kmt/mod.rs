@@ -489,36 +489,12 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
         poll_until(self, budget, |s| s.machine.fault(), done)
     }
 
-    fn as_fences(&mut self) -> Option<&mut dyn Fences> {
-        Some(self)
-    }
-
-    fn as_alloc_usage(&mut self) -> Option<&mut dyn AllocationUsage> {
-        Some(self)
-    }
-
-    fn as_gpu_va(&mut self) -> Option<&mut dyn super::GpuVaPlacement> {
-        Some(self)
-    }
-
-    fn as_kmtest(&mut self) -> Option<&mut dyn super::testing::KernelModeTesting> {
-        Some(self)
-    }
-
-    fn as_alloc_usage_ref(&self) -> Option<&dyn AllocationUsage> {
-        Some(self)
-    }
-
-    fn as_fences_ref(&self) -> Option<&dyn Fences> {
-        Some(self)
-    }
-
-    fn as_ums(&mut self) -> Option<&mut dyn UserModeSubmission> {
-        Some(self)
-    }
-
-    fn as_ums_ref(&self) -> Option<&dyn UserModeSubmission> {
-        Some(self)
+    crate::backend::session::capabilities! {
+        as_fences / as_fences_ref: Fences,
+        as_alloc_usage / as_alloc_usage_ref: AllocationUsage,
+        as_gpu_va: super::GpuVaPlacement,
+        as_kmtest: super::testing::KernelModeTesting,
+        as_ums / as_ums_ref: UserModeSubmission,
     }
 }
 

@@ -667,94 +667,22 @@ impl Session for SimSession {
         r.map_err(failure)
     }
 
-    fn as_fences(&mut self) -> Option<&mut dyn Fences> {
-        Some(self)
-    }
-    fn as_fences_ref(&self) -> Option<&dyn Fences> {
-        Some(self)
-    }
-    fn as_cross_adapter(&mut self) -> Option<&mut dyn CrossAdapterFences> {
-        Some(self)
-    }
-    fn as_cross_adapter_ref(&self) -> Option<&dyn CrossAdapterFences> {
-        Some(self)
-    }
-    fn as_ums(&mut self) -> Option<&mut dyn UserModeSubmission> {
-        Some(self)
-    }
-    fn as_ums_ref(&self) -> Option<&dyn UserModeSubmission> {
-        Some(self)
-    }
-    fn as_umd_fences(&mut self) -> Option<&mut dyn UmdFences> {
-        Some(self)
-    }
-    fn as_alloc_usage(&mut self) -> Option<&mut dyn AllocationUsage> {
-        Some(self)
-    }
-    fn as_gpu_va(&mut self) -> Option<&mut dyn crate::backend::GpuVaPlacement> {
-        Some(self)
-    }
-    fn as_kmtest(&mut self) -> Option<&mut dyn crate::backend::testing::KernelModeTesting> {
-        Some(self)
-    }
-    fn as_alloc_usage_ref(&self) -> Option<&dyn AllocationUsage> {
-        Some(self)
-    }
-    fn as_umd_fences_ref(&self) -> Option<&dyn UmdFences> {
-        Some(self)
-    }
-    fn as_fence_logs(&mut self) -> Option<&mut dyn FenceLogs> {
-        Some(self)
-    }
-    fn as_fence_logs_ref(&self) -> Option<&dyn FenceLogs> {
-        Some(self)
-    }
-    fn as_tdr(&mut self) -> Option<&mut dyn Tdr> {
-        Some(self)
-    }
-    fn as_tdr_ref(&self) -> Option<&dyn Tdr> {
-        Some(self)
-    }
-    fn as_tdr_trace(&mut self) -> Option<&mut dyn TdrTrace> {
-        Some(self)
-    }
-    fn as_tdr_trace_ref(&self) -> Option<&dyn TdrTrace> {
-        Some(self)
-    }
-    fn as_os_trace(&mut self) -> Option<&mut dyn OsTrace> {
-        Some(self)
-    }
-    fn as_os_trace_ref(&self) -> Option<&dyn OsTrace> {
-        Some(self)
-    }
-    fn as_os_control(&mut self) -> Option<&mut dyn OsControl> {
-        Some(self)
-    }
-    fn as_os_control_ref(&self) -> Option<&dyn OsControl> {
-        Some(self)
-    }
-    fn as_faults(&mut self) -> Option<&mut dyn FaultInjection> {
-        Some(self)
-    }
-    fn as_faults_ref(&self) -> Option<&dyn FaultInjection> {
-        Some(self)
-    }
-    fn as_direct_ddi(&mut self) -> Option<&mut dyn DirectDdi> {
-        Some(self)
-    }
-    fn as_direct_ddi_ref(&self) -> Option<&dyn DirectDdi> {
-        Some(self)
-    }
-    fn as_step(&mut self) -> Option<&mut dyn StepMode> {
-        Some(self)
-    }
-    fn as_step_ref(&self) -> Option<&dyn StepMode> {
-        Some(self)
-    }
-    fn as_bug_checks(&mut self) -> Option<&mut dyn BugChecks> {
-        Some(self)
-    }
-    fn as_bug_checks_ref(&self) -> Option<&dyn BugChecks> {
-        Some(self)
+    crate::backend::session::capabilities! {
+        as_fences / as_fences_ref: Fences,
+        as_cross_adapter / as_cross_adapter_ref: CrossAdapterFences,
+        as_ums / as_ums_ref: UserModeSubmission,
+        as_umd_fences / as_umd_fences_ref: UmdFences,
+        as_alloc_usage / as_alloc_usage_ref: AllocationUsage,
+        as_gpu_va: crate::backend::GpuVaPlacement,
+        as_kmtest: crate::backend::testing::KernelModeTesting,
+        as_fence_logs / as_fence_logs_ref: FenceLogs,
+        as_tdr / as_tdr_ref: Tdr,
+        as_tdr_trace / as_tdr_trace_ref: TdrTrace,
+        as_os_trace / as_os_trace_ref: OsTrace,
+        as_os_control / as_os_control_ref: OsControl,
+        as_faults / as_faults_ref: FaultInjection,
+        as_direct_ddi / as_direct_ddi_ref: DirectDdi,
+        as_step / as_step_ref: StepMode,
+        as_bug_checks / as_bug_checks_ref: BugChecks,
     }
 }
