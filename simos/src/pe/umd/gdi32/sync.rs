@@ -188,32 +188,40 @@ pub(super) fn create_native_fence(p: &UserProcess, at: u64) -> Status {
         .create_native_fence_raw(a.initial_fence_value, a.info_flags & SYNC_FLAG_SHARED != 0)
         .map_err(nt)?;
     p.record(h, d.sim.device);
+    put_fence(
+        at,
+        [
+            offset_of!(CreateNativeFence, h_sync_object),
+            offset_of!(CreateNativeFence, private_driver_data),
+            offset_of!(CreateNativeFence, current_value_cpu_va),
+            offset_of!(CreateNativeFence, current_value_gpu_va),
+            offset_of!(CreateNativeFence, monitored_value_gpu_va),
+        ],
+        h,
+        &f,
+    )
+}
+
+/// Writes what a create or an open of native fence `h` (`f`) returns to the caller's
+/// structure at `at`: the handle, the KMD's private data (64 bytes), the current value's CPU
+/// and GPU addresses and the monitored value's GPU address, at those five offsets.
+fn put_fence(
+    at: u64,
+    offsets: [usize; 5],
+    h: rvgpu_umd::kmt::KmtHandle,
+    f: &crate::NativeFence,
+) -> Status {
+    let [handle, private, cpu, gpu, monitored] = offsets;
     let pdd = f.pdd();
     let mut pdd_bytes = [0u8; 64];
     let src = pdd.as_bytes();
     let n = src.len().min(64);
     pdd_bytes[..n].copy_from_slice(&src[..n]);
-    put(at, offset_of!(CreateNativeFence, h_sync_object), &h)?;
-    put(
-        at,
-        offset_of!(CreateNativeFence, private_driver_data),
-        &pdd_bytes,
-    )?;
-    put(
-        at,
-        offset_of!(CreateNativeFence, current_value_cpu_va),
-        &(f.current_value_kernel_va() as u64),
-    )?;
-    put(
-        at,
-        offset_of!(CreateNativeFence, current_value_gpu_va),
-        &f.current_value_va(),
-    )?;
-    put(
-        at,
-        offset_of!(CreateNativeFence, monitored_value_gpu_va),
-        &f.monitored_value_va(),
-    )
+    put(at, handle, &h)?;
+    put(at, private, &pdd_bytes)?;
+    put(at, cpu, &(f.current_value_kernel_va() as u64))?;
+    put(at, gpu, &f.current_value_va())?;
+    put(at, monitored, &f.monitored_value_va())
 }
 
 /// Most objects one `D3DKMTShareObjects` shares here: the DLL shares one native fence at a
@@ -259,34 +267,16 @@ pub(super) fn open_native_fence_from_nt_handle(p: &UserProcess, at: u64) -> Stat
     let d = p.device(a.h_device)?;
     let (h, f) = p.kmt(d).open_native_fence_raw(a.h_nt_handle).map_err(nt)?;
     p.record(h, d.sim.device);
-    let pdd = f.pdd();
-    let mut pdd_bytes = [0u8; 64];
-    let src = pdd.as_bytes();
-    let n = src.len().min(64);
-    pdd_bytes[..n].copy_from_slice(&src[..n]);
-    put(
+    put_fence(
         at,
-        offset_of!(OpenNativeFenceFromNtHandle, h_sync_object),
-        &h,
-    )?;
-    put(
-        at,
-        offset_of!(OpenNativeFenceFromNtHandle, private_driver_data),
-        &pdd_bytes,
-    )?;
-    put(
-        at,
-        offset_of!(OpenNativeFenceFromNtHandle, current_value_cpu_va),
-        &(f.current_value_kernel_va() as u64),
-    )?;
-    put(
-        at,
-        offset_of!(OpenNativeFenceFromNtHandle, current_value_gpu_va),
-        &f.current_value_va(),
-    )?;
-    put(
-        at,
-        offset_of!(OpenNativeFenceFromNtHandle, monitored_value_gpu_va),
-        &f.monitored_value_va(),
+        [
+            offset_of!(OpenNativeFenceFromNtHandle, h_sync_object),
+            offset_of!(OpenNativeFenceFromNtHandle, private_driver_data),
+            offset_of!(OpenNativeFenceFromNtHandle, current_value_cpu_va),
+            offset_of!(OpenNativeFenceFromNtHandle, current_value_gpu_va),
+            offset_of!(OpenNativeFenceFromNtHandle, monitored_value_gpu_va),
+        ],
+        h,
+        &f,
     )
 }
