@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::dll::{DllSession, FenceList};
 use crate::backend::sim::failure;
-use crate::backend::sim::logs::hw_kind;
+use crate::backend::sim::logs::{hw_kind, os_log_counters, os_queue_logs};
 use crate::backend::{
     Failure, FenceLogs, FenceWork, LogCounters, LogKind, ProcessRef, QueueLogs, UmFenceRef,
     UmQueueRef, UmdFences, WaitResult, Work,
@@ -197,28 +197,11 @@ impl FenceLogs for DllSession {
                 signal_entries: None,
             });
         };
-        let entries = |k| {
-            self.machine()
-                .hw_queue_log(adapter, h, hw_kind(k))
-                .map(|(_, entries, ..)| entries)
-        };
-        Ok(QueueLogs {
-            wait_entries: entries(LogKind::Wait),
-            signal_entries: entries(LogKind::Signal),
-        })
+        Ok(os_queue_logs(self.machine(), adapter, h))
     }
 
     fn log_counters(&self, i: usize) -> Result<LogCounters, Failure> {
-        let c = self.machine().log_counters(i);
-        Ok(LogCounters {
-            drains: c.log_drains,
-            entries_read: c.log_entries_read,
-            update_calls: c.log_update_calls,
-            overflows: c.log_overflows,
-            entries_lost: c.log_entries_lost,
-            bad_entries: c.log_bad_entries,
-            fallback_scans: c.log_fallback_scans,
-        })
+        Ok(os_log_counters(self.machine(), i))
     }
 
     fn recreate_queue_log(

@@ -24,6 +24,36 @@ pub(crate) fn hw_kind(k: LogKind) -> HwLogKind {
     }
 }
 
+/// The entry counts of hardware queue `h`'s two logs on adapter `adapter`, as the OS holds them.
+pub(crate) fn os_queue_logs(
+    m: &rvgpu_simos::Machine,
+    adapter: usize,
+    h: rvgpu_umd::kmt::KmtHandle,
+) -> QueueLogs {
+    let entries = |k| {
+        m.hw_queue_log(adapter, h, hw_kind(k))
+            .map(|(_, entries, ..)| entries)
+    };
+    QueueLogs {
+        wait_entries: entries(LogKind::Wait),
+        signal_entries: entries(LogKind::Signal),
+    }
+}
+
+/// The OS's log counters of adapter `i` in the harness's terms.
+pub(crate) fn os_log_counters(m: &rvgpu_simos::Machine, i: usize) -> LogCounters {
+    let c = m.log_counters(i);
+    LogCounters {
+        drains: c.log_drains,
+        entries_read: c.log_entries_read,
+        update_calls: c.log_update_calls,
+        overflows: c.log_overflows,
+        entries_lost: c.log_entries_lost,
+        bad_entries: c.log_bad_entries,
+        fallback_scans: c.log_fallback_scans,
+    }
+}
+
 fn op_kind(k: HwLogKind) -> OpKind {
     match k {
         HwLogKind::Wait => OpKind::Wait,
@@ -288,28 +318,11 @@ impl FenceLogs for SimSession {
 
     fn queue_logs(&self, q: UmQueueRef) -> Result<QueueLogs, Failure> {
         let (adapter, h) = self.hw_queue_handle(q)?;
-        let entries = |k| {
-            self.machine
-                .hw_queue_log(adapter, h, hw_kind(k))
-                .map(|(_, entries, ..)| entries)
-        };
-        Ok(QueueLogs {
-            wait_entries: entries(LogKind::Wait),
-            signal_entries: entries(LogKind::Signal),
-        })
+        Ok(os_queue_logs(&self.machine, adapter, h))
     }
 
     fn log_counters(&self, i: usize) -> Result<LogCounters, Failure> {
-        let c = self.machine.log_counters(i);
-        Ok(LogCounters {
-            drains: c.log_drains,
-            entries_read: c.log_entries_read,
-            update_calls: c.log_update_calls,
-            overflows: c.log_overflows,
-            entries_lost: c.log_entries_lost,
-            bad_entries: c.log_bad_entries,
-            fallback_scans: c.log_fallback_scans,
-        })
+        Ok(os_log_counters(&self.machine, i))
     }
 
     fn recreate_queue_log(
