@@ -279,16 +279,16 @@ fn ddi_04_the_images_etw_imports_refuse_what_windows_refuses() {
     let _s = serial();
     let m = recording(None, |_| {});
     let guid = rvgpu_simos::etw::Guid {
-        data1: 0x1234_5678,
-        data2: 1,
-        data3: 2,
-        data4: [3; 8],
+        Data1: 0x1234_5678,
+        Data2: 1,
+        Data3: 2,
+        Data4: [3; 8],
     };
     let security = rvgpu_simos::etw::Guid {
-        data1: 0x5484_9625,
-        data2: 0x5478,
-        data3: 0x4994,
-        data4: [0xa5, 0xba, 0x3e, 0x3b, 0x03, 0x28, 0xc3, 0x0d],
+        Data1: 0x5484_9625,
+        Data2: 0x5478,
+        Data3: 0x4994,
+        Data4: [0xa5, 0xba, 0x3e, 0x3b, 0x03, 0x28, 0xc3, 0x0d],
     };
     let mut handle = u64::MAX;
     let call = |name: &str, args: &[u64]| m.call_pe_import(name, Irql::Passive, args);

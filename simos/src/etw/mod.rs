@@ -220,10 +220,10 @@ fn call(cb: Callback, e: Option<Enable>) {
     // The source id Windows passes from inside EtwRegister is the zero GUID
     // (24H2 `EtwpRegisterKMProvider` @ 0x140A57524); the simulation passes it always.
     static SOURCE: Guid = Guid {
-        data1: 0,
-        data2: 0,
-        data3: 0,
-        data4: [0; 8],
+        Data1: 0,
+        Data2: 0,
+        Data3: 0,
+        Data4: [0; 8],
     };
     let (code, level, any, all) = match e {
         Some(e) => (CONTROL_ENABLE, e.level, e.match_any, e.match_all),
@@ -377,10 +377,10 @@ mod tests {
     use super::*;
 
     const G: Guid = Guid {
-        data1: 1,
-        data2: 2,
-        data3: 3,
-        data4: [4; 8],
+        Data1: 1,
+        Data2: 2,
+        Data3: 3,
+        Data4: [4; 8],
     };
 
     fn descriptor(level: u8, keyword: u64) -> rvgpu_kmd::etw::EventDescriptor {

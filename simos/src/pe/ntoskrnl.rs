@@ -710,10 +710,10 @@ const MAX_EVENT_BYTES: usize = 0xFFFF;
 /// The Security-Auditing provider {54849625-5478-4994-a5ba-3e3b0328c30d}, which 24H2
 /// `EtwpRegisterKMProvider` @ 0x140A57524 refuses to register (`STATUS_ACCESS_DENIED`).
 const SECURITY_PROVIDER: rvgpu_kmd::etw::Guid = rvgpu_kmd::etw::Guid {
-    data1: 0x5484_9625,
-    data2: 0x5478,
-    data3: 0x4994,
-    data4: [0xa5, 0xba, 0x3e, 0x3b, 0x03, 0x28, 0xc3, 0x0d],
+    Data1: 0x5484_9625,
+    Data2: 0x5478,
+    Data3: 0x4994,
+    Data4: [0xa5, 0xba, 0x3e, 0x3b, 0x03, 0x28, 0xc3, 0x0d],
 };
 
 /// `EVENT_DESCRIPTOR` as the image lays it out.
@@ -777,10 +777,10 @@ fn etw_register(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     unsafe { (out as *mut u64).write_unaligned(0) };
     let b = image_bytes(guid_at, 16);
     let guid = rvgpu_kmd::etw::Guid {
-        data1: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
-        data2: u16::from_le_bytes([b[4], b[5]]),
-        data3: u16::from_le_bytes([b[6], b[7]]),
-        data4: [b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]],
+        Data1: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        Data2: u16::from_le_bytes([b[4], b[5]]),
+        Data3: u16::from_le_bytes([b[6], b[7]]),
+        Data4: [b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]],
     };
     if guid == SECURITY_PROVIDER {
         return ret(STATUS_ACCESS_DENIED);

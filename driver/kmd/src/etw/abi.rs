@@ -4,15 +4,8 @@
 
 use core::ffi::c_void;
 
-/// A GUID as Windows lays it out (guiddef.h).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Guid {
-    pub data1: u32,
-    pub data2: u16,
-    pub data3: u16,
-    pub data4: [u8; 8],
-}
+/// A GUID as Windows lays it out (guiddef.h): the DDI crate's.
+pub use rvgpu_ddi::basic::GUID as Guid;
 
 /// `EVENT_DESCRIPTOR` (evntprov.h): 16 bytes.
 #[repr(C)]

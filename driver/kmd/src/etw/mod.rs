@@ -29,10 +29,10 @@ pub const PROVIDER_NAME: &str = "rvgpu.Kmd";
 /// EventSource derive from the name (SHA-1 over their namespace and the upper-cased name in
 /// UTF-16BE, version 5), so tools accepting `*rvgpu.Kmd` find it.
 pub const PROVIDER_GUID: Guid = Guid {
-    data1: 0xd0e2_2724,
-    data2: 0xedfb,
-    data3: 0x501e,
-    data4: [0x8f, 0xd2, 0xa9, 0xa5, 0x98, 0x50, 0xc8, 0xda],
+    Data1: 0xd0e2_2724,
+    Data2: 0xedfb,
+    Data3: 0x501e,
+    Data4: [0x8f, 0xd2, 0xa9, 0xa5, 0x98, 0x50, 0xc8, 0xda],
 };
 
 /// The provider metadata in front of every event.
