@@ -334,4 +334,33 @@ fn ddi_04_the_images_etw_imports_refuse_what_windows_refuses() {
     assert_eq!(r.ok(), Some(0xC000_0008), "unregistered twice");
 }
 
+/// A pointer the image passes to its ETW imports is not trusted: one it cannot read is the
+/// page fault Windows takes in the routine (bug check 0x50 naming the address), not a crash of
+/// the host. Only against the image (the rerun).
+#[test]
+fn ddi_04_an_unreadable_event_descriptor_is_a_page_fault_bug_check() {
+    let _s = serial();
+    let m = recording(None, |_| {});
+    let mut handle = 0u64;
+    let guid = rvgpu_simos::etw::Guid {
+        Data1: 0x1234_5678,
+        Data2: 1,
+        Data3: 2,
+        Data4: [4; 8],
+    };
+    let g = std::ptr::addr_of!(guid) as u64;
+    let out = std::ptr::addr_of_mut!(handle) as u64;
+    let call = |name: &str, args: &[u64]| m.call_pe_import(name, Irql::Passive, args);
+    if call("EtwRegister", &[g, 0, 0, out]).is_none() {
+        return; // the Linux build has no imports
+    }
+    assert_ne!(handle, 0);
+    // Page 1 is never mapped in a process.
+    let wild = 0x1008u64;
+    let _ = call("EtwWriteTransfer", &[handle, wild, 0, 0, 0, 0]);
+    let b = m.bugcheck().expect("a page fault bug check");
+    assert_eq!(b.code, 0x50, "{b:?}");
+    assert_eq!(b.params[0], wild, "{b:?}");
+}
+
 against_the_pe_image!();

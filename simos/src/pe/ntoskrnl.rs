@@ -740,14 +740,36 @@ struct RawDataDescriptor {
     reserved2: u16,
 }
 
-/// `len` bytes the image passed at `p` (identity-mapped host memory, as every stub reads).
-fn image_bytes<'a>(p: u64, len: usize) -> &'a [u8] {
+/// The `len` bytes the image points at `p`, copied without trusting the pointer
+/// (`pe::umd::guest`): an address the image cannot read is the page fault Windows takes inside
+/// the routine, bug check 0x50 naming it, raised here (`None`).
+fn image_bytes(p: u64, len: usize) -> Option<Vec<u8>> {
     if len == 0 {
-        return &[];
+        return Some(Vec::new());
     }
-    // SAFETY: the image's pointer and length, checked non-null by the caller; the image's
-    // memory is host memory at the same address.
-    unsafe { std::slice::from_raw_parts(p as *const u8, len) }
+    match super::umd::guest::read_bytes(p, len) {
+        Ok(b) => Some(b),
+        Err(_) => {
+            raise(BugCheck::new(
+                bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+                [p, 0, 0, 0],
+            ));
+            None
+        }
+    }
+}
+
+/// Writes `v` where the image points (`out`), as [`image_bytes`] reads: an address it cannot
+/// write is bug check 0x50 (`false`).
+fn image_write(out: u64, v: u64) -> bool {
+    if super::umd::guest::write_bytes(out, &v.to_le_bytes()).is_ok() {
+        return true;
+    }
+    raise(BugCheck::new(
+        bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+        [out, 1, 0, 0],
+    ));
+    false
 }
 
 /// `EtwRegister(ProviderId, EnableCallback, CallbackContext, RegHandle)` (PASSIVE_LEVEL), as
@@ -773,9 +795,12 @@ fn etw_register(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
         ));
         return ret(STATUS_INVALID_PARAMETER);
     }
-    // SAFETY: the image's REGHANDLE out-pointer (non-null).
-    unsafe { (out as *mut u64).write_unaligned(0) };
-    let b = image_bytes(guid_at, 16);
+    if !image_write(out, 0) {
+        return ret(STATUS_INVALID_PARAMETER);
+    }
+    let Some(b) = image_bytes(guid_at, 16) else {
+        return ret(STATUS_INVALID_PARAMETER);
+    };
     let guid = rvgpu_kmd::etw::Guid {
         Data1: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
         Data2: u16::from_le_bytes([b[4], b[5]]),
@@ -792,8 +817,8 @@ fn etw_register(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     // The handle is written before the callback runs, as the decompiled routine stores it
     // before calling the callback.
     crate::etw::register_then(guid, cb, |h| {
-        // SAFETY: as above.
-        unsafe { (out as *mut u64).write_unaligned(h) };
+        // Written a moment ago, so it is writable.
+        let _ = image_write(out, h);
     });
     ret(STATUS_SUCCESS)
 }
@@ -837,21 +862,30 @@ fn etw_write_transfer(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
         ));
         return ret(STATUS_INVALID_PARAMETER);
     }
-    let Ok(d) = RawEventDescriptor::read_from_bytes(image_bytes(desc_at, 16)) else {
+    let Some(desc) = image_bytes(desc_at, 16) else {
         return ret(STATUS_INVALID_PARAMETER);
     };
-    let Ok(raw) = <[RawDataDescriptor]>::ref_from_bytes(image_bytes(data_at, count as usize * 16))
-    else {
+    let Ok(d) = RawEventDescriptor::read_from_bytes(&desc) else {
+        return ret(STATUS_INVALID_PARAMETER);
+    };
+    let Some(raw) = image_bytes(data_at, count as usize * 16) else {
+        return ret(STATUS_INVALID_PARAMETER);
+    };
+    let Ok(raw) = <[RawDataDescriptor]>::ref_from_bytes(&raw) else {
         return ret(STATUS_INVALID_PARAMETER);
     };
     let total = raw.iter().map(|r| r.size as usize).sum::<usize>();
     if total > MAX_EVENT_BYTES || raw.iter().any(|r| r.size != 0 && r.ptr == 0) {
         return ret(STATUS_INVALID_PARAMETER);
     }
-    let parts: Vec<(u8, &[u8])> = raw
-        .iter()
-        .map(|r| (r.kind, image_bytes(r.ptr, r.size as usize)))
-        .collect();
+    let mut copies = Vec::with_capacity(raw.len());
+    for r in raw {
+        let Some(b) = image_bytes(r.ptr, r.size as usize) else {
+            return ret(STATUS_INVALID_PARAMETER);
+        };
+        copies.push((r.kind, b));
+    }
+    let parts: Vec<(u8, &[u8])> = copies.iter().map(|(k, b)| (*k, b.as_slice())).collect();
     let descriptor = rvgpu_kmd::etw::EventDescriptor {
         id: d.id,
         version: d.version,
