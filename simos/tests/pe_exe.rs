@@ -82,14 +82,16 @@ fn run(m: &Arc<Machine>, exe: &Path, args: &[&str]) -> Outcome {
         .unwrap_or_else(|e| panic!("{}: {e:?}", exe.display()))
 }
 
-/// UM-06 and NF-17 from C, as the README shows them: `examples/two_queues.c`, built with
+/// UM-06 and MF-03 from C, as the README shows them: `examples/two_queues.c`, built with
 /// mingw-w64 as strict C99, runs as a Windows process — mingw's `mainCRTStartup`, then
-/// `main` — against the shipped DLL: queue A fills a buffer and signals a native fence, queue
-/// B waits for it on the GPU and copies, the CPU waits for B and checks the copy. It prints
-/// "two_queues: ok" and exits with 0 on both driver builds, `rvgpu.sys` in the emulator and
-/// the Linux build, and leaves no D3D device open.
+/// `main` — against the shipped DLL: each of its two queues gets its doorbell through the
+/// thunks, queue A fills a buffer and signals a native fence, queue B waits for it on the GPU
+/// and copies (the GPU wait holds the copy back), the CPU waits for B and checks the copy. It
+/// prints "two_queues: ok" and exits with 0 on both driver builds, `rvgpu.sys` in the
+/// emulator and the Linux build, submitting through doorbells only and leaving no D3D device
+/// open.
 #[test]
-fn um_06_nf_17_the_two_queues_example_runs_on_both_driver_builds() {
+fn um_06_mf_03_the_two_queues_example_runs_on_both_driver_builds() {
     if !have_mingw() {
         return;
     }
@@ -115,7 +117,8 @@ fn um_06_nf_17_the_two_queues_example_runs_on_both_driver_builds() {
             "{} build",
             driver.name()
         );
-        // The DLL submitted through its doorbell, never through the kernel.
+        // The DLL submitted through its doorbells, never through the kernel.
+        assert_eq!(p.user_process().calls("D3DKMTCreateDoorbell"), 2);
         assert!(
             p.user_process().doorbell_rings() > 0,
             "{} build",

@@ -160,17 +160,12 @@ pub struct ExeProcess {
     image: image::Image,
     /// Page protections of the image, as `VirtualProtect` left them.
     pages: Mutex<Vec<u32>>,
-    stubs: Arc<Stubs>,
-    /// The registration of the image's special instructions.
-    specials: u64,
+    /// What the process took of the arena and the emulator (given back when it goes).
+    owned: Owned,
     /// The process's data block (see [`layout`]).
     data: usize,
-    /// The system code range: the call trampoline, the `fprintf` shim, C-library code.
-    code: (usize, usize),
     /// The call trampoline (sets the TEB, then jumps to R9).
     trampoline: usize,
-    /// The static TLS block, if the image has a TLS directory: (base, length).
-    tls_block: Option<(usize, usize)>,
     /// TLS callbacks, in order.
     tls_callbacks: Vec<u64>,
     /// The command line, as `argv`.
@@ -196,7 +191,8 @@ thread_local! {
     static CURRENT: RefCell<Option<Arc<ExeProcess>>> = const { RefCell::new(None) };
 }
 
-fn stub_fn(name: &'static str, h: Handler) -> cpu::StubFn {
+fn stub_fn(name: &str, h: Handler) -> cpu::StubFn {
+    let name = name.to_string();
     Arc::new(
         move |w: &[u64; 12]| match CURRENT.with(|c| c.borrow().clone()) {
             Some(p) => h(&p, w),
@@ -312,6 +308,14 @@ impl ExeProcess {
             .get(pe::IMAGE_DIRECTORY_ENTRY_TLS)
             .map_or(0, |d| d.virtual_address.get(LE) as usize);
         let img = image::Image::map(&data)?;
+        let mut owned = Owned::default();
+        owned.range(img.base, img.size);
+        if img.entry <= img.base || img.entry >= img.base + img.size {
+            return Err(format!(
+                "{} has no entry point in its image",
+                path.display()
+            ));
+        }
         let mut pages = vec![kernel32::PAGE_READONLY; img.size.div_ceil(4096)];
         for s in file.section_table().iter() {
             let va = s.virtual_address.get(LE) as usize;
@@ -325,28 +329,24 @@ impl ExeProcess {
                 *p = prot;
             }
         }
-        cpu::register_range(img.base, img.size, cpu::Range::Ram);
-        let specials = cpu::register_specials(img.specials.clone().into());
+        owned.specials = Some(cpu::register_specials(img.specials.clone().into()));
         let data_block = arena::alloc(layout::SIZE, arena::Access::ReadWrite)?;
-        cpu::register_range(data_block, layout::SIZE, cpu::Range::Ram);
+        owned.range(data_block, layout::SIZE);
         let stubs = Stubs::new(img.imports.len() + 4)?;
+        owned.stubs = Some(stubs.clone());
 
         // Bind every import, or fail with the first one nothing models.
         let mut code_parts: Vec<(image::Import, Vec<u8>)> = Vec::new();
         let mut shims = Vec::new();
         for i in &img.imports {
             match bind(&i.module, &i.name, &dll) {
-                Some(Binding::Host(h)) => {
-                    let name: &'static str = Box::leak(i.name.clone().into_boxed_str());
-                    img.bind(i, stubs.add(&i.name, stub_fn(name, h))?);
-                }
+                Some(Binding::Host(h)) => img.bind(i, stubs.add(&i.name, stub_fn(&i.name, h))?),
                 Some(Binding::Win32(h)) => img.bind(i, stubs.add(&i.name, win32_stub(h))?),
                 Some(Binding::Code(b)) => code_parts.push((i.clone(), b.to_vec())),
                 Some(Binding::FprintfShim) => shims.push(i.clone()),
                 Some(Binding::Data(off)) => img.bind(i, data_block + off),
                 Some(Binding::Dll(addr)) => img.bind(i, addr),
                 None => {
-                    release_all(&img, data_block, specials, &stubs);
                     let what = if i.module == "rvgpu_umd.dll" {
                         "which rvgpu_umd.dll does not export"
                     } else {
@@ -373,7 +373,7 @@ impl ExeProcess {
             .sum::<usize>()
             + ((tramp.len() + 15) & !15);
         let code = arena::alloc(total, arena::Access::ReadWrite)?;
-        cpu::register_range(code, total, cpu::Range::Ram);
+        owned.range(code, total);
         let place = |at: usize, bytes: &[u8]| {
             // SAFETY: inside the fresh code range (`total` covers every part).
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len()) };
@@ -388,12 +388,9 @@ impl ExeProcess {
         let mut p = Self {
             umd: UserProcess::new(machine, dll),
             pages: Mutex::new(pages),
-            stubs,
-            specials,
+            owned,
             data: data_block,
-            code: (code, total),
             trampoline: code,
-            tls_block: None,
             tls_callbacks: Vec::new(),
             args: std::iter::once(
                 path.file_name()
@@ -456,8 +453,7 @@ impl ExeProcess {
             .filter(|&l| l <= guest::MAX_COPY)
             .ok_or("the TLS template is too large")?;
         let block = arena::alloc(len.max(1), arena::Access::ReadWrite)?;
-        cpu::register_range(block, len.max(1), cpu::Range::Ram);
-        self.tls_block = Some((block, len.max(1)));
+        self.owned.range(block, len.max(1));
         if raw > 0 {
             let bytes = guest::read_bytes(dir.start, raw).map_err(|_| "TLS template")?;
             guest::write_bytes(block as u64, &bytes).map_err(|_| "TLS block")?;
@@ -654,14 +650,37 @@ impl ExeProcess {
     }
 }
 
-/// Gives back what a failed load took.
-fn release_all(img: &image::Image, data: usize, specials: u64, stubs: &Arc<Stubs>) {
-    cpu::unregister_specials(specials);
-    cpu::unregister_range(img.base);
-    arena::release(img.base, img.size);
-    cpu::unregister_range(data);
-    arena::release(data, layout::SIZE);
-    cpu::drop_stubs(stubs);
+/// What a process takes of the arena (its image, data, code and TLS ranges, each registered
+/// with the processors), its special instructions and its stubs: given back when it drops,
+/// so a load that fails half-way leaves nothing behind. The addresses are never reused.
+#[derive(Default)]
+struct Owned {
+    ranges: Vec<(usize, usize)>,
+    specials: Option<u64>,
+    stubs: Option<Arc<Stubs>>,
+}
+
+impl Owned {
+    /// Takes `[base, base + len)` (fresh from the arena) and registers it as memory.
+    fn range(&mut self, base: usize, len: usize) {
+        cpu::register_range(base, len, cpu::Range::Ram);
+        self.ranges.push((base, len));
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if let Some(s) = self.specials.take() {
+            cpu::unregister_specials(s);
+        }
+        if let Some(s) = self.stubs.take() {
+            cpu::drop_stubs(&s);
+        }
+        for (base, len) in self.ranges.drain(..) {
+            cpu::unregister_range(base);
+            arena::release(base, len);
+        }
+    }
 }
 
 impl Drop for ExeProcess {
@@ -669,13 +688,6 @@ impl Drop for ExeProcess {
     /// addresses are never reused); its heap goes with the C runtime's state; the DLL's side
     /// closes what it left open when the `UserProcess` drops.
     fn drop(&mut self) {
-        release_all(&self.image, self.data, self.specials, &self.stubs);
-        cpu::unregister_range(self.code.0);
-        arena::release(self.code.0, self.code.1);
-        if let Some((b, l)) = self.tls_block {
-            cpu::unregister_range(b);
-            arena::release(b, l);
-        }
         self.crt.free_heap();
     }
 }

@@ -386,7 +386,7 @@ fn free(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
 fn stream(p: &ExeProcess, f: u64) -> Result<u64, StubResult> {
     let base = p.data_at(layout::IOB);
     let off = f.wrapping_sub(base);
-    if f == 0 || f < base || off % FILE_SIZE != 0 || off / FILE_SIZE >= IOB_ENTRIES {
+    if f == 0 || f < base || !off.is_multiple_of(FILE_SIZE) || off / FILE_SIZE >= IOB_ENTRIES {
         return Err(Raise(STATUS_INVALID_CRT_PARAMETER));
     }
     Ok(off / FILE_SIZE)
