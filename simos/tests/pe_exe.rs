@@ -258,8 +258,9 @@ fn a_bad_pointer_ends_the_process_not_the_host() {
     assert_eq!(run(&m, &exe, &["none"]).exit, ExitStatus::Code(42));
 }
 
-/// An import nothing models fails the load with its name (the DLL's and the driver's rule):
-/// the program never starts.
+/// An import nothing models — a system routine, or a C API function the DLL does not
+/// export — fails the load with its name (the DLL's and the driver's rule): the program never
+/// starts.
 #[test]
 fn an_unmodelled_import_fails_the_exe_load_with_its_name() {
     if !have_mingw() {
@@ -274,4 +275,26 @@ fn an_unmodelled_import_fails_the_exe_load_with_its_name() {
     let e = ExeProcess::load(m, umd(), &exe, &[]).expect_err("an unmodelled import");
     assert!(e.contains("kernel32.dll!GetTickCount"), "{e}");
     assert!(e.contains("does not implement"), "{e}");
+    // A C API function the DLL does not export: the same.
+    let exe = build(
+        &root().join("examples/two_queues.c"),
+        "two_queues_renamed.exe",
+        &[],
+    );
+    let mut bytes = std::fs::read(&exe).expect("the program");
+    let (from, to) = (b"rvgpu_buffer_copy\0", b"rvgpu_buffer_copX\0");
+    let mut renamed = 0;
+    for at in 0..bytes.len() - from.len() {
+        if &bytes[at..at + from.len()] == from {
+            bytes[at..at + from.len()].copy_from_slice(to);
+            renamed += 1;
+        }
+    }
+    assert!(renamed > 0);
+    let path = tmp("two_queues_renamed_import.exe");
+    std::fs::write(&path, &bytes).expect("write");
+    let e = ExeProcess::load(machine(DriverBuild::Linux), umd(), &path, &[])
+        .expect_err("an import the DLL does not export");
+    assert!(e.contains("rvgpu_umd.dll!rvgpu_buffer_copX"), "{e}");
+    assert!(e.contains("does not export"), "{e}");
 }

@@ -296,6 +296,7 @@ impl ExeProcess {
         if ch & pe::IMAGE_FILE_EXECUTABLE_IMAGE == 0 || ch & pe::IMAGE_FILE_DLL != 0 {
             return Err(format!("{} is not an executable image", path.display()));
         }
+        // <https://learn.microsoft.com/en-us/windows/win32/debug/pe-format#characteristics>
         if ch & pe::IMAGE_FILE_RELOCS_STRIPPED != 0 {
             return Err(format!(
                 "{} has no relocations, and its preferred base is not free in the simulated \
@@ -329,7 +330,15 @@ impl ExeProcess {
                 *p = prot;
             }
         }
-        owned.specials = Some(cpu::register_specials(img.specials.clone().into()));
+        // `pause` yields as in the DLL; a CR8 access is the kernel's (the IRQL), never a
+        // program's: left to the processor, it changes no simulated IRQL.
+        let pauses: Vec<_> = img
+            .specials
+            .iter()
+            .filter(|s| s.2 == image::Special::Pause)
+            .copied()
+            .collect();
+        owned.specials = Some(cpu::register_specials(pauses.into()));
         let data_block = arena::alloc(layout::SIZE, arena::Access::ReadWrite)?;
         owned.range(data_block, layout::SIZE);
         let stubs = Stubs::new(img.imports.len() + 4)?;
@@ -435,6 +444,7 @@ impl ExeProcess {
 
     /// Allocates the static TLS block (index 0, the image's), points the TEB's TLS array at
     /// it and collects the callbacks, as the loader does for an image with a TLS directory.
+    /// <https://learn.microsoft.com/en-us/windows/win32/debug/pe-format#the-tls-section>
     fn init_tls(&mut self, rva: usize) -> Result<(), String> {
         let base = self.image.base as u64;
         let end = base + self.image.size as u64;

@@ -227,6 +227,7 @@ fn av() -> StubResult {
 
 /// `__getmainargs(&argc, &argv, &envp, doWildCard, &startinfo)`: argv from the command line
 /// (in one heap block, as msvcrt allocates it), an empty environment.
+/// <https://learn.microsoft.com/en-us/cpp/c-runtime-library/reference/getmainargs-wgetmainargs>
 fn getmainargs(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     let args = p.args();
     let n = args.len() as u64;
@@ -253,6 +254,7 @@ fn getmainargs(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
 }
 
 /// `_initterm(begin, end)`: calls each non-null function pointer of `[begin, end)` in order.
+/// <https://learn.microsoft.com/en-us/cpp/c-runtime-library/reference/initterm-initterm-e>
 fn initterm(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     let (begin, end) = (w[0], w[1]);
     let n = end.saturating_sub(begin) / 8;
@@ -271,6 +273,7 @@ fn initterm(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
 }
 
 /// `_onexit(func)`: `func`, or NULL when the table is full.
+/// <https://learn.microsoft.com/en-us/cpp/c-runtime-library/reference/onexit-onexit-m>
 fn onexit(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     let mut t = lock(&p.crt.onexit);
     if t.len() >= MAX_ONEXIT || w[0] == 0 {
@@ -290,6 +293,7 @@ fn run_onexit(p: &Arc<ExeProcess>) -> Result<(), StubResult> {
 }
 
 /// `exit(status)`: the `_onexit` functions, then the process ends with `status`.
+/// <https://learn.microsoft.com/en-us/cpp/c-runtime-library/reference/exit-exit-exit>
 fn exit(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     if !p.ending() {
         if let Err(r) = run_onexit(p) {
@@ -308,6 +312,7 @@ fn amsg_exit(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
 
 /// `abort()`: a `SIGABRT` handler runs (reset to the default first); then the message and
 /// exit code 3.
+/// <https://learn.microsoft.com/en-us/cpp/c-runtime-library/reference/abort>
 fn abort(p: &Arc<ExeProcess>, _w: &[u64; 12]) -> StubResult {
     let h = lock(&p.crt.signals).insert(SIGABRT, 0).unwrap_or(0);
     if h > 1 {
@@ -321,6 +326,7 @@ fn abort(p: &Arc<ExeProcess>, _w: &[u64; 12]) -> StubResult {
 
 /// `signal(sig, func)`: the previous handler, or `SIG_ERR` (errno `EINVAL`) for a signal
 /// msvcrt does not have.
+/// <https://learn.microsoft.com/en-us/cpp/c-runtime-library/reference/signal>
 fn signal(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     let sig = w[0] as u32;
     if !SIGNALS.contains(&sig) || w[1] == SIG_ERR {
@@ -351,6 +357,7 @@ fn crt_unlock(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
 }
 
 /// `malloc(size)`: NULL and `ENOMEM` when it cannot.
+/// <https://learn.microsoft.com/en-us/cpp/c-runtime-library/reference/malloc>
 fn malloc(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     match p.crt.alloc(w[0], false) {
         Some(b) => Return(b),
@@ -362,6 +369,7 @@ fn malloc(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
 }
 
 /// `calloc(count, size)`: zeroed; NULL and `ENOMEM` on overflow or when it cannot.
+/// <https://learn.microsoft.com/en-us/cpp/c-runtime-library/reference/calloc>
 fn calloc(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     match w[0].checked_mul(w[1]).and_then(|n| p.crt.alloc(n, true)) {
         Some(b) => Return(b),
@@ -373,6 +381,7 @@ fn calloc(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
 }
 
 /// `free(ptr)`: NULL is nothing; a block the heap did not give out is heap corruption.
+/// <https://learn.microsoft.com/en-us/cpp/c-runtime-library/reference/free>
 fn free(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     if w[0] == 0 || p.crt.free(w[0]) {
         Return(0)
@@ -404,6 +413,7 @@ fn put(p: &ExeProcess, i: u64, bytes: &[u8]) -> bool {
 }
 
 /// `fputc(c, stream)`: the character written, or `EOF`.
+/// <https://learn.microsoft.com/en-us/cpp/c-runtime-library/reference/fputc-fputwc>
 fn fputc(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     let i = match stream(p, w[1]) {
         Ok(i) => i,
@@ -414,6 +424,7 @@ fn fputc(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
 }
 
 /// `fwrite(buffer, size, count, stream)`: the number of whole items written.
+/// <https://learn.microsoft.com/en-us/cpp/c-runtime-library/reference/fwrite>
 fn fwrite(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     let (buf, size, count) = (w[0], w[1], w[2]);
     let i = match stream(p, w[3]) {
@@ -459,6 +470,7 @@ impl format::Args for VaList {
 }
 
 /// `vfprintf(stream, format, argptr)`: the number of bytes written, or -1.
+/// <https://learn.microsoft.com/en-us/cpp/c-runtime-library/reference/vfprintf-vfprintf-l-vfwprintf-vfwprintf-l>
 pub(super) fn vfprintf(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     let i = match stream(p, w[0]) {
         Ok(i) => i,
@@ -603,6 +615,7 @@ fn strncmp(_p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
 }
 
 /// `strtol` (`signed`) or `strtoul`: C's rules for 32-bit `long`; `*endptr` set when given.
+/// <https://learn.microsoft.com/en-us/cpp/c-runtime-library/reference/strtol-wcstol-strtol-l-wcstol-l>
 fn strtox(p: &Arc<ExeProcess>, w: &[u64; 12], signed: bool) -> StubResult {
     let (nptr, endptr, base) = (w[0], w[1], w[2] as u32 as i32);
     let Ok(s) = read_units::<u8>(nptr, 4096) else {
