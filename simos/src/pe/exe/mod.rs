@@ -339,6 +339,7 @@ impl ExeProcess {
             .copied()
             .collect();
         owned.specials = Some(cpu::register_specials(pauses.into()));
+        cpu::register_user_count_range(img.base, img.base + img.size);
         let data_block = arena::alloc(layout::SIZE, arena::Access::ReadWrite)?;
         owned.range(data_block, layout::SIZE);
         let stubs = Stubs::new(img.imports.len() + 4)?;
