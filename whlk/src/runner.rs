@@ -180,7 +180,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::backend::{Capability, DriverCaps, Failure, Session, SessionConfig, StartedAdapter};
+    use crate::backend::{Capability, Failure, Session, SessionConfig, StartedAdapter};
     use crate::cases;
 
     /// A backend with the given capabilities whose sessions do nothing: enough to see what the
@@ -202,9 +202,6 @@ mod tests {
                 sources: 0,
                 children: 0,
             })
-        }
-        fn driver_caps(&mut self, _i: usize) -> Result<DriverCaps, Failure> {
-            Err(Failure::Unsupported("fake driver caps".into()))
         }
         fn stop_adapter(&mut self, _i: usize) -> Result<(), Failure> {
             Ok(())

@@ -17,6 +17,7 @@
 
 pub mod caps;
 pub mod kmt;
+pub(crate) mod lanes;
 pub mod restricted;
 mod session;
 pub mod sim;
@@ -30,8 +31,9 @@ pub use session::{Backend, Session};
 
 pub use caps::{
     AllocationUsage, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
-    FaultInjection, FenceLogs, Fences, GpuVaPlacement, OsControl, OsTrace, StepMode, Tdr, TdrTrace,
-    UmdFences, UserModeSubmission,
+    EngineIdle, FaultInjection, FenceInternals, FenceLogs, Fences, GpuVaPlacement, KmdCaps,
+    MonitoredFences, OsControl, OsTrace, StepMode, Tdr, TdrTrace, UmdBypass, UmdFences,
+    UserModeSubmission,
 };
 
 /// How the simulated device and OS run. A real backend ignores it.

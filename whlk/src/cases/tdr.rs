@@ -45,7 +45,11 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-01"],
         summary: "SupportPerEngineTDR set with PER_ENGINE_RESET, clear without; a table without \
                   DxgkDdiResetEngine that claims it is refused at start",
-        needs: &[Capability::FaultInjection, Capability::ConfiguredMachine],
+        needs: &[
+            Capability::FaultInjection,
+            Capability::ConfiguredMachine,
+            Capability::KmdCaps,
+        ],
         optional: &[],
         run: per_engine_caps,
     },
@@ -74,6 +78,7 @@ pub const CASES: &[Case] = &[
             Capability::TdrTrace,
             Capability::DirectDdi,
             Capability::ConfiguredMachine,
+            Capability::KmdCaps,
         ],
         optional: &[Capability::BugChecks],
         run: nodes_and_affinity,
@@ -151,6 +156,7 @@ pub const CASES: &[Case] = &[
             Capability::FaultInjection,
             Capability::BugChecks,
             Capability::ConfiguredMachine,
+            Capability::KmdCaps,
         ],
         optional: &[],
         run: bugcheck_on_bad_aborted_fence,
@@ -347,7 +353,7 @@ fn guilty_refused(s: &mut dyn Session, q: UmQueueRef, b: BufferRef, what: &str) 
 fn per_engine_caps(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, |_| {})?;
     ensure!(
-        s.driver_caps(0)?.per_engine_tdr,
+        s.kmd_caps()?.driver_caps(0)?.per_engine_tdr,
         "a PER_ENGINE_RESET device with the four DDIs: SupportPerEngineTDR is 0"
     );
     // Without PER_ENGINE_RESET the driver cannot claim per-engine TDR, and a Windows that
@@ -427,7 +433,7 @@ fn collect_dbg_info_level_zero(b: &dyn Backend) -> CaseResult {
 fn nodes_and_affinity(b: &dyn Backend) -> CaseResult {
     for engines in [1u32, 2, 16] {
         let mut s = session(b, ExecMode::Step, |c| c.engines = Some(engines))?;
-        let caps = s.driver_caps(0)?;
+        let caps = s.kmd_caps()?.driver_caps(0)?;
         ensure!(
             caps.nodes == engines,
             "{engines} engines: DRIVERCAPS reports {} nodes",
@@ -806,7 +812,7 @@ fn expect_0x119_a(s: &mut dyn Session, c: u64, la: u64, what: &str) -> CaseResul
         "{what}: {bc}, expected 0x119 (0xa, {la:#x}, {c:#x}, 0)"
     );
     // The halted machine refuses everything with the same bug check.
-    match s.driver_caps(0) {
+    match s.kmd_caps()?.driver_caps(0) {
         Err(Failure::BugCheck(b)) if b.code == VIDEO_SCHEDULER_INTERNAL_ERROR => Ok(()),
         other => Err(CaseError::Fail(format!(
             "{what}: a query after the bug check returned {other:?}"
@@ -1271,7 +1277,7 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
         stop_after_recovery: None,
         wait: false,
     });
-    let reports = s.ums()?.stream(&lanes)?;
+    let reports = s.tdr()?.stream(&lanes)?;
     let recoveries = observe(s.tdr_trace_ref().and_then(|x| x.tdr_recoveries(0)))?;
     if let Some(r) = recoveries {
         ensure!(

@@ -11,14 +11,13 @@
 //!
 //! What user mode can observe is all this backend offers: the adapter life cycle (the driver
 //! is installed and started by PnP, so "load" and "start" find and open the adapter, "stop" and
-//! "remove" close it), [`UserModeSubmission`]'s queue operations, [`Fences`] (native and
-//! monitored fences, `fences`), [`AllocationUsage`] (the UMD's tracked buffers, `usage`) and
-//! [`super::GpuVaPlacement`] (the GPU VA thunks, `gpuva`).
+//! "remove" close it), [`UserModeSubmission`]'s queue operations and churn threads, [`Fences`]
+//! and [`super::MonitoredFences`] (`fences`), [`AllocationUsage`] (the UMD's tracked buffers,
+//! `usage`) and [`super::GpuVaPlacement`] (the GPU VA thunks, `gpuva`).
 //! The driver's caps, the OS's internals, fault injection and the other simulation-only
-//! capabilities are absent, so the cases that need them are reported as skipped with the
-//! reason. Methods that need more than the thunks (OS events, churn threads, MonitoredValue)
-//! answer [`Failure::Unsupported`], which also skips the case. The one driver escape is the
-//! kernel-mode testing interface's known escape (`super::testing`).
+//! capabilities are absent, so the runner skips the cases that need them, naming the
+//! capability. The one driver escape is the kernel-mode testing interface's known escape
+//! (`super::testing`).
 
 #[cfg(target_os = "linux")]
 pub mod dll;
@@ -41,14 +40,16 @@ use std::time::{Duration, Instant};
 use rvgpu_hw::cmd::Command;
 use rvgpu_umd::fence::NativeFence;
 use rvgpu_umd::fencelog::Op;
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, FenceCpu, Kmt, KmtHandle, NtStatus};
-use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, SubmitError, UserQueue};
+use rvgpu_umd::kmt::{
+    Allocation, AllocationCpu, DoorbellStatus as UmdDoorbell, FenceCpu, Kmt, KmtHandle, NtStatus,
+};
+use rvgpu_umd::submit::{KernelQueue, SubmissionPath, SubmitError, UserQueue};
 
+use super::lanes::{self, churn_lane, queue_config};
 use super::{
     AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport, DoorbellStatus,
-    DriverCaps, Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig, StartedAdapter,
-    StreamLane, StreamReport, SubmissionCaps, SubmitPath, UmQueueInfo, UmQueueRef,
-    UserModeSubmission, WaitResult, Work,
+    Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig, StartedAdapter, SubmitPath,
+    UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
 };
 
 /// `STATUS_TIMEOUT`/`STATUS_IO_TIMEOUT` and `STATUS_DEVICE_REMOVED` as the thunks return them.
@@ -146,6 +147,11 @@ pub trait KmtMachine: Send {
     /// Closes what `open_device` opened for process `p` (its last queue is gone).
     fn close_device(&mut self, p: usize, how: ProcessEnd) -> Result<(), Failure>;
 
+    /// `DuplicateHandle` of process `from`'s NT handle `nt` into process `to`'s handle table,
+    /// as the broker an application uses to hand a shared object to another process; the
+    /// handle in `to`'s table, which `to` closes.
+    fn duplicate_nt_handle(&self, from: usize, nt: u64, to: usize) -> Result<u64, Failure>;
+
     /// A failure the platform saw (the simulated machine's halt), to report instead of a
     /// thunk status.
     fn fault(&self) -> Option<Failure> {
@@ -174,6 +180,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
     fn capabilities(&self) -> Capabilities {
         let caps = Capabilities::of(&[
             Capability::Fences,
+            Capability::MonitoredFences,
             Capability::UserModeSubmission,
             Capability::AllocationUsage,
             Capability::GpuVaPlacement,
@@ -186,6 +193,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             // which need native fences.
             caps.without(Capability::UserModeSubmission)
                 .without(Capability::Fences)
+                .without(Capability::MonitoredFences)
                 .without(Capability::AllocationUsage)
         }
     }
@@ -437,12 +445,6 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
         })
     }
 
-    fn driver_caps(&mut self, _i: usize) -> Result<DriverCaps, Failure> {
-        Err(Failure::Unsupported(
-            "DXGK_DRIVERCAPS is not visible from user mode".into(),
-        ))
-    }
-
     fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
         self.started(i)?;
         // Everything the case opened on the adapter goes, as a stop would take it.
@@ -491,6 +493,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
 
     crate::backend::session::capabilities! {
         as_fences / as_fences_ref: Fences,
+        as_monitored / as_monitored_ref: super::MonitoredFences,
         as_alloc_usage / as_alloc_usage_ref: AllocationUsage,
         as_gpu_va: super::GpuVaPlacement,
         as_kmtest: super::testing::KernelModeTesting,
@@ -498,26 +501,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
     }
 }
 
-fn queue_config(node: u32) -> QueueConfig {
-    QueueConfig {
-        node,
-        ring_size: 4096,
-        command_buffer_size: 4096,
-        ..QueueConfig::default()
-    }
-}
-
-fn unsupported<T>(what: &str) -> Result<T, Failure> {
-    Err(Failure::Unsupported(format!(
-        "{what} is not observable through the D3DKMT thunks"
-    )))
-}
-
 impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
-    fn submission_caps(&mut self, _i: usize) -> Result<SubmissionCaps, Failure> {
-        unsupported("node metadata and DXGK_USERMODESUBMISSION_CAPS")
-    }
-
     fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
         self.started(i)?;
         let kmt = self.machine.open_device(i)?;
@@ -699,32 +683,50 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         .map_err(|e| self.umd(e))
     }
 
-    fn doorbell_status(&self, _q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
-        unsupported("the doorbell status page (kept inside the UMD)")
+    /// What the UMD's CPU mapping of the queue's doorbell status page reads.
+    fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
+        let st = match self.queue(q)?.q.as_ref() {
+            Some(KQueue::User(u)) => u.doorbell_status(),
+            Some(KQueue::Kernel(_)) | None => None,
+        };
+        st.map(|s| match s {
+            UmdDoorbell::Connected => DoorbellStatus::Connected,
+            UmdDoorbell::ConnectedNotify => DoorbellStatus::ConnectedNotify,
+            UmdDoorbell::DisconnectedRetry => DoorbellStatus::DisconnectedRetry,
+            UmdDoorbell::DisconnectedAbort => DoorbellStatus::DisconnectedAbort,
+            UmdDoorbell::Unknown(x) => DoorbellStatus::Other(x),
+        })
+        .ok_or_else(|| {
+            Failure::Backend(format!(
+                "queue {} has no doorbell (kernel-mode queue, fallen back, or closed)",
+                q.0
+            ))
+        })
     }
 
-    fn kernel_submit_on_user_queue(
-        &mut self,
-        _q: UmQueueRef,
-        _work: &[Work],
-    ) -> Result<i32, Failure> {
-        unsupported("a kernel-mode submission on a user-mode queue")
-    }
-
-    fn release_ring_handles(&mut self, _q: UmQueueRef) -> Result<(), Failure> {
-        unsupported("releasing the ring allocations behind the UMD")
-    }
-
-    fn await_engine_f1(&mut self, _i: usize, _n: u32, _b: Duration) -> Result<bool, Failure> {
-        unsupported("the engine's F-state")
-    }
-
-    fn churn(&mut self, _lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
-        unsupported("multi-process churn")
-    }
-
-    fn stream(&mut self, _lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
-        unsupported("TDR streams")
+    /// One thread per lane, each making its user-mode queues one after another over its
+    /// process's thunks.
+    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        let mut jobs = Vec::with_capacity(lanes.len());
+        for lane in lanes {
+            let (_, kmt) = self.process(lane.process)?;
+            let cmds = lane
+                .work
+                .iter()
+                .map(|w| self.encode(w))
+                .collect::<Result<Vec<_>, _>>()?;
+            jobs.push((kmt, lane, cmds));
+        }
+        let reports = lanes::run_lanes(
+            &jobs,
+            true,
+            |(kmt, lane, cmds)| churn_lane(|| kmt.clone(), lane, cmds, |e| format!("UMD: {e:?}")),
+            lanes::churn_panicked,
+        );
+        match self.machine.fault() {
+            Some(f) => Err(f),
+            None => Ok(reports),
+        }
     }
 }
 

@@ -20,6 +20,10 @@ mod tdr;
 mod usage;
 mod usermode;
 
+pub(crate) use usermode::{driver_caps_of, submission_caps_of};
+
+use crate::backend::lanes::queue_config;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,7 +46,7 @@ use rvgpu_simos::{
 use rvgpu_umd::fence::NativeFence as UmdNativeFence;
 use rvgpu_umd::fencelog::FenceTrace;
 use rvgpu_umd::kmt::{Allocation, KmtHandle, NtStatus};
-use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, SubmitError, UserQueue};
+use rvgpu_umd::submit::{KernelQueue, SubmissionPath, SubmitError, UserQueue};
 
 use self::kmt::{Created, SessKmt};
 use super::{
@@ -338,15 +342,6 @@ impl UmdQueue {
 }
 
 /// The queue configuration of every harness queue: small rings, so long runs wrap.
-fn queue_config(node: u32) -> QueueConfig {
-    QueueConfig {
-        node,
-        ring_size: 4096,
-        command_buffer_size: 4096,
-        ..QueueConfig::default()
-    }
-}
-
 fn doorbell_status(raw: i32) -> DoorbellStatus {
     match raw {
         D3DDDI_DOORBELLSTATUS_CONNECTED => DoorbellStatus::Connected,
@@ -630,13 +625,6 @@ impl Session for SimSession {
         })
     }
 
-    fn driver_caps(&mut self, i: usize) -> Result<DriverCaps, Failure> {
-        self.machine
-            .query_driver_caps(i)
-            .map(|c| caps(&c))
-            .map_err(failure)
-    }
-
     fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
         self.machine_mut()?.stop_adapter(i).map_err(failure)
     }
@@ -669,8 +657,13 @@ impl Session for SimSession {
 
     crate::backend::session::capabilities! {
         as_fences / as_fences_ref: Fences,
+        as_monitored / as_monitored_ref: crate::backend::MonitoredFences,
+        as_fence_internals / as_fence_internals_ref: crate::backend::FenceInternals,
         as_cross_adapter / as_cross_adapter_ref: CrossAdapterFences,
         as_ums / as_ums_ref: UserModeSubmission,
+        as_kmd_caps / as_kmd_caps_ref: crate::backend::KmdCaps,
+        as_umd_bypass: crate::backend::UmdBypass,
+        as_engine_idle: crate::backend::EngineIdle,
         as_umd_fences / as_umd_fences_ref: UmdFences,
         as_alloc_usage / as_alloc_usage_ref: AllocationUsage,
         as_gpu_va: crate::backend::GpuVaPlacement,

@@ -8,8 +8,8 @@ use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 
 use super::{failure, SimSession};
 use crate::backend::{
-    ContextRef, EngineProbe, Failure, ProcessRef, Tdr, TdrCause, TdrStep, TdrTimeouts, TdrTrace,
-    Work,
+    ContextRef, EngineProbe, Failure, ProcessRef, StreamLane, StreamReport, Tdr, TdrCause, TdrStep,
+    TdrTimeouts, TdrTrace, Work,
 };
 
 /// The simulation's TDR step as the harness's, with devices named by the session's processes.
@@ -135,6 +135,10 @@ impl Tdr for SimSession {
         let up = self.process(ProcessRef(pi))?;
         let cmds = self.encode(work)?;
         self.machine.submit_legacy(&up, h, &cmds).map_err(failure)
+    }
+
+    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
+        self.stream_lanes(lanes)
     }
 }
 
