@@ -164,6 +164,15 @@ pub fn run_all(cases: &[&Case], backend: &dyn Backend) -> Vec<CaseReport> {
     cases.iter().map(|c| run_case(c, backend)).collect()
 }
 
+/// The failed cases, one `name: reason` line each.
+pub fn failures(reports: &[CaseReport]) -> Vec<String> {
+    reports
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Fail(_)))
+        .map(|r| format!("{}: {}", r.name, r.outcome.reason()))
+        .collect()
+}
+
 /// Counts (passed, failed, skipped).
 pub fn totals(reports: &[CaseReport]) -> (usize, usize, usize) {
     reports

@@ -23,6 +23,8 @@ fn reach(s: &mut dyn Session, c: Capability) -> Result<(), Failure> {
         Capability::UmdFences => s.umd_fences().map(|_| ()),
         Capability::FenceLogs => s.fence_logs().map(|_| ()),
         Capability::Tdr => s.tdr().map(|_| ()),
+        Capability::DmaContexts => s.dma_contexts().map(|_| ()),
+        Capability::Paging => s.paging().map(|_| ()),
         Capability::TdrTrace => s.tdr_trace().map(|_| ()),
         Capability::OsTrace => s.os_trace().map(|_| ()),
         Capability::OsControl => s.os_control().map(|_| ()),
@@ -82,11 +84,7 @@ fn a_windows_like_backend_skips_or_passes_every_case() {
     let b = Restricted::without(SimBackend, &hidden);
     let all = cases::all();
     let reports = runner::run_all(&runner::select(&all, None), &b);
-    let failed: Vec<String> = reports
-        .iter()
-        .filter(|r| matches!(r.outcome, Outcome::Fail(_)))
-        .map(|r| format!("{}: {}", r.name, r.outcome.reason()))
-        .collect();
+    let failed = runner::failures(&reports);
     assert!(failed.is_empty(), "failed cases:\n{}", failed.join("\n"));
     let (passed, _, skipped) = runner::totals(&reports);
     assert!(

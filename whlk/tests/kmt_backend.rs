@@ -28,11 +28,7 @@ fn kmt_backend_passes_or_skips_every_case() {
     );
     let all = cases::all();
     let reports = runner::run_all(&runner::select(&all, None), &b);
-    let failed: Vec<String> = reports
-        .iter()
-        .filter(|r| matches!(r.outcome, Outcome::Fail(_)))
-        .map(|r| format!("{}: {}", r.name, r.outcome.reason()))
-        .collect();
+    let failed = runner::failures(&reports);
     assert!(failed.is_empty(), "failed cases:\n{}", failed.join("\n"));
 
     // What user mode can observe runs and passes: adapter discovery, both submission paths,

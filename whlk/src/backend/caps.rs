@@ -32,7 +32,7 @@ pub enum Capability {
     UserModeSubmission,
     /// [`KmdCaps`] (simulation only).
     KmdCaps,
-    /// [`UmdBypass`].
+    /// [`UmdBypass`] (simulation only).
     UmdBypass,
     /// [`EngineIdle`] (simulation only).
     EngineIdle,
@@ -42,12 +42,16 @@ pub enum Capability {
     FenceLogs,
     /// [`Tdr`].
     Tdr,
+    /// [`DmaContexts`].
+    DmaContexts,
     /// [`TdrTrace`] (simulation only).
     TdrTrace,
     /// [`OsTrace`] (simulation only).
     OsTrace,
     /// [`OsControl`] (simulation only).
     OsControl,
+    /// [`Paging`] (simulation only).
+    Paging,
     /// [`FaultInjection`] (simulation only).
     FaultInjection,
     /// [`DirectDdi`] (simulation only).
@@ -86,9 +90,11 @@ impl Capability {
         Self::UmdFences,
         Self::FenceLogs,
         Self::Tdr,
+        Self::DmaContexts,
         Self::TdrTrace,
         Self::OsTrace,
         Self::OsControl,
+        Self::Paging,
         Self::FaultInjection,
         Self::DirectDdi,
         Self::StepMode,
@@ -114,9 +120,11 @@ impl Capability {
             Self::UmdFences => "UmdFences",
             Self::FenceLogs => "FenceLogs",
             Self::Tdr => "Tdr",
+            Self::DmaContexts => "DmaContexts",
             Self::TdrTrace => "TdrTrace",
             Self::OsTrace => "OsTrace",
             Self::OsControl => "OsControl",
+            Self::Paging => "Paging",
             Self::FaultInjection => "FaultInjection",
             Self::DirectDdi => "DirectDdi",
             Self::StepMode => "StepMode",
@@ -137,9 +145,9 @@ impl Capability {
                 | Self::MonitoredFences
                 | Self::CrossAdapterFences
                 | Self::UserModeSubmission
-                | Self::UmdBypass
                 | Self::UmdFences
                 | Self::Tdr
+                | Self::DmaContexts
                 | Self::AllocationUsage
                 | Self::GpuVaPlacement
                 | Self::NativeFences
@@ -423,9 +431,9 @@ pub trait KmdCaps {
     fn submission_caps(&mut self, i: usize) -> Result<SubmissionCaps, Failure>;
 }
 
-/// Thunk calls an application makes on the objects behind one of the UMD's user-mode queues,
-/// past the UMD. A Windows backend could make them with the queue's handles
-/// (`D3DKMTSubmitCommandToHwQueue`, `D3DKMTDestroyAllocation2`) if the UMD handed them out.
+/// The objects behind one of the UMD's user-mode queues, reached past the UMD: thunk calls on
+/// its hardware queue and ring allocations, and whether the OS still holds the ring.
+/// Simulation only (the UMD hands none of these handles out).
 pub trait UmdBypass {
     /// Submits `work` to the user-mode queue's own hardware queue with
     /// `D3DKMTSubmitCommandToHwQueue`, which UM-05 forbids; returns the NTSTATUS.
@@ -436,6 +444,9 @@ pub trait UmdBypass {
     /// allocations while the doorbell lives (UM-07; `D3DKMTDestroyAllocation2`). The queue
     /// keeps working; a second call fails with the NTSTATUS of the closed handle.
     fn release_ring_handles(&mut self, q: UmQueueRef) -> Result<(), Failure>;
+
+    /// Whether the queue's ring and ring-control memory is still allocated (UM-07).
+    fn ring_resident(&self, q: UmQueueRef) -> Result<bool, Failure>;
 }
 
 /// An engine's idle F-state at a moment the case chooses. Simulation only (Windows idles the
@@ -501,14 +512,22 @@ pub trait FenceLogs {
     ) -> Result<(), Failure>;
 }
 
-/// Timeout detection and recovery as a client sees it: TDR on, kernel-mode contexts
-/// and DMA buffers. On Windows TDR is always on and `D3DKMTRender` submits.
+/// Timeout detection and recovery as a client sees it: TDR on, and threads that keep queues
+/// busy through a recovery. On Windows TDR is always on.
 pub trait Tdr {
     /// Turns TDR on for adapter `i` with these timeouts (the simulation's TDR is opt-in per
     /// adapter). A Windows backend returns `Ok` and ignores the values (TDR is always on;
     /// `TdrDelay` is a registry setting).
     fn enable_tdr(&mut self, i: usize, t: TdrTimeouts) -> Result<(), Failure>;
 
+    /// Runs `lanes` at the same time on existing queues, one thread each ([`StreamLane`]);
+    /// step-mode sessions run them one after another.
+    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure>;
+}
+
+/// Kernel-mode ("legacy") contexts and their DMA buffers, which the TDR cases hang and
+/// recover. A Windows backend has them through `D3DKMTCreateContext` and `D3DKMTRender`.
+pub trait DmaContexts {
     /// A kernel-mode context of `p` on `node` (`D3DKMTCreateContext`, TDR-02: the node must be
     /// one of the adapter's).
     fn create_context(&mut self, p: ProcessRef, node: u32) -> Result<ContextRef, Failure>;
@@ -517,10 +536,6 @@ pub trait Tdr {
     /// VidSch's fence ID. A Windows backend (`D3DKMTRender`) has no fence ID to return and
     /// returns 0. A device in error: `DdiFailed(STATUS_DEVICE_REMOVED)`.
     fn submit_dma(&mut self, c: ContextRef, work: &[Work]) -> Result<u32, Failure>;
-
-    /// Runs `lanes` at the same time on existing queues, one thread each ([`StreamLane`]);
-    /// step-mode sessions run them one after another.
-    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure>;
 }
 
 /// The OS's record of detection and recovery: steps, reasons, counters, VidSch's fence IDs, the
@@ -566,14 +581,10 @@ pub trait OsTrace {
     /// Where the doorbell's CPU VA points: `Some(page)` the physical doorbell, `None` the
     /// OS's dummy page (UM-09). Simulation only.
     fn doorbell_mapping(&self, q: UmQueueRef) -> Result<Option<u32>, Failure>;
-
-    /// Whether the queue's ring and ring-control memory is still allocated (UM-07).
-    /// Simulation only.
-    fn ring_resident(&self, q: UmQueueRef) -> Result<bool, Failure>;
 }
 
 /// Making the OS do what Windows decides on its own: suspend and resume a process's contexts,
-/// power the adapter down and up, a device loss, paging. Simulation only.
+/// power the adapter down and up, a device loss. Simulation only.
 pub trait OsControl {
     /// The OS suspends (`DxgkDdiSuspendContext`) every context of `p` (UM-11). Simulation
     /// only: no D3DKMT call does this.
@@ -592,7 +603,11 @@ pub trait OsControl {
     /// Device loss on adapter `i` (UM-10). Simulation only (a Windows backend could force a
     /// TDR with `dxcap -forcetdr` for something close to `Removed`).
     fn device_loss(&mut self, i: usize, how: DeviceLoss) -> Result<(), Failure>;
+}
 
+/// VidMm's paging transfers into a buffer, built by the driver. Simulation only (Windows pages
+/// when it decides to).
+pub trait Paging {
     /// VidMm pages in `bytes` at `offset` of `b` with a FILL of the 32-bit `pattern` built by
     /// `DxgkDdiBuildPagingBuffer` and submitted as paging buffers on `node`; returns their
     /// fence IDs. Simulation only.

@@ -22,6 +22,7 @@ pub mod restricted;
 mod session;
 pub mod sim;
 pub mod testing;
+pub(crate) mod tracked;
 
 use std::fmt;
 use std::time::Duration;
@@ -31,9 +32,9 @@ pub use session::{Backend, Session};
 
 pub use caps::{
     AllocationUsage, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
-    EngineIdle, FaultInjection, FenceInternals, FenceLogs, Fences, GpuVaPlacement, KmdCaps,
-    MonitoredFences, OsControl, OsTrace, StepMode, Tdr, TdrTrace, UmdBypass, UmdFences,
-    UserModeSubmission,
+    DmaContexts, EngineIdle, FaultInjection, FenceInternals, FenceLogs, Fences, GpuVaPlacement,
+    KmdCaps, MonitoredFences, OsControl, OsTrace, Paging, StepMode, Tdr, TdrTrace, UmdBypass,
+    UmdFences, UserModeSubmission,
 };
 
 /// How the simulated device and OS run. A real backend ignores it.

@@ -42,7 +42,8 @@ macro_rules! capability_table {
             UserModeSubmission: $crate::backend::UserModeSubmission =
                 as_ums / as_ums_ref, ums / ums_ref;
             KmdCaps: $crate::backend::KmdCaps = as_kmd_caps / as_kmd_caps_ref, kmd_caps / kmd_caps_ref;
-            UmdBypass: $crate::backend::UmdBypass = as_umd_bypass, umd_bypass;
+            UmdBypass: $crate::backend::UmdBypass =
+                as_umd_bypass / as_umd_bypass_ref, umd_bypass / umd_bypass_ref;
             EngineIdle: $crate::backend::EngineIdle = as_engine_idle, engine_idle;
             AllocationUsage: $crate::backend::AllocationUsage =
                 as_alloc_usage / as_alloc_usage_ref, alloc_usage / alloc_usage_ref;
@@ -53,11 +54,13 @@ macro_rules! capability_table {
                 as_fence_logs / as_fence_logs_ref, fence_logs / fence_logs_ref;
             KernelModeTesting: $crate::backend::testing::KernelModeTesting = as_kmtest, kmtest;
             Tdr: $crate::backend::Tdr = as_tdr / as_tdr_ref, tdr / tdr_ref;
+            DmaContexts: $crate::backend::DmaContexts = as_dma_contexts, dma_contexts;
             TdrTrace: $crate::backend::TdrTrace =
                 as_tdr_trace / as_tdr_trace_ref, tdr_trace / tdr_trace_ref;
             OsTrace: $crate::backend::OsTrace = as_os_trace / as_os_trace_ref, os_trace / os_trace_ref;
             OsControl: $crate::backend::OsControl =
                 as_os_control / as_os_control_ref, os_control / os_control_ref;
+            Paging: $crate::backend::Paging = as_paging, paging;
             FaultInjection: $crate::backend::FaultInjection = as_faults / as_faults_ref, faults / faults_ref;
             DirectDdi: $crate::backend::DirectDdi =
                 as_direct_ddi / as_direct_ddi_ref, direct_ddi / direct_ddi_ref;

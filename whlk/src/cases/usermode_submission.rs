@@ -1271,7 +1271,7 @@ fn ring_allocations_referenced(b: &dyn Backend) -> CaseResult {
         ),
     }
     ensure!(
-        observe(s.os_trace_ref().and_then(|x| x.ring_resident(q)))? != Some(false),
+        s.umd_bypass_ref()?.ring_resident(q)?,
         "UM-07: the ring was freed while its doorbell lives"
     );
     // UM-08: the ring keeps working, also through wraps and while victimised.
@@ -1284,12 +1284,12 @@ fn ring_allocations_referenced(b: &dyn Backend) -> CaseResult {
     t.check(&*s, 80, "released ring")?;
     expect_path(&*s, q, SubmitPath::UserMode, "released ring")?;
     ensure!(
-        observe(s.os_trace_ref().and_then(|x| x.ring_resident(q)))? != Some(false),
+        s.umd_bypass_ref()?.ring_resident(q)?,
         "UM-07: ring freed before the queue was destroyed"
     );
     s.ums()?.close_queue(q)?;
     ensure!(
-        observe(s.os_trace_ref().and_then(|x| x.ring_resident(q)))? != Some(true),
+        !s.umd_bypass_ref()?.ring_resident(q)?,
         "UM-07: the ring outlived its doorbell"
     );
     s.ums()?.close_queue(other)?;

@@ -10,8 +10,8 @@
 //! `rvgpu_buffer_copy`, waits `rvgpu_queue_wait`, shared fences `rvgpu_fence_share` /
 //! `rvgpu_fence_open`. Around it the harness reads and steers the simulated OS and device
 //! (`dll_os`: the OS's records, power, device loss, injected faults, the OS's copy of the
-//! driver's caps, process exits). What neither can do is `Unsupported`, naming why, so the
-//! case is skipped with that reason.
+//! driver's caps, process exits). What neither can do is a capability this backend does not
+//! list, so the runner skips the case naming it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,12 +49,6 @@ fn status_name(s: u64) -> &'static str {
         7 => "RVGPU_STATUS_WAS_STILL_DRAWING",
         _ => "an unknown RvgpuStatus",
     }
-}
-
-fn missing<T>(what: &str) -> Result<T, Failure> {
-    Err(Failure::Unsupported(format!(
-        "{what} is not in rvgpu_umd.dll's C API"
-    )))
 }
 
 /// The backend: the shipped DLL over the simulated thunks.
@@ -1241,22 +1235,6 @@ impl crate::backend::Tdr for DllSession {
                 },
             )
             .map_err(failure)
-    }
-
-    fn create_context(
-        &mut self,
-        _p: ProcessRef,
-        _node: u32,
-    ) -> Result<crate::backend::ContextRef, Failure> {
-        missing("a legacy context with DMA buffers (its queues are hardware queues)")
-    }
-
-    fn submit_dma(
-        &mut self,
-        _c: crate::backend::ContextRef,
-        _work: &[Work],
-    ) -> Result<u32, Failure> {
-        missing("a legacy context with DMA buffers (its queues are hardware queues)")
     }
 
     /// One thread per lane, each submitting its batches through `rvgpu_queue_submit` on the

@@ -3,10 +3,9 @@
 //! GPU waits and signals as the wait and signal lists of `rvgpu_queue_submit` on a user-mode
 //! queue.
 //!
-//! What no application can observe is [`Failure::Unsupported`] with that reason:
-//! MonitoredValue and the system process's addresses (the OS maps them for the GPU only).
-//! Legacy monitored fences are not in the C API: an application of this GPU uses native
-//! fences, the API's one fence type.
+//! What no application can observe (MonitoredValue and the system process's addresses, which
+//! the OS maps for the GPU only) is not offered, nor are legacy monitored fences: an
+//! application of this GPU uses native fences, the C API's one fence type.
 //!
 //! CPU waits in event form run on a thread each, calling `rvgpu_fence_wait` in short slices
 //! so that the session can stop it when it ends.

@@ -207,7 +207,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             buffers: Vec::new(),
             queues: Vec::new(),
             gates: Vec::new(),
-            tracked: Vec::new(),
+            tracked: Default::default(),
             fence: fences::FenceState::default(),
             paging_queues: Vec::new(),
             testing: Default::default(),
@@ -283,7 +283,7 @@ struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     /// fence of the buffer's process that stands for it on the GPU.
     gates: Vec<((usize, u64), NativeFence)>,
     /// Buffers with the UMD's usage tracking.
-    tracked: Vec<usage::KTracked<K>>,
+    tracked: super::tracked::TrackedBuffers<K::Mem>,
     /// Native and monitored fences, their GPU queues and CPU waits.
     fence: fences::FenceState<K>,
     /// The paging queue of each process that mapped a GPU VA itself: (process index,
@@ -457,7 +457,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
             *b = None;
         }
         for p in 0..self.processes.len() {
-            self.drop_tracked_of(p);
+            self.tracked.drop_process(p);
         }
         for p in 0..self.processes.len() {
             let open = self
@@ -530,7 +530,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
                 *b = None;
             }
         }
-        self.drop_tracked_of(p.0);
+        self.tracked.drop_process(p.0);
         if let Some(up) = self.processes.get_mut(p.0) {
             up.kmt = None;
         }

@@ -201,7 +201,7 @@ fn open_sim_session(
         recorder: None,
         um_fences: Vec::new(),
         contexts: Vec::new(),
-        tracked: Vec::new(),
+        tracked: Default::default(),
         paging_queues: Vec::new(),
         testing: Default::default(),
     }))
@@ -234,7 +234,7 @@ struct SimSession {
     /// Kernel-mode contexts: (process index, context handle).
     contexts: Vec<(usize, KmtHandle)>,
     /// Buffers with the UMD's usage tracking.
-    tracked: Vec<usage::SimTracked>,
+    tracked: crate::backend::tracked::TrackedBuffers<SimMem>,
     /// The paging queue of each process that mapped a GPU VA itself (process index).
     paging_queues: Vec<(
         usize,
@@ -662,7 +662,7 @@ impl Session for SimSession {
         as_cross_adapter / as_cross_adapter_ref: CrossAdapterFences,
         as_ums / as_ums_ref: UserModeSubmission,
         as_kmd_caps / as_kmd_caps_ref: crate::backend::KmdCaps,
-        as_umd_bypass: crate::backend::UmdBypass,
+        as_umd_bypass / as_umd_bypass_ref: crate::backend::UmdBypass,
         as_engine_idle: crate::backend::EngineIdle,
         as_umd_fences / as_umd_fences_ref: UmdFences,
         as_alloc_usage / as_alloc_usage_ref: AllocationUsage,
@@ -670,9 +670,11 @@ impl Session for SimSession {
         as_kmtest: crate::backend::testing::KernelModeTesting,
         as_fence_logs / as_fence_logs_ref: FenceLogs,
         as_tdr / as_tdr_ref: Tdr,
+        as_dma_contexts: crate::backend::DmaContexts,
         as_tdr_trace / as_tdr_trace_ref: TdrTrace,
         as_os_trace / as_os_trace_ref: OsTrace,
         as_os_control / as_os_control_ref: OsControl,
+        as_paging: crate::backend::Paging,
         as_faults / as_faults_ref: FaultInjection,
         as_direct_ddi / as_direct_ddi_ref: DirectDdi,
         as_step / as_step_ref: StepMode,

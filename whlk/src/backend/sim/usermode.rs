@@ -325,6 +325,20 @@ impl UmdBypass for SimSession {
         }
         self.check_fault()
     }
+
+    fn ring_resident(&self, q: UmQueueRef) -> Result<bool, Failure> {
+        let sq = self.um_queue(q)?;
+        let rec = kmt::lock(&sq.rec);
+        let (ring, control) = rec
+            .ring
+            .ok_or_else(|| Failure::Backend(format!("queue {} has no ring", q.0)))?;
+        let mem = self.machine.memory();
+        Ok([ring, control].iter().all(|h| {
+            rec.allocations
+                .get(h)
+                .is_some_and(|&(gpu, size)| mem.is_mapped(gpu, size))
+        }))
+    }
 }
 
 impl EngineIdle for SimSession {
