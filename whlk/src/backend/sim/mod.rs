@@ -20,6 +20,8 @@ mod tdr;
 mod usage;
 mod usermode;
 
+/// The OS's record of the driver's caps, which the DLL backend reads too.
+#[cfg(target_os = "linux")]
 pub(crate) use usermode::{driver_caps_of, submission_caps_of};
 
 use crate::backend::lanes::queue_config;
