@@ -23,6 +23,7 @@ mod session;
 pub mod sim;
 pub mod testing;
 pub(crate) mod tracked;
+mod umd_queue;
 
 use std::fmt;
 use std::time::Duration;
@@ -788,6 +789,24 @@ pub struct StreamReport {
     pub recovered_at: Option<usize>,
     /// The first error, if any.
     pub error: Option<String>,
+}
+
+/// The GPU address of `bytes` at `offset` of buffer `b` (at `gpu_va`, `size` bytes long), or
+/// why the span does not fit.
+pub(crate) fn address_in(
+    b: BufferRef,
+    gpu_va: u64,
+    size: u64,
+    offset: u64,
+    bytes: u64,
+) -> Result<u64, Failure> {
+    match offset.checked_add(bytes) {
+        Some(end) if end <= size => Ok(gpu_va + offset),
+        _ => Err(Failure::Backend(format!(
+            "{bytes} bytes at {offset:#x} are outside buffer {} ({size} bytes)",
+            b.0
+        ))),
+    }
 }
 
 /// Encodes harness work as device commands, with `address` resolving (buffer, offset, bytes)

@@ -7,9 +7,9 @@
 use std::sync::{Mutex, PoisonError};
 
 use rvgpu_umd::kmt::{AllocationCpu, Kmt};
-use rvgpu_umd::usage::{Buffer, LockError, LockFlags, Timeline};
+use rvgpu_umd::usage::{Batch, Buffer, LockError, LockFlags, Timeline};
 
-use super::{Failure, LockOutcome, TrackedInfo, TrackedRef};
+use super::{Failure, LockOutcome, TrackedInfo, TrackedRef, TrackedWork};
 
 /// One tracked buffer.
 struct Tracked<M> {
@@ -76,6 +76,35 @@ impl<M: AllocationCpu + Clone> TrackedBuffers<M> {
         if let Some(t) = self.0.get(b.0) {
             *t.view.lock().unwrap_or_else(PoisonError::into_inner) = view;
         }
+    }
+
+    /// Appends `work` to `batch` through the UMD, so that it knows which backing each use
+    /// has; `process`: only that process's buffers may be named.
+    pub(crate) fn encode<'a>(
+        &'a self,
+        process: Option<usize>,
+        batch: &mut Batch<'a, M>,
+        work: &[TrackedWork],
+    ) -> Result<(), Failure> {
+        let buf = |r: TrackedRef| match process {
+            Some(p) => self.of(p, r),
+            None => self.get(r).map(|(_, b)| b),
+        };
+        for w in work {
+            match *w {
+                TrackedWork::Fill {
+                    dst,
+                    offset,
+                    bytes,
+                    pattern,
+                } => batch.fill(buf(dst)?, offset, bytes, pattern),
+                TrackedWork::Copy { src, dst, bytes } => {
+                    batch.copy(buf(src)?, 0, buf(dst)?, 0, bytes)
+                }
+            }
+            .map_err(lock_failure)?;
+        }
+        Ok(())
     }
 
     /// `Buffer::lock` with the thunks and timelines of `b`'s process; the view is kept for

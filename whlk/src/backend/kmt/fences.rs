@@ -25,7 +25,7 @@ use rvgpu_umd::fence::{MonitoredFence, NativeFence};
 use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::{FenceCpu, KmtHandle, NtStatus};
 
-use super::{FenceWait, KQueue, KmtSession, KmtSync, MonitoredSync};
+use super::{FenceWait, KmtSession, KmtSync, MonitoredSync};
 use crate::backend::{
     EventRef, Failure, FenceRef, Fences, MonitoredFences, MonitoredRef, ProcessRef, QueueRef,
     SubmitPath, UmQueueRef, UserModeSubmission, WaitResult,
@@ -395,10 +395,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
             .get_mut(queue.0)
             .and_then(|k| k.q.as_mut())
             .ok_or_else(|| Failure::Backend(format!("queue {} is closed", queue.0)))?;
-        let r = match k {
-            KQueue::User(u) => u.submit_ops(&ops),
-            KQueue::Kernel(k) => k.submit_ops(&ops),
-        };
+        let r = k.submit_ops(&ops);
         drop(ops);
         let last = r.map_err(|e| self.umd(e))?;
         self.gpu_queue_mut(q)?.last = last;

@@ -6,7 +6,7 @@
 use rvgpu_hw::cmd::Command;
 use rvgpu_umd::kmt::{GpuVaProtection, KmtHandle, MapGpuVa, ReserveGpuVa};
 
-use super::{KQueue, KmtSession, KmtSync};
+use super::{KmtSession, KmtSync};
 use crate::backend::{BufferRef, Failure, GpuVaPlacement, ProcessRef, UmQueueRef};
 
 impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
@@ -72,10 +72,7 @@ impl<K: KmtSync + Send + Sync + 'static> GpuVaPlacement for KmtSession<K> {
             bytes: 8,
             pattern,
         };
-        let r = match self.live_queue(q)? {
-            KQueue::User(u) => u.submit(&[cmd]),
-            KQueue::Kernel(k) => k.submit(&[cmd]),
-        };
+        let r = self.live_queue(q)?.submit(&[cmd]);
         r.map_err(|e| self.umd(e))
     }
 }

@@ -43,9 +43,9 @@ use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, DoorbellStatus as UmdDoorbell, FenceCpu, Kmt, KmtHandle, NtStatus,
 };
-use rvgpu_umd::submit::{KernelQueue, SubmissionPath, SubmitError, UserQueue};
+use rvgpu_umd::submit::SubmitError;
 
-use super::lanes::{self, churn_lane, queue_config};
+use super::lanes::{self, churn_lane};
 use super::{
     AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport, DoorbellStatus,
     Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig, StartedAdapter, SubmitPath,
@@ -216,43 +216,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
 }
 
 /// A queue the UMD created through the thunks.
-enum KQueue<K: Kmt> {
-    User(Box<UserQueue<Arc<K>>>),
-    Kernel(KernelQueue<Arc<K>>),
-}
-
-impl<K: Kmt> KQueue<K> {
-    fn info(&self) -> UmQueueInfo {
-        let (path, lost, last, done, id) = match self {
-            Self::User(q) => (
-                match q.path() {
-                    SubmissionPath::UserMode => SubmitPath::UserMode,
-                    SubmissionPath::KernelMode => SubmitPath::KernelMode,
-                },
-                q.is_lost(),
-                q.last_submitted(),
-                q.completed(),
-                q.queue_id(),
-            ),
-            Self::Kernel(q) => (
-                SubmitPath::KernelMode,
-                false,
-                q.last_submitted(),
-                q.completed(),
-                0,
-            ),
-        };
-        UmQueueInfo {
-            path,
-            lost,
-            last_submitted: last,
-            completed: done,
-            queue_id: id,
-            // User mode cannot see the device's runlists.
-            scheduled: None,
-        }
-    }
-}
+type KQueue<K> = crate::backend::umd_queue::UmdQueue<Arc<K>>;
 
 struct KProcess<K> {
     adapter: usize,
@@ -331,6 +295,11 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
         }
     }
 
+    /// The machine's fault, if it has one.
+    fn check_fault(&self) -> Result<(), Failure> {
+        self.machine.fault().map_or(Ok(()), Err)
+    }
+
     fn process(&self, p: ProcessRef) -> Result<(usize, Arc<K>), Failure> {
         let up = self
             .processes
@@ -352,13 +321,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 
     fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
         let a = &self.buffer(b)?.alloc;
-        if offset.checked_add(bytes).is_none_or(|end| end > a.size) {
-            return Err(Failure::Backend(format!(
-                "{bytes} bytes at {offset:#x} are outside buffer {} ({} bytes)",
-                b.0, a.size
-            )));
-        }
-        Ok(a.gpu_va + offset)
+        crate::backend::address_in(b, a.gpu_va, a.size, offset, bytes)
     }
 
     fn encode(&self, work: &[Work]) -> Result<Vec<Command>, Failure> {
@@ -584,12 +547,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         kind: SubmitPath,
     ) -> Result<UmQueueRef, Failure> {
         let (_, kmt) = self.process(p)?;
-        let cfg = queue_config(node);
-        let q = match kind {
-            SubmitPath::UserMode => UserQueue::new(kmt, &cfg).map(|q| KQueue::User(Box::new(q))),
-            SubmitPath::KernelMode => KernelQueue::new(kmt, &cfg).map(KQueue::Kernel),
-        }
-        .map_err(|e| self.umd(e))?;
+        let q = KQueue::new(kmt, node, kind).map_err(|e| self.umd(e))?;
         self.queues.push(KUmQueue {
             process: p.0,
             info: q.info(),
@@ -633,19 +591,13 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
             .get_mut(q.0)
             .and_then(|k| k.q.as_mut())
             .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
-        let r = match k {
-            KQueue::User(u) => u.submit_ops(&ops),
-            KQueue::Kernel(k) => k.submit_ops(&ops),
-        };
+        let r = k.submit_ops(&ops);
         drop(ops);
         r.map_err(|e| self.umd(e))
     }
 
     fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
-        let r = match self.live_queue(q)? {
-            KQueue::User(u) => u.wait(value),
-            KQueue::Kernel(k) => k.wait(value),
-        };
+        let r = self.live_queue(q)?.wait(value);
         match r {
             Ok(()) => Ok(WaitResult::Satisfied),
             Err(SubmitError::Kmt(NtStatus(STATUS_IO_TIMEOUT | STATUS_TIMEOUT)))
@@ -676,19 +628,12 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
             k.q.take()
                 .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
         k.info = u.info();
-        match u {
-            KQueue::User(u) => u.close(),
-            KQueue::Kernel(k) => k.close(),
-        }
-        .map_err(|e| self.umd(e))
+        u.close().map_err(|e| self.umd(e))
     }
 
     /// What the UMD's CPU mapping of the queue's doorbell status page reads.
     fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
-        let st = match self.queue(q)?.q.as_ref() {
-            Some(KQueue::User(u)) => u.doorbell_status(),
-            Some(KQueue::Kernel(_)) | None => None,
-        };
+        let st = self.queue(q)?.q.as_ref().and_then(KQueue::doorbell_status);
         st.map(|s| match s {
             UmdDoorbell::Connected => DoorbellStatus::Connected,
             UmdDoorbell::ConnectedNotify => DoorbellStatus::ConnectedNotify,
@@ -723,10 +668,8 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
             |(kmt, lane, cmds)| churn_lane(|| kmt.clone(), lane, cmds, |e| format!("UMD: {e:?}")),
             lanes::churn_panicked,
         );
-        match self.machine.fault() {
-            Some(f) => Err(f),
-            None => Ok(reports),
-        }
+        self.check_fault()?;
+        Ok(reports)
     }
 }
 

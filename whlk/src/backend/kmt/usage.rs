@@ -8,9 +8,9 @@
 use std::sync::Arc;
 
 use rvgpu_umd::fencelog::Op;
-use rvgpu_umd::usage::{self, Batch, Timeline};
+use rvgpu_umd::usage::{Batch, Timeline};
 
-use super::{KQueue, KmtSession, KmtSync};
+use super::{KmtSession, KmtSync};
 use crate::backend::tracked::lock_failure;
 use crate::backend::{
     AllocationUsage, BufferRef, Failure, LockOutcome, ProcessRef, TrackedInfo, TrackedRef,
@@ -30,10 +30,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
             .iter()
             .filter(|q| q.process == p)
             .filter_map(|q| q.q.as_ref())
-            .map(|q| match q {
-                KQueue::User(u) => &**u as &dyn Timeline,
-                KQueue::Kernel(k) => k as &dyn Timeline,
-            })
+            .map(|q| q.timeline_ref())
             .collect()
     }
 }
@@ -56,22 +53,7 @@ impl<K: KmtSync + Send + Sync + 'static> AllocationUsage for KmtSession<K> {
             None => None,
         };
         let mut batch = Batch::new();
-        let tracked = &self.tracked;
-        let buf = |r: TrackedRef| tracked.of(process, r);
-        for w in work {
-            match *w {
-                TrackedWork::Fill {
-                    dst,
-                    offset,
-                    bytes,
-                    pattern,
-                } => batch.fill(buf(dst)?, offset, bytes, pattern),
-                TrackedWork::Copy { src, dst, bytes } => {
-                    batch.copy(buf(src)?, 0, buf(dst)?, 0, bytes)
-                }
-            }
-            .map_err(lock_failure)?;
-        }
+        self.tracked.encode(Some(process), &mut batch, work)?;
         let gate_fence = match gate {
             Some((g, value)) => Some((
                 self.gates
@@ -87,14 +69,9 @@ impl<K: KmtSync + Send + Sync + 'static> AllocationUsage for KmtSession<K> {
             .get_mut(q.0)
             .and_then(|k| k.q.as_mut())
             .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
-        let r = match k {
-            KQueue::User(u) => gate_fence
-                .map_or(Ok(0), |(f, v)| u.submit_ops(&[Op::Wait(f, v)]))
-                .and_then(|_| usage::submit(&mut **u, batch)),
-            KQueue::Kernel(k) => gate_fence
-                .map_or(Ok(0), |(f, v)| k.submit_ops(&[Op::Wait(f, v)]))
-                .and_then(|_| usage::submit(k, batch)),
-        };
+        let r = gate_fence
+            .map_or(Ok(0), |(f, v)| k.submit_ops(&[Op::Wait(f, v)]))
+            .and_then(|_| k.submit_batch(batch));
         r.map_err(|e| self.umd(e))
     }
 
@@ -103,10 +80,8 @@ impl<K: KmtSync + Send + Sync + 'static> AllocationUsage for KmtSession<K> {
         let tl = self.timelines(p);
         let out = self.tracked.lock(b, &*kmt, flags, &tl);
         drop(tl);
-        match self.machine.fault() {
-            Some(f) => Err(f),
-            None => out,
-        }
+        self.check_fault()?;
+        out
     }
 
     fn read_tracked(&self, b: TrackedRef, offset: u64) -> Result<u64, Failure> {
@@ -136,9 +111,6 @@ impl<K: KmtSync + Send + Sync + 'static> AllocationUsage for KmtSession<K> {
         let r = buf.destroy(&*kmt, &tl).map_err(lock_failure);
         drop(tl);
         r?;
-        match self.machine.fault() {
-            Some(f) => Err(f),
-            None => Ok(()),
-        }
+        self.check_fault()
     }
 }

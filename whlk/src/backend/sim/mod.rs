@@ -24,8 +24,6 @@ mod usermode;
 #[cfg(target_os = "linux")]
 pub(crate) use usermode::{driver_caps_of, submission_caps_of};
 
-use crate::backend::lanes::queue_config;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -46,17 +44,16 @@ use rvgpu_simos::{
     WaitOutcome,
 };
 use rvgpu_umd::fence::NativeFence as UmdNativeFence;
-use rvgpu_umd::fencelog::FenceTrace;
 use rvgpu_umd::kmt::{Allocation, KmtHandle, NtStatus};
-use rvgpu_umd::submit::{KernelQueue, SubmissionPath, SubmitError, UserQueue};
+use rvgpu_umd::submit::SubmitError;
 
 use self::kmt::{Created, SessKmt};
 use super::{
     AllocationUsage, Backend, BufferRef, BugCheckInfo, BugChecks, Capabilities, CrossAdapterFences,
     DirectDdi, DoorbellStatus, DriverCaps, ExecMode, Failure, FaultInjection, FenceLogs, FenceRef,
     Fences, Misbehaviour, MonitoredRef, OsControl, OsTrace, ProcessRef, QueueRef, Session,
-    SessionConfig, StartedAdapter, StepMode, SubmitPath, Tdr, TdrTrace, UmFenceRef, UmQueueInfo,
-    UmQueueRef, UmdFences, UserModeSubmission, WaitResult, Work,
+    SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmFenceRef, UmQueueInfo, UmQueueRef,
+    UmdFences, UserModeSubmission, WaitResult, Work,
 };
 
 /// The simulated backend.
@@ -275,10 +272,7 @@ struct SimUmFence {
 }
 
 /// A harness queue: the UMD's object while the process lives.
-enum UmdQueue {
-    User(Box<UserQueue<SessKmt>>),
-    Kernel(KernelQueue<SessKmt>),
-}
+type UmdQueue = crate::backend::umd_queue::UmdQueue<SessKmt>;
 
 struct SimUmQueue {
     process: usize,
@@ -287,60 +281,6 @@ struct SimUmQueue {
     rec: Arc<Mutex<Created>>,
     /// The last [`UmQueueInfo`] while `q` was there.
     info: UmQueueInfo,
-}
-
-impl UmdQueue {
-    fn submit(&mut self, cmds: &[Command]) -> Result<u64, SubmitError> {
-        match self {
-            Self::User(q) => q.submit(cmds),
-            Self::Kernel(q) => q.submit(cmds),
-        }
-    }
-
-    fn wait(&mut self, value: u64) -> Result<(), SubmitError> {
-        match self {
-            Self::User(q) => q.wait(value),
-            Self::Kernel(q) => q.wait(value),
-        }
-    }
-
-    fn progress(&self) -> (u64, u64) {
-        match self {
-            Self::User(q) => (q.last_submitted(), q.completed()),
-            Self::Kernel(q) => (q.last_submitted(), q.completed()),
-        }
-    }
-
-    fn set_fence_trace(&mut self, t: Option<Arc<dyn FenceTrace>>) {
-        match self {
-            Self::User(q) => q.set_fence_trace(t),
-            Self::Kernel(q) => q.set_fence_trace(t),
-        }
-    }
-
-    fn info(&self) -> UmQueueInfo {
-        match self {
-            Self::User(q) => UmQueueInfo {
-                path: match q.path() {
-                    SubmissionPath::UserMode => SubmitPath::UserMode,
-                    SubmissionPath::KernelMode => SubmitPath::KernelMode,
-                },
-                lost: q.is_lost(),
-                last_submitted: q.last_submitted(),
-                completed: q.completed(),
-                queue_id: q.queue_id(),
-                scheduled: None,
-            },
-            Self::Kernel(q) => UmQueueInfo {
-                path: SubmitPath::KernelMode,
-                lost: false,
-                last_submitted: q.last_submitted(),
-                completed: q.completed(),
-                queue_id: q.queue_id(),
-                scheduled: None,
-            },
-        }
-    }
 }
 
 /// The queue configuration of every harness queue: small rings, so long runs wrap.
@@ -422,13 +362,7 @@ impl SimSession {
 
     fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
         let a = self.buffer(b)?;
-        if offset.checked_add(bytes).is_none_or(|end| end > a.size) {
-            return Err(Failure::Backend(format!(
-                "{bytes} bytes at {offset:#x} are outside buffer {} ({} bytes)",
-                b.0, a.size
-            )));
-        }
-        Ok(a.gpu_va + offset)
+        super::address_in(b, a.gpu_va, a.size, offset, bytes)
     }
 
     fn encode(&self, work: &[Work]) -> Result<Vec<Command>, Failure> {

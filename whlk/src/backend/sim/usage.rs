@@ -1,9 +1,9 @@
 //! [`AllocationUsage`] on the simulation: the UMD's tracked buffers (`rvgpu_umd::usage`) over
 //! the simulated thunks, with the session's own queues as the timelines.
 
-use rvgpu_umd::usage::{self, Batch, Timeline};
+use rvgpu_umd::usage::{Batch, Timeline};
 
-use super::{umd_failure, SimSession, UmdQueue};
+use super::{umd_failure, SimSession};
 use crate::backend::tracked::lock_failure;
 use crate::backend::{
     AllocationUsage, BufferRef, Failure, LockOutcome, ProcessRef, TrackedInfo, TrackedRef,
@@ -18,10 +18,7 @@ impl SimSession {
             .iter()
             .filter(|q| q.process == p)
             .filter_map(|q| q.q.as_ref())
-            .map(|q| match q {
-                UmdQueue::User(u) => &**u as &dyn Timeline,
-                UmdQueue::Kernel(k) => k as &dyn Timeline,
-            })
+            .map(|q| q.timeline_ref())
             .collect()
     }
 
@@ -56,30 +53,13 @@ impl AllocationUsage for SimSession {
         for c in gate {
             batch.command(c);
         }
-        let buf = |r: TrackedRef| self.tracked.get(r).map(|(_, b)| b);
-        for w in work {
-            match *w {
-                TrackedWork::Fill {
-                    dst,
-                    offset,
-                    bytes,
-                    pattern,
-                } => batch.fill(buf(dst)?, offset, bytes, pattern),
-                TrackedWork::Copy { src, dst, bytes } => {
-                    batch.copy(buf(src)?, 0, buf(dst)?, 0, bytes)
-                }
-            }
-            .map_err(lock_failure)?;
-        }
+        self.tracked.encode(None, &mut batch, work)?;
         let sq = self
             .um_queues
             .get_mut(q.0)
             .and_then(|s| s.q.as_mut())
             .ok_or_else(|| Failure::Backend(format!("no live queue {}", q.0)))?;
-        let r = match sq {
-            UmdQueue::User(u) => usage::submit(&mut **u, batch),
-            UmdQueue::Kernel(k) => usage::submit(k, batch),
-        };
+        let r = sq.submit_batch(batch);
         r.map_err(|e| umd_failure(&self.machine, e))
     }
 

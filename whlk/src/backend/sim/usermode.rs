@@ -10,12 +10,11 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_hw::regs;
 use rvgpu_simos::{Machine, Mode};
 use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};
-use rvgpu_umd::submit::{KernelQueue, SubmitError, UserQueue};
+use rvgpu_umd::submit::SubmitError;
 
 use super::kmt::{self, SessKmt};
 use super::{
-    caps, doorbell_status, failure, queue_config, umd_failure, wait_outcome, SimSession,
-    SimUmQueue, UmdQueue,
+    caps, doorbell_status, failure, umd_failure, wait_outcome, SimSession, SimUmQueue, UmdQueue,
 };
 use crate::backend::lanes::{self, churn_lane};
 use crate::backend::{
@@ -171,12 +170,7 @@ impl UserModeSubmission for SimSession {
         let up = self.process(p)?;
         let kmt = SessKmt::new(self.machine.clone(), up);
         let rec = kmt.record();
-        let cfg = queue_config(node);
-        let q = match kind {
-            SubmitPath::UserMode => UserQueue::new(kmt, &cfg).map(|q| UmdQueue::User(Box::new(q))),
-            SubmitPath::KernelMode => KernelQueue::new(kmt, &cfg).map(UmdQueue::Kernel),
-        }
-        .map_err(|e| umd_failure(&self.machine, e))?;
+        let q = UmdQueue::new(kmt, node, kind).map_err(|e| umd_failure(&self.machine, e))?;
         let mut q = q;
         if let Some(r) = &self.recorder {
             q.set_fence_trace(Some(Arc::new(r.for_adapter(up.adapter))));
@@ -193,10 +187,7 @@ impl UserModeSubmission for SimSession {
     fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
         let cmds = self.encode(work)?;
         let m = self.machine.clone();
-        let r = match self.live_queue(q)? {
-            UmdQueue::User(u) => u.submit(&cmds),
-            UmdQueue::Kernel(k) => k.submit(&cmds),
-        };
+        let r = self.live_queue(q)?.submit(&cmds);
         let v = r.map_err(|e| umd_failure(&m, e))?;
         self.check_fault()?;
         Ok(v)
@@ -204,10 +195,7 @@ impl UserModeSubmission for SimSession {
 
     fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
         let m = self.machine.clone();
-        let r = match self.live_queue(q)? {
-            UmdQueue::User(u) => u.wait(value),
-            UmdQueue::Kernel(k) => k.wait(value),
-        };
+        let r = self.live_queue(q)?.wait(value);
         wait_outcome(&m, r)
     }
 
@@ -228,11 +216,7 @@ impl UserModeSubmission for SimSession {
             sq.q.take()
                 .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
         sq.info = u.info();
-        match u {
-            UmdQueue::User(u) => u.close(),
-            UmdQueue::Kernel(k) => k.close(),
-        }
-        .map_err(|e| umd_failure(&m, e))?;
+        u.close().map_err(|e| umd_failure(&m, e))?;
         self.check_fault()
     }
 
