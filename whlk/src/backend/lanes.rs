@@ -6,7 +6,7 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_umd::kmt::Kmt;
 use rvgpu_umd::submit::{QueueConfig, SubmissionPath, SubmitError, UserQueue};
 
-use super::{ChurnLane, ChurnReport};
+use super::{ChurnLane, ChurnReport, Failure, ProcessRef, Work};
 
 /// The configuration of every queue the harness makes on `node`: a 4 KiB ring and command
 /// buffer.
@@ -17,6 +17,26 @@ pub(crate) fn queue_config(node: u32) -> QueueConfig {
         command_buffer_size: 4096,
         ..QueueConfig::default()
     }
+}
+
+/// Each lane with what `process` gives for its process and its batches as `encode` makes
+/// them: the jobs [`churn_lane`] runs.
+pub(crate) fn churn_jobs<'l, P>(
+    lanes: &'l [ChurnLane],
+    process: impl Fn(ProcessRef) -> Result<P, Failure>,
+    encode: impl Fn(&[Work]) -> Result<Vec<Command>, Failure>,
+) -> Result<Vec<(P, &'l ChurnLane, Vec<Vec<Command>>)>, Failure> {
+    lanes
+        .iter()
+        .map(|lane| {
+            let cmds = lane
+                .work
+                .iter()
+                .map(|w| encode(w))
+                .collect::<Result<_, _>>()?;
+            Ok((process(lane.process)?, lane, cmds))
+        })
+        .collect()
 }
 
 /// One [`ChurnLane`] on the calling thread: per round a user-mode queue over `kmt()`, its

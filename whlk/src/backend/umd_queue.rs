@@ -131,3 +131,37 @@ impl<K: Kmt> UmdQueue<K> {
         }
     }
 }
+
+/// The timelines of the live queues among `queues` (process, queue) that belong to process
+/// `p`: what may have used its buffers.
+pub(crate) fn timelines_of<'a, K: Kmt + 'a>(
+    queues: impl Iterator<Item = (usize, Option<&'a UmdQueue<K>>)>,
+    p: usize,
+) -> Vec<&'a dyn Timeline> {
+    queues
+        .filter(|(owner, _)| *owner == p)
+        .filter_map(|(_, q)| q.map(UmdQueue::timeline_ref))
+        .collect()
+}
+
+/// A queue that has no doorbell to read.
+pub(crate) fn no_doorbell(q: super::UmQueueRef) -> super::Failure {
+    super::Failure::Backend(format!(
+        "queue {} has no doorbell (kernel-mode queue, fallen back, or closed)",
+        q.0
+    ))
+}
+
+/// Takes the queue out of a session's slot (`q`, with the last `info` kept for after) and
+/// closes it; the UMD's result.
+pub(crate) fn close_slot<K: Kmt>(
+    q: &mut Option<UmdQueue<K>>,
+    info: &mut UmQueueInfo,
+    r: super::UmQueueRef,
+) -> Result<Result<(), SubmitError>, super::Failure> {
+    let u = q
+        .take()
+        .ok_or_else(|| super::Failure::Backend(format!("queue {} is closed", r.0)))?;
+    *info = u.info();
+    Ok(u.close())
+}

@@ -624,11 +624,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
             .queues
             .get_mut(q.0)
             .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
-        let u =
-            k.q.take()
-                .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
-        k.info = u.info();
-        u.close().map_err(|e| self.umd(e))
+        super::umd_queue::close_slot(&mut k.q, &mut k.info, q)?.map_err(|e| self.umd(e))
     }
 
     /// What the UMD's CPU mapping of the queue's doorbell status page reads.
@@ -641,27 +637,13 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
             UmdDoorbell::DisconnectedAbort => DoorbellStatus::DisconnectedAbort,
             UmdDoorbell::Unknown(x) => DoorbellStatus::Other(x),
         })
-        .ok_or_else(|| {
-            Failure::Backend(format!(
-                "queue {} has no doorbell (kernel-mode queue, fallen back, or closed)",
-                q.0
-            ))
-        })
+        .ok_or_else(|| super::umd_queue::no_doorbell(q))
     }
 
     /// One thread per lane, each making its user-mode queues one after another over its
     /// process's thunks.
     fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
-        let mut jobs = Vec::with_capacity(lanes.len());
-        for lane in lanes {
-            let (_, kmt) = self.process(lane.process)?;
-            let cmds = lane
-                .work
-                .iter()
-                .map(|w| self.encode(w))
-                .collect::<Result<Vec<_>, _>>()?;
-            jobs.push((kmt, lane, cmds));
-        }
+        let jobs = lanes::churn_jobs(lanes, |p| Ok(self.process(p)?.1), |w| self.encode(w))?;
         let reports = lanes::run_lanes(
             &jobs,
             true,

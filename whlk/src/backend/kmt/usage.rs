@@ -12,6 +12,7 @@ use rvgpu_umd::usage::{Batch, Timeline};
 
 use super::{KmtSession, KmtSync};
 use crate::backend::tracked::lock_failure;
+use crate::backend::umd_queue::timelines_of;
 use crate::backend::{
     AllocationUsage, BufferRef, Failure, LockOutcome, ProcessRef, TrackedInfo, TrackedRef,
     TrackedWork, UmQueueRef,
@@ -26,12 +27,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 
     /// Every live queue of process `p`: what may have used its buffers.
     fn timelines(&self, p: usize) -> Vec<&dyn Timeline> {
-        self.queues
-            .iter()
-            .filter(|q| q.process == p)
-            .filter_map(|q| q.q.as_ref())
-            .map(|q| q.timeline_ref())
-            .collect()
+        timelines_of(self.queues.iter().map(|q| (q.process, q.q.as_ref())), p)
     }
 }
 

@@ -5,6 +5,7 @@ use rvgpu_umd::usage::{Batch, Timeline};
 
 use super::{umd_failure, SimSession};
 use crate::backend::tracked::lock_failure;
+use crate::backend::umd_queue::timelines_of;
 use crate::backend::{
     AllocationUsage, BufferRef, Failure, LockOutcome, ProcessRef, TrackedInfo, TrackedRef,
     TrackedWork, UmQueueRef, Work,
@@ -14,12 +15,7 @@ use rvgpu_simos::UmsProcess;
 impl SimSession {
     /// Every live queue of process `p`: what may have used its buffers.
     fn timelines(&self, p: usize) -> Vec<&dyn Timeline> {
-        self.um_queues
-            .iter()
-            .filter(|q| q.process == p)
-            .filter_map(|q| q.q.as_ref())
-            .map(|q| q.timeline_ref())
-            .collect()
+        timelines_of(self.um_queues.iter().map(|q| (q.process, q.q.as_ref())), p)
     }
 
     /// Tracked buffer `b`'s process.

@@ -212,11 +212,8 @@ impl UserModeSubmission for SimSession {
             .um_queues
             .get_mut(q.0)
             .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
-        let u =
-            sq.q.take()
-                .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
-        sq.info = u.info();
-        u.close().map_err(|e| umd_failure(&m, e))?;
+        crate::backend::umd_queue::close_slot(&mut sq.q, &mut sq.info, q)?
+            .map_err(|e| umd_failure(&m, e))?;
         self.check_fault()
     }
 
@@ -225,25 +222,11 @@ impl UserModeSubmission for SimSession {
         let db = kmt::lock(&sq.rec).doorbell;
         db.and_then(|d| self.machine.doorbell_info(self.adapter_of(sq), d))
             .map(|i| doorbell_status(i.status))
-            .ok_or_else(|| {
-                Failure::Backend(format!(
-                    "queue {} has no doorbell (kernel-mode queue, fallen back, or destroyed)",
-                    q.0
-                ))
-            })
+            .ok_or_else(|| crate::backend::umd_queue::no_doorbell(q))
     }
 
     fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
-        let mut jobs = Vec::with_capacity(lanes.len());
-        for lane in lanes {
-            let p = self.process(lane.process)?;
-            let cmds = lane
-                .work
-                .iter()
-                .map(|w| self.encode(w))
-                .collect::<Result<Vec<_>, _>>()?;
-            jobs.push((p, lane, cmds));
-        }
+        let jobs = lanes::churn_jobs(lanes, |p| self.process(p), |w| self.encode(w))?;
         let m = &self.machine;
         let threaded = m.config().mode == Mode::Threaded;
         let err = |e: SubmitError| format!("{:?}", umd_failure(m, e));
