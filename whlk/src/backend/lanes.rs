@@ -19,13 +19,16 @@ pub(crate) fn queue_config(node: u32) -> QueueConfig {
     }
 }
 
+/// One lane's job: what the session needs of its process, the lane, its encoded batches.
+pub(crate) type ChurnJob<'l, P> = (P, &'l ChurnLane, Vec<Vec<Command>>);
+
 /// Each lane with what `process` gives for its process and its batches as `encode` makes
 /// them: the jobs [`churn_lane`] runs.
-pub(crate) fn churn_jobs<'l, P>(
-    lanes: &'l [ChurnLane],
+pub(crate) fn churn_jobs<P>(
+    lanes: &[ChurnLane],
     process: impl Fn(ProcessRef) -> Result<P, Failure>,
     encode: impl Fn(&[Work]) -> Result<Vec<Command>, Failure>,
-) -> Result<Vec<(P, &'l ChurnLane, Vec<Vec<Command>>)>, Failure> {
+) -> Result<Vec<ChurnJob<'_, P>>, Failure> {
     lanes
         .iter()
         .map(|lane| {
