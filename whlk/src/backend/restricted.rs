@@ -13,11 +13,13 @@ macro_rules! kept {
     ($($cap:ident: $tr:path = $get:ident $(/ $get_ref:ident)?, $h:ident $(/ $h_ref:ident)?;)*) => {
         $(
             fn $get(&mut self) -> Option<&mut dyn $tr> {
-                self.keep.contains(Capability::$cap).then(|| self.inner.$get()).flatten()
+                let kept = self.keep.contains(Capability::$cap);
+                kept.then(|| self.inner.$get()).flatten()
             }
             $(
                 fn $get_ref(&self) -> Option<&dyn $tr> {
-                    self.keep.contains(Capability::$cap).then(|| self.inner.$get_ref()).flatten()
+                    let kept = self.keep.contains(Capability::$cap);
+                    kept.then(|| self.inner.$get_ref()).flatten()
                 }
             )?
         )*
@@ -31,7 +33,8 @@ macro_rules! kept_shared {
         $(
             $(
                 fn $get_ref(&self) -> Option<&dyn $tr> {
-                    self.keep.contains(Capability::$cap).then(|| self.inner.$get_ref()).flatten()
+                    let kept = self.keep.contains(Capability::$cap);
+                    kept.then(|| self.inner.$get_ref()).flatten()
                 }
             )?
         )*

@@ -26,46 +26,44 @@ macro_rules! capabilities {
 pub(crate) use capabilities;
 
 /// Every capability trait with its accessors, handed to `$m`: per row the [`Capability`], the
-/// trait, `Session`'s accessor (and its shared form, where the trait has one) and the helper
-/// on `dyn Session` (and its shared form). The accessors, the helpers and
-/// [`super::restricted`]'s forwarding are all generated from this one table.
+/// trait (a path from a module of `backend`), `Session`'s accessor (and its shared form, where
+/// the trait has one) and the helper on `dyn Session` (and its shared form). The accessors, the
+/// helpers and [`super::restricted`]'s forwarding are all generated from this one table.
 macro_rules! capability_table {
     ($m:ident) => {
         $m! {
-            Fences: $crate::backend::Fences = as_fences / as_fences_ref, fences / fences_ref;
-            MonitoredFences: $crate::backend::MonitoredFences =
+            Fences: super::Fences = as_fences / as_fences_ref, fences / fences_ref;
+            MonitoredFences: super::MonitoredFences =
                 as_monitored / as_monitored_ref, monitored / monitored_ref;
-            FenceInternals: $crate::backend::FenceInternals =
+            FenceInternals: super::FenceInternals =
                 as_fence_internals / as_fence_internals_ref, fence_internals / fence_internals_ref;
-            CrossAdapterFences: $crate::backend::CrossAdapterFences =
+            CrossAdapterFences: super::CrossAdapterFences =
                 as_cross_adapter / as_cross_adapter_ref, cross_adapter / cross_adapter_ref;
-            UserModeSubmission: $crate::backend::UserModeSubmission =
-                as_ums / as_ums_ref, ums / ums_ref;
-            KmdCaps: $crate::backend::KmdCaps = as_kmd_caps / as_kmd_caps_ref, kmd_caps / kmd_caps_ref;
-            UmdBypass: $crate::backend::UmdBypass =
+            UserModeSubmission: super::UserModeSubmission = as_ums / as_ums_ref, ums / ums_ref;
+            KmdCaps: super::KmdCaps = as_kmd_caps / as_kmd_caps_ref, kmd_caps / kmd_caps_ref;
+            UmdBypass: super::UmdBypass =
                 as_umd_bypass / as_umd_bypass_ref, umd_bypass / umd_bypass_ref;
-            EngineIdle: $crate::backend::EngineIdle = as_engine_idle, engine_idle;
-            AllocationUsage: $crate::backend::AllocationUsage =
+            EngineIdle: super::EngineIdle = as_engine_idle, engine_idle;
+            AllocationUsage: super::AllocationUsage =
                 as_alloc_usage / as_alloc_usage_ref, alloc_usage / alloc_usage_ref;
-            GpuVaPlacement: $crate::backend::GpuVaPlacement = as_gpu_va, gpu_va;
-            UmdFences: $crate::backend::UmdFences =
+            GpuVaPlacement: super::GpuVaPlacement = as_gpu_va, gpu_va;
+            UmdFences: super::UmdFences =
                 as_umd_fences / as_umd_fences_ref, umd_fences / umd_fences_ref;
-            FenceLogs: $crate::backend::FenceLogs =
+            FenceLogs: super::FenceLogs =
                 as_fence_logs / as_fence_logs_ref, fence_logs / fence_logs_ref;
-            KernelModeTesting: $crate::backend::testing::KernelModeTesting = as_kmtest, kmtest;
-            Tdr: $crate::backend::Tdr = as_tdr / as_tdr_ref, tdr / tdr_ref;
-            DmaContexts: $crate::backend::DmaContexts = as_dma_contexts, dma_contexts;
-            TdrTrace: $crate::backend::TdrTrace =
-                as_tdr_trace / as_tdr_trace_ref, tdr_trace / tdr_trace_ref;
-            OsTrace: $crate::backend::OsTrace = as_os_trace / as_os_trace_ref, os_trace / os_trace_ref;
-            OsControl: $crate::backend::OsControl =
+            KernelModeTesting: super::testing::KernelModeTesting = as_kmtest, kmtest;
+            Tdr: super::Tdr = as_tdr / as_tdr_ref, tdr / tdr_ref;
+            DmaContexts: super::DmaContexts = as_dma_contexts, dma_contexts;
+            TdrTrace: super::TdrTrace = as_tdr_trace / as_tdr_trace_ref, tdr_trace / tdr_trace_ref;
+            OsTrace: super::OsTrace = as_os_trace / as_os_trace_ref, os_trace / os_trace_ref;
+            OsControl: super::OsControl =
                 as_os_control / as_os_control_ref, os_control / os_control_ref;
-            Paging: $crate::backend::Paging = as_paging, paging;
-            FaultInjection: $crate::backend::FaultInjection = as_faults / as_faults_ref, faults / faults_ref;
-            DirectDdi: $crate::backend::DirectDdi =
+            Paging: super::Paging = as_paging, paging;
+            FaultInjection: super::FaultInjection = as_faults / as_faults_ref, faults / faults_ref;
+            DirectDdi: super::DirectDdi =
                 as_direct_ddi / as_direct_ddi_ref, direct_ddi / direct_ddi_ref;
-            StepMode: $crate::backend::StepMode = as_step / as_step_ref, step / step_ref;
-            BugChecks: $crate::backend::BugChecks =
+            StepMode: super::StepMode = as_step / as_step_ref, step / step_ref;
+            BugChecks: super::BugChecks =
                 as_bug_checks / as_bug_checks_ref, bug_checks / bug_checks_ref;
         }
     };
@@ -76,7 +74,10 @@ pub(crate) use capability_table;
 macro_rules! session_accessors {
     ($($cap:ident: $tr:path = $get:ident $(/ $get_ref:ident)?, $h:ident $(/ $h_ref:ident)?;)*) => {
         $(
-            #[doc = concat!("The [`", stringify!($cap), "`](Capability::", stringify!($cap), ") capability, if the backend has it.")]
+            #[doc = concat!(
+                "The [`", stringify!($cap), "`](Capability::", stringify!($cap),
+                ") capability, if the backend has it."
+            )]
             fn $get(&mut self) -> Option<&mut dyn $tr> {
                 None
             }
@@ -94,12 +95,17 @@ macro_rules! session_accessors {
 macro_rules! session_helpers {
     ($($cap:ident: $tr:path = $get:ident $(/ $get_ref:ident)?, $h:ident $(/ $h_ref:ident)?;)*) => {
         $(
-            #[doc = concat!("The [`", stringify!($cap), "`](Capability::", stringify!($cap), ") capability.")]
+            #[doc = concat!(
+                "The [`", stringify!($cap), "`](Capability::", stringify!($cap), ") capability."
+            )]
             pub fn $h(&mut self) -> Result<&mut dyn $tr, Failure> {
                 reach(Capability::$cap, self.$get())
             }
             $(
-                #[doc = concat!("The [`", stringify!($cap), "`](Capability::", stringify!($cap), ") capability, shared.")]
+                #[doc = concat!(
+                    "The [`", stringify!($cap), "`](Capability::", stringify!($cap),
+                    ") capability, shared."
+                )]
                 pub fn $h_ref(&self) -> Result<&dyn $tr, Failure> {
                     reach(Capability::$cap, self.$get_ref())
                 }
