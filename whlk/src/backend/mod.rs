@@ -16,6 +16,7 @@
 //! are optional for them (`Case::optional`).
 
 pub mod caps;
+pub(crate) mod gpuva;
 pub mod kmt;
 pub(crate) mod lanes;
 pub mod restricted;

@@ -209,7 +209,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             gates: Vec::new(),
             tracked: Default::default(),
             fence: fences::FenceState::default(),
-            paging_queues: Vec::new(),
+            paging_queues: Default::default(),
             testing: Default::default(),
         }))
     }
@@ -250,9 +250,8 @@ struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     tracked: super::tracked::TrackedBuffers<K::Mem>,
     /// Native and monitored fences, their GPU queues and CPU waits.
     fence: fences::FenceState<K>,
-    /// The paging queue of each process that mapped a GPU VA itself: (process index,
-    /// `hPagingQueue`, its fence).
-    paging_queues: Vec<(usize, KmtHandle, KmtHandle)>,
+    /// The paging queue of each process that mapped a GPU VA itself.
+    paging_queues: super::gpuva::PagingQueues,
     /// The kernel-mode testing capability's objects ([`super::testing`]).
     testing: super::testing::TestingState<K>,
 }

@@ -201,7 +201,7 @@ fn open_sim_session(
         um_fences: Vec::new(),
         contexts: Vec::new(),
         tracked: Default::default(),
-        paging_queues: Vec::new(),
+        paging_queues: Default::default(),
         testing: Default::default(),
     }))
 }
@@ -235,10 +235,7 @@ struct SimSession {
     /// Buffers with the UMD's usage tracking.
     tracked: crate::backend::tracked::TrackedBuffers<SimMem>,
     /// The paging queue of each process that mapped a GPU VA itself (process index).
-    paging_queues: Vec<(
-        usize,
-        rvgpu_umd::kmt::PagingQueue<rvgpu_simos::kmt::SimFence>,
-    )>,
+    paging_queues: crate::backend::gpuva::PagingQueues,
     /// The kernel-mode testing capability's objects ([`crate::backend::testing`]).
     testing: crate::backend::testing::TestingState<SessKmt>,
 }
