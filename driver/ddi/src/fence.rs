@@ -16,7 +16,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, index_word_union, layout, zeroed_default};
+use crate::macros::{bitfield, extern_fn, index_word_union, layout, zeroed_default};
 
 /// `DXGK_NATIVE_FENCE_CAPS`: answer to `DXGKQAITYPE_NATIVE_FENCE_CAPS` (56 bytes on x64, which
 /// is also the output size dxgkrnl passes for this query).
@@ -655,12 +655,7 @@ zeroed_default!(
 /// INOUT_PDXGKARG_CREATENATIVEFENCE pCreateNativeFence)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createnativefence>
-pub type PDXGKDDI_CREATENATIVEFENCE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pCreateNativeFence: *mut DXGKARG_CREATENATIVEFENCE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_CREATENATIVEFENCE = DDI_FN<*mut DXGKARG_CREATENATIVEFENCE>;
 
 /// `DXGKDDI_DESTROYNATIVEFENCE` (PASSIVE_LEVEL): `(INOUT_PDXGKARG_DESTROYNATIVEFENCE
 /// pDestroyNativeFence)`; no adapter handle.
@@ -674,117 +669,72 @@ pub type PDXGKDDI_DESTROYNATIVEFENCE = Option<
 /// INOUT_PDXGKARG_OPENNATIVEFENCE pOpenNativeFence)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_opennativefence>
-pub type PDXGKDDI_OPENNATIVEFENCE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pOpenNativeFence: *mut DXGKARG_OPENNATIVEFENCE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_OPENNATIVEFENCE = DDI_FN<*mut DXGKARG_OPENNATIVEFENCE>;
 
 /// `DXGKDDI_CLOSENATIVEFENCE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
 /// INOUT_PDXGKARG_CLOSENATIVEFENCE pCloseNativeFence)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_closenativefence>
-pub type PDXGKDDI_CLOSENATIVEFENCE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pCloseNativeFence: *mut DXGKARG_CLOSENATIVEFENCE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_CLOSENATIVEFENCE = DDI_FN<*mut DXGKARG_CLOSENATIVEFENCE>;
 
-/// `DXGKDDI_UPDATEMONITOREDVALUES` (device IRQL, at most PROFILE_LEVEL - 1; synchronised with
-/// the ISR): `(IN_CONST_PDXGKARG_UPDATEMONITOREDVALUES pUpdateMonitoredValues)`; no adapter
-/// handle.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatemonitoredvalues>
-pub type PDXGKDDI_UPDATEMONITOREDVALUES = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_UPDATEMONITOREDVALUES` (device IRQL, at most PROFILE_LEVEL - 1; synchronised with
+    /// the ISR): `(IN_CONST_PDXGKARG_UPDATEMONITOREDVALUES pUpdateMonitoredValues)`; no adapter
+    /// handle.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatemonitoredvalues>
+    pub type PDXGKDDI_UPDATEMONITOREDVALUES = fn(
         pUpdateMonitoredValues: *const DXGKARG_UPDATEMONITOREDVALUES,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 
-/// `DXGKDDI_UPDATECURRENTVALUESFROMCPU` (DISPATCH_LEVEL):
-/// `(IN_CONST_PDXGKARG_UPDATECURRENTVALUESFROMCPU pUpdateCurrentValuesFromCpu)`; no adapter
-/// handle.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatecurrentvaluesfromcpu>
-pub type PDXGKDDI_UPDATECURRENTVALUESFROMCPU = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_UPDATECURRENTVALUESFROMCPU` (DISPATCH_LEVEL):
+    /// `(IN_CONST_PDXGKARG_UPDATECURRENTVALUESFROMCPU pUpdateCurrentValuesFromCpu)`; no adapter
+    /// handle.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatecurrentvaluesfromcpu>
+    pub type PDXGKDDI_UPDATECURRENTVALUESFROMCPU = fn(
         pUpdateCurrentValuesFromCpu: *const DXGKARG_UPDATECURRENTVALUESFROMCPU,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 
-/// `DXGKDDI_SETNATIVEFENCELOGBUFFER` (DISPATCH_LEVEL):
-/// `(IN_CONST_PDXGKARG_SETNATIVEFENCELOGBUFFER pSetNativeFenceLogBuffer)`; no adapter handle.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer>
-pub type PDXGKDDI_SETNATIVEFENCELOGBUFFER = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_SETNATIVEFENCELOGBUFFER` (DISPATCH_LEVEL):
+    /// `(IN_CONST_PDXGKARG_SETNATIVEFENCELOGBUFFER pSetNativeFenceLogBuffer)`; no adapter handle.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer>
+    pub type PDXGKDDI_SETNATIVEFENCELOGBUFFER = fn(
         pSetNativeFenceLogBuffer: *const DXGKARG_SETNATIVEFENCELOGBUFFER,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 
-/// `DXGKDDI_UPDATENATIVEFENCELOGS` (DISPATCH_LEVEL):
-/// `(IN_CONST_PDXGKARG_UPDATENATIVEFENCELOGS pUpdateNativeFenceLog)`; no adapter handle.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatenativefencelogs>
-pub type PDXGKDDI_UPDATENATIVEFENCELOGS = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_UPDATENATIVEFENCELOGS` (DISPATCH_LEVEL):
+    /// `(IN_CONST_PDXGKARG_UPDATENATIVEFENCELOGS pUpdateNativeFenceLog)`; no adapter handle.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatenativefencelogs>
+    pub type PDXGKDDI_UPDATENATIVEFENCELOGS = fn(
         pUpdateNativeFenceLog: *const DXGKARG_UPDATENATIVEFENCELOGS,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::basic::BitField;
-
-    fn check_fields(name: &str, fields: &[(&str, BitField)]) {
-        let mut next = 0u32;
-        for (field, f) in fields {
-            assert_eq!(
-                f.shift, next,
-                "{name}::{field} does not follow its predecessor"
-            );
-            assert!(f.width > 0, "{name}::{field} has zero width");
-            next += f.width;
-        }
-        assert_eq!(next, 32, "{name}: fields do not fill the word");
-    }
+    use crate::macros::assert_fields_fill_word;
 
     #[test]
     fn flag_words_are_contiguous() {
-        check_fields(
-            "DXGKARG_CREATENATIVEFENCE_FLAGS",
-            DXGKARG_CREATENATIVEFENCE_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_OPENNATIVEFENCE_FLAGS",
-            DXGK_OPENNATIVEFENCE_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_CLOSENATIVEFENCE_FLAGS",
-            DXGK_CLOSENATIVEFENCE_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_DESTROYNATIVEFENCE_FLAGS",
-            DXGK_DESTROYNATIVEFENCE_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGKARG_UPDATEMONITOREDVALUES_FLAGS",
-            DXGKARG_UPDATEMONITOREDVALUES_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS",
-            DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS",
-            DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGKARG_UPDATENATIVEFENCELOGS_FLAGS",
-            DXGKARG_UPDATENATIVEFENCELOGS_FLAGS::FIELDS,
+        assert_fields_fill_word!(
+            DXGKARG_CREATENATIVEFENCE_FLAGS,
+            DXGK_OPENNATIVEFENCE_FLAGS,
+            DXGK_CLOSENATIVEFENCE_FLAGS,
+            DXGK_DESTROYNATIVEFENCE_FLAGS,
+            DXGKARG_UPDATEMONITOREDVALUES_FLAGS,
+            DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS,
+            DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS,
+            DXGKARG_UPDATENATIVEFENCELOGS_FLAGS
         );
     }
 

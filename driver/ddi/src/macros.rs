@@ -170,6 +170,18 @@ macro_rules! ddi_table {
 
 pub(crate) use ddi_table;
 
+/// Declares a C function-pointer typedef as Rust spells it: `extern_fn! { pub type X =
+/// fn(A: T, ..) -> R; }` is `pub type X = Option<unsafe extern "system" fn(A: T, ..) -> R>;`
+/// (`None` is the null pointer), one line per typedef as in the header.
+macro_rules! extern_fn {
+    ($(#[$meta:meta])* pub type $name:ident = fn($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)?;) => {
+        $(#[$meta])*
+        pub type $name = Option<unsafe extern "system" fn($($arg: $ty),*) $(-> $ret)?>;
+    };
+}
+
+pub(crate) use extern_fn;
+
 /// Declares a DDI or callback pointer type whose signature is not bound yet.
 macro_rules! unbound_fn {
     ($name:ident, $page:literal) => {
@@ -267,3 +279,36 @@ macro_rules! index_word_union {
 }
 
 pub(crate) use index_word_union;
+
+/// Test helper: the declared bitfields start at bit 0, follow each other without gap or
+/// overlap, none is empty, and together they cover `bits` bits.
+#[cfg(test)]
+pub(crate) fn check_fields(name: &str, bits: u32, fields: &[(&str, crate::basic::BitField)]) {
+    let mut next = 0u32;
+    for (field, f) in fields {
+        assert_eq!(
+            f.shift, next,
+            "{name}::{field} does not follow its predecessor"
+        );
+        assert!(f.width > 0, "{name}::{field} has zero width");
+        next += f.width;
+    }
+    assert_eq!(next, bits, "{name}: fields do not fill the word");
+}
+
+/// Test helper: [`check_fields`] over the whole word, for each listed `bitfield!` type.
+#[cfg(test)]
+macro_rules! assert_fields_fill_word {
+    ($($ty:ty),* $(,)?) => {
+        $(
+            $crate::macros::check_fields(
+                stringify!($ty),
+                u32::try_from(::core::mem::size_of::<$ty>() * 8).unwrap(),
+                <$ty>::FIELDS,
+            );
+        )*
+    };
+}
+
+#[cfg(test)]
+pub(crate) use assert_fields_fill_word;
