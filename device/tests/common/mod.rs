@@ -138,21 +138,7 @@ impl Rig {
         let end = self.arena.bus_addr + self.arena.len;
         let mut va = start;
         while va < end {
-            let mut table = root;
-            for level in (mmu::LARGE_LEVEL + 1..=mmu::ROOT_LEVEL).rev() {
-                let e = mmu::entry_addr(table, va, level).unwrap();
-                let pte = Pte(self.mem.read_u64(e).unwrap());
-                table = if pte.valid() {
-                    pte.addr()
-                } else {
-                    let t = self.alloc(mmu::TABLE_SIZE);
-                    self.mem
-                        .store(e, Pte::table(t, false).unwrap().0, Ordering::Release)
-                        .unwrap();
-                    t
-                };
-            }
-            let e = mmu::entry_addr(table, va, mmu::LARGE_LEVEL).unwrap();
+            let e = self.table_entry(root, va, mmu::LARGE_LEVEL);
             self.mem
                 .store(e, Pte::page(va, attrs, true).unwrap().0, Ordering::Release)
                 .unwrap();
@@ -160,6 +146,39 @@ impl Rig {
         }
         self.user_root = root;
         root
+    }
+
+    /// Physical address of the entry for `va` at `level` in the page table rooted at `root`,
+    /// creating the directory tables above it.
+    pub fn table_entry(&mut self, root: u64, va: u64, level: u8) -> u64 {
+        let mut table = root;
+        for l in (level + 1..=mmu::ROOT_LEVEL).rev() {
+            let e = mmu::entry_addr(table, va, l).unwrap();
+            let pte = Pte(self.mem.read_u64(e).unwrap());
+            table = if pte.valid() {
+                pte.addr()
+            } else {
+                let t = self.alloc(mmu::TABLE_SIZE);
+                self.mem
+                    .store(e, Pte::table(t, false).unwrap().0, Ordering::Release)
+                    .unwrap();
+                t
+            };
+        }
+        mmu::entry_addr(table, va, level).unwrap()
+    }
+
+    /// A DMA buffer as the UMD builds it, holding `words`: `(GPU address, bytes)`.
+    pub fn buffer_words(&mut self, words: &[u64]) -> (u64, u64) {
+        let bytes = words.len() as u64 * 8;
+        let a = self.alloc(bytes);
+        self.mem.write_words(a, words).unwrap();
+        (a, bytes)
+    }
+
+    /// A DMA buffer holding `cmds`.
+    pub fn buffer(&mut self, cmds: &[Command]) -> (u64, u64) {
+        self.buffer_words(&encode(cmds))
     }
 
     /// A queue on `engine` with a 4 KiB ring, logs, and (dedicated mode) a bound doorbell;
@@ -263,13 +282,7 @@ impl Rig {
     }
 
     pub fn push(&self, q: &mut Q, cmds: &[Command]) {
-        let mut words = Vec::new();
-        for c in cmds {
-            let mut buf = vec![0u64; c.len()];
-            c.encode(&mut buf).unwrap();
-            words.extend(buf);
-        }
-        self.push_words(q, &words);
+        self.push_words(q, &encode(cmds));
     }
 
     /// Rings the queue's doorbell (or kicks it through the engine register).
@@ -340,6 +353,17 @@ impl Rig {
     pub fn engine_reg(&self, engine: u32, r: usize) -> usize {
         regs::engine_reg(engine, r).unwrap()
     }
+}
+
+/// The words of `cmds`, encoded one after another.
+pub fn encode(cmds: &[Command]) -> Vec<u64> {
+    let mut words = Vec::new();
+    for c in cmds {
+        let mut buf = vec![0u64; c.len()];
+        c.encode(&mut buf).unwrap();
+        words.extend(buf);
+    }
+    words
 }
 
 pub fn signal(f: Fence, value: u64, flags: u8, tag: u64) -> Command {
