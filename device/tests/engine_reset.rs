@@ -323,10 +323,7 @@ fn um_10_faulted_innocent_queue_stays_faulted() {
 /// write_ptr at the commit). STATUS reads Idle + has_work + held; no F1 request while held.
 #[test]
 fn um_10_held_engine_runs_nothing_until_commit_and_keeps_doorbell_rings() {
-    let mut rig = Rig::new(DeviceConfig {
-        idle_f1_ticks: 5 * STEP_TICKS,
-        ..DeviceConfig::step()
-    });
+    let mut rig = Rig::step_with(|c| c.idle_f1_ticks = 5 * STEP_TICKS);
     let (f, k) = (rig.fence(0), rig.fence(0));
     let mut a = rig.queue(0, 1);
     let mut b = rig.queue(0, 2);
@@ -522,8 +519,7 @@ fn tdr_06_hang_inside_an_indirect_aborts_only_that_queue() {
 fn tdr_06_fill_in_flight_inside_an_indirect_is_aborted() {
     let mut rig = Rig::step();
     let dst = rig.alloc(16 << 10);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let buf = rig.buffer(&[Command::Fill {
         dst,
         bytes: 16 << 10,
@@ -552,10 +548,7 @@ fn tdr_06_fill_in_flight_inside_an_indirect_is_aborted() {
 /// leaves it held, with the previous (stale) RESET_QUEUE/RESET_RPTR.
 #[test]
 fn tdr_09_failed_reset_leaves_everything_as_it_was() {
-    let mut rig = Rig::new(DeviceConfig {
-        hang_detect_ticks: 5 * STEP_TICKS,
-        ..DeviceConfig::step()
-    });
+    let mut rig = Rig::step_with(|c| c.hang_detect_ticks = 5 * STEP_TICKS);
     let (g, h) = (rig.fence(0), rig.fence(0));
     let mut gq = rig.queue(0, 1);
     let mut iq = rig.queue(0, 2);
@@ -609,12 +602,8 @@ fn tdr_09_failed_reset_leaves_everything_as_it_was() {
 /// an injected failure: the HANG keeps the engine, no hold, RESET_QUEUE stays NO_QUEUE.
 #[test]
 fn tdr_09_no_per_engine_reset_cap_fails_and_changes_nothing() {
-    let mut rig = Rig::new(DeviceConfig {
-        per_engine_reset: false,
-        ..DeviceConfig::step()
-    });
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut rig = Rig::step_with(|c| c.per_engine_reset = false);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(&mut q, &[Command::Hang]);
     steps(&rig, 3);
     let before = rig.dev.engine_snapshot(0).unwrap();

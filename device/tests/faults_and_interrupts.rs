@@ -2,7 +2,7 @@
 mod common;
 
 use common::*;
-use rvgpu_device::{DeviceConfig, IrqDelay, STEP_TICKS};
+use rvgpu_device::{IrqDelay, STEP_TICKS};
 use rvgpu_hw::cmd::{self, Command, LogKind, Opcode};
 use rvgpu_hw::engine::{EngineState, EngineStatus};
 use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
@@ -170,8 +170,7 @@ fn fault_no_log() {
 fn faulted_queue_stays_stopped() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.push_words(&mut q, &[0xEE]);
     rig.submit(&mut q, &[signal(f, 1, 0, 0)]);
     rig.run();
@@ -185,8 +184,7 @@ fn faulted_queue_stays_stopped() {
 fn corrupt_ring_injection_faults_the_queue() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 3);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 3);
     rig.push(&mut q, &[signal(f, 1, 0, 0)]);
     assert!(rig.dev.corrupt_ring(3, 0xFFFF_FFFF_FFFF_FFFF));
     assert!(!rig.dev.corrupt_ring(99, 0));
@@ -269,8 +267,7 @@ fn event_overflow_when_the_ring_is_full() {
 #[test]
 fn isr_ack_before_drain_loses_nothing() {
     let mut rig = Rig::step();
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(
         &mut q,
         &[Command::Progress {
@@ -305,8 +302,7 @@ fn isr_ack_before_drain_loses_nothing() {
 fn line_follows_status_and_enable() {
     let mut rig = Rig::step();
     rig.dev.write32(regs::INT_ENABLE, 0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(
         &mut q,
         &[Command::Progress {
@@ -330,8 +326,7 @@ fn line_follows_status_and_enable() {
 fn injected_interrupt_delay_holds_the_assertion() {
     let mut rig = Rig::step();
     rig.dev.set_interrupt_delay(Some(IrqDelay::Steps(3)));
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(
         &mut q,
         &[Command::Progress {
@@ -367,8 +362,7 @@ fn injected_interrupt_delay_holds_the_assertion() {
 fn injected_interrupt_drop_loses_one_delivery_the_next_event_asserts_again() {
     let mut rig = Rig::step();
     rig.dev.drop_next_interrupt();
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(
         &mut q,
         &[Command::Progress {
@@ -407,10 +401,7 @@ fn injected_interrupt_drop_loses_one_delivery_the_next_event_asserts_again() {
 /// without the re-post it would be lost for good (UM-13, KMD side).
 #[test]
 fn f1_request_entered_before_posting_is_enabled_is_reported_on_enable() {
-    let rig = Rig::new(DeviceConfig {
-        idle_f1_ticks: 3 * STEP_TICKS,
-        ..DeviceConfig::step()
-    });
+    let rig = Rig::step_with(|c| c.idle_f1_ticks = 3 * STEP_TICKS);
     rig.dev.write32(regs::EVENT_RING_CTRL, 0);
     for _ in 0..10 {
         rig.dev.step();
@@ -437,12 +428,8 @@ fn f1_request_entered_before_posting_is_enabled_is_reported_on_enable() {
 
 #[test]
 fn idle_engine_requests_f1_once() {
-    let mut rig = Rig::new(DeviceConfig {
-        idle_f1_ticks: 3 * STEP_TICKS,
-        ..DeviceConfig::step()
-    });
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut rig = Rig::step_with(|c| c.idle_f1_ticks = 3 * STEP_TICKS);
+    let mut q = rig.queue_committed(0, 1);
     for _ in 0..10 {
         rig.dev.step();
     }
@@ -496,8 +483,7 @@ fn huge_interrupt_delay_never_expires_and_does_not_panic() {
     let mut rig = Rig::step();
     rig.dev
         .set_interrupt_delay(Some(IrqDelay::Duration(std::time::Duration::MAX)));
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(
         &mut q,
         &[Command::Progress {
@@ -517,8 +503,7 @@ fn huge_interrupt_delay_never_expires_and_does_not_panic() {
 #[test]
 fn frozen_device_does_nothing() {
     let mut rig = Rig::step();
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.dev.write32(regs::SCRATCH, 5);
     rig.dev.freeze();
     assert!(rig.dev.is_frozen());
@@ -577,10 +562,7 @@ fn queue_state_shows_the_faulted_queue() {
         0
     );
 
-    let mut off = Rig::new(DeviceConfig {
-        queue_state: false,
-        ..DeviceConfig::step()
-    });
+    let mut off = Rig::step_with(|c| c.queue_state = false);
     fault_with(&mut off, |rig, q| rig.push_words(q, &[0x1_00EE]));
     assert!(
         !regs::Caps::from_bits_retain(off.dev.read32(regs::CAPS)).contains(regs::Caps::QUEUE_STATE)
@@ -605,8 +587,7 @@ fn queue_state_shows_the_faulted_queue() {
 #[test]
 fn line_wakes_the_servicer_per_rise_and_per_event_under_a_high_line() {
     let mut rig = Rig::step();
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let progress = |value| Command::Progress { irq: true, value };
     rig.submit(&mut q, &[progress(1)]);
     rig.run();

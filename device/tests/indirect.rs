@@ -49,8 +49,7 @@ fn um_01_indirect_runs_the_buffer_in_order_then_moves_past_it() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
     let ts = rig.alloc(8);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let buf = rig.buffer(&[
         signal(f, 1, 0, 0),
         Command::Timestamp { addr: ts },
@@ -127,8 +126,7 @@ fn um_01_indirect_runs_the_buffer_in_order_then_moves_past_it() {
 fn um_01_largest_buffer_and_vram_buffer_run() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     // 131072 words: NOP(65535) + NOP(65535) + NOP(2); padding is never read.
     let mut words = vec![0u64; (MAX_INDIRECT / 8) as usize];
     words[0] = cmd::header(Opcode::Nop, 0, 0xFFFF);
@@ -275,8 +273,7 @@ fn um_01_commit_that_keeps_the_queue_keeps_its_buffer_position() {
 fn um_01_queue_that_leaves_and_reenters_restarts_the_buffer() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let buf = rig.buffer(&[
         signal(f, 1, 0, 0),
         Command::FenceWait {
@@ -324,8 +321,7 @@ fn um_01_fill_inside_a_buffer_runs_in_chunks() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
     let dst = rig.alloc(12 << 10);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let fill = Command::Fill {
         dst,
         bytes: 12 << 10,
@@ -354,8 +350,7 @@ fn um_01_fill_inside_a_buffer_runs_in_chunks() {
 fn um_01_signal_log_lookahead_stays_inside_the_buffer() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let log = |index: u32, value: u64| Command::LogWrite {
         log: LogKind::Signal,
         index,
@@ -419,8 +414,7 @@ fn um_01_bad_size_or_flags_fault_bad_argument() {
     for (flags, bytes) in [(0, 0), (0, 12), (0, MAX_INDIRECT + 8), (1, 8)] {
         let mut rig = Rig::step();
         let f = rig.fence(0);
-        let mut q = rig.queue(0, 1);
-        rig.commit(0, &[&q]);
+        let mut q = rig.queue_committed(0, 1);
         let buf = rig.buffer(&[signal(f, 1, 0, 0)]);
         let e = fault_after_nop(&mut rig, &mut q, &raw_indirect(flags, buf.0, bytes));
         assert_eq!(
@@ -441,8 +435,7 @@ fn um_01_bad_size_or_flags_fault_bad_argument() {
 fn um_01_misaligned_or_unreachable_buffer_faults_bad_address() {
     for case in 0..3 {
         let mut rig = Rig::step();
-        let mut q = rig.queue(0, 1);
-        rig.commit(0, &[&q]);
+        let mut q = rig.queue_committed(0, 1);
         let end = rig.arena.bus_addr + rig.arena.len;
         let aligned = rig.alloc(64);
         let (addr, bytes) = [(aligned + 4, 8), (end, 8), (end - 8, 16)][case];
@@ -463,8 +456,7 @@ fn um_01_misaligned_or_unreachable_buffer_faults_bad_address() {
 fn um_01_buffer_that_becomes_unreachable_faults_at_the_next_packet() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let page = rig.mem.alloc_system(4096, 4096).unwrap();
     let (b, s) = regs::syswin_regs(1).unwrap();
     rig.dev.write64(b, page.bus_addr);
@@ -494,8 +486,7 @@ fn um_01_buffer_that_becomes_unreachable_faults_at_the_next_packet() {
 fn um_01_nested_indirect_faults() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let inner = rig.buffer(&[signal(g, 1, 0, 0)]);
     let buf = rig.buffer(&[signal(f, 1, 0, 0), indirect(inner)]);
     let mut words = raw_indirect(0, buf.0, buf.1).to_vec();
@@ -520,8 +511,7 @@ fn um_01_nested_indirect_faults() {
 fn um_01_packet_past_buffer_end_or_bad_opcode_faults() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     // NOP, then a whole FENCE_SIGNAL in memory, but the buffer ends after its header.
     let words = encode(&[Command::Nop { len: 1 }, signal(f, 1, 0, 0)]);
     let (addr, _) = rig.buffer_words(&words);
@@ -535,8 +525,7 @@ fn um_01_packet_past_buffer_end_or_bad_opcode_faults() {
     assert_eq!(rig.dev.completed_commands(0), 2, "ring NOP + buffer NOP");
 
     let mut rig = Rig::step();
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let (addr, bytes) = rig.buffer_words(&[0x1_00EE]);
     let e = fault_after_nop(&mut rig, &mut q, &raw_indirect(0, addr, bytes));
     assert_eq!(
@@ -553,8 +542,7 @@ fn um_01_packet_past_buffer_end_or_bad_opcode_faults() {
 fn um_01_engine_reset_inside_a_buffer_reports_the_indirect() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let buf = rig.buffer(&[signal(f, 1, 0, 0), Command::Hang, signal(f, 2, 0, 0)]);
     rig.submit(
         &mut q,

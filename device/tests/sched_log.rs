@@ -716,10 +716,7 @@ fn registers_read_back() {
 /// no fault is posted, whatever is written.
 #[test]
 fn without_the_capability_the_registers_are_inert() {
-    let mut rig = Rig::new(DeviceConfig {
-        sched_log: false,
-        ..DeviceConfig::step()
-    });
+    let mut rig = Rig::step_with(|c| c.sched_log = false);
     let caps = Caps::from_bits_retain(rig.dev.read32(regs::CAPS));
     assert!(!caps.contains(Caps::SCHED_LOG));
     assert!(caps.contains(Caps::PAGE_TABLES | Caps::PER_ENGINE_RESET));

@@ -92,6 +92,13 @@ impl Rig {
         Self::new(DeviceConfig::step())
     }
 
+    /// A step-mode rig whose configuration `f` adjusts first.
+    pub fn step_with(f: impl FnOnce(&mut DeviceConfig)) -> Self {
+        let mut cfg = DeviceConfig::step();
+        f(&mut cfg);
+        Self::new(cfg)
+    }
+
     /// Page-aligned zeroed memory inside the registered window.
     pub fn alloc(&mut self, bytes: u64) -> u64 {
         let a = self.next;
@@ -255,6 +262,13 @@ impl Rig {
         self.dev
             .write32(reg(regs::engine::RUNLIST_COUNT), descs.len() as u32);
         self.dev.write32(reg(regs::engine::RUNLIST_COMMIT), 1);
+    }
+
+    /// A [`Rig::queue`] committed alone on `engine`'s runlist.
+    pub fn queue_committed(&mut self, engine: u32, id: u32) -> Q {
+        let q = self.queue(engine, id);
+        self.commit(engine, &[&q]);
+        q
     }
 
     pub fn commit(&mut self, engine: u32, qs: &[&Q]) {
