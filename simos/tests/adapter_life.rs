@@ -2,8 +2,9 @@
 //! no ISR or synchronized routine runs after the interrupt is disconnected, a removed
 //! adapter's handle is dead, and IRQL leaks out of driver routines are caught (0xC8).
 
-#[path = "common/pe.rs"]
-mod pe;
+mod common;
+
+use common::{pe, started_with};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -57,16 +58,10 @@ unsafe extern "system" fn slow_dpc(ctx: PVOID) {
 /// running has finished, not merely once none is queued.
 #[test]
 fn stop_waits_for_a_running_dpc() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Threaded));
-    let up = m
-        .load_driver_with(|t| {
-            t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
-            t.DxgkDdiDpcRoutine = Some(slow_dpc);
-        })
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
+    let mut m = started_with(MachineConfig::single(Mode::Threaded), |t| {
+        t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
+        t.DxgkDdiDpcRoutine = Some(slow_dpc);
+    });
     if let Err(e) = m.raise_interrupt(0) {
         panic!("raise: {e}");
     }
@@ -93,16 +88,10 @@ unsafe extern "system" fn dpc_requeues_itself(ctx: PVOID) {
 /// never a silent return.
 #[test]
 fn a_flush_that_never_completes_is_a_simulation_error() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
-    let up = m
-        .load_driver_with(|t| {
-            t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
-            t.DxgkDdiDpcRoutine = Some(dpc_requeues_itself);
-        })
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
+    let mut m = started_with(MachineConfig::single(Mode::Step), |t| {
+        t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
+        t.DxgkDdiDpcRoutine = Some(dpc_requeues_itself);
+    });
     let Some(iface) = m.interface(0) else {
         panic!("no interface")
     };
@@ -186,18 +175,12 @@ fn synchronize(
 /// the lock. Deterministic: a synchronized routine holds the lock across the disconnect.
 #[test]
 fn no_isr_or_synchronized_routine_after_disconnect() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Threaded));
-    let up = m
-        .load_driver_with(|t| {
-            t.DxgkDdiInterruptRoutine = Some(isr_records_disconnect);
-            // The stand-in StopDevice does not synchronise (the real one does, which would
-            // wait for the lock we hold on purpose).
-            t.DxgkDdiStopDevice = Some(stop_does_nothing);
-        })
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
+    let mut m = started_with(MachineConfig::single(Mode::Threaded), |t| {
+        t.DxgkDdiInterruptRoutine = Some(isr_records_disconnect);
+        // The stand-in StopDevice does not synchronise (the real one does, which would
+        // wait for the lock we hold on purpose).
+        t.DxgkDdiStopDevice = Some(stop_does_nothing);
+    });
     let Some(iface) = m.interface(0) else {
         panic!("no interface")
     };
@@ -337,13 +320,9 @@ unsafe extern "system" fn isr_leaves_at_passive(ctx: PVOID, msg: u32) -> BOOLEAN
 /// ISR's address (Microsoft's parameters).
 #[test]
 fn isr_returning_at_another_irql_is_0xc8() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
-    let up = m
-        .load_driver_with(|t| t.DxgkDdiInterruptRoutine = Some(isr_leaves_at_passive))
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
+    let m = started_with(MachineConfig::single(Mode::Step), |t| {
+        t.DxgkDdiInterruptRoutine = Some(isr_leaves_at_passive)
+    });
     let r = m.raise_interrupt(0);
     match r {
         Err(SimError::Bugcheck(b)) => {
@@ -372,16 +351,10 @@ unsafe extern "system" fn dpc_leaves_at_passive(ctx: PVOID) {
 /// M4: a DPC returning below DISPATCH_LEVEL is 0xC8.
 #[test]
 fn dpc_returning_at_another_irql_is_0xc8() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
-    let up = m
-        .load_driver_with(|t| {
-            t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
-            t.DxgkDdiDpcRoutine = Some(dpc_leaves_at_passive);
-        })
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
+    let m = started_with(MachineConfig::single(Mode::Step), |t| {
+        t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
+        t.DxgkDdiDpcRoutine = Some(dpc_leaves_at_passive);
+    });
     let r = m.raise_interrupt(0);
     match r {
         Err(SimError::Bugcheck(b)) => {

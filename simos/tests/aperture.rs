@@ -290,8 +290,7 @@ fn malformed_map_aperture_is_refused() {
 fn page_in_of_system_memory_fills_through_the_aperture() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = machine_with(mode, |_| {});
-        let p = ok(&m, m.create_process(0));
-        let k = m.kmt(&p);
+        let (p, k) = user_process(&m);
         let buf = okk(&m, k.create_allocation(2 * PAGE));
         ok(&m, m.page_in(&p, 0, buf.gpu_va, 2 * PAGE, 0x0BAD_F00D));
         wait_node(&m, 0);

@@ -2,8 +2,9 @@
 //! the wrong level, bad UnmapMemory, ISR/SynchronizeExecution exclusion, and what stops the
 //! ISR and the DPC.
 
-#[path = "common/pe.rs"]
-mod pe;
+mod common;
+
+use common::{pe, started_with};
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -232,13 +233,9 @@ unsafe extern "system" fn sync_sets_flag(_ctx: PVOID) -> BOOLEAN {
 /// ISR is forced repeatedly while a thread keeps running synchronized routines).
 #[test]
 fn isr_and_synchronized_routines_are_mutually_exclusive() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Threaded));
-    let up = m
-        .load_driver_with(|t| t.DxgkDdiInterruptRoutine = Some(isr_checks_exclusion))
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
+    let m = started_with(MachineConfig::single(Mode::Threaded), |t| {
+        t.DxgkDdiInterruptRoutine = Some(isr_checks_exclusion)
+    });
     let Some(iface) = m.interface(0) else {
         panic!("no interface")
     };
@@ -310,16 +307,10 @@ fn settle(m: &Machine) {
 #[test]
 fn stop_remove_and_halt_stop_isr_and_dpc() {
     for mode in [Mode::Step, Mode::Threaded] {
-        let mut m = Machine::new(MachineConfig::single(mode));
-        let up = m
-            .load_driver_with(|t| {
-                t.DxgkDdiInterruptRoutine = Some(counting_isr);
-                t.DxgkDdiDpcRoutine = Some(counting_dpc);
-            })
-            .and_then(|()| m.start_adapter(0).map(|_| ()));
-        if let Err(e) = up {
-            panic!("bring-up: {e}");
-        }
+        let mut m = started_with(MachineConfig::single(mode), |t| {
+            t.DxgkDdiInterruptRoutine = Some(counting_isr);
+            t.DxgkDdiDpcRoutine = Some(counting_dpc);
+        });
         let Some(iface) = m.interface(0) else {
             panic!("no interface")
         };

@@ -319,24 +319,11 @@ fn br_73_user_mode_submission_with_hws_off_is_refused() {
         | flag(DXGK_NODEMETADATA_FLAGS::UserModeSubmission);
     // HWS off: the context-scheduling half is caught first (BR-72 precedes BR-73 per node).
     refused(start_lying(cfg(false, true, true), both, false), "BR-72");
+    let ums = flag(DXGK_NODEMETADATA_FLAGS::UserModeSubmission);
     // HWS on but UMS refused by policy: BR-73.
-    refused(
-        start_lying(
-            cfg(true, false, true),
-            flag(DXGK_NODEMETADATA_FLAGS::UserModeSubmission),
-            false,
-        ),
-        "BR-73",
-    );
+    refused(start_lying(cfg(true, false, true), ums, false), "BR-73");
     // Native fences off (so no NativeGpuFence cap): a UMS node is refused on 24H2.
-    refused(
-        start_lying(
-            cfg(true, true, false),
-            flag(DXGK_NODEMETADATA_FLAGS::UserModeSubmission),
-            false,
-        ),
-        "BR-73",
-    );
+    refused(start_lying(cfg(true, true, false), ums, false), "BR-73");
 }
 
 /// windows-bringup.md §10 question 2: the slot after `DxgkDdiNotifyWorkSubmission` (byte 1368). rvgpu

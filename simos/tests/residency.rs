@@ -7,15 +7,15 @@
 
 mod common;
 
+use common::residency::*;
 use common::*;
 use std::time::Duration;
 
 use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
 use rvgpu_hw::cmd::Command;
-use rvgpu_hw::pdd::{AllocationKind, AllocationPdd, ALLOCATION_PDD_VERSION, PDD_MAGIC};
 use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::vidmm::residency::Place;
-use rvgpu_simos::{Machine, MachineConfig, Mode, UmsEvent, UmsProcess};
+use rvgpu_simos::{Machine, MachineConfig, Mode, UmsEvent};
 use rvgpu_umd::kmt::{
     AllocationCpu, EvictFlags, Kmt, MakeResidentError, MakeResidentFlags, MappedGpu, NtStatus,
 };
@@ -23,33 +23,6 @@ use rvgpu_umd::submit::{SubmitError, UserQueue};
 
 const BYTES: u64 = 64 * 1024;
 const PATTERN: u64 = 0x5E61_0C41_5E61_0C41;
-
-/// A GPU-only allocation, created (`D3DKMTCreateAllocation2`) and made resident.
-fn gpu_only(m: &Machine, k: &SimKmt<'_>, size: u64) -> MappedGpu {
-    let a = created(m, k, size);
-    okk(
-        m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
-    a
-}
-
-/// A GPU-only allocation, only created: on no residency list.
-fn created(m: &Machine, k: &SimKmt<'_>, size: u64) -> MappedGpu {
-    let pdd = AllocationPdd {
-        magic: PDD_MAGIC,
-        version: ALLOCATION_PDD_VERSION,
-        size,
-        kind: AllocationKind::Buffer as u32,
-        flags: 0,
-        reserved: 0,
-    };
-    okk(m, k.create_allocation_pdd(&pdd))
-}
-
-fn place(m: &Machine, a: &MappedGpu) -> Place {
-    m.allocation_residency(0, a.handle).expect("tracked").0
-}
 
 fn count(m: &Machine, a: &MappedGpu) -> u32 {
     m.allocation_residency(0, a.handle).expect("tracked").1
@@ -72,28 +45,6 @@ fn gpu_fill(m: &Machine, q: &mut UserQueue<&SimKmt<'_>>, a: &MappedGpu, pattern:
     okk(m, q.wait(v));
 }
 
-/// What `a` holds, copied by the GPU into memory the CPU maps.
-fn gpu_read(
-    m: &Machine,
-    k: &SimKmt<'_>,
-    q: &mut UserQueue<&SimKmt<'_>>,
-    a: &MappedGpu,
-) -> Vec<u64> {
-    let dst = okk(m, k.create_allocation(a.size));
-    let v = okk(
-        m,
-        q.submit(&[Command::Copy {
-            src: a.gpu_va,
-            dst: dst.gpu_va,
-            bytes: a.size,
-        }]),
-    );
-    okk(m, q.wait(v));
-    let words = (0..a.size / 8).map(|i| dst.mem.load(i * 8)).collect();
-    okk(m, k.destroy_allocation(dst.handle));
-    words
-}
-
 fn all(words: &[u64], v: u64) -> bool {
     words.iter().all(|&w| w == v)
 }
@@ -102,19 +53,13 @@ fn evict(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
     okk(m, k.evict(&[a.handle], EvictFlags::default()));
 }
 
-fn process(m: &Machine) -> (UmsProcess, SimKmt<'_>) {
-    let p = ok(m, m.create_process(0));
-    let k = m.kmt(&p);
-    (p, k)
-}
-
 /// A new allocation is on no residency list: not placed, its VA unmapped, until
 /// MakeResident. What only the GPU touches is then placed in VRAM (the driver's preference),
 /// cleared before the process sees it; what the CPU maps stays in the aperture.
 #[test]
 fn residency_gpu_only_allocations_live_in_vram_cleared() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = created(&m, &k, BYTES);
     assert_eq!(place(&m, &a), Place::Evicted);
@@ -145,7 +90,7 @@ fn residency_gpu_only_allocations_live_in_vram_cleared() {
 #[test]
 fn residency_evict_and_make_resident_move_contents_through_paging() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = gpu_only(&m, &k, BYTES);
     gpu_fill(&m, &mut q, &a, PATTERN);
@@ -187,7 +132,7 @@ fn residency_evict_and_make_resident_move_contents_through_paging() {
 #[test]
 fn residency_not_written_to_skips_the_transfer() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = gpu_only(&m, &k, BYTES);
     gpu_fill(&m, &mut q, &a, PATTERN);
@@ -213,7 +158,7 @@ fn residency_not_written_to_skips_the_transfer() {
 #[test]
 fn residency_not_written_to_keeps_earlier_writes() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = gpu_only(&m, &k, BYTES);
     gpu_fill(&m, &mut q, &a, PATTERN);
@@ -246,7 +191,7 @@ fn residency_not_written_to_keeps_earlier_writes() {
 #[test]
 fn residency_gpu_access_to_evicted_allocation_faults() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (p, k) = process(&m);
+    let (p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = gpu_only(&m, &k, BYTES);
     evict(&m, &k, &a);
@@ -279,7 +224,7 @@ fn residency_gpu_access_to_evicted_allocation_faults() {
 #[test]
 fn residency_eviction_waits_for_queued_work() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let gate = okk(&m, k.create_native_fence(0));
     let a = gpu_only(&m, &k, BYTES);
@@ -321,7 +266,7 @@ fn residency_make_resident_over_budget_fails_whole_and_reports_bytes_to_trim() {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.vram_budget = Some(2 * BYTES);
     let m = started(cfg);
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let a = gpu_only(&m, &k, BYTES);
     let b = gpu_only(&m, &k, BYTES);
     assert!(is_local(place(&m, &a)) && is_local(place(&m, &b)));
@@ -368,8 +313,8 @@ fn residency_make_resident_over_budget_fails_whole_and_reports_bytes_to_trim() {
 #[test]
 fn residency_vram_pressure_evicts_idle_allocations_first_released_first() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
-    let (_p2, k2) = process(&m);
+    let (_p, k) = user_process(&m);
+    let (_p2, k2) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     // Fill VRAM's allocation space (a quarter of the default 16 MiB) with 1 MiB allocations.
     let big = 1 << 20;
@@ -427,7 +372,7 @@ fn evict_only_if_necessary(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
 #[test]
 fn um_14_d3_evicts_vram_allocations_no_device_requires() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let kept = gpu_only(&m, &k, BYTES);
     let idle = gpu_only(&m, &k, BYTES);
@@ -454,8 +399,8 @@ fn um_14_d3_evicts_vram_allocations_no_device_requires() {
 #[test]
 fn residency_thunks_refuse_foreign_handles() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
-    let (_p2, k2) = process(&m);
+    let (_p, k) = user_process(&m);
+    let (_p2, k2) = user_process(&m);
     let a = gpu_only(&m, &k, BYTES);
     assert_eq!(
         k2.make_resident(&[a.handle], MakeResidentFlags::default()),
@@ -489,7 +434,7 @@ fn residency_large_allocations_are_mapped_with_large_pages() {
     // Room for 4 MiB and more in the allocations' share of VRAM.
     cfg.adapters[0].device.vram_size = 64 << 20;
     let m = started(cfg);
-    let (p, k) = process(&m);
+    let (p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = gpu_only(&m, &k, 2 * LARGE + 8192);
     assert!(is_local(place(&m, &a)), "{:?}", place(&m, &a));
@@ -530,7 +475,7 @@ fn residency_large_allocations_are_mapped_with_large_pages() {
 fn residency_large_system_allocations_are_mapped_with_large_pages() {
     const LARGE: u64 = 2 << 20;
     let m = started(MachineConfig::single(Mode::Step));
-    let (p, k) = process(&m);
+    let (p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = okk(&m, k.create_allocation(2 * LARGE + 4096));
     assert_eq!(

@@ -185,13 +185,7 @@ fn unclaimed_interrupt_storm_is_0xf2() {
     cfg.adapters[0].device.idle_f1_ticks = 50;
     // A storm is a level that stays up: a line-based interrupt (a message carries no level).
     cfg.adapters[0].msi = false;
-    let mut m = Machine::new(cfg);
-    let up = m
-        .load_driver_with(|t| t.DxgkDdiInterruptRoutine = Some(never_mine))
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
+    let m = started_with(cfg, |t| t.DxgkDdiInterruptRoutine = Some(never_mine));
     let r = m.run_steps(200);
     match r {
         Err(SimError::Bugcheck(b)) => {
