@@ -4,7 +4,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, extern_fn, layout};
+use crate::macros::{bitfield, extern_fn, layout, reserved_flags};
 
 /// `DXGK_START_INFO`: passed to `DxgkDdiStartDevice`.
 ///
@@ -1028,16 +1028,12 @@ bitfield! {
 }
 layout!(DXGK_DRIVERCAPS_MiscCaps, size = 4);
 
-bitfield! {
+reserved_flags! {
     /// `DXGK_HWQUEUEDFLIP_CAPS` (WDDM 3.0+): hardware flip queue capabilities, all reserved.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_hwqueuedflip_caps>
-    pub struct DXGK_HWQUEUEDFLIP_CAPS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
+    DXGK_HWQUEUEDFLIP_CAPS;
 }
-layout!(DXGK_HWQUEUEDFLIP_CAPS, size = 4);
 
 /// `DXGK_DRIVERCAPS`: the adapter capabilities returned for `DXGKQAITYPE_DRIVERCAPS`, laid out
 /// as the WDDM 3.2 headers declare it (592 bytes on x64).

@@ -14,7 +14,9 @@ use crate::adapter::{PDXGK_CHILD_STATUS, PDXGK_DEVICE_INFO};
 use crate::basic::*;
 use crate::feature::DXGKCB_QUERYFEATURESUPPORT;
 use crate::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
-use crate::macros::{bitfield, ddi_table, extern_fn, layout, unbound_fn, zeroed_default};
+use crate::macros::{
+    bitfield, ddi_table, extern_fn, layout, reserved_flags, unbound_fn, zeroed_default,
+};
 
 /// `DXGK_SERVICES`: interfaces obtainable with `DxgkCbQueryServices`.
 ///
@@ -278,16 +280,12 @@ pub const D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY: D3DDDI_DOORBELLSTATUS = 2;
 /// Disconnected for good (device lost).
 pub const D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT: D3DDDI_DOORBELLSTATUS = 3;
 
-bitfield! {
+reserved_flags! {
     /// `DXGKARGCB_DISCONNECTDOORBELL_FLAGS`: all reserved.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_disconnectdoorbell_flags>
-    pub struct DXGKARGCB_DISCONNECTDOORBELL_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
+    DXGKARGCB_DISCONNECTDOORBELL_FLAGS;
 }
-layout!(DXGKARGCB_DISCONNECTDOORBELL_FLAGS, size = 4);
 
 /// `DXGKARGCB_DISCONNECTDOORBELL`: argument of `DxgkCbDisconnectDoorbell`.
 ///

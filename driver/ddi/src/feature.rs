@@ -13,7 +13,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, extern_fn, layout};
+use crate::macros::{bitfield, extern_fn, layout, reserved_flags};
 
 /// `DXGK_FEATURE_ID`: a feature category in the upper 4 bits, a sub-ID in the lower 28.
 ///
@@ -92,16 +92,12 @@ layout!(
     Anonymous = 2
 );
 
-bitfield! {
+reserved_flags! {
     /// `DXGKARGCB_ISFEATUREENABLED2_FLAGS`: all reserved.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_isfeatureenabled2>
-    pub struct DXGKARGCB_ISFEATUREENABLED2_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
+    DXGKARGCB_ISFEATUREENABLED2_FLAGS;
 }
-layout!(DXGKARGCB_ISFEATUREENABLED2_FLAGS, size = 4);
 
 /// `DXGKARGCB_ISFEATUREENABLED2`: argument of `DXGK_FEATURE_INTERFACE::IsFeatureEnabled`.
 ///

@@ -16,7 +16,9 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, extern_fn, index_word_union, layout, zeroed_default};
+use crate::macros::{
+    bitfield, extern_fn, index_word_union, layout, log_buffer_sizes, reserved_flags, zeroed_default,
+};
 
 /// `DXGK_NATIVE_FENCE_CAPS`: answer to `DXGKQAITYPE_NATIVE_FENCE_CAPS` (56 bytes on x64, which
 /// is also the output size dxgkrnl passes for this query).
@@ -102,62 +104,30 @@ layout!(
 // Flag words (all `union { struct { UINT ... }; UINT Value; }`)
 // ---------------------------------------------------------------------------------------------
 
-bitfield! {
+reserved_flags! {
     /// `DXGKARG_CREATENATIVEFENCE_FLAGS` (all bits reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createnativefence_flags>
-    pub struct DXGKARG_CREATENATIVEFENCE_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
-}
-layout!(DXGKARG_CREATENATIVEFENCE_FLAGS, size = 4);
-
-bitfield! {
+    DXGKARG_CREATENATIVEFENCE_FLAGS;
     /// `DXGK_OPENNATIVEFENCE_FLAGS` (all bits reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_opennativefence_flags>
-    pub struct DXGK_OPENNATIVEFENCE_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
-}
-layout!(DXGK_OPENNATIVEFENCE_FLAGS, size = 4);
-
-bitfield! {
+    DXGK_OPENNATIVEFENCE_FLAGS;
     /// `DXGK_CLOSENATIVEFENCE_FLAGS` (all bits reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_closenativefence_flags>
-    pub struct DXGK_CLOSENATIVEFENCE_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
-}
-layout!(DXGK_CLOSENATIVEFENCE_FLAGS, size = 4);
-
-bitfield! {
+    DXGK_CLOSENATIVEFENCE_FLAGS;
     /// `DXGK_DESTROYNATIVEFENCE_FLAGS` (all bits reserved). The `DXGKARG_DESTROYNATIVEFENCE`
     /// page's prose calls it `DXGKARG_DESTROYNATIVEFENCE_FLAGS`; its syntax block and the
     /// flags' own page use this name.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_destroynativefence_flags>
-    pub struct DXGK_DESTROYNATIVEFENCE_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
-}
-layout!(DXGK_DESTROYNATIVEFENCE_FLAGS, size = 4);
-
-bitfield! {
+    DXGK_DESTROYNATIVEFENCE_FLAGS;
     /// `DXGKARG_UPDATEMONITOREDVALUES_FLAGS` (all bits reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatemonitoredvalues_flags>
-    pub struct DXGKARG_UPDATEMONITOREDVALUES_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
+    DXGKARG_UPDATEMONITOREDVALUES_FLAGS;
 }
-layout!(DXGKARG_UPDATEMONITOREDVALUES_FLAGS, size = 4);
 
 bitfield! {
     /// `DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS`.
@@ -177,27 +147,16 @@ bitfield! {
 }
 layout!(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS, size = 4);
 
-bitfield! {
+reserved_flags! {
     /// `DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS` (all bits reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_setnativefencelogbuffer_flags>
-    pub struct DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
-}
-layout!(DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS, size = 4);
-
-bitfield! {
+    DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS;
     /// `DXGKARG_UPDATENATIVEFENCELOGS_FLAGS` (all bits reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatenativefencelogs_flags>
-    pub struct DXGKARG_UPDATENATIVEFENCELOGS_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
+    DXGKARG_UPDATENATIVEFENCELOGS_FLAGS;
 }
-layout!(DXGKARG_UPDATENATIVEFENCELOGS_FLAGS, size = 4);
 
 // ---------------------------------------------------------------------------------------------
 // Create / open / close / destroy
@@ -551,29 +510,11 @@ layout!(
     Entries = 40
 );
 
-impl DXGK_NATIVE_FENCE_LOG_BUFFER {
-    /// Size in bytes of the header.
-    pub const HEADER_SIZE: u64 = core::mem::size_of::<DXGK_NATIVE_FENCE_LOG_HEADER>() as u64;
-    /// Size in bytes of one entry.
-    pub const ENTRY_SIZE: u64 = core::mem::size_of::<DXGK_NATIVE_FENCE_LOG_ENTRY>() as u64;
-
-    /// Bytes occupied by a log buffer holding `entries` entries (header plus entries), or `None`
-    /// on overflow.
-    pub const fn size_for_entries(entries: u64) -> Option<u64> {
-        match entries.checked_mul(Self::ENTRY_SIZE) {
-            Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
-            None => None,
-        }
-    }
-
-    /// Byte offset of entry `index` from the start of the buffer, or `None` on overflow.
-    pub const fn entry_offset(index: u64) -> Option<u64> {
-        match index.checked_mul(Self::ENTRY_SIZE) {
-            Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
-            None => None,
-        }
-    }
-}
+log_buffer_sizes!(
+    DXGK_NATIVE_FENCE_LOG_BUFFER,
+    DXGK_NATIVE_FENCE_LOG_HEADER,
+    DXGK_NATIVE_FENCE_LOG_ENTRY
+);
 
 /// `DXGKARG_SETNATIVEFENCELOGBUFFER`: argument of `DxgkDdiSetNativeFenceLogBuffer` (one call per
 /// log buffer: each hardware queue has a waits log and a signals log; the OS may replace a

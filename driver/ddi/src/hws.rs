@@ -33,23 +33,21 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, extern_fn, index_word_union, layout, zeroed_default};
+use crate::macros::{
+    bitfield, extern_fn, index_word_union, layout, log_buffer_sizes, reserved_flags, zeroed_default,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Hardware contexts (WDDM 2.2)
 // ---------------------------------------------------------------------------------------------
 
-bitfield! {
+reserved_flags! {
     /// `D3DDDI_CREATEHWCONTEXTFLAGS`: creation flags of a hardware context
     /// ([`DXGKARG_CREATEHWCONTEXT::Flags`]). No flag is defined; the whole word is reserved.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_createhwcontextflags>
-    pub struct D3DDDI_CREATEHWCONTEXTFLAGS: u32 {
-        /// Reserved, zero.
-        Reserved: 0, 32;
-    }
+    D3DDDI_CREATEHWCONTEXTFLAGS;
 }
-layout!(D3DDDI_CREATEHWCONTEXTFLAGS, size = 4);
 
 bitfield! {
     /// `DXGK_HWCONTEXT_CAPS`: what the driver reports back about a hardware context it created
@@ -389,29 +387,11 @@ layout!(
     Entries = 32
 );
 
-impl DXGK_SCHEDULING_LOG_BUFFER {
-    /// Size in bytes of the header.
-    pub const HEADER_SIZE: u64 = core::mem::size_of::<DXGK_SCHEDULING_LOG_HEADER>() as u64;
-    /// Size in bytes of one entry.
-    pub const ENTRY_SIZE: u64 = core::mem::size_of::<DXGK_SCHEDULING_LOG_ENTRY>() as u64;
-
-    /// Bytes occupied by a log buffer holding `entries` entries (header plus entries: the
-    /// header's `32 + 32 * NumberOfEntries`), or `None` on overflow.
-    pub const fn size_for_entries(entries: u64) -> Option<u64> {
-        match entries.checked_mul(Self::ENTRY_SIZE) {
-            Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
-            None => None,
-        }
-    }
-
-    /// Byte offset of entry `index` from the start of the buffer, or `None` on overflow.
-    pub const fn entry_offset(index: u64) -> Option<u64> {
-        match index.checked_mul(Self::ENTRY_SIZE) {
-            Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
-            None => None,
-        }
-    }
-}
+log_buffer_sizes!(
+    DXGK_SCHEDULING_LOG_BUFFER,
+    DXGK_SCHEDULING_LOG_HEADER,
+    DXGK_SCHEDULING_LOG_ENTRY
+);
 
 /// `DXGKARG_SETSCHEDULINGLOGBUFFER`: the scheduling log buffer one engine writes to from now
 /// on. The call is synchronous: once it returns, the engine must not write to the previous

@@ -89,6 +89,57 @@ macro_rules! bitfield {
 
 pub(crate) use bitfield;
 
+/// Declares flag words whose bits are all reserved (`union { struct { UINT Reserved : 32; };
+/// UINT Value; }`): for each, a [`bitfield!`] with the one field `Reserved` and its 4-byte
+/// layout assertion.
+macro_rules! reserved_flags {
+    ($( $(#[$meta:meta])* $name:ident; )*) => {
+        $(
+            $crate::macros::bitfield! {
+                $(#[$meta])*
+                pub struct $name: u32 {
+                    /// Reserved.
+                    Reserved: 0, 32;
+                }
+            }
+            $crate::macros::layout!($name, size = 4);
+        )*
+    };
+}
+
+pub(crate) use reserved_flags;
+
+/// The size arithmetic of a log buffer (`DXGK_NATIVE_FENCE_LOG_BUFFER`,
+/// `DXGK_SCHEDULING_LOG_BUFFER`): a header followed by `NumberOfEntries` entries, declared with
+/// a one-element array so that `size_of` covers one entry only.
+macro_rules! log_buffer_sizes {
+    ($buffer:ident, $header:ty, $entry:ty) => {
+        impl $buffer {
+            /// Size in bytes of the header.
+            pub const HEADER_SIZE: u64 = core::mem::size_of::<$header>() as u64;
+            /// Size in bytes of one entry.
+            pub const ENTRY_SIZE: u64 = core::mem::size_of::<$entry>() as u64;
+
+            /// Bytes occupied by a log buffer holding `entries` entries (header plus entries),
+            /// or `None` on overflow.
+            pub const fn size_for_entries(entries: u64) -> Option<u64> {
+                Self::entry_offset(entries)
+            }
+
+            /// Byte offset of entry `index` from the start of the buffer, or `None` on
+            /// overflow.
+            pub const fn entry_offset(index: u64) -> Option<u64> {
+                match index.checked_mul(Self::ENTRY_SIZE) {
+                    Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
+                    None => None,
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use log_buffer_sizes;
+
 /// Asserts (at compile time, x86_64 only) the size of a type and the offsets of named fields.
 macro_rules! layout {
     ($ty:ty, size = $size:literal $(, $field:ident = $off:literal)* $(,)?) => {

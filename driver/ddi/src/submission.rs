@@ -31,7 +31,7 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::dxgkrnl::D3DDDI_DOORBELLSTATUS;
-use crate::macros::{bitfield, extern_fn, layout, zeroed_default};
+use crate::macros::{bitfield, extern_fn, layout, reserved_flags, zeroed_default};
 
 // ---------------------------------------------------------------------------------------------
 // Devices
@@ -730,16 +730,12 @@ layout!(
     Status = 32
 );
 
-bitfield! {
+reserved_flags! {
     /// `DXGKARG_DISCONNECTDOORBELL_FLAGS` (all reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_disconnectdoorbell_flags>
-    pub struct DXGKARG_DISCONNECTDOORBELL_FLAGS: u32 {
-        /// Reserved, zero.
-        Reserved: 0, 32;
-    }
+    DXGKARG_DISCONNECTDOORBELL_FLAGS;
 }
-layout!(DXGKARG_DISCONNECTDOORBELL_FLAGS, size = 4);
 
 /// `DXGKARG_DISCONNECTDOORBELL`: argument of `DxgkDdiDisconnectDoorbell` (release the physical
 /// doorbell; the doorbell object stays and may be reconnected).
@@ -771,16 +767,12 @@ pub struct DXGKARG_DESTROYDOORBELL {
 }
 layout!(DXGKARG_DESTROYDOORBELL, size = 8, hDoorbell = 0);
 
-bitfield! {
+reserved_flags! {
     /// `DXGKARG_NOTIFYWORKSUBMISSION_FLAGS` (all reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_notifyworksubmission_flags>
-    pub struct DXGKARG_NOTIFYWORKSUBMISSION_FLAGS: u32 {
-        /// Reserved, zero.
-        Reserved: 0, 32;
-    }
+    DXGKARG_NOTIFYWORKSUBMISSION_FLAGS;
 }
-layout!(DXGKARG_NOTIFYWORKSUBMISSION_FLAGS, size = 4);
 
 /// `DXGKARG_NOTIFYWORKSUBMISSION`: argument of `DxgkDdiNotifyWorkSubmission` (the UMD rang a
 /// doorbell connected with `CONNECTED_NOTIFY_KMD` and tells the KMD).

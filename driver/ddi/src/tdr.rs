@@ -22,7 +22,7 @@
 //! `DependentNodeOrdinalMask`, `CurrentFence`, and updates `pDmaBuffer` / `MultipassOffset`).
 
 use crate::basic::*;
-use crate::macros::{bitfield, layout, zeroed_default};
+use crate::macros::{bitfield, layout, reserved_flags, zeroed_default};
 use crate::memory::{
     DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES, DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL,
     DXGK_BUILDPAGINGBUFFER_FLUSHTLB, DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY,
@@ -496,16 +496,12 @@ layout!(
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual>
 pub type PDXGKDDI_SUBMITCOMMANDVIRTUAL = DDI_FN<*const DXGKARG_SUBMITCOMMANDVIRTUAL>;
 
-bitfield! {
+reserved_flags! {
     /// `DXGK_PREEMPTCOMMANDFLAGS` (no flags defined).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_preemptcommandflags>
-    pub struct DXGK_PREEMPTCOMMANDFLAGS: u32 {
-        /// Reserved, zero.
-        Reserved: 0, 32;
-    }
+    DXGK_PREEMPTCOMMANDFLAGS;
 }
-layout!(DXGK_PREEMPTCOMMANDFLAGS, size = 4);
 
 /// `DXGKARG_PREEMPTCOMMAND`: argument of `DxgkDdiPreemptCommand`.
 ///
