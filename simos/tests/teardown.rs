@@ -50,6 +50,17 @@ fn feature_interface(m: &Machine) -> DXGK_FEATURE_INTERFACE {
     fi
 }
 
+/// Stops adapter 0, then expects RemoveDevice to fail naming `leak`.
+fn stop_then_remove_fails(m: &mut Machine, leak: &str) {
+    if let Err(e) = m.stop_adapter(0) {
+        panic!("stop: {e}");
+    }
+    match m.remove_adapter(0) {
+        Err(SimError::Simulation(msg)) => assert!(msg.contains(leak), "{msg}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
 /// S9: RemoveDevice returning while the driver still holds contiguous memory of the adapter
 /// is a failure (it can never be freed: freeing needs the dead handle).
 #[test]
@@ -61,13 +72,7 @@ fn remove_with_leaked_contiguous_memory_fails() {
     // SAFETY: the table the simulation handed out; the test stands in for the driver.
     let (s, _h, _p) = unsafe { testing::allocate_contiguous(&iface, 4096) };
     assert_eq!(s, 0);
-    if let Err(e) = m.stop_adapter(0) {
-        panic!("stop: {e}");
-    }
-    match m.remove_adapter(0) {
-        Err(SimError::Simulation(msg)) => assert!(msg.contains("1 contiguous"), "{msg}"),
-        other => panic!("expected a failure, got {other:?}"),
-    }
+    stop_then_remove_fails(&mut m, "1 contiguous");
 }
 
 /// S9: RemoveDevice with a feature-interface reference still held fails.
@@ -75,13 +80,7 @@ fn remove_with_leaked_contiguous_memory_fails() {
 fn remove_with_a_held_interface_reference_fails() {
     let mut m = started();
     let _fi = feature_interface(&m); // one more reference, never released
-    if let Err(e) = m.stop_adapter(0) {
-        panic!("stop: {e}");
-    }
-    match m.remove_adapter(0) {
-        Err(SimError::Simulation(msg)) => assert!(msg.contains("1 feature-interface"), "{msg}"),
-        other => panic!("expected a failure, got {other:?}"),
-    }
+    stop_then_remove_fails(&mut m, "1 feature-interface");
 }
 
 /// S9: dereferencing the interface more often than referenced never goes negative: it is a
