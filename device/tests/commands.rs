@@ -520,13 +520,7 @@ fn progress_with_and_without_interrupt() {
     rig.run();
     assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(10));
     assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 11,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(11)]);
     rig.run();
     assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(11));
     let (st, evs) = rig.isr();

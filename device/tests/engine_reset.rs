@@ -32,10 +32,6 @@ fn indirect((addr, bytes): (u64, u64)) -> Command {
     Command::Indirect { addr, bytes }
 }
 
-fn progress_irq(value: u64) -> Command {
-    Command::Progress { irq: true, value }
-}
-
 /// A FENCE_SIGNAL that always posts an event: counting the events counts executions.
 fn counted(f: Fence, value: u64) -> Command {
     signal(f, value, SIGNAL_ALWAYS_IRQ, value)

@@ -233,12 +233,7 @@ fn event_overflow_when_the_ring_is_full() {
     let mut q = rig.queue_with(0, 1, 0, 4096, 84);
     rig.commit(0, &[&q]);
     let n = EVENT_RING_SIZE as u64 + 6;
-    let cmds: Vec<_> = (0..n)
-        .map(|v| Command::Progress {
-            irq: true,
-            value: v,
-        })
-        .collect();
+    let cmds: Vec<_> = (0..n).map(progress_irq).collect();
     rig.submit(&mut q, &cmds);
     rig.run();
     let (st, evs) = rig.isr();
@@ -251,13 +246,7 @@ fn event_overflow_when_the_ring_is_full() {
         "work not affected"
     );
     // Space again: records flow again, no overflow.
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1000,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(1000)]);
     rig.run();
     let (st, evs) = rig.isr();
     assert_eq!(st, IntCause::PROGRESS);
@@ -268,26 +257,14 @@ fn event_overflow_when_the_ring_is_full() {
 fn isr_ack_before_drain_loses_nothing() {
     let mut rig = Rig::step();
     let mut q = rig.queue_committed(0, 1);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(1)]);
     rig.dev.step();
     // ISR: read status, acknowledge BEFORE draining...
     let status = rig.dev.read32(regs::INT_STATUS);
     rig.dev.write32(regs::INT_ACK, status);
     assert!(!rig.line.level());
     // ...the device posts another record during the drain...
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 2,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(2)]);
     rig.dev.step();
     let first = rig.drain();
     // ...and its bit is set again, so the next ISR sees it; nothing is lost.
@@ -303,13 +280,7 @@ fn line_follows_status_and_enable() {
     let mut rig = Rig::step();
     rig.dev.write32(regs::INT_ENABLE, 0);
     let mut q = rig.queue_committed(0, 1);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(1)]);
     rig.run();
     assert_eq!(rig.dev.read32(regs::INT_STATUS), IntCause::PROGRESS.bits());
     assert!(!rig.line.level(), "masked");
@@ -327,13 +298,7 @@ fn injected_interrupt_delay_holds_the_assertion() {
     let mut rig = Rig::step();
     rig.dev.set_interrupt_delay(Some(IrqDelay::Steps(3)));
     let mut q = rig.queue_committed(0, 1);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(1)]);
     rig.dev.step();
     assert_ne!(rig.dev.read32(regs::INT_STATUS), 0);
     assert!(!rig.line.level(), "held");
@@ -344,13 +309,7 @@ fn injected_interrupt_delay_holds_the_assertion() {
     assert!(rig.line.level(), "delivered after 3 steps");
     rig.isr();
     rig.dev.set_interrupt_delay(None);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 2,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(2)]);
     rig.dev.step();
     assert!(rig.line.level(), "no delay any more");
 }
@@ -363,35 +322,17 @@ fn injected_interrupt_drop_loses_one_delivery_the_next_event_asserts_again() {
     let mut rig = Rig::step();
     rig.dev.drop_next_interrupt();
     let mut q = rig.queue_committed(0, 1);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(1)]);
     rig.run();
     assert_ne!(rig.dev.read32(regs::INT_STATUS), 0, "cause pending");
     assert!(!rig.line.level(), "but the interrupt was lost");
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 2,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(2)]);
     rig.run();
     assert!(rig.line.level(), "the next event asserts the line again");
     let (_, evs) = rig.isr();
     assert_eq!(evs.len(), 2, "the lost record is drained with the new one");
     assert!(!rig.line.level());
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 3,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(3)]);
     rig.run();
     assert!(rig.line.level());
 }
@@ -484,13 +425,7 @@ fn huge_interrupt_delay_never_expires_and_does_not_panic() {
     rig.dev
         .set_interrupt_delay(Some(IrqDelay::Duration(std::time::Duration::MAX)));
     let mut q = rig.queue_committed(0, 1);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(1)]);
     for _ in 0..5 {
         rig.dev.step();
     }
@@ -511,13 +446,7 @@ fn frozen_device_does_nothing() {
     assert_eq!(rig.dev.read64(regs::SCRATCH), u64::MAX);
     rig.dev.write32(regs::SCRATCH, 7);
     let before = rig.dev.completed_commands(0);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(1)]);
     assert!(!rig.dev.step(), "a frozen CMP does no work");
     assert_eq!(rig.dev.completed_commands(0), before);
     assert!(!rig.line.level());

@@ -35,10 +35,6 @@ fn log_entry(rig: &Rig, log: u64, slot: u64) -> LogEntry {
     LogEntry::from_words(w.try_into().unwrap())
 }
 
-fn progress_irq(value: u64) -> Command {
-    Command::Progress { irq: true, value }
-}
-
 /// UM-01 (kernel-mode submission path): the buffer's packets run in order as part of the
 /// queue, one per quantum; the ring read pointer stays on the INDIRECT until the last one
 /// completes and then moves past it. COMPLETED_COMMANDS counts every packet of the buffer

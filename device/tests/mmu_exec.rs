@@ -942,10 +942,7 @@ fn system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
                 fence_handle: 0x42,
                 fence_value: 3,
             },
-            Command::Progress {
-                irq: true,
-                value: 8,
-            },
+            progress_irq(8),
         ],
     );
     rig.run();

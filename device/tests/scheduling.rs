@@ -224,16 +224,7 @@ fn adapter_reset_returns_to_power_on_but_keeps_memory_and_clock() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
     let mut q = rig.queue_committed(0, 1);
-    rig.submit(
-        &mut q,
-        &[
-            signal(f, 5, 0, 0),
-            Command::Progress {
-                irq: true,
-                value: 1,
-            },
-        ],
-    );
+    rig.submit(&mut q, &[signal(f, 5, 0, 0), progress_irq(1)]);
     rig.run();
     let t0 = rig.dev.read64(regs::GPU_CLOCK);
     rig.dev

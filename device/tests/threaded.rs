@@ -74,13 +74,7 @@ fn threaded_interrupt_delay_by_duration() {
         .set_interrupt_delay(Some(IrqDelay::Duration(Duration::from_millis(20))));
     let mut q = rig.queue_committed(0, 1);
     let t0 = Instant::now();
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(1)]);
     assert!(rig.line.wait_rises_above(0, Duration::from_secs(10)) >= 1);
     assert!(t0.elapsed() >= Duration::from_millis(20));
 }
@@ -318,13 +312,7 @@ fn isr_concurrent_with_device_loses_no_record() {
             }
             let q = if v % 2 == 0 { &mut a } else { &mut b };
             wait_space(rig, q, 16);
-            rig.submit(
-                q,
-                &[Command::Progress {
-                    irq: true,
-                    value: v,
-                }],
-            );
+            rig.submit(q, &[progress_irq(v)]);
         }
         let deadline = Instant::now() + Duration::from_secs(10);
         while got.load(Ordering::Acquire) < N {

@@ -369,6 +369,11 @@ impl Rig {
     }
 }
 
+/// A PROGRESS that interrupts (DMA completed) with `value`.
+pub fn progress_irq(value: u64) -> Command {
+    Command::Progress { irq: true, value }
+}
+
 /// The words of `cmds`, encoded one after another.
 pub fn encode(cmds: &[Command]) -> Vec<u64> {
     let mut words = Vec::new();
