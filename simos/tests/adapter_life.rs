@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{pe, started_with};
+use common::{dxgkrnl_interface, pe, started_with};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -92,9 +92,7 @@ fn a_flush_that_never_completes_is_a_simulation_error() {
         t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
         t.DxgkDdiDpcRoutine = Some(dpc_requeues_itself);
     });
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     if let Some(q) = iface.DxgkCbQueueDpc {
         // SAFETY: the OS's callback (any IRQL) with its own handle.
         unsafe { q(iface.DeviceHandle) };
@@ -181,9 +179,7 @@ fn no_isr_or_synchronized_routine_after_disconnect() {
         // wait for the lock we hold on purpose).
         t.DxgkDdiStopDevice = Some(stop_does_nothing);
     });
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     let Some(sync) = iface.DxgkCbSynchronizeExecution else {
         panic!("no SynchronizeExecution")
     };
@@ -232,9 +228,7 @@ fn callback_with_a_removed_adapters_handle_is_0x50() {
     if let Err(e) = r {
         panic!("bring-up/down: {e}");
     }
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     let Some(get) = iface.DxgkCbGetDeviceInformation else {
         panic!("no GetDeviceInformation")
     };

@@ -1,8 +1,9 @@
 //! What must be released by RemoveDevice and Unload, and the feature interface's reference
 //! rules (S9), plus contiguous memory limits (S4 through the callback).
 
-#[path = "common/pe.rs"]
-mod pe;
+mod common;
+
+use common::{dxgkrnl_interface, pe};
 
 use rvgpu_ddi::dxgkrnl::DxgkServicesFeature;
 use rvgpu_ddi::feature::{DXGK_FEATURE_INTERFACE, DXGK_FEATURE_INTERFACE_VERSION_1};
@@ -23,9 +24,7 @@ fn started() -> Machine {
 }
 
 fn feature_interface(m: &Machine) -> DXGK_FEATURE_INTERFACE {
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(m);
     let Some(qs) = iface.DxgkCbQueryServices else {
         panic!("no QueryServices")
     };
@@ -66,9 +65,7 @@ fn stop_then_remove_fails(m: &mut Machine, leak: &str) {
 #[test]
 fn remove_with_leaked_contiguous_memory_fails() {
     let mut m = started();
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     // SAFETY: the table the simulation handed out; the test stands in for the driver.
     let (s, _h, _p) = unsafe { testing::allocate_contiguous(&iface, 4096) };
     assert_eq!(s, 0);
@@ -153,9 +150,7 @@ fn interface_reference_checks_irql_and_handle() {
 #[test]
 fn huge_contiguous_allocation_fails_cleanly() {
     let m = started();
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     for bytes in [usize::MAX / 2, 1usize << 40, (1usize << 30) + 4096] {
         // SAFETY: the table the simulation handed out.
         let (s, h, p) = unsafe { testing::allocate_contiguous(&iface, bytes) };
@@ -175,9 +170,7 @@ fn huge_contiguous_allocation_fails_cleanly() {
 fn write_after_free_of_contiguous_memory_is_caught_at_unload() {
     for write_after_free in [false, true] {
         let mut m = started();
-        let Some(iface) = m.interface(0) else {
-            panic!("no interface")
-        };
+        let iface = dxgkrnl_interface(&m);
         // SAFETY: the table the simulation handed out; the test stands in for the driver.
         let (s, h, p) = unsafe { testing::allocate_contiguous(&iface, 8192) };
         assert_eq!(s, 0);

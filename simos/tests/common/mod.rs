@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
+use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 use rvgpu_hw::cmd::Command;
@@ -53,6 +54,14 @@ pub fn enable_tdr_after(m: &Machine, timeout: Duration, preempt_timeout: Duratio
 /// Arms TDR on adapter 0 with `cfg`.
 pub fn enable_tdr(m: &Machine, cfg: TdrConfig) {
     ok(m, m.enable_tdr(0, cfg));
+}
+
+/// The `DXGKRNL_INTERFACE` adapter 0's driver was given at start.
+pub fn dxgkrnl_interface(m: &Machine) -> DXGKRNL_INTERFACE {
+    let Some(iface) = m.interface(0) else {
+        panic!("no interface")
+    };
+    iface
 }
 
 /// A user-mode process on adapter 0 and its thunks.
