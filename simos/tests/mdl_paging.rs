@@ -25,7 +25,7 @@ use rvgpu_simos::vidmm::mdl::Mdl;
 use rvgpu_simos::vidmm::paging::TransferSide;
 use rvgpu_simos::vidmm::residency::Place;
 use rvgpu_simos::{Machine, MachineConfig, Mode};
-use rvgpu_umd::kmt::{EvictFlags, Kmt, MakeResidentFlags, MappedGpu};
+use rvgpu_umd::kmt::{EvictFlags, Kmt, MappedGpu};
 use rvgpu_umd::submit::UserQueue;
 
 const PAGE: u64 = 4096;
@@ -111,10 +111,7 @@ fn pressure_evicts_and_pages_back_through_mdl_transfers() {
     }
     // The other allocation leaves; ours comes back into VRAM, through the MDL again.
     okk(&m, k2.evict(&[n.handle], EvictFlags::default()));
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, a);
     assert!(matches!(place(&m, a), Place::Local { .. }));
     assert!(pages_hold_their_patterns(&gpu_read(&m, &k, &mut q, a)));
     okk(&m, q.close());

@@ -64,10 +64,7 @@ fn residency_gpu_only_allocations_live_in_vram_cleared() {
     let a = created(&m, &k, BYTES);
     assert_eq!(place(&m, &a), Place::Evicted);
     assert_eq!(count(&m, &a), 0, "created: not resident");
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert!(is_local(place(&m, &a)), "{:?}", place(&m, &a));
     assert_eq!(count(&m, &a), 1, "a new allocation is resident");
     assert!(all(&gpu_read(&m, &k, &mut q, &a), 0), "new VRAM is cleared");
@@ -95,10 +92,7 @@ fn residency_evict_and_make_resident_move_contents_through_paging() {
     let a = gpu_only(&m, &k, BYTES);
     gpu_fill(&m, &mut q, &a, PATTERN);
     // Counts balance: one more MakeResident needs one more Evict.
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert_eq!(count(&m, &a), 2);
     evict(&m, &k, &a);
     assert!(is_local(place(&m, &a)), "still required once");
@@ -114,10 +108,7 @@ fn residency_evict_and_make_resident_move_contents_through_paging() {
         k.evict(&[a.handle], EvictFlags::default()),
         Err(NtStatus(STATUS_INVALID_PARAMETER))
     );
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert!(is_local(place(&m, &a)));
     assert!(
         all(&gpu_read(&m, &k, &mut q, &a), PATTERN),
@@ -141,10 +132,7 @@ fn residency_not_written_to_skips_the_transfer() {
         ..EvictFlags::default()
     };
     okk(&m, k.evict(&[a.handle], flags));
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     let back = gpu_read(&m, &k, &mut q, &a);
     assert!(
         all(&back, 0),
@@ -164,20 +152,14 @@ fn residency_not_written_to_keeps_earlier_writes() {
     gpu_fill(&m, &mut q, &a, PATTERN);
     evict_only_if_necessary(&m, &k, &a);
     assert!(is_local(place(&m, &a)), "stays until needed");
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     let flags = EvictFlags {
         not_written_to: true,
         ..EvictFlags::default()
     };
     okk(&m, k.evict(&[a.handle], flags));
     assert_eq!(place(&m, &a), Place::Evicted);
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert!(
         all(&gpu_read(&m, &k, &mut q, &a), PATTERN),
         "the first fill survived"
@@ -249,10 +231,7 @@ fn residency_eviction_waits_for_queued_work() {
     // VidMm's next entry evicts it, with what the batch wrote.
     let probe = okk(&m, k.create_allocation(4096));
     assert_eq!(place(&m, &a), Place::Evicted);
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert!(all(&gpu_read(&m, &k, &mut q, &a), PATTERN));
     okk(&m, k.destroy_allocation(probe.handle));
     okk(&m, q.close());
@@ -282,10 +261,7 @@ fn residency_make_resident_over_budget_fails_whole_and_reports_bytes_to_trim() {
     // The UMD trims b and tries again.
     assert_eq!(okk(&m, k.evict(&[b.handle], EvictFlags::default())), 0);
     assert_eq!(place(&m, &b), Place::Evicted);
-    okk(
-        &m,
-        k.make_resident(&[c.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &c);
     // All or nothing: a is resident already, b would go past the budget; neither count moves.
     assert_eq!(
         k.make_resident(&[a.handle, b.handle], MakeResidentFlags::default()),
@@ -299,10 +275,7 @@ fn residency_make_resident_over_budget_fails_whole_and_reports_bytes_to_trim() {
     okk(&m, k.make_resident(&[b.handle], forced));
     assert!(is_local(place(&m, &b)));
     // Nothing new to bring in: no budget check. Evict reports what is still over budget.
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert_eq!(okk(&m, k.evict(&[a.handle], EvictFlags::default())), BYTES);
     assert_eq!(okk(&m, k.evict(&[c.handle], EvictFlags::default())), 0);
     no_fault(&m);
@@ -384,10 +357,7 @@ fn um_14_d3_evicts_vram_allocations_no_device_requires() {
     assert_eq!(place(&m, &idle), Place::Evicted, "trimmed before D3");
     assert!(is_local(place(&m, &kept)), "required: stays");
     // The next submission reconnects the doorbell and brings the GPU back (UM-14).
-    okk(
-        &m,
-        k.make_resident(&[idle.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &idle);
     assert!(all(&gpu_read(&m, &k, &mut q, &kept), PATTERN));
     assert!(all(&gpu_read(&m, &k, &mut q, &idle), !PATTERN));
     okk(&m, q.close());
@@ -452,10 +422,7 @@ fn residency_large_allocations_are_mapped_with_large_pages() {
     evict(&m, &k, &a);
     assert_eq!(place(&m, &a), Place::Evicted);
     assert_eq!(size(a.gpu_va), None, "evicted: unmapped");
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert!(
         all(&gpu_read(&m, &k, &mut q, &a), PATTERN),
         "contents survived"

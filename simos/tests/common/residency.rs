@@ -14,11 +14,16 @@ use super::okk;
 /// A GPU-only allocation (VRAM when there is room), created and made resident.
 pub fn gpu_only(m: &Machine, k: &SimKmt<'_>, size: u64) -> MappedGpu {
     let a = created(m, k, size);
+    make_resident(m, k, &a);
+    a
+}
+
+/// `D3DKMTMakeResident` of `a` alone, which must succeed.
+pub fn make_resident(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
     okk(
         m,
         k.make_resident(&[a.handle], MakeResidentFlags::default()),
     );
-    a
 }
 
 /// A GPU-only allocation, only created (`D3DKMTCreateAllocation2`): on no residency list.
