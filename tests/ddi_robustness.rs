@@ -180,6 +180,17 @@ impl AdapterCtx {
         let a = (nt_success(s) && !ctx.is_null()).then_some(Self { ctx, d: *d });
         (s, a)
     }
+
+    /// [`AdapterCtx::add`], which must succeed.
+    #[allow(
+        clippy::expect_used,
+        reason = "a test fixture: a failed AddDevice fails the test"
+    )]
+    fn added(d: &DRIVER_INITIALIZATION_DATA, pdo_stand_in: &mut u64) -> Self {
+        let (s, a) = Self::add(d, pdo_stand_in);
+        assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
+        a.expect("AddDevice returned a context")
+    }
 }
 
 impl Drop for AdapterCtx {
@@ -542,9 +553,7 @@ fn garbage_object_handles_are_invalid_handles() {
 fn null_argument_pointers_with_a_live_context_fail() {
     let d = table();
     let mut pdo_stand_in = 0u64;
-    let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
-    assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
-    let a = a.expect("AddDevice returned a context");
+    let a = AdapterCtx::added(&d, &mut pdo_stand_in);
     let ctx = a.ctx;
 
     refused! { d;
@@ -918,9 +927,7 @@ fn node_ring_ddis_validate_their_arguments() {
     }
 
     let mut pdo_stand_in = 0u64;
-    let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
-    assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
-    let a = a.expect("AddDevice returned a context");
+    let a = AdapterCtx::added(&d, &mut pdo_stand_in);
     let ctx = a.ctx;
     refused! { d;
         DxgkDdiSubmitCommand(ctx, nil()) => BAD_PARAMETER, "NULL args";
@@ -1073,9 +1080,7 @@ fn log_01_log_07_native_fence_log_and_clock_arguments() {
         DxgkDdiCalibrateGpuClock(nil(), 0, 0, nil()) => BAD_PARAMETER, "NULL, NULL";
     }
     let mut pdo_stand_in = 0u64;
-    let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
-    assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
-    let a = a.expect("AddDevice returned a context");
+    let a = AdapterCtx::added(&d, &mut pdo_stand_in);
     refused! { d;
         DxgkDdiCalibrateGpuClock(a.ctx, 0, 0, nil()) => BAD_PARAMETER, "NULL out";
     }
@@ -1190,9 +1195,8 @@ fn hws_ddis_validate_their_arguments() {
     let d = table();
     let null: HANDLE = ptr::null_mut();
     let mut pdo_stand_in = 0u64;
-    let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
-    assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
-    let ctx = a.as_ref().expect("AddDevice returned a context").ctx;
+    let a = AdapterCtx::added(&d, &mut pdo_stand_in);
+    let ctx = a.ctx;
 
     let bands = DXGKARG_SETUPPRIORITYBANDS::default();
     refused! { d;
@@ -1247,9 +1251,8 @@ fn render_core_present_and_control_interrupt_refuse_everything() {
     let d = table();
     let null: HANDLE = ptr::null_mut();
     let mut pdo_stand_in = 0u64;
-    let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
-    assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
-    let ctx = a.as_ref().expect("AddDevice returned a context").ctx;
+    let a = AdapterCtx::added(&d, &mut pdo_stand_in);
+    let ctx = a.ctx;
 
     let mut dma = [0xA5u8; 64];
     let mut args = DXGKARG_PRESENT {
@@ -1299,9 +1302,8 @@ fn um_13_runtime_power_ddis_validate_their_arguments() {
     let d = table();
     let null: HANDLE = ptr::null_mut();
     let mut pdo_stand_in = 0u64;
-    let (s, a) = AdapterCtx::add(&d, &mut pdo_stand_in);
-    assert_eq!(s, STATUS_SUCCESS, "AddDevice failed: {}", show(s));
-    let ctx = a.as_ref().expect("AddDevice returned a context").ctx;
+    let a = AdapterCtx::added(&d, &mut pdo_stand_in);
+    let ctx = a.ctx;
 
     refused! { d;
         DxgkDdiSetPowerComponentFState(null, 0, 0) => BAD_PARAMETER, "NULL";

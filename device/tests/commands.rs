@@ -24,8 +24,7 @@ fn log_entry(rig: &Rig, log: u64, slot: u64) -> LogEntry {
 fn nop_padding_is_skipped_and_counted() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     // A NOP of 5 words whose padding is garbage: padding is never decoded.
     rig.push_words(&mut q, &[cmd::header(Opcode::Nop, 0, 5), !0, !0, !0, !0]);
     rig.submit(&mut q, &[Command::Nop { len: 1 }, signal(f, 1, 0, 0)]);
@@ -68,8 +67,7 @@ fn packets_wrap_around_the_ring_end() {
 fn nf_03_conditional_signal_interrupts_only_once_monitored_value_is_reached() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 9);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 9);
     // No waiter: MonitoredValue = u64::MAX, no interrupt.
     rig.submit(&mut q, &[signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 0xAA)]);
     rig.run();
@@ -110,8 +108,7 @@ fn nf_03_conditional_signal_interrupts_only_once_monitored_value_is_reached() {
 fn legacy_signal_always_interrupts_and_plain_signal_never() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(&mut q, &[signal(f, 1, 0, 5)]);
     rig.run();
     assert_eq!(rig.dev.read32(regs::INT_STATUS), 0, "no flag, no interrupt");
@@ -146,8 +143,7 @@ fn fence_event_without_exact_report_or_optimized_irq() {
     });
     let f = rig.fence(0);
     rig.mem.write_u64(f.mv, 0).unwrap();
-    let mut q = rig.queue(0, 4);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 4);
     rig.submit(&mut q, &[signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 77)]);
     rig.run();
     let (_, evs) = rig.isr();
@@ -220,8 +216,7 @@ fn fence_wait_released_by_another_engine() {
 fn fence_wait_released_by_wait_rescan_after_cpu_write() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(
         &mut q,
         &[
@@ -268,8 +263,7 @@ fn fence_wait_released_by_wait_rescan_after_cpu_write() {
 fn nf_17_fence_store_writes_the_word_and_releases_its_waits() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(
         &mut q,
         &[
@@ -312,8 +306,7 @@ fn nf_17_fence_store_writes_the_word_and_releases_its_waits() {
 fn already_satisfied_wait_does_not_block() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(10), rig.fence(0));
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(
         &mut q,
         &[
@@ -332,8 +325,7 @@ fn already_satisfied_wait_does_not_block() {
 fn log_03_signal_log_entry_and_header() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     for i in 0..2u32 {
         rig.submit(
             &mut q,
@@ -469,8 +461,7 @@ fn log_04_fence_event_visible_implies_log_in_memory() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
     rig.mem.write_u64(f.mv, 0).unwrap();
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(
         &mut q,
         &[
@@ -500,8 +491,7 @@ fn log_04_fence_event_visible_implies_log_in_memory() {
 fn timestamps_are_monotonic() {
     let mut rig = Rig::step();
     let t = rig.alloc(64);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(
         &mut q,
         &[
@@ -519,8 +509,7 @@ fn timestamps_are_monotonic() {
 #[test]
 fn progress_with_and_without_interrupt() {
     let mut rig = Rig::step();
-    let mut q = rig.queue(0, 3);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 3);
     rig.submit(
         &mut q,
         &[Command::Progress {
@@ -531,13 +520,7 @@ fn progress_with_and_without_interrupt() {
     rig.run();
     assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(10));
     assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 11,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(11)]);
     rig.run();
     assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(11));
     let (st, evs) = rig.isr();
@@ -563,8 +546,7 @@ fn copy_moves_bytes_in_chunks() {
     let dst = rig.alloc(64 << 10);
     let words: Vec<u64> = (0..8192u64).map(|i| i * 3 + 1).collect();
     rig.mem.write_words(src, &words).unwrap();
-    let mut q = rig.queue(1, 1);
-    rig.commit(1, &[&q]);
+    let mut q = rig.queue_committed(1, 1);
     rig.submit(
         &mut q,
         &[Command::Copy {
@@ -589,8 +571,7 @@ fn copy_between_sysmem_and_vram_and_fill() {
     let src = rig.alloc(4096);
     rig.mem.write_words(src, &[1, 2, 3, 4]).unwrap();
     let vram = rvgpu_hw::addr::VRAM_BASE + 0x1000;
-    let mut q = rig.queue(1, 1);
-    rig.commit(1, &[&q]);
+    let mut q = rig.queue_committed(1, 1);
     rig.submit(
         &mut q,
         &[
@@ -619,10 +600,7 @@ fn copy_between_sysmem_and_vram_and_fill() {
 
 #[test]
 fn hang_is_detected_and_engine_reset_recovers() {
-    let mut rig = Rig::new(DeviceConfig {
-        hang_detect_ticks: 5 * STEP_TICKS,
-        ..DeviceConfig::step()
-    });
+    let mut rig = Rig::step_with(|c| c.hang_detect_ticks = 5 * STEP_TICKS);
     let (f, g) = (rig.fence(0), rig.fence(0));
     let mut q = rig.queue(0, 5);
     let mut other = rig.queue(1, 6);
@@ -713,13 +691,9 @@ fn hang_is_detected_and_engine_reset_recovers() {
 
 #[test]
 fn injected_hang_and_failed_reset() {
-    let mut rig = Rig::new(DeviceConfig {
-        hang_detect_ticks: 3 * STEP_TICKS,
-        ..DeviceConfig::step()
-    });
+    let mut rig = Rig::step_with(|c| c.hang_detect_ticks = 3 * STEP_TICKS);
     let f = rig.fence(0);
-    let mut q = rig.queue(1, 2);
-    rig.commit(1, &[&q]);
+    let mut q = rig.queue_committed(1, 2);
     rig.dev.inject_hang(1);
     rig.submit(&mut q, &[signal(f, 1, 0, 0)]);
     for _ in 0..6 {
@@ -773,8 +747,7 @@ fn reset_interrupts_a_long_copy_between_chunks() {
     let src = rig.alloc(1 << 20);
     let dst = rig.alloc(1 << 20);
     rig.mem.write_u64(src + (1 << 20) - 8, 0x55).unwrap();
-    let mut q = rig.queue(1, 1);
-    rig.commit(1, &[&q]);
+    let mut q = rig.queue_committed(1, 1);
     rig.submit(
         &mut q,
         &[Command::Copy {

@@ -103,8 +103,7 @@ fn gating_keeps_a_packet_in_flight_and_f0_finishes_it() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
     let dst = rig.alloc(64 * 1024);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(
         &mut q,
         &[
@@ -183,16 +182,12 @@ fn other_values_are_ignored_and_adapter_reset_returns_to_f0() {
 /// Without `CAPS.ENGINE_POWER` the register reads 0 and a write gates nothing.
 #[test]
 fn without_the_capability_power_is_inert() {
-    let mut rig = Rig::new(DeviceConfig {
-        engine_power: false,
-        ..DeviceConfig::step()
-    });
+    let mut rig = Rig::step_with(|c| c.engine_power = false);
     assert!(!Caps::from_bits_truncate(rig.dev.read32(regs::CAPS)).contains(Caps::ENGINE_POWER));
     set_power(&rig, 0, ENGINE_POWER_F1);
     assert_eq!(power(&rig, 0), 0);
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(&mut q, &[signal(f, 1, 0, 0)]);
     steps(&rig, 20);
     assert_eq!(rig.mem.read_u64(f.cv), Some(1));

@@ -28,31 +28,8 @@ use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::{RingControl, NO_DOORBELL, NO_QUEUE};
 use rvgpu_hw::regs;
 
-fn encode(cmds: &[Command]) -> Vec<u64> {
-    let mut words = Vec::new();
-    for c in cmds {
-        let mut buf = vec![0u64; c.len()];
-        c.encode(&mut buf).unwrap();
-        words.extend(buf);
-    }
-    words
-}
-
-/// A DMA buffer as the UMD builds it: `(GPU address, bytes)`.
-fn buffer(rig: &mut Rig, cmds: &[Command]) -> (u64, u64) {
-    let words = encode(cmds);
-    let bytes = words.len() as u64 * 8;
-    let a = rig.alloc(bytes);
-    rig.mem.write_words(a, &words).unwrap();
-    (a, bytes)
-}
-
 fn indirect((addr, bytes): (u64, u64)) -> Command {
     Command::Indirect { addr, bytes }
-}
-
-fn progress_irq(value: u64) -> Command {
-    Command::Progress { irq: true, value }
 }
 
 /// A FENCE_SIGNAL that always posts an event: counting the events counts executions.
@@ -126,10 +103,7 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
     let c = rig.queue(1, 3);
     rig.commit(0, &[&a, &b]);
     rig.commit(1, &[&c]);
-    let buf = buffer(
-        &mut rig,
-        &[counted(f, 1), counted(f, 2), counted(f, 3), counted(f, 4)],
-    );
+    let buf = rig.buffer(&[counted(f, 1), counted(f, 2), counted(f, 3), counted(f, 4)]);
     rig.submit(&mut a, &[indirect(buf), progress_irq(7)]);
     rig.submit(
         &mut b,
@@ -345,10 +319,7 @@ fn um_10_faulted_innocent_queue_stays_faulted() {
 /// write_ptr at the commit). STATUS reads Idle + has_work + held; no F1 request while held.
 #[test]
 fn um_10_held_engine_runs_nothing_until_commit_and_keeps_doorbell_rings() {
-    let mut rig = Rig::new(DeviceConfig {
-        idle_f1_ticks: 5 * STEP_TICKS,
-        ..DeviceConfig::step()
-    });
+    let mut rig = Rig::step_with(|c| c.idle_f1_ticks = 5 * STEP_TICKS);
     let (f, k) = (rig.fence(0), rig.fence(0));
     let mut a = rig.queue(0, 1);
     let mut b = rig.queue(0, 2);
@@ -423,17 +394,14 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
     let mut a = rig.queue(0, 1);
     let mut b = rig.queue(0, 2);
     rig.commit(0, &[&a, &b]);
-    let buf = buffer(
-        &mut rig,
-        &[
-            counted(h, 1),
-            Command::FenceWait {
-                addr: g.cv,
-                value: 1,
-            },
-            counted(h, 2),
-        ],
-    );
+    let buf = rig.buffer(&[
+        counted(h, 1),
+        Command::FenceWait {
+            addr: g.cv,
+            value: 1,
+        },
+        counted(h, 2),
+    ]);
     rig.submit(&mut b, &[indirect(buf), progress_irq(5)]);
     rig.run();
     assert_eq!(snap(&rig, 2).unwrap().indirect, Some((buf.0, 40)));
@@ -500,11 +468,8 @@ fn tdr_06_hang_inside_an_indirect_aborts_only_that_queue() {
     let mut g = rig.queue(0, 1);
     let mut i = rig.queue(0, 2);
     rig.commit(0, &[&g, &i]);
-    let gbuf = buffer(&mut rig, &[counted(f, 1), Command::Hang, counted(f, 2)]);
-    let ibuf = buffer(
-        &mut rig,
-        &[counted(h, 1), counted(h, 2), counted(h, 3), counted(h, 4)],
-    );
+    let gbuf = rig.buffer(&[counted(f, 1), Command::Hang, counted(f, 2)]);
+    let ibuf = rig.buffer(&[counted(h, 1), counted(h, 2), counted(h, 3), counted(h, 4)]);
     rig.submit(
         &mut g,
         &[Command::Nop { len: 1 }, indirect(gbuf), progress_irq(9)],
@@ -550,16 +515,12 @@ fn tdr_06_hang_inside_an_indirect_aborts_only_that_queue() {
 fn tdr_06_fill_in_flight_inside_an_indirect_is_aborted() {
     let mut rig = Rig::step();
     let dst = rig.alloc(16 << 10);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
-    let buf = buffer(
-        &mut rig,
-        &[Command::Fill {
-            dst,
-            bytes: 16 << 10,
-            pattern: 0xAB,
-        }],
-    );
+    let mut q = rig.queue_committed(0, 1);
+    let buf = rig.buffer(&[Command::Fill {
+        dst,
+        bytes: 16 << 10,
+        pattern: 0xAB,
+    }]);
     rig.submit(
         &mut q,
         &[Command::Nop { len: 1 }, indirect(buf), progress_irq(1)],
@@ -583,24 +544,18 @@ fn tdr_06_fill_in_flight_inside_an_indirect_is_aborted() {
 /// leaves it held, with the previous (stale) RESET_QUEUE/RESET_RPTR.
 #[test]
 fn tdr_09_failed_reset_leaves_everything_as_it_was() {
-    let mut rig = Rig::new(DeviceConfig {
-        hang_detect_ticks: 5 * STEP_TICKS,
-        ..DeviceConfig::step()
-    });
+    let mut rig = Rig::step_with(|c| c.hang_detect_ticks = 5 * STEP_TICKS);
     let (g, h) = (rig.fence(0), rig.fence(0));
     let mut gq = rig.queue(0, 1);
     let mut iq = rig.queue(0, 2);
     rig.commit(0, &[&iq, &gq]);
-    let buf = buffer(
-        &mut rig,
-        &[
-            counted(h, 1),
-            Command::FenceWait {
-                addr: g.cv,
-                value: 1,
-            },
-        ],
-    );
+    let buf = rig.buffer(&[
+        counted(h, 1),
+        Command::FenceWait {
+            addr: g.cv,
+            value: 1,
+        },
+    ]);
     rig.submit(&mut iq, &[indirect(buf)]);
     rig.submit(&mut gq, &[Command::Nop { len: 1 }, Command::Hang]);
     steps(&rig, 15);
@@ -643,12 +598,8 @@ fn tdr_09_failed_reset_leaves_everything_as_it_was() {
 /// an injected failure: the HANG keeps the engine, no hold, RESET_QUEUE stays NO_QUEUE.
 #[test]
 fn tdr_09_no_per_engine_reset_cap_fails_and_changes_nothing() {
-    let mut rig = Rig::new(DeviceConfig {
-        per_engine_reset: false,
-        ..DeviceConfig::step()
-    });
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut rig = Rig::step_with(|c| c.per_engine_reset = false);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(&mut q, &[Command::Hang]);
     steps(&rig, 3);
     let before = rig.dev.engine_snapshot(0).unwrap();
@@ -756,7 +707,7 @@ fn um_10_threaded_reset_keeps_innocent_queue_and_other_engine_running() {
                 },
             );
         }
-        let buf = buffer(rig, &cmds);
+        let buf = rig.buffer(&cmds);
         rig.submit(a, &[indirect(buf), progress_irq(i)]);
         buf
     };

@@ -2,7 +2,7 @@
 mod common;
 
 use common::*;
-use rvgpu_device::{DeviceConfig, IrqDelay, STEP_TICKS};
+use rvgpu_device::{IrqDelay, STEP_TICKS};
 use rvgpu_hw::cmd::{self, Command, LogKind, Opcode};
 use rvgpu_hw::engine::{EngineState, EngineStatus};
 use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
@@ -170,8 +170,7 @@ fn fault_no_log() {
 fn faulted_queue_stays_stopped() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.push_words(&mut q, &[0xEE]);
     rig.submit(&mut q, &[signal(f, 1, 0, 0)]);
     rig.run();
@@ -185,8 +184,7 @@ fn faulted_queue_stays_stopped() {
 fn corrupt_ring_injection_faults_the_queue() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 3);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 3);
     rig.push(&mut q, &[signal(f, 1, 0, 0)]);
     assert!(rig.dev.corrupt_ring(3, 0xFFFF_FFFF_FFFF_FFFF));
     assert!(!rig.dev.corrupt_ring(99, 0));
@@ -235,12 +233,7 @@ fn event_overflow_when_the_ring_is_full() {
     let mut q = rig.queue_with(0, 1, 0, 4096, 84);
     rig.commit(0, &[&q]);
     let n = EVENT_RING_SIZE as u64 + 6;
-    let cmds: Vec<_> = (0..n)
-        .map(|v| Command::Progress {
-            irq: true,
-            value: v,
-        })
-        .collect();
+    let cmds: Vec<_> = (0..n).map(progress_irq).collect();
     rig.submit(&mut q, &cmds);
     rig.run();
     let (st, evs) = rig.isr();
@@ -253,13 +246,7 @@ fn event_overflow_when_the_ring_is_full() {
         "work not affected"
     );
     // Space again: records flow again, no overflow.
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1000,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(1000)]);
     rig.run();
     let (st, evs) = rig.isr();
     assert_eq!(st, IntCause::PROGRESS);
@@ -269,28 +256,15 @@ fn event_overflow_when_the_ring_is_full() {
 #[test]
 fn isr_ack_before_drain_loses_nothing() {
     let mut rig = Rig::step();
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    let mut q = rig.queue_committed(0, 1);
+    rig.submit(&mut q, &[progress_irq(1)]);
     rig.dev.step();
     // ISR: read status, acknowledge BEFORE draining...
     let status = rig.dev.read32(regs::INT_STATUS);
     rig.dev.write32(regs::INT_ACK, status);
     assert!(!rig.line.level());
     // ...the device posts another record during the drain...
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 2,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(2)]);
     rig.dev.step();
     let first = rig.drain();
     // ...and its bit is set again, so the next ISR sees it; nothing is lost.
@@ -305,15 +279,8 @@ fn isr_ack_before_drain_loses_nothing() {
 fn line_follows_status_and_enable() {
     let mut rig = Rig::step();
     rig.dev.write32(regs::INT_ENABLE, 0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    let mut q = rig.queue_committed(0, 1);
+    rig.submit(&mut q, &[progress_irq(1)]);
     rig.run();
     assert_eq!(rig.dev.read32(regs::INT_STATUS), IntCause::PROGRESS.bits());
     assert!(!rig.line.level(), "masked");
@@ -330,15 +297,8 @@ fn line_follows_status_and_enable() {
 fn injected_interrupt_delay_holds_the_assertion() {
     let mut rig = Rig::step();
     rig.dev.set_interrupt_delay(Some(IrqDelay::Steps(3)));
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    let mut q = rig.queue_committed(0, 1);
+    rig.submit(&mut q, &[progress_irq(1)]);
     rig.dev.step();
     assert_ne!(rig.dev.read32(regs::INT_STATUS), 0);
     assert!(!rig.line.level(), "held");
@@ -349,13 +309,7 @@ fn injected_interrupt_delay_holds_the_assertion() {
     assert!(rig.line.level(), "delivered after 3 steps");
     rig.isr();
     rig.dev.set_interrupt_delay(None);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 2,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(2)]);
     rig.dev.step();
     assert!(rig.line.level(), "no delay any more");
 }
@@ -367,37 +321,18 @@ fn injected_interrupt_delay_holds_the_assertion() {
 fn injected_interrupt_drop_loses_one_delivery_the_next_event_asserts_again() {
     let mut rig = Rig::step();
     rig.dev.drop_next_interrupt();
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    let mut q = rig.queue_committed(0, 1);
+    rig.submit(&mut q, &[progress_irq(1)]);
     rig.run();
     assert_ne!(rig.dev.read32(regs::INT_STATUS), 0, "cause pending");
     assert!(!rig.line.level(), "but the interrupt was lost");
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 2,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(2)]);
     rig.run();
     assert!(rig.line.level(), "the next event asserts the line again");
     let (_, evs) = rig.isr();
     assert_eq!(evs.len(), 2, "the lost record is drained with the new one");
     assert!(!rig.line.level());
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 3,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(3)]);
     rig.run();
     assert!(rig.line.level());
 }
@@ -407,10 +342,7 @@ fn injected_interrupt_drop_loses_one_delivery_the_next_event_asserts_again() {
 /// without the re-post it would be lost for good (UM-13, KMD side).
 #[test]
 fn f1_request_entered_before_posting_is_enabled_is_reported_on_enable() {
-    let rig = Rig::new(DeviceConfig {
-        idle_f1_ticks: 3 * STEP_TICKS,
-        ..DeviceConfig::step()
-    });
+    let rig = Rig::step_with(|c| c.idle_f1_ticks = 3 * STEP_TICKS);
     rig.dev.write32(regs::EVENT_RING_CTRL, 0);
     for _ in 0..10 {
         rig.dev.step();
@@ -437,12 +369,8 @@ fn f1_request_entered_before_posting_is_enabled_is_reported_on_enable() {
 
 #[test]
 fn idle_engine_requests_f1_once() {
-    let mut rig = Rig::new(DeviceConfig {
-        idle_f1_ticks: 3 * STEP_TICKS,
-        ..DeviceConfig::step()
-    });
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut rig = Rig::step_with(|c| c.idle_f1_ticks = 3 * STEP_TICKS);
+    let mut q = rig.queue_committed(0, 1);
     for _ in 0..10 {
         rig.dev.step();
     }
@@ -496,15 +424,8 @@ fn huge_interrupt_delay_never_expires_and_does_not_panic() {
     let mut rig = Rig::step();
     rig.dev
         .set_interrupt_delay(Some(IrqDelay::Duration(std::time::Duration::MAX)));
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    let mut q = rig.queue_committed(0, 1);
+    rig.submit(&mut q, &[progress_irq(1)]);
     for _ in 0..5 {
         rig.dev.step();
     }
@@ -517,8 +438,7 @@ fn huge_interrupt_delay_never_expires_and_does_not_panic() {
 #[test]
 fn frozen_device_does_nothing() {
     let mut rig = Rig::step();
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.dev.write32(regs::SCRATCH, 5);
     rig.dev.freeze();
     assert!(rig.dev.is_frozen());
@@ -526,13 +446,7 @@ fn frozen_device_does_nothing() {
     assert_eq!(rig.dev.read64(regs::SCRATCH), u64::MAX);
     rig.dev.write32(regs::SCRATCH, 7);
     let before = rig.dev.completed_commands(0);
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(1)]);
     assert!(!rig.dev.step(), "a frozen CMP does no work");
     assert_eq!(rig.dev.completed_commands(0), before);
     assert!(!rig.line.level());
@@ -577,10 +491,7 @@ fn queue_state_shows_the_faulted_queue() {
         0
     );
 
-    let mut off = Rig::new(DeviceConfig {
-        queue_state: false,
-        ..DeviceConfig::step()
-    });
+    let mut off = Rig::step_with(|c| c.queue_state = false);
     fault_with(&mut off, |rig, q| rig.push_words(q, &[0x1_00EE]));
     assert!(
         !regs::Caps::from_bits_retain(off.dev.read32(regs::CAPS)).contains(regs::Caps::QUEUE_STATE)
@@ -605,8 +516,7 @@ fn queue_state_shows_the_faulted_queue() {
 #[test]
 fn line_wakes_the_servicer_per_rise_and_per_event_under_a_high_line() {
     let mut rig = Rig::step();
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let progress = |value| Command::Progress { irq: true, value };
     rig.submit(&mut q, &[progress(1)]);
     rig.run();

@@ -14,28 +14,6 @@ use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::NO_DOORBELL;
 use rvgpu_hw::regs;
 
-fn encode(cmds: &[Command]) -> Vec<u64> {
-    let mut words = Vec::new();
-    for c in cmds {
-        let mut buf = vec![0u64; c.len()];
-        c.encode(&mut buf).unwrap();
-        words.extend(buf);
-    }
-    words
-}
-
-/// A DMA buffer as the UMD builds it: `(GPU address, bytes)`.
-fn buffer_words(rig: &mut Rig, words: &[u64]) -> (u64, u64) {
-    let bytes = words.len() as u64 * 8;
-    let a = rig.alloc(bytes);
-    rig.mem.write_words(a, words).unwrap();
-    (a, bytes)
-}
-
-fn buffer(rig: &mut Rig, cmds: &[Command]) -> (u64, u64) {
-    buffer_words(rig, &encode(cmds))
-}
-
 fn indirect((addr, bytes): (u64, u64)) -> Command {
     Command::Indirect { addr, bytes }
 }
@@ -57,10 +35,6 @@ fn log_entry(rig: &Rig, log: u64, slot: u64) -> LogEntry {
     LogEntry::from_words(w.try_into().unwrap())
 }
 
-fn progress_irq(value: u64) -> Command {
-    Command::Progress { irq: true, value }
-}
-
 /// UM-01 (kernel-mode submission path): the buffer's packets run in order as part of the
 /// queue, one per quantum; the ring read pointer stays on the INDIRECT until the last one
 /// completes and then moves past it. COMPLETED_COMMANDS counts every packet of the buffer
@@ -71,18 +45,14 @@ fn um_01_indirect_runs_the_buffer_in_order_then_moves_past_it() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
     let ts = rig.alloc(8);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
-    let buf = buffer(
-        &mut rig,
-        &[
-            signal(f, 1, 0, 0),
-            Command::Timestamp { addr: ts },
-            progress_irq(5),
-            signal(f, 2, 0, 0),
-            progress_irq(6),
-        ],
-    );
+    let mut q = rig.queue_committed(0, 1);
+    let buf = rig.buffer(&[
+        signal(f, 1, 0, 0),
+        Command::Timestamp { addr: ts },
+        progress_irq(5),
+        signal(f, 2, 0, 0),
+        progress_irq(6),
+    ]);
     rig.submit(&mut q, &[indirect(buf), progress_irq(7)]);
     let step = |rig: &Rig| assert!(rig.dev.step());
 
@@ -152,14 +122,13 @@ fn um_01_indirect_runs_the_buffer_in_order_then_moves_past_it() {
 fn um_01_largest_buffer_and_vram_buffer_run() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     // 131072 words: NOP(65535) + NOP(65535) + NOP(2); padding is never read.
     let mut words = vec![0u64; (MAX_INDIRECT / 8) as usize];
     words[0] = cmd::header(Opcode::Nop, 0, 0xFFFF);
     words[0xFFFF] = cmd::header(Opcode::Nop, 0, 0xFFFF);
     words[2 * 0xFFFF] = cmd::header(Opcode::Nop, 0, 2);
-    let big = buffer_words(&mut rig, &words);
+    let big = rig.buffer_words(&words);
     assert_eq!(big.1, MAX_INDIRECT);
     let vram = rvgpu_hw::addr::VRAM_BASE + 0x2000;
     rig.mem
@@ -185,23 +154,20 @@ fn um_01_fence_wait_in_a_buffer_blocks_until_another_queue_signals() {
     let mut q1 = rig.queue(0, 1);
     let mut q2 = rig.queue(0, 2);
     rig.commit(0, &[&q1, &q2]);
-    let buf = buffer(
-        &mut rig,
-        &[
-            signal(a, 1, 0, 0),
-            Command::FenceWait {
-                addr: g.cv,
-                value: 5,
-            },
-            Command::LogWrite {
-                log: LogKind::Wait,
-                index: 0,
-                fence_handle: 0x77,
-                fence_value: 5,
-            },
-            signal(b, 1, 0, 0),
-        ],
-    );
+    let buf = rig.buffer(&[
+        signal(a, 1, 0, 0),
+        Command::FenceWait {
+            addr: g.cv,
+            value: 5,
+        },
+        Command::LogWrite {
+            log: LogKind::Wait,
+            index: 0,
+            fence_handle: 0x77,
+            fence_value: 5,
+        },
+        signal(b, 1, 0, 0),
+    ]);
     rig.submit(&mut q1, &[indirect(buf), signal(done, 1, 0, 0)]);
     rig.dev.step(); // INDIRECT
     rig.dev.step(); // signal a
@@ -251,7 +217,7 @@ fn um_01_round_robin_switches_between_packets_of_a_buffer() {
             .map(|i| Command::Timestamp { addr: base + i * 8 })
             .collect()
     };
-    let buf = buffer(&mut rig, &ts(t));
+    let buf = rig.buffer(&ts(t));
     rig.submit(&mut q1, &[indirect(buf)]);
     rig.submit(&mut q2, &ts(u));
     rig.run();
@@ -276,10 +242,7 @@ fn um_01_commit_that_keeps_the_queue_keeps_its_buffer_position() {
     let mut q = rig.queue(0, 1);
     let other = rig.queue(0, 2);
     rig.commit(0, &[&q]);
-    let buf = buffer(
-        &mut rig,
-        &[signal(f, 1, 0, 0), signal(f, 2, 0, 0), signal(f, 3, 0, 0)],
-    );
+    let buf = rig.buffer(&[signal(f, 1, 0, 0), signal(f, 2, 0, 0), signal(f, 3, 0, 0)]);
     rig.submit(&mut q, &[indirect(buf)]);
     rig.dev.step();
     rig.dev.step();
@@ -306,19 +269,15 @@ fn um_01_commit_that_keeps_the_queue_keeps_its_buffer_position() {
 fn um_01_queue_that_leaves_and_reenters_restarts_the_buffer() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
-    let buf = buffer(
-        &mut rig,
-        &[
-            signal(f, 1, 0, 0),
-            Command::FenceWait {
-                addr: g.cv,
-                value: 1,
-            },
-            signal(f, 2, 0, 0),
-        ],
-    );
+    let mut q = rig.queue_committed(0, 1);
+    let buf = rig.buffer(&[
+        signal(f, 1, 0, 0),
+        Command::FenceWait {
+            addr: g.cv,
+            value: 1,
+        },
+        signal(f, 2, 0, 0),
+    ]);
     rig.submit(
         &mut q,
         &[
@@ -358,14 +317,13 @@ fn um_01_fill_inside_a_buffer_runs_in_chunks() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
     let dst = rig.alloc(12 << 10);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let fill = Command::Fill {
         dst,
         bytes: 12 << 10,
         pattern: 0xABCD,
     };
-    let buf = buffer(&mut rig, &[fill, signal(f, 1, 0, 0)]);
+    let buf = rig.buffer(&[fill, signal(f, 1, 0, 0)]);
     rig.submit(&mut q, &[indirect(buf)]);
     rig.dev.step(); // INDIRECT
     rig.dev.step(); // chunk 1
@@ -388,15 +346,14 @@ fn um_01_fill_inside_a_buffer_runs_in_chunks() {
 fn um_01_signal_log_lookahead_stays_inside_the_buffer() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let log = |index: u32, value: u64| Command::LogWrite {
         log: LogKind::Signal,
         index,
         fence_handle: 0x55,
         fence_value: value,
     };
-    let buf = buffer(&mut rig, &[signal(f, 1, 0, 0), log(0, 1)]);
+    let buf = rig.buffer(&[signal(f, 1, 0, 0), log(0, 1)]);
     rig.submit(&mut q, &[indirect(buf)]);
     rig.dev.step();
     rig.dev.step();
@@ -409,7 +366,7 @@ fn um_01_signal_log_lookahead_stays_inside_the_buffer() {
     let e = log_entry(&rig, q.desc.signal_log.get(), 0);
     assert_eq!((e.operation_type, e.fence_value), (OP_SIGNAL_EXECUTED, 1));
 
-    let buf2 = buffer(&mut rig, &[signal(f, 2, 0, 0)]);
+    let buf2 = rig.buffer(&[signal(f, 2, 0, 0)]);
     rig.submit(&mut q, &[indirect(buf2), log(1, 2)]);
     rig.dev.step();
     rig.dev.step();
@@ -453,9 +410,8 @@ fn um_01_bad_size_or_flags_fault_bad_argument() {
     for (flags, bytes) in [(0, 0), (0, 12), (0, MAX_INDIRECT + 8), (1, 8)] {
         let mut rig = Rig::step();
         let f = rig.fence(0);
-        let mut q = rig.queue(0, 1);
-        rig.commit(0, &[&q]);
-        let buf = buffer(&mut rig, &[signal(f, 1, 0, 0)]);
+        let mut q = rig.queue_committed(0, 1);
+        let buf = rig.buffer(&[signal(f, 1, 0, 0)]);
         let e = fault_after_nop(&mut rig, &mut q, &raw_indirect(flags, buf.0, bytes));
         assert_eq!(
             (e.arg0, e.arg1, e.arg2),
@@ -475,8 +431,7 @@ fn um_01_bad_size_or_flags_fault_bad_argument() {
 fn um_01_misaligned_or_unreachable_buffer_faults_bad_address() {
     for case in 0..3 {
         let mut rig = Rig::step();
-        let mut q = rig.queue(0, 1);
-        rig.commit(0, &[&q]);
+        let mut q = rig.queue_committed(0, 1);
         let end = rig.arena.bus_addr + rig.arena.len;
         let aligned = rig.alloc(64);
         let (addr, bytes) = [(aligned + 4, 8), (end, 8), (end - 8, 16)][case];
@@ -497,8 +452,7 @@ fn um_01_misaligned_or_unreachable_buffer_faults_bad_address() {
 fn um_01_buffer_that_becomes_unreachable_faults_at_the_next_packet() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let page = rig.mem.alloc_system(4096, 4096).unwrap();
     let (b, s) = regs::syswin_regs(1).unwrap();
     rig.dev.write64(b, page.bus_addr);
@@ -528,10 +482,9 @@ fn um_01_buffer_that_becomes_unreachable_faults_at_the_next_packet() {
 fn um_01_nested_indirect_faults() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
-    let inner = buffer(&mut rig, &[signal(g, 1, 0, 0)]);
-    let buf = buffer(&mut rig, &[signal(f, 1, 0, 0), indirect(inner)]);
+    let mut q = rig.queue_committed(0, 1);
+    let inner = rig.buffer(&[signal(g, 1, 0, 0)]);
+    let buf = rig.buffer(&[signal(f, 1, 0, 0), indirect(inner)]);
     let mut words = raw_indirect(0, buf.0, buf.1).to_vec();
     words.extend(encode(&[progress_irq(9)]));
     let e = fault_after_nop(&mut rig, &mut q, &words);
@@ -554,11 +507,10 @@ fn um_01_nested_indirect_faults() {
 fn um_01_packet_past_buffer_end_or_bad_opcode_faults() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     // NOP, then a whole FENCE_SIGNAL in memory, but the buffer ends after its header.
     let words = encode(&[Command::Nop { len: 1 }, signal(f, 1, 0, 0)]);
-    let (addr, _) = buffer_words(&mut rig, &words);
+    let (addr, _) = rig.buffer_words(&words);
     let e = fault_after_nop(&mut rig, &mut q, &raw_indirect(0, addr, 16));
     assert_eq!(
         (e.arg0, e.arg1, e.arg2),
@@ -569,9 +521,8 @@ fn um_01_packet_past_buffer_end_or_bad_opcode_faults() {
     assert_eq!(rig.dev.completed_commands(0), 2, "ring NOP + buffer NOP");
 
     let mut rig = Rig::step();
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
-    let (addr, bytes) = buffer_words(&mut rig, &[0x1_00EE]);
+    let mut q = rig.queue_committed(0, 1);
+    let (addr, bytes) = rig.buffer_words(&[0x1_00EE]);
     let e = fault_after_nop(&mut rig, &mut q, &raw_indirect(0, addr, bytes));
     assert_eq!(
         (e.arg0, e.arg1, e.arg2),
@@ -587,12 +538,8 @@ fn um_01_packet_past_buffer_end_or_bad_opcode_faults() {
 fn um_01_engine_reset_inside_a_buffer_reports_the_indirect() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
-    let buf = buffer(
-        &mut rig,
-        &[signal(f, 1, 0, 0), Command::Hang, signal(f, 2, 0, 0)],
-    );
+    let mut q = rig.queue_committed(0, 1);
+    let buf = rig.buffer(&[signal(f, 1, 0, 0), Command::Hang, signal(f, 2, 0, 0)]);
     rig.submit(
         &mut q,
         &[Command::Nop { len: 1 }, indirect(buf), progress_irq(9)],
@@ -645,15 +592,12 @@ fn um_01_threaded_kernel_mode_submissions_through_indirect() {
     q.desc.doorbell = NO_DOORBELL;
     rig.commit(0, &[&q]);
     for i in 1..=50u64 {
-        let buf = buffer(
-            &mut rig,
-            &[
-                Command::Timestamp {
-                    addr: stamps + (i - 1) * 8,
-                },
-                signal(f, i, 0, 0),
-            ],
-        );
+        let buf = rig.buffer(&[
+            Command::Timestamp {
+                addr: stamps + (i - 1) * 8,
+            },
+            signal(f, i, 0, 0),
+        ]);
         rig.submit(&mut q, &[indirect(buf), progress_irq(i)]);
     }
     rig.wait_until("last fence id", || {
@@ -686,16 +630,13 @@ fn um_01_threaded_wait_in_a_buffer_released_from_another_engine() {
     let mut q2 = rig.queue(1, 2);
     rig.commit(0, &[&q1]);
     rig.commit(1, &[&q2]);
-    let buf = buffer(
-        &mut rig,
-        &[
-            Command::FenceWait {
-                addr: g.cv,
-                value: 1,
-            },
-            signal(f, 1, 0, 0),
-        ],
-    );
+    let buf = rig.buffer(&[
+        Command::FenceWait {
+            addr: g.cv,
+            value: 1,
+        },
+        signal(f, 1, 0, 0),
+    ]);
     rig.submit(&mut q1, &[indirect(buf)]);
     rig.wait_until("blocked in the buffer", || {
         let s = snap(&rig, 1);

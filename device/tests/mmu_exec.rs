@@ -59,23 +59,7 @@ impl Pt {
 
     /// Physical address of the entry for `va` at `level`, creating directory tables.
     fn entry(&self, rig: &mut Rig, va: u64, level: u8) -> u64 {
-        let mut table = self.root;
-        let mut l = mmu::ROOT_LEVEL;
-        while l > level {
-            let e = mmu::entry_addr(table, va, l).unwrap();
-            let pte = Pte(rig.mem.read_u64(e).unwrap());
-            table = if pte.valid() {
-                pte.addr()
-            } else {
-                let t = rig.alloc(mmu::TABLE_SIZE);
-                rig.mem
-                    .store(e, Pte::table(t, false).unwrap().0, Ordering::Release)
-                    .unwrap();
-                t
-            };
-            l -= 1;
-        }
-        mmu::entry_addr(table, va, level).unwrap()
+        rig.table_entry(self.root, va, level)
     }
 
     fn map(&self, rig: &mut Rig, va: u64, pa: u64, a: PageAttrs) {
@@ -133,16 +117,6 @@ fn vqueue(rig: &mut Rig, pt: Pt, engine: u32, id: u32, user: bool) -> VQ {
         rc_pa,
         prog_pa,
     }
-}
-
-fn encode(cmds: &[Command]) -> Vec<u64> {
-    let mut words = Vec::new();
-    for c in cmds {
-        let mut buf = vec![0u64; c.len()];
-        c.encode(&mut buf).unwrap();
-        words.extend(buf);
-    }
-    words
 }
 
 /// Writes `words` into the ring through its physical page, publishes write_ptr, rings.
@@ -968,10 +942,7 @@ fn system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
                 fence_handle: 0x42,
                 fence_value: 3,
             },
-            Command::Progress {
-                irq: true,
-                value: 8,
-            },
+            progress_irq(8),
         ],
     );
     rig.run();

@@ -112,8 +112,7 @@ fn custom_config_is_reflected() {
 fn device_lost_reads_all_ones_until_adapter_reset() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.dev.lose_device();
     let d = &rig.dev;
     assert_eq!(d.read32(regs::ID), u32::MAX);

@@ -5,7 +5,6 @@
 mod common;
 
 use common::*;
-use rvgpu_device::DeviceConfig;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::event::{EventKind, FaultCode};
 use rvgpu_hw::mmio::MmioBus;
@@ -183,10 +182,7 @@ fn update_checks_the_slot_like_a_commit() {
 /// Without CAPS.RUNLIST_UPDATE the register is not there: writes change nothing.
 #[test]
 fn without_the_capability_an_update_is_ignored() {
-    let mut rig = Rig::new(DeviceConfig {
-        runlist_update: false,
-        ..DeviceConfig::step()
-    });
+    let mut rig = Rig::step_with(|c| c.runlist_update = false);
     assert!(!Caps::from_bits_retain(rig.dev.read32(regs::CAPS)).contains(Caps::RUNLIST_UPDATE));
     let rl = runlist(&mut rig, 2);
     let a = rig.queue(0, 30);

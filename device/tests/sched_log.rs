@@ -716,10 +716,7 @@ fn registers_read_back() {
 /// no fault is posted, whatever is written.
 #[test]
 fn without_the_capability_the_registers_are_inert() {
-    let mut rig = Rig::new(DeviceConfig {
-        sched_log: false,
-        ..DeviceConfig::step()
-    });
+    let mut rig = Rig::step_with(|c| c.sched_log = false);
     let caps = Caps::from_bits_retain(rig.dev.read32(regs::CAPS));
     assert!(!caps.contains(Caps::SCHED_LOG));
     assert!(caps.contains(Caps::PAGE_TABLES | Caps::PER_ENGINE_RESET));
@@ -764,23 +761,7 @@ struct Pt {
 
 impl Pt {
     fn entry(&self, rig: &mut Rig, va: u64) -> u64 {
-        let mut table = self.root;
-        let mut l = mmu::ROOT_LEVEL;
-        while l > 0 {
-            let e = mmu::entry_addr(table, va, l).unwrap();
-            let pte = Pte(rig.mem.read_u64(e).unwrap());
-            table = if pte.valid() {
-                pte.addr()
-            } else {
-                let t = rig.alloc(mmu::TABLE_SIZE);
-                rig.mem
-                    .store(e, Pte::table(t, false).unwrap().0, Ordering::Release)
-                    .unwrap();
-                t
-            };
-            l -= 1;
-        }
-        mmu::entry_addr(table, va, 0).unwrap()
+        rig.table_entry(self.root, va, 0)
     }
 
     fn map(&self, rig: &mut Rig, va: u64, pa: u64) {

@@ -13,8 +13,7 @@ use rvgpu_hw::regs;
 fn um_02_dedicated_doorbell_rescans_the_bound_queue_only() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 7);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 7);
     let page = q.doorbell.unwrap();
     // Published but not rung: the CMP does not poll write pointers.
     rig.push(&mut q, &[signal(f, 1, 0, 0)]);
@@ -47,10 +46,7 @@ fn um_02_dedicated_doorbell_rescans_the_bound_queue_only() {
 
 #[test]
 fn um_02_global_doorbell_value_names_the_queue() {
-    let mut rig = Rig::new(DeviceConfig {
-        global_doorbell: true,
-        ..DeviceConfig::step()
-    });
+    let mut rig = Rig::step_with(|c| c.global_doorbell = true);
     let (f, g) = (rig.fence(0), rig.fence(0));
     let mut a = rig.queue(0, 10);
     let mut b = rig.queue(1, 11);
@@ -204,8 +200,7 @@ fn commit_finishes_a_transfer_of_a_leaving_queue() {
     let src = rig.alloc(64 << 10);
     let dst = rig.alloc(64 << 10);
     rig.mem.write_u64(src + (64 << 10) - 8, 9).unwrap();
-    let mut q = rig.queue(1, 1);
-    rig.commit(1, &[&q]);
+    let mut q = rig.queue_committed(1, 1);
     rig.submit(
         &mut q,
         &[Command::Copy {
@@ -228,18 +223,8 @@ fn commit_finishes_a_transfer_of_a_leaving_queue() {
 fn adapter_reset_returns_to_power_on_but_keeps_memory_and_clock() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
-    rig.submit(
-        &mut q,
-        &[
-            signal(f, 5, 0, 0),
-            Command::Progress {
-                irq: true,
-                value: 1,
-            },
-        ],
-    );
+    let mut q = rig.queue_committed(0, 1);
+    rig.submit(&mut q, &[signal(f, 5, 0, 0), progress_irq(1)]);
     rig.run();
     let t0 = rig.dev.read64(regs::GPU_CLOCK);
     rig.dev

@@ -35,8 +35,7 @@ fn threaded_submission_executes_and_interrupts() {
     let mut rig = threaded();
     let f = rig.fence(0);
     rig.mem.write_u64(f.mv, 0).unwrap();
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(&mut q, &[signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 42)]);
     assert!(rig.line.wait_rises_above(0, Duration::from_secs(10)) >= 1);
     let (st, evs) = rig.isr();
@@ -53,8 +52,7 @@ fn threaded_hang_detection_and_reset() {
         hang_detect_ticks: 100_000, // 1 ms
         ..DeviceConfig::default()
     });
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(&mut q, &[Command::Hang]);
     rig.line.wait_rises_above(0, Duration::from_secs(10));
     let (st, _) = rig.isr();
@@ -74,16 +72,9 @@ fn threaded_interrupt_delay_by_duration() {
     let mut rig = threaded();
     rig.dev
         .set_interrupt_delay(Some(IrqDelay::Duration(Duration::from_millis(20))));
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let t0 = Instant::now();
-    rig.submit(
-        &mut q,
-        &[Command::Progress {
-            irq: true,
-            value: 1,
-        }],
-    );
+    rig.submit(&mut q, &[progress_irq(1)]);
     assert!(rig.line.wait_rises_above(0, Duration::from_secs(10)) >= 1);
     assert!(t0.elapsed() >= Duration::from_millis(20));
 }
@@ -321,13 +312,7 @@ fn isr_concurrent_with_device_loses_no_record() {
             }
             let q = if v % 2 == 0 { &mut a } else { &mut b };
             wait_space(rig, q, 16);
-            rig.submit(
-                q,
-                &[Command::Progress {
-                    irq: true,
-                    value: v,
-                }],
-            );
+            rig.submit(q, &[progress_irq(v)]);
         }
         let deadline = Instant::now() + Duration::from_secs(10);
         while got.load(Ordering::Acquire) < N {
@@ -342,8 +327,7 @@ fn isr_concurrent_with_device_loses_no_record() {
 #[test]
 fn dropping_the_device_joins_the_cmp_thread() {
     let mut rig = threaded();
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     rig.submit(&mut q, &[Command::Hang]);
     let Rig { dev, .. } = rig;
     let t0 = Instant::now();
@@ -362,8 +346,7 @@ fn nf_01_gpu_fence_writes_are_64_bit_atomic() {
     let mut rig = threaded();
     assert!(rig.dev.read32(regs::CAPS) & regs::Caps::ATOMIC64.bits() != 0);
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let stop = std::sync::Arc::new(AtomicBool::new(false));
     let reader = {
         let (mem, stop, cv) = (rig.mem.clone(), stop.clone(), f.cv);
@@ -411,8 +394,7 @@ fn cmp_thread_sleeps_after_the_pass_that_retires_the_last_packet() {
         ..DeviceConfig::default()
     });
     let f = rig.fence(0);
-    let mut q = rig.queue(0, 1);
-    rig.commit(0, &[&q]);
+    let mut q = rig.queue_committed(0, 1);
     let deadline = Instant::now() + Duration::from_secs(10);
     // The sleeping thread also wakes on its 100 ms safety timeout and runs an empty pass; one
     // may land inside a round on a loaded machine, so the fewest passes of three rounds count

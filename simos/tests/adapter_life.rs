@@ -2,8 +2,9 @@
 //! no ISR or synchronized routine runs after the interrupt is disconnected, a removed
 //! adapter's handle is dead, and IRQL leaks out of driver routines are caught (0xC8).
 
-#[path = "common/pe.rs"]
-mod pe;
+mod common;
+
+use common::{dxgkrnl_interface, pe, started_with};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -57,16 +58,10 @@ unsafe extern "system" fn slow_dpc(ctx: PVOID) {
 /// running has finished, not merely once none is queued.
 #[test]
 fn stop_waits_for_a_running_dpc() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Threaded));
-    let up = m
-        .load_driver_with(|t| {
-            t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
-            t.DxgkDdiDpcRoutine = Some(slow_dpc);
-        })
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
+    let mut m = started_with(MachineConfig::single(Mode::Threaded), |t| {
+        t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
+        t.DxgkDdiDpcRoutine = Some(slow_dpc);
+    });
     if let Err(e) = m.raise_interrupt(0) {
         panic!("raise: {e}");
     }
@@ -93,19 +88,11 @@ unsafe extern "system" fn dpc_requeues_itself(ctx: PVOID) {
 /// never a silent return.
 #[test]
 fn a_flush_that_never_completes_is_a_simulation_error() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
-    let up = m
-        .load_driver_with(|t| {
-            t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
-            t.DxgkDdiDpcRoutine = Some(dpc_requeues_itself);
-        })
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let mut m = started_with(MachineConfig::single(Mode::Step), |t| {
+        t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
+        t.DxgkDdiDpcRoutine = Some(dpc_requeues_itself);
+    });
+    let iface = dxgkrnl_interface(&m);
     if let Some(q) = iface.DxgkCbQueueDpc {
         // SAFETY: the OS's callback (any IRQL) with its own handle.
         unsafe { q(iface.DeviceHandle) };
@@ -186,21 +173,13 @@ fn synchronize(
 /// the lock. Deterministic: a synchronized routine holds the lock across the disconnect.
 #[test]
 fn no_isr_or_synchronized_routine_after_disconnect() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Threaded));
-    let up = m
-        .load_driver_with(|t| {
-            t.DxgkDdiInterruptRoutine = Some(isr_records_disconnect);
-            // The stand-in StopDevice does not synchronise (the real one does, which would
-            // wait for the lock we hold on purpose).
-            t.DxgkDdiStopDevice = Some(stop_does_nothing);
-        })
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let mut m = started_with(MachineConfig::single(Mode::Threaded), |t| {
+        t.DxgkDdiInterruptRoutine = Some(isr_records_disconnect);
+        // The stand-in StopDevice does not synchronise (the real one does, which would
+        // wait for the lock we hold on purpose).
+        t.DxgkDdiStopDevice = Some(stop_does_nothing);
+    });
+    let iface = dxgkrnl_interface(&m);
     let Some(sync) = iface.DxgkCbSynchronizeExecution else {
         panic!("no SynchronizeExecution")
     };
@@ -249,9 +228,7 @@ fn callback_with_a_removed_adapters_handle_is_0x50() {
     if let Err(e) = r {
         panic!("bring-up/down: {e}");
     }
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     let Some(get) = iface.DxgkCbGetDeviceInformation else {
         panic!("no GetDeviceInformation")
     };
@@ -337,13 +314,9 @@ unsafe extern "system" fn isr_leaves_at_passive(ctx: PVOID, msg: u32) -> BOOLEAN
 /// ISR's address (Microsoft's parameters).
 #[test]
 fn isr_returning_at_another_irql_is_0xc8() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
-    let up = m
-        .load_driver_with(|t| t.DxgkDdiInterruptRoutine = Some(isr_leaves_at_passive))
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
+    let m = started_with(MachineConfig::single(Mode::Step), |t| {
+        t.DxgkDdiInterruptRoutine = Some(isr_leaves_at_passive)
+    });
     let r = m.raise_interrupt(0);
     match r {
         Err(SimError::Bugcheck(b)) => {
@@ -372,16 +345,10 @@ unsafe extern "system" fn dpc_leaves_at_passive(ctx: PVOID) {
 /// M4: a DPC returning below DISPATCH_LEVEL is 0xC8.
 #[test]
 fn dpc_returning_at_another_irql_is_0xc8() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
-    let up = m
-        .load_driver_with(|t| {
-            t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
-            t.DxgkDdiDpcRoutine = Some(dpc_leaves_at_passive);
-        })
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
+    let m = started_with(MachineConfig::single(Mode::Step), |t| {
+        t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
+        t.DxgkDdiDpcRoutine = Some(dpc_leaves_at_passive);
+    });
     let r = m.raise_interrupt(0);
     match r {
         Err(SimError::Bugcheck(b)) => {

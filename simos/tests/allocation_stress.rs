@@ -228,8 +228,7 @@ fn run(seed: u64, mode: Mode, non_coherent: bool, ops: usize) {
         MachineConfig::single(mode)
     };
     let m = started(cfg);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let queues = vec![
         Queue::User(okk(&m, UserQueue::new(k, &config(0)))),
         Queue::Kernel(okk(&m, KernelQueue::new(k, &config(0)))),

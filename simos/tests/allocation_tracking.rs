@@ -17,7 +17,7 @@ use rvgpu_hw::pdd::{
     ALLOCATION_PDD_VERSION, PDD_MAGIC,
 };
 use rvgpu_simos::kmt::{SimKmt, SimMem};
-use rvgpu_simos::{Machine, MachineConfig, Mode, UmsEvent, UmsProcess};
+use rvgpu_simos::{Machine, MachineConfig, Mode, UmsEvent};
 use rvgpu_umd::kmt::{AllocationCpu, DestroyFlags, Kmt, KmtHandle, NtStatus};
 use rvgpu_umd::submit::{SubmitError, UserQueue};
 use rvgpu_umd::usage::{self, Batch, Buffer, LockError, LockFlags, Timeline, TimelineId};
@@ -70,12 +70,6 @@ fn read_back(m: &Machine, k: &SimKmt<'_>, b: &Buffer<SimMem>, q: &[&dyn Timeline
     v
 }
 
-fn process(m: &Machine) -> (UmsProcess, SimKmt<'_>) {
-    let p = ok(m, m.create_process(0));
-    let k = m.kmt(&p);
-    (p, k)
-}
-
 /// AL-01: the UMD knows from the commands it encoded which allocations each queue's pending
 /// work reads and writes; AL-02: a lock with DO_NOT_WAIT of a busy allocation returns
 /// WasStillDrawing at once, and what counts as busy depends on the access (a read lock waits
@@ -83,7 +77,7 @@ fn process(m: &Machine) -> (UmsProcess, SimKmt<'_>) {
 #[test]
 fn al_01_al_02_usage_tracked_from_encoded_commands() {
     let m = step_machine();
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut qa = okk(&m, UserQueue::new(&k, &config(0)));
     let mut qb = okk(&m, UserQueue::new(&k, &config(0)));
     let src = okk(&m, Buffer::new(&k, 4096, 0));
@@ -195,7 +189,7 @@ impl<T: Timeline> Timeline for Counting<'_, T> {
 #[test]
 fn al_02_lock_blocks_on_monitored_fence_without_polling() {
     let m = started(MachineConfig::single(Mode::Threaded));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let dst = okk(&m, Buffer::new(&k, 4096, 0));
     let gate = Gate::new(&m, &k);
@@ -243,7 +237,7 @@ fn al_02_lock_blocks_on_monitored_fence_without_polling() {
 #[test]
 fn al_01_discard_renames_a_busy_buffer() {
     let m = step_machine();
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let data = okk(&m, Buffer::new(&k, 4096, 0));
     let before = okk(&m, Buffer::new(&k, 4096, 0));
@@ -315,7 +309,7 @@ fn allocations(m: &Machine) -> usize {
 #[test]
 fn al_01_no_overwrite_maps_without_waiting() {
     let m = step_machine();
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let data = okk(&m, Buffer::new(&k, 8192, 0));
     let out = okk(&m, Buffer::new(&k, 8192, 0));
@@ -376,7 +370,7 @@ fn freed(m: &Machine, h: KmtHandle) -> bool {
 #[test]
 fn al_03_destruction_waits_for_queued_work() {
     let m = step_machine();
-    let (p, k) = process(&m);
+    let (p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let gate = Gate::new(&m, &k);
     let a = okk(&m, k.create_allocation(4096));
@@ -421,7 +415,7 @@ fn al_03_destruction_waits_for_queued_work() {
 #[test]
 fn al_03_assume_not_in_use_frees_at_once() {
     let m = step_machine();
-    let (p, k) = process(&m);
+    let (p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let gate = Gate::new(&m, &k);
     let a = okk(&m, k.create_allocation(4096));
@@ -469,7 +463,7 @@ fn al_03_assume_not_in_use_frees_at_once() {
 #[test]
 fn al_02_uses_on_a_destroyed_queue_are_over() {
     let m = step_machine();
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut qa = okk(&m, UserQueue::new(&k, &config(0)));
     let mut qb = okk(&m, UserQueue::new(&k, &config(0)));
     let b = okk(&m, Buffer::new(&k, 4096, 0));
@@ -500,7 +494,7 @@ fn al_02_uses_on_a_destroyed_queue_are_over() {
 #[test]
 fn al_03_umd_destroys_idle_backings_at_once_and_defers_busy_ones() {
     let m = step_machine();
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let gate = Gate::new(&m, &k);
     let idle = okk(&m, Buffer::new(&k, 4096, 0));
@@ -537,7 +531,7 @@ fn al_04_cpu_visibility_of_segments_and_locks() {
     if let Some(hidden) = segs.get(2) {
         assert!(!hidden.Flags.is_set(F::CpuVisible), "VRAM past the BAR");
     }
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     // Not CPU-visible: created, but no CPU address.
     let gpu_only = okk(&m, k.create_allocation_pdd(&pdd(4096, 0)));
     assert_eq!(
@@ -565,7 +559,7 @@ fn al_04_cpu_visibility_of_segments_and_locks() {
         Some(NtStatus(STATUS_INVALID_PARAMETER))
     );
     // Another device's handle is not lockable.
-    let (_p2, k2) = process(&m);
+    let (_p2, k2) = user_process(&m);
     let mine = okk(
         &m,
         k.create_allocation_pdd(&pdd(4096, ALLOCATION_CPU_VISIBLE)),
@@ -591,7 +585,7 @@ fn al_04_vidmm_refuses_cpu_visible_allocations_without_an_aperture() {
     m.load_driver_with(rvgpu_simos::testing::bad_alloc::install_no_aperture_for_cpu_visible)
         .expect("load");
     m.start_adapter(0).expect("start");
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     assert_eq!(
         k.create_allocation_pdd(&pdd(4096, ALLOCATION_CPU_VISIBLE))
             .err(),

@@ -16,7 +16,7 @@ use rvgpu_ddi::basic::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 use rvgpu_hw::cmd::{decode, Command};
-use rvgpu_simos::vidmm::aperture::FIRST_OFFSET;
+use rvgpu_simos::vidmm::aperture::{ApertureRange, FIRST_OFFSET};
 use rvgpu_simos::vidmm::mdl::Mdl;
 use rvgpu_simos::vidmm::paging::TransferSide;
 use rvgpu_simos::{Machine, Mode, SimError};
@@ -25,6 +25,13 @@ use rvgpu_umd::kmt::Kmt;
 const PAGE: u64 = 4096;
 
 /// `n` system pages, each its own allocation (so not adjacent), as bus addresses.
+/// `n` scattered pages that VidMm has mapped into the aperture, and the range they occupy.
+fn mapped_in_aperture(m: &Machine, n: usize) -> (Vec<u64>, ApertureRange) {
+    let pages = scattered(m, n);
+    let range = ok(m, m.aperture_map_pages(0, &pages));
+    (pages, range)
+}
+
 fn scattered(m: &Machine, n: usize) -> Vec<u64> {
     let d = m.device(0).unwrap();
     (0..n)
@@ -109,8 +116,7 @@ fn packets(r: &[(NTSTATUS, Vec<u64>)]) -> Vec<Command> {
 #[test]
 fn map_aperture_then_transfer_and_fill_reach_the_mapped_pages() {
     let m = machine_with(Mode::Step, |_| {});
-    let pages = scattered(&m, 3);
-    let range = ok(&m, m.aperture_map_pages(0, &pages));
+    let (pages, range) = mapped_in_aperture(&m, 3);
     assert!(range.offset >= FIRST_OFFSET, "{range:?}");
     assert!(
         pages.iter().all(|&p| p != range.offset),
@@ -183,8 +189,7 @@ fn map_aperture_then_transfer_and_fill_reach_the_mapped_pages() {
 fn update_page_table_with_aperture_segment_maps_the_mapped_pages() {
     let m = machine_with(Mode::Step, |_| {});
     let p = ok(&m, m.create_process(0));
-    let pages = scattered(&m, 2);
-    let range = ok(&m, m.aperture_map_pages(0, &pages));
+    let (pages, range) = mapped_in_aperture(&m, 2);
     let va = ok(&m, m.map_aperture_range_into(&p, range));
     ok(&m, m.page_in(&p, 0, va, 2 * PAGE, 0x1234_5678));
     wait_node(&m, 0);
@@ -201,8 +206,7 @@ fn update_page_table_with_aperture_segment_maps_the_mapped_pages() {
 fn unmap_aperture_then_use_is_refused() {
     let m = machine_with(Mode::Step, |_| {});
     let p = ok(&m, m.create_process(0));
-    let pages = scattered(&m, 2);
-    let range = ok(&m, m.aperture_map_pages(0, &pages));
+    let (pages, range) = mapped_in_aperture(&m, 2);
     ok(&m, m.aperture_unmap_range(0, range));
     let r = ok(
         &m,
@@ -290,8 +294,7 @@ fn malformed_map_aperture_is_refused() {
 fn page_in_of_system_memory_fills_through_the_aperture() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = machine_with(mode, |_| {});
-        let p = ok(&m, m.create_process(0));
-        let k = m.kmt(&p);
+        let (p, k) = user_process(&m);
         let buf = okk(&m, k.create_allocation(2 * PAGE));
         ok(&m, m.page_in(&p, 0, buf.gpu_va, 2 * PAGE, 0x0BAD_F00D));
         wait_node(&m, 0);

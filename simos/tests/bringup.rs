@@ -1,7 +1,8 @@
 //! Adapter bring-up through the driver's DRIVER_INITIALIZATION_DATA table, in both modes.
 
-#[path = "common/pe.rs"]
-mod pe;
+mod common;
+
+use common::{loaded, pe};
 
 use rvgpu_ddi::adapter::DXGK_VIDSCHCAPS;
 use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
@@ -80,10 +81,7 @@ fn restart_after_stop() {
 fn nf_10_native_fence_cap_follows_os_feature() {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.native_fence_feature = false;
-    let mut m = Machine::new(cfg);
-    if let Err(e) = m.load_driver() {
-        panic!("load: {e}");
-    }
+    let mut m = loaded(cfg);
     match m.start_adapter(0) {
         Ok(info) => assert!(
             !info
@@ -170,10 +168,7 @@ fn nf_10_driver_negotiates_native_fence_feature_and_releases_the_interface() {
 
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.native_fence_feature = true;
-    let mut m = Machine::new(cfg);
-    if let Err(e) = m.load_driver() {
-        panic!("load: {e}");
-    }
+    let mut m = loaded(cfg);
     let info = match m.start_adapter(0) {
         Ok(i) => i,
         Err(e) => panic!("start: {e}"),
@@ -228,10 +223,7 @@ fn nf_10_disabled_feature_is_not_used() {
 
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.native_fence_feature = false;
-    let mut m = Machine::new(cfg);
-    if let Err(e) = m.load_driver() {
-        panic!("load: {e}");
-    }
+    let mut m = loaded(cfg);
     let info = match m.start_adapter(0) {
         Ok(i) => i,
         Err(e) => panic!("start: {e}"),
@@ -282,10 +274,7 @@ fn nf_10_disabled_feature_is_not_used() {
 /// running it with the OS's 32-bit wrap-around rules it does not implement.
 #[test]
 fn mf_02_driver_reports_64_bit_atomics_and_refuses_a_32_bit_device() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
-    if let Err(e) = m.load_driver() {
-        panic!("load: {e}");
-    }
+    let mut m = loaded(MachineConfig::single(Mode::Step));
     match m.start_adapter(0) {
         Ok(info) => assert!(
             !info
@@ -302,10 +291,7 @@ fn mf_02_driver_reports_64_bit_atomics_and_refuses_a_32_bit_device() {
     if let Some(a) = cfg.adapters.first_mut() {
         a.device.atomic64 = false;
     }
-    let mut m = Machine::new(cfg);
-    if let Err(e) = m.load_driver() {
-        panic!("load: {e}");
-    }
+    let mut m = loaded(cfg);
     match m.start_adapter(0) {
         Err(SimError::DdiFailed(s)) => assert_eq!(
             s.cast_unsigned(),

@@ -134,8 +134,7 @@ fn bus_cost_of_each_hot_path() {
 
     // Kernel-mode submission and user-mode submission through the UMD; ConnectDoorbell.
     let m = with_doorbells(Mode::Step, 1);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let buf = okk(&m, rvgpu_umd::kmt::Kmt::create_allocation(&k, 4096));
     let mut kmq = okk(&m, KernelQueue::new(k, &config(0)));
     let rows = per_call(&m, |m| {

@@ -97,8 +97,7 @@ fn al_06_non_coherent_adapter_is_refused_on_x64_by_br_50() {
 #[test]
 fn al_06_cpu_write_is_invisible_to_the_gpu_until_invalidated() {
     let m = started(MachineConfig::arm64_non_coherent(Mode::Step));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let src = okk(&m, k.create_cached_allocation(4096));
     let dst = okk(&m, k.create_allocation(4096));
     assert!(
@@ -139,8 +138,7 @@ fn al_06_cpu_write_is_invisible_to_the_gpu_until_invalidated() {
 #[test]
 fn al_06_gpu_write_is_invisible_to_the_cpu_until_invalidated() {
     let m = started(MachineConfig::arm64_non_coherent(Mode::Step));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let buf = okk(&m, k.create_cached_allocation(4096));
     let mut q = okk(&m, KernelQueue::new(k, &config(0)));
     let v = okk(&m, q.submit(&[fill_all(&buf, 128, OLD)]));
@@ -170,8 +168,7 @@ fn al_06_gpu_write_is_invisible_to_the_cpu_until_invalidated() {
 fn al_06_coherent_adapter_has_no_cache_and_invalidate_is_a_no_op() {
     let m = started(MachineConfig::single(Mode::Step));
     assert!(aperture_flags(&m).is_set(DXGK_SEGMENTFLAGS::CacheCoherent));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     assert!(k.io_coherent());
     let src = okk(&m, k.create_cached_allocation(4096));
     let dst = okk(&m, k.create_allocation(4096));

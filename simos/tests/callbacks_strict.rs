@@ -2,8 +2,9 @@
 //! the wrong level, bad UnmapMemory, ISR/SynchronizeExecution exclusion, and what stops the
 //! ISR and the DPC.
 
-#[path = "common/pe.rs"]
-mod pe;
+mod common;
+
+use common::{dxgkrnl_interface, pe, started_with};
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -164,9 +165,7 @@ fn notify_interrupt_under_another_adapters_lock_is_0x119() {
 #[test]
 fn notify_interrupt_from_passive_is_0x9() {
     let m = step_machine(MachineConfig::single(Mode::Step));
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     let Some(notify) = iface.DxgkCbNotifyInterrupt else {
         panic!("no NotifyInterrupt")
     };
@@ -186,9 +185,7 @@ fn notify_interrupt_from_passive_is_0x9() {
 #[test]
 fn bad_unmap_memory_is_0xc4() {
     let m = step_machine(MachineConfig::single(Mode::Step));
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     let Some(unmap) = iface.DxgkCbUnmapMemory else {
         panic!("no UnmapMemory")
     };
@@ -232,16 +229,10 @@ unsafe extern "system" fn sync_sets_flag(_ctx: PVOID) -> BOOLEAN {
 /// ISR is forced repeatedly while a thread keeps running synchronized routines).
 #[test]
 fn isr_and_synchronized_routines_are_mutually_exclusive() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Threaded));
-    let up = m
-        .load_driver_with(|t| t.DxgkDdiInterruptRoutine = Some(isr_checks_exclusion))
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let m = started_with(MachineConfig::single(Mode::Threaded), |t| {
+        t.DxgkDdiInterruptRoutine = Some(isr_checks_exclusion)
+    });
+    let iface = dxgkrnl_interface(&m);
     let Some(sync) = iface.DxgkCbSynchronizeExecution else {
         panic!("no SynchronizeExecution")
     };
@@ -310,19 +301,11 @@ fn settle(m: &Machine) {
 #[test]
 fn stop_remove_and_halt_stop_isr_and_dpc() {
     for mode in [Mode::Step, Mode::Threaded] {
-        let mut m = Machine::new(MachineConfig::single(mode));
-        let up = m
-            .load_driver_with(|t| {
-                t.DxgkDdiInterruptRoutine = Some(counting_isr);
-                t.DxgkDdiDpcRoutine = Some(counting_dpc);
-            })
-            .and_then(|()| m.start_adapter(0).map(|_| ()));
-        if let Err(e) = up {
-            panic!("bring-up: {e}");
-        }
-        let Some(iface) = m.interface(0) else {
-            panic!("no interface")
-        };
+        let mut m = started_with(MachineConfig::single(mode), |t| {
+            t.DxgkDdiInterruptRoutine = Some(counting_isr);
+            t.DxgkDdiDpcRoutine = Some(counting_dpc);
+        });
+        let iface = dxgkrnl_interface(&m);
         assert_eq!(m.raise_interrupt(0), Ok(()));
         let deadline = Instant::now() + Duration::from_secs(5);
         while m.interrupt_counts(0).1 == 0 && Instant::now() < deadline {
@@ -356,9 +339,7 @@ fn stop_remove_and_halt_stop_isr_and_dpc() {
         if let Err(e) = m.start_adapter(0) {
             panic!("restart: {e}");
         }
-        let Some(iface2) = m.interface(0) else {
-            panic!("no interface")
-        };
+        let iface2 = dxgkrnl_interface(&m);
         if let Some(unmap) = iface2.DxgkCbUnmapMemory {
             // SAFETY: a bad unmap, caught before anything is touched: halts the machine.
             unsafe { unmap(iface2.DeviceHandle, 0x1234_5000usize as PVOID) };
@@ -414,9 +395,7 @@ fn map(f: MapFn, handle: PVOID, addr: u64, len: u32) -> (rvgpu_ddi::NTSTATUS, PV
 #[test]
 fn bar_mappings_of_the_same_range_are_reference_counted() {
     let m = step_machine(MachineConfig::single(Mode::Step));
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     let (Some(mapf), Some(unmap)) = (iface.DxgkCbMapMemory, iface.DxgkCbUnmapMemory) else {
         panic!("no map/unmap")
     };
@@ -454,9 +433,7 @@ fn bar_mappings_of_the_same_range_are_reference_counted() {
 fn nothing_reaches_the_device_after_a_bugcheck() {
     use rvgpu_kmd::platform::Platform;
     let m = step_machine(MachineConfig::single(Mode::Step));
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     let (Some(mapf), Some(unmap)) = (iface.DxgkCbMapMemory, iface.DxgkCbUnmapMemory) else {
         panic!("no map/unmap")
     };

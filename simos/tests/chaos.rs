@@ -45,8 +45,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::{
-    LowResources, Machine, MachineConfig, Mode, NativeFenceDesc, TdrConfig, TdrEvent, UmsProcess,
-    WaitOutcome,
+    LowResources, Machine, MachineConfig, Mode, NativeFenceDesc, TdrEvent, UmsProcess, WaitOutcome,
 };
 use rvgpu_umd::kmt::Kmt;
 use rvgpu_umd::submit::{KernelQueue, UserQueue};
@@ -329,17 +328,7 @@ fn chaos_threaded_mixed_load_with_faults_holds_every_invariant() {
     let mut cfg = MachineConfig::single(Mode::Threaded);
     cfg.adapters[0].device.doorbells = 16;
     let m = started(cfg);
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            TdrConfig {
-                timeout: Duration::from_millis(300),
-                preempt_timeout: Duration::from_millis(5),
-                ..TdrConfig::default()
-            },
-        ),
-    );
+    enable_tdr_after(&m, Duration::from_millis(300), Duration::from_millis(5));
     // One round trip first, so lazily made state is in the baseline.
     one_user_mode_submission(&m);
     let base = measure(&m);

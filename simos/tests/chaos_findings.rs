@@ -18,7 +18,7 @@ use std::time::Duration;
 use common::*;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::testing::tdr::linger_after_resume;
-use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc, TdrConfig, TdrEvent};
+use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc, TdrEvent};
 use rvgpu_umd::kmt::{AllocationCpu, Kmt};
 use rvgpu_umd::submit::UserQueue;
 
@@ -70,25 +70,14 @@ fn tdr_05_completions_while_the_engine_resumes_are_counted() {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.doorbells = 16;
     let m = started_with(cfg, |t| linger_after_resume(t, 50, true));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let buf = okk(&m, k.create_allocation(4096));
     let ctx = okk(&m, k.create_context(0));
     let first = ok(&m, m.submit_legacy(&p, ctx, &[fill(&buf, 0, 1)]));
     run_until(&m, "the first kernel-mode FILL", |m| {
         m.legacy_fences(0, 0) == (first, first)
     });
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            TdrConfig {
-                timeout_steps: 40,
-                preempt_steps: 5,
-                ..TdrConfig::default()
-            },
-        ),
-    );
+    enable_tdr_steps(&m, 40, 5);
     let g = ok(&m, m.create_process(0));
     let mut hung = okk(&m, UserQueue::new(m.kmt(&g), &config(0)));
     okk(&m, hung.submit(&[Command::Hang]));

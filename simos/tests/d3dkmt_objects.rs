@@ -28,8 +28,7 @@ fn assert_local(h: KmtHandle) {
 #[test]
 fn d3dkmt_local_handles_have_a_top_bit_set_and_the_low_six_bits_clear() {
     let m = started(MachineConfig::single(Mode::Step));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     assert_local(p.device);
     let (fence, _) = okk(&m, k.create_monitored_fence(0));
     let context = okk(&m, k.create_context(0));
@@ -54,15 +53,13 @@ fn d3dkmt_local_handles_have_a_top_bit_set_and_the_low_six_bits_clear() {
 #[test]
 fn d3dkmt_next_local_handle_of_a_process_is_0x40_above_its_last_and_never_reused() {
     let m = started(MachineConfig::single(Mode::Step));
-    let a = ok(&m, m.create_process(0));
-    let ka = m.kmt(&a);
+    let (a, ka) = user_process(&m);
     let mut next = a.device + 0x40;
     let (f1, _) = okk(&m, ka.create_monitored_fence(0));
     assert_eq!(f1, next);
     next += 0x40;
     // Another process's objects do not move this process's sequence.
-    let b = ok(&m, m.create_process(0));
-    let kb = m.kmt(&b);
+    let (b, kb) = user_process(&m);
     let (fb, _) = okk(&m, kb.create_monitored_fence(0));
     assert_ne!(fb, next);
     assert_eq!(fb, b.device + 0x40);
@@ -83,8 +80,7 @@ fn d3dkmt_next_local_handle_of_a_process_is_0x40_above_its_last_and_never_reused
 #[test]
 fn d3dkmt_destroying_a_sync_object_twice_or_by_zero_is_invalid_parameter() {
     let m = started(MachineConfig::single(Mode::Step));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let (f, _) = okk(&m, k.create_monitored_fence(0));
     okk(&m, k.destroy_monitored_fence(f));
     assert_eq!(k.destroy_monitored_fence(f), Err(STATUS_INVALID_PARAMETER));
@@ -99,8 +95,7 @@ fn d3dkmt_destroying_a_sync_object_twice_or_by_zero_is_invalid_parameter() {
 #[test]
 fn d3dkmt_destroying_an_allocation_twice_is_invalid_parameter() {
     let m = started(MachineConfig::single(Mode::Step));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let alloc = okk(&m, k.create_allocation(4096));
     okk(&m, k.destroy_allocation(alloc.handle));
     assert_eq!(
@@ -114,8 +109,7 @@ fn d3dkmt_destroying_an_allocation_twice_is_invalid_parameter() {
 #[test]
 fn d3dkmt_only_objects_created_for_nt_sharing_are_shared_and_nt_handles_are_not_d3dkmt_handles() {
     let m = started(MachineConfig::single(Mode::Step));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     // "D3DKMTShareObjects requires NtSecuritySharing".
     let private = okk(&m, k.create_native_fence(0));
     assert_eq!(

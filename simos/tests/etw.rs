@@ -14,7 +14,6 @@ use rvgpu_kmd::platform::Irql;
 use rvgpu_simos::etw::{Enable, Value, RVGPU_KMD};
 use rvgpu_simos::sync::fence::NativeFenceDesc;
 use rvgpu_simos::testing::gpu::GpuQueue;
-use rvgpu_simos::vidsch::tdr::TdrConfig;
 use rvgpu_simos::{AdapterConfig, Machine, MachineConfig, Mode};
 use rvgpu_umd::kmt::Kmt;
 
@@ -162,19 +161,8 @@ fn ddi_04_native_fence_wait_and_signal_are_recorded() {
 fn ddi_04_tdr_steps_and_power_transitions_are_recorded() {
     let _s = serial();
     let m = recording(Some(Enable::all(RVGPU_KMD)), |a| a.hwsch_feature = false);
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            TdrConfig {
-                timeout_steps: 40,
-                preempt_steps: 5,
-                ..TdrConfig::default()
-            },
-        ),
-    );
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    enable_tdr_steps(&m, 40, 5);
+    let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(0));
     ok(&m, m.submit_legacy(&p, ctx, &[Command::Hang]));
     let reset = ok(

@@ -20,7 +20,7 @@ use rvgpu_hw::regs::{self, IntCause};
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::SimError;
 use rvgpu_simos::{
-    Machine, Mode, NativeFence, NativeFenceDesc, Notification, TdrConfig, TdrEvent, WaitOutcome,
+    Machine, Mode, NativeFence, NativeFenceDesc, Notification, TdrEvent, WaitOutcome,
 };
 use rvgpu_umd::kmt::{AllocationCpu, Kmt};
 use rvgpu_umd::submit::{KernelQueue, SubmitError, UserQueue};
@@ -67,8 +67,7 @@ fn non_fence_notifications(m: &Machine) -> Vec<Notification> {
 #[test]
 fn forged_event_records_are_dropped_and_counted() {
     let m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let buf = okk(&m, k.create_allocation(4096));
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     let v = okk(&m, q.submit(&[fill(&buf, 0, 1)]));
@@ -189,8 +188,7 @@ fn forged_fault_naming_a_running_queue_on_its_own_engine() {
             a.device.doorbells = 4;
             a.device.queue_state = queue_state;
         });
-        let p = ok(&m, m.create_process(0));
-        let k = m.kmt(&p);
+        let (p, k) = user_process(&m);
         let buf = okk(&m, k.create_allocation(4096));
         let mut q = okk(&m, UserQueue::new(k, &config(0)));
         let v = okk(&m, q.submit(&[fill(&buf, 0, 1)]));
@@ -273,8 +271,7 @@ fn user_queue_cannot_write_the_event_ring() {
     let m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
     let dev = m.device(0).expect("device").clone();
     let ring = dev.read64(regs::EVENT_RING_BASE);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let src = okk(&m, k.create_allocation(4096));
     // A forged "engine 1 hung" record as the payload.
     let words = record(EventKind::EngineState, 1, NO_QUEUE, [0, 2, 0]).to_words();
@@ -349,8 +346,7 @@ fn lost_interrupt_is_recovered_by_the_next_and_every_waiter_released() {
     let second = ok(&m, m.wait_native_fence_event(&f, 2));
     ok(&m, q.signal(&f, 2));
     ok(&m, q.kick());
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let buf = okk(&m, k.create_allocation(4096));
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
     let v = okk(&m, uq.submit(&[fill(&buf, 0, 7)]));
@@ -575,17 +571,7 @@ fn late_interrupts_and_overflowed_ring_release_every_waiter() {
 /// A step-mode machine whose TDR fires after 20 steps of a late fence.
 fn machine_with_quick_tdr() -> Machine {
     let m = machine_with(Mode::Step, |_| {});
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            TdrConfig {
-                timeout_steps: 20,
-                preempt_steps: 5,
-                ..TdrConfig::default()
-            },
-        ),
-    );
+    enable_tdr_steps(&m, 20, 5);
     m
 }
 
@@ -597,8 +583,7 @@ fn machine_with_quick_tdr() -> Machine {
 fn lost_dma_completion_is_found_by_query_current_fence_without_tdr() {
     let m = machine_with_quick_tdr();
     let dev = m.device(0).expect("device").clone();
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(0));
     let t = okk(&m, k.create_allocation(4096));
     let f0 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
@@ -653,8 +638,7 @@ fn surprise_removal_releases_waiters_refuses_work_and_tears_down_clean() {
     let mut m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
     let caps = ok(&m, m.query_driver_caps(0));
     assert_eq!(caps.SupportSurpriseRemoval, 1);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let buf = okk(&m, k.create_allocation(4096));
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
     let v = okk(&m, uq.submit(&[fill(&buf, 0, 1)]));
@@ -720,8 +704,7 @@ fn surprise_removal_releases_waiters_refuses_work_and_tears_down_clean() {
 #[test]
 fn dead_bus_is_noticed_new_queues_refused_and_teardown_completes() {
     let mut m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let buf = okk(&m, k.create_allocation(4096));
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
     let v = okk(&m, uq.submit(&[fill(&buf, 0, 1)]));
@@ -777,8 +760,7 @@ fn dead_bus_without_pnp_ends_in_video_tdr_failure() {
 
     // Kernel-mode work.
     let m = machine_with_quick_tdr();
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(0));
     let t = okk(&m, k.create_allocation(4096));
     let f0 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
@@ -800,8 +782,7 @@ fn dead_bus_without_pnp_ends_in_video_tdr_failure() {
 
     // VidMm first: an allocation's page-table update is a paging buffer on the paging node.
     let m = machine_with_quick_tdr();
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     okk(&m, k.create_allocation(4096));
     m.device(0).expect("device").lose_device();
     assert!(k.create_allocation(4096).is_err(), "the machine stopped");
@@ -821,8 +802,7 @@ against_the_pe_image!();
 fn step_mode_waits_outlast_a_lost_progress_interrupt() {
     let m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
     let dev = m.device(0).expect("device").clone();
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let buf = okk(&m, k.create_allocation(4096));
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
     for round in 1..=3u64 {

@@ -44,6 +44,15 @@ struct Advertised {
     user_mode_submission: bool,
 }
 
+impl Advertised {
+    /// Kernel-mode submission only.
+    const NOTHING: Self = Self {
+        native_gpu_fence: false,
+        context_scheduling: false,
+        user_mode_submission: false,
+    };
+}
+
 fn advertised(m: &Machine) -> Advertised {
     let caps = m.query_driver_caps(0).expect("caps");
     let md = m.node_metadata(0);
@@ -145,14 +154,7 @@ fn hws_negotiation_matrix_driver_advertises_exactly_what_the_os_enabled() {
 #[test]
 fn hws_off_driver_runs_kernel_mode_only() {
     let m = start(cfg(false, true, true), false);
-    assert_eq!(
-        advertised(&m),
-        Advertised {
-            native_gpu_fence: false,
-            context_scheduling: false,
-            user_mode_submission: false,
-        }
-    );
+    assert_eq!(advertised(&m), Advertised::NOTHING);
     assert!(m.usermode_submission_caps(0).is_none());
 }
 
@@ -164,14 +166,7 @@ fn nf_10_without_the_feature_interface_nothing_is_enabled() {
     let db = m.feature_db(0);
     assert!(!db.driver_interface);
     assert!(db.enabled.is_empty(), "{db:?}");
-    assert_eq!(
-        advertised(&m),
-        Advertised {
-            native_gpu_fence: false,
-            context_scheduling: false,
-            user_mode_submission: false,
-        }
-    );
+    assert_eq!(advertised(&m), Advertised::NOTHING);
 }
 
 /// The OS's policy can refuse a feature the driver supports; what depends on it goes too.
@@ -319,24 +314,11 @@ fn br_73_user_mode_submission_with_hws_off_is_refused() {
         | flag(DXGK_NODEMETADATA_FLAGS::UserModeSubmission);
     // HWS off: the context-scheduling half is caught first (BR-72 precedes BR-73 per node).
     refused(start_lying(cfg(false, true, true), both, false), "BR-72");
+    let ums = flag(DXGK_NODEMETADATA_FLAGS::UserModeSubmission);
     // HWS on but UMS refused by policy: BR-73.
-    refused(
-        start_lying(
-            cfg(true, false, true),
-            flag(DXGK_NODEMETADATA_FLAGS::UserModeSubmission),
-            false,
-        ),
-        "BR-73",
-    );
+    refused(start_lying(cfg(true, false, true), ums, false), "BR-73");
     // Native fences off (so no NativeGpuFence cap): a UMS node is refused on 24H2.
-    refused(
-        start_lying(
-            cfg(true, true, false),
-            flag(DXGK_NODEMETADATA_FLAGS::UserModeSubmission),
-            false,
-        ),
-        "BR-73",
-    );
+    refused(start_lying(cfg(true, true, false), ums, false), "BR-73");
 }
 
 /// windows-bringup.md §10 question 2: the slot after `DxgkDdiNotifyWorkSubmission` (byte 1368). rvgpu

@@ -175,8 +175,7 @@ fn log_01_set_runs_at_dispatch() {
 #[test]
 fn log_01_recreate_mid_run_moves_writes_to_new_buffer() {
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
     let h = queue_handle(&m, uq.queue_id());
     let (f, fo) = fence(&m, &k);
@@ -240,8 +239,7 @@ fn log_01_recreate_mid_run_moves_writes_to_new_buffer() {
 #[test]
 fn log_02_os_reads_entries_in_index_order() {
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
     let (f, fo) = fence(&m, &k);
     let rec = Recorder::new();
@@ -274,8 +272,7 @@ fn log_02_os_reads_entries_in_index_order() {
 #[test]
 fn log_03_entries_match_queued_ops() {
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
     let rec = Recorder::new();
     m.set_trace_sink(rec.clone());
@@ -328,8 +325,7 @@ fn log_04_signal_entry_is_read_by_the_drain_that_releases_its_wait() {
     // (device look-ahead), so the drain of that DPC finds it: every wait is released through
     // the log (or, if a resample got there first in a race, by Resample), never left pending.
     let m = machine(Mode::Threaded);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
     let (f, fo) = fence(&m, &k);
     let mut via_log = 0;
@@ -356,8 +352,7 @@ fn log_04_signal_entry_is_read_by_the_drain_that_releases_its_wait() {
 #[test]
 fn log_05_forced_overflow_falls_back_to_scan() {
     let m = machine_with(Mode::Step, |c| c.os.log_entries = 4);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
     let (f, fo) = fence(&m, &k);
     let rec = Recorder::new();
@@ -408,8 +403,7 @@ fn log_06_gpu_timestamps_never_go_backwards_per_log() {
     // Threaded GPU clock, two queues on two engines interleaving: the OS enforces
     // non-decreasing end timestamps per log on every read (a violation would halt the machine).
     let m = machine(Mode::Threaded);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let mut a = okk(&m, UserQueue::new(k, &config(0)));
     let mut b = okk(&m, UserQueue::new(k, &config(1)));
     let rec = Recorder::new();
@@ -469,8 +463,7 @@ fn entry(op: u32, h: u32, v: u64, observed: u64, end: u64) -> LogEntry {
 #[test]
 fn log_06_zero_and_repeated_timestamps_accepted() {
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let a = okk(&m, UserQueue::new(k, &config(0)));
     let (f, _fo) = fence(&m, &k);
     let h = queue_handle(&m, a.queue_id());
@@ -489,8 +482,7 @@ fn log_06_backwards_timestamp_is_untrusted_and_scanned() {
     // Log contents are untrusted (a hostile LOG_WRITE or a faulty device). Windows
     // must not trust them, nor may the OS halt on them: it scans instead.
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let a = okk(&m, UserQueue::new(k, &config(0)));
     let (f, _fo) = fence(&m, &k);
     let h = queue_handle(&m, a.queue_id());
@@ -510,8 +502,7 @@ fn log_06_backwards_timestamp_is_untrusted_and_scanned() {
 #[test]
 fn log_06_wait_observed_after_end_is_untrusted_and_scanned() {
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let a = okk(&m, UserQueue::new(k, &config(0)));
     let (f, _fo) = fence(&m, &k);
     let h = queue_handle(&m, a.queue_id());
@@ -530,8 +521,7 @@ fn log_06_wait_observed_after_end_is_untrusted_and_scanned() {
 #[test]
 fn log_05_header_going_backwards_is_untrusted_and_scanned() {
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let a = okk(&m, UserQueue::new(k, &config(0)));
     let (f, _fo) = fence(&m, &k);
     let h = queue_handle(&m, a.queue_id());
@@ -557,8 +547,7 @@ fn log_05_header_going_backwards_is_untrusted_and_scanned() {
 #[test]
 fn log_hostile_log_write_from_user_queue_never_halts() {
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let mut a = okk(&m, UserQueue::new(k, &config(0)));
     let (f, fo) = fence(&m, &k);
     let ev = wait(&m, &fo, 5);
@@ -584,8 +573,7 @@ fn log_hostile_log_write_from_user_queue_never_halts() {
 #[test]
 fn log_03_wrong_operation_type_falls_back_to_scan() {
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let a = okk(&m, UserQueue::new(k, &config(0)));
     let (f, fo) = fence(&m, &k);
     let h = queue_handle(&m, a.queue_id());
@@ -613,8 +601,7 @@ fn log_04_entry_ahead_of_its_value_is_untrusted_and_releases_nobody() {
     // The device writes the value before the entry (LOG-04); an entry naming a value the
     // fence has not reached is untrusted: counted, scanned, and it releases nobody.
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let a = okk(&m, UserQueue::new(k, &config(0)));
     let (f, fo) = fence(&m, &k);
     let ev = wait(&m, &fo, 7);
@@ -641,8 +628,7 @@ fn log_04_entry_ahead_of_its_value_is_untrusted_and_releases_nobody() {
 #[test]
 fn log_07_update_lists_only_queues_with_new_entries() {
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let mut a = okk(&m, UserQueue::new(k, &config(0)));
     let b = okk(&m, UserQueue::new(k, &config(0)));
     let (f, fo) = fence(&m, &k);
@@ -669,8 +655,7 @@ fn log_07_drain_order_header_flush_entries() {
     // The entries read are exactly those the pre-flush header counted; an entry written after
     // that header read is left for the next drain (never read twice, never skipped).
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let mut a = okk(&m, UserQueue::new(k, &config(0)));
     let rec = Recorder::new();
     m.set_trace_sink(rec.clone());
@@ -701,8 +686,7 @@ fn log_07_drain_order_header_flush_entries() {
 #[test]
 fn log_08_seed_example_e1_e4() {
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let mut a = okk(&m, UserQueue::new(k, &config(0)));
     let mut b = okk(&m, UserQueue::new(k, &config(0)));
     let rec = Recorder::new();
@@ -869,8 +853,7 @@ fn log_08_null_hwqueue_reads_every_queue_on_engine() {
     // The drain a NULL hHWQueue asks for: every log-bearing queue on the engine, not another
     // engine's.
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let mut a = okk(&m, UserQueue::new(k, &config(0)));
     let mut b = okk(&m, UserQueue::new(k, &config(0)));
     let mut c = okk(&m, UserQueue::new(k, &config(1)));
@@ -908,8 +891,7 @@ fn log_08_null_hwqueue_reads_every_queue_on_engine() {
 #[test]
 fn log_08_named_queue_without_entry_scans() {
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let a = okk(&m, UserQueue::new(k, &config(0)));
     let (_f, fo) = fence(&m, &k);
     let ev = wait(&m, &fo, 5);
@@ -945,8 +927,7 @@ fn log_08_unknown_hwqueue_is_rejected_by_the_isr_check() {
 #[test]
 fn log_09_every_user_queue_has_both_logs() {
     let m = machine(Mode::Step);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let qs: Vec<_> = (0..6)
         .map(|i| okk(&m, UserQueue::new(k, &config(i % 2))))
         .collect();
@@ -1009,8 +990,7 @@ fn stress_run(seed: u64, log_entries: u64) -> StressResult {
         c.os.log_entries = log_entries;
         c.adapters[0] = AdapterConfig::dgpu();
     });
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let mut qs: Vec<_> = (0..8)
         .map(|i| okk(&m, UserQueue::new(k, &config(i % 2))))
         .collect();
@@ -1102,8 +1082,7 @@ fn log_stress_step_mode_is_deterministic() {
 #[test]
 fn log_stress_threaded_with_recreate() {
     let m = machine(Mode::Threaded);
-    let p = process(&m);
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let mut qs: Vec<_> = (0..8)
         .map(|i| okk(&m, UserQueue::new(k, &config(i % 2))))
         .collect();

@@ -15,10 +15,7 @@ use std::time::Duration;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmu::{Access, FaultReason};
-use rvgpu_hw::pdd::{
-    AllocationKind, AllocationPdd, HwQueuePdd, ALLOCATION_PDD_VERSION, HW_QUEUE_PDD_VERSION,
-    PDD_MAGIC,
-};
+use rvgpu_hw::pdd::{AllocationKind, AllocationPdd, ALLOCATION_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimKmt, SimMem};
 use rvgpu_simos::vidmm::residency::Place;
@@ -743,11 +740,7 @@ fn sub_range_mapping_reports_its_allocation_offset() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let context = okk(&m, p.k.create_context(0));
-    let mut qp = HwQueuePdd {
-        magic: PDD_MAGIC,
-        version: HW_QUEUE_PDD_VERSION,
-        ..Default::default()
-    };
+    let mut qp = hw_queue_pdd();
     let queue = okk(&m, p.k.create_hw_queue(context, true, qp.as_mut_bytes())).handle;
     let ring = okk(
         &m,
@@ -815,11 +808,7 @@ fn ring_mapped_twice_doorbell_uses_any_current_mapping() {
     let target = buffer(&m, &p.k, 1);
     let context = okk(&m, p.k.create_context(0));
     let new_queue = || {
-        let mut qp = HwQueuePdd {
-            magic: PDD_MAGIC,
-            version: HW_QUEUE_PDD_VERSION,
-            ..Default::default()
-        };
+        let mut qp = hw_queue_pdd();
         okk(&m, p.k.create_hw_queue(context, true, qp.as_mut_bytes()))
     };
     let control = okk(

@@ -7,7 +7,6 @@
 mod common;
 
 use common::*;
-use rvgpu_hw::pdd::{HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_simos::{Mode, UmsEvent};
 use rvgpu_umd::kmt::Kmt;
 use zerocopy::IntoBytes;
@@ -17,14 +16,9 @@ use zerocopy::IntoBytes;
 #[test]
 fn held_submission_refused_by_the_driver_puts_the_device_in_error_not_the_os_down() {
     let m = with_doorbells(Mode::Step, 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let context = okk(&m, k.create_context(0));
-    let mut qp = HwQueuePdd {
-        magic: PDD_MAGIC,
-        version: HW_QUEUE_PDD_VERSION,
-        ..Default::default()
-    };
+    let mut qp = hw_queue_pdd();
     let queue = okk(&m, k.create_hw_queue(context, false, qp.as_mut_bytes()));
     let (fence, _) = okk(&m, k.create_monitored_fence(0));
     okk(&m, k.submit_wait_to_hw_queue(queue.handle, &[(fence, 1)]));
@@ -47,8 +41,7 @@ fn held_submission_refused_by_the_driver_puts_the_device_in_error_not_the_os_dow
     );
     assert!(k.create_allocation(4096).is_err(), "device in error");
     // Another process is not affected.
-    let other = ok(&m, m.create_process(0));
-    let ko = m.kmt(&other);
+    let (other, ko) = user_process(&m);
     let buf = okk(&m, ko.create_allocation(4096));
     let mut q = okk(&m, rvgpu_umd::submit::UserQueue::new(ko, &config(0)));
     let done = okk(&m, q.submit(&[fill(&buf, 0, 0x600D)]));

@@ -217,8 +217,7 @@ fn one_process_cannot_take_every_queue_and_context() {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.doorbells = 8;
     let m = started(cfg);
-    let a = ok(&m, m.create_process(0));
-    let ka = m.kmt(&a);
+    let (a, ka) = user_process(&m);
     let mut contexts = Vec::new();
     let refused = loop {
         match ka.create_context(0) {
@@ -252,8 +251,7 @@ fn one_process_cannot_take_every_queue_and_context() {
     no_fault(&m);
 
     // B gets its first context, queue, doorbell and fence, and its work runs.
-    let b = ok(&m, m.create_process(0));
-    let kb = m.kmt(&b);
+    let (b, kb) = user_process(&m);
     let buf = okk(&m, kb.create_allocation(4096));
     let mut q = okk(&m, UserQueue::new(kb, &config(0)));
     let v = okk(

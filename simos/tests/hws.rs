@@ -9,9 +9,7 @@ use std::time::Duration;
 use rvgpu_ddi::hws::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_hw::cmd::Command;
-use rvgpu_simos::{
-    HwsCall, Machine, MachineConfig, Mode, SimError, TdrConfig, TdrEvent, TdrReason,
-};
+use rvgpu_simos::{HwsCall, Machine, MachineConfig, Mode, SimError, TdrEvent, TdrReason};
 use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};
 use rvgpu_umd::submit::{QueueConfig, UserQueue};
 
@@ -112,8 +110,7 @@ fn br_77_hws_off_no_calls_and_br_94_queues_refused() {
     let m = started(cfg);
     assert!(m.hws_nodes(0).is_empty());
     assert!(m.hws_calls(0).is_empty());
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(0));
     let t = okk(&m, k.create_allocation(4096));
     let f = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 7)]));
@@ -269,17 +266,7 @@ fn hws_focus_band_runs_first() {
 
 fn tdr_machine() -> Machine {
     let m = machine_with(Mode::Step, |a| a.device.doorbells = 8);
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            TdrConfig {
-                timeout_steps: 40,
-                preempt_steps: 5,
-                ..TdrConfig::default()
-            },
-        ),
-    );
+    enable_tdr_steps(&m, 40, 5);
     m
 }
 
@@ -341,17 +328,7 @@ fn failing_reset_machine(cfg: MachineConfig) -> Machine {
     m.load_driver_with(|t| t.DxgkDdiResetHwEngine = Some(failing_reset_hw_engine))
         .expect("load");
     m.start_adapter(0).expect("start");
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            TdrConfig {
-                timeout_steps: 40,
-                preempt_steps: 5,
-                ..TdrConfig::default()
-            },
-        ),
-    );
+    enable_tdr_steps(&m, 40, 5);
     m
 }
 

@@ -339,17 +339,7 @@ fn kernel_mode_dma_buffer_cannot_write_another_process_memory() {
         a.device.doorbells = 4;
         a.hwsch_feature = false;
     });
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            rvgpu_simos::TdrConfig {
-                timeout_steps: 40,
-                preempt_steps: 5,
-                ..Default::default()
-            },
-        ),
-    );
+    enable_tdr_steps(&m, 40, 5);
     let a = process(&m);
     let b = process(&m);
     let ca = okk(&m, a.k.create_context(0));

@@ -8,7 +8,7 @@ use common::*;
 use rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING;
 use rvgpu_ddi::kmtest::*;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_SUCCESS};
-use rvgpu_hw::pdd::{AllocationKind, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
+use rvgpu_hw::pdd::AllocationKind;
 use rvgpu_simos::dxgkrnl::kmtest::{escape_data, escape_sizes, STATUS_BUFFER_OVERFLOW};
 use rvgpu_simos::kmt::{SimKmt, SimMem};
 use rvgpu_simos::{Machine, MachineConfig, Mode};
@@ -17,11 +17,7 @@ use zerocopy::IntoBytes;
 
 fn queue<'m>(m: &Machine, k: &SimKmt<'m>) -> (KmtHandle, HwQueue<rvgpu_simos::kmt::SimFence>) {
     let context = okk(m, k.create_context(0));
-    let mut qp = HwQueuePdd {
-        magic: PDD_MAGIC,
-        version: HW_QUEUE_PDD_VERSION,
-        ..Default::default()
-    };
+    let mut qp = hw_queue_pdd();
     let q = okk(m, k.create_hw_queue(context, false, qp.as_mut_bytes()));
     (context, q)
 }
@@ -76,8 +72,7 @@ fn kt_feature_is_negotiated_and_the_builder_is_held() {
 #[test]
 fn kt_fill_then_copy_on_a_hardware_queue_read_back() {
     let m = started(MachineConfig::single(Mode::Step));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let (_, q) = queue(&m, &k);
     let t = okk(&m, k.create_allocation(8192));
     let fill = okk(
@@ -113,8 +108,7 @@ fn kt_fill_then_copy_on_a_hardware_queue_read_back() {
 #[test]
 fn kt_os_refuses_bad_escapes_before_the_driver() {
     let m = started(MachineConfig::single(Mode::Step));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let (context, q) = queue(&m, &k);
     let t = okk(&m, k.create_allocation(4096));
     let fill = D3DDDI_TESTCOMMANDBUFFER::fill(t.gpu_va, 64, 1);
@@ -179,8 +173,7 @@ fn kt_os_refuses_bad_escapes_before_the_driver() {
     assert_eq!(build(&k, context, true, fill).err(), invalid.err());
     assert_eq!(build(&k, q.handle, false, fill).err(), invalid.err());
     assert_eq!(build(&k, 0x1234, false, fill).err(), invalid.err());
-    let p2 = ok(&m, m.create_process(0));
-    let k2 = m.kmt(&p2);
+    let (_p2, k2) = user_process(&m);
     assert_eq!(build(&k2, q.handle, true, fill).err(), invalid.err());
     assert!(build(&k, q.handle, true, fill).is_ok(), "the owner may");
 }
@@ -191,8 +184,7 @@ fn kt_escape_needs_test_signing() {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.test_signing = false;
     let m = started(cfg);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let (_, q) = queue(&m, &k);
     let t = okk(&m, k.create_allocation(4096));
     assert_eq!(
@@ -211,8 +203,7 @@ fn kt_escape_needs_test_signing() {
 #[test]
 fn kt_driver_refusals_and_size_negotiation() {
     let m = started(MachineConfig::single(Mode::Step));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let (context, q) = queue(&m, &k);
     let t = okk(&m, k.create_allocation(4096));
     let invalid = Err(NtStatus(STATUS_INVALID_PARAMETER));

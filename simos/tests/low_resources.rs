@@ -28,7 +28,6 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use common::*;
-use rvgpu_hw::pdd::{HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::dxgkrnl::kernel;
 use rvgpu_simos::kmt::SimKmt;
@@ -287,14 +286,6 @@ fn sweep<S, T>(
 /// adapter start put in it (one per node, BR-66).
 const GROWTH_BATCH: usize = 4;
 
-fn user_queue_pdd() -> HwQueuePdd {
-    HwQueuePdd {
-        magic: PDD_MAGIC,
-        version: HW_QUEUE_PDD_VERSION,
-        ..Default::default()
-    }
-}
-
 #[test]
 fn low_resources_create_device_fails_cleanly_at_every_allocation() {
     let _serial = serial();
@@ -375,7 +366,7 @@ fn low_resources_create_hw_queue_fails_cleanly_at_every_allocation() {
             },
             |m, k| okk(m, k.create_context(0)),
             |_, k, c| {
-                let mut pdd = user_queue_pdd();
+                let mut pdd = hw_queue_pdd();
                 k.create_hw_queue(*c, user_mode, pdd.as_mut_bytes())
                     .map(|q| q.handle)
                     .map_err(status_of)
@@ -394,7 +385,7 @@ struct Unbelled {
 
 fn unbelled(m: &Machine, k: &SimKmt<'_>) -> Unbelled {
     let context = okk(m, k.create_context(0));
-    let mut pdd = user_queue_pdd();
+    let mut pdd = hw_queue_pdd();
     let queue = okk(m, k.create_hw_queue(context, true, pdd.as_mut_bytes())).handle;
     let ring = okk(m, k.create_allocation_as(4096, AllocationKind::Commands));
     let control = okk(
@@ -465,10 +456,7 @@ fn low_resources_create_allocation_fails_cleanly_at_every_allocation() {
 fn low_resources_adapter_start_fails_cleanly_at_every_allocation() {
     let _serial = serial();
     let run = |fail: Option<LowResources>| -> Option<u64> {
-        let mut m = Machine::new(MachineConfig::single(Mode::Step));
-        if let Err(e) = m.load_driver() {
-            panic!("load: {e}");
-        }
+        let mut m = loaded(MachineConfig::single(Mode::Step));
         m.set_low_resources(fail.unwrap_or(LowResources::Off));
         let r = m.start_adapter(0);
         let stats = m.pool_stats();
@@ -543,8 +531,7 @@ fn low_resources_adapter_start_fails_cleanly_at_every_allocation() {
 fn low_resources_dpc_and_isr_make_no_allocation() {
     let _serial = serial();
     let m = started(MachineConfig::single(Mode::Step));
-    let process = ok(&m, m.create_process(0));
-    let k = m.kmt(&process);
+    let (process, k) = user_process(&m);
     let target = okk(&m, k.create_allocation(4096));
     let mut q = okk(
         &m,

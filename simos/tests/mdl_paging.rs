@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::residency::*;
 use common::*;
 
 use rvgpu_ddi::ntstatus::{
@@ -19,45 +20,16 @@ use rvgpu_ddi::tdr::{
 use rvgpu_ddi::{HANDLE, LARGE_INTEGER, NTSTATUS};
 use rvgpu_hw::addr::VRAM_BASE;
 use rvgpu_hw::cmd::{decode, Command};
-use rvgpu_hw::pdd::{AllocationKind, AllocationPdd, ALLOCATION_PDD_VERSION, PDD_MAGIC};
 use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::vidmm::mdl::Mdl;
 use rvgpu_simos::vidmm::paging::TransferSide;
 use rvgpu_simos::vidmm::residency::Place;
-use rvgpu_simos::{Machine, MachineConfig, Mode, UmsProcess};
-use rvgpu_umd::kmt::{AllocationCpu, EvictFlags, Kmt, MakeResidentFlags, MappedGpu};
+use rvgpu_simos::{Machine, MachineConfig, Mode};
+use rvgpu_umd::kmt::{EvictFlags, Kmt, MappedGpu};
 use rvgpu_umd::submit::UserQueue;
 
 const PAGE: u64 = 4096;
 const MIB: u64 = 1 << 20;
-
-fn process(m: &Machine) -> (UmsProcess, SimKmt<'_>) {
-    let p = ok(m, m.create_process(0));
-    let k = m.kmt(&p);
-    (p, k)
-}
-
-/// A GPU-only allocation (VRAM when there is room), created and made resident.
-fn gpu_only(m: &Machine, k: &SimKmt<'_>, size: u64) -> MappedGpu {
-    let pdd = AllocationPdd {
-        magic: PDD_MAGIC,
-        version: ALLOCATION_PDD_VERSION,
-        size,
-        kind: AllocationKind::Buffer as u32,
-        flags: 0,
-        reserved: 0,
-    };
-    let a = okk(m, k.create_allocation_pdd(&pdd));
-    okk(
-        m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
-    a
-}
-
-fn place(m: &Machine, a: &MappedGpu) -> Place {
-    m.allocation_residency(0, a.handle).expect("tracked").0
-}
 
 /// What page `i` holds: different on every page, so a page moved to the wrong place shows.
 fn page_pattern(i: u64) -> u64 {
@@ -79,28 +51,6 @@ fn fill_pages(m: &Machine, q: &mut UserQueue<&SimKmt<'_>>, a: &MappedGpu) {
     }
 }
 
-/// What `a` holds, copied by the GPU into memory the CPU maps.
-fn gpu_read(
-    m: &Machine,
-    k: &SimKmt<'_>,
-    q: &mut UserQueue<&SimKmt<'_>>,
-    a: &MappedGpu,
-) -> Vec<u64> {
-    let dst = okk(m, k.create_allocation(a.size));
-    let v = okk(
-        m,
-        q.submit(&[Command::Copy {
-            src: a.gpu_va,
-            dst: dst.gpu_va,
-            bytes: a.size,
-        }]),
-    );
-    okk(m, q.wait(v));
-    let words = (0..a.size / 8).map(|i| dst.mem.load(i * 8)).collect();
-    okk(m, k.destroy_allocation(dst.handle));
-    words
-}
-
 fn pages_hold_their_patterns(words: &[u64]) -> bool {
     words
         .chunks((PAGE / 8) as usize)
@@ -116,8 +66,8 @@ fn pages_hold_their_patterns(words: &[u64]) -> bool {
 #[test]
 fn pressure_evicts_and_pages_back_through_mdl_transfers() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
-    let (_p2, k2) = process(&m);
+    let (_p, k) = user_process(&m);
+    let (_p2, k2) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let mut held = Vec::new();
     loop {
@@ -161,10 +111,7 @@ fn pressure_evicts_and_pages_back_through_mdl_transfers() {
     }
     // The other allocation leaves; ours comes back into VRAM, through the MDL again.
     okk(&m, k2.evict(&[n.handle], EvictFlags::default()));
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, a);
     assert!(matches!(place(&m, a), Place::Local { .. }));
     assert!(pages_hold_their_patterns(&gpu_read(&m, &k, &mut q, a)));
     okk(&m, q.close());
@@ -210,7 +157,7 @@ fn scattered_pages(m: &Machine) -> Vec<u64> {
 #[test]
 fn build_paging_buffer_mdl_transfer_offsets_and_multipass() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let (segment, seg) = vram_location(&m, &k);
     let pages = scattered_pages(&m);
     let mdl = Mdl::of_pages(&pages).expect("mdl");
@@ -304,7 +251,7 @@ fn build_paging_buffer_mdl_transfer_offsets_and_multipass() {
 #[test]
 fn malformed_mdl_is_refused_without_panic() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let (segment, seg) = vram_location(&m, &k);
     let pages = scattered_pages(&m);
     let pfns: Vec<u64> = pages.iter().map(|p| p / PAGE).collect();

@@ -33,8 +33,7 @@ fn eight_mib_fits(m: &Machine) {
 fn fence_churn_returns_system_memory() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = machine(mode);
-        let p = ok(&m, m.create_process(0));
-        let k = m.kmt(&p);
+        let (p, k) = user_process(&m);
         // Warm: the process's first objects (its address space's tables, a packed page).
         let f = okk(&m, k.create_native_fence(0));
         okk(&m, k.destroy_native_fence(f.kmt));
@@ -78,8 +77,7 @@ fn process_churn_returns_system_memory() {
     let m = machine(Mode::Step);
     let start = m.memory().system_used();
     for round in 0..200u64 {
-        let p = ok(&m, m.create_process(0));
-        let k = m.kmt(&p);
+        let (p, k) = user_process(&m);
         let buf = okk(&m, k.create_allocation(4096));
         let mut q = okk(&m, UserQueue::new(k, &config(0)));
         let v = okk(&m, q.submit(&[fill(&buf, 0, round)]));
@@ -105,8 +103,7 @@ fn process_churn_returns_system_memory() {
 #[test]
 fn fence_storage_exhaustion_is_a_status() {
     let m = started(MachineConfig::single(Mode::Step));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     okk(&m, k.create_native_fence(0));
     // Room for a few more pages only.
     m.memory()
@@ -143,8 +140,7 @@ fn fence_storage_exhaustion_is_a_status() {
 fn queue_and_log_buffer_churn_returns_system_memory() {
     let m = machine(Mode::Step);
     let before = m.system_memory_free();
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let buf = okk(&m, k.create_allocation(4096));
     // Warm: the page the process packs its queues' progress fences into.
     drop(okk(&m, UserQueue::new(k, &config(0))));
@@ -173,8 +169,7 @@ fn queue_and_log_buffer_churn_returns_system_memory() {
 #[test]
 fn allocation_churn_does_not_run_the_bus_out() {
     let m = started(MachineConfig::single(Mode::Step));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let free = m.system_memory_free();
     // 1 GiB is the most one allocation may be (the driver's limit); the bus has 1 TiB.
     m.memory()
@@ -191,8 +186,7 @@ fn allocation_churn_does_not_run_the_bus_out() {
     // A 16 MiB machine again: a process, its fence and queue, and 8 MiB all fit.
     m.memory()
         .set_system_cap(m.memory().system_used() + 16 * MIB);
-    let q = ok(&m, m.create_process(0));
-    let k = m.kmt(&q);
+    let (q, k) = user_process(&m);
     okk(&m, k.create_native_fence(0));
     drop(okk(&m, UserQueue::new(k, &config(0))));
     eight_mib_fits(&m);

@@ -62,8 +62,7 @@ fn position(m: &Machine, f: impl Fn(&UmsEvent) -> bool) -> usize {
 #[test]
 fn mf_03_gpu_wait_holds_later_work() {
     let m = machine(Mode::Step);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let (fh, f) = okk(&m, k.create_monitored_fence(0));
     let mut q = okk(&m, KernelQueue::new(k, &config()));
@@ -122,8 +121,7 @@ fn mf_03_gpu_wait_holds_later_work() {
 #[test]
 fn mf_03_gpu_wait_released_by_another_queues_fence_write() {
     let m = machine(Mode::Step);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let (fh, f) = okk(&m, k.create_monitored_fence(0));
     let mut a = okk(&m, KernelQueue::new(k, &config()));
@@ -157,8 +155,7 @@ fn mf_03_gpu_wait_released_by_another_queues_fence_write() {
 #[test]
 fn mf_03_fence_write_command() {
     let m = machine(Mode::Step);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let (fh, f) = okk(&m, k.create_monitored_fence(0));
     let fence = UmdMonitoredFence {
@@ -184,8 +181,7 @@ fn mf_03_fence_write_command() {
 #[test]
 fn mf_03_gpu_signal_after_prior_work() {
     let m = machine(Mode::Step);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let (fh, f) = okk(&m, k.create_monitored_fence(0));
     let mut q = okk(&m, KernelQueue::new(k, &config()));
@@ -251,8 +247,7 @@ fn mf_03_gpu_signal_after_prior_work() {
 #[test]
 fn mf_03_cross_queue_chain() {
     let m = machine(Mode::Step);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let (fh, f) = okk(&m, k.create_monitored_fence(0));
     let (gh, g) = okk(&m, k.create_monitored_fence(0));
@@ -319,8 +314,7 @@ fn mf_03_cross_queue_chain() {
 #[test]
 fn mf_03_destroy_with_pending_wait() {
     let m = machine(Mode::Step);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let (fh, f) = okk(&m, k.create_monitored_fence(0));
     let (gh, g) = okk(&m, k.create_monitored_fence(0));
@@ -393,8 +387,7 @@ fn mf_03_cross_queue_chain_threaded() {
 #[test]
 fn mf_03_wait_on_destroyed_fence_releases_the_queue() {
     let m = machine(Mode::Step);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let (fh, _f) = okk(&m, k.create_monitored_fence(0));
     let mut q = okk(&m, KernelQueue::new(k, &config()));

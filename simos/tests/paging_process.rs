@@ -76,8 +76,7 @@ fn paging_process_has_its_own_root_and_holds_only_what_the_cmp_needs() {
 #[test]
 fn native_fence_logs_enter_and_leave_the_paging_process_with_their_queue() {
     let m = machine_with(Mode::Step, |_| {});
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let q = raw_queue(&m, &k);
     let logs: Vec<u64> = [LogKind::Wait, LogKind::Signal]
         .into_iter()

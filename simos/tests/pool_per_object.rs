@@ -7,7 +7,6 @@
 mod common;
 
 use common::*;
-use rvgpu_hw::pdd::{HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_simos::pe::DriverBuild;
 use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc};
 use rvgpu_umd::kmt::Kmt;
@@ -107,11 +106,7 @@ fn make(kind: &str) -> fn(&Machine, usize) {
             let k = m.kmt(&p);
             let ctx = okk(m, k.create_context(0));
             for _ in 0..n {
-                let mut qp = HwQueuePdd {
-                    magic: PDD_MAGIC,
-                    version: HW_QUEUE_PDD_VERSION,
-                    ..Default::default()
-                };
+                let mut qp = hw_queue_pdd();
                 okk(m, k.create_hw_queue(ctx, true, qp.as_mut_bytes()));
             }
         },

@@ -13,8 +13,7 @@ fn process_exit_closes_its_native_and_monitored_fences() {
     let m = with_doorbells(Mode::Step, 4);
     let (before, _) = m.fence_live_counts(0);
     for kill in [false, true] {
-        let p = ok(&m, m.create_process(0));
-        let k = m.kmt(&p);
+        let (p, k) = user_process(&m);
         let native = okk(&m, rvgpu_umd::kmt::Kmt::create_native_fence(&k, 1));
         let (monitored, _) = okk(&m, k.create_monitored_fence(1));
         let (during, _) = m.fence_live_counts(0);

@@ -47,8 +47,7 @@ fn setting_up_a_queue_costs_the_device_the_same_with_16_or_300_queues() {
 fn without_runlist_updates_queues_still_run() {
     for update in [true, false] {
         let m = machine_with(Mode::Step, |a| a.device.runlist_update = update);
-        let p = ok(&m, m.create_process(0));
-        let k = m.kmt(&p);
+        let (p, k) = user_process(&m);
         let t = okk(&m, k.create_allocation(4096));
         let mut qs = (0..3)
             .map(|_| okk(&m, UserQueue::new(k, &QueueConfig::default())))

@@ -77,8 +77,7 @@ fn quota_fences_per_process_share_refuses_the_greedy_process_only() {
     let m = machine(&[("FenceReserve", FENCE_TABLE - 12), ("FenceFirst", 4)]);
     let (before, _) = m.fence_live_counts(0);
     // A through D3DKMT (its exit closes what its handle table holds).
-    let a = ok(&m, m.create_process(0));
-    let ka = m.kmt(&a);
+    let (a, ka) = user_process(&m);
     let (fences, refused) = until_refused(64, || ka.create_native_fence(0));
     assert_eq!(refused, STATUS_NO_MEMORY, "after {} fences", fences.len());
     assert!(
@@ -153,13 +152,11 @@ fn quota_fences_opens_of_shared_fences_count_toward_the_share() {
 #[test]
 fn quota_contexts_registry_share_refuses_the_greedy_process_only() {
     let m = machine(&[("ContextReserve", CONTEXT_ROOM - 64), ("ContextFirst", 3)]);
-    let a = ok(&m, m.create_process(0));
-    let ka = m.kmt(&a);
+    let (a, ka) = user_process(&m);
     let (contexts, refused) = until_refused(64, || ka.create_context(0));
     assert_eq!(refused, STATUS_NO_MEMORY, "after {}", contexts.len());
     assert!((4..=64).contains(&contexts.len()), "{}", contexts.len());
-    let b = ok(&m, m.create_process(0));
-    let kb = m.kmt(&b);
+    let (b, kb) = user_process(&m);
     // B's queue takes one of its first three.
     work_runs(&m, kb);
     let (more, refused) = until_refused(64, || kb.create_context(0));
@@ -180,8 +177,7 @@ fn quota_contexts_registry_share_refuses_the_greedy_process_only() {
 #[test]
 fn quota_queues_and_doorbells_registry_share_refuses_the_greedy_process_only() {
     let m = machine(&[("QueueReserve", QUEUE_IDS - 24), ("QueueFirst", 2)]);
-    let a = ok(&m, m.create_process(0));
-    let ka = m.kmt(&a);
+    let (a, ka) = user_process(&m);
     let ctx = okk(&m, ka.create_context(0));
     let (queues, refused) = until_refused(64, || {
         let mut pdd = rvgpu_hw::pdd::HwQueuePdd {
@@ -215,8 +211,7 @@ fn quota_values_of_another_type_leave_the_default() {
         .software_key
         .set("", "FenceReserve", RegValue::dword(FENCE_TABLE - 4));
     let m = started(cfg);
-    let a = ok(&m, m.create_process(0));
-    let ka = m.kmt(&a);
+    let (a, ka) = user_process(&m);
     let made: Vec<KmtHandle> = (0..40)
         .map(|_| okk(&m, ka.create_native_fence(0)).kmt)
         .collect();

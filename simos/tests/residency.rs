@@ -7,15 +7,15 @@
 
 mod common;
 
+use common::residency::*;
 use common::*;
 use std::time::Duration;
 
 use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
 use rvgpu_hw::cmd::Command;
-use rvgpu_hw::pdd::{AllocationKind, AllocationPdd, ALLOCATION_PDD_VERSION, PDD_MAGIC};
 use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::vidmm::residency::Place;
-use rvgpu_simos::{Machine, MachineConfig, Mode, UmsEvent, UmsProcess};
+use rvgpu_simos::{Machine, MachineConfig, Mode, UmsEvent};
 use rvgpu_umd::kmt::{
     AllocationCpu, EvictFlags, Kmt, MakeResidentError, MakeResidentFlags, MappedGpu, NtStatus,
 };
@@ -23,33 +23,6 @@ use rvgpu_umd::submit::{SubmitError, UserQueue};
 
 const BYTES: u64 = 64 * 1024;
 const PATTERN: u64 = 0x5E61_0C41_5E61_0C41;
-
-/// A GPU-only allocation, created (`D3DKMTCreateAllocation2`) and made resident.
-fn gpu_only(m: &Machine, k: &SimKmt<'_>, size: u64) -> MappedGpu {
-    let a = created(m, k, size);
-    okk(
-        m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
-    a
-}
-
-/// A GPU-only allocation, only created: on no residency list.
-fn created(m: &Machine, k: &SimKmt<'_>, size: u64) -> MappedGpu {
-    let pdd = AllocationPdd {
-        magic: PDD_MAGIC,
-        version: ALLOCATION_PDD_VERSION,
-        size,
-        kind: AllocationKind::Buffer as u32,
-        flags: 0,
-        reserved: 0,
-    };
-    okk(m, k.create_allocation_pdd(&pdd))
-}
-
-fn place(m: &Machine, a: &MappedGpu) -> Place {
-    m.allocation_residency(0, a.handle).expect("tracked").0
-}
 
 fn count(m: &Machine, a: &MappedGpu) -> u32 {
     m.allocation_residency(0, a.handle).expect("tracked").1
@@ -72,28 +45,6 @@ fn gpu_fill(m: &Machine, q: &mut UserQueue<&SimKmt<'_>>, a: &MappedGpu, pattern:
     okk(m, q.wait(v));
 }
 
-/// What `a` holds, copied by the GPU into memory the CPU maps.
-fn gpu_read(
-    m: &Machine,
-    k: &SimKmt<'_>,
-    q: &mut UserQueue<&SimKmt<'_>>,
-    a: &MappedGpu,
-) -> Vec<u64> {
-    let dst = okk(m, k.create_allocation(a.size));
-    let v = okk(
-        m,
-        q.submit(&[Command::Copy {
-            src: a.gpu_va,
-            dst: dst.gpu_va,
-            bytes: a.size,
-        }]),
-    );
-    okk(m, q.wait(v));
-    let words = (0..a.size / 8).map(|i| dst.mem.load(i * 8)).collect();
-    okk(m, k.destroy_allocation(dst.handle));
-    words
-}
-
 fn all(words: &[u64], v: u64) -> bool {
     words.iter().all(|&w| w == v)
 }
@@ -102,27 +53,18 @@ fn evict(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
     okk(m, k.evict(&[a.handle], EvictFlags::default()));
 }
 
-fn process(m: &Machine) -> (UmsProcess, SimKmt<'_>) {
-    let p = ok(m, m.create_process(0));
-    let k = m.kmt(&p);
-    (p, k)
-}
-
 /// A new allocation is on no residency list: not placed, its VA unmapped, until
 /// MakeResident. What only the GPU touches is then placed in VRAM (the driver's preference),
 /// cleared before the process sees it; what the CPU maps stays in the aperture.
 #[test]
 fn residency_gpu_only_allocations_live_in_vram_cleared() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = created(&m, &k, BYTES);
     assert_eq!(place(&m, &a), Place::Evicted);
     assert_eq!(count(&m, &a), 0, "created: not resident");
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert!(is_local(place(&m, &a)), "{:?}", place(&m, &a));
     assert_eq!(count(&m, &a), 1, "a new allocation is resident");
     assert!(all(&gpu_read(&m, &k, &mut q, &a), 0), "new VRAM is cleared");
@@ -145,15 +87,12 @@ fn residency_gpu_only_allocations_live_in_vram_cleared() {
 #[test]
 fn residency_evict_and_make_resident_move_contents_through_paging() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = gpu_only(&m, &k, BYTES);
     gpu_fill(&m, &mut q, &a, PATTERN);
     // Counts balance: one more MakeResident needs one more Evict.
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert_eq!(count(&m, &a), 2);
     evict(&m, &k, &a);
     assert!(is_local(place(&m, &a)), "still required once");
@@ -169,10 +108,7 @@ fn residency_evict_and_make_resident_move_contents_through_paging() {
         k.evict(&[a.handle], EvictFlags::default()),
         Err(NtStatus(STATUS_INVALID_PARAMETER))
     );
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert!(is_local(place(&m, &a)));
     assert!(
         all(&gpu_read(&m, &k, &mut q, &a), PATTERN),
@@ -187,7 +123,7 @@ fn residency_evict_and_make_resident_move_contents_through_paging() {
 #[test]
 fn residency_not_written_to_skips_the_transfer() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = gpu_only(&m, &k, BYTES);
     gpu_fill(&m, &mut q, &a, PATTERN);
@@ -196,10 +132,7 @@ fn residency_not_written_to_skips_the_transfer() {
         ..EvictFlags::default()
     };
     okk(&m, k.evict(&[a.handle], flags));
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     let back = gpu_read(&m, &k, &mut q, &a);
     assert!(
         all(&back, 0),
@@ -213,26 +146,20 @@ fn residency_not_written_to_skips_the_transfer() {
 #[test]
 fn residency_not_written_to_keeps_earlier_writes() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = gpu_only(&m, &k, BYTES);
     gpu_fill(&m, &mut q, &a, PATTERN);
     evict_only_if_necessary(&m, &k, &a);
     assert!(is_local(place(&m, &a)), "stays until needed");
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     let flags = EvictFlags {
         not_written_to: true,
         ..EvictFlags::default()
     };
     okk(&m, k.evict(&[a.handle], flags));
     assert_eq!(place(&m, &a), Place::Evicted);
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert!(
         all(&gpu_read(&m, &k, &mut q, &a), PATTERN),
         "the first fill survived"
@@ -246,7 +173,7 @@ fn residency_not_written_to_keeps_earlier_writes() {
 #[test]
 fn residency_gpu_access_to_evicted_allocation_faults() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (p, k) = process(&m);
+    let (p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = gpu_only(&m, &k, BYTES);
     evict(&m, &k, &a);
@@ -279,7 +206,7 @@ fn residency_gpu_access_to_evicted_allocation_faults() {
 #[test]
 fn residency_eviction_waits_for_queued_work() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let gate = okk(&m, k.create_native_fence(0));
     let a = gpu_only(&m, &k, BYTES);
@@ -304,10 +231,7 @@ fn residency_eviction_waits_for_queued_work() {
     // VidMm's next entry evicts it, with what the batch wrote.
     let probe = okk(&m, k.create_allocation(4096));
     assert_eq!(place(&m, &a), Place::Evicted);
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert!(all(&gpu_read(&m, &k, &mut q, &a), PATTERN));
     okk(&m, k.destroy_allocation(probe.handle));
     okk(&m, q.close());
@@ -321,7 +245,7 @@ fn residency_make_resident_over_budget_fails_whole_and_reports_bytes_to_trim() {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.vram_budget = Some(2 * BYTES);
     let m = started(cfg);
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let a = gpu_only(&m, &k, BYTES);
     let b = gpu_only(&m, &k, BYTES);
     assert!(is_local(place(&m, &a)) && is_local(place(&m, &b)));
@@ -337,10 +261,7 @@ fn residency_make_resident_over_budget_fails_whole_and_reports_bytes_to_trim() {
     // The UMD trims b and tries again.
     assert_eq!(okk(&m, k.evict(&[b.handle], EvictFlags::default())), 0);
     assert_eq!(place(&m, &b), Place::Evicted);
-    okk(
-        &m,
-        k.make_resident(&[c.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &c);
     // All or nothing: a is resident already, b would go past the budget; neither count moves.
     assert_eq!(
         k.make_resident(&[a.handle, b.handle], MakeResidentFlags::default()),
@@ -354,10 +275,7 @@ fn residency_make_resident_over_budget_fails_whole_and_reports_bytes_to_trim() {
     okk(&m, k.make_resident(&[b.handle], forced));
     assert!(is_local(place(&m, &b)));
     // Nothing new to bring in: no budget check. Evict reports what is still over budget.
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert_eq!(okk(&m, k.evict(&[a.handle], EvictFlags::default())), BYTES);
     assert_eq!(okk(&m, k.evict(&[c.handle], EvictFlags::default())), 0);
     no_fault(&m);
@@ -368,8 +286,8 @@ fn residency_make_resident_over_budget_fails_whole_and_reports_bytes_to_trim() {
 #[test]
 fn residency_vram_pressure_evicts_idle_allocations_first_released_first() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
-    let (_p2, k2) = process(&m);
+    let (_p, k) = user_process(&m);
+    let (_p2, k2) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     // Fill VRAM's allocation space (a quarter of the default 16 MiB) with 1 MiB allocations.
     let big = 1 << 20;
@@ -427,7 +345,7 @@ fn evict_only_if_necessary(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
 #[test]
 fn um_14_d3_evicts_vram_allocations_no_device_requires() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
+    let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let kept = gpu_only(&m, &k, BYTES);
     let idle = gpu_only(&m, &k, BYTES);
@@ -439,10 +357,7 @@ fn um_14_d3_evicts_vram_allocations_no_device_requires() {
     assert_eq!(place(&m, &idle), Place::Evicted, "trimmed before D3");
     assert!(is_local(place(&m, &kept)), "required: stays");
     // The next submission reconnects the doorbell and brings the GPU back (UM-14).
-    okk(
-        &m,
-        k.make_resident(&[idle.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &idle);
     assert!(all(&gpu_read(&m, &k, &mut q, &kept), PATTERN));
     assert!(all(&gpu_read(&m, &k, &mut q, &idle), !PATTERN));
     okk(&m, q.close());
@@ -454,8 +369,8 @@ fn um_14_d3_evicts_vram_allocations_no_device_requires() {
 #[test]
 fn residency_thunks_refuse_foreign_handles() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = process(&m);
-    let (_p2, k2) = process(&m);
+    let (_p, k) = user_process(&m);
+    let (_p2, k2) = user_process(&m);
     let a = gpu_only(&m, &k, BYTES);
     assert_eq!(
         k2.make_resident(&[a.handle], MakeResidentFlags::default()),
@@ -489,7 +404,7 @@ fn residency_large_allocations_are_mapped_with_large_pages() {
     // Room for 4 MiB and more in the allocations' share of VRAM.
     cfg.adapters[0].device.vram_size = 64 << 20;
     let m = started(cfg);
-    let (p, k) = process(&m);
+    let (p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = gpu_only(&m, &k, 2 * LARGE + 8192);
     assert!(is_local(place(&m, &a)), "{:?}", place(&m, &a));
@@ -507,10 +422,7 @@ fn residency_large_allocations_are_mapped_with_large_pages() {
     evict(&m, &k, &a);
     assert_eq!(place(&m, &a), Place::Evicted);
     assert_eq!(size(a.gpu_va), None, "evicted: unmapped");
-    okk(
-        &m,
-        k.make_resident(&[a.handle], MakeResidentFlags::default()),
-    );
+    make_resident(&m, &k, &a);
     assert!(
         all(&gpu_read(&m, &k, &mut q, &a), PATTERN),
         "contents survived"
@@ -530,7 +442,7 @@ fn residency_large_allocations_are_mapped_with_large_pages() {
 fn residency_large_system_allocations_are_mapped_with_large_pages() {
     const LARGE: u64 = 2 << 20;
     let m = started(MachineConfig::single(Mode::Step));
-    let (p, k) = process(&m);
+    let (p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = okk(&m, k.create_allocation(2 * LARGE + 4096));
     assert_eq!(

@@ -23,7 +23,6 @@ use rvgpu_ddi::power::{
 };
 use rvgpu_ddi::{GUID, HANDLE, NTSTATUS, PVOID, SIZE_T, UINT};
 use rvgpu_hw::cmd::Command;
-use rvgpu_hw::pdd::{HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_simos::{Machine, MachineConfig, Mode, SimError, UmsEvent};
 use rvgpu_umd::kmt::{AllocationCpu, AllocationKind, Kmt};
 use rvgpu_umd::submit::KernelQueue;
@@ -393,11 +392,7 @@ struct RawKernelQueue {
 
 fn raw_kernel_queue(m: &Machine, k: &rvgpu_simos::kmt::SimKmt<'_>, node: u32) -> RawKernelQueue {
     let context = okk(m, k.create_context(node));
-    let mut qp = HwQueuePdd {
-        magic: PDD_MAGIC,
-        version: HW_QUEUE_PDD_VERSION,
-        ..Default::default()
-    };
+    let mut qp = hw_queue_pdd();
     let queue = okk(m, k.create_hw_queue(context, false, qp.as_mut_bytes())).handle;
     let buffer = okk(m, k.create_allocation_as(4096, AllocationKind::Commands));
     RawKernelQueue { queue, buffer }
@@ -435,8 +430,7 @@ fn until_f1(m: &Machine, node: u32) {
 #[test]
 fn um_13_gated_engine_runs_nothing_until_the_os_brings_f0() {
     let m = machine_with(Mode::Step, |a| a.device.idle_f1_ticks = 20_000);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let q = raw_kernel_queue(&m, &k, 0);
     until_f1(&m, 0);
@@ -482,8 +476,7 @@ fn um_13_gated_engine_runs_nothing_until_the_os_brings_f0() {
 #[test]
 fn um_13_kernel_queue_work_after_f1_completes() {
     let m = machine_with(Mode::Step, |a| a.device.idle_f1_ticks = 20_000);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let mut kq = okk(&m, KernelQueue::new(k, &config(1)));
     let v = okk(&m, kq.submit(&[fill(&t, 0, 1)]));
@@ -523,8 +516,7 @@ fn um_13_engine_left_gated_in_f0_is_a_driver_bug() {
     })
     .expect("load");
     m.start_adapter(0).expect("start");
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let mut kq = okk(&m, KernelQueue::new(k, &config(0)));
     let v = okk(&m, kq.submit(&[fill(&t, 0, 1)]));
@@ -550,8 +542,7 @@ fn out_unchanged(m: &Machine) -> bool {
 fn um_13_f1_waits_until_a_blocked_queue_completes() {
     use rvgpu_umd::submit::UserQueue;
     let m = machine_with(Mode::Step, |a| a.device.idle_f1_ticks = 20_000);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     let v = okk(

@@ -5,7 +5,7 @@ use rvgpu_simos::testing::{self, BAD_FENCE_HANDLE};
 use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, SimError};
 
 mod common;
-use common::started_with;
+use common::{dxgkrnl_interface, started_with};
 
 fn started(mode: Mode) -> Machine {
     common::started(MachineConfig::single(mode))
@@ -124,9 +124,7 @@ fn callback_at_wrong_irql_is_0xa() {
 #[test]
 fn contiguous_memory_double_free_is_0xc4() {
     let m = started(Mode::Step);
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     // SAFETY: the table the simulation handed to StartDevice; the test stands in for the
     // driver at PASSIVE_LEVEL.
     let (s, h, p) = unsafe { testing::allocate_contiguous(&iface, 8192) };
@@ -154,9 +152,7 @@ fn contiguous_memory_double_free_is_0xc4() {
 fn contiguous_memory_has_a_bus_address() {
     use rvgpu_kmd::platform::Platform;
     let m = started(Mode::Step);
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     // SAFETY: see `contiguous_memory_double_free_is_0xc4`.
     let (s, h, p) = unsafe { testing::allocate_contiguous(&iface, 4096) };
     assert_eq!(s, 0);
@@ -185,13 +181,7 @@ fn unclaimed_interrupt_storm_is_0xf2() {
     cfg.adapters[0].device.idle_f1_ticks = 50;
     // A storm is a level that stays up: a line-based interrupt (a message carries no level).
     cfg.adapters[0].msi = false;
-    let mut m = Machine::new(cfg);
-    let up = m
-        .load_driver_with(|t| t.DxgkDdiInterruptRoutine = Some(never_mine))
-        .and_then(|()| m.start_adapter(0).map(|_| ()));
-    if let Err(e) = up {
-        panic!("bring-up: {e}");
-    }
+    let m = started_with(cfg, |t| t.DxgkDdiInterruptRoutine = Some(never_mine));
     let r = m.run_steps(200);
     match r {
         Err(SimError::Bugcheck(b)) => {
@@ -213,9 +203,7 @@ fn unclaimed_interrupt_storm_is_0xf2() {
 fn storm_needs_the_device_request_and_a_minimum_duration() {
     use rvgpu_simos::dxgkrnl::interrupt::{STORM_MIN_STEPS, UNCLAIMED_STORM_LIMIT};
     let m = started(Mode::Step);
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     let Some(a) = rvgpu_simos::dxgkrnl::adapter::AdapterShared::from_handle(iface.DeviceHandle)
     else {
         panic!("no adapter")

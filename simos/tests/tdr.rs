@@ -47,7 +47,7 @@ fn sw_tdr_machine(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
 
 fn tdr_machine(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
     let m = machine_with(mode, f);
-    ok(&m, m.enable_tdr(0, fast()));
+    enable_tdr(&m, fast());
     m
 }
 
@@ -56,7 +56,7 @@ fn tdr_machine_reading(mode: Mode, reading: rvgpu_simos::machine::answers::Readi
     let mut cfg = MachineConfig::single(mode);
     cfg.os.reading = reading;
     let m = started(cfg);
-    ok(&m, m.enable_tdr(0, fast()));
+    enable_tdr(&m, fast());
     m
 }
 
@@ -157,19 +157,8 @@ fn tdr_01_caps_require_all_ddis() {
 #[test]
 fn tdr_01_collect_dbg_info_level_zero() {
     let m = machine_with(Mode::Threaded, |a| a.hwsch_feature = false);
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            TdrConfig {
-                timeout: THREADED_TDR_DELAY,
-                preempt_timeout: Duration::from_millis(5),
-                ..TdrConfig::default()
-            },
-        ),
-    );
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    enable_tdr_after(&m, THREADED_TDR_DELAY, Duration::from_millis(5));
+    let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(0));
     std::thread::scope(|s| {
         let collector = s.spawn(|| {
@@ -210,8 +199,7 @@ fn tdr_02_nodes_and_affinity() {
         let m = machine_with(Mode::Step, |a| a.device.engines = engines);
         let caps = ok(&m, m.query_driver_caps(0));
         assert_eq!(caps.GpuEngineTopology.NbAsymetricProcessingNodes, engines);
-        let p = ok(&m, m.create_process(0));
-        let k = m.kmt(&p);
+        let (_p, k) = user_process(&m);
         for n in 0..engines {
             assert_eq!(ok(&m, m.query_dependent_engine_group(0, n)), 1u64 << n);
             okk(&m, k.create_context(n));
@@ -228,8 +216,7 @@ fn tdr_02_nodes_and_affinity() {
 #[test]
 fn tdr_05_sequence_step_mode() {
     let m = sw_tdr_machine(Mode::Step, |_| {});
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(0));
     let t = okk(&m, k.create_allocation(4096));
     let f1 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 7)]));
@@ -294,8 +281,7 @@ fn tdr_05_sequence_step_mode() {
         m.submit_legacy(&p, ctx, &[fill(&t, 0, 8)]).err(),
         Some(SimError::DdiFailed(STATUS_DEVICE_REMOVED))
     );
-    let q = ok(&m, m.create_process(0));
-    let kq = m.kmt(&q);
+    let (q, kq) = user_process(&m);
     let cq = okk(&m, kq.create_context(0));
     let tq = okk(&m, kq.create_allocation(4096));
     let id = ok(&m, m.submit_legacy(&q, cq, &[fill(&tq, 0, 9)]));
@@ -311,8 +297,7 @@ fn tdr_05_sequence_step_mode() {
 #[test]
 fn tdr_05_nothing_to_reset() {
     let m = tdr_machine_reading(Mode::Step, rvgpu_simos::machine::answers::Reading::PAGES);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(0));
     let t = okk(&m, k.create_allocation(4096));
     ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
@@ -391,19 +376,8 @@ fn tdr_03_paging_first_original_ids() {
 #[test]
 fn tdr_04_last_completed_fence() {
     let m = machine_with(Mode::Step, |_| {});
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            TdrConfig {
-                timeout_steps: 2,
-                preempt_steps: 100_000,
-                ..TdrConfig::default()
-            },
-        ),
-    );
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    enable_tdr_steps(&m, 2, 100_000);
+    let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(0));
     let t = okk(&m, k.create_allocation(4096));
     let big = okk(&m, k.create_allocation(1 << 20));
@@ -599,17 +573,7 @@ fn tdr_01_collect_dbg_info2_level_zero() {
     let mut cfg = MachineConfig::single(Mode::Threaded);
     cfg.os.reading = rvgpu_simos::machine::answers::Reading::W24H2;
     let m = started(cfg);
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            TdrConfig {
-                timeout: THREADED_TDR_DELAY,
-                preempt_timeout: Duration::from_millis(5),
-                ..TdrConfig::default()
-            },
-        ),
-    );
+    enable_tdr_after(&m, THREADED_TDR_DELAY, Duration::from_millis(5));
     let h = ok(&m, m.create_process(0));
     let c = ok(&m, m.create_process(0));
     let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
@@ -786,9 +750,8 @@ fn tdr_06_bad_aborted_fence_bugchecks() {
     m.load_driver_with(|t| testing_tdr::misreport_aborted(t, Misreport::Plus(1)))
         .expect("load");
     m.start_adapter(0).expect("start");
-    ok(&m, m.enable_tdr(0, fast()));
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    enable_tdr(&m, fast());
+    let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(0));
     let hang = ok(&m, m.submit_legacy(&p, ctx, &[Command::Hang]));
     let r = m.run_until(20_000, Duration::from_secs(20), |_| false);
@@ -812,23 +775,12 @@ fn tdr_07_completed_between_snapshot_and_reset() {
     let m = machine_with(Mode::Step, |a| a.hwsch_feature = false);
     // Set up before the two-round timeout is armed: VidMm's paging (mapping the allocation
     // and the process's DMA-buffer arena) takes longer than that.
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(0));
     let big = okk(&m, k.create_allocation(4 << 20));
     ok(&m, m.submit_legacy(&p, ctx, &[Command::Nop { len: 1 }]));
     run_until(&m, "warm-up", |m| all_done(m, 0));
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            TdrConfig {
-                timeout_steps: 2,
-                preempt_steps: 1,
-                ..TdrConfig::default()
-            },
-        ),
-    );
+    enable_tdr_steps(&m, 2, 1);
     ok(
         &m,
         m.set_tdr_pause(
@@ -960,8 +912,7 @@ fn tdr_08_paging_hang_promotes() {
 #[test]
 fn tdr_09_failed_reset_falls_back() {
     let m = sw_tdr_machine(Mode::Step, |_| {});
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(0));
     m.device(0).unwrap().fail_next_reset(0);
     let hang = ok(&m, m.submit_legacy(&p, ctx, &[Command::Hang]));
@@ -987,8 +938,7 @@ fn tdr_09_failed_reset_falls_back() {
     assert!(ev
         .iter()
         .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == p.device)));
-    let q = ok(&m, m.create_process(0));
-    let kq = m.kmt(&q);
+    let (q, kq) = user_process(&m);
     let t = okk(&m, kq.create_allocation(4096));
     for node in 0..2 {
         let c = okk(&m, kq.create_context(node));
@@ -1049,8 +999,7 @@ fn commands_per_fill(
 fn tdr_compute_hang_copy_keeps_completing() {
     let m = tdr_machine(Mode::Step, |_| {});
     let h = ok(&m, m.create_process(0));
-    let c = ok(&m, m.create_process(0));
-    let kc = m.kmt(&c);
+    let (c, kc) = user_process(&m);
     let t = okk(&m, kc.create_allocation(64 * 1024));
     let mut copy = okk(&m, UserQueue::new(kc, &ucfg(1)));
     // Created before the count starts: mapping its ring is paging work on the copy node.
@@ -1105,8 +1054,7 @@ fn tdr_compute_hang_copy_keeps_completing() {
 fn tdr_um10_guilty_doorbells_abort() {
     let m = tdr_machine(Mode::Step, |a| a.device.doorbells = 8);
     let h = ok(&m, m.create_process(0));
-    let o = ok(&m, m.create_process(0));
-    let ko = m.kmt(&o);
+    let (_o, ko) = user_process(&m);
     let to = okk(&m, ko.create_allocation(4096));
     let mut oq0 = okk(&m, UserQueue::new(ko, &ucfg(0)));
     let mut oq1 = okk(&m, UserQueue::new(ko, &ucfg(1)));
@@ -1167,8 +1115,7 @@ fn tdr_um10_guilty_doorbells_abort() {
     });
     assert_eq!((to.mem.load(8), to.mem.load(16)), (2, 3));
     // The process recreates its device (a new process here) and works.
-    let h2 = ok(&m, m.create_process(0));
-    let kh2 = m.kmt(&h2);
+    let (_h2, kh2) = user_process(&m);
     let t2 = okk(&m, kh2.create_allocation(4096));
     let mut q2 = okk(&m, UserQueue::new(kh2, &ucfg(0)));
     let v = okk(&m, q2.submit(&[fill(&t2, 0, 4)]));
@@ -1345,8 +1292,7 @@ fn tdr_dma_faulted_recovers() {
 fn tdr_hang_on_killed_process() {
     let m = tdr_machine(Mode::Step, |_| {});
     let h = ok(&m, m.create_process(0));
-    let o = ok(&m, m.create_process(0));
-    let ko = m.kmt(&o);
+    let (o, ko) = user_process(&m);
     let to = okk(&m, ko.create_allocation(4096));
     let mut oq = okk(&m, UserQueue::new(ko, &ucfg(0)));
     {
@@ -1381,21 +1327,10 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
     const N: u64 = 200;
     const MAX: u64 = 20_000;
     let m = machine_with(Mode::Threaded, |a| a.device.doorbells = 16);
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            TdrConfig {
-                timeout: THREADED_TDR_DELAY,
-                preempt_timeout: Duration::from_millis(5),
-                ..TdrConfig::default()
-            },
-        ),
-    );
+    enable_tdr_after(&m, THREADED_TDR_DELAY, Duration::from_millis(5));
     let procs: Vec<_> = (0..4).map(|_| ok(&m, m.create_process(0))).collect();
     // Commands per three-FILL submission, per node (calibration).
-    let cal = ok(&m, m.create_process(0));
-    let kc = m.kmt(&cal);
+    let (_cal, kc) = user_process(&m);
     let tc = okk(&m, kc.create_allocation(4096));
     let per: Vec<u64> = (0..2)
         .map(|node| {
@@ -1551,17 +1486,7 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
 fn tdr_legacy_threaded_submitters() {
     const N: u64 = 150;
     let m = machine_with(Mode::Threaded, |a| a.hwsch_feature = false);
-    ok(
-        &m,
-        m.enable_tdr(
-            0,
-            TdrConfig {
-                timeout: THREADED_TDR_DELAY,
-                preempt_timeout: Duration::from_millis(5),
-                ..TdrConfig::default()
-            },
-        ),
-    );
+    enable_tdr_after(&m, THREADED_TDR_DELAY, Duration::from_millis(5));
     let procs: Vec<_> = (0..3).map(|_| ok(&m, m.create_process(0))).collect();
     let guilty = ok(&m, m.create_process(0));
     let targets: Vec<_> = procs
@@ -1626,8 +1551,7 @@ fn tdr_repeated_resets_on_every_kind() {
     // Software-scheduled: node-ring hangs only (user-mode queues need HWS, BR-95; their
     // resets are in tests/hws.rs).
     for (node, user) in [(1u32, false), (0, false), (15, false), (0, false)] {
-        let h = ok(&m, m.create_process(0));
-        let kh = m.kmt(&h);
+        let (h, kh) = user_process(&m);
         let mut uq = None;
         if user {
             let mut q = okk(&m, UserQueue::new(kh, &ucfg(node)));
@@ -1640,8 +1564,7 @@ fn tdr_repeated_resets_on_every_kind() {
         expected += 1;
         run_until(&m, "reset", |m| resets(m) == expected);
         std::mem::forget(uq);
-        let o = ok(&m, m.create_process(0));
-        let ko = m.kmt(&o);
+        let (o, ko) = user_process(&m);
         let c = okk(&m, ko.create_context(node));
         let t = okk(&m, ko.create_allocation(4096));
         ok(&m, m.submit_legacy(&o, c, &[fill(&t, 0, 0xAB)]));
@@ -1670,9 +1593,8 @@ fn tdr_reset_same_engine_mid_indirect() {
     // look hung (with 40 rounds the OS rightly reset it first: a DMA buffer that runs longer
     // than the timeout is a TDR, as on Windows).
     let m = machine_with(Mode::Step, |_| {});
-    ok(&m, m.enable_tdr(0, TdrConfig::default()));
-    let inn = ok(&m, m.create_process(0));
-    let ki = m.kmt(&inn);
+    enable_tdr(&m, TdrConfig::default());
+    let (_inn, ki) = user_process(&m);
     const REGION: u64 = 16 * 1024;
     let t = okk(&m, ki.create_allocation(FILLS * REGION));
     let mut iq = okk(&m, UserQueue::new(ki, &ucfg(0)));
@@ -1768,8 +1690,7 @@ fn tdr_reset_same_engine_mid_indirect() {
 #[test]
 fn tdr_q7_blocked_wait_counts_as_timeout() {
     let m = tdr_machine(Mode::Step, |_| {});
-    let w = ok(&m, m.create_process(0));
-    let kw = m.kmt(&w);
+    let (w, kw) = user_process(&m);
     let never = okk(&m, kw.create_allocation(4096));
     let mut wq = okk(&m, UserQueue::new(kw, &ucfg(0)));
     okk(
@@ -1779,8 +1700,7 @@ fn tdr_q7_blocked_wait_counts_as_timeout() {
             value: 1,
         }]),
     );
-    let o = ok(&m, m.create_process(0));
-    let ko = m.kmt(&o);
+    let (_o, ko) = user_process(&m);
     let t = okk(&m, ko.create_allocation(4096));
     let mut oq = okk(&m, UserQueue::new(ko, &ucfg(0)));
     run_until(&m, "reset", |m| resets(m) == 1);

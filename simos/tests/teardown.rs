@@ -1,8 +1,9 @@
 //! What must be released by RemoveDevice and Unload, and the feature interface's reference
 //! rules (S9), plus contiguous memory limits (S4 through the callback).
 
-#[path = "common/pe.rs"]
-mod pe;
+mod common;
+
+use common::{dxgkrnl_interface, pe};
 
 use rvgpu_ddi::dxgkrnl::DxgkServicesFeature;
 use rvgpu_ddi::feature::{DXGK_FEATURE_INTERFACE, DXGK_FEATURE_INTERFACE_VERSION_1};
@@ -23,9 +24,7 @@ fn started() -> Machine {
 }
 
 fn feature_interface(m: &Machine) -> DXGK_FEATURE_INTERFACE {
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(m);
     let Some(qs) = iface.DxgkCbQueryServices else {
         panic!("no QueryServices")
     };
@@ -50,24 +49,27 @@ fn feature_interface(m: &Machine) -> DXGK_FEATURE_INTERFACE {
     fi
 }
 
+/// Stops adapter 0, then expects RemoveDevice to fail naming `leak`.
+fn stop_then_remove_fails(m: &mut Machine, leak: &str) {
+    if let Err(e) = m.stop_adapter(0) {
+        panic!("stop: {e}");
+    }
+    match m.remove_adapter(0) {
+        Err(SimError::Simulation(msg)) => assert!(msg.contains(leak), "{msg}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
 /// S9: RemoveDevice returning while the driver still holds contiguous memory of the adapter
 /// is a failure (it can never be freed: freeing needs the dead handle).
 #[test]
 fn remove_with_leaked_contiguous_memory_fails() {
     let mut m = started();
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     // SAFETY: the table the simulation handed out; the test stands in for the driver.
     let (s, _h, _p) = unsafe { testing::allocate_contiguous(&iface, 4096) };
     assert_eq!(s, 0);
-    if let Err(e) = m.stop_adapter(0) {
-        panic!("stop: {e}");
-    }
-    match m.remove_adapter(0) {
-        Err(SimError::Simulation(msg)) => assert!(msg.contains("1 contiguous"), "{msg}"),
-        other => panic!("expected a failure, got {other:?}"),
-    }
+    stop_then_remove_fails(&mut m, "1 contiguous");
 }
 
 /// S9: RemoveDevice with a feature-interface reference still held fails.
@@ -75,13 +77,7 @@ fn remove_with_leaked_contiguous_memory_fails() {
 fn remove_with_a_held_interface_reference_fails() {
     let mut m = started();
     let _fi = feature_interface(&m); // one more reference, never released
-    if let Err(e) = m.stop_adapter(0) {
-        panic!("stop: {e}");
-    }
-    match m.remove_adapter(0) {
-        Err(SimError::Simulation(msg)) => assert!(msg.contains("1 feature-interface"), "{msg}"),
-        other => panic!("expected a failure, got {other:?}"),
-    }
+    stop_then_remove_fails(&mut m, "1 feature-interface");
 }
 
 /// S9: dereferencing the interface more often than referenced never goes negative: it is a
@@ -154,9 +150,7 @@ fn interface_reference_checks_irql_and_handle() {
 #[test]
 fn huge_contiguous_allocation_fails_cleanly() {
     let m = started();
-    let Some(iface) = m.interface(0) else {
-        panic!("no interface")
-    };
+    let iface = dxgkrnl_interface(&m);
     for bytes in [usize::MAX / 2, 1usize << 40, (1usize << 30) + 4096] {
         // SAFETY: the table the simulation handed out.
         let (s, h, p) = unsafe { testing::allocate_contiguous(&iface, bytes) };
@@ -176,9 +170,7 @@ fn huge_contiguous_allocation_fails_cleanly() {
 fn write_after_free_of_contiguous_memory_is_caught_at_unload() {
     for write_after_free in [false, true] {
         let mut m = started();
-        let Some(iface) = m.interface(0) else {
-            panic!("no interface")
-        };
+        let iface = dxgkrnl_interface(&m);
         // SAFETY: the table the simulation handed out; the test stands in for the driver.
         let (s, h, p) = unsafe { testing::allocate_contiguous(&iface, 8192) };
         assert_eq!(s, 0);

@@ -458,6 +458,16 @@ fn exit_everyone(
     check_clean(m, seed);
 }
 
+/// How often the run victimised a queue (disconnected its doorbell), moved an engine to F1 and
+/// put the adapter in D3.
+fn victimised_f1_d3(ev: &[UmsEvent]) -> (usize, usize, usize) {
+    (
+        count(ev, |e| matches!(e, UmsEvent::CallbackDisconnect { .. })),
+        count(ev, |e| matches!(e, UmsEvent::SetFState { fstate: 1, .. })),
+        count(ev, |e| matches!(e, UmsEvent::SetPowerState { state: 4 })),
+    )
+}
+
 fn count(ev: &[UmsEvent], f: impl Fn(&UmsEvent) -> bool) -> usize {
     ev.iter().filter(|e| f(e)).count()
 }
@@ -708,9 +718,7 @@ fn run_step(seed: u64, scale: u64) {
     check_killed(m, seed, &qs, &snapshot);
     check_clean(m, seed);
     let ev = m.ums_events(0);
-    let victimised = count(&ev, |e| matches!(e, UmsEvent::CallbackDisconnect { .. }));
-    let f1 = count(&ev, |e| matches!(e, UmsEvent::SetFState { fstate: 1, .. }));
-    let d3 = count(&ev, |e| matches!(e, UmsEvent::SetPowerState { state: 4 }));
+    let (victimised, f1, d3) = victimised_f1_d3(&ev);
     let killed = count(&ev, |e| matches!(e, UmsEvent::DeviceError { .. }));
     eprintln!(
         "ums_stress step: seed {seed:#x} scale {scale}: {st:?}; victimised {victimised}, F1 {f1}, \
@@ -955,9 +963,7 @@ fn ums_stress_threaded() {
     check_killed(m, seed, &qs, &snapshot);
     check_clean(m, seed);
     let ev = m.ums_events(0);
-    let victimised = count(&ev, |e| matches!(e, UmsEvent::CallbackDisconnect { .. }));
-    let f1 = count(&ev, |e| matches!(e, UmsEvent::SetFState { fstate: 1, .. }));
-    let d3 = count(&ev, |e| matches!(e, UmsEvent::SetPowerState { state: 4 }));
+    let (victimised, f1, d3) = victimised_f1_d3(&ev);
     let fallbacks = qs
         .iter()
         .filter(|q| q.uq.as_ref().unwrap().path() == SubmissionPath::KernelMode)

@@ -16,7 +16,7 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_hw::cmd::Command;
-use rvgpu_hw::pdd::{DoorbellPdd, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
+use rvgpu_hw::pdd::DoorbellPdd;
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
 use rvgpu_simos::testing::gpu::GpuQueue;
@@ -71,11 +71,7 @@ struct RawQueue {
 
 fn raw_queue(m: &Machine, k: &SimKmt<'_>, node: u32) -> RawQueue {
     let context = okk(m, k.create_context(node));
-    let mut qp = HwQueuePdd {
-        magic: PDD_MAGIC,
-        version: HW_QUEUE_PDD_VERSION,
-        ..Default::default()
-    };
+    let mut qp = hw_queue_pdd();
     let queue = okk(m, k.create_hw_queue(context, true, qp.as_mut_bytes()));
     let ring = okk(m, k.create_allocation_as(4096, AllocationKind::Commands));
     let control = okk(
@@ -124,16 +120,11 @@ fn um_03_node_metadata_gates_user_mode_queues() {
         .NbAsymetricProcessingNodes;
     let md = m.node_metadata(0);
     assert_eq!(md.len(), nodes as usize, "metadata for every node");
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     for (node, md) in md.iter().enumerate() {
         let ums = md.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission);
         let ctx = okk(&m, k.create_context(node as u32));
-        let mut qp = HwQueuePdd {
-            magic: PDD_MAGIC,
-            version: HW_QUEUE_PDD_VERSION,
-            ..Default::default()
-        };
+        let mut qp = hw_queue_pdd();
         let r = k.create_hw_queue(ctx, true, qp.as_mut_bytes());
         if ums {
             let q = okk(&m, r);
@@ -163,14 +154,9 @@ fn um_04_doorbell_size_from_caps_and_doorbells_only_for_user_mode_queues() {
         .usermode_submission_caps(0)
         .expect("USERMODESUBMISSION_CAPS answered");
     assert!(caps.DoorbellSizeInBytes > 0 && caps.DoorbellSizeInBytes <= 4096);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(0));
-    let mut qp = HwQueuePdd {
-        magic: PDD_MAGIC,
-        version: HW_QUEUE_PDD_VERSION,
-        ..Default::default()
-    };
+    let mut qp = hw_queue_pdd();
     let kq = okk(&m, k.create_hw_queue(ctx, false, qp.as_mut_bytes()));
     let ring = okk(&m, k.create_allocation_as(4096, AllocationKind::Commands));
     let control = okk(
@@ -200,14 +186,9 @@ fn um_03_os_refuses_user_mode_queues_on_a_node_without_the_flag() {
     m.load_driver_with(rvgpu_simos::testing::ums_caps::install_node1_without_ums)
         .expect("load");
     m.start_adapter(0).expect("start");
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(1));
-    let mut qp = HwQueuePdd {
-        magic: PDD_MAGIC,
-        version: HW_QUEUE_PDD_VERSION,
-        ..Default::default()
-    };
+    let mut qp = hw_queue_pdd();
     assert_eq!(
         k.create_hw_queue(ctx, true, qp.as_mut_bytes()).err(),
         // BR-95 ([D] DXGHWQUEUE::InitializeForUserModeSubmission): refused before any DDI.
@@ -247,8 +228,7 @@ fn um_04_start_refused_without_usermode_submission_caps() {
 #[test]
 fn um_01_user_and_kernel_mode_submission_together() {
     let m = with_doorbells(Mode::Step, 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
     let mut kq = okk(&m, KernelQueue::new(k, &config(0)));
@@ -285,8 +265,7 @@ fn um_01_user_and_kernel_mode_submission_together() {
 #[test]
 fn um_05_user_mode_queue_refuses_kernel_submission() {
     let m = with_doorbells(Mode::Step, 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let q = raw_queue(&m, &k, 0);
     let r = k.submit_command_to_hw_queue(q.queue.handle, 1, t.gpu_va, 64);
@@ -309,8 +288,7 @@ fn um_05_user_mode_queue_refuses_kernel_submission() {
 #[test]
 fn um_07_doorbell_holds_its_ring_allocations() {
     let m = with_doorbells(Mode::Step, 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let q = raw_queue(&m, &k, 0);
     okk(&m, k.destroy_allocation(q.ring.handle));
     assert!(
@@ -348,8 +326,7 @@ fn um_07_doorbell_holds_its_ring_allocations() {
 #[test]
 fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
     let m = with_doorbells(Mode::Step, 1);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let a = raw_queue(&m, &k, 0);
     let info = m.doorbell_info(0, a.doorbell.handle).unwrap();
@@ -417,8 +394,7 @@ fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
 #[test]
 fn um_10_device_loss_aborts_every_doorbell() {
     let m = with_doorbells(Mode::Step, 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let raw = raw_queue(&m, &k, 0);
     okk(&m, k.connect_doorbell(raw.doorbell.handle));
@@ -454,8 +430,7 @@ fn um_10_device_loss_aborts_every_doorbell() {
 #[test]
 fn um_10_device_removed_queue_lost_and_recreated() {
     let m = with_doorbells(Mode::Step, 2);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     let v = okk(&m, q.submit(&[fill(&t, 1)]));
@@ -469,8 +444,7 @@ fn um_10_device_removed_queue_lost_and_recreated() {
     );
     drop(q);
     ok(&m, m.kill_process(&p));
-    let p2 = ok(&m, m.create_process(0));
-    let k2 = m.kmt(&p2);
+    let (p2, k2) = user_process(&m);
     let t2 = target(&m, &k2);
     let mut q2 = okk(&m, UserQueue::new(k2, &config(0)));
     let v = okk(&m, q2.submit(&[fill(&t2, 3)]));
@@ -495,8 +469,7 @@ fn um_13_f1_disconnects_the_engines_doorbells() {
         a.device.doorbells = 4;
         a.device.idle_f1_ticks = 20_000;
     });
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
     let v = okk(&m, q0.submit(&[fill(&t, 1)]));
@@ -569,8 +542,7 @@ fn um_13_f1_disconnects_the_engines_doorbells() {
 #[test]
 fn um_14_d3_suspends_disconnects_and_a_connect_wakes_the_gpu() {
     let m = pages_machine(Mode::Step, |a| a.device.doorbells = 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
     let mut q1 = okk(&m, UserQueue::new(k, &config(1)));
@@ -650,8 +622,7 @@ fn assert_d3hot_untouched(m: &Machine) {
 #[test]
 fn um_14_shared_line_interrupt_in_d3_is_declined_and_the_gpu_comes_back() {
     let m = pages_machine(Mode::Step, |a| a.device.doorbells = 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     let v = okk(&m, q.submit(&[fill(&t, 1)]));
@@ -680,8 +651,7 @@ fn um_14_shared_line_interrupt_in_d3_is_declined_and_the_gpu_comes_back() {
 #[test]
 fn um_14_queue_closed_in_d3_is_off_the_device_after_d0() {
     let m = with_doorbells(Mode::Step, 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
     let mut q1 = okk(&m, UserQueue::new(k, &config(0)));
@@ -740,8 +710,7 @@ fn doorbells_left_connected_at_d3(global: bool) {
         a.device.doorbells = 4;
         a.device.global_doorbell = global;
     });
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
     let mut q1 = okk(&m, UserQueue::new(k, &config(0)));
@@ -884,8 +853,7 @@ fn write_ring(q: &RawQueue, at: u64, cmds: &[Command], value: u64) -> u64 {
 #[test]
 fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
     let m = with_doorbells(Mode::Step, 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let q = raw_queue(&m, &k, 0);
     okk(&m, k.connect_doorbell(q.doorbell.handle));
@@ -939,8 +907,7 @@ fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
 #[test]
 fn um_15_doorbell_ddis_and_notify_work_submission() {
     let m = with_doorbells(Mode::Step, 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let q = raw_queue(&m, &k, 0);
     okk(&m, k.connect_doorbell(q.doorbell.handle));
@@ -971,8 +938,7 @@ fn um_15_doorbell_ddis_and_notify_work_submission() {
 #[test]
 fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
     let m = with_doorbells(Mode::Step, 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     let queue = match events_of(&m).iter().rev().find(|e| {
@@ -1004,8 +970,7 @@ fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
 #[test]
 fn um_17_normal_exit_disconnects_waits_then_destroys() {
     let m = with_doorbells(Mode::Step, 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     let mut last = 0;
@@ -1051,8 +1016,7 @@ fn um_17_normal_exit_disconnects_waits_then_destroys() {
 #[test]
 fn um_18_abnormal_exit_suspends_first_and_does_not_wait() {
     let m = with_doorbells(Mode::Step, 4);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     // Work that never finishes: the exit must not wait for it.
@@ -1091,8 +1055,7 @@ fn um_18_abnormal_exit_suspends_first_and_does_not_wait() {
 #[test]
 fn um_20_victimisation_walkthrough() {
     let m = with_doorbells(Mode::Step, 1);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     // 1. hDoorbell1 on hHwQueue1 is connected to the one physical doorbell: CONNECTED.
     let q1 = raw_queue(&m, &k, 0);
     okk(&m, k.connect_doorbell(q1.doorbell.handle));
@@ -1162,8 +1125,7 @@ fn um_20_victimisation_walkthrough() {
 #[test]
 fn um_19_three_queues_one_doorbell_all_work_completes() {
     let m = with_doorbells(Mode::Step, 1);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut qs: Vec<_> = (0..3)
         .map(|_| okk(&m, UserQueue::new(k, &config(0))))
@@ -1202,8 +1164,7 @@ fn um_21_global_doorbell_no_victimisation() {
         a.device.doorbells = 1;
         a.device.global_doorbell = true;
     });
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut qs: Vec<_> = (0..3)
         .map(|_| okk(&m, UserQueue::new(k, &config(0))))
@@ -1432,8 +1393,7 @@ fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
 
     // Bad reason.
     let m = with_doorbells(Mode::Step, 2);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let q = raw_queue(&m, &k, 0);
     okk(&m, k.connect_doorbell(q.doorbell.handle));
     let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
@@ -1461,8 +1421,7 @@ fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
 
     // A good call at DISPATCH_LEVEL: 0xA.
     let m = with_doorbells(Mode::Step, 2);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let q = raw_queue(&m, &k, 0);
     okk(&m, k.connect_doorbell(q.doorbell.handle));
     let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
@@ -1483,8 +1442,7 @@ fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
 
     // A good call at PASSIVE_LEVEL succeeds, and again on the disconnected doorbell.
     let m = with_doorbells(Mode::Step, 2);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (_p, k) = user_process(&m);
     let q = raw_queue(&m, &k, 0);
     okk(&m, k.connect_doorbell(q.doorbell.handle));
     let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
@@ -1520,8 +1478,7 @@ fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
 #[test]
 fn destroy_order_is_enforced() {
     let m = with_doorbells(Mode::Step, 2);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let q = raw_queue(&m, &k, 0);
     assert_eq!(
         k.destroy_hw_queue(q.queue.handle).err(),
@@ -1684,8 +1641,7 @@ fn um_20_destroy_racing_victimisation_never_uses_a_dead_handle() {
 #[test]
 fn um_16_ring_wraps_many_times() {
     let m = with_doorbells(Mode::Step, 2);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     let mut last = 0;
@@ -1800,8 +1756,7 @@ fn um_14_threaded_power_down_while_submitting() {
 #[test]
 fn um_11_suspended_queue_victimised_reconnects_and_runs_after_resume() {
     let m = with_doorbells(Mode::Step, 1);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let a = raw_queue(&m, &k, 0);
     okk(&m, k.connect_doorbell(a.doorbell.handle));
@@ -1833,8 +1788,7 @@ fn um_11_suspended_queue_victimised_reconnects_and_runs_after_resume() {
 fn um_17_exit_leaves_no_kmd_memory_or_runlist_entries() {
     let m = with_doorbells(Mode::Step, 2);
     let before = m.contiguous_allocations(0);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut ids = Vec::new();
     for node in 0..2 {
@@ -1876,8 +1830,7 @@ fn um_17_exit_leaves_no_kmd_memory_or_runlist_entries() {
 #[test]
 fn um_11_14_kernel_mode_submission_while_suspended_and_in_d3() {
     let m = with_doorbells(Mode::Step, 2);
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut kq = okk(&m, KernelQueue::new(k, &config(0)));
     let v = okk(&m, kq.submit(&[fill(&t, 1)]));
@@ -1933,15 +1886,13 @@ fn lying_exit(mode: Mode, lie: Lie) {
     // for the victim's own waits on a loaded machine.
     cfg.os.wait_timeout = Duration::from_secs(2);
     let m = started(cfg);
-    let victim = ok(&m, m.create_process(0));
-    let kv = m.kmt(&victim);
+    let (victim, kv) = user_process(&m);
     let vt = target(&m, &kv);
     let mut vq = okk(&m, UserQueue::new(kv, &config(0)));
     let v = okk(&m, vq.submit(&[fill(&vt, 1)]));
     okk(&m, vq.wait(v));
 
-    let p = ok(&m, m.create_process(0));
-    let k = m.kmt(&p);
+    let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let q = raw_queue(&m, &k, 0);
     okk(&m, k.connect_doorbell(q.doorbell.handle));

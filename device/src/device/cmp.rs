@@ -28,11 +28,10 @@ use std::sync::atomic::Ordering;
 
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::engine::EngineState;
-use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
+use rvgpu_hw::event::FaultCode;
 use rvgpu_hw::fence::wait_satisfied;
 use rvgpu_hw::mmu::Access;
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_QUEUE, RUNLIST_MAX};
-use rvgpu_hw::regs::IntCause;
 
 use rvgpu_hw::addr::GpuVa;
 
@@ -401,18 +400,7 @@ impl Cmp {
 impl Core {
     /// A Fault record that no packet caused (runlist commit, scheduling log): `arg2` = 0.
     pub(crate) fn post_commit_fault(&self, e: usize, queue_id: u32, f: Fault) {
-        self.post_event(
-            EventRecord {
-                kind: EventKind::Fault as u8,
-                engine: e as u8,
-                flags: 0,
-                queue_id,
-                arg0: f.code as u64,
-                arg1: f.addr.get(),
-                arg2: f.arg2(0),
-            },
-            IntCause::FAULT,
-        );
+        self.post_fault_event(e, queue_id, f, 0);
     }
 
     /// Reads `n` descriptors from slot `first` of the runlist at `base` (the KMD's own

@@ -92,6 +92,13 @@ impl Rig {
         Self::new(DeviceConfig::step())
     }
 
+    /// A step-mode rig whose configuration `f` adjusts first.
+    pub fn step_with(f: impl FnOnce(&mut DeviceConfig)) -> Self {
+        let mut cfg = DeviceConfig::step();
+        f(&mut cfg);
+        Self::new(cfg)
+    }
+
     /// Page-aligned zeroed memory inside the registered window.
     pub fn alloc(&mut self, bytes: u64) -> u64 {
         let a = self.next;
@@ -138,21 +145,7 @@ impl Rig {
         let end = self.arena.bus_addr + self.arena.len;
         let mut va = start;
         while va < end {
-            let mut table = root;
-            for level in (mmu::LARGE_LEVEL + 1..=mmu::ROOT_LEVEL).rev() {
-                let e = mmu::entry_addr(table, va, level).unwrap();
-                let pte = Pte(self.mem.read_u64(e).unwrap());
-                table = if pte.valid() {
-                    pte.addr()
-                } else {
-                    let t = self.alloc(mmu::TABLE_SIZE);
-                    self.mem
-                        .store(e, Pte::table(t, false).unwrap().0, Ordering::Release)
-                        .unwrap();
-                    t
-                };
-            }
-            let e = mmu::entry_addr(table, va, mmu::LARGE_LEVEL).unwrap();
+            let e = self.table_entry(root, va, mmu::LARGE_LEVEL);
             self.mem
                 .store(e, Pte::page(va, attrs, true).unwrap().0, Ordering::Release)
                 .unwrap();
@@ -160,6 +153,39 @@ impl Rig {
         }
         self.user_root = root;
         root
+    }
+
+    /// Physical address of the entry for `va` at `level` in the page table rooted at `root`,
+    /// creating the directory tables above it.
+    pub fn table_entry(&mut self, root: u64, va: u64, level: u8) -> u64 {
+        let mut table = root;
+        for l in (level + 1..=mmu::ROOT_LEVEL).rev() {
+            let e = mmu::entry_addr(table, va, l).unwrap();
+            let pte = Pte(self.mem.read_u64(e).unwrap());
+            table = if pte.valid() {
+                pte.addr()
+            } else {
+                let t = self.alloc(mmu::TABLE_SIZE);
+                self.mem
+                    .store(e, Pte::table(t, false).unwrap().0, Ordering::Release)
+                    .unwrap();
+                t
+            };
+        }
+        mmu::entry_addr(table, va, level).unwrap()
+    }
+
+    /// A DMA buffer as the UMD builds it, holding `words`: `(GPU address, bytes)`.
+    pub fn buffer_words(&mut self, words: &[u64]) -> (u64, u64) {
+        let bytes = words.len() as u64 * 8;
+        let a = self.alloc(bytes);
+        self.mem.write_words(a, words).unwrap();
+        (a, bytes)
+    }
+
+    /// A DMA buffer holding `cmds`.
+    pub fn buffer(&mut self, cmds: &[Command]) -> (u64, u64) {
+        self.buffer_words(&encode(cmds))
     }
 
     /// A queue on `engine` with a 4 KiB ring, logs, and (dedicated mode) a bound doorbell;
@@ -238,6 +264,13 @@ impl Rig {
         self.dev.write32(reg(regs::engine::RUNLIST_COMMIT), 1);
     }
 
+    /// A [`Rig::queue`] committed alone on `engine`'s runlist.
+    pub fn queue_committed(&mut self, engine: u32, id: u32) -> Q {
+        let q = self.queue(engine, id);
+        self.commit(engine, &[&q]);
+        q
+    }
+
     pub fn commit(&mut self, engine: u32, qs: &[&Q]) {
         let descs: Vec<_> = qs.iter().map(|q| q.desc).collect();
         self.commit_descs(engine, &descs);
@@ -263,13 +296,7 @@ impl Rig {
     }
 
     pub fn push(&self, q: &mut Q, cmds: &[Command]) {
-        let mut words = Vec::new();
-        for c in cmds {
-            let mut buf = vec![0u64; c.len()];
-            c.encode(&mut buf).unwrap();
-            words.extend(buf);
-        }
-        self.push_words(q, &words);
+        self.push_words(q, &encode(cmds));
     }
 
     /// Rings the queue's doorbell (or kicks it through the engine register).
@@ -340,6 +367,22 @@ impl Rig {
     pub fn engine_reg(&self, engine: u32, r: usize) -> usize {
         regs::engine_reg(engine, r).unwrap()
     }
+}
+
+/// A PROGRESS that interrupts (DMA completed) with `value`.
+pub fn progress_irq(value: u64) -> Command {
+    Command::Progress { irq: true, value }
+}
+
+/// The words of `cmds`, encoded one after another.
+pub fn encode(cmds: &[Command]) -> Vec<u64> {
+    let mut words = Vec::new();
+    for c in cmds {
+        let mut buf = vec![0u64; c.len()];
+        c.encode(&mut buf).unwrap();
+        words.extend(buf);
+    }
+    words
 }
 
 pub fn signal(f: Fence, value: u64, flags: u8, tag: u64) -> Command {

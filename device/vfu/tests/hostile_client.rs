@@ -2,87 +2,26 @@
 //! the memory it is given, over the real socket, and checks that the server survives it and
 //! that the next client gets a working device it alone can reach.
 
+mod common;
+
+use common::*;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::thread::JoinHandle;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rvgpu_device::{DeviceConfig, RamBacking};
 use rvgpu_hw::regs;
 use rvgpu_vfu::backend::{irq_index, region};
 use rvgpu_vfu::shm::{Mapping, Memfd};
-use rvgpu_vfu::{Probe, SessionEnd, VfuServer};
+use rvgpu_vfu::{SessionEnd, VfuServer};
 use vfio_user::Client;
 
-const DATA_NONE: u32 = 1 << 0;
-const DATA_EVENTFD: u32 = 1 << 2;
-const ACTION_TRIGGER: u32 = 1 << 5;
-const GUEST_BASE: u64 = 0x4000_0000;
 const MIB: u64 = 1 << 20;
-
-/// A fresh directory path (not created: the server makes it, private).
-fn fresh_dir() -> PathBuf {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "rvgpu-vfu-hostile-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-struct Harness {
-    dir: PathBuf,
-    socket: PathBuf,
-    probe: Probe,
-    server: Option<JoinHandle<Vec<SessionEnd>>>,
-}
-
-impl Harness {
-    fn start(sessions: usize) -> Self {
-        Self::start_with(sessions, |_| {})
-    }
-
-    fn start_with(sessions: usize, setup: impl FnOnce(&mut VfuServer)) -> Self {
-        let dir = fresh_dir();
-        let socket = dir.join("rvgpu.sock");
-        let mut server = VfuServer::new(&socket, DeviceConfig::default()).unwrap();
-        setup(&mut server);
-        let probe = server.probe();
-        let server =
-            std::thread::spawn(move || (0..sessions).map(|_| server.serve_one()).collect());
-        Self {
-            dir,
-            socket,
-            probe,
-            server: Some(server),
-        }
-    }
-
-    fn client(&self) -> Client {
-        Client::new(&self.socket).unwrap()
-    }
-
-    fn raw(&self) -> UnixStream {
-        UnixStream::connect(&self.socket).unwrap()
-    }
-
-    fn finish(mut self) -> Vec<SessionEnd> {
-        self.server.take().unwrap().join().unwrap()
-    }
-}
-
-impl Drop for Harness {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// The next client gets a working device: registers answer, VRAM reads back what it writes.
 fn next_client_works(h: &Harness) {
@@ -93,22 +32,6 @@ fn next_client_works(h: &Harness) {
     let mut b = [0u8; 8];
     c.region_read(region::BAR4, 64, &mut b).unwrap();
     assert_eq!(u64::from_le_bytes(b), 0x5AFE);
-}
-
-fn reg(c: &mut Client, off: usize) -> u32 {
-    let mut b = [0u8; 4];
-    c.region_read(region::BAR0, off as u64, &mut b).unwrap();
-    u32::from_le_bytes(b)
-}
-
-fn r64(c: &mut Client, region: u32, off: u64) -> u64 {
-    let mut b = [0u8; 8];
-    c.region_read(region, off, &mut b).unwrap();
-    u64::from_le_bytes(b)
-}
-
-fn w64(c: &mut Client, region: u32, off: u64, v: u64) {
-    c.region_write(region, off, &v.to_le_bytes()).unwrap();
 }
 
 /// The client's own mapping of a region's memfd (its whole mmap-able area).

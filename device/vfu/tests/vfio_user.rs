@@ -2,15 +2,16 @@
 //! test (rust-vmm's `vfio_user::Client`, and raw messages where that client cannot express a
 //! bad request), without QEMU. Each test runs its own server on a socket in a temp dir.
 
+mod common;
+
+use common::*;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use rvgpu_device::{DeviceConfig, RamBacking};
+use rvgpu_device::RamBacking;
 use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::event::{EventKind, EventRecord};
@@ -19,97 +20,10 @@ use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl};
 use rvgpu_hw::regs::{self, IntCause};
 use rvgpu_vfu::backend::{irq_index, region};
 use rvgpu_vfu::shm::{Mapping, Memfd};
-use rvgpu_vfu::{Probe, SessionEnd, VfuServer};
+use rvgpu_vfu::SessionEnd;
 use vfio_user::Client;
 
-// vfio SET_IRQS flags (linux/vfio.h).
-const DATA_NONE: u32 = 1 << 0;
-const DATA_EVENTFD: u32 = 1 << 2;
-const ACTION_UNMASK: u32 = 1 << 4;
-const ACTION_TRIGGER: u32 = 1 << 5;
-
-/// Where the test's "guest RAM" appears on the device's bus (a guest physical address).
-const GUEST_BASE: u64 = 0x4000_0000;
 const GUEST_SIZE: u64 = 1 << 20;
-
-struct Harness {
-    dir: PathBuf,
-    socket: PathBuf,
-    probe: Probe,
-    server: Option<JoinHandle<Vec<SessionEnd>>>,
-}
-
-impl Harness {
-    /// A server for `sessions` clients, one after another, on a socket in a fresh temp dir.
-    fn start(sessions: usize) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "rvgpu-vfu-test-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        // The server creates the directory itself, private.
-        let socket = dir.join("rvgpu.sock");
-        let mut server = VfuServer::new(&socket, DeviceConfig::default()).unwrap();
-        let probe = server.probe();
-        let server =
-            std::thread::spawn(move || (0..sessions).map(|_| server.serve_one()).collect());
-        Self {
-            dir,
-            socket,
-            probe,
-            server: Some(server),
-        }
-    }
-
-    fn client(&self) -> Client {
-        Client::new(&self.socket).unwrap()
-    }
-
-    /// Waits for the server to finish its sessions; returns how each ended.
-    fn finish(mut self) -> Vec<SessionEnd> {
-        self.server.take().unwrap().join().unwrap()
-    }
-}
-
-impl Drop for Harness {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn r32(c: &mut Client, region: u32, off: u64) -> u32 {
-    let mut b = [0u8; 4];
-    c.region_read(region, off, &mut b).unwrap();
-    u32::from_le_bytes(b)
-}
-
-fn r64(c: &mut Client, region: u32, off: u64) -> u64 {
-    let mut b = [0u8; 8];
-    c.region_read(region, off, &mut b).unwrap();
-    u64::from_le_bytes(b)
-}
-
-fn w32(c: &mut Client, region: u32, off: u64, v: u32) {
-    c.region_write(region, off, &v.to_le_bytes()).unwrap();
-}
-
-fn w64(c: &mut Client, region: u32, off: u64, v: u64) {
-    c.region_write(region, off, &v.to_le_bytes()).unwrap();
-}
-
-fn reg(c: &mut Client, off: usize) -> u32 {
-    r32(c, region::BAR0, off as u64)
-}
-
-fn set_reg(c: &mut Client, off: usize, v: u32) {
-    w32(c, region::BAR0, off as u64, v)
-}
-
-fn set_reg64(c: &mut Client, off: usize, v: u64) {
-    w64(c, region::BAR0, off as u64, v)
-}
 
 fn eventfd() -> File {
     // SAFETY: FFI call; the result is checked and owned by the File.

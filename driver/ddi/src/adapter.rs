@@ -4,7 +4,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, layout};
+use crate::macros::{bitfield, extern_fn, layout, reserved_flags};
 
 /// `DXGK_START_INFO`: passed to `DxgkDdiStartDevice`.
 ///
@@ -139,17 +139,17 @@ pub const DxgkRemovalHibernation: DXGK_SURPRISE_REMOVAL_TYPE = 0;
 /// The device was unplugged or lost power while running.
 pub const DxgkRemovalPnPNotify: DXGK_SURPRISE_REMOVAL_TYPE = 1;
 
-/// `DXGKDDI_NOTIFY_SURPRISE_REMOVAL`: `(PVOID MiniportDeviceContext, DXGK_SURPRISE_REMOVAL_TYPE
-/// RemovalType)`. A level-zero DDI (it may run while other DDIs run and work is pending); the
-/// hardware is gone, so the driver must not touch it from then on.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal>
-pub type PDXGKDDI_NOTIFY_SURPRISE_REMOVAL = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_NOTIFY_SURPRISE_REMOVAL`: `(PVOID MiniportDeviceContext, DXGK_SURPRISE_REMOVAL_TYPE
+    /// RemovalType)`. A level-zero DDI (it may run while other DDIs run and work is pending); the
+    /// hardware is gone, so the driver must not touch it from then on.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal>
+    pub type PDXGKDDI_NOTIFY_SURPRISE_REMOVAL = fn(
         MiniportDeviceContext: PVOID,
         RemovalType: DXGK_SURPRISE_REMOVAL_TYPE,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 /// Undefined.
 pub const DxgkUndefinedEvent: DXGK_EVENT_TYPE = 0;
 /// ACPI event.
@@ -1028,16 +1028,12 @@ bitfield! {
 }
 layout!(DXGK_DRIVERCAPS_MiscCaps, size = 4);
 
-bitfield! {
+reserved_flags! {
     /// `DXGK_HWQUEUEDFLIP_CAPS` (WDDM 3.0+): hardware flip queue capabilities, all reserved.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_hwqueuedflip_caps>
-    pub struct DXGK_HWQUEUEDFLIP_CAPS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
+    DXGK_HWQUEUEDFLIP_CAPS;
 }
-layout!(DXGK_HWQUEUEDFLIP_CAPS, size = 4);
 
 /// `DXGK_DRIVERCAPS`: the adapter capabilities returned for `DXGKQAITYPE_DRIVERCAPS`, laid out
 /// as the WDDM 3.2 headers declare it (592 bytes on x64).

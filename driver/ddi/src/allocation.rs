@@ -215,8 +215,7 @@ pub type PDXGKDDI_CREATEPROCESS = Option<
 /// process handle from [`DXGKARG_CREATEPROCESS::hKmdProcess`].
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyprocess>
-pub type PDXGKDDI_DESTROYPROCESS =
-    Option<unsafe extern "system" fn(hAdapter: HANDLE, hKmdProcess: HANDLE) -> NTSTATUS>;
+pub type PDXGKDDI_DESTROYPROCESS = DDI_FN<HANDLE>;
 
 /// `DXGKARG_GETROOTPAGETABLESIZE`: argument of `DxgkDdiGetRootPageTableSize`.
 ///
@@ -686,12 +685,7 @@ layout!(
 /// INOUT_PDXGKARG_CREATEALLOCATION pCreateAllocation)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createallocation>
-pub type PDXGKDDI_CREATEALLOCATION = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pCreateAllocation: *mut DXGKARG_CREATEALLOCATION,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_CREATEALLOCATION = DDI_FN<*mut DXGKARG_CREATEALLOCATION>;
 
 // ---------------------------------------------------------------------------------------------
 // DxgkDdiDestroyAllocation
@@ -738,12 +732,7 @@ layout!(
 /// IN_CONST_PDXGKARG_DESTROYALLOCATION pDestroyAllocation)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyallocation>
-pub type PDXGKDDI_DESTROYALLOCATION = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pDestroyAllocation: *const DXGKARG_DESTROYALLOCATION,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_DESTROYALLOCATION = DDI_FN<*const DXGKARG_DESTROYALLOCATION>;
 
 // ---------------------------------------------------------------------------------------------
 // DxgkDdiDescribeAllocation
@@ -805,12 +794,7 @@ layout!(
 /// INOUT_PDXGKARG_DESCRIBEALLOCATION pDescribeAllocation)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_describeallocation>
-pub type PDXGKDDI_DESCRIBEALLOCATION = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pDescribeAllocation: *mut DXGKARG_DESCRIBEALLOCATION,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_DESCRIBEALLOCATION = DDI_FN<*mut DXGKARG_DESCRIBEALLOCATION>;
 
 // ---------------------------------------------------------------------------------------------
 // DxgkDdiGetStandardAllocationDriverData
@@ -936,12 +920,8 @@ layout!(
 /// INOUT_PDXGKARG_GETSTANDARDALLOCATIONDRIVERDATA pGetStandardAllocationDriverData)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getstandardallocationdriverdata>
-pub type PDXGKDDI_GETSTANDARDALLOCATIONDRIVERDATA = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pGetStandardAllocationDriverData: *mut DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_GETSTANDARDALLOCATIONDRIVERDATA =
+    DDI_FN<*mut DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA>;
 
 // ---------------------------------------------------------------------------------------------
 // DxgkDdiOpenAllocation / DxgkDdiCloseAllocation (per device)
@@ -1030,12 +1010,7 @@ layout!(
 /// argument is the driver's **device** handle, not the adapter's.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_openallocationinfo>
-pub type PDXGKDDI_OPENALLOCATIONINFO = Option<
-    unsafe extern "system" fn(
-        hDevice: HANDLE,
-        pOpenAllocation: *const DXGKARG_OPENALLOCATION,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_OPENALLOCATIONINFO = DDI_FN<*const DXGKARG_OPENALLOCATION>;
 
 /// `DXGKARG_CLOSEALLOCATION`: argument of `DxgkDdiCloseAllocation`.
 ///
@@ -1060,12 +1035,7 @@ layout!(
 /// **device** handle.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_closeallocation>
-pub type PDXGKDDI_CLOSEALLOCATION = Option<
-    unsafe extern "system" fn(
-        hDevice: HANDLE,
-        pCloseAllocation: *const DXGKARG_CLOSEALLOCATION,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_CLOSEALLOCATION = DDI_FN<*const DXGKARG_CLOSEALLOCATION>;
 
 zeroed_default!(
     DXGKARG_CREATEPROCESS,
@@ -1089,77 +1059,22 @@ zeroed_default!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::basic::BitField;
-
-    fn check_fields(name: &str, bits: u32, fields: &[(&str, BitField)]) {
-        let mut next = 0u32;
-        for (field, f) in fields {
-            assert_eq!(
-                f.shift, next,
-                "{name}::{field} does not follow its predecessor"
-            );
-            assert!(f.width > 0, "{name}::{field} has zero width");
-            next += f.width;
-        }
-        assert_eq!(next, bits, "{name}: fields do not fill the word");
-    }
+    use crate::macros::assert_fields_fill_word;
 
     #[test]
     fn flag_words_are_contiguous() {
-        check_fields(
-            "D3DDDI_SEGMENTPREFERENCE",
-            32,
-            D3DDDI_SEGMENTPREFERENCE::FIELDS,
-        );
-        check_fields(
-            "DXGK_SEGMENTBANKPREFERENCE",
-            32,
-            DXGK_SEGMENTBANKPREFERENCE::FIELDS,
-        );
-        check_fields(
-            "DXGK_CREATEPROCESSFLAGS",
-            32,
-            DXGK_CREATEPROCESSFLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_ALLOCATIONINFOFLAGS",
-            32,
-            DXGK_ALLOCATIONINFOFLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_ALLOCATIONINFOFLAGS_WDDM2_0",
-            32,
-            DXGK_ALLOCATIONINFOFLAGS_WDDM2_0::FIELDS,
-        );
-        check_fields(
-            "DXGK_ALLOCATIONINFOFLAGS2",
-            32,
-            DXGK_ALLOCATIONINFOFLAGS2::FIELDS,
-        );
-        check_fields(
-            "DXGK_ALLOCATIONUSAGEINFO1_Flags",
-            32,
-            DXGK_ALLOCATIONUSAGEINFO1_Flags::FIELDS,
-        );
-        check_fields(
-            "DXGK_CREATEALLOCATIONFLAGS",
-            32,
-            DXGK_CREATEALLOCATIONFLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_DESTROYALLOCATIONFLAGS",
-            32,
-            DXGK_DESTROYALLOCATIONFLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_DESCRIBEALLOCATIONFLAGS",
-            32,
-            DXGK_DESCRIBEALLOCATIONFLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_OPENALLOCATIONFLAGS",
-            32,
-            DXGK_OPENALLOCATIONFLAGS::FIELDS,
+        assert_fields_fill_word!(
+            D3DDDI_SEGMENTPREFERENCE,
+            DXGK_SEGMENTBANKPREFERENCE,
+            DXGK_CREATEPROCESSFLAGS,
+            DXGK_ALLOCATIONINFOFLAGS,
+            DXGK_ALLOCATIONINFOFLAGS_WDDM2_0,
+            DXGK_ALLOCATIONINFOFLAGS2,
+            DXGK_ALLOCATIONUSAGEINFO1_Flags,
+            DXGK_CREATEALLOCATIONFLAGS,
+            DXGK_DESTROYALLOCATIONFLAGS,
+            DXGK_DESCRIBEALLOCATIONFLAGS,
+            DXGK_OPENALLOCATIONFLAGS
         );
     }
 

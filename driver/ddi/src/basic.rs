@@ -7,7 +7,7 @@
 
 use core::ffi::c_void;
 
-use crate::macros::layout;
+use crate::macros::{extern_fn, layout};
 
 /// `NTSTATUS`: a kernel status code; negative values are errors. See [`crate::ntstatus`].
 pub type NTSTATUS = i32;
@@ -225,14 +225,18 @@ pub struct DRIVER_OBJECT {
 /// `PDRIVER_OBJECT`.
 pub type PDRIVER_OBJECT = *mut DRIVER_OBJECT;
 
-/// `PINTERFACE_REFERENCE`: increments an interface's reference count.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/nc-wdm-pinterface_reference>
-pub type PINTERFACE_REFERENCE = Option<unsafe extern "system" fn(Context: PVOID)>;
-/// `PINTERFACE_DEREFERENCE`: decrements an interface's reference count.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/nc-wdm-pinterface_dereference>
-pub type PINTERFACE_DEREFERENCE = Option<unsafe extern "system" fn(Context: PVOID)>;
+extern_fn! {
+    /// `PINTERFACE_REFERENCE`: increments an interface's reference count.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/nc-wdm-pinterface_reference>
+    pub type PINTERFACE_REFERENCE = fn(Context: PVOID);
+}
+extern_fn! {
+    /// `PINTERFACE_DEREFERENCE`: decrements an interface's reference count.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/nc-wdm-pinterface_dereference>
+    pub type PINTERFACE_DEREFERENCE = fn(Context: PVOID);
+}
 
 /// `INTERFACE`: the common header of every query-interface table (wdm.h).
 ///
@@ -263,12 +267,13 @@ layout!(
 /// `PINTERFACE`.
 pub type PINTERFACE = *mut INTERFACE;
 
-/// `PKSYNCHRONIZE_ROUTINE`: a routine run synchronised with the ISR
-/// (passed to `DxgkCbSynchronizeExecution`).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/nc-wdm-ksynchronize_routine>
-pub type PKSYNCHRONIZE_ROUTINE =
-    Option<unsafe extern "system" fn(SynchronizeContext: PVOID) -> BOOLEAN>;
+extern_fn! {
+    /// `PKSYNCHRONIZE_ROUTINE`: a routine run synchronised with the ISR
+    /// (passed to `DxgkCbSynchronizeExecution`).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/nc-wdm-ksynchronize_routine>
+    pub type PKSYNCHRONIZE_ROUTINE = fn(SynchronizeContext: PVOID) -> BOOLEAN;
+}
 
 /// `DEVICE_POWER_STATE` (wdm.h).
 ///
@@ -535,10 +540,17 @@ layout!(CM_RESOURCE_LIST, size = 40, Count = 0, List = 4);
 /// `PCM_RESOURCE_LIST`.
 pub type PCM_RESOURCE_LIST = *mut CM_RESOURCE_LIST;
 
-/// Placeholder pointer type for a DDI or callback slot whose signature is not bound yet. It has
-/// the size and null representation of every C function pointer, so the table layout is exact;
-/// it must not be called.
-pub type PFN_UNBOUND = Option<unsafe extern "system" fn()>;
+/// The common DDI and callback shape `(HANDLE, A) -> NTSTATUS`: the handle of the object it acts
+/// on (adapter, device, context, queue), then its argument, usually a pointer to a `DXGKARG_*`
+/// structure. The reference page each type links to names the parameters.
+pub type DDI_FN<A> = Option<unsafe extern "system" fn(HANDLE, A) -> NTSTATUS>;
+
+extern_fn! {
+    /// Placeholder pointer type for a DDI or callback slot whose signature is not bound yet. It has
+    /// the size and null representation of every C function pointer, so the table layout is exact;
+    /// it must not be called.
+    pub type PFN_UNBOUND = fn();
+}
 
 /// A pointer-sized slot of a DDI table: a function pointer (`Option<fn>`) or a reserved `PVOID`.
 pub trait DdiSlot {

@@ -14,7 +14,9 @@ use crate::adapter::{PDXGK_CHILD_STATUS, PDXGK_DEVICE_INFO};
 use crate::basic::*;
 use crate::feature::DXGKCB_QUERYFEATURESUPPORT;
 use crate::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
-use crate::macros::{bitfield, ddi_table, layout, unbound_fn, zeroed_default};
+use crate::macros::{
+    bitfield, ddi_table, extern_fn, layout, reserved_flags, unbound_fn, zeroed_default,
+};
 
 /// `DXGK_SERVICES`: interfaces obtainable with `DxgkCbQueryServices`.
 ///
@@ -37,30 +39,30 @@ pub const DxgkServicesIDD: DXGK_SERVICES = 6;
 /// Feature interface ([`crate::feature::DXGK_FEATURE_INTERFACE`], WDDM 3.2).
 pub const DxgkServicesFeature: DXGK_SERVICES = 7;
 
-/// `DXGKDDI_PROTECTED_CALLBACK`: run by `DxgkCbExcludeAdapterAccess` with the adapter quiesced.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_exclude_adapter_access>
-pub type DXGKDDI_PROTECTED_CALLBACK = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_PROTECTED_CALLBACK`: run by `DxgkCbExcludeAdapterAccess` with the adapter quiesced.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_exclude_adapter_access>
+    pub type DXGKDDI_PROTECTED_CALLBACK = fn(
         MiniportDeviceContext: PVOID,
         ProtectedCallbackContext: PVOID,
         ProtectionStatus: NTSTATUS,
-    ),
->;
+    );
+}
 
-/// `DXGKCB_EVAL_ACPI_METHOD` (the ACPI input/output buffers are passed as untyped pointers).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_eval_acpi_method>
-pub type DXGKCB_EVAL_ACPI_METHOD = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKCB_EVAL_ACPI_METHOD` (the ACPI input/output buffers are passed as untyped pointers).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_eval_acpi_method>
+    pub type DXGKCB_EVAL_ACPI_METHOD = fn(
         DeviceHandle: HANDLE,
         DeviceUid: ULONG,
         AcpiInputBuffer: *mut c_void,
         AcpiInputSize: ULONG,
         AcpiOutputBuffer: *mut c_void,
         AcpiOutputSize: ULONG,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 /// `DXGKCB_GET_DEVICE_INFORMATION`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_get_device_information>
@@ -73,11 +75,11 @@ pub type DXGKCB_GET_DEVICE_INFORMATION = Option<
 pub type DXGKCB_INDICATE_CHILD_STATUS = Option<
     unsafe extern "system" fn(DeviceHandle: HANDLE, ChildStatus: PDXGK_CHILD_STATUS) -> NTSTATUS,
 >;
-/// `DXGKCB_MAP_MEMORY`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_map_memory>
-pub type DXGKCB_MAP_MEMORY = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKCB_MAP_MEMORY`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_map_memory>
+    pub type DXGKCB_MAP_MEMORY = fn(
         DeviceHandle: HANDLE,
         TranslatedAddress: PHYSICAL_ADDRESS,
         Length: ULONG,
@@ -85,75 +87,76 @@ pub type DXGKCB_MAP_MEMORY = Option<
         MapToUserMode: BOOLEAN,
         CacheType: MEMORY_CACHING_TYPE,
         VirtualAddress: *mut PVOID,
-    ) -> NTSTATUS,
->;
-/// `DXGKCB_QUEUE_DPC`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_queue_dpc>
-pub type DXGKCB_QUEUE_DPC = Option<unsafe extern "system" fn(DeviceHandle: HANDLE) -> BOOLEAN>;
-/// `DXGKCB_QUERY_SERVICES`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_query_services>
-pub type DXGKCB_QUERY_SERVICES = Option<
-    unsafe extern "system" fn(
+    ) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKCB_QUEUE_DPC`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_queue_dpc>
+    pub type DXGKCB_QUEUE_DPC = fn(DeviceHandle: HANDLE) -> BOOLEAN;
+}
+extern_fn! {
+    /// `DXGKCB_QUERY_SERVICES`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_query_services>
+    pub type DXGKCB_QUERY_SERVICES = fn(
         DeviceHandle: HANDLE,
         ServicesType: DXGK_SERVICES,
         Interface: PINTERFACE,
-    ) -> NTSTATUS,
->;
-/// `DXGKCB_READ_DEVICE_SPACE`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_read_device_space>
-pub type DXGKCB_READ_DEVICE_SPACE = Option<
-    unsafe extern "system" fn(
+    ) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKCB_READ_DEVICE_SPACE`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_read_device_space>
+    pub type DXGKCB_READ_DEVICE_SPACE = fn(
         DeviceHandle: HANDLE,
         DataType: ULONG,
         Buffer: PVOID,
         Offset: ULONG,
         Length: ULONG,
         BytesRead: *mut ULONG,
-    ) -> NTSTATUS,
->;
-/// `DXGKCB_SYNCHRONIZE_EXECUTION`: run a routine synchronised with the ISR.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_synchronize_execution>
-pub type DXGKCB_SYNCHRONIZE_EXECUTION = Option<
-    unsafe extern "system" fn(
+    ) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKCB_SYNCHRONIZE_EXECUTION`: run a routine synchronised with the ISR.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_synchronize_execution>
+    pub type DXGKCB_SYNCHRONIZE_EXECUTION = fn(
         DeviceHandle: HANDLE,
         SynchronizeRoutine: PKSYNCHRONIZE_ROUTINE,
         Context: PVOID,
         MessageNumber: ULONG,
         ReturnValue: *mut BOOLEAN,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 /// `DXGKCB_UNMAP_MEMORY`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_unmap_memory>
-pub type DXGKCB_UNMAP_MEMORY =
-    Option<unsafe extern "system" fn(DeviceHandle: HANDLE, VirtualAddress: PVOID) -> NTSTATUS>;
-/// `DXGKCB_WRITE_DEVICE_SPACE`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_write_device_space>
-pub type DXGKCB_WRITE_DEVICE_SPACE = Option<
-    unsafe extern "system" fn(
+pub type DXGKCB_UNMAP_MEMORY = DDI_FN<PVOID>;
+extern_fn! {
+    /// `DXGKCB_WRITE_DEVICE_SPACE`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_write_device_space>
+    pub type DXGKCB_WRITE_DEVICE_SPACE = fn(
         DeviceHandle: HANDLE,
         DataType: ULONG,
         Buffer: PVOID,
         Offset: ULONG,
         Length: ULONG,
         BytesWritten: *mut ULONG,
-    ) -> NTSTATUS,
->;
-/// `DXGKCB_IS_DEVICE_PRESENT` (the `PCI_DEVICE_PRESENCE_PARAMETERS` argument is untyped here).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_is_device_present>
-pub type DXGKCB_IS_DEVICE_PRESENT = Option<
-    unsafe extern "system" fn(
+    ) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKCB_IS_DEVICE_PRESENT` (the `PCI_DEVICE_PRESENCE_PARAMETERS` argument is untyped here).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_is_device_present>
+    pub type DXGKCB_IS_DEVICE_PRESENT = fn(
         DeviceHandle: HANDLE,
         DevicePresenceParameters: *mut c_void,
         DevicePresent: *mut BOOLEAN,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 
 /// `DXGK_HANDLE_TYPE` (d3dkmddi.h).
 ///
@@ -193,16 +196,18 @@ pub struct DXGKARGCB_GETHANDLEDATA {
 }
 layout!(DXGKARGCB_GETHANDLEDATA, size = 12, Type = 4, Flags = 8);
 
-/// `DXGKCB_GETHANDLEDATA`: driver data attached to a kernel handle.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_gethandledata>
-pub type DXGKCB_GETHANDLEDATA =
-    Option<unsafe extern "system" fn(pData: *const DXGKARGCB_GETHANDLEDATA) -> PVOID>;
-/// `DXGKCB_GETHANDLEPARENT`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_gethandleparent>
-pub type DXGKCB_GETHANDLEPARENT =
-    Option<unsafe extern "system" fn(hAllocation: D3DKMT_HANDLE) -> D3DKMT_HANDLE>;
+extern_fn! {
+    /// `DXGKCB_GETHANDLEDATA`: driver data attached to a kernel handle.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_gethandledata>
+    pub type DXGKCB_GETHANDLEDATA = fn(pData: *const DXGKARGCB_GETHANDLEDATA) -> PVOID;
+}
+extern_fn! {
+    /// `DXGKCB_GETHANDLEPARENT`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_gethandleparent>
+    pub type DXGKCB_GETHANDLEPARENT = fn(hAllocation: D3DKMT_HANDLE) -> D3DKMT_HANDLE;
+}
 
 /// `DXGKARGCB_ENUMHANDLECHILDREN`.
 ///
@@ -217,43 +222,48 @@ pub struct DXGKARGCB_ENUMHANDLECHILDREN {
 }
 layout!(DXGKARGCB_ENUMHANDLECHILDREN, size = 8, Index = 4);
 
-/// `DXGKCB_ENUMHANDLECHILDREN`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_enumhandlechildren>
-pub type DXGKCB_ENUMHANDLECHILDREN =
-    Option<unsafe extern "system" fn(pData: *const DXGKARGCB_ENUMHANDLECHILDREN) -> D3DKMT_HANDLE>;
+extern_fn! {
+    /// `DXGKCB_ENUMHANDLECHILDREN`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_enumhandlechildren>
+    pub type DXGKCB_ENUMHANDLECHILDREN = fn(
+        pData: *const DXGKARGCB_ENUMHANDLECHILDREN,
+    ) -> D3DKMT_HANDLE;
+}
 /// `DXGKCB_NOTIFY_INTERRUPT`: report a GPU event from the ISR (device IRQL).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_notify_interrupt>
 pub type DXGKCB_NOTIFY_INTERRUPT = Option<
     unsafe extern "system" fn(hAdapter: HANDLE, pData: *const DXGKARGCB_NOTIFY_INTERRUPT_DATA),
 >;
-/// `DXGKCB_NOTIFY_DPC`: let the OS run its DPC work for reported interrupts.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_notify_dpc>
-pub type DXGKCB_NOTIFY_DPC = Option<unsafe extern "system" fn(hAdapter: HANDLE)>;
-/// `DXGKCB_LOG_ETW_EVENT`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_log_etw_event>
-pub type DXGKCB_LOG_ETW_EVENT = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKCB_NOTIFY_DPC`: let the OS run its DPC work for reported interrupts.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_notify_dpc>
+    pub type DXGKCB_NOTIFY_DPC = fn(hAdapter: HANDLE);
+}
+extern_fn! {
+    /// `DXGKCB_LOG_ETW_EVENT`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_log_etw_event>
+    pub type DXGKCB_LOG_ETW_EVENT = fn(
         EventGuid: *const GUID,
         Type: UCHAR,
         EventBufferSize: USHORT,
         EventBuffer: PVOID,
-    ),
->;
-/// `DXGKCB_EXCLUDE_ADAPTER_ACCESS`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_exclude_adapter_access>
-pub type DXGKCB_EXCLUDE_ADAPTER_ACCESS = Option<
-    unsafe extern "system" fn(
+    );
+}
+extern_fn! {
+    /// `DXGKCB_EXCLUDE_ADAPTER_ACCESS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_exclude_adapter_access>
+    pub type DXGKCB_EXCLUDE_ADAPTER_ACCESS = fn(
         DeviceHandle: HANDLE,
         Attributes: ULONG,
         DxgkProtectedCallback: DXGKDDI_PROTECTED_CALLBACK,
         ProtectedCallbackContext: PVOID,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 
 /// `D3DDDI_DOORBELLSTATUS` (d3dukmdt.h): doorbell connection state written to the status page.
 ///
@@ -270,16 +280,12 @@ pub const D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY: D3DDDI_DOORBELLSTATUS = 2;
 /// Disconnected for good (device lost).
 pub const D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT: D3DDDI_DOORBELLSTATUS = 3;
 
-bitfield! {
+reserved_flags! {
     /// `DXGKARGCB_DISCONNECTDOORBELL_FLAGS`: all reserved.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_disconnectdoorbell_flags>
-    pub struct DXGKARGCB_DISCONNECTDOORBELL_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
+    DXGKARGCB_DISCONNECTDOORBELL_FLAGS;
 }
-layout!(DXGKARGCB_DISCONNECTDOORBELL_FLAGS, size = 4);
 
 /// `DXGKARGCB_DISCONNECTDOORBELL`: argument of `DxgkCbDisconnectDoorbell`.
 ///
@@ -305,11 +311,12 @@ layout!(
     DisconnectReason = 20
 );
 
-/// `DXGKCB_DISCONNECTDOORBELL`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_disconnectdoorbell>
-pub type DXGKCB_DISCONNECTDOORBELL =
-    Option<unsafe extern "system" fn(pArgs: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKCB_DISCONNECTDOORBELL`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_disconnectdoorbell>
+    pub type DXGKCB_DISCONNECTDOORBELL = fn(pArgs: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS;
+}
 
 bitfield! {
     /// `DXGK_INVALIDATEHWCONTEXTFLAGS`.
@@ -355,13 +362,16 @@ layout!(
 
 zeroed_default!(DXGKARGCB_INVALIDATEHWCONTEXT);
 
-/// `DXGKCB_INVALIDATEHWCONTEXT` (PASSIVE_LEVEL; WDDM 2.2+):
-/// `(IN_CONST_PDXGKARGCB_INVALIDATEHWCONTEXT)`. Tells Dxgkrnl that a context's state is lost
-/// after an engine reset; the OS puts its device in error and submits nothing more from it.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_invalidatehwcontext>
-pub type DXGKCB_INVALIDATEHWCONTEXT =
-    Option<unsafe extern "system" fn(pArgs: *const DXGKARGCB_INVALIDATEHWCONTEXT) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKCB_INVALIDATEHWCONTEXT` (PASSIVE_LEVEL; WDDM 2.2+):
+    /// `(IN_CONST_PDXGKARGCB_INVALIDATEHWCONTEXT)`. Tells Dxgkrnl that a context's state is lost
+    /// after an engine reset; the OS puts its device in error and submits nothing more from it.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_invalidatehwcontext>
+    pub type DXGKCB_INVALIDATEHWCONTEXT = fn(
+        pArgs: *const DXGKARGCB_INVALIDATEHWCONTEXT,
+    ) -> NTSTATUS;
+}
 
 ddi_table! {
     /// `DXGKRNL_INTERFACE`: the Dxgkrnl callbacks handed to `DxgkDdiStartDevice` (dispmprt.h):
@@ -669,12 +679,7 @@ zeroed_default!(DXGKARGCB_ALLOCATECONTIGUOUSMEMORY);
 /// `DXGKCB_ALLOCATECONTIGUOUSMEMORY` (PASSIVE).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_allocatecontiguousmemory>
-pub type DXGKCB_ALLOCATECONTIGUOUSMEMORY = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pAllocateContiguousMemory: *mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY,
-    ) -> NTSTATUS,
->;
+pub type DXGKCB_ALLOCATECONTIGUOUSMEMORY = DDI_FN<*mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY>;
 
 /// `DXGKARGCB_FREECONTIGUOUSMEMORY`: arguments of [`DXGKCB_FREECONTIGUOUSMEMORY`].
 ///
@@ -690,12 +695,7 @@ layout!(DXGKARGCB_FREECONTIGUOUSMEMORY, size = 8, hMemoryHandle = 0);
 /// `DXGKCB_FREECONTIGUOUSMEMORY` (PASSIVE).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_freecontiguousmemory>
-pub type DXGKCB_FREECONTIGUOUSMEMORY = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pFreeContiguousMemory: *const DXGKARGCB_FREECONTIGUOUSMEMORY,
-    ) -> NTSTATUS,
->;
+pub type DXGKCB_FREECONTIGUOUSMEMORY = DDI_FN<*const DXGKARGCB_FREECONTIGUOUSMEMORY>;
 unbound_fn!(DXGKCB_ALLOCATEPAGESFORMDL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_allocatepagesformdl");
 unbound_fn!(DXGKCB_FREEPAGESFROMMDL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_freepagesfrommdl");
 unbound_fn!(DXGKCB_PINFRAMEBUFFERFORSAVE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_pinframebufferforsave");

@@ -13,7 +13,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, layout};
+use crate::macros::{bitfield, extern_fn, layout, reserved_flags};
 
 /// `DXGK_FEATURE_ID`: a feature category in the upper 4 bits, a sub-ID in the lower 28.
 ///
@@ -92,16 +92,12 @@ layout!(
     Anonymous = 2
 );
 
-bitfield! {
+reserved_flags! {
     /// `DXGKARGCB_ISFEATUREENABLED2_FLAGS`: all reserved.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_isfeatureenabled2>
-    pub struct DXGKARGCB_ISFEATUREENABLED2_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
+    DXGKARGCB_ISFEATUREENABLED2_FLAGS;
 }
-layout!(DXGKARGCB_ISFEATUREENABLED2_FLAGS, size = 4);
 
 /// `DXGKARGCB_ISFEATUREENABLED2`: argument of `DXGK_FEATURE_INTERFACE::IsFeatureEnabled`.
 ///
@@ -152,22 +148,12 @@ layout!(
 /// `DXGKCB_ISFEATUREENABLED2`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_isfeatureenabled2>
-pub type DXGKCB_ISFEATUREENABLED2 = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pArgs: *mut DXGKARGCB_ISFEATUREENABLED2,
-    ) -> NTSTATUS,
->;
+pub type DXGKCB_ISFEATUREENABLED2 = DDI_FN<*mut DXGKARGCB_ISFEATUREENABLED2>;
 
 /// `DXGKCB_QUERYFEATUREINTERFACE`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_queryfeatureinterface>
-pub type DXGKCB_QUERYFEATUREINTERFACE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pArgs: *mut DXGKARGCB_QUERYFEATUREINTERFACE,
-    ) -> NTSTATUS,
->;
+pub type DXGKCB_QUERYFEATUREINTERFACE = DDI_FN<*mut DXGKARGCB_QUERYFEATUREINTERFACE>;
 
 /// `DXGK_FEATURE_INTERFACE_VERSION_1`.
 pub const DXGK_FEATURE_INTERFACE_VERSION_1: USHORT = 1;
@@ -234,11 +220,14 @@ bitfield! {
 }
 layout!(DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1, size = 4);
 
-/// `DXGKCB_FEATURE_NATIVEFENCE_CAPS_1`: the OS's native-fence caps query (no adapter handle).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_feature_nativefence_caps_1>
-pub type DXGKCB_FEATURE_NATIVEFENCE_CAPS_1 =
-    Option<unsafe extern "system" fn(pArgs: *mut DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKCB_FEATURE_NATIVEFENCE_CAPS_1`: the OS's native-fence caps query (no adapter handle).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_feature_nativefence_caps_1>
+    pub type DXGKCB_FEATURE_NATIVEFENCE_CAPS_1 = fn(
+        pArgs: *mut DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1,
+    ) -> NTSTATUS;
+}
 
 /// `DXGKCBINT_FEATURE_NATIVEFENCE_1`: the interface returned for [`DXGK_FEATURE_NATIVE_FENCE`]
 /// version 1.
@@ -284,11 +273,12 @@ pub const DXGK_FEATURE_SUPPORT_STABLE: UINT = 2;
 /// Driver support state: always on.
 pub const DXGK_FEATURE_SUPPORT_ALWAYS_ON: UINT = 3;
 
-/// `DXGKCB_QUERYFEATURESUPPORT`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_queryfeaturesupport>
-pub type DXGKCB_QUERYFEATURESUPPORT =
-    Option<unsafe extern "system" fn(pArgs: *mut DXGKARGCB_QUERYFEATURESUPPORT) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKCB_QUERYFEATURESUPPORT`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_queryfeaturesupport>
+    pub type DXGKCB_QUERYFEATURESUPPORT = fn(pArgs: *mut DXGKARGCB_QUERYFEATURESUPPORT) -> NTSTATUS;
+}
 
 // ---------------------------------------------------------------------------------------------
 // The driver's side of the negotiation (WDDM 3.2): Dxgkrnl asks the KMD through
@@ -372,21 +362,11 @@ layout!(
 /// `DXGKDDI_QUERYFEATURESUPPORT` (PASSIVE_LEVEL).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeaturesupport>
-pub type PDXGKDDI_QUERYFEATURESUPPORT = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pArgs: *mut DXGKARG_QUERYFEATURESUPPORT,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_QUERYFEATURESUPPORT = DDI_FN<*mut DXGKARG_QUERYFEATURESUPPORT>;
 /// `DXGKDDI_QUERYFEATUREINTERFACE` (PASSIVE_LEVEL).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeatureinterface>
-pub type PDXGKDDI_QUERYFEATUREINTERFACE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pArgs: *mut DXGKARG_QUERYFEATUREINTERFACE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_QUERYFEATUREINTERFACE = DDI_FN<*mut DXGKARG_QUERYFEATUREINTERFACE>;
 
 /// `DXGKDDI_FEATURE_INTERFACE`: the KMD's interface through which Dxgkrnl queries its feature
 /// support (version 1, 48 bytes).

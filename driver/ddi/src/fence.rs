@@ -16,7 +16,9 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, index_word_union, layout, zeroed_default};
+use crate::macros::{
+    bitfield, extern_fn, index_word_union, layout, log_buffer_sizes, reserved_flags, zeroed_default,
+};
 
 /// `DXGK_NATIVE_FENCE_CAPS`: answer to `DXGKQAITYPE_NATIVE_FENCE_CAPS` (56 bytes on x64, which
 /// is also the output size dxgkrnl passes for this query).
@@ -102,62 +104,30 @@ layout!(
 // Flag words (all `union { struct { UINT ... }; UINT Value; }`)
 // ---------------------------------------------------------------------------------------------
 
-bitfield! {
+reserved_flags! {
     /// `DXGKARG_CREATENATIVEFENCE_FLAGS` (all bits reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createnativefence_flags>
-    pub struct DXGKARG_CREATENATIVEFENCE_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
-}
-layout!(DXGKARG_CREATENATIVEFENCE_FLAGS, size = 4);
-
-bitfield! {
+    DXGKARG_CREATENATIVEFENCE_FLAGS;
     /// `DXGK_OPENNATIVEFENCE_FLAGS` (all bits reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_opennativefence_flags>
-    pub struct DXGK_OPENNATIVEFENCE_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
-}
-layout!(DXGK_OPENNATIVEFENCE_FLAGS, size = 4);
-
-bitfield! {
+    DXGK_OPENNATIVEFENCE_FLAGS;
     /// `DXGK_CLOSENATIVEFENCE_FLAGS` (all bits reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_closenativefence_flags>
-    pub struct DXGK_CLOSENATIVEFENCE_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
-}
-layout!(DXGK_CLOSENATIVEFENCE_FLAGS, size = 4);
-
-bitfield! {
+    DXGK_CLOSENATIVEFENCE_FLAGS;
     /// `DXGK_DESTROYNATIVEFENCE_FLAGS` (all bits reserved). The `DXGKARG_DESTROYNATIVEFENCE`
     /// page's prose calls it `DXGKARG_DESTROYNATIVEFENCE_FLAGS`; its syntax block and the
     /// flags' own page use this name.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_destroynativefence_flags>
-    pub struct DXGK_DESTROYNATIVEFENCE_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
-}
-layout!(DXGK_DESTROYNATIVEFENCE_FLAGS, size = 4);
-
-bitfield! {
+    DXGK_DESTROYNATIVEFENCE_FLAGS;
     /// `DXGKARG_UPDATEMONITOREDVALUES_FLAGS` (all bits reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatemonitoredvalues_flags>
-    pub struct DXGKARG_UPDATEMONITOREDVALUES_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
+    DXGKARG_UPDATEMONITOREDVALUES_FLAGS;
 }
-layout!(DXGKARG_UPDATEMONITOREDVALUES_FLAGS, size = 4);
 
 bitfield! {
     /// `DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS`.
@@ -177,27 +147,16 @@ bitfield! {
 }
 layout!(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS, size = 4);
 
-bitfield! {
+reserved_flags! {
     /// `DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS` (all bits reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_setnativefencelogbuffer_flags>
-    pub struct DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
-}
-layout!(DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS, size = 4);
-
-bitfield! {
+    DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS;
     /// `DXGKARG_UPDATENATIVEFENCELOGS_FLAGS` (all bits reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatenativefencelogs_flags>
-    pub struct DXGKARG_UPDATENATIVEFENCELOGS_FLAGS: u32 {
-        /// Reserved.
-        Reserved: 0, 32;
-    }
+    DXGKARG_UPDATENATIVEFENCELOGS_FLAGS;
 }
-layout!(DXGKARG_UPDATENATIVEFENCELOGS_FLAGS, size = 4);
 
 // ---------------------------------------------------------------------------------------------
 // Create / open / close / destroy
@@ -551,29 +510,11 @@ layout!(
     Entries = 40
 );
 
-impl DXGK_NATIVE_FENCE_LOG_BUFFER {
-    /// Size in bytes of the header.
-    pub const HEADER_SIZE: u64 = core::mem::size_of::<DXGK_NATIVE_FENCE_LOG_HEADER>() as u64;
-    /// Size in bytes of one entry.
-    pub const ENTRY_SIZE: u64 = core::mem::size_of::<DXGK_NATIVE_FENCE_LOG_ENTRY>() as u64;
-
-    /// Bytes occupied by a log buffer holding `entries` entries (header plus entries), or `None`
-    /// on overflow.
-    pub const fn size_for_entries(entries: u64) -> Option<u64> {
-        match entries.checked_mul(Self::ENTRY_SIZE) {
-            Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
-            None => None,
-        }
-    }
-
-    /// Byte offset of entry `index` from the start of the buffer, or `None` on overflow.
-    pub const fn entry_offset(index: u64) -> Option<u64> {
-        match index.checked_mul(Self::ENTRY_SIZE) {
-            Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
-            None => None,
-        }
-    }
-}
+log_buffer_sizes!(
+    DXGK_NATIVE_FENCE_LOG_BUFFER,
+    DXGK_NATIVE_FENCE_LOG_HEADER,
+    DXGK_NATIVE_FENCE_LOG_ENTRY
+);
 
 /// `DXGKARG_SETNATIVEFENCELOGBUFFER`: argument of `DxgkDdiSetNativeFenceLogBuffer` (one call per
 /// log buffer: each hardware queue has a waits log and a signals log; the OS may replace a
@@ -655,12 +596,7 @@ zeroed_default!(
 /// INOUT_PDXGKARG_CREATENATIVEFENCE pCreateNativeFence)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createnativefence>
-pub type PDXGKDDI_CREATENATIVEFENCE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pCreateNativeFence: *mut DXGKARG_CREATENATIVEFENCE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_CREATENATIVEFENCE = DDI_FN<*mut DXGKARG_CREATENATIVEFENCE>;
 
 /// `DXGKDDI_DESTROYNATIVEFENCE` (PASSIVE_LEVEL): `(INOUT_PDXGKARG_DESTROYNATIVEFENCE
 /// pDestroyNativeFence)`; no adapter handle.
@@ -674,117 +610,72 @@ pub type PDXGKDDI_DESTROYNATIVEFENCE = Option<
 /// INOUT_PDXGKARG_OPENNATIVEFENCE pOpenNativeFence)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_opennativefence>
-pub type PDXGKDDI_OPENNATIVEFENCE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pOpenNativeFence: *mut DXGKARG_OPENNATIVEFENCE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_OPENNATIVEFENCE = DDI_FN<*mut DXGKARG_OPENNATIVEFENCE>;
 
 /// `DXGKDDI_CLOSENATIVEFENCE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
 /// INOUT_PDXGKARG_CLOSENATIVEFENCE pCloseNativeFence)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_closenativefence>
-pub type PDXGKDDI_CLOSENATIVEFENCE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pCloseNativeFence: *mut DXGKARG_CLOSENATIVEFENCE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_CLOSENATIVEFENCE = DDI_FN<*mut DXGKARG_CLOSENATIVEFENCE>;
 
-/// `DXGKDDI_UPDATEMONITOREDVALUES` (device IRQL, at most PROFILE_LEVEL - 1; synchronised with
-/// the ISR): `(IN_CONST_PDXGKARG_UPDATEMONITOREDVALUES pUpdateMonitoredValues)`; no adapter
-/// handle.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatemonitoredvalues>
-pub type PDXGKDDI_UPDATEMONITOREDVALUES = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_UPDATEMONITOREDVALUES` (device IRQL, at most PROFILE_LEVEL - 1; synchronised with
+    /// the ISR): `(IN_CONST_PDXGKARG_UPDATEMONITOREDVALUES pUpdateMonitoredValues)`; no adapter
+    /// handle.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatemonitoredvalues>
+    pub type PDXGKDDI_UPDATEMONITOREDVALUES = fn(
         pUpdateMonitoredValues: *const DXGKARG_UPDATEMONITOREDVALUES,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 
-/// `DXGKDDI_UPDATECURRENTVALUESFROMCPU` (DISPATCH_LEVEL):
-/// `(IN_CONST_PDXGKARG_UPDATECURRENTVALUESFROMCPU pUpdateCurrentValuesFromCpu)`; no adapter
-/// handle.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatecurrentvaluesfromcpu>
-pub type PDXGKDDI_UPDATECURRENTVALUESFROMCPU = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_UPDATECURRENTVALUESFROMCPU` (DISPATCH_LEVEL):
+    /// `(IN_CONST_PDXGKARG_UPDATECURRENTVALUESFROMCPU pUpdateCurrentValuesFromCpu)`; no adapter
+    /// handle.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatecurrentvaluesfromcpu>
+    pub type PDXGKDDI_UPDATECURRENTVALUESFROMCPU = fn(
         pUpdateCurrentValuesFromCpu: *const DXGKARG_UPDATECURRENTVALUESFROMCPU,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 
-/// `DXGKDDI_SETNATIVEFENCELOGBUFFER` (DISPATCH_LEVEL):
-/// `(IN_CONST_PDXGKARG_SETNATIVEFENCELOGBUFFER pSetNativeFenceLogBuffer)`; no adapter handle.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer>
-pub type PDXGKDDI_SETNATIVEFENCELOGBUFFER = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_SETNATIVEFENCELOGBUFFER` (DISPATCH_LEVEL):
+    /// `(IN_CONST_PDXGKARG_SETNATIVEFENCELOGBUFFER pSetNativeFenceLogBuffer)`; no adapter handle.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer>
+    pub type PDXGKDDI_SETNATIVEFENCELOGBUFFER = fn(
         pSetNativeFenceLogBuffer: *const DXGKARG_SETNATIVEFENCELOGBUFFER,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 
-/// `DXGKDDI_UPDATENATIVEFENCELOGS` (DISPATCH_LEVEL):
-/// `(IN_CONST_PDXGKARG_UPDATENATIVEFENCELOGS pUpdateNativeFenceLog)`; no adapter handle.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatenativefencelogs>
-pub type PDXGKDDI_UPDATENATIVEFENCELOGS = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_UPDATENATIVEFENCELOGS` (DISPATCH_LEVEL):
+    /// `(IN_CONST_PDXGKARG_UPDATENATIVEFENCELOGS pUpdateNativeFenceLog)`; no adapter handle.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatenativefencelogs>
+    pub type PDXGKDDI_UPDATENATIVEFENCELOGS = fn(
         pUpdateNativeFenceLog: *const DXGKARG_UPDATENATIVEFENCELOGS,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::basic::BitField;
-
-    fn check_fields(name: &str, fields: &[(&str, BitField)]) {
-        let mut next = 0u32;
-        for (field, f) in fields {
-            assert_eq!(
-                f.shift, next,
-                "{name}::{field} does not follow its predecessor"
-            );
-            assert!(f.width > 0, "{name}::{field} has zero width");
-            next += f.width;
-        }
-        assert_eq!(next, 32, "{name}: fields do not fill the word");
-    }
+    use crate::macros::assert_fields_fill_word;
 
     #[test]
     fn flag_words_are_contiguous() {
-        check_fields(
-            "DXGKARG_CREATENATIVEFENCE_FLAGS",
-            DXGKARG_CREATENATIVEFENCE_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_OPENNATIVEFENCE_FLAGS",
-            DXGK_OPENNATIVEFENCE_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_CLOSENATIVEFENCE_FLAGS",
-            DXGK_CLOSENATIVEFENCE_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_DESTROYNATIVEFENCE_FLAGS",
-            DXGK_DESTROYNATIVEFENCE_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGKARG_UPDATEMONITOREDVALUES_FLAGS",
-            DXGKARG_UPDATEMONITOREDVALUES_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS",
-            DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS",
-            DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGKARG_UPDATENATIVEFENCELOGS_FLAGS",
-            DXGKARG_UPDATENATIVEFENCELOGS_FLAGS::FIELDS,
+        assert_fields_fill_word!(
+            DXGKARG_CREATENATIVEFENCE_FLAGS,
+            DXGK_OPENNATIVEFENCE_FLAGS,
+            DXGK_CLOSENATIVEFENCE_FLAGS,
+            DXGK_DESTROYNATIVEFENCE_FLAGS,
+            DXGKARG_UPDATEMONITOREDVALUES_FLAGS,
+            DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS,
+            DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS,
+            DXGKARG_UPDATENATIVEFENCELOGS_FLAGS
         );
     }
 

@@ -33,23 +33,21 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, index_word_union, layout, zeroed_default};
+use crate::macros::{
+    bitfield, extern_fn, index_word_union, layout, log_buffer_sizes, reserved_flags, zeroed_default,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Hardware contexts (WDDM 2.2)
 // ---------------------------------------------------------------------------------------------
 
-bitfield! {
+reserved_flags! {
     /// `D3DDDI_CREATEHWCONTEXTFLAGS`: creation flags of a hardware context
     /// ([`DXGKARG_CREATEHWCONTEXT::Flags`]). No flag is defined; the whole word is reserved.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_createhwcontextflags>
-    pub struct D3DDDI_CREATEHWCONTEXTFLAGS: u32 {
-        /// Reserved, zero.
-        Reserved: 0, 32;
-    }
+    D3DDDI_CREATEHWCONTEXTFLAGS;
 }
-layout!(D3DDDI_CREATEHWCONTEXTFLAGS, size = 4);
 
 bitfield! {
     /// `DXGK_HWCONTEXT_CAPS`: what the driver reports back about a hardware context it created
@@ -110,21 +108,17 @@ layout!(
 /// No reference page exists for this DDI; the signature is the d3dkmddi.h typedef.
 /// Related documentation (the thunk):
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatehwcontext>
-pub type PDXGKDDI_CREATEHWCONTEXT = Option<
-    unsafe extern "system" fn(
-        hDevice: HANDLE,
-        pCreateContext: *mut DXGKARG_CREATEHWCONTEXT,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_CREATEHWCONTEXT = DDI_FN<*mut DXGKARG_CREATEHWCONTEXT>;
 
-/// `DXGKDDI_DESTROYHWCONTEXT` (PASSIVE_LEVEL; WDDM 2.2+): `(IN_CONST_HANDLE hHwContext)` —
-/// the driver's handle from [`DXGKARG_CREATEHWCONTEXT::hHwContext`].
-///
-/// No reference page exists for this DDI; the signature is the d3dkmddi.h typedef.
-/// Related documentation (the thunk):
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyhwcontext>
-pub type PDXGKDDI_DESTROYHWCONTEXT =
-    Option<unsafe extern "system" fn(hHwContext: HANDLE) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKDDI_DESTROYHWCONTEXT` (PASSIVE_LEVEL; WDDM 2.2+): `(IN_CONST_HANDLE hHwContext)` —
+    /// the driver's handle from [`DXGKARG_CREATEHWCONTEXT::hHwContext`].
+    ///
+    /// No reference page exists for this DDI; the signature is the d3dkmddi.h typedef.
+    /// Related documentation (the thunk):
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyhwcontext>
+    pub type PDXGKDDI_DESTROYHWCONTEXT = fn(hHwContext: HANDLE) -> NTSTATUS;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Run list and context state (WDDM 2.2 / 2.3)
@@ -160,12 +154,7 @@ layout!(
 /// IN_CONST_PDXGKARG_SWITCHTOHWCONTEXTLIST pHwContextList)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_switchtohwcontextlist>
-pub type PDXGKDDI_SWITCHTOHWCONTEXTLIST = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pHwContextList: *const DXGKARG_SWITCHTOHWCONTEXTLIST,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_SWITCHTOHWCONTEXTLIST = DDI_FN<*const DXGKARG_SWITCHTOHWCONTEXTLIST>;
 
 bitfield! {
     /// `DXGK_UPDATEHWCONTEXTSTATE_FLAGS`: requested execution state of a hardware context.
@@ -212,12 +201,7 @@ layout!(
 /// IN_CONST_PDXGKARG_UPDATEHWCONTEXTSTATE pUpdateHwContextState)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatehwcontextstate>
-pub type PDXGKDDI_UPDATEHWCONTEXTSTATE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pUpdateHwContextState: *const DXGKARG_UPDATEHWCONTEXTSTATE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_UPDATEHWCONTEXTSTATE = DDI_FN<*const DXGKARG_UPDATEHWCONTEXTSTATE>;
 
 // ---------------------------------------------------------------------------------------------
 // Scheduling log (WDDM 2.4)
@@ -403,29 +387,11 @@ layout!(
     Entries = 32
 );
 
-impl DXGK_SCHEDULING_LOG_BUFFER {
-    /// Size in bytes of the header.
-    pub const HEADER_SIZE: u64 = core::mem::size_of::<DXGK_SCHEDULING_LOG_HEADER>() as u64;
-    /// Size in bytes of one entry.
-    pub const ENTRY_SIZE: u64 = core::mem::size_of::<DXGK_SCHEDULING_LOG_ENTRY>() as u64;
-
-    /// Bytes occupied by a log buffer holding `entries` entries (header plus entries: the
-    /// header's `32 + 32 * NumberOfEntries`), or `None` on overflow.
-    pub const fn size_for_entries(entries: u64) -> Option<u64> {
-        match entries.checked_mul(Self::ENTRY_SIZE) {
-            Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
-            None => None,
-        }
-    }
-
-    /// Byte offset of entry `index` from the start of the buffer, or `None` on overflow.
-    pub const fn entry_offset(index: u64) -> Option<u64> {
-        match index.checked_mul(Self::ENTRY_SIZE) {
-            Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
-            None => None,
-        }
-    }
-}
+log_buffer_sizes!(
+    DXGK_SCHEDULING_LOG_BUFFER,
+    DXGK_SCHEDULING_LOG_HEADER,
+    DXGK_SCHEDULING_LOG_ENTRY
+);
 
 /// `DXGKARG_SETSCHEDULINGLOGBUFFER`: the scheduling log buffer one engine writes to from now
 /// on. The call is synchronous: once it returns, the engine must not write to the previous
@@ -465,12 +431,7 @@ layout!(
 /// IN_CONST_PDXGKARG_SETSCHEDULINGLOGBUFFER pSetSchedulingLogBuffer)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setschedulinglogbuffer>
-pub type PDXGKDDI_SETSCHEDULINGLOGBUFFER = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pSetSchedulingLogBuffer: *const DXGKARG_SETSCHEDULINGLOGBUFFER,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_SETSCHEDULINGLOGBUFFER = DDI_FN<*const DXGKARG_SETSCHEDULINGLOGBUFFER>;
 
 // ---------------------------------------------------------------------------------------------
 // Priority bands and context scheduling properties (WDDM 2.4)
@@ -524,19 +485,15 @@ layout!(
 /// apply from the scheduler's next decision).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setupprioritybands>
-pub type PDXGKDDI_SETUPPRIORITYBANDS = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pSetupPriorityBands: *const DXGKARG_SETUPPRIORITYBANDS,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_SETUPPRIORITYBANDS = DDI_FN<*const DXGKARG_SETUPPRIORITYBANDS>;
 
-/// `DXGKDDI_NOTIFYFOCUSPRESENT` (PASSIVE_LEVEL..DISPATCH_LEVEL; WDDM 2.4+):
-/// `(IN_CONST_HANDLE hAdapter)`. Tells the scheduler that the focus application presented.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_notifyfocuspresent>
-pub type PDXGKDDI_NOTIFYFOCUSPRESENT =
-    Option<unsafe extern "system" fn(hAdapter: HANDLE) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKDDI_NOTIFYFOCUSPRESENT` (PASSIVE_LEVEL..DISPATCH_LEVEL; WDDM 2.4+):
+    /// `(IN_CONST_HANDLE hAdapter)`. Tells the scheduler that the focus application presented.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_notifyfocuspresent>
+    pub type PDXGKDDI_NOTIFYFOCUSPRESENT = fn(hAdapter: HANDLE) -> NTSTATUS;
+}
 
 /// `DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES`: band, priorities and time slices of one context
 /// (48 bytes). Times are in 100 ns units.
@@ -581,12 +538,8 @@ layout!(
 /// next scheduling round.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setcontextschedulingproperties>
-pub type PDXGKDDI_SETCONTEXTSCHEDULINGPROPERTIES = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pSetContextSchedulingProperties: *const DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_SETCONTEXTSCHEDULINGPROPERTIES =
+    DDI_FN<*const DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES>;
 
 // ---------------------------------------------------------------------------------------------
 // Engine reset and resume (WDDM 2.2 / 2.4)
@@ -616,12 +569,7 @@ layout!(
 /// `DxgkDdiResumeHwEngine`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resethwengine>
-pub type PDXGKDDI_RESETHWENGINE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pResetHwEngine: *mut DXGKARG_RESETHWENGINE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_RESETHWENGINE = DDI_FN<*mut DXGKARG_RESETHWENGINE>;
 
 /// `DXGKARG_RESUMEHWENGINE`: the engine `DxgkDdiResumeHwEngine` restarts.
 ///
@@ -647,12 +595,7 @@ layout!(
 /// OS reset the whole GPU.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resumehwengine>
-pub type PDXGKDDI_RESUMEHWENGINE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pResumeHwEngine: *mut DXGKARG_RESUMEHWENGINE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_RESUMEHWENGINE = DDI_FN<*mut DXGKARG_RESUMEHWENGINE>;
 
 zeroed_default!(
     DXGKARG_CREATEHWCONTEXT,
@@ -669,31 +612,14 @@ zeroed_default!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::basic::BitField;
-
-    fn check_fields(name: &str, fields: &[(&str, BitField)]) {
-        let mut next = 0u32;
-        for (field, f) in fields {
-            assert_eq!(
-                f.shift, next,
-                "{name}::{field} does not follow its predecessor"
-            );
-            assert!(f.width > 0, "{name}::{field} has zero width");
-            next += f.width;
-        }
-        assert_eq!(next, 32, "{name}: fields do not fill the word");
-    }
+    use crate::macros::assert_fields_fill_word;
 
     #[test]
     fn flag_words_are_contiguous() {
-        check_fields(
-            "D3DDDI_CREATEHWCONTEXTFLAGS",
-            D3DDDI_CREATEHWCONTEXTFLAGS::FIELDS,
-        );
-        check_fields("DXGK_HWCONTEXT_CAPS", DXGK_HWCONTEXT_CAPS::FIELDS);
-        check_fields(
-            "DXGK_UPDATEHWCONTEXTSTATE_FLAGS",
-            DXGK_UPDATEHWCONTEXTSTATE_FLAGS::FIELDS,
+        assert_fields_fill_word!(
+            D3DDDI_CREATEHWCONTEXTFLAGS,
+            DXGK_HWCONTEXT_CAPS,
+            DXGK_UPDATEHWCONTEXTSTATE_FLAGS
         );
     }
 

@@ -32,7 +32,7 @@ pub use crate::hws::{
     PDXGKDDI_SETSCHEDULINGLOGBUFFER, PDXGKDDI_SETUPPRIORITYBANDS, PDXGKDDI_SWITCHTOHWCONTEXTLIST,
     PDXGKDDI_UPDATEHWCONTEXTSTATE,
 };
-use crate::macros::{ddi_table, layout, unbound_fn};
+use crate::macros::{ddi_table, extern_fn, layout, unbound_fn};
 pub use crate::present::{PDXGKDDI_CONTROLINTERRUPT, PDXGKDDI_PRESENT};
 pub use crate::submission::{
     PDXGKDDISETPOWERCOMPONENTFSTATE, PDXGKDDI_CONNECTDOORBELL, PDXGKDDI_CREATECONTEXT,
@@ -95,179 +95,189 @@ pub const DXGKDDI_INTERFACE_VERSION_WDDM3_2: ULONG = 0x1_1007;
 /// The version rvgpu targets.
 pub const DXGKDDI_INTERFACE_VERSION: ULONG = DXGKDDI_INTERFACE_VERSION_WDDM3_2;
 
-/// `DXGKDDI_ADD_DEVICE`: create the adapter context.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_add_device>
-pub type PDXGKDDI_ADD_DEVICE = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_ADD_DEVICE`: create the adapter context.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_add_device>
+    pub type PDXGKDDI_ADD_DEVICE = fn(
         PhysicalDeviceObject: PDEVICE_OBJECT,
         MiniportDeviceContext: *mut PVOID,
-    ) -> NTSTATUS,
->;
-/// `DXGKDDI_START_DEVICE`: start the adapter; receives the `DXGKRNL_INTERFACE`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_start_device>
-pub type PDXGKDDI_START_DEVICE = Option<
-    unsafe extern "system" fn(
+    ) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKDDI_START_DEVICE`: start the adapter; receives the `DXGKRNL_INTERFACE`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_start_device>
+    pub type PDXGKDDI_START_DEVICE = fn(
         MiniportDeviceContext: PVOID,
         DxgkStartInfo: *mut DXGK_START_INFO,
         DxgkInterface: *mut DXGKRNL_INTERFACE,
         NumberOfVideoPresentSources: *mut ULONG,
         NumberOfChildren: *mut ULONG,
-    ) -> NTSTATUS,
->;
-/// `DXGKDDI_STOP_DEVICE`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_stop_device>
-pub type PDXGKDDI_STOP_DEVICE =
-    Option<unsafe extern "system" fn(MiniportDeviceContext: PVOID) -> NTSTATUS>;
-/// `DXGKDDI_REMOVE_DEVICE`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_remove_device>
-pub type PDXGKDDI_REMOVE_DEVICE =
-    Option<unsafe extern "system" fn(MiniportDeviceContext: PVOID) -> NTSTATUS>;
-/// `DXGKDDI_DISPATCH_IO_REQUEST`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_dispatch_io_request>
-pub type PDXGKDDI_DISPATCH_IO_REQUEST = Option<
-    unsafe extern "system" fn(
+    ) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKDDI_STOP_DEVICE`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_stop_device>
+    pub type PDXGKDDI_STOP_DEVICE = fn(MiniportDeviceContext: PVOID) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKDDI_REMOVE_DEVICE`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_remove_device>
+    pub type PDXGKDDI_REMOVE_DEVICE = fn(MiniportDeviceContext: PVOID) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKDDI_DISPATCH_IO_REQUEST`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_dispatch_io_request>
+    pub type PDXGKDDI_DISPATCH_IO_REQUEST = fn(
         MiniportDeviceContext: PVOID,
         VidPnSourceId: ULONG,
         VideoRequestPacket: PVIDEO_REQUEST_PACKET,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 /// `DXGKDDI_INTERRUPT_ROUTINE`: the ISR; returns TRUE if the interrupt was the device's.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_interrupt_routine>
 pub type PDXGKDDI_INTERRUPT_ROUTINE = Option<
     unsafe extern "system" fn(MiniportDeviceContext: PVOID, MessageNumber: ULONG) -> BOOLEAN,
 >;
-/// `DXGKDDI_DPC_ROUTINE`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_dpc_routine>
-pub type PDXGKDDI_DPC_ROUTINE = Option<unsafe extern "system" fn(MiniportDeviceContext: PVOID)>;
-/// `DXGKDDI_QUERY_CHILD_RELATIONS`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_query_child_relations>
-pub type PDXGKDDI_QUERY_CHILD_RELATIONS = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_DPC_ROUTINE`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_dpc_routine>
+    pub type PDXGKDDI_DPC_ROUTINE = fn(MiniportDeviceContext: PVOID);
+}
+extern_fn! {
+    /// `DXGKDDI_QUERY_CHILD_RELATIONS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_query_child_relations>
+    pub type PDXGKDDI_QUERY_CHILD_RELATIONS = fn(
         MiniportDeviceContext: PVOID,
         ChildRelations: PDXGK_CHILD_DESCRIPTOR,
         ChildRelationsSize: ULONG,
-    ) -> NTSTATUS,
->;
-/// `DXGKDDI_QUERY_CHILD_STATUS`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_query_child_status>
-pub type PDXGKDDI_QUERY_CHILD_STATUS = Option<
-    unsafe extern "system" fn(
+    ) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKDDI_QUERY_CHILD_STATUS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_query_child_status>
+    pub type PDXGKDDI_QUERY_CHILD_STATUS = fn(
         MiniportDeviceContext: PVOID,
         ChildStatus: PDXGK_CHILD_STATUS,
         NonDestructiveOnly: BOOLEAN,
-    ) -> NTSTATUS,
->;
-/// `DXGKDDI_QUERY_DEVICE_DESCRIPTOR`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_query_device_descriptor>
-pub type PDXGKDDI_QUERY_DEVICE_DESCRIPTOR = Option<
-    unsafe extern "system" fn(
+    ) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKDDI_QUERY_DEVICE_DESCRIPTOR`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_query_device_descriptor>
+    pub type PDXGKDDI_QUERY_DEVICE_DESCRIPTOR = fn(
         MiniportDeviceContext: PVOID,
         ChildUid: ULONG,
         DeviceDescriptor: PDXGK_DEVICE_DESCRIPTOR,
-    ) -> NTSTATUS,
->;
-/// `DXGKDDI_SET_POWER_STATE`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_set_power_state>
-pub type PDXGKDDI_SET_POWER_STATE = Option<
-    unsafe extern "system" fn(
+    ) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKDDI_SET_POWER_STATE`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_set_power_state>
+    pub type PDXGKDDI_SET_POWER_STATE = fn(
         MiniportDeviceContext: PVOID,
         DeviceUid: ULONG,
         DevicePowerState: DEVICE_POWER_STATE,
         ActionType: POWER_ACTION,
-    ) -> NTSTATUS,
->;
-/// `DXGKDDI_NOTIFY_ACPI_EVENT`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_acpi_event>
-pub type PDXGKDDI_NOTIFY_ACPI_EVENT = Option<
-    unsafe extern "system" fn(
+    ) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKDDI_NOTIFY_ACPI_EVENT`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_acpi_event>
+    pub type PDXGKDDI_NOTIFY_ACPI_EVENT = fn(
         MiniportDeviceContext: PVOID,
         EventType: DXGK_EVENT_TYPE,
         Event: ULONG,
         Argument: PVOID,
         AcpiFlags: *mut ULONG,
-    ) -> NTSTATUS,
->;
-/// `DXGKDDI_RESET_DEVICE`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_reset_device>
-pub type PDXGKDDI_RESET_DEVICE = Option<unsafe extern "system" fn(MiniportDeviceContext: PVOID)>;
-/// `DXGKDDI_UNLOAD`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_unload>
-pub type PDXGKDDI_UNLOAD = Option<unsafe extern "system" fn()>;
-/// `DXGKDDI_QUERY_INTERFACE`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_query_interface>
-pub type PDXGKDDI_QUERY_INTERFACE = Option<
-    unsafe extern "system" fn(
+    ) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKDDI_RESET_DEVICE`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_reset_device>
+    pub type PDXGKDDI_RESET_DEVICE = fn(MiniportDeviceContext: PVOID);
+}
+extern_fn! {
+    /// `DXGKDDI_UNLOAD`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_unload>
+    pub type PDXGKDDI_UNLOAD = fn();
+}
+extern_fn! {
+    /// `DXGKDDI_QUERY_INTERFACE`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_query_interface>
+    pub type PDXGKDDI_QUERY_INTERFACE = fn(
         MiniportDeviceContext: PVOID,
         QueryInterface: PQUERY_INTERFACE,
-    ) -> NTSTATUS,
->;
-/// `DXGKDDI_CONTROL_ETW_LOGGING`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_control_etw_logging>
-pub type PDXGKDDI_CONTROL_ETW_LOGGING =
-    Option<unsafe extern "system" fn(Enable: BOOLEAN, Flags: ULONG, Level: UCHAR)>;
-/// `DXGKDDI_LINK_DEVICE`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_link_device>
-pub type PDXGKDDI_LINK_DEVICE = Option<
-    unsafe extern "system" fn(
+    ) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKDDI_CONTROL_ETW_LOGGING`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_control_etw_logging>
+    pub type PDXGKDDI_CONTROL_ETW_LOGGING = fn(Enable: BOOLEAN, Flags: ULONG, Level: UCHAR);
+}
+extern_fn! {
+    /// `DXGKDDI_LINK_DEVICE`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_link_device>
+    pub type PDXGKDDI_LINK_DEVICE = fn(
         PhysicalDeviceObject: PDEVICE_OBJECT,
         MiniportDeviceContext: PVOID,
         LinkedDevice: *mut LINKED_DEVICE,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 /// `DXGKDDI_QUERYADAPTERINFO`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryadapterinfo>
-pub type PDXGKDDI_QUERYADAPTERINFO = Option<
-    unsafe extern "system" fn(
+pub type PDXGKDDI_QUERYADAPTERINFO = DDI_FN<*const DXGKARG_QUERYADAPTERINFO>;
+extern_fn! {
+    /// `DXGKDDI_SETSTABLEPOWERSTATE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+    /// IN_CONST_PDXGKARG_SETSTABLEPOWERSTATE pArgs)`, returns nothing.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setstablepowerstate>
+    pub type PDXGKDDI_SETSTABLEPOWERSTATE = fn(
         hAdapter: HANDLE,
-        pQueryAdapterInfo: *const DXGKARG_QUERYADAPTERINFO,
-    ) -> NTSTATUS,
->;
-/// `DXGKDDI_SETSTABLEPOWERSTATE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
-/// IN_CONST_PDXGKARG_SETSTABLEPOWERSTATE pArgs)`, returns nothing.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setstablepowerstate>
-pub type PDXGKDDI_SETSTABLEPOWERSTATE =
-    Option<unsafe extern "system" fn(hAdapter: HANDLE, pArgs: *const DXGKARG_SETSTABLEPOWERSTATE)>;
-/// `DXGKDDI_CALIBRATEGPUCLOCK` (DISPATCH_LEVEL): `(IN_CONST_HANDLE hAdapter, IN UINT32
-/// NodeOrdinal, IN UINT32 EngineOrdinal, OUT_PDXGKARG_CALIBRATEGPUCLOCK pClockCalibration)`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock>
-pub type PDXGKDDI_CALIBRATEGPUCLOCK = Option<
-    unsafe extern "system" fn(
+        pArgs: *const DXGKARG_SETSTABLEPOWERSTATE,
+    );
+}
+extern_fn! {
+    /// `DXGKDDI_CALIBRATEGPUCLOCK` (DISPATCH_LEVEL): `(IN_CONST_HANDLE hAdapter, IN UINT32
+    /// NodeOrdinal, IN UINT32 EngineOrdinal, OUT_PDXGKARG_CALIBRATEGPUCLOCK pClockCalibration)`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock>
+    pub type PDXGKDDI_CALIBRATEGPUCLOCK = fn(
         hAdapter: HANDLE,
         NodeOrdinal: UINT,
         EngineOrdinal: UINT,
         pClockCalibration: *mut DXGKARG_CALIBRATEGPUCLOCK,
-    ) -> NTSTATUS,
->;
-/// `DXGKDDI_RESETFROMTIMEOUT`: adapter-wide TDR reset.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resetfromtimeout>
-pub type PDXGKDDI_RESETFROMTIMEOUT =
-    Option<unsafe extern "system" fn(hAdapter: HANDLE) -> NTSTATUS>;
-/// `DXGKDDI_RESTARTFROMTIMEOUT`: resume after an adapter-wide TDR reset.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_restartfromtimeout>
-pub type PDXGKDDI_RESTARTFROMTIMEOUT =
-    Option<unsafe extern "system" fn(hAdapter: HANDLE) -> NTSTATUS>;
+    ) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKDDI_RESETFROMTIMEOUT`: adapter-wide TDR reset.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resetfromtimeout>
+    pub type PDXGKDDI_RESETFROMTIMEOUT = fn(hAdapter: HANDLE) -> NTSTATUS;
+}
+extern_fn! {
+    /// `DXGKDDI_RESTARTFROMTIMEOUT`: resume after an adapter-wide TDR reset.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_restartfromtimeout>
+    pub type PDXGKDDI_RESTARTFROMTIMEOUT = fn(hAdapter: HANDLE) -> NTSTATUS;
+}
 
 /// `(slot name, is non-null)` for every slot of `d`, in header order (192 entries).
 pub fn filled_slots(

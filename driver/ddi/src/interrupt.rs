@@ -658,17 +658,17 @@ layout!(
 impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
     /// A `DXGK_INTERRUPT_DMA_COMPLETED` notification.
     pub fn dma_completed(submission_fence_id: UINT, node: UINT, engine: UINT) -> Self {
-        Self {
+        // The whole union zeroed first: the bytes past this arm are defined too.
+        let mut d = Self {
             InterruptType: DXGK_INTERRUPT_DMA_COMPLETED,
-            Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
-                DmaCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted {
-                    SubmissionFenceId: submission_fence_id,
-                    NodeOrdinal: node,
-                    EngineOrdinal: engine,
-                },
-            },
-            Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),
-        }
+            ..Default::default()
+        };
+        d.Anonymous.DmaCompleted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted {
+            SubmissionFenceId: submission_fence_id,
+            NodeOrdinal: node,
+            EngineOrdinal: engine,
+        };
+        d
     }
 
     /// A `DXGK_INTERRUPT_DMA_PREEMPTED` notification: the preemption request `preemption_fence_id`
@@ -680,34 +680,34 @@ impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
         node: UINT,
         engine: UINT,
     ) -> Self {
-        Self {
+        // The whole union zeroed first: the bytes past this arm are defined too.
+        let mut d = Self {
             InterruptType: DXGK_INTERRUPT_DMA_PREEMPTED,
-            Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
-                DmaPreempted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted {
-                    PreemptionFenceId: preemption_fence_id,
-                    LastCompletedFenceId: last_completed_fence_id,
-                    NodeOrdinal: node,
-                    EngineOrdinal: engine,
-                },
-            },
-            Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),
-        }
+            ..Default::default()
+        };
+        d.Anonymous.DmaPreempted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted {
+            PreemptionFenceId: preemption_fence_id,
+            LastCompletedFenceId: last_completed_fence_id,
+            NodeOrdinal: node,
+            EngineOrdinal: engine,
+        };
+        d
     }
 
     /// A `DXGK_INTERRUPT_DMA_FAULTED` notification for the DMA buffer `faulted_fence_id`.
     pub fn dma_faulted(faulted_fence_id: UINT, status: NTSTATUS, node: UINT, engine: UINT) -> Self {
-        Self {
+        // The whole union zeroed first: the bytes past this arm are defined too.
+        let mut d = Self {
             InterruptType: DXGK_INTERRUPT_DMA_FAULTED,
-            Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
-                DmaFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted {
-                    FaultedFenceId: faulted_fence_id,
-                    Status: status,
-                    NodeOrdinal: node,
-                    EngineOrdinal: engine,
-                },
-            },
-            Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),
-        }
+            ..Default::default()
+        };
+        d.Anonymous.DmaFaulted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted {
+            FaultedFenceId: faulted_fence_id,
+            Status: status,
+            NodeOrdinal: node,
+            EngineOrdinal: engine,
+        };
+        d
     }
 
     /// A `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE` notification.

@@ -229,12 +229,7 @@ layout!(
 /// `STATUS_BUFFER_OVERFLOW` with the sizes needed, or an error.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_buildtestcommandbuffer>
-pub type PDXGKDDI_BUILDTESTCOMMANDBUFFER = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pArgs: *mut DXGKARG_BUILDTESTCOMMANDBUFFER,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_BUILDTESTCOMMANDBUFFER = DDI_FN<*mut DXGKARG_BUILDTESTCOMMANDBUFFER>;
 
 /// `DXGKDDI_KERNELMODETESTINGINTERFACE`: what `DxgkDdiQueryFeatureInterface` returns for
 /// `DXGK_FEATURE_KERNEL_MODE_TESTING`.

@@ -11,7 +11,8 @@
 //! * C bitfield unions are `#[repr(transparent)]` words (`Value`) with one associated
 //!   [`basic::BitField`] constant per C bitfield (see [`macros`]);
 //! * function pointers are `Option<unsafe extern "system" fn(..)>` under the header's typedef
-//!   name; a slot whose signature is not bound yet uses [`basic::PFN_UNBOUND`];
+//!   name, declared through `extern_fn!` or, for `(HANDLE, A) -> NTSTATUS`, [`basic::DDI_FN`];
+//!   a slot whose signature is not bound yet uses [`basic::PFN_UNBOUND`];
 //! * every struct has a reference-page link and compile-time size/offset assertions for x86_64;
 //!   layouts that could not be checked against a header or reference page carry an
 //!   `UNVERIFIED:` comment.
@@ -61,95 +62,41 @@ pub use basic::*;
 #[cfg(test)]
 mod tests {
     use crate::adapter::*;
-    use crate::basic::BitField;
     use crate::dxgkrnl::*;
     use crate::feature::*;
     use crate::interrupt::*;
+    use crate::macros::assert_fields_fill_word;
     use crate::memory::*;
 
     /// Declared bitfields must start at bit 0, be contiguous and fill the word exactly.
-    fn check_fields(name: &str, bits: u32, fields: &[(&str, BitField)]) {
-        let mut next = 0u32;
-        for (field, f) in fields {
-            assert_eq!(
-                f.shift, next,
-                "{name}::{field} does not follow the previous field"
-            );
-            assert!(f.width > 0, "{name}::{field} has zero width");
-            next += f.width;
-        }
-        assert_eq!(next, bits, "{name}: fields do not fill the word");
-    }
 
     #[test]
     fn bitfields_are_contiguous() {
-        check_fields("DXGK_VIDSCHCAPS", 32, DXGK_VIDSCHCAPS::FIELDS);
-        check_fields(
-            "DXGK_POWER_COMPONENT_FLAGS",
-            32,
-            crate::power::DXGK_POWER_COMPONENT_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_POWER_COMPONENT_INDEX",
-            32,
-            crate::power::DXGK_POWER_COMPONENT_INDEX::FIELDS,
-        );
-        check_fields("DXGK_SEGMENTFLAGS", 32, DXGK_SEGMENTFLAGS::FIELDS);
-        check_fields("DXGK_GPUMMUCAPS_FLAGS", 32, DXGK_GPUMMUCAPS_FLAGS::FIELDS);
-        check_fields("DXGK_GPUMMUCAPS_LEGACY", 32, DXGK_GPUMMUCAPS_LEGACY::FIELDS);
-        check_fields("DXGK_VIDMMCAPS_0", 32, DXGK_VIDMMCAPS_0::FIELDS);
-        check_fields("DXGK_FLIPCAPS", 32, DXGK_FLIPCAPS::FIELDS);
-        check_fields("DXGK_PRESENTATIONCAPS", 32, DXGK_PRESENTATIONCAPS::FIELDS);
-        check_fields("DXGK_POINTERFLAGS", 32, DXGK_POINTERFLAGS::FIELDS);
-        check_fields("DXGK_GAMMARAMPCAPS", 32, DXGK_GAMMARAMPCAPS::FIELDS);
-        check_fields(
-            "DXGK_COLORTRANSFORMCAPS",
-            32,
-            DXGK_COLORTRANSFORMCAPS::FIELDS,
-        );
-        check_fields(
-            "DXGK_DRIVERCAPS_MiscCaps",
-            32,
-            DXGK_DRIVERCAPS_MiscCaps::FIELDS,
-        );
-        check_fields("DXGK_HWQUEUEDFLIP_CAPS", 32, DXGK_HWQUEUEDFLIP_CAPS::FIELDS);
-        check_fields(
-            "DXGK_QUERYADAPTERINFOFLAGS",
-            32,
-            DXGK_QUERYADAPTERINFOFLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS",
-            32,
-            DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_ISFEATUREENABLED_RESULT_0",
-            16,
-            DXGK_ISFEATUREENABLED_RESULT_0::FIELDS,
-        );
-        check_fields(
-            "DXGKARGCB_ISFEATUREENABLED2_FLAGS",
-            32,
-            DXGKARGCB_ISFEATUREENABLED2_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGKCB_GETHANDLEDATAFLAGS",
-            32,
-            DXGKCB_GETHANDLEDATAFLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_INVALIDATEHWCONTEXTFLAGS",
-            32,
-            DXGK_INVALIDATEHWCONTEXTFLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGKARGCB_DISCONNECTDOORBELL_FLAGS",
-            32,
-            DXGKARGCB_DISCONNECTDOORBELL_FLAGS::FIELDS,
+        assert_fields_fill_word!(
+            DXGK_VIDSCHCAPS,
+            crate::power::DXGK_POWER_COMPONENT_FLAGS,
+            crate::power::DXGK_POWER_COMPONENT_INDEX,
+            DXGK_SEGMENTFLAGS,
+            DXGK_GPUMMUCAPS_FLAGS,
+            DXGK_GPUMMUCAPS_LEGACY,
+            DXGK_VIDMMCAPS_0,
+            DXGK_FLIPCAPS,
+            DXGK_PRESENTATIONCAPS,
+            DXGK_POINTERFLAGS,
+            DXGK_GAMMARAMPCAPS,
+            DXGK_COLORTRANSFORMCAPS,
+            DXGK_DRIVERCAPS_MiscCaps,
+            DXGK_HWQUEUEDFLIP_CAPS,
+            DXGK_QUERYADAPTERINFOFLAGS,
+            DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS,
+            DXGK_ISFEATUREENABLED_RESULT_0,
+            DXGKARGCB_ISFEATUREENABLED2_FLAGS,
+            DXGKCB_GETHANDLEDATAFLAGS,
+            DXGK_INVALIDATEHWCONTEXTFLAGS,
+            DXGKARGCB_DISCONNECTDOORBELL_FLAGS
         );
         // Declared without a Value member in C; only two bits are defined.
-        check_fields(
+        crate::macros::check_fields(
             "DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1",
             2,
             DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::FIELDS,

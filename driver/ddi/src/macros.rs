@@ -89,6 +89,57 @@ macro_rules! bitfield {
 
 pub(crate) use bitfield;
 
+/// Declares flag words whose bits are all reserved (`union { struct { UINT Reserved : 32; };
+/// UINT Value; }`): for each, a [`bitfield!`] with the one field `Reserved` and its 4-byte
+/// layout assertion.
+macro_rules! reserved_flags {
+    ($( $(#[$meta:meta])* $name:ident; )*) => {
+        $(
+            $crate::macros::bitfield! {
+                $(#[$meta])*
+                pub struct $name: u32 {
+                    /// Reserved.
+                    Reserved: 0, 32;
+                }
+            }
+            $crate::macros::layout!($name, size = 4);
+        )*
+    };
+}
+
+pub(crate) use reserved_flags;
+
+/// The size arithmetic of a log buffer (`DXGK_NATIVE_FENCE_LOG_BUFFER`,
+/// `DXGK_SCHEDULING_LOG_BUFFER`): a header followed by `NumberOfEntries` entries, declared with
+/// a one-element array so that `size_of` covers one entry only.
+macro_rules! log_buffer_sizes {
+    ($buffer:ident, $header:ty, $entry:ty) => {
+        impl $buffer {
+            /// Size in bytes of the header.
+            pub const HEADER_SIZE: u64 = core::mem::size_of::<$header>() as u64;
+            /// Size in bytes of one entry.
+            pub const ENTRY_SIZE: u64 = core::mem::size_of::<$entry>() as u64;
+
+            /// Bytes occupied by a log buffer holding `entries` entries (header plus entries),
+            /// or `None` on overflow.
+            pub const fn size_for_entries(entries: u64) -> Option<u64> {
+                Self::entry_offset(entries)
+            }
+
+            /// Byte offset of entry `index` from the start of the buffer, or `None` on
+            /// overflow.
+            pub const fn entry_offset(index: u64) -> Option<u64> {
+                match index.checked_mul(Self::ENTRY_SIZE) {
+                    Some(bytes) => bytes.checked_add(Self::HEADER_SIZE),
+                    None => None,
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use log_buffer_sizes;
+
 /// Asserts (at compile time, x86_64 only) the size of a type and the offsets of named fields.
 macro_rules! layout {
     ($ty:ty, size = $size:literal $(, $field:ident = $off:literal)* $(,)?) => {
@@ -169,6 +220,18 @@ macro_rules! ddi_table {
 }
 
 pub(crate) use ddi_table;
+
+/// Declares a C function-pointer typedef as Rust spells it: `extern_fn! { pub type X =
+/// fn(A: T, ..) -> R; }` is `pub type X = Option<unsafe extern "system" fn(A: T, ..) -> R>;`
+/// (`None` is the null pointer), one line per typedef as in the header.
+macro_rules! extern_fn {
+    ($(#[$meta:meta])* pub type $name:ident = fn($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)?;) => {
+        $(#[$meta])*
+        pub type $name = Option<unsafe extern "system" fn($($arg: $ty),*) $(-> $ret)?>;
+    };
+}
+
+pub(crate) use extern_fn;
 
 /// Declares a DDI or callback pointer type whose signature is not bound yet.
 macro_rules! unbound_fn {
@@ -267,3 +330,36 @@ macro_rules! index_word_union {
 }
 
 pub(crate) use index_word_union;
+
+/// Test helper: the declared bitfields start at bit 0, follow each other without gap or
+/// overlap, none is empty, and together they cover `bits` bits.
+#[cfg(test)]
+pub(crate) fn check_fields(name: &str, bits: u32, fields: &[(&str, crate::basic::BitField)]) {
+    let mut next = 0u32;
+    for (field, f) in fields {
+        assert_eq!(
+            f.shift, next,
+            "{name}::{field} does not follow its predecessor"
+        );
+        assert!(f.width > 0, "{name}::{field} has zero width");
+        next += f.width;
+    }
+    assert_eq!(next, bits, "{name}: fields do not fill the word");
+}
+
+/// Test helper: [`check_fields`] over the whole word, for each listed `bitfield!` type.
+#[cfg(test)]
+macro_rules! assert_fields_fill_word {
+    ($($ty:ty),* $(,)?) => {
+        $(
+            $crate::macros::check_fields(
+                stringify!($ty),
+                u32::try_from(::core::mem::size_of::<$ty>() * 8).unwrap(),
+                <$ty>::FIELDS,
+            );
+        )*
+    };
+}
+
+#[cfg(test)]
+pub(crate) use assert_fields_fill_word;

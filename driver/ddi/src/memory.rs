@@ -945,32 +945,14 @@ crate::macros::zeroed_default!(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn check_fields(name: &str, bits: u32, fields: &[(&str, BitField)]) {
-        let mut next = 0u32;
-        for (field, f) in fields {
-            assert_eq!(
-                f.shift, next,
-                "{name}::{field} does not follow its predecessor"
-            );
-            assert!(f.width > 0, "{name}::{field} has zero width");
-            next += f.width;
-        }
-        assert_eq!(next, bits, "{name}: fields do not fill the word");
-    }
+    use crate::macros::assert_fields_fill_word;
 
     #[test]
     fn flag_words_are_contiguous() {
-        check_fields("DXGK_PTE_0", 64, DXGK_PTE_0::FIELDS);
-        check_fields(
-            "DXGK_UPDATEPAGETABLEFLAGS",
-            32,
-            DXGK_UPDATEPAGETABLEFLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGK_TRANSFERVIRTUALFLAGS",
-            32,
-            DXGK_TRANSFERVIRTUALFLAGS::FIELDS,
+        assert_fields_fill_word!(
+            DXGK_PTE_0,
+            DXGK_UPDATEPAGETABLEFLAGS,
+            DXGK_TRANSFERVIRTUALFLAGS
         );
     }
 

@@ -10,7 +10,7 @@
 //! `OutputDataSize` of 336).
 
 use crate::basic::{GUID, HANDLE, NTSTATUS, PVOID, SIZE_T, UINT};
-use crate::macros::{bitfield, layout, zeroed_default};
+use crate::macros::{bitfield, extern_fn, layout, zeroed_default};
 
 /// `DXGK_FSTATE_UNKNOWN_POWER`: an unknown `NominalPower`.
 pub const DXGK_FSTATE_UNKNOWN_POWER: u32 = 0xFFFF_FFFF;
@@ -295,12 +295,12 @@ layout!(
 
 zeroed_default!(DXGK_POWER_P_COMPONENT);
 
-/// `DXGKDDIPOWERRUNTIMECONTROLREQUEST` (at most DISPATCH_LEVEL): `(DriverContext,
-/// PowerControlCode, InBuffer, InBufferSize, OutBuffer, OutBufferSize, BytesReturned)`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddipowerruntimecontrolrequest>
-pub type PDXGKDDIPOWERRUNTIMECONTROLREQUEST = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDIPOWERRUNTIMECONTROLREQUEST` (at most DISPATCH_LEVEL): `(DriverContext,
+    /// PowerControlCode, InBuffer, InBufferSize, OutBuffer, OutBufferSize, BytesReturned)`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddipowerruntimecontrolrequest>
+    pub type PDXGKDDIPOWERRUNTIMECONTROLREQUEST = fn(
         DriverContext: HANDLE,
         PowerControlCode: *const GUID,
         InBuffer: PVOID,
@@ -308,8 +308,8 @@ pub type PDXGKDDIPOWERRUNTIMECONTROLREQUEST = Option<
         OutBuffer: PVOID,
         OutBufferSize: SIZE_T,
         BytesReturned: *mut SIZE_T,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 
 /// `GUID_DXGKDDI_POWER_MANAGEMENT_PREPARE_TO_START` {CBA549D4-CF3A-445C-9468-2383FD523116}:
 /// Dxgkrnl registered the device with PoFx and is about to start runtime power management.

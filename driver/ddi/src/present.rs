@@ -10,7 +10,7 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::interrupt::DXGK_INTERRUPT_TYPE;
-use crate::macros::{bitfield, layout, zeroed_default};
+use crate::macros::{bitfield, extern_fn, layout, zeroed_default};
 use crate::tdr::D3DDDI_FLIPINTERVAL_TYPE;
 
 /// `RECT` (windef.h): a rectangle by its edges, right and bottom exclusive.
@@ -236,19 +236,18 @@ zeroed_default!(DXGKARG_PRESENT);
 /// pPresent)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_present>
-pub type PDXGKDDI_PRESENT =
-    Option<unsafe extern "system" fn(hContext: HANDLE, pPresent: *mut DXGKARG_PRESENT) -> NTSTATUS>;
+pub type PDXGKDDI_PRESENT = DDI_FN<*mut DXGKARG_PRESENT>;
 
-/// `DXGKDDI_CONTROLINTERRUPT` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
-/// IN_CONST_DXGK_INTERRUPT_TYPE InterruptType, IN_BOOLEAN EnableInterrupt)`. "The driver must
-/// return STATUS_NOT_IMPLEMENTED if an interrupt type other than DXGK_INTERRUPT_CRTC_VSYNC is
-/// supplied."
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlinterrupt>
-pub type PDXGKDDI_CONTROLINTERRUPT = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_CONTROLINTERRUPT` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+    /// IN_CONST_DXGK_INTERRUPT_TYPE InterruptType, IN_BOOLEAN EnableInterrupt)`. "The driver must
+    /// return STATUS_NOT_IMPLEMENTED if an interrupt type other than DXGK_INTERRUPT_CRTC_VSYNC is
+    /// supplied."
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlinterrupt>
+    pub type PDXGKDDI_CONTROLINTERRUPT = fn(
         hAdapter: HANDLE,
         InterruptType: DXGK_INTERRUPT_TYPE,
         EnableInterrupt: BOOLEAN,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}

@@ -31,7 +31,7 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::dxgkrnl::D3DDDI_DOORBELLSTATUS;
-use crate::macros::{bitfield, layout, zeroed_default};
+use crate::macros::{bitfield, extern_fn, layout, reserved_flags, zeroed_default};
 
 // ---------------------------------------------------------------------------------------------
 // Devices
@@ -106,17 +106,14 @@ layout!(
 /// INOUT_PDXGKARG_CREATEDEVICE pCreateDevice)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createdevice>
-pub type PDXGKDDI_CREATEDEVICE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pCreateDevice: *mut DXGKARG_CREATEDEVICE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_CREATEDEVICE = DDI_FN<*mut DXGKARG_CREATEDEVICE>;
 
-/// `DXGKDDI_DESTROYDEVICE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hDevice)`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroydevice>
-pub type PDXGKDDI_DESTROYDEVICE = Option<unsafe extern "system" fn(hDevice: HANDLE) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKDDI_DESTROYDEVICE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hDevice)`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroydevice>
+    pub type PDXGKDDI_DESTROYDEVICE = fn(hDevice: HANDLE) -> NTSTATUS;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Contexts
@@ -242,17 +239,14 @@ layout!(
 /// INOUT_PDXGKARG_CREATECONTEXT pCreateContext)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createcontext>
-pub type PDXGKDDI_CREATECONTEXT = Option<
-    unsafe extern "system" fn(
-        hDevice: HANDLE,
-        pCreateContext: *mut DXGKARG_CREATECONTEXT,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_CREATECONTEXT = DDI_FN<*mut DXGKARG_CREATECONTEXT>;
 
-/// `DXGKDDI_DESTROYCONTEXT` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hContext)`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroycontext>
-pub type PDXGKDDI_DESTROYCONTEXT = Option<unsafe extern "system" fn(hContext: HANDLE) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKDDI_DESTROYCONTEXT` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hContext)`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroycontext>
+    pub type PDXGKDDI_DESTROYCONTEXT = fn(hContext: HANDLE) -> NTSTATUS;
+}
 
 /// `DXGKARG_SUSPENDCONTEXT`: argument of `DxgkDdiSuspendContext` (preempt now, no grace period;
 /// completion is reported with the given fence value).
@@ -291,24 +285,14 @@ layout!(DXGKARG_RESUMECONTEXT, size = 8, hContext = 0);
 /// describes `hAdapter` as "the hardware context"; the context travels in the argument.)
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_suspendcontext>
-pub type PDXGKDDI_SUSPENDCONTEXT = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pSuspendContext: *const DXGKARG_SUSPENDCONTEXT,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_SUSPENDCONTEXT = DDI_FN<*const DXGKARG_SUSPENDCONTEXT>;
 
 /// `DXGKDDI_RESUMECONTEXT`: `(IN_CONST_HANDLE hAdapter, IN_CONST_PDXGKARG_RESUMECONTEXT
 /// pResumeContext)`. (The page's prose calls the first parameter "the hardware context"; the
 /// syntax names it `hAdapter`, and the context travels in the argument.)
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resumecontext>
-pub type PDXGKDDI_RESUMECONTEXT = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pResumeContext: *const DXGKARG_RESUMECONTEXT,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_RESUMECONTEXT = DDI_FN<*const DXGKARG_RESUMECONTEXT>;
 
 // ---------------------------------------------------------------------------------------------
 // Node metadata (d3dkmdt.h)
@@ -413,20 +397,20 @@ const _: () = assert!(core::mem::align_of::<DXGK_NODEMETADATA>() == 1);
 /// `DxgkDdiGetNodeMetadata`.
 pub type DXGKARG_GETNODEMETADATA = DXGK_NODEMETADATA;
 
-/// `DXGKDDI_GETNODEMETADATA` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
-/// UINT NodeOrdinalAndAdapterIndex, OUT_PDXGKARG_GETNODEMETADATA pGetNodeMetadata)`. Must
-/// succeed for every node ordinal below the node count. The middle parameter packs the node
-/// ordinal in the low 16 bits and the physical adapter index in the high 16 bits (as
-/// `D3DKMT_NODEMETADATA::NodeOrdinalAndAdapterIndex` documents).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getnodemetadata>
-pub type PDXGKDDI_GETNODEMETADATA = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDI_GETNODEMETADATA` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+    /// UINT NodeOrdinalAndAdapterIndex, OUT_PDXGKARG_GETNODEMETADATA pGetNodeMetadata)`. Must
+    /// succeed for every node ordinal below the node count. The middle parameter packs the node
+    /// ordinal in the low 16 bits and the physical adapter index in the high 16 bits (as
+    /// `D3DKMT_NODEMETADATA::NodeOrdinalAndAdapterIndex` documents).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getnodemetadata>
+    pub type PDXGKDDI_GETNODEMETADATA = fn(
         hAdapter: HANDLE,
         NodeOrdinalAndAdapterIndex: UINT,
         pGetNodeMetadata: *mut DXGKARG_GETNODEMETADATA,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Hardware queues
@@ -528,17 +512,14 @@ layout!(
 /// from `DxgkDdiCreateContext` (see the module documentation).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createhwqueue>
-pub type PDXGKDDI_CREATEHWQUEUE = Option<
-    unsafe extern "system" fn(
-        hHwContext: HANDLE,
-        pCreateHwQueue: *mut DXGKARG_CREATEHWQUEUE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_CREATEHWQUEUE = DDI_FN<*mut DXGKARG_CREATEHWQUEUE>;
 
-/// `DXGKDDI_DESTROYHWQUEUE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hHwQueue)`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyhwqueue>
-pub type PDXGKDDI_DESTROYHWQUEUE = Option<unsafe extern "system" fn(hHwQueue: HANDLE) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKDDI_DESTROYHWQUEUE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hHwQueue)`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyhwqueue>
+    pub type PDXGKDDI_DESTROYHWQUEUE = fn(hHwQueue: HANDLE) -> NTSTATUS;
+}
 
 bitfield! {
     /// `DXGK_SUBMITCOMMANDFLAGS`: properties of a submitted DMA buffer (zero for UMD command
@@ -617,12 +598,7 @@ layout!(
 /// pSubmitCommandToHwQueue)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandtohwqueue>
-pub type PDXGKDDI_SUBMITCOMMANDTOHWQUEUE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pSubmitCommandToHwQueue: *const DXGKARG_SUBMITCOMMANDTOHWQUEUE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_SUBMITCOMMANDTOHWQUEUE = DDI_FN<*const DXGKARG_SUBMITCOMMANDTOHWQUEUE>;
 
 // ---------------------------------------------------------------------------------------------
 // User-mode submission: capabilities and doorbells (WDDM 3.2)
@@ -754,16 +730,12 @@ layout!(
     Status = 32
 );
 
-bitfield! {
+reserved_flags! {
     /// `DXGKARG_DISCONNECTDOORBELL_FLAGS` (all reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_disconnectdoorbell_flags>
-    pub struct DXGKARG_DISCONNECTDOORBELL_FLAGS: u32 {
-        /// Reserved, zero.
-        Reserved: 0, 32;
-    }
+    DXGKARG_DISCONNECTDOORBELL_FLAGS;
 }
-layout!(DXGKARG_DISCONNECTDOORBELL_FLAGS, size = 4);
 
 /// `DXGKARG_DISCONNECTDOORBELL`: argument of `DxgkDdiDisconnectDoorbell` (release the physical
 /// doorbell; the doorbell object stays and may be reconnected).
@@ -795,16 +767,12 @@ pub struct DXGKARG_DESTROYDOORBELL {
 }
 layout!(DXGKARG_DESTROYDOORBELL, size = 8, hDoorbell = 0);
 
-bitfield! {
+reserved_flags! {
     /// `DXGKARG_NOTIFYWORKSUBMISSION_FLAGS` (all reserved).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_notifyworksubmission_flags>
-    pub struct DXGKARG_NOTIFYWORKSUBMISSION_FLAGS: u32 {
-        /// Reserved, zero.
-        Reserved: 0, 32;
-    }
+    DXGKARG_NOTIFYWORKSUBMISSION_FLAGS;
 }
-layout!(DXGKARG_NOTIFYWORKSUBMISSION_FLAGS, size = 4);
 
 /// `DXGKARG_NOTIFYWORKSUBMISSION`: argument of `DxgkDdiNotifyWorkSubmission` (the UMD rang a
 /// doorbell connected with `CONNECTED_NOTIFY_KMD` and tells the KMD).
@@ -825,55 +793,62 @@ layout!(
     Flags = 8
 );
 
-/// `DXGKDDI_CREATEDOORBELL` (PASSIVE_LEVEL): `(INOUT_PDXGKARG_CREATEDOORBELL pArgs)`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createdoorbell>
-pub type PDXGKDDI_CREATEDOORBELL =
-    Option<unsafe extern "system" fn(pArgs: *mut DXGKARG_CREATEDOORBELL) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKDDI_CREATEDOORBELL` (PASSIVE_LEVEL): `(INOUT_PDXGKARG_CREATEDOORBELL pArgs)`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createdoorbell>
+    pub type PDXGKDDI_CREATEDOORBELL = fn(pArgs: *mut DXGKARG_CREATEDOORBELL) -> NTSTATUS;
+}
 
-/// `DXGKDDI_CONNECTDOORBELL` (PASSIVE_LEVEL): `(INOUT_PDXGKARG_CONNECTDOORBELL pArgs)`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_connectdoorbell>
-pub type PDXGKDDI_CONNECTDOORBELL =
-    Option<unsafe extern "system" fn(pArgs: *mut DXGKARG_CONNECTDOORBELL) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKDDI_CONNECTDOORBELL` (PASSIVE_LEVEL): `(INOUT_PDXGKARG_CONNECTDOORBELL pArgs)`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_connectdoorbell>
+    pub type PDXGKDDI_CONNECTDOORBELL = fn(pArgs: *mut DXGKARG_CONNECTDOORBELL) -> NTSTATUS;
+}
 
-/// `DXGKDDI_DISCONNECTDOORBELL` (PASSIVE_LEVEL; must succeed):
-/// `(INOUT_PDXGKARG_DISCONNECTDOORBELL pArgs)`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_disconnectdoorbell>
-pub type PDXGKDDI_DISCONNECTDOORBELL =
-    Option<unsafe extern "system" fn(pArgs: *mut DXGKARG_DISCONNECTDOORBELL) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKDDI_DISCONNECTDOORBELL` (PASSIVE_LEVEL; must succeed):
+    /// `(INOUT_PDXGKARG_DISCONNECTDOORBELL pArgs)`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_disconnectdoorbell>
+    pub type PDXGKDDI_DISCONNECTDOORBELL = fn(pArgs: *mut DXGKARG_DISCONNECTDOORBELL) -> NTSTATUS;
+}
 
-/// `DXGKDDI_DESTROYDOORBELL` (PASSIVE_LEVEL; must succeed):
-/// `(INOUT_PDXGKARG_DESTROYDOORBELL pArgs)`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroydoorbell>
-pub type PDXGKDDI_DESTROYDOORBELL =
-    Option<unsafe extern "system" fn(pArgs: *mut DXGKARG_DESTROYDOORBELL) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKDDI_DESTROYDOORBELL` (PASSIVE_LEVEL; must succeed):
+    /// `(INOUT_PDXGKARG_DESTROYDOORBELL pArgs)`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroydoorbell>
+    pub type PDXGKDDI_DESTROYDOORBELL = fn(pArgs: *mut DXGKARG_DESTROYDOORBELL) -> NTSTATUS;
+}
 
-/// `DXGKDDI_NOTIFYWORKSUBMISSION` (PASSIVE_LEVEL; must succeed):
-/// `(INOUT_PDXGKARG_NOTIFYWORKSUBMISSION pArgs)`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_notifyworksubmission>
-pub type PDXGKDDI_NOTIFYWORKSUBMISSION =
-    Option<unsafe extern "system" fn(pArgs: *mut DXGKARG_NOTIFYWORKSUBMISSION) -> NTSTATUS>;
+extern_fn! {
+    /// `DXGKDDI_NOTIFYWORKSUBMISSION` (PASSIVE_LEVEL; must succeed):
+    /// `(INOUT_PDXGKARG_NOTIFYWORKSUBMISSION pArgs)`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_notifyworksubmission>
+    pub type PDXGKDDI_NOTIFYWORKSUBMISSION = fn(
+        pArgs: *mut DXGKARG_NOTIFYWORKSUBMISSION,
+    ) -> NTSTATUS;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Runtime power
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGKDDISETPOWERCOMPONENTFSTATE` (at most DISPATCH_LEVEL): `(IN_CONST_HANDLE DriverContext,
-/// UINT ComponentIndex, UINT FState)`; no argument structure. Called only if
-/// `DXGK_DRIVERCAPS::SupportRuntimePowerManagement` is set.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddisetpowercomponentfstate>
-pub type PDXGKDDISETPOWERCOMPONENTFSTATE = Option<
-    unsafe extern "system" fn(
+extern_fn! {
+    /// `DXGKDDISETPOWERCOMPONENTFSTATE` (at most DISPATCH_LEVEL): `(IN_CONST_HANDLE DriverContext,
+    /// UINT ComponentIndex, UINT FState)`; no argument structure. Called only if
+    /// `DXGK_DRIVERCAPS::SupportRuntimePowerManagement` is set.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddisetpowercomponentfstate>
+    pub type PDXGKDDISETPOWERCOMPONENTFSTATE = fn(
         DriverContext: HANDLE,
         ComponentIndex: UINT,
         FState: UINT,
-    ) -> NTSTATUS,
->;
+    ) -> NTSTATUS;
+}
 
 zeroed_default!(
     DXGKARG_CREATEDEVICE_0,
@@ -895,51 +870,22 @@ zeroed_default!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::basic::BitField;
-
-    fn check_fields(name: &str, fields: &[(&str, BitField)]) {
-        let mut next = 0u32;
-        for (field, f) in fields {
-            assert_eq!(
-                f.shift, next,
-                "{name}::{field} does not follow its predecessor"
-            );
-            assert!(f.width > 0, "{name}::{field} has zero width");
-            next += f.width;
-        }
-        assert_eq!(next, 32, "{name}: fields do not fill the word");
-    }
+    use crate::macros::assert_fields_fill_word;
 
     #[test]
     fn flag_words_are_contiguous() {
-        check_fields("DXGK_CREATEDEVICEFLAGS", DXGK_CREATEDEVICEFLAGS::FIELDS);
-        check_fields("DXGK_CREATECONTEXTFLAGS", DXGK_CREATECONTEXTFLAGS::FIELDS);
-        check_fields("DXGK_CONTEXTINFO_CAPS", DXGK_CONTEXTINFO_CAPS::FIELDS);
-        check_fields("DXGK_NODEMETADATA_FLAGS", DXGK_NODEMETADATA_FLAGS::FIELDS);
-        check_fields(
-            "D3DDDI_CREATEHWQUEUEFLAGS",
-            D3DDDI_CREATEHWQUEUEFLAGS::FIELDS,
-        );
-        check_fields("DXGK_SUBMITCOMMANDFLAGS", DXGK_SUBMITCOMMANDFLAGS::FIELDS);
-        check_fields(
-            "DXGK_USERMODESUBMISSION_CAPS_Flags",
-            DXGK_USERMODESUBMISSION_CAPS_Flags::FIELDS,
-        );
-        check_fields(
-            "DXGKARG_CREATEDOORBELL_FLAGS",
-            DXGKARG_CREATEDOORBELL_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGKARG_CONNECTDOORBELL_FLAGS",
-            DXGKARG_CONNECTDOORBELL_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGKARG_DISCONNECTDOORBELL_FLAGS",
-            DXGKARG_DISCONNECTDOORBELL_FLAGS::FIELDS,
-        );
-        check_fields(
-            "DXGKARG_NOTIFYWORKSUBMISSION_FLAGS",
-            DXGKARG_NOTIFYWORKSUBMISSION_FLAGS::FIELDS,
+        assert_fields_fill_word!(
+            DXGK_CREATEDEVICEFLAGS,
+            DXGK_CREATECONTEXTFLAGS,
+            DXGK_CONTEXTINFO_CAPS,
+            DXGK_NODEMETADATA_FLAGS,
+            D3DDDI_CREATEHWQUEUEFLAGS,
+            DXGK_SUBMITCOMMANDFLAGS,
+            DXGK_USERMODESUBMISSION_CAPS_Flags,
+            DXGKARG_CREATEDOORBELL_FLAGS,
+            DXGKARG_CONNECTDOORBELL_FLAGS,
+            DXGKARG_DISCONNECTDOORBELL_FLAGS,
+            DXGKARG_NOTIFYWORKSUBMISSION_FLAGS
         );
     }
 

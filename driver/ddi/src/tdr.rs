@@ -22,7 +22,7 @@
 //! `DependentNodeOrdinalMask`, `CurrentFence`, and updates `pDmaBuffer` / `MultipassOffset`).
 
 use crate::basic::*;
-use crate::macros::{bitfield, layout, zeroed_default};
+use crate::macros::{bitfield, layout, reserved_flags, zeroed_default};
 use crate::memory::{
     DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES, DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL,
     DXGK_BUILDPAGINGBUFFER_FLUSHTLB, DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY,
@@ -69,12 +69,7 @@ layout!(
 /// drivers take `DXGKARG_QUERYDEPENDENTENGINEGROUP*`, and the driver must write the mask back.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querydependentenginegroup>
-pub type PDXGKDDI_QUERYDEPENDENTENGINEGROUP = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pQueryDependentEngineGroup: *mut DXGKARG_QUERYDEPENDENTENGINEGROUP,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_QUERYDEPENDENTENGINEGROUP = DDI_FN<*mut DXGKARG_QUERYDEPENDENTENGINEGROUP>;
 
 bitfield! {
     /// `DXGK_ENGINESTATUS`: whether a node is making progress.
@@ -114,12 +109,7 @@ layout!(
 /// succeed): `(IN_CONST_HANDLE hAdapter, INOUT_PDXGKARG_QUERYENGINESTATUS pQueryEngineStatus)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryenginestatus>
-pub type PDXGKDDI_QUERYENGINESTATUS = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pQueryEngineStatus: *mut DXGKARG_QUERYENGINESTATUS,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_QUERYENGINESTATUS = DDI_FN<*mut DXGKARG_QUERYENGINESTATUS>;
 
 /// `DXGKARG_RESETENGINE`: argument of `DxgkDdiResetEngine`. There is no "last completed"
 /// output: only the fence ID of the last packet aborted mid-execution.
@@ -224,12 +214,7 @@ layout!(
 /// only through `pBuffer` and `pExtension`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo>
-pub type PDXGKDDI_COLLECTDBGINFO = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pCollectDbgInfo: *const DXGKARG_COLLECTDBGINFO,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_COLLECTDBGINFO = DDI_FN<*const DXGKARG_COLLECTDBGINFO>;
 
 /// `DXGK_TDR_TYPE`: what kind of timeout a `DxgkDdiCollectDbgInfo2` call reports.
 ///
@@ -332,12 +317,7 @@ layout!(
 /// invalid).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo2>
-pub type PDXGKDDI_COLLECTDBGINFO2 = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pCollectDbgInfo2: *mut DXGKARG_COLLECTDBGINFO2,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_COLLECTDBGINFO2 = DDI_FN<*mut DXGKARG_COLLECTDBGINFO2>;
 
 // ---------------------------------------------------------------------------------------------
 // Legacy (OS-scheduled) submission
@@ -451,12 +431,7 @@ layout!(
 /// 0x119 with first parameter 0x2.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommand>
-pub type PDXGKDDI_SUBMITCOMMAND = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pSubmitCommand: *const DXGKARG_SUBMITCOMMAND,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_SUBMITCOMMAND = DDI_FN<*const DXGKARG_SUBMITCOMMAND>;
 
 /// `DXGKARG_SUBMITCOMMANDVIRTUAL`: a DMA buffer of a GPU-VA context handed to
 /// `DxgkDdiSubmitCommandVirtual`.
@@ -519,23 +494,14 @@ layout!(
 /// WDDM 3.2 header. An implementation that is also safe at DISPATCH_LEVEL is correct either way.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual>
-pub type PDXGKDDI_SUBMITCOMMANDVIRTUAL = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pSubmitCommand: *const DXGKARG_SUBMITCOMMANDVIRTUAL,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_SUBMITCOMMANDVIRTUAL = DDI_FN<*const DXGKARG_SUBMITCOMMANDVIRTUAL>;
 
-bitfield! {
+reserved_flags! {
     /// `DXGK_PREEMPTCOMMANDFLAGS` (no flags defined).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_preemptcommandflags>
-    pub struct DXGK_PREEMPTCOMMANDFLAGS: u32 {
-        /// Reserved, zero.
-        Reserved: 0, 32;
-    }
+    DXGK_PREEMPTCOMMANDFLAGS;
 }
-layout!(DXGK_PREEMPTCOMMANDFLAGS, size = 4);
 
 /// `DXGKARG_PREEMPTCOMMAND`: argument of `DxgkDdiPreemptCommand`.
 ///
@@ -567,12 +533,7 @@ layout!(
 /// preemption itself (`DmaPreempted` from a synchronised routine) instead of queuing a fence.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_preemptcommand>
-pub type PDXGKDDI_PREEMPTCOMMAND = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pPreemptCommand: *const DXGKARG_PREEMPTCOMMAND,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_PREEMPTCOMMAND = DDI_FN<*const DXGKARG_PREEMPTCOMMAND>;
 
 /// `DXGKARG_QUERYCURRENTFENCE`: argument of `DxgkDdiQueryCurrentFence`.
 ///
@@ -603,12 +564,7 @@ layout!(
 /// public copy of a WDDM 2.x-era d3dkmddi.h annotates it `_IRQL_requires_(PASSIVE_LEVEL)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querycurrentfence>
-pub type PDXGKDDI_QUERYCURRENTFENCE = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pCurrentFence: *mut DXGKARG_QUERYCURRENTFENCE,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_QUERYCURRENTFENCE = DDI_FN<*mut DXGKARG_QUERYCURRENTFENCE>;
 
 // ---------------------------------------------------------------------------------------------
 // Paging buffers
@@ -984,12 +940,7 @@ layout!(
 /// carries the progress).
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_buildpagingbuffer>
-pub type PDXGKDDI_BUILDPAGINGBUFFER = Option<
-    unsafe extern "system" fn(
-        hAdapter: HANDLE,
-        pBuildPagingBuffer: *mut DXGKARG_BUILDPAGINGBUFFER,
-    ) -> NTSTATUS,
->;
+pub type PDXGKDDI_BUILDPAGINGBUFFER = DDI_FN<*mut DXGKARG_BUILDPAGINGBUFFER>;
 
 zeroed_default!(
     DXGKARG_COLLECTDBGINFO,
@@ -1011,26 +962,15 @@ zeroed_default!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::basic::BitField;
-
-    fn check_fields(name: &str, fields: &[(&str, BitField)]) {
-        let mut next = 0u32;
-        for (field, f) in fields {
-            assert_eq!(
-                f.shift, next,
-                "{name}::{field} does not follow its predecessor"
-            );
-            assert!(f.width > 0, "{name}::{field} has zero width");
-            next += f.width;
-        }
-        assert_eq!(next, 32, "{name}: fields do not fill the word");
-    }
+    use crate::macros::assert_fields_fill_word;
 
     #[test]
     fn flag_words_are_contiguous() {
-        check_fields("DXGK_ENGINESTATUS", DXGK_ENGINESTATUS::FIELDS);
-        check_fields("DXGK_PREEMPTCOMMANDFLAGS", DXGK_PREEMPTCOMMANDFLAGS::FIELDS);
-        check_fields("DXGK_TRANSFERFLAGS", DXGK_TRANSFERFLAGS::FIELDS);
+        assert_fields_fill_word!(
+            DXGK_ENGINESTATUS,
+            DXGK_PREEMPTCOMMANDFLAGS,
+            DXGK_TRANSFERFLAGS
+        );
     }
 
     #[test]

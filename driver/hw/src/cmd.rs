@@ -15,65 +15,46 @@
 
 use crate::event::FaultCode;
 
-/// Opcodes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Opcode {
-    /// Does nothing; any length >= 1 (the extra words are skipped: padding).
-    Nop = 0x00,
-    /// Writes a fence value, then decides the conditional interrupt (NF-03).
-    FenceSignal = 0x01,
-    /// Blocks the queue until the 64-bit value at an address is >= a value.
-    FenceWait = 0x02,
-    /// Writes a native-fence log entry (LOG-03).
-    LogWrite = 0x03,
-    /// Writes the GPU clock to an address.
-    Timestamp = 0x04,
-    /// Writes the queue's progress fence; optionally interrupts (DMA completed).
-    Progress = 0x05,
-    /// Copies bytes between device-visible addresses.
-    Copy = 0x06,
-    /// Fills bytes with a 64-bit pattern.
-    Fill = 0x07,
-    /// Never completes; only an engine or adapter reset gets the engine past it.
-    Hang = 0x08,
-    /// Executes the packets of a command buffer in memory as part of the queue ("call", like
-    /// a batch-buffer start): see [`Command::Indirect`].
-    Indirect = 0x09,
-    /// Invalidates cached GPU translations of one root (0: all roots), ordered after the
-    /// packets before it on the queue: the paging-buffer form of
-    /// [`crate::regs::TLB_INVALIDATE`]. Kernel-mode queues only.
-    TlbInvalidate = 0x0A,
-    /// Writes 1..=[`WRITE_DATA_MAX`] words to consecutive addresses (page-table updates
-    /// from paging buffers); see [`Command::WriteData`].
-    WriteData = 0x0B,
-    /// INDIRECT in another address space: the buffer, and every address its packets carry,
-    /// translate under a given root with user privilege; see [`Command::IndirectVm`].
-    /// Kernel-mode queues only.
-    IndirectVm = 0x0C,
+wire_enum! {
+    /// Opcodes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Opcode: u8, from_u8 {
+        /// Does nothing; any length >= 1 (the extra words are skipped: padding).
+        Nop = 0x00,
+        /// Writes a fence value, then decides the conditional interrupt (NF-03).
+        FenceSignal = 0x01,
+        /// Blocks the queue until the 64-bit value at an address is >= a value.
+        FenceWait = 0x02,
+        /// Writes a native-fence log entry (LOG-03).
+        LogWrite = 0x03,
+        /// Writes the GPU clock to an address.
+        Timestamp = 0x04,
+        /// Writes the queue's progress fence; optionally interrupts (DMA completed).
+        Progress = 0x05,
+        /// Copies bytes between device-visible addresses.
+        Copy = 0x06,
+        /// Fills bytes with a 64-bit pattern.
+        Fill = 0x07,
+        /// Never completes; only an engine or adapter reset gets the engine past it.
+        Hang = 0x08,
+        /// Executes the packets of a command buffer in memory as part of the queue ("call", like
+        /// a batch-buffer start): see [`Command::Indirect`].
+        Indirect = 0x09,
+        /// Invalidates cached GPU translations of one root (0: all roots), ordered after the
+        /// packets before it on the queue: the paging-buffer form of
+        /// [`crate::regs::TLB_INVALIDATE`]. Kernel-mode queues only.
+        TlbInvalidate = 0x0A,
+        /// Writes 1..=[`WRITE_DATA_MAX`] words to consecutive addresses (page-table updates
+        /// from paging buffers); see [`Command::WriteData`].
+        WriteData = 0x0B,
+        /// INDIRECT in another address space: the buffer, and every address its packets carry,
+        /// translate under a given root with user privilege; see [`Command::IndirectVm`].
+        /// Kernel-mode queues only.
+        IndirectVm = 0x0C,
+    }
 }
 
 impl Opcode {
-    /// Decodes an opcode byte.
-    pub const fn from_u8(v: u8) -> Option<Self> {
-        Some(match v {
-            0x00 => Self::Nop,
-            0x01 => Self::FenceSignal,
-            0x02 => Self::FenceWait,
-            0x03 => Self::LogWrite,
-            0x04 => Self::Timestamp,
-            0x05 => Self::Progress,
-            0x06 => Self::Copy,
-            0x07 => Self::Fill,
-            0x08 => Self::Hang,
-            0x09 => Self::Indirect,
-            0x0A => Self::TlbInvalidate,
-            0x0B => Self::WriteData,
-            0x0C => Self::IndirectVm,
-            _ => return None,
-        })
-    }
-
     /// Exact length in words (header included), or `None` for the variable-length NOP and
     /// WRITE_DATA ([`Opcode::len_ok`]).
     pub const fn fixed_len(self) -> Option<u16> {

@@ -27,34 +27,21 @@ pub const ENGINE_POWER_F1: u32 = 1;
 /// Number of F-states the engine has (F0 and F1): the `StateCount` of its power component.
 pub const ENGINE_POWER_STATES: u32 = 2;
 
-/// Engine state in `STATUS` bits 3:0 and in ENGINE_STATE events. Values 0..=2 are chosen to
-/// equal `DXGK_ENGINE_STATE` where the OS defines one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum EngineState {
-    /// Running or able to run work.
-    Active = 0,
-    /// Idle long enough that the device asks to go to F1 (UM-13).
-    TransitionToF1 = 1,
-    /// Made no progress for the hang-detection period.
-    Hung = 2,
-    /// Idle: every runlisted queue is empty or blocked on a wait.
-    Idle = 3,
-    /// A reset is in progress.
-    Resetting = 4,
-}
-
-impl EngineState {
-    /// Decodes a state value.
-    pub const fn from_u32(v: u32) -> Option<Self> {
-        Some(match v {
-            0 => Self::Active,
-            1 => Self::TransitionToF1,
-            2 => Self::Hung,
-            3 => Self::Idle,
-            4 => Self::Resetting,
-            _ => return None,
-        })
+wire_enum! {
+    /// Engine state in `STATUS` bits 3:0 and in ENGINE_STATE events. Values 0..=2 are chosen to
+    /// equal `DXGK_ENGINE_STATE` where the OS defines one.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum EngineState: u32, from_u32 {
+        /// Running or able to run work.
+        Active = 0,
+        /// Idle long enough that the device asks to go to F1 (UM-13).
+        TransitionToF1 = 1,
+        /// Made no progress for the hang-detection period.
+        Hung = 2,
+        /// Idle: every runlisted queue is empty or blocked on a wait.
+        Idle = 3,
+        /// A reset is in progress.
+        Resetting = 4,
     }
 }
 
@@ -102,48 +89,37 @@ impl EngineStatus {
     }
 }
 
-/// Result of an engine reset (`RESET_RESULT`).
-///
-/// Semantics of a successful reset: the engine stops at once. The packet *in flight* is
-/// aborted: a COPY or FILL part-way through its chunks, a HANG, or such a packet inside a
-/// started INDIRECT (then the whole INDIRECT is aborted). Its queue is in `RESET_QUEUE` and
-/// the ring read pointer of the aborted packet (of the INDIRECT, for a packet in a buffer) in
-/// `RESET_RPTR`; every command of that queue before it has completed and its effects are in
-/// memory; no command after it has executed. An aborted COPY or FILL may have written a
-/// prefix of its destination (it runs in chunks): software must treat the destination of an
-/// aborted transfer as undefined. A queue that is merely between packets (including between
-/// the packets of an indirect buffer, or blocked on a FENCE_WAIT) is not executing: with no
-/// packet in flight, `RESET_QUEUE` reads `NO_QUEUE`, `RESET_RPTR` 0, and no queue is aborted.
-///
-/// Only the aborted queue leaves the engine's loaded runlist. Every other queue of the
-/// engine keeps its read pointer, its position in an indirect buffer, its blocked or woken
-/// FENCE_WAIT and its fault state. The engine is then *held* ([`STATUS_HELD`]): it runs
-/// nothing until the driver writes `RUNLIST_COMMIT`, which applies the normal stay / leave /
-/// enter rules (the aborted queue, if recommitted, enters afresh from its ring control).
-/// Other engines are not touched.
-///
-/// A failed reset changes nothing: `RESET_QUEUE`/`RESET_RPTR` keep their previous values
-/// (read them only after `Ok`), the engine is not held and keeps running or hanging.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum ResetResult {
-    /// No reset has happened.
-    None = 0,
-    /// The engine was reset.
-    Ok = 1,
-    /// The reset failed (fault injection, or device lost); only an adapter reset helps.
-    Failed = 2,
-}
-
-impl ResetResult {
-    /// Decodes a result value.
-    pub const fn from_u32(v: u32) -> Option<Self> {
-        Some(match v {
-            0 => Self::None,
-            1 => Self::Ok,
-            2 => Self::Failed,
-            _ => return None,
-        })
+wire_enum! {
+    /// Result of an engine reset (`RESET_RESULT`).
+    ///
+    /// Semantics of a successful reset: the engine stops at once. The packet *in flight* is
+    /// aborted: a COPY or FILL part-way through its chunks, a HANG, or such a packet inside a
+    /// started INDIRECT (then the whole INDIRECT is aborted). Its queue is in `RESET_QUEUE` and
+    /// the ring read pointer of the aborted packet (of the INDIRECT, for a packet in a buffer) in
+    /// `RESET_RPTR`; every command of that queue before it has completed and its effects are in
+    /// memory; no command after it has executed. An aborted COPY or FILL may have written a
+    /// prefix of its destination (it runs in chunks): software must treat the destination of an
+    /// aborted transfer as undefined. A queue that is merely between packets (including between
+    /// the packets of an indirect buffer, or blocked on a FENCE_WAIT) is not executing: with no
+    /// packet in flight, `RESET_QUEUE` reads `NO_QUEUE`, `RESET_RPTR` 0, and no queue is aborted.
+    ///
+    /// Only the aborted queue leaves the engine's loaded runlist. Every other queue of the
+    /// engine keeps its read pointer, its position in an indirect buffer, its blocked or woken
+    /// FENCE_WAIT and its fault state. The engine is then *held* ([`STATUS_HELD`]): it runs
+    /// nothing until the driver writes `RUNLIST_COMMIT`, which applies the normal stay / leave /
+    /// enter rules (the aborted queue, if recommitted, enters afresh from its ring control).
+    /// Other engines are not touched.
+    ///
+    /// A failed reset changes nothing: `RESET_QUEUE`/`RESET_RPTR` keep their previous values
+    /// (read them only after `Ok`), the engine is not held and keeps running or hanging.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum ResetResult: u32, from_u32 {
+        /// No reset has happened.
+        None = 0,
+        /// The engine was reset.
+        Ok = 1,
+        /// The reset failed (fault injection, or device lost); only an adapter reset helps.
+        Failed = 2,
     }
 }
 

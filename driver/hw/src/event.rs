@@ -21,40 +21,26 @@ pub const NO_TAG: u64 = u64::MAX;
 /// a monitored-fence signal (MF-04) rather than a native one.
 pub const FLAG_LEGACY_SIGNAL: u16 = 1 << 0;
 
-/// Kinds of event records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum EventKind {
-    /// `arg0` report tag (or [`NO_TAG`]), `arg1` value written, `arg2` MonitoredValue address.
-    FenceSignaled = 1,
-    /// `arg0` progress value, `arg1` ring read pointer after the command.
-    Progress = 2,
-    /// `arg0` previous [`crate::engine::EngineState`], `arg1` new state.
-    EngineState = 3,
-    /// `arg0` [`FaultCode`], `arg1` faulting GPU address (0 for decode faults, which have
-    /// none), `arg2` read pointer of the faulting packet (the queue's read pointer stays on it;
-    /// the packet had no effect).
-    Fault = 4,
-    /// `arg0` [`crate::engine::ResetResult`], `arg1` aborted queue, `arg2` aborted rptr.
-    ResetDone = 5,
-    /// The engine's scheduling log reached its interrupt entry ([`crate::schedlog`]):
-    /// `arg0` the header value (`AtomicWraparoundAndEntryIndex`) just after that entry was
-    /// written; `queue_id` is [`crate::queue::NO_QUEUE`].
-    SchedLog = 6,
-}
-
-impl EventKind {
-    /// Decodes a kind byte.
-    pub const fn from_u8(v: u8) -> Option<Self> {
-        Some(match v {
-            1 => Self::FenceSignaled,
-            2 => Self::Progress,
-            3 => Self::EngineState,
-            4 => Self::Fault,
-            5 => Self::ResetDone,
-            6 => Self::SchedLog,
-            _ => return None,
-        })
+wire_enum! {
+    /// Kinds of event records.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum EventKind: u8, from_u8 {
+        /// `arg0` report tag (or [`NO_TAG`]), `arg1` value written, `arg2` MonitoredValue address.
+        FenceSignaled = 1,
+        /// `arg0` progress value, `arg1` ring read pointer after the command.
+        Progress = 2,
+        /// `arg0` previous [`crate::engine::EngineState`], `arg1` new state.
+        EngineState = 3,
+        /// `arg0` [`FaultCode`], `arg1` faulting GPU address (0 for decode faults, which have
+        /// none), `arg2` read pointer of the faulting packet (the queue's read pointer stays on it;
+        /// the packet had no effect).
+        Fault = 4,
+        /// `arg0` [`crate::engine::ResetResult`], `arg1` aborted queue, `arg2` aborted rptr.
+        ResetDone = 5,
+        /// The engine's scheduling log reached its interrupt entry ([`crate::schedlog`]):
+        /// `arg0` the header value (`AtomicWraparoundAndEntryIndex`) just after that entry was
+        /// written; `queue_id` is [`crate::queue::NO_QUEUE`].
+        SchedLog = 6,
     }
 }
 
@@ -105,61 +91,43 @@ impl EventRecord {
     }
 }
 
-/// Why a queue faulted. A faulted queue executes nothing more until its runlist entry is
-/// replaced (the driver recreates it) or the adapter is reset; an engine reset keeps the fault
-/// (docs/hardware.md 10.1). Other queues are unaffected.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum FaultCode {
-    /// Unknown opcode.
-    BadOpcode = 1,
-    /// Length does not match the opcode, or the packet runs past the write pointer.
-    BadLength = 2,
-    /// An address outside VRAM and outside every registered system-memory window, or
-    /// misaligned.
-    BadAddress = 3,
-    /// Reserved header bits set.
-    BadHeader = 4,
-    /// An argument the opcode does not allow (unknown flag, bad size, overlapping copy).
-    BadArgument = 5,
-    /// Ring control is inconsistent (write pointer behind read pointer, or more than a ring
-    /// ahead, or misaligned).
-    BadRingControl = 6,
-    /// A LOG_WRITE to a queue that has no log of that kind.
-    NoLog = 7,
-    /// A runlist entry failed [`crate::queue::QueueDescriptor::validate`], or the runlist
-    /// could not be read, or two entries share a queue id. `arg1` is the GPU address of the
-    /// bad entry (of the runlist if it could not be read); the queue id is the entry's, or
-    /// [`crate::queue::NO_QUEUE`].
-    BadDescriptor = 8,
-    /// An INDIRECT packet inside an indirect buffer (INDIRECT nests one level only,
-    /// [`crate::cmd::Command::Indirect`]). `arg1` is 0; `arg2` is the read pointer of the
-    /// ring's INDIRECT packet.
-    NestedIndirect = 9,
-    /// A GPU page fault (docs/hardware.md 12.6): a translation through the queue's (or the
-    /// CMP's) page tables failed, and the access did not happen. `arg1` is the faulting GPU
-    /// virtual address; `arg2` is [`crate::mmu::FaultInfo::encode`] (reason, access kind,
-    /// level, user bit, low 32 bits of the faulting packet's read pointer) instead of the
-    /// plain read pointer.
-    PageFault = 10,
-}
-
-impl FaultCode {
-    /// Decodes a fault code.
-    pub const fn from_u32(v: u32) -> Option<Self> {
-        Some(match v {
-            1 => Self::BadOpcode,
-            2 => Self::BadLength,
-            3 => Self::BadAddress,
-            4 => Self::BadHeader,
-            5 => Self::BadArgument,
-            6 => Self::BadRingControl,
-            7 => Self::NoLog,
-            8 => Self::BadDescriptor,
-            9 => Self::NestedIndirect,
-            10 => Self::PageFault,
-            _ => return None,
-        })
+wire_enum! {
+    /// Why a queue faulted. A faulted queue executes nothing more until its runlist entry is
+    /// replaced (the driver recreates it) or the adapter is reset; an engine reset keeps the fault
+    /// (docs/hardware.md 10.1). Other queues are unaffected.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum FaultCode: u32, from_u32 {
+        /// Unknown opcode.
+        BadOpcode = 1,
+        /// Length does not match the opcode, or the packet runs past the write pointer.
+        BadLength = 2,
+        /// An address outside VRAM and outside every registered system-memory window, or
+        /// misaligned.
+        BadAddress = 3,
+        /// Reserved header bits set.
+        BadHeader = 4,
+        /// An argument the opcode does not allow (unknown flag, bad size, overlapping copy).
+        BadArgument = 5,
+        /// Ring control is inconsistent (write pointer behind read pointer, or more than a ring
+        /// ahead, or misaligned).
+        BadRingControl = 6,
+        /// A LOG_WRITE to a queue that has no log of that kind.
+        NoLog = 7,
+        /// A runlist entry failed [`crate::queue::QueueDescriptor::validate`], or the runlist
+        /// could not be read, or two entries share a queue id. `arg1` is the GPU address of the
+        /// bad entry (of the runlist if it could not be read); the queue id is the entry's, or
+        /// [`crate::queue::NO_QUEUE`].
+        BadDescriptor = 8,
+        /// An INDIRECT packet inside an indirect buffer (INDIRECT nests one level only,
+        /// [`crate::cmd::Command::Indirect`]). `arg1` is 0; `arg2` is the read pointer of the
+        /// ring's INDIRECT packet.
+        NestedIndirect = 9,
+        /// A GPU page fault (docs/hardware.md 12.6): a translation through the queue's (or the
+        /// CMP's) page tables failed, and the access did not happen. `arg1` is the faulting GPU
+        /// virtual address; `arg2` is [`crate::mmu::FaultInfo::encode`] (reason, access kind,
+        /// level, user bit, low 32 bits of the faulting packet's read pointer) instead of the
+        /// plain read pointer.
+        PageFault = 10,
     }
 }
 

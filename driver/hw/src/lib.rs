@@ -8,6 +8,9 @@
 //! `no_std`, no `alloc`: the kernel driver uses it at any IRQL.
 #![cfg_attr(not(test), no_std)]
 
+#[macro_use]
+mod wire_enum;
+
 pub mod addr;
 pub mod cmd;
 pub mod defaults;

@@ -224,63 +224,38 @@ pub struct PageAttrs {
     pub no_execute: bool,
 }
 
-/// The kind of access that faulted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Access {
-    Read = 0,
-    Write = 1,
-    /// Command fetch (ring, INDIRECT): a read that [`Pte::NO_EXECUTE`] forbids.
-    Execute = 2,
-}
-
-/// Why a translation failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum FaultReason {
-    /// The entry at the fault's level is not valid.
-    NotPresent = 1,
-    /// Reserved bits set, LARGE at a level that does not allow it, or a misaligned large page.
-    Reserved = 2,
-    /// Write to a page without W.
-    ReadOnly = 3,
-    /// A user-mode queue touched a page without U.
-    Privileged = 4,
-    /// Command fetch from an NX page.
-    NoExecute = 5,
-    /// VA at or above `1 << VA_BITS`, or the access runs past it.
-    NonCanonical = 6,
-    /// The table the entry lives in is not memory the device can read (bad root or table
-    /// address). The fault's level is that table's level.
-    TableUnreadable = 7,
-    /// The translated page is not memory (outside VRAM / unmapped system address).
-    BadPhysical = 8,
-}
-
-impl FaultReason {
-    pub const fn from_u8(v: u8) -> Option<Self> {
-        Some(match v {
-            1 => Self::NotPresent,
-            2 => Self::Reserved,
-            3 => Self::ReadOnly,
-            4 => Self::Privileged,
-            5 => Self::NoExecute,
-            6 => Self::NonCanonical,
-            7 => Self::TableUnreadable,
-            8 => Self::BadPhysical,
-            _ => return None,
-        })
+wire_enum! {
+    /// The kind of access that faulted.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum Access: u8, from_u8 {
+        Read = 0,
+        Write = 1,
+        /// Command fetch (ring, INDIRECT): a read that [`Pte::NO_EXECUTE`] forbids.
+        Execute = 2,
     }
 }
 
-impl Access {
-    pub const fn from_u8(v: u8) -> Option<Self> {
-        Some(match v {
-            0 => Self::Read,
-            1 => Self::Write,
-            2 => Self::Execute,
-            _ => return None,
-        })
+wire_enum! {
+    /// Why a translation failed.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum FaultReason: u8, from_u8 {
+        /// The entry at the fault's level is not valid.
+        NotPresent = 1,
+        /// Reserved bits set, LARGE at a level that does not allow it, or a misaligned large page.
+        Reserved = 2,
+        /// Write to a page without W.
+        ReadOnly = 3,
+        /// A user-mode queue touched a page without U.
+        Privileged = 4,
+        /// Command fetch from an NX page.
+        NoExecute = 5,
+        /// VA at or above `1 << VA_BITS`, or the access runs past it.
+        NonCanonical = 6,
+        /// The table the entry lives in is not memory the device can read (bad root or table
+        /// address). The fault's level is that table's level.
+        TableUnreadable = 7,
+        /// The translated page is not memory (outside VRAM / unmapped system address).
+        BadPhysical = 8,
     }
 }
 

@@ -73,24 +73,14 @@ pub const HW_QUEUE_PRIORITY_MAX: u32 = 15;
 /// Version of [`DoorbellPdd`] (2: the 16-byte layout; version 1 carried the ring addresses).
 pub const DOORBELL_PDD_VERSION: u16 = 2;
 
-/// What the UMD writes to the doorbell page to ring it (out field of [`DoorbellPdd`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum DoorbellValue {
-    /// Dedicated doorbells: any value rings; the UMD writes its new write pointer.
-    WritePtr = 0,
-    /// Global doorbell (`CAPS.GLOBAL_DOORBELL`): the UMD writes its queue id.
-    QueueId = 1,
-}
-
-impl DoorbellValue {
-    /// Decodes the wire value.
-    pub fn from_u32(v: u32) -> Option<Self> {
-        match v {
-            0 => Some(Self::WritePtr),
-            1 => Some(Self::QueueId),
-            _ => None,
-        }
+wire_enum! {
+    /// What the UMD writes to the doorbell page to ring it (out field of [`DoorbellPdd`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum DoorbellValue: u32, from_u32 {
+        /// Dedicated doorbells: any value rings; the UMD writes its new write pointer.
+        WritePtr = 0,
+        /// Global doorbell (`CAPS.GLOBAL_DOORBELL`): the UMD writes its queue id.
+        QueueId = 1,
     }
 }
 
@@ -157,27 +147,16 @@ impl DoorbellPdd {
 /// Version of [`AllocationPdd`].
 pub const ALLOCATION_PDD_VERSION: u32 = 1;
 
-/// What an allocation is for; decides its placement and page attributes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum AllocationKind {
-    /// Data the GPU reads and writes (FILL/COPY targets, fence-adjacent data).
-    Buffer = 0,
-    /// Commands the GPU fetches: a user-mode ring or a DMA (INDIRECT) buffer.
-    Commands = 1,
-    /// A ring-control block (write pointer from the CPU, read pointer from the GPU).
-    RingControl = 2,
-}
-
-impl AllocationKind {
-    /// Decodes a kind word.
-    pub const fn from_u32(v: u32) -> Option<Self> {
-        match v {
-            0 => Some(Self::Buffer),
-            1 => Some(Self::Commands),
-            2 => Some(Self::RingControl),
-            _ => None,
-        }
+wire_enum! {
+    /// What an allocation is for; decides its placement and page attributes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum AllocationKind: u32, from_u32 {
+        /// Data the GPU reads and writes (FILL/COPY targets, fence-adjacent data).
+        Buffer = 0,
+        /// Commands the GPU fetches: a user-mode ring or a DMA (INDIRECT) buffer.
+        Commands = 1,
+        /// A ring-control block (write pointer from the CPU, read pointer from the GPU).
+        RingControl = 2,
     }
 }
 

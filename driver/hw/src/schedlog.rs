@@ -48,27 +48,16 @@ pub const ENTRY_STATE: u64 = 24;
 /// `DXGK_SCHEDULING_LOG_OPERATION_CONTEXT_STATE_CHANGE`: the only operation the CMP logs.
 pub const OP_CONTEXT_STATE_CHANGE: u32 = 0;
 
-/// `DXGK_SCHEDULING_LOG_CONTEXT_STATE` values the CMP writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum ContextState {
-    /// No runnable work on this engine.
-    Idle = 0,
-    /// The engine is executing the context's packets.
-    Running = 1,
-    /// Runnable but another context runs.
-    Ready = 2,
-}
-
-impl ContextState {
-    /// Decodes a logged state.
-    pub const fn from_u32(v: u32) -> Option<Self> {
-        Some(match v {
-            0 => Self::Idle,
-            1 => Self::Running,
-            2 => Self::Ready,
-            _ => return None,
-        })
+wire_enum! {
+    /// `DXGK_SCHEDULING_LOG_CONTEXT_STATE` values the CMP writes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum ContextState: u32, from_u32 {
+        /// No runnable work on this engine.
+        Idle = 0,
+        /// The engine is executing the context's packets.
+        Running = 1,
+        /// Runnable but another context runs.
+        Ready = 2,
     }
 }
 

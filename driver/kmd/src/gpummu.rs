@@ -393,6 +393,14 @@ mod tests {
         )
     }
 
+    fn mmu<'a>(id: &'a DeviceIdentity, res: &'a Resources, ap: &'a Aperture) -> Mmu<'a> {
+        Mmu {
+            identity: id,
+            resources: res,
+            aperture: ap,
+        }
+    }
+
     fn pte(segment: u32, frame: u64) -> DXGK_PTE {
         let mut e = DXGK_PTE::default();
         e.Anonymous.set(DXGK_PTE_0::Valid, 1);
@@ -406,20 +414,12 @@ mod tests {
     #[test]
     fn segments_follow_the_vram_the_bar_reaches() {
         let (id, res, ap) = device(64 << 20, 64 << 20);
-        let m = Mmu {
-            identity: &id,
-            resources: &res,
-            aperture: &ap,
-        };
+        let m = mmu(&id, &res, &ap);
         assert_eq!(segment_count(m), 2);
         assert_eq!(local_segment(m, SEGMENT_LOCAL), Some((0, 64 << 20)));
         assert_eq!(local_segment(m, SEGMENT_LOCAL_HIDDEN), None);
         let (id, res, ap) = device(64 << 20, 16 << 20);
-        let m = Mmu {
-            identity: &id,
-            resources: &res,
-            aperture: &ap,
-        };
+        let m = mmu(&id, &res, &ap);
         assert_eq!(segment_count(m), 3);
         assert_eq!(local_segment(m, SEGMENT_LOCAL), Some((0, 16 << 20)));
         assert_eq!(
@@ -435,11 +435,7 @@ mod tests {
     #[test]
     fn entries_outside_reported_memory_are_refused() {
         let (id, res, ap) = device(64 << 20, 16 << 20);
-        let m = Mmu {
-            identity: &id,
-            resources: &res,
-            aperture: &ap,
-        };
+        let m = mmu(&id, &res, &ap);
         let hidden_first = pte(SEGMENT_LOCAL_HIDDEN, 0);
         assert_eq!(
             device_address(m, &hidden_first, 0),
@@ -483,11 +479,7 @@ mod tests {
     #[test]
     fn gpummu_is_offered_only_with_page_tables() {
         let (mut id, res, ap) = device(64 << 20, 64 << 20);
-        let m = Mmu {
-            identity: &id,
-            resources: &res,
-            aperture: &ap,
-        };
+        let m = mmu(&id, &res, &ap);
         assert!(supported(m));
         let caps = mmu_caps(m);
         assert_eq!(
@@ -497,11 +489,7 @@ mod tests {
         );
         assert_eq!(caps.PageTableLevelCount, u32::from(mmu::LEVELS));
         id.caps.remove(Caps::PAGE_TABLES);
-        let m = Mmu {
-            identity: &id,
-            resources: &res,
-            aperture: &ap,
-        };
+        let m = mmu(&id, &res, &ap);
         assert!(!supported(m));
     }
 

@@ -546,10 +546,7 @@ pub fn reset_hw_engine<P: Platform>(
     a: &Adapter<P>,
     args: &rvgpu_ddi::hws::DXGKARG_RESETHWENGINE,
 ) -> Result<(), Status> {
-    let live = a.started()?;
-    if !crate::hws::ddi::active(live) {
-        return Err(status::NOT_SUPPORTED);
-    }
+    let live = crate::hws::ddi::started_hws(a)?;
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
     crate::etw::events::emit::<P, 2>(&crate::etw::events::TDR_ENGINE_RESET, || {
         [a.table_slot().into(), node.into()]
@@ -619,10 +616,7 @@ pub fn resume_hw_engine<P: Platform>(
     a: &Adapter<P>,
     args: &rvgpu_ddi::hws::DXGKARG_RESUMEHWENGINE,
 ) -> Result<(), Status> {
-    let live = a.started()?;
-    if !crate::hws::ddi::active(live) {
-        return Err(status::NOT_SUPPORTED);
-    }
+    let live = crate::hws::ddi::started_hws(a)?;
     let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
     let bit = 1u64.checked_shl(node).unwrap_or(0);
     let mut s = live.sched.lock();

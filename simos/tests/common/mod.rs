@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod pe;
+pub mod residency;
 
 use rvgpu_umd::kmt::AllocationKind;
 use std::cell::Cell;
@@ -13,16 +14,62 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
+use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::{DoorbellPdd, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimDoorbell, SimKmt, SimMem};
-use rvgpu_simos::{AdapterConfig, Machine, MachineConfig, Mode, SimError};
+use rvgpu_simos::{AdapterConfig, Machine, MachineConfig, Mode, SimError, TdrConfig, UmsProcess};
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, Doorbell, Kmt, KmtHandle};
 use rvgpu_umd::submit::QueueConfig;
 use zerocopy::IntoBytes;
+
+/// Arms TDR on adapter 0 with the emulated-step limits: a timeout after `timeout_steps` steps
+/// without progress, `preempt_steps` for a preemption to finish.
+pub fn enable_tdr_steps(m: &Machine, timeout_steps: u64, preempt_steps: u64) {
+    enable_tdr(
+        m,
+        TdrConfig {
+            timeout_steps,
+            preempt_steps,
+            ..TdrConfig::default()
+        },
+    );
+}
+
+/// Arms TDR on adapter 0 with wall-clock limits (threaded machines).
+pub fn enable_tdr_after(m: &Machine, timeout: Duration, preempt_timeout: Duration) {
+    enable_tdr(
+        m,
+        TdrConfig {
+            timeout,
+            preempt_timeout,
+            ..TdrConfig::default()
+        },
+    );
+}
+
+/// Arms TDR on adapter 0 with `cfg`.
+pub fn enable_tdr(m: &Machine, cfg: TdrConfig) {
+    ok(m, m.enable_tdr(0, cfg));
+}
+
+/// The `DXGKRNL_INTERFACE` adapter 0's driver was given at start.
+pub fn dxgkrnl_interface(m: &Machine) -> DXGKRNL_INTERFACE {
+    let Some(iface) = m.interface(0) else {
+        panic!("no interface")
+    };
+    iface
+}
+
+/// A user-mode process on adapter 0 and its thunks.
+pub fn user_process(m: &Machine) -> (UmsProcess, SimKmt<'_>) {
+    let p = ok(m, m.create_process(0));
+    let k = m.kmt(&p);
+    (p, k)
+}
 
 /// A machine built from `cfg` with the driver loaded and every adapter started.
 pub fn started(cfg: MachineConfig) -> Machine {
@@ -35,6 +82,15 @@ pub fn started_with(
     hook: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
 ) -> Machine {
     start_all(cfg, |m| m.load_driver_with(hook))
+}
+
+/// A machine built from `cfg` with the driver loaded and no adapter started yet.
+pub fn loaded(cfg: MachineConfig) -> Machine {
+    let mut m = Machine::new(cfg);
+    if let Err(e) = m.load_driver() {
+        panic!("load: {e}");
+    }
+    m
 }
 
 fn start_all(
@@ -162,6 +218,16 @@ pub struct RawQueue {
     pub doorbell: KmtHandle,
 }
 
+/// Private driver data the driver accepts for a hardware queue: its magic and version, the
+/// rest zero (the driver fills in the queue's id).
+pub fn hw_queue_pdd() -> HwQueuePdd {
+    HwQueuePdd {
+        magic: PDD_MAGIC,
+        version: HW_QUEUE_PDD_VERSION,
+        ..Default::default()
+    }
+}
+
 /// A doorbell for `q`'s ring (4 KiB) and ring control.
 pub fn create_doorbell(m: &Machine, k: &SimKmt<'_>, q: &RawQueue) -> KmtHandle {
     create_doorbell_pdd(m, k, q).0.handle
@@ -185,11 +251,7 @@ pub fn create_doorbell_pdd(
 /// A context on node 0 with a user-mode queue, its ring and ring control, and a doorbell.
 pub fn raw_queue(m: &Machine, k: &SimKmt<'_>) -> RawQueue {
     let context = okk(m, k.create_context(0));
-    let mut qp = HwQueuePdd {
-        magic: PDD_MAGIC,
-        version: HW_QUEUE_PDD_VERSION,
-        ..Default::default()
-    };
+    let mut qp = hw_queue_pdd();
     let queue = okk(m, k.create_hw_queue(context, true, qp.as_mut_bytes())).handle;
     let ring = okk(m, k.create_allocation_as(4096, AllocationKind::Commands));
     let control = okk(

@@ -98,8 +98,38 @@ pub fn create<'p, P: Platform>(
     {
         return Err(status::INVALID_PARAMETER);
     }
-    // Everything is checked before anything is created (no half-made call to undo for bad
-    // input); no per-call arrays either: the kernel stack is small.
+    make_all(
+        a,
+        live,
+        infos,
+        private,
+        |info| &mut info.hAllocation,
+        |info, h, al| {
+            let mut s = live.sched.lock();
+            if s.allocations.len() >= MAX_ALLOCATIONS {
+                return Err(status::INSUFFICIENT_RESOURCES);
+            }
+            s.allocations.try_insert::<P>(h, al)?;
+            drop(s);
+            describe(live, &al, info);
+            Ok(())
+        },
+    )
+}
+
+/// Makes one allocation per info, all or none: every info's private data is checked before
+/// anything is created (no half-made call to undo for bad input; no per-call arrays either:
+/// the kernel stack is small). `make` inserts the parsed allocation under its new handle,
+/// which then goes to the info's `handle` field; after a failure the allocations this call
+/// made are removed again and their handles nulled.
+fn make_all<'p, P: Platform, I>(
+    a: &Adapter<P>,
+    live: &Live<P>,
+    infos: &mut [I],
+    private: impl Fn(&I) -> Option<&'p [u8]>,
+    handle: impl Fn(&mut I) -> &mut HANDLE,
+    make: impl Fn(&mut I, Handle, Allocation) -> Result<(), Status>,
+) -> Result<(), Status> {
     for info in infos.iter() {
         parse(private(info).ok_or(status::INVALID_PARAMETER)?)?;
     }
@@ -109,14 +139,8 @@ pub fn create<'p, P: Platform>(
         let r = (|| {
             let al = parse(private(info).ok_or(status::INVALID_PARAMETER)?)?;
             let h = a.new_handle(Kind::Allocation)?;
-            let mut s = live.sched.lock();
-            if s.allocations.len() >= MAX_ALLOCATIONS {
-                return Err(status::INSUFFICIENT_RESOURCES);
-            }
-            s.allocations.try_insert::<P>(h, al)?;
-            drop(s);
-            describe(live, &al, info);
-            info.hAllocation = h.as_handle();
+            make(info, h, al)?;
+            *handle(info) = h.as_handle();
             Ok(())
         })();
         if let Err(e) = r {
@@ -128,10 +152,11 @@ pub fn create<'p, P: Platform>(
     if result.is_err() {
         let mut s = live.sched.lock();
         for info in infos.iter_mut().take(made) {
-            if let Ok(h) = Handle::decode_on(info.hAllocation, Kind::Allocation, a.table_slot()) {
+            let raw = handle(info);
+            if let Ok(h) = Handle::decode_on(*raw, Kind::Allocation, a.table_slot()) {
                 s.allocations.remove(&h);
             }
-            info.hAllocation = core::ptr::null_mut();
+            *raw = core::ptr::null_mut();
         }
     }
     result
@@ -171,15 +196,13 @@ pub fn open<'p, P: Platform>(
         if infos.len() > MAX_PER_CALL as usize {
             return Err(status::INVALID_PARAMETER);
         }
-        for info in infos.iter() {
-            parse(private(info).ok_or(status::INVALID_PARAMETER)?)?;
-        }
-        let mut made = 0usize;
-        let mut result = Ok(());
-        for info in infos.iter_mut() {
-            let r = (|| {
-                let al = parse(private(info).ok_or(status::INVALID_PARAMETER)?)?;
-                let h = a.new_handle(Kind::Allocation)?;
+        make_all(
+            a,
+            live,
+            infos,
+            private,
+            |info| &mut info.hDeviceSpecificAllocation,
+            |_, h, al| {
                 let mut s = live.sched.lock();
                 if !s.devices.contains_key(&dev) {
                     return Err(status::INVALID_HANDLE);
@@ -194,26 +217,9 @@ pub fn open<'p, P: Platform>(
                         ..al
                     },
                 )?;
-                info.hDeviceSpecificAllocation = h.as_handle();
                 Ok(())
-            })();
-            if let Err(e) = r {
-                result = Err(e);
-                break;
-            }
-            made = made.saturating_add(1);
-        }
-        if result.is_err() {
-            let mut s = live.sched.lock();
-            for info in infos.iter_mut().take(made) {
-                let raw = info.hDeviceSpecificAllocation;
-                if let Ok(h) = Handle::decode_on(raw, Kind::Allocation, a.table_slot()) {
-                    s.allocations.remove(&h);
-                }
-                info.hDeviceSpecificAllocation = core::ptr::null_mut();
-            }
-        }
-        result
+            },
+        )
     })
 }
 

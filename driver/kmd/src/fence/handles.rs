@@ -297,6 +297,12 @@ impl HandleMap {
     /// Looks `handle` up and returns its value. Lock-free, allocation-free and bounded (one
     /// bucket): callable at any IRQL.
     pub fn get(&self, handle: usize) -> Option<u64> {
+        self.read_entry(handle, |e| e.value.load(Ordering::Acquire))
+    }
+
+    /// Reads `handle`'s entry with `read`, lock-free and bounded (one bucket); `None` if the
+    /// handle is not in the map.
+    fn read_entry<T>(&self, handle: usize, read: impl Fn(&Entry) -> T) -> Option<T> {
         if handle == EMPTY {
             return None;
         }
@@ -305,7 +311,7 @@ impl HandleMap {
                 if e.key.load(Ordering::Acquire) != handle {
                     break;
                 }
-                let v = e.value.load(Ordering::Acquire);
+                let v = read(e);
                 // Re-check: if the entry was removed and reused while we read, try again.
                 if e.key.load(Ordering::Acquire) == handle {
                     return Some(v);
@@ -315,19 +321,22 @@ impl HandleMap {
         None
     }
 
+    /// `handle`'s entry, for a writer (the caller serialises writers).
+    fn entry(&self, handle: usize) -> Option<&Entry> {
+        if handle == EMPTY {
+            return None;
+        }
+        self.current()
+            .bucket(handle)
+            .iter()
+            .find(|e| e.key.load(Ordering::Relaxed) == handle)
+    }
+
     /// Records the physical addresses of `handle`'s CurrentValue and MonitoredValue words
     /// (learnt once, at the fence's first open). The caller serialises writers; a reader sees
     /// either the zeros or both addresses. `false` if the handle is not in the map.
     pub fn set_words(&self, handle: usize, current: u64, monitored: u64) -> bool {
-        if handle == EMPTY {
-            return false;
-        }
-        let Some(e) = self
-            .current()
-            .bucket(handle)
-            .iter()
-            .find(|e| e.key.load(Ordering::Relaxed) == handle)
-        else {
+        let Some(e) = self.entry(handle) else {
             return false;
         };
         // MonitoredValue first, CurrentValue (the one readers test) last, Release: a reader
@@ -340,34 +349,16 @@ impl HandleMap {
     /// `handle`'s (CurrentValue, MonitoredValue) physical words, if known. Lock-free and
     /// bounded like [`HandleMap::get`].
     pub fn words(&self, handle: usize) -> Option<(u64, u64)> {
-        if handle == EMPTY {
-            return None;
-        }
-        for e in self.current().bucket(handle) {
-            loop {
-                if e.key.load(Ordering::Acquire) != handle {
-                    break;
-                }
-                let cv = e.words[0].load(Ordering::Acquire);
-                let mv = e.words[1].load(Ordering::Relaxed);
-                if e.key.load(Ordering::Acquire) == handle {
-                    return (cv != 0).then_some((cv, mv));
-                }
-            }
-        }
-        None
+        let read = |e: &Entry| {
+            let cv = e.words[0].load(Ordering::Acquire);
+            (cv, e.words[1].load(Ordering::Relaxed))
+        };
+        self.read_entry(handle, read).filter(|&(cv, _)| cv != 0)
     }
 
     /// Removes `handle`; returns its value. The caller serialises writers.
     pub fn remove(&self, handle: usize) -> Option<u64> {
-        if handle == EMPTY {
-            return None;
-        }
-        let e = self
-            .current()
-            .bucket(handle)
-            .iter()
-            .find(|e| e.key.load(Ordering::Relaxed) == handle)?;
+        let e = self.entry(handle)?;
         let v = e.value.load(Ordering::Relaxed);
         e.key.store(EMPTY, Ordering::Release);
         self.live.fetch_sub(1, Ordering::Relaxed);

@@ -230,12 +230,16 @@ impl Batch {
 mod tests {
     use super::*;
 
-    fn run(f: impl FnOnce(&mut Batch, &mut dyn FnMut(Report<'_>))) -> Vec<String> {
+    /// The reports `f` makes through batch `b`, as text.
+    fn run_on(mut b: Batch, f: impl FnOnce(&mut Batch, &mut dyn FnMut(Report<'_>))) -> Vec<String> {
         let mut out = Vec::new();
-        let mut b = Batch::default();
         let mut emit = |r: Report<'_>| out.push(format!("{r:?}"));
         f(&mut b, &mut emit);
         out
+    }
+
+    fn run(f: impl FnOnce(&mut Batch, &mut dyn FnMut(Report<'_>))) -> Vec<String> {
+        run_on(Batch::default(), f)
     }
 
     #[test]
@@ -279,11 +283,7 @@ mod tests {
     }
 
     fn run_opt(f: impl FnOnce(&mut Batch, &mut dyn FnMut(Report<'_>))) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut b = Batch::optimized();
-        let mut emit = |r: Report<'_>| out.push(format!("{r:?}"));
-        f(&mut b, &mut emit);
-        out
+        run_on(Batch::optimized(), f)
     }
 
     #[test]

@@ -24,6 +24,16 @@ pub fn active<P: Platform>(live: &Live<P>) -> bool {
         && live.ddis.hws
 }
 
+/// The started adapter, for a DDI of hardware scheduling: `STATUS_NOT_SUPPORTED` while the
+/// OS runs the adapter without it.
+pub fn started_hws<P: Platform>(a: &Adapter<P>) -> Result<&Live<P>, Status> {
+    let live = a.started()?;
+    if !active(live) {
+        return Err(status::NOT_SUPPORTED);
+    }
+    Ok(live)
+}
+
 /// Whether nodes offer user-mode submission: the OS enabled `DXGK_FEATURE_USER_MODE_SUBMISSION`
 /// (which it does only with HWSCH), the nodes are hardware-scheduled (BR-73) and native fences
 /// are advertised (24H2 requires `NativeGpuFence` for a user-mode submission node, and user-mode
@@ -42,10 +52,7 @@ pub fn setup_priority_bands<P: Platform>(
     a: &Adapter<P>,
     args: &DXGKARG_SETUPPRIORITYBANDS,
 ) -> Result<(), Status> {
-    let live = a.started()?;
-    if !active(live) {
-        return Err(status::NOT_SUPPORTED);
-    }
+    let live = started_hws(a)?;
     let all = args
         .gracePeriodForBand
         .iter()
@@ -74,10 +81,7 @@ pub fn set_scheduling_log_buffer<P: Platform>(
     a: &Adapter<P>,
     args: &DXGKARG_SETSCHEDULINGLOGBUFFER,
 ) -> Result<(), Status> {
-    let live = a.started()?;
-    if !active(live) {
-        return Err(status::NOT_SUPPORTED);
-    }
+    let live = started_hws(a)?;
     let node = args.NodeOrdinal;
     if node >= live.identity.config.engines || args.EngineOrdinal != 0 {
         return Err(status::INVALID_PARAMETER);
@@ -111,10 +115,7 @@ pub fn set_context_scheduling_properties<P: Platform>(
     a: &Adapter<P>,
     args: &DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES,
 ) -> Result<(), Status> {
-    let live = a.started()?;
-    if !active(live) {
-        return Err(status::NOT_SUPPORTED);
-    }
+    let live = started_hws(a)?;
     let h = Handle::decode_on(args.hContext, Kind::Context, a.table_slot())?;
     let priority = ContextPriority::from_properties(args).ok_or(status::INVALID_PARAMETER)?;
     let mut s = live.sched.lock();

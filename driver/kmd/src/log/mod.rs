@@ -441,35 +441,25 @@ mod tests {
     #[test]
     fn log_01_set_rejects_bad_arguments() {
         let bad = status::INVALID_PARAMETER;
-        let ok = |n: u32, h: HeaderView, g: u64| validate(n, h, g, 1 << 20);
-        assert_eq!(ok(84, hdr(0, 84), 0x10_0000).unwrap_err(), bad, "Type 0");
-        assert_eq!(ok(84, hdr(3, 84), 0x10_0000).unwrap_err(), bad, "Type 3");
-        assert_eq!(ok(0, hdr(1, 0), 0x10_0000).unwrap_err(), bad, "0 entries");
-        assert_eq!(
-            ok(85, hdr(1, 85), 0x10_0000).unwrap_err(),
-            bad,
-            "85 entries"
-        );
-        assert_eq!(
-            ok(84, hdr(1, 83), 0x10_0000).unwrap_err(),
-            bad,
-            "count != header"
-        );
-        assert_eq!(ok(84, hdr(1, 84), 0).unwrap_err(), bad, "GPU VA 0");
-        assert_eq!(ok(84, hdr(1, 84), 0x10_0004).unwrap_err(), bad, "unaligned");
-        assert_eq!(
-            ok(84, hdr(1, 84), 8).unwrap_err(),
-            bad,
-            "page 0 is outside window 1"
-        );
         let limit = rvgpu_hw::addr::SYSMEM_LIMIT;
-        assert_eq!(
-            ok(84, hdr(1, 84), limit - PAGE / 2).unwrap_err(),
-            bad,
-            "straddles"
-        );
         let past_vram = rvgpu_hw::addr::VRAM_BASE + (1 << 20);
-        assert_eq!(ok(84, hdr(1, 84), past_vram).unwrap_err(), bad, "past VRAM");
+        // (entries, header type, header entries, GPU VA, what is wrong)
+        let cases = [
+            (84, 0, 84, 0x10_0000, "Type 0"),
+            (84, 3, 84, 0x10_0000, "Type 3"),
+            (0, 1, 0, 0x10_0000, "0 entries"),
+            (85, 1, 85, 0x10_0000, "85 entries"),
+            (84, 1, 83, 0x10_0000, "count != header"),
+            (84, 1, 84, 0, "GPU VA 0"),
+            (84, 1, 84, 0x10_0004, "unaligned"),
+            (84, 1, 84, 8, "page 0 is outside window 1"),
+            (84, 1, 84, limit - PAGE / 2, "straddles"),
+            (84, 1, 84, past_vram, "past VRAM"),
+        ];
+        for (n, ty, hn, gpu_va, what) in cases {
+            let got = validate(n, hdr(ty, hn), gpu_va, 1 << 20);
+            assert_eq!(got.unwrap_err(), bad, "{what}");
+        }
         // The CPU VA checks (null, unaligned) come before any lock.
         // SAFETY: null and unaligned pointers are rejected without being read.
         assert_eq!(unsafe { read_header(core::ptr::null()) }.unwrap_err(), bad);

@@ -17,7 +17,7 @@ use crate::platform::Platform;
 use crate::status::{self, Status};
 use crate::submit;
 
-use super::{check_range, dma_preempted, MAX_WORDS};
+use super::{check_range, MAX_WORDS};
 
 /// Validated node ordinal of a started adapter (`EngineOrdinal` must be 0: one engine per
 /// node, docs/tdr.md TDR-02).
@@ -249,7 +249,9 @@ pub fn preempt_command<P: Platform>(
         let r = isr.nodes.get_mut(node).ok_or(status::INVALID_PARAMETER)?;
         let now = r.fences.preempt(id);
         if let Some((id, last)) = now {
-            dxgk.notify_interrupt(&dma_preempted(id, last, node));
+            dxgk.notify_interrupt(&DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_preempted(
+                id, last, node, 0,
+            ));
         }
         Ok::<bool, Status>(now.is_some())
     })??;

@@ -35,11 +35,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 use rvgpu_hw::addr::GpuVa;
 
-use rvgpu_ddi::interrupt::{
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted, DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted,
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted, DXGKARGCB_NOTIFY_INTERRUPT_DATA,
-    DXGK_INTERRUPT_DMA_COMPLETED, DXGK_INTERRUPT_DMA_FAULTED, DXGK_INTERRUPT_DMA_PREEMPTED,
-};
+use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
 
@@ -673,7 +669,12 @@ impl NodeRings {
                         .map(|p| p.fence);
                     if let Some(fence) = fence {
                         r.fences.faulted = Some(fence);
-                        emit(&dma_faulted(fence, DMA_FAULT_STATUS, node));
+                        emit(&DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_faulted(
+                            fence,
+                            DMA_FAULT_STATUS,
+                            node,
+                            0,
+                        ));
                     }
                 }
                 true
@@ -709,52 +710,13 @@ impl NodeRings {
 
 fn report(node: u32, c: Completion, emit: &mut dyn FnMut(&DXGKARGCB_NOTIFY_INTERRUPT_DATA)) {
     if let Some(id) = c.completed {
-        emit(&dma_completed(id, node));
+        emit(&DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_completed(id, node, 0));
     }
     if let Some((id, last)) = c.preempted {
-        emit(&dma_preempted(id, last, node));
+        emit(&DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_preempted(
+            id, last, node, 0,
+        ));
     }
-}
-
-fn dma_completed(id: u32, node: u32) -> DXGKARGCB_NOTIFY_INTERRUPT_DATA {
-    let mut d = DXGKARGCB_NOTIFY_INTERRUPT_DATA {
-        InterruptType: DXGK_INTERRUPT_DMA_COMPLETED,
-        ..Default::default()
-    };
-    d.Anonymous.DmaCompleted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted {
-        SubmissionFenceId: id,
-        NodeOrdinal: node,
-        EngineOrdinal: 0,
-    };
-    d
-}
-
-fn dma_preempted(id: u32, last: u32, node: u32) -> DXGKARGCB_NOTIFY_INTERRUPT_DATA {
-    let mut d = DXGKARGCB_NOTIFY_INTERRUPT_DATA {
-        InterruptType: DXGK_INTERRUPT_DMA_PREEMPTED,
-        ..Default::default()
-    };
-    d.Anonymous.DmaPreempted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted {
-        PreemptionFenceId: id,
-        LastCompletedFenceId: last,
-        NodeOrdinal: node,
-        EngineOrdinal: 0,
-    };
-    d
-}
-
-fn dma_faulted(id: u32, st: NTSTATUS, node: u32) -> DXGKARGCB_NOTIFY_INTERRUPT_DATA {
-    let mut d = DXGKARGCB_NOTIFY_INTERRUPT_DATA {
-        InterruptType: DXGK_INTERRUPT_DMA_FAULTED,
-        ..Default::default()
-    };
-    d.Anonymous.DmaFaulted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted {
-        FaultedFenceId: id,
-        Status: st,
-        NodeOrdinal: node,
-        EngineOrdinal: 0,
-    };
-    d
 }
 
 /// Checks a DMA range (`addr`, `bytes`): 8-aligned, inside the address space, at most
@@ -774,6 +736,7 @@ pub(crate) fn check_range(addr: GpuVa, bytes: u64) -> Result<(), Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rvgpu_ddi::interrupt::{DXGK_INTERRUPT_DMA_COMPLETED, DXGK_INTERRUPT_DMA_FAULTED};
     use rvgpu_hw::addr::BusAddr;
     use rvgpu_hw::cmd::{decode, Command};
 
