@@ -186,7 +186,7 @@ pub struct Stats {
     /// silently).
     pub unhandled_events: AtomicU64,
     /// Doorbells still connected at `SetPowerState(D3)`, summed over power-downs (UM-14 has
-    /// Dxgkrnl disconnect them first; [`crate::doorbell::connected_at_d3`]).
+    /// Dxgkrnl disconnect them first; [`crate::doorbell::ddi::connected_at_d3`]).
     pub d3_doorbells_connected: AtomicU64,
 }
 

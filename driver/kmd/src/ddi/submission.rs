@@ -78,7 +78,7 @@ pub(super) unsafe extern "system" fn create_hw_queue<P: Platform>(
             // SAFETY: Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
             // `pPrivateDriverData` (a kernel copy of the UMD's buffer) for the call.
             let data = unsafe { os_buffer(args.pPrivateDriverData, args.PrivateDriverDataSize) };
-            to_ntstatus(hwqueue::create::<P>(h_context, args, data))
+            to_ntstatus(hwqueue::ddi::create::<P>(h_context, args, data))
         }
         None => status::INVALID_PARAMETER.code(),
     }
@@ -86,7 +86,7 @@ pub(super) unsafe extern "system" fn create_hw_queue<P: Platform>(
 
 /// DxgkDdiDestroyHwQueue (PASSIVE).
 pub(super) unsafe extern "system" fn destroy_hw_queue<P: Platform>(h_queue: HANDLE) -> NTSTATUS {
-    to_ntstatus(hwqueue::destroy::<P>(h_queue))
+    to_ntstatus(hwqueue::ddi::destroy::<P>(h_queue))
 }
 
 /// DxgkDdiSubmitCommandToHwQueue (PASSIVE). A thunk of its own: scripts/callgrind-submission.sh
@@ -112,7 +112,7 @@ pub(super) unsafe extern "system" fn create_doorbell<P: Platform>(
             // SAFETY: Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
             // `PrivateDriverData` for the call.
             let data = unsafe { os_buffer(args.PrivateDriverData, args.PrivateDriverDataSize) };
-            to_ntstatus(doorbell::create::<P>(args, data))
+            to_ntstatus(doorbell::ddi::create::<P>(args, data))
         }
         None => status::INVALID_PARAMETER.code(),
     }
@@ -125,7 +125,7 @@ pub(super) unsafe extern "system" fn connect_doorbell<P: Platform>(
 ) -> NTSTATUS {
     // SAFETY: Dxgkrnl's pointer contract (super::thunk).
     match unsafe { args.as_mut() } {
-        Some(args) => to_ntstatus(doorbell::connect::<P>(args)),
+        Some(args) => to_ntstatus(doorbell::ddi::connect::<P>(args)),
         None => status::INVALID_PARAMETER.code(),
     }
 }
@@ -135,7 +135,7 @@ pub(super) enum DisconnectDoorbell {}
 impl<P: Platform> OnArgs<P> for DisconnectDoorbell {
     type Args = DXGKARG_DISCONNECTDOORBELL;
     fn call(args: &Self::Args) -> Result<(), Status> {
-        doorbell::disconnect::<P>(args)
+        doorbell::ddi::disconnect::<P>(args)
     }
 }
 
@@ -144,7 +144,7 @@ pub(super) enum DestroyDoorbell {}
 impl<P: Platform> OnArgs<P> for DestroyDoorbell {
     type Args = DXGKARG_DESTROYDOORBELL;
     fn call(args: &Self::Args) -> Result<(), Status> {
-        doorbell::destroy::<P>(args)
+        doorbell::ddi::destroy::<P>(args)
     }
 }
 
@@ -153,6 +153,6 @@ pub(super) enum NotifyWorkSubmission {}
 impl<P: Platform> OnArgs<P> for NotifyWorkSubmission {
     type Args = DXGKARG_NOTIFYWORKSUBMISSION;
     fn call(args: &Self::Args) -> Result<(), Status> {
-        doorbell::notify_work_submission::<P>(args)
+        doorbell::ddi::notify_work_submission::<P>(args)
     }
 }

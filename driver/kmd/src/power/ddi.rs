@@ -240,7 +240,7 @@ pub fn set_fstate<P: Platform>(a: &Adapter<P>, component: u32, fstate: u32) -> R
     // docs/windows-bringup.md, "Where the code and the pages disagree"): a ring on a
     // connected doorbell of a gated engine would wait for an F0 nobody asks for. So an engine
     // with a connected doorbell is not gated; the OS's F1 stands, at F0's power.
-    if fstate != 0 && crate::doorbell::connected_on_engine(live, engine) {
+    if fstate != 0 && crate::doorbell::ddi::connected_on_engine(live, engine) {
         return Ok(());
     }
     live.regs.write_at(engine, regs::EnginePower::new(fstate));
