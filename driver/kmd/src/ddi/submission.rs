@@ -97,7 +97,7 @@ pub(super) unsafe extern "system" fn submit_command_to_hw_queue<P: Platform>(
 ) -> NTSTATUS {
     // SAFETY: Dxgkrnl's pointer contract (super::thunk).
     match unsafe { adapter_and::<P, _>(h_adapter, args) } {
-        Some((a, args)) => to_ntstatus(submit::submit(a, args)),
+        Some((a, args)) => to_ntstatus(submit::ddi::submit(a, args)),
         None => status::INVALID_PARAMETER.code(),
     }
 }
