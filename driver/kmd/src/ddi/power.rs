@@ -15,7 +15,7 @@ pub(super) unsafe extern "system" fn set_power_component_fstate<P: Platform>(
 ) -> NTSTATUS {
     // SAFETY: Dxgkrnl's pointer contract (super::thunk).
     match unsafe { adapter::<P>(ctx) } {
-        Some(a) => to_ntstatus(crate::power::set_fstate(a, component, fstate)),
+        Some(a) => to_ntstatus(crate::power::ddi::set_fstate(a, component, fstate)),
         None => status::INVALID_PARAMETER.code(),
     }
 }
@@ -42,7 +42,7 @@ pub(super) unsafe extern "system" fn power_runtime_control_request<P: Platform>(
         unsafe { bytes_returned.write_unaligned(0) };
     }
     match (a, code) {
-        (Some(a), Some(code)) => to_ntstatus(crate::power::control_request(a, &code)),
+        (Some(a), Some(code)) => to_ntstatus(crate::power::ddi::control_request(a, &code)),
         _ => status::INVALID_PARAMETER.code(),
     }
 }

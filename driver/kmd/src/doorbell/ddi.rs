@@ -483,7 +483,7 @@ pub fn connected_at_d3<P: Platform>(live: &Live<P>) -> u32 {
 }
 
 /// Whether a doorbell of a queue on `engine` is connected (bound to a physical doorbell): a
-/// ring can then reach the engine without the OS making it F0 first (`power::set_fstate`).
+/// ring can then reach the engine without the OS making it F0 first (`power::ddi::set_fstate`).
 pub fn connected_on_engine<P: Platform>(live: &Live<P>, engine: u32) -> bool {
     let s = live.sched.lock();
     let connected = s.doorbells.values().any(|d| {

@@ -724,7 +724,7 @@ pub fn restart_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
     regs.write(regs::IntAck::new(u32::MAX));
     device::enable_interrupts(regs);
     // The OS's F-states again (the reset powered every engine up), before any commit.
-    crate::power::restore(live);
+    crate::power::ddi::restore(live);
     let s = live.sched.lock();
     // The reset zeroed SYSTEM_PAGE_TABLE_BASE (hardware.md 12.5); the paging process's
     // tables are in VRAM, which the reset keeps.
