@@ -45,8 +45,8 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
                 rvgpu_ddi::adapter::D3DKMDT_COMPUTE_PREEMPTION_DMA_BUFFER_BOUNDARY,
         },
         // TDR-01: only with the device's PER_ENGINE_RESET and the four DDIs it obliges in the
-        // table (crate::reset::per_engine_tdr); otherwise Dxgkrnl uses the adapter-wide path.
-        SupportPerEngineTDR: u8::from(crate::reset::per_engine_tdr(live)),
+        // table (crate::reset::ddi::per_engine_tdr); otherwise Dxgkrnl uses the adapter-wide path.
+        SupportPerEngineTDR: u8::from(crate::reset::ddi::per_engine_tdr(live)),
         // UM-13: one power component per engine (crate::power), only when the device can
         // gate its engines; the two DDIs Dxgkrnl requires with the cap (BR-44) are always in
         // the table.

@@ -23,7 +23,7 @@ pub(super) enum QueryDependentEngineGroup {}
 impl<P: Platform> OnAdapterMut<P> for QueryDependentEngineGroup {
     type Args = DXGKARG_QUERYDEPENDENTENGINEGROUP;
     fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        reset::query_dependent_engine_group(a, args)
+        reset::ddi::query_dependent_engine_group(a, args)
     }
 }
 
@@ -32,7 +32,7 @@ pub(super) enum QueryEngineStatus {}
 impl<P: Platform> OnAdapterMut<P> for QueryEngineStatus {
     type Args = DXGKARG_QUERYENGINESTATUS;
     fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        reset::query_engine_status(a, args)
+        reset::ddi::query_engine_status(a, args)
     }
 }
 
@@ -41,7 +41,7 @@ pub(super) enum ResetEngine {}
 impl<P: Platform> OnAdapterMut<P> for ResetEngine {
     type Args = DXGKARG_RESETENGINE;
     fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        reset::reset_engine(a, args)
+        reset::ddi::reset_engine(a, args)
     }
 }
 
@@ -77,7 +77,7 @@ pub(super) enum ResetHwEngine {}
 impl<P: Platform> OnAdapter<P> for ResetHwEngine {
     type Args = DXGKARG_RESETHWENGINE;
     fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        reset::reset_hw_engine(a, args)
+        reset::ddi::reset_hw_engine(a, args)
     }
 }
 
@@ -86,7 +86,7 @@ pub(super) enum ResumeHwEngine {}
 impl<P: Platform> OnAdapter<P> for ResumeHwEngine {
     type Args = DXGKARG_RESUMEHWENGINE;
     fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        reset::resume_hw_engine(a, args)
+        reset::ddi::resume_hw_engine(a, args)
     }
 }
 
@@ -136,7 +136,7 @@ impl<P: Platform> OnContext<P> for ResetFromTimeout {
     type Out = NTSTATUS;
     const NO_ADAPTER: NTSTATUS = status::INVALID_PARAMETER.code();
     fn call(a: &Adapter<P>) -> NTSTATUS {
-        to_ntstatus(reset::reset_from_timeout(a))
+        to_ntstatus(reset::ddi::reset_from_timeout(a))
     }
 }
 
@@ -146,6 +146,6 @@ impl<P: Platform> OnContext<P> for RestartFromTimeout {
     type Out = NTSTATUS;
     const NO_ADAPTER: NTSTATUS = status::INVALID_PARAMETER.code();
     fn call(a: &Adapter<P>) -> NTSTATUS {
-        to_ntstatus(reset::restart_from_timeout(a))
+        to_ntstatus(reset::ddi::restart_from_timeout(a))
     }
 }
