@@ -9,7 +9,7 @@ use rvgpu_ddi::submission::{
 };
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
-use super::thunk::{adapter_and, os_buffer, OnAdapter, OnAdapterMut, OnArgs};
+use super::thunk::{Call, OnAdapter, OnAdapterMut, OnArgs, OnHandleMut};
 use crate::adapter::Adapter;
 use crate::context;
 use crate::doorbell;
@@ -33,14 +33,11 @@ pub(super) unsafe extern "system" fn destroy_device<P: Platform>(h_device: HANDL
 }
 
 /// DxgkDdiCreateContext (PASSIVE).
-pub(super) unsafe extern "system" fn create_context<P: Platform>(
-    h_device: HANDLE,
-    args: *mut DXGKARG_CREATECONTEXT,
-) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { args.as_mut() } {
-        Some(args) => to_ntstatus(context::ddi::create_context::<P>(h_device, args)),
-        None => status::INVALID_PARAMETER.code(),
+pub(super) enum CreateContext {}
+impl<P: Platform> OnHandleMut<P> for CreateContext {
+    type Args = DXGKARG_CREATECONTEXT;
+    fn call(h_device: HANDLE, args: &mut Self::Args) -> Result<(), Status> {
+        context::ddi::create_context::<P>(h_device, args)
     }
 }
 
@@ -72,12 +69,13 @@ pub(super) unsafe extern "system" fn create_hw_queue<P: Platform>(
     h_context: HANDLE,
     args: *mut DXGKARG_CREATEHWQUEUE,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { args.as_mut() } {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.args_mut(args) {
         Some(args) => {
-            // SAFETY: Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
+            // Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
             // `pPrivateDriverData` (a kernel copy of the UMD's buffer) for the call.
-            let data = unsafe { os_buffer(args.pPrivateDriverData, args.PrivateDriverDataSize) };
+            let data = call.buffer(args.pPrivateDriverData, args.PrivateDriverDataSize);
             to_ntstatus(hwqueue::ddi::create::<P>(h_context, args, data))
         }
         None => status::INVALID_PARAMETER.code(),
@@ -95,8 +93,9 @@ pub(super) unsafe extern "system" fn submit_command_to_hw_queue<P: Platform>(
     h_adapter: HANDLE,
     args: *const DXGKARG_SUBMITCOMMANDTOHWQUEUE,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { adapter_and::<P, _>(h_adapter, args) } {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.adapter_and::<P, _>(h_adapter, args) {
         Some((a, args)) => to_ntstatus(submit::ddi::submit(a, args)),
         None => status::INVALID_PARAMETER.code(),
     }
@@ -106,12 +105,13 @@ pub(super) unsafe extern "system" fn submit_command_to_hw_queue<P: Platform>(
 pub(super) unsafe extern "system" fn create_doorbell<P: Platform>(
     args: *mut DXGKARG_CREATEDOORBELL,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { args.as_mut() } {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.args_mut(args) {
         Some(args) => {
-            // SAFETY: Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
+            // Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
             // `PrivateDriverData` for the call.
-            let data = unsafe { os_buffer(args.PrivateDriverData, args.PrivateDriverDataSize) };
+            let data = call.buffer(args.PrivateDriverData, args.PrivateDriverDataSize);
             to_ntstatus(doorbell::ddi::create::<P>(args, data))
         }
         None => status::INVALID_PARAMETER.code(),
@@ -123,8 +123,9 @@ pub(super) unsafe extern "system" fn create_doorbell<P: Platform>(
 pub(super) unsafe extern "system" fn connect_doorbell<P: Platform>(
     args: *mut DXGKARG_CONNECTDOORBELL,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { args.as_mut() } {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.args_mut(args) {
         Some(args) => to_ntstatus(doorbell::ddi::connect::<P>(args)),
         None => status::INVALID_PARAMETER.code(),
     }
