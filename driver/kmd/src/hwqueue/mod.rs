@@ -49,7 +49,7 @@ pub struct KernelRing {
     /// published from it.
     pub write_ptr: u64,
     /// Submissions that found the ring full, oldest first, appended as the CMP frees room
-    /// (`submit::drain_backlog`): on Windows a failed `DxgkDdiSubmitCommandToHwQueue` puts the
+    /// (`submit::ddi::drain_backlog`): on Windows a failed `DxgkDdiSubmitCommandToHwQueue` puts the
     /// device in error, so a full ring must not fail the DDI.
     pub backlog: crate::kmem::Backlog,
 }
