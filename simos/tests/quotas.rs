@@ -23,7 +23,7 @@ const NO_MEMORY: i32 = 0xC000_0017_u32 as i32;
 const FENCE_TABLE: u32 = 1 << 20;
 /// The KMD's context room (`driver/kmd/src/context.rs`, `MAX_CONTEXTS`).
 const CONTEXT_ROOM: u32 = 16_384;
-/// The KMD's queue ids (`driver/kmd/src/hwqueue.rs`, `QUEUE_ID_LIMIT`).
+/// The KMD's queue ids (`driver/kmd/src/hwqueue/mod.rs`, `QUEUE_ID_LIMIT`).
 const QUEUE_IDS: u32 = 4096;
 
 /// A started step-mode machine whose adapter's software key holds `values` as `REG_DWORD`s.

@@ -45,12 +45,12 @@ pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
                 rvgpu_ddi::adapter::D3DKMDT_COMPUTE_PREEMPTION_DMA_BUFFER_BOUNDARY,
         },
         // TDR-01: only with the device's PER_ENGINE_RESET and the four DDIs it obliges in the
-        // table (crate::reset::per_engine_tdr); otherwise Dxgkrnl uses the adapter-wide path.
-        SupportPerEngineTDR: u8::from(crate::reset::per_engine_tdr(live)),
+        // table (crate::reset::ddi::per_engine_tdr); otherwise Dxgkrnl uses the adapter-wide path.
+        SupportPerEngineTDR: u8::from(crate::reset::ddi::per_engine_tdr(live)),
         // UM-13: one power component per engine (crate::power), only when the device can
         // gate its engines; the two DDIs Dxgkrnl requires with the cap (BR-44) are always in
         // the table.
-        SupportRuntimePowerManagement: u8::from(crate::power::supported(live)),
+        SupportRuntimePowerManagement: u8::from(crate::power::ddi::supported(live)),
         // DxgkDdiNotifySurpriseRemoval is in the table for both kinds of removal
         // (in hibernation, and while running: `DxgkRemovalPnPNotify`).
         SupportSurpriseRemovalInHibernation: 1,
@@ -288,9 +288,13 @@ pub fn query<P: Platform>(live: &Live<P>, q: &mut Request<'_>) -> Result<(), Sta
         }
         // UM-13, BR-100…BR-109: asked only when SupportRuntimePowerManagement is set
         // (POWERCOMPONENTPSTATEINFO stays unanswered: one fixed clock, BR-109 tolerates it).
-        rvgpu_ddi::adapter::DXGKQAITYPE_NUMPOWERCOMPONENTS => crate::power::query_count(live, q),
-        rvgpu_ddi::adapter::DXGKQAITYPE_POWERCOMPONENTINFO if crate::power::supported(live) => {
-            crate::power::query_info(live, q)
+        rvgpu_ddi::adapter::DXGKQAITYPE_NUMPOWERCOMPONENTS => {
+            crate::power::ddi::query_count(live, q)
+        }
+        rvgpu_ddi::adapter::DXGKQAITYPE_POWERCOMPONENTINFO
+            if crate::power::ddi::supported(live) =>
+        {
+            crate::power::ddi::query_info(live, q)
         }
         // Types this adapter does not implement. Dxgkrnl's QueryAdapterInfo wrapper accepts
         // SUCCESS, INVALID_PARAMETER, NOT_IMPLEMENTED and NO_MEMORY and logs anything else as

@@ -381,7 +381,7 @@ impl<P: Platform> Adapter<P> {
             // Doorbells the OS left connected (none, if Dxgkrnl did UM-14's disconnects):
             // counted for CollectDbgInfo, not disconnected from here (see `connected_at_d3`).
             if let Some(live) = self.live() {
-                let n = crate::doorbell::connected_at_d3(live);
+                let n = crate::doorbell::ddi::connected_at_d3(live);
                 if n != 0 {
                     self.stats
                         .d3_doorbells_connected

@@ -278,7 +278,7 @@ impl<P: Platform> Adapter<P> {
         self.stats.dpcs.fetch_add(1, Ordering::Relaxed);
         if let Some(live) = self.live() {
             live.dxgk.notify_dpc();
-            crate::submit::drain_backlog(live);
+            crate::submit::ddi::drain_backlog(live);
         }
     }
 }

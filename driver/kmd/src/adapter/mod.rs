@@ -91,7 +91,7 @@ pub struct Live<P: Platform> {
     pub sched: SpinLock<P, Sched>,
     /// The ISR's queue id → queue handle table (LOG-08, [`crate::log::QueueIrqTable`]).
     pub queue_irq: crate::log::QueueIrqTable,
-    /// Kernel-mode submissions held back for a full ring ([`crate::submit::drain_backlog`]).
+    /// Kernel-mode submissions held back for a full ring ([`crate::submit::ddi::drain_backlog`]).
     pub backlogged: core::sync::atomic::AtomicUsize,
     /// Fence interrupts are reported per hardware queue (LOG-08; set at start from
     /// [`crate::caps::optimized_fence_irq`], never changed while started).
@@ -186,7 +186,7 @@ pub struct Stats {
     /// silently).
     pub unhandled_events: AtomicU64,
     /// Doorbells still connected at `SetPowerState(D3)`, summed over power-downs (UM-14 has
-    /// Dxgkrnl disconnect them first; [`crate::doorbell::connected_at_d3`]).
+    /// Dxgkrnl disconnect them first; [`crate::doorbell::ddi::connected_at_d3`]).
     pub d3_doorbells_connected: AtomicU64,
 }
 

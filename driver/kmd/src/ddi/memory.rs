@@ -10,9 +10,7 @@ use rvgpu_ddi::allocation::{
 };
 use rvgpu_ddi::{HANDLE, NTSTATUS, SIZE_T};
 
-use super::thunk::{
-    adapter_and, adapter_and_mut, os_array, read_only, OnAdapterMut, OnContextWith,
-};
+use super::thunk::{Call, OnAdapterMut, OnContextWith};
 use crate::adapter::Adapter;
 use crate::allocation;
 use crate::platform::Platform;
@@ -44,8 +42,9 @@ pub(super) unsafe extern "system" fn get_root_page_table_size<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_GETROOTPAGETABLESIZE,
 ) -> SIZE_T {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { adapter_and_mut::<P, _>(h_adapter, args) } {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.adapter_and_mut::<P, _>(h_adapter, args) {
         Some((_, args)) => process::ddi::root_size(args),
         None => 0,
     }
@@ -56,8 +55,9 @@ pub(super) unsafe extern "system" fn set_root_page_table<P: Platform>(
     _h_adapter: HANDLE,
     args: *const DXGKARG_SETROOTPAGETABLE,
 ) {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    let Some(args) = (unsafe { args.as_ref() }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    let Some(args) = call.args(args) else {
         return;
     };
     if let Err(e) = process::ddi::set_root::<P>(args) {
@@ -75,18 +75,19 @@ pub(super) unsafe extern "system" fn create_allocation<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_CREATEALLOCATION,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    let Some((a, args)) = (unsafe { adapter_and_mut::<P, _>(h_adapter, args) }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    let Some((a, args)) = call.adapter_and_mut::<P, _>(h_adapter, args) else {
         return status::INVALID_PARAMETER.code();
     };
-    // SAFETY: Dxgkrnl's array of NumAllocations infos, valid and ours for the call.
-    let Some(infos) = (unsafe { os_array(args.pAllocationInfo, args.NumAllocations) }) else {
+    // Dxgkrnl's array of NumAllocations infos, valid and ours for the call.
+    let Some(infos) = call.array(args.pAllocationInfo, args.NumAllocations) else {
         return status::INVALID_PARAMETER.code();
     };
     let private = |i: &DXGK_ALLOCATIONINFO| {
-        // SAFETY: each info's private data is `PrivateDriverDataSize` bytes the OS copied
+        // Each info's private data is `PrivateDriverDataSize` bytes the OS copied
         // from user mode and keeps for the call; read only.
-        unsafe { read_only(i.pPrivateDriverData, i.PrivateDriverDataSize) }
+        call.read_only(i.pPrivateDriverData, i.PrivateDriverDataSize)
     };
     to_ntstatus(allocation::ddi::create(a, args, infos, private))
 }
@@ -96,12 +97,13 @@ pub(super) unsafe extern "system" fn destroy_allocation<P: Platform>(
     h_adapter: HANDLE,
     args: *const DXGKARG_DESTROYALLOCATION,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    let Some((a, args)) = (unsafe { adapter_and::<P, _>(h_adapter, args) }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    let Some((a, args)) = call.adapter_and::<P, _>(h_adapter, args) else {
         return status::INVALID_PARAMETER.code();
     };
-    // SAFETY: Dxgkrnl's list of NumAllocations handles, valid for the call; read only.
-    let list = unsafe { os_array(args.pAllocationList.cast_mut(), args.NumAllocations) };
+    // Dxgkrnl's list of NumAllocations handles, valid for the call; read only.
+    let list = call.array(args.pAllocationList.cast_mut(), args.NumAllocations);
     match list {
         Some(list) => to_ntstatus(allocation::ddi::destroy(a, list)),
         None => status::INVALID_PARAMETER.code(),
@@ -131,18 +133,19 @@ pub(super) unsafe extern "system" fn open_allocation<P: Platform>(
     h_device: HANDLE,
     args: *const DXGKARG_OPENALLOCATION,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    let Some(args) = (unsafe { args.as_ref() }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    let Some(args) = call.args(args) else {
         return status::INVALID_PARAMETER.code();
     };
-    // SAFETY: Dxgkrnl's array of NumAllocations open infos, writable for the call.
-    let Some(infos) = (unsafe { os_array(args.pOpenAllocation, args.NumAllocations) }) else {
+    // Dxgkrnl's array of NumAllocations open infos, writable for the call.
+    let Some(infos) = call.array(args.pOpenAllocation, args.NumAllocations) else {
         return status::INVALID_PARAMETER.code();
     };
     let private = |i: &DXGK_OPENALLOCATIONINFO| {
-        // SAFETY: the allocation's private data, `PrivateDriverDataSize` bytes the OS keeps
+        // The allocation's private data, `PrivateDriverDataSize` bytes the OS keeps
         // for the call; read only.
-        unsafe { read_only(i.pPrivateDriverData, i.PrivateDriverDataSize) }
+        call.read_only(i.pPrivateDriverData, i.PrivateDriverDataSize)
     };
     to_ntstatus(allocation::ddi::open::<P>(h_device, infos, private))
 }
@@ -152,12 +155,13 @@ pub(super) unsafe extern "system" fn close_allocation<P: Platform>(
     h_device: HANDLE,
     args: *const DXGKARG_CLOSEALLOCATION,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    let Some(args) = (unsafe { args.as_ref() }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    let Some(args) = call.args(args) else {
         return status::INVALID_PARAMETER.code();
     };
-    // SAFETY: Dxgkrnl's list of NumAllocations handles, valid for the call; read only.
-    let list = unsafe { os_array(args.pOpenHandleList.cast_mut(), args.NumAllocations) };
+    // Dxgkrnl's list of NumAllocations handles, valid for the call; read only.
+    let list = call.array(args.pOpenHandleList.cast_mut(), args.NumAllocations);
     match list {
         Some(list) => to_ntstatus(allocation::ddi::close::<P>(h_device, list)),
         None => status::INVALID_PARAMETER.code(),

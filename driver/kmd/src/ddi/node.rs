@@ -8,7 +8,7 @@ use rvgpu_ddi::tdr::{
 };
 use rvgpu_ddi::{BOOLEAN, HANDLE, NTSTATUS};
 
-use super::thunk::{adapter_and_mut, OnAdapter, OnAdapterMut};
+use super::thunk::{Call, OnAdapter, OnAdapterMut};
 use crate::adapter::Adapter;
 use crate::node;
 use crate::platform::Platform;
@@ -55,8 +55,9 @@ pub(super) unsafe extern "system" fn build_paging_buffer<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_BUILDPAGINGBUFFER,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { adapter_and_mut::<P, _>(h_adapter, args) } {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.adapter_and_mut::<P, _>(h_adapter, args) {
         Some((a, args)) => crate::paging::build_paging_buffer(a, args),
         None => status::INVALID_PARAMETER.code(),
     }
@@ -67,8 +68,9 @@ pub(super) unsafe extern "system" fn present(
     h_context: HANDLE,
     args: *mut rvgpu_ddi::present::DXGKARG_PRESENT,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    let args = unsafe { args.as_mut() };
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    let args = call.args_mut(args);
     match args {
         // The context is not looked at: no present is carried out on any of them.
         Some(args) if !h_context.is_null() => to_ntstatus(crate::present::present(args)),

@@ -13,7 +13,7 @@ use rvgpu_ddi::{
 };
 
 use super::table::Filled;
-use super::thunk::{adapter, adapter_and, OnContext, OnContextWith};
+use super::thunk::{Call, OnContext, OnContextWith};
 use crate::adapter::Adapter;
 use crate::dxgk::Dxgk;
 use crate::globals::ADAPTERS;
@@ -45,8 +45,10 @@ pub(super) unsafe extern "system" fn add_device<P: Platform>(
         return status::INSUFFICIENT_RESOURCES.code();
     };
     adapter.set_table_slot(slot);
-    // SAFETY: `context` is a valid out pointer (checked non-null; Dxgkrnl's contract).
-    unsafe { context.write(raw.cast_mut().cast()) };
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    // `context` was checked non-null above.
+    call.put(context, raw.cast_mut().cast());
     status::SUCCESS
 }
 
@@ -58,8 +60,10 @@ pub(super) unsafe extern "system" fn start_device<P: Platform>(
     sources: *mut ULONG,
     children: *mut ULONG,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk); the interface is copied.
-    let Some((a, iface)) = (unsafe { adapter_and::<P, _>(ctx, interface) }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    // The interface is copied.
+    let Some((a, iface)) = call.adapter_and::<P, _>(ctx, interface) else {
         return status::INVALID_PARAMETER.code();
     };
     if start_info.is_null() || sources.is_null() || children.is_null() {
@@ -70,11 +74,9 @@ pub(super) unsafe extern "system" fn start_device<P: Platform>(
         Filled::of(&super::initialization_data::<P>()),
     );
     if r.is_ok() {
-        // Render-only: no video present sources, no child devices.
-        // SAFETY: a valid out pointer (checked non-null).
-        unsafe { sources.write(0) };
-        // SAFETY: as above.
-        unsafe { children.write(0) };
+        // Render-only: no video present sources, no child devices (both checked non-null).
+        call.put(sources, 0);
+        call.put(children, 0);
     }
     to_ntstatus(r)
 }
@@ -91,8 +93,9 @@ impl<P: Platform> OnContext<P> for StopDevice {
 
 /// DxgkDdiRemoveDevice (PASSIVE): frees the context.
 pub(super) unsafe extern "system" fn remove_device<P: Platform>(ctx: PVOID) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    let Some(a) = (unsafe { adapter::<P>(ctx) }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    let Some(a) = call.adapter::<P>(ctx) else {
         return status::INVALID_PARAMETER.code();
     };
     if let Err(e) = a.remove() {
@@ -125,8 +128,9 @@ pub(super) unsafe extern "system" fn interrupt_routine<P: Platform>(
     ctx: PVOID,
     _message: ULONG,
 ) -> BOOLEAN {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { adapter::<P>(ctx) } {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.adapter::<P>(ctx) {
         Some(a) => BOOLEAN::from(a.interrupt()),
         None => 0,
     }
@@ -193,8 +197,9 @@ pub(super) unsafe extern "system" fn set_power_state<P: Platform>(
     state: DEVICE_POWER_STATE,
     _action: POWER_ACTION,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { adapter::<P>(ctx) } {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.adapter::<P>(ctx) {
         Some(a) => to_ntstatus(a.set_power(device_uid, state)),
         None => status::INVALID_PARAMETER.code(),
     }
@@ -213,8 +218,10 @@ pub(super) unsafe extern "system" fn notify_acpi_event(
     if ctx.is_null() || acpi_flags.is_null() {
         return status::INVALID_PARAMETER.code();
     }
-    // SAFETY: valid out pointer (checked non-null).
-    unsafe { acpi_flags.write(0) };
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    // Checked non-null above.
+    call.put(acpi_flags, 0);
     status::SUCCESS
 }
 

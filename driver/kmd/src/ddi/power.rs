@@ -3,7 +3,7 @@
 
 use rvgpu_ddi::{HANDLE, NTSTATUS, PVOID, UINT};
 
-use super::thunk::adapter;
+use super::thunk::Call;
 use crate::platform::Platform;
 use crate::status::{self, to_ntstatus};
 
@@ -13,9 +13,10 @@ pub(super) unsafe extern "system" fn set_power_component_fstate<P: Platform>(
     component: UINT,
     fstate: UINT,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { adapter::<P>(ctx) } {
-        Some(a) => to_ntstatus(crate::power::set_fstate(a, component, fstate)),
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.adapter::<P>(ctx) {
+        Some(a) => to_ntstatus(crate::power::ddi::set_fstate(a, component, fstate)),
         None => status::INVALID_PARAMETER.code(),
     }
 }
@@ -31,18 +32,14 @@ pub(super) unsafe extern "system" fn power_runtime_control_request<P: Platform>(
     _out_size: rvgpu_ddi::SIZE_T,
     bytes_returned: *mut rvgpu_ddi::SIZE_T,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    let a = unsafe { adapter::<P>(ctx) };
-    // SAFETY: the OS's control-code GUID, valid for the call when non-null; read unaligned as
-    // its alignment is not promised.
-    let code = (!code.is_null()).then(|| unsafe { code.read_unaligned() });
-    if !bytes_returned.is_null() {
-        // SAFETY: an optional out pointer the OS provides for the call (checked non-null);
-        // unaligned write as its alignment is not promised.
-        unsafe { bytes_returned.write_unaligned(0) };
-    }
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    let a = call.adapter::<P>(ctx);
+    // The control-code GUID and the optional `BytesReturned`, neither promised aligned.
+    let code = call.read(code);
+    call.put(bytes_returned, 0);
     match (a, code) {
-        (Some(a), Some(code)) => to_ntstatus(crate::power::control_request(a, &code)),
+        (Some(a), Some(code)) => to_ntstatus(crate::power::ddi::control_request(a, &code)),
         _ => status::INVALID_PARAMETER.code(),
     }
 }

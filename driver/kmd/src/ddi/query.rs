@@ -13,7 +13,7 @@ use rvgpu_ddi::kmtest::{DXGKARG_BUILDTESTCOMMANDBUFFER, DXGKDDI_KERNELMODETESTIN
 use rvgpu_ddi::submission::DXGKARG_GETNODEMETADATA;
 use rvgpu_ddi::{HANDLE, NTSTATUS, PVOID, UINT};
 
-use super::thunk::{adapter_and, adapter_and_mut, os_buffer};
+use super::thunk::Call;
 use crate::caps;
 use crate::platform::Platform;
 use crate::qai::Request;
@@ -27,16 +27,18 @@ pub(super) unsafe extern "system" fn query_interface<P: Platform>(
     ctx: PVOID,
     query: PQUERY_INTERFACE,
 ) -> NTSTATUS {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
     // A null context is the only one that resolves to no adapter (super::thunk::adapter).
     if ctx.is_null() {
         return status::INVALID_PARAMETER.code();
     }
-    // SAFETY: Dxgkrnl's request block, valid for the call when non-null.
-    let Some(q) = (unsafe { query.as_ref() }) else {
+    // Dxgkrnl's request block, valid for the call when non-null.
+    let Some(q) = call.args(query) else {
         return status::INVALID_PARAMETER.code();
     };
-    // SAFETY: the GUID the request names, valid for the call when non-null.
-    let Some(guid) = (unsafe { q.InterfaceType.as_ref() }) else {
+    // The GUID the request names, valid for the call when non-null.
+    let Some(guid) = call.args(q.InterfaceType) else {
         return status::INVALID_PARAMETER.code();
     };
     if *guid != GUID_WDDM_INTERFACE_FEATURE {
@@ -58,13 +60,8 @@ pub(super) unsafe extern "system" fn query_interface<P: Platform>(
         QueryFeatureSupport: Some(query_feature_support::<P>),
         QueryFeatureInterface: Some(query_feature_interface::<P>),
     };
-    // SAFETY: Dxgkrnl provides `Size` (>= the interface's size, checked) writable bytes at
-    // `Interface`; unaligned write as its alignment is not promised.
-    unsafe {
-        q.Interface
-            .cast::<DXGKDDI_FEATURE_INTERFACE>()
-            .write_unaligned(out)
-    };
+    // Dxgkrnl provides `Size` (>= the interface's size, checked) writable bytes at `Interface`.
+    call.write(q.Interface.cast(), usize::from(q.Size), out);
     status::SUCCESS
 }
 
@@ -78,9 +75,10 @@ pub(super) unsafe extern "system" fn query_feature_support<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_QUERYFEATURESUPPORT,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk); the interface's context is our own
-    // adapter context.
-    let Some((_, args)) = (unsafe { adapter_and_mut::<P, _>(h_adapter, args) }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    // The interface's context is our own adapter context.
+    let Some((_, args)) = call.adapter_and_mut::<P, _>(h_adapter, args) else {
         return status::INVALID_PARAMETER.code();
     };
     let (min, max, supported) = match crate::features::driver_support(args.FeatureId) {
@@ -101,9 +99,10 @@ pub(super) unsafe extern "system" fn query_feature_interface<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_QUERYFEATUREINTERFACE,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk); the interface's context is our own
-    // adapter context.
-    let Some((_, q)) = (unsafe { adapter_and_mut::<P, _>(h_adapter, args) }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    // The interface's context is our own adapter context.
+    let Some((_, q)) = call.adapter_and_mut::<P, _>(h_adapter, args) else {
         return status::INVALID_PARAMETER.code();
     };
     if q.FeatureId != rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING {
@@ -116,14 +115,9 @@ pub(super) unsafe extern "system" fn query_feature_interface<P: Platform>(
     let iface = DXGKDDI_KERNELMODETESTINGINTERFACE {
         pfnBuildTestCommandBuffer: Some(build_test_command_buffer::<P>),
     };
-    // SAFETY: Dxgkrnl provides `InterfaceSize` writable bytes at `Interface` (checked non-null
-    // and >= the interface's size by `interface_request`); unaligned, as its alignment is not
-    // promised.
-    unsafe {
-        q.Interface
-            .cast::<DXGKDDI_KERNELMODETESTINGINTERFACE>()
-            .write_unaligned(iface)
-    };
+    // Dxgkrnl provides `InterfaceSize` writable bytes at `Interface` (checked non-null and >=
+    // the interface's size by `interface_request`).
+    call.write(q.Interface, usize::from(q.InterfaceSize), iface);
     q.InterfaceSize = size;
     status::SUCCESS
 }
@@ -134,12 +128,14 @@ unsafe extern "system" fn build_test_command_buffer<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_BUILDTESTCOMMANDBUFFER,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk); hAdapter is our adapter context.
-    let Some((a, args)) = (unsafe { adapter_and_mut::<P, _>(h_adapter, args) }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    // hAdapter is our adapter context.
+    let Some((a, args)) = call.adapter_and_mut::<P, _>(h_adapter, args) else {
         return status::INVALID_PARAMETER.code();
     };
-    // SAFETY: the DMA buffer and its size obey the contract for buffers (super::thunk).
-    let out = unsafe { os_buffer(args.pDmaBuffer, args.DmaBufferSize) };
+    // the DMA buffer and its size obey the contract for buffers (super::thunk).
+    let out = call.buffer(args.pDmaBuffer, args.DmaBufferSize);
     to_ntstatus(crate::kmtest::build_into(a, args, out))
 }
 
@@ -149,8 +145,9 @@ pub(super) unsafe extern "system" fn query_adapter_info<P: Platform>(
     h_adapter: HANDLE,
     args: *const DXGKARG_QUERYADAPTERINFO,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    let Some((a, args)) = (unsafe { adapter_and::<P, _>(h_adapter, args) }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    let Some((a, args)) = call.adapter_and::<P, _>(h_adapter, args) else {
         return status::INVALID_PARAMETER.code();
     };
     // SAFETY: the same contract for the buffers the block names (`Request::from_os`).
@@ -168,8 +165,9 @@ pub(super) unsafe extern "system" fn get_node_metadata<P: Platform>(
     node_and_adapter: UINT,
     out: *mut DXGKARG_GETNODEMETADATA,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    let Some((a, out)) = (unsafe { adapter_and_mut::<P, _>(h_adapter, out) }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    let Some((a, out)) = call.adapter_and_mut::<P, _>(h_adapter, out) else {
         return status::INVALID_PARAMETER.code();
     };
     let Some(live) = a.live() else {
@@ -191,8 +189,9 @@ pub(super) unsafe extern "system" fn calibrate_gpu_clock<P: Platform>(
     engine: UINT,
     out: *mut DXGKARG_CALIBRATEGPUCLOCK,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { adapter_and_mut::<P, _>(h_adapter, out) } {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.adapter_and_mut::<P, _>(h_adapter, out) {
         Some((a, out)) => to_ntstatus(crate::clock::calibrate(a, node, engine, out)),
         None => status::INVALID_PARAMETER.code(),
     }
@@ -206,8 +205,9 @@ pub(super) unsafe extern "system" fn set_stable_power_state<P: Platform>(
     h_adapter: HANDLE,
     args: *const DXGKARG_SETSTABLEPOWERSTATE,
 ) {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    if let Some((_, args)) = unsafe { adapter_and::<P, _>(h_adapter, args) } {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    if let Some((_, args)) = call.adapter_and::<P, _>(h_adapter, args) {
         crate::klog!(
             P,
             Info,

@@ -9,7 +9,7 @@ use rvgpu_ddi::submission::{
 };
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
-use super::thunk::{adapter_and, os_buffer, OnAdapter, OnAdapterMut, OnArgs};
+use super::thunk::{Call, OnAdapter, OnAdapterMut, OnArgs, OnHandleMut};
 use crate::adapter::Adapter;
 use crate::context;
 use crate::doorbell;
@@ -33,14 +33,11 @@ pub(super) unsafe extern "system" fn destroy_device<P: Platform>(h_device: HANDL
 }
 
 /// DxgkDdiCreateContext (PASSIVE).
-pub(super) unsafe extern "system" fn create_context<P: Platform>(
-    h_device: HANDLE,
-    args: *mut DXGKARG_CREATECONTEXT,
-) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { args.as_mut() } {
-        Some(args) => to_ntstatus(context::ddi::create_context::<P>(h_device, args)),
-        None => status::INVALID_PARAMETER.code(),
+pub(super) enum CreateContext {}
+impl<P: Platform> OnHandleMut<P> for CreateContext {
+    type Args = DXGKARG_CREATECONTEXT;
+    fn call(h_device: HANDLE, args: &mut Self::Args) -> Result<(), Status> {
+        context::ddi::create_context::<P>(h_device, args)
     }
 }
 
@@ -72,13 +69,14 @@ pub(super) unsafe extern "system" fn create_hw_queue<P: Platform>(
     h_context: HANDLE,
     args: *mut DXGKARG_CREATEHWQUEUE,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { args.as_mut() } {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.args_mut(args) {
         Some(args) => {
-            // SAFETY: Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
+            // Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
             // `pPrivateDriverData` (a kernel copy of the UMD's buffer) for the call.
-            let data = unsafe { os_buffer(args.pPrivateDriverData, args.PrivateDriverDataSize) };
-            to_ntstatus(hwqueue::create::<P>(h_context, args, data))
+            let data = call.buffer(args.pPrivateDriverData, args.PrivateDriverDataSize);
+            to_ntstatus(hwqueue::ddi::create::<P>(h_context, args, data))
         }
         None => status::INVALID_PARAMETER.code(),
     }
@@ -86,7 +84,7 @@ pub(super) unsafe extern "system" fn create_hw_queue<P: Platform>(
 
 /// DxgkDdiDestroyHwQueue (PASSIVE).
 pub(super) unsafe extern "system" fn destroy_hw_queue<P: Platform>(h_queue: HANDLE) -> NTSTATUS {
-    to_ntstatus(hwqueue::destroy::<P>(h_queue))
+    to_ntstatus(hwqueue::ddi::destroy::<P>(h_queue))
 }
 
 /// DxgkDdiSubmitCommandToHwQueue (PASSIVE). A thunk of its own: scripts/callgrind-submission.sh
@@ -95,9 +93,10 @@ pub(super) unsafe extern "system" fn submit_command_to_hw_queue<P: Platform>(
     h_adapter: HANDLE,
     args: *const DXGKARG_SUBMITCOMMANDTOHWQUEUE,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { adapter_and::<P, _>(h_adapter, args) } {
-        Some((a, args)) => to_ntstatus(submit::submit(a, args)),
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.adapter_and::<P, _>(h_adapter, args) {
+        Some((a, args)) => to_ntstatus(submit::ddi::submit(a, args)),
         None => status::INVALID_PARAMETER.code(),
     }
 }
@@ -106,13 +105,14 @@ pub(super) unsafe extern "system" fn submit_command_to_hw_queue<P: Platform>(
 pub(super) unsafe extern "system" fn create_doorbell<P: Platform>(
     args: *mut DXGKARG_CREATEDOORBELL,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { args.as_mut() } {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.args_mut(args) {
         Some(args) => {
-            // SAFETY: Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
+            // Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
             // `PrivateDriverData` for the call.
-            let data = unsafe { os_buffer(args.PrivateDriverData, args.PrivateDriverDataSize) };
-            to_ntstatus(doorbell::create::<P>(args, data))
+            let data = call.buffer(args.PrivateDriverData, args.PrivateDriverDataSize);
+            to_ntstatus(doorbell::ddi::create::<P>(args, data))
         }
         None => status::INVALID_PARAMETER.code(),
     }
@@ -123,9 +123,10 @@ pub(super) unsafe extern "system" fn create_doorbell<P: Platform>(
 pub(super) unsafe extern "system" fn connect_doorbell<P: Platform>(
     args: *mut DXGKARG_CONNECTDOORBELL,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    match unsafe { args.as_mut() } {
-        Some(args) => to_ntstatus(doorbell::connect::<P>(args)),
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    match call.args_mut(args) {
+        Some(args) => to_ntstatus(doorbell::ddi::connect::<P>(args)),
         None => status::INVALID_PARAMETER.code(),
     }
 }
@@ -135,7 +136,7 @@ pub(super) enum DisconnectDoorbell {}
 impl<P: Platform> OnArgs<P> for DisconnectDoorbell {
     type Args = DXGKARG_DISCONNECTDOORBELL;
     fn call(args: &Self::Args) -> Result<(), Status> {
-        doorbell::disconnect::<P>(args)
+        doorbell::ddi::disconnect::<P>(args)
     }
 }
 
@@ -144,7 +145,7 @@ pub(super) enum DestroyDoorbell {}
 impl<P: Platform> OnArgs<P> for DestroyDoorbell {
     type Args = DXGKARG_DESTROYDOORBELL;
     fn call(args: &Self::Args) -> Result<(), Status> {
-        doorbell::destroy::<P>(args)
+        doorbell::ddi::destroy::<P>(args)
     }
 }
 
@@ -153,6 +154,6 @@ pub(super) enum NotifyWorkSubmission {}
 impl<P: Platform> OnArgs<P> for NotifyWorkSubmission {
     type Args = DXGKARG_NOTIFYWORKSUBMISSION;
     fn call(args: &Self::Args) -> Result<(), Status> {
-        doorbell::notify_work_submission::<P>(args)
+        doorbell::ddi::notify_work_submission::<P>(args)
     }
 }

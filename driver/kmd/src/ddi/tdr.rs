@@ -12,7 +12,7 @@ use rvgpu_ddi::tdr::{
 };
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
-use super::thunk::{adapter_and, os_buffer, OnAdapter, OnAdapterMut, OnContext};
+use super::thunk::{Call, OnAdapter, OnAdapterMut, OnContext};
 use crate::adapter::Adapter;
 use crate::platform::Platform;
 use crate::reset;
@@ -23,7 +23,7 @@ pub(super) enum QueryDependentEngineGroup {}
 impl<P: Platform> OnAdapterMut<P> for QueryDependentEngineGroup {
     type Args = DXGKARG_QUERYDEPENDENTENGINEGROUP;
     fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        reset::query_dependent_engine_group(a, args)
+        reset::ddi::query_dependent_engine_group(a, args)
     }
 }
 
@@ -32,7 +32,7 @@ pub(super) enum QueryEngineStatus {}
 impl<P: Platform> OnAdapterMut<P> for QueryEngineStatus {
     type Args = DXGKARG_QUERYENGINESTATUS;
     fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        reset::query_engine_status(a, args)
+        reset::ddi::query_engine_status(a, args)
     }
 }
 
@@ -41,7 +41,7 @@ pub(super) enum ResetEngine {}
 impl<P: Platform> OnAdapterMut<P> for ResetEngine {
     type Args = DXGKARG_RESETENGINE;
     fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        reset::reset_engine(a, args)
+        reset::ddi::reset_engine(a, args)
     }
 }
 
@@ -77,7 +77,7 @@ pub(super) enum ResetHwEngine {}
 impl<P: Platform> OnAdapter<P> for ResetHwEngine {
     type Args = DXGKARG_RESETHWENGINE;
     fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        reset::reset_hw_engine(a, args)
+        reset::ddi::reset_hw_engine(a, args)
     }
 }
 
@@ -86,7 +86,7 @@ pub(super) enum ResumeHwEngine {}
 impl<P: Platform> OnAdapter<P> for ResumeHwEngine {
     type Args = DXGKARG_RESUMEHWENGINE;
     fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        reset::resume_hw_engine(a, args)
+        reset::ddi::resume_hw_engine(a, args)
     }
 }
 
@@ -95,13 +95,14 @@ pub(super) unsafe extern "system" fn collect_dbg_info<P: Platform>(
     h_adapter: HANDLE,
     args: *const DXGKARG_COLLECTDBGINFO,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    let Some((a, args)) = (unsafe { adapter_and::<P, _>(h_adapter, args) }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    let Some((a, args)) = call.adapter_and::<P, _>(h_adapter, args) else {
         return status::INVALID_PARAMETER.code();
     };
-    // SAFETY: Dxgkrnl provides `BufferSize` writable bytes at `pBuffer` for the call
+    // Dxgkrnl provides `BufferSize` writable bytes at `pBuffer` for the call
     // (DXGKARG_COLLECTDBGINFO: "the maximum size, in bytes, to copy to the buffer").
-    let buf = unsafe { os_buffer(args.pBuffer, args.BufferSize) };
+    let buf = call.buffer(args.pBuffer, args.BufferSize);
     to_ntstatus(crate::dbginfo::collect(a, args, buf))
 }
 
@@ -110,21 +111,20 @@ pub(super) unsafe extern "system" fn collect_dbg_info2<P: Platform>(
     h_adapter: HANDLE,
     args: *mut DXGKARG_COLLECTDBGINFO2,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk); the block is only read.
-    let Some((a, args)) = (unsafe { adapter_and::<P, _>(h_adapter, args.cast_const()) }) else {
+    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
+    let call = unsafe { Call::new() };
+    // The block is only read.
+    let Some((a, args)) = call.adapter_and::<P, _>(h_adapter, args.cast_const()) else {
         return status::INVALID_PARAMETER.code();
     };
-    // SAFETY: as for collect_dbg_info: `BufferSize` writable bytes at `pBuffer`.
-    let buf = unsafe { os_buffer(args.pBuffer, args.BufferSize) };
-    let size = core::mem::size_of::<DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>();
-    let whole = usize::try_from(args.TdrPayloadSize).is_ok_and(|n| n >= size);
-    let payload = (whole && (args.TdrPayload as usize).is_multiple_of(8))
-        // SAFETY: the OS's payload of `TdrPayloadSize` bytes (checked to hold the structure,
-        // and aligned), valid for the call when non-null.
-        .then(|| unsafe {
-            args.TdrPayload
-                .cast::<DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>()
-                .as_ref()
+    // As for collect_dbg_info: `BufferSize` writable bytes at `pBuffer`.
+    let buf = call.buffer(args.pBuffer, args.BufferSize);
+    // The OS's payload of `TdrPayloadSize` bytes, valid for the call when non-null: used when
+    // it holds the structure and is 8-aligned.
+    let payload = (args.TdrPayload as usize)
+        .is_multiple_of(8)
+        .then(|| {
+            call.object::<DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>(args.TdrPayload, args.TdrPayloadSize)
         })
         .flatten();
     to_ntstatus(crate::dbginfo::collect2(a, args, buf, payload))
@@ -136,7 +136,7 @@ impl<P: Platform> OnContext<P> for ResetFromTimeout {
     type Out = NTSTATUS;
     const NO_ADAPTER: NTSTATUS = status::INVALID_PARAMETER.code();
     fn call(a: &Adapter<P>) -> NTSTATUS {
-        to_ntstatus(reset::reset_from_timeout(a))
+        to_ntstatus(reset::ddi::reset_from_timeout(a))
     }
 }
 
@@ -146,6 +146,6 @@ impl<P: Platform> OnContext<P> for RestartFromTimeout {
     type Out = NTSTATUS;
     const NO_ADAPTER: NTSTATUS = status::INVALID_PARAMETER.code();
     fn call(a: &Adapter<P>) -> NTSTATUS {
-        to_ntstatus(reset::restart_from_timeout(a))
+        to_ntstatus(reset::ddi::restart_from_timeout(a))
     }
 }

@@ -12,14 +12,17 @@
 //! - a private-data or output buffer described by a pointer and a byte count is null or holds
 //!   that many bytes under the same terms.
 //!
-//! The helpers below turn such pointers into references whose lifetime ends with the call,
-//! or `None` for null; each thunk then checks sizes and calls the module holding the logic.
+//! [`Call`] is that contract as a value: a thunk makes one (its `unsafe` block, the promise
+//! that the pointers it resolves are its call's) and turns each pointer into a reference whose
+//! lifetime ends with the call, or `None` for null, without further `unsafe`; it then checks
+//! sizes and calls the module holding the logic.
 //! The common shapes are whole thunks here ([`on_adapter`], [`on_adapter_mut`], [`on_args`],
-//! [`on_context`] and their variants): a DDI of that shape names only its logic, through one of
-//! the traits. A DDI the profiling scripts or a debugger session name keeps a thunk of its own
+//! [`on_handle_mut`], [`on_context`], [`on_context_with`]): a DDI of that shape names only its
+//! logic, through one of the traits. A DDI the profiling scripts or a debugger session name keeps a thunk of its own
 //! (scripts/callgrind-*.sh toggle on the symbol; a generic thunk's symbol does not name the DDI).
 
 use core::ffi::c_void;
+use core::marker::PhantomData;
 
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
@@ -28,88 +31,124 @@ use crate::allocation::MAX_PER_CALL;
 use crate::platform::Platform;
 use crate::status::{self, to_ntstatus, Status};
 
-/// The adapter behind a context, or `None` for null.
-///
-/// # Safety
-/// `ctx` must obey the contract for adapter contexts (module docs).
-pub(super) unsafe fn adapter<'a, P: Platform>(ctx: *const c_void) -> Option<&'a Adapter<P>> {
-    // SAFETY: per the function contract.
-    unsafe { ctx.cast::<Adapter<P>>().as_ref() }
-}
+/// One DDI call's pointers under Dxgkrnl's contract (module docs), for the call's duration `'a`.
+#[derive(Clone, Copy)]
+pub(super) struct Call<'a>(PhantomData<&'a ()>);
 
-/// The adapter and a read-only argument block, or `None` if either is null.
-///
-/// # Safety
-/// `ctx` and `args` must obey the contract (module docs) for the call that passed them.
-pub(super) unsafe fn adapter_and<'a, P: Platform, T>(
-    ctx: *const c_void,
-    args: *const T,
-) -> Option<(&'a Adapter<P>, &'a T)> {
-    // SAFETY: the function contract for `ctx`.
-    let a = unsafe { adapter::<P>(ctx) }?;
-    // SAFETY: the function contract for `args`.
-    Some((a, unsafe { args.as_ref() }?))
-}
-
-/// The adapter and a writable argument block, or `None` if either is null.
-///
-/// # Safety
-/// As for [`adapter_and`], with `args` writable.
-pub(super) unsafe fn adapter_and_mut<'a, P: Platform, T>(
-    ctx: *const c_void,
-    args: *mut T,
-) -> Option<(&'a Adapter<P>, &'a mut T)> {
-    // SAFETY: the function contract for `ctx`.
-    let a = unsafe { adapter::<P>(ctx) }?;
-    // SAFETY: the function contract for `args`.
-    Some((a, unsafe { args.as_mut() }?))
-}
-
-/// An OS-provided buffer of `len` bytes (a DDI's in/out private driver data, an output
-/// buffer) as a slice: `Some(&mut [])` when `len` is 0, `None` when the pointer is null with a
-/// non-zero length.
-///
-/// # Safety
-/// `p` and `len` must obey the contract for buffers (module docs).
-pub(super) unsafe fn os_buffer<'a>(
-    p: *mut c_void,
-    len: impl TryInto<usize>,
-) -> Option<&'a mut [u8]> {
-    let len: usize = len.try_into().ok()?;
-    if len == 0 {
-        return Some(&mut []);
+impl<'a> Call<'a> {
+    /// The contract of the call the caller is in.
+    ///
+    /// # Safety
+    /// The caller is a DDI thunk, `'a` ends before its call returns, and every pointer it
+    /// passes to the methods is one Dxgkrnl passed to this call or one that the call's argument
+    /// blocks name, resolved at most once while a `&mut` made from it lives.
+    pub(super) unsafe fn new() -> Self {
+        Self(PhantomData)
     }
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: non-null and valid for `len` bytes (the function contract).
-    Some(unsafe { core::slice::from_raw_parts_mut(p.cast::<u8>(), len) })
-}
 
-/// A private-data buffer of the call as read-only bytes (`None`: null or empty).
-///
-/// # Safety
-/// `p` and `len` must obey the contract for buffers (module docs), readable only.
-pub(super) unsafe fn read_only<'a>(p: *mut c_void, len: u32) -> Option<&'a [u8]> {
-    if len == 0 {
-        return None;
+    /// The adapter behind a context, or `None` for null.
+    pub(super) fn adapter<P: Platform>(self, ctx: *const c_void) -> Option<&'a Adapter<P>> {
+        // SAFETY: null, or the context AddDevice returned, live for the call (`Call::new`).
+        unsafe { ctx.cast::<Adapter<P>>().as_ref() }
     }
-    // SAFETY: the function contract.
-    unsafe { os_buffer(p, len) }.map(|b| &*b)
-}
 
-/// An OS array of `n` `T`s as a slice (`None` for a null array, more than
-/// [`MAX_PER_CALL`] elements, or none).
-///
-/// # Safety
-/// `p` must obey the contract for argument arrays (module docs) with `n` elements.
-pub(super) unsafe fn os_array<'a, T>(p: *mut T, n: u32) -> Option<&'a mut [T]> {
-    if p.is_null() || n == 0 || n > MAX_PER_CALL {
-        return None;
+    /// A read-only argument block, or `None` for null.
+    pub(super) fn args<T>(self, args: *const T) -> Option<&'a T> {
+        // SAFETY: null, or valid and aligned for the call (`Call::new`).
+        unsafe { args.as_ref() }
     }
-    let n = usize::try_from(n).ok()?;
-    // SAFETY: the function contract.
-    Some(unsafe { core::slice::from_raw_parts_mut(p, n) })
+
+    /// A writable argument block or out pointer, or `None` for null.
+    pub(super) fn args_mut<T>(self, args: *mut T) -> Option<&'a mut T> {
+        // SAFETY: null, or valid, aligned and the driver's alone for the call (`Call::new`).
+        unsafe { args.as_mut() }
+    }
+
+    /// The adapter and a read-only argument block, or `None` if either is null.
+    pub(super) fn adapter_and<P: Platform, T>(
+        self,
+        ctx: *const c_void,
+        args: *const T,
+    ) -> Option<(&'a Adapter<P>, &'a T)> {
+        Some((self.adapter(ctx)?, self.args(args)?))
+    }
+
+    /// The adapter and a writable argument block, or `None` if either is null.
+    pub(super) fn adapter_and_mut<P: Platform, T>(
+        self,
+        ctx: *const c_void,
+        args: *mut T,
+    ) -> Option<(&'a Adapter<P>, &'a mut T)> {
+        Some((self.adapter(ctx)?, self.args_mut(args)?))
+    }
+
+    /// An OS-provided buffer of `len` bytes (a DDI's in/out private driver data, an output
+    /// buffer) as a slice: `Some(&mut [])` when `len` is 0, `None` when the pointer is null
+    /// with a non-zero length.
+    pub(super) fn buffer(self, p: *mut c_void, len: impl TryInto<usize>) -> Option<&'a mut [u8]> {
+        let len: usize = len.try_into().ok()?;
+        if len == 0 {
+            return Some(&mut []);
+        }
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: non-null, so `len` bytes the driver's alone for the call (`Call::new`).
+        Some(unsafe { core::slice::from_raw_parts_mut(p.cast::<u8>(), len) })
+    }
+
+    /// A private-data buffer of the call as read-only bytes (`None`: null or empty).
+    pub(super) fn read_only(self, p: *mut c_void, len: u32) -> Option<&'a [u8]> {
+        if len == 0 {
+            return None;
+        }
+        self.buffer(p, len).map(|b| &*b)
+    }
+
+    /// An OS array of `n` `T`s as a slice (`None` for a null array, more than
+    /// [`MAX_PER_CALL`] elements, or none).
+    pub(super) fn array<T>(self, p: *mut T, n: u32) -> Option<&'a mut [T]> {
+        if p.is_null() || n == 0 || n > MAX_PER_CALL {
+            return None;
+        }
+        let n = usize::try_from(n).ok()?;
+        // SAFETY: non-null, so `n` elements the driver's alone for the call (`Call::new`).
+        Some(unsafe { core::slice::from_raw_parts_mut(p, n) })
+    }
+
+    /// A structure at the start of a buffer of `len` bytes, if the buffer is non-null, holds
+    /// it whole and is aligned for it.
+    pub(super) fn object<T>(self, p: *const c_void, len: impl TryInto<usize>) -> Option<&'a T> {
+        let whole = len.try_into().is_ok_and(|n| n >= size_of::<T>());
+        if !whole || !p.cast::<T>().is_aligned() {
+            return None;
+        }
+        self.args(p.cast::<T>())
+    }
+
+    /// Reads a value the OS passes by pointer, whose alignment is not promised (`None`: null).
+    pub(super) fn read<T: Copy>(self, p: *const T) -> Option<T> {
+        // SAFETY: checked non-null, so readable for the call (`Call::new`); unaligned read.
+        (!p.is_null()).then(|| unsafe { p.read_unaligned() })
+    }
+
+    /// Writes `v` to a buffer of `len` bytes at `p`, whose alignment is not promised (an out
+    /// pointer: `len` is its type's size; an interface block: the size the OS gave). `false`,
+    /// writing nothing, for a null pointer or a buffer smaller than `T`.
+    pub(super) fn write<T>(self, p: *mut c_void, len: usize, v: T) -> bool {
+        if p.is_null() || len < size_of::<T>() {
+            return false;
+        }
+        // SAFETY: non-null, so `len` >= size_of::<T>() writable bytes for the call
+        // (`Call::new`); unaligned write.
+        unsafe { p.cast::<T>().write_unaligned(v) };
+        true
+    }
+
+    /// Writes `v` through an out pointer of its own type (`false` for null).
+    pub(super) fn put<T>(self, p: *mut T, v: T) -> bool {
+        self.write(p.cast(), size_of::<T>(), v)
+    }
 }
 
 /// A DDI `(hAdapter, const ARGS*) -> NTSTATUS` whose thunk only resolves both.
@@ -137,13 +176,44 @@ pub(super) trait OnArgs<P: Platform> {
     fn call(args: &Self::Args) -> Result<(), Status>;
 }
 
+/// A DDI `(handle, ARGS*) -> NTSTATUS` whose first argument is a KMD handle other than the
+/// adapter (a device, a context), passed on for the logic to decode.
+pub(super) trait OnHandleMut<P: Platform> {
+    /// The argument block the signature declares.
+    type Args;
+    /// The logic, with the call's handle and arguments.
+    fn call(h: HANDLE, args: &mut Self::Args) -> Result<(), Status>;
+}
+
+/// A pointer to an argument block the logic only reads, whether the DDI's signature declares
+/// it `const` or `mut` (some declare `mut` a block the driver never writes).
+pub(super) trait ReadArgs<T>: Copy {
+    /// The pointer as a read-only one.
+    fn read_only(self) -> *const T;
+}
+
+impl<T> ReadArgs<T> for *const T {
+    fn read_only(self) -> *const T {
+        self
+    }
+}
+
+impl<T> ReadArgs<T> for *mut T {
+    fn read_only(self) -> *const T {
+        self.cast_const()
+    }
+}
+
 /// The thunk of an [`OnAdapter`] DDI: STATUS_INVALID_PARAMETER for a null pointer.
-pub(super) unsafe extern "system" fn on_adapter<P: Platform, D: OnAdapter<P>>(
-    h_adapter: HANDLE,
-    args: *const D::Args,
-) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's contract for the call's pointers (module docs).
-    match unsafe { adapter_and::<P, _>(h_adapter, args) } {
+pub(super) unsafe extern "system" fn on_adapter<P, D, A>(h_adapter: HANDLE, args: A) -> NTSTATUS
+where
+    P: Platform,
+    D: OnAdapter<P>,
+    A: ReadArgs<D::Args>,
+{
+    // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
+    let call = unsafe { Call::new() };
+    match call.adapter_and::<P, _>(h_adapter, args.read_only()) {
         Some((a, args)) => to_ntstatus(D::call(a, args)),
         None => status::INVALID_PARAMETER.code(),
     }
@@ -154,41 +224,40 @@ pub(super) unsafe extern "system" fn on_adapter_mut<P: Platform, D: OnAdapterMut
     h_adapter: HANDLE,
     args: *mut D::Args,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's contract for the call's pointers (module docs).
-    match unsafe { adapter_and_mut::<P, _>(h_adapter, args) } {
+    // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
+    let call = unsafe { Call::new() };
+    match call.adapter_and_mut::<P, _>(h_adapter, args) {
         Some((a, args)) => to_ntstatus(D::call(a, args)),
         None => status::INVALID_PARAMETER.code(),
     }
 }
 
 /// The thunk of an [`OnArgs`] DDI: STATUS_INVALID_PARAMETER for a null pointer.
-pub(super) unsafe extern "system" fn on_args<P: Platform, D: OnArgs<P>>(
-    args: *const D::Args,
-) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's contract for the call's argument block (module docs).
-    match unsafe { args.as_ref() } {
+pub(super) unsafe extern "system" fn on_args<P, D, A>(args: A) -> NTSTATUS
+where
+    P: Platform,
+    D: OnArgs<P>,
+    A: ReadArgs<D::Args>,
+{
+    // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
+    let call = unsafe { Call::new() };
+    match call.args(args.read_only()) {
         Some(args) => to_ntstatus(D::call(args)),
         None => status::INVALID_PARAMETER.code(),
     }
 }
 
-/// The thunk of an [`OnAdapter`] DDI whose signature declares the block `mut` although the
-/// logic only reads it.
-pub(super) unsafe extern "system" fn on_adapter_reading<P: Platform, D: OnAdapter<P>>(
-    h_adapter: HANDLE,
+/// The thunk of an [`OnHandleMut`] DDI: STATUS_INVALID_PARAMETER for a null block.
+pub(super) unsafe extern "system" fn on_handle_mut<P: Platform, D: OnHandleMut<P>>(
+    h: HANDLE,
     args: *mut D::Args,
 ) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's contract for the call's pointers (module docs); the block is only read.
-    unsafe { on_adapter::<P, D>(h_adapter, args.cast_const()) }
-}
-
-/// The thunk of an [`OnArgs`] DDI whose signature declares the block `mut` although the logic
-/// only reads it.
-pub(super) unsafe extern "system" fn on_args_reading<P: Platform, D: OnArgs<P>>(
-    args: *mut D::Args,
-) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's contract for the call's argument block (module docs); only read.
-    unsafe { on_args::<P, D>(args.cast_const()) }
+    // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
+    let call = unsafe { Call::new() };
+    match call.args_mut(args) {
+        Some(args) => to_ntstatus(D::call(h, args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
 }
 
 /// A DDI `(context) -> Out` that needs only the adapter.
@@ -205,8 +274,9 @@ pub(super) trait OnContext<P: Platform> {
 pub(super) unsafe extern "system" fn on_context<P: Platform, D: OnContext<P>>(
     ctx: *mut c_void,
 ) -> D::Out {
-    // SAFETY: Dxgkrnl's contract for the adapter context (module docs).
-    match unsafe { adapter::<P>(ctx) } {
+    // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
+    let call = unsafe { Call::new() };
+    match call.adapter::<P>(ctx) {
         Some(a) => D::call(a),
         None => D::NO_ADAPTER,
     }
@@ -229,8 +299,9 @@ pub(super) unsafe extern "system" fn on_context_with<P: Platform, D: OnContextWi
     ctx: *mut c_void,
     arg: D::Arg,
 ) -> D::Out {
-    // SAFETY: Dxgkrnl's contract for the adapter context (module docs).
-    match unsafe { adapter::<P>(ctx) } {
+    // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
+    let call = unsafe { Call::new() };
+    match call.adapter::<P>(ctx) {
         Some(a) => D::call(a, arg),
         None => D::NO_ADAPTER,
     }

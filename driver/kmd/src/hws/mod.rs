@@ -24,8 +24,8 @@
 //! | `DxgkDdiSetupPriorityBands` | PASSIVE | [`ddi::setup_priority_bands`]: checked and kept; the CMP has strict priority between bands, no time quanta (hardware.md 5.4) |
 //! | `DxgkDdiSetSchedulingLogBuffer` | PASSIVE | [`ddi::set_scheduling_log_buffer`]: the engine's `SCHED_LOG_*` registers; synchronous, as the page requires |
 //! | `DxgkDdiSetContextSchedulingProperties` | PASSIVE | [`ddi::set_context_scheduling_properties`]: the context's priority word, in every descriptor of its queues |
-//! | `DxgkDdiResetHwEngine` | PASSIVE | [`crate::reset::reset_hw_engine`]: engine reset, guilty context invalidated, engine left held |
-//! | `DxgkDdiResumeHwEngine` | PASSIVE | [`crate::reset::resume_hw_engine`]: the runlist without invalidated contexts, which ends the hold |
+//! | `DxgkDdiResetHwEngine` | PASSIVE | [`crate::reset::ddi::reset_hw_engine`]: engine reset, guilty context invalidated, engine left held |
+//! | `DxgkDdiResumeHwEngine` | PASSIVE | [`crate::reset::ddi::resume_hw_engine`]: the runlist without invalidated contexts, which ends the hold |
 
 use rvgpu_ddi::hws::{
     DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES, DXGK_SCHEDULING_LOG_BUFFER,

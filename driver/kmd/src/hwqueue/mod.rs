@@ -1,8 +1,10 @@
-//! Hardware queues (`DxgkDdiCreateHwQueue`, `DxgkDdiDestroyHwQueue`).
+//! Hardware queues: what a queue is (its ring, the KMD-owned ring of a kernel-mode queue, the
+//! descriptor it contributes to its engine's runlist) and the adapter's queue ids. The DDIs
+//! that create and destroy queues are in [`ddi`].
 //!
 //! A queue belongs to a context and runs on its engine. The KMD chooses its device queue id
 //! ([`QueueIds`]: unique on the adapter across engines, never `NO_QUEUE`, hardware.md B18),
-//! takes the priority from [`HwQueuePdd`] and programs the progress fence's GPU VA as the
+//! takes the priority from `HwQueuePdd` and programs the progress fence's GPU VA as the
 //! descriptor's `progress_fence`, so `PROGRESS` in the ring writes it (UM-16).
 //!
 //! Two kinds (UM-01, UM-05):
@@ -18,20 +20,13 @@
 
 use core::sync::atomic::Ordering;
 use rvgpu_hw::addr::GpuVa;
-
-use rvgpu_ddi::submission::{D3DDDI_CREATEHWQUEUEFLAGS, DXGKARG_CREATEHWQUEUE};
-use rvgpu_ddi::HANDLE;
-use rvgpu_hw::pdd::{HwQueuePdd, HW_QUEUE_PDD_VERSION, HW_QUEUE_PRIORITY_MAX, PDD_MAGIC};
-use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_QUEUE};
-use zerocopy::{FromBytes, IntoBytes};
+use rvgpu_hw::pdd::HW_QUEUE_PRIORITY_MAX;
+use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl};
 
 use crate::dma::DmaBuffer;
-use crate::dxgk::Dxgk;
-use crate::handle::{Handle, Kind};
-use crate::platform::Platform;
-use crate::runlist::{self, RUNLIST_CAPACITY};
-use crate::sched::ddi as sched;
-use crate::status::{self, Status};
+use crate::handle::Handle;
+
+pub mod ddi;
 
 /// A ring as the device sees it (GPU addresses).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +49,7 @@ pub struct KernelRing {
     /// published from it.
     pub write_ptr: u64,
     /// Submissions that found the ring full, oldest first, appended as the CMP frees room
-    /// (`submit::drain_backlog`): on Windows a failed `DxgkDdiSubmitCommandToHwQueue` puts the
+    /// (`submit::ddi::drain_backlog`): on Windows a failed `DxgkDdiSubmitCommandToHwQueue` puts the
     /// device in error, so a full ring must not fail the DDI.
     pub backlog: crate::kmem::Backlog,
 }
@@ -250,231 +245,11 @@ impl QueueIds {
     }
 }
 
-/// Reads the UMD's [`HwQueuePdd`], if any: no private data means priority 0 and nothing to
-/// return; otherwise it must be a valid rvgpu block.
-fn read_pdd(data: Option<&[u8]>) -> Result<Option<HwQueuePdd>, Status> {
-    let data = data.ok_or(status::INVALID_PARAMETER)?;
-    if data.is_empty() {
-        return Ok(None);
-    }
-    let bytes = data
-        .get(..size_of::<HwQueuePdd>())
-        .ok_or(status::INVALID_PARAMETER)?;
-    let pdd = HwQueuePdd::read_from_bytes(bytes).map_err(|_| status::INVALID_PARAMETER)?;
-    if pdd.magic != PDD_MAGIC || pdd.version != HW_QUEUE_PDD_VERSION || pdd.reserved != [0; 3] {
-        return Err(status::INVALID_PARAMETER);
-    }
-    Ok(Some(pdd))
-}
-
-/// Writes the outputs back into the UMD's private data.
-fn write_pdd(data: Option<&mut [u8]>, pdd: &HwQueuePdd) {
-    // `read_pdd` checked the buffer holds at least a whole `HwQueuePdd`; it is in/out.
-    if let Some(out) = data.and_then(|d| d.get_mut(..size_of::<HwQueuePdd>())) {
-        out.copy_from_slice(pdd.as_bytes());
-    }
-}
-
-/// Allocates and zeroes a kernel-mode queue's ring and ring control (PASSIVE).
-fn alloc_kernel_ring<P: Platform>(dxgk: &Dxgk) -> Result<KernelRing, Status> {
-    let bytes = u64::from(KERNEL_RING_BYTES).saturating_add(rvgpu_hw::PAGE_SIZE);
-    let buf = DmaBuffer::alloc::<P>(dxgk, bytes)?;
-    Ok(KernelRing {
-        buf,
-        size: KERNEL_RING_BYTES,
-        write_ptr: 0,
-        backlog: crate::kmem::Backlog::default(),
-    })
-}
-
-/// DxgkDdiCreateHwQueue (PASSIVE). `h_context` is the driver's context handle: Windows'
-/// hardware context is the `DxgkDdiCreateContext` one (docs/hws.md §2).
-///
-/// Hardware queues exist only on hardware-scheduled nodes and user-mode ones only where the
-/// nodes advertise user-mode submission (Windows checks both before calling, BR-94/95); the
-/// driver refuses the rest itself rather than run a queue it told the OS it has no scheduler
-/// for.
-pub(crate) fn create<P: Platform>(
-    h_context: HANDLE,
-    args: &mut DXGKARG_CREATEHWQUEUE,
-    data: Option<&mut [u8]>,
-) -> Result<(), Status> {
-    sched::with_adapter::<P, _>(h_context, Kind::Context, |a, live, context| {
-        let known = D3DDDI_CREATEHWQUEUEFLAGS::mask(D3DDDI_CREATEHWQUEUEFLAGS::Reserved);
-        if args.Flags.Value & known != 0 {
-            return Err(status::INVALID_PARAMETER);
-        }
-        let user = args
-            .Flags
-            .is_set(D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission);
-        if !crate::hws::ddi::active(live) || (user && !crate::hws::ddi::user_mode_submission(live))
-        {
-            return Err(status::INVALID_PARAMETER);
-        }
-        let user_mode = args
-            .Flags
-            .is_set(D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission);
-        let native_progress = args
-            .Flags
-            .is_set(D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence);
-        let progress_gpu = GpuVa::new(args.HwQueueProgressFenceGPUVirtualAddress);
-        if progress_gpu.is_null() || !progress_gpu.is_aligned(rvgpu_hw::addr::ACCESS_ALIGN) {
-            return Err(status::INVALID_PARAMETER);
-        }
-        let pdd = read_pdd(data.as_deref())?;
-        let priority = pdd.map_or(0, |p| p.priority.min(HW_QUEUE_PRIORITY_MAX));
-        let h = a.new_handle(Kind::Queue)?;
-        // PASSIVE work first: the kernel ring is allocated before the lock is taken.
-        let kernel = if user_mode {
-            None
-        } else {
-            Some(alloc_kernel_ring::<P>(&live.dxgk)?)
-        };
-        let ring = kernel.as_ref().map(KernelRing::ring);
-        let queue = HwQueue {
-            os_handle: args.hHwQueue.addr(),
-            context,
-            // Engine and id are filled in under the lock, from the context and the allocator.
-            engine: 0,
-            id: NO_QUEUE,
-            priority,
-            user_mode,
-            progress_gpu,
-            progress_cpu: args.HwQueueProgressFenceCPUVirtualAddress as usize,
-            last_submitted: 0,
-            native_progress,
-            ring,
-            kernel,
-            doorbell: None,
-            logs: crate::log::QueueLogs::default(),
-        };
-        let result = insert(&mut live.sched.lock(), live, h, queue);
-        let (id, engine) = match result {
-            Ok(v) => v,
-            Err((e, kernel)) => {
-                if let Some(k) = kernel {
-                    let _ = live.dxgk.free_contiguous(k.buf.handle());
-                }
-                return Err(e);
-            }
-        };
-        if let Some(mut p) = pdd {
-            p.queue_id = id;
-            p.engine = engine;
-            write_pdd(data, &p);
-        }
-        args.hHwQueue = h.as_handle();
-        crate::etw::events::emit::<P, 3>(&crate::etw::events::HWQUEUE_CREATE, || {
-            [h.as_handle().addr() as u64, id.into(), engine.into()]
-        });
-        Ok(())
-    })
-}
-
-/// The locked part of create: checks the context and the engine's capacity, takes an id,
-/// inserts the queue and (kernel-mode) commits its engine's runlist. On failure the kernel
-/// ring is handed back for freeing (outside the lock).
-fn insert<P: Platform>(
-    s: &mut crate::sched::Sched,
-    live: &crate::adapter::Live<P>,
-    h: Handle,
-    mut queue: HwQueue,
-) -> Result<(u32, u32), (Status, Option<KernelRing>)> {
-    let Some(engine) = s.contexts.get(&queue.context).map(|c| c.engine) else {
-        return Err((status::INVALID_HANDLE, queue.kernel));
-    };
-    // No count of the engine's queues (it was a scan of every queue per creation): a queue
-    // sits in its id's runlist slot, and the adapter's ids (node rings included) are no
-    // more than the slots, so an engine never has more than RUNLIST_CAPACITY queues; when
-    // the ids run out, creation fails below.
-    const _: () = assert!(QUEUE_ID_LIMIT <= RUNLIST_CAPACITY + 1);
-    // Room in the map first: after the id is taken nothing may fail before the insert.
-    if s.queues.try_reserve::<P>().is_err() {
-        return Err((status::NO_MEMORY, queue.kernel));
-    }
-    // The last ids are for processes that hold few (crate::quota). The status is
-    // the one Dxgkrnl accepts from DxgkDdiCreateHwQueue for a lack of resources.
-    let owner = s
-        .contexts
-        .get(&queue.context)
-        .and_then(|c| s.process_of_device(c.device));
-    let free = usize::try_from(s.ids.free_count()).unwrap_or(0);
-    let held = &*s;
-    if !live
-        .quotas
-        .queues
-        .grants(free, owner.map(|p| move || held.queues_of_process(p)))
-    {
-        return Err((status::NO_MEMORY, queue.kernel));
-    }
-    let Some(id) = s.ids.alloc() else {
-        return Err((status::INSUFFICIENT_RESOURCES, queue.kernel));
-    };
-    queue.engine = engine;
-    queue.id = id;
-    let queue_native_progress = queue.native_progress;
-    let runnable = queue.ring.is_some();
-    if let Err(queue) = s.queues.insert_reserved(h, queue) {
-        // Cannot happen after the reservation; never lose the kernel ring if it did.
-        s.ids.free(id);
-        return Err((status::NO_MEMORY, queue.kernel));
-    }
-    // The ISR may name the queue from now on (LOG-08); no logs yet.
-    live.queue_irq
-        .insert(id, crate::log::seq_of(h), engine, queue_native_progress);
-    if runnable {
-        if let Err(e) = runlist::commit_slot(&live.regs, s, engine, id, Some(h)) {
-            let kernel = s.queues.remove(&h).and_then(|q| q.kernel);
-            // Never committed, so no event can name it: a plain clear is enough.
-            live.queue_irq.remove(id, engine);
-            let _ = runlist::commit_slot(&live.regs, s, engine, id, None);
-            s.ids.free(id);
-            return Err((e, kernel));
-        }
-    }
-    Ok((id, engine))
-}
-
-/// DxgkDdiDestroyHwQueue (PASSIVE): only once its doorbell is gone. The queue leaves the
-/// runlist before its ring is freed.
-pub fn destroy<P: Platform>(h_queue: HANDLE) -> Result<(), Status> {
-    sched::with_adapter::<P, _>(h_queue, Kind::Queue, |_, live, h| {
-        let (kernel, id, engine) = {
-            let mut s = live.sched.lock();
-            let q = s.queues.get(&h).ok_or(status::INVALID_HANDLE)?;
-            if q.doorbell.is_some() {
-                return Err(status::INVALID_DEVICE_STATE);
-            }
-            let was_runnable = s.runnable(q);
-            let Some(q) = s.queues.remove(&h) else {
-                return Err(status::INVALID_HANDLE);
-            };
-            if was_runnable {
-                // Commit failure cannot happen with a removed entry (the list only shrinks);
-                // the id is freed after the queue has left the device either way.
-                let _ = runlist::commit_slot(&live.regs, &s, q.engine, q.id, None);
-            }
-            (q.kernel, q.id, q.engine)
-        };
-        // LOG-08: the ISR's table entry is cleared under the interrupt lock, so no ISR still
-        // holds this queue's handle when we return (and the OS frees the queue); the id is
-        // reused only after that.
-        crate::log::ddi::clear_queue_irq(live, id, engine);
-        live.sched.lock().ids.free(id);
-        crate::etw::events::emit::<P, 2>(&crate::etw::events::HWQUEUE_DESTROY, || {
-            [h.as_handle().addr() as u64, id.into()]
-        });
-        if let Some(k) = kernel {
-            let _ = live.dxgk.free_contiguous(k.buf.handle());
-        }
-        Ok(())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rvgpu_hw::queue::NO_DOORBELL;
+    use crate::handle::Kind;
+    use rvgpu_hw::queue::{NO_DOORBELL, NO_QUEUE};
 
     #[test]
     fn ids_are_unique_never_no_queue_and_reused_late() {
