@@ -97,6 +97,7 @@ impl crate::backend::Backend for DllBackend {
                 Capability::ConfiguredMachine,
                 Capability::NativeFences,
                 Capability::Tdr,
+                Capability::TdrTrace,
                 Capability::OsTrace,
                 Capability::OsControl,
                 Capability::FaultInjection,
@@ -133,6 +134,7 @@ impl crate::backend::Backend for DllBackend {
             suspended: Vec::new(),
             testing: Default::default(),
             um_fences: Vec::new(),
+            recorder: None,
         }))
     }
 }
@@ -193,6 +195,8 @@ pub(super) struct DllSession {
     pub(super) suspended: Vec<(usize, u32)>,
     /// Fences made through `UmdFences`: (process, `RvgpuFence*`).
     pub(super) um_fences: Vec<(usize, u64)>,
+    /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`dll_logs`).
+    pub(super) recorder: Option<Arc<rvgpu_simos::sync::trace::Recorder>>,
     /// The kernel-mode testing interface's objects (`dll_os`).
     pub(super) testing: crate::backend::testing::TestingState<crate::backend::sim::kmt::SessKmt>,
 }
@@ -447,6 +451,7 @@ impl DllSession {
             "rvgpu_queue_submit",
             &[h, desc.as_ptr() as u64, &raw mut progress as u64],
         )?;
+        self.drain_fence_log(p, h)?;
         Ok(progress)
     }
 
@@ -520,6 +525,7 @@ impl DllSession {
                         q.info = info;
                     }
                 }
+                note(self.drain_fence_log(p, h));
                 note(self.ok(p, "rvgpu_destroy_queue", &[h]));
                 if let Some(q) = self.queues.get_mut(i) {
                     q.handle = None;
@@ -661,6 +667,7 @@ impl Session for DllSession {
         as_alloc_usage / as_alloc_usage_ref: AllocationUsage,
         as_fences / as_fences_ref: crate::backend::Fences,
         as_tdr / as_tdr_ref: crate::backend::Tdr,
+        as_tdr_trace / as_tdr_trace_ref: crate::backend::TdrTrace,
         as_os_trace / as_os_trace_ref: crate::backend::OsTrace,
         as_os_control / as_os_control_ref: crate::backend::OsControl,
         as_faults / as_faults_ref: crate::backend::FaultInjection,
@@ -687,8 +694,12 @@ impl Drop for DllSession {
 /// (`RvgpuFence*`, value) pairs: a batch's wait or signal list.
 pub(super) type FenceList = Vec<(u64, u64)>;
 
-/// One [`StreamLane`] on its own thread: `rvgpu_queue_submit` of each batch, in order.
+/// One [`StreamLane`] on its own thread: `rvgpu_queue_submit` of each batch, in order. A lane
+/// that stops after a recovery learns of it from the OS's counters on `m` (the harness
+/// steering the application, as the simulation backend does).
 fn stream_lane(
+    m: &Machine,
+    adapter: usize,
     lane: &StreamLane,
     up: &Arc<UserProcess>,
     h: u64,
@@ -707,6 +718,9 @@ fn stream_lane(
     };
     std::thread::sleep(lane.start_after);
     for d in batches {
+        if crate::backend::sim::usermode::lane_done_after_recovery(m, adapter, lane, &mut rep) {
+            break;
+        }
         if lane.max_in_flight > 0 {
             let t0 = std::time::Instant::now();
             loop {
@@ -1035,6 +1049,7 @@ impl UserModeSubmission for DllSession {
     fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
         let (p, h) = self.queue(q)?;
         let info = self.status_of(p, h)?;
+        self.drain_fence_log(p, h)?;
         if let Some(d) = self.queues.get_mut(q.0) {
             d.handle = None;
             d.info = info;
@@ -1127,8 +1142,7 @@ impl UserModeSubmission for DllSession {
     }
 
     /// One thread per lane, each submitting its batches through `rvgpu_queue_submit` on the
-    /// lane's queue (the C API is thread-safe). An application sees no TDR counter, so every
-    /// lane submits all its batches.
+    /// lane's queue (the C API is thread-safe).
     fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
         let mut jobs = Vec::with_capacity(lanes.len());
         for (k, lane) in lanes.iter().enumerate() {
@@ -1147,12 +1161,20 @@ impl UserModeSubmission for DllSession {
                         .and_then(|c| dwords(&c))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            jobs.push((lane, self.process(p)?.0, h, batches));
+            let adapter = self
+                .processes
+                .get(p)
+                .map(|d| d.adapter)
+                .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
+            jobs.push((lane, self.process(p)?.0, h, batches, adapter));
         }
+        let m: &Machine = &self.m;
         Ok(std::thread::scope(|sc| {
             let handles: Vec<_> = jobs
                 .iter()
-                .map(|(lane, up, h, batches)| sc.spawn(move || stream_lane(lane, up, *h, batches)))
+                .map(|(lane, up, h, batches, a)| {
+                    sc.spawn(move || stream_lane(m, *a, lane, up, *h, batches))
+                })
                 .collect();
             handles
                 .into_iter()

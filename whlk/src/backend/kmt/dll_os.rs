@@ -1,7 +1,7 @@
 //! The simulation's view of the OS and the device beside an application on rvgpu_umd.dll:
 //! what the OS recorded ([`OsTrace`]), what the OS does to a process or an adapter
 //! ([`OsControl`]), faults injected into the device ([`FaultInjection`]) and the machine's bug
-//! check ([`BugChecks`]). None of it is the application's: the case's application goes through
+//! check ([`BugChecks`]), its record of detection and recovery ([`TdrTrace`]). None of it is the application's: the case's application goes through
 //! the DLL's C API, and these are the harness watching and steering the simulated OS and GPU
 //! around it, as on the simulation backend (`crate::backend::sim`).
 //!
@@ -21,9 +21,11 @@ use super::dll::DllSession;
 use crate::backend::sim::control;
 use crate::backend::sim::failure;
 use crate::backend::sim::kmt::SessKmt;
+use crate::backend::sim::tdr::{device_engine_probe, os_tdr_steps};
 use crate::backend::{
-    BufferRef, BugCheckInfo, BugChecks, DeviceLoss, EngineStateChange, Failure, FaultInjection,
-    OsControl, OsEvent, OsTrace, PowerStatus, ProcessRef, UmQueueRef,
+    BufferRef, BugCheckInfo, BugChecks, DeviceLoss, EngineProbe, EngineStateChange, Failure,
+    FaultInjection, OsControl, OsEvent, OsTrace, PowerStatus, ProcessRef, TdrStep, TdrTrace,
+    UmQueueRef,
 };
 
 impl DllSession {
@@ -189,6 +191,40 @@ impl FaultInjection for DllSession {
 
     fn complete_before_reset(&mut self, i: usize, node: u32) -> Result<(), Failure> {
         control::complete_before_reset(self.machine(), i, node)
+    }
+}
+
+/// The OS's record of detection and recovery, as on the simulation backend; a device is named
+/// by the process whose `rvgpu_open_adapter` made it.
+impl TdrTrace for DllSession {
+    fn tdr_steps(&self, i: usize) -> Result<Vec<TdrStep>, Failure> {
+        let p = |h: u32| {
+            self.processes
+                .iter()
+                .position(|d| d.device == h && d.adapter == i)
+                .map(ProcessRef)
+        };
+        Ok(os_tdr_steps(self.machine(), i, &p))
+    }
+
+    fn tdr_reason(&self, i: usize) -> Result<Option<u32>, Failure> {
+        Ok(self.machine().tdr_reason(i).map(|r| r as u32))
+    }
+
+    fn tdr_recoveries(&self, i: usize) -> Result<(u64, u64), Failure> {
+        Ok(self.machine().tdr_counts(i))
+    }
+
+    fn dma_fences(&self, i: usize, node: u32) -> Result<(u32, u32), Failure> {
+        Ok(self.machine().legacy_fences(i, node))
+    }
+
+    fn retired_fences(&self, i: usize) -> Result<Vec<(u32, u32)>, Failure> {
+        Ok(self.machine().legacy_completed(i))
+    }
+
+    fn engine_probe(&self, i: usize, node: u32) -> Result<EngineProbe, Failure> {
+        device_engine_probe(self.machine(), i, node)
     }
 }
 
