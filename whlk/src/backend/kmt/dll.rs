@@ -98,6 +98,7 @@ impl crate::backend::Backend for DllBackend {
                 Capability::NativeFences,
                 Capability::Tdr,
                 Capability::TdrTrace,
+                Capability::StepMode,
                 Capability::OsTrace,
                 Capability::OsControl,
                 Capability::FaultInjection,
@@ -119,7 +120,7 @@ impl crate::backend::Backend for DllBackend {
                  loads (this one starts the machine with the real driver, as PnP does)"
             )));
         }
-        let (m, render_only) = super::sim::machine_after_starts(config)?;
+        let (m, render_only) = super::sim::machine_after_starts(config, true)?;
         Ok(Box::new(DllSession {
             m: Arc::new(m),
             image: self.image.clone(),
@@ -135,6 +136,7 @@ impl crate::backend::Backend for DllBackend {
             testing: Default::default(),
             um_fences: Vec::new(),
             recorder: None,
+            idle_f1: config.idle_f1_ticks > 0,
         }))
     }
 }
@@ -195,6 +197,8 @@ pub(super) struct DllSession {
     pub(super) suspended: Vec<(usize, u32)>,
     /// Fences made through `UmdFences`: (process, `RvgpuFence*`).
     pub(super) um_fences: Vec<(usize, u64)>,
+    /// The engines request F1 when idle (`SessionConfig::idle_f1_ticks`).
+    idle_f1: bool,
     /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`dll_logs`).
     pub(super) recorder: Option<Arc<rvgpu_simos::sync::trace::Recorder>>,
     /// The kernel-mode testing interface's objects (`dll_os`).
@@ -212,6 +216,12 @@ impl DllSession {
 
     pub(super) fn machine_arc(&self) -> Arc<Machine> {
         self.m.clone()
+    }
+
+    /// Whether the machine runs in step mode: nothing happens on it but in the rounds the
+    /// harness runs and the rounds the DLL's waits run on the calling thread.
+    pub(super) fn stepped(&self) -> bool {
+        self.m.config().mode == rvgpu_simos::Mode::Step
     }
 
     /// The simulated OS process behind process `p`'s D3D device (its NT handle table).
@@ -654,12 +664,21 @@ impl Session for DllSession {
         Ok(())
     }
 
+    /// Threaded: polls. Step mode: one round per 10 µs of budget, as on the simulation
+    /// backend.
     fn run_until(
         &mut self,
         budget: Duration,
         done: &mut dyn FnMut(&dyn Session) -> bool,
     ) -> Result<bool, Failure> {
-        super::poll_until(self, budget, |s| s.fault(), done)
+        if !self.stepped() {
+            return super::poll_until(self, budget, |s| s.fault(), done);
+        }
+        let rounds = usize::try_from(budget.as_micros() / 10).unwrap_or(usize::MAX);
+        let this: &DllSession = self;
+        this.m
+            .run_until(rounds, budget, |_| done(this))
+            .map_err(failure)
     }
 
     crate::backend::session::capabilities! {
@@ -675,6 +694,7 @@ impl Session for DllSession {
         as_fence_logs / as_fence_logs_ref: crate::backend::FenceLogs,
         as_kmtest: crate::backend::testing::KernelModeTesting,
         as_bug_checks / as_bug_checks_ref: crate::backend::BugChecks,
+        as_step / as_step_ref: crate::backend::StepMode,
     }
 }
 
@@ -1096,17 +1116,31 @@ impl UserModeSubmission for DllSession {
         ))
     }
 
-    /// The engines' idle timers run in real time beside the DLL (its calls block, so the
-    /// machine cannot be stepped): which engine requests F1 first is a race, not the case's.
-    fn await_engine_f1(&mut self, _i: usize, _node: u32, _b: Duration) -> Result<bool, Failure> {
-        Err(Failure::Unsupported(
-            "an engine's F1 at a chosen moment: the DLL's machine runs threaded (its calls \
-             block), so every idle engine's timer runs at once"
-                .into(),
-        ))
+    /// Step mode: the harness runs rounds until the OS moved the engine to F1, as on the
+    /// simulation backend. Threaded, the engines' idle timers run in real time beside the DLL:
+    /// which engine requests F1 first is a race, not the case's.
+    fn await_engine_f1(&mut self, i: usize, node: u32, budget: Duration) -> Result<bool, Failure> {
+        if !self.stepped() {
+            return Err(Failure::Unsupported(
+                "an engine's F1 at a chosen moment on a threaded machine: every idle engine's \
+                 timer runs at once"
+                    .into(),
+            ));
+        }
+        if !self.idle_f1 {
+            return Err(Failure::Unsupported(
+                "the simulated engines request F1 only with SessionConfig::idle_f1_ticks set"
+                    .into(),
+            ));
+        }
+        let rounds = usize::try_from(budget.as_micros() / 10).unwrap_or(usize::MAX);
+        self.m
+            .run_until(rounds, budget, |m| m.engine_fstate(i, node) == Some(1))
+            .map_err(failure)
     }
 
-    /// One thread per lane, each making its queues one after another through the C API:
+    /// One thread per lane (step mode: one lane after another), each making its queues one
+    /// after another through the C API:
     /// `rvgpu_queue_create`, its batches by `rvgpu_queue_submit`, `rvgpu_queue_wait`,
     /// `rvgpu_queue_status` (which path the queue ended on), `rvgpu_destroy_queue`.
     fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
@@ -1122,6 +1156,12 @@ impl UserModeSubmission for DllSession {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             jobs.push((lane, up, adapter, batches));
+        }
+        if self.stepped() {
+            return Ok(jobs
+                .iter()
+                .map(|(lane, up, a, batches)| churn_lane(lane, up, *a, batches))
+                .collect());
         }
         Ok(std::thread::scope(|sc| {
             let handles: Vec<_> = jobs
@@ -1141,8 +1181,8 @@ impl UserModeSubmission for DllSession {
         }))
     }
 
-    /// One thread per lane, each submitting its batches through `rvgpu_queue_submit` on the
-    /// lane's queue (the C API is thread-safe).
+    /// One thread per lane (step mode: one lane after another), each submitting its batches
+    /// through `rvgpu_queue_submit` on the lane's queue (the C API is thread-safe).
     fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
         let mut jobs = Vec::with_capacity(lanes.len());
         for (k, lane) in lanes.iter().enumerate() {
@@ -1169,6 +1209,12 @@ impl UserModeSubmission for DllSession {
             jobs.push((lane, self.process(p)?.0, h, batches, adapter));
         }
         let m: &Machine = &self.m;
+        if self.stepped() {
+            return Ok(jobs
+                .iter()
+                .map(|(lane, up, h, batches, a)| stream_lane(m, *a, lane, up, *h, batches))
+                .collect());
+        }
         Ok(std::thread::scope(|sc| {
             let handles: Vec<_> = jobs
                 .iter()

@@ -3,13 +3,13 @@
 //! GPU waits and signals as the wait and signal lists of `rvgpu_queue_submit` on a user-mode
 //! queue.
 //!
-//! What no application can observe is [`Failure::Unsupported`] with that reason:
-//! MonitoredValue and the system process's addresses (the OS maps them for the GPU only).
+//! MonitoredValue, which no application sees, is the harness's read of the simulated OS's
+//! fence; the system process's addresses are [`Failure::Unsupported`].
 //! Legacy monitored fences are not in the C API: an application of this GPU uses native
 //! fences, the API's one fence type.
 //!
 //! CPU waits in event form run on a thread each, calling `rvgpu_fence_wait` in short slices
-//! so that the session can stop it when it ends.
+//! so that the session can stop it when it ends (threaded machines only).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -38,6 +38,9 @@ struct DFence {
     process: usize,
     /// `RvgpuFence*`.
     handle: u64,
+    /// The D3DKMT handle the DLL got for it (how the OS names this process's instance), if
+    /// one appeared.
+    kmt: Option<u32>,
     destroyed: bool,
 }
 
@@ -135,10 +138,25 @@ impl DllSession {
             .ok_or_else(|| Failure::Backend(format!("no fence {}", f.0)))
     }
 
-    fn add_fence(&mut self, process: usize, handle: u64) -> FenceRef {
+    /// The D3DKMT objects of process `p` now (sorted).
+    fn objects_of(&self, p: usize) -> Result<Vec<u32>, Failure> {
+        Ok(self.process(p)?.0.objects())
+    }
+
+    /// Records fence `handle` of `process`, made by a call before which the process held
+    /// `before`: its D3DKMT handle is the new object the OS knows as a native fence.
+    fn add_fence(&mut self, process: usize, handle: u64, before: &[u32]) -> FenceRef {
+        let adapter = self.processes.get(process).map(|d| d.adapter);
+        let kmt = self.objects_of(process).ok().and_then(|now| {
+            now.into_iter().find(|h| {
+                before.binary_search(h).is_err()
+                    && adapter.is_some_and(|a| self.machine().native_fence_by_kmt(a, *h).is_some())
+            })
+        });
         self.fence.fences.push(DFence {
             process,
             handle,
+            kmt,
             destroyed: false,
         });
         FenceRef(self.fence.fences.len() - 1)
@@ -204,13 +222,14 @@ impl Fences for DllSession {
         let p = self.fence_process(i, process)?;
         let (_, adapter) = self.process(p)?;
         let flags = if shareable { SHAREABLE } else { 0 };
+        let before = self.objects_of(p)?;
         let mut h = 0u64;
         self.ok(
             p,
             "rvgpu_fence_create2",
             &[adapter, initial, flags, &raw mut h as u64],
         )?;
-        Ok(self.add_fence(p, h))
+        Ok(self.add_fence(p, h, &before))
     }
 
     /// As a second process gets a fence on Windows: the holder's DLL shares it
@@ -227,8 +246,9 @@ impl Fences for DllSession {
             .map(|&(a, _, _)| a)
             .ok_or_else(|| Failure::Backend(format!("fence {} has no adapter", f.0)))?;
         let p = self.fence_process(i, process)?;
+        let before = self.objects_of(p)?;
         let mine = self.share_into(holder, h, p)?;
-        Ok(self.add_fence(p, mine))
+        Ok(self.add_fence(p, mine, &before))
     }
 
     fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure> {
@@ -250,11 +270,44 @@ impl Fences for DllSession {
         unobservable("the system process's fence addresses and the caps' MonitoredValueStride")
     }
 
-    fn fence_values(&self, _f: FenceRef) -> Result<FenceValues, Failure> {
-        unobservable("MonitoredValue")
+    /// CurrentValue as the application reads it (`rvgpu_fence_value`); MonitoredValue, which
+    /// no application sees (the OS maps it for the GPU only), from the simulated OS's fence
+    /// object, read by the harness.
+    fn fence_values(&self, f: FenceRef) -> Result<FenceValues, Failure> {
+        let (p, h) = self.native(f)?;
+        let mut current = 0u64;
+        self.ok(p, "rvgpu_fence_value", &[h, &raw mut current as u64])?;
+        let adapter = self
+            .processes
+            .get(p)
+            .map(|d| d.adapter)
+            .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
+        let os = self
+            .fence
+            .fences
+            .get(f.0)
+            .and_then(|k| k.kmt)
+            .and_then(|k| self.machine().native_fence_by_kmt(adapter, k))
+            .ok_or_else(|| {
+                Failure::Backend(format!("fence {} has no native fence in the OS", f.0))
+            })?;
+        Ok(FenceValues {
+            current,
+            monitored: os.monitored_value(),
+        })
     }
 
+    /// Step mode: the waiting thread's `rvgpu_fence_wait` would run the machine's rounds
+    /// beside the harness's, so nothing would wait for the harness to step.
     fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure> {
+        if self.stepped() {
+            return Err(Failure::Unsupported(
+                "a CPU wait in event form on a step-mode machine: the application's waiting \
+                 thread would run the machine itself (the DLL's waits drive a step-mode \
+                 machine on their thread)"
+                    .into(),
+            ));
+        }
         let (p, h) = self.native(f)?;
         let (up, _) = self.process(p)?;
         let outcome = Arc::new((Mutex::new(None), Condvar::new()));
@@ -299,7 +352,18 @@ impl Fences for DllSession {
         self.ok(p, "rvgpu_fence_signal", &[h, value])
     }
 
+    /// Step mode (where cases count the machine's interrupts exactly): refused, since every
+    /// batch of the DLL's queues ends with an interrupting PROGRESS packet (CPU waits on the
+    /// queue's progress fence wake by it), so no application's queue signals a fence without
+    /// interrupting.
     fn gpu_queue(&mut self, i: usize, engine: u32, process: u32) -> Result<QueueRef, Failure> {
+        if self.stepped() {
+            return Err(Failure::Unsupported(
+                "a GPU queue whose fence signals alone decide the interrupts: every batch of \
+                 rvgpu_umd.dll's queues ends with an interrupting PROGRESS packet"
+                    .into(),
+            ));
+        }
         let p = self.fence_process(i, process)?;
         let queue = self.create_queue(ProcessRef(p), engine, SubmitPath::UserMode)?;
         self.fence.queues.push(DGpuQueue {

@@ -24,8 +24,8 @@ use crate::backend::sim::kmt::SessKmt;
 use crate::backend::sim::tdr::{device_engine_probe, os_tdr_steps};
 use crate::backend::{
     BufferRef, BugCheckInfo, BugChecks, DeviceLoss, EngineProbe, EngineStateChange, Failure,
-    FaultInjection, OsControl, OsEvent, OsTrace, PowerStatus, ProcessRef, TdrStep, TdrTrace,
-    UmQueueRef,
+    FaultInjection, OsControl, OsEvent, OsTrace, PowerStatus, ProcessRef, StepMode, TdrStep,
+    TdrTrace, UmQueueRef,
 };
 
 impl DllSession {
@@ -225,6 +225,14 @@ impl TdrTrace for DllSession {
 
     fn engine_probe(&self, i: usize, node: u32) -> Result<EngineProbe, Failure> {
         device_engine_probe(self.machine(), i, node)
+    }
+}
+
+/// The harness runs the machine's rounds between the application's calls (its own waits run
+/// rounds on its thread).
+impl StepMode for DllSession {
+    fn run_until_idle(&mut self) -> Result<(), Failure> {
+        self.machine().run_until_idle().map_err(failure)
     }
 }
 
