@@ -3,8 +3,8 @@
 //! GPU waits and signals as the wait and signal lists of `rvgpu_queue_submit` on a user-mode
 //! queue.
 //!
-//! MonitoredValue, which no application sees, is the harness's read of the simulated OS's
-//! fence; the system process's addresses are [`Failure::Unsupported`].
+//! MonitoredValue and the system process's addresses, which no application sees (the OS maps
+//! them for the GPU only), are the harness's reads of the simulated OS's fence.
 //! Legacy monitored fences are not in the C API: an application of this GPU uses native
 //! fences, the API's one fence type.
 //!
@@ -97,12 +97,6 @@ impl FenceState {
     }
 }
 
-fn unobservable<T>(what: &str) -> Result<T, Failure> {
-    Err(Failure::Unsupported(format!(
-        "{what} is not observable by an application (the OS maps it for the GPU only)"
-    )))
-}
-
 fn no_monitored<T>() -> Result<T, Failure> {
     Err(Failure::Unsupported(
         "legacy monitored fences are not in rvgpu_umd.dll's C API (its fences are native \
@@ -136,6 +130,22 @@ impl DllSession {
             .get(f.0)
             .map(|k| (k.process, k.handle))
             .ok_or_else(|| Failure::Backend(format!("no fence {}", f.0)))
+    }
+
+    /// The simulated OS's instance behind fence `f` (for the harness's reads).
+    fn os_fence(&self, f: FenceRef) -> Result<rvgpu_simos::NativeFence, Failure> {
+        let (p, _) = self.native(f)?;
+        let adapter = self
+            .processes
+            .get(p)
+            .map(|d| d.adapter)
+            .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
+        self.fence
+            .fences
+            .get(f.0)
+            .and_then(|k| k.kmt)
+            .and_then(|k| self.machine().native_fence_by_kmt(adapter, k))
+            .ok_or_else(|| Failure::Backend(format!("fence {} has no native fence in the OS", f.0)))
     }
 
     /// The D3DKMT objects of process `p` now (sorted).
@@ -266,8 +276,15 @@ impl Fences for DllSession {
         self.fence.fences.get(f.0).is_some_and(|k| k.destroyed)
     }
 
-    fn fence_addresses(&self, _f: FenceRef) -> Result<(u64, u64, u32), Failure> {
-        unobservable("the system process's fence addresses and the caps' MonitoredValueStride")
+    /// The OS's facts (the harness's read): where the system process maps the fence's values
+    /// and the caps' MonitoredValueStride, which no application sees.
+    fn fence_addresses(&self, f: FenceRef) -> Result<(u64, u64, u32), Failure> {
+        let os = self.os_fence(f)?;
+        let stride = self
+            .machine()
+            .native_fence_caps(os.adapter())
+            .map_or(0, |c| c.MonitoredValueStride);
+        Ok((os.current_value_gpu(), os.monitored_value_gpu(), stride))
     }
 
     /// CurrentValue as the application reads it (`rvgpu_fence_value`); MonitoredValue, which
@@ -277,23 +294,9 @@ impl Fences for DllSession {
         let (p, h) = self.native(f)?;
         let mut current = 0u64;
         self.ok(p, "rvgpu_fence_value", &[h, &raw mut current as u64])?;
-        let adapter = self
-            .processes
-            .get(p)
-            .map(|d| d.adapter)
-            .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
-        let os = self
-            .fence
-            .fences
-            .get(f.0)
-            .and_then(|k| k.kmt)
-            .and_then(|k| self.machine().native_fence_by_kmt(adapter, k))
-            .ok_or_else(|| {
-                Failure::Backend(format!("fence {} has no native fence in the OS", f.0))
-            })?;
         Ok(FenceValues {
             current,
-            monitored: os.monitored_value(),
+            monitored: self.os_fence(f)?.monitored_value(),
         })
     }
 
