@@ -36,6 +36,8 @@ const TIMEOUT: u64 = 4;
 const WAS_STILL_DRAWING: u64 = 7;
 /// `RVGPU_LOCK_READ`, `RVGPU_LOCK_WRITE`.
 const LOCK_READ: u64 = 0x1;
+/// `STATUS_DEVICE_REMOVED`.
+const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
 const LOCK_WRITE: u64 = 0x2;
 
 fn status_name(s: u64) -> &'static str {
@@ -106,6 +108,7 @@ impl crate::backend::Backend for DllBackend {
                 Capability::KernelModeTesting,
                 Capability::UmdFences,
                 Capability::FenceLogs,
+                Capability::GpuVaPlacement,
             ])
         } else {
             // Its queues and fences are user-mode queues and native fences.
@@ -137,6 +140,7 @@ impl crate::backend::Backend for DllBackend {
             um_fences: Vec::new(),
             recorder: None,
             idle_f1: config.idle_f1_ticks > 0,
+            va_ranges: Vec::new(),
         }))
     }
 }
@@ -199,6 +203,8 @@ pub(super) struct DllSession {
     pub(super) um_fences: Vec<(usize, u64)>,
     /// The engines request F1 when idle (`SessionConfig::idle_f1_ticks`).
     idle_f1: bool,
+    /// GPU VA ranges reserved through `GpuVaPlacement`: (process, base, bytes) (`dll_gpuva`).
+    pub(super) va_ranges: Vec<(usize, u64, u64)>,
     /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`dll_logs`).
     pub(super) recorder: Option<Arc<rvgpu_simos::sync::trace::Recorder>>,
     /// The kernel-mode testing interface's objects (`dll_os`).
@@ -262,6 +268,10 @@ impl DllSession {
                 "{name} returned RVGPU_STATUS_NOT_IMPLEMENTED (declared in rvgpu_umd.h, not \
                  implemented by this build of the DLL)"
             ))),
+            // The C API's name for what the thunks report as STATUS_DEVICE_REMOVED.
+            DEVICE_LOST => Err(self
+                .fault()
+                .unwrap_or(Failure::DdiFailed(STATUS_DEVICE_REMOVED))),
             s => Err(self.fault().unwrap_or_else(|| {
                 Failure::Backend(format!("{name} returned {}", status_name(s)))
             })),
@@ -286,6 +296,11 @@ impl DllSession {
             ));
         }
         Ok(d)
+    }
+
+    /// Plain buffer `b`'s process and `RvgpuBuffer*`.
+    pub(super) fn buffer_handle(&self, b: BufferRef) -> Result<(usize, u64), Failure> {
+        self.buffer(b).map(|d| (d.process, d.handle))
     }
 
     fn tracked_buffer(&self, b: TrackedRef) -> Result<&DBuffer, Failure> {
@@ -695,6 +710,7 @@ impl Session for DllSession {
         as_kmtest: crate::backend::testing::KernelModeTesting,
         as_bug_checks / as_bug_checks_ref: crate::backend::BugChecks,
         as_step / as_step_ref: crate::backend::StepMode,
+        as_gpu_va: crate::backend::GpuVaPlacement,
     }
 }
 
