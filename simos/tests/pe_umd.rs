@@ -85,7 +85,7 @@ fn dwords(cmds: &[Command]) -> Vec<u32> {
     out
 }
 
-/// The DLL binds every import to the simulated OS: the 21 gdi32 thunks it links against, the
+/// The DLL binds every import to the simulated OS: the 24 gdi32 thunks it links against, the
 /// kernel32 routines of its runtime (heap, SRW locks, events, waits, module lookup), advapi32's
 /// ETW registration and ntdll's C-library routines; its exports are the C API.
 /// Opens the adapter and creates a user-mode queue through the DLL's C API: (adapter, queue).
@@ -120,7 +120,7 @@ fn the_dll_binds_its_imports_to_the_simulated_os() {
         .iter()
         .filter(|i| i.starts_with("gdi32.dll!"))
         .count();
-    assert_eq!(gdi, 21, "{imports:?}");
+    assert_eq!(gdi, 24, "{imports:?}");
     for needed in [
         "gdi32.dll!D3DKMTOpenAdapterFromLuid",
         "gdi32.dll!D3DKMTSubmitCommandToHwQueue",
@@ -348,6 +348,79 @@ fn nf_17_mf_04_the_shipped_dll_signals_and_waits_a_native_fence() {
     assert_eq!(call(&p, "rvgpu_fence_destroy", &[fence]), OK);
     assert_eq!(call(&p, "rvgpu_close_adapter", &[adapter]), OK);
     assert_eq!(p.heap_blocks(), 0, "the DLL freed what it allocated");
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// DDI-03 through the shipped DLL: `rvgpu_va_reserve` at a chosen address
+/// (`D3DKMTReserveGpuVirtualAddress`), `rvgpu_buffer_map_va` of the buffer's second page
+/// there (`D3DKMTMapGpuVirtualAddress` on a paging queue, waited for), a FILL through that VA
+/// lands in the buffer's second page, `rvgpu_va_free` (`D3DKMTFreeGpuVirtualAddress`); a range
+/// that is not reserved cannot be freed, pages past the buffer are refused.
+#[test]
+fn ddi_03_the_shipped_dll_maps_a_buffer_at_a_chosen_va() {
+    const CHOSEN: u64 = 0x7000_0000_0000;
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let (adapter, queue) = open_queue(&p);
+    let mut buffer = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_create", &[adapter, 8192, addr(&mut buffer)]),
+        OK
+    );
+    let mut va = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_va_reserve", &[adapter, CHOSEN, 0x1_0000, addr(&mut va)]),
+        OK,
+        "{}",
+        log_of(&m)
+    );
+    assert_eq!(va, CHOSEN);
+    assert_eq!(
+        call(&p, "rvgpu_buffer_map_va", &[buffer, CHOSEN, 1, 2]),
+        INVALID_ARGUMENT,
+        "pages 1..3 of a two-page buffer"
+    );
+    assert_eq!(
+        call(&p, "rvgpu_buffer_map_va", &[buffer, CHOSEN, 1, 1]),
+        OK,
+        "{}",
+        log_of(&m)
+    );
+    assert_eq!(p.calls("D3DKMTMapGpuVirtualAddress"), 1);
+    let fill = Command::Fill {
+        dst: CHOSEN + 8,
+        bytes: 8,
+        pattern: 0x5A5A_0003,
+    };
+    let d = dwords(&[fill]);
+    let mut v = 0u64;
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_submit",
+            &[queue, d.as_ptr() as u64, d.len() as u64, addr(&mut v)]
+        ),
+        OK
+    );
+    assert_eq!(call(&p, "rvgpu_queue_wait", &[queue, v, u64::MAX]), OK);
+    let mut data = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_lock", &[buffer, 1, 0, 0, addr(&mut data)]),
+        OK
+    );
+    // SAFETY: the lock's view of the 8 KiB buffer; words 1 and 513 are inside it.
+    let (page0, page1) = unsafe {
+        let w = data as *const u64;
+        (w.add(1).read_volatile(), w.add(513).read_volatile())
+    };
+    assert_eq!((page0, page1), (0, 0x5A5A_0003));
+    assert_eq!(call(&p, "rvgpu_buffer_unlock", &[buffer]), OK);
+    assert_eq!(call(&p, "rvgpu_va_free", &[adapter, CHOSEN, 0x1_0000]), OK);
+    assert_ne!(
+        call(&p, "rvgpu_va_free", &[adapter, CHOSEN, 0x1_0000]),
+        OK,
+        "a range freed twice"
+    );
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
@@ -820,7 +893,7 @@ fn every_thunk_given_garbage_returns_an_error_status() {
     ] {
         thunks.push(t.to_string());
     }
-    assert_eq!(thunks.len(), 27);
+    assert_eq!(thunks.len(), 30);
     static RO: [u8; 256] = [0; 256];
     for t in &thunks {
         let mut zeros = [0u8; 256];
