@@ -141,7 +141,7 @@ mod tests {
             (0, 0),
             (0, 100),
             (0x1000, PAGE),
-            (u64::MAX & !(RESERVE_ALIGN - 1), RESERVE_ALIGN),
+            (!(RESERVE_ALIGN - 1), RESERVE_ALIGN),
         ] {
             assert_eq!(
                 check_reserve(base, size),
@@ -156,7 +156,7 @@ mod tests {
             (PAGE, 0, 0),
             (PAGE, u64::MAX, 1),
             (PAGE, 0, u64::MAX / PAGE + 1),
-            (u64::MAX & !(PAGE - 1), 0, 2),
+            (!(PAGE - 1), 0, 2),
         ] {
             assert_eq!(
                 check_map(va, first, pages),
