@@ -148,19 +148,27 @@ impl OsControl for DllSession {
         self.fault().map_or(Ok(()), Err)
     }
 
+    /// VidMm's paging transfer into the application's buffer, as on the simulation backend
+    /// (the buffer's process is its device's).
     fn page_in(
         &mut self,
-        _b: BufferRef,
-        _node: u32,
-        _offset: u64,
-        _bytes: u64,
-        _pattern: u32,
+        b: BufferRef,
+        node: u32,
+        offset: u64,
+        bytes: u64,
+        pattern: u32,
     ) -> Result<Vec<u32>, Failure> {
-        Err(Failure::Unsupported(
-            "a paging transfer into an application's buffer: VidMm's, and the DLL's buffers \
-             are resident for their life"
-                .into(),
-        ))
+        let va = self.buffer_address(b, offset, bytes)?;
+        let (p, _) = self.buffer_handle(b)?;
+        let (up, _) = self.process(p)?;
+        let ums = up
+            .devices()
+            .first()
+            .copied()
+            .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))?;
+        self.machine()
+            .page_in(&ums, node, va, bytes, pattern)
+            .map_err(failure)
     }
 }
 
