@@ -364,12 +364,20 @@ fn ddi_03_the_shipped_dll_maps_a_buffer_at_a_chosen_va() {
     let (adapter, queue) = open_queue(&p);
     let mut buffer = 0u64;
     assert_eq!(
-        call(&p, "rvgpu_buffer_create", &[adapter, 8192, addr(&mut buffer)]),
+        call(
+            &p,
+            "rvgpu_buffer_create",
+            &[adapter, 8192, addr(&mut buffer)]
+        ),
         OK
     );
     let mut va = 0u64;
     assert_eq!(
-        call(&p, "rvgpu_va_reserve", &[adapter, CHOSEN, 0x1_0000, addr(&mut va)]),
+        call(
+            &p,
+            "rvgpu_va_reserve",
+            &[adapter, CHOSEN, 0x1_0000, addr(&mut va)]
+        ),
         OK,
         "{}",
         log_of(&m)
