@@ -289,8 +289,8 @@ fn submit_through_the_doorbell(m: Arc<Machine>) {
 /// NF-17, MF-04 on the shipped binaries: a native fence the DLL creates (D3DKMTCreateNativeFence
 /// through GetProcAddress), signalled from the CPU (the driver image's
 /// DxgkDdiUpdateCurrentValuesFromCpu) and waited for: a poll, a wait with a timeout (an event
-/// and WaitForSingleObject) that times out, and waits in the event and the blocking form that
-/// a signal from another thread releases.
+/// and WaitForSingleObject) that times out, waits in the event and the blocking form that a
+/// signal from another thread releases, and a wait on the application's own event.
 #[test]
 fn nf_17_mf_04_the_shipped_dll_signals_and_waits_a_native_fence() {
     let m = pe_machine();
@@ -345,6 +345,21 @@ fn nf_17_mf_04_the_shipped_dll_signals_and_waits_a_native_fence() {
         assert_eq!(waiter.join().expect("the waiter"), OK);
     }
     assert_eq!(p.calls("WaitForSingleObject"), 2);
+    // The event form the application owns: rvgpu_fence_wait_async registers the wait on its
+    // event and returns; the event is signalled once the fence reaches the value. Something
+    // that is no event of the process is refused.
+    let k = |name: &str, args: &[u64]| p.call_import(name, args).expect(name);
+    let event = k("CreateEventW", &[0, 1, 0, 0]);
+    assert_ne!(event, 0);
+    assert_eq!(
+        call(&p, "rvgpu_fence_wait_async", &[fence, 0x1234, 0x10]),
+        INVALID_ARGUMENT
+    );
+    assert_eq!(call(&p, "rvgpu_fence_wait_async", &[fence, 13, event]), OK);
+    assert_eq!(k("WaitForSingleObject", &[event, 0]), 0x102, "not yet");
+    assert_eq!(call(&p, "rvgpu_fence_signal", &[fence, 13]), OK);
+    assert_eq!(k("WaitForSingleObject", &[event, 5000]), 0);
+    assert_eq!(k("CloseHandle", &[event]), 1);
     assert_eq!(call(&p, "rvgpu_fence_destroy", &[fence]), OK);
     assert_eq!(call(&p, "rvgpu_close_adapter", &[adapter]), OK);
     assert_eq!(p.heap_blocks(), 0, "the DLL freed what it allocated");

@@ -175,6 +175,11 @@ RvgpuStatus rvgpu_fence_open(RvgpuAdapter *adapter, void *nt_handle, RvgpuFence 
 RvgpuStatus rvgpu_fence_signal(RvgpuFence *fence, uint64_t value);
 RvgpuStatus rvgpu_fence_value(RvgpuFence *fence, uint64_t *out_value);
 RvgpuStatus rvgpu_fence_wait(RvgpuFence *fence, uint64_t value, uint64_t timeout_ns);
+/* Registers a wait for value that signals event (a Win32 event of this process, e.g. from
+   CreateEventW) once released or once the fence is gone, and returns at once; wait on the event
+   with WaitForSingleObject. A handle the OS does not take as an event is an invalid argument
+   (RVGPU_STATUS_INVALID_ARGUMENT). Thread-safe like every call. */
+RvgpuStatus rvgpu_fence_wait_async(RvgpuFence *fence, uint64_t value, void *event);
 RvgpuStatus rvgpu_fence_destroy(RvgpuFence *fence);
 
 /* Buffers. */

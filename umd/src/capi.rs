@@ -387,6 +387,9 @@ mod imp {
     pub fn fence_wait(_f: usize, _value: u64, _timeout_ns: u64) -> RvgpuStatus {
         NONE
     }
+    pub fn fence_wait_async(_f: usize, _value: u64, _event: usize) -> RvgpuStatus {
+        NONE
+    }
     pub fn fence_destroy(_f: usize) -> RvgpuStatus {
         NONE
     }
@@ -959,6 +962,25 @@ pub unsafe extern "C" fn rvgpu_fence_wait(
     imp::fence_wait(h(fence), value, timeout_ns)
 }
 
+/// Registers a CPU wait for the fence to reach `value` that signals `event` (a Win32 event
+/// of this process) when it is released, and returns at once: the application waits on the
+/// event (`WaitForSingleObject`). A fence destroyed meanwhile also signals it; read the value
+/// to tell. A handle the OS does not accept as an event is `RVGPU_STATUS_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// No pointer is dereferenced (the fence and the event are handles).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_fence_wait_async(
+    fence: *mut RvgpuFence,
+    value: u64,
+    event: *mut c_void,
+) -> RvgpuStatus {
+    if fence.is_null() || event.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    imp::fence_wait_async(h(fence), value, h(event))
+}
+
 /// Destroys a native fence; a CPU wait on it in another thread returns
 /// `RVGPU_STATUS_DEVICE_LOST`.
 ///
@@ -1333,6 +1355,29 @@ mod tests {
         // SAFETY: as above.
         let s = unsafe { rvgpu_fence_open(adapter, 0x44 as *mut c_void, ptr::null_mut()) };
         assert_eq!(s, RvgpuStatus::InvalidArgument);
+    }
+
+    /// MF-04's event form with what an attacker passes: a NULL fence or event is
+    /// `InvalidArgument`, a forged fence `InvalidHandle`.
+    #[test]
+    fn mf_04_async_wait_refuses_null_and_forged_handles() {
+        let forged = 0x5A5A_5A58usize as *mut RvgpuFence;
+        let event = 0x44 as *mut c_void;
+        // SAFETY: handles are only looked up; nulls are part of the contract.
+        unsafe {
+            assert_eq!(
+                rvgpu_fence_wait_async(ptr::null_mut(), 1, event),
+                RvgpuStatus::InvalidArgument
+            );
+            assert_eq!(
+                rvgpu_fence_wait_async(forged, 1, ptr::null_mut()),
+                RvgpuStatus::InvalidArgument
+            );
+            assert_eq!(
+                rvgpu_fence_wait_async(forged, 1, event),
+                RvgpuStatus::InvalidHandle
+            );
+        }
     }
 
     #[test]

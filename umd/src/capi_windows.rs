@@ -317,6 +317,15 @@ pub fn fence_wait(f: usize, value: u64, timeout_ns: u64) -> RvgpuStatus {
     }
 }
 
+pub fn fence_wait_async(f: usize, value: u64, event: usize) -> RvgpuStatus {
+    let (kmt, nf) = match fence(f) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let event = core::ptr::without_provenance_mut(event);
+    status(kmt.wait_async(nf.kmt, value, event).map_err(from_nt))
+}
+
 pub fn fence_destroy(f: usize) -> RvgpuStatus {
     let obj = match handles::take::<Fence>(Kind::Fence, f) {
         Ok(o) => o,

@@ -361,6 +361,14 @@ pub fn run(data: &[u8]) {
                         "va_free",
                         capi::rvgpu_va_free(ptr_or_null(nulls >> 3, adapter), inp.u64(), inp.u64()),
                     );
+                    check(
+                        "fence_wait_async",
+                        capi::rvgpu_fence_wait_async(
+                            ptr_or_null(nulls >> 4, fence),
+                            inp.u64(),
+                            ptr_or_null(nulls >> 5, fake_ptr),
+                        ),
+                    );
                 }
                 _ => {
                     let raw = inp.bytes(2048);

@@ -9,7 +9,8 @@
 //! fences, the API's one fence type.
 //!
 //! CPU waits in event form run on a thread each, calling `rvgpu_fence_wait` in short slices
-//! so that the session can stop it when it ends (threaded machines only).
+//! so that the session can stop it when it ends; on a step-mode machine they are the
+//! application's own event form (`rvgpu_fence_wait_async` on a Win32 event).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -60,6 +61,9 @@ struct DGpuQueue {
 struct DEvent {
     outcome: Arc<(Mutex<Option<WaitResult>>, Condvar)>,
     thread: Option<JoinHandle<()>>,
+    /// Step mode: the wait `rvgpu_fence_wait_async` registered instead of a thread:
+    /// (process, its Win32 event, `RvgpuFence*`, value).
+    registered: Option<(usize, u64, u64, u64)>,
 }
 
 /// The fence state of a session.
@@ -300,18 +304,27 @@ impl Fences for DllSession {
         })
     }
 
-    /// Step mode: the waiting thread's `rvgpu_fence_wait` would run the machine's rounds
-    /// beside the harness's, so nothing would wait for the harness to step.
+    /// Threaded: a thread blocked in `rvgpu_fence_wait`. Step mode (where such a thread would
+    /// run the machine's rounds beside the harness's): the application's event form, a
+    /// manual-reset event (`CreateEventW`) that `rvgpu_fence_wait_async` registers.
     fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure> {
-        if self.stepped() {
-            return Err(Failure::Unsupported(
-                "a CPU wait in event form on a step-mode machine: the application's waiting \
-                 thread would run the machine itself (the DLL's waits drive a step-mode \
-                 machine on their thread)"
-                    .into(),
-            ));
-        }
         let (p, h) = self.native(f)?;
+        if self.stepped() {
+            let (up, _) = self.process(p)?;
+            let event = up
+                .call_import("CreateEventW", &[0, 1, 0, 0])
+                .map_err(|e| Failure::Backend(format!("CreateEventW: {e:?}")))?;
+            if event == 0 {
+                return Err(Failure::Backend("CreateEventW failed".into()));
+            }
+            self.ok(p, "rvgpu_fence_wait_async", &[h, value, event])?;
+            self.fence.events.push(DEvent {
+                outcome: Arc::new((Mutex::new(None), Condvar::new())),
+                thread: None,
+                registered: Some((p, event, h, value)),
+            });
+            return Ok(EventRef(self.fence.events.len() - 1));
+        }
         let (up, _) = self.process(p)?;
         let outcome = Arc::new((Mutex::new(None), Condvar::new()));
         let (o, stop) = (outcome.clone(), self.fence.stop.clone());
@@ -330,13 +343,37 @@ impl Fences for DllSession {
         self.fence.events.push(DEvent {
             outcome,
             thread: Some(thread),
+            registered: None,
         });
         Ok(EventRef(self.fence.events.len() - 1))
     }
 
+    /// A registered wait: `WaitForSingleObject` on its event (which runs the step-mode
+    /// machine until it is signalled or nothing happens any more); signalled with the fence
+    /// below the value (or gone) is abandoned.
     fn event_result(&self, e: EventRef, timeout: Duration) -> Option<WaitResult> {
         let ev = self.fence.events.get(e.0)?;
-        super::fences::awaited(&ev.outcome, timeout)
+        let Some((p, event, h, value)) = ev.registered else {
+            return super::fences::awaited(&ev.outcome, timeout);
+        };
+        let (up, _) = self.process(p).ok()?;
+        let ms = u64::try_from(timeout.as_millis())
+            .unwrap_or(u64::MAX)
+            .min(0xFFFF_FFFE);
+        match up.call_import("WaitForSingleObject", &[event, ms]) {
+            Ok(0) => {
+                let mut v = 0u64;
+                let reached = self
+                    .ok(p, "rvgpu_fence_value", &[h, &raw mut v as u64])
+                    .is_ok_and(|()| v >= value);
+                Some(if reached {
+                    WaitResult::Satisfied
+                } else {
+                    WaitResult::Abandoned
+                })
+            }
+            _ => None,
+        }
     }
 
     fn cpu_wait(
