@@ -323,7 +323,12 @@ pub fn fence_wait_async(f: usize, value: u64, event: usize) -> RvgpuStatus {
         Err(e) => return e,
     };
     let event = core::ptr::without_provenance_mut(event);
-    status(kmt.wait_async(nf.kmt, value, event).map_err(from_nt))
+    match kmt.wait_async(nf.kmt, value, event) {
+        Ok(()) => RvgpuStatus::Ok,
+        // The fence is a live one of this process: what the OS refuses is the event.
+        Err(NtStatus(STATUS_INVALID_PARAMETER)) => RvgpuStatus::InvalidArgument,
+        Err(e) => from_nt(e),
+    }
 }
 
 pub fn fence_destroy(f: usize) -> RvgpuStatus {
