@@ -1364,20 +1364,14 @@ mod tests {
         let forged = 0x5A5A_5A58usize as *mut RvgpuFence;
         let event = 0x44 as *mut c_void;
         // SAFETY: handles are only looked up; nulls are part of the contract.
-        unsafe {
-            assert_eq!(
-                rvgpu_fence_wait_async(ptr::null_mut(), 1, event),
-                RvgpuStatus::InvalidArgument
-            );
-            assert_eq!(
-                rvgpu_fence_wait_async(forged, 1, ptr::null_mut()),
-                RvgpuStatus::InvalidArgument
-            );
-            assert_eq!(
-                rvgpu_fence_wait_async(forged, 1, event),
-                RvgpuStatus::InvalidHandle
-            );
-        }
+        let s = unsafe { rvgpu_fence_wait_async(ptr::null_mut(), 1, event) };
+        assert_eq!(s, RvgpuStatus::InvalidArgument);
+        // SAFETY: as above.
+        let s = unsafe { rvgpu_fence_wait_async(forged, 1, ptr::null_mut()) };
+        assert_eq!(s, RvgpuStatus::InvalidArgument);
+        // SAFETY: as above.
+        let s = unsafe { rvgpu_fence_wait_async(forged, 1, event) };
+        assert_eq!(s, RvgpuStatus::InvalidHandle);
     }
 
     #[test]
