@@ -85,7 +85,7 @@ fn dwords(cmds: &[Command]) -> Vec<u32> {
     out
 }
 
-/// The DLL binds every import to the simulated OS: the 21 gdi32 thunks it links against, the
+/// The DLL binds every import to the simulated OS: the 24 gdi32 thunks it links against, the
 /// kernel32 routines of its runtime (heap, SRW locks, events, waits, module lookup), advapi32's
 /// ETW registration and ntdll's C-library routines; its exports are the C API.
 /// Opens the adapter and creates a user-mode queue through the DLL's C API: (adapter, queue).
@@ -120,7 +120,7 @@ fn the_dll_binds_its_imports_to_the_simulated_os() {
         .iter()
         .filter(|i| i.starts_with("gdi32.dll!"))
         .count();
-    assert_eq!(gdi, 21, "{imports:?}");
+    assert_eq!(gdi, 24, "{imports:?}");
     for needed in [
         "gdi32.dll!D3DKMTOpenAdapterFromLuid",
         "gdi32.dll!D3DKMTSubmitCommandToHwQueue",
@@ -289,8 +289,8 @@ fn submit_through_the_doorbell(m: Arc<Machine>) {
 /// NF-17, MF-04 on the shipped binaries: a native fence the DLL creates (D3DKMTCreateNativeFence
 /// through GetProcAddress), signalled from the CPU (the driver image's
 /// DxgkDdiUpdateCurrentValuesFromCpu) and waited for: a poll, a wait with a timeout (an event
-/// and WaitForSingleObject) that times out, and waits in the event and the blocking form that
-/// a signal from another thread releases.
+/// and WaitForSingleObject) that times out, waits in the event and the blocking form that a
+/// signal from another thread releases, and a wait on the application's own event.
 #[test]
 fn nf_17_mf_04_the_shipped_dll_signals_and_waits_a_native_fence() {
     let m = pe_machine();
@@ -345,9 +345,105 @@ fn nf_17_mf_04_the_shipped_dll_signals_and_waits_a_native_fence() {
         assert_eq!(waiter.join().expect("the waiter"), OK);
     }
     assert_eq!(p.calls("WaitForSingleObject"), 2);
+    // The event form the application owns: rvgpu_fence_wait_async registers the wait on its
+    // event and returns; the event is signalled once the fence reaches the value. Something
+    // that is no event of the process is refused.
+    let k = |name: &str, args: &[u64]| p.call_import(name, args).expect(name);
+    let event = k("CreateEventW", &[0, 1, 0, 0]);
+    assert_ne!(event, 0);
+    assert_eq!(
+        call(&p, "rvgpu_fence_wait_async", &[fence, 0x1234, 0x10]),
+        INVALID_ARGUMENT
+    );
+    assert_eq!(call(&p, "rvgpu_fence_wait_async", &[fence, 13, event]), OK);
+    assert_eq!(k("WaitForSingleObject", &[event, 0]), 0x102, "not yet");
+    assert_eq!(call(&p, "rvgpu_fence_signal", &[fence, 13]), OK);
+    assert_eq!(k("WaitForSingleObject", &[event, 5000]), 0);
+    assert_eq!(k("CloseHandle", &[event]), 1);
     assert_eq!(call(&p, "rvgpu_fence_destroy", &[fence]), OK);
     assert_eq!(call(&p, "rvgpu_close_adapter", &[adapter]), OK);
     assert_eq!(p.heap_blocks(), 0, "the DLL freed what it allocated");
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// DDI-03 through the shipped DLL: `rvgpu_va_reserve` at a chosen address
+/// (`D3DKMTReserveGpuVirtualAddress`), `rvgpu_buffer_map_va` of the buffer's second page
+/// there (`D3DKMTMapGpuVirtualAddress` on a paging queue, waited for), a FILL through that VA
+/// lands in the buffer's second page, `rvgpu_va_free` (`D3DKMTFreeGpuVirtualAddress`); a range
+/// that is not reserved cannot be freed, pages past the buffer are refused.
+#[test]
+fn ddi_03_the_shipped_dll_maps_a_buffer_at_a_chosen_va() {
+    const CHOSEN: u64 = 0x7000_0000_0000;
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let (adapter, queue) = open_queue(&p);
+    let mut buffer = 0u64;
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_buffer_create",
+            &[adapter, 8192, addr(&mut buffer)]
+        ),
+        OK
+    );
+    let mut va = 0u64;
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_va_reserve",
+            &[adapter, CHOSEN, 0x1_0000, addr(&mut va)]
+        ),
+        OK,
+        "{}",
+        log_of(&m)
+    );
+    assert_eq!(va, CHOSEN);
+    assert_eq!(
+        call(&p, "rvgpu_buffer_map_va", &[buffer, CHOSEN, 1, 2]),
+        INVALID_ARGUMENT,
+        "pages 1..3 of a two-page buffer"
+    );
+    assert_eq!(
+        call(&p, "rvgpu_buffer_map_va", &[buffer, CHOSEN, 1, 1]),
+        OK,
+        "{}",
+        log_of(&m)
+    );
+    assert_eq!(p.calls("D3DKMTMapGpuVirtualAddress"), 1);
+    let fill = Command::Fill {
+        dst: CHOSEN + 8,
+        bytes: 8,
+        pattern: 0x5A5A_0003,
+    };
+    let d = dwords(&[fill]);
+    let mut v = 0u64;
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_submit",
+            &[queue, d.as_ptr() as u64, d.len() as u64, addr(&mut v)]
+        ),
+        OK
+    );
+    assert_eq!(call(&p, "rvgpu_queue_wait", &[queue, v, u64::MAX]), OK);
+    let mut data = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_lock", &[buffer, 1, 0, 0, addr(&mut data)]),
+        OK
+    );
+    // SAFETY: the lock's view of the 8 KiB buffer; words 1 and 513 are inside it.
+    let (page0, page1) = unsafe {
+        let w = data as *const u64;
+        (w.add(1).read_volatile(), w.add(513).read_volatile())
+    };
+    assert_eq!((page0, page1), (0, 0x5A5A_0003));
+    assert_eq!(call(&p, "rvgpu_buffer_unlock", &[buffer]), OK);
+    assert_eq!(call(&p, "rvgpu_va_free", &[adapter, CHOSEN, 0x1_0000]), OK);
+    assert_ne!(
+        call(&p, "rvgpu_va_free", &[adapter, CHOSEN, 0x1_0000]),
+        OK,
+        "a range freed twice"
+    );
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
@@ -820,7 +916,7 @@ fn every_thunk_given_garbage_returns_an_error_status() {
     ] {
         thunks.push(t.to_string());
     }
-    assert_eq!(thunks.len(), 27);
+    assert_eq!(thunks.len(), 30);
     static RO: [u8; 256] = [0; 256];
     for t in &thunks {
         let mut zeros = [0u8; 256];

@@ -175,6 +175,11 @@ RvgpuStatus rvgpu_fence_open(RvgpuAdapter *adapter, void *nt_handle, RvgpuFence 
 RvgpuStatus rvgpu_fence_signal(RvgpuFence *fence, uint64_t value);
 RvgpuStatus rvgpu_fence_value(RvgpuFence *fence, uint64_t *out_value);
 RvgpuStatus rvgpu_fence_wait(RvgpuFence *fence, uint64_t value, uint64_t timeout_ns);
+/* Registers a wait for value that signals event (a Win32 event of this process, e.g. from
+   CreateEventW) once released or once the fence is gone, and returns at once; wait on the event
+   with WaitForSingleObject. A handle the OS does not take as an event is an invalid argument
+   (RVGPU_STATUS_INVALID_ARGUMENT). Thread-safe like every call. */
+RvgpuStatus rvgpu_fence_wait_async(RvgpuFence *fence, uint64_t value, void *event);
 RvgpuStatus rvgpu_fence_destroy(RvgpuFence *fence);
 
 /* Buffers. */
@@ -186,6 +191,18 @@ RvgpuStatus rvgpu_buffer_lock(RvgpuBuffer *buffer, uint32_t flags, RvgpuQueue *c
 RvgpuStatus rvgpu_buffer_unlock(RvgpuBuffer *buffer);
 RvgpuStatus rvgpu_buffer_fill(RvgpuQueue *queue, RvgpuBuffer *buffer, uint64_t offset, uint64_t bytes, uint64_t pattern, uint64_t *out_progress);
 RvgpuStatus rvgpu_buffer_copy(RvgpuQueue *queue, RvgpuBuffer *src, uint64_t src_offset, RvgpuBuffer *dst, uint64_t dst_offset, uint64_t bytes, uint64_t *out_progress);
+
+/* GPU virtual addresses the application places itself. rvgpu_va_reserve reserves size bytes
+   (a non-zero multiple of 4 KiB) of the adapter's GPU VA space at base (64 KiB aligned; 0: the
+   OS chooses); rvgpu_buffer_map_va maps page_count 4 KiB pages of the buffer's current memory,
+   from first_page, read-write at va (page-aligned, inside a reserved range of the buffer's
+   adapter) and returns once the GPU may use them; rvgpu_va_free frees a reserved range, every
+   page of it unmapped (GPU work that still uses it faults and loses the device). Pages past
+   the buffer's end, unaligned or empty ranges are RVGPU_STATUS_INVALID_ARGUMENT. Thread-safe;
+   mapping and freeing ranges other threads' work uses is the application's to order. */
+RvgpuStatus rvgpu_va_reserve(RvgpuAdapter *adapter, uint64_t base, uint64_t size, uint64_t *out_va);
+RvgpuStatus rvgpu_buffer_map_va(RvgpuBuffer *buffer, uint64_t va, uint64_t first_page, uint64_t page_count);
+RvgpuStatus rvgpu_va_free(RvgpuAdapter *adapter, uint64_t base, uint64_t size);
 
 /* A static English name for any status value ("unknown status" for other values). */
 const char *rvgpu_status_string(uint32_t status);

@@ -35,6 +35,10 @@
 //! `rvgpu_buffer_fill` / `rvgpu_buffer_copy`; packets of `rvgpu_submit` and
 //! `rvgpu_queue_submit` are not.
 //!
+//! GPU VAs (`capi_va`): an application may reserve a range of the adapter's GPU VA space at an
+//! address it chooses, map buffer pages there and free it (`rvgpu_va_*`,
+//! `rvgpu_buffer_map_va`).
+//!
 //! Threading: every call may be made from any thread. Calls on one queue or one buffer are
 //! serialized by the object's lock; waits (`rvgpu_queue_wait`, `rvgpu_fence_wait`) are made
 //! without it, so one thread may wait while another submits.
@@ -381,6 +385,9 @@ mod imp {
         Err(NONE)
     }
     pub fn fence_wait(_f: usize, _value: u64, _timeout_ns: u64) -> RvgpuStatus {
+        NONE
+    }
+    pub fn fence_wait_async(_f: usize, _value: u64, _event: usize) -> RvgpuStatus {
         NONE
     }
     pub fn fence_destroy(_f: usize) -> RvgpuStatus {
@@ -955,6 +962,25 @@ pub unsafe extern "C" fn rvgpu_fence_wait(
     imp::fence_wait(h(fence), value, timeout_ns)
 }
 
+/// Registers a CPU wait for the fence to reach `value` that signals `event` (a Win32 event
+/// of this process) when it is released, and returns at once: the application waits on the
+/// event (`WaitForSingleObject`). A fence destroyed meanwhile also signals it; read the value
+/// to tell. A handle the OS does not accept as an event is `RVGPU_STATUS_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// No pointer is dereferenced (the fence and the event are handles).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_fence_wait_async(
+    fence: *mut RvgpuFence,
+    value: u64,
+    event: *mut c_void,
+) -> RvgpuStatus {
+    if fence.is_null() || event.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    imp::fence_wait_async(h(fence), value, h(event))
+}
+
 /// Destroys a native fence; a CPU wait on it in another thread returns
 /// `RVGPU_STATUS_DEVICE_LOST`.
 ///
@@ -1149,6 +1175,112 @@ pub unsafe extern "C" fn rvgpu_buffer_copy(
     out(r, |v| unsafe { put(out_progress, v) })
 }
 
+/// The GPU VA calls over the types behind the handles (`capi_va`): `WinKmt` on Windows, the
+/// unit tests' mock on the host.
+#[cfg(any(windows, test))]
+mod va_imp {
+    #[cfg(windows)]
+    type K = alloc::sync::Arc<crate::kmt_windows::WinKmt>;
+    #[cfg(all(test, not(windows)))]
+    use super::buffer_tests::MockKmt as K;
+
+    pub fn reserve(a: usize, base: u64, size: u64) -> Result<u64, super::RvgpuStatus> {
+        crate::capi_va::reserve::<K>(a, base, size)
+    }
+    pub fn map(b: usize, va: u64, first: u64, pages: u64) -> Result<(), super::RvgpuStatus> {
+        crate::capi_va::map::<K>(b, va, first, pages)
+    }
+    pub fn free(a: usize, base: u64, size: u64) -> Result<(), super::RvgpuStatus> {
+        crate::capi_va::free::<K>(a, base, size)
+    }
+}
+
+/// No D3DKMT off Windows: no adapter, so no VA space either.
+#[cfg(not(any(windows, test)))]
+mod va_imp {
+    use super::RvgpuStatus;
+
+    pub fn reserve(_a: usize, _base: u64, _size: u64) -> Result<u64, RvgpuStatus> {
+        Err(RvgpuStatus::InvalidHandle)
+    }
+    pub fn map(_b: usize, _va: u64, _first: u64, _pages: u64) -> Result<(), RvgpuStatus> {
+        Err(RvgpuStatus::InvalidHandle)
+    }
+    pub fn free(_a: usize, _base: u64, _size: u64) -> Result<(), RvgpuStatus> {
+        Err(RvgpuStatus::InvalidHandle)
+    }
+}
+
+/// Reserves `size` bytes (a non-zero multiple of 4 KiB) of the adapter's GPU VA space at
+/// `base` (64 KiB aligned; 0: the OS chooses) and returns the range's address. The range maps
+/// nothing until `rvgpu_buffer_map_va` maps buffer pages into it.
+///
+/// # Safety
+/// `out_va` must be null or valid for one `u64` write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_va_reserve(
+    adapter: *mut RvgpuAdapter,
+    base: u64,
+    size: u64,
+    out_va: *mut u64,
+) -> RvgpuStatus {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_va, 0) } || adapter.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    if let Err(e) = crate::capi_va::check_reserve(base, size) {
+        return e;
+    }
+    // SAFETY: accepted by `clear`.
+    out(va_imp::reserve(h(adapter), base, size), |v| unsafe {
+        put(out_va, v)
+    })
+}
+
+/// Maps `page_count` 4 KiB pages of the buffer's current memory, from page `first_page`,
+/// read-write at `va` (page-aligned, inside a range `rvgpu_va_reserve` reserved on the
+/// buffer's adapter), and returns once the GPU may use the mapping. Pages past the buffer's
+/// end are `InvalidArgument`.
+///
+/// # Safety
+/// No pointer is dereferenced (the buffer is a handle).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_buffer_map_va(
+    buffer: *mut RvgpuBuffer,
+    va: u64,
+    first_page: u64,
+    page_count: u64,
+) -> RvgpuStatus {
+    if buffer.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    if let Err(e) = crate::capi_va::check_map(va, first_page, page_count) {
+        return e;
+    }
+    out(va_imp::map(h(buffer), va, first_page, page_count), |()| {})
+}
+
+/// Frees the range of `size` bytes at `base` that `rvgpu_va_reserve` reserved on the adapter:
+/// every page of it is unmapped; GPU work that uses it afterwards faults and loses the
+/// device.
+///
+/// # Safety
+/// No pointer is dereferenced (the adapter is a handle).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_va_free(
+    adapter: *mut RvgpuAdapter,
+    base: u64,
+    size: u64,
+) -> RvgpuStatus {
+    if adapter.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    if let Err(e) = crate::capi_va::check_free(base, size) {
+        return e;
+    }
+    out(va_imp::free(h(adapter), base, size), |()| {})
+}
+
 /// A static, NUL-terminated English name for a status value ("unknown status" for a value
 /// that is none).
 #[unsafe(no_mangle)]
@@ -1223,6 +1355,23 @@ mod tests {
         // SAFETY: as above.
         let s = unsafe { rvgpu_fence_open(adapter, 0x44 as *mut c_void, ptr::null_mut()) };
         assert_eq!(s, RvgpuStatus::InvalidArgument);
+    }
+
+    /// MF-04's event form with what an attacker passes: a NULL fence or event is
+    /// `InvalidArgument`, a forged fence `InvalidHandle`.
+    #[test]
+    fn mf_04_async_wait_refuses_null_and_forged_handles() {
+        let forged = 0x5A5A_5A58usize as *mut RvgpuFence;
+        let event = 0x44 as *mut c_void;
+        // SAFETY: handles are only looked up; nulls are part of the contract.
+        let s = unsafe { rvgpu_fence_wait_async(ptr::null_mut(), 1, event) };
+        assert_eq!(s, RvgpuStatus::InvalidArgument);
+        // SAFETY: as above.
+        let s = unsafe { rvgpu_fence_wait_async(forged, 1, ptr::null_mut()) };
+        assert_eq!(s, RvgpuStatus::InvalidArgument);
+        // SAFETY: as above.
+        let s = unsafe { rvgpu_fence_wait_async(forged, 1, event) };
+        assert_eq!(s, RvgpuStatus::InvalidHandle);
     }
 
     #[test]

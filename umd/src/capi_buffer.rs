@@ -128,6 +128,17 @@ pub(crate) fn destroy<K: Kmt + 'static, Q: Timeline + 'static>(
         .map_or_else(status_from_lock, |()| RvgpuStatus::Ok)
 }
 
+/// The thunks of buffer `b`, its current memory's allocation handle and its size in bytes
+/// (`rvgpu_buffer_map_va`).
+pub(crate) fn backing<K: Kmt + Clone + 'static>(
+    b: usize,
+) -> Result<(K, crate::kmt::KmtHandle, u64), RvgpuStatus> {
+    let obj = buffer::<K>(b)?;
+    let g = obj.lock();
+    let buf = g.buf()?;
+    Ok((g.kmt.clone(), buf.handle(), buf.size()))
+}
+
 pub(crate) fn gpu_va<K: Kmt + 'static>(b: usize) -> Result<u64, RvgpuStatus> {
     Ok(buffer::<K>(b)?.lock().buf()?.gpu_va())
 }

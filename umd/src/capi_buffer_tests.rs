@@ -14,7 +14,8 @@ use crate::capi_buffer::{AdapterObj, AdapterState};
 use crate::capi_handles::{self as handles, Kind};
 use crate::kmt::{
     Allocation, AllocationCpu, AllocationKind, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu,
-    DoorbellStatus, FenceCpu, HwQueue, Kmt, KmtHandle, MappedGpu, NtStatus, STATUS_NOT_SUPPORTED,
+    DoorbellStatus, FenceCpu, HwQueue, Kmt, KmtHandle, MapGpuVa, MappedGpu, MappedGpuVa, NtStatus,
+    PagingQueue, ReserveGpuVa, STATUS_NOT_SUPPORTED,
 };
 use crate::usage::{Timeline, TimelineId, TrackedQueue};
 
@@ -25,6 +26,13 @@ pub(super) enum Ev {
     Destroy(KmtHandle, bool),
     Wait(KmtHandle, u64),
     Invalidate(KmtHandle),
+    /// `rvgpu_va_*`: a reservation (base, size), a mapping (allocation, VA, first page,
+    /// pages), a free (base, size), a paging queue made or destroyed.
+    Reserve(u64, u64),
+    Map(KmtHandle, u64, u64, u64),
+    Free(u64, u64),
+    PagingQueue(KmtHandle),
+    PagingQueueGone(KmtHandle),
 }
 
 #[derive(Debug, Default)]
@@ -194,7 +202,47 @@ impl Kmt for MockKmt {
         *v = (*v).max(value);
         Ok(())
     }
+    fn create_paging_queue(&self, _priority: i32) -> Result<PagingQueue<NoCpu>, NtStatus> {
+        let mut w = self.0.borrow_mut();
+        w.next += 2;
+        let h = w.next - 1;
+        w.log.push(Ev::PagingQueue(h));
+        Ok(PagingQueue {
+            handle: h,
+            fence: h + 1,
+            fence_cpu: NoCpu,
+        })
+    }
+    fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+        self.0.borrow_mut().log.push(Ev::PagingQueueGone(queue));
+        Ok(())
+    }
+    fn reserve_gpu_va(&self, r: &ReserveGpuVa) -> Result<u64, NtStatus> {
+        self.0.borrow_mut().log.push(Ev::Reserve(r.base, r.size));
+        Ok(if r.base == 0 { MOCK_VA } else { r.base })
+    }
+    fn map_gpu_va(&self, r: &MapGpuVa) -> Result<MappedGpuVa, NtStatus> {
+        self.0.borrow_mut().log.push(Ev::Map(
+            r.allocation,
+            r.base,
+            r.offset_in_pages,
+            r.size_in_pages,
+        ));
+        Ok(MappedGpuVa {
+            va: r.base,
+            paging_fence_value: MOCK_PAGING_VALUE,
+        })
+    }
+    fn free_gpu_va(&self, base: u64, size: u64) -> Result<(), NtStatus> {
+        self.0.borrow_mut().log.push(Ev::Free(base, size));
+        Ok(())
+    }
 }
+
+/// Where the mock's VidMm places a reservation it chooses.
+const MOCK_VA: u64 = 0x6000_0000_0000;
+/// The paging fence value the mock's mappings report.
+const MOCK_PAGING_VALUE: u64 = 5;
 
 /// A queue whose progress fence lives in the mock's world.
 #[derive(Debug)]
@@ -692,4 +740,100 @@ fn al02_stale_wrong_kind_and_forged_handles_return_invalid_handle() {
     assert_eq!(s.lock(b, RVGPU_LOCK_READ).0, RvgpuStatus::Ok);
     assert_eq!(s.unlock(b), RvgpuStatus::Ok);
     assert_eq!(s.destroy(b), RvgpuStatus::Ok);
+}
+
+/// DDI-03: an application places a buffer's pages at a VA it chose: the reservation is where
+/// it asked, the mapping names the buffer's allocation, pages and VA, the call returns only
+/// after waiting for the paging fence, and its paging queue is gone after; the free names the
+/// range.
+#[test]
+fn ddi_03_map_va_waits_for_the_paging_fence() {
+    const CHOSEN: u64 = 0x7000_0000_0000;
+    let s = Setup::new(true);
+    let b = s.buffer(4 * 4096);
+    let alloc = match s.log().last() {
+        Some(Ev::Create(h)) => *h,
+        e => panic!("the buffer's allocation was the last thing made, not {e:?}"),
+    };
+    let mut va = 1;
+    // SAFETY: a live adapter and a valid out-pointer.
+    let st = unsafe { rvgpu_va_reserve(s.adapter, CHOSEN, 0x1_0000, &mut va) };
+    assert_eq!((st, va), (RvgpuStatus::Ok, CHOSEN));
+    // SAFETY: as above; the OS chooses.
+    let st = unsafe { rvgpu_va_reserve(s.adapter, 0, 0x1_0000, &mut va) };
+    assert_eq!((st, va), (RvgpuStatus::Ok, MOCK_VA));
+    let before = s.log().len();
+    // SAFETY: a live buffer handle.
+    let st = unsafe { rvgpu_buffer_map_va(b, CHOSEN + 4096, 1, 2) };
+    assert_eq!(st, RvgpuStatus::Ok);
+    let ev = s.log().split_off(before);
+    let Some(Ev::PagingQueue(pq)) = ev.first().cloned() else {
+        panic!("no paging queue first: {ev:?}");
+    };
+    assert_eq!(
+        ev,
+        vec![
+            Ev::PagingQueue(pq),
+            Ev::Map(alloc, CHOSEN + 4096, 1, 2),
+            Ev::Wait(pq + 1, MOCK_PAGING_VALUE),
+            Ev::PagingQueueGone(pq),
+        ]
+    );
+    // SAFETY: a live adapter handle.
+    let st = unsafe { rvgpu_va_free(s.adapter, CHOSEN, 0x1_0000) };
+    assert_eq!(st, RvgpuStatus::Ok);
+    assert_eq!(s.log().last(), Some(&Ev::Free(CHOSEN, 0x1_0000)));
+    assert_eq!(s.destroy(b), RvgpuStatus::Ok);
+}
+
+/// DDI-03 with what an attacker passes: NULL handles and out-pointers are
+/// `InvalidArgument` (the out-pointer cleared), forged, destroyed and wrong-kind handles
+/// `InvalidHandle`, pages past the buffer's end `InvalidArgument`; none reaches the thunks.
+#[test]
+fn ddi_03_va_calls_refuse_bad_handles_and_ranges() {
+    let s = Setup::new(true);
+    let b = s.buffer(2 * 4096);
+    let forged = 0x5A5A_5A58usize;
+    let before = s.log().len();
+    let mut va = 7;
+    // SAFETY: null is part of the contract.
+    let st = unsafe { rvgpu_va_reserve(ptr::null_mut(), 0, 4096, &mut va) };
+    assert_eq!((st, va), (RvgpuStatus::InvalidArgument, 0));
+    // SAFETY: as above.
+    let st = unsafe { rvgpu_va_reserve(s.adapter, 0, 4096, ptr::null_mut()) };
+    assert_eq!(st, RvgpuStatus::InvalidArgument);
+    for a in [handle::<RvgpuAdapter>(forged), handle(b.addr())] {
+        va = 7;
+        // SAFETY: handles are only looked up; a valid out-pointer.
+        let st = unsafe { rvgpu_va_reserve(a, 0, 4096, &mut va) };
+        assert_eq!((st, va), (RvgpuStatus::InvalidHandle, 0));
+        // SAFETY: as above.
+        let st = unsafe { rvgpu_va_free(a, 0x1_0000, 4096) };
+        assert_eq!(st, RvgpuStatus::InvalidHandle);
+    }
+    // SAFETY: as above.
+    let st = unsafe { rvgpu_va_free(ptr::null_mut(), 0x1_0000, 4096) };
+    assert_eq!(st, RvgpuStatus::InvalidArgument);
+    // SAFETY: null is part of the contract.
+    let st = unsafe { rvgpu_buffer_map_va(ptr::null_mut(), 0x1_0000, 0, 1) };
+    assert_eq!(st, RvgpuStatus::InvalidArgument);
+    for bad in [handle::<RvgpuBuffer>(forged), handle(s.adapter.addr())] {
+        // SAFETY: handles are only looked up.
+        let st = unsafe { rvgpu_buffer_map_va(bad, 0x1_0000, 0, 1) };
+        assert_eq!(st, RvgpuStatus::InvalidHandle);
+    }
+    for (first, pages) in [(0, 3), (2, 1), (1, 2)] {
+        // SAFETY: a live buffer handle.
+        let st = unsafe { rvgpu_buffer_map_va(b, 0x1_0000, first, pages) };
+        assert_eq!(
+            st,
+            RvgpuStatus::InvalidArgument,
+            "pages {first}+{pages} of 2"
+        );
+    }
+    assert_eq!(s.log().len(), before, "a refused call reached the thunks");
+    assert_eq!(s.destroy(b), RvgpuStatus::Ok);
+    // SAFETY: a destroyed handle is only looked up.
+    let st = unsafe { rvgpu_buffer_map_va(b, 0x1_0000, 0, 1) };
+    assert_eq!(st, RvgpuStatus::InvalidHandle);
 }

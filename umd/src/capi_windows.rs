@@ -317,6 +317,20 @@ pub fn fence_wait(f: usize, value: u64, timeout_ns: u64) -> RvgpuStatus {
     }
 }
 
+pub fn fence_wait_async(f: usize, value: u64, event: usize) -> RvgpuStatus {
+    let (kmt, nf) = match fence(f) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let event = core::ptr::without_provenance_mut(event);
+    match kmt.wait_async(nf.kmt, value, event) {
+        Ok(()) => RvgpuStatus::Ok,
+        // The fence is a live one of this process: what the OS refuses is the event.
+        Err(NtStatus(STATUS_INVALID_PARAMETER)) => RvgpuStatus::InvalidArgument,
+        Err(e) => from_nt(e),
+    }
+}
+
 pub fn fence_destroy(f: usize) -> RvgpuStatus {
     let obj = match handles::take::<Fence>(Kind::Fence, f) {
         Ok(o) => o,

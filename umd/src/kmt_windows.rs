@@ -987,6 +987,28 @@ impl WinKmt {
         outcome
     }
 
+    /// Registers a CPU wait for `fence` to reach `value` that signals the caller's `event`
+    /// (`D3DKMTWaitForSynchronizationObjectFromCpu` with `hAsyncEvent`): returns at once; the
+    /// OS signals the event when the wait is released (or the fence is gone).
+    pub fn wait_async(
+        &self,
+        fence: KmtHandle,
+        value: u64,
+        event: windows_sys::Win32::Foundation::HANDLE,
+    ) -> Result<(), NtStatus> {
+        let args = D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU {
+            hDevice: self.device,
+            ObjectCount: 1,
+            ObjectHandleArray: &fence,
+            FenceValueArray: &value,
+            hAsyncEvent: event,
+            ..Default::default()
+        };
+        // SAFETY: the arrays point to one handle and one value on this stack frame; the OS
+        // validates the event handle and holds its own reference to it.
+        check(unsafe { D3DKMTWaitForSynchronizationObjectFromCpu(&args) })
+    }
+
     /// `D3DKMTCreateNativeFence` of a default-type native fence (sysmem CurrentValue and
     /// MonitoredValue), with `initial_value`, keeping the CurrentValue CPU mapping (the C API's
     /// fences). [`Kmt::create_native_fence`] is the same call without the mapping.

@@ -18,6 +18,7 @@ mod capi_buffer;
 mod capi_handles;
 #[cfg(windows)]
 mod capi_queue;
+mod capi_va;
 #[cfg(windows)]
 mod capi_windows;
 pub mod d3d_runtime;

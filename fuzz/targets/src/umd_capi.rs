@@ -18,7 +18,7 @@ use crate::input::{Input, Writer};
 /// Calls per input at most.
 const MAX_CALLS: usize = 64;
 /// Call selectors (`sel % SELECTORS`); the last one replays a command stream.
-const SELECTORS: u8 = 27;
+const SELECTORS: u8 = 28;
 
 fn ptr_or_null<T>(b: u8, p: *mut T) -> *mut T {
     if b & 1 == 0 {
@@ -336,6 +336,37 @@ pub fn run(data: &[u8]) {
                         capi::rvgpu_buffer_status(
                             ptr_or_null(nulls >> 2, buffer),
                             ptr_or_null(nulls >> 3, &mut b),
+                        ),
+                    );
+                }
+                26 => {
+                    let s = capi::rvgpu_va_reserve(
+                        ptr_or_null(nulls, adapter),
+                        inp.u64(),
+                        inp.u64(),
+                        ptr_or_null(nulls >> 1, &mut out_u64),
+                    );
+                    check("va_reserve", s);
+                    assert_eq!(out_u64, 0);
+                    check(
+                        "buffer_map_va",
+                        capi::rvgpu_buffer_map_va(
+                            ptr_or_null(nulls >> 2, buffer),
+                            inp.u64(),
+                            inp.u64(),
+                            inp.u64(),
+                        ),
+                    );
+                    check(
+                        "va_free",
+                        capi::rvgpu_va_free(ptr_or_null(nulls >> 3, adapter), inp.u64(), inp.u64()),
+                    );
+                    check(
+                        "fence_wait_async",
+                        capi::rvgpu_fence_wait_async(
+                            ptr_or_null(nulls >> 4, fence),
+                            inp.u64(),
+                            ptr_or_null(nulls >> 5, fake_ptr),
                         ),
                     );
                 }

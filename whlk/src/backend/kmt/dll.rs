@@ -36,6 +36,8 @@ const TIMEOUT: u64 = 4;
 const WAS_STILL_DRAWING: u64 = 7;
 /// `RVGPU_LOCK_READ`, `RVGPU_LOCK_WRITE`.
 const LOCK_READ: u64 = 0x1;
+/// `STATUS_DEVICE_REMOVED`.
+const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
 const LOCK_WRITE: u64 = 0x2;
 
 fn status_name(s: u64) -> &'static str {
@@ -89,9 +91,14 @@ impl crate::backend::Backend for DllBackend {
                 Capability::KmdCaps,
                 Capability::AllocationUsage,
                 Capability::Fences,
+                Capability::FenceInternals,
+                Capability::EngineIdle,
+                Capability::Paging,
                 Capability::ConfiguredMachine,
                 Capability::NativeFences,
                 Capability::Tdr,
+                Capability::TdrTrace,
+                Capability::StepMode,
                 Capability::OsTrace,
                 Capability::OsControl,
                 Capability::FaultInjection,
@@ -99,6 +106,7 @@ impl crate::backend::Backend for DllBackend {
                 Capability::KernelModeTesting,
                 Capability::UmdFences,
                 Capability::FenceLogs,
+                Capability::GpuVaPlacement,
             ])
         } else {
             // Its queues and fences are user-mode queues and native fences.
@@ -113,7 +121,7 @@ impl crate::backend::Backend for DllBackend {
                  loads (this one starts the machine with the real driver, as PnP does)"
             )));
         }
-        let (m, render_only) = super::sim::machine_after_starts(config)?;
+        let (m, render_only) = super::sim::machine_after_starts(config, true)?;
         Ok(Box::new(DllSession {
             m: Arc::new(m),
             image: self.image.clone(),
@@ -128,6 +136,9 @@ impl crate::backend::Backend for DllBackend {
             suspended: Vec::new(),
             testing: Default::default(),
             um_fences: Vec::new(),
+            recorder: None,
+            idle_f1: config.idle_f1_ticks > 0,
+            va_ranges: Vec::new(),
         }))
     }
 }
@@ -188,6 +199,12 @@ pub(super) struct DllSession {
     pub(super) suspended: Vec<(usize, u32)>,
     /// Fences made through `UmdFences`: (process, `RvgpuFence*`).
     pub(super) um_fences: Vec<(usize, u64)>,
+    /// The engines request F1 when idle (`SessionConfig::idle_f1_ticks`).
+    idle_f1: bool,
+    /// GPU VA ranges reserved through `GpuVaPlacement`: (process, base, bytes) (`dll_gpuva`).
+    pub(super) va_ranges: Vec<(usize, u64, u64)>,
+    /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`dll_logs`).
+    pub(super) recorder: Option<Arc<rvgpu_simos::sync::trace::Recorder>>,
     /// The kernel-mode testing interface's objects (`dll_os`).
     pub(super) testing: crate::backend::testing::TestingState<crate::backend::sim::kmt::SessKmt>,
 }
@@ -203,6 +220,12 @@ impl DllSession {
 
     pub(super) fn machine_arc(&self) -> Arc<Machine> {
         self.m.clone()
+    }
+
+    /// Whether the machine runs in step mode: nothing happens on it but in the rounds the
+    /// harness runs and the rounds the DLL's waits run on the calling thread.
+    pub(super) fn stepped(&self) -> bool {
+        self.m.config().mode == rvgpu_simos::Mode::Step
     }
 
     /// The simulated OS process behind process `p`'s D3D device (its NT handle table).
@@ -243,6 +266,10 @@ impl DllSession {
                 "{name} returned RVGPU_STATUS_NOT_IMPLEMENTED (declared in rvgpu_umd.h, not \
                  implemented by this build of the DLL)"
             ))),
+            // The C API's name for what the thunks report as STATUS_DEVICE_REMOVED.
+            DEVICE_LOST => Err(self
+                .fault()
+                .unwrap_or(Failure::DdiFailed(STATUS_DEVICE_REMOVED))),
             s => Err(self.fault().unwrap_or_else(|| {
                 Failure::Backend(format!("{name} returned {}", status_name(s)))
             })),
@@ -267,6 +294,11 @@ impl DllSession {
             ));
         }
         Ok(d)
+    }
+
+    /// Plain buffer `b`'s process and `RvgpuBuffer*`.
+    pub(super) fn buffer_handle(&self, b: BufferRef) -> Result<(usize, u64), Failure> {
+        self.buffer(b).map(|d| (d.process, d.handle))
     }
 
     fn tracked_buffer(&self, b: TrackedRef) -> Result<&DBuffer, Failure> {
@@ -442,6 +474,7 @@ impl DllSession {
             "rvgpu_queue_submit",
             &[h, desc.as_ptr() as u64, &raw mut progress as u64],
         )?;
+        self.drain_fence_log(p, h)?;
         Ok(progress)
     }
 
@@ -515,6 +548,7 @@ impl DllSession {
                         q.info = info;
                     }
                 }
+                note(self.drain_fence_log(p, h));
                 note(self.ok(p, "rvgpu_destroy_queue", &[h]));
                 if let Some(q) = self.queues.get_mut(i) {
                     q.handle = None;
@@ -634,12 +668,21 @@ impl Session for DllSession {
         Ok(())
     }
 
+    /// Threaded: polls. Step mode: one round per 10 µs of budget, as on the simulation
+    /// backend.
     fn run_until(
         &mut self,
         budget: Duration,
         done: &mut dyn FnMut(&dyn Session) -> bool,
     ) -> Result<bool, Failure> {
-        super::poll_until(self, budget, |s| s.fault(), done)
+        if !self.stepped() {
+            return super::poll_until(self, budget, |s| s.fault(), done);
+        }
+        let rounds = usize::try_from(budget.as_micros() / 10).unwrap_or(usize::MAX);
+        let this: &DllSession = self;
+        this.m
+            .run_until(rounds, budget, |_| done(this))
+            .map_err(failure)
     }
 
     crate::backend::session::capabilities! {
@@ -647,7 +690,11 @@ impl Session for DllSession {
         as_kmd_caps / as_kmd_caps_ref: crate::backend::KmdCaps,
         as_alloc_usage / as_alloc_usage_ref: AllocationUsage,
         as_fences / as_fences_ref: crate::backend::Fences,
+        as_fence_internals / as_fence_internals_ref: crate::backend::FenceInternals,
+        as_engine_idle: crate::backend::EngineIdle,
+        as_paging: crate::backend::Paging,
         as_tdr / as_tdr_ref: crate::backend::Tdr,
+        as_tdr_trace / as_tdr_trace_ref: crate::backend::TdrTrace,
         as_os_trace / as_os_trace_ref: crate::backend::OsTrace,
         as_os_control / as_os_control_ref: crate::backend::OsControl,
         as_faults / as_faults_ref: crate::backend::FaultInjection,
@@ -655,6 +702,8 @@ impl Session for DllSession {
         as_fence_logs / as_fence_logs_ref: crate::backend::FenceLogs,
         as_kmtest: crate::backend::testing::KernelModeTesting,
         as_bug_checks / as_bug_checks_ref: crate::backend::BugChecks,
+        as_step / as_step_ref: crate::backend::StepMode,
+        as_gpu_va: crate::backend::GpuVaPlacement,
     }
 }
 
@@ -674,8 +723,12 @@ impl Drop for DllSession {
 /// (`RvgpuFence*`, value) pairs: a batch's wait or signal list.
 pub(super) type FenceList = Vec<(u64, u64)>;
 
-/// One [`StreamLane`] on its own thread: `rvgpu_queue_submit` of each batch, in order.
+/// One [`StreamLane`] on its own thread: `rvgpu_queue_submit` of each batch, in order. A lane
+/// that stops after a recovery learns of it from the OS's counters on `m` (the harness
+/// steering the application, as the simulation backend does).
 fn stream_lane(
+    m: &Machine,
+    adapter: usize,
     lane: &StreamLane,
     up: &Arc<UserProcess>,
     h: u64,
@@ -694,6 +747,9 @@ fn stream_lane(
     };
     std::thread::sleep(lane.start_after);
     for d in batches {
+        if crate::backend::sim::usermode::lane_done_after_recovery(m, adapter, lane, &mut rep) {
+            break;
+        }
         if lane.max_in_flight > 0 {
             let t0 = std::time::Instant::now();
             loop {
@@ -1006,6 +1062,7 @@ impl UserModeSubmission for DllSession {
     fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
         let (p, h) = self.queue(q)?;
         let info = self.status_of(p, h)?;
+        self.drain_fence_log(p, h)?;
         if let Some(d) = self.queues.get_mut(q.0) {
             d.handle = None;
             d.info = info;
@@ -1032,7 +1089,8 @@ impl UserModeSubmission for DllSession {
         })
     }
 
-    /// One thread per lane, each making its queues one after another through the C API:
+    /// One thread per lane (step mode: one lane after another), each making its queues one
+    /// after another through the C API:
     /// `rvgpu_queue_create`, its batches by `rvgpu_queue_submit`, `rvgpu_queue_wait`,
     /// `rvgpu_queue_status` (which path the queue ended on), `rvgpu_destroy_queue`.
     fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
@@ -1048,6 +1106,12 @@ impl UserModeSubmission for DllSession {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             jobs.push((lane, up, adapter, batches));
+        }
+        if self.stepped() {
+            return Ok(jobs
+                .iter()
+                .map(|(lane, up, a, batches)| churn_lane(lane, up, *a, batches))
+                .collect());
         }
         Ok(std::thread::scope(|sc| {
             let handles: Vec<_> = jobs
@@ -1218,6 +1282,31 @@ impl AllocationUsage for DllSession {
     }
 }
 
+impl crate::backend::EngineIdle for DllSession {
+    /// Step mode: the harness runs rounds until the OS moved the engine to F1, as on the
+    /// simulation backend. Threaded, the engines' idle timers run in real time beside the DLL:
+    /// which engine requests F1 first is a race, not the case's.
+    fn await_engine_f1(&mut self, i: usize, node: u32, budget: Duration) -> Result<bool, Failure> {
+        if !self.stepped() {
+            return Err(Failure::Unsupported(
+                "an engine's F1 at a chosen moment on a threaded machine: every idle engine's \
+                 timer runs at once"
+                    .into(),
+            ));
+        }
+        if !self.idle_f1 {
+            return Err(Failure::Unsupported(
+                "the simulated engines request F1 only with SessionConfig::idle_f1_ticks set"
+                    .into(),
+            ));
+        }
+        let rounds = usize::try_from(budget.as_micros() / 10).unwrap_or(usize::MAX);
+        self.m
+            .run_until(rounds, budget, |m| m.engine_fstate(i, node) == Some(1))
+            .map_err(failure)
+    }
+}
+
 /// TDR as an application meets it: on Windows detection and recovery are always on (the
 /// simulated OS turns them on when asked, with the case's timeouts, as Windows' `TdrDelay`
 /// setting would); a reset shows as lost queues and `RVGPU_STATUS_DEVICE_LOST`.
@@ -1237,9 +1326,8 @@ impl crate::backend::Tdr for DllSession {
             .map_err(failure)
     }
 
-    /// One thread per lane, each submitting its batches through `rvgpu_queue_submit` on the
-    /// lane's queue (the C API is thread-safe). An application sees no TDR counter, so every
-    /// lane submits all its batches.
+    /// One thread per lane (step mode: one lane after another), each submitting its batches
+    /// through `rvgpu_queue_submit` on the lane's queue (the C API is thread-safe).
     fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
         let mut jobs = Vec::with_capacity(lanes.len());
         for (k, lane) in lanes.iter().enumerate() {
@@ -1258,12 +1346,26 @@ impl crate::backend::Tdr for DllSession {
                         .and_then(|c| dwords(&c))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            jobs.push((lane, self.process(p)?.0, h, batches));
+            let adapter = self
+                .processes
+                .get(p)
+                .map(|d| d.adapter)
+                .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
+            jobs.push((lane, self.process(p)?.0, h, batches, adapter));
+        }
+        let m: &Machine = &self.m;
+        if self.stepped() {
+            return Ok(jobs
+                .iter()
+                .map(|(lane, up, h, batches, a)| stream_lane(m, *a, lane, up, *h, batches))
+                .collect());
         }
         Ok(std::thread::scope(|sc| {
             let handles: Vec<_> = jobs
                 .iter()
-                .map(|(lane, up, h, batches)| sc.spawn(move || stream_lane(lane, up, *h, batches)))
+                .map(|(lane, up, h, batches, a)| {
+                    sc.spawn(move || stream_lane(m, *a, lane, up, *h, batches))
+                })
                 .collect();
             handles
                 .into_iter()

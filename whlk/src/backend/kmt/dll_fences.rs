@@ -3,12 +3,14 @@
 //! GPU waits and signals as the wait and signal lists of `rvgpu_queue_submit` on a user-mode
 //! queue.
 //!
-//! What no application can observe (MonitoredValue and the system process's addresses, which
-//! the OS maps for the GPU only) is not offered, nor are legacy monitored fences: an
-//! application of this GPU uses native fences, the C API's one fence type.
+//! MonitoredValue and the system process's addresses, which no application sees (the OS maps
+//! them for the GPU only), are the harness's reads of the simulated OS's fence.
+//! Legacy monitored fences are not in the C API: an application of this GPU uses native
+//! fences, the API's one fence type.
 //!
 //! CPU waits in event form run on a thread each, calling `rvgpu_fence_wait` in short slices
-//! so that the session can stop it when it ends.
+//! so that the session can stop it when it ends; on a step-mode machine they are the
+//! application's own event form (`rvgpu_fence_wait_async` on a Win32 event).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -18,7 +20,7 @@ use std::time::Duration;
 use super::dll::{DllSession, FenceList};
 use super::fences::set;
 use crate::backend::{
-    EventRef, Failure, FenceRef, Fences, ProcessRef, QueueRef, SubmitPath, UmQueueRef,
+    EventRef, Failure, FenceRef, FenceValues, Fences, ProcessRef, QueueRef, SubmitPath, UmQueueRef,
     UserModeSubmission, WaitResult,
 };
 
@@ -37,6 +39,9 @@ struct DFence {
     process: usize,
     /// `RvgpuFence*`.
     handle: u64,
+    /// The D3DKMT handle the DLL got for it (how the OS names this process's instance), if
+    /// one appeared.
+    kmt: Option<u32>,
     destroyed: bool,
 }
 
@@ -56,6 +61,9 @@ struct DGpuQueue {
 struct DEvent {
     outcome: Arc<(Mutex<Option<WaitResult>>, Condvar)>,
     thread: Option<JoinHandle<()>>,
+    /// Step mode: the wait `rvgpu_fence_wait_async` registered instead of a thread:
+    /// (process, its Win32 event, `RvgpuFence*`, value).
+    registered: Option<(usize, u64, u64, u64)>,
 }
 
 /// The fence state of a session.
@@ -120,10 +128,41 @@ impl DllSession {
             .ok_or_else(|| Failure::Backend(format!("no fence {}", f.0)))
     }
 
-    fn add_fence(&mut self, process: usize, handle: u64) -> FenceRef {
+    /// The simulated OS's instance behind fence `f` (for the harness's reads).
+    fn os_fence(&self, f: FenceRef) -> Result<rvgpu_simos::NativeFence, Failure> {
+        let (p, _) = self.native(f)?;
+        let adapter = self
+            .processes
+            .get(p)
+            .map(|d| d.adapter)
+            .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
+        self.fence
+            .fences
+            .get(f.0)
+            .and_then(|k| k.kmt)
+            .and_then(|k| self.machine().native_fence_by_kmt(adapter, k))
+            .ok_or_else(|| Failure::Backend(format!("fence {} has no native fence in the OS", f.0)))
+    }
+
+    /// The D3DKMT objects of process `p` now (sorted).
+    fn objects_of(&self, p: usize) -> Result<Vec<u32>, Failure> {
+        Ok(self.process(p)?.0.objects())
+    }
+
+    /// Records fence `handle` of `process`, made by a call before which the process held
+    /// `before`: its D3DKMT handle is the new object the OS knows as a native fence.
+    fn add_fence(&mut self, process: usize, handle: u64, before: &[u32]) -> FenceRef {
+        let adapter = self.processes.get(process).map(|d| d.adapter);
+        let kmt = self.objects_of(process).ok().and_then(|now| {
+            now.into_iter().find(|h| {
+                before.binary_search(h).is_err()
+                    && adapter.is_some_and(|a| self.machine().native_fence_by_kmt(a, *h).is_some())
+            })
+        });
         self.fence.fences.push(DFence {
             process,
             handle,
+            kmt,
             destroyed: false,
         });
         FenceRef(self.fence.fences.len() - 1)
@@ -189,13 +228,14 @@ impl Fences for DllSession {
         let p = self.fence_process(i, process)?;
         let (_, adapter) = self.process(p)?;
         let flags = if shareable { SHAREABLE } else { 0 };
+        let before = self.objects_of(p)?;
         let mut h = 0u64;
         self.ok(
             p,
             "rvgpu_fence_create2",
             &[adapter, initial, flags, &raw mut h as u64],
         )?;
-        Ok(self.add_fence(p, h))
+        Ok(self.add_fence(p, h, &before))
     }
 
     /// As a second process gets a fence on Windows: the holder's DLL shares it
@@ -212,8 +252,9 @@ impl Fences for DllSession {
             .map(|&(a, _, _)| a)
             .ok_or_else(|| Failure::Backend(format!("fence {} has no adapter", f.0)))?;
         let p = self.fence_process(i, process)?;
+        let before = self.objects_of(p)?;
         let mine = self.share_into(holder, h, p)?;
-        Ok(self.add_fence(p, mine))
+        Ok(self.add_fence(p, mine, &before))
     }
 
     fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure> {
@@ -226,8 +267,27 @@ impl Fences for DllSession {
         self.ok(p, "rvgpu_fence_destroy", &[h])
     }
 
+    /// Threaded: a thread blocked in `rvgpu_fence_wait`. Step mode (where such a thread would
+    /// run the machine's rounds beside the harness's): the application's event form, a
+    /// manual-reset event (`CreateEventW`) that `rvgpu_fence_wait_async` registers.
     fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure> {
         let (p, h) = self.native(f)?;
+        if self.stepped() {
+            let (up, _) = self.process(p)?;
+            let event = up
+                .call_import("CreateEventW", &[0, 1, 0, 0])
+                .map_err(|e| Failure::Backend(format!("CreateEventW: {e:?}")))?;
+            if event == 0 {
+                return Err(Failure::Backend("CreateEventW failed".into()));
+            }
+            self.ok(p, "rvgpu_fence_wait_async", &[h, value, event])?;
+            self.fence.events.push(DEvent {
+                outcome: Arc::new((Mutex::new(None), Condvar::new())),
+                thread: None,
+                registered: Some((p, event, h, value)),
+            });
+            return Ok(EventRef(self.fence.events.len() - 1));
+        }
         let (up, _) = self.process(p)?;
         let outcome = Arc::new((Mutex::new(None), Condvar::new()));
         let (o, stop) = (outcome.clone(), self.fence.stop.clone());
@@ -246,13 +306,37 @@ impl Fences for DllSession {
         self.fence.events.push(DEvent {
             outcome,
             thread: Some(thread),
+            registered: None,
         });
         Ok(EventRef(self.fence.events.len() - 1))
     }
 
+    /// A registered wait: `WaitForSingleObject` on its event (which runs the step-mode
+    /// machine until it is signalled or nothing happens any more); signalled with the fence
+    /// below the value (or gone) is abandoned.
     fn event_result(&self, e: EventRef, timeout: Duration) -> Option<WaitResult> {
         let ev = self.fence.events.get(e.0)?;
-        super::fences::awaited(&ev.outcome, timeout)
+        let Some((p, event, h, value)) = ev.registered else {
+            return super::fences::awaited(&ev.outcome, timeout);
+        };
+        let (up, _) = self.process(p).ok()?;
+        let ms = u64::try_from(timeout.as_millis())
+            .unwrap_or(u64::MAX)
+            .min(0xFFFF_FFFE);
+        match up.call_import("WaitForSingleObject", &[event, ms]) {
+            Ok(0) => {
+                let mut v = 0u64;
+                let reached = self
+                    .ok(p, "rvgpu_fence_value", &[h, &raw mut v as u64])
+                    .is_ok_and(|()| v >= value);
+                Some(if reached {
+                    WaitResult::Satisfied
+                } else {
+                    WaitResult::Abandoned
+                })
+            }
+            _ => None,
+        }
     }
 
     fn cpu_wait(
@@ -271,7 +355,18 @@ impl Fences for DllSession {
         self.ok(p, "rvgpu_fence_signal", &[h, value])
     }
 
+    /// Step mode (where cases count the machine's interrupts exactly): refused, since every
+    /// batch of the DLL's queues ends with an interrupting PROGRESS packet (CPU waits on the
+    /// queue's progress fence wake by it), so no application's queue signals a fence without
+    /// interrupting.
     fn gpu_queue(&mut self, i: usize, engine: u32, process: u32) -> Result<QueueRef, Failure> {
+        if self.stepped() {
+            return Err(Failure::Unsupported(
+                "a GPU queue whose fence signals alone decide the interrupts: every batch of \
+                 rvgpu_umd.dll's queues ends with an interrupting PROGRESS packet"
+                    .into(),
+            ));
+        }
         let p = self.fence_process(i, process)?;
         let queue = self.create_queue(ProcessRef(p), engine, SubmitPath::UserMode)?;
         self.fence.queues.push(DGpuQueue {
@@ -340,6 +435,38 @@ impl Fences for DllSession {
         self.fence.queues.get(q.0).is_some_and(|gq| {
             self.queue_info(gq.queue)
                 .is_ok_and(|i| i.completed >= gq.last)
+        })
+    }
+}
+
+/// The harness's reads of the simulated OS's fence object behind an application's fence.
+impl crate::backend::FenceInternals for DllSession {
+    /// Whether this session destroyed its handle (an application cannot see the OS object).
+    fn native_fence_destroyed(&self, f: FenceRef) -> bool {
+        self.fence.fences.get(f.0).is_some_and(|k| k.destroyed)
+    }
+
+    /// The OS's facts (the harness's read): where the system process maps the fence's values
+    /// and the caps' MonitoredValueStride, which no application sees.
+    fn fence_addresses(&self, f: FenceRef) -> Result<(u64, u64, u32), Failure> {
+        let os = self.os_fence(f)?;
+        let stride = self
+            .machine()
+            .native_fence_caps(os.adapter())
+            .map_or(0, |c| c.MonitoredValueStride);
+        Ok((os.current_value_gpu(), os.monitored_value_gpu(), stride))
+    }
+
+    /// CurrentValue as the application reads it (`rvgpu_fence_value`); MonitoredValue, which
+    /// no application sees (the OS maps it for the GPU only), from the simulated OS's fence
+    /// object, read by the harness.
+    fn fence_values(&self, f: FenceRef) -> Result<FenceValues, Failure> {
+        let (p, h) = self.native(f)?;
+        let mut current = 0u64;
+        self.ok(p, "rvgpu_fence_value", &[h, &raw mut current as u64])?;
+        Ok(FenceValues {
+            current,
+            monitored: self.os_fence(f)?.monitored_value(),
         })
     }
 }

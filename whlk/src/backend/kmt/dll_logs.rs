@@ -6,14 +6,19 @@
 //! of packets and fence operations is `rvgpu_queue_submit` batches in order (a batch's waits
 //! come before its packets and its signals after, so a wait after a packet or a signal, or a
 //! packet after a signal, starts a new batch). The logs are the OS's records, read by the
-//! harness; the DLL's own "queued" events go to ETW, which the simulation does not collect,
-//! so there is no recorded timeline.
+//! harness. The timeline joins them with the "queued" events the application reads back from
+//! each queue with `rvgpu_queue_read_fence_log`, drained after every submission and before
+//! the queue is destroyed.
 
 use std::time::Duration;
 
+use rvgpu_umd::fencelog::{FenceTrace, LogKind as UmdLogKind, QueuedOp};
+
 use super::dll::{DllSession, FenceList};
 use crate::backend::sim::failure;
-use crate::backend::sim::logs::{hw_kind, os_log_counters, os_queue_logs};
+use crate::backend::sim::logs::{
+    hw_kind, os_log_counters, os_queue_logs, recorded_on, start_recording,
+};
 use crate::backend::{
     Failure, FenceLogs, FenceWork, LogCounters, LogKind, ProcessRef, QueueLogs, UmFenceRef,
     UmQueueRef, UmdFences, WaitResult, Work,
@@ -24,6 +29,24 @@ const OK: u64 = 0;
 const DEVICE_LOST: u64 = 3;
 const TIMEOUT: u64 = 4;
 const INVALID_HANDLE: u64 = 8;
+/// `RVGPU_FENCE_LOG_WAIT`.
+const FENCE_LOG_WAIT: u32 = 0;
+/// Entries one `rvgpu_queue_read_fence_log` call reads.
+const LOG_READ: usize = 64;
+
+/// `RvgpuFenceLogEntry` (rvgpu_umd.h): two u64, six u32.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct LogEntry {
+    value: u64,
+    cpu_timestamp: u64,
+    queue_id: u32,
+    kind: u32,
+    index: u32,
+    logged: u32,
+    os_fence: u32,
+    reserved: u32,
+}
 
 /// One `rvgpu_queue_submit` batch: waits, packets, signals.
 #[derive(Default)]
@@ -61,6 +84,65 @@ impl DllSession {
             })
             .map(|h| (adapter, *h))
             .ok_or_else(|| Failure::Backend(format!("queue {} has no logged hardware queue", q.0)))
+    }
+}
+
+impl DllSession {
+    /// Every fence operation queue `h` of process `p` reports (`rvgpu_queue_read_fence_log`
+    /// until it has none left), oldest first.
+    fn read_fence_log(
+        &self,
+        p: usize,
+        h: u64,
+        mut f: impl FnMut(&LogEntry),
+    ) -> Result<(), Failure> {
+        loop {
+            let mut buf = [LogEntry::default(); LOG_READ];
+            let mut n = 0usize;
+            self.ok(
+                p,
+                "rvgpu_queue_read_fence_log",
+                &[
+                    h,
+                    buf.as_mut_ptr() as u64,
+                    LOG_READ as u64,
+                    &raw mut n as u64,
+                ],
+            )?;
+            buf.iter().take(n).for_each(&mut f);
+            if n < LOG_READ {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Feeds what queue `h` of process `p` reports to the recorder, if the fence timeline is
+    /// being recorded.
+    pub(super) fn drain_fence_log(&self, p: usize, h: u64) -> Result<(), Failure> {
+        let Some(rec) = &self.recorder else {
+            return Ok(());
+        };
+        let adapter = self
+            .processes
+            .get(p)
+            .map(|d| d.adapter)
+            .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
+        let sink = rec.for_adapter(adapter);
+        self.read_fence_log(p, h, |e| {
+            sink.queued(&QueuedOp {
+                queue_id: e.queue_id,
+                kind: if e.kind == FENCE_LOG_WAIT {
+                    UmdLogKind::Wait
+                } else {
+                    UmdLogKind::Signal
+                },
+                index: e.index,
+                fence: e.os_fence,
+                value: e.value,
+                qpc: e.cpu_timestamp,
+                logged: e.logged != 0,
+            });
+        })
     }
 }
 
@@ -166,24 +248,33 @@ impl UmdFences for DllSession {
 }
 
 impl FenceLogs for DllSession {
-    /// A timeline's "queued" events are the UMD's: the DLL writes them to ETW, which the
-    /// simulation does not collect, so the OS's events alone would show every logged fence
-    /// operation as never queued.
+    /// The OS's records go to a recorder as on the simulation backend; the application's
+    /// "queued" events are what its queues report through `rvgpu_queue_read_fence_log`.
     fn trace_fences(&mut self) -> Result<(), Failure> {
-        Err(Failure::Unsupported(
-            "a fence timeline: rvgpu_umd.dll reports its queued fence operations through ETW, \
-             which the simulated OS does not collect"
-                .into(),
-        ))
+        // What the queues reported before the recording started is not the run's.
+        let live: Vec<(usize, u64)> = self
+            .queues
+            .iter()
+            .filter_map(|q| q.handle.map(|h| (q.process, h)))
+            .collect();
+        for (p, h) in live {
+            self.read_fence_log(p, h, |_| {})?;
+        }
+        self.recorder = Some(start_recording(self.machine()));
+        self.fault().map_or(Ok(()), Err)
     }
 
-    fn fence_timeline(&self, _label: &str) -> Result<crate::timeline::Timeline, Failure> {
-        self.fault().map_or(
-            Err(Failure::Unsupported(
-                "a fence timeline (rvgpu_umd.dll's queued events go to ETW)".into(),
-            )),
-            Err,
-        )
+    fn fence_timeline(&self, label: &str) -> Result<crate::timeline::Timeline, Failure> {
+        let rec = self.recorder.as_ref().ok_or_else(|| {
+            Failure::Backend("fence_timeline before trace_fences: nothing was recorded".into())
+        })?;
+        for q in &self.queues {
+            if let Some(h) = q.handle {
+                self.drain_fence_log(q.process, h)?;
+            }
+        }
+        let tl = recorded_on(self.machine(), rec, label);
+        self.fault().map_or(Ok(tl), Err)
     }
 
     /// A queue without a logged hardware queue (a kernel-mode queue) has neither log.

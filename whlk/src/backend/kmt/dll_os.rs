@@ -1,7 +1,7 @@
 //! The simulation's view of the OS and the device beside an application on rvgpu_umd.dll:
 //! what the OS recorded ([`OsTrace`]), what the OS does to a process or an adapter
 //! ([`OsControl`]), faults injected into the device ([`FaultInjection`]) and the machine's bug
-//! check ([`BugChecks`]). None of it is the application's: the case's application goes through
+//! check ([`BugChecks`]), its record of detection and recovery ([`TdrTrace`]). None of it is the application's: the case's application goes through
 //! the DLL's C API, and these are the harness watching and steering the simulated OS and GPU
 //! around it, as on the simulation backend (`crate::backend::sim`).
 //!
@@ -21,9 +21,11 @@ use super::dll::DllSession;
 use crate::backend::sim::control;
 use crate::backend::sim::failure;
 use crate::backend::sim::kmt::SessKmt;
+use crate::backend::sim::tdr::{device_engine_probe, os_tdr_steps};
 use crate::backend::{
-    BugCheckInfo, BugChecks, DeviceLoss, EngineStateChange, Failure, FaultInjection, OsControl,
-    OsEvent, OsTrace, PowerStatus, ProcessRef, UmQueueRef,
+    BufferRef, BugCheckInfo, BugChecks, DeviceLoss, EngineProbe, EngineStateChange, Failure,
+    FaultInjection, OsControl, OsEvent, OsTrace, PowerStatus, ProcessRef, StepMode, TdrStep,
+    TdrTrace, UmQueueRef,
 };
 
 impl DllSession {
@@ -139,6 +141,32 @@ impl OsControl for DllSession {
     }
 }
 
+/// VidMm's paging, steered by the harness around the application.
+impl crate::backend::Paging for DllSession {
+    /// VidMm's paging transfer into the application's buffer, as on the simulation backend
+    /// (the buffer's process is its device's).
+    fn page_in(
+        &mut self,
+        b: BufferRef,
+        node: u32,
+        offset: u64,
+        bytes: u64,
+        pattern: u32,
+    ) -> Result<Vec<u32>, Failure> {
+        let va = self.buffer_address(b, offset, bytes)?;
+        let (p, _) = self.buffer_handle(b)?;
+        let (up, _) = self.process(p)?;
+        let ums = up
+            .devices()
+            .first()
+            .copied()
+            .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))?;
+        self.machine()
+            .page_in(&ums, node, va, bytes, pattern)
+            .map_err(failure)
+    }
+}
+
 impl FaultInjection for DllSession {
     fn raise_interrupt(&mut self, i: usize) -> Result<(), Failure> {
         self.machine().raise_interrupt(i).map_err(failure)
@@ -166,6 +194,48 @@ impl FaultInjection for DllSession {
 
     fn complete_before_reset(&mut self, i: usize, node: u32) -> Result<(), Failure> {
         control::complete_before_reset(self.machine(), i, node)
+    }
+}
+
+/// The OS's record of detection and recovery, as on the simulation backend; a device is named
+/// by the process whose `rvgpu_open_adapter` made it.
+impl TdrTrace for DllSession {
+    fn tdr_steps(&self, i: usize) -> Result<Vec<TdrStep>, Failure> {
+        let p = |h: u32| {
+            self.processes
+                .iter()
+                .position(|d| d.device == h && d.adapter == i)
+                .map(ProcessRef)
+        };
+        Ok(os_tdr_steps(self.machine(), i, &p))
+    }
+
+    fn tdr_reason(&self, i: usize) -> Result<Option<u32>, Failure> {
+        Ok(self.machine().tdr_reason(i).map(|r| r as u32))
+    }
+
+    fn tdr_recoveries(&self, i: usize) -> Result<(u64, u64), Failure> {
+        Ok(self.machine().tdr_counts(i))
+    }
+
+    fn dma_fences(&self, i: usize, node: u32) -> Result<(u32, u32), Failure> {
+        Ok(self.machine().legacy_fences(i, node))
+    }
+
+    fn retired_fences(&self, i: usize) -> Result<Vec<(u32, u32)>, Failure> {
+        Ok(self.machine().legacy_completed(i))
+    }
+
+    fn engine_probe(&self, i: usize, node: u32) -> Result<EngineProbe, Failure> {
+        device_engine_probe(self.machine(), i, node)
+    }
+}
+
+/// The harness runs the machine's rounds between the application's calls (its own waits run
+/// rounds on its thread).
+impl StepMode for DllSession {
+    fn run_until_idle(&mut self) -> Result<(), Failure> {
+        self.machine().run_until_idle().map_err(failure)
     }
 }
 

@@ -24,6 +24,8 @@ pub mod dll;
 #[cfg(target_os = "linux")]
 mod dll_fences;
 #[cfg(target_os = "linux")]
+mod dll_gpuva;
+#[cfg(target_os = "linux")]
 mod dll_logs;
 #[cfg(target_os = "linux")]
 mod dll_os;

@@ -17,20 +17,31 @@ use crate::backend::{ExecMode, Failure, ProcessEnd, SessionConfig};
 /// adapter started, threaded (a real machine runs its GPU, interrupts and DPCs on their own).
 /// Also whether each adapter is render-only (no sources, no children).
 pub(super) fn started_machine(config: &SessionConfig) -> Result<(Machine, Vec<bool>), Failure> {
-    let (m, starts) = machine_after_starts(config)?;
+    let (m, starts) = machine_after_starts(config, false)?;
     Ok((m, starts.into_iter().collect::<Result<_, _>>()?))
 }
 
 /// [`started_machine`] that keeps each adapter's start result (render-only, or why PnP could
 /// not start it) rather than failing on the first.
+/// Threaded, unless `stepped` and `config` asks for step mode (the DLL backend, whose
+/// application runs on the harness's thread and drives a step-mode machine in its waits).
 pub(super) fn machine_after_starts(
     config: &SessionConfig,
+    stepped: bool,
 ) -> Result<(Machine, Vec<Result<bool, Failure>>), Failure> {
+    let mode = if stepped && config.mode == ExecMode::Step {
+        ExecMode::Step
+    } else {
+        ExecMode::Threaded
+    };
     let mut mc: MachineConfig = machine_config(&SessionConfig {
-        mode: ExecMode::Threaded,
+        mode,
         ..config.clone()
     });
-    mc.mode = Mode::Threaded;
+    mc.mode = match mode {
+        ExecMode::Step => Mode::Step,
+        ExecMode::Threaded => Mode::Threaded,
+    };
     let mut m = Machine::new(mc);
     m.load_driver().map_err(failure)?;
     let starts = (0..m.adapter_count())

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rvgpu_hw::cmd::LogKind as HwLogKind;
 use rvgpu_simos::sync::trace::{Recorder, QPC_HZ};
-use rvgpu_simos::{ReleaseVia, TraceEvent};
+use rvgpu_simos::{Machine, ReleaseVia, TraceEvent};
 use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::Kmt;
 
@@ -267,10 +267,52 @@ impl UmdFences for SimSession {
     }
 }
 
+/// One calibration sample per adapter of `m` now (a recorder sees it as an event).
+fn calibrate_all(m: &Machine) {
+    for i in 0..m.adapter_count() {
+        let _ = m.calibrate_gpu_clock(i, 0);
+    }
+}
+
+/// Starts recording `m`'s fence timeline: a recorder as the OS's trace sink, the driver's ETW
+/// events on (they join the timeline, docs/logs.md, ETW) and a first calibration sample (the
+/// OS calibrates at start, before the recorder was there). The caller feeds the UMD's
+/// "queued" events to [`Recorder::for_adapter`].
+pub(crate) fn start_recording(m: &Machine) -> Arc<Recorder> {
+    let rec = Recorder::new();
+    m.set_trace_sink(rec.clone());
+    m.etw_enable(rvgpu_simos::etw::Enable::all(rvgpu_simos::etw::RVGPU_KMD));
+    calibrate_all(m);
+    rec
+}
+
+/// What `rec` recorded on `m` as a [`Timeline`] labelled `label`, after a last calibration
+/// sample (so that every GPU time of the run lies between two samples), with the driver's ETW
+/// events.
+pub(crate) fn recorded_on(m: &Machine, rec: &Recorder, label: &str) -> Timeline {
+    calibrate_all(m);
+    let mut tl = recorded_timeline(rec, label);
+    tl.etw = m
+        .etw()
+        .events()
+        .into_iter()
+        .map(|e| crate::timeline::EtwMark {
+            qpc: e.qpc,
+            name: e.decoded.name.clone(),
+            fields: e
+                .decoded
+                .fields
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect(),
+        })
+        .collect();
+    tl
+}
+
 impl FenceLogs for SimSession {
     fn trace_fences(&mut self) -> Result<(), Failure> {
-        let rec = Recorder::new();
-        self.machine.set_trace_sink(rec.clone());
+        let rec = start_recording(&self.machine);
         for q in &mut self.um_queues {
             let adapter = self.processes.get(q.process).map_or(0, |p| p.adapter);
             if let Some(u) = &mut q.q {
@@ -278,11 +320,6 @@ impl FenceLogs for SimSession {
             }
         }
         self.recorder = Some(rec);
-        // The driver's ETW events join the timeline (docs/logs.md, ETW).
-        self.machine
-            .etw_enable(rvgpu_simos::etw::Enable::all(rvgpu_simos::etw::RVGPU_KMD));
-        // A first sample now: the OS calibrates at start, before the recorder was there.
-        self.calibrate_all();
         self.check_fault()
     }
 
@@ -290,26 +327,8 @@ impl FenceLogs for SimSession {
         let rec = self.recorder.as_ref().ok_or_else(|| {
             Failure::Backend("fence_timeline before trace_fences: nothing was recorded".into())
         })?;
-        // A last sample, so that every GPU time of the run lies between two samples.
-        self.calibrate_all();
+        let tl = recorded_on(&self.machine, rec, label);
         self.check_fault()?;
-        let mut tl = recorded_timeline(rec, label);
-        tl.etw = self
-            .machine
-            .etw()
-            .events()
-            .into_iter()
-            .map(|e| crate::timeline::EtwMark {
-                qpc: e.qpc,
-                name: e.decoded.name.clone(),
-                fields: e
-                    .decoded
-                    .fields
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.to_string()))
-                    .collect(),
-            })
-            .collect();
         Ok(tl)
     }
 

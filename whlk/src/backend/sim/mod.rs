@@ -16,9 +16,9 @@ mod fences;
 mod gpuva;
 pub(crate) mod kmt;
 pub(crate) mod logs;
-mod tdr;
+pub(crate) mod tdr;
 mod usage;
-mod usermode;
+pub(crate) mod usermode;
 
 /// The OS's record of the driver's caps, which the DLL backend reads too.
 #[cfg(target_os = "linux")]
@@ -424,13 +424,6 @@ impl SimSession {
             .map(|(h, _)| *h)
             .ok_or_else(|| Failure::Backend(format!("queue {} has no hardware queue", q.0)))?;
         Ok((self.adapter_of(sq), h))
-    }
-
-    /// One calibration sample per adapter now (the recorder sees it as an event).
-    fn calibrate_all(&self) {
-        for i in 0..self.machine.adapter_count() {
-            let _ = self.machine.calibrate_gpu_clock(i, 0);
-        }
     }
 
     fn monitored_fence(&self, f: MonitoredRef) -> Result<&MonitoredFence, Failure> {

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use rvgpu_simos::{Cause, TdrConfig, TdrEvent};
+use rvgpu_simos::{Cause, Machine, TdrConfig, TdrEvent};
 use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 
 use super::{failure, SimSession};
@@ -144,6 +144,45 @@ impl DmaContexts for SimSession {
     }
 }
 
+/// The OS's recovery steps on adapter `i`, devices named by `process` (the sim and DLL
+/// backends' [`TdrTrace::tdr_steps`]).
+pub(crate) fn os_tdr_steps(
+    m: &Machine,
+    i: usize,
+    process: &dyn Fn(KmtHandle) -> Option<ProcessRef>,
+) -> Vec<TdrStep> {
+    m.tdr_events(i)
+        .into_iter()
+        .map(|e| tdr_step(e, process))
+        .collect()
+}
+
+/// Engine `node` of adapter `i` as the device shows it (the sim and DLL backends'
+/// [`TdrTrace::engine_probe`]).
+pub(crate) fn device_engine_probe(
+    m: &Machine,
+    i: usize,
+    node: u32,
+) -> Result<EngineProbe, Failure> {
+    if m.is_pci(i) {
+        return Err(Failure::Unsupported(
+            "engine internals are not observable on a PCI function".into(),
+        ));
+    }
+    let d = m
+        .device(i)
+        .ok_or_else(|| Failure::Backend(format!("no device {i}")))?;
+    let e = d
+        .engine_snapshot(node)
+        .ok_or_else(|| Failure::Backend(format!("no engine {node}")))?;
+    Ok(EngineProbe {
+        has_work: e.has_work,
+        mid_buffer: e.queues.iter().any(|q| q.indirect.is_some()),
+        completed_commands: d.completed_commands(node),
+    })
+}
+
+/// The OS's record of recovery on the simulated machine, read by the harness.
 impl TdrTrace for SimSession {
     fn tdr_steps(&self, i: usize) -> Result<Vec<TdrStep>, Failure> {
         let procs: HashMap<KmtHandle, ProcessRef> = self
@@ -152,13 +191,7 @@ impl TdrTrace for SimSession {
             .enumerate()
             .map(|(i, p)| (p.device, ProcessRef(i)))
             .collect();
-        let by = |h: KmtHandle| procs.get(&h).copied();
-        Ok(self
-            .machine
-            .tdr_events(i)
-            .into_iter()
-            .map(|e| tdr_step(e, &by))
-            .collect())
+        Ok(os_tdr_steps(&self.machine, i, &|h| procs.get(&h).copied()))
     }
 
     fn tdr_reason(&self, i: usize) -> Result<Option<u32>, Failure> {
@@ -178,22 +211,6 @@ impl TdrTrace for SimSession {
     }
 
     fn engine_probe(&self, i: usize, node: u32) -> Result<EngineProbe, Failure> {
-        if self.machine.is_pci(i) {
-            return Err(Failure::Unsupported(
-                "engine internals are not observable on a PCI function".into(),
-            ));
-        }
-        let d = self
-            .machine
-            .device(i)
-            .ok_or_else(|| Failure::Backend(format!("no device {i}")))?;
-        let e = d
-            .engine_snapshot(node)
-            .ok_or_else(|| Failure::Backend(format!("no engine {node}")))?;
-        Ok(EngineProbe {
-            has_work: e.has_work,
-            mid_buffer: e.queues.iter().any(|q| q.indirect.is_some()),
-            completed_commands: d.completed_commands(node),
-        })
+        device_engine_probe(&self.machine, i, node)
     }
 }

@@ -23,6 +23,24 @@ use crate::backend::{
     UmQueueRef, UmdBypass, UserModeSubmission, WaitResult, Work,
 };
 
+/// [`StreamLane::stop_after_recovery`] before the lane's next batch: notes when the lane first
+/// sees adapter `adapter` of `m` recovered (the OS's counters, read by the harness) and
+/// whether the lane has submitted enough since.
+pub(crate) fn lane_done_after_recovery(
+    m: &Machine,
+    adapter: usize,
+    lane: &StreamLane,
+    rep: &mut StreamReport,
+) -> bool {
+    let Some((min, more)) = lane.stop_after_recovery else {
+        return false;
+    };
+    if rep.recovered_at.is_none() && rep.submitted >= min && m.tdr_counts(adapter) != (0, 0) {
+        rep.recovered_at = Some(rep.submitted);
+    }
+    rep.recovered_at.is_some_and(|r| rep.submitted >= r + more)
+}
+
 /// One [`StreamLane`] on the calling thread, on the queue it took.
 fn stream_lane(
     m: &Machine,
@@ -42,14 +60,8 @@ fn stream_lane(
         error: None,
     };
     for batch in cmds {
-        if let Some((min, more)) = lane.stop_after_recovery {
-            if rep.recovered_at.is_none() && rep.submitted >= min && m.tdr_counts(adapter) != (0, 0)
-            {
-                rep.recovered_at = Some(rep.submitted);
-            }
-            if rep.recovered_at.is_some_and(|r| rep.submitted >= r + more) {
-                break;
-            }
+        if lane_done_after_recovery(m, adapter, lane, &mut rep) {
+            break;
         }
         if lane.max_in_flight > 0 {
             let t0 = std::time::Instant::now();
