@@ -217,16 +217,10 @@ fn disconnect_through_driver(
     };
     // The driver's status is ignored; a simulation error or bug check inside it is already
     // recorded on the machine.
-    let _ = ddi::call(
-        a,
-        Routine::DxgkDdiDisconnectDoorbell,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
-            unsafe { f(&mut args) }
-        },
-    );
+    let _ = ddi::passive(a, Routine::DxgkDdiDisconnectDoorbell, f as usize, || {
+        // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
+        unsafe { f(&mut args) }
+    });
     let mut os = lock(&a.ums);
     let Some(d) = os.doorbells.get_mut(&h) else {
         return STATUS_SUCCESS;

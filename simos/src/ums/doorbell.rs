@@ -39,16 +39,10 @@ pub(super) fn os_disconnect(
         hDoorbell: kmd as HANDLE,
         Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS::default(),
     };
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiDisconnectDoorbell,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
-            unsafe { f(&mut args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiDisconnectDoorbell, f as usize, || {
+        // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
+        unsafe { f(&mut args) }
+    })?;
     must_succeed(a, "DxgkDdiDisconnectDoorbell", status)?;
     let mut os = lock(&a.ums);
     if let Some(d) = os.doorbells.get_mut(&h) {
@@ -208,16 +202,10 @@ pub(super) fn connect_ddi(
         SecondaryKernelCpuVirtualAddress: std::ptr::null_mut(),
         Status: -1,
     };
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiConnectDoorbell,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
-            unsafe { f(&mut args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiConnectDoorbell, f as usize, || {
+        // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
+        unsafe { f(&mut args) }
+    })?;
     let result = if NT_SUCCESS(status) {
         if args.Status != D3DDDI_DOORBELLSTATUS_CONNECTED
             && args.Status != D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD
@@ -310,16 +298,10 @@ pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), Si
     let mut args = DXGKARG_DESTROYDOORBELL {
         hDoorbell: kmd as HANDLE,
     };
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiDestroyDoorbell,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
-            unsafe { f(&mut args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiDestroyDoorbell, f as usize, || {
+        // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
+        unsafe { f(&mut args) }
+    })?;
     must_succeed(a, "DxgkDdiDestroyDoorbell", status)?;
     // Once the doorbell is gone the OS drops its references on the ring and ring control (UM-07)
     // and the UMD may free them: a queue still in a runlist would have the CMP read freed
@@ -475,17 +457,11 @@ pub(crate) fn create_doorbell(
         hRingBufferControl: kmd_control as HANDLE,
         Flags: DXGKARG_CREATEDOORBELL_FLAGS::default(),
     };
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiCreateDoorbell,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with a valid argument block whose private data buffer
-            // lives across the call.
-            unsafe { f(&mut args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiCreateDoorbell, f as usize, || {
+        // SAFETY: the driver's DDI with a valid argument block whose private data buffer
+        // lives across the call.
+        unsafe { f(&mut args) }
+    })?;
     check_status(status)?;
     let kmd = args.hDoorbell as usize;
     let mut os = lock(&a.ums);
@@ -583,16 +559,10 @@ pub(crate) fn notify_work_submission(
         hHwQueue: kmd_queue as HANDLE,
         Flags: DXGKARG_NOTIFYWORKSUBMISSION_FLAGS::default(),
     };
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiNotifyWorkSubmission,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with a valid argument block naming its queue.
-            unsafe { f(&mut args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiNotifyWorkSubmission, f as usize, || {
+        // SAFETY: the driver's DDI with a valid argument block naming its queue.
+        unsafe { f(&mut args) }
+    })?;
     must_succeed(a, "DxgkDdiNotifyWorkSubmission", status)?;
     lock(&a.ums)
         .events

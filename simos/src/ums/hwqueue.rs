@@ -219,17 +219,11 @@ pub(crate) fn create_hw_queue(
     args.Anonymous.hHwQueueProgressFence = fence_h;
     let dl = device_lock(a, device)?;
     let seq = dev_guard(a, &dl);
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiCreateHwQueue,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context handle and a valid argument block whose
-            // private data buffer lives across the call.
-            unsafe { f(kmd_ctx as HANDLE, &mut args) }
-        },
-    );
+    let status = ddi::passive(a, Routine::DxgkDdiCreateHwQueue, f as usize, || {
+        // SAFETY: the driver's DDI with its context handle and a valid argument block whose
+        // private data buffer lives across the call.
+        unsafe { f(kmd_ctx as HANDLE, &mut args) }
+    });
     let status = match status {
         Ok(s) => s,
         Err(e) => {

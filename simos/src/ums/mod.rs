@@ -571,7 +571,7 @@ pub(crate) fn destroy_kmd_object(
 ) -> Result<(), SimError> {
     let name = format!("{routine:?}");
     let f = f.ok_or_else(|| sim_err(a, format!("driver created a {what} but has no {name}")))?;
-    let status = ddi::call(a, routine, f as usize, At::Level(Irql::Passive), || {
+    let status = ddi::passive(a, routine, f as usize, || {
         // SAFETY: the driver's DDI with its own handle of the object.
         unsafe { f(kmd as HANDLE) }
     })?;

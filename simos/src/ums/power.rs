@@ -275,11 +275,10 @@ fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), Si
     let called = match (f, component) {
         (Some(f), Some(component)) => {
             let ctx = a.context();
-            let status = ddi::call(
+            let status = ddi::passive(
                 a,
                 Routine::DxgkDdiSetPowerComponentFState,
                 f as usize,
-                At::Level(Irql::Passive),
                 || {
                     // SAFETY: the driver's DDI with its context, the component index it
                     // reported and one of the component's F-states.
@@ -337,16 +336,10 @@ pub(super) fn set_power_state(
         // the stack (learn.microsoft.com, "Handling Device Power-Up IRPs").
         a.d3hot.set(false);
     }
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiSetPowerState,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and the adapter's device UID.
-            unsafe { f(ctx, DISPLAY_ADAPTER_HW_ID, state, POWER_ACTION_NONE) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiSetPowerState, f as usize, || {
+        // SAFETY: the driver's DDI with its context and the adapter's device UID.
+        unsafe { f(ctx, DISPLAY_ADAPTER_HW_ID, state, POWER_ACTION_NONE) }
+    })?;
     check_status(status)?;
     if state != PowerDeviceD0 {
         // ...and down to D3hot once the function driver has let go of it: a power-down IRP
@@ -391,16 +384,10 @@ pub(super) fn suspend_context(
         contextSuspendFence: fence,
     };
     let ctx = a.context();
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiSuspendContext,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { f(ctx, &args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiSuspendContext, f as usize, || {
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        unsafe { f(ctx, &args) }
+    })?;
     if status == STATUS_PENDING {
         return Err(sim_err(
             a,
@@ -442,16 +429,10 @@ pub(super) fn resume_context(
         hContext: kmd as HANDLE,
     };
     let ctx = a.context();
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiResumeContext,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { f(ctx, &args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiResumeContext, f as usize, || {
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        unsafe { f(ctx, &args) }
+    })?;
     check_status(status)?;
     let mut os = lock(&a.ums);
     if let Some(c) = os.contexts.get_mut(&h) {

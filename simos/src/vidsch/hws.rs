@@ -54,10 +54,9 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_device::SysAlloc;
-use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, table, At};
+use crate::dxgkrnl::ddi::{self, table};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
 use crate::lock::lock;
@@ -291,11 +290,10 @@ pub(crate) fn initialize_nodes(
             targetNormalBandPercentage: a.os.hws_normal_band_percentage,
         };
         let status = match t.DxgkDdiSetupPriorityBands {
-            Some(f) => Some(ddi::call(
+            Some(f) => Some(ddi::passive(
                 a,
                 Routine::DxgkDdiSetupPriorityBands,
                 f as usize,
-                At::Level(Irql::Passive),
                 || {
                     // SAFETY: the driver's DDI with its context and a valid argument block.
                     unsafe { f(ctx, &args) }
@@ -355,11 +353,10 @@ pub(crate) fn initialize_nodes(
             InterruptEntry: interrupt_entry,
         };
         let status = match t.DxgkDdiSetSchedulingLogBuffer {
-            Some(f) => Some(ddi::call(
+            Some(f) => Some(ddi::passive(
                 a,
                 Routine::DxgkDdiSetSchedulingLogBuffer,
                 f as usize,
-                At::Level(Irql::Passive),
                 || {
                     // SAFETY: the driver's DDI with its context and a valid argument block
                     // whose buffer stays allocated until the adapter stops.
@@ -648,11 +645,10 @@ fn set_properties(
     };
     let ctx = a.context();
     let status = match table(a)?.DxgkDdiSetContextSchedulingProperties {
-        Some(f) => Some(ddi::call(
+        Some(f) => Some(ddi::passive(
             a,
             Routine::DxgkDdiSetContextSchedulingProperties,
             f as usize,
-            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's DDI with its context and a valid argument block.
                 unsafe { f(ctx, &args) }

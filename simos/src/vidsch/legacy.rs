@@ -455,16 +455,10 @@ impl Machine {
             EngineOrdinal: 0,
         };
         let ctx = a.context();
-        let st = ddi::call(
-            &a,
-            Routine::DxgkDdiQueryCurrentFence,
-            f as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { f(ctx, &mut args) }
-            },
-        )?;
+        let st = ddi::passive(&a, Routine::DxgkDdiQueryCurrentFence, f as usize, || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { f(ctx, &mut args) }
+        })?;
         ddi::check_status(st)?;
         Ok(args.CurrentFence)
     }

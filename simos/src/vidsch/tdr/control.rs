@@ -111,11 +111,10 @@ impl Machine {
             DependentNodeOrdinalMask: 0,
         };
         let ctx = a.context();
-        let st = ddi::call(
+        let st = ddi::passive(
             &a,
             Routine::DxgkDdiQueryDependentEngineGroup,
             f as usize,
-            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's DDI with its context and a valid argument block.
                 unsafe { f(ctx, &mut g) }
@@ -141,16 +140,10 @@ impl Machine {
             pExtension: &mut ext,
         };
         let ctx = a.context();
-        let st = ddi::call(
-            &a,
-            Routine::DxgkDdiCollectDbgInfo,
-            f as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-                unsafe { f(ctx, &args) }
-            },
-        )?;
+        let st = ddi::passive(&a, Routine::DxgkDdiCollectDbgInfo, f as usize, || {
+            // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
+            unsafe { f(ctx, &args) }
+        })?;
         check_status(st)?;
         let n = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
         Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
@@ -183,16 +176,10 @@ impl Machine {
             TdrPayload: std::ptr::null_mut(),
         };
         let ctx = a.context();
-        let st = ddi::call(
-            &a,
-            Routine::DxgkDdiCollectDbgInfo2,
-            f as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-                unsafe { f(ctx, &mut args) }
-            },
-        )?;
+        let st = ddi::passive(&a, Routine::DxgkDdiCollectDbgInfo2, f as usize, || {
+            // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
+            unsafe { f(ctx, &mut args) }
+        })?;
         if buf[size..].iter().any(|b| *b != GUARD) {
             return Err(sim_err(
                 &a,

@@ -37,16 +37,10 @@ pub(crate) fn recover_hw_node(
         NodeOrdinal: node,
         EngineOrdinal: 0,
     };
-    let st = ddi::call(
-        a,
-        Routine::DxgkDdiResetHwEngine,
-        reset as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { reset(ctx, &mut r) }
-        },
-    );
+    let st = ddi::passive(a, Routine::DxgkDdiResetHwEngine, reset as usize, || {
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        unsafe { reset(ctx, &mut r) }
+    });
     let invalidated = {
         let mut os = lock(&sh.os);
         os.in_reset = None;
@@ -81,16 +75,10 @@ pub(crate) fn recover_hw_node(
         NodeOrdinal: node,
         EngineOrdinal: 0,
     };
-    let st = ddi::call(
-        a,
-        Routine::DxgkDdiResumeHwEngine,
-        resume as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { resume(ctx, &mut rs) }
-        },
-    )?;
+    let st = ddi::passive(a, Routine::DxgkDdiResumeHwEngine, resume as usize, || {
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        unsafe { resume(ctx, &mut rs) }
+    })?;
     lock(&sh.os)
         .events
         .push(TdrEvent::ResumeHwEngine { node, status: st });

@@ -62,11 +62,10 @@ pub(super) fn query_dependent_group(
         DependentNodeOrdinalMask: 0,
     };
     let ctx = a.context();
-    let st = ddi::call(
+    let st = ddi::passive(
         a,
         Routine::DxgkDdiQueryDependentEngineGroup,
         qdeg as usize,
-        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with its context and a valid argument block.
             unsafe { qdeg(ctx, &mut g) }
@@ -141,16 +140,10 @@ pub(crate) fn recover_node(
             EngineOrdinal: 0,
             EngineStatus: DXGK_ENGINESTATUS::default(),
         };
-        let st = ddi::call(
-            a,
-            Routine::DxgkDdiQueryEngineStatus,
-            qes as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { qes(ctx, &mut q) }
-            },
-        )?;
+        let st = ddi::passive(a, Routine::DxgkDdiQueryEngineStatus, qes as usize, || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { qes(ctx, &mut q) }
+        })?;
         if !NT_SUCCESS(st) {
             return Err(sim_err(
                 a,
@@ -196,16 +189,10 @@ pub(crate) fn recover_node(
             EngineOrdinal: 0,
             LastAbortedFenceId: 0,
         };
-        let st = ddi::call(
-            a,
-            Routine::DxgkDdiResetEngine,
-            reset as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { reset(ctx, &mut r) }
-            },
-        );
+        let st = ddi::passive(a, Routine::DxgkDdiResetEngine, reset as usize, || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { reset(ctx, &mut r) }
+        });
         let invalidated = {
             let mut os = lock(&sh.os);
             os.in_reset = None;
@@ -491,16 +478,10 @@ pub(crate) fn adapter_reset(
         let rft = t
             .DxgkDdiResetFromTimeout
             .ok_or_else(|| fail(0, STATUS_NOT_SUPPORTED))?;
-        let st = ddi::call(
-            a,
-            Routine::DxgkDdiResetFromTimeout,
-            rft as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context.
-                unsafe { rft(ctx) }
-            },
-        )?;
+        let st = ddi::passive(a, Routine::DxgkDdiResetFromTimeout, rft as usize, || {
+            // SAFETY: the driver's DDI with its context.
+            unsafe { rft(ctx) }
+        })?;
         if !NT_SUCCESS(st) {
             return Err(fail(rft as usize, st));
         }
@@ -542,16 +523,10 @@ pub(crate) fn adapter_reset(
         let rst = t
             .DxgkDdiRestartFromTimeout
             .ok_or_else(|| fail(0, STATUS_NOT_SUPPORTED))?;
-        let st = ddi::call(
-            a,
-            Routine::DxgkDdiRestartFromTimeout,
-            rst as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context.
-                unsafe { rst(ctx) }
-            },
-        )?;
+        let st = ddi::passive(a, Routine::DxgkDdiRestartFromTimeout, rst as usize, || {
+            // SAFETY: the driver's DDI with its context.
+            unsafe { rst(ctx) }
+        })?;
         if !NT_SUCCESS(st) {
             return Err(fail(rst as usize, st));
         }
