@@ -189,13 +189,7 @@ pub(crate) fn destroy_context_thunk(
 ) -> Result<(), SimError> {
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
-    if lock(&a.ums)
-        .contexts
-        .get(&h)
-        .is_none_or(|c| c.device != device)
-    {
-        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
-    }
+    lock(&a.ums).context_of(device, h)?;
     destroy_context(a, h)
 }
 

@@ -526,13 +526,7 @@ pub(crate) fn destroy_doorbell_thunk(
 ) -> Result<(), SimError> {
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
-    if lock(&a.ums)
-        .doorbells
-        .get(&h)
-        .is_none_or(|d| d.device != device)
-    {
-        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
-    }
+    lock(&a.ums).doorbell_of(device, h)?;
     destroy_doorbell(a, h)
 }
 

@@ -306,13 +306,7 @@ pub(crate) fn destroy_hw_queue_thunk(
     let dl = device_lock(a, device)?;
     {
         let _g = dev_guard(a, &dl);
-        if lock(&a.ums)
-            .queues
-            .get(&h)
-            .is_none_or(|q| q.device != device)
-        {
-            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
-        }
+        lock(&a.ums).queue_of(device, h)?;
         destroy_hw_queue(m, a, h)?;
     }
     // Its log buffers leave the paging process now that the thunk's locks are released.
