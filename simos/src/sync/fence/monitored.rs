@@ -319,11 +319,7 @@ impl Machine {
         let n = self.create_on(
             &b,
             process,
-            NativeFenceDesc {
-                initial: 0,
-                shareable: true,
-                fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
-            },
+            NativeFenceDesc::CROSS_ADAPTER_PEER,
             Some(f.obj.slot.clone()),
         )?;
         {

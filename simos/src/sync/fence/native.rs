@@ -29,6 +29,27 @@ fn device_of(a: &AdapterShared, process: ProcessId) -> HANDLE {
         .map_or(std::ptr::null_mut(), |d| d.kmd as HANDLE)
 }
 
+/// The `DxgkDdiOpenNativeFence` block for instance `local` of fence `global` in `process`'s
+/// device, at the process's VAs `va`.
+fn open_args(
+    a: &AdapterShared,
+    global: usize,
+    local: usize,
+    process: ProcessId,
+    va: ProcessVas,
+) -> DXGKARG_OPENNATIVEFENCE {
+    DXGKARG_OPENNATIVEFENCE {
+        hGlobalNativeFence: global as HANDLE,
+        hLocalNativeFence: local as HANDLE,
+        hDevice: device_of(a, process),
+        CurrentValueGpuVa: va.current,
+        MonitoredValueGpuVa: va.monitored,
+        Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
+        pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+        Reserved: [0; 32],
+    }
+}
+
 /// A native-fence instance belongs to a D3D device of its process on the adapter
 /// (`D3DKMTCreateNativeFence` and `D3DKMTOpenSyncObjectFromNtHandle2` name one;
 /// `DXGKARG_OPENNATIVEFENCE.hDevice`, which 24H2 fills, `K:DXGDEVICESYNCOBJECT::Initialize`
@@ -288,16 +309,7 @@ impl Machine {
             }
         };
         let local = next_handle();
-        let mut oargs = DXGKARG_OPENNATIVEFENCE {
-            hGlobalNativeFence: global as HANDLE,
-            hLocalNativeFence: local as HANDLE,
-            hDevice: device_of(a, process),
-            CurrentValueGpuVa: va.current,
-            MonitoredValueGpuVa: va.monitored,
-            Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
-            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
-            Reserved: [0; 32],
-        };
+        let mut oargs = open_args(a, global, local, process, va);
         let r = context_call(a, Routine::DxgkDdiOpenNativeFence, open, &mut oargs)
             .and_then(check_status);
         if let Err(e) = r {
@@ -422,16 +434,7 @@ impl Machine {
             return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
         }
         let local = next_handle();
-        let mut args = DXGKARG_OPENNATIVEFENCE {
-            hGlobalNativeFence: fence.obj.global as HANDLE,
-            hLocalNativeFence: local as HANDLE,
-            hDevice: device_of(a, process),
-            CurrentValueGpuVa: va.current,
-            MonitoredValueGpuVa: va.monitored,
-            Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
-            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
-            Reserved: [0; 32],
-        };
+        let mut args = open_args(a, fence.obj.global, local, process, va);
         let status = context_call(a, Routine::DxgkDdiOpenNativeFence, open, &mut args)?;
         check_status(status)?;
         lock(&fence.obj.st).instances.insert(local, process);
@@ -474,11 +477,7 @@ impl Machine {
         let nb = self.create_on(
             &b,
             process,
-            NativeFenceDesc {
-                initial: 0,
-                shareable: true,
-                fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
-            },
+            NativeFenceDesc::CROSS_ADAPTER_PEER,
             Some(shared_cv),
         )?;
         // Link every instance of the fence with the new one, and hold the first adapter's
