@@ -615,32 +615,27 @@ impl Machine {
     /// `DxgkDdiSuspendContext` on one context of `p` (what VidSch does to move its memory,
     /// UM-11). Its doorbells stay connected; the KMD takes its queues off the runlist.
     pub fn suspend_context(&self, p: &UmsProcess, context: KmtHandle) -> Result<(), SimError> {
-        let a = self.ums_adapter(p.adapter)?;
-        let dl = device_lock(&a, p.device)?;
-        let _g = dev_guard(&a, &dl);
-        if lock(&a.ums)
-            .contexts
-            .get(&context)
-            .is_none_or(|c| c.device != p.device)
-        {
-            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
-        }
-        suspend_context(&a, context, Suspended::Os)
+        self.on_own_context(p, context, suspend_context)
     }
 
     /// `DxgkDdiResumeContext` on a context [`Machine::suspend_context`] suspended (UM-12).
     pub fn resume_context(&self, p: &UmsProcess, context: KmtHandle) -> Result<(), SimError> {
+        self.on_own_context(p, context, resume_context)
+    }
+
+    /// `act` by the OS on context `context` of `p`, under the device's locks (a context of
+    /// another device is `STATUS_INVALID_HANDLE`).
+    fn on_own_context(
+        &self,
+        p: &UmsProcess,
+        context: KmtHandle,
+        act: fn(&AdapterShared, KmtHandle, Suspended) -> Result<(), SimError>,
+    ) -> Result<(), SimError> {
         let a = self.ums_adapter(p.adapter)?;
         let dl = device_lock(&a, p.device)?;
         let _g = dev_guard(&a, &dl);
-        if lock(&a.ums)
-            .contexts
-            .get(&context)
-            .is_none_or(|c| c.device != p.device)
-        {
-            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
-        }
-        resume_context(&a, context, Suspended::Os)
+        lock(&a.ums).context_of(p.device, context)?;
+        act(&a, context, Suspended::Os)
     }
 
     /// D3 → D0 without a connect (resumes the contexts the power-down suspended).
