@@ -29,20 +29,12 @@ pub(super) fn os_disconnect(
             _ => return Ok(()),
         }
     };
-    let f = table(a)?.DxgkDdiDisconnectDoorbell.ok_or_else(|| {
-        sim_err(
-            a,
-            "driver has doorbells but no DxgkDdiDisconnectDoorbell".into(),
-        )
-    })?;
+    let f = needed_ddi!(a, DxgkDdiDisconnectDoorbell, "has doorbells")?;
     let mut args = DXGKARG_DISCONNECTDOORBELL {
         hDoorbell: kmd as HANDLE,
         Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS::default(),
     };
-    let status = ddi::passive(a, Routine::DxgkDdiDisconnectDoorbell, f as usize, || {
-        // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
-        unsafe { f(&mut args) }
-    })?;
+    let status = value_ddi(a, Routine::DxgkDdiDisconnectDoorbell, f, &mut args)?;
     must_succeed(a, "DxgkDdiDisconnectDoorbell", status)?;
     let mut os = lock(&a.ums);
     if let Some(d) = os.doorbells.get_mut(&h) {
@@ -189,12 +181,7 @@ pub(super) fn connect_ddi(
     power_up_if_needed(a)?;
     // UM-13: a connect brings the node to F0 first and holds it there through the connect.
     let _active = node_active(a, node)?;
-    let f = table(a)?.DxgkDdiConnectDoorbell.ok_or_else(|| {
-        sim_err(
-            a,
-            "driver created a doorbell but has no DxgkDdiConnectDoorbell".into(),
-        )
-    })?;
+    let f = needed_ddi!(a, DxgkDdiConnectDoorbell, "created a doorbell")?;
     let mut args = DXGKARG_CONNECTDOORBELL {
         hDoorbell: kmd as HANDLE,
         Flags: DXGKARG_CONNECTDOORBELL_FLAGS::default(),
@@ -202,10 +189,7 @@ pub(super) fn connect_ddi(
         SecondaryKernelCpuVirtualAddress: std::ptr::null_mut(),
         Status: -1,
     };
-    let status = ddi::passive(a, Routine::DxgkDdiConnectDoorbell, f as usize, || {
-        // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
-        unsafe { f(&mut args) }
-    })?;
+    let status = value_ddi(a, Routine::DxgkDdiConnectDoorbell, f, &mut args)?;
     let result = if NT_SUCCESS(status) {
         if args.Status != D3DDDI_DOORBELLSTATUS_CONNECTED
             && args.Status != D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD
@@ -289,19 +273,11 @@ pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), Si
         Some(d) => d.kmd,
         None => return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE)),
     };
-    let f = table(a)?.DxgkDdiDestroyDoorbell.ok_or_else(|| {
-        sim_err(
-            a,
-            "driver created a doorbell but has no DxgkDdiDestroyDoorbell".into(),
-        )
-    })?;
+    let f = needed_ddi!(a, DxgkDdiDestroyDoorbell, "created a doorbell")?;
     let mut args = DXGKARG_DESTROYDOORBELL {
         hDoorbell: kmd as HANDLE,
     };
-    let status = ddi::passive(a, Routine::DxgkDdiDestroyDoorbell, f as usize, || {
-        // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
-        unsafe { f(&mut args) }
-    })?;
+    let status = value_ddi(a, Routine::DxgkDdiDestroyDoorbell, f, &mut args)?;
     must_succeed(a, "DxgkDdiDestroyDoorbell", status)?;
     // Once the doorbell is gone the OS drops its references on the ring and ring control (UM-07)
     // and the UMD may free them: a queue still in a runlist would have the CMP read freed
@@ -553,10 +529,7 @@ pub(crate) fn notify_work_submission(
         hHwQueue: kmd_queue as HANDLE,
         Flags: DXGKARG_NOTIFYWORKSUBMISSION_FLAGS::default(),
     };
-    let status = ddi::passive(a, Routine::DxgkDdiNotifyWorkSubmission, f as usize, || {
-        // SAFETY: the driver's DDI with a valid argument block naming its queue.
-        unsafe { f(&mut args) }
-    })?;
+    let status = value_ddi(a, Routine::DxgkDdiNotifyWorkSubmission, f, &mut args)?;
     must_succeed(a, "DxgkDdiNotifyWorkSubmission", status)?;
     lock(&a.ums)
         .events
@@ -568,4 +541,18 @@ pub(crate) fn notify_work_submission(
 /// and reads none of its runlisted queues' rings, until the driver's next commit.
 pub(super) fn engine_held(a: &AdapterShared, engine: u32) -> bool {
     a.device.engine_snapshot(engine).is_some_and(|e| e.held)
+}
+
+/// Calls a doorbell DDI whose argument block holds only handles, flags and values (connect,
+/// disconnect, destroy, notify) at PASSIVE_LEVEL; returns the driver's status.
+fn value_ddi<T>(
+    a: &AdapterShared,
+    routine: Routine,
+    f: unsafe extern "system" fn(*mut T) -> NTSTATUS,
+    args: &mut T,
+) -> Result<NTSTATUS, SimError> {
+    ddi::passive(a, routine, f as usize, || {
+        // SAFETY: the driver's DDI with a valid argument block naming its doorbell or queue.
+        unsafe { f(args) }
+    })
 }

@@ -373,12 +373,7 @@ pub(super) fn suspend_context(
         c.suspend_fence += 1;
         (c.kmd, c.suspend_fence)
     };
-    let f = table(a)?.DxgkDdiSuspendContext.ok_or_else(|| {
-        sim_err(
-            a,
-            "driver has hardware queues but no DxgkDdiSuspendContext".into(),
-        )
-    })?;
+    let f = needed_ddi!(a, DxgkDdiSuspendContext, "has hardware queues")?;
     let args = DXGKARG_SUSPENDCONTEXT {
         hContext: kmd as HANDLE,
         contextSuspendFence: fence,
@@ -419,12 +414,7 @@ pub(super) fn resume_context(
             _ => return Ok(()),
         }
     };
-    let f = table(a)?.DxgkDdiResumeContext.ok_or_else(|| {
-        sim_err(
-            a,
-            "driver has hardware queues but no DxgkDdiResumeContext".into(),
-        )
-    })?;
+    let f = needed_ddi!(a, DxgkDdiResumeContext, "has hardware queues")?;
     let args = DXGKARG_RESUMECONTEXT {
         hContext: kmd as HANDLE,
     };
