@@ -193,11 +193,7 @@ pub(crate) fn recover_node(
             // SAFETY: the driver's DDI with its context and a valid argument block.
             unsafe { reset(ctx, &mut r) }
         });
-        let invalidated = {
-            let mut os = lock(&sh.os);
-            os.in_reset = None;
-            std::mem::take(&mut os.invalidated)
-        };
+        let invalidated = lock(&sh.os).end_reset();
         let st = st?;
         let la = r.LastAbortedFenceId;
         lock(&sh.os).events.push(TdrEvent::ResetEngine {
