@@ -26,7 +26,6 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::bugcheck::{vidsch, BugCheck};
 use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
@@ -177,16 +176,7 @@ fn submit_packet(
             })?
         }
     };
-    if !NT_SUCCESS(status) {
-        let b = BugCheck::video_scheduler(
-            vidsch::DRIVER_SUBMIT_FAILED,
-            status as u32 as u64,
-            u64::from(node),
-            u64::from(id),
-        );
-        a.state.raise_bugcheck(b);
-        return Err(SimError::Bugcheck(b));
-    }
+    tdr::submit_succeeded(a, status, node, id)?;
     Ok(id)
 }
 

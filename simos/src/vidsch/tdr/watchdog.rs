@@ -177,17 +177,7 @@ pub(super) fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimEr
             unsafe { f(ctx, &args) }
         },
     )?;
-    if !NT_SUCCESS(status) {
-        let b = BugCheck::video_scheduler(
-            vidsch::DRIVER_SUBMIT_FAILED,
-            status as u32 as u64,
-            u64::from(node),
-            u64::from(id),
-        );
-        a.state.raise_bugcheck(b);
-        return Err(SimError::Bugcheck(b));
-    }
-    Ok(())
+    submit_succeeded(a, status, node, id)
 }
 
 /// `DxgkDdiCollectDbgInfo(reason)` at PASSIVE with a 4 KiB buffer and a guard after it.
@@ -375,4 +365,26 @@ pub(super) fn flush_dpcs(a: &AdapterShared, step: bool) -> Result<(), SimError> 
         a.dpc_wake.notify();
         std::thread::sleep(Duration::from_micros(200));
     }
+}
+
+/// A submission DDI's status (`DxgkDdiSubmitCommand`, `DxgkDdiSubmitCommandVirtual`,
+/// `DxgkDdiPreemptCommand` of fence `id` on `node`): a failure is bug check 0x119 / 0x2
+/// (`DRIVER_SUBMIT_FAILED`, with the status, the node and the fence id), raised here.
+pub(crate) fn submit_succeeded(
+    a: &AdapterShared,
+    status: NTSTATUS,
+    node: u32,
+    id: u32,
+) -> Result<(), SimError> {
+    if NT_SUCCESS(status) {
+        return Ok(());
+    }
+    let b = BugCheck::video_scheduler(
+        vidsch::DRIVER_SUBMIT_FAILED,
+        status as u32 as u64,
+        u64::from(node),
+        u64::from(id),
+    );
+    a.state.raise_bugcheck(b);
+    Err(SimError::Bugcheck(b))
 }
