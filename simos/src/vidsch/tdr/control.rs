@@ -105,23 +105,9 @@ impl Machine {
         let f = table(&a)?
             .DxgkDdiQueryDependentEngineGroup
             .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
-        let mut g = DXGKARG_QUERYDEPENDENTENGINEGROUP {
-            NodeOrdinal: node,
-            EngineOrdinal: 0,
-            DependentNodeOrdinalMask: 0,
-        };
-        let ctx = a.context();
-        let st = ddi::passive(
-            &a,
-            Routine::DxgkDdiQueryDependentEngineGroup,
-            f as usize,
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { f(ctx, &mut g) }
-            },
-        )?;
+        let (st, mask) = dependent_group(&a, f, node)?;
         check_status(st)?;
-        Ok(g.DependentNodeOrdinalMask)
+        Ok(mask)
     }
 
     /// `DxgkDdiCollectDbgInfo(reason)` at PASSIVE_LEVEL from the calling thread (TDR-01's

@@ -56,6 +56,16 @@ pub(super) fn query_dependent_group(
     let qdeg = table(a)?
         .DxgkDdiQueryDependentEngineGroup
         .ok_or_else(|| sim_err(a, "TDR without DxgkDdiQueryDependentEngineGroup".into()))?;
+    dependent_group(a, qdeg, node)
+}
+
+/// The driver's `DxgkDdiQueryDependentEngineGroup` (`f`) for `node` at PASSIVE_LEVEL:
+/// (status, mask).
+pub(super) fn dependent_group(
+    a: &AdapterShared,
+    f: unsafe extern "system" fn(HANDLE, *mut DXGKARG_QUERYDEPENDENTENGINEGROUP) -> NTSTATUS,
+    node: u32,
+) -> Result<(NTSTATUS, u64), SimError> {
     let mut g = DXGKARG_QUERYDEPENDENTENGINEGROUP {
         NodeOrdinal: node,
         EngineOrdinal: 0,
@@ -65,10 +75,10 @@ pub(super) fn query_dependent_group(
     let st = ddi::passive(
         a,
         Routine::DxgkDdiQueryDependentEngineGroup,
-        qdeg as usize,
+        f as usize,
         || {
             // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { qdeg(ctx, &mut g) }
+            unsafe { f(ctx, &mut g) }
         },
     )?;
     Ok((st, g.DependentNodeOrdinalMask))
