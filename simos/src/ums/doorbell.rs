@@ -125,7 +125,11 @@ pub(super) fn doorbell_page(a: &AdapterShared, kva: usize) -> Result<u32, String
 
 /// `D3DKMTConnectDoorbell` (UM-09, UM-13, UM-14). In D3 the whole sequence (D0, connect,
 /// resume) runs with the adapter lock exclusive; otherwise shared, with the device's lock.
-pub(super) fn connect(a: &AdapterShared, device: KmtHandle, h: KmtHandle) -> Result<(), SimError> {
+pub(crate) fn connect_doorbell(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
     let dl = device_lock(a, device)?;
     loop {
         if lock(&a.ums).power == Power::D3 {
@@ -485,14 +489,6 @@ pub(crate) fn create_doorbell(
     );
     os.events.push(UmsEvent::CreateDoorbell { doorbell: h });
     Ok(CreatedDoorbell { handle: h, cpu })
-}
-
-pub(crate) fn connect_doorbell(
-    a: &AdapterShared,
-    device: KmtHandle,
-    h: KmtHandle,
-) -> Result<(), SimError> {
-    connect(a, device, h)
 }
 
 pub(crate) fn destroy_doorbell_thunk(
