@@ -17,6 +17,7 @@
 
 pub mod arena;
 pub mod cpu;
+pub mod exe;
 pub mod gdb;
 pub mod image;
 pub mod loader;

@@ -56,7 +56,7 @@ impl std::fmt::Debug for UmdImage {
 static LOADED: super::ImageCache<UmdImage> = super::ImageCache::new();
 
 /// A routine of the simulated OS the DLL calls, with its arguments (Windows x64).
-type Handler = fn(&UserProcess, &[u64; 12]) -> StubResult;
+pub(crate) type Handler = fn(&UserProcess, &[u64; 12]) -> StubResult;
 
 /// What an import binds to.
 enum Binding {
@@ -160,6 +160,11 @@ impl UmdImage {
     /// The DLL's named exports.
     pub fn exports(&self) -> Vec<String> {
         self.image.exports.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// The address of export `name` (an import of a program that links against the DLL).
+    pub(crate) fn export_address(&self, name: &str) -> Option<usize> {
+        self.export(name)
     }
 
     fn export(&self, name: &str) -> Option<usize> {
@@ -268,6 +273,12 @@ impl UserProcess {
                 .ok_or_else(|| Stop::Emulator(format!("the UMD image has no import {name}")))?,
         };
         self.run(target, args)
+    }
+
+    /// Runs code at `addr` (a program's, which calls the DLL) as this process, as
+    /// [`UserProcess::call`] runs an export.
+    pub(crate) fn run_at(self: &Arc<Self>, addr: usize, args: &[u64]) -> Result<u64, Stop> {
+        self.run(addr, args)
     }
 
     fn run(self: &Arc<Self>, addr: usize, args: &[u64]) -> Result<u64, Stop> {

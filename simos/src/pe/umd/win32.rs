@@ -98,7 +98,7 @@ impl Win32State {
 type Handler = super::Handler;
 
 /// The routine behind `module!name`.
-pub(super) fn import(module: &str, name: &str) -> Option<Handler> {
+pub(crate) fn import(module: &str, name: &str) -> Option<Handler> {
     Some(match (module, name) {
         ("kernel32.dll", "GetProcessHeap") => |_, _| StubResult::Return(PROCESS_HEAP),
         ("kernel32.dll", "HeapAlloc") => heap_alloc,
