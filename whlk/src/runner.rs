@@ -164,6 +164,15 @@ pub fn run_all(cases: &[&Case], backend: &dyn Backend) -> Vec<CaseReport> {
     cases.iter().map(|c| run_case(c, backend)).collect()
 }
 
+/// The failed cases, one `name: reason` line each.
+pub fn failures(reports: &[CaseReport]) -> Vec<String> {
+    reports
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Fail(_)))
+        .map(|r| format!("{}: {}", r.name, r.outcome.reason()))
+        .collect()
+}
+
 /// Counts (passed, failed, skipped).
 pub fn totals(reports: &[CaseReport]) -> (usize, usize, usize) {
     reports
@@ -180,7 +189,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::backend::{Capability, DriverCaps, Failure, Session, SessionConfig, StartedAdapter};
+    use crate::backend::{Capability, Failure, Session, SessionConfig, StartedAdapter};
     use crate::cases;
 
     /// A backend with the given capabilities whose sessions do nothing: enough to see what the
@@ -202,9 +211,6 @@ mod tests {
                 sources: 0,
                 children: 0,
             })
-        }
-        fn driver_caps(&mut self, _i: usize) -> Result<DriverCaps, Failure> {
-            Err(Failure::Unsupported("fake driver caps".into()))
         }
         fn stop_adapter(&mut self, _i: usize) -> Result<(), Failure> {
             Ok(())

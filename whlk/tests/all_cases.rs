@@ -9,11 +9,7 @@ fn every_case_passes_on_the_sim_backend() {
     let all = cases::all();
     let selected = runner::select(&all, None);
     let reports = runner::run_all(&selected, &SimBackend);
-    let failed: Vec<String> = reports
-        .iter()
-        .filter(|r| matches!(r.outcome, Outcome::Fail(_)))
-        .map(|r| format!("{}: {}", r.name, r.outcome.reason()))
-        .collect();
+    let failed = runner::failures(&reports);
     assert!(failed.is_empty(), "failed cases:\n{}", failed.join("\n"));
     // The sim backend has every capability: nothing is skipped either.
     let skipped: Vec<&str> = reports

@@ -2,6 +2,8 @@
 //! on a backend that can do less (the sim backend with capabilities hidden) skip or pass, never
 //! fail, with the optional observations left out.
 
+use rvgpu_whlk::backend::kmt::sim::SimPlatform;
+use rvgpu_whlk::backend::kmt::KmtBackend;
 use rvgpu_whlk::backend::restricted::Restricted;
 use rvgpu_whlk::backend::sim::SimBackend;
 use rvgpu_whlk::backend::{Backend, Capability, ExecMode, Failure, Session, SessionConfig};
@@ -11,11 +13,18 @@ use rvgpu_whlk::{cases, runner};
 fn reach(s: &mut dyn Session, c: Capability) -> Result<(), Failure> {
     match c {
         Capability::Fences => s.fences().map(|_| ()),
+        Capability::MonitoredFences => s.monitored().map(|_| ()),
+        Capability::FenceInternals => s.fence_internals().map(|_| ()),
         Capability::CrossAdapterFences => s.cross_adapter().map(|_| ()),
         Capability::UserModeSubmission => s.ums().map(|_| ()),
+        Capability::KmdCaps => s.kmd_caps().map(|_| ()),
+        Capability::UmdBypass => s.umd_bypass().map(|_| ()),
+        Capability::EngineIdle => s.engine_idle().map(|_| ()),
         Capability::UmdFences => s.umd_fences().map(|_| ()),
         Capability::FenceLogs => s.fence_logs().map(|_| ()),
         Capability::Tdr => s.tdr().map(|_| ()),
+        Capability::DmaContexts => s.dma_contexts().map(|_| ()),
+        Capability::Paging => s.paging().map(|_| ()),
         Capability::TdrTrace => s.tdr_trace().map(|_| ()),
         Capability::OsTrace => s.os_trace().map(|_| ()),
         Capability::OsControl => s.os_control().map(|_| ()),
@@ -75,11 +84,7 @@ fn a_windows_like_backend_skips_or_passes_every_case() {
     let b = Restricted::without(SimBackend, &hidden);
     let all = cases::all();
     let reports = runner::run_all(&runner::select(&all, None), &b);
-    let failed: Vec<String> = reports
-        .iter()
-        .filter(|r| matches!(r.outcome, Outcome::Fail(_)))
-        .map(|r| format!("{}: {}", r.name, r.outcome.reason()))
-        .collect();
+    let failed = runner::failures(&reports);
     assert!(failed.is_empty(), "failed cases:\n{}", failed.join("\n"));
     let (passed, _, skipped) = runner::totals(&reports);
     assert!(
@@ -94,6 +99,26 @@ fn a_windows_like_backend_skips_or_passes_every_case() {
             "{}: {:?}",
             c.name,
             r.outcome
+        );
+    }
+}
+
+/// The D3DKMT backend's sessions have exactly the capability traits it lists: what it lacks is
+/// absent as a whole (the runner skips by name), never a method that answers `Unsupported`.
+#[test]
+fn the_d3dkmt_backend_has_exactly_what_it_lists() {
+    let b: &dyn Backend = &KmtBackend::new(SimPlatform);
+    let mut s = b
+        .open(&SessionConfig::new(ExecMode::Threaded))
+        .expect("session");
+    for &c in Capability::ALL {
+        if matches!(c, Capability::ConfiguredMachine | Capability::NativeFences) {
+            continue;
+        }
+        assert_eq!(
+            reach(&mut *s, c).is_ok(),
+            b.capabilities().contains(c),
+            "{c}"
         );
     }
 }

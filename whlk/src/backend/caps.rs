@@ -22,22 +22,36 @@ use super::{
 pub enum Capability {
     /// [`Fences`].
     Fences,
+    /// [`MonitoredFences`].
+    MonitoredFences,
+    /// [`FenceInternals`] (simulation only).
+    FenceInternals,
     /// [`CrossAdapterFences`].
     CrossAdapterFences,
     /// [`UserModeSubmission`].
     UserModeSubmission,
+    /// [`KmdCaps`] (simulation only).
+    KmdCaps,
+    /// [`UmdBypass`] (simulation only).
+    UmdBypass,
+    /// [`EngineIdle`] (simulation only).
+    EngineIdle,
     /// [`UmdFences`].
     UmdFences,
     /// [`FenceLogs`] (simulation only).
     FenceLogs,
     /// [`Tdr`].
     Tdr,
+    /// [`DmaContexts`].
+    DmaContexts,
     /// [`TdrTrace`] (simulation only).
     TdrTrace,
     /// [`OsTrace`] (simulation only).
     OsTrace,
     /// [`OsControl`] (simulation only).
     OsControl,
+    /// [`Paging`] (simulation only).
+    Paging,
     /// [`FaultInjection`] (simulation only).
     FaultInjection,
     /// [`DirectDdi`] (simulation only).
@@ -66,14 +80,21 @@ impl Capability {
     /// Every capability, in declaration order.
     pub const ALL: &'static [Self] = &[
         Self::Fences,
+        Self::MonitoredFences,
+        Self::FenceInternals,
         Self::CrossAdapterFences,
         Self::UserModeSubmission,
+        Self::KmdCaps,
+        Self::UmdBypass,
+        Self::EngineIdle,
         Self::UmdFences,
         Self::FenceLogs,
         Self::Tdr,
+        Self::DmaContexts,
         Self::TdrTrace,
         Self::OsTrace,
         Self::OsControl,
+        Self::Paging,
         Self::FaultInjection,
         Self::DirectDdi,
         Self::StepMode,
@@ -89,14 +110,21 @@ impl Capability {
     pub fn name(self) -> &'static str {
         match self {
             Self::Fences => "Fences",
+            Self::MonitoredFences => "MonitoredFences",
+            Self::FenceInternals => "FenceInternals",
             Self::CrossAdapterFences => "CrossAdapterFences",
             Self::UserModeSubmission => "UserModeSubmission",
+            Self::KmdCaps => "KmdCaps",
+            Self::UmdBypass => "UmdBypass",
+            Self::EngineIdle => "EngineIdle",
             Self::UmdFences => "UmdFences",
             Self::FenceLogs => "FenceLogs",
             Self::Tdr => "Tdr",
+            Self::DmaContexts => "DmaContexts",
             Self::TdrTrace => "TdrTrace",
             Self::OsTrace => "OsTrace",
             Self::OsControl => "OsControl",
+            Self::Paging => "Paging",
             Self::FaultInjection => "FaultInjection",
             Self::DirectDdi => "DirectDdi",
             Self::StepMode => "StepMode",
@@ -114,10 +142,12 @@ impl Capability {
         matches!(
             self,
             Self::Fences
+                | Self::MonitoredFences
                 | Self::CrossAdapterFences
                 | Self::UserModeSubmission
                 | Self::UmdFences
                 | Self::Tdr
+                | Self::DmaContexts
                 | Self::AllocationUsage
                 | Self::GpuVaPlacement
                 | Self::NativeFences
@@ -219,9 +249,9 @@ impl Capabilities {
     }
 }
 
-/// Native fences (NF-*) and legacy monitored fences (MF-*) on one adapter, with CPU waits and
-/// signals, and GPU queues that signal and wait on them. A Windows backend has these through
-/// D3DKMT and the UMD (its GPU queues would be the UMD's queues).
+/// Native fences (NF-*) on one adapter, with CPU waits and signals, and GPU queues that signal
+/// and wait on them. A Windows backend has these through D3DKMT and the UMD (its GPU queues
+/// would be the UMD's queues).
 pub trait Fences {
     /// Creates a native fence on adapter `i` for `process`.
     fn create_native_fence(
@@ -237,16 +267,6 @@ pub trait Fences {
 
     /// The process destroys its instance.
     fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure>;
-
-    /// Whether the OS object behind `f` is gone.
-    fn native_fence_destroyed(&self, f: FenceRef) -> bool;
-
-    /// System-process GPU VAs of (CurrentValue, MonitoredValue) and the native-fence caps'
-    /// MonitoredValueStride.
-    fn fence_addresses(&self, f: FenceRef) -> Result<(u64, u64, u32), Failure>;
-
-    /// CurrentValue and MonitoredValue.
-    fn fence_values(&self, f: FenceRef) -> Result<FenceValues, Failure>;
 
     /// Registers a CPU wait in event form.
     fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure>;
@@ -280,7 +300,12 @@ pub trait Fences {
 
     /// Whether the GPU consumed everything submitted to the queue.
     fn gpu_queue_drained(&self, q: QueueRef) -> bool;
+}
 
+/// Legacy monitored fences (MF-*) beside the native ones: created, waited on and signalled by
+/// the CPU, and signalled by [`Fences`]' GPU queues. A Windows backend has them through
+/// `D3DKMTCreateSynchronizationObject2`.
+pub trait MonitoredFences {
     /// Creates a legacy monitored fence on adapter `i` (MF-01).
     fn create_monitored_fence(
         &mut self,
@@ -307,6 +332,21 @@ pub trait Fences {
     ) -> Result<(), Failure>;
 }
 
+/// The OS's side of a native fence: whether its object is gone, the system process's GPU VAs
+/// and MonitoredValue. Simulation only (the OS maps MonitoredValue for the GPU only, and no
+/// D3DKMT call shows the rest).
+pub trait FenceInternals {
+    /// Whether the OS object behind `f` is gone.
+    fn native_fence_destroyed(&self, f: FenceRef) -> bool;
+
+    /// System-process GPU VAs of (CurrentValue, MonitoredValue) and the native-fence caps'
+    /// MonitoredValueStride.
+    fn fence_addresses(&self, f: FenceRef) -> Result<(u64, u64, u32), Failure>;
+
+    /// CurrentValue and MonitoredValue.
+    fn fence_values(&self, f: FenceRef) -> Result<FenceValues, Failure>;
+}
+
 /// Fences shared between two adapters of one machine (NF-16, NF-18): needs a machine with two
 /// adapters, one of them without native fences for the monitored-fence form.
 pub trait CrossAdapterFences {
@@ -328,16 +368,11 @@ pub trait CrossAdapterFences {
     ) -> Result<MonitoredRef, Failure>;
 }
 
-/// User-mode submission: processes, buffers, hardware queues made by the UMD's
-/// submission core, doorbell status, process exits, and threads that churn or stream batches. A
-/// Windows backend implements this with D3DKMT and the same UMD core (`rvgpu_umd::submit` over
-/// `kmt_windows`).
+/// User-mode submission as an application sees it: processes, buffers, hardware queues made
+/// by the UMD's submission core, their doorbell status, process exits, and threads that churn
+/// queues. Every backend with user-mode queues implements it; a Windows backend with D3DKMT and
+/// the same UMD core (`rvgpu_umd::submit` over `kmt_windows`).
 pub trait UserModeSubmission {
-    /// What adapter `i` reported at start: node metadata and `USERMODESUBMISSION_CAPS`
-    /// (Windows: `D3DKMTQueryAdapterInfo` with `KMTQAITYPE_NODEMETADATA`; the doorbell size
-    /// is what the UMD's doorbell mapping has).
-    fn submission_caps(&mut self, i: usize) -> Result<SubmissionCaps, Failure>;
-
     /// Opens a process (its D3D device) on adapter `i`.
     fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure>;
 
@@ -378,9 +413,28 @@ pub trait UserModeSubmission {
     /// queues, allocations, context).
     fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure>;
 
-    /// The user-mode queue's doorbell status page.
+    /// The user-mode queue's doorbell status page (the UMD's CPU mapping of it).
     fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure>;
 
+    /// Runs `lanes` at the same time, one thread each (see [`ChurnLane`]); step-mode
+    /// sessions run them one after another.
+    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure>;
+}
+
+/// What the KMD reported to the OS at start: `DXGK_DRIVERCAPS`, node metadata and
+/// `DXGK_USERMODESUBMISSION_CAPS`. Simulation only (user mode sees none of DRIVERCAPS).
+pub trait KmdCaps {
+    /// Queries `DXGKQAITYPE_DRIVERCAPS` on a started adapter.
+    fn driver_caps(&mut self, i: usize) -> Result<DriverCaps, Failure>;
+
+    /// What adapter `i` reported at start: node metadata and `USERMODESUBMISSION_CAPS`.
+    fn submission_caps(&mut self, i: usize) -> Result<SubmissionCaps, Failure>;
+}
+
+/// The objects behind one of the UMD's user-mode queues, reached past the UMD: thunk calls on
+/// its hardware queue and ring allocations, and whether the OS still holds the ring.
+/// Simulation only (the UMD hands none of these handles out).
+pub trait UmdBypass {
     /// Submits `work` to the user-mode queue's own hardware queue with
     /// `D3DKMTSubmitCommandToHwQueue`, which UM-05 forbids; returns the NTSTATUS.
     fn kernel_submit_on_user_queue(&mut self, q: UmQueueRef, work: &[Work])
@@ -391,18 +445,17 @@ pub trait UserModeSubmission {
     /// keeps working; a second call fails with the NTSTATUS of the closed handle.
     fn release_ring_handles(&mut self, q: UmQueueRef) -> Result<(), Failure>;
 
+    /// Whether the queue's ring and ring-control memory is still allocated (UM-07).
+    fn ring_resident(&self, q: UmQueueRef) -> Result<bool, Failure>;
+}
+
+/// An engine's idle F-state at a moment the case chooses. Simulation only (Windows idles the
+/// engine on its own schedule, and no D3DKMT call shows the F-state).
+pub trait EngineIdle {
     /// Lets node `node` of adapter `i` idle until it has requested F1 and the OS has moved
-    /// it to F1 (UM-13), up to `budget`; whether it did. The simulation needs
-    /// [`SessionConfig::idle_f1_ticks`](super::SessionConfig::idle_f1_ticks); Windows idles the engine on its own schedule.
+    /// it to F1 (UM-13), up to `budget`; whether it did. Needs
+    /// [`SessionConfig::idle_f1_ticks`](super::SessionConfig::idle_f1_ticks).
     fn await_engine_f1(&mut self, i: usize, node: u32, budget: Duration) -> Result<bool, Failure>;
-
-    /// Runs `lanes` at the same time, one thread each (see [`ChurnLane`]); step-mode
-    /// sessions run them one after another.
-    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure>;
-
-    /// Runs `lanes` at the same time on existing queues, one thread each ([`StreamLane`]);
-    /// step-mode sessions run them one after another.
-    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure>;
 }
 
 /// Native fences made through the UMD (`Kmt::create_native_fence`) and batches that signal and
@@ -459,14 +512,22 @@ pub trait FenceLogs {
     ) -> Result<(), Failure>;
 }
 
-/// Timeout detection and recovery as a client sees it: TDR on, kernel-mode contexts
-/// and DMA buffers. On Windows TDR is always on and `D3DKMTRender` submits.
+/// Timeout detection and recovery as a client sees it: TDR on, and threads that keep queues
+/// busy through a recovery. On Windows TDR is always on.
 pub trait Tdr {
     /// Turns TDR on for adapter `i` with these timeouts (the simulation's TDR is opt-in per
     /// adapter). A Windows backend returns `Ok` and ignores the values (TDR is always on;
     /// `TdrDelay` is a registry setting).
     fn enable_tdr(&mut self, i: usize, t: TdrTimeouts) -> Result<(), Failure>;
 
+    /// Runs `lanes` at the same time on existing queues, one thread each ([`StreamLane`]);
+    /// step-mode sessions run them one after another.
+    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure>;
+}
+
+/// Kernel-mode ("legacy") contexts and their DMA buffers, which the TDR cases hang and
+/// recover. A Windows backend has them through `D3DKMTCreateContext` and `D3DKMTRender`.
+pub trait DmaContexts {
     /// A kernel-mode context of `p` on `node` (`D3DKMTCreateContext`, TDR-02: the node must be
     /// one of the adapter's).
     fn create_context(&mut self, p: ProcessRef, node: u32) -> Result<ContextRef, Failure>;
@@ -520,14 +581,10 @@ pub trait OsTrace {
     /// Where the doorbell's CPU VA points: `Some(page)` the physical doorbell, `None` the
     /// OS's dummy page (UM-09). Simulation only.
     fn doorbell_mapping(&self, q: UmQueueRef) -> Result<Option<u32>, Failure>;
-
-    /// Whether the queue's ring and ring-control memory is still allocated (UM-07).
-    /// Simulation only.
-    fn ring_resident(&self, q: UmQueueRef) -> Result<bool, Failure>;
 }
 
 /// Making the OS do what Windows decides on its own: suspend and resume a process's contexts,
-/// power the adapter down and up, a device loss, paging. Simulation only.
+/// power the adapter down and up, a device loss. Simulation only.
 pub trait OsControl {
     /// The OS suspends (`DxgkDdiSuspendContext`) every context of `p` (UM-11). Simulation
     /// only: no D3DKMT call does this.
@@ -546,7 +603,11 @@ pub trait OsControl {
     /// Device loss on adapter `i` (UM-10). Simulation only (a Windows backend could force a
     /// TDR with `dxcap -forcetdr` for something close to `Removed`).
     fn device_loss(&mut self, i: usize, how: DeviceLoss) -> Result<(), Failure>;
+}
 
+/// VidMm's paging transfers into a buffer, built by the driver. Simulation only (Windows pages
+/// when it decides to).
+pub trait Paging {
     /// VidMm pages in `bytes` at `offset` of `b` with a FILL of the 32-bit `pattern` built by
     /// `DxgkDdiBuildPagingBuffer` and submitted as paging buffers on `node`; returns their
     /// fence IDs. Simulation only.

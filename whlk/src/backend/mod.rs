@@ -16,11 +16,15 @@
 //! are optional for them (`Case::optional`).
 
 pub mod caps;
+pub(crate) mod gpuva;
 pub mod kmt;
+pub(crate) mod lanes;
 pub mod restricted;
 mod session;
 pub mod sim;
 pub mod testing;
+pub(crate) mod tracked;
+mod umd_queue;
 
 use std::fmt;
 use std::time::Duration;
@@ -30,7 +34,8 @@ pub use session::{Backend, Session};
 
 pub use caps::{
     AllocationUsage, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
-    FaultInjection, FenceLogs, Fences, GpuVaPlacement, OsControl, OsTrace, StepMode, Tdr, TdrTrace,
+    DmaContexts, EngineIdle, FaultInjection, FenceInternals, FenceLogs, Fences, GpuVaPlacement,
+    KmdCaps, MonitoredFences, OsControl, OsTrace, Paging, StepMode, Tdr, TdrTrace, UmdBypass,
     UmdFences, UserModeSubmission,
 };
 
@@ -785,6 +790,24 @@ pub struct StreamReport {
     pub recovered_at: Option<usize>,
     /// The first error, if any.
     pub error: Option<String>,
+}
+
+/// The GPU address of `bytes` at `offset` of buffer `b` (at `gpu_va`, `size` bytes long), or
+/// why the span does not fit.
+pub(crate) fn address_in(
+    b: BufferRef,
+    gpu_va: u64,
+    size: u64,
+    offset: u64,
+    bytes: u64,
+) -> Result<u64, Failure> {
+    match offset.checked_add(bytes) {
+        Some(end) if end <= size => Ok(gpu_va + offset),
+        _ => Err(Failure::Backend(format!(
+            "{bytes} bytes at {offset:#x} are outside buffer {} ({size} bytes)",
+            b.0
+        ))),
+    }
 }
 
 /// Encodes harness work as device commands, with `address` resolving (buffer, offset, bytes)

@@ -45,7 +45,7 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-10", "TDR-02"],
         summary:
             "DRIVERCAPS is render-only, multi-engine, 64-bit atomics, consistent with the device",
-        needs: &[],
+        needs: &[Capability::KmdCaps],
         optional: &[],
         run: driver_caps,
     },
@@ -53,7 +53,7 @@ pub const CASES: &[Case] = &[
         name: "Adapter.NativeFenceFeatureDisabled",
         requirements: &["NF-10"],
         summary: "with DXGK_FEATURE_NATIVE_FENCE off the driver starts without NativeGpuFence",
-        needs: &[Capability::ConfiguredMachine],
+        needs: &[Capability::ConfiguredMachine, Capability::KmdCaps],
         optional: &[],
         run: native_fence_disabled,
     },
@@ -120,7 +120,7 @@ fn driver_caps(b: &dyn Backend) -> CaseResult {
     let mut s = b.open(&SessionConfig::new(ExecMode::Step))?;
     s.load_driver()?;
     s.start_adapter(0)?;
-    let c = s.driver_caps(0)?;
+    let c = s.kmd_caps()?.driver_caps(0)?;
     ensure!(
         c.nodes >= 2,
         "GpuEngineTopology reports {} nodes, the device has 2",
@@ -140,7 +140,7 @@ fn driver_caps(b: &dyn Backend) -> CaseResult {
         "line-based interrupt must report message 0, got {}",
         c.interrupt_message_number
     );
-    let again = s.driver_caps(0)?;
+    let again = s.kmd_caps()?.driver_caps(0)?;
     ensure!(
         again == c,
         "DRIVERCAPS changed between two queries: {c:?} then {again:?}"
@@ -154,7 +154,7 @@ fn native_fence_disabled(b: &dyn Backend) -> CaseResult {
     let mut s = b.open(&cfg)?;
     s.load_driver()?;
     s.start_adapter(0)?;
-    let c = s.driver_caps(0)?;
+    let c = s.kmd_caps()?.driver_caps(0)?;
     ensure!(
         !c.native_gpu_fence,
         "NativeGpuFence advertised while the OS disabled native fences"

@@ -68,16 +68,16 @@ fn map_sub_range_then_free(b: &dyn Backend) -> CaseResult {
         Err(e @ Failure::DdiFailed(STATUS_DEVICE_REMOVED)) => Some(e),
         Err(e) => return Err(e.into()),
     };
-    // Whether the backend shows the doorbell status page, and whether it showed the abort.
-    let (mut observable, mut aborted) = (true, false);
+    // Whether the backend showed the doorbell status page at all (a UMD that saw the abort
+    // first may have torn its doorbell down already), and whether it showed the abort.
+    let (mut observable, mut aborted) = (false, false);
     for i in 0..POLLS {
         s.run_until(Duration::from_millis(10), &mut |s| {
             s.ums_ref().and_then(|u| u.doorbell_status(q)) == Ok(DoorbellStatus::DisconnectedAbort)
         })?;
-        match s.ums_ref().and_then(|u| u.doorbell_status(q)) {
-            Ok(DoorbellStatus::DisconnectedAbort) => aborted = true,
-            Err(Failure::Unsupported(_)) => observable = false,
-            _ => {}
+        if let Ok(st) = s.ums_ref().and_then(|u| u.doorbell_status(q)) {
+            observable = true;
+            aborted |= st == DoorbellStatus::DisconnectedAbort;
         }
         if refused.is_some() {
             break;

@@ -34,7 +34,7 @@ pub const CASES: &[Case] = &[
         requirements: &["LOG-01", "LOG-09"],
         summary: "the OS sets a wait and a signal log (84 entries, or the configured size) on \
                   every user-mode queue at creation, none on a kernel-mode queue",
-        needs: &[Capability::UserModeSubmission, Capability::FenceLogs, Capability::ConfiguredMachine],
+        needs: &[Capability::UserModeSubmission, Capability::FenceLogs, Capability::ConfiguredMachine, Capability::KmdCaps],
         optional: &[],
         run: every_user_queue_has_both_logs,
     },
@@ -83,7 +83,7 @@ pub const CASES: &[Case] = &[
                   producer/consumer chain with CPU waits: every operation queued and logged \
                   once, consecutive indices, monotonic GPU times, causal mapping; the run's \
                   timeline file",
-        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::NativeFences],
+        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::NativeFences, Capability::KmdCaps],
         optional: &[],
         run: timeline,
     },
@@ -177,7 +177,7 @@ fn every_user_queue_has_both_logs(b: &dyn Backend) -> CaseResult {
         let mut s = session(b, ExecMode::Step, |c| c.log_entries = entries)?;
         let p = s.ums()?.open_process(0)?;
         let want = Some(entries.unwrap_or(DEFAULT_LOG_ENTRIES));
-        let nodes = s.ums()?.submission_caps(0)?.user_mode_nodes;
+        let nodes = s.kmd_caps()?.submission_caps(0)?.user_mode_nodes;
         for (node, um) in nodes.iter().enumerate() {
             if !um {
                 continue;
@@ -420,7 +420,7 @@ fn timeline(b: &dyn Backend) -> CaseResult {
     const ROUNDS: u64 = 34; // 2 processes x 34 rounds x 3 operations = 204
     let mut s = session(b, ExecMode::Threaded, |_| {})?;
     s.fence_logs()?.trace_fences()?;
-    let nodes = s.ums()?.submission_caps(0)?.user_mode_nodes;
+    let nodes = s.kmd_caps()?.submission_caps(0)?.user_mode_nodes;
     let second = nodes
         .iter()
         .enumerate()

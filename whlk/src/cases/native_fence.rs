@@ -18,7 +18,11 @@ pub const CASES: &[Case] = &[
         summary: "MonitoredValue is u64::MAX with no waiter and armed for the lowest pending \
                   value with waiters (W - 1 by the pages, W on 24H2), u64::MAX again after \
                   the last",
-        needs: &[Capability::Fences, Capability::NativeFences],
+        needs: &[
+            Capability::Fences,
+            Capability::NativeFences,
+            Capability::FenceInternals,
+        ],
         optional: &[],
         run: monitored_value_tracks_waiters,
     },
@@ -27,7 +31,11 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-05", "NF-11"],
         summary: "non-shareable fences of one process share pages at the caps' stride; a \
                   shareable fence's values are on pages of their own",
-        needs: &[Capability::Fences, Capability::NativeFences],
+        needs: &[
+            Capability::Fences,
+            Capability::NativeFences,
+            Capability::FenceInternals,
+        ],
         optional: &[],
         run: packed_storage,
     },
@@ -41,6 +49,7 @@ pub const CASES: &[Case] = &[
             Capability::OsTrace,
             Capability::StepMode,
             Capability::NativeFences,
+            Capability::FenceInternals,
         ],
         optional: &[Capability::BugChecks],
         run: cpu_wait_gpu_signal,
@@ -54,6 +63,7 @@ pub const CASES: &[Case] = &[
             Capability::OsTrace,
             Capability::StepMode,
             Capability::NativeFences,
+            Capability::FenceInternals,
         ],
         optional: &[],
         run: no_waiter_no_interrupt,
@@ -67,6 +77,7 @@ pub const CASES: &[Case] = &[
             Capability::Fences,
             Capability::DirectDdi,
             Capability::NativeFences,
+            Capability::FenceInternals,
         ],
         optional: &[Capability::BugChecks],
         run: handle_lifetimes,
@@ -94,6 +105,7 @@ pub const CASES: &[Case] = &[
             Capability::OsTrace,
             Capability::StepMode,
             Capability::NativeFences,
+            Capability::FenceInternals,
         ],
         optional: &[],
         run: cpu_signal_releases_gpu_wait,
@@ -108,6 +120,7 @@ pub const CASES: &[Case] = &[
             Capability::CrossAdapterFences,
             Capability::StepMode,
             Capability::NativeFences,
+            Capability::FenceInternals,
         ],
         optional: &[],
         run: cross_adapter,
@@ -123,6 +136,7 @@ pub const CASES: &[Case] = &[
             Capability::OsTrace,
             Capability::StepMode,
             Capability::NativeFences,
+            Capability::FenceInternals,
         ],
         optional: &[],
         run: scenario1,
@@ -138,6 +152,8 @@ pub const CASES: &[Case] = &[
             Capability::StepMode,
             Capability::ConfiguredMachine,
             Capability::NativeFences,
+            Capability::FenceInternals,
+            Capability::MonitoredFences,
         ],
         optional: &[],
         run: scenario2a,
@@ -153,6 +169,8 @@ pub const CASES: &[Case] = &[
             Capability::StepMode,
             Capability::ConfiguredMachine,
             Capability::NativeFences,
+            Capability::FenceInternals,
+            Capability::MonitoredFences,
         ],
         optional: &[],
         run: scenario2b,
@@ -167,6 +185,7 @@ pub const CASES: &[Case] = &[
             Capability::OsTrace,
             Capability::StepMode,
             Capability::ConfiguredMachine,
+            Capability::MonitoredFences,
         ],
         optional: &[],
         run: monitored_cpu_wait_gpu_signal,
@@ -177,7 +196,7 @@ pub const CASES: &[Case] = &[
         summary: "threaded: 50 rounds of event and blocking CPU waits released by GPU \
                   signals; no wake-up lost",
         needs: &[Capability::Fences, Capability::NativeFences],
-        optional: &[Capability::BugChecks],
+        optional: &[Capability::BugChecks, Capability::FenceInternals],
         run: cpu_waits_threaded,
     },
     Case {
@@ -204,7 +223,7 @@ pub const CASES: &[Case] = &[
         summary: "threaded, adapter with native fences: a legacy monitored fence signalled \
                   by fence-write commands of a user-mode queue releases a CPU wait at its \
                   value only; a CPU signal releases a wait; the CPU mapping shows each value",
-        needs: &[Capability::Fences],
+        needs: &[Capability::Fences, Capability::MonitoredFences],
         optional: &[Capability::BugChecks],
         run: monitored_gpu_signal_threaded,
     },
@@ -245,7 +264,7 @@ fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
     let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
     ensure!(
-        s.fences_ref()?.fence_values(f)?.monitored == u64::MAX,
+        s.fence_internals_ref()?.fence_values(f)?.monitored == u64::MAX,
         "MonitoredValue with no waiter"
     );
     let e10 = s.fences()?.cpu_wait_event(f, 10)?;
@@ -253,7 +272,7 @@ fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
     // Windows writes the lowest awaited value minus one (Microsoft's pages, NF-02) or the
     // value itself (24H2, docs/windows-bringup.md §8a): either is correct, and decides what
     // follows a partial release (re-armed for the next wait, or left as it is).
-    let first = s.fences_ref()?.fence_values(f)?.monitored;
+    let first = s.fence_internals_ref()?.fence_values(f)?.monitored;
     ensure!(
         first == 4 || first == 5,
         "MonitoredValue {first:#x} with waiters at 5 and 10, expected 4 (W - 1) or 5 (W)"
@@ -263,7 +282,7 @@ fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
         s.fences_ref()?.event_result(e5, Duration::ZERO) == Some(WaitResult::Satisfied),
         "wait for 5 not released"
     );
-    let mv = s.fences_ref()?.fence_values(f)?.monitored;
+    let mv = s.fence_internals_ref()?.fence_values(f)?.monitored;
     let want = if first == 4 { 9 } else { 5 };
     ensure!(
         mv == want,
@@ -275,7 +294,7 @@ fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
         "wait for 10 not released"
     );
     ensure!(
-        s.fences_ref()?.fence_values(f)?.monitored == u64::MAX,
+        s.fence_internals_ref()?.fence_values(f)?.monitored == u64::MAX,
         "MonitoredValue after the last wait"
     );
     Ok(())
@@ -297,11 +316,11 @@ fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
     ensure!(
         s.fences_ref()?.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
         "CPU wait for 3 not released; values {:?}",
-        s.fences_ref()?.fence_values(f)
+        s.fence_internals_ref()?.fence_values(f)
     );
     let n = s.os_trace_ref()?.interrupt_count(0) - base;
     ensure!(n == 1, "{n} interrupts, expected exactly 1");
-    let v = s.fences_ref()?.fence_values(f)?;
+    let v = s.fence_internals_ref()?.fence_values(f)?;
     ensure!(v.current == 5 && v.monitored == u64::MAX, "values {v:?}");
     no_fault(&*s)?;
     Ok(())
@@ -322,9 +341,9 @@ fn no_waiter_no_interrupt(b: &dyn Backend) -> CaseResult {
     }
     ensure!(s.fences_ref()?.gpu_queue_drained(q), "queue not drained");
     ensure!(
-        s.fences_ref()?.fence_values(f)?.current == 100,
+        s.fence_internals_ref()?.fence_values(f)?.current == 100,
         "CurrentValue {:?}",
-        s.fences_ref()?.fence_values(f)
+        s.fence_internals_ref()?.fence_values(f)
     );
     let n = s.os_trace_ref()?.interrupt_count(0) - base;
     ensure!(n == 0, "{n} interrupts with no waiter");
@@ -339,7 +358,7 @@ fn handle_lifetimes(b: &dyn Backend) -> CaseResult {
     ensure!(st < 0, "Destroy with two open instances returned {st:#x}");
     s.fences()?.destroy_native_fence(a)?;
     ensure!(
-        !s.fences_ref()?.native_fence_destroyed(bb),
+        !s.fence_internals_ref()?.native_fence_destroyed(bb),
         "A's destroy must be Close(A) only"
     );
     let st = s.direct_ddi()?.raw_destroy_native_fence(bb)?;
@@ -356,7 +375,7 @@ fn handle_lifetimes(b: &dyn Backend) -> CaseResult {
     );
     s.fences()?.destroy_native_fence(bb)?;
     ensure!(
-        s.fences_ref()?.native_fence_destroyed(bb),
+        s.fence_internals_ref()?.native_fence_destroyed(bb),
         "B's destroy must be Close(B) + Destroy"
     );
     no_fault(&*s)?;
@@ -403,7 +422,7 @@ fn cpu_signal_releases_gpu_wait(b: &dyn Backend) -> CaseResult {
         "the CPU signal did not release the GPU wait"
     );
     ensure!(
-        s.fences_ref()?.fence_values(g)?.current == 1,
+        s.fence_internals_ref()?.fence_values(g)?.current == 1,
         "the later signal did not land"
     );
     let n = s.os_trace_ref()?.interrupt_count(0) - base;
@@ -416,7 +435,7 @@ fn cross_adapter(b: &dyn Backend) -> CaseResult {
     let f0 = s.fences()?.create_native_fence(0, 1, 0, true)?;
     let f1 = s.cross_adapter()?.open_native_fence_on(f0, 1, 2)?;
     for (f, i) in [(f0, 0), (f1, 1)] {
-        let mv = s.fences_ref()?.fence_values(f)?.monitored;
+        let mv = s.fence_internals_ref()?.fence_values(f)?.monitored;
         ensure!(
             mv == 0,
             "MonitoredValue {mv:#x} on adapter {i}, expected 0 (held)"
@@ -439,7 +458,7 @@ fn cross_adapter(b: &dyn Backend) -> CaseResult {
         "NotificationOnly did not release adapter 1's GPU wait"
     );
     ensure!(
-        s.fences_ref()?.fence_values(done)?.current == 1,
+        s.fence_internals_ref()?.fence_values(done)?.current == 1,
         "the later signal did not land"
     );
     Ok(())
@@ -467,7 +486,7 @@ fn cpu_waits_threaded(b: &dyn Backend) -> CaseResult {
             r == Some(WaitResult::Satisfied),
             "event wait for {}: {r:?}; values {:?}",
             2 * v,
-            s.fences_ref()?.fence_values(f)
+            s.fence_internals_ref().and_then(|x| x.fence_values(f))
         );
     }
     no_fault(&*s)?;
@@ -501,7 +520,7 @@ fn scenario1(b: &dyn Backend) -> CaseResult {
         "the iGPU GPU wait was not released"
     );
     ensure!(
-        s.fences_ref()?.fence_values(after)?.current == 1,
+        s.fence_internals_ref()?.fence_values(after)?.current == 1,
         "the iGPU's later signal did not land"
     );
     Ok(())
@@ -515,7 +534,7 @@ fn scenario2a(b: &dyn Backend) -> CaseResult {
         "opened as a native fence on an adapter without native fences"
     );
     let i = s.cross_adapter()?.open_native_fence_as_monitored(d, 0, 1)?;
-    let e = s.fences()?.monitored_wait_event(i, 10)?;
+    let e = s.monitored()?.monitored_wait_event(i, 10)?;
     let dq = s.fences()?.gpu_queue(1, 0, 1)?;
     s.fences()?.gpu_signal(dq, d, 10)?;
     s.fences()?.gpu_submit(dq)?;
@@ -523,7 +542,7 @@ fn scenario2a(b: &dyn Backend) -> CaseResult {
     ensure!(
         s.fences_ref()?.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
         "the iGPU CPU wait was not released; value {:?}",
-        s.fences_ref()?.monitored_value(i)
+        s.monitored_ref()?.monitored_value(i)
     );
     Ok(())
 }
@@ -542,14 +561,14 @@ fn scenario2b(b: &dyn Backend) -> CaseResult {
         !s.fences_ref()?.gpu_queue_drained(dq),
         "the dGPU queue did not block"
     );
-    s.fences()?.monitored_signal_cpu(i, 10)?;
+    s.monitored()?.monitored_signal_cpu(i, 10)?;
     s.step()?.run_until_idle()?;
     ensure!(
         s.fences_ref()?.gpu_queue_drained(dq),
         "the dGPU GPU wait was not released"
     );
     ensure!(
-        s.fences_ref()?.fence_values(after)?.current == 1,
+        s.fence_internals_ref()?.fence_values(after)?.current == 1,
         "the later signal did not land"
     );
     Ok(())
@@ -561,10 +580,10 @@ fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
         s.fences()?.create_native_fence(0, 1, 0, false).is_err(),
         "native fence created with the feature disabled"
     );
-    let f = s.fences()?.create_monitored_fence(0, 1, 0)?;
+    let f = s.monitored()?.create_monitored_fence(0, 1, 0)?;
     let q = s.fences()?.gpu_queue(0, 0, 1)?;
-    let e = s.fences()?.monitored_wait_event(f, 2)?;
-    s.fences()?.gpu_signal_monitored(q, f, 1)?;
+    let e = s.monitored()?.monitored_wait_event(f, 2)?;
+    s.monitored()?.gpu_signal_monitored(q, f, 1)?;
     s.fences()?.gpu_submit(q)?;
     s.step()?.run_until_idle()?;
     let n = s.os_trace_ref()?.interrupt_count(0);
@@ -573,23 +592,23 @@ fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
         s.fences_ref()?.event_result(e, Duration::ZERO).is_none(),
         "released at 1 < 2"
     );
-    s.fences()?.gpu_signal_monitored(q, f, 2)?;
+    s.monitored()?.gpu_signal_monitored(q, f, 2)?;
     s.fences()?.gpu_submit(q)?;
     s.step()?.run_until_idle()?;
     ensure!(
         s.fences_ref()?.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
         "wait for 2 not released"
     );
-    let e = s.fences()?.monitored_wait_event(f, 5)?;
-    s.fences()?.monitored_signal_cpu(f, 5)?;
+    let e = s.monitored()?.monitored_wait_event(f, 5)?;
+    s.monitored()?.monitored_signal_cpu(f, 5)?;
     ensure!(
         s.fences_ref()?.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
         "CPU signal did not release the wait"
     );
     ensure!(
-        s.fences_ref()?.monitored_value(f)? == 5,
+        s.monitored_ref()?.monitored_value(f)? == 5,
         "value {:?}",
-        s.fences_ref()?.monitored_value(f)
+        s.monitored_ref()?.monitored_value(f)
     );
     Ok(())
 }
@@ -599,9 +618,9 @@ fn packed_storage(b: &dyn Backend) -> CaseResult {
     let f1 = s.fences()?.create_native_fence(0, 1, 0, false)?;
     let f2 = s.fences()?.create_native_fence(0, 1, 0, false)?;
     let sh = s.fences()?.create_native_fence(0, 1, 0, true)?;
-    let (c1, m1, stride) = s.fences_ref()?.fence_addresses(f1)?;
-    let (c2, m2, _) = s.fences_ref()?.fence_addresses(f2)?;
-    let (cs, ms, _) = s.fences_ref()?.fence_addresses(sh)?;
+    let (c1, m1, stride) = s.fence_internals_ref()?.fence_addresses(f1)?;
+    let (c2, m2, _) = s.fence_internals_ref()?.fence_addresses(f2)?;
+    let (cs, ms, _) = s.fence_internals_ref()?.fence_addresses(sh)?;
     let page = |a: u64| a & !0xFFF;
     ensure!(stride != 0 && stride % 8 == 0, "stride {stride}");
     ensure!(
@@ -681,22 +700,22 @@ fn destroy_abandons_wait_threaded(b: &dyn Backend) -> CaseResult {
 
 fn monitored_gpu_signal_threaded(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Threaded, 1)?;
-    let f = s.fences()?.create_monitored_fence(0, 1, 0)?;
+    let f = s.monitored()?.create_monitored_fence(0, 1, 0)?;
     let q = s.fences()?.gpu_queue(0, 0, 1)?;
-    let e = s.fences()?.monitored_wait_event(f, 2)?;
-    s.fences()?.gpu_signal_monitored(q, f, 1)?;
+    let e = s.monitored()?.monitored_wait_event(f, 2)?;
+    s.monitored()?.gpu_signal_monitored(q, f, 1)?;
     s.fences()?.gpu_submit(q)?;
     ensure!(
         drained(&mut s, q)?,
         "the first signal's queue did not drain"
     );
-    let v = s.fences_ref()?.monitored_value(f)?;
+    let v = s.monitored_ref()?.monitored_value(f)?;
     ensure!(v == 1, "value {v} after the GPU signal of 1");
     ensure!(
         s.fences_ref()?.event_result(e, WATCH).is_none(),
         "the wait for 2 was released at 1"
     );
-    s.fences()?.gpu_signal_monitored(q, f, 2)?;
+    s.monitored()?.gpu_signal_monitored(q, f, 2)?;
     s.fences()?.gpu_submit(q)?;
     ensure!(
         s.fences_ref()?.event_result(e, SETTLE) == Some(WaitResult::Satisfied),
@@ -706,15 +725,15 @@ fn monitored_gpu_signal_threaded(b: &dyn Backend) -> CaseResult {
         drained(&mut s, q)?,
         "the second signal's queue did not drain"
     );
-    let v = s.fences_ref()?.monitored_value(f)?;
+    let v = s.monitored_ref()?.monitored_value(f)?;
     ensure!(v == 2, "value {v} after the GPU signal of 2");
-    let e = s.fences()?.monitored_wait_event(f, 5)?;
-    s.fences()?.monitored_signal_cpu(f, 5)?;
+    let e = s.monitored()?.monitored_wait_event(f, 5)?;
+    s.monitored()?.monitored_signal_cpu(f, 5)?;
     ensure!(
         s.fences_ref()?.event_result(e, SETTLE) == Some(WaitResult::Satisfied),
         "the CPU signal did not release the wait for 5"
     );
-    let v = s.fences_ref()?.monitored_value(f)?;
+    let v = s.monitored_ref()?.monitored_value(f)?;
     ensure!(v == 5, "value {v} after the CPU signal of 5");
     no_fault(&*s)?;
     Ok(())

@@ -20,7 +20,11 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-14"],
         summary:
             "an ISR reporting an unknown native fence handle halts with 0x119 (1, handle, 19, 0)",
-        needs: &[Capability::FaultInjection, Capability::BugChecks],
+        needs: &[
+            Capability::FaultInjection,
+            Capability::BugChecks,
+            Capability::KmdCaps,
+        ],
         optional: &[],
         run: bad_fence_handle,
     },
@@ -80,7 +84,7 @@ fn bad_fence_handle(b: &dyn Backend) -> CaseResult {
         p[2]
     );
     // A halted machine refuses everything with the same bug check.
-    let after = s.driver_caps(0).map(|_| ());
+    let after = s.kmd_caps()?.driver_caps(0).map(|_| ());
     expect_bugcheck(after, VIDEO_SCHEDULER_INTERNAL_ERROR)?;
     Ok(())
 }

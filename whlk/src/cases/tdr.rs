@@ -45,7 +45,11 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-01"],
         summary: "SupportPerEngineTDR set with PER_ENGINE_RESET, clear without; a table without \
                   DxgkDdiResetEngine that claims it is refused at start",
-        needs: &[Capability::FaultInjection, Capability::ConfiguredMachine],
+        needs: &[
+            Capability::FaultInjection,
+            Capability::ConfiguredMachine,
+            Capability::KmdCaps,
+        ],
         optional: &[],
         run: per_engine_caps,
     },
@@ -74,6 +78,8 @@ pub const CASES: &[Case] = &[
             Capability::TdrTrace,
             Capability::DirectDdi,
             Capability::ConfiguredMachine,
+            Capability::KmdCaps,
+            Capability::DmaContexts,
         ],
         optional: &[Capability::BugChecks],
         run: nodes_and_affinity,
@@ -87,8 +93,9 @@ pub const CASES: &[Case] = &[
             Capability::UserModeSubmission,
             Capability::Tdr,
             Capability::TdrTrace,
-            Capability::OsControl,
             Capability::ConfiguredMachine,
+            Capability::DmaContexts,
+            Capability::Paging,
         ],
         optional: &[Capability::BugChecks],
         run: paging_resubmit_order,
@@ -105,6 +112,7 @@ pub const CASES: &[Case] = &[
             Capability::FaultInjection,
             Capability::DirectDdi,
             Capability::ConfiguredMachine,
+            Capability::DmaContexts,
         ],
         optional: &[Capability::BugChecks],
         run: last_completed_fence,
@@ -121,6 +129,7 @@ pub const CASES: &[Case] = &[
             Capability::TdrTrace,
             Capability::FaultInjection,
             Capability::ConfiguredMachine,
+            Capability::DmaContexts,
         ],
         optional: &[Capability::BugChecks],
         run: reset_sequence,
@@ -135,6 +144,7 @@ pub const CASES: &[Case] = &[
             Capability::Tdr,
             Capability::TdrTrace,
             Capability::ConfiguredMachine,
+            Capability::DmaContexts,
         ],
         optional: &[Capability::BugChecks],
         run: aborted_fence_in_range,
@@ -151,6 +161,8 @@ pub const CASES: &[Case] = &[
             Capability::FaultInjection,
             Capability::BugChecks,
             Capability::ConfiguredMachine,
+            Capability::KmdCaps,
+            Capability::DmaContexts,
         ],
         optional: &[],
         run: bugcheck_on_bad_aborted_fence,
@@ -166,6 +178,7 @@ pub const CASES: &[Case] = &[
             Capability::TdrTrace,
             Capability::FaultInjection,
             Capability::ConfiguredMachine,
+            Capability::DmaContexts,
         ],
         optional: &[Capability::BugChecks],
         run: completed_before_reset,
@@ -179,9 +192,10 @@ pub const CASES: &[Case] = &[
             Capability::UserModeSubmission,
             Capability::Tdr,
             Capability::TdrTrace,
-            Capability::OsControl,
             Capability::FaultInjection,
             Capability::ConfiguredMachine,
+            Capability::DmaContexts,
+            Capability::Paging,
         ],
         optional: &[Capability::BugChecks],
         run: paging_promotes_adapter_reset,
@@ -198,6 +212,7 @@ pub const CASES: &[Case] = &[
             Capability::FaultInjection,
             Capability::DirectDdi,
             Capability::ConfiguredMachine,
+            Capability::DmaContexts,
         ],
         optional: &[Capability::BugChecks],
         run: reset_fails_promoted,
@@ -347,7 +362,7 @@ fn guilty_refused(s: &mut dyn Session, q: UmQueueRef, b: BufferRef, what: &str) 
 fn per_engine_caps(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, |_| {})?;
     ensure!(
-        s.driver_caps(0)?.per_engine_tdr,
+        s.kmd_caps()?.driver_caps(0)?.per_engine_tdr,
         "a PER_ENGINE_RESET device with the four DDIs: SupportPerEngineTDR is 0"
     );
     // Without PER_ENGINE_RESET the driver cannot claim per-engine TDR, and a Windows that
@@ -427,7 +442,7 @@ fn collect_dbg_info_level_zero(b: &dyn Backend) -> CaseResult {
 fn nodes_and_affinity(b: &dyn Backend) -> CaseResult {
     for engines in [1u32, 2, 16] {
         let mut s = session(b, ExecMode::Step, |c| c.engines = Some(engines))?;
-        let caps = s.driver_caps(0)?;
+        let caps = s.kmd_caps()?.driver_caps(0)?;
         ensure!(
             caps.nodes == engines,
             "{engines} engines: DRIVERCAPS reports {} nodes",
@@ -442,8 +457,8 @@ fn nodes_and_affinity(b: &dyn Backend) -> CaseResult {
                 "{engines} engines: node {n}'s dependent group {mask:#x}, expected {:#x}",
                 1u64 << n
             );
-            let c = s.tdr()?.create_context(p, n)?;
-            s.tdr()?
+            let c = s.dma_contexts()?.create_context(p, n)?;
+            s.dma_contexts()?
                 .submit_dma(c, &[fill(t, 8 * u64::from(n), 0x100 + u64::from(n))])?;
         }
         let nodes = engines;
@@ -472,14 +487,14 @@ fn paging_resubmit_order(b: &dyn Backend) -> CaseResult {
         s.ums()?.open_process(0)?,
         s.ums()?.open_process(0)?,
     );
-    let ca = s.tdr()?.create_context(a, 0)?;
-    let cc = s.tdr()?.create_context(c, 0)?;
+    let ca = s.dma_contexts()?.create_context(a, 0)?;
+    let cc = s.dma_contexts()?.create_context(c, 0)?;
     let tb = s.ums()?.create_buffer(pb, 8192)?;
     let tc = s.ums()?.create_buffer(c, BUF)?;
-    let hang = s.tdr()?.submit_dma(ca, &[Work::Hang])?;
-    let p1 = s.os_control()?.page_in(tb, 0, 0, 4096, 0x11)?;
-    let p2 = s.os_control()?.page_in(tb, 0, 4096, 4096, 0x22)?;
-    let r = s.tdr()?.submit_dma(cc, &[fill(tc, 0, 0x33)])?;
+    let hang = s.dma_contexts()?.submit_dma(ca, &[Work::Hang])?;
+    let p1 = s.paging()?.page_in(tb, 0, 0, 4096, 0x11)?;
+    let p2 = s.paging()?.page_in(tb, 0, 4096, 4096, 0x22)?;
+    let r = s.dma_contexts()?.submit_dma(cc, &[fill(tc, 0, 0x33)])?;
     ensure!(
         p1.len() == 1 && p2.len() == 1,
         "one paging buffer per page-in expected: {p1:?} {p2:?}"
@@ -546,10 +561,10 @@ fn last_completed_fence(b: &dyn Backend) -> CaseResult {
         software_scheduled,
     )?;
     let p = s.ums()?.open_process(0)?;
-    let ctx = s.tdr()?.create_context(p, 0)?;
+    let ctx = s.dma_contexts()?.create_context(p, 0)?;
     let t = s.ums()?.create_buffer(p, BUF)?;
     let big = s.ums()?.create_buffer(p, 1 << 20)?;
-    let f1 = s.tdr()?.submit_dma(ctx, &[fill(t, 0, 1)])?;
+    let f1 = s.dma_contexts()?.submit_dma(ctx, &[fill(t, 0, 1)])?;
     let before = s.tdr_trace_ref()?.dma_fences(0, 0)?;
     ensure!(
         before == (f1, 0),
@@ -564,7 +579,7 @@ fn last_completed_fence(b: &dyn Backend) -> CaseResult {
         s.direct_ddi()?.current_fence(0, 0)? == f1,
         "the KMD's current fence is not {f1}"
     );
-    let f2 = s.tdr()?.submit_dma(
+    let f2 = s.dma_contexts()?.submit_dma(
         ctx,
         &[Work::Fill {
             dst: big,
@@ -588,8 +603,8 @@ fn last_completed_fence(b: &dyn Backend) -> CaseResult {
     // Engine reset: C = LastAborted; adapter reset: C = S.
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;
     let p = s.ums()?.open_process(0)?;
-    let ctx = s.tdr()?.create_context(p, 0)?;
-    let hang = s.tdr()?.submit_dma(ctx, &[Work::Hang])?;
+    let ctx = s.dma_contexts()?.create_context(p, 0)?;
+    let hang = s.dma_contexts()?.submit_dma(ctx, &[Work::Hang])?;
     until(&mut *s, STEP, "engine reset", |s| resets(s) == 1)?;
     let la = s
         .tdr_trace_ref()?
@@ -608,11 +623,11 @@ fn last_completed_fence(b: &dyn Backend) -> CaseResult {
         s.direct_ddi()?.current_fence(0, 0)?
     );
     let q = s.ums()?.open_process(0)?;
-    let cq = s.tdr()?.create_context(q, 0)?;
+    let cq = s.dma_contexts()?.create_context(q, 0)?;
     let t = s.ums()?.create_buffer(q, BUF)?;
     s.faults()?.fail_next_reset(0, 0)?;
-    let f = s.tdr()?.submit_dma(cq, &[fill(t, 0, 1)])?;
-    let h2 = s.tdr()?.submit_dma(cq, &[Work::Hang])?;
+    let f = s.dma_contexts()?.submit_dma(cq, &[fill(t, 0, 1)])?;
+    let h2 = s.dma_contexts()?.submit_dma(cq, &[Work::Hang])?;
     until(&mut *s, STEP, "adapter reset", |s| adapter_resets(s) == 1)?;
     ensure!(
         s.tdr_trace_ref()?.retired_fences(0)?.contains(&(0, f)),
@@ -631,9 +646,9 @@ fn last_completed_fence(b: &dyn Backend) -> CaseResult {
 fn reset_sequence(b: &dyn Backend) -> CaseResult {
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;
     let p = s.ums()?.open_process(0)?;
-    let ctx = s.tdr()?.create_context(p, 0)?;
+    let ctx = s.dma_contexts()?.create_context(p, 0)?;
     let t = s.ums()?.create_buffer(p, BUF)?;
-    let f1 = s.tdr()?.submit_dma(ctx, &[fill(t, 0, 7)])?;
+    let f1 = s.dma_contexts()?.submit_dma(ctx, &[fill(t, 0, 7)])?;
     until(&mut *s, STEP, "first fill", |s| all_done(s, 0))?;
     // Nothing in flight: the sequence stops after the snapshot.
     s.faults()?.force_tdr(0, 0)?;
@@ -645,7 +660,7 @@ fn reset_sequence(b: &dyn Backend) -> CaseResult {
         "forced TDR with nothing in flight reset the engine: {ev:?}"
     );
     let mark = ev.len();
-    let hang = s.tdr()?.submit_dma(ctx, &[Work::Hang])?;
+    let hang = s.dma_contexts()?.submit_dma(ctx, &[Work::Hang])?;
     ensure!(hang == f1 + 1, "hang fence {hang}, expected {}", f1 + 1);
     until(&mut *s, STEP, "engine reset", |s| resets(s) == 1)?;
     let ev: Vec<TdrStep> = s
@@ -714,7 +729,7 @@ fn reset_sequence(b: &dyn Backend) -> CaseResult {
         "reason {reason:?}, expected engine timeout"
     );
     // The errored device submits nothing more; another process runs on the node.
-    match s.tdr()?.submit_dma(ctx, &[fill(t, 0, 8)]) {
+    match s.dma_contexts()?.submit_dma(ctx, &[fill(t, 0, 8)]) {
         Err(Failure::DdiFailed(STATUS_DEVICE_REMOVED)) => {}
         other => ensure!(
             false,
@@ -722,9 +737,9 @@ fn reset_sequence(b: &dyn Backend) -> CaseResult {
         ),
     }
     let q = s.ums()?.open_process(0)?;
-    let cq = s.tdr()?.create_context(q, 0)?;
+    let cq = s.dma_contexts()?.create_context(q, 0)?;
     let tq = s.ums()?.create_buffer(q, BUF)?;
-    let id = s.tdr()?.submit_dma(cq, &[fill(tq, 0, 9)])?;
+    let id = s.dma_contexts()?.submit_dma(cq, &[fill(tq, 0, 9)])?;
     ensure!(id > hang, "new fence ID {id} not above {hang}");
     until(&mut *s, STEP, "new work", |s| all_done(s, 0))?;
     ensure!(
@@ -744,12 +759,12 @@ fn reset_sequence(b: &dyn Backend) -> CaseResult {
 fn aborted_fence_in_range(b: &dyn Backend) -> CaseResult {
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;
     let p = s.ums()?.open_process(0)?;
-    let ctx = s.tdr()?.create_context(p, 0)?;
+    let ctx = s.dma_contexts()?.create_context(p, 0)?;
     let t = s.ums()?.create_buffer(p, BUF)?;
-    let f1 = s.tdr()?.submit_dma(ctx, &[fill(t, 0, 1)])?;
+    let f1 = s.dma_contexts()?.submit_dma(ctx, &[fill(t, 0, 1)])?;
     until(&mut *s, STEP, "fill", |s| all_done(s, 0))?;
     // Row 1: the node ring's DMA buffer hangs: LastAborted = its ID.
-    let hang = s.tdr()?.submit_dma(ctx, &[Work::Hang])?;
+    let hang = s.dma_contexts()?.submit_dma(ctx, &[Work::Hang])?;
     until(&mut *s, STEP, "first reset", |s| resets(s) == 1)?;
     // (Row 2, a hardware queue hanging with nothing of the node ring in flight, left with
     // hardware queues for the HWS path, which has no LastAbortedFenceId: docs/hws.md §3.)
@@ -806,7 +821,7 @@ fn expect_0x119_a(s: &mut dyn Session, c: u64, la: u64, what: &str) -> CaseResul
         "{what}: {bc}, expected 0x119 (0xa, {la:#x}, {c:#x}, 0)"
     );
     // The halted machine refuses everything with the same bug check.
-    match s.driver_caps(0) {
+    match s.kmd_caps()?.driver_caps(0) {
         Err(Failure::BugCheck(b)) if b.code == VIDEO_SCHEDULER_INTERNAL_ERROR => Ok(()),
         other => Err(CaseError::Fail(format!(
             "{what}: a query after the bug check returned {other:?}"
@@ -822,8 +837,8 @@ fn bugcheck_on_bad_aborted_fence(b: &dyn Backend) -> CaseResult {
     })?;
     s.tdr()?.enable_tdr(0, TdrTimeouts::fast())?;
     let p = s.ums()?.open_process(0)?;
-    let ctx = s.tdr()?.create_context(p, 0)?;
-    let hang = s.tdr()?.submit_dma(ctx, &[Work::Hang])?;
+    let ctx = s.dma_contexts()?.create_context(p, 0)?;
+    let hang = s.dma_contexts()?.submit_dma(ctx, &[Work::Hang])?;
     expect_0x119_a(&mut *s, 0, u64::from(hang) + 1, "S + 1")?;
     // (The C - 1 form needed a hardware-queue hang on the software-scheduled path; hardware
     // queues reset through DxgkDdiResetHwEngine now, which carries no fence ID.)
@@ -835,9 +850,9 @@ fn completed_before_reset(b: &dyn Backend) -> CaseResult {
     // Set up before the two-step timeout is armed: the OS's paging (mapping the buffer, and
     // the process's DMA buffers at its first submission) takes longer than that.
     let p = s.ums()?.open_process(0)?;
-    let ctx = s.tdr()?.create_context(p, 0)?;
+    let ctx = s.dma_contexts()?.create_context(p, 0)?;
     let big = s.ums()?.create_buffer(p, 4 << 20)?;
-    let warm = s.tdr()?.submit_dma(
+    let warm = s.dma_contexts()?.submit_dma(
         ctx,
         &[Work::Fill {
             dst: big,
@@ -856,7 +871,7 @@ fn completed_before_reset(b: &dyn Backend) -> CaseResult {
         },
     )?;
     s.faults()?.complete_before_reset(0, 0)?;
-    let id = s.tdr()?.submit_dma(
+    let id = s.dma_contexts()?.submit_dma(
         ctx,
         &[Work::Fill {
             dst: big,
@@ -916,7 +931,7 @@ fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
     let owner = s.ums()?.open_process(0)?;
     let idle = s.ums()?.open_process(0)?;
     let big = s.ums()?.create_buffer(owner, 4 << 20)?;
-    let ids = s.os_control()?.page_in(big, 0, 0, 4 << 20, 0x5A)?;
+    let ids = s.paging()?.page_in(big, 0, 0, 4 << 20, 0x5A)?;
     ensure!(!ids.is_empty(), "the page-in submitted nothing");
     until(&mut *s, STEP, "paging FILL part-way", |s| {
         s.tdr_trace_ref()
@@ -956,9 +971,9 @@ fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
     ensure!(all_done(&*s, 0), "TDR-04: C != S after the adapter reset");
     // The system context (paging) and the idle process run new work.
     let ti = s.ums()?.create_buffer(idle, 8192)?;
-    let ci = s.tdr()?.create_context(idle, 0)?;
-    s.os_control()?.page_in(ti, 0, 0, 4096, 0x66)?;
-    s.tdr()?.submit_dma(ci, &[fill(ti, 4096, 0x67)])?;
+    let ci = s.dma_contexts()?.create_context(idle, 0)?;
+    s.paging()?.page_in(ti, 0, 0, 4096, 0x66)?;
+    s.dma_contexts()?.submit_dma(ci, &[fill(ti, 4096, 0x67)])?;
     until(&mut *s, STEP, "new work", |s| all_done(s, 0))?;
     ensure!(
         s.ums_ref()?.read_buffer(ti, 0)? == 0x66_0000_0066
@@ -971,9 +986,9 @@ fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
 fn reset_fails_promoted(b: &dyn Backend) -> CaseResult {
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;
     let p = s.ums()?.open_process(0)?;
-    let ctx = s.tdr()?.create_context(p, 0)?;
+    let ctx = s.dma_contexts()?.create_context(p, 0)?;
     s.faults()?.fail_next_reset(0, 0)?;
-    let hang = s.tdr()?.submit_dma(ctx, &[Work::Hang])?;
+    let hang = s.dma_contexts()?.submit_dma(ctx, &[Work::Hang])?;
     until(&mut *s, STEP, "adapter reset", |s| adapter_resets(s) == 1)?;
     let ev = s.tdr_trace_ref()?.tdr_steps(0)?;
     let failed = pos(
@@ -1000,8 +1015,8 @@ fn reset_fails_promoted(b: &dyn Backend) -> CaseResult {
     let q = s.ums()?.open_process(0)?;
     let t = s.ums()?.create_buffer(q, BUF)?;
     for node in 0..2u32 {
-        let c = s.tdr()?.create_context(q, node)?;
-        s.tdr()?
+        let c = s.dma_contexts()?.create_context(q, node)?;
+        s.dma_contexts()?
             .submit_dma(c, &[fill(t, 8 * u64::from(node), 0x90 + u64::from(node))])?;
     }
     until(&mut *s, STEP, "both engines", |s| {
@@ -1271,7 +1286,7 @@ fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
         stop_after_recovery: None,
         wait: false,
     });
-    let reports = s.ums()?.stream(&lanes)?;
+    let reports = s.tdr()?.stream(&lanes)?;
     let recoveries = observe(s.tdr_trace_ref().and_then(|x| x.tdr_recoveries(0)))?;
     if let Some(r) = recoveries {
         ensure!(

@@ -37,7 +37,11 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-03", "UM-04"],
         summary: "node metadata for every node, a doorbell size in 1..=4096; user-mode queues \
                   exactly on the nodes that report UserModeSubmission, kernel-mode on all",
-        needs: &[Capability::UserModeSubmission, Capability::NativeFences],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::NativeFences,
+            Capability::KmdCaps,
+        ],
         optional: &[Capability::BugChecks],
         run: node_metadata_and_caps,
     },
@@ -55,7 +59,11 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-05"],
         summary: "SubmitCommandToHwQueue on a user-mode queue is refused by the OS \
                   (INVALID_PARAMETER) and by the KMD; nothing runs; the queue still works",
-        needs: &[Capability::UserModeSubmission, Capability::NativeFences],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::NativeFences,
+            Capability::UmdBypass,
+        ],
         optional: &[Capability::DirectDdi, Capability::BugChecks],
         run: user_queue_refuses_kernel_path,
     },
@@ -135,6 +143,7 @@ pub const CASES: &[Case] = &[
             Capability::OsTrace,
             Capability::ConfiguredMachine,
             Capability::NativeFences,
+            Capability::EngineIdle,
         ],
         optional: &[Capability::BugChecks],
         run: engine_f1,
@@ -207,6 +216,7 @@ pub const CASES: &[Case] = &[
             Capability::UserModeSubmission,
             Capability::ConfiguredMachine,
             Capability::NativeFences,
+            Capability::UmdBypass,
         ],
         optional: &[Capability::OsTrace, Capability::BugChecks],
         run: ring_allocations_referenced,
@@ -382,8 +392,8 @@ fn expect_status(s: &dyn Session, q: UmQueueRef, want: DoorbellStatus, what: &st
 
 fn node_metadata_and_caps(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, enough_doorbells(4))?;
-    let nodes = s.driver_caps(0)?.nodes;
-    let caps = s.ums()?.submission_caps(0)?;
+    let nodes = s.kmd_caps()?.driver_caps(0)?.nodes;
+    let caps = s.kmd_caps()?.submission_caps(0)?;
     ensure!(
         caps.user_mode_nodes.len() == nodes as usize,
         "node metadata for {} nodes, DRIVERCAPS reports {nodes}",
@@ -492,7 +502,7 @@ fn user_queue_refuses_kernel_path(b: &dyn Backend) -> CaseResult {
     let t = s.ums()?.create_buffer(p, BUF)?;
     let q = user_queue(&mut *s, p, 0)?;
     let st = s
-        .ums()?
+        .umd_bypass()?
         .kernel_submit_on_user_queue(q, &[fill(t, 0, 0xBAD)])?;
     ensure!(
         st == STATUS_INVALID_PARAMETER,
@@ -873,7 +883,9 @@ fn engine_f1(b: &dyn Backend) -> CaseResult {
     wait(&mut *s, q1, v, "engine 1")?;
     let v = s.ums()?.submit(q0, &[fill(t, 0, 1)])?;
     wait(&mut *s, q0, v, "engine 0")?;
-    let f1 = s.ums()?.await_engine_f1(0, 0, Duration::from_millis(50))?;
+    let f1 = s
+        .engine_idle()?
+        .await_engine_f1(0, 0, Duration::from_millis(50))?;
     ensure!(
         f1,
         "engine 0 never went to F1: {:?}",
@@ -1250,8 +1262,8 @@ fn ring_allocations_referenced(b: &dyn Backend) -> CaseResult {
     let q = user_queue(&mut *s, p, 0)?;
     let v = s.ums()?.submit(q, &t.batch(0))?;
     wait(&mut *s, q, v, "before releasing the ring")?;
-    s.ums()?.release_ring_handles(q)?;
-    match s.ums()?.release_ring_handles(q) {
+    s.umd_bypass()?.release_ring_handles(q)?;
+    match s.umd_bypass()?.release_ring_handles(q) {
         Err(Failure::DdiFailed(_)) => {}
         other => ensure!(
             false,
@@ -1259,7 +1271,7 @@ fn ring_allocations_referenced(b: &dyn Backend) -> CaseResult {
         ),
     }
     ensure!(
-        observe(s.os_trace_ref().and_then(|x| x.ring_resident(q)))? != Some(false),
+        s.umd_bypass_ref()?.ring_resident(q)?,
         "UM-07: the ring was freed while its doorbell lives"
     );
     // UM-08: the ring keeps working, also through wraps and while victimised.
@@ -1272,12 +1284,12 @@ fn ring_allocations_referenced(b: &dyn Backend) -> CaseResult {
     t.check(&*s, 80, "released ring")?;
     expect_path(&*s, q, SubmitPath::UserMode, "released ring")?;
     ensure!(
-        observe(s.os_trace_ref().and_then(|x| x.ring_resident(q)))? != Some(false),
+        s.umd_bypass_ref()?.ring_resident(q)?,
         "UM-07: ring freed before the queue was destroyed"
     );
     s.ums()?.close_queue(q)?;
     ensure!(
-        observe(s.os_trace_ref().and_then(|x| x.ring_resident(q)))? != Some(true),
+        !s.umd_bypass_ref()?.ring_resident(q)?,
         "UM-07: the ring outlived its doorbell"
     );
     s.ums()?.close_queue(other)?;

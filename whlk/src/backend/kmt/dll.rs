@@ -10,8 +10,8 @@
 //! `rvgpu_buffer_copy`, waits `rvgpu_queue_wait`, shared fences `rvgpu_fence_share` /
 //! `rvgpu_fence_open`. Around it the harness reads and steers the simulated OS and device
 //! (`dll_os`: the OS's records, power, device loss, injected faults, the OS's copy of the
-//! driver's caps, process exits). What neither can do is `Unsupported`, naming why, so the
-//! case is skipped with that reason.
+//! driver's caps, process exits). What neither can do is a capability this backend does not
+//! list, so the runner skips the case naming it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,12 +51,6 @@ fn status_name(s: u64) -> &'static str {
     }
 }
 
-fn missing<T>(what: &str) -> Result<T, Failure> {
-    Err(Failure::Unsupported(format!(
-        "{what} is not in rvgpu_umd.dll's C API"
-    )))
-}
-
 /// The backend: the shipped DLL over the simulated thunks.
 #[derive(Debug)]
 pub struct DllBackend {
@@ -92,6 +86,7 @@ impl crate::backend::Backend for DllBackend {
         if crate::os::native_fences() {
             Capabilities::of(&[
                 Capability::UserModeSubmission,
+                Capability::KmdCaps,
                 Capability::AllocationUsage,
                 Capability::Fences,
                 Capability::ConfiguredMachine,
@@ -614,15 +609,6 @@ impl Session for DllSession {
         })
     }
 
-    /// What the driver reported to the OS (`DXGKQAITYPE_DRIVERCAPS`): the OS's record,
-    /// read by the harness (an application sees only what D3DKMTQueryAdapterInfo passes on).
-    fn driver_caps(&mut self, i: usize) -> Result<DriverCaps, Failure> {
-        self.m
-            .query_driver_caps(i)
-            .map(|c| crate::backend::sim::caps(&c))
-            .map_err(failure)
-    }
-
     fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
         self.started(i)?;
         for p in 0..self.processes.len() {
@@ -658,6 +644,7 @@ impl Session for DllSession {
 
     crate::backend::session::capabilities! {
         as_ums / as_ums_ref: UserModeSubmission,
+        as_kmd_caps / as_kmd_caps_ref: crate::backend::KmdCaps,
         as_alloc_usage / as_alloc_usage_ref: AllocationUsage,
         as_fences / as_fences_ref: crate::backend::Fences,
         as_tdr / as_tdr_ref: crate::backend::Tdr,
@@ -848,22 +835,6 @@ fn dwords(cmds: &[rvgpu_hw::cmd::Command]) -> Result<Vec<u32>, Failure> {
 impl UserModeSubmission for DllSession {
     /// The node metadata and user-mode submission caps the driver reported to the OS (the
     /// OS's record, read by the harness).
-    fn submission_caps(&mut self, i: usize) -> Result<SubmissionCaps, Failure> {
-        use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
-        Ok(SubmissionCaps {
-            user_mode_nodes: self
-                .m
-                .node_metadata(i)
-                .iter()
-                .map(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission))
-                .collect(),
-            doorbell_size: self
-                .m
-                .usermode_submission_caps(i)
-                .map(|c| c.DoorbellSizeInBytes),
-        })
-    }
-
     fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
         self.started(i)?;
         let up = UserProcess::new(self.m.clone(), self.image.clone());
@@ -1061,36 +1032,6 @@ impl UserModeSubmission for DllSession {
         })
     }
 
-    fn kernel_submit_on_user_queue(
-        &mut self,
-        _q: UmQueueRef,
-        _work: &[Work],
-    ) -> Result<i32, Failure> {
-        Err(Failure::Unsupported(
-            "a kernel-mode submission on a user-mode queue: the DLL chooses each queue's path, \
-             no application call submits past it"
-                .into(),
-        ))
-    }
-
-    fn release_ring_handles(&mut self, _q: UmQueueRef) -> Result<(), Failure> {
-        Err(Failure::Unsupported(
-            "releasing a queue's ring allocations while it lives: the DLL owns them and no \
-             application call reaches them"
-                .into(),
-        ))
-    }
-
-    /// The engines' idle timers run in real time beside the DLL (its calls block, so the
-    /// machine cannot be stepped): which engine requests F1 first is a race, not the case's.
-    fn await_engine_f1(&mut self, _i: usize, _node: u32, _b: Duration) -> Result<bool, Failure> {
-        Err(Failure::Unsupported(
-            "an engine's F1 at a chosen moment: the DLL's machine runs threaded (its calls \
-             block), so every idle engine's timer runs at once"
-                .into(),
-        ))
-    }
-
     /// One thread per lane, each making its queues one after another through the C API:
     /// `rvgpu_queue_create`, its batches by `rvgpu_queue_submit`, `rvgpu_queue_wait`,
     /// `rvgpu_queue_status` (which path the queue ended on), `rvgpu_destroy_queue`.
@@ -1125,47 +1066,17 @@ impl UserModeSubmission for DllSession {
                 .collect()
         }))
     }
+}
 
-    /// One thread per lane, each submitting its batches through `rvgpu_queue_submit` on the
-    /// lane's queue (the C API is thread-safe). An application sees no TDR counter, so every
-    /// lane submits all its batches.
-    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
-        let mut jobs = Vec::with_capacity(lanes.len());
-        for (k, lane) in lanes.iter().enumerate() {
-            let (p, h) = self.queue(lane.queue)?;
-            if lanes[..k].iter().any(|l| l.queue == lane.queue) {
-                return Err(Failure::Backend(format!(
-                    "stream: queue {} is in two lanes",
-                    lane.queue.0
-                )));
-            }
-            let batches = lane
-                .batches
-                .iter()
-                .map(|w| {
-                    crate::backend::encode_work(w, |b, o, n| self.address(b, o, n))
-                        .and_then(|c| dwords(&c))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            jobs.push((lane, self.process(p)?.0, h, batches));
-        }
-        Ok(std::thread::scope(|sc| {
-            let handles: Vec<_> = jobs
-                .iter()
-                .map(|(lane, up, h, batches)| sc.spawn(move || stream_lane(lane, up, *h, batches)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|t| {
-                    t.join().unwrap_or_else(|_| StreamReport {
-                        submitted: 0,
-                        last_value: 0,
-                        recovered_at: None,
-                        error: Some("the lane's thread panicked".into()),
-                    })
-                })
-                .collect()
-        }))
+/// The OS's record of what the driver reported, read by the harness (an application sees only
+/// what `D3DKMTQueryAdapterInfo` passes on).
+impl crate::backend::KmdCaps for DllSession {
+    fn driver_caps(&mut self, i: usize) -> Result<DriverCaps, Failure> {
+        crate::backend::sim::driver_caps_of(&self.m, i)
+    }
+
+    fn submission_caps(&mut self, i: usize) -> Result<SubmissionCaps, Failure> {
+        Ok(crate::backend::sim::submission_caps_of(&self.m, i))
     }
 }
 
@@ -1326,20 +1237,46 @@ impl crate::backend::Tdr for DllSession {
             .map_err(failure)
     }
 
-    fn create_context(
-        &mut self,
-        _p: ProcessRef,
-        _node: u32,
-    ) -> Result<crate::backend::ContextRef, Failure> {
-        missing("a legacy context with DMA buffers (its queues are hardware queues)")
-    }
-
-    fn submit_dma(
-        &mut self,
-        _c: crate::backend::ContextRef,
-        _work: &[Work],
-    ) -> Result<u32, Failure> {
-        missing("a legacy context with DMA buffers (its queues are hardware queues)")
+    /// One thread per lane, each submitting its batches through `rvgpu_queue_submit` on the
+    /// lane's queue (the C API is thread-safe). An application sees no TDR counter, so every
+    /// lane submits all its batches.
+    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
+        let mut jobs = Vec::with_capacity(lanes.len());
+        for (k, lane) in lanes.iter().enumerate() {
+            let (p, h) = self.queue(lane.queue)?;
+            if lanes[..k].iter().any(|l| l.queue == lane.queue) {
+                return Err(Failure::Backend(format!(
+                    "stream: queue {} is in two lanes",
+                    lane.queue.0
+                )));
+            }
+            let batches = lane
+                .batches
+                .iter()
+                .map(|w| {
+                    crate::backend::encode_work(w, |b, o, n| self.address(b, o, n))
+                        .and_then(|c| dwords(&c))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            jobs.push((lane, self.process(p)?.0, h, batches));
+        }
+        Ok(std::thread::scope(|sc| {
+            let handles: Vec<_> = jobs
+                .iter()
+                .map(|(lane, up, h, batches)| sc.spawn(move || stream_lane(lane, up, *h, batches)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|t| {
+                    t.join().unwrap_or_else(|_| StreamReport {
+                        submitted: 0,
+                        last_value: 0,
+                        recovered_at: None,
+                        error: Some("the lane's thread panicked".into()),
+                    })
+                })
+                .collect()
+        }))
     }
 }
 

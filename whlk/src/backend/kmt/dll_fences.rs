@@ -3,10 +3,9 @@
 //! GPU waits and signals as the wait and signal lists of `rvgpu_queue_submit` on a user-mode
 //! queue.
 //!
-//! What no application can observe is [`Failure::Unsupported`] with that reason:
-//! MonitoredValue and the system process's addresses (the OS maps them for the GPU only).
-//! Legacy monitored fences are not in the C API: an application of this GPU uses native
-//! fences, the API's one fence type.
+//! What no application can observe (MonitoredValue and the system process's addresses, which
+//! the OS maps for the GPU only) is not offered, nor are legacy monitored fences: an
+//! application of this GPU uses native fences, the C API's one fence type.
 //!
 //! CPU waits in event form run on a thread each, calling `rvgpu_fence_wait` in short slices
 //! so that the session can stop it when it ends.
@@ -19,8 +18,8 @@ use std::time::Duration;
 use super::dll::{DllSession, FenceList};
 use super::fences::set;
 use crate::backend::{
-    EventRef, Failure, FenceRef, FenceValues, Fences, MonitoredRef, ProcessRef, QueueRef,
-    SubmitPath, UmQueueRef, UserModeSubmission, WaitResult,
+    EventRef, Failure, FenceRef, Fences, ProcessRef, QueueRef, SubmitPath, UmQueueRef,
+    UserModeSubmission, WaitResult,
 };
 
 /// `RvgpuStatus` values (rvgpu_umd.h).
@@ -92,20 +91,6 @@ impl FenceState {
             })
             .collect()
     }
-}
-
-fn unobservable<T>(what: &str) -> Result<T, Failure> {
-    Err(Failure::Unsupported(format!(
-        "{what} is not observable by an application (the OS maps it for the GPU only)"
-    )))
-}
-
-fn no_monitored<T>() -> Result<T, Failure> {
-    Err(Failure::Unsupported(
-        "legacy monitored fences are not in rvgpu_umd.dll's C API (its fences are native \
-         timeline fences)"
-            .into(),
-    ))
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -241,19 +226,6 @@ impl Fences for DllSession {
         self.ok(p, "rvgpu_fence_destroy", &[h])
     }
 
-    /// Whether this session destroyed its handle (an application cannot see the OS object).
-    fn native_fence_destroyed(&self, f: FenceRef) -> bool {
-        self.fence.fences.get(f.0).is_some_and(|k| k.destroyed)
-    }
-
-    fn fence_addresses(&self, _f: FenceRef) -> Result<(u64, u64, u32), Failure> {
-        unobservable("the system process's fence addresses and the caps' MonitoredValueStride")
-    }
-
-    fn fence_values(&self, _f: FenceRef) -> Result<FenceValues, Failure> {
-        unobservable("MonitoredValue")
-    }
-
     fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure> {
         let (p, h) = self.native(f)?;
         let (up, _) = self.process(p)?;
@@ -369,35 +341,5 @@ impl Fences for DllSession {
             self.queue_info(gq.queue)
                 .is_ok_and(|i| i.completed >= gq.last)
         })
-    }
-
-    fn create_monitored_fence(
-        &mut self,
-        _i: usize,
-        _process: u32,
-        _initial: u64,
-    ) -> Result<MonitoredRef, Failure> {
-        no_monitored()
-    }
-
-    fn monitored_value(&self, _f: MonitoredRef) -> Result<u64, Failure> {
-        no_monitored()
-    }
-
-    fn monitored_wait_event(&mut self, _f: MonitoredRef, _value: u64) -> Result<EventRef, Failure> {
-        no_monitored()
-    }
-
-    fn monitored_signal_cpu(&mut self, _f: MonitoredRef, _value: u64) -> Result<(), Failure> {
-        no_monitored()
-    }
-
-    fn gpu_signal_monitored(
-        &mut self,
-        _q: QueueRef,
-        _f: MonitoredRef,
-        _value: u64,
-    ) -> Result<(), Failure> {
-        no_monitored()
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! The OS's records name D3DKMT objects; a queue is named by the objects its
 //! `rvgpu_queue_create` made ([`super::dll::DQueue::objects`]), a process by its device.
-//! What depends on objects the DLL keeps to itself is `Unsupported` with that reason.
+//! What depends on objects the DLL keeps to itself (a queue's ring) is not offered here.
 //!
 //! The kernel-mode testing interface ([`crate::backend::testing`]) is D3DKMT's, not the
 //! DLL's: a test program reaches it through the thunks beside the DLL, as here through the
@@ -22,8 +22,8 @@ use crate::backend::sim::control;
 use crate::backend::sim::failure;
 use crate::backend::sim::kmt::SessKmt;
 use crate::backend::{
-    BufferRef, BugCheckInfo, BugChecks, DeviceLoss, EngineStateChange, Failure, FaultInjection,
-    OsControl, OsEvent, OsTrace, PowerStatus, ProcessRef, UmQueueRef,
+    BugCheckInfo, BugChecks, DeviceLoss, EngineStateChange, Failure, FaultInjection, OsControl,
+    OsEvent, OsTrace, PowerStatus, ProcessRef, UmQueueRef,
 };
 
 impl DllSession {
@@ -79,14 +79,6 @@ impl OsTrace for DllSession {
             .find_map(|h| self.machine().doorbell_info(adapter, *h))
             .map(|info| info.mapped_page)
             .ok_or_else(|| Failure::Backend(format!("queue {} has no doorbell", q.0)))
-    }
-
-    fn ring_resident(&self, _q: UmQueueRef) -> Result<bool, Failure> {
-        Err(Failure::Unsupported(
-            "which of the DLL's allocations are a queue's ring and ring control is the DLL's own \
-             knowledge (no application call names them)"
-                .into(),
-        ))
     }
 }
 
@@ -144,21 +136,6 @@ impl OsControl for DllSession {
         }
         .map_err(failure)?;
         self.fault().map_or(Ok(()), Err)
-    }
-
-    fn page_in(
-        &mut self,
-        _b: BufferRef,
-        _node: u32,
-        _offset: u64,
-        _bytes: u64,
-        _pattern: u32,
-    ) -> Result<Vec<u32>, Failure> {
-        Err(Failure::Unsupported(
-            "a paging transfer into an application's buffer: VidMm's, and the DLL's buffers \
-             are resident for their life"
-                .into(),
-        ))
     }
 }
 

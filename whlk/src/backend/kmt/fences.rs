@@ -1,13 +1,11 @@
-//! The [`Fences`] capability over D3DKMT: native fences (`D3DKMTCreateNativeFence`), legacy
-//! monitored fences (`D3DKMTCreateSynchronizationObject2`), CPU waits
+//! The [`Fences`] and [`MonitoredFences`] capabilities over D3DKMT: native fences
+//! (`D3DKMTCreateNativeFence`), legacy monitored fences
+//! (`D3DKMTCreateSynchronizationObject2`), CPU waits
 //! (`D3DKMTWaitForSynchronizationObjectFromCpu`) and signals
 //! (`D3DKMTSignalSynchronizationObjectFromCpu`), and GPU signals and waits encoded by the UMD
-//! into user-mode hardware queues (`UserQueue::submit_ops`).
-//!
-//! What user mode cannot see is reported as [`Failure::Unsupported`], which skips the case:
-//! MonitoredValue (the OS maps it for the GPU only), the system process's GPU addresses and the
-//! caps' stride, and sharing between processes (it needs an NT handle from
-//! `D3DKMTShareObjects` and `D3DKMTOpenNativeFenceFromNtHandle`, neither bound yet).
+//! into user-mode hardware queues (`UserQueue::submit_ops`). What user mode cannot see
+//! (MonitoredValue, the system process's GPU addresses) is the simulation-only
+//! [`crate::backend::FenceInternals`], which this backend does not have.
 //!
 //! CPU waits in event form run on a thread each, as a Windows program would wait on the event
 //! it handed to the thunk: the thread waits in short slices so that the session can stop it
@@ -27,9 +25,9 @@ use rvgpu_umd::fence::{MonitoredFence, NativeFence};
 use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::{FenceCpu, KmtHandle, NtStatus};
 
-use super::{FenceWait, KQueue, KmtSession, KmtSync, MonitoredSync};
+use super::{FenceWait, KmtSession, KmtSync, MonitoredSync};
 use crate::backend::{
-    EventRef, Failure, FenceRef, FenceValues, Fences, MonitoredRef, ProcessRef, QueueRef,
+    EventRef, Failure, FenceRef, Fences, MonitoredFences, MonitoredRef, ProcessRef, QueueRef,
     SubmitPath, UmQueueRef, UserModeSubmission, WaitResult,
 };
 
@@ -111,12 +109,6 @@ impl<K: KmtSync> FenceState<K> {
             }
         }
     }
-}
-
-fn unobservable<T>(what: &str) -> Result<T, Failure> {
-    Err(Failure::Unsupported(format!(
-        "{what} is not observable from user mode (no D3DKMT call returns it)"
-    )))
 }
 
 /// Where a background wait leaves its result (an event-form wait of either KMT backend).
@@ -245,18 +237,14 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
         initial: u64,
         shareable: bool,
     ) -> Result<FenceRef, Failure> {
-        if shareable {
-            return Err(Failure::Unsupported(
-                "a shareable native fence (sharing needs D3DKMTShareObjects and an NT handle, \
-                 not bound here)"
-                    .into(),
-            ));
-        }
         let p = self.fence_process(i, process)?;
         let kmt = self.kmt_of(p)?;
-        let umd = kmt
-            .create_native_fence(initial)
-            .map_err(|s| self.status(s))?;
+        let umd = if shareable {
+            kmt.create_shareable_native_fence(initial)
+        } else {
+            kmt.create_native_fence(initial)
+        }
+        .map_err(|s| self.status(s))?;
         self.fence.fences.push(KFence {
             process: p,
             umd,
@@ -265,12 +253,31 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
         Ok(FenceRef(self.fence.fences.len() - 1))
     }
 
-    fn open_native_fence(&mut self, _f: FenceRef, _process: u32) -> Result<FenceRef, Failure> {
-        Err(Failure::Unsupported(
-            "opening a native fence in another process (D3DKMTOpenNativeFenceFromNtHandle is \
-             not bound here)"
-                .into(),
-        ))
+    /// As a second process gets a fence on Windows: the holder shares it
+    /// (`D3DKMTShareObjects`, an NT handle in its table), the handle is duplicated into
+    /// `process`'s table, that process opens it (`D3DKMTOpenNativeFenceFromNtHandle`), and each
+    /// side closes its NT handle.
+    fn open_native_fence(&mut self, f: FenceRef, process: u32) -> Result<FenceRef, Failure> {
+        let (holder, h) = {
+            let k = self.native(f)?;
+            (k.process, k.umd.kmt)
+        };
+        let (i, hk) = self.process(ProcessRef(holder))?;
+        let p = self.fence_process(i, process)?;
+        let kmt = self.kmt_of(p)?;
+        let mine = hk.share_native_fence(h).map_err(|s| self.status(s))?;
+        let theirs = self.machine.duplicate_nt_handle(holder, mine, p);
+        let _ = hk.close_nt_handle(mine);
+        let theirs = theirs?;
+        let umd = kmt.open_native_fence(theirs);
+        let _ = kmt.close_nt_handle(theirs);
+        let umd = umd.map_err(|s| self.status(s))?;
+        self.fence.fences.push(KFence {
+            process: p,
+            umd,
+            destroyed: false,
+        });
+        Ok(FenceRef(self.fence.fences.len() - 1))
     }
 
     fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure> {
@@ -285,21 +292,6 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
             }
         }
         kmt.destroy_native_fence(h).map_err(|s| self.status(s))
-    }
-
-    /// User mode cannot see whether the OS object is gone: this reports whether this session
-    /// destroyed its handle. Only `NativeFence.HandleLifetimes` asks, and it needs the
-    /// simulation-only `DirectDdi` as well, so it never runs here.
-    fn native_fence_destroyed(&self, f: FenceRef) -> bool {
-        self.native(f).is_ok_and(|k| k.destroyed)
-    }
-
-    fn fence_addresses(&self, _f: FenceRef) -> Result<(u64, u64, u32), Failure> {
-        unobservable("the system process's fence addresses and the caps' MonitoredValueStride")
-    }
-
-    fn fence_values(&self, _f: FenceRef) -> Result<FenceValues, Failure> {
-        unobservable("MonitoredValue (D3DDDI_NATIVEFENCEMAPPING maps it for the GPU only)")
     }
 
     fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure> {
@@ -403,10 +395,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
             .get_mut(queue.0)
             .and_then(|k| k.q.as_mut())
             .ok_or_else(|| Failure::Backend(format!("queue {} is closed", queue.0)))?;
-        let r = match k {
-            KQueue::User(u) => u.submit_ops(&ops),
-            KQueue::Kernel(k) => k.submit_ops(&ops),
-        };
+        let r = k.submit_ops(&ops);
         drop(ops);
         let last = r.map_err(|e| self.umd(e))?;
         self.gpu_queue_mut(q)?.last = last;
@@ -419,7 +408,9 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
                 .is_ok_and(|i| i.completed >= gq.last)
         })
     }
+}
 
+impl<K: KmtSync + Send + Sync + 'static> MonitoredFences for KmtSession<K> {
     fn create_monitored_fence(
         &mut self,
         i: usize,

@@ -11,14 +11,13 @@
 //!
 //! What user mode can observe is all this backend offers: the adapter life cycle (the driver
 //! is installed and started by PnP, so "load" and "start" find and open the adapter, "stop" and
-//! "remove" close it), [`UserModeSubmission`]'s queue operations, [`Fences`] (native and
-//! monitored fences, `fences`), [`AllocationUsage`] (the UMD's tracked buffers, `usage`) and
-//! [`super::GpuVaPlacement`] (the GPU VA thunks, `gpuva`).
+//! "remove" close it), [`UserModeSubmission`]'s queue operations and churn threads, [`Fences`]
+//! and [`super::MonitoredFences`] (`fences`), [`AllocationUsage`] (the UMD's tracked buffers,
+//! `usage`) and [`super::GpuVaPlacement`] (the GPU VA thunks, `gpuva`).
 //! The driver's caps, the OS's internals, fault injection and the other simulation-only
-//! capabilities are absent, so the cases that need them are reported as skipped with the
-//! reason. Methods that need more than the thunks (OS events, churn threads, MonitoredValue)
-//! answer [`Failure::Unsupported`], which also skips the case. The one driver escape is the
-//! kernel-mode testing interface's known escape (`super::testing`).
+//! capabilities are absent, so the runner skips the cases that need them, naming the
+//! capability. The one driver escape is the kernel-mode testing interface's known escape
+//! (`super::testing`).
 
 #[cfg(target_os = "linux")]
 pub mod dll;
@@ -41,14 +40,16 @@ use std::time::{Duration, Instant};
 use rvgpu_hw::cmd::Command;
 use rvgpu_umd::fence::NativeFence;
 use rvgpu_umd::fencelog::Op;
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, FenceCpu, Kmt, KmtHandle, NtStatus};
-use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, SubmitError, UserQueue};
+use rvgpu_umd::kmt::{
+    Allocation, AllocationCpu, DoorbellStatus as UmdDoorbell, FenceCpu, Kmt, KmtHandle, NtStatus,
+};
+use rvgpu_umd::submit::SubmitError;
 
+use super::lanes::{self, churn_lane};
 use super::{
     AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport, DoorbellStatus,
-    DriverCaps, Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig, StartedAdapter,
-    StreamLane, StreamReport, SubmissionCaps, SubmitPath, UmQueueInfo, UmQueueRef,
-    UserModeSubmission, WaitResult, Work,
+    Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig, StartedAdapter, SubmitPath,
+    UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
 };
 
 /// `STATUS_TIMEOUT`/`STATUS_IO_TIMEOUT` and `STATUS_DEVICE_REMOVED` as the thunks return them.
@@ -146,6 +147,11 @@ pub trait KmtMachine: Send {
     /// Closes what `open_device` opened for process `p` (its last queue is gone).
     fn close_device(&mut self, p: usize, how: ProcessEnd) -> Result<(), Failure>;
 
+    /// `DuplicateHandle` of process `from`'s NT handle `nt` into process `to`'s handle table,
+    /// as the broker an application uses to hand a shared object to another process; the
+    /// handle in `to`'s table, which `to` closes.
+    fn duplicate_nt_handle(&self, from: usize, nt: u64, to: usize) -> Result<u64, Failure>;
+
     /// A failure the platform saw (the simulated machine's halt), to report instead of a
     /// thunk status.
     fn fault(&self) -> Option<Failure> {
@@ -174,6 +180,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
     fn capabilities(&self) -> Capabilities {
         let caps = Capabilities::of(&[
             Capability::Fences,
+            Capability::MonitoredFences,
             Capability::UserModeSubmission,
             Capability::AllocationUsage,
             Capability::GpuVaPlacement,
@@ -186,6 +193,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             // which need native fences.
             caps.without(Capability::UserModeSubmission)
                 .without(Capability::Fences)
+                .without(Capability::MonitoredFences)
                 .without(Capability::AllocationUsage)
         }
     }
@@ -199,52 +207,16 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             buffers: Vec::new(),
             queues: Vec::new(),
             gates: Vec::new(),
-            tracked: Vec::new(),
+            tracked: Default::default(),
             fence: fences::FenceState::default(),
-            paging_queues: Vec::new(),
+            paging_queues: Default::default(),
             testing: Default::default(),
         }))
     }
 }
 
 /// A queue the UMD created through the thunks.
-enum KQueue<K: Kmt> {
-    User(Box<UserQueue<Arc<K>>>),
-    Kernel(KernelQueue<Arc<K>>),
-}
-
-impl<K: Kmt> KQueue<K> {
-    fn info(&self) -> UmQueueInfo {
-        let (path, lost, last, done, id) = match self {
-            Self::User(q) => (
-                match q.path() {
-                    SubmissionPath::UserMode => SubmitPath::UserMode,
-                    SubmissionPath::KernelMode => SubmitPath::KernelMode,
-                },
-                q.is_lost(),
-                q.last_submitted(),
-                q.completed(),
-                q.queue_id(),
-            ),
-            Self::Kernel(q) => (
-                SubmitPath::KernelMode,
-                false,
-                q.last_submitted(),
-                q.completed(),
-                0,
-            ),
-        };
-        UmQueueInfo {
-            path,
-            lost,
-            last_submitted: last,
-            completed: done,
-            queue_id: id,
-            // User mode cannot see the device's runlists.
-            scheduled: None,
-        }
-    }
-}
+type KQueue<K> = crate::backend::umd_queue::UmdQueue<Arc<K>>;
 
 struct KProcess<K> {
     adapter: usize,
@@ -275,12 +247,11 @@ struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     /// fence of the buffer's process that stands for it on the GPU.
     gates: Vec<((usize, u64), NativeFence)>,
     /// Buffers with the UMD's usage tracking.
-    tracked: Vec<usage::KTracked<K>>,
+    tracked: super::tracked::TrackedBuffers<K::Mem>,
     /// Native and monitored fences, their GPU queues and CPU waits.
     fence: fences::FenceState<K>,
-    /// The paging queue of each process that mapped a GPU VA itself: (process index,
-    /// `hPagingQueue`, its fence).
-    paging_queues: Vec<(usize, KmtHandle, KmtHandle)>,
+    /// The paging queue of each process that mapped a GPU VA itself.
+    paging_queues: super::gpuva::PagingQueues,
     /// The kernel-mode testing capability's objects ([`super::testing`]).
     testing: super::testing::TestingState<K>,
 }
@@ -323,6 +294,11 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
         }
     }
 
+    /// The machine's fault, if it has one.
+    fn check_fault(&self) -> Result<(), Failure> {
+        self.machine.fault().map_or(Ok(()), Err)
+    }
+
     fn process(&self, p: ProcessRef) -> Result<(usize, Arc<K>), Failure> {
         let up = self
             .processes
@@ -344,13 +320,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 
     fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
         let a = &self.buffer(b)?.alloc;
-        if offset.checked_add(bytes).is_none_or(|end| end > a.size) {
-            return Err(Failure::Backend(format!(
-                "{bytes} bytes at {offset:#x} are outside buffer {} ({} bytes)",
-                b.0, a.size
-            )));
-        }
-        Ok(a.gpu_va + offset)
+        crate::backend::address_in(b, a.gpu_va, a.size, offset, bytes)
     }
 
     fn encode(&self, work: &[Work]) -> Result<Vec<Command>, Failure> {
@@ -437,12 +407,6 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
         })
     }
 
-    fn driver_caps(&mut self, _i: usize) -> Result<DriverCaps, Failure> {
-        Err(Failure::Unsupported(
-            "DXGK_DRIVERCAPS is not visible from user mode".into(),
-        ))
-    }
-
     fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
         self.started(i)?;
         // Everything the case opened on the adapter goes, as a stop would take it.
@@ -455,7 +419,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
             *b = None;
         }
         for p in 0..self.processes.len() {
-            self.drop_tracked_of(p);
+            self.tracked.drop_process(p);
         }
         for p in 0..self.processes.len() {
             let open = self
@@ -491,6 +455,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
 
     crate::backend::session::capabilities! {
         as_fences / as_fences_ref: Fences,
+        as_monitored / as_monitored_ref: super::MonitoredFences,
         as_alloc_usage / as_alloc_usage_ref: AllocationUsage,
         as_gpu_va: super::GpuVaPlacement,
         as_kmtest: super::testing::KernelModeTesting,
@@ -498,26 +463,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
     }
 }
 
-fn queue_config(node: u32) -> QueueConfig {
-    QueueConfig {
-        node,
-        ring_size: 4096,
-        command_buffer_size: 4096,
-        ..QueueConfig::default()
-    }
-}
-
-fn unsupported<T>(what: &str) -> Result<T, Failure> {
-    Err(Failure::Unsupported(format!(
-        "{what} is not observable through the D3DKMT thunks"
-    )))
-}
-
 impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
-    fn submission_caps(&mut self, _i: usize) -> Result<SubmissionCaps, Failure> {
-        unsupported("node metadata and DXGK_USERMODESUBMISSION_CAPS")
-    }
-
     fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
         self.started(i)?;
         let kmt = self.machine.open_device(i)?;
@@ -546,7 +492,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
                 *b = None;
             }
         }
-        self.drop_tracked_of(p.0);
+        self.tracked.drop_process(p.0);
         if let Some(up) = self.processes.get_mut(p.0) {
             up.kmt = None;
         }
@@ -600,12 +546,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         kind: SubmitPath,
     ) -> Result<UmQueueRef, Failure> {
         let (_, kmt) = self.process(p)?;
-        let cfg = queue_config(node);
-        let q = match kind {
-            SubmitPath::UserMode => UserQueue::new(kmt, &cfg).map(|q| KQueue::User(Box::new(q))),
-            SubmitPath::KernelMode => KernelQueue::new(kmt, &cfg).map(KQueue::Kernel),
-        }
-        .map_err(|e| self.umd(e))?;
+        let q = KQueue::new(kmt, node, kind).map_err(|e| self.umd(e))?;
         self.queues.push(KUmQueue {
             process: p.0,
             info: q.info(),
@@ -649,19 +590,13 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
             .get_mut(q.0)
             .and_then(|k| k.q.as_mut())
             .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
-        let r = match k {
-            KQueue::User(u) => u.submit_ops(&ops),
-            KQueue::Kernel(k) => k.submit_ops(&ops),
-        };
+        let r = k.submit_ops(&ops);
         drop(ops);
         r.map_err(|e| self.umd(e))
     }
 
     fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
-        let r = match self.live_queue(q)? {
-            KQueue::User(u) => u.wait(value),
-            KQueue::Kernel(k) => k.wait(value),
-        };
+        let r = self.live_queue(q)?.wait(value);
         match r {
             Ok(()) => Ok(WaitResult::Satisfied),
             Err(SubmitError::Kmt(NtStatus(STATUS_IO_TIMEOUT | STATUS_TIMEOUT)))
@@ -688,43 +623,34 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
             .queues
             .get_mut(q.0)
             .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
-        let u =
-            k.q.take()
-                .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
-        k.info = u.info();
-        match u {
-            KQueue::User(u) => u.close(),
-            KQueue::Kernel(k) => k.close(),
-        }
-        .map_err(|e| self.umd(e))
+        super::umd_queue::close_slot(&mut k.q, &mut k.info, q)?.map_err(|e| self.umd(e))
     }
 
-    fn doorbell_status(&self, _q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
-        unsupported("the doorbell status page (kept inside the UMD)")
+    /// What the UMD's CPU mapping of the queue's doorbell status page reads.
+    fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
+        let st = self.queue(q)?.q.as_ref().and_then(KQueue::doorbell_status);
+        st.map(|s| match s {
+            UmdDoorbell::Connected => DoorbellStatus::Connected,
+            UmdDoorbell::ConnectedNotify => DoorbellStatus::ConnectedNotify,
+            UmdDoorbell::DisconnectedRetry => DoorbellStatus::DisconnectedRetry,
+            UmdDoorbell::DisconnectedAbort => DoorbellStatus::DisconnectedAbort,
+            UmdDoorbell::Unknown(x) => DoorbellStatus::Other(x),
+        })
+        .ok_or_else(|| super::umd_queue::no_doorbell(q))
     }
 
-    fn kernel_submit_on_user_queue(
-        &mut self,
-        _q: UmQueueRef,
-        _work: &[Work],
-    ) -> Result<i32, Failure> {
-        unsupported("a kernel-mode submission on a user-mode queue")
-    }
-
-    fn release_ring_handles(&mut self, _q: UmQueueRef) -> Result<(), Failure> {
-        unsupported("releasing the ring allocations behind the UMD")
-    }
-
-    fn await_engine_f1(&mut self, _i: usize, _n: u32, _b: Duration) -> Result<bool, Failure> {
-        unsupported("the engine's F-state")
-    }
-
-    fn churn(&mut self, _lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
-        unsupported("multi-process churn")
-    }
-
-    fn stream(&mut self, _lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
-        unsupported("TDR streams")
+    /// One thread per lane, each making its user-mode queues one after another over its
+    /// process's thunks.
+    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        let jobs = lanes::churn_jobs(lanes, |p| Ok(self.process(p)?.1), |w| self.encode(w))?;
+        let reports = lanes::run_lanes(
+            &jobs,
+            true,
+            |(kmt, lane, cmds)| churn_lane(|| kmt.clone(), lane, cmds, |e| format!("UMD: {e:?}")),
+            lanes::churn_panicked,
+        );
+        self.check_fault()?;
+        Ok(reports)
     }
 }
 

@@ -110,6 +110,18 @@ impl KmtMachine for SimMachine {
         .map_err(failure)
     }
 
+    fn duplicate_nt_handle(&self, from: usize, nt: u64, to: usize) -> Result<u64, Failure> {
+        let pid = |p: usize| {
+            self.processes
+                .get(p)
+                .map(|u| u.pid)
+                .ok_or_else(|| Failure::Backend(format!("no process {p}")))
+        };
+        self.m
+            .duplicate_handle(pid(from)?, nt, pid(to)?)
+            .map_err(failure)
+    }
+
     fn fault(&self) -> Option<Failure> {
         self.m.fault().map(failure)
     }

@@ -175,6 +175,33 @@ impl KmtMachine for WinMachine {
         slot.take();
         Ok(())
     }
+
+    /// Every "process" of this backend is a device of this one program, so the duplicate is
+    /// a second handle in this program's own table.
+    fn duplicate_nt_handle(&self, _from: usize, nt: u64, _to: usize) -> Result<u64, Failure> {
+        use windows_sys::Win32::Foundation::{DuplicateHandle, DUPLICATE_SAME_ACCESS, HANDLE};
+        // `GetCurrentProcess()`'s pseudo-handle.
+        let me = -1isize as HANDLE;
+        let mut dup: HANDLE = std::ptr::null_mut();
+        // SAFETY: `dup` is a valid out-pointer; a handle this program does not hold fails.
+        let ok = unsafe {
+            DuplicateHandle(
+                me,
+                nt as usize as HANDLE,
+                me,
+                &raw mut dup,
+                0,
+                0,
+                DUPLICATE_SAME_ACCESS,
+            )
+        };
+        if ok == 0 {
+            return Err(Failure::Backend(format!(
+                "DuplicateHandle of NT handle {nt:#x} failed"
+            )));
+        }
+        Ok(dup as usize as u64)
+    }
 }
 
 /// A monitored fence's CPU mapping, shareable with the session's event threads.

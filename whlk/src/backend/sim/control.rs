@@ -15,8 +15,8 @@ use super::kmt;
 use super::{caps, doorbell_status, failure, SimSession};
 use crate::backend::{
     BufferRef, BugCheckInfo, BugChecks, DbgInfoRace, DeviceLoss, DirectDdi, DriverCaps,
-    EngineStateChange, Failure, FaultInjection, FenceRef, OsControl, OsEvent, OsTrace, PowerStatus,
-    ProcessRef, StepMode, UmQueueRef, Work,
+    EngineStateChange, Failure, FaultInjection, FenceRef, OsControl, OsEvent, OsTrace, Paging,
+    PowerStatus, ProcessRef, StepMode, UmQueueRef, Work,
 };
 
 impl OsTrace for SimSession {
@@ -34,20 +34,6 @@ impl OsTrace for SimSession {
         db.and_then(|d| self.machine.doorbell_info(self.adapter_of(sq), d))
             .map(|i| i.mapped_page)
             .ok_or_else(|| Failure::Backend(format!("queue {} has no doorbell", q.0)))
-    }
-
-    fn ring_resident(&self, q: UmQueueRef) -> Result<bool, Failure> {
-        let sq = self.um_queue(q)?;
-        let rec = kmt::lock(&sq.rec);
-        let (ring, control) = rec
-            .ring
-            .ok_or_else(|| Failure::Backend(format!("queue {} has no ring", q.0)))?;
-        let mem = self.machine.memory();
-        Ok([ring, control].iter().all(|h| {
-            rec.allocations
-                .get(h)
-                .is_some_and(|&(gpu, size)| mem.is_mapped(gpu, size))
-        }))
     }
 
     fn power_status(&self, i: usize) -> Result<PowerStatus, Failure> {
@@ -226,22 +212,6 @@ impl OsControl for SimSession {
         .map_err(failure)?;
         self.check_fault()
     }
-
-    fn page_in(
-        &mut self,
-        b: BufferRef,
-        node: u32,
-        offset: u64,
-        bytes: u64,
-        pattern: u32,
-    ) -> Result<Vec<u32>, Failure> {
-        let va = self.address(b, offset, bytes)?;
-        let pi = self.buffer_process[b.0];
-        let up = self.process(ProcessRef(pi))?;
-        self.machine
-            .page_in(&up, node, va, bytes, pattern)
-            .map_err(failure)
-    }
 }
 
 impl FaultInjection for SimSession {
@@ -400,5 +370,23 @@ impl BugChecks for SimSession {
             code: b.code,
             params: b.params,
         })
+    }
+}
+
+impl Paging for SimSession {
+    fn page_in(
+        &mut self,
+        b: BufferRef,
+        node: u32,
+        offset: u64,
+        bytes: u64,
+        pattern: u32,
+    ) -> Result<Vec<u32>, Failure> {
+        let va = self.address(b, offset, bytes)?;
+        let pi = self.buffer_process[b.0];
+        let up = self.process(ProcessRef(pi))?;
+        self.machine
+            .page_in(&up, node, va, bytes, pattern)
+            .map_err(failure)
     }
 }

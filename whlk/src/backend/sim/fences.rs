@@ -1,5 +1,6 @@
-//! [`Fences`] and [`CrossAdapterFences`] of the simulated backend: the OS's native and
-//! monitored fence objects, CPU waits and signals, and GPU queues written directly.
+//! [`Fences`], [`MonitoredFences`], [`FenceInternals`] and [`CrossAdapterFences`] of the
+//! simulated backend: the OS's native and monitored fence objects, CPU waits and signals, and
+//! GPU queues written directly.
 
 use std::time::Duration;
 
@@ -8,8 +9,8 @@ use rvgpu_simos::{Machine, NativeFence, NativeFenceDesc, ProcessId, SimError};
 
 use super::{failure, wait_result, SimSession};
 use crate::backend::{
-    CrossAdapterFences, EventRef, Failure, FenceRef, FenceValues, Fences, MonitoredRef, QueueRef,
-    WaitResult,
+    CrossAdapterFences, EventRef, Failure, FenceInternals, FenceRef, FenceValues, Fences,
+    MonitoredFences, MonitoredRef, QueueRef, WaitResult,
 };
 
 impl Fences for SimSession {
@@ -44,27 +45,6 @@ impl Fences for SimSession {
         self.machine
             .destroy_native_fence(self.fence(f)?)
             .map_err(failure)
-    }
-
-    fn native_fence_destroyed(&self, f: FenceRef) -> bool {
-        self.fence(f).is_ok_and(NativeFence::is_destroyed)
-    }
-
-    fn fence_addresses(&self, f: FenceRef) -> Result<(u64, u64, u32), Failure> {
-        let f = self.fence(f)?;
-        let stride = self
-            .machine
-            .native_fence_caps(f.adapter())
-            .map_or(0, |c| c.MonitoredValueStride);
-        Ok((f.current_value_gpu(), f.monitored_value_gpu(), stride))
-    }
-
-    fn fence_values(&self, f: FenceRef) -> Result<FenceValues, Failure> {
-        let f = self.fence(f)?;
-        Ok(FenceValues {
-            current: f.current_value(),
-            monitored: f.monitored_value(),
-        })
     }
 
     fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure> {
@@ -141,7 +121,32 @@ impl Fences for SimSession {
             None => false,
         }
     }
+}
 
+impl FenceInternals for SimSession {
+    fn native_fence_destroyed(&self, f: FenceRef) -> bool {
+        self.fence(f).is_ok_and(NativeFence::is_destroyed)
+    }
+
+    fn fence_addresses(&self, f: FenceRef) -> Result<(u64, u64, u32), Failure> {
+        let f = self.fence(f)?;
+        let stride = self
+            .machine
+            .native_fence_caps(f.adapter())
+            .map_or(0, |c| c.MonitoredValueStride);
+        Ok((f.current_value_gpu(), f.monitored_value_gpu(), stride))
+    }
+
+    fn fence_values(&self, f: FenceRef) -> Result<FenceValues, Failure> {
+        let f = self.fence(f)?;
+        Ok(FenceValues {
+            current: f.current_value(),
+            monitored: f.monitored_value(),
+        })
+    }
+}
+
+impl MonitoredFences for SimSession {
     fn create_monitored_fence(
         &mut self,
         i: usize,

@@ -10,7 +10,7 @@ use rvgpu_simos::{ReleaseVia, TraceEvent};
 use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::Kmt;
 
-use super::{failure, umd_failure, wait_result, SimSession, UmdQueue};
+use super::{failure, umd_failure, wait_result, SimSession};
 use crate::backend::{
     Failure, FenceLogs, FenceWork, LogCounters, LogKind, ProcessRef, QueueLogs, UmFenceRef,
     UmQueueRef, UmdFences, WaitResult,
@@ -240,10 +240,7 @@ impl UmdFences for SimSession {
             list.push(item.ok_or_else(|| Failure::Backend("fence op encoding".into()))?);
         }
         let m = self.machine.clone();
-        let r = match self.live_queue(q)? {
-            UmdQueue::User(u) => u.submit_ops(&list),
-            UmdQueue::Kernel(k) => k.submit_ops(&list),
-        };
+        let r = self.live_queue(q)?.submit_ops(&list);
         let v = r.map_err(|e| umd_failure(&m, e))?;
         self.check_fault()?;
         Ok(v)

@@ -20,6 +20,10 @@ mod tdr;
 mod usage;
 mod usermode;
 
+/// The OS's record of the driver's caps, which the DLL backend reads too.
+#[cfg(target_os = "linux")]
+pub(crate) use usermode::{driver_caps_of, submission_caps_of};
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -40,17 +44,16 @@ use rvgpu_simos::{
     WaitOutcome,
 };
 use rvgpu_umd::fence::NativeFence as UmdNativeFence;
-use rvgpu_umd::fencelog::FenceTrace;
 use rvgpu_umd::kmt::{Allocation, KmtHandle, NtStatus};
-use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmissionPath, SubmitError, UserQueue};
+use rvgpu_umd::submit::SubmitError;
 
 use self::kmt::{Created, SessKmt};
 use super::{
     AllocationUsage, Backend, BufferRef, BugCheckInfo, BugChecks, Capabilities, CrossAdapterFences,
     DirectDdi, DoorbellStatus, DriverCaps, ExecMode, Failure, FaultInjection, FenceLogs, FenceRef,
     Fences, Misbehaviour, MonitoredRef, OsControl, OsTrace, ProcessRef, QueueRef, Session,
-    SessionConfig, StartedAdapter, StepMode, SubmitPath, Tdr, TdrTrace, UmFenceRef, UmQueueInfo,
-    UmQueueRef, UmdFences, UserModeSubmission, WaitResult, Work,
+    SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmFenceRef, UmQueueInfo, UmQueueRef,
+    UmdFences, UserModeSubmission, WaitResult, Work,
 };
 
 /// The simulated backend.
@@ -197,8 +200,8 @@ fn open_sim_session(
         recorder: None,
         um_fences: Vec::new(),
         contexts: Vec::new(),
-        tracked: Vec::new(),
-        paging_queues: Vec::new(),
+        tracked: Default::default(),
+        paging_queues: Default::default(),
         testing: Default::default(),
     }))
 }
@@ -230,12 +233,9 @@ struct SimSession {
     /// Kernel-mode contexts: (process index, context handle).
     contexts: Vec<(usize, KmtHandle)>,
     /// Buffers with the UMD's usage tracking.
-    tracked: Vec<usage::SimTracked>,
+    tracked: crate::backend::tracked::TrackedBuffers<SimMem>,
     /// The paging queue of each process that mapped a GPU VA itself (process index).
-    paging_queues: Vec<(
-        usize,
-        rvgpu_umd::kmt::PagingQueue<rvgpu_simos::kmt::SimFence>,
-    )>,
+    paging_queues: crate::backend::gpuva::PagingQueues,
     /// The kernel-mode testing capability's objects ([`crate::backend::testing`]).
     testing: crate::backend::testing::TestingState<SessKmt>,
 }
@@ -269,10 +269,7 @@ struct SimUmFence {
 }
 
 /// A harness queue: the UMD's object while the process lives.
-enum UmdQueue {
-    User(Box<UserQueue<SessKmt>>),
-    Kernel(KernelQueue<SessKmt>),
-}
+type UmdQueue = crate::backend::umd_queue::UmdQueue<SessKmt>;
 
 struct SimUmQueue {
     process: usize,
@@ -283,70 +280,7 @@ struct SimUmQueue {
     info: UmQueueInfo,
 }
 
-impl UmdQueue {
-    fn submit(&mut self, cmds: &[Command]) -> Result<u64, SubmitError> {
-        match self {
-            Self::User(q) => q.submit(cmds),
-            Self::Kernel(q) => q.submit(cmds),
-        }
-    }
-
-    fn wait(&mut self, value: u64) -> Result<(), SubmitError> {
-        match self {
-            Self::User(q) => q.wait(value),
-            Self::Kernel(q) => q.wait(value),
-        }
-    }
-
-    fn progress(&self) -> (u64, u64) {
-        match self {
-            Self::User(q) => (q.last_submitted(), q.completed()),
-            Self::Kernel(q) => (q.last_submitted(), q.completed()),
-        }
-    }
-
-    fn set_fence_trace(&mut self, t: Option<Arc<dyn FenceTrace>>) {
-        match self {
-            Self::User(q) => q.set_fence_trace(t),
-            Self::Kernel(q) => q.set_fence_trace(t),
-        }
-    }
-
-    fn info(&self) -> UmQueueInfo {
-        match self {
-            Self::User(q) => UmQueueInfo {
-                path: match q.path() {
-                    SubmissionPath::UserMode => SubmitPath::UserMode,
-                    SubmissionPath::KernelMode => SubmitPath::KernelMode,
-                },
-                lost: q.is_lost(),
-                last_submitted: q.last_submitted(),
-                completed: q.completed(),
-                queue_id: q.queue_id(),
-                scheduled: None,
-            },
-            Self::Kernel(q) => UmQueueInfo {
-                path: SubmitPath::KernelMode,
-                lost: false,
-                last_submitted: q.last_submitted(),
-                completed: q.completed(),
-                queue_id: q.queue_id(),
-                scheduled: None,
-            },
-        }
-    }
-}
-
 /// The queue configuration of every harness queue: small rings, so long runs wrap.
-fn queue_config(node: u32) -> QueueConfig {
-    QueueConfig {
-        node,
-        ring_size: 4096,
-        command_buffer_size: 4096,
-        ..QueueConfig::default()
-    }
-}
-
 fn doorbell_status(raw: i32) -> DoorbellStatus {
     match raw {
         D3DDDI_DOORBELLSTATUS_CONNECTED => DoorbellStatus::Connected,
@@ -425,13 +359,7 @@ impl SimSession {
 
     fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
         let a = self.buffer(b)?;
-        if offset.checked_add(bytes).is_none_or(|end| end > a.size) {
-            return Err(Failure::Backend(format!(
-                "{bytes} bytes at {offset:#x} are outside buffer {} ({} bytes)",
-                b.0, a.size
-            )));
-        }
-        Ok(a.gpu_va + offset)
+        super::address_in(b, a.gpu_va, a.size, offset, bytes)
     }
 
     fn encode(&self, work: &[Work]) -> Result<Vec<Command>, Failure> {
@@ -630,13 +558,6 @@ impl Session for SimSession {
         })
     }
 
-    fn driver_caps(&mut self, i: usize) -> Result<DriverCaps, Failure> {
-        self.machine
-            .query_driver_caps(i)
-            .map(|c| caps(&c))
-            .map_err(failure)
-    }
-
     fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
         self.machine_mut()?.stop_adapter(i).map_err(failure)
     }
@@ -669,17 +590,24 @@ impl Session for SimSession {
 
     crate::backend::session::capabilities! {
         as_fences / as_fences_ref: Fences,
+        as_monitored / as_monitored_ref: crate::backend::MonitoredFences,
+        as_fence_internals / as_fence_internals_ref: crate::backend::FenceInternals,
         as_cross_adapter / as_cross_adapter_ref: CrossAdapterFences,
         as_ums / as_ums_ref: UserModeSubmission,
+        as_kmd_caps / as_kmd_caps_ref: crate::backend::KmdCaps,
+        as_umd_bypass / as_umd_bypass_ref: crate::backend::UmdBypass,
+        as_engine_idle: crate::backend::EngineIdle,
         as_umd_fences / as_umd_fences_ref: UmdFences,
         as_alloc_usage / as_alloc_usage_ref: AllocationUsage,
         as_gpu_va: crate::backend::GpuVaPlacement,
         as_kmtest: crate::backend::testing::KernelModeTesting,
         as_fence_logs / as_fence_logs_ref: FenceLogs,
         as_tdr / as_tdr_ref: Tdr,
+        as_dma_contexts: crate::backend::DmaContexts,
         as_tdr_trace / as_tdr_trace_ref: TdrTrace,
         as_os_trace / as_os_trace_ref: OsTrace,
         as_os_control / as_os_control_ref: OsControl,
+        as_paging: crate::backend::Paging,
         as_faults / as_faults_ref: FaultInjection,
         as_direct_ddi / as_direct_ddi_ref: DirectDdi,
         as_step / as_step_ref: StepMode,

@@ -8,8 +8,8 @@ use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 
 use super::{failure, SimSession};
 use crate::backend::{
-    ContextRef, EngineProbe, Failure, ProcessRef, Tdr, TdrCause, TdrStep, TdrTimeouts, TdrTrace,
-    Work,
+    ContextRef, DmaContexts, EngineProbe, Failure, ProcessRef, StreamLane, StreamReport, Tdr,
+    TdrCause, TdrStep, TdrTimeouts, TdrTrace, Work,
 };
 
 /// The simulation's TDR step as the harness's, with devices named by the session's processes.
@@ -116,6 +116,12 @@ impl Tdr for SimSession {
             .map_err(failure)
     }
 
+    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
+        self.stream_lanes(lanes)
+    }
+}
+
+impl DmaContexts for SimSession {
     fn create_context(&mut self, p: ProcessRef, node: u32) -> Result<ContextRef, Failure> {
         let up = self.process(p)?;
         let h = self

@@ -1,5 +1,6 @@
 //! [`UserModeSubmission`] of the simulated backend: the real UMD core (`UserQueue`,
-//! `KernelQueue`) over the session's thunks, and the churn and stream threads.
+//! `KernelQueue`) over the session's thunks, and the churn and stream threads; beside it what
+//! only the simulation shows or does ([`KmdCaps`], [`UmdBypass`], [`EngineIdle`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,63 +8,20 @@ use std::time::Duration;
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::regs;
-use rvgpu_simos::{Machine, Mode, UmsProcess};
+use rvgpu_simos::{Machine, Mode};
 use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};
-use rvgpu_umd::submit::{KernelQueue, SubmissionPath, SubmitError, UserQueue};
+use rvgpu_umd::submit::SubmitError;
 
 use super::kmt::{self, SessKmt};
 use super::{
-    doorbell_status, failure, queue_config, umd_failure, wait_outcome, SimSession, SimUmQueue,
-    UmdQueue,
+    caps, doorbell_status, failure, umd_failure, wait_outcome, SimSession, SimUmQueue, UmdQueue,
 };
+use crate::backend::lanes::{self, churn_lane};
 use crate::backend::{
-    BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, ProcessEnd, ProcessRef, StreamLane,
-    StreamReport, SubmissionCaps, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission,
-    WaitResult, Work,
+    BufferRef, ChurnLane, ChurnReport, DoorbellStatus, DriverCaps, EngineIdle, Failure, KmdCaps,
+    ProcessEnd, ProcessRef, StreamLane, StreamReport, SubmissionCaps, SubmitPath, UmQueueInfo,
+    UmQueueRef, UmdBypass, UserModeSubmission, WaitResult, Work,
 };
-
-/// One churn lane on the calling thread.
-fn churn_lane(
-    m: &Arc<Machine>,
-    p: UmsProcess,
-    lane: &ChurnLane,
-    cmds: &[Vec<Command>],
-) -> ChurnReport {
-    let mut report = ChurnReport {
-        rounds_done: 0,
-        kernel_mode_rounds: 0,
-        error: None,
-    };
-    let per = lane.batches_per_round as usize;
-    let err = |e: SubmitError| format!("{:?}", umd_failure(m, e));
-    for round in 0..lane.rounds as usize {
-        let r = (|| -> Result<bool, String> {
-            let mut q = UserQueue::new(SessKmt::new(m.clone(), p), &queue_config(lane.node))
-                .map_err(err)?;
-            let mut last = 0;
-            for batch in cmds.iter().skip(round * per).take(per) {
-                last = q.submit(batch).map_err(err)?;
-            }
-            if last > 0 {
-                q.wait(last).map_err(err)?;
-            }
-            let kernel = q.path() == SubmissionPath::KernelMode;
-            q.close().map_err(err)?;
-            Ok(kernel)
-        })();
-        match r {
-            Ok(kernel) => {
-                report.rounds_done += 1;
-                report.kernel_mode_rounds += u32::from(kernel);
-            }
-            Err(e) => {
-                report.error = Some(format!("round {round}: {e}"));
-                break;
-            }
-        }
-    }
-    report
-}
 
 /// One [`StreamLane`] on the calling thread, on the queue it took.
 fn stream_lane(
@@ -142,21 +100,6 @@ fn stream_lane(
 }
 
 impl UserModeSubmission for SimSession {
-    fn submission_caps(&mut self, i: usize) -> Result<SubmissionCaps, Failure> {
-        Ok(SubmissionCaps {
-            user_mode_nodes: self
-                .machine
-                .node_metadata(i)
-                .iter()
-                .map(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission))
-                .collect(),
-            doorbell_size: self
-                .machine
-                .usermode_submission_caps(i)
-                .map(|c| c.DoorbellSizeInBytes),
-        })
-    }
-
     fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
         let p = self.machine.create_process(i).map_err(failure)?;
         self.processes.push(p);
@@ -227,12 +170,7 @@ impl UserModeSubmission for SimSession {
         let up = self.process(p)?;
         let kmt = SessKmt::new(self.machine.clone(), up);
         let rec = kmt.record();
-        let cfg = queue_config(node);
-        let q = match kind {
-            SubmitPath::UserMode => UserQueue::new(kmt, &cfg).map(|q| UmdQueue::User(Box::new(q))),
-            SubmitPath::KernelMode => KernelQueue::new(kmt, &cfg).map(UmdQueue::Kernel),
-        }
-        .map_err(|e| umd_failure(&self.machine, e))?;
+        let q = UmdQueue::new(kmt, node, kind).map_err(|e| umd_failure(&self.machine, e))?;
         let mut q = q;
         if let Some(r) = &self.recorder {
             q.set_fence_trace(Some(Arc::new(r.for_adapter(up.adapter))));
@@ -249,10 +187,7 @@ impl UserModeSubmission for SimSession {
     fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
         let cmds = self.encode(work)?;
         let m = self.machine.clone();
-        let r = match self.live_queue(q)? {
-            UmdQueue::User(u) => u.submit(&cmds),
-            UmdQueue::Kernel(k) => k.submit(&cmds),
-        };
+        let r = self.live_queue(q)?.submit(&cmds);
         let v = r.map_err(|e| umd_failure(&m, e))?;
         self.check_fault()?;
         Ok(v)
@@ -260,10 +195,7 @@ impl UserModeSubmission for SimSession {
 
     fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
         let m = self.machine.clone();
-        let r = match self.live_queue(q)? {
-            UmdQueue::User(u) => u.wait(value),
-            UmdQueue::Kernel(k) => k.wait(value),
-        };
+        let r = self.live_queue(q)?.wait(value);
         wait_outcome(&m, r)
     }
 
@@ -280,15 +212,8 @@ impl UserModeSubmission for SimSession {
             .um_queues
             .get_mut(q.0)
             .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
-        let u =
-            sq.q.take()
-                .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
-        sq.info = u.info();
-        match u {
-            UmdQueue::User(u) => u.close(),
-            UmdQueue::Kernel(k) => k.close(),
-        }
-        .map_err(|e| umd_failure(&m, e))?;
+        crate::backend::umd_queue::close_slot(&mut sq.q, &mut sq.info, q)?
+            .map_err(|e| umd_failure(&m, e))?;
         self.check_fault()
     }
 
@@ -297,14 +222,54 @@ impl UserModeSubmission for SimSession {
         let db = kmt::lock(&sq.rec).doorbell;
         db.and_then(|d| self.machine.doorbell_info(self.adapter_of(sq), d))
             .map(|i| doorbell_status(i.status))
-            .ok_or_else(|| {
-                Failure::Backend(format!(
-                    "queue {} has no doorbell (kernel-mode queue, fallen back, or destroyed)",
-                    q.0
-                ))
-            })
+            .ok_or_else(|| crate::backend::umd_queue::no_doorbell(q))
     }
 
+    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        let jobs = lanes::churn_jobs(lanes, |p| self.process(p), |w| self.encode(w))?;
+        let m = &self.machine;
+        let threaded = m.config().mode == Mode::Threaded;
+        let err = |e: SubmitError| format!("{:?}", umd_failure(m, e));
+        let reports = lanes::run_lanes(
+            &jobs,
+            threaded,
+            |(p, lane, cmds)| churn_lane(|| SessKmt::new(m.clone(), *p), lane, cmds, err),
+            lanes::churn_panicked,
+        );
+        self.check_fault()?;
+        Ok(reports)
+    }
+}
+
+impl KmdCaps for SimSession {
+    fn driver_caps(&mut self, i: usize) -> Result<DriverCaps, Failure> {
+        driver_caps_of(&self.machine, i)
+    }
+
+    fn submission_caps(&mut self, i: usize) -> Result<SubmissionCaps, Failure> {
+        Ok(submission_caps_of(&self.machine, i))
+    }
+}
+
+/// `DXGKQAITYPE_DRIVERCAPS` of adapter `i` as the OS recorded it (read by the harness: an
+/// application sees only what `D3DKMTQueryAdapterInfo` passes on).
+pub(crate) fn driver_caps_of(m: &Machine, i: usize) -> Result<DriverCaps, Failure> {
+    m.query_driver_caps(i).map(|c| caps(&c)).map_err(failure)
+}
+
+/// Adapter `i`'s node metadata and `USERMODESUBMISSION_CAPS` as the OS recorded them.
+pub(crate) fn submission_caps_of(m: &Machine, i: usize) -> SubmissionCaps {
+    SubmissionCaps {
+        user_mode_nodes: m
+            .node_metadata(i)
+            .iter()
+            .map(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission))
+            .collect(),
+        doorbell_size: m.usermode_submission_caps(i).map(|c| c.DoorbellSizeInBytes),
+    }
+}
+
+impl UmdBypass for SimSession {
     fn kernel_submit_on_user_queue(
         &mut self,
         q: UmQueueRef,
@@ -328,6 +293,22 @@ impl UserModeSubmission for SimSession {
         self.check_fault()
     }
 
+    fn ring_resident(&self, q: UmQueueRef) -> Result<bool, Failure> {
+        let sq = self.um_queue(q)?;
+        let rec = kmt::lock(&sq.rec);
+        let (ring, control) = rec
+            .ring
+            .ok_or_else(|| Failure::Backend(format!("queue {} has no ring", q.0)))?;
+        let mem = self.machine.memory();
+        Ok([ring, control].iter().all(|h| {
+            rec.allocations
+                .get(h)
+                .is_some_and(|&(gpu, size)| mem.is_mapped(gpu, size))
+        }))
+    }
+}
+
+impl EngineIdle for SimSession {
     fn await_engine_f1(&mut self, i: usize, node: u32, budget: Duration) -> Result<bool, Failure> {
         if !self.idle_f1 {
             return Err(Failure::Unsupported(
@@ -340,46 +321,14 @@ impl UserModeSubmission for SimSession {
             .run_until(rounds, budget, |m| m.engine_fstate(i, node) == Some(1))
             .map_err(failure)
     }
+}
 
-    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
-        let mut jobs = Vec::with_capacity(lanes.len());
-        for lane in lanes {
-            let p = self.process(lane.process)?;
-            let cmds = lane
-                .work
-                .iter()
-                .map(|w| self.encode(w))
-                .collect::<Result<Vec<_>, _>>()?;
-            jobs.push((p, lane, cmds));
-        }
-        let m = &self.machine;
-        let reports = if self.machine.config().mode == Mode::Threaded {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = jobs
-                    .iter()
-                    .map(|(p, lane, cmds)| s.spawn(move || churn_lane(m, *p, lane, cmds)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| ChurnReport {
-                            rounds_done: 0,
-                            kernel_mode_rounds: 0,
-                            error: Some("lane thread panicked".into()),
-                        })
-                    })
-                    .collect()
-            })
-        } else {
-            jobs.iter()
-                .map(|(p, lane, cmds)| churn_lane(m, *p, lane, cmds))
-                .collect()
-        };
-        self.check_fault()?;
-        Ok(reports)
-    }
-
-    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
+impl SimSession {
+    /// [`Tdr::stream`](crate::backend::Tdr::stream) of the simulated backend.
+    pub(super) fn stream_lanes(
+        &mut self,
+        lanes: &[StreamLane],
+    ) -> Result<Vec<StreamReport>, Failure> {
         let mut jobs = Vec::with_capacity(lanes.len());
         for (k, lane) in lanes.iter().enumerate() {
             let sq = self.um_queue(lane.queue)?;
@@ -401,40 +350,19 @@ impl UserModeSubmission for SimSession {
             .filter_map(|l| self.um_queues[l.queue.0].q.take())
             .collect();
         let m = &*self.machine;
-        let reports: Vec<StreamReport> = if m.config().mode == Mode::Threaded {
-            std::thread::scope(|sc| {
-                let handles: Vec<_> = jobs
-                    .iter()
-                    .zip(taken.iter_mut())
-                    .map(|((lane, cmds, a), q)| sc.spawn(move || stream_lane(m, lane, cmds, *a, q)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| StreamReport {
-                            submitted: 0,
-                            last_value: 0,
-                            recovered_at: None,
-                            error: Some("lane thread panicked".into()),
-                        })
-                    })
-                    .collect()
-            })
-        } else {
-            jobs.iter()
-                .zip(taken.iter_mut())
-                .map(|((lane, cmds, a), q)| stream_lane(m, lane, cmds, *a, q))
-                .collect()
-        };
+        let reports = lanes::run_lanes(
+            jobs.iter().zip(taken.iter_mut()),
+            m.config().mode == Mode::Threaded,
+            |((lane, cmds, a), q)| stream_lane(m, lane, cmds, *a, q),
+            lanes::stream_panicked,
+        );
         for (lane, q) in lanes.iter().zip(taken) {
             self.um_queues[lane.queue.0].q = Some(q);
         }
         self.check_fault()?;
         Ok(reports)
     }
-}
 
-impl SimSession {
     /// `work` as one command buffer on the user-mode queue's own hardware queue: through
     /// the thunk, or with `direct_ddi` straight to the DDI. The NTSTATUS.
     pub(super) fn submit_on_user_queue(
