@@ -237,6 +237,15 @@ fn disconnect_through_driver(
     STATUS_SUCCESS
 }
 
+/// The driver named doorbell `dead` by `hd` after its `DxgkDdiDestroyDoorbell` returned.
+fn used_after_destroy(hd: usize, dead: KmtHandle) -> String {
+    format!(
+        "hDoorbell = {hd:#x} names doorbell {dead:#x}, whose DxgkDdiDestroyDoorbell already \
+         returned: the driver used the handle after the object was destroyed (on Windows a \
+         freed Dxgkrnl object, or a reused handle naming another doorbell)"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,13 +269,4 @@ mod tests {
         // A kernel handle names only a live doorbell.
         assert!(os.doorbells_named(kernel_handle(12)).is_empty());
     }
-}
-
-/// The driver named doorbell `dead` by `hd` after its `DxgkDdiDestroyDoorbell` returned.
-fn used_after_destroy(hd: usize, dead: KmtHandle) -> String {
-    format!(
-        "hDoorbell = {hd:#x} names doorbell {dead:#x}, whose DxgkDdiDestroyDoorbell already \
-         returned: the driver used the handle after the object was destroyed (on Windows a \
-         freed Dxgkrnl object, or a reused handle naming another doorbell)"
-    )
 }

@@ -347,7 +347,7 @@ impl Machine {
             st.waiters.push(Waiter {
                 value,
                 event: ev.clone(),
-                resume: resume,
+                resume,
             });
         }
         f.obj.release();
