@@ -114,8 +114,7 @@ pub fn call<R>(
     r
 }
 
-/// Calls a DDI of adapter `a` at PASSIVE_LEVEL: [`call`] with [`At::Level`]`(Irql::Passive)`,
-/// the level of every thunk and PnP path that calls one.
+/// Calls a DDI of adapter `a` at PASSIVE_LEVEL: [`call`] with [`At::Level`]`(Irql::Passive)`.
 pub fn passive<R>(
     a: &AdapterShared,
     routine: Routine,
